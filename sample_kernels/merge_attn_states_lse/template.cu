@@ -1,0 +1,170 @@
+// merge_attn_states_lse template. Per (token, head) row, LSE layout [tokens, heads]:
+//   m = max(s_a, s_b); w_a = exp(s_a - m); w_b = exp(s_b - m)      (+inf LSE -> -inf)
+//   out = v_a * w_a / (w_a + w_b) + v_b * w_b / (w_a + w_b);  out_lse = m + log(w_a + w_b)
+//
+// Two work decompositions, chosen by THREADS_PER_ROW:
+//   0     flattened like the baseline: each thread owns ITEMS packs of the flattened
+//         (row, pack) index space (strided by the block size for coalescing) and
+//         recomputes the row's weights for every pack;
+//   1..32 a group of THREADS_PER_ROW lanes owns whole rows (grid-stride over rows); the
+//         group's first lane loads the two LSEs, computes the weights once and broadcasts
+//         them by shuffle; lanes stride over the row's packs, ITEMS packs in flight.
+// A pack is VEC_BYTES bytes (head_dim % (VEC_BYTES / sizeof(T)) == 0 is a constraint).
+// The grid is ceil(tokens * heads * packs_per_row / (BLOCK_THREADS * ITEMS)) in both modes
+// (kernel.toml), so the defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf)
+// launch exactly like the baseline. Index math is 32-bit unsigned, like the baseline.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef SCALAR_T  // standalone compile at the defaults
+#define SCALAR_T __nv_bfloat16
+#define ELEM_BYTES 2
+#endif
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 128
+#endif
+#ifndef VEC_BYTES
+#define VEC_BYTES 16  // bytes per pack: 4, 8 or 16
+#endif
+#ifndef THREADS_PER_ROW
+#define THREADS_PER_ROW 0  // 0: flattened; else lanes per (token, head) row (power of 2 <= 32)
+#endif
+#ifndef ITEMS
+#define ITEMS 1  // packs in flight per thread
+#endif
+#ifndef FAST_EXP
+#define FAST_EXP 0  // 1: __expf / __logf (SFU), 0: expf / logf
+#endif
+
+typedef SCALAR_T scalar_t;
+
+namespace {
+
+constexpr int kVec = VEC_BYTES / ELEM_BYTES;  // elements per pack
+static_assert(kVec >= 1 && kVec * ELEM_BYTES == VEC_BYTES, "VEC_BYTES must hold whole elements");
+static_assert(THREADS_PER_ROW == 0 || (THREADS_PER_ROW <= 32 &&
+                                       (THREADS_PER_ROW & (THREADS_PER_ROW - 1)) == 0),
+              "THREADS_PER_ROW must be 0 or a power of two up to a warp");
+static_assert(THREADS_PER_ROW <= BLOCK_THREADS, "a row group must fit in a block");
+
+struct alignas(VEC_BYTES) Pack {
+  scalar_t v[kVec];
+};
+
+struct Weights {
+  float scale_a, scale_b, lse;
+};
+
+__device__ __forceinline__ float exp_f(float x) {
+#if FAST_EXP
+  return __expf(x);
+#else
+  return expf(x);
+#endif
+}
+
+__device__ __forceinline__ float log_f(float x) {
+#if FAST_EXP
+  return __logf(x);
+#else
+  return logf(x);
+#endif
+}
+
+__device__ __forceinline__ Weights merge_weights(float la, float lb) {
+  la = isinf(la) ? -INFINITY : la;  // +inf marks an empty segment
+  lb = isinf(lb) ? -INFINITY : lb;
+  const float m = fmaxf(la, lb);
+  const float wa = exp_f(la - m);
+  const float wb = exp_f(lb - m);
+  const float sum = wa + wb;
+  return {wa / sum, wb / sum, log_f(sum) + m};
+}
+
+__device__ __forceinline__ Pack merge_pack(const Pack& a, const Pack& b, const Weights& w) {
+  Pack o;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    o.v[k] = static_cast<scalar_t>(static_cast<float>(a.v[k]) * w.scale_a +
+                                   static_cast<float>(b.v[k]) * w.scale_b);
+  }
+  return o;
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_lse_kernel(
+    scalar_t* __restrict__ out, float* __restrict__ out_lse, const scalar_t* __restrict__ v_a,
+    const float* __restrict__ s_a, const scalar_t* __restrict__ v_b,
+    const float* __restrict__ s_b, int tokens, int heads, int head_dim) {
+  const unsigned packs_per_row = static_cast<unsigned>(head_dim) / kVec;
+  const unsigned rows = static_cast<unsigned>(tokens) * heads;
+
+#if THREADS_PER_ROW == 0
+  const unsigned total = rows * packs_per_row;
+  const unsigned tile = BLOCK_THREADS * ITEMS;  // packs per block per iteration
+  for (unsigned base = blockIdx.x * tile + threadIdx.x; base - threadIdx.x < total;
+       base += gridDim.x * tile) {
+    Pack a[ITEMS], b[ITEMS];
+    float la[ITEMS], lb[ITEMS];
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const unsigned idx = base + j * BLOCK_THREADS;
+      if (idx < total) {
+        const unsigned row = idx / packs_per_row;
+        const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
+        la[j] = s_a[row];
+        lb[j] = s_b[row];
+        a[j] = *reinterpret_cast<const Pack*>(v_a + off);
+        b[j] = *reinterpret_cast<const Pack*>(v_b + off);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < ITEMS; ++j) {
+      const unsigned idx = base + j * BLOCK_THREADS;
+      if (idx < total) {
+        const unsigned row = idx / packs_per_row;
+        const Weights w = merge_weights(la[j], lb[j]);
+        const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
+        *reinterpret_cast<Pack*>(out + off) = merge_pack(a[j], b[j], w);
+        if (idx == row * packs_per_row) out_lse[row] = w.lse;
+      }
+    }
+  }
+#else
+  constexpr unsigned kGroups = BLOCK_THREADS / THREADS_PER_ROW;  // rows per block iteration
+  const unsigned group = threadIdx.x / THREADS_PER_ROW;
+  const unsigned lane = threadIdx.x % THREADS_PER_ROW;
+  // The loop bound is uniform across the block, so whole warps reach the shuffles.
+  for (unsigned first = blockIdx.x * kGroups; first < rows; first += gridDim.x * kGroups) {
+    const unsigned row = first + group;
+    const bool valid = row < rows;
+    Weights w = {0.f, 0.f, 0.f};
+    if (valid && lane == 0) w = merge_weights(s_a[row], s_b[row]);
+#if THREADS_PER_ROW > 1
+    w.scale_a = __shfl_sync(0xffffffffu, w.scale_a, 0, THREADS_PER_ROW);
+    w.scale_b = __shfl_sync(0xffffffffu, w.scale_b, 0, THREADS_PER_ROW);
+#endif
+    if (!valid) continue;
+    if (lane == 0) out_lse[row] = w.lse;
+    const unsigned long long row_off = static_cast<unsigned long long>(row) * head_dim;
+    for (unsigned p0 = lane; p0 < packs_per_row; p0 += THREADS_PER_ROW * ITEMS) {
+      Pack a[ITEMS], b[ITEMS];
+#pragma unroll
+      for (int j = 0; j < ITEMS; ++j) {
+        const unsigned p = p0 + j * THREADS_PER_ROW;
+        if (p < packs_per_row) {
+          a[j] = *reinterpret_cast<const Pack*>(v_a + row_off + p * kVec);
+          b[j] = *reinterpret_cast<const Pack*>(v_b + row_off + p * kVec);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < ITEMS; ++j) {
+        const unsigned p = p0 + j * THREADS_PER_ROW;
+        if (p < packs_per_row)
+          *reinterpret_cast<Pack*>(out + row_off + p * kVec) = merge_pack(a[j], b[j], w);
+      }
+    }
+  }
+#endif
+}

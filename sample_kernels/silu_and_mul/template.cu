@@ -1,0 +1,102 @@
+// silu_and_mul template: out[t, j] = T(silu(x[t, j])) * x[t, d + j] (SiLU in fp32, rounded
+// to T before the multiply, like the baseline).
+//
+// Work decomposition: grid = (ceil(tokens / TOKENS_PER_BLOCK), ROW_SPLIT). A block owns
+// TOKENS_PER_BLOCK consecutive tokens and one of ROW_SPLIT contiguous column chunks of
+// their rows; its threads stride over the flattened (token, vector) pairs of that tile.
+//   - ROW_SPLIT > 1 spreads a few long rows (decode batches) over more SMs;
+//   - TOKENS_PER_BLOCK > 1 packs short rows into one block;
+//   - UNROLL vectors are loaded before any is used, for memory-level parallelism.
+// Block size is min(BLOCK_THREADS, work items of a tile) (see kernel.toml), so the defaults
+// (1024 threads, 16-byte vectors, 1 token, no split) launch exactly like the baseline.
+// Requires d % VEC == 0 (constraint): the up half then stays VEC_BYTES-aligned.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#ifndef SCALAR_T  // standalone compile at the defaults
+#define SCALAR_T __nv_bfloat16
+#define ELEM_BYTES 2
+#endif
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 1024  // upper bound on threads per block (launch bounds)
+#endif
+#ifndef VEC_BYTES
+#define VEC_BYTES 16  // bytes per vector load/store: 4, 8 or 16
+#endif
+#ifndef TOKENS_PER_BLOCK
+#define TOKENS_PER_BLOCK 1
+#endif
+#ifndef ROW_SPLIT
+#define ROW_SPLIT 1  // column chunks (blocks) per row
+#endif
+#ifndef UNROLL
+#define UNROLL 1  // vectors in flight per thread
+#endif
+#ifndef FAST_EXP
+#define FAST_EXP 0  // 1: __expf (SFU, ~2 ulp), 0: expf
+#endif
+
+typedef SCALAR_T scalar_t;
+
+namespace {
+
+constexpr int kVec = VEC_BYTES / ELEM_BYTES;  // elements per vector
+static_assert(kVec >= 1 && kVec * ELEM_BYTES == VEC_BYTES, "VEC_BYTES must hold whole elements");
+
+struct alignas(VEC_BYTES) Pack {
+  scalar_t v[kVec];
+};
+
+__device__ __forceinline__ scalar_t silu_mul(scalar_t gate, scalar_t up) {
+  const float g = static_cast<float>(gate);
+#if FAST_EXP
+  const float e = __expf(-g);
+#else
+  const float e = expf(-g);
+#endif
+  const scalar_t act = static_cast<scalar_t>(g / (1.0f + e));
+  return static_cast<scalar_t>(static_cast<float>(act) * static_cast<float>(up));
+}
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+    silu_and_mul_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
+                        int tokens, int d) {
+  const int num_vecs = d / kVec;  // vectors per row half
+  const int chunk = (num_vecs + ROW_SPLIT - 1) / ROW_SPLIT;
+  const int col_begin = static_cast<int>(blockIdx.y) * chunk;
+  const int cols = min(chunk, num_vecs - col_begin);
+  const int tok_begin = static_cast<int>(blockIdx.x) * TOKENS_PER_BLOCK;
+  const int toks = min(TOKENS_PER_BLOCK, tokens - tok_begin);
+  if (cols <= 0 || toks <= 0) return;
+
+  const int work = toks * cols;  // (token, vector) pairs in this block's tile
+  const int stride = blockDim.x;
+  for (int base = threadIdx.x; base < work; base += stride * UNROLL) {
+    Pack gate[UNROLL], up[UNROLL];
+    long long out_off[UNROLL];  // element offset of the vector in `out`
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+      const int item = base + k * stride;
+      if (item < work) {
+        const int t = (TOKENS_PER_BLOCK == 1) ? 0 : item / cols;
+        const int col = col_begin + (item - t * cols);
+        const long long token = tok_begin + t;
+        const scalar_t* row = input + token * 2LL * d;
+        gate[k] = reinterpret_cast<const Pack*>(row)[col];
+        up[k] = reinterpret_cast<const Pack*>(row + d)[col];
+        out_off[k] = token * d + static_cast<long long>(col) * kVec;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+      if (base + k * stride < work) {
+        Pack o;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) o.v[e] = silu_mul(gate[k].v[e], up[k].v[e]);
+        *reinterpret_cast<Pack*>(out + out_off[k]) = o;
+      }
+    }
+  }
+}

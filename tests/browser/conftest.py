@@ -1,0 +1,135 @@
+"""A real JupyterLab on loopback and a real Debian Chromium driven by Playwright.
+
+Needs ``apt-get install -y chromium`` (never ``playwright install``). Every request that is
+not to 127.0.0.1 is aborted, so the test proves the panel works offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", Path(__file__).parent / "artifacts"))
+
+
+@dataclass(frozen=True)
+class LabServer:
+    url: str
+    token: str
+    root: Path
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?reset&token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _write_settings(settings: Path) -> None:
+    files = {
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    }
+    for rel, data in files.items():
+        path = settings / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    pytest.importorskip("jupyterlab")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(nb, root / nb.name)
+    dirs = {name: base / name for name in ("config", "data", "runtime", "settings", "workspaces")}
+    for d in dirs.values():
+        d.mkdir()
+    _write_settings(dirs["settings"])
+    token = secrets.token_hex(16)
+    port = _free_port()
+    env = {**os.environ,
+           "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
+           "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+           "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+           "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+           "WORKBENCH_KERNELS": str(ROOT / "sample_kernels"),
+           "WORKBENCH_STORE": str(root / "workbench.sqlite"),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env.pop("WORKBENCH_MODEL", None)
+    log = (base / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+         f"--port={port}", "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}",
+         f"--IdentityProvider.token={token}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start; log: {base / 'lab.log'}")
+            time.sleep(0.3)
+        yield LabServer(url=url, token=token, root=root)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(lab_server: LabServer) -> Iterator[Any]:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+            "--disable-dev-shm-usage"])
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.route("**/*", lambda route: route.continue_()
+                      if route.request.url.startswith("http://127.0.0.1") else route.abort())
+        page = context.new_page()
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    """Where screenshots go: $WORKBENCH_ARTIFACTS, default tests/browser/artifacts/."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS

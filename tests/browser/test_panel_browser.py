@@ -1,0 +1,130 @@
+"""The panel in a real JupyterLab and a real Chromium (marker ``browser``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LabServer = Any  # conftest.LabServer: url, token, root, notebook_url(name)
+
+pytestmark = [pytest.mark.browser]
+
+PANEL_NOTEBOOK = "panel-only.ipynb"
+
+
+def _write_panel_notebook(root: Path) -> None:
+    """A two-cell notebook: the quickstart's setup cell, then ``wb.panel()``."""
+    import nbformat
+    import nbformat.v4 as nbf
+
+    quick = nbformat.read(ROOT / "notebooks" / "01-quickstart.ipynb", as_version=4)
+    setup = next(c.source for c in quick.cells if c.cell_type == "code")
+    nb = nbf.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbf.new_code_cell(setup), nbf.new_code_cell(
+        'wb = Workbench(KERNELS / "silu_and_mul", store=STORE)\nwb.panel()')]
+    nbformat.write(nb, root / PANEL_NOTEBOOK)
+
+
+def _run_all(page: Any, server: LabServer, name: str, timeout_ms: int = 90_000) -> None:
+    page.goto(server.notebook_url(name))
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
+    status = page.locator(".jp-StatusBar-Widget", has_text="| Idle")
+    status.first.wait_for(timeout=timeout_ms)
+    page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first.click()
+    page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+    page.locator(".lm-Menu-item:visible:not(.lm-mod-disabled)",
+                 has_text="Run All Cells").first.click()
+    # Every cell ran: no prompt left at [ ] or [*].
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        prompts = page.locator(".jp-Notebook .jp-Cell.jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        if prompts and all(re.search(r"\[\d+\]", p) for p in prompts):
+            break
+        if time.monotonic() > deadline:
+            raise AssertionError(f"cells did not all run: {prompts}")
+        time.sleep(0.25)
+
+
+def _space_size(page: Any) -> int:
+    text = page.locator(".wb-space-size b").first.inner_text()
+    return int(text.replace(",", ""))
+
+
+@pytest.mark.timeout(180)
+def test_panel_renders_and_validates_ranges(lab_server: LabServer, browser_page: Any,
+                                            artifacts: Path) -> None:
+    page = browser_page
+    _write_panel_notebook(lab_server.root)
+    start = time.monotonic()
+    _run_all(page, lab_server, PANEL_NOTEBOOK)
+    page.wait_for_selector(".wb-panel", timeout=60_000)
+    assert "silu_and_mul" in page.locator(".wb-header").inner_text()
+    page.wait_for_selector(".wb-figure .js-plotly-plot", timeout=60_000)
+    assert page.locator(".wb-figure .gtitle").count() >= 1
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text="Template").click()
+    page.wait_for_selector(".wb-diff", timeout=10_000)
+    before = _space_size(page)
+    box = page.locator(".wb-param-BLOCK_THREADS-max input")
+    box.fill("256")
+    page.wait_for_function(
+        "b => { const e = document.querySelector('.wb-space-size b');"
+        " return e && e.textContent.replace(/,/g, '') !== String(b); }", arg=before,
+        timeout=15_000)
+    after = _space_size(page)
+    assert 0 < after < before
+    box.fill("100")
+    err = page.locator(".wb-space-error")
+    err.wait_for(timeout=15_000)
+    assert "power of two" in err.inner_text()
+    box.fill("1024")
+    page.wait_for_selector(".wb-space-size", timeout=15_000)
+    assert _space_size(page) == before
+    page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-template.png"))
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
+    page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-search-idle.png"))
+    print(f"panel test took {time.monotonic() - start:.1f} s")
+
+
+def _has_recording() -> bool:
+    return any((ROOT / "sample_kernels" / "silu_and_mul" / "recordings").glob("*.json"))
+
+
+@pytest.mark.replay
+@pytest.mark.timeout(240)
+def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_page: Any,
+                                              artifacts: Path) -> None:
+    if not _has_recording():
+        pytest.skip("no recording under sample_kernels/silu_and_mul/recordings yet: Launch "
+                    "replays real H100 measurements and none are committed")
+    page = browser_page
+    _run_all(page, lab_server, "01-quickstart.ipynb", timeout_ms=150_000)
+    page.wait_for_selector(".wb-panel .wb-figure .js-plotly-plot", timeout=60_000)
+    header = page.locator(".wb-header")
+    assert "replay of" in header.inner_text() or "(live)" in header.inner_text()
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
+    page.locator(".wb-budget input").fill("100000")
+    page.locator(".wb-budget input").press("Enter")
+    page.locator(".wb-launch").click()
+    # The progress bar moves and the charts fill.
+    page.wait_for_function(
+        "() => { const d = document.querySelector('.wb-progress .widget-label');"
+        " return d && /^[1-9][0-9]* \\//.test(d.textContent); }", timeout=60_000)
+    page.wait_for_selector(".wb-topn table", timeout=60_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.wb-figure .scatterlayer path.js-line')]"
+        ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
+    page.locator(".wb-stop").click()
+    page.wait_for_function(
+        "() => /finished|stopp/.test(document.querySelector('.wb-status').textContent)",
+        timeout=60_000)
+    label = page.locator(".wb-progress .widget-label").inner_text()
+    time.sleep(1.5)
+    assert page.locator(".wb-progress .widget-label").inner_text() == label  # it stopped
+    page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-search-replay.png"))

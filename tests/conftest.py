@@ -1,0 +1,35 @@
+"""Shared fixtures and tier handling."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "sample_kernels"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cubin_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests never write into the user's cubin cache unless CI chose one."""
+    if "WORKBENCH_CACHE_DIR" not in os.environ:
+        os.environ["WORKBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("cubins"))
+
+
+def _has_gpu() -> bool:
+    try:
+        import pycuda.driver as drv  # noqa: F401
+    except Exception:
+        return False
+    return os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _has_gpu():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda (run gpu_checks/run_gpu.sh on the GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

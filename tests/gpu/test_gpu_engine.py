@@ -1,0 +1,102 @@
+"""GPU tier: the worker isolates crashes and hangs, classifies every failure, and a sample
+kernel's default config verifies and times. Run on the GPU machine: ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.params import Choice
+from workbench.core.records import Candidate, Config, Status
+from workbench.core.template import KernelTemplate
+from workbench.engine.bench import BenchSettings
+from workbench.engine.runner import LocalRunner
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = Path(__file__).parent / "broken_kernels" / "silu_broken.cu"
+FAST = BenchSettings(warmup_ms=1.0, min_reps=10, max_reps=200, max_time_s=0.05, timeout_s=4.0)
+
+
+@pytest.fixture(scope="module")
+def silu() -> KernelFolder:
+    return load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
+
+
+def _broken_template() -> KernelTemplate:
+    return KernelTemplate.build(
+        name="silu_and_mul", source=BROKEN.read_text(), entry="silu_and_mul_kernel",
+        params=[Choice("MODE", values_=(0, 1, 2, 3, 4, 5, 6), default=0)],
+        grid=["tokens"], block=["256"], source_name="silu_broken.cu")
+
+
+def _one(runner: LocalRunner, mode: int, shape: str = "odd") -> tuple:
+    started = time.perf_counter()
+    [result] = list(runner.measure([Candidate(Config(MODE=mode), shape, "bf16")]))
+    return result, time.perf_counter() - started
+
+
+@pytest.mark.timeout(300)
+def test_broken_kernels_are_classified_and_the_run_goes_on(silu: KernelFolder) -> None:
+    with LocalRunner(silu, template=_broken_template(), settings=FAST) as runner:
+        ok, _ = _one(runner, 0)
+        assert ok.status is Status.OK, ok.reason
+        assert ok.timing is not None and ok.timing.reps >= FAST.min_reps
+
+        crash, crash_s = _one(runner, 1)
+        assert crash.status is Status.CRASHED, (crash.status, crash.reason)
+        assert "illegal" in crash.reason.lower() or "launch failure" in crash.reason.lower()
+
+        hang, hang_s = _one(runner, 2)
+        assert hang.status is Status.TIMEOUT, (hang.status, hang.reason)
+        assert hang_s >= FAST.timeout_s
+
+        wrong, _ = _one(runner, 3)
+        assert wrong.status is Status.WRONG_RESULT and "outside" in wrong.reason, wrong.reason
+
+        nan, _ = _one(runner, 4)
+        assert nan.status is Status.WRONG_RESULT and "NaN" in nan.reason, nan.reason
+
+        bad, _ = _one(runner, 5)
+        assert bad.status is Status.COMPILE_ERROR, (bad.status, bad.reason)
+        assert "deliberate compile error" in bad.log_excerpt
+
+        holes, _ = _one(runner, 6)
+        assert holes.status is Status.WRONG_RESULT and "not written" in holes.reason
+
+        # after a crash and a hang the worker was replaced and the run goes on
+        again, _ = _one(runner, 0, shape="decode")
+        assert again.status is Status.OK, again.reason
+        assert runner.stats.restarts == 2
+        assert len(runner.stats.recovery_s) == 2
+        print(f"\ncrash evaluation {crash_s:.2f} s, hang evaluation {hang_s:.2f} s, "
+              f"recovery (failure -> worker ready with the problem loaded) "
+              f"{', '.join(f'{s:.2f}' for s in runner.stats.recovery_s)} s")
+    assert "pycuda" not in sys.modules  # the CUDA context lived only in the worker
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse"])
+def test_sample_default_config_verifies_and_times(name: str) -> None:
+    folder = load_kernel_folder(ROOT / "sample_kernels" / name)
+    shape = "decode" if "decode" in folder.shapes else next(iter(folder.shapes))
+    with LocalRunner(folder, settings=FAST) as runner:
+        base = runner.baseline(shape, "bf16")
+        assert base.status is Status.OK and base.timing is not None
+        default = folder.template.default_config()
+        [result] = list(runner.measure([Candidate(default, shape, "bf16")]))
+        assert result.status is Status.OK, result.reason
+        assert result.timing is not None and result.timing.median_us > 0
+        assert result.usage is not None and result.occupancy is not None
+        assert len(result.extra["samples_us"]) == result.timing.reps
+        copy = runner.copy_timing(shape, "bf16")
+        assert copy.median_us > 0
+        print(f"\n{name} {shape}/bf16: baseline {base.timing.median_us:.2f} us, default "
+              f"{result.timing.median_us:.2f} us (rse {result.timing.rse_median_pct:.2f} %), "
+              f"copy {copy.median_us:.2f} us = {copy.bandwidth_gb_per_s:.0f} GB/s, "
+              f"throttled={result.timing.throttled}")

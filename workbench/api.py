@@ -1,0 +1,465 @@
+"""The one entry point: ``Workbench(folder)`` -> ``.panel()`` / ``.tune()`` / ``.report()``.
+
+    from workbench.api import Workbench
+    wb = Workbench("sample_kernels/silu_and_mul")
+    wb.panel()                                   # in a notebook
+    wb.tune("decode", "bf16", "tpe", budget=64)  # in a script
+
+A ``Workbench`` holds the kernel folder, the store (``workbench.sqlite`` in the current
+directory by default), the runner (``LocalRunner`` when a GPU is present, else a
+``ReplayRunner`` over the newest recording) and an event bus the panel listens to.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
+from workbench.core.events import EventBus, SearchFinished
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.records import Status, TrialResult
+
+DEFAULT_STORE = "workbench.sqlite"
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    """What a blocking :meth:`Workbench.tune` returns."""
+
+    shape: str
+    dtype: str
+    reason: str  # why the search ended: "budget", "exhausted", "stopped", ...
+    results: tuple[TrialResult, ...]
+    best: TrialResult | None
+    baseline_us: float | None
+
+    @property
+    def speedup(self) -> float | None:
+        if self.best is None or self.best.median_us is None or not self.baseline_us:
+            return None
+        return self.baseline_us / self.best.median_us
+
+
+def newest_recording(folder: Path) -> Path:
+    """The newest ``recordings/*.json`` of a kernel folder (by its ``date``, then name)."""
+    files = sorted((folder / "recordings").glob("*.json"))
+    if not files:
+        raise RecordingError(f"no recording in {folder / 'recordings'}; run on a GPU to record one",
+                             folder=str(folder), expected="recordings/<device>-<date>.json")
+
+    def key(path: Path) -> tuple[str, str]:
+        try:
+            with path.open(encoding="utf-8") as fh:
+                date = str(json.load(fh).get("date", ""))
+        except (OSError, ValueError):
+            date = ""
+        return (date, path.name)
+
+    return max(files, key=key)
+
+
+class Workbench:
+    """A kernel folder, a store, a runner and an event bus: everything a session needs."""
+
+    def __init__(self, folder: str | Path | KernelFolder, *, store: str | Path | None = None,
+                 runner: Any | None = None, reviewer: str | None = None) -> None:
+        self.folder: KernelFolder = (folder if isinstance(folder, KernelFolder)
+                                     else load_kernel_folder(folder))
+        self.kernel_name = self.folder.name
+        self.events = EventBus()
+        self.store_path = Path(store) if store is not None else Path.cwd() / DEFAULT_STORE
+        self._store: Any | None = None
+        self._runner = runner
+        self._template = self.folder.template
+        self._params = list(self.folder.template.params)
+        self._search: Any | None = None
+        self._search_lock = threading.Lock()
+        self._baselines: dict[tuple[str, str], float | None] = {}
+        self._session_id: str | None = None
+        self._version_id: str | None = None
+        self.reviewer = reviewer or _user()
+
+    # --- parts, created on first use
+    @property
+    def store(self) -> Any:
+        """The SQLite store (created on first use)."""
+        if self._store is None:
+            from workbench.store.sqlite import SQLiteStore
+
+            self._store = SQLiteStore(self.store_path)
+        return self._store
+
+    @property
+    def session_id(self) -> str:
+        if self._session_id is None:
+            self._session_id = self.store.create_session(self.kernel_name).id
+        return self._session_id
+
+    @property
+    def runner(self) -> Any:
+        """LocalRunner when a GPU is present, else ReplayRunner of the newest recording."""
+        if self._runner is None:
+            self._runner = select_runner(self.folder)
+        return self._runner
+
+    @property
+    def runner_description(self) -> str:
+        return str(self.runner.description)
+
+    @property
+    def device(self) -> Any:
+        """The DeviceSpec searched for (the runner's, or the default H100 table entry)."""
+        from workbench.core.hardware import get_device
+
+        try:
+            return self.runner.device
+        except (WorkbenchError, ImportError):  # no runner yet: plan for the default device
+            return get_device("h100_sxm")
+
+    @property
+    def shape_names(self) -> Sequence[str]:
+        return self.folder.shape_names
+
+    @property
+    def dtypes(self) -> Sequence[str]:
+        return self.folder.dtypes
+
+    @property
+    def strategies(self) -> Sequence[str]:
+        from workbench.search.strategies import DEFAULT_STRATEGY, strategy_names
+
+        names = list(strategy_names())
+        return [DEFAULT_STRATEGY, *[n for n in names if n != DEFAULT_STRATEGY]]
+
+    @property
+    def params(self) -> Sequence[Any]:
+        return list(self._params)
+
+    @property
+    def template(self) -> Any:
+        """The current template with the edited parameter ranges."""
+        return self._template.with_params(self._params)
+
+    @property
+    def baseline_source(self) -> str:
+        return str(self.folder.baseline.source)
+
+    @property
+    def template_source(self) -> str:
+        return str(self._template.source)
+
+    def set_params(self, params: Sequence[Any]) -> None:
+        """Edit ranges; a running search picks them up (``edit_params``)."""
+        self._params = list(params)
+        with self._search_lock:
+            search = self._search
+        if search is not None and hasattr(search, "edit_params"):
+            search.edit_params(list(params))
+
+    def summarize_space(self, params: Sequence[Any], shape: str, dtype: str) -> Any:
+        from workbench.ui.params_editor import summarize_space
+
+        device = self.device
+        return summarize_space(self._template, params, self.folder.env(shape, dtype, device),
+                               device)
+
+    def baseline_us(self, shape: str, dtype: str) -> float | None:
+        """The baseline's median time (None when the runner has none for this shape)."""
+        key = (shape, dtype)
+        if key not in self._baselines:
+            try:
+                result = self.runner.baseline(shape, dtype)
+                self._baselines[key] = result.median_us if result.status is Status.OK else None
+            except RecordingError:
+                self._baselines[key] = None
+        return self._baselines[key]
+
+    # --- search
+    def provenance(self) -> Any:
+        """What keys this session's trials: template text hash plus the runner's identity."""
+        from workbench.store.base import Provenance
+
+        sha = hashlib.sha256(self._template.source.encode()).hexdigest()
+        own = getattr(self.runner, "provenance", None)
+        if callable(own):
+            own = own(self._template)
+        if isinstance(own, Provenance):
+            return own
+        device = self.runner.device
+        return Provenance(template_sha256=sha, arch=str(getattr(device, "arch", "")),
+                          device=self.runner_description)
+
+    def start_search(self, shape: str, dtype: str, strategy: str = "tpe", budget: int = 64) -> None:
+        """Start a search on a background thread; progress arrives on :attr:`events`."""
+        from workbench.search.budget import Budget, SearchConfig
+        from workbench.search.orchestrator import Search
+        from workbench.search.pruning import LaunchPruner
+
+        with self._search_lock:
+            if self._search is not None and self._search.state in ("running", "paused",
+                                                                   "stopping"):
+                raise WorkbenchError("a search is already running; stop it first",
+                                     key="search", value=self._search.state)
+            device = self.device
+            template = self.template
+            config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=strategy,
+                                  budget=Budget(max_evaluations=int(budget)))
+            baseline = self.baseline_us(shape, dtype)
+
+            def env_for(s: str) -> dict[str, Any]:
+                return self.folder.env(s, dtype, device)
+
+            self._search = Search(
+                lambda s: template.space(env_for(s)), self.runner, config, store=self.store,
+                provenance=self.provenance(), session_id=self.session_id, events=self.events,
+                pruners=[LaunchPruner(template.launch, device, env_for)],
+                baselines_us={shape: baseline} if baseline else None)
+            self._search.start()
+
+    def pause_search(self) -> None:
+        if self._search is not None:
+            self._search.pause()
+
+    def resume_search(self) -> None:
+        if self._search is not None:
+            self._search.resume()
+
+    def stop_search(self) -> None:
+        if self._search is not None:
+            self._search.stop()
+
+    def tune(self, shape: str, dtype: str = "bf16", strategy: str = "tpe",
+             budget: int = 64, *, timeout_s: float | None = None) -> TuneOutcome:
+        """Run a search to the end (blocking) and return its results and best config."""
+        results: list[TrialResult] = []
+        finished: list[SearchFinished] = []
+        done = threading.Event()
+
+        def collect(event: Any) -> None:
+            from workbench.core.events import ErrorEvent, TrialFinished
+
+            if isinstance(event, TrialFinished):
+                results.append(event.result)
+            elif isinstance(event, SearchFinished):
+                finished.append(event)
+                done.set()
+            elif isinstance(event, ErrorEvent):
+                finished.append(SearchFinished(reason=f"error: {event.message}",
+                                               evaluated=len(results)))
+                done.set()
+
+        unsubscribe = self.events.subscribe(collect)
+        try:
+            self.start_search(shape, dtype, strategy, budget)
+            if not done.wait(timeout_s):
+                self.stop_search()
+                done.wait(30)
+        finally:
+            unsubscribe()
+        ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
+        best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
+        reason = finished[0].reason if finished else "timeout"
+        return TuneOutcome(shape=shape, dtype=dtype, reason=reason, results=tuple(results),
+                           best=best, baseline_us=self.baseline_us(shape, dtype))
+
+    # --- templates and reviews
+    def propose_template(self) -> str:
+        """Replace the template by a proposal: the LLM when configured, else offline.
+
+        The LLM is configured by WORKBENCH_MODEL and OPENAI_API_KEY (``LLMSettings.from_env``);
+        without them the offline templater lifts the baseline's constants.
+        """
+        llm_note = ""
+        try:
+            from workbench.llm.client import LLMSettings
+
+            settings = LLMSettings.from_env()
+        except (WorkbenchError, ImportError) as exc:
+            settings = None
+            llm_note = f" (LLM not used: {getattr(exc, 'message', exc)})"
+        if settings is not None:
+            try:
+                from workbench.llm import propose as llm_propose  # type: ignore[attr-defined]
+            except ImportError:
+                llm_propose = None
+                llm_note = " (LLM configured, but workbench.llm.propose is not available)"
+            if llm_propose is not None:
+                result = llm_propose.propose_template(self.folder, settings=settings)
+                self._adopt(result.template)
+                return f"proposed by the LLM ({settings.model}): {getattr(result, 'summary', '')}"
+        from workbench.llm.templater import offline_template
+
+        result = offline_template(self.folder)
+        self._adopt(result.template)
+        summary = getattr(result.proposal, "summary_of_changes", "")
+        return f"proposed by the offline templater{llm_note}: {summary}"
+
+    def _adopt(self, template: Any) -> None:
+        self._template = template
+        self._params = list(template.params)
+        self._version_id = None
+
+    def _template_version_id(self) -> str:
+        from workbench.store.base import TemplateVersion
+
+        if self._version_id is None:
+            t = self._template
+            digest = hashlib.sha256(t.source.encode()).hexdigest()
+            version = TemplateVersion(
+                id=f"{self.kernel_name}-{digest[:12]}", kernel=self.kernel_name,
+                source_text=t.source, source_sha256=digest,
+                params={p.name: p.to_dict() for p in t.params},
+                constraints=tuple(c.text for c in t.constraints), launch=t.launch.to_dict(),
+                origin="curated" if t is self.folder.template else "offline",
+                session_id=self.session_id)
+            known = {v.id for v in self.store.template_versions(self.kernel_name)}
+            if version.id not in known:
+                self.store.add_template_version(version)
+            self._version_id = version.id
+        return self._version_id
+
+    def review(self, decision: str, note: str = "") -> str:
+        """Record an approval or rejection of the current template (with the text's hash)."""
+        from workbench.store.base import Review
+
+        if decision not in ("approved", "rejected"):
+            raise ReviewError(f"decision must be 'approved' or 'rejected', got {decision!r}",
+                              key="decision", value=decision)
+        if decision == "rejected" and not note.strip():
+            raise ReviewError("a rejection needs a note saying why", key="note", value=note,
+                              expected="a non-empty note")
+        vid = self._template_version_id()
+        digest = hashlib.sha256(self._template.source.encode()).hexdigest()
+        self.store.add_review(Review(template_version_id=vid, decision=decision,
+                                     reviewer=self.reviewer, time=_now(), note=note,
+                                     approved_text_sha256=digest if decision == "approved" else ""))
+        return f"{decision} {vid} by {self.reviewer}"
+
+    def review_status(self) -> str:
+        vid = self._template_version_id()
+        reviews = self.store.reviews(vid)
+        if not reviews:
+            return f"{vid}: not reviewed yet"
+        last = reviews[-1]
+        note = f" ({last.note})" if last.note else ""
+        return f"{vid}: {last.decision} by {last.reviewer} at {last.time}{note}"
+
+    def agent_iterations(self) -> Sequence[Any]:
+        out: list[Any] = []
+        for session in self.store.sessions(self.kernel_name):
+            out.extend(self.store.iterations(session.id))
+        return out
+
+    # --- results, exports, reports
+    def results(self, shape: str | None = None, dtype: str | None = None) -> list[TrialResult]:
+        """Every stored trial of this kernel's current template."""
+        from workbench.store.base import Provenance
+
+        sha = hashlib.sha256(self._template.source.encode()).hexdigest()
+        stored = self.store.trials(None, shape=shape, dtype=dtype)
+        return [s.result for s in stored if s.provenance.template_sha256 in (sha, "")]
+
+    def export(self, what: str, path: str, results: Sequence[TrialResult]) -> str:
+        """Write the best config (``header``/``json``), all results (``csv``) or a ``report``."""
+        from workbench.ui.panel import config_defines
+        from workbench.ui.report import results_frame
+
+        ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
+        best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
+        stem = Path(path)
+        if what in ("header", "json"):
+            if best is None:
+                raise WorkbenchError("no valid trial to export yet; launch a search first",
+                                     key="export", value=what)
+            if what == "header":
+                text = config_defines(best)
+                target = stem.with_suffix(".h")
+            else:
+                text = json.dumps({"kernel": self.kernel_name, "shape": best.shape,
+                                   "dtype": best.dtype, "median_us": best.median_us,
+                                   "config": dict(best.config)}, indent=2) + "\n"
+                target = stem.with_suffix(".json")
+            target.write_text(text, encoding="utf-8")
+            return f"wrote {target}\n\n{text}"
+        if what == "csv":
+            target = stem.with_suffix(".csv")
+            results_frame(results, self._baseline_map()).to_csv(target, index=False)
+            return f"wrote {target} ({len(results)} trials)"
+        if what == "report":
+            return f"wrote {self.report(stem.with_suffix('.ipynb'), results=results)}"
+        raise WorkbenchError(f"unknown export {what!r}", key="export", value=what,
+                             expected="header, json, csv or report")
+
+    def _baseline_map(self) -> dict[str, float]:
+        return {f"{s}/{d}": us for (s, d), us in self._baselines.items() if us is not None}
+
+    def report(self, path: str | Path = "report.ipynb",
+               results: Sequence[TrialResult] | None = None) -> Path:
+        """Write a static report notebook (diff, ranges, approvals, charts, results table)."""
+        from workbench.ui.report import ReportContent, write_report
+
+        trials = list(results) if results is not None else self.results()
+        reviews: list[dict[str, Any]] = []
+        try:
+            for rv in self.store.reviews(self._template_version_id()):
+                reviews.append({"decision": rv.decision, "reviewer": rv.reviewer, "time": rv.time,
+                                "note": rv.note, "approved_text_sha256": rv.approved_text_sha256})
+        except WorkbenchError:
+            pass
+        try:
+            device = self.runner_description
+        except WorkbenchError as exc:
+            device = f"(no runner: {exc.message})"
+        content = ReportContent(
+            kernel=self.kernel_name, device=device, baseline_source=self.baseline_source,
+            template_source=self.template_source,
+            params=[{"name": p.name, **p.to_dict()} for p in self._params],
+            constraints=[c.text for c in self._template.constraints], reviews=reviews,
+            results=trials, baseline_us=self._baseline_map())
+        return write_report(path, content)
+
+    def panel(self) -> Any:
+        """The JupyterLab panel (one ipywidgets tree with one plotly FigureWidget)."""
+        from workbench.ui.panel import WorkbenchPanel
+
+        self._panel = WorkbenchPanel(self)
+        return self._panel.widget
+
+
+def select_runner(folder: KernelFolder) -> Any:
+    """LocalRunner if a GPU is usable here, else a ReplayRunner of the newest recording."""
+    from workbench.core.errors import NoGPUError
+
+    try:
+        from workbench.engine.runner import LocalRunner
+
+        return LocalRunner(folder)
+    except (NoGPUError, ImportError):
+        from workbench.engine.replay import ReplayRunner
+
+        return ReplayRunner(folder, newest_recording(Path(folder.path)))
+
+
+def open(path: str | Path, **kwargs: Any) -> Any:  # noqa: A001 - the public name is `workbench.open`
+    """``Workbench(path, **kwargs).panel()``: the panel for a kernel folder."""
+    return Workbench(path, **kwargs).panel()
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown"
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -1,0 +1,284 @@
+"""The ``workbench`` command line: one subcommand per task, thin over the library."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.hardware import DeviceSpec, get_device, launch_problem, occupancy
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.records import Config, Occupancy, ResourceUsage
+
+
+class Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal, or forced)."""
+
+    def __init__(self, total: int, label: str, stream: TextIO | None = None,
+                 force: bool = False) -> None:
+        self.total, self.label, self.done = total, label, 0
+        self.stream = stream or sys.stderr
+        self.enabled = force or self.stream.isatty()
+        self.started = time.perf_counter()
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled or self.total == 0:
+            return
+        frac = self.done / self.total
+        elapsed = time.perf_counter() - self.started
+        eta = elapsed / frac - elapsed if frac > 0 else 0.0
+        bar = "#" * int(30 * frac)
+        self.stream.write(f"\r{self.label} [{bar:<30}] {self.done}/{self.total} "
+                          f"{elapsed:5.1f}s eta {eta:5.1f}s")
+        if self.done >= self.total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Plain, aligned text table."""
+    text_rows = [[_cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in text_rows)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in text_rows]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ConfigVerdict:
+    """Hardware feasibility of one config at one shape: why not, or predicted occupancy."""
+
+    config: Config
+    reason: str | None
+    threads_per_block: int
+    blocks: int
+    smem_bytes: int
+    usage: ResourceUsage | None = None
+    occupancy: Occupancy | None = None
+
+
+def hardware_verdict(folder: KernelFolder, config: Config, shape: str, dtype: str,
+                     spec: DeviceSpec, usage: ResourceUsage | None = None) -> ConfigVerdict:
+    """Launch limits always; occupancy and spills when the compiler's usage is known."""
+    env = folder.env(shape, dtype, spec)
+    launch = folder.template.launch_for(config, env)
+    reason = launch_problem(spec, launch.grid, launch.block, launch.smem_bytes)
+    occ = None
+    if reason is None and usage is not None:
+        full = usage.with_dynamic_smem(launch.smem_bytes)
+        occ = occupancy(spec, full, launch.threads_per_block)
+        if occ.blocks_per_sm == 0:
+            reason = f"no block fits on an SM (limited by {occ.limited_by})"
+        elif usage.spills:
+            reason = (f"spills registers ({usage.spill_store_bytes} B stores, "
+                      f"{usage.spill_load_bytes} B loads at {usage.regs_per_thread} regs)")
+    return ConfigVerdict(config, reason, launch.threads_per_block, launch.blocks,
+                         launch.smem_bytes, usage, occ)
+
+
+def _compile(folder: KernelFolder, configs: Sequence[Config], dtype: str, arch: str,
+             label: str, jobs: int | None) -> dict[Config, Any]:
+    from workbench.engine.compiler import Compiler
+
+    compiler = Compiler(arch)
+    instances = {folder.template.render(c, dtype).hash: c for c in configs}
+    rendered = [folder.template.render(c, dtype) for c in configs]
+    bar = Progress(len(rendered), label)
+    out: dict[Config, Any] = {}
+    for result in compiler.compile_many(rendered, workers=jobs, on_result=lambda _: bar.step()):
+        out[instances[result.instance_hash]] = result
+    return out
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from workbench.engine.compiler import Compiler
+
+    folder = load_kernel_folder(args.folder)
+    spec = get_device(args.device)
+    out = args.stdout
+    print(f"{folder.name}: {folder.description}", file=out)
+    print(f"  folder ok: {len(folder.args)} arguments, dtypes {', '.join(folder.dtypes)}, "
+          f"shapes {', '.join(folder.shapes)}", file=out)
+    print(f"  template: {len(folder.template.params)} parameters "
+          f"({', '.join(folder.template.param_names)}), "
+          f"{len(folder.template.constraints)} constraints", file=out)
+
+    compiler = Compiler(args.arch)
+    default = folder.template.default_config()
+    rows = []
+    failed = False
+    for dtype in folder.dtypes:
+        for label, tmpl, cfg in (("baseline", folder.baseline, Config()),
+                                 ("template@defaults", folder.template, default)):
+            res = compiler.compile(tmpl.render(cfg, dtype))
+            u = res.usage
+            rows.append([label, dtype, "ok" if res.ok else res.error_kind,
+                         u.regs_per_thread if u else None, u.static_smem_bytes if u else None,
+                         u.stack_frame_bytes if u else None,
+                         (u.spill_store_bytes + u.spill_load_bytes) if u else None,
+                         round(res.compile_s, 3), "yes" if res.cached else "no"])
+            if not res.ok:
+                failed = True
+                print(f"  {label} [{dtype}] failed to compile ({res.error_kind}): "
+                      f"{res.error_summary}\n  log: {res.log_path}", file=out)
+    print(f"\ncompile ({args.arch}, nvcc {compiler.version}):", file=out)
+    print(format_table(["kernel", "dtype", "status", "regs", "smem_B", "stack_B", "spill_B",
+                        "compile_s", "cached"], rows), file=out)
+
+    print(f"\nsearch space on {spec.name} ({spec.key}), first dtype {folder.dtypes[0]}:", file=out)
+    srows = []
+    dtype = folder.dtypes[0]
+    for shape in folder.shapes:
+        space = folder.space(shape, dtype, spec)
+        feasible = [c for c in space
+                    if hardware_verdict(folder, c, shape, dtype, spec).reason is None]
+        srows.append([shape, space.raw_size, space.size, len(feasible)])
+    print(format_table(["shape", "raw", "after constraints", "after launch limits"], srows),
+          file=out)
+
+    print(f"\nresources and occupancy of the template defaults on {spec.key}:", file=out)
+    orows = []
+    usage_by_dtype = {d: compiler.compile(folder.template.render(default, d)).usage
+                      for d in folder.dtypes}
+    for shape in folder.shapes:
+        for d in folder.dtypes:
+            v = hardware_verdict(folder, default, shape, d, spec, usage_by_dtype[d])
+            occ = v.occupancy
+            orows.append([shape, d, v.threads_per_block, v.blocks, v.smem_bytes,
+                          v.usage.regs_per_thread if v.usage else None,
+                          occ.blocks_per_sm if occ else None, occ.warps_per_sm if occ else None,
+                          f"{occ.fraction:.0%}" if occ else None,
+                          occ.limited_by if occ else None, v.reason or "ok"])
+    print(format_table(["shape", "dtype", "threads", "blocks", "dyn_smem_B", "regs",
+                        "blocks/SM", "warps/SM", "occupancy", "limited_by", "verdict"], orows),
+          file=out)
+    return 1 if failed else 0
+
+
+def cmd_space(args: argparse.Namespace) -> int:
+    folder = load_kernel_folder(args.folder)
+    spec = get_device(args.device)
+    dtype = args.dtype or folder.dtypes[0]
+    folder.check_dtype(dtype)
+    folder.shape_values(args.shape)
+    space = folder.space(args.shape, dtype, spec)
+    raw_configs = [folder.template.validate_config(dict(zip(
+        [p.name for p in space.params], values, strict=True)))
+        for values in _product([p.values() for p in space.params])]
+    feasible = [c for c in raw_configs if space.rejection(c) is None]
+    usage: dict[Config, Any] = {}
+    if not args.no_compile and feasible:
+        compiled = _compile(folder, feasible, dtype, args.arch, f"compiling {dtype}", args.jobs)
+        usage = {c: r for c, r in compiled.items()}
+    records = []
+    for cfg in raw_configs:
+        reason = space.rejection(cfg)
+        v = None
+        if reason is not None:
+            reason = f"constraint: {reason}"
+        else:
+            res = usage.get(cfg)
+            if res is not None and not res.ok:
+                reason = f"compile error ({res.error_kind}): {res.error_summary}"
+            else:
+                v = hardware_verdict(folder, cfg, args.shape, dtype, spec,
+                                     res.usage if res is not None else None)
+                reason = v.reason and f"hardware: {v.reason}"
+        occ = v.occupancy if v else None
+        records.append({**dict(cfg), "feasible": reason is None, "reason": reason or "",
+                        "threads": v.threads_per_block if v else None,
+                        "blocks": v.blocks if v else None,
+                        "regs": v.usage.regs_per_thread if v and v.usage else None,
+                        "occupancy": round(occ.fraction, 4) if occ else None,
+                        "limited_by": occ.limited_by if occ else None})
+    if not args.all:
+        shown = [r for r in records if r["feasible"] or args.show_pruned]
+    else:
+        shown = records
+    if args.format == "json":
+        json.dump({"kernel": folder.name, "shape": args.shape, "dtype": dtype, "device": spec.key,
+                   "raw": space.raw_size, "after_constraints": space.size,
+                   "feasible": sum(r["feasible"] for r in records), "configs": shown},
+                  args.stdout, indent=1)
+        args.stdout.write("\n")
+    elif args.format == "csv":
+        buf = io.StringIO()
+        if shown:
+            writer = csv.DictWriter(buf, fieldnames=list(shown[0]))
+            writer.writeheader()
+            writer.writerows(shown)
+        args.stdout.write(buf.getvalue())
+    else:
+        headers = list(records[0]) if records else []
+        print(format_table(headers, [[r[h] for h in headers] for r in shown]), file=args.stdout)
+        pruned = [r for r in records if not r["feasible"]]
+        print(f"\n{folder.name} @ {args.shape} [{dtype}] on {spec.key}: raw {space.raw_size}, "
+              f"after constraints {space.size}, feasible {len(records) - len(pruned)}",
+              file=args.stdout)
+    return 0
+
+
+def _product(lists: Sequence[Sequence[Any]]) -> Iterable[tuple[Any, ...]]:
+    import itertools
+
+    return itertools.product(*lists)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("check", help="validate a kernel folder, compile it, show its space")
+    p.add_argument("folder")
+    p.add_argument("--device", default="h100", help="device spec for hardware pruning")
+    p.add_argument("--arch", default="sm_90a")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("space", help="list feasible configs with predicted occupancy")
+    p.add_argument("folder")
+    p.add_argument("--shape", required=True)
+    p.add_argument("--dtype")
+    p.add_argument("--device", default="h100")
+    p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--all", action="store_true", help="include pruned configs with reasons")
+    p.add_argument("--show-pruned", action="store_true", help="same as --all")
+    p.add_argument("--no-compile", action="store_true",
+                   help="skip compiling (no register/occupancy pruning)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
+    p.set_defaults(func=cmd_space)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, stdout: TextIO | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.stdout = stdout or sys.stdout
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except WorkbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

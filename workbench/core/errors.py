@@ -1,0 +1,151 @@
+"""The exception tree. Every error the workbench raises derives from WorkbenchError.
+
+Errors carry data (which file, key, value, limit, what was expected) so that a panel or a
+CLI can show a precise message without parsing text.
+
+    WorkbenchError
+    ├── ExpressionError          a constraint / launch / shape expression is refused
+    ├── ParameterError           a parameter definition or value is invalid
+    ├── SpaceError
+    │   └── EmptySpaceError      constraints leave no config (names the binding constraint)
+    ├── KernelFolderError        a kernel folder is malformed (lists every problem)
+    ├── TemplateError            rendering or launch-rule evaluation failed
+    ├── CompilerNotFoundError    nvcc is missing (says how to install it)
+    ├── CompileError             nvcc failed (kind, log path)
+    ├── DeviceError
+    │   └── NoGPUError           no CUDA GPU here (points to replay)
+    ├── WorkerError              the GPU worker process misbehaved
+    ├── RecordingError           a recording is missing or malformed
+    ├── StoreError
+    │   ├── StoreCorruptError
+    │   └── StoreLockedError
+    ├── SearchError
+    │   └── UnknownStrategyError (lists the choices)
+    ├── LLMError                 endpoint, reply or budget problems
+    └── ReviewError              e.g. tuning an unapproved template
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+class WorkbenchError(Exception):
+    """Root of every workbench error. ``details`` holds the data behind the message."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class ExpressionError(WorkbenchError):
+    """An expression was refused: ``text`` is the expression, ``piece`` the offending part."""
+
+    def __init__(self, message: str, *, text: str, piece: str = "", **details: Any) -> None:
+        super().__init__(message, text=text, piece=piece, **details)
+        self.text = text
+        self.piece = piece
+
+
+class ParameterError(WorkbenchError):
+    pass
+
+
+class SpaceError(WorkbenchError):
+    pass
+
+
+class EmptySpaceError(SpaceError):
+    """No config satisfies the constraints; ``binding`` names the constraint that emptied it."""
+
+    def __init__(self, message: str, *, binding: str | None, **details: Any) -> None:
+        super().__init__(message, binding=binding, **details)
+        self.binding = binding
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem in a kernel folder: where it is, what was found, what was expected."""
+
+    file: str
+    key: str
+    value: str
+    expected: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.key}" if self.key else self.file
+        return f"{where}: got {self.value}; expected {self.expected}"
+
+
+class KernelFolderError(WorkbenchError):
+    """A kernel folder is malformed. ``problems`` lists every problem found, not just the first."""
+
+    def __init__(self, folder: str, problems: Sequence[Problem]) -> None:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"kernel folder {folder} has {len(problems)} problem(s):\n{lines}",
+                         folder=folder, problems=list(problems))
+        self.folder = folder
+        self.problems = list(problems)
+
+
+class TemplateError(WorkbenchError):
+    pass
+
+
+class CompilerNotFoundError(WorkbenchError):
+    pass
+
+
+class CompileError(WorkbenchError):
+    pass
+
+
+class DeviceError(WorkbenchError):
+    pass
+
+
+class NoGPUError(DeviceError):
+    pass
+
+
+class WorkerError(WorkbenchError):
+    pass
+
+
+class RecordingError(WorkbenchError):
+    pass
+
+
+class StoreError(WorkbenchError):
+    pass
+
+
+class StoreCorruptError(StoreError):
+    pass
+
+
+class StoreLockedError(StoreError):
+    pass
+
+
+class SearchError(WorkbenchError):
+    pass
+
+
+class UnknownStrategyError(SearchError):
+    def __init__(self, name: str, choices: Sequence[str]) -> None:
+        super().__init__(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(choices))}",
+                         name=name, choices=sorted(choices))
+        self.name = name
+        self.choices = sorted(choices)
+
+
+class LLMError(WorkbenchError):
+    pass
+
+
+class ReviewError(WorkbenchError):
+    pass

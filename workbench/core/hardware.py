@@ -1,0 +1,378 @@
+"""The hardware model: device descriptions, launch limits and occupancy arithmetic.
+
+Everything here is arithmetic that runs before a GPU is touched, so a search can prune
+and explain a candidate ("block of 2048 threads exceeds max_threads_per_block=1024")
+without spending GPU time.
+
+Sources of the facts in :data:`DEVICES`:
+
+* per-compute-capability limits (threads, warps and blocks per SM, registers, shared
+  memory per SM / per block, the 1 KiB per-block reserve from 8.0 on): the CUDA C++
+  Programming Guide, "Technical Specifications per Compute Capability" table;
+* allocation granularities (registers allocated per warp in units of 256, warps placed in
+  4 SM sub-partitions, shared memory allocated in units of 128 bytes on 8.x/9.x and 256
+  bytes on 7.x): the CUDA Occupancy Calculator and the toolkit's ``cuda_occupancy.h``;
+* per-product facts (SM count, L2 size, peak DRAM bandwidth): NVIDIA's product data
+  sheets; they match what the CUDA driver reports (``L2_CACHE_SIZE``,
+  ``MULTIPROCESSOR_COUNT``; bandwidth = 2 x memory clock x bus width).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+
+from workbench.core.errors import DeviceError, WorkbenchError
+from workbench.core.records import Occupancy, ResourceUsage
+
+KIB = 1024
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """What the workbench needs to know about one GPU model (limits per block and per SM)."""
+
+    key: str  # table key, e.g. "h100_sxm"
+    name: str  # marketing name, as the driver reports it where known
+    arch: str  # nvcc -arch value, e.g. "sm_90a"
+    compute_capability: tuple[int, int]
+    num_sms: int
+    warp_size: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    max_regs_per_thread: int
+    max_regs_per_block: int
+    reg_alloc_unit_size: int  # registers are allocated per warp, rounded up to this many
+    warp_alloc_granularity: int  # warps are spread over this many SM sub-partitions
+    smem_per_block_default_bytes: int  # without the opt-in attribute
+    smem_per_block_optin_bytes: int  # with cudaFuncAttributeMaxDynamicSharedMemorySize
+    smem_per_sm_bytes: int
+    smem_alloc_unit_bytes: int
+    reserved_smem_per_block_bytes: int  # taken by the driver from every block
+    l2_bytes: int
+    peak_mem_bandwidth_gb_per_s: float  # 1 GB = 1e9 B
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    source: str = ""  # where the numbers come from ("table" or "live attributes")
+    notes: str = ""
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        """Resident warp slots per SM (``max_threads_per_sm / warp_size``)."""
+        return self.max_threads_per_sm // self.warp_size
+
+
+def _spec(**kwargs: object) -> DeviceSpec:
+    """Fill the limits every architecture since Volta shares, then apply ``kwargs``."""
+    common: dict[str, object] = {
+        "warp_size": 32,
+        "max_threads_per_block": 1024,
+        "regs_per_sm": 65536,
+        "max_regs_per_thread": 255,
+        "max_regs_per_block": 65536,
+        "reg_alloc_unit_size": 256,
+        "warp_alloc_granularity": 4,
+        "smem_per_block_default_bytes": 48 * KIB,
+        "smem_alloc_unit_bytes": 128,
+        "reserved_smem_per_block_bytes": 1 * KIB,
+        "source": "table",
+    }
+    common.update(kwargs)
+    return DeviceSpec(**common)  # type: ignore[arg-type]
+
+
+_HOPPER: dict[str, object] = {
+    "arch": "sm_90a",
+    "compute_capability": (9, 0),
+    "max_threads_per_sm": 2048,
+    "max_blocks_per_sm": 32,
+    "smem_per_block_optin_bytes": 227 * KIB,
+    "smem_per_sm_bytes": 228 * KIB,
+}
+_ADA: dict[str, object] = {
+    "arch": "sm_89",
+    "compute_capability": (8, 9),
+    "max_threads_per_sm": 1536,
+    "max_blocks_per_sm": 24,
+    "smem_per_block_optin_bytes": 99 * KIB,
+    "smem_per_sm_bytes": 100 * KIB,
+}
+
+DEVICES: Mapping[str, DeviceSpec] = {
+    "h100_sxm": _spec(
+        key="h100_sxm", name="NVIDIA H100 80GB HBM3", num_sms=132, l2_bytes=50 * MIB,
+        peak_mem_bandwidth_gb_per_s=3352.0, notes="SXM5, 80 GB HBM3", **_HOPPER),
+    "h200": _spec(
+        key="h200", name="NVIDIA H200", num_sms=132, l2_bytes=50 * MIB,
+        peak_mem_bandwidth_gb_per_s=4800.0, notes="SXM, 141 GB HBM3e", **_HOPPER),
+    "a100": _spec(
+        key="a100", name="NVIDIA A100-SXM4-80GB", arch="sm_80", compute_capability=(8, 0),
+        num_sms=108, max_threads_per_sm=2048, max_blocks_per_sm=32,
+        smem_per_block_optin_bytes=163 * KIB, smem_per_sm_bytes=164 * KIB,
+        l2_bytes=40 * MIB, peak_mem_bandwidth_gb_per_s=2039.0, notes="SXM4, 80 GB HBM2e"),
+    "l4": _spec(
+        key="l4", name="NVIDIA L4", num_sms=58, l2_bytes=48 * MIB,
+        peak_mem_bandwidth_gb_per_s=300.0, notes="24 GB GDDR6", **_ADA),
+    "rtx4090": _spec(
+        key="rtx4090", name="NVIDIA GeForce RTX 4090", num_sms=128, l2_bytes=72 * MIB,
+        peak_mem_bandwidth_gb_per_s=1008.0, notes="24 GB GDDR6X", **_ADA),
+    "titan_rtx": _spec(
+        key="titan_rtx", name="NVIDIA TITAN RTX", arch="sm_75", compute_capability=(7, 5),
+        num_sms=72, max_threads_per_sm=1024, max_blocks_per_sm=16,
+        smem_per_block_optin_bytes=64 * KIB, smem_per_sm_bytes=64 * KIB,
+        smem_alloc_unit_bytes=256, reserved_smem_per_block_bytes=0,
+        l2_bytes=6 * MIB, peak_mem_bandwidth_gb_per_s=672.0, notes="24 GB GDDR6"),
+}
+
+_ALIASES: Mapping[str, str] = {
+    "h100": "h100_sxm",
+    "h100_sxm": "h100_sxm",
+    "h100sxm": "h100_sxm",
+    "h200": "h200",
+    "a100": "a100",
+    "l4": "l4",
+    "4090": "rtx4090",
+    "rtx4090": "rtx4090",
+    "rtx_4090": "rtx4090",
+    "titan_rtx": "titan_rtx",
+    "titanrtx": "titan_rtx",
+}
+
+
+def get_device(key: str) -> DeviceSpec:
+    """The table entry for ``key`` or one of its aliases (case-insensitive, ``-`` = ``_``)."""
+    normalized = key.strip().lower().replace("-", "_").replace(" ", "_")
+    table_key = _ALIASES.get(normalized, normalized)
+    if table_key in DEVICES:
+        return DEVICES[table_key]
+    choices = sorted(set(DEVICES) | set(_ALIASES))
+    raise DeviceError(
+        f"unknown device {key!r}; choose one of: {', '.join(choices)}",
+        key=key, choices=choices)
+
+
+def device_env(spec: DeviceSpec) -> dict[str, int]:
+    """The device limits visible to constraint and launch expressions (docs/design.md)."""
+    return {
+        "max_threads_per_block": spec.max_threads_per_block,
+        "max_smem_per_block": spec.smem_per_block_default_bytes,
+        "max_smem_per_block_optin": spec.smem_per_block_optin_bytes,
+        "num_sms": spec.num_sms,
+        "warp_size": spec.warp_size,
+        "l2_bytes": spec.l2_bytes,
+        "max_regs_per_thread": spec.max_regs_per_thread,
+    }
+
+
+def _round_up(value: int, unit: int) -> int:
+    return -(-value // unit) * unit if unit > 0 else value
+
+
+# When several resources allow the same number of blocks, the first in this order is
+# reported: the warp slots are the SM's nominal capacity, so a kernel that fills them is
+# "limited by warps" even if its registers would also just fit.
+LIMIT_PRIORITY: tuple[str, ...] = ("warps", "blocks", "registers", "shared_memory")
+
+
+def occupancy(spec: DeviceSpec, usage: ResourceUsage, threads_per_block: int) -> Occupancy:
+    """Resident blocks and warps per SM, following the CUDA occupancy calculator.
+
+    * warps per block = ceil(threads / warp_size);
+    * registers: per warp, ``regs_per_thread * warp_size`` rounded up to
+      ``reg_alloc_unit_size``; the SM's registers are split over ``warp_alloc_granularity``
+      sub-partitions, so resident warps = granularity * floor(regs_per_sm / granularity /
+      regs_per_warp); blocks = floor(warps / warps_per_block);
+    * shared memory: static + dynamic + the per-block driver reserve, rounded up to
+      ``smem_alloc_unit_bytes``; blocks = floor(smem_per_sm / that);
+    * warps: floor(max_warps_per_sm / warps_per_block); blocks: ``max_blocks_per_sm``.
+
+    A block that cannot run at all gives zero blocks with ``limited_by`` naming the
+    resource it exceeds; ties between limits follow :data:`LIMIT_PRIORITY`.
+    """
+    max_warps = spec.max_warps_per_sm
+    if threads_per_block < 1 or threads_per_block > spec.max_threads_per_block:
+        return Occupancy(0, 0, max_warps, "threads")
+    warps_per_block = -(-threads_per_block // spec.warp_size)
+
+    regs_per_warp = _round_up(usage.regs_per_thread * spec.warp_size, spec.reg_alloc_unit_size)
+    smem_per_block = _round_up(
+        usage.smem_bytes_per_block + spec.reserved_smem_per_block_bytes,
+        spec.smem_alloc_unit_bytes)
+    smem_block_limit = spec.smem_per_block_optin_bytes + spec.reserved_smem_per_block_bytes
+    # The hardware checks a block's registers as if its warps filled every sub-partition.
+    regs_checked = regs_per_warp * _round_up(warps_per_block, spec.warp_alloc_granularity)
+    if (usage.regs_per_thread > spec.max_regs_per_thread
+            or regs_checked > spec.max_regs_per_block):
+        return Occupancy(0, 0, max_warps, "registers")
+    if smem_per_block > smem_block_limit:
+        return Occupancy(0, 0, max_warps, "shared_memory")
+
+    limits: dict[str, int] = {
+        "warps": max_warps // warps_per_block,
+        "blocks": spec.max_blocks_per_sm,
+    }
+    if regs_per_warp > 0:
+        partitions = spec.warp_alloc_granularity
+        warps_by_regs = partitions * ((spec.regs_per_sm // partitions) // regs_per_warp)
+        limits["registers"] = warps_by_regs // warps_per_block
+    if smem_per_block > 0:
+        limits["shared_memory"] = spec.smem_per_sm_bytes // smem_per_block
+    blocks = min(limits.values())
+    limited_by = next(name for name in LIMIT_PRIORITY if limits.get(name) == blocks)
+    return Occupancy(blocks, blocks * warps_per_block, max_warps, limited_by)
+
+
+def _dims(values: Sequence[int] | int, what: str) -> tuple[int, int, int]:
+    items = [values] if isinstance(values, int) else list(values)
+    if not 1 <= len(items) <= 3:
+        raise WorkbenchError(f"{what} must have 1 to 3 dimensions, got {len(items)}",
+                             key=what, value=items, expected="1 to 3 integers")
+    padded = [*items, 1, 1][:3]
+    return (int(padded[0]), int(padded[1]), int(padded[2]))
+
+
+def launch_problem(spec: DeviceSpec, grid: Sequence[int] | int, block: Sequence[int] | int,
+                   smem_bytes: int, *, static_smem_bytes: int = 0) -> str | None:
+    """Why this launch cannot run on ``spec`` (a sentence), or None when it can.
+
+    ``smem_bytes`` is the dynamic shared memory per block; ``static_smem_bytes`` (from
+    ptxas, when known) counts against the same per-block opt-in maximum.
+    """
+    grid3 = _dims(grid, "grid")
+    block3 = _dims(block, "block")
+    axes = "xyz"
+    for what, dims in (("block", block3), ("grid", grid3)):
+        for axis, size in zip(axes, dims, strict=True):
+            if size < 1:
+                return f"{what} dimension {axis} is {size}; every dimension must be >= 1"
+    threads = block3[0] * block3[1] * block3[2]
+    if threads > spec.max_threads_per_block:
+        return (f"block of {threads} threads exceeds "
+                f"max_threads_per_block={spec.max_threads_per_block}")
+    for axis, size, limit in zip(axes, block3, spec.max_block_dims, strict=True):
+        if size > limit:
+            return f"block dimension {axis}={size} exceeds its limit of {limit}"
+    for axis, size, limit in zip(axes, grid3, spec.max_grid_dims, strict=True):
+        if size > limit:
+            return f"grid dimension {axis}={size} exceeds its limit of {limit}"
+    if smem_bytes < 0:
+        return f"dynamic shared memory of {smem_bytes} bytes is negative"
+    total_smem = smem_bytes + static_smem_bytes
+    if total_smem > spec.smem_per_block_optin_bytes:
+        what = ("dynamic shared memory" if static_smem_bytes == 0
+                else f"shared memory ({static_smem_bytes} static + {smem_bytes} dynamic)")
+        return (f"{what} of {total_smem} bytes exceeds "
+                f"smem_per_block_optin_bytes={spec.smem_per_block_optin_bytes}")
+    return None
+
+
+# --- live devices -------------------------------------------------------------------
+
+# DeviceSpec field <- CUDA device attribute (pycuda.driver.device_attribute names).
+_LIVE_FIELDS: Mapping[str, str] = {
+    "num_sms": "MULTIPROCESSOR_COUNT",
+    "warp_size": "WARP_SIZE",
+    "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
+    "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "max_blocks_per_sm": "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "regs_per_sm": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "max_regs_per_block": "MAX_REGISTERS_PER_BLOCK",
+    "smem_per_block_default_bytes": "MAX_SHARED_MEMORY_PER_BLOCK",
+    "smem_per_block_optin_bytes": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "smem_per_sm_bytes": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "l2_bytes": "L2_CACHE_SIZE",
+}
+
+
+def match_device_name(name: str) -> str | None:
+    """The table key for a driver-reported device name, or None when none fits."""
+    upper = name.upper()
+    patterns = (
+        (r"\bH100\b.*(SXM|HBM3)", "h100_sxm"),
+        (r"\bH200\b", "h200"),
+        (r"\bA100\b", "a100"),
+        (r"\bL4\b", "l4"),
+        (r"\b4090\b", "rtx4090"),
+        (r"TITAN RTX", "titan_rtx"),
+    )
+    for pattern, key in patterns:
+        if re.search(pattern, upper):
+            return key
+    return None
+
+
+def from_live(attrs: Mapping[str, int], name: str) -> DeviceSpec:
+    """Build a spec from CUDA device attributes (``pycuda.driver.device_attribute`` names).
+
+    Granularities the driver does not report (register and shared memory allocation
+    units, sub-partitions, registers per thread) follow the compute capability. The peak
+    bandwidth is ``2 * MEMORY_CLOCK_RATE (kHz) * GLOBAL_MEMORY_BUS_WIDTH (bits) / 8``; when
+    the driver does not report those, the matching table entry's value (or 0.0) is kept.
+    """
+    required = [*_LIVE_FIELDS.values(), "COMPUTE_CAPABILITY_MAJOR", "COMPUTE_CAPABILITY_MINOR"]
+    missing = [attr for attr in required if attr not in attrs]
+    if missing:
+        raise DeviceError(f"device attributes missing for {name!r}: {', '.join(missing)}",
+                          name=name, missing=missing)
+    major, minor = int(attrs["COMPUTE_CAPABILITY_MAJOR"]), int(attrs["COMPUTE_CAPABILITY_MINOR"])
+    table_key = match_device_name(name)
+    table = DEVICES.get(table_key) if table_key else None
+    values: dict[str, object] = {f: int(attrs[a]) for f, a in _LIVE_FIELDS.items()}
+
+    clock_khz = attrs.get("MEMORY_CLOCK_RATE", 0)
+    bus_bits = attrs.get("GLOBAL_MEMORY_BUS_WIDTH", 0)
+    if clock_khz and bus_bits:
+        bandwidth = round(2 * clock_khz * 1e3 * bus_bits / 8 / 1e9, 1)
+    else:
+        bandwidth = table.peak_mem_bandwidth_gb_per_s if table else 0.0
+    default_reserve = 1 * KIB if major >= 8 else 0
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return DeviceSpec(
+        key=table_key or slug,
+        name=name,
+        arch=f"sm_{major}{minor}" + ("a" if major == 9 else ""),
+        compute_capability=(major, minor),
+        max_regs_per_thread=255,
+        reg_alloc_unit_size=256,
+        warp_alloc_granularity=4,
+        smem_alloc_unit_bytes=128 if major >= 8 else 256,
+        reserved_smem_per_block_bytes=int(
+            attrs.get("RESERVED_SHARED_MEMORY_PER_BLOCK", default_reserve)),
+        peak_mem_bandwidth_gb_per_s=bandwidth,
+        max_block_dims=(int(attrs.get("MAX_BLOCK_DIM_X", 1024)),
+                        int(attrs.get("MAX_BLOCK_DIM_Y", 1024)),
+                        int(attrs.get("MAX_BLOCK_DIM_Z", 64))),
+        max_grid_dims=(int(attrs.get("MAX_GRID_DIM_X", 2**31 - 1)),
+                       int(attrs.get("MAX_GRID_DIM_Y", 65535)),
+                       int(attrs.get("MAX_GRID_DIM_Z", 65535))),
+        source="live attributes",
+        notes=f"matches table entry {table_key}" if table_key else "no table entry",
+        **values,  # type: ignore[arg-type]
+    )
+
+
+BANDWIDTH_TOLERANCE = 0.005
+
+
+def compare_specs(a: DeviceSpec, b: DeviceSpec) -> list[str]:
+    """One line per field whose values differ (``"l2_bytes: 52428800 != 41943040"``).
+
+    The descriptive fields (key, name, source, notes) are left out: the point is to log
+    where a live GPU's limits differ from the table's. Bandwidths within
+    :data:`BANDWIDTH_TOLERANCE` (relative) count as equal: data sheets round them.
+    """
+    skip = {"key", "name", "source", "notes"}
+    differences = []
+    for f in fields(DeviceSpec):
+        left, right = getattr(a, f.name), getattr(b, f.name)
+        if f.name in skip or left == right:
+            continue
+        if (isinstance(left, float) and isinstance(right, float)
+                and abs(left - right) <= BANDWIDTH_TOLERANCE * max(abs(left), abs(right))):
+            continue
+        differences.append(f"{f.name}: {left!r} != {right!r}")
+    return differences

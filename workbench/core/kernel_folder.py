@@ -1,0 +1,474 @@
+"""Kernel folders: ``kernel.toml`` + ``baseline.cu`` + ``template.cu`` + ``reference.py``.
+
+Loading a malformed folder reports every problem at once, each naming the file, the key,
+the value found and what was expected (see docs/design.md for the format).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from workbench.core.dtypes import ELEM_BYTES
+from workbench.core.errors import (
+    ExpressionError,
+    KernelFolderError,
+    ParameterError,
+    Problem,
+    TemplateError,
+    WorkbenchError,
+)
+from workbench.core.expr import Expr, parse_constraint, parse_expr
+from workbench.core.hardware import DEVICES, DeviceSpec, device_env
+from workbench.core.params import Parameter, parameter_from_dict
+from workbench.core.space import SearchSpace
+from workbench.core.template import KernelTemplate, LaunchRules
+
+ROLES = ("in", "out", "inout", "scalar")
+ARG_DTYPES = ("T", "f32", "i32", "i64")
+DEFAULT_DEVICE = "h100_sxm"
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shapes",
+             "tolerances", "args", "baseline", "template"}
+_ARG_KEYS = {"name", "dtype", "shape", "role", "value", "tolerance"}
+_LAUNCH_KEYS = {"source", "entry", "grid", "block", "smem_bytes"}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel argument, in call order."""
+
+    name: str
+    dtype: str  # "T" (the element dtype) | "f32" | "i32" | "i64"
+    role: str  # in | out | inout | scalar
+    shape: tuple[Expr, ...] = ()
+    value: Expr | None = None  # scalars only
+    tolerance: Tolerance | None = None
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.role != "scalar"
+
+    def resolved_dtype(self, dtype: str) -> str:
+        """The concrete dtype name: the element dtype for "T"."""
+        return dtype if self.dtype == "T" else self.dtype
+
+    def shape_for(self, env: Mapping[str, Any]) -> tuple[int, ...]:
+        return tuple(int(e.evaluate(env)) for e in self.shape)
+
+
+@dataclass(frozen=True)
+class KernelFolder:
+    """A loaded, validated kernel folder."""
+
+    path: Path
+    name: str
+    description: str
+    dtypes: tuple[str, ...]
+    shapes: Mapping[str, Mapping[str, int]]
+    tolerances: Mapping[str, Tolerance]
+    args: tuple[ArgSpec, ...]
+    bytes_moved: Expr
+    check_shape: str
+    baseline: KernelTemplate
+    template: KernelTemplate
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def shape_names(self) -> tuple[str, ...]:
+        return tuple(self.shapes)
+
+    def shape_values(self, shape: str) -> dict[str, int]:
+        if shape not in self.shapes:
+            raise WorkbenchError(f"unknown shape {shape!r} for {self.name}; "
+                                 f"expected one of {list(self.shapes)}",
+                                 key="shape", value=shape, choices=list(self.shapes))
+        return dict(self.shapes[shape])
+
+    def check_dtype(self, dtype: str) -> str:
+        if dtype not in self.dtypes:
+            raise WorkbenchError(f"{self.name} does not support dtype {dtype!r}; "
+                                 f"expected one of {list(self.dtypes)}",
+                                 key="dtype", value=dtype, choices=list(self.dtypes))
+        return dtype
+
+    def env(self, shape: str, dtype: str, device: DeviceSpec | None = None) -> dict[str, Any]:
+        """Names visible to expressions: problem sizes, elem_bytes and device limits."""
+        self.check_dtype(dtype)
+        spec = device or DEVICES[DEFAULT_DEVICE]
+        return {**device_env(spec), **self.shape_values(shape), "elem_bytes": ELEM_BYTES[dtype]}
+
+    def bytes_moved_for(self, shape: str, dtype: str) -> int:
+        return int(self.bytes_moved.evaluate(self.env(shape, dtype)))
+
+    def space(self, shape: str, dtype: str, device: DeviceSpec | None = None) -> SearchSpace:
+        return self.template.space(self.env(shape, dtype, device))
+
+    def tolerance_for(self, arg: ArgSpec, dtype: str) -> Tolerance:
+        return arg.tolerance or self.tolerances[dtype]
+
+    def load_reference(self) -> ModuleType:
+        """Import reference.py (trusted, user-written numpy code) as a private module."""
+        path = self.path / "reference.py"
+        spec = importlib.util.spec_from_file_location(f"_workbench_reference_{self.name}", path)
+        if spec is None or spec.loader is None:
+            raise KernelFolderError(str(self.path), [Problem("reference.py", "", "unloadable",
+                                                             "an importable Python file")])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def add(self, file: str, key: str, value: Any, expected: str) -> None:
+        shown = value if isinstance(value, str) else repr(value)
+        if len(shown) > 200:
+            shown = shown[:200] + "..."
+        self.problems.append(Problem(file, key, shown, expected))
+
+
+def _expr(c: _Collector, text: Any, key: str, known: list[str]) -> Expr | None:
+    if isinstance(text, bool) or not isinstance(text, str | int | float):
+        c.add("kernel.toml", key, text, "an expression string (or a number)")
+        return None
+    try:
+        return parse_expr(str(text), known_names=known)
+    except ExpressionError as exc:
+        c.add("kernel.toml", key, str(text), f"a valid expression ({exc.message})")
+        return None
+
+
+def _expr_list(c: _Collector, value: Any, key: str, known: list[str],
+               lo: int = 1, hi: int = 3) -> list[Expr] | None:
+    if not isinstance(value, list) or not lo <= len(value) <= hi:
+        c.add("kernel.toml", key, value, f"a list of {lo} to {hi} expression strings")
+        return None
+    out = [_expr(c, v, f"{key}[{i}]", known) for i, v in enumerate(value)]
+    return None if any(e is None for e in out) else [e for e in out if e is not None]
+
+
+def _read_source(c: _Collector, folder: Path, name: Any, key: str, default: str) -> str | None:
+    if name is None:
+        name = default
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        c.add("kernel.toml", key, name, "a file name inside the kernel folder")
+        return None
+    path = folder / name
+    if not path.is_file():
+        c.add(name, "", "missing file", f"the CUDA source named by {key}")
+        return None
+    return path.read_text()
+
+
+def _entry(c: _Collector, section: Mapping[str, Any], key: str, source: str | None,
+           file: str) -> str | None:
+    entry = section.get("entry")
+    if not isinstance(entry, str) or not _IDENT.match(entry):
+        c.add("kernel.toml", f"{key}.entry", entry, "the kernel function's name (a C identifier)")
+        return None
+    if source is not None and not re.search(rf'extern\s+"C"[^;{{]*__global__[^;{{]*\b{entry}\s*\(',
+                                            source, re.S):
+        c.add(file, key + ".entry", entry, f'an extern "C" __global__ function named {entry}')
+    return entry
+
+
+def _launch(c: _Collector, section: Mapping[str, Any], key: str,
+            known: list[str]) -> LaunchRules | None:
+    grid = _expr_list(c, section.get("grid"), f"{key}.grid", known)
+    block = _expr_list(c, section.get("block"), f"{key}.block", known)
+    smem = _expr(c, section.get("smem_bytes", "0"), f"{key}.smem_bytes", known)
+    if grid is None or block is None or smem is None:
+        return None
+    return LaunchRules(grid=tuple(grid), block=tuple(block), smem_bytes=smem)
+
+
+def _tolerance(c: _Collector, value: Any, key: str) -> Tolerance | None:
+    if not isinstance(value, dict) or set(value) != {"rtol", "atol"}:
+        c.add("kernel.toml", key, value, "a table { rtol = <float>, atol = <float> }")
+        return None
+    ok = True
+    for k in ("rtol", "atol"):
+        v = value[k]
+        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            c.add("kernel.toml", f"{key}.{k}", v, "a non-negative number")
+            ok = False
+    return Tolerance(float(value["rtol"]), float(value["atol"])) if ok else None
+
+
+def load_kernel_folder(path: str | Path) -> KernelFolder:
+    """Load and validate a kernel folder, reporting every problem at once."""
+    folder = Path(path)
+    c = _Collector()
+    toml_path = folder / "kernel.toml"
+    if not folder.is_dir():
+        raise KernelFolderError(str(folder), [Problem(str(folder), "", "not a directory",
+                                                      "a kernel folder")])
+    if not toml_path.is_file():
+        raise KernelFolderError(str(folder), [Problem("kernel.toml", "", "missing file",
+                                                      "kernel.toml describing the kernel")])
+    try:
+        data = tomllib.loads(toml_path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise KernelFolderError(str(folder), [Problem("kernel.toml", "", str(exc),
+                                                      "valid TOML")]) from exc
+
+    for key in sorted(set(data) - _TOP_KEYS):
+        c.add("kernel.toml", key, "unknown key", f"one of {sorted(_TOP_KEYS)}")
+
+    name = data.get("name")
+    if not isinstance(name, str) or not _IDENT.match(name):
+        c.add("kernel.toml", "name", name, "a C identifier naming the kernel")
+        name = "kernel"
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        c.add("kernel.toml", "description", description, "a string")
+        description = ""
+
+    dtypes_raw = data.get("dtypes")
+    dtypes: list[str] = []
+    if not isinstance(dtypes_raw, list) or not dtypes_raw:
+        c.add("kernel.toml", "dtypes", dtypes_raw, f"a non-empty list drawn from {sorted(ELEM_BYTES)}")
+    else:
+        for i, d in enumerate(dtypes_raw):
+            if d not in ELEM_BYTES:
+                c.add("kernel.toml", f"dtypes[{i}]", d, f"one of {sorted(ELEM_BYTES)}")
+            elif d not in dtypes:
+                dtypes.append(d)
+
+    # Shapes: every shape names the same integer problem sizes.
+    shapes: dict[str, dict[str, int]] = {}
+    names_by_shape: dict[str, frozenset[str]] = {}
+    shapes_raw = data.get("shapes")
+    if not isinstance(shapes_raw, dict) or not shapes_raw:
+        c.add("kernel.toml", "shapes", shapes_raw, "a table of named shapes, e.g. small = { tokens = 7, d = 256 }")
+    else:
+        for sname, sval in shapes_raw.items():
+            if not isinstance(sval, dict) or not sval:
+                c.add("kernel.toml", f"shapes.{sname}", sval, "a table of positive integers")
+                continue
+            good = {}
+            for k, v in sval.items():
+                if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                    c.add("kernel.toml", f"shapes.{sname}.{k}", v, "a positive integer")
+                elif not _IDENT.match(k) or k.startswith("_"):
+                    c.add("kernel.toml", f"shapes.{sname}.{k}", k, "a lower-case identifier")
+                else:
+                    good[k] = v
+            shapes[sname] = good
+            names_by_shape[sname] = frozenset(sval)
+        keysets = set(names_by_shape.values())
+        if len(keysets) > 1:
+            c.add("kernel.toml", "shapes", {k: sorted(v) for k, v in names_by_shape.items()},
+                  "every shape to name the same problem sizes")
+    size_names = sorted({k for v in shapes.values() for k in v})
+    env_names = [*size_names, "elem_bytes", *device_env(DEVICES[DEFAULT_DEVICE])]
+
+    check_shape = data.get("check_shape")
+    if not isinstance(check_shape, str) or check_shape not in shapes:
+        c.add("kernel.toml", "check_shape", check_shape, f"one of the shapes {sorted(shapes)}")
+        check_shape = next(iter(shapes), "")
+
+    tolerances: dict[str, Tolerance] = {}
+    tol_raw = data.get("tolerances")
+    if not isinstance(tol_raw, dict):
+        c.add("kernel.toml", "tolerances", tol_raw, "a table of { rtol, atol } per dtype")
+    else:
+        for d in dtypes:
+            if d not in tol_raw:
+                c.add("kernel.toml", f"tolerances.{d}", "missing", "a { rtol, atol } table")
+            else:
+                t = _tolerance(c, tol_raw[d], f"tolerances.{d}")
+                if t:
+                    tolerances[d] = t
+        for d in tol_raw:
+            if d not in ELEM_BYTES:
+                c.add("kernel.toml", f"tolerances.{d}", d, f"a dtype in {sorted(ELEM_BYTES)}")
+
+    bytes_moved = _expr(c, data.get("bytes_moved"), "bytes_moved", env_names)
+
+    args: list[ArgSpec] = []
+    args_raw = data.get("args")
+    if not isinstance(args_raw, list) or not args_raw:
+        c.add("kernel.toml", "args", args_raw, "an array of [[args]] tables")
+    else:
+        seen: set[str] = set()
+        for i, a in enumerate(args_raw):
+            key = f"args[{i}]"
+            if not isinstance(a, dict):
+                c.add("kernel.toml", key, a, "a table")
+                continue
+            for k in sorted(set(a) - _ARG_KEYS):
+                c.add("kernel.toml", f"{key}.{k}", "unknown key", f"one of {sorted(_ARG_KEYS)}")
+            aname = a.get("name")
+            if not isinstance(aname, str) or not _IDENT.match(aname):
+                c.add("kernel.toml", f"{key}.name", aname, "a C identifier")
+                continue
+            key = f"args[{i}] ({aname})"
+            if aname in seen:
+                c.add("kernel.toml", f"{key}.name", aname, "a unique argument name")
+            seen.add(aname)
+            role, adtype = a.get("role"), a.get("dtype")
+            if role not in ROLES:
+                c.add("kernel.toml", f"{key}.role", role, f"one of {list(ROLES)}")
+                continue
+            if adtype not in ARG_DTYPES:
+                c.add("kernel.toml", f"{key}.dtype", adtype, f"one of {list(ARG_DTYPES)}")
+                continue
+            tol = _tolerance(c, a["tolerance"], f"{key}.tolerance") if "tolerance" in a else None
+            if role == "scalar":
+                if "shape" in a:
+                    c.add("kernel.toml", f"{key}.shape", a["shape"], "no shape for a scalar")
+                val = _expr(c, a.get("value"), f"{key}.value", env_names)
+                if val is not None:
+                    args.append(ArgSpec(aname, adtype, role, (), val, tol))
+            else:
+                if "value" in a:
+                    c.add("kernel.toml", f"{key}.value", a["value"], "no value for a buffer")
+                shp = _expr_list(c, a.get("shape"), f"{key}.shape", env_names, 1, 8)
+                if shp is not None:
+                    args.append(ArgSpec(aname, adtype, role, tuple(shp), None, tol))
+        if args and not any(a.role in ("out", "inout") for a in args):
+            c.add("kernel.toml", "args", [a.name for a in args], "at least one out or inout argument")
+
+    # Baseline.
+    baseline: KernelTemplate | None = None
+    bsec = data.get("baseline")
+    if not isinstance(bsec, dict):
+        c.add("kernel.toml", "baseline", bsec, "a [baseline] table with entry, grid, block")
+    else:
+        for k in sorted(set(bsec) - _LAUNCH_KEYS):
+            c.add("kernel.toml", f"baseline.{k}", "unknown key", f"one of {sorted(_LAUNCH_KEYS)}")
+        bsrc_name = bsec.get("source", "baseline.cu")
+        bsrc = _read_source(c, folder, bsrc_name, "baseline.source", "baseline.cu")
+        bentry = _entry(c, bsec, "baseline", bsrc, str(bsrc_name))
+        blaunch = _launch(c, bsec, "baseline", env_names)
+        if bsrc is not None and bentry and blaunch:
+            baseline = KernelTemplate(name=name, source=bsrc, entry=bentry, params=(),
+                                      constraints=(), launch=blaunch, source_name=str(bsrc_name))
+
+    # Template.
+    template: KernelTemplate | None = None
+    tsec = data.get("template")
+    if not isinstance(tsec, dict):
+        c.add("kernel.toml", "template", tsec, "a [template] table with entry, grid, block, params")
+    else:
+        allowed = _LAUNCH_KEYS | {"params", "constraints"}
+        for k in sorted(set(tsec) - allowed):
+            c.add("kernel.toml", f"template.{k}", "unknown key", f"one of {sorted(allowed)}")
+        tsrc_name = tsec.get("source", "template.cu")
+        tsrc = _read_source(c, folder, tsrc_name, "template.source", "template.cu")
+        tentry = _entry(c, tsec, "template", tsrc, str(tsrc_name))
+        params: list[Parameter] = []
+        praw = tsec.get("params")
+        if not isinstance(praw, dict) or not praw:
+            c.add("kernel.toml", "template.params", praw, "a table of parameter definitions")
+        else:
+            for pname, pdef in praw.items():
+                if not isinstance(pdef, dict):
+                    c.add("kernel.toml", f"template.params.{pname}", pdef, "a table")
+                    continue
+                try:
+                    params.append(parameter_from_dict(pname, pdef))
+                except (ParameterError, ValueError, TypeError) as exc:
+                    c.add("kernel.toml", f"template.params.{pname}", pdef, str(exc))
+                    continue
+                if pname in env_names:
+                    c.add("kernel.toml", f"template.params.{pname}", pname,
+                          "a name that is not a shape size, elem_bytes or a device limit")
+                if tsrc is not None and not re.search(rf"\b{re.escape(pname)}\b", tsrc):
+                    c.add(str(tsrc_name), f"template.params.{pname}", pname,
+                          "the parameter to be used in the template source")
+        known = [*env_names, *(p.name for p in params)]
+        cons = tsec.get("constraints", [])
+        parsed_cons = []
+        if not isinstance(cons, list):
+            c.add("kernel.toml", "template.constraints", cons, "a list of constraint strings")
+        else:
+            for i, text in enumerate(cons):
+                if not isinstance(text, str):
+                    c.add("kernel.toml", f"template.constraints[{i}]", text, "a constraint string")
+                    continue
+                try:
+                    parsed_cons.append(parse_constraint(text, known_names=known))
+                except ExpressionError as exc:
+                    c.add("kernel.toml", f"template.constraints[{i}]", text,
+                          f"a valid constraint ({exc.message})")
+        tlaunch = _launch(c, tsec, "template", known)
+        if tsrc is not None and tentry and tlaunch and isinstance(praw, dict) and \
+                len(params) == len(praw):
+            template = KernelTemplate(name=name, source=tsrc, entry=tentry, params=tuple(params),
+                                      constraints=tuple(parsed_cons), launch=tlaunch,
+                                      source_name=str(tsrc_name))
+
+    _check_reference(c, folder)
+
+    if c.problems or baseline is None or template is None or bytes_moved is None:
+        if not c.problems:  # pragma: no cover - every None above records a problem
+            c.add("kernel.toml", "", "incomplete", "a complete kernel folder")
+        raise KernelFolderError(str(folder), c.problems)
+
+    kf = KernelFolder(path=folder, name=name, description=description, dtypes=tuple(dtypes),
+                      shapes=shapes, tolerances=tolerances, args=tuple(args),
+                      bytes_moved=bytes_moved, check_shape=check_shape, baseline=baseline,
+                      template=template, raw=data)
+    _check_defaults(c, kf)
+    if c.problems:
+        raise KernelFolderError(str(folder), c.problems)
+    return kf
+
+
+def _check_reference(c: _Collector, folder: Path) -> None:
+    ref = folder / "reference.py"
+    if not ref.is_file():
+        c.add("reference.py", "", "missing file", "a numpy reference with make_inputs() and reference()")
+        return
+    try:
+        tree = ast.parse(ref.read_text(), filename=str(ref))
+    except SyntaxError as exc:
+        c.add("reference.py", f"line {exc.lineno}", exc.msg, "valid Python")
+        return
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    for fn in ("make_inputs", "reference"):
+        if fn not in defined:
+            c.add("reference.py", fn, "missing", f"a top-level function {fn}(...)")
+
+
+def _check_defaults(c: _Collector, kf: KernelFolder) -> None:
+    """The template's defaults must satisfy its constraints and launch at every shape."""
+    default = kf.template.default_config()
+    for shape in kf.shapes:
+        for dtype in kf.dtypes:
+            env = kf.env(shape, dtype)
+            try:
+                why = kf.template.space(env).rejection(default)
+                kf.template.launch_for(default, env)
+                kf.baseline.launch_for({}, env)
+                for arg in kf.args:
+                    if arg.is_buffer:
+                        arg.shape_for(env)
+                    elif arg.value is not None:
+                        arg.value.evaluate(env)
+            except (WorkbenchError, ZeroDivisionError) as exc:
+                c.add("kernel.toml", f"shapes.{shape}", f"dtype {dtype}", f"expressions that evaluate ({exc})")
+                return
+            if why is not None:
+                c.add("kernel.toml", "template.params (defaults)", dict(default),
+                      f"defaults that satisfy every constraint at shape {shape!r} / {dtype} "
+                      f"(rejected by {why!r})")
+                return

@@ -1,0 +1,218 @@
+"""Kernel templates: CUDA source + parameters + constraints + launch rules.
+
+Rendering a config prepends a ``#define`` block and ``#line 1`` to the author's source, so
+the template stays valid CUDA at its defaults and compiler errors point at the author's
+lines (the Kernel Tuner / CLTune convention).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.core.dtypes import CUDA_TYPES, ELEM_BYTES
+from workbench.core.errors import ExpressionError, TemplateError
+from workbench.core.expr import Constraint, Expr, parse_constraint, parse_expr
+from workbench.core.params import Parameter
+from workbench.core.records import Config, Value
+from workbench.core.space import SearchSpace
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Concrete launch dimensions for one kernel call."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem_bytes: int
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+def _pad3(values: Sequence[int]) -> tuple[int, int, int]:
+    padded = [*values, 1, 1, 1][:3]
+    return (padded[0], padded[1], padded[2])
+
+
+@dataclass(frozen=True)
+class LaunchRules:
+    """Grid, block and dynamic shared memory as expressions of parameters and problem sizes."""
+
+    grid: tuple[Expr, ...]
+    block: tuple[Expr, ...]
+    smem_bytes: Expr
+
+    @classmethod
+    def parse(cls, grid: Sequence[str], block: Sequence[str], smem_bytes: str = "0",
+              *, known_names: Sequence[str] | None = None) -> LaunchRules:
+        for label, dims in (("grid", grid), ("block", block)):
+            if not 1 <= len(dims) <= 3:
+                raise TemplateError(f"launch {label} needs 1 to 3 expressions, got {len(dims)}",
+                                    key=label, value=list(dims))
+        return cls(
+            grid=tuple(parse_expr(str(g), known_names=known_names) for g in grid),
+            block=tuple(parse_expr(str(b), known_names=known_names) for b in block),
+            smem_bytes=parse_expr(str(smem_bytes), known_names=known_names),
+        )
+
+    @property
+    def names(self) -> frozenset[str]:
+        out: set[str] = set(self.smem_bytes.names)
+        for e in (*self.grid, *self.block):
+            out |= e.names
+        return frozenset(out)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Launch:
+        """Evaluate every dimension; each must be a non-negative integer."""
+
+        def as_int(expr: Expr, what: str) -> int:
+            value = expr.evaluate(env)
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise TemplateError(f"launch {what} = {expr.text!r} gave {value}; expected an integer",
+                                        key=what, value=value, expr=expr.text)
+                value = int(value)
+            if int(value) < 0:
+                raise TemplateError(f"launch {what} = {expr.text!r} gave {value}; expected >= 0",
+                                    key=what, value=value, expr=expr.text)
+            return int(value)
+
+        grid = _pad3([as_int(e, f"grid[{i}]") for i, e in enumerate(self.grid)])
+        block = _pad3([as_int(e, f"block[{i}]") for i, e in enumerate(self.block)])
+        return Launch(grid=grid, block=block, smem_bytes=as_int(self.smem_bytes, "smem_bytes"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"grid": [e.text for e in self.grid], "block": [e.text for e in self.block],
+                "smem_bytes": self.smem_bytes.text}
+
+
+@dataclass(frozen=True)
+class KernelInstance:
+    """A rendered, compilable kernel: one config of one template at one element dtype."""
+
+    name: str
+    entry: str
+    source: str
+    config: Config
+    dtype: str
+    hash: str
+
+
+def render_source(name: str, source: str, config: Mapping[str, Value], dtype: str,
+                  source_name: str = "template.cu") -> str:
+    """The ``#define`` block, ``#line 1`` and the author's source."""
+    if dtype not in CUDA_TYPES:
+        raise TemplateError(f"unknown dtype {dtype!r}; expected one of {sorted(CUDA_TYPES)}",
+                            key="dtype", value=dtype)
+    lines = [
+        f"#define WB_KERNEL_NAME {name}",
+        f"#define SCALAR_T {CUDA_TYPES[dtype]}",
+        f"#define ELEM_BYTES {ELEM_BYTES[dtype]}",
+    ]
+    for key, value in sorted(config.items()):
+        if isinstance(value, bool):
+            text = "1" if value else "0"
+        else:
+            text = str(value)
+        lines.append(f"#define {key} {text}")
+    lines.append(f'#line 1 "{source_name}"')
+    return "\n".join(lines) + "\n" + source
+
+
+@dataclass(frozen=True)
+class KernelTemplate:
+    """CUDA source + parameters + constraints + launch rules + default config."""
+
+    name: str
+    source: str
+    entry: str
+    params: tuple[Parameter, ...]
+    constraints: tuple[Constraint, ...]
+    launch: LaunchRules
+    source_name: str = "template.cu"
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @classmethod
+    def build(cls, *, name: str, source: str, entry: str, params: Sequence[Parameter] = (),
+              constraints: Sequence[str | Constraint] = (), grid: Sequence[str],
+              block: Sequence[str], smem_bytes: str = "0", source_name: str = "template.cu",
+              known_names: Sequence[str] | None = None) -> KernelTemplate:
+        """Parse constraint and launch strings once (safe parser) and assemble a template."""
+        names = None if known_names is None else [*known_names, *(p.name for p in params)]
+        parsed = tuple(c if isinstance(c, Constraint) else parse_constraint(c, known_names=names)
+                       for c in constraints)
+        return cls(name=name, source=source, entry=entry, params=tuple(params),
+                   constraints=parsed,
+                   launch=LaunchRules.parse(grid, block, smem_bytes, known_names=names),
+                   source_name=source_name)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def source_sha256(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def default_config(self) -> Config:
+        return Config({p.name: p.default for p in self.params})
+
+    def space(self, env: Mapping[str, Any]) -> SearchSpace:
+        return SearchSpace(self.params, self.constraints, env)
+
+    def validate_config(self, config: Mapping[str, Value]) -> Config:
+        """Check names and values against the parameters (not the constraints)."""
+        missing = [p.name for p in self.params if p.name not in config]
+        unknown = [k for k in config if k not in self.param_names]
+        if missing or unknown:
+            raise TemplateError(
+                f"config for {self.name} is missing {missing} and has unknown {unknown}; "
+                f"expected exactly {list(self.param_names)}",
+                missing=missing, unknown=unknown)
+        return Config({p.name: p.validate(config[p.name]) for p in self.params})
+
+    def render(self, config: Mapping[str, Value], dtype: str) -> KernelInstance:
+        cfg = self.validate_config(config)
+        text = render_source(self.name, self.source, cfg, dtype, self.source_name)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return KernelInstance(name=self.name, entry=self.entry, source=text, config=cfg,
+                              dtype=dtype, hash=digest)
+
+    def launch_for(self, config: Mapping[str, Value], env: Mapping[str, Any]) -> Launch:
+        """Launch dimensions for a config in a problem environment (shape, elem_bytes, device)."""
+        full = {**env, **{k: (int(v) if isinstance(v, bool) else v) for k, v in config.items()}}
+        try:
+            return self.launch.evaluate(full)
+        except ExpressionError as exc:
+            raise TemplateError(f"launch rules of {self.name} failed for {dict(config)}: {exc}",
+                                config=dict(config)) from exc
+
+    def to_dict(self) -> dict[str, Any]:
+        """The one dict form: feeds the prompt, the store and the UI."""
+        return {
+            "name": self.name,
+            "entry": self.entry,
+            "source_name": self.source_name,
+            "source_sha256": self.source_sha256,
+            "params": {p.name: p.to_dict() for p in self.params},
+            "constraints": [c.text for c in self.constraints],
+            "launch": self.launch.to_dict(),
+        }
+
+    def with_params(self, params: Sequence[Parameter]) -> KernelTemplate:
+        """Same template with edited parameter ranges (names must stay the same)."""
+        if sorted(p.name for p in params) != sorted(self.param_names):
+            raise TemplateError("edited parameters must keep the same names",
+                                expected=list(self.param_names), got=[p.name for p in params])
+        return KernelTemplate(name=self.name, source=self.source, entry=self.entry,
+                              params=tuple(params), constraints=self.constraints,
+                              launch=self.launch, source_name=self.source_name,
+                              metadata=self.metadata)

@@ -1,0 +1,278 @@
+"""Benchmark settings and the pure statistics behind every timing.
+
+The GPU worker (:mod:`workbench.engine.worker`) does the measuring; this module holds what
+can be checked without a GPU: the settings, the stopping rule, robust summaries of the
+repetition times, and a speedup confidence interval from two samples.
+
+Method (what the worker does with these settings):
+
+* warm up for ``warmup_ms`` (at least two launches), so module load and clock ramp stay out;
+* before each timed repetition restore ``inout`` arguments, then, when ``flush_l2`` is set,
+  write a buffer of ``l2_flush_bytes`` (>= 2x the L2 size) so every repetition starts with a
+  cold L2; with ``flush_l2=False`` repetitions run back to back on a hot cache ("hot-cache
+  mode": the inputs that fit in L2 stay there, which flatters small problems);
+* one CUDA event pair around the single launch;
+* repeat until the relative standard error of the median is at most ``target_rse_pct``
+  (after ``min_reps``), or ``max_reps`` / ``max_time_s`` is reached.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.records import Timing
+
+#: Repetition times in microseconds: a sequence or a 1-d array.
+Samples = Sequence[float] | np.ndarray
+
+#: The L2 flush buffer is at least this many times the device's L2 size.
+L2_FLUSH_FACTOR = 2
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """How one candidate is timed. Times in the unit named by each field."""
+
+    warmup_ms: float = 5.0
+    min_reps: int = 10
+    max_reps: int = 1000
+    max_time_s: float = 0.5           # timing budget per candidate (verification excluded)
+    target_rse_pct: float = 0.5       # stop once the median's relative standard error is this low
+    flush_l2: bool = True             # False = hot-cache mode (see module docstring)
+    l2_flush_bytes: int = 0           # 0 = 2x the device's L2 (at least 2x L2 always)
+    timeout_s: float = 10.0           # watchdog: one candidate's evaluation must finish in this
+    batch_reps: int = 16              # repetitions enqueued between host synchronisations
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.warmup_ms < 0:
+            problems.append(("warmup_ms", self.warmup_ms, ">= 0"))
+        if self.min_reps < 3:
+            problems.append(("min_reps", self.min_reps, ">= 3"))
+        if self.max_reps < self.min_reps:
+            problems.append(("max_reps", self.max_reps, f">= min_reps ({self.min_reps})"))
+        if self.max_time_s <= 0:
+            problems.append(("max_time_s", self.max_time_s, "> 0"))
+        if self.target_rse_pct <= 0:
+            problems.append(("target_rse_pct", self.target_rse_pct, "> 0"))
+        if self.l2_flush_bytes < 0:
+            problems.append(("l2_flush_bytes", self.l2_flush_bytes, ">= 0"))
+        if self.timeout_s <= self.max_time_s:
+            problems.append(("timeout_s", self.timeout_s, f"> max_time_s ({self.max_time_s})"))
+        if self.batch_reps < 1:
+            problems.append(("batch_reps", self.batch_reps, ">= 1"))
+        if problems:
+            key, value, expected = problems[0]
+            raise WorkbenchError(f"BenchSettings.{key} = {value!r}; expected {expected}",
+                                 key=key, value=value, expected=expected)
+
+    def flush_bytes_for(self, l2_bytes: int) -> int:
+        """Size of the L2 flush buffer for a device with ``l2_bytes`` of L2."""
+        return max(self.l2_flush_bytes, L2_FLUSH_FACTOR * l2_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BenchSettings:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _sorted(samples_us: Samples) -> np.ndarray:
+    arr = np.sort(np.asarray(samples_us, dtype=np.float64))
+    if arr.size == 0:
+        raise WorkbenchError("no samples", key="samples_us", value=0, expected=">= 1 sample")
+    return arr
+
+
+def median(samples_us: Samples) -> float:
+    """Median of the samples."""
+    return float(np.median(_sorted(samples_us)))
+
+
+def quartiles(samples_us: Samples) -> tuple[float, float, float]:
+    """(q1, median, q3), linear interpolation between order statistics."""
+    q1, q2, q3 = np.percentile(_sorted(samples_us), [25.0, 50.0, 75.0])
+    return float(q1), float(q2), float(q3)
+
+
+def median_standard_error(samples_us: Samples) -> float:
+    """Standard error of the median from order statistics (distribution-free).
+
+    The rank of the population median among n samples is Binomial(n, 1/2): mean n/2,
+    standard deviation sqrt(n)/2. The order statistics one such deviation either side of
+    the middle bracket the median with about 68 % confidence; half their distance
+    estimates one standard error. Returns ``inf`` for fewer than 3 samples.
+    """
+    arr = _sorted(samples_us)
+    n = arr.size
+    if n < 3:
+        return math.inf
+    half_width = math.sqrt(n) / 2.0
+    lo = max(0, math.floor(n / 2.0 - half_width))
+    hi = min(n - 1, math.ceil(n / 2.0 + half_width) - 1)
+    return float(arr[hi] - arr[lo]) / 2.0
+
+
+def rse_median_pct(samples_us: Samples) -> float:
+    """Relative standard error of the median, in percent (``inf`` when undefined)."""
+    med = median(samples_us)
+    se = median_standard_error(samples_us)
+    if med <= 0 or math.isinf(se):
+        return math.inf
+    return 100.0 * se / med
+
+
+def should_stop(samples_us: Samples, elapsed_s: float, settings: BenchSettings) -> bool:
+    """The stopping rule: enough reps and a precise median, or a budget is spent."""
+    n = len(samples_us)
+    if n >= settings.max_reps or elapsed_s >= settings.max_time_s:
+        return n >= 1
+    if n < settings.min_reps:
+        return False
+    return rse_median_pct(samples_us) <= settings.target_rse_pct
+
+
+def summarize(samples_us: Samples, *, l2_flushed: bool, sm_clock_mhz: int | None = None,
+              mem_clock_mhz: int | None = None, temperature_c: int | None = None,
+              throttled: bool | None = None) -> Timing:
+    """A :class:`Timing` (median, min, quartiles, mean, reps, RSE) from raw repetition times."""
+    arr = _sorted(samples_us)
+    q1, q2, q3 = quartiles(arr)
+    rse = rse_median_pct(arr)
+    return Timing(median_us=q2, min_us=float(arr[0]), q1_us=q1, q3_us=q3,
+                  mean_us=float(arr.mean()), reps=int(arr.size),
+                  rse_median_pct=rse if math.isfinite(rse) else 100.0,
+                  l2_flushed=l2_flushed, sm_clock_mhz=sm_clock_mhz, mem_clock_mhz=mem_clock_mhz,
+                  temperature_c=temperature_c, throttled=throttled)
+
+
+@dataclass(frozen=True)
+class SpeedupInterval:
+    """Speedup of a candidate over a reference (ratio of medians) with a bootstrap interval."""
+
+    speedup: float
+    low: float
+    high: float
+    confidence: float
+
+    def __str__(self) -> str:
+        pct = round(self.confidence * 100)
+        return f"{self.speedup:.3f}x ({pct}% CI {self.low:.3f}-{self.high:.3f})"
+
+
+def speedup_interval(reference_us: Samples, candidate_us: Samples, *,
+                     confidence: float = 0.95, resamples: int = 2000,
+                     seed: int = 0) -> SpeedupInterval:
+    """median(reference) / median(candidate) with a percentile-bootstrap interval.
+
+    Both samples are resampled independently (they come from separate timing loops).
+    Deterministic for a given ``seed``.
+    """
+    ref = _sorted(reference_us)
+    cand = _sorted(candidate_us)
+    if not 0 < confidence < 1:
+        raise WorkbenchError(f"confidence {confidence} not in (0, 1)", key="confidence",
+                             value=confidence, expected="0 < confidence < 1")
+    rng = np.random.default_rng(seed)
+    ref_boot = np.median(rng.choice(ref, size=(resamples, ref.size), replace=True), axis=1)
+    cand_boot = np.median(rng.choice(cand, size=(resamples, cand.size), replace=True), axis=1)
+    ratios = ref_boot / cand_boot
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [alpha, 1.0 - alpha])
+    return SpeedupInterval(speedup=float(np.median(ref) / np.median(cand)), low=float(low),
+                           high=float(high), confidence=confidence)
+
+
+# --------------------------------------------------------------------------------------------
+# The timing loop (runs in the GPU worker; ``cuda`` is the ``pycuda.driver`` module)
+
+
+def time_launches(cuda: Any, stream: Any, launch: Callable[[], None], settings: BenchSettings,
+                  *, prepare: Callable[[], None] | None = None,
+                  flush: Callable[[], None] | None = None) -> tuple[list[float], float]:
+    """Time ``launch`` with one CUDA event pair per repetition; returns (samples_us, wall_s).
+
+    ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
+    evicts the L2 just before the start event; neither is inside the event pair.
+    Repetitions are enqueued in batches of ``settings.batch_reps`` between host
+    synchronisations so that host overhead does not gate the GPU; the stopping rule is
+    checked after each batch.
+    """
+    began = time.perf_counter()
+    warm = 0
+    while True:
+        if prepare is not None:
+            prepare()
+        launch()
+        warm += 1
+        if warm >= 2:
+            stream.synchronize()
+            if (time.perf_counter() - began) * 1e3 >= settings.warmup_ms:
+                break
+    batch = settings.batch_reps
+    starts = [cuda.Event() for _ in range(batch)]
+    ends = [cuda.Event() for _ in range(batch)]
+    samples: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        count = min(batch, settings.max_reps - len(samples))
+        for i in range(count):
+            if prepare is not None:
+                prepare()
+            if flush is not None:
+                flush()
+            starts[i].record(stream)
+            launch()
+            ends[i].record(stream)
+        ends[count - 1].synchronize()
+        samples.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
+        if should_stop(samples, time.perf_counter() - t0, settings):
+            return samples, time.perf_counter() - began
+
+
+@dataclass(frozen=True)
+class CopyTiming:
+    """A device-to-device copy timed like a kernel: the bandwidth ceiling for a problem.
+
+    ``bytes_moved`` counts bytes read plus bytes written (2x the copied size), the same
+    convention as a kernel's roofline bytes.
+    """
+
+    shape: str
+    dtype: str
+    bytes_moved: int
+    timing: Timing
+    samples_us: tuple[float, ...] = ()
+
+    @property
+    def median_us(self) -> float:
+        return self.timing.median_us
+
+    @property
+    def bandwidth_gb_per_s(self) -> float:
+        return self.bytes_moved / (self.timing.median_us * 1e-6) / 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": self.shape, "dtype": self.dtype, "bytes": self.bytes_moved,
+                "median_us": self.timing.median_us, "timing": asdict(self.timing),
+                "samples_us": list(self.samples_us)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CopyTiming:
+        timing = data.get("timing") or {
+            "median_us": data["median_us"], "min_us": data["median_us"],
+            "q1_us": data["median_us"], "q3_us": data["median_us"],
+            "mean_us": data["median_us"], "reps": 0, "rse_median_pct": 100.0,
+            "l2_flushed": True}
+        return cls(shape=str(data["shape"]), dtype=str(data["dtype"]),
+                   bytes_moved=int(data["bytes"]), timing=Timing(**timing),
+                   samples_us=tuple(float(x) for x in data.get("samples_us", ())))

@@ -1,0 +1,379 @@
+"""Offline compilation: rendered CUDA source -> cubin with nvcc, cached by content hash.
+
+Compiling is a pure function of (source, entry, flags, arch, nvcc version), so its result
+is cached on disk under the sha256 of those; a cache hit costs no nvcc call. Failures a
+rerun would repeat (source errors, resource overflows) are cached too; timeouts and
+unrecognised failures are not. Each cache entry is one directory holding the rendered
+source, the compiler log, the cubin and ``result.json``; it is built in a private
+temporary directory and renamed into place, so a reader never sees a partial entry.
+
+    compiler = Compiler("sm_90a")
+    result = compiler.compile(instance)            # CompileResult
+    for result in compiler.compile_many(instances, workers=8):
+        ...                                         # yielded as each finishes
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from workbench.core.errors import CompileError, CompilerNotFoundError
+from workbench.core.records import ResourceUsage
+from workbench.engine.ptxas import (
+    TIMEOUT_MARKER,
+    classify_failure,
+    find_entry,
+    parse_ptxas_report,
+)
+
+DEFAULT_ARCH = "sm_90a"
+DEFAULT_TIMEOUT_S = 60.0
+CACHE_ENV = "WORKBENCH_CACHE_DIR"
+_CACHE_FORMAT = 1
+_SOURCE_FILE = "source.cu"
+_CUBIN_FILE = "kernel.cubin"
+_LOG_FILE = "compile.log"
+_RESULT_FILE = "result.json"
+# Failures that a rerun with the same inputs would repeat, so they are cached.
+_CACHEABLE_FAILURES = frozenset({"syntax", "resource"})
+
+INSTALL_HINT = (
+    "install the CUDA compiler: `conda install -c conda-forge cuda-nvcc`, or NVIDIA's CUDA "
+    "toolkit (https://developer.nvidia.com/cuda-downloads); or set CUDA_HOME to a toolkit "
+    "that contains bin/nvcc"
+)
+
+
+class KernelSource(Protocol):
+    """What the compiler needs of a ``KernelInstance`` (workbench.core.template)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def entry(self) -> str: ...
+    @property
+    def source(self) -> str: ...  # the full rendered text
+    @property
+    def hash(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The outcome of compiling one kernel instance for one architecture.
+
+    ``error_kind`` is None on success, else ``"syntax"`` (the source is wrong),
+    ``"resource"`` (it asks for more than the architecture has, e.g. shared memory),
+    ``"timeout"`` or ``"internal"`` (anything the classification table does not know; the
+    log is kept). ``log`` is the complete compiler output; ``log_path`` and ``source_path``
+    say where it and the rendered source were saved.
+    """
+
+    instance_hash: str
+    arch: str
+    ok: bool
+    cubin_path: str | None
+    usage: ResourceUsage | None
+    compile_s: float
+    error_kind: str | None = None
+    log: str = ""
+    log_path: str | None = None
+    cached: bool = False
+    entry: str = ""
+    error_summary: str = ""  # the log line that decided error_kind
+    error_file: str | None = None  # for source errors: the file named by #line
+    error_line: int | None = None
+    source_path: str | None = None
+    cache_key: str = ""
+
+    def raise_for_error(self) -> CompileResult:
+        """Return self when ok, else raise CompileError carrying the kind and the paths."""
+        if self.ok:
+            return self
+        raise CompileError(
+            f"compiling {self.entry or self.instance_hash} for {self.arch} failed "
+            f"({self.error_kind}): {self.error_summary}",
+            kind=self.error_kind, instance_hash=self.instance_hash, arch=self.arch,
+            log_path=self.log_path, source_path=self.source_path,
+            file=self.error_file, line=self.error_line)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able data; :meth:`from_dict` reverses it."""
+        data = asdict(self)
+        data["usage"] = asdict(self.usage) if self.usage else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CompileResult:
+        """Rebuild a result from :meth:`to_dict` data."""
+        values = dict(data)
+        if values.get("usage") is not None:
+            values["usage"] = ResourceUsage(**values["usage"])
+        return cls(**values)
+
+
+def find_nvcc(environ: Mapping[str, str] | None = None) -> Path:
+    """Locate nvcc: ``$CUDA_HOME/bin``, then ``$CUDA_PATH/bin``, then ``$PATH``."""
+    env = os.environ if environ is None else environ
+    searched: list[str] = []
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        root = env.get(variable)
+        if root:
+            candidate = Path(root) / "bin" / "nvcc"
+            searched.append(str(candidate))
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    found = shutil.which("nvcc", path=env.get("PATH", ""))
+    if found:
+        return Path(found)
+    searched.append("$PATH")
+    raise CompilerNotFoundError(
+        f"nvcc was not found (searched {', '.join(searched)}); {INSTALL_HINT}",
+        searched=searched, hint=INSTALL_HINT)
+
+
+_VERSIONS: dict[tuple[str, float], str] = {}
+_VERSIONS_LOCK = threading.Lock()
+
+
+def nvcc_version(nvcc: Path) -> str:
+    """``nvcc --version`` text (cached per binary and modification time)."""
+    key = (str(nvcc), nvcc.stat().st_mtime)
+    with _VERSIONS_LOCK:
+        if key not in _VERSIONS:
+            done = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True,
+                                  timeout=60, check=False)
+            if done.returncode != 0:
+                raise CompilerNotFoundError(
+                    f"{nvcc} --version failed (exit {done.returncode}): {done.stderr.strip()}",
+                    nvcc=str(nvcc), hint=INSTALL_HINT)
+            _VERSIONS[key] = done.stdout.strip()
+        return _VERSIONS[key]
+
+
+def default_cache_dir() -> Path:
+    """``$WORKBENCH_CACHE_DIR``, else ``~/.cache/kernel-workbench/cubins``."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    return Path.home() / ".cache" / "kernel-workbench" / "cubins"
+
+
+class Compiler:
+    """nvcc for one architecture and flag set, with an on-disk cache.
+
+    ``flags`` are appended to ``-cubin -arch=ARCH -O3 -Xptxas -v --std=c++17`` (plus
+    ``-lineinfo`` when ``lineinfo``, which lets profilers map SASS back to source and
+    does not change the generated code).
+    """
+
+    def __init__(self, arch: str = DEFAULT_ARCH, *, flags: Sequence[str] = (),
+                 lineinfo: bool = True, cache_dir: str | Path | None = None,
+                 nvcc: str | Path | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.arch = arch
+        self.flags: tuple[str, ...] = (
+            "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "--std=c++17",
+            *(("-lineinfo",) if lineinfo else ()), *flags)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self.nvcc = Path(nvcc) if nvcc is not None else find_nvcc()
+        if not self.nvcc.is_file():
+            raise CompilerNotFoundError(f"nvcc not found at {self.nvcc}; {INSTALL_HINT}",
+                                        nvcc=str(self.nvcc), hint=INSTALL_HINT)
+        self.timeout_s = timeout_s
+        self._version: str | None = None
+
+    @property
+    def version(self) -> str:
+        """The ``nvcc --version`` text (part of every cache key)."""
+        if self._version is None:
+            self._version = nvcc_version(self.nvcc)
+        return self._version
+
+    def cache_key(self, instance: KernelSource) -> str:
+        """sha256 (hex) of everything the compiled artifact depends on."""
+        material = json.dumps({"format": _CACHE_FORMAT, "source": instance.source,
+                               "entry": instance.entry, "flags": list(self.flags),
+                               "arch": self.arch, "nvcc": self.version}, sort_keys=True)
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    def entry_dir(self, key: str) -> Path:
+        """The cache directory for one cache key."""
+        return self.cache_dir / key[:2] / key
+
+    def compile(self, instance: KernelSource, *, timeout_s: float | None = None) -> CompileResult:
+        """Compile one instance (or answer from the cache). Failures are data, not raised."""
+        started = time.perf_counter()
+        key = self.cache_key(instance)
+        hit = self._load(key)
+        if hit is not None:
+            return replace(hit, instance_hash=instance.hash, cached=True,
+                           compile_s=time.perf_counter() - started)
+
+        (self.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=self.cache_dir / "tmp"))
+        try:
+            (work / _SOURCE_FILE).write_text(instance.source)
+            returncode, log = self._run_nvcc(work, timeout_s or self.timeout_s)
+            (work / _LOG_FILE).write_text(log)
+            result = self._result(instance, key, returncode, log, work,
+                                  time.perf_counter() - started)
+            (work / _RESULT_FILE).write_text(json.dumps(self._relative(result), indent=1))
+            final = self._publish(work, key, cacheable=result.ok
+                                  or result.error_kind in _CACHEABLE_FAILURES)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        return self._absolute(result, final)
+
+    def compile_many(self, instances: Iterable[KernelSource], *, workers: int | None = None,
+                     timeout_s: float | None = None,
+                     on_result: Callable[[CompileResult], None] | None = None,
+                     ) -> Iterator[CompileResult]:
+        """Compile in parallel (nvcc subprocesses from a thread pool), yielding as each ends.
+
+        Instances with the same cache key are compiled once and answered together.
+        ``workers`` defaults to ``os.cpu_count()``; ``on_result`` is called with each
+        result just before it is yielded.
+        """
+        groups: dict[str, list[KernelSource]] = {}
+        for instance in instances:
+            groups.setdefault(self.cache_key(instance), []).append(instance)
+        if not groups:
+            return
+        count = max(1, min(workers or os.cpu_count() or 1, len(groups)))
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="nvcc") as pool:
+            futures: dict[Future[CompileResult], list[KernelSource]] = {
+                pool.submit(self.compile, group[0], timeout_s=timeout_s): group
+                for group in groups.values()}
+            try:
+                for future in as_completed(futures):
+                    first = future.result()
+                    for instance in futures[future]:
+                        result = (first if instance.hash == first.instance_hash
+                                  else replace(first, instance_hash=instance.hash))
+                        if on_result is not None:
+                            on_result(result)
+                        yield result
+            finally:
+                for future in futures:
+                    future.cancel()
+
+    # --- internals ----------------------------------------------------------------
+
+    def _run_nvcc(self, work: Path, timeout_s: float) -> tuple[int, str]:
+        command = [str(self.nvcc), *self.flags, "-o", _CUBIN_FILE, _SOURCE_FILE]
+        try:
+            # A session of its own, so a timeout can kill nvcc with cicc/ptxas/gcc under it.
+            process = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True,
+                                       start_new_session=True)
+        except FileNotFoundError as error:
+            raise CompilerNotFoundError(f"nvcc not found at {self.nvcc}; {INSTALL_HINT}",
+                                        nvcc=str(self.nvcc), hint=INSTALL_HINT) from error
+        try:
+            output, _ = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            output = (output or "") + (f"\n{TIMEOUT_MARKER} {timeout_s:g} s and was killed\n")
+            return -signal.SIGKILL, output
+        return process.returncode, output or ""
+
+    def _result(self, instance: KernelSource, key: str, returncode: int, log: str, work: Path,
+                elapsed_s: float) -> CompileResult:
+        common: dict[str, Any] = {
+            "instance_hash": instance.hash, "arch": self.arch, "compile_s": elapsed_s,
+            "log": log, "log_path": str(work / _LOG_FILE), "entry": instance.entry,
+            "source_path": str(work / _SOURCE_FILE), "cache_key": key}
+        cubin = work / _CUBIN_FILE
+        if returncode == 0 and cubin.is_file():
+            reports = parse_ptxas_report(log)
+            report = find_entry(reports, instance.entry)
+            if report is not None:
+                return CompileResult(ok=True, cubin_path=str(cubin), usage=report.usage(),
+                                     **common)
+            known = ", ".join(sorted(r.name for r in reports.values() if r.is_entry)) or "none"
+            return CompileResult(
+                ok=False, cubin_path=None, usage=None, error_kind="syntax",
+                error_summary=(f"entry function {instance.entry!r} is not in the compiled "
+                               f"module (entry functions: {known}); is it extern \"C\" "
+                               f"__global__?"), **common)
+        diagnosis = classify_failure(log)
+        return CompileResult(ok=False, cubin_path=None, usage=None, error_kind=diagnosis.kind,
+                             error_summary=diagnosis.summary, error_file=diagnosis.file,
+                             error_line=diagnosis.line, **common)
+
+    def _publish(self, work: Path, key: str, *, cacheable: bool) -> Path:
+        """Move a finished work directory into the cache (or into failed/ when not cacheable)."""
+        if not cacheable:
+            failed = self.cache_dir / "failed" / work.name
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            work.rename(failed)
+            return failed
+        final = self.entry_dir(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            work.rename(final)  # atomic; fails when a parallel compile got there first
+        except OSError:
+            if not (final / _RESULT_FILE).is_file():
+                raise
+            shutil.rmtree(work, ignore_errors=True)
+        return final
+
+    def _load(self, key: str) -> CompileResult | None:
+        folder = self.entry_dir(key)
+        try:
+            data = json.loads((folder / _RESULT_FILE).read_text())
+            log = (folder / _LOG_FILE).read_text()
+        except FileNotFoundError:
+            return None
+        return self._absolute(replace(CompileResult.from_dict(data), log=log), folder)
+
+    @staticmethod
+    def _relative(result: CompileResult) -> dict[str, Any]:
+        """result.json: file names only (the entry can move with its cache); log kept aside."""
+        data = result.to_dict()
+        data["log"] = ""
+        for name in ("cubin_path", "log_path", "source_path"):
+            if data[name] is not None:
+                data[name] = Path(data[name]).name
+        return data
+
+    @staticmethod
+    def _absolute(result: CompileResult, folder: Path) -> CompileResult:
+        def place(path: str | None) -> str | None:
+            return str(folder / Path(path).name) if path is not None else None
+
+        return replace(result, cubin_path=place(result.cubin_path),
+                       log_path=place(result.log_path), source_path=place(result.source_path))
+
+
+def compile_instance(instance: KernelSource, arch: str = DEFAULT_ARCH, *,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, **compiler_options: Any,
+                     ) -> CompileResult:
+    """Compile one instance with a :class:`Compiler` built from ``compiler_options``."""
+    return Compiler(arch, timeout_s=timeout_s, **compiler_options).compile(instance)
+
+
+def compile_many(instances: Iterable[KernelSource], arch: str = DEFAULT_ARCH, *,
+                 workers: int | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 on_result: Callable[[CompileResult], None] | None = None,
+                 **compiler_options: Any) -> Iterator[CompileResult]:
+    """Parallel compile; see :meth:`Compiler.compile_many`."""
+    compiler = Compiler(arch, timeout_s=timeout_s, **compiler_options)
+    return compiler.compile_many(instances, workers=workers, on_result=on_result)

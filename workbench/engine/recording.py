@@ -1,0 +1,160 @@
+"""Recordings: real measurements saved as JSON, one file per device run.
+
+``sample_kernels/NAME/recordings/<device>-<date>.json`` (format in docs/design.md)::
+
+    {"format": 1, "kernel": ..., "template_sha256": ..., "device": {...}, "date": ...,
+     "bench": {...BenchSettings...}, "copy": [...], "baseline": [TrialResult dicts],
+     "trials": [TrialResult dicts], "sweep": {...how the sweep went...}}
+
+Loading validates everything and names the file and the key of the first problem
+(:class:`RecordingError` carries ``file``, ``key``, ``value``, ``expected``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.core.errors import RecordingError
+from workbench.core.records import Status, TrialResult
+from workbench.engine.bench import CopyTiming
+
+FORMAT = 1
+_REQUIRED = {"format": int, "kernel": str, "template_sha256": str, "device": dict, "date": str,
+             "bench": dict, "copy": list, "baseline": list, "trials": list}
+_DEVICE_REQUIRED = ("name", "spec")
+_TRIAL_REQUIRED = ("config", "shape", "dtype", "status")
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One device run's measurements of one kernel folder."""
+
+    kernel: str
+    template_sha256: str
+    device: Mapping[str, Any]
+    date: str
+    bench: Mapping[str, Any]
+    copy: tuple[CopyTiming, ...]
+    baseline: tuple[TrialResult, ...]
+    trials: tuple[TrialResult, ...]
+    sweep: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @property
+    def device_name(self) -> str:
+        return str(self.device.get("name", ""))
+
+    @property
+    def label(self) -> str:
+        """``"NVIDIA H100 80GB HBM3 recording from 2026-11-22"``."""
+        return f"{self.device_name} recording from {self.date}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kernel": self.kernel, "template_sha256": self.template_sha256,
+                "device": dict(self.device), "date": self.date, "bench": dict(self.bench),
+                "copy": [c.to_dict() for c in self.copy],
+                "baseline": [t.to_dict() for t in self.baseline],
+                "trials": [t.to_dict() for t in self.trials], "sweep": dict(self.sweep)}
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/inf: store them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def save_recording(recording: Recording, path: str | Path) -> Path:
+    """Write ``recording`` as JSON (one trial per line, so diffs stay readable)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = _finite(recording.to_dict())
+    lists = {k: data.pop(k) for k in ("copy", "baseline", "trials")}
+    head = json.dumps(data, indent=1, allow_nan=False)[:-2]  # strip the closing "\n}"
+    parts = [head]
+    for key, items in lists.items():
+        body = ",\n".join(json.dumps(item, separators=(",", ":"), allow_nan=False)
+                          for item in items)
+        parts.append(f',\n "{key}": [\n{body}\n ]' if items else f',\n "{key}": []')
+    target.write_text("".join(parts) + "\n}\n")
+    return target
+
+
+def _fail(path: Path, key: str, value: Any, expected: str) -> RecordingError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return RecordingError(f"{path}: {key}: got {shown}; expected {expected}", file=str(path),
+                          key=key, value=value, expected=expected)
+
+
+def _trials(path: Path, data: Sequence[Any], key: str) -> tuple[TrialResult, ...]:
+    out = []
+    statuses = {s.value for s in Status}
+    for i, item in enumerate(data):
+        where = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(path, where, item, "a TrialResult object")
+        for name in _TRIAL_REQUIRED:
+            if name not in item:
+                raise _fail(path, f"{where}.{name}", None, "present")
+        if item["status"] not in statuses:
+            raise _fail(path, f"{where}.status", item["status"], f"one of {sorted(statuses)}")
+        if not isinstance(item["config"], dict):
+            raise _fail(path, f"{where}.config", item["config"], "an object")
+        if item["status"] == Status.OK.value and not isinstance(item.get("timing"), dict):
+            raise _fail(path, f"{where}.timing", item.get("timing"), "a timing for status ok")
+        try:
+            out.append(TrialResult.from_dict(item))
+        except (TypeError, ValueError, KeyError) as exc:
+            raise _fail(path, where, str(exc), "a valid TrialResult") from exc
+    return tuple(out)
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Read and validate one recording; RecordingError names the file and the key."""
+    source = Path(path)
+    if not source.is_file():
+        raise RecordingError(f"recording {source} not found", file=str(source), key="",
+                             value=None, expected="an existing JSON file")
+    try:
+        data = json.loads(source.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise _fail(source, "", str(exc), "valid JSON") from exc
+    if not isinstance(data, dict):
+        raise _fail(source, "", type(data).__name__, "a JSON object")
+    for key, kind in _REQUIRED.items():
+        if key not in data:
+            raise _fail(source, key, None, f"present ({kind.__name__})")
+        if not isinstance(data[key], kind):
+            raise _fail(source, key, data[key], kind.__name__)
+    if data["format"] != FORMAT:
+        raise _fail(source, "format", data["format"], str(FORMAT))
+    for key in _DEVICE_REQUIRED:
+        if not isinstance(data["device"].get(key), str) or not data["device"][key]:
+            raise _fail(source, f"device.{key}", data["device"].get(key), "a non-empty string")
+    copies = []
+    for i, item in enumerate(data["copy"]):
+        try:
+            copies.append(CopyTiming.from_dict(item))
+        except (TypeError, KeyError, ValueError) as exc:
+            raise _fail(source, f"copy[{i}]", item, "shape, dtype, bytes, median_us") from exc
+    return Recording(kernel=data["kernel"], template_sha256=data["template_sha256"],
+                     device=data["device"], date=data["date"], bench=data["bench"],
+                     copy=tuple(copies), baseline=_trials(source, data["baseline"], "baseline"),
+                     trials=_trials(source, data["trials"], "trials"),
+                     sweep=data.get("sweep") or {}, path=source)
+
+
+def recording_paths(folder: str | Path) -> list[Path]:
+    """The recordings of a kernel folder, newest name last."""
+    return sorted((Path(folder) / "recordings").glob("*.json"))

@@ -1,0 +1,137 @@
+"""ReplayRunner: the Runner protocol answered from recorded real measurements.
+
+Lets everything above the engine (search, UI, agent, tests) run on a machine without a GPU.
+Every result names the recording it came from in ``source`` (file, device and date); a
+config the recording never measured comes back ``pruned`` with the reason "not in the
+recording". When the recording was made from a different template text than the folder's
+current one, a warning goes into ``description`` and into every result (``extra["warning"]``)
+but the replay still answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from workbench.core.errors import RecordingError
+from workbench.core.hardware import DeviceSpec, get_device, match_device_name
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.records import Candidate, TrialResult
+from workbench.core.template import KernelTemplate
+from workbench.engine.bench import CopyTiming
+from workbench.engine.recording import Recording, load_recording, recording_paths
+from workbench.engine.worker import rule_for_event
+
+log = logging.getLogger(__name__)
+
+
+class ReplayRunner:
+    """Answers ``baseline``/``measure``/``copy_timing`` from one recording of a kernel folder."""
+
+    def __init__(self, folder: KernelFolder, recording: str | Path | Recording | None = None,
+                 template: KernelTemplate | None = None) -> None:
+        self.folder = folder
+        self.template = template or folder.template
+        if isinstance(recording, Recording):
+            self.recording = recording
+        else:
+            path = Path(recording) if recording is not None else self._newest(folder)
+            self.recording = load_recording(path)
+        rec = self.recording
+        if rec.kernel != folder.name:
+            raise RecordingError(f"{rec.path}: kernel is {rec.kernel!r}, but the folder is "
+                                 f"{folder.name!r}", file=str(rec.path), key="kernel",
+                                 value=rec.kernel, expected=folder.name)
+        spec_key = str(rec.device.get("spec") or match_device_name(rec.device_name) or "")
+        self.device: DeviceSpec = get_device(spec_key)
+        file_name = rec.path.name if rec.path else "recording"
+        self.source = f"replay:{file_name} ({rec.device_name}, {rec.date})"
+        self.warning = ""
+        if rec.template_sha256 != self.template.source_sha256:
+            self.warning = (f"the recording was measured with a different template text "
+                            f"(sha256 {rec.template_sha256[:12]}, folder's "
+                            f"{self.template.source_sha256[:12]}): its numbers may not match "
+                            f"this template")
+            log.warning("%s: %s", file_name, self.warning)
+        self.description = f"replay of {rec.label}"
+        if self.warning:
+            self.description += f" (warning: {self.warning})"
+        self._trials = {(t.config.key(), t.shape, t.dtype): t for t in rec.trials}
+        self._baselines = {(t.shape, t.dtype): t for t in rec.baseline}
+        self._copies = {(c.shape, c.dtype): c for c in rec.copy}
+
+    @staticmethod
+    def _newest(folder: KernelFolder) -> Path:
+        paths = recording_paths(folder.path)
+        if not paths:
+            raise RecordingError(f"{folder.path}/recordings has no recordings (*.json)",
+                                 file=str(Path(folder.path) / "recordings"), key="",
+                                 value=None, expected="at least one recording")
+        return paths[-1]
+
+    def __enter__(self) -> ReplayRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def _stamp(self, result: TrialResult) -> TrialResult:
+        extra = dict(result.extra)
+        if self.warning:
+            extra["warning"] = self.warning
+        return replace(result, source=self.source, extra=extra)
+
+    @property
+    def shapes_dtypes(self) -> list[tuple[str, str]]:
+        """The (shape, dtype) pairs the recording covers."""
+        return sorted(self._baselines)
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult:
+        """The recorded baseline; RecordingError if the recording lacks this problem."""
+        try:
+            return self._stamp(self._baselines[(shape, dtype)])
+        except KeyError:
+            raise RecordingError(
+                f"{self.recording.path}: no baseline for shape {shape!r} dtype {dtype!r}",
+                file=str(self.recording.path), key="baseline", value=[shape, dtype],
+                expected=f"one of {self.shapes_dtypes}") from None
+
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming:
+        """The recorded device-to-device copy for this problem's bytes."""
+        try:
+            return self._copies[(shape, dtype)]
+        except KeyError:
+            raise RecordingError(
+                f"{self.recording.path}: no copy timing for {shape!r}/{dtype!r}",
+                file=str(self.recording.path), key="copy", value=[shape, dtype],
+                expected=f"one of {sorted(self._copies)}") from None
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        """Recorded results, in the order asked; unrecorded configs come back pruned."""
+        rule = rule_for_event("not_recorded")
+        for candidate in candidates:
+            found = self._trials.get((candidate.config.key(), candidate.shape, candidate.dtype))
+            if found is not None:
+                yield self._stamp(found)
+                continue
+            reason = (f"not in the recording {self.source.removeprefix('replay:')}: config "
+                      f"{dict(candidate.config)} at {candidate.shape}/{candidate.dtype} was "
+                      f"never measured")
+            yield self._stamp(TrialResult(config=candidate.config, shape=candidate.shape,
+                                          dtype=candidate.dtype, status=rule.status,
+                                          reason=reason, device=self.recording.device_name,
+                                          bytes_moved=self.folder.bytes_moved_for(
+                                              candidate.shape, candidate.dtype)))
+
+    def status_counts(self) -> dict[str, int]:
+        """How many recorded trials have each status."""
+        counts: dict[str, int] = {}
+        for t in self.recording.trials:
+            counts[t.status.value] = counts.get(t.status.value, 0) + 1
+        return counts
+

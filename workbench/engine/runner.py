@@ -1,0 +1,488 @@
+"""Runners: evaluate candidates and yield :class:`TrialResult` s as each one finishes.
+
+:class:`LocalRunner` owns a GPU worker subprocess (:mod:`workbench.engine.worker`, the only
+process with a CUDA context). Its pipeline per ``measure`` call:
+
+1. arithmetic first: a config a constraint rejects, or whose launch exceeds a device
+   limit, is ``pruned`` with the reason before any compile;
+2. rendering and compiling run on all CPU cores (``Compiler.compile_many`` in a background
+   thread) while the GPU worker verifies and times what has already compiled;
+3. with the compiler's resource report, a config with zero occupancy is ``pruned``;
+4. an identical cubin with the same launch on the same problem is never timed twice: the
+   earlier result is reused (``extra["reused_from"]`` names the config measured);
+5. the worker verifies on two random input sets against the baseline's outputs, then
+   times; a crash or hang costs only that candidate (the worker is restarted).
+
+:class:`workbench.engine.replay.ReplayRunner` answers the same protocol from recordings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from workbench.core.errors import NoGPUError, TemplateError, WorkbenchError, WorkerError
+from workbench.core.hardware import DeviceSpec, launch_problem, occupancy
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
+from workbench.core.space import SearchSpace
+from workbench.core.template import KernelInstance, KernelTemplate, Launch
+from workbench.engine.bench import BenchSettings, CopyTiming
+from workbench.engine.compiler import Compiler, CompileResult
+from workbench.engine.discovery import device_facts, spec_from_hello
+from workbench.engine.worker import (
+    CHECK_KERNELS_ENTRY,
+    CHECK_KERNELS_SOURCE,
+    WorkerClient,
+    WorkerDied,
+    WorkerTimeout,
+    rule_for_event,
+)
+
+log = logging.getLogger(__name__)
+
+REPLAY_HINT = ("no GPU here: use the recorded measurements instead "
+               "(`workbench tune --replay`, or ReplayRunner(folder) in Python)")
+HELLO_TIMEOUT_S = 120.0
+LOAD_TIMEOUT_S = 300.0
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """What the search and the UI need from a place that measures candidates."""
+
+    description: str
+    device: DeviceSpec
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult: ...
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]: ...
+
+    def close(self) -> None: ...
+
+
+class BaselineError(WorkerError):
+    """The baseline kernel disagrees with reference.py (or leaves outputs unwritten)."""
+
+
+@dataclass(frozen=True)
+class _CheckKernels:
+    """The worker's device-side comparison kernels, compiled like any instance."""
+
+    name: str = "workbench_checks"
+    entry: str = CHECK_KERNELS_ENTRY
+    source: str = CHECK_KERNELS_SOURCE
+    hash: str = field(default_factory=lambda: hashlib.sha256(
+        CHECK_KERNELS_SOURCE.encode()).hexdigest()[:16])
+
+
+@dataclass
+class RunnerStats:
+    """Where a LocalRunner's time went (seconds) and how often the worker was replaced."""
+
+    compiled: int = 0
+    compile_cpu_s: float = 0.0   # summed per-instance nvcc time (runs in parallel)
+    compile_wall_s: float = 0.0  # wall time of the compile thread
+    verified: int = 0
+    verify_s: float = 0.0
+    timed: int = 0
+    bench_s: float = 0.0
+    load_s: float = 0.0
+    loads: int = 0
+    reused: int = 0
+    pruned: int = 0
+    restarts: int = 0
+    recovery_s: list[float] = field(default_factory=list)  # failure seen -> worker ready again
+    status_counts: dict[str, int] = field(default_factory=dict)
+
+    def count(self, status: Status) -> None:
+        self.status_counts[status.value] = self.status_counts.get(status.value, 0) + 1
+
+
+@dataclass
+class _Pending:
+    candidate: Candidate
+    instance: KernelInstance
+    launch: Launch
+
+
+def _gpu_python_available() -> bool:
+    return importlib.util.find_spec("pycuda") is not None
+
+
+class LocalRunner:
+    """Measures on the local GPU through a worker subprocess. Use as a context manager."""
+
+    def __init__(self, folder: KernelFolder, template: KernelTemplate | None = None,
+                 settings: BenchSettings | None = None, *, compiler: Compiler | None = None,
+                 seed: int = 0, jobs: int | None = None, python: str | None = None) -> None:
+        if python is None and not _gpu_python_available():
+            raise NoGPUError(f"pycuda is not installed, so this machine cannot run kernels; "
+                             f"{REPLAY_HINT}", hint=REPLAY_HINT, missing="pycuda")
+        self.folder = folder
+        self.template = template or folder.template
+        self.settings = settings or BenchSettings()
+        self.seed = seed
+        self.jobs = jobs or os.cpu_count() or 1
+        self.stats = RunnerStats()
+        self._client = WorkerClient(python=python)
+        try:
+            self.hello = self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+        except WorkerError as exc:
+            self._client.close()
+            tail = str(exc.details.get("stderr", ""))[-600:]
+            raise NoGPUError(f"the GPU worker could not start a CUDA context ({exc.message}); "
+                             f"{REPLAY_HINT}\n{tail}", hint=REPLAY_HINT, stderr=tail) from exc
+        if "error" in self.hello:
+            self._client.close()
+            raise NoGPUError(f"GPU worker: {self.hello['error']}; {REPLAY_HINT}",
+                             hint=REPLAY_HINT)
+        self.device: DeviceSpec = spec_from_hello(self.hello)
+        self.facts = device_facts(self.hello)
+        self.description = f"{self.device.name} (live)"
+        self.compiler = compiler or Compiler(self.device.arch)
+        self._loaded: tuple[str, str] | None = None
+        self._failed_at: float | None = None
+        self._baselines: dict[tuple[str, str], TrialResult] = {}
+        self._measured: dict[tuple[str, str, str, str], TrialResult] = {}
+        self._cubin_digests: dict[str, str] = {}
+        self._checks: CompileResult | None = None
+        self._spaces: dict[tuple[str, str], SearchSpace] = {}
+
+    # -- context manager -----------------------------------------------------------------------
+
+    def __enter__(self) -> LocalRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker (its CUDA context goes with it)."""
+        self._client.close()
+
+    # -- problem set-up ------------------------------------------------------------------------
+
+    def _env(self, shape: str, dtype: str) -> dict[str, Any]:
+        return self.folder.env(shape, dtype, self.device)
+
+    def _problem(self, shape: str, dtype: str, launch: Launch) -> dict[str, Any]:
+        env = self._env(shape, dtype)
+        args = []
+        for arg in self.folder.args:
+            tol = self.folder.tolerance_for(arg, dtype)
+            entry: dict[str, Any] = {"name": arg.name, "role": arg.role,
+                                     "dtype": arg.resolved_dtype(dtype), "rtol": tol.rtol,
+                                     "atol": tol.atol, "shape": [], "value": None}
+            if arg.role == "scalar":
+                assert arg.value is not None
+                entry["value"] = arg.value.evaluate(env)
+            else:
+                entry["shape"] = list(arg.shape_for(env))
+            args.append(entry)
+        return {"shape_name": shape, "shape": self.folder.shape_values(shape), "args": args,
+                "launch": {"grid": list(launch.grid), "block": list(launch.block),
+                           "smem_bytes": launch.smem_bytes}}
+
+    def _compile_checks(self) -> CompileResult:
+        if self._checks is None:
+            result = self.compiler.compile(_CheckKernels())
+            if not result.ok:
+                raise WorkerError(f"the workbench's own check kernels failed to compile:\n"
+                                  f"{result.log[-2000:]}", log_path=result.log_path)
+            self._checks = result
+        return self._checks
+
+    def _baseline_build(self, shape: str, dtype: str) -> tuple[CompileResult, Launch]:
+        instance = self.folder.baseline.render({}, dtype)
+        result = self.compiler.compile(instance)
+        if not result.ok:
+            raise BaselineError(f"the baseline of {self.folder.name} does not compile for "
+                                f"{dtype}: {result.error_summary}", log_path=result.log_path)
+        launch = self.folder.baseline.launch_for({}, self._env(shape, dtype))
+        return result, launch
+
+    def _ensure_loaded(self, shape: str, dtype: str) -> None:
+        if self._loaded == (shape, dtype) and self._client.alive:
+            return
+        started = time.perf_counter()
+        if not self._client.alive:
+            reply = self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+            if "error" in reply:
+                raise WorkerError(f"restarted GPU worker failed: {reply['error']}")
+        checks = self._compile_checks()
+        base, launch = self._baseline_build(shape, dtype)
+        check_shape = self.folder.check_shape
+        _, check_launch = self._baseline_build(check_shape, dtype)
+        key = f"{self.folder.name}/{shape}/{dtype}/{self.seed}"
+        message = {"cmd": "load", "key": key, "folder": str(Path(self.folder.path).resolve()),
+                   "dtype": dtype, "seed": self.seed, "check_kernels": checks.cubin_path,
+                   "baseline": {"cubin": base.cubin_path, "entry": self.folder.baseline.entry},
+                   "main": self._problem(shape, dtype, launch),
+                   "check": self._problem(check_shape, dtype, check_launch)}
+        try:
+            reply = self._client.request(message, timeout_s=LOAD_TIMEOUT_S)
+        except WorkerError as exc:
+            raise WorkerError(f"loading {key} into the GPU worker failed: {exc.message}",
+                              **exc.details) from exc
+        if "error" in reply:
+            self._loaded = None
+            if reply.get("kind") == "baseline_wrong":
+                raise BaselineError(f"{self.folder.name} ({dtype}): {reply['error']}",
+                                    shape=shape, dtype=dtype)
+            raise WorkerError(f"loading {key} failed: {reply['error']}",
+                              traceback=reply.get("traceback", ""))
+        self._loaded = (shape, dtype)
+        self.stats.loads += 1
+        self.stats.load_s += time.perf_counter() - started
+        if self._failed_at is not None:
+            self.stats.recovery_s.append(time.perf_counter() - self._failed_at)
+            self._failed_at = None
+
+    # -- one evaluation on the GPU -------------------------------------------------------------
+
+    def _evaluate(self, shape: str, dtype: str, cubin: str, entry: str, launch: Launch,
+                  *, time_it: bool = True) -> dict[str, Any]:
+        """Ask the worker; failures of the worker itself become replies with a status."""
+        self._ensure_loaded(shape, dtype)
+        message = {"cmd": "evaluate", "key": f"{self.folder.name}/{shape}/{dtype}/{self.seed}",
+                   "cubin": cubin, "entry": entry, "grid": list(launch.grid),
+                   "block": list(launch.block), "smem_bytes": launch.smem_bytes,
+                   "settings": self.settings.to_dict(), "time": time_it}
+        try:
+            reply = self._client.request(message, timeout_s=self.settings.timeout_s)
+        except (WorkerTimeout, WorkerDied) as exc:
+            event = "watchdog" if isinstance(exc, WorkerTimeout) else "worker_died"
+            rule = rule_for_event(event)
+            self._worker_lost()
+            tail = str(exc.details.get("stderr", ""))[-1500:]
+            return {"status": rule.status.value, "reason": f"{rule.meaning} ({exc.message})",
+                    "log_excerpt": tail}
+        if "error" in reply:
+            if reply.get("restart_worker"):
+                self._worker_lost()
+            raise WorkerError(f"GPU worker: {reply['error']}", kind=reply.get("kind"),
+                              traceback=reply.get("traceback", ""))
+        if reply.get("restart_worker"):
+            self._worker_lost()
+        return reply
+
+    def _worker_lost(self) -> None:
+        self._client.kill()
+        self._loaded = None
+        self.stats.restarts += 1
+        self._failed_at = time.perf_counter()
+
+    def _result(self, candidate: Candidate, instance_hash: str, compiled: CompileResult | None,
+                launch: Launch | None, reply: dict[str, Any]) -> TrialResult:
+        status = Status(reply["status"])
+        timing = Timing(**reply["timing"]) if status is Status.OK and "timing" in reply else None
+        usage = compiled.usage if compiled else None
+        occ = None
+        if usage is not None and launch is not None:
+            occ = occupancy(self.device, usage.with_dynamic_smem(launch.smem_bytes),
+                            launch.threads_per_block)
+        extra: dict[str, Any] = {}
+        if launch is not None:
+            extra["launch"] = {"grid": list(launch.grid), "block": list(launch.block),
+                               "smem_bytes": launch.smem_bytes}
+        if "samples_us" in reply:
+            extra["samples_us"] = reply["samples_us"]
+        if "nvml" in reply:
+            extra["nvml"] = reply["nvml"]
+        self.stats.count(status)
+        if "verify_s" in reply:
+            self.stats.verified += 1
+            self.stats.verify_s += float(reply["verify_s"])
+        if timing is not None:
+            self.stats.timed += 1
+            self.stats.bench_s += float(reply.get("bench_s", 0.0))
+        return TrialResult(
+            config=candidate.config, shape=candidate.shape, dtype=candidate.dtype,
+            status=status, reason=str(reply.get("reason", "")), timing=timing, usage=usage,
+            occupancy=occ, instance_hash=instance_hash,
+            bytes_moved=self.folder.bytes_moved_for(candidate.shape, candidate.dtype),
+            compile_s=compiled.compile_s if compiled else None,
+            verify_s=reply.get("verify_s"), bench_s=reply.get("bench_s"),
+            max_abs_err=reply.get("max_abs_err"), device=self.device.name, source="live",
+            log_excerpt=str(reply.get("log_excerpt", "")), extra=extra)
+
+    # -- the Runner protocol -------------------------------------------------------------------
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult:
+        """Verify (against itself, after the reference check) and time the baseline kernel."""
+        key = (shape, dtype)
+        if key not in self._baselines:
+            compiled, launch = self._baseline_build(shape, dtype)
+            assert compiled.cubin_path is not None
+            reply = self._evaluate(shape, dtype, compiled.cubin_path, self.folder.baseline.entry,
+                                   launch)
+            result = self._result(Candidate(Config(), shape, dtype), compiled.instance_hash,
+                                  compiled, launch, reply)
+            if result.status is not Status.OK:
+                raise BaselineError(f"the baseline of {self.folder.name} failed at {shape}/"
+                                    f"{dtype}: {result.status.value}: {result.reason}")
+            self._baselines[key] = result
+        return self._baselines[key]
+
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming:
+        """Time cuMemcpyDtoD of bytes_moved/2 bytes (read + written = bytes_moved)."""
+        nbytes = self.folder.bytes_moved_for(shape, dtype) // 2
+        if not self._client.alive:
+            self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+        reply = self._client.request({"cmd": "copy", "nbytes": nbytes, "seed": self.seed,
+                                      "settings": self.settings.to_dict()},
+                                     timeout_s=max(60.0, self.settings.timeout_s))
+        if "error" in reply:
+            raise WorkerError(f"timing a device copy failed: {reply['error']}")
+        return CopyTiming(shape=shape, dtype=dtype, bytes_moved=2 * int(reply["nbytes"]),
+                          timing=Timing(**reply["timing"]),
+                          samples_us=tuple(reply["samples_us"]))
+
+    def _prune(self, candidate: Candidate, event: str, reason: str,
+               instance_hash: str = "", compiled: CompileResult | None = None) -> TrialResult:
+        rule = rule_for_event(event)
+        self.stats.pruned += rule.status is Status.PRUNED
+        self.stats.count(rule.status)
+        return TrialResult(config=candidate.config, shape=candidate.shape, dtype=candidate.dtype,
+                           status=rule.status, reason=reason, instance_hash=instance_hash,
+                           usage=compiled.usage if compiled else None,
+                           compile_s=compiled.compile_s if compiled else None,
+                           bytes_moved=self.folder.bytes_moved_for(candidate.shape,
+                                                                   candidate.dtype),
+                           device=self.device.name, source="live",
+                           log_excerpt=(compiled.log[-1500:] if compiled else ""))
+
+    def _plan(self, candidate: Candidate) -> TrialResult | _Pending:
+        """Constraint and launch checks (no compile): a pruned result or work to do."""
+        env = self._env(candidate.shape, candidate.dtype)
+        try:
+            config = self.template.validate_config(candidate.config)
+        except (TemplateError, WorkbenchError) as exc:
+            return self._prune(candidate, "not_in_space", f"invalid config: {exc}")
+        space = self._spaces.get((candidate.shape, candidate.dtype))
+        if space is None:
+            space = self._spaces[(candidate.shape, candidate.dtype)] = self.template.space(env)
+        rejection = space.rejection(config)
+        if rejection is not None:
+            return self._prune(candidate, "not_in_space", f"not in the search space: {rejection}")
+        try:
+            launch = self.template.launch_for(config, env)
+        except WorkbenchError as exc:
+            return self._prune(candidate, "launch_problem", str(exc))
+        problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
+        if problem is not None:
+            return self._prune(candidate, "launch_problem", problem)
+        return _Pending(candidate, self.template.render(config, candidate.dtype), launch)
+
+    def _cubin_digest(self, path: str) -> str:
+        if path not in self._cubin_digests:
+            self._cubin_digests[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return self._cubin_digests[path]
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        """Evaluate candidates; yield each result as soon as it is known."""
+        pending: dict[str, list[_Pending]] = {}
+        for candidate in candidates:
+            plan = self._plan(candidate)
+            if isinstance(plan, TrialResult):
+                yield plan
+            else:
+                pending.setdefault(plan.instance.hash, []).append(plan)
+        if not pending:
+            return
+        compiled_q: queue.Queue[CompileResult | BaseException | None] = queue.Queue()
+        stop = threading.Event()
+        instances = [items[0].instance for items in pending.values()]
+
+        def produce() -> None:
+            began = time.perf_counter()
+            try:
+                for result in self.compiler.compile_many(instances, workers=self.jobs):
+                    compiled_q.put(result)
+                    if stop.is_set():
+                        break
+            except BaseException as exc:
+                compiled_q.put(exc)
+            finally:
+                self.stats.compile_wall_s += time.perf_counter() - began
+                compiled_q.put(None)
+
+        thread = threading.Thread(target=produce, name="workbench-compile", daemon=True)
+        thread.start()
+        ready: list[tuple[_Pending, CompileResult]] = []
+        done = False
+        try:
+            while not done or ready:
+                # take everything compiled so far without waiting; wait only when idle
+                while not done:
+                    try:
+                        item = compiled_q.get(block=not ready, timeout=None)
+                    except queue.Empty:
+                        break
+                    if item is None:
+                        done = True
+                    elif isinstance(item, BaseException):
+                        raise item
+                    else:
+                        self.stats.compiled += 1
+                        self.stats.compile_cpu_s += item.compile_s
+                        ready.extend((p, item) for p in pending.pop(item.instance_hash, []))
+                if not ready:
+                    continue
+                # keep the loaded problem on the GPU: prefer its candidates
+                pick = next((i for i, (p, _) in enumerate(ready)
+                             if (p.candidate.shape, p.candidate.dtype) == self._loaded), 0)
+                plan, compiled = ready.pop(pick)
+                yield self._finish(plan, compiled)
+        finally:
+            stop.set()
+            thread.join(timeout=1.0)
+
+    def _finish(self, plan: _Pending, compiled: CompileResult) -> TrialResult:
+        candidate, launch = plan.candidate, plan.launch
+        if not compiled.ok or compiled.cubin_path is None:
+            rule = rule_for_event("compile_failed")
+            self.stats.count(rule.status)
+            return TrialResult(config=candidate.config, shape=candidate.shape,
+                               dtype=candidate.dtype, status=rule.status,
+                               reason=f"{compiled.error_kind}: {compiled.error_summary}",
+                               instance_hash=plan.instance.hash, compile_s=compiled.compile_s,
+                               bytes_moved=self.folder.bytes_moved_for(candidate.shape,
+                                                                       candidate.dtype),
+                               device=self.device.name, source="live",
+                               log_excerpt=compiled.log[-1500:])
+        if compiled.usage is not None:
+            occ = occupancy(self.device, compiled.usage.with_dynamic_smem(launch.smem_bytes),
+                            launch.threads_per_block)
+            if occ.blocks_per_sm == 0:
+                return self._prune(candidate, "zero_occupancy",
+                                   f"no block fits on an SM (limited by {occ.limited_by}: "
+                                   f"{compiled.usage.regs_per_thread} regs/thread, "
+                                   f"{launch.threads_per_block} threads, "
+                                   f"{compiled.usage.smem_bytes_per_block + launch.smem_bytes}"
+                                   f" B smem)", plan.instance.hash, compiled)
+        key = (self._cubin_digest(compiled.cubin_path), repr(launch), candidate.shape,
+               candidate.dtype)
+        earlier = self._measured.get(key)
+        if earlier is not None:
+            self.stats.reused += 1
+            self.stats.count(earlier.status)
+            return replace(earlier, config=candidate.config, instance_hash=plan.instance.hash,
+                           compile_s=compiled.compile_s,
+                           extra={**earlier.extra, "reused_from": dict(earlier.config)})
+        reply = self._evaluate(candidate.shape, candidate.dtype, compiled.cubin_path,
+                               plan.instance.entry, launch)
+        result = self._result(candidate, plan.instance.hash, compiled, launch, reply)
+        if result.status in (Status.OK, Status.WRONG_RESULT):
+            self._measured[key] = result  # crashes and hangs are not cached: rerun if asked
+        return result

@@ -1,0 +1,372 @@
+"""The validation gate for a template proposal, and ``propose_template`` with its repair round.
+
+A proposal passes when, in order:
+
+1. every parameter definition is valid (kind, range, default) and names no problem symbol;
+2. every declared parameter is used in the source as a whole-word identifier (outside
+   comments and outside its own ``#ifndef``/``#define`` guard);
+3. the entry point is in the source;
+4. constraints and launch rules parse with the safe parser and name only known symbols
+   (parameters, shape names, ``elem_bytes``, device limits);
+5. for every shape and dtype the space is non-empty (the binding constraint is named), the
+   defaults satisfy the constraints and give a launch the device accepts;
+6. it compiles at its defaults for every dtype (nvcc);
+7. its defaults match the reference on the GPU — only with a ``correctness`` check (a GPU);
+   otherwise the report says ``unverified: needs a GPU``.
+
+Problems are data (:class:`ValidationProblem`), never exceptions, so they can be fed back to
+the model (one repair round) and then shown to the human.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from workbench.core.errors import (
+    CompilerNotFoundError,
+    EmptySpaceError,
+    ExpressionError,
+    ParameterError,
+    SpaceError,
+    TemplateError,
+)
+from workbench.core.expr import parse_constraint, parse_expr
+from workbench.core.hardware import DEVICES, DeviceSpec, device_env, launch_problem
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.params import parameter_from_dict
+from workbench.core.records import Config, Status, TrialResult
+from workbench.core.template import KernelTemplate
+from workbench.llm.errors import (
+    LLMInvalidJSONError,
+    LLMReplyError,
+    LLMSchemaError,
+    LLMTruncatedError,
+)
+from workbench.llm.prompts import KernelBrief, PromptContext, repair_messages, template_messages
+from workbench.llm.schemas import TemplateProposal
+from workbench.llm.templater import code_mask, unified_diff
+
+if TYPE_CHECKING:
+    from workbench.llm.client import LLMClient
+
+UNVERIFIED_NOTE = "unverified: needs a GPU"
+
+
+class CorrectnessCheck(Protocol):
+    """Runs ``template`` at ``config`` on a GPU and compares with the reference."""
+
+    def __call__(self, template: KernelTemplate, config: Config, shape: str,
+                 dtype: str) -> TrialResult: ...
+
+
+class CompilerLike(Protocol):
+    """What validation needs of :class:`workbench.engine.compiler.Compiler`."""
+
+    def compile(self, instance: Any, *, timeout_s: float | None = None) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ValidationProblem:
+    """One named problem: ``check`` is the gate that failed, ``subject`` what it is about."""
+
+    check: str  # parameter | unused_parameter | entry | expression | empty_space | defaults |
+    #             launch | compile | correctness
+    subject: str
+    message: str
+    details: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.subject}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The outcome of the gate. ``status``: ``ok`` | ``unverified`` | ``failed``."""
+
+    problems: tuple[ValidationProblem, ...]
+    checks_passed: tuple[str, ...]
+    checks_skipped: tuple[str, ...]  # each with its reason, e.g. "correctness: unverified: needs a GPU"
+    verified_on_gpu: bool
+    space_sizes: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def status(self) -> str:
+        if self.problems:
+            return "failed"
+        return "ok" if self.verified_on_gpu else "unverified"
+
+    @property
+    def note(self) -> str:
+        if self.problems:
+            return f"{len(self.problems)} problem(s)"
+        return "verified on the GPU" if self.verified_on_gpu else UNVERIFIED_NOTE
+
+    def messages(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
+    def checks(self) -> set[str]:
+        """The names of the checks that found problems."""
+        return {p.check for p in self.problems}
+
+
+def used_outside_guard(source: str, name: str) -> bool:
+    """Whether ``name`` occurs as a whole word in code, outside comments and its own guard."""
+    mask = code_mask(source)
+    code = "".join(ch if keep or ch == "\n" else " " for ch, keep in zip(source, mask, strict=True))
+    guard = re.compile(rf"^[ \t]*#[ \t]*(ifndef|ifdef|define|undef)[ \t]+{re.escape(name)}\b.*$",
+                       re.M)
+    code = guard.sub("", code)
+    return re.search(rf"\b{re.escape(name)}\b", code) is not None
+
+
+def _known_names(folder: KernelFolder, device: DeviceSpec) -> list[str]:
+    shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
+    return [*shape_names, "elem_bytes", *device_env(device)]
+
+
+def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
+                      device: DeviceSpec | None = None, compiler: CompilerLike | None = None,
+                      correctness: CorrectnessCheck | None = None,
+                      dtypes: Sequence[str] | None = None) -> ValidationReport:
+    """Run every check on ``proposal`` for ``folder``; see the module docstring.
+
+    ``compiler=None`` skips compiling (reported in ``checks_skipped``); ``correctness=None``
+    (no GPU) leaves the report ``unverified: needs a GPU``.
+    """
+    spec = device or DEVICES["h100_sxm"]
+    problems: list[ValidationProblem] = []
+    passed: list[str] = []
+    skipped: list[str] = []
+    sizes: dict[str, int] = {}
+    dts = list(dtypes or folder.dtypes)
+    known_env = _known_names(folder, spec)
+    entry = folder.template.entry if folder.template is not None else folder.baseline.entry
+
+    def problem(check: str, subject: str, message: str, **details: Any) -> None:
+        problems.append(ValidationProblem(check, subject, message, details))
+
+    # 1. parameters
+    params = []
+    names = [p.name for p in proposal.parameters]
+    for p in proposal.parameters:
+        if names.count(p.name) > 1:
+            problem("parameter", p.name, "declared more than once")
+            continue
+        if p.name in known_env or p.name in ("SCALAR_T", "ELEM_BYTES", "WB_KERNEL_NAME"):
+            problem("parameter", p.name, "clashes with a reserved, shape or device name")
+            continue
+        try:
+            params.append(parameter_from_dict(p.name, p.to_core_dict()))
+        except ParameterError as exc:
+            problem("parameter", p.name, exc.message)
+    if not proposal.parameters:
+        problem("parameter", "(none)", "the proposal declares no parameters")
+    n_before = len(problems)
+
+    # 2. every parameter used in the source
+    for p in proposal.parameters:
+        if not used_outside_guard(proposal.source, p.name):
+            problem("unused_parameter", p.name,
+                    f"parameter {p.name} is declared but never used in the source (outside "
+                    "comments and its own #ifndef/#define guard); use it or remove it")
+    # 3. entry point
+    if not re.search(rf"\b__global__\b[^;{{]*\b{re.escape(entry)}\s*\(", proposal.source):
+        problem("entry", entry, f'the source has no `extern "C" __global__ void {entry}(...)`')
+
+    # 4. expressions
+    known = [*known_env, *(p.name for p in proposal.parameters)]
+    for text in proposal.constraints:
+        try:
+            parse_constraint(text, known_names=known)
+        except ExpressionError as exc:
+            problem("expression", f"constraint `{text}`", exc.message, piece=exc.piece)
+    for label, exprs in (("grid", proposal.launch.grid), ("block", proposal.launch.block),
+                         ("smem_bytes", [proposal.launch.smem_bytes])):
+        for text in exprs:
+            try:
+                parse_expr(text, known_names=known)
+            except ExpressionError as exc:
+                problem("expression", f"launch {label} `{text}`", exc.message, piece=exc.piece)
+    if len(problems) == n_before:
+        passed.append("static")
+
+    template: KernelTemplate | None = None
+    if not problems:
+        try:
+            template = proposal.to_template(name=folder.name, entry=entry, known_names=known_env)
+        except (ExpressionError, ParameterError, TemplateError) as exc:
+            problem("expression", "template", exc.message)
+
+    # 5. space per shape and dtype; defaults feasible and launchable
+    if template is not None:
+        n_before = len(problems)
+        defaults = template.default_config()
+        for shape in folder.shapes:
+            for dtype in dts:
+                where = f"{shape}/{dtype}"
+                env = folder.env(shape, dtype, spec)
+                try:
+                    space = template.space(env)
+                    sizes[where] = space.size
+                    space.require_nonempty()
+                except EmptySpaceError as exc:
+                    problem("empty_space", where, exc.message, binding=exc.binding)
+                    continue
+                except (SpaceError, ExpressionError) as exc:
+                    problem("expression", where, exc.message)
+                    continue
+                rejected = space.rejection(defaults)
+                if rejected is not None:
+                    problem("defaults", where, f"the defaults {dict(defaults)} violate `{rejected}`",
+                            constraint=rejected)
+                    continue
+                try:
+                    launch = template.launch_for(defaults, env)
+                except (TemplateError, ExpressionError) as exc:
+                    problem("launch", where, exc.message)
+                    continue
+                why = launch_problem(spec, launch.grid, launch.block, launch.smem_bytes)
+                if why:
+                    problem("launch", where, f"at the defaults: {why}")
+        if len(problems) == n_before:
+            passed.append("space")
+
+    # 6. compile at the defaults
+    if template is not None and not problems:
+        if compiler is None:
+            skipped.append("compile: no compiler given")
+        else:
+            n_before = len(problems)
+            for dtype in dts:
+                try:
+                    result = compiler.compile(template.render(template.default_config(), dtype))
+                except CompilerNotFoundError as exc:
+                    skipped.append(f"compile: {exc.message}")
+                    break
+                if not result.ok:
+                    log_tail = "\n".join(result.log.strip().splitlines()[-12:])
+                    problem("compile", dtype, f"nvcc failed ({result.error_kind}): "
+                            f"{result.error_summary}", log_excerpt=log_tail,
+                            line=result.error_line, log_path=result.log_path)
+            if len(problems) == n_before and not any(s.startswith("compile") for s in skipped):
+                passed.append("compile")
+
+    # 7. correctness on the GPU
+    verified = False
+    if template is not None and not problems:
+        if correctness is None:
+            skipped.append(f"correctness: {UNVERIFIED_NOTE}")
+        else:
+            n_before = len(problems)
+            for dtype in dts:
+                trial = correctness(template, template.default_config(), folder.check_shape, dtype)
+                if trial.status is not Status.OK:
+                    check = "correctness" if trial.status is Status.WRONG_RESULT else "launch"
+                    problem(check, f"{folder.check_shape}/{dtype}",
+                            f"{trial.status.value} at the defaults: {trial.reason}",
+                            max_abs_err=trial.max_abs_err)
+            verified = len(problems) == n_before
+            if verified:
+                passed.append("correctness")
+    return ValidationReport(problems=tuple(problems), checks_passed=tuple(passed),
+                            checks_skipped=tuple(skipped), verified_on_gpu=verified,
+                            space_sizes=sizes)
+
+
+@dataclass(frozen=True)
+class ProposalAttempt:
+    """One model reply and what the gate made of it."""
+
+    round: int  # 0 = first proposal, 1.. = repair rounds
+    raw_reply: str
+    proposal: TemplateProposal | None
+    report: ValidationReport | None
+    problems: tuple[str, ...]  # what was wrong (reply errors or validation problems)
+
+
+@dataclass(frozen=True)
+class ProposalOutcome:
+    """What reaches the human: the last proposal, its report and every attempt.
+
+    ``status``: ``ok`` (verified on a GPU), ``unverified`` (passed every check it could run;
+    needs a GPU), ``failed`` (problems remain after the repair rounds; see ``reasons``).
+    """
+
+    proposal: TemplateProposal | None
+    template: KernelTemplate | None
+    report: ValidationReport | None
+    attempts: tuple[ProposalAttempt, ...]
+    diff: str  # baseline -> proposed source
+
+    @property
+    def status(self) -> str:
+        if self.report is None:
+            return "failed"
+        return self.report.status
+
+    @property
+    def reasons(self) -> list[str]:
+        return list(self.attempts[-1].problems) if self.attempts else ["no attempt made"]
+
+
+def propose_template(folder: KernelFolder, client: LLMClient, *,
+                     context: PromptContext | None = None, device: DeviceSpec | None = None,
+                     compiler: CompilerLike | None = None,
+                     correctness: CorrectnessCheck | None = None,
+                     current: TemplateProposal | None = None, guidance: str = "",
+                     repair_rounds: int = 1,
+                     on_attempt: Callable[[ProposalAttempt], None] | None = None) -> ProposalOutcome:
+    """Ask the model for a template, validate it, and repair it at most ``repair_rounds`` times.
+
+    Unusable replies (invalid JSON, schema violations, truncation) count as problems and go
+    to the repair round like validation problems. Endpoint failures and refusals raise
+    (LLMEndpointError, LLMRefusalError). The result always goes to a human for review.
+    """
+    spec = device or (context.device if context is not None else DEVICES["h100_sxm"])
+    ctx = context or PromptContext(device=spec)
+    kernel = KernelBrief.from_folder(folder)
+    messages = template_messages(kernel, ctx, current=current, guidance=guidance)
+    attempts: list[ProposalAttempt] = []
+    proposal: TemplateProposal | None = None
+    report: ValidationReport | None = None
+    for round_index in range(repair_rounds + 1):
+        purpose = "template" if round_index == 0 else f"template-repair-{round_index}"
+        raw = ""
+        proposal, report = None, None
+        try:
+            reply = client.chat(messages, schema=TemplateProposal, purpose=purpose)
+            raw = reply.text
+            proposal = client.parse_reply(raw, TemplateProposal)
+        except (LLMInvalidJSONError, LLMSchemaError, LLMTruncatedError) as exc:
+            raw = raw or exc.raw_reply
+            problems: tuple[str, ...] = (f"[reply] {exc.message}",)
+            if isinstance(exc, LLMSchemaError):
+                problems = tuple(f"[reply] schema: {e}" for e in exc.errors)
+        except LLMReplyError:
+            raise
+        else:
+            report = validate_proposal(proposal, folder, device=spec, compiler=compiler,
+                                       correctness=correctness)
+            problems = tuple(report.messages())
+        attempt = ProposalAttempt(round_index, raw, proposal, report, problems)
+        attempts.append(attempt)
+        if on_attempt is not None:
+            on_attempt(attempt)
+        if not problems:
+            break
+        if round_index < repair_rounds:
+            messages = repair_messages(kernel, ctx, raw, problems)
+    template = None
+    if proposal is not None and report is not None and report.ok:
+        template = proposal.to_template(name=folder.name, entry=folder.template.entry,
+                                        known_names=_known_names(folder, spec))
+    diff = unified_diff(folder.baseline.source, proposal.source) if proposal is not None else ""
+    return ProposalOutcome(proposal=proposal, template=template, report=report,
+                           attempts=tuple(attempts), diff=diff)

@@ -1,0 +1,427 @@
+"""The search loop: ask the strategy, prune, measure, store, tell, publish.
+
+One :class:`Search` tunes one template over one or more shapes (one after another, each
+with its own strategy and best). Every result is committed to the store the moment the
+runner yields it, *before* any event is published, so a search killed at any point resumes
+from the store without re-measuring anything: the strategy is rebuilt from the stored
+results of the same provenance, and those configs are never proposed again.
+
+Control from another thread: :meth:`Search.pause`, :meth:`Search.resume`,
+:meth:`Search.stop`, :meth:`Search.edit_params` and :meth:`Search.enqueue` take effect at
+the next batch boundary (after the trial in flight).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from workbench.core.errors import SearchError, UnknownStrategyError
+from workbench.core.events import (
+    BestImproved,
+    ErrorEvent,
+    EventBus,
+    PhaseChanged,
+    SearchFinished,
+    TrialFinished,
+    TrialStarted,
+)
+from workbench.core.params import Parameter
+from workbench.core.records import Candidate, Config, Status, TrialResult, Value
+from workbench.core.space import SearchSpace
+from workbench.search.budget import Budget, SearchConfig
+from workbench.search.pruning import Pruner, split_pruned
+from workbench.search.strategies import STRATEGIES, BaseStrategy, make_strategy
+from workbench.store.base import Provenance, Store
+
+__all__ = ["Budget", "MeasuringRunner", "Search", "SearchConfig", "SearchOutcome",
+           "ShapeOutcome"]
+
+
+class MeasuringRunner(Protocol):
+    """The part of :class:`workbench.engine.runner.Runner` the loop uses."""
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]: ...
+
+
+@dataclass(frozen=True)
+class ShapeOutcome:
+    """How the search of one shape ended."""
+
+    shape: str
+    reason: str  # budget | patience | exhausted | time | stopped | not started
+    evaluated: int  # measured trials in the current space (ok + failed), resumed included
+    measured_now: int  # trials the runner measured in this run
+    pruned: int  # configs pruned in this run
+    best: TrialResult | None
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """How the whole run ended: ``reason`` is completed | stopped | time."""
+
+    reason: str
+    shapes: Mapping[str, ShapeOutcome]
+    wall_s: float
+
+    @property
+    def evaluated(self) -> int:
+        return sum(s.evaluated for s in self.shapes.values())
+
+    @property
+    def best(self) -> dict[str, TrialResult]:
+        return {k: s.best for k, s in self.shapes.items() if s.best is not None}
+
+
+def _is_better(result: TrialResult, best: TrialResult | None) -> bool:
+    if result.status is not Status.OK or result.median_us is None:
+        return False
+    return best is None or best.median_us is None or result.median_us < best.median_us
+
+
+def best_of(results: Iterable[TrialResult]) -> TrialResult | None:
+    """The fastest ok result, or None."""
+    best: TrialResult | None = None
+    for result in results:
+        if _is_better(result, best):
+            best = result
+    return best
+
+
+@dataclass
+class _ShapeState:
+    space: SearchSpace
+    results: list[TrialResult] = field(default_factory=list)  # every known result, any space
+    strategy: BaseStrategy | None = None
+    measured_now: int = 0
+    pruned: int = 0
+    since_improvement: int = 0
+    reason: str = "not started"
+
+
+class Search:
+    """Tune over ``config.shapes`` with ``runner``; see the module docstring.
+
+    ``spaces`` gives the search space of each shape (a mapping, or a callable such as
+    ``lambda shape: folder.space(shape, dtype, device)``). With a ``store``, a
+    ``provenance`` is required: results are keyed by it and resumed from it. ``pruners``
+    run on every asked config before the runner (e.g. a LaunchPruner). ``suggestions``
+    (LLM picks) are measured first, after each space's default config. ``baselines_us``
+    (shape -> baseline median µs) lets BestImproved carry a speedup.
+    """
+
+    def __init__(self, spaces: Mapping[str, SearchSpace] | Callable[[str], SearchSpace],
+                 runner: MeasuringRunner, config: SearchConfig, *,
+                 store: Store | None = None, provenance: Provenance | None = None,
+                 session_id: str | None = None, events: EventBus | None = None,
+                 pruners: Sequence[Pruner] = (), suggestions: Sequence[Mapping[str, Value]] = (),
+                 baselines_us: Mapping[str, float] | None = None) -> None:
+        if config.strategy not in STRATEGIES:
+            raise UnknownStrategyError(config.strategy, list(STRATEGIES))
+        if store is not None and provenance is None:
+            raise SearchError("a search with a store needs a provenance to key its trials",
+                              key="provenance", value=None, expected="Provenance(...)")
+        self.config = config
+        self.runner = runner
+        self.store = store
+        self.provenance = provenance
+        self.session_id = session_id
+        self.events = events if events is not None else EventBus()
+        self.pruners = tuple(pruners)
+        self.baselines_us = dict(baselines_us or {})
+        self._suggestions: list[Mapping[str, Value]] = list(suggestions)
+        space_for = spaces.__getitem__ if isinstance(spaces, Mapping) else spaces
+        self._shapes: dict[str, _ShapeState] = {}
+        for shape in config.shapes:
+            space = space_for(shape).require_nonempty()  # EmptySpaceError names the binding one
+            self._shapes[shape] = _ShapeState(space=space)
+        # a throwaway strategy per shape, so option errors (e.g. cmaes on categoricals) and
+        # missing optional packages surface here rather than in a background thread
+        for state in self._shapes.values():
+            make_strategy(config.strategy, state.space, config.seed, **config.strategy_options)
+
+        self._lock = threading.Lock()
+        self._not_paused = threading.Event()
+        self._not_paused.set()
+        self._stop = threading.Event()
+        self._pending_edit: dict[str, SearchSpace] | None = None
+        self._pending_suggestions: list[Mapping[str, Value]] = []
+        self._thread: threading.Thread | None = None
+        self._outcome: SearchOutcome | None = None
+        self._error: BaseException | None = None
+        self._state = "idle"
+        self._current_shape: str | None = None
+        self._index = 0
+
+    # -- control (any thread) -----------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """idle | running | paused | stopping | finished | failed."""
+        return self._state
+
+    def pause(self) -> None:
+        """Hold the loop after the trial in flight."""
+        self._not_paused.clear()
+        if self._state == "running":
+            self._state = "paused"
+            self.events.publish(PhaseChanged("paused"))
+
+    def resume(self) -> None:
+        """Continue a paused search."""
+        self._not_paused.set()
+        if self._state == "paused":
+            self._state = "running"
+            self.events.publish(PhaseChanged("resumed"))
+
+    def stop(self) -> None:
+        """End the search after the trial in flight (a paused search ends too)."""
+        self._stop.set()
+        self._not_paused.set()
+        if self._state in ("running", "paused"):
+            self._state = "stopping"
+
+    def edit_params(self, params: Sequence[Parameter]) -> None:
+        """Replace the parameter ranges (same constraints) for every shape, mid-run.
+
+        Raises EmptySpaceError here, in the caller's thread, when the new ranges leave a
+        shape no config (nothing changes then). Measured points outside the new ranges stay
+        in the store but no longer count toward the budget nor compete for best.
+        """
+        new_spaces = {shape: state.space.with_params(params).require_nonempty()
+                      for shape, state in self._shapes.items()}
+        with self._lock:
+            self._pending_edit = new_spaces
+        if self._state in ("idle", "finished", "failed"):
+            self._apply_edit()
+
+    def enqueue(self, configs: Sequence[Mapping[str, Value]]) -> None:
+        """Measure these configs next (e.g. an LLM's picks), for the current and later shapes."""
+        with self._lock:
+            self._pending_suggestions.extend(configs)
+            self._suggestions.extend(configs)
+
+    # -- results ------------------------------------------------------------------------
+
+    def space(self, shape: str) -> SearchSpace:
+        """The current space of ``shape``."""
+        return self._shapes[shape].space
+
+    def results(self, shape: str, *, in_space: bool = True) -> list[TrialResult]:
+        """Known results of ``shape`` (resumed ones included); only those in the current
+        space unless ``in_space=False``."""
+        state = self._shapes[shape]
+        with self._lock:
+            results = list(state.results)
+        return [r for r in results if not in_space or r.config in state.space]
+
+    def best(self, shape: str) -> TrialResult | None:
+        """The fastest ok result of ``shape`` within the current space."""
+        return best_of(self.results(shape))
+
+    def evaluated(self, shape: str) -> int:
+        """Measured (non-pruned) results of ``shape`` within the current space."""
+        return sum(1 for r in self.results(shape) if r.status is not Status.PRUNED)
+
+    # -- running ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run on a background thread; :meth:`join` waits for the outcome."""
+        if self._thread is not None:
+            raise SearchError("this search was already started", key="state", value=self._state)
+        self._thread = threading.Thread(target=self._run_captured, name="workbench-search",
+                                        daemon=True)
+        self._state = "running"
+        self._thread.start()
+
+    def join(self, timeout_s: float | None = None) -> SearchOutcome | None:
+        """Wait for a started search; its outcome, or None if still running after
+        ``timeout_s``. Re-raises the error that ended it."""
+        if self._thread is None:
+            raise SearchError("join() before start()", key="state", value=self._state)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            return None
+        if self._error is not None:
+            raise self._error
+        return self._outcome
+
+    def _run_captured(self) -> None:
+        try:
+            self._outcome = self._run()
+        except BaseException as exc:
+            self._error = exc
+
+    def run(self) -> SearchOutcome:
+        """Run to the end on this thread and return the outcome."""
+        if self._thread is not None:
+            raise SearchError("this search runs on a background thread; use join()",
+                              key="state", value=self._state)
+        self._state = "running"
+        return self._run()
+
+    def _run(self) -> SearchOutcome:
+        started = time.monotonic()
+        try:
+            reason = "completed"
+            for shape in self.config.shapes:
+                shape_reason = self._search_shape(shape, started)
+                if shape_reason in ("stopped", "time"):
+                    reason = shape_reason
+                    break
+        except Exception as exc:
+            self._state = "failed"
+            self.events.publish(ErrorEvent(f"search failed: {exc}", traceback.format_exc()))
+            raise
+        outcome = SearchOutcome(
+            reason=reason,
+            shapes={shape: ShapeOutcome(shape, st.reason, self.evaluated(shape),
+                                        st.measured_now, st.pruned, self.best(shape))
+                    for shape, st in self._shapes.items()},
+            wall_s=time.monotonic() - started)
+        self._state = "finished"
+        self.events.publish(SearchFinished(reason, outcome.evaluated, outcome.best))
+        return outcome
+
+    def _stored_results(self, shape: str) -> list[TrialResult]:
+        if self.store is None or self.provenance is None:
+            return []
+        return [t.result for t in self.store.trials(self.provenance, shape, self.config.dtype)]
+
+    def _build_strategy(self, shape: str) -> None:
+        state = self._shapes[shape]
+        compatible = [r for r in state.results if r.config in state.space]
+        strategy = make_strategy(self.config.strategy, state.space, self.config.seed,
+                                 history=compatible, **self.config.strategy_options)
+        strategy.enqueue([state.space.default_config(), *self._suggestions])
+        state.strategy = strategy
+
+    def _apply_edit(self) -> None:
+        with self._lock:
+            edit, self._pending_edit = self._pending_edit, None
+        if edit is None:
+            return
+        for shape, space in edit.items():
+            state = self._shapes[shape]
+            state.space = space
+            if state.strategy is not None:
+                state.strategy.cancel(state.strategy.pending)
+                self._build_strategy(shape)
+                state.since_improvement = 0
+        detail = "; ".join(f"{shape}: {space.size} configs, {self.evaluated(shape)} measured "
+                           "kept" for shape, space in edit.items())
+        self.events.publish(PhaseChanged("parameters edited", detail))
+
+    def _stop_reason(self, shape: str, started: float) -> str | None:
+        budget = self.config.budget
+        state = self._shapes[shape]
+        if self._stop.is_set():
+            return "stopped"
+        if budget.max_wall_s is not None and time.monotonic() - started >= budget.max_wall_s:
+            return "time"
+        if budget.max_evaluations is not None and self.evaluated(shape) >= budget.max_evaluations:
+            return "budget"
+        if budget.patience is not None and state.since_improvement >= budget.patience:
+            return "patience"
+        return None
+
+    def _search_shape(self, shape: str, started: float) -> str:
+        state = self._shapes[shape]
+        self._current_shape = shape
+        with self._lock:
+            state.results = self._stored_results(shape)
+        self._build_strategy(shape)
+        resumed = len(state.results)
+        self.events.publish(PhaseChanged(
+            f"searching shape {shape}",
+            f"{state.space.size} configs; {resumed} already in the store"))
+        while True:
+            self._wait_if_paused()
+            self._apply_edit()
+            with self._lock:
+                new_suggestions, self._pending_suggestions = self._pending_suggestions, []
+            strategy = state.strategy
+            assert strategy is not None
+            if new_suggestions:
+                strategy.enqueue(new_suggestions)
+            reason = self._stop_reason(shape, started)
+            if reason is not None:
+                break
+            ask = self.config.batch_size
+            if self.config.budget.max_evaluations is not None:
+                ask = min(ask, self.config.budget.max_evaluations - self.evaluated(shape))
+            configs = strategy.ask(ask)
+            if not configs:
+                reason = "exhausted"
+                break
+            kept, decisions = split_pruned(configs, shape, self.pruners)
+            for decision in decisions:
+                self._record(shape, decision.as_result(shape, self.config.dtype))
+            if kept:
+                self._measure(shape, kept)
+        state.reason = reason
+        if state.strategy is not None:
+            state.strategy.cancel(state.strategy.pending)
+        return reason
+
+    def _wait_if_paused(self) -> None:
+        if self._not_paused.is_set():
+            return
+        self._state = "paused"
+        while not self._not_paused.wait(timeout=0.1):
+            if self._stop.is_set():
+                break
+        if self._state == "paused":
+            self._state = "running"
+
+    def _measure(self, shape: str, configs: list[Config]) -> None:
+        state = self._shapes[shape]
+        assert state.strategy is not None
+        candidates = [Candidate(c, shape, self.config.dtype) for c in configs]
+        for offset, candidate in enumerate(candidates):
+            self.events.publish(TrialStarted(candidate, self._index + offset))
+        finished: set[Config] = set()
+        results = self.runner.measure(candidates)
+        try:
+            for result in results:
+                finished.add(result.config)
+                self._record(shape, result)
+                if self._stop.is_set():
+                    break
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+            state.strategy.cancel([c for c in configs if c not in finished])
+
+    def _record(self, shape: str, result: TrialResult) -> None:
+        """Store first (committed), then tell the strategy, then publish."""
+        state = self._shapes[shape]
+        assert state.strategy is not None
+        if self.store is not None and self.provenance is not None:
+            self.store.record_trial(result, self.provenance, self.session_id)
+        previous = self.best(shape)
+        with self._lock:
+            state.results.append(result)
+        state.strategy.tell(result)
+        if result.status is Status.PRUNED:
+            state.pruned += 1
+            self.events.publish(TrialFinished(result, self._index))
+            return
+        state.measured_now += 1
+        index = self._index
+        self._index += 1
+        self.events.publish(TrialFinished(result, index))
+        if _is_better(result, previous) and result.config in state.space:
+            state.since_improvement = 0
+            baseline = self.baselines_us.get(shape)
+            speedup = (baseline / result.median_us
+                       if baseline is not None and result.median_us else None)
+            self.events.publish(BestImproved(
+                result, previous.median_us if previous is not None else None, speedup))
+        else:
+            state.since_improvement += 1

@@ -1,0 +1,18 @@
+"""Persistent store of sessions, template versions, reviews, trials, LLM calls, iterations."""
+
+from workbench.store.base import (
+    AgentIteration,
+    LLMCall,
+    Provenance,
+    Review,
+    Session,
+    Store,
+    StoredTrial,
+    TemplateVersion,
+    TokenUsage,
+    scrub_secrets,
+)
+from workbench.store.sqlite import SQLiteStore
+
+__all__ = ["AgentIteration", "LLMCall", "Provenance", "Review", "SQLiteStore", "Session",
+           "Store", "StoredTrial", "TemplateVersion", "TokenUsage", "scrub_secrets"]

@@ -1,0 +1,181 @@
+"""The store's records and its protocol: what every backend keeps and answers.
+
+A trial is keyed by its full provenance (template source hash, config, shape, dtype,
+compiler and flags, arch, device, driver): the same key is never measured twice, and a
+search resumed from the store skips every key already present.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from workbench.core.records import TrialResult
+
+Origin = Literal["curated", "llm", "offline"]
+Decision = Literal["proposed", "approved", "rejected"]
+ORIGINS: tuple[str, ...] = ("curated", "llm", "offline")
+DECISIONS: tuple[str, ...] = ("proposed", "approved", "rejected")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Everything besides (config, shape, dtype) that decides a measurement's identity."""
+
+    template_sha256: str
+    compiler: str = ""  # e.g. "nvcc 13.0"
+    flags: str = ""  # compiler flags, space-joined, in order
+    arch: str = ""  # e.g. "sm_90a"
+    device: str = ""  # device name, e.g. "NVIDIA H100 80GB HBM3"
+    driver: str = ""  # e.g. "580.159.04"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One user/agent session against one kernel."""
+
+    id: str
+    created: str  # ISO-8601 UTC
+    kernel: str
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class TemplateVersion:
+    """One version of a template; ``parent_id`` links the edit history."""
+
+    id: str
+    kernel: str
+    source_text: str
+    source_sha256: str
+    params: Mapping[str, Any]  # name -> Parameter.to_dict()
+    constraints: tuple[str, ...]
+    launch: Mapping[str, Any]  # {"grid": [...], "block": [...], "smem_bytes": "..."}
+    origin: str  # one of ORIGINS
+    parent_id: str | None = None
+    diff_vs_parent: str = ""
+    session_id: str | None = None
+    created: str = ""
+
+
+@dataclass(frozen=True)
+class Review:
+    """A human decision on a template version."""
+
+    template_version_id: str
+    decision: str  # one of DECISIONS
+    reviewer: str
+    time: str  # ISO-8601 UTC
+    note: str = ""
+    approved_text_sha256: str = ""
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    """A trial as stored: the result, its provenance and when/where it was written."""
+
+    result: TrialResult
+    provenance: Provenance
+    session_id: str | None
+    created: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Token counts reported by the LLM endpoint."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    """One request/reply pair; the request is stored scrubbed of any credential."""
+
+    session_id: str
+    request: Mapping[str, Any]
+    reply_text: str
+    usage: TokenUsage
+    created: str = ""
+    id: int | None = None
+
+
+@dataclass(frozen=True)
+class AgentIteration:
+    """One agent iteration: the state it reached and the best it had."""
+
+    session_id: str
+    iteration: int
+    state: str
+    best_us: float | None = None
+    speedup: float | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    created: str = ""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What every store backend provides (see workbench.testing.store_contract)."""
+
+    def create_session(self, kernel: str, notes: str = "") -> Session: ...
+    def sessions(self, kernel: str | None = None) -> list[Session]: ...
+
+    def add_template_version(self, version: TemplateVersion) -> None: ...
+    def template_version(self, version_id: str) -> TemplateVersion: ...
+    def template_versions(self, kernel: str) -> list[TemplateVersion]: ...
+
+    def add_review(self, review: Review) -> None: ...
+    def reviews(self, template_version_id: str) -> list[Review]: ...
+
+    def record_trial(self, result: TrialResult, provenance: Provenance,
+                     session_id: str | None = None) -> bool: ...
+    def has_trial(self, provenance: Provenance, config_key: str, shape: str,
+                  dtype: str) -> bool: ...
+    def trials(self, provenance: Provenance | None = None, shape: str | None = None,
+               dtype: str | None = None) -> list[StoredTrial]: ...
+    def count_trials(self, provenance: Provenance | None = None) -> int: ...
+
+    def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
+                        usage: TokenUsage) -> int: ...
+    def llm_calls(self, session_id: str) -> list[LLMCall]: ...
+
+    def record_iteration(self, iteration: AgentIteration) -> None: ...
+    def iterations(self, session_id: str) -> list[AgentIteration]: ...
+
+    def close(self) -> None: ...
+
+
+# Field names whose values are credentials: never stored, whatever their nesting.
+_SECRET_NAME = re.compile(r"(authori[sz]ation|api[-_]?key|x-api-key|bearer|secret|password|"
+                          r"access[-_]?token|auth[-_]?token|^token$|cookie)", re.IGNORECASE)
+SCRUBBED = "[scrubbed]"
+
+
+def is_secret_name(name: str) -> bool:
+    """True for a header/field name that may carry a credential."""
+    return bool(_SECRET_NAME.search(name))
+
+
+def scrub_secrets(value: Any) -> Any:
+    """A deep copy of ``value`` with every credential-like field replaced by ``[scrubbed]``.
+
+    Also scrubs "Bearer ..." and "sk-..." looking strings anywhere, in case a key travelled
+    inside a value rather than under a telling name.
+    """
+    if isinstance(value, Mapping):
+        return {str(k): (SCRUBBED if is_secret_name(str(k)) else scrub_secrets(v))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        # header lists given as (name, value) pairs
+        if (len(value) == 2 and isinstance(value[0], str)
+                and re.fullmatch(r"[A-Za-z0-9_\-]+", value[0]) and is_secret_name(value[0])):
+            return [value[0], SCRUBBED]
+        return [scrub_secrets(v) for v in value]
+    if isinstance(value, str):
+        value = re.sub(r"(?i)bearer\s+[A-Za-z0-9._\-]+", "Bearer " + SCRUBBED, value)
+        return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", SCRUBBED, value)
+    return value
+

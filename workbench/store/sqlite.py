@@ -1,0 +1,398 @@
+"""SQLite store: one file, WAL mode, safe for several threads and several processes.
+
+Every trial is committed the moment it is recorded, so a search killed with SIGKILL loses
+at most the trial that was in flight. Each thread gets its own connection; writes take
+``BEGIN IMMEDIATE`` so concurrent writers queue on SQLite's lock (up to ``timeout_s``)
+instead of failing half-way.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from workbench.core.errors import StoreCorruptError, StoreError, StoreLockedError
+from workbench.core.records import TrialResult
+from workbench.store.base import (
+    DECISIONS,
+    ORIGINS,
+    AgentIteration,
+    LLMCall,
+    Provenance,
+    Review,
+    Session,
+    StoredTrial,
+    TemplateVersion,
+    TokenUsage,
+    scrub_secrets,
+)
+
+SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, created TEXT NOT NULL, kernel TEXT NOT NULL, notes TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS template_versions (
+    id TEXT PRIMARY KEY, kernel TEXT NOT NULL, parent_id TEXT REFERENCES template_versions(id),
+    session_id TEXT, source_sha256 TEXT NOT NULL, source_text TEXT NOT NULL,
+    params_json TEXT NOT NULL, constraints_json TEXT NOT NULL, launch_json TEXT NOT NULL,
+    origin TEXT NOT NULL CHECK (origin IN ('curated', 'llm', 'offline')),
+    diff_vs_parent TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS reviews (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    template_version_id TEXT NOT NULL REFERENCES template_versions(id),
+    decision TEXT NOT NULL CHECK (decision IN ('proposed', 'approved', 'rejected')),
+    reviewer TEXT NOT NULL, time TEXT NOT NULL, note TEXT NOT NULL,
+    approved_text_sha256 TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
+    template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
+    dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
+    device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL, median_us REAL,
+    result_json TEXT NOT NULL, created TEXT NOT NULL,
+    UNIQUE (template_sha256, config_key, shape, dtype, compiler, flags, arch, device, driver));
+CREATE INDEX IF NOT EXISTS trials_by_shape ON trials (template_sha256, shape, dtype);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, created TEXT NOT NULL,
+    request_json TEXT NOT NULL, reply_text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL, total_tokens INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_iterations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, iteration INTEGER NOT NULL,
+    state TEXT NOT NULL, best_us REAL, speedup REAL, detail_json TEXT NOT NULL,
+    created TEXT NOT NULL);
+"""
+
+_PROVENANCE_COLUMNS = ("template_sha256", "compiler", "flags", "arch", "device", "driver")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+class SQLiteStore:
+    """A :class:`~workbench.store.base.Store` in one SQLite file (created if missing).
+
+    ``timeout_s`` is how long a write waits for another writer's lock before raising
+    :class:`StoreLockedError`.
+    """
+
+    def __init__(self, path: str | Path, *, timeout_s: float = 10.0) -> None:
+        self.path = Path(path)
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        self._all_connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        self._initialise()
+
+    # -- connections and error mapping -------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed", file=str(self.path))
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
+                                   check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            with self._errors("open"):
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+                conn.execute("PRAGMA foreign_keys = ON")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+            with self._connections_lock:
+                self._all_connections.append(conn)
+        return conn
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if "locked" in text or "busy" in text:
+                raise StoreLockedError(
+                    f"store {self.path} stayed locked by another writer for more than "
+                    f"{self.timeout_s} s during {action}; close the other process or raise "
+                    "timeout_s", file=str(self.path), timeout_s=self.timeout_s,
+                    action=action) from exc
+            if "malformed" in text or "not a database" in text:
+                raise self._corrupt(exc) from exc
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+
+    def _corrupt(self, exc: BaseException) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"store {self.path} is not a readable SQLite database ({exc}); move the file "
+            "aside (keep it for inspection) and open a new store path; measurements that "
+            "are also in recordings can be re-imported", file=str(self.path), cause=str(exc))
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        with self._errors(action):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def _read(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._connection()
+        with self._errors(action):
+            return fn(conn)
+
+    def _initialise(self) -> None:
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with self.path.open("rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    raise self._corrupt(ValueError("missing the SQLite file header"))
+        conn = self._connection()
+        with self._errors("open"):
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"store {self.path} could not switch to WAL mode (got {mode})",
+                                 file=str(self.path))
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise self._corrupt(ValueError(check))
+        with self._write("create schema") as c:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    c.execute(statement)
+            row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None:
+                c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
+                          (str(SCHEMA_VERSION),))
+                c.execute("INSERT INTO meta (key, value) VALUES ('created', ?)", (_now(),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise StoreError(
+                    f"store {self.path} has schema version {row[0]}, newer than this "
+                    f"workbench understands ({SCHEMA_VERSION}); upgrade kernel-workbench",
+                    file=str(self.path), value=int(row[0]), expected=SCHEMA_VERSION)
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the ``meta`` table."""
+        row = self._read("read meta", lambda c: c.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+        return int(row[0])
+
+    def close(self) -> None:
+        """Close every connection this store opened (from any thread)."""
+        with self._connections_lock:
+            for conn in self._all_connections:
+                conn.close()
+            self._all_connections.clear()
+        self._local = threading.local()
+        self._closed = True
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def create_session(self, kernel: str, notes: str = "") -> Session:
+        """Start a new session for ``kernel``."""
+        session = Session(id=uuid.uuid4().hex, created=_now(), kernel=kernel, notes=notes)
+        with self._write("create session") as c:
+            c.execute("INSERT INTO sessions (id, created, kernel, notes) VALUES (?, ?, ?, ?)",
+                      (session.id, session.created, session.kernel, session.notes))
+        return session
+
+    def sessions(self, kernel: str | None = None) -> list[Session]:
+        """Sessions, oldest first, optionally only those of ``kernel``."""
+        def query(c: sqlite3.Connection) -> list[Session]:
+            sql = "SELECT id, created, kernel, notes FROM sessions"
+            rows = (c.execute(sql + " WHERE kernel = ? ORDER BY created", (kernel,))
+                    if kernel is not None else c.execute(sql + " ORDER BY created"))
+            return [Session(**dict(r)) for r in rows]
+        return self._read("read sessions", query)
+
+    # -- template versions and reviews ---------------------------------------------------
+
+    def add_template_version(self, version: TemplateVersion) -> None:
+        """Store a template version (its id must be new)."""
+        if version.origin not in ORIGINS:
+            raise StoreError(f"template origin {version.origin!r} is not one of {ORIGINS}",
+                             key="origin", value=version.origin, expected=ORIGINS)
+        with self._write("add template version") as c:
+            c.execute(
+                "INSERT INTO template_versions (id, kernel, parent_id, session_id, "
+                "source_sha256, source_text, params_json, constraints_json, launch_json, "
+                "origin, diff_vs_parent, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (version.id, version.kernel, version.parent_id, version.session_id,
+                 version.source_sha256, version.source_text,
+                 json.dumps(dict(version.params), sort_keys=True),
+                 json.dumps(list(version.constraints)),
+                 json.dumps(dict(version.launch), sort_keys=True), version.origin,
+                 version.diff_vs_parent, version.created or _now()))
+
+    @staticmethod
+    def _version_from_row(row: sqlite3.Row) -> TemplateVersion:
+        return TemplateVersion(
+            id=row["id"], kernel=row["kernel"], source_text=row["source_text"],
+            source_sha256=row["source_sha256"], params=json.loads(row["params_json"]),
+            constraints=tuple(json.loads(row["constraints_json"])),
+            launch=json.loads(row["launch_json"]), origin=row["origin"],
+            parent_id=row["parent_id"], diff_vs_parent=row["diff_vs_parent"],
+            session_id=row["session_id"], created=row["created"])
+
+    def template_version(self, version_id: str) -> TemplateVersion:
+        """One template version; StoreError naming the id when missing."""
+        row = self._read("read template version", lambda c: c.execute(
+            "SELECT * FROM template_versions WHERE id = ?", (version_id,)).fetchone())
+        if row is None:
+            raise StoreError(f"no template version {version_id!r} in {self.path}",
+                             key="template_version_id", value=version_id)
+        return self._version_from_row(row)
+
+    def template_versions(self, kernel: str) -> list[TemplateVersion]:
+        """Every version of ``kernel``'s template, oldest first."""
+        rows = self._read("read template versions", lambda c: c.execute(
+            "SELECT * FROM template_versions WHERE kernel = ? ORDER BY created, rowid",
+            (kernel,)).fetchall())
+        return [self._version_from_row(r) for r in rows]
+
+    def add_review(self, review: Review) -> None:
+        """Record a review decision on a stored template version."""
+        if review.decision not in DECISIONS:
+            raise StoreError(f"review decision {review.decision!r} is not one of {DECISIONS}",
+                             key="decision", value=review.decision, expected=DECISIONS)
+        self.template_version(review.template_version_id)  # must exist
+        with self._write("add review") as c:
+            c.execute(
+                "INSERT INTO reviews (template_version_id, decision, reviewer, time, note, "
+                "approved_text_sha256) VALUES (?, ?, ?, ?, ?, ?)",
+                (review.template_version_id, review.decision, review.reviewer, review.time,
+                 review.note, review.approved_text_sha256))
+
+    def reviews(self, template_version_id: str) -> list[Review]:
+        """Reviews of one template version, in the order they were made."""
+        rows = self._read("read reviews", lambda c: c.execute(
+            "SELECT template_version_id, decision, reviewer, time, note, approved_text_sha256 "
+            "FROM reviews WHERE template_version_id = ? ORDER BY id",
+            (template_version_id,)).fetchall())
+        return [Review(**dict(r)) for r in rows]
+
+    # -- trials --------------------------------------------------------------------------
+
+    def record_trial(self, result: TrialResult, provenance: Provenance,
+                     session_id: str | None = None) -> bool:
+        """Write and commit one trial now. False when that key was already stored."""
+        payload = json.dumps(result.to_dict(), sort_keys=True, default=str)
+        with self._write("record trial") as c:
+            cursor = c.execute(
+                "INSERT OR IGNORE INTO trials (session_id, template_sha256, config_key, shape, "
+                "dtype, compiler, flags, arch, device, driver, status, median_us, result_json, "
+                "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, provenance.template_sha256, result.config.key(), result.shape,
+                 result.dtype, provenance.compiler, provenance.flags, provenance.arch,
+                 provenance.device, provenance.driver, result.status.value, result.median_us,
+                 payload, _now()))
+            return cursor.rowcount == 1
+
+    def has_trial(self, provenance: Provenance, config_key: str, shape: str,
+                  dtype: str) -> bool:
+        """Whether this exact key is stored."""
+        row = self._read("read trial", lambda c: c.execute(
+            "SELECT 1 FROM trials WHERE config_key = ? AND shape = ? AND dtype = ? AND "
+            + " AND ".join(f"{k} = ?" for k in _PROVENANCE_COLUMNS),
+            (config_key, shape, dtype, *self._provenance_values(provenance))).fetchone())
+        return row is not None
+
+    @staticmethod
+    def _provenance_values(provenance: Provenance) -> tuple[str, ...]:
+        return tuple(getattr(provenance, k) for k in _PROVENANCE_COLUMNS)
+
+    def trials(self, provenance: Provenance | None = None, shape: str | None = None,
+               dtype: str | None = None) -> list[StoredTrial]:
+        """Stored trials in write order, filtered by any of provenance/shape/dtype."""
+        where: list[str] = []
+        values: list[Any] = []
+        if provenance is not None:
+            where += [f"{k} = ?" for k in _PROVENANCE_COLUMNS]
+            values += self._provenance_values(provenance)
+        if shape is not None:
+            where.append("shape = ?")
+            values.append(shape)
+        if dtype is not None:
+            where.append("dtype = ?")
+            values.append(dtype)
+        sql = "SELECT * FROM trials" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._read("read trials", lambda c: c.execute(sql + " ORDER BY id",
+                                                             values).fetchall())
+        return [StoredTrial(
+            result=TrialResult.from_dict(json.loads(r["result_json"])),
+            provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
+            session_id=r["session_id"], created=r["created"]) for r in rows]
+
+    def count_trials(self, provenance: Provenance | None = None) -> int:
+        """Number of stored trials (of one provenance when given)."""
+        if provenance is None:
+            return int(self._read("count trials", lambda c: c.execute(
+                "SELECT COUNT(*) FROM trials").fetchone()[0]))
+        return int(self._read("count trials", lambda c: c.execute(
+            "SELECT COUNT(*) FROM trials WHERE "
+            + " AND ".join(f"{k} = ?" for k in _PROVENANCE_COLUMNS),
+            self._provenance_values(provenance)).fetchone()[0]))
+
+    # -- LLM calls and agent iterations --------------------------------------------------
+
+    def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
+                        usage: TokenUsage) -> int:
+        """Store one LLM call; credentials in ``request`` are scrubbed first. Returns its id."""
+        clean = scrub_secrets(dict(request))
+        with self._write("record llm call") as c:
+            cursor = c.execute(
+                "INSERT INTO llm_calls (session_id, created, request_json, reply_text, "
+                "prompt_tokens, completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, _now(), json.dumps(clean, sort_keys=True, default=str),
+                 str(scrub_secrets(reply_text)), usage.prompt_tokens, usage.completion_tokens,
+                 usage.total_tokens))
+            return int(cursor.lastrowid or 0)
+
+    def llm_calls(self, session_id: str) -> list[LLMCall]:
+        """LLM calls of a session, oldest first."""
+        rows = self._read("read llm calls", lambda c: c.execute(
+            "SELECT * FROM llm_calls WHERE session_id = ? ORDER BY id", (session_id,)).fetchall())
+        return [LLMCall(session_id=r["session_id"], request=json.loads(r["request_json"]),
+                        reply_text=r["reply_text"],
+                        usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"],
+                                         r["total_tokens"]),
+                        created=r["created"], id=r["id"]) for r in rows]
+
+    def record_iteration(self, iteration: AgentIteration) -> None:
+        """Store one agent iteration."""
+        with self._write("record agent iteration") as c:
+            c.execute(
+                "INSERT INTO agent_iterations (session_id, iteration, state, best_us, speedup, "
+                "detail_json, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (iteration.session_id, iteration.iteration, iteration.state, iteration.best_us,
+                 iteration.speedup,
+                 json.dumps(scrub_secrets(dict(iteration.detail)), sort_keys=True, default=str),
+                 iteration.created or _now()))
+
+    def iterations(self, session_id: str) -> list[AgentIteration]:
+        """Agent iterations of a session, in order."""
+        rows = self._read("read agent iterations", lambda c: c.execute(
+            "SELECT * FROM agent_iterations WHERE session_id = ? ORDER BY id",
+            (session_id,)).fetchall())
+        return [AgentIteration(session_id=r["session_id"], iteration=r["iteration"],
+                               state=r["state"], best_us=r["best_us"], speedup=r["speedup"],
+                               detail=json.loads(r["detail_json"]), created=r["created"])
+                for r in rows]

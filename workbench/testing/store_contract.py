@@ -1,0 +1,151 @@
+"""StoreContract: the behaviour every store backend must show.
+
+Subclass in a test module as ``class TestMine(StoreContract)`` and override
+:meth:`make_store` (pytest's ``tmp_path`` is passed in).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbench.core.errors import StoreError
+from workbench.core.records import (
+    Config,
+    Occupancy,
+    ResourceUsage,
+    Status,
+    Timing,
+    TrialResult,
+)
+from workbench.store.base import (
+    AgentIteration,
+    Provenance,
+    Review,
+    Store,
+    TemplateVersion,
+    TokenUsage,
+)
+
+PROVENANCE = Provenance(template_sha256="t" * 64, compiler="nvcc 13.0", flags="-O3",
+                        arch="sm_90a", device="Test GPU", driver="1.0")
+
+
+def sample_result(block: int = 128, shape: str = "decode", status: Status = Status.OK,
+                  median_us: float = 12.5) -> TrialResult:
+    """A fully populated result (values are arbitrary test data, not measurements)."""
+    timing = (Timing(median_us=median_us, min_us=median_us - 0.5, q1_us=median_us - 0.2,
+                     q3_us=median_us + 0.3, mean_us=median_us + 0.1, reps=50,
+                     rse_median_pct=0.4, l2_flushed=True, sm_clock_mhz=1980)
+              if status is Status.OK else None)
+    return TrialResult(
+        config=Config(BLOCK=block, VEC=8, MODE="fast", UNROLL=True), shape=shape,
+        dtype="bf16", status=status, reason="" if status is Status.OK else "boom",
+        timing=timing, usage=ResourceUsage(regs_per_thread=32, static_smem_bytes=1024),
+        occupancy=Occupancy(8, 32, 64, "warps"), instance_hash="0123456789abcdef",
+        bytes_moved=1 << 20, compile_s=0.8, verify_s=0.01, bench_s=0.2, device="Test GPU",
+        extra={"note": "x"})
+
+
+class StoreContract:
+    """Inherited tests; override :meth:`make_store`."""
+
+    def make_store(self, tmp_path: Path) -> Store:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[Store]:
+        store = self.make_store(tmp_path)
+        yield store
+        store.close()
+
+    def test_is_a_store(self, store: Store) -> None:
+        assert isinstance(store, Store)
+
+    def test_sessions(self, store: Store) -> None:
+        a = store.create_session("silu", notes="first")
+        b = store.create_session("rmsnorm")
+        assert a.id != b.id
+        assert [s.id for s in store.sessions("silu")] == [a.id]
+        assert {s.id for s in store.sessions()} == {a.id, b.id}
+        assert store.sessions("silu")[0].notes == "first"
+
+    def test_trial_round_trip_and_uniqueness(self, store: Store) -> None:
+        result = sample_result()
+        assert store.record_trial(result, PROVENANCE) is True
+        assert store.record_trial(result, PROVENANCE) is False  # never stored twice
+        other = Provenance(**{**PROVENANCE.__dict__, "driver": "2.0"})
+        assert store.record_trial(result, other) is True
+        stored = store.trials(PROVENANCE)
+        assert len(stored) == 1
+        assert stored[0].result.to_dict() == result.to_dict()
+        assert stored[0].provenance == PROVENANCE
+        assert store.count_trials() == 2 and store.count_trials(PROVENANCE) == 1
+        assert store.has_trial(PROVENANCE, result.config.key(), "decode", "bf16")
+        assert not store.has_trial(PROVENANCE, result.config.key(), "prefill", "bf16")
+
+    def test_trial_filters_and_failures(self, store: Store) -> None:
+        store.record_trial(sample_result(64), PROVENANCE)
+        store.record_trial(sample_result(64, shape="prefill"), PROVENANCE)
+        store.record_trial(sample_result(256, status=Status.COMPILE_ERROR), PROVENANCE)
+        decode = store.trials(PROVENANCE, shape="decode", dtype="bf16")
+        assert [t.result.config["BLOCK"] for t in decode] == [64, 256]
+        assert decode[1].result.status is Status.COMPILE_ERROR
+        assert decode[1].result.timing is None
+        assert store.trials(PROVENANCE, dtype="fp16") == []
+
+    def test_template_versions_and_reviews(self, store: Store) -> None:
+        session = store.create_session("silu")
+        base = TemplateVersion(id="v1", kernel="silu", source_text="// v1",
+                               source_sha256="a" * 64, params={"BLOCK": {"kind": "pow2"}},
+                               constraints=("BLOCK <= 1024",),
+                               launch={"grid": ["tokens"], "block": ["BLOCK"]},
+                               origin="curated", session_id=session.id)
+        child = TemplateVersion(id="v2", kernel="silu", source_text="// v2",
+                                source_sha256="b" * 64, params={}, constraints=(), launch={},
+                                origin="llm", parent_id="v1", diff_vs_parent="-v1\n+v2")
+        store.add_template_version(base)
+        store.add_template_version(child)
+        assert [v.id for v in store.template_versions("silu")] == ["v1", "v2"]
+        got = store.template_version("v2")
+        assert got.parent_id == "v1" and got.diff_vs_parent == "-v1\n+v2"
+        assert store.template_version("v1").constraints == ("BLOCK <= 1024",)
+        with pytest.raises(StoreError):
+            store.template_version("nope")
+        with pytest.raises(StoreError):
+            store.add_template_version(TemplateVersion(
+                id="v3", kernel="silu", source_text="", source_sha256="", params={},
+                constraints=(), launch={}, origin="made-up"))
+        store.add_review(Review("v2", "proposed", "agent", "2026-01-01T00:00:00Z"))
+        store.add_review(Review("v2", "approved", "alice", "2026-01-01T00:01:00Z", "ok",
+                                "b" * 64))
+        reviews = store.reviews("v2")
+        assert [r.decision for r in reviews] == ["proposed", "approved"]
+        assert reviews[1].approved_text_sha256 == "b" * 64
+        with pytest.raises(StoreError):
+            store.add_review(Review("v2", "maybe", "bob", "t"))
+
+    def test_llm_calls_never_store_credentials(self, store: Store) -> None:
+        secret = "sk-live-THIS-IS-A-SECRET-0123456789"
+        request = {"model": "m", "headers": {"Authorization": f"Bearer {secret}",
+                                             "X-Api-Key": secret, "Accept": "json"},
+                   "api_key": secret, "extra": [["authorization", secret]],
+                   "messages": [{"role": "user", "content": "hi"}]}
+        call_id = store.record_llm_call("s1", request, "reply", TokenUsage(10, 5, 15))
+        calls = store.llm_calls("s1")
+        assert len(calls) == 1 and calls[0].id == call_id
+        assert secret not in json.dumps(calls[0].request)
+        assert calls[0].request["headers"]["Accept"] == "json"
+        assert calls[0].request["messages"][0]["content"] == "hi"
+        assert calls[0].usage == TokenUsage(10, 5, 15)
+
+    def test_agent_iterations(self, store: Store) -> None:
+        store.record_iteration(AgentIteration("s1", 1, "tune", best_us=10.0, speedup=1.5,
+                                              detail={"k": 1}))
+        store.record_iteration(AgentIteration("s1", 2, "test"))
+        its = store.iterations("s1")
+        assert [(i.iteration, i.state) for i in its] == [(1, "tune"), (2, "test")]
+        assert its[0].detail == {"k": 1} and its[0].speedup == 1.5

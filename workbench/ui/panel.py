@@ -1,0 +1,455 @@
+"""The JupyterLab panel: one ipywidgets tree and ONE plotly FigureWidget.
+
+The panel talks to a :class:`PanelBackend` (``workbench.api.Workbench`` implements it) and
+listens to the backend's event bus. Events arrive on the search thread; they only append to
+a :class:`~workbench.ui.figures.TrialTable` and mark the view stale. A
+:class:`~workbench.ui.throttle.CoalescingPusher` redraws the figure, progress bar and
+tables at most 4 times a second, under one figure lock. Every callback is guarded: an error
+becomes a readable message in ``.wb-message``, never a traceback that kills the widget.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import threading
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.records import Status, TrialResult
+from workbench.ui.figures import (
+    TrialTable,
+    apply_updates,
+    axes_for,
+    build_figure,
+    figure_layout,
+    trace_updates,
+)
+from workbench.ui.params_editor import SpaceSummary
+from workbench.ui.throttle import CoalescingPusher
+
+TOP_N = 10
+
+
+class PanelBackend(Protocol):
+    """What the panel needs from the session behind it."""
+
+    kernel_name: str
+    events: Any  # workbench.core.events.EventBus
+
+    @property
+    def runner_description(self) -> str: ...
+    @property
+    def shape_names(self) -> Sequence[str]: ...
+    @property
+    def dtypes(self) -> Sequence[str]: ...
+    @property
+    def strategies(self) -> Sequence[str]: ...
+    @property
+    def params(self) -> Sequence[Any]: ...
+    @property
+    def baseline_source(self) -> str: ...
+    @property
+    def template_source(self) -> str: ...
+    def summarize_space(self, params: Sequence[Any], shape: str, dtype: str) -> SpaceSummary: ...
+    def set_params(self, params: Sequence[Any]) -> None: ...
+    def baseline_us(self, shape: str, dtype: str) -> float | None: ...
+    def start_search(self, shape: str, dtype: str, strategy: str, budget: int) -> None: ...
+    def pause_search(self) -> None: ...
+    def resume_search(self) -> None: ...
+    def stop_search(self) -> None: ...
+    def propose_template(self) -> str: ...
+    def review(self, decision: str, note: str) -> str: ...
+    def review_status(self) -> str: ...
+    def agent_iterations(self) -> Sequence[Any]: ...
+    def export(self, what: str, path: str, results: Sequence[TrialResult]) -> str: ...
+
+
+def describe_error(exc: BaseException) -> str:
+    """Readable HTML for an error: message, the data it carries, a folded traceback."""
+    if isinstance(exc, WorkbenchError):
+        head = html.escape(exc.message)
+        details = {k: v for k, v in exc.details.items() if v not in (None, "", [], {})}
+        log = details.pop("log_excerpt", None) or details.pop("log", None)
+        items = "".join(f"<li><b>{html.escape(str(k))}</b>: {html.escape(str(v)[:300])}</li>"
+                        for k, v in details.items())
+        body = f"<ul>{items}</ul>" if items else ""
+        if log:
+            body += f"<pre>{html.escape(str(log)[-2000:])}</pre>"
+        kind = type(exc).__name__
+    else:
+        head = html.escape(f"{type(exc).__name__}: {exc}")
+        body = ""
+        kind = "unexpected error"
+    tb = html.escape("".join(traceback.format_exception(exc))[-4000:])
+    return (f'<div class="wb-error" style="color:#b00020"><b>{html.escape(kind)}</b>: {head}'
+            f"{body}<details><summary>traceback</summary><pre>{tb}</pre></details></div>")
+
+
+def config_defines(result: TrialResult) -> str:
+    """The best config as a ``#define`` block (one line per parameter)."""
+    lines = [f"// {result.shape} {result.dtype}: {result.median_us:.3f} us" if result.median_us
+             else f"// {result.shape} {result.dtype}"]
+    for key, value in result.config.items():
+        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+        lines.append(f"#define {key} {text}")
+    return "\n".join(lines) + "\n"
+
+
+def top_n_html(results: Sequence[TrialResult], param_names: Sequence[str], n: int = TOP_N,
+               baseline_us: float | None = None) -> str:
+    """The ``n`` fastest valid trials as an HTML table (pandas)."""
+    import pandas as pd
+
+    ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
+    if not ok:
+        return '<div class="wb-topn-empty">no valid trial yet</div>'
+    times = np.asarray([r.median_us for r in ok], dtype=np.float64)
+    k = min(n, len(ok))
+    idx = np.argpartition(times, k - 1)[:k]
+    idx = idx[np.argsort(times[idx])]
+    rows = []
+    for rank, i in enumerate(idx, start=1):
+        r = ok[int(i)]
+        row: dict[str, Any] = {"rank": rank, **{p: r.config.get(p) for p in param_names},
+                               "median µs": round(float(times[i]), 3)}
+        if r.timing is not None:
+            row["±rse %"] = round(r.timing.rse_median_pct, 2)
+        if baseline_us:
+            row["speedup"] = round(baseline_us / float(times[i]), 3)
+        if r.occupancy is not None:
+            row["occupancy"] = f"{r.occupancy.fraction:.0%} ({r.occupancy.limited_by})"
+        rows.append(row)
+    return str(pd.DataFrame(rows).to_html(index=False, classes="wb-topn-table", border=0))
+
+
+def failures_html(results: Sequence[TrialResult], limit: int = 5) -> str:
+    """The most recent failures with their reason and compiler-log excerpt."""
+    failed = [r for r in results if r.status is not Status.OK][-limit:]
+    if not failed:
+        return ""
+    items = []
+    for r in reversed(failed):
+        log = f"<pre>{html.escape(r.log_excerpt[:1200])}</pre>" if r.log_excerpt else ""
+        items.append(f"<li><b>{r.status.value}</b> {html.escape(str(dict(r.config)))}: "
+                     f"{html.escape(r.reason)}{log}</li>")
+    return f"<b>recent failures and pruned configs</b><ul>{''.join(items)}</ul>"
+
+
+def iterations_html(iterations: Sequence[Any]) -> str:
+    """The agent timeline: one row per iteration (plan, diff, approval, best, speedup)."""
+    if not iterations:
+        return '<div class="wb-agent-empty">no agent iteration recorded in the store yet</div>'
+    rows = []
+    for it in iterations:
+        detail: Mapping[str, Any] = getattr(it, "detail", {}) or {}
+        best = getattr(it, "best_us", None)
+        speedup = getattr(it, "speedup", None)
+        diff = str(detail.get("diff", ""))
+        rows.append(
+            f"<tr><td>{getattr(it, 'iteration', '?')}</td><td>{html.escape(str(getattr(it, 'state', '')))}</td>"
+            f"<td>{html.escape(str(detail.get('plan', '')))}</td>"
+            f"<td><details><summary>{len(diff.splitlines())} lines</summary>"
+            f"<pre>{html.escape(diff[:4000])}</pre></details></td>"
+            f"<td>{html.escape(str(detail.get('approval', '')))}</td>"
+            f"<td>{'' if best is None else f'{best:.3f} µs'}</td>"
+            f"<td>{'' if speedup is None else f'{speedup:.2f}×'}</td></tr>")
+    return ('<table class="wb-agent-table"><tr><th>#</th><th>state</th><th>plan</th>'
+            "<th>diff</th><th>approval</th><th>best</th><th>speedup</th></tr>"
+            f"{''.join(rows)}</table>")
+
+
+class WorkbenchPanel:
+    """Builds and drives the panel; ``.widget`` is the one widget to display."""
+
+    def __init__(self, backend: PanelBackend, *, max_pushes_per_s: float = 4.0) -> None:
+        import ipywidgets as w
+        import plotly.graph_objects as go
+
+        from workbench.ui.diff import side_by_side_diff_html
+        from workbench.ui.params_editor import ParamsEditor
+
+        self.backend = backend
+        self._state = "idle"
+        self._budget = 0
+        self._started_at = 0.0
+        self._table_lock = threading.Lock()
+        param_names = [p.name for p in backend.params]
+        self.table = TrialTable(param_names)
+        self.axes = axes_for(backend.params)
+        self.layout = figure_layout(self.axes)
+
+        self.message = w.HTML()
+        self.message.add_class("wb-message")
+        self.header = w.HTML()
+        self.header.add_class("wb-header")
+
+        # --- template tab
+        self.diff_view = w.HTML(side_by_side_diff_html(backend.baseline_source,
+                                                       backend.template_source))
+        self.diff_view.add_class("wb-diff-view")
+        self.shape = w.Dropdown(options=list(backend.shape_names), description="shape")
+        self.shape.add_class("wb-shape")
+        self.dtype = w.Dropdown(options=list(backend.dtypes), description="dtype")
+        self.dtype.add_class("wb-dtype")
+        self.editor = ParamsEditor(
+            backend.params,
+            summarize=lambda ps: backend.summarize_space(ps, self.shape.value, self.dtype.value),
+            on_change=self._guard(backend.set_params))
+        self.review_note = w.Textarea(placeholder="review note", layout=w.Layout(width="400px"))
+        self.review_note.add_class("wb-review-note")
+        self.approve_button = self._button("Approve", "wb-approve", self._approve, "success")
+        self.reject_button = self._button("Reject", "wb-reject", self._reject, "danger")
+        self.propose_button = self._button("Propose", "wb-propose", self._propose, "")
+        self.review_status = w.HTML()
+        self.review_status.add_class("wb-review-status")
+        template_tab = w.VBox([
+            self.diff_view, w.HTML("<b>parameters</b> (edit ranges; validated as you type)"),
+            self.editor.widget,
+            w.HBox([self.review_note, w.VBox([self.approve_button, self.reject_button,
+                                              self.propose_button])]),
+            self.review_status])
+        template_tab.add_class("wb-tab-template")
+
+        # --- search tab
+        self.strategy = w.Dropdown(options=list(backend.strategies), description="strategy")
+        self.strategy.add_class("wb-strategy")
+        self.budget = w.BoundedIntText(value=64, min=1, max=1_000_000, description="budget")
+        self.budget.add_class("wb-budget")
+        self.launch_button = self._button("Launch", "wb-launch", self._launch, "primary")
+        self.pause_button = self._button("Pause", "wb-pause", self._pause, "warning")
+        self.stop_button = self._button("Stop", "wb-stop", self._stop, "danger")
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0")
+        self.progress.add_class("wb-progress")
+        self.eta = w.HTML()
+        self.eta.add_class("wb-eta")
+        self.figure = go.FigureWidget(build_figure(self.axes, title=backend.kernel_name))
+        self.figure.add_class("wb-figure")
+        self.top_table = w.HTML(top_n_html([], param_names))
+        self.top_table.add_class("wb-topn")
+        from workbench.ui.clipboard import CopyButton
+
+        self.copy_button = CopyButton()
+        self.copy_button.add_class("wb-copy")
+        self.failures = w.HTML()
+        self.failures.add_class("wb-failures")
+        search_tab = w.VBox([
+            w.HBox([self.strategy, self.budget]),
+            w.HBox([self.launch_button, self.pause_button, self.stop_button]),
+            w.HBox([self.progress, self.eta]),
+            self.figure,
+            w.HBox([self.top_table, self.copy_button]),
+            self.failures])
+        search_tab.add_class("wb-tab-search")
+
+        # --- agent tab
+        self.agent_view = w.HTML()
+        self.agent_view.add_class("wb-agent-timeline")
+        agent_tab = w.VBox([self._button("Refresh", "wb-agent-refresh", self._refresh_agent, ""),
+                            self.agent_view])
+        agent_tab.add_class("wb-tab-agent")
+
+        # --- export tab
+        self.export_path = w.Text(value="workbench_export", description="file stem")
+        self.export_path.add_class("wb-export-path")
+        self.export_output = w.Textarea(layout=w.Layout(width="600px", height="140px"))
+        self.export_output.add_class("wb-export-output")
+        export_tab = w.VBox([self.export_path, w.HBox([
+            self._button("#define header", "wb-export-header", self._export("header"), ""),
+            self._button("JSON", "wb-export-json", self._export("json"), ""),
+            self._button("results CSV", "wb-export-csv", self._export("csv"), ""),
+            self._button("report notebook", "wb-export-report", self._export("report"), "")]),
+            self.export_output])
+        export_tab.add_class("wb-tab-export")
+
+        self.tabs = w.Tab(children=[template_tab, search_tab, agent_tab, export_tab])
+        for i, title in enumerate(["Template", "Search", "Agent", "Export"]):
+            self.tabs.set_title(i, title)
+        self.tabs.selected_index = 1
+        self.tabs.add_class("wb-tabs")
+        self.widget = w.VBox([self.header, self.message, w.HBox([self.shape, self.dtype]),
+                              self.tabs])
+        self.widget.add_class("wb-panel")
+
+        self.pusher = CoalescingPusher(self._push, max_per_s=max_pushes_per_s,
+                                       on_error=self._show_error)
+        self._unsubscribe = backend.events.subscribe(self._on_event)
+        self.shape.observe(self._guard(lambda _c: self.editor.refresh()), names="value")
+        self.dtype.observe(self._guard(lambda _c: self.editor.refresh()), names="value")
+        self._refresh_header()
+        self._guard(self._refresh_review)()
+        self._guard(self._refresh_agent)()
+        self._update_buttons()
+
+    # --- plumbing
+    def _button(self, label: str, cls: str, callback: Callable[[], None], style: str) -> Any:
+        import ipywidgets as w
+
+        button = w.Button(description=label, button_style=style)
+        button.add_class(cls)
+        guarded = self._guard(callback)
+        button.on_click(lambda _b: guarded())
+        return button
+
+    def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # every error is shown in place, never raised into the widget
+                self._show_error(exc)
+                return None
+        return wrapper
+
+    def _show_error(self, exc: BaseException) -> None:
+        self.message.value = describe_error(exc)
+
+    def _info(self, text: str) -> None:
+        self.message.value = f'<div class="wb-info">{html.escape(text)}</div>'
+
+    def _refresh_header(self) -> None:
+        try:
+            device = self.backend.runner_description
+        except Exception as exc:
+            device = f"no runner: {exc}"
+        self.header.value = (
+            f'<div><b class="wb-kernel">{html.escape(self.backend.kernel_name)}</b> · '
+            f'<span class="wb-device">{html.escape(device)}</span> · '
+            f"shape <code>{html.escape(str(self.shape.value))}</code> · "
+            f"dtype <code>{html.escape(str(self.dtype.value))}</code> · "
+            f'status <b class="wb-status">{html.escape(self._state)}</b></div>')
+
+    def _set_state(self, state: str) -> None:
+        self._state = state
+        self._refresh_header()
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        running = self._state in ("running", "paused")
+        self.launch_button.disabled = running
+        self.pause_button.disabled = not running
+        self.pause_button.description = "Resume" if self._state == "paused" else "Pause"
+        self.stop_button.disabled = not running
+
+    # --- events (search thread)
+    def _on_event(self, event: Any) -> None:
+        from workbench.core import events as ev
+
+        if isinstance(event, ev.TrialFinished):
+            with self._table_lock:
+                self.table.add(event.result)
+            self.pusher.notify()
+        elif isinstance(event, ev.IterationFinished):
+            with self._table_lock:
+                self.table.add_iteration(event.iteration, event.speedup)
+            self.pusher.notify()
+        elif isinstance(event, ev.PhaseChanged):
+            self._info(f"{event.phase} {event.detail}".strip())
+        elif isinstance(event, ev.SearchFinished):
+            self.pusher.flush()
+            self._set_state(f"finished ({event.reason})")
+            self._info(f"search finished: {event.reason}, {event.evaluated} evaluated")
+            self.pusher.notify()
+        elif isinstance(event, ev.ErrorEvent):
+            detail = html.escape(event.detail[-3000:])
+            self.message.value = (f'<div class="wb-error" style="color:#b00020"><b>search error</b>: '
+                                  f"{html.escape(event.message)}<details><summary>details</summary>"
+                                  f"<pre>{detail}</pre></details></div>")
+            self._set_state("error")
+
+    def _push(self) -> None:
+        """Redraw everything that depends on trials (called by the pusher, under its lock)."""
+        with self._table_lock:
+            data = self.table.snapshot()
+            results = list(self.table.results)
+        updates = trace_updates(data, self.layout)  # compute first ...
+        done = data.count
+        top = top_n_html(results, self.table.param_names, baseline_us=data.baseline_us)
+        fails = failures_html(results)
+        best = min((r for r in results if r.status is Status.OK and r.median_us is not None),
+                   key=lambda r: r.median_us or 0.0, default=None)
+        apply_updates(self.figure, updates)  # ... assign inside one batch_update
+        self.progress.max = max(self._budget, done, 1)
+        self.progress.value = min(done, self.progress.max)
+        self.progress.description = f"{done} / {self._budget}"
+        if self._started_at and done and self._state == "running":
+            elapsed = time.monotonic() - self._started_at
+            left = max(self._budget - done, 0) * elapsed / done
+            self.eta.value = f"{elapsed:.0f} s elapsed, ETA {left:.0f} s"
+        elif done:
+            self.eta.value = f"{done} evaluated"
+        self.top_table.value = top
+        self.failures.value = fails
+        if best is not None:
+            self.copy_button.text = config_defines(best)
+
+    # --- callbacks (kernel thread)
+    def _launch(self) -> None:
+        shape, dtype = self.shape.value, self.dtype.value
+        self._budget = int(self.budget.value)
+        with self._table_lock:
+            self.table.clear()
+            self.table.baseline_us = self.backend.baseline_us(shape, dtype)
+        self.pusher.notify()
+        self.message.value = ""
+        self._started_at = time.monotonic()
+        self._set_state("running")
+        try:
+            self.backend.start_search(shape, dtype, str(self.strategy.value), self._budget)
+        except Exception:
+            self._set_state("idle")
+            raise
+
+    def _pause(self) -> None:
+        if self._state == "paused":
+            self.backend.resume_search()
+            self._set_state("running")
+        else:
+            self.backend.pause_search()
+            self._set_state("paused")
+
+    def _stop(self) -> None:
+        self.backend.stop_search()
+        self._set_state("stopping")
+        self.pusher.notify()
+
+    def _approve(self) -> None:
+        self._info(self.backend.review("approved", self.review_note.value))
+        self._refresh_review()
+
+    def _reject(self) -> None:
+        self._info(self.backend.review("rejected", self.review_note.value))
+        self._refresh_review()
+
+    def _propose(self) -> None:
+        from workbench.ui.diff import side_by_side_diff_html
+
+        note = self.backend.propose_template()
+        self.diff_view.value = side_by_side_diff_html(self.backend.baseline_source,
+                                                      self.backend.template_source,
+                                                      right_title="proposed template")
+        self._info(note)
+        self._refresh_review()
+
+    def _refresh_review(self) -> None:
+        self.review_status.value = html.escape(self.backend.review_status())
+
+    def _refresh_agent(self) -> None:
+        self.agent_view.value = iterations_html(self.backend.agent_iterations())
+
+    def _export(self, what: str) -> Callable[[], None]:
+        def run() -> None:
+            with self._table_lock:
+                results = list(self.table.results)
+            self.export_output.value = self.backend.export(what, self.export_path.value, results)
+        return run
+
+    def close(self) -> None:
+        """Unsubscribe and stop the pusher thread."""
+        self._unsubscribe()
+        self.pusher.close(flush=False)

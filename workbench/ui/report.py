@@ -1,0 +1,177 @@
+"""Report notebooks: a static record of a session that opens without a live kernel.
+
+The notebook holds markdown (kernel, device, parameter ranges, approvals, a unified diff)
+and display outputs (the side-by-side diff, the results table and the charts as HTML with
+plotly.js embedded once). No code has to run to read it. By default the notebook is signed
+(trusted) in the writer's own Jupyter notary so its embedded chart script runs when opened.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.core.records import Status, TrialResult
+
+
+@dataclass(frozen=True)
+class ReportContent:
+    """Everything a report shows (already computed; no live objects)."""
+
+    kernel: str
+    device: str
+    baseline_source: str
+    template_source: str
+    params: Sequence[Mapping[str, Any]]  # Parameter.to_dict() plus "name"
+    constraints: Sequence[str]
+    reviews: Sequence[Mapping[str, Any]]  # decision, reviewer, time, note, approved_text_sha256
+    results: Sequence[TrialResult]
+    baseline_us: Mapping[str, float] = field(default_factory=dict)  # "shape/dtype" -> µs
+    title: str = ""
+
+
+def _display(html_text: str, plain: str) -> Any:
+    import nbformat.v4 as nbf
+
+    return nbf.new_output("display_data", data={"text/html": html_text, "text/plain": plain})
+
+
+def _code_cell_with_output(source: str, html_text: str, plain: str) -> Any:
+    import nbformat.v4 as nbf
+
+    cell = nbf.new_code_cell(source=source)
+    cell.outputs = [_display(html_text, plain)]
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell
+
+
+def results_frame(results: Sequence[TrialResult], baseline_us: Mapping[str, float]) -> Any:
+    """One row per trial (pandas DataFrame), fastest valid first."""
+    import pandas as pd
+
+    rows = []
+    for r in results:
+        base = baseline_us.get(f"{r.shape}/{r.dtype}")
+        rows.append({**dict(r.config), "shape": r.shape, "dtype": r.dtype,
+                     "status": r.status.value, "median_us": r.median_us,
+                     "rse_median_pct": r.timing.rse_median_pct if r.timing else None,
+                     "speedup": (base / r.median_us) if base and r.median_us else None,
+                     "reason": r.reason})
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame = frame.sort_values(["median_us"], na_position="last", kind="stable")
+    return frame
+
+
+def build_report(content: ReportContent) -> Any:
+    """The report as an ``nbformat`` notebook node (kernelspec python3, no live state)."""
+    import nbformat.v4 as nbf
+
+    from workbench.ui.diff import side_by_side_diff_html
+    from workbench.ui.figures import AxisSpec, TrialTable, static_figure
+
+    nb = nbf.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    title = content.title or f"Kernel Workbench report: {content.kernel}"
+    ok = [r for r in content.results if r.status is Status.OK and r.median_us is not None]
+    counts: dict[str, int] = {}
+    for r in content.results:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    summary = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "no trials"
+    cells = [nbf.new_markdown_cell(
+        f"# {title}\n\n- **kernel**: `{content.kernel}`\n- **device**: {content.device}\n"
+        f"- **trials**: {len(content.results)} ({summary})\n")]
+    if ok:
+        best = min(ok, key=lambda r: r.median_us or 0.0)
+        base = content.baseline_us.get(f"{best.shape}/{best.dtype}")
+        speed = f" — {base / (best.median_us or 1.0):.2f}× the baseline ({base:.3f} µs)" if base else ""
+        cells.append(nbf.new_markdown_cell(
+            f"## Best configuration\n\n`{best.shape}` / `{best.dtype}`: **{best.median_us:.3f} µs**"
+            f"{speed}\n\n```c\n"
+            + "\n".join(f"#define {k} {int(v) if isinstance(v, bool) else v}"
+                        for k, v in best.config.items()) + "\n```"))
+    # Parameters and constraints.
+    rows = ["| parameter | kind | values | default | description |", "|---|---|---|---|---|"]
+    for p in content.params:
+        if p.get("kind") == "choice":
+            values = ", ".join(str(v) for v in p.get("values", ()))
+        else:
+            step = f" step {p['step']}" if p.get("step", 1) != 1 else ""
+            values = f"{p.get('min')} .. {p.get('max')}{step}"
+        rows.append(f"| `{p.get('name')}` | {p.get('kind')} | {values} | {p.get('default')} | "
+                    f"{p.get('description', '')} |")
+    constraints = "\n".join(f"- `{c}`" for c in content.constraints) or "- (none)"
+    cells.append(nbf.new_markdown_cell("## Parameter ranges\n\n" + "\n".join(rows)
+                                       + "\n\n**Constraints**\n\n" + constraints))
+    # Reviews.
+    if content.reviews:
+        lines = ["| decision | reviewer | time | note | approved text sha256 |", "|---|---|---|---|---|"]
+        for rv in content.reviews:
+            lines.append(f"| {rv.get('decision')} | {rv.get('reviewer')} | {rv.get('time')} | "
+                         f"{str(rv.get('note', '')).replace('|', '/')} | "
+                         f"`{str(rv.get('approved_text_sha256', ''))[:16]}` |")
+        cells.append(nbf.new_markdown_cell("## Approvals\n\n" + "\n".join(lines)))
+    else:
+        cells.append(nbf.new_markdown_cell("## Approvals\n\nNo review recorded."))
+    # Diff: unified (readable anywhere) and side by side (HTML output).
+    unified = "".join(difflib.unified_diff(content.baseline_source.splitlines(keepends=True),
+                                           content.template_source.splitlines(keepends=True),
+                                           "baseline.cu", "template.cu"))
+    cells.append(nbf.new_markdown_cell("## Template vs baseline\n\n```diff\n" + unified + "\n```"))
+    cells.append(_code_cell_with_output(
+        "# side-by-side diff (static output)",
+        side_by_side_diff_html(content.baseline_source, content.template_source), unified))
+    # Charts: one static figure, plotly.js embedded once (no network needed to view).
+    if content.results:
+        names = [str(p.get("name")) for p in content.params]
+        scales = {str(p.get("name")): ("log" if p.get("kind") == "pow2" else "linear")
+                  for p in content.params}
+        groups: dict[tuple[str, str], list[TrialResult]] = {}
+        for r in content.results:
+            groups.setdefault((r.shape, r.dtype), []).append(r)
+        first = True
+        for (shape, dtype), group in groups.items():
+            table = TrialTable(names)
+            table.extend(group)
+            table.baseline_us = content.baseline_us.get(f"{shape}/{dtype}")
+            axes = [AxisSpec(n, scales[n]) for n in names]
+            fig = static_figure(table.snapshot(), axes, title=f"{content.kernel} {shape} {dtype}")
+            chart = fig.to_html(full_html=False, include_plotlyjs=bool(first))
+            first = False
+            cells.append(nbf.new_markdown_cell(f"## Charts: `{shape}` / `{dtype}`"))
+            cells.append(_code_cell_with_output(f"# charts for {shape} {dtype} (static output)",
+                                                chart, f"<figure: {len(group)} trials>"))
+        frame = results_frame(content.results, content.baseline_us)
+        cells.append(nbf.new_markdown_cell(f"## Results ({len(frame)} trials)"))
+        cells.append(_code_cell_with_output(
+            "# results table (static output)",
+            frame.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}"),
+            html.unescape(frame.head(20).to_string(index=False))))
+    nb.cells = cells
+    return nb
+
+
+def write_report(path: str | Path, content: ReportContent, *, sign: bool = True) -> Path:
+    """Write the report notebook; ``sign`` trusts it in the local Jupyter notary."""
+    import nbformat
+
+    nb = build_report(content)
+    nbformat.validate(nb)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if sign:
+        try:
+            from nbformat.sign import NotebookNotary
+
+            NotebookNotary().sign(nb)
+        except Exception:  # signing is a convenience; an unsigned report still opens
+            pass
+    with target.open("w", encoding="utf-8") as fh:
+        nbformat.write(nb, fh)
+    return target
