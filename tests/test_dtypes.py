@@ -35,6 +35,9 @@ def _bf16_reference(bits: int) -> int:
         return bits >> 16
     high = low + 0x10000  # next bf16 away from zero (may be infinity)
     low_v, high_v = _f32(low), _f32(high)
+    if high_v in (float("inf"), float("-inf")):
+        # IEEE overflow: round as if the exponent were unbounded (the next step is 2**128).
+        high_v = float(np.copysign(2.0**128, high_v))
     d_low, d_high = abs(value - low_v), abs(high_v - value)  # exact in float64
     if d_low < d_high:
         return low >> 16

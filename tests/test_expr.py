@@ -324,3 +324,25 @@ def test_vectorized_matches_scalar_with_true_division(
         else:
             assert not invalid[i]
             assert values[i] == expected
+
+
+def test_no_eval_or_exec_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("eval/exec must never run")
+
+    monkeypatch.setattr(builtins, "eval", forbidden)
+    monkeypatch.setattr(builtins, "exec", forbidden)
+    expr = parse_expr("min(a, 4) * 2 if a > 0 else -1")
+    assert expr.evaluate({"a": 7}) == 8
+    assert expr.evaluate_vectorized({"a": np.array([-1, 1])}).tolist() == [-1, 2]
+
+
+def test_directly_built_expr_is_checked_too() -> None:
+    from workbench.core.expr import Expr
+
+    assert Expr("a + 1", frozenset()).evaluate({"a": 2}) == 3
+    assert Expr("a + 1", frozenset()).names == frozenset({"a"})
+    with pytest.raises(ExpressionError):
+        Expr("a.b", frozenset())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 from workbench.core.errors import ParameterError
 from workbench.core.params import Choice, IntRange, Parameter, Pow2Range, parameter_from_dict
+from workbench.core.records import Value
 
 
 def test_int_range_values_and_validation() -> None:
@@ -39,7 +41,7 @@ def test_pow2_range_values() -> None:
 
 def test_choice_kinds() -> None:
     ints = Choice("VEC", (1, 2, 4, 8), default=8)
-    strings = Choice("LAYOUT", ["row", "col"])
+    strings = Choice("LAYOUT", ["row", "col"])  # type: ignore[arg-type]  # lists accepted
     flags = Choice("USE_SMEM", (False, True))
     assert ints.is_numeric and not strings.is_numeric and not flags.is_numeric
     assert strings.values() == ("row", "col") and strings.default == "row"
@@ -53,13 +55,13 @@ def test_choice_kinds() -> None:
 
 @pytest.mark.parametrize(("make", "key"), [
     (lambda: IntRange("X", 1, True), "max"),
-    (lambda: IntRange("X", 1.0, 4), "min"),
+    (lambda: IntRange("X", 1.0, 4), "min"),  # type: ignore[arg-type]
     (lambda: IntRange("X", 5, 4), "max"),
     (lambda: IntRange("X", 1, 4, step=0), "step"),
     (lambda: IntRange("X", 1, 4, step=2), "max"),
     (lambda: IntRange("X", 1, 4, default=9), "default"),
     (lambda: IntRange("X", 1, 4, default=True), "default"),
-    (lambda: IntRange("X", 1, 4, description=3), "description"),
+    (lambda: IntRange("X", 1, 4, description=3), "description"),  # type: ignore[arg-type]
     (lambda: Pow2Range("B", 3, 8), "min"),
     (lambda: Pow2Range("B", 0, 8), "min"),
     (lambda: Pow2Range("B", 16, 8), "max"),
@@ -67,7 +69,7 @@ def test_choice_kinds() -> None:
     (lambda: Choice("V", (1, True)), "values"),
     (lambda: Choice("V", (1, "a")), "values"),
     (lambda: Choice("V", (1, 2, 1)), "values"),
-    (lambda: Choice("V", (1.5, 2.5)), "values"),
+    (lambda: Choice("V", (1.5, 2.5)), "values"),  # type: ignore[arg-type]
     (lambda: Choice("V", ("a b",)), "values"),
     (lambda: Choice("V", ('x"\n#define Y',)), "values"),
     (lambda: Choice("V", (1, 2), default=3), "default"),
@@ -122,6 +124,11 @@ def test_from_dict_rejects_bad_data_naming_the_key(data: dict[str, Any], key: st
     assert key in info.value.message
 
 
+def _choice_with_default(values: Sequence[Value]) -> st.SearchStrategy[Parameter]:
+    return st.sampled_from(list(values)).map(
+        lambda default: Choice("P", tuple(values), default=default))
+
+
 def _parameters() -> st.SearchStrategy[Parameter]:
     ints = st.tuples(st.integers(-50, 50), st.integers(0, 20), st.integers(1, 5)).map(
         lambda t: IntRange("P", t[0], t[0] + t[1] * t[2], step=t[2], description="d"))
@@ -131,9 +138,7 @@ def _parameters() -> st.SearchStrategy[Parameter]:
     str_choice = st.lists(st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True),
                           min_size=1, max_size=5, unique=True)
     bool_choice = st.sampled_from([(False, True), (True, False), (True,)])
-    choice = st.one_of(int_choice, str_choice, bool_choice).flatmap(
-        lambda values: st.sampled_from(values).map(
-            lambda default: Choice("P", tuple(values), default=default)))
+    choice = st.one_of(int_choice, str_choice, bool_choice).flatmap(_choice_with_default)
     return st.one_of(ints, pow2, choice)
 
 

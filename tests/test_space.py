@@ -46,7 +46,7 @@ def _space() -> SearchSpace:
 def test_iteration_order_is_lexicographic_in_declared_order() -> None:
     space = _space()
     configs = list(space)
-    keys = [(c["BLOCK"], [1, 2, 4, 8].index(c["VEC"]), c["ITEMS"]) for c in configs]
+    keys = [(c["BLOCK"], (1, 2, 4, 8).index(c["VEC"]), c["ITEMS"]) for c in configs]
     assert keys == sorted(keys)
     assert configs[0] == Config(BLOCK=32, VEC=1, ITEMS=1)
     assert space.size == len(configs) == len(space)

@@ -45,7 +45,8 @@ def test_lifts_named_constants_and_pragmas() -> None:
     src = lifted.source
     assert "constexpr int kThreads = BLOCK_THREADS;" in src
     assert "constexpr int kItemsPerThread = ITEMS_PER_THREAD;" in src
-    assert "#pragma unroll UNROLL\n" in src and "#pragma unroll UNROLL_2\n" in src
+    assert "#pragma unroll (wb_unroll)\n" in src and "#pragma unroll (wb_unroll_2)\n" in src
+    assert "constexpr int wb_unroll = UNROLL;" in src
     # comments and string literals are never rewritten
     assert "// A comment with 16 / sizeof(T) and #pragma unroll 4 must stay as it is." in src
     assert '"16 / ELEM_BYTES"' in src
@@ -153,3 +154,34 @@ def test_sample_template_compiles_at_defaults(name: str, compiler: Compiler) -> 
     if template.space(env).rejection(corner) is None:
         result = compiler.compile(template.render(corner, dtype))
         assert result.ok, result.error_summary
+
+
+def test_define_threads_and_existing_launch_bounds() -> None:
+    source = ('#include <cuda.h>\n#define THREADS 256\n'
+              'extern "C" __global__ void __launch_bounds__(256, 2) k(float* o) {\n'
+              '  __shared__ float s[THREADS];\n  s[threadIdx.x] = 0.f; o[0] = s[0];\n}\n')
+    lifted = lift_source(source, entry="k", grid=["n // 256"], block=["256"],
+                         shape_names=["n"])
+    assert "#define THREADS BLOCK_THREADS" in lifted.source
+    assert "__launch_bounds__(BLOCK_THREADS, 2) k(" in lifted.source
+    assert lifted.grid == ("n // BLOCK_THREADS",) and lifted.block == ("BLOCK_THREADS",)
+    [param] = lifted.params
+    assert param.origin == "baseline.cu:2: #define THREADS 256"
+
+
+@pytest.mark.slow
+def test_synthetic_lift_compiles(compiler: Compiler) -> None:
+    from workbench.core.params import parameter_from_dict
+    from workbench.core.template import KernelTemplate
+
+    lifted = lift_source(SYNTHETIC, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         shape_names=["n"])
+    template = KernelTemplate.build(
+        name="synthetic", source=lifted.source, entry="k",
+        params=[parameter_from_dict(p.name, p.spec) for p in lifted.params],
+        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+    for config in (template.default_config(),
+                   {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "VEC": 1, "UNROLL": 8,
+                    "UNROLL_2": 1}):
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, result.log[-2000:]

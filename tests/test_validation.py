@@ -11,6 +11,7 @@ import pytest
 
 from workbench.core.errors import CompilerNotFoundError, ReviewError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.params import parameter_from_dict
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
@@ -227,8 +228,13 @@ def test_review_hash_changes_with_one_character(folder: KernelFolder,
     assert template_sha256(template) != template_sha256(other)
     assert template_sha256(template) == template_sha256(
         good.to_template(name=folder.name, entry="silu_and_mul_kernel"))
-    widened = template.with_params([p if p.name != "VEC_BYTES" else p for p in template.params])
-    assert template_sha256(widened) == template_sha256(template)
+    # the approved text covers the parameter ranges too: narrowing one needs a new review
+    narrowed = template.with_params(
+        [p if p.name != "VEC_BYTES" else parameter_from_dict(
+            "VEC_BYTES", {"kind": "choice", "values": [8, 16], "default": 16})
+         for p in template.params])
+    assert narrowed.source == template.source
+    assert template_sha256(narrowed) != template_sha256(template)
 
 
 def test_require_approved(folder: KernelFolder, good: TemplateProposal) -> None:
@@ -254,3 +260,29 @@ def test_require_approved(folder: KernelFolder, good: TemplateProposal) -> None:
     assert Review.from_dict(approved.to_dict()) == approved
     with pytest.raises(ReviewError):
         Review.make(template, "approved", " ")
+
+
+# -- plan_next ---------------------------------------------------------------------------------
+
+def test_plan_next_vets_configs(folder: KernelFolder, good: TemplateProposal, llm: Any) -> None:
+    from workbench.core.hardware import get_device
+    from workbench.llm.planning import plan_next
+    from workbench.llm.prompts import Measurement, PromptContext
+    from workbench.llm.schemas import NextAction
+
+    server, client = llm("plan_silu")
+    template = good.to_template(name=folder.name, entry="silu_and_mul_kernel")
+    ctx = PromptContext(device=get_device("h100_sxm"), measurements=(Measurement(
+        shape="decode", dtype="bf16", sizes=folder.shape_values("decode"),
+        bytes_moved=folder.bytes_moved_for("decode", "bf16")),))
+    outcome = plan_next(folder, client, template, context=ctx)
+    assert outcome.plan.next_action is NextAction.TUNE_MORE
+    assert outcome.configs == (Config(BLOCK_THREADS=256, VEC_BYTES=16),
+                               Config(BLOCK_THREADS=128, VEC_BYTES=8))
+    reasons = [r.reason for r in outcome.rejected]
+    assert len(reasons) == 3
+    assert "48" in reasons[0]
+    assert "missing ['VEC_BYTES']" in reasons[1]
+    assert "unknown ['UNROLL']" in reasons[2]
+    user = server.requests[0].body["messages"][1]["content"]
+    assert "prompt plan_v1" in user and "- decode/bf16: 24 feasible of 24 raw" in user

@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.core.errors import WorkbenchError
@@ -209,10 +208,7 @@ def cmd_space(args: argparse.Namespace) -> int:
                         "regs": v.usage.regs_per_thread if v and v.usage else None,
                         "occupancy": round(occ.fraction, 4) if occ else None,
                         "limited_by": occ.limited_by if occ else None})
-    if not args.all:
-        shown = [r for r in records if r["feasible"] or args.show_pruned]
-    else:
-        shown = records
+    shown = [r for r in records if r["feasible"] or args.show_pruned] if not args.all else records
     if args.format == "json":
         json.dump({"kernel": folder.name, "shape": args.shape, "dtype": dtype, "device": spec.key,
                    "raw": space.raw_size, "after_constraints": space.size,

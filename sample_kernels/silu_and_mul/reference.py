@@ -16,7 +16,7 @@ def reference(inputs: dict[str, np.ndarray], shape: dict[str, int], dtype: str) 
     from workbench.core.dtypes import quantize  # imported lazily: core loads this file by path
 
     d = shape["d"]
-    x = inputs["input"].astype(np.float64)
-    gate, up = x[:, :d], x[:, d:]
+    gate = inputs["input"][:, :d].astype(np.float64)
+    up = inputs["input"][:, d:].astype(np.float64)
     act = quantize((gate / (1.0 + np.exp(-gate))).astype(np.float32), dtype)
     return {"out": (act.astype(np.float64) * up).astype(np.float32)}

@@ -121,6 +121,10 @@ def browser_page(lab_server: LabServer) -> Iterator[Any]:
         context.route("**/*", lambda route: route.continue_()
                       if route.request.url.startswith("http://127.0.0.1") else route.abort())
         page = context.new_page()
+        console: list[str] = []
+        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+        page.on("pageerror", lambda exc: console.append(f"pageerror: {exc}"))
+        page.wb_console = console  # read by tests when something does not appear
         try:
             yield page
         finally:

@@ -64,10 +64,17 @@ def test_panel_renders_and_validates_ranges(lab_server: LabServer, browser_page:
     _write_panel_notebook(lab_server.root)
     start = time.monotonic()
     _run_all(page, lab_server, PANEL_NOTEBOOK)
+    print(f"notebook ran in {time.monotonic() - start:.1f} s")
     page.wait_for_selector(".wb-panel", timeout=60_000)
     assert "silu_and_mul" in page.locator(".wb-header").inner_text()
-    page.wait_for_selector(".wb-figure .js-plotly-plot", timeout=60_000)
-    assert page.locator(".wb-figure .gtitle").count() >= 1
+    try:
+        page.wait_for_selector(".wb-figure-box .js-plotly-plot", timeout=60_000)
+    except Exception:
+        page.screenshot(path=str(artifacts / "failure-figure.png"))
+        raise AssertionError("figure did not render; console:\n"
+                             + "\n".join(page.wb_console[-30:])) from None
+    assert page.locator(".wb-figure-box .gtitle").count() >= 1
+    print(f"figure visible after {time.monotonic() - start:.1f} s")
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Template").click()
     page.wait_for_selector(".wb-diff", timeout=10_000)
     before = _space_size(page)
@@ -105,7 +112,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
                     "replays real H100 measurements and none are committed")
     page = browser_page
     _run_all(page, lab_server, "01-quickstart.ipynb", timeout_ms=150_000)
-    page.wait_for_selector(".wb-panel .wb-figure .js-plotly-plot", timeout=60_000)
+    page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", timeout=60_000)
     header = page.locator(".wb-header")
     assert "replay of" in header.inner_text() or "(live)" in header.inner_text()
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
@@ -118,7 +125,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
         " return d && /^[1-9][0-9]* \\//.test(d.textContent); }", timeout=60_000)
     page.wait_for_selector(".wb-topn table", timeout=60_000)
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.wb-figure .scatterlayer path.js-line')]"
+        "() => [...document.querySelectorAll('.wb-figure-box .scatterlayer path.js-line')]"
         ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
     page.locator(".wb-stop").click()
     page.wait_for_function(

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from workbench.core.errors import ParameterError
 
@@ -69,7 +70,7 @@ def _bf16_bits(x: np.ndarray) -> np.ndarray:
     return np.where(nan, (bits & _HIGH_HALF) | _BF16_QUIET_BIT, rounded) >> np.uint32(16)
 
 
-def quantize(x: np.ndarray, dtype: str) -> np.ndarray:
+def quantize(x: npt.ArrayLike, dtype: str) -> np.ndarray:
     """float32 copy of ``x`` holding the nearest values representable in ``dtype``
     (round to nearest, ties to even; NaN and infinities preserved; overflow -> inf)."""
     check_dtype(dtype)
@@ -84,7 +85,7 @@ def quantize(x: np.ndarray, dtype: str) -> np.ndarray:
     return (bits << np.uint32(16)).astype(np.uint32).view(np.float32).reshape(arr.shape)
 
 
-def to_device_bits(x: np.ndarray, dtype: str) -> np.ndarray:
+def to_device_bits(x: npt.ArrayLike, dtype: str) -> np.ndarray:
     """What goes into the device buffer: uint16 bit patterns for bf16/fp16, float32 for fp32.
     Values are rounded as by :func:`quantize`."""
     check_dtype(dtype)
@@ -97,7 +98,7 @@ def to_device_bits(x: np.ndarray, dtype: str) -> np.ndarray:
     return _bf16_bits(arr.astype(np.float32)).astype(np.uint16).reshape(arr.shape)
 
 
-def from_device_bits(bits: np.ndarray, dtype: str) -> np.ndarray:
+def from_device_bits(bits: npt.ArrayLike, dtype: str) -> np.ndarray:
     """Inverse of :func:`to_device_bits`: device buffer contents back to float32."""
     check_dtype(dtype)
     arr = np.asarray(bits)

@@ -91,6 +91,14 @@ def _reconstruct(text: str) -> Expr:
     return parse_expr(text)
 
 
+def _uncompiled_scalar(env: ScalarEnv) -> Any:
+    raise AssertionError("Expr used before compilation")
+
+
+def _uncompiled_vector(env: VectorEnv) -> Vec:
+    raise AssertionError("Expr used before compilation")
+
+
 @dataclass(frozen=True)
 class Expr:
     """A parsed, checked expression. Build one with :func:`parse_expr`.
@@ -103,8 +111,15 @@ class Expr:
     text: str
     names: frozenset[str]
     result_kind: str = "unknown"
-    _scalar: ScalarFn = field(default=lambda env: None, compare=False, repr=False)
-    _vector: VectorFn = field(default=lambda env: (None, None), compare=False, repr=False)
+    _scalar: ScalarFn = field(default=_uncompiled_scalar, compare=False, repr=False)
+    _vector: VectorFn = field(default=_uncompiled_vector, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # `Expr("a + 1", ...)` built directly (not via parse_expr) is parsed and checked here.
+        if self._scalar is _uncompiled_scalar or self._vector is _uncompiled_vector:
+            parsed = parse_expr(self.text)
+            for name in ("names", "result_kind", "_scalar", "_vector"):
+                object.__setattr__(self, name, getattr(parsed, name))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Closures do not pickle; re-parse from the text (workers receive templates).

@@ -22,7 +22,6 @@ from workbench.core.errors import (
     KernelFolderError,
     ParameterError,
     Problem,
-    TemplateError,
     WorkbenchError,
 )
 from workbench.core.expr import Expr, parse_constraint, parse_expr

@@ -9,15 +9,15 @@ import enum
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Union
+from typing import Any
 
-Value = Union[int, str, bool]
+Value = int | str | bool
 
 
 class Config(Mapping[str, Value]):
     """An immutable, hashable mapping of parameter name -> value, in a stable order."""
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_hash", "_items")
 
     def __init__(self, values: Mapping[str, Value] | None = None, /, **kwargs: Value) -> None:
         merged = dict(values or {}, **kwargs)
@@ -62,7 +62,7 @@ class Config(Mapping[str, Value]):
         return Config(dict(self._items, **changes))
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     """Outcome of one candidate. Only ``OK`` carries a timing."""
 
     OK = "ok"

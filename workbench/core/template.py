@@ -118,10 +118,7 @@ def render_source(name: str, source: str, config: Mapping[str, Value], dtype: st
         f"#define ELEM_BYTES {ELEM_BYTES[dtype]}",
     ]
     for key, value in sorted(config.items()):
-        if isinstance(value, bool):
-            text = "1" if value else "0"
-        else:
-            text = str(value)
+        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
         lines.append(f"#define {key} {text}")
     lines.append(f'#line 1 "{source_name}"')
     return "\n".join(lines) + "\n" + source

@@ -1,0 +1,97 @@
+"""The LLM edge: openai client, prompts, structured proposals, offline templater, validation
+gate and review records.
+
+    client = LLMClient(LLMSettings.from_env(), recorder=store.record_llm_exchange)
+    outcome = propose_template(folder, client, context=ctx, compiler=compiler)
+    plan = plan_next(folder, client, template, context=ctx)
+    offline = offline_template(folder)                 # no LLM at all
+
+``openai`` is imported only when an :class:`LLMClient` is made; ``pydantic`` is required.
+"""
+
+from workbench.llm.client import ChatReply, LLMClient, LLMSettings, Usage, UsageCounter
+from workbench.llm.errors import (
+    LLMBudgetError,
+    LLMConfigError,
+    LLMEndpointError,
+    LLMInvalidJSONError,
+    LLMRefusalError,
+    LLMReplyError,
+    LLMSchemaError,
+    LLMTimeoutError,
+    LLMTruncatedError,
+)
+from workbench.llm.parsing import parse_json_object
+from workbench.llm.planning import PlanOutcome, RejectedConfig, plan_next, vet_configs
+from workbench.llm.prompts import (
+    PROMPT_VERSIONS,
+    Iteration,
+    KernelBrief,
+    Measurement,
+    PromptContext,
+    plan_messages,
+    render_messages,
+    repair_messages,
+    template_messages,
+)
+from workbench.llm.review import Decision, Review, require_approved, template_sha256
+from workbench.llm.schemas import NextAction, ParameterSpec, Plan, TemplateProposal
+from workbench.llm.templater import TemplaterResult, lift_source, offline_template
+from workbench.llm.validation import (
+    UNVERIFIED_NOTE,
+    ProposalAttempt,
+    ProposalOutcome,
+    ValidationProblem,
+    ValidationReport,
+    propose_template,
+    validate_proposal,
+)
+
+__all__ = [
+    "PROMPT_VERSIONS",
+    "UNVERIFIED_NOTE",
+    "ChatReply",
+    "Decision",
+    "Iteration",
+    "KernelBrief",
+    "LLMBudgetError",
+    "LLMClient",
+    "LLMConfigError",
+    "LLMEndpointError",
+    "LLMInvalidJSONError",
+    "LLMRefusalError",
+    "LLMReplyError",
+    "LLMSchemaError",
+    "LLMSettings",
+    "LLMTimeoutError",
+    "LLMTruncatedError",
+    "Measurement",
+    "NextAction",
+    "ParameterSpec",
+    "Plan",
+    "PlanOutcome",
+    "PromptContext",
+    "ProposalAttempt",
+    "ProposalOutcome",
+    "RejectedConfig",
+    "Review",
+    "TemplateProposal",
+    "TemplaterResult",
+    "Usage",
+    "UsageCounter",
+    "ValidationProblem",
+    "ValidationReport",
+    "lift_source",
+    "offline_template",
+    "parse_json_object",
+    "plan_messages",
+    "plan_next",
+    "propose_template",
+    "render_messages",
+    "repair_messages",
+    "require_approved",
+    "template_messages",
+    "template_sha256",
+    "validate_proposal",
+    "vet_configs",
+]

@@ -112,7 +112,7 @@ def code_mask(source: str) -> list[bool]:
     return mask
 
 
-def _sub_code(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], source: str) -> str:
+def code_sub(pattern: re.Pattern[str], repl: Callable[[re.Match[str]], str], source: str) -> str:
     """``pattern.sub`` that leaves matches starting inside comments or strings alone."""
     mask = code_mask(source)
     return pattern.sub(lambda m: repl(m) if mask[m.start()] else m.group(0), source)
@@ -138,6 +138,7 @@ class _Lifter:
         self.source_name = source_name
         self.params: dict[str, LiftedParameter] = {}
         self.notes: list[str] = []
+        self.decls: list[str] = []  # file-scope declarations placed after the guards
 
     def free_name(self, base: str) -> str:
         name, k = base, 2
@@ -152,6 +153,8 @@ class _Lifter:
         self.params[name] = LiftedParameter(name, spec, f"{where}: {snippet.strip()}")
 
     def lift_unroll(self) -> None:
+        # nvcc does not macro-expand the argument of #pragma unroll, but it does evaluate a
+        # constant expression there: route the macro through a constexpr.
         values: dict[int, str] = {}
 
         def repl(m: re.Match[str]) -> str:
@@ -160,9 +163,11 @@ class _Lifter:
                 values[n] = self.free_name("UNROLL")
                 self.add(values[n], _choice(n, (1, 2, 4, 8), f"unroll factor (baseline {n})"),
                          m.start(), m.group(0))
-            return f"{m.group(1)}{m.group(2)}{values[n]}{m.group(4)}"
+                self.decls.append(f"constexpr int wb_{values[n].lower()} = {values[n]};"
+                                  "  // #pragma unroll needs a constant, not a macro")
+            return f"{m.group(1)}(wb_{values[n].lower()})"
 
-        self.source = _sub_code(_UNROLL, repl, self.source)
+        self.source = code_sub(_UNROLL, repl, self.source)
 
     def lift_vec_bytes(self) -> str | None:
         name = "VEC_BYTES" if not _has_word(self.original, "VEC_BYTES") else self.free_name("VEC_BYTES")
@@ -172,12 +177,12 @@ class _Lifter:
             found.append(m)
             return f"{name}{m.group(1)}"
 
-        self.source = _sub_code(_VEC_BYTES_DIV, repl, self.source)
+        self.source = code_sub(_VEC_BYTES_DIV, repl, self.source)
         if not found:
             return None
         self.add(name, _choice(16, (2, 4, 8), "bytes per vector load/store (baseline 16)"),
                  found[0].start(), found[0].group(0))
-        self.source = _sub_code(_ALIGN16, lambda m: f"{m.group(1)}{m.group(2)}{name}{m.group(3)}",
+        self.source = code_sub(_ALIGN16, lambda m: f"{m.group(1)}{m.group(2)}{name}{m.group(3)}",
                                 self.source)
         return name
 
@@ -224,32 +229,43 @@ class _Lifter:
                     f"#ifndef {cname}", f"#ifndef {cname}\n", 1)
             return f"{m.group(1)}{cname}{m.group(3)}{pname}"
 
-        self.source = _sub_code(_CONST_DECL, repl_decl, self.source)
-        self.source = _sub_code(_DEFINE, repl_define, self.source)
+        self.source = code_sub(_CONST_DECL, repl_decl, self.source)
+        self.source = code_sub(_DEFINE, repl_define, self.source)
         return lifted
 
-    def add_launch_bounds(self, entry: str, pname: str) -> bool:
-        pattern = re.compile(r"(__global__\s+void\s+)(__launch_bounds__\s*\(\s*\d+\s*\)\s*)?"
+    def bind_launch_bounds(self, entry: str, pname: str, default: int, *, add: bool) -> None:
+        """Tie the entry's ``__launch_bounds__`` to ``pname``.
+
+        An existing ``__launch_bounds__(default[, ...])`` gets ``pname`` as its first argument;
+        with ``add`` and no bounds, ``__launch_bounds__(pname)`` is added.
+        """
+        pattern = re.compile(r"(__global__\s+void\s+)"
+                             r"(__launch_bounds__\s*\(\s*(\d+)\s*(,[^)]*)?\)\s*)?"
                              + re.escape(entry) + r"\s*\(")
-        match = None
         mask = code_mask(self.source)
-        for m in pattern.finditer(self.source):
-            if mask[m.start()]:
-                match = m
-                break
+        match = next((m for m in pattern.finditer(self.source) if mask[m.start()]), None)
         if match is None:
-            self.notes.append(f"entry {entry} not found; no __launch_bounds__ added")
-            return False
-        start, end = match.span(2) if match.group(2) else (match.end(1), match.end(1))
-        self.source = (self.source[:start] + f"__launch_bounds__({pname}) "
-                       + self.source[end:])
-        return True
+            self.notes.append(f"entry {entry} not found; __launch_bounds__ not tied to {pname}")
+            return
+        if match.group(2):
+            if int(match.group(3)) != default:
+                self.notes.append(f"__launch_bounds__({match.group(3)}) on {entry} differs from "
+                                  f"the block size {default}; left as it is")
+                return
+            start, end = match.span(3)
+            self.source = self.source[:start] + pname + self.source[end:]
+            self.notes.append(f"__launch_bounds__ of {entry} now follows {pname}")
+        elif add:
+            at = match.end(1)
+            self.source = self.source[:at] + f"__launch_bounds__({pname}) " + self.source[at:]
+            self.notes.append(f"{pname} bounds the launch: __launch_bounds__({pname}) added "
+                              f"to {entry}")
 
     def guard_block(self) -> None:
         """Insert ``#ifndef NAME / #define NAME default / #endif`` after the last #include."""
         todo = [p for p in self.params.values()
                 if not re.search(rf"#\s*ifndef\s+{p.name}\b", self.source)]
-        if not todo:
+        if not todo and not self.decls:
             return
         lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
                  "// the defaults are the baseline's values."]
@@ -257,7 +273,7 @@ class _Lifter:
             default = p.spec["default"]
             text = ("1" if default else "0") if isinstance(default, bool) else str(default)
             lines += [f"#ifndef {p.name}", f"#define {p.name} {text}", "#endif"]
-        block = "\n".join(lines) + "\n"
+        block = "\n".join([*lines, *self.decls]) + "\n"
         includes = [m for m in re.finditer(r"^[ \t]*#[ \t]*include\b.*$", self.source, re.M)
                     if code_mask(self.source)[m.start()]]
         if includes:
@@ -328,9 +344,10 @@ def lift_source(source: str, *, entry: str, grid: Sequence[str], block: Sequence
         lifter.add(block_name, {"kind": "pow2", "min": 32, "max": 1024, "default": found,
                                 "description": f"threads per block (baseline {found})"},
                    None, f"block = {list(block)}")
-        if lifter.add_launch_bounds(entry, block_name):
-            lifter.notes.append(f"{block_name} bounds the launch: __launch_bounds__({block_name}) "
-                                "added to the entry")
+        # blockDim-driven kernels do not name the block size: the bounds make it matter
+        lifter.bind_launch_bounds(entry, block_name, found, add=True)
+    elif "block" in named:
+        lifter.bind_launch_bounds(entry, block_name, named["block"][1], add=False)
     lifter.guard_block()
     return LiftedSource(source=lifter.source, params=tuple(lifter.params.values()),
                         constraints=tuple(constraints), grid=tuple(launch_grid),

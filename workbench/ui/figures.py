@@ -36,6 +36,7 @@ class AxisSpec:
 
     name: str
     scale: str = "linear"
+    ticks: tuple[Value, ...] = ()  # the parameter's values, when known: one tick each
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
             i = r * cols + c
             row.append({"type": "xy"} if i < len(axes) else None)
             if i < len(axes):
-                titles.append(f"runtime vs {axes[i].name}")
+                titles.append("")  # the x-axis title names the parameter
         specs.append(row)
     if cols == 1:
         specs.append([{"type": "xy"}])
@@ -189,14 +190,21 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
                                    marker={"symbol": "x", "size": 7, "color": []},
                                    hovertemplate="%{text}<extra></extra>", text=[]),
                       row=r + 1, col=c + 1)
-        xaxis = {"title_text": axis.name}
+        xaxis: dict[str, Any] = {"title_text": axis.name, "title_standoff": 2}
         if axis.scale == "log":
             xaxis["type"] = "log"
-            xaxis["dtick"] = math.log10(2)
         elif axis.scale == "category":
             xaxis["type"] = "category"
+        if axis.ticks and axis.scale != "category":
+            xaxis["tickvals"] = list(axis.ticks)
+            xaxis["ticktext"] = [str(v) for v in axis.ticks]
+            if axis.scale == "log" and len(axis.ticks) > 1:
+                lo, hi = float(min(axis.ticks)), float(max(axis.ticks))  # type: ignore[type-var]
+                pad = 0.15 * (math.log10(hi) - math.log10(lo))
+                xaxis["range"] = [math.log10(lo) - pad, math.log10(hi) + pad]
         fig.update_xaxes(row=r + 1, col=c + 1, **xaxis)
-        fig.update_yaxes(row=r + 1, col=c + 1, title_text="µs" if c == 0 else None)
+        fig.update_yaxes(row=r + 1, col=c + 1,
+                         title_text="runtime (µs)" if c == 0 else None)
     best_row = lay.param_rows + 1
     spd_row, spd_col = (best_row + 1, 1) if cols == 1 else (best_row, left + 1)
     fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name="best so far",
@@ -300,7 +308,9 @@ def axes_for(params: Sequence[Any]) -> list[AxisSpec]:
             scale = "category"
         else:
             scale = "linear"
-        axes.append(AxisSpec(name, scale))
+        values = p.values() if callable(getattr(p, "values", None)) else ()
+        ticks = tuple(values) if 1 < len(values) <= 16 and scale != "category" else ()
+        axes.append(AxisSpec(name, scale, ticks))
     return axes
 
 

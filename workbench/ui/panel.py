@@ -230,6 +230,8 @@ class WorkbenchPanel:
         self.eta.add_class("wb-eta")
         self.figure = go.FigureWidget(build_figure(self.axes, title=backend.kernel_name))
         self.figure.add_class("wb-figure")
+        figure_box = w.Box([self.figure])
+        figure_box.add_class("wb-figure-box")
         self.top_table = w.HTML(top_n_html([], param_names))
         self.top_table.add_class("wb-topn")
         from workbench.ui.clipboard import CopyButton
@@ -242,7 +244,7 @@ class WorkbenchPanel:
             w.HBox([self.strategy, self.budget]),
             w.HBox([self.launch_button, self.pause_button, self.stop_button]),
             w.HBox([self.progress, self.eta]),
-            self.figure,
+            figure_box,
             w.HBox([self.top_table, self.copy_button]),
             self.failures])
         search_tab.add_class("wb-tab-search")

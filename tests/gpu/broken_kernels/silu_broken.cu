@@ -25,9 +25,8 @@ extern "C" __global__ void silu_and_mul_kernel(scalar_t* __restrict__ out,
   const scalar_t* up_row = gate_row + d;
   scalar_t* out_row = out + token * static_cast<long long>(d);
 #if MODE == 2
-  // volatile so the compiler cannot prove the loop empty and drop it
-  volatile int spin = 1;
-  while (spin) { }
+  // an asm volatile body is a side effect, so the compiler cannot drop the endless loop
+  for (;;) { asm volatile("nanosleep.u32 1000;"); }
 #endif
   for (int j = threadIdx.x; j < d; j += blockDim.x) {
     const float g = static_cast<float>(gate_row[j]);
