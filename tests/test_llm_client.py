@@ -267,3 +267,48 @@ def test_tolerant_parser_refuses(text: str) -> None:
     with pytest.raises(LLMInvalidJSONError) as info:
         parse_json_object(text)
     assert info.value.raw_reply == text
+
+
+CLIENT_TRANSCRIPTS = sorted(p.stem for p in TRANSCRIPTS.glob("*.json")
+                            if not p.stem.startswith(("template_", "plan_")))
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", CLIENT_TRANSCRIPTS)
+def test_key_never_recorded_logged_or_raised(name: str, harness: Any,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    h = harness(name, timeout_s=0.3, max_attempts=3)
+    outcome = ""
+    try:
+        outcome = repr(h.client.complete(MESSAGES, Plan))
+    except Exception as exc:  # every failure mode counts: the key must not be in any of them
+        outcome = f"{exc!s} {exc!r} {getattr(exc, 'details', '')}"
+    assert h.records, "every exchange is recorded"
+    assert all(r["event"] in ("request", "reply", "error") for r in h.records)
+    assert_no_secret(h, caplog.text, outcome)
+    for req in h.server.requests:
+        assert SECRET not in req.raw_body  # the key travels only in the Authorization header
+        assert req.headers["authorization"] == f"Bearer {SECRET}"
+
+
+def test_server_also_serves_path_without_v1(harness: Any) -> None:
+    h = harness("success_json_schema", base_url=None)
+    h.client.close()
+    base = h.server.base_url.removesuffix("/v1")
+    h.client = LLMClient(LLMSettings(model="m", api_key=SECRET, base_url=base))
+    assert h.client.complete(MESSAGES, Plan).next_action is NextAction.TUNE_MORE
+    assert h.server.requests[0].path == "/chat/completions"
+
+
+@pytest.mark.parametrize(("headers", "expected"), [
+    ({"Retry-After": "2"}, 2.0),
+    ({"retry-after-ms": "250"}, 0.25),
+    ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # in the past: no wait
+    ({"Retry-After": "soon"}, None),
+    ({}, None),
+])
+def test_retry_after_parsing(headers: dict[str, str], expected: float | None) -> None:
+    from workbench.llm.client import _retry_after_s
+
+    assert _retry_after_s(headers) == expected

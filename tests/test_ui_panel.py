@@ -139,7 +139,7 @@ def panel_and_backend() -> Any:
 
 @pytest.mark.timeout(30)
 def test_launch_fills_charts_progress_and_top_table(panel_and_backend: Any) -> None:
-    panel, backend = panel_and_backend
+    panel, _backend = panel_and_backend
     panel.budget.value = 30
     panel.launch_button.click()
     assert "running" in panel.header.value

@@ -286,3 +286,24 @@ def test_plan_next_vets_configs(folder: KernelFolder, good: TemplateProposal, ll
     assert "unknown ['UNROLL']" in reasons[2]
     user = server.requests[0].body["messages"][1]["content"]
     assert "prompt plan_v1" in user and "- decode/bf16: 24 feasible of 24 raw" in user
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+def test_wrong_result_template_caught_and_repaired_on_gpu(folder: KernelFolder,
+                                                          llm: Any) -> None:
+    from workbench.core.errors import NoGPUError
+    from workbench.engine.runner import LocalRunner
+    from workbench.llm.validation import gpu_correctness
+
+    try:
+        LocalRunner(folder).close()
+    except NoGPUError as exc:
+        pytest.skip(f"no GPU: {exc.message}")
+    server, client = llm("template_wrong_result")
+    outcome = propose_template(folder, client, correctness=gpu_correctness(folder),
+                               repair_rounds=1)
+    first, second = outcome.attempts
+    assert any(p.startswith("[correctness]") for p in first.problems), first.problems
+    assert second.problems == ()
+    assert outcome.status == "ok" and outcome.report.verified_on_gpu  # type: ignore[union-attr]

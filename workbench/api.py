@@ -106,7 +106,7 @@ class Workbench:
     def runner(self) -> Any:
         """LocalRunner when a GPU is present, else ReplayRunner of the newest recording."""
         if self._runner is None:
-            self._runner = select_runner(self.folder)
+            self._runner = select_runner(self.folder, self._template)
         return self._runner
 
     @property
@@ -302,6 +302,10 @@ class Workbench:
         return f"proposed by the offline templater{llm_note}: {summary}"
 
     def _adopt(self, template: Any) -> None:
+        if self._runner is not None and getattr(self._runner, "template", None) is not template:
+            self._runner.close()  # runners are bound to a template; the next use makes one
+            self._runner = None
+            self._baselines.clear()
         self._template = template
         self._params = list(template.params)
         self._version_id = None
@@ -360,7 +364,6 @@ class Workbench:
     # --- results, exports, reports
     def results(self, shape: str | None = None, dtype: str | None = None) -> list[TrialResult]:
         """Every stored trial of this kernel's current template."""
-        from workbench.store.base import Provenance
 
         sha = hashlib.sha256(self._template.source.encode()).hexdigest()
         stored = self.store.trials(None, shape=shape, dtype=dtype)
@@ -433,21 +436,21 @@ class Workbench:
         return self._panel.widget
 
 
-def select_runner(folder: KernelFolder) -> Any:
+def select_runner(folder: KernelFolder, template: Any | None = None) -> Any:
     """LocalRunner if a GPU is usable here, else a ReplayRunner of the newest recording."""
     from workbench.core.errors import NoGPUError
 
     try:
         from workbench.engine.runner import LocalRunner
 
-        return LocalRunner(folder)
-    except (NoGPUError, ImportError):
+        return LocalRunner(folder, template)
+    except NoGPUError:
         from workbench.engine.replay import ReplayRunner
 
-        return ReplayRunner(folder, newest_recording(Path(folder.path)))
+        return ReplayRunner(folder, newest_recording(Path(folder.path)), template)
 
 
-def open(path: str | Path, **kwargs: Any) -> Any:  # noqa: A001 - the public name is `workbench.open`
+def open(path: str | Path, **kwargs: Any) -> Any:
     """``Workbench(path, **kwargs).panel()``: the panel for a kernel folder."""
     return Workbench(path, **kwargs).panel()
 

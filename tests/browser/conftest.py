@@ -117,7 +117,7 @@ def browser_page(lab_server: LabServer) -> Iterator[Any]:
             "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
             "--disable-dev-shm-usage"])
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": 2400})
         context.route("**/*", lambda route: route.continue_()
                       if route.request.url.startswith("http://127.0.0.1") else route.abort())
         page = context.new_page()

@@ -9,7 +9,7 @@ gate and review records.
 ``openai`` is imported only when an :class:`LLMClient` is made; ``pydantic`` is required.
 """
 
-from workbench.llm.client import ChatReply, LLMClient, LLMSettings, Usage, UsageCounter
+from workbench.llm.client import ChatClient, ChatReply, LLMClient, LLMSettings, Usage, UsageCounter
 from workbench.llm.errors import (
     LLMBudgetError,
     LLMConfigError,
@@ -43,6 +43,7 @@ from workbench.llm.validation import (
     ProposalOutcome,
     ValidationProblem,
     ValidationReport,
+    gpu_correctness,
     propose_template,
     validate_proposal,
 )
@@ -50,6 +51,7 @@ from workbench.llm.validation import (
 __all__ = [
     "PROMPT_VERSIONS",
     "UNVERIFIED_NOTE",
+    "ChatClient",
     "ChatReply",
     "Decision",
     "Iteration",
@@ -81,6 +83,7 @@ __all__ = [
     "UsageCounter",
     "ValidationProblem",
     "ValidationReport",
+    "gpu_correctness",
     "lift_source",
     "offline_template",
     "parse_json_object",

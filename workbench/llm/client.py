@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -147,6 +147,16 @@ class ChatReply:
     structured: bool  # True when it came back under a json_schema response_format
 
 
+class ChatClient(Protocol):
+    """What prompts-driven helpers need of a client: :class:`LLMClient` or a wrapper of it
+    (e.g. the agent's budgeted client)."""
+
+    def chat(self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None,
+             purpose: str = "") -> ChatReply: ...
+
+    def parse_reply(self, text: str, schema: type[ModelT]) -> ModelT: ...
+
+
 class _ResponseFormatRejectedError(Exception):
     """Internal: the endpoint answered 400 about response_format / json_schema."""
 
@@ -166,14 +176,26 @@ def _retry_after_s(headers: Mapping[str, str] | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(0.0, (parsed - datetime.now(UTC)).total_seconds())
+        pass
+    try:  # an HTTP date
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return max(0.0, (parsed - datetime.now(UTC)).total_seconds())
 
 
 class LLMClient:
     """Chat completions with structured output, retries, usage counting and recording.
+
+    ``recorder`` receives one dict per event, already scrubbed of the API key and of
+    Authorization headers, each with ``time_utc``, ``event``, ``purpose`` and ``attempt``:
+
+    * ``{"event": "request", "method": "POST", "url": ..., "body": {model, messages, ...}}``
+    * ``{"event": "reply", "status": 200, "headers": {...}, "request_headers": {...},
+      "body": "<raw HTTP body>"}`` (also for HTTP errors)
+    * ``{"event": "error", "error": "no reply within 30 s"}`` (timeouts, dropped connections)
 
     >>> client = LLMClient(LLMSettings.from_env())            # doctest: +SKIP
     >>> plan = client.complete(messages, Plan, purpose="plan")  # doctest: +SKIP

@@ -16,7 +16,7 @@ from workbench.core.hardware import DEVICES, DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config
 from workbench.core.template import KernelTemplate
-from workbench.llm.client import LLMClient
+from workbench.llm.client import ChatClient
 from workbench.llm.prompts import KernelBrief, PromptContext, plan_messages
 from workbench.llm.schemas import Plan, TemplateProposal
 
@@ -78,7 +78,7 @@ def vet_configs(folder: KernelFolder, template: KernelTemplate,
     return good, bad
 
 
-def plan_next(folder: KernelFolder, client: LLMClient, template: KernelTemplate, *,
+def plan_next(folder: KernelFolder, client: ChatClient, template: KernelTemplate, *,
               context: PromptContext | None = None, guidance: str = "") -> PlanOutcome:
     """Ask for a :class:`Plan` about ``template`` given the measurements in ``context``.
 

@@ -37,7 +37,7 @@ from workbench.core.expr import parse_constraint, parse_expr
 from workbench.core.hardware import DEVICES, DeviceSpec, device_env, launch_problem
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
-from workbench.core.records import Config, Status, TrialResult
+from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.llm.errors import (
     LLMInvalidJSONError,
@@ -50,7 +50,7 @@ from workbench.llm.schemas import TemplateProposal
 from workbench.llm.templater import code_mask, unified_diff
 
 if TYPE_CHECKING:
-    from workbench.llm.client import LLMClient
+    from workbench.llm.client import ChatClient
 
 UNVERIFIED_NOTE = "unverified: needs a GPU"
 
@@ -66,6 +66,21 @@ class CompilerLike(Protocol):
     """What validation needs of :class:`workbench.engine.compiler.Compiler`."""
 
     def compile(self, instance: Any, *, timeout_s: float | None = None) -> Any: ...
+
+
+def gpu_correctness(folder: KernelFolder, **runner_options: Any) -> CorrectnessCheck:
+    """A :class:`CorrectnessCheck` on the local GPU: a ``LocalRunner`` for the proposed
+    template verifies the config against the baseline's outputs (and times it).
+
+    Raises NoGPUError when this machine cannot run kernels (checked on first use).
+    """
+    from workbench.engine.runner import LocalRunner  # the GPU edge, only when asked for
+
+    def check(template: KernelTemplate, config: Config, shape: str, dtype: str) -> TrialResult:
+        with LocalRunner(folder, template, **runner_options) as runner:
+            return next(iter(runner.measure([Candidate(Config(config), shape, dtype)])))
+
+    return check
 
 
 @dataclass(frozen=True)
@@ -316,7 +331,7 @@ class ProposalOutcome:
         return list(self.attempts[-1].problems) if self.attempts else ["no attempt made"]
 
 
-def propose_template(folder: KernelFolder, client: LLMClient, *,
+def propose_template(folder: KernelFolder, client: ChatClient, *,
                      context: PromptContext | None = None, device: DeviceSpec | None = None,
                      compiler: CompilerLike | None = None,
                      correctness: CorrectnessCheck | None = None,

@@ -38,7 +38,7 @@ export default { render };
 """
 
 
-class CopyButton(anywidget.AnyWidget):  # type: ignore[misc]
+class CopyButton(anywidget.AnyWidget):
     """Button that writes ``text`` to the clipboard; ``copies`` counts successful copies."""
 
     _esm = _ESM

@@ -198,10 +198,13 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
         if axis.ticks and axis.scale != "category":
             xaxis["tickvals"] = list(axis.ticks)
             xaxis["ticktext"] = [str(v) for v in axis.ticks]
-            if axis.scale == "log" and len(axis.ticks) > 1:
-                lo, hi = float(min(axis.ticks)), float(max(axis.ticks))  # type: ignore[type-var]
+            lo, hi = float(min(axis.ticks)), float(max(axis.ticks))
+            if axis.scale == "log" and lo > 0 and hi > lo:
                 pad = 0.15 * (math.log10(hi) - math.log10(lo))
                 xaxis["range"] = [math.log10(lo) - pad, math.log10(hi) + pad]
+            elif axis.scale == "linear" and hi > lo:
+                pad = 0.15 * (hi - lo)
+                xaxis["range"] = [lo - pad, hi + pad]
         fig.update_xaxes(row=r + 1, col=c + 1, **xaxis)
         fig.update_yaxes(row=r + 1, col=c + 1,
                          title_text="runtime (µs)" if c == 0 else None)
@@ -276,8 +279,8 @@ def trace_updates(data: ChartData, layout: FigureLayout) -> dict[int, dict[str, 
     out[layout.speedup_trace] = {"x": list(data.iterations), "y": list(data.iteration_speedups)}
     dims: list[dict[str, Any]] = []
     for axis in layout.axes:
-        vals = [v for v, k in zip(data.values.get(axis.name, ()), ok, strict=False) if k]
-        dims.append({"label": axis.name, **_numeric_dimension(vals)})
+        kept = [v for v, k in zip(data.values.get(axis.name, ()), ok, strict=False) if k]
+        dims.append({"label": axis.name, **_numeric_dimension(kept)})
     dims.append({"label": "µs", "values": times_ok})
     out[layout.parcoords_trace] = {"dimensions": dims, "line.color": times_ok}
     return out
@@ -301,10 +304,8 @@ def axes_for(params: Sequence[Any]) -> list[AxisSpec]:
         kind = d.get("kind")
         if kind == "pow2":
             scale = "log"
-        elif kind == "choice" and any(not isinstance(v, int | float) or isinstance(v, bool)
-                                      for v in d.get("values", ())):
-            scale = "category"
-        elif kind == "bool":
+        elif (kind == "choice" and any(not isinstance(v, int | float) or isinstance(v, bool)
+                                      for v in d.get("values", ()))) or kind == "bool":
             scale = "category"
         else:
             scale = "linear"

@@ -1,0 +1,55 @@
+"""A tiny launcher for Nsight Compute: ``python _ncu_driver.py problem.json``.
+
+Loads one cubin with pycuda, fills every buffer with random numbers (element dtype bits for
+bf16/fp16 are drawn as small random floats' bit patterns), launches the kernel three times
+and synchronises. It checks nothing: correctness is the GPU worker's job. Runs only under
+``ncu`` from :func:`workbench.agent.profile.profile_config`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+
+def main(path: str) -> None:
+    import pycuda.autoinit  # noqa: F401  (creates the context)
+    import pycuda.driver as drv
+
+    problem = json.loads(open(path, encoding="utf-8").read())
+    module = drv.module_from_file(problem["cubin"])
+    kernel = module.get_function(problem["entry"])
+    rng = np.random.default_rng(0)
+    args, keep = [], []
+    for arg in problem["args"]:
+        dtype = arg["dtype"]
+        if arg["role"] == "scalar":
+            value = arg["value"]
+            args.append(np.int64(value) if dtype == "i64" else
+                        np.float32(value) if dtype == "f32" else np.int32(value))
+            continue
+        count = int(np.prod(arg["shape"])) if arg["shape"] else 1
+        values = rng.standard_normal(count).astype(np.float32)
+        if dtype == "bf16":
+            host = (values.view(np.uint32) >> 16).astype(np.uint16)
+        elif dtype == "fp16":
+            host = values.astype(np.float16).view(np.uint16)
+        elif dtype == "i32":
+            host = rng.integers(0, 8, count).astype(np.int32)
+        elif dtype == "i64":
+            host = rng.integers(0, 8, count).astype(np.int64)
+        else:
+            host = values
+        buffer = drv.to_device(host)
+        keep.append(buffer)
+        args.append(buffer)
+    for _ in range(3):
+        kernel(*args, grid=tuple(problem["grid"]), block=tuple(problem["block"]),
+               shared=int(problem["smem_bytes"]))
+    drv.Context.synchronize()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

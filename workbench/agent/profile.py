@@ -1,0 +1,120 @@
+"""Optional Nsight Compute metrics for the planner's prompt.
+
+:func:`profile_config` runs ``ncu`` on a small driver (this package's own
+``_ncu_driver.py``: it loads one compiled cubin with pycuda, fills the inputs with random
+numbers and launches the kernel a few times). It returns None, never raises, when ``ncu``
+is not on PATH, there is no GPU, pycuda is missing, or anything goes wrong: profiling
+enriches the prompt but never fails the loop. Profiler text is data in prompts (fenced by
+:mod:`workbench.llm.prompts`).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.records import Config
+from workbench.core.template import KernelTemplate
+
+log = logging.getLogger(__name__)
+
+NCU_METRICS: tuple[str, ...] = (
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "lts__t_sector_hit_rate.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__time_duration.sum",
+    "launch__registers_per_thread",
+    "smsp__average_warp_latency_issue_stalled_long_scoreboard.pct",
+)
+DRIVER = Path(__file__).with_name("_ncu_driver.py")
+
+
+def ncu_available() -> bool:
+    """``ncu`` on PATH, a CUDA device node and pycuda importable."""
+    has_device = os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+    return (shutil.which("ncu") is not None and has_device
+            and importlib.util.find_spec("pycuda") is not None)
+
+
+def parse_ncu_csv(text: str) -> dict[str, float | str]:
+    """Metric name -> value from ``ncu --csv`` output (the first kernel row of each metric).
+
+    Numbers lose their thousands separators and become floats; other values stay text.
+    Lines before the CSV header (``==PROF==`` notices, the driver's output) are skipped.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return {}
+    out: dict[str, float | str] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        name, value = row.get("Metric Name"), row.get("Metric Value")
+        if not name or value is None or name in out:
+            continue
+        unit = (row.get("Metric Unit") or "").strip()
+        key = f"{name} ({unit})" if unit else name
+        try:
+            out[key] = float(value.replace(",", ""))
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def _problem(folder: KernelFolder, template: KernelTemplate, config: Config, shape: str,
+             dtype: str, cubin: str) -> dict[str, Any]:
+    env = folder.env(shape, dtype)
+    launch = template.launch_for(config, env)
+    args = []
+    for arg in folder.args:
+        entry: dict[str, Any] = {"name": arg.name, "role": arg.role,
+                                 "dtype": arg.resolved_dtype(dtype)}
+        if arg.role == "scalar":
+            assert arg.value is not None
+            entry["value"] = arg.value.evaluate(env)
+        else:
+            entry["shape"] = list(arg.shape_for(env))
+        args.append(entry)
+    return {"cubin": cubin, "entry": template.entry, "grid": list(launch.grid),
+            "block": list(launch.block), "smem_bytes": launch.smem_bytes, "args": args}
+
+
+def profile_config(folder: KernelFolder, template: KernelTemplate, config: Config, shape: str,
+                   dtype: str, *, compiler: Any, metrics: Sequence[str] = NCU_METRICS,
+                   timeout_s: float = 120.0) -> Mapping[str, float | str] | None:
+    """Nsight Compute metrics of one config at (shape, dtype), or None (see module doc)."""
+    if not ncu_available():
+        return None
+    try:
+        compiled = compiler.compile(template.render(config, dtype))
+        if not compiled.ok or compiled.cubin_path is None:
+            return None
+        with tempfile.TemporaryDirectory(prefix="wb-ncu-") as tmp:
+            problem_path = Path(tmp) / "problem.json"
+            problem_path.write_text(json.dumps(
+                _problem(folder, template, config, shape, dtype, compiled.cubin_path)))
+            command = [str(shutil.which("ncu")), "--csv", "--metrics", ",".join(metrics),
+                       "--kernel-name", template.entry, "--launch-skip", "1",
+                       "--launch-count", "1", sys.executable, str(DRIVER), str(problem_path)]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                  check=False)
+        if done.returncode != 0:
+            log.warning("ncu exited with %d: %s", done.returncode, done.stderr[-500:])
+            return None
+        return parse_ncu_csv(done.stdout) or None
+    except Exception:  # profiling is optional: never fail the loop
+        log.warning("profiling %s %s/%s failed; continuing without profiler metrics",
+                    template.name, shape, dtype, exc_info=True)
+        return None

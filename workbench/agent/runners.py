@@ -1,0 +1,79 @@
+"""Which runner measures which template version, and the provenance that keys its trials.
+
+A runner measures one template (``LocalRunner(folder, template)``), so each new version
+needs a runner for it. ``run_agent`` accepts either a *factory* ``template -> Runner`` or a
+runner instance, from which a runner for another template is derived here:
+
+* an object with ``for_template(template)`` (e.g. the tests' SyntheticRunner) is asked;
+* a :class:`~workbench.engine.replay.ReplayRunner` is rebuilt over the same recording (it
+  answers by config; a template text that differs from the recorded one is flagged in its
+  description and every result);
+* a :class:`~workbench.engine.runner.LocalRunner` gets a sibling with the same settings,
+  compiler and seed: a new isolated GPU worker (LLM-written CUDA only ever runs there);
+* any other runner is used only for the template it already measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.template import KernelTemplate
+from workbench.engine.replay import ReplayRunner
+from workbench.engine.runner import LocalRunner, Runner
+from workbench.store.base import Provenance
+
+RunnerFactory = Callable[[KernelTemplate], Runner]
+
+
+class AgentRunnerError(WorkbenchError):
+    """No runner can measure a template version (``template_sha256``, ``runner``)."""
+
+
+def is_runner(obj: object) -> bool:
+    """Whether ``obj`` looks like a runner (rather than a factory)."""
+    return hasattr(obj, "measure") and hasattr(obj, "baseline")
+
+
+def is_live(runner: object) -> bool:
+    """Whether ``runner`` measures on a real GPU here (only then is a profiler useful)."""
+    return isinstance(runner, LocalRunner)
+
+
+def derive_runner(runner: Runner | RunnerFactory, template: KernelTemplate) -> tuple[Runner, bool]:
+    """A runner for ``template`` and whether the caller owns it (must close it)."""
+    if not is_runner(runner):
+        return runner(template), True  # type: ignore[operator]
+    current = getattr(runner, "template", None)
+    if isinstance(current, KernelTemplate) and current == template:
+        return runner, False  # type: ignore[return-value]
+    for_template = getattr(runner, "for_template", None)
+    if callable(for_template):
+        return for_template(template), True
+    if isinstance(runner, ReplayRunner):
+        return ReplayRunner(runner.folder, runner.recording, template=template), True
+    if isinstance(runner, LocalRunner):
+        return LocalRunner(runner.folder, template, runner.settings, compiler=runner.compiler,
+                           seed=runner.seed, jobs=runner.jobs), True
+    if current is None:
+        return runner, False  # type: ignore[return-value]
+    raise AgentRunnerError(
+        f"{type(runner).__name__} measures one template and cannot measure template "
+        f"{template.source_sha256[:12]}; pass a factory `template -> Runner` to run_agent",
+        template_sha256=template.source_sha256, runner=type(runner).__name__)
+
+
+def provenance_for(runner: Any, template: KernelTemplate) -> Provenance:
+    """What keys the trials of ``template`` measured by ``runner`` (as the API does)."""
+    own = getattr(runner, "provenance", None)
+    if callable(own):
+        own = own(template)
+    if isinstance(own, Provenance):
+        return own
+    compiler = getattr(runner, "compiler", None)
+    flags = " ".join(getattr(compiler, "flags", ()) or ())
+    device = runner.device
+    return Provenance(template_sha256=template.source_sha256, flags=flags,
+                      arch=str(getattr(device, "arch", "")),
+                      device=str(getattr(runner, "description", device.name)))
