@@ -17,15 +17,16 @@ import json
 import logging
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, TrialResult  # noqa: E402
+from workbench.core.records import Candidate, Config, TrialResult  # noqa: E402
 from workbench.engine.bench import BenchSettings, CopyTiming  # noqa: E402
-from workbench.engine.recording import Recording, save_recording  # noqa: E402
+from workbench.engine.recording import Recording, load_recording, save_recording  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
 
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
@@ -34,17 +35,65 @@ DTYPES = ("bf16", "fp16")
 SWEEP = BenchSettings(warmup_ms=1.0, min_reps=10, max_reps=400, max_time_s=0.1,
                       target_rse_pct=0.5, flush_l2=True, timeout_s=5.0, batch_reps=10)
 MAX_SAMPLES = 400
+KEEP_SAMPLES_FASTEST = 25
+SAMPLES_NOTE = (f"raw samples_us kept for baselines, copies, the template default and the "
+                f"{KEEP_SAMPLES_FASTEST} fastest ok configs of each shape/dtype")
+
+
+def _r(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(float(value), digits)
 
 
 def _slim(result: TrialResult) -> TrialResult:
-    samples = result.extra.get("samples_us")
-    if samples is None:
-        return result
-    extra = dict(result.extra)
-    extra["samples_us"] = [round(float(x), 3) for x in samples[:MAX_SAMPLES]]
-    from dataclasses import replace
+    """Smaller JSON, same measurements: times rounded to 1 ns (CUDA events resolve ~0.5 us),
+    durations to 0.1 ms, NVML detail dropped (the timing keeps clocks, temperature and the
+    throttle flag), at most MAX_SAMPLES raw samples."""
+    extra = {k: v for k, v in result.extra.items() if k != "nvml"}
+    if "samples_us" in extra:
+        extra["samples_us"] = [round(float(x), 3) for x in extra["samples_us"][:MAX_SAMPLES]]
+    timing = result.timing
+    if timing is not None:
+        timing = replace(timing, median_us=round(timing.median_us, 3),
+                         min_us=round(timing.min_us, 3), q1_us=round(timing.q1_us, 3),
+                         q3_us=round(timing.q3_us, 3), mean_us=round(timing.mean_us, 3),
+                         rse_median_pct=round(timing.rse_median_pct, 3))
+    err = result.max_abs_err
+    return replace(result, timing=timing, extra=extra, compile_s=_r(result.compile_s, 4),
+                   verify_s=_r(result.verify_s, 4), bench_s=_r(result.bench_s, 4),
+                   max_abs_err=None if err is None else float(f"{err:.4g}"))
 
-    return replace(result, extra=extra)
+
+def keep_samples_of_fastest(trials: list[TrialResult], default: Config,
+                            keep: int = KEEP_SAMPLES_FASTEST) -> list[TrialResult]:
+    """Drop raw samples except for the ``keep`` fastest ok configs of each (shape, dtype)
+    and the template's default config (the summary statistics stay for every config)."""
+    fastest: dict[tuple[str, str], list[TrialResult]] = {}
+    for t in trials:
+        if t.timing is not None:
+            fastest.setdefault((t.shape, t.dtype), []).append(t)
+    kept: set[int] = set()
+    for group in fastest.values():
+        group.sort(key=lambda t: t.timing.median_us if t.timing else 0.0)
+        kept.update(id(t) for t in group[:keep])
+    out = []
+    for t in trials:
+        if id(t) not in kept and t.config != default and "samples_us" in t.extra:
+            t = replace(t, extra={k: v for k, v in t.extra.items() if k != "samples_us"})
+        out.append(t)
+    return out
+
+
+def reslim(path: Path) -> None:
+    """Apply :func:`_slim` and :func:`keep_samples_of_fastest` to a recording in place."""
+    rec = load_recording(path)
+    folder = load_kernel_folder(ROOT / "sample_kernels" / rec.kernel)
+    copies = tuple(replace(c, samples_us=tuple(round(x, 3) for x in c.samples_us))
+                   for c in rec.copy)
+    trials = keep_samples_of_fastest([_slim(t) for t in rec.trials],
+                                     folder.template.default_config())
+    sweep = {**rec.sweep, "samples_kept": SAMPLES_NOTE}
+    save_recording(replace(rec, copy=copies, baseline=tuple(_slim(t) for t in rec.baseline),
+                           trials=tuple(trials), sweep=sweep), path)
 
 
 def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
@@ -64,7 +113,8 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
                     break
                 t0 = time.perf_counter()
                 baselines.append(_slim(runner.baseline(shape, dtype)))
-                copies.append(runner.copy_timing(shape, dtype))
+                copy = runner.copy_timing(shape, dtype)
+                copies.append(replace(copy, samples_us=tuple(round(x, 3) for x in copy.samples_us)))
                 space = folder.space(shape, dtype, runner.device)
                 candidates = [Candidate(c, shape, dtype) for c in space]
                 n0 = len(trials)
@@ -86,12 +136,15 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
             "recovery_s": [round(x, 2) for x in st.recovery_s],
             "status_counts": st.status_counts, "jobs": runner.jobs,
             "nvcc": runner.compiler.version.splitlines()[-1] if runner.compiler.version else "",
+            "samples_kept": SAMPLES_NOTE,
         }
         recording = Recording(kernel=folder.name,
                               template_sha256=folder.template.source_sha256,
                               device={**runner.facts, "spec": runner.device.key},
                               date=date, bench=SWEEP.to_dict(), copy=tuple(copies),
-                              baseline=tuple(baselines), trials=tuple(trials), sweep=sweep)
+                              baseline=tuple(baselines),
+                              trials=tuple(keep_samples_of_fastest(
+                                  trials, folder.template.default_config())), sweep=sweep)
         path = save_recording(recording, out / f"{name}.json")
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     print(json.dumps(sweep))
@@ -100,11 +153,19 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--reslim", type=Path, nargs="*", default=[],
+                        help="only shrink these existing recordings in place")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--budget-s", type=float, default=480.0)
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.reslim:
+        for path in args.reslim:
+            reslim(path)
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
     args.out.mkdir(parents=True, exist_ok=True)
     date = dt.datetime.now(dt.UTC).date().isoformat()
     deadline = time.perf_counter() + args.budget_s

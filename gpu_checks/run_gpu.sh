@@ -7,7 +7,7 @@ set -uo pipefail
 what="${1:-all}"; shift || true
 OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
 if [ -d .device/wheels ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl \
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .device/wheels/*.whl \
     || { echo "wheel install failed"; exit 1; }
   export PYTHONPATH="/tmp/site:$PWD"
 fi

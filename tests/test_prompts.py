@@ -159,3 +159,19 @@ def test_fence_appends_newline_and_defuses() -> None:
 def test_missing_prompt_file_fails() -> None:
     with pytest.raises(FileNotFoundError):
         load_prompt("template", "v999")
+
+
+def test_kernel_brief_from_sample_folder() -> None:
+    from workbench.core.kernel_folder import load_kernel_folder
+
+    folder = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
+                                "silu_and_mul")
+    brief = KernelBrief.from_folder(folder)
+    assert brief.entry == "silu_and_mul_kernel"
+    assert brief.args[0] == "out: T[tokens, d] (out)"
+    assert brief.args[-1].endswith("(scalar)")
+    assert brief.shape_names == ("tokens", "d")
+    assert brief.baseline_source == (folder.path / "baseline.cu").read_text()
+    user = template_messages(brief, PromptContext(device=get_device("h100")))[1]["content"]
+    assert "<<<BEGIN DATA: baseline.cu>>>" in user
+    assert "the shape names\n  (tokens, d), elem_bytes" in user

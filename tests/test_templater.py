@@ -185,3 +185,21 @@ def test_synthetic_lift_compiles(compiler: Compiler) -> None:
                     "UNROLL_2": 1}):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, result.log[-2000:]
+
+
+@pytest.mark.gpu
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", SAMPLE_NAMES)
+def test_sample_offline_template_defaults_correct_on_gpu(name: str) -> None:
+    from workbench.core.errors import NoGPUError
+    from workbench.engine.runner import LocalRunner
+    from workbench.llm.validation import gpu_correctness, validate_proposal
+
+    folder = _folder(name)
+    try:
+        LocalRunner(folder).close()
+    except NoGPUError as exc:
+        pytest.skip(f"no GPU: {exc.message}")
+    result = offline_template(folder)
+    report = validate_proposal(result.proposal, folder, correctness=gpu_correctness(folder))
+    assert report.status == "ok", report.messages()

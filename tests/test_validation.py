@@ -307,3 +307,4 @@ def test_wrong_result_template_caught_and_repaired_on_gpu(folder: KernelFolder,
     assert any(p.startswith("[correctness]") for p in first.problems), first.problems
     assert second.problems == ()
     assert outcome.status == "ok" and outcome.report.verified_on_gpu  # type: ignore[union-attr]
+    assert server.remaining_steps == 0

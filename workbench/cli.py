@@ -10,10 +10,11 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.core.errors import WorkbenchError
-from workbench.core.hardware import DeviceSpec, get_device, launch_problem, occupancy
+from workbench.core.hardware import DeviceSpec, get_device, occupancy
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Occupancy, ResourceUsage
 
@@ -76,21 +77,20 @@ class ConfigVerdict:
 
 def hardware_verdict(folder: KernelFolder, config: Config, shape: str, dtype: str,
                      spec: DeviceSpec, usage: ResourceUsage | None = None) -> ConfigVerdict:
-    """Launch limits always; occupancy and spills when the compiler's usage is known."""
+    """Launch limits always; shared memory, occupancy and spills when ptxas's usage is known."""
+    from workbench.search.pruning import launch_decision, resource_decision
+
     env = folder.env(shape, dtype, spec)
     launch = folder.template.launch_for(config, env)
-    reason = launch_problem(spec, launch.grid, launch.block, launch.smem_bytes)
+    decision = launch_decision(config, folder.template.launch, env, spec)
     occ = None
-    if reason is None and usage is not None:
+    if decision is None and usage is not None:
         full = usage.with_dynamic_smem(launch.smem_bytes)
+        decision = resource_decision(config, full, spec, launch.threads_per_block,
+                                     allow_spills=False)
         occ = occupancy(spec, full, launch.threads_per_block)
-        if occ.blocks_per_sm == 0:
-            reason = f"no block fits on an SM (limited by {occ.limited_by})"
-        elif usage.spills:
-            reason = (f"spills registers ({usage.spill_store_bytes} B stores, "
-                      f"{usage.spill_load_bytes} B loads at {usage.regs_per_thread} regs)")
-    return ConfigVerdict(config, reason, launch.threads_per_block, launch.blocks,
-                         launch.smem_bytes, usage, occ)
+    return ConfigVerdict(config, decision.reason if decision else None, launch.threads_per_block,
+                         launch.blocks, launch.smem_bytes, usage, occ)
 
 
 def _compile(folder: KernelFolder, configs: Sequence[Config], dtype: str, arch: str,
@@ -232,6 +232,161 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Search one shape on the GPU (or a replay), store every trial, report the best."""
+    from workbench.agent.runners import provenance_for
+    from workbench.core.errors import NoGPUError
+    from workbench.core.events import BestImproved, TrialFinished
+    from workbench.engine.tuning import summarize_tuning
+    from workbench.search.budget import Budget, SearchConfig
+    from workbench.search.orchestrator import Search
+    from workbench.search.pruning import LaunchPruner
+    from workbench.store.sqlite import SQLiteStore
+
+    folder = load_kernel_folder(args.folder)
+    dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
+    folder.shape_values(args.shape)
+    try:
+        runner = _runner_for(folder, args.replay)
+    except NoGPUError as exc:
+        print(f"workbench tune needs a CUDA GPU for live measurement: {exc.message}\n"
+              f"On this machine, replay the committed recording instead:\n"
+              f"  workbench tune {args.folder} --shape {args.shape} --replay", file=sys.stderr)
+        return 3
+    out = args.stdout
+    with runner:
+        device = runner.device
+        space = folder.space(args.shape, dtype, device)
+        budget = Budget(max_evaluations=args.budget if args.budget is not None else space.size,
+                        max_wall_s=args.max_time, patience=args.patience)
+        config = SearchConfig(shapes=(args.shape,), dtype=dtype, strategy=args.strategy,
+                              seed=args.seed, budget=budget, batch_size=args.batch)
+        store = SQLiteStore(args.store)
+        session = store.create_session(folder.name, notes=f"workbench tune {args.shape}/{dtype}")
+        baseline = runner.baseline(args.shape, dtype)
+        print(f"{folder.name} @ {args.shape} [{dtype}] on {runner.description}\n"
+              f"space: {space.size} configs after constraints ({space.raw_size} raw); "
+              f"strategy {args.strategy}, budget {budget.max_evaluations}; store {args.store}",
+              file=out)
+        search = Search({args.shape: space}, runner, config, store=store,
+                        provenance=provenance_for(runner, folder.template),
+                        session_id=session.id,
+                        pruners=[LaunchPruner(folder.template.launch, device,
+                                              lambda s: folder.env(s, dtype, device))],
+                        baselines_us={args.shape: baseline.median_us}
+                        if baseline.median_us else None)
+        bar = Progress(budget.max_evaluations or space.size, "tuning", force=args.progress)
+
+        def on_event(event: object) -> None:
+            if isinstance(event, TrialFinished) and event.result.status.value != "pruned":
+                bar.step()
+            elif isinstance(event, BestImproved) and args.verbose:
+                print(f"  best {event.result.median_us:.2f} us {dict(event.result.config)}",
+                      file=out)
+
+        search.events.subscribe(on_event)
+        outcome = search.run()
+        results = search.results(args.shape)
+        shape_outcome = outcome.shapes[args.shape]
+        print(f"stopped: {shape_outcome.reason}; {shape_outcome.evaluated} evaluated "
+              f"({shape_outcome.measured_now} measured now, the rest resumed from the store)",
+              file=out)
+        report = summarize_tuning(folder, args.shape, dtype, runner, results, top=args.top)
+        print(report.summary(), file=out)
+    return 0
+
+
+def _llm_client(args: argparse.Namespace) -> Any:
+    """An LLM client when an endpoint is configured (flags or environment), else None."""
+    import os
+
+    if not (args.model or os.environ.get("WORKBENCH_MODEL")):
+        return None
+    from workbench.llm.client import LLMClient, LLMSettings
+
+    settings = LLMSettings.from_env(model=args.model, base_url=args.base_url)
+    return LLMClient(settings)
+
+
+def cmd_propose(args: argparse.Namespace) -> int:
+    from workbench.agent import parameter_table, propose_only
+
+    folder = load_kernel_folder(args.folder)
+    client = _llm_client(args)
+    proposed = propose_only(folder, client)
+    out = args.stdout
+    source = "the LLM" if proposed.origin == "llm" else "the offline templater (no LLM configured)"
+    print(f"{folder.name}: template proposed by {source}\n", file=out)
+    print(proposed.diff, file=out)
+    if proposed.template is not None:
+        print(parameter_table(proposed.template), file=out)
+    report = proposed.report
+    if report is not None:
+        print(f"\nvalidation: {report.status}", file=out)
+        for line in [*report.messages(), *report.checks_skipped]:
+            print(f"  - {line}", file=out)
+    return 0 if report is None or report.status != "failed" else 1
+
+
+def _runner_for(folder: KernelFolder, replay: str | None) -> Any:
+    """LocalRunner on a GPU; the recording (newest, or the file named) with --replay."""
+    from workbench.engine.replay import ReplayRunner
+    from workbench.engine.runner import LocalRunner
+
+    if replay is not None:
+        return ReplayRunner(folder, replay or None)
+    return LocalRunner(folder)
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from workbench.agent import run_agent, speedup_per_iteration
+    from workbench.engine.runner import LocalRunner
+    from workbench.store.sqlite import SQLiteStore
+
+    folder = load_kernel_folder(args.folder)
+    client = _llm_client(args)
+    store = SQLiteStore(args.store)
+    runner: Any
+    if args.replay is not None:
+        runner = _runner_for(folder, args.replay)
+    else:
+        LocalRunner(folder).close()  # fails fast with NoGPUError (and the replay hint)
+
+        def runner(template: Any) -> Any:
+            return LocalRunner(folder, template)
+    outcome = run_agent(folder, runner=runner, store=store, client=client,
+                        iterations=args.iterations, llm_calls=args.llm_calls,
+                        auto_approve=args.auto_approve, strategy=args.strategy,
+                        budget=args.budget, shape=args.shape, dtype=args.dtype,
+                        initial_template=folder.template if args.replay is not None else None)
+    out = args.stdout
+    print(f"agent {outcome.state}: {outcome.reason} (session {outcome.session_id}, "
+          f"{outcome.llm_calls} LLM calls)", file=out)
+    rows = [[p.iteration, p.best_us, p.baseline_us, p.speedup]
+            for p in speedup_per_iteration(store, outcome.session_id)]
+    if rows:
+        print(format_table(["iteration", "best_us", "baseline_us", "speedup"], rows), file=out)
+    if outcome.waiting_for_review:
+        print("a template waits for review: approve it in the panel or rerun with "
+              "--auto-approve", file=out)
+    return 0 if outcome.state == "done" else 1
+
+
+def cmd_lab(args: argparse.Namespace) -> int:
+    """Open JupyterLab on the notebooks (replay without a GPU, live with one)."""
+    import os
+    import subprocess
+
+    root = Path(args.root)
+    if not root.is_dir():
+        raise WorkbenchError(f"{root} is not a folder of notebooks", key="root", value=str(root))
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
+               f"--ServerApp.ip={args.ip}", f"--ServerApp.port={args.port}"]
+    if args.no_browser:
+        command.append("--no-browser")
+    return subprocess.call(command, env={**os.environ, "WORKBENCH_STORE": str(root / "workbench.sqlite")})
+
+
 def _product(lists: Sequence[Sequence[Any]]) -> Iterable[tuple[Any, ...]]:
     import itertools
 
@@ -261,6 +416,59 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip compiling (no register/occupancy pruning)")
     p.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
     p.set_defaults(func=cmd_space)
+
+    p = sub.add_parser("tune", help="search a shape on the GPU (or --replay), report the best")
+    p.add_argument("folder")
+    p.add_argument("--shape", required=True)
+    p.add_argument("--dtype")
+    p.add_argument("--strategy", default="exhaustive",
+                   help="exhaustive | random | guided | tpe | gp | cmaes")
+    p.add_argument("--budget", type=int, default=None,
+                   help="evaluations (default: the whole space); resumed trials count")
+    p.add_argument("--patience", type=int, default=None,
+                   help="stop after this many evaluations without a new best")
+    p.add_argument("--max-time", type=float, default=None, help="wall-time budget in seconds")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--batch", type=int, default=16,
+                   help="candidates handed to the runner at once (compiled in parallel)")
+    p.add_argument("--top", type=int, default=5)
+    p.add_argument("--store", default="workbench.sqlite",
+                   help="SQLite file; rerunning resumes where it stopped")
+    p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
+                   help="answer from a recording instead of the GPU (newest if no file)")
+    p.add_argument("--progress", action="store_true", help="progress bar even when piped")
+    p.add_argument("--verbose", action="store_true", help="print every new best")
+    p.set_defaults(func=cmd_tune)
+
+    p = sub.add_parser("propose", help="stage 1 only: propose a template, show diff and parameters")
+    p.add_argument("folder")
+    p.add_argument("--model", help="LLM model (default: $WORKBENCH_MODEL; none = offline templater)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    p.set_defaults(func=cmd_propose)
+
+    p = sub.add_parser("agent", help="plan -> generate -> review -> tune -> test, repeated")
+    p.add_argument("folder")
+    p.add_argument("--iterations", type=int, default=3)
+    p.add_argument("--llm-calls", type=int, default=12, help="LLM-call budget")
+    p.add_argument("--model")
+    p.add_argument("--base-url")
+    p.add_argument("--auto-approve", action="store_true",
+                   help="tune proposed templates without a human approval")
+    p.add_argument("--shape", default=None)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--strategy", default="guided")
+    p.add_argument("--budget", type=int, default=32, help="evaluations per tune step")
+    p.add_argument("--store", default="workbench.sqlite")
+    p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
+                   help="measure by replaying a recording (newest if no file is named)")
+    p.set_defaults(func=cmd_agent)
+
+    p = sub.add_parser("lab", help="open JupyterLab on the notebooks")
+    p.add_argument("--root", default="notebooks")
+    p.add_argument("--ip", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--no-browser", action="store_true")
+    p.set_defaults(func=cmd_lab)
     return parser
 
 

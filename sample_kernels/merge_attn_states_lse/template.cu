@@ -7,8 +7,9 @@
 //         (row, pack) index space (strided by the block size for coalescing) and
 //         recomputes the row's weights for every pack;
 //   1..32 a group of THREADS_PER_ROW lanes owns whole rows (grid-stride over rows); the
-//         group's first lane loads the two LSEs, computes the weights once and broadcasts
-//         them by shuffle; lanes stride over the row's packs, ITEMS packs in flight.
+//         group's first lane loads the two LSEs once per row and broadcasts them by shuffle
+//         (the weight math then runs in lockstep, costing the warp the same as one lane);
+//         lanes stride over the row's packs, ITEMS packs in flight.
 // A pack is VEC_BYTES bytes (head_dim % (VEC_BYTES / sizeof(T)) == 0 is a constraint).
 // The grid is ceil(tokens * heads * packs_per_row / (BLOCK_THREADS * ITEMS)) in both modes
 // (kernel.toml), so the defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf)
@@ -139,13 +140,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_ls
   for (unsigned first = blockIdx.x * kGroups; first < rows; first += gridDim.x * kGroups) {
     const unsigned row = first + group;
     const bool valid = row < rows;
-    Weights w = {0.f, 0.f, 0.f};
-    if (valid && lane == 0) w = merge_weights(s_a[row], s_b[row]);
+    float la = 0.f, lb = 0.f;
+    if (valid && lane == 0) {
+      la = s_a[row];
+      lb = s_b[row];
+    }
 #if THREADS_PER_ROW > 1
-    w.scale_a = __shfl_sync(0xffffffffu, w.scale_a, 0, THREADS_PER_ROW);
-    w.scale_b = __shfl_sync(0xffffffffu, w.scale_b, 0, THREADS_PER_ROW);
+    la = __shfl_sync(0xffffffffu, la, 0, THREADS_PER_ROW);
+    lb = __shfl_sync(0xffffffffu, lb, 0, THREADS_PER_ROW);
 #endif
     if (!valid) continue;
+    const Weights w = merge_weights(la, lb);
     if (lane == 0) out_lse[row] = w.lse;
     const unsigned long long row_off = static_cast<unsigned long long>(row) * head_dim;
     for (unsigned p0 = lane; p0 < packs_per_row; p0 += THREADS_PER_ROW * ITEMS) {

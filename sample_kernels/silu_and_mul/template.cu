@@ -75,27 +75,28 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   const int stride = blockDim.x;
   for (int base = threadIdx.x; base < work; base += stride * UNROLL) {
     Pack gate[UNROLL], up[UNROLL];
-    long long out_off[UNROLL];  // element offset of the vector in `out`
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
       const int item = base + k * stride;
       if (item < work) {
         const int t = (TOKENS_PER_BLOCK == 1) ? 0 : item / cols;
         const int col = col_begin + (item - t * cols);
-        const long long token = tok_begin + t;
-        const scalar_t* row = input + token * 2LL * d;
+        const scalar_t* row = input + (tok_begin + t) * 2LL * d;
         gate[k] = reinterpret_cast<const Pack*>(row)[col];
         up[k] = reinterpret_cast<const Pack*>(row + d)[col];
-        out_off[k] = token * d + static_cast<long long>(col) * kVec;
       }
     }
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
-      if (base + k * stride < work) {
+      const int item = base + k * stride;
+      if (item < work) {
+        // recomputed rather than kept from the load loop: fewer live registers
+        const int t = (TOKENS_PER_BLOCK == 1) ? 0 : item / cols;
+        const int col = col_begin + (item - t * cols);
         Pack o;
 #pragma unroll
         for (int e = 0; e < kVec; ++e) o.v[e] = silu_mul(gate[k].v[e], up[k].v[e]);
-        *reinterpret_cast<Pack*>(out + out_off[k]) = o;
+        reinterpret_cast<Pack*>(out + (tok_begin + t) * static_cast<long long>(d))[col] = o;
       }
     }
   }

@@ -111,7 +111,9 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
         pytest.skip("no recording under sample_kernels/silu_and_mul/recordings yet: Launch "
                     "replays real H100 measurements and none are committed")
     page = browser_page
+    start = time.monotonic()
     _run_all(page, lab_server, "01-quickstart.ipynb", timeout_ms=150_000)
+    print(f"quickstart ran in {time.monotonic() - start:.1f} s")
     page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", timeout=60_000)
     header = page.locator(".wb-header")
     assert "replay of" in header.inner_text() or "(live)" in header.inner_text()
@@ -119,6 +121,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     page.locator(".wb-budget input").fill("100000")
     page.locator(".wb-budget input").press("Enter")
     page.locator(".wb-launch").click()
+    launched = time.monotonic()
     # The progress bar moves and the charts fill.
     page.wait_for_function(
         "() => { const d = document.querySelector('.wb-progress .widget-label');"
@@ -127,6 +130,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     page.wait_for_function(
         "() => [...document.querySelectorAll('.wb-figure-box .scatterlayer path.js-line')]"
         ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
+    print(f"charts filled {time.monotonic() - launched:.1f} s after Launch")
     page.locator(".wb-stop").click()
     page.wait_for_function(
         "() => /finished|stopp/.test(document.querySelector('.wb-status').textContent)",
@@ -135,3 +139,4 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     time.sleep(1.5)
     assert page.locator(".wb-progress .widget-label").inner_text() == label  # it stopped
     page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-search-replay.png"))
+    print(f"quickstart test took {time.monotonic() - start:.1f} s")

@@ -3,6 +3,7 @@ kernel's default config verifies and times. Run on the GPU machine: ``pytest -m 
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -77,7 +78,21 @@ def test_broken_kernels_are_classified_and_the_run_goes_on(silu: KernelFolder) -
         print(f"\ncrash evaluation {crash_s:.2f} s, hang evaluation {hang_s:.2f} s, "
               f"recovery (failure -> worker ready with the problem loaded) "
               f"{', '.join(f'{s:.2f}' for s in runner.stats.recovery_s)} s")
-    assert "pycuda" not in sys.modules  # the CUDA context lived only in the worker
+
+
+@pytest.mark.timeout(200)
+def test_the_parent_process_never_imports_pycuda() -> None:
+    # run in a fresh interpreter: the test session itself may have imported pycuda to probe
+    code = ("import sys\n"
+            "from workbench.core.kernel_folder import load_kernel_folder\n"
+            "from workbench.engine.runner import LocalRunner\n"
+            "with LocalRunner(load_kernel_folder(sys.argv[1])) as runner:\n"
+            "    assert runner.baseline('small', 'bf16').timing is not None\n"
+            "print('pycuda imported:', 'pycuda' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "sample_kernels" / "silu_and_mul")],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("pycuda imported: False")
 
 
 @pytest.mark.timeout(300)

@@ -18,7 +18,8 @@ def main(path: str) -> None:
     import pycuda.autoinit  # noqa: F401  (creates the context)
     import pycuda.driver as drv
 
-    problem = json.loads(open(path, encoding="utf-8").read())
+    with open(path, encoding="utf-8") as fh:
+        problem = json.load(fh)
     module = drv.module_from_file(problem["cubin"])
     kernel = module.get_function(problem["entry"])
     rng = np.random.default_rng(0)
@@ -32,6 +33,7 @@ def main(path: str) -> None:
             continue
         count = int(np.prod(arg["shape"])) if arg["shape"] else 1
         values = rng.standard_normal(count).astype(np.float32)
+        host: np.ndarray
         if dtype == "bf16":
             host = (values.view(np.uint32) >> 16).astype(np.uint16)
         elif dtype == "fp16":

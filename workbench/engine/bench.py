@@ -276,3 +276,19 @@ class CopyTiming:
         return cls(shape=str(data["shape"]), dtype=str(data["dtype"]),
                    bytes_moved=int(data["bytes"]), timing=Timing(**timing),
                    samples_us=tuple(float(x) for x in data.get("samples_us", ())))
+
+
+def speedup_from_timings(reference: Timing, candidate: Timing, *,
+                         confidence: float = 0.95) -> SpeedupInterval:
+    """Speedup interval from summary statistics alone (when raw samples are not kept).
+
+    Delta method: the ratio's relative standard error is the root sum of squares of the two
+    medians' relative standard errors; the interval is normal at ``confidence``.
+    """
+    from statistics import NormalDist
+
+    ratio = reference.median_us / candidate.median_us
+    rel = math.hypot(reference.rse_median_pct, candidate.rse_median_pct) / 100.0
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    return SpeedupInterval(speedup=ratio, low=ratio * (1.0 - z * rel),
+                           high=ratio * (1.0 + z * rel), confidence=confidence)

@@ -1,19 +1,24 @@
 """Exhaustive tuning of one problem: every config of the space, the best few, and how they
 compare with the baseline and with a device-to-device copy of the same bytes.
 
-``workbench tune`` (CLI) wires to :func:`tune_exhaustive`; it works with any Runner
-(LocalRunner live, ReplayRunner from recordings).
+``workbench tune`` (CLI) runs a search and reports it with :func:`summarize_tuning`; both
+work with any Runner (LocalRunner live, ReplayRunner from recordings).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from workbench.core.errors import SearchError
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Status, TrialResult
-from workbench.engine.bench import CopyTiming, SpeedupInterval, speedup_interval
+from workbench.engine.bench import (
+    CopyTiming,
+    SpeedupInterval,
+    speedup_from_timings,
+    speedup_interval,
+)
 from workbench.engine.runner import Runner
 
 
@@ -66,12 +71,19 @@ def tune_exhaustive(folder: KernelFolder, shape: str, dtype: str, runner: Runner
     """Measure every config of the folder's space at (shape, dtype) and report the best."""
     space = folder.space(shape, dtype, runner.device)
     candidates = [Candidate(config, shape, dtype) for config in space]
-    baseline = runner.baseline(shape, dtype)
     results: list[TrialResult] = []
     for result in runner.measure(candidates):
         results.append(result)
         if on_result is not None:
             on_result(result)
+    return summarize_tuning(folder, shape, dtype, runner, results, top=top)
+
+
+def summarize_tuning(folder: KernelFolder, shape: str, dtype: str, runner: Runner,
+                     results: Sequence[TrialResult], *, top: int = 5) -> TuneReport:
+    """The report of a finished search: best configs, speedup with a 95 % interval over the
+    baseline, bandwidth and % of a device copy of the same bytes (both from ``runner``)."""
+    baseline = runner.baseline(shape, dtype)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
@@ -85,6 +97,8 @@ def tune_exhaustive(folder: KernelFolder, shape: str, dtype: str, runner: Runner
     base_samples, best_samples = _samples(baseline), _samples(best[0])
     if base_samples and best_samples:
         speedup = speedup_interval(base_samples, best_samples)
+    elif baseline.timing is not None and best[0].timing is not None:
+        speedup = speedup_from_timings(baseline.timing, best[0].timing)
     copy_fn = getattr(runner, "copy_timing", None)
     copy = copy_fn(shape, dtype) if callable(copy_fn) else None
     best_bw = best[0].bandwidth_gb_per_s

@@ -311,9 +311,11 @@ class WorkerClient:
 # --------------------------------------------------------------------------------------------
 # The child's GPU session (pycuda is imported only here, inside the worker process)
 
-#: Poison written into outputs before a verification run: a NaN bit pattern for floats
-#: (never the canonical NaN a kernel computes), a sentinel for integers.
-POISON_BITS = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFF}
+#: Poison written into outputs before a verification run: a signalling-NaN bit pattern for
+#: floats (not 0x7FFF / 0x7FC00000, the canonical NaNs a kernel's conversions produce, so
+#: "NaN written" and "never written" stay distinguishable), the same bits as an integer
+#: sentinel. 8-byte outputs get the 4-byte pattern twice.
+POISON_BITS = {2: 0x7FAB, 4: 0x7FBADBAD, 8: 0x7FBADBAD}
 _STORAGE = {"bf16": "uint16", "fp16": "uint16", "fp32": "float32", "f32": "float32",
             "i32": "int32", "i64": "int64"}
 _ELEMENT_DTYPES = ("bf16", "fp16", "fp32")
@@ -333,14 +335,14 @@ CHECK_KERNELS_SOURCE = r"""
 // kind: 0 bf16 bits, 1 fp16 bits, 2 f32, 3 i32, 4 i64
 __device__ __forceinline__ float wb_load(const void* p, long long i, int kind, bool* poison) {
   switch (kind) {
-    case 0: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FFF;
+    case 0: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FAB;
               return __uint_as_float(((unsigned int)b) << 16); }
-    case 1: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FFF;
+    case 1: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FAB;
               return __half2float(__ushort_as_half(b)); }
-    case 2: { unsigned int b = ((const unsigned int*)p)[i]; *poison = b == 0x7FFFFFFFu;
+    case 2: { unsigned int b = ((const unsigned int*)p)[i]; *poison = b == 0x7FBADBADu;
               return __uint_as_float(b); }
-    case 3: { int b = ((const int*)p)[i]; *poison = b == 0x7FFFFFFF; return (float)b; }
-    default: { long long b = ((const long long*)p)[i]; *poison = b == 0x7FFFFFFF7FFFFFFFLL;
+    case 3: { int b = ((const int*)p)[i]; *poison = b == 0x7FBADBAD; return (float)b; }
+    default: { long long b = ((const long long*)p)[i]; *poison = b == 0x7FBADBAD7FBADBADLL;
                return (float)b; }
   }
 }

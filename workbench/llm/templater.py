@@ -170,7 +170,7 @@ class _Lifter:
         self.source = code_sub(_UNROLL, repl, self.source)
 
     def lift_vec_bytes(self) -> str | None:
-        name = "VEC_BYTES" if not _has_word(self.original, "VEC_BYTES") else self.free_name("VEC_BYTES")
+        name = self.free_name("VEC_BYTES")
         found: list[re.Match[str]] = []
 
         def repl(m: re.Match[str]) -> str:
@@ -225,8 +225,7 @@ class _Lifter:
             if pname is None:
                 return m.group(0)
             if pname == cname:  # already the parameter's name: guard it instead
-                return f"#ifndef {cname}{m.group(1)}{cname}{m.group(3)}{m.group(4)}\n#endif".replace(
-                    f"#ifndef {cname}", f"#ifndef {cname}\n", 1)
+                return f"#ifndef {cname}\n{m.group(1)}{cname}{m.group(3)}{m.group(4)}\n#endif"
             return f"{m.group(1)}{cname}{m.group(3)}{pname}"
 
         self.source = code_sub(_CONST_DECL, repl_decl, self.source)

@@ -225,10 +225,12 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
     fig.update_yaxes(title_text="× baseline", row=spd_row, col=spd_col)
     fig.add_trace(go.Parcoords(dimensions=[{"label": a.name, "values": []} for a in axes]
                                + [{"label": "µs", "values": []}],
-                               line={"color": [], "colorscale": "Viridis_r", "showscale": True},
+                               line={"color": [], "colorscale": "Viridis_r", "showscale": True,
+                                     "colorbar": {"title": {"text": "µs"}, "len": 0.8 / rows,
+                                                  "y": 0.4 / rows, "yanchor": "middle"}},
                                name="parallel coordinates"),
                   row=rows, col=1)
-    fig.update_layout(title_text=title, height=260 * rows + 80, margin={"t": 70, "l": 50, "r": 30},
+    fig.update_layout(title_text=title, height=260 * rows + 80, width=230 * cols + 300, margin={"t": 70, "l": 50, "r": 30},
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
                       template="plotly_white")
     return fig

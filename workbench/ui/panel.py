@@ -224,7 +224,8 @@ class WorkbenchPanel:
         self.launch_button = self._button("Launch", "wb-launch", self._launch, "primary")
         self.pause_button = self._button("Pause", "wb-pause", self._pause, "warning")
         self.stop_button = self._button("Stop", "wb-stop", self._stop, "danger")
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0")
+        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0",
+                                      style={"description_width": "initial"})
         self.progress.add_class("wb-progress")
         self.eta = w.HTML()
         self.eta.add_class("wb-eta")

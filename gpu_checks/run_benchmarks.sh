@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU-machine benchmark runs, one call each (see benchmarks/README.md):
+#   gpu_checks/run_benchmarks.sh record KERNEL[,KERNEL]   re-record sweeps, then repeatability
+#   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput + peers
+# Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
+set -uo pipefail
+what="${1:?record|compare}"; shift || true
+OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl \
+  || { echo "wheel install failed"; exit 1; }
+export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/local/cuda \
+  PATH="/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1 WORKBENCH_CACHE_DIR=/tmp/workbench-cubins
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
+case "$what" in
+  record)
+    kernels="${1:?kernels}"
+    python3 gpu_checks/record_sweeps.py --out "$OUT" --kernels "$kernels" --budget-s 420 2>&1 | tail -40
+    for k in ${kernels//,/ }; do
+      [ -f "$OUT/$k.json" ] && cp "$OUT/$k.json" "sample_kernels/$k/recordings/h100_sxm-$(date -u +%F).json"
+    done
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" 2>&1 | tail -40
+    ;;
+  compare)
+    python3 benchmarks/kernel_tuner_compare.py --out "$OUT/kernel_tuner_compare.json" 2>&1 | tail -20
+    python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -60
+    ;;
+esac

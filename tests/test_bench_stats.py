@@ -1,0 +1,100 @@
+"""Bench statistics and settings (pure, no GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.records import Timing
+from workbench.engine.bench import (
+    BenchSettings,
+    median,
+    median_standard_error,
+    quartiles,
+    rse_median_pct,
+    should_stop,
+    speedup_from_timings,
+    speedup_interval,
+    summarize,
+)
+
+
+def test_median_and_quartiles_match_numpy() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.lognormal(2.0, 0.3, size=101)
+    assert median(x) == pytest.approx(float(np.median(x)))
+    q1, q2, q3 = quartiles(x)
+    assert (q1, q2, q3) == pytest.approx(tuple(np.percentile(x, [25, 50, 75])))
+    assert q1 < q2 < q3
+
+
+def test_order_statistic_standard_error_tracks_the_true_spread_of_the_median() -> None:
+    # For normal data the median's standard error is sqrt(pi/2) * sigma / sqrt(n).
+    rng = np.random.default_rng(7)
+    n, sigma = 400, 2.0
+    estimates = [median_standard_error(rng.normal(100.0, sigma, size=n)) for _ in range(200)]
+    expected = math.sqrt(math.pi / 2) * sigma / math.sqrt(n)
+    assert float(np.mean(estimates)) == pytest.approx(expected, rel=0.15)
+
+
+def test_rse_shrinks_with_more_samples_and_is_inf_for_tiny_samples() -> None:
+    rng = np.random.default_rng(3)
+    small = rng.normal(10.0, 0.5, size=20)
+    large = rng.normal(10.0, 0.5, size=2000)
+    assert rse_median_pct(large) < rse_median_pct(small)
+    assert math.isinf(rse_median_pct([1.0, 2.0]))
+
+
+def test_stopping_rule_respects_min_reps_target_and_budgets() -> None:
+    s = BenchSettings(min_reps=10, max_reps=50, max_time_s=1.0, target_rse_pct=0.5)
+    steady = [10.0] * 9
+    assert not should_stop(steady, 0.0, s)               # below min_reps
+    assert should_stop([*steady, 10.0], 0.0, s)          # zero spread: precise
+    noisy = list(np.random.default_rng(0).normal(10.0, 3.0, size=20))
+    assert not should_stop(noisy, 0.1, s)                 # imprecise, budget left
+    assert should_stop(noisy, 1.5, s)                     # time budget spent
+    assert should_stop(list(np.random.default_rng(0).normal(10, 3, 50)), 0.1, s)  # max_reps
+
+
+def test_summarize_builds_a_timing() -> None:
+    t = summarize([3.0, 1.0, 2.0, 4.0, 5.0], l2_flushed=True, sm_clock_mhz=1980, throttled=False)
+    assert isinstance(t, Timing)
+    assert (t.median_us, t.min_us, t.mean_us, t.reps) == (3.0, 1.0, 3.0, 5)
+    assert t.q1_us == 2.0 and t.q3_us == 4.0 and t.l2_flushed and t.sm_clock_mhz == 1980
+
+
+def test_speedup_interval_covers_the_true_ratio_and_excludes_one_when_clear() -> None:
+    rng = np.random.default_rng(11)
+    ref = rng.normal(120.0, 2.0, size=200)
+    cand = rng.normal(100.0, 2.0, size=200)
+    ci = speedup_interval(ref, cand, seed=0)
+    assert ci.low < 1.2 < ci.high
+    assert ci.low > 1.0
+    assert ci == speedup_interval(ref, cand, seed=0)  # deterministic
+    same = speedup_interval(rng.normal(100, 2, 200), rng.normal(100, 2, 200))
+    assert same.low < 1.0 < same.high
+
+
+def test_speedup_from_timings_widens_with_noise() -> None:
+    def timing(med: float, rse: float) -> Timing:
+        return Timing(med, med, med, med, med, 50, rse, True)
+    tight = speedup_from_timings(timing(120, 0.2), timing(100, 0.2))
+    loose = speedup_from_timings(timing(120, 2.0), timing(100, 2.0))
+    assert tight.speedup == pytest.approx(1.2)
+    assert loose.high - loose.low > tight.high - tight.low
+    assert tight.low < 1.2 < tight.high
+
+
+def test_settings_validate_and_round_trip() -> None:
+    s = BenchSettings(max_time_s=0.2)
+    assert BenchSettings.from_dict(s.to_dict()) == s
+    assert s.flush_bytes_for(50 << 20) >= 2 * (50 << 20)
+    assert BenchSettings(l2_flush_bytes=1 << 30).flush_bytes_for(50 << 20) == 1 << 30
+    with pytest.raises(WorkbenchError) as info:
+        BenchSettings(max_reps=2, min_reps=10)
+    assert info.value.details["key"] == "max_reps"
+    with pytest.raises(WorkbenchError):
+        BenchSettings(timeout_s=0.1, max_time_s=0.5)

@@ -1,0 +1,157 @@
+"""ReplayRunner over the committed H100 recordings, recording validation, tuning through the
+Runner protocol, and LocalRunner refusing to start without a GPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from workbench.core.errors import NoGPUError, RecordingError
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.records import Candidate, Status
+from workbench.engine.recording import load_recording, recording_paths, save_recording
+from workbench.engine.replay import ReplayRunner
+from workbench.engine.runner import LocalRunner, Runner
+from workbench.engine.tuning import tune_exhaustive
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
+
+
+def _folder(name: str) -> KernelFolder:
+    return load_kernel_folder(ROOT / "sample_kernels" / name)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None, reason="pycuda is here")
+def test_local_runner_without_a_gpu_points_to_replay() -> None:
+    with pytest.raises(NoGPUError) as info:
+        LocalRunner(_folder("silu_and_mul"))
+    assert "--replay" in info.value.message and "ReplayRunner" in info.value.message
+
+
+@pytest.mark.replay
+@pytest.mark.parametrize("name", SAMPLES)
+def test_recording_is_complete_and_real(name: str) -> None:
+    folder = _folder(name)
+    [path] = recording_paths(folder.path)
+    rec = load_recording(path)
+    assert rec.device_name == "NVIDIA H100 80GB HBM3" and rec.device["spec"] == "h100_sxm"
+    assert rec.template_sha256 == folder.template.source_sha256
+    assert rec.sweep["complete"] is True
+    measured = {(t.config.key(), t.shape, t.dtype) for t in rec.trials}
+    for dtype in ("bf16", "fp16"):
+        for shape in folder.shapes:
+            for config in folder.space(shape, dtype):
+                assert (config.key(), shape, dtype) in measured
+    ok = [t for t in rec.trials if t.status is Status.OK]
+    assert ok and all(t.timing and t.timing.median_us > 0 and t.timing.l2_flushed for t in ok)
+    # distinct configs give distinct timings: nothing was copied or made up
+    assert len({t.timing.median_us for t in ok if t.timing}) > len(ok) // 20
+    for copy in rec.copy:  # a device copy never beats the H100's ~3.35 TB/s peak
+        assert 0 < copy.bandwidth_gb_per_s < 3350
+
+
+@pytest.mark.replay
+def test_replay_answers_with_source_device_and_date() -> None:
+    folder = _folder("silu_and_mul")
+    with ReplayRunner(folder) as runner:
+        assert isinstance(runner, Runner)
+        assert runner.description == "replay of NVIDIA H100 80GB HBM3 recording from 2026-11-22"
+        assert runner.device.key == "h100_sxm"
+        base = runner.baseline("decode", "bf16")
+        assert base.status is Status.OK and base.timing is not None
+        default = folder.template.default_config()
+        unknown = default.replace(BLOCK_THREADS=4096)
+        results = list(runner.measure([Candidate(default, "decode", "bf16"),
+                                       Candidate(unknown, "decode", "bf16")]))
+        assert results[0].status is Status.OK and results[0].config == default
+        assert results[0].source == ("replay:h100_sxm-2026-11-22.json "
+                                     "(NVIDIA H100 80GB HBM3, 2026-11-22)")
+        assert results[1].status is Status.PRUNED
+        assert results[1].reason.startswith("not in the recording")
+        assert runner.copy_timing("large", "bf16").bandwidth_gb_per_s > 2000
+        with pytest.raises(RecordingError):
+            runner.baseline("decode", "fp32")
+
+
+@pytest.mark.replay
+def test_replay_warns_but_answers_when_the_template_changed() -> None:
+    folder = _folder("fused_add_rmsnorm")
+    edited = replace(folder.template, source=folder.template.source + "\n// edited\n")
+    runner = ReplayRunner(folder, template=edited)
+    assert "warning" in runner.description and "different template" in runner.description
+    [result] = runner.measure([Candidate(edited.default_config(), "decode", "bf16")])
+    assert result.status is Status.OK
+    assert "different template" in result.extra["warning"]
+
+
+@pytest.mark.replay
+def test_tune_exhaustive_over_a_replay() -> None:
+    folder = _folder("silu_and_mul")
+    runner = ReplayRunner(folder)
+    report = tune_exhaustive(folder, "large", "bf16", runner, top=3)
+    assert report.evaluated == folder.space("large", "bf16").size
+    assert len(report.best) == 3
+    medians = [r.timing.median_us for r in report.best if r.timing]
+    assert medians == sorted(medians)
+    ok = [r for r in runner.recording.trials
+          if r.shape == "large" and r.dtype == "bf16" and r.timing]
+    assert medians[0] == min(r.timing.median_us for r in ok if r.timing)
+    assert report.speedup is not None
+    assert report.speedup.low <= report.speedup.speedup <= report.speedup.high
+    assert report.copy is not None and report.pct_of_copy is not None
+    assert 50 < report.pct_of_copy < 110  # silu at 700 MB is bandwidth-bound
+    assert "speedup over baseline" in report.summary()
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "rec.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.replay
+def test_recording_errors_name_the_file_and_key(tmp_path: Path) -> None:
+    source = recording_paths(_folder("fused_add_rmsnorm").path)[0]
+    rec = load_recording(source)
+    small = replace(rec, trials=rec.trials[:5], baseline=rec.baseline[:2])
+    good = save_recording(small, tmp_path / "ok.json")
+    again = load_recording(good)
+    assert again.trials == small.trials and again.copy == small.copy
+
+    data = json.loads(good.read_text())
+    bad = dict(data)
+    del bad["device"]
+    with pytest.raises(RecordingError) as info:
+        load_recording(_write(tmp_path, bad))
+    assert info.value.details["key"] == "device" and info.value.details["file"].endswith("rec.json")
+
+    bad = json.loads(good.read_text())
+    bad["trials"][3]["status"] = "fast"
+    with pytest.raises(RecordingError) as info:
+        load_recording(_write(tmp_path, bad))
+    assert info.value.details["key"] == "trials[3].status"
+
+    bad = json.loads(good.read_text())
+    bad["trials"][1].pop("timing")
+    bad["trials"][1]["status"] = "ok"
+    with pytest.raises(RecordingError, match=r"trials\[1\]\.timing"):
+        load_recording(_write(tmp_path, bad))
+
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(RecordingError, match="valid JSON"):
+        load_recording(tmp_path / "broken.json")
+    with pytest.raises(RecordingError, match="not found"):
+        load_recording(tmp_path / "missing.json")
+
+
+@pytest.mark.replay
+def test_replay_refuses_another_kernels_recording() -> None:
+    other = recording_paths(_folder("silu_and_mul").path)[0]
+    with pytest.raises(RecordingError) as info:
+        ReplayRunner(_folder("fused_add_rmsnorm"), other)
+    assert info.value.details["key"] == "kernel"

@@ -1,0 +1,78 @@
+"""Report notebooks: static, valid, readable without a kernel; the Workbench wiring."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from workbench.core.records import Config, Status, Timing, TrialResult
+from workbench.ui.report import ReportContent, build_report, write_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _t(us: float | None, block: int) -> TrialResult:
+    timing = (Timing(median_us=us, min_us=us, q1_us=us, q3_us=us, mean_us=us, reps=9,
+                     rse_median_pct=0.4, l2_flushed=True) if us else None)
+    return TrialResult(config=Config(BLOCK=block), shape="decode", dtype="bf16",
+                       status=Status.OK if us else Status.LAUNCH_ERROR,
+                       reason="" if us else "too many resources requested", timing=timing)
+
+
+def _content() -> ReportContent:
+    return ReportContent(
+        kernel="k", device="replay of X recording from 2026-01-01",
+        baseline_source="int a = 1;\n", template_source="int a = BLOCK;\n",
+        params=[{"name": "BLOCK", "kind": "pow2", "min": 32, "max": 256, "default": 64,
+                 "description": "threads"}],
+        constraints=["BLOCK <= 1024"],
+        reviews=[{"decision": "approved", "reviewer": "ann", "time": "t", "note": "ok",
+                  "approved_text_sha256": "ab" * 32}],
+        results=[_t(5.0, 32), _t(4.0, 64), _t(None, 256)],
+        baseline_us={"decode/bf16": 8.0})
+
+
+def test_report_is_static_and_complete(tmp_path: Path) -> None:
+    path = write_report(tmp_path / "r.ipynb", _content(), sign=False)
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.kernelspec.name == "python3"
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "**4.000 µs**" in md and "2.00× the baseline" in md
+    assert "#define BLOCK 64" in md
+    assert "| approved | ann |" in md
+    assert "-int a = 1;" in md and "+int a = BLOCK;" in md
+    html = [o["data"]["text/html"] for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert any("wb-diff" in h for h in html)
+    # plotly.js embedded exactly once, no CDN: the report opens offline.
+    assert sum(len(h) > 1_000_000 for h in html) == 1  # the bundle (~4.6 MB) is inline once
+    assert not any('src="https://cdn.plot.ly' in h for h in html)
+    assert any("too many resources" in h for h in html)  # results table keeps failures
+
+
+def test_report_without_trials_is_still_valid() -> None:
+    content = _content()
+    empty = ReportContent(**{**content.__dict__, "results": [], "reviews": []})
+    nb = build_report(empty)
+    nbformat.validate(nb)
+    assert "No review recorded" in "\n".join(c.source for c in nb.cells)
+
+
+@pytest.mark.timeout(60)
+def test_workbench_review_and_report_use_the_store(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.api import Workbench
+    from workbench.core.errors import ReviewError
+
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jd"))
+    wb = Workbench(ROOT / "sample_kernels" / "silu_and_mul", store=tmp_path / "s.sqlite",
+                   reviewer="tester")
+    with pytest.raises(ReviewError, match="needs a note"):
+        wb.review("rejected", "")
+    assert "approved" in wb.review("approved", "fine")
+    assert "approved by tester" in wb.review_status()
+    out = wb.report(tmp_path / "rep.ipynb", results=[])
+    md = "\n".join(c.source for c in nbformat.read(out, as_version=4).cells)
+    assert "| approved | tester |" in md and "silu_and_mul" in md

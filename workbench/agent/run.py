@@ -1,0 +1,114 @@
+"""The agent's public entry points: :func:`run_agent` and :func:`propose_only`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from workbench.agent.machine import AgentMachine
+from workbench.agent.records import AgentConfig, AgentOutcome, ApproveCallback
+from workbench.agent.runners import RunnerFactory
+from workbench.core.errors import CompilerNotFoundError
+from workbench.core.events import EventBus
+from workbench.core.hardware import DEVICES, DeviceSpec
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.template import KernelTemplate
+from workbench.engine.compiler import Compiler
+from workbench.engine.runner import Runner
+from workbench.llm.schemas import TemplateProposal
+from workbench.llm.templater import offline_template
+from workbench.llm.validation import (
+    ProposalAttempt,
+    ValidationReport,
+    propose_template,
+    validate_proposal,
+)
+from workbench.search.budget import Budget
+from workbench.store.base import Store
+
+if TYPE_CHECKING:
+    from workbench.llm.client import LLMClient
+
+
+def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: Store,
+              client: LLMClient | None = None, iterations: int = 3, llm_calls: int = 12,
+              auto_approve: bool = False, approve: ApproveCallback | None = None,
+              strategy: str = "guided", budget: Budget | int = 16, shape: str | None = None,
+              dtype: str | None = None, events: EventBus | None = None, seed: int = 0,
+              compiler: Compiler | None = None,
+              initial_template: KernelTemplate | None = None,
+              session_id: str | None = None) -> AgentOutcome:
+    """Run plan -> generate -> review -> tune -> test until a budget, a stop plan, a
+    failure, or a template that waits for review (see :mod:`workbench.agent.machine`).
+
+    ``runner`` is a Runner (a runner for each new template version is derived from it) or
+    a factory ``template -> Runner``. ``client=None`` uses the offline templater and the
+    deterministic offline plan. ``budget`` (evaluations, or a Budget) bounds each tune
+    step. ``initial_template`` (e.g. ``folder.template``) starts from a curated template
+    instead of generating one. For the pause-for-review flow use :class:`AgentMachine`.
+    """
+    config = AgentConfig(iterations=iterations, llm_calls=llm_calls, auto_approve=auto_approve,
+                         strategy=strategy,
+                         budget=budget if isinstance(budget, Budget)
+                         else Budget(max_evaluations=budget),
+                         shape=shape, dtype=dtype, seed=seed)
+    machine = AgentMachine(folder, runner=runner, store=store, config=config, client=client,
+                           approve=approve, events=events, session_id=session_id,
+                           compiler=compiler, initial_template=initial_template)
+    try:
+        return machine.run()
+    finally:
+        if machine.state.value in ("done", "failed"):
+            machine.close()
+
+
+class Proposed(NamedTuple):
+    """What ``workbench propose`` shows: the template (or the failed proposal), the diff
+    from the baseline, the validation report, where it came from and every attempt."""
+
+    template: KernelTemplate | TemplateProposal | None
+    diff: str
+    report: ValidationReport | None
+    origin: str  # llm | offline
+    attempts: tuple[ProposalAttempt, ...] = ()
+
+
+def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
+                 device: DeviceSpec | None = None,
+                 compiler: Compiler | None = None) -> Proposed:
+    """One template proposal with validation (and one repair round with an LLM); no tuning.
+
+    ``compiler=None`` uses nvcc when it is installed (else the compile check is skipped).
+    """
+    spec = device or DEVICES["h100_sxm"]
+    if compiler is None:
+        try:
+            compiler = Compiler(spec.arch)
+        except CompilerNotFoundError:
+            compiler = None
+    if client is None:
+        made = offline_template(folder)
+        report = validate_proposal(made.proposal, folder, device=spec, compiler=compiler)
+        return Proposed(made.template, made.diff, report, "offline")
+    outcome = propose_template(folder, client, device=spec, compiler=compiler, repair_rounds=1)
+    shown: KernelTemplate | TemplateProposal | None = outcome.template or outcome.proposal
+    return Proposed(shown, outcome.diff, outcome.report, "llm", outcome.attempts)
+
+
+def parameter_table(template: KernelTemplate | TemplateProposal) -> str:
+    """A plain-text table of the parameters (name, kind, values or range, default)."""
+    proposal = (template if isinstance(template, TemplateProposal)
+                else TemplateProposal.from_template(template))
+    rows = [("parameter", "kind", "values", "default")]
+    for p in proposal.parameters:
+        if p.kind == "choice":
+            values = ", ".join(str(v) for v in p.values or [])
+        else:
+            values = f"{p.min}..{p.max}" + (f" step {p.step}" if p.step else "")
+        rows.append((p.name, p.kind, values, str(p.default)))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    if proposal.constraints:
+        lines.append("constraints: " + "; ".join(proposal.constraints))
+    return "\n".join(lines)
