@@ -57,7 +57,9 @@ def diff_css() -> str:
     return "\n".join([
         f"{_SCOPE} {{ font-family: monospace; font-size: 12px; border-collapse: collapse; width: 100%; }}",
         f"{_SCOPE} td {{ padding: 0 6px; vertical-align: top; white-space: pre; }}",
-        f"{_SCOPE} td.wb-ln {{ color: #999; text-align: right; user-select: none; }}",
+        f"{_SCOPE} td.wb-ln {{ color: #999; text-align: right; user-select: none; width: 3em; }}",
+        f"{_SCOPE} td.wb-code {{ width: 50%; max-width: 50%; overflow-x: auto; }}",
+        ".wb-diff-scroll { max-height: 480px; overflow: auto; border: 1px solid #ddd; }",
         f"{_SCOPE} th {{ text-align: left; background: #f0f0f0; padding: 2px 6px; }}",
         f"{_SCOPE} tr.wb-del td.wb-left, {_SCOPE} tr.wb-chg td.wb-left {{ background: #ffecec; }}",
         f"{_SCOPE} tr.wb-add td.wb-right, {_SCOPE} tr.wb-chg td.wb-right {{ background: #eaffea; }}",
@@ -131,5 +133,6 @@ def side_by_side_diff_html(left: str, right: str, *, left_title: str = "baseline
                f"{stats.unchanged} unchanged")
     return (f"<style>{diff_css()}</style>"
             f'<div class="wb-diff-summary">{html.escape(summary)}</div>'
-            f'<table class="wb-diff"><tr><th></th><th>{html.escape(left_title)}</th><th></th>'
-            f"<th>{html.escape(right_title)}</th></tr>{''.join(rows)}</table>")
+            f'<div class="wb-diff-scroll"><table class="wb-diff"><tr><th></th>'
+            f"<th>{html.escape(left_title)}</th><th></th>"
+            f"<th>{html.escape(right_title)}</th></tr>{''.join(rows)}</table></div>")
