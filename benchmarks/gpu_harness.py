@@ -20,7 +20,7 @@ from workbench.engine.bench import BenchSettings, should_stop, summarize
 
 class Harness:
     def __init__(self, l2_bytes: int, settings: BenchSettings | None = None) -> None:
-        self.settings = settings or BenchSettings(max_time_s=1.0, min_reps=20, max_reps=5000,
+        self.settings = settings or BenchSettings(max_time_s=0.5, min_reps=20, max_reps=3000,
                                                   timeout_s=30.0)
         nbytes = self.settings.flush_bytes_for(l2_bytes)
         self.flush = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")

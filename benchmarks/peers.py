@@ -175,7 +175,7 @@ def peers_silu(p: Problem) -> dict[str, tuple[Callable[[], Any], Callable[[], di
         g = t[:, :d].float()
         act = (g / (1 + torch.exp(-g))).to(t.dtype).float()
         return (act * t[:, d:].float()).to(t.dtype)
-    compiled = torch.compile(formula)
+    compiled = torch.compile(formula, dynamic=True)
     res: dict[str, torch.Tensor] = {}
     impls["torch.compile"] = (lambda: res.__setitem__("c", compiled(x)), lambda: {"out": res["c"]})
     impls["torch eager"] = (lambda: res.__setitem__("e", formula(x)), lambda: {"out": res["e"]})
@@ -217,7 +217,7 @@ def peers_rmsnorm(p: Problem) -> dict[str, tuple[Callable[[], Any], Callable[[],
         s = a.float() + b.float()
         b.copy_(s.to(b.dtype))
         a.copy_((s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + eps) * wt.float()).to(a.dtype))
-    compiled = torch.compile(formula)
+    compiled = torch.compile(formula, dynamic=True)
     impls["torch.compile"] = (lambda: compiled(x, r, w), outs)
     impls["torch eager"] = (lambda: formula(x, r, w), outs)
     return impls
@@ -263,7 +263,7 @@ def peers_merge(p: Problem) -> dict[str, tuple[Callable[[], Any], Callable[[], d
         wa, wb = torch.exp(x - m), torch.exp(y - m)
         v = (wa[..., None] * a.float() + wb[..., None] * b.float()) / (wa + wb)[..., None]
         return v.to(a.dtype), m + torch.log(wa + wb)
-    compiled = torch.compile(formula)
+    compiled = torch.compile(formula, dynamic=True)
 
     def run_compiled() -> None:
         held["c"], held["cl"] = compiled(va, vb, sa, sb)
