@@ -25,8 +25,17 @@ class Harness:
         nbytes = self.settings.flush_bytes_for(l2_bytes)
         self.flush = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
 
+    def spin_up(self, seconds: float = 0.2) -> None:
+        """Keep the GPU busy so timing starts at boost clocks (idle GPUs clock down)."""
+        t_end = time.perf_counter() + seconds
+        while time.perf_counter() < t_end:
+            for _ in range(8):
+                self.flush.zero_()
+            torch.cuda.synchronize()
+
     def time(self, fn: Callable[[], object], restore: Callable[[], object] | None = None) -> Timing:
         s = self.settings
+        self.spin_up()
         t_end = time.perf_counter() + s.warmup_ms / 1000.0
         while True:  # warm-up: module load, autotuning, JIT compiles stay out of the numbers
             if restore:

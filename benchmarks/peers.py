@@ -59,6 +59,7 @@ def _stub_package(name: str) -> None:
         raise ImportError(name)
     module = types.ModuleType(name)
     module.__path__ = list(spec.submodule_search_locations)
+    module.__spec__ = spec  # find_spec(name) keeps working; its loader never runs
     sys.modules[name] = module
 
 

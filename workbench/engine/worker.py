@@ -725,6 +725,10 @@ def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
     return worst
 
 
+IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
+SPIN_UP_S = 0.2  # busy time before timing after such a pause
+
+
 class GpuSession:
     """The worker's state: one CUDA context, loaded modules, the current problem."""
 
@@ -754,6 +758,7 @@ class GpuSession:
         self.to_f32: Any = None
         self.counters: Any = None
         self.flush_bytes = 0
+        self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
         attrs = self.device.get_attributes()
         self.attrs = {getattr(k, "name", str(k)): int(v) for k, v in attrs.items()}
 
@@ -903,6 +908,23 @@ class GpuSession:
             self.flush_bytes = nbytes
         return self.flush_buf
 
+    def _spin_up(self) -> None:
+        """Keep the GPU busy for SPIN_UP_S after an idle gap, so timing starts at boost clocks.
+
+        An idle GPU drops to low clocks within tens of milliseconds and takes a while to come
+        back; a short per-candidate warm-up does not cover that (seen on the H100: a fresh
+        worker timed 4-8 us kernels 2-5 % slower than the sweep that ran back to back).
+        During a sweep the GPU never idles that long, so this costs nothing there.
+        """
+        if time.perf_counter() - self.last_busy_s < IDLE_GAP_S:
+            return
+        buf = self._flush_buffer(64 << 20)
+        began = time.perf_counter()
+        while time.perf_counter() - began < SPIN_UP_S:
+            for _ in range(8):
+                self.cuda.memset_d32_async(buf, 0, (64 << 20) // 4, self.stream)
+            self.stream.synchronize()
+
     def _timed(self, launch_fn: Any, settings: Any, prepare: Any) -> dict[str, Any]:
         from workbench.engine.bench import summarize, time_launches
 
@@ -914,9 +936,11 @@ class GpuSession:
             def flush() -> None:
                 self.cuda.memset_d32_async(buf, 0x3C003C00, nbytes // 4, self.stream)
 
+        self._spin_up()
         before = self.nvml.sample()
         samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
                                         prepare=prepare, flush=flush)
+        self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
         ref_clock = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
