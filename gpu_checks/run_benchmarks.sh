@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU-machine benchmark runs, one call each (see benchmarks/README.md):
 #   gpu_checks/run_benchmarks.sh record KERNEL[,KERNEL]   re-record sweeps, then repeatability
-#   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput + peers
+#   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
 set -uo pipefail
 what="${1:?record|compare}"; shift || true
@@ -21,7 +21,10 @@ case "$what" in
     python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" 2>&1 | tail -40
     ;;
   compare)
-    python3 benchmarks/kernel_tuner_compare.py --out "$OUT/kernel_tuner_compare.json" 2>&1 | tail -20
+    # a fresh cubin cache: both tuners compile every config from scratch
+    WORKBENCH_CACHE_DIR="$(mktemp -d)" python3 benchmarks/kernel_tuner_compare.py \
+      --out "$OUT/kernel_tuner_compare.json" 2>&1 | grep -v "does not match" | tail -12
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" 2>&1 | tail -3
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -60
     ;;
 esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Live checks on the GPU machine, one call: gpu-marked tests, `workbench tune` live, the
+# Live checks on the GPU machine, one call (run_live.sh [all|tests|notebook|tests+notebook]): gpu-marked tests, `workbench tune` live, the
 # agent (transcript LLM and offline) and the quickstart notebook with the live runner.
 # Needs .device/wheels (stage.sh wheels app) and .device/ui (notebook wheels).
 set -uo pipefail
@@ -9,18 +9,20 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .
 export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/local/cuda \
   PATH="/tmp/site/bin:/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1 WORKBENCH_CACHE_DIR=/tmp/workbench-cubins
 wb() { python3 -m workbench.cli "$@"; }
-{
-  echo "== pytest -m gpu"; python3 -m pytest -m gpu -p no:cacheprovider -q -x --timeout 300 2>&1 | tail -25
+what="${1:-all}"
+[ "$what" = notebook ] || {
+  echo "== pytest -m gpu"; python3 -m pytest -m gpu -p no:cacheprovider -q --timeout 300 2>&1 | tail -25
+  [ "$what" = all ] || exit 0
   echo "== workbench tune (live, tpe, budget 120)"
   wb tune sample_kernels/silu_and_mul --shape decode --strategy tpe --budget 120 --store "$OUT/tune.sqlite"
   echo "== workbench tune (live, exhaustive)"
   wb tune sample_kernels/fused_add_rmsnorm --shape odd --dtype fp16 --store "$OUT/tune.sqlite"
   echo "== workbench tune without a GPU hint path is covered on CPU"
 } 2>&1 | tee "$OUT/live.log"
-{
+[ "$what" = all ] && {
   echo "== agent"; python3 gpu_checks/agent_live.py --out "$OUT"
 } 2>&1 | tail -80 | tee "$OUT/agent.log"
-{
+[ "$what" = tests ] || {
   echo "== quickstart notebook, live runner"
   cd notebooks && python3 - <<'PY'
 import time, nbformat, nbclient
