@@ -119,8 +119,8 @@ def kt_evaluations_to_target(problem: Problem, strategy: str, seed: int,
     return None
 
 
-def recorded_problems() -> list[Problem]:
-    """Problems from every recording that exists."""
+def recorded_problems(shapes: Sequence[str] = (), dtypes: Sequence[str] = ()) -> list[Problem]:
+    """Problems from every recording that exists (optionally only some shapes / dtypes)."""
     from workbench.core.kernel_folder import load_kernel_folder
     from workbench.engine.recording import load_recording, recording_paths
 
@@ -136,6 +136,8 @@ def recorded_problems() -> list[Problem]:
             for trial in recording.trials:
                 groups.setdefault((trial.shape, trial.dtype), {})[trial.config] = trial
             for (shape, dtype), table in sorted(groups.items()):
+                if (shapes and shape not in shapes) or (dtypes and dtype not in dtypes):
+                    continue
                 if not any(r.status is Status.OK for r in table.values()):
                     continue
                 try:
@@ -179,8 +181,9 @@ def summarise(values: Sequence[int | None], size: int) -> dict[str, Any]:
             "runs": len(values)}
 
 
-def run(seeds: int, use_synthetic: bool, use_kt: bool) -> dict[str, Any]:
-    problems = recorded_problems()
+def run(seeds: int, use_synthetic: bool, use_kt: bool, shapes: Sequence[str] = (),
+        dtypes: Sequence[str] = (), strategies: Sequence[str] = OURS) -> dict[str, Any]:
+    problems = recorded_problems(shapes, dtypes)
     if use_synthetic or not problems:
         problems += synthetic_problems()
     kt_status = "not requested"
@@ -201,7 +204,7 @@ def run(seeds: int, use_synthetic: bool, use_kt: bool) -> dict[str, Any]:
                                      "recorded_in_space": problem.recorded_in_space,
                                      "best_us": problem.best_us, "strategies": {}}
             numeric = all(p.is_numeric for p in problem.space.params)
-            for name in OURS:
+            for name in strategies:
                 if name == "cmaes" and not numeric:
                     entry["strategies"][name] = {"skipped": "categorical parameters"}
                     continue
@@ -274,9 +277,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--synthetic", action="store_true")
     parser.add_argument("--no-kt", action="store_true")
+    parser.add_argument("--shapes", nargs="*", default=[], help="only these shapes")
+    parser.add_argument("--dtypes", nargs="*", default=[], help="only these dtypes")
+    parser.add_argument("--strategies", nargs="*", default=list(OURS))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "strategies.json"))
     args = parser.parse_args()
-    report = run(args.seeds, args.synthetic, not args.no_kt)
+    report = run(args.seeds, args.synthetic, not args.no_kt, args.shapes, args.dtypes,
+                 args.strategies)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=1, default=str) + "\n")
     print_table(report)

@@ -78,6 +78,7 @@ class Workbench:
         self._store: Any | None = None
         self._runner = runner
         self._template = self.folder.template
+        self._origin = "curated"
         self._params = list(self.folder.template.params)
         self._search: Any | None = None
         self._search_lock = threading.Lock()
@@ -184,17 +185,9 @@ class Workbench:
     # --- search
     def provenance(self) -> Any:
         """What keys this session's trials: template text hash plus the runner's identity."""
-        from workbench.store.base import Provenance
+        from workbench.store.base import provenance_for
 
-        sha = hashlib.sha256(self._template.source.encode()).hexdigest()
-        own = getattr(self.runner, "provenance", None)
-        if callable(own):
-            own = own(self._template)
-        if isinstance(own, Provenance):
-            return own
-        device = self.runner.device
-        return Provenance(template_sha256=sha, arch=str(getattr(device, "arch", "")),
-                          device=self.runner_description)
+        return provenance_for(self.runner, self._template)
 
     def start_search(self, shape: str, dtype: str, strategy: str = "tpe", budget: int = 64) -> None:
         """Start a search on a background thread; progress arrives on :attr:`events`."""
@@ -271,42 +264,44 @@ class Workbench:
 
     # --- templates and reviews
     def propose_template(self) -> str:
-        """Replace the template by a proposal: the LLM when configured, else offline.
+        """Replace the template by a validated proposal: the LLM when configured, else offline.
 
-        The LLM is configured by WORKBENCH_MODEL and OPENAI_API_KEY (``LLMSettings.from_env``);
-        without them the offline templater lifts the baseline's constants.
+        The LLM is configured by WORKBENCH_MODEL, OPENAI_API_KEY and OPENAI_BASE_URL
+        (``LLMSettings.from_env``); without them the offline templater lifts the baseline's
+        constants. A proposal that fails validation is not adopted; the reasons are raised.
         """
-        llm_note = ""
+        from workbench.agent import propose_only
+        from workbench.core.template import KernelTemplate
+
+        client = None
+        note = ""
         try:
-            from workbench.llm.client import LLMSettings
+            from workbench.llm.client import LLMClient, LLMSettings
 
-            settings = LLMSettings.from_env()
+            client = LLMClient(LLMSettings.from_env())
         except (WorkbenchError, ImportError) as exc:
-            settings = None
-            llm_note = f" (LLM not used: {getattr(exc, 'message', exc)})"
-        if settings is not None:
-            try:
-                from workbench.llm import propose as llm_propose  # type: ignore[attr-defined]
-            except ImportError:
-                llm_propose = None
-                llm_note = " (LLM configured, but workbench.llm.propose is not available)"
-            if llm_propose is not None:
-                result = llm_propose.propose_template(self.folder, settings=settings)
-                self._adopt(result.template)
-                return f"proposed by the LLM ({settings.model}): {getattr(result, 'summary', '')}"
-        from workbench.llm.templater import offline_template
+            note = f" (LLM not used: {getattr(exc, 'message', exc)})"
+        try:
+            proposed = propose_only(self.folder, client, device=self.device)
+        finally:
+            if client is not None:
+                client.close()
+        if not isinstance(proposed.template, KernelTemplate):
+            reasons = proposed.report.messages() if proposed.report else []
+            raise WorkbenchError("the proposal failed validation: " + "; ".join(reasons),
+                                 reasons=reasons, diff=proposed.diff)
+        self._adopt(proposed.template, origin=proposed.origin)
+        status = proposed.report.status if proposed.report else "unvalidated"
+        who = "the LLM" if proposed.origin == "llm" else f"the offline templater{note}"
+        return f"proposed by {who}; validation: {status}"
 
-        result = offline_template(self.folder)
-        self._adopt(result.template)
-        summary = getattr(result.proposal, "summary_of_changes", "")
-        return f"proposed by the offline templater{llm_note}: {summary}"
-
-    def _adopt(self, template: Any) -> None:
+    def _adopt(self, template: Any, origin: str = "offline") -> None:
         if self._runner is not None and getattr(self._runner, "template", None) is not template:
             self._runner.close()  # runners are bound to a template; the next use makes one
             self._runner = None
             self._baselines.clear()
         self._template = template
+        self._origin = origin
         self._params = list(template.params)
         self._version_id = None
 
@@ -321,7 +316,7 @@ class Workbench:
                 source_text=t.source, source_sha256=digest,
                 params={p.name: p.to_dict() for p in t.params},
                 constraints=tuple(c.text for c in t.constraints), launch=t.launch.to_dict(),
-                origin="curated" if t is self.folder.template else "offline",
+                origin="curated" if t is self.folder.template else self._origin,
                 session_id=self.session_id)
             known = {v.id for v in self.store.template_versions(self.kernel_name)}
             if version.id not in known:

@@ -10,7 +10,6 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.core.errors import WorkbenchError
@@ -234,13 +233,13 @@ def cmd_space(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
-    from workbench.agent.runners import provenance_for
     from workbench.core.errors import NoGPUError
     from workbench.core.events import BestImproved, TrialFinished
     from workbench.engine.tuning import summarize_tuning
     from workbench.search.budget import Budget, SearchConfig
     from workbench.search.orchestrator import Search
     from workbench.search.pruning import LaunchPruner
+    from workbench.store.base import provenance_for
     from workbench.store.sqlite import SQLiteStore
 
     folder = load_kernel_folder(args.folder)
@@ -374,18 +373,9 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def cmd_lab(args: argparse.Namespace) -> int:
     """Open JupyterLab on the notebooks (replay without a GPU, live with one)."""
-    import os
-    import subprocess
+    from workbench.ui.lab import launch
 
-    root = Path(args.root)
-    if not root.is_dir():
-        raise WorkbenchError(f"{root} is not a folder of notebooks", key="root", value=str(root))
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={root}",
-               f"--ServerApp.ip={args.ip}", f"--ServerApp.port={args.port}"]
-    if args.no_browser:
-        command.append("--no-browser")
-    return subprocess.call(command, env={**os.environ, "WORKBENCH_STORE": str(root / "workbench.sqlite")})
-
+    return launch(args.root, port=args.port, open_browser=not args.no_browser)
 
 def _product(lists: Sequence[Sequence[Any]]) -> Iterable[tuple[Any, ...]]:
     import itertools
@@ -465,8 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("lab", help="open JupyterLab on the notebooks")
     p.add_argument("--root", default="notebooks")
-    p.add_argument("--ip", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8888)
+    p.add_argument("--port", type=int, default=None)
     p.add_argument("--no-browser", action="store_true")
     p.set_defaults(func=cmd_lab)
     return parser

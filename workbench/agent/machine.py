@@ -290,7 +290,7 @@ class AgentMachine:
 
     def _enter(self, state: AgentState, detail: str = "") -> None:
         self.state = state
-        self.events.publish(cast(Any, AgentStateChanged(state.value, self.iteration, detail)))
+        self.events.publish(AgentStateChanged(state.value, self.iteration, detail))
         self.events.publish(PhaseChanged(f"agent: {state.value}", detail))
 
     def _best_so_far(self) -> dict[str, Any]:
@@ -328,11 +328,11 @@ class AgentMachine:
                                   else f"{self.state.value}:stopped")
             self._iteration_open = False
         self.state = state
-        self.events.publish(cast(Any, AgentStateChanged(state.value, self.iteration, reason)))
+        self.events.publish(AgentStateChanged(state.value, self.iteration, reason))
         so_far = self._best_so_far()
-        self.events.publish(cast(Any, AgentFinished(state.value, reason, self.iteration,
+        self.events.publish(AgentFinished(state.value, reason, self.iteration,
                                                     so_far.get("best_us"),
-                                                    so_far.get("speedup"))))
+                                                    so_far.get("speedup")))
         self.close()
 
     # -- plan ------------------------------------------------------------------------------
@@ -356,9 +356,9 @@ class AgentMachine:
         self._plan = plan
         self._suggestions = list(plan.configs_to_enqueue)
         self._detail["plan"] = {"source": source, **plan.model_dump(mode="json")}
-        self.events.publish(cast(Any, PlanMade(
+        self.events.publish(PlanMade(
             self.iteration, source, plan.next_action.value, plan.diagnosis,
-            tuple(plan.hypotheses), tuple(plan.configs_to_enqueue))))
+            tuple(plan.hypotheses), tuple(plan.configs_to_enqueue)))
         if plan.next_action is NextAction.STOP:
             self._end_iteration("plan", "plan: stop", plan.diagnosis)
             self._finish(AgentState.DONE, f"the plan says stop: {plan.diagnosis}")
@@ -457,7 +457,7 @@ class AgentMachine:
             if outcome.template is None:
                 problems = tuple(outcome.reasons)
                 self._detail["proposal"] = {"status": "failed", "problems": list(problems)}
-                self.events.publish(cast(Any, ProposalRejected(self.iteration, problems)))
+                self.events.publish(ProposalRejected(self.iteration, problems))
                 if self._current is None:
                     self._finish(AgentState.FAILED, "no valid template: the proposal failed "
                                  "validation after its repair round: " + "; ".join(problems))
@@ -507,9 +507,9 @@ class AgentMachine:
         note = f"validation: {report.status} ({report.note})" if report else ""
         self._record_review(version, TextReview.make(template, Decision.PROPOSED, "agent", note))
         self._detail["version_id"] = version_id
-        self.events.publish(cast(Any, TemplateProposed(
+        self.events.publish(TemplateProposed(
             self.iteration, version_id, version.parent_id, origin, version.text_sha256, diff,
-            report.status if report else "not run", report.note if report else "")))
+            report.status if report else "not run", report.note if report else ""))
         return version
 
     # -- review ----------------------------------------------------------------------------
@@ -523,8 +523,8 @@ class AgentMachine:
             template_version_id=version.id, decision=review.decision.value,
             reviewer=review.reviewer, time=review.time_utc, note=review.note,
             approved_text_sha256=review.template_sha256))
-        self.events.publish(cast(Any, ReviewRecorded(version.id, review.decision.value,
-                                                     review.reviewer)))
+        self.events.publish(ReviewRecorded(version.id, review.decision.value,
+                                                     review.reviewer))
 
     def _reviews(self, version: _Version) -> list[TextReview]:
         return [TextReview(template_sha256=r.approved_text_sha256, decision=Decision(r.decision),
@@ -555,8 +555,8 @@ class AgentMachine:
                 self.reason = f"waiting for review of template version {version.id}"
                 self._detail["review"] = {"decision": "pending", "version_id": version.id}
                 self._store_iteration("review")
-                self.events.publish(cast(Any, ReviewRequested(
-                    self.iteration, version.id, version.text_sha256, version.diff)))
+                self.events.publish(ReviewRequested(
+                    self.iteration, version.id, version.text_sha256, version.diff))
                 return
         try:
             approval = require_approved(version.template, self._reviews(version))
@@ -675,9 +675,9 @@ class AgentMachine:
         if best_us is not None and (self._best is None or best_us < (self._best[0].median_us
                                                                       or float("inf"))):
             self._best = (again, baseline_us, version.id)
-        self.events.publish(cast(Any, BestRetested(self.iteration, dict(best.config),
+        self.events.publish(BestRetested(self.iteration, dict(best.config),
                                                     again.status.value, best_us, baseline_us,
-                                                    speedup)))
+                                                    speedup))
         result = (f"best {best_us:.2f} us at {dict(best.config)}"
                   + (f", {speedup:.2f}x vs baseline" if speedup else "")
                   if best_us is not None else f"re-test {again.status.value}: {again.reason}")

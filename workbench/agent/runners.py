@@ -16,15 +16,17 @@ runner instance, from which a runner for another template is derived here:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.template import KernelTemplate
 from workbench.engine.replay import ReplayRunner
 from workbench.engine.runner import LocalRunner, Runner
-from workbench.store.base import Provenance
+from workbench.store.base import provenance_for
 
 RunnerFactory = Callable[[KernelTemplate], Runner]
+
+__all__ = ["AgentRunnerError", "RunnerFactory", "derive_runner", "is_live", "is_runner",
+           "provenance_for"]
 
 
 class AgentRunnerError(WorkbenchError):
@@ -62,18 +64,3 @@ def derive_runner(runner: Runner | RunnerFactory, template: KernelTemplate) -> t
         f"{type(runner).__name__} measures one template and cannot measure template "
         f"{template.source_sha256[:12]}; pass a factory `template -> Runner` to run_agent",
         template_sha256=template.source_sha256, runner=type(runner).__name__)
-
-
-def provenance_for(runner: Any, template: KernelTemplate) -> Provenance:
-    """What keys the trials of ``template`` measured by ``runner`` (as the API does)."""
-    own = getattr(runner, "provenance", None)
-    if callable(own):
-        own = own(template)
-    if isinstance(own, Provenance):
-        return own
-    compiler = getattr(runner, "compiler", None)
-    flags = " ".join(getattr(compiler, "flags", ()) or ())
-    device = runner.device
-    return Provenance(template_sha256=template.source_sha256, flags=flags,
-                      arch=str(getattr(device, "arch", "")),
-                      device=str(getattr(runner, "description", device.name)))

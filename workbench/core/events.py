@@ -117,8 +117,12 @@ class EventBus:
 
         return unsubscribe
 
-    def publish(self, event: Event) -> None:
-        """Deliver ``event`` to every subscriber; a raising subscriber is logged and skipped."""
+    def publish(self, event: object) -> None:
+        """Deliver ``event`` to every subscriber; a raising subscriber is logged and skipped.
+
+        Any frozen event record may travel: the core ones (:data:`Event`) and those of the
+        layers above (e.g. the agent's, in ``workbench.agent.events``).
+        """
         with self._lock:
             subscribers = list(self._subscribers)
         for _, callback in subscribers:

@@ -32,6 +32,33 @@ class Provenance:
     driver: str = ""  # e.g. "580.159.04"
 
 
+
+def provenance_for(runner: Any, template: Any) -> Provenance:
+    """The provenance of ``template``'s trials measured by ``runner`` (duck-typed).
+
+    A runner may define ``provenance(template)``; otherwise it is read from the runner's
+    compiler (version, flags), device (arch), description and ``facts`` (driver; a replay
+    names its recording's device and driver).
+    """
+    own = getattr(runner, "provenance", None)
+    if callable(own):
+        own = own(template)
+    if isinstance(own, Provenance):
+        return own
+    compiler = getattr(runner, "compiler", None)
+    facts = getattr(runner, "facts", None) or {}
+    recording = getattr(runner, "recording", None)
+    if recording is not None:
+        facts = getattr(recording, "device", None) or facts
+    device = runner.device
+    return Provenance(template_sha256=template.source_sha256,
+                      compiler=str(getattr(compiler, "version", "") or ""),
+                      flags=" ".join(getattr(compiler, "flags", ()) or ()),
+                      arch=str(getattr(device, "arch", "")),
+                      device=str(getattr(runner, "description", device.name)),
+                      driver=str(facts.get("driver") or "") if isinstance(facts, Mapping)
+                      else "")
+
 @dataclass(frozen=True)
 class Session:
     """One user/agent session against one kernel."""
