@@ -371,11 +371,12 @@ def main() -> int:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype))
                 except Exception:
                     traceback.print_exc()
-                Path(args.out).write_text(json.dumps(_doc(rows, props, compiler), indent=1))
+                Path(args.out).write_text(json.dumps(_doc(rows, props, compiler, harness), indent=1))
     return 0
 
 
-def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler) -> dict[str, Any]:
+def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
+         harness: Harness) -> dict[str, Any]:
     try:
         import pynvml
 
@@ -386,8 +387,9 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler) -> dict[str
     return {"date": dt.date.today().isoformat(), "device": props.name, "driver": driver,
             "cuda": torch.version.cuda, "torch": torch.__version__, "nvcc": compiler.version,
             "python": platform.python_version(),
-            "method": "CUDA events per launch, L2 flushed (2x L2) before every repetition, "
-                      "in-place inputs restored, stop at RSE(median) <= 0.5% or 1 s",
+            "method": f"CUDA events per launch, L2 flushed (2x L2) before every repetition, "
+                      f"in-place inputs restored, 0.2 s GPU spin-up, stop at RSE(median) <= "
+                      f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s",
             "rows": rows}
 
 
