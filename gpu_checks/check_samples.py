@@ -39,27 +39,10 @@ from workbench.core.template import KernelTemplate  # noqa: E402
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
 DEFAULT_SMEM_LIMIT_BYTES = 48 * 1024  # above this a kernel must opt in to more dynamic smem
 
-# Corners of each space (kept in step with tests/test_sample_kernels.py).
+# Corners of each space (shared with tests/test_sample_kernels.py).
 EXTREMES: dict[str, list[dict[str, int]]] = {
-    "silu_and_mul": [
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "TOKENS_PER_BLOCK": 8, "ROW_SPLIT": 1, "UNROLL": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "TOKENS_PER_BLOCK": 1, "ROW_SPLIT": 8, "UNROLL": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 8, "TOKENS_PER_BLOCK": 8, "ROW_SPLIT": 1, "UNROLL": 2, "FAST_EXP": 0},
-    ],
-    "fused_add_rmsnorm": [
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 1, "ITEMS": 1},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 16, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 1, "ITEMS": 4},
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 0, "ITEMS": 8},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 4, "ROWS_PER_BLOCK": 4, "ROW_IN_REGS": 1, "ITEMS": 8},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 8, "ROWS_PER_BLOCK": 8, "ROW_IN_REGS": 0, "ITEMS": 2},
-    ],
-    "merge_attn_states_lse": [
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "THREADS_PER_ROW": 32, "ITEMS": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "THREADS_PER_ROW": 1, "ITEMS": 4, "FAST_EXP": 0},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 8, "THREADS_PER_ROW": 0, "ITEMS": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 64, "VEC_BYTES": 16, "THREADS_PER_ROW": 8, "ITEMS": 2, "FAST_EXP": 0},
-    ],
-}
+    k: v for k, v in json.loads((REPO / "sample_kernels" / "corner_configs.json").read_text()).items()
+    if k != "about"}
 
 
 @dataclass(frozen=True)

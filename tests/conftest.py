@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +38,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def compiler() -> Iterator[Any]:
+    """nvcc for sm_90a with a cache private to the test module (skips without nvcc)."""
+    from workbench.core.errors import CompilerNotFoundError
+    from workbench.engine.compiler import Compiler
+
+    try:
+        with tempfile.TemporaryDirectory() as cache:
+            yield Compiler("sm_90a", cache_dir=cache)
+    except CompilerNotFoundError:
+        pytest.skip("nvcc is not installed")

@@ -5,7 +5,6 @@ SyntheticRunner (every such result is marked source="synthetic")."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,6 @@ from workbench.agent import (
 from workbench.agent.events import AgentFinished, PlanMade, ReviewRequested, TemplateProposed
 from workbench.agent.profile import parse_ncu_csv, profile_config
 from workbench.agent.records import AgentConfig
-from workbench.core.errors import CompilerNotFoundError
 from workbench.core.events import EventBus, IterationFinished, TrialFinished
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Status
@@ -44,14 +42,6 @@ SHAPE, DTYPE, EVALS = "small", "bf16", 3
 def folder() -> KernelFolder:
     return load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
 
-
-@pytest.fixture(scope="module")
-def compiler() -> Iterator[Compiler]:
-    try:
-        with tempfile.TemporaryDirectory() as cache:
-            yield Compiler("sm_90a", cache_dir=cache)  # shared: tests reuse each other's cubins
-    except CompilerNotFoundError:
-        pytest.skip("nvcc is not installed")
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ reference.py with an independent float64 formula written element by element here
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -30,25 +31,8 @@ needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 
 # Corners of each space: largest/smallest blocks, vectors, unrolls and each mode switch.
 EXTREMES: dict[str, list[dict[str, int]]] = {
-    "silu_and_mul": [
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "TOKENS_PER_BLOCK": 8, "ROW_SPLIT": 1, "UNROLL": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "TOKENS_PER_BLOCK": 1, "ROW_SPLIT": 8, "UNROLL": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 8, "TOKENS_PER_BLOCK": 8, "ROW_SPLIT": 1, "UNROLL": 2, "FAST_EXP": 0},
-    ],
-    "fused_add_rmsnorm": [
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 1, "ITEMS": 1},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 16, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 1, "ITEMS": 4},
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "ROWS_PER_BLOCK": 1, "ROW_IN_REGS": 0, "ITEMS": 8},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 4, "ROWS_PER_BLOCK": 4, "ROW_IN_REGS": 1, "ITEMS": 8},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 8, "ROWS_PER_BLOCK": 8, "ROW_IN_REGS": 0, "ITEMS": 2},
-    ],
-    "merge_attn_states_lse": [
-        {"BLOCK_THREADS": 1024, "VEC_BYTES": 16, "THREADS_PER_ROW": 32, "ITEMS": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 32, "VEC_BYTES": 4, "THREADS_PER_ROW": 1, "ITEMS": 4, "FAST_EXP": 0},
-        {"BLOCK_THREADS": 256, "VEC_BYTES": 8, "THREADS_PER_ROW": 0, "ITEMS": 4, "FAST_EXP": 1},
-        {"BLOCK_THREADS": 64, "VEC_BYTES": 16, "THREADS_PER_ROW": 8, "ITEMS": 2, "FAST_EXP": 0},
-    ],
-}
+    k: v for k, v in json.loads((ROOT / "corner_configs.json").read_text()).items()
+    if k != "about"}
 
 _USAGE = re.compile(r"Used (\d+) registers")
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")

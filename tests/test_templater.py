@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from workbench.core.errors import CompilerNotFoundError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.engine.compiler import Compiler
 from workbench.llm.templater import lift_source, offline_template, unified_diff
@@ -97,14 +94,6 @@ def test_nothing_to_lift_is_reported() -> None:
                          grid=["1"], block=["1", "2"])
     assert lifted.params == ()
 
-
-@pytest.fixture(scope="module")
-def compiler() -> Iterator[Compiler]:
-    try:
-        with tempfile.TemporaryDirectory() as cache:
-            yield Compiler("sm_90a", cache_dir=cache)
-    except CompilerNotFoundError:
-        pytest.skip("nvcc is not installed")
 
 
 def _folder(name: str) -> KernelFolder:

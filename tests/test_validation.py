@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from workbench.core.errors import CompilerNotFoundError, ReviewError
+from workbench.core.errors import ReviewError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Config, Status, TrialResult
@@ -33,14 +32,6 @@ def folder() -> KernelFolder:
 def good(folder: KernelFolder) -> TemplateProposal:
     return offline_template(folder).proposal
 
-
-@pytest.fixture(scope="module")
-def compiler() -> Iterator[Compiler]:
-    try:
-        with tempfile.TemporaryDirectory() as cache:
-            yield Compiler("sm_90a", cache_dir=cache)
-    except CompilerNotFoundError:
-        pytest.skip("nvcc is not installed")
 
 
 def edit(p: TemplateProposal, **changes: Any) -> TemplateProposal:

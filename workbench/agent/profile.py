@@ -77,16 +77,7 @@ def _problem(folder: KernelFolder, template: KernelTemplate, config: Config, sha
              dtype: str, cubin: str) -> dict[str, Any]:
     env = folder.env(shape, dtype)
     launch = template.launch_for(config, env)
-    args = []
-    for arg in folder.args:
-        entry: dict[str, Any] = {"name": arg.name, "role": arg.role,
-                                 "dtype": arg.resolved_dtype(dtype)}
-        if arg.role == "scalar":
-            assert arg.value is not None
-            entry["value"] = arg.value.evaluate(env)
-        else:
-            entry["shape"] = list(arg.shape_for(env))
-        args.append(entry)
+    args = folder.arg_layout(shape, dtype)
     return {"cubin": cubin, "entry": template.entry, "grid": list(launch.grid),
             "block": list(launch.block), "smem_bytes": launch.smem_bytes, "args": args}
 

@@ -119,6 +119,20 @@ class KernelFolder:
     def tolerance_for(self, arg: ArgSpec, dtype: str) -> Tolerance:
         return arg.tolerance or self.tolerances[dtype]
 
+    def arg_layout(self, shape: str, dtype: str) -> list[dict[str, Any]]:
+        """Every argument at (shape, dtype): name, role, concrete dtype, tolerance, and the
+        buffer's shape or the scalar's value (the form the GPU worker and profiler take)."""
+        env = self.env(shape, dtype)
+        out = []
+        for arg in self.args:
+            tol = self.tolerance_for(arg, dtype)
+            out.append({"name": arg.name, "role": arg.role, "dtype": arg.resolved_dtype(dtype),
+                        "rtol": tol.rtol, "atol": tol.atol,
+                        "shape": list(arg.shape_for(env)) if arg.is_buffer else [],
+                        "value": None if arg.is_buffer or arg.value is None
+                        else arg.value.evaluate(env)})
+        return out
+
     def load_reference(self) -> ModuleType:
         """Import reference.py (trusted, user-written numpy code) as a private module."""
         path = self.path / "reference.py"

@@ -176,19 +176,7 @@ class LocalRunner:
         return self.folder.env(shape, dtype, self.device)
 
     def _problem(self, shape: str, dtype: str, launch: Launch) -> dict[str, Any]:
-        env = self._env(shape, dtype)
-        args = []
-        for arg in self.folder.args:
-            tol = self.folder.tolerance_for(arg, dtype)
-            entry: dict[str, Any] = {"name": arg.name, "role": arg.role,
-                                     "dtype": arg.resolved_dtype(dtype), "rtol": tol.rtol,
-                                     "atol": tol.atol, "shape": [], "value": None}
-            if arg.role == "scalar":
-                assert arg.value is not None
-                entry["value"] = arg.value.evaluate(env)
-            else:
-                entry["shape"] = list(arg.shape_for(env))
-            args.append(entry)
+        args = self.folder.arg_layout(shape, dtype)
         return {"shape_name": shape, "shape": self.folder.shape_values(shape), "args": args,
                 "launch": {"grid": list(launch.grid), "block": list(launch.block),
                            "smem_bytes": launch.smem_bytes}}
