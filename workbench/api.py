@@ -189,7 +189,8 @@ class Workbench:
 
         return provenance_for(self.runner, self._template)
 
-    def start_search(self, shape: str, dtype: str, strategy: str = "tpe", budget: int = 64) -> None:
+    def start_search(self, shape: str, dtype: str, strategy: str = "guided",
+                     budget: int = 64) -> None:
         """Start a search on a background thread; progress arrives on :attr:`events`."""
         from workbench.search.budget import Budget, SearchConfig
         from workbench.search.orchestrator import Search
@@ -228,7 +229,7 @@ class Workbench:
         if self._search is not None:
             self._search.stop()
 
-    def tune(self, shape: str, dtype: str = "bf16", strategy: str = "tpe",
+    def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
              budget: int = 64, *, timeout_s: float | None = None) -> TuneOutcome:
         """Run a search to the end (blocking) and return its results and best config."""
         results: list[TrialResult] = []

@@ -233,15 +233,18 @@ def cmd_space(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
-    from workbench.core.errors import NoGPUError
+    from workbench.core.errors import NoGPUError, UnknownStrategyError
     from workbench.core.events import BestImproved, TrialFinished
     from workbench.engine.tuning import summarize_tuning
     from workbench.search.budget import Budget, SearchConfig
     from workbench.search.orchestrator import Search
     from workbench.search.pruning import LaunchPruner
+    from workbench.search.strategies import STRATEGIES
     from workbench.store.base import provenance_for
     from workbench.store.sqlite import SQLiteStore
 
+    if args.strategy not in STRATEGIES:
+        raise UnknownStrategyError(args.strategy, list(STRATEGIES))
     folder = load_kernel_folder(args.folder)
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
     folder.shape_values(args.shape)
@@ -284,7 +287,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       file=out)
 
         search.events.subscribe(on_event)
-        outcome = search.run()
+        try:
+            outcome = search.run()
+        except KeyboardInterrupt:  # every finished trial is already in the store
+            search.stop()
+            print(f"\ninterrupted: {len(search.results(args.shape))} trials kept in {args.store}; "
+                  f"run the same command again to resume", file=out)
+            return 130
         results = search.results(args.shape)
         shape_outcome = outcome.shapes[args.shape]
         print(f"stopped: {shape_outcome.reason}; {shape_outcome.evaluated} evaluated "
@@ -411,8 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder")
     p.add_argument("--shape", required=True)
     p.add_argument("--dtype")
-    p.add_argument("--strategy", default="exhaustive",
-                   help="exhaustive | random | guided | tpe | gp | cmaes")
+    p.add_argument("--strategy", default="guided",
+                   help="guided (default) | exhaustive | random | tpe | gp | cmaes")
     p.add_argument("--budget", type=int, default=None,
                    help="evaluations (default: the whole space); resumed trials count")
     p.add_argument("--patience", type=int, default=None,

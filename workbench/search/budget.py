@@ -50,7 +50,7 @@ class SearchConfig:
 
     shapes: tuple[str, ...]
     dtype: str
-    strategy: str = "tpe"
+    strategy: str = "guided"  # strategies.DEFAULT_STRATEGY (kept equal by a test)
     seed: int = 0
     budget: Budget = field(default_factory=Budget)
     batch_size: int = 1
