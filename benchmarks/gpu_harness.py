@@ -19,18 +19,31 @@ from workbench.engine.bench import BenchSettings, should_stop, summarize
 
 
 class Harness:
-    def __init__(self, l2_bytes: int, settings: BenchSettings | None = None) -> None:
+    """``flush="read"`` evicts the L2 by reading a 2x-L2 buffer (clean lines: nothing to write
+    back inside the next timed region); ``"write"`` zeroes it (the worker's method)."""
+
+    def __init__(self, l2_bytes: int, settings: BenchSettings | None = None,
+                 flush: str = "read", spin_up_s: float = 0.5) -> None:
         self.settings = settings or BenchSettings(max_time_s=0.5, min_reps=20, max_reps=3000,
                                                   timeout_s=30.0)
         nbytes = self.settings.flush_bytes_for(l2_bytes)
-        self.flush = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda")
+        self.flush = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
+        self.flush_mode = flush
+        self.spin_up_s = spin_up_s
+        self._sink = torch.empty((), dtype=torch.float32, device="cuda")
 
-    def spin_up(self, seconds: float = 0.2) -> None:
+    def evict_l2(self) -> None:
+        if self.flush_mode == "read":
+            torch.sum(self.flush, out=self._sink)
+        else:
+            self.flush.zero_()
+
+    def spin_up(self) -> None:
         """Keep the GPU busy so timing starts at boost clocks (idle GPUs clock down)."""
-        t_end = time.perf_counter() + seconds
+        t_end = time.perf_counter() + self.spin_up_s
         while time.perf_counter() < t_end:
             for _ in range(8):
-                self.flush.zero_()
+                self.evict_l2()
             torch.cuda.synchronize()
 
     def time(self, fn: Callable[[], object], restore: Callable[[], object] | None = None) -> Timing:
@@ -51,7 +64,7 @@ class Harness:
             if restore:
                 restore()
             if s.flush_l2:
-                self.flush.zero_()
+                self.evict_l2()
             start.record()
             fn()
             end.record()

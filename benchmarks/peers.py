@@ -357,10 +357,12 @@ def main() -> int:
     ap.add_argument("--kernels", nargs="*", default=list(PEERS))
     ap.add_argument("--shapes", nargs="*", default=list(SHAPES))
     ap.add_argument("--dtypes", nargs="*", default=["bf16", "fp16"])
+    ap.add_argument("--flush", choices=["read", "write"], default="read",
+                    help="evict the L2 by reading (default) or zeroing a 2x-L2 buffer")
     args = ap.parse_args()
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
-    harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)))
+    harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)), flush=args.flush)
     compiler = Compiler("sm_90a")
     rows = []
     for name in args.kernels:
@@ -387,8 +389,9 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
     return {"date": dt.date.today().isoformat(), "device": props.name, "driver": driver,
             "cuda": torch.version.cuda, "torch": torch.__version__, "nvcc": compiler.version,
             "python": platform.python_version(),
-            "method": f"CUDA events per launch, L2 flushed (2x L2) before every repetition, "
-                      f"in-place inputs restored, 0.2 s GPU spin-up, stop at RSE(median) <= "
+            "method": f"CUDA events per launch, L2 flushed by a {harness.flush_mode} of 2x L2 "
+                      f"before every repetition, in-place inputs restored, "
+                      f"{harness.spin_up_s} s GPU spin-up, stop at RSE(median) <= "
                       f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s",
             "rows": rows}
 

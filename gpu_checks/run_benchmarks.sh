@@ -2,6 +2,7 @@
 # GPU-machine benchmark runs, one call each (see benchmarks/README.md):
 #   gpu_checks/run_benchmarks.sh record KERNEL[,KERNEL]   re-record sweeps, then repeatability
 #   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
+#   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
 set -uo pipefail
 what="${1:?record|compare}"; shift || true
@@ -26,5 +27,11 @@ case "$what" in
       --out "$OUT/kernel_tuner_compare.json" 2>&1 | grep -v "does not match" | tail -12
     python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" 2>&1 | tail -3
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -60
+    ;;
+  small)  # the small shapes again, flushing by reads; plus the agent CLI offline end to end
+    python3 benchmarks/peers.py --out "$OUT/peers_small.json" --shapes odd decode "$@" 2>&1 \
+      | tee "$OUT/peers_small.log" | tail -60
+    python3 -m workbench.cli agent sample_kernels/silu_and_mul --iterations 2 --auto-approve \
+      --shape decode --budget 48 --store "$OUT/agent_cli.sqlite" 2>&1 | tail -12 | tee "$OUT/agent_cli.log"
     ;;
 esac

@@ -134,3 +134,10 @@ def test_tpe_finds_good_configs_better_than_worst_case() -> None:
         strategy.tell(result)
         seen.append(trial_cost_us(result))
     assert min(c for c in seen if c is not None) <= costs[len(costs) // 5]
+
+
+def test_search_config_default_is_the_benchmarked_default_strategy() -> None:
+    from workbench.search.budget import SearchConfig
+    from workbench.search.strategies import DEFAULT_STRATEGY
+
+    assert SearchConfig(shapes=("s",), dtype="bf16").strategy == DEFAULT_STRATEGY
