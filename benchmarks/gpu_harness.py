@@ -34,7 +34,7 @@ class Harness:
 
     def evict_l2(self) -> None:
         if self.flush_mode == "read":
-            torch.sum(self.flush, out=self._sink)
+            torch.sum(self.flush, dim=0, out=self._sink)
         else:
             self.flush.zero_()
 

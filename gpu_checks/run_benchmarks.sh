@@ -31,7 +31,8 @@ case "$what" in
   small)  # the small shapes again, flushing by reads; plus the agent CLI offline end to end
     python3 benchmarks/peers.py --out "$OUT/peers_small.json" --shapes odd decode "$@" 2>&1 \
       | tee "$OUT/peers_small.log" | tail -60
-    python3 -m workbench.cli agent sample_kernels/silu_and_mul --iterations 2 --auto-approve \
-      --shape decode --budget 48 --store "$OUT/agent_cli.sqlite" 2>&1 | tail -12 | tee "$OUT/agent_cli.log"
+    [ "${AGENT_CLI:-1}" = 1 ] && python3 -m workbench.cli agent sample_kernels/silu_and_mul \
+      --iterations 2 --auto-approve --shape decode --budget 48 --store "$OUT/agent_cli.sqlite" 2>&1 \
+      | tail -12 | tee "$OUT/agent_cli.log"
     ;;
 esac
