@@ -33,8 +33,8 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def peers_section() -> str:
-    doc = load("h100/peers.json")
+def peers_section(name: str = "h100/peers.json") -> str:
+    doc = load(name)
     if doc is None:
         return "_not run yet_"
     rows = []
@@ -209,6 +209,8 @@ in `results/` by `python benchmarks/tables.py`.
 def main() -> None:
     text = INTRO
     text += "\n## Tuned vs peers (H100)\n\n" + peers_section() + "\n"
+    text += ("\n### Small shapes again, L2 evicted by reads\n\n"
+             + peers_section("h100/peers_small_readflush.json") + "\n")
     text += "\n## Exhaustive sweeps (H100): throughput\n\n" + sweeps_section() + "\n"
     text += "\n## Throughput vs Kernel Tuner (H100)\n\n" + kt_section() + "\n"
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
