@@ -19,48 +19,39 @@ happens, so :func:`~workbench.agent.queries.speedup_per_iteration` is a store qu
 Security: LLM-written text is never executed as Python; its CUDA is compiled by nvcc and
 run only by a runner's isolated GPU worker. Kernel source and profiler output enter prompts
 as fenced data.
+
+The machine owns the state and the transitions; the steps that talk to the other layers live
+by concept: :mod:`workbench.agent.propose` (the plan's text, generate, review) and
+:mod:`workbench.agent.measure` (tune, test and the measurements the prompts are built from).
 """
 
 from __future__ import annotations
 
 import threading
 import traceback
-import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from workbench.agent.context import (
-    IterationSummary,
-    measurement,
-    offline_plan,
-    prompt_context,
-    space_summary,
-)
-from workbench.agent.events import (
-    AgentFinished,
-    AgentStateChanged,
-    BestRetested,
-    PlanMade,
-    ProposalRejected,
-    ReviewRecorded,
-    ReviewRequested,
-    TemplateProposed,
-)
+from workbench.agent.context import IterationSummary
+from workbench.agent.events import AgentFinished, AgentStateChanged, PlanMade, ReviewRecorded
 from workbench.agent.llm_calls import BudgetedClient, LLMCallBudgetError
-from workbench.agent.profile import profile_config
+from workbench.agent.measure import retest_step, tune_step
+from workbench.agent.propose import (
+    Version,
+    generate_step,
+    plan_offline,
+    plan_with_llm,
+    review_step,
+)
 from workbench.agent.records import (
-    AUTO_REVIEWER,
     TERMINAL,
     AgentConfig,
     AgentError,
     AgentOutcome,
     AgentState,
     ApproveCallback,
-    ReviewRequest,
 )
-from workbench.agent.runners import RunnerFactory, derive_runner, is_live, is_runner, provenance_for
+from workbench.agent.runners import RunnerFactory, derive_runner, is_runner
 from workbench.core.errors import CompilerNotFoundError, LLMError, ReviewError, WorkbenchError
 from workbench.core.events import (
     ErrorEvent,
@@ -71,55 +62,19 @@ from workbench.core.events import (
 )
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, Config, Status, TrialResult
+from workbench.core.records import TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
-from workbench.llm.prompts import KernelBrief, plan_messages
-from workbench.llm.review import Decision, require_approved, template_sha256, template_text
+from workbench.llm.review import Decision, template_sha256
 from workbench.llm.review import Review as TextReview
-from workbench.llm.schemas import NextAction, Plan, TemplateProposal
-from workbench.llm.templater import offline_template, unified_diff
-from workbench.llm.validation import (
-    ProposalAttempt,
-    ValidationReport,
-    propose_template,
-    validate_proposal,
-)
-from workbench.search.budget import Budget, SearchConfig
+from workbench.llm.schemas import NextAction, Plan
 from workbench.search.orchestrator import Search
-from workbench.search.pruning import LaunchPruner
-from workbench.store.base import AgentIteration, Store, TemplateVersion
+from workbench.store.base import AgentIteration, Store
 from workbench.store.base import Review as StoredReview
 
 if TYPE_CHECKING:
     from workbench.llm.client import LLMClient
-
-
-@dataclass(frozen=True)
-class _Version:
-    id: str
-    template: KernelTemplate
-    origin: str
-    parent_id: str | None
-    diff: str
-    validation: ValidationReport | None
-
-    @property
-    def text_sha256(self) -> str:
-        return template_sha256(self.template)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _report_dict(report: ValidationReport | None) -> dict[str, Any]:
-    if report is None:
-        return {"status": "not run"}
-    return {"status": report.status, "note": report.note, "problems": report.messages(),
-            "checks_passed": list(report.checks_passed),
-            "checks_skipped": list(report.checks_skipped)}
 
 
 class AgentMachine:
@@ -171,8 +126,8 @@ class AgentMachine:
         self._suggestions: list[Mapping[str, Any]] = []
         self._detail: dict[str, Any] = {}
         self._history: list[IterationSummary] = []
-        self._current: _Version | None = None
-        self._pending: _Version | None = None
+        self._current: Version | None = None
+        self._pending: Version | None = None
         self._version_best: TrialResult | None = None
         self._best: tuple[TrialResult, float | None, str] | None = None
         self._baselines: dict[str, float | None] = {}
@@ -250,11 +205,12 @@ class AgentMachine:
     def step(self) -> AgentState:
         """One transition. Expected failures end the loop as data; bugs propagate (after
         the iteration so far is stored)."""
-        handlers = {AgentState.PLAN: self._do_plan, AgentState.GENERATE: self._do_generate,
-                    AgentState.REVIEW: self._do_review, AgentState.TUNE: self._do_tune,
-                    AgentState.TEST: self._do_test}
+        handlers: dict[AgentState, Callable[[AgentMachine], None]] = {
+            AgentState.PLAN: AgentMachine._do_plan, AgentState.GENERATE: generate_step,
+            AgentState.REVIEW: review_step, AgentState.TUNE: tune_step,
+            AgentState.TEST: retest_step}
         try:
-            handlers[self.state]()
+            handlers[self.state](self)
         except LLMCallBudgetError as exc:
             self._detail["stopped_at"] = self.state.value
             self._finish(AgentState.DONE, f"LLM-call budget spent ({exc.used_calls} of "
@@ -350,9 +306,9 @@ class AgentMachine:
             plan, source = Plan(diagnosis="no template yet",
                                 next_action=NextAction.NEW_TEMPLATE), "initial"
         elif self.llm is not None:
-            plan, source = self._llm_plan(), "llm"
+            plan, source = plan_with_llm(self), "llm"
         else:
-            plan, source = self._offline_plan(), "offline"
+            plan, source = plan_offline(self), "offline"
         self._plan = plan
         self._suggestions = list(plan.configs_to_enqueue)
         self._detail["plan"] = {"source": source, **plan.model_dump(mode="json")}
@@ -367,154 +323,9 @@ class AgentMachine:
         else:
             self._enter(AgentState.GENERATE, plan.next_action.value)
 
-    def _measured_configs(self, version: _Version) -> list[Config]:
-        runner = self._runner_for(version.template)
-        prov = provenance_for(runner, version.template)
-        return [t.result.config for t in self.store.trials(prov, self.shape, self.dtype)
-                if t.result.status is not Status.PRUNED]
+    # -- review records ----------------------------------------------------------------------
 
-    def _space(self, template: KernelTemplate) -> Any:
-        return template.space(self.folder.env(self.shape, self.dtype, self.device))
-
-    def _offline_plan(self) -> Plan:
-        assert self._current is not None
-        limit = self.config.budget.max_evaluations or 8
-        return offline_plan(self._space(self._current.template),
-                            self._measured_configs(self._current), self._version_best, limit)
-
-    def _copy_bandwidth(self, runner: Runner) -> float | None:
-        if self._copy_gb is False:
-            copy = getattr(runner, "copy_timing", None)
-            value: float | None = None
-            if callable(copy):
-                try:
-                    value = float(copy(self.shape, self.dtype).bandwidth_gb_per_s)
-                except WorkbenchError:
-                    value = None
-            self._copy_gb = value
-        return self._copy_gb if isinstance(self._copy_gb, float) else None
-
-    def _context(self) -> Any:
-        measurements = []
-        if self._current is not None:
-            runner = self._runner_for(self._current.template)
-            best = self._version_best
-            ncu = None
-            if best is not None and best.status is Status.OK and self.config.profile \
-                    and is_live(runner) and self.compiler is not None:
-                key = (self._current.id, best.config.key())
-                if key not in self._ncu:
-                    self._ncu[key] = profile_config(self.folder, self._current.template,
-                                                    best.config, self.shape, self.dtype,
-                                                    compiler=self.compiler)
-                ncu = self._ncu[key]
-            measurements.append(measurement(
-                self.folder, self.shape, self.dtype,
-                baseline_us=self._baselines.get(self._current.text_sha256), best=best,
-                copy_gb_per_s=self._copy_bandwidth(runner), ncu_metrics=ncu))
-        return prompt_context(self.device, measurements, self._history)
-
-    def _llm_plan(self) -> Plan:
-        assert self._current is not None and self.llm is not None
-        template = self._current.template
-        summary = space_summary(self._space(template), len(self._measured_configs(self._current)))
-        messages = plan_messages(KernelBrief.from_folder(self.folder), self._context(),
-                                 TemplateProposal.from_template(template),
-                                 space_summary=summary)
-        return self.llm.complete(messages, Plan, purpose="plan")
-
-    # -- generate --------------------------------------------------------------------------
-
-    def _on_attempt(self, attempt: ProposalAttempt) -> None:
-        self._detail.setdefault("attempts", []).append(
-            {"round": attempt.round, "problems": list(attempt.problems),
-             "raw_reply": attempt.raw_reply[:20000]})
-
-    def _correctness(self) -> Any:
-        if not is_live(self._runner_arg if is_runner(self._runner_arg) else None):
-            return None
-
-        def check(template: KernelTemplate, config: Config, shape: str,
-                  dtype: str) -> TrialResult:
-            runner = self._runner_for(template)
-            return next(iter(runner.measure([Candidate(config, shape, dtype)])))
-        return check
-
-    def _do_generate(self) -> None:
-        action = self._plan.next_action if self._plan else NextAction.NEW_TEMPLATE
-        report: ValidationReport | None
-        if self._current is None and self._initial_template is not None:
-            template, origin = self._initial_template, "curated"
-            report = validate_proposal(TemplateProposal.from_template(template), self.folder,
-                                       device=self.device, compiler=self.compiler)
-        elif self.llm is not None:
-            current = (TemplateProposal.from_template(self._current.template)
-                       if action is NextAction.REFINE_TEMPLATE and self._current else None)
-            outcome = propose_template(
-                self.folder, cast("LLMClient", self.llm), context=self._context(),
-                device=self.device, compiler=self.compiler, correctness=self._correctness(),
-                current=current, repair_rounds=1, on_attempt=self._on_attempt)
-            if outcome.template is None:
-                problems = tuple(outcome.reasons)
-                self._detail["proposal"] = {"status": "failed", "problems": list(problems)}
-                self.events.publish(ProposalRejected(self.iteration, problems))
-                if self._current is None:
-                    self._finish(AgentState.FAILED, "no valid template: the proposal failed "
-                                 "validation after its repair round: " + "; ".join(problems))
-                    return
-                self._end_iteration("generate", f"{action.value}: proposal failed validation",
-                                    "; ".join(problems)[:500])
-                self._enter(AgentState.PLAN)
-                return
-            template, origin, report = outcome.template, "llm", outcome.report
-        else:
-            made = offline_template(self.folder)
-            report = validate_proposal(made.proposal, self.folder, device=self.device,
-                                       compiler=self.compiler)
-            template, origin = made.template, "offline"
-        self._detail["validation"] = _report_dict(report)
-        if report is not None and not report.ok:
-            self._finish(AgentState.FAILED, f"the {origin} template fails validation: "
-                         + "; ".join(report.messages()))
-            return
-        if self._current is not None and template_sha256(template) == self._current.text_sha256:
-            self._detail["proposal"] = {"status": "unchanged"}
-            self._enter(AgentState.TUNE, "proposal identical to the current version")
-            return
-        self._pending = self._store_version(template, origin, report)
-        self._enter(AgentState.REVIEW, self._pending.id)
-
-    def _store_version(self, template: KernelTemplate, origin: str,
-                       report: ValidationReport | None) -> _Version:
-        version_id = uuid.uuid4().hex
-        parent = self._current
-        if parent is not None:
-            diff = unified_diff(template_text(parent.template), template_text(template),
-                                f"version {parent.id[:12]}", f"version {version_id[:12]}")
-        else:
-            diff = unified_diff(self.folder.baseline.source, template.source,
-                                self.folder.baseline.source_name, template.source_name)
-        self.store.add_template_version(TemplateVersion(
-            id=version_id, kernel=self.folder.name, source_text=template.source,
-            source_sha256=template.source_sha256,
-            params={p.name: p.to_dict() for p in template.params},
-            constraints=tuple(c.text for c in template.constraints),
-            launch=template.launch.to_dict(), origin=origin,
-            parent_id=parent.id if parent else None, diff_vs_parent=diff,
-            session_id=self.session_id))
-        version = _Version(version_id, template, origin, parent.id if parent else None, diff,
-                           report)
-        note = f"validation: {report.status} ({report.note})" if report else ""
-        self._record_review(version, TextReview.make(template, Decision.PROPOSED, "agent", note))
-        self._detail["version_id"] = version_id
-        self.events.publish(TemplateProposed(
-            self.iteration, version_id, version.parent_id, origin, version.text_sha256, diff,
-            report.status if report else "not run", report.note if report else ""))
-        return version
-
-    # -- review ----------------------------------------------------------------------------
-
-    def _record_review(self, version: _Version, review: TextReview) -> None:
+    def _record_review(self, version: Version, review: TextReview) -> None:
         if review.template_sha256 != version.text_sha256:
             raise ReviewError("the review is of a different template text",
                               key="template_sha256", value=review.template_sha256,
@@ -526,161 +337,7 @@ class AgentMachine:
         self.events.publish(ReviewRecorded(version.id, review.decision.value,
                                                      review.reviewer))
 
-    def _reviews(self, version: _Version) -> list[TextReview]:
+    def _reviews(self, version: Version) -> list[TextReview]:
         return [TextReview(template_sha256=r.approved_text_sha256, decision=Decision(r.decision),
                            reviewer=r.reviewer, time_utc=r.time, note=r.note)
                 for r in self.store.reviews(version.id)]
-
-    def _do_review(self) -> None:
-        version = self._pending
-        assert version is not None
-        decided = [r for r in self._reviews(version) if r.decision is not Decision.PROPOSED]
-        if not decided:
-            if self.config.auto_approve:
-                self._record_review(version, TextReview.make(
-                    version.template, Decision.APPROVED, AUTO_REVIEWER,
-                    "auto_approve=True was set explicitly"))
-            elif self._approve is not None:
-                answer = self._approve(ReviewRequest(
-                    self.iteration, version.id, version.parent_id, version.origin,
-                    version.template, version.text_sha256, version.diff, version.validation))
-                if isinstance(answer, TextReview):
-                    self._record_review(version, answer)
-                elif answer is not None:
-                    decision = Decision.APPROVED if answer else Decision.REJECTED
-                    self._record_review(version, TextReview.make(
-                        version.template, decision, self.config.reviewer, "approve callback"))
-            if not [r for r in self._reviews(version) if r.decision is not Decision.PROPOSED]:
-                self._waiting = True
-                self.reason = f"waiting for review of template version {version.id}"
-                self._detail["review"] = {"decision": "pending", "version_id": version.id}
-                self._store_iteration("review")
-                self.events.publish(ReviewRequested(
-                    self.iteration, version.id, version.text_sha256, version.diff))
-                return
-        try:
-            approval = require_approved(version.template, self._reviews(version))
-        except ReviewError as exc:
-            self._detail["review"] = {"decision": "rejected", "version_id": version.id,
-                                      "message": exc.message}
-            self._pending = None
-            if self._current is None:
-                self._finish(AgentState.DONE, f"template rejected: {exc.message}")
-                return
-            self._end_iteration("review", "proposal rejected by the reviewer", exc.message)
-            self._enter(AgentState.PLAN)
-            return
-        assert approval is not None
-        self._detail["review"] = {"decision": "approved", "version_id": version.id,
-                                  "reviewer": approval.reviewer,
-                                  "template_sha256": approval.template_sha256}
-        self._current, self._pending = version, None
-        self._version_best = None
-        self._enter(AgentState.TUNE, version.id)
-
-    # -- tune and test ---------------------------------------------------------------------
-
-    def _baseline_us(self, version: _Version, runner: Runner) -> float | None:
-        key = version.text_sha256
-        if key not in self._baselines:
-            try:
-                base = runner.baseline(self.shape, self.dtype)
-                self._baselines[key] = base.median_us if base.status is Status.OK else None
-            except WorkbenchError as exc:
-                self._detail.setdefault("notes", []).append(f"no baseline: {exc.message}")
-                self._baselines[key] = None
-        return self._baselines[key]
-
-    def _do_tune(self) -> None:
-        version = self._current
-        assert version is not None
-        template = version.template
-        # the gate, once more, right before GPU time is spent
-        require_approved(template, self._reviews(version))
-        runner = self._runner_for(template)
-        baseline_us = self._baseline_us(version, runner)
-        prov = provenance_for(runner, template)
-        space = self._space(template).require_nonempty()
-        already = sum(1 for t in self.store.trials(prov, self.shape, self.dtype)
-                      if t.result.status is not Status.PRUNED and t.result.config in space)
-        kept: list[dict[str, Any]] = []
-        dropped: list[dict[str, Any]] = []
-        for config in self._suggestions:
-            try:
-                ok = Config(config) in space
-            except (WorkbenchError, TypeError, ValueError):
-                ok = False
-            (kept if ok else dropped).append(dict(config))
-        b = self.config.budget
-        budget = Budget(max_evaluations=(already + b.max_evaluations
-                                         if b.max_evaluations is not None else None),
-                        max_wall_s=b.max_wall_s, patience=b.patience)
-
-        def env_for(shape: str) -> dict[str, Any]:
-            return self.folder.env(shape, self.dtype, self.device)
-
-        search = Search(lambda s: template.space(env_for(s)), runner,
-                        SearchConfig(shapes=(self.shape,), dtype=self.dtype,
-                                     strategy=self.config.strategy, seed=self.config.seed,
-                                     budget=budget),
-                        store=self.store, provenance=prov, session_id=self.session_id,
-                        events=self.events,
-                        pruners=[LaunchPruner(template.launch, self.device, env_for)],
-                        suggestions=kept,
-                        baselines_us={self.shape: baseline_us} if baseline_us else None)
-        self._search = search
-        if self._stop.is_set():
-            search.stop()
-        try:
-            outcome = search.run()
-        finally:
-            self._search = None
-        shape_outcome = outcome.shapes[self.shape]
-        self._version_best = shape_outcome.best
-        self._detail["search"] = {
-            "version_id": version.id, "reason": shape_outcome.reason,
-            "evaluated": shape_outcome.evaluated, "measured_now": shape_outcome.measured_now,
-            "pruned": shape_outcome.pruned, "enqueued": kept, "dropped_suggestions": dropped,
-            "provenance": dict(prov.__dict__), "baseline_us": baseline_us,
-            "runner": runner.description}
-        if outcome.reason == "stopped":
-            self._finish(AgentState.DONE, "stopped")
-            return
-        self._enter(AgentState.TEST)
-
-    def _do_test(self) -> None:
-        version = self._current
-        assert version is not None
-        best = self._version_best
-        if best is None or best.status is not Status.OK:
-            self._detail["test"] = {"status": "no valid config"}
-            self._end_iteration("test", f"tuned version {version.id[:12]}",
-                                "no config verified and timed")
-            self._enter(AgentState.PLAN)
-            return
-        runner = self._runner_for(version.template)
-        again = next(iter(runner.measure([Candidate(best.config, self.shape, self.dtype)])))
-        try:
-            base = runner.baseline(self.shape, self.dtype)
-            baseline_us = base.median_us if base.status is Status.OK else None
-        except WorkbenchError:
-            baseline_us = None
-        best_us = again.median_us if again.status is Status.OK else None
-        speedup = baseline_us / best_us if baseline_us and best_us else None
-        self._detail["test"] = {"status": again.status.value, "reason": again.reason,
-                                "config": dict(best.config), "best_us": best_us,
-                                "search_best_us": best.median_us, "baseline_us": baseline_us,
-                                "speedup": speedup, "source": again.source,
-                                "version_id": version.id}
-        if best_us is not None and (self._best is None or best_us < (self._best[0].median_us
-                                                                      or float("inf"))):
-            self._best = (again, baseline_us, version.id)
-        self.events.publish(BestRetested(self.iteration, dict(best.config),
-                                                    again.status.value, best_us, baseline_us,
-                                                    speedup))
-        result = (f"best {best_us:.2f} us at {dict(best.config)}"
-                  + (f", {speedup:.2f}x vs baseline" if speedup else "")
-                  if best_us is not None else f"re-test {again.status.value}: {again.reason}")
-        self._end_iteration("test", f"tuned version {version.id[:12]} ({version.origin})",
-                            result)
-        self._enter(AgentState.PLAN)
