@@ -1,0 +1,428 @@
+"""The child's GPU session: one CUDA context, loaded modules, the current problem.
+
+Lives in the worker process only (:mod:`workbench.engine.worker` runs it); pycuda, pynvml
+and numpy are imported lazily inside methods, so this module imports fine without a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workbench.core.records import Status
+from workbench.engine.gpu_verify import _InputSet, _Mismatch, compare_outputs
+from workbench.engine.worker_protocol import classify_cuda_error
+
+# --------------------------------------------------------------------------------------------
+# The child's GPU session (pycuda is imported only here, inside the worker process)
+
+#: NVML throttle reasons that mean "slowed down": SW power cap, HW slowdown, SW/HW thermal,
+#: HW power brake (idle, application-clock and sync-boost reasons are not slowdowns).
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+CLOCK_SHORTFALL = 0.05
+
+
+class _Nvml:
+    """NVML clocks / temperature / throttle reasons, or nothing when nvidia-ml-py is absent."""
+
+    def __init__(self, pci_bus_id: str | None) -> None:
+        self.nv: Any = None
+        self.handle: Any = None
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            try:
+                self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+            except Exception:
+                self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.nv = pynvml
+        except Exception:
+            self.nv = None
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self.nv is None:
+            return None
+        fn = getattr(self.nv, name, None)
+        if fn is None:
+            return None
+        try:
+            return fn(self.handle, *args) if self.handle is not None else fn(*args)
+        except Exception:
+            return None
+
+    def static(self) -> dict[str, Any]:
+        if self.nv is None:
+            return {}
+        nv = self.nv
+        driver = None
+        try:
+            driver = nv.nvmlSystemGetDriverVersion()
+            driver = driver.decode() if isinstance(driver, bytes) else str(driver)
+        except Exception:
+            driver = None
+        return {
+            "driver": driver,
+            "max_sm_clock_mhz": self._call("nvmlDeviceGetMaxClockInfo", nv.NVML_CLOCK_SM),
+            "max_mem_clock_mhz": self._call("nvmlDeviceGetMaxClockInfo", nv.NVML_CLOCK_MEM),
+            "app_sm_clock_mhz": self._call("nvmlDeviceGetApplicationsClock", nv.NVML_CLOCK_SM),
+            "app_mem_clock_mhz": self._call("nvmlDeviceGetApplicationsClock", nv.NVML_CLOCK_MEM),
+            "power_limit_w": (lambda v: v / 1000 if v else None)(
+                self._call("nvmlDeviceGetEnforcedPowerLimit")),
+        }
+
+    def sample(self) -> dict[str, Any]:
+        if self.nv is None:
+            return {}
+        nv = self.nv
+        reasons = self._call("nvmlDeviceGetCurrentClocksEventReasons")
+        if reasons is None:
+            reasons = self._call("nvmlDeviceGetCurrentClocksThrottleReasons")
+        return {
+            "sm_clock_mhz": self._call("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_SM),
+            "mem_clock_mhz": self._call("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM),
+            "temperature_c": self._call("nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU),
+            "throttle_reasons": reasons,
+        }
+
+
+def throttled(samples: list[Mapping[str, Any]], reference_sm_clock_mhz: int | None) -> bool | None:
+    """True when a sample shows a slowdown reason or an SM clock >5 % under the reference."""
+    known = False
+    for s in samples:
+        reasons = s.get("throttle_reasons")
+        if reasons is not None:
+            known = True
+            if int(reasons) & THROTTLE_MASK:
+                return True
+        clock = s.get("sm_clock_mhz")
+        if clock is not None and reference_sm_clock_mhz:
+            known = True
+            if clock < (1.0 - CLOCK_SHORTFALL) * reference_sm_clock_mhz:
+                return True
+    return False if known else None
+
+
+IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
+SPIN_UP_S = 0.2  # busy time before timing after such a pause
+
+
+class GpuSession:
+    """The worker's state: one CUDA context, loaded modules, the current problem."""
+
+    def __init__(self) -> None:
+        import pycuda.driver as cuda
+
+        cuda.init()
+        if cuda.Device.count() < 1:
+            raise RuntimeError("no CUDA device")
+        self.cuda = cuda
+        self.device = cuda.Device(0)
+        self.context = self.device.make_context()
+        self.stream = cuda.Stream()
+        try:
+            bus = self.device.pci_bus_id()
+        except Exception:
+            bus = None
+        self.nvml = _Nvml(bus)
+        self.modules: dict[str, Any] = {}
+        self.functions: dict[tuple[str, str, str], Any] = {}
+        self.references: dict[str, Any] = {}
+        self.checked: set[str] = set()
+        self.sets: list[_InputSet] = []
+        self.problem_key: str | None = None
+        self.flush_buf: Any = None
+        self.compare: Any = None
+        self.to_f32: Any = None
+        self.counters: Any = None
+        self.flush_bytes = 0
+        self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
+        attrs = self.device.get_attributes()
+        self.attrs = {getattr(k, "name", str(k)): int(v) for k, v in attrs.items()}
+
+    # -- commands -----------------------------------------------------------------------------
+
+    def handle(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        import traceback
+
+        cmd = message.get("cmd")
+        handler = {"hello": self.hello, "load": self.load, "evaluate": self.evaluate,
+                   "copy": self.copy}.get(str(cmd))
+        if handler is None:
+            return {"error": f"unknown command {cmd!r}", "kind": "protocol"}
+        try:
+            return handler(message)
+        except self.cuda.Error as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            rule = classify_cuda_error(text)
+            return {"error": text, "kind": "cuda", "restart_worker": True if rule is None
+                    else rule.restart_worker, "status": rule.status.value if rule else None}
+        except Exception as exc:
+            return {"error": f"{type(exc).__name__}: {exc}", "kind": "internal",
+                    "traceback": traceback.format_exc()[-4000:]}
+
+    def hello(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        cuda = self.cuda
+        version = cuda.get_driver_version()
+        return {
+            "ok": True, "pid": os.getpid(), "name": self.device.name(), "attrs": self.attrs,
+            "compute_capability": list(self.device.compute_capability()),
+            "total_memory_bytes": int(self.device.total_memory()),
+            "cuda_driver_version": f"{version // 1000}.{(version % 1000) // 10}",
+            "pycuda_cuda_version": ".".join(str(v) for v in cuda.get_version()),
+            "nvml": {**self.nvml.static(), **self.nvml.sample()},
+        }
+
+    def _reference(self, folder: str) -> Any:
+        if folder not in self.references:
+            import importlib.util
+
+            path = Path(folder) / "reference.py"
+            spec = importlib.util.spec_from_file_location(
+                f"_workbench_reference_{len(self.references)}", path)
+            if spec is None or spec.loader is None:
+                raise RuntimeError(f"cannot import {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self.references[folder] = module
+        return self.references[folder]
+
+    def _function(self, cubin: str, entry: str, fmt: str, smem_bytes: int) -> Any:
+        key = (cubin, entry, fmt)
+        func = self.functions.get(key)
+        if func is None:
+            if cubin not in self.modules:
+                if len(self.modules) >= 256:  # unload the oldest modules
+                    for old in [k for k in self.modules if k != "<checks>"][:64]:
+                        del self.modules[old]
+                        self.functions = {k: v for k, v in self.functions.items()
+                                          if k[0] != old}
+                self.modules[cubin] = self.cuda.module_from_file(cubin)
+            func = self.modules[cubin].get_function(entry)
+            func.prepare(fmt)
+            self.functions[key] = func
+        if smem_bytes > 48 * 1024:
+            func.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               int(smem_bytes))
+        return func
+
+    def _run_once(self, func: Any, launch: Mapping[str, Any], inputs: _InputSet) -> None:
+        inputs.restore(self.stream)
+        inputs.poison(self.stream)
+        func.prepared_async_call(tuple(launch["grid"]), tuple(launch["block"]), self.stream,
+                                 *inputs.values, shared_size=int(launch["smem_bytes"]))
+        self.context.synchronize()
+
+    def _free_problem(self) -> None:
+        for s in self.sets:
+            s.free()
+        self.sets = []
+        self.problem_key = None
+
+    def load(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Inputs for two random sets, golden outputs from the baseline, baseline check."""
+        import numpy as np
+
+        t0 = time.perf_counter()
+        dtype = str(message["dtype"])
+        seed = int(message["seed"])
+        ref = self._reference(str(message["folder"]))
+        baseline = message["baseline"]
+        if self.compare is None:
+            checks = self.cuda.module_from_file(str(message["check_kernels"]))
+            self.modules["<checks>"] = checks
+            self.to_f32 = checks.get_function("wb_to_f32")
+            self.to_f32.prepare("PiiPqP")
+            self.compare = checks.get_function("wb_compare")
+            self.compare.prepare("PiiPqffP")
+            self.counters = self.cuda.mem_alloc(5 * 8)
+        self._free_problem()
+        check = message.get("check")
+        if check is not None:
+            key = json.dumps([baseline["cubin"], check["shape"], dtype], sort_keys=True)
+            if key not in self.checked:
+                rng = np.random.default_rng([seed, 99])
+                host = ref.make_inputs(dict(check["shape"]), dtype, rng)
+                cset = _InputSet(self, check, dtype, host)
+                try:
+                    quantized = {**host, **cset.quantized}
+                    expected = ref.reference(quantized, dict(check["shape"]), dtype)
+                    func = self._function(baseline["cubin"], baseline["entry"], cset.format,
+                                          int(check["launch"]["smem_bytes"]))
+                    self._run_once(func, check["launch"], cset)
+                    got = cset.download()
+                    try:
+                        compare_outputs(got, expected, cset.output_args(),
+                                        f"baseline vs reference.py at shape "
+                                        f"{check['shape_name']}")
+                    except _Mismatch as exc:
+                        return {"error": exc.reason, "kind": "baseline_wrong"}
+                finally:
+                    cset.free()
+                self.checked.add(key)
+        main = message["main"]
+        for index in range(2):
+            rng = np.random.default_rng([seed, index])
+            host = ref.make_inputs(dict(main["shape"]), dtype, rng)
+            iset = _InputSet(self, main, dtype, host)
+            self.sets.append(iset)
+            func = self._function(baseline["cubin"], baseline["entry"], iset.format,
+                                  int(main["launch"]["smem_bytes"]))
+            self._run_once(func, main["launch"], iset)
+            problem = iset.make_golden()
+            if problem is not None:
+                self._free_problem()
+                return {"error": f"the baseline is wrong at shape {main['shape_name']}: "
+                                 f"{problem}", "kind": "baseline_wrong"}
+        self.problem_key = str(message.get("key"))
+        return {"ok": True, "load_s": time.perf_counter() - t0,
+                "device_bytes": sum(sum(s.nbytes.values()) for s in self.sets)}
+
+    def _flush_buffer(self, nbytes: int) -> Any:
+        if self.flush_buf is None or self.flush_bytes < nbytes:
+            if self.flush_buf is not None:
+                self.flush_buf.free()
+            self.flush_buf = self.cuda.mem_alloc(nbytes)
+            self.flush_bytes = nbytes
+        return self.flush_buf
+
+    def _spin_up(self) -> None:
+        """Keep the GPU busy for SPIN_UP_S after an idle gap, so timing starts at boost clocks.
+
+        An idle GPU drops to low clocks within tens of milliseconds and takes a while to come
+        back; a short per-candidate warm-up does not cover that (seen on the H100: a fresh
+        worker timed 4-8 us kernels 2-5 % slower than the sweep that ran back to back).
+        During a sweep the GPU never idles that long, so this costs nothing there.
+        """
+        if time.perf_counter() - self.last_busy_s < IDLE_GAP_S:
+            return
+        buf = self._flush_buffer(64 << 20)
+        began = time.perf_counter()
+        while time.perf_counter() - began < SPIN_UP_S:
+            for _ in range(8):
+                self.cuda.memset_d32_async(buf, 0, (64 << 20) // 4, self.stream)
+            self.stream.synchronize()
+
+    def _timed(self, launch_fn: Any, settings: Any, prepare: Any) -> dict[str, Any]:
+        from workbench.engine.bench import summarize, time_launches
+
+        flush = None
+        if settings.flush_l2:
+            nbytes = settings.flush_bytes_for(self.attrs.get("L2_CACHE_SIZE", 64 << 20))
+            buf = self._flush_buffer(nbytes)
+
+            def flush() -> None:
+                self.cuda.memset_d32_async(buf, 0x3C003C00, nbytes // 4, self.stream)
+
+        self._spin_up()
+        before = self.nvml.sample()
+        samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
+                                        prepare=prepare, flush=flush)
+        self.last_busy_s = time.perf_counter()
+        after = self.nvml.sample()
+        static = self.nvml.static() if self.nvml.nv is not None else {}
+        ref_clock = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
+        timing = summarize(samples, l2_flushed=settings.flush_l2,
+                           sm_clock_mhz=after.get("sm_clock_mhz"),
+                           mem_clock_mhz=after.get("mem_clock_mhz"),
+                           temperature_c=after.get("temperature_c"),
+                           throttled=throttled([before, after], ref_clock))
+        from dataclasses import asdict
+
+        return {"samples_us": [round(x, 4) for x in samples], "timing": asdict(timing),
+                "bench_s": wall_s, "nvml": {"before": before, "after": after,
+                                            "reference_sm_clock_mhz": ref_clock}}
+
+    def evaluate(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Verify a cubin on both input sets against the baseline's outputs, then time it."""
+        from workbench.engine.bench import BenchSettings
+
+        if not self.sets or message.get("key") != self.problem_key:
+            return {"error": f"problem {message.get('key')!r} is not loaded "
+                             f"(loaded: {self.problem_key!r})", "kind": "protocol"}
+        settings = BenchSettings.from_dict(dict(message["settings"]))
+        launch = {"grid": message["grid"], "block": message["block"],
+                  "smem_bytes": int(message["smem_bytes"])}
+        t0 = time.perf_counter()
+        phase = "load"
+        try:
+            func = self._function(str(message["cubin"]), str(message["entry"]),
+                                  self.sets[0].format, launch["smem_bytes"])
+            worst = 0.0
+            for index, iset in enumerate(self.sets):
+                phase = f"verification on input set {index + 1}"
+                self._run_once(func, launch, iset)
+                label = "input set 1" if index == 0 else "second (fresh) input set"
+                worst = max(worst, iset.verify(label))
+        except _Mismatch as exc:
+            return {"status": Status.WRONG_RESULT.value, "reason": exc.reason,
+                    "max_abs_err": exc.max_abs_err, "verify_s": time.perf_counter() - t0}
+        except self.cuda.Error as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            rule = classify_cuda_error(text)
+            if rule is None:
+                return {"error": text, "kind": "cuda", "restart_worker": True}
+            return {"status": rule.status.value, "reason": f"{rule.meaning} during {phase}: "
+                    f"{text}", "restart_worker": rule.restart_worker,
+                    "verify_s": time.perf_counter() - t0}
+        verify_s = time.perf_counter() - t0
+        reply: dict[str, Any] = {"status": Status.OK.value, "reason": "", "max_abs_err": worst,
+                                 "verify_s": verify_s}
+        if not message.get("time", True):
+            return reply
+        iset = self.sets[0]
+        grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
+
+        def run() -> None:
+            func.prepared_async_call(grid, block, self.stream, *iset.values, shared_size=smem)
+
+        def restore() -> None:
+            iset.restore(self.stream)
+
+        try:
+            reply.update(self._timed(run, settings, restore if iset.pristine else None))
+        except self.cuda.Error as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            rule = classify_cuda_error(text)
+            if rule is None:
+                return {"error": text, "kind": "cuda", "restart_worker": True}
+            return {"status": rule.status.value, "reason": f"{rule.meaning} during timing: "
+                    f"{text}", "restart_worker": rule.restart_worker, "verify_s": verify_s}
+        return reply
+
+    def copy(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Time a device-to-device copy of ``nbytes`` (read + written = 2 x nbytes)."""
+        import numpy as np
+
+        from workbench.engine.bench import BenchSettings
+
+        settings = BenchSettings.from_dict(dict(message["settings"]))
+        nbytes = int(message["nbytes"]) // 4 * 4
+        src = self.cuda.mem_alloc(nbytes)
+        dst = self.cuda.mem_alloc(nbytes)
+        try:
+            rng = np.random.default_rng(int(message.get("seed", 0)))
+            self.cuda.memcpy_htod(src, rng.integers(1, 2**31, size=nbytes // 4,
+                                                    dtype=np.uint32))
+
+            def run() -> None:
+                self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
+
+            reply = self._timed(run, settings, None)
+        finally:
+            src.free()
+            dst.free()
+        return {"ok": True, "nbytes": nbytes, **reply}
+
+    def close(self) -> None:
+        self._free_problem()
+        if self.flush_buf is not None:
+            self.flush_buf.free()
+        self.modules.clear()
+        self.functions.clear()
+        self.context.pop()
+
