@@ -51,3 +51,28 @@ def compiler() -> Iterator[Any]:
             yield Compiler("sm_90a", cache_dir=cache)
     except CompilerNotFoundError:
         pytest.skip("nvcc is not installed")
+
+
+@pytest.fixture
+def llm() -> Iterator[Any]:
+    """``llm(transcript_name, max_attempts=4) -> (server, client)``: the real openai client
+    talking over a real loopback socket to a server replaying tests/transcripts/NAME.json."""
+    pytest.importorskip("openai")
+    from workbench.llm.client import LLMClient, LLMSettings
+    from workbench.testing.openai_server import OpenAITranscriptServer, Transcript
+
+    transcripts = Path(__file__).parent / "transcripts"
+    opened: list[Any] = []
+
+    def make(name: str, max_attempts: int = 4) -> tuple[Any, Any]:
+        server = OpenAITranscriptServer(Transcript.load(transcripts / f"{name}.json")).start()
+        client = LLMClient(LLMSettings(model="gpt-test", api_key="sk-test-key-123456789",
+                                       base_url=server.base_url, timeout_s=10,
+                                       max_attempts=max_attempts), sleep=lambda s: None)
+        opened.append((server, client))
+        return server, client
+
+    yield make
+    for server, client in opened:
+        client.close()
+        server.stop()

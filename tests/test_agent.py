@@ -55,26 +55,6 @@ def runner(folder: KernelFolder, compiler: Compiler) -> SyntheticRunner:
     return SyntheticRunner(folder, folder.template, compiler=compiler)
 
 
-@pytest.fixture
-def llm() -> Iterator[Any]:
-    pytest.importorskip("openai")
-    from workbench.llm.client import LLMClient, LLMSettings
-    from workbench.testing.openai_server import OpenAITranscriptServer, Transcript
-
-    opened: list[Any] = []
-
-    def make(name: str, max_attempts: int = 2) -> tuple[Any, Any]:
-        server = OpenAITranscriptServer(Transcript.load(TRANSCRIPTS / f"{name}.json")).start()
-        client = LLMClient(LLMSettings(model="gpt-test", api_key="sk-test-key-123456789",
-                                       base_url=server.base_url, timeout_s=10,
-                                       max_attempts=max_attempts), sleep=lambda s: None)
-        opened.append((server, client))
-        return server, client
-
-    yield make
-    for server, client in opened:
-        client.close()
-        server.stop()
 
 
 def collect(bus: EventBus) -> list[Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,26 +140,6 @@ def test_correctness_check_reports_wrong_result(folder: KernelFolder,
 
 # -- propose_template over the real openai client and the loopback server ----------------------
 
-@pytest.fixture
-def llm() -> Iterator[Any]:
-    pytest.importorskip("openai")
-    from workbench.llm.client import LLMClient, LLMSettings
-    from workbench.testing.openai_server import OpenAITranscriptServer, Transcript
-
-    opened: list[Any] = []
-
-    def make(name: str) -> tuple[Any, Any]:
-        server = OpenAITranscriptServer(Transcript.load(TRANSCRIPTS / f"{name}.json")).start()
-        client = LLMClient(LLMSettings(model="gpt-test", api_key="sk-test-key-123456789",
-                                       base_url=server.base_url, timeout_s=10),
-                           sleep=lambda s: None)
-        opened.append((server, client))
-        return server, client
-
-    yield make
-    for server, client in opened:
-        client.close()
-        server.stop()
 
 
 @pytest.mark.slow
