@@ -27,7 +27,7 @@ STATUS_COLOURS: Mapping[str, str] = {
     Status.TIMEOUT.value: "#8c564b",
     Status.CRASHED.value: "#e377c2",
 }
-MAX_PARAM_COLUMNS = 4
+MAX_PARAM_COLUMNS = 3  # keeps each small chart readable in a notebook-width panel
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,14 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
                                                   "y": 0.4 / rows, "yanchor": "middle"}},
                                name="parallel coordinates"),
                   row=rows, col=1)
-    fig.update_layout(title_text=title, height=260 * rows + 80, width=230 * cols + 300, margin={"t": 70, "l": 50, "r": 30},
+    height_px = 260 * rows + 80
+    for trace in fig.data:  # parcoords labels sit above its cell: leave them room
+        if trace.type == "parcoords" and trace.domain.y is not None:
+            y0, y1 = trace.domain.y
+            trace.domain.y = (y0, max(y0 + 0.05, y1 - 45 / height_px))
+    # no fixed width: the figure fills the notebook column (a fixed one was clipped)
+    fig.update_layout(title_text=title, height=height_px, autosize=True,
+                      margin={"t": 70, "l": 50, "r": 30},
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
                       template="plotly_white")
     return fig
