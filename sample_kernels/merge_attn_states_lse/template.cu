@@ -14,6 +14,9 @@
 // The grid is ceil(tokens * heads * packs_per_row / (BLOCK_THREADS * ITEMS)) in both modes
 // (kernel.toml), so the defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf)
 // launch exactly like the baseline. Index math is 32-bit unsigned, like the baseline.
+// HEAD_DIM_CONST > 0 compiles head_dim in (a constraint makes it equal the shape's), so the
+// per-pack row index becomes a division by a constant (a shift or a multiply) instead of a
+// run-time division; one cubin per head_dim, as FlashInfer dispatches its merge kernel.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -35,6 +38,9 @@
 #endif
 #ifndef FAST_EXP
 #define FAST_EXP 0  // 1: __expf / __logf (SFU), 0: expf / logf
+#endif
+#ifndef HEAD_DIM_CONST
+#define HEAD_DIM_CONST 0  // 0: head_dim at run time; else compiled in (== head_dim)
 #endif
 
 typedef SCALAR_T scalar_t;
@@ -98,7 +104,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_ls
     scalar_t* __restrict__ out, float* __restrict__ out_lse, const scalar_t* __restrict__ v_a,
     const float* __restrict__ s_a, const scalar_t* __restrict__ v_b,
     const float* __restrict__ s_b, int tokens, int heads, int head_dim) {
-  const unsigned packs_per_row = static_cast<unsigned>(head_dim) / kVec;
+  const unsigned packs_per_row =
+      (HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST) : static_cast<unsigned>(head_dim)) /
+      kVec;
   const unsigned rows = static_cast<unsigned>(tokens) * heads;
 
 #if THREADS_PER_ROW == 0
