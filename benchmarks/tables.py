@@ -117,7 +117,8 @@ def kt_section() -> str:
 
 def repeat_section() -> str:
     parts = []
-    for name in ("h100/repeatability_first_run.json", "h100/repeatability.json"):
+    for name in ("h100/repeatability_first_run.json", "h100/repeatability.json",
+                 "h100/repeatability_third_run.json"):
         doc = load(name)
         if doc is None:
             continue
@@ -211,6 +212,8 @@ def main() -> None:
     text += "\n## Tuned vs peers (H100)\n\n" + peers_section() + "\n"
     text += ("\n### Small shapes again, L2 evicted by reads\n\n"
              + peers_section("h100/peers_small_readflush.json") + "\n")
+    text += ("\n### merge_attn_states_lse with `HEAD_DIM_CONST`, re-recorded, read flush\n\n"
+             + peers_section("h100/peers_merge_head_dim_const.json") + "\n")
     text += "\n## Exhaustive sweeps (H100): throughput\n\n" + sweeps_section() + "\n"
     text += "\n## Throughput vs Kernel Tuner (H100)\n\n" + kt_section() + "\n"
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
