@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
+import itertools
 import json
 import sys
 import time
@@ -97,12 +97,12 @@ def _compile(folder: KernelFolder, configs: Sequence[Config], dtype: str, arch: 
     from workbench.engine.compiler import Compiler
 
     compiler = Compiler(arch)
-    instances = {folder.template.render(c, dtype).hash: c for c in configs}
     rendered = [folder.template.render(c, dtype) for c in configs]
+    config_of = {inst.hash: inst.config for inst in rendered}
     bar = Progress(len(rendered), label)
     out: dict[Config, Any] = {}
     for result in compiler.compile_many(rendered, workers=jobs, on_result=lambda _: bar.step()):
-        out[instances[result.instance_hash]] = result
+        out[config_of[result.instance_hash]] = result
     return out
 
 
@@ -123,11 +123,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     default = folder.template.default_config()
     rows = []
     failed = False
+    usage_by_dtype: dict[str, ResourceUsage | None] = {}  # the template defaults' ptxas report
     for dtype in folder.dtypes:
         for label, tmpl, cfg in (("baseline", folder.baseline, Config()),
                                  ("template@defaults", folder.template, default)):
             res = compiler.compile(tmpl.render(cfg, dtype))
             u = res.usage
+            if tmpl is folder.template:
+                usage_by_dtype[dtype] = u
             rows.append([label, dtype, "ok" if res.ok else res.error_kind,
                          u.regs_per_thread if u else None, u.static_smem_bytes if u else None,
                          u.stack_frame_bytes if u else None,
@@ -154,8 +157,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     print(f"\nresources and occupancy of the template defaults on {spec.key}:", file=out)
     orows = []
-    usage_by_dtype = {d: compiler.compile(folder.template.render(default, d)).usage
-                      for d in folder.dtypes}
     for shape in folder.shapes:
         for d in folder.dtypes:
             v = hardware_verdict(folder, default, shape, d, spec, usage_by_dtype[d])
@@ -178,17 +179,16 @@ def cmd_space(args: argparse.Namespace) -> int:
     folder.check_dtype(dtype)
     folder.shape_values(args.shape)
     space = folder.space(args.shape, dtype, spec)
-    raw_configs = [folder.template.validate_config(dict(zip(
-        [p.name for p in space.params], values, strict=True)))
-        for values in _product([p.values() for p in space.params])]
-    feasible = [c for c in raw_configs if space.rejection(c) is None]
+    names = [p.name for p in space.params]
+    raw_configs = [Config(dict(zip(names, values, strict=True)))
+                   for values in itertools.product(*(p.values() for p in space.params))]
+    rejections = {c: space.rejection(c) for c in raw_configs}
+    feasible = [c for c, why in rejections.items() if why is None]
     usage: dict[Config, Any] = {}
     if not args.no_compile and feasible:
-        compiled = _compile(folder, feasible, dtype, args.arch, f"compiling {dtype}", args.jobs)
-        usage = {c: r for c, r in compiled.items()}
+        usage = _compile(folder, feasible, dtype, args.arch, f"compiling {dtype}", args.jobs)
     records = []
-    for cfg in raw_configs:
-        reason = space.rejection(cfg)
+    for cfg, reason in rejections.items():
         v = None
         if reason is not None:
             reason = f"constraint: {reason}"
@@ -207,7 +207,7 @@ def cmd_space(args: argparse.Namespace) -> int:
                         "regs": v.usage.regs_per_thread if v and v.usage else None,
                         "occupancy": round(occ.fraction, 4) if occ else None,
                         "limited_by": occ.limited_by if occ else None})
-    shown = [r for r in records if r["feasible"] or args.show_pruned] if not args.all else records
+    shown = records if args.all else [r for r in records if r["feasible"]]
     if args.format == "json":
         json.dump({"kernel": folder.name, "shape": args.shape, "dtype": dtype, "device": spec.key,
                    "raw": space.raw_size, "after_constraints": space.size,
@@ -215,12 +215,10 @@ def cmd_space(args: argparse.Namespace) -> int:
                   args.stdout, indent=1)
         args.stdout.write("\n")
     elif args.format == "csv":
-        buf = io.StringIO()
         if shown:
-            writer = csv.DictWriter(buf, fieldnames=list(shown[0]))
+            writer = csv.DictWriter(args.stdout, fieldnames=list(shown[0]))
             writer.writeheader()
             writer.writerows(shown)
-        args.stdout.write(buf.getvalue())
     else:
         headers = list(records[0]) if records else []
         print(format_table(headers, [[r[h] for h in headers] for r in shown]), file=args.stdout)
@@ -386,12 +384,6 @@ def cmd_lab(args: argparse.Namespace) -> int:
 
     return launch(args.root, port=args.port, open_browser=not args.no_browser)
 
-def _product(lists: Sequence[Sequence[Any]]) -> Iterable[tuple[Any, ...]]:
-    import itertools
-
-    return itertools.product(*lists)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -409,8 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="h100")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
-    p.add_argument("--all", action="store_true", help="include pruned configs with reasons")
-    p.add_argument("--show-pruned", action="store_true", help="same as --all")
+    p.add_argument("--all", "--show-pruned", dest="all", action="store_true",
+                   help="include pruned configs with reasons")
     p.add_argument("--no-compile", action="store_true",
                    help="skip compiling (no register/occupancy pruning)")
     p.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
