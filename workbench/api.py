@@ -194,26 +194,18 @@ class Workbench:
         """Start a search on a background thread; progress arrives on :attr:`events`."""
         from workbench.search.budget import Budget, SearchConfig
         from workbench.search.orchestrator import Search
-        from workbench.search.pruning import LaunchPruner
 
         with self._search_lock:
             if self._search is not None and self._search.state in ("running", "paused",
                                                                    "stopping"):
                 raise WorkbenchError("a search is already running; stop it first",
                                      key="search", value=self._search.state)
-            device = self.device
-            template = self.template
             config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=strategy,
                                   budget=Budget(max_evaluations=int(budget)))
             baseline = self.baseline_us(shape, dtype)
-
-            def env_for(s: str) -> dict[str, Any]:
-                return self.folder.env(s, dtype, device)
-
-            self._search = Search(
-                lambda s: template.space(env_for(s)), self.runner, config, store=self.store,
-                provenance=self.provenance(), session_id=self.session_id, events=self.events,
-                pruners=[LaunchPruner(template.launch, device, env_for)],
+            self._search = Search.for_template(
+                self.folder, self.template, self.runner, config, self.device, store=self.store,
+                session_id=self.session_id, events=self.events,
                 baselines_us={shape: baseline} if baseline else None)
             self._search.start()
 

@@ -236,9 +236,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from workbench.engine.tuning import summarize_tuning
     from workbench.search.budget import Budget, SearchConfig
     from workbench.search.orchestrator import Search
-    from workbench.search.pruning import LaunchPruner
     from workbench.search.strategies import STRATEGIES
-    from workbench.store.base import provenance_for
     from workbench.store.sqlite import SQLiteStore
 
     if args.strategy not in STRATEGIES:
@@ -268,13 +266,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
               f"space: {space.size} configs after constraints ({space.raw_size} raw); "
               f"strategy {args.strategy}, budget {budget.max_evaluations}; store {args.store}",
               file=out)
-        search = Search({args.shape: space}, runner, config, store=store,
-                        provenance=provenance_for(runner, folder.template),
-                        session_id=session.id,
-                        pruners=[LaunchPruner(folder.template.launch, device,
-                                              lambda s: folder.env(s, dtype, device))],
-                        baselines_us={args.shape: baseline.median_us}
-                        if baseline.median_us else None)
+        search = Search.for_template(folder, folder.template, runner, config, device,
+                                     store=store, session_id=session.id,
+                                     baselines_us={args.shape: baseline.median_us}
+                                     if baseline.median_us else None)
         bar = Progress(budget.max_evaluations or space.size, "tuning", force=args.progress)
 
         def on_event(event: object) -> None:

@@ -22,7 +22,6 @@ from workbench.engine.runner import Runner
 from workbench.llm.review import require_approved
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
-from workbench.search.pruning import LaunchPruner
 
 if TYPE_CHECKING:
     from workbench.agent.machine import AgentMachine
@@ -122,18 +121,13 @@ def tune_step(machine: AgentMachine) -> None:
                                      if b.max_evaluations is not None else None),
                     max_wall_s=b.max_wall_s, patience=b.patience)
 
-    def env_for(shape: str) -> dict[str, Any]:
-        return machine.folder.env(shape, machine.dtype, machine.device)
-
-    search = Search(lambda s: template.space(env_for(s)), runner,
-                    SearchConfig(shapes=(machine.shape,), dtype=machine.dtype,
-                                 strategy=machine.config.strategy, seed=machine.config.seed,
-                                 budget=budget),
-                    store=machine.store, provenance=prov, session_id=machine.session_id,
-                    events=machine.events,
-                    pruners=[LaunchPruner(template.launch, machine.device, env_for)],
-                    suggestions=kept,
-                    baselines_us={machine.shape: baseline_us} if baseline_us else None)
+    search = Search.for_template(
+        machine.folder, template, runner,
+        SearchConfig(shapes=(machine.shape,), dtype=machine.dtype,
+                     strategy=machine.config.strategy, seed=machine.config.seed, budget=budget),
+        machine.device, store=machine.store, session_id=machine.session_id,
+        events=machine.events, suggestions=kept,
+        baselines_us={machine.shape: baseline_us} if baseline_us else None)
     machine._search = search
     if machine._stop.is_set():
         search.stop()

@@ -18,7 +18,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from workbench.core.errors import SearchError, UnknownStrategyError
 from workbench.core.events import (
@@ -30,13 +30,16 @@ from workbench.core.events import (
     TrialFinished,
     TrialStarted,
 )
+from workbench.core.hardware import DeviceSpec
+from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import Parameter
 from workbench.core.records import Candidate, Config, Status, TrialResult, Value
 from workbench.core.space import SearchSpace
+from workbench.core.template import KernelTemplate
 from workbench.search.budget import Budget, SearchConfig
-from workbench.search.pruning import Pruner, split_pruned
+from workbench.search.pruning import LaunchPruner, Pruner, split_pruned
 from workbench.search.strategies import STRATEGIES, BaseStrategy, make_strategy
-from workbench.store.base import Provenance, Store
+from workbench.store.base import Provenance, Store, provenance_for
 
 __all__ = ["Budget", "MeasuringRunner", "Search", "SearchConfig", "SearchOutcome",
            "ShapeOutcome"]
@@ -156,6 +159,26 @@ class Search:
         self._state = "idle"
         self._current_shape: str | None = None
         self._index = 0
+
+    @classmethod
+    def for_template(cls, folder: KernelFolder, template: KernelTemplate,
+                     runner: MeasuringRunner, config: SearchConfig, device: DeviceSpec, *,
+                     store: Store | None = None, session_id: str | None = None,
+                     events: EventBus | None = None,
+                     suggestions: Sequence[Mapping[str, Value]] = (),
+                     baselines_us: Mapping[str, float] | None = None) -> Search:
+        """The usual search: ``template``'s space at each of ``folder``'s shapes, launch
+        limits of ``device`` pruned before GPU time, and (with a store) trials keyed by
+        :func:`~workbench.store.base.provenance_for` of ``runner`` and ``template``."""
+
+        def env_for(shape: str) -> dict[str, Any]:
+            return folder.env(shape, config.dtype, device)
+
+        return cls(lambda shape: template.space(env_for(shape)), runner, config, store=store,
+                   provenance=provenance_for(runner, template) if store is not None else None,
+                   session_id=session_id, events=events,
+                   pruners=[LaunchPruner(template.launch, device, env_for)],
+                   suggestions=suggestions, baselines_us=baselines_us)
 
     # -- control (any thread) -----------------------------------------------------------
 
