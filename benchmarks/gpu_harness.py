@@ -1,8 +1,10 @@
 """One timing harness for every implementation compared on the GPU machine (torch).
 
 Same rules as the workbench's worker (workbench.engine.bench): CUDA events around each
-launch, L2 flushed before every timed repetition (a buffer of twice the L2 is zeroed),
-in-place inputs restored before every repetition (outside the timed region), repetitions
+launch, L2 evicted before every timed repetition (a buffer of twice the L2 is read),
+in-place inputs restored before every repetition (outside the timed region), batches of
+repetitions held behind a gate kernel until the host has enqueued them (so Python's launch
+overhead, which differs between peers, never lands inside a timed region), repetitions
 until the relative standard error of the median is <= the target or the time cap. Our
 kernels and the peers are timed alike. Runs only where torch with CUDA is installed.
 """
@@ -15,15 +17,49 @@ from collections.abc import Callable
 import torch
 
 from workbench.core.records import Timing
-from workbench.engine.bench import BenchSettings, should_stop, summarize
+from workbench.engine.bench import (
+    GATE_TIMEOUT_NS,
+    TIMING_KERNELS_SOURCE,
+    BenchSettings,
+    should_stop,
+    summarize,
+)
+
+
+class TorchGate:
+    """The worker's ``wb_gate`` kernel (through CuPy) on torch's current stream, with its
+    flag in pinned host memory (device-visible under unified addressing)."""
+
+    def __init__(self) -> None:
+        import cupy
+        import numpy as np
+
+        self._cupy = cupy
+        self.kernel = cupy.RawKernel(TIMING_KERNELS_SOURCE, "wb_gate")
+        self.state = torch.zeros(2, dtype=torch.int32, pin_memory=True)
+        self._ptr = np.uint64(self.state.data_ptr())
+        self._timeout = np.uint64(GATE_TIMEOUT_NS)
+
+    @property
+    def timeouts(self) -> int:
+        return int(self.state[1])
+
+    def hold(self) -> None:
+        self.state[0] = 0
+        stream = self._cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
+        with stream:
+            self.kernel((1,), (1,), (self._ptr, self._timeout))
+
+    def release(self) -> None:
+        self.state[0] = 1
 
 
 class Harness:
     """``flush="read"`` evicts the L2 by reading a 2x-L2 buffer (clean lines: nothing to write
-    back inside the next timed region); ``"write"`` zeroes it (the worker's method)."""
+    back inside the next timed region); ``"write"`` zeroes it (dirty lines; kept to compare)."""
 
     def __init__(self, l2_bytes: int, settings: BenchSettings | None = None,
-                 flush: str = "read", spin_up_s: float = 0.5) -> None:
+                 flush: str = "read", spin_up_s: float = 0.5, gated: bool = True) -> None:
         self.settings = settings or BenchSettings(max_time_s=0.5, min_reps=20, max_reps=3000,
                                                   timeout_s=30.0)
         nbytes = self.settings.flush_bytes_for(l2_bytes)
@@ -31,6 +67,8 @@ class Harness:
         self.flush_mode = flush
         self.spin_up_s = spin_up_s
         self._sink = torch.empty((), dtype=torch.float32, device="cuda")
+        self.gate = TorchGate() if gated else None
+        self.last_gate_timeouts = 0
 
     def evict_l2(self) -> None:
         if self.flush_mode == "read":
@@ -57,17 +95,29 @@ class Harness:
             torch.cuda.synchronize()
             if time.perf_counter() >= t_end:
                 break
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        batch = s.batch_reps
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
         samples: list[float] = []
+        timeouts_before = self.gate.timeouts if self.gate else 0
         t0 = time.perf_counter()
         while not should_stop(samples, time.perf_counter() - t0, s):
-            if restore:
-                restore()
-            if s.flush_l2:
-                self.evict_l2()
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1000.0)
+            count = min(batch, s.max_reps - len(samples))
+            if self.gate:
+                self.gate.hold()
+            try:
+                for i in range(count):
+                    if restore:
+                        restore()
+                    if s.flush_l2:
+                        self.evict_l2()
+                    starts[i].record()
+                    fn()
+                    ends[i].record()
+            finally:
+                if self.gate:
+                    self.gate.release()
+            ends[count - 1].synchronize()
+            samples.extend(starts[i].elapsed_time(ends[i]) * 1000.0 for i in range(count))
+        self.last_gate_timeouts = (self.gate.timeouts - timeouts_before) if self.gate else 0
         return summarize(samples, l2_flushed=s.flush_l2)

@@ -289,13 +289,16 @@ PEERS = {"silu_and_mul": peers_silu, "fused_add_rmsnorm": peers_rmsnorm,
 
 
 def best_recorded(folder: KernelFolder, shape: str, dtype: str) -> tuple[Config, float] | None:
+    """The fastest ok config of the newest recording (knobs added since: their defaults)."""
     best: tuple[Config, float] | None = None
-    for path in sorted((folder.path / "recordings").glob("*.json")):
-        rec = load_recording(path)
-        for t in rec.trials:
-            if (t.shape == shape and t.dtype == dtype and t.status is Status.OK and t.timing
-                    and (best is None or t.timing.median_us < best[1])):
-                best = (t.config, t.timing.median_us)
+    paths = sorted((folder.path / "recordings").glob("*.json"))
+    if not paths:
+        return None
+    defaults = folder.template.default_config()
+    for t in load_recording(paths[-1]).trials:
+        if (t.shape == shape and t.dtype == dtype and t.status is Status.OK and t.timing
+                and (best is None or t.timing.median_us < best[1])):
+            best = (Config({**defaults, **t.config}), t.timing.median_us)
     return best
 
 
@@ -318,7 +321,8 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
             timing = harness.time(fn, p.restore if restore else None)
             entry.update(median_us=timing.median_us, min_us=timing.min_us, q1_us=timing.q1_us,
                          q3_us=timing.q3_us, reps=timing.reps, rse_median_pct=timing.rse_median_pct,
-                         bandwidth_gb_per_s=nbytes / (timing.median_us * 1e-6) / 1e9)
+                         bandwidth_gb_per_s=nbytes / (timing.median_us * 1e-6) / 1e9,
+                         gate_timeouts=harness.last_gate_timeouts)
         except Exception as exc:
             entry.update(error=f"{type(exc).__name__}: {exc}"[:400])
         row["impls"][label] = entry
@@ -359,10 +363,13 @@ def main() -> int:
     ap.add_argument("--dtypes", nargs="*", default=["bf16", "fp16"])
     ap.add_argument("--flush", choices=["read", "write"], default="read",
                     help="evict the L2 by reading (default) or zeroing a 2x-L2 buffer")
+    ap.add_argument("--ungated", action="store_true",
+                    help="no gate kernel: the host enqueues each repetition as the GPU runs")
     args = ap.parse_args()
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
-    harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)), flush=args.flush)
+    harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)), flush=args.flush,
+                      gated=not args.ungated)
     compiler = Compiler("sm_90a")
     rows = []
     for name in args.kernels:
@@ -390,7 +397,9 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
             "cuda": torch.version.cuda, "torch": torch.__version__, "nvcc": compiler.version,
             "python": platform.python_version(),
             "method": f"CUDA events per launch, L2 flushed by a {harness.flush_mode} of 2x L2 "
-                      f"before every repetition, in-place inputs restored, "
+                      f"before every repetition, in-place inputs restored, batches of "
+                      f"{harness.settings.batch_reps} "
+                      f"{'held behind a gate kernel' if harness.gate else 'ungated'}, "
                       f"{harness.spin_up_s} s GPU spin-up, stop at RSE(median) <= "
                       f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s",
             "rows": rows}

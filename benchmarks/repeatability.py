@@ -1,10 +1,18 @@
-"""Repeatability: the top configs of each committed recording re-measured in a fresh worker.
+"""Repeatability: the top configs of each committed recording measured again in fresh workers.
 
-For every kernel, at each (shape, dtype) asked for, the 5 fastest ok configs of the
-newest recording are measured again by a new LocalRunner (a new worker process, new
-random inputs, same bench settings) and the medians compared. Target: within 1 %.
+Two questions, one script (run on the GPU machine):
+
+* ``--mode recording`` (default): the 5 fastest ok configs of the newest recording at each
+  (shape, dtype) are measured again by a new LocalRunner (a new worker process, new random
+  inputs, the recording's bench settings) and the medians compared. Target: within 1 %.
+* ``--mode processes``: the same configs measured in ``--processes`` fresh workers for each
+  timing method named in ``--methods`` (``read-gated`` is the default method,
+  ``write-ungated`` the one before it); for every config the spread between processes,
+  max / min - 1 of the medians. This isolates between-process variation from any change
+  since the recording.
 
     python benchmarks/repeatability.py --out results.json [--shapes decode large]
+    python benchmarks/repeatability.py --mode processes --out ab.json --shapes odd decode
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import argparse
 import datetime as dt
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,32 +29,50 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Status  # noqa: E402
+from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
 from workbench.engine.bench import BenchSettings  # noqa: E402
 from workbench.engine.recording import load_recording, recording_paths  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
 
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
+#: timing method name -> BenchSettings fields that differ from the recording's
+METHODS: dict[str, dict[str, Any]] = {
+    "read-gated": {"flush_method": "read", "host_gate": True},
+    "write-ungated": {"flush_method": "write", "host_gate": False},
+    "read-ungated": {"flush_method": "read", "host_gate": False},
+    "read-gated-tail5": {"flush_method": "read", "host_gate": True, "tail_flushes": 5},
+    "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8},
+    "read-gated-place8-tail5": {"flush_method": "read", "host_gate": True, "placements": 8,
+                                "tail_flushes": 5},
+}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--shapes", nargs="*", default=["decode", "large"])
-    ap.add_argument("--dtypes", nargs="*", default=["bf16"])
-    ap.add_argument("--top", type=int, default=5)
-    args = ap.parse_args()
+def _top(recording: Any, shape: str, dtype: str, top: int,
+         defaults: Config | None = None) -> list[TrialResult]:
+    """The ``top`` fastest ok trials; with ``defaults``, configs recorded before a knob was
+    added get the knob's default (the value they were measured with)."""
+    ok = [t for t in recording.trials if t.shape == shape and t.dtype == dtype
+          and t.status is Status.OK and t.timing]
+    best = sorted(ok, key=lambda t: t.timing.median_us)[:top]
+    if defaults is not None:
+        best = [replace(t, config=Config({**defaults, **t.config})) for t in best]
+    return best
+
+
+def _settings(recording: Any) -> BenchSettings:
+    return BenchSettings.from_dict(dict(recording.bench)) if recording.bench else BenchSettings()
+
+
+def against_recording(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
-    for name in KERNELS:
+    for name in args.kernels:
         folder = load_kernel_folder(ROOT / "sample_kernels" / name)
         recording = load_recording(recording_paths(folder.path)[-1])
-        settings = BenchSettings.from_dict(dict(recording.bench)) if recording.bench else None
-        with LocalRunner(folder, settings=settings, seed=12345) as runner:
+        with LocalRunner(folder, settings=_settings(recording), seed=12345) as runner:
             for shape in args.shapes:
                 for dtype in args.dtypes:
-                    ok = sorted((t for t in recording.trials if t.shape == shape
-                                 and t.dtype == dtype and t.status is Status.OK and t.timing),
-                                key=lambda t: t.timing.median_us)[: args.top]  # type: ignore[union-attr]
+                    ok = _top(recording, shape, dtype, args.top,
+                              folder.template.default_config())
                     fresh = list(runner.measure([Candidate(t.config, shape, dtype) for t in ok]))
                     for before, after in zip(ok, fresh, strict=True):
                         assert before.timing is not None
@@ -61,10 +88,97 @@ def main() -> int:
                               f"{after.median_us or float('nan'):8.2f} us "
                               f"({row.get('diff_pct', float('nan')):+.2f} %)", flush=True)
     within = [r for r in rows if abs(r.get("diff_pct", 100)) <= 1.0]
-    doc = {"date": dt.date.today().isoformat(), "rows": rows,
-           "within_1pct": len(within), "total": len(rows)}
-    Path(args.out).write_text(json.dumps(doc, indent=1))
     print(f"within 1 %: {len(within)} of {len(rows)}")
+    return {"mode": "recording", "rows": rows, "within_1pct": len(within), "total": len(rows)}
+
+
+def between_processes(args: argparse.Namespace) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, Any]] = {}
+    for name in args.kernels:
+        folder = load_kernel_folder(ROOT / "sample_kernels" / name)
+        recording = load_recording(recording_paths(folder.path)[-1])
+        base = _settings(recording)
+        defaults = folder.template.default_config()
+        cases = [(shape, dtype, _top(recording, shape, dtype, args.top, defaults))
+                 for shape in args.shapes for dtype in args.dtypes]
+        for method in args.methods:
+            settings = BenchSettings.from_dict({**base.to_dict(), **METHODS[method]})
+            medians: dict[tuple[str, str, int], list[float]] = {}
+            detail: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+            # processes interleave methods' runs in time only across kernels; each process
+            # is a new worker with new inputs (seed varies) measuring every case once
+            for proc in range(args.processes):
+                with LocalRunner(folder, settings=settings, seed=1000 + proc) as runner:
+                    for shape, dtype, top in cases:
+                        got = runner.measure([Candidate(t.config, shape, dtype) for t in top])
+                        for i, result in enumerate(got):
+                            if result.median_us and result.timing:
+                                medians.setdefault((shape, dtype, i), []).append(result.median_us)
+                                detail.setdefault((shape, dtype, i), []).append({
+                                    "reps": result.timing.reps,
+                                    "rse_median_pct": round(result.timing.rse_median_pct, 3),
+                                    "sm_clock_mhz": result.timing.sm_clock_mhz,
+                                    "samples_us": result.extra.get("samples_us", [])[:400]
+                                    if i == 0 else []})
+            for (shape, dtype, i), values in sorted(medians.items()):
+                spread = 100 * (max(values) / min(values) - 1)
+                rows.append({"kernel": name, "method": method, "batch_reps": settings.batch_reps,
+                             "shape": shape, "dtype": dtype,
+                             "rank": i, "config": dict(cases[[c[:2] for c in cases].index(
+                                 (shape, dtype))][2][i].config),
+                             "medians_us": [round(v, 3) for v in values],
+                             "per_process": detail.get((shape, dtype, i), []),
+                             "spread_pct": round(spread, 3)})
+                print(f"{method:13s} {name:22s} {shape:7s} {dtype} #{i} "
+                      f"{' '.join(f'{v:8.2f}' for v in values)} us  spread {spread:5.2f} %",
+                      flush=True)
+    for method in args.methods:
+        _position_profile(method, [r for r in rows if r["method"] == method])
+        spreads = [r["spread_pct"] for r in rows if r["method"] == method]
+        if spreads:
+            summary[method] = {"configs": len(spreads),
+                               "within_1pct": sum(s <= 1.0 for s in spreads),
+                               "max_spread_pct": max(spreads),
+                               "median_spread_pct": sorted(spreads)[len(spreads) // 2]}
+            print(f"{method}: {summary[method]}")
+    return {"mode": "processes", "processes": args.processes, "rows": rows, "summary": summary}
+
+
+def _position_profile(method: str, rows: list[dict[str, Any]]) -> None:
+    """Median time by position in the batch relative to the overall median (rank-0 samples):
+    flat means the position of a repetition inside its batch does not bias it."""
+    import numpy as np
+
+    profiles = []
+    for r in rows:
+        for p in r["per_process"]:
+            s = np.asarray(p["samples_us"], dtype=float)
+            b = int(r["batch_reps"])
+            n = s.size // b * b
+            if n >= 2 * b:
+                profiles.append(np.median(s[:n].reshape(-1, b), axis=0) / np.median(s))
+    if profiles:
+        prof = np.median(np.asarray(profiles), axis=0)
+        print(f"{method}: median by position in batch / median: "
+              f"{' '.join(f'{x:.3f}' for x in prof)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--mode", choices=["recording", "processes"], default="recording")
+    ap.add_argument("--kernels", nargs="*", default=list(KERNELS))
+    ap.add_argument("--shapes", nargs="*", default=["decode", "large"])
+    ap.add_argument("--dtypes", nargs="*", default=["bf16"])
+    ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--processes", type=int, default=3)
+    ap.add_argument("--methods", nargs="*", default=["read-gated", "write-ungated"],
+                    choices=list(METHODS))
+    args = ap.parse_args()
+    doc = against_recording(args) if args.mode == "recording" else between_processes(args)
+    doc = {"date": dt.date.today().isoformat(), **doc}
+    Path(args.out).write_text(json.dumps(doc, indent=1))
     return 0
 
 

@@ -3,6 +3,8 @@
 #   gpu_checks/run_benchmarks.sh record KERNEL[,KERNEL]   re-record sweeps, then repeatability
 #   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
+#   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
+#   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
 set -uo pipefail
 what="${1:?record|compare}"; shift || true
@@ -19,7 +21,8 @@ case "$what" in
     for k in ${kernels//,/ }; do
       [ -f "$OUT/$k.json" ] && cp "$OUT/$k.json" "sample_kernels/$k/recordings/h100_sxm-$(date -u +%F).json"
     done
-    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" 2>&1 | tail -40
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" --kernels ${kernels//,/ } \
+      --shapes odd decode large 2>&1 | tail -40
     ;;
   compare)
     # a fresh cubin cache: both tuners compile every config from scratch
@@ -34,5 +37,14 @@ case "$what" in
     [ "${AGENT_CLI:-1}" = 1 ] && python3 -m workbench.cli agent sample_kernels/silu_and_mul \
       --iterations 2 --auto-approve --shape decode --budget 48 --store "$OUT/agent_cli.sqlite" 2>&1 \
       | tail -12 | tee "$OUT/agent_cli.log"
+    ;;
+  ab)  # the same top configs in 3 fresh workers per timing method
+    shapes=("$@"); [ ${#shapes[@]} -eq 0 ] && shapes=(odd decode)
+    python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
+      --shapes "${shapes[@]}" --methods ${AB_METHODS:-read-gated write-ungated} 2>&1 \
+      | tee "$OUT/repeatability_processes.log" | tail -12
+    ;;
+  peers)
+    python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80
     ;;
 esac

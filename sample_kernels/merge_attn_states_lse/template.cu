@@ -14,6 +14,10 @@
 // The grid is ceil(tokens * heads * packs_per_row / (BLOCK_THREADS * ITEMS)) in both modes
 // (kernel.toml), so the defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf)
 // launch exactly like the baseline. Index math is 32-bit unsigned, like the baseline.
+// BLOCK_TOKENS > 0 (flattened mode only) sizes each block to the packs of BLOCK_TOKENS whole
+// tokens (all heads), ITEMS packs per thread, as FlashInfer's merge kernel launches one block
+// per token: blockDim.x = BLOCK_TOKENS * heads * packs_per_row / ITEMS, set by kernel.toml,
+// so a block never straddles a token boundary; BLOCK_THREADS is then unused.
 // HEAD_DIM_CONST > 0 compiles head_dim in (a constraint makes it equal the shape's), so the
 // per-pack row index becomes a division by a constant (a shift or a multiply) instead of a
 // run-time division; one cubin per head_dim, as FlashInfer dispatches its merge kernel.
@@ -42,6 +46,9 @@
 #ifndef HEAD_DIM_CONST
 #define HEAD_DIM_CONST 0  // 0: head_dim at run time; else compiled in (== head_dim)
 #endif
+#ifndef BLOCK_TOKENS
+#define BLOCK_TOKENS 0  // 0: BLOCK_THREADS per block; else whole tokens per block (flattened)
+#endif
 
 typedef SCALAR_T scalar_t;
 
@@ -53,6 +60,9 @@ static_assert(THREADS_PER_ROW == 0 || (THREADS_PER_ROW <= 32 &&
                                        (THREADS_PER_ROW & (THREADS_PER_ROW - 1)) == 0),
               "THREADS_PER_ROW must be 0 or a power of two up to a warp");
 static_assert(THREADS_PER_ROW <= BLOCK_THREADS, "a row group must fit in a block");
+static_assert(BLOCK_TOKENS == 0 || THREADS_PER_ROW == 0,
+              "token-sized blocks are a flattened layout (THREADS_PER_ROW 0)");
+constexpr int kMaxBlock = BLOCK_TOKENS > 0 ? 1024 : BLOCK_THREADS;
 
 struct alignas(VEC_BYTES) Pack {
   scalar_t v[kVec];
@@ -100,7 +110,7 @@ __device__ __forceinline__ Pack merge_pack(const Pack& a, const Pack& b, const W
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_lse_kernel(
+extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_kernel(
     scalar_t* __restrict__ out, float* __restrict__ out_lse, const scalar_t* __restrict__ v_a,
     const float* __restrict__ s_a, const scalar_t* __restrict__ v_b,
     const float* __restrict__ s_b, int tokens, int heads, int head_dim) {
@@ -110,15 +120,20 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_ls
   const unsigned rows = static_cast<unsigned>(tokens) * heads;
 
 #if THREADS_PER_ROW == 0
+#if BLOCK_TOKENS > 0
+  const unsigned block_threads = blockDim.x;  // whole tokens' packs / ITEMS (kernel.toml)
+#else
+  constexpr unsigned block_threads = BLOCK_THREADS;
+#endif
   const unsigned total = rows * packs_per_row;
-  const unsigned tile = BLOCK_THREADS * ITEMS;  // packs per block per iteration
+  const unsigned tile = block_threads * ITEMS;  // packs per block per iteration
   for (unsigned base = blockIdx.x * tile + threadIdx.x; base - threadIdx.x < total;
        base += gridDim.x * tile) {
     Pack a[ITEMS], b[ITEMS];
     float la[ITEMS], lb[ITEMS];
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
-      const unsigned idx = base + j * BLOCK_THREADS;
+      const unsigned idx = base + j * block_threads;
       if (idx < total) {
         const unsigned row = idx / packs_per_row;
         const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
@@ -130,7 +145,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) merge_attn_states_ls
     }
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
-      const unsigned idx = base + j * BLOCK_THREADS;
+      const unsigned idx = base + j * block_threads;
       if (idx < total) {
         const unsigned row = idx / packs_per_row;
         const Weights w = merge_weights(la[j], lb[j]);

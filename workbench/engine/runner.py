@@ -36,7 +36,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate, Launch
-from workbench.engine.bench import BenchSettings, CopyTiming
+from workbench.engine.bench import TIMING_KERNELS_SOURCE, BenchSettings, CopyTiming
 from workbench.engine.compiler import Compiler, CompileResult
 from workbench.engine.discovery import device_facts, spec_from_hello
 from workbench.engine.worker import (
@@ -76,13 +76,14 @@ class BaselineError(WorkerError):
 
 @dataclass(frozen=True)
 class _CheckKernels:
-    """The worker's device-side comparison kernels, compiled like any instance."""
+    """The worker's own kernels (device-side comparison, gate, L2 eviction), compiled like
+    any instance into one module."""
 
     name: str = "workbench_checks"
     entry: str = CHECK_KERNELS_ENTRY
-    source: str = CHECK_KERNELS_SOURCE
+    source: str = CHECK_KERNELS_SOURCE + TIMING_KERNELS_SOURCE
     hash: str = field(default_factory=lambda: hashlib.sha256(
-        CHECK_KERNELS_SOURCE.encode()).hexdigest()[:16])
+        (CHECK_KERNELS_SOURCE + TIMING_KERNELS_SOURCE).encode()).hexdigest()[:16])
 
 
 @dataclass
@@ -287,6 +288,9 @@ class LocalRunner:
             extra["samples_us"] = reply["samples_us"]
         if "nvml" in reply:
             extra["nvml"] = reply["nvml"]
+        if reply.get("method", {}).get("gate_timeouts"):
+            # the host stalled longer than the gate waits: say so next to the numbers
+            extra["gate_timeouts"] = int(reply["method"]["gate_timeouts"])
         self.stats.count(status)
         if "verify_s" in reply:
             self.stats.verified += 1
@@ -328,7 +332,8 @@ class LocalRunner:
         if not self._client.alive:
             self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
         reply = self._client.request({"cmd": "copy", "nbytes": nbytes, "seed": self.seed,
-                                      "settings": self.settings.to_dict()},
+                                      "settings": self.settings.to_dict(),
+                                      "check_kernels": self._compile_checks().cubin_path},
                                      timeout_s=max(60.0, self.settings.timeout_s))
         if "error" in reply:
             raise WorkerError(f"timing a device copy failed: {reply['error']}")

@@ -1,0 +1,175 @@
+"""The timing loop's order of operations, driven by a recording fake of the CUDA driver.
+
+What matters for trustworthy timing and cannot be seen in the numbers: inputs restored and
+the L2 evicted *outside* each event pair, every repetition of a batch enqueued behind the
+gate before the gate opens (so host delays never fall inside a timed region), the gate
+opened even when enqueueing fails, and the stopping rule applied per batch.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workbench.core.errors import WorkbenchError
+from workbench.engine.bench import TIMING_KERNELS_SOURCE, BenchSettings, time_launches
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class _Log:
+    def __init__(self) -> None:
+        self.ops: list[str] = []
+        self.clock_us = 0.0
+
+
+class _Event:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+        self.at_us = 0.0
+
+    def record(self, stream: object) -> None:
+        self.log.ops.append("record")
+        self.at_us = self.log.clock_us
+
+    def synchronize(self) -> None:
+        self.log.ops.append("sync")
+
+    def time_since(self, other: _Event) -> float:  # milliseconds, like pycuda
+        return (self.at_us - other.at_us) / 1e3
+
+
+class _Cuda:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    def Event(self) -> _Event:  # pycuda's name
+        return _Event(self.log)
+
+
+class _Stream:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    def synchronize(self) -> None:
+        self.log.ops.append("stream-sync")
+
+
+class _Gate:
+    def __init__(self, log: _Log) -> None:
+        self.log = log
+
+    def hold(self) -> None:
+        self.log.ops.append("hold")
+
+    def release(self) -> None:
+        self.log.ops.append("release")
+
+
+def _run(settings: BenchSettings, *, gate: bool = True, launch_us: float = 5.0,
+         fail_at: int | None = None) -> tuple[_Log, list[float]]:
+    log = _Log()
+    launches = 0
+
+    def launch() -> None:
+        nonlocal launches
+        launches += 1
+        if fail_at is not None and launches == fail_at:
+            raise RuntimeError("launch failed")
+        log.ops.append("launch")
+        log.clock_us += launch_us
+
+    samples, _ = time_launches(
+        _Cuda(log), _Stream(log), launch, settings,
+        prepare=lambda: log.ops.append("restore"), flush=lambda: log.ops.append("flush"),
+        gate=_Gate(log) if gate else None)
+    return log, samples
+
+
+SETTINGS = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=12, max_time_s=30.0, timeout_s=60.0,
+                         batch_reps=4, target_rse_pct=5.0)
+
+
+def test_each_batch_is_enqueued_behind_the_gate_and_synchronised_after_it_opens() -> None:
+    log, samples = _run(SETTINGS)
+    timed = log.ops[log.ops.index("hold"):]
+    # constant 5 us launches: the first batch already meets the stopping rule
+    assert samples == [5.0] * 4
+    per_rep = ["restore", "flush", "record", "launch", "record"]
+    assert timed == ["hold", *per_rep * 4, "release", "sync"]
+
+
+def test_restore_and_flush_stay_outside_the_event_pair() -> None:
+    log, _ = _run(SETTINGS)
+    ops = log.ops[log.ops.index("hold"):]
+    for i, op in enumerate(ops):
+        if op == "launch":
+            assert ops[i - 1] == "record" and ops[i + 1] == "record"
+            assert ops[i - 3:i - 1] == ["restore", "flush"]
+
+
+def test_without_a_gate_the_loop_still_batches() -> None:
+    log, samples = _run(SETTINGS, gate=False)
+    assert "hold" not in log.ops and "release" not in log.ops
+    assert len(samples) == 4
+
+
+def test_the_gate_opens_even_when_a_launch_raises() -> None:
+    # warm-up makes 2 launches; the 4th launch is the second timed one
+    with pytest.raises(RuntimeError, match="launch failed"):
+        _run(SETTINGS, fail_at=4)
+    log = _Log()
+    calls = {"n": 0}
+
+    def launch() -> None:
+        calls["n"] += 1
+        log.ops.append("launch")
+        if calls["n"] == 4:
+            raise RuntimeError("launch failed")
+
+    with pytest.raises(RuntimeError):
+        time_launches(_Cuda(log), _Stream(log), launch, SETTINGS, gate=_Gate(log))
+    assert log.ops[log.ops.index("hold"):] == ["hold", "record", "launch", "record", "record",
+                                               "launch", "release"]
+
+
+def test_noisy_samples_run_more_batches_until_max_reps() -> None:
+    log = _Log()
+    times = iter([5.0, 9.0, 5.5, 12.0, 5.0, 7.0, 6.0, 11.0, 5.2, 8.0, 5.1, 10.0])
+
+    def launch() -> None:
+        log.ops.append("launch")
+        log.clock_us += next(times, 5.0)
+
+    settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=10, max_time_s=30.0, timeout_s=60.0,
+                             batch_reps=4, target_rse_pct=0.01)
+    samples, _ = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
+    assert len(samples) == 10  # 4 + 4 + a last batch cut to max_reps
+    assert log.ops.count("hold") == 3 == log.ops.count("release")
+
+
+def test_flush_method_is_validated_with_the_key_named() -> None:
+    with pytest.raises(WorkbenchError, match="flush_method") as info:
+        BenchSettings(flush_method="memset")
+    assert info.value.details["value"] == "memset"
+    assert BenchSettings.from_dict({"flush_method": "write", "host_gate": False}).host_gate is False
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_timing_kernels_keep_their_loads_and_poll_a_volatile_flag(tmp_path: Path) -> None:
+    src = tmp_path / "timing.cu"
+    src.write_text(TIMING_KERNELS_SOURCE)
+    ptx = tmp_path / "timing.ptx"
+    subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(ptx), str(src)], check=True,
+                   capture_output=True, timeout=120)
+    text = ptx.read_text()
+    evict = text[text.index(".entry wb_evict"):]
+    gate = text[text.index(".entry wb_gate"):text.index(".entry wb_evict")] \
+        if text.index(".entry wb_gate") < text.index(".entry wb_evict") else \
+        text[text.index(".entry wb_gate"):]
+    assert "ld.global.nc.v4.f32" in evict  # the eviction reads survive optimisation
+    assert "ld.volatile.global" in gate  # the flag is re-read every spin
+    assert "%globaltimer" in gate  # and the gate has a timeout
