@@ -14,6 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
 PEER_SKIP = ("sglang design (our baseline)", "workbench best", "d2d copy")
+#: Peers that solve a different memory layout: shown, but not the like-for-like best peer.
+#: Liger's swiglu takes gate and up as two contiguous tensors (split from the [T, 2d] input
+#: by a copy outside the timed region); SGLang's op and the template read one [T, 2d] tensor.
+OTHER_LAYOUT = {("silu_and_mul", "liger")}
 
 
 def load(name: str) -> Any:
@@ -42,8 +46,11 @@ def peers_section(name: str = "h100/peers.json") -> str:
         im = r["impls"]
         med = {k: v.get("median_us") for k, v in im.items()}
         peers = {k: v["median_us"] for k, v in im.items()
-                 if k not in PEER_SKIP and "median_us" in v and v.get("correct")}
+                 if k not in PEER_SKIP and "median_us" in v and v.get("correct")
+                 and (r["kernel"], k) not in OTHER_LAYOUT}
         best_peer = min(peers, key=lambda k: peers[k]) if peers else None
+        other = [f"{k} {v['median_us']:.2f}" for k, v in im.items()
+                 if (r["kernel"], k) in OTHER_LAYOUT and "median_us" in v]
         ours = im["workbench best"]
         verdict = "—"
         if best_peer and ours.get("median_us"):
@@ -54,7 +61,7 @@ def peers_section(name: str = "h100/peers.json") -> str:
         rows.append([r["kernel"], r["shape"], r["dtype"], med.get("sglang design (our baseline)"),
                      ours.get("median_us"), ours.get("recorded_median_us"),
                      f"{best_peer} {peers[best_peer]:.2f}" if best_peer else "—", verdict,
-                     med.get("d2d copy"),
+                     ", ".join(other) or "—", med.get("d2d copy"),
                      f"{100 * bw / copy_bw:.0f} %" if bw and copy_bw else "—"])
     failed = sorted({f"{k}: {v['error'][:90]}" for r in doc["rows"] for k, v in r["impls"].items()
                      if "error" in v})
@@ -64,9 +71,12 @@ def peers_section(name: str = "h100/peers.json") -> str:
     text = (f"{doc['device']}, driver {doc['driver']}, CUDA {doc['cuda']}, torch {doc['torch']}, "
             f"{doc['date']}. Method: {doc['method']}. Times in µs (median). *ours/best peer* < 1 "
             f"means the workbench's config is faster than every peer that computed the right "
-            f"answer.\n\n")
+            f"answer from the same input layout; *other layout* lists peers that take their "
+            f"inputs in a different layout (see OTHER_LAYOUT in tables.py)."
+            + (f" {doc['note']}." if doc.get("note") else "") + "\n\n")
     text += table(["kernel", "shape", "dtype", "SGLang design (baseline)", "workbench best",
-                   "same config in the sweep", "best peer", "ours/best peer", "d2d copy",
+                   "same config in the sweep", "best peer (same layout)", "ours/best peer",
+                   "other layout", "d2d copy",
                    "ours % of copy BW"], rows)
     if failed:
         text += "\n\nPeers that did not run:\n" + "\n".join(f"- {f}" for f in failed)
@@ -117,8 +127,9 @@ def kt_section() -> str:
 
 def repeat_section() -> str:
     parts = []
-    for name in ("h100/repeatability_first_run.json", "h100/repeatability.json",
-                 "h100/repeatability_third_run.json"):
+    for name, label in (("h100/repeatability.json", "current method"),
+                        ("h100/earlier_method/repeatability_third_run.json",
+                         "earlier method (zeroing flush, ungated, one placement)")):
         doc = load(name)
         if doc is None:
             continue
@@ -128,10 +139,37 @@ def repeat_section() -> str:
                 by.setdefault((r["kernel"], r["shape"]), []).append(r["diff_pct"])
         rows = [[k, s, len(v), f"{statistics.median(v):+.2f}", f"{max(v, key=abs):+.2f}",
                  sum(abs(x) <= 1 for x in v)] for (k, s), v in sorted(by.items())]
-        parts.append(f"`{name}`: {doc['within_1pct']} of {doc['total']} within 1 %\n\n"
-                     + table(["kernel", "shape", "configs", "median diff %", "worst diff %",
-                              "within 1 %"], rows))
+        parts.append(f"`{name}` ({label}): {doc['within_1pct']} of {doc['total']} within 1 %"
+                     f"\n\n" + table(["kernel", "shape", "configs", "median diff %",
+                                       "worst diff %", "within 1 %"], rows))
     return "\n\n".join(parts) or "_not run yet_"
+
+
+def timing_method_section() -> str:
+    """Between-process spread of the same top-5 configs, per timing method (A/B runs)."""
+    rows = []
+    for i in (0, 1, 2, 3):
+        doc = load(f"h100/timing_method_ab_run{i}.json")
+        if doc is None:
+            continue
+        for method, summ in doc.get("summary", {}).items():
+            rows.append([f"run {i}", method, summ["configs"], summ["within_1pct"],
+                         summ["median_spread_pct"], summ["max_spread_pct"]])
+    if not rows:
+        return "_not run yet_"
+    return ("Top-5 configs of silu_and_mul, fused_add_rmsnorm and merge_attn_states_lse at the "
+            "odd and decode shapes (bf16, 4.6–9 µs kernels), each measured once in each of 3 "
+            "fresh worker processes per method; spread = max/min − 1 of a config's 3 medians. "
+            "H100 80GB HBM3, driver 580.159.04, CUDA 13.0, 2026-11-22 "
+            "(`benchmarks/repeatability.py --mode processes`). Run 0 used the "
+            "order-statistics stopping rule, runs 1–3 the IQR-floored one (more repetitions). "
+            "Methods: read/write = L2 evicted by reading / zeroing; gated = batches held "
+            "behind the gate kernel; preroll8 = 8 untimed evictions before each batch; b40 = "
+            "40-repetition batches; tail5 = 5 untimed evictions after each batch; place8 = "
+            "repetitions rotate over 8 copies of the inputs. The worker now uses "
+            "read-gated-place8 (batch 10 in sweeps, 16 by default).\n\n"
+            + table(["run", "method", "configs", "spread ≤ 1 %", "median spread %",
+                     "max spread %"], rows))
 
 
 def strategies_section() -> str:
@@ -210,13 +248,11 @@ in `results/` by `python benchmarks/tables.py`.
 def main() -> None:
     text = INTRO
     text += "\n## Tuned vs peers (H100)\n\n" + peers_section() + "\n"
-    text += ("\n### Small shapes again, L2 evicted by reads\n\n"
-             + peers_section("h100/peers_small_readflush.json") + "\n")
-    text += ("\n### merge_attn_states_lse with `HEAD_DIM_CONST`, re-recorded, read flush\n\n"
-             + peers_section("h100/peers_merge_head_dim_const.json") + "\n")
     text += "\n## Exhaustive sweeps (H100): throughput\n\n" + sweeps_section() + "\n"
     text += "\n## Throughput vs Kernel Tuner (H100)\n\n" + kt_section() + "\n"
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
+    text += "\n## Timing method: between-process spread (H100)\n\n" + \
+        timing_method_section() + "\n"
     text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
         strategies_section() + "\n"
     text += "\n## CPU-side costs\n\n" + cpu_section() + "\n"

@@ -167,9 +167,9 @@ def median_standard_error(samples_us: Samples) -> float:
     * Spread (asymptotic): sqrt(pi/2) * sigma / sqrt(n) with sigma = IQR / 1.349.
 
     The first alone collapses when the CUDA event clock's ~32 ns ticks make the middle
-    samples of a few-microsecond kernel equal: on the H100, 10-30 repetitions with a 10 %
-    per-repetition spread then claimed a 0 % error and stopped, and medians of the same
-    config measured in fresh processes differed by up to 13 %. The second does not.
+    samples of a few-microsecond kernel equal: on the H100, 10-30 repetitions of a 5 us
+    kernel with a 10 % per-repetition spread claimed a 0 % error and stopped. The second
+    does not.
     Returns ``inf`` for fewer than 3 samples.
     """
     arr = _sorted(samples_us)
