@@ -21,9 +21,36 @@ from workbench.engine.bench import (
     GATE_TIMEOUT_NS,
     TIMING_KERNELS_SOURCE,
     BenchSettings,
-    should_stop,
     summarize,
+    time_launches,
 )
+
+
+class _TorchEvent:
+    """A torch CUDA event with the surface of pycuda's that ``time_launches`` uses."""
+
+    def __init__(self) -> None:
+        self.event = torch.cuda.Event(enable_timing=True)
+
+    def record(self, stream: object = None) -> None:
+        self.event.record()
+
+    def synchronize(self) -> None:
+        self.event.synchronize()
+
+    def time_since(self, start: _TorchEvent) -> float:  # milliseconds, like pycuda
+        return start.event.elapsed_time(self.event)
+
+
+class _TorchCuda:
+    """What ``time_launches`` needs from ``pycuda.driver``: events."""
+
+    Event = _TorchEvent
+
+
+class _CurrentStream:
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
 
 
 class TorchGate:
@@ -85,39 +112,12 @@ class Harness:
             torch.cuda.synchronize()
 
     def time(self, fn: Callable[[], object], restore: Callable[[], object] | None = None) -> Timing:
+        """The worker's timing loop (``time_launches``) on torch's current stream."""
         s = self.settings
         self.spin_up()
-        t_end = time.perf_counter() + s.warmup_ms / 1000.0
-        while True:  # warm-up: module load, autotuning, JIT compiles stay out of the numbers
-            if restore:
-                restore()
-            fn()
-            torch.cuda.synchronize()
-            if time.perf_counter() >= t_end:
-                break
-        batch = s.batch_reps
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(batch)]
-        samples: list[float] = []
         timeouts_before = self.gate.timeouts if self.gate else 0
-        t0 = time.perf_counter()
-        while not should_stop(samples, time.perf_counter() - t0, s):
-            count = min(batch, s.max_reps - len(samples))
-            if self.gate:
-                self.gate.hold()
-            try:
-                for i in range(count):
-                    if restore:
-                        restore()
-                    if s.flush_l2:
-                        self.evict_l2()
-                    starts[i].record()
-                    fn()
-                    ends[i].record()
-            finally:
-                if self.gate:
-                    self.gate.release()
-            ends[count - 1].synchronize()
-            samples.extend(starts[i].elapsed_time(ends[i]) * 1000.0 for i in range(count))
+        samples, _ = time_launches(
+            _TorchCuda, _CurrentStream(), fn, s, prepare=restore,
+            flush=self.evict_l2 if s.flush_l2 else None, gate=self.gate)
         self.last_gate_timeouts = (self.gate.timeouts - timeouts_before) if self.gate else 0
         return summarize(samples, l2_flushed=s.flush_l2)

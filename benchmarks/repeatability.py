@@ -100,8 +100,8 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
         recording = load_recording(recording_paths(folder.path)[-1])
         base = _settings(recording)
         defaults = folder.template.default_config()
-        cases = [(shape, dtype, _top(recording, shape, dtype, args.top, defaults))
-                 for shape in args.shapes for dtype in args.dtypes]
+        tops = {(shape, dtype): _top(recording, shape, dtype, args.top, defaults)
+                for shape in args.shapes for dtype in args.dtypes}
         for method in args.methods:
             settings = BenchSettings.from_dict({**base.to_dict(), **METHODS[method]})
             medians: dict[tuple[str, str, int], list[float]] = {}
@@ -110,7 +110,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
             # is a new worker with new inputs (seed varies) measuring every case once
             for proc in range(args.processes):
                 with LocalRunner(folder, settings=settings, seed=1000 + proc) as runner:
-                    for shape, dtype, top in cases:
+                    for (shape, dtype), top in tops.items():
                         got = runner.measure([Candidate(t.config, shape, dtype) for t in top])
                         for i, result in enumerate(got):
                             if result.median_us and result.timing:
@@ -125,8 +125,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                 spread = 100 * (max(values) / min(values) - 1)
                 rows.append({"kernel": name, "method": method, "batch_reps": settings.batch_reps,
                              "shape": shape, "dtype": dtype,
-                             "rank": i, "config": dict(cases[[c[:2] for c in cases].index(
-                                 (shape, dtype))][2][i].config),
+                             "rank": i, "config": dict(tops[(shape, dtype)][i].config),
                              "medians_us": [round(v, 3) for v in values],
                              "per_process": detail.get((shape, dtype, i), []),
                              "spread_pct": round(spread, 3)})

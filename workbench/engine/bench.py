@@ -269,14 +269,17 @@ class Gate(Protocol):
         """Open the gate (the host has enqueued the batch)."""
 
 
-def time_launches(cuda: Any, stream: Any, launch: Callable[[], None], settings: BenchSettings,
-                  *, prepare: Callable[[], None] | None = None,
-                  flush: Callable[[], None] | None = None,
+def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
+                  settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
+                  flush: Callable[[], object] | None = None,
                   gate: Gate | None = None) -> tuple[list[float], float]:
     """Time ``launch`` with one CUDA event pair per repetition; returns (samples_us, wall_s).
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
-    evicts the L2 just before the start event; neither is inside the event pair.
+    evicts the L2 just before the start event; neither is inside the event pair; what the
+    three callables return is ignored. ``cuda`` needs ``Event()`` with pycuda's
+    ``record(stream)`` / ``synchronize()`` / ``time_since(start)`` (ms); ``stream`` needs
+    ``synchronize()`` (the peers harness passes torch equivalents).
     Repetitions are enqueued in batches of ``settings.batch_reps`` between host
     synchronisations, each batch behind ``gate`` when one is given, so that host overhead
     never lands between a start event and its launch; the stopping rule is checked after

@@ -74,6 +74,9 @@ class BaselineError(WorkerError):
     """The baseline kernel disagrees with reference.py (or leaves outputs unwritten)."""
 
 
+_WORKER_KERNELS_SOURCE = CHECK_KERNELS_SOURCE + TIMING_KERNELS_SOURCE
+
+
 @dataclass(frozen=True)
 class _CheckKernels:
     """The worker's own kernels (device-side comparison, gate, L2 eviction), compiled like
@@ -81,9 +84,9 @@ class _CheckKernels:
 
     name: str = "workbench_checks"
     entry: str = CHECK_KERNELS_ENTRY
-    source: str = CHECK_KERNELS_SOURCE + TIMING_KERNELS_SOURCE
+    source: str = _WORKER_KERNELS_SOURCE
     hash: str = field(default_factory=lambda: hashlib.sha256(
-        (CHECK_KERNELS_SOURCE + TIMING_KERNELS_SOURCE).encode()).hexdigest()[:16])
+        _WORKER_KERNELS_SOURCE.encode()).hexdigest()[:16])
 
 
 @dataclass
