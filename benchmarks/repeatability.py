@@ -40,10 +40,12 @@ METHODS: dict[str, dict[str, Any]] = {
     "read-gated": {"flush_method": "read", "host_gate": True},
     "write-ungated": {"flush_method": "write", "host_gate": False},
     "read-ungated": {"flush_method": "read", "host_gate": False},
-    "read-gated-tail5": {"flush_method": "read", "host_gate": True, "tail_flushes": 5},
     "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8},
-    "read-gated-place8-tail5": {"flush_method": "read", "host_gate": True, "placements": 8,
-                                "tail_flushes": 5},
+    "place8-tail6": {"placements": 8, "tail_reps": 6},
+    "place8-tlb": {"placements": 8, "warm_tlb": True},
+    "place8-tail6-tlb": {"placements": 8, "tail_reps": 6, "warm_tlb": True},
+    "place8-b32-tail6-tlb": {"placements": 8, "batch_reps": 32, "tail_reps": 6,
+                             "warm_tlb": True},
 }
 
 

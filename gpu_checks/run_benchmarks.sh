@@ -5,6 +5,7 @@
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 #   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
 #   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only
+#   gpu_checks/run_benchmarks.sh knob KERNEL KNOB V1 V2   a new knob on the finalists (knob_ab.py)
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
 set -uo pipefail
 what="${1:?record|compare}"; shift || true
@@ -41,8 +42,13 @@ case "$what" in
   ab)  # the same top configs in 3 fresh workers per timing method
     shapes=("$@"); [ ${#shapes[@]} -eq 0 ] && shapes=(odd decode)
     python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
-      --shapes "${shapes[@]}" --methods ${AB_METHODS:-read-gated write-ungated} 2>&1 \
+      --shapes "${shapes[@]}" --methods ${AB_METHODS:-read-gated write-ungated} ${AB_ARGS:-} 2>&1 \
       | tee "$OUT/repeatability_processes.log" | tail -12
+    ;;
+  knob)  # KERNEL KNOB VALUES... : a new knob's values on the recording's finalists
+    kernel="$1"; knob="$2"; shift 2
+    python3 benchmarks/knob_ab.py "$kernel" --knob "$knob" --values "$@" ${KNOB_ARGS:-} \
+      --out "$OUT/knob_ab_${kernel}_${knob}.json" 2>&1 | tee "$OUT/knob_ab.log" | tail -40
     ;;
   peers)
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80

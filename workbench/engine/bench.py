@@ -76,6 +76,11 @@ extern "C" __global__ void wb_evict(const float4* __restrict__ buf, long long n4
   }
   if (acc == -1.5e-38f) *sink = acc;  // the buffer holds zeros: never taken
 }
+extern "C" __global__ void wb_touch(const unsigned char* __restrict__ buf, long long nbytes,
+                                    long long stride, float* __restrict__ sink) {
+  const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * stride;
+  if (i < nbytes && *reinterpret_cast<const int*>(buf + i) == 0x7fc00001) *sink = 0.f;
+}
 """
 
 
@@ -94,7 +99,8 @@ class BenchSettings:
     batch_reps: int = 16              # repetitions enqueued between host synchronisations
     flush_method: str = "read"        # "read" (clean L2) or "write" (zeroing; dirty lines)
     host_gate: bool = True            # hold each batch behind a gate kernel (see above)
-    tail_flushes: int = 0             # untimed L2 evictions queued after each batch's last rep
+    tail_reps: int = 0                # untimed repetitions queued after each batch's timed ones
+    warm_tlb: bool = False            # after each eviction, touch one word per 64 KiB of the inputs
     placements: int = 8               # timed repetitions rotate over this many input copies
 
     def __post_init__(self) -> None:
@@ -115,8 +121,8 @@ class BenchSettings:
             problems.append(("timeout_s", self.timeout_s, f"> max_time_s ({self.max_time_s})"))
         if self.batch_reps < 1:
             problems.append(("batch_reps", self.batch_reps, ">= 1"))
-        if self.tail_flushes < 0:
-            problems.append(("tail_flushes", self.tail_flushes, ">= 0"))
+        if not 0 <= self.tail_reps <= 64:
+            problems.append(("tail_reps", self.tail_reps, "0..64"))
         if not 1 <= self.placements <= 64:
             problems.append(("placements", self.placements, "1..64"))
         if self.flush_method not in FLUSH_METHODS:
@@ -299,6 +305,7 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     batch = settings.batch_reps
     starts = [cuda.Event() for _ in range(batch)]
     ends = [cuda.Event() for _ in range(batch)]
+    spare = (cuda.Event(), cuda.Event())
     samples: list[float] = []
     t0 = time.perf_counter()
     while True:
@@ -306,21 +313,19 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
         if gate is not None:
             gate.hold()
         try:
-            for i in range(count):
+            for i in range(count + settings.tail_reps):
                 if prepare is not None:
                     prepare()
                 if flush is not None:
                     flush()
-                starts[i].record(stream)
+                start, end = (starts[i], ends[i]) if i < count else spare
+                start.record(stream)
                 launch()
-                ends[i].record(stream)
-            if flush is not None:
-                for _ in range(settings.tail_flushes):
-                    flush()
+                end.record(stream)
         finally:
             if gate is not None:
                 gate.release()
-        ends[count - 1].synchronize()
+        (ends[count - 1] if settings.tail_reps == 0 else spare[1]).synchronize()
         samples.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
         if should_stop(samples, time.perf_counter() - t0, settings):
             return samples, time.perf_counter() - began

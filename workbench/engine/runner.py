@@ -385,6 +385,11 @@ class LocalRunner:
             self._cubin_digests[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         return self._cubin_digests[path]
 
+    def forget_measurements(self) -> None:
+        """Time identical cubins again from now on (re-measurement rounds); by default a
+        cubin already timed on a problem answers from memory."""
+        self._measured.clear()
+
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         """Evaluate candidates; yield each result as soon as it is known."""
         pending: dict[str, list[_Pending]] = {}
