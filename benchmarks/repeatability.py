@@ -44,8 +44,10 @@ METHODS: dict[str, dict[str, Any]] = {
     "place8-tail6": {"placements": 8, "tail_reps": 6},
     "place8-tlb": {"placements": 8, "warm_tlb": True},
     "place8-tail6-tlb": {"placements": 8, "tail_reps": 6, "warm_tlb": True},
-    "place8-b32-tail6-tlb": {"placements": 8, "batch_reps": 32, "tail_reps": 6,
-                             "warm_tlb": True},
+    "place8-streams8": {"placements": 8, "streams": 8},
+    "place8-flush4": {"placements": 8, "flush_buffers": 4},
+    "place8-tail6-streams8-flush4": {"placements": 8, "tail_reps": 6, "streams": 8,
+                                     "flush_buffers": 4},
 }
 
 

@@ -50,6 +50,10 @@ case "$what" in
     python3 benchmarks/knob_ab.py "$kernel" --knob "$knob" --values "$@" ${KNOB_ARGS:-} \
       --out "$OUT/knob_ab_${kernel}_${knob}.json" 2>&1 | tee "$OUT/knob_ab.log" | tail -40
     ;;
+  ncu)  # event medians vs Nsight Compute durations in fresh processes
+    python3 benchmarks/ncu_repeatability.py --out "$OUT/ncu_repeatability.json" "$@" 2>&1 \
+      | tee "$OUT/ncu_repeatability.log" | tail -20
+    ;;
   peers)
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80
     ;;

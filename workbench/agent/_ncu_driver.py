@@ -2,7 +2,7 @@
 
 Loads one cubin with pycuda, fills every buffer with random numbers (element dtype bits for
 bf16/fp16 are drawn as small random floats' bit patterns), launches the kernel three times
-and synchronises. It checks nothing: correctness is the GPU worker's job. Runs only under
+(or ``launches`` times) and synchronises. It checks nothing: correctness is the GPU worker's job. Runs only under
 ``ncu`` from :func:`workbench.agent.profile.profile_config`.
 """
 
@@ -47,7 +47,7 @@ def main(path: str) -> None:
         buffer = drv.to_device(host)
         keep.append(buffer)
         args.append(buffer)
-    for _ in range(3):
+    for _ in range(int(problem.get("launches", 3))):
         kernel(*args, grid=tuple(problem["grid"]), block=tuple(problem["block"]),
                shared=int(problem["smem_bytes"]))
     drv.Context.synchronize()

@@ -73,7 +73,7 @@ def parse_ncu_csv(text: str) -> dict[str, float | str]:
     return out
 
 
-def _problem(folder: KernelFolder, template: KernelTemplate, config: Config, shape: str,
+def ncu_problem(folder: KernelFolder, template: KernelTemplate, config: Config, shape: str,
              dtype: str, cubin: str) -> dict[str, Any]:
     env = folder.env(shape, dtype)
     launch = template.launch_for(config, env)
@@ -95,8 +95,10 @@ def profile_config(folder: KernelFolder, template: KernelTemplate, config: Confi
         with tempfile.TemporaryDirectory(prefix="wb-ncu-") as tmp:
             problem_path = Path(tmp) / "problem.json"
             problem_path.write_text(json.dumps(
-                _problem(folder, template, config, shape, dtype, compiled.cubin_path)))
-            command = [str(shutil.which("ncu")), "--csv", "--metrics", ",".join(metrics),
+                ncu_problem(folder, template, config, shape, dtype, compiled.cubin_path)))
+            # clocks as they are (ncu would lock them to base otherwise); caches flushed
+            command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none",
+                       "--cache-control", "all", "--metrics", ",".join(metrics),
                        "--kernel-name", template.entry, "--launch-skip", "1",
                        "--launch-count", "1", sys.executable, str(DRIVER), str(problem_path)]
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,

@@ -101,6 +101,8 @@ class BenchSettings:
     host_gate: bool = True            # hold each batch behind a gate kernel (see above)
     tail_reps: int = 0                # untimed repetitions queued after each batch's timed ones
     warm_tlb: bool = False            # after each eviction, touch one word per 64 KiB of the inputs
+    streams: int = 1                  # batches rotate over this many CUDA streams
+    flush_buffers: int = 1            # batches rotate over this many L2 eviction buffers
     placements: int = 8               # timed repetitions rotate over this many input copies
 
     def __post_init__(self) -> None:
@@ -123,6 +125,10 @@ class BenchSettings:
             problems.append(("batch_reps", self.batch_reps, ">= 1"))
         if not 0 <= self.tail_reps <= 64:
             problems.append(("tail_reps", self.tail_reps, "0..64"))
+        if not 1 <= self.streams <= 16:
+            problems.append(("streams", self.streams, "1..16"))
+        if not 1 <= self.flush_buffers <= 8:
+            problems.append(("flush_buffers", self.flush_buffers, "1..8"))
         if not 1 <= self.placements <= 64:
             problems.append(("placements", self.placements, "1..64"))
         if self.flush_method not in FLUSH_METHODS:
@@ -278,7 +284,8 @@ class Gate(Protocol):
 def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                   flush: Callable[[], object] | None = None,
-                  gate: Gate | None = None) -> tuple[list[float], float]:
+                  gate: Gate | None = None,
+                  rotate: Callable[[int], Any] | None = None) -> tuple[list[float], float]:
     """Time ``launch`` with one CUDA event pair per repetition; returns (samples_us, wall_s).
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
@@ -289,7 +296,8 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     Repetitions are enqueued in batches of ``settings.batch_reps`` between host
     synchronisations, each batch behind ``gate`` when one is given, so that host overhead
     never lands between a start event and its launch; the stopping rule is checked after
-    each batch.
+    each batch. ``rotate(batch_index)``, when given, runs before each timed batch and returns
+    the stream that batch's events are recorded on (the callables must follow it).
     """
     began = time.perf_counter()
     warm = 0
@@ -308,8 +316,12 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     spare = (cuda.Event(), cuda.Event())
     samples: list[float] = []
     t0 = time.perf_counter()
+    batches = 0
     while True:
         count = min(batch, settings.max_reps - len(samples))
+        if rotate is not None:
+            stream = rotate(batches)
+        batches += 1
         if gate is not None:
             gate.hold()
         try:

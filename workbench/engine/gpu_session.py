@@ -215,7 +215,10 @@ class GpuSession:
         self.cuda = cuda
         self.device = cuda.Device(0)
         self.context = self.device.make_context()
-        self.stream = cuda.Stream()
+        self.stream = cuda.Stream()  # the current one; timing may rotate over self.streams
+        self.streams = [self.stream]
+        self.flush_index = 0  # which eviction buffer the current batch reads
+        self.flush_extra: list[Any] = []
         try:
             bus = self.device.pci_bus_id()
         except Exception:
@@ -414,6 +417,9 @@ class GpuSession:
         if self.flush_buf is None or self.flush_bytes < nbytes:
             if self.flush_buf is not None:
                 self.flush_buf.free()
+            for extra in self.flush_extra:  # rotation buffers have the main one's size
+                extra.free()
+            self.flush_extra = []
             self.flush_buf = self.cuda.mem_alloc(nbytes)
             self.flush_bytes = nbytes
             self.cuda.memset_d32(self.flush_buf, 0, nbytes // 4)
@@ -425,9 +431,9 @@ class GpuSession:
         n4 = self.flush_bytes // 16
         if method == "read" and self.evict is not None:
             blocks = 4 * self.attrs.get("MULTIPROCESSOR_COUNT", 132)
-            ptr = int(buf)  # also the sink, never written (see wb_evict)
-
-            def read() -> None:
+            def read() -> None:  # the buffer is also the sink, never written (see wb_evict)
+                ptr = int(buf) if self.flush_index == 0 else \
+                    int(self.flush_extra[(self.flush_index - 1) % len(self.flush_extra)])
                 self.evict.prepared_async_call((blocks, 1, 1), (512, 1, 1), self.stream,
                                                ptr, n4, ptr)
             return read
@@ -467,6 +473,26 @@ class GpuSession:
                                                TOUCH_STRIDE, sink)
         return touch
 
+    def _rotation(self, settings: Any, flushing: bool) -> Callable[[int], Any] | None:
+        """Batch ``b`` runs on stream ``b % streams`` and evicts with buffer
+        ``b % flush_buffers`` (extra streams and buffers are made on first use and kept)."""
+        if settings.streams == 1 and settings.flush_buffers == 1:
+            return None
+        while len(self.streams) < settings.streams:
+            self.streams.append(self.cuda.Stream())
+        if flushing:
+            while len(self.flush_extra) < settings.flush_buffers - 1:
+                extra = self.cuda.mem_alloc(self.flush_bytes)
+                self.cuda.memset_d32(extra, 0, self.flush_bytes // 4)
+                self.flush_extra.append(extra)
+
+        def rotate(batch: int) -> Any:
+            self.stream.synchronize()  # the previous batch's stream is done
+            self.stream = self.streams[batch % settings.streams]
+            self.flush_index = batch % settings.flush_buffers
+            return self.stream
+        return rotate
+
     def _timed(self, launch_fn: Any, settings: Any, prepare: Any,
                touch: Callable[[], None] | None = None) -> dict[str, Any]:
         from workbench.engine.bench import summarize, time_launches
@@ -482,10 +508,16 @@ class GpuSession:
                     touch()
         gate = self.gate if settings.host_gate else None
         timeouts_before = gate.timeouts if gate is not None else 0
+        rotate = self._rotation(settings, flush is not None)
         self._spin_up()
         before = self.nvml.sample()
-        samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
-                                        prepare=prepare, flush=flush, gate=gate)
+        try:
+            samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
+                                            prepare=prepare, flush=flush, gate=gate,
+                                            rotate=rotate)
+        finally:
+            self.stream = self.streams[0]
+            self.flush_index = 0
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
@@ -589,6 +621,8 @@ class GpuSession:
         self._free_problem()
         if self.flush_buf is not None:
             self.flush_buf.free()
+        for extra in self.flush_extra:
+            extra.free()
         self.modules.clear()
         self.functions.clear()
         self.context.pop()
