@@ -62,7 +62,8 @@ def ncu_durations_us(problem: dict[str, Any], entry: str, skip: int, count: int)
     start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
     out = []
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}[row["Metric Unit"].strip()]
+        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
+                 "ms": 1e3}[row["Metric Unit"].strip()]
         out.append(float(row["Metric Value"].replace(",", "")) * scale)
     return out
 
