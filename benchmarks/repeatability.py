@@ -6,8 +6,8 @@ Two questions, one script (run on the GPU machine):
   (shape, dtype) are measured again by a new LocalRunner (a new worker process, new random
   inputs, the recording's bench settings) and the medians compared. Target: within 1 %.
 * ``--mode processes``: the same configs measured in ``--processes`` fresh workers for each
-  timing method named in ``--methods`` (``read-gated`` is the default method,
-  ``write-ungated`` the one before it); for every config the spread between processes,
+  timing method named in ``--methods`` (``tail6`` is the default method,
+  ``read-gated-place8`` the one before it); for every config the spread between processes,
   max / min - 1 of the medians. This isolates between-process variation from any change
   since the recording.
 
@@ -37,17 +37,12 @@ from workbench.engine.runner import LocalRunner  # noqa: E402
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
 #: timing method name -> BenchSettings fields that differ from the recording's
 METHODS: dict[str, dict[str, Any]] = {
-    "read-gated": {"flush_method": "read", "host_gate": True},
-    "write-ungated": {"flush_method": "write", "host_gate": False},
-    "read-ungated": {"flush_method": "read", "host_gate": False},
-    "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8},
-    "place8-tail6": {"placements": 8, "tail_reps": 6},
-    "place8-tlb": {"placements": 8, "warm_tlb": True},
-    "place8-tail6-tlb": {"placements": 8, "tail_reps": 6, "warm_tlb": True},
-    "place8-streams8": {"placements": 8, "streams": 8},
-    "place8-flush4": {"placements": 8, "flush_buffers": 4},
-    "place8-tail6-streams8-flush4": {"placements": 8, "tail_reps": 6, "streams": 8,
-                                     "flush_buffers": 4},
+    "tail6": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6},
+    "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8,
+                          "tail_reps": 0},
+    "read-gated": {"flush_method": "read", "host_gate": True, "placements": 1, "tail_reps": 0},
+    "write-ungated": {"flush_method": "write", "host_gate": False, "placements": 1,
+                      "tail_reps": 0},
 }
 
 
@@ -176,7 +171,7 @@ def main() -> int:
     ap.add_argument("--dtypes", nargs="*", default=["bf16"])
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--processes", type=int, default=3)
-    ap.add_argument("--methods", nargs="*", default=["read-gated", "write-ungated"],
+    ap.add_argument("--methods", nargs="*", default=["tail6", "read-gated-place8"],
                     choices=list(METHODS))
     args = ap.parse_args()
     doc = against_recording(args) if args.mode == "recording" else between_processes(args)

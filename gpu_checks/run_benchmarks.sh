@@ -42,7 +42,7 @@ case "$what" in
   ab)  # the same top configs in 3 fresh workers per timing method
     shapes=("$@"); [ ${#shapes[@]} -eq 0 ] && shapes=(odd decode)
     python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
-      --shapes "${shapes[@]}" --methods ${AB_METHODS:-read-gated write-ungated} ${AB_ARGS:-} 2>&1 \
+      --shapes "${shapes[@]}" --methods ${AB_METHODS:-tail6 read-gated-place8} ${AB_ARGS:-} 2>&1 \
       | tee "$OUT/repeatability_processes.log" | tail -12
     ;;
   knob)  # KERNEL KNOB VALUES... : a new knob's values on the recording's finalists

@@ -90,7 +90,7 @@ def _run(settings: BenchSettings, *, gate: bool = True, launch_us: float = 5.0,
 
 
 SETTINGS = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=12, max_time_s=30.0, timeout_s=60.0,
-                         batch_reps=4, target_rse_pct=5.0)
+                         batch_reps=4, target_rse_pct=5.0, tail_reps=0)
 
 
 def test_each_batch_is_enqueued_behind_the_gate_and_synchronised_after_it_opens() -> None:
@@ -145,10 +145,34 @@ def test_noisy_samples_run_more_batches_until_max_reps() -> None:
         log.clock_us += next(times, 5.0)
 
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=10, max_time_s=30.0, timeout_s=60.0,
-                             batch_reps=4, target_rse_pct=0.01)
+                             batch_reps=4, target_rse_pct=0.01, tail_reps=0)
     samples, _ = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
     assert len(samples) == 10  # 4 + 4 + a last batch cut to max_reps
     assert log.ops.count("hold") == 3 == log.ops.count("release")
+
+
+def test_tail_repetitions_are_enqueued_like_timed_ones_and_never_counted() -> None:
+    log = _Log()
+    timed_us = iter([5.0] * 2 + [5.0] * 4)  # warm-up, then the timed batch
+
+    def launch() -> None:  # the tail's launches take 50 us: any of them counted would show
+        log.ops.append("launch")
+        log.clock_us += next(timed_us, 50.0)
+
+    settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=3)
+    samples, _ = time_launches(_Cuda(log), _Stream(log), launch, settings,
+                               prepare=lambda: log.ops.append("restore"),
+                               flush=lambda: log.ops.append("flush"), gate=_Gate(log))
+    assert samples == [5.0] * 4
+    per_rep = ["restore", "flush", "record", "launch", "record"]
+    assert log.ops[log.ops.index("hold"):] == ["hold", *per_rep * 7, "release", "sync"]
+
+
+def test_tail_reps_out_of_range_names_the_key() -> None:
+    with pytest.raises(WorkbenchError, match="tail_reps") as info:
+        BenchSettings(tail_reps=-1)
+    assert info.value.details["expected"] == "0..64"
 
 
 def test_flush_method_is_validated_with_the_key_named() -> None:

@@ -21,8 +21,6 @@
 // HEAD_DIM_CONST > 0 compiles head_dim in (a constraint makes it equal the shape's), so the
 // per-pack row index becomes a division by a constant (a shift or a multiply) instead of a
 // run-time division; one cubin per head_dim, as FlashInfer dispatches its merge kernel.
-// CACHE_HINT 1 loads v_a, v_b and stores out with the streaming hint (ld/st.global.cs:
-// evict-first lines), which leaves L2 capacity to the other streams.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -51,9 +49,6 @@
 #ifndef BLOCK_TOKENS
 #define BLOCK_TOKENS 0  // 0: BLOCK_THREADS per block; else whole tokens per block (flattened)
 #endif
-#ifndef CACHE_HINT
-#define CACHE_HINT 0  // 1: v_a, v_b loaded and out stored with the streaming hint (.cs)
-#endif
 
 typedef SCALAR_T scalar_t;
 
@@ -72,35 +67,6 @@ constexpr int kMaxBlock = BLOCK_TOKENS > 0 ? 1024 : BLOCK_THREADS;
 struct alignas(VEC_BYTES) Pack {
   scalar_t v[kVec];
 };
-
-// Raw vector type of one pack, for the cache-hinted loads and stores (__ldcs / __stcs).
-template <int Bytes> struct RawOf;
-template <> struct RawOf<4> { using type = unsigned; };
-template <> struct RawOf<8> { using type = uint2; };
-template <> struct RawOf<16> { using type = uint4; };
-using Raw = typename RawOf<VEC_BYTES>::type;
-static_assert(sizeof(Raw) == sizeof(Pack), "a pack is one raw vector");
-
-__device__ __forceinline__ Pack load_pack(const scalar_t* p) {
-#if CACHE_HINT
-  const Raw r = __ldcs(reinterpret_cast<const Raw*>(p));  // ld.global.cs: read once
-  Pack v;
-  memcpy(&v, &r, sizeof(Pack));
-  return v;
-#else
-  return *reinterpret_cast<const Pack*>(p);
-#endif
-}
-
-__device__ __forceinline__ void store_pack(scalar_t* p, const Pack& v) {
-#if CACHE_HINT
-  Raw r;
-  memcpy(&r, &v, sizeof(Pack));
-  __stcs(reinterpret_cast<Raw*>(p), r);  // st.global.cs: evict first
-#else
-  *reinterpret_cast<Pack*>(p) = v;
-#endif
-}
 
 struct Weights {
   float scale_a, scale_b, lse;
@@ -173,8 +139,8 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
         const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
         la[j] = s_a[row];
         lb[j] = s_b[row];
-        a[j] = load_pack(v_a + off);
-        b[j] = load_pack(v_b + off);
+        a[j] = *reinterpret_cast<const Pack*>(v_a + off);
+        b[j] = *reinterpret_cast<const Pack*>(v_b + off);
       }
     }
 #pragma unroll
@@ -184,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
         const unsigned row = idx / packs_per_row;
         const Weights w = merge_weights(la[j], lb[j]);
         const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
-        store_pack(out + off, merge_pack(a[j], b[j], w));
+        *reinterpret_cast<Pack*>(out + off) = merge_pack(a[j], b[j], w);
         if (idx == row * packs_per_row) out_lse[row] = w.lse;
       }
     }
@@ -216,15 +182,15 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
       for (int j = 0; j < ITEMS; ++j) {
         const unsigned p = p0 + j * THREADS_PER_ROW;
         if (p < packs_per_row) {
-          a[j] = load_pack(v_a + row_off + p * kVec);
-          b[j] = load_pack(v_b + row_off + p * kVec);
+          a[j] = *reinterpret_cast<const Pack*>(v_a + row_off + p * kVec);
+          b[j] = *reinterpret_cast<const Pack*>(v_b + row_off + p * kVec);
         }
       }
 #pragma unroll
       for (int j = 0; j < ITEMS; ++j) {
         const unsigned p = p0 + j * THREADS_PER_ROW;
         if (p < packs_per_row)
-          store_pack(out + row_off + p * kVec, merge_pack(a[j], b[j], w));
+          *reinterpret_cast<Pack*>(out + row_off + p * kVec) = merge_pack(a[j], b[j], w);
       }
     }
   }

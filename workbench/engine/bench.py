@@ -15,7 +15,12 @@ Method (what the worker does with these settings):
   With ``flush_l2=False`` repetitions run back to back on a hot cache ("hot-cache mode":
   the inputs that fit in L2 stay there, which flatters small problems);
 * one CUDA event pair around the single launch;
-* each batch of ``batch_reps`` repetitions is enqueued behind a *gate* kernel that spins
+* each batch of ``batch_reps`` timed repetitions is followed by ``tail_reps`` identical
+  untimed ones, so every timed repetition has the same work queued behind it: on the H100
+  the last ~5 repetitions of a batch ran 5-10 % faster than the rest (a drained queue),
+  which made small kernels' medians bimodal; with 6 tail repetitions the median by
+  position in the batch is flat within 2 %;
+* each batch is enqueued behind a *gate* kernel that spins
   until the host has enqueued the whole batch (``host_gate``), so the GPU runs the batch
   back to back and no host delay (Python, a busy CPU, a page fault) can fall between a
   start event and its launch. Without it a kernel of a few microseconds is timed together
@@ -76,11 +81,6 @@ extern "C" __global__ void wb_evict(const float4* __restrict__ buf, long long n4
   }
   if (acc == -1.5e-38f) *sink = acc;  // the buffer holds zeros: never taken
 }
-extern "C" __global__ void wb_touch(const unsigned char* __restrict__ buf, long long nbytes,
-                                    long long stride, float* __restrict__ sink) {
-  const long long i = (blockIdx.x * (long long)blockDim.x + threadIdx.x) * stride;
-  if (i < nbytes && *reinterpret_cast<const int*>(buf + i) == 0x7fc00001) *sink = 0.f;
-}
 """
 
 
@@ -99,10 +99,7 @@ class BenchSettings:
     batch_reps: int = 16              # repetitions enqueued between host synchronisations
     flush_method: str = "read"        # "read" (clean L2) or "write" (zeroing; dirty lines)
     host_gate: bool = True            # hold each batch behind a gate kernel (see above)
-    tail_reps: int = 0                # untimed repetitions queued after each batch's timed ones
-    warm_tlb: bool = False            # after each eviction, touch one word per 64 KiB of the inputs
-    streams: int = 1                  # batches rotate over this many CUDA streams
-    flush_buffers: int = 1            # batches rotate over this many L2 eviction buffers
+    tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
 
     def __post_init__(self) -> None:
@@ -125,10 +122,6 @@ class BenchSettings:
             problems.append(("batch_reps", self.batch_reps, ">= 1"))
         if not 0 <= self.tail_reps <= 64:
             problems.append(("tail_reps", self.tail_reps, "0..64"))
-        if not 1 <= self.streams <= 16:
-            problems.append(("streams", self.streams, "1..16"))
-        if not 1 <= self.flush_buffers <= 8:
-            problems.append(("flush_buffers", self.flush_buffers, "1..8"))
         if not 1 <= self.placements <= 64:
             problems.append(("placements", self.placements, "1..64"))
         if self.flush_method not in FLUSH_METHODS:
@@ -284,8 +277,7 @@ class Gate(Protocol):
 def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                   flush: Callable[[], object] | None = None,
-                  gate: Gate | None = None,
-                  rotate: Callable[[int], Any] | None = None) -> tuple[list[float], float]:
+                  gate: Gate | None = None) -> tuple[list[float], float]:
     """Time ``launch`` with one CUDA event pair per repetition; returns (samples_us, wall_s).
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
@@ -296,8 +288,7 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     Repetitions are enqueued in batches of ``settings.batch_reps`` between host
     synchronisations, each batch behind ``gate`` when one is given, so that host overhead
     never lands between a start event and its launch; the stopping rule is checked after
-    each batch. ``rotate(batch_index)``, when given, runs before each timed batch and returns
-    the stream that batch's events are recorded on (the callables must follow it).
+    each batch.
     """
     began = time.perf_counter()
     warm = 0
@@ -313,15 +304,11 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     batch = settings.batch_reps
     starts = [cuda.Event() for _ in range(batch)]
     ends = [cuda.Event() for _ in range(batch)]
-    spare = (cuda.Event(), cuda.Event())
+    spare = (cuda.Event(), cuda.Event())  # the tail's events: recorded, never read
     samples: list[float] = []
     t0 = time.perf_counter()
-    batches = 0
     while True:
         count = min(batch, settings.max_reps - len(samples))
-        if rotate is not None:
-            stream = rotate(batches)
-        batches += 1
         if gate is not None:
             gate.hold()
         try:
@@ -337,7 +324,7 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
         finally:
             if gate is not None:
                 gate.release()
-        (ends[count - 1] if settings.tail_reps == 0 else spare[1]).synchronize()
+        ends[count - 1].synchronize()
         samples.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
         if should_stop(samples, time.perf_counter() - t0, settings):
             return samples, time.perf_counter() - began

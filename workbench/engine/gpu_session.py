@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -193,9 +193,6 @@ class _Replica:
         self.buffers = {}
 
 
-#: ``warm_tlb`` reads one word per this many bytes of each argument buffer after eviction.
-TOUCH_STRIDE = 64 * 1024
-
 #: Device memory the timing copies of one problem's inputs may take (see _placements).
 PLACEMENT_BYTES = 1 << 30
 
@@ -215,10 +212,7 @@ class GpuSession:
         self.cuda = cuda
         self.device = cuda.Device(0)
         self.context = self.device.make_context()
-        self.stream = cuda.Stream()  # the current one; timing may rotate over self.streams
-        self.streams = [self.stream]
-        self.flush_index = 0  # which eviction buffer the current batch reads
-        self.flush_extra: list[Any] = []
+        self.stream = cuda.Stream()
         try:
             bus = self.device.pci_bus_id()
         except Exception:
@@ -407,8 +401,6 @@ class GpuSession:
         self.counters = self.cuda.mem_alloc(5 * 8)
         self.evict = module.get_function("wb_evict")
         self.evict.prepare("PqP")
-        self.touch = module.get_function("wb_touch")
-        self.touch.prepare("PqqP")
         self.gate = _Gate(self, module.get_function("wb_gate"))
 
     def _flush_buffer(self, nbytes: int) -> Any:
@@ -417,9 +409,6 @@ class GpuSession:
         if self.flush_buf is None or self.flush_bytes < nbytes:
             if self.flush_buf is not None:
                 self.flush_buf.free()
-            for extra in self.flush_extra:  # rotation buffers have the main one's size
-                extra.free()
-            self.flush_extra = []
             self.flush_buf = self.cuda.mem_alloc(nbytes)
             self.flush_bytes = nbytes
             self.cuda.memset_d32(self.flush_buf, 0, nbytes // 4)
@@ -431,9 +420,9 @@ class GpuSession:
         n4 = self.flush_bytes // 16
         if method == "read" and self.evict is not None:
             blocks = 4 * self.attrs.get("MULTIPROCESSOR_COUNT", 132)
-            def read() -> None:  # the buffer is also the sink, never written (see wb_evict)
-                ptr = int(buf) if self.flush_index == 0 else \
-                    int(self.flush_extra[(self.flush_index - 1) % len(self.flush_extra)])
+            ptr = int(buf)  # also the sink, never written (see wb_evict)
+
+            def read() -> None:
                 self.evict.prepared_async_call((blocks, 1, 1), (512, 1, 1), self.stream,
                                                ptr, n4, ptr)
             return read
@@ -459,65 +448,19 @@ class GpuSession:
                 busy()
             self.stream.synchronize()
 
-    def _toucher(self, buffers: Callable[[], Mapping[str, Any]], sizes: Mapping[str, int]
-                 ) -> Callable[[], None]:
-        """Read one word per TOUCH_STRIDE bytes of every buffer ``buffers()`` names: the
-        address translations of the next launch's arguments are warm, their data is not
-        (one sector per 64 KiB reaches the L2)."""
-        def touch() -> None:  # runs after an eviction: the flush buffer exists
-            sink = int(self.flush_buf)
-            for name, buf in buffers().items():
-                pages = -(-sizes[name] // TOUCH_STRIDE)
-                self.touch.prepared_async_call((-(-pages // 128), 1, 1), (128, 1, 1),
-                                               self.stream, int(buf), sizes[name],
-                                               TOUCH_STRIDE, sink)
-        return touch
-
-    def _rotation(self, settings: Any, flushing: bool) -> Callable[[int], Any] | None:
-        """Batch ``b`` runs on stream ``b % streams`` and evicts with buffer
-        ``b % flush_buffers`` (extra streams and buffers are made on first use and kept)."""
-        if settings.streams == 1 and settings.flush_buffers == 1:
-            return None
-        while len(self.streams) < settings.streams:
-            self.streams.append(self.cuda.Stream())
-        if flushing:
-            while len(self.flush_extra) < settings.flush_buffers - 1:
-                extra = self.cuda.mem_alloc(self.flush_bytes)
-                self.cuda.memset_d32(extra, 0, self.flush_bytes // 4)
-                self.flush_extra.append(extra)
-
-        def rotate(batch: int) -> Any:
-            self.stream.synchronize()  # the previous batch's stream is done
-            self.stream = self.streams[batch % settings.streams]
-            self.flush_index = batch % settings.flush_buffers
-            return self.stream
-        return rotate
-
-    def _timed(self, launch_fn: Any, settings: Any, prepare: Any,
-               touch: Callable[[], None] | None = None) -> dict[str, Any]:
+    def _timed(self, launch_fn: Any, settings: Any, prepare: Any) -> dict[str, Any]:
         from workbench.engine.bench import summarize, time_launches
 
         flush = None
         if settings.flush_l2:
             nbytes = settings.flush_bytes_for(self.attrs.get("L2_CACHE_SIZE", 64 << 20))
-            evict = self._flusher(nbytes, settings.flush_method)
-            flush = evict
-            if touch is not None and settings.warm_tlb:
-                def flush() -> None:
-                    evict()
-                    touch()
+            flush = self._flusher(nbytes, settings.flush_method)
         gate = self.gate if settings.host_gate else None
         timeouts_before = gate.timeouts if gate is not None else 0
-        rotate = self._rotation(settings, flush is not None)
         self._spin_up()
         before = self.nvml.sample()
-        try:
-            samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
-                                            prepare=prepare, flush=flush, gate=gate,
-                                            rotate=rotate)
-        finally:
-            self.stream = self.streams[0]
-            self.flush_index = 0
+        samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
+                                        prepare=prepare, flush=flush, gate=gate)
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
@@ -581,12 +524,10 @@ class GpuSession:
             func.prepared_async_call(grid, block, self.stream, *current[0].values,
                                      shared_size=smem)
 
-        touch = self._toucher(lambda: current[0].buffers, self.sets[0].nbytes)
         try:
-            reply.update(self._timed(run, settings, advance, touch))
+            reply.update(self._timed(run, settings, advance))
             reply["method"]["placements"] = len(places)
             reply["method"]["tail_reps"] = settings.tail_reps
-            reply["method"]["warm_tlb"] = settings.warm_tlb
         except self.cuda.Error as exc:
             return _cuda_failure(exc, "timing", verify_s)
         return reply
@@ -621,8 +562,6 @@ class GpuSession:
         self._free_problem()
         if self.flush_buf is not None:
             self.flush_buf.free()
-        for extra in self.flush_extra:
-            extra.free()
         self.modules.clear()
         self.functions.clear()
         self.context.pop()
