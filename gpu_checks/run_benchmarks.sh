@@ -54,6 +54,10 @@ case "$what" in
     python3 benchmarks/ncu_repeatability.py --out "$OUT/ncu_repeatability.json" "$@" 2>&1 \
       | tee "$OUT/ncu_repeatability.log" | tail -20
     ;;
+  peers-ncu)  # kernel durations of ours and peers under Nsight Compute
+    python3 benchmarks/peers_ncu.py --out "$OUT/peers_ncu.json" "$@" 2>&1 \
+      | tee "$OUT/peers_ncu.log" | tail -20
+    ;;
   peers)
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80
     ;;
