@@ -64,10 +64,14 @@ def drive(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> None
     torch.cuda.nvtx.range_pop()
 
 
-def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> dict[str, Any]:
+DURATION = "gpu__time_duration.sum"
+
+
+def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int,
+            metrics: list[str]) -> dict[str, Any]:
     command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none", "--cache-control",
                "all", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics",
-               "gpu__time_duration.sum", sys.executable, __file__, "--drive", "--kernel", kernel,
+               ",".join([DURATION, *metrics]), sys.executable, __file__, "--drive", "--kernel", kernel,
                "--shapes", shape, "--dtypes", dtype, "--impls", impl, "--launches",
                str(launches)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
@@ -79,10 +83,20 @@ def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> di
         return {"error": "no kernels profiled", "stdout_tail": done.stdout[-300:]}
     scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
     by_name: dict[str, list[float]] = {}
+    other: dict[str, dict[str, list[float]]] = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        value = float(row["Metric Value"].replace(",", "")) * scale[row["Metric Unit"].strip()]
-        by_name.setdefault(row["Kernel Name"][:80], []).append(value)
-    kernels = {name: {"launches": len(v), "median_us": statistics.median(v), "min_us": min(v)}
+        name, metric = row["Kernel Name"][:80], row["Metric Name"]
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except ValueError:
+            continue
+        if metric == DURATION:
+            by_name.setdefault(name, []).append(value * scale[row["Metric Unit"].strip()])
+        else:
+            unit = row["Metric Unit"].strip()
+            other.setdefault(name, {}).setdefault(f"{metric} ({unit})", []).append(value)
+    kernels = {name: {"launches": len(v), "median_us": statistics.median(v), "min_us": min(v),
+                      **{m: statistics.median(x) for m, x in other.get(name, {}).items()}}
                for name, v in by_name.items()}
     # restore copies of in-place arguments are memcpys, not kernels: what remains per launch
     # of the implementation is its own kernels (one, or several for a multi-kernel peer)
@@ -98,6 +112,8 @@ def main() -> int:
     ap.add_argument("--impls", nargs="+",
                     default=["workbench best", "sglang design (our baseline)", "flashinfer"])
     ap.add_argument("--launches", type=int, default=30)
+    ap.add_argument("--metrics", nargs="*", default=[],
+                    help="more ncu metrics per kernel (medians), e.g. dram__bytes_read.sum")
     ap.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out")
     args = ap.parse_args()
@@ -108,12 +124,16 @@ def main() -> int:
     for shape in args.shapes:
         for dtype in args.dtypes:
             for impl in args.impls:
-                got = profile(args.kernel, shape, dtype, impl, args.launches)
+                got = profile(args.kernel, shape, dtype, impl, args.launches, args.metrics)
                 rows.append({"kernel": args.kernel, "shape": shape, "dtype": dtype,
                              "impl": impl, **got})
                 shown = (f"{got['median_us_per_call']:.3f} us per call"
                          if "median_us_per_call" in got else got.get("error"))
                 print(f"{args.kernel:22s} {shape:8s} {dtype} {impl:30s} {shown}", flush=True)
+                for name, k in got.get("kernels", {}).items():
+                    extra = {m: v for m, v in k.items() if "(" in m}
+                    if extra:
+                        print(f"    {name[:60]}: {json.dumps(extra)}", flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps({"date": dt.date.today().isoformat(),
                                               "launches": args.launches,
