@@ -23,6 +23,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ def drive(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> None
     folder = load_kernel_folder(ROOT / "sample_kernels" / kernel)
     p = Problem(folder, shape, dtype)
     compiler = Compiler("sm_90a")
+    fn: Callable[[], Any]
     if impl == "workbench best":
         best = best_recorded(folder, shape, dtype)
         fn = OurKernel(compiler, folder.template, best[0] if best else
