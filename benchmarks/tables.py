@@ -148,7 +148,7 @@ def repeat_section() -> str:
 def timing_method_section() -> str:
     """Between-process spread of the same top-5 configs, per timing method (A/B runs)."""
     rows = []
-    for i in (0, 1, 2, 3):
+    for i in range(6):
         doc = load(f"h100/timing_method_ab_run{i}.json")
         if doc is None:
             continue
@@ -157,19 +157,60 @@ def timing_method_section() -> str:
                          summ["median_spread_pct"], summ["max_spread_pct"]])
     if not rows:
         return "_not run yet_"
-    return ("Top-5 configs of silu_and_mul, fused_add_rmsnorm and merge_attn_states_lse at the "
-            "odd and decode shapes (bf16, 4.6–9 µs kernels), each measured once in each of 3 "
-            "fresh worker processes per method; spread = max/min − 1 of a config's 3 medians. "
+    return ("Top-5 (runs 0–3) or top-2 (runs 4–5) configs of silu_and_mul, fused_add_rmsnorm "
+            "and merge_attn_states_lse at the odd and decode shapes (bf16, 4.6–9 µs kernels), "
+            "each measured once in each of 3 (runs 0–3) or 4 (runs 4–5) fresh worker processes "
+            "per method; spread = max/min − 1 of a config's medians. "
             "H100 80GB HBM3, driver 580.159.04, CUDA 13.0, 2026-11-22 "
             "(`benchmarks/repeatability.py --mode processes`). Run 0 used the "
             "order-statistics stopping rule, runs 1–3 the IQR-floored one (more repetitions). "
             "Methods: read/write = L2 evicted by reading / zeroing; gated = batches held "
             "behind the gate kernel; preroll8 = 8 untimed evictions before each batch; b40 = "
             "40-repetition batches; tail5 = 5 untimed evictions after each batch; place8 = "
-            "repetitions rotate over 8 copies of the inputs. The worker now uses "
-            "read-gated-place8 (batch 10 in sweeps, 16 by default).\n\n"
+            "repetitions rotate over 8 copies of the inputs; tail6 = 6 untimed repetitions "
+            "(eviction, events, launch) after each batch; tlb = one word per 64 KiB of the "
+            "inputs read after each eviction; streams8 / flush4 = batches rotate over 8 CUDA "
+            "streams / 4 eviction buffers. The worker now uses read-gated-place8 + tail6 "
+            "(batch 10 in sweeps, 16 by default).\n\n"
             + table(["run", "method", "configs", "spread ≤ 1 %", "median spread %",
                      "max spread %"], rows))
+
+
+def ncu_section() -> str:
+    """Event medians vs Nsight Compute kernel durations in the same fresh processes, and
+    kernel durations of ours vs peers."""
+    parts = []
+    doc = load("h100/ncu_repeatability.json")
+    if doc is not None:
+        rows = [[r["kernel"], r["shape"], r["dtype"],
+                 " ".join(f"{v:.3f}" for v in r["event_medians_us"]),
+                 f"{r['spread_pct']['events']:.2f}",
+                 " ".join(f"{v:.3f}" for v in r["ncu_medians_us"]),
+                 f"{r['spread_pct']['ncu']:.2f}"] for r in doc["rows"]]
+        parts.append(
+            f"Best recorded config per kernel in {doc['processes']} fresh processes, "
+            f"{doc['date']} (`ncu_repeatability.py`): the workbench's event-timed median "
+            f"(new worker) and the median `gpu__time_duration.sum` of {doc['launches']} "
+            f"launches under ncu (caches flushed, clocks as they are).\n\n"
+            + table(["kernel", "shape", "dtype", "event medians µs", "spread %",
+                     "ncu kernel medians µs", "spread %"], rows))
+    rows = []
+    for name in ("h100/peers_ncu_merge.json", "h100/peers_ncu_merge_metrics.json",
+                 "h100/peers_ncu_rmsnorm.json"):
+        d = load(name)
+        for r in (d or {}).get("rows", []):
+            if "median_us_per_call" not in r:
+                continue
+            inst = [k.get("smsp__inst_executed.sum (inst)") for k in r["kernels"].values()]
+            rows.append([r["kernel"], r["shape"], r["dtype"], r["impl"],
+                         f"{r['median_us_per_call']:.3f}",
+                         f"{sum(inst):,.0f}" if all(inst) else "—"])
+    if rows:
+        parts.append("Kernel durations of ours and the peers under ncu (median of 10–30 "
+                     "launches, `peers_ncu.py`; instructions executed where measured):\n\n"
+                     + table(["kernel", "shape", "dtype", "implementation",
+                              "ncu kernel µs", "instructions"], rows))
+    return "\n\n".join(parts) or "_not run yet_"
 
 
 def strategies_section() -> str:
@@ -253,6 +294,7 @@ def main() -> None:
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
     text += "\n## Timing method: between-process spread (H100)\n\n" + \
         timing_method_section() + "\n"
+    text += "\n## Kernel durations by Nsight Compute (H100)\n\n" + ncu_section() + "\n"
     text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
         strategies_section() + "\n"
     text += "\n## CPU-side costs\n\n" + cpu_section() + "\n"
