@@ -19,9 +19,7 @@ execution. Run on the GPU machine:
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
-import io
 import json
 import shutil
 import statistics
@@ -34,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.agent.profile import DRIVER, ncu_problem  # noqa: E402
+from workbench.agent.profile import DRIVER, NCU_TIME_US, ncu_csv_rows, ncu_problem  # noqa: E402
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
 from workbench.core.records import Candidate  # noqa: E402
 from workbench.engine.bench import BenchSettings  # noqa: E402
@@ -58,14 +56,8 @@ def ncu_durations_us(problem: dict[str, Any], entry: str, skip: int, count: int)
              str(DRIVER), str(path)], capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"ncu exited with {done.returncode}: {done.stderr[-400:]}")
-    lines = done.stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
-    out = []
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
-        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
-                 "ms": 1e3}[row["Metric Unit"].strip()]
-        out.append(float(row["Metric Value"].replace(",", "")) * scale)
-    return out
+    return [float(row["Metric Value"].replace(",", "")) * NCU_TIME_US[row["Metric Unit"].strip()]
+            for row in ncu_csv_rows(done.stdout)]
 
 
 def main() -> int:

@@ -15,9 +15,7 @@ the GPU machine:
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
-import io
 import json
 import shutil
 import statistics
@@ -79,21 +77,21 @@ def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int,
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         return {"error": f"ncu exited with {done.returncode}: {done.stderr[-300:]}"}
-    lines = done.stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
+    from workbench.agent.profile import NCU_TIME_US, ncu_csv_rows
+
+    rows = ncu_csv_rows(done.stdout)
+    if not rows:
         return {"error": "no kernels profiled", "stdout_tail": done.stdout[-300:]}
-    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
     by_name: dict[str, list[float]] = {}
     other: dict[str, dict[str, list[float]]] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+    for row in rows:
         name, metric = row["Kernel Name"][:80], row["Metric Name"]
         try:
             value = float(row["Metric Value"].replace(",", ""))
         except ValueError:
             continue
         if metric == DURATION:
-            by_name.setdefault(name, []).append(value * scale[row["Metric Unit"].strip()])
+            by_name.setdefault(name, []).append(value * NCU_TIME_US[row["Metric Unit"].strip()])
         else:
             unit = row["Metric Unit"].strip()
             other.setdefault(name, {}).setdefault(f"{metric} ({unit})", []).append(value)

@@ -2,8 +2,9 @@
 
 Loads one cubin with pycuda, fills every buffer with random numbers (element dtype bits for
 bf16/fp16 are drawn as small random floats' bit patterns), launches the kernel three times
-(or ``launches`` times) and synchronises. It checks nothing: correctness is the GPU worker's job. Runs only under
-``ncu`` from :func:`workbench.agent.profile.profile_config`.
+(or the problem's ``launches`` times) and synchronises. It checks nothing: correctness is
+the GPU worker's job. Runs only under ``ncu`` (:func:`workbench.agent.profile.profile_config`
+and the benchmarks' ncu probes).
 """
 
 from __future__ import annotations

@@ -49,18 +49,28 @@ def ncu_available() -> bool:
             and importlib.util.find_spec("pycuda") is not None)
 
 
+#: Microseconds per unit of a duration metric as ``ncu --csv`` prints it.
+NCU_TIME_US = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
+               "msecond": 1e3}
+
+
+def ncu_csv_rows(text: str) -> list[dict[str, str]]:
+    """The rows of ``ncu --csv`` output (one per kernel launch and metric); lines before the
+    CSV header (``==PROF==`` notices, the driver's output) are skipped."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    return list(csv.DictReader(io.StringIO("\n".join(lines[start:]))))
+
+
 def parse_ncu_csv(text: str) -> dict[str, float | str]:
     """Metric name -> value from ``ncu --csv`` output (the first kernel row of each metric).
 
     Numbers lose their thousands separators and become floats; other values stay text.
-    Lines before the CSV header (``==PROF==`` notices, the driver's output) are skipped.
     """
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
-    if start is None:
-        return {}
     out: dict[str, float | str] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+    for row in ncu_csv_rows(text):
         name, value = row.get("Metric Name"), row.get("Metric Value")
         if not name or value is None or name in out:
             continue
