@@ -8,7 +8,16 @@ Compiler and launched through CuPy on torch's buffers; "ours" is the best ok con
 committed recording for each (shape, dtype), re-measured here. Every implementation's
 output is checked against reference.py before it is timed.
 
-    python benchmarks/peers.py --out results.json [--kernels silu_and_mul ...]
+The recording's best config is the minimum over hundreds of noisy medians, so its recorded
+time is biased low and its rank among near-ties is partly luck (the winner's curse). With
+``--finalists K`` (default 4) the K fastest recorded configs are each measured once here, the
+fastest of that selection round is chosen, and the reported time is a further, independent
+measurement of the chosen config: the selection never sees the number that is reported.
+
+    python benchmarks/peers.py --out results.json [--kernels silu_and_mul ...] [--keep]
+
+``--keep`` keeps the rows of ``--out`` for cases not measured in this run (each row carries
+the time its run started), so one kernel can be re-measured without the others.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.flo
                 "f32": torch.float32, "i32": torch.int32, "i64": torch.int64}
 SHAPES = ("odd", "decode", "prefill", "large")
 LOG2E = 1.4426950408889634
+RUN_STARTED = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
 def _stub_package(name: str) -> None:
@@ -288,25 +298,27 @@ PEERS = {"silu_and_mul": peers_silu, "fused_add_rmsnorm": peers_rmsnorm,
          "merge_attn_states_lse": peers_merge}
 
 
-def best_recorded(folder: KernelFolder, shape: str, dtype: str) -> tuple[Config, float] | None:
-    """The fastest ok config of the newest recording (knobs added since: their defaults)."""
-    best: tuple[Config, float] | None = None
+def best_recorded(folder: KernelFolder, shape: str, dtype: str,
+                  count: int = 1) -> list[tuple[Config, float]]:
+    """The ``count`` fastest ok configs of the newest recording, fastest first (knobs added
+    since the recording: their defaults)."""
     paths = sorted((folder.path / "recordings").glob("*.json"))
     if not paths:
-        return None
+        return []
     defaults = folder.template.default_config()
-    for t in load_recording(paths[-1]).trials:
-        if (t.shape == shape and t.dtype == dtype and t.status is Status.OK and t.timing
-                and (best is None or t.timing.median_us < best[1])):
-            best = (Config({**defaults, **t.config}), t.timing.median_us)
-    return best
+    ok = [t for t in load_recording(paths[-1]).trials
+          if t.shape == shape and t.dtype == dtype and t.status is Status.OK and t.timing]
+    ok.sort(key=lambda t: t.timing.median_us if t.timing else math.inf)
+    return [(Config({**defaults, **t.config}), t.timing.median_us) for t in ok[:count]
+            if t.timing]
 
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
-                 dtype: str) -> dict[str, Any]:
+                 dtype: str, finalists: int = 4) -> dict[str, Any]:
     p = Problem(folder, shape, dtype)
     nbytes = folder.bytes_moved_for(shape, dtype)
     row: dict[str, Any] = {"kernel": folder.name, "shape": shape, "dtype": dtype,
+                           "run_started": RUN_STARTED,
                            "sizes": dict(folder.shapes[shape]), "bytes_moved": nbytes, "impls": {}}
 
     def run(label: str, fn: Callable[[], Any], outputs: Callable[[], dict], restore: bool,
@@ -333,12 +345,24 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     outs = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
     base = OurKernel(compiler, folder.baseline, Config(), p)
     run("sglang design (our baseline)", base, outs, inplace)
-    best = best_recorded(folder, shape, dtype)
-    cfg = best[0] if best else folder.template.default_config()
+    recorded = best_recorded(folder, shape, dtype, max(1, finalists))
+    selection: list[dict[str, Any]] = []
+    if len(recorded) > 1:  # selection round: each finalist once, correctness checked
+        for i, (cfg_i, rec_us) in enumerate(recorded):
+            run(f"finalist {i}", OurKernel(compiler, folder.template, cfg_i, p), outs, inplace,
+                {"config": dict(cfg_i), "recorded_median_us": rec_us})
+            selection.append(row["impls"].pop(f"finalist {i}"))
+        usable = [e for e in selection if e.get("correct") and "median_us" in e]
+        chosen = min(usable, key=lambda e: e["median_us"]) if usable else selection[0]
+        cfg, rec_best = Config(chosen["config"]), chosen["recorded_median_us"]
+    elif recorded:
+        cfg, rec_best = recorded[0]
+    else:
+        cfg, rec_best = folder.template.default_config(), None
     ours = OurKernel(compiler, folder.template, cfg, p)
     run("workbench best", ours, outs, inplace,
-        {"config": dict(cfg), "recorded_median_us": best[1] if best else None,
-         "from_recording": best is not None})
+        {"config": dict(cfg), "recorded_median_us": rec_best, "from_recording": bool(recorded),
+         "selection_round": selection})
     for label, (fn, outputs) in PEERS[folder.name](p).items():
         run(label, fn, outputs, inplace)
     # A device-to-device copy of the same bytes (half read, half written).
@@ -365,22 +389,33 @@ def main() -> int:
                     help="evict the L2 by reading (default) or zeroing a 2x-L2 buffer")
     ap.add_argument("--ungated", action="store_true",
                     help="no gate kernel: the host enqueues each repetition as the GPU runs")
+    ap.add_argument("--finalists", type=int, default=4,
+                    help="recorded configs in the selection round (1: the recorded best only)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep --out's rows of the cases this run does not measure")
     args = ap.parse_args()
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
     harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)), flush=args.flush,
                       gated=not args.ungated)
     compiler = Compiler("sm_90a")
-    rows = []
+    rows: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    if args.keep and Path(args.out).exists():
+        measured = {(k, s, d) for k in args.kernels for s in args.shapes for d in args.dtypes}
+        kept = [r for r in json.loads(Path(args.out).read_text())["rows"]
+                if (r["kernel"], r["shape"], r["dtype"]) not in measured]
     for name in args.kernels:
         folder = load_kernel_folder(ROOT / "sample_kernels" / name)
         for shape in args.shapes:
             for dtype in args.dtypes:
                 try:
-                    rows.append(measure_case(harness, compiler, folder, shape, dtype))
+                    rows.append(measure_case(harness, compiler, folder, shape, dtype,
+                                             args.finalists))
                 except Exception:
                     traceback.print_exc()
-                Path(args.out).write_text(json.dumps(_doc(rows, props, compiler, harness), indent=1))
+                Path(args.out).write_text(
+                    json.dumps(_doc(kept + rows, props, compiler, harness), indent=1))
     return 0
 
 
@@ -393,6 +428,9 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
         driver = pynvml.nvmlSystemGetDriverVersion()
     except Exception:
         driver = "unknown"
+    order = {(k, s, d): i for i, (k, s, d) in enumerate(
+        (k, s, d) for k in PEERS for s in SHAPES for d in ("bf16", "fp16", "fp32"))}
+    rows = sorted(rows, key=lambda r: order.get((r["kernel"], r["shape"], r["dtype"]), len(order)))
     return {"date": dt.date.today().isoformat(), "device": props.name, "driver": driver,
             "cuda": torch.version.cuda, "torch": torch.__version__, "nvcc": compiler.version,
             "python": platform.python_version(),

@@ -32,7 +32,19 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 RANGE = "timed"
 
 
-def drive(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> None:
+def our_config(kernel: str, shape: str, dtype: str, peers_json: str | None) -> dict[str, Any] | None:
+    """The config peers.py chose as "workbench best" for this case (None: not in the file)."""
+    if not peers_json:
+        return None
+    for row in json.loads(Path(peers_json).read_text())["rows"]:
+        if (row["kernel"], row["shape"], row["dtype"]) == (kernel, shape, dtype):
+            config = row["impls"].get("workbench best", {}).get("config")
+            return dict(config) if config else None
+    return None
+
+
+def drive(kernel: str, shape: str, dtype: str, impl: str, launches: int,
+          config: dict[str, Any] | None) -> None:
     """Launch one implementation ``launches`` times inside the NVTX range (under ncu)."""
     import torch
     from peers import PEERS, OurKernel, Problem, best_recorded
@@ -47,8 +59,9 @@ def drive(kernel: str, shape: str, dtype: str, impl: str, launches: int) -> None
     fn: Callable[[], Any]
     if impl == "workbench best":
         best = best_recorded(folder, shape, dtype)
-        fn = OurKernel(compiler, folder.template, best[0] if best else
-                       folder.template.default_config(), p)
+        chosen = (Config({**folder.template.default_config(), **config}) if config
+                  else best[0][0] if best else folder.template.default_config())
+        fn = OurKernel(compiler, folder.template, chosen, p)
     elif impl == "sglang design (our baseline)":
         fn = OurKernel(compiler, folder.baseline, Config(), p)
     else:
@@ -68,12 +81,12 @@ DURATION = "gpu__time_duration.sum"
 
 
 def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int,
-            metrics: list[str]) -> dict[str, Any]:
+            metrics: list[str], config: dict[str, Any] | None = None) -> dict[str, Any]:
     command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none", "--cache-control",
                "all", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics",
                ",".join([DURATION, *metrics]), sys.executable, __file__, "--drive", "--kernel", kernel,
                "--shapes", shape, "--dtypes", dtype, "--impls", impl, "--launches",
-               str(launches)]
+               str(launches), *(("--config", json.dumps(config)) if config else ())]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         return {"error": f"ncu exited with {done.returncode}: {done.stderr[-300:]}"}
@@ -114,19 +127,26 @@ def main() -> int:
     ap.add_argument("--launches", type=int, default=30)
     ap.add_argument("--metrics", nargs="*", default=[],
                     help="more ncu metrics per kernel (medians), e.g. dram__bytes_read.sum")
+    ap.add_argument("--peers-json",
+                    help="profile the config peers.py chose as workbench best (default: the "
+                         "recording's fastest)")
+    ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out")
     args = ap.parse_args()
     if args.drive:
-        drive(args.kernel, args.shapes[0], args.dtypes[0], args.impls[0], args.launches)
+        drive(args.kernel, args.shapes[0], args.dtypes[0], args.impls[0], args.launches,
+              json.loads(args.config) if args.config else None)
         return 0
     rows = []
     for shape in args.shapes:
         for dtype in args.dtypes:
             for impl in args.impls:
-                got = profile(args.kernel, shape, dtype, impl, args.launches, args.metrics)
+                config = (our_config(args.kernel, shape, dtype, args.peers_json)
+                          if impl == "workbench best" else None)
+                got = profile(args.kernel, shape, dtype, impl, args.launches, args.metrics, config)
                 rows.append({"kernel": args.kernel, "shape": shape, "dtype": dtype,
-                             "impl": impl, **got})
+                             "impl": impl, **({"config": config} if config else {}), **got})
                 shown = (f"{got['median_us_per_call']:.3f} us per call"
                          if "median_us_per_call" in got else got.get("error"))
                 print(f"{args.kernel:22s} {shape:8s} {dtype} {impl:30s} {shown}", flush=True)
@@ -134,13 +154,12 @@ def main() -> int:
                     extra = {m: v for m, v in k.items() if "(" in m}
                     if extra:
                         print(f"    {name[:60]}: {json.dumps(extra)}", flush=True)
-    if args.out:
-        Path(args.out).write_text(json.dumps({"date": dt.date.today().isoformat(),
-                                              "launches": args.launches,
-                                              "method": "ncu gpu__time_duration.sum, "
-                                                        "--cache-control all, "
-                                                        "--clock-control none",
-                                              "rows": rows}, indent=1))
+                if args.out:  # after every row: a run cut short keeps what it measured
+                    Path(args.out).write_text(json.dumps(
+                        {"date": dt.date.today().isoformat(), "launches": args.launches,
+                         "method": "ncu gpu__time_duration.sum, --cache-control all, "
+                                   "--clock-control none",
+                         "rows": rows}, indent=1))
     return 0
 
 

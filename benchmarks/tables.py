@@ -194,22 +194,29 @@ def ncu_section() -> str:
             f"launches under ncu (caches flushed, clocks as they are).\n\n"
             + table(["kernel", "shape", "dtype", "event medians µs", "spread %",
                      "ncu kernel medians µs", "spread %"], rows))
-    rows = []
-    for name in ("h100/peers_ncu_merge.json", "h100/peers_ncu_merge_metrics.json",
-                 "h100/peers_ncu_rmsnorm.json"):
-        d = load(name)
-        for r in (d or {}).get("rows", []):
-            if "median_us_per_call" not in r:
-                continue
-            inst = [k.get("smsp__inst_executed.sum (inst)") for k in r["kernels"].values()]
-            rows.append([r["kernel"], r["shape"], r["dtype"], r["impl"],
-                         f"{r['median_us_per_call']:.3f}",
-                         f"{sum(inst):,.0f}" if all(inst) else "—"])
-    if rows:
-        parts.append("Kernel durations of ours and the peers under ncu (median of 10–30 "
-                     "launches, `peers_ncu.py`; instructions executed where measured):\n\n"
-                     + table(["kernel", "shape", "dtype", "implementation",
-                              "ncu kernel µs", "instructions"], rows))
+    for label, names in (
+            ("Kernel durations of ours and the peers under ncu (median of 20 launches, "
+             "`peers_ncu.py`; our config is the one peers.py chose; instructions executed = "
+             "`smsp__inst_executed.sum`)",
+             ("h100/peers_ncu_merge.json", "h100/peers_ncu_rmsnorm.json")),
+            ("Before the instruction-count template iteration (previous recordings' best "
+             "configs, median of 10–30 launches)",
+             ("h100/template_v1/peers_ncu_merge.json",
+              "h100/template_v1/peers_ncu_merge_metrics.json",
+              "h100/template_v1/peers_ncu_rmsnorm.json"))):
+        rows = []
+        for name in names:
+            d = load(name)
+            for r in (d or {}).get("rows", []):
+                if "median_us_per_call" not in r:
+                    continue
+                inst = [k.get("smsp__inst_executed.sum (inst)") for k in r["kernels"].values()]
+                rows.append([r["kernel"], r["shape"], r["dtype"], r["impl"],
+                             f"{r['median_us_per_call']:.3f}",
+                             f"{sum(inst):,.0f}" if all(inst) else "—"])
+        if rows:
+            parts.append(label + ":\n\n" + table(["kernel", "shape", "dtype", "implementation",
+                                                  "ncu kernel µs", "instructions"], rows))
     return "\n\n".join(parts) or "_not run yet_"
 
 

@@ -88,8 +88,9 @@ def test_space_sizes_stay_sweepable(name: str) -> None:
     for dtype in kf.dtypes:
         for shape in kf.shapes:
             space = kf.space(shape, dtype)
-            # exhaustive sweeps on the GPU machine cost the feasible size, not the product
-            assert 100 <= space.raw_size <= 10_000
+            # exhaustive sweeps on the GPU machine cost the feasible size; the product only
+            # costs enumeration (10^6 points in ~0.1 s, benchmarks/bench_space.py)
+            assert 100 <= space.raw_size <= 50_000
             assert 100 <= space.size <= min(2000, space.raw_size), (shape, dtype, space.size)
 
 

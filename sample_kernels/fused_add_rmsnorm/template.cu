@@ -11,6 +11,10 @@
 // Block size is min(BLOCK_THREADS, ROWS_PER_BLOCK * 32 * ceil(hidden / VEC / 32)) (see
 // kernel.toml), so the defaults launch the baseline's thread count with its smem row.
 // Dynamic shared memory: ROWS_PER_BLOCK * (32 + (ROW_IN_REGS ? 0 : hidden)) floats.
+// HIDDEN_CONST > 0 compiles hidden in (a constraint makes it equal the shape's), as SGLang's
+// JIT kernel is compiled per hidden size: the threads per row, the vectors per row and
+// 1 / hidden become constants, so the per-vector bounds checks fold away where the threads
+// cover the row exactly. The mean of squares is a multiply by 1 / hidden in both cases.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -33,6 +37,9 @@
 #ifndef ITEMS
 #define ITEMS 1  // vectors in flight per thread (the whole row share when ROW_IN_REGS)
 #endif
+#ifndef HIDDEN_CONST
+#define HIDDEN_CONST 0  // 0: hidden at run time; else compiled in (== hidden)
+#endif
 
 typedef SCALAR_T scalar_t;
 
@@ -41,6 +48,14 @@ namespace {
 constexpr int kVec = VEC_BYTES / ELEM_BYTES;  // elements per vector
 static_assert(kVec >= 1 && kVec * ELEM_BYTES == VEC_BYTES, "VEC_BYTES must hold whole elements");
 constexpr int kPartials = 32;  // floats of per-warp partial sums per row slot
+static_assert(HIDDEN_CONST % kVec == 0, "HIDDEN_CONST must hold whole vectors");
+// With hidden compiled in, the block size kernel.toml launches is known here too:
+// min(BLOCK_THREADS, ROWS_PER_BLOCK * 32 * ceil(vectors / 32)), split evenly over the rows.
+constexpr int kConstVecs = HIDDEN_CONST / kVec;
+constexpr int kConstThreadsPerRow =
+    (BLOCK_THREADS / ROWS_PER_BLOCK) < 32 * ((kConstVecs + 31) / 32)
+        ? BLOCK_THREADS / ROWS_PER_BLOCK
+        : 32 * ((kConstVecs + 31) / 32);
 
 struct alignas(VEC_BYTES) Pack {
   scalar_t v[kVec];
@@ -95,7 +110,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
                              const scalar_t* __restrict__ weight, int tokens, int hidden,
                              float eps) {
   extern __shared__ float smem[];
+#if HIDDEN_CONST > 0
+  constexpr int threads_per_row = kConstThreadsPerRow;
+  constexpr float inv_hidden = 1.f / static_cast<float>(HIDDEN_CONST);
+  hidden = HIDDEN_CONST;  // the row pointers below use the constant
+#else
   const int threads_per_row = blockDim.x / ROWS_PER_BLOCK;  // multiple of 32
+  const float inv_hidden = __fdividef(1.f, static_cast<float>(hidden));
+#endif
   const int slot = threadIdx.x / threads_per_row;           // row slot within the block
   const int tid = threadIdx.x - slot * threads_per_row;
   const int lane = threadIdx.x & 31;
@@ -104,7 +126,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 
   const long long row = static_cast<long long>(blockIdx.x) * ROWS_PER_BLOCK + slot;
   // Rows past the end still join the barrier below, with no work.
+#if HIDDEN_CONST > 0
+  const bool row_valid = ROWS_PER_BLOCK == 1 || row < tokens;  // one row per block: always
+  const auto has_vec = [row_valid](int i) { return row_valid && i < kConstVecs; };
+#else
   const int num_vecs = row < tokens ? hidden / kVec : 0;
+  const auto has_vec = [num_vecs](int i) { return i < num_vecs; };
+#endif
   scalar_t* in_row = input + row * hidden;
   scalar_t* res_row = residual + row * hidden;
   const Pack* w_vecs = reinterpret_cast<const Pack*>(weight);
@@ -116,7 +144,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const int i = tid + j * threads_per_row;
-    if (i < num_vecs) {
+    if (has_vec(i)) {
       w[j] = w_vecs[i];
       const Pack a = reinterpret_cast<const Pack*>(in_row)[i];
       Pack b = reinterpret_cast<const Pack*>(res_row)[i];
@@ -131,12 +159,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   }
 #else
   float* row_sum = smem + ROWS_PER_BLOCK * kPartials + static_cast<long long>(slot) * hidden;
-  for (int base = tid; base < num_vecs; base += threads_per_row * ITEMS) {
+  for (int base = tid; has_vec(base); base += threads_per_row * ITEMS) {
     Pack a[ITEMS], b[ITEMS];
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const int i = base + j * threads_per_row;
-      if (i < num_vecs) {
+      if (has_vec(i)) {
         a[j] = reinterpret_cast<const Pack*>(in_row)[i];
         b[j] = reinterpret_cast<const Pack*>(res_row)[i];
       }
@@ -144,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const int i = base + j * threads_per_row;
-      if (i < num_vecs) {
+      if (has_vec(i)) {
         float x[kVec];
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
@@ -163,13 +191,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   if (lane == 0) partials[tid >> 5] = sum_sq;
   __syncthreads();
   const float total = warp_sum(lane < warps_per_row ? partials[lane] : 0.f);
-  const float rms_rcp = rsqrtf(total / static_cast<float>(hidden) + eps);
+  const float rms_rcp = rsqrtf(total * inv_hidden + eps);
 
 #if ROW_IN_REGS
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
     const int i = tid + j * threads_per_row;
-    if (i < num_vecs) {
+    if (has_vec(i)) {
       Pack o;
 #pragma unroll
       for (int k = 0; k < kVec; ++k)
@@ -178,17 +206,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
     }
   }
 #else
-  for (int base = tid; base < num_vecs; base += threads_per_row * ITEMS) {
+  for (int base = tid; has_vec(base); base += threads_per_row * ITEMS) {
     Pack w[ITEMS];
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const int i = base + j * threads_per_row;
-      if (i < num_vecs) w[j] = w_vecs[i];
+      if (has_vec(i)) w[j] = w_vecs[i];
     }
 #pragma unroll
     for (int j = 0; j < ITEMS; ++j) {
       const int i = base + j * threads_per_row;
-      if (i < num_vecs) {
+      if (has_vec(i)) {
         float x[kVec];
         load_floats(x, row_sum + i * kVec);
         Pack o;
@@ -201,3 +229,4 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   }
 #endif
 }
+#undef WB_IN_ROW

@@ -2,25 +2,27 @@
 //   m = max(s_a, s_b); w_a = exp(s_a - m); w_b = exp(s_b - m)      (+inf LSE -> -inf)
 //   out = v_a * w_a / (w_a + w_b) + v_b * w_b / (w_a + w_b);  out_lse = m + log(w_a + w_b)
 //
-// Two work decompositions, chosen by THREADS_PER_ROW:
-//   0     flattened like the baseline: each thread owns ITEMS packs of the flattened
-//         (row, pack) index space (strided by the block size for coalescing) and
-//         recomputes the row's weights for every pack;
-//   1..32 a group of THREADS_PER_ROW lanes owns whole rows (grid-stride over rows); the
-//         group's first lane loads the two LSEs once per row and broadcasts them by shuffle
-//         (the weight math then runs in lockstep, costing the warp the same as one lane);
-//         lanes stride over the row's packs, ITEMS packs in flight.
+// Three work decompositions:
+//   flattened (THREADS_PER_ROW 0, ROWS_PER_BLOCK 0), like the baseline: each thread owns
+//         ITEMS packs of the flattened (row, pack) index space (strided by the block size
+//         for coalescing), finds its row by a division and recomputes the row's weights
+//         for every pack; grid-stride loop over the packs;
+//   row groups (THREADS_PER_ROW 1..32): a group of lanes owns whole rows (grid-stride over
+//         rows); the group's first lane loads the two LSEs once per row and broadcasts them
+//         by shuffle; lanes stride over the row's packs, ITEMS packs in flight;
+//   2-D (ROWS_PER_BLOCK > 0): block = (packs_per_row, ROWS_PER_BLOCK) threads, one pack of
+//         ITEMS rows per thread (rows ROWS_PER_BLOCK apart), no loop and no division: the
+//         pack is threadIdx.x and the row comes from blockIdx.x and threadIdx.y. With
+//         ROWS_PER_BLOCK = heads this is FlashInfer's launch (one block per token).
 // A pack is VEC_BYTES bytes (head_dim % (VEC_BYTES / sizeof(T)) == 0 is a constraint).
-// The grid is ceil(tokens * heads * packs_per_row / (BLOCK_THREADS * ITEMS)) in both modes
-// (kernel.toml), so the defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf)
-// launch exactly like the baseline. Index math is 32-bit unsigned, like the baseline.
-// BLOCK_TOKENS > 0 (flattened mode only) sizes each block to the packs of BLOCK_TOKENS whole
-// tokens (all heads), ITEMS packs per thread, as FlashInfer's merge kernel launches one block
-// per token: blockDim.x = BLOCK_TOKENS * heads * packs_per_row / ITEMS, set by kernel.toml,
-// so a block never straddles a token boundary; BLOCK_THREADS is then unused.
+// The defaults (128 threads, 16-byte packs, flattened, ITEMS 1, expf) launch exactly like
+// the baseline. Index math is 32-bit unsigned, like the baseline.
 // HEAD_DIM_CONST > 0 compiles head_dim in (a constraint makes it equal the shape's), so the
 // per-pack row index becomes a division by a constant (a shift or a multiply) instead of a
 // run-time division; one cubin per head_dim, as FlashInfer dispatches its merge kernel.
+// FAST_EXP 1 computes the weights with one SFU exponential instead of two accurate ones:
+// the larger LSE's weight is exactly 1, so with e = exp(-|s_a - s_b|) the scales are
+// 1 / (1 + e) and e / (1 + e) (one approximate reciprocal) and out_lse = max + log(1 + e).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -41,13 +43,13 @@
 #define ITEMS 1  // packs in flight per thread
 #endif
 #ifndef FAST_EXP
-#define FAST_EXP 0  // 1: __expf / __logf (SFU), 0: expf / logf
+#define FAST_EXP 0  // 1: one __expf, __logf and an approximate reciprocal; 0: expf / logf / div
 #endif
 #ifndef HEAD_DIM_CONST
 #define HEAD_DIM_CONST 0  // 0: head_dim at run time; else compiled in (== head_dim)
 #endif
-#ifndef BLOCK_TOKENS
-#define BLOCK_TOKENS 0  // 0: BLOCK_THREADS per block; else whole tokens per block (flattened)
+#ifndef ROWS_PER_BLOCK
+#define ROWS_PER_BLOCK 0  // 0: 1-D blocks of BLOCK_THREADS; else 2-D (packs_per_row, this)
 #endif
 
 typedef SCALAR_T scalar_t;
@@ -60,9 +62,9 @@ static_assert(THREADS_PER_ROW == 0 || (THREADS_PER_ROW <= 32 &&
                                        (THREADS_PER_ROW & (THREADS_PER_ROW - 1)) == 0),
               "THREADS_PER_ROW must be 0 or a power of two up to a warp");
 static_assert(THREADS_PER_ROW <= BLOCK_THREADS, "a row group must fit in a block");
-static_assert(BLOCK_TOKENS == 0 || THREADS_PER_ROW == 0,
-              "token-sized blocks are a flattened layout (THREADS_PER_ROW 0)");
-constexpr int kMaxBlock = BLOCK_TOKENS > 0 ? 1024 : BLOCK_THREADS;
+static_assert(ROWS_PER_BLOCK == 0 || THREADS_PER_ROW == 0,
+              "2-D blocks and row groups are different layouts");
+constexpr int kMaxBlock = ROWS_PER_BLOCK > 0 ? 1024 : BLOCK_THREADS;
 
 struct alignas(VEC_BYTES) Pack {
   scalar_t v[kVec];
@@ -72,30 +74,23 @@ struct Weights {
   float scale_a, scale_b, lse;
 };
 
-__device__ __forceinline__ float exp_f(float x) {
-#if FAST_EXP
-  return __expf(x);
-#else
-  return expf(x);
-#endif
-}
-
-__device__ __forceinline__ float log_f(float x) {
-#if FAST_EXP
-  return __logf(x);
-#else
-  return logf(x);
-#endif
-}
-
 __device__ __forceinline__ Weights merge_weights(float la, float lb) {
   la = isinf(la) ? -INFINITY : la;  // +inf marks an empty segment
   lb = isinf(lb) ? -INFINITY : lb;
   const float m = fmaxf(la, lb);
-  const float wa = exp_f(la - m);
-  const float wb = exp_f(lb - m);
+#if FAST_EXP
+  // Both -inf gives NaN here as in the accurate path (and the reference).
+  const float e = __expf(fminf(la, lb) - m);  // in [0, 1]: the smaller side's weight
+  const float sum = 1.f + e;
+  const float inv = __fdividef(1.f, sum);
+  const float small = e * inv;
+  return la >= lb ? Weights{inv, small, __logf(sum) + m} : Weights{small, inv, __logf(sum) + m};
+#else
+  const float wa = expf(la - m);
+  const float wb = expf(lb - m);
   const float sum = wa + wb;
-  return {wa / sum, wb / sum, log_f(sum) + m};
+  return {wa / sum, wb / sum, logf(sum) + m};
+#endif
 }
 
 __device__ __forceinline__ Pack merge_pack(const Pack& a, const Pack& b, const Weights& w) {
@@ -119,12 +114,37 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
       kVec;
   const unsigned rows = static_cast<unsigned>(tokens) * heads;
 
-#if THREADS_PER_ROW == 0
-#if BLOCK_TOKENS > 0
-  const unsigned block_threads = blockDim.x;  // whole tokens' packs / ITEMS (kernel.toml)
-#else
+#if ROWS_PER_BLOCK > 0
+  const unsigned row_len = HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST)
+                                              : static_cast<unsigned>(head_dim);
+  const unsigned pack = threadIdx.x;  // blockDim.x == packs_per_row (kernel.toml)
+  const unsigned first = blockIdx.x * (ROWS_PER_BLOCK * ITEMS) + threadIdx.y;
+  Pack a[ITEMS], b[ITEMS];
+  float la[ITEMS], lb[ITEMS];
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned row = first + j * ROWS_PER_BLOCK;
+    if (row < rows) {
+      const unsigned off = row * row_len + pack * kVec;
+      la[j] = s_a[row];
+      lb[j] = s_b[row];
+      a[j] = *reinterpret_cast<const Pack*>(v_a + off);
+      b[j] = *reinterpret_cast<const Pack*>(v_b + off);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned row = first + j * ROWS_PER_BLOCK;
+    if (row < rows) {
+      const Weights w = merge_weights(la[j], lb[j]);
+      const unsigned off = row * row_len + pack * kVec;
+      *reinterpret_cast<Pack*>(out + off) = merge_pack(a[j], b[j], w);
+      if (pack == 0) out_lse[row] = w.lse;
+    }
+  }
+  (void)packs_per_row;
+#elif THREADS_PER_ROW == 0
   constexpr unsigned block_threads = BLOCK_THREADS;
-#endif
   const unsigned total = rows * packs_per_row;
   const unsigned tile = block_threads * ITEMS;  // packs per block per iteration
   for (unsigned base = blockIdx.x * tile + threadIdx.x; base - threadIdx.x < total;
