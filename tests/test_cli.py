@@ -92,12 +92,15 @@ def test_tune_on_replay_reports_and_resumes(tmp_path: Path) -> None:
     assert "replay of NVIDIA H100 80GB HBM3 recording from 2026-11-22" in text
     assert "speedup over baseline" in text and "% of it" in text
     assert "30 evaluated (30 measured now" in text
+    # a replay cannot measure its finalists again, and says so instead of pretending
+    assert "not confirmed: " in text and "cannot measure again" in text
     code, text = run("tune", SILU, "--shape", "decode", "--replay", "--budget", "50",
                      "--store", str(store))
     assert code == 0
     assert "50 evaluated (20 measured now" in text  # the first 30 came from the store
     with sqlite3.connect(store) as db:
         assert db.execute("select count(*) from trials").fetchone()[0] == 50
+        assert db.execute("select count(*) from remeasurements").fetchone()[0] == 0
 
 
 def test_tune_without_a_gpu_points_to_replay(capsys: pytest.CaptureFixture[str]) -> None:

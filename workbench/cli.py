@@ -233,10 +233,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
     from workbench.core.errors import NoGPUError, UnknownStrategyError
     from workbench.core.events import BestImproved, TrialFinished
+    from workbench.core.records import TrialResult
     from workbench.engine.tuning import summarize_tuning
     from workbench.search.budget import Budget, SearchConfig
     from workbench.search.orchestrator import Search
     from workbench.search.strategies import STRATEGIES
+    from workbench.store.base import provenance_for
     from workbench.store.sqlite import SQLiteStore
 
     if args.strategy not in STRATEGIES:
@@ -292,7 +294,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         print(f"stopped: {shape_outcome.reason}; {shape_outcome.evaluated} evaluated "
               f"({shape_outcome.measured_now} measured now, the rest resumed from the store)",
               file=out)
-        report = summarize_tuning(folder, args.shape, dtype, runner, results, top=args.top)
+        provenance = provenance_for(runner, folder.template)
+
+        def keep(round_index: int, result: TrialResult) -> None:
+            store.record_remeasurement(result, provenance, round_index, session.id)
+        report = summarize_tuning(folder, args.shape, dtype, runner, results, top=args.top,
+                                  confirm=args.confirm, on_confirm=keep)
         print(report.summary(), file=out)
     return 0
 
@@ -418,6 +425,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=16,
                    help="candidates handed to the runner at once (compiled in parallel)")
     p.add_argument("--top", type=int, default=5)
+    p.add_argument("--confirm", type=int, default=5, metavar="K",
+                   help="after the search, measure the K fastest configs again: one round "
+                        "chooses, a second is reported (the search's best time is a minimum "
+                        "over many noisy medians); stored as re-measurements; 0 turns it off")
     p.add_argument("--store", default="workbench.sqlite",
                    help="SQLite file; rerunning resumes where it stopped")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",

@@ -7,6 +7,7 @@ from workbench.store.base import (
     Review,
     Session,
     Store,
+    StoredRemeasurement,
     StoredTrial,
     TemplateVersion,
     TokenUsage,
@@ -15,4 +16,5 @@ from workbench.store.base import (
 from workbench.store.sqlite import SQLiteStore
 
 __all__ = ["AgentIteration", "LLMCall", "Provenance", "Review", "SQLiteStore", "Session",
-           "Store", "StoredTrial", "TemplateVersion", "TokenUsage", "scrub_secrets"]
+           "Store", "StoredRemeasurement", "StoredTrial", "TemplateVersion", "TokenUsage",
+           "scrub_secrets"]

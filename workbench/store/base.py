@@ -110,6 +110,18 @@ class StoredTrial:
 
 
 @dataclass(frozen=True)
+class StoredRemeasurement:
+    """A stored config measured again after its search (a confirmation round): unlike
+    trials, the same key may be measured any number of times, each kept in write order."""
+
+    result: TrialResult
+    provenance: Provenance
+    round_index: int  # 1: the round that chose among the finalists, 2: the reported one
+    session_id: str | None
+    created: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True)
 class TokenUsage:
     """Token counts reported by the LLM endpoint."""
 
@@ -164,6 +176,11 @@ class Store(Protocol):
     def trials(self, provenance: Provenance | None = None, shape: str | None = None,
                dtype: str | None = None) -> list[StoredTrial]: ...
     def count_trials(self, provenance: Provenance | None = None) -> int: ...
+
+    def record_remeasurement(self, result: TrialResult, provenance: Provenance,
+                             round_index: int, session_id: str | None = None) -> None: ...
+    def remeasurements(self, provenance: Provenance | None = None,
+                       shape: str | None = None) -> list[StoredRemeasurement]: ...
 
     def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
                         usage: TokenUsage) -> int: ...

@@ -28,6 +28,7 @@ from workbench.store.base import (
     Provenance,
     Review,
     Session,
+    StoredRemeasurement,
     StoredTrial,
     TemplateVersion,
     TokenUsage,
@@ -61,6 +62,12 @@ CREATE TABLE IF NOT EXISTS trials (
     result_json TEXT NOT NULL, created TEXT NOT NULL,
     UNIQUE (template_sha256, config_key, shape, dtype, compiler, flags, arch, device, driver));
 CREATE INDEX IF NOT EXISTS trials_by_shape ON trials (template_sha256, shape, dtype);
+CREATE TABLE IF NOT EXISTS remeasurements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT, round_index INTEGER NOT NULL,
+    template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
+    dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
+    device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL, median_us REAL,
+    result_json TEXT NOT NULL, created TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS llm_calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, created TEXT NOT NULL,
     request_json TEXT NOT NULL, reply_text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
@@ -305,6 +312,41 @@ class SQLiteStore:
                  provenance.device, provenance.driver, result.status.value, result.median_us,
                  payload, _now()))
             return cursor.rowcount == 1
+
+    def record_remeasurement(self, result: TrialResult, provenance: Provenance,
+                             round_index: int, session_id: str | None = None) -> None:
+        """Write and commit one re-measurement now (every one is kept)."""
+        payload = json.dumps(result.to_dict(), sort_keys=True, default=str)
+        with self._write("record remeasurement") as c:
+            c.execute(
+                "INSERT INTO remeasurements (session_id, round_index, template_sha256, "
+                "config_key, shape, dtype, compiler, flags, arch, device, driver, status, "
+                "median_us, result_json, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, round_index, provenance.template_sha256, result.config.key(),
+                 result.shape, result.dtype, provenance.compiler, provenance.flags,
+                 provenance.arch, provenance.device, provenance.driver, result.status.value,
+                 result.median_us, payload, _now()))
+
+    def remeasurements(self, provenance: Provenance | None = None,
+                       shape: str | None = None) -> list[StoredRemeasurement]:
+        """Stored re-measurements in write order, filtered by provenance and/or shape."""
+        where: list[str] = []
+        values: list[Any] = []
+        if provenance is not None:
+            where += [f"{k} = ?" for k in _PROVENANCE_COLUMNS]
+            values += self._provenance_values(provenance)
+        if shape is not None:
+            where.append("shape = ?")
+            values.append(shape)
+        sql = "SELECT * FROM remeasurements" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = self._read("read remeasurements", lambda c: c.execute(
+            sql + " ORDER BY id", values).fetchall())
+        return [StoredRemeasurement(
+            result=TrialResult.from_dict(json.loads(r["result_json"])),
+            provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
+            round_index=int(r["round_index"]), session_id=r["session_id"],
+            created=r["created"]) for r in rows]
 
     def has_trial(self, provenance: Provenance, config_key: str, shape: str,
                   dtype: str) -> bool:

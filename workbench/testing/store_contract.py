@@ -6,6 +6,7 @@ Subclass in a test module as ``class TestMine(StoreContract)`` and override
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,6 +87,22 @@ class StoreContract:
         assert store.count_trials() == 2 and store.count_trials(PROVENANCE) == 1
         assert store.has_trial(PROVENANCE, result.config.key(), "decode", "bf16")
         assert not store.has_trial(PROVENANCE, result.config.key(), "prefill", "bf16")
+
+    def test_remeasurements_keep_every_round(self, store: Store) -> None:
+        result = sample_result()
+        assert store.record_trial(result, PROVENANCE) is True
+        faster = dataclasses.replace(result, timing=dataclasses.replace(
+            result.timing, median_us=result.timing.median_us * 0.9)) if result.timing else result
+        store.record_remeasurement(result, PROVENANCE, 1, session_id=None)
+        store.record_remeasurement(faster, PROVENANCE, 2)
+        store.record_remeasurement(result, PROVENANCE, 2)  # the same key again: kept too
+        got = store.remeasurements(PROVENANCE)
+        assert [g.round_index for g in got] == [1, 2, 2]
+        assert got[1].result.to_dict() == faster.to_dict()
+        assert store.remeasurements(PROVENANCE, shape="prefill") == []
+        other = Provenance(**{**PROVENANCE.__dict__, "driver": "2.0"})
+        assert store.remeasurements(other) == []
+        assert store.count_trials() == 1  # re-measurements are not trials
 
     def test_trial_filters_and_failures(self, store: Store) -> None:
         store.record_trial(sample_result(64), PROVENANCE)

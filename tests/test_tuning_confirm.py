@@ -1,0 +1,121 @@
+"""The confirmation round after a search: the winner's curse, measured away (pure tier)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
+from workbench.engine.tuning import Confirmation, summarize_tuning
+
+pytestmark = pytest.mark.timeout(60)
+
+SILU = Path(__file__).resolve().parent.parent / "sample_kernels" / "silu_and_mul"
+A, B, C = Config(BLOCK=64), Config(BLOCK=128), Config(BLOCK=256)
+
+
+def _result(config: Config, median_us: float, status: Status = Status.OK) -> TrialResult:
+    timing = Timing(median_us=median_us, min_us=median_us * 0.98, q1_us=median_us * 0.99,
+                    q3_us=median_us * 1.01, mean_us=median_us, reps=100, rse_median_pct=0.3,
+                    l2_flushed=True) if status is Status.OK else None
+    return TrialResult(config=config, shape="decode", dtype="bf16", status=status,
+                       timing=timing, bytes_moved=1_000_000)
+
+
+class LuckyRunner:
+    """Answers each config's first measurement from ``first`` and every later one from
+    ``truth``: a search that met a lucky draw, then honest re-measurements."""
+
+    description = "lucky test runner"
+    device = None
+
+    def __init__(self, truth: dict[Config, float], first: dict[Config, float],
+                 fail_later: frozenset[Config] = frozenset()) -> None:
+        self.truth, self.first, self.fail_later = truth, first, fail_later
+        self.seen: Counter[Config] = Counter()
+        self.forgets = 0
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult:
+        return _result(Config(), 10.0)
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        for c in candidates:
+            n = self.seen[c.config]
+            self.seen[c.config] += 1
+            if n and c.config in self.fail_later:
+                yield _result(c.config, 0.0, Status.WRONG_RESULT)
+                continue
+            yield _result(c.config, self.first.get(c.config, self.truth[c.config]) if n == 0
+                          else self.truth[c.config])
+
+    def forget_measurements(self) -> None:
+        self.forgets += 1
+
+    def close(self) -> None:
+        pass
+
+
+class ReplayLike(LuckyRunner):
+    """Same answers, but no way to measure again (like a ReplayRunner)."""
+
+    forget_measurements = None  # type: ignore[assignment]
+
+
+def _search(runner: LuckyRunner) -> list[TrialResult]:
+    return list(runner.measure([Candidate(c, "decode", "bf16") for c in (A, B, C)]))
+
+
+def test_confirmation_chooses_by_round_one_and_reports_round_two() -> None:
+    # A's first draw was lucky (4.0 us, truly 5.0); B is truly the fastest (4.5 us).
+    runner = LuckyRunner(truth={A: 5.0, B: 4.5, C: 4.8}, first={A: 4.0})
+    results = _search(runner)
+    seen: list[tuple[int, Config, float | None]] = []
+    report = summarize_tuning(load_kernel_folder(SILU), "decode", "bf16", runner, results,
+                              top=3, confirm=3,
+                              on_confirm=lambda i, r: seen.append((i, r.config, r.median_us)))
+    assert report.best[0].config == A  # the search's own ranking is kept as measured
+    conf = report.confirmation
+    assert isinstance(conf, Confirmation)
+    assert [r.config for r in conf.selection] == [A, B, C]  # the search ranked A, B, C
+    assert conf.chosen.config == B and conf.chosen.median_us == 4.5
+    assert conf.search_median_us == 4.5
+    assert seen == [(1, A, 5.0), (1, B, 4.5), (1, C, 4.8), (2, B, 4.5)]
+    assert runner.forgets == 2
+    assert report.speedup is not None and report.speedup.speedup == pytest.approx(10.0 / 4.5)
+    assert report.bandwidth_gb_per_s == pytest.approx(1_000_000 / 4.5e-6 / 1e9)
+    assert "confirmed: the top 3 measured again" in report.summary()
+    # without confirmation the lucky draw would have been the headline
+    plain = summarize_tuning(load_kernel_folder(SILU), "decode", "bf16",
+                             LuckyRunner(truth={A: 5.0, B: 4.5, C: 4.8}, first={A: 4.0}),
+                             results, top=3)
+    assert plain.confirmation is None and plain.speedup is not None
+    assert plain.speedup.speedup == pytest.approx(10.0 / 4.0)
+
+
+def test_a_runner_that_cannot_measure_again_says_so() -> None:
+    runner = ReplayLike(truth={A: 5.0, B: 4.5, C: 4.8}, first={A: 4.0})
+    report = summarize_tuning(load_kernel_folder(SILU), "decode", "bf16", runner,
+                              _search(runner), confirm=3)
+    assert report.confirmation is None
+    assert "cannot measure again" in report.confirm_note
+    assert "not confirmed: lucky test runner cannot measure again" in report.summary()
+    assert report.speedup is not None and report.speedup.speedup == pytest.approx(10.0 / 4.0)
+
+
+def test_finalists_failing_again_are_skipped_and_reported() -> None:
+    runner = LuckyRunner(truth={A: 5.0, B: 4.5, C: 4.8}, first={A: 4.0},
+                         fail_later=frozenset({B}))
+    report = summarize_tuning(load_kernel_folder(SILU), "decode", "bf16", runner,
+                              _search(runner), confirm=3)
+    assert report.confirmation is not None
+    assert report.confirmation.chosen.config == C  # B failed verification in round 1
+    everything_fails = LuckyRunner(truth={A: 5.0, B: 4.5, C: 4.8}, first={},
+                                   fail_later=frozenset({A, B, C}))
+    report = summarize_tuning(load_kernel_folder(SILU), "decode", "bf16", everything_fails,
+                              _search(everything_fails), confirm=3)
+    assert report.confirmation is None
+    assert report.confirm_note.startswith("no finalist passed verification again: wrong_result")
