@@ -331,17 +331,8 @@ class SQLiteStore:
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
-        where: list[str] = []
-        values: list[Any] = []
-        if provenance is not None:
-            where += [f"{k} = ?" for k in _PROVENANCE_COLUMNS]
-            values += self._provenance_values(provenance)
-        if shape is not None:
-            where.append("shape = ?")
-            values.append(shape)
-        sql = "SELECT * FROM remeasurements" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = self._read("read remeasurements", lambda c: c.execute(
-            sql + " ORDER BY id", values).fetchall())
+        sql, values = self._select("remeasurements", provenance, shape, None)
+        rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
         return [StoredRemeasurement(
             result=TrialResult.from_dict(json.loads(r["result_json"])),
             provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
@@ -361,23 +352,28 @@ class SQLiteStore:
     def _provenance_values(provenance: Provenance) -> tuple[str, ...]:
         return tuple(getattr(provenance, k) for k in _PROVENANCE_COLUMNS)
 
-    def trials(self, provenance: Provenance | None = None, shape: str | None = None,
-               dtype: str | None = None) -> list[StoredTrial]:
-        """Stored trials in write order, filtered by any of provenance/shape/dtype."""
+    @classmethod
+    def _select(cls, table: str, provenance: Provenance | None, shape: str | None,
+                dtype: str | None) -> tuple[str, list[Any]]:
+        """``SELECT *`` of a table keyed like trials, filtered by what is given, in write
+        order."""
         where: list[str] = []
         values: list[Any] = []
         if provenance is not None:
             where += [f"{k} = ?" for k in _PROVENANCE_COLUMNS]
-            values += self._provenance_values(provenance)
-        if shape is not None:
-            where.append("shape = ?")
-            values.append(shape)
-        if dtype is not None:
-            where.append("dtype = ?")
-            values.append(dtype)
-        sql = "SELECT * FROM trials" + (" WHERE " + " AND ".join(where) if where else "")
-        rows = self._read("read trials", lambda c: c.execute(sql + " ORDER BY id",
-                                                             values).fetchall())
+            values += cls._provenance_values(provenance)
+        for column, value in (("shape", shape), ("dtype", dtype)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                values.append(value)
+        return (f"SELECT * FROM {table}" + (" WHERE " + " AND ".join(where) if where else "")
+                + " ORDER BY id", values)
+
+    def trials(self, provenance: Provenance | None = None, shape: str | None = None,
+               dtype: str | None = None) -> list[StoredTrial]:
+        """Stored trials in write order, filtered by any of provenance/shape/dtype."""
+        sql, values = self._select("trials", provenance, shape, dtype)
+        rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
         return [StoredTrial(
             result=TrialResult.from_dict(json.loads(r["result_json"])),
             provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
