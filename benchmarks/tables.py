@@ -148,7 +148,7 @@ def repeat_section() -> str:
 def timing_method_section() -> str:
     """Between-process spread of the same top-5 configs, per timing method (A/B runs)."""
     rows = []
-    for i in range(6):
+    for i in range(9):
         doc = load(f"h100/timing_method_ab_run{i}.json")
         if doc is None:
             continue
@@ -171,7 +171,10 @@ def timing_method_section() -> str:
             "(eviction, events, launch) after each batch; tlb = one word per 64 KiB of the "
             "inputs read after each eviction; streams8 / flush4 = batches rotate over 8 CUDA "
             "streams / 4 eviction buffers. The worker now uses read-gated-place8 + tail6 "
-            "(batch 10 in sweeps, 16 by default).\n\n"
+            "(batch 10 in sweeps, 16 by default). Runs 6–8 (fourth session, after the "
+            "template iteration): the top 5 of fused_add_rmsnorm and merge_attn_states_lse at "
+            "odd and decode in 3 fresh workers each, run 6 on a machine started seconds "
+            "before, runs 7–8 right after it on the warm machine.\n\n"
             + table(["run", "method", "configs", "spread ≤ 1 %", "median spread %",
                      "max spread %"], rows))
 
