@@ -119,3 +119,35 @@ def test_finalists_failing_again_are_skipped_and_reported() -> None:
                               _search(everything_fails), confirm=3)
     assert report.confirmation is None
     assert report.confirm_note.startswith("no finalist passed verification again: wrong_result")
+
+
+def test_workbench_tune_confirms_and_stores_both_rounds(tmp_path: Path) -> None:
+    from workbench.api import Workbench
+    from workbench.testing.synthetic_runner import SyntheticRunner
+
+    folder = load_kernel_folder(SILU)
+    wb = Workbench(folder, store=tmp_path / "s.sqlite", runner=SyntheticRunner(folder))
+    outcome = wb.tune("decode", "bf16", strategy="random", budget=12, timeout_s=50, confirm=3)
+    assert outcome.best is not None and outcome.confirmation is not None
+    ranked = sorted((r for r in outcome.results if r.median_us), key=lambda r: r.median_us or 0)
+    assert [r.config for r in outcome.confirmation.finalists] == [r.config for r in ranked[:3]]
+    # the synthetic model answers the same every time, so the pick is the search's best time
+    assert outcome.confirmed is not None
+    assert outcome.confirmed.median_us == pytest.approx(outcome.best.median_us)
+    stored = wb.store.remeasurements(wb.provenance(), shape="decode")
+    assert [s.round_index for s in stored] == [1, 1, 1, 2]
+    assert stored[-1].result.config == outcome.confirmed.config
+    assert wb.store.count_trials(wb.provenance()) == len(outcome.results)
+
+
+def test_workbench_tune_on_a_replay_notes_that_it_cannot_confirm(tmp_path: Path) -> None:
+    from workbench.api import Workbench
+    from workbench.engine.replay import ReplayRunner
+
+    folder = load_kernel_folder(SILU)
+    wb = Workbench(folder, store=tmp_path / "s.sqlite", runner=ReplayRunner(folder))
+    outcome = wb.tune("decode", "bf16", strategy="random", budget=8, timeout_s=50)
+    assert outcome.best is not None and outcome.confirmation is None
+    assert "cannot measure again" in outcome.confirm_note
+    assert wb.store.remeasurements() == []
+    assert outcome.speedup == pytest.approx(outcome.baseline_us / outcome.best.median_us)

@@ -25,6 +25,7 @@ from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
 from workbench.core.events import EventBus, SearchFinished
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Status, TrialResult
+from workbench.engine.tuning import Confirmation, confirm_finalists
 
 DEFAULT_STORE = "workbench.sqlite"
 
@@ -37,14 +38,23 @@ class TuneOutcome:
     dtype: str
     reason: str  # why the search ended: "budget", "exhausted", "stopped", ...
     results: tuple[TrialResult, ...]
-    best: TrialResult | None
+    best: TrialResult | None  # the search's fastest, as the search measured it
     baseline_us: float | None
+    confirmation: Confirmation | None = None  # the finalists measured again (live runners)
+    confirm_note: str = ""  # why there is no confirmation, when one was asked for
+
+    @property
+    def confirmed(self) -> TrialResult | None:
+        """The confirmed pick's second measurement (None without a confirmation)."""
+        return self.confirmation.chosen if self.confirmation is not None else None
 
     @property
     def speedup(self) -> float | None:
-        if self.best is None or self.best.median_us is None or not self.baseline_us:
+        """Baseline over the confirmed time where there is one, else over the search's best."""
+        head = self.confirmed or self.best
+        if head is None or head.median_us is None or not self.baseline_us:
             return None
-        return self.baseline_us / self.best.median_us
+        return self.baseline_us / head.median_us
 
 
 def newest_recording(folder: Path) -> Path:
@@ -222,8 +232,13 @@ class Workbench:
             self._search.stop()
 
     def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
-             budget: int = 64, *, timeout_s: float | None = None) -> TuneOutcome:
-        """Run a search to the end (blocking) and return its results and best config."""
+             budget: int = 64, *, timeout_s: float | None = None,
+             confirm: int = 5) -> TuneOutcome:
+        """Run a search to the end (blocking) and return its results and best config.
+
+        ``confirm=k`` then measures the k fastest configs again on a runner that can (one
+        round chooses, a second is reported, both stored as re-measurements; see
+        :func:`workbench.engine.tuning.confirm_finalists`); a replay leaves a note instead."""
         results: list[TrialResult] = []
         finished: list[SearchFinished] = []
         done = threading.Event()
@@ -249,11 +264,21 @@ class Workbench:
                 done.wait(30)
         finally:
             unsubscribe()
-        ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
-        best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
+        ok = sorted((r for r in results if r.status is Status.OK and r.median_us is not None),
+                    key=lambda r: r.median_us or 0.0)
+        best = ok[0] if ok else None
         reason = finished[0].reason if finished else "timeout"
+        confirmation, note = None, ""
+        if confirm > 0 and ok:
+            provenance, session = self.provenance(), self.session_id
+
+            def keep(round_index: int, result: TrialResult) -> None:
+                self.store.record_remeasurement(result, provenance, round_index, session)
+            got = confirm_finalists(self.runner, ok[:confirm], on_result=keep)
+            confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
         return TuneOutcome(shape=shape, dtype=dtype, reason=reason, results=tuple(results),
-                           best=best, baseline_us=self.baseline_us(shape, dtype))
+                           best=best, baseline_us=self.baseline_us(shape, dtype),
+                           confirmation=confirmation, confirm_note=note)
 
     # --- templates and reviews
     def propose_template(self) -> str:

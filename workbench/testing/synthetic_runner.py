@@ -82,6 +82,10 @@ class SyntheticRunner:
     def close(self) -> None:
         """Nothing to release."""
 
+    def forget_measurements(self) -> None:
+        """Nothing to forget: every call evaluates the model again (so a confirmation round
+        after a search runs, on invented numbers like everything here)."""
+
     def __enter__(self) -> SyntheticRunner:
         return self
 
