@@ -79,6 +79,23 @@ CREATE TABLE IF NOT EXISTS agent_iterations (
 """
 
 _PROVENANCE_COLUMNS = ("template_sha256", "compiler", "flags", "arch", "device", "driver")
+#: The columns trials and re-measurements share, in the order of :func:`_result_values`.
+_RESULT_COLUMNS = ("template_sha256", "config_key", "shape", "dtype", "compiler", "flags",
+                   "arch", "device", "driver", "status", "median_us", "result_json", "created")
+
+
+def _result_values(result: TrialResult, provenance: Provenance) -> tuple[Any, ...]:
+    """One result's values for :data:`_RESULT_COLUMNS`, stamped now."""
+    return (provenance.template_sha256, result.config.key(), result.shape, result.dtype,
+            provenance.compiler, provenance.flags, provenance.arch, provenance.device,
+            provenance.driver, result.status.value, result.median_us,
+            json.dumps(result.to_dict(), sort_keys=True, default=str), _now())
+
+
+def _stored_result(row: sqlite3.Row) -> tuple[TrialResult, Provenance]:
+    """The result and provenance of a trials or re-measurements row."""
+    return (TrialResult.from_dict(json.loads(row["result_json"])),
+            Provenance(**{k: row[k] for k in _PROVENANCE_COLUMNS}))
 
 
 def _now() -> str:
@@ -301,43 +318,30 @@ class SQLiteStore:
     def record_trial(self, result: TrialResult, provenance: Provenance,
                      session_id: str | None = None) -> bool:
         """Write and commit one trial now. False when that key was already stored."""
-        payload = json.dumps(result.to_dict(), sort_keys=True, default=str)
+        values = (session_id, *_result_values(result, provenance))  # encoded outside the lock
         with self._write("record trial") as c:
             cursor = c.execute(
-                "INSERT OR IGNORE INTO trials (session_id, template_sha256, config_key, shape, "
-                "dtype, compiler, flags, arch, device, driver, status, median_us, result_json, "
-                "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, provenance.template_sha256, result.config.key(), result.shape,
-                 result.dtype, provenance.compiler, provenance.flags, provenance.arch,
-                 provenance.device, provenance.driver, result.status.value, result.median_us,
-                 payload, _now()))
+                f"INSERT OR IGNORE INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * len(values))})", values)
             return cursor.rowcount == 1
 
     def record_remeasurement(self, result: TrialResult, provenance: Provenance,
                              round_index: int, session_id: str | None = None) -> None:
         """Write and commit one re-measurement now (every one is kept)."""
-        payload = json.dumps(result.to_dict(), sort_keys=True, default=str)
+        values = (session_id, round_index, *_result_values(result, provenance))
         with self._write("record remeasurement") as c:
             c.execute(
-                "INSERT INTO remeasurements (session_id, round_index, template_sha256, "
-                "config_key, shape, dtype, compiler, flags, arch, device, driver, status, "
-                "median_us, result_json, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, round_index, provenance.template_sha256, result.config.key(),
-                 result.shape, result.dtype, provenance.compiler, provenance.flags,
-                 provenance.arch, provenance.device, provenance.driver, result.status.value,
-                 result.median_us, payload, _now()))
+                f"INSERT INTO remeasurements (session_id, round_index, "
+                f"{', '.join(_RESULT_COLUMNS)}) VALUES ({', '.join('?' * len(values))})", values)
 
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
         sql, values = self._select("remeasurements", provenance, shape, None)
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
-        return [StoredRemeasurement(
-            result=TrialResult.from_dict(json.loads(r["result_json"])),
-            provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
-            round_index=int(r["round_index"]), session_id=r["session_id"],
-            created=r["created"]) for r in rows]
+        return [StoredRemeasurement(*_stored_result(r), round_index=int(r["round_index"]),
+                                    session_id=r["session_id"], created=r["created"])
+                for r in rows]
 
     def has_trial(self, provenance: Provenance, config_key: str, shape: str,
                   dtype: str) -> bool:
@@ -374,10 +378,8 @@ class SQLiteStore:
         """Stored trials in write order, filtered by any of provenance/shape/dtype."""
         sql, values = self._select("trials", provenance, shape, dtype)
         rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
-        return [StoredTrial(
-            result=TrialResult.from_dict(json.loads(r["result_json"])),
-            provenance=Provenance(**{k: r[k] for k in _PROVENANCE_COLUMNS}),
-            session_id=r["session_id"], created=r["created"]) for r in rows]
+        return [StoredTrial(*_stored_result(r), session_id=r["session_id"],
+                            created=r["created"]) for r in rows]
 
     def count_trials(self, provenance: Provenance | None = None) -> int:
         """Number of stored trials (of one provenance when given)."""
