@@ -116,8 +116,8 @@ class Harness:
         s = self.settings
         self.spin_up()
         timeouts_before = self.gate.timeouts if self.gate else 0
-        samples, _ = time_launches(
+        samples = time_launches(
             _TorchCuda, _CurrentStream(), fn, s, prepare=restore,
-            flush=self.evict_l2 if s.flush_l2 else None, gate=self.gate)
+            flush=self.evict_l2 if s.flush_l2 else None, gate=self.gate).samples_us
         self.last_gate_timeouts = (self.gate.timeouts - timeouts_before) if self.gate else 0
         return summarize(samples, l2_flushed=s.flush_l2)

@@ -25,6 +25,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -38,6 +40,10 @@ KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
 #: timing method name -> BenchSettings fields that differ from the recording's
 METHODS: dict[str, dict[str, Any]] = {
     "tail6": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6},
+    # tail6 timed by CUPTI kernel durations; the event pairs of the same launches are kept,
+    # so one run gives both timers' between-process spread ("cupti" and "cupti-events")
+    "cupti": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
+              "timer": "cupti"},
     "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8,
                           "tail_reps": 0},
     "read-gated": {"flush_method": "read", "host_gate": True, "placements": 1, "tail_reps": 0},
@@ -104,6 +110,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
         for method in args.methods:
             settings = BenchSettings.from_dict({**base.to_dict(), **METHODS[method]})
             medians: dict[tuple[str, str, int], list[float]] = {}
+            event_medians: dict[tuple[str, str, int], list[float]] = {}
             detail: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
             # processes interleave methods' runs in time only across kernels; each process
             # is a new worker with new inputs (seed varies) measuring every case once
@@ -114,24 +121,24 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                         for i, result in enumerate(got):
                             if result.median_us and result.timing:
                                 medians.setdefault((shape, dtype, i), []).append(result.median_us)
+                                events = result.extra.get("event_samples_us")
+                                if events:  # the same launches' event pairs, as a second timer
+                                    event_medians.setdefault((shape, dtype, i), []).append(
+                                        float(np.median(events)))
                                 detail.setdefault((shape, dtype, i), []).append({
                                     "reps": result.timing.reps,
                                     "rse_median_pct": round(result.timing.rse_median_pct, 3),
                                     "sm_clock_mhz": result.timing.sm_clock_mhz,
                                     "samples_us": result.extra.get("samples_us", [])[:400]
                                     if i == 0 else []})
-            for (shape, dtype, i), values in sorted(medians.items()):
-                spread = 100 * (max(values) / min(values) - 1)
-                rows.append({"kernel": name, "method": method, "batch_reps": settings.batch_reps,
-                             "shape": shape, "dtype": dtype,
-                             "rank": i, "config": dict(tops[(shape, dtype)][i].config),
-                             "medians_us": [round(v, 3) for v in values],
-                             "per_process": detail.get((shape, dtype, i), []),
-                             "spread_pct": round(spread, 3)})
-                print(f"{method:13s} {name:22s} {shape:7s} {dtype} #{i} "
-                      f"{' '.join(f'{v:8.2f}' for v in values)} us  spread {spread:5.2f} %",
-                      flush=True)
-    for method in args.methods:
+            timers = [(method, medians)]
+            if event_medians:
+                timers.append((f"{method}-events", event_medians))
+            for label, per_config in timers:
+                _spread_rows(rows, label, name, settings, tops, per_config,
+                             detail if label == method else {})
+    labels = list(dict.fromkeys(r["method"] for r in rows))
+    for method in labels:
         _position_profile(method, [r for r in rows if r["method"] == method])
         spreads = [r["spread_pct"] for r in rows if r["method"] == method]
         if spreads:
@@ -143,10 +150,27 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
     return {"mode": "processes", "processes": args.processes, "rows": rows, "summary": summary}
 
 
+def _spread_rows(rows: list[dict[str, Any]], method: str, name: str, settings: BenchSettings,
+                 tops: dict[tuple[str, str], list[TrialResult]],
+                 medians: dict[tuple[str, str, int], list[float]],
+                 detail: dict[tuple[str, str, int], list[dict[str, Any]]]) -> None:
+    """One row per config: its medians in each process and their spread (max / min - 1)."""
+    for (shape, dtype, i), values in sorted(medians.items()):
+        spread = 100 * (max(values) / min(values) - 1)
+        rows.append({"kernel": name, "method": method, "batch_reps": settings.batch_reps,
+                     "shape": shape, "dtype": dtype,
+                     "rank": i, "config": dict(tops[(shape, dtype)][i].config),
+                     "medians_us": [round(v, 3) for v in values],
+                     "per_process": detail.get((shape, dtype, i), []),
+                     "spread_pct": round(spread, 3)})
+        print(f"{method:13s} {name:22s} {shape:7s} {dtype} #{i} "
+              f"{' '.join(f'{v:8.2f}' for v in values)} us  spread {spread:5.2f} %",
+              flush=True)
+
+
 def _position_profile(method: str, rows: list[dict[str, Any]]) -> None:
     """Median time by position in the batch relative to the overall median (rank-0 samples):
     flat means the position of a repetition inside its batch does not bias it."""
-    import numpy as np
 
     profiles = []
     for r in rows:

@@ -4,6 +4,8 @@
 #   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 #   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
+#   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
+#                                                         CUPTI durations vs event pairs (ab)
 #   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only
 #   gpu_checks/run_benchmarks.sh knob KERNEL KNOB V1 V2   a new knob on the finalists (knob_ab.py)
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
@@ -44,6 +46,15 @@ case "$what" in
     python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
       --shapes "${shapes[@]}" --methods ${AB_METHODS:-tail6 read-gated-place8} ${AB_ARGS:-} 2>&1 \
       | tee "$OUT/repeatability_processes.log" | tail -12
+    ;;
+  cupti)  # the CUPTI kernel clock: where libcupti is, its gpu test, between-process spread
+    python3 -c "from workbench.engine import cupti; print(cupti.library_candidates()); \
+print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
+    python3 -m pytest -m gpu -q -k cupti tests/gpu 2>&1 | tail -15 | tee "$OUT/cupti_gpu_test.log"
+    shapes=("$@"); [ ${#shapes[@]} -eq 0 ] && shapes=(odd decode)
+    python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
+      --shapes "${shapes[@]}" --methods ${AB_METHODS:-cupti} ${AB_ARGS:-} 2>&1 \
+      | tee "$OUT/repeatability_processes.log" | tail -30
     ;;
   knob)  # KERNEL KNOB VALUES... : a new knob's values on the recording's finalists
     kernel="$1"; knob="$2"; shift 2

@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from workbench.core.errors import WorkbenchError
-from workbench.engine.bench import TIMING_KERNELS_SOURCE, BenchSettings, time_launches
+from workbench.engine.bench import (
+    TIMING_KERNELS_SOURCE,
+    BenchSettings,
+    ClockMismatch,
+    time_launches,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,10 +87,10 @@ def _run(settings: BenchSettings, *, gate: bool = True, launch_us: float = 5.0,
         log.ops.append("launch")
         log.clock_us += launch_us
 
-    samples, _ = time_launches(
+    samples = time_launches(
         _Cuda(log), _Stream(log), launch, settings,
         prepare=lambda: log.ops.append("restore"), flush=lambda: log.ops.append("flush"),
-        gate=_Gate(log) if gate else None)
+        gate=_Gate(log) if gate else None).samples_us
     return log, samples
 
 
@@ -146,7 +151,8 @@ def test_noisy_samples_run_more_batches_until_max_reps() -> None:
 
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=10, max_time_s=30.0, timeout_s=60.0,
                              batch_reps=4, target_rse_pct=0.01, tail_reps=0)
-    samples, _ = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
+    samples = time_launches(_Cuda(log), _Stream(log), launch, settings,
+                            gate=_Gate(log)).samples_us
     assert len(samples) == 10  # 4 + 4 + a last batch cut to max_reps
     assert log.ops.count("hold") == 3 == log.ops.count("release")
 
@@ -161,9 +167,9 @@ def test_tail_repetitions_are_enqueued_like_timed_ones_and_never_counted() -> No
 
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
                              timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=3)
-    samples, _ = time_launches(_Cuda(log), _Stream(log), launch, settings,
-                               prepare=lambda: log.ops.append("restore"),
-                               flush=lambda: log.ops.append("flush"), gate=_Gate(log))
+    samples = time_launches(_Cuda(log), _Stream(log), launch, settings,
+                            prepare=lambda: log.ops.append("restore"),
+                            flush=lambda: log.ops.append("flush"), gate=_Gate(log)).samples_us
     assert samples == [5.0] * 4
     per_rep = ["restore", "flush", "record", "launch", "record"]
     assert log.ops[log.ops.index("hold"):] == ["hold", *per_rep * 7, "release", "sync"]
@@ -173,6 +179,73 @@ def test_tail_reps_out_of_range_names_the_key() -> None:
     with pytest.raises(WorkbenchError, match="tail_reps") as info:
         BenchSettings(tail_reps=-1)
     assert info.value.details["expected"] == "0..64"
+
+
+class _KernelClock:
+    """Records each launch's 'kernel duration' (the event time minus a fixed front-end cost)
+    and hands them out like CuptiClock.take: everything finished since the last call."""
+
+    def __init__(self, log: _Log, front_end_us: float = 1.5) -> None:
+        self.log = log
+        self.front_end_us = front_end_us
+        self.pending: list[float] = []
+        self.calls: list[int] = []
+        self.lose = 0  # launches the next call 'misses'
+
+    def launched(self, event_us: float) -> None:
+        self.pending.append(event_us - self.front_end_us)
+
+    def __call__(self, expected: int) -> list[float]:
+        self.calls.append(expected)
+        self.log.ops.append("take")
+        got, self.pending = self.pending[self.lose:], []
+        return got
+
+
+def _clocked(settings: BenchSettings, times_us: list[float],
+             lose: int = 0) -> tuple[_Log, _KernelClock, object]:
+    log = _Log()
+    clock = _KernelClock(log)
+    clock.lose = lose
+    it = iter(times_us)
+
+    def launch() -> None:
+        log.ops.append("launch")
+        t = next(it, 50.0)
+        log.clock_us += t
+        clock.launched(t)
+
+    times = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log),
+                          kernel_clock=clock)
+    return log, clock, times
+
+
+def test_a_kernel_clock_supplies_the_samples_and_the_event_times_are_kept_beside_them() -> None:
+    settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=2)
+    # 2 warm-up launches (60 us: must not be counted), 4 timed, 2 tail (50 us each)
+    log, clock, times = _clocked(settings, [60.0, 60.0, 5.0, 6.0, 7.0, 8.0])
+    assert times.samples_us == [3.5, 4.5, 5.5, 6.5]  # clock: event time - 1.5 us front end
+    assert times.event_samples_us == [5.0, 6.0, 7.0, 8.0]
+    # the warm-up is forgotten (take(0)) and each batch asks for timed + tail launches,
+    # after the stream (tail included) is synchronised
+    assert clock.calls == [0, 6]
+    assert log.ops[-3:] == ["sync", "stream-sync", "take"]
+
+
+def test_a_kernel_clock_that_misses_launches_is_an_error_naming_the_counts() -> None:
+    settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=0)
+    with pytest.raises(ClockMismatch, match="saw 3 launches of a batch of 4") as info:
+        _clocked(settings, [5.0] * 6, lose=1)
+    assert info.value.details == {"key": "kernel_clock", "value": 3, "expected": 4}
+
+
+def test_timer_is_validated_with_the_key_named() -> None:
+    with pytest.raises(WorkbenchError, match="timer") as info:
+        BenchSettings(timer="ncu")
+    assert info.value.details["expected"] == "one of ('events', 'cupti')"
+    assert BenchSettings.from_dict({"timer": "cupti"}).timer == "cupti"
 
 
 def test_flush_method_is_validated_with_the_key_named() -> None:

@@ -115,3 +115,25 @@ def test_sample_default_config_verifies_and_times(name: str) -> None:
               f"{result.timing.median_us:.2f} us (rse {result.timing.rse_median_pct:.2f} %), "
               f"copy {copy.median_us:.2f} us = {copy.bandwidth_gb_per_s:.0f} GB/s, "
               f"throttled={result.timing.throttled}")
+
+
+@pytest.mark.timeout(300)
+def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
+        silu: KernelFolder) -> None:
+    """timer="cupti": the samples are CUPTI kernel durations of the same launches whose event
+    pairs are kept beside them; a kernel runs inside its event pair, so each duration is
+    shorter than that repetition's event time, and the copy is timed the same way."""
+    settings = BenchSettings(warmup_ms=1.0, min_reps=20, max_reps=200, max_time_s=0.1,
+                             timeout_s=4.0, timer="cupti")
+    with LocalRunner(silu, settings=settings) as runner:
+        [result] = list(runner.measure([Candidate(Config(), "decode", "bf16")]))
+        assert result.status is Status.OK, result.reason
+        assert result.timing is not None
+        kernel = result.extra["samples_us"]
+        events = result.extra["event_samples_us"]
+        assert result.extra["timer"] == "cupti"
+        assert len(kernel) == len(events) == result.timing.reps >= 20
+        assert all(0 < k < e for k, e in zip(kernel, events, strict=True))
+        assert result.timing.median_us < sorted(events)[len(events) // 2]
+        copy = runner.copy_timing("decode", "bf16")
+        assert copy.timing.reps >= 20 and copy.median_us > 0

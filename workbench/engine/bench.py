@@ -14,7 +14,9 @@ Method (what the worker does with these settings):
   lands inside the next timed region (measured on the H100: small kernels 7-19 % slower).
   With ``flush_l2=False`` repetitions run back to back on a hot cache ("hot-cache mode":
   the inputs that fit in L2 stay there, which flatters small problems);
-* one CUDA event pair around the single launch;
+* one CUDA event pair around the single launch; with ``timer="cupti"`` the samples are the
+  kernel's own durations from CUPTI activity records of the same launches (the event pairs
+  are still recorded and reported beside them; see :mod:`workbench.engine.cupti`);
 * each batch of ``batch_reps`` timed repetitions is followed by ``tail_reps`` identical
   untimed ones, so every timed repetition has the same work queued behind it: on the H100
   the last ~5 repetitions of a batch ran 5-10 % faster than the rest (a drained queue),
@@ -51,6 +53,10 @@ L2_FLUSH_FACTOR = 2
 
 #: How the L2 is evicted between repetitions (see the module docstring).
 FLUSH_METHODS = ("read", "write")
+
+#: What a repetition's time is: the CUDA event pair around the launch, or the kernel's own
+#: duration from CUPTI's activity records of the same launch.
+TIMERS = ("events", "cupti")
 
 #: A gate opens by itself after this long (the host stalled while enqueueing a batch);
 #: the worker counts such batches and reports them.
@@ -101,6 +107,7 @@ class BenchSettings:
     host_gate: bool = True            # hold each batch behind a gate kernel (see above)
     tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
+    timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, object, str]] = []
@@ -126,6 +133,8 @@ class BenchSettings:
             problems.append(("placements", self.placements, "1..64"))
         if self.flush_method not in FLUSH_METHODS:
             problems.append(("flush_method", self.flush_method, f"one of {FLUSH_METHODS}"))
+        if self.timer not in TIMERS:
+            problems.append(("timer", self.timer, f"one of {TIMERS}"))
         if problems:
             key, value, expected = problems[0]
             raise WorkbenchError(f"BenchSettings.{key} = {value!r}; expected {expected}",
@@ -274,11 +283,32 @@ class Gate(Protocol):
         """Open the gate (the host has enqueued the batch)."""
 
 
+@dataclass(frozen=True)
+class LaunchTimes:
+    """What :func:`time_launches` measured: the samples the stopping rule used, the event
+    pairs' times of the same repetitions (equal to ``samples_us`` without a kernel clock),
+    and the wall time of the whole loop."""
+
+    samples_us: list[float]
+    event_samples_us: list[float]
+    wall_s: float
+
+
+#: Durations (us) of the timed kernel's launches finished since the last call, in launch
+#: order; the argument is how many are expected (see :meth:`CuptiClock.take`).
+KernelClock = Callable[[int], list[float]]
+
+
+class ClockMismatch(WorkbenchError):
+    """The kernel clock returned a different number of launches than were enqueued."""
+
+
 def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                   flush: Callable[[], object] | None = None,
-                  gate: Gate | None = None) -> tuple[list[float], float]:
-    """Time ``launch`` with one CUDA event pair per repetition; returns (samples_us, wall_s).
+                  gate: Gate | None = None,
+                  kernel_clock: KernelClock | None = None) -> LaunchTimes:
+    """Time ``launch`` with one CUDA event pair per repetition.
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
     evicts the L2 just before the start event; neither is inside the event pair; what the
@@ -301,11 +331,14 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
             stream.synchronize()
             if (time.perf_counter() - began) * 1e3 >= settings.warmup_ms:
                 break
+    if kernel_clock is not None:
+        kernel_clock(0)  # forget the warm-up's launches
     batch = settings.batch_reps
     starts = [cuda.Event() for _ in range(batch)]
     ends = [cuda.Event() for _ in range(batch)]
     spare = (cuda.Event(), cuda.Event())  # the tail's events: recorded, never read
     samples: list[float] = []
+    events: list[float] = []
     t0 = time.perf_counter()
     while True:
         count = min(batch, settings.max_reps - len(samples))
@@ -325,9 +358,22 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
             if gate is not None:
                 gate.release()
         ends[count - 1].synchronize()
-        samples.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
+        events.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
+        if kernel_clock is None:
+            samples = events
+        else:
+            enqueued = count + settings.tail_reps
+            if settings.tail_reps:
+                stream.synchronize()  # the tail's launches finish before their records count
+            durations = kernel_clock(enqueued)
+            if len(durations) != enqueued:
+                raise ClockMismatch(
+                    f"the kernel clock saw {len(durations)} launches of a batch of {enqueued}",
+                    key="kernel_clock", value=len(durations), expected=enqueued)
+            samples.extend(durations[:count])
         if should_stop(samples, time.perf_counter() - t0, settings):
-            return samples, time.perf_counter() - began
+            return LaunchTimes(samples_us=samples, event_samples_us=events,
+                               wall_s=time.perf_counter() - began)
 
 
 @dataclass(frozen=True)

@@ -232,6 +232,7 @@ class GpuSession:
         self.flush_bytes = 0
         self.evict: Any = None     # wb_evict (read flush)
         self.gate: _Gate | None = None
+        self.cupti: Any = None     # CuptiClock, made when a timer="cupti" request arrives
         self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
         attrs = self.device.get_attributes()
         self.attrs = {getattr(k, "name", str(k)): int(v) for k, v in attrs.items()}
@@ -448,7 +449,22 @@ class GpuSession:
                 busy()
             self.stream.synchronize()
 
-    def _timed(self, launch_fn: Any, settings: Any, prepare: Any) -> dict[str, Any]:
+    def _kernel_clock(self, settings: Any, name: str) -> Any:
+        """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it."""
+        if settings.timer != "cupti":
+            return None
+        if self.cupti is None:
+            from workbench.engine.cupti import CuptiClock
+
+            self.cupti = CuptiClock()
+        clock = self.cupti
+
+        def durations(expected: int) -> list[float]:
+            return clock.take(name, expected)
+        return durations
+
+    def _timed(self, launch_fn: Any, settings: Any, prepare: Any,
+               clock_name: str) -> dict[str, Any]:
         from workbench.engine.bench import summarize, time_launches
 
         flush = None
@@ -457,10 +473,12 @@ class GpuSession:
             flush = self._flusher(nbytes, settings.flush_method)
         gate = self.gate if settings.host_gate else None
         timeouts_before = gate.timeouts if gate is not None else 0
+        kernel_clock = self._kernel_clock(settings, clock_name)
         self._spin_up()
         before = self.nvml.sample()
-        samples, wall_s = time_launches(self.cuda, self.stream, launch_fn, settings,
-                                        prepare=prepare, flush=flush, gate=gate)
+        times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
+                              flush=flush, gate=gate, kernel_clock=kernel_clock)
+        samples, wall_s = times.samples_us, times.wall_s
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
@@ -473,11 +491,18 @@ class GpuSession:
         from dataclasses import asdict
 
         method = {"flush": settings.flush_method if settings.flush_l2 else "none",
-                  "gated": gate is not None,
+                  "gated": gate is not None, "timer": settings.timer,
                   "gate_timeouts": (gate.timeouts - timeouts_before) if gate is not None else 0}
-        return {"samples_us": [round(x, 4) for x in samples], "timing": asdict(timing),
-                "bench_s": wall_s, "method": method, "nvml": {"before": before, "after": after,
-                                            "reference_sm_clock_mhz": ref_clock}}
+        nvml = {"before": before, "after": after, "reference_sm_clock_mhz": ref_clock}
+        reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],
+                                 "timing": asdict(timing), "bench_s": wall_s, "method": method,
+                                 "nvml": nvml}
+        if kernel_clock is not None:
+            reply["event_samples_us"] = [round(x, 4) for x in times.event_samples_us]
+            reply["method"]["cupti"] = {"library": self.cupti.path,
+                                        "api_version": self.cupti.version,
+                                        "dropped_records": self.cupti.dropped()}
+        return reply
 
     def evaluate(self, message: Mapping[str, Any]) -> dict[str, Any]:
         """Verify a cubin on both input sets against the baseline's outputs, then time it."""
@@ -525,7 +550,7 @@ class GpuSession:
                                      shared_size=smem)
 
         try:
-            reply.update(self._timed(run, settings, advance))
+            reply.update(self._timed(run, settings, advance, str(message["entry"])))
             reply["method"]["placements"] = len(places)
             reply["method"]["tail_reps"] = settings.tail_reps
         except self.cuda.Error as exc:
@@ -552,13 +577,17 @@ class GpuSession:
             def run() -> None:
                 self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
 
-            reply = self._timed(run, settings, None)
+            from workbench.engine.cupti import DTOD_COPY
+
+            reply = self._timed(run, settings, None, DTOD_COPY)
         finally:
             src.free()
             dst.free()
         return {"ok": True, "nbytes": nbytes, **reply}
 
     def close(self) -> None:
+        if self.cupti is not None:
+            self.cupti.close()
         self._free_problem()
         if self.flush_buf is not None:
             self.flush_buf.free()

@@ -289,6 +289,9 @@ class LocalRunner:
                                "smem_bytes": launch.smem_bytes}
         if "samples_us" in reply:
             extra["samples_us"] = reply["samples_us"]
+        if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
+            extra["event_samples_us"] = reply["event_samples_us"]
+            extra["timer"] = "cupti"
         if "nvml" in reply:
             extra["nvml"] = reply["nvml"]
         if reply.get("method", {}).get("gate_timeouts"):
