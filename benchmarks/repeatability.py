@@ -44,6 +44,9 @@ METHODS: dict[str, dict[str, Any]] = {
     # so one run gives both timers' between-process spread ("cupti" and "cupti-events")
     "cupti": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
               "timer": "cupti"},
+    # a fixed 400 repetitions each (to compare central estimators offline with --keep-samples)
+    "cupti-400": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
+                  "timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0},
     "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8,
                           "tail_reps": 0},
     "read-gated": {"flush_method": "read", "host_gate": True, "placements": 1, "tail_reps": 0},
@@ -116,9 +119,18 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
             # is a new worker with new inputs (seed varies) measuring every case once
             for proc in range(args.processes):
                 with LocalRunner(folder, settings=settings, seed=1000 + proc) as runner:
-                    for (shape, dtype), top in tops.items():
+                    for repeat, ((shape, dtype), top) in [
+                            (r, case) for r in range(args.repeats) for case in tops.items()]:
+                        if repeat:
+                            runner.forget_measurements()
                         got = runner.measure([Candidate(t.config, shape, dtype) for t in top])
                         for i, result in enumerate(got):
+                            if repeat and result.median_us and result.timing:
+                                detail[(shape, dtype, i)][-1].setdefault("repeats", []).append({
+                                    "median_us": result.median_us,
+                                    "samples_us": result.extra.get("samples_us", [])
+                                    if args.keep_samples else []})
+                                continue
                             if result.median_us and result.timing:
                                 medians.setdefault((shape, dtype, i), []).append(result.median_us)
                                 events = result.extra.get("event_samples_us")
@@ -130,7 +142,9 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                                     "rse_median_pct": round(result.timing.rse_median_pct, 3),
                                     "sm_clock_mhz": result.timing.sm_clock_mhz,
                                     "samples_us": result.extra.get("samples_us", [])[:400]
-                                    if i == 0 else []})
+                                    if i == 0 or args.keep_samples else [],
+                                    "event_samples_us": result.extra.get("event_samples_us", [])
+                                    if args.keep_samples else []})
             timers = [(method, medians)]
             if event_medians:
                 timers.append((f"{method}-events", event_medians))
@@ -195,6 +209,11 @@ def main() -> int:
     ap.add_argument("--dtypes", nargs="*", default=["bf16"])
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--processes", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="measure every config this many times per process (within-process "
+                         "spread; only the first counts for the between-process spread)")
+    ap.add_argument("--keep-samples", action="store_true",
+                    help="keep every config's samples (and event samples), not only rank 0's")
     ap.add_argument("--methods", nargs="*", default=["tail6", "read-gated-place8"],
                     choices=list(METHODS))
     args = ap.parse_args()

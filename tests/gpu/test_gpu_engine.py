@@ -126,7 +126,8 @@ def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
     settings = BenchSettings(warmup_ms=1.0, min_reps=20, max_reps=200, max_time_s=0.1,
                              timeout_s=4.0, timer="cupti")
     with LocalRunner(silu, settings=settings) as runner:
-        [result] = list(runner.measure([Candidate(Config(), "decode", "bf16")]))
+        default = silu.template.default_config()
+        [result] = list(runner.measure([Candidate(default, "decode", "bf16")]))
         assert result.status is Status.OK, result.reason
         assert result.timing is not None
         kernel = result.extra["samples_us"]
