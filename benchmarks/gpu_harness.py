@@ -18,6 +18,7 @@ import torch
 
 from workbench.core.records import Timing
 from workbench.engine.bench import (
+    GATE_STATE_INT32,
     GATE_TIMEOUT_NS,
     TIMING_KERNELS_SOURCE,
     BenchSettings,
@@ -63,7 +64,7 @@ class TorchGate:
 
         self._cupy = cupy
         self.kernel = cupy.RawKernel(TIMING_KERNELS_SOURCE, "wb_gate")
-        self.state = torch.zeros(2, dtype=torch.int32, pin_memory=True)
+        self.state = torch.zeros(GATE_STATE_INT32, dtype=torch.int32, pin_memory=True)
         self._ptr = np.uint64(self.state.data_ptr())
         self._timeout = np.uint64(GATE_TIMEOUT_NS)
 
@@ -79,6 +80,9 @@ class TorchGate:
 
     def release(self) -> None:
         self.state[0] = 1
+
+    def settled(self) -> None:
+        """Nothing kept: the peers harness does not report the gate's clock."""
 
 
 class Harness:

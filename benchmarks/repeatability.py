@@ -128,6 +128,8 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                             if repeat and result.median_us and result.timing:
                                 detail[(shape, dtype, i)][-1].setdefault("repeats", []).append({
                                     "median_us": result.median_us,
+                                    "sm_clock_effective_mhz":
+                                        result.extra.get("sm_clock_effective_mhz"),
                                     "samples_us": result.extra.get("samples_us", [])
                                     if args.keep_samples else []})
                                 continue
@@ -141,6 +143,8 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                                     "reps": result.timing.reps,
                                     "rse_median_pct": round(result.timing.rse_median_pct, 3),
                                     "sm_clock_mhz": result.timing.sm_clock_mhz,
+                                    "sm_clock_effective_mhz":
+                                        result.extra.get("sm_clock_effective_mhz"),
                                     "samples_us": result.extra.get("samples_us", [])[:400]
                                     if i == 0 or args.keep_samples else [],
                                     "event_samples_us": result.extra.get("event_samples_us", [])

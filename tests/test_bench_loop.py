@@ -73,6 +73,9 @@ class _Gate:
     def release(self) -> None:
         self.log.ops.append("release")
 
+    def settled(self) -> None:
+        self.log.ops.append("settled")
+
 
 def _run(settings: BenchSettings, *, gate: bool = True, launch_us: float = 5.0,
          fail_at: int | None = None) -> tuple[_Log, list[float]]:
@@ -104,7 +107,7 @@ def test_each_batch_is_enqueued_behind_the_gate_and_synchronised_after_it_opens(
     # constant 5 us launches: the first batch already meets the stopping rule
     assert samples == [5.0] * 4
     per_rep = ["restore", "flush", "record", "launch", "record"]
-    assert timed == ["hold", *per_rep * 4, "release", "sync"]
+    assert timed == ["hold", *per_rep * 4, "release", "sync", "settled"]
 
 
 def test_restore_and_flush_stay_outside_the_event_pair() -> None:
@@ -172,7 +175,7 @@ def test_tail_repetitions_are_enqueued_like_timed_ones_and_never_counted() -> No
                             flush=lambda: log.ops.append("flush"), gate=_Gate(log)).samples_us
     assert samples == [5.0] * 4
     per_rep = ["restore", "flush", "record", "launch", "record"]
-    assert log.ops[log.ops.index("hold"):] == ["hold", *per_rep * 7, "release", "sync"]
+    assert log.ops[log.ops.index("hold"):] == ["hold", *per_rep * 7, "release", "sync", "settled"]
 
 
 def test_tail_reps_out_of_range_names_the_key() -> None:
@@ -230,7 +233,7 @@ def test_a_kernel_clock_supplies_the_samples_and_the_event_times_are_kept_beside
     # the warm-up is forgotten (take(0)) and each batch asks for timed + tail launches,
     # after the stream (tail included) is synchronised
     assert clock.calls == [0, 6]
-    assert log.ops[-3:] == ["sync", "stream-sync", "take"]
+    assert log.ops[-4:] == ["sync", "settled", "stream-sync", "take"]
 
 
 def test_a_kernel_clock_that_misses_launches_is_an_error_naming_the_counts() -> None:
@@ -270,3 +273,16 @@ def test_timing_kernels_keep_their_loads_and_poll_a_volatile_flag(tmp_path: Path
     assert "ld.global.nc.v4.f32" in evict  # the eviction reads survive optimisation
     assert "ld.volatile.global" in gate  # the flag is re-read every spin
     assert "%globaltimer" in gate  # and the gate has a timeout
+
+
+def test_the_gate_clock_is_cycles_over_nanoseconds_and_none_for_a_brief_hold() -> None:
+    import numpy as np
+
+    from workbench.engine.bench import GATE_CLOCK_MIN_NS, GATE_STATE_INT32, gate_clock_mhz
+
+    state = np.zeros(GATE_STATE_INT32, dtype=np.int32)
+    words = state.view(np.uint64)
+    words[1], words[2] = 198_000, 100_000  # 198k SM cycles in 100 us = 1980 MHz
+    assert gate_clock_mhz(state) == pytest.approx(1980.0)
+    words[2] = GATE_CLOCK_MIN_NS - 1
+    assert gate_clock_mhz(state) is None

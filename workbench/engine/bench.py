@@ -58,24 +58,39 @@ FLUSH_METHODS = ("read", "write")
 #: duration from CUPTI's activity records of the same launch.
 TIMERS = ("events", "cupti")
 
+#: Words of the gate's state in pinned memory: flag, timeouts, then two 64-bit counters.
+GATE_STATE_INT32 = 6
+#: A gate held for less than this measures no clock (the 32 ns timer tick would dominate).
+GATE_CLOCK_MIN_NS = 20_000
+
 #: A gate opens by itself after this long (the host stalled while enqueueing a batch);
 #: the worker counts such batches and reports them.
 GATE_TIMEOUT_NS = 200_000_000
 
 #: Kernels the timing loop needs on the device, compiled by the parent with the worker's
 #: check kernels (one module). ``wb_gate`` holds the stream until the host sets a flag in
-#: mapped pinned memory (or the timeout passes, counted in ``state[1]``); ``wb_evict``
+#: mapped pinned memory (or the timeout passes, counted in ``state[1]``) and leaves the SM
+#: cycles and nanoseconds it was held in ``state[2:6]`` (two 64-bit words): the SM clock the
+#: batch behind it ran at, measured rather than sampled from NVML; ``wb_evict``
 #: reads a buffer (float4 loads) and stores nothing unless its sum hits an impossible value,
 #: so the loads stay but no cache line is dirtied.
 TIMING_KERNELS_SOURCE = r"""
 extern "C" __global__ void wb_gate(volatile int* state, unsigned long long timeout_ns) {
   unsigned long long t0, t;
+  const long long c0 = clock64();
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  t = t0;
   while (state[0] == 0) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    if (t - t0 > timeout_ns) { state[1] = state[1] + 1; return; }
+    if (t - t0 > timeout_ns) { state[1] = state[1] + 1; break; }
     __nanosleep(500);
   }
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  const long long c1 = clock64();
+  // the SM cycles and nanoseconds the gate was held: the effective SM clock of the batch
+  volatile unsigned long long* probe = (volatile unsigned long long*)(state + 2);
+  probe[0] = (unsigned long long)(c1 - c0);
+  probe[1] = t - t0;
 }
 extern "C" __global__ void wb_evict(const float4* __restrict__ buf, long long n4,
                                     float* __restrict__ sink) {
@@ -282,6 +297,9 @@ class Gate(Protocol):
     def release(self) -> None:
         """Open the gate (the host has enqueued the batch)."""
 
+    def settled(self) -> None:
+        """The batch behind the gate has finished (read what the gate measured)."""
+
 
 @dataclass(frozen=True)
 class LaunchTimes:
@@ -301,6 +319,18 @@ KernelClock = Callable[[int], list[float]]
 
 class ClockMismatch(WorkbenchError):
     """The kernel clock returned a different number of launches than were enqueued."""
+
+
+def gate_clock_mhz(state: Any) -> float | None:
+    """The SM clock (MHz) a gate measured, from its int32 state words; ``None`` when it was
+    held too briefly to tell."""
+    import numpy as np
+
+    words = np.asarray(state[:GATE_STATE_INT32], dtype=np.int32).view(np.uint64)
+    cycles, ns = int(words[1]), int(words[2])
+    if ns < GATE_CLOCK_MIN_NS or cycles <= 0:
+        return None
+    return 1e3 * cycles / ns
 
 
 def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
@@ -358,6 +388,8 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
             if gate is not None:
                 gate.release()
         ends[count - 1].synchronize()
+        if gate is not None:
+            gate.settled()
         events.extend(ends[i].time_since(starts[i]) * 1e3 for i in range(count))
         if kernel_clock is None:
             samples = events

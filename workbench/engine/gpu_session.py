@@ -111,7 +111,9 @@ class _Gate:
     """``wb_gate`` on the session's stream plus its flag in mapped pinned memory.
 
     ``state[0]`` is the flag the host sets; ``state[1]`` counts gates that opened by
-    timeout (the host took longer than ``GATE_TIMEOUT_NS`` to enqueue a batch).
+    timeout (the host took longer than ``GATE_TIMEOUT_NS`` to enqueue a batch);
+    ``state[2:6]`` holds the SM cycles and nanoseconds of the last hold (``clocks_mhz``
+    collects one effective SM clock per settled batch).
     """
 
     def __init__(self, session: GpuSession, function: Any) -> None:
@@ -121,9 +123,12 @@ class _Gate:
         self.session = session
         self.function = function
         function.prepare("PQ")
-        self.state = cuda.pagelocked_zeros((2,), np.int32,
+        from workbench.engine.bench import GATE_STATE_INT32
+
+        self.state = cuda.pagelocked_zeros((GATE_STATE_INT32,), np.int32,
                                            mem_flags=cuda.host_alloc_flags.DEVICEMAP)
         self.device_ptr = int(self.state.base.get_device_pointer())
+        self.clocks_mhz: list[float] = []
 
     @property
     def timeouts(self) -> int:
@@ -138,6 +143,13 @@ class _Gate:
 
     def release(self) -> None:
         self.state[0] = 1
+
+    def settled(self) -> None:
+        from workbench.engine.bench import gate_clock_mhz
+
+        mhz = gate_clock_mhz(self.state)
+        if mhz is not None:
+            self.clocks_mhz.append(mhz)
 
 
 def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> dict[str, Any]:
@@ -473,6 +485,8 @@ class GpuSession:
             flush = self._flusher(nbytes, settings.flush_method)
         gate = self.gate if settings.host_gate else None
         timeouts_before = gate.timeouts if gate is not None else 0
+        if gate is not None:
+            gate.clocks_mhz = []
         kernel_clock = self._kernel_clock(settings, clock_name)
         self._spin_up()
         before = self.nvml.sample()
@@ -497,6 +511,14 @@ class GpuSession:
         reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],
                                  "timing": asdict(timing), "bench_s": wall_s, "method": method,
                                  "nvml": nvml}
+        if gate is not None and gate.clocks_mhz:
+            import numpy as np
+
+            clocks = np.asarray(gate.clocks_mhz)
+            reply["method"]["sm_clock_effective_mhz"] = {
+                "median": round(float(np.median(clocks)), 1),
+                "min": round(float(clocks.min()), 1), "max": round(float(clocks.max()), 1),
+                "batches": int(clocks.size)}
         if kernel_clock is not None:
             reply["event_samples_us"] = [round(x, 4) for x in times.event_samples_us]
             reply["method"]["cupti"] = {"library": self.cupti.path,

@@ -289,6 +289,9 @@ class LocalRunner:
                                "smem_bytes": launch.smem_bytes}
         if "samples_us" in reply:
             extra["samples_us"] = reply["samples_us"]
+        if reply.get("method", {}).get("sm_clock_effective_mhz"):
+            # the SM clock the gate measured during the timed batches (cycles / globaltimer)
+            extra["sm_clock_effective_mhz"] = reply["method"]["sm_clock_effective_mhz"]
         if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
             extra["event_samples_us"] = reply["event_samples_us"]
             extra["timer"] = "cupti"
