@@ -50,7 +50,7 @@ case "$what" in
   cupti)  # the CUPTI kernel clock: where libcupti is, its gpu test, between-process spread
     python3 -c "from workbench.engine import cupti; print(cupti.library_candidates()); \
 print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
-    python3 -m pytest -m gpu -q -k cupti tests/gpu 2>&1 | tail -15 | tee "$OUT/cupti_gpu_test.log"
+    python3 -m pytest -m gpu -q ${GPU_TESTS_K:+-k "$GPU_TESTS_K"} tests/gpu 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
     shapes=("$@"); [ ${#shapes[@]} -eq 0 ] && shapes=(odd decode)
     python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
       --shapes "${shapes[@]}" --methods ${AB_METHODS:-cupti} ${AB_ARGS:-} 2>&1 \
