@@ -47,6 +47,10 @@ METHODS: dict[str, dict[str, Any]] = {
     # a fixed 400 repetitions each (to compare central estimators offline with --keep-samples)
     "cupti-400": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
                   "timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0},
+    # the same 400 repetitions in 8 separate timing loops of 50
+    "cupti-400w8": {"flush_method": "read", "host_gate": True, "placements": 8,
+                    "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
+                    "max_time_s": 2.0, "windows": 8},
     "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8,
                           "tail_reps": 0},
     "read-gated": {"flush_method": "read", "host_gate": True, "placements": 1, "tail_reps": 0},
@@ -130,6 +134,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                                     "median_us": result.median_us,
                                     "sm_clock_effective_mhz":
                                         result.extra.get("sm_clock_effective_mhz"),
+                                    "window_medians_us": result.extra.get("window_medians_us"),
                                     "samples_us": result.extra.get("samples_us", [])
                                     if args.keep_samples else []})
                                 continue
@@ -143,9 +148,10 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                                     "reps": result.timing.reps,
                                     "rse_median_pct": round(result.timing.rse_median_pct, 3),
                                     "sm_clock_mhz": result.timing.sm_clock_mhz,
+                                    "window_medians_us": result.extra.get("window_medians_us"),
                                     "sm_clock_effective_mhz":
                                         result.extra.get("sm_clock_effective_mhz"),
-                                    "samples_us": result.extra.get("samples_us", [])[:400]
+                                    "samples_us": result.extra.get("samples_us", [])[:1000]
                                     if i == 0 or args.keep_samples else [],
                                     "event_samples_us": result.extra.get("event_samples_us", [])
                                     if args.keep_samples else []})

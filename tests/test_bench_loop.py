@@ -286,3 +286,27 @@ def test_the_gate_clock_is_cycles_over_nanoseconds_and_none_for_a_brief_hold() -
     assert gate_clock_mhz(state) == pytest.approx(1980.0)
     words[2] = GATE_CLOCK_MIN_NS - 1
     assert gate_clock_mhz(state) is None
+
+
+def test_windows_split_the_repetitions_into_separate_loops_and_pool_them() -> None:
+    from workbench.engine.bench import window_settings
+
+    log = _Log()
+    level = iter([5.0] * 6 + [6.0] * 6)  # each window: 2 warm-up + 4 timed launches
+
+    def launch() -> None:
+        log.ops.append("launch")
+        log.clock_us += next(level, 7.0)
+
+    settings = BenchSettings(warmup_ms=0.0, min_reps=8, max_reps=8, max_time_s=30.0,
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=0,
+                             windows=2)
+    one = window_settings(settings)
+    assert (one.min_reps, one.max_reps, one.max_time_s, one.windows) == (4, 4, 15.0, 1)
+    times = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
+    assert times.samples_us == [5.0] * 4 + [6.0] * 4  # both windows' samples, pooled
+    assert times.window_medians_us == (5.0, 6.0)
+    assert log.ops.count("hold") == 2  # one batch per window, each after its own warm-up
+    assert window_settings(BenchSettings()) == BenchSettings()
+    with pytest.raises(WorkbenchError, match="windows"):
+        BenchSettings(windows=0)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -123,6 +123,7 @@ class BenchSettings:
     tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
     timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
+    windows: int = 1                  # separate timing loops per candidate (see time_launches)
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, object, str]] = []
@@ -148,6 +149,8 @@ class BenchSettings:
             problems.append(("placements", self.placements, "1..64"))
         if self.flush_method not in FLUSH_METHODS:
             problems.append(("flush_method", self.flush_method, f"one of {FLUSH_METHODS}"))
+        if not 1 <= self.windows <= 64:
+            problems.append(("windows", self.windows, "1..64"))
         if self.timer not in TIMERS:
             problems.append(("timer", self.timer, f"one of {TIMERS}"))
         if problems:
@@ -310,6 +313,7 @@ class LaunchTimes:
     samples_us: list[float]
     event_samples_us: list[float]
     wall_s: float
+    window_medians_us: tuple[float, ...] = ()
 
 
 #: Durations (us) of the timed kernel's launches finished since the last call, in launch
@@ -333,12 +337,53 @@ def gate_clock_mhz(state: Any) -> float | None:
     return 1e3 * cycles / ns
 
 
+def window_settings(settings: BenchSettings) -> BenchSettings:
+    """The settings of one of ``settings.windows`` timing loops: repetition counts and the
+    time budget split evenly between them (at least 3 repetitions each)."""
+    w = settings.windows
+    if w == 1:
+        return settings
+    min_reps = max(3, math.ceil(settings.min_reps / w))
+    return replace(settings, windows=1, min_reps=min_reps,
+                   max_reps=max(min_reps, math.ceil(settings.max_reps / w)),
+                   max_time_s=settings.max_time_s / w)
+
+
 def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                   flush: Callable[[], object] | None = None,
                   gate: Gate | None = None,
                   kernel_clock: KernelClock | None = None) -> LaunchTimes:
-    """Time ``launch`` with one CUDA event pair per repetition.
+    """Time ``launch`` in ``settings.windows`` separate timing loops (:func:`_time_window`)
+    and pool their samples; each window's median is reported too.
+
+    On the H100 a kernel's duration sits in one of a few levels (0.5-4 % apart) for a whole
+    timing loop and may sit in another for the next loop, even in the same process with the
+    same buffers and the same measured SM clock; several shorter loops average over the
+    levels where one long loop reports whichever it drew.
+    """
+    one = window_settings(settings)
+    began = time.perf_counter()
+    samples: list[float] = []
+    events: list[float] = []
+    medians: list[float] = []
+    for _ in range(settings.windows):
+        part = _time_window(cuda, stream, launch, one, prepare=prepare, flush=flush, gate=gate,
+                            kernel_clock=kernel_clock)
+        samples.extend(part.samples_us)
+        events.extend(part.event_samples_us)
+        medians.append(median(part.samples_us))
+    return LaunchTimes(samples_us=samples, event_samples_us=events,
+                       wall_s=time.perf_counter() - began,
+                       window_medians_us=tuple(medians) if settings.windows > 1 else ())
+
+
+def _time_window(cuda: Any, stream: Any, launch: Callable[[], object],
+                 settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
+                 flush: Callable[[], object] | None = None,
+                 gate: Gate | None = None,
+                 kernel_clock: KernelClock | None = None) -> LaunchTimes:
+    """One timing loop: warm-up, then batches with one CUDA event pair per repetition.
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
     evicts the L2 just before the start event; neither is inside the event pair; what the

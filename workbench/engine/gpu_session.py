@@ -511,6 +511,8 @@ class GpuSession:
         reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],
                                  "timing": asdict(timing), "bench_s": wall_s, "method": method,
                                  "nvml": nvml}
+        if times.window_medians_us:
+            reply["method"]["window_medians_us"] = [round(x, 4) for x in times.window_medians_us]
         if gate is not None and gate.clocks_mhz:
             import numpy as np
 

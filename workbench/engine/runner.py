@@ -292,6 +292,8 @@ class LocalRunner:
         if reply.get("method", {}).get("sm_clock_effective_mhz"):
             # the SM clock the gate measured during the timed batches (cycles / globaltimer)
             extra["sm_clock_effective_mhz"] = reply["method"]["sm_clock_effective_mhz"]
+        if reply.get("method", {}).get("window_medians_us"):
+            extra["window_medians_us"] = reply["method"]["window_medians_us"]
         if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
             extra["event_samples_us"] = reply["event_samples_us"]
             extra["timer"] = "cupti"
