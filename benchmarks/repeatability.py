@@ -47,6 +47,10 @@ METHODS: dict[str, dict[str, Any]] = {
     # a fixed 400 repetitions each (to compare central estimators offline with --keep-samples)
     "cupti-400": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
                   "timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0},
+    # ... with 150 ms of other GPU work between the loops
+    "cupti-400w8g150": {"flush_method": "read", "host_gate": True, "placements": 8,
+                        "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
+                        "max_time_s": 2.0, "windows": 8, "window_gap_ms": 150.0},
     # the same 400 repetitions in 8 separate timing loops of 50
     "cupti-400w8": {"flush_method": "read", "host_gate": True, "placements": 8,
                     "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -303,7 +304,11 @@ def test_windows_split_the_repetitions_into_separate_loops_and_pool_them() -> No
                              windows=2)
     one = window_settings(settings)
     assert (one.min_reps, one.max_reps, one.max_time_s, one.windows) == (4, 4, 15.0, 1)
-    times = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
+    gaps: list[float] = []
+    times = time_launches(_Cuda(log), _Stream(log), launch,
+                          replace(settings, window_gap_ms=150.0), gate=_Gate(log),
+                          busy=gaps.append)
+    assert gaps == [150.0]  # between the two windows only
     assert times.samples_us == [5.0] * 4 + [6.0] * 4  # both windows' samples, pooled
     assert times.window_medians_us == (5.0, 6.0)
     assert log.ops.count("hold") == 2  # one batch per window, each after its own warm-up

@@ -124,6 +124,7 @@ class BenchSettings:
     placements: int = 8               # timed repetitions rotate over this many input copies
     timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
     windows: int = 1                  # separate timing loops per candidate (see time_launches)
+    window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, object, str]] = []
@@ -151,6 +152,8 @@ class BenchSettings:
             problems.append(("flush_method", self.flush_method, f"one of {FLUSH_METHODS}"))
         if not 1 <= self.windows <= 64:
             problems.append(("windows", self.windows, "1..64"))
+        if not 0 <= self.window_gap_ms <= 10_000:
+            problems.append(("window_gap_ms", self.window_gap_ms, "0..10000"))
         if self.timer not in TIMERS:
             problems.append(("timer", self.timer, f"one of {TIMERS}"))
         if problems:
@@ -353,9 +356,11 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                   flush: Callable[[], object] | None = None,
                   gate: Gate | None = None,
-                  kernel_clock: KernelClock | None = None) -> LaunchTimes:
+                  kernel_clock: KernelClock | None = None,
+                  busy: Callable[[float], object] | None = None) -> LaunchTimes:
     """Time ``launch`` in ``settings.windows`` separate timing loops (:func:`_time_window`)
-    and pool their samples; each window's median is reported too.
+    and pool their samples; each window's median is reported too. Between windows
+    ``busy(settings.window_gap_ms)`` keeps the GPU working (at full clocks) for that long.
 
     On the H100 a kernel's duration sits in one of a few levels (0.5-4 % apart) for a whole
     timing loop and may sit in another for the next loop, even in the same process with the
@@ -367,7 +372,9 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     samples: list[float] = []
     events: list[float] = []
     medians: list[float] = []
-    for _ in range(settings.windows):
+    for index in range(settings.windows):
+        if index and busy is not None and settings.window_gap_ms > 0:
+            busy(settings.window_gap_ms)
         part = _time_window(cuda, stream, launch, one, prepare=prepare, flush=flush, gate=gate,
                             kernel_clock=kernel_clock)
         samples.extend(part.samples_us)

@@ -454,11 +454,15 @@ class GpuSession:
         """
         if time.perf_counter() - self.last_busy_s < IDLE_GAP_S:
             return
-        busy = self._flusher(64 << 20, "read")
+        self._busy(SPIN_UP_S * 1e3)
+
+    def _busy(self, ms: float) -> None:
+        """Keep the GPU reading a 64 MiB buffer for ``ms`` milliseconds."""
+        work = self._flusher(64 << 20, "read")
         began = time.perf_counter()
-        while time.perf_counter() - began < SPIN_UP_S:
+        while time.perf_counter() - began < ms / 1e3:
             for _ in range(8):
-                busy()
+                work()
             self.stream.synchronize()
 
     def _kernel_clock(self, settings: Any, name: str) -> Any:
@@ -491,7 +495,8 @@ class GpuSession:
         self._spin_up()
         before = self.nvml.sample()
         times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
-                              flush=flush, gate=gate, kernel_clock=kernel_clock)
+                              flush=flush, gate=gate, kernel_clock=kernel_clock,
+                              busy=self._busy)
         samples, wall_s = times.samples_us, times.wall_s
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
