@@ -1,0 +1,75 @@
+"""Where do a kernel's duration levels come from? (run on the GPU machine)
+
+On the H100 a config's CUPTI kernel duration sits at one of a few levels 0.5-4 % apart for a
+whole evaluation (every timing window agrees, with or without seconds of other GPU work in
+between; the measured SM clock does not change). This script separates the two remaining
+suspects in one worker process: for each case it loads the problem (new device buffers for
+the inputs and their placements) ``--loads`` times and, within each load, evaluates the same
+config ``--evals`` times. Levels that change only between loads belong to the buffers'
+placement; levels that change between evaluations of one load do not.
+
+    python benchmarks/duration_levels.py --out levels.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
+from workbench.core.records import Candidate  # noqa: E402
+from workbench.engine.bench import BenchSettings  # noqa: E402
+from workbench.engine.recording import load_recording, recording_paths  # noqa: E402
+from workbench.engine.runner import LocalRunner  # noqa: E402
+
+CASES = (("fused_add_rmsnorm", "decode"), ("fused_add_rmsnorm", "large"),
+         ("silu_and_mul", "large"), ("silu_and_mul", "decode"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--loads", type=int, default=3)
+    ap.add_argument("--evals", type=int, default=4)
+    ap.add_argument("--placements", type=int, default=8)
+    args = ap.parse_args()
+    rows: list[dict[str, Any]] = []
+    for name, shape in CASES:
+        folder = load_kernel_folder(ROOT / "sample_kernels" / name)
+        recording = load_recording(recording_paths(folder.path)[-1])
+        base = BenchSettings.from_dict(dict(recording.bench))
+        settings = BenchSettings.from_dict({**base.to_dict(), "timer": "cupti", "min_reps": 100,
+                                            "max_reps": 100, "max_time_s": 2.0,
+                                            "placements": args.placements})
+        ok = sorted((t for t in recording.trials if t.shape == shape and t.dtype == "bf16"
+                     and t.timing), key=lambda t: t.timing.median_us if t.timing else 0)
+        config = {**folder.template.default_config(), **ok[0].config}
+        other = next(s for s in folder.shapes if s != shape)
+        with LocalRunner(folder, settings=settings, seed=7) as runner:
+            for load in range(args.loads):
+                # another shape in between: the worker frees this problem's buffers and
+                # allocates new ones when it comes back
+                list(runner.measure([Candidate(ok[0].config, other, "bf16")]))
+                medians = []
+                for _ in range(args.evals):
+                    runner.forget_measurements()
+                    [result] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")]))
+                    medians.append(round(result.median_us or float("nan"), 3))
+                rows.append({"kernel": name, "shape": shape, "load": load, "config": config,
+                             "placements": args.placements, "medians_us": medians})
+                print(f"{name:18s} {shape:7s} load {load}: "
+                      f"{' '.join(f'{m:8.3f}' for m in medians)} us", flush=True)
+    Path(args.out).write_text(json.dumps({"date": dt.date.today().isoformat(), "rows": rows},
+                                         indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
