@@ -4,6 +4,7 @@
 #   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 #   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
+#   gpu_checks/run_benchmarks.sh levels                   duration levels vs evaluations / allocations
 #   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
 #                                                         CUPTI durations vs event pairs (ab)
 #   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only
@@ -55,6 +56,12 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
     python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
       --shapes "${shapes[@]}" --methods ${AB_METHODS:-cupti} ${AB_ARGS:-} 2>&1 \
       | tee "$OUT/repeatability_processes.log" | tail -30
+    ;;
+  levels)  # duration levels: between evaluations or between buffer allocations?
+    for pl in ${LEVEL_PLACEMENTS:-8 1}; do
+      python3 benchmarks/duration_levels.py --placements "$pl" --out "$OUT/duration_levels_p$pl.json" "$@" \
+        2>&1 | tee "$OUT/duration_levels_p$pl.log" | tail -20
+    done
     ;;
   knob)  # KERNEL KNOB VALUES... : a new knob's values on the recording's finalists
     kernel="$1"; knob="$2"; shift 2
