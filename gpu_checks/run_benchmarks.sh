@@ -4,6 +4,7 @@
 #   gpu_checks/run_benchmarks.sh compare                  Kernel Tuner throughput, repeatability, peers
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 #   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
+#   gpu_checks/run_benchmarks.sh tune "ARGS; ARGS"        live workbench tune runs
 #   gpu_checks/run_benchmarks.sh levels                   duration levels vs evaluations / allocations
 #   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
 #                                                         CUPTI durations vs event pairs (ab)
@@ -62,6 +63,13 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
       python3 benchmarks/duration_levels.py --placements "$pl" --out "$OUT/duration_levels_p$pl.json" "$@" \
         2>&1 | tee "$OUT/duration_levels_p$pl.log" | tail -20
     done
+    ;;
+  tune)  # workbench tune, live: each argument group separated by ';' is one run
+    IFS=';' read -ra runs <<< "$*"
+    for r in "${runs[@]}"; do
+      # shellcheck disable=SC2086
+      python3 -m workbench.cli tune $r 2>&1 | tail -30
+    done 2>&1 | tee "$OUT/tune.log"
     ;;
   knob)  # KERNEL KNOB VALUES... : a new knob's values on the recording's finalists
     kernel="$1"; knob="$2"; shift 2

@@ -114,6 +114,17 @@ def test_tune_without_a_gpu_points_to_replay(capsys: pytest.CaptureFixture[str])
     assert "needs a CUDA GPU" in err and "--replay" in err
 
 
+def test_tune_refuses_a_timer_for_a_replay_and_names_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "wb.sqlite"
+    code, _ = run("tune", SILU, "--shape", "decode", "--replay", "--timer", "cupti",
+                  "--store", str(store))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--timer cupti applies to live measurement" in err and "recording" in err
+    assert not store.exists()
+
+
 @needs_nvcc
 def test_propose_offline_prints_diff_and_parameters() -> None:
     code, text = run("propose", str(ROOT / "sample_kernels" / "fused_add_rmsnorm"))

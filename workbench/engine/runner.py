@@ -152,7 +152,10 @@ class LocalRunner:
                              hint=REPLAY_HINT)
         self.device: DeviceSpec = spec_from_hello(self.hello)
         self.facts = device_facts(self.hello)
-        self.description = f"{self.device.name} (live)"
+        # the timer is part of what a time means: trials timed differently never share a
+        # provenance (a resumed store does not mix event-pair and CUPTI times)
+        self.description = (f"{self.device.name} (live)" if self.settings.timer == "events"
+                            else f"{self.device.name} (live, {self.settings.timer} timer)")
         self.compiler = compiler or Compiler(self.device.arch)
         self._loaded: tuple[str, str] | None = None
         self._failed_at: float | None = None
