@@ -179,6 +179,44 @@ def timing_method_section() -> str:
                      "max spread %"], rows))
 
 
+CUPTI_RUNS = (
+    ("run1_cupti_default_reps", "recording's settings (10–400 repetitions, stopping rule), "
+     "3 workers, odd + decode"),
+    ("run2_cupti_400", "400 repetitions, 4 workers, odd + decode + large"),
+    ("run3_cupti_400_clock", "400 repetitions, 3 workers, SM clock measured per batch"),
+    ("run4_cupti_400_windows8", "400 repetitions as 8 back-to-back windows of 50, 3 workers"),
+    ("run5_cupti_400_windows8_gap150ms", "8 windows with 150 ms of other GPU work between "
+     "them, 2 workers, decode + large"),
+)
+
+
+def cupti_section() -> str:
+    """Between-process spread of CUPTI kernel durations vs the event pairs of the same
+    launches, plus the live tune runs with either timer."""
+    rows = []
+    for name, what in CUPTI_RUNS:
+        doc = load(f"h100/cupti/{name}.json")
+        if doc is None:
+            continue
+        summary = doc["summary"]
+        for method, summ in summary.items():
+            timer = "event pairs" if method.endswith("-events") else "CUPTI durations"
+            rows.append([name.split("_")[0], what, timer, summ["configs"], summ["within_1pct"],
+                         summ["median_spread_pct"], summ["max_spread_pct"]])
+    if not rows:
+        return "_not run yet_"
+    return ("`BenchSettings(timer=\"cupti\")` (`workbench tune --timer cupti`) takes each "
+            "repetition's time from CUPTI's kernel activity record (the kernel's own start and "
+            "end, what Nsight reports) while the event pair around the same launch is still "
+            "recorded, so every row below compares the two timers on identical launches. "
+            "Top 5 configs of each sample kernel (bf16) from the newest recordings, each "
+            "measured once per fresh worker; spread = max/min − 1 of a config's medians. "
+            "H100 80GB HBM3, driver 580.159.04, CUDA 13.0 (libcupti 13.0, API 130001), "
+            "2026-11-22; data in `results/h100/cupti/`.\n\n"
+            + table(["run", "what", "timer", "configs", "spread ≤ 1 %", "median spread %",
+                     "max spread %"], rows))
+
+
 def ncu_section() -> str:
     """Event medians vs Nsight Compute kernel durations in the same fresh processes, and
     kernel durations of ours vs peers."""
@@ -304,6 +342,8 @@ def main() -> None:
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
     text += "\n## Timing method: between-process spread (H100)\n\n" + \
         timing_method_section() + "\n"
+    text += "\n## Timer: CUPTI kernel durations vs event pairs (H100)\n\n" + \
+        cupti_section() + "\n"
     text += "\n## Kernel durations by Nsight Compute (H100)\n\n" + ncu_section() + "\n"
     text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
         strategies_section() + "\n"
