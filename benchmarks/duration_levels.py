@@ -39,6 +39,11 @@ def main() -> int:
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--evals", type=int, default=4)
     ap.add_argument("--placements", type=int, default=8)
+    ap.add_argument("--carveout", type=int, default=-1,
+                    help="BenchSettings.carveout_pct (-1: the driver's default)")
+    ap.add_argument("--alternate", action="store_true",
+                    help="evaluate the fastest and the second fastest config in turn, "
+                         "without reloading (same buffers, modules cached)")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
     for name, shape in CASES:
@@ -47,12 +52,29 @@ def main() -> int:
         base = BenchSettings.from_dict(dict(recording.bench))
         settings = BenchSettings.from_dict({**base.to_dict(), "timer": "cupti", "min_reps": 100,
                                             "max_reps": 100, "max_time_s": 2.0,
-                                            "placements": args.placements})
+                                            "placements": args.placements,
+                                            "carveout_pct": args.carveout})
         ok = sorted((t for t in recording.trials if t.shape == shape and t.dtype == "bf16"
                      and t.timing), key=lambda t: t.timing.median_us if t.timing else 0)
         config = {**folder.template.default_config(), **ok[0].config}
         other = next(s for s in folder.shapes if s != shape)
         with LocalRunner(folder, settings=settings, seed=7) as runner:
+            if args.alternate:
+                seq: dict[int, list[float]] = {0: [], 1: []}
+                for turn in range(2 * args.evals):
+                    runner.forget_measurements()
+                    which = turn % 2
+                    [result] = list(runner.measure([Candidate(ok[which].config, shape,
+                                                              "bf16")]))
+                    seq[which].append(round(result.median_us or float("nan"), 3))
+                rows.append({"kernel": name, "shape": shape, "alternate": True,
+                             "carveout_pct": args.carveout,
+                             "configs": [dict(ok[0].config), dict(ok[1].config)],
+                             "medians_us": [seq[0], seq[1]]})
+                print(f"{name:18s} {shape:7s} carveout {args.carveout:3d} alternating: "
+                      f"#0 {' '.join(f'{m:8.3f}' for m in seq[0])} | "
+                      f"#1 {' '.join(f'{m:8.3f}' for m in seq[1])} us", flush=True)
+                continue
             for load in range(args.loads):
                 # another shape in between: the worker frees this problem's buffers and
                 # allocates new ones when it comes back

@@ -315,3 +315,11 @@ def test_windows_split_the_repetitions_into_separate_loops_and_pool_them() -> No
     assert window_settings(BenchSettings()) == BenchSettings()
     with pytest.raises(WorkbenchError, match="windows"):
         BenchSettings(windows=0)
+
+
+def test_carveout_is_minus_one_or_a_percentage() -> None:
+    assert BenchSettings().carveout_pct == -1  # the driver's default unless asked
+    assert BenchSettings(carveout_pct=0).carveout_pct == 0
+    with pytest.raises(WorkbenchError, match="carveout_pct") as info:
+        BenchSettings(carveout_pct=101)
+    assert info.value.details["expected"] == "-1 (driver default) or 0..100"

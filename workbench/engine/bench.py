@@ -125,6 +125,8 @@ class BenchSettings:
     timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
     windows: int = 1                  # separate timing loops per candidate (see time_launches)
     window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
+    carveout_pct: int = -1            # shared-memory carveout preference set on the timed and
+                                      # eviction kernels (0 = most L1; -1 = driver default)
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, object, str]] = []
@@ -152,6 +154,8 @@ class BenchSettings:
             problems.append(("flush_method", self.flush_method, f"one of {FLUSH_METHODS}"))
         if not 1 <= self.windows <= 64:
             problems.append(("windows", self.windows, "1..64"))
+        if not -1 <= self.carveout_pct <= 100:
+            problems.append(("carveout_pct", self.carveout_pct, "-1 (driver default) or 0..100"))
         if not 0 <= self.window_gap_ms <= 10_000:
             problems.append(("window_gap_ms", self.window_gap_ms, "0..10000"))
         if self.timer not in TIMERS:

@@ -465,6 +465,15 @@ class GpuSession:
                 work()
             self.stream.synchronize()
 
+    def _carveout(self, func: Any, pct: int) -> None:
+        """Set the shared-memory carveout preference of ``func`` and of the eviction kernel
+        that runs between its repetitions (the driver may still pick more if a kernel needs
+        it)."""
+        attr = self.cuda.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT
+        for f in (func, self.evict):
+            if f is not None:
+                f.set_attribute(attr, int(pct))
+
     def _kernel_clock(self, settings: Any, name: str) -> Any:
         """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it."""
         if settings.timer != "cupti":
@@ -565,6 +574,8 @@ class GpuSession:
         if not message.get("time", True):
             return reply
         grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
+        if settings.carveout_pct >= 0:
+            self._carveout(func, settings.carveout_pct)
         places = self._placements(settings.placements)
         current = [places[0]]
         turn = [0]
