@@ -39,8 +39,8 @@ def main() -> int:
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--evals", type=int, default=4)
     ap.add_argument("--placements", type=int, default=8)
-    ap.add_argument("--carveout", type=int, default=-1,
-                    help="BenchSettings.carveout_pct (-1: the driver's default)")
+    ap.add_argument("--carveout", default="driver",
+                    help="BenchSettings.carveout: driver, occupancy or a percentage")
     ap.add_argument("--alternate", action="store_true",
                     help="evaluate the fastest and the second fastest config in turn, "
                          "without reloading (same buffers, modules cached)")
@@ -53,7 +53,7 @@ def main() -> int:
         settings = BenchSettings.from_dict({**base.to_dict(), "timer": "cupti", "min_reps": 100,
                                             "max_reps": 100, "max_time_s": 2.0,
                                             "placements": args.placements,
-                                            "carveout_pct": args.carveout})
+                                            "carveout": args.carveout})
         ok = sorted((t for t in recording.trials if t.shape == shape and t.dtype == "bf16"
                      and t.timing), key=lambda t: t.timing.median_us if t.timing else 0)
         config = {**folder.template.default_config(), **ok[0].config}
@@ -68,10 +68,10 @@ def main() -> int:
                                                               "bf16")]))
                     seq[which].append(round(result.median_us or float("nan"), 3))
                 rows.append({"kernel": name, "shape": shape, "alternate": True,
-                             "carveout_pct": args.carveout,
+                             "carveout": args.carveout,
                              "configs": [dict(ok[0].config), dict(ok[1].config)],
                              "medians_us": [seq[0], seq[1]]})
-                print(f"{name:18s} {shape:7s} carveout {args.carveout:3d} alternating: "
+                print(f"{name:18s} {shape:7s} carveout {args.carveout:>9s} alternating: "
                       f"#0 {' '.join(f'{m:8.3f}' for m in seq[0])} | "
                       f"#1 {' '.join(f'{m:8.3f}' for m in seq[1])} us", flush=True)
                 continue

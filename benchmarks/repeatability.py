@@ -51,6 +51,10 @@ METHODS: dict[str, dict[str, Any]] = {
     "cupti-400w8g150": {"flush_method": "read", "host_gate": True, "placements": 8,
                         "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
                         "max_time_s": 2.0, "windows": 8, "window_gap_ms": 150.0},
+    # 400 repetitions with the occupancy carveout set on the timed and eviction kernels
+    "cupti-400-occ": {"flush_method": "read", "host_gate": True, "placements": 8,
+                      "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
+                      "max_time_s": 2.0, "carveout": "occupancy"},
     # the same 400 repetitions in 8 separate timing loops of 50
     "cupti-400w8": {"flush_method": "read", "host_gate": True, "placements": 8,
                     "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,

@@ -65,7 +65,7 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
     done
     ;;
   levels-alt)  # two configs in turn, with the driver's carveout and with each given one
-    for c in ${LEVEL_CARVEOUTS:--1 0 100}; do
+    for c in ${LEVEL_CARVEOUTS:-driver 0 100}; do
       python3 benchmarks/duration_levels.py --alternate --carveout "$c" \
         --out "$OUT/duration_levels_alt_c$c.json" "$@" 2>&1 | tee "$OUT/duration_levels_alt_c$c.log" | tail -8
     done

@@ -317,9 +317,11 @@ def test_windows_split_the_repetitions_into_separate_loops_and_pool_them() -> No
         BenchSettings(windows=0)
 
 
-def test_carveout_is_minus_one_or_a_percentage() -> None:
-    assert BenchSettings().carveout_pct == -1  # the driver's default unless asked
-    assert BenchSettings(carveout_pct=0).carveout_pct == 0
-    with pytest.raises(WorkbenchError, match="carveout_pct") as info:
-        BenchSettings(carveout_pct=101)
-    assert info.value.details["expected"] == "-1 (driver default) or 0..100"
+def test_carveout_is_driver_occupancy_or_a_percentage() -> None:
+    assert BenchSettings().carveout == "driver"  # the driver's choice unless asked
+    for ok in ("occupancy", "0", "100"):
+        assert BenchSettings(carveout=ok).carveout == ok
+    for bad in ("101", "-1", "max_l1", ""):
+        with pytest.raises(WorkbenchError, match="carveout") as info:
+            BenchSettings(carveout=bad)
+        assert info.value.details["value"] == bad

@@ -574,8 +574,8 @@ class GpuSession:
         if not message.get("time", True):
             return reply
         grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
-        if settings.carveout_pct >= 0:
-            self._carveout(func, settings.carveout_pct)
+        if message.get("carveout_pct") is not None:
+            self._carveout(func, int(message["carveout_pct"]))
         places = self._placements(settings.placements)
         current = [places[0]]
         turn = [0]

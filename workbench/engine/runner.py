@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from workbench.core.errors import NoGPUError, TemplateError, WorkbenchError, WorkerError
-from workbench.core.hardware import DeviceSpec, launch_problem, occupancy
+from workbench.core.hardware import DeviceSpec, launch_problem, occupancy, occupancy_carveout_pct
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
+from workbench.core.records import Candidate, Config, ResourceUsage, Status, Timing, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate, Launch
 from workbench.engine.bench import TIMING_KERNELS_SOURCE, BenchSettings, CopyTiming
@@ -245,14 +245,27 @@ class LocalRunner:
 
     # -- one evaluation on the GPU -------------------------------------------------------------
 
+    def _carveout_pct(self, usage: ResourceUsage | None, launch: Launch) -> int | None:
+        """The carveout preference the worker sets before timing (None: the driver's)."""
+        mode = self.settings.carveout
+        if mode == "driver":
+            return None
+        if mode != "occupancy":
+            return int(mode)
+        if usage is None:
+            return None
+        return occupancy_carveout_pct(self.device, usage.with_dynamic_smem(launch.smem_bytes),
+                                      launch.threads_per_block)
+
     def _evaluate(self, shape: str, dtype: str, cubin: str, entry: str, launch: Launch,
-                  *, time_it: bool = True) -> dict[str, Any]:
+                  *, time_it: bool = True, usage: ResourceUsage | None = None) -> dict[str, Any]:
         """Ask the worker; failures of the worker itself become replies with a status."""
         self._ensure_loaded(shape, dtype)
         message = {"cmd": "evaluate", "key": f"{self.folder.name}/{shape}/{dtype}/{self.seed}",
                    "cubin": cubin, "entry": entry, "grid": list(launch.grid),
                    "block": list(launch.block), "smem_bytes": launch.smem_bytes,
-                   "settings": self.settings.to_dict(), "time": time_it}
+                   "settings": self.settings.to_dict(), "time": time_it,
+                   "carveout_pct": self._carveout_pct(usage, launch)}
         try:
             reply = self._client.request(message, timeout_s=self.settings.timeout_s)
         except (WorkerTimeout, WorkerDied) as exc:
@@ -331,7 +344,7 @@ class LocalRunner:
             compiled, launch = self._baseline_build(shape, dtype)
             assert compiled.cubin_path is not None
             reply = self._evaluate(shape, dtype, compiled.cubin_path, self.folder.baseline.entry,
-                                   launch)
+                                   launch, usage=compiled.usage)
             result = self._result(Candidate(Config(), shape, dtype), compiled.instance_hash,
                                   compiled, launch, reply)
             if result.status is not Status.OK:
@@ -493,7 +506,7 @@ class LocalRunner:
                            compile_s=compiled.compile_s,
                            extra={**earlier.extra, "reused_from": dict(earlier.config)})
         reply = self._evaluate(candidate.shape, candidate.dtype, compiled.cubin_path,
-                               plan.instance.entry, launch)
+                               plan.instance.entry, launch, usage=compiled.usage)
         result = self._result(candidate, plan.instance.hash, compiled, launch, reply)
         if result.status in (Status.OK, Status.WRONG_RESULT):
             self._measured[key] = result  # crashes and hangs are not cached: rerun if asked
