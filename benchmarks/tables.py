@@ -187,6 +187,7 @@ CUPTI_RUNS = (
     ("run4_cupti_400_windows8", "400 repetitions as 8 back-to-back windows of 50, 3 workers"),
     ("run5_cupti_400_windows8_gap150ms", "8 windows with 150 ms of other GPU work between "
      "them, 2 workers, decode + large"),
+    ("run6_cupti_400_occupancy_carveout", "400 repetitions, occupancy carveout set, 3 workers"),
 )
 
 
