@@ -325,3 +325,13 @@ def test_carveout_is_driver_occupancy_or_a_percentage() -> None:
         with pytest.raises(WorkbenchError, match="carveout") as info:
             BenchSettings(carveout=bad)
         assert info.value.details["value"] == bad
+
+
+def test_the_timer_and_carveout_are_part_of_a_live_runners_provenance() -> None:
+    from workbench.engine.runner import live_description
+
+    name = "NVIDIA H100 80GB HBM3"
+    assert live_description(name, BenchSettings()) == f"{name} (live)"
+    assert live_description(name, BenchSettings(timer="cupti")) == f"{name} (live, cupti timer)"
+    assert live_description(name, BenchSettings(timer="cupti", carveout="occupancy")) == \
+        f"{name} (live, cupti timer, carveout occupancy)"

@@ -54,15 +54,15 @@ L2_FLUSH_FACTOR = 2
 #: How the L2 is evicted between repetitions (see the module docstring).
 FLUSH_METHODS = ("read", "write")
 
-#: The shared-memory carveout (how the SM's unified L1/shared array is split) is state the
-#: SM keeps between launches. Left to the driver ("driver"), a kernel may run with whatever
-#: split the kernels before it left, and its duration moves with it: on the H100 the same
-#: config measured 174.9 / 175.9 / 184.6 us (fused_add_rmsnorm large) and 228.8 / 230.8 us
-#: (silu_and_mul large) with the driver's choice / carveout 100 % / 0 %, and sat at such
-#: levels for whole evaluations depending on what ran before it. "occupancy" sets, on every
-#: timed kernel and on the eviction kernel between its repetitions, the smallest carveout
-#: that keeps the occupancy its registers and threads allow
-#: (:func:`workbench.core.hardware.occupancy_carveout_pct`); a number sets that percentage.
+#: The shared-memory carveout (how the SM's unified L1/shared array is split) moves a
+#: kernel's duration: on the H100 the same config measured 174.9 / 175.9 / 184.6 us
+#: (fused_add_rmsnorm large) and 228.8 / 230.8 us (silu_and_mul large) with the driver's
+#: choice / a 100 % / a 0 % carveout preference. "driver" leaves it to the driver;
+#: "occupancy" sets, on every timed kernel and on the eviction kernel between its
+#: repetitions, the smallest carveout that keeps the occupancy its registers and threads
+#: allow (:func:`workbench.core.hardware.occupancy_carveout_pct`); a number sets that
+#: percentage. (Pinning it did not remove the between-process duration levels described in
+#: benchmarks/NOTES.md; it makes the split explicit.)
 CARVEOUTS = ("driver", "occupancy")
 
 #: What a repetition's time is: the CUDA event pair around the launch, or the kernel's own
@@ -165,7 +165,7 @@ class BenchSettings:
             problems.append(("flush_method", self.flush_method, f"one of {FLUSH_METHODS}"))
         if not 1 <= self.windows <= 64:
             problems.append(("windows", self.windows, "1..64"))
-        if self.carveout not in ("driver", "occupancy") and not (
+        if self.carveout not in CARVEOUTS and not (
                 self.carveout.isdigit() and 0 <= int(self.carveout) <= 100):
             problems.append(("carveout", self.carveout,
                              "'driver', 'occupancy' or a percentage '0'..'100'"))
@@ -348,8 +348,6 @@ class ClockMismatch(WorkbenchError):
 def gate_clock_mhz(state: Any) -> float | None:
     """The SM clock (MHz) a gate measured, from its int32 state words; ``None`` when it was
     held too briefly to tell."""
-    import numpy as np
-
     words = np.asarray(state[:GATE_STATE_INT32], dtype=np.int32).view(np.uint64)
     cycles, ns = int(words[1]), int(words[2])
     if ns < GATE_CLOCK_MIN_NS or cycles <= 0:
@@ -379,10 +377,10 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     and pool their samples; each window's median is reported too. Between windows
     ``busy(settings.window_gap_ms)`` keeps the GPU working (at full clocks) for that long.
 
-    On the H100 a kernel's duration sits in one of a few levels (0.5-4 % apart) for a whole
-    timing loop and may sit in another for the next loop, even in the same process with the
-    same buffers and the same measured SM clock; several shorter loops average over the
-    levels where one long loop reports whichever it drew.
+    Windows exist to test whether a duration drawn in one loop holds for the next: on the
+    H100 the levels a config's duration sits at (0.5-4 % apart, between fresh workers) held
+    for every window of an evaluation, back to back and with 150 ms of other GPU work
+    between windows, so the default stays one window (benchmarks/NOTES.md).
     """
     one = window_settings(settings)
     began = time.perf_counter()

@@ -56,6 +56,16 @@ HELLO_TIMEOUT_S = 120.0
 LOAD_TIMEOUT_S = 300.0
 
 
+def live_description(device_name: str, settings: BenchSettings) -> str:
+    """A live runner's description, which store provenance carries: the timer and the
+    carveout are part of what a time means, so trials measured with other ones never share
+    a provenance (a resumed store does not mix event-pair and CUPTI times)."""
+    method = [f"{settings.timer} timer"] if settings.timer != "events" else []
+    if settings.carveout != "driver":
+        method.append(f"carveout {settings.carveout}")
+    return f"{device_name} (live{''.join(', ' + m for m in method)})"
+
+
 @runtime_checkable
 class Runner(Protocol):
     """What the search and the UI need from a place that measures candidates."""
@@ -152,10 +162,7 @@ class LocalRunner:
                              hint=REPLAY_HINT)
         self.device: DeviceSpec = spec_from_hello(self.hello)
         self.facts = device_facts(self.hello)
-        # the timer is part of what a time means: trials timed differently never share a
-        # provenance (a resumed store does not mix event-pair and CUPTI times)
-        self.description = (f"{self.device.name} (live)" if self.settings.timer == "events"
-                            else f"{self.device.name} (live, {self.settings.timer} timer)")
+        self.description = live_description(self.device.name, self.settings)
         self.compiler = compiler or Compiler(self.device.arch)
         self._loaded: tuple[str, str] | None = None
         self._failed_at: float | None = None
