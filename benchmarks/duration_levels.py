@@ -41,6 +41,10 @@ def main() -> int:
     ap.add_argument("--placements", type=int, default=8)
     ap.add_argument("--carveout", default="driver",
                     help="BenchSettings.carveout: driver, occupancy or a percentage")
+    ap.add_argument("--predecessors", type=int, default=0,
+                    help="evaluate the fastest config right after each of N other configs "
+                         "(spread over the recording's ranking), twice over: does the "
+                         "config evaluated just before pick the level?")
     ap.add_argument("--alternate", action="store_true",
                     help="evaluate the fastest and the second fastest config in turn, "
                          "without reloading (same buffers, modules cached)")
@@ -59,6 +63,27 @@ def main() -> int:
         config = {**folder.template.default_config(), **ok[0].config}
         other = next(s for s in folder.shapes if s != shape)
         with LocalRunner(folder, settings=settings, seed=7) as runner:
+            if args.predecessors:
+                step = max(1, (len(ok) - 1) // args.predecessors)
+                others = ok[1::step][:args.predecessors]
+                after: dict[int, list[float]] = {i: [] for i in range(len(others))}
+                before: dict[int, float] = {}
+                for _ in range(2):
+                    for i, prev in enumerate(others):
+                        runner.forget_measurements()
+                        [p] = list(runner.measure([Candidate(prev.config, shape, "bf16")]))
+                        before[i] = round(p.median_us or float("nan"), 3)
+                        runner.forget_measurements()
+                        [x] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")]))
+                        after[i].append(round(x.median_us or float("nan"), 3))
+                for i, prev in enumerate(others):
+                    rows.append({"kernel": name, "shape": shape, "predecessor": dict(prev.config),
+                                 "predecessor_median_us": before[i],
+                                 "target_config": dict(ok[0].config),
+                                 "target_medians_us": after[i]})
+                    print(f"{name:18s} {shape:7s} after {before[i]:9.3f} us config "
+                          f"{dict(prev.config)}: target {after[i]}", flush=True)
+                continue
             if args.alternate:
                 seq: dict[int, list[float]] = {0: [], 1: []}
                 for turn in range(2 * args.evals):

@@ -64,6 +64,10 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
         2>&1 | tee "$OUT/duration_levels_p$pl.log" | tail -20
     done
     ;;
+  levels-pred)  # the target config right after each of N other configs, twice
+    python3 benchmarks/duration_levels.py --predecessors "${LEVEL_PRED:-10}" \
+      --out "$OUT/duration_levels_predecessors.json" "$@" 2>&1 | tee "$OUT/duration_levels_pred.log" | tail -50
+    ;;
   levels-alt)  # two configs in turn, with the driver's carveout and with each given one
     for c in ${LEVEL_CARVEOUTS:-driver 0 100}; do
       python3 benchmarks/duration_levels.py --alternate --carveout "$c" \
