@@ -55,6 +55,10 @@ METHODS: dict[str, dict[str, Any]] = {
     "cupti-400-occ": {"flush_method": "read", "host_gate": True, "placements": 8,
                       "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
                       "max_time_s": 2.0, "carveout": "occupancy"},
+    # 400 repetitions over 8 input copies at random 256-byte offsets within their pages
+    "cupti-400-scatter": {"flush_method": "read", "host_gate": True, "placements": 8,
+                          "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
+                          "max_time_s": 2.0, "scatter_placements": True},
     # the same 400 repetitions in 8 separate timing loops of 50
     "cupti-400w8": {"flush_method": "read", "host_gate": True, "placements": 8,
                     "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,

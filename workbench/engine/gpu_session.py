@@ -166,10 +166,10 @@ def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> dict[str, Any]
 class _Replica:
     """Kernel arguments for one placement of input set 1: its own buffers or a copy."""
 
-    def __init__(self, source: _InputSet, buffers: dict[str, Any], owned: bool) -> None:
+    def __init__(self, source: _InputSet, buffers: dict[str, Any], owned: list[Any]) -> None:
         self.source = source
-        self.buffers = buffers
-        self.owned = owned
+        self.buffers = buffers  # argument name -> device pointer (allocation or int)
+        self.owned = owned      # allocations this replica frees
         values: list[Any] = []
         scalars = iter(v for a, v in zip(source.args, source.values, strict=True)
                        if a["role"] == "scalar")
@@ -180,17 +180,28 @@ class _Replica:
 
     @classmethod
     def of(cls, source: _InputSet) -> _Replica:
-        return cls(source, dict(source.buffers), owned=False)
+        return cls(source, dict(source.buffers), owned=[])
 
     @classmethod
-    def copy(cls, source: _InputSet) -> _Replica:
+    def copy(cls, source: _InputSet, scatter_seed: int | None = None) -> _Replica:
+        """A copy in new allocations; with ``scatter_seed`` each buffer starts at a random
+        multiple of 256 bytes inside its first 2 MiB (allocations are page aligned, so
+        plain copies sit at the same offsets within a page as the original)."""
+        import numpy as np
+
         cuda = source.session.cuda
-        buffers = {}
+        rng = np.random.default_rng(scatter_seed) if scatter_seed is not None else None
+        buffers: dict[str, Any] = {}
+        owned = []
         for name, buf in source.buffers.items():
-            new = cuda.mem_alloc(source.nbytes[name])
-            cuda.memcpy_dtod(new, buf, source.nbytes[name])
-            buffers[name] = new
-        return cls(source, buffers, owned=True)
+            nbytes = source.nbytes[name]
+            offset = 256 * int(rng.integers(0, SCATTER_SPAN // 256)) if rng is not None else 0
+            new = cuda.mem_alloc(nbytes + offset)
+            owned.append(new)
+            ptr = int(new) + offset
+            cuda.memcpy_dtod(ptr, buf, nbytes)
+            buffers[name] = ptr
+        return cls(source, buffers, owned=owned)
 
     def restore(self, stream: Any) -> None:
         """Copy every inout argument back from input set 1's pristine copy."""
@@ -199,14 +210,16 @@ class _Replica:
                                                        self.source.nbytes[name], stream)
 
     def free(self) -> None:
-        if self.owned:
-            for buf in self.buffers.values():
-                buf.free()
+        for allocation in self.owned:
+            allocation.free()
+        self.owned = []
         self.buffers = {}
 
 
 #: Device memory the timing copies of one problem's inputs may take (see _placements).
 PLACEMENT_BYTES = 1 << 30
+#: Scattered copies start at a random 256-byte multiple below this offset.
+SCATTER_SPAN = 2 << 20
 
 IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
 SPIN_UP_S = 0.2  # busy time before timing after such a pause
@@ -331,7 +344,7 @@ class GpuSession:
         self.replicas = []
         self.problem_key = None
 
-    def _placements(self, wanted: int) -> list[_Replica]:
+    def _placements(self, wanted: int, scatter: bool = False) -> list[_Replica]:
         """Input set 1 plus up to ``wanted - 1`` copies of it at other device addresses.
 
         Timed repetitions rotate over them, so a time is not the property of one physical
@@ -346,7 +359,8 @@ class GpuSession:
         if not self.replicas:
             self.replicas = [_Replica.of(first)]
         while len(self.replicas) < fit:
-            self.replicas.append(_Replica.copy(first))
+            seed = len(self.replicas) if scatter else None
+            self.replicas.append(_Replica.copy(first, scatter_seed=seed))
         return self.replicas[:fit]
 
     def load(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -576,7 +590,7 @@ class GpuSession:
         grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
         if message.get("carveout_pct") is not None:
             self._carveout(func, int(message["carveout_pct"]))
-        places = self._placements(settings.placements)
+        places = self._placements(settings.placements, settings.scatter_placements)
         current = [places[0]]
         turn = [0]
 
