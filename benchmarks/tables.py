@@ -188,6 +188,8 @@ CUPTI_RUNS = (
     ("run5_cupti_400_windows8_gap150ms", "8 windows with 150 ms of other GPU work between "
      "them, 2 workers, decode + large"),
     ("run6_cupti_400_occupancy_carveout", "400 repetitions, occupancy carveout set, 3 workers"),
+    ("run7_cupti_400_scattered_placements", "400 repetitions, input copies at random offsets "
+     "within their pages, 3 workers"),
 )
 
 
