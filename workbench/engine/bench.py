@@ -134,6 +134,7 @@ class BenchSettings:
     tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
     scatter_placements: bool = False  # copies start at random 256 B offsets within a page
+                                      # (measured: does not remove duration levels; NOTES.md)
     timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
     windows: int = 1                  # separate timing loops per candidate (see time_launches)
     window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
