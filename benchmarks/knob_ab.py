@@ -61,8 +61,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     order = list(range(len(cands)))
                     rng.shuffle(order)
                     runner.forget_measurements()
-                    for i, result in zip(order, runner.measure([cands[i] for i in order]),
-                                         strict=True):
+                    index = {cands[i].config: i for i in order}
+                    # results come when ready, not in the order asked: pair them by config
+                    for result in runner.measure([cands[i] for i in order]):
+                        i = index[result.config]
                         status[i] = f"{result.status.value} {result.reason}".strip()
                         if result.median_us:
                             medians[i].append(result.median_us)

@@ -83,6 +83,15 @@ def _top(recording: Any, shape: str, dtype: str, top: int,
     return best
 
 
+def _in_order(runner: LocalRunner, candidates: list[Candidate]) -> list[TrialResult]:
+    """The runner's results in the order of ``candidates``: ``measure`` yields each result
+    when it is ready (compiles finish in any order), so position says nothing; the config
+    does. (Before this, results were paired with configs by position, which mislabelled
+    configs whenever compiles finished out of order.)"""
+    by_config = {r.config: r for r in runner.measure(candidates)}
+    return [by_config[c.config] for c in candidates]
+
+
 def _settings(recording: Any) -> BenchSettings:
     return BenchSettings.from_dict(dict(recording.bench)) if recording.bench else BenchSettings()
 
@@ -97,7 +106,7 @@ def against_recording(args: argparse.Namespace) -> dict[str, Any]:
                 for dtype in args.dtypes:
                     ok = _top(recording, shape, dtype, args.top,
                               folder.template.default_config())
-                    fresh = list(runner.measure([Candidate(t.config, shape, dtype) for t in ok]))
+                    fresh = _in_order(runner, [Candidate(t.config, shape, dtype) for t in ok])
                     for before, after in zip(ok, fresh, strict=True):
                         assert before.timing is not None
                         row = {"kernel": name, "shape": shape, "dtype": dtype,
@@ -141,7 +150,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                             runner.forget_measurements()
                         cands = [Candidate(t.config, shape, dtype) for t in top]
                         got = ([r for c in cands for r in runner.measure([c])]
-                               if args.one_at_a_time else runner.measure(cands))
+                               if args.one_at_a_time else _in_order(runner, cands))
                         for i, result in enumerate(got):
                             if repeat and result.median_us and result.timing:
                                 detail[(shape, dtype, i)][-1].setdefault("repeats", []).append({

@@ -5,6 +5,7 @@
 #   gpu_checks/run_benchmarks.sh small                    peers at odd/decode (read flush), agent CLI
 #   gpu_checks/run_benchmarks.sh ab [SHAPES...]           between-process spread, new vs old timing
 #   gpu_checks/run_benchmarks.sh tune "ARGS; ARGS"        live workbench tune runs
+#   gpu_checks/run_benchmarks.sh repeat                   repeatability target + between-process spread
 #   gpu_checks/run_benchmarks.sh levels                   duration levels vs evaluations / allocations
 #   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
 #                                                         CUPTI durations vs event pairs (ab)
@@ -63,6 +64,13 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
       python3 benchmarks/duration_levels.py --placements "$pl" --out "$OUT/duration_levels_p$pl.json" "$@" \
         2>&1 | tee "$OUT/duration_levels_p$pl.log" | tail -20
     done
+    ;;
+  repeat)  # the repeatability target (recording mode), then the between-process spread
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" --shapes odd decode large \
+      2>&1 | tee "$OUT/repeatability.log" | tail -50
+    python3 benchmarks/repeatability.py --mode processes --out "$OUT/repeatability_processes.json" \
+      --shapes odd decode large --methods ${AB_METHODS:-tail6 cupti} ${AB_ARGS:-} 2>&1 \
+      | tee "$OUT/repeatability_processes.log" | tail -12
     ;;
   levels-pred)  # the target config right after each of N other configs, twice
     python3 benchmarks/duration_levels.py --predecessors "${LEVEL_PRED:-10}" \

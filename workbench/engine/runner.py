@@ -75,7 +75,10 @@ class Runner(Protocol):
 
     def baseline(self, shape: str, dtype: str) -> TrialResult: ...
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]: ...
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        """One result per candidate, each yielded when it is ready: in any order (compiles
+        finish out of order), so pair results with candidates by ``result.config``."""
+        ...
 
     def close(self) -> None: ...
 
@@ -422,7 +425,8 @@ class LocalRunner:
         self._measured.clear()
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
-        """Evaluate candidates; yield each result as soon as it is known."""
+        """Evaluate candidates; yield each result as soon as it is known (in the order the
+        GPU got to them, not the order given: match by ``result.config``)."""
         pending: dict[str, list[_Pending]] = {}
         for candidate in candidates:
             plan = self._plan(candidate)
