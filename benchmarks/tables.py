@@ -127,9 +127,11 @@ def kt_section() -> str:
 
 def repeat_section() -> str:
     parts = []
-    for name, label in (("h100/repeatability.json", "current method"),
+    for name, label in (("h100/repeatability.json",
+                         "current method, event timer, results paired by config"),
                         ("h100/earlier_method/repeatability_third_run.json",
-                         "earlier method (zeroing flush, ungated, one placement)")):
+                         "earlier method (zeroing flush, ungated, one placement); results "
+                         "paired by position, see the notes")):
         doc = load(name)
         if doc is None:
             continue
@@ -174,12 +176,18 @@ def timing_method_section() -> str:
             "(batch 10 in sweeps, 16 by default). Runs 6–8 (fourth session, after the "
             "template iteration): the top 5 of fused_add_rmsnorm and merge_attn_states_lse at "
             "odd and decode in 3 fresh workers each, run 6 on a machine started seconds "
-            "before, runs 7–8 right after it on the warm machine.\n\n"
+            "before, runs 7–8 right after it on the warm machine. **All runs in this table paired "
+            "each result with a config by its position in the batch** (a bug in "
+            "`repeatability.py`, fixed in the fifth session: results arrive when ready, so a "
+            "config could be credited with another's time); their spreads overstate the "
+            "between-process spread. The table below, run 8, is paired by config.\n\n"
             + table(["run", "method", "configs", "spread ≤ 1 %", "median spread %",
                      "max spread %"], rows))
 
 
 CUPTI_RUNS = (
+    ("run8_paired_by_config", "**results paired by config**; the recordings' settings "
+     "(10–400 repetitions, stopping rule), 3 workers, odd + decode + large"),
     ("run1_cupti_default_reps", "recording's settings (10–400 repetitions, stopping rule), "
      "3 workers, odd + decode"),
     ("run2_cupti_400", "400 repetitions, 4 workers, odd + decode + large"),
@@ -203,7 +211,9 @@ def cupti_section() -> str:
             continue
         summary = doc["summary"]
         for method, summ in summary.items():
-            timer = "event pairs" if method.endswith("-events") else "CUPTI durations"
+            timer = ("event pairs, same launches" if method.endswith("-events")
+                     else "event pairs, CUPTI off" if method == "tail6"
+                     else "CUPTI durations")
             rows.append([name.split("_")[0], what, timer, summ["configs"], summ["within_1pct"],
                          summ["median_spread_pct"], summ["max_spread_pct"]])
     if not rows:
@@ -215,7 +225,10 @@ def cupti_section() -> str:
             "Top 5 configs of each sample kernel (bf16) from the newest recordings, each "
             "measured once per fresh worker; spread = max/min − 1 of a config's medians. "
             "H100 80GB HBM3, driver 580.159.04, CUDA 13.0 (libcupti 13.0, API 130001), "
-            "2026-11-22; data in `results/h100/cupti/`.\n\n"
+            "2026-11-22; data in `results/h100/cupti/`. Runs 1–7 paired results with configs "
+            "by position in the batch (the bug described above), so their spreads mix up "
+            "configs (the 'levels' the notes describe); run 8 is paired by config and "
+            "is the one to read.\n\n"
             + table(["run", "what", "timer", "configs", "spread ≤ 1 %", "median spread %",
                      "max spread %"], rows))
 
