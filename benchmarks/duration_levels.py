@@ -1,14 +1,17 @@
-"""Where do a kernel's duration levels come from? (run on the GPU machine)
+"""Does one config's duration move between evaluations of one worker? (GPU machine)
 
-On the H100 a config's CUPTI kernel duration sits at one of a few levels 0.5-4 % apart for a
-whole evaluation (every timing window agrees, with or without seconds of other GPU work in
-between; the measured SM clock does not change). This script separates the two remaining
-suspects in one worker process: for each case it loads the problem (new device buffers for
-the inputs and their placements) ``--loads`` times and, within each load, evaluates the same
-config ``--evals`` times. Levels that change only between loads belong to the buffers'
-placement; levels that change between evaluations of one load do not.
+Written when the between-process runs seemed to show a config's CUPTI duration sitting at
+one of a few levels 0.5-4 % apart; those "levels" turned out to be a pairing bug in
+``repeatability.py`` (results matched to configs by position; fixed). Single-candidate
+sequences like these are immune to it, and they found one stable time per config. Modes:
 
-    python benchmarks/duration_levels.py --out levels.json
+* default: load the problem ``--loads`` times (new buffers) and evaluate the fastest config
+  ``--evals`` times in each load;
+* ``--alternate``: the fastest and second fastest config in turn (same buffers);
+* ``--predecessors N``: the fastest config right after each of N others, twice over;
+* ``--carveout``: the shared-memory carveout preference (driver, occupancy or a percent).
+
+    python benchmarks/duration_levels.py --out levels.json [--alternate --carveout 100]
 """
 
 from __future__ import annotations

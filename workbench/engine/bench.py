@@ -61,8 +61,7 @@ FLUSH_METHODS = ("read", "write")
 #: "occupancy" sets, on every timed kernel and on the eviction kernel between its
 #: repetitions, the smallest carveout that keeps the occupancy its registers and threads
 #: allow (:func:`workbench.core.hardware.occupancy_carveout_pct`); a number sets that
-#: percentage. (Pinning it did not remove the between-process duration levels described in
-#: benchmarks/NOTES.md; it makes the split explicit.)
+#: percentage.
 CARVEOUTS = ("driver", "occupancy")
 
 #: What a repetition's time is: the CUDA event pair around the launch, or the kernel's own
@@ -134,7 +133,7 @@ class BenchSettings:
     tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
     scatter_placements: bool = False  # copies start at random 256 B offsets within a page
-                                      # (measured: does not remove duration levels; NOTES.md)
+                                      # (no measurable effect on the H100; NOTES.md)
     timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
     windows: int = 1                  # separate timing loops per candidate (see time_launches)
     window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
@@ -379,10 +378,9 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
     and pool their samples; each window's median is reported too. Between windows
     ``busy(settings.window_gap_ms)`` keeps the GPU working (at full clocks) for that long.
 
-    Windows exist to test whether a duration drawn in one loop holds for the next: on the
-    H100 the levels a config's duration sits at (0.5-4 % apart, between fresh workers) held
-    for every window of an evaluation, back to back and with 150 ms of other GPU work
-    between windows, so the default stays one window (benchmarks/NOTES.md).
+    Windows test whether a time drawn in one loop holds for the next: on the H100 every
+    window of an evaluation agreed (back to back and with 150 ms of other GPU work between
+    windows), so the default stays one window (benchmarks/NOTES.md).
     """
     one = window_settings(settings)
     began = time.perf_counter()
