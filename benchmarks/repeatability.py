@@ -149,8 +149,7 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                         if repeat:
                             runner.forget_measurements()
                         cands = [Candidate(t.config, shape, dtype) for t in top]
-                        got = ([r for c in cands for r in runner.measure([c])]
-                               if args.one_at_a_time else _in_order(runner, cands))
+                        got = _in_order(runner, cands)
                         for i, result in enumerate(got):
                             if repeat and result.median_us and result.timing:
                                 detail[(shape, dtype, i)][-1].setdefault("repeats", []).append({
@@ -245,9 +244,6 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=1,
                     help="measure every config this many times per process (within-process "
                          "spread; only the first counts for the between-process spread)")
-    ap.add_argument("--one-at-a-time", action="store_true",
-                    help="hand the runner one candidate per measure() call (no parallel "
-                         "compile thread, fixed order) instead of the top configs at once")
     ap.add_argument("--keep-samples", action="store_true",
                     help="keep every config's samples (and event samples), not only rank 0's")
     ap.add_argument("--methods", nargs="*", default=["tail6", "read-gated-place8"],

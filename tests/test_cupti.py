@@ -60,15 +60,18 @@ def test_kernel_and_copy_records_decode_to_name_and_timestamps() -> None:
     struct.pack_into("<I", kernel, 0, cupti.KIND_CONCURRENT_KERNEL)
     struct.pack_into("<QQ", kernel, cupti.KERNEL_START_OFFSET, 1_000_000, 1_004_250)
     struct.pack_into("<Q", kernel, cupti.KERNEL_NAME_OFFSET, 0xDEADBEEF)
-    assert cupti.decode_record(cupti.KIND_CONCURRENT_KERNEL, bytes(kernel)) == \
-        ("0xdeadbeef", 1_000_000, 1_004_250)
+    names = {0xDEADBEEF: "silu_and_mul_kernel"}
+    assert cupti.decode_record(cupti.KIND_CONCURRENT_KERNEL, bytes(kernel), names.__getitem__) \
+        == ("silu_and_mul_kernel", 1_000_000, 1_004_250)
     copy = bytearray(cupti.MEMCPY_END_OFFSET + 8)
     copy[cupti.MEMCPY_COPY_KIND_OFFSET] = cupti.MEMCPY_DTOD
     struct.pack_into("<QQ", copy, cupti.MEMCPY_START_OFFSET, 7, 9)
-    assert cupti.decode_record(cupti.KIND_MEMCPY, bytes(copy)) == (cupti.DTOD_COPY, 7, 9)
+    assert cupti.decode_record(cupti.KIND_MEMCPY, bytes(copy), names.__getitem__) == \
+        (cupti.DTOD_COPY, 7, 9)
     copy[cupti.MEMCPY_COPY_KIND_OFFSET] = 1  # host to device: not a DtoD copy
-    assert cupti.decode_record(cupti.KIND_MEMCPY, bytes(copy))[0] == "<memcpy 1>"
-    assert cupti.decode_record(99, bytes(copy)) == (None, 0, 0)
+    assert cupti.decode_record(cupti.KIND_MEMCPY, bytes(copy), names.__getitem__)[0] == \
+        "<memcpy 1>"
+    assert cupti.decode_record(99, bytes(copy), names.__getitem__) == (None, 0, 0)
     assert cupti.ActivityRecord("k", 1_000_000, 1_004_250).duration_us == pytest.approx(4.25)
 
 

@@ -23,6 +23,7 @@ import os
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,17 +132,18 @@ def load_library(candidates: list[str] | None = None) -> tuple[ctypes.CDLL, str,
         expected="path of libcupti.so from CUDA 13+")
 
 
-def decode_record(kind: int, raw: bytes) -> tuple[str | None, int, int]:
+def decode_record(kind: int, raw: bytes,
+                  kernel_name: Callable[[int], str]) -> tuple[str | None, int, int]:
     """(name, start_ns, end_ns) of a kernel or memcpy record's leading bytes.
 
     ``raw`` holds at least the record's first ``KERNEL_NAME_OFFSET + 8`` bytes for a kernel
-    record (the name is returned as its pointer's value formatted ``0x...`` and resolved by
-    the caller) or ``MEMCPY_END_OFFSET + 8`` for a copy. Other kinds give ``(None, 0, 0)``.
+    record (``kernel_name`` turns its name pointer into the name) or
+    ``MEMCPY_END_OFFSET + 8`` for a copy. Other kinds give ``(None, 0, 0)``.
     """
     if kind in (KIND_KERNEL, KIND_CONCURRENT_KERNEL):
         start, end = struct.unpack_from("<QQ", raw, KERNEL_START_OFFSET)
         (name_ptr,) = struct.unpack_from("<Q", raw, KERNEL_NAME_OFFSET)
-        return f"0x{name_ptr:x}", start, end
+        return kernel_name(name_ptr), start, end
     if kind == KIND_MEMCPY:
         copy_kind = raw[MEMCPY_COPY_KIND_OFFSET]
         start, end = struct.unpack_from("<QQ", raw, MEMCPY_START_OFFSET)
@@ -217,11 +219,9 @@ class CuptiClock:
                 continue
             raw = ctypes.string_at(record.value, KERNEL_NAME_OFFSET + 8
                                    if kind != KIND_MEMCPY else MEMCPY_END_OFFSET + 8)
-            name, start, end = decode_record(kind, raw)
+            name, start, end = decode_record(kind, raw, self._name)
             if name is None:
                 continue
-            if name.startswith("0x"):
-                name = self._name(int(name, 16))
             decoded.append(ActivityRecord(name, start, end))
         with self._lock:
             self._records.extend(decoded)
@@ -250,14 +250,8 @@ class CuptiClock:
                     self.lib.cuptiActivityGetNumDroppedRecords(None, 0, ctypes.byref(count)))
         return int(count.value)
 
-    def discard(self) -> None:
-        """Flush and forget everything recorded so far (warm-up, verification, ...)."""
-        self.flush()
-        with self._lock:
-            self._records.clear()
-
     def take(self, name: str, expected: int = 0) -> list[float]:
-        """Durations (us) of the records named ``name`` since the last take/discard, in start
+        """Durations (us) of the records named ``name`` since the last take, in start
         order; every other record is forgotten. Call after the stream is synchronized.
 
         When fewer than ``expected`` arrived with the ordinary flush, a forced flush is
