@@ -21,14 +21,19 @@ export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/loca
   PATH="/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1 WORKBENCH_CACHE_DIR=/tmp/workbench-cubins
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
 case "$what" in
-  record)
+  record)  # GPU_TESTS=1: the gpu-marked tests first, and no sweep if one fails
     kernels="${1:?kernels}"
-    python3 gpu_checks/record_sweeps.py --out "$OUT" --kernels "$kernels" --budget-s 420 2>&1 | tail -40
+    if [ "${GPU_TESTS:-0}" = 1 ]; then
+      python3 -m pytest -m gpu -q -rA tests/gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
+      tail -n 1 "$OUT/gpu_tests.log" | grep -q "failed\|error" && { echo "gpu tests failed: no sweep"; exit 1; }
+    fi
+    python3 gpu_checks/record_sweeps.py --out "$OUT" --kernels "$kernels" --budget-s 420 2>&1 \
+      | tee "$OUT/record_$kernels.log" | tail -40
     for k in ${kernels//,/ }; do
       [ -f "$OUT/$k.json" ] && cp "$OUT/$k.json" "sample_kernels/$k/recordings/h100_sxm-$(date -u +%F).json"
     done
-    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" --kernels ${kernels//,/ } \
-      --shapes odd decode large 2>&1 | tail -40
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability_$kernels.json" \
+      --kernels ${kernels//,/ } --shapes odd decode large 2>&1 | tail -40
     ;;
   compare)
     # a fresh cubin cache: both tuners compile every config from scratch

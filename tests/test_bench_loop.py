@@ -20,6 +20,7 @@ from workbench.engine.bench import (
     TIMING_KERNELS_SOURCE,
     BenchSettings,
     ClockMismatch,
+    resolve_timer,
     time_launches,
 )
 
@@ -248,8 +249,31 @@ def test_a_kernel_clock_that_misses_launches_is_an_error_naming_the_counts() -> 
 def test_timer_is_validated_with_the_key_named() -> None:
     with pytest.raises(WorkbenchError, match="timer") as info:
         BenchSettings(timer="ncu")
-    assert info.value.details["expected"] == "one of ('events', 'cupti')"
+    assert info.value.details["expected"] == "one of ('auto', 'events', 'cupti')"
     assert BenchSettings.from_dict({"timer": "cupti"}).timer == "cupti"
+    assert BenchSettings().timer == "auto"
+
+
+def test_settings_stored_before_the_timer_existed_mean_the_event_timer() -> None:
+    # recordings made before the timer field carry no "timer": they were timed by events
+    old = {k: v for k, v in BenchSettings(timer="events").to_dict().items() if k != "timer"}
+    assert BenchSettings.from_dict(old).timer == "events"
+    assert BenchSettings.from_dict({**old, "timer": "cupti"}).timer == "cupti"
+
+
+def test_auto_timer_resolves_to_cupti_where_libcupti_loads_and_says_why_otherwise() -> None:
+    settings, note = resolve_timer(BenchSettings(), None)
+    assert settings.timer == "cupti" and note == "cupti: auto: libcupti loaded"
+    settings, note = resolve_timer(BenchSettings(), "no usable libcupti; tried: /x: gone")
+    assert settings.timer == "events"
+    assert note == "events: auto, no usable libcupti (no usable libcupti; tried: /x: gone)"
+    same, note = resolve_timer(BenchSettings(timer="events"), None)
+    assert same.timer == "events" and note == "events: asked for"
+    # asking for CUPTI explicitly where it cannot load is an error naming why, not events
+    with pytest.raises(WorkbenchError, match="tried: /x: gone") as info:
+        resolve_timer(BenchSettings(timer="cupti"), "tried: /x: gone")
+    assert info.value.details == {"key": "timer", "value": "cupti",
+                                  "expected": "a loadable libcupti"}
 
 
 def test_flush_method_is_validated_with_the_key_named() -> None:
@@ -331,7 +355,7 @@ def test_the_timer_and_carveout_are_part_of_a_live_runners_provenance() -> None:
     from workbench.engine.runner import live_description
 
     name = "NVIDIA H100 80GB HBM3"
-    assert live_description(name, BenchSettings()) == f"{name} (live)"
+    assert live_description(name, BenchSettings(timer="events")) == f"{name} (live)"
     assert live_description(name, BenchSettings(timer="cupti")) == f"{name} (live, cupti timer)"
     assert live_description(name, BenchSettings(timer="cupti", carveout="occupancy")) == \
         f"{name} (live, cupti timer, carveout occupancy)"

@@ -11,6 +11,7 @@ from workbench.core.errors import WorkbenchError
 from workbench.core.records import Timing
 from workbench.engine.bench import (
     BenchSettings,
+    grouped_median,
     median,
     median_standard_error,
     quartiles,
@@ -111,3 +112,73 @@ def test_timer_ticks_do_not_make_a_noisy_few_microsecond_median_look_precise() -
     # with enough repetitions the same spread does reach the target
     many = np.round(rng.normal(5.0, 0.37, size=4000) / 0.032) * 0.032
     assert rse_median_pct(many) < 0.5
+
+
+TICK_US = 0.032  # the H100's GPU timer step (CUDA events and CUPTI timestamps)
+
+
+def _on_ticks(values: np.ndarray) -> np.ndarray:
+    return np.round(values / TICK_US) * TICK_US
+
+
+def test_grouped_median_interpolates_inside_the_middle_tick_by_the_share_below_it() -> None:
+    half = np.array([1.888] * 50 + [1.920] * 50)
+    assert grouped_median(half, TICK_US) == pytest.approx(1.904)  # the edge between them
+    seventy = np.array([1.888] * 70 + [1.920] * 30)
+    # 50 of the 70 samples in the lower tick sit below the middle: 1.872 + 50/70 * 0.032
+    assert grouped_median(seventy, TICK_US) == pytest.approx(1.872 + 50 / 70 * 0.032)
+    assert np.median(seventy) == pytest.approx(1.888)
+    # CUPTI's durations jitter by a nanosecond around the tick values: still one tick each
+    jittered = np.array([1.887, 1.888, 1.889] * 20 + [1.919, 1.920, 1.921] * 10)
+    assert grouped_median(jittered, TICK_US) == pytest.approx(1.872 + 45 / 60 * 0.032, abs=1e-3)
+    assert grouped_median([2.5] * 9, TICK_US) == pytest.approx(2.5)
+
+
+def test_grouped_median_of_a_quantized_kernel_is_five_times_closer_than_the_sample_median() -> None:
+    # a 1.90 us kernel with a 20 ns spread read off a 32 ns clock: the sample median can
+    # only be 1.888 or 1.920, the grouped one lands near 1.90
+    grouped, plain = [], []
+    for seed in range(200):
+        x = _on_ticks(np.random.default_rng(seed).normal(1.90, 0.02, size=160))
+        grouped.append(grouped_median(x, TICK_US) - 1.90)
+        plain.append(float(np.median(x)) - 1.90)
+    rms_grouped = math.sqrt(float(np.mean(np.square(grouped))))
+    rms_plain = math.sqrt(float(np.mean(np.square(plain))))
+    assert rms_grouped < rms_plain / 4
+    assert rms_plain > 0.010  # at least a third of a tick off, as the tick forces
+
+
+def test_median_groups_only_with_a_fine_tick_and_rejects_a_bad_one() -> None:
+    x = np.array([1.888] * 7 + [1.920] * 3)
+    assert median(x) == pytest.approx(1.888)
+    assert median(x, TICK_US) == pytest.approx(grouped_median(x, TICK_US))
+    assert median(x, 1.0) == pytest.approx(1.888)  # a coarse clock: the plain median
+    with pytest.raises(WorkbenchError, match="tick_us") as info:
+        grouped_median(x, 0.0)
+    assert info.value.details == {"key": "tick_us", "value": 0.0, "expected": "> 0"}
+
+
+def test_tick_aware_error_never_claims_more_precision_than_the_tick_allows() -> None:
+    same = np.array([1.92] * 40)  # every repetition on one tick value
+    assert median_standard_error(same) == 0.0  # the tick-blind estimate: "exact"
+    assert median_standard_error(same, TICK_US) == pytest.approx(TICK_US / math.sqrt(12))
+    s = BenchSettings(min_reps=10, max_reps=400, max_time_s=1.0, target_rse_pct=0.25)
+    assert should_stop(list(same), 0.01, s)
+    assert not should_stop(list(same), 0.01, s, tick_us=TICK_US)
+    # two ticks 70/30 over 10 samples: the density estimate tick * sqrt(n) / (2 * 7)
+    x = np.array([1.888] * 7 + [1.920] * 3)
+    assert median_standard_error(x, TICK_US) >= TICK_US * math.sqrt(10) / 14
+    # and with many samples the tick-aware error does shrink below the target
+    many = _on_ticks(np.random.default_rng(3).normal(1.90, 0.02, size=400))
+    assert rse_median_pct(many, TICK_US) < 0.25
+
+
+def test_summary_and_speedup_use_the_tick_aware_median() -> None:
+    x = np.array([1.888] * 70 + [1.920] * 30)
+    t = summarize(x, l2_flushed=True, tick_us=TICK_US)
+    assert t.median_us == pytest.approx(grouped_median(x, TICK_US))
+    assert (t.q1_us, t.q3_us) == pytest.approx((1.888, 1.920))
+    ref = np.array([2.496] * 50 + [2.528] * 50)
+    sp = speedup_interval(ref, x, tick_us=TICK_US, resamples=300)
+    assert sp.speedup == pytest.approx(grouped_median(ref, TICK_US) / grouped_median(x, TICK_US))
+    assert sp.low <= sp.speedup <= sp.high

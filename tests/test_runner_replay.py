@@ -51,8 +51,16 @@ def test_recording_is_complete_and_real(name: str) -> None:
     assert ok and all(t.timing and t.timing.median_us > 0 and t.timing.l2_flushed for t in ok)
     # distinct configs give distinct timings: nothing was copied or made up
     assert len({t.timing.median_us for t in ok if t.timing}) > len(ok) // 20
-    for copy in rec.copy:  # a device copy never beats the H100's ~3.35 TB/s peak
-        assert 0 < copy.bandwidth_gb_per_s < 3350
+    for copy in rec.copy:
+        # after the L2 eviction the copy's reads come from DRAM, so it cannot read faster
+        # than the H100's ~3.35 TB/s; its writes may not: up to the L2's 50 MB they land in
+        # the cache and are written back after the kernel's CUPTI duration has ended (the
+        # 38 MB merge prefill copy measures 3.49 TB/s read + written)
+        read_bytes = copy.bytes_moved / 2
+        assert copy.median_us > 0
+        assert read_bytes / (copy.median_us * 1e-6) / 1e9 < 3350, copy
+        if copy.bytes_moved / 2 > 50e6:  # writes beyond the L2: both directions in DRAM
+            assert copy.bandwidth_gb_per_s < 3350, copy
 
 
 @pytest.mark.replay

@@ -246,13 +246,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     folder = load_kernel_folder(args.folder)
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
     folder.shape_values(args.shape)
-    if args.replay is not None and args.timer != "events":
+    if args.replay is not None and args.timer is not None:
         print(f"--timer {args.timer} applies to live measurement; a replay answers with the "
               f"times its recording measured (see the recording's bench settings)",
               file=sys.stderr)
         return 2
     try:
-        runner = _runner_for(folder, args.replay, timer=args.timer)
+        runner = _runner_for(folder, args.replay, timer=args.timer or "auto")
     except NoGPUError as exc:
         print(f"workbench tune needs a CUDA GPU for live measurement: {exc.message}\n"
               f"On this machine, replay the committed recording instead:\n"
@@ -269,7 +269,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         store = SQLiteStore(args.store)
         session = store.create_session(folder.name, notes=f"workbench tune {args.shape}/{dtype}")
         baseline = runner.baseline(args.shape, dtype)
+        timer = getattr(runner, "timer_note", "")
         print(f"{folder.name} @ {args.shape} [{dtype}] on {runner.description}\n"
+              + (f"timer {timer}\n" if timer else "") +
               f"space: {space.size} configs after constraints ({space.raw_size} raw); "
               f"strategy {args.strategy}, budget {budget.max_evaluations}; store {args.store}",
               file=out)
@@ -341,7 +343,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
     return 0 if report is None or report.status != "failed" else 1
 
 
-def _runner_for(folder: KernelFolder, replay: str | None, timer: str = "events") -> Any:
+def _runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto") -> Any:
     """LocalRunner on a GPU; the recording (newest, or the file named) with --replay."""
     from workbench.engine.bench import BenchSettings
     from workbench.engine.replay import ReplayRunner
@@ -439,10 +441,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="SQLite file; rerunning resumes where it stopped")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="answer from a recording instead of the GPU (newest if no file)")
-    p.add_argument("--timer", choices=["events", "cupti"], default="events",
-                   help="events: a CUDA event pair around each launch (default); cupti: the "
-                        "kernel's own duration from CUPTI activity records (what Nsight "
-                        "reports; excludes the launch gap), event pairs kept beside it")
+    p.add_argument("--timer", choices=["auto", "events", "cupti"], default=None,
+                   help="cupti: the kernel's own duration from CUPTI activity records (what "
+                        "Nsight reports; excludes the launch gap), event pairs kept beside "
+                        "it; events: a CUDA event pair around each launch; auto (default): "
+                        "cupti where the GPU worker can load libcupti, else events")
     p.add_argument("--progress", action="store_true", help="progress bar even when piped")
     p.add_argument("--verbose", action="store_true", help="print every new best")
     p.set_defaults(func=cmd_tune)

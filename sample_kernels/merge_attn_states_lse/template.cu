@@ -103,6 +103,48 @@ __device__ __forceinline__ Pack merge_pack(const Pack& a, const Pack& b, const W
   return o;
 }
 
+// Where item j of a thread lives: whether it exists, its row, its element offset, and
+// whether this thread writes the row's merged LSE.
+template <typename Offset>
+struct Site {
+  bool valid;
+  unsigned row;
+  Offset off;
+  bool writes_lse;
+};
+
+// The flattened and 2-D layouts share this body: load all ITEMS (LSEs and packs) first so
+// the loads are in flight together, then merge and store. ``site(j)`` says where item j is.
+template <typename SiteOf>
+__device__ __forceinline__ void merge_items(SiteOf site, scalar_t* __restrict__ out,
+                                            float* __restrict__ out_lse,
+                                            const scalar_t* __restrict__ v_a,
+                                            const float* __restrict__ s_a,
+                                            const scalar_t* __restrict__ v_b,
+                                            const float* __restrict__ s_b) {
+  Pack a[ITEMS], b[ITEMS];
+  float la[ITEMS], lb[ITEMS];
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const auto at = site(j);
+    if (at.valid) {
+      la[j] = s_a[at.row];
+      lb[j] = s_b[at.row];
+      a[j] = *reinterpret_cast<const Pack*>(v_a + at.off);
+      b[j] = *reinterpret_cast<const Pack*>(v_b + at.off);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const auto at = site(j);
+    if (at.valid) {
+      const Weights w = merge_weights(la[j], lb[j]);
+      *reinterpret_cast<Pack*>(out + at.off) = merge_pack(a[j], b[j], w);
+      if (at.writes_lse) out_lse[at.row] = w.lse;
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_kernel(
@@ -119,29 +161,12 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
                                               : static_cast<unsigned>(head_dim);
   const unsigned pack = threadIdx.x;  // blockDim.x == packs_per_row (kernel.toml)
   const unsigned first = blockIdx.x * (ROWS_PER_BLOCK * ITEMS) + threadIdx.y;
-  Pack a[ITEMS], b[ITEMS];
-  float la[ITEMS], lb[ITEMS];
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j) {
-    const unsigned row = first + j * ROWS_PER_BLOCK;
-    if (row < rows) {
-      const unsigned off = row * row_len + pack * kVec;
-      la[j] = s_a[row];
-      lb[j] = s_b[row];
-      a[j] = *reinterpret_cast<const Pack*>(v_a + off);
-      b[j] = *reinterpret_cast<const Pack*>(v_b + off);
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < ITEMS; ++j) {
-    const unsigned row = first + j * ROWS_PER_BLOCK;
-    if (row < rows) {
-      const Weights w = merge_weights(la[j], lb[j]);
-      const unsigned off = row * row_len + pack * kVec;
-      *reinterpret_cast<Pack*>(out + off) = merge_pack(a[j], b[j], w);
-      if (pack == 0) out_lse[row] = w.lse;
-    }
-  }
+  merge_items(
+      [&](int j) {
+        const unsigned row = first + j * ROWS_PER_BLOCK;
+        return Site<unsigned>{row < rows, row, row * row_len + pack * kVec, pack == 0};
+      },
+      out, out_lse, v_a, s_a, v_b, s_b);
   (void)packs_per_row;
 #elif THREADS_PER_ROW == 0
   constexpr unsigned block_threads = BLOCK_THREADS;
@@ -149,31 +174,15 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
   const unsigned tile = block_threads * ITEMS;  // packs per block per iteration
   for (unsigned base = blockIdx.x * tile + threadIdx.x; base - threadIdx.x < total;
        base += gridDim.x * tile) {
-    Pack a[ITEMS], b[ITEMS];
-    float la[ITEMS], lb[ITEMS];
-#pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const unsigned idx = base + j * block_threads;
-      if (idx < total) {
-        const unsigned row = idx / packs_per_row;
-        const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
-        la[j] = s_a[row];
-        lb[j] = s_b[row];
-        a[j] = *reinterpret_cast<const Pack*>(v_a + off);
-        b[j] = *reinterpret_cast<const Pack*>(v_b + off);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-      const unsigned idx = base + j * block_threads;
-      if (idx < total) {
-        const unsigned row = idx / packs_per_row;
-        const Weights w = merge_weights(la[j], lb[j]);
-        const unsigned long long off = static_cast<unsigned long long>(idx) * kVec;
-        *reinterpret_cast<Pack*>(out + off) = merge_pack(a[j], b[j], w);
-        if (idx == row * packs_per_row) out_lse[row] = w.lse;
-      }
-    }
+    merge_items(
+        [&](int j) {
+          const unsigned idx = base + j * block_threads;
+          const unsigned row = idx / packs_per_row;
+          return Site<unsigned long long>{idx < total, row,
+                                          static_cast<unsigned long long>(idx) * kVec,
+                                          idx == row * packs_per_row};
+        },
+        out, out_lse, v_a, s_a, v_b, s_b);
   }
 #else
   constexpr unsigned kGroups = BLOCK_THREADS / THREADS_PER_ROW;  // rows per block iteration

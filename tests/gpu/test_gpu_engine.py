@@ -139,3 +139,31 @@ def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
         assert result.timing.median_us < sorted(events)[len(events) // 2]
         copy = runner.copy_timing("decode", "bf16")
         assert copy.timing.reps >= 20 and copy.median_us > 0
+
+
+@pytest.mark.timeout(300)
+def test_auto_timer_picks_cupti_here_and_the_median_groups_by_the_measured_timer_tick(
+        silu: KernelFolder) -> None:
+    """The GPU machine has libcupti, so the default timer resolves to CUPTI (and says so);
+    the worker measures the GPU timer's step once, every timestamp difference is a whole
+    number of those steps (within CUPTI's 1 ns rounding), and the reported median is the
+    grouped median over that step."""
+    from workbench.engine.bench import grouped_median
+
+    settings = BenchSettings(warmup_ms=1.0, min_reps=20, max_reps=200, max_time_s=0.1,
+                             timeout_s=4.0)
+    with LocalRunner(silu, settings=settings) as runner:
+        assert runner.settings.timer == "cupti", runner.timer_note
+        assert runner.timer_note == "cupti: auto: libcupti loaded"
+        assert "cupti timer" in runner.description
+        [result] = list(runner.measure([Candidate(silu.template.default_config(), "odd",
+                                                  "bf16")]))
+        assert result.status is Status.OK and result.timing is not None, result.reason
+        tick = result.extra["clock_tick_us"]
+        assert 0.0 < tick <= 1.0
+        samples = result.extra["samples_us"]
+        steps = [(s - min(samples)) / tick for s in samples]
+        assert all(abs(x - round(x)) * tick < 0.0025 for x in steps), (tick, samples[:20])
+        assert result.timing.median_us == pytest.approx(grouped_median(samples, tick), abs=1e-3)
+        print(f"\ntimer tick {tick * 1e3:.1f} ns; silu odd default "
+              f"{result.timing.median_us:.3f} us over {result.timing.reps} reps")

@@ -65,8 +65,18 @@ FLUSH_METHODS = ("read", "write")
 CARVEOUTS = ("driver", "occupancy")
 
 #: What a repetition's time is: the CUDA event pair around the launch, or the kernel's own
-#: duration from CUPTI's activity records of the same launch.
-TIMERS = ("events", "cupti")
+#: duration from CUPTI's activity records of the same launch. "auto" (the default) is
+#: CUPTI where the GPU worker can load libcupti (CUDA 13+), else events; a LocalRunner
+#: resolves it when its worker starts (:func:`resolve_timer`) and reports which it chose.
+TIMERS = ("auto", "events", "cupti")
+
+#: Settings fields added after recordings were made, with the value those recordings were
+#: measured with: a stored settings dict without the field means that value.
+LEGACY_DEFAULTS: dict[str, Any] = {"timer": "events"}
+
+#: The tick-aware median groups samples by the clock's tick only up to this tick (us): the
+#: GPU timer of the H100 ticks every 0.032 us; a coarse clock is left to the plain median.
+MAX_GROUPING_TICK_US = 0.25
 
 #: Words of the gate's state in pinned memory: flag, timeouts, then two 64-bit counters.
 GATE_STATE_INT32 = 6
@@ -83,7 +93,8 @@ GATE_TIMEOUT_NS = 200_000_000
 #: cycles and nanoseconds it was held in ``state[2:6]`` (two 64-bit words): the SM clock the
 #: batch behind it ran at, measured rather than sampled from NVML; ``wb_evict``
 #: reads a buffer (float4 loads) and stores nothing unless its sum hits an impossible value,
-#: so the loads stay but no cache line is dirtied.
+#: so the loads stay but no cache line is dirtied; ``wb_tick`` measures the GPU timer's
+#: resolution (the step the tick-aware median groups by).
 TIMING_KERNELS_SOURCE = r"""
 extern "C" __global__ void wb_gate(volatile int* state, unsigned long long timeout_ns) {
   unsigned long long t0, t;
@@ -101,6 +112,22 @@ extern "C" __global__ void wb_gate(volatile int* state, unsigned long long timeo
   volatile unsigned long long* probe = (volatile unsigned long long*)(state + 2);
   probe[0] = (unsigned long long)(c1 - c0);
   probe[1] = t - t0;
+}
+extern "C" __global__ void wb_tick(unsigned long long* out) {
+  // The GPU timer's resolution: the smallest step of %globaltimer over 64 changes.
+  unsigned long long prev, t, step = ~0ull;
+  unsigned changes = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(prev));
+  for (long long i = 0; i < (1ll << 26) && changes < 64; ++i) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t != prev) {
+      step = t - prev < step ? t - prev : step;
+      prev = t;
+      ++changes;
+    }
+  }
+  out[0] = step;
+  out[1] = changes;
 }
 extern "C" __global__ void wb_evict(const float4* __restrict__ buf, long long n4,
                                     float* __restrict__ sink) {
@@ -134,7 +161,8 @@ class BenchSettings:
     placements: int = 8               # timed repetitions rotate over this many input copies
     scatter_placements: bool = False  # copies start at random 256 B offsets within a page
                                       # (no measurable effect on the H100; NOTES.md)
-    timer: str = "events"             # "events" or "cupti" (kernel durations; events kept too)
+    timer: str = "auto"               # "auto", "events" or "cupti" (kernel durations; the
+                                      # event pairs are kept too); see TIMERS
     windows: int = 1                  # separate timing loops per candidate (see time_launches)
     window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
     carveout: str = "driver"          # shared-memory carveout of the timed (and eviction)
@@ -188,8 +216,28 @@ class BenchSettings:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchSettings:
+        """Settings from :meth:`to_dict` output; unknown keys are ignored and fields missing
+        from an older dict take :data:`LEGACY_DEFAULTS` (what was measured then)."""
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{**LEGACY_DEFAULTS, **{k: v for k, v in data.items() if k in known}})
+
+
+def resolve_timer(settings: BenchSettings, cupti_error: str | None) -> tuple[BenchSettings, str]:
+    """The settings with ``timer="auto"`` made concrete, and a sentence saying why.
+
+    ``cupti_error`` is ``None`` when the GPU worker loaded libcupti, else why it could not.
+    An explicit ``timer="cupti"`` without a usable libcupti is an error (naming why), not a
+    silent switch to events.
+    """
+    if settings.timer == "events":
+        return settings, "events: asked for"
+    if cupti_error is None:
+        why = "asked for" if settings.timer == "cupti" else "auto: libcupti loaded"
+        return replace(settings, timer="cupti"), f"cupti: {why}"
+    if settings.timer == "cupti":
+        raise WorkbenchError(f"timer='cupti' needs libcupti in the GPU worker: {cupti_error}",
+                             key="timer", value="cupti", expected="a loadable libcupti")
+    return replace(settings, timer="events"), f"events: auto, no usable libcupti ({cupti_error})"
 
 
 def _sorted(samples_us: Samples) -> np.ndarray:
@@ -199,9 +247,50 @@ def _sorted(samples_us: Samples) -> np.ndarray:
     return arr
 
 
-def median(samples_us: Samples) -> float:
-    """Median of the samples."""
-    return float(np.median(_sorted(samples_us)))
+def median(samples_us: Samples, tick_us: float = 0.0) -> float:
+    """Median of the samples; with the clock's ``tick_us`` the tick-aware
+    :func:`grouped_median`."""
+    arr = _sorted(samples_us)
+    if _groups(tick_us):
+        return grouped_median(arr, tick_us)
+    return float(np.median(arr))
+
+
+def _groups(tick_us: float) -> bool:
+    return 0.0 < tick_us <= MAX_GROUPING_TICK_US
+
+
+def _tick_bins(arr: np.ndarray, tick_us: float) -> tuple[np.ndarray, int]:
+    """Per-tick counts of sorted samples (bin 0 holds the smallest) and the median's bin."""
+    counts = np.bincount(np.rint((arr - arr[0]) / tick_us).astype(np.int64))
+    return counts, int(np.searchsorted(np.cumsum(counts), arr.size / 2.0))
+
+
+def grouped_median(samples_us: Samples, tick_us: float) -> float:
+    """The median of samples read off a clock that advances in steps of ``tick_us``.
+
+    GPU timestamps (CUDA events and CUPTI records alike) advance in 32 ns steps on the
+    H100, so the durations of a 2 us kernel fall on a handful of values 1.6 % apart, and
+    the sample median is one of them: which one flips with a small change in the share of
+    samples on either side. Two fresh workers timing the same 2 us kernel 400 times came
+    out one tick apart (1.6 %) although the distributions barely differed. Here each
+    sample stands for an interval one tick wide around its value, and the median is
+    interpolated inside the interval that holds the middle sample (the textbook median of
+    grouped data): it moves smoothly with the share instead of jumping a tick. On the
+    H100 (top 5 configs of the three sample kernels at three shapes, 400 CUPTI durations
+    each in 3 fresh workers) the configs whose workers agreed within 1 % went from 40 to
+    45 of 45 with this median (benchmarks/NOTES.md).
+    With every sample on one value, that value.
+    """
+    arr = _sorted(samples_us)
+    if not tick_us > 0:
+        raise WorkbenchError(f"tick_us = {tick_us!r}; expected > 0", key="tick_us",
+                             value=tick_us, expected="> 0")
+    counts, j = _tick_bins(arr, tick_us)
+    below = int(counts[:j].sum())
+    members = arr[below:below + int(counts[j])]
+    lower_edge = float(members.mean()) - tick_us / 2.0
+    return lower_edge + (arr.size / 2.0 - below) / float(counts[j]) * tick_us
 
 
 def quartiles(samples_us: Samples) -> tuple[float, float, float]:
@@ -210,8 +299,8 @@ def quartiles(samples_us: Samples) -> tuple[float, float, float]:
     return float(q1), float(q2), float(q3)
 
 
-def median_standard_error(samples_us: Samples) -> float:
-    """Standard error of the median: the larger of two estimates.
+def median_standard_error(samples_us: Samples, tick_us: float = 0.0) -> float:
+    """Standard error of the median: the larger of two estimates (three with a tick).
 
     * Order statistics (distribution-free): the rank of the population median among n
       samples is Binomial(n, 1/2), standard deviation sqrt(n)/2; half the distance between
@@ -223,6 +312,10 @@ def median_standard_error(samples_us: Samples) -> float:
     samples of a few-microsecond kernel equal: on the H100, 10-30 repetitions of a 5 us
     kernel with a 10 % per-repetition spread claimed a 0 % error and stopped. The second
     does not.
+    * With the clock's ``tick_us`` (the :func:`grouped_median`'s estimate): the density at
+      the median is the share of samples in its tick over the tick, so one standard error
+      is ``tick * sqrt(n) / (2 * count)``; when every sample shows the same value it is at
+      least ``tick / sqrt(12)`` (nothing places the time inside the tick).
     Returns ``inf`` for fewer than 3 samples.
     """
     arr = _sorted(samples_us)
@@ -235,36 +328,44 @@ def median_standard_error(samples_us: Samples) -> float:
     order = float(arr[hi] - arr[lo]) / 2.0
     q1, q3 = np.percentile(arr, [25.0, 75.0])
     spread = math.sqrt(math.pi / 2.0) * float(q3 - q1) / 1.349 / math.sqrt(n)
-    return max(order, spread)
+    if not _groups(tick_us):
+        return max(order, spread)
+    counts, j = _tick_bins(arr, tick_us)
+    grouped = tick_us * math.sqrt(n) / (2.0 * float(counts[j]))
+    if counts.size == 1:
+        grouped = max(grouped, tick_us / math.sqrt(12.0))
+    return max(order, spread, grouped)
 
 
-def rse_median_pct(samples_us: Samples) -> float:
+def rse_median_pct(samples_us: Samples, tick_us: float = 0.0) -> float:
     """Relative standard error of the median, in percent (``inf`` when undefined)."""
-    med = median(samples_us)
-    se = median_standard_error(samples_us)
+    med = median(samples_us, tick_us)
+    se = median_standard_error(samples_us, tick_us)
     if med <= 0 or math.isinf(se):
         return math.inf
     return 100.0 * se / med
 
 
-def should_stop(samples_us: Samples, elapsed_s: float, settings: BenchSettings) -> bool:
+def should_stop(samples_us: Samples, elapsed_s: float, settings: BenchSettings,
+                tick_us: float = 0.0) -> bool:
     """The stopping rule: enough reps and a precise median, or a budget is spent."""
     n = len(samples_us)
     if n >= settings.max_reps or elapsed_s >= settings.max_time_s:
         return n >= 1
     if n < settings.min_reps:
         return False
-    return rse_median_pct(samples_us) <= settings.target_rse_pct
+    return rse_median_pct(samples_us, tick_us) <= settings.target_rse_pct
 
 
 def summarize(samples_us: Samples, *, l2_flushed: bool, sm_clock_mhz: int | None = None,
               mem_clock_mhz: int | None = None, temperature_c: int | None = None,
-              throttled: bool | None = None) -> Timing:
-    """A :class:`Timing` (median, min, quartiles, mean, reps, RSE) from raw repetition times."""
+              throttled: bool | None = None, tick_us: float = 0.0) -> Timing:
+    """A :class:`Timing` (median, min, quartiles, mean, reps, RSE) from raw repetition times;
+    with the clock's ``tick_us`` the median is the tick-aware :func:`grouped_median`."""
     arr = _sorted(samples_us)
-    q1, q2, q3 = quartiles(arr)
-    rse = rse_median_pct(arr)
-    return Timing(median_us=q2, min_us=float(arr[0]), q1_us=q1, q3_us=q3,
+    q1, _, q3 = quartiles(arr)
+    rse = rse_median_pct(arr, tick_us)
+    return Timing(median_us=median(arr, tick_us), min_us=float(arr[0]), q1_us=q1, q3_us=q3,
                   mean_us=float(arr.mean()), reps=int(arr.size),
                   rse_median_pct=rse if math.isfinite(rse) else 100.0,
                   l2_flushed=l2_flushed, sm_clock_mhz=sm_clock_mhz, mem_clock_mhz=mem_clock_mhz,
@@ -287,10 +388,11 @@ class SpeedupInterval:
 
 def speedup_interval(reference_us: Samples, candidate_us: Samples, *,
                      confidence: float = 0.95, resamples: int = 2000,
-                     seed: int = 0) -> SpeedupInterval:
+                     seed: int = 0, tick_us: float = 0.0) -> SpeedupInterval:
     """median(reference) / median(candidate) with a percentile-bootstrap interval.
 
     Both samples are resampled independently (they come from separate timing loops).
+    With the clock's ``tick_us`` the medians are tick-aware (:func:`grouped_median`).
     Deterministic for a given ``seed``.
     """
     ref = _sorted(reference_us)
@@ -299,12 +401,18 @@ def speedup_interval(reference_us: Samples, candidate_us: Samples, *,
         raise WorkbenchError(f"confidence {confidence} not in (0, 1)", key="confidence",
                              value=confidence, expected="0 < confidence < 1")
     rng = np.random.default_rng(seed)
-    ref_boot = np.median(rng.choice(ref, size=(resamples, ref.size), replace=True), axis=1)
-    cand_boot = np.median(rng.choice(cand, size=(resamples, cand.size), replace=True), axis=1)
-    ratios = ref_boot / cand_boot
+
+    def boot(arr: np.ndarray) -> np.ndarray:
+        draws = rng.choice(arr, size=(resamples, arr.size), replace=True)
+        if not _groups(tick_us):
+            return np.median(draws, axis=1)
+        return np.array([grouped_median(row, tick_us) for row in draws])
+
+    ratios = boot(ref) / boot(cand)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(ratios, [alpha, 1.0 - alpha])
-    return SpeedupInterval(speedup=float(np.median(ref) / np.median(cand)), low=float(low),
+    return SpeedupInterval(speedup=median(ref, tick_us) / median(cand, tick_us),
+                           low=float(low),
                            high=float(high), confidence=confidence)
 
 
@@ -373,14 +481,16 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
                   flush: Callable[[], object] | None = None,
                   gate: Gate | None = None,
                   kernel_clock: KernelClock | None = None,
-                  busy: Callable[[float], object] | None = None) -> LaunchTimes:
+                  busy: Callable[[float], object] | None = None,
+                  tick_us: float = 0.0) -> LaunchTimes:
     """Time ``launch`` in ``settings.windows`` separate timing loops (:func:`_time_window`)
     and pool their samples; each window's median is reported too. Between windows
     ``busy(settings.window_gap_ms)`` keeps the GPU working (at full clocks) for that long.
 
     Windows test whether a time drawn in one loop holds for the next: on the H100 every
     window of an evaluation agreed (back to back and with 150 ms of other GPU work between
-    windows), so the default stays one window (benchmarks/NOTES.md).
+    windows), so the default stays one window (benchmarks/NOTES.md). ``tick_us`` is the
+    GPU clock's tick, for the tick-aware stopping rule (:func:`grouped_median`).
     """
     one = window_settings(settings)
     began = time.perf_counter()
@@ -391,10 +501,10 @@ def time_launches(cuda: Any, stream: Any, launch: Callable[[], object],
         if index and busy is not None and settings.window_gap_ms > 0:
             busy(settings.window_gap_ms)
         part = _time_window(cuda, stream, launch, one, prepare=prepare, flush=flush, gate=gate,
-                            kernel_clock=kernel_clock)
+                            kernel_clock=kernel_clock, tick_us=tick_us)
         samples.extend(part.samples_us)
         events.extend(part.event_samples_us)
-        medians.append(median(part.samples_us))
+        medians.append(median(part.samples_us, tick_us))
     return LaunchTimes(samples_us=samples, event_samples_us=events,
                        wall_s=time.perf_counter() - began,
                        window_medians_us=tuple(medians) if settings.windows > 1 else ())
@@ -404,7 +514,8 @@ def _time_window(cuda: Any, stream: Any, launch: Callable[[], object],
                  settings: BenchSettings, *, prepare: Callable[[], object] | None = None,
                  flush: Callable[[], object] | None = None,
                  gate: Gate | None = None,
-                 kernel_clock: KernelClock | None = None) -> LaunchTimes:
+                 kernel_clock: KernelClock | None = None,
+                 tick_us: float = 0.0) -> LaunchTimes:
     """One timing loop: warm-up, then batches with one CUDA event pair per repetition.
 
     ``prepare`` restores inputs before every repetition (warm-up included) and ``flush``
@@ -470,7 +581,7 @@ def _time_window(cuda: Any, stream: Any, launch: Callable[[], object],
                     f"the kernel clock saw {len(durations)} launches of a batch of {enqueued}",
                     key="kernel_clock", value=len(durations), expected=enqueued)
             samples.extend(durations[:count])
-        if should_stop(samples, time.perf_counter() - t0, settings):
+        if should_stop(samples, time.perf_counter() - t0, settings, tick_us):
             return LaunchTimes(samples_us=samples, event_samples_us=events,
                                wall_s=time.perf_counter() - began)
 

@@ -256,6 +256,7 @@ class GpuSession:
         self.counters: Any = None
         self.flush_bytes = 0
         self.evict: Any = None     # wb_evict (read flush)
+        self.tick_us = 0.0         # the GPU timer's step, measured by wb_tick at first load
         self.gate: _Gate | None = None
         self.cupti: Any = None     # CuptiClock, made when a timer="cupti" request arrives
         self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
@@ -293,7 +294,20 @@ class GpuSession:
             "cuda_driver_version": f"{version // 1000}.{(version % 1000) // 10}",
             "pycuda_cuda_version": ".".join(str(v) for v in cuda.get_version()),
             "nvml": {**self.nvml.static(), **self.nvml.sample()},
+            "cupti": self._cupti_probe(),
         }
+
+    @staticmethod
+    def _cupti_probe() -> dict[str, Any]:
+        """Whether this process can load libcupti (for ``timer="auto"``): its path and API
+        version, or why not."""
+        from workbench.engine.cupti import CuptiError, load_library
+
+        try:
+            _, path, version = load_library()
+        except CuptiError as exc:
+            return {"error": exc.message}
+        return {"path": path, "api_version": version}
 
     def _reference(self, folder: str) -> Any:
         if folder not in self.references:
@@ -429,6 +443,22 @@ class GpuSession:
         self.evict = module.get_function("wb_evict")
         self.evict.prepare("PqP")
         self.gate = _Gate(self, module.get_function("wb_gate"))
+        self.tick_us = self._timer_tick_us(module.get_function("wb_tick"))
+
+    def _timer_tick_us(self, function: Any) -> float:
+        """The GPU timer's step in microseconds (0.032 on the H100), which CUDA events and
+        CUPTI timestamps advance by; 0.0 when the timer did not move (never seen)."""
+        import numpy as np
+
+        out = self.cuda.mem_alloc(16)
+        try:
+            function(out, block=(1, 1, 1), grid=(1, 1))
+            host = np.zeros(2, dtype=np.uint64)
+            self.cuda.memcpy_dtoh(host, out)
+        finally:
+            out.free()
+        step, changes = int(host[0]), int(host[1])
+        return step / 1e3 if changes > 0 else 0.0
 
     def _flush_buffer(self, nbytes: int) -> Any:
         """A zero-filled device buffer of at least ``nbytes`` (a multiple of 16)."""
@@ -489,13 +519,19 @@ class GpuSession:
                 f.set_attribute(attr, int(pct))
 
     def _kernel_clock(self, settings: Any, name: str) -> Any:
-        """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it."""
-        if settings.timer != "cupti":
+        """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it
+        (``"auto"`` reaching the worker directly: CUPTI when libcupti loads, else none)."""
+        if settings.timer == "events":
             return None
         if self.cupti is None:
-            from workbench.engine.cupti import CuptiClock
+            from workbench.engine.cupti import CuptiClock, CuptiError
 
-            self.cupti = CuptiClock()
+            try:
+                self.cupti = CuptiClock()
+            except CuptiError:
+                if settings.timer == "auto":
+                    return None
+                raise
         clock = self.cupti
 
         def durations(expected: int) -> list[float]:
@@ -519,7 +555,7 @@ class GpuSession:
         before = self.nvml.sample()
         times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
                               flush=flush, gate=gate, kernel_clock=kernel_clock,
-                              busy=self._busy)
+                              busy=self._busy, tick_us=self.tick_us)
         samples, wall_s = times.samples_us, times.wall_s
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
@@ -529,11 +565,14 @@ class GpuSession:
                            sm_clock_mhz=after.get("sm_clock_mhz"),
                            mem_clock_mhz=after.get("mem_clock_mhz"),
                            temperature_c=after.get("temperature_c"),
-                           throttled=throttled([before, after], ref_clock))
+                           throttled=throttled([before, after], ref_clock),
+                           tick_us=self.tick_us)
         from dataclasses import asdict
 
         method = {"flush": settings.flush_method if settings.flush_l2 else "none",
-                  "gated": gate is not None, "timer": settings.timer,
+                  "gated": gate is not None,
+                  "timer": "events" if kernel_clock is None else "cupti",
+                  "clock_tick_us": self.tick_us,
                   "gate_timeouts": (gate.timeouts - timeouts_before) if gate is not None else 0}
         nvml = {"before": before, "after": after, "reference_sm_clock_mhz": ref_clock}
         reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],

@@ -36,7 +36,12 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Config, ResourceUsage, Status, Timing, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate, Launch
-from workbench.engine.bench import TIMING_KERNELS_SOURCE, BenchSettings, CopyTiming
+from workbench.engine.bench import (
+    TIMING_KERNELS_SOURCE,
+    BenchSettings,
+    CopyTiming,
+    resolve_timer,
+)
 from workbench.engine.compiler import Compiler, CompileResult
 from workbench.engine.discovery import device_facts, spec_from_hello
 from workbench.engine.worker import (
@@ -165,6 +170,13 @@ class LocalRunner:
                              hint=REPLAY_HINT)
         self.device: DeviceSpec = spec_from_hello(self.hello)
         self.facts = device_facts(self.hello)
+        cupti = self.hello.get("cupti") or {"error": "the worker did not report on libcupti"}
+        try:
+            self.settings, self.timer_note = resolve_timer(self.settings, cupti.get("error"))
+        except WorkbenchError:
+            self._client.close()
+            raise
+        log.info("timer %s", self.timer_note)
         self.description = live_description(self.device.name, self.settings)
         self.compiler = compiler or Compiler(self.device.arch)
         self._loaded: tuple[str, str] | None = None
@@ -318,6 +330,9 @@ class LocalRunner:
         if reply.get("method", {}).get("sm_clock_effective_mhz"):
             # the SM clock the gate measured during the timed batches (cycles / globaltimer)
             extra["sm_clock_effective_mhz"] = reply["method"]["sm_clock_effective_mhz"]
+        if reply.get("method", {}).get("clock_tick_us"):
+            # the GPU timer's step: the median is grouped by it (bench.grouped_median)
+            extra["clock_tick_us"] = float(reply["method"]["clock_tick_us"])
         if reply.get("method", {}).get("window_medians_us"):
             extra["window_medians_us"] = reply["method"]["window_medians_us"]
         if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches

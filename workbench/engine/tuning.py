@@ -182,7 +182,8 @@ def summarize_tuning(folder: KernelFolder, shape: str, dtype: str, runner: Runne
     speedup = None
     base_samples, best_samples = _samples(baseline), _samples(headline)
     if base_samples and best_samples:
-        speedup = speedup_interval(base_samples, best_samples)
+        tick = float(headline.extra.get("clock_tick_us") or 0.0)
+        speedup = speedup_interval(base_samples, best_samples, tick_us=tick)
     elif baseline.timing is not None and headline.timing is not None:
         speedup = speedup_from_timings(baseline.timing, headline.timing)
     copy_fn = getattr(runner, "copy_timing", None)
