@@ -25,12 +25,16 @@ def load(name: str) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def _num(v: float) -> str:
+    return f"{v:.2f}" if abs(v) < 100 else f"{v:.1f}"
+
+
 def table(headers: list[str], rows: list[list[Any]]) -> str:
     def cell(v: Any) -> str:
         if v is None:
             return "—"
         if isinstance(v, float):
-            return f"{v:.2f}" if abs(v) < 100 else f"{v:.1f}"
+            return _num(v)
         return str(v)
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
@@ -58,8 +62,11 @@ def peers_section(name: str = "h100/peers.json") -> str:
             verdict = f"{ratio:.3f}"
         bw = ours.get("bandwidth_gb_per_s")
         copy_bw = im.get("d2d copy", {}).get("bandwidth_gb_per_s")
+        recorded = ours.get("recorded_median_us")
+        timer = {"cupti": " (c)", "events": " (e)"}.get(ours.get("sweep_timer", ""), "")
         rows.append([r["kernel"], r["shape"], r["dtype"], med.get("sglang design (our baseline)"),
-                     ours.get("median_us"), ours.get("recorded_median_us"),
+                     ours.get("median_us"),
+                     f"{_num(recorded)}{timer}" if recorded is not None else "—",
                      f"{best_peer} {peers[best_peer]:.2f}" if best_peer else "—", verdict,
                      ", ".join(other) or "—", med.get("d2d copy"),
                      f"{100 * bw / copy_bw:.0f} %" if bw and copy_bw else "—"])
@@ -75,7 +82,7 @@ def peers_section(name: str = "h100/peers.json") -> str:
             f"inputs in a different layout (see OTHER_LAYOUT in tables.py)."
             + (f" {doc['note']}." if doc.get("note") else "") + "\n\n")
     text += table(["kernel", "shape", "dtype", "SGLang design (baseline)", "workbench best",
-                   "same config in the sweep", "best peer (same layout)", "ours/best peer",
+                   "same config in its sweep", "best peer (same layout)", "ours/best peer",
                    "other layout", "d2d copy",
                    "ours % of copy BW"], rows)
     if failed:
@@ -128,7 +135,14 @@ def kt_section() -> str:
 def repeat_section() -> str:
     parts = []
     for name, label in (("h100/repeatability.json",
-                         "current method, event timer, results paired by config"),
+                         "CUPTI kernel durations, tick-aware median, 0.25 % RSE target; the "
+                         "recordings of the sixth session; paired by config"),
+                        ("h100/session6/repeatability_merge_attn_states_lse_attempt1.json",
+                         "merge only: the first CUPTI sweep of the session, whose recording "
+                         "was too large to come back from the GPU machine; re-recorded above"),
+                        ("h100/repeatability_events_session5.json",
+                         "fifth session: event timer against the event-timed recordings; "
+                         "paired by config"),
                         ("h100/earlier_method/repeatability_third_run.json",
                          "earlier method (zeroing flush, ungated, one placement); results "
                          "paired by position, see the notes")):
@@ -186,6 +200,9 @@ def timing_method_section() -> str:
 
 
 CUPTI_RUNS = (
+    ("run9_estimators_400", "sixth session, paired by config, sample median: the recordings' "
+     "settings (cupti) and a fixed 400 repetitions with raw samples kept (cupti-400; the data "
+     "of the estimator table), 3 workers, odd + decode + large"),
     ("run8_paired_by_config", "**results paired by config**; the recordings' settings "
      "(10–400 repetitions, stopping rule), 3 workers, odd + decode + large"),
     ("run1_cupti_default_reps", "recording's settings (10–400 repetitions, stopping rule), "
@@ -214,7 +231,8 @@ def cupti_section() -> str:
             timer = ("event pairs, same launches" if method.endswith("-events")
                      else "event pairs, CUPTI off" if method == "tail6"
                      else "CUPTI durations")
-            rows.append([name.split("_")[0], what, timer, summ["configs"], summ["within_1pct"],
+            rows.append([name.split("_")[0], what, f"{timer} ({method})", summ["configs"],
+                         summ["within_1pct"],
                          summ["median_spread_pct"], summ["max_spread_pct"]])
     if not rows:
         return "_not run yet_"
@@ -227,10 +245,34 @@ def cupti_section() -> str:
             "H100 80GB HBM3, driver 580.159.04, CUDA 13.0 (libcupti 13.0, API 130001), "
             "2026-11-22; data in `results/h100/cupti/`. Runs 1–7 paired results with configs "
             "by position in the batch (the bug described above), so their spreads mix up "
-            "configs (the 'levels' the notes describe); run 8 is paired by config and "
-            "is the one to read.\n\n"
+            "configs (the 'levels' the notes describe); runs 8 and 9 are paired by config "
+            "and are the ones to read.\n\n"
             + table(["run", "what", "timer", "configs", "spread ≤ 1 %", "median spread %",
                      "max spread %"], rows))
+
+
+def estimator_section() -> str:
+    doc = load("h100/cupti/estimators.json")
+    if doc is None:
+        return "_not run yet_"
+    fixed = [[r["reps"], r["estimator"], r["within_1pct"], r["median_spread_pct"],
+              r["max_spread_pct"]] for r in doc["fixed_reps"]]
+    stop = [[r["target_rse_pct"], r["rule"], r["mean_reps"], r["median_reps"],
+             r["within_1pct"], r["median_spread_pct"], r["max_spread_pct"]]
+            for r in doc["stopping_rule"]]
+    return ("`python benchmarks/estimators.py` (CPU) on the raw samples of CUPTI run 9 "
+            "(`results/h100/cupti/run9_estimators_400.json`: H100 80GB HBM3, driver "
+            "580.159.04, CUDA 13.0, 2026-11-22; top 5 configs × 3 kernels × odd/decode/large, "
+            "bf16, 400 kernel durations per config in each of 3 fresh workers). The GPU timer "
+            f"steps by {doc['tick_us'] * 1e3:.0f} ns (measured by the worker's `wb_tick`), 1.6 % "
+            "of a 2 µs kernel. *Within 1 %*: configs whose 3 workers' estimates agree within "
+            "1 % (of 45).\n\nThe first k samples of each worker:\n\n"
+            + table(["reps", "estimator", "within 1 %", "median spread %", "max spread %"],
+                    fixed)
+            + "\n\nThe same samples replayed in batches of 10 through the worker's stopping "
+              "rule (`should_stop`), the median the rule reports:\n\n"
+            + table(["RSE target %", "rule", "mean reps", "median reps", "within 1 %",
+                     "median spread %", "max spread %"], stop))
 
 
 def ncu_section() -> str:
@@ -361,6 +403,8 @@ def main() -> None:
         timing_method_section() + "\n"
     text += "\n## Timer: CUPTI kernel durations vs event pairs (H100)\n\n" + \
         cupti_section() + "\n"
+    text += "\n## Timer ticks: which median repeats (H100 samples, CPU analysis)\n\n" + \
+        estimator_section() + "\n"
     text += "\n## Kernel durations by Nsight Compute (H100)\n\n" + ncu_section() + "\n"
     text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
         strategies_section() + "\n"
