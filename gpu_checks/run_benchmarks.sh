@@ -9,7 +9,7 @@
 #   gpu_checks/run_benchmarks.sh levels                   duration levels vs evaluations / allocations
 #   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
 #                                                         CUPTI durations vs event pairs (ab)
-#   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only
+#   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only (gpu_checks/stage_peers.sh)
 #   gpu_checks/run_benchmarks.sh knob KERNEL KNOB V1 V2   a new knob on the finalists (knob_ab.py)
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
 set -uo pipefail
@@ -107,7 +107,9 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
     python3 benchmarks/peers_ncu.py --out "$OUT/peers_ncu.json" "$@" 2>&1 \
       | tee "$OUT/peers_ncu.log" | tail -20
     ;;
-  peers)
+  peers)  # stage with gpu_checks/stage_peers.sh; a peer that cannot import is refused up front
+    python3 -c "import pybase64, flashinfer, liger_kernel" 2>&1 \
+      || { echo "peers need pybase64 (SGLang JIT), flashinfer, liger: gpu_checks/stage_peers.sh"; exit 1; }
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80
     ;;
 esac

@@ -14,9 +14,10 @@ Method (what the worker does with these settings):
   lands inside the next timed region (measured on the H100: small kernels 7-19 % slower).
   With ``flush_l2=False`` repetitions run back to back on a hot cache ("hot-cache mode":
   the inputs that fit in L2 stay there, which flatters small problems);
-* one CUDA event pair around the single launch; with ``timer="cupti"`` the samples are the
-  kernel's own durations from CUPTI activity records of the same launches (the event pairs
-  are still recorded and reported beside them; see :mod:`workbench.engine.cupti`);
+* one CUDA event pair around the single launch; with ``timer="cupti"`` (what ``"auto"``, the
+  default, becomes where libcupti loads) the samples are the kernel's own durations from
+  CUPTI activity records of the same launches (the event pairs are still recorded and
+  reported beside them; see :mod:`workbench.engine.cupti`);
 * each batch of ``batch_reps`` timed repetitions is followed by ``tail_reps`` identical
   untimed ones, so every timed repetition has the same work queued behind it: on the H100
   the last ~5 repetitions of a batch ran 5-10 % faster than the rest (a drained queue),
@@ -29,7 +30,10 @@ Method (what the worker does with these settings):
   with whatever host time separates the two, which is how whole timing windows of small
   kernels came out 2-5x slow;
 * repeat until the relative standard error of the median is at most ``target_rse_pct``
-  (after ``min_reps``), or ``max_reps`` / ``max_time_s`` is reached.
+  (after ``min_reps``), or ``max_reps`` / ``max_time_s`` is reached. Both timers read the
+  GPU timer, which steps by 32 ns on the H100 (the worker measures the step with
+  ``wb_tick``); with that step the median and its error are tick-aware
+  (:func:`grouped_median`, :func:`median_standard_error`).
 """
 
 from __future__ import annotations
