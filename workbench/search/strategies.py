@@ -280,8 +280,10 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "gp": _optuna_factory("gp"),
     "cmaes": _optuna_factory("cmaes"),
 }
-# Chosen by benchmarks/bench_strategies.py on the H100 recordings (benchmarks/README.md):
-# fewest evaluations to within 2 % of the optimum, on average 3.2 % of the space (tpe 3.7 %).
+# Chosen by benchmarks/bench_strategies.py on the H100 recordings (benchmarks/README.md) and
+# needing nothing beyond the core dependencies. Evaluations to within 2 % of the optimum, mean
+# fraction of the space: on the event-timed recordings guided 3.2 % (tpe 4.9 %); on the CUPTI
+# recordings of the sixth session tpe 3.5 %, guided 5.0 %. tpe needs optuna (extra "search").
 DEFAULT_STRATEGY = "guided"
 
 
