@@ -265,8 +265,11 @@ def _groups(tick_us: float) -> bool:
 
 
 def _tick_bins(arr: np.ndarray, tick_us: float) -> tuple[np.ndarray, int]:
-    """Per-tick counts of sorted samples (bin 0 holds the smallest) and the median's bin."""
-    counts = np.bincount(np.rint((arr - arr[0]) / tick_us).astype(np.int64))
+    """Counts of sorted samples per occupied tick, in order, and the index of the tick that
+    holds the middle sample. Only occupied ticks are counted (an outlier far out, a hung
+    repetition, adds one entry, not an array spanning the distance)."""
+    _, counts = np.unique(np.rint((arr - arr[0]) / tick_us).astype(np.int64),
+                          return_counts=True)
     return counts, int(np.searchsorted(np.cumsum(counts), arr.size / 2.0))
 
 
