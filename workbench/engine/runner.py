@@ -327,22 +327,23 @@ class LocalRunner:
                                "smem_bytes": launch.smem_bytes}
         if "samples_us" in reply:
             extra["samples_us"] = reply["samples_us"]
-        if reply.get("method", {}).get("sm_clock_effective_mhz"):
+        method = reply.get("method", {})
+        if method.get("sm_clock_effective_mhz"):
             # the SM clock the gate measured during the timed batches (cycles / globaltimer)
-            extra["sm_clock_effective_mhz"] = reply["method"]["sm_clock_effective_mhz"]
-        if reply.get("method", {}).get("clock_tick_us"):
+            extra["sm_clock_effective_mhz"] = method["sm_clock_effective_mhz"]
+        if method.get("clock_tick_us"):
             # the GPU timer's step: the median is grouped by it (bench.grouped_median)
-            extra["clock_tick_us"] = float(reply["method"]["clock_tick_us"])
-        if reply.get("method", {}).get("window_medians_us"):
-            extra["window_medians_us"] = reply["method"]["window_medians_us"]
+            extra["clock_tick_us"] = float(method["clock_tick_us"])
+        if method.get("window_medians_us"):
+            extra["window_medians_us"] = method["window_medians_us"]
         if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
             extra["event_samples_us"] = reply["event_samples_us"]
             extra["timer"] = "cupti"
         if "nvml" in reply:
             extra["nvml"] = reply["nvml"]
-        if reply.get("method", {}).get("gate_timeouts"):
+        if method.get("gate_timeouts"):
             # the host stalled longer than the gate waits: say so next to the numbers
-            extra["gate_timeouts"] = int(reply["method"]["gate_timeouts"])
+            extra["gate_timeouts"] = int(method["gate_timeouts"])
         self.stats.count(status)
         if "verify_s" in reply:
             self.stats.verified += 1
