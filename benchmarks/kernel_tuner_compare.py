@@ -56,6 +56,7 @@ def run_workbench(folder: Any, configs: list[Config]) -> dict[str, Any]:
         t_ready = time.perf_counter()
         results = list(runner.measure([Candidate(c, SHAPE, DTYPE) for c in configs]))
         wall = time.perf_counter() - t_ready
+        settings = runner.settings  # the timer resolved ("auto": CUPTI where libcupti loads)
     ok = [r for r in results if r.status is Status.OK and r.timing]
     best = min(ok, key=lambda r: r.timing.median_us) if ok else None  # type: ignore[union-attr]
     split = {k: float(sum(getattr(r, k) or 0.0 for r in results))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import math
 import os
@@ -313,6 +314,13 @@ def best_recorded(folder: KernelFolder, shape: str, dtype: str,
             if t.timing]
 
 
+def recorded_timer(folder: KernelFolder) -> str | None:
+    """The timer of the newest recording's sweep ("cupti" or "events"; older recordings
+    without the field were event-timed)."""
+    paths = sorted((folder.path / "recordings").glob("*.json"))
+    return str(load_recording(paths[-1]).bench.get("timer", "events")) if paths else None
+
+
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
                  dtype: str, finalists: int = 4) -> dict[str, Any]:
     p = Problem(folder, shape, dtype)
@@ -362,7 +370,7 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     ours = OurKernel(compiler, folder.template, cfg, p)
     run("workbench best", ours, outs, inplace,
         {"config": dict(cfg), "recorded_median_us": rec_best, "from_recording": bool(recorded),
-         "selection_round": selection})
+         "sweep_timer": recorded_timer(folder), "selection_round": selection})
     for label, (fn, outputs) in PEERS[folder.name](p).items():
         run(label, fn, outputs, inplace)
     # A device-to-device copy of the same bytes (half read, half written).
@@ -379,7 +387,30 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     return row
 
 
+#: What each peer imports, including what it imports lazily at its first call (SGLang's JIT
+#: compile path imports sglang.utils, which needs pybase64 and IPython).
+PREFLIGHT = ("flashinfer.norm", "flashinfer.activation", "flashinfer.cascade",
+             "sglang.jit_kernel.norm", "sglang.utils", "liger_kernel.ops.fused_add_rms_norm",
+             "liger_kernel.ops.swiglu")
+
+
+def preflight() -> int:
+    """Import every peer module; name each that fails (exit 1) before any GPU time is spent."""
+    os.environ.setdefault("FLASHINFER_USE_CUDA_NORM", "1")
+    _stub_package("sglang")
+    failed = []
+    for module in PREFLIGHT:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            failed.append(f"{module}: {type(exc).__name__}: {exc}")
+    print("\n".join(failed) if failed else f"preflight: {len(PREFLIGHT)} peer modules import")
+    return 1 if failed else 0
+
+
 def main() -> int:
+    if "--preflight" in sys.argv[1:]:
+        return preflight()
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--kernels", nargs="*", default=list(PEERS))

@@ -119,8 +119,11 @@ def kt_section() -> str:
     if doc is None:
         return "_not run yet_"
     wb = doc["workbench"]
+    timer = {"cupti": "CUPTI kernel durations", "events": "event pairs"}.get(
+        wb.get("bench", {}).get("timer", "events"), "event pairs")
     rows = [["workbench (LocalRunner)", wb["evaluated"], wb["wall_s"], wb["configs_per_min"],
-             "L2 flush, 2 input sets verified, RSE(median) ≤ 0.5 %", wb["best_median_us"]]]
+             f"L2 flush, 2 input sets verified, {timer}, RSE(median) ≤ "
+             f"{wb.get('bench', {}).get('target_rse_pct', 0.5)} %", wb["best_median_us"]]]
     for lang, r in doc["kernel_tuner"].items():
         rows.append([f"Kernel Tuner 1.5.0 {lang}", r.get("evaluated"), r.get("wall_s"),
                      r.get("configs_per_min"), "7 launches, no flush, no verification",
@@ -140,8 +143,14 @@ def kt_section() -> str:
 def repeat_section() -> str:
     parts = []
     for name, label in (("h100/repeatability.json",
-                         "CUPTI kernel durations, tick-aware median, 0.25 % RSE target; the "
-                         "recordings of the sixth session; paired by config"),
+                         "2026-11-24: CUPTI kernel durations, tick-aware median, 0.25 % RSE "
+                         "target; the sixth session's recordings, compared against their "
+                         "confirmations (each config measured again in a fresh worker after the "
+                         "sweep, `record_sweeps.py --confirm`); *vs sweep* columns: against the "
+                         "sweep's own medians, which are minima over thousands and read low"),
+                        ("h100/session6/repeatability_all.json",
+                         "sixth session: the same recordings right after their sweeps, against "
+                         "the sweep's medians (no confirmations yet)"),
                         ("h100/session6/repeatability_merge_attn_states_lse_attempt1.json",
                          "merge only: the first CUPTI sweep of the session, whose recording "
                          "was too large to come back from the GPU machine; re-recorded above"),
@@ -155,14 +164,24 @@ def repeat_section() -> str:
         if doc is None:
             continue
         by: dict[tuple[str, str], list[float]] = {}
+        by_sweep: dict[tuple[str, str], list[float]] = {}
         for r in doc["rows"]:
             if "diff_pct" in r:
                 by.setdefault((r["kernel"], r["shape"]), []).append(r["diff_pct"])
+            if "diff_sweep_pct" in r:
+                by_sweep.setdefault((r["kernel"], r["shape"]), []).append(r["diff_sweep_pct"])
+        headers = ["kernel", "shape", "configs", "median diff %", "worst diff %", "within 1 %"]
         rows = [[k, s, len(v), f"{statistics.median(v):+.2f}", f"{max(v, key=abs):+.2f}",
                  sum(abs(x) <= 1 for x in v)] for (k, s), v in sorted(by.items())]
+        if by_sweep:
+            headers += ["vs sweep: worst %", "vs sweep: within 1 %"]
+            for row in rows:
+                v = by_sweep.get((row[0], row[1]), [])
+                row += [f"{max(v, key=abs):+.2f}" if v else "—", sum(abs(x) <= 1 for x in v)]
+        sweep_note = (f" ({doc['within_1pct_of_sweep']} of {doc['total']} against the sweep's "
+                      f"medians)" if "within_1pct_of_sweep" in doc else "")
         parts.append(f"`{name}` ({label}): {doc['within_1pct']} of {doc['total']} within 1 %"
-                     f"\n\n" + table(["kernel", "shape", "configs", "median diff %",
-                                       "worst diff %", "within 1 %"], rows))
+                     f"{sweep_note}\n\n" + table(headers, rows))
     return "\n\n".join(parts) or "_not run yet_"
 
 

@@ -7,6 +7,15 @@ space (failures included), measured by LocalRunner. Writes one recording per ker
 and prints the throughput with the compile / verify / time split.
 
     python gpu_checks/record_sweeps.py --out $OUT [--kernels silu_and_mul] [--budget-s 480]
+
+``--confirm`` measures the fastest configs of each (shape, dtype) of the newest committed
+recordings again in a fresh worker with the recordings' settings, writes them into those
+recordings (``confirmed``, ``confirmation``) and, small enough to bring back from the GPU
+machine, to ``<out>/confirmed_<kernel>.json``; ``--merge-confirmed FILES`` writes such files
+into the local recordings:
+
+    python gpu_checks/record_sweeps.py --confirm --out $OUT [--top 5]
+    python gpu_checks/record_sweeps.py --merge-confirmed out/confirmed_*.json
 """
 
 from __future__ import annotations
@@ -24,9 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, TrialResult  # noqa: E402
+from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
 from workbench.engine.bench import BenchSettings, CopyTiming  # noqa: E402
-from workbench.engine.recording import Recording, load_recording, save_recording  # noqa: E402
+from workbench.engine.recording import (  # noqa: E402
+    Recording,
+    load_recording,
+    recording_paths,
+    save_recording,
+)
 from workbench.engine.runner import LocalRunner  # noqa: E402
 
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
@@ -162,6 +176,77 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
     return sweep
 
 
+#: A fresh worker's inputs for the confirmation (the sweep's worker used seed 0).
+CONFIRM_SEED = 777
+
+
+def fastest(recording: Recording, shape: str, dtype: str, top: int) -> list[TrialResult]:
+    """The ``top`` fastest ok trials of one (shape, dtype), fastest first."""
+    ok = [t for t in recording.trials if t.shape == shape and t.dtype == dtype
+          and t.status is Status.OK and t.timing is not None]
+    return sorted(ok, key=lambda t: t.timing.median_us if t.timing else 0.0)[:top]
+
+
+def confirm_kernel(name: str, out: Path, top: int) -> Path:
+    """Measure the ``top`` fastest configs of every (shape, dtype) of the newest recording
+    again in a fresh worker with the recording's settings; store them in the recording."""
+    folder = load_kernel_folder(ROOT / "sample_kernels" / name)
+    path = recording_paths(folder.path)[-1]
+    rec = load_recording(path)
+    if rec.template_sha256 != folder.template.source_sha256:
+        raise SystemExit(f"{path}: template_sha256 {rec.template_sha256[:12]} is not the "
+                         f"template's ({folder.template.source_sha256[:12]}): re-record first")
+    settings = BenchSettings.from_dict(dict(rec.bench))
+    began = time.perf_counter()
+    with LocalRunner(folder, settings=settings, seed=CONFIRM_SEED) as runner:
+        if runner.device.key != rec.device.get("spec"):
+            raise SystemExit(f"{path}: recorded on {rec.device.get('spec')}, this GPU is "
+                             f"{runner.device.key}")
+        if runner.settings.timer != settings.timer:
+            raise SystemExit(f"{path}: recorded with timer {settings.timer}, this worker has "
+                             f"{runner.timer_note}")
+        groups = [(shape, dtype) for dtype in DTYPES if dtype in folder.dtypes
+                  for shape in folder.shapes]
+        asked = [Candidate(t.config, shape, dtype) for shape, dtype in groups
+                 for t in fastest(rec, shape, dtype, top)]
+        got = {(r.config, r.shape, r.dtype): _slim(r) for r in runner.measure(asked)}
+        confirmed = tuple(got[(c.config, c.shape, c.dtype)] for c in asked)
+        confirmation = {
+            "date": dt.datetime.now(dt.UTC).date().isoformat(), "device": dict(runner.facts),
+            "top": top, "seed": CONFIRM_SEED, "bench": runner.settings.to_dict(),
+            "wall_s": round(time.perf_counter() - began, 1),
+            "what": (f"the {top} fastest ok configs of each shape/dtype of this recording, "
+                     f"measured again in a fresh worker (new inputs) with the recording's "
+                     f"settings after the sweep: an estimate free of the sweep's selection")}
+    for c, r in zip(asked, confirmed, strict=True):
+        before = next(t for t in rec.trials if t.config == c.config and t.shape == c.shape
+                      and t.dtype == c.dtype)
+        print(f"{name:22s} {c.shape:7s} {c.dtype} sweep "
+              f"{before.median_us or float('nan'):8.3f} -> {r.median_us or float('nan'):8.3f} "
+              f"us {r.status.value}", flush=True)
+    small = out / f"confirmed_{name}.json"
+    small.write_text(json.dumps({"kernel": name, "template_sha256": rec.template_sha256,
+                                 "recording": path.name, "confirmation": confirmation,
+                                 "confirmed": [t.to_dict() for t in confirmed]}, indent=1))
+    merge_confirmed(small)
+    return small
+
+
+def merge_confirmed(source: Path) -> Path:
+    """Write a ``confirmed_<kernel>.json`` into the recording it names (same template)."""
+    doc = json.loads(source.read_text())
+    folder = load_kernel_folder(ROOT / "sample_kernels" / doc["kernel"])
+    path = folder.path / "recordings" / doc["recording"]
+    rec = load_recording(path)
+    if rec.template_sha256 != doc["template_sha256"]:
+        raise SystemExit(f"{source}: measured for template {doc['template_sha256'][:12]}, "
+                         f"{path} holds {rec.template_sha256[:12]}")
+    confirmed = tuple(TrialResult.from_dict(t) for t in doc["confirmed"])
+    save_recording(replace(rec, confirmed=confirmed, confirmation=doc["confirmation"]), path)
+    print(f"{path}: {len(confirmed)} confirmed measurements")
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path)
@@ -169,15 +254,27 @@ def main() -> int:
                         help="only shrink these existing recordings in place")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--budget-s", type=float, default=480.0)
+    parser.add_argument("--confirm", action="store_true",
+                        help="measure the newest recordings' fastest configs again (see above)")
+    parser.add_argument("--top", type=int, default=5)
+    parser.add_argument("--merge-confirmed", type=Path, nargs="*", default=[])
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.reslim:
         for path in args.reslim:
             reslim(path)
         return 0
+    if args.merge_confirmed:
+        for path in args.merge_confirmed:
+            merge_confirmed(path)
+        return 0
     if args.out is None:
         parser.error("--out is required")
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.confirm:
+        for name in args.kernels.split(","):
+            confirm_kernel(name, args.out, args.top)
+        return 0
     date = dt.datetime.now(dt.UTC).date().isoformat()
     deadline = time.perf_counter() + args.budget_s
     summary = {}

@@ -9,6 +9,9 @@
 #   gpu_checks/run_benchmarks.sh levels                   duration levels vs evaluations / allocations
 #   gpu_checks/run_benchmarks.sh cupti [SHAPES...]        CUPTI clock: gpu test, then the spread of
 #                                                         CUPTI durations vs event pairs (ab)
+#   gpu_checks/run_benchmarks.sh confirm [KERNEL,...]     the recordings' finalists measured again
+#                                                         (written into them), then repeatability
+#   gpu_checks/run_benchmarks.sh kt                       Kernel Tuner throughput only
 #   gpu_checks/run_benchmarks.sh peers [peers.py args]    tuned vs peers only (gpu_checks/stage_peers.sh)
 #   gpu_checks/run_benchmarks.sh knob KERNEL KNOB V1 V2   a new knob on the finalists (knob_ab.py)
 # Needs staged wheels in .device/wheels (../shared/device/stage.sh wheels app kt [peers]).
@@ -34,6 +37,21 @@ case "$what" in
     done
     python3 benchmarks/repeatability.py --out "$OUT/repeatability_$kernels.json" \
       --kernels ${kernels//,/ } --shapes odd decode large 2>&1 | tail -40
+    ;;
+  confirm)  # GPU_TESTS=1: the gpu-marked tests first, and nothing else if one fails
+    if [ "${GPU_TESTS:-0}" = 1 ]; then
+      python3 -m pytest -m gpu -q -rA tests/gpu 2>&1 | tail -30 | tee "$OUT/gpu_tests.log"
+      tail -n 1 "$OUT/gpu_tests.log" | grep -q "failed\|error" && { echo "gpu tests failed"; exit 1; }
+    fi
+    kernels="${1:-silu_and_mul,fused_add_rmsnorm,merge_attn_states_lse}"
+    python3 gpu_checks/record_sweeps.py --confirm --out "$OUT" --kernels "$kernels" 2>&1 \
+      | tee "$OUT/confirm.log" | tail -20
+    python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" \
+      --kernels ${kernels//,/ } --shapes odd decode large 2>&1 | tee "$OUT/repeatability.log" | tail -50
+    ;;
+  kt)  # a fresh cubin cache: both tuners compile every config from scratch
+    WORKBENCH_CACHE_DIR="$(mktemp -d)" python3 benchmarks/kernel_tuner_compare.py \
+      --out "$OUT/kernel_tuner_compare.json" 2>&1 | grep -v "does not match" | tee "$OUT/kt.log" | tail -20
     ;;
   compare)
     # a fresh cubin cache: both tuners compile every config from scratch
@@ -108,8 +126,8 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
       | tee "$OUT/peers_ncu.log" | tail -20
     ;;
   peers)  # stage with gpu_checks/stage_peers.sh; a peer that cannot import is refused up front
-    python3 -c "import pybase64, flashinfer, liger_kernel" 2>&1 \
-      || { echo "peers need pybase64 (SGLang JIT), flashinfer, liger: gpu_checks/stage_peers.sh"; exit 1; }
+    python3 benchmarks/peers.py --preflight \
+      || { echo "a peer cannot import: stage with gpu_checks/stage_peers.sh"; exit 1; }
     python3 benchmarks/peers.py --out "$OUT/peers.json" "$@" 2>&1 | tee "$OUT/peers.log" | tail -80
     ;;
 esac

@@ -75,3 +75,45 @@ def test_sweep_recordings_keep_raw_samples_of_both_timers_only_for_the_fastest()
     both = ["event_samples_us", "samples_us"]
     assert raw == {64: both, 128: both, 256: [], 512: both}  # 512: the template default
     assert all(t.extra["timer"] == "cupti" for t in kept)
+
+
+def test_repeatability_compares_with_the_recordings_confirmation_where_it_has_one() -> None:
+    import repeatability
+
+    from workbench.core.records import Timing
+    from workbench.engine.recording import load_recording, recording_paths
+
+    rec = load_recording(recording_paths(ROOT / "sample_kernels" / "merge_attn_states_lse")[0])
+    swept = min((t for t in rec.trials if t.shape == "decode" and t.dtype == "bf16"
+                 and t.status is Status.OK and t.timing),
+                key=lambda t: t.median_us or 0.0)
+    confirmed = rec.confirmed_result(swept.config, "decode", "bf16")
+    assert swept.timing and confirmed and confirmed.median_us
+    fresh_us = confirmed.median_us * 1.005
+    fresh = TrialResult(config=swept.config, shape="decode", dtype="bf16", status=Status.OK,
+                        timing=Timing(median_us=fresh_us, min_us=fresh_us, q1_us=fresh_us,
+                                      q3_us=fresh_us, mean_us=fresh_us, reps=50,
+                                      rse_median_pct=0.2, l2_flushed=True))
+    row = repeatability._recording_row("merge_attn_states_lse", rec, swept, fresh)
+    assert row["diff_pct"] == pytest.approx(0.5)
+    assert row["diff_sweep_pct"] == pytest.approx(100 * (fresh_us / swept.timing.median_us - 1))
+    # without a confirmation the sweep's median is what it is compared against
+    from dataclasses import replace
+
+    row = repeatability._recording_row("merge_attn_states_lse", replace(rec, confirmed=()),
+                                       swept, fresh)
+    assert row["confirmed_median_us"] is None and row["diff_pct"] == row["diff_sweep_pct"]
+
+
+def test_merging_a_confirmation_refuses_another_template(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "gpu_checks"))
+    import json
+
+    import record_sweeps
+
+    source = ROOT / "benchmarks/results/h100/session7/confirmed_silu_and_mul.json"
+    doc = json.loads(source.read_text())
+    doc["template_sha256"] = "0" * 64
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    with pytest.raises(SystemExit, match="measured for template 000000000000"):
+        record_sweeps.merge_confirmed(tmp_path / "c.json")

@@ -163,3 +163,59 @@ def test_replay_refuses_another_kernels_recording() -> None:
     with pytest.raises(RecordingError) as info:
         ReplayRunner(_folder("fused_add_rmsnorm"), other)
     assert info.value.details["key"] == "kernel"
+
+
+@pytest.mark.replay
+@pytest.mark.parametrize("name", SAMPLES)
+def test_recordings_carry_an_independent_confirmation_of_their_fastest_configs(name: str) -> None:
+    """`record_sweeps.py --confirm` measured each (shape, dtype)'s 5 fastest configs again in
+    a fresh worker with the sweep's settings; every one is there, ok, and a new number (the
+    sweep's best reads low: a minimum over thousands of noisy medians)."""
+    folder = _folder(name)
+    [path] = recording_paths(folder.path)
+    rec = load_recording(path)
+    assert rec.confirmation["top"] == 5 and rec.confirmation["device"]["name"] == rec.device_name
+    assert dict(rec.confirmation["bench"]) == dict(rec.bench)
+    lower = 0
+    for dtype in ("bf16", "fp16"):
+        for shape in folder.shapes:
+            ok = sorted((t for t in rec.trials if t.shape == shape and t.dtype == dtype
+                         and t.status is Status.OK and t.timing),
+                        key=lambda t: t.timing.median_us if t.timing else 0.0)[:5]
+            for t in ok:
+                again = rec.confirmed_result(t.config, shape, dtype)
+                assert again is not None and again.status is Status.OK and again.median_us
+                assert again.extra.get("timer") == rec.bench["timer"]
+                assert abs(again.median_us / t.median_us - 1) < 0.1  # same kernel, same GPU
+            best = rec.confirmed_result(ok[0].config, shape, dtype)
+            assert best is not None and best.median_us is not None and ok[0].median_us
+            lower += ok[0].median_us < best.median_us
+    assert lower > 0  # the confirmations are not copies of the sweep
+    assert len(rec.confirmed) == 5 * 2 * len(folder.shapes)
+
+
+@pytest.mark.replay
+def test_a_recordings_confirmation_round_trips_and_its_errors_name_the_key(
+        tmp_path: Path) -> None:
+    rec = load_recording(recording_paths(_folder("silu_and_mul").path)[0])
+    small = replace(rec, trials=rec.trials[:4], baseline=rec.baseline[:1],
+                    confirmed=rec.confirmed[:2])
+    again = load_recording(save_recording(small, tmp_path / "ok.json"))
+    assert again.confirmed == small.confirmed and again.confirmation == small.confirmation
+    t = again.confirmed[1]
+    assert again.confirmed_result(t.config, t.shape, t.dtype) == t
+    assert again.confirmed_result(t.config, t.shape, "fp8") is None
+    unconfirmed = replace(small, confirmed=(), confirmation={})
+    assert "confirmed" not in json.loads(save_recording(unconfirmed, tmp_path / "u.json")
+                                         .read_text())
+
+    data = json.loads((tmp_path / "ok.json").read_text())
+    data["confirmed"][1]["status"] = "quick"
+    with pytest.raises(RecordingError) as info:
+        load_recording(_write(tmp_path, data))
+    assert info.value.details["key"] == "confirmed[1].status"
+    data = json.loads((tmp_path / "ok.json").read_text())
+    data["confirmation"] = ["not", "a", "mapping"]
+    with pytest.raises(RecordingError) as info:
+        load_recording(_write(tmp_path, data))
+    assert info.value.details["key"] == "confirmation"

@@ -4,7 +4,13 @@
 
     {"format": 1, "kernel": ..., "template_sha256": ..., "device": {...}, "date": ...,
      "bench": {...BenchSettings...}, "copy": [...], "baseline": [TrialResult dicts],
-     "trials": [TrialResult dicts], "sweep": {...how the sweep went...}}
+     "trials": [TrialResult dicts], "sweep": {...how the sweep went...},
+     "confirmed": [TrialResult dicts], "confirmation": {...how they were measured...}}
+
+``confirmed`` (optional) holds independent re-measurements of the sweep's fastest configs:
+a sweep's best times are minima over thousands of noisy medians and read low (the winner's
+curse), so the fastest few of each (shape, dtype) are measured again in a fresh worker with
+the recording's settings after the sweep, and ``confirmation`` says when, where and how.
 
 Loading validates everything and names the file and the key of the first problem
 (:class:`RecordingError` carries ``file``, ``key``, ``value``, ``expected``).
@@ -43,6 +49,8 @@ class Recording:
     baseline: tuple[TrialResult, ...]
     trials: tuple[TrialResult, ...]
     sweep: Mapping[str, Any] = field(default_factory=dict)
+    confirmed: tuple[TrialResult, ...] = ()
+    confirmation: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
 
     @property
@@ -54,12 +62,24 @@ class Recording:
         """``"NVIDIA H100 80GB HBM3 recording from 2026-11-22"``."""
         return f"{self.device_name} recording from {self.date}"
 
+    def confirmed_result(self, config: Mapping[str, Any], shape: str,
+                         dtype: str) -> TrialResult | None:
+        """The independent re-measurement of one config, if the recording has one."""
+        for t in self.confirmed:
+            if t.shape == shape and t.dtype == dtype and dict(t.config) == dict(config):
+                return t
+        return None
+
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "kernel": self.kernel, "template_sha256": self.template_sha256,
-                "device": dict(self.device), "date": self.date, "bench": dict(self.bench),
-                "copy": [c.to_dict() for c in self.copy],
-                "baseline": [t.to_dict() for t in self.baseline],
-                "trials": [t.to_dict() for t in self.trials], "sweep": dict(self.sweep)}
+        out = {"format": FORMAT, "kernel": self.kernel, "template_sha256": self.template_sha256,
+               "device": dict(self.device), "date": self.date, "bench": dict(self.bench),
+               "copy": [c.to_dict() for c in self.copy],
+               "baseline": [t.to_dict() for t in self.baseline],
+               "trials": [t.to_dict() for t in self.trials], "sweep": dict(self.sweep)}
+        if self.confirmed or self.confirmation:
+            out["confirmation"] = dict(self.confirmation)
+            out["confirmed"] = [t.to_dict() for t in self.confirmed]
+        return out
 
 
 def _finite(value: Any) -> Any:
@@ -78,7 +98,7 @@ def save_recording(recording: Recording, path: str | Path) -> Path:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = _finite(recording.to_dict())
-    lists = {k: data.pop(k) for k in ("copy", "baseline", "trials")}
+    lists = {k: data.pop(k) for k in ("copy", "baseline", "trials", "confirmed") if k in data}
     head = json.dumps(data, indent=1, allow_nan=False)[:-2]  # strip the closing "\n}"
     parts = [head]
     for key, items in lists.items():
@@ -148,11 +168,16 @@ def load_recording(path: str | Path) -> Recording:
             copies.append(CopyTiming.from_dict(item))
         except (TypeError, KeyError, ValueError) as exc:
             raise _fail(source, f"copy[{i}]", item, "shape, dtype, bytes, median_us") from exc
+    for key, kind in (("confirmed", list), ("confirmation", dict)):
+        if key in data and not isinstance(data[key], kind):
+            raise _fail(source, key, data[key], f"{kind.__name__} (optional)")
     return Recording(kernel=data["kernel"], template_sha256=data["template_sha256"],
                      device=data["device"], date=data["date"], bench=data["bench"],
                      copy=tuple(copies), baseline=_trials(source, data["baseline"], "baseline"),
                      trials=_trials(source, data["trials"], "trials"),
-                     sweep=data.get("sweep") or {}, path=source)
+                     sweep=data.get("sweep") or {},
+                     confirmed=_trials(source, data.get("confirmed", []), "confirmed"),
+                     confirmation=data.get("confirmation") or {}, path=source)
 
 
 def recording_paths(folder: str | Path) -> list[Path]:
