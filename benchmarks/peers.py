@@ -322,16 +322,26 @@ def recorded_timer(folder: KernelFolder) -> str | None:
 
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
-                 dtype: str, finalists: int = 4) -> dict[str, Any]:
+                 dtype: str, finalists: int = 4, rounds: int = 1) -> dict[str, Any]:
+    """One (kernel, shape, dtype): our baseline, a selection round over the recording's
+    ``finalists``, our chosen config, every peer and a copy of the same bytes. With
+    ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
+    interleaved order (round r starts at the r-th implementation), so slow drifts of the GPU
+    fall on all of them alike; ``median_us`` is then the median of the rounds' medians and
+    ``round_medians_us`` lists them (a single round cannot separate implementations closer
+    than its own ~0.5 % precision)."""
     p = Problem(folder, shape, dtype)
     nbytes = folder.bytes_moved_for(shape, dtype)
     row: dict[str, Any] = {"kernel": folder.name, "shape": shape, "dtype": dtype,
-                           "run_started": RUN_STARTED,
+                           "run_started": RUN_STARTED, "rounds": rounds,
                            "sizes": dict(folder.shapes[shape]), "bytes_moved": nbytes, "impls": {}}
+
+    timed: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]] = {}
 
     def run(label: str, fn: Callable[[], Any], outputs: Callable[[], dict], restore: bool,
             extra: dict[str, Any] | None = None) -> None:
         entry: dict[str, Any] = dict(extra or {})
+        timed[label] = (fn, p.restore if restore else None)
         try:
             p.restore()
             fn()
@@ -384,7 +394,33 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     row["impls"]["d2d copy"] = copy_entry
     print(f"  {folder.name:22s} {shape:8s} {dtype:5s} {'d2d copy':18s} {t.median_us:.2f} us",
           flush=True)
+    timed["d2d copy"] = (lambda: dst.copy_(src), None)
+    if rounds > 1:
+        _more_rounds(harness, row, timed, rounds, nbytes)
     return row
+
+
+def _more_rounds(harness: Harness, row: dict[str, Any],
+                 timed: dict[str, tuple[Callable[[], Any], Callable[[], Any] | None]],
+                 rounds: int, nbytes: int) -> None:
+    """Rounds 2..``rounds`` of every implementation that timed in round 1 (correct or not:
+    the verdict stays round 1's), in rotated order; then each entry's median of medians."""
+    labels = [k for k, e in row["impls"].items() if "median_us" in e and k in timed]
+    for label in labels:
+        row["impls"][label]["round_medians_us"] = [row["impls"][label]["median_us"]]
+    for r in range(1, rounds):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            fn, restore = timed[label]
+            row["impls"][label]["round_medians_us"].append(harness.time(fn, restore).median_us)
+    for label in labels:
+        entry = row["impls"][label]
+        entry["first_round_median_us"] = entry["median_us"]
+        entry["median_us"] = float(np.median(entry["round_medians_us"]))
+        entry["bandwidth_gb_per_s"] = nbytes / (entry["median_us"] * 1e-6) / 1e9
+        print(f"  {row['kernel']:22s} {row['shape']:8s} {row['dtype']:5s} {label:18s} "
+              f"{entry['median_us']:.2f} us over {rounds} rounds "
+              f"({min(entry['round_medians_us']):.2f}-{max(entry['round_medians_us']):.2f})",
+              flush=True)
 
 
 #: What each peer imports, including what it imports lazily at its first call (SGLang's JIT
@@ -422,6 +458,9 @@ def main() -> int:
                     help="no gate kernel: the host enqueues each repetition as the GPU runs")
     ap.add_argument("--finalists", type=int, default=4,
                     help="recorded configs in the selection round (1: the recorded best only)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every implementation this many times, interleaved; report the "
+                         "median of the rounds' medians")
     ap.add_argument("--keep", action="store_true",
                     help="keep --out's rows of the cases this run does not measure")
     args = ap.parse_args()
@@ -442,7 +481,7 @@ def main() -> int:
             for dtype in args.dtypes:
                 try:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype,
-                                             args.finalists))
+                                             args.finalists, rounds=args.rounds))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(
@@ -470,7 +509,9 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
                       f"{harness.settings.batch_reps} "
                       f"{'held behind a gate kernel' if harness.gate else 'ungated'}, "
                       f"{harness.spin_up_s} s GPU spin-up, stop at RSE(median) <= "
-                      f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s",
+                      f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s"
+                      f"; rows with 'rounds' > 1: every implementation timed in that many "
+                      f"interleaved rounds, median of the rounds' medians",
             "rows": rows}
 
 

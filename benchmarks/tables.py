@@ -65,6 +65,10 @@ def peers_section(name: str = "h100/peers.json") -> str:
         if best_peer and ours.get("median_us"):
             ratio = ours["median_us"] / peers[best_peer]
             verdict = f"{ratio:.3f}"
+            mine, theirs = ours.get("round_medians_us"), im[best_peer].get("round_medians_us")
+            if mine and theirs:  # interleaved rounds: in how many was ours the faster?
+                wins = sum(a <= b for a, b in zip(mine, theirs, strict=True))
+                verdict += f" ({wins}/{len(mine)} rounds)"
         bw = ours.get("bandwidth_gb_per_s")
         copy_bw = im.get("d2d copy", {}).get("bandwidth_gb_per_s")
         recorded = ours.get("recorded_median_us")
@@ -84,7 +88,9 @@ def peers_section(name: str = "h100/peers.json") -> str:
             f"{doc['date']}. Method: {doc['method']}. Times in µs (median). *ours/best peer* < 1 "
             f"means the workbench's config is faster than every peer that computed the right "
             f"answer from the same input layout; *other layout* lists peers that take their "
-            f"inputs in a different layout (see OTHER_LAYOUT in tables.py)."
+            f"inputs in a different layout (see OTHER_LAYOUT in tables.py). *(k/n rounds)*: the "
+            f"row was timed in n interleaved rounds, its times are medians of the rounds' "
+            f"medians, and ours was at or below the best peer in k of them."
             + (f" {doc['note']}." if doc.get("note") else "") + "\n\n")
     text += table(["kernel", "shape", "dtype", "SGLang design (baseline)", "workbench best",
                    "same config in its sweep", "best peer (same layout)", "ours/best peer",
