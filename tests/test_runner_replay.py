@@ -219,3 +219,25 @@ def test_a_recordings_confirmation_round_trips_and_its_errors_name_the_key(
     with pytest.raises(RecordingError) as info:
         load_recording(_write(tmp_path, data))
     assert info.value.details["key"] == "confirmation"
+
+
+@pytest.mark.replay
+def test_a_replay_reports_its_recordings_confirmation_of_the_search_best() -> None:
+    """A replay cannot measure again, but its recording measured the sweep's fastest configs
+    again in a fresh worker: the tune report gives that time beside the search's."""
+    folder = _folder("merge_attn_states_lse")
+    with ReplayRunner(folder) as runner:
+        report = tune_exhaustive(folder, "decode", "bf16", runner, top=5)
+        best = report.best[0]
+        again = runner.recorded_confirmation(best.config, "decode", "bf16")
+        assert again is not None and again.median_us and again.source == runner.source
+        assert runner.recorded_confirmation(best.config, "decode", "fp8") is None
+        from workbench.engine.tuning import summarize_tuning
+
+        results = list(runner.measure([Candidate(t.config, "decode", "bf16")
+                                       for t in report.best]))
+        confirmed = summarize_tuning(folder, "decode", "bf16", runner, results, confirm=5)
+    assert confirmed.confirmation is None  # nothing is pretended to be measured again
+    assert "cannot measure again" in confirmed.confirm_note
+    assert (f"the search's best config at {again.median_us:.2f} us, the search "
+            f"{best.median_us:.2f} us") in confirmed.confirm_note

@@ -18,7 +18,7 @@ from pathlib import Path
 from workbench.core.errors import RecordingError
 from workbench.core.hardware import DeviceSpec, get_device, match_device_name
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, TrialResult
+from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import CopyTiming
 from workbench.engine.recording import Recording, load_recording, recording_paths
@@ -127,6 +127,13 @@ class ReplayRunner:
                                           reason=reason, device=self.recording.device_name,
                                           bytes_moved=self.folder.bytes_moved_for(
                                               candidate.shape, candidate.dtype)))
+
+    def recorded_confirmation(self, config: Config, shape: str,
+                              dtype: str) -> TrialResult | None:
+        """The recording's independent re-measurement of ``config`` (made in a fresh worker
+        after the sweep, for each problem's fastest few configs), or None."""
+        found = self.recording.confirmed_result(config, shape, dtype)
+        return self._stamp(found) if found is not None else None
 
     def status_counts(self) -> dict[str, int]:
         """How many recorded trials have each status."""

@@ -9,7 +9,9 @@ it is biased low and the ranking of near-ties is partly luck. With ``confirm=k``
 that can measure again (``forget_measurements``) re-measures the k fastest configs twice
 after the search: round 1 picks among them, round 2 measures the pick once more, and the
 report's time, speedup and bandwidth come from round 2, a measurement the choice never saw.
-A replay cannot measure again, so its report says so and keeps the search's numbers.
+A replay cannot measure again, so its report says so and keeps the search's numbers; where
+its recording holds a confirmation of the search's best config (measured again in a fresh
+worker after the sweep), the note gives that time beside the search's.
 """
 
 from __future__ import annotations
@@ -133,7 +135,8 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
 
     forget = getattr(runner, "forget_measurements", None)
     if not callable(forget):
-        return f"{runner.description} cannot measure again (it answers from its recording)"
+        return (f"{runner.description} cannot measure again (it answers from its recording)"
+                + _recorded_confirmation_note(runner, finalists))
     if not finalists:
         return "no finalists"
     candidates = [Candidate(r.config, r.shape, r.dtype) for r in finalists]
@@ -151,6 +154,20 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
         why = f"{again[0].status.value} {again[0].reason}" if again else "no result"
         return f"the chosen config failed its second measurement: {why}"
     return Confirmation(finalists=tuple(finalists), selection=selection, chosen=again[0])
+
+
+def _recorded_confirmation_note(runner: Runner, finalists: Sequence[TrialResult]) -> str:
+    """``; the recording's confirmation ...`` when the runner has one for the best finalist."""
+    recorded = getattr(runner, "recorded_confirmation", None)
+    if not callable(recorded) or not finalists or finalists[0].median_us is None:
+        return ""
+    best = finalists[0]
+    again = recorded(best.config, best.shape, best.dtype)
+    if again is None or again.status is not Status.OK or not again.median_us:
+        return ""
+    return (f"; the recording's own confirmation (measured again in a fresh worker after the "
+            f"sweep) has the search's best config at {again.median_us:.2f} us, the search "
+            f"{best.median_us:.2f} us ({100 * (again.median_us / best.median_us - 1):+.1f} %)")
 
 
 def summarize_tuning(folder: KernelFolder, shape: str, dtype: str, runner: Runner,
