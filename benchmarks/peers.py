@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import importlib
 import json
 import math
@@ -47,10 +48,10 @@ from gpu_harness import Harness  # noqa: E402
 
 from workbench.core.dtypes import quantize  # noqa: E402
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
-from workbench.core.records import Config, Status  # noqa: E402
+from workbench.core.records import Config  # noqa: E402
 from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.compiler import Compiler  # noqa: E402
-from workbench.engine.recording import load_recording  # noqa: E402
+from workbench.engine.recording import Recording, load_recording  # noqa: E402
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "f32": torch.float32, "i32": torch.int32, "i64": torch.int64}
@@ -303,22 +304,26 @@ def best_recorded(folder: KernelFolder, shape: str, dtype: str,
                   count: int = 1) -> list[tuple[Config, float]]:
     """The ``count`` fastest ok configs of the newest recording, fastest first (knobs added
     since the recording: their defaults)."""
-    paths = sorted((folder.path / "recordings").glob("*.json"))
-    if not paths:
+    recording = _newest_recording(folder.path)
+    if recording is None:
         return []
     defaults = folder.template.default_config()
-    ok = [t for t in load_recording(paths[-1]).trials
-          if t.shape == shape and t.dtype == dtype and t.status is Status.OK and t.timing]
-    ok.sort(key=lambda t: t.timing.median_us if t.timing else math.inf)
-    return [(Config({**defaults, **t.config}), t.timing.median_us) for t in ok[:count]
-            if t.timing]
+    return [(Config({**defaults, **t.config}), t.timing.median_us)
+            for t in recording.fastest(shape, dtype, count) if t.timing]
 
 
 def recorded_timer(folder: KernelFolder) -> str | None:
     """The timer of the newest recording's sweep ("cupti" or "events"; older recordings
     without the field were event-timed)."""
-    paths = sorted((folder.path / "recordings").glob("*.json"))
-    return str(load_recording(paths[-1]).bench.get("timer", "events")) if paths else None
+    recording = _newest_recording(folder.path)
+    return str(recording.bench.get("timer", "events")) if recording is not None else None
+
+
+@functools.cache
+def _newest_recording(folder_path: Path) -> Recording | None:
+    """The folder's newest recording, read once per run (each is several MB of JSON)."""
+    paths = sorted((folder_path / "recordings").glob("*.json"))
+    return load_recording(paths[-1]) if paths else None
 
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,

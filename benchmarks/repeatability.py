@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
+from workbench.core.records import Candidate, Config, TrialResult  # noqa: E402
 from workbench.engine.bench import BenchSettings  # noqa: E402
 from workbench.engine.recording import load_recording, recording_paths  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
@@ -79,9 +79,7 @@ def _top(recording: Any, shape: str, dtype: str, top: int,
          defaults: Config | None = None) -> list[TrialResult]:
     """The ``top`` fastest ok trials; with ``defaults``, configs recorded before a knob was
     added get the knob's default (the value they were measured with)."""
-    ok = [t for t in recording.trials if t.shape == shape and t.dtype == dtype
-          and t.status is Status.OK and t.timing]
-    best = sorted(ok, key=lambda t: t.timing.median_us)[:top]
+    best = recording.fastest(shape, dtype, top)
     if defaults is not None:
         best = [replace(t, config=Config({**defaults, **t.config})) for t in best]
     return best

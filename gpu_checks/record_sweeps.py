@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
+from workbench.core.records import Candidate, Config, TrialResult  # noqa: E402
 from workbench.engine.bench import BenchSettings, CopyTiming  # noqa: E402
 from workbench.engine.recording import (  # noqa: E402
     Recording,
@@ -180,13 +180,6 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
 CONFIRM_SEED = 777
 
 
-def fastest(recording: Recording, shape: str, dtype: str, top: int) -> list[TrialResult]:
-    """The ``top`` fastest ok trials of one (shape, dtype), fastest first."""
-    ok = [t for t in recording.trials if t.shape == shape and t.dtype == dtype
-          and t.status is Status.OK and t.timing is not None]
-    return sorted(ok, key=lambda t: t.timing.median_us if t.timing else 0.0)[:top]
-
-
 def confirm_kernel(name: str, out: Path, top: int) -> Path:
     """Measure the ``top`` fastest configs of every (shape, dtype) of the newest recording
     again in a fresh worker with the recording's settings; store them in the recording."""
@@ -207,8 +200,8 @@ def confirm_kernel(name: str, out: Path, top: int) -> Path:
                              f"{runner.timer_note}")
         groups = [(shape, dtype) for dtype in DTYPES if dtype in folder.dtypes
                   for shape in folder.shapes]
-        asked = [Candidate(t.config, shape, dtype) for shape, dtype in groups
-                 for t in fastest(rec, shape, dtype, top)]
+        finalists = [t for shape, dtype in groups for t in rec.fastest(shape, dtype, top)]
+        asked = [Candidate(t.config, t.shape, t.dtype) for t in finalists]
         got = {(r.config, r.shape, r.dtype): _slim(r) for r in runner.measure(asked)}
         confirmed = tuple(got[(c.config, c.shape, c.dtype)] for c in asked)
         confirmation = {
@@ -218,17 +211,15 @@ def confirm_kernel(name: str, out: Path, top: int) -> Path:
             "what": (f"the {top} fastest ok configs of each shape/dtype of this recording, "
                      f"measured again in a fresh worker (new inputs) with the recording's "
                      f"settings after the sweep: an estimate free of the sweep's selection")}
-    for c, r in zip(asked, confirmed, strict=True):
-        before = next(t for t in rec.trials if t.config == c.config and t.shape == c.shape
-                      and t.dtype == c.dtype)
-        print(f"{name:22s} {c.shape:7s} {c.dtype} sweep "
+    for before, r in zip(finalists, confirmed, strict=True):
+        print(f"{name:22s} {before.shape:7s} {before.dtype} sweep "
               f"{before.median_us or float('nan'):8.3f} -> {r.median_us or float('nan'):8.3f} "
               f"us {r.status.value}", flush=True)
     small = out / f"confirmed_{name}.json"
     small.write_text(json.dumps({"kernel": name, "template_sha256": rec.template_sha256,
                                  "recording": path.name, "confirmation": confirmation,
                                  "confirmed": [t.to_dict() for t in confirmed]}, indent=1))
-    merge_confirmed(small)
+    _write_confirmation(rec, path, confirmed, confirmation)
     return small
 
 
@@ -242,7 +233,12 @@ def merge_confirmed(source: Path) -> Path:
         raise SystemExit(f"{source}: measured for template {doc['template_sha256'][:12]}, "
                          f"{path} holds {rec.template_sha256[:12]}")
     confirmed = tuple(TrialResult.from_dict(t) for t in doc["confirmed"])
-    save_recording(replace(rec, confirmed=confirmed, confirmation=doc["confirmation"]), path)
+    return _write_confirmation(rec, path, confirmed, doc["confirmation"])
+
+
+def _write_confirmation(rec: Recording, path: Path, confirmed: tuple[TrialResult, ...],
+                        confirmation: dict) -> Path:
+    save_recording(replace(rec, confirmed=confirmed, confirmation=confirmation), path)
     print(f"{path}: {len(confirmed)} confirmed measurements")
     return path
 

@@ -62,6 +62,12 @@ class Recording:
         """``"NVIDIA H100 80GB HBM3 recording from 2026-11-22"``."""
         return f"{self.device_name} recording from {self.date}"
 
+    def fastest(self, shape: str, dtype: str, count: int) -> list[TrialResult]:
+        """The ``count`` fastest ok trials of one (shape, dtype), fastest first."""
+        ok = [t for t in self.trials if t.shape == shape and t.dtype == dtype
+              and t.status is Status.OK and t.timing is not None]
+        return sorted(ok, key=lambda t: t.timing.median_us if t.timing else 0.0)[:count]
+
     def confirmed_result(self, config: Mapping[str, Any], shape: str,
                          dtype: str) -> TrialResult | None:
         """The independent re-measurement of one config, if the recording has one."""
