@@ -130,3 +130,44 @@ def test_quantize_is_idempotent_and_bits_round_trip(dtype: str) -> None:
 def test_from_device_bits_checks_the_buffer_dtype() -> None:
     with pytest.raises(ParameterError, match="uint16"):
         from_device_bits(np.zeros(3, np.float32), "bf16")
+
+
+# ---- argument dtypes (integers, fp8) --------------------------------------------------------
+
+def test_fp8_round_to_nearest_even_and_saturate() -> None:
+    from workbench.core.dtypes import encode_arg, round_to_arg
+
+    x = np.array([1.0625, 1.1875, 1e9, -1e9, 0.0029296875, -0.0, np.nan], dtype=np.float32)
+    e4m3 = round_to_arg(x, "fp8_e4m3")
+    # 1.0625 ties between 1.0 (code 0x38) and 1.125 (0x39): the even code; 1.1875 -> 1.25.
+    assert e4m3[:5].tolist() == [1.0, 1.25, 448.0, -448.0, 0.00390625]
+    assert np.signbit(e4m3[5]) and np.isnan(e4m3[6])
+    assert round_to_arg(x[:4], "fp8_e5m2").tolist() == [1.0, 1.25, 57344.0, -57344.0]
+    assert encode_arg(np.array([1.0, -2.0]), "fp8_e4m3").tolist() == [0x38, 0xC0]
+    assert encode_arg(np.array([1.0, -2.0]), "fp8_e5m2").tolist() == [0x3C, 0xC0]
+
+
+def test_every_fp8_code_round_trips() -> None:
+    from workbench.core.dtypes import decode_arg, encode_arg
+
+    for dtype in ("fp8_e4m3", "fp8_e5m2"):
+        codes = np.arange(256, dtype=np.uint8)
+        values = decode_arg(codes, dtype)
+        finite = np.isfinite(values)
+        assert (encode_arg(values[finite], dtype) == codes[finite]).all()
+
+
+def test_integer_arguments_stay_integers_and_refuse_out_of_range() -> None:
+    from workbench.core.dtypes import arg_storage, decode_arg, encode_arg
+
+    bits = encode_arg(np.array([-128, 0, 127]), "i8")
+    assert bits.dtype == np.int8 and decode_arg(bits, "i8").dtype == np.int64
+    big = np.array([2**40 + 1])
+    assert decode_arg(encode_arg(big, "i64"), "i64")[0] == 2**40 + 1  # not via float32
+    assert arg_storage("u16") == np.uint16
+    with pytest.raises(ParameterError, match=r"i8 argument must be integers in \[-128, 127\]"):
+        encode_arg(np.array([128]), "i8")
+    with pytest.raises(ParameterError, match="integers"):
+        encode_arg(np.array([0.5]), "u8")
+    with pytest.raises(ParameterError, match="unknown argument dtype 'f64'"):
+        arg_storage("f64")

@@ -9,6 +9,7 @@ CLI can show a precise message without parsing text.
     ├── SpaceError
     │   └── EmptySpaceError      constraints leave no config (names the binding constraint)
     ├── KernelFolderError        a kernel folder is malformed (lists every problem)
+    ├── CudaSourceError          a .cu file cannot be read as CUDA (file, line)
     ├── TemplateError            rendering or launch-rule evaluation failed
     ├── CompilerNotFoundError    nvcc is missing (says how to install it)
     ├── CompileError             nvcc failed (kind, log path)
@@ -89,6 +90,15 @@ class KernelFolderError(WorkbenchError):
                          folder=folder, problems=list(problems))
         self.folder = folder
         self.problems = list(problems)
+
+
+class CudaSourceError(WorkbenchError):
+    """A CUDA source cannot be used: ``file`` and 1-based ``line`` (0: the whole file)."""
+
+    def __init__(self, message: str, *, file: str, line: int, **details: Any) -> None:
+        super().__init__(message, file=file, line=line, **details)
+        self.file = file
+        self.line = line
 
 
 class TemplateError(WorkbenchError):
