@@ -1,4 +1,4 @@
-"""The offline templater: a baseline ``.cu`` -> a parameterized template, with no LLM.
+"""The named-constant lifter: the offline templater's fallback for hand-tuned kernels.
 
 Deterministic text rewriting of hard-coded tuning constants into guarded macros
 (``#ifndef NAME / #define NAME <original> / #endif``), so the template still compiles on its
@@ -29,10 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.core.errors import TemplateError
-from workbench.core.hardware import DEVICES, device_env
-from workbench.core.kernel_folder import KernelFolder
-from workbench.core.params import parameter_from_dict
 from workbench.core.records import Value
 from workbench.core.template import KernelTemplate
 from workbench.llm.schemas import TemplateProposal
@@ -82,7 +78,7 @@ class TemplaterResult:
     template: KernelTemplate
     proposal: TemplateProposal
     diff: str
-    lifted: LiftedSource
+    lifted: Any  # LiftedSource or semantic.SemanticLift (both: source, params, notes)
     notes: tuple[str, ...] = field(default=())
 
 
@@ -359,35 +355,3 @@ def unified_diff(before: str, after: str, before_name: str = "baseline.cu",
     return "".join(difflib.unified_diff(before.splitlines(keepends=True),
                                         after.splitlines(keepends=True),
                                         fromfile=before_name, tofile=after_name))
-
-
-def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") -> TemplaterResult:
-    """Make a template from ``folder``'s baseline with no LLM.
-
-    Parameters, constraints and launch rules go through the core safe parsers; raises
-    TemplateError when nothing in the baseline could be lifted.
-    """
-    base = folder.baseline
-    rules = base.launch.to_dict()
-    shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
-    lifted = lift_source(base.source, entry=base.entry, grid=rules["grid"],
-                         block=rules["block"], smem_bytes=rules["smem_bytes"],
-                         shape_names=shape_names, source_name=base.source_name)
-    if not lifted.params:
-        raise TemplateError(f"the offline templater found nothing to lift in {folder.name}'s "
-                            f"{base.source_name}", kernel=folder.name)
-    known = [*shape_names, "elem_bytes", *device_env(next(iter(DEVICES.values())))]
-    params = [parameter_from_dict(p.name, p.spec) for p in lifted.params]
-    template = KernelTemplate.build(
-        name=folder.name, source=lifted.source, entry=base.entry, params=params,
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block),
-        smem_bytes=lifted.smem_bytes, source_name=source_name, known_names=known)
-    summary = "Offline templater lifted: " + "; ".join(
-        f"{p.name} from {p.origin}" for p in lifted.params)
-    if lifted.notes:
-        summary += ". " + "; ".join(lifted.notes)
-    proposal = TemplateProposal.from_template(template, summary_of_changes=summary)
-    return TemplaterResult(template=template, proposal=proposal,
-                           diff=unified_diff(base.source, lifted.source, base.source_name,
-                                             source_name),
-                           lifted=lifted, notes=lifted.notes)

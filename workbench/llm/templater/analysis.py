@@ -1,0 +1,250 @@
+"""What a kernel's body says about its launch: the facts the transforms are built on.
+
+Everything here reads the tree-sitter tree of :mod:`workbench.core.cuda_source`; nothing
+matches text. The central question is *which uses does a launch constant govern*: a literal
+256 is the block size where it is a thread-stride loop's step, a shared array indexed by the
+thread, the first step of a tree reduction over that array, a ``blockIdx.x * 256`` block
+offset or ``__launch_bounds__``; elsewhere (a group size, a head dim) it only looks the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+DIMS = ("x", "y", "z")
+
+
+def text(node: Node | None) -> str:
+    return "" if node is None else (node.text or b"").decode()
+
+
+def walk(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def line(node: Node) -> int:
+    return node.start_point.row + 1
+
+
+def strip(node: Node) -> Node:
+    """The expression under parentheses and casts (``(long long)row`` -> ``row``)."""
+    while True:
+        if node.type == "parenthesized_expression" and node.named_child_count == 1:
+            node = node.named_children[0]
+        elif node.type == "cast_expression" and node.child_by_field_name("value") is not None:
+            node = node.child_by_field_name("value")  # type: ignore[assignment]
+        else:
+            return node
+
+
+def int_value(node: Node | None) -> int | None:
+    """The value of an integer literal (suffixes allowed), else None."""
+    if node is None:
+        return None
+    node = strip(node)
+    if node.type != "number_literal":
+        return None
+    raw = text(node).rstrip("uUlL")
+    try:
+        return int(raw, 0)
+    except ValueError:
+        return None
+
+
+def builtin(node: Node, name: str) -> str | None:
+    """``"x"`` for ``name.x`` (``threadIdx.x``, ``blockIdx.x``, ...), else None."""
+    node = strip(node)
+    if node.type != "field_expression":
+        return None
+    arg, field = node.child_by_field_name("argument"), node.child_by_field_name("field")
+    if text(arg) == name and text(field) in DIMS:
+        return text(field)
+    return None
+
+
+def binary(node: Node) -> tuple[Node, str, Node] | None:
+    node = strip(node)
+    if node.type != "binary_expression":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    op = node.child_by_field_name("operator")
+    if left is None or right is None or op is None:
+        return None
+    return left, text(op), right
+
+
+def terms(node: Node) -> list[tuple[int, Node]]:
+    """Additive terms with their sign: ``a + b - c`` -> [(1, a), (1, b), (-1, c)]."""
+    parts = binary(node)
+    if parts is None or parts[1] not in "+-":
+        return [(1, strip(node))]
+    left, op, right = parts
+    return terms(left) + [(s if op == "+" else -s, t) for s, t in terms(right)]
+
+
+def factors(node: Node) -> list[Node]:
+    """Multiplicative factors: ``a * (long long)b * 4`` -> [a, b, 4]."""
+    parts = binary(node)
+    if parts is None or parts[1] != "*":
+        return [strip(node)]
+    return factors(parts[0]) + factors(parts[2])
+
+
+def identifiers(node: Node) -> Iterator[Node]:
+    return (n for n in walk(node) if n.type == "identifier")
+
+
+def mentions(node: Node, names: set[str] | frozenset[str]) -> bool:
+    return any(text(n) in names for n in identifiers(node))
+
+
+def calls(node: Node) -> set[str]:
+    return {text(n.child_by_field_name("function")) for n in walk(node)
+            if n.type == "call_expression"}
+
+
+def declared_name(decl: Node) -> tuple[str, Node | None, Node | None]:
+    """(name, declarator node, initial value) of a one-variable declaration."""
+    d = decl.child_by_field_name("declarator")
+    value = None
+    if d is not None and d.type == "init_declarator":
+        value = d.child_by_field_name("value")
+        d = d.child_by_field_name("declarator")
+    while d is not None and d.type in ("pointer_declarator", "array_declarator"):
+        d = d.child_by_field_name("declarator")
+    return text(d), d, value
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A local variable: its declaration and initial value, and whether it is ever assigned."""
+
+    name: str
+    decl: Node
+    value: Node | None
+    is_pointer: bool
+    is_shared: bool
+    assigned: bool
+
+
+class KernelFacts:
+    """Local definitions, thread-index aliases and uses of one kernel's body."""
+
+    def __init__(self, body: Node) -> None:
+        self.body = body
+        self.defs: dict[str, Definition] = {}
+        assigned: set[str] = set()
+        for n in walk(body):
+            if n.type == "assignment_expression" or n.type == "update_expression":
+                target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+                if target is not None and target.type == "identifier":
+                    assigned.add(text(target))
+        for n in walk(body):
+            if n.type != "declaration":
+                continue
+            name, _d, value = declared_name(n)
+            if not name:
+                continue
+            decl_node = n.child_by_field_name("declarator")
+            is_pointer = decl_node is not None and any(
+                c.type == "pointer_declarator" for c in walk(decl_node))
+            shared = any(text(c) == "__shared__" for c in n.children)
+            if name in self.defs:  # declared twice (two loops' ``j``): not a single definition
+                self.defs[name] = Definition(name, n, None, is_pointer, shared, True)
+            else:
+                self.defs[name] = Definition(name, n, value, is_pointer, shared, name in assigned)
+        self.thread_alias = {dim: {f"threadIdx.{dim}"} | {
+            d.name for d in self.defs.values()
+            if not d.assigned and d.value is not None and builtin(d.value, "threadIdx") == dim}
+            for dim in DIMS}
+
+    def is_thread(self, node: Node, dim: str) -> bool:
+        """``node`` is ``threadIdx.dim`` or a local copy of it."""
+        node = strip(node)
+        return builtin(node, "threadIdx") == dim or (
+            node.type == "identifier" and text(node) in self.thread_alias[dim])
+
+    def mentions_thread(self, node: Node, dim: str) -> bool:
+        return any(self.is_thread(n, dim) for n in walk(node))
+
+    def resolve(self, node: Node, depth: int = 0) -> list[Node]:
+        """Additive terms of ``node`` with single-assignment locals expanded."""
+        out: list[Node] = []
+        for _sign, term in terms(node):
+            d = self.defs.get(text(term)) if term.type == "identifier" else None
+            if d is not None and d.value is not None and not d.assigned and depth < 4:
+                out += self.resolve(d.value, depth + 1)
+            else:
+                out.append(term)
+        return out
+
+
+def block_offset(node: Node, dim: str) -> int | None:
+    """L for ``blockIdx.dim * L`` or ``L * blockIdx.dim``."""
+    parts = binary(node)
+    if parts is None or parts[1] != "*":
+        return None
+    left, _op, right = parts
+    if builtin(left, "blockIdx") == dim:
+        return int_value(right)
+    if builtin(right, "blockIdx") == dim:
+        return int_value(left)
+    return None
+
+
+@dataclass(frozen=True)
+class StrideLoop:
+    """``for (T v = start; v < bound; v += step)`` where start holds the thread index once.
+
+    ``step`` is the literal block size (``step_literal``), ``blockDim.x`` or either times
+    ``gridDim.x`` (``grid_stride``)."""
+
+    node: Node
+    var: str
+    var_type: str
+    start: Node
+    bound: Node
+    step: Node
+    step_literal: Node | None
+    grid_stride: bool
+
+
+def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLoop | None:
+    """The thread-stride loop ``loop`` is, or None."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or cond is None or update is None or init.type != "declaration":
+        return None
+    var, _d, start = declared_name(init)
+    typ = text(init.child_by_field_name("type"))
+    if start is None or sum(facts.is_thread(t, "x") for _s, t in terms(start)) != 1:
+        return None
+    parts = binary(cond)
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var:
+        return None
+    if update.type != "assignment_expression" or text(update.child_by_field_name("operator")) \
+            != "+=" or text(update.child_by_field_name("left")) != var:
+        return None
+    step = update.child_by_field_name("right")
+    assert step is not None
+    grid = False
+    literal: Node | None = None
+    for f in factors(step):
+        if builtin(f, "gridDim") == "x":
+            grid = True
+        elif builtin(f, "blockDim") == "x":
+            continue
+        elif int_value(f) is not None and int_value(f) == block_x:
+            literal = f
+        else:
+            return None
+    if literal is None and not any(builtin(f, "blockDim") == "x" for f in factors(step)):
+        return None
+    return StrideLoop(loop, var, typ, start, parts[2], step, literal, grid)

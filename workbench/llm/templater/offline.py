@@ -1,0 +1,57 @@
+"""``offline_template(folder)``: the semantic templater on a kernel folder's baseline, with
+the named-constant lifter as the fallback for kernels the semantic pass finds nothing in."""
+
+from __future__ import annotations
+
+from workbench.core.errors import TemplateError
+from workbench.core.hardware import DEVICES, device_env
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.params import parameter_from_dict
+from workbench.core.template import KernelTemplate
+from workbench.llm.schemas import TemplateProposal
+from workbench.llm.templater.legacy import LiftedSource, TemplaterResult, lift_source, unified_diff
+from workbench.llm.templater.semantic import SemanticLift, lift_kernel
+
+
+def folder_scalars(folder: KernelFolder) -> dict[str, str]:
+    """Scalar kernel argument -> the expression it is launched with (``{"d": "d"}``)."""
+    return {a.name: a.value.text for a in folder.args
+            if a.role == "scalar" and a.value is not None}
+
+
+def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") -> TemplaterResult:
+    """Make a template from ``folder``'s baseline with no LLM.
+
+    Parameters, constraints and launch rules go through the core safe parsers; raises
+    TemplateError when nothing in the baseline could be lifted (naming why, per transform).
+    """
+    base = folder.baseline
+    rules = base.launch.to_dict()
+    shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
+    lifted: SemanticLift | LiftedSource = lift_kernel(
+        base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
+        smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name)
+    why = lifted.notes
+    if not lifted.params:
+        lifted = lift_source(base.source, entry=base.entry, grid=rules["grid"],
+                             block=rules["block"], smem_bytes=rules["smem_bytes"],
+                             shape_names=shape_names, source_name=base.source_name)
+    if not lifted.params:
+        raise TemplateError(f"the offline templater found nothing to lift in {folder.name}'s "
+                            f"{base.source_name}: " + "; ".join(why), kernel=folder.name,
+                            findings=list(why))
+    known = [*shape_names, "elem_bytes", *device_env(next(iter(DEVICES.values())))]
+    params = [parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params]
+    template = KernelTemplate.build(
+        name=folder.name, source=lifted.source, entry=base.entry, params=params,
+        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block),
+        smem_bytes=lifted.smem_bytes, source_name=source_name, known_names=known)
+    summary = "Offline templater lifted: " + "; ".join(
+        f"{p.name} from {p.origin}" for p in lifted.params)
+    if lifted.notes:
+        summary += ". " + "; ".join(lifted.notes)
+    proposal = TemplateProposal.from_template(template, summary_of_changes=summary)
+    return TemplaterResult(template=template, proposal=proposal,
+                           diff=unified_diff(base.source, lifted.source, base.source_name,
+                                             source_name),
+                           lifted=lifted, notes=tuple(lifted.notes))

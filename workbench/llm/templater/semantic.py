@@ -1,0 +1,111 @@
+"""The offline templater's semantic pass: a kernel as written -> a template of it.
+
+Parses the baseline with :mod:`workbench.core.cuda_source`, then applies, in order, the
+tile family (2-D tiled kernels) or the block-size lift, vector width / items per thread /
+blocks per row on unit-stride regions, the grid cap of grid-stride kernels, and items per
+thread by wrapping where vectorizing is not legal. Each transform either applies (with the
+constraints that keep every config correct) or is reported with its reason. The defaults
+reproduce the kernel as written: same launch, same work per thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.cuda_source import parse_cuda
+from workbench.llm.templater.analysis import walk
+from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.plan import Finding, LiftedParameter, Plan
+from workbench.llm.templater.tile import lift_tile
+from workbench.llm.templater.vector import (
+    apply_grid_cap,
+    apply_vector,
+    apply_wrap_items,
+    flat_region,
+)
+
+
+@dataclass(frozen=True)
+class SemanticLift:
+    """The rewritten source, its parameters, constraints, launch rules and findings."""
+
+    source: str
+    params: tuple[LiftedParameter, ...]
+    constraints: tuple[str, ...]
+    grid: tuple[str, ...]
+    block: tuple[str, ...]
+    smem_bytes: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(str(f) for f in self.findings)
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return {p.name: p.spec["default"] for p in self.params}
+
+    def not_applied(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if not f.applied)
+
+
+def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
+                block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str = "0",
+                file: str = "baseline.cu") -> SemanticLift:
+    """Template ``entry`` of ``source_text`` (pure). ``scalars`` maps each scalar kernel
+    argument to the shape expression it is launched with (``{"d": "d"}``); raises
+    CudaSourceError when the kernel cannot be parsed."""
+    source = parse_cuda(source_text, file)
+    kernel = source.kernel(entry)
+    plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
+    if not lift_tile(plan):
+        lift_block(plan)
+        flat = flat_region(plan) is not None
+        vectorized = apply_vector(plan)
+        apply_grid_cap(plan)
+        apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+    _launch_bounds(plan)
+    _header(plan)
+    return SemanticLift(source=plan.rw.render(), params=tuple(plan.params.values()),
+                        constraints=tuple(plan.constraints), grid=tuple(plan.grid),
+                        block=tuple(plan.block), smem_bytes=str(smem_bytes),
+                        findings=tuple(plan.findings))
+
+
+def _launch_bounds(plan: Plan) -> None:
+    if plan.launch_bounds is None:
+        return
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    if bounds is not None:
+        args = bounds.named_children
+        if args:
+            plan.rw.replace(args[0], plan.launch_bounds)
+        return
+    decl = next(n for n in walk(fn) if n.type == "function_declarator")
+    plan.rw.insert(decl.start_byte, f"__launch_bounds__({plan.launch_bounds}) ")
+
+
+def _header(plan: Plan) -> None:
+    if not plan.params:
+        return
+    lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
+             "// the defaults are the kernel as written."]
+    for p in plan.params.values():
+        lines += [f"#ifndef {p.name}", f"#define {p.name} {p.spec['default']}", "#endif"]
+    lines += plan.helpers
+    block = "\n".join(lines) + "\n"
+    root = plan.source.tree.root_node
+    includes = [c for c in root.children if c.type == "preproc_include"]
+    if includes:
+        plan.rw.insert(includes[-1].end_byte, "\n" + block)
+    else:
+        at = 0
+        # keep a leading comment block (the author's description) above the parameters
+        for c in root.children:
+            if c.type != "comment":
+                break
+            at = c.end_byte + 1
+        plan.rw.insert(at, block + ("\n" if at == 0 else ""))

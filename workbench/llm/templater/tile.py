@@ -1,0 +1,140 @@
+"""The 2-D tile family: tile size, rows per thread step, shared padding and block order.
+
+Recognised shape (the classic shared-memory tiled kernel): a 2-D launch block ``(T, R)``
+written as literals, a ``__shared__`` array ``[T][T]``, loops ``for (j = 0; j < T; j += R)``
+and tile offsets ``blockIdx.{x,y} * T``. Then T is the tile (it also sets blockDim.x), R
+the rows each loop step covers; padding the shared array's inner extent removes bank
+conflicts on the column-wise pass; the block order remaps ``blockIdx`` (row-major, diagonal,
+grouped swizzle), a bijection of the grid that is legal because tiles never communicate.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.llm.templater.analysis import (
+    block_offset,
+    builtin,
+    calls,
+    declared_name,
+    int_value,
+    strip,
+    text,
+    walk,
+)
+from workbench.llm.templater.block import _shared_arrays
+from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.rules import literal, scale_divisor
+
+_ORDER = """  // block order: 0 row-major, 1 diagonal, 2 grouped swizzle (a bijection of the grid)
+  unsigned wb_bx = blockIdx.x, wb_by = blockIdx.y;
+  if (BLOCK_ORDER == 1) {
+    const unsigned bid = blockIdx.x + gridDim.x * blockIdx.y;
+    wb_by = bid % gridDim.y;
+    wb_bx = (bid / gridDim.y + wb_by) % gridDim.x;
+  } else if (BLOCK_ORDER == 2) {
+    const unsigned bid = blockIdx.x + gridDim.x * blockIdx.y;
+    const unsigned per_group = SWIZZLE_GROUP * gridDim.x;
+    const unsigned first = bid / per_group * SWIZZLE_GROUP;
+    const unsigned rows = min(gridDim.y - first, (unsigned)SWIZZLE_GROUP);
+    wb_by = first + bid % per_group % rows;
+    wb_bx = bid % per_group / rows;
+  }
+"""
+
+
+def _tile_loops(plan: Plan, tile: int, rows: int) -> list[tuple[Node, Node]] | None:
+    """(bound literal, step literal) of every ``for (j = 0; j < tile; j += rows)``."""
+    out = []
+    for n in walk(plan.body):
+        if n.type != "for_statement":
+            continue
+        init, cond = n.child_by_field_name("initializer"), n.child_by_field_name("condition")
+        update = n.child_by_field_name("update")
+        if init is None or cond is None or update is None or init.type != "declaration":
+            continue
+        var, _d, start = declared_name(init)
+        if int_value(start) != 0 or cond.type != "binary_expression":
+            continue
+        right = cond.child_by_field_name("right")
+        step = update.child_by_field_name("right")
+        if text(cond.child_by_field_name("left")) == var and int_value(right) == tile and \
+                text(update.child_by_field_name("operator")) == "+=" and \
+                int_value(step) == rows and right is not None and step is not None:
+            out.append((strip(right), strip(step)))
+    return out or None
+
+
+def lift_tile(plan: Plan) -> bool:
+    """Apply the tile family when the kernel has the tiled shape; False when it has not."""
+    if len(plan.block) != 2:
+        return False
+    tile, rows = literal(plan.block[0]), literal(plan.block[1])
+    if tile is None or rows is None or rows >= tile:
+        return False
+    arrays = [(name, ext) for name, _d, ext in _shared_arrays(plan)
+              if len(ext) == 2 and all(int_value(e) == tile for e in ext)]
+    loops = _tile_loops(plan, tile, rows)
+    offsets = [n for n in walk(plan.body)
+               if block_offset(n, "x") == tile or block_offset(n, "y") == tile]
+    if len(arrays) != 1 or loops is None or not offsets:
+        return False
+    name, extents = arrays[0]
+    for n in offsets:
+        left = n.child_by_field_name("left")
+        right = n.child_by_field_name("right")
+        assert left is not None and right is not None
+        plan.rw.replace(right if builtin(left, "blockIdx") else left, "TILE")
+    plan.rw.replace(strip(extents[0]), "TILE")
+    plan.rw.replace(strip(extents[1]), "TILE + PAD")
+    for bound, step in loops:
+        plan.rw.replace(bound, "TILE")
+        plan.rw.replace(step, "BLOCK_ROWS")
+    plan.block = ["TILE", "BLOCK_ROWS"]
+    for g, rule in enumerate(plan.grid):
+        new = scale_divisor(rule, str(tile), "TILE")
+        plan.grid[g] = new if new is not None else rule
+    where = f"{plan.source.line_of(plan.body)}"
+    plan.add_param("TILE", {"kind": "choice", "values": sorted({16, 32, 64, tile}),
+                            "default": tile, "description": f"tile edge (as written: {tile})"},
+                   f"{where}: tile {tile}x{tile}")
+    plan.add_param("BLOCK_ROWS", {"kind": "pow2", "min": 1, "max": 32, "default": rows,
+                                  "description": "tile rows per loop step = blockDim.y "
+                                                 f"(as written: {rows})"},
+                   f"{where}: block y = {rows}")
+    plan.add_param("PAD", {"kind": "choice", "values": [0, 1], "default": 0,
+                           "description": f"extra column in the shared tile {name} "
+                                          "(1 removes bank conflicts on column reads)"},
+                   f"{where}: __shared__ {name}[{tile}][{tile}]")
+    plan.constrain("TILE % BLOCK_ROWS == 0")
+    plan.constrain("TILE * BLOCK_ROWS <= 1024")
+    plan.constrain("TILE * BLOCK_ROWS >= 32")
+    plan.note("TILE", True, f"tile {tile} lifted in {len(offsets)} block offsets, the shared "
+              f"array {name}, {len(loops)} tile loops and the grid rules")
+    plan.launch_bounds = "TILE * BLOCK_ROWS"
+    _block_order(plan)
+    return True
+
+
+def _block_order(plan: Plan) -> None:
+    bad = sorted(c for c in calls(plan.body) if c.startswith("atomic") or c == "__threadfence")
+    if bad:
+        plan.note("BLOCK_ORDER", False, f"blocks communicate through {bad[0]}; the order of "
+                  "the grid may matter, so it is kept")
+        return
+    for n in walk(plan.body):
+        dim = builtin(n, "blockIdx")
+        if dim in ("x", "y") and n.type == "field_expression":
+            plan.rw.replace(n, f"wb_b{dim}")
+    open_brace = plan.body.children[0]
+    plan.rw.insert(open_brace.end_byte, "\n" + _ORDER)
+    plan.add_param("BLOCK_ORDER", {"kind": "choice", "values": [0, 1, 2], "default": 0,
+                                   "description": "order tiles are visited: 0 row-major, "
+                                                  "1 diagonal, 2 grouped swizzle"},
+                   f"{plan.source.line_of(plan.body)}: blockIdx.x / blockIdx.y")
+    plan.add_param("SWIZZLE_GROUP", {"kind": "choice", "values": [2, 4, 8, 16], "default": 8,
+                                     "description": "tile rows per group (BLOCK_ORDER 2)"},
+                   f"{plan.source.line_of(plan.body)}: blockIdx.y")
+    plan.constrain("BLOCK_ORDER == 2 or SWIZZLE_GROUP == 8")
+    plan.note("BLOCK_ORDER", True, "tiles are independent (no atomics or fences): blockIdx "
+              "remapped through a bijection of the grid")
