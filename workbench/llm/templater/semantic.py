@@ -75,17 +75,30 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
 
 
 def _launch_bounds(plan: Plan) -> None:
+    """Tie ``__launch_bounds__`` to the lifted block size; add MIN_BLOCKS_PER_SM (the
+    register cap that lets that many blocks share an SM) where the author gave none."""
     if plan.launch_bounds is None:
         return
     fn = plan.source.function_node(plan.kernel)
     bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
-    if bounds is not None:
-        args = bounds.named_children
-        if args:
-            plan.rw.replace(args[0], plan.launch_bounds)
+    if bounds is not None and len(bounds.named_children) > 1:
+        plan.rw.replace(bounds.named_children[0], plan.launch_bounds)
         return
-    decl = next(n for n in walk(fn) if n.type == "function_declarator")
-    plan.rw.insert(decl.start_byte, f"__launch_bounds__({plan.launch_bounds}) ")
+    threads = plan.launch_bounds
+    plan.add_param("MIN_BLOCKS_PER_SM", {"kind": "choice", "values": [1, 2, 4], "default": 1,
+                                         "description": "blocks that must fit on one SM: "
+                                                        "caps registers per thread"},
+                   f"{plan.kernel.line}: __launch_bounds__")
+    product = threads if " " not in threads else f"({threads})"
+    plan.constrain(f"{product} * MIN_BLOCKS_PER_SM <= 2048")
+    text = f"{threads}, MIN_BLOCKS_PER_SM"
+    if bounds is not None and bounds.named_children:
+        plan.rw.replace(bounds.named_children[0], text)
+    else:
+        decl = next(n for n in walk(fn) if n.type == "function_declarator")
+        plan.rw.insert(decl.start_byte, f"__launch_bounds__({text}) ")
+    plan.note("MIN_BLOCKS_PER_SM", True, f"__launch_bounds__({threads}) with a minimum of "
+              "resident blocks per SM (register cap); correct at every value")
 
 
 def _header(plan: Plan) -> None:

@@ -233,7 +233,8 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     bound = rw.text(region.bound)
     start, step = region.start, region.step
     if split:
-        start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * gridDim.y"
+        # grid.y == ROW_SPLIT (launch rule): a compile-time stride
+        start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
     decls = "".join(f"    WbVec<{_elem_type(plan, g[0].array)}, VEC> wb_{s}[ITEMS_PER_THREAD];\n"
                     for s, g in by_array.items())
     item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n"
@@ -413,6 +414,8 @@ def apply_grid_cap(plan: Plan) -> None:
         plan.note("GRID_BLOCKS", False, "the grid of the grid-stride kernel has no literal cap")
         return
     plan.grid[0], value = capped
+    plan.helper("static_assert(GRID_BLOCKS >= 1, \"GRID_BLOCKS caps the grid (launch rule); "
+                "the grid-stride loops cover any grid\");")
     plan.add_param("GRID_BLOCKS", {"kind": "pow2", "min": max(32, value // 16),
                                    "max": value * 8, "default": value,
                                    "description": f"most blocks launched (as written: {value})"},

@@ -1,0 +1,170 @@
+"""The semantic offline templater on the corpus of plain kernels (benchmarks/corpus/).
+
+Pure tests: knobs per kernel, dependency-aware lifting (every governed use follows the
+parameter; look-alike literals stay), transforms refused with their reason, defaults that
+launch like the kernel as written; and one compile test of every template at two corners.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.expr import parse_constraint, parse_expr
+from workbench.core.params import parameter_from_dict
+from workbench.core.template import KernelTemplate
+from workbench.engine.compiler import Compiler
+from workbench.llm.templater import SemanticLift, lift_kernel
+
+ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
+_spec = importlib.util.spec_from_file_location("corpus_folders", ROOT / "corpus_folders.py")
+assert _spec is not None and _spec.loader is not None
+corpus_folders = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("corpus_folders", corpus_folders)
+_spec.loader.exec_module(corpus_folders)
+CORPUS: dict[str, Any] = corpus_folders.CORPUS
+NAMES = sorted(CORPUS)
+
+
+def _dims(text: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()]
+
+
+def lift(name: str, source: str | None = None) -> SemanticLift:
+    fill = CORPUS[name]
+    text = source if source is not None else (ROOT / "corpus" / name / f"{name}.cu").read_text()
+    kernel = parse_cuda(text).kernel(name)
+    scalars = {p.name: fill.scalars.get(p.name, p.name) for p in kernel.params if p.is_scalar}
+    return lift_kernel(text, entry=name, grid=_dims(fill.grid), block=_dims(fill.block),
+                       scalars=scalars, file=f"{name}.cu")
+
+
+def template_of(name: str, lifted: SemanticLift) -> KernelTemplate:
+    return KernelTemplate.build(
+        name=name, source=lifted.source, entry=name,
+        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
+        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+
+
+def env(name: str, shape: str = "small") -> dict[str, Any]:
+    return {**CORPUS[name].shapes[shape], "elem_bytes": 2 if name == "silu_mul" else 4}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_corpus_kernel_gets_three_knobs_and_launches_as_written(name: str) -> None:
+    lifted = lift(name)
+    assert len(lifted.params) >= 3, lifted.notes
+    template = template_of(name, lifted)
+    fill = CORPUS[name]
+    for shape in ("small", "large"):
+        e = env(name, shape)
+        space = template.space(e)
+        assert space.rejection(template.default_config()) is None
+        assert len(space) > 1
+        written = [int(parse_expr(g).evaluate(e)) for g in _dims(fill.grid)]
+        launch = template.launch_for(template.default_config(), e)
+        assert list(launch.grid[:len(written)]) == written
+        assert list(launch.block[:len(_dims(fill.block))]) == [int(b) for b in _dims(fill.block)]
+    for p in lifted.params:  # every parameter is used outside its own #define guard
+        code = re.sub(rf"#(ifndef|define) {p.name}\b.*", "", lifted.source)
+        assert re.search(rf"\b{p.name}\b", code), p.name
+
+
+def test_block_size_moves_with_every_use_it_governs() -> None:
+    src = lift("rms_norm").source
+    assert "__shared__ float partial[BLOCK_THREADS];" in src
+    assert "for (int k = (BLOCK_THREADS / 2); k > 0; k >>= 1)" in src
+    assert "(BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)" in src  # the loop step
+    assert "__launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)" in src
+    code = src.split("#line")[0]
+    body = code[code.index("rms_norm("):]
+    assert not re.search(r"\b(256|128)\b", body), "a governed literal was left behind"
+
+
+def test_look_alike_literals_are_left_alone_and_listed() -> None:
+    lifted = lift("quant_int8")  # block 128 and group size 128
+    src = lifted.source
+    assert "(long long)warp * 128" in src and "(long long)warp * 128 + lane + 32 * k" in src
+    assert "(blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + threadIdx.x" in src
+    assert lifted.grid == ("ceil_div(n_groups * 32, BLOCK_THREADS * ITEMS_PER_THREAD)",)
+    alike = [f for f in lifted.findings if not f.applied and "not governed" in f.reason]
+    assert {f.line for f in alike} == {11, 23}
+    # two 16s of a 2-D block each follow their own dimension
+    stencil = lift("stencil5").source
+    assert "BLOCK_X + threadIdx.x" in stencil and "BLOCK_Y + threadIdx.y" in stencil
+
+
+def _reason(lifted: SemanticLift, transform: str) -> str:
+    found = [f.reason for f in lifted.findings if f.transform == transform and not f.applied]
+    assert found, lifted.notes
+    return found[0]
+
+
+def test_illegal_transforms_are_reported_with_the_reason() -> None:
+    assert "__shared__" in _reason(lift("rms_norm"), "ROW_SPLIT")
+    assert "2-D" in _reason(lift("stencil5"), "VEC")
+    base = (ROOT / "corpus" / "embedding" / "embedding.cu").read_text()
+    aliasing = base.replace("float* __restrict__ out", "float* out")
+    lifted = lift("embedding", aliasing)
+    assert "may alias table" in _reason(lifted, "VEC")
+    assert "VEC" not in {p.name for p in lifted.params}
+    strided = base.replace("table[(long long)id * d + j]", "table[(long long)id * d + 2 * j]")
+    assert "not a unit-stride access" in _reason(lift("embedding", strided), "VEC")
+    branchy = base.replace("out[(long long)t * d + j] = table[(long long)id * d + j];",
+                           "if (id > 0) out[(long long)t * d + j] = table[(long long)id * d + j];")
+    assert "branch" in _reason(lift("embedding", branchy), "VEC")
+
+
+def test_constraints_parse_and_keep_vector_accesses_aligned() -> None:
+    lifted = lift("silu_mul")
+    assert "d % VEC == 0" in lifted.constraints and "VEC * 2 <= 16" in lifted.constraints
+    names = [p.name for p in lifted.params] + ["d", "tokens", "elem_bytes"]
+    for c in lifted.constraints:
+        parse_constraint(c, known_names=names)
+    space = template_of("silu_mul", lifted).space({"tokens": 7, "d": 260, "elem_bytes": 2})
+    assert {c["VEC"] for c in space} == {1, 2, 4}  # 260 = 4 * 65: no 8-wide vectors
+
+
+def test_tile_family_for_the_transpose() -> None:
+    lifted = lift("transpose")
+    src = lifted.source
+    assert "__shared__ float tile[TILE][TILE + PAD];" in src
+    assert "for (int j = 0; j < TILE; j += BLOCK_ROWS)" in src
+    assert lifted.block == ("TILE", "BLOCK_ROWS")
+    assert lifted.grid == ("ceil_div(cols, TILE)", "ceil_div(rows, TILE)")
+    assert "TILE % BLOCK_ROWS == 0" in lifted.constraints
+
+
+def _corners(template: KernelTemplate, e: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default and the valid config farthest from it (every parameter at an end)."""
+    space = template.space(e)
+    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
+    valid = [dict(zip(template.param_names, combo, strict=True))
+             for combo in itertools.product(*ends)]
+    valid = [c for c in valid if space.rejection(c) is None]
+    return [dict(template.default_config()), *valid[-1:]]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_corpus_templates_compile_at_their_corners(compiler: Compiler) -> None:
+    for name in NAMES:
+        template = template_of(name, lift(name))
+        dtype = "bf16" if name == "silu_mul" else "fp32"
+        for config in _corners(template, env(name)):
+            result = compiler.compile(template.render(config, dtype))
+            assert result.ok, f"{name} {config}: {result.error_summary}\n{result.log[-1500:]}"
