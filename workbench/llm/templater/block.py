@@ -35,7 +35,7 @@ def _shared_arrays(plan: Plan) -> list[tuple[str, Node, list[Node]]]:
     for d in plan.facts.defs.values():
         if not d.is_shared:
             continue
-        extents = []
+        extents: list[Node] = []
         node = d.decl.child_by_field_name("declarator")
         while node is not None and node.type == "array_declarator":
             size = node.child_by_field_name("size")

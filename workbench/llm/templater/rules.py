@@ -24,12 +24,13 @@ class _Divisor(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         # (X + (L - 1)) // L with a literal L: the long spelling of ceil_div
-        if isinstance(node.op, ast.FloorDiv) and ast.dump(node.right) == self.old and \
-                isinstance(node.right, ast.Constant) and isinstance(node.left, ast.BinOp) and \
-                isinstance(node.left.op, ast.Add) and isinstance(node.left.right, ast.Constant) \
-                and node.left.right.value == node.right.value - 1:
+        right, left = node.right, node.left
+        if isinstance(node.op, ast.FloorDiv) and ast.dump(right) == self.old and \
+                isinstance(right, ast.Constant) and isinstance(right.value, int) and \
+                isinstance(left, ast.BinOp) and isinstance(left.op, ast.Add) and \
+                isinstance(left.right, ast.Constant) and left.right.value == right.value - 1:
             self.hits += 1
-            return ast.Call(ast.Name("ceil_div", ast.Load()), [node.left.left, self.new], [])
+            return ast.Call(ast.Name("ceil_div", ast.Load()), [left.left, self.new], [])
         return node
 
 

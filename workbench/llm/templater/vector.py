@@ -189,7 +189,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool) -> list[str]:
                 f"{a.array}{len([k for k in names if k[0] == a.array])}"
         by_array.setdefault(names[key], []).append(a)
     constraints: list[str] = []
-    for stream, group in by_array.items():
+    for group in by_array.values():
         array = group[0].array
         if any(a.write for a in group) and len({k for k in names if k[0] == array}) > 1:
             raise Illegal(f"`{array}` is written and accessed at more than one offset "
