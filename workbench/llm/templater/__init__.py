@@ -4,9 +4,9 @@
 of the baseline (block size with every use it governs, vector width, items per thread,
 blocks per row, the tile family), each transform applied only where legal and otherwise
 reported with its reason. :mod:`.legacy` lifts constants a kernel already names
-(``constexpr int kThreads``, ``16 / ELEM_BYTES``, ``#pragma unroll N``); it runs only when
-the semantic pass finds nothing, which is the case for hand-tuned kernels such as the
-sample kernels.
+(``constexpr int kThreads``, ``16 / ELEM_BYTES``, ``#pragma unroll N``); its result is used
+where it lifts more than the semantic pass, which is the case for hand-tuned kernels such
+as the sample kernels.
 """
 
 from workbench.llm.templater.legacy import (

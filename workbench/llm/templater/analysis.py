@@ -40,8 +40,16 @@ def strip(node: Node) -> Node:
             node = node.named_children[0]
         elif node.type == "cast_expression" and node.child_by_field_name("value") is not None:
             node = node.child_by_field_name("value")  # type: ignore[assignment]
+        elif node.type == "call_expression" and text(node.child_by_field_name("function"))\
+                .startswith("static_cast<") and len(_args(node)) == 1:
+            node = _args(node)[0]
         else:
             return node
+
+
+def _args(call: Node) -> list[Node]:
+    args = call.child_by_field_name("arguments")
+    return [] if args is None else list(args.named_children)
 
 
 def int_value(node: Node | None) -> int | None:

@@ -1,0 +1,221 @@
+"""Corpus numbers on the GPU: for every kernel folder of benchmarks/corpus (then, last and
+reported apart, benchmarks/corpus_holdout): the knobs the offline templater lifted, the
+space-wide correctness sample (defaults, corners, a seeded sample of 32 at the check shape),
+a guided 120-evaluation tune at the large shape (statuses counted), the speedup of the
+confirmed best config over the kernel as written, and both as % of a device-to-device copy
+of the same bytes timed in the same run.
+
+    python3 benchmarks/corpus_bench.py --out $OUT [--set corpus|holdout] [--budget 120]
+
+Writes $OUT/corpus_<set>.json (device, driver, CUDA, date) and one SQLite store per kernel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.api import Workbench  # noqa: E402
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
+from workbench.core.records import Candidate, Config, Status  # noqa: E402
+from workbench.core.template import KernelTemplate  # noqa: E402
+from workbench.engine.runner import LocalRunner  # noqa: E402
+from workbench.llm.templater import offline_template  # noqa: E402
+
+SAMPLE = 32
+
+
+def gate_configs(template: KernelTemplate, env: dict[str, Any]) -> list[Config]:
+    """Defaults, every valid corner (each parameter at an end of its range), a seeded sample."""
+    space = template.space(env)
+    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
+    corners = [Config(dict(zip(template.param_names, combo, strict=True)))
+               for combo in itertools.product(*ends)]
+    picked: list[Config] = [template.default_config()]
+    picked += [c for c in corners if space.rejection(c) is None]
+    picked += space.sample(min(SAMPLE, len(space)), seed=0)
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for c in picked:
+        key = tuple(sorted(c.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def template_for(folder: KernelFolder) -> tuple[KernelTemplate, str]:
+    """The folder's approved template (``propose --write``), else the offline templater's."""
+    if getattr(folder, "has_template", True) and folder.template.params:
+        return folder.template, "kernel folder [template]"
+    return offline_template(folder).template, "offline templater (run here)"
+
+
+def llm_template(folder: KernelFolder, transcript: Path) -> tuple[KernelTemplate, str, dict[str, Any]]:
+    """Stage 1 through the LLM path: the real openai client against the loopback transcript
+    server (a hand-written, replayed reply: see the transcript's description)."""
+    from workbench.agent import propose_only
+    from workbench.llm.client import LLMClient, LLMSettings
+    from workbench.testing.openai_server import OpenAITranscriptServer, Transcript
+
+    server = OpenAITranscriptServer(Transcript.load(transcript)).start()
+    client = LLMClient(LLMSettings(model="transcript", api_key="sk-transcript-not-a-key",
+                                   base_url=server.base_url))
+    try:
+        proposed = propose_only(folder, client)
+    finally:
+        client.close()
+        server.stop()
+    report = proposed.report
+    info = {"transcript": transcript.name, "requests": len(server.requests),
+            "validation": report.status if report is not None else "none",
+            "messages": report.messages() if report is not None else []}
+    if not isinstance(proposed.template, KernelTemplate):
+        raise RuntimeError(f"the proposal failed validation: {info}")
+    return proposed.template, f"LLM path (replayed transcript {transcript.name})", info
+
+
+def bench_kernel(path: Path, out: Path, budget: int,
+                 transcript: Path | None = None) -> dict[str, Any]:
+    t0 = time.monotonic()
+    folder = load_kernel_folder(path)
+    llm_info: dict[str, Any] = {}
+    if transcript is not None:
+        template, origin, llm_info = llm_template(folder, transcript)
+    else:
+        template, origin = template_for(folder)
+    dtype = folder.dtypes[0]
+    large = "large"
+    doc: dict[str, Any] = {"kernel": folder.name, "template": origin, "dtype": dtype,
+                           "knobs": list(template.param_names),
+                           "constraints": [c.text for c in template.constraints]}
+    if llm_info:
+        doc["llm"] = llm_info
+    with LocalRunner(folder, template) as runner:
+        check = folder.check_shape
+        configs = gate_configs(template, folder.env(check, dtype))
+        results = list(runner.measure([Candidate(c, check, dtype) for c in configs]))
+        bad = [{"config": dict(r.config), "status": r.status.value, "reason": r.reason[:300]}
+               for r in results if r.status is not Status.OK]
+        doc["gate"] = {"shape": check, "checked": len(results),
+                       "ok": sum(r.status is Status.OK for r in results), "failures": bad}
+        tag = "_llm" if transcript is not None else ""
+        wb = Workbench(folder, store=out / f"{folder.name}{tag}.sqlite", runner=runner)
+        wb._template = template  # the template under test (the folder may have none yet)
+        wb._params = list(template.params)
+        outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5)
+        statuses: dict[str, int] = {}
+        for r in outcome.results:
+            statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+        copy = runner.copy_timing(large, dtype)
+        head = outcome.confirmed or outcome.best
+        best_us = head.median_us if head is not None else None
+        base_us = outcome.baseline_us
+        doc["tune"] = {
+            "shape": large, "sizes": dict(folder.shapes[large]), "strategy": "guided",
+            "budget": budget, "evaluated": len(outcome.results), "statuses": statuses,
+            "baseline_us": base_us, "best_us": best_us,
+            "best_config": dict(head.config) if head is not None else None,
+            "confirmed": outcome.confirmed is not None,
+            "speedup": outcome.speedup, "copy_us": copy.median_us,
+            "copy_bytes": copy.bytes_moved,
+            "baseline_pct_of_copy": 100 * copy.median_us / base_us if base_us else None,
+            "best_pct_of_copy": 100 * copy.median_us / best_us if best_us else None,
+        }
+        doc["device"] = runner.device.name
+        doc["timer"] = runner.timer_note
+    doc["wall_s"] = round(time.monotonic() - t0, 1)
+    return doc
+
+
+def environment() -> dict[str, Any]:
+    info: dict[str, Any] = {"date": datetime.now(UTC).isoformat(timespec="seconds"),
+                            "host_python": platform.python_version()}
+    try:
+        import pycuda.driver as drv
+
+        drv.init()
+        info["driver_version"] = drv.get_driver_version()
+        info["cuda_runtime_build"] = ".".join(map(str, drv.get_version()))
+        info["gpu"] = drv.Device(0).name()
+    except Exception as exc:  # the worker reports the device anyway
+        info["driver_error"] = str(exc)
+    import subprocess
+
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                          "--format=csv,noheader"], capture_output=True, text=True, check=False)
+    info["nvidia_smi"] = smi.stdout.strip()
+    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
+    info["nvcc"] = nvcc.stdout.strip().splitlines()[-1] if nvcc.stdout else ""
+    return info
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The README table of one results file."""
+    rows = ["| kernel | knobs | gate (check shape) | tune statuses (guided) | as written, % of copy "
+            "| best, % of copy | speedup |", "|---|---|---|---|---|---|---|"]
+    for k in report["kernels"]:
+        if "error" in k:
+            rows.append(f"| {k['kernel']} | error: {k['error'][:80]} | | | | | |")
+            continue
+        g, t = k["gate"], k["tune"]
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(t["statuses"].items()))
+        rows.append(
+            f"| {k['kernel']} | {len(k['knobs'])}: {', '.join(k['knobs'])} | {g['ok']}/{g['checked']} "
+            f"| {statuses} | {_fmt(t['baseline_pct_of_copy'], '.0f')} % "
+            f"| {_fmt(t['best_pct_of_copy'], '.0f')} % | {_fmt(t['speedup'], '.2f')}× |")
+    return "\n".join(rows)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--set", choices=("corpus", "holdout"), default="corpus")
+    ap.add_argument("--budget", type=int, default=120)
+    ap.add_argument("--kernels", default="", help="comma-separated subset")
+    ap.add_argument("--table", type=Path, help="print the README table of a results file")
+    ap.add_argument("--llm", default="", help="KERNEL=TRANSCRIPT,...: stage 1 through the LLM "
+                    "path with a transcript of tests/transcripts (instead of the offline one)")
+    args = ap.parse_args()
+    if args.table is not None:
+        print(markdown(json.loads(args.table.read_text())))
+        return 0
+    if args.out is None:
+        ap.error("--out is required to measure")
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = ROOT / "benchmarks" / ("corpus" if args.set == "corpus" else "corpus_holdout")
+    names = [n for n in args.kernels.split(",") if n] or sorted(
+        p.name for p in root.iterdir() if (p / "kernel.toml").is_file())
+    report: dict[str, Any] = {"set": args.set, "environment": environment(), "kernels": []}
+    llm = dict(pair.split("=", 1) for pair in args.llm.split(",") if pair)
+    if llm:
+        names = list(llm)
+    dest = args.out / f"corpus_{args.set}{'_llm' if llm else ''}.json"
+    for name in names:
+        transcript = ROOT / "tests" / "transcripts" / llm[name] if name in llm else None
+        try:
+            doc = bench_kernel(root / name, args.out, args.budget, transcript)
+        except Exception as exc:  # one kernel's failure is data; the others still run
+            doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+        report["kernels"].append(doc)
+        print(json.dumps(doc)[:1500], flush=True)
+        dest.write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
