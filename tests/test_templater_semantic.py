@@ -21,7 +21,7 @@ from workbench.core.expr import parse_constraint, parse_expr
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import SemanticLift, lift_kernel
+from workbench.llm.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 _spec = importlib.util.spec_from_file_location("corpus_folders", ROOT / "corpus_folders.py")
@@ -44,7 +44,7 @@ def _dims(text: str) -> list[str]:
     return [*out, text[start:].strip()]
 
 
-def lift(name: str, source: str | None = None) -> SemanticLift:
+def lift(name: str, source: str | None = None) -> LiftedSource:
     fill = CORPUS[name]
     text = source if source is not None else (ROOT / "corpus" / name / f"{name}.cu").read_text()
     kernel = parse_cuda(text).kernel(name)
@@ -53,7 +53,7 @@ def lift(name: str, source: str | None = None) -> SemanticLift:
                        scalars=scalars, file=f"{name}.cu")
 
 
-def template_of(name: str, lifted: SemanticLift) -> KernelTemplate:
+def template_of(name: str, lifted: LiftedSource) -> KernelTemplate:
     return KernelTemplate.build(
         name=name, source=lifted.source, entry=name,
         params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
@@ -108,7 +108,7 @@ def test_look_alike_literals_are_left_alone_and_listed() -> None:
     assert "BLOCK_X + threadIdx.x" in stencil and "BLOCK_Y + threadIdx.y" in stencil
 
 
-def _reason(lifted: SemanticLift, transform: str) -> str:
+def _reason(lifted: LiftedSource, transform: str) -> str:
     found = [f.reason for f in lifted.findings if f.transform == transform and not f.applied]
     assert found, lifted.notes
     return found[0]

@@ -9,23 +9,20 @@ where it lifts more than the semantic pass, which is the case for hand-tuned ker
 as the sample kernels.
 """
 
-from workbench.llm.templater.legacy import (
+from workbench.llm.templater.legacy import code_mask, code_sub, lift_source, unified_diff
+from workbench.llm.templater.offline import offline_template
+from workbench.llm.templater.records import (
+    Finding,
+    LiftedParameter,
     LiftedSource,
     TemplaterResult,
-    code_mask,
-    code_sub,
-    lift_source,
-    unified_diff,
 )
-from workbench.llm.templater.offline import offline_template
-from workbench.llm.templater.plan import Finding, LiftedParameter
-from workbench.llm.templater.semantic import SemanticLift, lift_kernel
+from workbench.llm.templater.semantic import lift_kernel
 
 __all__ = [
     "Finding",
     "LiftedParameter",
     "LiftedSource",
-    "SemanticLift",
     "TemplaterResult",
     "code_mask",
     "code_sub",

@@ -25,13 +25,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench.core.records import Value
-from workbench.core.template import KernelTemplate
-from workbench.llm.schemas import TemplateProposal
+from workbench.llm.templater.records import LiftedParameter, LiftedSource
 
 _BLOCK_NAME = re.compile(r"(?i)(threads|block_?size|block_?dim|kblock\b)")
 _VEC_NAME = re.compile(r"(?i)(vec|pack|width)")
@@ -43,43 +40,6 @@ _DEFINE = re.compile(r"^([ \t]*#[ \t]*define[ \t]+)([A-Za-z_]\w*)([ \t]+)(\d+)[ 
 _UNROLL = re.compile(r"(#[ \t]*pragma[ \t]+unroll[ \t]*)(\(?[ \t]*)(\d+)([ \t]*\)?)")
 _VEC_BYTES_DIV = re.compile(r"\b16(\s*/\s*(?:ELEM_BYTES|sizeof\s*\(\s*[A-Za-z_]\w*\s*\)))")
 _ALIGN16 = re.compile(r"\b(alignas|__align__)(\s*\(\s*)16(\s*\))")
-
-
-@dataclass(frozen=True)
-class LiftedParameter:
-    """One lifted constant: the parameter, its dict form and where it came from."""
-
-    name: str
-    spec: Mapping[str, Any]  # parameter_from_dict form
-    origin: str  # e.g. "baseline.cu:21: constexpr int kVec = 16 / ELEM_BYTES;"
-
-
-@dataclass(frozen=True)
-class LiftedSource:
-    """The rewritten source with its parameters, constraints and launch rules (all text)."""
-
-    source: str
-    params: tuple[LiftedParameter, ...]
-    constraints: tuple[str, ...]
-    grid: tuple[str, ...]
-    block: tuple[str, ...]
-    smem_bytes: str
-    notes: tuple[str, ...] = ()
-
-    @property
-    def defaults(self) -> dict[str, Value]:
-        return {p.name: p.spec["default"] for p in self.params}
-
-
-@dataclass(frozen=True)
-class TemplaterResult:
-    """A template made offline, its proposal form, and the unified diff from the baseline."""
-
-    template: KernelTemplate
-    proposal: TemplateProposal
-    diff: str
-    lifted: Any  # LiftedSource or semantic.SemanticLift (both: source, params, notes)
-    notes: tuple[str, ...] = field(default=())
 
 
 def code_mask(source: str) -> list[bool]:

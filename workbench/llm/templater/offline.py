@@ -10,8 +10,9 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.llm.schemas import TemplateProposal
-from workbench.llm.templater.legacy import LiftedSource, TemplaterResult, lift_source, unified_diff
-from workbench.llm.templater.semantic import SemanticLift, lift_kernel
+from workbench.llm.templater.legacy import lift_source, unified_diff
+from workbench.llm.templater.records import LiftedSource, TemplaterResult
+from workbench.llm.templater.semantic import lift_kernel
 
 
 def folder_scalars(folder: KernelFolder) -> dict[str, str]:
@@ -29,7 +30,7 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
     base = folder.baseline
     rules = base.launch.to_dict()
     shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
-    lifted: SemanticLift | LiftedSource = lift_kernel(
+    lifted: LiftedSource = lift_kernel(
         base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
         smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name)
     why = lifted.notes

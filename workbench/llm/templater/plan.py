@@ -3,42 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource, KernelSignature
 from workbench.llm.templater.analysis import KernelFacts
+from workbench.llm.templater.records import Finding, LiftedParameter
 from workbench.llm.templater.rewrite import Rewriter
 
 # Bytes per element of the argument dtypes cuda_source reports ("T" is the folder's dtype).
 _ARG_BYTES = {"f32": 4, "fp16": 2, "bf16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "i8": 1, "u8": 1,
               "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8}
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One transform considered: applied, or not with the reason (and the line it is about)."""
-
-    transform: str
-    applied: bool
-    reason: str
-    line: int = 0
-
-    def __str__(self) -> str:
-        where = f" (line {self.line})" if self.line else ""
-        verdict = "applied" if self.applied else "not applied"
-        return f"{self.transform}: {verdict}: {self.reason}{where}"
-
-
-@dataclass(frozen=True)
-class LiftedParameter:
-    """One lifted parameter: its dict form (``parameter_from_dict``) and where it came from."""
-
-    name: str
-    spec: Mapping[str, Any]
-    origin: str
 
 
 class Plan:

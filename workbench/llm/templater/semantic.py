@@ -11,13 +11,12 @@ reproduce the kernel as written: same launch, same work per thread.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
-from workbench.llm.templater.plan import Finding, LiftedParameter, Plan
+from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.records import LiftedSource
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import (
     apply_grid_cap,
@@ -27,33 +26,9 @@ from workbench.llm.templater.vector import (
 )
 
 
-@dataclass(frozen=True)
-class SemanticLift:
-    """The rewritten source, its parameters, constraints, launch rules and findings."""
-
-    source: str
-    params: tuple[LiftedParameter, ...]
-    constraints: tuple[str, ...]
-    grid: tuple[str, ...]
-    block: tuple[str, ...]
-    smem_bytes: str
-    findings: tuple[Finding, ...]
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return tuple(str(f) for f in self.findings)
-
-    @property
-    def defaults(self) -> dict[str, Any]:
-        return {p.name: p.spec["default"] for p in self.params}
-
-    def not_applied(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if not f.applied)
-
-
 def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                 block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str = "0",
-                file: str = "baseline.cu") -> SemanticLift:
+                file: str = "baseline.cu") -> LiftedSource:
     """Template ``entry`` of ``source_text`` (pure). ``scalars`` maps each scalar kernel
     argument to the shape expression it is launched with (``{"d": "d"}``); raises
     CudaSourceError when the kernel cannot be parsed."""
@@ -68,9 +43,10 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
         apply_wrap_items(plan, {"x"} if vectorized and flat else set())
     _launch_bounds(plan)
     _header(plan)
-    return SemanticLift(source=plan.rw.render(), params=tuple(plan.params.values()),
+    return LiftedSource(source=plan.rw.render(), params=tuple(plan.params.values()),
                         constraints=tuple(plan.constraints), grid=tuple(plan.grid),
                         block=tuple(plan.block), smem_bytes=str(smem_bytes),
+                        notes=tuple(str(f) for f in plan.findings),
                         findings=tuple(plan.findings))
 
 
