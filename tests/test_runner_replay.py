@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from workbench.api import Workbench
 from workbench.core.errors import NoGPUError, RecordingError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
 from workbench.engine.recording import load_recording, recording_paths, save_recording
 from workbench.engine.replay import ReplayRunner
 from workbench.engine.runner import LocalRunner, Runner
-from workbench.engine.tuning import tune_exhaustive
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
@@ -98,13 +98,14 @@ def test_replay_warns_but_answers_when_the_template_changed() -> None:
 
 
 @pytest.mark.replay
-def test_tune_exhaustive_over_a_replay() -> None:
+def test_an_exhaustive_tune_over_a_replay(tmp_path: Path) -> None:
     folder = _folder("silu_and_mul")
     runner = ReplayRunner(folder)
-    report = tune_exhaustive(folder, "large", "bf16", runner, top=3)
-    assert report.evaluated == folder.space("large", "bf16").size
-    assert len(report.best) == 3
-    medians = [r.timing.median_us for r in report.best if r.timing]
+    report = Workbench(folder, store=tmp_path / "s.sqlite", runner=runner).tune(
+        "large", "bf16", "exhaustive", budget=None, top=3)
+    assert len(report.results) == folder.space("large", "bf16").size
+    assert len(report.top) == 3
+    medians = [r.timing.median_us for r in report.top if r.timing]
     assert medians == sorted(medians)
     ok = [r for r in runner.recording.trials
           if r.shape == "large" and r.dtype == "bf16" and r.timing]
@@ -222,21 +223,19 @@ def test_a_recordings_confirmation_round_trips_and_its_errors_name_the_key(
 
 
 @pytest.mark.replay
-def test_a_replay_reports_its_recordings_confirmation_of_the_search_best() -> None:
+def test_a_replay_reports_its_recordings_confirmation_of_the_search_best(
+        tmp_path: Path) -> None:
     """A replay cannot measure again, but its recording measured the sweep's fastest configs
     again in a fresh worker: the tune report gives that time beside the search's."""
     folder = _folder("merge_attn_states_lse")
     with ReplayRunner(folder) as runner:
-        report = tune_exhaustive(folder, "decode", "bf16", runner, top=5)
-        best = report.best[0]
+        confirmed = Workbench(folder, store=tmp_path / "s.sqlite", runner=runner).tune(
+            "decode", "bf16", "exhaustive", budget=None, confirm=5)
+        best = confirmed.best
+        assert best is not None and best.median_us is not None
         again = runner.recorded_confirmation(best.config, "decode", "bf16")
         assert again is not None and again.median_us and again.source == runner.source
         assert runner.recorded_confirmation(best.config, "decode", "fp8") is None
-        from workbench.engine.tuning import summarize_tuning
-
-        results = list(runner.measure([Candidate(t.config, "decode", "bf16")
-                                       for t in report.best]))
-        confirmed = summarize_tuning(folder, "decode", "bf16", runner, results, confirm=5)
     assert confirmed.confirmation is None  # nothing is pretended to be measured again
     assert "cannot measure again" in confirmed.confirm_note
     assert (f"the search's best config at {again.median_us:.2f} us, the search "

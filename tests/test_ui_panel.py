@@ -1,7 +1,8 @@
 """Panel logic without a browser: widgets get a dummy comm, so clicks and thread updates work.
 
-The backend is a small fake that publishes events from a thread like the orchestrator does;
-its trial timings are test inputs, not measurements.
+Most tests use a small fake backend whose ``tune`` runs on the panel's worker thread like the
+real Workbench (its trial timings are test inputs, not measurements); the replay tests drive
+the real :class:`~workbench.api.Workbench` over a committed H100 recording.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -37,17 +39,34 @@ def _trial(i: int) -> TrialResult:
                        status=Status.OK, timing=t)
 
 
+@dataclass(frozen=True)
+class FakeReport:
+    """What the panel reads from a tune's report."""
+
+    reason: str
+    results: tuple[TrialResult, ...]
+    baseline_us: float | None = 10.0
+
+    def summary(self) -> str:
+        return f"fake report: {len(self.results)} stored trials"
+
+
 class FakeBackend:
+    """Runs ``tune`` synchronously on the caller's thread (the panel's worker) like the real
+    Workbench; with ``gated=True`` each trial waits for a permit the test hands out, so the
+    tests control progress with events instead of sleeping."""
+
     kernel_name = "fake_kernel"
 
-    def __init__(self, n_trials: int = 40, delay_s: float = 0.005) -> None:
+    def __init__(self, n_trials: int = 40, gated: bool = False) -> None:
         self.events = EventBus()
         self.n_trials = n_trials
-        self.delay_s = delay_s
-        self._stop = threading.Event()
-        self._resume = threading.Event()
-        self._resume.set()
-        self.thread: threading.Thread | None = None
+        self.gated = gated
+        self._cond = threading.Condition()
+        self._permits = 0
+        self._stopped = False
+        self.paused = False
+        self.stored: list[TrialResult] = []  # what the fake store holds, across launches
         self.set_params_calls: list[list[Any]] = []
         self.reviews: list[tuple[str, str]] = []
         self.runner_description = "replay of FAKE recording from 2026-01-01"
@@ -72,34 +91,51 @@ class FakeBackend:
     def baseline_us(self, shape: str, dtype: str) -> float | None:
         return 10.0
 
-    def start_search(self, shape: str, dtype: str, strategy: str, budget: int) -> None:
+    def results(self, shape: str, dtype: str) -> list[TrialResult]:
+        return list(self.stored)
+
+    def allow(self, n: int) -> None:
+        """Let ``n`` more trials through (gated mode)."""
+        with self._cond:
+            self._permits += n
+            self._cond.notify_all()
+
+    def _next_allowed(self) -> bool:
+        with self._cond:
+            self._cond.wait_for(lambda: self._stopped or (not self.paused and (
+                not self.gated or self._permits > 0)))
+            if self._stopped:
+                return False
+            self._permits -= 1
+            return True
+
+    def tune(self, shape: str, dtype: str, strategy: str, budget: int) -> FakeReport:
         if self.fail_start:
             raise CompileError("nvcc failed", log_excerpt="error: expected ';'", kind="syntax")
-
-        def loop() -> None:
-            n = 0
-            for i in range(min(budget, self.n_trials)):
-                self._resume.wait()
-                if self._stop.is_set():
-                    break
-                self.events.publish(TrialFinished(result=_trial(i), index=i))
-                n += 1
-                time.sleep(self.delay_s)
-            self.events.publish(SearchFinished(reason="stopped" if self._stop.is_set() else "budget",
-                                               evaluated=n))
-
-        self.thread = threading.Thread(target=loop, daemon=True)
-        self.thread.start()
+        self._stopped = False
+        while len(self.stored) < min(budget, self.n_trials):  # the budget counts stored trials
+            if not self._next_allowed():
+                break
+            trial = _trial(len(self.stored))
+            self.stored.append(trial)
+            self.events.publish(TrialFinished(result=trial, index=len(self.stored) - 1))
+        reason = "stopped" if self._stopped else "budget"
+        self.events.publish(SearchFinished(reason=reason, evaluated=len(self.stored)))
+        return FakeReport(reason, tuple(self.stored))
 
     def pause_search(self) -> None:
-        self._resume.clear()
+        with self._cond:
+            self.paused = True
 
     def resume_search(self) -> None:
-        self._resume.set()
+        with self._cond:
+            self.paused = False
+            self._cond.notify_all()
 
     def stop_search(self) -> None:
-        self._stop.set()
-        self._resume.set()
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
 
     def propose_template(self) -> str:
         self.template_source = "int a;\nint c;\n"
@@ -117,16 +153,18 @@ class FakeBackend:
     def agent_iterations(self) -> Sequence[Any]:
         return []
 
-    def export(self, what: str, path: str, results: Sequence[TrialResult]) -> str:
-        return f"{what}:{len(results)}"
+    def export(self, what: str, path: str, shape: str, dtype: str) -> str:
+        return f"{what}:{len(self.results(shape, dtype))}"
 
 
 def _wait(pred: Any, timeout_s: float = 10.0) -> None:
+    """Poll a condition another thread makes true (never a fixed sleep)."""
+    done = threading.Event()
     end = time.monotonic() + timeout_s
     while not pred():
         if time.monotonic() > end:
             raise AssertionError("condition not reached")
-        time.sleep(0.02)
+        done.wait(0.01)
 
 
 @pytest.fixture
@@ -156,44 +194,67 @@ def test_launch_fills_charts_progress_and_top_table(panel_and_backend: Any) -> N
 @pytest.mark.timeout(30)
 def test_pushes_are_throttled(panel_and_backend: Any) -> None:
     panel, backend = panel_and_backend
-    backend.n_trials, backend.delay_s = 400, 0.002
+    backend.n_trials = 400
     panel.budget.value = 400
     start = time.monotonic()
     panel.launch_button.click()
-    _wait(lambda: "finished" in panel.header.value)
+    assert panel.join(20)
     elapsed = time.monotonic() - start
-    time.sleep(0.3)
+    panel.pusher.flush()
     assert panel.progress.value == 400
     # <= 4 per second, plus the final flush and the launch notify.
     assert panel.pusher.push_count <= 4 * elapsed + 3
 
 
 @pytest.mark.timeout(30)
-def test_pause_resume_and_stop(panel_and_backend: Any) -> None:
-    panel, backend = panel_and_backend
-    backend.n_trials, backend.delay_s = 1000, 0.01
-    panel.budget.value = 1000
+def test_pause_resume_and_stop() -> None:
+    backend = FakeBackend(n_trials=1000, gated=True)
+    panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
+    try:
+        panel.budget.value = 1000
+        panel.launch_button.click()
+        backend.allow(5)
+        _wait(lambda: len(panel.table) == 5)
+        panel.pause_button.click()
+        assert panel.pause_button.description == "Resume" and backend.paused
+        backend.allow(5)  # permits while paused are held back
+        panel.pause_button.click()
+        assert not backend.paused
+        _wait(lambda: len(panel.table) == 10)
+        panel.stop_button.click()
+        assert panel.join(10)
+        assert "finished (stopped)" in panel.header.value
+        assert len(panel.table) == 10 and len(backend.stored) == 10
+    finally:
+        panel.close()
+
+
+@pytest.mark.timeout(30)
+def test_relaunch_shows_every_stored_trial(panel_and_backend: Any) -> None:
+    panel, _backend = panel_and_backend
+    panel.budget.value = 12
     panel.launch_button.click()
-    _wait(lambda: len(panel.table) > 5)
-    panel.pause_button.click()
-    assert panel.pause_button.description == "Resume"
-    time.sleep(0.1)
-    n = len(panel.table)
-    time.sleep(0.2)
-    assert len(panel.table) == n
-    panel.pause_button.click()
-    _wait(lambda: len(panel.table) > n)
-    panel.stop_button.click()
-    _wait(lambda: "finished (stopped)" in panel.header.value)
-    assert len(panel.table) < 1000
+    assert panel.join(10)
+    panel.budget.value = 12  # the same budget again: nothing new, everything shown
+    panel.launch_button.click()
+    assert panel.join(10)
+    panel.pusher.flush()
+    assert len(panel.table) == 12 and panel.progress.description == "12 / 12"
+    assert "wb-topn-table" in panel.top_table.value
+    panel.budget.value = 20  # a larger budget: the 12 stored plus 8 new
+    panel.launch_button.click()
+    assert panel.join(10)
+    panel.pusher.flush()
+    assert len(panel.table) == 20 and panel.progress.description == "20 / 20"
 
 
 def test_errors_show_in_place_and_panel_survives(panel_and_backend: Any) -> None:
     panel, backend = panel_and_backend
     backend.fail_start = True
     panel.launch_button.click()
+    assert panel.join(10)
     assert "CompileError" in panel.message.value and "expected &#x27;;&#x27;" in panel.message.value
-    assert "idle" in panel.header.value and panel.launch_button.disabled is False
+    assert "error" in panel.header.value and panel.launch_button.disabled is False
     panel.reject_button.click()  # no note: the backend refuses
     assert "needs a note" in panel.message.value
     backend.events.publish(ErrorEvent(message="worker died", detail="Traceback ..."))

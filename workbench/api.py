@@ -3,7 +3,8 @@
     from workbench.api import Workbench
     wb = Workbench("sample_kernels/silu_and_mul")
     wb.panel()                                   # in a notebook
-    wb.tune("decode", "bf16", "tpe", budget=64)  # in a script
+    report = wb.tune("decode", "bf16", "tpe", budget=64)  # in a script (the same path as
+    print(report.summary())                               # the CLI, panel and agent)
 
 A ``Workbench`` holds the kernel folder, the store (``workbench.sqlite`` in the current
 directory by default), the runner (``LocalRunner`` when a GPU is present, else a
@@ -16,45 +17,18 @@ import getpass
 import hashlib
 import json
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
-from workbench.core.events import EventBus, SearchFinished
+from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Status, TrialResult
-from workbench.engine.tuning import Confirmation, confirm_finalists
+from workbench.engine.tuning import TuneReport
+from workbench.search.budget import Budget
 
 DEFAULT_STORE = "workbench.sqlite"
-
-
-@dataclass(frozen=True)
-class TuneOutcome:
-    """What a blocking :meth:`Workbench.tune` returns."""
-
-    shape: str
-    dtype: str
-    reason: str  # why the search ended: "budget", "exhausted", "stopped", ...
-    results: tuple[TrialResult, ...]
-    best: TrialResult | None  # the search's fastest, as the search measured it
-    baseline_us: float | None
-    confirmation: Confirmation | None = None  # the finalists measured again (live runners)
-    confirm_note: str = ""  # why there is no confirmation, when one was asked for
-
-    @property
-    def confirmed(self) -> TrialResult | None:
-        """The confirmed pick's second measurement (None without a confirmation)."""
-        return self.confirmation.chosen if self.confirmation is not None else None
-
-    @property
-    def speedup(self) -> float | None:
-        """Baseline over the confirmed time where there is one, else over the search's best."""
-        head = self.confirmed or self.best
-        if head is None or head.median_us is None or not self.baseline_us:
-            return None
-        return self.baseline_us / head.median_us
 
 
 def newest_recording(folder: Path) -> Path:
@@ -92,6 +66,8 @@ class Workbench:
         self._params = list(self.folder.template.params)
         self._search: Any | None = None
         self._search_lock = threading.Lock()
+        self._tuning = False  # a tune() call is under way (its search may not exist yet)
+        self._stop_requested = False
         self._baselines: dict[tuple[str, str], float | None] = {}
         self._session_id: str | None = None
         self._version_id: str | None = None
@@ -199,27 +175,49 @@ class Workbench:
 
         return provenance_for(self.runner, self._template)
 
-    def start_search(self, shape: str, dtype: str, strategy: str = "guided",
-                     budget: int = 64) -> None:
-        """Start a search on a background thread; progress arrives on :attr:`events`."""
-        from workbench.search.budget import Budget, SearchConfig
-        from workbench.search.orchestrator import Search
+    def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
+             budget: int | Budget | None = 64, *, timeout_s: float | None = None,
+             patience: int | None = None, seed: int = 0, batch: int = 16, confirm: int = 5,
+             top: int = 5, callbacks: Sequence[Callable[[Any], None]] = ()) -> TuneReport:
+        """Search ``shape``/``dtype`` on this thread until the budget ends it; the report of
+        every stored trial of this template at (shape, dtype), resumed ones included.
 
+        Shaped like Optuna's ``Study.optimize``: ``budget`` counts evaluations (the stored
+        ones too, so a re-run resumes; ``None`` = the whole space), ``timeout_s`` bounds the
+        wall time, ``callbacks`` see every event while it runs. Another thread may call
+        :meth:`pause_search`, :meth:`resume_search` or :meth:`stop_search` (the panel does).
+        ``confirm=k`` then measures the k fastest configs again on a runner that can (see
+        :mod:`workbench.engine.tuning`); a replay leaves a note instead."""
+        from workbench.search.tune import TuneRequest, budget_of, tune
+
+        request = TuneRequest(shape=shape, dtype=dtype, strategy=strategy,
+                              budget=budget_of(budget, max_wall_s=timeout_s, patience=patience),
+                              seed=seed, batch_size=batch, confirm=confirm, top=top)
         with self._search_lock:
-            if self._search is not None and self._search.state in ("running", "paused",
-                                                                   "stopping"):
+            if self._tuning:
                 raise WorkbenchError("a search is already running; stop it first",
-                                     key="search", value=self._search.state)
-            config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=strategy,
-                                  budget=Budget(max_evaluations=int(budget)))
-            baseline = self.baseline_us(shape, dtype)
-            self._search = Search.for_template(
-                self.folder, self.template, self.runner, config, self.device, store=self.store,
-                session_id=self.session_id, events=self.events,
-                baselines_us={shape: baseline} if baseline else None)
-            self._search.start()
+                                     key="search", value="running")
+            self._tuning = True
+        unsubscribe = [self.events.subscribe(cb) for cb in callbacks]
+        try:
+            return tune(self.folder, self.template, self.runner, self.store, request,
+                        session_id=self.session_id, events=self.events,
+                        on_search=self._hold_search)
+        finally:
+            for undo in unsubscribe:
+                undo()
+            with self._search_lock:
+                self._search, self._tuning = None, False
+
+    def _hold_search(self, search: Any) -> None:
+        with self._search_lock:
+            self._search = search
+            if self._stop_requested:
+                search.stop()
+            self._stop_requested = False
 
     def pause_search(self) -> None:
+        """Hold the running search after the trial in flight."""
         if self._search is not None:
             self._search.pause()
 
@@ -228,57 +226,12 @@ class Workbench:
             self._search.resume()
 
     def stop_search(self) -> None:
-        if self._search is not None:
-            self._search.stop()
-
-    def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
-             budget: int = 64, *, timeout_s: float | None = None,
-             confirm: int = 5) -> TuneOutcome:
-        """Run a search to the end (blocking) and return its results and best config.
-
-        ``confirm=k`` then measures the k fastest configs again on a runner that can (one
-        round chooses, a second is reported, both stored as re-measurements; see
-        :func:`workbench.engine.tuning.confirm_finalists`); a replay leaves a note instead."""
-        results: list[TrialResult] = []
-        finished: list[SearchFinished] = []
-        done = threading.Event()
-
-        def collect(event: Any) -> None:
-            from workbench.core.events import ErrorEvent, TrialFinished
-
-            if isinstance(event, TrialFinished):
-                results.append(event.result)
-            elif isinstance(event, SearchFinished):
-                finished.append(event)
-                done.set()
-            elif isinstance(event, ErrorEvent):
-                finished.append(SearchFinished(reason=f"error: {event.message}",
-                                               evaluated=len(results)))
-                done.set()
-
-        unsubscribe = self.events.subscribe(collect)
-        try:
-            self.start_search(shape, dtype, strategy, budget)
-            if not done.wait(timeout_s):
-                self.stop_search()
-                done.wait(30)
-        finally:
-            unsubscribe()
-        ok = sorted((r for r in results if r.status is Status.OK and r.median_us is not None),
-                    key=lambda r: r.median_us or 0.0)
-        best = ok[0] if ok else None
-        reason = finished[0].reason if finished else "timeout"
-        confirmation, note = None, ""
-        if confirm > 0 and ok:
-            provenance, session = self.provenance(), self.session_id
-
-            def keep(round_index: int, result: TrialResult) -> None:
-                self.store.record_remeasurement(result, provenance, round_index, session)
-            got = confirm_finalists(self.runner, ok[:confirm], on_result=keep)
-            confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
-        return TuneOutcome(shape=shape, dtype=dtype, reason=reason, results=tuple(results),
-                           best=best, baseline_us=self.baseline_us(shape, dtype),
-                           confirmation=confirmation, confirm_note=note)
+        """End the running search after the trial in flight (its report still comes back)."""
+        with self._search_lock:
+            if self._search is not None:
+                self._search.stop()
+            elif self._tuning:
+                self._stop_requested = True
 
     # --- templates and reviews
     def propose_template(self) -> str:
@@ -375,18 +328,22 @@ class Workbench:
         return out
 
     # --- results, exports, reports
-    def results(self, shape: str | None = None, dtype: str | None = None) -> list[TrialResult]:
-        """Every stored trial of this kernel's current template."""
+    def results(self, shape: str, dtype: str) -> list[TrialResult]:
+        """Every stored trial of the current template at (shape, dtype) measured by this
+        runner, within the current ranges: what the report, charts and exports show."""
+        from workbench.search.tune import stored_results
 
-        sha = hashlib.sha256(self._template.source.encode()).hexdigest()
-        stored = self.store.trials(None, shape=shape, dtype=dtype)
-        return [s.result for s in stored if s.provenance.template_sha256 in (sha, "")]
+        return stored_results(self.store, self.provenance(), shape, dtype, self.template,
+                              self.folder.env(shape, dtype, self.device))
 
-    def export(self, what: str, path: str, results: Sequence[TrialResult]) -> str:
-        """Write the best config (``header``/``json``), all results (``csv``) or a ``report``."""
+    def export(self, what: str, path: str, shape: str, dtype: str) -> str:
+        """Write the best stored config at (shape, dtype) (``header``/``json``), every stored
+        trial (``csv``) or a ``report`` notebook."""
         from workbench.ui.panel import config_defines
         from workbench.ui.report import results_frame
 
+        results = self.results(shape, dtype)
+        self.baseline_us(shape, dtype)
         ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
         best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
         stem = Path(path)
@@ -418,10 +375,12 @@ class Workbench:
 
     def report(self, path: str | Path = "report.ipynb",
                results: Sequence[TrialResult] | None = None) -> Path:
-        """Write a static report notebook (diff, ranges, approvals, charts, results table)."""
+        """Write a static report notebook (diff, ranges, approvals, charts, results table);
+        ``results`` defaults to every stored trial of this template at every shape/dtype."""
         from workbench.ui.report import ReportContent, write_report
 
-        trials = list(results) if results is not None else self.results()
+        trials = (list(results) if results is not None else
+                  [r for s in self.shape_names for d in self.dtypes for r in self.results(s, d)])
         reviews: list[dict[str, Any]] = []
         try:
             for rv in self.store.reviews(self._template_version_id()):

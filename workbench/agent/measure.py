@@ -20,8 +20,9 @@ from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelTemplate
 from workbench.engine.runner import Runner
 from workbench.llm.review import require_approved
-from workbench.search.budget import Budget, SearchConfig
+from workbench.search.budget import Budget
 from workbench.search.orchestrator import Search
+from workbench.search.tune import TuneRequest, tune
 
 if TYPE_CHECKING:
     from workbench.agent.machine import AgentMachine
@@ -120,30 +121,27 @@ def tune_step(machine: AgentMachine) -> None:
     budget = Budget(max_evaluations=(already + b.max_evaluations
                                      if b.max_evaluations is not None else None),
                     max_wall_s=b.max_wall_s, patience=b.patience)
+    request = TuneRequest(shape=machine.shape, dtype=machine.dtype,
+                          strategy=machine.config.strategy, seed=machine.config.seed,
+                          budget=budget, confirm=0, suggestions=tuple(kept))
 
-    search = Search.for_template(
-        machine.folder, template, runner,
-        SearchConfig(shapes=(machine.shape,), dtype=machine.dtype,
-                     strategy=machine.config.strategy, seed=machine.config.seed, budget=budget),
-        machine.device, store=machine.store, session_id=machine.session_id,
-        events=machine.events, suggestions=kept,
-        baselines_us={machine.shape: baseline_us} if baseline_us else None)
-    machine._search = search
-    if machine._stop.is_set():
-        search.stop()
-    try:
-        outcome = search.run()
+    def hold(search: Search) -> None:
+        machine._search = search
+        if machine._stop.is_set():
+            search.stop()
+    try:  # the one tune path; the test step re-measures the best beside the baseline
+        report = tune(machine.folder, template, runner, machine.store, request,
+                      session_id=machine.session_id, events=machine.events, on_search=hold)
     finally:
         machine._search = None
-    shape_outcome = outcome.shapes[machine.shape]
-    machine._version_best = shape_outcome.best
+    machine._version_best = report.best
     machine._detail["search"] = {
-        "version_id": version.id, "reason": shape_outcome.reason,
-        "evaluated": shape_outcome.evaluated, "measured_now": shape_outcome.measured_now,
-        "pruned": shape_outcome.pruned, "enqueued": kept, "dropped_suggestions": dropped,
-        "provenance": dict(prov.__dict__), "baseline_us": baseline_us,
-        "runner": runner.description}
-    if outcome.reason == "stopped":
+        "version_id": version.id, "reason": report.reason,
+        "evaluated": report.evaluated, "measured_now": report.measured_now,
+        "pruned": report.status_counts.get(Status.PRUNED.value, 0), "enqueued": kept,
+        "dropped_suggestions": dropped, "provenance": dict(prov.__dict__),
+        "baseline_us": baseline_us, "runner": runner.description}
+    if report.reason == "stopped":
         machine._finish(AgentState.DONE, "stopped")
         return
     machine._enter(AgentState.TEST)

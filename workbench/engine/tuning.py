@@ -1,17 +1,19 @@
-"""Exhaustive tuning of one problem: every config of the space, the best few, and how they
-compare with the baseline and with a device-to-device copy of the same bytes.
+"""The report of a tune: the best configs of one (kernel, shape, dtype), how they compare with
+the baseline and with a device-to-device copy of the same bytes, and the confirmation.
 
-``workbench tune`` (CLI) runs a search and reports it with :func:`summarize_tuning`; both
-work with any Runner (LocalRunner live, ReplayRunner from recordings).
+:func:`workbench.search.tune.tune` (the one tune path under the API, CLI, panel and agent)
+builds a :class:`TuneReport` with :func:`build_report` from the trials it reads back from
+the store, so a resumed or re-launched search reports every stored trial.
 
 The winner's curse: a search's best time is the minimum over hundreds of noisy medians, so
 it is biased low and the ranking of near-ties is partly luck. With ``confirm=k`` a runner
-that can measure again (``forget_measurements``) re-measures the k fastest configs twice
-after the search: round 1 picks among them, round 2 measures the pick once more, and the
-report's time, speedup and bandwidth come from round 2, a measurement the choice never saw.
-A replay cannot measure again, so its report says so and keeps the search's numbers; where
-its recording holds a confirmation of the search's best config (measured again in a fresh
-worker after the sweep), the note gives that time beside the search's.
+that can measure again (:class:`~workbench.engine.capabilities.Remeasuring`) re-measures the
+k fastest configs twice after the search: round 1 picks among them, round 2 measures the
+pick once more, and the report's time, speedup and bandwidth come from round 2, a
+measurement the choice never saw. A replay cannot measure again, so its report says so and
+keeps the search's numbers; where its recording holds a confirmation of the search's best
+config (measured again in a fresh worker after the sweep), the note gives that time beside
+the search's.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from workbench.core.errors import SearchError
-from workbench.core.kernel_folder import KernelFolder
+from workbench.core.errors import WorkbenchError
 from workbench.core.records import Candidate, Status, TrialResult
 from workbench.engine.bench import (
     CopyTiming,
@@ -28,6 +29,7 @@ from workbench.engine.bench import (
     speedup_from_timings,
     speedup_interval,
 )
+from workbench.engine.capabilities import CopyTimer, RecordedConfirmations, Remeasuring
 from workbench.engine.runner import Runner
 
 
@@ -59,35 +61,68 @@ class Confirmation:
 
 @dataclass(frozen=True)
 class TuneReport:
-    """What an exhaustive tune found for one (kernel, shape, dtype)."""
+    """What a tune of one (kernel, shape, dtype) found, read back from the store.
+
+    ``results`` holds every stored trial of the template version at this shape and dtype
+    within the current space (resumed trials included); ``top`` its fastest ok trials;
+    ``pick`` the config to use (the confirmed one where a confirmation ran)."""
 
     kernel: str
     shape: str
     dtype: str
     runner: str                            # the runner's description
-    best: tuple[TrialResult, ...]          # fastest ok results, fastest first
-    baseline: TrialResult
-    speedup: SpeedupInterval | None        # baseline median / best median, with a 95 % CI
-    bandwidth_gb_per_s: float | None       # best: roofline bytes / median time
+    reason: str                            # why the search ended: budget, exhausted, ...
+    results: tuple[TrialResult, ...]       # every stored trial (any status)
+    top: tuple[TrialResult, ...]           # fastest ok results, fastest first
+    measured_now: int                      # trials the runner measured in this call
+    baseline: TrialResult | None
+    speedup: SpeedupInterval | None        # baseline median / pick median, with a 95 % CI
+    bandwidth_gb_per_s: float | None       # pick: roofline bytes / median time
     baseline_bandwidth_gb_per_s: float | None
-    copy: CopyTiming | None                # cuMemcpyDtoD of the same bytes, same method
-    pct_of_copy: float | None              # best bandwidth as % of the copy's bandwidth
-    evaluated: int
+    copy: CopyTiming | None                # a device copy of the same bytes, same method
+    pct_of_copy: float | None              # pick bandwidth as % of the copy's bandwidth
     status_counts: dict[str, int] = field(default_factory=dict)
     confirmation: Confirmation | None = None  # None: not asked for, or the runner can't
     confirm_note: str = ""                    # why there is no confirmation, when asked
+    notes: tuple[str, ...] = ()               # what could not be measured (copy, baseline)
+
+    @property
+    def best(self) -> TrialResult | None:
+        """The search's fastest trial, as the search measured it."""
+        return self.top[0] if self.top else None
+
+    @property
+    def confirmed(self) -> TrialResult | None:
+        """The confirmed pick's second measurement (None without a confirmation)."""
+        return self.confirmation.chosen if self.confirmation is not None else None
+
+    @property
+    def pick(self) -> TrialResult | None:
+        """The config to use: the confirmed one where there is one, else the search's best."""
+        return self.confirmed or self.best
+
+    @property
+    def baseline_us(self) -> float | None:
+        return self.baseline.median_us if self.baseline is not None else None
+
+    @property
+    def evaluated(self) -> int:
+        """Measured (not pruned) trials, resumed ones included."""
+        return sum(1 for r in self.results if r.status is not Status.PRUNED)
 
     def summary(self) -> str:
         """A few lines for a terminal or a log."""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.status_counts.items()))
         lines = [f"{self.kernel} {self.shape}/{self.dtype} on {self.runner}: "
-                 f"{self.evaluated} configs ({', '.join(f'{k} {v}' for k, v in sorted(self.status_counts.items()))})"]
-        if self.baseline.timing:
+                 f"{len(self.results)} stored trials ({counts})"]
+        if self.baseline is not None and self.baseline.timing:
             lines.append(f"  baseline  {self.baseline.timing.median_us:9.2f} us  "
                          f"{self.baseline_bandwidth_gb_per_s or 0:8.1f} GB/s")
-        for r in self.best:
-            assert r.timing is not None
-            lines.append(f"  {r.timing.median_us:9.2f} us  {r.bandwidth_gb_per_s or 0:8.1f} GB/s"
+        for r in self.top:
+            lines.append(f"  {r.median_us or 0:9.2f} us  {r.bandwidth_gb_per_s or 0:8.1f} GB/s"
                          f"  {dict(r.config)}")
+        if not self.top:
+            lines.append("  no config verified and timed")
         if self.confirmation is not None:
             lines.append(self.confirmation.summary())
         elif self.confirm_note:
@@ -96,28 +131,10 @@ class TuneReport:
             lines.append(f"  speedup over baseline: {self.speedup}")
         if self.copy is not None and self.pct_of_copy is not None:
             lines.append(f"  device copy of the same bytes: {self.copy.median_us:.2f} us "
-                         f"({self.copy.bandwidth_gb_per_s:.1f} GB/s); best reaches "
+                         f"({self.copy.bandwidth_gb_per_s:.1f} GB/s); the pick reaches "
                          f"{self.pct_of_copy:.1f} % of it")
+        lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
-
-
-def _samples(result: TrialResult) -> list[float]:
-    samples = result.extra.get("samples_us") if result.extra else None
-    return [float(x) for x in samples] if samples else []
-
-
-def tune_exhaustive(folder: KernelFolder, shape: str, dtype: str, runner: Runner, *,
-                    top: int = 5,
-                    on_result: Callable[[TrialResult], None] | None = None) -> TuneReport:
-    """Measure every config of the folder's space at (shape, dtype) and report the best."""
-    space = folder.space(shape, dtype, runner.device)
-    candidates = [Candidate(config, shape, dtype) for config in space]
-    results: list[TrialResult] = []
-    for result in runner.measure(candidates):
-        results.append(result)
-        if on_result is not None:
-            on_result(result)
-    return summarize_tuning(folder, shape, dtype, runner, results, top=top)
 
 
 def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
@@ -133,14 +150,13 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
             on_result(round_index, result)
         return result
 
-    forget = getattr(runner, "forget_measurements", None)
-    if not callable(forget):
+    if not isinstance(runner, Remeasuring):
         return (f"{runner.description} cannot measure again (it answers from its recording)"
                 + _recorded_confirmation_note(runner, finalists))
     if not finalists:
         return "no finalists"
     candidates = [Candidate(r.config, r.shape, r.dtype) for r in finalists]
-    forget()
+    runner.forget_measurements()
     by_config = {r.config: seen(1, r) for r in runner.measure(candidates)}
     selection = tuple(by_config[c.config] for c in candidates if c.config in by_config)
     timed = [r for r in selection if r.status is Status.OK and r.timing is not None]
@@ -148,7 +164,7 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
         return "no finalist passed verification again: " + ", ".join(
             f"{r.status.value} {r.reason}" for r in selection)[:300]
     pick = min(timed, key=lambda r: r.timing.median_us if r.timing else float("inf"))
-    forget()
+    runner.forget_measurements()
     again = [seen(2, r) for r in runner.measure([Candidate(pick.config, pick.shape, pick.dtype)])]
     if not again or again[0].status is not Status.OK or again[0].timing is None:
         why = f"{again[0].status.value} {again[0].reason}" if again else "no result"
@@ -158,57 +174,80 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
 
 def _recorded_confirmation_note(runner: Runner, finalists: Sequence[TrialResult]) -> str:
     """``; the recording's confirmation ...`` when the runner has one for the best finalist."""
-    recorded = getattr(runner, "recorded_confirmation", None)
-    if not callable(recorded) or not finalists or finalists[0].median_us is None:
+    if not isinstance(runner, RecordedConfirmations) or not finalists:
         return ""
     best = finalists[0]
-    again = recorded(best.config, best.shape, best.dtype)
-    if again is None or again.status is not Status.OK or not again.median_us:
+    searched = best.median_us
+    again = runner.recorded_confirmation(best.config, best.shape, best.dtype)
+    if not searched or again is None or again.status is not Status.OK or not again.median_us:
         return ""
     return (f"; the recording's own confirmation (measured again in a fresh worker after the "
             f"sweep) has the search's best config at {again.median_us:.2f} us, the search "
-            f"{best.median_us:.2f} us ({100 * (again.median_us / best.median_us - 1):+.1f} %)")
+            f"{searched:.2f} us ({100 * (again.median_us / searched - 1):+.1f} %)")
 
 
-def summarize_tuning(folder: KernelFolder, shape: str, dtype: str, runner: Runner,
-                     results: Sequence[TrialResult], *, top: int = 5, confirm: int = 0,
-                     on_confirm: Callable[[int, TrialResult], None] | None = None,
-                     ) -> TuneReport:
-    """The report of a finished search: best configs, speedup with a 95 % interval over the
-    baseline, bandwidth and % of a device copy of the same bytes (both from ``runner``).
+def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
+                 results: Sequence[TrialResult], *, reason: str = "", measured_now: int = 0,
+                 top: int = 5, confirm: int = 0,
+                 on_confirm: Callable[[int, TrialResult], None] | None = None) -> TuneReport:
+    """The report of a finished search over ``results`` (the stored trials): best configs,
+    speedup with a 95 % interval over the baseline, bandwidth and % of a device copy of the
+    same bytes (both from ``runner``).
 
     ``confirm=k`` re-measures the k fastest configs (see the module docstring); the speedup,
     bandwidth and % of copy then come from the confirmed measurement. ``on_confirm`` sees
     each re-measurement with its round (1 or 2) as it arrives."""
-    baseline = runner.baseline(shape, dtype)
+    notes: list[str] = []
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
     ok = sorted((r for r in results if r.status is Status.OK and r.timing is not None),
                 key=lambda r: r.timing.median_us if r.timing else float("inf"))
-    if not ok:
-        raise SearchError(f"no config of {folder.name} at {shape}/{dtype} verified and timed "
-                          f"({counts})", shape=shape, dtype=dtype, status_counts=counts)
-    best = tuple(ok[:top])
+    baseline: TrialResult | None
+    try:
+        baseline = runner.baseline(shape, dtype)
+    except WorkbenchError as exc:
+        baseline = None
+        notes.append(f"no baseline: {exc.message}")
     confirmation: Confirmation | None = None
     note = ""
-    if confirm > 0:
+    if confirm > 0 and ok:
         got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
-    headline = confirmation.chosen if confirmation is not None else best[0]
-    speedup = None
+    headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
+    speedup = _speedup(baseline, headline)
+    copy: CopyTiming | None = None
+    if headline is not None and isinstance(runner, CopyTimer):
+        try:
+            copy = runner.copy_timing(shape, dtype)
+        except WorkbenchError as exc:
+            notes.append(f"no device-copy timing: {exc.message}")
+    best_bw = headline.bandwidth_gb_per_s if headline is not None else None
+    pct = 100.0 * best_bw / copy.bandwidth_gb_per_s if (copy is not None and best_bw) else None
+    return TuneReport(kernel=kernel, shape=shape, dtype=dtype, runner=runner.description,
+                      reason=reason, results=tuple(results), top=tuple(ok[:top]),
+                      measured_now=measured_now, baseline=baseline, speedup=speedup,
+                      bandwidth_gb_per_s=best_bw,
+                      baseline_bandwidth_gb_per_s=(baseline.bandwidth_gb_per_s
+                                                   if baseline is not None else None),
+                      copy=copy, pct_of_copy=pct, status_counts=counts,
+                      confirmation=confirmation, confirm_note=note, notes=tuple(notes))
+
+
+def _speedup(baseline: TrialResult | None,
+             headline: TrialResult | None) -> SpeedupInterval | None:
+    """Bootstrap interval from raw samples where both sides kept them, else the delta
+    method from their summary statistics."""
+    if baseline is None or headline is None or baseline.timing is None \
+            or headline.timing is None or baseline.status is not Status.OK:
+        return None
     base_samples, best_samples = _samples(baseline), _samples(headline)
     if base_samples and best_samples:
         tick = float(headline.extra.get("clock_tick_us") or 0.0)
-        speedup = speedup_interval(base_samples, best_samples, tick_us=tick)
-    elif baseline.timing is not None and headline.timing is not None:
-        speedup = speedup_from_timings(baseline.timing, headline.timing)
-    copy_fn = getattr(runner, "copy_timing", None)
-    copy = copy_fn(shape, dtype) if callable(copy_fn) else None
-    best_bw = headline.bandwidth_gb_per_s
-    pct = 100.0 * best_bw / copy.bandwidth_gb_per_s if (copy is not None and best_bw) else None
-    return TuneReport(kernel=folder.name, shape=shape, dtype=dtype, runner=runner.description,
-                      best=best, baseline=baseline, speedup=speedup, bandwidth_gb_per_s=best_bw,
-                      baseline_bandwidth_gb_per_s=baseline.bandwidth_gb_per_s, copy=copy,
-                      pct_of_copy=pct, evaluated=len(results), status_counts=counts,
-                      confirmation=confirmation, confirm_note=note)
+        return speedup_interval(base_samples, best_samples, tick_us=tick)
+    return speedup_from_timings(baseline.timing, headline.timing)
+
+
+def _samples(result: TrialResult) -> list[float]:
+    samples = result.extra.get("samples_us") if result.extra else None
+    return [float(x) for x in samples] if samples else []

@@ -59,7 +59,8 @@ class PanelBackend(Protocol):
     def summarize_space(self, params: Sequence[Any], shape: str, dtype: str) -> SpaceSummary: ...
     def set_params(self, params: Sequence[Any]) -> None: ...
     def baseline_us(self, shape: str, dtype: str) -> float | None: ...
-    def start_search(self, shape: str, dtype: str, strategy: str, budget: int) -> None: ...
+    def tune(self, shape: str, dtype: str, strategy: str, budget: int) -> Any: ...
+    def results(self, shape: str, dtype: str) -> Sequence[TrialResult]: ...
     def pause_search(self) -> None: ...
     def resume_search(self) -> None: ...
     def stop_search(self) -> None: ...
@@ -67,7 +68,7 @@ class PanelBackend(Protocol):
     def review(self, decision: str, note: str) -> str: ...
     def review_status(self) -> str: ...
     def agent_iterations(self) -> Sequence[Any]: ...
-    def export(self, what: str, path: str, results: Sequence[TrialResult]) -> str: ...
+    def export(self, what: str, path: str, shape: str, dtype: str) -> str: ...
 
 
 def describe_error(exc: BaseException) -> str:
@@ -179,6 +180,8 @@ class WorkbenchPanel:
         self._budget = 0
         self._started_at = 0.0
         self._table_lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self.last_report: Any = None
         param_names = [p.name for p in backend.params]
         self.table = TrialTable(param_names)
         self.axes = axes_for(backend.params)
@@ -282,8 +285,9 @@ class WorkbenchPanel:
         self.pusher = CoalescingPusher(self._push, max_per_s=max_pushes_per_s,
                                        on_error=self._show_error)
         self._unsubscribe = backend.events.subscribe(self._on_event)
-        self.shape.observe(self._guard(lambda _c: self.editor.refresh()), names="value")
-        self.dtype.observe(self._guard(lambda _c: self.editor.refresh()), names="value")
+        self.shape.observe(self._guard(self._problem_changed), names="value")
+        self.dtype.observe(self._guard(self._problem_changed), names="value")
+        self._guard(self._load_stored)(self.shape.value, self.dtype.value)
         self._refresh_header()
         self._guard(self._refresh_review)()
         self._guard(self._refresh_agent)()
@@ -354,10 +358,8 @@ class WorkbenchPanel:
         elif isinstance(event, ev.PhaseChanged):
             self._info(f"{event.phase} {event.detail}".strip())
         elif isinstance(event, ev.SearchFinished):
-            self.pusher.flush()
-            self._set_state(f"finished ({event.reason})")
-            self._info(f"search finished: {event.reason}, {event.evaluated} evaluated")
-            self.pusher.notify()
+            self._info(f"search finished: {event.reason}, {event.evaluated} evaluated; "
+                       f"reading the stored trials back")
         elif isinstance(event, ev.ErrorEvent):
             detail = html.escape(event.detail[-3000:])
             self.message.value = (f'<div class="wb-error" style="color:#b00020"><b>search error</b>: '
@@ -393,20 +395,62 @@ class WorkbenchPanel:
 
     # --- callbacks (kernel thread)
     def _launch(self) -> None:
+        """Run the backend's one tune call on a worker thread; the table starts from every
+        stored trial of (shape, dtype) and ends with the report's, read from the store."""
+        if self._worker is not None and self._worker.is_alive():
+            raise WorkbenchError("a search is already running; stop it first",
+                                 key="search", value=self._state)
         shape, dtype = self.shape.value, self.dtype.value
         self._budget = int(self.budget.value)
-        with self._table_lock:
-            self.table.clear()
-            self.table.baseline_us = self.backend.baseline_us(shape, dtype)
-        self.pusher.notify()
+        self._load_stored(shape, dtype)
         self.message.value = ""
         self._started_at = time.monotonic()
         self._set_state("running")
+        self._worker = threading.Thread(
+            target=self._tune, args=(shape, dtype, str(self.strategy.value), self._budget),
+            name="workbench-panel-tune", daemon=True)
+        self._worker.start()
+
+    def _problem_changed(self, _change: Any = None) -> None:
+        self.editor.refresh()
+        if self._state not in ("running", "paused", "stopping"):
+            self._load_stored(self.shape.value, self.dtype.value)
+        self._refresh_header()
+
+    def _load_stored(self, shape: str, dtype: str) -> None:
+        baseline = self.backend.baseline_us(shape, dtype)
+        stored = list(self.backend.results(shape, dtype))
+        with self._table_lock:
+            self.table.clear()
+            self.table.baseline_us = baseline
+            self.table.extend(stored)
+        self.pusher.notify()
+
+    def _tune(self, shape: str, dtype: str, strategy: str, budget: int) -> None:
+        """The worker thread: the same call a script makes; errors are shown, not raised."""
         try:
-            self.backend.start_search(shape, dtype, str(self.strategy.value), self._budget)
-        except Exception:
-            self._set_state("idle")
-            raise
+            report = self.backend.tune(shape, dtype, strategy, budget)
+        except Exception as exc:
+            self._set_state("error")
+            self._show_error(exc)
+            return
+        results = list(getattr(report, "results", ()))
+        with self._table_lock:
+            self.table.clear()
+            self.table.baseline_us = getattr(report, "baseline_us", None)
+            self.table.extend(results)
+        self.last_report = report
+        self.pusher.flush()
+        self._set_state(f"finished ({getattr(report, 'reason', 'done')})")
+        summary = getattr(report, "summary", None)
+        self._info(summary() if callable(summary) else "search finished")
+
+    def join(self, timeout_s: float | None = None) -> bool:
+        """Wait for the worker thread (tests, scripts); True once it has ended."""
+        if self._worker is None:
+            return True
+        self._worker.join(timeout_s)
+        return not self._worker.is_alive()
 
     def _pause(self) -> None:
         if self._state == "paused":
@@ -447,9 +491,8 @@ class WorkbenchPanel:
 
     def _export(self, what: str) -> Callable[[], None]:
         def run() -> None:
-            with self._table_lock:
-                results = list(self.table.results)
-            self.export_output.value = self.backend.export(what, self.export_path.value, results)
+            self.export_output.value = self.backend.export(
+                what, self.export_path.value, self.shape.value, self.dtype.value)
         return run
 
     def close(self) -> None:

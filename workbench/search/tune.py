@@ -1,0 +1,125 @@
+"""The one tune path: search, store, read back, confirm, report.
+
+``Workbench.tune`` (Python), ``workbench tune`` (CLI), the panel's Launch button (on the
+panel's worker thread) and the agent's tune step all call :func:`tune`. Like Optuna's
+``Study.optimize`` it runs the search loop on the caller's thread and returns when a budget
+ends it (or :meth:`Search.stop` is called from another thread through the handle given to
+``on_search``). Every trial is committed to the store as it is measured; the report is then
+built from the trials *read back from the store* for the template's provenance, shape and
+dtype within the current space, so a resumed search, a re-launch or a larger budget
+reports every stored trial, not only those measured in this call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from workbench.core.errors import SearchError, UnknownStrategyError, WorkbenchError
+from workbench.core.events import EventBus
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.records import Status, TrialResult, Value
+from workbench.core.template import KernelTemplate
+from workbench.engine.runner import Runner
+from workbench.engine.tuning import TuneReport, build_report
+from workbench.search.budget import Budget, SearchConfig
+from workbench.search.orchestrator import Search
+from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from workbench.store.base import Provenance, Store, provenance_for
+
+__all__ = ["TuneRequest", "budget_of", "stored_results", "tune"]
+
+
+@dataclass(frozen=True)
+class TuneRequest:
+    """What to tune: one shape and dtype, a strategy, a budget and the report's options.
+
+    ``budget.max_evaluations`` counts the trials already in the store (a re-run with the
+    same budget measures nothing new; a larger one measures the difference); ``None``
+    means the whole space. ``confirm=k`` re-measures the k fastest configs after the search
+    (see :mod:`workbench.engine.tuning`); ``suggestions`` are measured first."""
+
+    shape: str
+    dtype: str
+    strategy: str = DEFAULT_STRATEGY
+    budget: Budget = field(default_factory=lambda: Budget(max_evaluations=64))
+    seed: int = 0
+    batch_size: int = 16
+    confirm: int = 5
+    top: int = 5
+    suggestions: tuple[Mapping[str, Value], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:  # before any store or runner is touched
+            raise UnknownStrategyError(self.strategy, list(STRATEGIES))
+        for name in ("confirm", "top"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise SearchError(f"{name} must be an integer >= 0, got {value!r}", key=name,
+                                  value=value, expected="int >= 0")
+
+
+def stored_results(store: Store, provenance: Provenance, shape: str, dtype: str,
+                   template: KernelTemplate, env: Mapping[str, object]) -> list[TrialResult]:
+    """Every stored trial of ``provenance`` at (shape, dtype) whose config lies in
+    ``template``'s current space (ranges may have been edited since they were measured)."""
+    space = template.space(dict(env))
+    return [t.result for t in store.trials(provenance, shape, dtype) if t.result.config in space]
+
+
+def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: Store,
+         request: TuneRequest, *, session_id: str | None = None,
+         events: EventBus | None = None,
+         on_search: Callable[[Search], None] | None = None) -> TuneReport:
+    """Search ``request.shape``/``request.dtype`` of ``template`` on ``runner``, store every
+    trial, confirm the finalists and return the report of every stored trial.
+
+    ``events`` receives the search's events (trials, bests, phases, the end). ``on_search``
+    is handed the :class:`Search` before it runs, so another thread can pause, resume,
+    stop it or edit its ranges."""
+    shape, dtype = request.shape, folder.check_dtype(request.dtype)
+    folder.shape_values(shape)  # ShapeError naming the known shapes
+    config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=request.strategy,
+                          seed=request.seed, budget=request.budget,
+                          batch_size=request.batch_size)
+    baseline_us = _baseline_us(runner, shape, dtype)
+    search = Search.for_template(folder, template, runner, config, runner.device, store=store,
+                                 session_id=session_id, events=events,
+                                 suggestions=request.suggestions,
+                                 baselines_us={shape: baseline_us} if baseline_us else None)
+    if on_search is not None:
+        on_search(search)
+    outcome = search.run()
+    shape_outcome = outcome.shapes[shape]
+    provenance = search.provenance or provenance_for(runner, template)
+    results = stored_results(store, provenance, shape, dtype, template,
+                             folder.env(shape, dtype, runner.device))
+
+    def keep(round_index: int, result: TrialResult) -> None:
+        store.record_remeasurement(result, provenance, round_index, session_id)
+
+    stopped = shape_outcome.reason == "stopped"
+    report = build_report(folder.name, shape, dtype, runner, results,
+                          reason=shape_outcome.reason, measured_now=shape_outcome.measured_now,
+                          top=request.top, confirm=0 if stopped else request.confirm,
+                          on_confirm=keep)
+    if stopped and request.confirm > 0 and report.top:
+        report = replace(report, confirm_note="the search was stopped before confirmation")
+    return report
+
+
+def _baseline_us(runner: Runner, shape: str, dtype: str) -> float | None:
+    try:
+        base = runner.baseline(shape, dtype)
+    except WorkbenchError:
+        return None
+    return base.median_us if base.status is Status.OK else None
+
+
+def budget_of(evaluations: int | Budget | None, *, max_wall_s: float | None = None,
+              patience: int | None = None) -> Budget:
+    """A Budget from the entry points' plain arguments (``None`` evaluations: no limit)."""
+    if isinstance(evaluations, Budget):
+        return evaluations
+    return Budget(max_evaluations=evaluations, max_wall_s=max_wall_s, patience=patience)
+
