@@ -223,14 +223,16 @@ def test_a_recordings_confirmation_round_trips_and_its_errors_name_the_key(
 
 
 @pytest.mark.replay
-def test_a_replay_reports_its_recordings_confirmation_of_the_search_best(
-        tmp_path: Path) -> None:
+def test_a_replay_reports_its_recordings_confirmation_of_the_search_best() -> None:
     """A replay cannot measure again, but its recording measured the sweep's fastest configs
     again in a fresh worker: the tune report gives that time beside the search's."""
+    from workbench.engine.tuning import build_report
+
     folder = _folder("merge_attn_states_lse")
     with ReplayRunner(folder) as runner:
-        confirmed = Workbench(folder, store=tmp_path / "s.sqlite", runner=runner).tune(
-            "decode", "bf16", "exhaustive", budget=None, confirm=5)
+        swept = [t for t in runner.recording.trials if t.shape == "decode" and t.dtype == "bf16"]
+        results = list(runner.measure([Candidate(t.config, "decode", "bf16") for t in swept]))
+        confirmed = build_report(folder.name, "decode", "bf16", runner, results, confirm=5)
         best = confirmed.best
         assert best is not None and best.median_us is not None
         again = runner.recorded_confirmation(best.config, "decode", "bf16")

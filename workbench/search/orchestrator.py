@@ -104,6 +104,18 @@ class _ShapeState:
     pruned: int = 0
     since_improvement: int = 0
     reason: str = "not started"
+    membership: dict[Config, bool] = field(default_factory=dict)  # config in space, cached
+
+    def contains(self, config: Config) -> bool:
+        """``config in space``, remembered (the check evaluates every constraint)."""
+        known = self.membership.get(config)
+        if known is None:
+            known = self.membership[config] = config in self.space
+        return known
+
+    def set_space(self, space: SearchSpace) -> None:
+        self.space = space
+        self.membership = {}
 
 
 class Search:
@@ -240,7 +252,7 @@ class Search:
         state = self._shapes[shape]
         with self._lock:
             results = list(state.results)
-        return [r for r in results if not in_space or r.config in state.space]
+        return [r for r in results if not in_space or state.contains(r.config)]
 
     def best(self, shape: str) -> TrialResult | None:
         """The fastest ok result of ``shape`` within the current space."""
@@ -317,7 +329,7 @@ class Search:
 
     def _build_strategy(self, shape: str) -> None:
         state = self._shapes[shape]
-        compatible = [r for r in state.results if r.config in state.space]
+        compatible = [r for r in state.results if state.contains(r.config)]
         strategy = make_strategy(self.config.strategy, state.space, self.config.seed,
                                  history=compatible, **self.config.strategy_options)
         strategy.enqueue([state.space.default_config(), *self._suggestions])
@@ -330,7 +342,7 @@ class Search:
             return
         for shape, space in edit.items():
             state = self._shapes[shape]
-            state.space = space
+            state.set_space(space)
             if state.strategy is not None:
                 state.strategy.cancel(state.strategy.pending)
                 self._build_strategy(shape)
@@ -439,7 +451,7 @@ class Search:
         index = self._index
         self._index += 1
         self.events.publish(TrialFinished(result, index))
-        if _is_better(result, previous) and result.config in state.space:
+        if _is_better(result, previous) and state.contains(result.config):
             state.since_improvement = 0
             baseline = self.baselines_us.get(shape)
             speedup = (baseline / result.median_us
