@@ -229,22 +229,21 @@ def test_pause_resume_and_stop() -> None:
         panel.close()
 
 
+def _launch_and_wait(panel: WorkbenchPanel, budget: int) -> None:
+    panel.budget.value = budget
+    panel.launch_button.click()
+    assert panel.join(10)
+    panel.pusher.flush()
+
+
 @pytest.mark.timeout(30)
 def test_relaunch_shows_every_stored_trial(panel_and_backend: Any) -> None:
-    panel, _backend = panel_and_backend
-    panel.budget.value = 12
-    panel.launch_button.click()
-    assert panel.join(10)
-    panel.budget.value = 12  # the same budget again: nothing new, everything shown
-    panel.launch_button.click()
-    assert panel.join(10)
-    panel.pusher.flush()
+    panel = panel_and_backend[0]
+    _launch_and_wait(panel, 12)
+    _launch_and_wait(panel, 12)  # the same budget again: nothing new, everything shown
     assert len(panel.table) == 12 and panel.progress.description == "12 / 12"
     assert "wb-topn-table" in panel.top_table.value
-    panel.budget.value = 20  # a larger budget: the 12 stored plus 8 new
-    panel.launch_button.click()
-    assert panel.join(10)
-    panel.pusher.flush()
+    _launch_and_wait(panel, 20)  # a larger budget: the 12 stored plus 8 new
     assert len(panel.table) == 20 and panel.progress.description == "20 / 20"
 
 
