@@ -111,8 +111,7 @@ def bench_kernel(path: Path, out: Path, budget: int,
                        "ok": sum(r.status is Status.OK for r in results), "failures": bad}
         tag = "_llm" if transcript is not None else ""
         wb = Workbench(folder, store=out / f"{folder.name}{tag}.sqlite", runner=runner)
-        wb._template = template  # the template under test (the folder may have none yet)
-        wb._params = list(template.params)
+        wb.adopt_template(template, origin="offline")  # the template under test
         outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5)
         statuses: dict[str, int] = {}
         for r in outcome.results:
@@ -127,7 +126,10 @@ def bench_kernel(path: Path, out: Path, budget: int,
             "baseline_us": base_us, "best_us": best_us,
             "best_config": dict(head.config) if head is not None else None,
             "confirmed": outcome.confirmed is not None,
-            "speedup": outcome.speedup, "copy_us": copy.median_us,
+            "speedup": outcome.speedup.speedup if outcome.speedup else None,
+            "speedup_ci95": ([outcome.speedup.low, outcome.speedup.high]
+                             if outcome.speedup else None),
+            "copy_us": copy.median_us,
             "copy_bytes": copy.bytes_moved,
             "baseline_pct_of_copy": 100 * copy.median_us / base_us if base_us else None,
             "best_pct_of_copy": 100 * copy.median_us / best_us if best_us else None,

@@ -266,6 +266,10 @@ class Workbench:
         who = "the LLM" if proposed.origin == "llm" else f"the offline templater{note}"
         return f"proposed by {who}; validation: {status}"
 
+    def adopt_template(self, template: Any, origin: str = "offline") -> None:
+        """Make ``template`` the one this session tunes (a proposal, or a script's own)."""
+        self._adopt(template, origin)
+
     def _adopt(self, template: Any, origin: str = "offline") -> None:
         if self._runner is not None and getattr(self._runner, "template", None) is not template:
             self._runner.close()  # runners are bound to a template; the next use makes one
