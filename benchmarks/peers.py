@@ -23,6 +23,7 @@ the time its run started), so one kernel can be re-measured without the others.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import functools
 import importlib
@@ -45,6 +46,15 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_harness import Harness  # noqa: E402
+from peer_methods import (  # noqa: E402
+    UNSEEN,
+    specialised_template,
+    time_do_bench,
+    time_graph,
+    transfer_candidates,
+    verdicts,
+    with_unseen,
+)
 
 from workbench.core.dtypes import quantize  # noqa: E402
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
@@ -64,6 +74,7 @@ def _stub_package(name: str) -> None:
     """Make `import name.sub` work without running name/__init__ (sglang's pulls a server)."""
     if name in sys.modules:
         return
+    _stub_ipython()
     import importlib.util
 
     spec = importlib.util.find_spec(name)
@@ -73,6 +84,25 @@ def _stub_package(name: str) -> None:
     module.__path__ = list(spec.submodule_search_locations)
     module.__spec__ = spec  # find_spec(name) keeps working; its loader never runs
     sys.modules[name] = module
+
+
+def _stub_ipython() -> None:
+    """Give sglang.utils the ``IPython.display`` names it imports (for notebook output,
+    never used by a kernel) when IPython is not installed: the GPU machine's carried tree
+    has no room for IPython and its dependencies beside the peers' wheels."""
+    import importlib.util
+
+    if "IPython" in sys.modules or importlib.util.find_spec("IPython") is not None:
+        return
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("IPython is not installed here (peers.py stub)")
+    ipython = types.ModuleType("IPython")
+    display = types.ModuleType("IPython.display")
+    display.HTML = unavailable  # type: ignore[attr-defined]
+    display.display = unavailable  # type: ignore[attr-defined]
+    ipython.display = display  # type: ignore[attr-defined]
+    sys.modules["IPython"], sys.modules["IPython.display"] = ipython, display
 
 
 class Problem:
@@ -156,8 +186,12 @@ class OurKernel:
         self.usage = res.usage
 
     def __call__(self) -> None:
+        # torch's current stream: the gate, a graph capture and the peers all use it
+        import cupy
+
+        stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         self.fn(self.launch.grid, self.launch.block, tuple(self.args),
-                shared_mem=self.launch.smem_bytes)
+                shared_mem=self.launch.smem_bytes, stream=stream)
 
 
 # --- peers per kernel -----------------------------------------------------------------------
@@ -174,13 +208,17 @@ def peers_silu(p: Problem) -> dict[str, tuple[Callable[[], Any], Callable[[], di
     except Exception as exc:
         impls["flashinfer"] = _unavailable(exc)
     try:
-        from liger_kernel.ops.swiglu import swiglu_forward
+        from liger_kernel.ops.swiglu import swiglu_forward, swiglu_fused_gate_up_forward
 
         holder: dict[str, torch.Tensor] = {}
 
-        def liger() -> None:
+        def liger_fused() -> None:  # the same [tokens, 2d] tensor; allocates its output
+            holder["fused"] = swiglu_fused_gate_up_forward(x)[1]
+
+        def liger_split() -> None:
             holder["out"] = swiglu_forward(gate, up)[2]
-        impls["liger"] = (liger, lambda: {"out": holder["out"]})
+        impls["liger"] = (liger_fused, lambda: {"out": holder["fused"]})
+        impls["liger split"] = (liger_split, lambda: {"out": holder["out"]})
     except Exception as exc:
         impls["liger"] = _unavailable(exc)
 
@@ -327,14 +365,17 @@ def _newest_recording(folder_path: Path) -> Recording | None:
 
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
-                 dtype: str, finalists: int = 4, rounds: int = 1) -> dict[str, Any]:
+                 dtype: str, finalists: int = 4, rounds: int = 1,
+                 warm: Harness | None = None) -> dict[str, Any]:
     """One (kernel, shape, dtype): our baseline, a selection round over the recording's
     ``finalists``, our chosen config, every peer and a copy of the same bytes. With
     ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
     interleaved order (round r starts at the r-th implementation), so slow drifts of the GPU
     fall on all of them alike; ``median_us`` is then the median of the rounds' medians and
     ``round_medians_us`` lists them (a single round cannot separate implementations closer
-    than its own ~0.5 % precision)."""
+    than its own ~0.5 % precision). With ``warm`` (a harness without eviction) every
+    implementation is also timed by Triton's do_bench and in a CUDA graph
+    (benchmarks/peer_methods.py) and the row gets a verdict per method."""
     p = Problem(folder, shape, dtype)
     nbytes = folder.bytes_moved_for(shape, dtype)
     row: dict[str, Any] = {"kernel": folder.name, "shape": shape, "dtype": dtype,
@@ -360,8 +401,13 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
                          gate_timeouts=harness.last_gate_timeouts)
         except Exception as exc:
             entry.update(error=f"{type(exc).__name__}: {exc}"[:400])
+        if warm is not None and "median_us" in entry and not label.startswith("finalist"):
+            _other_methods(entry, warm, fn, p.restore if restore else None)
         row["impls"][label] = entry
         shown = f"{entry['median_us']:.2f} us" if "median_us" in entry else entry.get("error")
+        if "do_bench_us" in entry or "graph_us" in entry:
+            shown += (f"; do_bench {entry.get('do_bench_us', float('nan')):.2f}; graph "
+                      f"{entry.get('graph_us', float('nan')):.2f}")
         print(f"  {folder.name:22s} {shape:8s} {dtype:5s} {label:18s} {shown}", flush=True)
 
     inplace = any(a.role == "inout" for a in folder.args)
@@ -369,10 +415,18 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     base = OurKernel(compiler, folder.baseline, Config(), p)
     run("sglang design (our baseline)", base, outs, inplace)
     recorded = best_recorded(folder, shape, dtype, max(1, finalists))
+    template = folder.template
+    if not recorded and shape in UNSEEN.get(folder.name, {}):
+        template = specialised_template(folder.template, folder.shapes[shape])
+        recording = _newest_recording(folder.path)
+        if recording is not None:
+            recorded = [(c, None) for c in  # type: ignore[misc]
+                        transfer_candidates(folder, template, recording, shape, dtype)]
+        row["unseen"] = True
     selection: list[dict[str, Any]] = []
     if len(recorded) > 1:  # selection round: each finalist once, correctness checked
         for i, (cfg_i, rec_us) in enumerate(recorded):
-            run(f"finalist {i}", OurKernel(compiler, folder.template, cfg_i, p), outs, inplace,
+            run(f"finalist {i}", OurKernel(compiler, template, cfg_i, p), outs, inplace,
                 {"config": dict(cfg_i), "recorded_median_us": rec_us})
             selection.append(row["impls"].pop(f"finalist {i}"))
         usable = [e for e in selection if e.get("correct") and "median_us" in e]
@@ -382,12 +436,17 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
         cfg, rec_best = recorded[0]
     else:
         cfg, rec_best = folder.template.default_config(), None
-    ours = OurKernel(compiler, folder.template, cfg, p)
+    ours = OurKernel(compiler, template, cfg, p)
     run("workbench best", ours, outs, inplace,
         {"config": dict(cfg), "recorded_median_us": rec_best, "from_recording": bool(recorded),
          "sweep_timer": recorded_timer(folder), "selection_round": selection})
     for label, (fn, outputs) in PEERS[folder.name](p).items():
         run(label, fn, outputs, inplace)
+    if warm is not None:
+        same_layout = [k for k, e in row["impls"].items() if k not in (
+            "sglang design (our baseline)", "workbench best", "liger split") and e.get("correct")]
+        row["verdicts"] = verdicts(row["impls"], same_layout)
+        print(f"  verdicts: {row['verdicts']}", flush=True)
     # A device-to-device copy of the same bytes (half read, half written).
     n = nbytes // 2
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
@@ -403,6 +462,18 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     if rounds > 1:
         _more_rounds(harness, row, timed, rounds, nbytes)
     return row
+
+
+def _other_methods(entry: dict[str, Any], warm: Harness, fn: Callable[[], Any],
+                   restore: Callable[[], Any] | None) -> None:
+    """Triton's do_bench and the CUDA graph time of one implementation (peer_methods.py)."""
+    for key, method in (("do_bench_us", lambda: time_do_bench(fn, restore)),
+                        ("graph_us", lambda: time_graph(warm, fn, restore))):
+        try:
+            entry[key] = method()
+        except Exception as exc:
+            entry[key.replace("_us", "_error")] = f"{type(exc).__name__}: {exc}"[:300]
+            torch.cuda.synchronize()
 
 
 def _more_rounds(harness: Harness, row: dict[str, Any],
@@ -455,7 +526,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--kernels", nargs="*", default=list(PEERS))
-    ap.add_argument("--shapes", nargs="*", default=list(SHAPES))
+    ap.add_argument("--shapes", nargs="*", default=list(SHAPES),
+                    help="named shapes; 'unseen' adds peer_methods.UNSEEN's shapes")
     ap.add_argument("--dtypes", nargs="*", default=["bf16", "fp16"])
     ap.add_argument("--flush", choices=["read", "write"], default="read",
                     help="evict the L2 by reading (default) or zeroing a 2x-L2 buffer")
@@ -466,13 +538,20 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every implementation this many times, interleaved; report the "
                          "median of the rounds' medians")
+    ap.add_argument("--methods", action="store_true",
+                    help="also time every implementation with Triton's do_bench and in a CUDA "
+                         "graph, and give each row a verdict per method")
+    ap.add_argument("--spin-up", type=float, default=0.5,
+                    help="seconds of GPU work before each harness timing (clocks up)")
     ap.add_argument("--keep", action="store_true",
                     help="keep --out's rows of the cases this run does not measure")
     args = ap.parse_args()
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
-    harness = Harness(int(getattr(props, "L2_cache_size", 50 * 2**20)), flush=args.flush,
-                      gated=not args.ungated)
+    l2 = int(getattr(props, "L2_cache_size", 50 * 2**20))
+    harness = Harness(l2, flush=args.flush, gated=not args.ungated, spin_up_s=args.spin_up)
+    warm = Harness(l2, settings=dataclasses.replace(harness.settings, flush_l2=False),
+                   gated=not args.ungated, spin_up_s=args.spin_up) if args.methods else None
     compiler = Compiler("sm_90a")
     rows: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
@@ -481,12 +560,14 @@ def main() -> int:
         kept = [r for r in json.loads(Path(args.out).read_text())["rows"]
                 if (r["kernel"], r["shape"], r["dtype"]) not in measured]
     for name in args.kernels:
-        folder = load_kernel_folder(ROOT / "sample_kernels" / name)
-        for shape in args.shapes:
+        folder = with_unseen(load_kernel_folder(ROOT / "sample_kernels" / name))
+        shapes = [s for a in args.shapes
+                  for s in (UNSEEN.get(name, {}) if a == "unseen" else [a])]
+        for shape in shapes:
             for dtype in args.dtypes:
                 try:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype,
-                                             args.finalists, rounds=args.rounds))
+                                             args.finalists, rounds=args.rounds, warm=warm))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(
@@ -516,7 +597,11 @@ def _doc(rows: list[dict[str, Any]], props: Any, compiler: Compiler,
                       f"{harness.spin_up_s} s GPU spin-up, stop at RSE(median) <= "
                       f"{harness.settings.target_rse_pct}% or {harness.settings.max_time_s} s"
                       f"; rows with 'rounds' > 1: every implementation timed in that many "
-                      f"interleaved rounds, median of the rounds' medians",
+                      f"interleaved rounds, median of the rounds' medians"
+                      + ("; do_bench_us: triton.testing.do_bench defaults (256 MB zeroed "
+                         "before each repetition), median; graph_us: 20 calls captured in a "
+                         "CUDA graph, replays timed by the harness without eviction, per call"
+                         if rows and any("verdicts" in r for r in rows) else ""),
             "rows": rows}
 
 

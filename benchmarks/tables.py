@@ -13,6 +13,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from tables_shapes import (  # noqa: E402
+    conditions_section,
+    dispatch_section,
+    peers_methods_section,
+)
 
 from workbench.search.strategies import DEFAULT_STRATEGY  # noqa: E402
 
@@ -426,7 +433,14 @@ in `results/` by `python benchmarks/tables.py`.
 
 def main() -> None:
     text = INTRO
-    text += "\n## Tuned vs peers (H100)\n\n" + peers_section() + "\n"
+    text += ("\n## Tuned vs peers under three timing methods, named and unseen shapes (H100)"
+             "\n\n" + peers_methods_section() + "\n")
+    text += ("\n## Picks that hold: finalists under every cache condition (H100)\n\n"
+             + conditions_section() + "\n")
+    text += ("\n## Many shapes: range widening and a dispatch table (H100)\n\n"
+             + dispatch_section() + "\n")
+    text += ("\n## Tuned vs peers, one method (H100; earlier runs, Liger's two-tensor op set "
+             "aside)\n\n" + peers_section() + "\n")
     text += "\n## Exhaustive sweeps (H100): throughput\n\n" + sweeps_section() + "\n"
     text += "\n## Throughput vs Kernel Tuner (H100)\n\n" + kt_section() + "\n"
     text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"

@@ -151,7 +151,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
            .replace('role = "in"', 'role = "input"')
            .replace('constraints = ["BLOCK * ITEMS <= 4096"]',
                     'constraints = ["BLOCK * WIDTH <= 4096", "__import__(\'os\').system(\'x\')"]')
-           .replace("min = 32", "min = \"32\""))
+           .replace("min = 32", "min = \"32 +\""))  # a bound expression that does not parse
     problems = problems_of(make_folder(tmp_path, toml=bad))
     text = "\n".join(problems)
     assert "dtypes[1]: got int8" in text

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.core.conditions import PickRule
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -178,7 +179,9 @@ class Workbench:
     def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
              budget: int | Budget | None = 64, *, timeout_s: float | None = None,
              patience: int | None = None, seed: int = 0, batch: int = 16, confirm: int = 5,
-             top: int = 5, callbacks: Sequence[Callable[[Any], None]] = ()) -> TuneReport:
+             top: int = 5, callbacks: Sequence[Callable[[Any], None]] = (),
+             conditions: Sequence[str] | None = None, pick_rule: PickRule | None = None,
+             widen: int = 0, widen_budget: int = 40) -> TuneReport:
         """Search ``shape``/``dtype`` on this thread until the budget ends it; the report of
         every stored trial of this template at (shape, dtype), resumed ones included.
 
@@ -187,12 +190,18 @@ class Workbench:
         wall time, ``callbacks`` see every event while it runs. Another thread may call
         :meth:`pause_search`, :meth:`resume_search` or :meth:`stop_search` (the panel does).
         ``confirm=k`` then measures the k fastest configs again on a runner that can (see
-        :mod:`workbench.engine.tuning`); a replay leaves a note instead."""
+        :mod:`workbench.engine.tuning`); a replay leaves a note instead. ``conditions``
+        (cache conditions, :data:`workbench.core.conditions.CONDITIONS`) and ``pick_rule``
+        make the confirmation measure under each and pick by the rule; ``widen=n`` widens
+        the ranges the fastest configs sit on the edge of, up to n rounds of
+        ``widen_budget`` more evaluations (:mod:`workbench.search.widening`)."""
         from workbench.search.tune import TuneRequest, budget_of, tune
 
         request = TuneRequest(shape=shape, dtype=dtype, strategy=strategy,
                               budget=budget_of(budget, max_wall_s=timeout_s, patience=patience),
-                              seed=seed, batch_size=batch, confirm=confirm, top=top)
+                              seed=seed, batch_size=batch, confirm=confirm, top=top,
+                              conditions=tuple(conditions) if conditions is not None else None,
+                              pick_rule=pick_rule, widen=widen, widen_budget=widen_budget)
         with self._search_lock:
             if self._tuning:
                 raise WorkbenchError("a search is already running; stop it first",

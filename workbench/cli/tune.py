@@ -7,20 +7,32 @@ import sys
 from typing import Any
 
 from workbench.cli._common import Progress, runner_for
+from workbench.core.conditions import CONDITIONS
 
 ORDER = 30
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    """Search each shape (``--shape``, ``--shapes`` or ``--sweep``) in turn, one store."""
+    from workbench.cli.dispatch import shape_list
+
+    folder, shapes = shape_list(args)
+    status = 0
+    for name in shapes:
+        status = max(status, _tune_one(argparse.Namespace(**{**vars(args), "shape": name}),
+                                       folder))
+    return status
+
+
+def _tune_one(args: argparse.Namespace, folder: Any) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
     from workbench.api import Workbench
+    from workbench.core.conditions import PickRule, check_conditions
     from workbench.core.errors import NoGPUError
     from workbench.core.events import BestImproved, TrialFinished
-    from workbench.core.kernel_folder import load_kernel_folder
     from workbench.core.records import Status
     from workbench.search.tune import TuneRequest
 
-    folder = load_kernel_folder(args.folder)
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
     folder.shape_values(args.shape)
     TuneRequest(args.shape, dtype, strategy=args.strategy)  # a bad name fails before any I/O
@@ -58,7 +70,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         try:
             report = wb.tune(args.shape, dtype, args.strategy, budget, timeout_s=args.max_time,
                              patience=args.patience, seed=args.seed, batch=args.batch,
-                             confirm=args.confirm, top=args.top, callbacks=[on_event])
+                             confirm=args.confirm, top=args.top, callbacks=[on_event],
+                             conditions=check_conditions(
+                                 [c.strip() for c in args.conditions.split(",") if c.strip()]),
+                             pick_rule=PickRule(condition=args.condition)
+                             if args.condition else None,
+                             widen=args.widen, widen_budget=args.widen_budget)
         except KeyboardInterrupt:  # every finished trial is already in the store
             kept = len(wb.results(args.shape, dtype))
             print(f"\ninterrupted: {kept} trials kept in {args.store}; run the same command "
@@ -74,7 +91,11 @@ def register(sub: Any) -> None:
     """Add the ``tune`` subcommand."""
     p = sub.add_parser("tune", help="search a shape on the GPU (or --replay), report the best")
     p.add_argument("folder")
-    p.add_argument("--shape", required=True)
+    p.add_argument("--shape", help="a named shape of kernel.toml (the base of --sweep)")
+    p.add_argument("--shapes", help="several named shapes, comma separated, tuned in turn")
+    p.add_argument("--sweep", help="SIZE=LO..HI:log2 or SIZE=A,B,C: shapes that vary one size "
+                                   "of --shape (named SIZE<value>), tuned in turn; then "
+                                   "`workbench dispatch` with the same flags")
     p.add_argument("--dtype")
     p.add_argument("--strategy", default="guided",
                    help="guided (default) | exhaustive | random | tpe | gp | cmaes")
@@ -91,6 +112,21 @@ def register(sub: Any) -> None:
                    help="after the search, measure the K fastest configs again: one round "
                         "chooses, a second is reported (the search's best time is a minimum "
                         "over many noisy medians); stored as re-measurements; 0 turns it off")
+    p.add_argument("--conditions", default=",".join(CONDITIONS), metavar="A,B",
+                   help="cache conditions the confirmation measures every finalist under: "
+                        + "; ".join(f"{k}: {v}" for k, v in CONDITIONS.items())
+                        + " (default: all; 'read' alone is the search's condition only)")
+    p.add_argument("--condition", choices=list(CONDITIONS), default=None,
+                   help="pick the fastest under this condition (your deployment) instead of "
+                        "the best geometric mean over conditions; never slower than the "
+                        "baseline under any condition either way")
+    p.add_argument("--widen", type=int, default=0, metavar="ROUNDS",
+                   help="after the search, up to ROUNDS times: where the fastest configs sit "
+                        "on a range edge, extend that range along its kind (pow2 doubles, int "
+                        "steps; a choice is named, not invented) within the device's limits "
+                        "and continue the search, every measured point kept")
+    p.add_argument("--widen-budget", type=int, default=40, metavar="N",
+                   help="evaluations added per --widen round (default 40)")
     p.add_argument("--store", default="workbench.sqlite",
                    help="SQLite file; rerunning resumes where it stopped")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",

@@ -27,6 +27,7 @@ from workbench.core.errors import (
 from workbench.core.expr import Expr, parse_constraint, parse_expr
 from workbench.core.hardware import DEVICES, DeviceSpec, device_env
 from workbench.core.params import Parameter, parameter_from_dict
+from workbench.core.shape_params import ShapeBounds, hull, split_shape_bounds
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate, LaunchRules
 
@@ -388,6 +389,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
         tsrc = _read_source(c, folder, tsrc_name, "template.source", "template.cu")
         tentry = _entry(c, tsec, "template", tsrc, str(tsrc_name))
         params: list[Parameter] = []
+        bounds: list[ShapeBounds] = []
         praw = tsec.get("params")
         if not isinstance(praw, dict) or not praw:
             c.add("kernel.toml", "template.params", praw, "a table of parameter definitions")
@@ -397,7 +399,10 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                     c.add("kernel.toml", f"template.params.{pname}", pdef, "a table")
                     continue
                 try:
-                    params.append(parameter_from_dict(pname, pdef))
+                    static, bound = split_shape_bounds(pname, pdef, env_names)
+                    params.append(parameter_from_dict(pname, static))
+                    if bound is not None:
+                        bounds.append(bound)
                 except (ParameterError, ValueError, TypeError) as exc:
                     c.add("kernel.toml", f"template.params.{pname}", pdef, str(exc))
                     continue
@@ -425,9 +430,14 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
         tlaunch = _launch(c, tsec, "template", known)
         if tsrc is not None and tentry and tlaunch and isinstance(praw, dict) and \
                 len(params) == len(praw):
+            try:
+                params = _shape_hulls(params, bounds, shapes, dtypes)
+            except ParameterError as exc:
+                c.add("kernel.toml", f"template.params.{exc.details.get('key', '')}",
+                      exc.details.get("value"), exc.message)
             template = KernelTemplate(name=name, source=tsrc, entry=tentry, params=tuple(params),
                                       constraints=tuple(parsed_cons), launch=tlaunch,
-                                      source_name=str(tsrc_name))
+                                      source_name=str(tsrc_name), shape_bounds=tuple(bounds))
 
     _check_reference(c, folder)
 
@@ -444,6 +454,19 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
     if c.problems:
         raise KernelFolderError(str(folder), c.problems)
     return kf
+
+
+def _shape_hulls(params: list[Parameter], bounds: list[ShapeBounds],
+                 shapes: Mapping[str, Mapping[str, int]], dtypes: list[str]) -> list[Parameter]:
+    """Static parameters for shape-aware ones: the hull over the named shapes and dtypes on
+    the default device (workbench.core.shape_params)."""
+    if not bounds:
+        return params
+    spec = DEVICES[DEFAULT_DEVICE]
+    envs = [{**device_env(spec), **sizes, "elem_bytes": ELEM_BYTES[d]}
+            for sizes in shapes.values() for d in dtypes if d in ELEM_BYTES]
+    by = {b.name: b for b in bounds}
+    return [hull(p, by[p.name], envs) if p.name in by else p for p in params]
 
 
 def _check_reference(c: _Collector, folder: Path) -> None:

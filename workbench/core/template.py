@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench.core.dtypes import CUDA_TYPES, ELEM_BYTES
@@ -17,6 +17,7 @@ from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.expr import Constraint, Expr, parse_constraint, parse_expr
 from workbench.core.params import Parameter
 from workbench.core.records import Config, Value
+from workbench.core.shape_params import ShapeBounds, resolve_params
 from workbench.core.space import SearchSpace
 
 
@@ -136,6 +137,9 @@ class KernelTemplate:
     launch: LaunchRules
     source_name: str = "template.cu"
     metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # shape-aware bounds and choices (workbench.core.shape_params); ``params`` then holds
+    # their hull over the folder's shapes, and for_env gives one problem's exact ranges
+    shape_bounds: tuple[ShapeBounds, ...] = ()
 
     @classmethod
     def build(cls, *, name: str, source: str, entry: str, params: Sequence[Parameter] = (),
@@ -162,8 +166,16 @@ class KernelTemplate:
     def default_config(self) -> Config:
         return Config({p.name: p.default for p in self.params})
 
+    def for_env(self, env: Mapping[str, Any]) -> KernelTemplate:
+        """This template with its shape-aware ranges resolved for one problem (``env``:
+        sizes, elem_bytes, device limits); itself when it has none."""
+        if not self.shape_bounds:
+            return self
+        return replace(self, params=resolve_params(self.params, self.shape_bounds, env),
+                       shape_bounds=())
+
     def space(self, env: Mapping[str, Any]) -> SearchSpace:
-        return SearchSpace(self.params, self.constraints, env)
+        return SearchSpace(self.for_env(env).params, self.constraints, env)
 
     def validate_config(self, config: Mapping[str, Value]) -> Config:
         """Check names and values against the parameters (not the constraints)."""

@@ -171,6 +171,10 @@ class BenchSettings:
     window_gap_ms: float = 0.0        # GPU kept busy (L2 flush reads) this long between windows
     carveout: str = "driver"          # shared-memory carveout of the timed (and eviction)
                                       # kernels: "driver", "occupancy" or a percentage "0".."100"
+    graph_launches: int = 0           # > 0: each repetition launches a CUDA graph of this many
+                                      # captured launches back to back (no flush, event pair
+                                      # around the graph, time per launch); the "graph" cache
+                                      # condition (workbench.core.conditions)
 
     def __post_init__(self) -> None:
         problems: list[tuple[str, object, str]] = []
@@ -206,6 +210,8 @@ class BenchSettings:
             problems.append(("window_gap_ms", self.window_gap_ms, "0..10000"))
         if self.timer not in TIMERS:
             problems.append(("timer", self.timer, f"one of {TIMERS}"))
+        if not 0 <= self.graph_launches <= 1000:
+            problems.append(("graph_launches", self.graph_launches, "0..1000"))
         if problems:
             key, value, expected = problems[0]
             raise WorkbenchError(f"BenchSettings.{key} = {value!r}; expected {expected}",

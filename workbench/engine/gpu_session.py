@@ -538,8 +538,27 @@ class GpuSession:
             return clock.take(name, expected)
         return durations
 
+    def _timed_graph(self, launch_fn: Any, settings: Any, prepare: Any,
+                     clock_name: str) -> dict[str, Any]:
+        """The "graph" cache condition: ``settings.graph_launches`` launches captured into
+        one CUDA graph, each repetition one graph launch between an event pair (no L2
+        eviction, inputs restored before each graph), the sample its time per launch."""
+        from dataclasses import replace
+
+        from workbench.engine.cuda_graph import CapturedGraph
+
+        count = int(settings.graph_launches)
+        with CapturedGraph(self.stream, launch_fn, count) as graph:
+            plain = replace(settings, flush_l2=False, timer="events", graph_launches=0)
+            reply = self._timed(graph.launch, plain, prepare, clock_name, per_launch=count)
+        reply["method"]["flush"] = "none (graph)"
+        reply["method"]["graph_launches"] = count
+        return reply
+
     def _timed(self, launch_fn: Any, settings: Any, prepare: Any,
-               clock_name: str) -> dict[str, Any]:
+               clock_name: str, per_launch: int = 1) -> dict[str, Any]:
+        """Time ``launch_fn``; with ``per_launch`` > 1 it launches that many kernels and each
+        sample is its time divided by ``per_launch``."""
         from workbench.engine.bench import summarize, time_launches
 
         flush = None
@@ -557,6 +576,8 @@ class GpuSession:
                               flush=flush, gate=gate, kernel_clock=kernel_clock,
                               busy=self._busy, tick_us=self.tick_us)
         samples, wall_s = times.samples_us, times.wall_s
+        if per_launch > 1:
+            samples = [x / per_launch for x in samples]
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
@@ -566,13 +587,13 @@ class GpuSession:
                            mem_clock_mhz=after.get("mem_clock_mhz"),
                            temperature_c=after.get("temperature_c"),
                            throttled=throttled([before, after], ref_clock),
-                           tick_us=self.tick_us)
+                           tick_us=self.tick_us if per_launch == 1 else 0.0)
         from dataclasses import asdict
 
         method = {"flush": settings.flush_method if settings.flush_l2 else "none",
                   "gated": gate is not None,
                   "timer": "events" if kernel_clock is None else "cupti",
-                  "clock_tick_us": self.tick_us,
+                  "clock_tick_us": self.tick_us if per_launch == 1 else 0.0,
                   "gate_timeouts": (gate.timeouts - timeouts_before) if gate is not None else 0}
         nvml = {"before": before, "after": after, "reference_sm_clock_mhz": ref_clock}
         reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],
@@ -643,7 +664,12 @@ class GpuSession:
                                      shared_size=smem)
 
         try:
-            reply.update(self._timed(run, settings, advance, str(message["entry"])))
+            if settings.graph_launches > 0:  # fixed addresses: the graph holds them
+                first = places[0]
+                reply.update(self._timed_graph(run, settings, lambda: first.restore(self.stream),
+                                               str(message["entry"])))
+            else:
+                reply.update(self._timed(run, settings, advance, str(message["entry"])))
             reply["method"]["placements"] = len(places)
             reply["method"]["tail_reps"] = settings.tail_reps
         except self.cuda.Error as exc:

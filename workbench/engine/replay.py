@@ -111,6 +111,11 @@ class ReplayRunner:
                 file=str(self.recording.path), key="copy", value=[shape, dtype],
                 expected=f"one of {sorted(self._copies)}") from None
 
+    def use_template(self, template: KernelTemplate) -> None:
+        """Answer for ``template`` from now on (``tune --widen``: wider ranges; configs the
+        recording lacks come back pruned as never measured)."""
+        self.template = template
+
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         """Recorded results, in the order asked; unrecorded configs come back pruned."""
         rule = rule_for_event("not_recorded")

@@ -26,6 +26,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -186,6 +187,7 @@ class LocalRunner:
         self._cubin_digests: dict[str, str] = {}
         self._checks: CompileResult | None = None
         self._spaces: dict[tuple[str, str], SearchSpace] = {}
+        self._templates: dict[tuple[str, str], KernelTemplate] = {}
 
     # -- context manager -----------------------------------------------------------------------
 
@@ -334,6 +336,10 @@ class LocalRunner:
         if method.get("clock_tick_us"):
             # the GPU timer's step: the median is grouped by it (bench.grouped_median)
             extra["clock_tick_us"] = float(method["clock_tick_us"])
+        if method.get("graph_launches"):  # the "graph" cache condition: time per launch
+            extra["graph_launches"] = int(method["graph_launches"])
+        if method.get("flush"):
+            extra["flush"] = str(method["flush"])
         if method.get("window_medians_us"):
             extra["window_medians_us"] = method["window_medians_us"]
         if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
@@ -411,24 +417,28 @@ class LocalRunner:
     def _plan(self, candidate: Candidate) -> TrialResult | _Pending:
         """Constraint and launch checks (no compile): a pruned result or work to do."""
         env = self._env(candidate.shape, candidate.dtype)
+        key = (candidate.shape, candidate.dtype)
+        template = self._templates.get(key)
+        if template is None:  # shape-aware ranges resolved for this problem
+            template = self._templates[key] = self.template.for_env(env)
         try:
-            config = self.template.validate_config(candidate.config)
+            config = template.validate_config(candidate.config)
         except (TemplateError, WorkbenchError) as exc:
             return self._prune(candidate, "not_in_space", f"invalid config: {exc}")
         space = self._spaces.get((candidate.shape, candidate.dtype))
         if space is None:
-            space = self._spaces[(candidate.shape, candidate.dtype)] = self.template.space(env)
+            space = self._spaces[(candidate.shape, candidate.dtype)] = template.space(env)
         rejection = space.rejection(config)
         if rejection is not None:
             return self._prune(candidate, "not_in_space", f"not in the search space: {rejection}")
         try:
-            launch = self.template.launch_for(config, env)
+            launch = template.launch_for(config, env)
         except WorkbenchError as exc:
             return self._prune(candidate, "launch_problem", str(exc))
         problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
         if problem is not None:
             return self._prune(candidate, "launch_problem", problem)
-        return _Pending(candidate, self.template.render(config, candidate.dtype), launch)
+        return _Pending(candidate, template.render(config, candidate.dtype), launch)
 
     def _cubin_digest(self, path: str) -> str:
         if path not in self._cubin_digests:
@@ -439,6 +449,39 @@ class LocalRunner:
         """Time identical cubins again from now on (re-measurement rounds); by default a
         cubin already timed on a problem answers from memory."""
         self._measured.clear()
+
+    def use_template(self, template: KernelTemplate) -> None:
+        """Render and validate with ``template`` from now on (``tune --widen``: same source,
+        wider ranges)."""
+        self.template = template
+        self._spaces.clear()
+        self._templates.clear()
+
+    @contextmanager
+    def _condition(self, condition: str) -> Iterator[None]:
+        """Time under a cache condition for the duration (nothing answered from memory)."""
+        from workbench.engine.conditions import settings_for
+
+        saved, baselines = self.settings, self._baselines
+        self.settings, self._baselines = settings_for(condition, saved), {}
+        self._measured.clear()
+        try:
+            yield
+        finally:
+            self.settings, self._baselines = saved, baselines
+            self._measured.clear()
+
+    def measure_under(self, condition: str,
+                      candidates: Sequence[Candidate]) -> list[TrialResult]:
+        """Measure ``candidates`` again under a cache condition
+        (:data:`workbench.core.conditions.CONDITIONS`)."""
+        with self._condition(condition):
+            return list(self.measure(candidates))
+
+    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
+        """Measure the baseline again under a cache condition."""
+        with self._condition(condition):
+            return self.baseline(shape, dtype)
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         """Evaluate candidates; yield each result as soon as it is known (in the order the

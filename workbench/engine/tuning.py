@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
+from workbench.core.edges import RangeEdge, range_edges
 from workbench.core.errors import WorkbenchError
-from workbench.core.records import Candidate, Status, TrialResult
+from workbench.core.records import Candidate, Config, Status, TrialResult
+from workbench.core.template import KernelTemplate
 from workbench.engine.bench import (
     CopyTiming,
     SpeedupInterval,
@@ -30,6 +33,11 @@ from workbench.engine.bench import (
     speedup_interval,
 )
 from workbench.engine.capabilities import CopyTimer, RecordedConfirmations, Remeasuring
+from workbench.engine.conditions import (
+    ConditionConfirmation,
+    ConditionRunner,
+    confirm_under_conditions,
+)
 from workbench.engine.runner import Runner
 
 
@@ -40,6 +48,10 @@ class Confirmation:
     finalists: tuple[TrialResult, ...]   # the search's k fastest, fastest first
     selection: tuple[TrialResult, ...]   # round 1, in the finalists' order
     chosen: TrialResult                  # round 2 of the config round 1 found fastest
+    # Under cache conditions: every condition's rounds, the rule's pick, and the baseline's
+    # round-2 measurement under the headline condition (what the speedup divides).
+    conditions: ConditionConfirmation | None = None
+    baseline: TrialResult | None = None
 
     @property
     def search_median_us(self) -> float | None:
@@ -50,6 +62,8 @@ class Confirmation:
         return None
 
     def summary(self) -> str:
+        if self.conditions is not None:
+            return self.conditions.summary()
         picked = " ".join(f"{r.median_us:.2f}" if r.median_us else r.status.value
                           for r in self.selection)
         searched = self.search_median_us
@@ -85,6 +99,7 @@ class TuneReport:
     confirmation: Confirmation | None = None  # None: not asked for, or the runner can't
     confirm_note: str = ""                    # why there is no confirmation, when asked
     notes: tuple[str, ...] = ()               # what could not be measured (copy, baseline)
+    edges: tuple[RangeEdge, ...] = ()         # range edges the fastest configs sit on
 
     @property
     def best(self) -> TrialResult | None:
@@ -127,6 +142,9 @@ class TuneReport:
             lines.append(self.confirmation.summary())
         elif self.confirm_note:
             lines.append(f"  not confirmed: {self.confirm_note}")
+        for edge in self.edges:
+            lines.append(f"  range edge: {edge.describe()} (`workbench tune --widen` "
+                         f"extends it)")
         if self.speedup:
             lines.append(f"  speedup over baseline: {self.speedup}")
         if self.copy is not None and self.pct_of_copy is not None:
@@ -139,12 +157,21 @@ class TuneReport:
 
 def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
                       on_result: Callable[[int, TrialResult], None] | None = None,
+                      conditions: Sequence[str] | None = None, rule: PickRule | None = None,
                       ) -> Confirmation | str:
     """Measure ``finalists`` twice more on ``runner``: round 1 chooses, round 2 reports.
 
     ``on_result(round_index, result)`` sees every re-measurement as it arrives (to store it).
+    With ``conditions`` (cache conditions, :mod:`workbench.core.conditions`) each round
+    measures under every condition and ``rule`` picks (default: best geometric mean, never
+    slower than the baseline); the headline result is the pick's round-2 measurement under
+    the rule's condition, or "read" (the search's) when the rule scores all of them.
     Returns the Confirmation, or a sentence saying why there is none (a runner that answers
     from memory or a recording, or no finalist passing round 1)."""
+    if ((conditions is not None and tuple(conditions) != ("read",)) or rule is not None) \
+            and isinstance(runner, ConditionRunner):
+        return _confirm_conditions(runner, finalists, conditions or DEFAULT_CONDITIONS,
+                                   rule, on_result)
     def seen(round_index: int, result: TrialResult) -> TrialResult:
         if on_result is not None:
             on_result(round_index, result)
@@ -172,6 +199,27 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     return Confirmation(finalists=tuple(finalists), selection=selection, chosen=again[0])
 
 
+def _confirm_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
+                        conditions: Sequence[str], rule: PickRule | None,
+                        on_result: Callable[[int, TrialResult], None] | None,
+                        ) -> Confirmation | str:
+    conds = tuple(conditions)
+    if rule is not None and rule.condition is not None and rule.condition not in conds:
+        conds = (*conds, rule.condition)
+    got = confirm_under_conditions(runner, finalists, conds, rule, on_result=on_result)
+    if isinstance(got, str):
+        return got
+    head = got.selection.rule.condition or ("read" if "read" in conds else conds[0])
+    chosen = got.result(head, 2)
+    base = got.result(head, 2, Config())
+    if chosen is None or base is None:
+        return f"no round-2 measurement under '{head}'"
+    selection = tuple(r for r in (got.result(head, 1, f.config) for f in finalists)
+                      if r is not None)
+    return Confirmation(finalists=tuple(finalists), selection=selection, chosen=chosen,
+                        conditions=got, baseline=base)
+
+
 def _recorded_confirmation_note(runner: Runner, finalists: Sequence[TrialResult]) -> str:
     """``; the recording's confirmation ...`` when the runner has one for the best finalist."""
     if not isinstance(runner, RecordedConfirmations) or not finalists:
@@ -189,14 +237,18 @@ def _recorded_confirmation_note(runner: Runner, finalists: Sequence[TrialResult]
 def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
                  results: Sequence[TrialResult], *, reason: str = "", measured_now: int = 0,
                  top: int = 5, confirm: int = 0,
-                 on_confirm: Callable[[int, TrialResult], None] | None = None) -> TuneReport:
+                 on_confirm: Callable[[int, TrialResult], None] | None = None,
+                 conditions: Sequence[str] | None = None, rule: PickRule | None = None,
+                 template: KernelTemplate | None = None) -> TuneReport:
     """The report of a finished search over ``results`` (the stored trials): best configs,
     speedup with a 95 % interval over the baseline, bandwidth and % of a device copy of the
     same bytes (both from ``runner``).
 
     ``confirm=k`` re-measures the k fastest configs (see the module docstring); the speedup,
     bandwidth and % of copy then come from the confirmed measurement. ``on_confirm`` sees
-    each re-measurement with its round (1 or 2) as it arrives."""
+    each re-measurement with its round (1 or 2) as it arrives. ``conditions`` and ``rule``
+    go to :func:`confirm_finalists`; ``template`` gives the ranges whose edges the fastest
+    configs are checked against (none without it)."""
     notes: list[str] = []
     counts: dict[str, int] = {}
     for r in results:
@@ -212,9 +264,12 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     confirmation: Confirmation | None = None
     note = ""
     if confirm > 0 and ok:
-        got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm)
+        got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm,
+                                conditions=conditions, rule=rule)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
     headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
+    if confirmation is not None and confirmation.baseline is not None:
+        baseline = confirmation.baseline  # the same condition and round as the headline
     speedup = _speedup(baseline, headline)
     copy: CopyTiming | None = None
     if headline is not None and isinstance(runner, CopyTimer):
@@ -231,7 +286,9 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
                       baseline_bandwidth_gb_per_s=(baseline.bandwidth_gb_per_s
                                                    if baseline is not None else None),
                       copy=copy, pct_of_copy=pct, status_counts=counts,
-                      confirmation=confirmation, confirm_note=note, notes=tuple(notes))
+                      confirmation=confirmation, confirm_note=note, notes=tuple(notes),
+                      edges=range_edges(template.params, [r.config for r in ok[:top]])
+                      if template is not None else ())
 
 
 def _speedup(baseline: TrialResult | None,

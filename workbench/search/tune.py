@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from workbench.core.conditions import PickRule, check_conditions
 from workbench.core.errors import SearchError, UnknownStrategyError, WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder
@@ -25,6 +26,7 @@ from workbench.engine.tuning import TuneReport, build_report
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
 from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
+from workbench.search.widening import TemplateRunner, widen_and_continue
 from workbench.store.base import Provenance, Store, provenance_for
 
 __all__ = ["TuneRequest", "budget_of", "stored_results", "tune"]
@@ -48,11 +50,18 @@ class TuneRequest:
     confirm: int = 5
     top: int = 5
     suggestions: tuple[Mapping[str, Value], ...] = ()
+    # the confirmation's cache conditions (None: the search's condition only) and pick rule
+    conditions: tuple[str, ...] | None = None
+    pick_rule: PickRule | None = None
+    widen: int = 0             # rounds of range widening after the search (search/widening)
+    widen_budget: int = 40     # evaluations added per widening round
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:  # before any store or runner is touched
             raise UnknownStrategyError(self.strategy, list(STRATEGIES))
-        for name in ("confirm", "top"):
+        if self.conditions is not None:
+            check_conditions(self.conditions)
+        for name in ("confirm", "top", "widen", "widen_budget"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise SearchError(f"{name} must be an integer >= 0, got {value!r}", key=name,
@@ -90,6 +99,15 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
     if on_search is not None:
         on_search(search)
     outcome = search.run()
+    widened: tuple[str, ...] = ()
+    if request.widen and isinstance(runner, TemplateRunner):
+        template, rounds, last = widen_and_continue(
+            search, runner, template, shape, rounds=request.widen,
+            extra_evaluations=request.widen_budget, top=request.top,
+            hard_max=runner.device.max_threads_per_block)
+        if last is not None:  # the search's counts run on over its rounds
+            outcome = last
+        widened = tuple(r.describe().strip() for r in rounds)
     shape_outcome = outcome.shapes[shape]
     provenance = search.provenance or provenance_for(runner, template)
     results = stored_results(store, provenance, shape, dtype, template,
@@ -102,7 +120,10 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
     report = build_report(folder.name, shape, dtype, runner, results,
                           reason=shape_outcome.reason, measured_now=shape_outcome.measured_now,
                           top=request.top, confirm=0 if stopped else request.confirm,
-                          on_confirm=keep)
+                          on_confirm=keep, conditions=request.conditions,
+                          rule=request.pick_rule, template=template)
+    if widened:
+        report = replace(report, notes=(*widened, *report.notes))
     if stopped and request.confirm > 0 and report.top:
         report = replace(report, confirm_note="the search was stopped before confirmation")
     return report

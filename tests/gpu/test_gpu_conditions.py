@@ -1,0 +1,43 @@
+"""GPU tier: the confirmation's cache conditions run on the device (a CUDA graph included),
+for an out-of-place and an in-place kernel. Run on the GPU machine: ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.core.conditions import CONDITIONS
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.records import Candidate, Status
+from workbench.engine.bench import BenchSettings
+from workbench.engine.conditions import GRAPH_LAUNCHES
+from workbench.engine.runner import LocalRunner
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = BenchSettings(warmup_ms=1.0, min_reps=10, max_reps=200, max_time_s=0.05, timeout_s=10.0)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["silu_and_mul", "fused_add_rmsnorm"])
+def test_every_condition_times_the_baseline_and_a_config(name: str) -> None:
+    folder = load_kernel_folder(ROOT / "sample_kernels" / name)
+    config = folder.template.default_config()
+    with LocalRunner(folder, settings=FAST) as runner:
+        read = runner.baseline("decode", "bf16")
+        for condition in CONDITIONS:
+            base = runner.baseline_under(condition, "decode", "bf16")
+            [mine] = runner.measure_under(condition, [Candidate(config, "decode", "bf16")])
+            for r in (base, mine):
+                assert r.status is Status.OK, (condition, r.reason)
+                assert r.timing is not None and r.timing.median_us > 0
+            if condition == "graph":
+                assert mine.extra.get("graph_launches") == GRAPH_LAUNCHES
+                assert mine.extra.get("flush") == "none (graph)"
+            else:
+                assert "graph_launches" not in mine.extra
+        # measuring under a condition leaves the runner's own settings and baseline as they were
+        assert runner.settings.flush_method == "read" and runner.settings.flush_l2
+        assert runner.baseline("decode", "bf16") is read

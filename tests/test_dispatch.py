@@ -1,0 +1,103 @@
+"""Dispatch tables: few configs for many shapes, exports, leave-one-out (pure tier, plus the
+CLI on the committed recordings)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.core.dispatch import (
+    build_table,
+    concrete,
+    leave_one_out,
+    median_loss_pct,
+    sweep_shapes,
+    symbolic,
+)
+from workbench.core.errors import WorkbenchError
+from workbench.core.records import Config
+
+pytestmark = pytest.mark.timeout(120)
+
+ROOT = Path(__file__).resolve().parent.parent
+A, B, C = Config(SPLIT=8, VEC=4), Config(SPLIT=1, VEC=16), Config(SPLIT=2, VEC=16)
+SIZES = {"t1": {"tokens": 1, "d": 4096}, "t8": {"tokens": 8, "d": 4096},
+         "t64": {"tokens": 64, "d": 4096}, "t512": {"tokens": 512, "d": 4096}}
+# A wins at few tokens, B at many; C is within 2 % everywhere but never the fastest.
+TIMES = {"t1": {A: 2.0, B: 3.0, C: 2.04}, "t8": {A: 2.1, B: 2.9, C: 2.14},
+         "t64": {A: 4.0, B: 3.0, C: 3.05}, "t512": {A: 9.0, B: 6.0, C: 6.1}}
+
+
+def test_one_config_covers_every_shape_within_the_tolerance() -> None:
+    table = build_table("k", "bf16", TIMES, SIZES, tolerance_pct=3.0)
+    assert table.configs == (C,)
+    tight = build_table("k", "bf16", TIMES, SIZES, tolerance_pct=0.5)
+    assert set(tight.configs) == {A, B}
+    assert tight.lookup({"tokens": 2, "d": 4096}) == A       # nearest tuned shape: t1
+    assert tight.lookup({"tokens": 4000, "d": 4096}) == B
+    with pytest.raises(WorkbenchError, match="needs the sizes"):
+        tight.lookup({"tokens": 3})
+
+
+def test_leave_one_out_scores_each_shape_on_its_own_measurements() -> None:
+    rows = leave_one_out("k", "bf16", TIMES, SIZES, tolerance_pct=0.5)
+    by = {r.shape: r for r in rows}
+    assert by["t1"].nearest == "t8" and by["t1"].config == A and by["t1"].loss_pct == 0.0
+    assert by["t64"].nearest in ("t8", "t512")
+    assert median_loss_pct(rows) is not None and median_loss_pct([]) is None
+
+
+def test_specialisation_knobs_stay_symbolic() -> None:
+    sizes = {"h1": {"hidden": 1024}, "h2": {"hidden": 4096}}
+    times = {"h1": {Config(K=1024, V=8): 1.0, Config(K=0, V=8): 1.3},
+             "h2": {Config(K=4096, V=8): 2.0, Config(K=0, V=8): 2.5}}
+    table = build_table("k", "bf16", times, sizes, 3.0, {"K": "hidden"})
+    assert table.configs == (Config(K="=hidden", V=8),)
+    assert table.lookup({"hidden": 2888}) == Config(K=2888, V=8)
+    assert symbolic(Config(K=0, V=8), {"hidden": 1024}, {"K": "hidden"}) == Config(K=0, V=8)
+    assert concrete(Config(K="=hidden"), {"hidden": 7}) == Config(K=7)
+
+
+def test_exports_define_the_same_mapping(tmp_path: Path) -> None:
+    table = build_table("my-kernel", "bf16", TIMES, SIZES, tolerance_pct=0.5)
+    namespace: dict[str, object] = {}
+    exec(compile(table.to_python(), "dispatch.py", "exec"), namespace)  # our own output
+    assert namespace["dispatch"](d=4096, tokens=2) == dict(A)  # type: ignore[operator]
+    assert '"configs"' in table.to_json()
+    header = table.to_cpp_header()
+    assert "dispatch_my_kernel(long long d, long long tokens)" in header
+    gxx = shutil.which("g++")
+    if gxx is not None:
+        src = tmp_path / "t.cpp"
+        src.write_text(header + "\n#include <cstdio>\nint main() { auto& c = "
+                       "dispatch_my_kernel(4096, 2); std::printf(\"%d %d\", c.SPLIT, c.VEC); }\n")
+        subprocess.run([gxx, "-std=c++17", str(src), "-o", str(tmp_path / "t")], check=True)
+        ran = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True, check=True)
+        assert ran.stdout == "8 4"
+
+
+def test_sweep_shapes_parse_and_refuse() -> None:
+    shapes = sweep_shapes("tokens=1..8:log2", {"tokens": 128, "d": 11008})
+    assert list(shapes) == ["tokens1", "tokens2", "tokens4", "tokens8"]
+    assert shapes["tokens4"] == {"tokens": 4, "d": 11008}
+    assert list(sweep_shapes("d=64,96", {"tokens": 1, "d": 8})) == ["d64", "d96"]
+    for bad in ("seq=1..8:log2", "tokens=8..1:log2", "tokens=1..8:lin", "tokens"):
+        with pytest.raises(WorkbenchError, match="--sweep"):
+            sweep_shapes(bad, {"tokens": 128, "d": 11008})
+
+
+def test_cli_dispatch_on_the_recording_writes_the_exports_and_the_eval(tmp_path: Path) -> None:
+    out = io.StringIO()
+    code = main(["dispatch", str(ROOT / "sample_kernels" / "fused_add_rmsnorm"), "--shapes",
+                 "small,odd,decode,prefill,large", "--dtype", "bf16", "--replay",
+                 "--out", str(tmp_path), "--eval"], stdout=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "configs for 5 shapes" in text and "median loss:" in text
+    assert "'HIDDEN_CONST': '=hidden'" in text
+    assert (tmp_path / "fused_add_rmsnorm_bf16_dispatch.h").exists()

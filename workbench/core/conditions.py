@@ -1,0 +1,224 @@
+"""Cache conditions a pick must hold under, and the declared rule that picks.
+
+A search times every candidate under one condition (the L2 evicted by reading a 2x-L2
+buffer before each repetition). A deployment runs the kernel in other states: after a
+large write that left the L2 full of dirty lines, warm (its inputs still in L2 from the
+previous call), or back to back inside a CUDA graph. On the H100 a silu_and_mul decode
+config that was 1.16x faster than its baseline after a read eviction measured slower than
+the baseline after a write eviction (issue 18), so the confirmation of the finalists
+measures each of them under every condition here, and :func:`choose` applies a declared
+rule to those measurements.
+
+Pure: configs, medians and the rule in; a :class:`Pick` and table rows out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from workbench.core.errors import WorkbenchError
+from workbench.core.records import Config
+
+#: Every cache condition the confirmation can measure under, with what it means.
+CONDITIONS: Mapping[str, str] = {
+    "read": "L2 evicted before each repetition by reading a 2x-L2 buffer (clean lines; the "
+            "search's condition)",
+    "write": "L2 left dirty before each repetition by writing a 2x-L2 buffer (their "
+             "write-back lands inside the timed kernel)",
+    "warm": "no eviction: repetitions back to back, inputs left in L2 by the previous one",
+    "graph": "back to back inside a CUDA graph: time per launch of a captured sequence "
+             "(warm, no launch gaps from the host)",
+}
+
+#: The conditions a confirmation measures when none are named.
+DEFAULT_CONDITIONS: tuple[str, ...] = tuple(CONDITIONS)
+
+
+def check_conditions(names: Sequence[str]) -> tuple[str, ...]:
+    """``names`` as a tuple, each checked against :data:`CONDITIONS` (no duplicates)."""
+    out: list[str] = []
+    for name in names:
+        if name not in CONDITIONS:
+            raise WorkbenchError(f"unknown cache condition {name!r}; expected one of "
+                                 f"{list(CONDITIONS)}", key="condition", value=name,
+                                 choices=list(CONDITIONS))
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise WorkbenchError("no cache condition named", key="conditions", value=list(names),
+                             choices=list(CONDITIONS))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class PickRule:
+    """How the finalists' per-condition medians become one pick.
+
+    ``condition=None`` (the default) scores each config by the geometric mean over the
+    measured conditions of its time relative to the baseline; a condition name scores by
+    that condition alone (``workbench tune --condition warm``: tune for one deployment).
+    With ``never_slower`` a config slower than the baseline (by more than
+    ``tolerance_pct``) in any measured condition is not eligible; when no finalist is
+    eligible the one with the smallest worst-condition ratio is picked and the pick says
+    it does not hold.
+    """
+
+    condition: str | None = None
+    never_slower: bool = True
+    tolerance_pct: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.condition is not None:
+            check_conditions([self.condition])
+        if not 0.0 <= self.tolerance_pct <= 50.0:
+            raise WorkbenchError(f"PickRule.tolerance_pct = {self.tolerance_pct!r}; expected "
+                                 f"0..50", key="tolerance_pct", value=self.tolerance_pct,
+                                 expected="0..50")
+
+    def describe(self) -> str:
+        score = (f"fastest under '{self.condition}'" if self.condition
+                 else "best geometric mean over conditions (time / baseline)")
+        guard = (f", never slower than the baseline in any condition"
+                 f"{f' (beyond {self.tolerance_pct:g} %)' if self.tolerance_pct else ''}"
+                 if self.never_slower else "")
+        return score + guard
+
+
+@dataclass(frozen=True)
+class ConditionTimes:
+    """One implementation's median (us) under each condition it was measured in; a
+    condition it failed in is absent."""
+
+    label: str                       # "baseline" or the config's text
+    config: Config | None            # None for the baseline kernel
+    median_us: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A finalist's ratios to the baseline per condition, its score and eligibility."""
+
+    times: ConditionTimes
+    ratio: Mapping[str, float]       # config median / baseline median (< 1 is faster)
+    score: float                     # what the rule minimises
+    worst_ratio: float
+    eligible: bool
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The rule's choice among the finalists, with every finalist's score."""
+
+    rule: PickRule
+    conditions: tuple[str, ...]
+    baseline: ConditionTimes
+    scored: tuple[Scored, ...]       # in the finalists' order
+    chosen: Scored
+    holds: bool                      # the chosen config satisfies the rule's guard
+
+    @property
+    def config(self) -> Config:
+        assert self.chosen.times.config is not None
+        return self.chosen.times.config
+
+    def summary(self) -> str:
+        c = self.chosen
+        ratios = ", ".join(f"{k} {c.ratio[k]:.3f}" for k in self.conditions if k in c.ratio)
+        verdict = "holds" if self.holds else f"DOES NOT HOLD ({c.why_not})"
+        return (f"  pick ({self.rule.describe()}): {dict(self.config)}; time / baseline: "
+                f"{ratios}; {verdict}")
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.inf
+
+
+def score(times: ConditionTimes, baseline: ConditionTimes, conditions: Sequence[str],
+          rule: PickRule) -> Scored:
+    """One finalist against the baseline under ``rule`` (missing conditions disqualify)."""
+    ratio = {k: times.median_us[k] / baseline.median_us[k] for k in conditions
+             if k in times.median_us and baseline.median_us.get(k)}
+    missing = [k for k in conditions if k not in ratio]
+    worst = max(ratio.values(), default=math.inf)
+    if rule.condition is not None:
+        value = ratio.get(rule.condition, math.inf)
+    else:
+        value = _geomean(list(ratio.values())) if not missing else math.inf
+    why = ""
+    if missing:
+        why = f"not measured under {', '.join(missing)}"
+    elif rule.never_slower and worst > 1.0 + rule.tolerance_pct / 100.0:
+        slow = max(ratio, key=lambda k: ratio[k])
+        why = f"slower than the baseline under '{slow}' ({ratio[slow]:.3f}x its time)"
+    return Scored(times=times, ratio=ratio, score=value, worst_ratio=worst,
+                  eligible=not why, why_not=why)
+
+
+def choose(finalists: Sequence[ConditionTimes], baseline: ConditionTimes,
+           conditions: Sequence[str], rule: PickRule | None = None) -> Pick:
+    """Apply ``rule`` (default :class:`PickRule`) to the finalists' per-condition medians.
+
+    The eligible finalist with the lowest score wins (ties: the earlier finalist, i.e. the
+    search's faster one); with none eligible, the one with the smallest worst-condition
+    ratio, and ``holds`` is False."""
+    rule = rule or PickRule()
+    conds = check_conditions(conditions)
+    if rule.condition is not None and rule.condition not in conds:
+        raise WorkbenchError(f"the pick rule's condition {rule.condition!r} is not among the "
+                             f"measured conditions {list(conds)}", key="condition",
+                             value=rule.condition, choices=list(conds))
+    if not finalists:
+        raise WorkbenchError("no finalists to pick from", key="finalists", value=0,
+                             expected=">= 1")
+    scored = tuple(score(t, baseline, conds, rule) for t in finalists)
+    eligible = [s for s in scored if s.eligible]
+    if eligible:
+        chosen = min(eligible, key=lambda s: s.score)
+    else:
+        chosen = min(scored, key=lambda s: (s.worst_ratio, s.score))
+    return Pick(rule=rule, conditions=conds, baseline=baseline, scored=scored, chosen=chosen,
+                holds=chosen.eligible)
+
+
+def condition_table(pick: Pick) -> list[dict[str, object]]:
+    """Rows for a report or a panel: the baseline, then every finalist, each with its
+    median per condition (``<cond>_us``), its ratio to the baseline (``<cond>_ratio``), the
+    geometric mean of the ratios, whether it is eligible and whether it is the pick."""
+    rows: list[dict[str, object]] = []
+    base: dict[str, object] = {"label": "baseline", "picked": False, "eligible": None,
+                               "geomean_ratio": 1.0, "why_not": ""}
+    for k in pick.conditions:
+        base[f"{k}_us"] = pick.baseline.median_us.get(k)
+        base[f"{k}_ratio"] = 1.0 if pick.baseline.median_us.get(k) else None
+    rows.append(base)
+    for s in pick.scored:
+        row: dict[str, object] = {"label": s.times.label, "picked": s is pick.chosen,
+                                  "eligible": s.eligible, "why_not": s.why_not,
+                                  "geomean_ratio": _geomean(list(s.ratio.values()))
+                                  if s.ratio else None}
+        for k in pick.conditions:
+            row[f"{k}_us"] = s.times.median_us.get(k)
+            row[f"{k}_ratio"] = s.ratio.get(k)
+        rows.append(row)
+    return rows
+
+
+def format_condition_table(pick: Pick) -> str:
+    """:func:`condition_table` as fixed-width text (medians in us, ratio to baseline)."""
+    head = f"  {'':40s}" + "".join(f"{k:>16s}" for k in pick.conditions) + f"{'geomean':>9s}"
+    lines = [head]
+    for row in condition_table(pick):
+        cells = []
+        for k in pick.conditions:
+            us, ratio = row[f"{k}_us"], row[f"{k}_ratio"]
+            cells.append(f"{us:8.2f} ({ratio:.3f})" if isinstance(us, float)
+                         and isinstance(ratio, float) else f"{'-':>16s}")
+        mark = "*" if row["picked"] else ("x" if row["eligible"] is False else " ")
+        gm = row["geomean_ratio"]
+        lines.append(f"{mark} {str(row['label'])[:40]:40s}" + "".join(f"{c:>16s}" for c in cells)
+                     + (f"{gm:9.3f}" if isinstance(gm, float) else f"{'-':>9s}"))
+    lines.append("  (* the pick; x not eligible: slower than the baseline under some condition)")
+    return "\n".join(lines)

@@ -1,0 +1,162 @@
+"""Measuring under cache conditions: the settings of each condition and the confirmation
+round that re-measures a search's finalists under all of them.
+
+The conditions and the pick rule are pure (:mod:`workbench.core.conditions`); here they
+become :class:`BenchSettings` and runner calls. A runner that can measure under a
+condition implements :class:`ConditionRunner` (the live runner does; a replay cannot,
+its recording holds one condition).
+
+Rounds, as in :func:`workbench.engine.tuning.confirm_finalists`: round 1 measures the
+baseline and every finalist under every condition and the rule picks; round 2 measures the
+baseline and the pick again under every condition, and that is what is reported, so the
+choice never sees the reported numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from workbench.core.conditions import (
+    ConditionTimes,
+    Pick,
+    PickRule,
+    check_conditions,
+    choose,
+    format_condition_table,
+)
+from workbench.core.records import Candidate, Config, Status, TrialResult
+from workbench.engine.bench import BenchSettings
+
+#: Launches captured in one CUDA graph for the "graph" condition (one repetition).
+GRAPH_LAUNCHES = 20
+
+
+def settings_for(condition: str, base: BenchSettings) -> BenchSettings:
+    """``base`` changed to time under ``condition`` (its other fields kept)."""
+    check_conditions([condition])
+    if condition == "read":
+        return replace(base, flush_l2=True, flush_method="read", graph_launches=0)
+    if condition == "write":
+        return replace(base, flush_l2=True, flush_method="write", graph_launches=0)
+    if condition == "warm":
+        return replace(base, flush_l2=False, graph_launches=0)
+    return replace(base, flush_l2=False, graph_launches=GRAPH_LAUNCHES)
+
+
+@runtime_checkable
+class ConditionRunner(Protocol):
+    """A runner that can measure again under a named cache condition (never from memory)."""
+
+    def measure_under(self, condition: str,
+                      candidates: Sequence[Candidate]) -> list[TrialResult]: ...
+
+    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult: ...
+
+
+@dataclass(frozen=True)
+class ConditionConfirmation:
+    """Round 1 (every finalist, every condition: the rule picks) and round 2 (the pick and
+    the baseline measured again under every condition: what is reported)."""
+
+    conditions: tuple[str, ...]
+    selection: Pick                  # round 1
+    reported: Pick                   # round 2: one finalist, the pick
+    results: tuple[TrialResult, ...]  # every re-measurement; extra["condition"], ["round"]
+
+    @property
+    def config(self) -> Config:
+        return self.selection.config
+
+    @property
+    def holds(self) -> bool:
+        """The pick satisfies the rule's guard in the reported (round 2) measurements."""
+        return self.reported.holds
+
+    def result(self, condition: str, round_index: int = 2,
+               config: Config | None = None) -> TrialResult | None:
+        """The re-measurement of ``config`` (default: the pick; ``Config()`` for the
+        baseline) under ``condition`` in ``round_index``."""
+        want = self.config if config is None else config
+        for r in self.results:
+            if (r.extra.get("condition") == condition and r.extra.get("round") == round_index
+                    and r.config == want and bool(r.extra.get("is_baseline")) == (not want)):
+                return r
+        return None
+
+    def summary(self) -> str:
+        return "\n".join([
+            f"  cache conditions, round 1 (every finalist; rule: "
+            f"{self.selection.rule.describe()}):",
+            format_condition_table(self.selection),
+            "  round 2 (the pick and the baseline measured again; reported):",
+            format_condition_table(self.reported),
+            self.reported.summary()])
+
+
+def _tagged(result: TrialResult, condition: str, round_index: int,
+            is_baseline: bool) -> TrialResult:
+    extra = dict(result.extra or {})
+    extra.update(condition=condition, round=round_index, is_baseline=is_baseline)
+    return replace(result, extra=extra)
+
+
+def _round(runner: ConditionRunner, configs: Sequence[Config], shape: str, dtype: str,
+           conditions: Sequence[str], round_index: int,
+           on_result: Callable[[int, TrialResult], None] | None,
+           ) -> tuple[ConditionTimes, list[ConditionTimes], list[TrialResult]]:
+    """Baseline and ``configs`` under each condition, condition by condition."""
+    kept: list[TrialResult] = []
+    base: dict[str, float] = {}
+    per: dict[Config, dict[str, float]] = {c: {} for c in configs}
+    candidates = [Candidate(c, shape, dtype) for c in configs]
+    for condition in conditions:
+        measured = [_tagged(runner.baseline_under(condition, shape, dtype), condition,
+                            round_index, True)]
+        measured += [_tagged(r, condition, round_index, False)
+                     for r in runner.measure_under(condition, candidates)]
+        for r in measured:
+            kept.append(r)
+            if on_result is not None and not r.extra.get("is_baseline"):
+                on_result(round_index, r)  # configs only: a store keys them by template
+            if r.status is not Status.OK or r.timing is None:
+                continue
+            if r.extra.get("is_baseline"):
+                base[condition] = r.timing.median_us
+            elif r.config in per:
+                per[r.config][condition] = r.timing.median_us
+    rows = [ConditionTimes(label=_label(c), config=c, median_us=per[c]) for c in configs]
+    return ConditionTimes(label="baseline", config=None, median_us=base), rows, kept
+
+
+def _label(config: Config) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def confirm_under_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
+                             conditions: Sequence[str], rule: PickRule | None = None, *,
+                             on_result: Callable[[int, TrialResult], None] | None = None,
+                             ) -> ConditionConfirmation | str:
+    """Round 1 and round 2 (module docstring) for ``finalists`` (one shape and dtype).
+
+    Returns the confirmation, or a sentence saying why there is none."""
+    conds = check_conditions(conditions)
+    rule = rule or PickRule()
+    if not finalists:
+        return "no finalists"
+    shape, dtype = finalists[0].shape, finalists[0].dtype
+    configs = list(dict.fromkeys(r.config for r in finalists))
+    base1, rows1, kept1 = _round(runner, configs, shape, dtype, conds, 1, on_result)
+    if not base1.median_us:
+        return "the baseline failed under every condition"
+    timed = [t for t in rows1 if t.median_us]
+    if not timed:
+        return "no finalist passed verification again"
+    selection = choose(timed, base1, conds, rule)
+    base2, rows2, kept2 = _round(runner, [selection.config], shape, dtype, conds, 2, on_result)
+    if not base2.median_us or not rows2[0].median_us:
+        return "the pick or the baseline failed its round-2 measurement"
+    reported = choose(rows2, base2, conds, rule)
+    return ConditionConfirmation(conditions=conds, selection=selection, reported=reported,
+                                 results=tuple(kept1 + kept2))
