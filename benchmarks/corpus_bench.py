@@ -1,6 +1,7 @@
 """Corpus numbers on the GPU: for every kernel folder of benchmarks/corpus (then, last and
 reported apart, benchmarks/corpus_holdout): the knobs the offline templater lifted, the
-space-wide correctness sample (defaults, corners, a seeded sample of 32 at the check shape),
+space-wide correctness gate's configs (workbench.llm.space_gate: defaults, corners, a seeded
+sample of 32 at the check shape) verified and timed by the runner,
 a guided 120-evaluation tune at the large shape (statuses counted), the speedup of the
 confirmed best config over the kernel as written, and both as % of a device-to-device copy
 of the same bytes timed in the same run.
@@ -13,7 +14,6 @@ Writes $OUT/corpus_<set>.json (device, driver, CUDA, date) and one SQLite store 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import platform
 import sys
@@ -27,32 +27,11 @@ sys.path.insert(0, str(ROOT))
 
 from workbench.api import Workbench  # noqa: E402
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status  # noqa: E402
+from workbench.core.records import Candidate, Status  # noqa: E402
 from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
+from workbench.llm.space_gate import gate_configs  # noqa: E402
 from workbench.llm.templater import offline_template  # noqa: E402
-
-SAMPLE = 32
-
-
-def gate_configs(template: KernelTemplate, env: dict[str, Any]) -> list[Config]:
-    """Defaults, every valid corner (each parameter at an end of its range), a seeded sample."""
-    space = template.space(env)
-    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
-    corners = [Config(dict(zip(template.param_names, combo, strict=True)))
-               for combo in itertools.product(*ends)]
-    picked: list[Config] = [template.default_config()]
-    picked += [c for c in corners if space.rejection(c) is None]
-    picked += space.sample(min(SAMPLE, len(space)), seed=0)
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for c in picked:
-        key = tuple(sorted(c.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append(c)
-    return out
-
 
 def template_for(folder: KernelFolder) -> tuple[KernelTemplate, str]:
     """The folder's approved template (``propose --write``), else the offline templater's."""
@@ -103,11 +82,12 @@ def bench_kernel(path: Path, out: Path, budget: int,
         doc["llm"] = llm_info
     with LocalRunner(folder, template) as runner:
         check = folder.check_shape
-        configs = gate_configs(template, folder.env(check, dtype))
+        space = template.space(folder.env(check, dtype))
+        configs, kinds = gate_configs(space, template.default_config())
         results = list(runner.measure([Candidate(c, check, dtype) for c in configs]))
         bad = [{"config": dict(r.config), "status": r.status.value, "reason": r.reason[:300]}
                for r in results if r.status is not Status.OK]
-        doc["gate"] = {"shape": check, "checked": len(results),
+        doc["gate"] = {"shape": check, "checked": len(results), "kinds": kinds,
                        "ok": sum(r.status is Status.OK for r in results), "failures": bad}
         tag = "_llm" if transcript is not None else ""
         wb = Workbench(folder, store=out / f"{folder.name}{tag}.sqlite", runner=runner)
@@ -154,11 +134,15 @@ def environment() -> dict[str, Any]:
         info["driver_error"] = str(exc)
     import subprocess
 
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
-                          "--format=csv,noheader"], capture_output=True, text=True, check=False)
-    info["nvidia_smi"] = smi.stdout.strip()
-    nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, check=False)
-    info["nvcc"] = nvcc.stdout.strip().splitlines()[-1] if nvcc.stdout else ""
+    for key, cmd in (("nvidia_smi", ["nvidia-smi", "--query-gpu=name,driver_version",
+                                     "--format=csv,noheader"]),
+                     ("nvcc", ["nvcc", "--version"])):
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            lines = run.stdout.strip().splitlines()
+            info[key] = lines[-1] if lines else ""
+        except OSError as exc:
+            info[key] = f"unavailable: {exc}"
     return info
 
 

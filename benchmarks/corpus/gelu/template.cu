@@ -1,0 +1,48 @@
+// GELU (tanh approximation) over a flat float array, one element per thread.
+// Launch: grid = (n + 255) / 256, block = 256.
+// Tuning parameters lifted by the Kernel Workbench offline templater;
+// the defaults are the kernel as written.
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 256
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef ITEMS_PER_THREAD
+#define ITEMS_PER_THREAD 1
+#endif
+#ifndef MIN_BLOCKS_PER_SM
+#define MIN_BLOCKS_PER_SM 1
+#endif
+template <typename T, int N>
+struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
+  T v[N];
+};
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) gelu(float* __restrict__ y, const float* __restrict__ x, int n) {
+  // int i = blockIdx.x * 256 + threadIdx.x;  (now per item, below)
+  {
+    const int wb_i0 = (blockIdx.x * (BLOCK_THREADS * ITEMS_PER_THREAD) + threadIdx.x) * VEC;
+    WbVec<float, VEC> wb_x[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_y[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (i < n) {
+        wb_x[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&x[i]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (i < n) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) {
+    float v = wb_x[wb_i].v[wb_v];
+    float inner = 0.7978845608f * (v + 0.044715f * v * v * v);
+    wb_y[wb_i].v[wb_v] = 0.5f * v * (1.0f + tanhf(inner));
+  }
+        *reinterpret_cast<WbVec<float, VEC>*>(&y[i]) = wb_y[wb_i];
+      }
+    }
+  }
+}

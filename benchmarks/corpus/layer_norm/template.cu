@@ -1,0 +1,113 @@
+// Layer norm with affine over rows of x [rows, d]:
+//   out = (x - mean) / sqrt(var + eps) * gamma + beta   (two-pass variance)
+// Launch: grid = rows, block = 256.
+// Tuning parameters lifted by the Kernel Workbench offline templater;
+// the defaults are the kernel as written.
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 256
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef ITEMS_PER_THREAD
+#define ITEMS_PER_THREAD 1
+#endif
+#ifndef MIN_BLOCKS_PER_SM
+#define MIN_BLOCKS_PER_SM 1
+#endif
+template <typename T, int N>
+struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
+  T v[N];
+};
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) layer_norm(float* __restrict__ out, const float* __restrict__ x,
+                                      const float* __restrict__ gamma,
+                                      const float* __restrict__ beta, int d, float eps) {
+  __shared__ float buf[BLOCK_THREADS];
+  const float* xr = x + (long long)blockIdx.x * d;
+  int tid = threadIdx.x;
+
+  float s = 0.0f;
+  for (int wb_j0 = (tid) * VEC; wb_j0 < d; wb_j0 += (BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)) {
+    WbVec<float, VEC> wb_xr[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+        wb_xr[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&xr[j]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) s += wb_xr[wb_i].v[wb_v];
+      }
+    }
+  }
+  buf[tid] = s;
+  __syncthreads();
+  for (int k = (BLOCK_THREADS / 2); k > 0; k >>= 1) {
+    if (tid < k) buf[tid] += buf[tid + k];
+    __syncthreads();
+  }
+  float mean = buf[0] / d;
+  __syncthreads();
+
+  float q = 0.0f;
+  for (int wb_j0 = (tid) * VEC; wb_j0 < d; wb_j0 += (BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)) {
+    WbVec<float, VEC> wb_xr[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+        wb_xr[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&xr[j]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) {
+    float c = wb_xr[wb_i].v[wb_v] - mean;
+    q += c * c;
+  }
+      }
+    }
+  }
+  buf[tid] = q;
+  __syncthreads();
+  for (int k = (BLOCK_THREADS / 2); k > 0; k >>= 1) {
+    if (tid < k) buf[tid] += buf[tid + k];
+    __syncthreads();
+  }
+  float rstd = rsqrtf(buf[0] / d + eps);
+
+  for (int wb_j0 = (tid) * VEC; wb_j0 < d; wb_j0 += (BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)) {
+    WbVec<float, VEC> wb_out[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_xr[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_gamma[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_beta[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+        wb_xr[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&xr[j]);
+        wb_gamma[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&gamma[j]);
+        wb_beta[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&beta[j]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) {
+    wb_out[wb_i].v[wb_v] = (wb_xr[wb_i].v[wb_v] - mean) * rstd * wb_gamma[wb_i].v[wb_v] + wb_beta[wb_i].v[wb_v];
+  }
+        *reinterpret_cast<WbVec<float, VEC>*>(&out[(long long)blockIdx.x * d + j]) = wb_out[wb_i];
+      }
+    }
+  }
+}

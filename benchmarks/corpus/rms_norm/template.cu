@@ -1,0 +1,81 @@
+// RMS norm over the rows of x [rows, d]: out = x / sqrt(mean(x^2) + eps) * w.
+// Launch: grid = rows, block = 256.
+// Tuning parameters lifted by the Kernel Workbench offline templater;
+// the defaults are the kernel as written.
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 256
+#endif
+#ifndef VEC
+#define VEC 1
+#endif
+#ifndef ITEMS_PER_THREAD
+#define ITEMS_PER_THREAD 1
+#endif
+#ifndef MIN_BLOCKS_PER_SM
+#define MIN_BLOCKS_PER_SM 1
+#endif
+template <typename T, int N>
+struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
+  T v[N];
+};
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) rms_norm(float* __restrict__ out, const float* __restrict__ x,
+                                    const float* __restrict__ w, int d, float eps) {
+  __shared__ float partial[BLOCK_THREADS];
+  int row = blockIdx.x;
+  const float* xr = x + (long long)row * d;
+  float* orow = out + (long long)row * d;
+
+  float s = 0.0f;
+  for (int wb_j0 = (threadIdx.x) * VEC; wb_j0 < d; wb_j0 += (BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)) {
+    WbVec<float, VEC> wb_xr[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+        wb_xr[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&xr[j]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) {
+    float v = wb_xr[wb_i].v[wb_v];
+    s += v * v;
+  }
+      }
+    }
+  }
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = (BLOCK_THREADS / 2); k > 0; k >>= 1) {
+    if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
+    __syncthreads();
+  }
+  float inv = rsqrtf(partial[0] / d + eps);
+  for (int wb_j0 = (threadIdx.x) * VEC; wb_j0 < d; wb_j0 += (BLOCK_THREADS) * (VEC * ITEMS_PER_THREAD)) {
+    WbVec<float, VEC> wb_orow[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_xr[ITEMS_PER_THREAD];
+    WbVec<float, VEC> wb_w[ITEMS_PER_THREAD];
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+        wb_xr[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&xr[j]);
+        wb_w[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&w[j]);
+      }
+    }
+#pragma unroll
+  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
+      const int j = wb_j0 + wb_i * (BLOCK_THREADS) * VEC;
+      if (j < d) {
+#pragma unroll
+        for (int wb_v = 0; wb_v < VEC; ++wb_v) {
+    wb_orow[wb_i].v[wb_v] = wb_xr[wb_i].v[wb_v] * inv * wb_w[wb_i].v[wb_v];
+  }
+        *reinterpret_cast<WbVec<float, VEC>*>(&orow[j]) = wb_orow[wb_i];
+      }
+    }
+  }
+}

@@ -1,0 +1,23 @@
+// Column sums of x [rows, cols] (float): one thread per column walks down the rows.
+// Launch: grid = (cols + 255) / 256, block = 256.
+// Tuning parameters lifted by the Kernel Workbench offline templater;
+// the defaults are the kernel as written.
+#ifndef BLOCK_THREADS
+#define BLOCK_THREADS 256
+#endif
+#ifndef ITEMS_PER_THREAD
+#define ITEMS_PER_THREAD 1
+#endif
+#ifndef MIN_BLOCKS_PER_SM
+#define MIN_BLOCKS_PER_SM 1
+#endif
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) col_sum(float* __restrict__ out, const float* __restrict__ x,
+                                   int rows, int cols) {
+  for (int wb_item_x = 0; wb_item_x < ITEMS_PER_THREAD; ++wb_item_x) {  // items of this thread
+  int c = (blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + threadIdx.x;
+  if (c >= cols) continue;  // next item
+  float s = 0.0f;
+  for (int r = 0; r < rows; ++r) s += x[(long long)r * cols + c];
+  out[c] = s;
+  }
+}
