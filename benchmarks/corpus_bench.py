@@ -30,7 +30,6 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noq
 from workbench.core.records import Candidate, Status  # noqa: E402
 from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
-from workbench.llm.space_gate import gate_configs  # noqa: E402
 from workbench.llm.templater import offline_template  # noqa: E402
 
 def template_for(folder: KernelFolder) -> tuple[KernelTemplate, str]:
@@ -82,6 +81,8 @@ def bench_kernel(path: Path, out: Path, budget: int,
         doc["llm"] = llm_info
     with LocalRunner(folder, template) as runner:
         check = folder.check_shape
+        from workbench.llm.space_gate import gate_configs  # the gate's own config choice
+
         space = template.space(folder.env(check, dtype))
         configs, kinds = gate_configs(space, template.default_config())
         results = list(runner.measure([Candidate(c, check, dtype) for c in configs]))
