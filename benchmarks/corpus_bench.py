@@ -32,6 +32,7 @@ from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
 from workbench.llm.templater import offline_template  # noqa: E402
 
+
 def template_for(folder: KernelFolder) -> tuple[KernelTemplate, str]:
     """The folder's approved template (``propose --write``), else the offline templater's."""
     if getattr(folder, "has_template", True) and folder.template.params:
