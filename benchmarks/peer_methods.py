@@ -179,3 +179,28 @@ def verdicts(impls: Mapping[str, Mapping[str, Any]], peers: list[str]) -> dict[s
         winners.add("ours" if ratio <= 1.0 else best)
     out["disagree"] = len(winners) > 1
     return out
+
+
+#: The timing methods as the cache conditions they stand for (do_bench zeroes 256 MB before
+#: each repetition: dirty lines, like the "write" condition).
+METHOD_CONDITIONS = {"median_us": "read", "do_bench_us": "write", "graph_us": "graph"}
+
+
+def pick_over_methods(usable: list[dict[str, Any]],
+                       base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The finalist the workbench's default pick rule chooses over the three methods, and a
+    record of the choice (rule, whether it holds, every finalist's ratios)."""
+    from workbench.core.conditions import ConditionTimes, choose
+
+    def times(entry: dict[str, Any]) -> dict[str, float]:
+        return {c: float(entry[k]) for k, c in METHOD_CONDITIONS.items()
+                if isinstance(entry.get(k), float)}
+    finalists = [ConditionTimes(label=str(i), config=Config(e["config"]),
+                                median_us=times(e)) for i, e in enumerate(usable)]
+    pick = choose(finalists, ConditionTimes("baseline", None, times(base)),
+                  tuple(METHOD_CONDITIONS.values()))
+    chosen = usable[int(pick.chosen.times.label)]
+    return chosen, {"rule": pick.rule.describe(), "holds": pick.holds,
+                    "methods_as_conditions": METHOD_CONDITIONS,
+                    "ratios": [dict(s.ratio) for s in pick.scored],
+                    "chosen_ratio": dict(pick.chosen.ratio)}

@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gpu_harness import Harness  # noqa: E402
 from peer_methods import (  # noqa: E402
     UNSEEN,
+    pick_over_methods,
     specialised_template,
     time_do_bench,
     time_graph,
@@ -366,7 +367,7 @@ def _newest_recording(folder_path: Path) -> Recording | None:
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
                  dtype: str, finalists: int = 4, rounds: int = 1,
-                 warm: Harness | None = None) -> dict[str, Any]:
+                 warm: Harness | None = None, pick_methods: bool = False) -> dict[str, Any]:
     """One (kernel, shape, dtype): our baseline, a selection round over the recording's
     ``finalists``, our chosen config, every peer and a copy of the same bytes. With
     ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
@@ -375,7 +376,11 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     ``round_medians_us`` lists them (a single round cannot separate implementations closer
     than its own ~0.5 % precision). With ``warm`` (a harness without eviction) every
     implementation is also timed by Triton's do_bench and in a CUDA graph
-    (benchmarks/peer_methods.py) and the row gets a verdict per method."""
+    (benchmarks/peer_methods.py) and the row gets a verdict per method. With
+    ``pick_methods`` (needs ``warm``) the selection round times every finalist under all
+    three methods, adds the other shapes' recorded configs to the finalists, and picks by
+    the workbench's declared rule (workbench.core.conditions: best geometric mean of time /
+    baseline, never slower than the baseline under any method)."""
     p = Problem(folder, shape, dtype)
     nbytes = folder.bytes_moved_for(shape, dtype)
     row: dict[str, Any] = {"kernel": folder.name, "shape": shape, "dtype": dtype,
@@ -401,7 +406,8 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
                          gate_timeouts=harness.last_gate_timeouts)
         except Exception as exc:
             entry.update(error=f"{type(exc).__name__}: {exc}"[:400])
-        if warm is not None and "median_us" in entry and not label.startswith("finalist"):
+        if warm is not None and "median_us" in entry and (
+                pick_methods or not label.startswith("finalist")):
             _other_methods(entry, warm, fn, p.restore if restore else None)
         row["impls"][label] = entry
         shown = f"{entry['median_us']:.2f} us" if "median_us" in entry else entry.get("error")
@@ -423,6 +429,12 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
             recorded = [(c, None) for c in  # type: ignore[misc]
                         transfer_candidates(folder, template, recording, shape, dtype)]
         row["unseen"] = True
+    elif pick_methods and recorded:
+        recording = _newest_recording(folder.path)
+        extra = transfer_candidates(folder, template, recording, shape, dtype) \
+            if recording is not None else []
+        known = {c for c, _ in recorded}
+        recorded += [(c, None) for c in extra if c not in known]  # type: ignore[misc]
     selection: list[dict[str, Any]] = []
     if len(recorded) > 1:  # selection round: each finalist once, correctness checked
         for i, (cfg_i, rec_us) in enumerate(recorded):
@@ -431,6 +443,9 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
             selection.append(row["impls"].pop(f"finalist {i}"))
         usable = [e for e in selection if e.get("correct") and "median_us" in e]
         chosen = min(usable, key=lambda e: e["median_us"]) if usable else selection[0]
+        if pick_methods and usable:
+            chosen, row["pick"] = pick_over_methods(usable, row["impls"][
+                "sglang design (our baseline)"])
         cfg, rec_best = Config(chosen["config"]), chosen["recorded_median_us"]
     elif recorded:
         cfg, rec_best = recorded[0]
@@ -541,6 +556,9 @@ def main() -> int:
     ap.add_argument("--methods", action="store_true",
                     help="also time every implementation with Triton's do_bench and in a CUDA "
                          "graph, and give each row a verdict per method")
+    ap.add_argument("--pick-methods", action="store_true",
+                    help="with --methods: time every finalist under the three methods too, add "
+                         "the other shapes' recorded configs, pick by the workbench's rule")
     ap.add_argument("--spin-up", type=float, default=0.5,
                     help="seconds of GPU work before each harness timing (clocks up)")
     ap.add_argument("--keep", action="store_true",
@@ -567,7 +585,8 @@ def main() -> int:
             for dtype in args.dtypes:
                 try:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype,
-                                             args.finalists, rounds=args.rounds, warm=warm))
+                                             args.finalists, rounds=args.rounds, warm=warm,
+                                             pick_methods=args.pick_methods))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(

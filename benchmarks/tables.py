@@ -19,6 +19,7 @@ from tables_shapes import (  # noqa: E402
     conditions_section,
     dispatch_section,
     peers_methods_section,
+    pick_methods_section,
 )
 
 from workbench.search.strategies import DEFAULT_STRATEGY  # noqa: E402
@@ -435,6 +436,8 @@ def main() -> None:
     text = INTRO
     text += ("\n## Tuned vs peers under three timing methods, named and unseen shapes (H100)"
              "\n\n" + peers_methods_section() + "\n")
+    text += ("\n## silu_and_mul: the pick chosen over all three methods (H100)\n\n"
+             + pick_methods_section() + "\n")
     text += ("\n## Picks that hold: finalists under every cache condition (H100)\n\n"
              + conditions_section() + "\n")
     text += ("\n## Many shapes: range widening and a dispatch table (H100)\n\n"

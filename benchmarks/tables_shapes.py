@@ -159,3 +159,31 @@ def dispatch_section(name: str = "h100/session8/dispatch_sweep.json") -> str:
              f"within 3 %; leave-one-out median loss {doc['median_loss_pct']:.2f} % "
              f"(target ≤ 3 %: not met)")
     return text
+
+
+def pick_methods_section(name: str = "h100/session8/peers_silu_pick_methods.json",
+                         before: str = "h100/session8/peers_methods.json") -> str:
+    doc, old = _load(name), _load(before)
+    if doc is None or old is None:
+        return "_not run yet_"
+    earlier = {(r["kernel"], r["shape"]): r for r in old["rows"]}
+    rows = []
+    for r in doc["rows"]:
+        v, w = r["verdicts"], earlier[(r["kernel"], r["shape"])]["verdicts"]
+        ours = r["impls"]["workbench best"]
+        rows.append([r["kernel"], r["shape"], len(ours.get("selection_round", [])),
+                     *(f"{w[m]['ratio']:.3f} → {v[m]['ratio']:.3f} ({v[m]['best_peer']})"
+                       for m in METHODS),
+                     "yes" if r.get("pick", {}).get("holds") else "no",
+                     " ".join(f"{k}={x}" for k, x in sorted(ours["config"].items()))])
+    text = (f"{doc['device']}, driver {doc['driver']}, CUDA {doc['cuda']}, {doc['date']}, bf16. "
+            "`peers.py --methods --pick-methods`: every finalist (the recording's 4 fastest "
+            "plus the other shapes' recorded configs, size knobs specialised, ranges widened "
+            "8x) timed under all three methods in the selection round and picked by the "
+            "workbench's default rule with the methods standing for conditions (harness = "
+            "read, do_bench = write, graph = graph); the reported ratios are a further "
+            "measurement. Each cell: ours / best peer before (harness-only pick, table above) "
+            "→ after. Data: `results/" + name + "`.\n\n")
+    text += _table(["kernel", "shape", "finalists", "harness", "do_bench", "graph",
+                    "pick never slower than baseline", "pick"], rows)
+    return text
