@@ -4,8 +4,11 @@ scalars) and review the tolerances. The fill-ins below are the whole of the hand
 
     python3 benchmarks/corpus_folders.py            # (re)writes benchmarks/corpus*/<name>/
 
-Each folder gets ``baseline.cu`` + ``kernel.toml`` from init; no ``reference.py`` (the
-baseline's outputs are the golden outputs) and no ``[template]`` (``propose --write`` adds it).
+Each folder gets ``baseline.cu`` + ``kernel.toml`` from init, no ``reference.py`` (the
+baseline's outputs are the golden outputs), then ``template.cu`` and the ``[template]`` table
+from ``workbench propose --write`` (the offline templater; on a machine without a GPU the
+review records it as unverified). The held-out kernels get the same treatment, but the
+templater was never changed after looking at them.
 """
 
 from __future__ import annotations
@@ -141,13 +144,18 @@ def make(root: Path, name: str, f: FillIn) -> None:
         raise SystemExit(f"workbench init {name} failed:\n{run.stdout}\n{run.stderr}")
     toml = folder / "kernel.toml"
     toml.write_text(fill(toml.read_text(), f))
+    propose = [sys.executable, "-m", "workbench.cli", "propose", str(folder), "--write",
+               "--store", str(folder.parent / ".corpus_reviews.sqlite")]
+    run = subprocess.run(propose, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        raise SystemExit(f"workbench propose --write {name} failed:\n{run.stdout}\n{run.stderr}")
 
 
 def main() -> None:
     for root, table in ((HERE / "corpus", CORPUS), (HERE / "corpus_holdout", HOLDOUT)):
         for name, f in table.items():
             make(root, name, f)
-            print(f"{root.name}/{name}: init + fill-ins written")
+            print(f"{root.name}/{name}: init, fill-ins, propose --write")
 
 
 if __name__ == "__main__":

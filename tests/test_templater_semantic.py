@@ -11,6 +11,7 @@ import importlib.util
 import itertools
 import re
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,20 @@ def test_corpus_templates_compile_at_their_corners(compiler: Compiler) -> None:
         for config in _corners(template, env(name)):
             result = compiler.compile(template.render(config, dtype))
             assert result.ok, f"{name} {config}: {result.error_summary}\n{result.log[-1500:]}"
+
+
+@pytest.mark.parametrize("folder", sorted(p.parent for p in (ROOT / "corpus").glob("*/kernel.toml")),
+                         ids=lambda p: p.name)
+def test_committed_corpus_templates_are_what_the_templater_writes(folder: Path) -> None:
+    """The folders' template.cu and launch rules (written by ``propose --write``) are the
+    templater's output from their baseline.cu: the measured templates match the code."""
+    data = tomllib.loads((folder / "kernel.toml").read_text())
+    base = data["baseline"]
+    scalars = {a["name"]: a["value"] for a in data["args"] if a["role"] == "scalar"}
+    lifted = lift_kernel((folder / "baseline.cu").read_text(), entry=base["entry"],
+                         grid=base["grid"], block=base["block"], scalars=scalars)
+    assert lifted.source == (folder / "template.cu").read_text()
+    written = data["template"]
+    assert (list(lifted.grid), list(lifted.block)) == (written["grid"], written["block"])
+    assert list(lifted.constraints) == written["constraints"]
+    assert [p.name for p in lifted.params] == list(written["params"])
