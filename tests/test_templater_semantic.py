@@ -186,3 +186,26 @@ def test_committed_corpus_templates_are_what_the_templater_writes(folder: Path) 
     assert (list(lifted.grid), list(lifted.block)) == (written["grid"], written["block"])
     assert list(lifted.constraints) == written["constraints"]
     assert [p.name for p in lifted.params] == list(written["params"])
+
+
+def test_launch_rules_are_rewritten_through_the_expression_tree() -> None:
+    from workbench.llm.templater.rules import min_cap, scale_divisor
+
+    assert scale_divisor("(n + 255) // 256", "256", "B") == "ceil_div(n, B)"
+    assert scale_divisor("ceil_div(n, 256) + 256", "256", "B") == "ceil_div(n, B) + 256"
+    assert scale_divisor("rows", "256", "B") is None
+    assert min_cap("min(ceil_div(n, B), 1024)", "GRID_BLOCKS") == \
+        ("min(ceil_div(n, B), GRID_BLOCKS)", 1024)
+
+
+def test_unparseable_or_empty_kernels_are_refused_with_the_line() -> None:
+    from workbench.core.errors import CudaSourceError
+
+    bad = 'extern "C" __global__ void k(float* y) {\n  y[0] = FOO(1;\n}\n'
+    with pytest.raises(CudaSourceError) as err:
+        lift_kernel(bad, entry="k", grid=["1"], block=["32"], scalars={})
+    assert err.value.line == 2
+    plain = 'extern "C" __global__ void k(float* y) { y[0] = 1.0f; }\n'
+    lifted = lift_kernel(plain, entry="k", grid=["1"], block=["32"], scalars={})
+    assert lifted.params == ()
+    assert any("appears nowhere" in f.reason for f in lifted.findings)
