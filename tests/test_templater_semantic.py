@@ -209,3 +209,18 @@ def test_unparseable_or_empty_kernels_are_refused_with_the_line() -> None:
     lifted = lift_kernel(plain, entry="k", grid=["1"], block=["32"], scalars={})
     assert lifted.params == ()
     assert any("appears nowhere" in f.reason for f in lifted.findings)
+
+
+def test_a_block_size_dependency_it_cannot_model_keeps_the_block_size() -> None:
+    """A hand-unrolled reduction (``if (tid < 128)``) ties the code to 256 threads in a way
+    the analysis does not follow: the block size is not lifted, and the reason says why."""
+    src = (ROOT / "corpus" / "rms_norm" / "rms_norm.cu").read_text().replace(
+        "  for (int k = 128; k > 0; k >>= 1) {\n"
+        "    if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];\n"
+        "    __syncthreads();\n  }\n",
+        "  if (threadIdx.x < 128) partial[threadIdx.x] += partial[threadIdx.x + 128];\n"
+        "  __syncthreads();\n")
+    lifted = lift("rms_norm", src)
+    assert "BLOCK_THREADS" not in {p.name for p in lifted.params}
+    assert "outside a reduction loop" in _reason(lifted, "BLOCK_THREADS")
+    assert "partial[256]" in lifted.source  # left exactly as written
