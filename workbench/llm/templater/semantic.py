@@ -18,12 +18,8 @@ from workbench.llm.templater.block import lift_block
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
 from workbench.llm.templater.tile import lift_tile
-from workbench.llm.templater.vector import (
-    apply_grid_cap,
-    apply_vector,
-    apply_wrap_items,
-    flat_region,
-)
+from workbench.llm.templater.vector import apply_vector, flat_region
+from workbench.llm.templater.wrap import apply_grid_cap, apply_wrap_items
 
 
 def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
