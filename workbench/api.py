@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.core.conditions import PickRule
+from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -191,8 +191,9 @@ class Workbench:
         :meth:`pause_search`, :meth:`resume_search` or :meth:`stop_search` (the panel does).
         ``confirm=k`` then measures the k fastest configs again on a runner that can (see
         :mod:`workbench.engine.tuning`); a replay leaves a note instead. ``conditions``
-        (cache conditions, :data:`workbench.core.conditions.CONDITIONS`) and ``pick_rule``
-        make the confirmation measure under each and pick by the rule; ``widen=n`` widens
+        (cache conditions, :data:`workbench.core.conditions.CONDITIONS`; default all of
+        them, ``("read",)`` for the search's alone) and ``pick_rule`` make the confirmation
+        measure under each and pick by the rule; ``widen=n`` widens
         the ranges the fastest configs sit on the edge of, up to n rounds of
         ``widen_budget`` more evaluations (:mod:`workbench.search.widening`)."""
         from workbench.search.tune import TuneRequest, budget_of, tune
@@ -200,7 +201,8 @@ class Workbench:
         request = TuneRequest(shape=shape, dtype=dtype, strategy=strategy,
                               budget=budget_of(budget, max_wall_s=timeout_s, patience=patience),
                               seed=seed, batch_size=batch, confirm=confirm, top=top,
-                              conditions=tuple(conditions) if conditions is not None else None,
+                              conditions=tuple(conditions) if conditions is not None
+                              else DEFAULT_CONDITIONS,
                               pick_rule=pick_rule, widen=widen, widen_budget=widen_budget)
         with self._search_lock:
             if self._tuning:

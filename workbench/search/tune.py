@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from workbench.core.conditions import PickRule, check_conditions
+from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule, check_conditions
 from workbench.core.errors import SearchError, UnknownStrategyError, WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder
@@ -50,8 +50,9 @@ class TuneRequest:
     confirm: int = 5
     top: int = 5
     suggestions: tuple[Mapping[str, Value], ...] = ()
-    # the confirmation's cache conditions (None: the search's condition only) and pick rule
-    conditions: tuple[str, ...] | None = None
+    # the confirmation's cache conditions (None or ("read",): the search's condition only;
+    # runners that cannot measure under them confirm under the search's) and pick rule
+    conditions: tuple[str, ...] | None = DEFAULT_CONDITIONS
     pick_rule: PickRule | None = None
     widen: int = 0             # rounds of range widening after the search (search/widening)
     widen_budget: int = 40     # evaluations added per widening round
