@@ -48,8 +48,9 @@ def main() -> int:
     args = ap.parse_args()
     folder = load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
 
-    def factory(template: object) -> LocalRunner:
-        return LocalRunner(folder, template)  # type: ignore[arg-type]
+    # A runner instance, not a factory: the agent derives one per template version and,
+    # being live, checks each proposal's correctness on the GPU (auto-approve needs that).
+    factory = LocalRunner(folder)
 
     docs = []
     from workbench.llm.client import LLMClient, LLMSettings
@@ -74,6 +75,7 @@ def main() -> int:
                          auto_approve=True, strategy="guided", budget=48, shape="decode",
                          dtype="bf16")
     docs.append(summarize("offline templater", store2, outcome2))
+    factory.close()
     (args.out / "agent_live.json").write_text(json.dumps(docs, indent=1))
     return 0
 

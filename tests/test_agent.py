@@ -163,7 +163,7 @@ def test_llm_call_budget_spent_mid_run(folder: KernelFolder, runner: Any, store:
                                        compiler: Compiler, llm: Any) -> None:
     server, client = llm("agent_llm_budget")
     outcome = run(folder, runner, store, compiler, client=client, iterations=3, llm_calls=2,
-                  auto_approve=True)
+                  auto_approve=True, allow_unverified=True)
     assert outcome.state is AgentState.DONE
     assert "LLM-call budget spent (2 of 2 calls) before generate" in outcome.reason
     assert len(server.requests) == 2  # the third request was never sent
@@ -185,7 +185,7 @@ def test_endpoint_that_keeps_failing_ends_failed_and_keeps_everything(
     server, client = llm("agent_endpoint_down", max_attempts=2)
     bus = EventBus()
     events = collect(bus)
-    outcome = run(folder, runner, store, compiler, client=client, auto_approve=True, events=bus)
+    outcome = run(folder, runner, store, compiler, client=client, auto_approve=True, allow_unverified=True, events=bus)
     assert outcome.state is AgentState.FAILED
     assert "LLM failed during plan" in outcome.reason and "HTTP 500" in outcome.error
     assert server.remaining_steps == 0
@@ -208,7 +208,7 @@ def test_proposal_repaired_in_one_round(folder: KernelFolder, runner: Any, store
                                         compiler: Compiler, llm: Any) -> None:
     server, client = llm("agent_repair")
     outcome = run(folder, runner, store, compiler, client=client, iterations=1,
-                  auto_approve=True)
+                  auto_approve=True, allow_unverified=True)
     assert outcome.state is AgentState.DONE and outcome.llm_calls == 2
     repair_prompt = server.requests[1].body["messages"][1]["content"]
     assert "[unused_parameter] UNROLL" in repair_prompt
@@ -255,7 +255,7 @@ def test_offline_path_without_endpoint(folder: KernelFolder, runner: SyntheticRu
                                        store: SQLiteStore, compiler: Compiler) -> None:
     bus = EventBus()
     events = collect(bus)
-    outcome = run(folder, runner, store, compiler, auto_approve=True, events=bus)
+    outcome = run(folder, runner, store, compiler, auto_approve=True, allow_unverified=True, events=bus)
     assert outcome.state is AgentState.DONE and outcome.llm_calls == 0
     [version] = store.template_versions(folder.name)
     assert version.origin == "offline" and version.parent_id is None
@@ -287,7 +287,7 @@ def test_curated_template_over_a_real_recording(folder: KernelFolder, store: SQL
     replay = ReplayRunner(folder)
     shape, dtype = replay.shapes_dtypes[0]
     outcome = run_agent(folder, runner=replay, store=store, compiler=compiler, iterations=2,
-                        auto_approve=True, strategy="random", budget=4, shape=shape,
+                        auto_approve=True, allow_unverified=True, strategy="random", budget=4, shape=shape,
                         dtype=dtype, initial_template=folder.template)
     assert outcome.state is AgentState.DONE
     [version] = store.template_versions(folder.name)

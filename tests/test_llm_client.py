@@ -132,7 +132,7 @@ def test_persistent_500_ends_in_clear_error(harness: Any, caplog: pytest.LogCapt
 
 @pytest.mark.timeout(30)
 def test_timeout_ends_in_timeout_error(harness: Any) -> None:
-    h = harness("timeout", timeout_s=0.3, max_attempts=2)
+    h = harness("timeout", attempt_timeout_s=0.3, max_attempts=2)
     with pytest.raises(LLMTimeoutError) as info:
         h.client.complete(MESSAGES, Plan)
     assert info.value.attempts == 2 and info.value.status is None
@@ -142,7 +142,7 @@ def test_timeout_ends_in_timeout_error(harness: Any) -> None:
 
 @pytest.mark.timeout(30)
 def test_timeout_then_success(harness: Any) -> None:
-    h = harness("timeout_then_success", timeout_s=0.3, max_attempts=3)
+    h = harness("timeout_then_success", attempt_timeout_s=0.3, max_attempts=3)
     assert h.client.complete(MESSAGES, Plan).next_action is NextAction.TUNE_MORE
     assert [r["event"] for r in h.records] == ["request", "error", "request", "reply"]
 
@@ -309,6 +309,6 @@ def test_server_also_serves_path_without_v1(harness: Any) -> None:
     ({}, None),
 ])
 def test_retry_after_parsing(headers: dict[str, str], expected: float | None) -> None:
-    from workbench.llm.client import _retry_after_s
+    from workbench.llm.transport import retry_after_s
 
-    assert _retry_after_s(headers) == expected
+    assert retry_after_s(headers) == expected

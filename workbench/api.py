@@ -389,9 +389,11 @@ class Workbench:
         return {f"{s}/{d}": us for (s, d), us in self._baselines.items() if us is not None}
 
     def report(self, path: str | Path = "report.ipynb",
-               results: Sequence[TrialResult] | None = None) -> Path:
+               results: Sequence[TrialResult] | None = None, *,
+               overwrite: bool = False) -> Path:
         """Write a static report notebook (diff, ranges, approvals, charts, results table);
-        ``results`` defaults to every stored trial of this template at every shape/dtype."""
+        ``results`` defaults to every stored trial of this template at every shape/dtype. An
+        existing file is replaced only with ``overwrite=True``."""
         from workbench.ui.report import ReportContent, write_report
 
         trials = (list(results) if results is not None else
@@ -413,7 +415,7 @@ class Workbench:
             params=[{"name": p.name, **p.to_dict()} for p in self._params],
             constraints=[c.text for c in self._template.constraints], reviews=reviews,
             results=trials, baseline_us=self._baseline_map())
-        return write_report(path, content)
+        return write_report(path, content, overwrite=overwrite)
 
     def panel(self) -> Any:
         """The JupyterLab panel (one ipywidgets tree with one plotly FigureWidget)."""

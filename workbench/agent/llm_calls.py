@@ -49,6 +49,10 @@ class BudgetedClient:
     def calls_left(self) -> int:
         return max(0, self.max_calls - self.calls_made)
 
+    def start_stage(self) -> None:
+        """A new stage (plan, generate): its requests share the stage deadline from now."""
+        self.client.start_stage()
+
     def _request(self, messages: Sequence[Mapping[str, str]], schema: type[BaseModel] | None,
                  purpose: str) -> dict[str, Any]:
         return {"purpose": purpose, "model": self.client.settings.model,

@@ -209,6 +209,8 @@ class AgentMachine:
             AgentState.PLAN: AgentMachine._do_plan, AgentState.GENERATE: generate_step,
             AgentState.REVIEW: review_step, AgentState.TUNE: tune_step,
             AgentState.TEST: retest_step}
+        if self.llm is not None and self.state in (AgentState.PLAN, AgentState.GENERATE):
+            self.llm.start_stage()  # each LLM stage gets its own deadline, not the run's
         try:
             handlers[self.state](self)
         except LLMCallBudgetError as exc:

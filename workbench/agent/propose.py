@@ -188,6 +188,27 @@ def store_version(machine: AgentMachine, template: KernelTemplate, origin: str,
 
 # -- review --------------------------------------------------------------------------------
 
+def auto_approval_refusal(auto_approve: bool, allow_unverified: bool,
+                          version: Version) -> str | None:
+    """Why ``--auto-approve`` may not approve ``version``, or None.
+
+    Correctness before approval: a generated (LLM or offline) template is auto-approved only
+    when the validation gate verified it on a GPU (with a GPU, the gate decides), unless
+    ``allow_unverified``. Curated templates (the folder's own, written by its author) are not
+    held back.
+    """
+    if not auto_approve or allow_unverified or version.origin == "curated":
+        return None
+    status = version.validation.status if version.validation is not None else "not run"
+    if status == "ok":
+        return None
+    return (f"auto-approve refused template version {version.id[:12]} ({version.origin}): "
+            f"validation {status}"
+            + (f" ({version.validation.note})" if version.validation is not None else "")
+            + "; its correctness was not checked on a GPU. Approve it by hand, run on a GPU, "
+              "or pass --allow-unverified")
+
+
 def review_step(machine: AgentMachine) -> None:
     """``review``: the pending version's decision, asked for where none is recorded; the
     machine pauses when no decision is available."""
@@ -195,10 +216,14 @@ def review_step(machine: AgentMachine) -> None:
     assert version is not None
     decided = [r for r in machine._reviews(version) if r.decision is not Decision.PROPOSED]
     if not decided:
-        if machine.config.auto_approve:
+        refusal = auto_approval_refusal(machine.config.auto_approve,
+                                        machine.config.allow_unverified, version)
+        if machine.config.auto_approve and refusal is None:
             machine._record_review(version, TextReview.make(
                 version.template, Decision.APPROVED, AUTO_REVIEWER,
                 "auto_approve=True was set explicitly"))
+        elif refusal is not None:
+            machine._detail["auto_approve"] = {"refused": refusal}
         elif machine._approve is not None:
             answer = machine._approve(ReviewRequest(
                 machine.iteration, version.id, version.parent_id, version.origin,
@@ -211,7 +236,8 @@ def review_step(machine: AgentMachine) -> None:
                     version.template, decision, machine.config.reviewer, "approve callback"))
         if not [r for r in machine._reviews(version) if r.decision is not Decision.PROPOSED]:
             machine._waiting = True
-            machine.reason = f"waiting for review of template version {version.id}"
+            machine.reason = (f"{refusal}; " if refusal else "") + \
+                f"waiting for review of template version {version.id}"
             machine._detail["review"] = {"decision": "pending", "version_id": version.id}
             machine._store_iteration("review")
             machine.events.publish(ReviewRequested(

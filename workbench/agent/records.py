@@ -46,6 +46,7 @@ class AgentConfig:
     iterations: int = 3
     llm_calls: int = 12
     auto_approve: bool = False
+    allow_unverified: bool = False  # auto-approve templates correctness could not check
     strategy: str = "guided"
     budget: Budget = field(default_factory=lambda: Budget(max_evaluations=16))
     shape: str | None = None

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: Store,
               client: LLMClient | None = None, iterations: int = 3, llm_calls: int = 12,
-              auto_approve: bool = False, approve: ApproveCallback | None = None,
+              auto_approve: bool = False, allow_unverified: bool = False,
+              approve: ApproveCallback | None = None,
               strategy: str = "guided", budget: Budget | int = 16, shape: str | None = None,
               dtype: str | None = None, events: EventBus | None = None, seed: int = 0,
               compiler: Compiler | None = None,
@@ -45,8 +46,11 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
     deterministic offline plan. ``budget`` (evaluations, or a Budget) bounds each tune
     step. ``initial_template`` (e.g. ``folder.template``) starts from a curated template
     instead of generating one. For the pause-for-review flow use :class:`AgentMachine`.
+    ``auto_approve`` approves only templates the gate verified (on a GPU), curated ones, or,
+    with ``allow_unverified=True``, any that passed every check it could run.
     """
     config = AgentConfig(iterations=iterations, llm_calls=llm_calls, auto_approve=auto_approve,
+                         allow_unverified=allow_unverified,
                          strategy=strategy,
                          budget=budget if isinstance(budget, Budget)
                          else Budget(max_evaluations=budget),
@@ -82,7 +86,7 @@ def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
     spec = device or DEVICES["h100_sxm"]
     if compiler is None:
         try:
-            compiler = Compiler(spec.arch)
+            compiler = Compiler(spec.arch, include_dir=folder.path)
         except CompilerNotFoundError:
             compiler = None
     if client is None:

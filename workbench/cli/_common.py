@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 from workbench.core.kernel_folder import KernelFolder
@@ -65,7 +66,7 @@ def runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto") ->
     return LocalRunner(folder, settings=BenchSettings(timer=timer))
 
 
-def llm_client(args: argparse.Namespace) -> Any:
+def llm_client(args: argparse.Namespace, recorder: Any = None) -> Any:
     """An LLM client when an endpoint is configured (flags or environment), else None."""
     import os
 
@@ -73,5 +74,42 @@ def llm_client(args: argparse.Namespace) -> Any:
         return None
     from workbench.llm.client import LLMClient, LLMSettings
 
-    settings = LLMSettings.from_env(model=args.model, base_url=args.base_url)
-    return LLMClient(settings)
+    settings = LLMSettings.from_env(model=args.model, base_url=args.base_url,
+                                    timeout_s=getattr(args, "llm_timeout", None),
+                                    stage_timeout_s=getattr(args, "llm_stage_timeout", None))
+    return LLMClient(settings, recorder=recorder)
+
+
+def count(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum of {minimum}")
+        return value
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive, finite number of seconds")
+    return value
+
+
+def llm_options(p: argparse.ArgumentParser) -> None:
+    """``--llm-timeout`` and ``--llm-stage-timeout``."""
+    p.add_argument("--llm-timeout", type=seconds, default=None, metavar="S",
+                   help="deadline of one LLM request, retries included (default 120 s, or "
+                        "$WORKBENCH_LLM_TIMEOUT)")
+    p.add_argument("--llm-stage-timeout", type=seconds, default=None, metavar="S",
+                   help="deadline of every LLM request of one stage (default 600 s, or "
+                        "$WORKBENCH_LLM_STAGE_TIMEOUT)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from workbench.cli._common import format_table, llm_client, runner_for
+from workbench.cli._common import count, format_table, llm_client, llm_options, runner_for
 from workbench.core.kernel_folder import load_kernel_folder
 
 ORDER = 50
@@ -17,49 +17,80 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from workbench.store.sqlite import SQLiteStore
 
     folder = load_kernel_folder(args.folder)
+    store = SQLiteStore(args.store)  # fails before any GPU time when it cannot be written
     client = llm_client(args)
-    store = SQLiteStore(args.store)
-    runner: Any
-    if args.replay is not None:
-        runner = runner_for(folder, args.replay)
-    else:
-        LocalRunner(folder).close()  # fails fast with NoGPUError (and the replay hint)
-
-        def runner(template: Any) -> Any:
-            return LocalRunner(folder, template)
-    outcome = run_agent(folder, runner=runner, store=store, client=client,
-                        iterations=args.iterations, llm_calls=args.llm_calls,
-                        auto_approve=args.auto_approve, strategy=args.strategy,
-                        budget=args.budget, shape=args.shape, dtype=args.dtype,
-                        initial_template=folder.template if args.replay is not None else None)
+    # A runner instance (not a factory): a live one lets the gate check each proposal's
+    # correctness on the GPU, which --auto-approve requires (fails fast with NoGPUError).
+    runner: Any = (runner_for(folder, args.replay) if args.replay is not None
+                   else LocalRunner(folder))
+    try:
+        outcome = run_agent(folder, runner=runner, store=store, client=client,
+                            iterations=args.iterations, llm_calls=args.llm_calls,
+                            auto_approve=args.auto_approve,
+                            allow_unverified=args.allow_unverified, strategy=args.strategy,
+                            budget=args.budget, shape=args.shape, dtype=args.dtype,
+                            initial_template=folder.template if args.replay is not None
+                            else None)
+    finally:
+        runner.close()
     out = args.stdout
-    print(f"agent {outcome.state}: {outcome.reason} (session {outcome.session_id}, "
-          f"{outcome.llm_calls} LLM calls)", file=out)
+    print(f"session {outcome.session_id}, {outcome.iterations} iteration(s), "
+          f"{outcome.llm_calls} LLM calls", file=out)
     rows = [[p.iteration, p.best_us, p.baseline_us, p.speedup]
             for p in speedup_per_iteration(store, outcome.session_id)]
     if rows:
         print(format_table(["iteration", "best_us", "baseline_us", "speedup"], rows), file=out)
-    if outcome.waiting_for_review:
+    ending, status = agent_ending(outcome.state.value, outcome.reason)
+    if ending == "review":
         print("a template waits for review: approve it in the panel or rerun with "
               "--auto-approve", file=out)
-    return 0 if outcome.state == "done" else 1
+    print(f"agent {ending}: {outcome.reason}", file=out)  # the last line says how it ended
+    return status
+
+
+#: How an agent run ended -> exit status (documented in ``workbench agent --help``).
+AGENT_EXIT = {"done": 0, "failed": 1, "budget": 3, "review": 4}
+
+
+def agent_ending(state: str, reason: str) -> tuple[str, int]:
+    """``done`` (its iterations ran, or a plan said stop) | ``failed`` | ``budget`` (the
+    LLM-call budget ran out first) | ``review`` (a template waits for a human), with its exit
+    status."""
+    if state == "failed":
+        ending = "failed"
+    elif state == "review":
+        ending = "review"
+    elif "LLM-call budget spent" in reason:
+        ending = "budget"
+    else:
+        ending = "done"
+    return ending, AGENT_EXIT[ending]
 
 
 def register(sub: Any) -> None:
     """Add the ``agent`` subcommand."""
-    p = sub.add_parser("agent", help="plan -> generate -> review -> tune -> test, repeated")
+    p = sub.add_parser("agent", help="plan -> generate -> review -> tune -> test, repeated",
+                       epilog="The last line says how it ended: `agent done: ...` (exit 0), "
+                              "`agent failed: ...` (1), `agent budget: ...` (3) or "
+                              "`agent review: ...` (4, a template waits for approval).")
     p.add_argument("folder")
-    p.add_argument("--iterations", type=int, default=3)
-    p.add_argument("--llm-calls", type=int, default=12, help="LLM-call budget")
+    p.add_argument("--iterations", type=count(1), default=3)
+    p.add_argument("--llm-calls", type=count(0), default=12, help="LLM-call budget")
     p.add_argument("--model")
     p.add_argument("--base-url")
     p.add_argument("--auto-approve", action="store_true",
-                   help="tune proposed templates without a human approval")
+                   help="tune proposed templates without a human approval (without a GPU, "
+                        "only templates verified against the baseline; see "
+                        "--allow-unverified)")
+    p.add_argument("--allow-unverified", action="store_true",
+                   help="with --auto-approve and no GPU: approve templates whose correctness "
+                        "could not be checked")
     p.add_argument("--shape", default=None)
     p.add_argument("--dtype", default=None)
     p.add_argument("--strategy", default="guided")
-    p.add_argument("--budget", type=int, default=32, help="evaluations per tune step")
+    p.add_argument("--budget", type=count(1), default=32, help="evaluations per tune step")
     p.add_argument("--store", default="workbench.sqlite")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="measure by replaying a recording (newest if no file is named)")
+    llm_options(p)
     p.set_defaults(func=cmd_agent)

@@ -8,7 +8,7 @@ import itertools
 import json
 from typing import Any
 
-from workbench.cli._common import format_table
+from workbench.cli._common import count, format_table
 from workbench.cli.check import compile_configs, hardware_verdict
 from workbench.core.hardware import get_device
 from workbench.core.kernel_folder import load_kernel_folder
@@ -87,5 +87,5 @@ def register(sub: Any) -> None:
                    help="include pruned configs with reasons")
     p.add_argument("--no-compile", action="store_true",
                    help="skip compiling (no register/occupancy pruning)")
-    p.add_argument("--jobs", type=int, default=None, help="parallel nvcc processes")
+    p.add_argument("--jobs", type=count(1), default=None, help="parallel nvcc processes")
     p.set_defaults(func=cmd_space)

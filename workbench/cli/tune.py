@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli._common import Progress, runner_for
+from workbench.cli._common import Progress, count, runner_for, seconds
 from workbench.core.conditions import CONDITIONS
 
 ORDER = 30
@@ -41,6 +41,9 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
               f"times its recording measured (see the recording's bench settings)",
               file=sys.stderr)
         return 2
+    from workbench.store.sqlite import SQLiteStore
+
+    SQLiteStore(args.store).close()  # a store that cannot be written fails here, before GPU time
     try:
         runner = runner_for(folder, args.replay, timer=args.timer or "auto")
     except NoGPUError as exc:
@@ -99,16 +102,16 @@ def register(sub: Any) -> None:
     p.add_argument("--dtype")
     p.add_argument("--strategy", default="guided",
                    help="guided (default) | exhaustive | random | tpe | gp | cmaes")
-    p.add_argument("--budget", type=int, default=None,
+    p.add_argument("--budget", type=count(1), default=None,
                    help="evaluations (default: the whole space); resumed trials count")
-    p.add_argument("--patience", type=int, default=None,
+    p.add_argument("--patience", type=count(1), default=None,
                    help="stop after this many evaluations without a new best")
-    p.add_argument("--max-time", type=float, default=None, help="wall-time budget in seconds")
+    p.add_argument("--max-time", type=seconds, default=None, help="wall-time budget in seconds")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--batch", type=int, default=16,
+    p.add_argument("--batch", type=count(1), default=16,
                    help="candidates handed to the runner at once (compiled in parallel)")
-    p.add_argument("--top", type=int, default=5)
-    p.add_argument("--confirm", type=int, default=5, metavar="K",
+    p.add_argument("--top", type=count(1), default=5)
+    p.add_argument("--confirm", type=count(0), default=5, metavar="K",
                    help="after the search, measure the K fastest configs again: one round "
                         "chooses, a second is reported (the search's best time is a minimum "
                         "over many noisy medians); stored as re-measurements; 0 turns it off")
@@ -120,12 +123,12 @@ def register(sub: Any) -> None:
                    help="pick the fastest under this condition (your deployment) instead of "
                         "the best geometric mean over conditions; never slower than the "
                         "baseline under any condition either way")
-    p.add_argument("--widen", type=int, default=0, metavar="ROUNDS",
+    p.add_argument("--widen", type=count(0), default=0, metavar="ROUNDS",
                    help="after the search, up to ROUNDS times: where the fastest configs sit "
                         "on a range edge, extend that range along its kind (pow2 doubles, int "
                         "steps; a choice is named, not invented) within the device's limits "
                         "and continue the search, every measured point kept")
-    p.add_argument("--widen-budget", type=int, default=40, metavar="N",
+    p.add_argument("--widen-budget", type=count(1), default=40, metavar="N",
                    help="evaluations added per --widen round (default 40)")
     p.add_argument("--store", default="workbench.sqlite",
                    help="SQLite file; rerunning resumes where it stopped")

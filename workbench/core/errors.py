@@ -32,11 +32,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.core.secrets import scrub
+
 
 class WorkbenchError(Exception):
     """Root of every workbench error. ``details`` holds the data behind the message."""
 
     def __init__(self, message: str, **details: Any) -> None:
+        message = scrub(message)  # a configured key never travels inside an error
         super().__init__(message)
         self.message = message
         self.details = details

@@ -23,6 +23,7 @@ vectorized evaluators agree exactly); division or modulo by zero is an error.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +91,10 @@ class Expr:
         """Evaluate with scalar values. Raises ExpressionError for a missing name, division
         by zero, 64-bit overflow or a type error (e.g. arithmetic on a string)."""
         result: int | float | bool = self._scalar(env)
+        if isinstance(result, float) and not math.isfinite(result):
+            raise ExpressionError(
+                f"`{self.text}` evaluates to {result} (floating-point overflow or an undefined "
+                "value); expected a finite number", text=self.text, piece=self.text)
         return result
 
     def evaluate_masked(self, env: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -177,17 +177,37 @@ def _expr_list(c: _Collector, value: Any, key: str, known: list[str],
     return None if any(e is None for e in out) else [e for e in out if e is not None]
 
 
+def _read_text(c: _Collector, folder: Path, name: str, what: str) -> str | None:
+    """A file of the folder as UTF-8 text; a problem (not an exception) when it is missing,
+    a symlink that leaves the folder, not a regular file, or not UTF-8."""
+    path = folder / name
+    if not path.exists():
+        c.add(name, "", "missing file", what)
+        return None
+    if not path.resolve().is_relative_to(folder.resolve()):
+        c.add(name, "", f"a symlink to {path.resolve()}, outside the kernel folder",
+              f"{what}, inside the kernel folder")
+        return None
+    if not path.is_file():
+        c.add(name, "", "not a regular file", what)
+        return None
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        c.add(name, f"line {line}", f"bytes that are not UTF-8 (byte {exc.start}: "
+              f"{data[exc.start:exc.start + 1]!r})", "UTF-8 text")
+        return None
+
+
 def _read_source(c: _Collector, folder: Path, name: Any, key: str, default: str) -> str | None:
     if name is None:
         name = default
     if not isinstance(name, str) or "/" in name or name.startswith("."):
         c.add("kernel.toml", key, name, "a file name inside the kernel folder")
         return None
-    path = folder / name
-    if not path.is_file():
-        c.add(name, "", "missing file", f"the CUDA source named by {key}")
-        return None
-    return path.read_text()
+    return _read_text(c, folder, name, f"the CUDA source named by {key}")
 
 
 def _entry(c: _Collector, section: Mapping[str, Any], key: str, source: str | None,
@@ -236,11 +256,18 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
     if not toml_path.is_file():
         raise KernelFolderError(str(folder), [Problem("kernel.toml", "", "missing file",
                                                       "kernel.toml describing the kernel")])
+    toml_text = _read_text(c, folder, "kernel.toml", "kernel.toml describing the kernel")
+    if toml_text is None:
+        raise KernelFolderError(str(folder), c.problems)
     try:
-        data = tomllib.loads(toml_path.read_text())
+        data = tomllib.loads(toml_text)
     except tomllib.TOMLDecodeError as exc:
         raise KernelFolderError(str(folder), [Problem("kernel.toml", "", str(exc),
                                                       "valid TOML")]) from exc
+    except RecursionError:
+        raise KernelFolderError(str(folder), [Problem(
+            "kernel.toml", "", "arrays or tables nested too deeply to read",
+            "TOML nested a few levels deep")]) from None
 
     for key in sorted(set(data) - _TOP_KEYS):
         c.add("kernel.toml", key, "unknown key", f"one of {sorted(_TOP_KEYS)}")
@@ -471,13 +498,17 @@ def _shape_hulls(params: list[Parameter], bounds: list[ShapeBounds],
 
 def _check_reference(c: _Collector, folder: Path) -> None:
     ref = folder / "reference.py"
-    if not ref.is_file():
-        c.add("reference.py", "", "missing file", "a numpy reference with make_inputs() and reference()")
+    text = _read_text(c, folder, "reference.py",
+                      "a numpy reference with make_inputs() and reference()")
+    if text is None:
         return
     try:
-        tree = ast.parse(ref.read_text(), filename=str(ref))
+        tree = ast.parse(text, filename=str(ref))
     except SyntaxError as exc:
         c.add("reference.py", f"line {exc.lineno}", exc.msg, "valid Python")
+        return
+    except (ValueError, RecursionError, MemoryError) as exc:
+        c.add("reference.py", "", f"unparseable ({type(exc).__name__})", "valid Python")
         return
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     for fn in ("make_inputs", "reference"):
@@ -508,3 +539,46 @@ def _check_defaults(c: _Collector, kf: KernelFolder) -> None:
                       f"defaults that satisfy every constraint at shape {shape!r} / {dtype} "
                       f"(rejected by {why!r})")
                 return
+            if not _values_in_range(c, kf, shape, dtype, env):
+                return
+
+
+_SCALAR_RANGES = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
+
+
+def _values_in_range(c: _Collector, kf: KernelFolder, shape: str, dtype: str,
+                     env: Mapping[str, Any]) -> bool:
+    """bytes_moved, buffer dimensions and scalar values hold what they stand for."""
+    where = f"at shape {shape!r} / {dtype}"
+    try:
+        return _check_ranges(c, kf, env, where)
+    except (WorkbenchError, ZeroDivisionError, OverflowError, ValueError) as exc:
+        c.add("kernel.toml", f"shapes.{shape}", f"dtype {dtype}",
+              f"expressions that evaluate ({exc})")
+        return False
+
+
+def _check_ranges(c: _Collector, kf: KernelFolder, env: Mapping[str, Any], where: str) -> bool:
+    moved = kf.bytes_moved.evaluate(env)
+    if isinstance(moved, bool) or moved <= 0:
+        c.add("kernel.toml", "bytes_moved", f"{kf.bytes_moved.text} = {moved} {where}",
+              "a positive number of bytes")
+        return False
+    for arg in kf.args:
+        if arg.is_buffer:
+            for i, expr in enumerate(arg.shape):
+                dim = expr.evaluate(env)
+                if isinstance(dim, bool) or dim < 0 or dim != int(dim):
+                    c.add("kernel.toml", f"args ({arg.name}).shape[{i}]",
+                          f"{expr.text} = {dim} {where}", "a non-negative integer")
+                    return False
+        elif arg.value is not None:
+            value = arg.value.evaluate(env)
+            low, high = _SCALAR_RANGES.get(arg.dtype, (None, None))
+            if low is not None and high is not None and (
+                    value != int(value) or not low <= value <= high):
+                c.add("kernel.toml", f"args ({arg.name}).value",
+                      f"{arg.value.text} = {value} {where}",
+                      f"an integer that fits {arg.dtype} ({low} to {high})")
+                return False
+    return True

@@ -7,6 +7,12 @@ unrecognised failures are not. Each cache entry is one directory holding the ren
 source, the compiler log, the cubin and ``result.json``; it is built in a private
 temporary directory and renamed into place, so a reader never sees a partial entry.
 
+Template sources are data (:mod:`workbench.engine.source_policy`): before nvcc runs, every
+``#include`` and file-reading directive is checked (system headers on an allow-list and
+files inside the kernel folder only; a refusal is a ``refused`` result naming the line,
+and nvcc never starts), and nvcc runs under memory, CPU-time, file-size and wall limits in
+the private temporary directory (:mod:`workbench.engine.sandbox`).
+
     compiler = Compiler("sm_90a")
     result = compiler.compile(instance)            # CompileResult
     for result in compiler.compile_many(instances, workers=8):
@@ -15,7 +21,6 @@ temporary directory and renamed into place, so a reader never sees a partial ent
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -39,11 +44,19 @@ from workbench.engine.ptxas import (
     find_entry,
     parse_ptxas_report,
 )
+from workbench.engine.sandbox import (
+    DEFAULT_LIMITS,
+    SandboxLimits,
+    SandboxRun,
+    limit_hit,
+    run_sandboxed,
+)
+from workbench.engine.source_policy import SourceCheck, check_source
 
 DEFAULT_ARCH = "sm_90a"
 DEFAULT_TIMEOUT_S = 60.0
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 _SOURCE_FILE = "source.cu"
 _CUBIN_FILE = "kernel.cubin"
 _LOG_FILE = "compile.log"
@@ -77,6 +90,8 @@ class CompileResult:
 
     ``error_kind`` is None on success, else ``"syntax"`` (the source is wrong),
     ``"resource"`` (it asks for more than the architecture has, e.g. shared memory),
+    ``"refused"`` (the source includes or reads a file it may not; nvcc did not run),
+    ``"limit"`` (nvcc hit a sandbox limit: memory, CPU time or file size),
     ``"timeout"`` or ``"internal"`` (anything the classification table does not know; the
     log is kept). ``log`` is the complete compiler output; ``log_path`` and ``source_path``
     say where it and the rendered source were saved.
@@ -98,6 +113,7 @@ class CompileResult:
     error_line: int | None = None
     source_path: str | None = None
     cache_key: str = ""
+    peak_rss_bytes: int = 0  # the largest resident set of any process of the nvcc tree
 
     def raise_for_error(self) -> CompileResult:
         """Return self when ok, else raise CompileError carrying the kind and the paths."""
@@ -183,7 +199,8 @@ class Compiler:
     def __init__(self, arch: str = DEFAULT_ARCH, *, flags: Sequence[str] = (),
                  lineinfo: bool = True, cache_dir: str | Path | None = None,
                  nvcc: str | Path | None = None,
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                 timeout_s: float = DEFAULT_TIMEOUT_S, include_dir: str | Path | None = None,
+                 limits: SandboxLimits = DEFAULT_LIMITS) -> None:
         self.arch = arch
         self.flags: tuple[str, ...] = (
             "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "--std=c++17",
@@ -194,6 +211,8 @@ class Compiler:
             raise CompilerNotFoundError(f"nvcc not found at {self.nvcc}; {INSTALL_HINT}",
                                         nvcc=str(self.nvcc), hint=INSTALL_HINT)
         self.timeout_s = timeout_s
+        self.include_dir = Path(include_dir) if include_dir is not None else None
+        self.limits = limits
         self._version: str | None = None
 
     @property
@@ -203,12 +222,21 @@ class Compiler:
             self._version = nvcc_version(self.nvcc)
         return self._version
 
-    def cache_key(self, instance: KernelSource) -> str:
-        """sha256 (hex) of everything the compiled artifact depends on."""
+    def cache_key(self, instance: KernelSource, check: SourceCheck | None = None) -> str:
+        """sha256 (hex) of everything the compiled artifact depends on (the source, the
+        local files it includes, entry, flags, arch and nvcc)."""
+        check = check if check is not None else self.check(instance)
+        local = {name: hashlib.sha256(path.read_bytes()).hexdigest()
+                 for name, path in check.local_files}
         material = json.dumps({"format": _CACHE_FORMAT, "source": instance.source,
+                               "local_files": local,
                                "entry": instance.entry, "flags": list(self.flags),
                                "arch": self.arch, "nvcc": self.version}, sort_keys=True)
         return hashlib.sha256(material.encode()).hexdigest()
+
+    def check(self, instance: KernelSource) -> SourceCheck:
+        """What the source may read (see :func:`workbench.engine.sandbox.check_source`)."""
+        return check_source(instance.source, self.include_dir)
 
     def entry_dir(self, key: str) -> Path:
         """The cache directory for one cache key."""
@@ -217,7 +245,15 @@ class Compiler:
     def compile(self, instance: KernelSource, *, timeout_s: float | None = None) -> CompileResult:
         """Compile one instance (or answer from the cache). Failures are data, not raised."""
         started = time.perf_counter()
-        key = self.cache_key(instance)
+        check = self.check(instance)
+        if not check.ok:
+            first = check.refusals[0]
+            return CompileResult(
+                instance_hash=instance.hash, arch=self.arch, ok=False, cubin_path=None,
+                usage=None, compile_s=time.perf_counter() - started, error_kind="refused",
+                log="\n".join(str(r) for r in check.refusals), entry=instance.entry,
+                error_summary=check.summary(), error_file=first.file, error_line=first.line)
+        key = self.cache_key(instance, check)
         hit = self._load(key)
         if hit is not None:
             return replace(hit, instance_hash=instance.hash, cached=True,
@@ -227,10 +263,14 @@ class Compiler:
         work = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=self.cache_dir / "tmp"))
         try:
             (work / _SOURCE_FILE).write_text(instance.source)
-            returncode, log = self._run_nvcc(work, timeout_s or self.timeout_s)
-            (work / _LOG_FILE).write_text(log)
-            result = self._result(instance, key, returncode, log, work,
+            for name, path in check.local_files:  # the kernel folder's own headers
+                (work / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, work / name)
+            done = self._run_nvcc(work, timeout_s or self.timeout_s)
+            (work / _LOG_FILE).write_text(done.log)
+            result = self._result(instance, key, done.returncode, done.log, work,
                                   time.perf_counter() - started)
+            result = replace(result, peak_rss_bytes=done.peak_rss_bytes)
             (work / _RESULT_FILE).write_text(json.dumps(self._relative(result), indent=1))
             final = self._publish(work, key, cacheable=result.ok
                                   or result.error_kind in _CACHEABLE_FAILURES)
@@ -251,7 +291,9 @@ class Compiler:
         """
         groups: dict[str, list[KernelSource]] = {}
         for instance in instances:
-            groups.setdefault(self.cache_key(instance), []).append(instance)
+            check = self.check(instance)
+            key = self.cache_key(instance, check) if check.ok else f"refused:{instance.hash}"
+            groups.setdefault(key, []).append(instance)
         if not groups:
             return
         count = max(1, min(workers or os.cpu_count() or 1, len(groups)))
@@ -274,25 +316,18 @@ class Compiler:
 
     # --- internals ----------------------------------------------------------------
 
-    def _run_nvcc(self, work: Path, timeout_s: float) -> tuple[int, str]:
+    def _run_nvcc(self, work: Path, timeout_s: float) -> SandboxRun:
+        """nvcc in ``work`` under the sandbox (see :func:`run_sandboxed`)."""
         command = [str(self.nvcc), *self.flags, "-o", _CUBIN_FILE, _SOURCE_FILE]
-        try:
-            # A session of its own, so a timeout can kill nvcc with cicc/ptxas/gcc under it.
-            process = subprocess.Popen(command, cwd=work, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, text=True,
-                                       start_new_session=True)
-        except FileNotFoundError as error:
-            raise CompilerNotFoundError(f"nvcc not found at {self.nvcc}; {INSTALL_HINT}",
-                                        nvcc=str(self.nvcc), hint=INSTALL_HINT) from error
-        try:
-            output, _ = process.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-            output = (output or "") + (f"\n{TIMEOUT_MARKER} {timeout_s:g} s and was killed\n")
-            return -signal.SIGKILL, output
-        return process.returncode, output or ""
+        done = run_sandboxed(command, work, self.limits, timeout_s)
+        if done.launch_failed:
+            raise CompilerNotFoundError(f"nvcc could not be started at {self.nvcc}: "
+                                        f"{done.log.strip()}; {INSTALL_HINT}",
+                                        nvcc=str(self.nvcc), hint=INSTALL_HINT)
+        if done.timed_out:
+            return replace(done, returncode=-signal.SIGKILL, log=done.log + (
+                f"\n{TIMEOUT_MARKER} {timeout_s:g} s and was killed\n"))
+        return done
 
     def _result(self, instance: KernelSource, key: str, returncode: int, log: str, work: Path,
                 elapsed_s: float) -> CompileResult:
@@ -313,6 +348,10 @@ class Compiler:
                 error_summary=(f"entry function {instance.entry!r} is not in the compiled "
                                f"module (entry functions: {known}); is it extern \"C\" "
                                f"__global__?"), **common)
+        limit = limit_hit(returncode, log, self.limits)
+        if limit is not None:
+            return CompileResult(ok=False, cubin_path=None, usage=None, error_kind="limit",
+                                 error_summary=limit, **common)
         diagnosis = classify_failure(log)
         return CompileResult(ok=False, cubin_path=None, usage=None, error_kind=diagnosis.kind,
                              error_summary=diagnosis.summary, error_file=diagnosis.file,

@@ -7,29 +7,33 @@ counts tokens (:class:`UsageCounter`) and hands every request and raw reply to a
 
 Retries (429, 408/409, 5xx, timeouts, dropped connections) use exponential backoff and
 honour ``Retry-After``; the SDK's own retries are off (``max_retries=0``) so that there is
-exactly one retry policy, and ``sleep`` is injectable so tests never wait.
+exactly one retry policy, and ``sleep`` and ``clock`` are injectable so tests never wait.
+
+Time is bounded twice: each ``chat`` (connect, reply streaming and every retry) must end
+within ``timeout_s`` of its start, and every request of a stage (:meth:`LLMClient.start_stage`;
+the client's life until the first call) within ``stage_timeout_s`` of the stage's start. A
+Retry-After or backoff that would pass the deadline ends the request at once, and a reply
+that drips past the deadline is cut (:mod:`workbench.llm.transport`). Defaults: 120 s per
+request, 600 s per stage; ``--llm-timeout`` / ``WORKBENCH_LLM_TIMEOUT`` and
+``WORKBENCH_LLM_STAGE_TIMEOUT`` change them.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from workbench.core.secrets import register_key_environment
 from workbench.llm.errors import (
-    LLMBudgetError,
     LLMConfigError,
     LLMEndpointError,
-    LLMInvalidJSONError,
     LLMRefusalError,
     LLMReplyError,
     LLMSchemaError,
@@ -39,6 +43,24 @@ from workbench.llm.errors import (
 )
 from workbench.llm.parsing import parse_json_object
 from workbench.llm.schemas import response_format_for
+from workbench.llm.settings import (
+    DEFAULT_STAGE_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    STAGE_TIMEOUT_ENV,
+    TIMEOUT_ENV,
+    LLMSettings,
+    Usage,
+    UsageCounter,
+)
+from workbench.llm.transport import (
+    Clock,
+    ReplyTooLargeError,
+    deadline_scope,
+    http_client,
+    monotonic,
+    read_completion,
+    retry_after_s,
+)
 
 log = logging.getLogger("workbench.llm")
 
@@ -47,94 +69,8 @@ Message = Mapping[str, str]
 Recorder = Callable[[Mapping[str, Any]], None]
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_MAX_RETRY_AFTER_S = 120.0
-
-
-@dataclass(frozen=True, repr=False)
-class LLMSettings:
-    """Where and how to call the model. ``repr`` never shows the key.
-
-    ``timeout_s`` is per HTTP request; ``max_attempts`` counts the first try.
-    """
-
-    model: str
-    api_key: str = field(default="", repr=False)
-    base_url: str | None = None
-    timeout_s: float = 120.0
-    max_attempts: int = 4
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 30.0
-    temperature: float | None = None
-    max_output_tokens: int | None = None
-    structured_output: bool = True
-
-    def __repr__(self) -> str:
-        key = "<set>" if self.api_key else "<unset>"
-        return (f"LLMSettings(model={self.model!r}, base_url={self.base_url!r}, api_key={key}, "
-                f"timeout_s={self.timeout_s}, max_attempts={self.max_attempts}, "
-                f"structured_output={self.structured_output})")
-
-    __str__ = __repr__
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> LLMSettings:
-        """Settings from OPENAI_API_KEY, OPENAI_BASE_URL and WORKBENCH_MODEL; ``overrides`` win."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {
-            "model": env.get("WORKBENCH_MODEL", ""),
-            "api_key": env.get("OPENAI_API_KEY", ""),
-            "base_url": env.get("OPENAI_BASE_URL") or None,
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        if not values["model"]:
-            raise LLMConfigError("no model configured: set WORKBENCH_MODEL or pass model=...",
-                                 missing="model")
-        if not values["api_key"]:
-            raise LLMConfigError("no API key configured: set OPENAI_API_KEY or pass api_key=...",
-                                 missing="api_key")
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts of a session so far."""
-
-    requests: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-
-class UsageCounter:
-    """Thread-safe token counter for one session, with an optional token budget."""
-
-    def __init__(self, budget_tokens: int | None = None) -> None:
-        self.budget_tokens = budget_tokens
-        self._lock = threading.Lock()
-        self._usage = Usage()
-
-    @property
-    def usage(self) -> Usage:
-        with self._lock:
-            return self._usage
-
-    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
-        with self._lock:
-            u = self._usage
-            self._usage = Usage(u.requests + 1, u.prompt_tokens + prompt_tokens,
-                                u.completion_tokens + completion_tokens)
-
-    def check_budget(self) -> None:
-        """Raise :class:`LLMBudgetError` when the budget is already spent."""
-        used = self.usage.total_tokens
-        if self.budget_tokens is not None and used >= self.budget_tokens:
-            raise LLMBudgetError(f"token budget spent: {used} of {self.budget_tokens} tokens used",
-                                 used_tokens=used, budget_tokens=self.budget_tokens)
-
-
+__all__ = ["DEFAULT_STAGE_TIMEOUT_S", "DEFAULT_TIMEOUT_S", "STAGE_TIMEOUT_ENV", "TIMEOUT_ENV",
+           "ChatClient", "ChatReply", "LLMClient", "LLMSettings", "Usage", "UsageCounter"]
 @dataclass(frozen=True)
 class ChatReply:
     """One usable completion: the message text and how it ended."""
@@ -161,31 +97,6 @@ class _ResponseFormatRejectedError(Exception):
     """Internal: the endpoint answered 400 about response_format / json_schema."""
 
 
-def _retry_after_s(headers: Mapping[str, str] | None) -> float | None:
-    if not headers:
-        return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lowered:
-        try:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:  # an HTTP date
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return max(0.0, (parsed - datetime.now(UTC)).total_seconds())
-
-
 class LLMClient:
     """Chat completions with structured output, retries, usage counting and recording.
 
@@ -203,7 +114,7 @@ class LLMClient:
 
     def __init__(self, settings: LLMSettings, *, recorder: Recorder | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 usage: UsageCounter | None = None) -> None:
+                 usage: UsageCounter | None = None, clock: Clock = monotonic) -> None:
         import openai  # the `llm` extra; imported here so `workbench.llm` loads without it
 
         if not settings.model:
@@ -212,11 +123,15 @@ class LLMClient:
         self.usage = usage if usage is not None else UsageCounter()
         self._recorder = recorder
         self._sleep = sleep
+        self._clock = clock
+        self._stage_started = clock()
         self._openai_mod = openai
+        register_key_environment()
         # A local endpoint may need no key; the SDK insists on one, so send a placeholder.
         self._openai = openai.OpenAI(api_key=settings.api_key or "unset",
                                      base_url=settings.base_url, timeout=settings.timeout_s,
-                                     max_retries=0)
+                                     max_retries=0,
+                                     http_client=http_client(settings.max_reply_bytes))
         self._json_schema_ok = settings.structured_output
 
     @classmethod
@@ -229,6 +144,10 @@ class LLMClient:
 
     def close(self) -> None:
         self._openai.close()
+
+    def start_stage(self) -> None:
+        """Start a new stage: its requests share ``stage_timeout_s`` from now."""
+        self._stage_started = self._clock()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -251,10 +170,16 @@ class LLMClient:
 
     def chat(self, messages: Sequence[Message], *, schema: type[BaseModel] | None = None,
              purpose: str = "") -> ChatReply:
-        """One completion (with retries); with ``schema``, ask for JSON-schema output first."""
+        """One completion (with retries); with ``schema``, ask for JSON-schema output first.
+
+        The whole call, retries and fallback included, ends by its deadline (see the module
+        docstring) or raises LLMTimeoutError saying which deadline passed.
+        """
+        deadline = self._deadline()
         if schema is not None and self._json_schema_ok:
             try:
-                return self._chat_once(messages, response_format_for(schema), purpose)
+                return self._chat_once(messages, response_format_for(schema), purpose,
+                                       deadline)
             except _ResponseFormatRejectedError:
                 log.warning("endpoint refused response_format=json_schema; "
                             "falling back to prose replies and the tolerant parser")
@@ -262,7 +187,15 @@ class LLMClient:
         msgs = list(messages)
         if schema is not None:
             msgs.append({"role": "user", "content": _schema_instruction(schema)})
-        return self._chat_once(msgs, None, purpose)  # no response_format: never "rejected"
+        return self._chat_once(msgs, None, purpose, deadline)  # never "rejected"
+
+    def _deadline(self) -> tuple[float, str]:
+        """When the next call must end, and which limit that is (in words)."""
+        request_end = self._clock() + self.settings.timeout_s
+        stage_end = self._stage_started + self.settings.stage_timeout_s
+        if stage_end < request_end:
+            return stage_end, f"the stage deadline of {self.settings.stage_timeout_s:g} s"
+        return request_end, f"the request deadline of {self.settings.timeout_s:g} s"
 
     def parse_reply(self, text: str, schema: type[ModelT]) -> ModelT:
         """Read and validate ``schema`` from a reply's text (strict JSON, then tolerant)."""
@@ -270,7 +203,7 @@ class LLMClient:
             data = json.loads(text)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
             data = parse_json_object(text)
         try:
             return schema.model_validate(data)
@@ -314,31 +247,49 @@ class LLMClient:
 
     def _backoff_s(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(retry_after, _MAX_RETRY_AFTER_S)
+            return retry_after
         return min(self.settings.backoff_max_s,
                    self.settings.backoff_initial_s * 2 ** (attempt - 1))
 
     def _chat_once(self, messages: Sequence[Message], response_format: dict[str, Any] | None,
-                   purpose: str) -> ChatReply:
+                   purpose: str, deadline: tuple[float, str]) -> ChatReply:
         openai = self._openai_mod
         kwargs = self._request_kwargs(messages, response_format)
         url = str(self._openai.base_url).rstrip("/") + "/chat/completions"
         attempts = self.settings.max_attempts
+        ends_at, limit = deadline
         last_problem = ""
         last_status: int | None = None
         timed_out = False
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
             self.usage.check_budget()
+            remaining = ends_at - self._clock()
+            if remaining <= 0:
+                timed_out = True
+                attempt -= 1  # not sent
+                last_problem = (f"{last_problem}; " if last_problem else "") + \
+                    f"{limit} passed before attempt {attempt + 1} could be sent"
+                break
             self._record({"event": "request", "purpose": purpose, "attempt": attempt,
                           "method": "POST", "url": url,
                           "body": kwargs})
             retry_after: float | None = None
+            attempt_ends = ends_at
+            if self.settings.attempt_timeout_s is not None:
+                attempt_ends = min(ends_at, self._clock() + self.settings.attempt_timeout_s)
             try:
-                raw = self._openai.chat.completions.with_raw_response.create(**kwargs)
+                with deadline_scope(attempt_ends, self._clock):
+                    raw = self._openai.chat.completions.with_raw_response.create(
+                        **kwargs, timeout=attempt_ends - self._clock())
+                    body = raw.text  # read inside the scope: a dripping body is cut
             except openai.APITimeoutError:
                 timed_out = True
                 last_status = None
-                last_problem = f"no reply within {self.settings.timeout_s:g} s"
+                last_problem = (f"no complete reply within {limit}" if attempt_ends == ends_at
+                                else f"no complete reply within the attempt limit of "
+                                     f"{self.settings.attempt_timeout_s:g} s")
                 self._record({"event": "error", "purpose": purpose, "attempt": attempt,
                               "error": last_problem})
             except openai.APIStatusError as exc:
@@ -358,55 +309,65 @@ class LLMClient:
                     raise LLMEndpointError(
                         f"{url} answered {last_problem} (not retried)",
                         status=status, attempts=attempt, body=self._scrub(body)[:2000]) from None
-                retry_after = _retry_after_s(dict(exc.response.headers))
+                retry_after = retry_after_s(dict(exc.response.headers))
             except openai.APIConnectionError as exc:
+                if isinstance(exc.__cause__, ReplyTooLargeError):
+                    self._record({"event": "error", "purpose": purpose, "attempt": attempt,
+                                  "error": str(exc.__cause__)})
+                    raise LLMReplyError(
+                        f"{url} sent a reply larger than {self.settings.max_reply_bytes} "
+                        "bytes; it was cut there and not used", raw_reply="",
+                        limit_bytes=self.settings.max_reply_bytes) from None
                 timed_out = False
                 last_status = None
                 last_problem = f"connection failed ({type(exc).__name__}: {self._scrub(str(exc))})"
                 self._record({"event": "error", "purpose": purpose, "attempt": attempt,
                               "error": last_problem})
             else:
-                body = raw.text
                 self._record({"event": "reply", "purpose": purpose, "attempt": attempt,
                               "status": raw.status_code, "headers": dict(raw.headers),
                               "request_headers": dict(raw.http_request.headers),
                               "body": body})
-                return self._check_completion(raw.parse(), body, response_format is not None)
+                return self._check_completion(body, raw.headers.get("content-type", ""),
+                                              response_format is not None)
             if attempt < attempts:
                 delay = self._backoff_s(attempt, retry_after)
+                left = ends_at - self._clock()
+                if delay >= left:
+                    timed_out = True
+                    last_problem += (f"; the endpoint asked to retry after {delay:g} s"
+                                     if retry_after is not None else
+                                     f"; the next retry (in {delay:g} s)")
+                    last_problem += f" would pass {limit} ({max(left, 0.0):.1f} s left)"
+                    break
                 log.warning("LLM request %s attempt %d/%d failed: %s; retrying in %.2f s",
                             purpose or "(chat)", attempt, attempts, last_problem, delay)
                 self._sleep(delay)
         cls = LLMTimeoutError if timed_out else LLMEndpointError
-        raise cls(f"{url} failed after {attempts} attempt(s); last: {last_problem}",
-                  status=last_status, attempts=attempts, timeout_s=self.settings.timeout_s)
+        raise cls(f"{url} failed after {attempt} attempt(s); last: {last_problem}",
+                  status=last_status, attempts=attempt, timeout_s=self.settings.timeout_s,
+                  stage_timeout_s=self.settings.stage_timeout_s)
 
-    def _check_completion(self, completion: Any, body: str, structured: bool) -> ChatReply:
-        usage = getattr(completion, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        self.usage.add(prompt_tokens, completion_tokens)
-        if not completion.choices:
-            raise LLMInvalidJSONError("the reply has no choices", raw_reply=body)
-        choice = completion.choices[0]
-        message = choice.message
-        text = message.content or ""
-        refusal = getattr(message, "refusal", None)
-        if refusal:
-            raise LLMRefusalError(f"the model refused: {refusal}", raw_reply=refusal)
-        if choice.finish_reason == "length":
+    def _check_completion(self, body: str, content_type: str, structured: bool) -> ChatReply:
+        completion = read_completion(body, content_type)
+        self.usage.add(completion.prompt_tokens, completion.completion_tokens)
+        text = completion.content
+        if completion.refusal:
+            raise LLMRefusalError(f"the model refused: {completion.refusal}",
+                                  raw_reply=completion.refusal)
+        if completion.finish_reason == "length":
             raise LLMTruncatedError(
-                f"the reply was cut off at the token limit after {completion_tokens} tokens "
-                f"(finish_reason=length); raise max_output_tokens or shorten the prompt",
-                raw_reply=text)
-        if choice.finish_reason == "content_filter":
+                f"the reply was cut off at the token limit after "
+                f"{completion.completion_tokens} tokens (finish_reason=length); raise "
+                "max_output_tokens or shorten the prompt", raw_reply=text)
+        if completion.finish_reason == "content_filter":
             raise LLMRefusalError("the reply was withheld by the content filter",
                                   raw_reply=text)
         if not text.strip():
-            raise LLMReplyError("the reply is empty", raw_reply=body)
-        return ChatReply(text=text, finish_reason=str(choice.finish_reason),
-                         model=str(completion.model), prompt_tokens=prompt_tokens,
-                         completion_tokens=completion_tokens, structured=structured)
+            raise LLMReplyError("the reply is empty", raw_reply=body[:20000])
+        return ChatReply(text=text, finish_reason=completion.finish_reason,
+                         model=completion.model, prompt_tokens=completion.prompt_tokens,
+                         completion_tokens=completion.completion_tokens, structured=structured)
 
 
 def _schema_instruction(schema: type[BaseModel]) -> str:

@@ -16,26 +16,16 @@ Messages never contain the API key: every message passes through :func:`scrub_te
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from workbench.core.errors import LLMError
-
-_SECRET_PATTERNS = (
-    re.compile(r"(?i)(authorization\s*[:=]\s*)(bearer\s+)?\S+"),
-    re.compile(r"(?i)(bearer\s+)\S+"),
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"),
-)
+from workbench.core.secrets import scrub
 
 
 def scrub_text(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """Remove the given secrets and anything that looks like a bearer token from ``text``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    text = _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}***", text)
-    text = _SECRET_PATTERNS[1].sub(lambda m: f"{m.group(1)}***", text)
-    return _SECRET_PATTERNS[2].sub("***", text)
+    """``text`` without ``secrets``, any registered key (:mod:`workbench.core.secrets`) and
+    anything that looks like a bearer token or an ``sk-`` key."""
+    return scrub(text, secrets)
 
 
 class LLMConfigError(LLMError):
@@ -63,6 +53,7 @@ class LLMReplyError(LLMError):
     """The reply is unusable. ``raw_reply`` is the model's text (or the raw HTTP body)."""
 
     def __init__(self, message: str, *, raw_reply: str, **details: Any) -> None:
+        raw_reply = scrub(raw_reply)
         super().__init__(message, raw_reply=raw_reply, **details)
         self.raw_reply = raw_reply
 

@@ -39,6 +39,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.llm.diagnostics import describe_compile_failure
 from workbench.llm.errors import (
     LLMInvalidJSONError,
     LLMReplyError,
@@ -260,16 +261,19 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
         else:
             n_before = len(problems)
             for dtype in dts:
+                instance = template.render(template.default_config(), dtype)
                 try:
-                    result = compiler.compile(template.render(template.default_config(), dtype))
+                    result = compiler.compile(instance)
                 except CompilerNotFoundError as exc:
                     skipped.append(f"compile: {exc.message}")
                     break
                 if not result.ok:
+                    # The message goes back to the model: only template-owned diagnostics.
                     log_tail = "\n".join(result.log.strip().splitlines()[-12:])
-                    problem("compile", dtype, f"nvcc failed ({result.error_kind}): "
-                            f"{result.error_summary}", log_excerpt=log_tail,
-                            line=result.error_line, log_path=result.log_path)
+                    problem("compile", dtype, describe_compile_failure(
+                        result.error_kind, result.error_summary, result.log, instance.source),
+                            log_excerpt=log_tail, line=result.error_line,
+                            log_path=result.log_path)
             if len(problems) == n_before and not any(s.startswith("compile") for s in skipped):
                 passed.append("compile")
 

@@ -6,6 +6,12 @@ runner yields it, *before* any event is published, so a search killed at any poi
 from the store without re-measuring anything: the strategy is rebuilt from the stored
 results of the same provenance, and those configs are never proposed again.
 
+Several processes may tune the same template/shape/dtype in one store at once: before a
+batch is measured its configs are claimed in the store (a lease per config, see
+:mod:`workbench.store.base`); a config stored by another process is adopted from the store,
+one claimed by another live process is deferred and, once the strategy has nothing else to
+ask, waited for (or measured here when its owner crashed or its lease ran out).
+
 Control from another thread: :meth:`Search.pause`, :meth:`Search.resume`,
 :meth:`Search.stop`, :meth:`Search.edit_params` and :meth:`Search.enqueue` take effect at
 the next batch boundary (after the trial in flight).
@@ -39,7 +45,7 @@ from workbench.core.template import KernelTemplate
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.pruning import LaunchPruner, Pruner, split_pruned
 from workbench.search.strategies import STRATEGIES, BaseStrategy, make_strategy
-from workbench.store.base import Provenance, Store, provenance_for
+from workbench.store.base import DEFAULT_LEASE_S, Provenance, Store, claim_owner, provenance_for
 
 __all__ = ["Budget", "MeasuringRunner", "Search", "SearchConfig", "SearchOutcome",
            "ShapeOutcome"]
@@ -101,6 +107,8 @@ class _ShapeState:
     results: list[TrialResult] = field(default_factory=list)  # every known result, any space
     strategy: BaseStrategy | None = None
     measured_now: int = 0
+    adopted: int = 0  # results another process measured, read from the store
+    deferred: dict[str, Config] = field(default_factory=dict)  # claimed by another process
     pruned: int = 0
     since_improvement: int = 0
     reason: str = "not started"
@@ -134,7 +142,9 @@ class Search:
                  store: Store | None = None, provenance: Provenance | None = None,
                  session_id: str | None = None, events: EventBus | None = None,
                  pruners: Sequence[Pruner] = (), suggestions: Sequence[Mapping[str, Value]] = (),
-                 baselines_us: Mapping[str, float] | None = None) -> None:
+                 baselines_us: Mapping[str, float] | None = None,
+                 lease_s: float = DEFAULT_LEASE_S, claim_wait_s: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if config.strategy not in STRATEGIES:
             raise UnknownStrategyError(config.strategy, list(STRATEGIES))
         if store is not None and provenance is None:
@@ -148,6 +158,10 @@ class Search:
         self.events = events if events is not None else EventBus()
         self.pruners = tuple(pruners)
         self.baselines_us = dict(baselines_us or {})
+        self.lease_s = lease_s
+        self.claim_wait_s = claim_wait_s
+        self._sleep = sleep
+        self._owner = claim_owner()
         self._suggestions: list[Mapping[str, Value]] = list(suggestions)
         space_for = spaces.__getitem__ if isinstance(spaces, Mapping) else spaces
         self._shapes: dict[str, _ShapeState] = {}
@@ -388,9 +402,17 @@ class Search:
                 break
             ask = self.config.batch_size
             if self.config.budget.max_evaluations is not None:
-                ask = min(ask, self.config.budget.max_evaluations - self.evaluated(shape))
+                # configs another process holds count as spoken for until they land
+                ask = min(ask, self.config.budget.max_evaluations - self.evaluated(shape)
+                          - len(state.deferred))
+                if ask <= 0:
+                    self._settle_deferred(shape)
+                    continue
             configs = strategy.ask(ask)
             if not configs:
+                if state.deferred and not self._stop.is_set():
+                    self._settle_deferred(shape)
+                    continue
                 reason = "exhausted"
                 break
             kept, decisions = split_pruned(configs, shape, self.pruners)
@@ -413,9 +435,44 @@ class Search:
         if self._state == "paused":
             self._state = "running"
 
-    def _measure(self, shape: str, configs: list[Config]) -> None:
+    def _claim(self, shape: str, configs: list[Config]) -> list[Config]:
+        """The configs of ``configs`` this process may measure now (claimed in the store);
+        the rest are adopted from the store when stored, else deferred."""
+        if self.store is None or self.provenance is None:
+            return configs
+        by_key = {c.key(): c for c in configs}
+        granted = set(self.store.claim_trials(self.provenance, shape, self.config.dtype,
+                                              list(by_key), self._owner, self.lease_s))
+        rest = {k: c for k, c in by_key.items() if k not in granted}
+        if rest:
+            stored = {t.result.config.key(): t.result
+                      for t in self.store.trials(self.provenance, shape, self.config.dtype)}
+            state = self._shapes[shape]
+            for key, config in rest.items():
+                if key in stored:
+                    state.deferred.pop(key, None)
+                    self._record(shape, stored[key], adopted=True)
+                else:
+                    state.deferred[key] = config
+        return [c for k, c in by_key.items() if k in granted]
+
+    def _settle_deferred(self, shape: str) -> None:
+        """Wait once, then adopt or measure what other processes held."""
+        state = self._shapes[shape]
+        self._sleep(self.claim_wait_s)
+        waiting = list(state.deferred.values())
+        state.deferred.clear()
+        mine = self._claim(shape, waiting)
+        if mine:
+            self._measure(shape, mine, claimed=True)
+
+    def _measure(self, shape: str, configs: list[Config], *, claimed: bool = False) -> None:
         state = self._shapes[shape]
         assert state.strategy is not None
+        if not claimed:
+            configs = self._claim(shape, configs)
+            if not configs:
+                return
         candidates = [Candidate(c, shape, self.config.dtype) for c in configs]
         for offset, candidate in enumerate(candidates):
             self.events.publish(TrialStarted(candidate, self._index + offset))
@@ -431,13 +488,18 @@ class Search:
             close = getattr(results, "close", None)
             if close is not None:
                 close()
-            state.strategy.cancel([c for c in configs if c not in finished])
+            unfinished = [c for c in configs if c not in finished]
+            state.strategy.cancel(unfinished)
+            if unfinished and self.store is not None and self.provenance is not None:
+                self.store.release_claims(self.provenance, shape, self.config.dtype,
+                                          [c.key() for c in unfinished], self._owner)
 
-    def _record(self, shape: str, result: TrialResult) -> None:
-        """Store first (committed), then tell the strategy, then publish."""
+    def _record(self, shape: str, result: TrialResult, *, adopted: bool = False) -> None:
+        """Store first (committed), then tell the strategy, then publish. ``adopted``: the
+        result came from the store (another process measured it)."""
         state = self._shapes[shape]
         assert state.strategy is not None
-        if self.store is not None and self.provenance is not None:
+        if self.store is not None and self.provenance is not None and not adopted:
             self.store.record_trial(result, self.provenance, self.session_id)
         previous = self.best(shape)
         with self._lock:
@@ -447,7 +509,10 @@ class Search:
             state.pruned += 1
             self.events.publish(TrialFinished(result, self._index))
             return
-        state.measured_now += 1
+        if adopted:
+            state.adopted += 1
+        else:
+            state.measured_now += 1
         index = self._index
         self._index += 1
         self.events.publish(TrialFinished(result, index))

@@ -7,12 +7,16 @@ search resumed from the store skips every key already present.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from workbench.core.records import TrialResult
+from workbench.core.secrets import SCRUBBED, scrub
 
 Origin = Literal["curated", "llm", "offline"]
 Decision = Literal["proposed", "approved", "rejected"]
@@ -189,13 +193,52 @@ class Store(Protocol):
     def record_iteration(self, iteration: AgentIteration) -> None: ...
     def iterations(self, session_id: str) -> list[AgentIteration]: ...
 
+    def claim_trials(self, provenance: Provenance, shape: str, dtype: str,
+                     config_keys: Sequence[str], owner: str, lease_s: float,
+                     now: float | None = None) -> list[str]: ...
+    def release_claims(self, provenance: Provenance, shape: str, dtype: str,
+                       config_keys: Sequence[str], owner: str) -> None: ...
+
     def close(self) -> None: ...
+
+
+# -- claims: several processes tuning one template/shape/dtype in one store share the work --
+#
+# Before measuring, a search claims the configs it is about to measure. claim_trials, in one
+# transaction, grants ``owner`` each key that is (a) not stored as a trial and (b) not held by
+# a live claim of another owner, and returns the granted keys in the order asked. A claim is
+# live until ``expires`` (``now + lease_s``, Unix seconds; ``now`` defaults to the clock) and
+# while its owner process lives: an owner named by :func:`claim_owner` on this host whose pid
+# is gone has crashed, and its claims are granted at once. record_trial removes the key's
+# claim in the same transaction; release_claims drops an owner's claims (a stopped batch).
+# Every backend passes workbench.testing.store_contract.StoreContract's claim tests.
+
+DEFAULT_LEASE_S = 900.0
+
+
+def claim_owner() -> str:
+    """A claim owner for this process: ``host:pid:nonce``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """True when ``owner`` names a process of this host that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 # Field names whose values are credentials: never stored, whatever their nesting.
 _SECRET_NAME = re.compile(r"(authori[sz]ation|api[-_]?key|x-api-key|bearer|secret|password|"
                           r"access[-_]?token|auth[-_]?token|^token$|cookie)", re.IGNORECASE)
-SCRUBBED = "[scrubbed]"
 
 
 def is_secret_name(name: str) -> bool:
@@ -206,8 +249,9 @@ def is_secret_name(name: str) -> bool:
 def scrub_secrets(value: Any) -> Any:
     """A deep copy of ``value`` with every credential-like field replaced by ``[scrubbed]``.
 
-    Also scrubs "Bearer ..." and "sk-..." looking strings anywhere, in case a key travelled
-    inside a value rather than under a telling name.
+    Also scrubs, in every string, each configured key whatever its form and anything that
+    looks like a bearer token or an ``sk-`` key (:func:`workbench.core.secrets.scrub`), in
+    case a key travelled inside a value (an endpoint's echo) rather than under a telling name.
     """
     if isinstance(value, Mapping):
         return {str(k): (SCRUBBED if is_secret_name(str(k)) else scrub_secrets(v))
@@ -219,7 +263,6 @@ def scrub_secrets(value: Any) -> Any:
             return [value[0], SCRUBBED]
         return [scrub_secrets(v) for v in value]
     if isinstance(value, str):
-        value = re.sub(r"(?i)bearer\s+[A-Za-z0-9._\-]+", "Bearer " + SCRUBBED, value)
-        return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", SCRUBBED, value)
+        return scrub(value)
     return value
 

@@ -9,10 +9,13 @@ instead of failing half-way.
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 import threading
+import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +35,7 @@ from workbench.store.base import (
     StoredTrial,
     TemplateVersion,
     TokenUsage,
+    owner_is_dead,
     scrub_secrets,
 )
 
@@ -76,7 +80,17 @@ CREATE TABLE IF NOT EXISTS agent_iterations (
     id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, iteration INTEGER NOT NULL,
     state TEXT NOT NULL, best_us REAL, speedup REAL, detail_json TEXT NOT NULL,
     created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
+    dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
+    device TEXT NOT NULL, driver TEXT NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,
+    PRIMARY KEY (template_sha256, config_key, shape, dtype, compiler, flags, arch, device,
+                 driver));
 """
+#: Columns of every table, as created: a file whose tables differ is a foreign schema.
+_TABLE_COLUMNS = {
+    name: tuple(re.findall(r"(?:^|,)\s*([a-z_0-9]+) (?:TEXT|INTEGER|REAL)", body))
+    for name, body in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\);", _SCHEMA, re.S)}
 
 _PROVENANCE_COLUMNS = ("template_sha256", "compiler", "flags", "arch", "device", "driver")
 #: The columns trials and re-measurements share, in the order of :func:`_result_values`.
@@ -92,10 +106,22 @@ def _result_values(result: TrialResult, provenance: Provenance) -> tuple[Any, ..
             json.dumps(result.to_dict(), sort_keys=True, default=str), _now())
 
 
-def _stored_result(row: sqlite3.Row) -> tuple[TrialResult, Provenance]:
-    """The result and provenance of a trials or re-measurements row."""
-    return (TrialResult.from_dict(json.loads(row["result_json"])),
-            Provenance(**{k: row[k] for k in _PROVENANCE_COLUMNS}))
+def _stored_result(row: sqlite3.Row, table: str, path: Path) -> tuple[TrialResult, Provenance]:
+    """The result and provenance of a trials or re-measurements row; a row that does not
+    read back (edited by hand, written by something else) is a StoreCorruptError naming it."""
+    try:
+        return (TrialResult.from_dict(json.loads(row["result_json"])),
+                Provenance(**{k: row[k] for k in _PROVENANCE_COLUMNS}))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise StoreCorruptError(
+            f"store {path}: row {row['id']} of {table} does not read back as a trial "
+            f"({type(exc).__name__}: {str(exc)[:200]}); delete that row or move the file "
+            "aside and open a new store", file=str(path), table=table, row=row["id"],
+            cause=str(exc)) from None
+
+
+_CLAIM_KEY = " AND ".join(f"{k} = ?" for k in (*_PROVENANCE_COLUMNS, "config_key", "shape",
+                                                "dtype"))
 
 
 def _now() -> str:
@@ -125,8 +151,9 @@ class SQLiteStore:
             raise StoreError(f"store {self.path} is closed", file=str(self.path))
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
-                                   check_same_thread=False)
+            with self._errors("open"):
+                conn = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None,
+                                       check_same_thread=False)
             conn.row_factory = sqlite3.Row
             with self._errors("open"):
                 conn.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
@@ -151,9 +178,29 @@ class SQLiteStore:
                     action=action) from exc
             if "malformed" in text or "not a database" in text:
                 raise self._corrupt(exc) from exc
-            raise
+            raise self._unusable(exc, action) from exc
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from exc
+
+    def _unusable(self, exc: BaseException, action: str) -> StoreError:
+        """A StoreError saying why the file cannot be used and what to do."""
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text:
+            why = ("it cannot be written (a read-only file, directory or mount); choose a "
+                   "writable --store path")
+        elif "full" in text:
+            why = "the disk (or the file-size limit) is full; free space or choose another path"
+        elif "unable to open" in text or "cannot open" in text:
+            why = ("it cannot be opened; check that its directory exists and is writable, and "
+                   "that the path names a file")
+        elif "disk i/o" in text:
+            why = "the disk reported an I/O error (full, read-only, or not a regular file)"
+        elif "no column" in text or "no such table" in text or "has no column" in text:
+            why = "its tables are not the workbench's (a foreign schema); use another path"
+        else:
+            why = "SQLite refused it"
+        return StoreError(f"store {self.path}: {action} failed: {why} (SQLite: {exc})",
+                          file=str(self.path), action=action, cause=str(exc))
 
     def _corrupt(self, exc: BaseException) -> StoreCorruptError:
         return StoreCorruptError(
@@ -178,7 +225,41 @@ class SQLiteStore:
         with self._errors(action):
             return fn(conn)
 
+    def _check_path(self) -> None:
+        """Refuse paths SQLite cannot keep a store in, before it tries."""
+        def refuse(why: str, expected: str) -> StoreError:
+            return StoreError(f"store {self.path}: {why}; expected {expected}",
+                              file=str(self.path), expected=expected)
+
+        if self.path.is_dir():
+            raise refuse("is a directory", "the path of a SQLite file (e.g. workbench.sqlite)")
+        if self.path.exists() and not self.path.is_file():
+            raise refuse("is not a regular file (a device, pipe or socket)",
+                         "the path of a SQLite file")
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise refuse(f"its directory {parent} does not exist",
+                         "a file in an existing directory (create it first)")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise refuse(f"its directory {parent} is not writable (SQLite keeps its journal "
+                         "beside the file)", "a writable directory")
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            raise refuse("cannot be read and written by this user", "a writable file")
+
+    def _check_schema(self, conn: sqlite3.Connection) -> None:
+        """Every workbench table must have exactly the workbench's columns."""
+        for table, expected in _TABLE_COLUMNS.items():
+            found = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+            if found and found != expected:
+                raise StoreError(
+                    f"store {self.path} has a foreign schema: table {table} has columns "
+                    f"{list(found)}; the workbench's has {list(expected)}. Use another "
+                    "--store path (this file belongs to something else or to an "
+                    "incompatible version)", file=str(self.path), key=table,
+                    value=list(found), expected=list(expected))
+
     def _initialise(self) -> None:
+        self._check_path()
         if self.path.exists() and self.path.stat().st_size > 0:
             with self.path.open("rb") as fh:
                 if fh.read(16) != b"SQLite format 3\x00":
@@ -193,9 +274,14 @@ class SQLiteStore:
             if check != "ok":
                 raise self._corrupt(ValueError(check))
         with self._write("create schema") as c:
+            self._check_schema(c)
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     c.execute(statement)
+            # A real write at open: a store that cannot be written fails here, before any
+            # GPU time is spent, not at the first measurement.
+            c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_opened', ?)",
+                      (_now(),))
             row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
             if row is None:
                 c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
@@ -323,7 +409,45 @@ class SQLiteStore:
             cursor = c.execute(
                 f"INSERT OR IGNORE INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(values))})", values)
+            c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
+                      (*self._provenance_values(provenance), result.config.key(), result.shape,
+                       result.dtype))
             return cursor.rowcount == 1
+
+    # -- claims (see workbench.store.base) -------------------------------------------------
+
+    def claim_trials(self, provenance: Provenance, shape: str, dtype: str,
+                     config_keys: Sequence[str], owner: str, lease_s: float,
+                     now: float | None = None) -> list[str]:
+        """Grant ``owner`` every key neither stored nor held by a live claim of another."""
+        at = time.time() if now is None else now
+        granted: list[str] = []
+        prov = self._provenance_values(provenance)
+        with self._write("claim trials") as c:
+            for key in dict.fromkeys(config_keys):
+                values = (*prov, key, shape, dtype)
+                if c.execute(f"SELECT 1 FROM trials WHERE {_CLAIM_KEY}", values).fetchone():
+                    continue
+                held = c.execute(f"SELECT owner, expires FROM claims WHERE {_CLAIM_KEY}",
+                                 values).fetchone()
+                if (held is not None and held["owner"] != owner and held["expires"] > at
+                        and not owner_is_dead(held["owner"])):
+                    continue
+                c.execute(f"INSERT OR REPLACE INTO claims ({', '.join(_PROVENANCE_COLUMNS)}, "
+                          "config_key, shape, dtype, owner, expires) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          (*values, owner, at + lease_s))
+                granted.append(key)
+        return granted
+
+    def release_claims(self, provenance: Provenance, shape: str, dtype: str,
+                       config_keys: Sequence[str], owner: str) -> None:
+        """Drop ``owner``'s claims on these keys (others' claims are left alone)."""
+        prov = self._provenance_values(provenance)
+        with self._write("release claims") as c:
+            for key in config_keys:
+                c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY} AND owner = ?",
+                          (*prov, key, shape, dtype, owner))
 
     def record_remeasurement(self, result: TrialResult, provenance: Provenance,
                              round_index: int, session_id: str | None = None) -> None:
@@ -339,7 +463,8 @@ class SQLiteStore:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
         sql, values = self._select("remeasurements", provenance, shape, None)
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
-        return [StoredRemeasurement(*_stored_result(r), round_index=int(r["round_index"]),
+        return [StoredRemeasurement(*_stored_result(r, "remeasurements", self.path),
+                                    round_index=int(r["round_index"]),
                                     session_id=r["session_id"], created=r["created"])
                 for r in rows]
 
@@ -378,7 +503,7 @@ class SQLiteStore:
         """Stored trials in write order, filtered by any of provenance/shape/dtype."""
         sql, values = self._select("trials", provenance, shape, dtype)
         rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
-        return [StoredTrial(*_stored_result(r), session_id=r["session_id"],
+        return [StoredTrial(*_stored_result(r, "trials", self.path), session_id=r["session_id"],
                             created=r["created"]) for r in rows]
 
     def count_trials(self, provenance: Provenance | None = None) -> int:

@@ -9,7 +9,10 @@ over a real socket. Each step is one of::
      "finish_reason": "stop", "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
     {"status": 200, "content_json": {...}}                          # message content = JSON text
     {"delay_s": 2.0, ...}                                           # wait, then answer
+    {"drip_s": 0.05, ...}                                           # body one byte at a time
     {"drop": true}                                                  # close the socket, no answer
+
+A ``body`` given as ``bytes`` is sent as it is (e.g. a gzip stream).
 
 Transcript files are JSON: ``{"name": ..., "description": ..., "steps": [...]}``.
 Every request received is kept (:attr:`OpenAITranscriptServer.requests`) so tests can assert
@@ -37,6 +40,7 @@ class TranscriptStep:
     body: Any = None
     delay_s: float = 0.0
     drop: bool = False
+    drip_s: float = 0.0  # seconds between the body's bytes (a slow-drip endpoint)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], index: int = 0) -> TranscriptStep:
@@ -51,7 +55,7 @@ class TranscriptStep:
                 usage=data.get("usage"), completion_id=f"chatcmpl-transcript-{index}")
         return cls(status=int(data.get("status", 200)), headers=dict(data.get("headers") or {}),
                    body=body, delay_s=float(data.get("delay_s", 0.0)),
-                   drop=bool(data.get("drop", False)))
+                   drop=bool(data.get("drop", False)), drip_s=float(data.get("drip_s", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,8 @@ class OpenAITranscriptServer:
             def log_message(self, format: str, *args: Any) -> None:  # quiet
                 return
 
-            def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+            def _send(self, status: int, headers: Mapping[str, str], payload: bytes,
+                      drip_s: float = 0.0) -> None:
                 self.send_response(status)
                 for key, value in headers.items():
                     self.send_header(key, value)
@@ -157,8 +162,17 @@ class OpenAITranscriptServer:
                     self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if not drip_s:
+                    self.wfile.write(payload)
+                    self.wfile.flush()
+                    return
                 self.wfile.flush()
+                for i in range(len(payload)):
+                    if owner._server is None:  # the server is stopping
+                        return
+                    self.wfile.write(payload[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(drip_s)
 
             def do_GET(self) -> None:
                 self._send(404, {}, b'{"error": {"message": "not found"}}')
@@ -191,15 +205,16 @@ class OpenAITranscriptServer:
                         self.connection.close()
                         return
                     body = step.body
-                    payload = (body if isinstance(body, str) else json.dumps(body or {})).encode()
-                    self._send(step.status, step.headers, payload)
+                    payload = (body if isinstance(body, bytes) else
+                               (body if isinstance(body, str) else json.dumps(body or {})).encode())
+                    self._send(step.status, step.headers, payload, step.drip_s)
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     # The client gave up (timeout) before the answer was written.
                     self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
                                         name="openai-transcript-server", daemon=True)
         self._thread.start()
         return self

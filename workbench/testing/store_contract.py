@@ -2,6 +2,11 @@
 
 Subclass in a test module as ``class TestMine(StoreContract)`` and override
 :meth:`make_store` (pytest's ``tmp_path`` is passed in).
+
+Claims (how two processes tuning one template/shape/dtype share the work): see the comment
+block at ``DEFAULT_LEASE_S`` in :mod:`workbench.store.base`; the ``test_claim_*`` tests below
+are that contract. A backend shared across hosts relies on lease expiry alone; on one host a
+claim whose owner process is gone is granted at once.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from workbench.store.base import (
     Store,
     TemplateVersion,
     TokenUsage,
+    claim_owner,
 )
 
 PROVENANCE = Provenance(template_sha256="t" * 64, compiler="nvcc 13.0", flags="-O3",
@@ -166,3 +172,60 @@ class StoreContract:
         its = store.iterations("s1")
         assert [(i.iteration, i.state) for i in its] == [(1, "tune"), (2, "test")]
         assert its[0].detail == {"k": 1} and its[0].speedup == 1.5
+
+    # -- claims ------------------------------------------------------------------------------
+
+    def test_claim_grants_each_key_to_one_owner(self, store: Store) -> None:
+        keys = ["a", "b", "c"]
+        first = store.claim_trials(PROVENANCE, "decode", "bf16", keys, "host:1:x", 60.0,
+                                   now=1000.0)
+        assert first == keys
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", [*keys, "d"], "host:2:y",
+                                  60.0, now=1001.0) == ["d"]
+        # the owner itself may claim again (renewal); other shapes/dtypes are separate keys
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], "host:1:x", 60.0,
+                                  now=1002.0) == ["a"]
+        assert store.claim_trials(PROVENANCE, "prefill", "bf16", ["a"], "host:2:y", 60.0,
+                                  now=1002.0) == ["a"]
+
+    def test_claim_lease_expires(self, store: Store) -> None:
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], "host:1:x", 60.0,
+                                  now=1000.0) == ["a"]
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], "host:2:y", 60.0,
+                                  now=1059.0) == []
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], "host:2:y", 60.0,
+                                  now=1061.0) == ["a"]
+
+    def test_claim_of_a_dead_local_owner_is_granted(self, store: Store) -> None:
+        import socket
+        import subprocess
+        import sys
+
+        done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        dead = f"{socket.gethostname()}:{done.stdout.strip()}:gone"
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], dead, 3600.0) == ["a"]
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], claim_owner(),
+                                  3600.0) == ["a"]
+
+    def test_stored_trials_are_never_claimed_and_recording_frees_the_claim(
+            self, store: Store) -> None:
+        result = sample_result()
+        key = result.config.key()
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", [key], "host:1:x", 60.0,
+                                  now=0.0) == [key]
+        store.record_trial(result, PROVENANCE)
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", [key], "host:1:x", 60.0,
+                                  now=1.0) == []
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", [key], "host:2:y", 60.0,
+                                  now=1.0) == []
+
+    def test_release_drops_only_the_owners_claims(self, store: Store) -> None:
+        store.claim_trials(PROVENANCE, "decode", "bf16", ["a", "b"], "host:1:x", 60.0,
+                           now=0.0)
+        store.release_claims(PROVENANCE, "decode", "bf16", ["a", "b"], "host:2:y")
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a"], "host:2:y", 60.0,
+                                  now=1.0) == []
+        store.release_claims(PROVENANCE, "decode", "bf16", ["a"], "host:1:x")
+        assert store.claim_trials(PROVENANCE, "decode", "bf16", ["a", "b"], "host:2:y", 60.0,
+                                  now=1.0) == ["a"]

@@ -157,13 +157,28 @@ def build_report(content: ReportContent) -> Any:
     return nb
 
 
-def write_report(path: str | Path, content: ReportContent, *, sign: bool = True) -> Path:
-    """Write the report notebook; ``sign`` trusts it in the local Jupyter notary."""
+def write_report(path: str | Path, content: ReportContent, *, sign: bool = True,
+                 overwrite: bool = False) -> Path:
+    """Write the report notebook; ``sign`` trusts it in the local Jupyter notary.
+
+    An existing file is never replaced unless ``overwrite=True`` (WorkbenchError naming it).
+    Configured keys are scrubbed from the notebook's text (:mod:`workbench.core.secrets`).
+    """
     import nbformat
 
+    from workbench.core.errors import WorkbenchError
+    from workbench.core.secrets import scrub
+
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise WorkbenchError(f"report {target} already exists; choose another path or pass "
+                             "overwrite=True to replace it", file=str(target),
+                             expected="a new file (or overwrite=True)")
+    if target.is_dir():
+        raise WorkbenchError(f"report {target} is a directory; expected a .ipynb file path",
+                             file=str(target), expected="a file path")
     nb = build_report(content)
     nbformat.validate(nb)
-    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     if sign:
         try:
@@ -172,6 +187,7 @@ def write_report(path: str | Path, content: ReportContent, *, sign: bool = True)
             NotebookNotary().sign(nb)
         except Exception:  # signing is a convenience; an unsigned report still opens
             pass
-    with target.open("w", encoding="utf-8") as fh:
-        nbformat.write(nb, fh)
+    text = scrub(nbformat.writes(nb))
+    with target.open("w" if overwrite else "x", encoding="utf-8") as fh:
+        fh.write(text)
     return target
