@@ -211,7 +211,8 @@ class Workbench:
             self._tuning = True
         unsubscribe = [self.events.subscribe(cb) for cb in callbacks]
         try:
-            return tune(self.folder, self.template, self.runner, self.store, request,
+            store = self.store  # opened (a write probe) before the runner starts a GPU worker
+            return tune(self.folder, self.template, self.runner, store, request,
                         session_id=self.session_id, events=self.events,
                         on_search=self._hold_search)
         finally:
