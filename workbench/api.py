@@ -62,6 +62,7 @@ class Workbench:
         self.store_path = Path(store) if store is not None else Path.cwd() / DEFAULT_STORE
         self._store: Any | None = None
         self._runner = runner
+        self._mode = ""  # "live on ..." / "replay because ..." once choose_runner picked
         self._template = self.folder.template
         self._origin = "curated"
         self._params = list(self.folder.template.params)
@@ -94,12 +95,18 @@ class Workbench:
     def runner(self) -> Any:
         """LocalRunner when a GPU is present, else ReplayRunner of the newest recording."""
         if self._runner is None:
-            self._runner = select_runner(self.folder, self._template)
+            self._runner, self._mode = choose_runner(self.folder, self._template)
         return self._runner
 
     @property
     def runner_description(self) -> str:
-        return str(self.runner.description)
+        """What measures, for the header and reports: ``"live on <GPU> (timer)"`` or
+        ``"replay because <reason> · replay of <recording>"`` (an injected runner: its own
+        description)."""
+        description = str(self.runner.description)
+        if not self._mode or self._mode.startswith("live"):
+            return self._mode or description
+        return f"{self._mode} · {description}"
 
     @property
     def device(self) -> Any:
@@ -428,16 +435,27 @@ class Workbench:
 
 def select_runner(folder: KernelFolder, template: Any | None = None) -> Any:
     """LocalRunner if a GPU is usable here, else a ReplayRunner of the newest recording."""
+    return choose_runner(folder, template)[0]
+
+
+def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[Any, str]:
+    """(runner, mode): a LocalRunner and ``"live on <GPU>"`` when a GPU is usable here,
+    else a ReplayRunner of the newest recording and ``"replay because <reason>"``."""
     from workbench.core.errors import NoGPUError
 
     try:
         from workbench.engine.runner import LocalRunner
 
-        return LocalRunner(folder, template)
-    except NoGPUError:
+        live = LocalRunner(folder, template)
+        shown = str(live.description).replace("(live, ", "(").replace(" (live)", "")
+        return live, f"live on {shown}"
+    except NoGPUError as exc:
         from workbench.engine.replay import ReplayRunner
+        from workbench.engine.runner import REPLAY_HINT
 
-        return ReplayRunner(folder, newest_recording(Path(folder.path)), template)
+        reason = exc.message.split("; " + REPLAY_HINT)[0]
+        replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template)
+        return replay, f"replay because {reason}"
 
 
 def open(path: str | Path, **kwargs: Any) -> Any:

@@ -55,6 +55,17 @@ def _write_settings(settings: Path) -> None:
         path.write_text(json.dumps(data), encoding="utf-8")
 
 
+def _install_lab_extension(config: Path, data: Path) -> None:
+    """This checkout's JupyterLab extension, as pip installs it (tests/test_lab_extension.py
+    checks the wheel): the prebuilt labextension and the server extension's config."""
+    built = ROOT / "extensions" / "workbench-lab" / "labextension"
+    assert (built / "package.json").is_file(), f"no built extension at {built}: npm run build"
+    shutil.copytree(built, data / "labextensions" / "kernel-workbench-lab")
+    server_d = config / "jupyter_server_config.d"
+    server_d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "jupyter-config" / "kernel-workbench.json", server_d)
+
+
 @pytest.fixture(scope="module")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     required = os.environ.get("WORKBENCH_REQUIRE_BROWSER") == "1"  # CI sets it
@@ -73,6 +84,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     for d in dirs.values():
         d.mkdir()
     _write_settings(dirs["settings"])
+    _install_lab_extension(dirs["config"], dirs["data"])
     token = secrets.token_hex(16)
     port = _free_port()
     env = {**os.environ,

@@ -1,0 +1,182 @@
+"""The JupyterLab extension (extensions/workbench-lab) in a real JupyterLab and Chromium.
+
+One server for the module; each test drives one feature: the kernels sidebar (sessions
+from a real store, "Open panel"), CUDA syntax colours, the launcher card, and "Tune this
+kernel" on a .cu file's context menu.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LabServer = Any  # conftest.LabServer: url, token, root, notebook_url(name)
+
+pytestmark = [pytest.mark.browser]
+
+CUDA_SOURCE = """// a bare kernel, as a user writes it
+#include <cuda_runtime.h>
+
+__global__ void scale_kernel(float* out, const float* x, float alpha, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = alpha * x[i];
+    }
+}
+"""
+
+
+def _lab_url(server: LabServer, path: str = "") -> str:
+    return f"{server.url}/lab{path}?reset&token={server.token}"
+
+
+def _wait_lab(page: Any) -> None:
+    page.wait_for_selector(".jp-LabShell", timeout=60_000)
+    page.locator(".jp-StatusBar-Widget").first.wait_for(timeout=60_000)
+
+
+def _open_sidebar(page: Any) -> Any:
+    tab = page.locator('.lm-TabBar-tab[data-id="workbench-kernels"]')
+    tab.wait_for(timeout=30_000)
+    if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+        tab.click()
+    return page.locator("#workbench-kernels")
+
+
+def _tuned_store(server: LabServer) -> tuple[float, float, str]:
+    """A replayed tune of silu_and_mul decode/bf16 into the server's store: (best, speedup,
+    the status the sidebar should show)."""
+    from workbench import Workbench
+    from workbench.ui.lab_index import recorded_baselines
+
+    folder = ROOT / "sample_kernels" / "silu_and_mul"
+    outcome = Workbench(folder, store=server.root / "workbench.sqlite").tune(
+        "decode", "bf16", budget=12, confirm=0)
+    best = min(r.median_us for r in outcome.results if r.median_us is not None)
+    baselines = recorded_baselines(folder)
+    assert baselines is not None
+    ok = sum(r.median_us is not None for r in outcome.results)
+    return best, baselines[1]["decode/bf16"] / best, f"{ok} ok of {len(outcome.results)} trials"
+
+
+@pytest.mark.timeout(240)
+def test_sidebar_lists_sessions_and_opens_the_panel(lab_server: LabServer, browser_page: Any,
+                                                    artifacts: Path) -> None:
+    best_us, speedup, status = _tuned_store(lab_server)
+    page = browser_page
+    page.goto(_lab_url(lab_server))
+    _wait_lab(page)
+    sidebar = _open_sidebar(page)
+    kernel = sidebar.locator('.wb-lab-kernel[data-kernel="silu_and_mul"]')
+    kernel.wait_for(timeout=30_000)
+    assert sidebar.locator(".wb-lab-kernel").count() >= 3  # the three sample kernels
+    row = kernel.locator(".wb-lab-session").first
+    status_row = kernel.locator(".wb-lab-session-status").first
+    row.wait_for(timeout=10_000)
+    shown_best = row.locator(".wb-lab-best").inner_text()
+    shown_speedup = row.locator(".wb-lab-speedup").inner_text()
+    page.screenshot(path=str(artifacts / "lab-sidebar.png"))
+    assert shown_best == (f"{best_us:.1f} µs" if best_us >= 100 else f"{best_us:.2f} µs")
+    assert shown_speedup == f"{speedup:.2f}×"
+    assert status_row.inner_text().strip() == status
+    kernel.locator(".wb-lab-open").click()
+    page.locator(".lm-TabBar-tab", has_text="tune-silu_and_mul.ipynb").first.wait_for(
+        timeout=30_000)
+    try:
+        page.wait_for_selector(".wb-panel .wb-header", timeout=90_000)
+    except Exception:
+        page.screenshot(path=str(artifacts / "failure-open-panel.png"))
+        raise
+    assert "silu_and_mul" in page.locator(".wb-panel .wb-header").first.inner_text()
+    assert (lab_server.root / "tune-silu_and_mul.ipynb").is_file()
+
+
+@pytest.mark.timeout(120)
+def test_cuda_file_has_syntax_colours(lab_server: LabServer, browser_page: Any,
+                                      artifacts: Path) -> None:
+    (lab_server.root / "scale.cu").write_text(CUDA_SOURCE, encoding="utf-8")
+    page = browser_page
+    page.goto(_lab_url(lab_server, "/tree/scale.cu"))
+    _wait_lab(page)
+    page.wait_for_selector(".jp-FileEditor .cm-content", timeout=30_000)
+    page.locator(".jp-FileEditor .cm-line", has_text="__global__").first.wait_for()
+    colours = page.evaluate("""() => {
+        const editor = document.querySelector('.jp-FileEditor .cm-content');
+        const colour = word => {
+            for (const span of editor.querySelectorAll('span')) {
+                if (span.textContent === word) return getComputedStyle(span).color;
+            }
+            return null;
+        };
+        const line = editor.querySelector('.cm-line');
+        return {global: colour('__global__'), thread: colour('threadIdx'),
+                plain: getComputedStyle(line).color};
+    }""")
+    page.screenshot(path=str(artifacts / "lab-cuda.png"))
+    assert colours["global"] is not None, "__global__ is not a highlighted token"
+    assert colours["thread"] is not None, "threadIdx is not a highlighted token"
+    assert colours["global"] != colours["plain"]
+    # The status bar names the language the editor picked for the file.
+    assert page.locator(".jp-StatusBar-Widget", has_text="CUDA").count() >= 1
+
+
+@pytest.mark.timeout(120)
+def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer,
+                                                 browser_page: Any) -> None:
+    page = browser_page
+    page.goto(_lab_url(lab_server))
+    _wait_lab(page)
+    if page.locator(".jp-Launcher").count() == 0:
+        page.locator(".lm-MenuBar-item", has_text="File").first.click()
+        page.locator(".lm-Menu-item:visible", has_text="New Launcher").first.click()
+    card = page.locator(".jp-LauncherCard", has_text="New tuning notebook").first
+    card.wait_for(timeout=30_000)
+    card.click()
+    page.locator(".lm-TabBar-tab", has_text="tuning-notebook").first.wait_for(timeout=30_000)
+    page.locator(".jp-Notebook .jp-Cell", has_text="Workbench(KERNEL").first.wait_for(
+        timeout=30_000)
+    created = sorted(lab_server.root.glob("tuning-notebook*.ipynb"))
+    assert created, "no tuning notebook was written"
+    assert "wb.panel()" in created[0].read_text(encoding="utf-8")
+
+
+def _init_available() -> str | None:
+    done = subprocess.run([sys.executable, "-m", "workbench", "init", "--help"],
+                          capture_output=True, text=True, cwd=ROOT, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
+
+
+@pytest.mark.timeout(240)
+def test_tune_this_kernel_from_the_context_menu(lab_server: LabServer, browser_page: Any,
+                                                artifacts: Path) -> None:
+    folder = lab_server.root / "mykernel"
+    folder.mkdir(exist_ok=True)
+    (folder / "scale.cu").write_text(CUDA_SOURCE, encoding="utf-8")
+    page = browser_page
+    page.goto(_lab_url(lab_server, "/tree/mykernel"))
+    _wait_lab(page)
+    item = page.locator('.jp-DirListing-item[data-file-type="cuda"]', has_text="scale.cu")
+    item.first.wait_for(timeout=30_000)
+    item.first.click(button="right")
+    entry = page.locator(".lm-Menu-item:visible", has_text="Tune this kernel").first
+    entry.wait_for(timeout=10_000)
+    missing = _init_available()
+    if missing is not None:
+        page.keyboard.press("Escape")
+        pytest.skip(f"`workbench init` is not in this checkout yet ({missing}); the menu "
+                    "entry is there, the init step is not")
+    entry.click()
+    try:
+        page.locator(".lm-TabBar-tab", has_text="tune-").first.wait_for(timeout=120_000)
+        page.wait_for_selector(".wb-panel .wb-header", timeout=120_000)
+    except Exception:
+        page.screenshot(path=str(artifacts / "failure-tune-this-kernel.png"))
+        raise
+    assert list(folder.rglob("kernel.toml")), "workbench init wrote no kernel folder"
