@@ -34,3 +34,44 @@ def test_context_folds_long_unchanged_runs() -> None:
     out = side_by_side_diff_html(left, right, context=3)
     assert "19 unchanged lines" in out and "18 unchanged lines" in out
     assert out.count('class="wb-eq"') == 12
+
+
+def _notes(out: str) -> list[str]:
+    """The parameter note of each row ("" where none)."""
+    import re
+
+    rows = re.findall(r"<tr class=\"wb-[a-z]+\">(.*?)</tr>", out)
+    found = [re.search(r'<div class="wb-notes">(.*?)</div>', r) for r in rows]
+    return [re.sub("<[^>]+>", "", m.group(1)) if m else "" for m in found]
+
+
+def test_parameters_column_names_each_parameter_beside_the_lines_using_it() -> None:
+    from workbench.core.params import Pow2Range
+
+    block = Pow2Range("BLOCK", min=32, max=1024, default=128)
+    left = "int a = 1;\nk<<<grid, 256>>>(x);\n// BLOCK in a comment governs nothing\nint b;\n"
+    right = ("int a = 1;\nk<<<grid, BLOCK>>>(x);\n// BLOCK in a comment governs nothing\n"
+             "int b = BLOCK;\n")
+    out = side_by_side_diff_html(left, right, params=[block])
+    assert "parameters under the lines using them" in out
+    assert _notes(out) == ["", "256 → BLOCK pow2 32..1024, default 128", "", "BLOCK"]
+
+
+def test_parameters_accept_the_dict_form_and_no_params_leaves_the_column_out() -> None:
+    out = side_by_side_diff_html("x = 8;\n", "x = VEC;\n", params=[
+        {"name": "VEC", "kind": "choice", "values": [1, 2, 4, 8], "default": 8}])
+    assert _notes(out) == ["8 → VEC one of 1, 2, 4, 8, default 8"]
+    assert '<div class="wb-notes">' not in side_by_side_diff_html("x = 8;\n", "x = VEC;\n")
+
+
+def test_changed_tokens_are_marked_inside_changed_lines() -> None:
+    out = side_by_side_diff_html("int y = 2;\n", "int y = VEC;\n")
+    assert '<span class="mi wb-hl">2</span>' in out
+    assert 'wb-hl">VEC</span>' in out
+    assert out.count("wb-hl") == 2 + out.split("</style>")[0].count("wb-hl")
+
+
+def test_long_lines_wrap_in_fixed_equal_columns() -> None:
+    css = side_by_side_diff_html("a\n", "b\n").split("</style>")[0]
+    assert "table-layout: fixed" in css and "white-space: pre-wrap" in css
+    assert "overflow-x: hidden" in css and "text-align: left" in css

@@ -180,3 +180,88 @@ def test_tune_this_kernel_from_the_context_menu(lab_server: LabServer, browser_p
         page.screenshot(path=str(artifacts / "failure-tune-this-kernel.png"))
         raise
     assert list(folder.rglob("kernel.toml")), "workbench init wrote no kernel folder"
+
+
+DIFF_NOTEBOOK = "review-diff.ipynb"
+
+
+def _write_diff_notebook(root: Path) -> None:
+    import nbformat
+    import nbformat.v4 as nbf
+
+    nb = nbf.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [nbf.new_code_cell(
+        "import os\nfrom pathlib import Path\nimport ipywidgets as w\n"
+        "from workbench.core.kernel_folder import load_kernel_folder\n"
+        "from workbench.ui.diff import side_by_side_diff_html\n"
+        'f = load_kernel_folder(Path(os.environ["WORKBENCH_KERNELS"]) / "silu_and_mul")\n'
+        "view = w.HTML(side_by_side_diff_html(f.baseline.source, f.template.source,\n"
+        "                                     params=f.template.params))\n"
+        "view")]
+    nbformat.write(nb, root / DIFF_NOTEBOOK)
+
+
+@pytest.mark.timeout(180)
+def test_review_diff_is_readable_at_1280_px(lab_server: LabServer, browser_page: Any,
+                                            artifacts: Path) -> None:
+    from workbench.core.kernel_folder import load_kernel_folder
+
+    _write_diff_notebook(lab_server.root)
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 1400})
+    try:
+        page.goto(lab_server.notebook_url(DIFF_NOTEBOOK))
+        page.locator(".jp-StatusBar-Widget", has_text="| Idle").first.wait_for(timeout=90_000)
+        page.locator(".jp-Notebook .jp-Cell .jp-InputPrompt").first.click()
+        page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        page.locator(".lm-Menu-item:visible:not(.lm-mod-disabled)",
+                     has_text="Run All Cells").first.click()
+        page.wait_for_selector(".wb-diff .wb-notes", timeout=90_000)
+        page.screenshot(path=str(artifacts / "lab-review-diff-1280.png"))
+        facts = page.evaluate("""() => {
+            const scroll = document.querySelector('.wb-diff .wb-diff-scroll');
+            const cells = [...document.querySelectorAll('.wb-diff td.wb-code')];
+            const right = document.querySelector('.wb-diff td.wb-right');
+            const probe = document.createElement('span');
+            probe.textContent = '0'.repeat(100);
+            probe.style.whiteSpace = 'pre';
+            probe.style.position = 'absolute';
+            right.appendChild(probe);
+            const charPx = probe.getBoundingClientRect().width / 100;
+            probe.remove();
+            const style = getComputedStyle(right);
+            return {
+                sideways: scroll.scrollWidth - scroll.clientWidth,
+                overflowing: cells.filter(c => c.scrollWidth > c.clientWidth + 1).length,
+                align: [...new Set(cells.map(c => getComputedStyle(c).textAlign))],
+                wrap: style.whiteSpace,
+                columnChars: (right.clientWidth - parseFloat(style.paddingLeft)
+                              - parseFloat(style.paddingRight)) / charPx,
+                rightTexts: [...document.querySelectorAll('.wb-diff td.wb-right .wb-src')]
+                              .map(c => c.textContent),
+                notes: [...document.querySelectorAll('.wb-diff td.wb-right')].map(c => {
+                    const n = c.querySelector('.wb-notes');
+                    const code = c.querySelector('.wb-src');
+                    return [code ? code.textContent : '', n ? n.textContent : ''];
+                }),
+            };
+        }""")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 2400})
+    assert facts["sideways"] <= 1, "the diff scrolls sideways"
+    assert facts["overflowing"] == 0, "a code cell cuts its line"
+    assert facts["align"] == ["left"] and facts["wrap"] == "pre-wrap"
+    # With JupyterLab's file browser open (its default layout) each column holds >= 50
+    # characters of 12 px code before wrapping (the issue saw ~25 at 1400 px).
+    assert facts["columnChars"] >= 50, f"template column shows {facts['columnChars']:.0f} chars"
+    source = load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul").template.source
+    assert [t for t in facts["rightTexts"] if t] == [t for t in source.splitlines() if t]
+    def note(code_start: str) -> str:
+        return next(n for c, n in facts["notes"] if c.startswith(code_start))
+
+    assert note("#ifndef BLOCK_THREADS") == "BLOCK_THREADS pow2 32..1024, default 1024"
+    assert note("constexpr int kVec = VEC_BYTES") == "16 → VEC_BYTES"
+    assert note('extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)') == \
+        "BLOCK_THREADS"
