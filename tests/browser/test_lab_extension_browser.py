@@ -127,8 +127,8 @@ def test_cuda_file_has_syntax_colours(lab_server: LabServer, browser_page: Any,
 
 
 @pytest.mark.timeout(120)
-def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer,
-                                                 browser_page: Any) -> None:
+def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer, browser_page: Any,
+                                                 artifacts: Path) -> None:
     page = browser_page
     page.goto(_lab_url(lab_server))
     _wait_lab(page)
@@ -136,7 +136,11 @@ def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer,
         page.locator(".lm-MenuBar-item", has_text="File").first.click()
         page.locator(".lm-Menu-item:visible", has_text="New Launcher").first.click()
     card = page.locator(".jp-LauncherCard", has_text="New tuning notebook").first
-    card.wait_for(timeout=30_000)
+    try:
+        card.wait_for(timeout=30_000)
+    except Exception:
+        page.screenshot(path=str(artifacts / "failure-launcher.png"))
+        raise
     card.click()
     page.locator(".lm-TabBar-tab", has_text="tuning-notebook").first.wait_for(timeout=30_000)
     page.locator(".jp-Notebook .jp-Cell", has_text="Workbench(KERNEL").first.wait_for(
@@ -265,3 +269,46 @@ def test_review_diff_is_readable_at_1280_px(lab_server: LabServer, browser_page:
     assert note("constexpr int kVec = VEC_BYTES") == "16 → VEC_BYTES"
     assert note('extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)') == \
         "BLOCK_THREADS"
+
+
+def _api(server: LabServer, method: str, endpoint: str, body: object = None
+         ) -> tuple[int, dict[str, Any]]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{server.url}/workbench/{endpoint}", method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"token {server.token}", "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_server_api_answers_and_refuses_with_reasons(lab_server: LabServer) -> None:
+    status, index = _api(lab_server, "GET", "kernels")
+    assert status == 200 and {k["name"] for k in index["kernels"]} >= {"silu_and_mul"}
+    status, reply = _api(lab_server, "POST", "notebook", {"kernel": "no/such/kernel"})
+    assert status == 400 and "no kernel folder 'no/such/kernel'" in reply["message"]
+    assert "silu_and_mul" in reply["details"]["expected"]
+    status, reply = _api(lab_server, "POST", "init", {"path": "../../etc/passwd"})
+    assert status == 400 and "not a file below the server root" in reply["message"]
+    (lab_server.root / "notes.txt").write_text("not cuda")
+    status, reply = _api(lab_server, "POST", "init", {"path": "notes.txt"})
+    assert status == 400 and "not a CUDA source file" in reply["message"]
+    anonymous = urllib_status(f"{lab_server.url}/workbench/kernels")
+    assert anonymous == 403
+
+
+def urllib_status(url: str) -> int:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as reply:
+            return int(reply.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)

@@ -238,7 +238,8 @@ def side_by_side_diff_html(left: str, right: str, *, left_title: str = "baseline
     rows: list[str] = []
     for kind, i, j in _pairs(a, b, context):
         if kind == "fold":
-            rows.append(f'<tr class="wb-fold"><td colspan="4">… {i} unchanged lines …</td></tr>')
+            rows.append(f'<tr class="wb-fold"><td colspan="4">… {i} unchanged lines …'
+                        "</td></tr>")
             continue
         ta = a_tok[i] if i is not None and i < len(a_tok) else []
         tb = b_tok[j] if j is not None and j < len(b_tok) else []

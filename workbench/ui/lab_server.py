@@ -55,7 +55,9 @@ class _Handler(APIHandler):
 
     def store_path(self) -> Path:
         configured = os.environ.get("WORKBENCH_STORE")
-        return Path(configured).expanduser().resolve() if configured else self.root / "workbench.sqlite"
+        if configured:
+            return Path(configured).expanduser().resolve()
+        return self.root / "workbench.sqlite"
 
     def body(self) -> dict[str, Any]:
         try:
