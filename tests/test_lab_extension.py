@@ -153,7 +153,7 @@ SCALE_CU = """__global__ void scale_kernel(float* out, const float* x, float alp
 
 
 def _has_init() -> bool:
-    done = subprocess.run([sys.executable, "-m", "workbench", "init", "--help"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-m", "workbench.cli", "init", "--help"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     return done.returncode == 0
 

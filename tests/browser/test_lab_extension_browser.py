@@ -151,7 +151,7 @@ def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer, browser_
 
 
 def _init_available() -> str | None:
-    done = subprocess.run([sys.executable, "-m", "workbench", "init", "--help"],
+    done = subprocess.run([sys.executable, "-m", "workbench.cli", "init", "--help"],
                           capture_output=True, text=True, cwd=ROOT, check=False,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     return None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
@@ -178,8 +178,15 @@ def test_tune_this_kernel_from_the_context_menu(lab_server: LabServer, browser_p
                     "entry is there, the init step is not")
     entry.click()
     try:
-        page.locator(".lm-TabBar-tab", has_text="tune-").first.wait_for(timeout=120_000)
-        page.wait_for_selector(".wb-panel .wb-header", timeout=120_000)
+        page.locator(".lm-TabBar-tab", has_text="tune-scale").first.wait_for(timeout=120_000)
+        tomls = list(folder.rglob("kernel.toml"))
+        assert tomls, "workbench init wrote no kernel folder"
+        if "FILL_IN" in tomls[0].read_text():
+            # init leaves shapes/tolerances to the user: kernel.toml opens beside the notebook
+            page.locator(".lm-TabBar-tab", has_text="kernel.toml").first.wait_for(
+                timeout=30_000)
+        else:
+            page.wait_for_selector(".wb-panel .wb-header", timeout=120_000)
     except Exception:
         page.screenshot(path=str(artifacts / "failure-tune-this-kernel.png"))
         raise

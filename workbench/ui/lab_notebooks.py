@@ -45,12 +45,18 @@ def _notebook(cells: Sequence[tuple[str, str]]) -> str:
     return str(nbformat.writes(nb))
 
 
-def panel_notebook_text(kernel: str, store: str = "workbench.sqlite") -> str:
+_FILL_IN_NOTE = ("\n\n`workbench init` scaffolded this folder from the bare kernel: first "
+                 "replace every `FILL_IN` in `{kernel}/kernel.toml` (shapes, tolerances).")
+
+
+def panel_notebook_text(kernel: str, store: str = "workbench.sqlite",
+                        fill_in: bool = False) -> str:
     """A notebook that opens the panel on ``kernel`` with ``store`` (paths relative to the
-    notebook)."""
+    notebook); ``fill_in`` adds what to complete first in a freshly scaffolded folder."""
+    note = _FILL_IN_NOTE.format(kernel=kernel) if fill_in else ""
     return _notebook([
         ("markdown", f"# Tuning `{Path(kernel).name}`\n\nRun all cells to open the panel: "
-                     "template review, ranges, search and charts."),
+                     f"template review, ranges, search and charts.{note}"),
         ("code", _SETUP.format(kernel=kernel, store=store)),
         ("code", "wb = Workbench(KERNEL, store=STORE)\nwb.panel()"),
     ])
@@ -67,7 +73,9 @@ def write_panel_notebook(where: Path, kernel_folder: Path,
     target = where / f"tune-{kernel_folder.name}.ipynb"
     if target.exists():
         return target, False
-    text = panel_notebook_text(_relpath(kernel_folder, where), _relpath(store, where))
+    fill_in = "FILL_IN" in (kernel_folder / "kernel.toml").read_text(encoding="utf-8",
+                                                                     errors="replace")
+    text = panel_notebook_text(_relpath(kernel_folder, where), _relpath(store, where), fill_in)
     target.write_text(text, encoding="utf-8")
     return target, True
 
@@ -115,7 +123,8 @@ def run_init(source: Path, *, python: str | None = None,
                              value=str(source), expected="an existing .cu or .cuh file")
     before = _kernel_tomls(source.parent)
     try:
-        done = subprocess.run([python or sys.executable, "-m", "workbench", "init", source.name],
+        done = subprocess.run([python or sys.executable, "-m", "workbench.cli", "init",
+                               source.name],
                               cwd=source.parent, capture_output=True, text=True,
                               timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired as exc:

@@ -6,7 +6,8 @@ Routes under ``<base_url>/workbench/`` (authenticated like every Jupyter API):
   their stored sessions: best result, speedup, status (:func:`workbench.ui.lab_index.kernel_index`);
 - ``POST notebook`` ``{"kernel": PATH}``: the kernel's panel notebook (written once, then
   reused); without ``kernel``, a new tuning notebook;
-- ``POST init`` ``{"path": FILE.cu}``: ``workbench init`` on the file, then its panel notebook.
+- ``POST init`` ``{"path": FILE.cu}``: ``workbench init`` on the file, then its panel notebook
+  (and ``fill_in``: the new kernel.toml when init left FILL_IN placeholders to complete).
 
 Paths in requests and replies are relative to the server root, as JupyterLab names files.
 The store is ``$WORKBENCH_STORE``, else ``workbench.sqlite`` at the root. Enabled by
@@ -125,8 +126,11 @@ class InitHandler(_Handler):
         except WorkbenchError as exc:
             self.fail(exc)
             return
+        toml = folder / "kernel.toml"
+        fill_in = "FILL_IN" in toml.read_text(encoding="utf-8", errors="replace")
         self.finish(json.dumps({"notebook": relative_to_root(path, self.root),
                                 "folder": relative_to_root(folder, self.root),
+                                "fill_in": relative_to_root(toml, self.root) if fill_in else None,
                                 "created": created}))
 
 

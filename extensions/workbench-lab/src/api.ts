@@ -34,6 +34,8 @@ export interface IKernelIndex {
 export interface INotebookReply {
   notebook: string;
   folder?: string;
+  /** kernel.toml when `workbench init` left FILL_IN placeholders in it (shapes, tolerances). */
+  fill_in?: string | null;
   created: boolean;
 }
 

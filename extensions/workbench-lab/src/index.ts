@@ -121,7 +121,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         try {
           const reply = await postJSON<INotebookReply>('init', { path: item.value.path });
-          await openNotebook(app, reply.notebook, true);
+          // With placeholders left the panel cannot load yet: open both, run nothing.
+          await openNotebook(app, reply.notebook, !reply.fill_in);
+          if (reply.fill_in) {
+            await app.commands.execute('docmanager:open', { path: reply.fill_in });
+          }
         } catch (error) {
           await showErrorMessage(`Tune ${item.value.name}`, error as Error);
         }
