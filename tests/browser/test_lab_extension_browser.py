@@ -132,10 +132,12 @@ def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer, browser_
     page = browser_page
     page.goto(_lab_url(lab_server))
     _wait_lab(page)
-    if page.locator(".jp-Launcher").count() == 0:
+    try:  # ?reset opens a launcher once the shell has settled
+        page.locator(".jp-Launcher:visible").first.wait_for(timeout=15_000)
+    except Exception:
         page.locator(".lm-MenuBar-item", has_text="File").first.click()
         page.locator(".lm-Menu-item:visible", has_text="New Launcher").first.click()
-    card = page.locator(".jp-LauncherCard", has_text="New tuning notebook").first
+    card = page.locator(".jp-LauncherCard:visible", has_text="New tuning notebook").first
     try:
         card.wait_for(timeout=30_000)
     except Exception:
