@@ -102,7 +102,7 @@ def recorded_baselines(folder: Path) -> tuple[str, dict[str, float]] | None:
     return _BASELINES[key]
 
 
-def summarize_sessions(store: Any, kernel: str, folder: Path,
+def summarize_sessions(store: Any, kernel: str,
                        baselines: tuple[str, dict[str, float]] | None) -> list[SessionSummary]:
     """The newest :data:`SESSIONS_SHOWN` sessions of ``kernel`` in ``store``, newest first.
 
@@ -181,7 +181,7 @@ def kernel_index(roots: Sequence[Path], server_root: Path, store_path: Path) -> 
                     baselines = None
                     problems.append(f"{folder.name}: {exc.message}")
                 try:
-                    sessions = summarize_sessions(store, folder.name, folder, baselines)
+                    sessions = summarize_sessions(store, folder.name, baselines)
                 except WorkbenchError as exc:
                     problems.append(f"{folder.name}: {exc.message}")
             kernels.append(KernelSummary(name=folder.name,
