@@ -29,8 +29,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workbench.core.hardware import DEVICES, launch_problem
-from workbench.core.kernel_folder import DEFAULT_DEVICE, KernelFolder
+from workbench.core.hardware import DEFAULT_DEVICE, DEVICES, launch_problem
+from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import Choice, Pow2Range
 from workbench.core.records import Config
 from workbench.core.template import KernelTemplate

@@ -55,9 +55,9 @@ SWEEP = BenchSettings(warmup_ms=1.0, min_reps=10, max_reps=400, max_time_s=0.1,
                       timer="auto")
 MAX_SAMPLES = 400
 KEEP_SAMPLES_FASTEST = 25
-#: Per-repetition times in a result's extra: the timer's samples and, with CUPTI, the event
-#: pairs of the same launches.
-RAW_SAMPLES = frozenset({"samples_us", "event_samples_us"})
+#: Per-repetition times of a result (typed fields): the timer's samples and, with CUPTI, the
+#: event pairs of the same launches.
+RAW_SAMPLES = ("samples_us", "event_samples_us")
 SAMPLES_NOTE = (f"raw samples_us (and event_samples_us) kept for baselines, copies, the "
                 f"template default and the {KEEP_SAMPLES_FASTEST} fastest ok configs of each "
                 f"shape/dtype")
@@ -72,9 +72,8 @@ def _slim(result: TrialResult) -> TrialResult:
     32 ns), durations to 0.1 ms, NVML detail dropped (the timing keeps clocks, temperature
     and the throttle flag), at most MAX_SAMPLES raw samples of each timer."""
     extra = {k: v for k, v in result.extra.items() if k != "nvml"}
-    for key in RAW_SAMPLES:
-        if key in extra:
-            extra[key] = [round(float(x), 3) for x in extra[key][:MAX_SAMPLES]]
+    samples = {key: tuple(round(float(x), 3) for x in getattr(result, key)[:MAX_SAMPLES])
+               for key in RAW_SAMPLES}
     timing = result.timing
     if timing is not None:
         timing = replace(timing, median_us=round(timing.median_us, 3),
@@ -82,7 +81,7 @@ def _slim(result: TrialResult) -> TrialResult:
                          q3_us=round(timing.q3_us, 3), mean_us=round(timing.mean_us, 3),
                          rse_median_pct=round(timing.rse_median_pct, 3))
     err = result.max_abs_err
-    return replace(result, timing=timing, extra=extra, compile_s=_r(result.compile_s, 4),
+    return replace(result, timing=timing, extra=extra, **samples, compile_s=_r(result.compile_s, 4),
                    verify_s=_r(result.verify_s, 4), bench_s=_r(result.bench_s, 4),
                    max_abs_err=None if err is None else float(f"{err:.4g}"))
 
@@ -101,8 +100,8 @@ def keep_samples_of_fastest(trials: list[TrialResult], default: Config,
         kept.update(id(t) for t in group[:keep])
     out = []
     for t in trials:
-        if id(t) not in kept and t.config != default and RAW_SAMPLES & t.extra.keys():
-            t = replace(t, extra={k: v for k, v in t.extra.items() if k not in RAW_SAMPLES})
+        if id(t) not in kept and t.config != default and (t.samples_us or t.event_samples_us):
+            t = replace(t, samples_us=(), event_samples_us=())
         out.append(t)
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from workbench.core.params import Choice, IntRange, Parameter, Pow2Range
@@ -65,8 +65,10 @@ class SyntheticRunner:
     device = None
 
     def __init__(self, *, sleep_s: float = 0.0, failures: bool = True,
-                 log_path: str | Path | None = None) -> None:
+                 log_path: str | Path | None = None,
+                 on_measure: Callable[[], None] | None = None) -> None:
         self.sleep_s = sleep_s
+        self.on_measure = on_measure  # e.g. advance a test's fake clock
         self.failures = failures
         self.log_path = Path(log_path) if log_path else None
         self.measured: list[Candidate] = []
@@ -76,6 +78,8 @@ class SyntheticRunner:
         for candidate in candidates:
             if self.sleep_s:
                 time.sleep(self.sleep_s)
+            if self.on_measure is not None:
+                self.on_measure()
             with self._lock:
                 self.measured.append(candidate)
             result = synthetic_result(candidate, failures=self.failures)

@@ -27,9 +27,10 @@ from workbench.core.events import EventBus, IterationFinished, TrialFinished
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Status
 from workbench.engine.compiler import Compiler
-from workbench.llm.review import template_sha256, template_text
 from workbench.llm.schemas import TemplateProposal
 from workbench.search.budget import Budget
+from workbench.store.approval import approval_key as template_sha256
+from workbench.store.approval import approval_text as template_text
 from workbench.store.sqlite import SQLiteStore
 from workbench.testing.synthetic_runner import SyntheticRunner
 
@@ -173,6 +174,12 @@ def test_llm_call_budget_spent_mid_run(folder: KernelFolder, runner: Any, store:
     rows = store.iterations(outcome.session_id)
     assert [(r.iteration, r.state) for r in rows] == [(1, "test"), (2, "generate:stopped")]
     assert rows[1].detail["plan"]["next_action"] == "refine_template"  # the plan is kept
+    # the panel's Agent tab reads the same detail: the version's diff and its approval
+    from workbench.ui.panel import iterations_html
+
+    html = iterations_html(rows)
+    assert "approved by auto-approve" in html and version.id in html
+    assert html.count("@@") >= 1  # the unified diff of the proposed version
     assert outcome.best is not None and outcome.speedup is not None
     assert len(assert_speedups_match_store(store, outcome.session_id)) == 2
 

@@ -59,22 +59,23 @@ def test_sweep_recordings_keep_raw_samples_of_both_timers_only_for_the_fastest()
     import record_sweeps
 
     def trial(block: int, median_us: float) -> TrialResult:
-        from workbench.core.records import Timing
+        from workbench.core.records import Timing, TimingMethod
 
         timing = Timing(median_us=median_us, min_us=median_us, q1_us=median_us,
                         q3_us=median_us, mean_us=median_us, reps=3, rse_median_pct=0.1,
                         l2_flushed=True)
         return TrialResult(config=Config(BLOCK=block), shape="decode", dtype="bf16",
-                           status=Status.OK, timing=timing,
-                           extra={"samples_us": [median_us] * 3,
-                                  "event_samples_us": [median_us + 3.0] * 3, "timer": "cupti"})
+                           status=Status.OK, timing=timing, samples_us=(median_us,) * 3,
+                           event_samples_us=(median_us + 3.0,) * 3,
+                           method=TimingMethod(timer="cupti"))
 
     trials = [trial(b, float(b)) for b in (64, 128, 256, 512)]
     kept = record_sweeps.keep_samples_of_fastest(trials, Config(BLOCK=512), keep=2)
-    raw = {t.config["BLOCK"]: sorted(record_sweeps.RAW_SAMPLES & t.extra.keys()) for t in kept}
-    both = ["event_samples_us", "samples_us"]
+    raw = {t.config["BLOCK"]: [k for k in record_sweeps.RAW_SAMPLES if getattr(t, k)]
+           for t in kept}
+    both = ["samples_us", "event_samples_us"]
     assert raw == {64: both, 128: both, 256: [], 512: both}  # 512: the template default
-    assert all(t.extra["timer"] == "cupti" for t in kept)
+    assert all(t.method is not None and t.method.timer == "cupti" for t in kept)
 
 
 def test_repeatability_compares_with_the_recordings_confirmation_where_it_has_one() -> None:

@@ -158,11 +158,13 @@ def test_patience_and_wall_time() -> None:
     outcome = make_search(None, runner, strategy="exhaustive", budget=Budget(patience=3)).run()
     assert outcome.shapes["a"].reason in ("patience", "exhausted")
     assert outcome.shapes["a"].reason == "patience"
-    slow = SyntheticRunner(sleep_s=0.05)
-    started = time.monotonic()
-    outcome = make_search(None, slow, budget=Budget(max_wall_s=0.3)).run()
-    assert outcome.reason == "time" and time.monotonic() - started < 2.0
-    assert 2 <= len(slow.measured) <= 10
+    # wall time on an injected clock: each measurement takes 0.05 s of it, no sleeping
+    now = [0.0]
+    slow = SyntheticRunner(on_measure=lambda: now.__setitem__(0, now[0] + 0.05))
+    outcome = make_search(None, slow, budget=Budget(max_wall_s=0.3),
+                          clock=lambda: now[0]).run()
+    assert outcome.reason == "time" and outcome.wall_s == pytest.approx(len(slow.measured) * 0.05)
+    assert len(slow.measured) == 6  # 6 x 0.05 s reaches the 0.3 s budget
 
 
 def _wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:

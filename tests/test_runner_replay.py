@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from workbench.api import Workbench
-from workbench.core.errors import NoGPUError, RecordingError
+from workbench.core.errors import NoGPUError, RecordingError, WorkbenchError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
 from workbench.engine.recording import load_recording, recording_paths, save_recording
@@ -186,7 +186,7 @@ def test_recordings_carry_an_independent_confirmation_of_their_fastest_configs(n
             for t in ok:
                 again = rec.confirmed_result(t.config, shape, dtype)
                 assert again is not None and again.status is Status.OK and again.median_us
-                assert again.extra.get("timer") == rec.bench["timer"]
+                assert again.method is not None and again.method.timer == rec.bench["timer"]
                 assert abs(again.median_us / t.median_us - 1) < 0.1  # same kernel, same GPU
             best = rec.confirmed_result(ok[0].config, shape, dtype)
             assert best is not None and best.median_us is not None and ok[0].median_us
@@ -242,3 +242,22 @@ def test_a_replay_reports_its_recordings_confirmation_of_the_search_best() -> No
     assert "cannot measure again" in confirmed.confirm_note
     assert (f"the search's best config at {again.median_us:.2f} us, the search "
             f"{best.median_us:.2f} us") in confirmed.confirm_note
+
+
+@pytest.mark.replay
+def test_a_recording_of_an_unknown_device_is_an_error_not_an_h100(tmp_path: Path) -> None:
+    folder = _folder("fused_add_rmsnorm")
+    rec = load_recording(recording_paths(folder.path)[0])
+    small = replace(rec, trials=rec.trials[:3], baseline=rec.baseline[:1],
+                    device={k: v for k, v in {**rec.device, "name": "Mystery GPU 9000"}.items()
+                            if k != "spec"})
+    with pytest.raises(RecordingError, match=r"device\.spec"):  # a file must name its spec
+        load_recording(save_recording(small, tmp_path / "mystery.json"))
+    with pytest.raises(RecordingError, match="Mystery GPU 9000") as info:
+        ReplayRunner(folder, small)  # a Recording built in code is checked too
+    assert info.value.details["key"] == "device.spec"
+    from workbench.core.hardware import DEFAULT_DEVICE, default_device, get_device
+
+    assert default_device() is get_device(DEFAULT_DEVICE)
+    with pytest.raises(WorkbenchError, match="unknown device 'h1000'"):
+        get_device("h1000")

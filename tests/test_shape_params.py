@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from workbench.core.errors import ParameterError
-from workbench.core.hardware import DEVICES, device_env
-from workbench.core.kernel_folder import DEFAULT_DEVICE, load_kernel_folder
+from workbench.core.hardware import DEFAULT_DEVICE, DEVICES, device_env
+from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.params import parameter_from_dict
 from workbench.core.shape_params import hull, split_shape_bounds
 

@@ -223,3 +223,52 @@ def test_t4_results_shape() -> None:
     ok = next(r for r in data["results"] if r["invalidity"] == "correct")
     assert ok["measurements"][0]["name"] == "time" and ok["measurements"][0]["unit"] == "ms"
     assert ok["objectives"] == ["time"]
+
+
+def test_raw_samples_and_method_are_stored_and_exported(tmp_path: Path) -> None:
+    """A trial's raw samples are typed fields: they survive the store and reach both export
+    formats (an earlier version read a key the runner never wrote, so none were exported)."""
+    from dataclasses import replace
+
+    from workbench.core.records import ClockStats, TimingMethod
+
+    space, results = _results()
+    good = next(r for r in results if r.status is Status.OK)
+    method = TimingMethod(timer="cupti", flush="memset", gated=True, clock_tick_us=0.032,
+                          window_medians_us=(5.0, 5.1),
+                          sm_clock=ClockStats(1980.0, 1965.0, 1980.0, 12))
+    timed = replace(good, samples_us=(5.0, 5.25, 5.5), event_samples_us=(7.0, 7.25, 7.5),
+                    method=method)
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    store.record_trial(timed, PROVENANCE)
+    [back] = [t.result for t in store.trials(PROVENANCE)]
+    assert back.samples_us == (5.0, 5.25, 5.5) and back.event_samples_us == (7.0, 7.25, 7.5)
+    assert back.method == method
+    tune = {p.name: list(p.values()) for p in space.params}
+    others = [r for r in results if r.config != good.config]
+    cache = kernel_tuner_cache([back, *others], tune_params=tune, kernel_name="k",
+                               device_name="d")
+    key = ",".join(str(good.config[n]) for n in tune)
+    assert cache["cache"][key]["times"] == [0.005, 0.00525, 0.0055]  # ms
+    [entry] = [e for e in t4_results([back], param_names=list(tune))["results"]]
+    assert entry["times"]["runtimes"] == [0.005, 0.00525, 0.0055]
+
+
+def test_results_written_with_samples_in_extra_read_back_typed() -> None:
+    """Stores and recordings written before the typed fields kept samples and the timer in
+    ``extra``: they read back into the typed fields, leaving ``extra`` for notes."""
+    _, results = _results()
+    good = next(r for r in results if r.status is Status.OK)
+    old = good.to_dict()
+    for name in ("samples_us", "event_samples_us", "method"):
+        old.pop(name)
+    old["extra"] = {"samples_us": [4.0, 4.5], "event_samples_us": [6.0, 6.5],
+                    "timer": "cupti", "clock_tick_us": 0.032, "reused_from": {"BLOCK": 64},
+                    "sm_clock_effective_mhz": {"median": 1980.0, "min": 1900.0, "max": 1980.0,
+                                               "batches": 3}}
+    back = TrialResult.from_dict(old)
+    assert back.samples_us == (4.0, 4.5) and back.event_samples_us == (6.0, 6.5)
+    assert back.method is not None and back.method.timer == "cupti"
+    assert back.method.clock_tick_us == 0.032
+    assert back.method.sm_clock is not None and back.method.sm_clock.batches == 3
+    assert dict(back.extra) == {"reused_from": {"BLOCK": 64}}

@@ -7,13 +7,10 @@ from typing import Any
 
 import pytest
 
-from workbench.core.errors import ReviewError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
-from workbench.core.params import parameter_from_dict
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
-from workbench.llm.review import Decision, Review, require_approved, template_sha256
 from workbench.llm.schemas import TemplateProposal
 from workbench.llm.templater import offline_template
 from workbench.llm.validation import UNVERIFIED_NOTE, propose_template, validate_proposal
@@ -186,50 +183,6 @@ def test_invalid_reply_is_repaired(folder: KernelFolder, llm: Any) -> None:
     assert outcome.attempts[0].problems[0].startswith("[reply]")
     assert outcome.status == "unverified"
     assert len(server.requests) == 2
-
-
-# -- reviews ---------------------------------------------------------------------------------------
-
-def test_review_hash_changes_with_one_character(folder: KernelFolder,
-                                                good: TemplateProposal) -> None:
-    template = good.to_template(name=folder.name, entry="silu_and_mul_kernel")
-    other = edit(good, source=good.source.replace("kVec", "kVeC", 1).replace("kVeC", "kVec", 1)
-                 + " ").to_template(name=folder.name, entry="silu_and_mul_kernel")
-    assert template_sha256(template) != template_sha256(other)
-    assert template_sha256(template) == template_sha256(
-        good.to_template(name=folder.name, entry="silu_and_mul_kernel"))
-    # the approved text covers the parameter ranges too: narrowing one needs a new review
-    narrowed = template.with_params(
-        [p if p.name != "VEC_BYTES" else parameter_from_dict(
-            "VEC_BYTES", {"kind": "choice", "values": [8, 16], "default": 16})
-         for p in template.params])
-    assert narrowed.source == template.source
-    assert template_sha256(narrowed) != template_sha256(template)
-
-
-def test_require_approved(folder: KernelFolder, good: TemplateProposal) -> None:
-    template = good.to_template(name=folder.name, entry="silu_and_mul_kernel")
-    with pytest.raises(ReviewError) as info:
-        require_approved(template, [])
-    assert "never reviewed" in str(info.value)
-    assert require_approved(template, [], auto_approve=True) is None
-    proposed = Review.make(template, "proposed", "agent")
-    with pytest.raises(ReviewError, match="only proposed"):
-        require_approved(template, [proposed])
-    approved = Review.make(template, Decision.APPROVED, "ana", "looks right")
-    assert require_approved(template, [proposed, approved]) == approved
-    # an approval of a text that differs by one character does not count
-    changed = edit(good, source=good.source + "\n").to_template(name=folder.name,
-                                                                 entry="silu_and_mul_kernel")
-    with pytest.raises(ReviewError):
-        require_approved(changed, [approved])
-    rejected = Review.make(template, "rejected", "ben", "unsafe tail handling")
-    later = Review.from_dict({**rejected.to_dict(), "time_utc": "2999-01-01T00:00:00+00:00"})
-    with pytest.raises(ReviewError, match="rejected by ben"):
-        require_approved(template, [approved, later], auto_approve=True)
-    assert Review.from_dict(approved.to_dict()) == approved
-    with pytest.raises(ReviewError):
-        Review.make(template, "approved", " ")
 
 
 # -- plan_next ---------------------------------------------------------------------------------

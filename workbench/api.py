@@ -14,7 +14,6 @@ directory by default), the runner (``LocalRunner`` when a GPU is present, else a
 from __future__ import annotations
 
 import getpass
-import hashlib
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -72,7 +71,6 @@ class Workbench:
         self._stop_requested = False
         self._baselines: dict[tuple[str, str], float | None] = {}
         self._session_id: str | None = None
-        self._version_id: str | None = None
         self.reviewer = reviewer or _user()
 
     # --- parts, created on first use
@@ -111,12 +109,12 @@ class Workbench:
     @property
     def device(self) -> Any:
         """The DeviceSpec searched for (the runner's, or the default H100 table entry)."""
-        from workbench.core.hardware import get_device
+        from workbench.core.hardware import default_device
 
         try:
             return self.runner.device
         except (WorkbenchError, ImportError):  # no runner yet: plan for the default device
-            return get_device("h100_sxm")
+            return default_device()
 
     @property
     def shape_names(self) -> Sequence[str]:
@@ -188,7 +186,7 @@ class Workbench:
              patience: int | None = None, seed: int = 0, batch: int = 16, confirm: int = 5,
              top: int = 5, callbacks: Sequence[Callable[[Any], None]] = (),
              conditions: Sequence[str] | None = None, pick_rule: PickRule | None = None,
-             widen: int = 0, widen_budget: int = 40) -> TuneReport:
+             widen: int = 0, widen_budget: int = 40, auto_approve: bool = False) -> TuneReport:
         """Search ``shape``/``dtype`` on this thread until the budget ends it; the report of
         every stored trial of this template at (shape, dtype), resumed ones included.
 
@@ -202,7 +200,9 @@ class Workbench:
         them, ``("read",)`` for the search's alone) and ``pick_rule`` make the confirmation
         measure under each and pick by the rule; ``widen=n`` widens
         the ranges the fastest configs sit on the edge of, up to n rounds of
-        ``widen_budget`` more evaluations (:mod:`workbench.search.widening`)."""
+        ``widen_budget`` more evaluations (:mod:`workbench.search.widening`). A proposed or
+        range-edited template needs :meth:`review` ``("approved")`` first, unless
+        ``auto_approve=True`` is passed explicitly."""
         from workbench.search.tune import TuneRequest, budget_of, tune
 
         request = TuneRequest(shape=shape, dtype=dtype, strategy=strategy,
@@ -210,7 +210,8 @@ class Workbench:
                               seed=seed, batch_size=batch, confirm=confirm, top=top,
                               conditions=tuple(conditions) if conditions is not None
                               else DEFAULT_CONDITIONS,
-                              pick_rule=pick_rule, widen=widen, widen_budget=widen_budget)
+                              pick_rule=pick_rule, widen=widen, widen_budget=widen_budget,
+                              auto_approve=auto_approve)
         with self._search_lock:
             if self._tuning:
                 raise WorkbenchError("a search is already running; stop it first",
@@ -290,57 +291,52 @@ class Workbench:
         self._adopt(template, origin)
 
     def _adopt(self, template: Any, origin: str = "offline") -> None:
-        if self._runner is not None and getattr(self._runner, "template", None) is not template:
+        from workbench.engine.capabilities import TemplateBound
+
+        bound = self._runner.template if isinstance(self._runner, TemplateBound) else None
+        if self._runner is not None and bound is not template:
             self._runner.close()  # runners are bound to a template; the next use makes one
             self._runner = None
             self._baselines.clear()
         self._template = template
         self._origin = origin
         self._params = list(template.params)
-        self._version_id = None
 
     def _template_version_id(self) -> str:
-        from workbench.store.base import TemplateVersion
+        """The current template's version id (edited ranges included), stored once."""
+        from workbench.store.approval import ensure_version
 
-        if self._version_id is None:
-            t = self._template
-            digest = hashlib.sha256(t.source.encode()).hexdigest()
-            version = TemplateVersion(
-                id=f"{self.kernel_name}-{digest[:12]}", kernel=self.kernel_name,
-                source_text=t.source, source_sha256=digest,
-                params={p.name: p.to_dict() for p in t.params},
-                constraints=tuple(c.text for c in t.constraints), launch=t.launch.to_dict(),
-                origin="curated" if t is self.folder.template else self._origin,
-                session_id=self.session_id)
-            known = {v.id for v in self.store.template_versions(self.kernel_name)}
-            if version.id not in known:
-                self.store.add_template_version(version)
-            self._version_id = version.id
-        return self._version_id
+        origin = "curated" if self.template.source == self.folder.template.source \
+            else self._origin
+        return ensure_version(self.store, self.kernel_name, self.template, origin=origin,
+                              session_id=self.session_id)
 
     def review(self, decision: str, note: str = "") -> str:
-        """Record an approval or rejection of the current template (with the text's hash)."""
-        from workbench.store.base import Review
+        """Record an approval or rejection of the current template, ranges included (its
+        approval key); a range edit makes a new version that needs its own review."""
+        from workbench.store.approval import record_review
 
         if decision not in ("approved", "rejected"):
             raise ReviewError(f"decision must be 'approved' or 'rejected', got {decision!r}",
-                              key="decision", value=decision)
-        if decision == "rejected" and not note.strip():
-            raise ReviewError("a rejection needs a note saying why", key="note", value=note,
-                              expected="a non-empty note")
-        vid = self._template_version_id()
-        digest = hashlib.sha256(self._template.source.encode()).hexdigest()
-        self.store.add_review(Review(template_version_id=vid, decision=decision,
-                                     reviewer=self.reviewer, time=_now(), note=note,
-                                     approved_text_sha256=digest if decision == "approved" else ""))
-        return f"{decision} {vid} by {self.reviewer}"
+                              key="decision", value=decision,
+                              expected="'approved' or 'rejected'")
+        self._template_version_id()
+        review = record_review(self.store, self.kernel_name, self.template, decision,
+                               self.reviewer, note, origin=self._origin)
+        return f"{decision} {review.template_version_id} by {self.reviewer}"
 
     def review_status(self) -> str:
-        vid = self._template_version_id()
-        reviews = self.store.reviews(vid)
-        if not reviews:
-            return f"{vid}: not reviewed yet"
-        last = reviews[-1]
+        """Whether the template as it is now (ranges included) may be tuned, and why."""
+        from workbench.store.approval import CURATED_REVIEWER, require_approved, version_id
+
+        vid = version_id(self.kernel_name, self.template)
+        try:
+            approval = require_approved(self.store, self.folder, self.template)
+        except ReviewError as exc:
+            return f"{vid}: {exc.message}"
+        if approval.review is None:
+            return f"{vid}: the kernel folder's curated template ({CURATED_REVIEWER})"
+        last = approval.review
         note = f" ({last.note})" if last.note else ""
         return f"{vid}: {last.decision} by {last.reviewer} at {last.time}{note}"
 
@@ -469,8 +465,3 @@ def _user() -> str:
     except (OSError, KeyError):
         return "unknown"
 
-
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="seconds")

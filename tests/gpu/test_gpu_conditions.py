@@ -34,8 +34,9 @@ def test_every_condition_times_the_baseline_and_a_config(name: str) -> None:
                 assert r.status is Status.OK, (condition, r.reason)
                 assert r.timing is not None and r.timing.median_us > 0
             if condition == "graph":
-                assert mine.extra.get("graph_launches") == GRAPH_LAUNCHES
-                assert mine.extra.get("flush") == "none (graph)"
+                assert mine.method is not None
+                assert mine.method.graph_launches == GRAPH_LAUNCHES
+                assert mine.method.flush == "none (graph)"
             else:
                 assert "graph_launches" not in mine.extra
         # measuring under a condition leaves the runner's own settings and baseline as they were

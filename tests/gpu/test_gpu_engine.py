@@ -108,7 +108,7 @@ def test_sample_default_config_verifies_and_times(name: str) -> None:
         assert result.status is Status.OK, result.reason
         assert result.timing is not None and result.timing.median_us > 0
         assert result.usage is not None and result.occupancy is not None
-        assert len(result.extra["samples_us"]) == result.timing.reps
+        assert len(result.samples_us) == result.timing.reps
         copy = runner.copy_timing(shape, "bf16")
         assert copy.median_us > 0
         print(f"\n{name} {shape}/bf16: baseline {base.timing.median_us:.2f} us, default "
@@ -131,9 +131,9 @@ def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
         [result] = list(runner.measure([Candidate(default, "decode", "bf16")]))
         assert result.status is Status.OK, result.reason
         assert result.timing is not None
-        kernel = result.extra["samples_us"]
-        events = result.extra["event_samples_us"]
-        assert result.extra["timer"] == "cupti"
+        kernel = result.samples_us
+        events = result.event_samples_us
+        assert result.method is not None and result.method.timer == "cupti"
         assert len(kernel) == len(events) == result.timing.reps >= 20
         assert all(0 < k < e for k, e in zip(kernel, events, strict=True))
         assert result.timing.median_us < sorted(events)[len(events) // 2]
@@ -159,9 +159,10 @@ def test_auto_timer_picks_cupti_here_and_the_median_groups_by_the_measured_timer
         [result] = list(runner.measure([Candidate(silu.template.default_config(), "odd",
                                                   "bf16")]))
         assert result.status is Status.OK and result.timing is not None, result.reason
-        tick = result.extra["clock_tick_us"]
+        assert result.method is not None
+        tick = result.method.clock_tick_us
         assert 0.0 < tick <= 1.0
-        samples = result.extra["samples_us"]
+        samples = result.samples_us
         steps = [(s - min(samples)) / tick for s in samples]
         assert all(abs(x - round(x)) * tick < 0.0025 for x in steps), (tick, samples[:20])
         assert result.timing.median_us == pytest.approx(grouped_median(samples, tick), abs=1e-3)

@@ -42,7 +42,7 @@ class TemplateProposed:
     version_id: str
     parent_id: str | None
     origin: str  # llm | offline | curated
-    template_sha256: str  # sha256 of the reviewed text (workbench.llm.review.template_sha256)
+    template_sha256: str  # the approval key (workbench.store.approval.approval_key)
     diff: str
     validation_status: str  # ok | unverified | failed | not run
     validation_note: str = ""

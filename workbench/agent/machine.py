@@ -20,29 +20,26 @@ Security: LLM-written text is never executed as Python; its CUDA is compiled by 
 run only by a runner's isolated GPU worker. Kernel source and profiler output enter prompts
 as fenced data.
 
-The machine owns the state and the transitions; the steps that talk to the other layers live
-by concept: :mod:`workbench.agent.propose` (the plan's text, generate, review) and
-:mod:`workbench.agent.measure` (tune, test and the measurements the prompts are built from).
+The loop's state is one explicit dataclass, :class:`~workbench.agent.records.LoopState`; each
+step is a function ``step(host, state) -> state`` that uses only the public
+:class:`~workbench.agent.records.StepHost` interface this machine implements (no step
+imports this module). The steps live by concept: :mod:`workbench.agent.propose` (plan,
+generate, review) and :mod:`workbench.agent.measure` (tune through the one tune path,
+test, and the measurements the prompts are built from).
 """
 
 from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench.agent.context import IterationSummary
-from workbench.agent.events import AgentFinished, AgentStateChanged, PlanMade, ReviewRecorded
+from workbench.agent.events import AgentFinished, AgentStateChanged, ReviewRecorded
 from workbench.agent.llm_calls import BudgetedClient, LLMCallBudgetError
 from workbench.agent.measure import retest_step, tune_step
-from workbench.agent.propose import (
-    Version,
-    generate_step,
-    plan_offline,
-    plan_with_llm,
-    review_step,
-)
+from workbench.agent.propose import generate_step, plan_step, review_step
 from workbench.agent.records import (
     TERMINAL,
     AgentConfig,
@@ -50,6 +47,9 @@ from workbench.agent.records import (
     AgentOutcome,
     AgentState,
     ApproveCallback,
+    LoopState,
+    StepHost,
+    Version,
 )
 from workbench.agent.runners import RunnerFactory, derive_runner, is_runner
 from workbench.core.errors import CompilerNotFoundError, LLMError, ReviewError, WorkbenchError
@@ -57,19 +57,16 @@ from workbench.core.events import (
     ErrorEvent,
     EventBus,
     IterationFinished,
-    IterationStarted,
     PhaseChanged,
 )
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import Compiling
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
-from workbench.llm.review import Decision, template_sha256
-from workbench.llm.review import Review as TextReview
-from workbench.llm.schemas import NextAction, Plan
 from workbench.search.orchestrator import Search
+from workbench.store.approval import approval_key, record_review
 from workbench.store.base import AgentIteration, Store
 from workbench.store.base import Review as StoredReview
 
@@ -97,7 +94,7 @@ class AgentMachine:
         self.config = config
         self.events = events if events is not None else EventBus()
         self.session_id = session_id or store.create_session(folder.name, notes="agent").id
-        self._runner_arg = runner
+        self.runner_arg = runner
         self._runners: dict[str, tuple[Runner, bool]] = {}
         self.device = device or self._learn_device()
         self.shape = config.shape or ("decode" if "decode" in folder.shapes
@@ -112,50 +109,37 @@ class AgentMachine:
         self.compiler = compiler if compiler is not None else self._default_compiler()
         self.llm = (BudgetedClient(client, config.llm_calls, store, self.session_id)
                     if client is not None else None)
-        self._approve = approve
-        self._initial_template = initial_template
+        self.approve_callback = approve
+        self.initial_template = initial_template
         self.state = AgentState.PLAN
         self.reason = ""
         self.error = ""
         self.iteration = 0
-        self._iteration_open = False
-        self._waiting = False
+        self.loop = LoopState()
         self._stop = threading.Event()
         self._search: Search | None = None
-        self._plan: Plan | None = None
-        self._suggestions: list[Mapping[str, Any]] = []
-        self._detail: dict[str, Any] = {}
-        self._history: list[IterationSummary] = []
-        self._current: Version | None = None
-        self._pending: Version | None = None
-        self._version_best: TrialResult | None = None
-        self._best: tuple[TrialResult, float | None, str] | None = None
-        self._baselines: dict[str, float | None] = {}
-        self._copy_gb: float | bool | None = False  # False: not asked yet
-        self._ncu: dict[tuple[str, str], Mapping[str, float | str] | None] = {}
 
     # -- set-up ----------------------------------------------------------------------------
 
     def _learn_device(self) -> DeviceSpec:
-        if is_runner(self._runner_arg):
-            return cast(Runner, self._runner_arg).device
-        runner = self._runner_for(self.folder.template)
+        if is_runner(self.runner_arg):
+            return cast(Runner, self.runner_arg).device
+        runner = self.runner_for(self.folder.template)
         return runner.device
 
     def _default_compiler(self) -> Compiler | None:
-        base = self._runner_arg if is_runner(self._runner_arg) else None
-        own = getattr(base, "compiler", None)
-        if isinstance(own, Compiler):
-            return own
+        base = self.runner_arg if is_runner(self.runner_arg) else None
+        if isinstance(base, Compiling) and isinstance(base.compiler, Compiler):
+            return base.compiler
         try:
             return Compiler(self.device.arch)
         except CompilerNotFoundError:
             return None
 
-    def _runner_for(self, template: KernelTemplate) -> Runner:
-        key = template_sha256(template)
+    def runner_for(self, template: KernelTemplate) -> Runner:
+        key = approval_key(template)
         if key not in self._runners:
-            self._runners[key] = derive_runner(self._runner_arg, template)
+            self._runners[key] = derive_runner(self.runner_arg, template)
         return self._runners[key][0]
 
     def close(self) -> None:
@@ -176,28 +160,27 @@ class AgentMachine:
 
     def approve(self, reviewer: str, note: str = "") -> None:
         """Approve the version waiting for review (its exact text); :meth:`run` continues."""
-        self._decide(Decision.APPROVED, reviewer, note)
+        self._decide("approved", reviewer, note)
 
     def reject(self, reviewer: str, note: str = "") -> None:
         """Reject the version waiting for review; :meth:`run` continues without it."""
-        self._decide(Decision.REJECTED, reviewer, note)
+        self._decide("rejected", reviewer, note)
 
-    def _decide(self, decision: Decision, reviewer: str, note: str) -> None:
-        if self._pending is None:
+    def _decide(self, decision: str, reviewer: str, note: str) -> None:
+        if self.loop.pending is None:
             raise ReviewError("no template version is waiting for review", key="pending",
                               value=None)
-        self._record_review(self._pending, TextReview.make(self._pending.template, decision,
-                                                           reviewer, note))
-        self._waiting = False
+        self.record_review(self.loop.pending, decision, reviewer, note)
+        self.loop.waiting = False
 
     # -- running ---------------------------------------------------------------------------
 
     def run(self) -> AgentOutcome:
         """Step until ``done``/``failed`` or a pause for review; the outcome either way."""
-        self._waiting = False
-        while self.state not in TERMINAL and not self._waiting:
+        self.loop.waiting = False
+        while self.state not in TERMINAL and not self.loop.waiting:
             if self._stop.is_set():
-                self._finish(AgentState.DONE, "stopped")
+                self.finish(AgentState.DONE, "stopped")
                 break
             self.step()
         return self.outcome()
@@ -205,86 +188,86 @@ class AgentMachine:
     def step(self) -> AgentState:
         """One transition. Expected failures end the loop as data; bugs propagate (after
         the iteration so far is stored)."""
-        handlers: dict[AgentState, Callable[[AgentMachine], None]] = {
-            AgentState.PLAN: AgentMachine._do_plan, AgentState.GENERATE: generate_step,
+        handlers: dict[AgentState, Callable[[StepHost, LoopState], LoopState]] = {
+            AgentState.PLAN: plan_step, AgentState.GENERATE: generate_step,
             AgentState.REVIEW: review_step, AgentState.TUNE: tune_step,
             AgentState.TEST: retest_step}
         if self.llm is not None and self.state in (AgentState.PLAN, AgentState.GENERATE):
             self.llm.start_stage()  # each LLM stage gets its own deadline, not the run's
         try:
-            handlers[self.state](self)
+            self.loop = handlers[self.state](self, self.loop)
         except LLMCallBudgetError as exc:
-            self._detail["stopped_at"] = self.state.value
-            self._finish(AgentState.DONE, f"LLM-call budget spent ({exc.used_calls} of "
+            self.loop.detail["stopped_at"] = self.state.value
+            self.finish(AgentState.DONE, f"LLM-call budget spent ({exc.used_calls} of "
                                           f"{exc.budget_calls} calls) before {self.state.value}")
         except LLMError as exc:
             self.error = exc.message
-            self._finish(AgentState.FAILED, f"LLM failed during {self.state.value}: "
+            self.finish(AgentState.FAILED, f"LLM failed during {self.state.value}: "
                                             f"{exc.message}")
         except WorkbenchError as exc:
             self.error = exc.message
-            self._finish(AgentState.FAILED, f"{type(exc).__name__} during "
+            self.finish(AgentState.FAILED, f"{type(exc).__name__} during "
                                             f"{self.state.value}: {exc.message}")
         except Exception as exc:
             self.error = f"{type(exc).__name__}: {exc}"
             self.events.publish(ErrorEvent(f"agent failed: {exc}", traceback.format_exc()))
-            self._finish(AgentState.FAILED, f"unexpected error during {self.state.value}: "
+            self.finish(AgentState.FAILED, f"unexpected error during {self.state.value}: "
                                             f"{self.error}")
             raise
         return self.state
 
     def outcome(self) -> AgentOutcome:
         """The outcome so far."""
-        best, base, version = self._best if self._best is not None else (None, None, None)
-        state = AgentState.REVIEW if self._waiting else self.state
+        best, base, version = self.loop.best if self.loop.best is not None else (None, None, None)
+        state = AgentState.REVIEW if self.loop.waiting else self.state
         return AgentOutcome(
             session_id=self.session_id, state=state, reason=self.reason,
             iterations=self.iteration, llm_calls=self.llm.calls_made if self.llm else 0,
-            current_version_id=self._current.id if self._current else None,
-            pending_version_id=self._pending.id if self._pending else None, best=best,
+            current_version_id=self.loop.current.id if self.loop.current else None,
+            pending_version_id=self.loop.pending.id if self.loop.pending else None, best=best,
             best_version_id=version, baseline_us=base, error=self.error)
 
     # -- bookkeeping -----------------------------------------------------------------------
 
-    def _enter(self, state: AgentState, detail: str = "") -> None:
+    def enter(self, state: AgentState, detail: str = "") -> None:
         self.state = state
         self.events.publish(AgentStateChanged(state.value, self.iteration, detail))
         self.events.publish(PhaseChanged(f"agent: {state.value}", detail))
 
     def _best_so_far(self) -> dict[str, Any]:
-        if self._best is None:
+        if self.loop.best is None:
             return {}
-        best, base, version = self._best
+        best, base, version = self.loop.best
         return {"best_us": best.median_us, "baseline_us": base, "version_id": version,
                 "config": dict(best.config),
                 "speedup": base / best.median_us if base and best.median_us else None}
 
-    def _store_iteration(self, state: str) -> None:
+    def store_iteration(self, state: str) -> None:
         so_far = self._best_so_far()
-        detail = {**self._detail, "best_so_far": so_far}
+        detail = {**self.loop.detail, "best_so_far": so_far}
         self.store.record_iteration(AgentIteration(
             session_id=self.session_id, iteration=self.iteration, state=state,
             best_us=so_far.get("best_us"), speedup=so_far.get("speedup"), detail=detail))
 
-    def _end_iteration(self, state: str, summary: str, result: str) -> None:
-        sha = self._current.template.source_sha256 if self._current else ""
-        action = self._plan.next_action.value if self._plan else ""
-        self._history.append(IterationSummary(self.iteration, action, summary, result, sha))
-        self._store_iteration(state)
-        self._iteration_open = False
+    def end_iteration(self, state: str, summary: str, result: str) -> None:
+        sha = self.loop.current.template.source_sha256 if self.loop.current else ""
+        action = self.loop.plan.next_action.value if self.loop.plan else ""
+        self.loop.history.append(IterationSummary(self.iteration, action, summary, result, sha))
+        self.store_iteration(state)
+        self.loop.iteration_open = False
         so_far = self._best_so_far()
         self.events.publish(IterationFinished(self.iteration, so_far.get("best_us"),
                                               so_far.get("speedup"), result))
 
-    def _finish(self, state: AgentState, reason: str) -> None:
+    def finish(self, state: AgentState, reason: str) -> None:
         self.reason = reason
-        self._detail["stop_reason"] = reason
+        self.loop.detail["stop_reason"] = reason
         if self.error:
-            self._detail["error"] = self.error
-        if self._iteration_open:
-            self._store_iteration(state.value if state is AgentState.FAILED
+            self.loop.detail["error"] = self.error
+        if self.loop.iteration_open:
+            self.store_iteration(state.value if state is AgentState.FAILED
                                   else f"{self.state.value}:stopped")
-            self._iteration_open = False
+            self.loop.iteration_open = False
         self.state = state
         self.events.publish(AgentStateChanged(state.value, self.iteration, reason))
         so_far = self._best_so_far()
@@ -293,53 +276,24 @@ class AgentMachine:
                                                     so_far.get("speedup")))
         self.close()
 
-    # -- plan ------------------------------------------------------------------------------
-
-    def _do_plan(self) -> None:
-        if self.iteration >= self.config.iterations:
-            self._finish(AgentState.DONE,
-                         f"iteration budget spent ({self.config.iterations} iterations)")
-            return
-        self.iteration += 1
-        self._iteration_open = True
-        self._detail = {"shape": self.shape, "dtype": self.dtype}
-        self.events.publish(IterationStarted(self.iteration))
-        if self._current is None:
-            plan, source = Plan(diagnosis="no template yet",
-                                next_action=NextAction.NEW_TEMPLATE), "initial"
-        elif self.llm is not None:
-            plan, source = plan_with_llm(self), "llm"
-        else:
-            plan, source = plan_offline(self), "offline"
-        self._plan = plan
-        self._suggestions = list(plan.configs_to_enqueue)
-        self._detail["plan"] = {"source": source, **plan.model_dump(mode="json")}
-        self.events.publish(PlanMade(
-            self.iteration, source, plan.next_action.value, plan.diagnosis,
-            tuple(plan.hypotheses), tuple(plan.configs_to_enqueue)))
-        if plan.next_action is NextAction.STOP:
-            self._end_iteration("plan", "plan: stop", plan.diagnosis)
-            self._finish(AgentState.DONE, f"the plan says stop: {plan.diagnosis}")
-        elif plan.next_action is NextAction.TUNE_MORE:
-            self._enter(AgentState.TUNE, "tune more")
-        else:
-            self._enter(AgentState.GENERATE, plan.next_action.value)
-
     # -- review records ----------------------------------------------------------------------
 
-    def _record_review(self, version: Version, review: TextReview) -> None:
-        if review.template_sha256 != version.text_sha256:
-            raise ReviewError("the review is of a different template text",
-                              key="template_sha256", value=review.template_sha256,
-                              expected=version.text_sha256)
-        self.store.add_review(StoredReview(
-            template_version_id=version.id, decision=review.decision.value,
-            reviewer=review.reviewer, time=review.time_utc, note=review.note,
-            approved_text_sha256=review.template_sha256))
-        self.events.publish(ReviewRecorded(version.id, review.decision.value,
-                                                     review.reviewer))
+    def record_review(self, version: Version, decision: str, reviewer: str,
+                       note: str = "") -> None:
+        review = record_review(self.store, self.folder.name, version.template, decision,
+                               reviewer, note, origin=version.origin)
+        self.events.publish(ReviewRecorded(version.id, review.decision, review.reviewer))
 
-    def _reviews(self, version: Version) -> list[TextReview]:
-        return [TextReview(template_sha256=r.approved_text_sha256, decision=Decision(r.decision),
-                           reviewer=r.reviewer, time_utc=r.time, note=r.note)
-                for r in self.store.reviews(version.id)]
+    def stop_requested(self) -> bool:
+        """Whether :meth:`stop` was called (any thread)."""
+        return self._stop.is_set()
+
+    def hold_search(self, search: Search | None) -> None:
+        """The search a tune step runs now (so :meth:`stop` reaches it), or None after."""
+        self._search = search
+        if search is not None and self._stop.is_set():
+            search.stop()
+
+    def reviews(self, version: Version) -> list[StoredReview]:
+        key = version.text_sha256
+        return [r for r in self.store.reviews(version.id) if r.approved_text_sha256 == key]

@@ -3,27 +3,36 @@
 version stored with its parent and diff) and ``review`` (a human's approval of the exact
 text, unless ``auto_approve=True`` was chosen explicitly).
 
-These are functions of the :class:`~workbench.agent.machine.AgentMachine` they step; the
-machine owns the state and decides the transitions.
+These are functions of the :class:`~workbench.agent.host.AgentMachine` they step; the
+host owns the state and decides the transitions.
 """
 
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from workbench.agent.context import offline_plan, space_summary
-from workbench.agent.events import ProposalRejected, ReviewRequested, TemplateProposed
+from workbench.agent.events import (
+    PlanMade,
+    ProposalRejected,
+    ReviewRequested,
+    TemplateProposed,
+)
 from workbench.agent.measure import measured_configs, measurement_context, space_of
-from workbench.agent.records import AUTO_REVIEWER, AgentState, ReviewRequest
+from workbench.agent.records import (
+    AUTO_REVIEWER,
+    AgentState,
+    LoopState,
+    ReviewRequest,
+    StepHost,
+    Version,
+)
 from workbench.agent.runners import is_live, is_runner
 from workbench.core.errors import ReviewError
+from workbench.core.events import IterationStarted
 from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.llm.prompts import KernelBrief, plan_messages
-from workbench.llm.review import Decision, require_approved, template_sha256, template_text
-from workbench.llm.review import Review as TextReview
 from workbench.llm.schemas import NextAction, Plan, TemplateProposal
 from workbench.llm.templater import offline_template, unified_diff
 from workbench.llm.validation import (
@@ -32,27 +41,16 @@ from workbench.llm.validation import (
     propose_template,
     validate_proposal,
 )
-from workbench.store.base import TemplateVersion
+from workbench.store.approval import (
+    approval_key,
+    approval_text,
+    ensure_version,
+    require_approved,
+    version_id,
+)
 
 if TYPE_CHECKING:
-    from workbench.agent.machine import AgentMachine
     from workbench.llm.client import LLMClient
-
-
-@dataclass(frozen=True)
-class Version:
-    """One stored template version as the machine holds it."""
-
-    id: str
-    template: KernelTemplate
-    origin: str
-    parent_id: str | None
-    diff: str
-    validation: ValidationReport | None
-
-    @property
-    def text_sha256(self) -> str:
-        return template_sha256(self.template)
 
 
 def _report_dict(report: ValidationReport | None) -> dict[str, Any]:
@@ -65,123 +63,152 @@ def _report_dict(report: ValidationReport | None) -> dict[str, Any]:
 
 # -- plan ----------------------------------------------------------------------------------
 
-def plan_offline(machine: AgentMachine) -> Plan:
+def plan_step(host: StepHost, loop: LoopState) -> LoopState:
+    """``plan``: start an iteration and decide its action (the first one asks for a
+    template; later ones ask the LLM, or the offline plan without one)."""
+    if host.iteration >= host.config.iterations:
+        host.finish(AgentState.DONE,
+                    f"iteration budget spent ({host.config.iterations} iterations)")
+        return loop
+    host.iteration += 1
+    loop.iteration_open = True
+    loop.detail = {"shape": host.shape, "dtype": host.dtype}
+    host.events.publish(IterationStarted(host.iteration))
+    if loop.current is None:
+        plan, source = Plan(diagnosis="no template yet",
+                            next_action=NextAction.NEW_TEMPLATE), "initial"
+    elif host.llm is not None:
+        plan, source = plan_with_llm(host, loop), "llm"
+    else:
+        plan, source = plan_offline(host, loop), "offline"
+    loop.plan = plan
+    loop.suggestions = list(plan.configs_to_enqueue)
+    loop.detail["plan"] = {"source": source, **plan.model_dump(mode="json")}
+    host.events.publish(PlanMade(
+        host.iteration, source, plan.next_action.value, plan.diagnosis,
+        tuple(plan.hypotheses), tuple(plan.configs_to_enqueue)))
+    if plan.next_action is NextAction.STOP:
+        host.end_iteration("plan", "plan: stop", plan.diagnosis)
+        host.finish(AgentState.DONE, f"the plan says stop: {plan.diagnosis}")
+    elif plan.next_action is NextAction.TUNE_MORE:
+        host.enter(AgentState.TUNE, "tune more")
+    else:
+        host.enter(AgentState.GENERATE, plan.next_action.value)
+    return loop
+
+
+def plan_offline(host: StepHost, loop: LoopState) -> Plan:
     """The deterministic plan for the current version, without an LLM."""
-    assert machine._current is not None
-    limit = machine.config.budget.max_evaluations or 8
-    return offline_plan(space_of(machine, machine._current.template),
-                        measured_configs(machine, machine._current), machine._version_best,
+    assert loop.current is not None
+    limit = host.config.budget.max_evaluations or 8
+    return offline_plan(space_of(host, loop.current.template),
+                        measured_configs(host, loop.current), loop.version_best,
                         limit)
 
 
-def plan_with_llm(machine: AgentMachine) -> Plan:
+def plan_with_llm(host: StepHost, loop: LoopState) -> Plan:
     """The LLM's plan for the current version, from the hardware-aware context."""
-    assert machine._current is not None and machine.llm is not None
-    template = machine._current.template
-    summary = space_summary(space_of(machine, template),
-                            len(measured_configs(machine, machine._current)))
-    messages = plan_messages(KernelBrief.from_folder(machine.folder),
-                             measurement_context(machine),
+    assert loop.current is not None and host.llm is not None
+    template = loop.current.template
+    summary = space_summary(space_of(host, template),
+                            len(measured_configs(host, loop.current)))
+    messages = plan_messages(KernelBrief.from_folder(host.folder),
+                             measurement_context(host, loop),
                              TemplateProposal.from_template(template),
                              space_summary=summary)
-    return machine.llm.complete(messages, Plan, purpose="plan")
+    return host.llm.complete(messages, Plan, purpose="plan")
 
 
 # -- generate ------------------------------------------------------------------------------
 
-def _record_attempt(machine: AgentMachine, attempt: ProposalAttempt) -> None:
-    machine._detail.setdefault("attempts", []).append(
+def _record_attempt(host: StepHost, loop: LoopState, attempt: ProposalAttempt) -> None:
+    loop.detail.setdefault("attempts", []).append(
         {"round": attempt.round, "problems": list(attempt.problems),
          "raw_reply": attempt.raw_reply[:20000]})
 
 
-def _correctness(machine: AgentMachine) -> Any:
-    if not is_live(machine._runner_arg if is_runner(machine._runner_arg) else None):
+def _correctness(host: StepHost) -> Any:
+    if not is_live(host.runner_arg if is_runner(host.runner_arg) else None):
         return None
 
     def check(template: KernelTemplate, config: Config, shape: str,
               dtype: str) -> TrialResult:
-        runner = machine._runner_for(template)
+        runner = host.runner_for(template)
         return next(iter(runner.measure([Candidate(config, shape, dtype)])))
     return check
 
 
-def generate_step(machine: AgentMachine) -> None:
+def generate_step(host: StepHost, loop: LoopState) -> LoopState:
     """``generate``: a validated template version to review, or the reason there is none."""
-    action = machine._plan.next_action if machine._plan else NextAction.NEW_TEMPLATE
+    action = loop.plan.next_action if loop.plan else NextAction.NEW_TEMPLATE
     report: ValidationReport | None
-    if machine._current is None and machine._initial_template is not None:
-        template, origin = machine._initial_template, "curated"
-        report = validate_proposal(TemplateProposal.from_template(template), machine.folder,
-                                   device=machine.device, compiler=machine.compiler)
-    elif machine.llm is not None:
-        current = (TemplateProposal.from_template(machine._current.template)
-                   if action is NextAction.REFINE_TEMPLATE and machine._current else None)
+    if loop.current is None and host.initial_template is not None:
+        template, origin = host.initial_template, "curated"
+        report = validate_proposal(TemplateProposal.from_template(template), host.folder,
+                                   device=host.device, compiler=host.compiler)
+    elif host.llm is not None:
+        current = (TemplateProposal.from_template(loop.current.template)
+                   if action is NextAction.REFINE_TEMPLATE and loop.current else None)
         outcome = propose_template(
-            machine.folder, cast("LLMClient", machine.llm),
-            context=measurement_context(machine), device=machine.device,
-            compiler=machine.compiler, correctness=_correctness(machine), current=current,
-            repair_rounds=1, on_attempt=lambda attempt: _record_attempt(machine, attempt))
+            host.folder, cast("LLMClient", host.llm),
+            context=measurement_context(host, loop), device=host.device,
+            compiler=host.compiler, correctness=_correctness(host), current=current,
+            repair_rounds=1, on_attempt=lambda attempt: _record_attempt(host, loop, attempt))
         if outcome.template is None:
             problems = tuple(outcome.reasons)
-            machine._detail["proposal"] = {"status": "failed", "problems": list(problems)}
-            machine.events.publish(ProposalRejected(machine.iteration, problems))
-            if machine._current is None:
-                machine._finish(AgentState.FAILED, "no valid template: the proposal failed "
+            loop.detail["proposal"] = {"status": "failed", "problems": list(problems)}
+            host.events.publish(ProposalRejected(host.iteration, problems))
+            if loop.current is None:
+                host.finish(AgentState.FAILED, "no valid template: the proposal failed "
                                 "validation after its repair round: " + "; ".join(problems))
-                return
-            machine._end_iteration("generate", f"{action.value}: proposal failed validation",
+                return loop
+            host.end_iteration("generate", f"{action.value}: proposal failed validation",
                                    "; ".join(problems)[:500])
-            machine._enter(AgentState.PLAN)
-            return
+            host.enter(AgentState.PLAN)
+            return loop
         template, origin, report = outcome.template, "llm", outcome.report
     else:
-        made = offline_template(machine.folder)
-        report = validate_proposal(made.proposal, machine.folder, device=machine.device,
-                                   compiler=machine.compiler)
+        made = offline_template(host.folder)
+        report = validate_proposal(made.proposal, host.folder, device=host.device,
+                                   compiler=host.compiler)
         template, origin = made.template, "offline"
-    machine._detail["validation"] = _report_dict(report)
+    loop.detail["validation"] = _report_dict(report)
     if report is not None and not report.ok:
-        machine._finish(AgentState.FAILED, f"the {origin} template fails validation: "
+        host.finish(AgentState.FAILED, f"the {origin} template fails validation: "
                         + "; ".join(report.messages()))
-        return
-    if machine._current is not None \
-            and template_sha256(template) == machine._current.text_sha256:
-        machine._detail["proposal"] = {"status": "unchanged"}
-        machine._enter(AgentState.TUNE, "proposal identical to the current version")
-        return
-    machine._pending = store_version(machine, template, origin, report)
-    machine._enter(AgentState.REVIEW, machine._pending.id)
+        return loop
+    if loop.current is not None \
+            and approval_key(template) == loop.current.text_sha256:
+        loop.detail["proposal"] = {"status": "unchanged"}
+        host.enter(AgentState.TUNE, "proposal identical to the current version")
+        return loop
+    loop.pending = store_version(host, loop, template, origin, report)
+    host.enter(AgentState.REVIEW, loop.pending.id)
+    return loop
 
 
-def store_version(machine: AgentMachine, template: KernelTemplate, origin: str,
+def store_version(host: StepHost, loop: LoopState, template: KernelTemplate, origin: str,
                   report: ValidationReport | None) -> Version:
-    """Store ``template`` as a child of the current version, with its diff and the
-    agent's ``proposed`` review."""
-    version_id = uuid.uuid4().hex
-    parent = machine._current
+    """Store ``template`` as a child of the current version (its id is its approval key's),
+    with its diff and the agent's ``proposed`` review."""
+    vid = version_id(host.folder.name, template)
+    parent = loop.current
     if parent is not None:
-        diff = unified_diff(template_text(parent.template), template_text(template),
-                            f"version {parent.id[:12]}", f"version {version_id[:12]}")
+        diff = unified_diff(approval_text(parent.template), approval_text(template),
+                            f"version {parent.id}", f"version {vid}")
     else:
-        diff = unified_diff(machine.folder.baseline.source, template.source,
-                            machine.folder.baseline.source_name, template.source_name)
-    machine.store.add_template_version(TemplateVersion(
-        id=version_id, kernel=machine.folder.name, source_text=template.source,
-        source_sha256=template.source_sha256,
-        params={p.name: p.to_dict() for p in template.params},
-        constraints=tuple(c.text for c in template.constraints),
-        launch=template.launch.to_dict(), origin=origin,
-        parent_id=parent.id if parent else None, diff_vs_parent=diff,
-        session_id=machine.session_id))
-    version = Version(version_id, template, origin, parent.id if parent else None, diff,
-                      report)
+        diff = unified_diff(host.folder.baseline.source, template.source,
+                            host.folder.baseline.source_name, template.source_name)
+    ensure_version(host.store, host.folder.name, template, origin=origin,
+                   parent_id=parent.id if parent else None, diff=diff,
+                   session_id=host.session_id)
+    version = Version(vid, template, origin, parent.id if parent else None, diff, report)
     note = f"validation: {report.status} ({report.note})" if report else ""
-    machine._record_review(version, TextReview.make(template, Decision.PROPOSED, "agent",
-                                                    note))
-    machine._detail["version_id"] = version_id
-    machine.events.publish(TemplateProposed(
-        machine.iteration, version_id, version.parent_id, origin, version.text_sha256, diff,
+    host.record_review(version, "proposed", "agent", note)
+    loop.detail["version_id"] = vid
+    loop.detail["diff"] = diff
+    host.events.publish(TemplateProposed(
+        host.iteration, vid, version.parent_id, origin, version.text_sha256, diff,
         report.status if report else "not run", report.note if report else ""))
     return version
 
@@ -209,56 +236,51 @@ def auto_approval_refusal(auto_approve: bool, allow_unverified: bool,
               "or pass --allow-unverified")
 
 
-def review_step(machine: AgentMachine) -> None:
+def review_step(host: StepHost, loop: LoopState) -> LoopState:
     """``review``: the pending version's decision, asked for where none is recorded; the
-    machine pauses when no decision is available."""
-    version = machine._pending
+    host pauses when no decision is available."""
+    version = loop.pending
     assert version is not None
-    decided = [r for r in machine._reviews(version) if r.decision is not Decision.PROPOSED]
+    decided = [r for r in host.reviews(version) if r.decision != "proposed"]
     if not decided:
-        refusal = auto_approval_refusal(machine.config.auto_approve,
-                                        machine.config.allow_unverified, version)
-        if machine.config.auto_approve and refusal is None:
-            machine._record_review(version, TextReview.make(
-                version.template, Decision.APPROVED, AUTO_REVIEWER,
-                "auto_approve=True was set explicitly"))
+        refusal = auto_approval_refusal(host.config.auto_approve,
+                                        host.config.allow_unverified, version)
+        if host.config.auto_approve and refusal is None:
+            host.record_review(version, "approved", AUTO_REVIEWER,
+                               "auto_approve=True was set explicitly")
         elif refusal is not None:
-            machine._detail["auto_approve"] = {"refused": refusal}
-        elif machine._approve is not None:
-            answer = machine._approve(ReviewRequest(
-                machine.iteration, version.id, version.parent_id, version.origin,
+            loop.detail["auto_approve"] = {"refused": refusal}
+        elif host.approve_callback is not None:
+            answer = host.approve_callback(ReviewRequest(
+                host.iteration, version.id, version.parent_id, version.origin,
                 version.template, version.text_sha256, version.diff, version.validation))
-            if isinstance(answer, TextReview):
-                machine._record_review(version, answer)
-            elif answer is not None:
-                decision = Decision.APPROVED if answer else Decision.REJECTED
-                machine._record_review(version, TextReview.make(
-                    version.template, decision, machine.config.reviewer, "approve callback"))
-        if not [r for r in machine._reviews(version) if r.decision is not Decision.PROPOSED]:
-            machine._waiting = True
-            machine.reason = (f"{refusal}; " if refusal else "") + \
+            if answer is not None:
+                host.record_review(version, "approved" if answer else "rejected",
+                                   host.config.reviewer, "approve callback")
+        if not [r for r in host.reviews(version) if r.decision != "proposed"]:
+            loop.waiting = True
+            host.reason = (f"{refusal}; " if refusal else "") + \
                 f"waiting for review of template version {version.id}"
-            machine._detail["review"] = {"decision": "pending", "version_id": version.id}
-            machine._store_iteration("review")
-            machine.events.publish(ReviewRequested(
-                machine.iteration, version.id, version.text_sha256, version.diff))
-            return
+            loop.detail["review"] = {"decision": "pending", "version_id": version.id}
+            host.store_iteration("review")
+            host.events.publish(ReviewRequested(
+                host.iteration, version.id, version.text_sha256, version.diff))
+            return loop
     try:
-        approval = require_approved(version.template, machine._reviews(version))
+        approval = require_approved(host.store, host.folder, version.template)
     except ReviewError as exc:
-        machine._detail["review"] = {"decision": "rejected", "version_id": version.id,
+        loop.detail["review"] = {"decision": "rejected", "version_id": version.id,
                                      "message": exc.message}
-        machine._pending = None
-        if machine._current is None:
-            machine._finish(AgentState.DONE, f"template rejected: {exc.message}")
-            return
-        machine._end_iteration("review", "proposal rejected by the reviewer", exc.message)
-        machine._enter(AgentState.PLAN)
-        return
-    assert approval is not None
-    machine._detail["review"] = {"decision": "approved", "version_id": version.id,
-                                 "reviewer": approval.reviewer,
-                                 "template_sha256": approval.template_sha256}
-    machine._current, machine._pending = version, None
-    machine._version_best = None
-    machine._enter(AgentState.TUNE, version.id)
+        loop.pending = None
+        if loop.current is None:
+            host.finish(AgentState.DONE, f"template rejected: {exc.message}")
+            return loop
+        host.end_iteration("review", "proposal rejected by the reviewer", exc.message)
+        host.enter(AgentState.PLAN)
+        return loop
+    loop.detail["review"] = {"decision": "approved", "version_id": version.id,
+                                 "reviewer": approval.by, "template_key": approval.key}
+    loop.current, loop.pending = version, None
+    loop.version_best = None
+    host.enter(AgentState.TUNE, version.id)
+    return loop

@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from workbench.agent.context import IterationSummary
+from workbench.agent.llm_calls import BudgetedClient
+from workbench.agent.runners import RunnerFactory
 from workbench.core.errors import WorkbenchError
+from workbench.core.events import EventBus
+from workbench.core.hardware import DeviceSpec
+from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import TrialResult
 from workbench.core.template import KernelTemplate
-from workbench.llm.review import Review as TextReview
+from workbench.engine.compiler import Compiler
+from workbench.engine.runner import Runner
+from workbench.llm.schemas import Plan
 from workbench.llm.validation import ValidationReport
 from workbench.search.budget import Budget
+from workbench.search.orchestrator import Search
+from workbench.store.approval import approval_key
+from workbench.store.base import AgentIteration, Review, Store
 
 
 class AgentState(enum.StrEnum):
@@ -72,6 +84,73 @@ class AgentConfig:
 
 
 @dataclass(frozen=True)
+class Version:
+    """One stored template version as the agent holds it."""
+
+    id: str
+    template: KernelTemplate
+    origin: str
+    parent_id: str | None
+    diff: str
+    validation: ValidationReport | None
+
+    @property
+    def text_sha256(self) -> str:
+        """The approval key: what a review of this version approves."""
+        return approval_key(self.template)
+
+
+@dataclass
+class LoopState:
+    """Everything the loop knows between steps; each step takes it and returns it."""
+
+    iteration_open: bool = False
+    waiting: bool = False  # paused for a review decision
+    plan: Plan | None = None
+    suggestions: list[Mapping[str, Any]] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)  # the iteration's stored detail
+    history: list[IterationSummary] = field(default_factory=list)
+    current: Version | None = None  # the approved version being tuned
+    pending: Version | None = None  # a version waiting for review
+    version_best: TrialResult | None = None  # the current version's search best
+    best: tuple[TrialResult, float | None, str] | None = None  # (re-tested, baseline, version)
+    baselines: dict[str, float | None] = field(default_factory=dict)  # per approval key
+    copy_gb: float | bool | None = False  # False: not asked yet
+    ncu: dict[tuple[str, str], Mapping[str, float | str] | None] = field(default_factory=dict)
+
+
+class StepHost(Protocol):
+    """What a step may use of the machine: its settings, services and transitions."""
+
+    folder: KernelFolder
+    store: Store
+    config: AgentConfig
+    events: EventBus
+    session_id: str
+    device: DeviceSpec
+    shape: str
+    dtype: str
+    compiler: Compiler | None
+    llm: BudgetedClient | None
+    iteration: int
+    reason: str
+    runner_arg: Runner | RunnerFactory
+    approve_callback: ApproveCallback | None
+    initial_template: KernelTemplate | None
+
+    def runner_for(self, template: KernelTemplate) -> Runner: ...
+    def enter(self, state: AgentState, detail: str = "") -> None: ...
+    def finish(self, state: AgentState, reason: str) -> None: ...
+    def end_iteration(self, state: str, summary: str, result: str) -> None: ...
+    def store_iteration(self, state: str) -> None: ...
+    def record_review(self, version: Version, decision: str, reviewer: str,
+                      note: str = "") -> None: ...
+    def reviews(self, version: Version) -> list[Review]: ...
+    def stop_requested(self) -> bool: ...
+    def hold_search(self, search: Search | None) -> None: ...
+
+
+@dataclass(frozen=True)
 class ReviewRequest:
     """What an ``approve`` callback is shown: the exact text's hash, the diff, validation."""
 
@@ -80,12 +159,44 @@ class ReviewRequest:
     parent_id: str | None
     origin: str
     template: KernelTemplate
-    template_sha256: str
+    template_sha256: str  # the approval key (workbench.store.approval.approval_key)
     diff: str
     validation: ValidationReport | None
 
 
-ApproveCallback = Callable[[ReviewRequest], "bool | TextReview | None"]
+#: The reviewer's answer: True approves, False rejects, None leaves the version waiting.
+ApproveCallback = Callable[[ReviewRequest], "bool | None"]
+
+
+@dataclass(frozen=True)
+class IterationView:
+    """One stored agent iteration as the panel's Agent tab shows it (one reader of the
+    ``detail`` the machine writes, so the writer and the reader cannot drift apart)."""
+
+    iteration: int
+    state: str
+    plan: str         # the plan's next action and diagnosis
+    version_id: str   # the template version proposed or tuned
+    diff: str         # the version's unified diff from its parent (or the baseline)
+    approval: str     # "approved by ana", "pending", "rejected: ..."
+    best_us: float | None
+    speedup: float | None
+
+    @classmethod
+    def from_stored(cls, iteration: AgentIteration) -> IterationView:
+        detail = iteration.detail or {}
+        plan = detail.get("plan") or {}
+        review = detail.get("review") or {}
+        decision = str(review.get("decision", ""))
+        approval = (f"{decision} by {review['reviewer']}" if review.get("reviewer")
+                    else f"{decision}: {review['message']}" if review.get("message")
+                    else decision)
+        return cls(iteration=iteration.iteration, state=iteration.state,
+                   plan=(f"{plan.get('next_action', '')}: {plan.get('diagnosis', '')}"
+                         if plan else ""),
+                   version_id=str(detail.get("version_id") or review.get("version_id") or ""),
+                   diff=str(detail.get("diff", "")), approval=approval,
+                   best_us=iteration.best_us, speedup=iteration.speedup)
 
 
 @dataclass(frozen=True)

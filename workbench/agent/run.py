@@ -9,7 +9,7 @@ from workbench.agent.records import AgentConfig, AgentOutcome, ApproveCallback
 from workbench.agent.runners import RunnerFactory
 from workbench.core.errors import CompilerNotFoundError
 from workbench.core.events import EventBus
-from workbench.core.hardware import DEVICES, DeviceSpec
+from workbench.core.hardware import DeviceSpec, default_device
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
@@ -83,7 +83,7 @@ def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
 
     ``compiler=None`` uses nvcc when it is installed (else the compile check is skipped).
     """
-    spec = device or DEVICES["h100_sxm"]
+    spec = device or default_device()
     if compiler is None:
         try:
             compiler = Compiler(spec.arch, include_dir=folder.path)

@@ -16,9 +16,11 @@ runner instance, from which a runner for another template is derived here:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import TemplateBound, TemplateDeriving
 from workbench.engine.replay import ReplayRunner
 from workbench.engine.runner import LocalRunner, Runner
 from workbench.store.base import provenance_for
@@ -34,8 +36,8 @@ class AgentRunnerError(WorkbenchError):
 
 
 def is_runner(obj: object) -> bool:
-    """Whether ``obj`` looks like a runner (rather than a factory)."""
-    return hasattr(obj, "measure") and hasattr(obj, "baseline")
+    """Whether ``obj`` is a runner (rather than a factory)."""
+    return isinstance(obj, Runner)
 
 
 def is_live(runner: object) -> bool:
@@ -47,12 +49,11 @@ def derive_runner(runner: Runner | RunnerFactory, template: KernelTemplate) -> t
     """A runner for ``template`` and whether the caller owns it (must close it)."""
     if not is_runner(runner):
         return runner(template), True  # type: ignore[operator]
-    current = getattr(runner, "template", None)
+    current = runner.template if isinstance(runner, TemplateBound) else None
     if isinstance(current, KernelTemplate) and current == template:
-        return runner, False  # type: ignore[return-value]
-    for_template = getattr(runner, "for_template", None)
-    if callable(for_template):
-        return for_template(template), True
+        return runner, False
+    if isinstance(runner, TemplateDeriving):
+        return cast(Runner, runner.for_template(template)), True
     if isinstance(runner, ReplayRunner):
         return ReplayRunner(runner.folder, runner.recording, template=template), True
     if isinstance(runner, LocalRunner):

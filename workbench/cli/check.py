@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.cli._common import Progress, format_table
-from workbench.core.hardware import DeviceSpec, get_device, occupancy
+from workbench.core.hardware import DEFAULT_DEVICE, DeviceSpec, get_device, occupancy
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Occupancy, ResourceUsage
 
@@ -130,6 +130,6 @@ def register(sub: Any) -> None:
     """Add the ``check`` subcommand."""
     p = sub.add_parser("check", help="validate a kernel folder, compile it, show its space")
     p.add_argument("folder")
-    p.add_argument("--device", default="h100", help="device spec for hardware pruning")
+    p.add_argument("--device", default=DEFAULT_DEVICE, help="device spec for hardware pruning")
     p.add_argument("--arch", default="sm_90a")
     p.set_defaults(func=cmd_check)

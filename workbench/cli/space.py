@@ -10,7 +10,7 @@ from typing import Any
 
 from workbench.cli._common import count, format_table
 from workbench.cli.check import compile_configs, hardware_verdict
-from workbench.core.hardware import get_device
+from workbench.core.hardware import DEFAULT_DEVICE, get_device
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Config
 
@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
     p.add_argument("folder")
     p.add_argument("--shape", required=True)
     p.add_argument("--dtype")
-    p.add_argument("--device", default="h100")
+    p.add_argument("--device", default=DEFAULT_DEVICE, help="device spec for hardware pruning")
     p.add_argument("--arch", default="sm_90a")
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
     p.add_argument("--all", "--show-pruned", dest="all", action="store_true",

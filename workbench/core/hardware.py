@@ -143,6 +143,16 @@ _ALIASES: Mapping[str, str] = {
 }
 
 
+#: The device planned for when none is measured (no runner yet, a CPU-only machine): the one
+#: default of the package. Everything that needs a default asks :func:`default_device`.
+DEFAULT_DEVICE = "h100_sxm"
+
+
+def default_device() -> DeviceSpec:
+    """The :data:`DEFAULT_DEVICE` table entry."""
+    return DEVICES[DEFAULT_DEVICE]
+
+
 def get_device(key: str) -> DeviceSpec:
     """The table entry for ``key`` or one of its aliases (case-insensitive, ``-`` = ``_``)."""
     normalized = key.strip().lower().replace("-", "_").replace(" ", "_")

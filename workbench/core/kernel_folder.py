@@ -25,7 +25,7 @@ from workbench.core.errors import (
     WorkbenchError,
 )
 from workbench.core.expr import Expr, parse_constraint, parse_expr
-from workbench.core.hardware import DEVICES, DeviceSpec, device_env
+from workbench.core.hardware import DeviceSpec, default_device, device_env
 from workbench.core.params import Parameter, parameter_from_dict
 from workbench.core.shape_params import ShapeBounds, hull, split_shape_bounds
 from workbench.core.space import SearchSpace
@@ -33,7 +33,6 @@ from workbench.core.template import KernelTemplate, LaunchRules
 
 ROLES = ("in", "out", "inout", "scalar")
 ARG_DTYPES = ("T", "f32", "i32", "i64")
-DEFAULT_DEVICE = "h100_sxm"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shapes",
              "tolerances", "args", "baseline", "template"}
@@ -108,7 +107,7 @@ class KernelFolder:
     def env(self, shape: str, dtype: str, device: DeviceSpec | None = None) -> dict[str, Any]:
         """Names visible to expressions: problem sizes, elem_bytes and device limits."""
         self.check_dtype(dtype)
-        spec = device or DEVICES[DEFAULT_DEVICE]
+        spec = device or default_device()
         return {**device_env(spec), **self.shape_values(shape), "elem_bytes": ELEM_BYTES[dtype]}
 
     def bytes_moved_for(self, shape: str, dtype: str) -> int:
@@ -318,7 +317,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             c.add("kernel.toml", "shapes", {k: sorted(v) for k, v in names_by_shape.items()},
                   "every shape to name the same problem sizes")
     size_names = sorted({k for v in shapes.values() for k in v})
-    env_names = [*size_names, "elem_bytes", *device_env(DEVICES[DEFAULT_DEVICE])]
+    env_names = [*size_names, "elem_bytes", *device_env(default_device())]
 
     check_shape = data.get("check_shape")
     if not isinstance(check_shape, str) or check_shape not in shapes:
@@ -489,7 +488,7 @@ def _shape_hulls(params: list[Parameter], bounds: list[ShapeBounds],
     the default device (workbench.core.shape_params)."""
     if not bounds:
         return params
-    spec = DEVICES[DEFAULT_DEVICE]
+    spec = default_device()
     envs = [{**device_env(spec), **sizes, "elem_bytes": ELEM_BYTES[d]}
             for sizes in shapes.values() for d in dtypes if d in ELEM_BYTES]
     by = {b.name: b for b in bounds}

@@ -139,8 +139,60 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class ClockStats:
+    """The SM clock the timing gate measured during the timed batches (cycles/globaltimer)."""
+
+    median_mhz: float
+    min_mhz: float
+    max_mhz: float
+    batches: int
+
+
+@dataclass(frozen=True)
+class TimingMethod:
+    """How a timed result was measured, as the GPU worker reports it beside the numbers."""
+
+    timer: str = "events"          # "events" (CUDA event pairs) | "cupti" (kernel durations)
+    flush: str = "none"            # how L2 was flushed before each launch ("none": it wasn't)
+    gated: bool = False            # launches queued behind a spin gate
+    clock_tick_us: float = 0.0     # the GPU timer's step (medians are grouped by it)
+    gate_timeouts: int = 0         # the host stalled longer than the gate waits
+    window_medians_us: tuple[float, ...] = ()  # one median per timing window
+    sm_clock: ClockStats | None = None
+    graph_launches: int = 0        # the "graph" cache condition: launches per timed graph
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TimingMethod:
+        clock = data.get("sm_clock") or data.get("sm_clock_effective_mhz")
+        return cls(timer=str(data.get("timer") or "events"), flush=str(data.get("flush", "none")),
+                   gated=bool(data.get("gated", False)),
+                   clock_tick_us=float(data.get("clock_tick_us") or 0.0),
+                   gate_timeouts=int(data.get("gate_timeouts") or 0),
+                   graph_launches=int(data.get("graph_launches") or 0),
+                   window_medians_us=tuple(float(x) for x in
+                                           data.get("window_medians_us") or ()),
+                   sm_clock=ClockStats(
+                       median_mhz=float(clock.get("median_mhz", clock.get("median", 0.0))),
+                       min_mhz=float(clock.get("min_mhz", clock.get("min", 0.0))),
+                       max_mhz=float(clock.get("max_mhz", clock.get("max", 0.0))),
+                       batches=int(clock.get("batches", 0)))
+                   if isinstance(clock, Mapping) else None)
+
+
+# Keys earlier versions kept in ``TrialResult.extra``; read back into the typed fields.
+_LEGACY_METHOD_KEYS = ("timer", "clock_tick_us", "gate_timeouts", "window_medians_us",
+                       "sm_clock_effective_mhz", "graph_launches", "flush")
+
+
+@dataclass(frozen=True)
 class TrialResult:
-    """Everything known about one (config, shape, dtype) evaluation."""
+    """Everything known about one (config, shape, dtype) evaluation.
+
+    ``samples_us`` are the raw per-launch times the median summarizes (the timer's: kernel
+    durations with CUPTI, event pairs otherwise); ``event_samples_us`` the event-pair times
+    of the same launches where CUPTI timed them; ``method`` how they were taken. ``extra``
+    is for free-form notes only (a replay's warning, the config a cubin was reused from).
+    """
 
     config: Config
     shape: str
@@ -159,6 +211,9 @@ class TrialResult:
     device: str = ""  # device name, e.g. "NVIDIA H100 80GB HBM3"
     source: str = "live"  # "live" or "replay:<file> (<date>)"
     log_excerpt: str = ""
+    samples_us: tuple[float, ...] = field(default=(), compare=False)
+    event_samples_us: tuple[float, ...] = field(default=(), compare=False)
+    method: TimingMethod | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -180,8 +235,10 @@ class TrialResult:
                 value = dict(value)
             elif f.name == "status":
                 value = value.value
-            elif f.name in ("timing", "usage", "occupancy") and value is not None:
+            elif f.name in ("timing", "usage", "occupancy", "method") and value is not None:
                 value = asdict(value)
+            elif f.name in ("samples_us", "event_samples_us"):
+                value = list(value)
             elif f.name == "extra":
                 value = dict(value)
             out[f.name] = value
@@ -199,6 +256,16 @@ class TrialResult:
             kwargs["usage"] = ResourceUsage(**kwargs["usage"])
         if kwargs.get("occupancy") is not None:
             kwargs["occupancy"] = Occupancy(**kwargs["occupancy"])
+        extra = dict(kwargs.get("extra") or {})
+        for name in ("samples_us", "event_samples_us"):  # typed now; older files kept them
+            raw = kwargs.get(name) or extra.pop(name, None) or ()
+            kwargs[name] = tuple(float(x) for x in raw)
+        legacy = {k: extra.pop(k) for k in _LEGACY_METHOD_KEYS if k in extra}
+        if kwargs.get("method") is not None:
+            kwargs["method"] = TimingMethod.from_dict(kwargs["method"])
+        elif legacy and kwargs.get("timing") is not None:
+            kwargs["method"] = TimingMethod.from_dict(legacy)
+        kwargs["extra"] = extra
         return cls(**kwargs)
 
 

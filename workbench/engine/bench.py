@@ -148,7 +148,13 @@ extern "C" __global__ void wb_evict(const float4* __restrict__ buf, long long n4
 
 @dataclass(frozen=True)
 class BenchSettings:
-    """How one candidate is timed. Times in the unit named by each field."""
+    """How one candidate is timed. Times in the unit named by each field.
+
+    What a user sets: ``timer``, ``flush_l2`` (cold or hot L2), ``target_rse_pct``,
+    ``max_time_s`` and ``batch_reps``. The other fields pin the measurement protocol of the
+    module docstring (defaults chosen by the A/B runs in benchmarks/NOTES.md); ``windows``,
+    ``window_gap_ms`` and ``carveout`` are there for benchmarks/ (duration levels,
+    repeatability) and change what a time means, so the runner's description names them."""
 
     warmup_ms: float = 5.0
     min_reps: int = 10
@@ -163,8 +169,6 @@ class BenchSettings:
     host_gate: bool = True            # hold each batch behind a gate kernel (see above)
     tail_reps: int = 6                # untimed repetitions queued after each batch's timed ones
     placements: int = 8               # timed repetitions rotate over this many input copies
-    scatter_placements: bool = False  # copies start at random 256 B offsets within a page
-                                      # (no measurable effect on the H100; NOTES.md)
     timer: str = "auto"               # "auto", "events" or "cupti" (kernel durations; the
                                       # event pairs are kept too); see TIMERS
     windows: int = 1                  # separate timing loops per candidate (see time_launches)

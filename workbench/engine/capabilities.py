@@ -7,14 +7,16 @@ lacks a capability simply does not define the method (never sets it to ``None``)
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from workbench.core.records import Config, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import CopyTiming
+from workbench.engine.compiler import Compiler
 
-__all__ = ["CopyTimer", "RecordedConfirmations", "Remeasuring", "TemplateBound",
-           "TemplateDeriving"]
+__all__ = ["Compiling", "CopyTimer", "DeviceFacts", "RecordedConfirmations", "Remeasuring",
+           "TemplateBound", "TemplateDeriving"]
 
 
 @runtime_checkable
@@ -37,6 +39,21 @@ class RecordedConfirmations(Protocol):
 
     def recorded_confirmation(self, config: Config, shape: str,
                               dtype: str) -> TrialResult | None: ...
+
+
+@runtime_checkable
+class Compiling(Protocol):
+    """Compiles what it measures with nvcc (its version and flags key the trials)."""
+
+    compiler: Compiler
+
+
+@runtime_checkable
+class DeviceFacts(Protocol):
+    """Knows the measuring machine (driver, CUDA version...): live, or from a recording."""
+
+    @property
+    def facts(self) -> Mapping[str, Any]: ...
 
 
 @runtime_checkable

@@ -183,22 +183,16 @@ class _Replica:
         return cls(source, dict(source.buffers), owned=[])
 
     @classmethod
-    def copy(cls, source: _InputSet, scatter_seed: int | None = None) -> _Replica:
-        """A copy in new allocations; with ``scatter_seed`` each buffer starts at a random
-        multiple of 256 bytes inside its first 2 MiB (allocations are page aligned, so
-        plain copies sit at the same offsets within a page as the original)."""
-        import numpy as np
-
+    def copy(cls, source: _InputSet) -> _Replica:
+        """A copy in new allocations (page aligned, like the original)."""
         cuda = source.session.cuda
-        rng = np.random.default_rng(scatter_seed) if scatter_seed is not None else None
         buffers: dict[str, Any] = {}
         owned = []
         for name, buf in source.buffers.items():
             nbytes = source.nbytes[name]
-            offset = 256 * int(rng.integers(0, SCATTER_SPAN // 256)) if rng is not None else 0
-            new = cuda.mem_alloc(nbytes + offset)
+            new = cuda.mem_alloc(nbytes)
             owned.append(new)
-            ptr = int(new) + offset
+            ptr = int(new)
             cuda.memcpy_dtod(ptr, buf, nbytes)
             buffers[name] = ptr
         return cls(source, buffers, owned=owned)
@@ -218,8 +212,6 @@ class _Replica:
 
 #: Device memory the timing copies of one problem's inputs may take (see _placements).
 PLACEMENT_BYTES = 1 << 30
-#: Scattered copies start at a random 256-byte multiple below this offset.
-SCATTER_SPAN = 2 << 20
 
 IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
 SPIN_UP_S = 0.2  # busy time before timing after such a pause
@@ -358,7 +350,7 @@ class GpuSession:
         self.replicas = []
         self.problem_key = None
 
-    def _placements(self, wanted: int, scatter: bool = False) -> list[_Replica]:
+    def _placements(self, wanted: int) -> list[_Replica]:
         """Input set 1 plus up to ``wanted - 1`` copies of it at other device addresses.
 
         Timed repetitions rotate over them, so a time is not the property of one physical
@@ -373,8 +365,7 @@ class GpuSession:
         if not self.replicas:
             self.replicas = [_Replica.of(first)]
         while len(self.replicas) < fit:
-            seed = len(self.replicas) if scatter else None
-            self.replicas.append(_Replica.copy(first, scatter_seed=seed))
+            self.replicas.append(_Replica.copy(first))
         return self.replicas[:fit]
 
     def load(self, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -650,7 +641,7 @@ class GpuSession:
         grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
         if message.get("carveout_pct") is not None:
             self._carveout(func, int(message["carveout_pct"]))
-        places = self._placements(settings.placements, settings.scatter_placements)
+        places = self._placements(settings.placements)
         current = [places[0]]
         turn = [0]
 

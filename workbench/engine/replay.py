@@ -45,6 +45,11 @@ class ReplayRunner:
                                  f"{folder.name!r}", file=str(rec.path), key="kernel",
                                  value=rec.kernel, expected=folder.name)
         spec_key = str(rec.device.get("spec") or match_device_name(rec.device_name) or "")
+        if not spec_key:  # never a silent default device: the limits would be another GPU's
+            raise RecordingError(f"{rec.path}: device {rec.device_name!r} matches no device "
+                                 f"table entry and the recording names no 'spec'",
+                                 file=str(rec.path), key="device.spec", value=rec.device_name,
+                                 expected="a device.spec key of workbench.core.hardware.DEVICES")
         self.device: DeviceSpec = get_device(spec_key)
         file_name = rec.path.name if rec.path else "recording"
         self.source = f"replay:{file_name} ({rec.device_name}, {rec.date})"
@@ -85,6 +90,11 @@ class ReplayRunner:
         if self.warning:
             extra["warning"] = self.warning
         return replace(result, source=self.source, extra=extra)
+
+    @property
+    def facts(self) -> dict[str, object]:
+        """The recorded machine's facts (device name, driver, CUDA version)."""
+        return dict(self.recording.device)
 
     @property
     def shapes_dtypes(self) -> list[tuple[str, str]]:

@@ -9,7 +9,7 @@ process with a CUDA context). Its pipeline per ``measure`` call:
    thread) while the GPU worker verifies and times what has already compiled;
 3. with the compiler's resource report, a config with zero occupancy is ``pruned``;
 4. an identical cubin with the same launch on the same problem is never timed twice: the
-   earlier result is reused (``extra["reused_from"]`` names the config measured);
+   earlier result is reused (the note ``extra["reused_from"]`` names the config measured);
 5. the worker verifies on two random input sets against the baseline's outputs, then
    times; a crash or hang costs only that candidate (the worker is restarted).
 
@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from workbench.core.errors import NoGPUError, TemplateError, WorkbenchError, WorkerError
 from workbench.core.hardware import DeviceSpec, launch_problem, occupancy, occupancy_carveout_pct
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, Config, ResourceUsage, Status, Timing, TrialResult
+from workbench.core.records import Candidate, Config, ResourceUsage, Status, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate, Launch
 from workbench.engine.bench import (
@@ -52,6 +52,15 @@ from workbench.engine.worker import (
     WorkerDied,
     WorkerTimeout,
     rule_for_event,
+)
+from workbench.engine.worker_messages import (
+    CopyReply,
+    CopyRequest,
+    EvaluateReply,
+    EvaluateRequest,
+    LaunchGeometry,
+    LoadRequest,
+    ProblemSpec,
 )
 
 log = logging.getLogger(__name__)
@@ -138,6 +147,11 @@ class _Pending:
     launch: Launch
 
 
+def _geometry(launch: Launch) -> LaunchGeometry:
+    return LaunchGeometry(tuple(launch.grid), tuple(launch.block),  # type: ignore[arg-type]
+                          launch.smem_bytes)
+
+
 def _gpu_python_available() -> bool:
     return importlib.util.find_spec("pycuda") is not None
 
@@ -206,11 +220,9 @@ class LocalRunner:
     def _env(self, shape: str, dtype: str) -> dict[str, Any]:
         return self.folder.env(shape, dtype, self.device)
 
-    def _problem(self, shape: str, dtype: str, launch: Launch) -> dict[str, Any]:
-        args = self.folder.arg_layout(shape, dtype)
-        return {"shape_name": shape, "shape": self.folder.shape_values(shape), "args": args,
-                "launch": {"grid": list(launch.grid), "block": list(launch.block),
-                           "smem_bytes": launch.smem_bytes}}
+    def _problem(self, shape: str, dtype: str, launch: Launch) -> ProblemSpec:
+        return ProblemSpec(shape, self.folder.shape_values(shape),
+                           self.folder.arg_layout(shape, dtype), _geometry(launch))
 
     def _compile_checks(self) -> CompileResult:
         if self._checks is None:
@@ -243,13 +255,15 @@ class LocalRunner:
         check_shape = self.folder.check_shape
         _, check_launch = self._baseline_build(check_shape, dtype)
         key = f"{self.folder.name}/{shape}/{dtype}/{self.seed}"
-        message = {"cmd": "load", "key": key, "folder": str(Path(self.folder.path).resolve()),
-                   "dtype": dtype, "seed": self.seed, "check_kernels": checks.cubin_path,
-                   "baseline": {"cubin": base.cubin_path, "entry": self.folder.baseline.entry},
-                   "main": self._problem(shape, dtype, launch),
-                   "check": self._problem(check_shape, dtype, check_launch)}
+        assert checks.cubin_path is not None and base.cubin_path is not None
+        request = LoadRequest(key=key, folder=str(Path(self.folder.path).resolve()),
+                              dtype=dtype, seed=self.seed, check_kernels=checks.cubin_path,
+                              baseline_cubin=base.cubin_path,
+                              baseline_entry=self.folder.baseline.entry,
+                              main=self._problem(shape, dtype, launch),
+                              check=self._problem(check_shape, dtype, check_launch))
         try:
-            reply = self._client.request(message, timeout_s=LOAD_TIMEOUT_S)
+            reply = self._client.request(request.to_message(), timeout_s=LOAD_TIMEOUT_S)
         except WorkerError as exc:
             raise WorkerError(f"loading {key} into the GPU worker failed: {exc.message}",
                               **exc.details) from exc
@@ -282,31 +296,32 @@ class LocalRunner:
                                       launch.threads_per_block)
 
     def _evaluate(self, shape: str, dtype: str, cubin: str, entry: str, launch: Launch,
-                  *, time_it: bool = True, usage: ResourceUsage | None = None) -> dict[str, Any]:
+                  *, time_it: bool = True, usage: ResourceUsage | None = None) -> EvaluateReply:
         """Ask the worker; failures of the worker itself become replies with a status."""
         self._ensure_loaded(shape, dtype)
-        message = {"cmd": "evaluate", "key": f"{self.folder.name}/{shape}/{dtype}/{self.seed}",
-                   "cubin": cubin, "entry": entry, "grid": list(launch.grid),
-                   "block": list(launch.block), "smem_bytes": launch.smem_bytes,
-                   "settings": self.settings.to_dict(), "time": time_it,
-                   "carveout_pct": self._carveout_pct(usage, launch)}
+        request = EvaluateRequest(key=f"{self.folder.name}/{shape}/{dtype}/{self.seed}",
+                                  cubin=cubin, entry=entry, launch=_geometry(launch),
+                                  settings=self.settings.to_dict(), time=time_it,
+                                  carveout_pct=self._carveout_pct(usage, launch))
         try:
-            reply = self._client.request(message, timeout_s=self.settings.timeout_s)
+            reply = self._client.request(request.to_message(),
+                                         timeout_s=self.settings.timeout_s)
         except (WorkerTimeout, WorkerDied) as exc:
             event = "watchdog" if isinstance(exc, WorkerTimeout) else "worker_died"
             rule = rule_for_event(event)
             self._worker_lost()
             tail = str(exc.details.get("stderr", ""))[-1500:]
-            return {"status": rule.status.value, "reason": f"{rule.meaning} ({exc.message})",
-                    "log_excerpt": tail}
+            return EvaluateReply(status=rule.status, reason=f"{rule.meaning} ({exc.message})",
+                                 log_excerpt=tail)
         if "error" in reply:
             if reply.get("restart_worker"):
                 self._worker_lost()
             raise WorkerError(f"GPU worker: {reply['error']}", kind=reply.get("kind"),
                               traceback=reply.get("traceback", ""))
-        if reply.get("restart_worker"):
+        parsed = EvaluateReply.from_message(reply)
+        if parsed.restart_worker:
             self._worker_lost()
-        return reply
+        return parsed
 
     def _worker_lost(self) -> None:
         self._client.kill()
@@ -315,9 +330,7 @@ class LocalRunner:
         self._failed_at = time.perf_counter()
 
     def _result(self, candidate: Candidate, instance_hash: str, compiled: CompileResult | None,
-                launch: Launch | None, reply: dict[str, Any]) -> TrialResult:
-        status = Status(reply["status"])
-        timing = Timing(**reply["timing"]) if status is Status.OK and "timing" in reply else None
+                launch: Launch | None, reply: EvaluateReply) -> TrialResult:
         usage = compiled.usage if compiled else None
         occ = None
         if usage is not None and launch is not None:
@@ -325,47 +338,26 @@ class LocalRunner:
                             launch.threads_per_block)
         extra: dict[str, Any] = {}
         if launch is not None:
-            extra["launch"] = {"grid": list(launch.grid), "block": list(launch.block),
-                               "smem_bytes": launch.smem_bytes}
-        if "samples_us" in reply:
-            extra["samples_us"] = reply["samples_us"]
-        method = reply.get("method", {})
-        if method.get("sm_clock_effective_mhz"):
-            # the SM clock the gate measured during the timed batches (cycles / globaltimer)
-            extra["sm_clock_effective_mhz"] = method["sm_clock_effective_mhz"]
-        if method.get("clock_tick_us"):
-            # the GPU timer's step: the median is grouped by it (bench.grouped_median)
-            extra["clock_tick_us"] = float(method["clock_tick_us"])
-        if method.get("graph_launches"):  # the "graph" cache condition: time per launch
-            extra["graph_launches"] = int(method["graph_launches"])
-        if method.get("flush"):
-            extra["flush"] = str(method["flush"])
-        if method.get("window_medians_us"):
-            extra["window_medians_us"] = method["window_medians_us"]
-        if "event_samples_us" in reply:  # timer="cupti": the event pairs of the same launches
-            extra["event_samples_us"] = reply["event_samples_us"]
-            extra["timer"] = "cupti"
-        if "nvml" in reply:
-            extra["nvml"] = reply["nvml"]
-        if method.get("gate_timeouts"):
-            # the host stalled longer than the gate waits: say so next to the numbers
-            extra["gate_timeouts"] = int(method["gate_timeouts"])
-        self.stats.count(status)
-        if "verify_s" in reply:
+            extra["launch"] = _geometry(launch).to_message()
+        if reply.nvml:
+            extra["nvml"] = dict(reply.nvml)  # clocks and temperature around the timing
+        self.stats.count(reply.status)
+        if reply.verify_s is not None:
             self.stats.verified += 1
-            self.stats.verify_s += float(reply["verify_s"])
-        if timing is not None:
+            self.stats.verify_s += float(reply.verify_s)
+        if reply.timing is not None:
             self.stats.timed += 1
-            self.stats.bench_s += float(reply.get("bench_s", 0.0))
+            self.stats.bench_s += float(reply.bench_s or 0.0)
         return TrialResult(
             config=candidate.config, shape=candidate.shape, dtype=candidate.dtype,
-            status=status, reason=str(reply.get("reason", "")), timing=timing, usage=usage,
+            status=reply.status, reason=reply.reason, timing=reply.timing, usage=usage,
             occupancy=occ, instance_hash=instance_hash,
             bytes_moved=self.folder.bytes_moved_for(candidate.shape, candidate.dtype),
             compile_s=compiled.compile_s if compiled else None,
-            verify_s=reply.get("verify_s"), bench_s=reply.get("bench_s"),
-            max_abs_err=reply.get("max_abs_err"), device=self.device.name, source="live",
-            log_excerpt=str(reply.get("log_excerpt", "")), extra=extra)
+            verify_s=reply.verify_s, bench_s=reply.bench_s, max_abs_err=reply.max_abs_err,
+            device=self.device.name, source="live", log_excerpt=reply.log_excerpt,
+            samples_us=reply.samples_us, event_samples_us=reply.event_samples_us,
+            method=reply.method, extra=extra)
 
     # -- the Runner protocol -------------------------------------------------------------------
 
@@ -390,15 +382,17 @@ class LocalRunner:
         nbytes = self.folder.bytes_moved_for(shape, dtype) // 2
         if not self._client.alive:
             self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
-        reply = self._client.request({"cmd": "copy", "nbytes": nbytes, "seed": self.seed,
-                                      "settings": self.settings.to_dict(),
-                                      "check_kernels": self._compile_checks().cubin_path},
+        checks = self._compile_checks().cubin_path
+        assert checks is not None
+        request = CopyRequest(nbytes=nbytes, seed=self.seed, settings=self.settings.to_dict(),
+                              check_kernels=checks)
+        reply = self._client.request(request.to_message(),
                                      timeout_s=max(60.0, self.settings.timeout_s))
         if "error" in reply:
             raise WorkerError(f"timing a device copy failed: {reply['error']}")
-        return CopyTiming(shape=shape, dtype=dtype, bytes_moved=2 * int(reply["nbytes"]),
-                          timing=Timing(**reply["timing"]),
-                          samples_us=tuple(reply["samples_us"]))
+        copied = CopyReply.from_message(reply)
+        return CopyTiming(shape=shape, dtype=dtype, bytes_moved=2 * copied.nbytes,
+                          timing=copied.timing, samples_us=copied.samples_us)
 
     def _prune(self, candidate: Candidate, event: str, reason: str,
                instance_hash: str = "", compiled: CompileResult | None = None) -> TrialResult:

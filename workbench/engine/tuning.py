@@ -298,13 +298,8 @@ def _speedup(baseline: TrialResult | None,
     if baseline is None or headline is None or baseline.timing is None \
             or headline.timing is None or baseline.status is not Status.OK:
         return None
-    base_samples, best_samples = _samples(baseline), _samples(headline)
-    if base_samples and best_samples:
-        tick = float(headline.extra.get("clock_tick_us") or 0.0)
-        return speedup_interval(base_samples, best_samples, tick_us=tick)
+    if baseline.samples_us and headline.samples_us:
+        tick = headline.method.clock_tick_us if headline.method is not None else 0.0
+        return speedup_interval(baseline.samples_us, headline.samples_us, tick_us=tick)
     return speedup_from_timings(baseline.timing, headline.timing)
 
-
-def _samples(result: TrialResult) -> list[float]:
-    samples = result.extra.get("samples_us") if result.extra else None
-    return [float(x) for x in samples] if samples else []

@@ -34,7 +34,6 @@ from workbench.llm.prompts import (
     repair_messages,
     template_messages,
 )
-from workbench.llm.review import Decision, Review, require_approved, template_sha256
 from workbench.llm.schemas import NextAction, ParameterSpec, Plan, TemplateProposal
 from workbench.llm.templater import TemplaterResult, lift_source, offline_template
 from workbench.llm.validation import (
@@ -53,7 +52,6 @@ __all__ = [
     "UNVERIFIED_NOTE",
     "ChatClient",
     "ChatReply",
-    "Decision",
     "Iteration",
     "KernelBrief",
     "LLMBudgetError",
@@ -76,7 +74,6 @@ __all__ = [
     "ProposalAttempt",
     "ProposalOutcome",
     "RejectedConfig",
-    "Review",
     "TemplateProposal",
     "TemplaterResult",
     "Usage",
@@ -92,9 +89,7 @@ __all__ = [
     "propose_template",
     "render_messages",
     "repair_messages",
-    "require_approved",
     "template_messages",
-    "template_sha256",
     "validate_proposal",
     "vet_configs",
 ]

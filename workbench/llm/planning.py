@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.core.errors import ParameterError, TemplateError
-from workbench.core.hardware import DEVICES, DeviceSpec
+from workbench.core.hardware import DeviceSpec, default_device
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config
 from workbench.core.template import KernelTemplate
@@ -84,7 +84,7 @@ def plan_next(folder: KernelFolder, client: ChatClient, template: KernelTemplate
 
     Raises the client's LLMError subclasses when no usable plan comes back.
     """
-    ctx = context or PromptContext(device=DEVICES["h100_sxm"])
+    ctx = context or PromptContext(device=default_device())
     scopes = _scopes(folder, ctx)
     messages = plan_messages(KernelBrief.from_folder(folder), ctx,
                              TemplateProposal.from_template(template),

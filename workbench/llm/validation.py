@@ -34,7 +34,7 @@ from workbench.core.errors import (
     TemplateError,
 )
 from workbench.core.expr import parse_constraint, parse_expr
-from workbench.core.hardware import DEVICES, DeviceSpec, device_env, launch_problem
+from workbench.core.hardware import DeviceSpec, default_device, device_env, launch_problem
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Candidate, Config, Status, TrialResult
@@ -156,7 +156,7 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
     ``compiler=None`` skips compiling (reported in ``checks_skipped``); ``correctness=None``
     (no GPU) leaves the report ``unverified: needs a GPU``.
     """
-    spec = device or DEVICES["h100_sxm"]
+    spec = device or default_device()
     problems: list[ValidationProblem] = []
     passed: list[str] = []
     skipped: list[str] = []
@@ -348,7 +348,7 @@ def propose_template(folder: KernelFolder, client: ChatClient, *,
     to the repair round like validation problems. Endpoint failures and refusals raise
     (LLMEndpointError, LLMRefusalError). The result always goes to a human for review.
     """
-    spec = device or (context.device if context is not None else DEVICES["h100_sxm"])
+    spec = device or (context.device if context is not None else default_device())
     ctx = context or PromptContext(device=spec)
     kernel = KernelBrief.from_folder(folder)
     messages = template_messages(kernel, ctx, current=current, guidance=guidance)

@@ -134,7 +134,8 @@ class Search:
     ``provenance`` is required: results are keyed by it and resumed from it. ``pruners``
     run on every asked config before the runner (e.g. a LaunchPruner). ``suggestions``
     (LLM picks) are measured first, after each space's default config. ``baselines_us``
-    (shape -> baseline median µs) lets BestImproved carry a speedup.
+    (shape -> baseline median µs) lets BestImproved carry a speedup. ``clock`` (seconds,
+    monotonic) times ``budget.max_wall_s``.
     """
 
     def __init__(self, spaces: Mapping[str, SearchSpace] | Callable[[str], SearchSpace],
@@ -144,7 +145,8 @@ class Search:
                  pruners: Sequence[Pruner] = (), suggestions: Sequence[Mapping[str, Value]] = (),
                  baselines_us: Mapping[str, float] | None = None,
                  lease_s: float = DEFAULT_LEASE_S, claim_wait_s: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if config.strategy not in STRATEGIES:
             raise UnknownStrategyError(config.strategy, list(STRATEGIES))
         if store is not None and provenance is None:
@@ -162,6 +164,7 @@ class Search:
         self.claim_wait_s = claim_wait_s
         self._sleep = sleep
         self._owner = claim_owner()
+        self._clock = clock  # seconds; tests inject a fake one for max_wall_s
         self._suggestions: list[Mapping[str, Value]] = list(suggestions)
         space_for = spaces.__getitem__ if isinstance(spaces, Mapping) else spaces
         self._shapes: dict[str, _ShapeState] = {}
@@ -314,7 +317,7 @@ class Search:
         return self._run()
 
     def _run(self) -> SearchOutcome:
-        started = time.monotonic()
+        started = self._clock()
         try:
             reason = "completed"
             for shape in self.config.shapes:
@@ -331,7 +334,7 @@ class Search:
             shapes={shape: ShapeOutcome(shape, st.reason, self.evaluated(shape),
                                         st.measured_now, st.pruned, self.best(shape))
                     for shape, st in self._shapes.items()},
-            wall_s=time.monotonic() - started)
+            wall_s=self._clock() - started)
         self._state = "finished"
         self.events.publish(SearchFinished(reason, outcome.evaluated, outcome.best))
         return outcome
@@ -370,7 +373,7 @@ class Search:
         state = self._shapes[shape]
         if self._stop.is_set():
             return "stopped"
-        if budget.max_wall_s is not None and time.monotonic() - started >= budget.max_wall_s:
+        if budget.max_wall_s is not None and self._clock() - started >= budget.max_wall_s:
             return "time"
         if budget.max_evaluations is not None and self.evaluated(shape) >= budget.max_evaluations:
             return "budget"

@@ -27,6 +27,7 @@ from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
 from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from workbench.search.widening import TemplateRunner, widen_and_continue
+from workbench.store.approval import require_approved
 from workbench.store.base import Provenance, Store, provenance_for
 
 __all__ = ["TuneRequest", "budget_of", "stored_results", "tune"]
@@ -39,7 +40,8 @@ class TuneRequest:
     ``budget.max_evaluations`` counts the trials already in the store (a re-run with the
     same budget measures nothing new; a larger one measures the difference); ``None``
     means the whole space. ``confirm=k`` re-measures the k fastest configs after the search
-    (see :mod:`workbench.engine.tuning`); ``suggestions`` are measured first."""
+    (see :mod:`workbench.engine.tuning`); ``suggestions`` are measured first.
+    ``auto_approve=True`` lets a template without an approval of its key be tuned."""
 
     shape: str
     dtype: str
@@ -56,6 +58,7 @@ class TuneRequest:
     pick_rule: PickRule | None = None
     widen: int = 0             # rounds of range widening after the search (search/widening)
     widen_budget: int = 40     # evaluations added per widening round
+    auto_approve: bool = False  # tune a template nobody approved (an explicit opt-in)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:  # before any store or runner is touched
@@ -86,9 +89,14 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
 
     ``events`` receives the search's events (trials, bests, phases, the end). ``on_search``
     is handed the :class:`Search` before it runs, so another thread can pause, resume,
-    stop it or edit its ranges."""
+    stop it or edit its ranges.
+
+    Before any GPU time the approval gate runs
+    (:func:`~workbench.store.approval.require_approved`): a proposed or range-edited
+    template needs an approval of exactly its key unless ``request.auto_approve``."""
     shape, dtype = request.shape, folder.check_dtype(request.dtype)
     folder.shape_values(shape)  # ShapeError naming the known shapes
+    require_approved(store, folder, template, auto_approve=request.auto_approve)
     config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=request.strategy,
                           seed=request.seed, budget=request.budget,
                           batch_size=request.batch_size)

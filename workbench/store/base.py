@@ -37,31 +37,33 @@ class Provenance:
 
 
 
-def provenance_for(runner: Any, template: Any) -> Provenance:
-    """The provenance of ``template``'s trials measured by ``runner`` (duck-typed).
+@runtime_checkable
+class ProvidesProvenance(Protocol):
+    """A runner that names its own provenance (e.g. a test runner)."""
 
-    A runner may define ``provenance(template)``; otherwise it is read from the runner's
-    compiler (version, flags), device (arch), description and ``facts`` (driver; a replay
-    names its recording's device and driver).
+    def provenance(self, template: Any) -> Provenance: ...
+
+
+def provenance_for(runner: Any, template: Any) -> Provenance:
+    """The provenance of ``template``'s trials measured by ``runner``.
+
+    A :class:`ProvidesProvenance` runner names it; otherwise it is read from the runner's
+    compiler (version, flags; :class:`~workbench.engine.capabilities.Compiling`), device
+    (arch), description and facts (driver; a replay gives its recording's:
+    :class:`~workbench.engine.capabilities.DeviceFacts`).
     """
-    own = getattr(runner, "provenance", None)
-    if callable(own):
-        own = own(template)
-    if isinstance(own, Provenance):
-        return own
-    compiler = getattr(runner, "compiler", None)
-    facts = getattr(runner, "facts", None) or {}
-    recording = getattr(runner, "recording", None)
-    if recording is not None:
-        facts = getattr(recording, "device", None) or facts
+    from workbench.engine.capabilities import Compiling, DeviceFacts
+
+    if isinstance(runner, ProvidesProvenance):
+        return runner.provenance(template)
+    compiler = runner.compiler if isinstance(runner, Compiling) else None
+    facts: Mapping[str, Any] = runner.facts if isinstance(runner, DeviceFacts) else {}
     device = runner.device
     return Provenance(template_sha256=template.source_sha256,
-                      compiler=str(getattr(compiler, "version", "") or ""),
-                      flags=" ".join(getattr(compiler, "flags", ()) or ()),
-                      arch=str(getattr(device, "arch", "")),
-                      device=str(getattr(runner, "description", device.name)),
-                      driver=str(facts.get("driver") or "") if isinstance(facts, Mapping)
-                      else "")
+                      compiler=str(compiler.version or "") if compiler is not None else "",
+                      flags=" ".join(compiler.flags) if compiler is not None else "",
+                      arch=str(device.arch), device=str(runner.description),
+                      driver=str(facts.get("driver") or ""))
 
 @dataclass(frozen=True)
 class Session:

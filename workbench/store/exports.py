@@ -8,7 +8,7 @@ Kernel Tuner cache (the file ``tune_kernel(cache=...)`` writes and simulation mo
 ``tune_params_keys`` order (``str()`` of each value). A config that did not run carries one
 of Kernel Tuner's markers as its ``time``: ``CompilationFailedConfig``,
 ``RuntimeFailedConfig`` or ``InvalidConfig``. Individual repetition times are exported as
-``times`` only when the result kept them (``extra["times_us"]``); summaries are never
+``times`` only when the result kept them (``TrialResult.samples_us``); summaries are never
 expanded into invented samples.
 
 T4 (the auto-tuning community's open results schema, version 1.0.0): ``{"schema_version",
@@ -135,9 +135,8 @@ def kernel_tuner_cache(rows: Iterable[Row], *, tune_params: Mapping[str, Sequenc
         entry: dict[str, Any] = {n: result.config[n] for n in names}
         if result.status is Status.OK and result.timing is not None:
             entry["time"] = result.timing.median_us / 1000.0
-            times_us = result.extra.get("times_us") if result.extra else None
-            if times_us:
-                entry["times"] = [float(t) / 1000.0 for t in times_us]
+            if result.samples_us:
+                entry["times"] = [float(t) / 1000.0 for t in result.samples_us]
         else:
             entry["time"] = KT_MARKERS.get(result.status, "RuntimeFailedConfig")
         entry.update({
@@ -158,7 +157,7 @@ def t4_results(rows: Iterable[Row], *, param_names: Sequence[str],
     for row in rows:
         result, created = _split(row)
         timing = result.timing
-        times_us = result.extra.get("times_us") if result.extra else None
+        times_us = result.samples_us
         measurements: list[dict[str, Any]] = []
         if result.status is Status.OK and timing is not None:
             measurements += [

@@ -19,7 +19,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from workbench.core.errors import ExpressionError, TemplateError, WorkbenchError
-from workbench.core.hardware import DeviceSpec, get_device, launch_problem, occupancy
+from workbench.core.hardware import (
+    DEFAULT_DEVICE,
+    DeviceSpec,
+    get_device,
+    launch_problem,
+    occupancy,
+)
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import (
     Candidate,
@@ -62,7 +68,7 @@ class SyntheticRunner:
     """
 
     def __init__(self, folder: KernelFolder, template: KernelTemplate | None = None, *,
-                 device: DeviceSpec | str = "h100_sxm", compiler: Compiler | None = None,
+                 device: DeviceSpec | str = DEFAULT_DEVICE, compiler: Compiler | None = None,
                  model: SyntheticModel | None = None, assumed_regs_per_thread: int = 32) -> None:
         self.folder = folder
         self.template = template or folder.template

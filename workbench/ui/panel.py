@@ -15,7 +15,7 @@ import html
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -143,25 +143,27 @@ def failures_html(results: Sequence[TrialResult], limit: int = 5) -> str:
 
 
 def iterations_html(iterations: Sequence[Any]) -> str:
-    """The agent timeline: one row per iteration (plan, diff, approval, best, speedup)."""
+    """The agent timeline: one row per stored iteration (plan, version and its diff, the
+    approval, best, speedup), read through :class:`~workbench.agent.records.IterationView`."""
+    from workbench.agent.records import IterationView
+
     if not iterations:
         return '<div class="wb-agent-empty">no agent iteration recorded in the store yet</div>'
     rows = []
     for it in iterations:
-        detail: Mapping[str, Any] = getattr(it, "detail", {}) or {}
-        best = getattr(it, "best_us", None)
-        speedup = getattr(it, "speedup", None)
-        diff = str(detail.get("diff", ""))
+        view = it if isinstance(it, IterationView) else IterationView.from_stored(it)
+        diff = view.diff
         rows.append(
-            f"<tr><td>{getattr(it, 'iteration', '?')}</td><td>{html.escape(str(getattr(it, 'state', '')))}</td>"
-            f"<td>{html.escape(str(detail.get('plan', '')))}</td>"
-            f"<td><details><summary>{len(diff.splitlines())} lines</summary>"
+            f"<tr><td>{view.iteration}</td><td>{html.escape(view.state)}</td>"
+            f"<td>{html.escape(view.plan)}</td>"
+            f'<td class="wb-agent-diff"><details><summary>{html.escape(view.version_id)} '
+            f"({len(diff.splitlines())} lines)</summary>"
             f"<pre>{html.escape(diff[:4000])}</pre></details></td>"
-            f"<td>{html.escape(str(detail.get('approval', '')))}</td>"
-            f"<td>{'' if best is None else f'{best:.3f} µs'}</td>"
-            f"<td>{'' if speedup is None else f'{speedup:.2f}×'}</td></tr>")
+            f'<td class="wb-agent-approval">{html.escape(view.approval)}</td>'
+            f"<td>{'' if view.best_us is None else f'{view.best_us:.3f} µs'}</td>"
+            f"<td>{'' if view.speedup is None else f'{view.speedup:.2f}×'}</td></tr>")
     return ('<table class="wb-agent-table"><tr><th>#</th><th>state</th><th>plan</th>'
-            "<th>diff</th><th>approval</th><th>best</th><th>speedup</th></tr>"
+            "<th>version and diff</th><th>approval</th><th>best</th><th>speedup</th></tr>"
             f"{''.join(rows)}</table>")
 
 
@@ -203,7 +205,7 @@ class WorkbenchPanel:
         self.editor = ParamsEditor(
             backend.params,
             summarize=lambda ps: backend.summarize_space(ps, self.shape.value, self.dtype.value),
-            on_change=self._guard(backend.set_params))
+            on_change=self._guard(self._params_changed))
         self.review_note = w.Textarea(placeholder="review note", layout=w.Layout(width="400px"))
         self.review_note.add_class("wb-review-note")
         self.approve_button = self._button("Approve", "wb-approve", self._approve, "success")
@@ -481,6 +483,12 @@ class WorkbenchPanel:
                                                       self.backend.template_source,
                                                       right_title="proposed template")
         self._info(note)
+        self._refresh_review()
+
+    def _params_changed(self, params: Sequence[Any]) -> None:
+        """New ranges make a new template version: it needs its own approval to be tuned
+        (the review status says so and the Approve button offers it)."""
+        self.backend.set_params(params)
         self._refresh_review()
 
     def _refresh_review(self) -> None:
