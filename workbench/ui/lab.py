@@ -9,6 +9,7 @@ passes ``--allow-root``; anything after ``--`` goes to Jupyter unchanged.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -82,4 +83,14 @@ def launch(root: str | Path = "notebooks", *, port: int | None = None,
                              expected="the ui extra installed") from exc
     command = lab_command(root, port=port, open_browser=open_browser, extra=extra)
     print(f"workbench lab: {prepare_gpu(gpu_setup)}", flush=True)
-    return subprocess.call(command, env=lab_environment(root))
+    with subprocess.Popen(command, env=lab_environment(root)) as server:
+        # A SIGTERM to `workbench lab` (a container stopping) stops Jupyter too, instead of
+        # leaving it running without its parent.
+        previous = signal.signal(signal.SIGTERM, lambda signum, _: server.send_signal(signum))
+        try:
+            return server.wait()
+        except BaseException:
+            server.kill()
+            raise
+        finally:
+            signal.signal(signal.SIGTERM, previous)
