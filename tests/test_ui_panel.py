@@ -88,6 +88,12 @@ class FakeBackend:
     def set_params(self, params: Sequence[Any]) -> None:
         self.set_params_calls.append(list(params))
 
+    def check_compile(self, before: Sequence[Any], after: Sequence[Any], shape: str,
+                      dtype: str) -> Any:
+        from workbench.ui.edit_check import CompileCheck
+
+        return CompileCheck(corners=(), failures=())
+
     def baseline_us(self, shape: str, dtype: str) -> float | None:
         return 10.0
 

@@ -163,6 +163,15 @@ class Workbench:
         return summarize_space(self._template, params, self.folder.env(shape, dtype, device),
                                device)
 
+    def check_compile(self, before: Sequence[Any], after: Sequence[Any], shape: str,
+                      dtype: str) -> Any:
+        """Compile the corner configs an edit of the ranges adds (``ui.edit_check``)."""
+        from workbench.ui.edit_check import check_edit
+
+        device = self.device
+        return check_edit(self._template, before, after, self.folder.env(shape, dtype, device),
+                          dtype, device.arch)
+
     def baseline_us(self, shape: str, dtype: str) -> float | None:
         """The baseline's median time (None when the runner has none for this shape)."""
         key = (shape, dtype)
