@@ -77,7 +77,7 @@ def test_vec_bytes_that_nvcc_rejects_is_refused_and_highlighted(wb: Workbench) -
     editor.set_text("VEC_BYTES", "values", "4, 8, 16, 2")
     assert editor.invalid_cells() == []
     assert "1 corner config with the new values compiled" in editor.compile_status.value
-    assert [p for p in applied[-1] if p.name == "VEC_BYTES"][0].values() == (4, 8, 16, 2)
+    assert next(p for p in applied[-1] if p.name == "VEC_BYTES").values() == (4, 8, 16, 2)
 
 
 def test_bad_text_is_outlined_in_its_own_cell(wb: Workbench) -> None:
@@ -100,7 +100,7 @@ def test_default_column_follows_the_edit(wb: Workbench) -> None:
     assert "default is now 256" in editor.summary.value  # the nearest value still in range
     assert ">256<" in editor.defaults["BLOCK_THREADS"].value
     assert "wb-default-moved" in editor.defaults["BLOCK_THREADS"].value
-    assert [p for p in applied[-1] if p.name == "BLOCK_THREADS"][0].default == 256
+    assert next(p for p in applied[-1] if p.name == "BLOCK_THREADS").default == 256
     editor.set_text("BLOCK_THREADS", "max", "1024")
     assert editor.defaults["BLOCK_THREADS"].value == "1024"
 
