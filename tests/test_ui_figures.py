@@ -8,13 +8,18 @@ import numpy as np
 
 from workbench.core.records import Config, Status, Timing, TrialResult
 from workbench.ui.figures import (
+    MAX_PARCOORDS,
+    MAX_POINTS,
     AxisSpec,
     TrialTable,
     apply_updates,
     axes_for,
     build_figure,
     figure_layout,
+    layout_updates,
+    runtime_scale,
     static_figure,
+    thin,
     trace_updates,
 )
 
@@ -66,7 +71,7 @@ def test_trace_updates_split_ok_and_failed_and_fill_every_chart() -> None:
     dims = up[layout.parcoords_trace]["dimensions"]
     assert [d["label"] for d in dims] == ["BLOCK", "VEC", "MODE", "µs"]
     assert dims[2]["ticktext"] == ["a", "b"]  # strings become categories
-    assert list(dims[3]["values"]) == [9.0, 7.0, 8.0]
+    assert list(dims[3]["values"]) == [7.0, 8.0, 9.0]  # fastest first
 
 
 def test_one_figure_holds_every_subplot_and_accepts_updates() -> None:
@@ -94,11 +99,44 @@ def test_axes_for_uses_parameter_kinds() -> None:
     assert [a.scale for a in axes_for(params)] == ["log", "linear", "category", "linear"]
 
 
-def test_iteration_speedups_feed_the_bar_chart() -> None:
-    t = _table()
-    t.add_iteration(1, 1.1)
-    t.add_iteration(2, None)  # an iteration without a valid time adds no bar
-    t.add_iteration(3, 1.4)
+def test_runtime_axis_goes_log_when_the_spread_exceeds_ten() -> None:
+    assert runtime_scale(np.array([5.0, 7.0, 49.0, np.nan])) == "linear"
+    assert runtime_scale(np.array([5.0, 51.0])) == "log"
+    assert runtime_scale(np.array([np.nan])) == "linear"
     layout = figure_layout(AXES)
-    up = trace_updates(t.snapshot(), layout)
-    assert up[layout.speedup_trace] == {"x": [1, 3], "y": [1.1, 1.4]}
+    fig = build_figure(AXES)
+    apply_updates(fig, {}, layout_updates(layout, "log"))
+    assert [fig.layout[key].type for key in layout.runtime_axes] == ["log"] * 4
+    assert fig.layout.yaxis4.title.text == "runtime (µs)"  # best so far shares the scale
+
+
+def test_no_chart_waits_for_data_that_never_comes() -> None:
+    fig = build_figure(AXES)
+    titles = [a.text for a in fig.layout.annotations]
+    assert not any("agent" in t for t in titles)  # speedups live in the Agent tab
+    assert {t.type for t in fig.data} == {"scattergl", "scatter", "parcoords"}
+
+
+def test_many_trials_are_thinned_keeping_the_fastest() -> None:
+    t = TrialTable(["BLOCK", "VEC", "MODE"])
+    for i in range(MAX_POINTS * 3):
+        t.add(_trial(64 << (i % 4), 2, "a", 5.0 + (i * 7919 % 1000) / 10))
+    data = t.snapshot()
+    layout = figure_layout(AXES)
+    up = trace_updates(data, layout)
+    ys = np.asarray(up[layout.ok_trace["BLOCK"]]["y"])
+    assert ys.size == MAX_POINTS
+    fastest = np.sort(data.median_us)[:MAX_POINTS // 2]
+    assert set(fastest) <= set(ys)  # every one of the fastest half is drawn
+    best = up[layout.best_trace]
+    assert best["y"][-1] == data.median_us.min() and len(best["x"]) < 50  # steps only
+    dims = up[layout.parcoords_trace]["dimensions"]
+    assert len(dims[-1]["values"]) == MAX_PARCOORDS
+    assert dims[0]["ticktext"][:2] == ["64", "128"]  # powers of two on a log2 scale
+
+
+def test_thin_keeps_order_and_small_inputs() -> None:
+    idx = np.arange(10)
+    assert thin(idx, idx.astype(float), 20) is idx
+    kept = thin(np.arange(100), np.arange(100, 0, -1).astype(float), 10)
+    assert list(kept) == sorted(kept) and {95, 96, 97, 98, 99} <= set(kept)

@@ -19,7 +19,7 @@ from workbench.core.errors import CompileError, WorkbenchError
 from workbench.core.events import ErrorEvent, EventBus, SearchFinished, TrialFinished
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Config, Status, Timing, TrialResult
-from workbench.ui.panel import WorkbenchPanel, config_defines, describe_error, top_n_html
+from workbench.ui.panel import WorkbenchPanel, config_defines, describe_error
 from workbench.ui.params_editor import SpaceSummary
 
 pytest.importorskip("ipywidgets")
@@ -191,7 +191,7 @@ def test_launch_fills_charts_progress_and_top_table(panel_and_backend: Any) -> N
     _wait(lambda: panel.progress.value == 30)
     ok_trace = panel.figure.data[panel.layout.ok_trace["BLOCK"]]
     assert len(ok_trace.x) == sum(1 for i in range(30) if i % 7 != 3)
-    assert "wb-topn-table" in panel.top_table.value
+    assert "wb-trials-table" in panel.trials_view.value
     assert "#define BLOCK 32" in panel.copy_button.text  # the fastest fake trial
     assert "identifier VECX is undefined" in panel.failures.value
     assert panel.launch_button.disabled is False
@@ -291,7 +291,5 @@ def test_propose_approve_and_export(panel_and_backend: Any) -> None:
 def test_helpers() -> None:
     r = _trial(0)
     assert config_defines(r).splitlines()[1:] == ["#define BLOCK 32", "#define VEC 4"]
-    html = top_n_html([_trial(i) for i in range(20)], ["BLOCK", "VEC"], n=3, baseline_us=10.0)
-    assert html.count("<tr") == 4
     text = describe_error(CompileError("nvcc failed", log_excerpt="line 3: bad"))
     assert "line 3: bad" in text and "CompileError" in text

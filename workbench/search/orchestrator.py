@@ -113,6 +113,11 @@ class _ShapeState:
     since_improvement: int = 0
     reason: str = "not started"
     membership: dict[Config, bool] = field(default_factory=dict)  # config in space, cached
+    # Tallies of the results in the current space, kept as results arrive (recounted when
+    # the space or the results are replaced): a stop check per batch and a best per trial
+    # must not rescan every result (that made a long search quadratic).
+    evaluated: int = 0  # measured (non-pruned) results in the current space
+    best: TrialResult | None = None
 
     def contains(self, config: Config) -> bool:
         """``config in space``, remembered (the check evaluates every constraint)."""
@@ -123,7 +128,23 @@ class _ShapeState:
 
     def set_space(self, space: SearchSpace) -> None:
         self.space = space
+        self.recount()
+
+    def tally(self, result: TrialResult) -> None:
+        """Count one new result (call with every result appended)."""
+        if not self.contains(result.config):
+            return
+        if result.status is not Status.PRUNED:
+            self.evaluated += 1
+        if _is_better(result, self.best):
+            self.best = result
+
+    def recount(self) -> None:
+        """Tally every result again (after the space or the results were replaced)."""
         self.membership = {}
+        self.evaluated, self.best = 0, None
+        for result in self.results:
+            self.tally(result)
 
 
 class Search:
@@ -273,11 +294,13 @@ class Search:
 
     def best(self, shape: str) -> TrialResult | None:
         """The fastest ok result of ``shape`` within the current space."""
-        return best_of(self.results(shape))
+        with self._lock:
+            return self._shapes[shape].best
 
     def evaluated(self, shape: str) -> int:
         """Measured (non-pruned) results of ``shape`` within the current space."""
-        return sum(1 for r in self.results(shape) if r.status is not Status.PRUNED)
+        with self._lock:
+            return self._shapes[shape].evaluated
 
     # -- running ------------------------------------------------------------------------
 
@@ -359,7 +382,8 @@ class Search:
             return
         for shape, space in edit.items():
             state = self._shapes[shape]
-            state.set_space(space)
+            with self._lock:
+                state.set_space(space)
             if state.strategy is not None:
                 state.strategy.cancel(state.strategy.pending)
                 self._build_strategy(shape)
@@ -386,6 +410,7 @@ class Search:
         self._current_shape = shape
         with self._lock:
             state.results = self._stored_results(shape)
+            state.recount()
         self._build_strategy(shape)
         resumed = len(state.results)
         self.events.publish(PhaseChanged(
@@ -507,6 +532,7 @@ class Search:
         previous = self.best(shape)
         with self._lock:
             state.results.append(result)
+            state.tally(result)
         state.strategy.tell(result)
         if result.status is Status.PRUNED:
             state.pruned += 1

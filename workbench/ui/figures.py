@@ -2,9 +2,13 @@
 
 Nothing here touches a widget. :class:`TrialTable` accumulates results; its
 :meth:`TrialTable.snapshot` is a frozen :class:`ChartData`; :func:`trace_updates` turns that
-into per-trace property dicts; :func:`build_figure` makes the empty figure (one cell per
-parameter, best-so-far, speedup per agent iteration, parallel coordinates in a ``domain``
-cell). The panel assigns the updates inside ``fig.batch_update()`` under its figure lock.
+into per-trace property dicts and :func:`layout_updates` into axis types (runtime axes on a
+log scale when the runtimes spread over more than 10x, :func:`runtime_scale`);
+:func:`build_figure` makes the empty figure (one cell per parameter, best-so-far, parallel
+coordinates in a ``domain`` cell; the agent's speedups live in the Agent tab, so no chart
+waits empty for them). The panel assigns the updates inside ``fig.batch_update()`` under its
+figure lock. Beyond :data:`MAX_POINTS` trials a chart keeps the fastest half and an even
+sample of the rest, so a push costs the same at 10,000 trials as at 3,000.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ STATUS_COLOURS: Mapping[str, str] = {
     Status.CRASHED.value: "#e377c2",
 }
 MAX_PARAM_COLUMNS = 3  # keeps each small chart readable in a notebook-width panel
+MAX_POINTS = 3000  # points per scatter trace: beyond this the browser, not the data, limits
+MAX_PARCOORDS = 300  # lines in the parallel coordinates: the fastest (more are unreadable)
+LOG_SPREAD = 10.0  # runtimes spread wider than this (max / min) go on a log axis
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,13 @@ class FigureLayout:
     best_trace: int
     all_trace: int
     baseline_trace: int
-    speedup_trace: int
     parcoords_trace: int
+
+    @property
+    def runtime_axes(self) -> tuple[str, ...]:
+        """Layout keys of every y axis that shows a runtime (per parameter, best so far)."""
+        count = len(self.axes) + 1
+        return tuple("yaxis" if i == 0 else f"yaxis{i + 1}" for i in range(count))
 
 
 @dataclass(frozen=True)
@@ -65,8 +77,6 @@ class ChartData:
     statuses: tuple[str, ...]
     reasons: tuple[str, ...]
     baseline_us: float | None
-    iterations: tuple[int, ...]
-    iteration_speedups: tuple[float, ...]
 
     @property
     def count(self) -> int:
@@ -91,8 +101,6 @@ class TrialTable:
         self._reason: list[str] = []
         self.results: list[TrialResult] = []
         self.baseline_us: float | None = None
-        self._iterations: list[int] = []
-        self._speedups: list[float] = []
 
     def __len__(self) -> int:
         return len(self._status)
@@ -110,11 +118,6 @@ class TrialTable:
         for r in results:
             self.add(r)
 
-    def add_iteration(self, iteration: int, speedup: float | None) -> None:
-        if speedup is not None:
-            self._iterations.append(iteration)
-            self._speedups.append(float(speedup))
-
     def clear(self) -> None:
         self.__init__(self.param_names)  # type: ignore[misc]
 
@@ -126,8 +129,6 @@ class TrialTable:
             statuses=tuple(self._status),
             reasons=tuple(self._reason),
             baseline_us=self.baseline_us,
-            iterations=tuple(self._iterations),
-            iteration_speedups=tuple(self._speedups),
         )
 
 
@@ -141,8 +142,7 @@ def figure_layout(axes: Sequence[AxisSpec]) -> FigureLayout:
     base = 2 * len(axes)
     return FigureLayout(axes=tuple(axes), param_rows=param_rows, columns=columns,
                         ok_trace=ok_trace, failed_trace=failed_trace, best_trace=base,
-                        all_trace=base + 1, baseline_trace=base + 2, speedup_trace=base + 3,
-                        parcoords_trace=base + 4)
+                        all_trace=base + 1, baseline_trace=base + 2, parcoords_trace=base + 3)
 
 
 def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
@@ -152,7 +152,6 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
 
     lay = figure_layout(axes)
     cols = lay.columns
-    left = math.ceil(cols / 2) if cols > 1 else 1
     specs: list[list[dict[str, Any] | None]] = []
     titles: list[str] = []
     for r in range(lay.param_rows):
@@ -163,20 +162,14 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
             if i < len(axes):
                 titles.append("")  # the x-axis title names the parameter
         specs.append(row)
-    if cols == 1:
-        specs.append([{"type": "xy"}])
-        specs.append([{"type": "xy"}])
-        titles += ["best so far vs evaluations", "speedup per agent iteration"]
-    else:
-        specs.append([{"type": "xy", "colspan": left}] + [None] * (left - 1)
-                     + [{"type": "xy", "colspan": cols - left}] + [None] * (cols - left - 1))
-        titles += ["best so far vs evaluations", "speedup per agent iteration"]
+    specs.append([{"type": "xy", "colspan": cols}] + [None] * (cols - 1))
+    titles.append("best so far vs evaluations")
     specs.append([{"type": "domain", "colspan": cols}] + [None] * (cols - 1))
-    titles.append("parallel coordinates (valid trials)")
+    titles.append("")  # the parallel coordinates carry their own title (see below)
     rows = len(specs)
-    heights = [1.0] * rows
+    heights = [1.0] * (rows - 1) + [1.5]  # the parallel coordinates need the room
     fig = make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=titles,
-                        vertical_spacing=min(0.12, 0.3 / rows), horizontal_spacing=0.06,
+                        vertical_spacing=min(0.1, 0.3 / rows), horizontal_spacing=0.07,
                         row_heights=heights)
     for i, axis in enumerate(axes):
         r, c = divmod(i, cols)
@@ -190,26 +183,10 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
                                    marker={"symbol": "x", "size": 7, "color": []},
                                    hovertemplate="%{text}<extra></extra>", text=[]),
                       row=r + 1, col=c + 1)
-        xaxis: dict[str, Any] = {"title_text": axis.name, "title_standoff": 2}
-        if axis.scale == "log":
-            xaxis["type"] = "log"
-        elif axis.scale == "category":
-            xaxis["type"] = "category"
-        if axis.ticks and axis.scale != "category":
-            xaxis["tickvals"] = list(axis.ticks)
-            xaxis["ticktext"] = [str(v) for v in axis.ticks]
-            lo, hi = float(min(axis.ticks)), float(max(axis.ticks))
-            if axis.scale == "log" and lo > 0 and hi > lo:
-                pad = 0.15 * (math.log10(hi) - math.log10(lo))
-                xaxis["range"] = [math.log10(lo) - pad, math.log10(hi) + pad]
-            elif axis.scale == "linear" and hi > lo:
-                pad = 0.15 * (hi - lo)
-                xaxis["range"] = [lo - pad, hi + pad]
-        fig.update_xaxes(row=r + 1, col=c + 1, **xaxis)
+        fig.update_xaxes(row=r + 1, col=c + 1, **_x_axis(axis))
         fig.update_yaxes(row=r + 1, col=c + 1,
                          title_text="runtime (µs)" if c == 0 else None)
     best_row = lay.param_rows + 1
-    spd_row, spd_col = (best_row + 1, 1) if cols == 1 else (best_row, left + 1)
     fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name="best so far",
                              line={"color": "#2ca02c", "shape": "hv"}), row=best_row, col=1)
     fig.add_trace(go.Scattergl(x=[], y=[], mode="markers", name="each valid trial",
@@ -218,34 +195,96 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
     fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name="baseline",
                              line={"color": "#000000", "dash": "dash"}), row=best_row, col=1)
     fig.update_xaxes(title_text="evaluations", row=best_row, col=1)
-    fig.update_yaxes(title_text="µs", row=best_row, col=1)
-    fig.add_trace(go.Bar(x=[], y=[], name="speedup vs baseline", marker={"color": "#17becf"}),
-                  row=spd_row, col=spd_col)
-    fig.update_xaxes(title_text="agent iteration", row=spd_row, col=spd_col, dtick=1)
-    fig.update_yaxes(title_text="× baseline", row=spd_row, col=spd_col)
+    fig.update_yaxes(title_text="runtime (µs)", row=best_row, col=1)
     fig.add_trace(go.Parcoords(dimensions=[{"label": a.name, "values": []} for a in axes]
                                + [{"label": "µs", "values": []}],
                                line={"color": [], "colorscale": "Viridis_r", "showscale": True,
-                                     "colorbar": {"title": {"text": "µs"}, "len": 0.8 / rows,
-                                                  "y": 0.4 / rows, "yanchor": "middle"}},
+                                     "colorbar": {"title": {"text": "µs"}, "len": 0.9 / rows,
+                                                  "y": 0.5 / rows, "yanchor": "middle",
+                                                  "thickness": 12}},
+                               labelangle=-18, labelside="top",
+                               labelfont={"size": 11}, tickfont={"size": 10},
                                name="parallel coordinates"),
                   row=rows, col=1)
-    height_px = 260 * rows + 80
-    for trace in fig.data:  # parcoords labels sit above its cell: leave them room
+    height_px = 250 * rows + 150
+    for trace in fig.data:  # angled labels sit above the cell: leave them room
         if trace.type == "parcoords" and trace.domain.y is not None:
             y0, y1 = trace.domain.y
-            trace.domain.y = (y0, max(y0 + 0.05, y1 - 45 / height_px))
-    # no fixed width: the figure fills the notebook column (a fixed one was clipped)
+            trace.domain.y = (y0, max(y0 + 0.05, y1 - 70 / height_px))
+            trace.domain.x = (0.04, 0.93)  # room for the first label and the colour bar
+            fig.add_annotation(text=f"parallel coordinates (the {MAX_PARCOORDS} fastest valid "
+                               "trials; drag along an axis to filter)", showarrow=False,
+                               xref="paper", yref="paper", x=0.5, y=y1, yanchor="bottom",
+                               font={"size": 14})
+    # No width: the figure fills its container (the panel's width; a fixed one was clipped).
     fig.update_layout(title_text=title, height=height_px, autosize=True,
-                      margin={"t": 70, "l": 50, "r": 30},
+                      margin={"t": 70, "l": 60, "r": 30, "b": 40},
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
                       template="plotly_white")
     return fig
 
 
-def _numeric_dimension(values: Sequence[Value]) -> dict[str, Any]:
-    """A parcoords dimension; strings and bools become category indices with tick labels."""
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+def _x_axis(axis: AxisSpec) -> dict[str, Any]:
+    """A parameter's x axis: log for powers of two, one labelled tick per known value."""
+    xaxis: dict[str, Any] = {"title_text": axis.name, "title_standoff": 2}
+    if axis.scale == "log":
+        xaxis["type"] = "log"
+    elif axis.scale == "category":
+        xaxis["type"] = "category"
+    if axis.ticks and axis.scale != "category":
+        xaxis["tickvals"] = list(axis.ticks)
+        xaxis["ticktext"] = [str(v) for v in axis.ticks]
+        lo, hi = float(min(axis.ticks)), float(max(axis.ticks))
+        if axis.scale == "log" and lo > 0 and hi > lo:
+            pad = 0.15 * (math.log10(hi) - math.log10(lo))
+            xaxis["range"] = [math.log10(lo) - pad, math.log10(hi) + pad]
+        elif axis.scale == "linear" and hi > lo:
+            pad = 0.15 * (hi - lo)
+            xaxis["range"] = [lo - pad, hi + pad]
+    return xaxis
+
+
+def runtime_scale(median_us: np.ndarray) -> str:
+    """``"log"`` when valid runtimes spread over more than :data:`LOG_SPREAD`x, else linear."""
+    times = median_us[np.isfinite(median_us) & (median_us > 0)]
+    if times.size < 2:
+        return "linear"
+    return "log" if float(times.max()) > LOG_SPREAD * float(times.min()) else "linear"
+
+
+def layout_updates(layout: FigureLayout, scale: str) -> dict[str, dict[str, Any]]:
+    """Axis properties for a runtime ``scale`` ("log" or "linear"); assign with the traces."""
+    if scale not in ("log", "linear"):
+        raise ValueError(f"runtime scale must be 'log' or 'linear', got {scale!r}")
+    return {key: {"type": scale} for key in layout.runtime_axes}
+
+
+def thin(indices: np.ndarray, times: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
+    """At most ``limit`` of ``indices``: the fastest half by ``times``, an even sample of the rest.
+
+    ``times`` is aligned with ``indices`` (NaN for trials without a runtime). Keeps order.
+    """
+    if indices.size <= limit:
+        return indices
+    keep_fast = limit // 2
+    order = np.argsort(np.where(np.isnan(times), np.inf, times), kind="stable")
+    fast = order[:keep_fast]
+    rest = np.sort(order[keep_fast:])
+    step = rest.size / (limit - keep_fast)
+    sample = rest[(np.arange(limit - keep_fast) * step).astype(np.int64)]
+    return np.sort(indices[np.concatenate([fast, sample])])
+
+
+def _dimension(axis: AxisSpec, values: Sequence[Value]) -> dict[str, Any]:
+    """A parcoords dimension. Powers of two sit on a log2 scale labelled with their values;
+    strings and bools become category indices with tick labels."""
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    if numeric and axis.scale == "log" and all(float(v) > 0 for v in values):
+        ticks = [float(t) for t in axis.ticks] or sorted({float(v) for v in values})
+        return {"values": np.log2(np.asarray(values, dtype=np.float64)),
+                "tickvals": [math.log2(t) for t in ticks],
+                "ticktext": [f"{t:g}" for t in ticks]}
+    if numeric:
         return {"values": np.asarray(values, dtype=np.float64)}
     labels = sorted({str(v) for v in values})
     index = {label: i for i, label in enumerate(labels)}
@@ -253,55 +292,71 @@ def _numeric_dimension(values: Sequence[Value]) -> dict[str, Any]:
             "tickvals": list(range(len(labels))), "ticktext": labels}
 
 
+def _param_array(axis: AxisSpec, vals: Sequence[Value]) -> np.ndarray:
+    if axis.scale != "category":
+        try:
+            return np.asarray(vals, dtype=np.float64)
+        except (TypeError, ValueError):
+            pass
+    return np.asarray([str(v) for v in vals], dtype=object)
+
+
 def trace_updates(data: ChartData, layout: FigureLayout) -> dict[int, dict[str, Any]]:
-    """Trace index -> properties to assign. Pure; compute this before ``batch_update``."""
+    """Trace index -> properties to assign. Pure; compute this before ``batch_update``.
+
+    Scatter traces hold at most :data:`MAX_POINTS` points each (:func:`thin`); the parallel
+    coordinates the :data:`MAX_PARCOORDS` fastest valid trials.
+    """
     out: dict[int, dict[str, Any]] = {}
-    ok = ~np.isnan(data.median_us)
-    failed = ~ok
-    fail_idx = np.flatnonzero(failed)
-    top = float(np.nanmax(data.median_us)) * 1.1 if ok.any() else 1.0
+    ok_all = np.flatnonzero(~np.isnan(data.median_us))
+    fail_all = np.flatnonzero(np.isnan(data.median_us))
+    ok_idx = thin(ok_all, data.median_us[ok_all])
+    fail_idx = fail_all[-MAX_POINTS:]  # the most recent failures
+    top = float(np.nanmax(data.median_us)) * 1.1 if ok_all.size else 1.0
     fail_text = [f"{data.statuses[i]}: {data.reasons[i][:120]}" for i in fail_idx]
     fail_colours = [STATUS_COLOURS.get(data.statuses[i], "#000000") for i in fail_idx]
-    times_ok = data.median_us[ok]
+    times_ok = data.median_us[ok_idx]
     for axis in layout.axes:
-        vals = data.values.get(axis.name, ())
-        arr = np.asarray(vals, dtype=object)
-        if axis.scale != "category":
-            try:
-                arr = np.asarray(vals, dtype=np.float64)
-            except (TypeError, ValueError):
-                arr = np.asarray([str(v) for v in vals], dtype=object)
-        if arr.size == 0:
-            arr = np.asarray([], dtype=np.float64)
-        out[layout.ok_trace[axis.name]] = {"x": arr[ok] if arr.size else [], "y": times_ok}
+        arr = _param_array(axis, data.values.get(axis.name, ()))
+        empty: list[Any] = []
+        out[layout.ok_trace[axis.name]] = {"x": arr[ok_idx] if arr.size else empty,
+                                           "y": times_ok}
         out[layout.failed_trace[axis.name]] = {
-            "x": arr[failed] if arr.size else [], "y": np.full(fail_idx.size, top),
+            "x": arr[fail_idx] if arr.size else empty, "y": np.full(fail_idx.size, top),
             "text": fail_text, "marker.color": fail_colours}
     evals = np.arange(1, data.count + 1)
-    out[layout.best_trace] = {"x": evals, "y": data.best_so_far_us}
-    out[layout.all_trace] = {"x": evals[ok], "y": times_ok}
+    best = data.best_so_far_us
+    # The running minimum changes at few evaluations: send those steps, not every point.
+    steps = np.flatnonzero(np.r_[True, best[1:] != best[:-1]]) if best.size else evals[:0]
+    steps = np.unique(np.r_[steps, best.size - 1]) if best.size else steps
+    out[layout.best_trace] = {"x": evals[steps], "y": best[steps]}
+    out[layout.all_trace] = {"x": evals[ok_idx], "y": times_ok}
     if data.baseline_us is not None and data.count:
         out[layout.baseline_trace] = {"x": [1, max(data.count, 2)],
                                       "y": [data.baseline_us, data.baseline_us]}
     else:
         out[layout.baseline_trace] = {"x": [], "y": []}
-    out[layout.speedup_trace] = {"x": list(data.iterations), "y": list(data.iteration_speedups)}
+    fastest = ok_all[np.argsort(data.median_us[ok_all], kind="stable")[:MAX_PARCOORDS]]
     dims: list[dict[str, Any]] = []
     for axis in layout.axes:
-        kept = [v for v, k in zip(data.values.get(axis.name, ()), ok, strict=False) if k]
-        dims.append({"label": axis.name, **_numeric_dimension(kept)})
-    dims.append({"label": "µs", "values": times_ok})
-    out[layout.parcoords_trace] = {"dimensions": dims, "line.color": times_ok}
+        vals = data.values.get(axis.name, ())
+        dims.append({"label": axis.name, **_dimension(axis, [vals[i] for i in fastest])})
+    dims.append({"label": "µs", "values": data.median_us[fastest]})
+    out[layout.parcoords_trace] = {"dimensions": dims, "line.color": data.median_us[fastest]}
     return out
 
 
-def apply_updates(fig: Any, updates: Mapping[int, Mapping[str, Any]]) -> None:
+def apply_updates(fig: Any, updates: Mapping[int, Mapping[str, Any]],
+                  layout: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """Assign precomputed properties to ``fig`` in one batch (one message to the browser)."""
     with fig.batch_update():
         for index, props in updates.items():
             trace = fig.data[index]
             for key, value in props.items():
                 trace[key] = value
+        for key, props in (layout or {}).items():
+            for name, value in props.items():
+                fig.layout[key][name] = value
 
 
 def axes_for(params: Sequence[Any]) -> list[AxisSpec]:
@@ -327,5 +382,6 @@ def axes_for(params: Sequence[Any]) -> list[AxisSpec]:
 def static_figure(data: ChartData, axes: Sequence[AxisSpec], *, title: str = "") -> Any:
     """A plain (non-widget) figure filled with ``data``: for reports."""
     fig = build_figure(axes, title=title)
-    apply_updates(fig, trace_updates(data, figure_layout(axes)))
+    lay = figure_layout(axes)
+    apply_updates(fig, trace_updates(data, lay), layout_updates(lay, runtime_scale(data.median_us)))
     return fig

@@ -18,8 +18,6 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
 from workbench.ui.figures import (
@@ -28,12 +26,13 @@ from workbench.ui.figures import (
     axes_for,
     build_figure,
     figure_layout,
+    layout_updates,
+    runtime_scale,
     trace_updates,
 )
 from workbench.ui.params_editor import SpaceSummary
 from workbench.ui.throttle import CoalescingPusher
-
-TOP_N = 10
+from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
 
 
 class PanelBackend(Protocol):
@@ -102,33 +101,6 @@ def config_defines(result: TrialResult) -> str:
         text = ("1" if value else "0") if isinstance(value, bool) else str(value)
         lines.append(f"#define {key} {text}")
     return "\n".join(lines) + "\n"
-
-
-def top_n_html(results: Sequence[TrialResult], param_names: Sequence[str], n: int = TOP_N,
-               baseline_us: float | None = None) -> str:
-    """The ``n`` fastest valid trials as an HTML table (pandas)."""
-    import pandas as pd
-
-    ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
-    if not ok:
-        return '<div class="wb-topn-empty">no valid trial yet</div>'
-    times = np.asarray([r.median_us for r in ok], dtype=np.float64)
-    k = min(n, len(ok))
-    idx = np.argpartition(times, k - 1)[:k]
-    idx = idx[np.argsort(times[idx])]
-    rows = []
-    for rank, i in enumerate(idx, start=1):
-        r = ok[int(i)]
-        row: dict[str, Any] = {"rank": rank, **{p: r.config.get(p) for p in param_names},
-                               "median µs": round(float(times[i]), 3)}
-        if r.timing is not None:
-            row["±rse %"] = round(r.timing.rse_median_pct, 2)
-        if baseline_us:
-            row["speedup"] = round(baseline_us / float(times[i]), 3)
-        if r.occupancy is not None:
-            row["occupancy"] = f"{r.occupancy.fraction:.0%} ({r.occupancy.limited_by})"
-        rows.append(row)
-    return str(pd.DataFrame(rows).to_html(index=False, classes="wb-topn-table", border=0))
 
 
 def failures_html(results: Sequence[TrialResult], limit: int = 5) -> str:
@@ -238,12 +210,17 @@ class WorkbenchPanel:
         self.progress.add_class("wb-progress")
         self.eta = w.HTML()
         self.eta.add_class("wb-eta")
+        self.y_scale = w.ToggleButtons(options=["auto", "log", "linear"], value="auto",
+                                       description="runtime axis",
+                                       style={"button_width": "60px",
+                                              "description_width": "initial"},
+                                       tooltips=["log when the runtimes spread over more "
+                                                 "than 10x", "log", "linear"])
+        self.y_scale.add_class("wb-yscale")
         self.figure = go.FigureWidget(build_figure(self.axes, title=backend.kernel_name))
         self.figure.add_class("wb-figure")
-        figure_box = w.Box([self.figure])
+        figure_box = w.Box([self.figure], layout=w.Layout(width="100%"))
         figure_box.add_class("wb-figure-box")
-        self.top_table = w.HTML(top_n_html([], param_names))
-        self.top_table.add_class("wb-topn")
         from workbench.ui.clipboard import CopyButton
 
         self.copy_button = CopyButton()
@@ -254,9 +231,11 @@ class WorkbenchPanel:
             w.HBox([self.strategy, self.budget]),
             w.HBox([self.launch_button, self.pause_button, self.stop_button]),
             w.HBox([self.progress, self.eta]),
+            self.y_scale,
             figure_box,
-            w.HBox([self.top_table, self.copy_button]),
-            self.failures])
+            self._trials_box(param_names),
+            self.copy_button,
+            self.failures], layout=w.Layout(width="100%"))
         search_tab.add_class("wb-tab-search")
 
         # --- agent tab
@@ -279,18 +258,20 @@ class WorkbenchPanel:
             self.export_output])
         export_tab.add_class("wb-tab-export")
 
-        self.tabs = w.Tab(children=[template_tab, search_tab, agent_tab, export_tab])
+        self.tabs = w.Tab(children=[template_tab, search_tab, agent_tab, export_tab],
+                          layout=w.Layout(width="100%"))
         for i, title in enumerate(["Template", "Search", "Agent", "Export"]):
             self.tabs.set_title(i, title)
         self.tabs.selected_index = 1
         self.tabs.add_class("wb-tabs")
         self.widget = w.VBox([self.header, self.message, w.HBox([self.shape, self.dtype]),
-                              self.tabs])
+                              self.tabs], layout=w.Layout(width="100%"))
         self.widget.add_class("wb-panel")
 
         self.pusher = CoalescingPusher(self._push, max_per_s=max_pushes_per_s,
                                        on_error=self._show_error)
         self._unsubscribe = backend.events.subscribe(self._on_event)
+        self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
         self.shape.observe(self._guard(self._problem_changed), names="value")
         self.dtype.observe(self._guard(self._problem_changed), names="value")
         self._guard(self._load_stored)(self.shape.value, self.dtype.value)
@@ -300,6 +281,46 @@ class WorkbenchPanel:
         self._update_buttons()
 
     # --- plumbing
+    def _trials_box(self, param_names: Sequence[str]) -> Any:
+        """The sortable, filterable trial table (filter in the safe expression language)."""
+        import ipywidgets as w
+
+        self.trials_filter = w.Text(placeholder="filter, e.g. VEC_BYTES == 16 and median_us < 5",
+                                    continuous_update=False, layout=w.Layout(width="360px"))
+        self.trials_filter.add_class("wb-trials-filter")
+        self.trials_sort = w.Dropdown(options=[*SORT_KEYS, *param_names], value="median_us",
+                                      description="sort by", layout=w.Layout(width="230px"))
+        self.trials_sort.add_class("wb-trials-sort")
+        self.trials_desc = w.Checkbox(value=False, description="descending", indent=False,
+                                      layout=w.Layout(width="110px"))
+        self.trials_desc.add_class("wb-trials-desc")
+        self.trials_status = w.Dropdown(options=list(STATUS_FILTERS), value="ok",
+                                        description="status", layout=w.Layout(width="150px"))
+        self.trials_status.add_class("wb-trials-status")
+        self.trials_rows = w.Dropdown(options=[10, 50, 200], value=10, description="rows",
+                                      layout=w.Layout(width="130px"))
+        self.trials_rows.add_class("wb-trials-rows")
+        self.trials_view = w.HTML(trials_html(self.table.snapshot(), self.table_query()))
+        self.trials_view.add_class("wb-trials")
+        for control in (self.trials_filter, self.trials_sort, self.trials_desc,
+                        self.trials_status, self.trials_rows):
+            control.observe(self._guard(lambda _c: self._render_trials()), names="value")
+        box = w.VBox([w.HBox([self.trials_filter, self.trials_sort, self.trials_desc,
+                              self.trials_status, self.trials_rows]), self.trials_view])
+        box.add_class("wb-trials-box")
+        return box
+
+    def table_query(self) -> TableQuery:
+        """What the trial table's controls ask for."""
+        return TableQuery(filter=str(self.trials_filter.value), sort_by=str(self.trials_sort.value),
+                          descending=bool(self.trials_desc.value),
+                          status=str(self.trials_status.value), limit=int(self.trials_rows.value))
+
+    def _render_trials(self) -> None:
+        with self._table_lock:
+            data = self.table.snapshot()
+        self.trials_view.value = trials_html(data, self.table_query())
+
     def _button(self, label: str, cls: str, callback: Callable[[], None], style: str) -> Any:
         import ipywidgets as w
 
@@ -358,9 +379,7 @@ class WorkbenchPanel:
                 self.table.add(event.result)
             self.pusher.notify()
         elif isinstance(event, ev.IterationFinished):
-            with self._table_lock:
-                self.table.add_iteration(event.iteration, event.speedup)
-            self.pusher.notify()
+            self._guard(self._refresh_agent)()
         elif isinstance(event, ev.PhaseChanged):
             self._info(f"{event.phase} {event.detail}".strip())
         elif isinstance(event, ev.SearchFinished):
@@ -379,12 +398,15 @@ class WorkbenchPanel:
             data = self.table.snapshot()
             results = list(self.table.results)
         updates = trace_updates(data, self.layout)  # compute first ...
+        scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
+                 else str(self.y_scale.value))
+        axes = layout_updates(self.layout, scale)
         done = data.count
-        top = top_n_html(results, self.table.param_names, baseline_us=data.baseline_us)
+        table = trials_html(data, self.table_query())
         fails = failures_html(results)
         best = min((r for r in results if r.status is Status.OK and r.median_us is not None),
                    key=lambda r: r.median_us or 0.0, default=None)
-        apply_updates(self.figure, updates)  # ... assign inside one batch_update
+        apply_updates(self.figure, updates, axes)  # ... assign inside one batch_update
         self.progress.max = max(self._budget, done, 1)
         self.progress.value = min(done, self.progress.max)
         self.progress.description = f"{done} / {self._budget}"
@@ -394,7 +416,7 @@ class WorkbenchPanel:
             self.eta.value = f"{elapsed:.0f} s elapsed, ETA {left:.0f} s"
         elif done:
             self.eta.value = f"{done} evaluated"
-        self.top_table.value = top
+        self.trials_view.value = table
         self.failures.value = fails
         if best is not None:
             self.copy_button.text = config_defines(best)

@@ -1,13 +1,17 @@
 """Report notebooks: a static record of a session that opens without a live kernel.
 
 The notebook holds markdown (kernel, device, parameter ranges, approvals, a unified diff)
-and display outputs (the side-by-side diff, the results table and the charts as HTML with
-plotly.js embedded once). No code has to run to read it. By default the notebook is signed
-(trusted) in the writer's own Jupyter notary so its embedded chart script runs when opened.
+and display outputs (the side-by-side diff, the fastest trials as a table and the charts as
+PNG images drawn by :mod:`workbench.ui.static_charts`). No code has to run to read it and
+no script is embedded, so it reads the same untrusted, on GitHub or in nbviewer, and stays
+well under 1 MB (a 10,000-trial report: see benchmarks/results/report_size.json). The full
+results go to the CSV export. By default the notebook is signed in the writer's Jupyter
+notary.
 """
 
 from __future__ import annotations
 
+import base64
 import difflib
 import html
 from collections.abc import Mapping, Sequence
@@ -34,17 +38,14 @@ class ReportContent:
     title: str = ""
 
 
-def _display(html_text: str, plain: str) -> Any:
-    import nbformat.v4 as nbf
-
-    return nbf.new_output("display_data", data={"text/html": html_text, "text/plain": plain})
+TABLE_ROWS = 200  # trials listed in the report (the fastest, then failures); all in the CSV
 
 
-def _code_cell_with_output(source: str, html_text: str, plain: str) -> Any:
+def _code_cell_with_output(source: str, data: Mapping[str, str]) -> Any:
     import nbformat.v4 as nbf
 
     cell = nbf.new_code_cell(source=source)
-    cell.outputs = [_display(html_text, plain)]
+    cell.outputs = [nbf.new_output("display_data", data=dict(data))]
     cell.metadata["jupyter"] = {"source_hidden": True}
     return cell
 
@@ -67,12 +68,27 @@ def results_frame(results: Sequence[TrialResult], baseline_us: Mapping[str, floa
     return frame
 
 
+def _ticks(param: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A parameter dict's values when few and numeric (one labelled tick each)."""
+    from workbench.core.params import parameter_from_dict
+
+    data = {k: v for k, v in param.items() if k != "name"}
+    try:
+        values = parameter_from_dict(str(param.get("name")), data).values()
+    except Exception:  # a report still draws without ticks
+        return ()
+    numeric = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    return tuple(values) if numeric and 1 < len(values) <= 16 else ()
+
+
 def build_report(content: ReportContent) -> Any:
     """The report as an ``nbformat`` notebook node (kernelspec python3, no live state)."""
     import nbformat.v4 as nbf
+    import pandas as pd
 
     from workbench.ui.diff import side_by_side_diff_html
-    from workbench.ui.figures import AxisSpec, TrialTable, static_figure
+    from workbench.ui.figures import AxisSpec, TrialTable
+    from workbench.ui.static_charts import runtime_charts_png
 
     nb = nbf.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -126,33 +142,44 @@ def build_report(content: ReportContent) -> Any:
     cells.append(nbf.new_markdown_cell("## Template vs baseline\n\n```diff\n" + unified + "\n```"))
     cells.append(_code_cell_with_output(
         "# side-by-side diff (static output)",
-        side_by_side_diff_html(content.baseline_source, content.template_source), unified))
-    # Charts: one static figure, plotly.js embedded once (no network needed to view).
+        {"text/html": side_by_side_diff_html(content.baseline_source, content.template_source),
+         "text/plain": unified}))
+    # Charts: one PNG per shape/dtype (no script: readable anywhere, small).
     if content.results:
         names = [str(p.get("name")) for p in content.params]
         scales = {str(p.get("name")): ("log" if p.get("kind") == "pow2" else "linear")
                   for p in content.params}
+        ticks = {str(p.get("name")): _ticks(p) for p in content.params}
         groups: dict[tuple[str, str], list[TrialResult]] = {}
         for r in content.results:
             groups.setdefault((r.shape, r.dtype), []).append(r)
-        first = True
         for (shape, dtype), group in groups.items():
             table = TrialTable(names)
             table.extend(group)
             table.baseline_us = content.baseline_us.get(f"{shape}/{dtype}")
-            axes = [AxisSpec(n, scales[n]) for n in names]
-            fig = static_figure(table.snapshot(), axes, title=f"{content.kernel} {shape} {dtype}")
-            chart = fig.to_html(full_html=False, include_plotlyjs=bool(first))
-            first = False
+            axes = [AxisSpec(n, scales[n], ticks[n]) for n in names]
+            png = runtime_charts_png(table.snapshot(), axes,
+                                     title=f"{content.kernel} {shape} {dtype}")
             cells.append(nbf.new_markdown_cell(f"## Charts: `{shape}` / `{dtype}`"))
-            cells.append(_code_cell_with_output(f"# charts for {shape} {dtype} (static output)",
-                                                chart, f"<figure: {len(group)} trials>"))
+            cells.append(_code_cell_with_output(
+                f"# charts for {shape} {dtype} (static output)",
+                {"image/png": base64.b64encode(png).decode("ascii"),
+                 "text/plain": f"<figure: {len(group)} trials>"}))
         frame = results_frame(content.results, content.baseline_us)
-        cells.append(nbf.new_markdown_cell(f"## Results ({len(frame)} trials)"))
+        shown = frame.head(TABLE_ROWS)
+        failed = frame[frame["status"] != "ok"]
+        if len(frame) > TABLE_ROWS and not failed.empty:  # keep the latest failures visible
+            shown = pd.concat([frame.head(TABLE_ROWS - min(20, len(failed))),
+                               failed.tail(min(20, len(failed)))])
+        note = ("" if len(frame) <= len(shown) else
+                f" — the {len(shown)} listed are the fastest and the latest failures; "
+                "the Export tab's results CSV holds every trial")
+        cells.append(nbf.new_markdown_cell(f"## Results ({len(frame)} trials{note})"))
         cells.append(_code_cell_with_output(
             "# results table (static output)",
-            frame.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}"),
-            html.unescape(frame.head(20).to_string(index=False))))
+            {"text/html": shown.to_html(index=False, border=0,
+                                        float_format=lambda v: f"{v:.4g}"),
+             "text/plain": html.unescape(shown.head(20).to_string(index=False))}))
     nb.cells = cells
     return nb
 
