@@ -261,3 +261,15 @@ def test_a_recording_of_an_unknown_device_is_an_error_not_an_h100(tmp_path: Path
     assert default_device() is get_device(DEFAULT_DEVICE)
     with pytest.raises(WorkbenchError, match="unknown device 'h1000'"):
         get_device("h1000")
+
+
+@pytest.mark.replay
+def test_replay_pace_is_the_recorded_time_per_config() -> None:
+    folder = _folder("silu_and_mul")
+    path = recording_paths(folder.path)[-1]
+    sweep = load_recording(path).sweep
+    paced = ReplayRunner(folder, path, pace="recorded")
+    assert paced.pace_s == pytest.approx(sweep["wall_s"] / sweep["configs"])
+    assert ReplayRunner(folder, path).pace_s == 0.0
+    with pytest.raises(RecordingError, match="seconds per config or 'recorded'"):
+        ReplayRunner(folder, path, pace="fast")

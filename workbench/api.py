@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -459,7 +460,8 @@ def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[An
         from workbench.engine.runner import REPLAY_HINT
 
         reason = exc.message.split("; " + REPLAY_HINT)[0]
-        replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template)
+        pace = os.environ.get("WORKBENCH_REPLAY_PACE", "0")  # "recorded": the GPU's pace
+        replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
         return replay, f"replay because {reason}"
 
 

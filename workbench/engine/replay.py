@@ -6,11 +6,16 @@ config the recording never measured comes back ``pruned`` with the reason "not i
 recording". When the recording was made from a different template text than the folder's
 current one, a warning goes into ``description`` and into every result (``extra["warning"]``)
 but the replay still answers.
+
+``pace="recorded"`` answers at the pace the recording's sweep measured (its wall time per
+config, e.g. 43 ms on the H100 for silu_and_mul) instead of at once, so the panel behaves as
+it would live (``WORKBENCH_REPLAY_PACE=recorded`` selects it through ``select_runner``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -31,7 +36,7 @@ class ReplayRunner:
     """Answers ``baseline``/``measure``/``copy_timing`` from one recording of a kernel folder."""
 
     def __init__(self, folder: KernelFolder, recording: str | Path | Recording | None = None,
-                 template: KernelTemplate | None = None) -> None:
+                 template: KernelTemplate | None = None, *, pace: str | float = 0.0) -> None:
         self.folder = folder
         self.template = template or folder.template
         if isinstance(recording, Recording):
@@ -63,9 +68,28 @@ class ReplayRunner:
         self.description = f"replay of {rec.label}"
         if self.warning:
             self.description += f" (warning: {self.warning})"
+        self.pace_s = self._pace_s(pace)
         self._trials = {(t.config.key(), t.shape, t.dtype): t for t in rec.trials}
         self._baselines = {(t.shape, t.dtype): t for t in rec.baseline}
         self._copies = {(c.shape, c.dtype): c for c in rec.copy}
+
+    def _pace_s(self, pace: str | float) -> float:
+        """Seconds per answered config: a number, or "recorded" (the sweep's wall time per
+        config; 0 when the recording has no sweep summary)."""
+        if pace == "recorded":
+            sweep = self.recording.sweep or {}
+            configs, wall_s = sweep.get("configs"), sweep.get("wall_s")
+            return float(wall_s) / int(configs) if configs and wall_s else 0.0
+        try:
+            value = float(pace)
+        except (TypeError, ValueError):
+            raise RecordingError(f"replay pace must be seconds per config or 'recorded', got "
+                                 f"{pace!r}", key="pace", value=pace,
+                                 expected="a number >= 0 or 'recorded'") from None
+        if value < 0:
+            raise RecordingError(f"replay pace must be >= 0, got {value}", key="pace",
+                                 value=value, expected="a number >= 0 or 'recorded'")
+        return value
 
     @staticmethod
     def _newest(folder: KernelFolder) -> Path:
@@ -130,6 +154,8 @@ class ReplayRunner:
         """Recorded results, in the order asked; unrecorded configs come back pruned."""
         rule = rule_for_event("not_recorded")
         for candidate in candidates:
+            if self.pace_s:
+                time.sleep(self.pace_s)  # the recorded GPU's time per config (pace option)
             found = self._trials.get((candidate.config.key(), candidate.shape, candidate.dtype))
             if found is not None:
                 yield self._stamp(found)

@@ -6,7 +6,9 @@ figure a few times a second at best. :class:`CoalescingPusher` turns any number 
 *latest* state, so nothing is lost, only intermediate frames are skipped.
 
 Every mutation of the figure must happen under :attr:`CoalescingPusher.lock` (the figure
-lock); ``push`` is always called holding it.
+lock); ``push`` is always called holding it. An optional ``gate`` is called before each
+push, outside the lock: the panel passes one that waits (bounded) until the browser has
+drawn the previous push, so pushes never pile up faster than the browser draws them.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ class CoalescingPusher:
 
     def __init__(self, push: Callable[[], None], *, max_per_s: float = 4.0,
                  on_error: Callable[[BaseException], None] | None = None,
-                 lock: threading.RLock | None = None) -> None:
+                 lock: threading.RLock | None = None,
+                 gate: Callable[[], object] | None = None) -> None:
         if max_per_s <= 0:
             raise ValueError(f"max_per_s must be > 0, got {max_per_s}")
         self._push = push
         self._min_interval_s = 1.0 / max_per_s
         self._on_error = on_error
+        self._gate = gate
         self.lock: threading.RLock = lock or threading.RLock()
         self._cond = threading.Condition()
         self._dirty = False
@@ -84,6 +88,8 @@ class CoalescingPusher:
                     self._cond.wait()
                 if self._closed:
                     return
+            if self._gate is not None:
+                self._gate()  # the browser drew the last push (or the gate timed out)
             # Rate limit: wait until min_interval has passed since the last push ended,
             # letting further notifies coalesce meanwhile.
             wait_s = self._last_push_end + self._min_interval_s - time.perf_counter()
