@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("anywidget")
 
-from workbench.ui.state_view import PanelStateView, RunClock  # noqa: E402
-from workbench.ui.throttle import CoalescingPusher  # noqa: E402
+from workbench.ui.state_view import PanelStateView, RunClock
+from workbench.ui.throttle import CoalescingPusher
 
 
 class FakeClock:

@@ -127,7 +127,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     page.wait_for_function(
         "() => { const d = document.querySelector('.wb-progress .widget-label');"
         " return d && /^[1-9][0-9]* \\//.test(d.textContent); }", timeout=60_000)
-    page.wait_for_selector(".wb-topn table", timeout=60_000)
+    page.wait_for_selector(".wb-trials table", timeout=60_000)
     page.wait_for_function(
         "() => [...document.querySelectorAll('.wb-figure-box .scatterlayer path.js-line')]"
         ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
