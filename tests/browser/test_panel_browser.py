@@ -128,9 +128,15 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
         "() => { const d = document.querySelector('.wb-progress .widget-label');"
         " return d && /^[1-9][0-9]* \\//.test(d.textContent); }", timeout=60_000)
     page.wait_for_selector(".wb-trials table", timeout=60_000)
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.wb-figure-box .scatterlayer path.js-line')]"
-        ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
+    try:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.wb-figure-box .scatterlayer path.js-line')]"
+            ".some(p => (p.getAttribute('d') || '').length > 10)", timeout=60_000)
+    except Exception:
+        page.locator(".wb-panel").screenshot(path=str(artifacts / "failure-lines.png"))
+        raise AssertionError("no line drawn; message: "
+                             + page.locator(".wb-message").inner_text() + "\nconsole:\n"
+                             + "\n".join(page.wb_console[-30:])) from None
     print(f"charts filled {time.monotonic() - launched:.1f} s after Launch")
     page.locator(".wb-stop").click()
     page.wait_for_function(

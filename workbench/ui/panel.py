@@ -272,6 +272,9 @@ class WorkbenchPanel:
                                        on_error=self._show_error)
         self._unsubscribe = backend.events.subscribe(self._on_event)
         self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
+        self._figure_drawn = False
+        self._shown_scale = "linear"  # build_figure's axes
+        self.figure.observe(self._figure_reported, names="_js2py_layoutDelta")
         self.shape.observe(self._guard(self._problem_changed), names="value")
         self.dtype.observe(self._guard(self._problem_changed), names="value")
         self._guard(self._load_stored)(self.shape.value, self.dtype.value)
@@ -309,6 +312,12 @@ class WorkbenchPanel:
                               self.trials_status, self.trials_rows]), self.trials_view])
         box.add_class("wb-trials-box")
         return box
+
+    def _figure_reported(self, change: Any) -> None:
+        """The browser drew the figure (plotly sends its layout back after the first draw)."""
+        if change.get("new") is not None and not self._figure_drawn:
+            self._figure_drawn = True
+            self.pusher.notify()
 
     def table_query(self) -> TableQuery:
         """What the trial table's controls ask for."""
@@ -400,13 +409,18 @@ class WorkbenchPanel:
         updates = trace_updates(data, self.layout)  # compute first ...
         scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
                  else str(self.y_scale.value))
-        axes = layout_updates(self.layout, scale)
+        # Layout changes sent before the browser drew the figure once leave it blank
+        # (plotly's FigureWidget; trace changes are fine): hold them until it has.
+        axes = (layout_updates(self.layout, scale)
+                if self._figure_drawn and scale != self._shown_scale else {})
         done = data.count
         table = trials_html(data, self.table_query())
         fails = failures_html(results)
         best = min((r for r in results if r.status is Status.OK and r.median_us is not None),
                    key=lambda r: r.median_us or 0.0, default=None)
         apply_updates(self.figure, updates, axes)  # ... assign inside one batch_update
+        if axes:
+            self._shown_scale = scale
         self.progress.max = max(self._budget, done, 1)
         self.progress.value = min(done, self.progress.max)
         self.progress.description = f"{done} / {self._budget}"
