@@ -248,7 +248,7 @@ def test_relaunch_shows_every_stored_trial(panel_and_backend: Any) -> None:
     _launch_and_wait(panel, 12)
     _launch_and_wait(panel, 12)  # the same budget again: nothing new, everything shown
     assert len(panel.table) == 12 and panel.progress.description == "12 / 12"
-    assert "wb-topn-table" in panel.top_table.value
+    assert "wb-trials-table" in panel.trials_view.value
     _launch_and_wait(panel, 20)  # a larger budget: the 12 stored plus 8 new
     assert len(panel.table) == 20 and panel.progress.description == "20 / 20"
 
