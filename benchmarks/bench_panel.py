@@ -1,4 +1,5 @@
-"""Per-push update cost of the panel at 100 / 1,000 / 10,000 trials (kernel side).
+"""Per-push update cost of the panel at 100 / 1,000 / 10,000 trials (kernel side), and the
+size of a report notebook of 10,000 trials.
 
 One push = snapshot of the trial table + per-trace arrays (compute) + one
 ``fig.batch_update()`` assignment + progress, top-N and failure tables (assign). Measured
@@ -58,6 +59,20 @@ def _records(wb: Workbench, n: int) -> tuple[list[TrialResult], str]:
     return out, "deterministic stand-in records (UI load only, not measurements)"
 
 
+def _report_size(wb: Workbench, records: list[TrialResult], tmp: Path) -> dict[str, object]:
+    """Bytes of the report notebook ``wb.report`` writes for ``records``."""
+    import nbformat
+
+    path = wb.report(tmp / "report.ipynb", results=records)
+    nb = nbformat.read(path, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    charts = sum(1 for o in outputs if "image/png" in o.get("data", {}))
+    from workbench.ui.report import TABLE_ROWS
+
+    return {"trials": len(records), "bytes": path.stat().st_size, "charts": charts,
+            "rows_listed": min(TABLE_ROWS, len(records))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "panel_updates.json"))
@@ -88,10 +103,12 @@ def main() -> None:
                             "repeats": REPEATS})
             panel.close()
             print(results[-1])
+        report = _report_size(wb, _records(wb, COUNTS[-1])[0], Path(tmp))
+        print(report)
     doc = {"what": "kernel-side cost of one panel push (compute + figure/table assignment)",
            "trials_source": source, "max_pushes_per_s": 4,
            "python": platform.python_version(), "machine": platform.machine(),
-           "results": results}
+           "date": time.strftime("%Y-%m-%d"), "results": results, "report": report}
     Path(args.out).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

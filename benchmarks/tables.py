@@ -410,6 +410,18 @@ def cpu_section() -> str:
                      + table(["trials", "push median ms", "push max ms", "of which compute ms"],
                              [[r["trials"], r["push_median_ms"], r["push_max_ms"],
                                r["compute_median_ms"]] for r in pu["results"]]))
+        if pu.get("report"):
+            rp = pu["report"]
+            parts.append(f"Report notebook of {rp['trials']:,} trials: {rp['bytes']:,} bytes "
+                         f"({rp['charts']} PNG chart, {rp['rows_listed']} rows listed).")
+    pl = load("panel_latency.json")
+    if pl:
+        parts.append(f"Panel under load ({pl['date']}, {pl['machine']['cpus']} cores, a CPU hog "
+                     "on each, real JupyterLab + Chromium; target ≤ 1 s):\n\n" + table(
+                         ["run", "pause s", "resume s", "stop s", "progress held after pause",
+                          "after stop"],
+                         [[i + 1, r["pause_s"], r["resume_s"], r["stop_s"], r["held_after_pause"],
+                           r["held_after_stop"]] for i, r in enumerate(pl["runs"])]))
     return "\n\n".join(parts)
 
 

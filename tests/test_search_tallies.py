@@ -52,3 +52,32 @@ def test_tallies_follow_an_edit_of_the_ranges() -> None:
     kept = search.results("a")
     assert search.evaluated("a") == sum(1 for r in kept if r.status.value != "pruned")
     assert search.evaluated("a") < 60 and search.best("a") == best_of(kept)
+
+
+def test_a_pause_holds_between_results_of_a_batch() -> None:
+    import threading
+
+    from workbench.core.events import TrialFinished
+
+    search = Search({"a": synthetic_space()}, SyntheticRunner(),
+                    SearchConfig(("a",), "bf16", strategy="exhaustive", batch_size=16,
+                                 budget=Budget(max_evaluations=40)))
+    seen: list[str] = []
+    paused = threading.Event()
+
+    def on_event(event: object) -> None:
+        if not isinstance(event, TrialFinished):
+            return
+        seen.append("resumed-trial" if seen and seen[-1] == "resume" else "trial")
+        if len(seen) == 3:  # mid-batch: pause, and resume from another thread later
+            search.pause()
+            paused.set()
+            seen.append("pause")
+            threading.Timer(0.3, lambda: (seen.append("resume"), search.resume())).start()
+
+    search.events.subscribe(on_event)
+    search.run()
+    assert paused.is_set()
+    at = seen.index("pause")
+    assert seen[at + 1] == "resume"  # nothing was measured while paused
+    assert search.evaluated("a") == 40

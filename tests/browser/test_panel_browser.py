@@ -74,7 +74,7 @@ def test_panel_renders_and_validates_ranges(lab_server: LabServer, browser_page:
         raise AssertionError("figure did not render; console:\n"
                              + "\n".join(page.wb_console[-30:])) from None
     # plotly marks the div .js-plotly-plot before it draws the title: wait for the title.
-    page.locator(".wb-figure-box .gtitle").first.wait_for(timeout=30_000)
+    page.locator(".wb-figure-box .gtitle").first.wait_for(timeout=60_000)
     print(f"figure visible after {time.monotonic() - start:.1f} s")
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Template").click()
     page.wait_for_selector(".wb-diff", timeout=10_000)

@@ -512,6 +512,9 @@ class Search:
                 self._record(shape, result)
                 if self._stop.is_set():
                     break
+                self._wait_if_paused()  # a pause holds between results, not after the batch
+                if self._stop.is_set():
+                    break
         finally:
             close = getattr(results, "close", None)
             if close is not None:

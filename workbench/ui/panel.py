@@ -31,6 +31,7 @@ from workbench.ui.figures import (
     trace_updates,
 )
 from workbench.ui.params_editor import SpaceSummary
+from workbench.ui.state_view import RunClock
 from workbench.ui.throttle import CoalescingPusher
 from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
 
@@ -154,7 +155,8 @@ class WorkbenchPanel:
         self.backend = backend
         self._state = "idle"
         self._budget = 0
-        self._started_at = 0.0
+        self.clock = RunClock()  # running time without pauses: the ETA's base
+        self._done_at_launch = 0
         self._table_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self.last_report: Any = None
@@ -269,7 +271,7 @@ class WorkbenchPanel:
         self.widget.add_class("wb-panel")
 
         self.pusher = CoalescingPusher(self._push, max_per_s=max_pushes_per_s,
-                                       on_error=self._show_error)
+                                       on_error=self._show_error, gate=self._browser_gate)
         self._unsubscribe = backend.events.subscribe(self._on_event)
         self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
         self._figure_drawn = False
@@ -312,6 +314,19 @@ class WorkbenchPanel:
                               self.trials_status, self.trials_rows]), self.trials_view])
         box.add_class("wb-trials-box")
         return box
+
+    def _browser_gate(self) -> None:
+        """Before a push: wait (at most 5 s) until the browser drew the last figure update,
+        then leave it as long again idle, so a loaded browser draws fewer frames instead of
+        queueing them ahead of the user's clicks. Nothing waits before a browser drew."""
+        if not self._figure_drawn:
+            return
+        start = time.monotonic()
+        while self.figure._trace_edit_in_process and time.monotonic() - start < 5.0:
+            time.sleep(0.02)
+        drawing_s = time.monotonic() - start
+        if drawing_s > 0.05:
+            time.sleep(min(drawing_s, 2.0))
 
     def _figure_reported(self, change: Any) -> None:
         """The browser drew the figure (plotly sends its layout back after the first draw)."""
@@ -424,10 +439,10 @@ class WorkbenchPanel:
         self.progress.max = max(self._budget, done, 1)
         self.progress.value = min(done, self.progress.max)
         self.progress.description = f"{done} / {self._budget}"
-        if self._started_at and done and self._state == "running":
-            elapsed = time.monotonic() - self._started_at
-            left = max(self._budget - done, 0) * elapsed / done
-            self.eta.value = f"{elapsed:.0f} s elapsed, ETA {left:.0f} s"
+        eta = self.clock.eta_s(done - self._done_at_launch, max(self._budget - done, 0))
+        if eta is not None and self._state in ("running", "paused"):
+            self.eta.value = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
+                              + (" (paused)" if self._state == "paused" else ""))
         elif done:
             self.eta.value = f"{done} evaluated"
         self.trials_view.value = table
@@ -446,7 +461,9 @@ class WorkbenchPanel:
         self._budget = int(self.budget.value)
         self._load_stored(shape, dtype)
         self.message.value = ""
-        self._started_at = time.monotonic()
+        with self._table_lock:
+            self._done_at_launch = len(self.table)
+        self.clock.start()
         self._set_state("running")
         self._worker = threading.Thread(
             target=self._tune, args=(shape, dtype, str(self.strategy.value), self._budget),
@@ -473,6 +490,7 @@ class WorkbenchPanel:
         try:
             report = self.backend.tune(shape, dtype, strategy, budget)
         except Exception as exc:
+            self.clock.stop()
             self._set_state("error")
             self._show_error(exc)
             return
@@ -482,6 +500,7 @@ class WorkbenchPanel:
             self.table.baseline_us = getattr(report, "baseline_us", None)
             self.table.extend(results)
         self.last_report = report
+        self.clock.stop()
         self.pusher.flush()
         self._set_state(f"finished ({getattr(report, 'reason', 'done')})")
         summary = getattr(report, "summary", None)
@@ -497,10 +516,13 @@ class WorkbenchPanel:
     def _pause(self) -> None:
         if self._state == "paused":
             self.backend.resume_search()
+            self.clock.resume()
             self._set_state("running")
         else:
             self.backend.pause_search()
+            self.clock.pause()
             self._set_state("paused")
+        self.pusher.notify()
 
     def _stop(self) -> None:
         self.backend.stop_search()
