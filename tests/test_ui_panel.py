@@ -79,6 +79,8 @@ class FakeBackend:
         self.template_source = "int a;\nint b;\n"
         self.fail_start = False
 
+    replay_problem = ""
+
     def summarize_space(self, params: Sequence[Any], shape: str, dtype: str) -> SpaceSummary:
         size = 1
         for p in params:

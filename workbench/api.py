@@ -108,6 +108,23 @@ class Workbench:
         return f"{self._mode} · {description}"
 
     @property
+    def replay_problem(self) -> str:
+        """Why the runner cannot measure the current template ("" when it can): a replay of
+        a recording made from another template text answers every config "not recorded"."""
+        from workbench.engine.replay import ReplayRunner
+
+        runner = self.runner
+        if not isinstance(runner, ReplayRunner):
+            return ""
+        recorded = runner.recording.template_sha256
+        if recorded == self._template.source_sha256:
+            return ""
+        return (f"the replayed recording ({runner.recording.label}) holds template "
+                f"{recorded[:12]}, not this one ({self._template.source_sha256[:12]}): a search "
+                "here would measure nothing. Tune it on a GPU, or go back to the recorded "
+                "template to replay it")
+
+    @property
     def device(self) -> Any:
         """The DeviceSpec searched for (the runner's, or the default H100 table entry)."""
         from workbench.core.hardware import default_device

@@ -45,6 +45,8 @@ class PanelBackend(Protocol):
     @property
     def runner_description(self) -> str: ...
     @property
+    def replay_problem(self) -> str: ...
+    @property
     def shape_names(self) -> Sequence[str]: ...
     @property
     def dtypes(self) -> Sequence[str]: ...
@@ -373,9 +375,12 @@ class WorkbenchPanel:
     def _refresh_header(self) -> None:
         try:
             device = self.backend.runner_description
+            problem = self.backend.replay_problem
         except Exception as exc:
-            device = f"no runner: {exc}"
-        self.header.value = (
+            device, problem = f"no runner: {exc}", ""
+        warning = (f'<div class="wb-replay-problem" style="color:#b00020">cannot measure '
+                   f"here: {html.escape(problem)}</div>" if problem else "")
+        self.header.value = warning + (
             f'<div><b class="wb-kernel">{html.escape(self.backend.kernel_name)}</b> · '
             f'<span class="wb-device">{html.escape(device)}</span> · '
             f"shape <code>{html.escape(str(self.shape.value))}</code> · "
@@ -457,6 +462,11 @@ class WorkbenchPanel:
         if self._worker is not None and self._worker.is_alive():
             raise WorkbenchError("a search is already running; stop it first",
                                  key="search", value=self._state)
+        problem = self.backend.replay_problem
+        if problem:  # said before Launch (header), refused at Launch: never "0 evaluated"
+            self._refresh_header()
+            raise WorkbenchError(f"nothing to measure: {problem}", key="runner",
+                                 value=self.backend.runner_description)
         shape, dtype = self.shape.value, self.dtype.value
         self._budget = int(self.budget.value)
         self._load_stored(shape, dtype)
@@ -546,6 +556,7 @@ class WorkbenchPanel:
                                                       right_title="proposed template")
         self._info(note)
         self._refresh_review()
+        self._refresh_header()  # a new template may be one the replay cannot measure
 
     def _params_changed(self, params: Sequence[Any]) -> None:
         """New ranges make a new template version: it needs its own approval to be tuned
