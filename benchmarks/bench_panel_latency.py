@@ -32,6 +32,7 @@ def main() -> None:
     runs, outcomes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "WORKBENCH_ARTIFACTS": tmp, "WORKBENCH_REQUIRE_BROWSER": "1",
+               "WORKBENCH_LOAD_TEST": "1",
                "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         for i in range(args.runs):
             load_before = os.getloadavg()[0]
