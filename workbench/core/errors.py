@@ -10,6 +10,7 @@ CLI can show a precise message without parsing text.
     │   └── EmptySpaceError      constraints leave no config (names the binding constraint)
     ├── KernelFolderError        a kernel folder is malformed (lists every problem)
     ├── CudaSourceError          a .cu file cannot be read as CUDA (file, line)
+    ├── ScaffoldError            init needs the user to say an argument's role or dtype
     ├── TemplateError            rendering or launch-rule evaluation failed
     ├── CompilerNotFoundError    nvcc is missing (says how to install it)
     ├── CompileError             nvcc failed (kind, log path)
@@ -102,6 +103,18 @@ class CudaSourceError(WorkbenchError):
         super().__init__(message, file=file, line=line, **details)
         self.file = file
         self.line = line
+
+
+class ScaffoldError(WorkbenchError):
+    """``workbench init`` cannot decide alone: ``argument`` names the (first) argument and
+    ``asks`` lists every question, each naming the option that answers it."""
+
+    def __init__(self, message: str, *, file: str, line: int, argument: str,
+                 **details: Any) -> None:
+        super().__init__(message, file=file, line=line, argument=argument, **details)
+        self.file = file
+        self.line = line
+        self.argument = argument
 
 
 class TemplateError(WorkbenchError):

@@ -1,7 +1,12 @@
-"""Kernel folders: ``kernel.toml`` + ``baseline.cu`` + ``template.cu`` + ``reference.py``.
+"""Kernel folders: ``kernel.toml`` + ``baseline.cu`` [+ ``template.cu``] [+ ``reference.py``].
 
 Loading a malformed folder reports every problem at once, each naming the file, the key,
 the value found and what was expected (see docs/design.md for the format).
+
+A folder fresh from ``workbench init`` has no ``[template]``: the baseline then stands in
+as a template with no parameters (``has_template`` is False) until ``propose --write``
+adds one. ``reference.py`` is optional: without it the baseline's own outputs are the
+golden outputs and inputs come from :func:`workbench.core.inputs.default_inputs`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from workbench.core.dtypes import ELEM_BYTES
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.dtypes import ARG_DTYPES, ELEM_BYTES, INTEGER_DTYPES
 from workbench.core.errors import (
     ExpressionError,
     KernelFolderError,
@@ -32,7 +38,10 @@ from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate, LaunchRules
 
 ROLES = ("in", "out", "inout", "scalar")
-ARG_DTYPES = ("T", "f32", "i32", "i64")
+SCALAR_DTYPES = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "f32")
+#: What ``workbench init`` writes where only the user knows the value.
+PLACEHOLDER = "FILL_IN"
+DEFAULT_DEVICE = "h100_sxm"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shapes",
              "tolerances", "args", "baseline", "template"}
@@ -42,8 +51,17 @@ _LAUNCH_KEYS = {"source", "entry", "grid", "block", "smem_bytes"}
 
 @dataclass(frozen=True)
 class Tolerance:
+    """|got - want| <= atol + rtol * |want|. Integer outputs use rtol = 0 and an integral
+    atol (0: exact), compared as integers, never through float32."""
+
     rtol: float
     atol: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"rtol": self.rtol, "atol": self.atol}
+
+
+EXACT = Tolerance(0.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -51,7 +69,7 @@ class ArgSpec:
     """One kernel argument, in call order."""
 
     name: str
-    dtype: str  # "T" (the element dtype) | "f32" | "i32" | "i64"
+    dtype: str  # "T" (the element dtype) or one of core.dtypes.ARG_DTYPES
     role: str  # in | out | inout | scalar
     shape: tuple[Expr, ...] = ()
     value: Expr | None = None  # scalars only
@@ -85,6 +103,20 @@ class KernelFolder:
     baseline: KernelTemplate
     template: KernelTemplate
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    has_template: bool = True  # False: no [template] yet; ``template`` is the baseline
+
+    @property
+    def reference_functions(self) -> frozenset[str]:
+        """Which of make_inputs / reference the folder's reference.py defines (none: no file)."""
+        ref = self.path / "reference.py"
+        if not ref.is_file():
+            return frozenset()
+        try:
+            tree = ast.parse(ref.read_text())
+        except SyntaxError:
+            return frozenset()
+        return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
+                         and n.name in ("make_inputs", "reference"))
 
     @property
     def shape_names(self) -> tuple[str, ...]:
@@ -117,7 +149,10 @@ class KernelFolder:
         return self.template.space(self.env(shape, dtype, device))
 
     def tolerance_for(self, arg: ArgSpec, dtype: str) -> Tolerance:
-        return arg.tolerance or self.tolerances[dtype]
+        """The argument's own tolerance, else exact for integers, else the dtype's."""
+        if arg.tolerance is not None:
+            return arg.tolerance
+        return EXACT if arg.resolved_dtype(dtype) in INTEGER_DTYPES else self.tolerances[dtype]
 
     def arg_layout(self, shape: str, dtype: str) -> list[dict[str, Any]]:
         """Every argument at (shape, dtype): name, role, concrete dtype, tolerance, and the
@@ -150,6 +185,8 @@ class _Collector:
         self.problems: list[Problem] = []
 
     def add(self, file: str, key: str, value: Any, expected: str) -> None:
+        if value == PLACEHOLDER or (isinstance(value, list) and PLACEHOLDER in value):
+            expected += " (workbench init left this placeholder for you to fill in)"
         shown = value if isinstance(value, str) else repr(value)
         if len(shown) > 200:
             shown = shown[:200] + "..."
@@ -215,8 +252,8 @@ def _entry(c: _Collector, section: Mapping[str, Any], key: str, source: str | No
     if not isinstance(entry, str) or not _IDENT.match(entry):
         c.add("kernel.toml", f"{key}.entry", entry, "the kernel function's name (a C identifier)")
         return None
-    if source is not None and not re.search(rf'extern\s+"C"[^;{{]*__global__[^;{{]*\b{entry}\s*\(',
-                                            source, re.S):
+    if source is not None and not any(k.name == entry and k.extern_c
+                                      for k in parse_cuda(source, file).kernels):
         c.add(file, key + ".entry", entry, f'an extern "C" __global__ function named {entry}')
     return entry
 
@@ -229,6 +266,21 @@ def _launch(c: _Collector, section: Mapping[str, Any], key: str,
     if grid is None or block is None or smem is None:
         return None
     return LaunchRules(grid=tuple(grid), block=tuple(block), smem_bytes=smem)
+
+
+def _int_tolerance(c: _Collector, value: Any, key: str, dtype: str) -> Tolerance | None:
+    """An integer output's tolerance: { atol = N }, N a non-negative integer (|Δ| <= N)."""
+    if not isinstance(value, dict) or set(value) != {"atol"}:
+        c.add("kernel.toml", key, value,
+              f"an integer tolerance {{ atol = <int> }} for a {dtype} output (|got - want| "
+              "<= atol, compared as integers; rtol does not apply)")
+        return None
+    atol = value["atol"]
+    if isinstance(atol, bool) or not isinstance(atol, int) or atol < 0:
+        c.add("kernel.toml", f"{key}.atol", atol,
+              f"a non-negative integer for a {dtype} output (e.g. 1 for |Δq| <= 1)")
+        return None
+    return Tolerance(0.0, float(atol))
 
 
 def _tolerance(c: _Collector, value: Any, key: str) -> Tolerance | None:
@@ -340,7 +392,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             if d not in ELEM_BYTES:
                 c.add("kernel.toml", f"tolerances.{d}", d, f"a dtype in {sorted(ELEM_BYTES)}")
 
-    bytes_moved = _expr(c, data.get("bytes_moved"), "bytes_moved", env_names)
+    bytes_moved_raw = data.get("bytes_moved")
 
     args: list[ArgSpec] = []
     args_raw = data.get("args")
@@ -370,7 +422,15 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             if adtype not in ARG_DTYPES:
                 c.add("kernel.toml", f"{key}.dtype", adtype, f"one of {list(ARG_DTYPES)}")
                 continue
-            tol = _tolerance(c, a["tolerance"], f"{key}.tolerance") if "tolerance" in a else None
+            tol = None
+            if "tolerance" in a:
+                tol = (_int_tolerance(c, a["tolerance"], f"{key}.tolerance", adtype)
+                       if adtype in INTEGER_DTYPES
+                       else _tolerance(c, a["tolerance"], f"{key}.tolerance"))
+            if role == "scalar" and adtype not in SCALAR_DTYPES:
+                c.add("kernel.toml", f"{key}.dtype", adtype,
+                      f"a scalar dtype, one of {list(SCALAR_DTYPES)}")
+                continue
             if role == "scalar":
                 if "shape" in a:
                     c.add("kernel.toml", f"{key}.shape", a["shape"], "no shape for a scalar")
@@ -385,6 +445,9 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                     args.append(ArgSpec(aname, adtype, role, tuple(shp), None, tol))
         if args and not any(a.role in ("out", "inout") for a in args):
             c.add("kernel.toml", "args", [a.name for a in args], "at least one out or inout argument")
+    if bytes_moved_raw is None and args:
+        bytes_moved_raw = default_bytes_moved(args)
+    bytes_moved = _expr(c, bytes_moved_raw, "bytes_moved", env_names)
 
     # Baseline.
     baseline: KernelTemplate | None = None
@@ -405,7 +468,9 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
     # Template.
     template: KernelTemplate | None = None
     tsec = data.get("template")
-    if not isinstance(tsec, dict):
+    if tsec is None:
+        template = baseline  # no template yet: the baseline, with no parameters
+    elif not isinstance(tsec, dict):
         c.add("kernel.toml", "template", tsec, "a [template] table with entry, grid, block, params")
     else:
         allowed = _LAUNCH_KEYS | {"params", "constraints"}
@@ -475,7 +540,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
     kf = KernelFolder(path=folder, name=name, description=description, dtypes=tuple(dtypes),
                       shapes=shapes, tolerances=tolerances, args=tuple(args),
                       bytes_moved=bytes_moved, check_shape=check_shape, baseline=baseline,
-                      template=template, raw=data)
+                      template=template, raw=data, has_template=tsec is not None)
     _check_defaults(c, kf)
     if c.problems:
         raise KernelFolderError(str(folder), c.problems)
@@ -496,9 +561,12 @@ def _shape_hulls(params: list[Parameter], bounds: list[ShapeBounds],
 
 
 def _check_reference(c: _Collector, folder: Path) -> None:
+    """reference.py is optional; when present it defines make_inputs(), reference() or both."""
     ref = folder / "reference.py"
+    if not ref.exists() and not ref.is_symlink():
+        return
     text = _read_text(c, folder, "reference.py",
-                      "a numpy reference with make_inputs() and reference()")
+                      "a numpy reference with make_inputs() and/or reference()")
     if text is None:
         return
     try:
@@ -510,9 +578,24 @@ def _check_reference(c: _Collector, folder: Path) -> None:
         c.add("reference.py", "", f"unparseable ({type(exc).__name__})", "valid Python")
         return
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    for fn in ("make_inputs", "reference"):
-        if fn not in defined:
-            c.add("reference.py", fn, "missing", f"a top-level function {fn}(...)")
+    if not defined & {"make_inputs", "reference"}:
+        c.add("reference.py", "", "neither make_inputs nor reference defined",
+              "a top-level make_inputs(shape, dtype, rng) and/or reference(inputs, shape, dtype)")
+
+
+def default_bytes_moved(args: list[ArgSpec]) -> str:
+    """Bytes a kernel must move at least: every buffer read once (in), written once (out)
+    or both (inout), at its dtype's size; the default for kernel.toml's ``bytes_moved``."""
+    from workbench.core.dtypes import arg_storage
+
+    terms = []
+    for arg in args:
+        if not arg.is_buffer:
+            continue
+        size = "elem_bytes" if arg.dtype == "T" else str(arg_storage(arg.dtype).itemsize)
+        times = "2 * " if arg.role == "inout" else ""
+        terms.append(f"{times}{size} * " + " * ".join(f"({e.text})" for e in arg.shape))
+    return " + ".join(terms) or "0"
 
 
 def _check_defaults(c: _Collector, kf: KernelFolder) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench.core.inputs import default_inputs
 from workbench.core.records import Status
 from workbench.engine.gpu_verify import _InputSet, _Mismatch, compare_outputs
 from workbench.engine.worker_protocol import classify_cuda_error
@@ -245,6 +246,8 @@ class GpuSession:
         self.flush_buf: Any = None
         self.compare: Any = None
         self.to_f32: Any = None
+        self.to_i64: Any = None
+        self.compare_int: Any = None
         self.counters: Any = None
         self.flush_bytes = 0
         self.evict: Any = None     # wb_evict (read flush)
@@ -302,10 +305,14 @@ class GpuSession:
         return {"path": path, "api_version": version}
 
     def _reference(self, folder: str) -> Any:
+        """The folder's reference.py as a module; None when the folder has none."""
         if folder not in self.references:
             import importlib.util
 
             path = Path(folder) / "reference.py"
+            if not path.is_file():
+                self.references[folder] = None
+                return None
             spec = importlib.util.spec_from_file_location(
                 f"_workbench_reference_{len(self.references)}", path)
             if spec is None or spec.loader is None:
@@ -380,11 +387,19 @@ class GpuSession:
         self._load_own_kernels(str(message["check_kernels"]))
         self._free_problem()
         check = message.get("check")
+        if ref is None or not hasattr(ref, "reference"):
+            check = None  # no reference(): the baseline's own outputs are the golden ones
+
+        def make_inputs(problem: Mapping[str, Any], rng: Any) -> Any:
+            if ref is not None and hasattr(ref, "make_inputs"):
+                return ref.make_inputs(dict(problem["shape"]), dtype, rng)
+            return default_inputs(problem["args"], problem["shape"], rng)
+
         if check is not None:
             key = json.dumps([baseline["cubin"], check["shape"], dtype], sort_keys=True)
             if key not in self.checked:
                 rng = np.random.default_rng([seed, 99])
-                host = ref.make_inputs(dict(check["shape"]), dtype, rng)
+                host = make_inputs(check, rng)
                 cset = _InputSet(self, check, dtype, host)
                 try:
                     quantized = {**host, **cset.quantized}
@@ -405,7 +420,7 @@ class GpuSession:
         main = message["main"]
         for index in range(2):
             rng = np.random.default_rng([seed, index])
-            host = ref.make_inputs(dict(main["shape"]), dtype, rng)
+            host = make_inputs(main, rng)
             iset = _InputSet(self, main, dtype, host)
             self.sets.append(iset)
             func = self._function(baseline["cubin"], baseline["entry"], iset.format,
@@ -430,6 +445,10 @@ class GpuSession:
         self.to_f32.prepare("PiiPqP")
         self.compare = module.get_function("wb_compare")
         self.compare.prepare("PiiPqffP")
+        self.to_i64 = module.get_function("wb_to_i64")
+        self.to_i64.prepare("PiiPqP")
+        self.compare_int = module.get_function("wb_compare_int")
+        self.compare_int.prepare("PiiPqqP")
         self.counters = self.cuda.mem_alloc(5 * 8)
         self.evict = module.get_function("wb_evict")
         self.evict.prepare("PqP")

@@ -10,92 +10,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from workbench.engine.check_kernels import (
+    CHECK_KERNELS_ENTRY,
+    CHECK_KERNELS_SOURCE,
+    KIND,
+    POISON_BITS,
+    is_integer_kind,
+    poison_for,
+)
+
 if TYPE_CHECKING:
     from workbench.engine.gpu_session import GpuSession
 
-
-#: Poison written into outputs before a verification run: a signalling-NaN bit pattern for
-#: floats (not 0x7FFF / 0x7FC00000, the canonical NaNs a kernel's conversions produce, so
-#: "NaN written" and "never written" stay distinguishable), the same bits as an integer
-#: sentinel. 8-byte outputs get the 4-byte pattern twice.
-POISON_BITS = {2: 0x7FAB, 4: 0x7FBADBAD, 8: 0x7FBADBAD}
-_STORAGE = {"bf16": "uint16", "fp16": "uint16", "fp32": "float32", "f32": "float32",
-            "i32": "int32", "i64": "int64"}
-_ELEMENT_DTYPES = ("bf16", "fp16", "fp32")
-_SCALAR_FORMAT = {"i32": "i", "i64": "q", "f32": "f", "fp32": "f"}
+__all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "compare_outputs"]
 
 
-#: Device-side checks: conversion of outputs to float32 (golden copies) and comparison
-#: against them, counting unwritten (poison) elements, NaNs and tolerance misses, so that
-#: outputs of hundreds of MB never cross PCIe. Compiled by the parent with the Compiler.
-CHECK_KERNELS_SOURCE = r"""
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-// kind: 0 bf16 bits, 1 fp16 bits, 2 f32, 3 i32, 4 i64
-__device__ __forceinline__ float wb_load(const void* p, long long i, int kind, bool* poison) {
-  switch (kind) {
-    case 0: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FAB;
-              return __uint_as_float(((unsigned int)b) << 16); }
-    case 1: { unsigned short b = ((const unsigned short*)p)[i]; *poison = b == 0x7FAB;
-              return __half2float(__ushort_as_half(b)); }
-    case 2: { unsigned int b = ((const unsigned int*)p)[i]; *poison = b == 0x7FBADBADu;
-              return __uint_as_float(b); }
-    case 3: { int b = ((const int*)p)[i]; *poison = b == 0x7FBADBAD; return (float)b; }
-    default: { long long b = ((const long long*)p)[i]; *poison = b == 0x7FBADBAD7FBADBADLL;
-               return (float)b; }
-  }
-}
-// counters: [0] unwritten  [1] NaN where a number was expected  [2] outside tolerance
-//           [3] first bad index (min)  [4] max |got - want| as float bits (non-negative)
-__device__ void wb_flush(unsigned long long* counters, unsigned long long c0,
-                         unsigned long long c1, unsigned long long c2,
-                         unsigned long long first, unsigned long long maxbits) {
-  for (int o = 16; o > 0; o >>= 1) {
-    c0 += __shfl_xor_sync(0xffffffffu, c0, o);
-    c1 += __shfl_xor_sync(0xffffffffu, c1, o);
-    c2 += __shfl_xor_sync(0xffffffffu, c2, o);
-    first = min(first, __shfl_xor_sync(0xffffffffu, first, o));
-    maxbits = max(maxbits, __shfl_xor_sync(0xffffffffu, maxbits, o));
-  }
-  if ((threadIdx.x & 31) == 0) {
-    if (c0) atomicAdd(&counters[0], c0);
-    if (c1) atomicAdd(&counters[1], c1);
-    if (c2) atomicAdd(&counters[2], c2);
-    if (first != ~0ull) atomicMin(&counters[3], first);
-    if (maxbits) atomicMax(&counters[4], maxbits);
-  }
-}
-extern "C" __global__ void wb_to_f32(const void* src, int kind, int check_poison, float* dst,
-                                     long long n, unsigned long long* counters) {
-  unsigned long long c0 = 0, first = ~0ull;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    bool poison; float v = wb_load(src, i, kind, &poison);
-    dst[i] = v;
-    if (check_poison && poison) { c0++; first = min(first, (unsigned long long)i); }
-  }
-  wb_flush(counters, c0, 0, 0, first, 0);
-}
-extern "C" __global__ void wb_compare(const void* got, int kind, int check_poison,
-                                      const float* want, long long n, float rtol, float atol,
-                                      unsigned long long* counters) {
-  unsigned long long c0 = 0, c1 = 0, c2 = 0, first = ~0ull, maxbits = 0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    bool poison; float v = wb_load(got, i, kind, &poison);
-    float w = want[i];
-    if (check_poison && poison) { c0++; first = min(first, (unsigned long long)i); continue; }
-    if (isnan(v) && !isnan(w)) { c1++; first = min(first, (unsigned long long)i); continue; }
-    float d = fabsf(v - w);
-    bool close = (v == w) || (isnan(v) && isnan(w)) || (d <= atol + rtol * fabsf(w));
-    if (!close) { c2++; first = min(first, (unsigned long long)i); }
-    if (isfinite(d)) maxbits = max(maxbits, (unsigned long long)__float_as_uint(d));
-  }
-  wb_flush(counters, c0, c1, c2, first, maxbits);
-}
-"""
-CHECK_KERNELS_ENTRY = "wb_compare"
-_KIND = {"bf16": 0, "fp16": 1, "fp32": 2, "f32": 2, "i32": 3, "i64": 4}
+_SCALAR_FORMAT = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
+                  "i64": "q", "f32": "f", "fp32": "f"}
+
+
+def _storage(dtype: str) -> Any:
+    from workbench.core.dtypes import arg_storage
+
+    return arg_storage(dtype)
 
 
 class _Mismatch(Exception):
@@ -137,7 +74,7 @@ class _InputSet:
                 continue
             fmt += "P"
             shape = tuple(int(n) for n in arg["shape"])
-            storage = np.dtype(_STORAGE[adt])
+            storage = _storage(adt)
             count = int(np.prod(shape)) if shape else 1
             nbytes = max(1, count * storage.itemsize)
             self.nbytes[name] = nbytes
@@ -151,13 +88,12 @@ class _InputSet:
                 if tuple(raw.shape) != shape:
                     raise ValueError(f"make_inputs()[{name!r}] has shape {raw.shape}; "
                                      f"kernel.toml says {shape}")
-                if adt in _ELEMENT_DTYPES:
-                    q = wdt.quantize(raw.astype(np.float32), adt)
-                    bits = np.ascontiguousarray(wdt.to_device_bits(q, adt))
-                else:
-                    q = raw.astype(storage)
-                    bits = np.ascontiguousarray(q)
-                self.quantized[name] = q
+                bits = wdt.encode_arg(raw, adt)
+                # what the kernel sees, as reference() gets it: float32 values for the float
+                # dtypes, int64 for the integer ones
+                values = wdt.decode_arg(bits, adt)
+                self.quantized[name] = (values if wdt.is_integer_dtype(adt)
+                                        else values.astype(np.float32))
                 cuda.memcpy_htod(buf, bits)
                 if role == "inout":
                     copy = cuda.mem_alloc(nbytes)
@@ -176,21 +112,24 @@ class _InputSet:
 
     def poison(self, stream: Any) -> None:
         """Fill every out argument with the poison pattern."""
-        import numpy as np
 
         cuda = self.session.cuda
         for arg in self.args:
             if arg["role"] != "out":
                 continue
-            itemsize = np.dtype(_STORAGE[arg["dtype"]]).itemsize
+            itemsize = _storage(arg["dtype"]).itemsize
             buf, nbytes = self.buffers[arg["name"]], self.nbytes[arg["name"]]
-            if itemsize == 2:
-                cuda.memset_d16_async(buf, POISON_BITS[2], nbytes // 2, stream)
+            pattern = poison_for(arg["dtype"])
+            if itemsize == 1:
+                cuda.memset_d8_async(buf, pattern, nbytes, stream)
+            elif itemsize == 2:
+                cuda.memset_d16_async(buf, pattern, nbytes // 2, stream)
             else:
-                cuda.memset_d32_async(buf, POISON_BITS[4], nbytes // 4, stream)
+                cuda.memset_d32_async(buf, pattern, nbytes // 4, stream)
 
     def download(self) -> dict[str, tuple[Any, Any]]:
-        """name -> (values as float64, mask of elements still holding poison)."""
+        """name -> (values: float64, or int64 for integer outputs; mask of elements still
+        holding poison)."""
         import numpy as np
 
         from workbench.core import dtypes as wdt
@@ -198,18 +137,15 @@ class _InputSet:
         out = {}
         for arg in self.output_args():
             shape = tuple(int(n) for n in arg["shape"])
-            storage = np.dtype(_STORAGE[arg["dtype"]])
+            storage = _storage(arg["dtype"])
             host = np.empty(shape, dtype=storage)
             self.session.cuda.memcpy_dtoh(host, self.buffers[arg["name"]])
-            raw = host.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[storage.itemsize])
-            poison = (POISON_BITS[8] * (1 << 32) + POISON_BITS[8] if storage.itemsize == 8
-                      else POISON_BITS[storage.itemsize])
+            raw = host.view({1: np.uint8, 2: np.uint16, 4: np.uint32,
+                             8: np.uint64}[storage.itemsize])
+            pattern = poison_for(arg["dtype"])
+            poison = pattern * (1 << 32) + pattern if storage.itemsize == 8 else pattern
             unwritten = (raw == poison) if arg["role"] == "out" else np.zeros(shape, bool)
-            if arg["dtype"] in _ELEMENT_DTYPES:
-                values = wdt.from_device_bits(host, arg["dtype"]).astype(np.float64)
-            else:
-                values = host.astype(np.float64)
-            out[arg["name"]] = (values, unwritten)
+            out[arg["name"]] = (wdt.decode_arg(host, arg["dtype"]), unwritten)
         return out
 
     def _count(self, arg: Mapping[str, Any]) -> int:
@@ -232,15 +168,19 @@ class _InputSet:
         return host
 
     def make_golden(self) -> str | None:
-        """Keep float32 device copies of the outputs; the reason if some were unwritten."""
+        """Keep device copies of the outputs (float32, or int64 for integer outputs); the
+        reason if some were unwritten. 1- and 2-byte integer outputs are not checked for
+        poison here: every bit pattern is a value the baseline may write."""
         cuda = self.session.cuda
         for arg in self.output_args():
             n = self._count(arg)
-            gold = cuda.mem_alloc(max(4, 4 * n))
+            integer = is_integer_kind(arg["dtype"])
+            gold = cuda.mem_alloc(max(8, (8 if integer else 4) * n))
             self.golden[arg["name"]] = gold
-            counts = self._launch_check(self.session.to_f32, n, int(self.buffers[arg["name"]]),
-                                        _KIND[arg["dtype"]], int(arg["role"] == "out"),
-                                        int(gold), n)
+            check = arg["role"] == "out" and (not integer or _storage(arg["dtype"]).itemsize >= 4)
+            counts = self._launch_check(self.session.to_i64 if integer else self.session.to_f32,
+                                        n, int(self.buffers[arg["name"]]), KIND[arg["dtype"]],
+                                        int(check), int(gold), n)
             if counts[0]:
                 return (f"{arg['name']}: {int(counts[0])} of {n} elements not written "
                         f"(first at {self._index(arg, int(counts[3]))})")
@@ -252,33 +192,37 @@ class _InputSet:
         shape = tuple(int(n) for n in arg["shape"]) or (1,)
         return tuple(int(i) for i in np.unravel_index(flat, shape))
 
-    def _element(self, arg: Mapping[str, Any], flat: int) -> tuple[float, float]:
+    def _element(self, arg: Mapping[str, Any], flat: int) -> tuple[float | int, float | int]:
         import numpy as np
 
         from workbench.core import dtypes as wdt
 
         cuda = self.session.cuda
-        storage = np.dtype(_STORAGE[arg["dtype"]])
+        storage = _storage(arg["dtype"])
         got = np.empty(1, dtype=storage)
         cuda.memcpy_dtoh(got, int(self.buffers[arg["name"]]) + flat * storage.itemsize)
-        want = np.empty(1, dtype=np.float32)
-        cuda.memcpy_dtoh(want, int(self.golden[arg["name"]]) + flat * 4)
-        value = (wdt.from_device_bits(got, arg["dtype"]) if arg["dtype"] in _ELEMENT_DTYPES
-                 else got.astype(np.float64))
-        return float(value[0]), float(want[0])
+        integer = is_integer_kind(arg["dtype"])
+        want = np.empty(1, dtype=np.int64 if integer else np.float32)
+        cuda.memcpy_dtoh(want, int(self.golden[arg["name"]]) + flat * want.itemsize)
+        return wdt.decode_arg(got, arg["dtype"])[0].item(), want[0].item()
 
     def verify(self, label: str) -> float:
         """Compare outputs with the golden copies on the GPU; raise _Mismatch on failure."""
+        import numpy as np
+
         worst = 0.0
         for arg in self.output_args():
             n = self._count(arg)
-            c = self._launch_check(self.session.compare, n, int(self.buffers[arg["name"]]),
-                                   _KIND[arg["dtype"]], int(arg["role"] == "out"),
-                                   int(self.golden[arg["name"]]), n, float(arg["rtol"]),
-                                   float(arg["atol"]))
-            import numpy as np
-
-            err = float(np.array([int(c[4])], dtype=np.uint32).view(np.float32)[0])
+            integer = is_integer_kind(arg["dtype"])
+            common = (int(self.buffers[arg["name"]]), KIND[arg["dtype"]],
+                      int(arg["role"] == "out"), int(self.golden[arg["name"]]), n)
+            if integer:
+                c = self._launch_check(self.session.compare_int, n, *common, int(arg["atol"]))
+                err = float(int(c[4]))
+            else:
+                c = self._launch_check(self.session.compare, n, *common, float(arg["rtol"]),
+                                       float(arg["atol"]))
+                err = float(np.array([int(c[4])], dtype=np.uint32).view(np.float32)[0])
             worst = max(worst, err)
             name, first = arg["name"], int(c[3])
             if c[0]:
@@ -290,8 +234,10 @@ class _InputSet:
                                 f"{self._index(arg, first)})", float("nan"))
             if c[2]:
                 got, want = self._element(arg, first)
+                bound = (f"|got - want| <= {int(arg['atol'])} (integers)" if integer
+                         else f"rtol={arg['rtol']} atol={arg['atol']}")
                 raise _Mismatch(f"{label}: {name}: {int(c[2])} of {n} elements outside "
-                                f"rtol={arg['rtol']} atol={arg['atol']}; max abs err {err:.4g}; "
+                                f"{bound}; max abs err {err:.4g}; "
                                 f"first at {self._index(arg, first)}: got {got:.6g}, "
                                 f"expected {want:.6g}", err)
         return worst
@@ -315,6 +261,8 @@ def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
         name = arg["name"]
         values, unwritten = got[name]
         expected = np.asarray(want[name], dtype=np.float64).reshape(values.shape)
+        if values.dtype.kind == "i":  # a kernel may write the poison value: see check_kernels
+            unwritten = unwritten & (values != expected)
         total = values.size
         n_unwritten = int(unwritten.sum())
         if n_unwritten:
@@ -327,6 +275,9 @@ def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
             raise _Mismatch(f"{label}: {name}: {int(bad_nan.sum())} of {total} elements are "
                             f"NaN where the expected values are numbers (first at {first})",
                             float("nan"))
+        if values.dtype.kind == "i":
+            worst = max(worst, _compare_integers(values, want[name], arg, label))
+            continue
         rtol, atol = float(arg["rtol"]), float(arg["atol"])
         diff = np.abs(values - expected)
         finite = np.isfinite(diff)
@@ -341,3 +292,26 @@ def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
                             f"atol={atol}; max abs err {err:.4g} at {idx} "
                             f"(got {values[idx]:.6g}, expected {expected[idx]:.6g})", err)
     return worst
+
+
+def _compare_integers(values: Any, want: Any, arg: Mapping[str, Any], label: str) -> float:
+    """Integer outputs against a reference, as integers: |got - want| <= atol (0: exact)."""
+    import numpy as np
+
+    name = arg["name"]
+    expected = np.asarray(want).reshape(values.shape)
+    if expected.dtype.kind == "f" and (not np.all(np.isfinite(expected))
+                                       or np.any(expected != np.round(expected))):
+        raise _Mismatch(f"{label}: {name}: reference() returned non-integral values for a "
+                            f"{arg['dtype']} output", None)
+    expected = expected.astype(np.int64)
+    diff = np.abs(values.astype(np.int64) - expected)
+    atol = int(arg["atol"])
+    bad = diff > atol
+    err = float(diff.max()) if diff.size else 0.0
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise _Mismatch(f"{label}: {name}: {int(bad.sum())} of {values.size} elements outside "
+                        f"|got - want| <= {atol} (integers); max abs err {err:.0f}; first at "
+                        f"{idx} (got {int(values[idx])}, expected {int(expected[idx])})", err)
+    return err

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 
+from workbench.engine.check_kernels import CHECK_KERNELS_ENTRY, CHECK_KERNELS_SOURCE, POISON_BITS
 from workbench.engine.gpu_session import (
     CLOCK_SHORTFALL,
     IDLE_GAP_S,
@@ -27,13 +28,7 @@ from workbench.engine.gpu_session import (
     GpuSession,
     throttled,
 )
-from workbench.engine.gpu_verify import (
-    CHECK_KERNELS_ENTRY,
-    CHECK_KERNELS_SOURCE,
-    POISON_BITS,
-    _Mismatch,
-    compare_outputs,
-)
+from workbench.engine.gpu_verify import _Mismatch, compare_outputs
 from workbench.engine.worker_client import WorkerClient, WorkerDied, WorkerTimeout
 from workbench.engine.worker_protocol import (
     FAILURE_TABLE,
