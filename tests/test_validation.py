@@ -131,7 +131,13 @@ def test_correctness_check_reports_wrong_result(folder: KernelFolder,
 
     report = validate_proposal(good, folder, correctness=check)
     assert report.status == "failed" and report.checks() == {"correctness"}
-    assert seen == [(folder.check_shape, d) for d in folder.dtypes]
+    # the space-wide gate: every dtype at the check shape, each over the same gate configs
+    gate = report.gate
+    assert gate is not None and gate.on_gpu and len(seen) == len(gate.runs)
+    assert {s for s, _ in seen} == {folder.check_shape} and {d for _, d in seen} == set(folder.dtypes)
+    assert gate.verdict.startswith(f"wrong at {len(seen)}/{len(seen)} configs checked")
+    assert len(report.problems) == 9  # 8 named configs, then how many more and the verdict
+    assert "more failing configs; wrong at" in report.problems[-1].message
     assert not report.verified_on_gpu
 
 

@@ -32,6 +32,7 @@ from workbench.core.errors import ReviewError
 from workbench.core.events import IterationStarted
 from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.llm.gate_repair import validate_and_tighten
 from workbench.llm.prompts import KernelBrief, plan_messages
 from workbench.llm.schemas import NextAction, Plan, TemplateProposal
 from workbench.llm.templater import offline_template, unified_diff
@@ -169,9 +170,10 @@ def generate_step(host: StepHost, loop: LoopState) -> LoopState:
         template, origin, report = outcome.template, "llm", outcome.report
     else:
         made = offline_template(host.folder)
-        report = validate_proposal(made.proposal, host.folder, device=host.device,
-                                   compiler=host.compiler)
-        template, origin = made.template, "offline"
+        gated = validate_and_tighten(made.proposal, host.folder, device=host.device,
+                                     compiler=host.compiler, correctness=_correctness(host))
+        report, origin = gated.report, "offline"
+        template = gated.template or made.template
     loop.detail["validation"] = _report_dict(report)
     if report is not None and not report.ok:
         host.finish(AgentState.FAILED, f"the {origin} template fails validation: "

@@ -14,13 +14,14 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
+from workbench.llm.gate_repair import validate_and_tighten
 from workbench.llm.schemas import TemplateProposal
 from workbench.llm.templater import offline_template
 from workbench.llm.validation import (
+    CorrectnessCheck,
     ProposalAttempt,
     ValidationReport,
     propose_template,
-    validate_proposal,
 )
 from workbench.search.budget import Budget
 from workbench.store.base import Store
@@ -78,10 +79,13 @@ class Proposed(NamedTuple):
 
 def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
                  device: DeviceSpec | None = None,
-                 compiler: Compiler | None = None) -> Proposed:
-    """One template proposal with validation (and one repair round with an LLM); no tuning.
+                 compiler: Compiler | None = None,
+                 correctness: CorrectnessCheck | None = None) -> Proposed:
+    """One template proposal with validation and repair (the LLM's repair round, or the
+    offline templater's constraint tightening); no tuning.
 
-    ``compiler=None`` uses nvcc when it is installed (else the compile check is skipped).
+    ``compiler=None`` uses nvcc when it is installed (else the compile check is skipped);
+    ``correctness`` runs the space-wide gate on a GPU (None: unverified).
     """
     spec = device or default_device()
     if compiler is None:
@@ -91,9 +95,11 @@ def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
             compiler = None
     if client is None:
         made = offline_template(folder)
-        report = validate_proposal(made.proposal, folder, device=spec, compiler=compiler)
-        return Proposed(made.template, made.diff, report, "offline")
-    outcome = propose_template(folder, client, device=spec, compiler=compiler, repair_rounds=1)
+        gated = validate_and_tighten(made.proposal, folder, device=spec, compiler=compiler,
+                                     correctness=correctness)
+        return Proposed(gated.template or gated.proposal, made.diff, gated.report, "offline")
+    outcome = propose_template(folder, client, device=spec, compiler=compiler,
+                               correctness=correctness, repair_rounds=1)
     shown: KernelTemplate | TemplateProposal | None = outcome.template or outcome.proposal
     return Proposed(shown, outcome.diff, outcome.report, "llm", outcome.attempts)
 

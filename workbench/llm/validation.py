@@ -11,8 +11,10 @@ A proposal passes when, in order:
 5. for every shape and dtype the space is non-empty (the binding constraint is named), the
    defaults satisfy the constraints and give a launch the device accepts;
 6. it compiles at its defaults for every dtype (nvcc);
-7. its defaults match the reference on the GPU — only with a ``correctness`` check (a GPU);
-   otherwise the report says ``unverified: needs a GPU``.
+7. the space-wide gate (:mod:`workbench.llm.space_gate`): its defaults, every corner of
+   its space and a seeded sample of it match the baseline's outputs on the GPU, for every
+   dtype at the check shape — only with a ``correctness`` check (a GPU); otherwise the
+   report says ``unverified: needs a GPU`` and how many configs the gate would check.
 
 Problems are data (:class:`ValidationProblem`), never exceptions, so they can be fed back to
 the model (one repair round) and then shown to the human.
@@ -48,12 +50,14 @@ from workbench.llm.errors import (
 )
 from workbench.llm.prompts import KernelBrief, PromptContext, repair_messages, template_messages
 from workbench.llm.schemas import TemplateProposal
+from workbench.llm.space_gate import GATE_SAMPLE, GateReport, run_gate
 from workbench.llm.templater import code_mask, unified_diff
 
 if TYPE_CHECKING:
     from workbench.llm.client import ChatClient
 
 UNVERIFIED_NOTE = "unverified: needs a GPU"
+_LISTED_FAILURES = 8  # failing configs named one by one (to the human and the repair round)
 
 
 class CorrectnessCheck(Protocol):
@@ -69,19 +73,39 @@ class CompilerLike(Protocol):
     def compile(self, instance: Any, *, timeout_s: float | None = None) -> Any: ...
 
 
+class _GpuCheck:
+    """See :func:`gpu_correctness`. ``many`` runs a batch in one runner (parallel compiles)."""
+
+    def __init__(self, folder: KernelFolder, runner_options: Mapping[str, Any]) -> None:
+        self.folder = folder
+        self.options = dict(runner_options)
+
+    def many(self, template: KernelTemplate, configs: Sequence[Config], shape: str,
+             dtype: str) -> list[TrialResult]:
+        from workbench.engine.runner import LocalRunner  # the GPU edge, only when asked for
+
+        if "settings" not in self.options:
+            from workbench.engine.bench import BenchSettings
+
+            # the gate checks outputs; a few timed repetitions are enough
+            self.options["settings"] = BenchSettings(max_time_s=0.02, min_reps=3, max_reps=10)
+        with LocalRunner(self.folder, template, **self.options) as runner:
+            by_config = {r.config: r for r in runner.measure(
+                [Candidate(Config(c), shape, dtype) for c in configs])}
+        return [by_config[Config(c)] for c in configs]
+
+    def __call__(self, template: KernelTemplate, config: Config, shape: str,
+                 dtype: str) -> TrialResult:
+        return self.many(template, [config], shape, dtype)[0]
+
+
 def gpu_correctness(folder: KernelFolder, **runner_options: Any) -> CorrectnessCheck:
     """A :class:`CorrectnessCheck` on the local GPU: a ``LocalRunner`` for the proposed
-    template verifies the config against the baseline's outputs (and times it).
+    template verifies configs against the baseline's outputs (and times them briefly).
 
     Raises NoGPUError when this machine cannot run kernels (checked on first use).
     """
-    from workbench.engine.runner import LocalRunner  # the GPU edge, only when asked for
-
-    def check(template: KernelTemplate, config: Config, shape: str, dtype: str) -> TrialResult:
-        with LocalRunner(folder, template, **runner_options) as runner:
-            return next(iter(runner.measure([Candidate(Config(config), shape, dtype)])))
-
-    return check
+    return _GpuCheck(folder, runner_options)
 
 
 @dataclass(frozen=True)
@@ -107,6 +131,7 @@ class ValidationReport:
     checks_skipped: tuple[str, ...]  # each with its reason, e.g. "correctness: unverified: needs a GPU"
     verified_on_gpu: bool
     space_sizes: Mapping[str, int] = field(default_factory=dict, compare=False, hash=False)
+    gate: GateReport | None = field(default=None, compare=False, hash=False)
 
     @property
     def ok(self) -> bool:
@@ -122,7 +147,9 @@ class ValidationReport:
     def note(self) -> str:
         if self.problems:
             return f"{len(self.problems)} problem(s)"
-        return "verified on the GPU" if self.verified_on_gpu else UNVERIFIED_NOTE
+        if self.verified_on_gpu:
+            return self.gate.verdict if self.gate is not None else "verified on the GPU"
+        return UNVERIFIED_NOTE
 
     def messages(self) -> list[str]:
         return [str(p) for p in self.problems]
@@ -150,7 +177,8 @@ def _known_names(folder: KernelFolder, device: DeviceSpec) -> list[str]:
 def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
                       device: DeviceSpec | None = None, compiler: CompilerLike | None = None,
                       correctness: CorrectnessCheck | None = None,
-                      dtypes: Sequence[str] | None = None) -> ValidationReport:
+                      dtypes: Sequence[str] | None = None, gate_sample: int = GATE_SAMPLE,
+                      gate_seed: int = 0) -> ValidationReport:
     """Run every check on ``proposal`` for ``folder``; see the module docstring.
 
     ``compiler=None`` skips compiling (reported in ``checks_skipped``); ``correctness=None``
@@ -277,26 +305,30 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
             if len(problems) == n_before and not any(s.startswith("compile") for s in skipped):
                 passed.append("compile")
 
-    # 7. correctness on the GPU
+    # 7. correctness across the space on the GPU
     verified = False
+    gate: GateReport | None = None
     if template is not None and not problems:
-        if correctness is None:
+        spaces = {d: template.space(folder.env(folder.check_shape, d, spec)) for d in dts}
+        gate = run_gate(template, spaces, folder.check_shape, correctness,
+                        sample=gate_sample, seed=gate_seed)
+        if not gate.on_gpu:
             skipped.append(f"correctness: {UNVERIFIED_NOTE}")
         else:
-            n_before = len(problems)
-            for dtype in dts:
-                trial = correctness(template, template.default_config(), folder.check_shape, dtype)
-                if trial.status is not Status.OK:
-                    check = "correctness" if trial.status is Status.WRONG_RESULT else "launch"
-                    problem(check, f"{folder.check_shape}/{dtype}",
-                            f"{trial.status.value} at the defaults: {trial.reason}",
-                            max_abs_err=trial.max_abs_err)
-            verified = len(problems) == n_before
+            for failure in gate.failures[:_LISTED_FAILURES]:
+                problem("correctness" if failure.status == Status.WRONG_RESULT.value
+                        else "launch", f"{failure.shape}/{failure.dtype} "
+                        f"{dict(failure.config)}", f"{failure.status}: {failure.reason}",
+                        config=dict(failure.config), dtype=failure.dtype)
+            if len(gate.failures) > _LISTED_FAILURES:
+                problem("correctness", "gate", f"{len(gate.failures) - _LISTED_FAILURES} more "
+                        f"failing configs; {gate.verdict}")
+            verified = not gate.failures
             if verified:
                 passed.append("correctness")
     return ValidationReport(problems=tuple(problems), checks_passed=tuple(passed),
                             checks_skipped=tuple(skipped), verified_on_gpu=verified,
-                            space_sizes=sizes)
+                            space_sizes=sizes, gate=gate)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,78 @@
+"""The offline templater's repair round: tighten constraints until the gate's sample passes.
+
+The LLM repairs its own template from the failing configs (they reach it as problems);
+a template with no LLM behind it is repaired here instead: :func:`space_gate.tighten`
+turns the failing and passing configs of the gate into constraints, the proposal gets
+them, and the gate runs again on a freshly seeded sample, at most ``rounds`` times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.core.hardware import DEVICES, DeviceSpec
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.template import KernelTemplate
+from workbench.llm.schemas import TemplateProposal
+from workbench.llm.space_gate import tighten
+from workbench.llm.validation import (
+    CompilerLike,
+    CorrectnessCheck,
+    ValidationReport,
+    _known_names,
+    validate_proposal,
+)
+
+__all__ = ["GatedProposal", "validate_and_tighten"]
+
+
+@dataclass(frozen=True)
+class GatedProposal:
+    """The proposal after the repair rounds, its last report and what was added."""
+
+    proposal: TemplateProposal
+    template: KernelTemplate | None  # None unless the last report is ok / unverified
+    report: ValidationReport
+    added_constraints: tuple[str, ...]
+    rounds: int
+
+
+def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
+                         device: DeviceSpec | None = None, compiler: CompilerLike | None = None,
+                         correctness: CorrectnessCheck | None = None,
+                         rounds: int = 3) -> GatedProposal:
+    """Validate; while only the gate's correctness fails, add constraints that exclude the
+    failing configs and validate again (the gate draws a new sample each round)."""
+    spec = device or DEVICES["h100_sxm"]
+    entry = folder.template.entry
+    report = validate_proposal(proposal, folder, device=spec, compiler=compiler,
+                               correctness=correctness)
+    added: list[str] = []
+    done = 0
+    for round_index in range(1, rounds + 1):
+        gate = report.gate
+        if report.ok or gate is None or not gate.failures \
+                or report.checks() - {"correctness", "launch"}:
+            break
+        template = proposal.to_template(name=folder.name, entry=entry,
+                                        known_names=_known_names(folder, spec))
+        if any(f.config == template.default_config() for f in gate.failures):
+            break  # wrong at its own defaults: no constraint can repair that
+        new: list[str] = []
+        for dtype in gate.dtypes:
+            bad = [f.config for f in gate.failures if f.dtype == dtype]
+            if bad:
+                space = template.space(folder.env(folder.check_shape, dtype, spec))
+                rules, _ = tighten(space, bad, gate.passing_configs(dtype))
+                new += [r for r in rules if r not in new and r not in proposal.constraints]
+        if not new:
+            break
+        added += new
+        proposal = proposal.model_copy(update={"constraints": [*proposal.constraints, *new]})
+        report = validate_proposal(proposal, folder, device=spec, compiler=compiler,
+                                   correctness=correctness, gate_seed=round_index)
+        done = round_index
+    template = (proposal.to_template(name=folder.name, entry=entry,
+                                     known_names=_known_names(folder, spec))
+                if report.ok else None)
+    return GatedProposal(proposal, template, report, tuple(added), done)

@@ -1,0 +1,253 @@
+"""The space-wide correctness gate: a template is verified across its space, not at one point.
+
+A proposal (offline or LLM) is run on the GPU at its defaults, at every corner of its space
+and at a seeded sample of it (``GATE_SAMPLE`` configs, or the whole space when smaller), at
+the folder's check shape and for every dtype; each output is compared with the baseline's.
+Failing configs are listed with their failure. The verdict reads "correct at N/N configs
+checked"; without a GPU it says the template is unverified and how many configs would have
+been checked.
+
+Corners: every combination of each parameter's smallest and largest value that the
+constraints allow, plus, for each parameter, its smallest and largest feasible value with
+the others as near their defaults as the constraints allow (so every extreme is run even
+where the box corners are infeasible).
+
+:func:`tighten` is the repair for the offline templater: from the failing and passing
+configs it derives constraints (``P < v``, ``P > v``, ``P != v``) that exclude every
+failure and keep every pass; the LLM's repair round gets the failing configs as problems.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from workbench.core.records import Config, Status, TrialResult
+from workbench.core.space import SearchSpace
+from workbench.core.template import KernelTemplate
+
+__all__ = ["GATE_SAMPLE", "GateFailure", "GateReport", "gate_configs", "run_gate", "tighten"]
+
+GATE_SAMPLE = 32
+_MAX_BOX_PARAMS = 8  # 2**8 box corners at most; more parameters: one-at-a-time extremes only
+_SHOWN_FAILURES = 8
+
+
+class ConfigCheck(Protocol):
+    """Runs ``template`` at ``config`` on a GPU and compares with the golden outputs."""
+
+    def __call__(self, template: KernelTemplate, config: Config, shape: str,
+                 dtype: str) -> TrialResult: ...
+
+
+#: Optional batch form: every config in one runner (compiles in parallel). A check object
+#: may offer it as ``check.many``.
+ManyCheck = Callable[[KernelTemplate, Sequence[Config], str, str], Sequence[TrialResult]]
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """One config that failed the gate, and how."""
+
+    config: Config
+    shape: str
+    dtype: str
+    status: str
+    reason: str
+
+    def __str__(self) -> str:
+        cfg = ", ".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+        return f"{self.shape}/{self.dtype} {{{cfg}}}: {self.status}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """What the gate checked and found. ``on_gpu`` False: nothing was run."""
+
+    runs: tuple[tuple[str, Config], ...]  # (dtype, config), in the order checked
+    kinds: Mapping[str, int]  # defaults / corners / sampled -> runs of each kind
+    shape: str
+    dtypes: tuple[str, ...]
+    failures: tuple[GateFailure, ...]
+    on_gpu: bool
+    pruned: int = 0  # runs the hardware model refused before the GPU (never tuned either)
+
+    @property
+    def checked(self) -> int:
+        """Config runs made on the GPU (one per config and dtype)."""
+        return len(self.runs) - self.pruned if self.on_gpu else 0
+
+    def passing_configs(self, dtype: str) -> tuple[Config, ...]:
+        bad = {f.config for f in self.failures if f.dtype == dtype}
+        return tuple(c for d, c in self.runs if d == dtype and c not in bad)
+
+    @property
+    def passed(self) -> bool:
+        return self.on_gpu and not self.failures
+
+    @property
+    def failing_configs(self) -> tuple[Config, ...]:
+        return tuple(dict.fromkeys(f.config for f in self.failures))
+
+    @property
+    def configs(self) -> tuple[Config, ...]:
+        return tuple(dict.fromkeys(c for _, c in self.runs))
+
+    @property
+    def verdict(self) -> str:
+        runs = len(self.runs) - self.pruned
+        what = (f"{self.kinds.get('defaults', 0)} defaults, {self.kinds.get('corners', 0)} "
+                f"corners, {self.kinds.get('sampled', 0)} sampled; shape {self.shape}; "
+                f"{', '.join(self.dtypes)}" +
+                (f"; {self.pruned} pruned by the hardware model, not run" if self.pruned else "")
+                )
+        if not self.on_gpu:
+            return (f"unverified: no GPU on this machine ({runs} config runs would be checked: "
+                    f"{what})")
+        bad = len(self.failures)
+        if bad:
+            return f"wrong at {bad}/{runs} configs checked ({what})"
+        return f"correct at {runs}/{runs} configs checked ({what})"
+
+    def messages(self) -> list[str]:
+        shown = [str(f) for f in self.failures[:_SHOWN_FAILURES]]
+        if len(self.failures) > _SHOWN_FAILURES:
+            shown.append(f"... and {len(self.failures) - _SHOWN_FAILURES} more failing configs")
+        return shown
+
+
+def _nearest_with(space: SearchSpace, defaults: Config, name: str, value: Any) -> Config | None:
+    """A feasible config with ``name == value``, the others as near their defaults as allowed
+    (the fewest parameters moved, each by the fewest steps)."""
+    fixed = {**defaults, name: value}
+    if space.rejection(fixed) is None:
+        return Config(fixed)
+    best: tuple[tuple[int, int], Config] | None = None
+    for config in space:
+        if config[name] != value:
+            continue
+        moved = [p for p in space.params if p.name != name and config[p.name] != defaults[p.name]]
+        steps = sum(abs(p.index(config[p.name]) - p.index(defaults[p.name])) for p in moved)
+        key = (len(moved), steps)
+        if best is None or key < best[0]:
+            best = (key, config)
+    return best[1] if best else None
+
+
+def corners(space: SearchSpace, defaults: Config) -> list[Config]:
+    """The feasible box corners and every parameter's feasible extremes (see module doc)."""
+    out: dict[Config, None] = {}
+    feasible = list(space) if space.size <= 50_000 else space.sample(50_000, seed=0)
+    if not feasible:
+        return []
+    if len(space.params) <= _MAX_BOX_PARAMS:
+        ends = [(p.values()[0], p.values()[-1]) for p in space.params]
+        for combo in itertools.product(*ends):
+            config = Config({p.name: v for p, v in zip(space.params, combo, strict=True)})
+            if space.rejection(config) is None:
+                out[config] = None
+    for p in space.params:
+        values = sorted({c[p.name] for c in feasible}, key=p.index)
+        for value in (values[0], values[-1]):
+            near = _nearest_with(space, defaults, p.name, value)
+            if near is not None:
+                out[near] = None
+    return list(out)
+
+
+def gate_configs(space: SearchSpace, defaults: Config, *, sample: int = GATE_SAMPLE,
+                 seed: int = 0) -> tuple[list[Config], dict[str, int]]:
+    """Defaults, corners, then a seeded sample (the whole space when it is no larger);
+    distinct configs in that order, and how many of each kind."""
+    chosen: dict[Config, None] = {}
+    kinds = {"defaults": 0, "corners": 0, "sampled": 0}
+    if space.rejection(defaults) is None:
+        chosen[defaults] = None
+        kinds["defaults"] = 1
+    for c in corners(space, defaults):
+        if c not in chosen:
+            chosen[c] = None
+            kinds["corners"] += 1
+    drawn = list(space) if space.size <= sample else space.sample(sample, seed)
+    for c in drawn:
+        if c not in chosen:
+            chosen[c] = None
+            kinds["sampled"] += 1
+    return list(chosen), kinds
+
+
+def run_gate(template: KernelTemplate, spaces: Mapping[str, SearchSpace], shape: str,
+             check: ConfigCheck | None, *, sample: int = GATE_SAMPLE,
+             seed: int = 0) -> GateReport:
+    """Run the gate over ``spaces`` (dtype -> the template's space at ``shape``);
+    ``check=None`` (no GPU) returns an unverified report listing what would be checked."""
+    runs: list[tuple[str, Config]] = []
+    kinds = {"defaults": 0, "corners": 0, "sampled": 0}
+    failures: list[GateFailure] = []
+    pruned = 0
+    many: ManyCheck | None = getattr(check, "many", None)
+    for dtype, space in spaces.items():
+        configs, counts = gate_configs(space, template.default_config(), sample=sample,
+                                       seed=seed)
+        runs += [(dtype, c) for c in configs]
+        for kind, n in counts.items():
+            kinds[kind] += n
+        if check is None:
+            continue
+        if many is not None:
+            results = list(many(template, configs, shape, dtype))
+        else:
+            results = [check(template, c, shape, dtype) for c in configs]
+        for config, result in zip(configs, results, strict=True):
+            # pruned (the hardware model refuses it before the GPU) is never run by a tuner
+            pruned += result.status is Status.PRUNED
+            if result.status.is_failure:
+                failures.append(GateFailure(config, shape, dtype, result.status.value,
+                                            result.reason or ""))
+    return GateReport(tuple(runs), kinds, shape, tuple(spaces), tuple(failures),
+                      on_gpu=check is not None, pruned=pruned)
+
+
+def _rules(space: SearchSpace, bad: Sequence[Config],
+           good: Sequence[Config]) -> list[tuple[str, frozenset[int]]]:
+    """Candidate single-parameter constraints that keep every good config, with the
+    failing configs (by index) each one excludes."""
+    rules = []
+    for p in space.params:
+        good_values = {c[p.name] for c in good}
+        good_idx = [p.index(v) for v in good_values]
+        lo, hi = (min(good_idx), max(good_idx)) if good_idx else (None, None)
+        values = p.values()
+        ordered = all(isinstance(v, int | float) for v in values) and list(values) == sorted(values)
+        if not ordered:
+            lo = hi = None  # "<" and ">" only follow the value order of sorted numbers
+        if hi is not None and hi + 1 < len(values):
+            cut = values[hi + 1]
+            rules.append((f"{p.name} < {cut}",
+                          frozenset(i for i, c in enumerate(bad) if p.index(c[p.name]) > hi)))
+        if lo is not None and lo > 0:
+            cut = values[lo - 1]
+            rules.append((f"{p.name} > {cut}",
+                          frozenset(i for i, c in enumerate(bad) if p.index(c[p.name]) < lo)))
+        for v in {c[p.name] for c in bad} - good_values:
+            text = f"{p.name} != {int(v) if isinstance(v, bool) else v}"
+            rules.append((text, frozenset(i for i, c in enumerate(bad) if c[p.name] == v)))
+    return [r for r in rules if r[1]]
+
+
+def tighten(space: SearchSpace, failing: Sequence[Config],
+            passing: Sequence[Config]) -> tuple[list[str], list[Config]]:
+    """Constraints that exclude the failing configs and keep every passing one (a greedy
+    cover by single-parameter rules), and the failing configs no such rule explains."""
+    remaining = set(range(len(failing)))
+    added: list[str] = []
+    rules = _rules(space, failing, passing)
+    while remaining:
+        best = max(rules, key=lambda r: (len(r[1] & remaining), -len(r[0])), default=None)
+        if best is None or not best[1] & remaining:
+            break
+        added.append(best[0])
+        remaining -= best[1]
+    return added, [failing[i] for i in sorted(remaining)]
