@@ -72,7 +72,7 @@ def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
         report = validate_proposal(proposal, folder, device=spec, compiler=compiler,
                                    correctness=correctness, gate_seed=round_index)
         done = round_index
-    template = (proposal.to_template(name=folder.name, entry=entry,
-                                     known_names=_known_names(folder, spec))
-                if report.ok else None)
-    return GatedProposal(proposal, template, report, tuple(added), done)
+    final = (proposal.to_template(name=folder.name, entry=entry,
+                                  known_names=_known_names(folder, spec))
+             if report.ok else None)
+    return GatedProposal(proposal, final, report, tuple(added), done)
