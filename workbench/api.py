@@ -350,7 +350,29 @@ class Workbench:
         self._template_version_id()
         review = record_review(self.store, self.kernel_name, self.template, decision,
                                self.reviewer, note, origin=self._origin)
-        return f"{decision} {review.template_version_id} by {self.reviewer}"
+        message = f"{decision} {review.template_version_id} by {self.reviewer}"
+        if decision == "approved" and self._template.params and not self.template_is_saved:
+            message += "; " + self.save_template()
+        return message
+
+    @property
+    def template_is_saved(self) -> bool:
+        """Is the current template the one the kernel folder's files hold?"""
+        return self.folder.has_template and self._template == self.folder.template
+
+    def save_template(self) -> str:
+        """Write the current template into the kernel folder (template.cu and the
+        ``[template]`` table of kernel.toml; the rest of kernel.toml is kept) and reload it.
+        Approving a proposed template (:meth:`review`) calls this."""
+        from workbench.core.folder_write import write_template
+
+        written = write_template(self.folder, self._template)
+        runner_template = getattr(self._runner, "template", None)
+        self.folder = written.folder
+        self._template = written.folder.template
+        if self._runner is not None and runner_template is not None:
+            self._adopt(self._template, origin=self._origin)
+        return f"wrote {written.source_path.name} and the [template] table of kernel.toml"
 
     def review_status(self) -> str:
         """Whether the template as it is now (ranges included) may be tuned, and why."""

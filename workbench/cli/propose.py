@@ -1,23 +1,65 @@
-"""``workbench propose``: stage 1 only (propose a template, show its diff and parameters)."""
+"""``workbench propose``: stage 1 only. Propose a template and show it beside its launch
+rules and constraints and the verdict of the space-wide correctness gate; ``--write``
+saves it into the kernel folder.
+
+``--write`` is the command-line Approve: it records an approval of the exact template text
+(reviewer: the user) in the store and writes ``template.cu`` and the ``[template]`` table,
+as the panel's Approve does for a folder with no template (:meth:`Workbench.review`).
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, TextIO
 
 from workbench.cli._common import llm_client, llm_options
-from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.template import KernelTemplate
 
 ORDER = 40
+
+
+def launch_rules_text(template: Any) -> str:
+    """Grid, block and shared memory of a template (or proposal) as expressions."""
+    launch = template.launch.to_dict() if isinstance(template, KernelTemplate) else {
+        "grid": template.launch.grid, "block": template.launch.block,
+        "smem_bytes": template.launch.smem_bytes}
+    return (f"launch rules: grid = [{', '.join(launch['grid'])}], "
+            f"block = [{', '.join(launch['block'])}], smem_bytes = {launch['smem_bytes']}")
+
+
+def print_proposal(folder: KernelFolder, proposed: Any, usable: bool, out: TextIO) -> None:
+    """The diff, parameters, launch rules (beside the baseline's) and validation."""
+    from workbench.agent import parameter_table
+
+    source = ("the LLM" if proposed.origin == "llm"
+              else "the offline templater (no LLM configured)")
+    print(f"{folder.name}: template {'proposed' if usable else 'rejected'} ({source})\n",
+          file=out)
+    if proposed.diff:
+        print(proposed.diff, file=out)
+    if proposed.template is not None:
+        print(parameter_table(proposed.template), file=out)
+        print(launch_rules_text(proposed.template), file=out)
+        base = folder.baseline.launch
+        print(f"baseline launch: grid = [{', '.join(e.text for e in base.grid)}], "
+              f"block = [{', '.join(e.text for e in base.block)}]", file=out)
+    report = proposed.report
+    if report is not None:
+        print(f"\nvalidation: {report.status}", file=out)
+        if report.gate is not None:
+            print(f"gate: {report.gate.verdict}", file=out)
+        for line in [*report.messages(), *report.checks_skipped]:
+            print(f"  - {line}", file=out)
 
 
 def cmd_propose(args: argparse.Namespace) -> int:
     """Stage 1 only. Every request and raw reply is kept in the store (scrubbed); the last
     line says whether a usable proposal came back (exit 0) or why not (exit 1)."""
-    from workbench.agent import parameter_table, propose_only
+    from workbench.agent import propose_only
     from workbench.core.errors import LLMError
-    from workbench.core.template import KernelTemplate
     from workbench.llm.recorder import StoreRecorder
+    from workbench.llm.validation import local_correctness
     from workbench.store.sqlite import SQLiteStore
 
     folder = load_kernel_folder(args.folder)
@@ -28,7 +70,7 @@ def cmd_propose(args: argparse.Namespace) -> int:
         client = llm_client(args, recorder)
         kept = f"{args.store}, session {session.id}"
         try:
-            proposed = propose_only(folder, client)
+            proposed = propose_only(folder, client, correctness=local_correctness(folder))
         except LLMError as exc:
             print(f"{folder.name}: no proposal: the LLM request failed\n"
                   f"requests and raw replies: {recorder.rows} kept in {kept}", file=out)
@@ -37,38 +79,46 @@ def cmd_propose(args: argparse.Namespace) -> int:
         finally:
             if client is not None:
                 client.close()
-    source = "the LLM" if proposed.origin == "llm" else "the offline templater (no LLM configured)"
     report = proposed.report
     usable = (isinstance(proposed.template, KernelTemplate) and report is not None
               and report.status != "failed")
     reasons = (list(proposed.attempts[-1].problems) if proposed.attempts
                else report.messages() if report is not None else ["no proposal"])
-    print(f"{folder.name}: template {'proposed' if usable else 'rejected'} ({source})\n",
-          file=out)
-    if proposed.diff:
-        print(proposed.diff, file=out)
-    if proposed.template is not None:
-        print(parameter_table(proposed.template), file=out)
-    if report is not None:
-        print(f"\nvalidation: {report.status}", file=out)
-        for line in [*report.messages(), *report.checks_skipped]:
-            print(f"  - {line}", file=out)
+    print_proposal(folder, proposed, usable, out)
     if client is not None:
         print(f"requests and raw replies: {recorder.rows} kept in {kept}", file=out)
     if not usable:
-        print("propose failed: " + "; ".join(reasons), file=out)
+        print("propose failed: " + "; ".join(reasons) + ("; nothing written" if args.write
+                                                         else ""), file=out)
         return 1
-    print(f"propose done: {report.status if report else 'not validated'}", file=out)
+    assert report is not None and isinstance(proposed.template, KernelTemplate)
+    if args.write:
+        from workbench.api import Workbench
+
+        wb = Workbench(folder, store=args.store)
+        wb.adopt_template(proposed.template, origin=proposed.origin)
+        verdict = report.gate.verdict if report.gate is not None else report.note
+        print("\n" + wb.review("approved", f"workbench propose --write; gate: {verdict}"),
+              file=out)
+        if not report.verified_on_gpu:
+            print("note: written unverified (no GPU ran the gate); run `workbench propose "
+                  f"{args.folder}` on the GPU machine to check it", file=out)
+    print(f"propose done: {report.status}", file=out)
     return 0
 
 
 def register(sub: Any) -> None:
     """Add the ``propose`` subcommand."""
-    p = sub.add_parser("propose", help="stage 1 only: propose a template, show diff and parameters")
+    p = sub.add_parser("propose", help="stage 1 only: propose a template, show diff, "
+                                       "parameters, launch rules and the gate's verdict")
     p.add_argument("folder")
     p.add_argument("--model", help="LLM model (default: $WORKBENCH_MODEL; none = offline templater)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    p.add_argument("--write", action="store_true",
+                   help="approve the proposal: write template.cu and the [template] table "
+                        "and record the review in the store")
     p.add_argument("--store", default="workbench.sqlite",
-                   help="SQLite file that keeps every request and raw reply (scrubbed)")
+                   help="SQLite file that keeps every request and raw reply (scrubbed) and "
+                        "the review --write records")
     llm_options(p)
     p.set_defaults(func=cmd_propose)

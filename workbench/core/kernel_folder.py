@@ -197,6 +197,9 @@ def _expr(c: _Collector, text: Any, key: str, known: list[str]) -> Expr | None:
     if isinstance(text, bool) or not isinstance(text, str | int | float):
         c.add("kernel.toml", key, text, "an expression string (or a number)")
         return None
+    if text == PLACEHOLDER:
+        c.add("kernel.toml", key, text, "an expression, e.g. of the problem sizes")
+        return None
     try:
         return parse_expr(str(text), known_names=known)
     except ExpressionError as exc:
@@ -368,7 +371,9 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
         if len(keysets) > 1:
             c.add("kernel.toml", "shapes", {k: sorted(v) for k, v in names_by_shape.items()},
                   "every shape to name the same problem sizes")
-    size_names = sorted({k for v in shapes.values() for k in v})
+    # names from every shape, valid values or not (a placeholder value is one problem, not
+    # one more for each expression that names the size)
+    size_names = sorted({k for v in names_by_shape.values() for k in v if _IDENT.match(k)})
     env_names = [*size_names, "elem_bytes", *device_env(default_device())]
 
     check_shape = data.get("check_shape")
@@ -443,7 +448,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                 shp = _expr_list(c, a.get("shape"), f"{key}.shape", env_names, 1, 8)
                 if shp is not None:
                     args.append(ArgSpec(aname, adtype, role, tuple(shp), None, tol))
-        if args and not any(a.role in ("out", "inout") for a in args):
+        if len(args) == len(args_raw) and not any(a.role in ("out", "inout") for a in args):
             c.add("kernel.toml", "args", [a.name for a in args], "at least one out or inout argument")
     if bytes_moved_raw is None and args:
         bytes_moved_raw = default_bytes_moved(args)

@@ -99,6 +99,18 @@ class _GpuCheck:
         return self.many(template, [config], shape, dtype)[0]
 
 
+def local_correctness(folder: KernelFolder) -> CorrectnessCheck | None:
+    """:func:`gpu_correctness` where this machine can run kernels (pycuda and an NVIDIA
+    device node), else None: the gate then reports the template unverified."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("pycuda") is None or not (
+            os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl")):
+        return None
+    return gpu_correctness(folder)
+
+
 def gpu_correctness(folder: KernelFolder, **runner_options: Any) -> CorrectnessCheck:
     """A :class:`CorrectnessCheck` on the local GPU: a ``LocalRunner`` for the proposed
     template verifies configs against the baseline's outputs (and times them briefly).

@@ -1,0 +1,256 @@
+"""GPU tier for issue 16: integer and fp8 outputs compared on the device (|Δq| <= atol as
+integers, never through float32; fp8 host rounding == the device's conversions), a folder
+with no reference.py or [template], and the space-wide gate with the offline repair round
+on a kernel scaffolded by ``workbench init``. Run on the GPU machine: ``pytest -m gpu``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.records import Candidate, Config, Status
+from workbench.engine.bench import BenchSettings
+from workbench.engine.runner import LocalRunner
+
+pytestmark = pytest.mark.gpu
+
+FAST = BenchSettings(warmup_ms=0.5, min_reps=3, max_reps=10, max_time_s=0.02, timeout_s=4.0)
+
+SHIFT_CU = """\
+#ifndef DELTA
+#define DELTA 0
+#endif
+#ifndef WIDE_DELTA
+#define WIDE_DELTA 0
+#endif
+extern "C" __global__ void shift(const signed char* x, signed char* q, const int* w,
+                                 long long* wide, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    q[i] = (signed char)(min((int)x[i], 125) + DELTA);
+    wide[i] = (long long)w[i] * (1LL << 40) + WIDE_DELTA;  // float32 cannot see +1 here
+  }
+}
+"""
+
+SHIFT_TOML = """\
+name = "shift"
+dtypes = ["fp32"]
+check_shape = "small"
+[shapes]
+small = {{ n = 1000 }}
+[tolerances]
+fp32 = {{ rtol = 0.0, atol = 0.0 }}
+[[args]]
+name = "x"
+dtype = "i8"
+role = "in"
+shape = ["n"]
+[[args]]
+name = "q"
+dtype = "i8"
+role = "out"
+shape = ["n"]
+{q_tolerance}
+[[args]]
+name = "w"
+dtype = "i32"
+role = "in"
+shape = ["n"]
+[[args]]
+name = "wide"
+dtype = "i64"
+role = "out"
+shape = ["n"]
+[[args]]
+name = "n"
+dtype = "i32"
+role = "scalar"
+value = "n"
+[baseline]
+source = "template.cu"
+entry = "shift"
+grid = ["ceil_div(n, 256)"]
+block = ["256"]
+[template]
+source = "template.cu"
+entry = "shift"
+grid = ["ceil_div(n, 256)"]
+block = ["256"]
+[template.params.DELTA]
+kind = "choice"
+values = [0, 1, 2]
+default = 0
+[template.params.WIDE_DELTA]
+kind = "choice"
+values = [0, 1]
+default = 0
+"""
+
+FP8_CU = """\
+#include <cuda_fp8.h>
+#ifndef SCALE
+#define SCALE 1
+#endif
+extern "C" __global__ void fp8_scale(const __nv_fp8_e5m2* x, __nv_fp8_e4m3* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = __nv_fp8_e4m3(float(x[i]) * SCALE);
+}
+"""
+
+FP8_TOML = """\
+name = "fp8_scale"
+dtypes = ["fp32"]
+check_shape = "small"
+[shapes]
+small = { n = 4096 }
+[tolerances]
+fp32 = { rtol = 0.0, atol = 0.0 }
+[[args]]
+name = "x"
+dtype = "fp8_e5m2"
+role = "in"
+shape = ["n"]
+[[args]]
+name = "y"
+dtype = "fp8_e4m3"
+role = "out"
+shape = ["n"]
+[[args]]
+name = "n"
+dtype = "i32"
+role = "scalar"
+value = "n"
+[baseline]
+source = "template.cu"
+entry = "fp8_scale"
+grid = ["ceil_div(n, 256)"]
+block = ["256"]
+[template]
+source = "template.cu"
+entry = "fp8_scale"
+grid = ["ceil_div(n, 256)"]
+block = ["256"]
+[template.params.SCALE]
+kind = "choice"
+values = [1, 2]
+default = 1
+"""
+
+# e5m2 inputs up to ~1000 (exactly representable), e4m3 outputs saturate at 448: the
+# reference rounds on the host with core.dtypes; the baseline must agree bit for bit.
+FP8_REFERENCE = """\
+import numpy as np
+
+def make_inputs(shape, dtype, rng):
+    return {"x": (rng.standard_normal(shape["n"]) * 300).astype(np.float32)}
+
+def reference(inputs, shape, dtype):
+    from workbench.core.dtypes import round_to_arg
+    return {"y": round_to_arg(inputs["x"].astype(np.float32), "fp8_e4m3")}
+"""
+
+
+def _folder(tmp_path: Path, name: str, files: dict[str, str]) -> KernelFolder:
+    path = tmp_path / name
+    path.mkdir()
+    for file, text in files.items():
+        (path / file).write_text(text)
+    return load_kernel_folder(path)
+
+
+def _measure(folder: KernelFolder, configs: list[dict[str, int]]) -> dict[Config, object]:
+    with LocalRunner(folder, settings=FAST) as runner:
+        results = list(runner.measure([Candidate(Config(c), "small", "fp32") for c in configs]))
+    return {r.config: r for r in results}
+
+
+def test_integer_outputs_compare_as_integers_with_their_tolerance(tmp_path: Path) -> None:
+    exact = _folder(tmp_path, "exact", {"template.cu": SHIFT_CU,
+                                        "kernel.toml": SHIFT_TOML.format(q_tolerance="")})
+    within1 = _folder(tmp_path, "within1", {
+        "template.cu": SHIFT_CU,
+        "kernel.toml": SHIFT_TOML.format(q_tolerance="tolerance = { atol = 1 }")})
+    configs = [{"DELTA": 0, "WIDE_DELTA": 0}, {"DELTA": 1, "WIDE_DELTA": 0},
+               {"DELTA": 2, "WIDE_DELTA": 0}, {"DELTA": 0, "WIDE_DELTA": 1}]
+    got_exact = _measure(exact, configs)
+    got_within1 = _measure(within1, configs)
+    for label, got in (("exact", got_exact), ("atol=1", got_within1)):
+        for c, r in got.items():
+            print(f"[int] q {label:<6} {dict(c)}: {r.status.value} {r.reason}")  # type: ignore[attr-defined]
+    s = {tuple(c.values()): r.status for c, r in got_exact.items()}  # type: ignore[attr-defined]
+    s1 = {tuple(c.values()): r.status for c, r in got_within1.items()}  # type: ignore[attr-defined]
+    assert s[(0, 0)] is Status.OK and s1[(0, 0)] is Status.OK
+    assert s[(1, 0)] is Status.WRONG_RESULT and s1[(1, 0)] is Status.OK  # |Δq| = 1
+    assert s[(2, 0)] is Status.WRONG_RESULT and s1[(2, 0)] is Status.WRONG_RESULT
+    # 2**40 * w + 1 is the same float32 as 2**40 * w: only an integer compare sees it
+    assert s[(0, 1)] is Status.WRONG_RESULT and s1[(0, 1)] is Status.WRONG_RESULT
+    wide = got_exact[Config(DELTA=0, WIDE_DELTA=1)]
+    assert "wide:" in wide.reason and "(integers)" in wide.reason  # type: ignore[attr-defined]
+
+
+def test_fp8_inputs_and_outputs_match_host_rounding(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "fp8", {"template.cu": FP8_CU, "kernel.toml": FP8_TOML,
+                                       "reference.py": FP8_REFERENCE})
+    got = _measure(folder, [{"SCALE": 1}, {"SCALE": 2}])
+    for c, r in got.items():
+        print(f"[fp8] {dict(c)}: {r.status.value} {r.reason}")  # type: ignore[attr-defined]
+    # the baseline passed reference.py's check (else measure raises BaselineError)
+    assert got[Config(SCALE=1)].status is Status.OK  # type: ignore[attr-defined]
+    assert got[Config(SCALE=2)].status is Status.WRONG_RESULT  # type: ignore[attr-defined]
+
+
+QUANT = """\
+#include <cstdint>
+__global__ void __launch_bounds__(256) quant(const float* __restrict__ x, int8_t* q,
+                                             float* scales, int rows, int cols) {
+  int r = blockIdx.x;
+  __shared__ float partial[256];
+  float m = 0.f;
+  for (int j = threadIdx.x; j < cols; j += 256) m = fmaxf(m, fabsf(x[r * cols + j]));
+  partial[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) partial[threadIdx.x] = fmaxf(partial[threadIdx.x], partial[threadIdx.x + s]);
+    __syncthreads();
+  }
+  float scale = fmaxf(partial[0], 1e-12f) / 127.f;
+  if (threadIdx.x == 0) scales[r] = scale;
+  for (int j = threadIdx.x; j < cols; j += 256) q[r * cols + j] = (int8_t)rintf(x[r * cols + j] / scale);
+}
+"""
+
+
+def test_gate_on_an_init_folder_repairs_until_correct(tmp_path: Path) -> None:
+    from workbench.agent import propose_only
+    from workbench.core.scaffold import scaffold
+    from workbench.llm.validation import gpu_correctness
+
+    plan = scaffold(QUANT, "quant.cu", grid="rows")
+    path = tmp_path / "quant"
+    path.mkdir()
+    (path / "baseline.cu").write_text(plan.baseline_source)
+    toml = plan.kernel_toml()
+    for old, new in (('small = { rows = "FILL_IN", cols = "FILL_IN" }', "small = { rows = 7, cols = 1000 }"),
+                     ('large = { rows = "FILL_IN", cols = "FILL_IN" }', "large = { rows = 64, cols = 4096 }"),
+                     ('shape = ["FILL_IN"]  # const float*', 'shape = ["rows", "cols"]  #'),
+                     ('shape = ["FILL_IN"]  # int8_t*', 'shape = ["rows", "cols"]\ntolerance = { atol = 1 }  #'),
+                     ('shape = ["FILL_IN"]  # float*', 'shape = ["rows"]  #')):
+        toml = toml.replace(old, new)
+    (path / "kernel.toml").write_text(toml)
+    folder = load_kernel_folder(path)
+    assert not folder.has_template
+    proposed = propose_only(folder, None, correctness=gpu_correctness(folder))
+    report = proposed.report
+    assert report is not None and report.gate is not None and report.gate.on_gpu
+    print(f"[gate] quant: {report.status}; {report.gate.verdict}")
+    for line in report.messages():
+        print(f"[gate]   {line}")
+    template = proposed.template
+    constraints = [c.text for c in template.constraints] if hasattr(template, "constraints") else []
+    print(f"[gate]   constraints: {constraints}")
+    assert report.status == "ok", report.messages()
+    assert report.gate.verdict.startswith(
+        f"correct at {report.gate.checked}/{report.gate.checked} configs checked")
