@@ -201,3 +201,27 @@ def test_template_kernels_and_scalar_types_are_explained() -> None:
 
 def test_split_dims_keeps_commas_inside_calls() -> None:
     assert split_dims("ceil_div(n, 256), min(rows, 4)") == ("ceil_div(n, 256)", "min(rows, 4)")
+
+
+def test_panel_approve_writes_the_proposed_template(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The panel's Approve calls Workbench.review: a proposed template is written into a
+    folder that has none; once it has one, approving writes nothing (save_template does)."""
+    from workbench.api import Workbench
+    from workbench.testing.synthetic_runner import SyntheticRunner
+
+    for key in ("WORKBENCH_MODEL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(key, raising=False)
+    folder = init_quant(tmp_path)
+    fill(folder)
+    kf = load_kernel_folder(folder)
+    wb = Workbench(kf, store=tmp_path / "s.sqlite", runner=SyntheticRunner(kf))
+    assert not wb.template_is_saved
+    assert "offline templater" in wb.propose_template()
+    message = wb.review("approved", "looks right")
+    assert message.endswith("wrote template.cu and the [template] table of kernel.toml")
+    assert wb.template_is_saved and load_kernel_folder(folder).has_template
+    before = (folder / "kernel.toml").read_text()
+    wb.propose_template()
+    assert "wrote" not in wb.review("approved", "again")
+    assert (folder / "kernel.toml").read_text() == before

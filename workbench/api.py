@@ -351,7 +351,9 @@ class Workbench:
         review = record_review(self.store, self.kernel_name, self.template, decision,
                                self.reviewer, note, origin=self._origin)
         message = f"{decision} {review.template_version_id} by {self.reviewer}"
-        if decision == "approved" and self._template.params and not self.template_is_saved:
+        # A folder with no [template] yet (fresh from `workbench init`) gets the approved one
+        # written; a folder that has one keeps it until save_template() is called.
+        if decision == "approved" and self._template.params and not self.folder.has_template:
             message += "; " + self.save_template()
         return message
 
@@ -363,7 +365,8 @@ class Workbench:
     def save_template(self) -> str:
         """Write the current template into the kernel folder (template.cu and the
         ``[template]`` table of kernel.toml; the rest of kernel.toml is kept) and reload it.
-        Approving a proposed template (:meth:`review`) calls this."""
+        Approving a template (:meth:`review`) calls this when the folder has no template
+        yet; call it to replace a folder's existing template."""
         from workbench.core.folder_write import write_template
 
         written = write_template(self.folder, self._template)
