@@ -35,59 +35,32 @@ extern "C" __global__ void shift(const signed char* x, signed char* q, const int
 }
 """
 
-SHIFT_TOML = """\
-name = "shift"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 1000 }}
-[tolerances]
-fp32 = {{ rtol = 0.0, atol = 0.0 }}
-[[args]]
-name = "x"
-dtype = "i8"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "q"
-dtype = "i8"
-role = "out"
-shape = ["n"]
-{q_tolerance}
-[[args]]
-name = "w"
-dtype = "i32"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "wide"
-dtype = "i64"
-role = "out"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
-[baseline]
-source = "template.cu"
-entry = "shift"
-grid = ["ceil_div(n, 256)"]
-block = ["256"]
-[template]
-source = "template.cu"
-entry = "shift"
-grid = ["ceil_div(n, 256)"]
-block = ["256"]
-[template.params.DELTA]
-kind = "choice"
-values = [0, 1, 2]
-default = 0
-[template.params.WIDE_DELTA]
-kind = "choice"
-values = [0, 1]
-default = 0
-"""
+
+
+def elementwise_toml(name: str, buffers: list[tuple[str, str, str, str]], n: int,
+                     params: dict[str, list[int]]) -> str:
+    """kernel.toml of a one-thread-per-element kernel over n elements: buffers are
+    (name, dtype, role, extra line), then the scalar n; the template is the same source
+    with ``params`` (the first value of each is its default, the baseline's behaviour)."""
+    parts = [f'name = "{name}"', 'dtypes = ["fp32"]', 'check_shape = "small"',
+             f"[shapes]\nsmall = {{ n = {n} }}", "[tolerances]\nfp32 = { rtol = 0.0, atol = 0.0 }"]
+    for arg, dtype, role, extra in buffers:
+        parts.append(f'[[args]]\nname = "{arg}"\ndtype = "{dtype}"\nrole = "{role}"\n'
+                     f'shape = ["n"]\n{extra}')
+    parts.append('[[args]]\nname = "n"\ndtype = "i32"\nrole = "scalar"\nvalue = "n"')
+    launch = f'source = "template.cu"\nentry = "{name}"\ngrid = ["ceil_div(n, 256)"]\nblock = ["256"]'
+    parts += [f"[baseline]\n{launch}", f"[template]\n{launch}"]
+    for param, values in params.items():
+        parts.append(f'[template.params.{param}]\nkind = "choice"\nvalues = {values}\n'
+                     f"default = {values[0]}")
+    return "\n".join(parts) + "\n"
+
+
+def shift_toml(q_tolerance: str) -> str:
+    return elementwise_toml("shift", [("x", "i8", "in", ""), ("q", "i8", "out", q_tolerance),
+                                      ("w", "i32", "in", ""), ("wide", "i64", "out", "")],
+                            1000, {"DELTA": [0, 1, 2], "WIDE_DELTA": [0, 1]})
+
 
 FP8_CU = """\
 #include <cuda_fp8.h>
@@ -100,44 +73,8 @@ extern "C" __global__ void fp8_scale(const __nv_fp8_e5m2* x, __nv_fp8_e4m3* y, i
 }
 """
 
-FP8_TOML = """\
-name = "fp8_scale"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = { n = 4096 }
-[tolerances]
-fp32 = { rtol = 0.0, atol = 0.0 }
-[[args]]
-name = "x"
-dtype = "fp8_e5m2"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "y"
-dtype = "fp8_e4m3"
-role = "out"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
-[baseline]
-source = "template.cu"
-entry = "fp8_scale"
-grid = ["ceil_div(n, 256)"]
-block = ["256"]
-[template]
-source = "template.cu"
-entry = "fp8_scale"
-grid = ["ceil_div(n, 256)"]
-block = ["256"]
-[template.params.SCALE]
-kind = "choice"
-values = [1, 2]
-default = 1
-"""
+FP8_TOML = elementwise_toml("fp8_scale", [("x", "fp8_e5m2", "in", ""),
+                                          ("y", "fp8_e4m3", "out", "")], 4096, {"SCALE": [1, 2]})
 
 # e5m2 inputs up to ~1000 (exactly representable), e4m3 outputs saturate at 448: the
 # reference rounds on the host with core.dtypes; the baseline must agree bit for bit.
@@ -169,10 +106,10 @@ def _measure(folder: KernelFolder, configs: list[dict[str, int]]) -> dict[Config
 
 def test_integer_outputs_compare_as_integers_with_their_tolerance(tmp_path: Path) -> None:
     exact = _folder(tmp_path, "exact", {"template.cu": SHIFT_CU,
-                                        "kernel.toml": SHIFT_TOML.format(q_tolerance="")})
+                                        "kernel.toml": shift_toml("")})
     within1 = _folder(tmp_path, "within1", {
         "template.cu": SHIFT_CU,
-        "kernel.toml": SHIFT_TOML.format(q_tolerance="tolerance = { atol = 1 }")})
+        "kernel.toml": shift_toml("tolerance = { atol = 1 }")})
     configs = [{"DELTA": 0, "WIDE_DELTA": 0}, {"DELTA": 1, "WIDE_DELTA": 0},
                {"DELTA": 2, "WIDE_DELTA": 0}, {"DELTA": 0, "WIDE_DELTA": 1}]
     got_exact = _measure(exact, configs)
