@@ -444,6 +444,48 @@ in `results/` by `python benchmarks/tables.py`.
 """
 
 
+def dask_section() -> str:
+    """The Dask runner: overhead against the direct runner on one H100, and simulated
+    scaling over CPU workers."""
+    out = ["`benchmarks/dask_overhead.py` (H100, ABBA order: direct, dask, dask, direct; the "
+           "same subset of silu_and_mul decode bf16, cold compile cache per run, batches of "
+           "16 as `workbench tune` hands them). configs/min of the sweep, startup apart; "
+           "*ratio* is each config's median from the Dask run over the first direct run's "
+           "(median over configs, 5th-95th percentile).", ""]
+    rows = []
+    for path in sorted((RESULTS / "dask").glob("overhead_*.json")):
+        data = json.loads(path.read_text())
+        mean = data["configs_per_min_mean"]
+        agree = [a for a in data["agreement"] if a["pair"] == "direct->dask"]
+        rows.append([path.stem.removeprefix("overhead_"), data["date"][:16],
+                     data["configs"], _num(mean["direct"]), _num(mean["dask"]),
+                     f"{data['dask_overhead_pct']:.1f} %",
+                     " / ".join(f"{a['median_ratio']:.4f} ({a['ratio_p05_p95'][0]:.3f}-"
+                                f"{a['ratio_p05_p95'][1]:.3f})" for a in agree),
+                     "yes" if all(a["same_best"] for a in agree) else "no"])
+    out.append(table(["run", "date (UTC)", "configs", "direct configs/min",
+                      "dask configs/min", "dask overhead", "ratio dask/direct",
+                      "same best config"], rows))
+    scaling = RESULTS / "dask" / "scaling_cpu.json"
+    if scaling.exists():
+        data = json.loads(scaling.read_text())
+        out += ["", f"`benchmarks/dask_scaling.py` (CPU, {data['date'][:16]} UTC, "
+                f"{data['cpus']} cores shared with other jobs): a LocalCluster of N worker "
+                f"processes, each running the synthetic runner held "
+                f"{data['device_ms_simulated']:.0f} ms per candidate (simulated device "
+                f"time, no GPU), batches of {data['batch_per_worker']} per worker. It measures "
+                "the runner's and the cluster's overhead, not kernels.", ""]
+        out.append(table(["workers", "configs", "wall s", "configs/min", "ideal",
+                          "efficiency", "speedup vs 1", "host load (1 min)"],
+                         [[r["workers"], r["configs"], r["wall_s"], r["configs_per_min"],
+                           r["ideal_configs_per_min"], r["efficiency"],
+                           r["speedup_vs_first"], r.get("load_average_1min", "?")]
+                          for r in data["rows"]]))
+        out += ["", "On this host the driver, the scheduler and N worker processes share 2 cores already loaded by other jobs (load column): above 4 workers the run is starved of CPU, so these rows bound the overhead from above and say nothing about scaling on GPUs (`gpu_checks/multi_gpu_dask.py`, not yet run)."]
+    return "\n".join(out)
+
+
+
 def main() -> None:
     text = INTRO
     text += ("\n## Tuned vs peers under three timing methods, named and unseen shapes (H100)"
@@ -469,6 +511,8 @@ def main() -> None:
     text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
         strategies_section() + "\n"
     text += "\n## CPU-side costs\n\n" + cpu_section() + "\n"
+    text += "\n## Dask runner: overhead (H100) and simulated scaling (CPU)\n\n" + \
+        dask_section() + "\n"
     notes = ROOT / "benchmarks" / "NOTES.md"
     if notes.exists():
         text += "\n" + notes.read_text()

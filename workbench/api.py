@@ -59,7 +59,10 @@ class Workbench:
                                      else load_kernel_folder(folder))
         self.kernel_name = self.folder.name
         self.events = EventBus()
-        self.store_path = Path(store) if store is not None else Path.cwd() / DEFAULT_STORE
+        # a postgresql:// URL stays a string (Path would fold its "//")
+        self.store_location = (str(store) if store is not None
+                               else str(Path.cwd() / DEFAULT_STORE))
+        self.store_path = Path(self.store_location)
         self._store: Any | None = None
         self._runner = runner
         self._mode = ""  # "live on ..." / "replay because ..." once choose_runner picked
@@ -77,12 +80,20 @@ class Workbench:
     # --- parts, created on first use
     @property
     def store(self) -> Any:
-        """The SQLite store (created on first use)."""
+        """The store (created on first use): SQLite, or PostgreSQL for a postgresql:// URL."""
         if self._store is None:
-            from workbench.store.sqlite import SQLiteStore
+            from workbench.store.postgres import open_store
 
-            self._store = SQLiteStore(self.store_path)
+            self._store = open_store(self.store_location)
         return self._store
+
+    @property
+    def dashboard_link(self) -> str:
+        """The Dask dashboard of the cluster the runner tunes on ("" when it is local)."""
+        from workbench.engine.dask_runner import DaskRunner
+
+        runner = self._runner
+        return str(runner.client.dashboard_link or "") if isinstance(runner, DaskRunner) else ""
 
     @property
     def session_id(self) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.core.kernel_folder import KernelFolder
@@ -64,6 +66,19 @@ def runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto") ->
     if replay is not None:
         return ReplayRunner(folder, replay or None)
     return LocalRunner(folder, settings=BenchSettings(timer=timer))
+
+
+def cluster_runner(folder: KernelFolder, cluster: str, gpus: int | None,
+                   timer: str = "auto") -> Any:
+    """A DaskRunner over ``--cluster local|ADDRESS`` measuring live on every GPU worker."""
+    from workbench.engine.bench import BenchSettings
+    from workbench.engine.dask_cluster import open_dask_runner
+    from workbench.engine.dask_tasks import LiveEndpoint
+
+    # the workers read the folder (reference.py) at the driver's absolute path
+    folder = dataclasses.replace(folder, path=Path(folder.path).resolve())
+    endpoint = LiveEndpoint(folder, folder.template, BenchSettings(timer=timer))
+    return open_dask_runner(endpoint, cluster, gpus)
 
 
 def llm_client(args: argparse.Namespace, recorder: Any = None) -> Any:

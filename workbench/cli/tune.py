@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli._common import Progress, count, runner_for, seconds
+from workbench.cli._common import Progress, cluster_runner, count, runner_for, seconds
 from workbench.core.conditions import CONDITIONS
 
 ORDER = 30
@@ -28,7 +28,7 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
     from workbench.api import Workbench
     from workbench.core.conditions import PickRule, check_conditions
-    from workbench.core.errors import NoGPUError
+    from workbench.core.errors import ClusterError, NoGPUError
     from workbench.core.events import BestImproved, TrialFinished
     from workbench.core.records import Status
     from workbench.search.tune import TuneRequest
@@ -41,11 +41,23 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
               f"times its recording measured (see the recording's bench settings)",
               file=sys.stderr)
         return 2
-    from workbench.store.sqlite import SQLiteStore
+    from workbench.store.postgres import open_store
 
-    SQLiteStore(args.store).close()  # a store that cannot be written fails here, before GPU time
+    open_store(args.store).close()  # a store that cannot be written fails here, before GPU time
+    if args.gpus is not None and args.cluster is None:
+        print("--gpus goes with --cluster local (one Dask worker per GPU)", file=sys.stderr)
+        return 2
+    if args.cluster is not None and args.replay is not None:
+        print("--cluster measures live on the cluster's GPUs; a replay needs no cluster",
+              file=sys.stderr)
+        return 2
     try:
-        runner = runner_for(folder, args.replay, timer=args.timer or "auto")
+        runner = (cluster_runner(folder, args.cluster, args.gpus, args.timer or "auto")
+                  if args.cluster is not None
+                  else runner_for(folder, args.replay, timer=args.timer or "auto"))
+    except ClusterError as exc:
+        print(f"workbench tune --cluster {args.cluster}: {exc.message}", file=sys.stderr)
+        return 3
     except NoGPUError as exc:
         print(f"workbench tune needs a CUDA GPU for live measurement: {exc.message}\n"
               f"On this machine, replay the committed recording instead:\n"
@@ -131,7 +143,13 @@ def register(sub: Any) -> None:
     p.add_argument("--widen-budget", type=count(1), default=40, metavar="N",
                    help="evaluations added per --widen round (default 40)")
     p.add_argument("--store", default="workbench.sqlite",
-                   help="SQLite file; rerunning resumes where it stopped")
+                   help="SQLite file, or postgresql://user@host/db[?schema=name] for a store "
+                        "several drivers share; rerunning resumes where it stopped")
+    p.add_argument("--cluster", default=None, metavar="local|ADDRESS",
+                   help="measure on a Dask cluster's GPU workers: local (dask-cuda, one "
+                        "worker per GPU of this host) or a scheduler address")
+    p.add_argument("--gpus", type=int, default=None,
+                   help="with --cluster local: how many of this host's GPUs (default: all)")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="answer from a recording instead of the GPU (newest if no file)")
     p.add_argument("--timer", choices=["auto", "events", "cupti"], default=None,

@@ -17,6 +17,8 @@ CLI can show a precise message without parsing text.
     ├── DeviceError
     │   └── NoGPUError           no CUDA GPU here (points to replay)
     ├── WorkerError              the GPU worker process misbehaved
+    │   └── ClusterError         a Dask cluster cannot serve a runner (no GPU worker,
+    │                            devices of different models behind one resource)
     ├── RecordingError           a recording is missing or malformed
     ├── StoreError
     │   ├── StoreCorruptError
@@ -139,6 +141,11 @@ class NoGPUError(DeviceError):
 
 class WorkerError(WorkbenchError):
     pass
+
+
+class ClusterError(WorkerError):
+    """A Dask cluster cannot serve a runner: no worker offers the GPU resource, the
+    workers' devices differ (``details["groups"]`` lists them), or one failed to start."""
 
 
 class RecordingError(WorkbenchError):

@@ -39,6 +39,11 @@ class Config(Mapping[str, Value]):
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple[type[Config], tuple[dict[str, Value]]]:
+        # rebuilt, never restored: str hashes differ between processes (PYTHONHASHSEED), so
+        # a pickled _hash would be stale in a Dask worker or back in the driver
+        return (Config, (dict(self._items),))
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Config):
             return self._items == other._items

@@ -15,8 +15,8 @@ from workbench.core.template import KernelTemplate
 from workbench.engine.bench import CopyTiming
 from workbench.engine.compiler import Compiler
 
-__all__ = ["Compiling", "CopyTimer", "DeviceFacts", "RecordedConfirmations", "Remeasuring",
-           "TemplateBound", "TemplateDeriving"]
+__all__ = ["Compiling", "CopyTimer", "DeviceFacts", "ManyDevices",
+           "RecordedConfirmations", "Remeasuring", "TemplateBound", "TemplateDeriving"]
 
 
 @runtime_checkable
@@ -24,6 +24,14 @@ class Remeasuring(Protocol):
     """Can time an identical binary again (a live GPU); used by finalist confirmation."""
 
     def forget_measurements(self) -> None: ...
+
+
+@runtime_checkable
+class ManyDevices(Protocol):
+    """Measures on several devices (a Dask cluster); ``one_device()`` is the same runner
+    on one of them, where times that are compared with each other are taken."""
+
+    def one_device(self) -> object: ...
 
 
 @runtime_checkable

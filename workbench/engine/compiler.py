@@ -314,6 +314,34 @@ class Compiler:
                 for future in futures:
                     future.cancel()
 
+    def adopt(self, result: CompileResult, cubin: bytes) -> bool:
+        """Put a cubin compiled elsewhere (another host of a cluster) into this cache, under
+        the key it was compiled with, so that compiling the same instance here is a hit.
+
+        Only a key this compiler would compute itself is ever looked up, so an artifact
+        built by another nvcc, flag set or arch is stored but never used. False when the
+        entry was already present (nothing written)."""
+        if not result.ok or not result.cache_key:
+            raise CompileError(f"only a successful compile can be adopted ({result.entry}: "
+                               f"{result.error_kind})", kind=result.error_kind,
+                               instance_hash=result.instance_hash, arch=result.arch)
+        if (self.entry_dir(result.cache_key) / _RESULT_FILE).is_file():
+            return False
+        (self.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f"{result.cache_key[:12]}-",
+                                     dir=self.cache_dir / "tmp"))
+        try:
+            (work / _CUBIN_FILE).write_bytes(cubin)
+            (work / _LOG_FILE).write_text(result.log)
+            placed = replace(result, cubin_path=str(work / _CUBIN_FILE),
+                             log_path=str(work / _LOG_FILE), source_path=None)
+            (work / _RESULT_FILE).write_text(json.dumps(self._relative(placed), indent=1))
+            self._publish(work, result.cache_key, cacheable=True)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        return True
+
     # --- internals ----------------------------------------------------------------
 
     def _run_nvcc(self, work: Path, timeout_s: float) -> SandboxRun:

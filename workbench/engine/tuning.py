@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.edges import RangeEdge, range_edges
@@ -32,7 +33,12 @@ from workbench.engine.bench import (
     speedup_from_timings,
     speedup_interval,
 )
-from workbench.engine.capabilities import CopyTimer, RecordedConfirmations, Remeasuring
+from workbench.engine.capabilities import (
+    CopyTimer,
+    ManyDevices,
+    RecordedConfirmations,
+    Remeasuring,
+)
 from workbench.engine.conditions import (
     ConditionConfirmation,
     ConditionRunner,
@@ -168,6 +174,8 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     the rule's condition, or "read" (the search's) when the rule scores all of them.
     Returns the Confirmation, or a sentence saying why there is none (a runner that answers
     from memory or a recording, or no finalist passing round 1)."""
+    if isinstance(runner, ManyDevices):  # finalists are compared on one device
+        runner = cast(Runner, runner.one_device())
     if ((conditions is not None and tuple(conditions) != ("read",)) or rule is not None) \
             and isinstance(runner, ConditionRunner):
         return _confirm_conditions(runner, finalists, conditions or DEFAULT_CONDITIONS,

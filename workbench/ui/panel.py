@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
+from workbench.ui.devices import DeviceView
 from workbench.ui.figures import (
     TrialTable,
     apply_updates,
@@ -231,6 +232,7 @@ class WorkbenchPanel:
         self.copy_button.add_class("wb-copy")
         self.failures = w.HTML()
         self.failures.add_class("wb-failures")
+        self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
         search_tab = w.VBox([
             w.HBox([self.strategy, self.budget]),
             w.HBox([self.launch_button, self.pause_button, self.stop_button]),
@@ -239,7 +241,7 @@ class WorkbenchPanel:
             figure_box,
             self._trials_box(param_names),
             self.copy_button,
-            self.failures], layout=w.Layout(width="100%"))
+            self.failures, self.devices.widget], layout=w.Layout(width="100%"))
         search_tab.add_class("wb-tab-search")
 
         # --- agent tab
@@ -452,6 +454,7 @@ class WorkbenchPanel:
             self.eta.value = f"{done} evaluated"
         self.trials_view.value = table
         self.failures.value = fails
+        self.devices.update(results, self.clock.running_s or None)
         if best is not None:
             self.copy_button.text = config_defines(best)
 

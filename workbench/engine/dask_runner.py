@@ -1,0 +1,337 @@
+"""DaskRunner: the Runner protocol answered by the GPU workers of a Dask cluster.
+
+One Dask worker per GPU (``dask_cuda.LocalCUDACluster`` on one host, ``dask cuda worker``
+on each host of a cluster), each offering the resource ``GPU=1``. For every candidate the
+driver submits a compile task (no resource: compiles spread over all worker threads of the
+cluster) and a measure task that depends on it and asks for the GPU resource; the measure
+task verifies and times the candidate on one device (:mod:`workbench.engine.dask_tasks`).
+Results come back to the driver as each finishes, and the caller (the search loop) writes
+each to the store the moment it arrives.
+
+What keeps measurements comparable:
+
+- a config's time comes from one measure task, so from one device (``extra["worker"]``
+  says which);
+- at start every GPU worker reports its device, driver, compiler and timing method; workers
+  that disagree are refused (:class:`ClusterError` lists them): devices of different models
+  never share a provenance. Give each model its own resource name (``--resources H100=1``)
+  and one runner per resource;
+- :meth:`one_device` measures on one worker only: the baseline, the device-copy roofline
+  and finalist confirmation run there (the copy roofline can also be taken on every device,
+  :meth:`copy_timings`).
+
+Failures: a crash or hang of a candidate kills only the GPU worker subprocess, which the
+LocalRunner on that Dask worker restarts (the candidate is recorded crashed or timeout, as
+with the direct runner). A Dask worker that dies mid-task is restarted by its nanny and its
+tasks are run again elsewhere; a candidate that kills workers ``allowed-failures`` times is
+recorded crashed. Pause and stop act between batches; stopping cancels every task still
+queued on any worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.core.errors import ClusterError
+from workbench.core.hardware import DeviceSpec
+from workbench.core.records import Candidate, TrialResult
+from workbench.engine import dask_tasks
+from workbench.engine.bench import CopyTiming
+from workbench.engine.dask_tasks import GPU_RESOURCE, Endpoint, PackedEndpoint, WorkerInfo
+from workbench.engine.worker_protocol import rule_for_event
+
+log = logging.getLogger(__name__)
+
+HELLO_TIMEOUT_S = 300.0
+#: Measure tasks outrank compile tasks on a worker's threads: the GPU never waits for a
+#: thread while compiles queue (earlier candidates first within each kind).
+_MEASURE_PRIORITY = 1_000_000
+_POLL_S = 1.0
+_SOLO_ATTEMPTS = 2
+_tokens = itertools.count()
+
+
+@dataclass(frozen=True)
+class CompilerIdentity:
+    """The compiler the workers share (what a provenance records of it)."""
+
+    version: str
+    flags: tuple[str, ...]
+
+
+def _gpu_workers(client: Any, resource: str) -> list[str]:
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return sorted(address for address, info in workers.items()
+                  if float((info.get("resources") or {}).get(resource, 0)) >= 1)
+
+
+def require_one_kind(workers: Sequence[WorkerInfo]) -> None:
+    """Raise ClusterError unless every worker measures the same way (device model, driver,
+    compiler, timing method): only then may their times share one provenance."""
+    groups: dict[tuple[Any, ...], list[WorkerInfo]] = {}
+    for info in workers:
+        groups.setdefault(info.identity, []).append(info)
+    if len(groups) > 1:
+        listing = "; ".join(f"{', '.join(i.label for i in members)}: {key[0]} (driver "
+                            f"{key[1] or '?'}, {key[4]})" for key, members in groups.items())
+        raise ClusterError(
+            f"the GPU workers measure differently, so their times cannot share one "
+            f"provenance: {listing}. Start each kind with its own resource name "
+            f"(`dask cuda worker ... --resources H100=1`) and tune with one runner per "
+            f"resource", groups={str(k): [i.address for i in v] for k, v in groups.items()})
+
+
+def meet_workers(client: Any, endpoint: Endpoint, resource: str = GPU_RESOURCE,
+                 timeout_s: float = HELLO_TIMEOUT_S) -> tuple[WorkerInfo, ...]:
+    """Start every GPU worker's runner; refuse workers whose times would not compare."""
+    addresses = _gpu_workers(client, resource)
+    if not addresses:
+        raise ClusterError(
+            f"no worker of the Dask cluster at {client.scheduler.address} offers the "
+            f"resource {resource}=1; start GPU workers with `dask cuda worker ADDRESS "
+            f"--resources {resource}=1`", resource=resource)
+    futures = [client.submit(dask_tasks.hello, PackedEndpoint.pack(endpoint), key=f"wb-hello-{address}-"
+                             f"{next(_tokens)}", workers=[address], allow_other_workers=False,
+                             resources={resource: 1}, pure=False) for address in addresses]
+    try:
+        infos = [f.result(timeout=timeout_s) for f in futures]
+    except Exception as exc:
+        client.cancel(futures)
+        raise ClusterError(f"a GPU worker could not start its runner: {exc}",
+                           workers=addresses) from exc
+    require_one_kind(infos)
+    return tuple(infos)
+
+
+def dask_runner(client: Any, endpoint: Endpoint, *, resource: str = GPU_RESOURCE,
+                owns: Sequence[Any] = ()) -> DaskRunner:
+    """A DaskRunner over the cluster's GPU workers; one that can measure again (for
+    finalist confirmation) when every worker's runner can."""
+    workers = meet_workers(client, endpoint, resource)
+    cls = RemeasuringDaskRunner if all(w.remeasures for w in workers) else DaskRunner
+    return cls(client, endpoint, workers, resource=resource, owns=owns)
+
+
+def stealing_enabled(client: Any) -> bool:
+    """Whether the scheduler moves queued tasks between workers (pinned tasks never move)."""
+    return bool(client.run_on_scheduler(
+        lambda dask_scheduler: "stealing" in dask_scheduler.extensions))
+
+
+class DaskRunner:
+    """Measures candidates on the GPU workers of a connected ``distributed.Client``.
+
+    ``endpoint`` says what each worker measures with (a :class:`LiveEndpoint` for the GPU);
+    ``resource`` names the worker resource of one GPU. Use as a context manager; ``close``
+    closes the workers' runners, and the client and cluster when ``owns`` them.
+    """
+
+    def __init__(self, client: Any, endpoint: Endpoint, workers: Sequence[WorkerInfo], *,
+                 resource: str = GPU_RESOURCE, owns: Sequence[Any] = ()) -> None:
+        self.client = client
+        self.endpoint = endpoint
+        self.packed = PackedEndpoint.pack(endpoint)
+        self.resource = resource
+        self._owns = tuple(owns)
+        self._pin: str | None = None
+        self.workers: tuple[WorkerInfo, ...] = tuple(workers)
+        first = self.workers[0]
+        self.device: DeviceSpec = first.device
+        self.compiler = CompilerIdentity(first.compiler_version, first.compiler_flags)
+        self.facts: dict[str, Any] = {"name": first.device.name, "driver": first.driver}
+        self.description = first.description
+        self.stealing = stealing_enabled(client)
+        if self.stealing:
+            log.warning("the Dask scheduler steals work; measure tasks are whole (verify and "
+                        "time in one task), and pinned ones never move, but start it with "
+                        "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False to keep queues put")
+        self._baselines: dict[tuple[str, str, str], TrialResult] = {}
+
+    def _check_reference(self) -> None:
+        """After a worker died (its nanny starts a new one, at a new address), meet the
+        workers again so that the reference and the list are live ones."""
+        alive = set(_gpu_workers(self.client, self.resource))
+        if self._pin is None and any(w.address not in alive for w in self.workers):
+            workers = meet_workers(self.client, self.endpoint, self.resource)
+            if workers[0].identity != self.workers[0].identity:
+                raise ClusterError(f"the GPU workers changed kind mid-run: "
+                                   f"{workers[0].description}, was {self.description}")
+            self.workers = workers
+
+    # -- views and lifetime ----------------------------------------------------------------
+
+    @property
+    def reference(self) -> WorkerInfo:
+        """The worker that measures baselines, copies and confirmations."""
+        if self._pin is not None:
+            return next(w for w in self.workers if w.address == self._pin)
+        return self.workers[0]
+
+    def one_device(self, address: str | None = None) -> DaskRunner:
+        """This runner measuring on one worker only (the reference one by default): for
+        finalist confirmation and anything that compares times with each other."""
+        self._check_reference()
+        view = object.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._pin = address or self.reference.address
+        view._owns = ()
+        if view._pin not in {w.address for w in self.workers}:
+            raise ClusterError(f"{view._pin} is not one of this runner's GPU workers",
+                               value=view._pin, expected=[w.address for w in self.workers])
+        return view
+
+    def __enter__(self) -> DaskRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the workers' runners; close the client and cluster this runner owns."""
+        if not self._owns:
+            return
+        try:
+            self.client.run(dask_tasks.close_runners)
+        finally:
+            for thing in self._owns:
+                thing.close()
+            self._owns = ()
+
+    # -- tasks ------------------------------------------------------------------------------
+
+    def _on_reference(self, fn: Any, *args: Any) -> Any:
+        self._check_reference()
+        future = self.client.submit(fn, self.packed, *args, workers=[self.reference.address],
+                                    allow_other_workers=False, resources={self.resource: 1},
+                                    pure=False, key=f"wb-{fn.__name__}-{next(_tokens)}")
+        return future.result()
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult:
+        """The baseline, measured on the reference device (once per device)."""
+        key = (self.reference.address, shape, dtype)
+        if key not in self._baselines:
+            self._baselines[key] = self._on_reference(dask_tasks.baseline, shape, dtype)
+        return self._baselines[key]
+
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming:
+        """A device copy of the problem's bytes on the reference device (where the reported
+        time is confirmed)."""
+        copy: CopyTiming | None = self._on_reference(dask_tasks.copy_timing, shape, dtype)
+        if copy is None:
+            raise ClusterError(f"{self.description} cannot time a device copy")
+        return copy
+
+    def copy_timings(self, shape: str, dtype: str) -> dict[str, CopyTiming | None]:
+        """The copy roofline measured on every device, by worker label."""
+        return {w.label: self.one_device(w.address).copy_timing(shape, dtype)
+                for w in self.workers}
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        """Fan the candidates out; yield each result when it arrives (any order: pair them
+        with candidates by ``result.config``). Closing the iterator cancels what is left.
+
+        A Dask worker that dies takes down every task queued on it, not only the one it was
+        running, so candidates that Dask gives up on (KilledWorker) run again at the end, one
+        at a time: a death then is that candidate's own, and it is recorded crashed."""
+        suspects: list[Candidate] = []
+        with contextlib.closing(self._fan_out(candidates)) as arrivals:
+            for candidate, result in arrivals:
+                if result is None:
+                    suspects.append(candidate)
+                else:
+                    yield result
+        for candidate in suspects:
+            yield self._alone(candidate)
+
+    def _alone(self, candidate: Candidate, attempts: int = _SOLO_ATTEMPTS) -> TrialResult:
+        """Measure one suspect with nothing else in flight (twice, should a worker die for
+        another reason meanwhile); crashed when it kills its worker every time."""
+        for _ in range(attempts):
+            with contextlib.closing(self._fan_out([candidate])) as arrivals:
+                for _, result in arrivals:
+                    if result is not None:
+                        return result
+        return self._lost(candidate, f"Dask workers died while measuring it, also when it "
+                          f"ran alone ({attempts} times)")
+
+    def _fan_out(self, candidates: Sequence[Candidate],
+                 ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
+        """Submit compile and measure tasks; yield (candidate, result) as each arrives
+        (None: Dask gave up on it after workers died)."""
+        import dask
+        from dask import delayed
+        from distributed import KilledWorker, wait
+
+        client = self.client
+        batch = next(_tokens)
+        restriction: Mapping[str, Any] = (
+            {"workers": [self._pin], "allow_other_workers": False} if self._pin else {})
+        compiles: dict[str, Any] = {}
+        measures: list[Any] = []
+        for index, candidate in enumerate(candidates):
+            artifact = None
+            instance = self.endpoint.instance(candidate)
+            if instance is not None:
+                artifact = compiles.get(instance.hash)
+                if artifact is None:
+                    with dask.annotate(priority=-index):
+                        artifact = compiles[instance.hash] = delayed(
+                            dask_tasks.compile_instance, pure=False)(
+                            self.device.arch, instance,
+                            dask_key_name=f"wb-compile-{instance.hash}-{batch}")
+            with dask.annotate(resources={self.resource: 1},
+                               priority=_MEASURE_PRIORITY - index, **restriction):
+                measures.append(delayed(dask_tasks.measure, pure=False)(
+                    self.packed, self.description, candidate, artifact,
+                    dask_key_name=f"wb-measure-{batch}-{index}"))
+        # one graph per batch: one message to the scheduler, not two per candidate
+        submitted = client.compute(measures, optimize_graph=False)
+        futures: dict[Any, Candidate] = dict(zip(submitted, candidates, strict=True))
+        pending = set(futures)
+        position = {future: index for index, future in enumerate(futures)}
+        try:
+            while pending:
+                try:
+                    done, pending = wait(pending, timeout=_POLL_S,
+                                         return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    done = set()
+                for future in sorted(done, key=position.__getitem__):  # as submitted
+                    try:
+                        yield futures[future], future.result()
+                    except KilledWorker:
+                        yield futures[future], None
+                if not done and self._pin is not None and self._pin not in _gpu_workers(
+                        client, self.resource):
+                    for future in pending:
+                        yield futures[future], self._lost(
+                            futures[future], f"the worker {self._pin} left the cluster "
+                            f"before measuring it")
+                    pending = set()
+        finally:
+            client.cancel(list(futures))
+
+    def _lost(self, candidate: Candidate, why: str) -> TrialResult:
+        """A candidate whose Dask worker died under it, recorded as the table says."""
+        rule = rule_for_event("worker_died")
+        return TrialResult(config=candidate.config, shape=candidate.shape,
+                           dtype=candidate.dtype, status=rule.status,
+                           reason=f"{rule.meaning}: {why}", device=self.device.name)
+
+
+class RemeasuringDaskRunner(DaskRunner):
+    """A DaskRunner whose workers can time an identical binary again (live GPUs)."""
+
+    def forget_measurements(self) -> None:
+        """Every worker times identical cubins again from now on."""
+        self._check_reference()
+        futures = [self.client.submit(dask_tasks.forget, self.packed, workers=[w.address],
+                                      allow_other_workers=False, resources={self.resource: 1},
+                                      pure=False, key=f"wb-forget-{next(_tokens)}")
+                   for w in self.workers]
+        self.client.gather(futures)

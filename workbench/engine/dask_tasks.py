@@ -1,0 +1,265 @@
+"""What a Dask worker runs for :class:`~workbench.engine.dask_runner.DaskRunner`.
+
+Every public function here is a task body that the driver ships to a worker. A worker
+process builds its measuring runner once per :class:`Endpoint` and keeps it for the tasks
+that follow: for live measurement a :class:`~workbench.engine.runner.LocalRunner`, whose GPU
+worker subprocess owns the one CUDA context, on the GPU that dask-cuda pinned for this Dask
+worker with ``CUDA_VISIBLE_DEVICES`` (the subprocess inherits it and opens device 0). Each
+task that touches the runner asks for the worker's GPU resource (``resources={"GPU": 1}``),
+so a worker runs one of them at a time and a config is verified and timed in one task, on
+one device.
+
+Compiles are tasks of their own, with no resource: they spread over every worker thread of
+the cluster. A cubin travels back as bytes and is adopted into the measuring worker's
+compile cache (:meth:`Compiler.adopt`), so the runner there answers from its cache even on
+another host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import socket
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from workbench.core.errors import ClusterError
+from workbench.core.hardware import DeviceSpec
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.records import Candidate, TrialResult
+from workbench.core.template import KernelInstance, KernelTemplate
+from workbench.engine.bench import BenchSettings, CopyTiming
+from workbench.engine.compiler import Compiler, CompileResult
+from workbench.engine.runner import LocalRunner, Runner
+
+#: The worker resource a GPU task asks for; ``dask cuda worker --resources "GPU=1"``.
+GPU_RESOURCE = "GPU"
+
+
+@runtime_checkable
+class Endpoint(Protocol):
+    """How each worker builds the runner that measures on it. Sent to the workers, so it
+    must pickle; ``key`` names it (one runner per worker process per key)."""
+
+    @property
+    def key(self) -> str: ...
+
+    def build(self) -> Runner:
+        """The worker's runner (called once per worker process)."""
+        ...
+
+    def instance(self, candidate: Candidate) -> KernelInstance | None:
+        """The source to compile before measuring ``candidate`` (on the driver; None: the
+        runner compiles nothing, or the config does not render and the runner will say
+        why)."""
+        ...
+
+
+def _digest(value: object) -> str:
+    return hashlib.sha256(pickle.dumps(value)).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class LiveEndpoint:
+    """A LocalRunner on each GPU worker. ``folder`` must be readable at the same path on
+    every host (its reference.py runs in the GPU worker)."""
+
+    folder: KernelFolder
+    template: KernelTemplate
+    settings: BenchSettings = field(default_factory=BenchSettings)
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        return "live-" + _digest((str(self.folder.path), self.template, self.settings,
+                                  self.seed))
+
+    def build(self) -> Runner:
+        # jobs=1: the cluster compiles; this runner compiles only what it was not handed
+        return LocalRunner(self.folder, self.template, self.settings, seed=self.seed, jobs=1)
+
+    def instance(self, candidate: Candidate) -> KernelInstance | None:
+        try:
+            config = self.template.validate_config(candidate.config)
+            return self.template.render(config, candidate.dtype)
+        except Exception:  # the runner prunes it with the reason
+            return None
+
+
+@dataclass(frozen=True)
+class CompiledArtifact:
+    """A compile's result and, when it succeeded, the cubin's bytes (to travel hosts)."""
+
+    result: CompileResult
+    cubin: bytes = b""
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """One GPU worker as its runner sees it: where it is and what a time from it means."""
+
+    address: str
+    host: str
+    gpu: str                  # the first entry of CUDA_VISIBLE_DEVICES ("" when unset)
+    description: str          # the runner's description (device model, timer, carveout)
+    device: DeviceSpec
+    compiler_version: str
+    compiler_flags: tuple[str, ...]
+    driver: str
+    remeasures: bool          # its runner can time an identical binary again
+
+    @property
+    def identity(self) -> tuple[str, str, str, tuple[str, ...], str]:
+        """What must agree for two workers' times to share a provenance."""
+        return (self.description, self.driver, self.compiler_version, self.compiler_flags,
+                self.device.arch)
+
+    @property
+    def label(self) -> str:
+        """``host GPU n`` for tables and the panel."""
+        return f"{self.host} GPU {self.gpu or '?'}"
+
+
+@runtime_checkable
+class _TimesCopies(Protocol):
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming: ...
+
+
+@runtime_checkable
+class _Forgets(Protocol):
+    def forget_measurements(self) -> None: ...
+
+
+_RUNNERS: dict[str, Runner] = {}
+_RUNNERS_LOCK = threading.Lock()
+
+
+def _worker_address() -> str:
+    from distributed import get_worker
+
+    try:
+        return str(get_worker().address)
+    except ValueError:  # not inside a Dask worker (a direct call in a test)
+        return f"local-{os.getpid()}"
+
+
+def _gpu_label() -> str:
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+
+
+@dataclass(frozen=True)
+class PackedEndpoint:
+    """An endpoint pickled once on the driver. Tasks carry these bytes: Dask neither walks
+    the endpoint's nested records for every task (milliseconds each) nor unpickles them on
+    the worker, which unpacks an endpoint only the first time it meets its key."""
+
+    key: str
+    blob: bytes
+
+    @classmethod
+    def pack(cls, endpoint: Endpoint) -> PackedEndpoint:
+        return cls(endpoint.key, pickle.dumps(endpoint))
+
+
+def _runner(packed: PackedEndpoint) -> Runner:
+    with _RUNNERS_LOCK:
+        runner = _RUNNERS.get(packed.key)
+        if runner is None:
+            endpoint: Endpoint = pickle.loads(packed.blob)
+            runner = _RUNNERS[packed.key] = endpoint.build()
+        return runner
+
+
+def _compiler_of(runner: Runner) -> Compiler | None:
+    compiler = getattr(runner, "compiler", None)  # LocalRunner and SyntheticRunner have one
+    return compiler if isinstance(compiler, Compiler) else None
+
+
+def hello(endpoint: PackedEndpoint) -> WorkerInfo:
+    """Start this worker's runner (a CUDA context, for a live one) and describe it."""
+    runner = _runner(endpoint)
+    compiler = _compiler_of(runner)
+    facts = getattr(runner, "facts", None) or {}
+    return WorkerInfo(address=_worker_address(), host=socket.gethostname(), gpu=_gpu_label(),
+                      description=runner.description, device=runner.device,
+                      compiler_version=compiler.version if compiler else "",
+                      compiler_flags=compiler.flags if compiler else (),
+                      driver=str(facts.get("driver") or ""),
+                      remeasures=isinstance(runner, _Forgets))
+
+
+def compile_instance(arch: str, instance: KernelInstance) -> CompiledArtifact:
+    """Compile (or answer from this host's cache) and carry the cubin back as bytes."""
+    result = Compiler(arch).compile(instance)
+    cubin = Path(result.cubin_path).read_bytes() if result.ok and result.cubin_path else b""
+    return CompiledArtifact(result, cubin)
+
+
+def where(result: TrialResult) -> TrialResult:
+    """``result`` with ``extra["worker"]``: the Dask worker, host and GPU that measured it."""
+    return replace(result, extra={**result.extra, "worker": {
+        "address": _worker_address(), "host": socket.gethostname(), "gpu": _gpu_label()}})
+
+
+def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
+            artifact: CompiledArtifact | None) -> TrialResult:
+    """Verify and time one candidate on this worker's device (compiled by the cluster when
+    ``artifact`` is given). ``description`` is what the driver's runner measures with: a
+    worker of another kind that joined later refuses rather than mixing its times in."""
+    runner = _runner(endpoint)
+    if runner.description != description:
+        raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
+                           f"{description}: give it its own resource name",
+                           value=runner.description, expected=description)
+    compiler = _compiler_of(runner)
+    if artifact is not None and artifact.result.ok and compiler is not None:
+        compiler.adopt(artifact.result, artifact.cubin)
+    results = list(runner.measure([candidate]))
+    if len(results) != 1:
+        raise RuntimeError(f"{runner.description} answered {len(results)} results for one "
+                           f"candidate {dict(candidate.config)}")
+    return where(results[0])
+
+
+def baseline(endpoint: PackedEndpoint, shape: str, dtype: str) -> TrialResult:
+    """The baseline kernel measured on this worker's device."""
+    return where(_runner(endpoint).baseline(shape, dtype))
+
+
+def copy_timing(endpoint: PackedEndpoint, shape: str, dtype: str) -> CopyTiming | None:
+    """A device-to-device copy of the problem's bytes on this worker's device (None when
+    the runner cannot time one)."""
+    runner = _runner(endpoint)
+    return runner.copy_timing(shape, dtype) if isinstance(runner, _TimesCopies) else None
+
+
+def forget(endpoint: PackedEndpoint) -> bool:
+    """Make this worker's runner time identical cubins again (re-measurement rounds)."""
+    runner = _runner(endpoint)
+    if isinstance(runner, _Forgets):
+        runner.forget_measurements()
+        return True
+    return False
+
+
+def close_runners() -> int:
+    """Close every runner of this worker process (their CUDA contexts go with them)."""
+    with _RUNNERS_LOCK:
+        runners = list(_RUNNERS.values())
+        _RUNNERS.clear()
+    for runner in runners:
+        runner.close()
+    return len(runners)
+
+
+def worker_pid() -> int:
+    """This worker's process id (tests kill it)."""
+    return os.getpid()
+
+
+def runner_count(**_: Any) -> int:
+    """How many runners this worker process holds."""
+    return len(_RUNNERS)

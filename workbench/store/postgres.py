@@ -1,0 +1,505 @@
+"""PostgreSQL store: one database shared by several drivers or hosts (psycopg 3).
+
+The same records and guarantees as :class:`~workbench.store.sqlite.SQLiteStore`: every
+write commits at once (a driver killed mid-search loses at most the trial in flight), a
+trial's key is unique across every writer (``ON CONFLICT DO NOTHING``), and each thread gets
+its own connection. ``schema`` keeps one project's tables apart from another's in the same
+database. The connection string may carry a password; it never appears in an error message
+or a log (only host, port, database and user do).
+
+    store = PostgresStore("postgresql://tuner@db-host:5432/kernels", schema="team_a")
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from workbench.core.errors import StoreError, StoreLockedError
+from workbench.core.records import TrialResult
+from workbench.store.base import (
+    DECISIONS,
+    ORIGINS,
+    AgentIteration,
+    LLMCall,
+    Provenance,
+    Review,
+    Session,
+    StoredRemeasurement,
+    StoredTrial,
+    TemplateVersion,
+    TokenUsage,
+    owner_is_dead,
+    scrub_secrets,
+)
+from workbench.store.sqlite import (
+    _PROVENANCE_COLUMNS,
+    _RESULT_COLUMNS,
+    SCHEMA_VERSION,
+    _now,
+    _result_values,
+)
+
+T = TypeVar("T")
+INSTALL_HINT = 'install the PostgreSQL driver: `pip install -e ".[postgres]"` (psycopg 3)'
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: One advisory-lock id for schema creation (several drivers may open a new store at once).
+_SCHEMA_LOCK = 0x776F726B62656E63  # "workbenc"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, created TEXT NOT NULL, kernel TEXT NOT NULL, notes TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS template_versions (
+    id TEXT PRIMARY KEY, kernel TEXT NOT NULL, parent_id TEXT REFERENCES template_versions(id),
+    session_id TEXT, source_sha256 TEXT NOT NULL, source_text TEXT NOT NULL,
+    params_json TEXT NOT NULL, constraints_json TEXT NOT NULL, launch_json TEXT NOT NULL,
+    origin TEXT NOT NULL CHECK (origin IN ('curated', 'llm', 'offline')),
+    diff_vs_parent TEXT NOT NULL, created TEXT NOT NULL,
+    seq BIGINT GENERATED ALWAYS AS IDENTITY);
+CREATE TABLE IF NOT EXISTS reviews (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    template_version_id TEXT NOT NULL REFERENCES template_versions(id),
+    decision TEXT NOT NULL CHECK (decision IN ('proposed', 'approved', 'rejected')),
+    reviewer TEXT NOT NULL, time TEXT NOT NULL, note TEXT NOT NULL,
+    approved_text_sha256 TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trials (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT,
+    template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
+    dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
+    device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL,
+    median_us DOUBLE PRECISION, result_json TEXT NOT NULL, created TEXT NOT NULL,
+    UNIQUE (template_sha256, config_key, shape, dtype, compiler, flags, arch, device, driver));
+CREATE INDEX IF NOT EXISTS trials_by_shape ON trials (template_sha256, shape, dtype);
+CREATE TABLE IF NOT EXISTS remeasurements (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT,
+    round_index INTEGER NOT NULL, template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL,
+    shape TEXT NOT NULL, dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL,
+    arch TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL,
+    median_us DOUBLE PRECISION, result_json TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT NOT NULL,
+    created TEXT NOT NULL, request_json TEXT NOT NULL, reply_text TEXT NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL,
+    total_tokens INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_iterations (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT NOT NULL,
+    iteration INTEGER NOT NULL, state TEXT NOT NULL, best_us DOUBLE PRECISION,
+    speedup DOUBLE PRECISION, detail_json TEXT NOT NULL, created TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
+    dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
+    device TEXT NOT NULL, driver TEXT NOT NULL, owner TEXT NOT NULL,
+    expires DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (template_sha256, config_key, shape, dtype, compiler, flags, arch, device,
+                 driver));
+"""
+#: A claims or trials row of one key: the provenance, then config_key, shape, dtype.
+_CLAIM_KEY = " AND ".join(f"{k} = %s" for k in (*_PROVENANCE_COLUMNS, "config_key", "shape",
+                                                 "dtype"))
+
+
+def describe_dsn(dsn: str) -> str:
+    """``user@host:port/dbname`` of a connection string, without its password."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        parts = conninfo_to_dict(dsn)
+    except Exception:
+        return "a PostgreSQL server (unparsable connection string)"
+    return (f"{parts.get('user') or ''}@{parts.get('host') or 'localhost'}:"
+            f"{parts.get('port') or 5432}/{parts.get('dbname') or ''}")
+
+
+class PostgresStore:
+    """A :class:`~workbench.store.base.Store` in a PostgreSQL database (tables created if
+    missing, in ``schema``). ``timeout_s`` bounds connecting and waiting for a lock."""
+
+    def __init__(self, dsn: str, *, schema: str = "public", timeout_s: float = 10.0) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise StoreError(f"a postgresql:// store needs psycopg ({exc}); {INSTALL_HINT}",
+                             hint=INSTALL_HINT) from exc
+        if not _IDENTIFIER.fullmatch(schema):
+            raise StoreError(f"schema name {schema!r} is not a plain lower-case identifier",
+                             key="schema", value=schema, expected="[a-z_][a-z0-9_]*")
+        self._psycopg = psycopg
+        self._dsn = dsn
+        self.where = describe_dsn(dsn)
+        self.schema = schema
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._all_lock = threading.Lock()
+        self._closed = False
+        self._initialise()
+
+    # -- connections and errors ---------------------------------------------------------
+
+    def _connection(self) -> Any:
+        if self._closed:
+            raise StoreError(f"store {self.where} is closed", store=self.where)
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            from psycopg.rows import dict_row
+
+            with self._errors("connect"):
+                conn = self._psycopg.connect(
+                    self._dsn, autocommit=True, row_factory=dict_row,
+                    connect_timeout=max(1, int(self.timeout_s)),
+                    options=f"-c search_path={self.schema} "
+                            f"-c lock_timeout={int(self.timeout_s * 1000)}")
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _errors(self, action: str) -> Iterator[None]:
+        errors = self._psycopg.errors
+        try:
+            yield
+        except errors.LockNotAvailable as exc:
+            raise StoreLockedError(
+                f"store {self.where} stayed locked by another writer for more than "
+                f"{self.timeout_s} s during {action}", store=self.where,
+                timeout_s=self.timeout_s, action=action) from exc
+        except self._psycopg.OperationalError as exc:
+            raise StoreError(f"store {self.where}: {action} failed: {_first_line(exc)}",
+                             store=self.where, action=action) from exc
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Any]:
+        conn = self._connection()
+        with self._errors(action), conn.transaction():
+            yield conn
+
+    def _read(self, action: str, fn: Callable[[Any], T]) -> T:
+        conn = self._connection()
+        with self._errors(action):
+            return fn(conn)
+
+    def _initialise(self) -> None:
+        with self._errors("open"):
+            admin = self._psycopg.connect(self._dsn, autocommit=True,
+                                          connect_timeout=max(1, int(self.timeout_s)))
+        try:
+            with self._errors("create schema"), admin.transaction():
+                admin.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                admin.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+                admin.execute(f"SET LOCAL search_path = {self.schema}")
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        admin.execute(statement)
+                row = admin.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                    ).fetchone()
+                if row is None:
+                    admin.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s),"
+                                  " ('created', %s)", (str(SCHEMA_VERSION), _now()))
+                elif int(row[0]) > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"store {self.where} (schema {self.schema}) has schema version "
+                        f"{row[0]}, newer than this workbench understands ({SCHEMA_VERSION}); "
+                        "upgrade kernel-workbench", store=self.where, value=int(row[0]),
+                        expected=SCHEMA_VERSION)
+        finally:
+            admin.close()
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the ``meta`` table."""
+        row = self._read("read meta", lambda c: c.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+        return int(row["value"])
+
+    def close(self) -> None:
+        """Close every connection this store opened (from any thread)."""
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+        self._closed = True
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- sessions, template versions, reviews -------------------------------------------
+
+    def create_session(self, kernel: str, notes: str = "") -> Session:
+        """Start a new session for ``kernel``."""
+        session = Session(id=uuid.uuid4().hex, created=_now(), kernel=kernel, notes=notes)
+        with self._write("create session") as c:
+            c.execute("INSERT INTO sessions (id, created, kernel, notes) VALUES (%s, %s, %s, %s)",
+                      (session.id, session.created, session.kernel, session.notes))
+        return session
+
+    def sessions(self, kernel: str | None = None) -> list[Session]:
+        """Sessions, oldest first, optionally only those of ``kernel``."""
+        sql = "SELECT id, created, kernel, notes FROM sessions"
+        rows = self._read("read sessions", lambda c: (
+            c.execute(sql + " WHERE kernel = %s ORDER BY created", (kernel,)) if kernel
+            is not None else c.execute(sql + " ORDER BY created")).fetchall())
+        return [Session(**r) for r in rows]
+
+    def add_template_version(self, version: TemplateVersion) -> None:
+        """Store a template version (its id must be new)."""
+        if version.origin not in ORIGINS:
+            raise StoreError(f"template origin {version.origin!r} is not one of {ORIGINS}",
+                             key="origin", value=version.origin, expected=ORIGINS)
+        with self._write("add template version") as c:
+            c.execute(
+                "INSERT INTO template_versions (id, kernel, parent_id, session_id, "
+                "source_sha256, source_text, params_json, constraints_json, launch_json, "
+                "origin, diff_vs_parent, created) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (version.id, version.kernel, version.parent_id, version.session_id,
+                 version.source_sha256, version.source_text,
+                 json.dumps(dict(version.params), sort_keys=True),
+                 json.dumps(list(version.constraints)),
+                 json.dumps(dict(version.launch), sort_keys=True), version.origin,
+                 version.diff_vs_parent, version.created or _now()))
+
+    @staticmethod
+    def _version(row: Mapping[str, Any]) -> TemplateVersion:
+        return TemplateVersion(
+            id=row["id"], kernel=row["kernel"], source_text=row["source_text"],
+            source_sha256=row["source_sha256"], params=json.loads(row["params_json"]),
+            constraints=tuple(json.loads(row["constraints_json"])),
+            launch=json.loads(row["launch_json"]), origin=row["origin"],
+            parent_id=row["parent_id"], diff_vs_parent=row["diff_vs_parent"],
+            session_id=row["session_id"], created=row["created"])
+
+    def template_version(self, version_id: str) -> TemplateVersion:
+        """One template version; StoreError naming the id when missing."""
+        row = self._read("read template version", lambda c: c.execute(
+            "SELECT * FROM template_versions WHERE id = %s", (version_id,)).fetchone())
+        if row is None:
+            raise StoreError(f"no template version {version_id!r} in {self.where}",
+                             key="template_version_id", value=version_id)
+        return self._version(row)
+
+    def template_versions(self, kernel: str) -> list[TemplateVersion]:
+        """Every version of ``kernel``'s template, oldest first."""
+        rows = self._read("read template versions", lambda c: c.execute(
+            "SELECT * FROM template_versions WHERE kernel = %s ORDER BY created, seq",
+            (kernel,)).fetchall())
+        return [self._version(r) for r in rows]
+
+    def add_review(self, review: Review) -> None:
+        """Record a review decision on a stored template version."""
+        if review.decision not in DECISIONS:
+            raise StoreError(f"review decision {review.decision!r} is not one of {DECISIONS}",
+                             key="decision", value=review.decision, expected=DECISIONS)
+        self.template_version(review.template_version_id)  # must exist
+        with self._write("add review") as c:
+            c.execute(
+                "INSERT INTO reviews (template_version_id, decision, reviewer, time, note, "
+                "approved_text_sha256) VALUES (%s, %s, %s, %s, %s, %s)",
+                (review.template_version_id, review.decision, review.reviewer, review.time,
+                 review.note, review.approved_text_sha256))
+
+    def reviews(self, template_version_id: str) -> list[Review]:
+        """Reviews of one template version, in the order they were made."""
+        rows = self._read("read reviews", lambda c: c.execute(
+            "SELECT template_version_id, decision, reviewer, time, note, approved_text_sha256 "
+            "FROM reviews WHERE template_version_id = %s ORDER BY id",
+            (template_version_id,)).fetchall())
+        return [Review(**r) for r in rows]
+
+    # -- trials and re-measurements -----------------------------------------------------
+
+    def record_trial(self, result: TrialResult, provenance: Provenance,
+                     session_id: str | None = None) -> bool:
+        """Write and commit one trial now. False when that key was already stored (by any
+        writer)."""
+        values = (session_id, *_result_values(result, provenance))
+        with self._write("record trial") as c:
+            cursor = c.execute(
+                f"INSERT INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) VALUES "
+                f"({', '.join(['%s'] * len(values))}) ON CONFLICT DO NOTHING", values)
+            stored = bool(cursor.rowcount == 1)
+            c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
+                      (*_provenance_values(provenance), result.config.key(), result.shape,
+                       result.dtype))
+            return stored
+
+    # -- claims (see workbench.store.base) ----------------------------------------------
+
+    def claim_trials(self, provenance: Provenance, shape: str, dtype: str,
+                     config_keys: Sequence[str], owner: str, lease_s: float,
+                     now: float | None = None) -> list[str]:
+        """Grant ``owner`` every key neither stored nor held by a live claim of another
+        (claims of one template, shape and dtype are granted one transaction at a time)."""
+        at = time.time() if now is None else now
+        prov = _provenance_values(provenance)
+        granted: list[str] = []
+        with self._write("claim trials") as c:
+            c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                      ("|".join((*prov, shape, dtype)),))
+            for key in dict.fromkeys(config_keys):
+                values = (*prov, key, shape, dtype)
+                if c.execute(f"SELECT 1 FROM trials WHERE {_CLAIM_KEY}", values).fetchone():
+                    continue
+                held = c.execute(f"SELECT owner, expires FROM claims WHERE {_CLAIM_KEY}",
+                                 values).fetchone()
+                if (held is not None and held["owner"] != owner and held["expires"] > at
+                        and not owner_is_dead(held["owner"])):
+                    continue
+                c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}", values)
+                c.execute(f"INSERT INTO claims ({', '.join(_PROVENANCE_COLUMNS)}, config_key, "
+                          f"shape, dtype, owner, expires) VALUES "
+                          f"({', '.join(['%s'] * (len(values) + 2))})",
+                          (*values, owner, at + lease_s))
+                granted.append(key)
+        return granted
+
+    def release_claims(self, provenance: Provenance, shape: str, dtype: str,
+                       config_keys: Sequence[str], owner: str) -> None:
+        """Drop ``owner``'s claims on these keys (others' claims are left alone)."""
+        prov = _provenance_values(provenance)
+        with self._write("release claims") as c:
+            for key in config_keys:
+                c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY} AND owner = %s",
+                          (*prov, key, shape, dtype, owner))
+
+    def record_remeasurement(self, result: TrialResult, provenance: Provenance,
+                             round_index: int, session_id: str | None = None) -> None:
+        """Write and commit one re-measurement now (every one is kept)."""
+        values = (session_id, round_index, *_result_values(result, provenance))
+        with self._write("record remeasurement") as c:
+            c.execute(f"INSERT INTO remeasurements (session_id, round_index, "
+                      f"{', '.join(_RESULT_COLUMNS)}) VALUES "
+                      f"({', '.join(['%s'] * len(values))})", values)
+
+    @staticmethod
+    def _select(table: str, provenance: Provenance | None, shape: str | None,
+                dtype: str | None) -> tuple[str, list[Any]]:
+        where: list[str] = []
+        values: list[Any] = []
+        if provenance is not None:
+            where += [f"{k} = %s" for k in _PROVENANCE_COLUMNS]
+            values += [getattr(provenance, k) for k in _PROVENANCE_COLUMNS]
+        for column, value in (("shape", shape), ("dtype", dtype)):
+            if value is not None:
+                where.append(f"{column} = %s")
+                values.append(value)
+        return (f"SELECT * FROM {table}" + (" WHERE " + " AND ".join(where) if where else "")
+                + " ORDER BY id", values)
+
+    @staticmethod
+    def _stored(row: Mapping[str, Any]) -> tuple[TrialResult, Provenance]:
+        return (TrialResult.from_dict(json.loads(row["result_json"])),
+                Provenance(**{k: row[k] for k in _PROVENANCE_COLUMNS}))
+
+    def has_trial(self, provenance: Provenance, config_key: str, shape: str,
+                  dtype: str) -> bool:
+        """Whether this exact key is stored."""
+        sql, values = self._select("trials", provenance, shape, dtype)
+        sql = sql.replace("SELECT *", "SELECT 1", 1).replace(" WHERE ",
+                                                              " WHERE config_key = %s AND ", 1)
+        row = self._read("read trial", lambda c: c.execute(
+            sql, [config_key, *values]).fetchone())
+        return row is not None
+
+    def trials(self, provenance: Provenance | None = None, shape: str | None = None,
+               dtype: str | None = None) -> list[StoredTrial]:
+        """Stored trials in write order, filtered by any of provenance/shape/dtype."""
+        sql, values = self._select("trials", provenance, shape, dtype)
+        rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
+        return [StoredTrial(*self._stored(r), session_id=r["session_id"],
+                            created=r["created"]) for r in rows]
+
+    def count_trials(self, provenance: Provenance | None = None) -> int:
+        """Number of stored trials (of one provenance when given)."""
+        sql, values = self._select("trials", provenance, None, None)
+        sql = sql.replace("SELECT *", "SELECT COUNT(*) AS n", 1).replace(" ORDER BY id", "")
+        return int(self._read("count trials", lambda c: c.execute(sql, values).fetchone())["n"])
+
+    def remeasurements(self, provenance: Provenance | None = None,
+                       shape: str | None = None) -> list[StoredRemeasurement]:
+        """Stored re-measurements in write order, filtered by provenance and/or shape."""
+        sql, values = self._select("remeasurements", provenance, shape, None)
+        rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
+        return [StoredRemeasurement(*self._stored(r), round_index=int(r["round_index"]),
+                                    session_id=r["session_id"], created=r["created"])
+                for r in rows]
+
+    # -- LLM calls and agent iterations ---------------------------------------------------
+
+    def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
+                        usage: TokenUsage) -> int:
+        """Store one LLM call; credentials in ``request`` are scrubbed first. Returns its id."""
+        clean = scrub_secrets(dict(request))
+        with self._write("record llm call") as c:
+            row = c.execute(
+                "INSERT INTO llm_calls (session_id, created, request_json, reply_text, "
+                "prompt_tokens, completion_tokens, total_tokens) VALUES "
+                "(%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (session_id, _now(), json.dumps(clean, sort_keys=True, default=str),
+                 str(scrub_secrets(reply_text)), usage.prompt_tokens, usage.completion_tokens,
+                 usage.total_tokens)).fetchone()
+            return int(row["id"])
+
+    def llm_calls(self, session_id: str) -> list[LLMCall]:
+        """LLM calls of a session, oldest first."""
+        rows = self._read("read llm calls", lambda c: c.execute(
+            "SELECT * FROM llm_calls WHERE session_id = %s ORDER BY id",
+            (session_id,)).fetchall())
+        return [LLMCall(session_id=r["session_id"], request=json.loads(r["request_json"]),
+                        reply_text=r["reply_text"],
+                        usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"],
+                                         r["total_tokens"]),
+                        created=r["created"], id=r["id"]) for r in rows]
+
+    def record_iteration(self, iteration: AgentIteration) -> None:
+        """Store one agent iteration."""
+        with self._write("record agent iteration") as c:
+            c.execute(
+                "INSERT INTO agent_iterations (session_id, iteration, state, best_us, speedup, "
+                "detail_json, created) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (iteration.session_id, iteration.iteration, iteration.state, iteration.best_us,
+                 iteration.speedup,
+                 json.dumps(scrub_secrets(dict(iteration.detail)), sort_keys=True, default=str),
+                 iteration.created or _now()))
+
+    def iterations(self, session_id: str) -> list[AgentIteration]:
+        """Agent iterations of a session, in order."""
+        rows = self._read("read agent iterations", lambda c: c.execute(
+            "SELECT * FROM agent_iterations WHERE session_id = %s ORDER BY id",
+            (session_id,)).fetchall())
+        return [AgentIteration(session_id=r["session_id"], iteration=r["iteration"],
+                               state=r["state"], best_us=r["best_us"], speedup=r["speedup"],
+                               detail=json.loads(r["detail_json"]), created=r["created"])
+                for r in rows]
+
+
+def _provenance_values(provenance: Provenance) -> tuple[str, ...]:
+    return tuple(getattr(provenance, k) for k in _PROVENANCE_COLUMNS)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def open_store(location: str) -> Any:
+    """A store from ``--store``: ``postgresql://...`` (``?schema=`` optional, defaults to
+    public) or a SQLite file path."""
+    if location.startswith(("postgresql://", "postgres://")):
+        base, _, query = location.partition("?")
+        options = dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+        schema = options.pop("schema", "public")
+        rest = "&".join(f"{k}={v}" for k, v in options.items())
+        return PostgresStore(base + (f"?{rest}" if rest else ""), schema=schema)
+    from workbench.store.sqlite import SQLiteStore
+
+    return SQLiteStore(location)
