@@ -93,3 +93,18 @@ def test_panel_on_the_real_workbench_relaunches_with_every_stored_trial(
             assert len(list(csv.DictReader(fh))) == len(stored)
     finally:
         panel.close()
+
+
+def test_panel_review_diff_names_the_parameters_beside_the_code(tmp_path: Path) -> None:
+    pytest.importorskip("ipywidgets")
+    from workbench.ui.panel import WorkbenchPanel
+
+    wb = _workbench(tmp_path / "s.sqlite")
+    panel = WorkbenchPanel(wb)
+    try:
+        html = panel.diff_view.value
+        chips = html.count('class="wb-param"')
+        assert chips > 0, "the Template tab's diff draws no parameter notes"
+        assert all(p.name in html for p in wb.params)
+    finally:
+        panel.close()

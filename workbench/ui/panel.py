@@ -175,7 +175,8 @@ class WorkbenchPanel:
 
         # --- template tab
         self.diff_view = w.HTML(side_by_side_diff_html(backend.baseline_source,
-                                                       backend.template_source))
+                                                       backend.template_source,
+                                                       params=backend.params))
         self.diff_view.add_class("wb-diff-view")
         self.shape = w.Dropdown(options=list(backend.shape_names), description="shape")
         self.shape.add_class("wb-shape")
@@ -556,7 +557,8 @@ class WorkbenchPanel:
         note = self.backend.propose_template()
         self.diff_view.value = side_by_side_diff_html(self.backend.baseline_source,
                                                       self.backend.template_source,
-                                                      right_title="proposed template")
+                                                      right_title="proposed template",
+                                                      params=self.backend.params)
         self._info(note)
         self._refresh_review()
         self._refresh_header()  # a new template may be one the replay cannot measure
