@@ -24,8 +24,6 @@ from typing import Any, TypeVar
 from workbench.core.errors import StoreError, StoreLockedError
 from workbench.core.records import TrialResult
 from workbench.store.base import (
-    DECISIONS,
-    ORIGINS,
     AgentIteration,
     LLMCall,
     Provenance,
@@ -36,7 +34,22 @@ from workbench.store.base import (
     TemplateVersion,
     TokenUsage,
     owner_is_dead,
-    scrub_secrets,
+)
+from workbench.store.rows import (
+    ITERATION_COLUMNS,
+    LLM_CALL_COLUMNS,
+    REVIEW_COLUMNS,
+    VERSION_COLUMNS,
+    insert_sql,
+    iteration_from_row,
+    iteration_values,
+    keyed_select,
+    llm_call_from_row,
+    llm_call_values,
+    provenance_values,
+    review_values,
+    version_from_row,
+    version_values,
 )
 from workbench.store.sqlite import (
     _PROVENANCE_COLUMNS,
@@ -253,31 +266,9 @@ class PostgresStore:
 
     def add_template_version(self, version: TemplateVersion) -> None:
         """Store a template version (its id must be new)."""
-        if version.origin not in ORIGINS:
-            raise StoreError(f"template origin {version.origin!r} is not one of {ORIGINS}",
-                             key="origin", value=version.origin, expected=ORIGINS)
+        values = version_values(version, _now())
         with self._write("add template version") as c:
-            c.execute(
-                "INSERT INTO template_versions (id, kernel, parent_id, session_id, "
-                "source_sha256, source_text, params_json, constraints_json, launch_json, "
-                "origin, diff_vs_parent, created) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (version.id, version.kernel, version.parent_id, version.session_id,
-                 version.source_sha256, version.source_text,
-                 json.dumps(dict(version.params), sort_keys=True),
-                 json.dumps(list(version.constraints)),
-                 json.dumps(dict(version.launch), sort_keys=True), version.origin,
-                 version.diff_vs_parent, version.created or _now()))
-
-    @staticmethod
-    def _version(row: Mapping[str, Any]) -> TemplateVersion:
-        return TemplateVersion(
-            id=row["id"], kernel=row["kernel"], source_text=row["source_text"],
-            source_sha256=row["source_sha256"], params=json.loads(row["params_json"]),
-            constraints=tuple(json.loads(row["constraints_json"])),
-            launch=json.loads(row["launch_json"]), origin=row["origin"],
-            parent_id=row["parent_id"], diff_vs_parent=row["diff_vs_parent"],
-            session_id=row["session_id"], created=row["created"])
+            c.execute(insert_sql("template_versions", VERSION_COLUMNS, "%s"), values)
 
     def template_version(self, version_id: str) -> TemplateVersion:
         """One template version; StoreError naming the id when missing."""
@@ -286,35 +277,28 @@ class PostgresStore:
         if row is None:
             raise StoreError(f"no template version {version_id!r} in {self.where}",
                              key="template_version_id", value=version_id)
-        return self._version(row)
+        return version_from_row(row)
 
     def template_versions(self, kernel: str) -> list[TemplateVersion]:
         """Every version of ``kernel``'s template, oldest first."""
         rows = self._read("read template versions", lambda c: c.execute(
             "SELECT * FROM template_versions WHERE kernel = %s ORDER BY created, seq",
             (kernel,)).fetchall())
-        return [self._version(r) for r in rows]
+        return [version_from_row(r) for r in rows]
 
     def add_review(self, review: Review) -> None:
         """Record a review decision on a stored template version."""
-        if review.decision not in DECISIONS:
-            raise StoreError(f"review decision {review.decision!r} is not one of {DECISIONS}",
-                             key="decision", value=review.decision, expected=DECISIONS)
+        values = review_values(review)
         self.template_version(review.template_version_id)  # must exist
         with self._write("add review") as c:
-            c.execute(
-                "INSERT INTO reviews (template_version_id, decision, reviewer, time, note, "
-                "approved_text_sha256) VALUES (%s, %s, %s, %s, %s, %s)",
-                (review.template_version_id, review.decision, review.reviewer, review.time,
-                 review.note, review.approved_text_sha256))
+            c.execute(insert_sql("reviews", REVIEW_COLUMNS, "%s"), values)
 
     def reviews(self, template_version_id: str) -> list[Review]:
         """Reviews of one template version, in the order they were made."""
         rows = self._read("read reviews", lambda c: c.execute(
-            "SELECT template_version_id, decision, reviewer, time, note, approved_text_sha256 "
-            "FROM reviews WHERE template_version_id = %s ORDER BY id",
-            (template_version_id,)).fetchall())
-        return [Review(**r) for r in rows]
+            f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews "
+            "WHERE template_version_id = %s ORDER BY id", (template_version_id,)).fetchall())
+        return [Review(**dict(r)) for r in rows]
 
     # -- trials and re-measurements -----------------------------------------------------
 
@@ -329,7 +313,7 @@ class PostgresStore:
                 f"({', '.join(['%s'] * len(values))}) ON CONFLICT DO NOTHING", values)
             stored = bool(cursor.rowcount == 1)
             c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
-                      (*_provenance_values(provenance), result.config.key(), result.shape,
+                      (*provenance_values(provenance), result.config.key(), result.shape,
                        result.dtype))
             return stored
 
@@ -341,7 +325,7 @@ class PostgresStore:
         """Grant ``owner`` every key neither stored nor held by a live claim of another
         (claims of one template, shape and dtype are granted one transaction at a time)."""
         at = time.time() if now is None else now
-        prov = _provenance_values(provenance)
+        prov = provenance_values(provenance)
         granted: list[str] = []
         with self._write("claim trials") as c:
             c.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
@@ -366,7 +350,7 @@ class PostgresStore:
     def release_claims(self, provenance: Provenance, shape: str, dtype: str,
                        config_keys: Sequence[str], owner: str) -> None:
         """Drop ``owner``'s claims on these keys (others' claims are left alone)."""
-        prov = _provenance_values(provenance)
+        prov = provenance_values(provenance)
         with self._write("release claims") as c:
             for key in config_keys:
                 c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY} AND owner = %s",
@@ -381,20 +365,6 @@ class PostgresStore:
                       f"{', '.join(_RESULT_COLUMNS)}) VALUES "
                       f"({', '.join(['%s'] * len(values))})", values)
 
-    @staticmethod
-    def _select(table: str, provenance: Provenance | None, shape: str | None,
-                dtype: str | None) -> tuple[str, list[Any]]:
-        where: list[str] = []
-        values: list[Any] = []
-        if provenance is not None:
-            where += [f"{k} = %s" for k in _PROVENANCE_COLUMNS]
-            values += [getattr(provenance, k) for k in _PROVENANCE_COLUMNS]
-        for column, value in (("shape", shape), ("dtype", dtype)):
-            if value is not None:
-                where.append(f"{column} = %s")
-                values.append(value)
-        return (f"SELECT * FROM {table}" + (" WHERE " + " AND ".join(where) if where else "")
-                + " ORDER BY id", values)
 
     @staticmethod
     def _stored(row: Mapping[str, Any]) -> tuple[TrialResult, Provenance]:
@@ -404,7 +374,7 @@ class PostgresStore:
     def has_trial(self, provenance: Provenance, config_key: str, shape: str,
                   dtype: str) -> bool:
         """Whether this exact key is stored."""
-        sql, values = self._select("trials", provenance, shape, dtype)
+        sql, values = keyed_select("trials", provenance, shape, dtype, "%s")
         sql = sql.replace("SELECT *", "SELECT 1", 1).replace(" WHERE ",
                                                               " WHERE config_key = %s AND ", 1)
         row = self._read("read trial", lambda c: c.execute(
@@ -414,21 +384,21 @@ class PostgresStore:
     def trials(self, provenance: Provenance | None = None, shape: str | None = None,
                dtype: str | None = None) -> list[StoredTrial]:
         """Stored trials in write order, filtered by any of provenance/shape/dtype."""
-        sql, values = self._select("trials", provenance, shape, dtype)
+        sql, values = keyed_select("trials", provenance, shape, dtype, "%s")
         rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
         return [StoredTrial(*self._stored(r), session_id=r["session_id"],
                             created=r["created"]) for r in rows]
 
     def count_trials(self, provenance: Provenance | None = None) -> int:
         """Number of stored trials (of one provenance when given)."""
-        sql, values = self._select("trials", provenance, None, None)
+        sql, values = keyed_select("trials", provenance, None, None, "%s")
         sql = sql.replace("SELECT *", "SELECT COUNT(*) AS n", 1).replace(" ORDER BY id", "")
         return int(self._read("count trials", lambda c: c.execute(sql, values).fetchone())["n"])
 
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
-        sql, values = self._select("remeasurements", provenance, shape, None)
+        sql, values = keyed_select("remeasurements", provenance, shape, None, "%s")
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
         return [StoredRemeasurement(*self._stored(r), round_index=int(r["round_index"]),
                                     session_id=r["session_id"], created=r["created"])
@@ -439,15 +409,10 @@ class PostgresStore:
     def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
                         usage: TokenUsage) -> int:
         """Store one LLM call; credentials in ``request`` are scrubbed first. Returns its id."""
-        clean = scrub_secrets(dict(request))
+        values = llm_call_values(session_id, request, reply_text, usage, _now())
         with self._write("record llm call") as c:
-            row = c.execute(
-                "INSERT INTO llm_calls (session_id, created, request_json, reply_text, "
-                "prompt_tokens, completion_tokens, total_tokens) VALUES "
-                "(%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (session_id, _now(), json.dumps(clean, sort_keys=True, default=str),
-                 str(scrub_secrets(reply_text)), usage.prompt_tokens, usage.completion_tokens,
-                 usage.total_tokens)).fetchone()
+            row = c.execute(insert_sql("llm_calls", LLM_CALL_COLUMNS, "%s") + " RETURNING id",
+                            values).fetchone()
             return int(row["id"])
 
     def llm_calls(self, session_id: str) -> list[LLMCall]:
@@ -455,36 +420,21 @@ class PostgresStore:
         rows = self._read("read llm calls", lambda c: c.execute(
             "SELECT * FROM llm_calls WHERE session_id = %s ORDER BY id",
             (session_id,)).fetchall())
-        return [LLMCall(session_id=r["session_id"], request=json.loads(r["request_json"]),
-                        reply_text=r["reply_text"],
-                        usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"],
-                                         r["total_tokens"]),
-                        created=r["created"], id=r["id"]) for r in rows]
+        return [llm_call_from_row(r) for r in rows]
 
     def record_iteration(self, iteration: AgentIteration) -> None:
         """Store one agent iteration."""
+        values = iteration_values(iteration, _now())
         with self._write("record agent iteration") as c:
-            c.execute(
-                "INSERT INTO agent_iterations (session_id, iteration, state, best_us, speedup, "
-                "detail_json, created) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (iteration.session_id, iteration.iteration, iteration.state, iteration.best_us,
-                 iteration.speedup,
-                 json.dumps(scrub_secrets(dict(iteration.detail)), sort_keys=True, default=str),
-                 iteration.created or _now()))
+            c.execute(insert_sql("agent_iterations", ITERATION_COLUMNS, "%s"), values)
 
     def iterations(self, session_id: str) -> list[AgentIteration]:
         """Agent iterations of a session, in order."""
         rows = self._read("read agent iterations", lambda c: c.execute(
             "SELECT * FROM agent_iterations WHERE session_id = %s ORDER BY id",
             (session_id,)).fetchall())
-        return [AgentIteration(session_id=r["session_id"], iteration=r["iteration"],
-                               state=r["state"], best_us=r["best_us"], speedup=r["speedup"],
-                               detail=json.loads(r["detail_json"]), created=r["created"])
-                for r in rows]
+        return [iteration_from_row(r) for r in rows]
 
-
-def _provenance_values(provenance: Provenance) -> tuple[str, ...]:
-    return tuple(getattr(provenance, k) for k in _PROVENANCE_COLUMNS)
 
 
 def _first_line(exc: BaseException) -> str:

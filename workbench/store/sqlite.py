@@ -24,8 +24,6 @@ from typing import Any, TypeVar
 from workbench.core.errors import StoreCorruptError, StoreError, StoreLockedError
 from workbench.core.records import TrialResult
 from workbench.store.base import (
-    DECISIONS,
-    ORIGINS,
     AgentIteration,
     LLMCall,
     Provenance,
@@ -36,7 +34,23 @@ from workbench.store.base import (
     TemplateVersion,
     TokenUsage,
     owner_is_dead,
-    scrub_secrets,
+)
+from workbench.store.rows import (
+    ITERATION_COLUMNS,
+    LLM_CALL_COLUMNS,
+    PROVENANCE_COLUMNS,
+    REVIEW_COLUMNS,
+    VERSION_COLUMNS,
+    insert_sql,
+    iteration_from_row,
+    iteration_values,
+    keyed_select,
+    llm_call_from_row,
+    llm_call_values,
+    provenance_values,
+    review_values,
+    version_from_row,
+    version_values,
 )
 
 SCHEMA_VERSION = 1
@@ -92,7 +106,7 @@ _TABLE_COLUMNS = {
     name: tuple(re.findall(r"(?:^|,)\s*([a-z_0-9]+) (?:TEXT|INTEGER|REAL)", body))
     for name, body in re.findall(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\);", _SCHEMA, re.S)}
 
-_PROVENANCE_COLUMNS = ("template_sha256", "compiler", "flags", "arch", "device", "driver")
+_PROVENANCE_COLUMNS = PROVENANCE_COLUMNS
 #: The columns trials and re-measurements share, in the order of :func:`_result_values`.
 _RESULT_COLUMNS = ("template_sha256", "config_key", "shape", "dtype", "compiler", "flags",
                    "arch", "device", "driver", "status", "median_us", "result_json", "created")
@@ -337,30 +351,9 @@ class SQLiteStore:
 
     def add_template_version(self, version: TemplateVersion) -> None:
         """Store a template version (its id must be new)."""
-        if version.origin not in ORIGINS:
-            raise StoreError(f"template origin {version.origin!r} is not one of {ORIGINS}",
-                             key="origin", value=version.origin, expected=ORIGINS)
+        values = version_values(version, _now())
         with self._write("add template version") as c:
-            c.execute(
-                "INSERT INTO template_versions (id, kernel, parent_id, session_id, "
-                "source_sha256, source_text, params_json, constraints_json, launch_json, "
-                "origin, diff_vs_parent, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (version.id, version.kernel, version.parent_id, version.session_id,
-                 version.source_sha256, version.source_text,
-                 json.dumps(dict(version.params), sort_keys=True),
-                 json.dumps(list(version.constraints)),
-                 json.dumps(dict(version.launch), sort_keys=True), version.origin,
-                 version.diff_vs_parent, version.created or _now()))
-
-    @staticmethod
-    def _version_from_row(row: sqlite3.Row) -> TemplateVersion:
-        return TemplateVersion(
-            id=row["id"], kernel=row["kernel"], source_text=row["source_text"],
-            source_sha256=row["source_sha256"], params=json.loads(row["params_json"]),
-            constraints=tuple(json.loads(row["constraints_json"])),
-            launch=json.loads(row["launch_json"]), origin=row["origin"],
-            parent_id=row["parent_id"], diff_vs_parent=row["diff_vs_parent"],
-            session_id=row["session_id"], created=row["created"])
+            c.execute(insert_sql("template_versions", VERSION_COLUMNS, "?"), values)
 
     def template_version(self, version_id: str) -> TemplateVersion:
         """One template version; StoreError naming the id when missing."""
@@ -369,34 +362,27 @@ class SQLiteStore:
         if row is None:
             raise StoreError(f"no template version {version_id!r} in {self.path}",
                              key="template_version_id", value=version_id)
-        return self._version_from_row(row)
+        return version_from_row(row)
 
     def template_versions(self, kernel: str) -> list[TemplateVersion]:
         """Every version of ``kernel``'s template, oldest first."""
         rows = self._read("read template versions", lambda c: c.execute(
             "SELECT * FROM template_versions WHERE kernel = ? ORDER BY created, rowid",
             (kernel,)).fetchall())
-        return [self._version_from_row(r) for r in rows]
+        return [version_from_row(r) for r in rows]
 
     def add_review(self, review: Review) -> None:
         """Record a review decision on a stored template version."""
-        if review.decision not in DECISIONS:
-            raise StoreError(f"review decision {review.decision!r} is not one of {DECISIONS}",
-                             key="decision", value=review.decision, expected=DECISIONS)
+        values = review_values(review)
         self.template_version(review.template_version_id)  # must exist
         with self._write("add review") as c:
-            c.execute(
-                "INSERT INTO reviews (template_version_id, decision, reviewer, time, note, "
-                "approved_text_sha256) VALUES (?, ?, ?, ?, ?, ?)",
-                (review.template_version_id, review.decision, review.reviewer, review.time,
-                 review.note, review.approved_text_sha256))
+            c.execute(insert_sql("reviews", REVIEW_COLUMNS, "?"), values)
 
     def reviews(self, template_version_id: str) -> list[Review]:
         """Reviews of one template version, in the order they were made."""
         rows = self._read("read reviews", lambda c: c.execute(
-            "SELECT template_version_id, decision, reviewer, time, note, approved_text_sha256 "
-            "FROM reviews WHERE template_version_id = ? ORDER BY id",
-            (template_version_id,)).fetchall())
+            f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews "
+            "WHERE template_version_id = ? ORDER BY id", (template_version_id,)).fetchall())
         return [Review(**dict(r)) for r in rows]
 
     # -- trials --------------------------------------------------------------------------
@@ -410,7 +396,7 @@ class SQLiteStore:
                 f"INSERT OR IGNORE INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(values))})", values)
             c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
-                      (*self._provenance_values(provenance), result.config.key(), result.shape,
+                      (*provenance_values(provenance), result.config.key(), result.shape,
                        result.dtype))
             return cursor.rowcount == 1
 
@@ -422,7 +408,7 @@ class SQLiteStore:
         """Grant ``owner`` every key neither stored nor held by a live claim of another."""
         at = time.time() if now is None else now
         granted: list[str] = []
-        prov = self._provenance_values(provenance)
+        prov = provenance_values(provenance)
         with self._write("claim trials") as c:
             for key in dict.fromkeys(config_keys):
                 values = (*prov, key, shape, dtype)
@@ -443,7 +429,7 @@ class SQLiteStore:
     def release_claims(self, provenance: Provenance, shape: str, dtype: str,
                        config_keys: Sequence[str], owner: str) -> None:
         """Drop ``owner``'s claims on these keys (others' claims are left alone)."""
-        prov = self._provenance_values(provenance)
+        prov = provenance_values(provenance)
         with self._write("release claims") as c:
             for key in config_keys:
                 c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY} AND owner = ?",
@@ -461,7 +447,7 @@ class SQLiteStore:
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
-        sql, values = self._select("remeasurements", provenance, shape, None)
+        sql, values = keyed_select("remeasurements", provenance, shape, None, "?")
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
         return [StoredRemeasurement(*_stored_result(r, "remeasurements", self.path),
                                     round_index=int(r["round_index"]),
@@ -474,34 +460,15 @@ class SQLiteStore:
         row = self._read("read trial", lambda c: c.execute(
             "SELECT 1 FROM trials WHERE config_key = ? AND shape = ? AND dtype = ? AND "
             + " AND ".join(f"{k} = ?" for k in _PROVENANCE_COLUMNS),
-            (config_key, shape, dtype, *self._provenance_values(provenance))).fetchone())
+            (config_key, shape, dtype, *provenance_values(provenance))).fetchone())
         return row is not None
 
-    @staticmethod
-    def _provenance_values(provenance: Provenance) -> tuple[str, ...]:
-        return tuple(getattr(provenance, k) for k in _PROVENANCE_COLUMNS)
 
-    @classmethod
-    def _select(cls, table: str, provenance: Provenance | None, shape: str | None,
-                dtype: str | None) -> tuple[str, list[Any]]:
-        """``SELECT *`` of a table keyed like trials, filtered by what is given, in write
-        order."""
-        where: list[str] = []
-        values: list[Any] = []
-        if provenance is not None:
-            where += [f"{k} = ?" for k in _PROVENANCE_COLUMNS]
-            values += cls._provenance_values(provenance)
-        for column, value in (("shape", shape), ("dtype", dtype)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                values.append(value)
-        return (f"SELECT * FROM {table}" + (" WHERE " + " AND ".join(where) if where else "")
-                + " ORDER BY id", values)
 
     def trials(self, provenance: Provenance | None = None, shape: str | None = None,
                dtype: str | None = None) -> list[StoredTrial]:
         """Stored trials in write order, filtered by any of provenance/shape/dtype."""
-        sql, values = self._select("trials", provenance, shape, dtype)
+        sql, values = keyed_select("trials", provenance, shape, dtype, "?")
         rows = self._read("read trials", lambda c: c.execute(sql, values).fetchall())
         return [StoredTrial(*_stored_result(r, "trials", self.path), session_id=r["session_id"],
                             created=r["created"]) for r in rows]
@@ -514,50 +481,34 @@ class SQLiteStore:
         return int(self._read("count trials", lambda c: c.execute(
             "SELECT COUNT(*) FROM trials WHERE "
             + " AND ".join(f"{k} = ?" for k in _PROVENANCE_COLUMNS),
-            self._provenance_values(provenance)).fetchone()[0]))
+            provenance_values(provenance)).fetchone()[0]))
 
     # -- LLM calls and agent iterations --------------------------------------------------
 
     def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
                         usage: TokenUsage) -> int:
         """Store one LLM call; credentials in ``request`` are scrubbed first. Returns its id."""
-        clean = scrub_secrets(dict(request))
+        values = llm_call_values(session_id, request, reply_text, usage, _now())
         with self._write("record llm call") as c:
-            cursor = c.execute(
-                "INSERT INTO llm_calls (session_id, created, request_json, reply_text, "
-                "prompt_tokens, completion_tokens, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, _now(), json.dumps(clean, sort_keys=True, default=str),
-                 str(scrub_secrets(reply_text)), usage.prompt_tokens, usage.completion_tokens,
-                 usage.total_tokens))
+            cursor = c.execute(insert_sql("llm_calls", LLM_CALL_COLUMNS, "?"), values)
             return int(cursor.lastrowid or 0)
 
     def llm_calls(self, session_id: str) -> list[LLMCall]:
         """LLM calls of a session, oldest first."""
         rows = self._read("read llm calls", lambda c: c.execute(
-            "SELECT * FROM llm_calls WHERE session_id = ? ORDER BY id", (session_id,)).fetchall())
-        return [LLMCall(session_id=r["session_id"], request=json.loads(r["request_json"]),
-                        reply_text=r["reply_text"],
-                        usage=TokenUsage(r["prompt_tokens"], r["completion_tokens"],
-                                         r["total_tokens"]),
-                        created=r["created"], id=r["id"]) for r in rows]
+            "SELECT * FROM llm_calls WHERE session_id = ? ORDER BY id",
+            (session_id,)).fetchall())
+        return [llm_call_from_row(r) for r in rows]
 
     def record_iteration(self, iteration: AgentIteration) -> None:
         """Store one agent iteration."""
+        values = iteration_values(iteration, _now())
         with self._write("record agent iteration") as c:
-            c.execute(
-                "INSERT INTO agent_iterations (session_id, iteration, state, best_us, speedup, "
-                "detail_json, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (iteration.session_id, iteration.iteration, iteration.state, iteration.best_us,
-                 iteration.speedup,
-                 json.dumps(scrub_secrets(dict(iteration.detail)), sort_keys=True, default=str),
-                 iteration.created or _now()))
+            c.execute(insert_sql("agent_iterations", ITERATION_COLUMNS, "?"), values)
 
     def iterations(self, session_id: str) -> list[AgentIteration]:
         """Agent iterations of a session, in order."""
         rows = self._read("read agent iterations", lambda c: c.execute(
             "SELECT * FROM agent_iterations WHERE session_id = ? ORDER BY id",
             (session_id,)).fetchall())
-        return [AgentIteration(session_id=r["session_id"], iteration=r["iteration"],
-                               state=r["state"], best_us=r["best_us"], speedup=r["speedup"],
-                               detail=json.loads(r["detail_json"]), created=r["created"])
-                for r in rows]
+        return [iteration_from_row(r) for r in rows]
