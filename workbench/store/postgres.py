@@ -24,32 +24,20 @@ from typing import Any, TypeVar
 from workbench.core.errors import StoreError, StoreLockedError
 from workbench.core.records import TrialResult
 from workbench.store.base import (
-    AgentIteration,
-    LLMCall,
     Provenance,
-    Review,
     Session,
     StoredRemeasurement,
     StoredTrial,
-    TemplateVersion,
     TokenUsage,
     owner_is_dead,
 )
+from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
-    ITERATION_COLUMNS,
     LLM_CALL_COLUMNS,
-    REVIEW_COLUMNS,
-    VERSION_COLUMNS,
     insert_sql,
-    iteration_from_row,
-    iteration_values,
     keyed_select,
-    llm_call_from_row,
     llm_call_values,
     provenance_values,
-    review_values,
-    version_from_row,
-    version_values,
 )
 from workbench.store.sqlite import (
     _PROVENANCE_COLUMNS,
@@ -130,9 +118,12 @@ def describe_dsn(dsn: str) -> str:
             f"{parts.get('port') or 5432}/{parts.get('dbname') or ''}")
 
 
-class PostgresStore:
+class PostgresStore(RecordTables):
     """A :class:`~workbench.store.base.Store` in a PostgreSQL database (tables created if
     missing, in ``schema``). ``timeout_s`` bounds connecting and waiting for a lock."""
+
+    _mark = "%s"
+    _version_order = "seq"
 
     def __init__(self, dsn: str, *, schema: str = "public", timeout_s: float = 10.0) -> None:
         try:
@@ -155,6 +146,10 @@ class PostgresStore:
         self._initialise()
 
     # -- connections and errors ---------------------------------------------------------
+
+    @property
+    def _location(self) -> str:
+        return self.where
 
     def _connection(self) -> Any:
         if self._closed:
@@ -263,42 +258,6 @@ class PostgresStore:
             c.execute(sql + " WHERE kernel = %s ORDER BY created", (kernel,)) if kernel
             is not None else c.execute(sql + " ORDER BY created")).fetchall())
         return [Session(**r) for r in rows]
-
-    def add_template_version(self, version: TemplateVersion) -> None:
-        """Store a template version (its id must be new)."""
-        values = version_values(version, _now())
-        with self._write("add template version") as c:
-            c.execute(insert_sql("template_versions", VERSION_COLUMNS, "%s"), values)
-
-    def template_version(self, version_id: str) -> TemplateVersion:
-        """One template version; StoreError naming the id when missing."""
-        row = self._read("read template version", lambda c: c.execute(
-            "SELECT * FROM template_versions WHERE id = %s", (version_id,)).fetchone())
-        if row is None:
-            raise StoreError(f"no template version {version_id!r} in {self.where}",
-                             key="template_version_id", value=version_id)
-        return version_from_row(row)
-
-    def template_versions(self, kernel: str) -> list[TemplateVersion]:
-        """Every version of ``kernel``'s template, oldest first."""
-        rows = self._read("read template versions", lambda c: c.execute(
-            "SELECT * FROM template_versions WHERE kernel = %s ORDER BY created, seq",
-            (kernel,)).fetchall())
-        return [version_from_row(r) for r in rows]
-
-    def add_review(self, review: Review) -> None:
-        """Record a review decision on a stored template version."""
-        values = review_values(review)
-        self.template_version(review.template_version_id)  # must exist
-        with self._write("add review") as c:
-            c.execute(insert_sql("reviews", REVIEW_COLUMNS, "%s"), values)
-
-    def reviews(self, template_version_id: str) -> list[Review]:
-        """Reviews of one template version, in the order they were made."""
-        rows = self._read("read reviews", lambda c: c.execute(
-            f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews "
-            "WHERE template_version_id = %s ORDER BY id", (template_version_id,)).fetchall())
-        return [Review(**dict(r)) for r in rows]
 
     # -- trials and re-measurements -----------------------------------------------------
 
@@ -415,25 +374,6 @@ class PostgresStore:
                             values).fetchone()
             return int(row["id"])
 
-    def llm_calls(self, session_id: str) -> list[LLMCall]:
-        """LLM calls of a session, oldest first."""
-        rows = self._read("read llm calls", lambda c: c.execute(
-            "SELECT * FROM llm_calls WHERE session_id = %s ORDER BY id",
-            (session_id,)).fetchall())
-        return [llm_call_from_row(r) for r in rows]
-
-    def record_iteration(self, iteration: AgentIteration) -> None:
-        """Store one agent iteration."""
-        values = iteration_values(iteration, _now())
-        with self._write("record agent iteration") as c:
-            c.execute(insert_sql("agent_iterations", ITERATION_COLUMNS, "%s"), values)
-
-    def iterations(self, session_id: str) -> list[AgentIteration]:
-        """Agent iterations of a session, in order."""
-        rows = self._read("read agent iterations", lambda c: c.execute(
-            "SELECT * FROM agent_iterations WHERE session_id = %s ORDER BY id",
-            (session_id,)).fetchall())
-        return [iteration_from_row(r) for r in rows]
 
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from workbench.core.errors import StoreError
@@ -35,6 +36,11 @@ LLM_CALL_COLUMNS = ("session_id", "created", "request_json", "reply_text", "prom
                     "completion_tokens", "total_tokens")
 ITERATION_COLUMNS = ("session_id", "iteration", "state", "best_us", "speedup", "detail_json",
                      "created")
+
+
+def now() -> str:
+    """The time stamp every store writes (UTC, ISO 8601, microseconds)."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def insert_sql(table: str, columns: tuple[str, ...], mark: str) -> str:

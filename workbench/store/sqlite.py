@@ -17,40 +17,28 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreCorruptError, StoreError, StoreLockedError
 from workbench.core.records import TrialResult
 from workbench.store.base import (
-    AgentIteration,
-    LLMCall,
     Provenance,
-    Review,
     Session,
     StoredRemeasurement,
     StoredTrial,
-    TemplateVersion,
     TokenUsage,
     owner_is_dead,
 )
+from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
-    ITERATION_COLUMNS,
     LLM_CALL_COLUMNS,
     PROVENANCE_COLUMNS,
-    REVIEW_COLUMNS,
-    VERSION_COLUMNS,
     insert_sql,
-    iteration_from_row,
-    iteration_values,
     keyed_select,
-    llm_call_from_row,
     llm_call_values,
+    now,
     provenance_values,
-    review_values,
-    version_from_row,
-    version_values,
 )
 
 SCHEMA_VERSION = 1
@@ -138,16 +126,18 @@ _CLAIM_KEY = " AND ".join(f"{k} = ?" for k in (*_PROVENANCE_COLUMNS, "config_key
                                                 "dtype"))
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+_now = now
 
 
-class SQLiteStore:
+class SQLiteStore(RecordTables):
     """A :class:`~workbench.store.base.Store` in one SQLite file (created if missing).
 
     ``timeout_s`` is how long a write waits for another writer's lock before raising
     :class:`StoreLockedError`.
     """
+
+    _mark = "?"
+    _version_order = "rowid"
 
     def __init__(self, path: str | Path, *, timeout_s: float = 10.0) -> None:
         self.path = Path(path)
@@ -159,6 +149,10 @@ class SQLiteStore:
         self._initialise()
 
     # -- connections and error mapping -------------------------------------------------
+
+    @property
+    def _location(self) -> str:
+        return str(self.path)
 
     def _connection(self) -> sqlite3.Connection:
         if self._closed:
@@ -349,42 +343,6 @@ class SQLiteStore:
 
     # -- template versions and reviews ---------------------------------------------------
 
-    def add_template_version(self, version: TemplateVersion) -> None:
-        """Store a template version (its id must be new)."""
-        values = version_values(version, _now())
-        with self._write("add template version") as c:
-            c.execute(insert_sql("template_versions", VERSION_COLUMNS, "?"), values)
-
-    def template_version(self, version_id: str) -> TemplateVersion:
-        """One template version; StoreError naming the id when missing."""
-        row = self._read("read template version", lambda c: c.execute(
-            "SELECT * FROM template_versions WHERE id = ?", (version_id,)).fetchone())
-        if row is None:
-            raise StoreError(f"no template version {version_id!r} in {self.path}",
-                             key="template_version_id", value=version_id)
-        return version_from_row(row)
-
-    def template_versions(self, kernel: str) -> list[TemplateVersion]:
-        """Every version of ``kernel``'s template, oldest first."""
-        rows = self._read("read template versions", lambda c: c.execute(
-            "SELECT * FROM template_versions WHERE kernel = ? ORDER BY created, rowid",
-            (kernel,)).fetchall())
-        return [version_from_row(r) for r in rows]
-
-    def add_review(self, review: Review) -> None:
-        """Record a review decision on a stored template version."""
-        values = review_values(review)
-        self.template_version(review.template_version_id)  # must exist
-        with self._write("add review") as c:
-            c.execute(insert_sql("reviews", REVIEW_COLUMNS, "?"), values)
-
-    def reviews(self, template_version_id: str) -> list[Review]:
-        """Reviews of one template version, in the order they were made."""
-        rows = self._read("read reviews", lambda c: c.execute(
-            f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews "
-            "WHERE template_version_id = ? ORDER BY id", (template_version_id,)).fetchall())
-        return [Review(**dict(r)) for r in rows]
-
     # -- trials --------------------------------------------------------------------------
 
     def record_trial(self, result: TrialResult, provenance: Provenance,
@@ -493,22 +451,3 @@ class SQLiteStore:
             cursor = c.execute(insert_sql("llm_calls", LLM_CALL_COLUMNS, "?"), values)
             return int(cursor.lastrowid or 0)
 
-    def llm_calls(self, session_id: str) -> list[LLMCall]:
-        """LLM calls of a session, oldest first."""
-        rows = self._read("read llm calls", lambda c: c.execute(
-            "SELECT * FROM llm_calls WHERE session_id = ? ORDER BY id",
-            (session_id,)).fetchall())
-        return [llm_call_from_row(r) for r in rows]
-
-    def record_iteration(self, iteration: AgentIteration) -> None:
-        """Store one agent iteration."""
-        values = iteration_values(iteration, _now())
-        with self._write("record agent iteration") as c:
-            c.execute(insert_sql("agent_iterations", ITERATION_COLUMNS, "?"), values)
-
-    def iterations(self, session_id: str) -> list[AgentIteration]:
-        """Agent iterations of a session, in order."""
-        rows = self._read("read agent iterations", lambda c: c.execute(
-            "SELECT * FROM agent_iterations WHERE session_id = ? ORDER BY id",
-            (session_id,)).fetchall())
-        return [iteration_from_row(r) for r in rows]

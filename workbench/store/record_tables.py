@@ -1,0 +1,105 @@
+"""The record tables both SQL stores read and write the same way (template versions,
+reviews, LLM calls, agent iterations); a store supplies its placeholder ``_mark``, the
+column that orders versions written in the same instant, ``_location`` for messages, and
+its ``_read``/``_write`` transactions. Trials and claims stay in each store: their upserts
+and locking differ by dialect."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from workbench.core.errors import StoreError
+from workbench.store.base import AgentIteration, LLMCall, Review, TemplateVersion
+from workbench.store.rows import (
+    ITERATION_COLUMNS,
+    REVIEW_COLUMNS,
+    VERSION_COLUMNS,
+    insert_sql,
+    iteration_from_row,
+    iteration_values,
+    llm_call_from_row,
+    now,
+    review_values,
+    version_from_row,
+    version_values,
+)
+
+T = TypeVar("T")
+
+
+class RecordTables:
+    """Template versions, reviews, LLM calls and agent iterations over a SQL store."""
+
+    _mark: str  # the driver's placeholder: "?" (sqlite3) or "%s" (psycopg)
+    _version_order: str  # tie-break for versions created in the same instant
+
+    @property
+    def _location(self) -> str:
+        raise NotImplementedError
+
+    def _read(self, action: str, fn: Callable[[Any], T]) -> T:
+        raise NotImplementedError
+
+    def _write(self, action: str) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def add_template_version(self, version: TemplateVersion) -> None:
+        """Store a template version (its id must be new)."""
+        values = version_values(version, now())
+        with self._write("add template version") as c:
+            c.execute(insert_sql("template_versions", VERSION_COLUMNS, self._mark), values)
+
+    def template_version(self, version_id: str) -> TemplateVersion:
+        """One template version; StoreError naming the id when missing."""
+        row = self._read("read template version", lambda c: c.execute(
+            f"SELECT * FROM template_versions WHERE id = {self._mark}",
+            (version_id,)).fetchone())
+        if row is None:
+            raise StoreError(f"no template version {version_id!r} in {self._location}",
+                             key="template_version_id", value=version_id)
+        return version_from_row(row)
+
+    def template_versions(self, kernel: str) -> list[TemplateVersion]:
+        """Every version of ``kernel``'s template, oldest first."""
+        rows = self._read("read template versions", lambda c: c.execute(
+            f"SELECT * FROM template_versions WHERE kernel = {self._mark} "
+            f"ORDER BY created, {self._version_order}",
+            (kernel,)).fetchall())
+        return [version_from_row(r) for r in rows]
+
+    def add_review(self, review: Review) -> None:
+        """Record a review decision on a stored template version."""
+        values = review_values(review)
+        self.template_version(review.template_version_id)  # must exist
+        with self._write("add review") as c:
+            c.execute(insert_sql("reviews", REVIEW_COLUMNS, self._mark), values)
+
+    def reviews(self, template_version_id: str) -> list[Review]:
+        """Reviews of one template version, in the order they were made."""
+        rows = self._read("read reviews", lambda c: c.execute(
+            f"SELECT {', '.join(REVIEW_COLUMNS)} FROM reviews "
+            f"WHERE template_version_id = {self._mark} ORDER BY id",
+            (template_version_id,)).fetchall())
+        return [Review(**dict(r)) for r in rows]
+
+    def llm_calls(self, session_id: str) -> list[LLMCall]:
+        """LLM calls of a session, oldest first."""
+        rows = self._read("read llm calls", lambda c: c.execute(
+            f"SELECT * FROM llm_calls WHERE session_id = {self._mark} ORDER BY id",
+            (session_id,)).fetchall())
+        return [llm_call_from_row(r) for r in rows]
+
+    def record_iteration(self, iteration: AgentIteration) -> None:
+        """Store one agent iteration."""
+        values = iteration_values(iteration, now())
+        with self._write("record agent iteration") as c:
+            c.execute(insert_sql("agent_iterations", ITERATION_COLUMNS, self._mark), values)
+
+    def iterations(self, session_id: str) -> list[AgentIteration]:
+        """Agent iterations of a session, in order."""
+        rows = self._read("read agent iterations", lambda c: c.execute(
+            f"SELECT * FROM agent_iterations WHERE session_id = {self._mark} ORDER BY id",
+            (session_id,)).fetchall())
+        return [iteration_from_row(r) for r in rows]
