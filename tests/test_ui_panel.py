@@ -185,10 +185,12 @@ def panel_and_backend() -> Any:
 
 @pytest.mark.timeout(30)
 def test_launch_fills_charts_progress_and_top_table(panel_and_backend: Any) -> None:
-    panel, _backend = panel_and_backend
-    panel.budget.value = 30
+    panel, backend = panel_and_backend
+    backend.gated = True  # held until the test has seen "running" (an ungated fake can
+    panel.budget.value = 30  # finish its 30 trials before the assertion reads the header)
     panel.launch_button.click()
     assert "running" in panel.header.value
+    backend.allow(30)
     _wait(lambda: "finished (budget)" in panel.header.value)
     _wait(lambda: panel.progress.value == 30)
     ok_trace = panel.figure.data[panel.layout.ok_trace["BLOCK"]]
