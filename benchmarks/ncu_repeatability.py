@@ -32,11 +32,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from workbench.agent.profile import DRIVER, NCU_TIME_US, ncu_csv_rows, ncu_problem  # noqa: E402
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
 from workbench.core.records import Candidate  # noqa: E402
 from workbench.engine.bench import BenchSettings  # noqa: E402
 from workbench.engine.compiler import Compiler  # noqa: E402
+from workbench.engine.ncu import DRIVER, NCU_TIME_US, ncu_csv_rows, ncu_problem  # noqa: E402
 from workbench.engine.recording import load_recording, recording_paths  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
 

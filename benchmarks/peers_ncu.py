@@ -90,7 +90,7 @@ def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int,
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     if done.returncode != 0:
         return {"error": f"ncu exited with {done.returncode}: {done.stderr[-300:]}"}
-    from workbench.agent.profile import NCU_TIME_US, ncu_csv_rows
+    from workbench.engine.ncu import NCU_TIME_US, ncu_csv_rows
 
     rows = ncu_csv_rows(done.stdout)
     if not rows:

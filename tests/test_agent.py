@@ -21,12 +21,12 @@ from workbench.agent import (
     speedup_per_iteration,
 )
 from workbench.agent.events import AgentFinished, PlanMade, ReviewRequested, TemplateProposed
-from workbench.agent.profile import parse_ncu_csv, profile_config
 from workbench.agent.records import AgentConfig
 from workbench.core.events import EventBus, IterationFinished, TrialFinished
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Status
 from workbench.engine.compiler import Compiler
+from workbench.engine.ncu import parse_ncu_csv, profile_config
 from workbench.llm.schemas import TemplateProposal
 from workbench.search.budget import Budget
 from workbench.store.approval import approval_key as template_sha256

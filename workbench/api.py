@@ -76,6 +76,8 @@ class Workbench:
         self._baselines: dict[tuple[str, str], float | None] = {}
         self._session_id: str | None = None
         self.reviewer = reviewer or _user()
+        # profiles the finalists of 2-D tiled kernels (None: Nsight Compute where present)
+        self.profiler: Any | None = None
 
     # --- parts, created on first use
     @property
@@ -224,7 +226,8 @@ class Workbench:
              patience: int | None = None, seed: int = 0, batch: int = 16, confirm: int = 5,
              top: int = 5, callbacks: Sequence[Callable[[Any], None]] = (),
              conditions: Sequence[str] | None = None, pick_rule: PickRule | None = None,
-             widen: int = 0, widen_budget: int = 40, auto_approve: bool = False) -> TuneReport:
+             widen: int = 0, widen_budget: int = 40, auto_approve: bool = False,
+             l2_profile: bool = True) -> TuneReport:
         """Search ``shape``/``dtype`` on this thread until the budget ends it; the report of
         every stored trial of this template at (shape, dtype), resumed ones included.
 
@@ -240,7 +243,9 @@ class Workbench:
         the ranges the fastest configs sit on the edge of, up to n rounds of
         ``widen_budget`` more evaluations (:mod:`workbench.search.widening`). A proposed or
         range-edited template needs :meth:`review` ``("approved")`` first, unless
-        ``auto_approve=True`` is passed explicitly."""
+        ``auto_approve=True`` is passed explicitly. For a 2-D tiled kernel the finalists'
+        L2 hit rates are profiled with :attr:`profiler` (Nsight Compute where present;
+        ``l2_profile=False`` skips it) and shown beside their times (``report.l2``)."""
         from workbench.search.tune import TuneRequest, budget_of, tune
 
         request = TuneRequest(shape=shape, dtype=dtype, strategy=strategy,
@@ -249,7 +254,7 @@ class Workbench:
                               conditions=tuple(conditions) if conditions is not None
                               else DEFAULT_CONDITIONS,
                               pick_rule=pick_rule, widen=widen, widen_budget=widen_budget,
-                              auto_approve=auto_approve)
+                              auto_approve=auto_approve, l2_profile=l2_profile)
         with self._search_lock:
             if self._tuning:
                 raise WorkbenchError("a search is already running; stop it first",
@@ -260,7 +265,7 @@ class Workbench:
             store = self.store  # opened (a write probe) before the runner starts a GPU worker
             return tune(self.folder, self.template, self.runner, store, request,
                         session_id=self.session_id, events=self.events,
-                        on_search=self._hold_search)
+                        on_search=self._hold_search, profiler=self.profiler)
         finally:
             for undo in unsubscribe:
                 undo()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from workbench.core.cache_profile import L2Profile
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config, Status, TrialResult
@@ -35,7 +36,8 @@ class IterationSummary:
 
 def measurement(folder: KernelFolder, shape: str, dtype: str, *, baseline_us: float | None,
                 best: TrialResult | None, copy_gb_per_s: float | None,
-                ncu_metrics: Mapping[str, float | str] | None = None) -> Measurement:
+                ncu_metrics: Mapping[str, float | str] | None = None,
+                l2: L2Profile | None = None) -> Measurement:
     """The prompt's view of the current best at (shape, dtype)."""
     ok = best is not None and best.status is Status.OK
     return Measurement(
@@ -46,7 +48,7 @@ def measurement(folder: KernelFolder, shape: str, dtype: str, *, baseline_us: fl
         copy_gb_per_s=copy_gb_per_s,
         usage=best.usage if best is not None else None,
         occupancy=best.occupancy if best is not None else None,
-        ncu_metrics=dict(ncu_metrics) if ncu_metrics else None)
+        ncu_metrics=dict(ncu_metrics) if ncu_metrics else None, l2=l2)
 
 
 def prompt_context(device: DeviceSpec, measurements: Sequence[Measurement],

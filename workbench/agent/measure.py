@@ -12,13 +12,13 @@ from typing import Any
 
 from workbench.agent.context import measurement, prompt_context
 from workbench.agent.events import BestRetested
-from workbench.agent.profile import profile_config
 from workbench.agent.records import AgentState, LoopState, StepHost, Version
 from workbench.agent.runners import is_live, provenance_for
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelTemplate
 from workbench.engine.capabilities import CopyTimer
+from workbench.engine.ncu import profile_config
 from workbench.engine.runner import Runner
 from workbench.search.budget import Budget
 from workbench.search.tune import TuneRequest, tune
@@ -71,7 +71,7 @@ def measurement_context(host: StepHost, loop: LoopState) -> Any:
         measurements.append(measurement(
             host.folder, host.shape, host.dtype,
             baseline_us=loop.baselines.get(loop.current.text_sha256), best=best,
-            copy_gb_per_s=copy_bandwidth(host, loop, runner), ncu_metrics=ncu))
+            copy_gb_per_s=copy_bandwidth(host, loop, runner), ncu_metrics=ncu, l2=loop.l2))
     return prompt_context(host.device, measurements, loop.history)
 
 
@@ -115,7 +115,8 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
                     max_wall_s=b.max_wall_s, patience=b.patience)
     request = TuneRequest(shape=host.shape, dtype=host.dtype,
                           strategy=host.config.strategy, seed=host.config.seed,
-                          budget=budget, confirm=0, suggestions=tuple(kept))
+                          budget=budget, confirm=0, suggestions=tuple(kept),
+                          l2_profile=host.config.profile)
     # no auto_approve here: the review step stored the approval the gate checks
 
     try:  # the one tune path; the test step re-measures the best beside the baseline
@@ -125,12 +126,14 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
     finally:
         host.hold_search(None)
     loop.version_best = report.best
+    loop.l2 = report.l2
     loop.detail["search"] = {
         "version_id": version.id, "reason": report.reason,
         "evaluated": report.evaluated, "measured_now": report.measured_now,
         "pruned": report.status_counts.get(Status.PRUNED.value, 0), "enqueued": kept,
         "dropped_suggestions": dropped, "provenance": dict(prov.__dict__),
-        "baseline_us": baseline_us, "runner": runner.description}
+        "baseline_us": baseline_us, "runner": runner.description,
+        "l2": report.l2.to_dict() if report.l2 is not None else None}
     if report.reason == "stopped":
         host.finish(AgentState.DONE, "stopped")
         return loop

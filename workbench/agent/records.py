@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from workbench.agent.context import IterationSummary
 from workbench.agent.llm_calls import BudgetedClient
 from workbench.agent.runners import RunnerFactory
+from workbench.core.cache_profile import L2Profile
 from workbench.core.errors import WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.hardware import DeviceSpec
@@ -117,6 +118,7 @@ class LoopState:
     baselines: dict[str, float | None] = field(default_factory=dict)  # per approval key
     copy_gb: float | bool | None = False  # False: not asked yet
     ncu: dict[tuple[str, str], Mapping[str, float | str] | None] = field(default_factory=dict)
+    l2: L2Profile | None = None  # the current version's finalists (2-D tiled kernels)
 
 
 class StepHost(Protocol):

@@ -90,7 +90,8 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
                                  [c.strip() for c in args.conditions.split(",") if c.strip()]),
                              pick_rule=PickRule(condition=args.condition)
                              if args.condition else None,
-                             widen=args.widen, widen_budget=args.widen_budget)
+                             widen=args.widen, widen_budget=args.widen_budget,
+                             l2_profile=not args.no_l2)
         except KeyboardInterrupt:  # every finished trial is already in the store
             kept = len(wb.results(args.shape, dtype))
             print(f"\ninterrupted: {kept} trials kept in {args.store}; run the same command "
@@ -135,6 +136,9 @@ def register(sub: Any) -> None:
                    help="pick the fastest under this condition (your deployment) instead of "
                         "the best geometric mean over conditions; never slower than the "
                         "baseline under any condition either way")
+    p.add_argument("--no-l2", action="store_true",
+                   help="2-D tiled kernels: skip profiling the finalists' L2 hit rate with "
+                        "Nsight Compute (shown beside their times where ncu is present)")
     p.add_argument("--widen", type=count(0), default=0, metavar="ROUNDS",
                    help="after the search, up to ROUNDS times: where the fastest configs sit "
                         "on a range edge, extend that range along its kind (pow2 doubles, int "

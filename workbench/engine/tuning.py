@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from workbench.core.cache_profile import L2Profile
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.edges import RangeEdge, range_edges
 from workbench.core.errors import WorkbenchError
@@ -106,6 +107,13 @@ class TuneReport:
     confirm_note: str = ""                    # why there is no confirmation, when asked
     notes: tuple[str, ...] = ()               # what could not be measured (copy, baseline)
     edges: tuple[RangeEdge, ...] = ()         # range edges the fastest configs sit on
+    l2: L2Profile | None = None               # 2-D tiled kernels: the finalists' L2 hit rates
+
+    @property
+    def finalists(self) -> tuple[TrialResult, ...]:
+        """The finalists as last timed: the confirmation's round 1 (the search's k fastest
+        measured again), else the search's fastest."""
+        return self.confirmation.selection if self.confirmation is not None else self.top
 
     @property
     def best(self) -> TrialResult | None:
@@ -140,14 +148,18 @@ class TuneReport:
             lines.append(f"  baseline  {self.baseline.timing.median_us:9.2f} us  "
                          f"{self.baseline_bandwidth_gb_per_s or 0:8.1f} GB/s")
         for r in self.top:
+            hit = self.l2.hit_pct(r.config) if self.l2 is not None else None
+            beside = f"  L2 hit {hit:5.1f} %" if hit is not None else ""
             lines.append(f"  {r.median_us or 0:9.2f} us  {r.bandwidth_gb_per_s or 0:8.1f} GB/s"
-                         f"  {dict(r.config)}")
+                         f"{beside}  {dict(r.config)}")
         if not self.top:
             lines.append("  no config verified and timed")
         if self.confirmation is not None:
             lines.append(self.confirmation.summary())
         elif self.confirm_note:
             lines.append(f"  not confirmed: {self.confirm_note}")
+        if self.l2 is not None:
+            lines.extend(f"  {line}" for line in self.l2.lines())
         for edge in self.edges:
             lines.append(f"  range edge: {edge.describe()} (`workbench tune --widen` "
                          f"extends it)")

@@ -20,6 +20,7 @@ from importlib import resources
 from string import Template
 from typing import Any
 
+from workbench.core.cache_profile import L2Profile
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Occupancy, ResourceUsage, Value
@@ -95,7 +96,9 @@ class Measurement:
     ``copy_gb_per_s`` is the measured device-to-device copy bandwidth for the same bytes:
     the practical roofline of a memory-bound kernel. ``ncu_metrics`` is optional Nsight
     Compute output as a plain dict (e.g. DRAM throughput %, L2 hit rate %, achieved
-    occupancy %, top warp-stall reasons).
+    occupancy %, top warp-stall reasons). ``l2`` holds a 2-D tiled kernel's finalists with
+    their times and L2 hit rates (SwizzlePerf's signal for choosing a block order), or why
+    they were not measured.
     """
 
     shape: str
@@ -109,6 +112,7 @@ class Measurement:
     usage: ResourceUsage | None = None
     occupancy: Occupancy | None = None
     ncu_metrics: Mapping[str, float | int | str] | None = None
+    l2: L2Profile | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,11 @@ def _measurement_section(m: Measurement) -> str:
         metrics = "\n".join(f"  {k}: {v}" for k, v in m.ncu_metrics.items())
         lines.append("- profiler metrics (Nsight Compute):\n"
                      + fence(f"ncu_{m.shape}_{m.dtype}", metrics))
+    if m.l2 is not None:
+        lines.append("- the finalists' L2 hit rates (for a 2-D tiled kernel the block order "
+                     "decides which tiles share L2; a higher hit rate at a lower time points "
+                     "to the order to keep):\n"
+                     + fence(f"l2_{m.shape}_{m.dtype}", "\n".join(m.l2.lines())))
     return "\n".join(lines)
 
 

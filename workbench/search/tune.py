@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from workbench.core.cache_profile import is_tiled_2d
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule, check_conditions
 from workbench.core.errors import SearchError, UnknownStrategyError, WorkbenchError
 from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Status, TrialResult, Value
 from workbench.core.template import KernelTemplate
+from workbench.engine.ncu import MetricProfiler, finalist_l2
 from workbench.engine.runner import Runner
 from workbench.engine.tuning import TuneReport, build_report
 from workbench.search.budget import Budget, SearchConfig
@@ -59,6 +61,8 @@ class TuneRequest:
     widen: int = 0             # rounds of range widening after the search (search/widening)
     widen_budget: int = 40     # evaluations added per widening round
     auto_approve: bool = False  # tune a template nobody approved (an explicit opt-in)
+    # 2-D tiled kernels: profile the finalists' L2 hit rate (Nsight Compute, where present)
+    l2_profile: bool = True
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:  # before any store or runner is touched
@@ -83,13 +87,16 @@ def stored_results(store: Store, provenance: Provenance, shape: str, dtype: str,
 def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: Store,
          request: TuneRequest, *, session_id: str | None = None,
          events: EventBus | None = None,
-         on_search: Callable[[Search], None] | None = None) -> TuneReport:
+         on_search: Callable[[Search], None] | None = None,
+         profiler: MetricProfiler | None = None) -> TuneReport:
     """Search ``request.shape``/``request.dtype`` of ``template`` on ``runner``, store every
     trial, confirm the finalists and return the report of every stored trial.
 
     ``events`` receives the search's events (trials, bests, phases, the end). ``on_search``
     is handed the :class:`Search` before it runs, so another thread can pause, resume,
-    stop it or edit its ranges.
+    stop it or edit its ranges. For a 2-D tiled kernel (``request.l2_profile``) the
+    finalists' L2 hit rates are profiled with ``profiler`` (Nsight Compute by default) and
+    reported beside their times, or the report says why they were not.
 
     Before any GPU time the approval gate runs
     (:func:`~workbench.store.approval.require_approved`): a proposed or range-edited
@@ -135,6 +142,9 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
         report = replace(report, notes=(*widened, *report.notes))
     if stopped and request.confirm > 0 and report.top:
         report = replace(report, confirm_note="the search was stopped before confirmation")
+    if request.l2_profile and not stopped and report.top and is_tiled_2d(template):
+        report = replace(report, l2=finalist_l2(folder, template, runner, report.finalists,
+                                                shape, dtype, profiler=profiler))
     return report
 
 

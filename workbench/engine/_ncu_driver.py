@@ -3,7 +3,7 @@
 Loads one cubin with pycuda, fills every buffer with random numbers (element dtype bits for
 bf16/fp16 are drawn as small random floats' bit patterns), launches the kernel three times
 (or the problem's ``launches`` times) and synchronises. It checks nothing: correctness is
-the GPU worker's job. Runs only under ``ncu`` (:func:`workbench.agent.profile.profile_config`
+the GPU worker's job. Runs only under ``ncu`` (:func:`workbench.engine.ncu.profile_config`
 and the benchmarks' ncu probes).
 """
 
@@ -13,6 +13,9 @@ import json
 import sys
 
 import numpy as np
+
+_INTEGERS = {"i8": np.int8, "u8": np.uint8, "i16": np.int16, "u16": np.uint16,
+             "i32": np.int32, "u32": np.uint32, "i64": np.int64}
 
 
 def main(path: str) -> None:
@@ -39,10 +42,10 @@ def main(path: str) -> None:
             host = (values.view(np.uint32) >> 16).astype(np.uint16)
         elif dtype == "fp16":
             host = values.astype(np.float16).view(np.uint16)
-        elif dtype == "i32":
-            host = rng.integers(0, 8, count).astype(np.int32)
-        elif dtype == "i64":
-            host = rng.integers(0, 8, count).astype(np.int64)
+        elif dtype in _INTEGERS:  # small values: index arguments stay in bounds
+            host = rng.integers(0, 8, count).astype(_INTEGERS[dtype])
+        elif dtype.startswith("fp8"):
+            host = rng.integers(0, 0x70, count).astype(np.uint8)
         else:
             host = values
         buffer = drv.to_device(host)

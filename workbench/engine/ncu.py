@@ -1,11 +1,12 @@
-"""Optional Nsight Compute metrics for the planner's prompt.
+"""Optional Nsight Compute metrics: the planner's profile of a best config, and the L2 hit
+rate of a 2-D tiled kernel's finalists (:func:`finalist_l2`).
 
 :func:`profile_config` runs ``ncu`` on a small driver (this package's own
 ``_ncu_driver.py``: it loads one compiled cubin with pycuda, fills the inputs with random
 numbers and launches the kernel a few times). It returns None, never raises, when ``ncu``
 is not on PATH, there is no GPU, pycuda is missing, or anything goes wrong: profiling
-enriches the prompt but never fails the loop. Profiler text is data in prompts (fenced by
-:mod:`workbench.llm.prompts`).
+enriches the report and the prompt but never fails a tune or the loop. Profiler text is
+data in prompts (fenced by :mod:`workbench.llm.prompts`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from workbench.core.cache_profile import L2_HIT_METRIC, FinalistL2, L2Profile
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Config
+from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import Compiling, Remeasuring
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +42,24 @@ NCU_METRICS: tuple[str, ...] = (
     "launch__registers_per_thread",
     "smsp__average_warp_latency_issue_stalled_long_scoreboard.pct",
 )
-DRIVER = Path(__file__).with_name("_ncu_driver.py")
+DRIVER = Path(__file__).with_name("_ncu_driver.py")  # the launcher ncu runs
+
+
+def ncu_missing() -> str | None:
+    """Why Nsight Compute cannot profile here (None when it can): ``ncu`` on PATH, a CUDA
+    device node and pycuda (the driver's launcher) are needed."""
+    if shutil.which("ncu") is None:
+        return "ncu (Nsight Compute) is not on PATH"
+    if not (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
+        return "no CUDA device on this machine"
+    if importlib.util.find_spec("pycuda") is None:
+        return "pycuda (which launches the profiled kernel) is not installed"
+    return None
 
 
 def ncu_available() -> bool:
     """``ncu`` on PATH, a CUDA device node and pycuda importable."""
-    has_device = os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
-    return (shutil.which("ncu") is not None and has_device
-            and importlib.util.find_spec("pycuda") is not None)
+    return ncu_missing() is None
 
 
 #: Microseconds per unit of a duration metric as ``ncu --csv`` prints it.
@@ -121,3 +134,68 @@ def profile_config(folder: KernelFolder, template: KernelTemplate, config: Confi
         log.warning("profiling %s %s/%s failed; continuing without profiler metrics",
                     template.name, shape, dtype, exc_info=True)
         return None
+
+
+class MetricProfiler(Protocol):
+    """Profiles one config of a template (Nsight Compute here; a fake in tests)."""
+
+    def missing(self) -> str | None:
+        """Why it cannot profile on this machine, or None."""
+        ...
+
+    def profile(self, folder: KernelFolder, template: KernelTemplate, config: Config,
+                shape: str, dtype: str, *, compiler: Any,
+                metrics: Sequence[str]) -> Mapping[str, float | str] | None: ...
+
+
+class NcuProfiler:
+    """:func:`profile_config` behind the :class:`MetricProfiler` protocol."""
+
+    def missing(self) -> str | None:
+        return ncu_missing()
+
+    def profile(self, folder: KernelFolder, template: KernelTemplate, config: Config,
+                shape: str, dtype: str, *, compiler: Any,
+                metrics: Sequence[str]) -> Mapping[str, float | str] | None:
+        return profile_config(folder, template, config, shape, dtype, compiler=compiler,
+                              metrics=metrics)
+
+
+def metric_value(metrics: Mapping[str, float | str] | None, name: str) -> float | None:
+    """``name``'s number in :func:`parse_ncu_csv` output (keys carry the unit: ``name (%)``)."""
+    for key, value in (metrics or {}).items():
+        if (key == name or key.startswith(name + " (")) and isinstance(value, float):
+            return value
+    return None
+
+
+def finalist_l2(folder: KernelFolder, template: KernelTemplate, runner: object,
+                finalists: Sequence[TrialResult], shape: str, dtype: str, *,
+                profiler: MetricProfiler | None = None) -> L2Profile:
+    """The L2 hit rate of each of ``finalists`` (their times beside), profiled on the live
+    GPU ``runner`` measures on; otherwise an :class:`L2Profile` saying why not."""
+    profiler = profiler or NcuProfiler()
+    if not isinstance(runner, Remeasuring):
+        return L2Profile(note=f"{getattr(runner, 'description', 'the runner')} does not run "
+                              "kernels here (Nsight Compute needs the live GPU)")
+    if not isinstance(runner, Compiling):
+        return L2Profile(note="the runner has no compiler to build the profiled cubin")
+    why = profiler.missing()
+    if why is not None:
+        return L2Profile(note=why)
+    rows: list[FinalistL2] = []
+    failed: list[str] = []
+    for f in finalists:
+        if f.status is not Status.OK:
+            continue
+        metrics = profiler.profile(folder, template, f.config, shape, dtype,
+                                   compiler=runner.compiler, metrics=(L2_HIT_METRIC,))
+        rate = metric_value(metrics, L2_HIT_METRIC)
+        if rate is None:
+            failed.append(str(dict(f.config)))
+        rows.append(FinalistL2(f.config, f.median_us, rate))
+    note = (f"Nsight Compute gave no L2 hit rate for {len(failed)} of {len(rows)} finalists "
+            f"({'; '.join(failed)[:300]})" if failed else "")
+    if not rows:
+        note = "no finalist to profile"
+    return L2Profile(finalists=tuple(rows), note=note)
