@@ -93,7 +93,9 @@ HOLDOUT: dict[str, FillIn] = {
     "col_sum": FillIn("ceil_div(cols, 256)", "256", "column sums of [rows, cols]",
                       {"small": {"rows": 7, "cols": 1000}, "large": {"rows": 4096, "cols": 16384}},
                       {"out": ["cols"], "x": ["rows", "cols"]}, {},
-                      "fp32 = { rtol = 1e-4, atol = 1e-4 }"),
+                      # |sum| ~ sqrt(rows) = 64: summing a column's 4096 terms in another
+                      # order (WALK_SPLIT lanes) moves the result by up to ~1e-3
+                      "fp32 = { rtol = 1e-4, atol = 3e-3 }"),
     "dequant_int8": FillIn("ceil_div(n, 256)", "256",
                            "int8 -> fp32 with one scale per group of 64",
                            {"small": {"n": 1024}, "large": {"n": 1 << 26}},

@@ -224,3 +224,95 @@ def test_a_block_size_dependency_it_cannot_model_keeps_the_block_size() -> None:
     assert "BLOCK_THREADS" not in {p.name for p in lifted.params}
     assert "outside a reduction loop" in _reason(lifted, "BLOCK_THREADS")
     assert "partial[256]" in lifted.source  # left exactly as written
+
+
+# -- integer macros and the column walk (the held-out col_sum's miss) ------------------------
+
+ROW_SUM = """#define BLOCK 256
+#define GROUP 128
+extern "C" __global__ void row_sum(float* __restrict__ out, const float* __restrict__ x, int d) {
+  __shared__ float partial[BLOCK];
+  __shared__ float warps[BLOCK / 32];
+  const float* row = x + (long long)blockIdx.x * d;
+  float s = 0.0f;
+  for (int j = threadIdx.x; j < d; j += BLOCK) s += row[j];
+  partial[threadIdx.x] = s;
+  if (threadIdx.x < BLOCK / 32) warps[threadIdx.x] = 0.0f;
+  __syncthreads();
+  for (int k = BLOCK / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) partial[threadIdx.x] += partial[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0] * GROUP + warps[0];
+}
+"""
+
+
+def test_a_define_is_lifted_with_every_use_and_a_look_alike_define_stays(
+        compiler: Compiler) -> None:
+    lifted = lift_kernel(ROW_SUM, entry="row_sum", grid=["rows"], block=["256"],
+                         scalars={"d": "d"})
+    src = lifted.source
+    assert "#define BLOCK BLOCK_THREADS\n#define GROUP 128\n" in src
+    # the uses keep the author's name and follow the #define, including the ones no
+    # transform recognises (warps[BLOCK / 32], tid < BLOCK / 32, the reduction's BLOCK / 2)
+    for use in ("partial[BLOCK]", "warps[BLOCK / 32]", "threadIdx.x < BLOCK / 32",
+                "int k = BLOCK / 2", "partial[0] * GROUP"):
+        assert use in src, use
+    assert "BLOCK_THREADS" in {p.name for p in lifted.params}
+    assert any(f.transform == "#define GROUP" and not f.applied for f in lifted.findings)
+    template = template_of("row_sum", lifted)
+    assert template.launch.to_dict()["block"] == ["BLOCK_THREADS"]
+    for threads in (32, 1024):
+        config = {**template.default_config(), "BLOCK_THREADS": threads}
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, result.log[-1500:]
+
+
+def test_the_named_constant_lifter_is_no_longer_needed_for_defines() -> None:
+    from workbench.llm.templater import lift_source
+
+    semantic = lift_kernel(ROW_SUM, entry="row_sum", grid=["rows"], block=["256"],
+                           scalars={"d": "d"})
+    named = lift_source(ROW_SUM, entry="row_sum", grid=["rows"], block=["256"],
+                        smem_bytes="0", shape_names=["rows", "d"], source_name="k.cu")
+    assert len(semantic.params) > len(named.params)  # offline_template keeps the semantic one
+
+
+def test_the_column_walk_is_split_over_lanes(compiler: Compiler) -> None:
+    folder = ROOT / "corpus_holdout" / "col_sum"
+    text = (folder / "col_sum.cu").read_text()
+    lifted = lift_kernel(text, entry="col_sum", grid=["ceil_div(cols, 256)"], block=["256"],
+                         scalars={"rows": "rows", "cols": "cols"})
+    src = lifted.source
+    assert "(threadIdx.x / WALK_SPLIT)" in src
+    assert "for (int r = (0) + (int)(threadIdx.x % WALK_SPLIT); r < rows; r += WALK_SPLIT)" in src
+    assert "s += __shfl_xor_sync(" in src and "if (threadIdx.x % WALK_SPLIT == 0)" in src
+    assert lifted.block == ("BLOCK_THREADS * WALK_SPLIT",)
+    assert lifted.grid == ("ceil_div(cols, BLOCK_THREADS * ITEMS_PER_THREAD)",)
+    assert "BLOCK_THREADS * WALK_SPLIT <= 1024" in lifted.constraints
+    template = KernelTemplate.build(
+        name="col_sum", source=src, entry="col_sum",
+        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
+        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+    space = template.space({"rows": 7, "cols": 1000})
+    assert max(c["BLOCK_THREADS"] * c["WALK_SPLIT"] for c in space) == 1024
+    for split in (1, 32):
+        config = {**template.default_config(), "WALK_SPLIT": split, "BLOCK_THREADS": 32,
+                  "ITEMS_PER_THREAD": 2}
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, result.log[-1500:]
+    committed = (folder / "template.cu").read_text()
+    assert committed == src  # what propose --write saved is the templater's output
+
+
+def test_a_walk_that_needs_its_lanes_elsewhere_is_not_split() -> None:
+    text = (ROOT / "corpus_holdout" / "col_sum" / "col_sum.cu").read_text()
+    synced = text.replace("  out[c] = s;", "  __syncthreads();\n  out[c] = s;")
+    lifted = lift_kernel(synced, entry="col_sum", grid=["ceil_div(cols, 256)"], block=["256"],
+                         scalars={"rows": "rows", "cols": "cols"})
+    assert "__syncthreads, whose lanes would change" in _reason(lifted, "WALK_SPLIT")
+    halves = text.replace("float s = 0.0f;", "__half s = 0.0f;")
+    lifted = lift_kernel(halves, entry="col_sum", grid=["ceil_div(cols, 256)"], block=["256"],
+                         scalars={"rows": "rows", "cols": "cols"})
+    assert "is a __half, which __shfl_xor_sync does not combine" in _reason(lifted, "WALK_SPLIT")

@@ -75,6 +75,7 @@ class Proposed(NamedTuple):
     report: ValidationReport | None
     origin: str  # llm | offline
     attempts: tuple[ProposalAttempt, ...] = ()
+    notes: tuple[str, ...] = ()  # the offline templater: each transform, applied or why not
 
 
 def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
@@ -97,7 +98,8 @@ def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
         made = offline_template(folder)
         gated = validate_and_tighten(made.proposal, folder, device=spec, compiler=compiler,
                                      correctness=correctness)
-        return Proposed(gated.template or gated.proposal, made.diff, gated.report, "offline")
+        return Proposed(gated.template or gated.proposal, made.diff, gated.report, "offline",
+                        notes=made.notes)
     outcome = propose_template(folder, client, device=spec, compiler=compiler,
                                correctness=correctness, repair_rounds=1)
     shown: KernelTemplate | TemplateProposal | None = outcome.template or outcome.proposal

@@ -29,7 +29,8 @@ def launch_rules_text(template: Any) -> str:
 
 
 def print_proposal(folder: KernelFolder, proposed: Any, usable: bool, out: TextIO) -> None:
-    """The diff, parameters, launch rules (beside the baseline's) and validation."""
+    """The diff, parameters, launch rules (beside the baseline's), the offline templater's
+    transforms (each applied, or not with the reason) and validation."""
     from workbench.agent import parameter_table
 
     source = ("the LLM" if proposed.origin == "llm"
@@ -44,6 +45,10 @@ def print_proposal(folder: KernelFolder, proposed: Any, usable: bool, out: TextI
         base = folder.baseline.launch
         print(f"baseline launch: grid = [{', '.join(e.text for e in base.grid)}], "
               f"block = [{', '.join(e.text for e in base.block)}]", file=out)
+    if proposed.notes:
+        print("\ntransforms (offline templater):", file=out)
+        for note in proposed.notes:
+            print(f"  - {note}", file=out)
     report = proposed.report
     if report is not None:
         print(f"\nvalidation: {report.status}", file=out)

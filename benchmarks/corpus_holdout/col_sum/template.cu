@@ -5,19 +5,26 @@
 #ifndef BLOCK_THREADS
 #define BLOCK_THREADS 256
 #endif
+#ifndef WALK_SPLIT
+#define WALK_SPLIT 1
+#endif
 #ifndef ITEMS_PER_THREAD
 #define ITEMS_PER_THREAD 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 1
 #endif
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) col_sum(float* __restrict__ out, const float* __restrict__ x,
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM) col_sum(float* __restrict__ out, const float* __restrict__ x,
                                    int rows, int cols) {
   for (int wb_item_x = 0; wb_item_x < ITEMS_PER_THREAD; ++wb_item_x) {  // items of this thread
-  int c = (blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + threadIdx.x;
+  int c = (blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + (threadIdx.x / WALK_SPLIT);
   if (c >= cols) continue;  // next item
   float s = 0.0f;
-  for (int r = 0; r < rows; ++r) s += x[(long long)r * cols + c];
+  for (int r = (0) + (int)(threadIdx.x % WALK_SPLIT); r < rows; r += WALK_SPLIT) s += x[(long long)r * cols + c];
+  for (int wb_lane = WALK_SPLIT / 2; wb_lane > 0; wb_lane /= 2)  // the group's partial sums
+    s += __shfl_xor_sync((0xffffffffu >> (32 - WALK_SPLIT)) << ((threadIdx.x & 31u) & ~((unsigned)WALK_SPLIT - 1u)), s, wb_lane);
+  if (threadIdx.x % WALK_SPLIT == 0) {  // the group's first lane
   out[c] = s;
+  }
   }
 }

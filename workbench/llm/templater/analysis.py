@@ -9,7 +9,9 @@ offset or ``__launch_bounds__``; elsewhere (a group size, a head dim) it only lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -52,11 +54,30 @@ def _args(call: Node) -> list[Node]:
     return [] if args is None else list(args.named_children)
 
 
+# The object-like integer macros of the source being templated (``#define BLOCK 256``):
+# a use of BLOCK is read as the literal it stands for, so every transform recognises it.
+_CONSTANTS: ContextVar[Mapping[str, int] | None] = ContextVar("templater_constants",
+                                                              default=None)
+
+
+@contextmanager
+def integer_macros(values: Mapping[str, int]) -> Iterator[None]:
+    """Read identifiers in ``values`` as those integers for the duration of a pass."""
+    token = _CONSTANTS.set(dict(values))
+    try:
+        yield
+    finally:
+        _CONSTANTS.reset(token)
+
+
 def int_value(node: Node | None) -> int | None:
-    """The value of an integer literal (suffixes allowed), else None."""
+    """The value of an integer literal (suffixes allowed) or of an integer macro's name,
+    else None."""
     if node is None:
         return None
     node = strip(node)
+    if node.type == "identifier":
+        return (_CONSTANTS.get() or {}).get(text(node))
     if node.type != "number_literal":
         return None
     raw = text(node).rstrip("uUlL")

@@ -79,11 +79,13 @@ def _reduction_start(plan: Plan, loop: Node, half: int, dim: str) -> Node | None
 
 
 def _thread_compare(plan: Plan, values: set[int]) -> Node | None:
-    """A comparison of a thread index with one of ``values`` (a hidden block-size use)."""
+    """A comparison of a thread index with one of ``values`` written as a literal (a hidden
+    block-size use; a macro's name follows the macro, :mod:`.macros`)."""
     for n in walk(plan.body):
         parts = binary(n)
         if parts and parts[1] in ("<", "<=", ">", ">=", "==", "!=") and any(
-                plan.facts.is_thread(parts[0], d) for d in DIMS) and int_value(parts[2]) in values:
+                plan.facts.is_thread(parts[0], d) for d in DIMS) and \
+                strip(parts[2]).type == "number_literal" and int_value(parts[2]) in values:
             return n
     return None
 

@@ -44,6 +44,10 @@ class Rewriter:
     def replace_span(self, start: int, end: int, text: str = "", make: TextFn | None = None) -> None:
         self.edits.append(Edit(start, end, text, make))
 
+    def discard(self, edits: list[Edit]) -> None:
+        """Drop ``edits`` (made earlier) again."""
+        self.edits = [e for e in self.edits if e not in edits]
+
     def insert(self, pos: int, text: str) -> None:
         self.edits.append(Edit(pos, pos, text))
 

@@ -2,8 +2,10 @@
 
 Parses the baseline with :mod:`workbench.core.cuda_source`, then applies, in order, the
 tile family (2-D tiled kernels) or the block-size lift, vector width / items per thread /
-blocks per row on unit-stride regions, the grid cap of grid-stride kernels, and items per
-thread by wrapping where vectorizing is not legal. Each transform either applies (with the
+blocks per row on unit-stride regions, the grid cap of grid-stride kernels, the split of a
+per-thread serial sum over lanes (:mod:`.split_walk`), and items per thread by wrapping
+where vectorizing is not legal; integer macros (``#define BLOCK 256``) are read as their
+values throughout and lifted with their uses (:mod:`.macros`). Each transform either applies (with the
 constraints that keep every config correct) or is reported with its reason. The defaults
 reproduce the kernel as written: same launch, same work per thread.
 """
@@ -13,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from workbench.core.cuda_source import parse_cuda
+from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.macros import integer_macros, lift_macros
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
+from workbench.llm.templater.split_walk import apply_split_walk
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
 from workbench.llm.templater.wrap import apply_grid_cap, apply_wrap_items
@@ -31,12 +36,16 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     source = parse_cuda(source_text, file)
     kernel = source.kernel(entry)
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
-    if not lift_tile(plan):
-        lift_block(plan)
-        flat = flat_region(plan) is not None
-        vectorized = apply_vector(plan)
-        apply_grid_cap(plan)
-        apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+    macros = integer_macros(source)
+    with reading_macros({m.name: m.value for m in macros.values()}):
+        if not lift_tile(plan):
+            lift_block(plan)
+            flat = flat_region(plan) is not None
+            vectorized = apply_vector(plan)
+            apply_grid_cap(plan)
+            apply_split_walk(plan)
+            apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+        lift_macros(plan, macros)
     _launch_bounds(plan)
     _header(plan)
     return LiftedSource(source=plan.rw.render(), params=tuple(plan.params.values()),
