@@ -6,9 +6,13 @@ a guided 120-evaluation tune at the large shape (statuses counted), the speedup 
 confirmed best config over the kernel as written, and both as % of a device-to-device copy
 of the same bytes timed in the same run.
 
-    python3 benchmarks/corpus_bench.py --out $OUT [--set corpus|holdout] [--budget 120]
+    python3 benchmarks/corpus_bench.py --out $OUT [--set corpus,holdout] [--budget 120]
+        [--conditions read] [--deadline-s 360]
 
-Writes $OUT/corpus_<set>.json (device, driver, CUDA, date) and one SQLite store per kernel.
+Writes $OUT/corpus_<set>.json (device, driver, CUDA, date, the run's settings) and one
+SQLite store per kernel. For 2-D tiled kernels the tune report's finalists carry their L2
+hit rates (Nsight Compute, where ``ncu`` is present), kept under ``tune.l2``. A kernel not
+started before ``--deadline-s`` (seconds since the start) is recorded as skipped.
 """
 
 from __future__ import annotations
@@ -64,8 +68,8 @@ def llm_template(folder: KernelFolder, transcript: Path) -> tuple[KernelTemplate
     return proposed.template, f"LLM path (replayed transcript {transcript.name})", info
 
 
-def bench_kernel(path: Path, out: Path, budget: int,
-                 transcript: Path | None = None) -> dict[str, Any]:
+def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = None,
+                 conditions: tuple[str, ...] | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     folder = load_kernel_folder(path)
     llm_info: dict[str, Any] = {}
@@ -94,7 +98,8 @@ def bench_kernel(path: Path, out: Path, budget: int,
         tag = "_llm" if transcript is not None else ""
         wb = Workbench(folder, store=out / f"{folder.name}{tag}.sqlite", runner=runner)
         wb.adopt_template(template, origin="offline")  # the template under test
-        outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5)
+        outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5,
+                          conditions=conditions)
         statuses: dict[str, int] = {}
         for r in outcome.results:
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
@@ -115,6 +120,7 @@ def bench_kernel(path: Path, out: Path, budget: int,
             "copy_bytes": copy.bytes_moved,
             "baseline_pct_of_copy": 100 * copy.median_us / base_us if base_us else None,
             "best_pct_of_copy": 100 * copy.median_us / best_us if best_us else None,
+            "l2": outcome.l2.to_dict() if outcome.l2 is not None else None,
         }
         doc["device"] = runner.device.name
         doc["timer"] = runner.timer_note
@@ -157,8 +163,9 @@ def markdown(report: dict[str, Any]) -> str:
     rows = ["| kernel | knobs | gate (check shape) | tune statuses (guided) | as written, % of copy "
             "| best, % of copy | speedup |", "|---|---|---|---|---|---|---|"]
     for k in report["kernels"]:
-        if "error" in k:
-            rows.append(f"| {k['kernel']} | error: {k['error'][:80]} | | | | | |")
+        if "error" in k or "skipped" in k:
+            why = k.get("error") or f"skipped: {k['skipped']}"
+            rows.append(f"| {k['kernel']} | {why[:80]} | | | | | |")
             continue
         g, t = k["gate"], k["tune"]
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(t["statuses"].items()))
@@ -172,9 +179,15 @@ def markdown(report: dict[str, Any]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--set", choices=("corpus", "holdout"), default="corpus")
+    ap.add_argument("--set", default="corpus",
+                    help="corpus, holdout or both in order (corpus,holdout)")
     ap.add_argument("--budget", type=int, default=120)
     ap.add_argument("--kernels", default="", help="comma-separated subset")
+    ap.add_argument("--conditions", default="",
+                    help="the confirmation's cache conditions (default: all; 'read': the "
+                         "search's condition only, a shorter run)")
+    ap.add_argument("--deadline-s", type=float, default=None,
+                    help="start no kernel after this many seconds (recorded as skipped)")
     ap.add_argument("--table", type=Path, help="print the README table of a results file")
     ap.add_argument("--llm", default="", help="KERNEL=TRANSCRIPT,...: stage 1 through the LLM "
                     "path with a transcript of tests/transcripts (instead of the offline one)")
@@ -185,23 +198,37 @@ def main() -> int:
     if args.out is None:
         ap.error("--out is required to measure")
     args.out.mkdir(parents=True, exist_ok=True)
-    root = ROOT / "benchmarks" / ("corpus" if args.set == "corpus" else "corpus_holdout")
-    names = [n for n in args.kernels.split(",") if n] or sorted(
-        p.name for p in root.iterdir() if (p / "kernel.toml").is_file())
-    report: dict[str, Any] = {"set": args.set, "environment": environment(), "kernels": []}
+    started = time.monotonic()
+    conditions = tuple(c for c in args.conditions.split(",") if c) or None
     llm = dict(pair.split("=", 1) for pair in args.llm.split(",") if pair)
-    if llm:
-        names = list(llm)
-    dest = args.out / f"corpus_{args.set}{'_llm' if llm else ''}.json"
-    for name in names:
-        transcript = ROOT / "tests" / "transcripts" / llm[name] if name in llm else None
-        try:
-            doc = bench_kernel(root / name, args.out, args.budget, transcript)
-        except Exception as exc:  # one kernel's failure is data; the others still run
-            doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
-        report["kernels"].append(doc)
-        print(json.dumps(doc)[:1500], flush=True)
-        dest.write_text(json.dumps(report, indent=1))
+    for which in [w for w in args.set.split(",") if w]:
+        if which not in ("corpus", "holdout"):
+            ap.error(f"--set: got {which!r}; expected corpus or holdout")
+        root = ROOT / "benchmarks" / ("corpus" if which == "corpus" else "corpus_holdout")
+        names = [n for n in args.kernels.split(",") if n and (root / n).is_dir()] or sorted(
+            p.name for p in root.iterdir() if (p / "kernel.toml").is_file())
+        if llm:
+            names = list(llm)
+        report: dict[str, Any] = {
+            "set": which, "environment": environment(), "kernels": [],
+            "settings": {"budget": args.budget, "conditions": list(conditions or ["all"]),
+                         "deadline_s": args.deadline_s, "confirm": 5, "strategy": "guided"}}
+        dest = args.out / f"corpus_{which}{'_llm' if llm else ''}.json"
+        for name in names:
+            elapsed = time.monotonic() - started
+            if args.deadline_s is not None and elapsed > args.deadline_s:
+                doc: dict[str, Any] = {"kernel": name, "skipped": f"the run's deadline "
+                                       f"({args.deadline_s:.0f} s) had passed ({elapsed:.0f} s)"}
+            else:
+                transcript = ROOT / "tests" / "transcripts" / llm[name] if name in llm else None
+                try:
+                    doc = bench_kernel(root / name, args.out, args.budget, transcript,
+                                       conditions)
+                except Exception as exc:  # one kernel's failure is data; the others still run
+                    doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+            report["kernels"].append(doc)
+            print(json.dumps(doc)[:1500], flush=True)
+            dest.write_text(json.dumps(report, indent=1))
     return 0
 
 

@@ -46,15 +46,14 @@ class FakeNcu:
     def missing(self) -> str | None:
         return self.why
 
-    def profile(self, folder: KernelFolder, template: KernelTemplate, config: Config,
-                shape: str, dtype: str, *, compiler: Any,
-                metrics: Sequence[str]) -> Mapping[str, float | str] | None:
+    def profile(self, folder: KernelFolder, template: KernelTemplate,
+                configs: Sequence[Config], shape: str, dtype: str, *, compiler: Any,
+                metrics: Sequence[str]) -> list[Mapping[str, float | str] | None]:
         assert tuple(metrics) == (L2_HIT_METRIC,)
-        self.calls += 1
-        if config.get("BLOCK_ORDER") == self.silent_for:
-            return None  # ncu ran but printed no value for this one
-        return parse_ncu_csv(NCU_CSV.replace("47.83", str(40.0 + 10 * int(
-            config.get("BLOCK_ORDER", 0)))))
+        self.calls += len(configs)
+        return [None if c.get("BLOCK_ORDER") == self.silent_for  # ncu printed no value
+                else parse_ncu_csv(NCU_CSV.replace("47.83", str(40.0 + 10 * int(
+                    c.get("BLOCK_ORDER", 0))))) for c in configs]
 
 
 def _ok(config: Config, us: float) -> TrialResult:
@@ -158,3 +157,46 @@ def test_the_planner_prompt_carries_the_finalists_rates() -> None:
     assert "not measured: ncu (Nsight Compute) is not on PATH" in context_text(
         KernelBrief.from_folder(folder),
         PromptContext(device=default_device(), measurements=(unmeasured,)))
+
+
+def test_one_ncu_run_profiles_every_finalist_on_its_second_launch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch: one driver process launches each finalist's cubin twice; ncu's results
+    come back by launch ID and each config gets its second launch (caches flushed)."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import workbench.engine.ncu as ncu
+
+    folder = load_kernel_folder(CORPUS / "transpose")
+    configs = [Config({**folder.template.default_config(), "BLOCK_ORDER": o}) for o in (0, 2)]
+    header = NCU_CSV.splitlines()[2]
+    row = NCU_CSV.splitlines()[3]
+    text = "\n".join([header, *(row.replace('"0","4242"', f'"{i}","4242"').replace(
+        "47.83", f"{10 + i}.5") for i in range(4))])
+    seen: dict[str, Any] = {}
+
+    def fake_run(command: list[str], **kw: Any) -> SimpleNamespace:
+        import json
+
+        seen["command"] = command
+        seen["problem"] = json.loads(Path(command[-1]).read_text())
+        return SimpleNamespace(returncode=0, stdout=text, stderr="")
+
+    class Compiled:
+        ok, cubin_path = True, "/nonexistent/k.cubin"
+
+    monkeypatch.setattr(ncu, "ncu_available", lambda: True)
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: "/opt/ncu")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    got = ncu.profile_configs(folder, folder.template, configs, "large", "fp32",
+                              compiler=SimpleNamespace(compile=lambda instance: Compiled()),
+                              metrics=(L2_HIT_METRIC,))
+    assert [metric_value(m, L2_HIT_METRIC) for m in got] == [11.5, 13.5]
+    command = seen["command"]
+    assert command[:9] == ["/opt/ncu", "--csv", "--clock-control", "none", "--cache-control",
+                           "all", "--metrics", L2_HIT_METRIC, "--kernel-name"]
+    problem = seen["problem"]
+    assert problem["launches"] == 2 and len(problem["kernels"]) == 2
+    assert problem["kernels"][0]["grid"] == [256, 256, 1]  # 8192 / TILE 32, at the large shape
+    assert [a["name"] for a in problem["args"]] == ["out", "in", "rows", "cols"]

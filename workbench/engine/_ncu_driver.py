@@ -1,8 +1,9 @@
 """A tiny launcher for Nsight Compute: ``python _ncu_driver.py problem.json``.
 
-Loads one cubin with pycuda, fills every buffer with random numbers (element dtype bits for
-bf16/fp16 are drawn as small random floats' bit patterns), launches the kernel three times
-(or the problem's ``launches`` times) and synchronises. It checks nothing: correctness is
+Loads one cubin with pycuda (or, under ``kernels``, several configs' cubins that share the
+problem's buffers), fills every buffer with random numbers (element dtype bits for
+bf16/fp16 are drawn as small random floats' bit patterns), launches each kernel three times
+(or the problem's ``launches`` times) in turn and synchronises. It checks nothing: correctness is
 the GPU worker's job. Runs only under ``ncu`` (:func:`workbench.engine.ncu.profile_config`
 and the benchmarks' ncu probes).
 """
@@ -24,8 +25,6 @@ def main(path: str) -> None:
 
     with open(path, encoding="utf-8") as fh:
         problem = json.load(fh)
-    module = drv.module_from_file(problem["cubin"])
-    kernel = module.get_function(problem["entry"])
     rng = np.random.default_rng(0)
     args, keep = [], []
     for arg in problem["args"]:
@@ -51,10 +50,14 @@ def main(path: str) -> None:
         buffer = drv.to_device(host)
         keep.append(buffer)
         args.append(buffer)
-    for _ in range(int(problem.get("launches", 3))):
-        kernel(*args, grid=tuple(problem["grid"]), block=tuple(problem["block"]),
-               shared=int(problem["smem_bytes"]))
-    drv.Context.synchronize()
+    # one kernel (the problem itself) or several configs' cubins on the same buffers, each
+    # launched ``launches`` times in turn
+    for launch in problem.get("kernels", [problem]):
+        kernel = drv.module_from_file(launch["cubin"]).get_function(launch["entry"])
+        for _ in range(int(problem.get("launches", 3))):
+            kernel(*args, grid=tuple(launch["grid"]), block=tuple(launch["block"]),
+                   shared=int(launch["smem_bytes"]))
+        drv.Context.synchronize()
 
 
 if __name__ == "__main__":

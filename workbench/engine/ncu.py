@@ -82,18 +82,28 @@ def parse_ncu_csv(text: str) -> dict[str, float | str]:
 
     Numbers lose their thousands separators and become floats; other values stay text.
     """
-    out: dict[str, float | str] = {}
+    launches = ncu_launches(text)
+    return launches[0] if launches else {}
+
+
+def ncu_launches(text: str) -> list[dict[str, float | str]]:
+    """One metric dict per profiled launch (ncu's result ``ID``), in launch order; keys are
+    ``name (unit)`` (or the bare name without a unit), numbers as floats."""
+    by_id: dict[str, dict[str, float | str]] = {}
     for row in ncu_csv_rows(text):
         name, value = row.get("Metric Name"), row.get("Metric Value")
-        if not name or value is None or name in out:
+        if not name or value is None:
             continue
+        out = by_id.setdefault(row.get("ID") or "0", {})
         unit = (row.get("Metric Unit") or "").strip()
         key = f"{name} ({unit})" if unit else name
+        if key in out:
+            continue
         try:
             out[key] = float(value.replace(",", ""))
         except ValueError:
             out[key] = value
-    return out
+    return [by_id[k] for k in sorted(by_id, key=lambda k: int(k) if k.isdigit() else 0)]
 
 
 def ncu_problem(folder: KernelFolder, template: KernelTemplate, config: Config, shape: str,
@@ -109,56 +119,82 @@ def profile_config(folder: KernelFolder, template: KernelTemplate, config: Confi
                    dtype: str, *, compiler: Any, metrics: Sequence[str] = NCU_METRICS,
                    timeout_s: float = 120.0) -> Mapping[str, float | str] | None:
     """Nsight Compute metrics of one config at (shape, dtype), or None (see module doc)."""
+    return profile_configs(folder, template, [config], shape, dtype, compiler=compiler,
+                           metrics=metrics, timeout_s=timeout_s)[0]
+
+
+def profile_configs(folder: KernelFolder, template: KernelTemplate, configs: Sequence[Config],
+                    shape: str, dtype: str, *, compiler: Any,
+                    metrics: Sequence[str] = NCU_METRICS,
+                    timeout_s: float = 240.0) -> list[Mapping[str, float | str] | None]:
+    """Nsight Compute metrics of each of ``configs`` at (shape, dtype), in one ncu run over
+    one driver process (None for a config that did not compile or gave no row; all None
+    when ncu cannot run). Each config is launched twice on the same buffers and its second
+    launch is profiled, caches flushed before it, clocks left as they are."""
+    none: list[Mapping[str, float | str] | None] = [None] * len(configs)
     if not ncu_available():
-        return None
+        return none
     try:
-        compiled = compiler.compile(template.render(config, dtype))
-        if not compiled.ok or compiled.cubin_path is None:
-            return None
+        kernels: list[tuple[int, dict[str, Any]]] = []
+        for i, config in enumerate(configs):
+            compiled = compiler.compile(template.render(config, dtype))
+            if compiled.ok and compiled.cubin_path is not None:
+                kernels.append((i, ncu_problem(folder, template, config, shape, dtype,
+                                               compiled.cubin_path)))
+        if not kernels:
+            return none
+        problem = {"args": kernels[0][1]["args"], "launches": 2,
+                   "kernels": [{k: v for k, v in p.items() if k != "args"} for _i, p in kernels]}
         with tempfile.TemporaryDirectory(prefix="wb-ncu-") as tmp:
             problem_path = Path(tmp) / "problem.json"
-            problem_path.write_text(json.dumps(
-                ncu_problem(folder, template, config, shape, dtype, compiled.cubin_path)))
+            problem_path.write_text(json.dumps(problem))
             # clocks as they are (ncu would lock them to base otherwise); caches flushed
             command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none",
                        "--cache-control", "all", "--metrics", ",".join(metrics),
-                       "--kernel-name", template.entry, "--launch-skip", "1",
-                       "--launch-count", "1", sys.executable, str(DRIVER), str(problem_path)]
+                       "--kernel-name", template.entry, sys.executable, str(DRIVER),
+                       str(problem_path)]
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
                                   check=False)
         if done.returncode != 0:
             log.warning("ncu exited with %d: %s", done.returncode, done.stderr[-500:])
-            return None
-        return parse_ncu_csv(done.stdout) or None
+            return none
+        launches = ncu_launches(done.stdout)
+        out = list(none)
+        for n, (i, _p) in enumerate(kernels):
+            if 2 * n + 1 < len(launches):
+                out[i] = launches[2 * n + 1] or None
+        return out
     except Exception:  # profiling is optional: never fail the loop
         log.warning("profiling %s %s/%s failed; continuing without profiler metrics",
                     template.name, shape, dtype, exc_info=True)
-        return None
+        return none
 
 
 class MetricProfiler(Protocol):
-    """Profiles one config of a template (Nsight Compute here; a fake in tests)."""
+    """Profiles configs of a template (Nsight Compute here; a fake in tests)."""
 
     def missing(self) -> str | None:
         """Why it cannot profile on this machine, or None."""
         ...
 
-    def profile(self, folder: KernelFolder, template: KernelTemplate, config: Config,
-                shape: str, dtype: str, *, compiler: Any,
-                metrics: Sequence[str]) -> Mapping[str, float | str] | None: ...
+    def profile(self, folder: KernelFolder, template: KernelTemplate,
+                configs: Sequence[Config], shape: str, dtype: str, *, compiler: Any,
+                metrics: Sequence[str]) -> list[Mapping[str, float | str] | None]:
+        """One metric dict (or None) per config, in order."""
+        ...
 
 
 class NcuProfiler:
-    """:func:`profile_config` behind the :class:`MetricProfiler` protocol."""
+    """:func:`profile_configs` behind the :class:`MetricProfiler` protocol."""
 
     def missing(self) -> str | None:
         return ncu_missing()
 
-    def profile(self, folder: KernelFolder, template: KernelTemplate, config: Config,
-                shape: str, dtype: str, *, compiler: Any,
-                metrics: Sequence[str]) -> Mapping[str, float | str] | None:
-        return profile_config(folder, template, config, shape, dtype, compiler=compiler,
-                              metrics=metrics)
+    def profile(self, folder: KernelFolder, template: KernelTemplate,
+                configs: Sequence[Config], shape: str, dtype: str, *, compiler: Any,
+                metrics: Sequence[str]) -> list[Mapping[str, float | str] | None]:
+        return profile_configs(folder, template, configs, shape, dtype, compiler=compiler,
+                               metrics=metrics)
 
 
 def metric_value(metrics: Mapping[str, float | str] | None, name: str) -> float | None:
@@ -183,13 +219,12 @@ def finalist_l2(folder: KernelFolder, template: KernelTemplate, runner: object,
     why = profiler.missing()
     if why is not None:
         return L2Profile(note=why)
+    timed = [f for f in finalists if f.status is Status.OK]
+    got = profiler.profile(folder, template, [f.config for f in timed], shape, dtype,
+                           compiler=runner.compiler, metrics=(L2_HIT_METRIC,))
     rows: list[FinalistL2] = []
     failed: list[str] = []
-    for f in finalists:
-        if f.status is not Status.OK:
-            continue
-        metrics = profiler.profile(folder, template, f.config, shape, dtype,
-                                   compiler=runner.compiler, metrics=(L2_HIT_METRIC,))
+    for f, metrics in zip(timed, got, strict=True):
         rate = metric_value(metrics, L2_HIT_METRIC)
         if rate is None:
             failed.append(str(dict(f.config)))
