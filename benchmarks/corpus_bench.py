@@ -10,7 +10,7 @@ of the same bytes timed in the same run.
         [--conditions read] [--deadline-s 360]
 
 Writes $OUT/corpus_<set>.json (device, driver, CUDA, date, the run's settings) and one
-SQLite store per kernel. For 2-D tiled kernels the tune report's finalists carry their L2
+SQLite store per kernel (under ``--stores``, default $OUT). For 2-D tiled kernels the tune report's finalists carry their L2
 hit rates (Nsight Compute, where ``ncu`` is present), kept under ``tune.l2``. A kernel not
 started before ``--deadline-s`` (seconds since the start) is recorded as skipped.
 """
@@ -186,6 +186,8 @@ def main() -> int:
     ap.add_argument("--conditions", default="",
                     help="the confirmation's cache conditions (default: all; 'read': the "
                          "search's condition only, a shorter run)")
+    ap.add_argument("--stores", type=Path, default=None,
+                    help="folder for the per-kernel SQLite stores (default: --out)")
     ap.add_argument("--deadline-s", type=float, default=None,
                     help="start no kernel after this many seconds (recorded as skipped)")
     ap.add_argument("--table", type=Path, help="print the README table of a results file")
@@ -198,6 +200,8 @@ def main() -> int:
     if args.out is None:
         ap.error("--out is required to measure")
     args.out.mkdir(parents=True, exist_ok=True)
+    stores = args.stores or args.out
+    stores.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     conditions = tuple(c for c in args.conditions.split(",") if c) or None
     llm = dict(pair.split("=", 1) for pair in args.llm.split(",") if pair)
@@ -222,7 +226,7 @@ def main() -> int:
             else:
                 transcript = ROOT / "tests" / "transcripts" / llm[name] if name in llm else None
                 try:
-                    doc = bench_kernel(root / name, args.out, args.budget, transcript,
+                    doc = bench_kernel(root / name, stores, args.budget, transcript,
                                        conditions)
                 except Exception as exc:  # one kernel's failure is data; the others still run
                     doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
