@@ -200,3 +200,24 @@ def test_one_ncu_run_profiles_every_finalist_on_its_second_launch(
     assert problem["launches"] == 2 and len(problem["kernels"]) == 2
     assert problem["kernels"][0]["grid"] == [256, 256, 1]  # 8192 / TILE 32, at the large shape
     assert [a["name"] for a in problem["args"]] == ["out", "in", "rows", "cols"]
+
+
+def test_the_agent_keeps_the_finalists_l2_for_its_planner(tmp_path: Path) -> None:
+    """The agent's tune step carries the report's L2 profile into the iteration's record
+    and the planner's measurement (here: no ncu, so the reason, never a number)."""
+    from workbench.agent import run_agent
+    from workbench.store.sqlite import SQLiteStore
+
+    folder = load_kernel_folder(CORPUS / "transpose")
+    with SQLiteStore(tmp_path / "agent.sqlite") as store:
+        outcome = run_agent(folder, runner=SyntheticRunner(folder), store=store,
+                            iterations=1, strategy="random", budget=3, shape="small",
+                            dtype="fp32", auto_approve=True, allow_unverified=True,
+                            initial_template=folder.template)
+        searches = [r.detail["search"] for r in store.iterations(outcome.session_id)
+                    if "search" in r.detail]
+    assert searches and all("l2" in s for s in searches)
+    l2 = searches[0]["l2"]
+    assert l2 is not None and l2["method"].startswith("Nsight Compute")
+    if shutil.which("ncu") is None:
+        assert l2["note"] == "ncu (Nsight Compute) is not on PATH" and l2["finalists"] == []
