@@ -171,7 +171,8 @@ def test_corpus_templates_compile_at_their_corners(compiler: Compiler) -> None:
             assert result.ok, f"{name} {config}: {result.error_summary}\n{result.log[-1500:]}"
 
 
-@pytest.mark.parametrize("folder", sorted(p.parent for p in (ROOT / "corpus").glob("*/kernel.toml")),
+@pytest.mark.parametrize("folder", sorted(p.parent for kind in ("corpus", "corpus_holdout")
+                                           for p in (ROOT / kind).glob("*/kernel.toml")),
                          ids=lambda p: p.name)
 def test_committed_corpus_templates_are_what_the_templater_writes(folder: Path) -> None:
     """The folders' template.cu and launch rules (written by ``propose --write``) are the
