@@ -12,10 +12,12 @@ import pytest
 
 from workbench.cli import main
 from workbench.core.dispatch import (
+    bucket_ratio,
     build_table,
     concrete,
     leave_one_out,
     median_loss_pct,
+    neighbours,
     sweep_shapes,
     symbolic,
 )
@@ -50,6 +52,38 @@ def test_leave_one_out_scores_each_shape_on_its_own_measurements() -> None:
     assert by["t1"].nearest == "t8" and by["t1"].config == A and by["t1"].loss_pct == 0.0
     assert by["t64"].nearest in ("t8", "t512")
     assert median_loss_pct(rows) is not None and median_loss_pct([]) is None
+
+
+def test_neighbours_are_the_adjacent_tuned_shapes() -> None:
+    near = neighbours(SIZES, list(SIZES))
+    assert near == {"t1": ("t8",), "t8": ("t1", "t64"), "t64": ("t8", "t512"),
+                    "t512": ("t64",)}
+
+
+# F is fastest at t8 but falls off towards t64; R is 1 % slower at t8 and holds at t64.
+F, R = Config(SPLIT=16, VEC=4), Config(SPLIT=4, VEC=8)
+EDGE = {"t1": {F: 2.0, R: 2.02}, "t8": {F: 2.0, R: 2.02},
+        "t64": {F: 4.4, R: 3.0, B: 3.0}, "t512": {B: 6.0, F: 9.0, R: 6.6}}
+
+
+def test_a_shape_takes_the_config_that_holds_over_its_bucket() -> None:
+    best = {s: min(v.values()) for s, v in EDGE.items()}
+    assert bucket_ratio(EDGE, best, F, "t8", ("t1", "t64")) == pytest.approx((4.4 / 3.0) ** 0.5)
+    assert bucket_ratio(EDGE, best, B, "t64", ("t8", "t512")) is None  # never timed at t8
+    table = build_table("k", "bf16", EDGE, SIZES, tolerance_pct=3.0)
+    by = {s: table.configs[i] for s, _, i in table.entries}
+    assert by["t8"] == R and by["t1"] == R  # F is faster there, but not half-way to t64
+    assert by["t512"] == B
+
+
+def test_leave_one_out_never_learns_from_the_left_out_shape() -> None:
+    # R was only found by t8's search (then measured elsewhere): t8's turn must do without
+    found = {F: {"t1"}, R: {"t8"}, B: {"t64", "t512"}}
+    rows = {r.shape: r for r in leave_one_out("k", "bf16", EDGE, SIZES, 3.0, found_at=found)}
+    assert rows["t8"].config != R and rows["t8"].config in (F, B)
+    assert rows["t1"].config == R  # t1's turn may use R: t8's search found it
+    unfiltered = {r.shape: r for r in leave_one_out("k", "bf16", EDGE, SIZES, 3.0)}
+    assert unfiltered["t8"].config == R
 
 
 def test_specialisation_knobs_stay_symbolic() -> None:

@@ -4,7 +4,11 @@ Python, and its leave-one-out evaluation.
 
     workbench tune FOLDER --shape decode --sweep tokens=1..8192:log2 --store s.sqlite
     workbench dispatch FOLDER --shape decode --sweep tokens=1..8192:log2 --store s.sqlite \\
-        --out dispatch/ --eval [--live]
+        [--cross 4] --out dispatch/ --eval [--live]
+
+``--cross K`` first measures, on the GPU, the K fastest configs each shape's search found
+at every other shape where they were never timed (stored under a session noted
+``dispatch --cross``), so the table can see how a config falls off between tuned shapes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from workbench.core.dispatch import (
     median_loss_pct,
     specialised_knobs,
     sweep_shapes,
+    symbolic,
 )
 from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -55,24 +60,71 @@ def shape_list(args: argparse.Namespace) -> tuple[KernelFolder, list[str]]:
     return folder, list(dict.fromkeys(names))
 
 
+#: The notes of the store session that holds ``--cross`` measurements (not a search's).
+CROSS_NOTES = "dispatch --cross"
+
+#: shape -> config -> fastest median (us); config -> the shapes whose search found it
+Measured = tuple[dict[str, dict[Config, float]], dict[Config, set[str]]]
+
+
 def _times(folder: KernelFolder, shapes: list[str], dtype: str,
-           args: argparse.Namespace) -> dict[str, dict[Config, float]]:
-    """Each shape's fastest median per config: from the store, or the recording."""
+           args: argparse.Namespace) -> Measured:
+    """Each shape's fastest median per config (from the store, or the recording) and, per
+    config, the shapes whose search measured it (``--cross`` measurements excluded)."""
     times: dict[str, dict[Config, float]] = {s: {} for s in shapes}
+    found_at: dict[Config, set[str]] = {}
     if args.replay is not None:
         from workbench.engine.replay import ReplayRunner
 
-        results = [t for t in ReplayRunner(folder, args.replay or None).recording.trials]
+        results = [(t, False) for t in ReplayRunner(folder, args.replay or None).recording.trials]
     else:
         from workbench.store.sqlite import SQLiteStore
 
         store = SQLiteStore(args.store)
-        results = [t.result for s in shapes for t in store.trials(shape=s, dtype=dtype)]
-    for r in results:
+        cross = {x.id for x in store.sessions(folder.name) if x.notes.startswith(CROSS_NOTES)}
+        results = [(t.result, t.session_id in cross) for s in shapes
+                   for t in store.trials(shape=s, dtype=dtype)]
+    for r, crossed in results:
         if r.shape in times and r.dtype == dtype and r.status is Status.OK and r.median_us:
             row = times[r.shape]
             row[r.config] = min(r.median_us, row.get(r.config, float("inf")))
-    return times
+            if not crossed:
+                found_at.setdefault(r.config, set()).add(r.shape)
+    return times, found_at
+
+
+def _cross(args: argparse.Namespace, folder: KernelFolder, shapes: list[str], dtype: str,
+           measured: Measured, knobs: Mapping[str, str], out: Any) -> None:
+    """Measure the ``args.cross`` fastest configs of each shape's own search at every other
+    shape where they were never timed, and store them (session noted CROSS_NOTES)."""
+    from workbench.engine.runner import LocalRunner
+    from workbench.store.base import provenance_for
+    from workbench.store.sqlite import SQLiteStore
+
+    times, found_at = measured
+    sizes = {s: folder.shape_values(s) for s in shapes}
+    pool: list[Config] = []
+    for s in shapes:
+        own = sorted((c for c in times[s] if s in found_at.get(c, ())), key=times[s].__getitem__)
+        pool += [symbolic(c, sizes[s], knobs) for c in own[:args.cross]]
+    pool = list(dict.fromkeys(pool))
+    template = _covering(folder.template, pool)
+    wanted = []
+    for m in shapes:
+        space = template.space(folder.env(m, dtype))
+        for cfg in pool:
+            cand = concrete(cfg, sizes[m])
+            if cand not in times[m] and space.rejection(cand) is None:
+                wanted.append(Candidate(cand, m, dtype))
+    print(f"cross: {len(pool)} configs (the {args.cross} fastest of each shape's search), "
+          f"{len(wanted)} measurements at shapes that never timed them", file=out)
+    store = SQLiteStore(args.store)
+    with LocalRunner(folder) as runner:
+        runner.use_template(template)
+        provenance = provenance_for(runner, folder.template)
+        session = store.create_session(folder.name, notes=f"{CROSS_NOTES} {args.cross}")
+        for result in runner.measure(wanted):
+            store.record_trial(result, provenance, session.id)
 
 
 def cmd_dispatch(args: argparse.Namespace) -> int:
@@ -80,7 +132,12 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     out = args.stdout
     folder, shapes = shape_list(args)
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
-    times = _times(folder, shapes, dtype, args)
+    knobs = specialised_knobs(folder.template.shape_bounds)
+    measured = _times(folder, shapes, dtype, args)
+    if args.cross and args.replay is None:
+        _cross(args, folder, shapes, dtype, measured, knobs, out)
+        measured = _times(folder, shapes, dtype, args)
+    times, found_at = measured
     empty = [s for s in shapes if not times[s]]
     if empty:
         print(f"no measured configs for {empty} ({'recording' if args.replay is not None else args.store}); "
@@ -88,7 +145,6 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     sizes = {s: folder.shape_values(s) for s in shapes}
-    knobs = specialised_knobs(folder.template.shape_bounds)
     table = build_table(folder.name, dtype, times, sizes, args.tolerance, knobs)
     print(f"{folder.name} [{dtype}]: {len(table.configs)} configs for {len(shapes)} shapes, "
           f"each within {args.tolerance:g} % of its fastest", file=out)
@@ -106,14 +162,15 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
         (folder_out / f"{stem}.py").write_text(table.to_python())
         print(f"  wrote {folder_out}/{stem}.h, .json, .py", file=out)
     if args.eval:
-        return _evaluate(args, folder, dtype, times, sizes, knobs, out)
+        return _evaluate(args, folder, dtype, (times, found_at), sizes, knobs, out)
     return 0
 
 
 def _evaluate(args: argparse.Namespace, folder: KernelFolder, dtype: str,
-              times: dict[str, dict[Config, float]], sizes: Mapping[str, Mapping[str, int]],
+              measured: Measured, sizes: Mapping[str, Mapping[str, int]],
               knobs: Mapping[str, str], out: Any) -> int:
-    rows = leave_one_out(folder.name, dtype, times, sizes, args.tolerance, knobs)
+    times, found_at = measured
+    rows = leave_one_out(folder.name, dtype, times, sizes, args.tolerance, knobs, found_at)
     missing = [r for r in rows if r.time_us is None]
     if missing and args.live:  # measure the dispatched configs where they were never timed
         from workbench.engine.runner import LocalRunner
@@ -169,6 +226,10 @@ def register(sub: Any) -> None:
                    help="take the measurements from a recording instead of the store")
     p.add_argument("--tolerance", type=float, default=3.0,
                    help="a shape may take a config this many %% slower than its fastest")
+    p.add_argument("--cross", type=int, default=0, metavar="K",
+                   help="first measure on the GPU the K fastest configs of each shape's search "
+                        "at every other shape (stored; the table interpolates between shapes "
+                        "with them)")
     p.add_argument("--out", help="folder for <kernel>_<dtype>_dispatch.h/.json/.py")
     p.add_argument("--eval", action="store_true",
                    help="leave-one-out: each shape dispatched by a table built without it")

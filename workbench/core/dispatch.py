@@ -2,14 +2,24 @@
 problem size to one of them.
 
 Given each tuned shape's measured configs, :func:`build_table` picks as few distinct
-configs as it can such that every tuned shape gets one within ``tolerance_pct`` of that
-shape's fastest (greedy set cover: repeatedly the config that is good enough at the most
-shapes not yet covered, ties to the smaller summed slowdown), and each shape takes the
-fastest chosen config that covers it. A problem size is dispatched to the tuned shape
-nearest to it in log2 space (the sum over sizes of |log2(size / tuned size)|), i.e. bucket
-boundaries sit at geometric midpoints. :func:`leave_one_out` measures how well that
-transfers: each tuned shape in turn is left out of the table, dispatched, and its loss is
-the measured time of the config it gets over its own fastest.
+configs as it can such that every tuned shape's *bucket* gets one within ``tolerance_pct``
+(greedy set cover: repeatedly the config that covers the most shapes not yet covered, ties to
+the smaller summed slowdown), and each shape takes the chosen config that covers its bucket
+best. A problem size is dispatched to the tuned shape nearest to it in log2 space (the sum
+over sizes of |log2(size / tuned size)|), so a shape's bucket reaches half-way (in log2) to
+each neighbouring tuned shape (:func:`neighbours`). A config's slowdown at a bucket edge is
+interpolated log-linearly between the shape and that neighbour (the geometric mean of its
+slowdowns at the two: :func:`bucket_ratio`), so a config that is fastest at its shape but
+falls off towards the next one does not serve the shapes in between. A config covers a
+shape when it is within the tolerance at the shape and its bucket ratio is within the
+tolerance of the best bucket ratio any such config reaches there; where no config was
+measured at a neighbour, the shape alone decides. Measuring each shape's fastest configs at
+the other shapes (``workbench dispatch --cross K``) gives the interpolation its data.
+
+:func:`leave_one_out` measures how well the table transfers: each tuned shape in turn is
+left out (its measurements, and every config only its own search found), dispatched by a
+table built from the others, and its loss is the measured time of the config it gets over
+its own fastest.
 
 Specialisation knobs (a compile-time size such as HIDDEN_CONST, whose choices offer the
 shape's own value: :mod:`workbench.core.shape_params`) are kept symbolic: a config that
@@ -24,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from workbench.core.errors import WorkbenchError
@@ -175,6 +185,44 @@ def symbolic_times(times: Times, sizes: Mapping[str, Mapping[str, int]],
     return out
 
 
+def _log2_distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    return sum(abs(math.log2(max(int(a.get(n, 1)), 1) / max(int(b.get(n, 1)), 1)))
+               for n in set(a) | set(b))
+
+
+def neighbours(sizes: Mapping[str, Mapping[str, int]],
+               shapes: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each shape's neighbouring tuned shapes: those with no other tuned shape between them
+    in log2 space (for a sweep of one size: the next smaller and the next larger)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for s in shapes:
+        near = []
+        for t in shapes:
+            if t == s:
+                continue
+            d = _log2_distance(sizes[s], sizes[t])
+            if not any(_log2_distance(sizes[s], sizes[u]) + _log2_distance(sizes[u], sizes[t])
+                       <= d + 1e-9 for u in shapes if u not in (s, t)):
+                near.append(t)
+        out[s] = tuple(near)
+    return out
+
+
+def bucket_ratio(times: Times, best: Mapping[str, float], config: Config, shape: str,
+                 near: Sequence[str]) -> float | None:
+    """The worst slowdown of ``config`` over ``shape``'s bucket: at the shape itself and,
+    towards each neighbour, the log-linear interpolation half-way (the geometric mean of the
+    slowdowns at the shape and at the neighbour). None: not measured at a neighbour."""
+    here = times[shape][config] / best[shape]
+    worst = here
+    for n in near:
+        t = times[n].get(config)
+        if t is None:
+            return None
+        worst = max(worst, math.sqrt(here * t / best[n]))
+    return worst
+
+
 def build_table(kernel: str, dtype: str, times: Times,
                 sizes: Mapping[str, Mapping[str, int]], tolerance_pct: float = 3.0,
                 specialised: Mapping[str, str] | None = None) -> DispatchTable:
@@ -187,13 +235,23 @@ def build_table(kernel: str, dtype: str, times: Times,
                              key="times", value=list(times), expected="measured configs")
     best = {s: min(times[s].values()) for s in shapes}
     limit = 1.0 + tolerance_pct / 100.0
+    near = neighbours(sizes, shapes)
+    bucket: dict[tuple[Config, str], float] = {}
     good: dict[Config, set[str]] = {}
     slow: dict[Config, float] = {}
     for s in shapes:
-        for cfg, t in times[s].items():
-            if t <= best[s] * limit:
+        fits = [c for c, t in times[s].items() if t <= best[s] * limit]
+        for cfg in fits:
+            r = bucket_ratio(times, best, cfg, s, near[s])
+            if r is not None:
+                bucket[(cfg, s)] = r
+        known = [bucket[(c, s)] for c in fits if (c, s) in bucket]
+        target = max(limit, min(known) * limit) if known else math.inf
+        for cfg in fits:
+            if not known or bucket.get((cfg, s), math.inf) <= target:
                 good.setdefault(cfg, set()).add(s)
-                slow[cfg] = slow.get(cfg, 0.0) + t / best[s]
+                slow[cfg] = slow.get(cfg, 0.0) + bucket.get((cfg, s),
+                                                            times[s][cfg] / best[s])
     chosen: list[Config] = []
     uncovered = set(shapes)
     while uncovered:
@@ -204,7 +262,8 @@ def build_table(kernel: str, dtype: str, times: Times,
     entries = []
     for s in shapes:
         covering = [i for i, c in enumerate(chosen) if s in good[c]]
-        index = min(covering, key=lambda i: times[s][chosen[i]])
+        index = min(covering, key=lambda i: (bucket.get((chosen[i], s), math.inf),
+                                             times[s][chosen[i]]))
         entries.append((s, tuple(int(sizes[s].get(n, 1)) for n in names), index))
     return DispatchTable(kernel=kernel, dtype=dtype, size_names=names, configs=tuple(chosen),
                          entries=tuple(entries), tolerance_pct=tolerance_pct)
@@ -224,15 +283,29 @@ class LeaveOneOut:
 
 def leave_one_out(kernel: str, dtype: str, times: Times,
                   sizes: Mapping[str, Mapping[str, int]], tolerance_pct: float = 3.0,
-                  specialised: Mapping[str, str] | None = None) -> list[LeaveOneOut]:
+                  specialised: Mapping[str, str] | None = None,
+                  found_at: Mapping[Config, Set[str]] | None = None) -> list[LeaveOneOut]:
     """Each shape left out in turn, dispatched by the others' table, scored on its own
-    measurements (needs two or more shapes)."""
+    measurements (needs two or more shapes). ``found_at``: config -> the shapes whose
+    search found it (the rest of ``times`` measured elsewhere-found configs, e.g. by
+    ``dispatch --cross``); a config only the left-out shape's search found is dropped from
+    the other shapes' data for its turn, so the table never learns from the shape it is
+    scored on. Without ``found_at`` every measurement counts as its shape's own search."""
     if specialised:
+        if found_at is not None:
+            merged: dict[Config, set[str]] = {}
+            for cfg, where in found_at.items():
+                for s in where:
+                    merged.setdefault(symbolic(cfg, sizes[s], specialised), set()).add(s)
+            found_at = merged
         times = symbolic_times(times, sizes, specialised)
     shapes = [s for s in times if times[s]]
     out = []
     for s in shapes:
-        rest = {k: v for k, v in times.items() if k != s and v}
+        rest = {k: ({c: t for c, t in v.items()
+                     if found_at is None or (found_at.get(c, {k}) - {s})})
+                    for k, v in times.items() if k != s and v}
+        rest = {k: v for k, v in rest.items() if v}
         if not rest:
             continue
         table = build_table(kernel, dtype, rest, sizes, tolerance_pct)
