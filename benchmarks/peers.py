@@ -190,9 +190,25 @@ class OurKernel:
         # torch's current stream: the gate, a graph capture and the peers all use it
         import cupy
 
+        if self.launch.pdl:  # programmatic dependent launch: CuPy cannot set the attribute
+            self._launch_pdl()
+            return
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         self.fn(self.launch.grid, self.launch.block, tuple(self.args),
                 shared_mem=self.launch.smem_bytes, stream=stream)
+
+    def _launch_pdl(self) -> None:
+        import ctypes
+
+        from workbench.engine.pdl_launch import launch_pdl
+
+        values = [ctypes.c_void_p(a.data.ptr) if hasattr(a, "data") and hasattr(a.data, "ptr")
+                  else {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64}.get(
+                      type(a), ctypes.c_float)(a.item()) for a in self.args]
+        params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
+        launch_pdl(int(self.fn.ptr), self.launch.grid, self.launch.block,
+                   self.launch.smem_bytes, int(torch.cuda.current_stream().cuda_stream),
+                   params=params)
 
 
 # --- peers per kernel -----------------------------------------------------------------------

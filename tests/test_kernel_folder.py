@@ -204,3 +204,20 @@ def test_defaults_violating_constraints_are_reported(tmp_path: Path) -> None:
 def test_not_a_folder(tmp_path: Path) -> None:
     with pytest.raises(KernelFolderError, match="not a directory"):
         load_kernel_folder(tmp_path / "nope")
+
+
+def test_pdl_is_an_expression_of_the_config(tmp_path: Path) -> None:
+    toml = TOML.replace('[template]\n', '[template]\npdl = "ITEMS == 2"\n', 1)
+    kf = load_kernel_folder(make_folder(tmp_path, toml))
+    env = kf.env("big", "bf16")
+    assert kf.template.launch_for(Config(BLOCK=128, ITEMS=2), env).pdl is True
+    assert kf.template.launch_for(Config(BLOCK=128, ITEMS=4), env).pdl is False
+    assert kf.baseline.launch_for({}, env).pdl is False  # no pdl key: a plain launch
+    from workbench.engine.runner import _geometry
+
+    message = _geometry(kf.template.launch_for(Config(BLOCK=128, ITEMS=2), env)).to_message()
+    assert message["pdl"] is True
+    assert "pdl" not in _geometry(kf.baseline.launch_for({}, env)).to_message()
+    bad = TOML.replace('[template]\n', '[template]\npdl = "ITEMS +"\n', 1)
+    (tmp_path / "b").mkdir()
+    assert any("template.pdl" in p for p in problems_of(make_folder(tmp_path / "b", bad)))

@@ -6,7 +6,12 @@
 // their rows; its threads stride over the flattened (token, vector) pairs of that tile.
 //   - ROW_SPLIT > 1 spreads a few long rows (decode batches) over more SMs;
 //   - TOKENS_PER_BLOCK > 1 packs short rows into one block;
-//   - UNROLL vectors are loaded before any is used, for memory-level parallelism.
+//   - UNROLL vectors are loaded before any is used, for memory-level parallelism;
+//   - PDL 1: launched with programmatic dependent launch (kernel.toml's `pdl`), like
+//     FlashInfer's kernels: each block waits for the previous kernel on the stream
+//     (griddepcontrol.wait) before it reads and lets the next kernel launch when it is done
+//     (griddepcontrol.launch_dependents), so back to back (a CUDA graph, a model's stream)
+//     the next launch overlaps this one's tail. PDL 0: the plain kernel.
 // Block size is min(BLOCK_THREADS, work items of a tile) (see kernel.toml), so the defaults
 // (1024 threads, 16-byte vectors, 1 token, no split) launch exactly like the baseline.
 // Requires d % VEC == 0 (constraint): the up half then stays VEC_BYTES-aligned.
@@ -34,6 +39,14 @@
 #endif
 #ifndef FAST_EXP
 #define FAST_EXP 0  // 1: __expf (SFU, ~2 ulp), 0: expf
+#endif
+#ifndef PDL
+#define PDL 0  // 1: programmatic dependent launch (sm_90+), 0: plain launch
+#endif
+#if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define WB_PDL 1
+#else
+#define WB_PDL 0
 #endif
 
 typedef SCALAR_T scalar_t;
@@ -69,6 +82,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   const int cols = min(chunk, num_vecs - col_begin);
   const int tok_begin = static_cast<int>(blockIdx.x) * TOKENS_PER_BLOCK;
   const int toks = min(TOKENS_PER_BLOCK, tokens - tok_begin);
+#if WB_PDL
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the previous kernel's writes are visible
+#endif
   if (cols <= 0 || toks <= 0) return;
 
   const int work = toks * cols;  // (token, vector) pairs in this block's tile
@@ -100,4 +116,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
       }
     }
   }
+#if WB_PDL
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
 }

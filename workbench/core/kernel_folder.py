@@ -46,7 +46,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shapes",
              "tolerances", "args", "baseline", "template"}
 _ARG_KEYS = {"name", "dtype", "shape", "role", "value", "tolerance"}
-_LAUNCH_KEYS = {"source", "entry", "grid", "block", "smem_bytes"}
+_LAUNCH_KEYS = {"source", "entry", "grid", "block", "smem_bytes", "pdl"}
 
 
 @dataclass(frozen=True)
@@ -266,9 +266,10 @@ def _launch(c: _Collector, section: Mapping[str, Any], key: str,
     grid = _expr_list(c, section.get("grid"), f"{key}.grid", known)
     block = _expr_list(c, section.get("block"), f"{key}.block", known)
     smem = _expr(c, section.get("smem_bytes", "0"), f"{key}.smem_bytes", known)
-    if grid is None or block is None or smem is None:
+    pdl = _expr(c, section["pdl"], f"{key}.pdl", known) if "pdl" in section else None
+    if grid is None or block is None or smem is None or ("pdl" in section and pdl is None):
         return None
-    return LaunchRules(grid=tuple(grid), block=tuple(block), smem_bytes=smem)
+    return LaunchRules(grid=tuple(grid), block=tuple(block), smem_bytes=smem, pdl=pdl)
 
 
 def _int_tolerance(c: _Collector, value: Any, key: str, dtype: str) -> Tolerance | None:

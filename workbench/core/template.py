@@ -28,6 +28,10 @@ class Launch:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem_bytes: int
+    #: launched with programmatic dependent launch (the kernel may start while the previous
+    #: kernel on its stream finishes; it must wait with ``griddepcontrol.wait`` before it
+    #: touches memory that kernel writes)
+    pdl: bool = False
 
     @property
     def threads_per_block(self) -> int:
@@ -50,6 +54,7 @@ class LaunchRules:
     grid: tuple[Expr, ...]
     block: tuple[Expr, ...]
     smem_bytes: Expr
+    pdl: Expr | None = None  # true: programmatic dependent launch (Launch.pdl)
 
     @classmethod
     def parse(cls, grid: Sequence[str], block: Sequence[str], smem_bytes: str = "0",
@@ -66,7 +71,7 @@ class LaunchRules:
 
     @property
     def names(self) -> frozenset[str]:
-        out: set[str] = set(self.smem_bytes.names)
+        out: set[str] = set(self.smem_bytes.names) | (self.pdl.names if self.pdl else set())
         for e in (*self.grid, *self.block):
             out |= e.names
         return frozenset(out)
@@ -88,11 +93,13 @@ class LaunchRules:
 
         grid = _pad3([as_int(e, f"grid[{i}]") for i, e in enumerate(self.grid)])
         block = _pad3([as_int(e, f"block[{i}]") for i, e in enumerate(self.block)])
-        return Launch(grid=grid, block=block, smem_bytes=as_int(self.smem_bytes, "smem_bytes"))
+        return Launch(grid=grid, block=block, smem_bytes=as_int(self.smem_bytes, "smem_bytes"),
+                      pdl=bool(self.pdl.evaluate(env)) if self.pdl is not None else False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"grid": [e.text for e in self.grid], "block": [e.text for e in self.block],
-                "smem_bytes": self.smem_bytes.text}
+                "smem_bytes": self.smem_bytes.text,
+                **({"pdl": self.pdl.text} if self.pdl is not None else {})}
 
 
 @dataclass(frozen=True)

@@ -237,7 +237,7 @@ class GpuSession:
             bus = None
         self.nvml = _Nvml(bus)
         self.modules: dict[str, Any] = {}
-        self.functions: dict[tuple[str, str, str], Any] = {}
+        self.functions: dict[tuple[str, str, str, bool], Any] = {}
         self.references: dict[str, Any] = {}
         self.checked: set[str] = set()
         self.sets: list[_InputSet] = []
@@ -322,23 +322,36 @@ class GpuSession:
             self.references[folder] = module
         return self.references[folder]
 
-    def _function(self, cubin: str, entry: str, fmt: str, smem_bytes: int) -> Any:
-        key = (cubin, entry, fmt)
-        func = self.functions.get(key)
+    def _function(self, cubin: str, entry: str, fmt: str, smem_bytes: int,
+                  pdl: bool = False) -> Any:
+        """The kernel ``entry`` of ``cubin``, prepared for ``fmt``: a pycuda Function, or with
+        ``pdl`` a :class:`~workbench.engine.pdl_launch.PdlFunction` (same call signature)."""
+        key = (cubin, entry, fmt, pdl)
+        func: Any = self.functions.get(key)
         if func is None:
             if cubin not in self.modules:
                 if len(self.modules) >= 256:  # unload the oldest modules
                     for old in [k for k in self.modules if k != "<checks>"][:64]:
                         del self.modules[old]
-                        self.functions = {k: v for k, v in self.functions.items()
-                                          if k[0] != old}
+                        for k in [k for k in self.functions if k[0] == old]:
+                            closing = self.functions.pop(k)
+                            if hasattr(closing, "close"):
+                                closing.close()
                 self.modules[cubin] = self.cuda.module_from_file(cubin)
-            func = self.modules[cubin].get_function(entry)
-            func.prepare(fmt)
+            if pdl:
+                from workbench.engine.pdl_launch import PdlFunction
+
+                func = PdlFunction(cubin, entry, fmt)
+            else:
+                func = self.modules[cubin].get_function(entry)
+                func.prepare(fmt)
             self.functions[key] = func
         if smem_bytes > 48 * 1024:
-            func.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               int(smem_bytes))
+            if pdl:
+                func.set_max_dynamic_shared(int(smem_bytes))
+            else:
+                func.set_attribute(self.cuda.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   int(smem_bytes))
         return func
 
     def _run_once(self, func: Any, launch: Mapping[str, Any], inputs: _InputSet) -> None:
@@ -525,7 +538,7 @@ class GpuSession:
         it)."""
         attr = self.cuda.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT
         for f in (func, self.evict):
-            if f is not None:
+            if f is not None and hasattr(f, "set_attribute"):  # a PdlFunction keeps its own
                 f.set_attribute(attr, int(pct))
 
     def _kernel_clock(self, settings: Any, name: str) -> Any:
@@ -640,7 +653,8 @@ class GpuSession:
         phase = "load"
         try:
             func = self._function(str(message["cubin"]), str(message["entry"]),
-                                  self.sets[0].format, launch["smem_bytes"])
+                                  self.sets[0].format, launch["smem_bytes"],
+                                  bool(message.get("pdl", False)))
             worst = 0.0
             for index, iset in enumerate(self.sets):
                 phase = f"verification on input set {index + 1}"

@@ -51,7 +51,15 @@ class Recording:
     sweep: Mapping[str, Any] = field(default_factory=dict)
     confirmed: tuple[TrialResult, ...] = ()
     confirmation: Mapping[str, Any] = field(default_factory=dict)
+    #: knobs the template gained after the sweep, whose defaults compile to the recorded
+    #: code (benchmarks/carry_recording.py): ``added_knobs`` name -> the value recorded
+    carried_over: Mapping[str, Any] = field(default_factory=dict)
     path: Path | None = None
+
+    @property
+    def added_knobs(self) -> dict[str, Any]:
+        """Knob -> the only value the recording measured (knobs added since the sweep)."""
+        return dict(self.carried_over.get("added_knobs") or {})
 
     @property
     def device_name(self) -> str:
@@ -85,6 +93,8 @@ class Recording:
         if self.confirmed or self.confirmation:
             out["confirmation"] = dict(self.confirmation)
             out["confirmed"] = [t.to_dict() for t in self.confirmed]
+        if self.carried_over:
+            out["carried_over"] = dict(self.carried_over)
         return out
 
 
@@ -174,7 +184,7 @@ def load_recording(path: str | Path) -> Recording:
             copies.append(CopyTiming.from_dict(item))
         except (TypeError, KeyError, ValueError) as exc:
             raise _fail(source, f"copy[{i}]", item, "shape, dtype, bytes, median_us") from exc
-    for key, kind in (("confirmed", list), ("confirmation", dict)):
+    for key, kind in (("confirmed", list), ("confirmation", dict), ("carried_over", dict)):
         if key in data and not isinstance(data[key], kind):
             raise _fail(source, key, data[key], f"{kind.__name__} (optional)")
     return Recording(kernel=data["kernel"], template_sha256=data["template_sha256"],
@@ -183,7 +193,8 @@ def load_recording(path: str | Path) -> Recording:
                      trials=_trials(source, data["trials"], "trials"),
                      sweep=data.get("sweep") or {},
                      confirmed=_trials(source, data.get("confirmed", []), "confirmed"),
-                     confirmation=data.get("confirmation") or {}, path=source)
+                     confirmation=data.get("confirmation") or {},
+                     carried_over=data.get("carried_over") or {}, path=source)
 
 
 def recording_paths(folder: str | Path) -> list[Path]:

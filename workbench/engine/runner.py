@@ -149,7 +149,7 @@ class _Pending:
 
 def _geometry(launch: Launch) -> LaunchGeometry:
     return LaunchGeometry(tuple(launch.grid), tuple(launch.block),  # type: ignore[arg-type]
-                          launch.smem_bytes)
+                          launch.smem_bytes, launch.pdl)
 
 
 def _gpu_python_available() -> bool:

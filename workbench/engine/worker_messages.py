@@ -26,10 +26,11 @@ class LaunchGeometry:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem_bytes: int
+    pdl: bool = False  # programmatic dependent launch (workbench.core.template.Launch)
 
     def to_message(self) -> dict[str, Any]:
         return {"grid": list(self.grid), "block": list(self.block),
-                "smem_bytes": self.smem_bytes}
+                "smem_bytes": self.smem_bytes, **({"pdl": True} if self.pdl else {})}
 
 
 @dataclass(frozen=True)
