@@ -383,7 +383,8 @@ def _newest_recording(folder_path: Path) -> Recording | None:
 
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
                  dtype: str, finalists: int = 4, rounds: int = 1,
-                 warm: Harness | None = None, pick_methods: bool = False) -> dict[str, Any]:
+                 warm: Harness | None = None, pick_methods: bool = False,
+                 twins: dict[str, Any] | None = None, twin_top: int = 4) -> dict[str, Any]:
     """One (kernel, shape, dtype): our baseline, a selection round over the recording's
     ``finalists``, our chosen config, every peer and a copy of the same bytes. With
     ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
@@ -423,7 +424,8 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
         except Exception as exc:
             entry.update(error=f"{type(exc).__name__}: {exc}"[:400])
         if warm is not None and "median_us" in entry and (
-                pick_methods or not label.startswith("finalist")):
+                (pick_methods and not (twins and label.startswith("finalist ")))
+                or not label.startswith("finalist")):
             _other_methods(entry, warm, fn, p.restore if restore else None)
         row["impls"][label] = entry
         shown = f"{entry['median_us']:.2f} us" if "median_us" in entry else entry.get("error")
@@ -452,12 +454,26 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
         known = {c for c, _ in recorded}
         recorded += [(c, None) for c in extra if c not in known]  # type: ignore[misc]
     selection: list[dict[str, Any]] = []
+    _precompile(compiler, template, [c for c, _ in recorded], dtype)
     if len(recorded) > 1:  # selection round: each finalist once, correctness checked
         for i, (cfg_i, rec_us) in enumerate(recorded):
             run(f"finalist {i}", OurKernel(compiler, template, cfg_i, p), outs, inplace,
                 {"config": dict(cfg_i), "recorded_median_us": rec_us})
             selection.append(row["impls"].pop(f"finalist {i}"))
         usable = [e for e in selection if e.get("correct") and "median_us" in e]
+        if twins and pick_methods and usable:  # the fastest and their twins, every method
+            top = sorted(usable, key=lambda e: e["median_us"])[:twin_top]
+            pool = [Config(e["config"]) for e in top]
+            pool += [c.replace(**twins) for c in pool if c.replace(**twins) not in pool]
+            _precompile(compiler, template, pool, dtype)
+            usable = []
+            for i, cfg_i in enumerate(pool):
+                run(f"finalist* {i}", OurKernel(compiler, template, cfg_i, p), outs, inplace,
+                    {"config": dict(cfg_i), "recorded_median_us": None, "twin_round": True})
+                entry = row["impls"].pop(f"finalist* {i}")
+                selection.append(entry)
+                if entry.get("correct") and "median_us" in entry:
+                    usable.append(entry)
         chosen = min(usable, key=lambda e: e["median_us"]) if usable else selection[0]
         if pick_methods and usable:
             chosen, row["pick"] = pick_over_methods(usable, row["impls"][
@@ -493,6 +509,16 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     if rounds > 1:
         _more_rounds(harness, row, timed, rounds, nbytes)
     return row
+
+
+def _precompile(compiler: Compiler, template: KernelTemplate, configs: list[Config],
+                dtype: str) -> None:
+    """Compile ``configs`` in parallel (nvcc processes) so the selection round's kernels
+    come from the compiler's cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        list(pool.map(lambda c: compiler.compile(template.render(c, dtype)), configs))
 
 
 def _other_methods(entry: dict[str, Any], warm: Harness, fn: Callable[[], Any],
@@ -575,11 +601,16 @@ def main() -> int:
     ap.add_argument("--pick-methods", action="store_true",
                     help="with --methods: time every finalist under the three methods too, add "
                          "the other shapes' recorded configs, pick by the workbench's rule")
+    ap.add_argument("--twins", nargs="*", default=[], metavar="KNOB=VALUE",
+                    help="with --pick-methods: the harness selects, then its --twin-top "
+                         "fastest and each with these knob values go to the three methods")
+    ap.add_argument("--twin-top", type=int, default=4)
     ap.add_argument("--spin-up", type=float, default=0.5,
                     help="seconds of GPU work before each harness timing (clocks up)")
     ap.add_argument("--keep", action="store_true",
                     help="keep --out's rows of the cases this run does not measure")
     args = ap.parse_args()
+    twins = {k: int(v) for k, _, v in (t.partition("=") for t in args.twins)} or None
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
     l2 = int(getattr(props, "L2_cache_size", 50 * 2**20))
@@ -602,7 +633,8 @@ def main() -> int:
                 try:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype,
                                              args.finalists, rounds=args.rounds, warm=warm,
-                                             pick_methods=args.pick_methods))
+                                             pick_methods=args.pick_methods,
+                                             twins=twins, twin_top=args.twin_top))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(

@@ -81,9 +81,10 @@ DURATION = "gpu__time_duration.sum"
 
 
 def profile(kernel: str, shape: str, dtype: str, impl: str, launches: int,
-            metrics: list[str], config: dict[str, Any] | None = None) -> dict[str, Any]:
+            metrics: list[str], config: dict[str, Any] | None = None,
+            cache: str = "all") -> dict[str, Any]:
     command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none", "--cache-control",
-               "all", "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics",
+               cache, "--nvtx", "--nvtx-include", f"{RANGE}/", "--metrics",
                ",".join([DURATION, *metrics]), sys.executable, __file__, "--drive", "--kernel", kernel,
                "--shapes", shape, "--dtypes", dtype, "--impls", impl, "--launches",
                str(launches), *(("--config", json.dumps(config)) if config else ())]
@@ -130,6 +131,9 @@ def main() -> int:
     ap.add_argument("--peers-json",
                     help="profile the config peers.py chose as workbench best (default: the "
                          "recording's fastest)")
+    ap.add_argument("--cache", choices=["all", "none"], default="all",
+                    help="ncu --cache-control: all (flushed before each kernel) or none "
+                         "(warm: what a CUDA graph of back-to-back calls sees)")
     ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--drive", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out")
@@ -144,7 +148,8 @@ def main() -> int:
             for impl in args.impls:
                 config = (our_config(args.kernel, shape, dtype, args.peers_json)
                           if impl == "workbench best" else None)
-                got = profile(args.kernel, shape, dtype, impl, args.launches, args.metrics, config)
+                got = profile(args.kernel, shape, dtype, impl, args.launches, args.metrics, config,
+                              args.cache)
                 rows.append({"kernel": args.kernel, "shape": shape, "dtype": dtype,
                              "impl": impl, **({"config": config} if config else {}), **got})
                 shown = (f"{got['median_us_per_call']:.3f} us per call"
@@ -157,8 +162,8 @@ def main() -> int:
                 if args.out:  # after every row: a run cut short keeps what it measured
                     Path(args.out).write_text(json.dumps(
                         {"date": dt.date.today().isoformat(), "launches": args.launches,
-                         "method": "ncu gpu__time_duration.sum, --cache-control all, "
-                                   "--clock-control none",
+                         "method": f"ncu gpu__time_duration.sum, --cache-control "
+                                   f"{args.cache}, --clock-control none",
                          "rows": rows}, indent=1))
     return 0
 
