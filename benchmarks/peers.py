@@ -206,7 +206,8 @@ class OurKernel:
                   else {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64}.get(
                       type(a), ctypes.c_float)(a.item()) for a in self.args]
         params = (ctypes.c_void_p * len(values))(*[ctypes.addressof(v) for v in values])
-        launch_pdl(int(self.fn.ptr), self.launch.grid, self.launch.block,
+        function = getattr(self.fn, "kernel", self.fn)  # a RawKernel holds its Function
+        launch_pdl(int(function.ptr), self.launch.grid, self.launch.block,
                    self.launch.smem_bytes, int(torch.cuda.current_stream().cuda_stream),
                    params=params)
 

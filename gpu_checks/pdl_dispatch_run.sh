@@ -4,7 +4,8 @@
 #   2. dispatch --cross 4 on the session-8 sweep store, then --eval (leave-one-out);
 #   3. silu_and_mul against its peers under three methods, named and unseen shapes, the
 #      harness selecting and its 3 fastest with their PDL twins picked over the methods;
-#   4. ncu metrics of ours and the peers at silu decode, warm (what a graph sees).
+#   4. ncu metrics of ours and the peers at silu decode, warm (what a graph sees), and
+#      (PARTS=ncu_large) at silu large, flushed.
 # Carried folder $S (default .s18, git-ignored locally): wheels/ (pycuda set, tree-sitter), peers/ (the
 # peers' wheels), sweep.sqlite (the session-8 sweep store) and silu_old/ (the silu folder
 # the sweep was tuned with, so the store's provenance matches). Results go to $OUT.
@@ -41,4 +42,11 @@ if part ncu; then
     --impls "workbench best" "sglang design (our baseline)" flashinfer liger --launches 10 \
     --cache none --metrics $M --peers-json "$OUT/peers_silu_pdl.json" \
     --out "$OUT/ncu_silu_warm.json" 2>&1 | tee "$OUT/ncu_silu_warm.log"
+fi
+if part ncu_large; then  # the DRAM-bound case, caches flushed like the harness
+  M="dram__throughput.avg.pct_of_peak_sustained_elapsed dram__bytes_read.sum dram__bytes_write.sum sm__warps_active.avg.pct_of_peak_sustained_active l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum smsp__inst_executed.sum launch__grid_size launch__block_size"
+  python3 benchmarks/peers_ncu.py --kernel silu_and_mul --shapes large --dtypes bf16 \
+    --impls "workbench best" liger --launches 10 --cache all --metrics $M \
+    --peers-json "$OUT/peers_silu_pdl.json" --out "$OUT/ncu_silu_large.json" 2>&1 \
+    | tee "$OUT/ncu_silu_large.log"
 fi
