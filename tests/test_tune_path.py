@@ -80,14 +80,14 @@ def test_panel_on_the_real_workbench_relaunches_with_every_stored_trial(
         panel.pusher.flush()
         assert "finished (budget)" in panel.header.value
         assert len(panel.table) == len(wb.store.trials(wb.provenance(), "decode", "bf16"))
-        assert panel.progress.description.endswith("/ 8")  # pruned configs count too
-        assert "wb-trials-table" in panel.trials_view.value
+        assert panel.run_view.field("budget") == 8  # pruned configs count too
+        assert "wb-trials-table" in panel.run_view.field("table_html")
         panel.budget.value = 14
         panel.launch_button.click()
         assert panel.join(60)
         panel.pusher.flush()
         stored = wb.store.trials(wb.provenance(), "decode", "bf16")
-        assert len(panel.table) == len(stored) and panel.progress.description.endswith("/ 14")
+        assert len(panel.table) == len(stored) and panel.run_view.field("budget") == 14
         assert panel.last_report.best.median_us == _stored_best_us(wb)
         monkeypatch.chdir(tmp_path)
         panel.export_path.value = "out"

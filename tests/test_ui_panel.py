@@ -21,6 +21,7 @@ from workbench.core.params import parameter_from_dict
 from workbench.core.records import Config, Status, Timing, TrialResult
 from workbench.ui.panel import WorkbenchPanel, config_defines, describe_error
 from workbench.ui.params_editor import SpaceSummary
+from workbench.ui.state_view import from_wire
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("plotly")
@@ -192,12 +193,12 @@ def test_launch_fills_charts_progress_and_top_table(panel_and_backend: Any) -> N
     assert "running" in panel.header.value
     backend.allow(30)
     _wait(lambda: "finished (budget)" in panel.header.value)
-    _wait(lambda: panel.progress.value == 30)
-    ok_trace = panel.figure.data[panel.layout.ok_trace["BLOCK"]]
-    assert len(ok_trace.x) == sum(1 for i in range(30) if i % 7 != 3)
-    assert "wb-trials-table" in panel.trials_view.value
+    _wait(lambda: panel.run_view.field("done") == 30)
+    ok_trace = from_wire(panel.run_view.chart["traces"])[str(panel.layout.ok_trace["BLOCK"])]
+    assert len(ok_trace["x"]) == sum(1 for i in range(30) if i % 7 != 3)
+    assert "wb-trials-table" in panel.run_view.field("table_html")
     assert "#define BLOCK 32" in panel.copy_button.text  # the fastest fake trial
-    assert "identifier VECX is undefined" in panel.failures.value
+    assert "identifier VECX is undefined" in panel.run_view.field("failures_html")
     assert panel.launch_button.disabled is False
 
 
@@ -211,7 +212,7 @@ def test_pushes_are_throttled(panel_and_backend: Any) -> None:
     assert panel.join(20)
     elapsed = time.monotonic() - start
     panel.pusher.flush()
-    assert panel.progress.value == 400
+    assert panel.run_view.field("done") == 400
     # <= 4 per second, plus the final flush and the launch notify.
     assert panel.pusher.push_count <= 4 * elapsed + 3
 
@@ -239,6 +240,10 @@ def test_pause_resume_and_stop() -> None:
         panel.close()
 
 
+def _progress(panel: WorkbenchPanel) -> str:
+    return f"{panel.run_view.field('done')} / {panel.run_view.field('budget')}"
+
+
 def _launch_and_wait(panel: WorkbenchPanel, budget: int) -> None:
     panel.budget.value = budget
     panel.launch_button.click()
@@ -251,10 +256,10 @@ def test_relaunch_shows_every_stored_trial(panel_and_backend: Any) -> None:
     panel = panel_and_backend[0]
     _launch_and_wait(panel, 12)
     _launch_and_wait(panel, 12)  # the same budget again: nothing new, everything shown
-    assert len(panel.table) == 12 and panel.progress.description == "12 / 12"
-    assert "wb-trials-table" in panel.trials_view.value
+    assert len(panel.table) == 12 and _progress(panel) == "12 / 12"
+    assert "wb-trials-table" in panel.run_view.field("table_html")
     _launch_and_wait(panel, 20)  # a larger budget: the 12 stored plus 8 new
-    assert len(panel.table) == 20 and panel.progress.description == "20 / 20"
+    assert len(panel.table) == 20 and _progress(panel) == "20 / 20"
 
 
 def test_errors_show_in_place_and_panel_survives(panel_and_backend: Any) -> None:
@@ -297,3 +302,72 @@ def test_helpers() -> None:
     assert config_defines(r).splitlines()[1:] == ["#define BLOCK 32", "#define VEC 4"]
     text = describe_error(CompileError("nvcc failed", log_excerpt="line 3: bad"))
     assert "line 3: bad" in text and "CompileError" in text
+
+
+@pytest.mark.timeout(30)
+def test_a_click_is_answered_at_once_while_the_browser_is_behind() -> None:
+    """The browser acknowledged a chart once, then stopped drawing (a loaded machine): the
+    pusher waits for it, but Pause and Stop are answered at once, each by one small message
+    (status and count, no chart) sent before the click handler returns."""
+    backend = FakeBackend(n_trials=1000, gated=True)
+    panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
+    view = panel.run_view
+    try:
+        panel.budget.value = 1000
+        panel.launch_button.click()
+        backend.allow(5)
+        _wait(lambda: view.field("done") == 5)
+        view._on_message(view, {"ack": 1, "draw_ms": 1.0}, [])  # a browser exists; behind
+        backend.allow(5)
+        _wait(lambda: len(panel.table) == 10)
+        sent: list[dict[str, Any]] = []
+        view._send = lambda msg, buffers=None: sent.append(msg["state"])
+        panel.pause_button.click()
+        assert sent and sorted(sent[0]) == ["state"]
+        assert sent[0]["state"]["status"] == "paused" and sent[0]["state"]["done"] == 10
+        sent.clear()
+        panel.stop_button.click()
+        assert sent and sent[0]["state"]["status"] == "stopping"
+        assert panel.join(10)
+    finally:
+        panel.close()
+
+
+@pytest.mark.timeout(30)
+def test_stop_after_the_search_ended_leaves_the_end_on_screen() -> None:
+    """Stop answered after the search finished (a race on a loaded machine) must not turn
+    "finished (stopped)" back into "stopping"."""
+
+    class EndsAtStop(FakeBackend):
+        panel: WorkbenchPanel
+
+        def stop_search(self) -> None:
+            super().stop_search()
+            assert self.panel.join(10)  # the end is on screen before Stop's answer
+
+    backend = EndsAtStop(n_trials=1000, gated=True)
+    panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
+    backend.panel = panel
+    try:
+        panel.budget.value = 1000
+        panel.launch_button.click()
+        backend.allow(3)
+        _wait(lambda: len(panel.table) == 3)
+        panel.stop_button.click()
+        assert "finished (stopped)" in panel.header.value
+        assert panel.run_view.field("status") == "finished (stopped)"
+    finally:
+        panel.close()
+
+
+def test_table_controls_filter_and_sort_from_the_browser(panel_and_backend: Any) -> None:
+    panel = panel_and_backend[0]
+    _launch_and_wait(panel, 20)
+    panel.run_view._on_message(panel.run_view, {"query": {
+        "filter": "BLOCK == 64", "sort_by": "median_us", "descending": True, "status": "ok",
+        "limit": 50, "unknown": 1}}, [])
+    table = panel.run_view.field("table_html")
+    assert panel.table_query().filter == "BLOCK == 64" and panel.table_query().limit == 50
+    assert "matching" in table and ">1024<" not in table
+    panel.run_view._on_message(panel.run_view, {"query": {"filter": "BLOCK ==="}}, [])
+    assert "wb-trials-error" in panel.run_view.field("table_html")

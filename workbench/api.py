@@ -490,7 +490,8 @@ class Workbench:
         return write_report(path, content, overwrite=overwrite)
 
     def panel(self) -> Any:
-        """The JupyterLab panel (one ipywidgets tree with one plotly FigureWidget)."""
+        """The JupyterLab panel (one ipywidgets tree around one run view: charts, progress,
+        trial table)."""
         from workbench.ui.panel import WorkbenchPanel
 
         self._panel = WorkbenchPanel(self)

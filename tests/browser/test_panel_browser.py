@@ -126,7 +126,7 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     # The progress bar moves; Stop is pressed as soon as trials arrive; the trials table and
     # the charts come from the store whether the search stopped or ran out of configs.
     page.wait_for_function(
-        "() => { const d = document.querySelector('.wb-progress .widget-label');"
+        "() => { const d = document.querySelector('.wb-progress-label');"
         " return d && /^[1-9][0-9]* \\//.test(d.textContent); }", timeout=60_000)
     stop = page.locator(".wb-stop")
     if stop.is_enabled():  # a replay of this 756-config space can finish within seconds
@@ -145,8 +145,8 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
                              + page.locator(".wb-message").inner_text() + "\nconsole:\n"
                              + "\n".join(page.wb_console[-30:])) from None
     print(f"charts filled {time.monotonic() - launched:.1f} s after Launch")
-    label = page.locator(".wb-progress .widget-label").inner_text()
+    label = page.locator(".wb-progress-label").inner_text()
     time.sleep(1.5)
-    assert page.locator(".wb-progress .widget-label").inner_text() == label  # it stopped
+    assert page.locator(".wb-progress-label").inner_text() == label  # it stopped
     page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-search-replay.png"))
     print(f"quickstart test took {time.monotonic() - start:.1f} s")

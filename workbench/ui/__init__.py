@@ -1,4 +1,4 @@
-"""The UI layer: panel (ipywidgets + one plotly FigureWidget), pure figure builders, diff
+"""The UI layer: panel (ipywidgets + one run view drawn with plotly.js), pure figure builders, diff
 HTML, the parameter editor, report notebooks and ``workbench lab``.
 
 Importing this package imports no widget library; the modules that need one import it.

@@ -1,17 +1,21 @@
-"""The JupyterLab panel: one ipywidgets tree and ONE plotly FigureWidget.
+"""The JupyterLab panel: one ipywidgets tree around ONE run view (charts, progress, table).
 
 The panel talks to a :class:`PanelBackend` (``workbench.api.Workbench`` implements it) and
 listens to the backend's event bus. Events arrive on the search thread; they only append to
 a :class:`~workbench.ui.figures.TrialTable` and mark the view stale. A
-:class:`~workbench.ui.throttle.CoalescingPusher` redraws the figure, progress bar and
-tables at most 4 times a second, under one figure lock. Every callback is guarded: an error
+:class:`~workbench.ui.throttle.CoalescingPusher` sends the charts, progress, ETA and tables
+as ONE message of the :class:`~workbench.ui.state_view.RunView` at most 4 times a second,
+and only once the browser drew the last one. Pause, Resume and Stop are answered at once
+with a small state message that never waits behind a chart. Every callback is guarded: an error
 becomes a readable message in ``.wb-message``, never a traceback that kills the widget.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
+import json
 import threading
 import time
 import traceback
@@ -23,7 +27,6 @@ from workbench.core.records import Status, TrialResult
 from workbench.ui.devices import DeviceView
 from workbench.ui.figures import (
     TrialTable,
-    apply_updates,
     axes_for,
     build_figure,
     figure_layout,
@@ -32,7 +35,7 @@ from workbench.ui.figures import (
     trace_updates,
 )
 from workbench.ui.params_editor import SpaceSummary
-from workbench.ui.state_view import RunClock
+from workbench.ui.state_view import RunClock, RunView
 from workbench.ui.throttle import CoalescingPusher
 from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
 
@@ -150,13 +153,13 @@ class WorkbenchPanel:
 
     def __init__(self, backend: PanelBackend, *, max_pushes_per_s: float = 4.0) -> None:
         import ipywidgets as w
-        import plotly.graph_objects as go
 
         from workbench.ui.diff import side_by_side_diff_html
         from workbench.ui.params_editor import ParamsEditor
 
         self.backend = backend
         self._state = "idle"
+        self._state_lock = threading.RLock()  # a click's answer never overwrites the end
         self._budget = 0
         self.clock = RunClock()  # running time without pauses: the ETA's base
         self._done_at_launch = 0
@@ -211,11 +214,6 @@ class WorkbenchPanel:
         self.launch_button = self._button("Launch", "wb-launch", self._launch, "primary")
         self.pause_button = self._button("Pause", "wb-pause", self._pause, "warning")
         self.stop_button = self._button("Stop", "wb-stop", self._stop, "danger")
-        self.progress = w.IntProgress(value=0, min=0, max=1, description="0 / 0",
-                                      style={"description_width": "initial"})
-        self.progress.add_class("wb-progress")
-        self.eta = w.HTML()
-        self.eta.add_class("wb-eta")
         self.y_scale = w.ToggleButtons(options=["auto", "log", "linear"], value="auto",
                                        description="runtime axis",
                                        style={"button_width": "60px",
@@ -223,26 +221,26 @@ class WorkbenchPanel:
                                        tooltips=["log when the runtimes spread over more "
                                                  "than 10x", "log", "linear"])
         self.y_scale.add_class("wb-yscale")
-        self.figure = go.FigureWidget(build_figure(self.axes, title=backend.kernel_name))
-        self.figure.add_class("wb-figure")
-        figure_box = w.Box([self.figure], layout=w.Layout(width="100%"))
-        figure_box.add_class("wb-figure-box")
+        self.query = TableQuery(limit=10)
+        self.run_view = RunView(
+            figure=json.loads(build_figure(self.axes, title=backend.kernel_name).to_json()),
+            table_options={"sort_keys": [*SORT_KEYS, *param_names],
+                           "statuses": list(STATUS_FILTERS), "limits": [10, 50, 200]},
+            query=dataclasses.asdict(self.query), layout=w.Layout(width="100%"))
+        self.run_view.add_class("wb-run-view")
+        self.run_view.on_query = self._guard(self._query_changed)
         from workbench.ui.clipboard import CopyButton
 
         self.copy_button = CopyButton()
         self.copy_button.add_class("wb-copy")
-        self.failures = w.HTML()
-        self.failures.add_class("wb-failures")
         self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
         search_tab = w.VBox([
             w.HBox([self.strategy, self.budget]),
             w.HBox([self.launch_button, self.pause_button, self.stop_button]),
-            w.HBox([self.progress, self.eta]),
             self.y_scale,
-            figure_box,
-            self._trials_box(param_names),
+            self.run_view,
             self.copy_button,
-            self.failures, self.devices.widget], layout=w.Layout(width="100%"))
+            self.devices.widget], layout=w.Layout(width="100%"))
         search_tab.add_class("wb-tab-search")
 
         # --- agent tab
@@ -275,13 +273,11 @@ class WorkbenchPanel:
                               self.tabs], layout=w.Layout(width="100%"))
         self.widget.add_class("wb-panel")
 
+        self._shown_scale = "linear"  # build_figure's axes
         self.pusher = CoalescingPusher(self._push, max_per_s=max_pushes_per_s,
                                        on_error=self._show_error, gate=self._browser_gate)
         self._unsubscribe = backend.events.subscribe(self._on_event)
         self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
-        self._figure_drawn = False
-        self._shown_scale = "linear"  # build_figure's axes
-        self.figure.observe(self._figure_reported, names="_js2py_layoutDelta")
         self.shape.observe(self._guard(self._problem_changed), names="value")
         self.dtype.observe(self._guard(self._problem_changed), names="value")
         self._guard(self._load_stored)(self.shape.value, self.dtype.value)
@@ -291,64 +287,26 @@ class WorkbenchPanel:
         self._update_buttons()
 
     # --- plumbing
-    def _trials_box(self, param_names: Sequence[str]) -> Any:
-        """The sortable, filterable trial table (filter in the safe expression language)."""
-        import ipywidgets as w
-
-        self.trials_filter = w.Text(placeholder="filter, e.g. VEC_BYTES == 16 and median_us < 5",
-                                    continuous_update=False, layout=w.Layout(width="360px"))
-        self.trials_filter.add_class("wb-trials-filter")
-        self.trials_sort = w.Dropdown(options=[*SORT_KEYS, *param_names], value="median_us",
-                                      description="sort by", layout=w.Layout(width="230px"))
-        self.trials_sort.add_class("wb-trials-sort")
-        self.trials_desc = w.Checkbox(value=False, description="descending", indent=False,
-                                      layout=w.Layout(width="110px"))
-        self.trials_desc.add_class("wb-trials-desc")
-        self.trials_status = w.Dropdown(options=list(STATUS_FILTERS), value="ok",
-                                        description="status", layout=w.Layout(width="150px"))
-        self.trials_status.add_class("wb-trials-status")
-        self.trials_rows = w.Dropdown(options=[10, 50, 200], value=10, description="rows",
-                                      layout=w.Layout(width="130px"))
-        self.trials_rows.add_class("wb-trials-rows")
-        self.trials_view = w.HTML(trials_html(self.table.snapshot(), self.table_query()))
-        self.trials_view.add_class("wb-trials")
-        for control in (self.trials_filter, self.trials_sort, self.trials_desc,
-                        self.trials_status, self.trials_rows):
-            control.observe(self._guard(lambda _c: self._render_trials()), names="value")
-        box = w.VBox([w.HBox([self.trials_filter, self.trials_sort, self.trials_desc,
-                              self.trials_status, self.trials_rows]), self.trials_view])
-        box.add_class("wb-trials-box")
-        return box
-
     def _browser_gate(self) -> None:
-        """Before a push: wait (at most 5 s) until the browser drew the last figure update,
-        then leave it as long again idle, so a loaded browser draws fewer frames instead of
-        queueing them ahead of the user's clicks. Nothing waits before a browser drew."""
-        if not self._figure_drawn:
-            return
-        start = time.monotonic()
-        while self.figure._trace_edit_in_process and time.monotonic() - start < 5.0:
-            time.sleep(0.02)
-        drawing_s = time.monotonic() - start
-        if drawing_s > 0.05:
-            time.sleep(min(drawing_s, 2.0))
-
-    def _figure_reported(self, change: Any) -> None:
-        """The browser drew the figure (plotly sends its layout back after the first draw)."""
-        if change.get("new") is not None and not self._figure_drawn:
-            self._figure_drawn = True
-            self.pusher.notify()
+        """Before a push: wait (at most 5 s) until the browser drew the last chart, then
+        leave it idle as long as that draw took (at most 2 s), so a loaded browser draws
+        fewer frames and has time for the user's clicks. Nothing waits without a browser."""
+        self.run_view.wait_drawn(5.0)
+        time.sleep(min(self.run_view.draw_s, 2.0))
 
     def table_query(self) -> TableQuery:
         """What the trial table's controls ask for."""
-        return TableQuery(filter=str(self.trials_filter.value), sort_by=str(self.trials_sort.value),
-                          descending=bool(self.trials_desc.value),
-                          status=str(self.trials_status.value), limit=int(self.trials_rows.value))
+        return self.query
 
-    def _render_trials(self) -> None:
+    def _query_changed(self, query: Any) -> None:
+        """The table's controls changed (a ``query`` message from the browser, or a test):
+        the table is redrawn at once; a bad filter is shown in the table, not raised."""
+        fields = {f.name for f in dataclasses.fields(TableQuery)}
+        given = {k: v for k, v in dict(query).items() if k in fields}
+        self.query = dataclasses.replace(self.query, **given)
         with self._table_lock:
             data = self.table.snapshot()
-        self.trials_view.value = trials_html(data, self.table_query())
+        self.run_view.show(table_html=trials_html(data, self.query))
 
     def _button(self, label: str, cls: str, callback: Callable[[], None], style: str) -> Any:
         import ipywidgets as w
@@ -390,10 +348,20 @@ class WorkbenchPanel:
             f"dtype <code>{html.escape(str(self.dtype.value))}</code> · "
             f'status <b class="wb-status">{html.escape(self._state)}</b></div>')
 
-    def _set_state(self, state: str) -> None:
-        self._state = state
-        self._refresh_header()
-        self._update_buttons()
+    def _set_state(self, state: str, *, only_from: Sequence[str] = ()) -> bool:
+        """Put the run state on screen now (header, buttons, run view: small messages that
+        never wait behind a chart); with ``only_from``, only if the state is one of those
+        (a Stop answered after the search already finished must not say "stopping")."""
+        with self._state_lock:
+            if only_from and self._state not in only_from:
+                return False
+            self._state = state
+            self._refresh_header()
+            self._update_buttons()
+            with self._table_lock:
+                done = len(self.table)
+            self.run_view.show(status=state, done=done)
+            return True
 
     def _update_buttons(self) -> None:
         running = self._state in ("running", "paused")
@@ -425,36 +393,29 @@ class WorkbenchPanel:
             self._set_state("error")
 
     def _push(self) -> None:
-        """Redraw everything that depends on trials (called by the pusher, under its lock)."""
+        """Send everything that depends on trials as ONE message (called by the pusher,
+        at most 4 times a second, after the browser drew the last one)."""
         with self._table_lock:
             data = self.table.snapshot()
             results = list(self.table.results)
-        updates = trace_updates(data, self.layout)  # compute first ...
+        updates = trace_updates(data, self.layout)
         scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
                  else str(self.y_scale.value))
-        # Layout changes sent before the browser drew the figure once leave it blank
-        # (plotly's FigureWidget; trace changes are fine): hold them until it has.
-        axes = (layout_updates(self.layout, scale)
-                if self._figure_drawn and scale != self._shown_scale else {})
+        axes = layout_updates(self.layout, scale) if scale != self._shown_scale else {}
         done = data.count
-        table = trials_html(data, self.table_query())
-        fails = failures_html(results)
         best = min((r for r in results if r.status is Status.OK and r.median_us is not None),
                    key=lambda r: r.median_us or 0.0, default=None)
-        apply_updates(self.figure, updates, axes)  # ... assign inside one batch_update
-        if axes:
-            self._shown_scale = scale
-        self.progress.max = max(self._budget, done, 1)
-        self.progress.value = min(done, self.progress.max)
-        self.progress.description = f"{done} / {self._budget}"
         eta = self.clock.eta_s(done - self._done_at_launch, max(self._budget - done, 0))
         if eta is not None and self._state in ("running", "paused"):
-            self.eta.value = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
-                              + (" (paused)" if self._state == "paused" else ""))
-        elif done:
-            self.eta.value = f"{done} evaluated"
-        self.trials_view.value = table
-        self.failures.value = fails
+            eta_text = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
+                        + (" (paused)" if self._state == "paused" else ""))
+        else:
+            eta_text = f"{done} evaluated" if done else ""
+        self.run_view.push(
+            updates, axes, status=self._state, done=done, budget=self._budget, eta=eta_text,
+            best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
+            table_html=trials_html(data, self.query), failures_html=failures_html(results))
+        self._shown_scale = scale
         self.devices.update(results, self.clock.running_s or None)
         if best is not None:
             self.copy_button.text = config_defines(best)
@@ -528,19 +489,20 @@ class WorkbenchPanel:
         return not self._worker.is_alive()
 
     def _pause(self) -> None:
+        """Pause or Resume: the backend first, then the answer on screen at once."""
         if self._state == "paused":
             self.backend.resume_search()
             self.clock.resume()
-            self._set_state("running")
+            self._set_state("running", only_from=("paused",))
         else:
             self.backend.pause_search()
             self.clock.pause()
-            self._set_state("paused")
+            self._set_state("paused", only_from=("running",))
         self.pusher.notify()
 
     def _stop(self) -> None:
         self.backend.stop_search()
-        self._set_state("stopping")
+        self._set_state("stopping", only_from=("running", "paused"))
         self.pusher.notify()
 
     def _approve(self) -> None:
