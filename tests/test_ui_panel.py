@@ -217,15 +217,20 @@ def test_pushes_are_throttled(panel_and_backend: Any) -> None:
     assert panel.pusher.push_count <= 4 * elapsed + 3
 
 
+def _launch_gated(panel: WorkbenchPanel, backend: FakeBackend, trials: int) -> None:
+    """Launch a 1000-trial search and let ``trials`` of them land."""
+    panel.budget.value = 1000
+    panel.launch_button.click()
+    backend.allow(trials)
+    _wait(lambda: len(panel.table) == trials)
+
+
 @pytest.mark.timeout(30)
 def test_pause_resume_and_stop() -> None:
     backend = FakeBackend(n_trials=1000, gated=True)
     panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
     try:
-        panel.budget.value = 1000
-        panel.launch_button.click()
-        backend.allow(5)
-        _wait(lambda: len(panel.table) == 5)
+        _launch_gated(panel, backend, 5)
         panel.pause_button.click()
         assert panel.pause_button.description == "Resume" and backend.paused
         backend.allow(5)  # permits while paused are held back
@@ -313,9 +318,7 @@ def test_a_click_is_answered_at_once_while_the_browser_is_behind() -> None:
     panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
     view = panel.run_view
     try:
-        panel.budget.value = 1000
-        panel.launch_button.click()
-        backend.allow(5)
+        _launch_gated(panel, backend, 5)
         _wait(lambda: view.field("done") == 5)
         view._on_message(view, {"ack": 1, "draw_ms": 1.0}, [])  # a browser exists; behind
         backend.allow(5)
@@ -349,10 +352,7 @@ def test_stop_after_the_search_ended_leaves_the_end_on_screen() -> None:
     panel = WorkbenchPanel(backend)  # type: ignore[arg-type]
     backend.panel = panel
     try:
-        panel.budget.value = 1000
-        panel.launch_button.click()
-        backend.allow(3)
-        _wait(lambda: len(panel.table) == 3)
+        _launch_gated(panel, backend, 3)
         panel.stop_button.click()
         assert "finished (stopped)" in panel.header.value
         assert panel.run_view.field("status") == "finished (stopped)"
