@@ -1,10 +1,11 @@
 """Per-push update cost of the panel at 100 / 1,000 / 10,000 trials (kernel side), and the
 size of a report notebook of 10,000 trials.
 
-One push = snapshot of the trial table + per-trace arrays (compute) + one
-``fig.batch_update()`` assignment + progress, top-N and failure tables (assign). Measured
-in this process with ipywidgets' dummy comm (no browser): the cost the kernel pays per
-push, which the throttle bounds at 4 pushes per second.
+One push = snapshot of the trial table + per-trace arrays (compute) + the progress, top-N
+and failure tables + ONE run-view message (text and charts, numbers as binary buffers),
+serialized to JSON as the kernel's session would. Measured in this process with ipywidgets'
+dummy comm (no browser): the cost the kernel pays per push, which the throttle bounds at 4
+pushes per second (fewer when the browser draws slower), and the bytes each push sends.
 
 Trial records are the real recorded H100 trials of silu_and_mul, cycled to reach the count,
 when a recording exists; otherwise deterministic stand-in records (labelled as such in the
@@ -28,6 +29,7 @@ from workbench.core.events import TrialFinished
 from workbench.core.records import Config, Status, Timing, TrialResult
 from workbench.ui.figures import trace_updates
 from workbench.ui.panel import WorkbenchPanel
+from workbench.ui.state_view import RunView
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / "sample_kernels" / "silu_and_mul"
@@ -59,6 +61,19 @@ def _records(wb: Workbench, n: int) -> tuple[list[TrialResult], str]:
     return out, "deterministic stand-in records (UI load only, not measurements)"
 
 
+def _count_messages(view: RunView) -> list[tuple[int, int]]:
+    """From now on, serialize every message ``view`` sends as the kernel's session would
+    (JSON, binary buffers apart) and record (JSON bytes, binary bytes) per message."""
+    sizes: list[tuple[int, int]] = []
+
+    def send(msg: dict[str, object], buffers: list[memoryview] | None = None) -> None:
+        text = json.dumps(msg, separators=(",", ":"), allow_nan=False)
+        sizes.append((len(text.encode()), sum(memoryview(b).nbytes for b in buffers or [])))
+
+    view._send = send  # type: ignore[method-assign]
+    return sizes
+
+
 def _report_size(wb: Workbench, records: list[TrialResult], tmp: Path) -> dict[str, object]:
     """Bytes of the report notebook ``wb.report`` writes for ``records``."""
     import nbformat
@@ -88,6 +103,7 @@ def main() -> None:
             for i, r in enumerate(records):
                 panel._on_event(TrialFinished(result=r, index=i))
             panel._budget = n
+            sizes = _count_messages(panel.run_view)
             compute, total = [], []
             for _ in range(REPEATS):
                 t0 = time.perf_counter()
@@ -97,15 +113,20 @@ def main() -> None:
                 t2 = time.perf_counter()
                 compute.append(t1 - t0)
                 total.append(t2 - t1)
+            per_push = sizes[-REPEATS:]
             results.append({"trials": n, "push_median_ms": round(1e3 * statistics.median(total), 2),
                             "push_max_ms": round(1e3 * max(total), 2),
                             "compute_median_ms": round(1e3 * statistics.median(compute), 2),
+                            "messages_per_push": len(sizes) / REPEATS,
+                            "json_bytes": max(j for j, _ in per_push),
+                            "binary_bytes": max(b for _, b in per_push),
                             "repeats": REPEATS})
             panel.close()
             print(results[-1])
         report = _report_size(wb, _records(wb, COUNTS[-1])[0], Path(tmp))
         print(report)
-    doc = {"what": "kernel-side cost of one panel push (compute + figure/table assignment)",
+    doc = {"what": "kernel-side cost of one panel push (compute + tables + one run-view "
+                   "message serialized as JSON, numbers as binary buffers)",
            "trials_source": source, "max_pushes_per_s": 4,
            "python": platform.python_version(), "machine": platform.machine(),
            "date": time.strftime("%Y-%m-%d"), "results": results, "report": report}

@@ -22,6 +22,8 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
 from workbench.ui.devices import DeviceView
@@ -403,8 +405,8 @@ class WorkbenchPanel:
                  else str(self.y_scale.value))
         axes = layout_updates(self.layout, scale) if scale != self._shown_scale else {}
         done = data.count
-        best = min((r for r in results if r.status is Status.OK and r.median_us is not None),
-                   key=lambda r: r.median_us or 0.0, default=None)
+        times = np.where(np.isnan(data.median_us), np.inf, data.median_us)
+        best = results[int(np.argmin(times))] if np.isfinite(times).any() else None
         eta = self.clock.eta_s(done - self._done_at_launch, max(self._budget - done, 0))
         if eta is not None and self._state in ("running", "paused"):
             eta_text = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
