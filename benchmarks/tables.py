@@ -406,22 +406,34 @@ def cpu_section() -> str:
                          [[r["kernel"], r["cold_s"], r["cached_s"]] for r in ch["rows"]]))
     pu = load("panel_updates.json")
     if pu:
-        parts.append("Panel: kernel-side cost of one chart/table push (≤ 4 pushes/s):\n\n"
-                     + table(["trials", "push median ms", "push max ms", "of which compute ms"],
+        parts.append("Panel: kernel-side cost of one push (≤ 4 pushes/s, fewer when the browser "
+                     "draws slower; one run-view message each, numbers as binary buffers):\n\n"
+                     + table(["trials", "push median ms", "push max ms", "of which charts ms",
+                              "messages", "JSON bytes", "binary bytes"],
                              [[r["trials"], r["push_median_ms"], r["push_max_ms"],
-                               r["compute_median_ms"]] for r in pu["results"]]))
+                               r["compute_median_ms"], r.get("messages_per_push", ""),
+                               r.get("json_bytes", ""), r.get("binary_bytes", "")]
+                              for r in pu["results"]]))
         if pu.get("report"):
             rp = pu["report"]
             parts.append(f"Report notebook of {rp['trials']:,} trials: {rp['bytes']:,} bytes "
                          f"({rp['charts']} PNG chart, {rp['rows_listed']} rows listed).")
     pl = load("panel_latency.json")
-    if pl:
+    if pl and pl.get("clicks"):
         parts.append(f"Panel under load ({pl['date']}, {pl['machine']['cpus']} cores, a CPU hog "
-                     "on each, real JupyterLab + Chromium; target ≤ 1 s):\n\n" + table(
-                         ["run", "pause s", "resume s", "stop s", "progress held after pause",
-                          "after stop"],
-                         [[i + 1, r["pause_s"], r["resume_s"], r["stop_s"], r["held_after_pause"],
-                           r["held_after_stop"]] for i, r in enumerate(pl["runs"])]))
+                     "on each, real JupyterLab + Chromium; press -> answer on screen, target "
+                     "≤ 1 s):\n\n" + table(
+                         ["run", "pause s", "resume s", "stop s", "held after pause",
+                          "held after stop", "load"],
+                         [[i + 1, r["pause"]["latency_s"], r["resume"]["latency_s"],
+                           r["stop"]["latency_s"], r["held_after_pause"]["held"],
+                           r["held_after_stop"]["held"], r["load_1min"]]
+                          for i, r in enumerate(pl["clicks"])]))
+    if pl and pl.get("browser_tier_runs"):
+        parts.append("Browser tier beside a CPU hog:\n\n" + table(
+            ["run", "hog processes", "result", "wall s"],
+            [[r["run"], r["hog_processes"], r["summary"], r["wall_s"]]
+             for r in pl["browser_tier_runs"]]))
     return "\n\n".join(parts)
 
 

@@ -144,7 +144,10 @@ def test_pause_and_stop_take_effect_within_a_second_under_load(
               "cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2),
               "pause": pause, "resume": resume, "stop": stop,
               "held_after_pause": held, "held_after_stop": stopped,
-              "final_status": _status(page), "evaluated": _done(page)}
+              "final_status": _status(page), "evaluated": _done(page),
+              "chart_draws": int(page.locator(".wb-run").get_attribute("data-draws") or 0),
+              "chart_draw_max_s": int(page.locator(".wb-run").get_attribute(
+                  "data-draw-max-ms") or 0) / 1000}
     with (artifacts / "panel_latency.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
     print(record)

@@ -130,7 +130,10 @@ function render({ model, el }) {
       await Plotly.react(plot, fig.data, fig.layout, config);
       drawn = true;
     } finally {
-      model.send({ ack: seq, draw_ms: performance.now() - t0 });
+      const ms = performance.now() - t0;
+      el.dataset.draws = String(Number(el.dataset.draws || 0) + 1); // read by the load test
+      el.dataset.drawMaxMs = String(Math.max(Number(el.dataset.drawMaxMs || 0), Math.round(ms)));
+      model.send({ ack: seq, draw_ms: ms });
     }
   };
 
