@@ -3,11 +3,11 @@ of our own, only how the workbench asks for one.
 
 - ``local``: ``dask_cuda.LocalCUDACluster`` on this host, one worker per GPU (pinned with
   ``CUDA_VISIBLE_DEVICES``), each offering ``GPU=1`` and as many threads as this host has
-  cores per GPU (plus one for the measuring task), work stealing off;
+  cores per GPU (plus one per measure task it holds), work stealing off;
 - an address (``tcp://host:8786``): the scheduler of a cluster started by hand::
 
       DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False dask scheduler
-      dask cuda worker tcp://host:8786 --resources GPU=1 --nthreads 17   # on every GPU host
+      dask cuda worker tcp://host:8786 --resources GPU=1 --nthreads 18   # on every GPU host
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench.core.errors import ClusterError, NoGPUError
 from workbench.engine.dask_runner import DaskRunner, dask_runner
-from workbench.engine.dask_tasks import GPU_RESOURCE, Endpoint
+from workbench.engine.dask_tasks import GPU_RESOURCE, MEASURES_PER_GPU, Endpoint
 
 #: Scheduler settings for clusters the workbench starts itself.
 SCHEDULER_CONFIG = {"distributed.scheduler.work-stealing": False}
@@ -27,9 +27,10 @@ INSTALL_HINT = ('install the cluster extra: `pip install -e ".[cluster]"` (dask,
 
 def threads_per_gpu_worker(gpus: int, cpus: int | None = None) -> int:
     """Compile threads for each GPU worker of one host (its share of the cores) plus one
-    thread for the measuring task."""
+    per measure task it holds (:data:`MEASURES_PER_GPU`), so compiles never keep the next
+    measure task waiting for a thread."""
     cores = cpus or os.cpu_count() or 1
-    return max(1, cores // max(1, gpus)) + 1
+    return max(1, cores // max(1, gpus)) + MEASURES_PER_GPU
 
 
 def start_local_gpu_cluster(gpus: int | None = None, *, threads_per_worker: int | None = None,

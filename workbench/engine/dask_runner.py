@@ -24,8 +24,14 @@ Failures: a crash or hang of a candidate kills only the GPU worker subprocess, w
 LocalRunner on that Dask worker restarts (the candidate is recorded crashed or timeout, as
 with the direct runner). A Dask worker that dies mid-task is restarted by its nanny and its
 tasks are run again elsewhere; a candidate that kills workers ``allowed-failures`` times is
-recorded crashed. Pause and stop act between batches; stopping cancels every task still
-queued on any worker.
+recorded crashed.
+
+Dispatch: the compiles of a batch are submitted at once; measure tasks are dispatched
+:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker and refilled as results
+are taken, so each device has its next candidate on hand while it times one, and nothing more
+is dispatched while the caller holds: a paused search pauses every worker after the tasks in
+flight, a stopped one (closing the iterator) cancels those, and a range edit applies to every
+task dispatched after it.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +49,13 @@ from workbench.core.hardware import DeviceSpec
 from workbench.core.records import Candidate, TrialResult
 from workbench.engine import dask_tasks
 from workbench.engine.bench import CopyTiming
-from workbench.engine.dask_tasks import GPU_RESOURCE, Endpoint, PackedEndpoint, WorkerInfo
+from workbench.engine.dask_tasks import (
+    GPU_RESOURCE,
+    MEASURES_PER_GPU,
+    Endpoint,
+    PackedEndpoint,
+    WorkerInfo,
+)
 from workbench.engine.worker_protocol import rule_for_event
 
 log = logging.getLogger(__name__)
@@ -151,6 +164,14 @@ class DaskRunner:
                         "time in one task), and pinned ones never move, but start it with "
                         "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False to keep queues put")
         self._baselines: dict[tuple[str, str, str], TrialResult] = {}
+        self._in_flight: dict[Any, int] = {}
+        self.dispatched = 0  # measure tasks submitted so far
+        self._workers_died = False
+
+    @property
+    def in_flight(self) -> tuple[Any, ...]:
+        """The futures of the measure tasks dispatched and not yet handed on."""
+        return tuple(self._in_flight)
 
     def _check_reference(self) -> None:
         """After a worker died (its nanny starts a new one, at a new address), meet the
@@ -238,6 +259,9 @@ class DaskRunner:
         A Dask worker that dies takes down every task queued on it, not only the one it was
         running, so candidates that Dask gives up on (KilledWorker) run again at the end, one
         at a time: a death then is that candidate's own, and it is recorded crashed."""
+        if self._workers_died:
+            self._workers_died = False
+            self._check_reference()  # dispatch to the workers that replaced them
         suspects: list[Candidate] = []
         with contextlib.closing(self._fan_out(candidates)) as arrivals:
             for candidate, result in arrivals:
@@ -261,60 +285,87 @@ class DaskRunner:
 
     def _fan_out(self, candidates: Sequence[Candidate],
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
-        """Submit compile and measure tasks; yield (candidate, result) as each arrives
-        (None: Dask gave up on it after workers died)."""
-        import dask
-        from dask import delayed
+        """Submit the compiles, then keep :data:`MEASURES_PER_GPU` measure tasks per GPU
+        worker in flight; yield (candidate, result) as each arrives (None: Dask gave up on
+        it after workers died). A task is dispatched only when the caller takes a result,
+        so a caller that holds (a paused search) lets the workers run dry and one that
+        closes the iterator (a stopped one) cancels what is in flight."""
         from distributed import KilledWorker, wait
 
-        client = self.client
         batch = next(_tokens)
-        restriction: Mapping[str, Any] = (
-            {"workers": [self._pin], "allow_other_workers": False} if self._pin else {})
-        compiles: dict[str, Any] = {}
-        measures: list[Any] = []
-        for index, candidate in enumerate(candidates):
-            artifact = None
-            instance = self.endpoint.instance(candidate)
-            if instance is not None:
-                artifact = compiles.get(instance.hash)
-                if artifact is None:
-                    with dask.annotate(priority=-index):
-                        artifact = compiles[instance.hash] = delayed(
-                            dask_tasks.compile_instance, pure=False)(
-                            self.device.arch, instance,
-                            dask_key_name=f"wb-compile-{instance.hash}-{batch}")
-            with dask.annotate(resources={self.resource: 1},
-                               priority=_MEASURE_PRIORITY - index, **restriction):
-                measures.append(delayed(dask_tasks.measure, pure=False)(
-                    self.packed, self.description, candidate, artifact,
-                    dask_key_name=f"wb-measure-{batch}-{index}"))
-        # one graph per batch: one message to the scheduler, not two per candidate
-        submitted = client.compute(measures, optimize_graph=False)
-        futures: dict[Any, Candidate] = dict(zip(submitted, candidates, strict=True))
-        pending = set(futures)
-        position = {future: index for index, future in enumerate(futures)}
+        artifacts = self._compile(candidates, batch)
+        waiting = deque(range(len(candidates)))
+        capacity = MEASURES_PER_GPU * (1 if self._pin else len(self.workers))
+        futures: dict[Any, int] = {}
+        self._in_flight = futures
+
+        def dispatch() -> None:
+            while waiting and len(futures) < capacity:
+                index = waiting.popleft()
+                futures[self._submit_measure(candidates[index], artifacts[index],
+                                             f"wb-measure-{batch}-{index}", index)] = index
+                self.dispatched += 1
+
         try:
-            while pending:
+            dispatch()
+            while futures:
                 try:
-                    done, pending = wait(pending, timeout=_POLL_S,
-                                         return_when="FIRST_COMPLETED")
+                    done, _ = wait(list(futures), timeout=_POLL_S,
+                                   return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     done = set()
-                for future in sorted(done, key=position.__getitem__):  # as submitted
+                for index, future in sorted((futures.pop(f), f) for f in done):  # as submitted
                     try:
-                        yield futures[future], future.result()
+                        result: TrialResult | None = future.result()
                     except KilledWorker:
-                        yield futures[future], None
+                        result = None
+                        self._workers_died = True
+                    dispatch()  # refill before handing the result on: the device stays fed
+                    yield candidates[index], result
                 if not done and self._pin is not None and self._pin not in _gpu_workers(
-                        client, self.resource):
-                    for future in pending:
-                        yield futures[future], self._lost(
-                            futures[future], f"the worker {self._pin} left the cluster "
+                        self.client, self.resource):
+                    lost = sorted([*futures.values(), *waiting])
+                    futures.clear()
+                    waiting.clear()
+                    for index in lost:
+                        yield candidates[index], self._lost(
+                            candidates[index], f"the worker {self._pin} left the cluster "
                             f"before measuring it")
-                    pending = set()
         finally:
-            client.cancel(list(futures))
+            self.client.cancel([*futures, *(a for a in artifacts if a is not None)])
+            self._in_flight = {}
+
+    def _compile(self, candidates: Sequence[Candidate], batch: int) -> list[Any | None]:
+        """One compile task per distinct instance of the batch, submitted at once (one
+        message), any worker thread; per candidate its compile's future (None: nothing to
+        compile)."""
+        import dask
+        from dask import delayed
+
+        distinct: dict[str, Any] = {}
+        per_candidate: list[str | None] = []
+        for index, candidate in enumerate(candidates):
+            instance = self.endpoint.instance(candidate)
+            per_candidate.append(instance.hash if instance is not None else None)
+            if instance is not None and instance.hash not in distinct:
+                with dask.annotate(priority=-index):
+                    distinct[instance.hash] = delayed(dask_tasks.compile_instance, pure=False)(
+                        self.device.arch, instance,
+                        dask_key_name=f"wb-compile-{instance.hash}-{batch}")
+        futures = dict(zip(distinct, self.client.compute(list(distinct.values()),
+                                                         optimize_graph=False), strict=True))
+        return [futures[h] if h is not None else None for h in per_candidate]
+
+    def _submit_measure(self, candidate: Candidate, artifact: Any, key: str, index: int,
+                        ) -> Any:
+        """One measure task after its compile: on the pinned worker only, else on whichever
+        GPU worker the scheduler picks (work stealing off, so it stays there)."""
+        where: dict[str, Any] = (
+            {"workers": [self._pin], "allow_other_workers": False} if self._pin else {})
+        return self.client.submit(
+            dask_tasks.measure, self.packed, self.description, candidate, artifact, key=key,
+            resources={self.resource: 1.0 / MEASURES_PER_GPU}, priority=_MEASURE_PRIORITY - index,
+            pure=False, **where)
 
     def _lost(self, candidate: Candidate, why: str) -> TrialResult:
         """A candidate whose Dask worker died under it, recorded as the table says."""

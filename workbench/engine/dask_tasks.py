@@ -9,10 +9,15 @@ task that touches the runner asks for the worker's GPU resource (``resources={"G
 so a worker runs one of them at a time and a config is verified and timed in one task, on
 one device.
 
+Two measure tasks per GPU worker run at once (each asks for half the worker's GPU
+resource), but only one at a time holds the runner (a lock per runner): while one verifies
+and times on the device, the next unpacks its arguments, adopts its cubin and passes the
+runner's arithmetic checks, so the device does not wait for any of that between candidates.
+
 Compiles are tasks of their own, with no resource: they spread over every worker thread of
 the cluster. A cubin travels back as bytes and is adopted into the measuring worker's
 compile cache (:meth:`Compiler.adopt`), so the runner there answers from its cache even on
-another host.
+another host; on the host that compiled it, the compile's own result is used as it is.
 """
 
 from __future__ import annotations
@@ -33,10 +38,13 @@ from workbench.core.records import Candidate, TrialResult
 from workbench.core.template import KernelInstance, KernelTemplate
 from workbench.engine.bench import BenchSettings, CopyTiming
 from workbench.engine.compiler import Compiler, CompileResult
-from workbench.engine.runner import LocalRunner, Runner
+from workbench.engine.runner import LocalRunner, PlannedCandidate, Runner
 
 #: The worker resource a GPU task asks for; ``dask cuda worker --resources "GPU=1"``.
 GPU_RESOURCE = "GPU"
+#: Measure tasks a GPU worker runs at once (each asks for this share of its GPU resource);
+#: they take turns on the runner, so the device times one candidate at a time.
+MEASURES_PER_GPU = 2
 
 
 @runtime_checkable
@@ -133,7 +141,19 @@ class _Forgets(Protocol):
     def forget_measurements(self) -> None: ...
 
 
+@runtime_checkable
+class _MeasuresPlanned(Protocol):
+    """A runner whose checks and compile come apart from its device work (LocalRunner)."""
+
+    compiler: Compiler
+
+    def plan(self, candidate: Candidate) -> TrialResult | PlannedCandidate: ...
+
+    def finish(self, plan: PlannedCandidate, compiled: CompileResult) -> TrialResult: ...
+
+
 _RUNNERS: dict[str, Runner] = {}
+_TURNS: dict[str, threading.Lock] = {}  # one per runner: who holds its device
 _RUNNERS_LOCK = threading.Lock()
 
 
@@ -170,7 +190,14 @@ def _runner(packed: PackedEndpoint) -> Runner:
         if runner is None:
             endpoint: Endpoint = pickle.loads(packed.blob)
             runner = _RUNNERS[packed.key] = endpoint.build()
+            _TURNS[packed.key] = threading.Lock()
         return runner
+
+
+def _turn(packed: PackedEndpoint) -> threading.Lock:
+    """The lock held while a task uses the runner of ``packed`` (its device)."""
+    _runner(packed)
+    return _TURNS[packed.key]
 
 
 def _compiler_of(runner: Runner) -> Compiler | None:
@@ -208,39 +235,68 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
             artifact: CompiledArtifact | None) -> TrialResult:
     """Verify and time one candidate on this worker's device (compiled by the cluster when
     ``artifact`` is given). ``description`` is what the driver's runner measures with: a
-    worker of another kind that joined later refuses rather than mixing its times in."""
+    worker of another kind that joined later refuses rather than mixing its times in.
+
+    Everything but the device work runs before this task takes its turn on the runner."""
     runner = _runner(endpoint)
     if runner.description != description:
         raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
                            f"{description}: give it its own resource name",
                            value=runner.description, expected=description)
+    if artifact is not None and isinstance(runner, _MeasuresPlanned):
+        with _turn(endpoint):  # plan() keeps the runner's caches and counters
+            plan = runner.plan(candidate)
+        if isinstance(plan, TrialResult):
+            return where(plan)
+        compiled = _local_compile(runner.compiler, plan, artifact)
+        with _turn(endpoint):
+            return where(runner.finish(plan, compiled))
     compiler = _compiler_of(runner)
     if artifact is not None and artifact.result.ok and compiler is not None:
         compiler.adopt(artifact.result, artifact.cubin)
-    results = list(runner.measure([candidate]))
+    with _turn(endpoint):
+        results = list(runner.measure([candidate]))
     if len(results) != 1:
         raise RuntimeError(f"{runner.description} answered {len(results)} results for one "
                            f"candidate {dict(candidate.config)}")
     return where(results[0])
 
 
+def _local_compile(compiler: Compiler, plan: PlannedCandidate,
+                   artifact: CompiledArtifact) -> CompileResult:
+    """The compile of ``plan`` on this host: the cubin adopted into this compiler's cache
+    (already there when this host compiled it) and looked up, with the cluster's compile
+    time; a compiler that differs misses and compiles itself. A failed compile is final."""
+    compiled = artifact.result
+    same = compiled.instance_hash == plan.instance.hash
+    if same and not compiled.ok:
+        return compiled
+    if compiled.ok:
+        compiler.adopt(compiled, artifact.cubin)
+    local = compiler.compile(plan.instance)
+    return replace(local, compile_s=compiled.compile_s) if same and local.cached else local
+
+
 def baseline(endpoint: PackedEndpoint, shape: str, dtype: str) -> TrialResult:
     """The baseline kernel measured on this worker's device."""
-    return where(_runner(endpoint).baseline(shape, dtype))
+    with _turn(endpoint):
+        return where(_runner(endpoint).baseline(shape, dtype))
 
 
 def copy_timing(endpoint: PackedEndpoint, shape: str, dtype: str) -> CopyTiming | None:
     """A device-to-device copy of the problem's bytes on this worker's device (None when
     the runner cannot time one)."""
     runner = _runner(endpoint)
-    return runner.copy_timing(shape, dtype) if isinstance(runner, _TimesCopies) else None
+    with _turn(endpoint):
+        return runner.copy_timing(shape, dtype) if isinstance(runner, _TimesCopies) else None
 
 
 def forget(endpoint: PackedEndpoint) -> bool:
     """Make this worker's runner time identical cubins again (re-measurement rounds)."""
     runner = _runner(endpoint)
     if isinstance(runner, _Forgets):
-        runner.forget_measurements()
+        with _turn(endpoint):
+            runner.forget_measurements()
         return True
     return False
 
@@ -250,6 +306,7 @@ def close_runners() -> int:
     with _RUNNERS_LOCK:
         runners = list(_RUNNERS.values())
         _RUNNERS.clear()
+        _TURNS.clear()
     for runner in runners:
         runner.close()
     return len(runners)

@@ -140,8 +140,10 @@ class RunnerStats:
         self.status_counts[status.value] = self.status_counts.get(status.value, 0) + 1
 
 
-@dataclass
-class _Pending:
+@dataclass(frozen=True)
+class PlannedCandidate:
+    """A candidate that passed the arithmetic checks: its source and its launch."""
+
     candidate: Candidate
     instance: KernelInstance
     launch: Launch
@@ -408,8 +410,9 @@ class LocalRunner:
                            device=self.device.name, source="live",
                            log_excerpt=(compiled.log[-1500:] if compiled else ""))
 
-    def _plan(self, candidate: Candidate) -> TrialResult | _Pending:
-        """Constraint and launch checks (no compile): a pruned result or work to do."""
+    def plan(self, candidate: Candidate) -> TrialResult | PlannedCandidate:
+        """Constraint and launch checks (no compile, no GPU): a pruned result or the source
+        to compile and the launch (:meth:`finish` measures it)."""
         env = self._env(candidate.shape, candidate.dtype)
         key = (candidate.shape, candidate.dtype)
         template = self._templates.get(key)
@@ -432,7 +435,7 @@ class LocalRunner:
         problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
         if problem is not None:
             return self._prune(candidate, "launch_problem", problem)
-        return _Pending(candidate, template.render(config, candidate.dtype), launch)
+        return PlannedCandidate(candidate, template.render(config, candidate.dtype), launch)
 
     def _cubin_digest(self, path: str) -> str:
         if path not in self._cubin_digests:
@@ -480,9 +483,9 @@ class LocalRunner:
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         """Evaluate candidates; yield each result as soon as it is known (in the order the
         GPU got to them, not the order given: match by ``result.config``)."""
-        pending: dict[str, list[_Pending]] = {}
+        pending: dict[str, list[PlannedCandidate]] = {}
         for candidate in candidates:
-            plan = self._plan(candidate)
+            plan = self.plan(candidate)
             if isinstance(plan, TrialResult):
                 yield plan
             else:
@@ -508,7 +511,7 @@ class LocalRunner:
 
         thread = threading.Thread(target=produce, name="workbench-compile", daemon=True)
         thread.start()
-        ready: list[tuple[_Pending, CompileResult]] = []
+        ready: list[tuple[PlannedCandidate, CompileResult]] = []
         done = False
         try:
             while not done or ready:
@@ -532,12 +535,14 @@ class LocalRunner:
                 pick = next((i for i, (p, _) in enumerate(ready)
                              if (p.candidate.shape, p.candidate.dtype) == self._loaded), 0)
                 plan, compiled = ready.pop(pick)
-                yield self._finish(plan, compiled)
+                yield self.finish(plan, compiled)
         finally:
             stop.set()
             thread.join(timeout=1.0)
 
-    def _finish(self, plan: _Pending, compiled: CompileResult) -> TrialResult:
+    def finish(self, plan: PlannedCandidate, compiled: CompileResult) -> TrialResult:
+        """Verify and time a planned candidate from its compile (the GPU part of
+        :meth:`measure`; one call at a time)."""
         candidate, launch = plan.candidate, plan.launch
         if not compiled.ok or compiled.cubin_path is None:
             rule = rule_for_event("compile_failed")

@@ -12,9 +12,11 @@ batch is measured its configs are claimed in the store (a lease per config, see
 one claimed by another live process is deferred and, once the strategy has nothing else to
 ask, waited for (or measured here when its owner crashed or its lease ran out).
 
-Control from another thread: :meth:`Search.pause`, :meth:`Search.resume`,
-:meth:`Search.stop`, :meth:`Search.edit_params` and :meth:`Search.enqueue` take effect at
-the next batch boundary (after the trial in flight).
+Control from another thread: :meth:`Search.pause`, :meth:`Search.stop` and
+:meth:`Search.edit_params` take effect after the result in hand (a pause holds the runner's
+iterator, a stop or an edit closes it: the batch's candidates not yet measured go back to the
+strategy, which asks again within the edited ranges); :meth:`Search.resume` and
+:meth:`Search.enqueue` at the next batch.
 """
 
 from __future__ import annotations
@@ -375,6 +377,10 @@ class Search:
         strategy.enqueue([state.space.default_config(), *self._suggestions])
         state.strategy = strategy
 
+    def _edit_pending(self) -> bool:
+        with self._lock:
+            return self._pending_edit is not None
+
     def _apply_edit(self) -> None:
         with self._lock:
             edit, self._pending_edit = self._pending_edit, None
@@ -513,8 +519,8 @@ class Search:
                 if self._stop.is_set():
                     break
                 self._wait_if_paused()  # a pause holds between results, not after the batch
-                if self._stop.is_set():
-                    break
+                if self._stop.is_set() or self._edit_pending():
+                    break  # an edit applies to every candidate the runner has not started
         finally:
             close = getattr(results, "close", None)
             if close is not None:
