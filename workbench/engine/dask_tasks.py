@@ -243,7 +243,8 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
         raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
                            f"{description}: give it its own resource name",
                            value=runner.description, expected=description)
-    if artifact is not None and isinstance(runner, _MeasuresPlanned):
+    if artifact is not None and isinstance(runner, _MeasuresPlanned) and isinstance(
+            runner.compiler, Compiler):
         with _turn(endpoint):  # plan() keeps the runner's caches and counters
             plan = runner.plan(candidate)
         if isinstance(plan, TrialResult):

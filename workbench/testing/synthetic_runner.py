@@ -37,7 +37,8 @@ from workbench.core.records import (
     TrialResult,
 )
 from workbench.core.template import KernelTemplate, Launch
-from workbench.engine.compiler import Compiler
+from workbench.engine.compiler import Compiler, CompileResult
+from workbench.engine.runner import PlannedCandidate
 
 SYNTHETIC_SOURCE = "synthetic"
 MODEL_NAME = "synthetic-roofline-v1 (not a measurement)"
@@ -109,8 +110,8 @@ class SyntheticRunner:
             device=self.device.name, source=SYNTHETIC_SOURCE, log_excerpt=log,
             extra={"synthetic": True, "model": MODEL_NAME})
 
-    def _evaluate(self, template: KernelTemplate, candidate: Candidate,
-                  check_space: bool) -> TrialResult:
+    def _plan(self, template: KernelTemplate, candidate: Candidate,
+              check_space: bool) -> TrialResult | PlannedCandidate:
         env = self.folder.env(candidate.shape, candidate.dtype, self.device)
         config = candidate.config
         if check_space:
@@ -129,10 +130,13 @@ class SyntheticRunner:
         problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
         if problem is not None:
             return self._result(candidate, Status.PRUNED, problem)
-        instance = template.render(config, candidate.dtype)
+        return PlannedCandidate(candidate, template.render(config, candidate.dtype), launch)
+
+    def _finish(self, template: KernelTemplate, plan: PlannedCandidate,
+                compiled: CompileResult | None) -> TrialResult:
+        candidate, instance, launch = plan.candidate, plan.instance, plan.launch
         usage = ResourceUsage(regs_per_thread=self.assumed_regs_per_thread)
-        if self.compiler is not None:
-            compiled = self.compiler.compile(instance)
+        if compiled is not None:
             if not compiled.ok:
                 return self._result(candidate, Status.COMPILE_ERROR,
                                     f"{compiled.error_kind}: {compiled.error_summary}",
@@ -146,11 +150,29 @@ class SyntheticRunner:
                                 usage=usage, occ=occ, instance_hash=instance.hash)
         t_us = self.model.time_us(self.folder.bytes_moved_for(candidate.shape, candidate.dtype),
                                   self.device.peak_mem_bandwidth_gb_per_s, occ.fraction,
-                                  f"{template.source_sha256}:{config.key()}")
+                                  f"{template.source_sha256}:{candidate.config.key()}")
         timing = Timing(median_us=t_us, min_us=t_us, q1_us=t_us, q3_us=t_us, mean_us=t_us,
                         reps=1, rse_median_pct=0.0, l2_flushed=False)
         return self._result(candidate, Status.OK, usage=usage, occ=occ, timing=timing,
                             instance_hash=instance.hash)
+
+    def _evaluate(self, template: KernelTemplate, candidate: Candidate,
+                  check_space: bool) -> TrialResult:
+        plan = self._plan(template, candidate, check_space)
+        if isinstance(plan, TrialResult):
+            return plan
+        compiled = self.compiler.compile(plan.instance) if self.compiler is not None else None
+        return self._finish(template, plan, compiled)
+
+    def plan(self, candidate: Candidate) -> TrialResult | PlannedCandidate:
+        """The checks before any compile, as LocalRunner.plan."""
+        return self._plan(self.template, candidate, check_space=True)
+
+    def finish(self, plan: PlannedCandidate, compiled: CompileResult) -> TrialResult:
+        """The invented time of a planned candidate from its compile, as LocalRunner.finish
+        (counted in ``measure_calls`` like a measured one)."""
+        self.measure_calls += 1
+        return self._finish(self.template, plan, compiled)
 
     def baseline(self, shape: str, dtype: str) -> TrialResult:
         """The baseline under the same synthetic model (compiled for real with a compiler)."""
