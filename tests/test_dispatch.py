@@ -74,6 +74,8 @@ def test_a_shape_takes_the_config_that_holds_over_its_bucket() -> None:
     by = {s: table.configs[i] for s, _, i in table.entries}
     assert by["t8"] == R and by["t1"] == R  # F is faster there, but not half-way to t64
     assert by["t512"] == B
+    point = build_table("k", "bf16", EDGE, SIZES, tolerance_pct=0.5, interpolate=False)
+    assert point.configs[dict((s, i) for s, _, i in point.entries)["t8"]] == F
 
 
 def test_leave_one_out_never_learns_from_the_left_out_shape() -> None:

@@ -225,8 +225,10 @@ def bucket_ratio(times: Times, best: Mapping[str, float], config: Config, shape:
 
 def build_table(kernel: str, dtype: str, times: Times,
                 sizes: Mapping[str, Mapping[str, int]], tolerance_pct: float = 3.0,
-                specialised: Mapping[str, str] | None = None) -> DispatchTable:
-    """The table (module docstring) over every shape of ``times``."""
+                specialised: Mapping[str, str] | None = None,
+                interpolate: bool = True) -> DispatchTable:
+    """The table (module docstring) over every shape of ``times``; ``interpolate=False``:
+    each shape alone decides (no bucket edges; the rule before issue 18's second round)."""
     if specialised:
         times = symbolic_times(times, sizes, specialised)
     shapes = [s for s in times if times[s]]
@@ -235,7 +237,7 @@ def build_table(kernel: str, dtype: str, times: Times,
                              key="times", value=list(times), expected="measured configs")
     best = {s: min(times[s].values()) for s in shapes}
     limit = 1.0 + tolerance_pct / 100.0
-    near = neighbours(sizes, shapes)
+    near = neighbours(sizes, shapes) if interpolate else {s: () for s in shapes}
     bucket: dict[tuple[Config, str], float] = {}
     good: dict[Config, set[str]] = {}
     slow: dict[Config, float] = {}
@@ -284,7 +286,8 @@ class LeaveOneOut:
 def leave_one_out(kernel: str, dtype: str, times: Times,
                   sizes: Mapping[str, Mapping[str, int]], tolerance_pct: float = 3.0,
                   specialised: Mapping[str, str] | None = None,
-                  found_at: Mapping[Config, Set[str]] | None = None) -> list[LeaveOneOut]:
+                  found_at: Mapping[Config, Set[str]] | None = None,
+                  interpolate: bool = True) -> list[LeaveOneOut]:
     """Each shape left out in turn, dispatched by the others' table, scored on its own
     measurements (needs two or more shapes). ``found_at``: config -> the shapes whose
     search found it (the rest of ``times`` measured elsewhere-found configs, e.g. by
@@ -308,7 +311,7 @@ def leave_one_out(kernel: str, dtype: str, times: Times,
         rest = {k: v for k, v in rest.items() if v}
         if not rest:
             continue
-        table = build_table(kernel, dtype, rest, sizes, tolerance_pct)
+        table = build_table(kernel, dtype, rest, sizes, tolerance_pct, interpolate=interpolate)
         near, cfg = table.nearest(sizes[s])
         best = min(times[s].values())
         t = times[s].get(cfg)
