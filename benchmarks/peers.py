@@ -385,7 +385,8 @@ def _newest_recording(folder_path: Path) -> Recording | None:
 def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, shape: str,
                  dtype: str, finalists: int = 4, rounds: int = 1,
                  warm: Harness | None = None, pick_methods: bool = False,
-                 twins: dict[str, Any] | None = None, twin_top: int = 4) -> dict[str, Any]:
+                 twins: dict[str, Any] | None = None, twin_top: int = 4,
+                 with_default: bool = False) -> dict[str, Any]:
     """One (kernel, shape, dtype): our baseline, a selection round over the recording's
     ``finalists``, our chosen config, every peer and a copy of the same bytes. With
     ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
@@ -465,6 +466,11 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
         if twins and pick_methods and usable:  # the fastest and their twins, every method
             top = sorted(usable, key=lambda e: e["median_us"])[:twin_top]
             pool = [Config(e["config"]) for e in top]
+            if with_default:  # the template default: the baseline's launch, FlashInfer's
+                default = Config({**template.default_config()})
+                space = template.space(folder.env(shape, dtype))
+                if default not in pool and space.rejection(default) is None:
+                    pool.append(default)
             pool += [c.replace(**twins) for c in pool if c.replace(**twins) not in pool]
             _precompile(compiler, template, pool, dtype)
             usable = []
@@ -606,6 +612,8 @@ def main() -> int:
                     help="with --pick-methods: the harness selects, then its --twin-top "
                          "fastest and each with these knob values go to the three methods")
     ap.add_argument("--twin-top", type=int, default=4)
+    ap.add_argument("--twin-default", action="store_true",
+                    help="also the template default (and its twins) in the three-method round")
     ap.add_argument("--spin-up", type=float, default=0.5,
                     help="seconds of GPU work before each harness timing (clocks up)")
     ap.add_argument("--keep", action="store_true",
@@ -635,7 +643,8 @@ def main() -> int:
                     rows.append(measure_case(harness, compiler, folder, shape, dtype,
                                              args.finalists, rounds=args.rounds, warm=warm,
                                              pick_methods=args.pick_methods,
-                                             twins=twins, twin_top=args.twin_top))
+                                             twins=twins, twin_top=args.twin_top,
+                                             with_default=args.twin_default))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(

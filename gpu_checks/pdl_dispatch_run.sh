@@ -36,6 +36,12 @@ if part peers; then
     --shapes odd decode prefill large unseen --out "$OUT/peers_silu_pdl.json" 2>&1 \
     | tee "$OUT/peers_silu_pdl.log"
 fi
+if part peers_default; then  # the laggards again, the template default's twin in the round too
+  python3 benchmarks/peers.py --methods --pick-methods --twins PDL=1 --twin-top 3 \
+    --twin-default --finalists 4 --spin-up 0.15 --dtypes bf16 --kernels silu_and_mul \
+    --shapes ${SHAPES:-odd u_odd u_mid} --out "$OUT/peers_silu_pdl_default.json" 2>&1 \
+    | tee "$OUT/peers_silu_pdl_default.log"
+fi
 if part ncu; then
   M="dram__throughput.avg.pct_of_peak_sustained_elapsed sm__warps_active.avg.pct_of_peak_sustained_active l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum smsp__inst_executed.sum lts__t_sector_hit_rate.pct launch__grid_size launch__block_size launch__registers_per_thread"
   python3 benchmarks/peers_ncu.py --kernel silu_and_mul --shapes decode --dtypes bf16 \
