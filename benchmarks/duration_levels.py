@@ -8,10 +8,13 @@ sequences like these are immune to it, and they found one stable time per config
 * default: load the problem ``--loads`` times (new buffers) and evaluate the fastest config
   ``--evals`` times in each load;
 * ``--alternate``: the fastest and second fastest config in turn (same buffers);
-* ``--predecessors N``: the fastest config right after each of N others, twice over;
-* ``--carveout``: the shared-memory carveout preference (driver, occupancy or a percent).
+* ``--predecessors N``: the fastest config right after each of N others, twice over.
 
-    python benchmarks/duration_levels.py --out levels.json [--alternate --carveout 100]
+Earlier runs also varied the input placements (8 or 1) and the shared-memory carveout;
+both left the settings (the worker always rotates 8 placements and leaves the carveout to
+the driver) and their results stay in results/.
+
+    python benchmarks/duration_levels.py --out levels.json [--alternate]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import datetime as dt
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from workbench.core.records import Candidate  # noqa: E402
 from workbench.engine.bench import BenchSettings  # noqa: E402
 from workbench.engine.recording import load_recording, recording_paths  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
+from workbench.engine.timing_loop import PLACEMENTS  # noqa: E402
 
 CASES = (("fused_add_rmsnorm", "decode"), ("fused_add_rmsnorm", "large"),
          ("silu_and_mul", "large"), ("silu_and_mul", "decode"))
@@ -41,9 +46,6 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--loads", type=int, default=3)
     ap.add_argument("--evals", type=int, default=4)
-    ap.add_argument("--placements", type=int, default=8)
-    ap.add_argument("--carveout", default="driver",
-                    help="BenchSettings.carveout: driver, occupancy or a percentage")
     ap.add_argument("--predecessors", type=int, default=0,
                     help="evaluate the fastest config right after each of N other configs "
                          "(spread over the recording's ranking), twice over: does the "
@@ -57,10 +59,7 @@ def main() -> int:
         folder = load_kernel_folder(ROOT / "sample_kernels" / name)
         recording = load_recording(recording_paths(folder.path)[-1])
         base = BenchSettings.from_dict(dict(recording.bench))
-        settings = BenchSettings.from_dict({**base.to_dict(), "timer": "cupti", "min_reps": 100,
-                                            "max_reps": 100, "max_time_s": 2.0,
-                                            "placements": args.placements,
-                                            "carveout": args.carveout})
+        settings = replace(base, timer="cupti", min_reps=100, max_reps=100, max_time_s=2.0)
         ok = sorted((t for t in recording.trials if t.shape == shape and t.dtype == "bf16"
                      and t.timing), key=lambda t: t.timing.median_us if t.timing else 0)
         config = {**folder.template.default_config(), **ok[0].config}
@@ -96,10 +95,9 @@ def main() -> int:
                                                               "bf16")]))
                     seq[which].append(round(result.median_us or float("nan"), 3))
                 rows.append({"kernel": name, "shape": shape, "alternate": True,
-                             "carveout": args.carveout,
                              "configs": [dict(ok[0].config), dict(ok[1].config)],
                              "medians_us": [seq[0], seq[1]]})
-                print(f"{name:18s} {shape:7s} carveout {args.carveout:>9s} alternating: "
+                print(f"{name:18s} {shape:7s} alternating: "
                       f"#0 {' '.join(f'{m:8.3f}' for m in seq[0])} | "
                       f"#1 {' '.join(f'{m:8.3f}' for m in seq[1])} us", flush=True)
                 continue
@@ -113,7 +111,7 @@ def main() -> int:
                     [result] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")]))
                     medians.append(round(result.median_us or float("nan"), 3))
                 rows.append({"kernel": name, "shape": shape, "load": load, "config": config,
-                             "placements": args.placements, "medians_us": medians})
+                             "placements": PLACEMENTS, "medians_us": medians})
                 print(f"{name:18s} {shape:7s} load {load}: "
                       f"{' '.join(f'{m:8.3f}' for m in medians)} us", flush=True)
     Path(args.out).write_text(json.dumps({"date": dt.date.today().isoformat(), "rows": rows},

@@ -1,6 +1,6 @@
 """One timing harness for every implementation compared on the GPU machine (torch).
 
-Same rules as the workbench's worker (workbench.engine.bench): CUDA events around each
+Same rules as the workbench's worker (workbench.engine.timing_loop): CUDA events around each
 launch, L2 evicted before every timed repetition (a buffer of twice the L2 is read),
 in-place inputs restored before every repetition (outside the timed region), batches of
 repetitions held behind a gate kernel until the host has enqueued them (so Python's launch
@@ -17,12 +17,12 @@ from collections.abc import Callable
 import torch
 
 from workbench.core.records import Timing
-from workbench.engine.bench import (
+from workbench.engine.bench import BenchSettings, summarize
+from workbench.engine.timing_loop import (
     GATE_STATE_INT32,
     GATE_TIMEOUT_NS,
     TIMING_KERNELS_SOURCE,
-    BenchSettings,
-    summarize,
+    flush_bytes,
     time_launches,
 )
 
@@ -93,7 +93,7 @@ class Harness:
                  flush: str = "read", spin_up_s: float = 0.5, gated: bool = True) -> None:
         self.settings = settings or BenchSettings(max_time_s=0.5, min_reps=20, max_reps=3000,
                                                   timeout_s=30.0)
-        nbytes = self.settings.flush_bytes_for(l2_bytes)
+        nbytes = flush_bytes(l2_bytes)
         self.flush = torch.ones(nbytes // 4, dtype=torch.float32, device="cuda")
         self.flush_mode = flush
         self.spin_up_s = spin_up_s

@@ -10,8 +10,9 @@ Two questions, one script (run on the GPU machine):
   the sweep's own best medians are minima over thousands and read low. The difference from
   the sweep's median is reported beside it (``diff_sweep_pct``).
 * ``--mode processes``: the same configs measured in ``--processes`` fresh workers for each
-  timing method named in ``--methods`` (``tail6`` is the default method,
-  ``read-gated-place8`` the one before it); for every config the spread between processes,
+  timing method named in ``--methods`` (``tail6`` is the worker's protocol with the
+  recording's timer, ``cupti`` the same with CUPTI; :data:`RETIRED_METHODS` lists the
+  methods of earlier runs, no longer settings); for every config the spread between processes,
   max / min - 1 of the medians. This isolates between-process variation from any change
   since the recording.
 
@@ -41,33 +42,31 @@ from workbench.engine.recording import load_recording, recording_paths  # noqa: 
 from workbench.engine.runner import LocalRunner  # noqa: E402
 
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
-#: timing method name -> BenchSettings fields that differ from the recording's
+#: timing method name -> BenchSettings fields that differ from the recording's (the
+#: protocol itself is fixed: workbench.engine.timing_loop)
 METHODS: dict[str, dict[str, Any]] = {
-    "tail6": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6},
+    "tail6": {},  # the worker's protocol: read flush, gate, 8 placements, 6 tail repetitions
     # tail6 timed by CUPTI kernel durations; the event pairs of the same launches are kept,
     # so one run gives both timers' between-process spread ("cupti" and "cupti-events")
-    "cupti": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
-              "timer": "cupti"},
+    "cupti": {"timer": "cupti"},
     # a fixed 400 repetitions each (to compare central estimators offline with --keep-samples)
-    "cupti-400": {"flush_method": "read", "host_gate": True, "placements": 8, "tail_reps": 6,
-                  "timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0},
-    # ... with 150 ms of other GPU work between the loops
-    "cupti-400w8g150": {"flush_method": "read", "host_gate": True, "placements": 8,
-                        "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
+    "cupti-400": {"timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0},
+}
+
+#: Methods of earlier runs whose knobs were research settings and left BenchSettings (their
+#: results stay committed and tabled; this version cannot repeat them): timing windows
+#: with and without 150 ms gaps (every window of an evaluation agreed), the occupancy
+#: carveout, ungated / tail-less / single-placement batches and the zeroing flush (the A/B
+#: runs that chose the protocol), and run 7's scattered placements (no measurable effect).
+RETIRED_METHODS: dict[str, dict[str, Any]] = {
+    "cupti-400w8g150": {"timer": "cupti", "min_reps": 400, "max_reps": 400,
                         "max_time_s": 2.0, "windows": 8, "window_gap_ms": 150.0},
-    # 400 repetitions with the occupancy carveout set on the timed and eviction kernels
-    "cupti-400-occ": {"flush_method": "read", "host_gate": True, "placements": 8,
-                      "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
-                      "max_time_s": 2.0, "carveout": "occupancy"},
-    # (run 7 also timed 8 input copies at random 256-byte offsets within their pages: no
-    # measurable effect, so the knob was removed from BenchSettings; its data stays committed)
-    # the same 400 repetitions in 8 separate timing loops of 50
-    "cupti-400w8": {"flush_method": "read", "host_gate": True, "placements": 8,
-                    "tail_reps": 6, "timer": "cupti", "min_reps": 400, "max_reps": 400,
-                    "max_time_s": 2.0, "windows": 8},
-    "read-gated-place8": {"flush_method": "read", "host_gate": True, "placements": 8,
-                          "tail_reps": 0},
-    "read-gated": {"flush_method": "read", "host_gate": True, "placements": 1, "tail_reps": 0},
+    "cupti-400-occ": {"timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0,
+                      "carveout": "occupancy"},
+    "cupti-400w8": {"timer": "cupti", "min_reps": 400, "max_reps": 400, "max_time_s": 2.0,
+                    "windows": 8},
+    "read-gated-place8": {"tail_reps": 0},
+    "read-gated": {"placements": 1, "tail_reps": 0},
     "write-ungated": {"flush_method": "write", "host_gate": False, "placements": 1,
                       "tail_reps": 0},
 }
@@ -84,11 +83,10 @@ def _top(recording: Any, shape: str, dtype: str, top: int,
 
 
 def _method_detail(result: TrialResult) -> dict[str, Any]:
-    """The timing windows' medians and the gate's SM clock, as earlier results wrote them."""
+    """The gate's SM clock, as earlier results wrote it."""
     method = result.method
     clock = method.sm_clock if method is not None else None
-    return {"window_medians_us": list(method.window_medians_us) if method else None,
-            "sm_clock_effective_mhz": None if clock is None else {
+    return {"sm_clock_effective_mhz": None if clock is None else {
                 "median": clock.median_mhz, "min": clock.min_mhz, "max": clock.max_mhz,
                 "batches": clock.batches}}
 
@@ -270,7 +268,7 @@ def main() -> int:
                          "spread; only the first counts for the between-process spread)")
     ap.add_argument("--keep-samples", action="store_true",
                     help="keep every config's samples (and event samples), not only rank 0's")
-    ap.add_argument("--methods", nargs="*", default=["tail6", "read-gated-place8"],
+    ap.add_argument("--methods", nargs="*", default=["tail6", "cupti"],
                     choices=list(METHODS))
     args = ap.parse_args()
     doc = against_recording(args) if args.mode == "recording" else between_processes(args)

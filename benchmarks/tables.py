@@ -450,7 +450,7 @@ in `results/` by `python benchmarks/tables.py`.
 | `benchmarks/peers.py` | GPU | tuned configs vs FlashInfer, SGLang, Liger, torch |
 | `benchmarks/kernel_tuner_compare.py` | GPU | throughput vs Kernel Tuner 1.5.0 |
 | `benchmarks/repeatability.py` | GPU | top-5 configs re-measured in a fresh worker; `--mode processes` spread between workers (timers, methods) |
-| `benchmarks/duration_levels.py` | GPU | where a kernel's duration levels come from (loads, evaluations, predecessors, carveouts) |
+| `benchmarks/duration_levels.py` | GPU | where a kernel's duration levels come from (loads, evaluations, predecessors) |
 | `benchmarks/bench_strategies.py` | CPU | sample efficiency on the recordings |
 | `benchmarks/bench_space.py`, `bench_compile.py`, `bench_check.py`, `bench_panel.py` | CPU | core costs |
 """

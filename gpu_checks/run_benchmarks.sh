@@ -83,10 +83,8 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
       | tee "$OUT/repeatability_processes.log" | tail -30
     ;;
   levels)  # duration levels: between evaluations or between buffer allocations?
-    for pl in ${LEVEL_PLACEMENTS:-8 1}; do
-      python3 benchmarks/duration_levels.py --placements "$pl" --out "$OUT/duration_levels_p$pl.json" "$@" \
-        2>&1 | tee "$OUT/duration_levels_p$pl.log" | tail -20
-    done
+    python3 benchmarks/duration_levels.py --out "$OUT/duration_levels.json" "$@" \
+      2>&1 | tee "$OUT/duration_levels.log" | tail -20
     ;;
   repeat)  # the repeatability target (recording mode), then the between-process spread
     python3 benchmarks/repeatability.py --out "$OUT/repeatability.json" --shapes odd decode large \
@@ -99,11 +97,9 @@ print(cupti.load_library()[1:])" 2>&1 | tee "$OUT/cupti_probe.log"
     python3 benchmarks/duration_levels.py --predecessors "${LEVEL_PRED:-10}" \
       --out "$OUT/duration_levels_predecessors.json" "$@" 2>&1 | tee "$OUT/duration_levels_pred.log" | tail -50
     ;;
-  levels-alt)  # two configs in turn, with the driver's carveout and with each given one
-    for c in ${LEVEL_CARVEOUTS:-driver 0 100}; do
-      python3 benchmarks/duration_levels.py --alternate --carveout "$c" \
-        --out "$OUT/duration_levels_alt_c$c.json" "$@" 2>&1 | tee "$OUT/duration_levels_alt_c$c.log" | tail -8
-    done
+  levels-alt)  # two configs in turn
+    python3 benchmarks/duration_levels.py --alternate \
+      --out "$OUT/duration_levels_alt.json" "$@" 2>&1 | tee "$OUT/duration_levels_alt.log" | tail -8
     ;;
   tune)  # workbench tune, live: each argument group separated by ';' is one run
     IFS=';' read -ra runs <<< "$*"

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from workbench.core.errors import WorkbenchError
-from workbench.engine.bench import (
+from workbench.engine.bench import RETIRED_FIELDS, BenchSettings, resolve_timer
+from workbench.engine.timing_loop import (
+    TAIL_REPS,
     TIMING_KERNELS_SOURCE,
-    BenchSettings,
     ClockMismatch,
-    resolve_timer,
     time_launches,
 )
 
@@ -95,12 +94,12 @@ def _run(settings: BenchSettings, *, gate: bool = True, launch_us: float = 5.0,
     samples = time_launches(
         _Cuda(log), _Stream(log), launch, settings,
         prepare=lambda: log.ops.append("restore"), flush=lambda: log.ops.append("flush"),
-        gate=_Gate(log) if gate else None).samples_us
+        gate=_Gate(log) if gate else None, tail_reps=0).samples_us
     return log, samples
 
 
 SETTINGS = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=12, max_time_s=30.0, timeout_s=60.0,
-                         batch_reps=4, target_rse_pct=5.0, tail_reps=0)
+                         batch_reps=4, target_rse_pct=5.0)
 
 
 def test_each_batch_is_enqueued_behind_the_gate_and_synchronised_after_it_opens() -> None:
@@ -141,7 +140,7 @@ def test_the_gate_opens_even_when_a_launch_raises() -> None:
             raise RuntimeError("launch failed")
 
     with pytest.raises(RuntimeError):
-        time_launches(_Cuda(log), _Stream(log), launch, SETTINGS, gate=_Gate(log))
+        time_launches(_Cuda(log), _Stream(log), launch, SETTINGS, gate=_Gate(log), tail_reps=0)
     assert log.ops[log.ops.index("hold"):] == ["hold", "record", "launch", "record", "record",
                                                "launch", "release"]
 
@@ -155,9 +154,9 @@ def test_noisy_samples_run_more_batches_until_max_reps() -> None:
         log.clock_us += next(times, 5.0)
 
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=10, max_time_s=30.0, timeout_s=60.0,
-                             batch_reps=4, target_rse_pct=0.01, tail_reps=0)
+                             batch_reps=4, target_rse_pct=0.01)
     samples = time_launches(_Cuda(log), _Stream(log), launch, settings,
-                            gate=_Gate(log)).samples_us
+                            gate=_Gate(log), tail_reps=0).samples_us
     assert len(samples) == 10  # 4 + 4 + a last batch cut to max_reps
     assert log.ops.count("hold") == 3 == log.ops.count("release")
 
@@ -171,19 +170,28 @@ def test_tail_repetitions_are_enqueued_like_timed_ones_and_never_counted() -> No
         log.clock_us += next(timed_us, 50.0)
 
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
-                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=3)
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0)
     samples = time_launches(_Cuda(log), _Stream(log), launch, settings,
                             prepare=lambda: log.ops.append("restore"),
-                            flush=lambda: log.ops.append("flush"), gate=_Gate(log)).samples_us
+                            flush=lambda: log.ops.append("flush"), gate=_Gate(log),
+                            tail_reps=3).samples_us
     assert samples == [5.0] * 4
     per_rep = ["restore", "flush", "record", "launch", "record"]
     assert log.ops[log.ops.index("hold"):] == ["hold", *per_rep * 7, "release", "sync", "settled"]
 
 
-def test_tail_reps_out_of_range_names_the_key() -> None:
-    with pytest.raises(WorkbenchError, match="tail_reps") as info:
-        BenchSettings(tail_reps=-1)
-    assert info.value.details["expected"] == "0..64"
+def test_the_worker_queues_six_tail_repetitions_unless_told_otherwise() -> None:
+    log = _Log()
+
+    def launch() -> None:
+        log.ops.append("launch")
+        log.clock_us += 5.0
+
+    settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0)
+    time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log))
+    held = log.ops[log.ops.index("hold"):log.ops.index("release")]
+    assert TAIL_REPS == 6 and held.count("launch") == 4 + TAIL_REPS
 
 
 class _KernelClock:
@@ -207,8 +215,8 @@ class _KernelClock:
         return got
 
 
-def _clocked(settings: BenchSettings, times_us: list[float],
-             lose: int = 0) -> tuple[_Log, _KernelClock, object]:
+def _clocked(settings: BenchSettings, times_us: list[float], lose: int = 0,
+             tail_reps: int = 0) -> tuple[_Log, _KernelClock, object]:
     log = _Log()
     clock = _KernelClock(log)
     clock.lose = lose
@@ -221,15 +229,15 @@ def _clocked(settings: BenchSettings, times_us: list[float],
         clock.launched(t)
 
     times = time_launches(_Cuda(log), _Stream(log), launch, settings, gate=_Gate(log),
-                          kernel_clock=clock)
+                          kernel_clock=clock, tail_reps=tail_reps)
     return log, clock, times
 
 
 def test_a_kernel_clock_supplies_the_samples_and_the_event_times_are_kept_beside_them() -> None:
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
-                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=2)
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0)
     # 2 warm-up launches (60 us: must not be counted), 4 timed, 2 tail (50 us each)
-    log, clock, times = _clocked(settings, [60.0, 60.0, 5.0, 6.0, 7.0, 8.0])
+    log, clock, times = _clocked(settings, [60.0, 60.0, 5.0, 6.0, 7.0, 8.0], tail_reps=2)
     assert times.samples_us == [3.5, 4.5, 5.5, 6.5]  # clock: event time - 1.5 us front end
     assert times.event_samples_us == [5.0, 6.0, 7.0, 8.0]
     # the warm-up is forgotten (take(0)) and each batch asks for timed + tail launches,
@@ -240,7 +248,7 @@ def test_a_kernel_clock_supplies_the_samples_and_the_event_times_are_kept_beside
 
 def test_a_kernel_clock_that_misses_launches_is_an_error_naming_the_counts() -> None:
     settings = BenchSettings(warmup_ms=0.0, min_reps=4, max_reps=4, max_time_s=30.0,
-                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=0)
+                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0)
     with pytest.raises(ClockMismatch, match="saw 3 launches of a batch of 4") as info:
         _clocked(settings, [5.0] * 6, lose=1)
     assert info.value.details == {"key": "kernel_clock", "value": 3, "expected": 4}
@@ -276,11 +284,31 @@ def test_auto_timer_resolves_to_cupti_where_libcupti_loads_and_says_why_otherwis
                                   "expected": "a loadable libcupti"}
 
 
-def test_flush_method_is_validated_with_the_key_named() -> None:
-    with pytest.raises(WorkbenchError, match="flush_method") as info:
-        BenchSettings(flush_method="memset")
-    assert info.value.details["value"] == "memset"
-    assert BenchSettings.from_dict({"flush_method": "write", "host_gate": False}).host_gate is False
+def test_research_settings_are_not_settings() -> None:
+    for name in ("flush_method", "host_gate", "tail_reps", "placements", "windows",
+                 "window_gap_ms", "carveout", "l2_flush_bytes", "graph_launches"):
+        assert name not in BenchSettings.__dataclass_fields__
+        with pytest.raises(TypeError):
+            BenchSettings(**{name: RETIRED_FIELDS[name]})
+
+
+def test_stored_settings_with_retired_fields_read_back_at_the_fixed_value_only() -> None:
+    # a recording's "bench" as the H100 sweeps of 2026-11-22 wrote it
+    stored = {"warmup_ms": 1.0, "min_reps": 10, "max_reps": 400, "max_time_s": 0.1,
+              "target_rse_pct": 0.25, "flush_l2": True, "l2_flush_bytes": 0, "timeout_s": 5.0,
+              "batch_reps": 10, "flush_method": "read", "host_gate": True, "tail_reps": 6,
+              "placements": 8, "scatter_placements": False, "timer": "cupti", "windows": 1,
+              "window_gap_ms": 0.0, "carveout": "driver"}
+    assert BenchSettings.from_dict(stored) == BenchSettings(
+        warmup_ms=1.0, min_reps=10, max_reps=400, max_time_s=0.1, target_rse_pct=0.25,
+        timeout_s=5.0, batch_reps=10, timer="cupti")
+    # a research run's settings cannot silently become the default protocol
+    for key, value in (("tail_reps", 0), ("flush_method", "write"), ("carveout", "occupancy"),
+                       ("windows", 8), ("host_gate", False)):
+        with pytest.raises(WorkbenchError, match=f"BenchSettings.{key} = ") as info:
+            BenchSettings.from_dict({**stored, key: value})
+        assert info.value.details == {"key": key, "value": value,
+                                      "expected": RETIRED_FIELDS[key]}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
@@ -303,7 +331,7 @@ def test_timing_kernels_keep_their_loads_and_poll_a_volatile_flag(tmp_path: Path
 def test_the_gate_clock_is_cycles_over_nanoseconds_and_none_for_a_brief_hold() -> None:
     import numpy as np
 
-    from workbench.engine.bench import GATE_CLOCK_MIN_NS, GATE_STATE_INT32, gate_clock_mhz
+    from workbench.engine.timing_loop import GATE_CLOCK_MIN_NS, GATE_STATE_INT32, gate_clock_mhz
 
     state = np.zeros(GATE_STATE_INT32, dtype=np.int32)
     words = state.view(np.uint64)
@@ -313,49 +341,9 @@ def test_the_gate_clock_is_cycles_over_nanoseconds_and_none_for_a_brief_hold() -
     assert gate_clock_mhz(state) is None
 
 
-def test_windows_split_the_repetitions_into_separate_loops_and_pool_them() -> None:
-    from workbench.engine.bench import window_settings
-
-    log = _Log()
-    level = iter([5.0] * 6 + [6.0] * 6)  # each window: 2 warm-up + 4 timed launches
-
-    def launch() -> None:
-        log.ops.append("launch")
-        log.clock_us += next(level, 7.0)
-
-    settings = BenchSettings(warmup_ms=0.0, min_reps=8, max_reps=8, max_time_s=30.0,
-                             timeout_s=60.0, batch_reps=4, target_rse_pct=5.0, tail_reps=0,
-                             windows=2)
-    one = window_settings(settings)
-    assert (one.min_reps, one.max_reps, one.max_time_s, one.windows) == (4, 4, 15.0, 1)
-    gaps: list[float] = []
-    times = time_launches(_Cuda(log), _Stream(log), launch,
-                          replace(settings, window_gap_ms=150.0), gate=_Gate(log),
-                          busy=gaps.append)
-    assert gaps == [150.0]  # between the two windows only
-    assert times.samples_us == [5.0] * 4 + [6.0] * 4  # both windows' samples, pooled
-    assert times.window_medians_us == (5.0, 6.0)
-    assert log.ops.count("hold") == 2  # one batch per window, each after its own warm-up
-    assert window_settings(BenchSettings()) == BenchSettings()
-    with pytest.raises(WorkbenchError, match="windows"):
-        BenchSettings(windows=0)
-
-
-def test_carveout_is_driver_occupancy_or_a_percentage() -> None:
-    assert BenchSettings().carveout == "driver"  # the driver's choice unless asked
-    for ok in ("occupancy", "0", "100"):
-        assert BenchSettings(carveout=ok).carveout == ok
-    for bad in ("101", "-1", "max_l1", ""):
-        with pytest.raises(WorkbenchError, match="carveout") as info:
-            BenchSettings(carveout=bad)
-        assert info.value.details["value"] == bad
-
-
-def test_the_timer_and_carveout_are_part_of_a_live_runners_provenance() -> None:
+def test_the_timer_is_part_of_a_live_runners_provenance() -> None:
     from workbench.engine.runner import live_description
 
     name = "NVIDIA H100 80GB HBM3"
     assert live_description(name, BenchSettings(timer="events")) == f"{name} (live)"
     assert live_description(name, BenchSettings(timer="cupti")) == f"{name} (live, cupti timer)"
-    assert live_description(name, BenchSettings(timer="cupti", carveout="occupancy")) == \
-        f"{name} (live, cupti timer, carveout occupancy)"

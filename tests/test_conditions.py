@@ -21,7 +21,14 @@ from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
 from workbench.engine.bench import BenchSettings
-from workbench.engine.conditions import ConditionRunner, confirm_under_conditions, settings_for
+from workbench.engine.conditions import (
+    GRAPH_LAUNCHES,
+    ConditionRunner,
+    ConditionTiming,
+    condition_of,
+    confirm_under_conditions,
+    timing_of,
+)
 from workbench.engine.tuning import build_report
 
 pytestmark = pytest.mark.timeout(60)
@@ -100,16 +107,17 @@ def test_unknown_conditions_are_refused_with_the_allowed_list() -> None:
         choose([_times(STEADY)], _times(None), ("read",), PickRule(condition="warm"))
 
 
-def test_settings_for_each_condition() -> None:
-    base = BenchSettings()
-    assert settings_for("read", base).flush_method == "read" and settings_for("read", base).flush_l2
-    assert settings_for("write", base).flush_method == "write"
-    assert not settings_for("warm", base).flush_l2
-    graph = settings_for("graph", base)
-    assert graph.graph_launches > 0 and not graph.flush_l2
-    assert settings_for("read", graph).graph_launches == 0
-    with pytest.raises(WorkbenchError, match="graph_launches"):
-        BenchSettings(graph_launches=-1)
+def test_what_the_worker_does_under_each_condition() -> None:
+    assert timing_of("read") == ConditionTiming(flush="read")
+    assert timing_of("write") == ConditionTiming(flush="write")
+    assert timing_of("warm") == ConditionTiming(flush=None)
+    assert timing_of("graph") == ConditionTiming(flush=None, graph_launches=GRAPH_LAUNCHES)
+    assert GRAPH_LAUNCHES > 1
+    with pytest.raises(WorkbenchError, match="expected one of"):
+        timing_of("cold")
+    # a search measures under its settings' condition: cold (read-flushed) or hot-cache
+    assert condition_of(BenchSettings()) == "read"
+    assert condition_of(BenchSettings(flush_l2=False)) == "warm"
 
 
 def _result(config: Config, median_us: float) -> TrialResult:

@@ -17,7 +17,6 @@ from workbench.core.hardware import (
     launch_problem,
     match_device_name,
     occupancy,
-    occupancy_carveout_pct,
 )
 from workbench.core.records import ResourceUsage
 
@@ -249,17 +248,3 @@ def test_from_live_requires_the_core_attributes() -> None:
 ])
 def test_match_device_name(name: str, key: str | None) -> None:
     assert match_device_name(name) == key
-
-
-def test_occupancy_carveout_leaves_everything_but_the_occupied_shared_memory_to_l1() -> None:
-    # 8 resident blocks of 256 threads (warp limit), no shared memory of their own: only
-    # the driver's 1 KiB per block, 8 KiB of 228 KiB = 3.5 % -> 4 %
-    assert occupancy_carveout_pct(H100, ResourceUsage(regs_per_thread=32), 256) == 4
-    # 40 KiB static per block: 5 blocks fit (5 x 41 KiB = 205 KiB of 228) -> 89.9 % -> 90 %
-    usage = ResourceUsage(regs_per_thread=32, static_smem_bytes=40 * 1024)
-    assert occupancy(H100, usage, 128).blocks_per_sm == 5
-    assert occupancy_carveout_pct(H100, usage, 128) == 90
-    # dynamic shared memory counts the same; a block that cannot run needs nothing
-    dyn = ResourceUsage(regs_per_thread=32).with_dynamic_smem(40 * 1024)
-    assert occupancy_carveout_pct(H100, dyn, 128) == 90
-    assert occupancy_carveout_pct(H100, ResourceUsage(regs_per_thread=32), 4096) == 0

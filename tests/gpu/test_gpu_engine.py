@@ -122,10 +122,11 @@ def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
         silu: KernelFolder) -> None:
     """timer="cupti": the samples are CUPTI kernel durations of the same launches whose event
     pairs are kept beside them; a kernel runs inside its event pair, so each duration is
-    shorter than that repetition's event time, and the copy is timed the same way (with the
-    occupancy carveout set on the timed kernels)."""
+    shorter than that repetition's event time, and the copy is timed the same way. The
+    worker's fixed protocol is reported with the numbers: read flush, gated batches, the
+    gate's SM clock."""
     settings = BenchSettings(warmup_ms=1.0, min_reps=20, max_reps=200, max_time_s=0.1,
-                             timeout_s=4.0, timer="cupti", carveout="occupancy")
+                             timeout_s=4.0, timer="cupti")
     with LocalRunner(silu, settings=settings) as runner:
         default = silu.template.default_config()
         [result] = list(runner.measure([Candidate(default, "decode", "bf16")]))
@@ -134,6 +135,9 @@ def test_cupti_timer_reports_kernel_durations_inside_their_event_pairs(
         kernel = result.samples_us
         events = result.event_samples_us
         assert result.method is not None and result.method.timer == "cupti"
+        assert result.method.flush == "read" and result.method.gated
+        assert result.method.sm_clock is not None and result.method.sm_clock.batches >= 1
+        assert result.timing.l2_flushed
         assert len(kernel) == len(events) == result.timing.reps >= 20
         assert all(0 < k < e for k, e in zip(kernel, events, strict=True))
         assert result.timing.median_us < sorted(events)[len(events) // 2]

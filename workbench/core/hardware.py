@@ -236,23 +236,6 @@ def occupancy(spec: DeviceSpec, usage: ResourceUsage, threads_per_block: int) ->
     return Occupancy(blocks, blocks * warps_per_block, max_warps, limited_by)
 
 
-def occupancy_carveout_pct(spec: DeviceSpec, usage: ResourceUsage,
-                           threads_per_block: int) -> int:
-    """The shared-memory carveout preference (percent of the SM's shared memory) that keeps
-    the occupancy this kernel's registers, warps and block limit allow and leaves the rest
-    of the unified L1/shared array to L1.
-
-    Resident blocks (:func:`occupancy`, with the whole shared memory available) times each
-    block's shared memory including the driver's reserve, as a percentage rounded up; the
-    driver rounds it up again to a carveout the SM supports. 0 for a block that cannot run.
-    """
-    occ = occupancy(spec, usage, threads_per_block)
-    per_block = _round_up(usage.smem_bytes_per_block + spec.reserved_smem_per_block_bytes,
-                          spec.smem_alloc_unit_bytes)
-    need = occ.blocks_per_sm * per_block
-    return min(100, -(-100 * need // spec.smem_per_sm_bytes))
-
-
 def _dims(values: Sequence[int] | int, what: str) -> tuple[int, int, int]:
     items = [values] if isinstance(values, int) else list(values)
     if not 1 <= len(items) <= 3:

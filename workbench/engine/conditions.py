@@ -2,7 +2,7 @@
 round that re-measures a search's finalists under all of them.
 
 The conditions and the pick rule are pure (:mod:`workbench.core.conditions`); here they
-become :class:`BenchSettings` and runner calls. A runner that can measure under a
+become what the GPU worker does (:func:`timing_of`) and runner calls. A runner that can measure under a
 condition implements :class:`ConditionRunner` (the live runner does; a replay cannot,
 its recording holds one condition).
 
@@ -33,16 +33,29 @@ from workbench.engine.bench import BenchSettings
 GRAPH_LAUNCHES = 20
 
 
-def settings_for(condition: str, base: BenchSettings) -> BenchSettings:
-    """``base`` changed to time under ``condition`` (its other fields kept)."""
+@dataclass(frozen=True)
+class ConditionTiming:
+    """What the GPU worker does under one cache condition."""
+
+    flush: str | None        # how the L2 is evicted before each repetition: "read" (clean
+                             # lines), "write" (zeroing: dirty lines) or None (hot cache)
+    graph_launches: int = 0  # > 0: each repetition launches a CUDA graph of this many
+                             # captured launches (no flush, time per launch)
+
+
+def timing_of(condition: str) -> ConditionTiming:
+    """How the worker times under ``condition`` (one of ``CONDITIONS``)."""
     check_conditions([condition])
-    if condition == "read":
-        return replace(base, flush_l2=True, flush_method="read", graph_launches=0)
-    if condition == "write":
-        return replace(base, flush_l2=True, flush_method="write", graph_launches=0)
+    if condition in ("read", "write"):
+        return ConditionTiming(flush=condition)
     if condition == "warm":
-        return replace(base, flush_l2=False, graph_launches=0)
-    return replace(base, flush_l2=False, graph_launches=GRAPH_LAUNCHES)
+        return ConditionTiming(flush=None)
+    return ConditionTiming(flush=None, graph_launches=GRAPH_LAUNCHES)
+
+
+def condition_of(settings: BenchSettings) -> str:
+    """The condition a search measures under: a read-flushed cold L2, or hot-cache mode."""
+    return "read" if settings.flush_l2 else "warm"
 
 
 @runtime_checkable

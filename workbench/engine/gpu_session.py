@@ -9,103 +9,37 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import WorkerError
 from workbench.core.inputs import default_inputs
-from workbench.core.records import Status
+from workbench.core.records import ClockStats, Status, Timing, TimingMethod
+from workbench.engine.bench import BenchSettings
+from workbench.engine.conditions import ConditionTiming, timing_of
 from workbench.engine.gpu_verify import _InputSet, _Mismatch, compare_outputs
+from workbench.engine.nvml import Nvml, throttled
+from workbench.engine.timing_loop import PLACEMENTS, flush_bytes
+from workbench.engine.worker_messages import (
+    CopyReply,
+    CopyRequest,
+    EvaluateReply,
+    EvaluateRequest,
+    HelloRequest,
+    LaunchGeometry,
+    LoadReply,
+    LoadRequest,
+    ProblemSpec,
+    QuitRequest,
+    WorkerFailure,
+    decode_request,
+)
 from workbench.engine.worker_protocol import classify_cuda_error
 
 # --------------------------------------------------------------------------------------------
 # The child's GPU session (pycuda is imported only here, inside the worker process)
-
-#: NVML throttle reasons that mean "slowed down": SW power cap, HW slowdown, SW/HW thermal,
-#: HW power brake (idle, application-clock and sync-boost reasons are not slowdowns).
-THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
-CLOCK_SHORTFALL = 0.05
-
-
-class _Nvml:
-    """NVML clocks / temperature / throttle reasons, or nothing when nvidia-ml-py is absent."""
-
-    def __init__(self, pci_bus_id: str | None) -> None:
-        self.nv: Any = None
-        self.handle: Any = None
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            try:
-                self.handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
-            except Exception:
-                self.handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-            self.nv = pynvml
-        except Exception:
-            self.nv = None
-
-    def _call(self, name: str, *args: Any) -> Any:
-        if self.nv is None:
-            return None
-        fn = getattr(self.nv, name, None)
-        if fn is None:
-            return None
-        try:
-            return fn(self.handle, *args) if self.handle is not None else fn(*args)
-        except Exception:
-            return None
-
-    def static(self) -> dict[str, Any]:
-        if self.nv is None:
-            return {}
-        nv = self.nv
-        driver = None
-        try:
-            driver = nv.nvmlSystemGetDriverVersion()
-            driver = driver.decode() if isinstance(driver, bytes) else str(driver)
-        except Exception:
-            driver = None
-        return {
-            "driver": driver,
-            "max_sm_clock_mhz": self._call("nvmlDeviceGetMaxClockInfo", nv.NVML_CLOCK_SM),
-            "max_mem_clock_mhz": self._call("nvmlDeviceGetMaxClockInfo", nv.NVML_CLOCK_MEM),
-            "app_sm_clock_mhz": self._call("nvmlDeviceGetApplicationsClock", nv.NVML_CLOCK_SM),
-            "app_mem_clock_mhz": self._call("nvmlDeviceGetApplicationsClock", nv.NVML_CLOCK_MEM),
-            "power_limit_w": (lambda v: v / 1000 if v else None)(
-                self._call("nvmlDeviceGetEnforcedPowerLimit")),
-        }
-
-    def sample(self) -> dict[str, Any]:
-        if self.nv is None:
-            return {}
-        nv = self.nv
-        reasons = self._call("nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is None:
-            reasons = self._call("nvmlDeviceGetCurrentClocksThrottleReasons")
-        return {
-            "sm_clock_mhz": self._call("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_SM),
-            "mem_clock_mhz": self._call("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM),
-            "temperature_c": self._call("nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU),
-            "throttle_reasons": reasons,
-        }
-
-
-def throttled(samples: list[Mapping[str, Any]], reference_sm_clock_mhz: int | None) -> bool | None:
-    """True when a sample shows a slowdown reason or an SM clock >5 % under the reference."""
-    known = False
-    for s in samples:
-        reasons = s.get("throttle_reasons")
-        if reasons is not None:
-            known = True
-            if int(reasons) & THROTTLE_MASK:
-                return True
-        clock = s.get("sm_clock_mhz")
-        if clock is not None and reference_sm_clock_mhz:
-            known = True
-            if clock < (1.0 - CLOCK_SHORTFALL) * reference_sm_clock_mhz:
-                return True
-    return False if known else None
 
 
 class _Gate:
@@ -124,7 +58,7 @@ class _Gate:
         self.session = session
         self.function = function
         function.prepare("PQ")
-        from workbench.engine.bench import GATE_STATE_INT32
+        from workbench.engine.timing_loop import GATE_STATE_INT32
 
         self.state = cuda.pagelocked_zeros((GATE_STATE_INT32,), np.int32,
                                            mem_flags=cuda.host_alloc_flags.DEVICEMAP)
@@ -136,7 +70,7 @@ class _Gate:
         return int(self.state[1])
 
     def hold(self) -> None:
-        from workbench.engine.bench import GATE_TIMEOUT_NS
+        from workbench.engine.timing_loop import GATE_TIMEOUT_NS
 
         self.state[0] = 0
         self.function.prepared_async_call((1, 1, 1), (1, 1, 1), self.session.stream,
@@ -146,22 +80,34 @@ class _Gate:
         self.state[0] = 1
 
     def settled(self) -> None:
-        from workbench.engine.bench import gate_clock_mhz
+        from workbench.engine.timing_loop import gate_clock_mhz
 
         mhz = gate_clock_mhz(self.state)
         if mhz is not None:
             self.clocks_mhz.append(mhz)
 
 
-def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> dict[str, Any]:
+def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> EvaluateReply | WorkerFailure:
     """The reply for a CUDA error while evaluating a candidate: a classified status (crashed,
     timeout, ...) naming the phase, or an unclassified worker error that restarts it."""
     text = f"{type(exc).__name__}: {exc}"
     rule = classify_cuda_error(text)
     if rule is None:
-        return {"error": text, "kind": "cuda", "restart_worker": True}
-    return {"status": rule.status.value, "reason": f"{rule.meaning} during {phase}: {text}",
-            "restart_worker": rule.restart_worker, "verify_s": verify_s}
+        return WorkerFailure(error=text, kind="cuda", restart_worker=True)
+    return EvaluateReply(status=rule.status, reason=f"{rule.meaning} during {phase}: {text}",
+                         restart_worker=rule.restart_worker, verify_s=verify_s)
+
+
+@dataclass(frozen=True)
+class _Timed:
+    """What :meth:`GpuSession._timed` measured, before it goes into a reply."""
+
+    timing: Timing
+    samples_us: tuple[float, ...]
+    event_samples_us: tuple[float, ...]
+    method: TimingMethod
+    bench_s: float
+    nvml: Mapping[str, Any]
 
 
 class _Replica:
@@ -235,7 +181,7 @@ class GpuSession:
             bus = self.device.pci_bus_id()
         except Exception:
             bus = None
-        self.nvml = _Nvml(bus)
+        self.nvml = Nvml(bus)
         self.modules: dict[str, Any] = {}
         self.functions: dict[tuple[str, str, str, bool], Any] = {}
         self.references: dict[str, Any] = {}
@@ -261,25 +207,42 @@ class GpuSession:
     # -- commands -----------------------------------------------------------------------------
 
     def handle(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Decode one message, serve it, and encode the reply (the pipe's boundary: what
+        lies between is typed)."""
         import traceback
 
-        cmd = message.get("cmd")
-        handler = {"hello": self.hello, "load": self.load, "evaluate": self.evaluate,
-                   "copy": self.copy}.get(str(cmd))
-        if handler is None:
-            return {"error": f"unknown command {cmd!r}", "kind": "protocol"}
         try:
-            return handler(message)
+            request = decode_request(message)
+        except WorkerError as exc:
+            return WorkerFailure(error=exc.message, kind="protocol").to_message()
+        try:
+            return self.serve(request)
         except self.cuda.Error as exc:
             text = f"{type(exc).__name__}: {exc}"
             rule = classify_cuda_error(text)
-            return {"error": text, "kind": "cuda", "restart_worker": True if rule is None
-                    else rule.restart_worker, "status": rule.status.value if rule else None}
+            return WorkerFailure(error=text, kind="cuda",
+                                 restart_worker=True if rule is None else rule.restart_worker,
+                                 status=rule.status if rule else None).to_message()
         except Exception as exc:
-            return {"error": f"{type(exc).__name__}: {exc}", "kind": "internal",
-                    "traceback": traceback.format_exc()[-4000:]}
+            return WorkerFailure(error=f"{type(exc).__name__}: {exc}", kind="internal",
+                                 traceback=traceback.format_exc()[-4000:]).to_message()
 
-    def hello(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def serve(self, request: HelloRequest | LoadRequest | EvaluateRequest | CopyRequest
+              | QuitRequest) -> dict[str, Any]:
+        """One typed request's reply, as the message sent back."""
+        if isinstance(request, LoadRequest):
+            return self.load(request).to_message()
+        if isinstance(request, EvaluateRequest):
+            return self.evaluate(request).to_message()
+        if isinstance(request, CopyRequest):
+            return self.copy(request).to_message()
+        if isinstance(request, HelloRequest):
+            return self.hello()
+        return {"ok": True}  # quit: the main loop closes the session
+
+    def hello(self) -> dict[str, Any]:
+        """The device, its driver, NVML readings and whether libcupti loads (a mapping read
+        by :mod:`workbench.engine.discovery`)."""
         cuda = self.cuda
         version = cuda.get_driver_version()
         return {
@@ -354,11 +317,11 @@ class GpuSession:
                                    int(smem_bytes))
         return func
 
-    def _run_once(self, func: Any, launch: Mapping[str, Any], inputs: _InputSet) -> None:
+    def _run_once(self, func: Any, launch: LaunchGeometry, inputs: _InputSet) -> None:
         inputs.restore(self.stream)
         inputs.poison(self.stream)
-        func.prepared_async_call(tuple(launch["grid"]), tuple(launch["block"]), self.stream,
-                                 *inputs.values, shared_size=int(launch["smem_bytes"]))
+        func.prepared_async_call(launch.grid, launch.block, self.stream,
+                                 *inputs.values, shared_size=launch.smem_bytes)
         self.context.synchronize()
 
     def _free_problem(self) -> None:
@@ -388,65 +351,61 @@ class GpuSession:
             self.replicas.append(_Replica.copy(first))
         return self.replicas[:fit]
 
-    def load(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def load(self, request: LoadRequest) -> LoadReply | WorkerFailure:
         """Inputs for two random sets, golden outputs from the baseline, baseline check."""
         import numpy as np
 
         t0 = time.perf_counter()
-        dtype = str(message["dtype"])
-        seed = int(message["seed"])
-        ref = self._reference(str(message["folder"]))
-        baseline = message["baseline"]
-        self._load_own_kernels(str(message["check_kernels"]))
+        dtype, seed = request.dtype, request.seed
+        ref = self._reference(request.folder)
+        self._load_own_kernels(request.check_kernels)
         self._free_problem()
-        check = message.get("check")
-        if ref is None or not hasattr(ref, "reference"):
-            check = None  # no reference(): the baseline's own outputs are the golden ones
 
-        def make_inputs(problem: Mapping[str, Any], rng: Any) -> Any:
+        def make_inputs(problem: ProblemSpec, rng: Any) -> Any:
             if ref is not None and hasattr(ref, "make_inputs"):
-                return ref.make_inputs(dict(problem["shape"]), dtype, rng)
-            return default_inputs(problem["args"], problem["shape"], rng)
+                return ref.make_inputs(dict(problem.shape), dtype, rng)
+            return default_inputs(problem.args, problem.shape, rng)
 
-        if check is not None:
-            key = json.dumps([baseline["cubin"], check["shape"], dtype], sort_keys=True)
+        def baseline_on(inputs: _InputSet, problem: ProblemSpec) -> None:
+            func = self._function(request.baseline_cubin, request.baseline_entry,
+                                  inputs.format, problem.launch.smem_bytes)
+            self._run_once(func, problem.launch, inputs)
+
+        if ref is not None and hasattr(ref, "reference"):  # else: the baseline is the golden
+            check = request.check
+            key = json.dumps([request.baseline_cubin, dict(check.shape), dtype], sort_keys=True)
             if key not in self.checked:
-                rng = np.random.default_rng([seed, 99])
-                host = make_inputs(check, rng)
+                host = make_inputs(check, np.random.default_rng([seed, 99]))
                 cset = _InputSet(self, check, dtype, host)
                 try:
                     quantized = {**host, **cset.quantized}
-                    expected = ref.reference(quantized, dict(check["shape"]), dtype)
-                    func = self._function(baseline["cubin"], baseline["entry"], cset.format,
-                                          int(check["launch"]["smem_bytes"]))
-                    self._run_once(func, check["launch"], cset)
+                    expected = ref.reference(quantized, dict(check.shape), dtype)
+                    baseline_on(cset, check)
                     got = cset.download()
                     try:
                         compare_outputs(got, expected, cset.output_args(),
                                         f"baseline vs reference.py at shape "
-                                        f"{check['shape_name']}")
+                                        f"{check.shape_name}")
                     except _Mismatch as exc:
-                        return {"error": exc.reason, "kind": "baseline_wrong"}
+                        return WorkerFailure(error=exc.reason, kind="baseline_wrong")
                 finally:
                     cset.free()
                 self.checked.add(key)
-        main = message["main"]
+        main = request.main
         for index in range(2):
-            rng = np.random.default_rng([seed, index])
-            host = make_inputs(main, rng)
+            host = make_inputs(main, np.random.default_rng([seed, index]))
             iset = _InputSet(self, main, dtype, host)
             self.sets.append(iset)
-            func = self._function(baseline["cubin"], baseline["entry"], iset.format,
-                                  int(main["launch"]["smem_bytes"]))
-            self._run_once(func, main["launch"], iset)
+            baseline_on(iset, main)
             problem = iset.make_golden()
             if problem is not None:
                 self._free_problem()
-                return {"error": f"the baseline is wrong at shape {main['shape_name']}: "
-                                 f"{problem}", "kind": "baseline_wrong"}
-        self.problem_key = str(message.get("key"))
-        return {"ok": True, "load_s": time.perf_counter() - t0,
-                "device_bytes": sum(sum(s.nbytes.values()) for s in self.sets)}
+                return WorkerFailure(error=f"the baseline is wrong at shape "
+                                           f"{main.shape_name}: {problem}",
+                                     kind="baseline_wrong")
+        self.problem_key = request.key
+        return LoadReply(load_s=time.perf_counter() - t0,
+                         device_bytes=sum(sum(s.nbytes.values()) for s in self.sets))
 
     def _load_own_kernels(self, path: str) -> None:
         """The workbench's check and timing kernels (one module, compiled by the parent)."""
@@ -532,16 +491,7 @@ class GpuSession:
                 work()
             self.stream.synchronize()
 
-    def _carveout(self, func: Any, pct: int) -> None:
-        """Set the shared-memory carveout preference of ``func`` and of the eviction kernel
-        that runs between its repetitions (the driver may still pick more if a kernel needs
-        it)."""
-        attr = self.cuda.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT
-        for f in (func, self.evict):
-            if f is not None and hasattr(f, "set_attribute"):  # a PdlFunction keeps its own
-                f.set_attribute(attr, int(pct))
-
-    def _kernel_clock(self, settings: Any, name: str) -> Any:
+    def _kernel_clock(self, settings: BenchSettings, name: str) -> Any:
         """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it
         (``"auto"`` reaching the worker directly: CUPTI when libcupti loads, else none)."""
         if settings.timer == "events":
@@ -561,34 +511,35 @@ class GpuSession:
             return clock.take(name, expected)
         return durations
 
-    def _timed_graph(self, launch_fn: Any, settings: Any, prepare: Any,
-                     clock_name: str) -> dict[str, Any]:
-        """The "graph" cache condition: ``settings.graph_launches`` launches captured into
-        one CUDA graph, each repetition one graph launch between an event pair (no L2
-        eviction, inputs restored before each graph), the sample its time per launch."""
-        from dataclasses import replace
-
+    def _timed_graph(self, launch_fn: Callable[[], None], settings: BenchSettings,
+                     prepare: Callable[[], None], clock_name: str, count: int) -> _Timed:
+        """The "graph" cache condition: ``count`` launches captured into one CUDA graph,
+        each repetition one graph launch between an event pair (no L2 eviction, inputs
+        restored before each graph), the sample its time per launch."""
         from workbench.engine.cuda_graph import CapturedGraph
 
-        count = int(settings.graph_launches)
         with CapturedGraph(self.stream, launch_fn, count) as graph:
-            plain = replace(settings, flush_l2=False, timer="events", graph_launches=0)
-            reply = self._timed(graph.launch, plain, prepare, clock_name, per_launch=count)
-        reply["method"]["flush"] = "none (graph)"
-        reply["method"]["graph_launches"] = count
-        return reply
+            plain = replace(settings, flush_l2=False, timer="events")
+            timed = self._timed(graph.launch, plain, prepare, clock_name, flush=None,
+                                per_launch=count)
+        return replace(timed, method=replace(timed.method, flush="none (graph)",
+                                             graph_launches=count))
 
-    def _timed(self, launch_fn: Any, settings: Any, prepare: Any,
-               clock_name: str, per_launch: int = 1) -> dict[str, Any]:
-        """Time ``launch_fn``; with ``per_launch`` > 1 it launches that many kernels and each
-        sample is its time divided by ``per_launch``."""
-        from workbench.engine.bench import summarize, time_launches
+    def _timed(self, launch_fn: Callable[[], None], settings: BenchSettings,
+               prepare: Callable[[], None] | None, clock_name: str, *, flush: str | None,
+               per_launch: int = 1) -> _Timed:
+        """Time ``launch_fn`` with the L2 evicted by ``flush`` ("read", "write"; None: hot)
+        before each repetition; with ``per_launch`` > 1 it launches that many kernels and
+        each sample is its time divided by ``per_launch``."""
+        import numpy as np
 
-        flush = None
-        if settings.flush_l2:
-            nbytes = settings.flush_bytes_for(self.attrs.get("L2_CACHE_SIZE", 64 << 20))
-            flush = self._flusher(nbytes, settings.flush_method)
-        gate = self.gate if settings.host_gate else None
+        from workbench.engine.bench import summarize
+        from workbench.engine.timing_loop import time_launches
+
+        evict = None
+        if flush is not None:
+            evict = self._flusher(flush_bytes(self.attrs.get("L2_CACHE_SIZE", 64 << 20)), flush)
+        gate = self.gate
         timeouts_before = gate.timeouts if gate is not None else 0
         if gate is not None:
             gate.clocks_mhz = []
@@ -596,65 +547,54 @@ class GpuSession:
         self._spin_up()
         before = self.nvml.sample()
         times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
-                              flush=flush, gate=gate, kernel_clock=kernel_clock,
-                              busy=self._busy, tick_us=self.tick_us)
-        samples, wall_s = times.samples_us, times.wall_s
+                              flush=evict, gate=gate, kernel_clock=kernel_clock,
+                              tick_us=self.tick_us)
+        samples = times.samples_us
         if per_launch > 1:
             samples = [x / per_launch for x in samples]
         self.last_busy_s = time.perf_counter()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
         ref_clock = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
-        timing = summarize(samples, l2_flushed=settings.flush_l2,
+        tick_us = self.tick_us if per_launch == 1 else 0.0
+        timing = summarize(samples, l2_flushed=flush is not None,
                            sm_clock_mhz=after.get("sm_clock_mhz"),
                            mem_clock_mhz=after.get("mem_clock_mhz"),
                            temperature_c=after.get("temperature_c"),
-                           throttled=throttled([before, after], ref_clock),
-                           tick_us=self.tick_us if per_launch == 1 else 0.0)
-        from dataclasses import asdict
-
-        method = {"flush": settings.flush_method if settings.flush_l2 else "none",
-                  "gated": gate is not None,
-                  "timer": "events" if kernel_clock is None else "cupti",
-                  "clock_tick_us": self.tick_us if per_launch == 1 else 0.0,
-                  "gate_timeouts": (gate.timeouts - timeouts_before) if gate is not None else 0}
-        nvml = {"before": before, "after": after, "reference_sm_clock_mhz": ref_clock}
-        reply: dict[str, Any] = {"samples_us": [round(x, 4) for x in samples],
-                                 "timing": asdict(timing), "bench_s": wall_s, "method": method,
-                                 "nvml": nvml}
-        if times.window_medians_us:
-            reply["method"]["window_medians_us"] = [round(x, 4) for x in times.window_medians_us]
+                           throttled=throttled([before, after], ref_clock), tick_us=tick_us)
+        sm_clock = None
         if gate is not None and gate.clocks_mhz:
-            import numpy as np
-
             clocks = np.asarray(gate.clocks_mhz)
-            reply["method"]["sm_clock_effective_mhz"] = {
-                "median": round(float(np.median(clocks)), 1),
-                "min": round(float(clocks.min()), 1), "max": round(float(clocks.max()), 1),
-                "batches": int(clocks.size)}
-        if kernel_clock is not None:
-            reply["event_samples_us"] = [round(x, 4) for x in times.event_samples_us]
-            reply["method"]["cupti"] = {"library": self.cupti.path,
-                                        "api_version": self.cupti.version,
-                                        "dropped_records": self.cupti.dropped()}
-        return reply
+            sm_clock = ClockStats(median_mhz=round(float(np.median(clocks)), 1),
+                                  min_mhz=round(float(clocks.min()), 1),
+                                  max_mhz=round(float(clocks.max()), 1),
+                                  batches=int(clocks.size))
+        method = TimingMethod(timer="events" if kernel_clock is None else "cupti",
+                              flush=flush or "none", gated=gate is not None,
+                              clock_tick_us=tick_us,
+                              gate_timeouts=(gate.timeouts - timeouts_before)
+                              if gate is not None else 0,
+                              sm_clock=sm_clock)
+        events = times.event_samples_us if kernel_clock is not None else []
+        return _Timed(timing=timing, samples_us=tuple(round(x, 4) for x in samples),
+                      event_samples_us=tuple(round(x, 4) for x in events), method=method,
+                      bench_s=times.wall_s,
+                      nvml={"before": before, "after": after,
+                            "reference_sm_clock_mhz": ref_clock})
 
-    def evaluate(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """Verify a cubin on both input sets against the baseline's outputs, then time it."""
-        from workbench.engine.bench import BenchSettings
-
-        if not self.sets or message.get("key") != self.problem_key:
-            return {"error": f"problem {message.get('key')!r} is not loaded "
-                             f"(loaded: {self.problem_key!r})", "kind": "protocol"}
-        settings = BenchSettings.from_dict(dict(message["settings"]))
-        launch = {"grid": message["grid"], "block": message["block"],
-                  "smem_bytes": int(message["smem_bytes"])}
+    def evaluate(self, request: EvaluateRequest) -> EvaluateReply | WorkerFailure:
+        """Verify a cubin on both input sets against the baseline's outputs, then time it
+        under the request's cache condition."""
+        if not self.sets or request.key != self.problem_key:
+            return WorkerFailure(error=f"problem {request.key!r} is not loaded "
+                                       f"(loaded: {self.problem_key!r})", kind="protocol")
+        condition: ConditionTiming = timing_of(request.condition)
+        launch = request.launch
         t0 = time.perf_counter()
         phase = "load"
         try:
-            func = self._function(str(message["cubin"]), str(message["entry"]),
-                                  self.sets[0].format, launch["smem_bytes"],
-                                  bool(message.get("pdl", False)))
+            func = self._function(request.cubin, request.entry, self.sets[0].format,
+                                  launch.smem_bytes, launch.pdl)
             worst = 0.0
             for index, iset in enumerate(self.sets):
                 phase = f"verification on input set {index + 1}"
@@ -662,19 +602,16 @@ class GpuSession:
                 label = "input set 1" if index == 0 else "second (fresh) input set"
                 worst = max(worst, iset.verify(label))
         except _Mismatch as exc:
-            return {"status": Status.WRONG_RESULT.value, "reason": exc.reason,
-                    "max_abs_err": exc.max_abs_err, "verify_s": time.perf_counter() - t0}
+            return EvaluateReply(status=Status.WRONG_RESULT, reason=exc.reason,
+                                 max_abs_err=exc.max_abs_err,
+                                 verify_s=time.perf_counter() - t0)
         except self.cuda.Error as exc:
             return _cuda_failure(exc, phase, time.perf_counter() - t0)
         verify_s = time.perf_counter() - t0
-        reply: dict[str, Any] = {"status": Status.OK.value, "reason": "", "max_abs_err": worst,
-                                 "verify_s": verify_s}
-        if not message.get("time", True):
-            return reply
-        grid, block, smem = tuple(launch["grid"]), tuple(launch["block"]), launch["smem_bytes"]
-        if message.get("carveout_pct") is not None:
-            self._carveout(func, int(message["carveout_pct"]))
-        places = self._placements(settings.placements)
+        verified = EvaluateReply(status=Status.OK, max_abs_err=worst, verify_s=verify_s)
+        if not request.time:
+            return verified
+        places = self._placements(PLACEMENTS)
         current = [places[0]]
         turn = [0]
 
@@ -684,49 +621,50 @@ class GpuSession:
             current[0].restore(self.stream)
 
         def run() -> None:
-            func.prepared_async_call(grid, block, self.stream, *current[0].values,
-                                     shared_size=smem)
+            func.prepared_async_call(launch.grid, launch.block, self.stream,
+                                     *current[0].values, shared_size=launch.smem_bytes)
 
         try:
-            if settings.graph_launches > 0:  # fixed addresses: the graph holds them
+            if condition.graph_launches > 0:  # fixed addresses: the graph holds them
                 first = places[0]
-                reply.update(self._timed_graph(run, settings, lambda: first.restore(self.stream),
-                                               str(message["entry"])))
+                timed = self._timed_graph(run, request.settings,
+                                          lambda: first.restore(self.stream), request.entry,
+                                          condition.graph_launches)
             else:
-                reply.update(self._timed(run, settings, advance, str(message["entry"])))
-            reply["method"]["placements"] = len(places)
-            reply["method"]["tail_reps"] = settings.tail_reps
+                timed = self._timed(run, request.settings, advance, request.entry,
+                                    flush=condition.flush)
         except self.cuda.Error as exc:
             return _cuda_failure(exc, "timing", verify_s)
-        return reply
+        return replace(verified, timing=timed.timing, samples_us=timed.samples_us,
+                       event_samples_us=timed.event_samples_us, method=timed.method,
+                       bench_s=timed.bench_s, nvml=timed.nvml)
 
-    def copy(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def copy(self, request: CopyRequest) -> CopyReply:
         """Time a device-to-device copy of ``nbytes`` (read + written = 2 x nbytes)."""
         import numpy as np
 
-        from workbench.engine.bench import BenchSettings
+        from workbench.engine.cupti import DTOD_COPY
 
-        settings = BenchSettings.from_dict(dict(message["settings"]))
-        if message.get("check_kernels"):
-            self._load_own_kernels(str(message["check_kernels"]))
-        nbytes = int(message["nbytes"]) // 4 * 4
+        if request.check_kernels:
+            self._load_own_kernels(request.check_kernels)
+        nbytes = request.nbytes // 4 * 4
         src = self.cuda.mem_alloc(nbytes)
         dst = self.cuda.mem_alloc(nbytes)
         try:
-            rng = np.random.default_rng(int(message.get("seed", 0)))
+            rng = np.random.default_rng(request.seed)
             self.cuda.memcpy_htod(src, rng.integers(1, 2**31, size=nbytes // 4,
                                                     dtype=np.uint32))
 
             def run() -> None:
                 self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
 
-            from workbench.engine.cupti import DTOD_COPY
-
-            reply = self._timed(run, settings, None, DTOD_COPY)
+            timed = self._timed(run, request.settings, None, DTOD_COPY,
+                                flush="read" if request.settings.flush_l2 else None)
         finally:
             src.free()
             dst.free()
-        return {"ok": True, "nbytes": nbytes, **reply}
+        return CopyReply(nbytes=nbytes, timing=timed.timing, samples_us=timed.samples_us,
+                         method=timed.method)
 
     def close(self) -> None:
         if self.cupti is not None:

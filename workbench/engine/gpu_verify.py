@@ -21,6 +21,7 @@ from workbench.engine.check_kernels import (
 
 if TYPE_CHECKING:
     from workbench.engine.gpu_session import GpuSession
+    from workbench.engine.worker_messages import ProblemSpec
 
 __all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "compare_outputs"]
 
@@ -47,7 +48,7 @@ class _Mismatch(Exception):
 class _InputSet:
     """Device buffers for one random input set, pristine copies of inouts, golden outputs."""
 
-    def __init__(self, session: GpuSession, spec: Mapping[str, Any], dtype: str,
+    def __init__(self, session: GpuSession, spec: ProblemSpec, dtype: str,
                  host_inputs: Mapping[str, Any]) -> None:
         import numpy as np
 
@@ -57,7 +58,7 @@ class _InputSet:
         self.session = session
         self.spec = spec
         self.dtype = dtype
-        self.args: list[dict[str, Any]] = list(spec["args"])
+        self.args: list[dict[str, Any]] = [dict(a) for a in spec.args]
         self.buffers: dict[str, Any] = {}
         self.pristine: dict[str, Any] = {}
         self.nbytes: dict[str, int] = {}

@@ -31,20 +31,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from workbench.core.conditions import check_conditions
 from workbench.core.errors import NoGPUError, TemplateError, WorkbenchError, WorkerError
-from workbench.core.hardware import DeviceSpec, launch_problem, occupancy, occupancy_carveout_pct
+from workbench.core.hardware import DeviceSpec, launch_problem, occupancy
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, Config, ResourceUsage, Status, TrialResult
+from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate, Launch
-from workbench.engine.bench import (
-    TIMING_KERNELS_SOURCE,
-    BenchSettings,
-    CopyTiming,
-    resolve_timer,
-)
+from workbench.engine.bench import BenchSettings, CopyTiming, resolve_timer
 from workbench.engine.compiler import Compiler, CompileResult
+from workbench.engine.conditions import condition_of
 from workbench.engine.discovery import device_facts, spec_from_hello
+from workbench.engine.timing_loop import TIMING_KERNELS_SOURCE
 from workbench.engine.worker import (
     CHECK_KERNELS_ENTRY,
     CHECK_KERNELS_SOURCE,
@@ -59,8 +57,10 @@ from workbench.engine.worker_messages import (
     EvaluateReply,
     EvaluateRequest,
     LaunchGeometry,
+    LoadReply,
     LoadRequest,
     ProblemSpec,
+    failure_in,
 )
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,11 @@ LOAD_TIMEOUT_S = 300.0
 
 
 def live_description(device_name: str, settings: BenchSettings) -> str:
-    """A live runner's description, which store provenance carries: the timer and the
-    carveout are part of what a time means, so trials measured with other ones never share
-    a provenance (a resumed store does not mix event-pair and CUPTI times)."""
-    method = [f"{settings.timer} timer"] if settings.timer != "events" else []
-    if settings.carveout != "driver":
-        method.append(f"carveout {settings.carveout}")
-    return f"{device_name} (live{''.join(', ' + m for m in method)})"
+    """A live runner's description, which store provenance carries: the timer is part of
+    what a time means, so trials measured with another one never share a provenance (a
+    resumed store does not mix event-pair and CUPTI times)."""
+    method = f", {settings.timer} timer" if settings.timer != "events" else ""
+    return f"{device_name} (live{method})"
 
 
 @runtime_checkable
@@ -204,6 +202,7 @@ class LocalRunner:
         self._checks: CompileResult | None = None
         self._spaces: dict[tuple[str, str], SearchSpace] = {}
         self._templates: dict[tuple[str, str], KernelTemplate] = {}
+        self._under: str | None = None  # the cache condition of a confirmation round
 
     # -- context manager -----------------------------------------------------------------------
 
@@ -269,13 +268,15 @@ class LocalRunner:
         except WorkerError as exc:
             raise WorkerError(f"loading {key} into the GPU worker failed: {exc.message}",
                               **exc.details) from exc
-        if "error" in reply:
+        failure = failure_in(reply)
+        if failure is not None:
             self._loaded = None
-            if reply.get("kind") == "baseline_wrong":
-                raise BaselineError(f"{self.folder.name} ({dtype}): {reply['error']}",
+            if failure.kind == "baseline_wrong":
+                raise BaselineError(f"{self.folder.name} ({dtype}): {failure.error}",
                                     shape=shape, dtype=dtype)
-            raise WorkerError(f"loading {key} failed: {reply['error']}",
-                              traceback=reply.get("traceback", ""))
+            raise WorkerError(f"loading {key} failed: {failure.error}",
+                              traceback=failure.traceback)
+        LoadReply.from_message(reply)  # a load reply names its time and device memory
         self._loaded = (shape, dtype)
         self.stats.loads += 1
         self.stats.load_s += time.perf_counter() - started
@@ -285,26 +286,14 @@ class LocalRunner:
 
     # -- one evaluation on the GPU -------------------------------------------------------------
 
-    def _carveout_pct(self, usage: ResourceUsage | None, launch: Launch) -> int | None:
-        """The carveout preference the worker sets before timing (None: the driver's)."""
-        mode = self.settings.carveout
-        if mode == "driver":
-            return None
-        if mode != "occupancy":
-            return int(mode)
-        if usage is None:
-            return None
-        return occupancy_carveout_pct(self.device, usage.with_dynamic_smem(launch.smem_bytes),
-                                      launch.threads_per_block)
-
     def _evaluate(self, shape: str, dtype: str, cubin: str, entry: str, launch: Launch,
-                  *, time_it: bool = True, usage: ResourceUsage | None = None) -> EvaluateReply:
+                  *, time_it: bool = True) -> EvaluateReply:
         """Ask the worker; failures of the worker itself become replies with a status."""
         self._ensure_loaded(shape, dtype)
         request = EvaluateRequest(key=f"{self.folder.name}/{shape}/{dtype}/{self.seed}",
                                   cubin=cubin, entry=entry, launch=_geometry(launch),
-                                  settings=self.settings.to_dict(), time=time_it,
-                                  carveout_pct=self._carveout_pct(usage, launch))
+                                  settings=self.settings, time=time_it,
+                                  condition=self._under or condition_of(self.settings))
         try:
             reply = self._client.request(request.to_message(),
                                          timeout_s=self.settings.timeout_s)
@@ -315,11 +304,12 @@ class LocalRunner:
             tail = str(exc.details.get("stderr", ""))[-1500:]
             return EvaluateReply(status=rule.status, reason=f"{rule.meaning} ({exc.message})",
                                  log_excerpt=tail)
-        if "error" in reply:
-            if reply.get("restart_worker"):
+        failure = failure_in(reply)
+        if failure is not None:
+            if failure.restart_worker:
                 self._worker_lost()
-            raise WorkerError(f"GPU worker: {reply['error']}", kind=reply.get("kind"),
-                              traceback=reply.get("traceback", ""))
+            raise WorkerError(f"GPU worker: {failure.error}", kind=failure.kind,
+                              traceback=failure.traceback)
         parsed = EvaluateReply.from_message(reply)
         if parsed.restart_worker:
             self._worker_lost()
@@ -370,7 +360,7 @@ class LocalRunner:
             compiled, launch = self._baseline_build(shape, dtype)
             assert compiled.cubin_path is not None
             reply = self._evaluate(shape, dtype, compiled.cubin_path, self.folder.baseline.entry,
-                                   launch, usage=compiled.usage)
+                                   launch)
             result = self._result(Candidate(Config(), shape, dtype), compiled.instance_hash,
                                   compiled, launch, reply)
             if result.status is not Status.OK:
@@ -386,12 +376,14 @@ class LocalRunner:
             self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
         checks = self._compile_checks().cubin_path
         assert checks is not None
-        request = CopyRequest(nbytes=nbytes, seed=self.seed, settings=self.settings.to_dict(),
+        request = CopyRequest(nbytes=nbytes, seed=self.seed, settings=self.settings,
                               check_kernels=checks)
         reply = self._client.request(request.to_message(),
                                      timeout_s=max(60.0, self.settings.timeout_s))
-        if "error" in reply:
-            raise WorkerError(f"timing a device copy failed: {reply['error']}")
+        failure = failure_in(reply)
+        if failure is not None:
+            raise WorkerError(f"timing a device copy failed: {failure.error}",
+                              kind=failure.kind, traceback=failure.traceback)
         copied = CopyReply.from_message(reply)
         return CopyTiming(shape=shape, dtype=dtype, bytes_moved=2 * copied.nbytes,
                           timing=copied.timing, samples_us=copied.samples_us)
@@ -457,15 +449,14 @@ class LocalRunner:
     @contextmanager
     def _condition(self, condition: str) -> Iterator[None]:
         """Time under a cache condition for the duration (nothing answered from memory)."""
-        from workbench.engine.conditions import settings_for
-
-        saved, baselines = self.settings, self._baselines
-        self.settings, self._baselines = settings_for(condition, saved), {}
+        check_conditions([condition])
+        saved, baselines = self._under, self._baselines
+        self._under, self._baselines = condition, {}
         self._measured.clear()
         try:
             yield
         finally:
-            self.settings, self._baselines = saved, baselines
+            self._under, self._baselines = saved, baselines
             self._measured.clear()
 
     def measure_under(self, condition: str,
@@ -575,7 +566,7 @@ class LocalRunner:
                            compile_s=compiled.compile_s,
                            extra={**earlier.extra, "reused_from": dict(earlier.config)})
         reply = self._evaluate(candidate.shape, candidate.dtype, compiled.cubin_path,
-                               plan.instance.entry, launch, usage=compiled.usage)
+                               plan.instance.entry, launch)
         result = self._result(candidate, plan.instance.hash, compiled, launch, reply)
         if result.status in (Status.OK, Status.WRONG_RESULT):
             self._measured[key] = result  # crashes and hangs are not cached: rerun if asked

@@ -1,22 +1,48 @@
 """The messages between a runner and its GPU worker, as typed records.
 
 The wire stays length-prefixed JSON (:mod:`workbench.engine.worker_protocol`); these records
-are what each side builds and reads: a request's ``to_message()`` is the JSON object sent,
-a reply's ``from_message()`` reads what came back and says what it expected when a field
-is missing (a WorkerError naming the field), never a KeyError deep in the runner.
+are what both sides build and read, decoded at the pipe and typed inside. A request's
+``to_message()`` is the JSON object the runner sends and :func:`decode_request` what the
+worker reads back; the worker answers with a reply's ``to_message()`` and the runner reads
+it with the reply's ``from_message()`` (or :func:`failure_in` for an error). A missing or
+malformed field is a :class:`WorkerError` naming the field and what was expected, never a
+KeyError deep in either process.
+
+``hello`` replies stay a mapping: they describe the device (attributes, NVML, libcupti) and
+are read in one place, :mod:`workbench.engine.discovery`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workbench.core.errors import WorkerError
 from workbench.core.records import Status, Timing, TimingMethod
+from workbench.engine.bench import BenchSettings
 
-__all__ = ["CopyReply", "CopyRequest", "EvaluateReply", "EvaluateRequest", "LaunchGeometry",
-           "LoadRequest", "ProblemSpec"]
+__all__ = ["CopyReply", "CopyRequest", "EvaluateReply", "EvaluateRequest", "HelloRequest",
+           "LaunchGeometry", "LoadReply", "LoadRequest", "ProblemSpec", "QuitRequest",
+           "Request", "WorkerFailure", "decode_request", "failure_in"]
+
+
+def _need(message: Mapping[str, Any], name: str, what: str) -> Any:
+    if name not in message:
+        raise WorkerError(f"the GPU worker's {what} message lacks {name!r}", key=name,
+                          value=sorted(message), expected=f"a {what} message with {name!r}")
+    return message[name]
+
+
+def _triple(value: Any, name: str) -> tuple[int, int, int]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 3:
+        raise WorkerError(f"launch {name} = {value!r}; expected three integers", key=name,
+                          value=value, expected="three integers")
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -32,10 +58,20 @@ class LaunchGeometry:
         return {"grid": list(self.grid), "block": list(self.block),
                 "smem_bytes": self.smem_bytes, **({"pdl": True} if self.pdl else {})}
 
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> LaunchGeometry:
+        return cls(grid=_triple(_need(message, "grid", "launch"), "grid"),
+                   block=_triple(_need(message, "block", "launch"), "block"),
+                   smem_bytes=int(_need(message, "smem_bytes", "launch")),
+                   pdl=bool(message.get("pdl", False)))
+
 
 @dataclass(frozen=True)
 class ProblemSpec:
-    """One problem the worker allocates: its sizes, argument layout and launch."""
+    """One problem the worker allocates: its sizes, argument layout and launch.
+
+    ``args`` is :meth:`KernelFolder.arg_layout` (name, role, concrete dtype, shape, and a
+    scalar's value), which the worker's input generator and reference.py read as given."""
 
     shape_name: str
     shape: Mapping[str, int]
@@ -45,6 +81,29 @@ class ProblemSpec:
     def to_message(self) -> dict[str, Any]:
         return {"shape_name": self.shape_name, "shape": dict(self.shape),
                 "args": [dict(a) for a in self.args], "launch": self.launch.to_message()}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> ProblemSpec:
+        return cls(shape_name=str(_need(message, "shape_name", "problem")),
+                   shape={str(k): int(v) for k, v in _need(message, "shape", "problem").items()},
+                   args=[dict(a) for a in _need(message, "args", "problem")],
+                   launch=LaunchGeometry.from_message(_need(message, "launch", "problem")))
+
+
+@dataclass(frozen=True)
+class HelloRequest:
+    """Describe the device (the reply is a mapping: see the module docstring)."""
+
+    def to_message(self) -> dict[str, Any]:
+        return {"cmd": "hello"}
+
+
+@dataclass(frozen=True)
+class QuitRequest:
+    """Free everything and exit."""
+
+    def to_message(self) -> dict[str, Any]:
+        return {"cmd": "quit"}
 
 
 @dataclass(frozen=True)
@@ -67,23 +126,48 @@ class LoadRequest:
                 "baseline": {"cubin": self.baseline_cubin, "entry": self.baseline_entry},
                 "main": self.main.to_message(), "check": self.check.to_message()}
 
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> LoadRequest:
+        baseline = _need(message, "baseline", "load")
+        return cls(key=str(_need(message, "key", "load")),
+                   folder=str(_need(message, "folder", "load")),
+                   dtype=str(_need(message, "dtype", "load")),
+                   seed=int(_need(message, "seed", "load")),
+                   check_kernels=str(_need(message, "check_kernels", "load")),
+                   baseline_cubin=str(_need(baseline, "cubin", "load baseline")),
+                   baseline_entry=str(_need(baseline, "entry", "load baseline")),
+                   main=ProblemSpec.from_message(_need(message, "main", "load")),
+                   check=ProblemSpec.from_message(_need(message, "check", "load")))
+
 
 @dataclass(frozen=True)
 class EvaluateRequest:
-    """Verify one cubin on the loaded problem and (``time``) time it."""
+    """Verify one cubin on the loaded problem and (``time``) time it under ``condition``
+    (one of :data:`workbench.core.conditions.CONDITIONS`:
+    :func:`workbench.engine.conditions.timing_of` says what each does)."""
 
     key: str
     cubin: str
     entry: str
     launch: LaunchGeometry
-    settings: Mapping[str, Any]  # BenchSettings.to_dict()
+    settings: BenchSettings
     time: bool = True
-    carveout_pct: int | None = None
+    condition: str = "read"
 
     def to_message(self) -> dict[str, Any]:
         return {"cmd": "evaluate", "key": self.key, "cubin": self.cubin, "entry": self.entry,
-                **self.launch.to_message(), "settings": dict(self.settings), "time": self.time,
-                "carveout_pct": self.carveout_pct}
+                **self.launch.to_message(), "settings": self.settings.to_dict(),
+                "time": self.time, "condition": self.condition}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> EvaluateRequest:
+        return cls(key=str(_need(message, "key", "evaluate")),
+                   cubin=str(_need(message, "cubin", "evaluate")),
+                   entry=str(_need(message, "entry", "evaluate")),
+                   launch=LaunchGeometry.from_message(message),
+                   settings=BenchSettings.from_dict(_need(message, "settings", "evaluate")),
+                   time=bool(message.get("time", True)),
+                   condition=str(message.get("condition", "read")))
 
 
 @dataclass(frozen=True)
@@ -92,19 +176,94 @@ class CopyRequest:
 
     nbytes: int
     seed: int
-    settings: Mapping[str, Any]
+    settings: BenchSettings
     check_kernels: str
 
     def to_message(self) -> dict[str, Any]:
         return {"cmd": "copy", "nbytes": self.nbytes, "seed": self.seed,
-                "settings": dict(self.settings), "check_kernels": self.check_kernels}
+                "settings": self.settings.to_dict(), "check_kernels": self.check_kernels}
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> CopyRequest:
+        return cls(nbytes=int(_need(message, "nbytes", "copy")),
+                   seed=int(message.get("seed", 0)),
+                   settings=BenchSettings.from_dict(_need(message, "settings", "copy")),
+                   check_kernels=str(message.get("check_kernels") or ""))
 
 
-def _need(reply: Mapping[str, Any], name: str, what: str) -> Any:
-    if name not in reply:
-        raise WorkerError(f"the GPU worker's {what} reply lacks {name!r}", key=name,
-                          value=sorted(reply), expected=f"a {what} reply with {name!r}")
-    return reply[name]
+#: Every request the worker serves.
+Request = HelloRequest | QuitRequest | LoadRequest | EvaluateRequest | CopyRequest
+
+_DECODERS: dict[str, Any] = {
+    "hello": lambda m: HelloRequest(), "quit": lambda m: QuitRequest(),
+    "load": LoadRequest.from_message, "evaluate": EvaluateRequest.from_message,
+    "copy": CopyRequest.from_message}
+
+
+def decode_request(message: Mapping[str, Any]) -> Request:
+    """The typed request a message holds; a WorkerError naming the command or field that
+    is unknown or missing."""
+    cmd = message.get("cmd")
+    decoder = _DECODERS.get(str(cmd))
+    if decoder is None:
+        raise WorkerError(f"unknown command {cmd!r}", key="cmd", value=cmd,
+                          expected=f"one of {sorted(_DECODERS)}")
+    request: Request = decoder(message)
+    return request
+
+
+@dataclass(frozen=True)
+class WorkerFailure:
+    """The worker could not answer a request: ``kind`` says why ("cuda": an unclassified
+    CUDA error, "protocol": a bad request, "internal": a bug, "baseline_wrong": the
+    baseline disagrees with reference.py). ``status`` is the classified trial status
+    of a CUDA error the failure table knows; ``restart_worker`` asks the runner to replace
+    the process (its context is poisoned)."""
+
+    error: str
+    kind: str
+    restart_worker: bool = False
+    status: Status | None = None
+    traceback: str = ""
+
+    def to_message(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"error": self.error, "kind": self.kind,
+                               "restart_worker": self.restart_worker}
+        if self.status is not None:
+            out["status"] = self.status.value
+        if self.traceback:
+            out["traceback"] = self.traceback
+        return out
+
+    @classmethod
+    def from_message(cls, message: Mapping[str, Any]) -> WorkerFailure:
+        status = message.get("status")
+        return cls(error=str(_need(message, "error", "failure")),
+                   kind=str(message.get("kind", "")),
+                   restart_worker=bool(message.get("restart_worker", False)),
+                   status=None if status is None else Status(status),
+                   traceback=str(message.get("traceback", "")))
+
+
+def failure_in(reply: Mapping[str, Any]) -> WorkerFailure | None:
+    """The failure a reply reports, or None when it is an answer."""
+    return WorkerFailure.from_message(reply) if "error" in reply else None
+
+
+@dataclass(frozen=True)
+class LoadReply:
+    """A problem is loaded: how long it took and the device memory its inputs hold."""
+
+    load_s: float
+    device_bytes: int
+
+    def to_message(self) -> dict[str, Any]:
+        return {"ok": True, "load_s": self.load_s, "device_bytes": self.device_bytes}
+
+    @classmethod
+    def from_message(cls, reply: Mapping[str, Any]) -> LoadReply:
+        return cls(load_s=float(_need(reply, "load_s", "load")),
+                   device_bytes=int(_need(reply, "device_bytes", "load")))
 
 
 @dataclass(frozen=True)
@@ -124,6 +283,23 @@ class EvaluateReply:
     restart_worker: bool = False
     nvml: Mapping[str, Any] = field(default_factory=dict)  # clocks and temperature, diagnostic
 
+    def to_message(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status.value, "reason": self.reason,
+                               "restart_worker": self.restart_worker}
+        if self.timing is not None:
+            out["timing"] = asdict(self.timing)
+            out["samples_us"] = list(self.samples_us)
+            out["event_samples_us"] = list(self.event_samples_us)
+            out["nvml"] = dict(self.nvml)
+        if self.method is not None:
+            out["method"] = asdict(self.method)
+        for name in ("verify_s", "bench_s", "max_abs_err"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.log_excerpt:
+            out["log_excerpt"] = self.log_excerpt
+        return out
+
     @classmethod
     def from_message(cls, reply: Mapping[str, Any]) -> EvaluateReply:
         status = Status(_need(reply, "status", "evaluate"))
@@ -136,8 +312,9 @@ class EvaluateReply:
                    event_samples_us=tuple(float(x) for x in reply.get("event_samples_us") or ()),
                    method=(TimingMethod.from_dict(method)
                            if isinstance(method, Mapping) and timing is not None else None),
-                   verify_s=reply.get("verify_s"), bench_s=reply.get("bench_s"),
-                   max_abs_err=reply.get("max_abs_err"),
+                   verify_s=_optional_float(reply.get("verify_s")),
+                   bench_s=_optional_float(reply.get("bench_s")),
+                   max_abs_err=_optional_float(reply.get("max_abs_err")),
                    log_excerpt=str(reply.get("log_excerpt", "")),
                    restart_worker=bool(reply.get("restart_worker", False)),
                    nvml=dict(reply.get("nvml") or {}))
@@ -150,9 +327,21 @@ class CopyReply:
     nbytes: int
     timing: Timing
     samples_us: tuple[float, ...]
+    method: TimingMethod | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": True, "nbytes": self.nbytes,
+                               "timing": asdict(self.timing),
+                               "samples_us": list(self.samples_us)}
+        if self.method is not None:
+            out["method"] = asdict(self.method)
+        return out
 
     @classmethod
     def from_message(cls, reply: Mapping[str, Any]) -> CopyReply:
+        method = reply.get("method")
         return cls(nbytes=int(_need(reply, "nbytes", "copy")),
                    timing=Timing(**_need(reply, "timing", "copy")),
-                   samples_us=tuple(float(x) for x in _need(reply, "samples_us", "copy")))
+                   samples_us=tuple(float(x) for x in _need(reply, "samples_us", "copy")),
+                   method=TimingMethod.from_dict(method) if isinstance(method, Mapping)
+                   else None)
