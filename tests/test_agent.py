@@ -304,6 +304,59 @@ def test_curated_template_over_a_real_recording(folder: KernelFolder, store: SQL
     sources = {t.result.source for t in store.trials() if t.result.status is Status.OK}
     assert sources and all(s.startswith("replay:") for s in sources)
     assert_speedups_match_store(store, outcome.session_id)
+    # a replay cannot measure again: the test step re-measures, and says why it had to
+    tests = [r.detail["test"] for r in store.iterations(outcome.session_id)
+             if "test" in r.detail]
+    assert tests and all(t["confirmed"] is False and "cannot measure again" in t["confirm_note"]
+                         for t in tests)
+    assert store.remeasurements() == []
+
+
+# -- the tune step's confirmation ------------------------------------------------------------
+
+def _test_details(store: SQLiteStore, session_id: str) -> list[dict[str, Any]]:
+    return [dict(r.detail["test"]) for r in store.iterations(session_id) if "test" in r.detail]
+
+
+@pytest.mark.timeout(60)
+def test_the_tune_step_confirms_like_the_cli_and_the_test_step_reports_the_pick(
+        folder: KernelFolder, store: SQLiteStore, compiler: Compiler) -> None:
+    runner = SyntheticRunner(folder, folder.template)  # can measure again (Remeasuring)
+    outcome = run_agent(folder, runner=runner, store=store, compiler=compiler, iterations=1,
+                        auto_approve=True, allow_unverified=True, strategy="random", budget=6,
+                        confirm=3, shape=SHAPE, dtype=DTYPE, initial_template=folder.template)
+    assert outcome.state is AgentState.DONE
+    [test] = _test_details(store, outcome.session_id)
+    assert test["confirmed"] is True and test["confirm_note"] == ""
+    # round 1 measured the 3 fastest again, round 2 the pick: both stored, as the CLI does
+    rounds = store.remeasurements(shape=SHAPE)
+    assert sorted({r.round_index for r in rounds}) == [1, 2]
+    assert len([r for r in rounds if r.round_index == 1 and r.result.config]) == 3
+    [pick] = [r.result for r in rounds if r.round_index == 2 and r.result.config]
+    # the test step reports the confirmed round-2 measurement, beside the same round's
+    # baseline, with the tune path's speedup interval
+    assert Config(test["config"]) == pick.config
+    assert test["best_us"] == pytest.approx(pick.median_us)
+    low, high = test["speedup_ci"]
+    assert low <= test["speedup"] <= high
+    assert test["speedup"] == pytest.approx(test["baseline_us"] / test["best_us"])
+    assert [p.best_us for p in speedup_per_iteration(store, outcome.session_id)] == \
+        [pytest.approx(pick.median_us)]
+
+
+@pytest.mark.timeout(60)
+def test_confirm_zero_tunes_without_confirmation_and_the_test_step_measures_again(
+        folder: KernelFolder, store: SQLiteStore, compiler: Compiler) -> None:
+    runner = SyntheticRunner(folder, folder.template)
+    outcome = run_agent(folder, runner=runner, store=store, compiler=compiler, iterations=1,
+                        auto_approve=True, allow_unverified=True, strategy="random", budget=6,
+                        confirm=0, shape=SHAPE, dtype=DTYPE, initial_template=folder.template)
+    [test] = _test_details(store, outcome.session_id)
+    assert test["confirmed"] is False and test["speedup_ci"] is None
+    assert store.remeasurements() == []
+    assert test["best_us"] == pytest.approx(test["search_best_us"])  # synthetic: repeatable
+    with pytest.raises(Exception, match="confirm must be an integer >= 0"):
+        AgentConfig(confirm=-1)
 
 
 # -- propose, profile ------------------------------------------------------------------------

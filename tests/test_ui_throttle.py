@@ -1,82 +1,176 @@
-"""CoalescingPusher: rate limit, coalescing, flush, error isolation."""
+"""CoalescingPusher: rate limit, coalescing, flush, error isolation.
+
+On an injected clock (the throttle module's ``time`` replaced by :class:`FakeClock`): time
+moves only when the test moves it, the pusher's rate-limit sleep blocks until it has, and
+the test hands off to the pusher thread at each step instead of sleeping, so push times are
+exact and nothing depends on how busy the machine is.
+"""
 
 from __future__ import annotations
 
 import itertools
 import threading
-import time
+from collections.abc import Callable, Iterator
 
 import pytest
 
+from workbench.ui import throttle
 from workbench.ui.throttle import CoalescingPusher
+
+START_S = 1000.0  # a perf_counter-like origin: the first push is due at once
+
+
+class FakeClock:
+    """``perf_counter`` and ``sleep`` over a time that only :meth:`advance` moves."""
+
+    def __init__(self, now: float = START_S) -> None:
+        self.now = now
+        self.deadlines: list[float] = []  # of the threads sleeping now
+        self._cond = threading.Condition()
+
+    def perf_counter(self) -> float:
+        with self._cond:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._cond:
+            deadline = self.now + seconds
+            self.deadlines.append(deadline)
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: self.now >= deadline, timeout=10)
+            self.deadlines.remove(deadline)
+            self._cond.notify_all()
+
+    def advance(self, seconds: float) -> bool:
+        """Move time on; True when a sleeper's deadline came (it then runs)."""
+        with self._cond:
+            self.now += seconds
+            woke = any(d <= self.now for d in self.deadlines)
+            self._cond.notify_all()
+            return woke
+
+    def wait_for_sleeper(self, timeout_s: float = 10.0) -> None:
+        """Block until some thread sleeps on this clock (the pusher waits out its rate)."""
+        with self._cond:
+            assert self._cond.wait_for(lambda: bool(self.deadlines), timeout=timeout_s), \
+                "the pusher never slept"
+
+
+class Pushes:
+    """Push calls, recorded with the clock's time; waitable from the test thread."""
+
+    def __init__(self, clock: FakeClock, action: Callable[[], None] | None = None) -> None:
+        self.clock = clock
+        self.times: list[float] = []
+        self.action = action
+        self._cond = threading.Condition()
+
+    def __call__(self) -> None:
+        if self.action is not None:
+            self.action()
+        with self._cond:
+            self.times.append(self.clock.now)
+            self._cond.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float = 10.0) -> None:
+        with self._cond:
+            assert self._cond.wait_for(lambda: len(self.times) >= count, timeout=timeout_s), \
+                f"{len(self.times)} pushes, expected {count}"
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeClock]:
+    fake = FakeClock()
+    monkeypatch.setattr(throttle, "time", fake)
+    yield fake
 
 
 @pytest.mark.timeout(20)
-def test_many_notifies_coalesce_to_at_most_rate() -> None:
-    pushes: list[float] = []
-    pusher = CoalescingPusher(lambda: pushes.append(time.perf_counter()), max_per_s=4.0)
+def test_many_notifies_coalesce_to_at_most_rate(clock: FakeClock) -> None:
+    pushes = Pushes(clock)
+    pusher = CoalescingPusher(pushes, max_per_s=4.0)
     try:
-        end = time.perf_counter() + 1.6
-        n = 0
-        while time.perf_counter() < end:
+        pusher.notify()
+        pushes.wait_for(1)  # the first push is due at once
+        pusher.notify()
+        notifies = 2
+        clock.wait_for_sleeper()  # the pusher waits out its interval
+        for _ in range(1600):  # 1.6 s of notifies, one a millisecond
+            before = len(pushes.times)
+            if clock.advance(0.001):  # the pusher's rate-limit wait is over: it pushes
+                pushes.wait_for(before + 1)
+                pusher.notify()
+                notifies += 1
+                clock.wait_for_sleeper()  # and waits out the next interval
             pusher.notify()
-            n += 1
-            time.sleep(0.001)
-        time.sleep(0.4)
+            notifies += 1
+        pusher.flush()  # what close() does first: the pending state, on this thread
+        clock.advance(1.0)  # the sleeping pusher wakes to nothing pending
     finally:
         pusher.close()
-    assert n > 500
-    # 1.6 s at <= 4/s: at most 7 pushes plus the closing flush; at least 4 (it kept pushing).
-    assert 4 <= len(pushes) <= 8
-    gaps = [b - a for a, b in itertools.pairwise(pushes)]
-    assert min(gaps) >= 0.25 - 0.02
+    # one push at once, then one every 0.25 s of the 1.6 s, then the flush
+    assert notifies > 1600
+    assert len(pushes.times) == 8
+    gaps = [b - a for a, b in itertools.pairwise(pushes.times[:-1])]
+    assert all(0.25 - 1e-9 <= gap <= 0.25 + 0.001 + 1e-9 for gap in gaps), gaps
+    assert pushes.times[-1] == pytest.approx(START_S + 1.6)  # the flush
 
 
 @pytest.mark.timeout(10)
-def test_flush_pushes_pending_state_synchronously() -> None:
-    calls: list[int] = []
-    pusher = CoalescingPusher(lambda: calls.append(1), max_per_s=0.5)
+def test_flush_pushes_pending_state_synchronously(clock: FakeClock) -> None:
+    pushes = Pushes(clock)
+    pusher = CoalescingPusher(pushes, max_per_s=0.5)
     try:
         pusher.notify()
-        time.sleep(0.1)  # first push runs at once (no previous push)
-        before = len(calls)
+        pushes.wait_for(1)  # the first push runs at once (no previous push)
         pusher.notify()  # now rate-limited for 2 s
+        clock.wait_for_sleeper()
         pusher.flush()
-        assert len(calls) == before + 1
+        assert len(pushes.times) == 2 and pushes.times[1] == START_S  # on this thread, now
         pusher.flush()  # nothing pending: no push
-        assert len(calls) == before + 1
+        assert len(pushes.times) == 2
+        clock.advance(2.0)  # the pusher wakes, finds nothing pending
     finally:
         pusher.close(flush=False)
+    assert len(pushes.times) == 2
 
 
 @pytest.mark.timeout(10)
-def test_push_error_is_reported_and_pusher_survives() -> None:
+def test_push_error_is_reported_and_pusher_survives(clock: FakeClock) -> None:
     errors: list[BaseException] = []
-    state = {"n": 0}
+    failed = threading.Event()
+    calls = {"n": 0}
 
-    def push() -> None:
-        state["n"] += 1
-        if state["n"] == 1:
+    def first_fails() -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
             raise RuntimeError("boom")
 
-    pusher = CoalescingPusher(push, max_per_s=50.0, on_error=errors.append)
+    def on_error(exc: BaseException) -> None:
+        errors.append(exc)
+        failed.set()
+
+    pushes = Pushes(clock, first_fails)
+    pusher = CoalescingPusher(pushes, max_per_s=50.0, on_error=on_error)
     try:
         pusher.notify()
-        time.sleep(0.2)
+        assert failed.wait(10)
         pusher.notify()
-        time.sleep(0.2)
+        clock.wait_for_sleeper()  # the pusher survived and waits out 1 / 50 s
+        assert clock.advance(0.02)
+        pushes.wait_for(1)
     finally:
         pusher.close()
-    assert state["n"] == 2
+    assert calls["n"] == 2 and pushes.times == [START_S + 0.02]
     assert len(errors) == 1 and str(errors[0]) == "boom"
 
 
 @pytest.mark.timeout(10)
-def test_push_runs_under_the_figure_lock() -> None:
+def test_push_runs_under_the_figure_lock(clock: FakeClock) -> None:
     held: list[bool] = []
     lock = threading.RLock()
 
-    def push() -> None:
+    def try_the_lock_elsewhere() -> None:
         # Another thread must not get the lock while a push runs.
         got: list[bool] = []
         t = threading.Thread(target=lambda: got.append(lock.acquire(timeout=0.05)))
@@ -84,10 +178,11 @@ def test_push_runs_under_the_figure_lock() -> None:
         t.join()
         held.append(not got[0])
 
-    pusher = CoalescingPusher(push, max_per_s=10.0, lock=lock)
+    pushes = Pushes(clock, try_the_lock_elsewhere)
+    pusher = CoalescingPusher(pushes, max_per_s=10.0, lock=lock)
     try:
         pusher.notify()
-        time.sleep(0.3)
+        pushes.wait_for(1)
     finally:
         pusher.close(flush=False)
     assert held == [True]

@@ -15,8 +15,9 @@ from workbench.agent.events import BestRetested
 from workbench.agent.records import AgentState, LoopState, StepHost, Version
 from workbench.agent.runners import is_live, provenance_for
 from workbench.core.errors import WorkbenchError
-from workbench.core.records import Candidate, Config, Status
+from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.engine.bench import SpeedupInterval
 from workbench.engine.capabilities import CopyTimer
 from workbench.engine.ncu import profile_config
 from workbench.engine.runner import Runner
@@ -115,11 +116,11 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
                     max_wall_s=b.max_wall_s, patience=b.patience)
     request = TuneRequest(shape=host.shape, dtype=host.dtype,
                           strategy=host.config.strategy, seed=host.config.seed,
-                          budget=budget, confirm=0, suggestions=tuple(kept),
+                          budget=budget, confirm=host.config.confirm, suggestions=tuple(kept),
                           l2_profile=host.config.profile)
     # no auto_approve here: the review step stored the approval the gate checks
 
-    try:  # the one tune path; the test step re-measures the best beside the baseline
+    try:  # the one tune path, its confirmation included (reported by the test step)
         report = tune(host.folder, template, runner, host.store, request,
                       session_id=host.session_id, events=host.events,
                       on_search=host.hold_search)
@@ -127,13 +128,16 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
         host.hold_search(None)
     loop.version_best = report.best
     loop.l2 = report.l2
+    loop.version_report = report
     loop.detail["search"] = {
         "version_id": version.id, "reason": report.reason,
         "evaluated": report.evaluated, "measured_now": report.measured_now,
         "pruned": report.status_counts.get(Status.PRUNED.value, 0), "enqueued": kept,
         "dropped_suggestions": dropped, "provenance": dict(prov.__dict__),
         "baseline_us": baseline_us, "runner": runner.description,
-        "l2": report.l2.to_dict() if report.l2 is not None else None}
+        "l2": report.l2.to_dict() if report.l2 is not None else None,
+        "confirmation": (report.confirmation.summary() if report.confirmation is not None
+                         else report.confirm_note)}
     if report.reason == "stopped":
         host.finish(AgentState.DONE, "stopped")
         return loop
@@ -141,8 +145,34 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
     return loop
 
 
+def _confirmed(loop: LoopState) -> tuple[TrialResult, float, SpeedupInterval | None] | None:
+    """The tune's confirmed pick, its baseline (same round and condition) and the speedup
+    interval; None where the tune could not confirm (a replay) or the pick failed."""
+    report = loop.version_report
+    if report is None or report.confirmed is None or report.baseline_us is None:
+        return None
+    if report.confirmed.status is not Status.OK or report.confirmed.median_us is None:
+        return None
+    return report.confirmed, report.baseline_us, report.speedup
+
+
+def _remeasured(host: StepHost, version: Version,
+                best: TrialResult) -> tuple[TrialResult, float | None]:
+    """The best measured again beside the baseline in the same runner."""
+    runner = host.runner_for(version.template)
+    again = next(iter(runner.measure([Candidate(best.config, host.shape, host.dtype)])))
+    try:
+        base = runner.baseline(host.shape, host.dtype)
+        baseline_us = base.median_us if base.status is Status.OK else None
+    except WorkbenchError:
+        baseline_us = None
+    return again, baseline_us
+
+
 def retest_step(host: StepHost, loop: LoopState) -> LoopState:
-    """``test``: re-measure the version's best beside the baseline in the same runner."""
+    """``test``: report the tune's confirmed pick beside the baseline of the same round;
+    where the runner could not confirm (it answers from a recording), re-measure the
+    version's best beside the baseline in the same runner."""
     version = loop.current
     assert version is not None
     best = loop.version_best
@@ -152,26 +182,31 @@ def retest_step(host: StepHost, loop: LoopState) -> LoopState:
                                "no config verified and timed")
         host.enter(AgentState.PLAN)
         return loop
-    runner = host.runner_for(version.template)
-    again = next(iter(runner.measure([Candidate(best.config, host.shape, host.dtype)])))
-    try:
-        base = runner.baseline(host.shape, host.dtype)
-        baseline_us = base.median_us if base.status is Status.OK else None
-    except WorkbenchError:
-        baseline_us = None
+    confirmed = _confirmed(loop)
+    interval: SpeedupInterval | None = None
+    baseline_us: float | None
+    if confirmed is not None:
+        again, baseline_us, interval = confirmed
+    else:
+        again, baseline_us = _remeasured(host, version, best)
     best_us = again.median_us if again.status is Status.OK else None
     speedup = baseline_us / best_us if baseline_us and best_us else None
+    report = loop.version_report
     loop.detail["test"] = {"status": again.status.value, "reason": again.reason,
-                               "config": dict(best.config), "best_us": best_us,
+                               "config": dict(again.config), "best_us": best_us,
                                "search_best_us": best.median_us, "baseline_us": baseline_us,
                                "speedup": speedup, "source": again.source,
-                               "version_id": version.id}
+                               "version_id": version.id, "confirmed": confirmed is not None,
+                               "speedup_ci": ([interval.low, interval.high]
+                                              if interval is not None else None),
+                               "confirm_note": report.confirm_note if report else ""}
     if best_us is not None and (loop.best is None
                                 or best_us < (loop.best[0].median_us or float("inf"))):
         loop.best = (again, baseline_us, version.id)
-    host.events.publish(BestRetested(host.iteration, dict(best.config),
+    host.events.publish(BestRetested(host.iteration, dict(again.config),
                                         again.status.value, best_us, baseline_us, speedup))
-    result = (f"best {best_us:.2f} us at {dict(best.config)}"
+    result = (f"best {best_us:.2f} us at {dict(again.config)}"
+              + (" (confirmed)" if confirmed is not None else "")
               + (f", {speedup:.2f}x vs baseline" if speedup else "")
               if best_us is not None else f"re-test {again.status.value}: {again.reason}")
     host.end_iteration("test", f"tuned version {version.id[:12]} ({version.origin})",

@@ -19,6 +19,7 @@ from workbench.core.records import TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
+from workbench.engine.tuning import TuneReport
 from workbench.llm.schemas import Plan
 from workbench.llm.validation import ValidationReport
 from workbench.search.budget import Budget
@@ -52,8 +53,11 @@ class AgentConfig:
     """What one agent run may spend and what it tunes.
 
     ``budget`` bounds each tune step (``max_evaluations`` counts new measurements of the
-    current template in that step); ``shape``/``dtype`` default to the folder's first shape
-    named ``decode`` (else its first shape) and its first dtype.
+    current template in that step); ``confirm`` is the tune path's confirmation, as in
+    ``workbench tune --confirm`` (the k fastest configs measured twice more, under the cache
+    conditions where the runner can; the test step reports the confirmed pick, or
+    re-measures the best where the runner cannot confirm); ``shape``/``dtype`` default to
+    the folder's first shape named ``decode`` (else its first shape) and its first dtype.
     """
 
     iterations: int = 3
@@ -62,6 +66,7 @@ class AgentConfig:
     allow_unverified: bool = False  # auto-approve templates correctness could not check
     strategy: str = "guided"
     budget: Budget = field(default_factory=lambda: Budget(max_evaluations=16))
+    confirm: int = 5
     shape: str | None = None
     dtype: str | None = None
     seed: int = 0
@@ -69,7 +74,7 @@ class AgentConfig:
     profile: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "llm_calls"):
+        for name in ("iterations", "llm_calls", "confirm"):
             value = getattr(self, name)
             low = 1 if name == "iterations" else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -114,6 +119,7 @@ class LoopState:
     current: Version | None = None  # the approved version being tuned
     pending: Version | None = None  # a version waiting for review
     version_best: TrialResult | None = None  # the current version's search best
+    version_report: TuneReport | None = None  # its tune report (confirmation included)
     best: tuple[TrialResult, float | None, str] | None = None  # (re-tested, baseline, version)
     baselines: dict[str, float | None] = field(default_factory=dict)  # per approval key
     copy_gb: float | bool | None = False  # False: not asked yet

@@ -34,7 +34,8 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
               client: LLMClient | None = None, iterations: int = 3, llm_calls: int = 12,
               auto_approve: bool = False, allow_unverified: bool = False,
               approve: ApproveCallback | None = None,
-              strategy: str = "guided", budget: Budget | int = 16, shape: str | None = None,
+              strategy: str = "guided", budget: Budget | int = 16, confirm: int = 5,
+              shape: str | None = None,
               dtype: str | None = None, events: EventBus | None = None, seed: int = 0,
               compiler: Compiler | None = None,
               initial_template: KernelTemplate | None = None,
@@ -45,7 +46,7 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
     ``runner`` is a Runner (a runner for each new template version is derived from it) or
     a factory ``template -> Runner``. ``client=None`` uses the offline templater and the
     deterministic offline plan. ``budget`` (evaluations, or a Budget) bounds each tune
-    step. ``initial_template`` (e.g. ``folder.template``) starts from a curated template
+    step; ``confirm`` is its confirmation of the k fastest configs (0: none). ``initial_template`` (e.g. ``folder.template``) starts from a curated template
     instead of generating one. For the pause-for-review flow use :class:`AgentMachine`.
     ``auto_approve`` approves only templates the gate verified (on a GPU), curated ones, or,
     with ``allow_unverified=True``, any that passed every check it could run.
@@ -54,7 +55,7 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
                          allow_unverified=allow_unverified,
                          strategy=strategy,
                          budget=budget if isinstance(budget, Budget)
-                         else Budget(max_evaluations=budget),
+                         else Budget(max_evaluations=budget), confirm=confirm,
                          shape=shape, dtype=dtype, seed=seed)
     machine = AgentMachine(folder, runner=runner, store=store, config=config, client=client,
                            approve=approve, events=events, session_id=session_id,

@@ -28,7 +28,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
                             iterations=args.iterations, llm_calls=args.llm_calls,
                             auto_approve=args.auto_approve,
                             allow_unverified=args.allow_unverified, strategy=args.strategy,
-                            budget=args.budget, shape=args.shape, dtype=args.dtype,
+                            budget=args.budget, confirm=args.confirm, shape=args.shape,
+                            dtype=args.dtype,
                             initial_template=folder.template if args.replay is not None
                             else None)
     finally:
@@ -89,6 +90,10 @@ def register(sub: Any) -> None:
     p.add_argument("--dtype", default=None)
     p.add_argument("--strategy", default="guided")
     p.add_argument("--budget", type=count(1), default=32, help="evaluations per tune step")
+    p.add_argument("--confirm", type=count(0), default=5, metavar="K",
+                   help="after each tune step, measure the K fastest configs again like "
+                        "`workbench tune --confirm` (the test step reports the confirmed "
+                        "pick); 0 turns it off")
     p.add_argument("--store", default="workbench.sqlite")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="measure by replaying a recording (newest if no file is named)")
