@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -54,34 +53,68 @@ def synthetic_result(candidate: Candidate, *, failures: bool = True) -> TrialRes
                        timing=timing, device="synthetic", source="synthetic")
 
 
+#: How long a gated runner holds a candidate nobody allows before failing the test.
+GATE_LIMIT_S = 60.0
+
+
 class SyntheticRunner:
     """Runner protocol over :func:`synthetic_result`; counts every candidate it measures.
 
-    ``sleep_s`` pauses per candidate (to test pause/stop/kill); ``log_path`` gets one line
-    (the config key) appended and flushed for each finished candidate, before it is yielded.
+    ``gated=True`` holds each candidate until the test allows it (:meth:`allow`, or
+    :meth:`open` for all), so a test can stop the search's loop at a known trial and
+    pause, stop or kill it there without sleeping; :meth:`wait_measured` waits for a count.
+    ``log_path`` gets one line (the config key) appended and flushed for each finished
+    candidate, before it is yielded.
     """
 
     description = "synthetic cost function (tests only, not a measurement)"
     device = None
 
-    def __init__(self, *, sleep_s: float = 0.0, failures: bool = True,
+    def __init__(self, *, gated: bool = False, failures: bool = True,
                  log_path: str | Path | None = None,
                  on_measure: Callable[[], None] | None = None) -> None:
-        self.sleep_s = sleep_s
         self.on_measure = on_measure  # e.g. advance a test's fake clock
         self.failures = failures
         self.log_path = Path(log_path) if log_path else None
         self.measured: list[Candidate] = []
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._allowed: int | None = 0 if gated else None  # None: every candidate
+
+    def allow(self, count: int) -> None:
+        """Let ``count`` more candidates through a gated runner."""
+        with self._cond:
+            assert self._allowed is not None, "allow() on a runner that is not gated"
+            self._allowed += count
+            self._cond.notify_all()
+
+    def open(self) -> None:
+        """Let every candidate through from now on."""
+        with self._cond:
+            self._allowed = None
+            self._cond.notify_all()
+
+    def wait_measured(self, count: int, timeout_s: float = 10.0) -> None:
+        """Block until ``count`` candidates were measured (fails the test after timeout_s)."""
+        with self._cond:
+            reached = self._cond.wait_for(lambda: len(self.measured) >= count, timeout_s)
+            assert reached, f"{len(self.measured)} of {count} candidates measured"
+
+    def _take_turn(self, candidate: Candidate) -> None:
+        with self._cond:
+            allowed = self._cond.wait_for(
+                lambda: self._allowed is None or self._allowed > len(self.measured),
+                GATE_LIMIT_S)
+            if not allowed:
+                raise RuntimeError(f"gated SyntheticRunner: candidate {len(self.measured) + 1}"
+                                   f" was never allowed")
+            self.measured.append(candidate)
+            self._cond.notify_all()
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for candidate in candidates:
-            if self.sleep_s:
-                time.sleep(self.sleep_s)
             if self.on_measure is not None:
                 self.on_measure()
-            with self._lock:
-                self.measured.append(candidate)
+            self._take_turn(candidate)
             result = synthetic_result(candidate, failures=self.failures)
             if self.log_path is not None:
                 with self.log_path.open("a") as fh:

@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -167,32 +165,27 @@ def test_patience_and_wall_time() -> None:
     assert len(slow.measured) == 6  # 6 x 0.05 s reaches the 0.3 s budget
 
 
-def _wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
-
-
 @pytest.mark.timeout(30)
 def test_pause_resume_stop_from_another_thread(tmp_path: Path) -> None:
-    runner = SyntheticRunner(sleep_s=0.02)
+    runner = SyntheticRunner(gated=True)  # each trial waits until the test allows it
     bus = EventBus()
     phases: list[str] = []
     bus.subscribe(lambda e: phases.append(e.phase) if isinstance(e, PhaseChanged) else None)
     search = make_search(SQLiteStore(tmp_path / "s.db"), runner, events=bus)
     search.start()
-    _wait_for(lambda: len(runner.measured) >= 3)
+    runner.allow(3)
+    runner.wait_measured(3)  # the loop now waits for the fourth trial (or its batch)
     search.pause()
-    _wait_for(lambda: search.state == "paused")
+    assert search.state == "paused" and not search.wait_paused(timeout_s=0)
+    runner.allow(1)  # the trial in flight may finish; then the pause takes hold
+    assert search.wait_paused(timeout_s=10)
     held = len(runner.measured)
-    time.sleep(0.3)
-    assert len(runner.measured) <= held + 1  # at most the trial in flight
-    held = len(runner.measured)
-    time.sleep(0.2)
-    assert len(runner.measured) == held
+    assert held in (3, 4)  # at most the trial in flight
+    runner.open()  # the runner would measure anything now: a held loop asks for nothing
+    assert len(runner.measured) == held and search.wait_paused(timeout_s=0)
     search.resume()
-    _wait_for(lambda: len(runner.measured) >= held + 3)
+    runner.wait_measured(held + 3)
+    assert not search.wait_paused(timeout_s=0)
     search.stop()
     outcome = search.join(timeout_s=5)
     assert outcome is not None and outcome.reason == "stopped"
@@ -202,14 +195,34 @@ def test_pause_resume_stop_from_another_thread(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(30)
+def test_a_stop_ends_a_held_search_without_another_trial(tmp_path: Path) -> None:
+    runner = SyntheticRunner(gated=True)
+    search = make_search(SQLiteStore(tmp_path / "s.db"), runner)
+    search.start()
+    runner.allow(2)
+    runner.wait_measured(2)
+    search.pause()
+    runner.allow(1)
+    assert search.wait_paused(timeout_s=10)
+    held = len(runner.measured)
+    runner.open()
+    search.stop()
+    outcome = search.join(timeout_s=5)
+    assert outcome is not None and outcome.reason == "stopped"
+    assert len(runner.measured) == held  # stopped where it was held
+
+
+@pytest.mark.timeout(30)
 def test_edit_params_mid_run(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
-    runner = SyntheticRunner(sleep_s=0.01)
+    runner = SyntheticRunner(gated=True)
     search = make_search(store, runner, strategy="exhaustive")  # BLOCK 32 first in order
     search.start()
-    _wait_for(lambda: len(runner.measured) >= 8)
+    runner.allow(8)
+    runner.wait_measured(8)
     search.pause()
-    _wait_for(lambda: search.state == "paused")
+    runner.allow(1)
+    assert search.wait_paused(timeout_s=10)
     before = list(runner.measured)
     narrowed = [Pow2Range(name="BLOCK", min=32, max=64, default=32), *synthetic_params()[1:]]
     search.edit_params(narrowed)
@@ -218,6 +231,7 @@ def test_edit_params_mid_run(tmp_path: Path) -> None:
         search.edit_params([Pow2Range(name="BLOCK", min=4096, max=4096, default=4096),
                             IntRange(name="ITEMS", min=6, max=6, default=6),
                             Choice(name="LOAD", values_=("plain",), default="plain")])
+    runner.open()
     search.resume()
     outcome = search.join(timeout_s=20)
     assert outcome is not None and outcome.shapes["a"].reason == "exhausted"
@@ -293,7 +307,9 @@ _KILLED_SEARCH = textwrap.dedent("""
     from workbench.store.base import Provenance
     from workbench.store.sqlite import SQLiteStore
     prov = Provenance("f" * 64, "nvcc 13.0", "-O3", "sm_90a", "synthetic", "0")
-    runner = SyntheticRunner(sleep_s=0.03, log_path=sys.argv[2])
+    # 12 trials, then the 13th waits in the runner (the trial in flight) until the kill
+    runner = SyntheticRunner(gated=True, log_path="/dev/stdout")
+    runner.allow(12)
     Search({{"a": synthetic_space()}}, runner, SearchConfig(("a",), "bf16", strategy="random"),
            store=SQLiteStore(sys.argv[1]), provenance=prov).run()
 """)
@@ -301,17 +317,20 @@ _KILLED_SEARCH = textwrap.dedent("""
 
 @pytest.mark.timeout(60)
 def test_sigkill_mid_run_then_resume(tmp_path: Path) -> None:
-    db, log = tmp_path / "s.db", tmp_path / "measured.log"
+    db = tmp_path / "s.db"
     script = _KILLED_SEARCH.format(repo=str(REPO), tests=str(REPO / "tests"))
-    proc = subprocess.Popen([sys.executable, "-c", script, str(db), str(log)], cwd=REPO,
-                            stderr=subprocess.PIPE)
-    try:
-        _wait_for(lambda: log.exists() and len(log.read_text().splitlines()) >= 12, 30)
+    proc = subprocess.Popen([sys.executable, "-c", script, str(db)], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    try:  # each line is written as a trial finishes, before the search stores it
+        lines = [proc.stdout.readline() for _ in range(12)]
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
     assert proc.returncode == -signal.SIGKILL
-    measured_by_child = {line.split("\t")[1] for line in log.read_text().splitlines()}
+    assert all(line.startswith("a\t") for line in lines), lines
+    measured_by_child = {line.rstrip("\n").split("\t")[1] for line in lines}
+    assert len(measured_by_child) == 12
     store = SQLiteStore(db)
     stored = {t.result.config.key() for t in store.trials(PROV)}
     assert stored <= measured_by_child

@@ -202,6 +202,7 @@ class Search:
         self._lock = threading.Lock()
         self._not_paused = threading.Event()
         self._not_paused.set()
+        self._held = threading.Event()  # set while the loop is held by a pause
         self._stop = threading.Event()
         self._pending_edit: dict[str, SearchSpace] | None = None
         self._pending_suggestions: list[Mapping[str, Value]] = []
@@ -245,6 +246,13 @@ class Search:
         if self._state == "running":
             self._state = "paused"
             self.events.publish(PhaseChanged("paused"))
+
+    def wait_paused(self, timeout_s: float | None = None) -> bool:
+        """Block until the loop is held by :meth:`pause` (the trial in flight has finished
+        and is stored, and no other is asked for until :meth:`resume` or :meth:`stop`):
+        True; False when ``timeout_s`` passed first. :attr:`state` says "paused" as soon
+        as the pause is asked for; this says when it took hold."""
+        return self._held.wait(timeout_s)
 
     def resume(self) -> None:
         """Continue a paused search."""
@@ -463,9 +471,13 @@ class Search:
         if self._not_paused.is_set():
             return
         self._state = "paused"
-        while not self._not_paused.wait(timeout=0.1):
-            if self._stop.is_set():
-                break
+        self._held.set()
+        try:
+            while not self._not_paused.wait(timeout=0.1):
+                if self._stop.is_set():
+                    break
+        finally:
+            self._held.clear()
         if self._state == "paused":
             self._state = "running"
 
