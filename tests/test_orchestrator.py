@@ -165,6 +165,21 @@ def test_patience_and_wall_time() -> None:
     assert len(slow.measured) == 6  # 6 x 0.05 s reaches the 0.3 s budget
 
 
+def _hold_after(search: Search, runner: SyntheticRunner, trials: int) -> int:
+    """Start ``search`` on a gated runner, let ``trials`` through, pause, let the trial in
+    flight finish and wait until the pause holds: the number of trials measured by then."""
+    search.start()
+    runner.allow(trials)
+    runner.wait_measured(trials)  # the loop now waits for the next trial (or its batch)
+    search.pause()
+    assert search.state == "paused"
+    runner.allow(1)  # the trial in flight may finish; then the pause takes hold
+    assert search.wait_paused(timeout_s=10)
+    held = len(runner.measured)
+    assert held in (trials, trials + 1)  # at most the trial in flight
+    return held
+
+
 @pytest.mark.timeout(30)
 def test_pause_resume_stop_from_another_thread(tmp_path: Path) -> None:
     runner = SyntheticRunner(gated=True)  # each trial waits until the test allows it
@@ -172,15 +187,7 @@ def test_pause_resume_stop_from_another_thread(tmp_path: Path) -> None:
     phases: list[str] = []
     bus.subscribe(lambda e: phases.append(e.phase) if isinstance(e, PhaseChanged) else None)
     search = make_search(SQLiteStore(tmp_path / "s.db"), runner, events=bus)
-    search.start()
-    runner.allow(3)
-    runner.wait_measured(3)  # the loop now waits for the fourth trial (or its batch)
-    search.pause()
-    assert search.state == "paused" and not search.wait_paused(timeout_s=0)
-    runner.allow(1)  # the trial in flight may finish; then the pause takes hold
-    assert search.wait_paused(timeout_s=10)
-    held = len(runner.measured)
-    assert held in (3, 4)  # at most the trial in flight
+    held = _hold_after(search, runner, 3)
     runner.open()  # the runner would measure anything now: a held loop asks for nothing
     assert len(runner.measured) == held and search.wait_paused(timeout_s=0)
     search.resume()
@@ -198,13 +205,7 @@ def test_pause_resume_stop_from_another_thread(tmp_path: Path) -> None:
 def test_a_stop_ends_a_held_search_without_another_trial(tmp_path: Path) -> None:
     runner = SyntheticRunner(gated=True)
     search = make_search(SQLiteStore(tmp_path / "s.db"), runner)
-    search.start()
-    runner.allow(2)
-    runner.wait_measured(2)
-    search.pause()
-    runner.allow(1)
-    assert search.wait_paused(timeout_s=10)
-    held = len(runner.measured)
+    held = _hold_after(search, runner, 2)
     runner.open()
     search.stop()
     outcome = search.join(timeout_s=5)
@@ -217,12 +218,7 @@ def test_edit_params_mid_run(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     runner = SyntheticRunner(gated=True)
     search = make_search(store, runner, strategy="exhaustive")  # BLOCK 32 first in order
-    search.start()
-    runner.allow(8)
-    runner.wait_measured(8)
-    search.pause()
-    runner.allow(1)
-    assert search.wait_paused(timeout_s=10)
+    _hold_after(search, runner, 8)
     before = list(runner.measured)
     narrowed = [Pow2Range(name="BLOCK", min=32, max=64, default=32), *synthetic_params()[1:]]
     search.edit_params(narrowed)
