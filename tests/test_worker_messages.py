@@ -13,29 +13,15 @@ import pytest
 
 from workbench.core.errors import WorkerError
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
+from workbench.engine import worker_messages as wm
 from workbench.engine.bench import BenchSettings
 from workbench.engine.gpu_session import GpuSession
-from workbench.engine.worker_messages import (
-    CopyReply,
-    CopyRequest,
-    EvaluateReply,
-    EvaluateRequest,
-    HelloRequest,
-    LaunchGeometry,
-    LoadReply,
-    LoadRequest,
-    ProblemSpec,
-    QuitRequest,
-    WorkerFailure,
-    decode_request,
-    failure_in,
-)
 from workbench.engine.worker_protocol import read_message, write_message
 
 pytestmark = pytest.mark.timeout(30)
 
-LAUNCH = LaunchGeometry(grid=(128, 1, 1), block=(256, 1, 1), smem_bytes=4096)
-PROBLEM = ProblemSpec(shape_name="decode", shape={"tokens": 128, "d": 11008},
+LAUNCH = wm.LaunchGeometry(grid=(128, 1, 1), block=(256, 1, 1), smem_bytes=4096)
+PROBLEM = wm.ProblemSpec(shape_name="decode", shape={"tokens": 128, "d": 11008},
                       args=[{"name": "out", "role": "out", "dtype": "bf16",
                              "shape": [128, 11008]},
                             {"name": "n", "role": "scalar", "dtype": "i32", "value": 7}],
@@ -59,25 +45,25 @@ def _through_the_pipe(message: dict[str, Any]) -> dict[str, Any]:
     return got
 
 
-REQUESTS = [
-    HelloRequest(),
-    QuitRequest(),
-    LoadRequest(key="silu_and_mul/decode/bf16/0", folder="/k/silu_and_mul", dtype="bf16",
+REQUESTS: list[wm.Request] = [
+    wm.HelloRequest(),
+    wm.QuitRequest(),
+    wm.LoadRequest(key="silu_and_mul/decode/bf16/0", folder="/k/silu_and_mul", dtype="bf16",
                 seed=12345, check_kernels="/cache/checks.cubin",
                 baseline_cubin="/cache/base.cubin", baseline_entry="silu_and_mul_kernel",
-                main=PROBLEM, check=ProblemSpec("small", {"tokens": 7, "d": 256}, [], LAUNCH)),
-    EvaluateRequest(key="silu_and_mul/decode/bf16/0", cubin="/cache/x.cubin",
+                main=PROBLEM, check=wm.ProblemSpec("small", {"tokens": 7, "d": 256}, [], LAUNCH)),
+    wm.EvaluateRequest(key="silu_and_mul/decode/bf16/0", cubin="/cache/x.cubin",
                     entry="silu_and_mul_kernel", launch=LAUNCH, settings=SETTINGS,
                     time=False, condition="graph"),
-    EvaluateRequest(key="k", cubin="c", entry="e", launch=LAUNCH, settings=BenchSettings()),
-    CopyRequest(nbytes=1 << 20, seed=3, settings=BenchSettings(flush_l2=False),
+    wm.EvaluateRequest(key="k", cubin="c", entry="e", launch=LAUNCH, settings=BenchSettings()),
+    wm.CopyRequest(nbytes=1 << 20, seed=3, settings=BenchSettings(flush_l2=False),
                 check_kernels="/cache/checks.cubin"),
 ]
 
 
 @pytest.mark.parametrize("request_", REQUESTS, ids=lambda r: type(r).__name__)
 def test_every_request_survives_the_pipe(request_: Any) -> None:
-    assert decode_request(_through_the_pipe(request_.to_message())) == request_
+    assert wm.decode_request(_through_the_pipe(request_.to_message())) == request_
 
 
 def test_the_evaluate_message_keeps_its_wire_names() -> None:
@@ -89,48 +75,48 @@ def test_the_evaluate_message_keeps_its_wire_names() -> None:
 
 
 REPLIES = [
-    EvaluateReply(status=Status.OK, timing=TIMING, samples_us=(4.3, 4.377, 4.5),
+    wm.EvaluateReply(status=Status.OK, timing=TIMING, samples_us=(4.3, 4.377, 4.5),
                   event_samples_us=(5.1, 5.2, 5.3), method=METHOD, verify_s=0.012,
                   bench_s=0.09, max_abs_err=0.0,
                   nvml={"before": {"sm_clock_mhz": 1980}, "after": {"sm_clock_mhz": 1980},
                         "reference_sm_clock_mhz": 1980}),
-    EvaluateReply(status=Status.WRONG_RESULT, reason="out[3] = 2.0, expected 1.0",
+    wm.EvaluateReply(status=Status.WRONG_RESULT, reason="out[3] = 2.0, expected 1.0",
                   max_abs_err=1.0, verify_s=0.01),
-    EvaluateReply(status=Status.CRASHED, reason="illegal address during timing",
+    wm.EvaluateReply(status=Status.CRASHED, reason="illegal address during timing",
                   restart_worker=True, verify_s=0.02),
 ]
 
 
 @pytest.mark.parametrize("reply", REPLIES, ids=lambda r: r.status.value)
-def test_every_evaluate_reply_survives_the_pipe(reply: EvaluateReply) -> None:
-    assert EvaluateReply.from_message(_through_the_pipe(reply.to_message())) == reply
+def test_every_evaluate_reply_survives_the_pipe(reply: wm.EvaluateReply) -> None:
+    assert wm.EvaluateReply.from_message(_through_the_pipe(reply.to_message())) == reply
 
 
 def test_load_copy_and_failure_replies_survive_the_pipe() -> None:
-    load = LoadReply(load_s=0.8, device_bytes=11_272_192)
-    assert LoadReply.from_message(_through_the_pipe(load.to_message())) == load
-    copy = CopyReply(nbytes=4096, timing=TIMING, samples_us=(1.0, 1.1), method=METHOD)
-    assert CopyReply.from_message(_through_the_pipe(copy.to_message())) == copy
-    for failure in (WorkerFailure(error="CUDA_ERROR_LAUNCH_FAILED", kind="cuda",
+    load = wm.LoadReply(load_s=0.8, device_bytes=11_272_192)
+    assert wm.LoadReply.from_message(_through_the_pipe(load.to_message())) == load
+    copy = wm.CopyReply(nbytes=4096, timing=TIMING, samples_us=(1.0, 1.1), method=METHOD)
+    assert wm.CopyReply.from_message(_through_the_pipe(copy.to_message())) == copy
+    for failure in (wm.WorkerFailure(error="CUDA_ERROR_LAUNCH_FAILED", kind="cuda",
                                   restart_worker=True, status=Status.CRASHED),
-                    WorkerFailure(error="boom", kind="internal", traceback="Traceback ...")):
+                    wm.WorkerFailure(error="boom", kind="internal", traceback="Traceback ...")):
         message = _through_the_pipe(failure.to_message())
-        assert failure_in(message) == failure
+        assert wm.failure_in(message) == failure
     # an answer is not a failure
-    assert failure_in(load.to_message()) is None
-    assert failure_in(REPLIES[0].to_message()) is None
+    assert wm.failure_in(load.to_message()) is None
+    assert wm.failure_in(REPLIES[0].to_message()) is None
 
 
 def test_a_missing_field_names_the_field_and_the_message() -> None:
     message = REQUESTS[3].to_message()
     del message["entry"]
     with pytest.raises(WorkerError, match="evaluate message lacks 'entry'") as info:
-        decode_request(message)
+        wm.decode_request(message)
     assert info.value.details["key"] == "entry"
     with pytest.raises(WorkerError, match="three integers"):
-        decode_request({**REQUESTS[3].to_message(), "grid": [1, 2]})
+        wm.decode_request({**REQUESTS[3].to_message(), "grid": [1, 2]})
     with pytest.raises(WorkerError, match="unknown command 'fly'") as info:
-        decode_request({"cmd": "fly"})
+        wm.decode_request({"cmd": "fly"})
     assert "evaluate" in info.value.details["expected"]
 
 
@@ -138,7 +124,7 @@ def test_a_request_with_research_settings_is_refused_by_name() -> None:
     message = REQUESTS[4].to_message()
     message["settings"] = {**message["settings"], "tail_reps": 0}
     with pytest.raises(Exception, match="tail_reps"):
-        decode_request(message)
+        wm.decode_request(message)
 
 
 def _session() -> GpuSession:
@@ -154,12 +140,12 @@ def _session() -> GpuSession:
 def test_the_worker_decodes_at_the_pipe_and_answers_bad_requests_as_protocol_failures() -> None:
     session = _session()
     bad = session.handle({"cmd": "evaluate", "key": "k"})
-    assert failure_in(bad) == WorkerFailure(
+    assert wm.failure_in(bad) == wm.WorkerFailure(
         error="the GPU worker's evaluate message lacks 'cubin'", kind="protocol")
-    assert failure_in(session.handle({"cmd": "fly"})).kind == "protocol"  # type: ignore[union-attr]
+    assert wm.failure_in(session.handle({"cmd": "fly"})).kind == "protocol"  # type: ignore[union-attr]
     # a well-formed request for a problem that is not loaded: the typed handler answers
     reply = session.handle(json.loads(json.dumps(REQUESTS[4].to_message())))
-    failure = failure_in(reply)
+    failure = wm.failure_in(reply)
     assert failure is not None and failure.kind == "protocol"
     assert "problem 'k' is not loaded" in failure.error
-    assert session.handle(QuitRequest().to_message()) == {"ok": True}
+    assert session.handle(wm.QuitRequest().to_message()) == {"ok": True}
