@@ -56,6 +56,8 @@ REQUESTS: list[wm.Request] = [
                     entry="silu_and_mul_kernel", launch=LAUNCH, settings=SETTINGS,
                     time=False, condition="graph"),
     wm.EvaluateRequest(key="k", cubin="c", entry="e", launch=LAUNCH, settings=BenchSettings()),
+    wm.EvaluateRequest(key="k", cubin="c", entry="e", settings=BenchSettings(),
+                       launch=wm.LaunchGeometry((64, 1, 1), (128, 1, 1), 0, pdl=True)),
     wm.CopyRequest(nbytes=1 << 20, seed=3, settings=BenchSettings(flush_l2=False),
                 check_kernels="/cache/checks.cubin"),
 ]
