@@ -7,7 +7,7 @@ of our own, only how the workbench asks for one.
 - an address (``tcp://host:8786``): the scheduler of a cluster started by hand::
 
       DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING=False dask scheduler
-      dask cuda worker tcp://host:8786 --resources GPU=1 --nthreads 18   # on every GPU host
+      dask cuda worker tcp://host:8786 --resources GPU=1 --nthreads 20   # on every GPU host
 """
 
 from __future__ import annotations

@@ -26,9 +26,10 @@ with the direct runner). A Dask worker that dies mid-task is restarted by its na
 tasks are run again elsewhere; a candidate that kills workers ``allowed-failures`` times is
 recorded crashed.
 
-Dispatch: the compiles of a batch are submitted at once; measure tasks are dispatched
-:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker and refilled as results
-are taken, so each device has its next candidate on hand while it times one, and nothing more
+Dispatch: the compiles of a batch are submitted at once; a candidate's measure task is
+dispatched when its compile is done, at most
+:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker, refilled as results are
+taken, so each device has its next candidates on hand while it times one, and nothing more
 is dispatched while the caller holds: a paused search pauses every worker after the tasks in
 flight, a stopped one (closing the iterator) cancels those, and a range edit applies to every
 task dispatched after it.
@@ -39,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections import deque
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -285,36 +285,55 @@ class DaskRunner:
 
     def _fan_out(self, candidates: Sequence[Candidate],
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
-        """Submit the compiles, then keep :data:`MEASURES_PER_GPU` measure tasks per GPU
+        """Submit the compiles; dispatch each candidate's measure task once its compile is
+        done (in the order compiles finish, so the device starts on the first one ready; in
+        the order given on a pinned view), keeping at most :data:`MEASURES_PER_GPU` per GPU
         worker in flight; yield (candidate, result) as each arrives (None: Dask gave up on
-        it after workers died). A task is dispatched only when the caller takes a result,
+        it after workers died). Tasks are dispatched only while the caller takes results,
         so a caller that holds (a paused search) lets the workers run dry and one that
         closes the iterator (a stopped one) cancels what is in flight."""
         from distributed import KilledWorker, wait
 
         batch = next(_tokens)
         artifacts = self._compile(candidates, batch)
-        waiting = deque(range(len(candidates)))
-        capacity = MEASURES_PER_GPU * (1 if self._pin else len(self.workers))
+        compiling: dict[Any, list[int]] = {}
+        for index, artifact in enumerate(artifacts):
+            if artifact is not None:
+                compiling.setdefault(artifact, []).append(index)
+        ready = [i for i, artifact in enumerate(artifacts) if artifact is None]
+        ordered = self._pin is not None
+        capacity = 1 if ordered else MEASURES_PER_GPU * len(self.workers)
+        next_in_order = 0
         futures: dict[Any, int] = {}
         self._in_flight = futures
 
         def dispatch() -> None:
-            while waiting and len(futures) < capacity:
-                index = waiting.popleft()
+            nonlocal next_in_order
+            while ready and len(futures) < capacity:
+                if ordered:
+                    if next_in_order not in ready:
+                        return
+                    ready.remove(next_in_order)
+                    index, next_in_order = next_in_order, next_in_order + 1
+                else:
+                    index = ready.pop(0)
                 futures[self._submit_measure(candidates[index], artifacts[index],
                                              f"wb-measure-{batch}-{index}", index)] = index
                 self.dispatched += 1
 
         try:
             dispatch()
-            while futures:
+            while futures or compiling:
                 try:
-                    done, _ = wait(list(futures), timeout=_POLL_S,
+                    done, _ = wait([*futures, *compiling], timeout=_POLL_S,
                                    return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     done = set()
-                for index, future in sorted((futures.pop(f), f) for f in done):  # as submitted
+                for compiled in [f for f in done if f in compiling]:
+                    ready.extend(compiling.pop(compiled))  # failures too: measure says why
+                dispatch()
+                arrived = sorted((futures.pop(f), f) for f in done if f in futures)
+                for index, future in arrived:
                     try:
                         result: TrialResult | None = future.result()
                     except KilledWorker:
@@ -322,11 +341,12 @@ class DaskRunner:
                         self._workers_died = True
                     dispatch()  # refill before handing the result on: the device stays fed
                     yield candidates[index], result
-                if not done and self._pin is not None and self._pin not in _gpu_workers(
-                        self.client, self.resource):
-                    lost = sorted([*futures.values(), *waiting])
+                if not done and ordered and self._pin not in _gpu_workers(self.client,
+                                                                          self.resource):
+                    lost = sorted([*futures.values(), *ready,
+                                   *(i for group in compiling.values() for i in group)])
                     futures.clear()
-                    waiting.clear()
+                    compiling.clear()
                     for index in lost:
                         yield candidates[index], self._lost(
                             candidates[index], f"the worker {self._pin} left the cluster "

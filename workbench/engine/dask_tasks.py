@@ -9,10 +9,11 @@ task that touches the runner asks for the worker's GPU resource (``resources={"G
 so a worker runs one of them at a time and a config is verified and timed in one task, on
 one device.
 
-Two measure tasks per GPU worker run at once (each asks for half the worker's GPU
-resource), but only one at a time holds the runner (a lock per runner): while one verifies
-and times on the device, the next unpacks its arguments, adopts its cubin and passes the
-runner's arithmetic checks, so the device does not wait for any of that between candidates.
+Several measure tasks per GPU worker run at once (:data:`MEASURES_PER_GPU`, each asking
+for that share of the worker's GPU resource), but only one at a time holds the runner (a
+lock per runner): while one verifies and times on the device, the next unpack their
+arguments, adopt their cubins and pass the runner's arithmetic checks, so the device does
+not wait for any of that between candidates.
 
 Compiles are tasks of their own, with no resource: they spread over every worker thread of
 the cluster. A cubin travels back as bytes and is adopted into the measuring worker's
@@ -42,9 +43,12 @@ from workbench.engine.runner import LocalRunner, PlannedCandidate, Runner
 
 #: The worker resource a GPU task asks for; ``dask cuda worker --resources "GPU=1"``.
 GPU_RESOURCE = "GPU"
-#: Measure tasks a GPU worker runs at once (each asks for this share of its GPU resource);
-#: they take turns on the runner, so the device times one candidate at a time.
-MEASURES_PER_GPU = 2
+#: Measure tasks a GPU worker holds at once (each asks for this share of its GPU resource):
+#: they take turns on the runner, so the device times one candidate at a time, while the
+#: others wait ready behind it, covering the driver's round trip to refill (measured on the
+#: H100: a config's verify + timing takes about 14 ms, and the round trip is longer while
+#: the batch's compiles load every core).
+MEASURES_PER_GPU = 4
 
 
 @runtime_checkable
