@@ -64,8 +64,8 @@ def main() -> int:
         folder = load_kernel_folder(ROOT / "sample_kernels" / name)
         with LocalRunner(folder, settings=settings) as runner:
             doc.update(device=runner.device.name, timer=runner.timer_note,
-                       driver=(runner.hello.get("nvml") or {}).get("driver"),
-                       cuda=runner.hello.get("cuda_driver_version"))
+                       driver=runner.hello.nvml.get("driver"),
+                       cuda=runner.hello.cuda_driver_version)
             for shape in args.shapes:
                 began = time.perf_counter()
                 finalists = _finalists(folder, shape, args.dtype, args.finalists)

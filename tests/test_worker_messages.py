@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import types
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from workbench.core.errors import WorkerError
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
 from workbench.engine import worker_messages as wm
 from workbench.engine.bench import BenchSettings
+from workbench.engine.discovery import device_facts
 from workbench.engine.gpu_session import GpuSession
 from workbench.engine.worker_protocol import read_message, write_message
 
@@ -92,6 +94,34 @@ REPLIES = [
 @pytest.mark.parametrize("reply", REPLIES, ids=lambda r: r.status.value)
 def test_every_evaluate_reply_survives_the_pipe(reply: wm.EvaluateReply) -> None:
     assert wm.EvaluateReply.from_message(_through_the_pipe(reply.to_message())) == reply
+
+
+HELLO = wm.HelloReply(name="NVIDIA H100 80GB HBM3",
+                      attrs={"MULTIPROCESSOR_COUNT": 132, "L2_CACHE_SIZE": 52428800},
+                      compute_capability=(9, 0), total_memory_bytes=85_045_362_688,
+                      cuda_driver_version="13.0", pycuda_cuda_version="12.8.0", pid=4242,
+                      nvml={"driver": "580.159.04", "max_sm_clock_mhz": 1980},
+                      cupti_path="/usr/local/cuda/lib64/libcupti.so", cupti_api_version=130001)
+
+
+def test_hello_replies_survive_the_pipe_and_say_whether_cupti_loads() -> None:
+    assert wm.HelloReply.from_message(_through_the_pipe(HELLO.to_message())) == HELLO
+    without = replace(HELLO, cupti_path="", cupti_api_version=None,
+                      cupti_error="no usable libcupti; tried: /x: gone")
+    message = _through_the_pipe(without.to_message())
+    assert message["cupti"] == {"error": "no usable libcupti; tried: /x: gone"}
+    assert wm.HelloReply.from_message(message) == without
+    # an older worker that says nothing about libcupti: the timer cannot be CUPTI
+    del message["cupti"]
+    assert wm.HelloReply.from_message(message).cupti_error == \
+        "the worker did not report on libcupti"
+    # what a recording's device block is built from
+    facts = device_facts(HELLO)
+    assert facts["driver"] == "580.159.04" and facts["cuda"] == "13.0"
+    assert facts["compute_capability"] == [9, 0] and facts["spec"] == "h100_sxm"
+    with pytest.raises(WorkerError, match="hello message lacks 'attrs'"):
+        wm.HelloReply.from_message({k: v for k, v in HELLO.to_message().items()
+                                    if k != "attrs"})
 
 
 def test_load_copy_and_failure_replies_survive_the_pipe() -> None:

@@ -9,7 +9,6 @@ of the same GPU, each difference is logged (the live values win).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from workbench.core.errors import DeviceError, WorkbenchError
@@ -20,18 +19,18 @@ from workbench.core.hardware import (
     get_device,
     match_device_name,
 )
+from workbench.engine.worker_messages import HelloReply
 
 log = logging.getLogger(__name__)
 
 
-def spec_from_hello(hello: Mapping[str, Any]) -> DeviceSpec:
+def spec_from_hello(hello: HelloReply) -> DeviceSpec:
     """The live device's spec; differences from the table entry are logged as warnings."""
-    attrs = hello.get("attrs")
-    name = hello.get("name")
-    if not isinstance(attrs, Mapping) or not isinstance(name, str):
+    name = hello.name
+    if not hello.attrs or not name:
         raise DeviceError("the worker's hello lacks device attributes or a name",
-                          key="hello", value=sorted(hello), expected="attrs and name")
-    live = from_live({str(k): int(v) for k, v in attrs.items()}, name)
+                          key="hello", value=name, expected="attrs and name")
+    live = from_live(dict(hello.attrs), name)
     key = match_device_name(name)
     if key is None:
         log.warning("device %r has no table entry; using its live attributes only", name)
@@ -49,19 +48,19 @@ def spec_from_hello(hello: Mapping[str, Any]) -> DeviceSpec:
     return live
 
 
-def device_facts(hello: Mapping[str, Any]) -> dict[str, Any]:
+def device_facts(hello: HelloReply) -> dict[str, Any]:
     """Name, driver, CUDA version and clocks: the ``device`` block of a recording."""
-    nvml = hello.get("nvml") or {}
-    name = str(hello.get("name", ""))
+    nvml = hello.nvml
+    name = hello.name
     return {
         "name": name,
         "spec": match_device_name(name) or "",
         "driver": nvml.get("driver"),
-        "cuda": hello.get("cuda_driver_version"),
+        "cuda": hello.cuda_driver_version,
         "sm_clock_mhz": nvml.get("app_sm_clock_mhz") or nvml.get("max_sm_clock_mhz"),
         "mem_clock_mhz": nvml.get("app_mem_clock_mhz") or nvml.get("max_mem_clock_mhz"),
         "max_sm_clock_mhz": nvml.get("max_sm_clock_mhz"),
         "power_limit_w": nvml.get("power_limit_w"),
-        "compute_capability": hello.get("compute_capability"),
-        "total_memory_bytes": hello.get("total_memory_bytes"),
+        "compute_capability": list(hello.compute_capability),
+        "total_memory_bytes": hello.total_memory_bytes,
     }

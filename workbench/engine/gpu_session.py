@@ -27,6 +27,7 @@ from workbench.engine.worker_messages import (
     CopyRequest,
     EvaluateReply,
     EvaluateRequest,
+    HelloReply,
     HelloRequest,
     LaunchGeometry,
     LoadReply,
@@ -237,35 +238,28 @@ class GpuSession:
         if isinstance(request, CopyRequest):
             return self.copy(request).to_message()
         if isinstance(request, HelloRequest):
-            return self.hello()
+            return self.hello().to_message()
         return {"ok": True}  # quit: the main loop closes the session
 
-    def hello(self) -> dict[str, Any]:
-        """The device, its driver, NVML readings and whether libcupti loads (a mapping read
-        by :mod:`workbench.engine.discovery`)."""
-        cuda = self.cuda
-        version = cuda.get_driver_version()
-        return {
-            "ok": True, "pid": os.getpid(), "name": self.device.name(), "attrs": self.attrs,
-            "compute_capability": list(self.device.compute_capability()),
-            "total_memory_bytes": int(self.device.total_memory()),
-            "cuda_driver_version": f"{version // 1000}.{(version % 1000) // 10}",
-            "pycuda_cuda_version": ".".join(str(v) for v in cuda.get_version()),
-            "nvml": {**self.nvml.static(), **self.nvml.sample()},
-            "cupti": self._cupti_probe(),
-        }
-
-    @staticmethod
-    def _cupti_probe() -> dict[str, Any]:
-        """Whether this process can load libcupti (for ``timer="auto"``): its path and API
-        version, or why not."""
+    def hello(self) -> HelloReply:
+        """The device, its driver, NVML readings and whether libcupti loads (for
+        ``timer="auto"``: its path and API version, or why not)."""
         from workbench.engine.cupti import CuptiError, load_library
 
+        cuda = self.cuda
+        version = cuda.get_driver_version()
+        major, minor = self.device.compute_capability()
+        reply = HelloReply(
+            name=self.device.name(), attrs=self.attrs, compute_capability=(major, minor),
+            total_memory_bytes=int(self.device.total_memory()),
+            cuda_driver_version=f"{version // 1000}.{(version % 1000) // 10}",
+            pycuda_cuda_version=".".join(str(v) for v in cuda.get_version()),
+            pid=os.getpid(), nvml={**self.nvml.static(), **self.nvml.sample()})
         try:
-            _, path, version = load_library()
+            _, path, api_version = load_library()
         except CuptiError as exc:
-            return {"error": exc.message}
-        return {"path": path, "api_version": version}
+            return replace(reply, cupti_error=exc.message)
+        return replace(reply, cupti_path=path, cupti_api_version=int(api_version))
 
     def _reference(self, folder: str) -> Any:
         """The folder's reference.py as a module; None when the folder has none."""

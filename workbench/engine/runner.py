@@ -56,6 +56,8 @@ from workbench.engine.worker_messages import (
     CopyRequest,
     EvaluateReply,
     EvaluateRequest,
+    HelloReply,
+    HelloRequest,
     LaunchGeometry,
     LoadReply,
     LoadRequest,
@@ -173,21 +175,21 @@ class LocalRunner:
         self.stats = RunnerStats()
         self._client = WorkerClient(python=python)
         try:
-            self.hello = self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+            reply = self._client.request(HelloRequest().to_message(), timeout_s=HELLO_TIMEOUT_S)
         except WorkerError as exc:
             self._client.close()
             tail = str(exc.details.get("stderr", ""))[-600:]
             raise NoGPUError(f"the GPU worker could not start a CUDA context ({exc.message}); "
                              f"{REPLAY_HINT}\n{tail}", hint=REPLAY_HINT, stderr=tail) from exc
-        if "error" in self.hello:
+        failure = failure_in(reply)
+        if failure is not None:
             self._client.close()
-            raise NoGPUError(f"GPU worker: {self.hello['error']}; {REPLAY_HINT}",
-                             hint=REPLAY_HINT)
-        self.device: DeviceSpec = spec_from_hello(self.hello)
-        self.facts = device_facts(self.hello)
-        cupti = self.hello.get("cupti") or {"error": "the worker did not report on libcupti"}
+            raise NoGPUError(f"GPU worker: {failure.error}; {REPLAY_HINT}", hint=REPLAY_HINT)
         try:
-            self.settings, self.timer_note = resolve_timer(self.settings, cupti.get("error"))
+            self.hello: HelloReply = HelloReply.from_message(reply)
+            self.device: DeviceSpec = spec_from_hello(self.hello)
+            self.facts = device_facts(self.hello)
+            self.settings, self.timer_note = resolve_timer(self.settings, self.hello.cupti_error)
         except WorkbenchError:
             self._client.close()
             raise
@@ -248,7 +250,7 @@ class LocalRunner:
             return
         started = time.perf_counter()
         if not self._client.alive:
-            reply = self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+            reply = self._client.request(HelloRequest().to_message(), timeout_s=HELLO_TIMEOUT_S)
             if "error" in reply:
                 raise WorkerError(f"restarted GPU worker failed: {reply['error']}")
         checks = self._compile_checks()
@@ -373,7 +375,7 @@ class LocalRunner:
         """Time cuMemcpyDtoD of bytes_moved/2 bytes (read + written = bytes_moved)."""
         nbytes = self.folder.bytes_moved_for(shape, dtype) // 2
         if not self._client.alive:
-            self._client.request({"cmd": "hello"}, timeout_s=HELLO_TIMEOUT_S)
+            self._client.request(HelloRequest().to_message(), timeout_s=HELLO_TIMEOUT_S)
         checks = self._compile_checks().cubin_path
         assert checks is not None
         request = CopyRequest(nbytes=nbytes, seed=self.seed, settings=self.settings,

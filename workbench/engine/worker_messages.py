@@ -6,10 +6,8 @@ are what both sides build and read, decoded at the pipe and typed inside. A requ
 worker reads back; the worker answers with a reply's ``to_message()`` and the runner reads
 it with the reply's ``from_message()`` (or :func:`failure_in` for an error). A missing or
 malformed field is a :class:`WorkerError` naming the field and what was expected, never a
-KeyError deep in either process.
-
-``hello`` replies stay a mapping: they describe the device (attributes, NVML, libcupti) and
-are read in one place, :mod:`workbench.engine.discovery`.
+KeyError deep in either process. Only NVML's readings stay a mapping (diagnostic: whatever
+the driver answers, read in one place, :mod:`workbench.engine.discovery`).
 """
 
 from __future__ import annotations
@@ -22,7 +20,8 @@ from workbench.core.errors import WorkerError
 from workbench.core.records import Status, Timing, TimingMethod
 from workbench.engine.bench import BenchSettings
 
-__all__ = ["CopyReply", "CopyRequest", "EvaluateReply", "EvaluateRequest", "HelloRequest",
+__all__ = ["CopyReply", "CopyRequest", "EvaluateReply", "EvaluateRequest", "HelloReply",
+           "HelloRequest",
            "LaunchGeometry", "LoadReply", "LoadRequest", "ProblemSpec", "QuitRequest",
            "Request", "WorkerFailure", "decode_request", "failure_in"]
 
@@ -248,6 +247,55 @@ class WorkerFailure:
 def failure_in(reply: Mapping[str, Any]) -> WorkerFailure | None:
     """The failure a reply reports, or None when it is an answer."""
     return WorkerFailure.from_message(reply) if "error" in reply else None
+
+
+@dataclass(frozen=True)
+class HelloReply:
+    """The worker's device: its CUDA attributes (pycuda names), identity and versions, NVML's
+    readings, and whether it can load libcupti (``cupti_error`` says why not)."""
+
+    name: str
+    attrs: Mapping[str, int]
+    compute_capability: tuple[int, int]
+    total_memory_bytes: int
+    cuda_driver_version: str
+    pycuda_cuda_version: str
+    pid: int
+    nvml: Mapping[str, Any] = field(default_factory=dict)  # driver, clocks, power (diagnostic)
+    cupti_path: str = ""
+    cupti_api_version: int | None = None
+    cupti_error: str | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        cupti: dict[str, Any] = ({"error": self.cupti_error} if self.cupti_error is not None
+                                 else {"path": self.cupti_path,
+                                       "api_version": self.cupti_api_version})
+        return {"ok": True, "pid": self.pid, "name": self.name, "attrs": dict(self.attrs),
+                "compute_capability": list(self.compute_capability),
+                "total_memory_bytes": self.total_memory_bytes,
+                "cuda_driver_version": self.cuda_driver_version,
+                "pycuda_cuda_version": self.pycuda_cuda_version, "nvml": dict(self.nvml),
+                "cupti": cupti}
+
+    @classmethod
+    def from_message(cls, reply: Mapping[str, Any]) -> HelloReply:
+        attrs = _need(reply, "attrs", "hello")
+        if not isinstance(attrs, Mapping):
+            raise WorkerError(f"the GPU worker's hello attrs = {attrs!r}; expected a mapping",
+                              key="attrs", value=attrs, expected="a mapping of attributes")
+        major, minor = _need(reply, "compute_capability", "hello")
+        cupti = reply.get("cupti") or {"error": "the worker did not report on libcupti"}
+        version = cupti.get("api_version")
+        return cls(name=str(_need(reply, "name", "hello")),
+                   attrs={str(k): int(v) for k, v in attrs.items()},
+                   compute_capability=(int(major), int(minor)),
+                   total_memory_bytes=int(_need(reply, "total_memory_bytes", "hello")),
+                   cuda_driver_version=str(_need(reply, "cuda_driver_version", "hello")),
+                   pycuda_cuda_version=str(reply.get("pycuda_cuda_version", "")),
+                   pid=int(reply.get("pid", 0)), nvml=dict(reply.get("nvml") or {}),
+                   cupti_path=str(cupti.get("path") or ""),
+                   cupti_api_version=None if version is None else int(version),
+                   cupti_error=None if "error" not in cupti else str(cupti["error"]))
 
 
 @dataclass(frozen=True)
