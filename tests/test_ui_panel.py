@@ -371,3 +371,14 @@ def test_table_controls_filter_and_sort_from_the_browser(panel_and_backend: Any)
     assert "matching" in table and ">1024<" not in table
     panel.run_view._on_message(panel.run_view, {"query": {"filter": "BLOCK ==="}}, [])
     assert "wb-trials-error" in panel.run_view.field("table_html")
+
+
+def test_parallel_coordinates_are_drawn_apart(panel_and_backend: Any) -> None:
+    """The WebGL parallel coordinates are their own plot (drawn on their own task, less
+    often); their updates keep the index the combined figure gives them."""
+    panel = panel_and_backend[0]
+    view = panel.run_view
+    assert [t["type"] for t in view.parcoords["data"]] == ["parcoords"]
+    assert view.parcoords["trace"] == panel.layout.parcoords_trace
+    assert "parcoords" not in {t["type"] for t in view.figure["data"]}
+    assert len(view.figure["data"]) == panel.layout.parcoords_trace

@@ -101,6 +101,7 @@ def _press(page: Any, selector: str, status: str, timeout_s: float = 30.0) -> di
           return { at: press.at, dispatched: press.dispatched, shown: shown.at };
         }""", [count, status])
     return {"latency_s": round((timing["shown"] - timing["at"]) / 1000, 3),
+            "at_ms": round(timing["at"]),
             "dispatch_s": round((timing["dispatched"] - timing["at"]) / 1000, 3),
             "seen_s": round(seen_s, 3)}
 
@@ -146,6 +147,7 @@ def test_pause_and_stop_take_effect_within_a_second_under_load(
               "held_after_pause": held, "held_after_stop": stopped,
               "final_status": _status(page), "evaluated": _done(page),
               "chart_draws": int(page.locator(".wb-run").get_attribute("data-draws") or 0),
+              "draw_log": page.locator(".wb-run").get_attribute("data-draw-log"),
               "chart_draw_max_s": int(page.locator(".wb-run").get_attribute(
                   "data-draw-max-ms") or 0) / 1000}
     with (artifacts / "panel_latency.jsonl").open("a", encoding="utf-8") as fh:

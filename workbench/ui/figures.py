@@ -145,8 +145,10 @@ def figure_layout(axes: Sequence[AxisSpec]) -> FigureLayout:
                         all_trace=base + 1, baseline_trace=base + 2, parcoords_trace=base + 3)
 
 
-def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
-    """An empty ``plotly.graph_objects.Figure`` with every subplot and trace in place."""
+def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool = True) -> Any:
+    """An empty ``plotly.graph_objects.Figure`` with every subplot and trace in place; with
+    ``parcoords=False`` without the parallel coordinates (the panel draws them apart,
+    :func:`build_parcoords_figure`: they are WebGL and cost most of a draw)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -164,10 +166,11 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
         specs.append(row)
     specs.append([{"type": "xy", "colspan": cols}] + [None] * (cols - 1))
     titles.append("best so far vs evaluations")
-    specs.append([{"type": "domain", "colspan": cols}] + [None] * (cols - 1))
-    titles.append("")  # the parallel coordinates carry their own title (see below)
+    if parcoords:
+        specs.append([{"type": "domain", "colspan": cols}] + [None] * (cols - 1))
+        titles.append("")  # the parallel coordinates carry their own title (see below)
     rows = len(specs)
-    heights = [1.0] * (rows - 1) + [1.5]  # the parallel coordinates need the room
+    heights = [1.0] * (rows - 1) + [1.5 if parcoords else 1.0]  # parcoords need the room
     fig = make_subplots(rows=rows, cols=cols, specs=specs, subplot_titles=titles,
                         vertical_spacing=min(0.1, 0.3 / rows), horizontal_spacing=0.07,
                         row_heights=heights)
@@ -196,30 +199,52 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "") -> Any:
                              line={"color": "#000000", "dash": "dash"}), row=best_row, col=1)
     fig.update_xaxes(title_text="evaluations", row=best_row, col=1)
     fig.update_yaxes(title_text="runtime (µs)", row=best_row, col=1)
-    fig.add_trace(go.Parcoords(dimensions=[{"label": a.name, "values": []} for a in axes]
-                               + [{"label": "µs", "values": []}],
-                               line={"color": [], "colorscale": "Viridis_r", "showscale": True,
-                                     "colorbar": {"title": {"text": "µs"}, "len": 0.9 / rows,
-                                                  "y": 0.5 / rows, "yanchor": "middle",
-                                                  "thickness": 12}},
-                               labelangle=-18, labelside="top",
-                               labelfont={"size": 11}, tickfont={"size": 10},
-                               name="parallel coordinates"),
-                  row=rows, col=1)
     height_px = 250 * rows + 150
-    for trace in fig.data:  # angled labels sit above the cell: leave them room
-        if trace.type == "parcoords" and trace.domain.y is not None:
-            y0, y1 = trace.domain.y
-            trace.domain.y = (y0, max(y0 + 0.05, y1 - 70 / height_px))
-            trace.domain.x = (0.04, 0.93)  # room for the first label and the colour bar
-            fig.add_annotation(text=f"parallel coordinates (the {MAX_PARCOORDS} fastest valid "
-                               "trials; drag along an axis to filter)", showarrow=False,
-                               xref="paper", yref="paper", x=0.5, y=y1, yanchor="bottom",
-                               font={"size": 14})
+    if parcoords:
+        fig.add_trace(_parcoords_trace(axes, rows), row=rows, col=1)
+        for trace in fig.data:  # angled labels sit above the cell: leave them room
+            if trace.type == "parcoords" and trace.domain.y is not None:
+                y0, y1 = trace.domain.y
+                trace.domain.y = (y0, max(y0 + 0.05, y1 - 70 / height_px))
+                trace.domain.x = (0.04, 0.93)  # room for the first label and the colour bar
+                fig.add_annotation(text=PARCOORDS_TITLE, showarrow=False, xref="paper",
+                                   yref="paper", x=0.5, y=y1, yanchor="bottom",
+                                   font={"size": 14})
     # No width: the figure fills its container (the panel's width; a fixed one was clipped).
     fig.update_layout(title_text=title, height=height_px, autosize=True,
                       margin={"t": 70, "l": 60, "r": 30, "b": 40},
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
+                      template="plotly_white")
+    return fig
+
+
+PARCOORDS_TITLE = (f"parallel coordinates (the {MAX_PARCOORDS} fastest valid trials; drag along "
+                   "an axis to filter)")
+
+
+def _parcoords_trace(axes: Sequence[AxisSpec], rows: int) -> Any:
+    import plotly.graph_objects as go
+
+    return go.Parcoords(dimensions=[{"label": a.name, "values": []} for a in axes]
+                        + [{"label": "µs", "values": []}],
+                        line={"color": [], "colorscale": "Viridis_r", "showscale": True,
+                              "colorbar": {"title": {"text": "µs"}, "len": 0.9 / rows,
+                                           "y": 0.5 / rows, "yanchor": "middle",
+                                           "thickness": 12}},
+                        labelangle=-18, labelside="top",
+                        labelfont={"size": 11}, tickfont={"size": 10},
+                        name="parallel coordinates")
+
+
+def build_parcoords_figure(axes: Sequence[AxisSpec]) -> Any:
+    """The parallel coordinates alone (trace 0 takes ``trace_updates``' parcoords entry)."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure(_parcoords_trace(axes, 1))
+    fig.update_traces(domain={"x": (0.04, 0.93), "y": (0.0, 0.82)},
+                      line_colorbar={"len": 0.8, "y": 0.41})
+    fig.update_layout(title={"text": PARCOORDS_TITLE, "font": {"size": 14}, "x": 0.5},
+                      height=420, autosize=True, margin={"t": 50, "l": 60, "r": 30, "b": 30},
                       template="plotly_white")
     return fig
 

@@ -31,6 +31,7 @@ from workbench.ui.figures import (
     TrialTable,
     axes_for,
     build_figure,
+    build_parcoords_figure,
     figure_layout,
     layout_updates,
     runtime_scale,
@@ -225,7 +226,10 @@ class WorkbenchPanel:
         self.y_scale.add_class("wb-yscale")
         self.query = TableQuery(limit=10)
         self.run_view = RunView(
-            figure=json.loads(build_figure(self.axes, title=backend.kernel_name).to_json()),
+            figure=json.loads(build_figure(self.axes, title=backend.kernel_name,
+                                           parcoords=False).to_json()),
+            parcoords={**json.loads(build_parcoords_figure(self.axes).to_json()),
+                       "trace": self.layout.parcoords_trace},
             table_options={"sort_keys": [*SORT_KEYS, *param_names],
                            "statuses": list(STATUS_FILTERS), "limits": [10, 50, 200]},
             query=dataclasses.asdict(self.query), layout=w.Layout(width="100%"))

@@ -4,12 +4,14 @@
 //
 // Scheduling, so that a click is answered within a second on a loaded machine:
 // - text (status, progress, table) is written to the DOM as soon as a message arrives;
-// - the charts are drawn later, on their own task, only the latest state, one draw at a time;
+// - the charts are drawn later, on their own tasks, only the latest state, one draw at a time
+//   (the WebGL parallel coordinates apart, at most every SIDE_EVERY_MS);
 //   the kernel sends the next chart only after the "ack" of the last one (backpressure);
 // - a click inside the panel holds chart drawing (at most HOLD_MS) until the kernel's answer
 //   (a new state) has been written, so no draw starts between a click and its answer.
 const Plotly = window.Plotly;
 const HOLD_MS = 1500;
+const SIDE_EVERY_MS = 5000;
 
 function decode(value) {
   // numeric arrays travel as {dtype: "f8", buffer: DataView} (binary, NaN-safe)
@@ -24,6 +26,18 @@ function decode(value) {
     return out;
   }
   return value;
+}
+
+function warmUp(traces) {
+  // one invisible point per WebGL trace, so that drawing them sets up the GL context
+  return traces.map((t) => {
+    if (t.type === "scattergl") return { ...t, x: [1], y: [1], marker: { ...t.marker, opacity: 0 } };
+    if (t.type === "parcoords") {
+      return { ...t, dimensions: (t.dimensions || []).map((d) => ({ ...d, values: [1] })),
+               line: { ...t.line, color: [1] } };
+    }
+    return t;
+  });
 }
 
 function assign(target, dotted, value) {
@@ -77,7 +91,8 @@ function render({ model, el }) {
       <div class="wb-progress" role="progressbar"><div class="wb-progress-fill"></div>
         <span class="wb-progress-label"></span></div>
       <span class="wb-eta"></span><span class="wb-best"></span></div>
-    <div class="wb-figure-box"><div class="wb-plot"></div></div>
+    <div class="wb-figure-empty"></div>
+    <div class="wb-figure-box"><div class="wb-plot"></div><div class="wb-parcoords"></div></div>
     <div class="wb-trials-box"></div>
     <div class="wb-failures"></div>`;
   const q = (c) => el.querySelector(c);
@@ -85,23 +100,43 @@ function render({ model, el }) {
   const table = document.createElement("div");
   table.className = "wb-trials";
   q(".wb-trials-box").append(table);
-  const plot = q(".wb-plot");
-  const base = model.get("figure") || { data: [], layout: {} };
-  const fig = { data: base.data || [], layout: { ...(base.layout || {}), autosize: true } };
   const config = { responsive: true, displaylogo: false };
+  const figure = (base) => ({ data: (base && base.data) || [],
+    layout: { ...((base && base.layout) || {}), autosize: true } });
+  // Two plots, each drawn on its own task: the charts, and the WebGL parallel coordinates
+  // (most of a draw's time under load), these at most every SIDE_EVERY_MS.
+  const side = model.get("parcoords") || {};
+  const sideTrace = Number.isInteger(side.trace) ? side.trace : -1;
+  const parts = [
+    { div: q(".wb-plot"), fig: figure(model.get("figure")), dirty: true, last: 0, every: 0 },
+    { div: q(".wb-parcoords"), fig: figure(side), dirty: sideTrace >= 0, last: 0,
+      every: SIDE_EVERY_MS },
+  ];
   let shownStatus = null;
-  let pendingSeq = null;
+  let pendingSeq = 0; // the empty figures first, then the latest data
+  let takenSeq = 0;
   let timer = null;
+  let timerAt = 0;
   let holdUntil = 0;
   let drawn = false;
+
+  const schedule = (delay) => {
+    const at = performance.now() + Math.max(0, delay);
+    if (timer && timerAt <= at) return;
+    if (timer) clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(draw, Math.max(0, delay));
+  };
 
   const writeText = () => {
     const s = model.get("state") || {};
     const budget = Math.max(s.budget || 0, s.done || 0, 1);
     q(".wb-progress-fill").style.width = `${Math.min(100, (100 * (s.done || 0)) / budget)}%`;
-    q(".wb-progress-label").textContent = `${s.done || 0} / ${s.budget || 0}`;
+    q(".wb-progress-label").textContent = s.progress_label || `${s.done || 0} / ${s.budget || 0}`;
     q(".wb-eta").textContent = s.eta || "";
     q(".wb-best").textContent = s.best || "";
+    q(".wb-figure-empty").innerHTML = s.empty_html || "";
+    q(".wb-figure-box").style.display = s.empty_html ? "none" : "";
     if (table.dataset.html !== s.table_html) {
       table.innerHTML = s.table_html || "";
       table.dataset.html = s.table_html || "";
@@ -117,50 +152,82 @@ function render({ model, el }) {
 
   const draw = async () => {
     timer = null;
-    const wait = holdUntil - performance.now();
-    if (wait > 0) {
-      timer = setTimeout(draw, wait);
-      return;
+    let busy = 0;
+    for (const part of parts) {
+      const wait = Math.max(holdUntil - performance.now(),
+                            part.last + part.every - performance.now());
+      if (!part.dirty) continue;
+      if (wait > 0) {
+        schedule(wait);
+        continue;
+      }
+      if (busy > 0) await new Promise((r) => setTimeout(r, 0)); // let a click through
+      if (holdUntil > performance.now()) {
+        schedule(holdUntil - performance.now());
+        break;
+      }
+      part.dirty = false;
+      const t0 = performance.now();
+      try {
+        if (!part.last) {
+          // Software WebGL (a browser without a GPU) spends seconds setting up a plot's GL
+          // on its first points: pay that now, with invisible ones, not on the first data
+          // after Launch, when a Pause or Stop may be pressed.
+          await Plotly.react(part.div, warmUp(part.fig.data), part.fig.layout, config);
+          await new Promise((r) => setTimeout(r, 0));
+        }
+        await Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+      } finally {
+        part.last = performance.now();
+        busy += part.last - t0;
+        const log = (el.dataset.drawLog || "").split(" ").filter(Boolean).slice(-40);
+        log.push(`${parts.indexOf(part)}:${Math.round(t0)}+${Math.round(part.last - t0)}`);
+        el.dataset.drawLog = log.join(" "); // part:start+ms, read by the load test
+      }
     }
-    if (pendingSeq === null) return;
-    const seq = pendingSeq;
-    pendingSeq = null;
-    const t0 = performance.now();
-    try {
-      await Plotly.react(plot, fig.data, fig.layout, config);
+    if (busy > 0) {
       drawn = true;
-    } finally {
-      const ms = performance.now() - t0;
       el.dataset.draws = String(Number(el.dataset.draws || 0) + 1); // read by the load test
-      el.dataset.drawMaxMs = String(Math.max(Number(el.dataset.drawMaxMs || 0), Math.round(ms)));
-      model.send({ ack: seq, draw_ms: ms });
+      el.dataset.drawMaxMs = String(Math.max(Number(el.dataset.drawMaxMs || 0),
+                                             Math.round(busy)));
+    }
+    if (pendingSeq !== null && !parts[0].dirty) {
+      model.send({ ack: pendingSeq, draw_ms: busy });
+      pendingSeq = null;
     }
   };
 
-  let takenSeq = 0;
   const takeChart = () => {
     const c = model.get("chart");
     if (!c || !c.seq || c.seq === takenSeq) return;
     takenSeq = c.seq;
     for (const [i, props] of Object.entries(decode(c.traces || {}))) {
-      const trace = fig.data[Number(i)];
-      if (trace) for (const [k, v] of Object.entries(props)) assign(trace, k, v);
+      const part = Number(i) === sideTrace ? parts[1] : parts[0];
+      const trace = part.fig.data[Number(i) === sideTrace ? 0 : Number(i)];
+      if (!trace) continue;
+      for (const [k, v] of Object.entries(props)) assign(trace, k, v);
+      part.dirty = true;
     }
     for (const [key, props] of Object.entries(c.layout || {})) {
-      fig.layout[key] = { ...(fig.layout[key] || {}), ...props };
+      const layout = parts[0].fig.layout;
+      layout[key] = { ...(layout[key] || {}), ...props };
+      parts[0].dirty = true;
     }
     pendingSeq = c.seq;
-    if (!timer) timer = setTimeout(draw, drawn ? 0 : 50);
+    schedule(drawn ? 0 : 50);
   };
 
-  const onClick = (e) => {
+  const onPress = (e) => {
     const panel = el.closest(".wb-panel") || el;
     if (e.target instanceof Node && panel.contains(e.target) && !el.contains(e.target)) {
       holdUntil = performance.now() + HOLD_MS;
     }
   };
-  document.addEventListener("pointerdown", onClick, true);
-  const resize = new ResizeObserver(() => { if (drawn) Plotly.Plots.resize(plot); });
+  document.addEventListener("pointerdown", onPress, true);
+  const resize = new ResizeObserver(() => {
+    if (!drawn) return;
+    for (const part of parts) if (part.last) Plotly.Plots.resize(part.div);
+  });
   resize.observe(q(".wb-figure-box"));
 
   // Backbone assigns every attribute of a message before it fires any change event, so
@@ -171,14 +238,13 @@ function render({ model, el }) {
   };
   model.on("change:chart", update);
   model.on("change:state", update);
-  pendingSeq = 0; // the empty figure first, then the latest data
   update();
-  if (!timer) timer = setTimeout(draw, 0);
+  schedule(0);
   return () => {
-    document.removeEventListener("pointerdown", onClick, true);
+    document.removeEventListener("pointerdown", onPress, true);
     resize.disconnect();
     if (timer) clearTimeout(timer);
-    Plotly.purge(plot);
+    for (const part of parts) Plotly.purge(part.div);
   };
 }
 export default { render };

@@ -121,12 +121,17 @@ def to_wire(value: Any) -> Any:
 class RunView(anywidget.AnyWidget):
     """Progress, ETA, best, charts, trial table and failures as one synced view.
 
-    ``figure`` is the empty figure (plotly JSON), sent once; :meth:`push` sends the text
-    fields and the changed traces in one message; :meth:`show` sends text fields alone.
+    ``figure`` is the empty figure (plotly JSON), sent once; ``parcoords`` optionally a
+    second one drawn apart (its ``trace`` key: the update index that goes to its trace 0);
+    :meth:`push` sends the text fields and the changed traces in one message; :meth:`show`
+    sends text fields alone. Text fields the browser reads: ``status``, ``done``,
+    ``budget``, ``progress_label`` (instead of "done / budget"), ``eta``, ``best``,
+    ``empty_html`` (shown instead of the charts when set), ``table_html``, ``failures_html``.
     """
 
     _css = _CSS
     figure = traitlets.Dict().tag(sync=True)
+    parcoords = traitlets.Dict().tag(sync=True)  # plotly JSON and "trace": its update index
     table_options = traitlets.Dict().tag(sync=True)
     query = traitlets.Dict().tag(sync=True)
     state = traitlets.Dict().tag(sync=True)
