@@ -40,7 +40,8 @@ def _pytest(args: Sequence[str], env: dict[str, str]) -> dict[str, Any]:
     lines = [ln for ln in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
     return {"pytest_exit": done.returncode, "wall_s": round(time.monotonic() - start, 1),
             "load_1min_before": round(load_before, 2), "summary": lines[-1] if lines else "",
-            "failures": [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")]}
+            "failures": [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")],
+            "failure_tail": done.stdout[-3000:] if done.returncode else ""}
 
 
 def _hog(count: int) -> list[subprocess.Popen[bytes]]:
