@@ -196,7 +196,8 @@ def test_endpoint_that_keeps_failing_ends_failed_and_keeps_everything(
     events = collect(bus)
     outcome = run(folder, runner, store, compiler, client=client, auto_approve=True, allow_unverified=True, events=bus)
     assert outcome.state is AgentState.FAILED
-    assert "LLM failed during plan" in outcome.reason and "HTTP 500" in outcome.error
+    assert "the LLM endpoint" in outcome.reason and "HTTP 500" in outcome.error
+    assert "plan step of iteration 2" in outcome.reason
     assert server.remaining_steps == 0
     assert len(store.template_versions(folder.name)) == 1
     assert sum(t.result.status is not Status.PRUNED for t in store.trials()) == EVALS

@@ -144,3 +144,43 @@ def test_agent_on_replay_reports_speedup_per_iteration(tmp_path: Path) -> None:
     assert code == 0, text
     assert text.strip().splitlines()[-1].startswith("agent done")  # the last line says how
     assert "iteration" in text and "speedup" in text
+
+
+@needs_nvcc
+@pytest.mark.replay
+def test_agent_without_an_llm_says_why_no_llm_call_was_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORKBENCH_MODEL", raising=False)
+    code, text = run("agent", SILU, "--replay", "--iterations", "2", "--budget", "6",
+                     "--shape", "decode", "--store", str(tmp_path / "a.sqlite"),
+                     "--auto-approve", "--allow-unverified")
+    assert code == 0, text
+    assert "0 LLM calls: no LLM endpoint is configured" in text
+    assert "offline templater" in text and "measured by replay of" in text
+    assert "this iteration" in text and "measured" in text
+
+
+@needs_nvcc
+@pytest.mark.replay
+def test_agent_names_an_endpoint_that_cannot_be_reached(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real openai client against a real loopback server that closes every
+    connection unanswered: the last line names the endpoint, says it could not be reached
+    and why; iteration 2's row says it measured nothing (its numbers are iteration 1's)."""
+    from workbench.testing.openai_server import OpenAITranscriptServer, TranscriptStep
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k-0000")
+    with OpenAITranscriptServer([TranscriptStep(drop=True)] * 4) as server:
+        code, text = run("agent", SILU, "--replay", "--iterations", "2", "--budget", "6",
+                         "--shape", "decode", "--store", str(tmp_path / "a.sqlite"),
+                         "--auto-approve", "--allow-unverified", "--model", "m",
+                         "--base-url", server.base_url, "--llm-timeout", "0.5")
+        url = server.base_url
+    last = text.strip().splitlines()[-1]
+    assert code == 1, text
+    assert last.startswith(f"agent failed: the LLM endpoint {url}"), last
+    assert "could not be reached" in last and "connection failed" in last, last
+    assert "plan step of iteration 2" in last, last
+    rows = {line.split()[0]: line for line in text.splitlines() if line[:1].isdigit()}
+    assert rows["1"].rstrip().endswith("measured")
+    assert "failed in plan: nothing measured" in rows["2"]

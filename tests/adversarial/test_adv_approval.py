@@ -139,7 +139,9 @@ def test_agent_cli_last_line_says_it_failed(tmp_path: Path,
                             "--model", "m", "--base-url", server.base_url, "--llm-timeout",
                             "0.5", "--store", str(tmp_path / "a.sqlite"))
     last = out.strip().splitlines()[-1]
-    assert code == 1 and last.startswith("agent failed: LLM failed during plan"), out
+    assert code == 1 and last.startswith("agent failed: the LLM endpoint "), out
+    assert "HTTP 500" in last and "plan step of iteration 2" in last, out
+    assert "failed in plan: nothing measured" in out  # iteration 2's row is not its own
 
 
 @needs_nvcc

@@ -35,6 +35,24 @@ class LLMCallBudgetError(LLMBudgetError):
         self.budget_calls = budget_calls
 
 
+def llm_failure_reason(exc: LLMError, step: str, iteration: int) -> str:
+    """Why the agent stopped on an LLM error, for people: an endpoint that could not be
+    reached is named as such, with its URL and the last error, and so is the iteration whose
+    ``step`` it stopped (that iteration measured nothing)."""
+    where = f"the {step} step of iteration {iteration}"
+    url = exc.details.get("url")
+    problem = exc.details.get("problem") or exc.message
+    attempts = exc.details.get("attempts")
+    tries = f" after {attempts} attempt(s)" if attempts else ""
+    if url and exc.details.get("unreachable"):
+        return (f"the LLM endpoint {url} could not be reached{tries} ({problem}) during "
+                f"{where}; iteration {iteration} measured nothing")
+    if url:
+        return (f"the LLM endpoint {url} failed{tries} ({problem}) during {where}; "
+                f"iteration {iteration} measured nothing")
+    return f"LLM failed during {where}: {exc.message}"
+
+
 class BudgetedClient:
     """``chat``/``complete``/``parse_reply`` of an :class:`LLMClient`, budgeted and stored."""
 

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from workbench.agent.context import IterationSummary
 from workbench.agent.events import AgentFinished, AgentStateChanged, ReviewRecorded
-from workbench.agent.llm_calls import BudgetedClient, LLMCallBudgetError
+from workbench.agent.llm_calls import BudgetedClient, LLMCallBudgetError, llm_failure_reason
 from workbench.agent.measure import retest_step, tune_step
 from workbench.agent.propose import generate_step, plan_step, review_step
 from workbench.agent.records import (
@@ -202,8 +202,8 @@ class AgentMachine:
                                           f"{exc.budget_calls} calls) before {self.state.value}")
         except LLMError as exc:
             self.error = exc.message
-            self.finish(AgentState.FAILED, f"LLM failed during {self.state.value}: "
-                                            f"{exc.message}")
+            self.finish(AgentState.FAILED,
+                        llm_failure_reason(exc, self.state.value, self.iteration))
         except WorkbenchError as exc:
             self.error = exc.message
             self.finish(AgentState.FAILED, f"{type(exc).__name__} during "
@@ -262,6 +262,7 @@ class AgentMachine:
     def finish(self, state: AgentState, reason: str) -> None:
         self.reason = reason
         self.loop.detail["stop_reason"] = reason
+        self.loop.detail.setdefault("stopped_at", self.state.value)
         if self.error:
             self.loop.detail["error"] = self.error
         if self.loop.iteration_open:

@@ -42,3 +42,23 @@ def speedup_per_iteration(store: Store, session_id: str) -> list[SpeedupPoint]:
             speedup = best[1] / best[0] if best[1] else None
             points.append(SpeedupPoint(iteration, best[0], best[1], speedup))
     return points
+
+
+def iteration_endings(store: Store, session_id: str) -> dict[int, str]:
+    """How each stored agent iteration ended, for a reader of the speedup table:
+    ``"measured"`` when its test step re-measured a best, else the step it stopped in and
+    ``"nothing measured"`` (its row in :func:`speedup_per_iteration` repeats an earlier best).
+    """
+    last: dict[int, tuple[str, dict[str, object]]] = {}
+    for row in store.iterations(session_id):
+        last[row.iteration] = (row.state, dict(row.detail))
+    endings: dict[int, str] = {}
+    for iteration, (state, detail) in sorted(last.items()):
+        test = detail.get("test")
+        if isinstance(test, dict) and test.get("status") == "ok":
+            endings[iteration] = "measured"
+        else:
+            step = str(detail.get("stopped_at") or state.split(":")[0])
+            how = "failed" if state == "failed" else "stopped"
+            endings[iteration] = f"{how} in {step}: nothing measured"
+    return endings

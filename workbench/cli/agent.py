@@ -13,6 +13,7 @@ ORDER = 50
 
 def cmd_agent(args: argparse.Namespace) -> int:
     from workbench.agent import run_agent, speedup_per_iteration
+    from workbench.agent.queries import iteration_endings
     from workbench.engine.runner import LocalRunner
     from workbench.store.sqlite import SQLiteStore
 
@@ -37,16 +38,43 @@ def cmd_agent(args: argparse.Namespace) -> int:
     out = args.stdout
     print(f"session {outcome.session_id}, {outcome.iterations} iteration(s), "
           f"{outcome.llm_calls} LLM calls", file=out)
-    rows = [[p.iteration, p.best_us, p.baseline_us, p.speedup]
+    for line in why_lines(client, outcome.llm_calls, outcome.iterations,
+                          getattr(runner, "description", "") if args.replay is not None
+                          else ""):
+        print(line, file=out)
+    endings = iteration_endings(store, outcome.session_id)
+    rows = [[p.iteration, p.best_us, p.baseline_us, p.speedup,
+             endings.get(p.iteration, "")]
             for p in speedup_per_iteration(store, outcome.session_id)]
     if rows:
-        print(format_table(["iteration", "best_us", "baseline_us", "speedup"], rows), file=out)
+        print(format_table(["iteration", "best_so_far_us", "baseline_us", "speedup",
+                            "this iteration"], rows), file=out)
     ending, status = agent_ending(outcome.state.value, outcome.reason)
     if ending == "review":
         print("a template waits for review: approve it in the panel or rerun with "
               "--auto-approve", file=out)
     print(f"agent {ending}: {outcome.reason}", file=out)  # the last line says how it ended
     return status
+
+
+def why_lines(client: Any, llm_calls: int, iterations: int, replay: str) -> list[str]:
+    """What the numbers above rest on: where plans and templates came from (and so why no
+    LLM call was made) and what measured."""
+    lines = []
+    if client is None:
+        lines.append("0 LLM calls: no LLM endpoint is configured (--model or WORKBENCH_MODEL, "
+                     "with OPENAI_BASE_URL and OPENAI_API_KEY), so plans came from the offline "
+                     "planner and templates from the offline templater")
+    elif llm_calls == 0:
+        lines.append(f"0 LLM calls: the LLM ({client.settings.model} at "
+                     f"{client.settings.base_url or 'the default endpoint'}) is asked from "
+                     "iteration 2 on; iteration 1 tunes the folder's template"
+                     if iterations <= 1 else
+                     "0 LLM calls: the loop ended before it asked the LLM")
+    if replay:
+        lines.append(f"measured by {replay} (the recorded GPU's times; iteration 1 tunes the "
+                     "folder's template, the one the recording holds)")
+    return lines
 
 
 #: How an agent run ended -> exit status (documented in ``workbench agent --help``).

@@ -261,6 +261,7 @@ class LLMClient:
         last_problem = ""
         last_status: int | None = None
         timed_out = False
+        unreachable = False  # the last attempt could not connect (no HTTP answer at all)
         attempt = 0
         while attempt < attempts:
             attempt += 1
@@ -286,6 +287,7 @@ class LLMClient:
                     body = raw.text  # read inside the scope: a dripping body is cut
             except openai.APITimeoutError:
                 timed_out = True
+                unreachable = False
                 last_status = None
                 last_problem = (f"no complete reply within {limit}" if attempt_ends == ends_at
                                 else f"no complete reply within the attempt limit of "
@@ -294,6 +296,7 @@ class LLMClient:
                               "error": last_problem})
             except openai.APIStatusError as exc:
                 timed_out = False
+                unreachable = False
                 status = exc.status_code
                 body = exc.response.text
                 self._record({"event": "reply", "purpose": purpose, "attempt": attempt,
@@ -308,7 +311,8 @@ class LLMClient:
                 if status not in RETRYABLE_STATUS:
                     raise LLMEndpointError(
                         f"{url} answered {last_problem} (not retried)",
-                        status=status, attempts=attempt, body=self._scrub(body)[:2000]) from None
+                        status=status, attempts=attempt, body=self._scrub(body)[:2000],
+                        url=url, problem=last_problem) from None
                 retry_after = retry_after_s(dict(exc.response.headers))
             except openai.APIConnectionError as exc:
                 if isinstance(exc.__cause__, ReplyTooLargeError):
@@ -319,6 +323,7 @@ class LLMClient:
                         "bytes; it was cut there and not used", raw_reply="",
                         limit_bytes=self.settings.max_reply_bytes) from None
                 timed_out = False
+                unreachable = True
                 last_status = None
                 last_problem = f"connection failed ({type(exc).__name__}: {self._scrub(str(exc))})"
                 self._record({"event": "error", "purpose": purpose, "attempt": attempt,
@@ -346,7 +351,8 @@ class LLMClient:
         cls = LLMTimeoutError if timed_out else LLMEndpointError
         raise cls(f"{url} failed after {attempt} attempt(s); last: {last_problem}",
                   status=last_status, attempts=attempt, timeout_s=self.settings.timeout_s,
-                  stage_timeout_s=self.settings.stage_timeout_s)
+                  stage_timeout_s=self.settings.stage_timeout_s, url=url, problem=last_problem,
+                  unreachable=unreachable)
 
     def _check_completion(self, body: str, content_type: str, structured: bool) -> ChatReply:
         completion = read_completion(body, content_type)

@@ -37,7 +37,11 @@ class LLMBudgetError(LLMError):
 
 
 class LLMEndpointError(LLMError):
-    """The endpoint failed: ``status`` (None for network failures), ``attempts`` made."""
+    """The endpoint failed: ``status`` (None for network failures), ``attempts`` made.
+
+    ``details`` also carry ``url`` (the request's), ``problem`` (the last attempt's) and
+    ``unreachable`` (True when the last attempt could not connect at all).
+    """
 
     def __init__(self, message: str, *, status: int | None, attempts: int, **details: Any) -> None:
         super().__init__(message, status=status, attempts=attempts, **details)
