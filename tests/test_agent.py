@@ -177,7 +177,7 @@ def test_llm_call_budget_spent_mid_run(folder: KernelFolder, runner: Any, store:
     assert [(r.iteration, r.state) for r in rows] == [(1, "test"), (2, "generate:stopped")]
     assert rows[1].detail["plan"]["next_action"] == "refine_template"  # the plan is kept
     # the panel's Agent tab reads the same detail: the version's diff and its approval
-    from workbench.ui.panel import iterations_html
+    from workbench.ui.agent_tab import iterations_html
 
     html = iterations_html(rows)
     assert "approved by auto-approve" in html and version.id in html

@@ -75,6 +75,7 @@ class Workbench:
         self._stop_requested = False
         self._baselines: dict[tuple[str, str], float | None] = {}
         self._session_id: str | None = None
+        self._agent: Any | None = None
         self.reviewer = reviewer or _user()
         # profiles the finalists of 2-D tiled kernels (None: Nsight Compute where present)
         self.profiler: Any | None = None
@@ -407,6 +408,18 @@ class Workbench:
         last = approval.review
         note = f" ({last.note})" if last.note else ""
         return f"{vid}: {last.decision} by {last.reviewer} at {last.time}{note}"
+
+    def agent_control(self) -> Any:
+        """What starts, stops and reviews the agent for this session (the panel's Agent
+        tab): :class:`workbench.agent.control.AgentControl` over this folder, store and
+        runner, starting from the current template."""
+        if self._agent is None:
+            from workbench.agent.control import AgentControl
+
+            self._agent = AgentControl(self.folder, runner=lambda: self.runner,
+                                       store=self.store, template=lambda: self.template,
+                                       reviewer=self.reviewer)
+        return self._agent
 
     def agent_iterations(self) -> Sequence[Any]:
         out: list[Any] = []

@@ -26,6 +26,7 @@ import numpy as np
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
+from workbench.ui.agent_tab import AgentTab
 from workbench.ui.devices import DeviceView
 from workbench.ui.figures import (
     TrialTable,
@@ -79,6 +80,7 @@ class PanelBackend(Protocol):
     def review(self, decision: str, note: str) -> str: ...
     def review_status(self) -> str: ...
     def agent_iterations(self) -> Sequence[Any]: ...
+    def agent_control(self) -> Any: ...  # workbench.agent.control.AgentControl
     def export(self, what: str, path: str, shape: str, dtype: str) -> str: ...
 
 
@@ -124,31 +126,6 @@ def failures_html(results: Sequence[TrialResult], limit: int = 5) -> str:
         items.append(f"<li><b>{r.status.value}</b> {html.escape(str(dict(r.config)))}: "
                      f"{html.escape(r.reason)}{log}</li>")
     return f"<b>recent failures and pruned configs</b><ul>{''.join(items)}</ul>"
-
-
-def iterations_html(iterations: Sequence[Any]) -> str:
-    """The agent timeline: one row per stored iteration (plan, version and its diff, the
-    approval, best, speedup), read through :class:`~workbench.agent.records.IterationView`."""
-    from workbench.agent.records import IterationView
-
-    if not iterations:
-        return '<div class="wb-agent-empty">no agent iteration recorded in the store yet</div>'
-    rows = []
-    for it in iterations:
-        view = it if isinstance(it, IterationView) else IterationView.from_stored(it)
-        diff = view.diff
-        rows.append(
-            f"<tr><td>{view.iteration}</td><td>{html.escape(view.state)}</td>"
-            f"<td>{html.escape(view.plan)}</td>"
-            f'<td class="wb-agent-diff"><details><summary>{html.escape(view.version_id)} '
-            f"({len(diff.splitlines())} lines)</summary>"
-            f"<pre>{html.escape(diff[:4000])}</pre></details></td>"
-            f'<td class="wb-agent-approval">{html.escape(view.approval)}</td>'
-            f"<td>{'' if view.best_us is None else f'{view.best_us:.3f} µs'}</td>"
-            f"<td>{'' if view.speedup is None else f'{view.speedup:.2f}×'}</td></tr>")
-    return ('<table class="wb-agent-table"><tr><th>#</th><th>state</th><th>plan</th>'
-            "<th>version and diff</th><th>approval</th><th>best</th><th>speedup</th></tr>"
-            f"{''.join(rows)}</table>")
 
 
 class WorkbenchPanel:
@@ -250,11 +227,9 @@ class WorkbenchPanel:
         search_tab.add_class("wb-tab-search")
 
         # --- agent tab
-        self.agent_view = w.HTML()
-        self.agent_view.add_class("wb-agent-timeline")
-        agent_tab = w.VBox([self._button("Refresh", "wb-agent-refresh", self._refresh_agent, ""),
-                            self.agent_view])
-        agent_tab.add_class("wb-tab-agent")
+        self.agent = AgentTab(backend, problem=lambda: (self.shape.value, self.dtype.value),
+                              busy=self._agent_busy, guard=self._guard, info=self._info)
+        agent_tab = self.agent.widget
 
         # --- export tab
         self.export_path = w.Text(value="workbench_export", description="file stem")
@@ -289,7 +264,6 @@ class WorkbenchPanel:
         self._guard(self._load_stored)(self.shape.value, self.dtype.value)
         self._refresh_header()
         self._guard(self._refresh_review)()
-        self._guard(self._refresh_agent)()
         self._update_buttons()
 
     # --- plumbing
@@ -384,8 +358,8 @@ class WorkbenchPanel:
             with self._table_lock:
                 self.table.add(event.result)
             self.pusher.notify()
-        elif isinstance(event, ev.IterationFinished):
-            self._guard(self._refresh_agent)()
+        elif isinstance(event, ev.IterationFinished):  # an agent run on this bus (scripts)
+            self._guard(self.agent.refresh_stored)()
         elif isinstance(event, ev.PhaseChanged):
             self._info(f"{event.phase} {event.detail}".strip())
         elif isinstance(event, ev.SearchFinished):
@@ -433,6 +407,9 @@ class WorkbenchPanel:
         if self._worker is not None and self._worker.is_alive():
             raise WorkbenchError("a search is already running; stop it first",
                                  key="search", value=self._state)
+        if self.agent.running:
+            raise WorkbenchError("the agent is running; stop it first (Agent tab)",
+                                 key="search", value="agent")
         problem = self.backend.replay_problem
         if problem:  # said before Launch (header), refused at Launch: never "0 evaluated"
             self._refresh_header()
@@ -540,8 +517,12 @@ class WorkbenchPanel:
     def _refresh_review(self) -> None:
         self.review_status.value = html.escape(self.backend.review_status())
 
-    def _refresh_agent(self) -> None:
-        self.agent_view.value = iterations_html(self.backend.agent_iterations())
+    def _agent_busy(self) -> str:
+        """Why the agent may not start now ("" when it may)."""
+        if self._worker is not None and self._worker.is_alive():
+            return "a search is running; stop it first"
+        problem = self.backend.replay_problem
+        return f"nothing to measure: {problem}" if problem else ""
 
     def _export(self, what: str) -> Callable[[], None]:
         def run() -> None:
@@ -552,4 +533,5 @@ class WorkbenchPanel:
     def close(self) -> None:
         """Unsubscribe and stop the pusher thread."""
         self._unsubscribe()
+        self.agent.close()
         self.pusher.close(flush=False)
