@@ -44,6 +44,9 @@ def test_offline_agent_waits_for_review_then_fills_the_timeline(panel: Workbench
     tab, wb = panel.agent, panel.backend
     frames = drawn(panel)
     search_rows = len(panel.table)
+    trials: list[Any] = []
+    wb.agent_control().events.subscribe(
+        lambda e: trials.append(e) if isinstance(e, TrialFinished) else None)
     tab.iterations.value, tab.evaluations.value = 2, 4
     tab.start_button.click()
     assert tab.join(60)
@@ -64,7 +67,7 @@ def test_offline_agent_waits_for_review_then_fills_the_timeline(panel: Workbench
     stored = wb.store.iterations(outcome.session_id)
     assert {r.iteration for r in stored} == {1, 2}
     assert f"{stored[-1].best_us:.3f} µs" in tab.view.value
-    assert "8 trials measured" in tab.status.value
+    assert len(trials) >= 8 and f"{len(trials)} trials measured" in tab.status.value
     assert len(panel.table) == search_rows
     assert "silu_and_mul-" in tab.stored.value  # the stored view was re-read
 

@@ -58,6 +58,7 @@ class FakeBackend:
     tests control progress with events instead of sleeping."""
 
     kernel_name = "fake_kernel"
+    template_version = "fake_kernel-000000000000"
 
     def __init__(self, n_trials: int = 40, gated: bool = False) -> None:
         self.events = EventBus()

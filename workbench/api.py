@@ -23,7 +23,7 @@ from typing import Any
 
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
-from workbench.core.events import EventBus
+from workbench.core.events import EventBus, TuneEnded, TuneStarted
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Status, TrialResult
 from workbench.engine.tuning import TuneReport
@@ -173,6 +173,13 @@ class Workbench:
         return self._template.with_params(self._params)
 
     @property
+    def template_version(self) -> str:
+        """The version id of the template tuned now (its text and ranges: the approval key)."""
+        from workbench.store.approval import version_id
+
+        return version_id(self.kernel_name, self.template)
+
+    @property
     def baseline_source(self) -> str:
         return str(self.folder.baseline.source)
 
@@ -262,16 +269,27 @@ class Workbench:
                                      key="search", value="running")
             self._tuning = True
         unsubscribe = [self.events.subscribe(cb) for cb in callbacks]
+        version = self.template_version
+        ended = TuneEnded(shape, dtype, version, "error")
+        self.events.publish(TuneStarted(shape, dtype, strategy,
+                                        request.budget.max_evaluations, version))
         try:
             store = self.store  # opened (a write probe) before the runner starts a GPU worker
-            return tune(self.folder, self.template, self.runner, store, request,
-                        session_id=self.session_id, events=self.events,
-                        on_search=self._hold_search, profiler=self.profiler)
+            report = tune(self.folder, self.template, self.runner, store, request,
+                          session_id=self.session_id, events=self.events,
+                          on_search=self._hold_search, profiler=self.profiler)
+            ended = TuneEnded(shape, dtype, version, str(report.reason))
+            return report
+        except Exception as exc:
+            ended = TuneEnded(shape, dtype, version, "error",
+                              str(getattr(exc, "message", exc)) or type(exc).__name__)
+            raise
         finally:
             for undo in unsubscribe:
                 undo()
             with self._search_lock:
                 self._search, self._tuning = None, False
+            self.events.publish(ended)  # after the search is released: a panel may relaunch
 
     def _hold_search(self, search: Any) -> None:
         with self._search_lock:

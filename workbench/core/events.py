@@ -86,8 +86,31 @@ class IterationFinished:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class TuneStarted:
+    """A tune call began (a script's, the panel's or the CLI's): what it searches.
+    ``budget_evaluations`` None: the whole space."""
+
+    shape: str
+    dtype: str
+    strategy: str
+    budget_evaluations: int | None
+    template_version: str
+
+
+@dataclass(frozen=True)
+class TuneEnded:
+    """A tune call ended: why (the report's reason), or the error that ended it."""
+
+    shape: str
+    dtype: str
+    template_version: str
+    reason: str
+    error: str = ""
+
+
 Event = (TrialStarted | TrialFinished | BestImproved | PhaseChanged | SearchFinished
-         | ErrorEvent | IterationStarted | IterationFinished)
+         | ErrorEvent | IterationStarted | IterationFinished | TuneStarted | TuneEnded)
 Subscriber = Callable[[Any], None]
 
 

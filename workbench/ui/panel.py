@@ -53,6 +53,8 @@ class PanelBackend(Protocol):
     @property
     def runner_description(self) -> str: ...
     @property
+    def template_version(self) -> str: ...
+    @property
     def replay_problem(self) -> str: ...
     @property
     def shape_names(self) -> Sequence[str]: ...
@@ -145,6 +147,10 @@ class WorkbenchPanel:
         self._done_at_launch = 0
         self._table_lock = threading.Lock()
         self._worker: threading.Thread | None = None
+        self._own_tune = False  # the running tune is this panel's Launch (not a script's)
+        self._code_tune = False  # the running tune came from code (wb.tune in a cell)
+        self._table_problem = ("", "")  # the (shape, dtype) the table and charts hold
+        self._shown_title = ""
         self.last_report: Any = None
         param_names = [p.name for p in backend.params]
         self.table = TrialTable(param_names)
@@ -202,8 +208,10 @@ class WorkbenchPanel:
                                                  "than 10x", "log", "linear"])
         self.y_scale.add_class("wb-yscale")
         self.query = TableQuery(limit=10)
+        self._table_problem = (str(self.shape.value), str(self.dtype.value))
+        self._shown_title = self.chart_title()
         self.run_view = RunView(
-            figure=json.loads(build_figure(self.axes, title=backend.kernel_name,
+            figure=json.loads(build_figure(self.axes, title=self._shown_title,
                                            parcoords=False).to_json()),
             parcoords={**json.loads(build_parcoords_figure(self.axes).to_json()),
                        "trace": self.layout.parcoords_trace},
@@ -319,14 +327,27 @@ class WorkbenchPanel:
             problem = self.backend.replay_problem
         except Exception as exc:
             device, problem = f"no runner: {exc}", ""
+        version = self._version()
         warning = (f'<div class="wb-replay-problem" style="color:#b00020">cannot measure '
                    f"here: {html.escape(problem)}</div>" if problem else "")
         self.header.value = warning + (
             f'<div><b class="wb-kernel">{html.escape(self.backend.kernel_name)}</b> · '
             f'<span class="wb-device">{html.escape(device)}</span> · '
-            f"shape <code>{html.escape(str(self.shape.value))}</code> · "
-            f"dtype <code>{html.escape(str(self.dtype.value))}</code> · "
+            f'template <code class="wb-version">{html.escape(version)}</code> · '
+            f'shape <code class="wb-header-shape">{html.escape(str(self.shape.value))}</code> · '
+            f'dtype <code class="wb-header-dtype">{html.escape(str(self.dtype.value))}</code> · '
             f'status <b class="wb-status">{html.escape(self._state)}</b></div>')
+
+    def _version(self) -> str:
+        try:
+            return str(self.backend.template_version)
+        except Exception as exc:  # shown, never raised into the widget
+            return f"unknown ({exc})"
+
+    def chart_title(self) -> str:
+        """What the charts show: the kernel, template version, shape and dtype of the table."""
+        shape, dtype = self._table_problem
+        return f"{self.backend.kernel_name} · {self._version()} · {shape} · {dtype}"
 
     def _set_state(self, state: str, *, only_from: Sequence[str] = ()) -> bool:
         """Put the run state on screen now (header, buttons, run view: small messages that
@@ -344,11 +365,13 @@ class WorkbenchPanel:
             return True
 
     def _update_buttons(self) -> None:
-        running = self._state in ("running", "paused")
+        running = self._state in ("running", "paused", "stopping")
+        # the problem shown is the one searched: no switching it under a running search
+        self.shape.disabled = self.dtype.disabled = running
         self.launch_button.disabled = running
         self.pause_button.disabled = not running
         self.pause_button.description = "Resume" if self._state == "paused" else "Pause"
-        self.stop_button.disabled = not running
+        self.stop_button.disabled = not running or self._state == "stopping"
 
     # --- events (search thread)
     def _on_event(self, event: Any) -> None:
@@ -365,6 +388,10 @@ class WorkbenchPanel:
         elif isinstance(event, ev.SearchFinished):
             self._info(f"search finished: {event.reason}, {event.evaluated} evaluated; "
                        f"reading the stored trials back")
+        elif isinstance(event, ev.TuneStarted):
+            self._guard(self._tune_started)(event)
+        elif isinstance(event, ev.TuneEnded):
+            self._guard(self._tune_ended)(event)
         elif isinstance(event, ev.ErrorEvent):
             detail = html.escape(event.detail[-3000:])
             self.message.value = (f'<div class="wb-error" style="color:#b00020"><b>search error</b>: '
@@ -381,7 +408,10 @@ class WorkbenchPanel:
         updates = trace_updates(data, self.layout)
         scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
                  else str(self.y_scale.value))
-        axes = layout_updates(self.layout, scale) if scale != self._shown_scale else {}
+        axes = dict(layout_updates(self.layout, scale)) if scale != self._shown_scale else {}
+        title = self.chart_title()
+        if title != self._shown_title:
+            axes["title"] = {"text": title}
         done = data.count
         times = np.where(np.isnan(data.median_us), np.inf, data.median_us)
         best = results[int(np.argmin(times))] if np.isfinite(times).any() else None
@@ -395,7 +425,7 @@ class WorkbenchPanel:
             updates, axes, status=self._state, done=done, budget=self._budget, eta=eta_text,
             best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
             table_html=trials_html(data, self.query), failures_html=failures_html(results))
-        self._shown_scale = scale
+        self._shown_scale, self._shown_title = scale, title
         self.devices.update(results, self.clock.running_s or None)
         if best is not None:
             self.copy_button.text = config_defines(best)
@@ -404,7 +434,7 @@ class WorkbenchPanel:
     def _launch(self) -> None:
         """Run the backend's one tune call on a worker thread; the table starts from every
         stored trial of (shape, dtype) and ends with the report's, read from the store."""
-        if self._worker is not None and self._worker.is_alive():
+        if (self._worker is not None and self._worker.is_alive()) or self._code_tune:
             raise WorkbenchError("a search is already running; stop it first",
                                  key="search", value=self._state)
         if self.agent.running:
@@ -422,6 +452,7 @@ class WorkbenchPanel:
         with self._table_lock:
             self._done_at_launch = len(self.table)
         self.clock.start()
+        self._own_tune = True
         self._set_state("running")
         self._worker = threading.Thread(
             target=self._tune, args=(shape, dtype, str(self.strategy.value), self._budget),
@@ -431,13 +462,48 @@ class WorkbenchPanel:
     def _problem_changed(self, _change: Any = None) -> None:
         self.editor.refresh()
         if self._state not in ("running", "paused", "stopping"):
+            self._budget = 0  # the last search's budget was another problem's
             self._load_stored(self.shape.value, self.dtype.value)
         self._refresh_header()
+
+    def _tune_started(self, event: Any) -> None:
+        """A tune began. One the panel did not launch (``wb.tune(...)`` in a cell) switches
+        the panel to what it runs: dropdowns, header, table, charts and progress."""
+        if self._own_tune:
+            return
+        self._code_tune = True
+        self._budget = int(event.budget_evaluations or 0)
+        self._set_state("running")  # first: the dropdown change below must not reload
+        self.shape.value, self.dtype.value = event.shape, event.dtype
+        self._load_stored(event.shape, event.dtype)
+        with self._table_lock:
+            self._done_at_launch = len(self.table)
+        self.clock.start()
+        self._refresh_header()
+        self._info(f"a tune started from code: {event.shape} {event.dtype}, "
+                   f"{event.strategy}, template {event.template_version}")
+
+    def _tune_ended(self, event: Any) -> None:
+        """A code-driven tune ended: the table becomes its stored trials, as after Launch."""
+        if not self._code_tune:
+            return
+        self._code_tune = False
+        self.clock.stop()
+        self._load_stored(event.shape, event.dtype)
+        self.pusher.flush()
+        if event.error:
+            self._set_state("error")
+            self._info(f"the tune from code failed: {event.error}")
+        else:
+            self._set_state(f"finished ({event.reason})")
+            self._info(f"the tune from code ({event.shape} {event.dtype}, template "
+                       f"{event.template_version}) finished: {event.reason}")
 
     def _load_stored(self, shape: str, dtype: str) -> None:
         baseline = self.backend.baseline_us(shape, dtype)
         stored = list(self.backend.results(shape, dtype))
         with self._table_lock:
+            self._table_problem = (shape, dtype)
             self.table.clear()
             self.table.baseline_us = baseline
             self.table.extend(stored)
@@ -448,12 +514,15 @@ class WorkbenchPanel:
         try:
             report = self.backend.tune(shape, dtype, strategy, budget)
         except Exception as exc:
+            self._own_tune = False
             self.clock.stop()
             self._set_state("error")
             self._show_error(exc)
             return
+        self._own_tune = False
         results = list(getattr(report, "results", ()))
         with self._table_lock:
+            self._table_problem = (shape, dtype)
             self.table.clear()
             self.table.baseline_us = getattr(report, "baseline_us", None)
             self.table.extend(results)
