@@ -68,13 +68,16 @@ def test_panel_renders_and_validates_ranges(lab_server: LabServer, browser_page:
     page.wait_for_selector(".wb-panel", timeout=60_000)
     assert "silu_and_mul" in page.locator(".wb-header").inner_text()
     try:
-        page.wait_for_selector(".wb-figure-box .js-plotly-plot", timeout=60_000)
+        page.wait_for_selector(".wb-figure-box .js-plotly-plot", state="attached",
+                               timeout=60_000)
     except Exception:
         page.screenshot(path=str(artifacts / "failure-figure.png"))
         raise AssertionError("figure did not render; console:\n"
                              + "\n".join(page.wb_console[-30:])) from None
     # plotly marks the div .js-plotly-plot before it draws the title: wait for the title.
-    page.locator(".wb-figure-box .gtitle").first.wait_for(timeout=60_000)
+    page.locator(".wb-figure-box .gtitle").first.wait_for(state="attached", timeout=60_000)
+    # nothing stored yet: once drawn, the empty charts are hidden behind a line saying so
+    page.locator(".wb-figure-empty", has_text="no trial stored for").wait_for(timeout=60_000)
     print(f"figure visible after {time.monotonic() - start:.1f} s")
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Template").click()
     page.wait_for_selector(".wb-diff", timeout=10_000)
@@ -115,7 +118,8 @@ def test_quickstart_launch_and_stop_on_replay(lab_server: LabServer, browser_pag
     start = time.monotonic()
     _run_all(page, lab_server, "01-quickstart.ipynb", timeout_ms=150_000)
     print(f"quickstart ran in {time.monotonic() - start:.1f} s")
-    page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", timeout=60_000)
+    page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", state="attached",
+                           timeout=60_000)
     header = page.locator(".wb-header")
     assert "replay of" in header.inner_text() or "(live)" in header.inner_text()
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()

@@ -121,7 +121,8 @@ def test_pause_and_stop_take_effect_within_a_second_under_load(
     page = browser_page
     _write_panel_notebook(lab_server.root)
     _run_all(page, lab_server, PANEL_NOTEBOOK, timeout_ms=180_000)
-    page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", timeout=90_000)
+    page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", state="attached",
+                           timeout=90_000)
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
     page.locator(".wb-strategy select").select_option("random")
     page.locator(".wb-budget input").fill("100000")

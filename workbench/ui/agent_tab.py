@@ -44,6 +44,16 @@ def iterations_html(iterations: Sequence[Any]) -> str:
             f"{''.join(rows)}</table>")
 
 
+def guarded_button(label: str, cls: str, callback: Callable[[], Any], style: str) -> Any:
+    """A button with CSS class ``cls`` that calls ``callback`` (already guarded) on a click."""
+    import ipywidgets as w
+
+    button = w.Button(description=label, button_style=style)
+    button.add_class(cls)
+    button.on_click(lambda _b: callback())
+    return button
+
+
 class AgentTab:
     """The tab's widgets and the worker thread that runs the agent.
 
@@ -107,13 +117,7 @@ class AgentTab:
         self._show_status()
 
     def _button(self, label: str, cls: str, callback: Callable[[], None], style: str) -> Any:
-        import ipywidgets as w
-
-        button = w.Button(description=label, button_style=style)
-        button.add_class(cls)
-        guarded = self._guard(callback)
-        button.on_click(lambda _b: guarded())
-        return button
+        return guarded_button(label, cls, self._guard(callback), style)
 
     # --- state on screen
     @property

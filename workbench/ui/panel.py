@@ -26,7 +26,7 @@ import numpy as np
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
-from workbench.ui.agent_tab import AgentTab
+from workbench.ui.agent_tab import AgentTab, guarded_button
 from workbench.ui.devices import DeviceView
 from workbench.ui.figures import (
     TrialTable,
@@ -297,13 +297,7 @@ class WorkbenchPanel:
         self.run_view.show(table_html=trials_html(data, self.query))
 
     def _button(self, label: str, cls: str, callback: Callable[[], None], style: str) -> Any:
-        import ipywidgets as w
-
-        button = w.Button(description=label, button_style=style)
-        button.add_class(cls)
-        guarded = self._guard(callback)
-        button.on_click(lambda _b: guarded())
-        return button
+        return guarded_button(label, cls, self._guard(callback), style)
 
     def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
@@ -424,11 +418,18 @@ class WorkbenchPanel:
         self.run_view.push(
             updates, axes, status=self._state, done=done, budget=self._budget, eta=eta_text,
             best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
-            table_html=trials_html(data, self.query), failures_html=failures_html(results))
+            table_html=trials_html(data, self.query), failures_html=failures_html(results),
+            figure_empty="" if done else self._no_trial_text())
         self._shown_scale, self._shown_title = scale, title
         self.devices.update(results, self.clock.running_s or None)
         if best is not None:
             self.copy_button.text = config_defines(best)
+
+    def _no_trial_text(self) -> str:
+        """What replaces the charts while they have no trial to show."""
+        shape, dtype = self._table_problem
+        return (f"no trial stored for {shape} {dtype} with this template yet: Launch a search "
+                "to fill the charts")
 
     # --- callbacks (kernel thread)
     def _launch(self) -> None:

@@ -87,6 +87,7 @@ _CSS = """
   font-size: 12px; }
 .wb-run .wb-eta, .wb-run .wb-best { font-size: 12px; }
 .wb-run .wb-figure-box { width: 100%; }
+.wb-run .wb-figure-empty { color: #555; margin: 6px 0; font-size: 13px; }
 .wb-run .wb-trials-controls { display: flex; flex-wrap: wrap; gap: 10px; margin: 6px 0;
   font-size: 12px; align-items: center; }
 """
