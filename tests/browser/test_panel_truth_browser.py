@@ -51,8 +51,14 @@ def _settled_width(page: Any, previous: float) -> float:
         " const w = b.getBoundingClientRect().width;"
         " return Math.abs(w - prev) > 50 && Math.abs(f.getBoundingClientRect().width - w) < 2;"
         " }", arg=previous, timeout=30_000)
-    return float(page.evaluate(
-        "() => document.querySelector('.wb-figure-box').getBoundingClientRect().width"))
+    width, right = page.evaluate(
+        "() => { const b = document.querySelector('.wb-figure-box');"
+        " const p = document.querySelector('.wb-plot');"
+        " const rights = [...p.querySelectorAll('.nsewdrag')].map("
+        "   r => r.getBoundingClientRect().right - p.getBoundingClientRect().left);"
+        " return [b.getBoundingClientRect().width, Math.max(...rights)]; }")
+    assert right > 0.85 * width, (width, right)  # the subplots are laid out over all of it
+    return float(width)
 
 
 @pytest.mark.timeout(300)
@@ -76,7 +82,7 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
         _wait_text(page, ".wb-status", "finished")
         _wait_text(page, ".wb-header-shape", TUNED_SHAPE)
         _wait_text(page, ".wb-figure-box .gtitle", f"· {TUNED_SHAPE} · bf16")
-        _wait_text(page, ".wb-progress-label", "8 / 8")
+        _wait_text(page, ".wb-progress-label", " / 8")  # the stored trials of the budget of 8
     except Exception:
         page.locator(".wb-panel").screenshot(path=str(artifacts / "failure-truth-tune.png"))
         raise AssertionError(
@@ -88,10 +94,9 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
     assert version.startswith("silu_and_mul-")
     assert version in _text(page, ".wb-figure-box .gtitle")
 
-    # the header, charts and progress follow the dropdown
+    # the header, progress and charts (hidden: no trial) follow the dropdown
     page.locator(".wb-shape select").select_option(DROPDOWN_SHAPE)
     _wait_text(page, ".wb-header-shape", DROPDOWN_SHAPE)
-    _wait_text(page, ".wb-figure-box .gtitle", f"· {DROPDOWN_SHAPE} · bf16")
     _wait_text(page, ".wb-progress-label", "0 stored")
     # no trial for this problem: the charts are hidden behind a line that says so
     _wait_text(page, ".wb-figure-empty", f"no trial stored for {DROPDOWN_SHAPE} bf16")
@@ -100,13 +105,16 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
     page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-truth.png"))
     page.locator(".wb-shape select").select_option(TUNED_SHAPE)
     page.locator(".wb-figure-box").wait_for(state="visible", timeout=30_000)
+    _wait_text(page, ".wb-figure-box .gtitle", f"· {TUNED_SHAPE} · bf16")
     assert _text(page, ".wb-figure-empty") == ""
 
     # the figure is as wide as its box in the panel, at two window widths and after the
     # side bar is closed (the notebook widens with no window resize)
     at_1400 = _settled_width(page, -1000)
+    page.locator(".wb-figure-box").screenshot(path=str(artifacts / "figure-1400.png"))
     page.set_viewport_size({"width": 1000, "height": 2400})
     at_1000 = _settled_width(page, at_1400)
+    page.locator(".wb-figure-box").screenshot(path=str(artifacts / "figure-1000.png"))
     page.keyboard.press("Escape")
     page.keyboard.press("Control+b")  # JupyterLab: toggle the left side bar
     no_sidebar = _settled_width(page, at_1000)
