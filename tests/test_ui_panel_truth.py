@@ -66,14 +66,15 @@ def test_header_charts_and_progress_follow_the_dropdowns(
         in header_text(panel), header_text(panel)
     assert panel.chart_title() == f"silu_and_mul · {version} · {other} · {panel.dtype.value}"
     assert panel._shown_title == panel.chart_title()  # sent with the charts
-    assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (0, 0)  # "0 stored"
+    assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (0, 0)
+    assert panel.run_view.field("progress_label") == "0 stored"  # never "24 / 0"
     # no data: the browser hides the charts behind this line
-    assert f"no trial stored for {other} {panel.dtype.value}" in panel.run_view.field("figure_empty")
+    assert f"no trial stored for {other} {panel.dtype.value}" in panel.run_view.field("empty_html")
     assert panel.run_view.field("eta") == ""
     panel.shape.value = first
     panel.pusher.flush()
     assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (stored, 0)
-    assert panel.run_view.field("figure_empty") == ""
+    assert panel.run_view.field("empty_html") == ""
     assert all(r.shape == first for r in panel.table.results) and len(panel.table) == stored
     assert f"shape {first}" in header_text(panel) and first in panel._shown_title
 

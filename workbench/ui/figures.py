@@ -215,6 +215,10 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool =
                       margin={"t": 70, "l": 60, "r": 30, "b": 40},
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
                       template="plotly_white")
+    if not parcoords:
+        # the panel's figure is resized in the browser, where plotly kept the margins it had
+        # pushed out at the first width (every subplot squeezed after a resize)
+        fig.update_layout(margin_autoexpand=False)
     return fig
 
 

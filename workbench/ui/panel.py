@@ -419,7 +419,9 @@ class WorkbenchPanel:
             updates, axes, status=self._state, done=done, budget=self._budget, eta=eta_text,
             best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
             table_html=trials_html(data, self.query), failures_html=failures_html(results),
-            figure_empty="" if done else self._no_trial_text())
+            empty_html="" if done else html.escape(self._no_trial_text()),
+            # no budget: nothing of this panel searches this problem; say what is stored
+            progress_label="" if self._budget else f"{done} stored")
         self._shown_scale, self._shown_title = scale, title
         self.devices.update(results, self.clock.running_s or None)
         if best is not None:

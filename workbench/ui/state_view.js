@@ -150,6 +150,22 @@ function render({ model, el }) {
     if (pendingSeq === null) model.send({ ack: s.seq || 0, draw_ms: 0 });
   };
 
+  // The plots take the box's width (the panel's), by relayout: plotly's own resize deletes
+  // the layout's height and takes the div's (0 while the box is hidden: no trial yet), and a
+  // plot first drawn before JupyterLab attached it stays at 700 px. The width goes into the
+  // plot's layout only after the relayout (it may be the same object: set first, the
+  // relayout would see nothing to change).
+  const fit = () => {
+    const box = q(".wb-figure-box");
+    const width = Math.round(box.clientWidth);
+    if (width === 0 || box.style.display === "none") return;
+    for (const part of parts) {
+      const shown = part.div._fullLayout && part.div._fullLayout.width;
+      if (!part.last || shown === width) continue;
+      Plotly.relayout(part.div, { width }).then(() => { part.fig.layout.width = width; });
+    }
+  };
+
   const draw = async () => {
     timer = null;
     let busy = 0;
@@ -187,6 +203,7 @@ function render({ model, el }) {
     }
     if (busy > 0) {
       drawn = true;
+      fit();
       el.dataset.draws = String(Number(el.dataset.draws || 0) + 1); // read by the load test
       el.dataset.drawMaxMs = String(Math.max(Number(el.dataset.drawMaxMs || 0),
                                              Math.round(busy)));
@@ -224,10 +241,7 @@ function render({ model, el }) {
     }
   };
   document.addEventListener("pointerdown", onPress, true);
-  const resize = new ResizeObserver(() => {
-    if (!drawn) return;
-    for (const part of parts) if (part.last) Plotly.Plots.resize(part.div);
-  });
+  const resize = new ResizeObserver(() => fit());
   resize.observe(q(".wb-figure-box"));
 
   // Backbone assigns every attribute of a message before it fires any change event, so
