@@ -16,7 +16,6 @@ import json
 import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -25,7 +24,6 @@ from workbench.core.errors import StoreError, StoreLockedError
 from workbench.core.records import TrialResult
 from workbench.store.base import (
     Provenance,
-    Session,
     StoredRemeasurement,
     StoredTrial,
     TokenUsage,
@@ -220,12 +218,6 @@ class PostgresStore(RecordTables):
         finally:
             admin.close()
 
-    def schema_version(self) -> int:
-        """The schema version recorded in the ``meta`` table."""
-        row = self._read("read meta", lambda c: c.execute(
-            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
-        return int(row["value"])
-
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
         with self._all_lock:
@@ -240,24 +232,6 @@ class PostgresStore(RecordTables):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- sessions, template versions, reviews -------------------------------------------
-
-    def create_session(self, kernel: str, notes: str = "") -> Session:
-        """Start a new session for ``kernel``."""
-        session = Session(id=uuid.uuid4().hex, created=_now(), kernel=kernel, notes=notes)
-        with self._write("create session") as c:
-            c.execute("INSERT INTO sessions (id, created, kernel, notes) VALUES (%s, %s, %s, %s)",
-                      (session.id, session.created, session.kernel, session.notes))
-        return session
-
-    def sessions(self, kernel: str | None = None) -> list[Session]:
-        """Sessions, oldest first, optionally only those of ``kernel``."""
-        sql = "SELECT id, created, kernel, notes FROM sessions"
-        rows = self._read("read sessions", lambda c: (
-            c.execute(sql + " WHERE kernel = %s ORDER BY created", (kernel,)) if kernel
-            is not None else c.execute(sql + " ORDER BY created")).fetchall())
-        return [Session(**r) for r in rows]
 
     # -- trials and re-measurements -----------------------------------------------------
 

@@ -1,17 +1,18 @@
-"""The record tables both SQL stores read and write the same way (template versions,
-reviews, LLM calls, agent iterations); a store supplies its placeholder ``_mark``, the
+"""The record tables both SQL stores read and write the same way (sessions, template
+versions, reviews, LLM calls, agent iterations, the schema version in ``meta``); a store supplies its placeholder ``_mark``, the
 column that orders versions written in the same instant, ``_location`` for messages, and
 its ``_read``/``_write`` transactions. Trials and claims stay in each store: their upserts
 and locking differ by dialect."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreError
-from workbench.store.base import AgentIteration, LLMCall, Review, TemplateVersion
+from workbench.store.base import AgentIteration, LLMCall, Review, Session, TemplateVersion
 from workbench.store.rows import (
     ITERATION_COLUMNS,
     REVIEW_COLUMNS,
@@ -44,6 +45,28 @@ class RecordTables:
 
     def _write(self, action: str) -> AbstractContextManager[Any]:
         raise NotImplementedError
+
+    def schema_version(self) -> int:
+        """The schema version recorded in the ``meta`` table."""
+        row = self._read("read meta", lambda c: c.execute(
+            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+        return int(row["value"])
+
+    def create_session(self, kernel: str, notes: str = "") -> Session:
+        """Start a new session for ``kernel``."""
+        session = Session(id=uuid.uuid4().hex, created=now(), kernel=kernel, notes=notes)
+        with self._write("create session") as c:
+            c.execute(insert_sql("sessions", ("id", "created", "kernel", "notes"), self._mark),
+                      (session.id, session.created, session.kernel, session.notes))
+        return session
+
+    def sessions(self, kernel: str | None = None) -> list[Session]:
+        """Sessions, oldest first, optionally only those of ``kernel``."""
+        sql = "SELECT id, created, kernel, notes FROM sessions"
+        rows = self._read("read sessions", lambda c: (
+            c.execute(f"{sql} WHERE kernel = {self._mark} ORDER BY created", (kernel,))
+            if kernel is not None else c.execute(sql + " ORDER BY created")).fetchall())
+        return [Session(**dict(r)) for r in rows]
 
     def add_template_version(self, version: TemplateVersion) -> None:
         """Store a template version (its id must be new)."""

@@ -14,7 +14,6 @@ import re
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,6 @@ from workbench.core.errors import StoreCorruptError, StoreError, StoreLockedErro
 from workbench.core.records import TrialResult
 from workbench.store.base import (
     Provenance,
-    Session,
     StoredRemeasurement,
     StoredTrial,
     TokenUsage,
@@ -301,12 +299,6 @@ class SQLiteStore(RecordTables):
                     f"workbench understands ({SCHEMA_VERSION}); upgrade kernel-workbench",
                     file=str(self.path), value=int(row[0]), expected=SCHEMA_VERSION)
 
-    def schema_version(self) -> int:
-        """The schema version recorded in the ``meta`` table."""
-        row = self._read("read meta", lambda c: c.execute(
-            "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
-        return int(row[0])
-
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
         with self._connections_lock:
@@ -321,27 +313,6 @@ class SQLiteStore(RecordTables):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- sessions ------------------------------------------------------------------------
-
-    def create_session(self, kernel: str, notes: str = "") -> Session:
-        """Start a new session for ``kernel``."""
-        session = Session(id=uuid.uuid4().hex, created=_now(), kernel=kernel, notes=notes)
-        with self._write("create session") as c:
-            c.execute("INSERT INTO sessions (id, created, kernel, notes) VALUES (?, ?, ?, ?)",
-                      (session.id, session.created, session.kernel, session.notes))
-        return session
-
-    def sessions(self, kernel: str | None = None) -> list[Session]:
-        """Sessions, oldest first, optionally only those of ``kernel``."""
-        def query(c: sqlite3.Connection) -> list[Session]:
-            sql = "SELECT id, created, kernel, notes FROM sessions"
-            rows = (c.execute(sql + " WHERE kernel = ? ORDER BY created", (kernel,))
-                    if kernel is not None else c.execute(sql + " ORDER BY created"))
-            return [Session(**dict(r)) for r in rows]
-        return self._read("read sessions", query)
-
-    # -- template versions and reviews ---------------------------------------------------
 
     # -- trials --------------------------------------------------------------------------
 
