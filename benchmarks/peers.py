@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from gpu_harness import Harness  # noqa: E402
 from peer_methods import (  # noqa: E402
+    HELD_OUT,
     UNSEEN,
     pick_over_methods,
     specialised_template,
@@ -56,6 +57,7 @@ from peer_methods import (  # noqa: E402
     verdicts,
     with_unseen,
 )
+from peer_tune import Tuner  # noqa: E402
 
 from workbench.core.dtypes import quantize  # noqa: E402
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
@@ -386,7 +388,7 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
                  dtype: str, finalists: int = 4, rounds: int = 1,
                  warm: Harness | None = None, pick_methods: bool = False,
                  twins: dict[str, Any] | None = None, twin_top: int = 4,
-                 with_default: bool = False) -> dict[str, Any]:
+                 with_default: bool = False, tuner: Any | None = None) -> dict[str, Any]:
     """One (kernel, shape, dtype): our baseline, a selection round over the recording's
     ``finalists``, our chosen config, every peer and a copy of the same bytes. With
     ``rounds`` > 1, everything but the selection round is timed ``rounds`` times in
@@ -440,9 +442,18 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     outs = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
     base = OurKernel(compiler, folder.baseline, Config(), p)
     run("sglang design (our baseline)", base, outs, inplace)
-    recorded = best_recorded(folder, shape, dtype, max(1, finalists))
     template = folder.template
-    if not recorded and shape in UNSEEN.get(folder.name, {}):
+    recorded: list[tuple[Config, float | None]]
+    if tuner is not None:  # ours: what `workbench tune` picks here (benchmarks/peer_tune.py)
+        picked, row["tune"] = tuner.pick(folder, shape, dtype)
+        recorded = [(picked, None)]
+        row["unseen"] = shape in UNSEEN.get(folder.name, {})
+        row["held_out"] = shape in HELD_OUT.get(folder.name, {})
+    else:
+        recorded = best_recorded(folder, shape, dtype, max(1, finalists))
+    if tuner is not None:
+        pass
+    elif not recorded and shape in UNSEEN.get(folder.name, {}):
         template = specialised_template(folder.template, folder.shapes[shape])
         recording = _newest_recording(folder.path)
         if recording is not None:
@@ -591,7 +602,8 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--kernels", nargs="*", default=list(PEERS))
     ap.add_argument("--shapes", nargs="*", default=list(SHAPES),
-                    help="named shapes; 'unseen' adds peer_methods.UNSEEN's shapes")
+                    help="named shapes; 'unseen' adds peer_methods.UNSEEN's shapes, "
+                         "'held_out' its HELD_OUT shapes")
     ap.add_argument("--dtypes", nargs="*", default=["bf16", "fp16"])
     ap.add_argument("--flush", choices=["read", "write"], default="read",
                     help="evict the L2 by reading (default) or zeroing a 2x-L2 buffer")
@@ -616,6 +628,11 @@ def main() -> int:
                     help="also the template default (and its twins) in the three-method round")
     ap.add_argument("--spin-up", type=float, default=0.5,
                     help="seconds of GPU work before each harness timing (clocks up)")
+    ap.add_argument("--tune", type=int, default=0, metavar="N",
+                    help="ours = the pick of `workbench tune` with N evaluations at each shape "
+                         "(benchmarks/peer_tune.py) instead of recorded configs")
+    ap.add_argument("--tune-widen", type=int, default=0,
+                    help="with --tune: rounds of range widening after the search")
     ap.add_argument("--keep", action="store_true",
                     help="keep --out's rows of the cases this run does not measure")
     args = ap.parse_args()
@@ -633,10 +650,12 @@ def main() -> int:
         measured = {(k, s, d) for k in args.kernels for s in args.shapes for d in args.dtypes}
         kept = [r for r in json.loads(Path(args.out).read_text())["rows"]
                 if (r["kernel"], r["shape"], r["dtype"]) not in measured]
+    tuner = Tuner(args.tune, widen=args.tune_widen) if args.tune else None
     for name in args.kernels:
         folder = with_unseen(load_kernel_folder(ROOT / "sample_kernels" / name))
         shapes = [s for a in args.shapes
-                  for s in (UNSEEN.get(name, {}) if a == "unseen" else [a])]
+                  for s in ({"unseen": UNSEEN, "held_out": HELD_OUT}[a].get(name, {})
+                            if a in ("unseen", "held_out") else [a])]
         for shape in shapes:
             for dtype in args.dtypes:
                 try:
@@ -644,11 +663,13 @@ def main() -> int:
                                              args.finalists, rounds=args.rounds, warm=warm,
                                              pick_methods=args.pick_methods,
                                              twins=twins, twin_top=args.twin_top,
-                                             with_default=args.twin_default))
+                                             with_default=args.twin_default, tuner=tuner))
                 except Exception:
                     traceback.print_exc()
                 Path(args.out).write_text(
                     json.dumps(_doc(kept + rows, props, compiler, harness), indent=1))
+        if tuner is not None:
+            tuner.close()  # this kernel's GPU worker
     return 0
 
 

@@ -12,6 +12,14 @@
 //     (griddepcontrol.wait) before it reads and lets the next kernel launch when it is done
 //     (griddepcontrol.launch_dependents), so back to back (a CUDA graph, a model's stream)
 //     the next launch overlaps this one's tail. PDL 0: the plain kernel.
+//   - D_CONST > 0 (the shape's d compiled in, as FlashInfer and SGLang build per size): the
+//     full-tile mode. The tile's shape and the block size are then constants, so each
+//     thread owns a compile-time number of vectors at compile-time offsets, issues all
+//     their loads before any is used (the whole tile in flight, kept packed), and needs no
+//     loop, no division and, where the threads cover the tile exactly, no bounds check;
+//     UNROLL is unused (a constraint keeps it 1).
+//   - FAST_EXP 2: __expf and an approximate division (__fdividef), what fast-math builds
+//     (FlashInfer's JIT, Triton) do; 1: __expf with an IEEE division; 0: expf, IEEE.
 // Block size is min(BLOCK_THREADS, work items of a tile) (see kernel.toml), so the defaults
 // (1024 threads, 16-byte vectors, 1 token, no split) launch exactly like the baseline.
 // Requires d % VEC == 0 (constraint): the up half then stays VEC_BYTES-aligned.
@@ -38,7 +46,10 @@
 #define UNROLL 1  // vectors in flight per thread
 #endif
 #ifndef FAST_EXP
-#define FAST_EXP 0  // 1: __expf (SFU, ~2 ulp), 0: expf
+#define FAST_EXP 0  // 2: __expf and __fdividef, 1: __expf (SFU, ~2 ulp), 0: expf
+#endif
+#ifndef D_CONST
+#define D_CONST 0  // 0: d at run time; else compiled in (== d): the full-tile mode
 #endif
 #ifndef PDL
 #define PDL 0  // 1: programmatic dependent launch (sm_90+), 0: plain launch
@@ -67,15 +78,70 @@ __device__ __forceinline__ scalar_t silu_mul(scalar_t gate, scalar_t up) {
 #else
   const float e = expf(-g);
 #endif
+#if FAST_EXP == 2
+  const scalar_t act = static_cast<scalar_t>(__fdividef(g, 1.0f + e));
+#else
   const scalar_t act = static_cast<scalar_t>(g / (1.0f + e));
+#endif
   return static_cast<scalar_t>(static_cast<float>(act) * static_cast<float>(up));
 }
+
+#if D_CONST > 0
+static_assert(D_CONST % kVec == 0, "D_CONST must hold whole vectors");
+// The tile and the launch kernel.toml computes, known at compile time.
+constexpr int kNumVecs = D_CONST / kVec;                           // vectors per row half
+constexpr int kChunk = (kNumVecs + ROW_SPLIT - 1) / ROW_SPLIT;     // vectors per block and row
+constexpr int kTileVecs = TOKENS_PER_BLOCK * kChunk;
+constexpr int kThreads = BLOCK_THREADS < kTileVecs ? BLOCK_THREADS : kTileVecs;
+constexpr int kItems = (kTileVecs + kThreads - 1) / kThreads;      // vectors per thread
+// Every thread's vectors exist in every block: no bounds check at all.
+constexpr bool kCovered = kItems * kThreads == kTileVecs && kNumVecs % ROW_SPLIT == 0;
+#endif
 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
     silu_and_mul_kernel(scalar_t* __restrict__ out, const scalar_t* __restrict__ input,
                         int tokens, int d) {
+#if D_CONST > 0
+  const int tok_begin = static_cast<int>(blockIdx.x) * TOKENS_PER_BLOCK;
+  const int col_begin = static_cast<int>(blockIdx.y) * kChunk;
+#if WB_PDL
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  // Whole tokens of this block (only the grid's last block may have fewer) and vectors of
+  // this block's chunk (only the last chunk of a row may be shorter).
+  const int toks = TOKENS_PER_BLOCK == 1 ? 1 : min(TOKENS_PER_BLOCK, tokens - tok_begin);
+  const int cols = kNumVecs % ROW_SPLIT == 0 ? kChunk : min(kChunk, kNumVecs - col_begin);
+  const bool whole = (TOKENS_PER_BLOCK == 1 || toks == TOKENS_PER_BLOCK) && cols == kChunk;
+  Pack gate[kItems], up[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int item = static_cast<int>(threadIdx.x) + k * kThreads;
+    const int t = item / kChunk;  // a constant divisor: a multiply and a shift
+    const int col = item - t * kChunk;
+    if (kCovered || (whole ? item < kTileVecs : (t < toks && col < cols))) {
+      const scalar_t* row = input + static_cast<long long>(tok_begin + t) * (2 * D_CONST);
+      gate[k] = reinterpret_cast<const Pack*>(row)[col_begin + col];
+      up[k] = reinterpret_cast<const Pack*>(row + D_CONST)[col_begin + col];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int item = static_cast<int>(threadIdx.x) + k * kThreads;
+    const int t = item / kChunk;
+    const int col = item - t * kChunk;
+    if (kCovered || (whole ? item < kTileVecs : (t < toks && col < cols))) {
+      Pack o;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) o.v[e] = silu_mul(gate[k].v[e], up[k].v[e]);
+      reinterpret_cast<Pack*>(out + static_cast<long long>(tok_begin + t) * D_CONST)[col_begin + col] = o;
+    }
+  }
+#if WB_PDL
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+#else
   const int num_vecs = d / kVec;  // vectors per row half
   const int chunk = (num_vecs + ROW_SPLIT - 1) / ROW_SPLIT;
   const int col_begin = static_cast<int>(blockIdx.y) * chunk;
@@ -119,4 +185,5 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 #if WB_PDL
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
+#endif  // D_CONST
 }
