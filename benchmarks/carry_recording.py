@@ -29,11 +29,13 @@ import random
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
+from workbench.core.params import Choice  # noqa: E402
 from workbench.core.records import Config  # noqa: E402
 from workbench.engine.compiler import Compiler  # noqa: E402
 from workbench.engine.recording import recording_paths  # noqa: E402
@@ -56,6 +58,11 @@ def elf_sections(data: bytes) -> dict[str, bytes]:
     return out
 
 
+def _merged_values(earlier: dict[str, list[Any]], new: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    return {k: sorted(set(earlier.get(k, [])) | set(new.get(k, [])))
+            for k in sorted(set(earlier) | set(new))}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("folder")
@@ -73,6 +80,15 @@ def main() -> int:
     new = folder.template
     recorded_knobs = set(data["trials"][0]["config"])
     added = {p.name: p.default for p in new.params if p.name not in recorded_knobs}
+    # values a recorded knob gained since (e.g. a third FAST_EXP): never measured, and the
+    # recording's completeness is judged without them
+    seen: dict[str, set[Any]] = {}
+    for t in data["trials"]:
+        for k, v in t["config"].items():
+            seen.setdefault(k, set()).add(v)
+    new_values = {p.name: [v for v in p.values_ if not isinstance(v, str) and v not in seen[p.name]]
+                  for p in new.params if isinstance(p, Choice) and p.name in seen}
+    new_values = {k: v for k, v in new_values.items() if v}
     old = dataclasses.replace(new, source=old_text,
                               params=tuple(p for p in new.params if p.name not in added))
     compiler = Compiler("sm_90a")
@@ -97,13 +113,16 @@ def main() -> int:
         for t in data.get(key, []):
             if key != "baseline":
                 t["config"] = {**t["config"], **added}
+    earlier = data.get("carried_over") or {}  # an earlier carry: its knobs stay added
     data["carried_over"] = {
-        "from_template_sha256": data["template_sha256"], "added_knobs": added,
+        "from_template_sha256": data["template_sha256"],
+        "added_knobs": {**(earlier.get("added_knobs") or {}), **added},
+        "added_values": _merged_values(earlier.get("added_values") or {}, new_values),
         "date": dt.date.today().isoformat(), "compiler": compiler.version,
         "method": "cubins of the recorded template text and the new one (added knobs at "
                   "their defaults) compared section by section, debug line tables and "
                   "debug strings excluded: identical for every checked config",
-        "checked": checked}
+        "checked": checked, **({"earlier": earlier} if earlier else {})}
     data["template_sha256"] = new.source_sha256
     lists = {k: data.pop(k) for k in ("copy", "baseline", "trials", "confirmed") if k in data}
     parts = [json.dumps(data, indent=1)[:-2]]  # save_recording's layout: one trial a line

@@ -44,12 +44,14 @@ def test_recording_is_complete_and_real(name: str) -> None:
     assert rec.sweep["complete"] is True
     measured = {(t.config.key(), t.shape, t.dtype) for t in rec.trials}
     added = rec.added_knobs  # knobs added since the sweep: recorded at one value
+    assert not rec.added_values or rec.carried_over["checked"]  # values added since: unmeasured
     if added:  # carried over only where the same code was shown (carry_recording.py)
         assert rec.carried_over["checked"] and rec.carried_over["from_template_sha256"]
     for dtype in ("bf16", "fp16"):
         for shape in folder.shapes:
             for config in folder.space(shape, dtype):
-                if all(config[k] == v for k, v in added.items()):
+                if all(config[k] == v for k, v in added.items()) and not any(
+                        config[k] in vs for k, vs in rec.added_values.items()):
                     assert (config.key(), shape, dtype) in measured
     ok = [t for t in rec.trials if t.status is Status.OK]
     assert ok and all(t.timing and t.timing.median_us > 0 and t.timing.l2_flushed for t in ok)

@@ -62,6 +62,12 @@ class Recording:
         return dict(self.carried_over.get("added_knobs") or {})
 
     @property
+    def added_values(self) -> dict[str, list[Any]]:
+        """Knob -> values it gained since the sweep (never measured; the replay answers
+        them as not recorded)."""
+        return {k: list(v) for k, v in (self.carried_over.get("added_values") or {}).items()}
+
+    @property
     def device_name(self) -> str:
         return str(self.device.get("name", ""))
 
