@@ -4,11 +4,11 @@
 #   picked by `workbench tune` (--tune $BUDGET evaluations, confirmation under every cache
 #   condition) at each shape in $SHAPES of each kernel in $KERNELS, every implementation
 #   timed by the harness, Triton's do_bench and in a CUDA graph.
-# Carried: .device/wheels (pycuda set), .device/peers (the peers' wheels). Results go to $OUT.
+# Carried: $D (default .device) with wheels/ (pycuda set) and peers/ (the peers' wheels). Results go to $OUT.
 set -uo pipefail
 OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
-  .device/wheels/*.whl .device/peers/*.whl || { echo "wheel install failed"; exit 1; }
+  "${D:-.device}"/wheels/*.whl "${D:-.device}"/peers/*.whl || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/local/cuda \
   PATH="/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1 WORKBENCH_CACHE_DIR=/tmp/workbench-cubins \
   FLASHINFER_USE_CUDA_NORM=1
