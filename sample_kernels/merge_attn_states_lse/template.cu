@@ -23,6 +23,11 @@
 // FAST_EXP 1 computes the weights with one SFU exponential instead of two accurate ones:
 // the larger LSE's weight is exactly 1, so with e = exp(-|s_a - s_b|) the scales are
 // 1 / (1 + e) and e / (1 + e) (one approximate reciprocal) and out_lse = max + log(1 + e).
+// PDL 1: launched with programmatic dependent launch (kernel.toml's `pdl`), like FlashInfer's
+// merge kernels: each block waits for the previous kernel on the stream (griddepcontrol.wait)
+// before its first global read and lets the next kernel launch when it is done
+// (griddepcontrol.launch_dependents), so back to back (a CUDA graph, a model's stream) the
+// next launch overlaps this one's tail. PDL 0: the plain kernel (the lines preprocess away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -50,6 +55,14 @@
 #endif
 #ifndef ROWS_PER_BLOCK
 #define ROWS_PER_BLOCK 0  // 0: 1-D blocks of BLOCK_THREADS; else 2-D (packs_per_row, this)
+#endif
+#ifndef PDL
+#define PDL 0  // 1: programmatic dependent launch (sm_90+), 0: plain launch
+#endif
+#if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define WB_PDL 1
+#else
+#define WB_PDL 0
 #endif
 
 typedef SCALAR_T scalar_t;
@@ -155,6 +168,9 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
       (HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST) : static_cast<unsigned>(head_dim)) /
       kVec;
   const unsigned rows = static_cast<unsigned>(tokens) * heads;
+#if WB_PDL
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the previous kernel's writes are visible
+#endif
 
 #if ROWS_PER_BLOCK > 0
   const unsigned row_len = HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST)
@@ -223,5 +239,8 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
       }
     }
   }
+#endif
+#if WB_PDL
+  asm volatile("griddepcontrol.launch_dependents;");
 #endif
 }

@@ -1,0 +1,80 @@
+"""The merge_attn_states_lse template's launch knobs: which configs launch with programmatic
+dependent launch, which combinations the constraints admit, and (where nvcc is installed)
+that PDL 1 compiles the griddepcontrol instructions in while PDL 0 leaves them out.
+
+The GPU check of the same configs against the reference is tests/gpu/test_gpu_merge.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.records import Config
+
+FOLDER = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
+                            "merge_attn_states_lse")
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+DEFAULT = FOLDER.template.default_config()
+TWO_D = DEFAULT.replace(ROWS_PER_BLOCK=8, VEC_BYTES=8, FAST_EXP=1)
+
+
+def _in_space(config: Config, shape: str = "decode", dtype: str = "bf16") -> bool:
+    return config in FOLDER.space(shape, dtype)
+
+
+def test_pdl_defaults_to_a_plain_launch_and_pdl_1_sets_the_attribute() -> None:
+    env = FOLDER.env("decode", "bf16")
+    assert DEFAULT["PDL"] == 0
+    assert FOLDER.template.launch_for(DEFAULT, env).pdl is False
+    for config in (DEFAULT.replace(PDL=1), TWO_D.replace(PDL=1)):
+        assert _in_space(config)
+        launch = FOLDER.template.launch_for(config, env)
+        plain = FOLDER.template.launch_for(config.replace(PDL=0), env)
+        assert launch.pdl is True
+        # the attribute is the only difference: same grid, block and shared memory
+        assert (launch.grid, launch.block, launch.smem_bytes) == \
+            (plain.grid, plain.block, plain.smem_bytes)
+
+
+def test_pdl_is_offered_with_flattened_and_2d_layouts_only() -> None:
+    row_groups = DEFAULT.replace(THREADS_PER_ROW=8)
+    assert _in_space(row_groups)
+    assert not _in_space(row_groups.replace(PDL=1))
+    for dtype in FOLDER.dtypes:
+        for shape in FOLDER.shapes:
+            space = FOLDER.space(shape, dtype)
+            pdl = [c for c in space if c["PDL"] == 1]
+            assert pdl and all(c["THREADS_PER_ROW"] == 0 for c in pdl)
+            # every PDL 1 config has its PDL 0 twin, so the search can compare the two
+            assert all(c.replace(PDL=0) in space for c in pdl)
+
+
+def _ptx(config: Config, dtype: str = "bf16") -> str:
+    assert NVCC is not None
+    source = FOLDER.template.render(config, dtype).source
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(source)
+        done = subprocess.run([NVCC, "-ptx", "-arch=sm_90a", "-O3", "-o", str(Path(tmp) / "k.ptx"),
+                               str(src)], capture_output=True, text=True, timeout=100,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        return (Path(tmp) / "k.ptx").read_text()
+
+
+@needs_nvcc
+def test_pdl_1_waits_before_reading_and_releases_at_the_end() -> None:
+    with_pdl = _ptx(TWO_D.replace(PDL=1))
+    wait = with_pdl.index("griddepcontrol.wait")
+    release = with_pdl.index("griddepcontrol.launch_dependents")
+    first_load = with_pdl.index("ld.global")
+    assert wait < first_load < release
+    plain = _ptx(TWO_D)
+    assert "griddepcontrol" not in plain
