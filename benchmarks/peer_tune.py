@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config
 
@@ -41,8 +42,17 @@ class Tuner:
             wb = Workbench(folder, store=Path(self._dir) / f"{folder.name}.sqlite")
             self._benches[folder.name] = wb
         started = time.perf_counter()
-        report = wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
-                         auto_approve=True, l2_profile=False)
+        failed_first = ""
+        try:
+            report = wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
+                             auto_approve=True, l2_profile=False)
+        except WorkbenchError as exc:  # kept in the row; tried once more in a fresh worker
+            failed_first = f"{type(exc).__name__}: {exc.message}"
+            print(f"    tune| first attempt failed: {failed_first}; once more", flush=True)
+            with contextlib.suppress(Exception):
+                wb.runner.close()
+            report = wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
+                             auto_approve=True, l2_profile=False)
         pick = report.pick
         if pick is None:
             raise RuntimeError(f"workbench tune found no config at {shape}/{dtype}: "
@@ -53,7 +63,7 @@ class Tuner:
             "pick": dict(pick.config), "pick_median_us": pick.median_us,
             "baseline_us": report.baseline_us, "widen_rounds": self.widen,
             "edges": [e.describe() for e in report.edges], "notes": list(report.notes),
-            "summary": report.summary()}
+            "summary": report.summary(), "first_attempt_failed": failed_first}
         print("\n".join(f"    tune| {line}" for line in report.summary().splitlines()),
               flush=True)
         return Config(pick.config), info

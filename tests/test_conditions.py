@@ -191,3 +191,40 @@ def test_tune_report_headline_and_speedup_come_from_the_pick_under_the_read_cond
     assert warm.confirmation is not None
     assert warm.speedup is not None
     assert warm.speedup.speedup == pytest.approx(4.10 / 3.80)  # both measured warm
+
+
+# A launch-attribute twin: the same kernel launched with PDL, as fast alone (read: what the
+# search sees) and faster back to back (graph).
+PDL_TWIN = Config(VEC_BYTES=16, ROW_SPLIT=2, PDL=1)
+
+
+def test_launch_twins_join_round_one_and_the_rule_may_pick_one() -> None:
+    truth = {**TRUTH, PDL_TWIN: {"read": 4.50, "write": 8.40, "warm": 3.80, "graph": 2.90}}
+
+    class TwinRunner(ConditionsRunner):
+        def measure_under(self, condition: str,
+                          candidates: Sequence[Candidate]) -> list[TrialResult]:
+            self.calls.append((condition, tuple(c.config for c in candidates)))
+            return [_result(c.config, truth[c.config][condition]) for c in candidates]
+
+    runner = TwinRunner()
+    finalists = list(runner.measure([Candidate(c, "decode", "bf16") for c in (STEADY, DEFAULT)]))
+    without = confirm_under_conditions(runner, finalists, ALL)
+    assert not isinstance(without, str) and without.config == STEADY
+    runner.calls.clear()
+    got = confirm_under_conditions(runner, finalists, ALL, twins=[PDL_TWIN, STEADY])
+    assert not isinstance(got, str)
+    assert runner.calls[0][1] == (STEADY, DEFAULT, PDL_TWIN)  # a twin already there: once
+    assert got.config == PDL_TWIN and got.holds
+
+
+def test_launch_twins_are_the_other_values_of_the_knobs_the_pdl_expression_names() -> None:
+    folder = load_kernel_folder(SILU)
+    template = folder.template
+    env = folder.env("decode", "bf16")
+    pick = template.default_config().replace(VEC_BYTES=8, ROW_SPLIT=4)
+    assert template.launch_twins(pick, env) == [pick.replace(PDL=1)]
+    assert template.launch_twins(pick.replace(PDL=1), env) == [pick]
+    rms = load_kernel_folder(SILU.parent / "fused_add_rmsnorm")  # no launch attribute
+    assert rms.template.launch_twins(rms.template.default_config(),
+                                     rms.env("decode", "bf16")) == []

@@ -150,8 +150,11 @@ def _label(config: Config) -> str:
 def confirm_under_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
                              conditions: Sequence[str], rule: PickRule | None = None, *,
                              on_result: Callable[[int, TrialResult], None] | None = None,
+                             twins: Sequence[Config] = (),
                              ) -> ConditionConfirmation | str:
-    """Round 1 and round 2 (module docstring) for ``finalists`` (one shape and dtype).
+    """Round 1 and round 2 (module docstring) for ``finalists`` (one shape and dtype) and
+    ``twins`` (configs the search could not rank, e.g. launch-attribute twins of the
+    finalists: :meth:`KernelTemplate.launch_twins`), which join round 1.
 
     Returns the confirmation, or a sentence saying why there is none."""
     conds = check_conditions(conditions)
@@ -159,7 +162,7 @@ def confirm_under_conditions(runner: ConditionRunner, finalists: Sequence[TrialR
     if not finalists:
         return "no finalists"
     shape, dtype = finalists[0].shape, finalists[0].dtype
-    configs = list(dict.fromkeys(r.config for r in finalists))
+    configs = list(dict.fromkeys([*(r.config for r in finalists), *twins]))
     base1, rows1, kept1 = _round(runner, configs, shape, dtype, conds, 1, on_result)
     if not base1.median_us:
         return "the baseline failed under every condition"

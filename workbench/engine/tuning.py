@@ -18,9 +18,9 @@ the search's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from workbench.core.cache_profile import L2Profile
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
@@ -176,6 +176,7 @@ class TuneReport:
 def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
                       on_result: Callable[[int, TrialResult], None] | None = None,
                       conditions: Sequence[str] | None = None, rule: PickRule | None = None,
+                      twins: Sequence[Config] = (),
                       ) -> Confirmation | str:
     """Measure ``finalists`` twice more on ``runner``: round 1 chooses, round 2 reports.
 
@@ -191,7 +192,7 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     if ((conditions is not None and tuple(conditions) != ("read",)) or rule is not None) \
             and isinstance(runner, ConditionRunner):
         return _confirm_conditions(runner, finalists, conditions or DEFAULT_CONDITIONS,
-                                   rule, on_result)
+                                   rule, on_result, twins)
     def seen(round_index: int, result: TrialResult) -> TrialResult:
         if on_result is not None:
             on_result(round_index, result)
@@ -222,11 +223,13 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
 def _confirm_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
                         conditions: Sequence[str], rule: PickRule | None,
                         on_result: Callable[[int, TrialResult], None] | None,
+                        twins: Sequence[Config] = (),
                         ) -> Confirmation | str:
     conds = tuple(conditions)
     if rule is not None and rule.condition is not None and rule.condition not in conds:
         conds = (*conds, rule.condition)
-    got = confirm_under_conditions(runner, finalists, conds, rule, on_result=on_result)
+    got = confirm_under_conditions(runner, finalists, conds, rule, on_result=on_result,
+                                   twins=twins)
     if isinstance(got, str):
         return got
     head = got.selection.rule.condition or ("read" if "read" in conds else conds[0])
@@ -259,7 +262,8 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
                  top: int = 5, confirm: int = 0,
                  on_confirm: Callable[[int, TrialResult], None] | None = None,
                  conditions: Sequence[str] | None = None, rule: PickRule | None = None,
-                 template: KernelTemplate | None = None) -> TuneReport:
+                 template: KernelTemplate | None = None,
+                 env: Mapping[str, Any] | None = None) -> TuneReport:
     """The report of a finished search over ``results`` (the stored trials): best configs,
     speedup with a 95 % interval over the baseline, bandwidth and % of a device copy of the
     same bytes (both from ``runner``).
@@ -268,7 +272,8 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     bandwidth and % of copy then come from the confirmed measurement. ``on_confirm`` sees
     each re-measurement with its round (1 or 2) as it arrives. ``conditions`` and ``rule``
     go to :func:`confirm_finalists`; ``template`` gives the ranges whose edges the fastest
-    configs are checked against (none without it)."""
+    configs are checked against (none without it) and, with ``env``, the finalists'
+    launch-attribute twins that join a confirmation under conditions."""
     notes: list[str] = []
     counts: dict[str, int] = {}
     for r in results:
@@ -284,8 +289,10 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     confirmation: Confirmation | None = None
     note = ""
     if confirm > 0 and ok:
+        twins = ([t for r in ok[:confirm] for t in template.launch_twins(r.config, env)]
+                 if template is not None and env is not None else [])
         got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm,
-                                conditions=conditions, rule=rule)
+                                conditions=conditions, rule=rule, twins=twins)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
     headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
     if confirmation is not None and confirmation.baseline is not None:

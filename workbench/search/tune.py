@@ -137,7 +137,8 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
                           reason=shape_outcome.reason, measured_now=shape_outcome.measured_now,
                           top=request.top, confirm=0 if stopped else request.confirm,
                           on_confirm=keep, conditions=request.conditions,
-                          rule=request.pick_rule, template=template)
+                          rule=request.pick_rule, template=template,
+                          env=folder.env(shape, dtype, runner.device))
     if widened:
         report = replace(report, notes=(*widened, *report.notes))
     if stopped and request.confirm > 0 and report.top:
