@@ -102,14 +102,14 @@ def main() -> None:
             records, source = _records(wb, n)
             for i, r in enumerate(records):
                 panel._on_event(TrialFinished(result=r, index=i))
-            panel._budget = n
+            panel.search.budget_evaluations = n
             sizes = _count_messages(panel.run_view)
             compute, total = [], []
             for _ in range(REPEATS):
                 t0 = time.perf_counter()
                 trace_updates(panel.table.snapshot(), panel.layout)
                 t1 = time.perf_counter()
-                panel._push()
+                panel.search.push()
                 t2 = time.perf_counter()
                 compute.append(t1 - t0)
                 total.append(t2 - t1)

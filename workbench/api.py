@@ -23,7 +23,7 @@ from typing import Any
 
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
-from workbench.core.events import EventBus, TuneEnded, TuneStarted
+from workbench.core.events import EventBus, TemplateAdopted, TuneEnded, TuneStarted
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Status, TrialResult
 from workbench.engine.tuning import TuneReport
@@ -363,6 +363,8 @@ class Workbench:
         self._template = template
         self._origin = origin
         self._params = list(template.params)
+        self.events.publish(TemplateAdopted(self.template_version,
+                                            tuple(p.name for p in self._params), origin))
 
     def _template_version_id(self) -> str:
         """The current template's version id (edited ranges included), stored once."""

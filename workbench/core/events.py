@@ -109,8 +109,19 @@ class TuneEnded:
     error: str = ""
 
 
+@dataclass(frozen=True)
+class TemplateAdopted:
+    """A session tunes another template from now on (a proposal, a script's
+    ``adopt_template``): its version id and parameter names, for views to follow."""
+
+    template_version: str
+    param_names: tuple[str, ...]
+    origin: str = ""
+
+
 Event = (TrialStarted | TrialFinished | BestImproved | PhaseChanged | SearchFinished
-         | ErrorEvent | IterationStarted | IterationFinished | TuneStarted | TuneEnded)
+         | ErrorEvent | IterationStarted | IterationFinished | TuneStarted | TuneEnded
+         | TemplateAdopted)
 Subscriber = Callable[[Any], None]
 
 

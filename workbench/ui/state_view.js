@@ -96,17 +96,25 @@ function render({ model, el }) {
     <div class="wb-trials-box"></div>
     <div class="wb-failures"></div>`;
   const q = (c) => el.querySelector(c);
-  controls(model, q(".wb-trials-box"));
+  const controlsBox = document.createElement("div");
   const table = document.createElement("div");
   table.className = "wb-trials";
-  q(".wb-trials-box").append(table);
+  q(".wb-trials-box").append(controlsBox, table);
+  const showControls = () => {
+    controlsBox.replaceChildren();
+    controls(model, controlsBox);
+  };
+  showControls();
   const config = { responsive: true, displaylogo: false };
   const figure = (base) => ({ data: (base && base.data) || [],
     layout: { ...((base && base.layout) || {}), autosize: true } });
   // Two plots, each drawn on its own task: the charts, and the WebGL parallel coordinates
   // (most of a draw's time under load), these at most every SIDE_EVERY_MS.
-  const side = model.get("parcoords") || {};
-  const sideTrace = Number.isInteger(side.trace) ? side.trace : -1;
+  const sideOf = () => {
+    const side = model.get("parcoords") || {};
+    return [side, Number.isInteger(side.trace) ? side.trace : -1];
+  };
+  let [side, sideTrace] = sideOf();
   const parts = [
     { div: q(".wb-plot"), fig: figure(model.get("figure")), dirty: true, last: 0, every: 0 },
     { div: q(".wb-parcoords"), fig: figure(side), dirty: sideTrace >= 0, last: 0,
@@ -252,6 +260,23 @@ function render({ model, el }) {
   };
   model.on("change:chart", update);
   model.on("change:state", update);
+  // Another template (or other ranges): new empty figures for its parameters, drawn at the
+  // width the plots have now; the kernel's next chart fills them.
+  const refigure = () => {
+    [side, sideTrace] = sideOf();
+    const next = [figure(model.get("figure")), figure(side)];
+    parts.forEach((part, i) => {
+      const width = part.fig.layout.width;
+      part.fig = next[i];
+      if (width) part.fig.layout.width = width;
+      part.dirty = i === 0 || sideTrace >= 0;
+      part.last = Math.min(part.last, performance.now() - part.every); // redraw at once
+    });
+    schedule(0);
+  };
+  model.on("change:figure", refigure);
+  model.on("change:parcoords", refigure);
+  model.on("change:table_options", showControls);
   update();
   schedule(0);
   return () => {

@@ -1,0 +1,244 @@
+"""The panel's Search tab: launch controls, and the run view with the trials it shows.
+
+:class:`SearchTab` owns the trial table behind the charts (a
+:class:`~workbench.ui.figures.TrialTable` under its lock), the figure's axes for the current
+template's parameters, the run's progress numbers (budget, clock) and the
+:class:`~workbench.ui.throttle.CoalescingPusher` that sends them to the browser as ONE
+message of the :class:`~workbench.ui.state_view.RunView`, at most 4 times a second and only
+once the browser drew the last one. What the buttons do is the panel's (its state machine);
+the tab draws what it is told.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.core.records import TrialResult
+from workbench.ui.agent_tab import guarded_button
+from workbench.ui.devices import DeviceView
+from workbench.ui.figures import (
+    AxisSpec,
+    TrialTable,
+    axes_for,
+    build_figure,
+    build_parcoords_figure,
+    figure_layout,
+    layout_updates,
+    runtime_scale,
+    trace_updates,
+)
+from workbench.ui.panel_text import Progress, config_defines, failures_html, progress_of
+from workbench.ui.state_view import RunClock, RunView
+from workbench.ui.throttle import CoalescingPusher
+from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
+
+RUNNING_STATES = ("running", "paused", "stopping")
+
+
+class SearchTab:
+    """Strategy, budget, Launch/Pause/Stop, the runtime-axis toggle, the run view (progress,
+    charts, trial table, failures), the best config's copy button and per-device progress.
+
+    ``title_prefix()`` gives "kernel · template version" for the charts' title (it changes
+    when the template does); ``status()`` the panel's run state; ``launch``, ``pause`` and
+    ``stop`` are the buttons' (guarded) callbacks; ``on_error`` shows a failed push.
+    """
+
+    def __init__(self, backend: Any, *, title_prefix: Callable[[], str],
+                 status: Callable[[], str], launch: Callable[[], None],
+                 pause: Callable[[], None], stop: Callable[[], None],
+                 on_error: Callable[[BaseException], None],
+                 problem: tuple[str, str], max_pushes_per_s: float = 4.0) -> None:
+        import ipywidgets as w
+
+        from workbench.ui.clipboard import CopyButton
+
+        self._title_prefix = title_prefix
+        self._status = status
+        self.clock = RunClock()  # running time without pauses: the ETA's base
+        self.budget_evaluations = 0  # the budget of the search shown (0: none of this panel)
+        self.done_at_launch = 0
+        self.lock = threading.Lock()  # guards the table (events arrive on the search thread)
+        self.problem = problem  # the (shape, dtype) the table and charts hold
+        self.axes: tuple[AxisSpec, ...] = tuple(axes_for(backend.params))
+        self.layout = figure_layout(self.axes)
+        self.table = TrialTable([a.name for a in self.axes])
+        self.query = TableQuery(limit=10)
+        self.shown_title = self.title()
+        self._shown_scale = "linear"  # build_figure's runtime axes
+
+        self.strategy = w.Dropdown(options=list(backend.strategies), description="strategy")
+        self.strategy.add_class("wb-strategy")
+        self.budget = w.BoundedIntText(value=64, min=1, max=1_000_000, description="budget")
+        self.budget.add_class("wb-budget")
+        self.launch_button = guarded_button("Launch", "wb-launch", launch, "primary")
+        self.pause_button = guarded_button("Pause", "wb-pause", pause, "warning")
+        self.stop_button = guarded_button("Stop", "wb-stop", stop, "danger")
+        self.y_scale = w.ToggleButtons(options=["auto", "log", "linear"], value="auto",
+                                       description="runtime axis",
+                                       style={"button_width": "60px",
+                                              "description_width": "initial"},
+                                       tooltips=["log when the runtimes spread over more "
+                                                 "than 10x", "log", "linear"])
+        self.y_scale.add_class("wb-yscale")
+        self.run_view = RunView(**self._figures(), layout=w.Layout(width="100%"))
+        self.run_view.add_class("wb-run-view")
+        self.copy_button = CopyButton()
+        self.copy_button.add_class("wb-copy")
+        self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
+        self.widget = w.VBox([
+            w.HBox([self.strategy, self.budget]),
+            w.HBox([self.launch_button, self.pause_button, self.stop_button]),
+            self.y_scale, self.run_view, self.copy_button, self.devices.widget],
+            layout=w.Layout(width="100%"))
+        self.widget.add_class("wb-tab-search")
+        self.pusher = CoalescingPusher(self.push, max_per_s=max_pushes_per_s,
+                                       on_error=on_error, gate=self._browser_gate)
+        self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
+
+    # --- what the charts are drawn for
+    def title(self) -> str:
+        """What the charts show: the kernel, template version, shape and dtype of the table."""
+        shape, dtype = self.problem
+        return f"{self._title_prefix()} · {shape} · {dtype}"
+
+    def _figures(self) -> dict[str, Any]:
+        """The run view's empty figures, table controls and query for the current axes."""
+        names = [a.name for a in self.axes]
+        return {
+            "figure": json.loads(build_figure(self.axes, title=self.shown_title,
+                                              parcoords=False).to_json()),
+            "parcoords": {**json.loads(build_parcoords_figure(self.axes).to_json()),
+                          "trace": self.layout.parcoords_trace},
+            "table_options": {"sort_keys": [*SORT_KEYS, *names],
+                              "statuses": list(STATUS_FILTERS), "limits": [10, 50, 200]},
+            "query": dataclasses.asdict(self.query)}
+
+    def retemplate(self, params: Sequence[Any]) -> bool:
+        """Follow another template's parameters (or edited ranges): new axes, an empty
+        figure built for them and, when the names changed, an empty table and a query
+        that names none of the old ones. False when the axes are the same (nothing sent)."""
+        axes = tuple(axes_for(params))
+        if axes == self.axes:
+            return False
+        names = [a.name for a in axes]
+        with self.lock:
+            self.axes, self.layout = axes, figure_layout(axes)
+            if list(self.table.param_names) != names:
+                self.table = TrialTable(names)
+                self.query = TableQuery(limit=self.query.limit)
+            self.shown_title, self._shown_scale = self.title(), "linear"
+            with self.run_view.hold_sync():  # one message: figures, controls and query
+                for key, value in self._figures().items():
+                    setattr(self.run_view, key, value)
+        self.pusher.notify()
+        return True
+
+    # --- the table
+    def add(self, result: TrialResult) -> None:
+        with self.lock:
+            self.table.add(result)
+        self.pusher.notify()
+
+    def load(self, problem: tuple[str, str], results: Sequence[TrialResult],
+             baseline_us: float | None) -> None:
+        """The table becomes ``results`` of ``problem`` (stored trials, a report's)."""
+        with self.lock:
+            self.problem = problem
+            self.table.clear()
+            self.table.baseline_us = baseline_us
+            self.table.extend(results)
+        self.pusher.notify()
+
+    def set_query(self, query: Any) -> None:
+        """The table's controls changed (a ``query`` message from the browser, or a test):
+        the table is redrawn at once; a bad filter is shown in the table, not raised."""
+        fields = {f.name for f in dataclasses.fields(TableQuery)}
+        given = {k: v for k, v in dict(query).items() if k in fields}
+        self.query = dataclasses.replace(self.query, **given)
+        with self.lock:
+            data = self.table.snapshot()
+        self.run_view.show(table_html=trials_html(data, self.query))
+
+    def progress(self) -> Progress:
+        with self.lock:
+            return progress_of(self.table.results, self.budget_evaluations)
+
+    def start_run(self, budget: int) -> None:
+        """A search of ``budget`` evaluations starts from the table as it is now."""
+        self.budget_evaluations = budget
+        self.done_at_launch = self.progress().done
+        self.clock.start()
+
+    # --- on screen
+    def show_status(self, status: str) -> None:
+        """The run state and the count now: a small message that never waits for a chart."""
+        progress = self.progress()
+        self.run_view.show(status=status, done=progress.done, progress_label=progress.label)
+
+    def update_buttons(self, status: str) -> None:
+        running = status in RUNNING_STATES
+        self.launch_button.disabled = running
+        self.pause_button.disabled = not running
+        self.pause_button.description = "Resume" if status == "paused" else "Pause"
+        self.stop_button.disabled = not running or status == "stopping"
+
+    def _browser_gate(self) -> None:
+        """Before a push: wait (at most 5 s) until the browser drew the last chart, then
+        leave it idle as long as that draw took (at most 2 s), so a loaded browser draws
+        fewer frames and has time for the user's clicks. Nothing waits without a browser."""
+        self.run_view.wait_drawn(5.0)
+        time.sleep(min(self.run_view.draw_s, 2.0))
+
+    def push(self) -> None:
+        """Send everything that depends on trials as ONE message (called by the pusher,
+        at most 4 times a second, after the browser drew the last one)."""
+        status = self._status()
+        with self.lock:
+            data = self.table.snapshot()
+            results = list(self.table.results)
+            layout = self.layout
+        updates = trace_updates(data, layout)
+        scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
+                 else str(self.y_scale.value))
+        axes = dict(layout_updates(layout, scale)) if scale != self._shown_scale else {}
+        title = self.title()
+        if title != self.shown_title:
+            axes["title"] = {"text": title}
+        progress = progress_of(results, self.budget_evaluations)
+        times = np.where(np.isnan(data.median_us), np.inf, data.median_us)
+        best = results[int(np.argmin(times))] if np.isfinite(times).any() else None
+        eta = self.clock.eta_s(progress.done - self.done_at_launch,
+                               max(self.budget_evaluations - progress.done, 0))
+        if eta is not None and status in ("running", "paused"):
+            eta_text = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
+                        + (" (paused)" if status == "paused" else ""))
+        else:
+            eta_text = f"{data.count} evaluated" if data.count else ""
+        self.run_view.push(
+            updates, axes, status=status, done=progress.done, budget=progress.budget,
+            progress_label=progress.label, eta=eta_text,
+            best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
+            table_html=trials_html(data, self.query), failures_html=failures_html(results),
+            empty_html="" if data.count else html.escape(self._no_trial_text()))
+        self._shown_scale, self.shown_title = scale, title
+        self.devices.update(results, self.clock.running_s or None)
+        if best is not None:
+            self.copy_button.text = config_defines(best)
+
+    def _no_trial_text(self) -> str:
+        """What replaces the charts while they have no trial to show."""
+        shape, dtype = self.problem
+        return (f"no trial stored for {shape} {dtype} with this template yet: Launch a search "
+                "to fill the charts")
+
+    def close(self) -> None:
+        self.pusher.close(flush=False)
