@@ -1,7 +1,9 @@
 """One truth on screen and a figure that follows the panel's width, in a real JupyterLab and
 a real Chromium (marker ``browser``): a tune typed into a cell while the panel is shown
 switches the panel to what it ran; the header follows the shape dropdown; the figure's width
-fills its box at two browser window widths and with the side bar closed."""
+fills its box at two browser window widths and with the side bar closed; at 1280 px and at
+700 px the charts' title is clear of the legend and no parallel-coordinates label overlaps
+another (both plots drawn at the box's width)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,83 @@ def _wait_text(page: Any, selector: str, expected: str, timeout_ms: int = 60_000
         "([s, t]) => { const e = document.querySelector(s);"
         " return e && e.textContent.includes(t); }", arg=[selector, expected],
         timeout=timeout_ms)
+
+
+# What overlaps in the drawn figures, measured in Chromium: the chart title against the
+# legend, and each parallel-coordinates label (rotated: its own box turned by its angle about
+# the centre of its on-screen rectangle) against the others, the axes' top values, the title
+# and the plot's edges. Separating-axis test for two convex quadrilaterals.
+_OVERLAPS_JS = """() => {
+  const rect = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const quad = ([l, t, r, b]) => [[l, t], [r, t], [r, b], [l, b]];
+  const turned = (e) => {
+    const b = e.getBBox(), r = e.getBoundingClientRect();
+    const m = (e.getAttribute('transform') || '').match(/rotate\\(([-0-9.e]+)/);
+    const a = (m ? Number(m[1]) : 0) * Math.PI / 180, c = Math.cos(a), s = Math.sin(a);
+    const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
+    return [[-1, -1], [1, -1], [1, 1], [-1, 1]].map(([u, v]) => {
+      const x = u * b.width / 2, y = v * b.height / 2;
+      return [cx + x * c - y * s, cy + x * s + y * c]; });
+  };
+  const apart = (P, Q) => {
+    for (const poly of [P, Q]) for (let i = 0; i < poly.length; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % poly.length];
+      const on = (R) => R.map(([x, y]) => x * (y2 - y1) + y * (x1 - x2));
+      const a = on(P), b = on(Q);
+      if (Math.max(...a) <= Math.min(...b) + 0.5 || Math.max(...b) <= Math.min(...a) + 0.5) return true;
+    }
+    return false;
+  };
+  const plot = document.querySelector('.wb-plot'), par = document.querySelector('.wb-parcoords');
+  const title = rect(plot.querySelector('.g-gtitle')), legend = rect(plot.querySelector('.legend'));
+  const svg = rect(plot.querySelector('.main-svg'));
+  const labels = [...par.querySelectorAll('text.axis-title')];
+  const texts = [...labels.map(l => [l.textContent, turned(l)]),
+                 ...[...par.querySelectorAll('text.axis-extent-top-text')]
+                   .filter(t => t.textContent).map(t => [t.textContent, quad(rect(t))])];
+  const overlaps = [];
+  for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++)
+    if (!apart(texts[i][1], texts[j][1])) overlaps.push(texts[i][0] + ' / ' + texts[j][0]);
+  const ptitle = quad(rect(par.querySelector('.g-gtitle')));
+  const psvg = rect(par.querySelector('.main-svg'));
+  return {
+    width: Math.round(document.querySelector('.wb-figure-box').clientWidth),
+    title_hits_legend: !apart(quad(title), quad(legend)),
+    title_inside: title[0] >= svg[0] && title[2] <= svg[2],
+    legend_inside: legend[0] >= svg[0] - 1 && legend[2] <= svg[2] + 1 && legend[3] <= svg[3] + 1,
+    labels: labels.length,
+    label_overlaps: overlaps,
+    labels_on_title: texts.filter(([, q]) => !apart(q, ptitle)).map(([t]) => t),
+    labels_outside: texts.filter(([, q]) => q.some(([x, y]) =>
+      x < psvg[0] - 1 || x > psvg[2] + 1 || y < psvg[1] - 1)).map(([t]) => t),
+  };
+}"""
+
+
+def _drawn_at_box_width(page: Any) -> None:
+    """Both plots (the charts and the parallel coordinates) drawn at the box's width."""
+    page.wait_for_function(
+        "() => { const w = Math.round(document.querySelector('.wb-figure-box').clientWidth);"
+        " return ['.wb-plot', '.wb-parcoords'].every(s => {"
+        "   const d = document.querySelector(s); const f = d && d.querySelector('.main-svg');"
+        "   return f && d.dataset.width === String(w)"
+        "     && Math.abs(f.getBoundingClientRect().width - w) < 2; })"
+        " && document.querySelectorAll('.wb-parcoords text.axis-title').length > 1; }",
+        timeout=30_000)
+
+
+def _assert_readable(page: Any, artifacts: Path, name: str) -> dict[str, Any]:
+    """No title under the legend, no parallel-coordinates label over another, over an
+    axis' top value, over the title or past the plot's edge (screenshot either way)."""
+    _drawn_at_box_width(page)
+    page.locator(".wb-figure-box").screenshot(path=str(artifacts / f"{name}.png"))
+    found: dict[str, Any] = page.evaluate(_OVERLAPS_JS)
+    print(name, found)
+    assert not found["title_hits_legend"] and found["title_inside"], found
+    assert found["legend_inside"], found
+    assert found["labels"] >= 3 and not found["label_overlaps"], found
+    assert not found["labels_on_title"] and not found["labels_outside"], found
+    return found
 
 
 def _settled_width(page: Any, previous: float) -> float:
@@ -122,4 +201,12 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
           f"side bar closed: {no_sidebar}")
     assert at_1400 - at_1000 > 300 and no_sidebar > at_1000 + 150
     page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-truth-narrow.png"))
+
+    # readable at 1280 px and at 700 px: title clear of the legend, parallel-coordinates
+    # labels clear of each other, and the parallel coordinates as wide as the charts
+    page.set_viewport_size({"width": 1280, "height": 2400})
+    wide = _assert_readable(page, artifacts, "figure-1280")
+    page.set_viewport_size({"width": 700, "height": 2400})
+    narrow = _assert_readable(page, artifacts, "figure-700")
+    assert wide["width"] - narrow["width"] > 400, (wide["width"], narrow["width"])
     print(f"truth test took {time.monotonic() - start:.1f} s")

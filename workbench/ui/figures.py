@@ -205,15 +205,24 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool =
         for trace in fig.data:  # angled labels sit above the cell: leave them room
             if trace.type == "parcoords" and trace.domain.y is not None:
                 y0, y1 = trace.domain.y
-                trace.domain.y = (y0, max(y0 + 0.05, y1 - 70 / height_px))
+                trace.domain.y = (y0, max(y0 + 0.05, y1 - 110 / height_px))
                 trace.domain.x = (0.04, 0.93)  # room for the first label and the colour bar
-                fig.add_annotation(text=PARCOORDS_TITLE, showarrow=False, xref="paper",
+                fig.add_annotation(text=f"{PARCOORDS_TITLE}: {PARCOORDS_SUBTITLE}",
+                                   showarrow=False, xref="paper",
                                    yref="paper", x=0.5, y=y1, yanchor="bottom",
                                    font={"size": 14})
     # No width: the figure fills its container (the panel's width; a fixed one was clipped).
-    fig.update_layout(title_text=title, height=height_px, autosize=True,
-                      margin={"t": 70, "l": 60, "r": 30, "b": 40},
-                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0.5},
+    # The title has the top to itself; the legend sits in the bottom margin, below the last
+    # axis title, and wraps upward into room kept for LEGEND_ROWS rows (above the charts, a
+    # wrapped legend grew into the title at narrow widths).
+    fig.update_layout(title={"text": title, "x": 0, "xref": "container", "xanchor": "left",
+                             "y": 1, "yref": "container", "yanchor": "top",
+                             "pad": {"t": 12, "l": 12}, "font": {"size": 14}},
+                      height=height_px + LEGEND_ROWS * LEGEND_ROW_PX, autosize=True,
+                      margin={"t": 50, "l": 60, "r": 30, "b": 45 + LEGEND_ROWS * LEGEND_ROW_PX},
+                      legend={"orientation": "h", "x": 0.5, "xref": "container",
+                              "xanchor": "center", "y": 0, "yref": "container",
+                              "yanchor": "bottom"},
                       template="plotly_white")
     if not parcoords:
         # the panel's figure is resized in the browser, where plotly kept the margins it had
@@ -222,8 +231,10 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool =
     return fig
 
 
-PARCOORDS_TITLE = (f"parallel coordinates (the {MAX_PARCOORDS} fastest valid trials; drag along "
-                   "an axis to filter)")
+PARCOORDS_TITLE = "parallel coordinates"
+PARCOORDS_SUBTITLE = f"the {MAX_PARCOORDS} fastest valid trials; drag along an axis to filter"
+LEGEND_ROWS = 2  # a narrow panel wraps the legend's five entries onto two rows
+LEGEND_ROW_PX = 22
 
 
 def _parcoords_trace(axes: Sequence[AxisSpec], rows: int) -> Any:
@@ -235,7 +246,10 @@ def _parcoords_trace(axes: Sequence[AxisSpec], rows: int) -> Any:
                               "colorbar": {"title": {"text": "µs"}, "len": 0.9 / rows,
                                            "y": 0.5 / rows, "yanchor": "middle",
                                            "thickness": 12}},
-                        labelangle=-18, labelside="top",
+                        # from -27 degrees on, plotly starts a label at its axis and runs it
+                        # up and to the right: parallel labels clear each other from
+                        # 2 * 14 px apart (the panel's browser code picks the angle by width)
+                        labelangle=-30, labelside="top",
                         labelfont={"size": 11}, tickfont={"size": 10},
                         name="parallel coordinates")
 
@@ -245,10 +259,15 @@ def build_parcoords_figure(axes: Sequence[AxisSpec]) -> Any:
     import plotly.graph_objects as go
 
     fig = go.Figure(_parcoords_trace(axes, 1))
-    fig.update_traces(domain={"x": (0.04, 0.93), "y": (0.0, 0.82)},
-                      line_colorbar={"len": 0.8, "y": 0.41})
-    fig.update_layout(title={"text": PARCOORDS_TITLE, "font": {"size": 14}, "x": 0.5},
-                      height=420, autosize=True, margin={"t": 50, "l": 60, "r": 30, "b": 30},
+    # the labels' room above the axes is the top 30 % of the plot area (the panel's browser
+    # code sets it from the labels' measured length and angle at the plot's width)
+    fig.update_traces(domain={"x": (0.04, 0.93), "y": (0.0, 0.7)},
+                      line_colorbar={"len": 0.7, "y": 0.35})
+    fig.update_layout(title={"text": PARCOORDS_TITLE, "font": {"size": 14}, "x": 0,
+                             "xref": "container", "xanchor": "left", "y": 1,
+                             "yref": "container", "yanchor": "top", "pad": {"t": 12, "l": 12},
+                             "subtitle": {"text": PARCOORDS_SUBTITLE, "font": {"size": 11}}},
+                      height=460, autosize=True, margin={"t": 55, "l": 60, "r": 30, "b": 30},
                       template="plotly_white")
     return fig
 

@@ -40,6 +40,48 @@ function warmUp(traces) {
   });
 }
 
+// Parallel-coordinates labels that never overlap, at any width: horizontal where each fits
+// between its neighbours, else the smallest angle at which parallel labels clear each other
+// (from -27 degrees on plotly starts a label at its axis and runs it up and to the right);
+// the axes start below the room the labels take. Sets them on the trace; true if changed.
+const LABEL_GAP_PX = 4;
+const RANGE_TEXT_PX = 30; // the axis' top value and the label's offset above it
+let measureCanvas = null;
+
+function arrangeLabels(fig, width) {
+  const trace = fig.data[0];
+  const layout = fig.layout;
+  if (!trace || trace.type !== "parcoords" || !width || !layout.height) return false;
+  const dims = (trace.dimensions || []).filter((d) => d.visible !== false);
+  if (dims.length < 2) return false;
+  const m = layout.margin || {};
+  const domain = trace.domain || {};
+  const [x0, x1] = domain.x || [0, 1];
+  const spacing = ((width - (m.l || 0) - (m.r || 0)) * (x1 - x0)) / (dims.length - 1);
+  const plotHeight = layout.height - (m.t || 0) - (m.b || 0);
+  const size = (trace.labelfont && trace.labelfont.size) || 11;
+  measureCanvas = measureCanvas || document.createElement("canvas");
+  const ctx = measureCanvas.getContext("2d");
+  ctx.font = `${size}px "Open Sans", verdana, arial, sans-serif`;
+  const widths = dims.map((d) => ctx.measureText(String(d.label || "")).width);
+  const lineHeight = size * 1.3;
+  let angle = 0;
+  if (widths.some((w, i) => i > 0 && (w + widths[i - 1]) / 2 + LABEL_GAP_PX > spacing)) {
+    const clears = (a) => spacing * Math.sin((a * Math.PI) / 180) >= lineHeight + LABEL_GAP_PX;
+    angle = -([30, 45, 60].find(clears) || 90);
+  }
+  const rad = (Math.abs(angle) * Math.PI) / 180;
+  const room = Math.max(...widths) * Math.sin(rad) + lineHeight * Math.cos(rad) + RANGE_TEXT_PX;
+  const top = Math.round(100 * Math.max(0.4, Math.min(0.95, 1 - room / plotHeight))) / 100;
+  const y = domain.y || [0, 1];
+  if (trace.labelangle === angle && y[0] === 0 && y[1] === top) return false;
+  trace.labelangle = angle;
+  trace.domain = { ...domain, y: [0, top] };
+  trace.line = { ...trace.line, colorbar: { ...(trace.line || {}).colorbar, len: top,
+                                             y: top / 2 } };
+  return true;
+}
+
 function assign(target, dotted, value) {
   const path = dotted.split(".");
   let obj = target;
@@ -170,7 +212,13 @@ function render({ model, el }) {
     for (const part of parts) {
       const shown = part.div._fullLayout && part.div._fullLayout.width;
       if (!part.last || shown === width) continue;
-      Plotly.relayout(part.div, { width }).then(() => { part.fig.layout.width = width; });
+      const done = arrangeLabels(part.fig, width)
+        ? Plotly.react(part.div, part.fig.data, { ...part.fig.layout, width }, config)
+        : Plotly.relayout(part.div, { width });
+      done.then(() => {
+        part.fig.layout.width = width;
+        part.div.dataset.width = String(width); // drawn at this width (read by the tests)
+      });
     }
   };
 
@@ -191,6 +239,7 @@ function render({ model, el }) {
         break;
       }
       part.dirty = false;
+      arrangeLabels(part.fig, part.fig.layout.width || q(".wb-figure-box").clientWidth);
       const t0 = performance.now();
       try {
         if (!part.last) {
@@ -201,6 +250,7 @@ function render({ model, el }) {
           await new Promise((r) => setTimeout(r, 0));
         }
         await Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+        part.div.dataset.width = String(Math.round(part.div._fullLayout.width));
       } finally {
         part.last = performance.now();
         busy += part.last - t0;
