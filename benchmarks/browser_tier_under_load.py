@@ -45,7 +45,7 @@ def run_once(hogs: int, index: int, runs: int) -> tuple[int, Path]:
     RESULTS.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC)
     log = RESULTS / f"browser-tier-hog-{started:%Y%m%dT%H%M%SZ}.txt"
-    before = _load()
+    before, commit = _load(), _commit()
     hog_procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                  for _ in range(hogs)]
     samples: list[str] = []
@@ -72,7 +72,7 @@ def run_once(hogs: int, index: int, runs: int) -> tuple[int, Path]:
         f"browser tier beside {hogs} CPU hog(s) (python3 -c 'while True: pass'), "
         f"run {index} of {runs}",
         f"date (UTC): {started:%Y-%m-%d %H:%M:%S} to {datetime.now(UTC):%H:%M:%S}",
-        f"commit: {_commit()}",
+        f"commit: {commit}",
         f"CPUs: {os.cpu_count()} (shared with other work on this machine)",
         f"load average (1/5/15 min) before the hogs: {before}",
         "load average during the run (every 10 s): " + "; ".join(samples),
