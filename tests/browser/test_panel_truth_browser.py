@@ -3,7 +3,8 @@ a real Chromium (marker ``browser``): a tune typed into a cell while the panel i
 switches the panel to what it ran; the header follows the shape dropdown; the figure's width
 fills its box at two browser window widths and with the side bar closed; at 1280 px and at
 700 px the charts' title is clear of the legend and no parallel-coordinates label overlaps
-another (both plots drawn at the box's width)."""
+another (both plots drawn at the box's width); after Propose the editor's rows, the
+header's version and the table's sort keys are the proposed template's."""
 
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ def _text(page: Any, selector: str) -> str:
     """The text of the first element matching ``selector`` (SVG text included)."""
     return str(page.evaluate("s => { const e = document.querySelector(s);"
                              " return e ? e.textContent : '(none)'; }", selector))
+
+
+def _texts(page: Any, selector: str) -> list[str]:
+    """The text of every element matching ``selector``, in document order."""
+    return list(page.evaluate("s => [...document.querySelectorAll(s)].map(e => e.textContent)",
+                              selector))
 
 
 def _wait_text(page: Any, selector: str, expected: str, timeout_ms: int = 60_000) -> None:
@@ -209,4 +216,24 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
     page.set_viewport_size({"width": 700, "height": 2400})
     narrow = _assert_readable(page, artifacts, "figure-700")
     assert wide["width"] - narrow["width"] > 400, (wide["width"], narrow["width"])
+
+    # Propose: the panel follows the adopted template (editor rows, header version, the
+    # table's sort keys; no trial of it yet, so the charts say so)
+    curated = _texts(page, ".wb-param-table code")
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text="Template").click()
+    page.locator(".wb-propose").click()
+    page.wait_for_function(
+        "v => document.querySelector('.wb-version').textContent !== v", arg=version,
+        timeout=60_000)
+    page.wait_for_function(
+        "old => { const now = [...document.querySelectorAll('.wb-param-table code')]"
+        ".map(e => e.textContent); return now.length > 0 && now.join() !== old.join(); }",
+        arg=curated, timeout=30_000)
+    proposed = _texts(page, ".wb-param-table code")
+    assert "proposed by" in _text(page, ".wb-message"), _text(page, ".wb-message")
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
+    _wait_text(page, ".wb-figure-empty", f"no trial stored for {TUNED_SHAPE} bf16")
+    sort_keys = _texts(page, ".wb-trials-sort option")
+    assert sort_keys == ["median_us", "trial", *proposed], (sort_keys, proposed)
+    assert set(proposed) != set(curated), proposed
     print(f"truth test took {time.monotonic() - start:.1f} s")
