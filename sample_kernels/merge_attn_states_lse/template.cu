@@ -23,11 +23,23 @@
 // FAST_EXP 1 computes the weights with one SFU exponential instead of two accurate ones:
 // the larger LSE's weight is exactly 1, so with e = exp(-|s_a - s_b|) the scales are
 // 1 / (1 + e) and e / (1 + e) (one approximate reciprocal) and out_lse = max + log(1 + e).
+// LEAN 1 (2-D blocks with FAST_EXP 1; constraint) trims the per-thread instructions of that
+// path: every item's loads are issued unconditionally (a row past the end reads the last
+// row; only the stores are guarded), so no branch sits between a load and its use; the
+// exponential and logarithm are the bare flush-to-zero SFU instructions (no range fix-up for
+// a weight below 2^-126, which is then 0); bf16 words widen to floats by a shift and a mask;
+// the store reuses the load's offset. Same arithmetic as FAST_EXP 1 otherwise.
 // PDL 1: launched with programmatic dependent launch (kernel.toml's `pdl`), like FlashInfer's
-// merge kernels: each block waits for the previous kernel on the stream (griddepcontrol.wait)
-// before its first global read and lets the next kernel launch when it is done
+// multi-state merge kernels (MergeStates; its two-state MergeState launches plainly): each
+// block waits for the previous kernel on the stream (griddepcontrol.wait) before its first
+// global read and lets the next kernel launch when it is done
 // (griddepcontrol.launch_dependents), so back to back (a CUDA graph, a model's stream) the
-// next launch overlaps this one's tail. PDL 0: the plain kernel (the lines preprocess away).
+// next launch overlaps this one's tail. PDL 2 (LEAN configs): the same, but each block lets
+// the next kernel launch right after its wait: the dependent's blocks are scheduled while
+// this kernel runs and sit at their own griddepcontrol.wait, which returns only once this
+// grid has completed and its writes are visible (PTX ISA), so the results are the same and
+// the whole launch latency can hide behind this kernel. PDL 0: the plain kernel (the lines
+// preprocess away).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -56,8 +68,11 @@
 #ifndef ROWS_PER_BLOCK
 #define ROWS_PER_BLOCK 0  // 0: 1-D blocks of BLOCK_THREADS; else 2-D (packs_per_row, this)
 #endif
+#ifndef LEAN
+#define LEAN 0  // 1: the lean 2-D path (see above); 0: as before
+#endif
 #ifndef PDL
-#define PDL 0  // 1: programmatic dependent launch (sm_90+), 0: plain launch
+#define PDL 0  // 1: programmatic dependent launch (sm_90+), 2: releasing early, 0: plain launch
 #endif
 #if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define WB_PDL 1
@@ -77,6 +92,8 @@ static_assert(THREADS_PER_ROW == 0 || (THREADS_PER_ROW <= 32 &&
 static_assert(THREADS_PER_ROW <= BLOCK_THREADS, "a row group must fit in a block");
 static_assert(ROWS_PER_BLOCK == 0 || THREADS_PER_ROW == 0,
               "2-D blocks and row groups are different layouts");
+static_assert(!LEAN || (ROWS_PER_BLOCK > 0 && FAST_EXP == 1),
+              "LEAN is a variant of the 2-D path with FAST_EXP 1");
 constexpr int kMaxBlock = ROWS_PER_BLOCK > 0 ? 1024 : BLOCK_THREADS;
 
 struct alignas(VEC_BYTES) Pack {
@@ -115,6 +132,63 @@ __device__ __forceinline__ Pack merge_pack(const Pack& a, const Pack& b, const W
   }
   return o;
 }
+
+#if LEAN
+// ex2.approx.ftz / lg2.approx.ftz: the SFU instructions alone. __expf and __logf add a
+// range fix-up for results below 2^-126 (a compare and two multiplies); here such a weight
+// is flushed to 0, which no bf16/fp16/fp32 output can tell from 2^-126.
+__device__ __forceinline__ float ex2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ float lg2_ftz(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ Weights lean_weights(float la, float lb) {
+  la = isinf(la) ? -INFINITY : la;  // +inf marks an empty segment
+  lb = isinf(lb) ? -INFINITY : lb;
+  const float m = fmaxf(la, lb);
+  const float e = ex2_ftz((fminf(la, lb) - m) * 1.44269504088896341f);  // log2(e)
+  const float sum = 1.f + e;
+  const float inv = __fdividef(1.f, sum);
+  const float small = e * inv;
+  const float lse = fmaf(lg2_ftz(sum), 0.693147180559945309f, m);  // ln(2)
+  return la >= lb ? Weights{inv, small, lse} : Weights{small, inv, lse};
+}
+
+// Any element type: as merge_pack.
+template <typename T>
+__device__ __forceinline__ Pack lean_merge_pack(const Pack& a, const Pack& b, const Weights& w,
+                                                T) {
+  return merge_pack(a, b, w);
+}
+
+#if ELEM_BYTES == 2  // (an fp32 build has no bf16 packs; this overload would not compile)
+// bf16: a bf16 is the upper half of a float, so each 32-bit word widens to two floats by a
+// shift and a mask (nvcc's per-element conversion moves the upper half down and back up).
+__device__ __forceinline__ Pack lean_merge_pack(const Pack& a, const Pack& b, const Weights& w,
+                                                __nv_bfloat16) {
+  static_assert(kVec % 2 == 0, "bf16 packs hold whole 32-bit words");
+  const unsigned* wa = reinterpret_cast<const unsigned*>(a.v);
+  const unsigned* wb = reinterpret_cast<const unsigned*>(b.v);
+  Pack o;
+  __nv_bfloat162* wo = reinterpret_cast<__nv_bfloat162*>(o.v);
+#pragma unroll
+  for (int k = 0; k < kVec / 2; ++k) {
+    const float lo = __uint_as_float(wa[k] << 16) * w.scale_a +
+                     __uint_as_float(wb[k] << 16) * w.scale_b;
+    const float hi = __uint_as_float(wa[k] & 0xffff0000u) * w.scale_a +
+                     __uint_as_float(wb[k] & 0xffff0000u) * w.scale_b;
+    wo[k] = __floats2bfloat162_rn(lo, hi);
+  }
+  return o;
+}
+#endif  // ELEM_BYTES == 2
+#endif  // LEAN
 
 // Where item j of a thread lives: whether it exists, its row, its element offset, and
 // whether this thread writes the row's merged LSE.
@@ -170,9 +244,41 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
   const unsigned rows = static_cast<unsigned>(tokens) * heads;
 #if WB_PDL
   asm volatile("griddepcontrol.wait;" ::: "memory");  // the previous kernel's writes are visible
+#if PDL == 2
+  asm volatile("griddepcontrol.launch_dependents;");  // the next kernel may launch now
+#endif
 #endif
 
-#if ROWS_PER_BLOCK > 0
+#if ROWS_PER_BLOCK > 0 && LEAN
+  // Every item's loads are issued unconditionally (rows past the end read the last row) so
+  // no branch separates the loads from their use; only the stores are guarded.
+  const unsigned row_len = HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST)
+                                              : static_cast<unsigned>(head_dim);
+  const unsigned pack = threadIdx.x;
+  const unsigned first = blockIdx.x * (ROWS_PER_BLOCK * ITEMS) + threadIdx.y;
+  Pack a[ITEMS], b[ITEMS];
+  float la[ITEMS], lb[ITEMS];
+  unsigned off[ITEMS];
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned row = min(first + j * ROWS_PER_BLOCK, rows - 1);
+    off[j] = row * row_len + pack * kVec;
+    la[j] = s_a[row];
+    lb[j] = s_b[row];
+    a[j] = *reinterpret_cast<const Pack*>(v_a + off[j]);
+    b[j] = *reinterpret_cast<const Pack*>(v_b + off[j]);
+  }
+#pragma unroll
+  for (int j = 0; j < ITEMS; ++j) {
+    const unsigned row = first + j * ROWS_PER_BLOCK;
+    if (row < rows) {  // then the load above read this row (it was not clamped)
+      const Weights w = lean_weights(la[j], lb[j]);
+      *reinterpret_cast<Pack*>(out + off[j]) = lean_merge_pack(a[j], b[j], w, scalar_t());
+      if (pack == 0) out_lse[row] = w.lse;
+    }
+  }
+  (void)packs_per_row;
+#elif ROWS_PER_BLOCK > 0
   const unsigned row_len = HEAD_DIM_CONST > 0 ? static_cast<unsigned>(HEAD_DIM_CONST)
                                               : static_cast<unsigned>(head_dim);
   const unsigned pack = threadIdx.x;  // blockDim.x == packs_per_row (kernel.toml)
@@ -240,7 +346,7 @@ extern "C" __global__ void __launch_bounds__(kMaxBlock) merge_attn_states_lse_ke
     }
   }
 #endif
-#if WB_PDL
+#if WB_PDL && PDL == 1
   asm volatile("griddepcontrol.launch_dependents;");
 #endif
 }
