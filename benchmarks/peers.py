@@ -66,6 +66,9 @@ from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.compiler import Compiler  # noqa: E402
 from workbench.engine.recording import Recording, load_recording  # noqa: E402
 
+#: ``--tune`` rows whose pick uses PDL also time the pick with PDL 0 under every method
+DIAGNOSTIC = "pick with PDL 0"
+
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "f32": torch.float32, "i32": torch.int32, "i64": torch.int64}
 SHAPES = ("odd", "decode", "prefill", "large")
@@ -505,11 +508,16 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
     run("workbench best", ours, outs, inplace,
         {"config": dict(cfg), "recorded_median_us": rec_best, "from_recording": bool(recorded),
          "sweep_timer": recorded_timer(folder), "selection_round": selection})
+    if tuner is not None and int(cfg.get("PDL", 0) or 0) > 0:  # what PDL does under each method
+        plain = cfg.replace(PDL=0)
+        run(DIAGNOSTIC, OurKernel(compiler, template, plain, p), outs, inplace,
+            {"config": dict(plain), "diagnostic": "the pick without PDL; not a peer"})
     for label, (fn, outputs) in PEERS[folder.name](p).items():
         run(label, fn, outputs, inplace)
     if warm is not None:
         same_layout = [k for k, e in row["impls"].items() if k not in (
-            "sglang design (our baseline)", "workbench best", "liger split") and e.get("correct")]
+            "sglang design (our baseline)", "workbench best", "liger split", DIAGNOSTIC)
+            and e.get("correct")]
         row["verdicts"] = verdicts(row["impls"], same_layout)
         print(f"  verdicts: {row['verdicts']}", flush=True)
     # A device-to-device copy of the same bytes (half read, half written).
