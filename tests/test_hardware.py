@@ -72,7 +72,8 @@ def test_device_env_names_match_the_design() -> None:
     assert env == {
         "max_threads_per_block": 1024, "max_smem_per_block": 48 * KIB,
         "max_smem_per_block_optin": 227 * KIB, "num_sms": 132, "warp_size": 32,
-        "l2_bytes": 50 * 1024 * KIB, "max_regs_per_thread": 255}
+        "l2_bytes": 50 * 1024 * KIB, "max_regs_per_thread": 255, "max_cluster_size": 8}
+    assert device_env(get_device("a100"))["max_cluster_size"] == 1  # no clusters before sm_90
 
 
 # --- occupancy --------------------------------------------------------------------------

@@ -15,6 +15,20 @@
 // JIT kernel is compiled per hidden size: the threads per row, the vectors per row and
 // 1 / hidden become constants, so the per-vector bounds checks fold away where the threads
 // cover the row exactly. The mean of squares is a multiply by 1 / hidden in both cases.
+// CLUSTER > 1 (sm_90 thread-block clusters; needs ROWS_PER_BLOCK = 1 and ROW_IN_REGS = 1)
+// splits one row over the CLUSTER CTAs of a cluster, so a few long rows use CLUSTER times
+// as many SMs: grid = tokens * CLUSTER, CTA rank r of cluster c holds vectors
+// [r * S, min((r + 1) * S, vectors)) of row c in registers, S = ceil(vectors / CLUSTER).
+// Each CTA writes its sum of squares to its shared memory, a cluster barrier publishes it,
+// every warp reads the CLUSTER partials through distributed shared memory (mapa +
+// ld.shared::cluster) in the same order, so every CTA computes the same total. A CTA
+// arrives at a second cluster barrier once it has read them and waits on it only before
+// it exits, so no CTA's shared memory goes away while another still reads it. The release
+// half of each cluster barrier compiles to a GPU-scope fence (MEMBAR.ALL.GPU), which waits
+// for every store in flight; so a cluster CTA stores its residual slice after the second
+// arrive, with the output, instead of in the first pass. The cluster size is compiled in
+// (__cluster_dims__), so a plain cuLaunchKernel launches it.
+// CLUSTER = 1 preprocesses all of this away: the kernel is the one without the knob.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -40,6 +54,9 @@
 #ifndef HIDDEN_CONST
 #define HIDDEN_CONST 0  // 0: hidden at run time; else compiled in (== hidden)
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1  // CTAs (of one sm_90 thread-block cluster) that share one row
+#endif
 
 typedef SCALAR_T scalar_t;
 
@@ -49,13 +66,19 @@ constexpr int kVec = VEC_BYTES / ELEM_BYTES;  // elements per vector
 static_assert(kVec >= 1 && kVec * ELEM_BYTES == VEC_BYTES, "VEC_BYTES must hold whole elements");
 constexpr int kPartials = 32;  // floats of per-warp partial sums per row slot
 static_assert(HIDDEN_CONST % kVec == 0, "HIDDEN_CONST must hold whole vectors");
+static_assert(CLUSTER >= 1 && CLUSTER <= 8 && (CLUSTER & (CLUSTER - 1)) == 0,
+              "CLUSTER must be 1, 2, 4 or 8 (a power of two up to the portable size)");
+static_assert(CLUSTER == 1 || (ROWS_PER_BLOCK == 1 && ROW_IN_REGS),
+              "CLUSTER > 1 needs ROWS_PER_BLOCK = 1 and ROW_IN_REGS = 1");
 // With hidden compiled in, the block size kernel.toml launches is known here too:
-// min(BLOCK_THREADS, ROWS_PER_BLOCK * 32 * ceil(vectors / 32)), split evenly over the rows.
+// min(BLOCK_THREADS, ROWS_PER_BLOCK * 32 * ceil(slice / 32)), split evenly over the rows,
+// where a CTA's slice is ceil(vectors / CLUSTER) vectors (the whole row when CLUSTER = 1).
 constexpr int kConstVecs = HIDDEN_CONST / kVec;
+constexpr int kConstSliceVecs = (kConstVecs + CLUSTER - 1) / CLUSTER;
 constexpr int kConstThreadsPerRow =
-    (BLOCK_THREADS / ROWS_PER_BLOCK) < 32 * ((kConstVecs + 31) / 32)
+    (BLOCK_THREADS / ROWS_PER_BLOCK) < 32 * ((kConstSliceVecs + 31) / 32)
         ? BLOCK_THREADS / ROWS_PER_BLOCK
-        : 32 * ((kConstVecs + 31) / 32);
+        : 32 * ((kConstSliceVecs + 31) / 32);
 
 struct alignas(VEC_BYTES) Pack {
   scalar_t v[kVec];
@@ -66,6 +89,34 @@ __device__ __forceinline__ float warp_sum(float x) {
   for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
   return x;
 }
+
+#if CLUSTER > 1
+// This CTA's rank in its cluster (== blockIdx.x % CLUSTER for a (CLUSTER, 1, 1) cluster).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// Every thread of every CTA of the cluster: arrive (release: this CTA's shared-memory
+// writes become visible to the cluster), then wait (acquire) for all of them.
+__device__ __forceinline__ void cluster_arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The float at the same shared-memory offset as `local`, in the CTA of cluster rank `rank`.
+__device__ __forceinline__ float load_from_rank(const float* local, unsigned rank) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  float value;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(value) : "r"(remote) : "memory");
+  return value;
+}
+#endif
 
 #if !ROW_IN_REGS
 // kVec consecutive floats at a (kVec * 4)-byte aligned address, as wide as possible.
@@ -106,6 +157,9 @@ __device__ __forceinline__ void load_floats(float (&x)[kVec], const float* src) 
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+#if CLUSTER > 1
+    __cluster_dims__(CLUSTER, 1, 1)
+#endif
     fused_add_rmsnorm_kernel(scalar_t* __restrict__ input, scalar_t* __restrict__ residual,
                              const scalar_t* __restrict__ weight, int tokens, int hidden,
                              float eps) {
@@ -118,12 +172,35 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   const int threads_per_row = blockDim.x / ROWS_PER_BLOCK;  // multiple of 32
   const float inv_hidden = __fdividef(1.f, static_cast<float>(hidden));
 #endif
+#if CLUSTER > 1
+  constexpr int slot = 0;  // one row per CTA: no division by the block size
+  const int tid = threadIdx.x;
+#else
   const int slot = threadIdx.x / threads_per_row;           // row slot within the block
   const int tid = threadIdx.x - slot * threads_per_row;
+#endif
   const int lane = threadIdx.x & 31;
   const int warps_per_row = threads_per_row >> 5;
   float* partials = smem + slot * kPartials;
 
+#if CLUSTER > 1
+  // One row per cluster; this CTA holds vectors [first_vec, end_vec) of it. The grid is
+  // exactly tokens * CLUSTER, and a CTA with nothing to hold still joins both cluster
+  // barriers (an empty slice adds 0).
+  const unsigned rank = cluster_rank();
+  const long long row = static_cast<long long>(blockIdx.x / CLUSTER);
+#if HIDDEN_CONST > 0
+  constexpr int num_vecs = kConstVecs;
+  constexpr int slice_vecs = kConstSliceVecs;
+#else
+  const int num_vecs = hidden / kVec;
+  const int slice_vecs = (num_vecs + CLUSTER - 1) / CLUSTER;
+#endif
+  const int first_vec = static_cast<int>(rank) * slice_vecs;
+  const int end_vec = row < tokens ? min(first_vec + slice_vecs, num_vecs) : 0;
+  const auto has_vec = [end_vec](int i) { return i < end_vec; };
+  const int first = first_vec + tid;  // this thread's first vector of the row
+#else
   const long long row = static_cast<long long>(blockIdx.x) * ROWS_PER_BLOCK + slot;
   // Rows past the end still join the barrier below, with no work.
 #if HIDDEN_CONST > 0
@@ -132,6 +209,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 #else
   const int num_vecs = row < tokens ? hidden / kVec : 0;
   const auto has_vec = [num_vecs](int i) { return i < num_vecs; };
+#endif
+  const int first = tid;  // this thread's first vector of the row
 #endif
   scalar_t* in_row = input + row * hidden;
   scalar_t* res_row = residual + row * hidden;
@@ -143,7 +222,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   Pack w[ITEMS];  // fetched before the reduction so its latency hides behind the barrier
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
-    const int i = tid + j * threads_per_row;
+    const int i = first + j * threads_per_row;
     if (has_vec(i)) {
       w[j] = w_vecs[i];
       const Pack a = reinterpret_cast<const Pack*>(in_row)[i];
@@ -154,7 +233,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
         sum_sq += x[j][k] * x[j][k];
         b.v[k] = static_cast<scalar_t>(x[j][k]);
       }
+#if CLUSTER == 1  // with a cluster, stored after the cluster barriers' fences (below)
       reinterpret_cast<Pack*>(res_row)[i] = b;
+#endif
     }
   }
 #else
@@ -190,14 +271,37 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   sum_sq = warp_sum(sum_sq);
   if (lane == 0) partials[tid >> 5] = sum_sq;
   __syncthreads();
+#if CLUSTER > 1
+  // The CTA's sum (every warp computes the same one), published to the cluster.
+  __shared__ float cta_sum;
+  const float cta_total = warp_sum(lane < warps_per_row ? partials[lane] : 0.f);
+  if (threadIdx.x == 0) cta_sum = cta_total;
+  cluster_arrive();
+  cluster_wait();
+  // Lane r reads rank r's sum; lanes 0..CLUSTER-1 add them in a butterfly and lane 0's
+  // total goes to the warp: the same order in every warp of every CTA.
+  float ranks_sum = lane < CLUSTER ? load_from_rank(&cta_sum, lane) : 0.f;
+#pragma unroll
+  for (int offset = CLUSTER / 2; offset > 0; offset >>= 1)
+    ranks_sum += __shfl_xor_sync(0xffffffffu, ranks_sum, offset);
+  const float total = __shfl_sync(0xffffffffu, ranks_sum, 0);
+  cluster_arrive();  // done reading the others' shared memory; waited on before exit
+#else
   const float total = warp_sum(lane < warps_per_row ? partials[lane] : 0.f);
+#endif
   const float rms_rcp = rsqrtf(total * inv_hidden + eps);
 
 #if ROW_IN_REGS
 #pragma unroll
   for (int j = 0; j < ITEMS; ++j) {
-    const int i = tid + j * threads_per_row;
+    const int i = first + j * threads_per_row;
     if (has_vec(i)) {
+#if CLUSTER > 1
+      Pack r;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) r.v[k] = static_cast<scalar_t>(x[j][k]);
+      reinterpret_cast<Pack*>(res_row)[i] = r;
+#endif
       Pack o;
 #pragma unroll
       for (int k = 0; k < kVec; ++k)
@@ -205,6 +309,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
       reinterpret_cast<Pack*>(in_row)[i] = o;
     }
   }
+#if CLUSTER > 1
+  cluster_wait();  // every CTA of the cluster has read this CTA's cta_sum
+#endif
 #else
   for (int base = tid; has_vec(base); base += threads_per_row * ITEMS) {
     Pack w[ITEMS];

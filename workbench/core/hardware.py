@@ -175,6 +175,9 @@ def device_env(spec: DeviceSpec) -> dict[str, int]:
         "warp_size": spec.warp_size,
         "l2_bytes": spec.l2_bytes,
         "max_regs_per_thread": spec.max_regs_per_thread,
+        # CTAs per thread-block cluster: the portable limit from sm_90 on; before it a
+        # kernel cannot declare a cluster (nvcc refuses __cluster_dims__), so 1
+        "max_cluster_size": 8 if spec.compute_capability >= (9, 0) else 1,
     }
 
 
