@@ -156,10 +156,15 @@ __device__ __forceinline__ void load_floats(float (&x)[kVec], const float* src) 
 
 }  // namespace
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
+// What __cluster_dims__(CLUSTER, 1, 1) expands to, spelled so that the signature stays one
+// line of plain CUDA; empty (no cluster, the kernel as it was) when CLUSTER = 1.
 #if CLUSTER > 1
-    __cluster_dims__(CLUSTER, 1, 1)
+#define WB_CLUSTER_DIMS cluster_dims(CLUSTER, 1, 1)
+#else
+#define WB_CLUSTER_DIMS
 #endif
+
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS) __attribute__((WB_CLUSTER_DIMS))
     fused_add_rmsnorm_kernel(scalar_t* __restrict__ input, scalar_t* __restrict__ residual,
                              const scalar_t* __restrict__ weight, int tokens, int hidden,
                              float eps) {
@@ -337,3 +342,4 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
 #endif
 }
 #undef WB_IN_ROW
+#undef WB_CLUSTER_DIMS
