@@ -113,6 +113,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
   // this block's chunk (only the last chunk of a row may be shorter).
   const int toks = TOKENS_PER_BLOCK == 1 ? 1 : min(TOKENS_PER_BLOCK, tokens - tok_begin);
   const int cols = kNumVecs % ROW_SPLIT == 0 ? kChunk : min(kChunk, kNumVecs - col_begin);
+  // kCovered drops the per-vector check only where this block's tile is whole: with packed
+  // tokens the grid's last block may hold fewer (a run-time fact).
   const bool whole = (TOKENS_PER_BLOCK == 1 || toks == TOKENS_PER_BLOCK) && cols == kChunk;
   Pack gate[kItems], up[kItems];
 #pragma unroll
@@ -120,7 +122,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
     const int item = static_cast<int>(threadIdx.x) + k * kThreads;
     const int t = item / kChunk;  // a constant divisor: a multiply and a shift
     const int col = item - t * kChunk;
-    if (kCovered || (whole ? item < kTileVecs : (t < toks && col < cols))) {
+    if (whole ? (kCovered || item < kTileVecs) : (t < toks && col < cols)) {
       const scalar_t* row = input + static_cast<long long>(tok_begin + t) * (2 * D_CONST);
       gate[k] = reinterpret_cast<const Pack*>(row)[col_begin + col];
       up[k] = reinterpret_cast<const Pack*>(row + D_CONST)[col_begin + col];
@@ -131,7 +133,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_THREADS)
     const int item = static_cast<int>(threadIdx.x) + k * kThreads;
     const int t = item / kChunk;
     const int col = item - t * kChunk;
-    if (kCovered || (whole ? item < kTileVecs : (t < toks && col < cols))) {
+    if (whole ? (kCovered || item < kTileVecs) : (t < toks && col < cols)) {
       Pack o;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) o.v[e] = silu_mul(gate[k].v[e], up[k].v[e]);

@@ -70,6 +70,15 @@ def test_broken_kernels_are_classified_and_the_run_goes_on(silu: KernelFolder) -
         holes, _ = _one(runner, 6)
         assert holes.status is Status.WRONG_RESULT and "not written" in holes.reason
 
+        # a write just past the output: caught by the checksums of what it must not write,
+        # and repaired, so the correct kernel and the baseline still verify afterwards
+        past, _ = _one(runner, 7)
+        assert past.status is Status.WRONG_RESULT, (past.status, past.reason)
+        assert "outside its output arguments" in past.reason, past.reason
+        fine, _ = _one(runner, 0)
+        assert fine.status is Status.OK, fine.reason
+        assert runner.baseline("small", "bf16").status is Status.OK
+
         # after a crash and a hang the worker was replaced and the run goes on
         again, _ = _one(runner, 0, shape="decode")
         assert again.status is Status.OK, again.reason

@@ -166,5 +166,19 @@ extern "C" __global__ void wb_compare_int(const void* got, int kind, int check_p
   }
   wb_flush(counters, c0, 0, c2, first, maxdiff);
 }
+// An order-independent hash of n 32-bit words into counters[0]: the sum of
+// (word + k) * (2 i + 1) mod 2^64. The worker takes it of every buffer a kernel must not
+// write (inputs, pristine copies, golden outputs) when a problem is loaded and again after
+// each candidate: a write past the end of an output lands in a neighbouring allocation and
+// changes it, which the outputs' own check cannot see.
+extern "C" __global__ void wb_checksum(const unsigned int* p, long long n,
+                                       unsigned long long* counters) {
+  unsigned long long h = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    h += ((unsigned long long)p[i] + 0x9E3779B97F4A7C15ull) * (2ull * (unsigned long long)i + 1ull);
+  for (int offset = 16; offset > 0; offset >>= 1) h += __shfl_down_sync(0xffffffffu, h, offset);
+  if ((threadIdx.x & 31) == 0) atomicAdd(&counters[0], h);
+}
 """
 CHECK_KERNELS_ENTRY = "wb_compare"

@@ -195,6 +195,7 @@ class GpuSession:
         self.to_f32: Any = None
         self.to_i64: Any = None
         self.compare_int: Any = None
+        self.checksum: Any = None
         self.counters: Any = None
         self.flush_bytes = 0
         self.evict: Any = None     # wb_evict (read flush)
@@ -397,6 +398,8 @@ class GpuSession:
                 return WorkerFailure(error=f"the baseline is wrong at shape "
                                            f"{main.shape_name}: {problem}",
                                      kind="baseline_wrong")
+        for iset in self.sets:  # sealed once both exist: the baseline wrote nothing else
+            iset.seal()
         self.problem_key = request.key
         return LoadReply(load_s=time.perf_counter() - t0,
                          device_bytes=sum(sum(s.nbytes.values()) for s in self.sets))
@@ -415,6 +418,8 @@ class GpuSession:
         self.to_i64.prepare("PiiPqP")
         self.compare_int = module.get_function("wb_compare_int")
         self.compare_int.prepare("PiiPqqP")
+        self.checksum = module.get_function("wb_checksum")
+        self.checksum.prepare("PqP")
         self.counters = self.cuda.mem_alloc(5 * 8)
         self.evict = module.get_function("wb_evict")
         self.evict.prepare("PqP")
@@ -595,6 +600,8 @@ class GpuSession:
                 self._run_once(func, launch, iset)
                 label = "input set 1" if index == 0 else "second (fresh) input set"
                 worst = max(worst, iset.verify(label))
+            phase = "the check of the buffers it must not write"
+            self._check_untouched("verification")
         except _Mismatch as exc:
             return EvaluateReply(status=Status.WRONG_RESULT, reason=exc.reason,
                                  max_abs_err=exc.max_abs_err,
@@ -629,9 +636,29 @@ class GpuSession:
                                     flush=condition.flush)
         except self.cuda.Error as exc:
             return _cuda_failure(exc, "timing", verify_s)
+        try:
+            self._check_untouched("timing")
+        except _Mismatch as exc:
+            return EvaluateReply(status=Status.WRONG_RESULT, reason=exc.reason,
+                                 verify_s=verify_s)
         return replace(verified, timing=timed.timing, samples_us=timed.samples_us,
                        event_samples_us=timed.event_samples_us, method=timed.method,
                        bench_s=timed.bench_s, nvml=timed.nvml)
+
+    def _check_untouched(self, during: str) -> None:
+        """Raise _Mismatch, after repairing them, when a kernel changed buffers outside its
+        outputs (a write past an output's end lands in a neighbouring allocation; the
+        outputs' own check passes and every later verification would compare against
+        damaged inputs or golden copies)."""
+        hit = [f"{label} of input set {i + 1}" for i, s in enumerate(self.sets)
+               for label in s.damaged()]
+        if not hit:
+            return
+        for s in self.sets:
+            s.repair()
+        raise _Mismatch(f"wrote outside its output arguments during {during}: "
+                        f"{', '.join(hit)} changed (an out-of-bounds write; restored from "
+                        f"the host copies)", None)
 
     def copy(self, request: CopyRequest) -> CopyReply:
         """Time a device-to-device copy of ``nbytes`` (read + written = 2 x nbytes)."""

@@ -36,6 +36,11 @@ def _storage(dtype: str) -> Any:
     return arg_storage(dtype)
 
 
+def _words(nbytes: int) -> int:
+    """32-bit words covering ``nbytes`` (allocations are rounded up to them)."""
+    return max(1, -(-nbytes // 4))
+
+
 class _Mismatch(Exception):
     """Verification failed (message says where)."""
 
@@ -64,6 +69,9 @@ class _InputSet:
         self.nbytes: dict[str, int] = {}
         self.golden: dict[str, Any] = {}
         self.quantized: dict[str, Any] = {}
+        self.host_bits: dict[str, Any] = {}   # what was uploaded, to repair a damaged input
+        self.sums: dict[str, int] = {}        # guarded buffer -> checksum (see seal)
+        self.golden_host: dict[str, Any] = {}
         self.values: list[Any] = []
         fmt = ""
         for arg in self.args:
@@ -79,7 +87,7 @@ class _InputSet:
             count = int(np.prod(shape)) if shape else 1
             nbytes = max(1, count * storage.itemsize)
             self.nbytes[name] = nbytes
-            buf = cuda.mem_alloc(nbytes)
+            buf = cuda.mem_alloc(_words(nbytes) * 4)  # whole words for the checksum
             self.buffers[name] = buf
             self.values.append(int(buf))
             if role in ("in", "inout"):
@@ -96,8 +104,9 @@ class _InputSet:
                 self.quantized[name] = (values if wdt.is_integer_dtype(adt)
                                         else values.astype(np.float32))
                 cuda.memcpy_htod(buf, bits)
+                self.host_bits[name] = bits
                 if role == "inout":
-                    copy = cuda.mem_alloc(nbytes)
+                    copy = cuda.mem_alloc(_words(nbytes) * 4)
                     cuda.memcpy_dtod(copy, buf, nbytes)
                     self.pristine[name] = copy
         self.format = fmt
@@ -242,6 +251,59 @@ class _InputSet:
                                 f"first at {self._index(arg, first)}: got {got:.6g}, "
                                 f"expected {want:.6g}", err)
         return worst
+
+    # -- integrity: buffers no kernel may write ----------------------------------------------
+
+    def _guarded(self) -> dict[str, tuple[Any, int]]:
+        """Label -> (device buffer, bytes) of every buffer a kernel must leave alone: the
+        inputs (an inout's pristine copy: the argument itself is written by design) and the
+        golden outputs."""
+        out: dict[str, tuple[Any, int]] = {}
+        for arg in self.args:
+            name = arg["name"]
+            if arg["role"] == "in":
+                out[name] = (self.buffers[name], self.nbytes[name])
+            elif arg["role"] == "inout":
+                out[f"{name} (pristine copy)"] = (self.pristine[name], self.nbytes[name])
+        for name, gold in self.golden.items():
+            out[f"{name} (golden copy)"] = (gold, self._golden_bytes(name))
+        return out
+
+    def _golden_bytes(self, name: str) -> int:
+        arg = next(a for a in self.args if a["name"] == name)
+        return max(8, (8 if is_integer_kind(arg["dtype"]) else 4) * self._count(arg))
+
+    def _checksum(self, buf: Any, nbytes: int) -> int:
+        n = _words(nbytes)
+        return int(self._launch_check(self.session.checksum, n, int(buf), n)[0])
+
+    def seal(self) -> None:
+        """Checksum the guarded buffers and keep host copies of the golden outputs (after
+        make_golden): :meth:`damaged` compares against these."""
+        import numpy as np
+
+        for name, gold in self.golden.items():
+            host = np.empty(self._golden_bytes(name), dtype=np.uint8)
+            self.session.cuda.memcpy_dtoh(host, gold)
+            self.golden_host[name] = host
+        self.sums = {label: self._checksum(buf, n) for label, (buf, n) in self._guarded().items()}
+
+    def damaged(self) -> list[str]:
+        """The guarded buffers whose contents changed since :meth:`seal`."""
+        return [label for label, (buf, n) in self._guarded().items()
+                if label in self.sums and self._checksum(buf, n) != self.sums[label]]
+
+    def repair(self) -> None:
+        """Upload every guarded buffer again from its host copy."""
+        cuda = self.session.cuda
+        cuda.Context.synchronize()
+        for name, bits in self.host_bits.items():
+            target = self.pristine.get(name, self.buffers[name])
+            cuda.memcpy_htod(target, bits)
+            if name in self.pristine:
+                cuda.memcpy_dtod(self.buffers[name], target, self.nbytes[name])
+        for name, host in self.golden_host.items():
+            cuda.memcpy_htod(self.golden[name], host)
 
     def free(self) -> None:
         for buf in [*self.buffers.values(), *self.pristine.values(),

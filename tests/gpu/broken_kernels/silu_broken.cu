@@ -2,6 +2,7 @@
 // MODE, for proving that the workbench classifies each failure and carries on:
 //   0 correct   1 out-of-bounds write   2 infinite loop   3 wrong result
 //   4 NaN output   5 compile error   6 leaves part of the output unwritten
+//   7 writes one row past the end of its output (a neighbouring allocation, no crash)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -42,6 +43,11 @@ extern "C" __global__ void silu_and_mul_kernel(scalar_t* __restrict__ out,
 #endif
     out_row[j] = static_cast<scalar_t>(r);
   }
+#if MODE == 7
+  // the row after the last: the right values, but in memory the kernel does not own
+  if (token == tokens - 1)
+    for (int j = threadIdx.x; j < d; j += blockDim.x) out_row[d + j] = out_row[j];
+#endif
 #if MODE == 1
   // far past the end of the output allocation
   if (threadIdx.x == 0) out[(long long)tokens * d + (1LL << 34) + token] = out_row[0];
