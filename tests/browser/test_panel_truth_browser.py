@@ -102,16 +102,31 @@ _OVERLAPS_JS = """() => {
 }"""
 
 
+_PLOT_WIDTHS_JS = """() => ({
+  box: Math.round(document.querySelector('.wb-figure-box').clientWidth),
+  plots: ['.wb-plot', '.wb-parcoords'].map(s => {
+    const d = document.querySelector(s), f = d && d.querySelector('.main-svg');
+    return { drawn_at: d && d.dataset.width, layout: d && d._fullLayout && d._fullLayout.width,
+             svg: f && Math.round(f.getBoundingClientRect().width) }; }),
+  labels: document.querySelectorAll('.wb-parcoords text.axis-title').length,
+  draws: document.querySelector('.wb-run').dataset.drawLog })"""
+
+
 def _drawn_at_box_width(page: Any) -> None:
-    """Both plots (the charts and the parallel coordinates) drawn at the box's width."""
-    page.wait_for_function(
-        "() => { const w = Math.round(document.querySelector('.wb-figure-box').clientWidth);"
-        " return ['.wb-plot', '.wb-parcoords'].every(s => {"
-        "   const d = document.querySelector(s); const f = d && d.querySelector('.main-svg');"
-        "   return f && d.dataset.width === String(w)"
-        "     && Math.abs(f.getBoundingClientRect().width - w) < 2; })"
-        " && document.querySelectorAll('.wb-parcoords text.axis-title').length > 1; }",
-        timeout=30_000)
+    """Both plots (the charts and the parallel coordinates) drawn at the box's width; on a
+    timeout the error says what each plot was drawn at."""
+    try:
+        page.wait_for_function(
+            "() => { const w = Math.round(document.querySelector('.wb-figure-box').clientWidth);"
+            " return ['.wb-plot', '.wb-parcoords'].every(s => {"
+            "   const d = document.querySelector(s); const f = d && d.querySelector('.main-svg');"
+            "   return f && d.dataset.width === String(w)"
+            "     && Math.abs(f.getBoundingClientRect().width - w) < 2; })"
+            " && document.querySelectorAll('.wb-parcoords text.axis-title').length > 1; }",
+            timeout=30_000)
+    except Exception:
+        raise AssertionError(f"plots not drawn at the box's width: "
+                             f"{page.evaluate(_PLOT_WIDTHS_JS)}") from None
 
 
 def _assert_readable(page: Any, artifacts: Path, name: str) -> dict[str, Any]:

@@ -130,7 +130,8 @@ class SearchTab:
         if axes == self.axes:
             return False
         names = [a.name for a in axes]
-        with self.lock:
+        # under the pusher's lock too: no push of the old axes goes out after the new figure
+        with self.pusher.lock, self.lock:
             self.axes, self.layout = axes, figure_layout(axes)
             if list(self.table.param_names) != names:
                 self.table = TrialTable(names)

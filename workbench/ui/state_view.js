@@ -203,8 +203,13 @@ function render({ model, el }) {
   // The plots take the box's width (the panel's), by relayout: plotly's own resize deletes
   // the layout's height and takes the div's (0 while the box is hidden: no trial yet), and a
   // plot first drawn before JupyterLab attached it stays at 700 px. The width goes into the
-  // plot's layout only after the relayout (it may be the same object: set first, the
-  // relayout would see nothing to change).
+  // plot's layout as soon as the relayout has been issued (it may be the same object: set
+  // first, the relayout would see nothing to change), so a draw that starts while the
+  // relayout is under way draws at the new width, not the old one. The parallel
+  // coordinates' labels are arranged for the new width in the same call.
+  const drawnAt = (part) => () => { // what a plot was last drawn at (read by the tests)
+    part.div.dataset.width = String(Math.round(part.div._fullLayout.width));
+  };
   const fit = () => {
     const box = q(".wb-figure-box");
     const width = Math.round(box.clientWidth);
@@ -212,13 +217,15 @@ function render({ model, el }) {
     for (const part of parts) {
       const shown = part.div._fullLayout && part.div._fullLayout.width;
       if (!part.last || shown === width) continue;
-      const done = arrangeLabels(part.fig, width)
-        ? Plotly.react(part.div, part.fig.data, { ...part.fig.layout, width }, config)
-        : Plotly.relayout(part.div, { width });
-      done.then(() => {
+      let done;
+      if (arrangeLabels(part.fig, width)) {
         part.fig.layout.width = width;
-        part.div.dataset.width = String(width); // drawn at this width (read by the tests)
-      });
+        done = Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+      } else {
+        done = Plotly.relayout(part.div, { width });
+        part.fig.layout.width = width;
+      }
+      done.then(drawnAt(part), () => {}); // overtaken by a later call: that one marks
     }
   };
 
@@ -250,7 +257,11 @@ function render({ model, el }) {
           await new Promise((r) => setTimeout(r, 0));
         }
         await Plotly.react(part.div, part.fig.data, part.fig.layout, config);
-        part.div.dataset.width = String(Math.round(part.div._fullLayout.width));
+        drawnAt(part)();
+        if (!part.watched) { // a replot by any later call marks its width too
+          part.div.on("plotly_afterplot", drawnAt(part));
+          part.watched = true;
+        }
       } finally {
         part.last = performance.now();
         busy += part.last - t0;
