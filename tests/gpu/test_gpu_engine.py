@@ -32,7 +32,7 @@ def silu() -> KernelFolder:
 def _broken_template() -> KernelTemplate:
     return KernelTemplate.build(
         name="silu_and_mul", source=BROKEN.read_text(), entry="silu_and_mul_kernel",
-        params=[Choice("MODE", values_=(0, 1, 2, 3, 4, 5, 6), default=0)],
+        params=[Choice("MODE", values_=(0, 1, 2, 3, 4, 5, 6, 7), default=0)],
         grid=["tokens"], block=["256"], source_name="silu_broken.cu")
 
 
