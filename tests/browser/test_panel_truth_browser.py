@@ -8,6 +8,7 @@ header's version and the table's sort keys are the proposed template's."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -51,11 +52,12 @@ def _wait_text(page: Any, selector: str, expected: str, timeout_ms: int = 60_000
         timeout=timeout_ms)
 
 
-# What overlaps in the drawn figures, measured in Chromium: the chart title against the
-# legend, and each parallel-coordinates label (rotated: its own box turned by its angle about
-# the centre of its on-screen rectangle) against the others, the axes' top values, the title
-# and the plot's edges. Separating-axis test for two convex quadrilaterals.
-_OVERLAPS_JS = """() => {
+# What the drawn figures show, measured in Chromium: each plot's width against the box's,
+# the chart title against the legend, and each parallel-coordinates label (rotated: its own
+# box turned by its angle about the centre of its on-screen rectangle) against the others,
+# the axes' top values, the title and the plot's edges. Separating-axis test for two convex
+# quadrilaterals. "ok" when all is as it should be.
+_LAYOUT_JS = """() => {
   const rect = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
   const quad = ([l, t, r, b]) => [[l, t], [r, t], [r, b], [l, b]];
   const turned = (e) => {
@@ -76,7 +78,12 @@ _OVERLAPS_JS = """() => {
     }
     return false;
   };
+  const box = Math.round(document.querySelector('.wb-figure-box').clientWidth);
   const plot = document.querySelector('.wb-plot'), par = document.querySelector('.wb-parcoords');
+  const widths = [plot, par].map(d => {
+    const f = d.querySelector('.main-svg');
+    return [d._fullLayout && d._fullLayout.width, f && Math.round(f.getBoundingClientRect().width)];
+  });
   const title = rect(plot.querySelector('.g-gtitle')), legend = rect(plot.querySelector('.legend'));
   const svg = rect(plot.querySelector('.main-svg'));
   const labels = [...par.querySelectorAll('text.axis-title')];
@@ -88,8 +95,8 @@ _OVERLAPS_JS = """() => {
     if (!apart(texts[i][1], texts[j][1])) overlaps.push(texts[i][0] + ' / ' + texts[j][0]);
   const ptitle = quad(rect(par.querySelector('.g-gtitle')));
   const psvg = rect(par.querySelector('.main-svg'));
-  return {
-    width: Math.round(document.querySelector('.wb-figure-box').clientWidth),
+  const found = {
+    width: box, plots_at: widths,
     title_hits_legend: !apart(quad(title), quad(legend)),
     title_inside: title[0] >= svg[0] && title[2] <= svg[2],
     legend_inside: legend[0] >= svg[0] - 1 && legend[2] <= svg[2] + 1 && legend[3] <= svg[3] + 1,
@@ -99,47 +106,30 @@ _OVERLAPS_JS = """() => {
     labels_outside: texts.filter(([, q]) => q.some(([x, y]) =>
       x < psvg[0] - 1 || x > psvg[2] + 1 || y < psvg[1] - 1)).map(([t]) => t),
   };
+  found.ok = widths.every(([layout, shown]) => layout === box && Math.abs(shown - box) < 2)
+    && !found.title_hits_legend && found.title_inside && found.legend_inside
+    && found.labels >= 3 && !overlaps.length && !found.labels_on_title.length
+    && !found.labels_outside.length;
+  return found;
 }"""
 
 
-_PLOT_WIDTHS_JS = """() => ({
-  box: Math.round(document.querySelector('.wb-figure-box').clientWidth),
-  plots: ['.wb-plot', '.wb-parcoords'].map(s => {
-    const d = document.querySelector(s), f = d && d.querySelector('.main-svg');
-    return { drawn_at: d && d.dataset.width, layout: d && d._fullLayout && d._fullLayout.width,
-             svg: f && Math.round(f.getBoundingClientRect().width) }; }),
-  labels: document.querySelectorAll('.wb-parcoords text.axis-title').length,
-  draws: document.querySelector('.wb-run').dataset.drawLog })"""
-
-
-def _drawn_at_box_width(page: Any) -> None:
-    """Both plots (the charts and the parallel coordinates) drawn at the box's width; on a
-    timeout the error says what each plot was drawn at."""
-    try:
-        page.wait_for_function(
-            "() => { const w = Math.round(document.querySelector('.wb-figure-box').clientWidth);"
-            " return ['.wb-plot', '.wb-parcoords'].every(s => {"
-            "   const d = document.querySelector(s); const f = d && d.querySelector('.main-svg');"
-            "   return f && d.dataset.width === String(w)"
-            "     && Math.abs(f.getBoundingClientRect().width - w) < 2; })"
-            " && document.querySelectorAll('.wb-parcoords text.axis-title').length > 1; }",
-            timeout=30_000)
-    except Exception:
-        raise AssertionError(f"plots not drawn at the box's width: "
-                             f"{page.evaluate(_PLOT_WIDTHS_JS)}") from None
-
-
 def _assert_readable(page: Any, artifacts: Path, name: str) -> dict[str, Any]:
-    """No title under the legend, no parallel-coordinates label over another, over an
-    axis' top value, over the title or past the plot's edge (screenshot either way)."""
-    _drawn_at_box_width(page)
+    """Both plots drawn at the box's width, no title under the legend, no parallel-
+    coordinates label over another, over an axis' top value, over the title or past the
+    plot's edge: waited for (a resize redraws both plots), then asserted on what is drawn."""
+    with contextlib.suppress(Exception):  # a timeout: the assertions below say what is wrong
+        page.wait_for_function(f"() => ({_LAYOUT_JS})().ok", timeout=30_000)
     page.locator(".wb-figure-box").screenshot(path=str(artifacts / f"{name}.png"))
-    found: dict[str, Any] = page.evaluate(_OVERLAPS_JS)
+    found: dict[str, Any] = page.evaluate(_LAYOUT_JS)
     print(name, found)
+    assert all(layout == found["width"] and abs(shown - found["width"]) < 2
+               for layout, shown in found["plots_at"]), found
     assert not found["title_hits_legend"] and found["title_inside"], found
     assert found["legend_inside"], found
     assert found["labels"] >= 3 and not found["label_overlaps"], found
     assert not found["labels_on_title"] and not found["labels_outside"], found
+    assert found["ok"], found
     return found
 
 

@@ -207,9 +207,6 @@ function render({ model, el }) {
   // first, the relayout would see nothing to change), so a draw that starts while the
   // relayout is under way draws at the new width, not the old one. The parallel
   // coordinates' labels are arranged for the new width in the same call.
-  const drawnAt = (part) => () => { // what a plot was last drawn at (read by the tests)
-    part.div.dataset.width = String(Math.round(part.div._fullLayout.width));
-  };
   const fit = () => {
     const box = q(".wb-figure-box");
     const width = Math.round(box.clientWidth);
@@ -217,15 +214,13 @@ function render({ model, el }) {
     for (const part of parts) {
       const shown = part.div._fullLayout && part.div._fullLayout.width;
       if (!part.last || shown === width) continue;
-      let done;
       if (arrangeLabels(part.fig, width)) {
         part.fig.layout.width = width;
-        done = Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+        Plotly.react(part.div, part.fig.data, part.fig.layout, config);
       } else {
-        done = Plotly.relayout(part.div, { width });
+        Plotly.relayout(part.div, { width });
         part.fig.layout.width = width;
       }
-      done.then(drawnAt(part), () => {}); // overtaken by a later call: that one marks
     }
   };
 
@@ -257,11 +252,6 @@ function render({ model, el }) {
           await new Promise((r) => setTimeout(r, 0));
         }
         await Plotly.react(part.div, part.fig.data, part.fig.layout, config);
-        drawnAt(part)();
-        if (!part.watched) { // a replot by any later call marks its width too
-          part.div.on("plotly_afterplot", drawnAt(part));
-          part.watched = true;
-        }
       } finally {
         part.last = performance.now();
         busy += part.last - t0;
