@@ -41,7 +41,9 @@ from workbench.engine.compiler import Compiler  # noqa: E402
 from workbench.engine.recording import recording_paths  # noqa: E402
 
 #: sections that hold source line numbers and paths, not code
-DEBUG_ONLY = (".debug_line", ".debug_str")
+# line tables and the embedded PTX text (source lines, file paths and inlined helper names
+# change with any edit); every executable and data section is compared
+DEBUG_ONLY = (".debug_line", ".debug_str", ".nv_debug_line_sass", ".nv_debug_ptx_txt")
 
 
 def elf_sections(data: bytes) -> dict[str, bytes]:
