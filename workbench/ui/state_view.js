@@ -162,6 +162,15 @@ function render({ model, el }) {
     { div: q(".wb-parcoords"), fig: figure(side), dirty: sideTrace >= 0, last: 0,
       every: SIDE_EVERY_MS },
   ];
+  // The plotly calls on one plot run one after another, each when the last has finished: a
+  // relayout issued while a draw was under way (or two draws at once) left the parallel
+  // coordinates' axes laid out for the old width beside a CPU hog.
+  for (const part of parts) part.calls = Promise.resolve();
+  const inTurn = (part, call) => {
+    const next = part.calls.then(call, call);
+    part.calls = next.catch(() => {}); // a failed call does not stop the ones after it
+    return next;
+  };
   let shownStatus = null;
   let pendingSeq = 0; // the empty figures first, then the latest data
   let takenSeq = 0;
@@ -202,25 +211,30 @@ function render({ model, el }) {
 
   // The plots take the box's width (the panel's), by relayout: plotly's own resize deletes
   // the layout's height and takes the div's (0 while the box is hidden: no trial yet), and a
-  // plot first drawn before JupyterLab attached it stays at 700 px. The width goes into the
-  // plot's layout as soon as the relayout has been issued (it may be the same object: set
-  // first, the relayout would see nothing to change), so a draw that starts while the
-  // relayout is under way draws at the new width, not the old one. The parallel
-  // coordinates' labels are arranged for the new width in the same call.
-  const fit = () => {
+  // plot first drawn before JupyterLab attached it stays at 700 px. The width is read when
+  // the plot's turn comes (a resize under way ends at the last width), and goes into the
+  // plot's layout once the relayout has been issued (it may be the same object: set first,
+  // the relayout would see nothing to change). The parallel coordinates' labels are
+  // arranged for the new width in the same call.
+  const fitPart = (part) => {
+    part.fitting = false;
     const box = q(".wb-figure-box");
     const width = Math.round(box.clientWidth);
-    if (width === 0 || box.style.display === "none") return;
+    const shown = part.div._fullLayout && part.div._fullLayout.width;
+    if (width === 0 || box.style.display === "none" || shown === width) return undefined;
+    if (arrangeLabels(part.fig, width)) {
+      part.fig.layout.width = width;
+      return Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+    }
+    const done = Plotly.relayout(part.div, { width });
+    part.fig.layout.width = width;
+    return done;
+  };
+  const fit = () => {
     for (const part of parts) {
-      const shown = part.div._fullLayout && part.div._fullLayout.width;
-      if (!part.last || shown === width) continue;
-      if (arrangeLabels(part.fig, width)) {
-        part.fig.layout.width = width;
-        Plotly.react(part.div, part.fig.data, part.fig.layout, config);
-      } else {
-        Plotly.relayout(part.div, { width });
-        part.fig.layout.width = width;
-      }
+      if (!part.last || part.fitting) continue; // one fit waiting per plot is enough
+      part.fitting = true;
+      inTurn(part, () => fitPart(part));
     }
   };
 
@@ -241,17 +255,20 @@ function render({ model, el }) {
         break;
       }
       part.dirty = false;
-      arrangeLabels(part.fig, part.fig.layout.width || q(".wb-figure-box").clientWidth);
       const t0 = performance.now();
       try {
         if (!part.last) {
           // Software WebGL (a browser without a GPU) spends seconds setting up a plot's GL
           // on its first points: pay that now, with invisible ones, not on the first data
           // after Launch, when a Pause or Stop may be pressed.
-          await Plotly.react(part.div, warmUp(part.fig.data), part.fig.layout, config);
+          await inTurn(part, () => Plotly.react(part.div, warmUp(part.fig.data),
+                                                part.fig.layout, config));
           await new Promise((r) => setTimeout(r, 0));
         }
-        await Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+        await inTurn(part, () => {
+          arrangeLabels(part.fig, part.fig.layout.width || q(".wb-figure-box").clientWidth);
+          return Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+        });
       } finally {
         part.last = performance.now();
         busy += part.last - t0;
