@@ -214,17 +214,19 @@ function render({ model, el }) {
   // plot first drawn before JupyterLab attached it stays at 700 px. The width is read when
   // the plot's turn comes (a resize under way ends at the last width), and goes into the
   // plot's layout once the relayout has been issued (it may be the same object: set first,
-  // the relayout would see nothing to change). The parallel coordinates' labels are
-  // arranged for the new width in the same call.
+  // the relayout would see nothing to change).
   const fitPart = (part) => {
     part.fitting = false;
     const box = q(".wb-figure-box");
     const width = Math.round(box.clientWidth);
     const shown = part.div._fullLayout && part.div._fullLayout.width;
     if (width === 0 || box.style.display === "none" || shown === width) return undefined;
-    if (arrangeLabels(part.fig, width)) {
+    if (part === parts[1]) {
+      // the parallel coordinates are drawn afresh at a new width: after a react or relayout
+      // of the width under load, their axes and labels stayed where the old width put them
+      arrangeLabels(part.fig, width);
       part.fig.layout.width = width;
-      return Plotly.react(part.div, part.fig.data, part.fig.layout, config);
+      return Plotly.newPlot(part.div, part.fig.data, part.fig.layout, config);
     }
     const done = Plotly.relayout(part.div, { width });
     part.fig.layout.width = width;
