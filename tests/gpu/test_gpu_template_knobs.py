@@ -1,9 +1,13 @@
-"""GPU tier: silu_and_mul's full-tile mode (``D_CONST``, the shape's d compiled in) and its
+"""GPU tier: knobs the templates gained in the tenth session, verified against the reference
+on both input sets.
+
+silu_and_mul's full-tile mode (``D_CONST``, the shape's d compiled in) and its
 fast-math activation (``FAST_EXP`` 2), verified against the reference on both input sets at
 shapes whose tiles are not covered exactly (the ``small`` shape: 33 vectors per row, 7
 tokens; packed tokens with a partial last block; a row split with a short last chunk) and at
-decode, plain and with programmatic dependent launch. Run on the GPU machine:
-``pytest -m gpu``."""
+decode, plain and with programmatic dependent launch. fused_add_rmsnorm's streaming cache
+hint (``CACHE_HINT`` 1: ld/st.global.cs on the rows), with the row in registers and in shared
+memory, hidden at run time and compiled in. Run on the GPU machine: ``pytest -m gpu``."""
 
 from __future__ import annotations
 
@@ -45,3 +49,23 @@ def test_full_tile_configs_verify_where_tiles_are_ragged(dtype: str) -> None:
                 assert r.status is Status.OK, (shape, dict(r.config), r.reason)
                 checked += 1
     assert checked >= 10
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_streaming_hint_configs_verify(dtype: str) -> None:
+    folder = load_kernel_folder(ROOT / "sample_kernels" / "fused_add_rmsnorm")
+    base = folder.template.default_config().replace(CACHE_HINT=1)
+    checked = 0
+    with LocalRunner(folder, settings=FAST) as runner:
+        for shape in ("small", "decode"):
+            hidden = int(folder.shape_values(shape)["hidden"])
+            space = folder.template.space(folder.env(shape, dtype))
+            configs = [c for c in (base, base.replace(ROW_IN_REGS=1, ITEMS=2, BLOCK_THREADS=256),
+                                   base.replace(ROW_IN_REGS=1, HIDDEN_CONST=hidden, VEC_BYTES=8,
+                                                BLOCK_THREADS=512))
+                       if c in space]
+            for r in runner.measure([Candidate(c, shape, dtype) for c in configs]):
+                assert r.status is Status.OK, (shape, dict(r.config), r.reason)
+                checked += 1
+    assert checked >= 4
