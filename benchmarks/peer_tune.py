@@ -41,18 +41,20 @@ class Tuner:
         if wb is None:
             wb = Workbench(folder, store=Path(self._dir) / f"{folder.name}.sqlite")
             self._benches[folder.name] = wb
+        def tune() -> Any:
+            return wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
+                           auto_approve=True, l2_profile=False)
+
         started = time.perf_counter()
         failed_first = ""
         try:
-            report = wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
-                             auto_approve=True, l2_profile=False)
+            report = tune()
         except WorkbenchError as exc:  # kept in the row; tried once more in a fresh worker
             failed_first = f"{type(exc).__name__}: {exc.message}"
             print(f"    tune| first attempt failed: {failed_first}; once more", flush=True)
             with contextlib.suppress(Exception):
                 wb.runner.close()
-            report = wb.tune(shape, dtype, budget=self.evaluations, widen=self.widen,
-                             auto_approve=True, l2_profile=False)
+            report = tune()
         pick = report.pick
         if pick is None:
             raise RuntimeError(f"workbench tune found no config at {shape}/{dtype}: "

@@ -454,16 +454,14 @@ def measure_case(harness: Harness, compiler: Compiler, folder: KernelFolder, sha
         row["held_out"] = shape in HELD_OUT.get(folder.name, {})
     else:
         recorded = best_recorded(folder, shape, dtype, max(1, finalists))
-    if tuner is not None:
-        pass
-    elif not recorded and shape in UNSEEN.get(folder.name, {}):
+    if tuner is None and not recorded and shape in UNSEEN.get(folder.name, {}):
         template = specialised_template(folder.template, folder.shapes[shape])
         recording = _newest_recording(folder.path)
         if recording is not None:
             recorded = [(c, None) for c in  # type: ignore[misc]
                         transfer_candidates(folder, template, recording, shape, dtype)]
         row["unseen"] = True
-    elif pick_methods and recorded:
+    elif tuner is None and pick_methods and recorded:
         recording = _newest_recording(folder.path)
         extra = transfer_candidates(folder, template, recording, shape, dtype) \
             if recording is not None else []

@@ -223,8 +223,8 @@ def test_launch_twins_are_the_other_values_of_the_knobs_the_pdl_expression_names
     template = folder.template
     env = folder.env("decode", "bf16")
     pick = template.default_config().replace(VEC_BYTES=8, ROW_SPLIT=4)
-    assert template.launch_twins(pick, env) == [pick.replace(PDL=1)]
-    assert template.launch_twins(pick.replace(PDL=1), env) == [pick]
+    assert template.launch_twins([pick], env) == [pick.replace(PDL=1)]
+    assert template.launch_twins([pick.replace(PDL=1)], env) == [pick]
     rms = load_kernel_folder(SILU.parent / "fused_add_rmsnorm")  # no launch attribute
-    assert rms.template.launch_twins(rms.template.default_config(),
+    assert rms.template.launch_twins([rms.template.default_config()],
                                      rms.env("decode", "bf16")) == []

@@ -184,22 +184,23 @@ class KernelTemplate:
     def space(self, env: Mapping[str, Any]) -> SearchSpace:
         return SearchSpace(self.for_env(env).params, self.constraints, env)
 
-    def launch_twins(self, config: Config, env: Mapping[str, Any]) -> list[Config]:
-        """``config`` with each other value of the knobs that set a launch attribute (those
-        the ``pdl`` expression names), where the space holds it. Such a knob changes how a
-        launch overlaps its neighbours on the stream, which one kernel's timer cannot see:
-        the search measures launches one at a time, so the confirmation times the twins
-        under conditions that can (back to back, in a CUDA graph)."""
+    def launch_twins(self, configs: Sequence[Config], env: Mapping[str, Any]) -> list[Config]:
+        """Each of ``configs`` with each other value of the knobs that set a launch attribute
+        (those the ``pdl`` expression names), where the space holds it. Such a knob changes
+        how a launch overlaps its neighbours on the stream, which one kernel's timer cannot
+        see: the search measures launches one at a time, so the confirmation times the
+        twins under conditions that can (back to back, in a CUDA graph)."""
         if self.launch.pdl is None:
             return []
         space = self.space(env)
-        by_name = {p.name: p for p in self.for_env(env).params}
+        by_name = {p.name: p for p in space.params}
         twins = []
-        for name in sorted(self.launch.pdl.names & set(by_name)):
-            for value in by_name[name].values():
-                twin = config.replace(**{name: value})
-                if twin != config and twin in space:
-                    twins.append(twin)
+        for config in configs:
+            for name in sorted(self.launch.pdl.names & set(by_name)):
+                for value in by_name[name].values():
+                    twin = config.replace(**{name: value})
+                    if twin != config and twin in space:
+                        twins.append(twin)
         return twins
 
     def validate_config(self, config: Mapping[str, Value]) -> Config:

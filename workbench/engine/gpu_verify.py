@@ -185,7 +185,7 @@ class _InputSet:
         for arg in self.output_args():
             n = self._count(arg)
             integer = is_integer_kind(arg["dtype"])
-            gold = cuda.mem_alloc(max(8, (8 if integer else 4) * n))
+            gold = cuda.mem_alloc(self._golden_bytes(arg))
             self.golden[arg["name"]] = gold
             check = arg["role"] == "out" and (not integer or _storage(arg["dtype"]).itemsize >= 4)
             counts = self._launch_check(self.session.to_i64 if integer else self.session.to_f32,
@@ -265,12 +265,14 @@ class _InputSet:
                 out[name] = (self.buffers[name], self.nbytes[name])
             elif arg["role"] == "inout":
                 out[f"{name} (pristine copy)"] = (self.pristine[name], self.nbytes[name])
-        for name, gold in self.golden.items():
-            out[f"{name} (golden copy)"] = (gold, self._golden_bytes(name))
+        for arg in self.output_args():
+            if arg["name"] in self.golden:
+                out[f"{arg['name']} (golden copy)"] = (self.golden[arg["name"]],
+                                                       self._golden_bytes(arg))
         return out
 
-    def _golden_bytes(self, name: str) -> int:
-        arg = next(a for a in self.args if a["name"] == name)
+    def _golden_bytes(self, arg: Mapping[str, Any]) -> int:
+        """Bytes of ``arg``'s golden copy: float32, or int64 for integer outputs."""
         return max(8, (8 if is_integer_kind(arg["dtype"]) else 4) * self._count(arg))
 
     def _checksum(self, buf: Any, nbytes: int) -> int:
@@ -282,8 +284,9 @@ class _InputSet:
         make_golden): :meth:`damaged` compares against these."""
         import numpy as np
 
-        for name, gold in self.golden.items():
-            host = np.empty(self._golden_bytes(name), dtype=np.uint8)
+        for arg in self.output_args():
+            name, gold = arg["name"], self.golden[arg["name"]]
+            host = np.empty(self._golden_bytes(arg), dtype=np.uint8)
             self.session.cuda.memcpy_dtoh(host, gold)
             self.golden_host[name] = host
         self.sums = {label: self._checksum(buf, n) for label, (buf, n) in self._guarded().items()}

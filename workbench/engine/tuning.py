@@ -289,7 +289,7 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     confirmation: Confirmation | None = None
     note = ""
     if confirm > 0 and ok:
-        twins = ([t for r in ok[:confirm] for t in template.launch_twins(r.config, env)]
+        twins = (template.launch_twins([r.config for r in ok[:confirm]], env)
                  if template is not None and env is not None else [])
         got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm,
                                 conditions=conditions, rule=rule, twins=twins)
