@@ -5,6 +5,7 @@ and the test waits on events and on the tasks' futures, never on sleeps."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ SHAPE, DTYPE = "decode", "bf16"
 WORKERS = 3
 BATCH = 48  # one batch is far more than the tasks in flight (MEASURES_PER_GPU per worker)
 WAIT_S = 120.0
+SETTLE_S = 10.0  # the scheduler retries an early cancel 5 x 0.2 s
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +65,27 @@ def _search(folder: KernelFolder, runner: DaskRunner, store: SQLiteStore,
 
 def _measure_tasks(client: Any) -> list[str]:
     """The measure tasks the scheduler still has to run or is running (finished ones whose
-    futures the test holds stay in memory and are left out)."""
-    return client.run_on_scheduler(lambda dask_scheduler: sorted(
-        f"{key} {task.state}" for key, task in dask_scheduler.tasks.items()
-        if str(key).startswith("wb-measure") and task.state != "memory"))
+    futures the test holds stay in memory and are left out), once the scheduler has acted
+    on every cancel the runner sent.
+
+    A cancel that reaches the scheduler before the submission of the tasks it names (both
+    are messages; a task dispatched just before the stop) is retried by the scheduler
+    itself every 0.2 s, five times, so the scheduler's state settles shortly after the
+    runner's cancel returns. The check waits on the scheduler's loop for that, up to
+    SETTLE_S; a task the runner never cancelled stays and is returned."""
+    async def settled(dask_scheduler: Any) -> list[str]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_S
+        while True:
+            left = sorted(f"{key} {task.state}" for key, task in dask_scheduler.tasks.items()
+                          if str(key).startswith("wb-measure") and task.state != "memory")
+            # the scheduler's cancel retries run within 5 x 0.2 s; a cancelled task's
+            # release arrives from its worker; both are events on this loop
+            if not left or loop.time() > deadline:
+                return left
+            await asyncio.sleep(0.05)
+
+    return client.run_on_scheduler(settled)
 
 
 def _idle(client: Any) -> bool:

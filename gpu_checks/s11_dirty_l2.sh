@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Issue 18, eleventh session, on the GPU machine (repository root there), one call: where
+# do_bench's time goes (benchmarks/dirty_l2.py: kernel durations and launch gaps by CUPTI
+# under three flushes), then Nsight Compute counters of single calls that start with an L2
+# full of dirty lines (application replay, no cache control, clocks left alone).
+# Carried: .device (gpu_checks/stage_peers.sh). Results go to $OUT.
+set -uo pipefail
+OUT="${OUT:-$PWD/out}"; mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+  .device/wheels/*.whl || { echo "wheel install failed"; exit 1; }
+export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/local/cuda \
+  PATH="/usr/local/cuda/bin:$PATH" PYTHONUNBUFFERED=1 WORKBENCH_CACHE_DIR=/tmp/workbench-cubins \
+  FLASHINFER_USE_CUDA_NORM=1
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv;
+  nvcc --version | tail -2; date -u +%FT%TZ; } | tee "$OUT/nvidia-smi.txt"
+part() { case " ${PARTS:-profile ncu} " in *" $1 "*) return 0;; esac; return 1; }
+if part profile; then
+  python3 benchmarks/dirty_l2.py --out "$OUT/dirty_l2.json" ${ROWS:+--rows $ROWS} 2>&1 \
+    | grep -v Warning | tee "$OUT/dirty_l2.log"
+fi
+if part ncu; then
+  M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,smsp__inst_executed.sum
+  for t in ${TARGETS:-fused_add_rmsnorm:h_odd:ours fused_add_rmsnorm:h_odd:liger fused_add_rmsnorm:h_odd:flashinfer silu_and_mul:u_mid:ours silu_and_mul:u_mid:liger}; do
+    echo "== $t" | tee -a "$OUT/ncu_dirty.log"
+    timeout 150 ncu --replay-mode application --cache-control none --clock-control none \
+      --nvtx --nvtx-include "target/" --launch-count 1 --metrics "$M" --csv \
+      python3 benchmarks/dirty_l2.py --ncu-target "$t" 2>&1 | grep -E '^"|==PROF==|rror' \
+      | tee -a "$OUT/ncu_dirty.log"
+  done
+fi
+date -u +%FT%TZ | tee -a "$OUT/nvidia-smi.txt"
