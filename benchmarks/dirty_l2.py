@@ -67,6 +67,10 @@ FLUSHES = ("write", "read", "none")
 #: GPU cycles the gate sleeps before the enqueued repetitions start (about 40 ms)
 GATE_CYCLES = 80_000_000
 SKIP_PEERS = ("torch eager", "liger split")
+#: (kernel, shape) -> knob values over the pick, each timed as "ours alt N" (--extra)
+EXTRA: dict[tuple[str, str], list[dict[str, int]]] = {}
+#: label -> the outputs of the row built last (implementations() refills it)
+OUTPUTS: dict[str, Callable[[], dict[str, Any]]] = {}
 
 
 def session10_picks() -> dict[tuple[str, str], dict[str, Any]]:
@@ -97,9 +101,15 @@ def implementations(compiler: Compiler, kernel: str, shape: str, pick: dict[str,
         "ours": OurKernel(compiler, folder.template, Config(pick), p)}
     if int(pick.get("PDL", 0) or 0):
         impls["ours PDL 0"] = OurKernel(compiler, folder.template, Config({**pick, "PDL": 0}), p)
-    for label, (fn, _outputs) in PEERS[kernel](p).items():
+    for i, extra in enumerate(EXTRA.get((kernel, shape), [])):  # --extra configs of ours
+        impls[f"ours alt {i}"] = OurKernel(compiler, folder.template,
+                                           Config({**pick, **extra}), p)
+    ours_out = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
+    OUTPUTS.clear()
+    OUTPUTS.update(dict.fromkeys(impls, ours_out))
+    for label, (fn, outputs) in PEERS[kernel](p).items():
         if label not in SKIP_PEERS:
-            impls[label] = fn
+            impls[label], OUTPUTS[label] = fn, outputs
     return p, impls
 
 
@@ -239,11 +249,26 @@ def run_rows(rows: list[str], reps: int, out: Path) -> None:
             row["error"] = f"{type(exc).__name__}: {exc}"[:400]
             print(f"{spec}: {row['error']}", flush=True)
             continue
+        for label, fn in impls.items():  # every implementation checked before it is timed
+            try:
+                p.restore()
+                for arg in p.folder.args:  # outputs poisoned: a config that skips a write fails
+                    if arg.role == "out":
+                        p.tensors[arg.name].fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                ok, err = p.check(OUTPUTS[label]())
+                row["impls"][label] = {"do_bench_rounds_us": [], "correct": ok,
+                                       "max_abs_err": err}
+                if not ok:
+                    row["impls"][label]["error"] = f"wrong result (max abs error {err:.3g})"
+            except Exception as exc:
+                row["impls"][label] = {"error": f"{type(exc).__name__}: {exc}"[:400]}
         cases.append((row, p, impls))
     for _rnd in range(2):
         for row, p, impls in cases:
             for label, fn in impls.items():
-                entry = row["impls"].setdefault(label, {"do_bench_rounds_us": []})
+                entry = row["impls"][label]
                 if "error" in entry:
                     continue
                 try:
@@ -303,7 +328,17 @@ def main() -> int:
     ap.add_argument("--rows", nargs="*", default=list(DEFAULT_ROWS), metavar="KERNEL:SHAPE")
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--ncu-target", metavar="KERNEL:SHAPE:IMPL")
+    ap.add_argument("--extra", nargs="*", default=[], metavar="KERNEL:SHAPE:K=V,K=V",
+                    help="more configs of ours at a row: knob values over the pick")
+    ap.add_argument("--skip-peers", nargs="*", default=[], metavar="LABEL",
+                    help="peers not to time (besides torch eager and liger split)")
     args = ap.parse_args()
+    global SKIP_PEERS
+    SKIP_PEERS = (*SKIP_PEERS, *args.skip_peers)
+    for spec in args.extra:
+        kernel, shape, knobs = spec.split(":", 2)
+        EXTRA.setdefault((kernel, shape), []).append(
+            {k: int(v) for k, _, v in (kv.partition("=") for kv in knobs.split(","))})
     if args.ncu_target:
         ncu_target(args.ncu_target)
         return 0

@@ -13,10 +13,10 @@ export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/loca
   FLASHINFER_USE_CUDA_NORM=1
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv;
   nvcc --version | tail -2; date -u +%FT%TZ; } | tee "$OUT/nvidia-smi.txt"
-part() { case " ${PARTS:-profile ncu} " in *" $1 "*) return 0;; esac; return 1; }
+part() { case " ${PARTS:-profile ncu tune} " in *" $1 "*) return 0;; esac; return 1; }
 if part profile; then
-  python3 benchmarks/dirty_l2.py --out "$OUT/dirty_l2.json" ${ROWS:+--rows $ROWS} 2>&1 \
-    | grep -v Warning | tee "$OUT/dirty_l2.log"
+  python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} 2>&1 \
+    | grep -v Warning | tee "$OUT/${NAME:-dirty_l2}.log"
 fi
 if part ncu; then
   M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,lts__t_sectors_srcunit_tex_op_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,smsp__inst_executed.sum
@@ -26,6 +26,14 @@ if part ncu; then
       --nvtx --nvtx-include "target/" --launch-count 1 --metrics "$M" --csv \
       python3 benchmarks/dirty_l2.py --ncu-target "$t" 2>&1 | grep -E '^"|==PROF==|rror' \
       | tee -a "$OUT/ncu_dirty.log"
+  done
+fi
+if part tune; then  # the kernel-level losses of dirty_l2.py, tuned with a larger budget
+  for ks in ${TUNE_ROWS:-silu_and_mul:u_mid,h_mid fused_add_rmsnorm:u_short_rows,h_mid}; do
+    k="${ks%%:*}"; shapes="${ks#*:}"
+    python3 benchmarks/peers.py --methods --tune "${BUDGET:-200}" --spin-up 0.15 --dtypes bf16 \
+      --kernels "$k" --shapes ${shapes//,/ } --out "$OUT/peers_tune${BUDGET:-200}_$k.json" 2>&1 \
+      | grep -v -E "Warning|fn\(\)" | tee "$OUT/peers_tune${BUDGET:-200}_$k.log"
   done
 fi
 date -u +%FT%TZ | tee -a "$OUT/nvidia-smi.txt"
