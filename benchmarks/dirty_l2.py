@@ -45,6 +45,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from peer_methods import specialised_template, with_unseen  # noqa: E402
 from peers import PEERS, OurKernel, Problem  # noqa: E402
 
 from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
@@ -85,7 +86,6 @@ def session10_picks() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def folder_for(kernel: str) -> Any:
-    from peer_methods import with_unseen
 
     return with_unseen(load_kernel_folder(ROOT / "sample_kernels" / kernel))
 
@@ -101,9 +101,10 @@ def implementations(compiler: Compiler, kernel: str, shape: str, pick: dict[str,
         "ours": OurKernel(compiler, folder.template, Config(pick), p)}
     if int(pick.get("PDL", 0) or 0):
         impls["ours PDL 0"] = OurKernel(compiler, folder.template, Config({**pick, "PDL": 0}), p)
-    for i, extra in enumerate(EXTRA.get((kernel, shape), [])):  # --extra configs of ours
-        impls[f"ours alt {i}"] = OurKernel(compiler, folder.template,
-                                           Config({**pick, **extra}), p)
+    # --extra configs of ours; compile-time size knobs offer the shape's own value
+    specialised = specialised_template(folder.template, folder.shapes[shape])
+    for i, extra in enumerate(EXTRA.get((kernel, shape), [])):
+        impls[f"ours alt {i}"] = OurKernel(compiler, specialised, Config({**pick, **extra}), p)
     ours_out = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
     OUTPUTS.clear()
     OUTPUTS.update(dict.fromkeys(impls, ours_out))

@@ -28,6 +28,16 @@ if part ncu; then
       | tee -a "$OUT/ncu_dirty.log"
   done
 fi
+if part ncu_detail; then  # kernel replay, caches flushed: where a kernel's time goes
+  for t in ${TARGETS:-silu_and_mul:u_mid:ours silu_and_mul:u_mid:liger}; do
+    echo "== ${t//+/ }" | tee -a "$OUT/ncu_detail.log"
+    timeout 200 ncu --cache-control all --clock-control none --nvtx --nvtx-include "target/" \
+      --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section WarpStateStats --section MemoryWorkloadAnalysis --section InstructionStats \
+      --csv --page details python3 benchmarks/dirty_l2.py --ncu-target "${t//+/ }" \
+      ${EXTRA:+--extra $EXTRA} 2>&1 | grep -E '^"|rror' | tee -a "$OUT/ncu_detail.log"
+  done
+fi
 if part tune; then  # the kernel-level losses of dirty_l2.py, tuned with a larger budget
   for ks in ${TUNE_ROWS:-silu_and_mul:u_mid,h_mid fused_add_rmsnorm:u_short_rows,h_mid}; do
     k="${ks%%:*}"; shapes="${ks#*:}"
