@@ -15,7 +15,7 @@ export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/loca
   nvcc --version | tail -2; date -u +%FT%TZ; } | tee "$OUT/nvidia-smi.txt"
 part() { case " ${PARTS:-profile ncu tune} " in *" $1 "*) return 0;; esac; return 1; }
 if part profile; then
-  python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} 2>&1 \
+  python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} ${ALT_FLAGS:+--alt-flags=$ALT_FLAGS} 2>&1 \
     | grep -v Warning | tee "$OUT/${NAME:-dirty_l2}.log"
 fi
 if part ncu; then
