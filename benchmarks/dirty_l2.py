@@ -70,8 +70,8 @@ GATE_CYCLES = 80_000_000
 SKIP_PEERS = ("torch eager", "liger split")
 #: (kernel, shape) -> knob values over the pick, each timed as "ours alt N" (--extra)
 EXTRA: dict[tuple[str, str], list[dict[str, int]]] = {}
-#: nvcc flags of a second build of every --extra config (--alt-flags)
-ALT_FLAGS: tuple[str, ...] = ()
+#: nvcc flags of more builds of every --extra config, one tuple per build (--alt-flags)
+ALT_FLAGS: tuple[tuple[str, ...], ...] = ()
 #: label -> the outputs of the row built last (implementations() refills it)
 OUTPUTS: dict[str, Callable[[], dict[str, Any]]] = {}
 
@@ -107,10 +107,9 @@ def implementations(compiler: Compiler, kernel: str, shape: str, pick: dict[str,
     specialised = specialised_template(folder.template, folder.shapes[shape])
     for i, extra in enumerate(EXTRA.get((kernel, shape), [])):
         impls[f"ours alt {i}"] = OurKernel(compiler, specialised, Config({**pick, **extra}), p)
-        if ALT_FLAGS:  # the same config compiled with --alt-flags (e.g. a register cap)
-            flagged = Compiler(compiler.arch, flags=ALT_FLAGS)
-            impls[f"ours alt {i} {' '.join(ALT_FLAGS)}"] = OurKernel(
-                flagged, specialised, Config({**pick, **extra}), p)
+        for flags in ALT_FLAGS:  # the same config built with other nvcc flags (--alt-flags)
+            impls[f"ours alt {i} {' '.join(flags)}"] = OurKernel(
+                Compiler(compiler.arch, flags=flags), specialised, Config({**pick, **extra}), p)
     ours_out = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
     OUTPUTS.clear()
     OUTPUTS.update(dict.fromkeys(impls, ours_out))
@@ -339,12 +338,13 @@ def main() -> int:
                     help="more configs of ours at a row: knob values over the pick")
     ap.add_argument("--skip-peers", nargs="*", default=[], metavar="LABEL",
                     help="peers not to time (besides torch eager and liger split)")
-    ap.add_argument("--alt-flags", nargs="*", default=[], metavar="FLAG",
-                    help="also time every --extra config compiled with these nvcc flags")
+    ap.add_argument("--alt-flags", action="append", default=[], metavar="'FLAG ...'",
+                    help="also time every --extra config built with these nvcc flags "
+                         "(repeat for more builds)")
     args = ap.parse_args()
     global SKIP_PEERS, ALT_FLAGS
     SKIP_PEERS = (*SKIP_PEERS, *args.skip_peers)
-    ALT_FLAGS = tuple(args.alt_flags)
+    ALT_FLAGS = tuple(tuple(build.split()) for build in args.alt_flags)
     for spec in args.extra:
         kernel, shape, knobs = spec.split(":", 2)
         EXTRA.setdefault((kernel, shape), []).append(

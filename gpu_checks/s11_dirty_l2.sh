@@ -15,7 +15,8 @@ export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/loca
   nvcc --version | tail -2; date -u +%FT%TZ; } | tee "$OUT/nvidia-smi.txt"
 part() { case " ${PARTS:-profile ncu tune} " in *" $1 "*) return 0;; esac; return 1; }
 if part profile; then
-  python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} ${ALT_FLAGS:+--alt-flags=$ALT_FLAGS} 2>&1 \
+  alt=(); for f in ${ALT_FLAGS:-}; do alt+=("--alt-flags=$f"); done
+  python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} "${alt[@]}" 2>&1 \
     | grep -v Warning | tee "$OUT/${NAME:-dirty_l2}.log"
 fi
 if part ncu; then
@@ -37,6 +38,9 @@ if part ncu_detail; then  # kernel replay, caches flushed: where a kernel's time
       --csv --page details python3 benchmarks/dirty_l2.py --ncu-target "${t//+/ }" \
       ${EXTRA:+--extra $EXTRA} 2>&1 | grep -E '^"|rror' | tee -a "$OUT/ncu_detail.log"
   done
+fi
+if part sass; then
+  python3 gpu_checks/s11_sass.py 2>&1 | grep -v -E "Warning|fn\(\)" | tail -5
 fi
 if part tune; then  # the kernel-level losses of dirty_l2.py, tuned with a larger budget
   for ks in ${TUNE_ROWS:-silu_and_mul:u_mid,h_mid fused_add_rmsnorm:u_short_rows,h_mid}; do

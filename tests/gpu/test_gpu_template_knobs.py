@@ -5,7 +5,8 @@ silu_and_mul's full-tile mode (``D_CONST``, the shape's d compiled in) and its
 fast-math activation (``FAST_EXP`` 2), verified against the reference on both input sets at
 shapes whose tiles are not covered exactly (the ``small`` shape: 33 vectors per row, 7
 tokens; packed tokens with a partial last block; a row split with a short last chunk) and at
-decode, plain and with programmatic dependent launch. fused_add_rmsnorm's streaming cache
+decode, plain and with programmatic dependent launch, with the read-only and the last-use
+loads (``LOAD_PATH`` 4). fused_add_rmsnorm's streaming cache
 hint (``CACHE_HINT`` 1: ld/st.global.cs on the rows), with the row in registers and in shared
 memory, hidden at run time and compiled in. Run on the GPU machine: ``pytest -m gpu``."""
 
@@ -37,7 +38,11 @@ def test_full_tile_configs_verify_where_tiles_are_ragged(dtype: str) -> None:
              dict(BLOCK_THREADS=512, VEC_BYTES=16, FAST_EXP=1),
              # threads cover the tile exactly, but the grid's last block holds fewer tokens
              # (7 = 2 + 2 + 2 + 1, 99 = 49 * 2 + 1): the 2026-11-24 bug wrote a row past the end
-             dict(BLOCK_THREADS=1024, VEC_BYTES=16, TOKENS_PER_BLOCK=2, FAST_EXP=2)]
+             dict(BLOCK_THREADS=1024, VEC_BYTES=16, TOKENS_PER_BLOCK=2, FAST_EXP=2),
+             # last-use loads (LOAD_PATH 4, eleventh session), ragged and whole tiles
+             dict(BLOCK_THREADS=32, VEC_BYTES=8, FAST_EXP=2, LOAD_PATH=4),
+             dict(BLOCK_THREADS=512, VEC_BYTES=16, FAST_EXP=2, LOAD_PATH=4),
+             dict(BLOCK_THREADS=128, VEC_BYTES=4, FAST_EXP=0, LOAD_PATH=4, PDL=1)]
     checked = 0
     with LocalRunner(folder, settings=FAST) as runner:
         for shape in ("small", "odd", "decode"):
@@ -48,7 +53,7 @@ def test_full_tile_configs_verify_where_tiles_are_ragged(dtype: str) -> None:
             for r in runner.measure([Candidate(c, shape, dtype) for c in configs]):
                 assert r.status is Status.OK, (shape, dict(r.config), r.reason)
                 checked += 1
-    assert checked >= 10
+    assert checked >= 13
 
 
 @pytest.mark.timeout(300)
