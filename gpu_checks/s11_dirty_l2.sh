@@ -14,6 +14,10 @@ export PYTHONPATH="/tmp/site:$PWD" CUDA_ROOT=/usr/local/cuda CUDA_HOME=/usr/loca
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv;
   nvcc --version | tail -2; date -u +%FT%TZ; } | tee "$OUT/nvidia-smi.txt"
 part() { case " ${PARTS:-profile ncu tune} " in *" $1 "*) return 0;; esac; return 1; }
+if part tests && [ -n "${TESTS:-}" ]; then
+  python3 -m pytest -m gpu -p no:cacheprovider -q --timeout 300 $TESTS 2>&1 | tail -15 \
+    | tee "$OUT/gpu-tests.log"
+fi
 if part profile; then
   alt=(); for f in ${ALT_FLAGS:-}; do alt+=("--alt-flags=$f"); done
   python3 benchmarks/dirty_l2.py --out "$OUT/${NAME:-dirty_l2}.json" ${ROWS:+--rows $ROWS} ${EXTRA:+--extra $EXTRA} ${SKIP:+--skip-peers $SKIP} "${alt[@]}" 2>&1 \
