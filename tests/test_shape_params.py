@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -64,5 +65,50 @@ def test_sample_kernels_specialise_to_each_shape_including_unseen_ones() -> None
     specialised = folder.template.for_env(unseen)
     config = specialised.default_config().replace(HIDDEN_CONST=2888)
     assert "HIDDEN_CONST 2888" in specialised.render(config, "bf16").source
-    with pytest.raises(ParameterError, match="2888"):
-        folder.template.render(config, "bf16")  # no shape: the hull has no 2888
+    # the folder's template (its hull) renders a shape's own value too: every runner renders
+    # with it, and the space at the shape is what holds the exact range
+    assert "HIDDEN_CONST 2888" in folder.template.render(config, "bf16").source
+    assert config in folder.template.space(unseen)
+    assert config not in folder.space("odd", "bf16")  # not odd's own hidden
+    # only the kind is opened: a non-integer or a bool is still refused, and a knob with no
+    # shape-aware part keeps its exact values
+    for bad in ("2888", True, 2888.5):
+        with pytest.raises(ParameterError, match="HIDDEN_CONST"):
+            folder.template.render(config.replace(HIDDEN_CONST=bad), "bf16")
+    with pytest.raises(ParameterError, match="VEC_BYTES"):
+        folder.template.render(config.replace(VEC_BYTES=3), "bf16")
+
+
+def test_an_edit_keeps_the_shape_aware_ranges_it_does_not_touch() -> None:
+    """The Workbench tunes ``template.with_params(edited)``; before the eleventh session that
+    dropped every shape-aware part, so a shape outside the kernel.toml never got its own
+    compiled-in size (found on the H100: 200 evaluations at 1536 x 4864, no full tile)."""
+    folder = load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
+    template = folder.template
+    unseen = {**folder.env("decode", "bf16"), "tokens": 1536, "d": 4864}
+    same = template.with_params(template.params)
+    assert same.shape_bounds == template.shape_bounds
+    assert same.space(unseen).size == template.space(unseen).size
+    assert any(c["D_CONST"] == 4864 for c in same.space(unseen))
+    # an edited shape-aware parameter is taken as written, at every shape
+    edited = [dataclasses.replace(p, values_=(0,)) if p.name == "D_CONST" else p
+              for p in template.params]
+    narrowed = template.with_params(edited)
+    assert [b.name for b in narrowed.shape_bounds] == [
+        b.name for b in template.shape_bounds if b.name != "D_CONST"]
+    assert {c["D_CONST"] for c in narrowed.space(unseen)} == {0}
+
+
+def test_the_approval_covers_the_shape_aware_expressions() -> None:
+    from workbench.core.expr import parse_expr
+    from workbench.store.approval import approval_key, approval_text
+
+    folder = load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
+    template = folder.template
+    assert '"D_CONST"' in approval_text(template) and '"d"' in approval_text(template)
+    (bound,) = template.shape_bounds
+    halved = dataclasses.replace(template, shape_bounds=(
+        dataclasses.replace(bound, values=(0, parse_expr("d // 2"))),))
+    assert halved.params == template.params  # the same hull, another rule per shape
+    assert approval_key(halved) != approval_key(template)
+    assert approval_key(template.with_params(template.params)) == approval_key(template)

@@ -111,3 +111,38 @@ def test_panel_review_diff_names_the_parameters_beside_the_code(tmp_path: Path) 
         assert all(p.name in html for p in wb.params)
     finally:
         panel.close()
+
+
+
+@pytest.mark.parametrize(("kernel", "knob", "size", "shape"), [
+    ("silu_and_mul", "D_CONST", "d", {"tokens": 1536, "d": 4864}),
+    ("fused_add_rmsnorm", "HIDDEN_CONST", "hidden", {"tokens": 45, "hidden": 1536}),
+    ("merge_attn_states_lse", "HEAD_DIM_CONST", "head_dim",
+     {"tokens": 211, "heads": 12, "head_dim": 80}),
+])
+def test_a_shape_outside_the_kernel_toml_is_searched_with_its_own_compiled_in_size(
+        tmp_path: Path, kernel: str, knob: str, size: str, shape: dict[str, int]) -> None:
+    """Through the Workbench (the path of notebooks, the CLI, the agent and peers.py --tune)
+    a user's own shape gets its own value of a shape-aware knob, measured and stored. Until
+    the eleventh session the Workbench's template lost its shape-aware parts and a search at
+    such a shape never tried it (found on the H100: 200 evaluations at 1536 x 4864 and not
+    one full tile). Every other knob is pinned to its default by a range edit, so the space
+    is the knob's two values; synthetic runner: times from a model, no GPU."""
+    import dataclasses
+
+    from workbench.testing.synthetic_runner import SyntheticRunner
+
+    folder = load_kernel_folder(SILU.parent / kernel)
+    assert shape[size] not in {p.name: p for p in folder.template.params}[knob].values()
+    folder = dataclasses.replace(folder, shapes={**folder.shapes, "mine": shape})
+    wb = Workbench(folder, store=tmp_path / "wb.sqlite", runner=SyntheticRunner(folder))
+    default = folder.template.default_config()
+    wb.set_params([p if p.name == knob else dataclasses.replace(
+        p, **({"values_": (default[p.name],)} if hasattr(p, "values_")
+              else {"min": default[p.name], "max": default[p.name]}))
+        for p in wb.params])
+    report = wb.tune("mine", "bf16", budget=None, confirm=0, auto_approve=True,
+                     l2_profile=False, strategy="exhaustive")
+    assert report.reason == "exhausted"
+    measured = {r.config[knob] for r in report.results if r.status is Status.OK}
+    assert measured == {0, shape[size]}, [(dict(r.config), r.reason) for r in report.results]

@@ -41,6 +41,17 @@ class ShapeBounds:
     max: Expr | None = None
     values: tuple[Expr | Value, ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """The expression parts as written (what an approval covers beside the hull)."""
+        out: dict[str, Any] = {}
+        if self.min is not None:
+            out["min"] = self.min.text
+        if self.max is not None:
+            out["max"] = self.max.text
+        if self.values:
+            out["values"] = [v.text if isinstance(v, Expr) else v for v in self.values]
+        return out
+
     def resolve(self, param: Parameter, env: Mapping[str, Any]) -> Parameter:
         """``param`` with its expression parts evaluated in ``env`` (sizes, elem_bytes,
         device limits). Refuses (ParameterError naming the expression) a bound that does not
@@ -123,6 +134,25 @@ def split_shape_bounds(name: str, data: Mapping[str, Any], known_names: Collecti
     if not found:
         return static, None
     return static, ShapeBounds(name=name, **found)
+
+
+def accepting(param: Parameter, bound: ShapeBounds, value: Value) -> Parameter:
+    """``param`` opened where ``bound`` has expressions, so that a value one shape resolves
+    to validates outside the folder's hull (a compiled-in size of a shape the kernel.toml
+    does not name). Only the value's kind is checked here; the space at that shape, which
+    every searched config comes from, holds the exact range."""
+    if isinstance(param, Pow2Range):
+        return replace(param, min=1 if bound.min is not None else param.min,
+                       max=max(param.max, 2 ** 30) if bound.max is not None else param.max)
+    if isinstance(param, IntRange) and isinstance(value, int) and not isinstance(value, bool):
+        lo = min(param.min, value) if bound.min is not None else param.min
+        hi = max(param.max, value) if bound.max is not None else param.max
+        return replace(param, min=lo, max=hi) if (value - lo) % param.step == 0 else param
+    if (isinstance(param, Choice) and any(isinstance(v, Expr) for v in bound.values)
+            and isinstance(value, int) and not isinstance(value, bool)
+            and value not in param.values()):
+        return replace(param, values_=(*param.values_, value))
+    return param
 
 
 def resolve_params(params: Sequence[Parameter], bounds: Sequence[ShapeBounds],

@@ -17,7 +17,7 @@ from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.expr import Constraint, Expr, parse_constraint, parse_expr
 from workbench.core.params import Parameter
 from workbench.core.records import Config, Value
-from workbench.core.shape_params import ShapeBounds, resolve_params
+from workbench.core.shape_params import ShapeBounds, accepting, resolve_params
 from workbench.core.space import SearchSpace
 
 
@@ -212,7 +212,10 @@ class KernelTemplate:
                 f"config for {self.name} is missing {missing} and has unknown {unknown}; "
                 f"expected exactly {list(self.param_names)}",
                 missing=missing, unknown=unknown)
-        return Config({p.name: p.validate(config[p.name]) for p in self.params})
+        bounds = {b.name: b for b in self.shape_bounds}
+        return Config({p.name: (accepting(p, bounds[p.name], config[p.name])
+                                if p.name in bounds else p).validate(config[p.name])
+                       for p in self.params})
 
     def render(self, config: Mapping[str, Value], dtype: str) -> KernelInstance:
         cfg = self.validate_config(config)
@@ -243,11 +246,15 @@ class KernelTemplate:
         }
 
     def with_params(self, params: Sequence[Parameter]) -> KernelTemplate:
-        """Same template with edited parameter ranges (names must stay the same)."""
+        """Same template with edited parameter ranges (names must stay the same).
+
+        A shape-aware parameter left as it was keeps its expressions (a shape outside the
+        folder's still gets its own compiled-in size); one whose range was edited takes the
+        edited range as written, at every shape."""
         if sorted(p.name for p in params) != sorted(self.param_names):
             raise TemplateError("edited parameters must keep the same names",
                                 expected=list(self.param_names), got=[p.name for p in params])
-        return KernelTemplate(name=self.name, source=self.source, entry=self.entry,
-                              params=tuple(params), constraints=self.constraints,
-                              launch=self.launch, source_name=self.source_name,
-                              metadata=self.metadata)
+        before = {p.name: p for p in self.params}
+        kept = tuple(b for b in self.shape_bounds
+                     if any(p.name == b.name and p == before[b.name] for p in params))
+        return replace(self, params=tuple(params), shape_bounds=kept)

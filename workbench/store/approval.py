@@ -36,9 +36,12 @@ CURATED_REVIEWER = "kernel folder (curated template)"
 
 
 def approval_text(template: KernelTemplate) -> str:
-    """The exact text a reviewer approves: the source plus its parameters, constraints and
-    launch rules as canonical JSON (so widening a range also needs a new approval)."""
+    """The exact text a reviewer approves: the source plus its parameters, constraints,
+    launch rules and shape-aware range expressions as canonical JSON (so widening a range,
+    or making it follow the shape differently, also needs a new approval)."""
     meta = {k: v for k, v in template.to_dict().items() if k != "source_sha256"}
+    if template.shape_bounds:
+        meta["shape_aware"] = {b.name: b.to_dict() for b in template.shape_bounds}
     return template.source + "\n/* workbench template metadata\n" + json.dumps(
         meta, sort_keys=True, indent=1) + "\n*/\n"
 
