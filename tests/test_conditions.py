@@ -16,6 +16,7 @@ from workbench.core.conditions import (
     choose,
     condition_table,
     format_condition_table,
+    varied_finalists,
 )
 from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import load_kernel_folder
@@ -228,3 +229,72 @@ def test_launch_twins_are_the_other_values_of_the_knobs_the_pdl_expression_names
     rms = load_kernel_folder(SILU.parent / "fused_add_rmsnorm")  # no launch attribute
     assert rms.template.launch_twins([rms.template.default_config()],
                                      rms.env("decode", "bf16")) == []
+
+
+def test_near_ties_that_vary_a_choice_knob_join_the_finalists() -> None:
+    ranked = [Config(T=1024, L=0, V=16), Config(T=512, L=0, V=16), Config(T=256, L=0, V=8),
+              Config(T=512, L=4, V=16), Config(T=128, L=4, V=4), Config(T=64, L=0, V=4)]
+    times = [12.69, 12.70, 12.72, 12.75, 13.50, 13.60]
+    choices = {"L": (0, 4), "V": (4, 8, 16)}
+    got = varied_finalists(ranked, times, 2, choices)
+    # the two fastest, then L=4's fastest near-tie (rank 4, 0.5 % off) and V=8's (rank 3);
+    # V=4's fastest is 6 % off the best: not a near-tie, left out
+    assert got == [ranked[0], ranked[1], ranked[3], ranked[2]]
+    assert varied_finalists(ranked, times, 2, choices, near_pct=0.1) == ranked[:2]
+    assert varied_finalists(ranked, times, 6, choices) == ranked  # nothing left to add
+    assert varied_finalists(ranked, times, 0, choices) == []
+    # at most k more than the k fastest
+    many = {f"K{i}": (0, 1) for i in range(5)}
+    wide = [Config(**{f"K{i}": 0 for i in range(5)})] + [
+        Config(**{f"K{j}": int(j == i) for j in range(5)}) for i in range(5)]
+    assert len(varied_finalists(wide, [1.0] * 6, 1, many)) == 2
+
+
+def test_a_near_tie_with_another_load_path_is_confirmed_and_may_be_picked() -> None:
+    """build_report sends the near-tie to the confirmation under every condition, where the
+    rule picks it for holding under the dirty L2 (shaped like silu 1536 x 4864 on the H100:
+    the search's five fastest slower than the baseline after a write, a last-use full tile
+    faster, all within 0.7 % after a read)."""
+    folder = load_kernel_folder(SILU)
+    template, env = folder.template, folder.env("decode", "bf16")
+    base = template.default_config()
+    loops = [base.replace(BLOCK_THREADS=t, ROW_SPLIT=r, FAST_EXP=2) for t, r in
+             ((1024, 2), (512, 2), (512, 4), (256, 4), (1024, 4))]
+    tile = base.replace(D_CONST=int(folder.shape_values("decode")["d"]), BLOCK_THREADS=512,
+                        FAST_EXP=2, LOAD_PATH=4)
+    space = template.space(env)
+    assert all(c in space for c in (*loops, tile))
+    truth = {None: {"read": 13.06, "write": 18.18, "warm": 16.48, "graph": 15.62}}
+    for i, c in enumerate(loops):
+        truth[c] = {"read": 12.69 + 0.02 * i, "write": 18.45, "warm": 16.70, "graph": 15.30}
+    truth[tile] = {"read": 12.78, "write": 17.73, "warm": 12.80, "graph": 14.90}  # 6th
+
+    class NearTies(ConditionsRunner):
+        def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+            for c in candidates:
+                yield _result(c.config, truth[c.config]["read"])
+
+        def measure_under(self, condition: str,
+                          candidates: Sequence[Candidate]) -> list[TrialResult]:
+            self.calls.append((condition, tuple(c.config for c in candidates)))
+            # a PDL twin (launch_twins) times like its plain config here
+            return [_result(c.config, truth[c.config.replace(PDL=0)][condition])
+                    for c in candidates]
+
+        def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
+            return _result(Config(), truth[None][condition])
+
+    runner = NearTies()
+    results = list(runner.measure([Candidate(c, "decode", "bf16") for c in (*loops, tile)]))
+    plain = build_report("silu_and_mul", "decode", "bf16", runner, results, top=5, confirm=5,
+                         conditions=ALL)  # no template: the five fastest only
+    assert plain.confirmation is not None and plain.confirmation.conditions is not None
+    assert plain.pick is not None and plain.pick.config in loops
+    assert not plain.confirmation.conditions.holds
+    runner.calls.clear()
+    report = build_report("silu_and_mul", "decode", "bf16", runner, results, top=5, confirm=5,
+                          conditions=ALL, template=template, env=env)
+    assert tile in runner.calls[0][1]
+    assert report.confirmation is not None and report.confirmation.conditions is not None
+    assert report.pick is not None and report.pick.config == tile
+    assert report.confirmation.conditions.holds

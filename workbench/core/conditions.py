@@ -222,3 +222,40 @@ def format_condition_table(pick: Pick) -> str:
                      + (f"{gm:9.3f}" if isinstance(gm, float) else f"{'-':>9s}"))
     lines.append("  (* the pick; x not eligible: slower than the baseline under some condition)")
     return "\n".join(lines)
+
+
+#: A config whose time under the search's condition lies within this many percent of the
+#: fastest is a near-tie there: which of them holds best is for the other conditions to say.
+NEAR_TIE_PCT = 2.0
+
+
+def varied_finalists(ranked: Sequence[Config], times_us: Sequence[float], k: int,
+                     choices: Mapping[str, Sequence[object]], *,
+                     near_pct: float = NEAR_TIE_PCT) -> list[Config]:
+    """The ``k`` fastest of ``ranked`` (fastest first, ``times_us`` beside them) and, for
+    every value of a choice knob that none of those holds, the fastest config holding it
+    that is a near-tie with the fastest (within ``near_pct`` %), at most ``k`` more.
+
+    The search ranks by one condition; near its top the order is noise there, and a knob
+    value whose gain shows only under another condition could sit at rank 6 and never be
+    confirmed (on the H100 at silu 1536 x 4864, a last-use full tile: 17.7 us with an L2
+    full of dirty lines against 18.4-18.8 for the search's five fastest, all within 0.5 %
+    of each other after a read). Pure: configs and times in, configs out."""
+    if k <= 0 or not ranked:
+        return []
+    top = list(ranked[:k])
+    limit = times_us[0] * (1.0 + near_pct / 100.0)
+    extra: list[Config] = []
+    for name, values in choices.items():
+        held = {c.get(name) for c in top}
+        for value in values:
+            if value in held:
+                continue
+            for config, t in zip(ranked[k:], times_us[k:], strict=False):
+                if t > limit:
+                    break
+                if config.get(name) == value:
+                    if config not in extra:
+                        extra.append(config)
+                    break
+    return top + extra[:k]

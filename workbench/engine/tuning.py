@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from workbench.core.cache_profile import L2Profile
-from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
+from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule, varied_finalists
 from workbench.core.edges import RangeEdge, range_edges
 from workbench.core.errors import WorkbenchError
+from workbench.core.params import Choice
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import (
@@ -189,8 +190,8 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     from memory or a recording, or no finalist passing round 1)."""
     if isinstance(runner, ManyDevices):  # finalists are compared on one device
         runner = cast(Runner, runner.one_device())
-    if ((conditions is not None and tuple(conditions) != ("read",)) or rule is not None) \
-            and isinstance(runner, ConditionRunner):
+    if _under_conditions(runner, conditions, rule):
+        assert isinstance(runner, ConditionRunner)
         return _confirm_conditions(runner, finalists, conditions or DEFAULT_CONDITIONS,
                                    rule, on_result, twins)
     def seen(round_index: int, result: TrialResult) -> TrialResult:
@@ -218,6 +219,13 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
         why = f"{again[0].status.value} {again[0].reason}" if again else "no result"
         return f"the chosen config failed its second measurement: {why}"
     return Confirmation(finalists=tuple(finalists), selection=selection, chosen=again[0])
+
+
+def _under_conditions(runner: object, conditions: Sequence[str] | None,
+                      rule: PickRule | None) -> bool:
+    """Whether a confirmation on ``runner`` measures under several cache conditions."""
+    return (((conditions is not None and tuple(conditions) != ("read",)) or rule is not None)
+            and isinstance(runner, ConditionRunner))
 
 
 def _confirm_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
@@ -289,9 +297,21 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     confirmation: Confirmation | None = None
     note = ""
     if confirm > 0 and ok:
-        twins = (template.launch_twins([r.config for r in ok[:confirm]], env)
+        finalists = ok[:confirm]
+        if template is not None and env is not None and _under_conditions(
+                runner.one_device() if isinstance(runner, ManyDevices) else runner,
+                conditions, rule):
+            # near-ties that vary a choice knob join them: the conditions may tell them apart
+            choices = {p.name: p.values() for p in template.space(env).params
+                       if isinstance(p, Choice)}
+            varied = varied_finalists([r.config for r in ok],
+                                      [r.timing.median_us for r in ok if r.timing], confirm,
+                                      choices)
+            by_config = {r.config: r for r in ok}
+            finalists = [by_config[c] for c in varied]
+        twins = (template.launch_twins([r.config for r in finalists], env)
                  if template is not None and env is not None else [])
-        got = confirm_finalists(runner, ok[:confirm], on_result=on_confirm,
+        got = confirm_finalists(runner, finalists, on_result=on_confirm,
                                 conditions=conditions, rule=rule, twins=twins)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
     headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
