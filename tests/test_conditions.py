@@ -16,6 +16,7 @@ from workbench.core.conditions import (
     choose,
     condition_table,
     format_condition_table,
+    short_labels,
     varied_finalists,
 )
 from workbench.core.errors import WorkbenchError
@@ -298,3 +299,14 @@ def test_a_near_tie_with_another_load_path_is_confirmed_and_may_be_picked() -> N
     assert report.confirmation is not None and report.confirmation.conditions is not None
     assert report.pick is not None and report.pick.config == tile
     assert report.confirmation.conditions.holds
+
+
+def test_finalists_are_named_by_the_knobs_in_which_they_differ() -> None:
+    a = Config(BLOCK_THREADS=512, D_CONST=4864, FAST_EXP=2, LOAD_PATH=0, ROW_SPLIT=2)
+    b = a.replace(LOAD_PATH=4, ROW_SPLIT=1)
+    assert short_labels([None, a, b]) == ["baseline", "LOAD_PATH=0 ROW_SPLIT=2",
+                                          "LOAD_PATH=4 ROW_SPLIT=1"]  # Config sorts its keys
+    assert short_labels([a]) == [" ".join(f"{k}={v}" for k, v in a.items())]
+    pick = choose([_times(c) for c in (FAST_READ, STEADY, DEFAULT)], _times(None), ALL)
+    text = format_condition_table(pick)
+    assert "ROW_SPLIT=4 VEC_BYTES=4" in text and "ROW_SPLIT=2 VEC_BYTES=16" in text

@@ -206,11 +206,26 @@ def condition_table(pick: Pick) -> list[dict[str, object]]:
     return rows
 
 
+def short_labels(configs: Sequence[Config | None]) -> list[str]:
+    """A label per config naming only the knobs whose values differ among ``configs`` (the
+    whole config where nothing differs; ``baseline`` for None): finalists share most knobs,
+    and a label cut to a column's width would otherwise show only the shared ones."""
+    present = [c for c in configs if c is not None]
+    varying = [k for k in (present[0].keys() if present else ())
+               if len({c.get(k) for c in present}) > 1]
+    return ["baseline" if c is None else
+            " ".join(f"{k}={c[k]}" for k in (varying or list(c.keys()))) for c in configs]
+
+
 def format_condition_table(pick: Pick) -> str:
-    """:func:`condition_table` as fixed-width text (medians in us, ratio to baseline)."""
+    """:func:`condition_table` as fixed-width text (medians in us, ratio to baseline); each
+    finalist is named by the knobs in which the finalists differ (the pick line names it
+    whole)."""
     head = f"  {'':40s}" + "".join(f"{k:>16s}" for k in pick.conditions) + f"{'geomean':>9s}"
     lines = [head]
-    for row in condition_table(pick):
+    labels = short_labels([None, *(s.times.config for s in pick.scored)])
+    for row, label in zip(condition_table(pick), labels, strict=True):
+        row = {**row, "label": label}
         cells = []
         for k in pick.conditions:
             us, ratio = row[f"{k}_us"], row[f"{k}_ratio"]
