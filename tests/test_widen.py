@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,122 @@ def test_tune_widen_continues_the_search_and_keeps_every_measured_point(tmp_path
     assert len(set(runner.measured)) == len(runner.measured)
     assert all(r.config in {c for c in runner.measured} for r in search.results("s"))
     assert "ROW_SPLIT: max 8 -> " in rounds[0].describe()
+
+
+# --- the Workbench, the panel's button and the agent (scripted cost on the silu folder) ---
+
+class SiluSplitRunner:
+    """The silu sample folder with the cost above: more blocks per row are faster up to 32,
+    so the fastest configs sit on ROW_SPLIT's maximum of 8. Validates every config with the
+    template it is given (a widened value needs the widened template)."""
+
+    def __init__(self, folder: Any) -> None:
+        from workbench.testing.synthetic_runner import SyntheticRunner
+
+        self._synthetic = SyntheticRunner(folder)
+        self.device = self._synthetic.device
+        self.description = "scripted split cost (NOT a measurement)"
+        self.template = self._synthetic.template
+
+    def use_template(self, template: KernelTemplate) -> None:
+        self.template = template
+
+    def baseline(self, shape: str, dtype: str) -> TrialResult:
+        return self._ok(Candidate(self.template.default_config(), shape, dtype))
+
+    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        for c in candidates:
+            self.template.validate_config(c.config)
+            yield self._ok(c)
+
+    def _ok(self, c: Candidate) -> TrialResult:
+        split = int(c.config["ROW_SPLIT"])
+        t = 10.0 / min(split, 32) + 0.05 * max(0, split - 32) \
+            + 0.001 * int(c.config["BLOCK_THREADS"]) / 32
+        return TrialResult(c.config, c.shape, c.dtype, Status.OK,
+                           timing=Timing(median_us=t, min_us=t, q1_us=t, q3_us=t, mean_us=t,
+                                         reps=10, rse_median_pct=0.1, l2_flushed=True))
+
+    def close(self) -> None:
+        pass
+
+
+def _silu_workbench(store: Path) -> Any:
+    from workbench.api import Workbench
+    from workbench.core.kernel_folder import load_kernel_folder
+
+    folder = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
+                                "silu_and_mul")
+    return Workbench(folder, store=store, runner=SiluSplitRunner(folder))
+
+
+def _split_max(wb: Any) -> int:
+    return int(next(p for p in wb.params if p.name == "ROW_SPLIT").max)
+
+
+def test_the_workbench_adopts_widened_ranges_as_a_new_version_that_needs_review(
+        tmp_path: Path) -> None:
+    from workbench.core.errors import WorkbenchError
+    from workbench.core.events import TemplateAdopted
+
+    wb = _silu_workbench(tmp_path / "wb.sqlite")
+    adopted: list[TemplateAdopted] = []
+    wb.events.subscribe(lambda e: adopted.append(e)
+                        if isinstance(e, TemplateAdopted) else None)
+    before = wb.template_version
+    first = wb.tune("decode", "bf16", "random", budget=40,
+                    confirm=0, auto_approve=True, l2_profile=False)
+    assert first.widened is None and any(e.param == "ROW_SPLIT" for e in first.edges)
+    report = wb.tune("decode", "bf16", "random", budget=40, confirm=0,
+                     auto_approve=True, l2_profile=False, widen=1, widen_budget=12)
+    assert report.widened is not None and _split_max(wb) == 16
+    assert any("ROW_SPLIT: max 8 -> pow2 1..16" in n for n in report.notes)
+    assert len(report.results) == 52  # the 40 kept, 12 more in the widened ranges
+    assert adopted and adopted[-1].origin == "widened"
+    assert wb.template_version != before
+    with pytest.raises(WorkbenchError, match="approv"):  # the widened version: not reviewed
+        wb.tune("decode", "bf16", "random", budget=60,
+                confirm=0, l2_profile=False)
+
+
+def test_the_panels_widen_button_widens_the_ranges_the_fastest_configs_sit_on(
+        tmp_path: Path) -> None:
+    pytest.importorskip("ipywidgets")
+    from workbench.core.errors import WorkbenchError
+    from workbench.ui.panel import WorkbenchPanel
+
+    wb = _silu_workbench(tmp_path / "wb.sqlite")
+    wb.review("approved", "scripted cost")
+    panel = WorkbenchPanel(wb)
+    try:
+        panel.shape.value, panel.dtype.value = "decode", "bf16"
+        with pytest.raises(WorkbenchError, match="nothing to widen yet"):
+            panel._widen()  # nothing stored: a clear refusal, not an empty search
+        panel.strategy.value, panel.budget.value = "random", 40
+        panel.launch_button.click()
+        assert panel.join(60)
+        assert "finished" in panel.header.value and _split_max(wb) == 8
+        panel.budget.value = 12
+        panel.widen_button.click()
+        assert panel.join(60)
+        panel.pusher.flush()
+        assert _split_max(wb) == 16
+        report = panel.last_report
+        assert report.widened is not None and len(report.results) == 52
+        assert any(r.config["ROW_SPLIT"] == 16 for r in report.results)
+        # the panel follows the widened ranges: editor rows, charts' axes, the table
+        assert any(a.name == "ROW_SPLIT" and 16 in a.ticks for a in panel.search.axes)
+        assert len(panel.table) == 52
+        # a new version: the Template tab says it needs a review before the next Launch
+        assert "not approved" in panel.template_tab.review_status.value
+    finally:
+        panel.close()
+
+
+def test_the_agent_passes_its_widen_rounds_to_the_tune_step() -> None:
+    from workbench.agent.records import AgentConfig
+    from workbench.core.errors import WorkbenchError
+
+    assert AgentConfig().widen == 0 and AgentConfig(widen=2).widen == 2
+    with pytest.raises(WorkbenchError, match="widen"):
+        AgentConfig(widen=-1)

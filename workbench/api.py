@@ -279,6 +279,8 @@ class Workbench:
                           session_id=self.session_id, events=self.events,
                           on_search=self._hold_search, profiler=self.profiler)
             ended = TuneEnded(shape, dtype, version, str(report.reason))
+            if report.widened is not None:
+                self._follow_widening(report.widened)
             return report
         except Exception as exc:
             ended = TuneEnded(shape, dtype, version, "error",
@@ -290,6 +292,15 @@ class Workbench:
             with self._search_lock:
                 self._search, self._tuning = None, False
             self.events.publish(ended)  # after the search is released: a panel may relaunch
+
+    def _follow_widening(self, widened: Any) -> None:
+        """Widening extended ranges inside the tune that just ran (its approval covered the
+        widening it asked for): the session's ranges become the widened ones, a new version
+        that needs its own review before another tune (the panel's review status says so),
+        and views follow them like any other template change."""
+        self._params = list(widened.params)
+        self.events.publish(TemplateAdopted(self.template_version,
+                                            tuple(p.name for p in self._params), "widened"))
 
     def _hold_search(self, search: Any) -> None:
         with self._search_lock:

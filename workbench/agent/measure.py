@@ -117,7 +117,7 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
     request = TuneRequest(shape=host.shape, dtype=host.dtype,
                           strategy=host.config.strategy, seed=host.config.seed,
                           budget=budget, confirm=host.config.confirm, suggestions=tuple(kept),
-                          l2_profile=host.config.profile)
+                          l2_profile=host.config.profile, widen=host.config.widen)
     # no auto_approve here: the review step stored the approval the gate checks
 
     try:  # the one tune path, its confirmation included (reported by the test step)
@@ -137,7 +137,10 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
         "baseline_us": baseline_us, "runner": runner.description,
         "l2": report.l2.to_dict() if report.l2 is not None else None,
         "confirmation": (report.confirmation.summary() if report.confirmation is not None
-                         else report.confirm_note)}
+                         else report.confirm_note),
+        # what widening did (`--widen`): each round's edges and new ranges
+        "widened": [n for n in report.notes if n.lstrip().startswith("widen:")],
+        "edges": [e.describe() for e in report.edges]}
     if report.reason == "stopped":
         host.finish(AgentState.DONE, "stopped")
         return loop

@@ -72,9 +72,10 @@ class AgentConfig:
     seed: int = 0
     reviewer: str = "user"
     profile: bool = True
+    widen: int = 0  # rounds of range widening after each tune step (as `tune --widen`)
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "llm_calls", "confirm"):
+        for name in ("iterations", "llm_calls", "confirm", "widen"):
             value = getattr(self, name)
             low = 1 if name == "iterations" else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < low:

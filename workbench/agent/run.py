@@ -39,14 +39,16 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
               dtype: str | None = None, events: EventBus | None = None, seed: int = 0,
               compiler: Compiler | None = None,
               initial_template: KernelTemplate | None = None,
-              session_id: str | None = None) -> AgentOutcome:
+              session_id: str | None = None, widen: int = 0) -> AgentOutcome:
     """Run plan -> generate -> review -> tune -> test until a budget, a stop plan, a
     failure, or a template that waits for review (see :mod:`workbench.agent.machine`).
 
     ``runner`` is a Runner (a runner for each new template version is derived from it) or
     a factory ``template -> Runner``. ``client=None`` uses the offline templater and the
     deterministic offline plan. ``budget`` (evaluations, or a Budget) bounds each tune
-    step; ``confirm`` is its confirmation of the k fastest configs (0: none). ``initial_template`` (e.g. ``folder.template``) starts from a curated template
+    step; ``confirm`` is its confirmation of the k fastest configs (0: none); ``widen``
+    rounds of range widening follow each tune step where its fastest configs sit on a
+    range edge (as ``workbench tune --widen``). ``initial_template`` (e.g. ``folder.template``) starts from a curated template
     instead of generating one. For the pause-for-review flow use :class:`AgentMachine`.
     ``auto_approve`` approves only templates the gate verified (on a GPU), curated ones, or,
     with ``allow_unverified=True``, any that passed every check it could run.
@@ -56,7 +58,7 @@ def run_agent(folder: KernelFolder, *, runner: Runner | RunnerFactory, store: St
                          strategy=strategy,
                          budget=budget if isinstance(budget, Budget)
                          else Budget(max_evaluations=budget), confirm=confirm,
-                         shape=shape, dtype=dtype, seed=seed)
+                         shape=shape, dtype=dtype, seed=seed, widen=widen)
     machine = AgentMachine(folder, runner=runner, store=store, config=config, client=client,
                            approve=approve, events=events, session_id=session_id,
                            compiler=compiler, initial_template=initial_template)

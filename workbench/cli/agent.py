@@ -30,7 +30,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
                             auto_approve=args.auto_approve,
                             allow_unverified=args.allow_unverified, strategy=args.strategy,
                             budget=args.budget, confirm=args.confirm, shape=args.shape,
-                            dtype=args.dtype,
+                            dtype=args.dtype, widen=args.widen,
                             initial_template=folder.template if args.replay is not None
                             else None)
     finally:
@@ -122,6 +122,10 @@ def register(sub: Any) -> None:
                    help="after each tune step, measure the K fastest configs again like "
                         "`workbench tune --confirm` (the test step reports the confirmed "
                         "pick); 0 turns it off")
+    p.add_argument("--widen", type=count(0), default=0, metavar="ROUNDS",
+                   help="after each tune step, up to ROUNDS times: where the fastest configs "
+                        "sit on a range edge, extend that range along its kind and continue "
+                        "(as `workbench tune --widen`); 0 turns it off")
     p.add_argument("--store", default="workbench.sqlite")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="measure by replaying a recording (newest if no file is named)")

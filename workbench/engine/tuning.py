@@ -109,6 +109,8 @@ class TuneReport:
     notes: tuple[str, ...] = ()               # what could not be measured (copy, baseline)
     edges: tuple[RangeEdge, ...] = ()         # range edges the fastest configs sit on
     l2: L2Profile | None = None               # 2-D tiled kernels: the finalists' L2 hit rates
+    # the template with the ranges widening rounds extended (None: nothing was widened)
+    widened: KernelTemplate | None = field(default=None, compare=False)
 
     @property
     def finalists(self) -> tuple[TrialResult, ...]:

@@ -116,6 +116,7 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
         on_search(search)
     outcome = search.run()
     widened: tuple[str, ...] = ()
+    original_params = template.params
     if request.widen and isinstance(runner, TemplateRunner):
         template, rounds, last = widen_and_continue(
             search, runner, template, shape, rounds=request.widen,
@@ -141,6 +142,8 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
                           env=folder.env(shape, dtype, runner.device))
     if widened:
         report = replace(report, notes=(*widened, *report.notes))
+    if request.widen and template.params != original_params:
+        report = replace(report, widened=template)
     if stopped and request.confirm > 0 and report.top:
         report = replace(report, confirm_note="the search was stopped before confirmation")
     if request.l2_profile and not stopped and report.top and is_tiled_2d(template):

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.errors import WorkbenchError
+from workbench.core.records import Status
 from workbench.ui.agent_tab import AgentTab, guarded_button
 from workbench.ui.figures import FigureLayout, TrialTable
 from workbench.ui.panel_backend import PanelBackend
@@ -72,7 +73,7 @@ class WorkbenchPanel:
             backend, title_prefix=lambda: f"{self.backend.kernel_name} · {self._version()}",
             status=lambda: self._state, launch=self._guard(self._launch),
             pause=self._guard(self._pause), stop=self._guard(self._stop),
-            on_error=self._show_error, problem=problem(), max_pushes_per_s=max_pushes_per_s)
+            widen=self._guard(self._widen), on_error=self._show_error, problem=problem(), max_pushes_per_s=max_pushes_per_s)
         self.search.run_view.on_query = self._guard(self.search.set_query)
         self.agent = AgentTab(backend, problem=problem, busy=self._agent_busy,
                               guard=self._guard, info=self._info)
@@ -102,8 +103,9 @@ class WorkbenchPanel:
         # the tabs' parts under the panel's own names (scripts, tests, benchmarks)
         search, template = self.search, self.template_tab
         self.strategy, self.budget, self.y_scale = search.strategy, search.budget, search.y_scale
-        self.launch_button, self.pause_button, self.stop_button = (
-            search.launch_button, search.pause_button, search.stop_button)
+        self.launch_button, self.pause_button, self.stop_button, self.widen_button = (
+            search.launch_button, search.pause_button, search.stop_button,
+            search.widen_button)
         self.run_view, self.copy_button, self.devices = (search.run_view, search.copy_button,
                                                          search.devices)
         self.pusher, self.clock = search.pusher, search.clock
@@ -239,9 +241,25 @@ class WorkbenchPanel:
             self._load_stored(*self._problem())
         self._refresh_header()  # the version; a template the replay cannot measure
 
-    def _launch(self) -> None:
+    def _widen(self) -> None:
+        """Widen edges: the same tune call with one widening round. The search resumes from
+        every stored trial (its budget is what is stored, so nothing new is measured before
+        the widening); where the fastest configs sit on a range edge, those ranges extend
+        along their kind and the search measures the budget box's count more. The widened
+        ranges become the session's (a new version: the Template tab asks for its review)."""
+        shape, dtype = self._problem()
+        stored = sum(1 for r in self.backend.results(shape, dtype)
+                     if r.status is not Status.PRUNED)
+        if stored == 0:
+            raise WorkbenchError("nothing to widen yet: launch a search first; widening "
+                                 "extends the ranges its fastest configs sit on",
+                                 key="widen", value=0)
+        self._launch(widen_budget=int(self.search.budget.value), budget=stored)
+
+    def _launch(self, *, widen_budget: int = 0, budget: int | None = None) -> None:
         """Run the backend's one tune call on a worker thread; the table starts from every
-        stored trial of (shape, dtype) and ends with the report's, read from the store."""
+        stored trial of (shape, dtype) and ends with the report's, read from the store.
+        ``widen_budget`` > 0: one widening round measuring that many more (``_widen``)."""
         if (self._worker is not None and self._worker.is_alive()) or self._code_tune:
             raise WorkbenchError("a search is already running; stop it first",
                                  key="search", value=self._state)
@@ -254,14 +272,16 @@ class WorkbenchPanel:
             raise WorkbenchError(f"nothing to measure: {problem}", key="runner",
                                  value=self.backend.runner_description)
         shape, dtype = self._problem()
-        budget = int(self.search.budget.value)
+        if budget is None:
+            budget = int(self.search.budget.value)
         self._load_stored(shape, dtype)
         self.message.value = ""
-        self.search.start_run(budget)
+        self.search.start_run(budget + widen_budget)
         self._own_tune = True
         self._set_state("running")
         self._worker = threading.Thread(
-            target=self._tune, args=(shape, dtype, str(self.search.strategy.value), budget),
+            target=self._tune, args=(shape, dtype, str(self.search.strategy.value), budget,
+                                     widen_budget),
             name="workbench-panel-tune", daemon=True)
         self._worker.start()
 
@@ -306,10 +326,13 @@ class WorkbenchPanel:
         baseline = self.backend.baseline_us(shape, dtype)
         self.search.load((shape, dtype), list(self.backend.results(shape, dtype)), baseline)
 
-    def _tune(self, shape: str, dtype: str, strategy: str, budget: int) -> None:
+    def _tune(self, shape: str, dtype: str, strategy: str, budget: int,
+              widen_budget: int = 0) -> None:
         """The worker thread: the same call a script makes; errors are shown, not raised."""
         try:
-            report = self.backend.tune(shape, dtype, strategy, budget)
+            report = (self.backend.tune(shape, dtype, strategy, budget, widen=1,
+                                        widen_budget=widen_budget) if widen_budget > 0
+                      else self.backend.tune(shape, dtype, strategy, budget))
         except Exception as exc:
             self._own_tune = False
             self.search.clock.stop()

@@ -55,6 +55,7 @@ class SearchTab:
     def __init__(self, backend: Any, *, title_prefix: Callable[[], str],
                  status: Callable[[], str], launch: Callable[[], None],
                  pause: Callable[[], None], stop: Callable[[], None],
+                 widen: Callable[[], None] | None = None,
                  on_error: Callable[[BaseException], None],
                  problem: tuple[str, str], max_pushes_per_s: float = 4.0) -> None:
         import ipywidgets as w
@@ -82,6 +83,13 @@ class SearchTab:
         self.launch_button = guarded_button("Launch", "wb-launch", launch, "primary")
         self.pause_button = guarded_button("Pause", "wb-pause", pause, "warning")
         self.stop_button = guarded_button("Stop", "wb-stop", stop, "danger")
+        # where the fastest configs sit on a range edge: extend those ranges along their kind
+        # and measure `budget` more (the same search, every stored trial kept)
+        self.widen_button = guarded_button("Widen edges", "wb-widen", widen or (lambda: None),
+                                           "info")
+        self.widen_button.tooltip = ("extend the ranges the fastest configs sit on the edge "
+                                     "of (pow2 doubles, int steps, within the device's "
+                                     "limits) and measure `budget` more configs")
         self.y_scale = w.ToggleButtons(options=["auto", "log", "linear"], value="auto",
                                        description="runtime axis",
                                        style={"button_width": "60px",
@@ -96,7 +104,8 @@ class SearchTab:
         self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
         self.widget = w.VBox([
             w.HBox([self.strategy, self.budget]),
-            w.HBox([self.launch_button, self.pause_button, self.stop_button]),
+            w.HBox([self.launch_button, self.pause_button, self.stop_button,
+                    self.widen_button]),
             self.y_scale, self.run_view, self.copy_button, self.devices.widget],
             layout=w.Layout(width="100%"))
         self.widget.add_class("wb-tab-search")
@@ -187,7 +196,7 @@ class SearchTab:
 
     def update_buttons(self, status: str) -> None:
         running = status in RUNNING_STATES
-        self.launch_button.disabled = running
+        self.launch_button.disabled = self.widen_button.disabled = running
         self.pause_button.disabled = not running
         self.pause_button.description = "Resume" if status == "paused" else "Pause"
         self.stop_button.disabled = not running or status == "stopping"
