@@ -226,10 +226,22 @@ def test_the_panels_widen_button_widens_the_ranges_the_fastest_configs_sit_on(
         panel.close()
 
 
-def test_the_agent_passes_its_widen_rounds_to_the_tune_step() -> None:
+@pytest.mark.parametrize(("widen", "best_split"), [(0, 8), (1, 16)])
+def test_the_agent_widens_after_its_tune_step(tmp_path: Path, widen: int,
+                                              best_split: int) -> None:
     from workbench.agent.records import AgentConfig
+    from workbench.agent.run import run_agent
     from workbench.core.errors import WorkbenchError
+    from workbench.core.kernel_folder import load_kernel_folder
 
-    assert AgentConfig().widen == 0 and AgentConfig(widen=2).widen == 2
     with pytest.raises(WorkbenchError, match="widen"):
         AgentConfig(widen=-1)
+    folder = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
+                                "silu_and_mul")
+    runner = SiluSplitRunner(folder)
+    outcome = run_agent(folder, runner=lambda template: runner,
+                        store=SQLiteStore(tmp_path / "agent.sqlite"), iterations=1,
+                        auto_approve=True, initial_template=folder.template, budget=40,
+                        confirm=0, shape="decode", dtype="bf16", widen=widen)
+    assert outcome.best is not None
+    assert outcome.best.config["ROW_SPLIT"] == best_split
