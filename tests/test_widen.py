@@ -245,3 +245,17 @@ def test_the_agent_widens_after_its_tune_step(tmp_path: Path, widen: int,
                         confirm=0, shape="decode", dtype="bf16", widen=widen)
     assert outcome.best is not None
     assert outcome.best.config["ROW_SPLIT"] == best_split
+
+
+def test_the_agents_plan_prompt_names_the_edges_and_asks_for_a_choices_values() -> None:
+    from workbench.agent.context import space_summary
+
+    space = SearchSpace((SPLIT, VEC, UNROLL))
+    configs = [Config(ROW_SPLIT=8, VEC=16, UNROLL=1), Config(ROW_SPLIT=8, VEC=16, UNROLL=2)]
+    edges = range_edges((SPLIT, VEC, UNROLL), configs)
+    text = space_summary(space, 2, edges=edges)
+    assert "- range edge: ROW_SPLIT (pow2) sits at its maximum 8" in text
+    vec = next(line for line in text.splitlines() if line.startswith("- range edge: VEC"))
+    assert "propose the values to add" in vec
+    assert "propose" not in next(line for line in text.splitlines() if "ROW_SPLIT" in line)
+    assert space_summary(space, 2) == text.split("\n- range edge")[0]

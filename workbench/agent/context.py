@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.core.cache_profile import L2Profile
+from workbench.core.edges import RangeEdge
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config, Status, TrialResult
@@ -58,13 +59,20 @@ def prompt_context(device: DeviceSpec, measurements: Sequence[Measurement],
                          history=tuple(h.as_prompt_iteration() for h in history))
 
 
-def space_summary(space: SearchSpace, measured: int) -> str:
-    """A few lines on the current space for the plan prompt."""
+def space_summary(space: SearchSpace, measured: int,
+                  edges: Sequence[RangeEdge] = ()) -> str:
+    """A few lines on the current space for the plan prompt, with the range edges the last
+    tune's fastest configs sat on: a choice's next value is not invented by widening, so
+    the model is asked whether the template should offer more."""
     lines = [f"{space.size} feasible configs ({space.raw_size} before constraints); "
              f"{measured} measured so far"]
     for text, count in sorted(space.rejections_by_constraint().items()):
         if count:
             lines.append(f"- constraint `{text}` rejects {count} raw points")
+    for edge in edges:
+        ask = (" (an explicit choice: propose the values to add, if the kernel allows them)"
+               if edge.kind == "choice" else "")
+        lines.append(f"- range edge: {edge.describe()}{ask}")
     return "\n".join(lines)
 
 

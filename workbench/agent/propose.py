@@ -112,7 +112,9 @@ def plan_with_llm(host: StepHost, loop: LoopState) -> Plan:
     assert loop.current is not None and host.llm is not None
     template = loop.current.template
     summary = space_summary(space_of(host, template),
-                            len(measured_configs(host, loop.current)))
+                            len(measured_configs(host, loop.current)),
+                            edges=loop.version_report.edges
+                            if loop.version_report is not None else ())
     messages = plan_messages(KernelBrief.from_folder(host.folder),
                              measurement_context(host, loop),
                              TemplateProposal.from_template(template),

@@ -5,8 +5,8 @@ A best config at the maximum of a range says the range may have cut the optimum 
 token with a long row the fastest silu_and_mul configs split the row over as many blocks as
 the range allowed (issue 18). :func:`range_edges` names each such parameter and edge;
 :func:`widen` extends one range along its kind (a power of two doubles, an integer range
-takes one more step, an explicit choice has no next value to invent: the user or the agent
-names it). Widening never takes a power-of-two or integer knob past ``hard_max`` (the
+takes one more step, an explicit choice has no next value to invent: the user names it in
+the range editor, and the agent's plan prompt puts the edge to the model). Widening never takes a power-of-two or integer knob past ``hard_max`` (the
 device's threads per block by default); constraints and launch limits prune the rest
 before any GPU time.
 
@@ -108,8 +108,8 @@ def widen(param: Parameter, edge: RangeEdge, *, hard_max: int = 1024) -> Widenin
             return Widening(edge, None, f"{param.min - param.step} would go below 1")
         return Widening(edge, replace(param, min=param.min - param.step))
     if isinstance(param, Choice):
-        return Widening(edge, None, "an explicit choice: name the values to add "
-                                    "(the panel and the agent ask)")
+        return Widening(edge, None, "an explicit choice: name the values to add (the "
+                                    "panel's range editor; the agent's plan prompt asks)")
     return Widening(edge, None, f"a {param.kind} parameter has no next value")
 
 
