@@ -130,28 +130,35 @@ def _result(config: Config, median_us: float) -> TrialResult:
 
 
 class ConditionsRunner:
-    """Answers from TRUTH per condition; the search itself saw the read condition."""
+    """Answers from ``truth`` (default TRUTH) per condition; the search itself saw the read
+    condition. Results under a condition come back in reverse order: the confirmation must
+    match them by config."""
 
     description = "scripted condition runner"
     device = None
 
-    def __init__(self) -> None:
+    def __init__(self, truth: dict[Config | None, dict[str, float]] | None = None) -> None:
+        self.truth = TRUTH if truth is None else truth
         self.calls: list[tuple[str, tuple[Config, ...]]] = []
 
+    def time_us(self, config: Config | None, condition: str) -> float:
+        return self.truth[config][condition]
+
     def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return _result(Config(), TRUTH[None]["read"])
+        return _result(Config(), self.time_us(None, "read"))
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for c in candidates:
-            yield _result(c.config, TRUTH[c.config]["read"])
+            yield _result(c.config, self.time_us(c.config, "read"))
 
     def measure_under(self, condition: str,
                       candidates: Sequence[Candidate]) -> list[TrialResult]:
         self.calls.append((condition, tuple(c.config for c in candidates)))
-        return [_result(c.config, TRUTH[c.config][condition]) for c in reversed(candidates)]
+        return [_result(c.config, self.time_us(c.config, condition))
+                for c in reversed(candidates)]
 
     def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        return _result(Config(), TRUTH[None][condition])
+        return _result(Config(), self.time_us(None, condition))
 
     def close(self) -> None:
         pass
@@ -203,13 +210,7 @@ PDL_TWIN = Config(VEC_BYTES=16, ROW_SPLIT=2, PDL=1)
 def test_launch_twins_join_round_one_and_the_rule_may_pick_one() -> None:
     truth = {**TRUTH, PDL_TWIN: {"read": 4.50, "write": 8.40, "warm": 3.80, "graph": 2.90}}
 
-    class TwinRunner(ConditionsRunner):
-        def measure_under(self, condition: str,
-                          candidates: Sequence[Candidate]) -> list[TrialResult]:
-            self.calls.append((condition, tuple(c.config for c in candidates)))
-            return [_result(c.config, truth[c.config][condition]) for c in candidates]
-
-    runner = TwinRunner()
+    runner = ConditionsRunner(truth)
     finalists = list(runner.measure([Candidate(c, "decode", "bf16") for c in (STEADY, DEFAULT)]))
     without = confirm_under_conditions(runner, finalists, ALL)
     assert not isinstance(without, str) and without.config == STEADY
@@ -271,21 +272,12 @@ def test_a_near_tie_with_another_load_path_is_confirmed_and_may_be_picked() -> N
     truth[tile] = {"read": 12.78, "write": 17.73, "warm": 12.80, "graph": 14.90}  # 6th
 
     class NearTies(ConditionsRunner):
-        def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
-            for c in candidates:
-                yield _result(c.config, truth[c.config]["read"])
-
-        def measure_under(self, condition: str,
-                          candidates: Sequence[Candidate]) -> list[TrialResult]:
-            self.calls.append((condition, tuple(c.config for c in candidates)))
+        def time_us(self, config: Config | None, condition: str) -> float:
             # a PDL twin (launch_twins) times like its plain config here
-            return [_result(c.config, truth[c.config.replace(PDL=0)][condition])
-                    for c in candidates]
+            return super().time_us(None if config is None else config.replace(PDL=0),
+                                   condition)
 
-        def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-            return _result(Config(), truth[None][condition])
-
-    runner = NearTies()
+    runner = NearTies(truth)
     results = list(runner.measure([Candidate(c, "decode", "bf16") for c in (*loops, tile)]))
     plain = build_report("silu_and_mul", "decode", "bf16", runner, results, top=5, confirm=5,
                          conditions=ALL)  # no template: the five fastest only

@@ -8,20 +8,17 @@ The GPU check of the same configs against the reference is tests/gpu/test_gpu_me
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
+from helpers_nvcc import NVCC, needs_nvcc, ptx_of
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Config
 
 FOLDER = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
                             "merge_attn_states_lse")
-NVCC = shutil.which("nvcc")
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 DEFAULT = FOLDER.template.default_config()
 TWO_D = DEFAULT.replace(ROWS_PER_BLOCK=8, VEC_BYTES=8, FAST_EXP=1)
 
@@ -80,16 +77,7 @@ def test_lean_is_offered_with_the_2d_one_exponential_path_only() -> None:
 
 
 def _ptx(config: Config, dtype: str = "bf16") -> str:
-    assert NVCC is not None
-    source = FOLDER.template.render(config, dtype).source
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "kernel.cu"
-        src.write_text(source)
-        done = subprocess.run([NVCC, "-ptx", "-arch=sm_90a", "-O3", "-o", str(Path(tmp) / "k.ptx"),
-                               str(src)], capture_output=True, text=True, timeout=100,
-                              check=False)
-        assert done.returncode == 0, done.stderr
-        return (Path(tmp) / "k.ptx").read_text()
+    return ptx_of(FOLDER.template, config, dtype)
 
 
 @needs_nvcc

@@ -8,20 +8,16 @@ tests/gpu/test_gpu_template_knobs.py."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
+from helpers_nvcc import needs_nvcc, ptx_of
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Config
 
 FOLDER = load_kernel_folder(Path(__file__).resolve().parents[1] / "sample_kernels" /
                             "silu_and_mul")
-NVCC = shutil.which("nvcc")
-needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 D = int(FOLDER.shape_values("decode")["d"])
 FULL_TILE = FOLDER.template.default_config().replace(D_CONST=D, BLOCK_THREADS=512, FAST_EXP=2)
 
@@ -43,16 +39,7 @@ def test_last_use_loads_are_offered_with_a_whole_row_full_tile_only() -> None:
 
 
 def _loads(config: Config, dtype: str = "bf16") -> list[str]:
-    assert NVCC is not None
-    source = FOLDER.template.render(config, dtype).source
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "kernel.cu"
-        src.write_text(source)
-        done = subprocess.run([NVCC, "-ptx", "-arch=sm_90a", "-O3", "-o", str(Path(tmp) / "k.ptx"),
-                               str(src)], capture_output=True, text=True, timeout=100,
-                              check=False)
-        assert done.returncode == 0, done.stderr
-        return re.findall(r"\bld\.global[\w.]*", (Path(tmp) / "k.ptx").read_text())
+    return re.findall(r"\bld\.global[\w.]*", ptx_of(FOLDER.template, config, dtype))
 
 
 @needs_nvcc

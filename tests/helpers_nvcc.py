@@ -1,0 +1,31 @@
+"""nvcc for the template tests that read the PTX a config compiles to (pure tier where nvcc
+is installed; CI has it, so do these tests)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from workbench.core.records import Config
+from workbench.core.template import KernelTemplate
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+
+def ptx_of(template: KernelTemplate, config: Config, dtype: str = "bf16") -> str:
+    """The PTX ``template`` at ``config`` compiles to for sm_90a at -O3 (asserts it does)."""
+    assert NVCC is not None
+    source = template.render(config, dtype).source
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(source)
+        done = subprocess.run([NVCC, "-ptx", "-arch=sm_90a", "-O3", "-o", str(Path(tmp) / "k.ptx"),
+                               str(src)], capture_output=True, text=True, timeout=100,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        return (Path(tmp) / "k.ptx").read_text()
