@@ -72,8 +72,6 @@ SKIP_PEERS = ("torch eager", "liger split")
 EXTRA: dict[tuple[str, str], list[dict[str, int]]] = {}
 #: nvcc flags of more builds of every --extra config, one tuple per build (--alt-flags)
 ALT_FLAGS: tuple[tuple[str, ...], ...] = ()
-#: label -> the outputs of the row built last (implementations() refills it)
-OUTPUTS: dict[str, Callable[[], dict[str, Any]]] = {}
 
 
 def session10_picks() -> dict[tuple[str, str], dict[str, Any]]:
@@ -88,12 +86,17 @@ def session10_picks() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def folder_for(kernel: str) -> Any:
-
     return with_unseen(load_kernel_folder(ROOT / "sample_kernels" / kernel))
 
 
+Outputs = Callable[[], dict[str, Any]]
+
+
 def implementations(compiler: Compiler, kernel: str, shape: str, pick: dict[str, Any],
-                    dtype: str = "bf16") -> tuple[Problem, dict[str, Callable[[], Any]]]:
+                    dtype: str = "bf16",
+                    ) -> tuple[Problem, dict[str, Callable[[], Any]], dict[str, Outputs]]:
+    """The row's implementations (ours, its variants, the baseline, the peers) and, per
+    label, what reads back its outputs for the correctness check."""
     folder = folder_for(kernel)
     p = Problem(folder, shape, dtype)
     # knobs added to the template after the tenth session take their defaults (off)
@@ -110,13 +113,12 @@ def implementations(compiler: Compiler, kernel: str, shape: str, pick: dict[str,
         for flags in ALT_FLAGS:  # the same config built with other nvcc flags (--alt-flags)
             impls[f"ours alt {i} {' '.join(flags)}"] = OurKernel(
                 Compiler(compiler.arch, flags=flags), specialised, Config({**pick, **extra}), p)
-    ours_out = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
-    OUTPUTS.clear()
-    OUTPUTS.update(dict.fromkeys(impls, ours_out))
-    for label, (fn, outputs) in PEERS[kernel](p).items():
+    ours_out: Outputs = lambda: {n: p.tensors[n] for n in p.out_names()}  # noqa: E731
+    outputs = dict.fromkeys(impls, ours_out)
+    for label, (fn, peer_out) in PEERS[kernel](p).items():
         if label not in SKIP_PEERS:
-            impls[label], OUTPUTS[label] = fn, outputs
-    return p, impls
+            impls[label], outputs[label] = fn, peer_out
+    return p, impls, outputs
 
 
 class Flushes:
@@ -250,7 +252,7 @@ def run_rows(rows: list[str], reps: int, out: Path) -> None:
         row: dict[str, Any] = {"kernel": kernel, "shape": shape, "pick": pick, "impls": {}}
         doc["rows"].append(row)
         try:
-            p, impls = implementations(compiler, kernel, shape, pick)
+            p, impls, outputs = implementations(compiler, kernel, shape, pick)
         except Exception as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"[:400]
             print(f"{spec}: {row['error']}", flush=True)
@@ -263,7 +265,7 @@ def run_rows(rows: list[str], reps: int, out: Path) -> None:
                         p.tensors[arg.name].fill_(float("nan"))
                 fn()
                 torch.cuda.synchronize()
-                ok, err = p.check(OUTPUTS[label]())
+                ok, err = p.check(outputs[label]())
                 row["impls"][label] = {"do_bench_rounds_us": [], "correct": ok,
                                        "max_abs_err": err}
                 if not ok:
@@ -315,7 +317,8 @@ def ncu_target(spec: str) -> None:
     """One call of IMPL after do_bench's flush, inside the NVTX range ``target``."""
     kernel, shape, label = spec.split(":", 2)
     picks = session10_picks()
-    _p, impls = implementations(Compiler("sm_90a"), kernel, shape, picks[(kernel, shape)])
+    _p, impls, _outputs = implementations(Compiler("sm_90a"), kernel, shape,
+                                          picks[(kernel, shape)])
     fn = impls[label]
     flushes = Flushes()
     for _ in range(3):  # compiles and JITs outside the range

@@ -177,6 +177,7 @@ class OurKernel:
 
         inst = template.render(config, problem.dtype)
         res = compiler.compile(inst).raise_for_error()
+        self.cubin_path = res.cubin_path
         self.module = cupy.RawModule(path=res.cubin_path)
         self.fn = self.module.get_function(template.entry)
         self.launch = template.launch_for(config, problem.env)

@@ -6,9 +6,9 @@ token with a long row the fastest silu_and_mul configs split the row over as man
 the range allowed (issue 18). :func:`range_edges` names each such parameter and edge;
 :func:`widen` extends one range along its kind (a power of two doubles, an integer range
 takes one more step, an explicit choice has no next value to invent: the user names it in
-the range editor, and the agent's plan prompt puts the edge to the model). Widening never takes a power-of-two or integer knob past ``hard_max`` (the
-device's threads per block by default); constraints and launch limits prune the rest
-before any GPU time.
+the range editor, and the agent's plan prompt puts the edge to the model). Widening never
+takes a power-of-two or integer knob past ``hard_max`` (the device's threads per block by
+default); constraints and launch limits prune the rest before any GPU time.
 
 Pure: parameters and configs in, records out.
 """

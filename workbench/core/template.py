@@ -255,6 +255,6 @@ class KernelTemplate:
             raise TemplateError("edited parameters must keep the same names",
                                 expected=list(self.param_names), got=[p.name for p in params])
         before = {p.name: p for p in self.params}
-        kept = tuple(b for b in self.shape_bounds
-                     if any(p.name == b.name and p == before[b.name] for p in params))
+        after = {p.name: p for p in params}
+        kept = tuple(b for b in self.shape_bounds if after[b.name] == before[b.name])
         return replace(self, params=tuple(params), shape_bounds=kept)

@@ -304,7 +304,7 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
                 runner.one_device() if isinstance(runner, ManyDevices) else runner,
                 conditions, rule):
             # near-ties that vary a choice knob join them: the conditions may tell them apart
-            choices = {p.name: p.values() for p in template.space(env).params
+            choices = {p.name: p.values() for p in template.for_env(env).params
                        if isinstance(p, Choice)}
             varied = varied_finalists([r.config for r in ok],
                                       [r.timing.median_us for r in ok if r.timing], confirm,

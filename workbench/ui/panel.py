@@ -73,7 +73,8 @@ class WorkbenchPanel:
             backend, title_prefix=lambda: f"{self.backend.kernel_name} · {self._version()}",
             status=lambda: self._state, launch=self._guard(self._launch),
             pause=self._guard(self._pause), stop=self._guard(self._stop),
-            widen=self._guard(self._widen), on_error=self._show_error, problem=problem(), max_pushes_per_s=max_pushes_per_s)
+            widen=self._guard(self._widen), on_error=self._show_error, problem=problem(),
+            max_pushes_per_s=max_pushes_per_s)
         self.search.run_view.on_query = self._guard(self.search.set_query)
         self.agent = AgentTab(backend, problem=problem, busy=self._agent_busy,
                               guard=self._guard, info=self._info)
