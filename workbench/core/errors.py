@@ -9,6 +9,7 @@ CLI can show a precise message without parsing text.
     ├── SpaceError
     │   └── EmptySpaceError      constraints leave no config (names the binding constraint)
     ├── KernelFolderError        a kernel folder is malformed (lists every problem)
+    ├── WriteRefusedError        the write policy refused a target (path, root, reason)
     ├── CudaSourceError          a .cu file cannot be read as CUDA (file, line)
     ├── ScaffoldError            init needs the user to say an argument's role or dtype
     ├── TemplateError            rendering or launch-rule evaluation failed
@@ -96,6 +97,17 @@ class KernelFolderError(WorkbenchError):
                          folder=folder, problems=list(problems))
         self.folder = folder
         self.problems = list(problems)
+
+
+class WriteRefusedError(WorkbenchError):
+    """The write policy refused ``path`` below ``root``: a symlink on the way, a target
+    outside the root, an existing file without overwrite, or an I/O failure (``reason``)."""
+
+    def __init__(self, message: str, *, path: str, root: str, reason: str) -> None:
+        super().__init__(message, path=path, root=root, reason=reason)
+        self.path = path
+        self.root = root
+        self.reason = reason
 
 
 class CudaSourceError(WorkbenchError):
