@@ -46,7 +46,7 @@ def inside_root(root: Path | str, target: Path | str) -> Path:
     try:
         real_root = root_path.resolve(strict=True)
     except (OSError, RuntimeError) as exc:
-        raise _refuse(target, root, f"the root cannot be resolved ({exc.__class__.__name__})")
+        raise _refuse(target, root, f"the root cannot be resolved ({exc.__class__.__name__})") from None
     if not real_root.is_dir():
         raise _refuse(target, root, "the root is not a folder")
     target_path = Path(target)
@@ -74,7 +74,7 @@ def inside_root(root: Path | str, target: Path | str) -> Path:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise _refuse(target, root, f"{current.name!r} cannot be examined ({exc.strerror})")
+            raise _refuse(target, root, f"{current.name!r} cannot be examined ({exc.strerror})") from None
         if stat.S_ISLNK(info.st_mode):
             raise _refuse(target, root, f"{current.relative_to(real_root)} is a symlink")
     if current == real_root:
@@ -112,9 +112,9 @@ def ensure_folder(root: Path | str, folder: Path | str) -> Path:
         except FileExistsError:
             info = os.lstat(current)
             if stat.S_ISLNK(info.st_mode):
-                raise _refuse(current, root, f"{current.relative_to(real_root)} is a symlink")
+                raise _refuse(current, root, f"{current.relative_to(real_root)} is a symlink") from None
             if not stat.S_ISDIR(info.st_mode):
-                raise _refuse(current, root, f"{current.relative_to(real_root)} is not a folder")
+                raise _refuse(current, root, f"{current.relative_to(real_root)} is not a folder") from None
     return path
 
 
