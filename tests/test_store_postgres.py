@@ -18,6 +18,7 @@ from workbench.testing.store_contract import PROVENANCE, StoreContract, sample_r
 psycopg = pytest.importorskip("psycopg")
 
 from workbench.store.postgres import PostgresStore, describe_dsn, open_store  # noqa: E402
+from workbench.store.sqlite import SCHEMA_VERSION  # noqa: E402
 from workbench.testing.postgres_server import (  # noqa: E402
     PostgresServer,
     PostgresUnavailable,
@@ -73,7 +74,7 @@ def test_several_writers_store_each_trial_once(server: PostgresServer) -> None:
         thread.join()
     assert outcomes.count(True) == len(results)  # each key won by exactly one writer
     assert stores[0].count_trials(PROVENANCE) == len(results)
-    assert stores[3].schema_version() == 1
+    assert stores[3].schema_version() == SCHEMA_VERSION
     for store in stores:
         store.close()
 

@@ -161,6 +161,23 @@ class AgentIteration:
     created: str = ""
 
 
+@dataclass(frozen=True)
+class ProblemTally:
+    """One session's trials of one problem (shape, dtype), kept beside the trials and
+    updated in the same transaction as each one: what the sidebar reads instead of every
+    trial (``ok`` counts ok trials with a time; ``best_us`` is the fastest of them, measured
+    on ``best_device``)."""
+
+    session_id: str
+    shape: str
+    dtype: str
+    trials: int
+    ok: int
+    best_us: float | None
+    best_device: str
+    first_created: str  # ISO-8601 UTC of the problem's first trial in the session
+
+
 @runtime_checkable
 class Store(Protocol):
     """What every store backend provides (see workbench.testing.store_contract)."""
@@ -182,6 +199,7 @@ class Store(Protocol):
     def trials(self, provenance: Provenance | None = None, shape: str | None = None,
                dtype: str | None = None) -> list[StoredTrial]: ...
     def count_trials(self, provenance: Provenance | None = None) -> int: ...
+    def problem_tallies(self, session_ids: Sequence[str]) -> list[ProblemTally]: ...
 
     def record_remeasurement(self, result: TrialResult, provenance: Provenance,
                              round_index: int, session_id: str | None = None) -> None: ...

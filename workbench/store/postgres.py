@@ -31,11 +31,17 @@ from workbench.store.base import (
 )
 from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
+    BACKFILL_SELECT,
     LLM_CALL_COLUMNS,
+    TALLY_COLUMNS,
+    backfill_tallies,
     insert_sql,
     keyed_select,
     llm_call_values,
+    parse_schema_version,
     provenance_values,
+    tally_upsert_sql,
+    tally_values,
 )
 from workbench.store.sqlite import (
     _PROVENANCE_COLUMNS,
@@ -98,6 +104,13 @@ CREATE TABLE IF NOT EXISTS claims (
     expires DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (template_sha256, config_key, shape, dtype, compiler, flags, arch, device,
                  driver));
+CREATE TABLE IF NOT EXISTS session_tallies (
+    session_id TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,
+    trials INTEGER NOT NULL, ok INTEGER NOT NULL, best_us DOUBLE PRECISION,
+    best_device TEXT NOT NULL, first_created TEXT NOT NULL,
+    PRIMARY KEY (session_id, shape, dtype));
+CREATE INDEX IF NOT EXISTS iterations_by_session ON agent_iterations (session_id);
+CREATE INDEX IF NOT EXISTS sessions_by_kernel ON sessions (kernel, created);
 """
 #: A claims or trials row of one key: the provenance, then config_key, shape, dtype.
 _CLAIM_KEY = " AND ".join(f"{k} = %s" for k in (*_PROVENANCE_COLUMNS, "config_key", "shape",
@@ -122,6 +135,7 @@ class PostgresStore(RecordTables):
 
     _mark = "%s"
     _version_order = "seq"
+    _newest_schema = SCHEMA_VERSION
 
     def __init__(self, dsn: str, *, schema: str = "public", timeout_s: float = 10.0) -> None:
         try:
@@ -209,12 +223,19 @@ class PostgresStore(RecordTables):
                 if row is None:
                     admin.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s),"
                                   " ('created', %s)", (str(SCHEMA_VERSION), _now()))
-                elif int(row[0]) > SCHEMA_VERSION:
-                    raise StoreError(
-                        f"store {self.where} (schema {self.schema}) has schema version "
-                        f"{row[0]}, newer than this workbench understands ({SCHEMA_VERSION}); "
-                        "upgrade kernel-workbench", store=self.where, value=int(row[0]),
-                        expected=SCHEMA_VERSION)
+                elif parse_schema_version(row[0], f"{self.where} (schema {self.schema})",
+                                          SCHEMA_VERSION) < SCHEMA_VERSION:
+                    # Version 1 had no tallies: count them once, under the schema lock.
+                    from psycopg.rows import dict_row
+
+                    admin.execute("DELETE FROM session_tallies")
+                    with admin.cursor(row_factory=dict_row) as cur:
+                        rows = cur.execute(BACKFILL_SELECT).fetchall()
+                    with admin.cursor() as cur:
+                        cur.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "%s"),
+                                        backfill_tallies(rows))
+                    admin.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                                  (str(SCHEMA_VERSION),))
         finally:
             admin.close()
 
@@ -245,6 +266,9 @@ class PostgresStore(RecordTables):
                 f"INSERT INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) VALUES "
                 f"({', '.join(['%s'] * len(values))}) ON CONFLICT DO NOTHING", values)
             stored = bool(cursor.rowcount == 1)
+            if stored and session_id is not None:
+                c.execute(tally_upsert_sql("%s"),
+                          tally_values(session_id, result, provenance, values[-1]))
             c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
                       (*provenance_values(provenance), result.config.key(), result.shape,
                        result.dtype))

@@ -7,12 +7,19 @@ and locking differ by dialect."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreError
-from workbench.store.base import AgentIteration, LLMCall, Review, Session, TemplateVersion
+from workbench.store.base import (
+    AgentIteration,
+    LLMCall,
+    ProblemTally,
+    Review,
+    Session,
+    TemplateVersion,
+)
 from workbench.store.rows import (
     ITERATION_COLUMNS,
     REVIEW_COLUMNS,
@@ -22,7 +29,9 @@ from workbench.store.rows import (
     iteration_values,
     llm_call_from_row,
     now,
+    parse_schema_version,
     review_values,
+    tally_from_row,
     version_from_row,
     version_values,
 )
@@ -46,11 +55,31 @@ class RecordTables:
     def _write(self, action: str) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
+    _newest_schema: int  # the schema version this code writes
+
     def schema_version(self) -> int:
         """The schema version recorded in the ``meta`` table."""
         row = self._read("read meta", lambda c: c.execute(
             "SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
-        return int(row["value"])
+        return parse_schema_version(None if row is None else row["value"], self._location,
+                                    self._newest_schema)
+
+    def problem_tallies(self, session_ids: Sequence[str]) -> list[ProblemTally]:
+        """The per-problem tallies of these sessions (one row per session, shape and dtype
+        measured), oldest problem first: a read of O(sessions), never of every trial."""
+        ids = list(dict.fromkeys(session_ids))
+        out: list[ProblemTally] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            sql = ("SELECT * FROM session_tallies WHERE session_id IN "
+                   f"({', '.join([self._mark] * len(chunk))}) "
+                   "ORDER BY first_created, shape, dtype")
+
+            def read(c: Any, sql: str = sql, chunk: list[str] = chunk) -> list[Any]:
+                return list(c.execute(sql, chunk).fetchall())
+
+            out += [tally_from_row(r) for r in self._read("read session tallies", read)]
+        return out
 
     def create_session(self, kernel: str, notes: str = "") -> Session:
         """Start a new session for ``kernel``."""

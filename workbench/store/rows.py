@@ -12,12 +12,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.core.errors import StoreError
+from workbench.core.errors import StoreCorruptError, StoreError
+from workbench.core.records import Status, TrialResult
 from workbench.store.base import (
     DECISIONS,
     ORIGINS,
     AgentIteration,
     LLMCall,
+    ProblemTally,
     Provenance,
     Review,
     TemplateVersion,
@@ -34,6 +36,8 @@ REVIEW_COLUMNS = ("template_version_id", "decision", "reviewer", "time", "note",
                   "approved_text_sha256")
 LLM_CALL_COLUMNS = ("session_id", "created", "request_json", "reply_text", "prompt_tokens",
                     "completion_tokens", "total_tokens")
+TALLY_COLUMNS = ("session_id", "shape", "dtype", "trials", "ok", "best_us", "best_device",
+                 "first_created")
 ITERATION_COLUMNS = ("session_id", "iteration", "state", "best_us", "speedup", "detail_json",
                      "created")
 
@@ -133,3 +137,78 @@ def iteration_from_row(r: Mapping[str, Any]) -> AgentIteration:
     return AgentIteration(session_id=r["session_id"], iteration=r["iteration"],
                           state=r["state"], best_us=r["best_us"], speedup=r["speedup"],
                           detail=json.loads(r["detail_json"]), created=r["created"])
+
+
+def parse_schema_version(value: Any, location: str, newest: int) -> int:
+    """The ``schema_version`` kept in a store's ``meta`` table as an integer; a value that is
+    not a whole number (edited by hand, written by something else) or one newer than
+    ``newest`` is a clean error naming the store, the key and the value."""
+    text = str(value)
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if not text.strip().isdigit() or not text.isascii():
+        raise StoreCorruptError(
+            f"store {location}: meta key schema_version holds {shown!r}, not a whole number; "
+            "this file was changed by something other than the workbench: move it aside and "
+            "open a new store path", file=location, key="schema_version", value=shown,
+            expected="a whole number")
+    version = int(text)
+    if version > newest:
+        raise StoreError(
+            f"store {location} has schema version {version}, newer than this workbench "
+            f"understands ({newest}); upgrade kernel-workbench", file=location,
+            key="schema_version", value=version, expected=newest)
+    return version
+
+
+def tally_upsert_sql(mark: str) -> str:
+    """Add one trial to its session's tally of its problem (insert or update), in the
+    caller's transaction; SQLite and PostgreSQL share this ``ON CONFLICT`` form."""
+    best = "session_tallies.best_us"
+    return (f"{insert_sql('session_tallies', TALLY_COLUMNS, mark)} "
+            "ON CONFLICT (session_id, shape, dtype) DO UPDATE SET "
+            "trials = session_tallies.trials + 1, ok = session_tallies.ok + excluded.ok, "
+            f"best_device = CASE WHEN excluded.best_us IS NOT NULL AND ({best} IS NULL OR "
+            f"excluded.best_us < {best}) THEN excluded.best_device "
+            "ELSE session_tallies.best_device END, "
+            f"best_us = CASE WHEN excluded.best_us IS NOT NULL AND ({best} IS NULL OR "
+            f"excluded.best_us < {best}) THEN excluded.best_us ELSE {best} END")
+
+
+def _timed_ok(status: str, median_us: float | None) -> bool:
+    return status == Status.OK.value and median_us is not None
+
+
+def tally_values(session_id: str, result: TrialResult, provenance: Provenance,
+                 created: str) -> tuple[Any, ...]:
+    """One trial as a tally row of :data:`TALLY_COLUMNS` (a count of one)."""
+    ok = _timed_ok(result.status.value, result.median_us)
+    return (session_id, result.shape, result.dtype, 1, int(ok),
+            float(result.median_us) if ok and result.median_us is not None else None,
+            provenance.device if ok else "", created)
+
+
+#: The trial columns a backfill reads, in write order.
+BACKFILL_SELECT = ("SELECT session_id, shape, dtype, status, median_us, device, created "
+                   "FROM trials WHERE session_id IS NOT NULL ORDER BY id")
+
+
+def backfill_tallies(rows: Any) -> list[tuple[Any, ...]]:
+    """Tally rows (:data:`TALLY_COLUMNS`) of a store written before tallies existed, from its
+    trials' rows of :data:`BACKFILL_SELECT` in write order."""
+    tallies: dict[tuple[str, str, str], list[Any]] = {}
+    for r in rows:
+        key = (r["session_id"], r["shape"], r["dtype"])
+        ok = _timed_ok(r["status"], r["median_us"])
+        entry = tallies.setdefault(key, [*key, 0, 0, None, "", r["created"]])
+        entry[3] += 1
+        if ok:
+            entry[4] += 1
+            if entry[5] is None or r["median_us"] < entry[5]:
+                entry[5], entry[6] = float(r["median_us"]), r["device"]
+    return [tuple(t) for t in tallies.values()]
+
+
+def tally_from_row(r: Mapping[str, Any]) -> ProblemTally:
+    return ProblemTally(session_id=r["session_id"], shape=r["shape"], dtype=r["dtype"],
+                        trials=int(r["trials"]), ok=int(r["ok"]), best_us=r["best_us"],
+                        best_device=r["best_device"], first_created=r["first_created"])

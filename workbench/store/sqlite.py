@@ -30,16 +30,23 @@ from workbench.store.base import (
 )
 from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
+    BACKFILL_SELECT,
     LLM_CALL_COLUMNS,
     PROVENANCE_COLUMNS,
+    TALLY_COLUMNS,
+    backfill_tallies,
     insert_sql,
     keyed_select,
     llm_call_values,
     now,
+    parse_schema_version,
     provenance_values,
+    tally_upsert_sql,
+    tally_values,
 )
 
-SCHEMA_VERSION = 1
+#: 2: session_tallies (the sidebar's per-session summary), backfilled from version 1.
+SCHEMA_VERSION = 2
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -86,6 +93,12 @@ CREATE TABLE IF NOT EXISTS claims (
     device TEXT NOT NULL, driver TEXT NOT NULL, owner TEXT NOT NULL, expires REAL NOT NULL,
     PRIMARY KEY (template_sha256, config_key, shape, dtype, compiler, flags, arch, device,
                  driver));
+CREATE TABLE IF NOT EXISTS session_tallies (
+    session_id TEXT NOT NULL, shape TEXT NOT NULL, dtype TEXT NOT NULL,
+    trials INTEGER NOT NULL, ok INTEGER NOT NULL, best_us REAL, best_device TEXT NOT NULL,
+    first_created TEXT NOT NULL, PRIMARY KEY (session_id, shape, dtype));
+CREATE INDEX IF NOT EXISTS iterations_by_session ON agent_iterations (session_id);
+CREATE INDEX IF NOT EXISTS sessions_by_kernel ON sessions (kernel, created);
 """
 #: Columns of every table, as created: a file whose tables differ is a foreign schema.
 _TABLE_COLUMNS = {
@@ -136,6 +149,7 @@ class SQLiteStore(RecordTables):
 
     _mark = "?"
     _version_order = "rowid"
+    _newest_schema = SCHEMA_VERSION
 
     def __init__(self, path: str | Path, *, timeout_s: float = 10.0) -> None:
         self.path = Path(path)
@@ -293,11 +307,14 @@ class SQLiteStore(RecordTables):
                 c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                           (str(SCHEMA_VERSION),))
                 c.execute("INSERT INTO meta (key, value) VALUES ('created', ?)", (_now(),))
-            elif int(row[0]) > SCHEMA_VERSION:
-                raise StoreError(
-                    f"store {self.path} has schema version {row[0]}, newer than this "
-                    f"workbench understands ({SCHEMA_VERSION}); upgrade kernel-workbench",
-                    file=str(self.path), value=int(row[0]), expected=SCHEMA_VERSION)
+            elif parse_schema_version(row[0], str(self.path), SCHEMA_VERSION) < SCHEMA_VERSION:
+                # Version 1 had no tallies: count them once from the trials, in this
+                # transaction, so no writer ever sees a half-filled table.
+                c.execute("DELETE FROM session_tallies")
+                c.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "?"),
+                              backfill_tallies(c.execute(BACKFILL_SELECT)))
+                c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                          (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
@@ -324,10 +341,14 @@ class SQLiteStore(RecordTables):
             cursor = c.execute(
                 f"INSERT OR IGNORE INTO trials (session_id, {', '.join(_RESULT_COLUMNS)}) "
                 f"VALUES ({', '.join('?' * len(values))})", values)
+            stored = cursor.rowcount == 1
+            if stored and session_id is not None:
+                c.execute(tally_upsert_sql("?"),
+                          tally_values(session_id, result, provenance, values[-1]))
             c.execute(f"DELETE FROM claims WHERE {_CLAIM_KEY}",
                       (*provenance_values(provenance), result.config.key(), result.shape,
                        result.dtype))
-            return cursor.rowcount == 1
+            return stored
 
     # -- claims (see workbench.store.base) -------------------------------------------------
 
