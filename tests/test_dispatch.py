@@ -100,7 +100,7 @@ def test_specialisation_knobs_stay_symbolic() -> None:
 
 
 def test_exports_define_the_same_mapping(tmp_path: Path) -> None:
-    table = build_table("my-kernel", "bf16", TIMES, SIZES, tolerance_pct=0.5)
+    table = build_table("my_kernel", "bf16", TIMES, SIZES, tolerance_pct=0.5)
     namespace: dict[str, object] = {}
     exec(compile(table.to_python(), "dispatch.py", "exec"), namespace)  # our own output
     assert namespace["dispatch"](d=4096, tokens=2) == dict(A)  # type: ignore[operator]

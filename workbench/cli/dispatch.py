@@ -15,25 +15,34 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from workbench.core.dispatch import (
+    DispatchTable,
+    UnsafeExportError,
     build_table,
     concrete,
+    config_problems,
+    generated_names,
     leave_one_out,
     median_loss_pct,
+    name_problems,
+    shown,
+    size_problem,
     specialised_knobs,
     sweep_shapes,
     symbolic,
 )
-from workbench.core.errors import WorkbenchError
+from workbench.core.errors import Problem, WorkbenchError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
-from workbench.core.params import Pow2Range
+from workbench.core.params import Choice, Pow2Range
 from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelTemplate
+from workbench.core.write_policy import check_target, write_file
 
 
 def shape_list(args: argparse.Namespace) -> tuple[KernelFolder, list[str]]:
@@ -68,29 +77,89 @@ Measured = tuple[dict[str, dict[Config, float]], dict[Config, set[str]]]
 
 
 def _times(folder: KernelFolder, shapes: list[str], dtype: str,
-           args: argparse.Namespace) -> Measured:
+           args: argparse.Namespace, origins: dict[Config, str] | None = None) -> Measured:
     """Each shape's fastest median per config (from the store, or the recording) and, per
-    config, the shapes whose search measured it (``--cross`` measurements excluded)."""
+    config, the shapes whose search measured it (``--cross`` measurements excluded).
+    ``origins`` gets, for each config, where it was first read (recording trial, store row)."""
     times: dict[str, dict[Config, float]] = {s: {} for s in shapes}
     found_at: dict[Config, set[str]] = {}
     if args.replay is not None:
         from workbench.engine.replay import ReplayRunner
 
-        results = [(t, False) for t in ReplayRunner(folder, args.replay or None).recording.trials]
+        recording = ReplayRunner(folder, args.replay or None).recording
+        results = [(t, False, f"recording {recording.path}: trials[{i}].config")
+                   for i, t in enumerate(recording.trials)]
     else:
         from workbench.store.sqlite import SQLiteStore
 
         store = SQLiteStore(args.store)
         cross = {x.id for x in store.sessions(folder.name) if x.notes.startswith(CROSS_NOTES)}
-        results = [(t.result, t.session_id in cross) for s in shapes
-                   for t in store.trials(shape=s, dtype=dtype)]
-    for r, crossed in results:
+        results = [(t.result, t.session_id in cross,
+                    f"store {args.store}: trial of shape {shown(s)} dtype {dtype} "
+                    f"(session {t.session_id}, written {t.created}), config_key")
+                   for s in shapes for t in store.trials(shape=s, dtype=dtype)]
+    for r, crossed, where in results:
         if r.shape in times and r.dtype == dtype and r.status is Status.OK and r.median_us:
             row = times[r.shape]
             row[r.config] = min(r.median_us, row.get(r.config, float("inf")))
+            if origins is not None:
+                origins.setdefault(r.config, where)
             if not crossed:
                 found_at.setdefault(r.config, set()).add(r.shape)
     return times, found_at
+
+
+def _input_problems(folder: KernelFolder, shapes: list[str], dtype: str,
+                    args: argparse.Namespace, times: Mapping[str, Mapping[Config, float]],
+                    origins: Mapping[Config, str]) -> list[Problem]:
+    """Every name and value that would enter the exports, checked where it came from: the
+    kernel folder's kernel.toml, the command line (``--sweep``, ``--tolerance``), each
+    recording trial or store row (a bool only for a knob the template declares as one)."""
+    toml = f"{folder.path}/kernel.toml"
+    problems = name_problems([folder.name], "name", toml)
+    problems += name_problems([dtype], "dtype", "the command line (--dtype)")
+    if problems:
+        return problems
+    reserved = generated_names(folder.name, dtype)
+    base = set(folder.shapes)
+    for s in shapes:
+        where = toml if s in base else "the command line (--sweep)"
+        problems += name_problems([s], f"shapes.{s}" if s in base else "shape name", where)
+        for size, value in folder.shape_values(s).items():
+            key = f"shapes.{s}.{size}" if s in base else f"shape {s} size"
+            problems += name_problems([size], key, where, reserved)
+            reason = size_problem(value)
+            if reason is not None:
+                problems.append(Problem(where, f"{key}", shown(value), reason))
+    if not math.isfinite(args.tolerance) or args.tolerance < 0:
+        problems.append(Problem("the command line (--tolerance)", "tolerance",
+                                shown(args.tolerance), "a finite number >= 0"))
+    bools = {p.name for p in folder.template.params
+             if isinstance(p, Choice) and any(isinstance(v, bool) for v in p.values_)}
+    for s in shapes:
+        for cfg in times[s]:
+            problems += config_problems(cfg, origins.get(cfg, "a measured config"), reserved,
+                                        bools)
+    return list(dict.fromkeys(problems))
+
+
+def _write_exports(out_dir: str, stem: str, table: DispatchTable, force: bool) -> list[Path]:
+    """The header, JSON and module, each rendered (and so checked) before any is written,
+    then written through the write policy with ``out_dir`` as root: an existing export is
+    replaced only with ``force``."""
+    files = {f"{stem}.h": table.to_cpp_header(), f"{stem}.json": table.to_json(),
+             f"{stem}.py": table.to_python()}
+    root = Path(out_dir)
+    if root.is_dir():
+        for name in files:
+            check_target(root, name, overwrite=force)
+    else:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkbenchError(f"--out {out_dir}: cannot create the folder ({exc.strerror})",
+                                 key="out", value=out_dir, expected="a folder") from None
+    return [write_file(root, name, text, overwrite=force) for name, text in files.items()]
 
 
 def _cross(args: argparse.Namespace, folder: KernelFolder, shapes: list[str], dtype: str,
@@ -133,10 +202,15 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     folder, shapes = shape_list(args)
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
     knobs = specialised_knobs(folder.template.shape_bounds)
-    measured = _times(folder, shapes, dtype, args)
-    if args.cross and args.replay is None:
+    origins: dict[Config, str] = {}
+    measured = _times(folder, shapes, dtype, args, origins)
+    problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
+    if not problems and args.cross and args.replay is None:
         _cross(args, folder, shapes, dtype, measured, knobs, out)
-        measured = _times(folder, shapes, dtype, args)
+        measured = _times(folder, shapes, dtype, args, origins)
+        problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
+    if problems:  # before a table is built, printed or written
+        raise UnsafeExportError(problems)
     times, found_at = measured
     empty = [s for s in shapes if not times[s]]
     if empty:
@@ -154,13 +228,9 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     for index, cfg in enumerate(table.configs):
         print(f"  config {index}: {dict(cfg)}", file=out)
     if args.out:
-        folder_out = Path(args.out)
-        folder_out.mkdir(parents=True, exist_ok=True)
         stem = f"{folder.name}_{dtype}_dispatch"
-        (folder_out / f"{stem}.h").write_text(table.to_cpp_header())
-        (folder_out / f"{stem}.json").write_text(table.to_json())
-        (folder_out / f"{stem}.py").write_text(table.to_python())
-        print(f"  wrote {folder_out}/{stem}.h, .json, .py", file=out)
+        _write_exports(args.out, stem, table, args.force)
+        print(f"  wrote {args.out}/{stem}.h, .json, .py", file=out)
     if args.eval:
         return _evaluate(args, folder, dtype, (times, found_at), sizes, knobs, out)
     return 0
@@ -231,6 +301,8 @@ def register(sub: Any) -> None:
                         "at every other shape (stored; the table interpolates between shapes "
                         "with them)")
     p.add_argument("--out", help="folder for <kernel>_<dtype>_dispatch.h/.json/.py")
+    p.add_argument("--force", action="store_true",
+                   help="replace exports that already exist in --out")
     p.add_argument("--eval", action="store_true",
                    help="leave-one-out: each shape dispatched by a table built without it")
     p.add_argument("--live", action="store_true",

@@ -27,23 +27,128 @@ compiles in its shape's ``hidden`` is stored as ``HIDDEN_CONST = "=hidden"`` and
 dispatched problem's own ``hidden`` (-1 in the C++ header's struct).
 
 Exports: a C++ header with the configs as a struct array and a dispatcher function, JSON,
-and Python source defining the same mapping. Pure.
+and Python source defining the same mapping. Data becomes code only after a check
+(:meth:`DispatchTable.problems`): every name that enters an export (kernel, dtype, size,
+shape and parameter names) passes :func:`workbench.core.identifiers.identifier_problem`,
+with the names the generated code uses itself (:func:`generated_names`) reserved; every
+parameter value is a C++ ``int`` (a bool as 0/1, or a symbolic ``"=<size>"``) and every
+tuned size a positive ``long long``. Pure.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import math
-from collections.abc import Mapping, Sequence, Set
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
-from workbench.core.errors import WorkbenchError
+from workbench.core.errors import Problem, WorkbenchError
 from workbench.core.expr import Expr
+from workbench.core.identifiers import identifier_problem
 from workbench.core.records import Config
 from workbench.core.shape_params import ShapeBounds
 
 #: shape name -> config -> measured median (us); a config absent at a shape was not measured
 Times = Mapping[str, Mapping[Config, float]]
+
+#: A parameter value in the header's config struct is a C++ ``int``.
+INT_RANGE = (-(2**31), 2**31 - 1)
+#: A tuned size in the header's shape table is a positive C++ ``long long``.
+SIZE_RANGE = (1, 2**63 - 1)
+
+
+class UnsafeExportError(WorkbenchError):
+    """Data that would enter a generated header, JSON or module failed its check;
+    ``problems`` names each key, value, where it came from and what was expected."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        super().__init__(f"dispatch refused {len(problems)} value(s) that would enter "
+                         f"generated code; nothing was written:\n{lines}",
+                         problems=list(problems))
+        self.problems = list(problems)
+
+
+def shown(value: object) -> str:
+    """``value`` for a one-line message: repr (control characters escaped), at most 80."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def name_problems(names: Iterable[object], what: str, where: str,
+                  reserved: Collection[str] = ()) -> list[Problem]:
+    """A problem for each of ``names`` that cannot be a name in the generated code."""
+    out = []
+    for name in names:
+        reason = identifier_problem(name, reserved)
+        if reason is not None:
+            out.append(Problem(where, what, shown(name), reason))
+    return out
+
+
+def value_problem(value: object, *, allow_bool: bool = True,
+                  size_names: Collection[str] = ()) -> str | None:
+    """Why ``value`` cannot be a parameter value in the header's ``int`` fields, or None.
+    ``size_names``: the sizes a symbolic ``"=<size>"`` value may name."""
+    lo, hi = INT_RANGE
+    if isinstance(value, bool):
+        return None if allow_bool else f"an integer in [{lo}, {hi}] (this knob is not a bool)"
+    if isinstance(value, int) and lo <= value <= hi:
+        return None
+    if isinstance(value, str) and value.startswith("=") and value[1:] in size_names:
+        return None
+    return f"an integer in [{lo}, {hi}] (a C++ int)"
+
+
+def config_problems(config: Mapping[str, object], where: str,
+                    reserved: Collection[str] = (), bool_params: Collection[str] | None = None,
+                    size_names: Collection[str] = ()) -> list[Problem]:
+    """Problems of one config's names and values. ``bool_params``: the knobs that may hold
+    a bool (None: any); ``size_names``: the sizes a symbolic value may name."""
+    out = name_problems(config, "parameter name", where, reserved)
+    for name, value in config.items():
+        allow = bool_params is None or name in bool_params
+        reason = value_problem(value, allow_bool=allow, size_names=size_names)
+        if reason is not None:
+            out.append(Problem(where, f"parameter {shown(name)}", shown(value), reason))
+    return out
+
+
+def size_problem(value: object) -> str | None:
+    """Why ``value`` cannot be a tuned size (a positive ``long long``), or None."""
+    lo, hi = SIZE_RANGE
+    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
+        return None
+    return f"an integer in [{lo}, {hi}] (a C++ long long)"
+
+
+_PROBE_SIZE, _PROBE_PARAM, _PROBE_SHAPE = "wbprobesize", "WBPROBEPARAM", "wbprobeshape"
+_CPP_NAME = re.compile(r"(?<![\w.])[A-Za-z_][A-Za-z0-9_]*")
+
+
+@functools.lru_cache(maxsize=64)
+def generated_names(kernel: str, dtype: str) -> frozenset[str]:
+    """The names the exports of ``kernel``'s table use themselves (locals, types, functions,
+    the include guard, the builtins the Python module calls), collected from the generators'
+    own output: a size or knob named like one of them would shadow or redeclare it."""
+    probe = DispatchTable(kernel=kernel, dtype=dtype, size_names=(_PROBE_SIZE,),
+                          configs=(Config({_PROBE_PARAM: 1}),),
+                          entries=((_PROBE_SHAPE, (1,), 0),), tolerance_pct=1.0)
+    cpp = "\n".join(line.split("//", 1)[0] for line in probe._cpp_source().splitlines())
+    names = set(_CPP_NAME.findall(cpp))
+    for node in ast.walk(ast.parse(probe._python_source())):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name)
+    return frozenset(names - {_PROBE_SIZE, _PROBE_PARAM, _PROBE_SHAPE})
 
 
 @dataclass(frozen=True)
@@ -75,6 +180,42 @@ class DispatchTable:
         """The concrete config for ``sizes`` (symbolic sizes filled in)."""
         return concrete(self.nearest(sizes)[1], sizes)
 
+    def problems(self, where: str = "the dispatch table") -> list[Problem]:
+        """Everything in the table that may not enter generated code (empty: safe)."""
+        out = name_problems([self.kernel], "kernel name", where)
+        out += name_problems([self.dtype], "dtype", where)
+        kernel_ok = not out
+        reserved = generated_names(self.kernel, self.dtype) if kernel_ok else frozenset()
+        out += name_problems(self.size_names, "size name", where, reserved)
+        if len(set(self.size_names)) != len(self.size_names):
+            out.append(Problem(where, "size names", shown(self.size_names), "distinct names"))
+        out += name_problems(dict.fromkeys(s for s, _, _ in self.entries), "shape name", where)
+        for cfg in self.configs:
+            out += config_problems(cfg, where, reserved, None, self.size_names)
+        for shape, values, index in self.entries:
+            if len(values) != len(self.size_names):
+                out.append(Problem(where, f"shape {shown(shape)}", shown(values),
+                                   f"{len(self.size_names)} sizes"))
+            for name, value in zip(self.size_names, values, strict=False):
+                reason = size_problem(value)
+                if reason is not None:
+                    out.append(Problem(where, f"shape {shown(shape)} size {shown(name)}",
+                                       shown(value), reason))
+            if not (isinstance(index, int) and 0 <= index < len(self.configs)):
+                out.append(Problem(where, f"shape {shown(shape)} config", shown(index),
+                                   f"an index below {len(self.configs)}"))
+        if not (isinstance(self.tolerance_pct, (int, float))
+                and math.isfinite(self.tolerance_pct) and self.tolerance_pct >= 0):
+            out.append(Problem(where, "tolerance_pct", shown(self.tolerance_pct),
+                               "a finite number >= 0"))
+        return out
+
+    def check(self) -> None:
+        """Raise :class:`UnsafeExportError` listing :meth:`problems`, if any."""
+        problems = self.problems()
+        if problems:
+            raise UnsafeExportError(problems)
+
     def to_dict(self) -> dict[str, object]:
         return {"kernel": self.kernel, "dtype": self.dtype, "sizes": list(self.size_names),
                 "tolerance_pct": self.tolerance_pct,
@@ -83,10 +224,23 @@ class DispatchTable:
                              "config": i} for s, v, i in self.entries]}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=1)
+        """The table as JSON (checked first: :meth:`check`)."""
+        self.check()
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
 
     def to_python(self) -> str:
-        """Python source: CONFIGS, ENTRIES and ``dispatch(**sizes) -> dict``."""
+        """Python source: CONFIGS, ENTRIES and ``dispatch(**sizes) -> dict`` (checked
+        first: :meth:`check`)."""
+        self.check()
+        return self._python_source()
+
+    def to_cpp_header(self) -> str:
+        """A C++ header: one struct per config, the tuned shapes, ``dispatch_<kernel>``
+        (checked first: :meth:`check`)."""
+        self.check()
+        return self._cpp_source()
+
+    def _python_source(self) -> str:
         names = ", ".join(self.size_names)
         return (f'"""Dispatch table of {self.kernel} ({self.dtype}), generated by workbench '
                 f'dispatch: {len(self.configs)} configs for {len(self.entries)} tuned '
@@ -97,16 +251,18 @@ class DispatchTable:
                 f"ENTRIES = {[(list(v), i) for _, v, i in self.entries]!r}\n\n\n"
                 f"def dispatch({names}):\n"
                 f'    """The config for a problem: that of the nearest tuned shape (log2)."""\n'
-                f"    want = [max(int(x), 1) for x in ({names},)]\n"
-                "    best = min(ENTRIES, key=lambda e: sum(abs(math.log2(w / max(s, 1)))\n"
-                "                                          for w, s in zip(want, e[0], strict=True)))\n"
-                f"    given = dict(zip(SIZES, ({names},), strict=True))\n"
-                "    return {k: int(given[v[1:]]) if isinstance(v, str) and v.startswith('=')\n"
-                "            else v for k, v in CONFIGS[best[1]].items()}\n")
+                # locals carry a wb_ prefix so that sizes such as d, k or best stay free
+                f"    wb_want = [max(int(wb_x), 1) for wb_x in ({names},)]\n"
+                "    wb_best = min(ENTRIES, key=lambda wb_e: sum(\n"
+                "        abs(math.log2(wb_w / max(wb_s, 1)))\n"
+                "        for wb_w, wb_s in zip(wb_want, wb_e[0], strict=True)))\n"
+                f"    wb_given = dict(zip(SIZES, ({names},), strict=True))\n"
+                "    return {wb_k: int(wb_given[wb_v[1:]])\n"
+                "            if isinstance(wb_v, str) and wb_v.startswith('=') else wb_v\n"
+                "            for wb_k, wb_v in CONFIGS[wb_best[1]].items()}\n")
 
-    def to_cpp_header(self) -> str:
-        """A C++ header: one struct per config, the tuned shapes, ``dispatch_<kernel>``."""
-        ident = "".join(ch if ch.isalnum() else "_" for ch in self.kernel)
+    def _cpp_source(self) -> str:
+        ident = self.kernel  # an identifier (checked)
         params = sorted({k for c in self.configs for k in c})
         guard = f"WORKBENCH_DISPATCH_{ident.upper()}_{self.dtype.upper()}_H"
         lines = [f"// Dispatch table of {self.kernel} ({self.dtype}), generated by workbench "
@@ -127,20 +283,20 @@ class DispatchTable:
         args = ", ".join(f"long long {n}" for n in self.size_names)
         lines += ["};", "",
                   f"inline const {ident}_config& dispatch_{ident}({args}) {{",
-                  f"  const long long want[{len(self.size_names)}] = {{"
+                  f"  const long long wb_want[{len(self.size_names)}] = {{"
                   + ", ".join(self.size_names) + "};",
-                  "  int best = 0; double best_d = 1e300;",
-                  f"  for (int e = 0; e < {len(self.entries)}; ++e) {{",
-                  "    double d = 0.0;",
-                  f"    for (int k = 0; k < {len(self.size_names)}; ++k) {{",
-                  "      const double w = want[k] > 1 ? (double)want[k] : 1.0;",
-                  f"      const double s = {ident}_shapes[e][k] > 1 ? "
-                  f"(double){ident}_shapes[e][k] : 1.0;",
-                  "      d += std::fabs(std::log2(w / s));",
+                  "  int wb_best = 0; double wb_best_d = 1e300;",
+                  f"  for (int wb_e = 0; wb_e < {len(self.entries)}; ++wb_e) {{",
+                  "    double wb_d = 0.0;",
+                  f"    for (int wb_k = 0; wb_k < {len(self.size_names)}; ++wb_k) {{",
+                  "      const double wb_w = wb_want[wb_k] > 1 ? (double)wb_want[wb_k] : 1.0;",
+                  f"      const double wb_s = {ident}_shapes[wb_e][wb_k] > 1 ? "
+                  f"(double){ident}_shapes[wb_e][wb_k] : 1.0;",
+                  "      wb_d += std::fabs(std::log2(wb_w / wb_s));",
                   "    }",
-                  "    if (d < best_d) { best_d = d; best = e; }",
+                  "    if (wb_d < wb_best_d) { wb_best_d = wb_d; wb_best = wb_e; }",
                   "  }",
-                  f"  return {ident}_configs[{ident}_shapes[best][{len(self.size_names)}]];",
+                  f"  return {ident}_configs[{ident}_shapes[wb_best][{len(self.size_names)}]];",
                   "}", "", f"#endif  // {guard}", ""]
         return "\n".join(lines)
 
