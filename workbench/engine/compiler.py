@@ -5,7 +5,14 @@ is cached on disk under the sha256 of those; a cache hit costs no nvcc call. Fai
 rerun would repeat (source errors, resource overflows) are cached too; timeouts and
 unrecognised failures are not. Each cache entry is one directory holding the rendered
 source, the compiler log, the cubin and ``result.json``; it is built in a private
-temporary directory and renamed into place, so a reader never sees a partial entry.
+temporary directory and renamed into place, so a reader never sees a partial entry. Every
+file of the cache is written through :func:`workbench.core.write_policy.write_file` with the
+cache folder as its root (no symlink inside the cache is written through).
+
+The cache lives outside the project, so no configured key may land there: the source is
+scrubbed (:func:`workbench.core.secrets.scrub`) before it is hashed, written and compiled,
+and the log is scrubbed too. A key inside code changes what compiles, as it should: that
+text is never handed to nvcc.
 
 Template sources are data (:mod:`workbench.engine.source_policy`): before nvcc runs, every
 ``#include`` and file-reading directive is checked (system headers on an allow-list and
@@ -38,6 +45,8 @@ from typing import Any, Protocol
 
 from workbench.core.errors import CompileError, CompilerNotFoundError
 from workbench.core.records import ResourceUsage
+from workbench.core.secrets import scrub
+from workbench.core.write_policy import ensure_folder, inside_root, write_file
 from workbench.engine.ptxas import (
     TIMEOUT_MARKER,
     classify_failure,
@@ -141,6 +150,25 @@ class CompileResult:
         return cls(**values)
 
 
+@dataclass(frozen=True)
+class _ScrubbedSource:
+    """An instance whose source had a configured key in it, with that key scrubbed (the
+    instance's own hash is kept, so results still answer for the instance asked about)."""
+
+    name: str
+    entry: str
+    source: str
+    hash: str
+
+
+def scrubbed(instance: KernelSource) -> KernelSource:
+    """``instance`` itself, or a copy whose source is scrubbed of configured keys."""
+    clean = scrub(instance.source)
+    if clean == instance.source:
+        return instance
+    return _ScrubbedSource(instance.name, instance.entry, clean, instance.hash)
+
+
 def find_nvcc(environ: Mapping[str, str] | None = None) -> Path:
     """Locate nvcc: ``$CUDA_HOME/bin``, then ``$CUDA_PATH/bin``, then ``$PATH``."""
     env = os.environ if environ is None else environ
@@ -224,7 +252,8 @@ class Compiler:
 
     def cache_key(self, instance: KernelSource, check: SourceCheck | None = None) -> str:
         """sha256 (hex) of everything the compiled artifact depends on (the source, the
-        local files it includes, entry, flags, arch and nvcc)."""
+        local files it includes, entry, flags, arch and nvcc); the source as scrubbed."""
+        instance = scrubbed(instance)
         check = check if check is not None else self.check(instance)
         local = {name: hashlib.sha256(path.read_bytes()).hexdigest()
                  for name, path in check.local_files}
@@ -236,7 +265,7 @@ class Compiler:
 
     def check(self, instance: KernelSource) -> SourceCheck:
         """What the source may read (see :func:`workbench.engine.sandbox.check_source`)."""
-        return check_source(instance.source, self.include_dir)
+        return check_source(scrub(instance.source), self.include_dir)
 
     def entry_dir(self, key: str) -> Path:
         """The cache directory for one cache key."""
@@ -245,6 +274,7 @@ class Compiler:
     def compile(self, instance: KernelSource, *, timeout_s: float | None = None) -> CompileResult:
         """Compile one instance (or answer from the cache). Failures are data, not raised."""
         started = time.perf_counter()
+        instance = scrubbed(instance)
         check = self.check(instance)
         if not check.ok:
             first = check.refusals[0]
@@ -259,19 +289,18 @@ class Compiler:
             return replace(hit, instance_hash=instance.hash, cached=True,
                            compile_s=time.perf_counter() - started)
 
-        (self.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=self.cache_dir / "tmp"))
+        work = self._work_dir(key)
         try:
-            (work / _SOURCE_FILE).write_text(instance.source)
+            self._write(work / _SOURCE_FILE, instance.source)
             for name, path in check.local_files:  # the kernel folder's own headers
-                (work / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, work / name)
+                self._write(work / name, path.read_bytes())
             done = self._run_nvcc(work, timeout_s or self.timeout_s)
-            (work / _LOG_FILE).write_text(done.log)
-            result = self._result(instance, key, done.returncode, done.log, work,
+            log = scrub(done.log)
+            self._write(work / _LOG_FILE, log)
+            result = self._result(instance, key, done.returncode, log, work,
                                   time.perf_counter() - started)
             result = replace(result, peak_rss_bytes=done.peak_rss_bytes)
-            (work / _RESULT_FILE).write_text(json.dumps(self._relative(result), indent=1))
+            self._write(work / _RESULT_FILE, json.dumps(self._relative(result), indent=1))
             final = self._publish(work, key, cacheable=result.ok
                                   or result.error_kind in _CACHEABLE_FAILURES)
         except BaseException:
@@ -291,6 +320,7 @@ class Compiler:
         """
         groups: dict[str, list[KernelSource]] = {}
         for instance in instances:
+            instance = scrubbed(instance)
             check = self.check(instance)
             key = self.cache_key(instance, check) if check.ok else f"refused:{instance.hash}"
             groups.setdefault(key, []).append(instance)
@@ -327,15 +357,14 @@ class Compiler:
                                instance_hash=result.instance_hash, arch=result.arch)
         if (self.entry_dir(result.cache_key) / _RESULT_FILE).is_file():
             return False
-        (self.cache_dir / "tmp").mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f"{result.cache_key[:12]}-",
-                                     dir=self.cache_dir / "tmp"))
+        work = self._work_dir(result.cache_key)
         try:
-            (work / _CUBIN_FILE).write_bytes(cubin)
-            (work / _LOG_FILE).write_text(result.log)
+            self._write(work / _CUBIN_FILE, cubin)
+            self._write(work / _LOG_FILE, scrub(result.log))
             placed = replace(result, cubin_path=str(work / _CUBIN_FILE),
-                             log_path=str(work / _LOG_FILE), source_path=None)
-            (work / _RESULT_FILE).write_text(json.dumps(self._relative(placed), indent=1))
+                             log_path=str(work / _LOG_FILE), source_path=None,
+                             log=scrub(result.log), error_summary=scrub(result.error_summary))
+            self._write(work / _RESULT_FILE, json.dumps(self._relative(placed), indent=1))
             self._publish(work, result.cache_key, cacheable=True)
         except BaseException:
             shutil.rmtree(work, ignore_errors=True)
@@ -343,6 +372,16 @@ class Compiler:
         return True
 
     # --- internals ----------------------------------------------------------------
+
+    def _work_dir(self, key: str) -> Path:
+        """A fresh private directory under ``<cache>/tmp`` (no symlink on the way)."""
+        self.cache_dir.mkdir(parents=True, exist_ok=True)  # the root may sit behind links
+        tmp = ensure_folder(self.cache_dir, self.cache_dir / "tmp")
+        return Path(tempfile.mkdtemp(prefix=f"{key[:12]}-", dir=tmp))
+
+    def _write(self, target: Path, data: str | bytes) -> None:
+        """One file of a work directory, under the write policy (the cache is the root)."""
+        write_file(self.cache_dir, target, data, make_folders=True)
 
     def _run_nvcc(self, work: Path, timeout_s: float) -> SandboxRun:
         """nvcc in ``work`` under the sandbox (see :func:`run_sandboxed`)."""
@@ -389,11 +428,13 @@ class Compiler:
         """Move a finished work directory into the cache (or into failed/ when not cacheable)."""
         if not cacheable:
             failed = self.cache_dir / "failed" / work.name
-            failed.parent.mkdir(parents=True, exist_ok=True)
+            inside_root(self.cache_dir, failed)  # refused when a symlink is on the way
+            ensure_folder(self.cache_dir, failed.parent)
             work.rename(failed)
             return failed
         final = self.entry_dir(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        inside_root(self.cache_dir, final)  # refused when a symlink is on the way
+        ensure_folder(self.cache_dir, final.parent)
         try:
             work.rename(final)  # atomic; fails when a parallel compile got there first
         except OSError:

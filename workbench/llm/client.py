@@ -30,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from workbench.core.secrets import register_key_environment
+from workbench.core.secrets import register_key_environment, scrub_data
 from workbench.llm.errors import (
     LLMConfigError,
     LLMEndpointError,
@@ -198,13 +198,19 @@ class LLMClient:
         return request_end, f"the request deadline of {self.settings.timeout_s:g} s"
 
     def parse_reply(self, text: str, schema: type[ModelT]) -> ModelT:
-        """Read and validate ``schema`` from a reply's text (strict JSON, then tolerant)."""
+        """Read and validate ``schema`` from a reply's text (strict JSON, then tolerant).
+
+        Every string of the object (and every key) is scrubbed of configured keys once
+        decoded, so a key spelled with JSON escapes cannot reach a template either."""
+        secrets = (self.settings.api_key,) if self.settings.api_key else ()
+        text = scrub_text(text, secrets)
         try:
             data = json.loads(text)
             if not isinstance(data, dict):
                 raise ValueError("not an object")
         except (ValueError, RecursionError):
             data = parse_json_object(text)
+        data = scrub_data(data, secrets)
         try:
             return schema.model_validate(data)
         except ValidationError as exc:

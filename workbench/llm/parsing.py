@@ -3,7 +3,8 @@
 Used when the endpoint does not support JSON-schema structured output, or answers with
 prose anyway. Tried in order: the whole text as JSON; each fenced block (```json ... ```);
 the first balanced ``{...}`` object in the text. Each candidate is also retried with
-trailing commas removed. Nothing here evaluates code: only :func:`json.loads`.
+trailing commas removed. Nothing here evaluates code: only :func:`json.loads`. The object
+comes back with every string scrubbed of configured keys (:func:`workbench.core.secrets.scrub_data`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from workbench.core.secrets import scrub_data
 from workbench.llm.errors import LLMInvalidJSONError
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
@@ -108,7 +110,8 @@ def parse_json_object(text: str) -> dict[str, Any]:
             continue
         value = _loads_object(candidate)
         if value is not None:
-            return value
+            clean: dict[str, Any] = scrub_data(value)
+            return clean
     preview = text.strip().replace("\n", " ")[:200]
     raise LLMInvalidJSONError(
         f"the reply holds no JSON object (first 200 characters: {preview!r})", raw_reply=text

@@ -11,7 +11,8 @@ Replies are asked for and read uncompressed (a gzip bomb cannot grow past the ca
 :func:`read_completion` reads a chat.completion from the raw body with our own checks, so a
 200 reply of HTML, malformed or deeply nested JSON, or a wrong shape is an
 :class:`~workbench.llm.errors.LLMInvalidJSONError` naming what was wrong, never an
-AttributeError from deep inside the SDK.
+AttributeError from deep inside the SDK. The message's text leaves it scrubbed of every
+configured key (:func:`workbench.core.secrets.scrub`): endpoint text enters the workbench here.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
+from workbench.core.secrets import scrub
 from workbench.llm.errors import LLMInvalidJSONError
 
 Clock = Callable[[], float]
@@ -221,7 +223,7 @@ def read_completion(body: str, content_type: str = "") -> Completion:
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     model = data.get("model")
-    return Completion(content=content or "", refusal=refusal or None,
+    return Completion(content=scrub(content or ""), refusal=scrub(refusal) if refusal else None,
                       finish_reason=str(finish) if isinstance(finish, str) else "",
                       model=model if isinstance(model, str) else "",
                       prompt_tokens=_count(usage.get("prompt_tokens")),

@@ -18,6 +18,9 @@ A proposal passes when, in order:
 
 Problems are data (:class:`ValidationProblem`), never exceptions, so they can be fed back to
 the model (one repair round) and then shown to the human.
+
+Every reply and proposal :func:`propose_template` receives is scrubbed of configured keys
+(:func:`scrub_proposal`) before it is validated, diffed or kept, whichever client sent it.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from workbench.core.hardware import DeviceSpec, default_device, device_env, laun
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Candidate, Config, Status, TrialResult
+from workbench.core.secrets import scrub, scrub_data
 from workbench.core.template import KernelTemplate
 from workbench.llm.diagnostics import describe_compile_failure
 from workbench.llm.errors import (
@@ -169,6 +173,14 @@ class ValidationReport:
     def checks(self) -> set[str]:
         """The names of the checks that found problems."""
         return {p.check for p in self.problems}
+
+
+def scrub_proposal(proposal: TemplateProposal) -> TemplateProposal:
+    """``proposal`` with every configured key scrubbed from its source, parameter
+    rationales, constraints, launch rules and summary (itself when nothing changed)."""
+    data = proposal.model_dump(mode="json")
+    clean = scrub_data(data)
+    return proposal if clean == data else TemplateProposal.model_validate(clean)
 
 
 def used_outside_guard(source: str, name: str) -> bool:
@@ -405,10 +417,10 @@ def propose_template(folder: KernelFolder, client: ChatClient, *,
         proposal, report = None, None
         try:
             reply = client.chat(messages, schema=TemplateProposal, purpose=purpose)
-            raw = reply.text
-            proposal = client.parse_reply(raw, TemplateProposal)
+            raw = scrub(reply.text)
+            proposal = scrub_proposal(client.parse_reply(raw, TemplateProposal))
         except (LLMInvalidJSONError, LLMSchemaError, LLMTruncatedError) as exc:
-            raw = raw or exc.raw_reply
+            raw = raw or scrub(exc.raw_reply)
             problems: tuple[str, ...] = (f"[reply] {exc.message}",)
             if isinstance(exc, LLMSchemaError):
                 problems = tuple(f"[reply] schema: {e}" for e in exc.errors)

@@ -13,6 +13,10 @@ reviewer judged, whatever the decision). :func:`require_approved` is the gate th
 path calls before any GPU time: the kernel folder's own curated template passes (it is
 reviewed with the folder); any other template needs an approval of its key, unless the
 caller explicitly sets ``auto_approve``; a rejection always stops it.
+
+What a version and a review keep (source, parameters, constraints, launch rules, diff, note)
+is scrubbed of configured keys before it is stored (:mod:`workbench.core.secrets`); proposals
+are scrubbed where they arrive, so this only changes a template that came in another way.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from datetime import UTC, datetime
 
 from workbench.core.errors import ReviewError
 from workbench.core.kernel_folder import KernelFolder
+from workbench.core.secrets import scrub, scrub_data
 from workbench.core.template import KernelTemplate
 from workbench.store.base import Review, Store, TemplateVersion
 
@@ -59,16 +64,21 @@ def version_id(kernel: str, template: KernelTemplate) -> str:
 def ensure_version(store: Store, kernel: str, template: KernelTemplate, *, origin: str,
                    parent_id: str | None = None, diff: str = "",
                    session_id: str | None = None) -> str:
-    """Store ``template`` as a version (once: the id is its key) and return the id."""
+    """Store ``template`` as a version (once: the id is its key) and return the id.
+
+    The stored text is scrubbed of configured keys; where that changes the source, the
+    stored ``source_sha256`` is the scrubbed text's (the id stays the template's key)."""
     vid = version_id(kernel, template)
     if vid not in {v.id for v in store.template_versions(kernel)}:
+        source = scrub(template.source)
+        sha = (template.source_sha256 if source == template.source
+               else hashlib.sha256(source.encode("utf-8")).hexdigest())
         store.add_template_version(TemplateVersion(
-            id=vid, kernel=kernel, source_text=template.source,
-            source_sha256=template.source_sha256,
-            params={p.name: p.to_dict() for p in template.params},
-            constraints=tuple(c.text for c in template.constraints),
-            launch=template.launch.to_dict(), origin=origin, parent_id=parent_id,
-            diff_vs_parent=diff, session_id=session_id, created=_now()))
+            id=vid, kernel=kernel, source_text=source, source_sha256=sha,
+            params=scrub_data({p.name: p.to_dict() for p in template.params}),
+            constraints=tuple(scrub(c.text) for c in template.constraints),
+            launch=scrub_data(template.launch.to_dict()), origin=origin, parent_id=parent_id,
+            diff_vs_parent=scrub(diff), session_id=session_id, created=_now()))
     return vid
 
 
@@ -87,8 +97,8 @@ def record_review(store: Store, kernel: str, template: KernelTemplate, decision:
         raise ReviewError("a rejection needs a note saying why", key="note", value=note,
                           expected="a non-empty note")
     vid = ensure_version(store, kernel, template, origin=origin)
-    review = Review(template_version_id=vid, decision=decision, reviewer=reviewer,
-                    time=_now(), note=note, approved_text_sha256=approval_key(template))
+    review = Review(template_version_id=vid, decision=decision, reviewer=scrub(reviewer),
+                    time=_now(), note=scrub(note), approved_text_sha256=approval_key(template))
     store.add_review(review)
     return review
 
