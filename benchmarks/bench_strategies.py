@@ -93,7 +93,7 @@ def kt_evaluations_to_target(problem: Problem, strategy: str, seed: int,
     rows = [r for c, r in problem.table.items() if c in problem.space]
     cache = kernel_tuner_cache(rows, tune_params=tune, kernel_name="bench",
                                device_name="recorded", problem_size=[1])
-    path = write_json(cache, workdir / f"{problem.name.replace('/', '_')}.json")
+    path = write_json(cache, workdir / f"{problem.name.replace('/', '_')}.json", overwrite=True)
     keys = set(cache["cache"])
 
     def recorded(params: dict[str, Any]) -> bool:  # KT parses lambda source; use a def

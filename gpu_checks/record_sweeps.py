@@ -116,7 +116,7 @@ def reslim(path: Path) -> None:
                                      folder.template.default_config())
     sweep = {**rec.sweep, "samples_kept": SAMPLES_NOTE}
     save_recording(replace(rec, copy=copies, baseline=tuple(_slim(t) for t in rec.baseline),
-                           trials=tuple(trials), sweep=sweep), path)
+                           trials=tuple(trials), sweep=sweep), path, overwrite=True)
 
 
 def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
@@ -169,7 +169,7 @@ def sweep_kernel(name: str, deadline: float, out: Path, date: str) -> dict:
                               baseline=tuple(baselines),
                               trials=tuple(keep_samples_of_fastest(
                                   trials, folder.template.default_config())), sweep=sweep)
-        path = save_recording(recording, out / f"{name}.json")
+        path = save_recording(recording, out / f"{name}.json", overwrite=True)
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     print(json.dumps(sweep))
     return sweep
@@ -237,7 +237,8 @@ def merge_confirmed(source: Path) -> Path:
 
 def _write_confirmation(rec: Recording, path: Path, confirmed: tuple[TrialResult, ...],
                         confirmation: dict) -> Path:
-    save_recording(replace(rec, confirmed=confirmed, confirmation=confirmation), path)
+    save_recording(replace(rec, confirmed=confirmed, confirmation=confirmation), path,
+                   overwrite=True)
     print(f"{path}: {len(confirmed)} confirmed measurements")
     return path
 

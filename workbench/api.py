@@ -22,14 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
-from workbench.core.errors import RecordingError, ReviewError, WorkbenchError
+from workbench.core.errors import RecordingError, ReviewError, WorkbenchError, WriteRefusedError
 from workbench.core.events import EventBus, TemplateAdopted, TuneEnded, TuneStarted
+from workbench.core.folder_write import write_beside
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Status, TrialResult
 from workbench.engine.tuning import TuneReport
 from workbench.search.budget import Budget
 
 DEFAULT_STORE = "workbench.sqlite"
+_EXPORT_NAMES = 999  # an export takes <stem>, <stem>-2 ... <stem>-999 before refusing
 
 
 def newest_recording(folder: Path) -> Path:
@@ -467,39 +469,48 @@ class Workbench:
         return stored_results(self.store, self.provenance(), shape, dtype, self.template,
                               self.folder.env(shape, dtype, self.device))
 
-    def export(self, what: str, path: str, shape: str, dtype: str) -> str:
+    def export(self, what: str, path: str, shape: str, dtype: str, *,
+               overwrite: bool = False) -> str:
         """Write the best stored config at (shape, dtype) (``header``/``json``), every stored
-        trial (``csv``) or a ``report`` notebook."""
+        trial (``csv``) or a ``report`` notebook, at ``path`` with the kind's suffix.
+
+        Every file goes through the one write policy (symlinks refused, atomic). An existing
+        file is replaced only with ``overwrite=True``; otherwise the export takes the first
+        free name ``<stem>-2``, ``<stem>-3``, ... (the Export tab's button can be clicked
+        again without losing the earlier file), and the answer names the file written."""
         from workbench.ui.panel import config_defines
         from workbench.ui.report import results_frame
 
+        if what not in ("header", "json", "csv", "report"):
+            raise WorkbenchError(f"unknown export {what!r}", key="export", value=what,
+                                 expected="header, json, csv or report")
         results = self.results(shape, dtype)
         self.baseline_us(shape, dtype)
         ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
         best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
         stem = Path(path)
-        if what in ("header", "json"):
-            if best is None:
-                raise WorkbenchError("no valid trial to export yet; launch a search first",
-                                     key="export", value=what)
-            if what == "header":
-                text = config_defines(best)
-                target = stem.with_suffix(".h")
-            else:
-                text = json.dumps({"kernel": self.kernel_name, "shape": best.shape,
-                                   "dtype": best.dtype, "median_us": best.median_us,
-                                   "config": dict(best.config)}, indent=2) + "\n"
-                target = stem.with_suffix(".json")
-            target.write_text(text, encoding="utf-8")
-            return f"wrote {target}\n\n{text}"
-        if what == "csv":
-            target = stem.with_suffix(".csv")
-            results_frame(results, self._baseline_map()).to_csv(target, index=False)
-            return f"wrote {target} ({len(results)} trials)"
         if what == "report":
-            return f"wrote {self.report(stem.with_suffix('.ipynb'), results=results)}"
-        raise WorkbenchError(f"unknown export {what!r}", key="export", value=what,
-                             expected="header, json, csv or report")
+            written = _export_file(stem.with_suffix(".ipynb"), overwrite, lambda target, replace:
+                                   self.report(target, results=results, overwrite=replace))
+            return f"wrote {written}"
+        if what == "csv":
+            text = results_frame(results, self._baseline_map()).to_csv(index=False)
+            written = _export_file(stem.with_suffix(".csv"), overwrite, lambda target, replace:
+                                   write_beside(target, text, overwrite=replace))
+            return f"wrote {written} ({len(results)} trials)"
+        if best is None:
+            raise WorkbenchError("no valid trial to export yet; launch a search first",
+                                 key="export", value=what)
+        if what == "header":
+            text, suffix = config_defines(best), ".h"
+        else:
+            text = json.dumps({"kernel": self.kernel_name, "shape": best.shape,
+                               "dtype": best.dtype, "median_us": best.median_us,
+                               "config": dict(best.config)}, indent=2) + "\n"
+            suffix = ".json"
+        written = _export_file(stem.with_suffix(suffix), overwrite, lambda target, replace:
+                               write_beside(target, text, overwrite=replace))
+        return f"wrote {written}\n\n{text}"
 
     def _baseline_map(self) -> dict[str, float]:
         return {f"{s}/{d}": us for (s, d), us in self._baselines.items() if us is not None}
@@ -566,6 +577,28 @@ def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[An
         pace = os.environ.get("WORKBENCH_REPLAY_PACE", "0")  # "recorded": the GPU's pace
         replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
         return replay, f"replay because {reason}"
+
+
+def _export_file(target: Path, overwrite: bool,
+                 write: Callable[[Path, bool], Path]) -> Path:
+    """``write(path, overwrite)`` at ``target``, or (without ``overwrite``) at the first free
+    name ``<stem>-N<suffix>``; a name taken meanwhile by another writer is skipped, any other
+    refusal (a symlinked folder) is raised."""
+    if overwrite:
+        return write(target, True)
+    for n in range(1, _EXPORT_NAMES + 1):
+        candidate = target if n == 1 else target.with_name(f"{target.stem}-{n}{target.suffix}")
+        if os.path.lexists(candidate):
+            continue
+        try:
+            return write(candidate, False)
+        except WriteRefusedError:
+            if os.path.lexists(candidate):  # another writer took it first: try the next name
+                continue
+            raise
+    raise WriteRefusedError(f"refused to write {target}: {target.stem}-2 to -{_EXPORT_NAMES} "
+                            "are taken too; choose another file stem", path=str(target),
+                            root=str(target.parent), reason="no free name")
 
 
 def open(path: str | Path, **kwargs: Any) -> Any:

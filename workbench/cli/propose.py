@@ -4,7 +4,10 @@ saves it into the kernel folder.
 
 ``--write`` is the command-line Approve: it records an approval of the exact template text
 (reviewer: the user) in the store and writes ``template.cu`` and the ``[template]`` table,
-as the panel's Approve does for a folder with no template (:meth:`Workbench.review`).
+as the panel's Approve does for a folder with no template (:meth:`Workbench.review`). A
+folder that already holds a different template keeps it unless ``--force`` is given: then
+nothing is approved or written and the command exits 1 saying so. Every write goes through
+the one write policy (a symlinked ``kernel.toml`` or ``template.cu`` is refused, exit 1).
 """
 
 from __future__ import annotations
@@ -98,16 +101,46 @@ def cmd_propose(args: argparse.Namespace) -> int:
         return 1
     assert report is not None and isinstance(proposed.template, KernelTemplate)
     if args.write:
-        from workbench.api import Workbench
+        return _write(args, folder, proposed.template, proposed.origin, report, out)
+    print(f"propose done: {report.status}", file=out)
+    return 0
 
-        wb = Workbench(folder, store=args.store)
-        wb.adopt_template(proposed.template, origin=proposed.origin)
-        verdict = report.gate.verdict if report.gate is not None else report.note
-        print("\n" + wb.review("approved", f"workbench propose --write; gate: {verdict}"),
-              file=out)
-        if not report.verified_on_gpu:
-            print("note: written unverified (no GPU ran the gate); run `workbench propose "
-                  f"{args.folder}` on the GPU machine to check it", file=out)
+
+def _write(args: argparse.Namespace, folder: KernelFolder, template: KernelTemplate,
+           origin: str, report: Any, out: TextIO) -> int:
+    """``--write``: approve and write ``template``. A folder whose template differs is only
+    replaced with ``--force``; the last line says what was written (never "approved" for a
+    template that did not land in the folder)."""
+    from workbench.api import Workbench
+    from workbench.core.errors import WriteRefusedError
+    from workbench.core.folder_write import template_targets
+
+    replacing = folder.has_template and folder.template != template
+    if replacing and not args.force:
+        print(f"propose refused: {folder.path} already holds a different template "
+              f"({folder.template.name}); pass --force to replace template.cu and the "
+              "[template] table; nothing approved or written", file=out)
+        return 1
+    try:
+        template_targets(folder)  # a refused write is found before anything is approved
+    except WriteRefusedError as exc:
+        print(f"propose refused: {exc.message}; nothing approved or written", file=out)
+        return 1
+    wb = Workbench(folder, store=args.store)
+    wb.adopt_template(template, origin=origin)
+    verdict = report.gate.verdict if report.gate is not None else report.note
+    try:
+        message = wb.review("approved", f"workbench propose --write; gate: {verdict}")
+        if folder.has_template:
+            message += ("; " + wb.save_template() if replacing else
+                        "; the folder already holds this template (nothing to write)")
+    except WriteRefusedError as exc:
+        print(f"propose refused: {exc.message}; nothing written", file=out)
+        return 1
+    print("\n" + message, file=out)
+    if not report.verified_on_gpu:
+        print("note: approved unverified (no GPU ran the gate); run `workbench propose "
+              f"{args.folder}` on the GPU machine to check it", file=out)
     print(f"propose done: {report.status}", file=out)
     return 0
 
@@ -122,6 +155,8 @@ def register(sub: Any) -> None:
     p.add_argument("--write", action="store_true",
                    help="approve the proposal: write template.cu and the [template] table "
                         "and record the review in the store")
+    p.add_argument("--force", action="store_true",
+                   help="with --write: replace a different template the folder already holds")
     p.add_argument("--store", default="workbench.sqlite",
                    help="SQLite file that keeps every request and raw reply (scrubbed) and "
                         "the review --write records")

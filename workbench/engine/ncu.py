@@ -29,6 +29,7 @@ from workbench.core.cache_profile import L2_HIT_METRIC, FinalistL2, L2Profile
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.core.write_policy import write_file
 from workbench.engine.capabilities import Compiling, Remeasuring
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,7 @@ def profile_configs(folder: KernelFolder, template: KernelTemplate, configs: Seq
         problem = {"args": kernels[0][1]["args"], "launches": 2,
                    "kernels": [{k: v for k, v in p.items() if k != "args"} for _i, p in kernels]}
         with tempfile.TemporaryDirectory(prefix="wb-ncu-") as tmp:
-            problem_path = Path(tmp) / "problem.json"
-            problem_path.write_text(json.dumps(problem))
+            problem_path = write_file(tmp, "problem.json", json.dumps(problem))
             # clocks as they are (ncu would lock them to base otherwise); caches flushed
             command = [str(shutil.which("ncu")), "--csv", "--clock-control", "none",
                        "--cache-control", "all", "--metrics", ",".join(metrics),

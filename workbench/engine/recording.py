@@ -115,10 +115,12 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def save_recording(recording: Recording, path: str | Path) -> Path:
-    """Write ``recording`` as JSON (one trial per line, so diffs stay readable)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+def save_recording(recording: Recording, path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write ``recording`` as JSON (one trial per line, so diffs stay readable) under the one
+    write policy (:func:`workbench.core.folder_write.write_beside`): missing folders are
+    created, symlinks refused, and an existing recording replaced only with ``overwrite``."""
+    from workbench.core.folder_write import write_beside
+
     data = _finite(recording.to_dict())
     lists = {k: data.pop(k) for k in ("copy", "baseline", "trials", "confirmed") if k in data}
     head = json.dumps(data, indent=1, allow_nan=False)[:-2]  # strip the closing "\n}"
@@ -127,8 +129,7 @@ def save_recording(recording: Recording, path: str | Path) -> Path:
         body = ",\n".join(json.dumps(item, separators=(",", ":"), allow_nan=False)
                           for item in items)
         parts.append(f',\n "{key}": [\n{body}\n ]' if items else f',\n "{key}": []')
-    target.write_text("".join(parts) + "\n}\n")
-    return target
+    return write_beside(path, "".join(parts) + "\n}\n", overwrite=overwrite)
 
 
 def _fail(path: Path, key: str, value: Any, expected: str) -> RecordingError:

@@ -96,12 +96,14 @@ def trials_dataframe(rows: Iterable[Row]) -> pandas.DataFrame:
     return pandas.DataFrame.from_records(records)
 
 
-def write_csv(rows: Iterable[Row], path: str | Path) -> Path:
-    """Write :func:`trials_dataframe` as CSV; returns the path."""
-    frame = trials_dataframe(rows)
-    out = Path(path)
-    frame.to_csv(out, index=False, quoting=csv.QUOTE_MINIMAL)
-    return out
+def write_csv(rows: Iterable[Row], path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write :func:`trials_dataframe` as CSV; returns the path. The one write policy applies
+    (:func:`workbench.core.folder_write.write_beside`): no symlinks, atomic, an existing file
+    replaced only with ``overwrite=True``."""
+    from workbench.core.folder_write import write_beside
+
+    text = trials_dataframe(rows).to_csv(index=False, quoting=csv.QUOTE_MINIMAL)
+    return write_beside(path, text, overwrite=overwrite)
 
 
 def _one_problem(results: Sequence[TrialResult]) -> tuple[str, str]:
@@ -190,8 +192,10 @@ def t4_results(rows: Iterable[Row], *, param_names: Sequence[str],
             "results": out}
 
 
-def write_json(data: Mapping[str, Any], path: str | Path) -> Path:
-    """Write an export dict as indented JSON; returns the path."""
-    out = Path(path)
-    out.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    return out
+def write_json(data: Mapping[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
+    """Write an export dict as indented JSON; returns the path. The one write policy applies,
+    as for :func:`write_csv`."""
+    from workbench.core.folder_write import write_beside
+
+    return write_beside(path, json.dumps(data, indent=1, default=str) + "\n",
+                        overwrite=overwrite)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import difflib
 import html
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,25 +189,30 @@ def write_report(path: str | Path, content: ReportContent, *, sign: bool = True,
                  overwrite: bool = False) -> Path:
     """Write the report notebook; ``sign`` trusts it in the local Jupyter notary.
 
-    An existing file is never replaced unless ``overwrite=True`` (WorkbenchError naming it).
-    Configured keys are scrubbed from the notebook's text (:mod:`workbench.core.secrets`).
+    The file goes through the one write policy with the report's folder as the root
+    (:func:`workbench.core.folder_write.write_beside`): a symlinked report path or folder is
+    refused, the write is atomic, and an existing file is never replaced unless
+    ``overwrite=True``. Of several reports written to one new path at once, one is written
+    and each of the others raises :class:`~workbench.core.errors.WriteRefusedError` naming
+    the path (nothing half-written, nothing replaced). Configured keys are scrubbed from the
+    notebook's text (:mod:`workbench.core.secrets`).
     """
     import nbformat
 
-    from workbench.core.errors import WorkbenchError
+    from workbench.core.errors import WorkbenchError, WriteRefusedError
+    from workbench.core.folder_write import write_beside
     from workbench.core.secrets import scrub
 
     target = Path(path)
-    if target.exists() and not overwrite:
-        raise WorkbenchError(f"report {target} already exists; choose another path or pass "
-                             "overwrite=True to replace it", file=str(target),
-                             expected="a new file (or overwrite=True)")
-    if target.is_dir():
+    if target.is_dir() and not target.is_symlink():
         raise WorkbenchError(f"report {target} is a directory; expected a .ipynb file path",
                              file=str(target), expected="a file path")
+    if os.path.lexists(target) and not overwrite:
+        raise WriteRefusedError(f"report {target} already exists; choose another path or pass "
+                                "overwrite=True to replace it", path=str(target),
+                                root=str(target.parent), reason="the file exists")
     nb = build_report(content)
     nbformat.validate(nb)
-    target.parent.mkdir(parents=True, exist_ok=True)
     if sign:
         try:
             from nbformat.sign import NotebookNotary
@@ -214,7 +220,4 @@ def write_report(path: str | Path, content: ReportContent, *, sign: bool = True,
             NotebookNotary().sign(nb)
         except Exception:  # signing is a convenience; an unsigned report still opens
             pass
-    text = scrub(nbformat.writes(nb))
-    with target.open("w" if overwrite else "x", encoding="utf-8") as fh:
-        fh.write(text)
-    return target
+    return write_beside(target, scrub(nbformat.writes(nb)), overwrite=overwrite)
