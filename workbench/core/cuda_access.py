@@ -9,6 +9,13 @@ parameters of ``__device__`` helpers defined in the same file. A pointer handed 
 analysis cannot see (a function defined elsewhere, a pointer stored into a struct) is an
 *escape*: its role is then unknown unless the argument is ``const``, and ``init`` asks.
 
+The walk is bounded on hostile input: nodes are visited iteratively, a helper body is
+followed at most once per (helper, parameter, argument, depth), helpers are followed at most
+:data:`_MAX_HELPER_DEPTH` deep and for at most :data:`_HELPER_BYTES` bytes of helper bodies
+in all (past that a pointer passed on counts as an escape, and ``init`` asks for its role),
+and the recursive expression resolvers rely on the parser's tree-depth limit
+(:data:`workbench.core.cuda_source.MAX_SYNTAX_DEPTH`).
+
     access = pointer_access(source, kernel)
     access["y"].role          # "out" | "inout" | "in" | None (unknown: ask the user)
 """
@@ -20,7 +27,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSource, KernelSignature
+from workbench.core.cuda_source import MAX_SOURCE_BYTES, CudaSource, KernelSignature
 
 __all__ = ["PointerAccess", "pointer_access"]
 
@@ -28,6 +35,7 @@ _READ_INTRINSICS = frozenset({"__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "
 _STORE_INTRINSICS = frozenset({"__stcg", "__stcs", "__stwb", "__stwt"})
 _CASTS = frozenset({"reinterpret_cast", "static_cast", "const_cast"})
 _MAX_HELPER_DEPTH = 4
+_HELPER_BYTES = 4 * MAX_SOURCE_BYTES  # helper-body bytes followed per analysis, in all
 
 
 @dataclass(frozen=True)
@@ -66,15 +74,25 @@ class _Uses:
     escapes: set[int] = field(default_factory=set)
 
 
+@dataclass
+class _Followed:
+    """What one analysis has spent on helpers, shared by its walkers."""
+
+    done: set[tuple[int, int, str, int]] = field(default_factory=set)
+    bytes_left: int = _HELPER_BYTES
+
+
 class _Walker:
     """One function body: resolves expressions to the argument they point into."""
 
     def __init__(self, source: CudaSource, roots: dict[str, str], uses: dict[str, _Uses],
-                 depth: int) -> None:
+                 depth: int, followed: _Followed) -> None:
         self.source = source
         self.aliases = dict(roots)  # local or parameter name -> kernel argument name
         self.uses = uses
         self.depth = depth
+        self.followed = followed
+        self.store_targets: set[int] = set()  # ids of nodes a plain ``=`` stores into
 
     def pointer_value(self, node: Node | None) -> str | None:
         """The kernel argument a pointer-valued expression points into (``y``, ``y + i``,
@@ -127,20 +145,23 @@ class _Walker:
         return None
 
     @staticmethod
-    def _is_deref(node: Node) -> bool:
+    def _is_deref(node: Node | None) -> bool:
         """Does this lvalue store through a pointer (not just rebind a local)?"""
-        while node.type == "parenthesized_expression":
-            node = node.named_children[0]
-        if node.type == "subscript_expression":
-            return True
-        if node.type == "pointer_expression":
-            op = node.child_by_field_name("operator")
-            return op is not None and op.type == "*"
-        if node.type == "field_expression":
-            op = node.child_by_field_name("operator")
-            inner = node.child_by_field_name("argument")
-            return (op is not None and op.type == "->") or (
-                inner is not None and _Walker._is_deref(inner))
+        while node is not None:
+            if node.type == "parenthesized_expression":
+                node = node.named_children[0] if node.named_children else None
+            elif node.type == "subscript_expression":
+                return True
+            elif node.type == "pointer_expression":
+                op = node.child_by_field_name("operator")
+                return op is not None and op.type == "*"
+            elif node.type == "field_expression":
+                op = node.child_by_field_name("operator")
+                if op is not None and op.type == "->":
+                    return True
+                node = node.child_by_field_name("argument")
+            else:
+                return False
         return False
 
     def _callee(self, call: Node) -> str:
@@ -161,6 +182,7 @@ class _Walker:
             if t == "init_declarator":
                 self._declare(node)
             elif t == "assignment_expression":
+                self._note_store_targets(node)
                 self._assign(node)
             elif t == "update_expression":
                 arg = node.child_by_field_name("argument")
@@ -173,18 +195,27 @@ class _Walker:
                     self._is_deref(node) and not self._is_store_target(node):
                 self.mark("reads", self.target(node), node)
 
+    def _note_store_targets(self, assignment: Node) -> None:
+        """Remember the dereferences a plain ``=`` stores into (``y[i]`` of ``y[i] = v``,
+        ``a[i]`` of ``a[i].x = v``); the walk meets the assignment before them. Looking up
+        from each dereference instead would cost the tree's depth per ``parent`` step."""
+        op = assignment.child_by_field_name("operator")
+        if op is None or op.type != "=":
+            return
+        node = assignment.child_by_field_name("left")
+        while node is not None:
+            self.store_targets.add(node.id)
+            if node.type == "field_expression":
+                node = node.child_by_field_name("argument")
+            elif node.type == "parenthesized_expression":
+                node = node.named_children[0] if node.named_children else None
+            else:
+                node = None
+
     def _is_store_target(self, node: Node) -> bool:
-        """Is ``node`` (a dereference) the target of a plain ``=`` or inside one (a[i].x)?"""
-        child, parent = node, node.parent
-        while parent is not None and parent.type in ("field_expression",
-                                                     "parenthesized_expression"):
-            child, parent = parent, parent.parent
-        if parent is None or parent.type != "assignment_expression":
-            # a dereference nested inside another one's index is a read of its own
-            return False
-        op = parent.child_by_field_name("operator")
-        left = parent.child_by_field_name("left")
-        return left == child and op is not None and op.type == "="
+        """Is ``node`` (a dereference) the target of a plain ``=`` or inside one (a[i].x)?
+        A dereference nested inside another one's index is a read of its own."""
+        return node.id in self.store_targets
 
     def _declare(self, decl: Node) -> None:
         target = decl.child_by_field_name("declarator")
@@ -237,27 +268,31 @@ class _Walker:
         """Follow a pointer into a ``__device__`` helper defined in this file."""
         if self.depth >= _MAX_HELPER_DEPTH:
             return False
-        for fn in self.source.walk(self.source.tree.root_node):
-            if fn.type != "function_definition":
-                continue
-            decl = fn.child_by_field_name("declarator")
-            while decl is not None and decl.type != "function_declarator":
-                decl = decl.child_by_field_name("declarator")
-            ident = decl.child_by_field_name("declarator") if decl is not None else None
-            if ident is None or self.source.node_text(ident) != callee:
-                continue
-            plist = decl.child_by_field_name("parameters") if decl is not None else None
-            params = [p for p in (plist.named_children if plist is not None else [])
-                      if p.type == "parameter_declaration"]
-            body = fn.child_by_field_name("body")
-            if index >= len(params) or body is None:
-                return False
-            pname = _declared_name(self.source, params[index])
-            if pname is None:
-                return False
-            _Walker(self.source, {pname: name}, self.uses, self.depth + 1).walk(body)
-            return True
-        return False
+        fn = self.source.function_definitions().get(callee)
+        if fn is None:
+            return False
+        decl = fn.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        plist = decl.child_by_field_name("parameters") if decl is not None else None
+        params = [p for p in (plist.named_children if plist is not None else [])
+                  if p.type == "parameter_declaration"]
+        body = fn.child_by_field_name("body")
+        if index >= len(params) or body is None:
+            return False
+        pname = _declared_name(self.source, params[index])
+        if pname is None:
+            return False
+        key = (fn.id, index, name, self.depth + 1)
+        if key in self.followed.done:
+            return True  # the same walk again would mark the same lines
+        size = body.end_byte - body.start_byte
+        if size > self.followed.bytes_left:
+            return False  # past the budget: an escape, and init asks for the role
+        self.followed.done.add(key)
+        self.followed.bytes_left -= size
+        _Walker(self.source, {pname: name}, self.uses, self.depth + 1, self.followed).walk(body)
+        return True
 
 
 def _declared_name(source: CudaSource, pdecl: Node) -> str | None:
@@ -276,7 +311,7 @@ def pointer_access(source: CudaSource, kernel: KernelSignature) -> dict[str, Poi
     """Read/write/escape lines of every pointer argument of ``kernel``."""
     params = dict(_iter_params(kernel))
     uses = {name: _Uses() for name in params}
-    _Walker(source, {n: n for n in params}, uses, 0).walk(source.body(kernel))
+    _Walker(source, {n: n for n in params}, uses, 0, _Followed()).walk(source.body(kernel))
     return {name: PointerAccess(name, params[name], tuple(sorted(u.reads)),
                                 tuple(sorted(u.writes)), tuple(sorted(u.escapes)))
             for name, u in uses.items()}

@@ -16,12 +16,27 @@ body), a file with no ``__global__`` function, a ``__global__`` produced by a ma
 several kernels with no entry named. Problems outside every kernel (host code the grammar
 does not know) are kept as :attr:`CudaSource.outside_problems` rather than refused.
 
+Hostile input is refused before it can cost much, each limit named in the error:
+
+- a source over :data:`MAX_SOURCE_BYTES` (1 MiB of UTF-8) is refused before parsing;
+- bytes are decoded as strict UTF-8 (:func:`decode_cuda`): a UTF-16 byte-order mark, a NUL
+  byte or an undecodable byte is refused naming the file, the byte offset and the line;
+- brackets (``(``, ``[``, ``{``) or ``#if`` blocks nested deeper than :data:`MAX_NESTING`
+  are refused from the raw text, naming the line, before tree-sitter sees them;
+- parsing stops after :data:`PARSE_DEADLINE_S` seconds (tree-sitter's progress callback);
+- a syntax tree deeper than :data:`MAX_SYNTAX_DEPTH` (``a+a+a...``, ``****p``, long
+  ``else if`` chains) is refused naming the line, so that every walker may recurse once per
+  level without reaching Python's recursion limit.
+
 Lines are 1-based, as an editor shows them; byte offsets index the UTF-8 encoded source.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import time
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
@@ -33,11 +48,16 @@ from workbench.core.errors import CudaSourceError
 
 __all__ = [
     "CUDA_SCALAR_DTYPES",
+    "MAX_NESTING",
+    "MAX_SOURCE_BYTES",
+    "MAX_SYNTAX_DEPTH",
+    "PARSE_DEADLINE_S",
     "CudaSource",
     "KernelParam",
     "KernelSignature",
     "LaunchBounds",
     "SourceProblem",
+    "decode_cuda",
     "parse_cuda",
 ]
 
@@ -59,6 +79,102 @@ CUDA_SCALAR_DTYPES: MappingProxyType[str, str] = MappingProxyType({
     "SCALAR_T": "T",
 })
 _PARSE_ERROR_TYPES = ("ERROR",)
+
+# Limits on what is parsed. Real kernels are a few kilobytes, nest brackets fewer than 20
+# deep and give trees about 25 levels deep; these bounds leave wide room above that while
+# keeping tree-sitter's memory (about 100 bytes per source byte), its error recovery
+# (quadratic on some garbage) and the recursive walkers bounded.
+MAX_SOURCE_BYTES = 1 << 20  # 1 MiB of UTF-8
+MAX_NESTING = 64  # brackets ( [ { together, and #if/#ifdef/#ifndef blocks, each
+MAX_SYNTAX_DEPTH = 256  # levels of the syntax tree
+PARSE_DEADLINE_S = 10.0  # wall seconds tree-sitter may spend on one source
+_MAX_PROBLEMS = 1000  # unreadable stretches kept per source (the first is what is shown)
+
+# Tokens that open or close a nesting level; comments and string/char literals are matched
+# so that brackets inside them are skipped. An unterminated comment runs to the end and an
+# unterminated literal to the end of its line, so every match attempt succeeds: linear time.
+_NESTING_TOKENS = re.compile(
+    r"""//[^\n]*|/\*(?:[^*]|\*(?!/))*(?:\*/|\Z)"""
+    r"""|"(?:\\.|[^"\\\n])*(?:"|(?=\n)|\Z)|'(?:\\.|[^'\\\n])*(?:'|(?=\n)|\Z)"""
+    r"|(?P<open>[(\[{])|(?P<close>[)\]}])"
+    r"|^[ \t]*\#[ \t]*(?:(?P<if>if|ifdef|ifndef)|(?P<endif>endif))\b",
+    re.DOTALL | re.MULTILINE)
+
+
+def _line_at(data: bytes | str, offset: int) -> int:
+    if isinstance(data, bytes):
+        return data.count(b"\n", 0, offset) + 1
+    return data.count("\n", 0, offset) + 1
+
+
+def decode_cuda(data: bytes, file: str) -> str:
+    """The text of a CUDA source read as bytes: strict UTF-8 (a UTF-8 byte-order mark is
+    dropped), at most :data:`MAX_SOURCE_BYTES`.
+
+    Raises CudaSourceError naming the file and, for bad bytes, the byte offset and line: a
+    source over the limit, UTF-16 or UTF-32 (by byte-order mark), a NUL byte (UTF-16 without
+    a mark, or a binary file), a byte sequence that is not UTF-8 (Latin-1, say)."""
+    _check_size(len(data), file)
+    for mark, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                       (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
+        if data.startswith(mark):
+            raise CudaSourceError(
+                f"{file}: the file is {name} (byte-order mark {mark.hex(' ').upper()} at "
+                "offset 0); save it as UTF-8", file=file, line=1, offset=0, encoding=name)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise CudaSourceError(
+            f"{file}:{_line_at(data, nul)}: a NUL byte at byte offset {nul} (UTF-16 without "
+            "a byte-order mark, or not a text file); save it as UTF-8 text", file=file,
+            line=_line_at(data, nul), offset=nul)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = _line_at(data, exc.start)
+        raise CudaSourceError(
+            f"{file}:{line}: not UTF-8: byte 0x{data[exc.start]:02X} at byte offset "
+            f"{exc.start} cannot be decoded ({exc.reason}); save the file as UTF-8",
+            file=file, line=line, offset=exc.start) from None
+
+
+def _check_size(size: int, file: str) -> None:
+    if size > MAX_SOURCE_BYTES:
+        raise CudaSourceError(
+            f"{file}: {size} bytes is over the limit of {MAX_SOURCE_BYTES} bytes (1 MiB) for "
+            "a CUDA source; a kernel file is usually a few kilobytes", file=file, line=0,
+            size_bytes=size, limit_bytes=MAX_SOURCE_BYTES)
+
+
+def _check_nesting(text: str, file: str) -> None:
+    """Refuse brackets or ``#if`` blocks nested deeper than :data:`MAX_NESTING`."""
+    brackets = ifs = 0
+    for m in _NESTING_TOKENS.finditer(text):
+        kind = m.lastgroup
+        if kind is None:
+            continue  # a comment or a literal
+        if kind == "open":
+            brackets += 1
+            if brackets > MAX_NESTING:
+                _too_deep(text, file, m.start(), f"brackets ( [ {{ nested more than "
+                                                 f"{MAX_NESTING} deep")
+        elif kind == "close":
+            brackets = max(brackets - 1, 0)
+        elif kind == "if":
+            ifs += 1
+            if ifs > MAX_NESTING:
+                _too_deep(text, file, m.start(), f"#if blocks nested more than {MAX_NESTING} "
+                                                 "deep")
+        else:
+            ifs = max(ifs - 1, 0)
+
+
+def _too_deep(text: str, file: str, offset: int, what: str) -> None:
+    line = _line_at(text, offset)
+    raise CudaSourceError(f"{file}:{line}: {what}; the workbench reads kernels nested at "
+                          f"most {MAX_NESTING} deep", file=file, line=line,
+                          limit=MAX_NESTING)
 
 
 @dataclass(frozen=True)
@@ -139,8 +255,14 @@ class KernelSignature:
 
 
 @cache
+def _language() -> Language:
+    return Language(tree_sitter_cuda.language())
+
+
 def _parser() -> Parser:
-    return Parser(Language(tree_sitter_cuda.language()))
+    """A fresh parser (a parser halted by the deadline would resume, and one parser must
+    not serve two threads)."""
+    return Parser(_language())
 
 
 def _text(node: Node) -> str:
@@ -156,36 +278,83 @@ def _walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(n.children))
 
 
-def _problems(node: Node) -> list[SourceProblem]:
+def _problem(node: Node, data: bytes) -> SourceProblem:
+    # Sliced from the source bytes: an ERROR node may span the whole file.
+    head = data[node.start_byte:min(node.end_byte, node.start_byte + 400)]
+    shown = head.decode("utf-8", errors="replace").splitlines()[0][:80] if head.strip() \
+        else f"missing {node.type!r}"
+    return SourceProblem(node.start_point.row + 1, node.start_point.column + 1, shown)
+
+
+def _problems(node: Node, data: bytes, limit: int = _MAX_PROBLEMS) -> list[tuple[int, SourceProblem]]:
+    """(byte offset, problem) of the first ``limit`` unreadable stretches below ``node``."""
     out = []
     for n in _walk(node):
         if n.type in _PARSE_ERROR_TYPES or n.is_missing:
-            shown = _text(n).splitlines()[0][:80] if _text(n) else f"missing {n.type!r}"
-            out.append(SourceProblem(n.start_point.row + 1, n.start_point.column + 1, shown))
+            out.append((n.start_byte, _problem(n, data)))
+            if len(out) >= limit:
+                break
     return out
 
 
 class CudaSource:
-    """A parsed CUDA file: its text, its tree and its ``__global__`` kernels."""
+    """A parsed CUDA file: its text, its tree and its ``__global__`` kernels.
+
+    Construction refuses (CudaSourceError naming the line) a tree deeper than
+    :data:`MAX_SYNTAX_DEPTH`; every walk here is iterative."""
 
     def __init__(self, text: str, file: str, tree: Tree) -> None:
         self.text = text
         self.file = file
         self.tree = tree
         self.data = text.encode("utf-8")
-        self._typedefs = self._collect_typedefs()
+        self._typedefs: dict[str, str] = {}
+        self._definitions: dict[str, Node] | None = None
+        problems = self._survey()
         self._functions: dict[str, Node] = {}
         kernels = []
-        for fn, extern_c in self._global_definitions():
-            sig = self._signature(fn, extern_c)
+        for fn, outer, extern_c in self._global_definitions():
+            sig = self._signature(fn, outer, extern_c)
             if sig.name not in self._functions:
                 self._functions[sig.name] = fn
                 kernels.append(sig)
         self.kernels: tuple[KernelSignature, ...] = tuple(kernels)
-        inside = [(k.start_byte, k.end_byte) for k in self.kernels]
+        spans = sorted((k.start_byte, k.end_byte) for k in self.kernels)
+        starts = [a for a, _ in spans]
+
+        def inside(offset: int) -> bool:
+            i = bisect_right(starts, offset) - 1
+            return i >= 0 and spans[i][0] <= offset < spans[i][1]
+
         self.outside_problems: tuple[SourceProblem, ...] = tuple(
-            p for p in _problems(tree.root_node)
-            if not any(a <= self._offset(p) < b for a, b in inside))
+            p for at, p in problems if not inside(at))
+
+    def _survey(self) -> list[tuple[int, SourceProblem]]:
+        """One walk over the tree: refuse one deeper than MAX_SYNTAX_DEPTH, collect the
+        typedefs (``typedef X name;`` at any level: name -> X as written) and the first
+        unreadable stretches (byte offset, problem)."""
+        problems: list[tuple[int, SourceProblem]] = []
+        stack = [(self.tree.root_node, 1)]
+        while stack:
+            n, depth = stack.pop()
+            if depth > MAX_SYNTAX_DEPTH:
+                line = n.start_point.row + 1
+                raise CudaSourceError(
+                    f"{self.file}:{line}: the syntax nests more than {MAX_SYNTAX_DEPTH} levels "
+                    "deep here (a very long chain of operators, casts or else-ifs); the "
+                    "workbench reads kernels nested less deeply", file=self.file, line=line,
+                    limit=MAX_SYNTAX_DEPTH)
+            t = n.type
+            if t in _PARSE_ERROR_TYPES or n.is_missing:
+                if len(problems) < _MAX_PROBLEMS:
+                    problems.append((n.start_byte, _problem(n, self.data)))
+            elif t == "type_definition":
+                typ = n.child_by_field_name("type")
+                decl = n.child_by_field_name("declarator")
+                if typ is not None and decl is not None and decl.type == "type_identifier":
+                    self._typedefs[_text(decl)] = " ".join(_text(typ).split())
+            stack.extend((c, depth + 1) for c in reversed(n.children))
+        return problems
 
     # ---- kernels ---------------------------------------------------------------------------
 
@@ -213,9 +382,9 @@ class CudaSource:
                     f"expected one of {names}", file=self.file, line=0, value=entry,
                     choices=names)
             chosen = found[0]
-        bad = _problems(self._functions[chosen.name])
+        bad = _problems(self._functions[chosen.name], self.data, limit=1)
         if bad:
-            first = bad[0]
+            first = bad[0][1]
             raise CudaSourceError(
                 f"{self.file}:{first.line}: cannot parse kernel {chosen.name!r} near "
                 f"{first.excerpt!r} (an unresolved macro or a construct the CUDA grammar "
@@ -247,13 +416,15 @@ class CudaSource:
 
     # ---- construction ----------------------------------------------------------------------
 
-    def _offset(self, problem: SourceProblem) -> int:
-        lines = self.data.split(b"\n")
-        return sum(len(x) + 1 for x in lines[:problem.line - 1]) + problem.column - 1
-
     def _no_kernel_error(self) -> CudaSourceError:
+        marker = b"__global__"
         for n in _walk(self.tree.root_node):
-            if _text(n) == "__global__" or (n.child_count == 0 and "__global__" in _text(n)):
+            size = n.end_byte - n.start_byte
+            # Only leaves are read, and nodes exactly as long as the keyword: reading every
+            # node's text would cost the file's size times the tree's depth.
+            if size < len(marker) or (n.child_count and size != len(marker)):
+                continue
+            if marker in self.data[n.start_byte:n.end_byte]:
                 parent = n.parent
                 where = parent.type if parent is not None else ""
                 if where.startswith("preproc"):
@@ -271,33 +442,44 @@ class CudaSource:
             "such as: __global__ void my_kernel(const float* x, float* y, int n) { ... }",
             file=self.file, line=0)
 
-    def _global_definitions(self) -> Iterator[tuple[Node, bool]]:
-        def visit(node: Node, extern_c: bool) -> Iterator[tuple[Node, bool]]:
-            for child in node.children:
-                if child.type == "function_definition":
-                    if any(c.type == "__global__" for c in child.children) and \
-                            child.child_by_field_name("body") is not None:
-                        yield child, extern_c
-                elif child.type == "linkage_specification":
-                    value = child.child_by_field_name("value")
-                    yield from visit(child, extern_c or (value is not None and
-                                                         _text(value) == '"C"'))
-                elif child.type in ("declaration_list", "template_declaration",
-                                    "namespace_definition", "preproc_ifdef", "preproc_if",
-                                    "preproc_else", "preproc_elif"):
-                    yield from visit(child, extern_c)
-        yield from visit(self.tree.root_node, False)
+    def _global_definitions(self) -> Iterator[tuple[Node, Node, bool]]:
+        """(definition, its outer node: the template declaration or itself, extern "C"?) of
+        every ``__global__`` function with a body, in source order; iterative."""
+        containers = ("declaration_list", "template_declaration", "namespace_definition",
+                      "preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif",
+                      "linkage_specification")
+        root = self.tree.root_node
+        stack: list[tuple[Node, Node, bool]] = [(root, root, False)]
+        while stack:
+            node, parent, extern_c = stack.pop()
+            if node.type == "function_definition":
+                if any(c.type == "__global__" for c in node.children) and \
+                        node.child_by_field_name("body") is not None:
+                    outer = parent if parent.type == "template_declaration" else node
+                    yield node, outer, extern_c
+                continue
+            if node.type == "linkage_specification":
+                value = node.child_by_field_name("value")
+                extern_c = extern_c or (value is not None and _text(value) == '"C"')
+            stack.extend((child, node, extern_c) for child in reversed(node.children)
+                         if child.type == "function_definition" or child.type in containers)
 
-    def _collect_typedefs(self) -> dict[str, str]:
-        """``typedef X name;`` at any level: name -> X as written."""
-        out: dict[str, str] = {}
-        for n in _walk(self.tree.root_node):
-            if n.type == "type_definition":
-                typ = n.child_by_field_name("type")
-                decl = n.child_by_field_name("declarator")
-                if typ is not None and decl is not None and decl.type == "type_identifier":
-                    out[_text(decl)] = " ".join(_text(typ).split())
-        return out
+    def function_definitions(self) -> dict[str, Node]:
+        """Every ``function_definition`` in the file by its declared name (the first one of
+        a name wins), built once: helpers are looked up here, not by walking the tree."""
+        if self._definitions is None:
+            found: dict[str, Node] = {}
+            for fn in _walk(self.tree.root_node):
+                if fn.type != "function_definition":
+                    continue
+                decl = fn.child_by_field_name("declarator")
+                while decl is not None and decl.type != "function_declarator":
+                    decl = decl.child_by_field_name("declarator")
+                ident = decl.child_by_field_name("declarator") if decl is not None else None
+                if ident is not None:
+                    found.setdefault(_text(ident), fn)
+            self._definitions = found
+        return self._definitions
 
     def _dtype(self, base: str, template_params: tuple[str, ...]) -> str | None:
         seen: set[str] = set()
@@ -308,11 +490,9 @@ class CudaSource:
             return "T"
         return CUDA_SCALAR_DTYPES.get(base)
 
-    def _signature(self, fn: Node, extern_c: bool) -> KernelSignature:
+    def _signature(self, fn: Node, outer: Node, extern_c: bool) -> KernelSignature:
         template_params: tuple[str, ...] = ()
-        outer = fn
-        if fn.parent is not None and fn.parent.type == "template_declaration":
-            outer = fn.parent
+        if outer.type == "template_declaration":
             plist = outer.child_by_field_name("parameters")
             if plist is not None:
                 template_params = tuple(
@@ -375,8 +555,45 @@ class CudaSource:
                            line=pdecl.start_point.row + 1)
 
 
-def parse_cuda(text: str, file: str = "<source>") -> CudaSource:
-    """Parse CUDA source text. Never raises for odd text: errors surface when a kernel is
-    asked for (:meth:`CudaSource.kernel`), naming the file and line."""
-    tree = _parser().parse(text.encode("utf-8"))
+def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_DEADLINE_S,
+               clock: Callable[[], float] = time.monotonic) -> CudaSource:
+    """Parse CUDA source text. Odd text is not refused here: its errors surface when a
+    kernel is asked for (:meth:`CudaSource.kernel`), naming the file and line.
+
+    Hostile text is refused here with CudaSourceError naming the limit (and the line where
+    there is one): over :data:`MAX_SOURCE_BYTES`, a NUL character, brackets or ``#if``
+    blocks nested deeper than :data:`MAX_NESTING`, a tree deeper than
+    :data:`MAX_SYNTAX_DEPTH`, or parsing that takes longer than ``deadline_s`` seconds of
+    ``clock``."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: not text any file can hold
+        line = _line_at(text, exc.start)
+        raise CudaSourceError(f"{file}:{line}: character {exc.start} is a lone surrogate "
+                              f"{text[exc.start]!a}, not text; save the file as UTF-8",
+                              file=file, line=line, offset=exc.start) from None
+    _check_size(len(data), file)
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = _line_at(text, nul)
+        raise CudaSourceError(f"{file}:{line}: a NUL character (character {nul}); a CUDA "
+                              "source is text without NUL", file=file, line=line, offset=nul)
+    _check_nesting(text, file)
+    start = clock()
+
+    def read(offset: int, _point: object) -> bytes:
+        return data[offset:offset + 65536]
+
+    def halt(*_state: object) -> bool:
+        return clock() - start > deadline_s
+
+    try:
+        tree = _parser().parse(read, progress_callback=halt)
+    except ValueError:
+        tree = None
+    if tree is None:
+        raise CudaSourceError(
+            f"{file}: parsing took longer than {deadline_s:g} s and was stopped (text the "
+            "CUDA grammar cannot read makes its error recovery slow); the workbench reads "
+            "plain CUDA kernels", file=file, line=0, deadline_s=deadline_s)
     return CudaSource(text, file, tree)
