@@ -57,6 +57,7 @@ __all__ = [
     "KernelSignature",
     "LaunchBounds",
     "SourceProblem",
+    "check_source_size",
     "decode_cuda",
     "parse_cuda",
 ]
@@ -114,7 +115,7 @@ def decode_cuda(data: bytes, file: str) -> str:
     Raises CudaSourceError naming the file and, for bad bytes, the byte offset and line: a
     source over the limit, UTF-16 or UTF-32 (by byte-order mark), a NUL byte (UTF-16 without
     a mark, or a binary file), a byte sequence that is not UTF-8 (Latin-1, say)."""
-    _check_size(len(data), file)
+    check_source_size(len(data), file)
     for mark, name in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
                        (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
         if data.startswith(mark):
@@ -139,7 +140,8 @@ def decode_cuda(data: bytes, file: str) -> str:
             file=file, line=line, offset=exc.start) from None
 
 
-def _check_size(size: int, file: str) -> None:
+def check_source_size(size: int, file: str) -> None:
+    """Refuse a source of ``size`` bytes over :data:`MAX_SOURCE_BYTES`."""
     if size > MAX_SOURCE_BYTES:
         raise CudaSourceError(
             f"{file}: {size} bytes is over the limit of {MAX_SOURCE_BYTES} bytes (1 MiB) for "
@@ -572,7 +574,7 @@ def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_D
         raise CudaSourceError(f"{file}:{line}: character {exc.start} is a lone surrogate "
                               f"{text[exc.start]!a}, not text; save the file as UTF-8",
                               file=file, line=line, offset=exc.start) from None
-    _check_size(len(data), file)
+    check_source_size(len(data), file)
     nul = text.find("\x00")
     if nul >= 0:
         line = _line_at(text, nul)

@@ -14,20 +14,34 @@ Pure: text in, text out. The kernel's signature comes from the CUDA parser
 
 No ``[template]`` is written (``workbench propose --write`` adds one) and no
 ``reference.py`` (the baseline's outputs are the golden outputs).
+
+Only names the loader can hold enter the kernel.toml: the kernel's and every argument's name
+must be an ASCII C identifier (an integer argument, which becomes a problem size, must not
+start with ``_``), and each ``--grid``/``--block`` dimension must be a printable-ASCII
+expression of at most :data:`MAX_DIM_CHARS` characters that the expression language
+parses; anything else is a ScaffoldError naming the argument or the option and its value.
+Every string is written as an escaped TOML basic string, and the text is checked to load
+with ``tomllib`` before it is handed out.
 """
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.core.cuda_access import pointer_access
 from workbench.core.cuda_source import KernelSignature, parse_cuda
 from workbench.core.dtypes import ARG_DTYPES, INTEGER_DTYPES
-from workbench.core.errors import ScaffoldError
+from workbench.core.errors import ExpressionError, ScaffoldError
+from workbench.core.expr import parse_expr
 from workbench.core.kernel_folder import PLACEHOLDER, SCALAR_DTYPES
 
-__all__ = ["Scaffold", "ScaffoldArg", "scaffold", "split_dims"]
+__all__ = ["MAX_DIM_CHARS", "Scaffold", "ScaffoldArg", "scaffold", "split_dims"]
+
+MAX_DIM_CHARS = 200  # characters of one --grid / --block dimension
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # the loader's identifier (kernel_folder)
 
 _ELEMENT_OF = {"f32": "fp32", "fp16": "fp16", "bf16": "bf16"}
 _DEFAULT_TOL = {"fp32": (1e-5, 1e-5), "fp16": (1e-3, 1e-3), "bf16": (1e-2, 1e-2)}
@@ -72,7 +86,7 @@ class Scaffold:
     def kernel_toml(self) -> str:
         """The kernel.toml text, with comments saying what to check or fill in."""
         k = self.kernel
-        q = _quote
+        q, c = _quote, _comment
         lines = [
             f"# Written by `workbench init` from {k.name} (line {k.line}). Replace every",
             f"# {PLACEHOLDER}, then: workbench propose <folder> --write; workbench tune <folder>.",
@@ -101,7 +115,7 @@ class Scaffold:
             lines.append(f"{d} = {{ rtol = {rtol:g}, atol = {atol:g} }}  # review")
         for a in self.args:
             lines += ["", "[[args]]", f"name = {q(a.name)}", f"dtype = {q(a.dtype)}",
-                      f"role = {q(a.role)}  # {a.why}"]
+                      f"role = {q(a.role)}  # {c(a.why)}"]
             if a.role == "scalar":
                 if a.dtype in INTEGER_DTYPES:
                     lines.append(f"value = {q(a.name)}  # the problem size of the same name")
@@ -109,16 +123,74 @@ class Scaffold:
                     lines.append('value = "1.0"  # change to the value your code passes')
             else:
                 hint = f" e.g. [{', '.join(q(s) for s in self.sizes)}]" if self.sizes else ""
-                lines.append(f"shape = [{q(PLACEHOLDER)}]  # {a.type_text}: its extent in "
-                             f"elements,{hint}")
+                lines.append(f"shape = [{q(PLACEHOLDER)}]  # {c(a.type_text)}: its extent "
+                             f"in elements,{hint}")
         lines += ["", "[baseline]", 'source = "baseline.cu"', f"entry = {q(k.name)}",
                   f"grid = [{', '.join(q(g) for g in self.grid)}]",
                   f"block = [{', '.join(q(b) for b in self.block)}]", ""]
-        return "\n".join(lines)
+        text = "\n".join(lines)
+        try:
+            tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:  # a bug here, never a file written
+            raise ScaffoldError(f"{k.name}: the kernel.toml init would write does not load "
+                                f"({exc}); nothing was written", file="kernel.toml",
+                                line=k.line, argument="") from None
+        return text
+
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
+                 "\f": "\\f", "\r": "\\r"}
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a TOML basic string: quotes, backslashes and every control character
+    (C0, DEL) escaped; non-ASCII text as itself (the file is UTF-8)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\u{code:04X}")
+        elif 0xD800 <= code <= 0xDFFF:  # a lone surrogate cannot be written as UTF-8
+            out.append("\\uFFFD")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _comment(text: str) -> str:
+    """``text`` fit for a TOML comment: one line, no control characters."""
+    return "".join("?" if ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF
+                   else ch for ch in text)
+
+
+def _shown(text: str) -> str:
+    return text if text.isprintable() and text.isascii() else ascii(text)
+
+
+def _dims(text: str, option: str, file: str, line: int) -> tuple[str, ...]:
+    """``--grid``/``--block`` text as 1 to 3 checked dimension expressions."""
+    def refuse(why: str) -> ScaffoldError:
+        return ScaffoldError(f"{option} {_shown(text)}: {why}", file=file, line=line,
+                             argument="", option=option, value=text)
+
+    if not all(" " <= ch <= "~" for ch in text):
+        raise refuse("expected printable ASCII (names are C identifiers); found a control "
+                     "or non-ASCII character")
+    dims = split_dims(text)
+    if not 1 <= len(dims) <= 3:
+        raise refuse(f"expected 1 to 3 comma-separated expressions, got {len(dims)}")
+    for dim in dims:
+        if len(dim) > MAX_DIM_CHARS:
+            raise refuse(f"a dimension of {len(dim)} characters is over the limit of "
+                         f"{MAX_DIM_CHARS}")
+        try:
+            parse_expr(dim)
+        except ExpressionError as exc:
+            raise refuse(f"{dim!r} is not an expression the workbench reads "
+                         f"({exc.message})") from None
+    return dims
 
 
 def split_dims(text: str) -> tuple[str, ...]:
@@ -161,16 +233,18 @@ def scaffold(text: str, file: str, entry: str | None = None, *,
             f"(template parameters {', '.join(kernel.template_params)}); write it with the "
             "element type SCALAR_T (the workbench defines it per dtype) and constants as "
             "literals, then run init again", file=file, line=kernel.line, argument="")
+    _check_names(kernel, file)
     names = {p.name for p in kernel.params}
     for key, table, allowed in (("--role", roles, _ROLES), ("--dtype", dtypes, ARG_DTYPES)):
         for name, value in table.items():
             if name not in names:
-                raise ScaffoldError(f"{key} {name}={value}: {kernel.name} has no argument "
-                                    f"{name!r}; its arguments are {sorted(names)}",
+                raise ScaffoldError(f"{key} {_shown(name)}={_shown(value)}: {kernel.name} has "
+                                    f"no argument {name!r}; its arguments are {sorted(names)}",
                                     file=file, line=kernel.line, argument=name)
             if value not in allowed:
-                raise ScaffoldError(f"{key} {name}={value}: expected one of {list(allowed)}",
-                                    file=file, line=kernel.line, argument=name)
+                raise ScaffoldError(f"{key} {_shown(name)}={_shown(value)}: expected one of "
+                                    f"{list(allowed)}", file=file, line=kernel.line,
+                                    argument=name)
     access = pointer_access(source, kernel)
     args: list[ScaffoldArg] = []
     asks: list[str] = []
@@ -211,6 +285,25 @@ def scaffold(text: str, file: str, entry: str | None = None, *,
     return _plan(text, file, kernel, args, grid, block)
 
 
+def _check_names(kernel: KernelSignature, file: str) -> None:
+    """The kernel's and its arguments' names must be names the kernel.toml loader holds."""
+    if not _IDENT.fullmatch(kernel.name):
+        raise ScaffoldError(f"{file}:{kernel.line}: kernel name {_shown(kernel.name)} is not "
+                            "an ASCII C identifier ([A-Za-z_][A-Za-z0-9_]*); rename it",
+                            file=file, line=kernel.line, argument="")
+    for p in kernel.params:
+        if not _IDENT.fullmatch(p.name):
+            raise ScaffoldError(
+                f"{file}:{p.line}: argument name {_shown(p.name) or '(none)'} of "
+                f"{kernel.name} is not an ASCII C identifier ([A-Za-z_][A-Za-z0-9_]*); "
+                "name every argument with one", file=file, line=p.line, argument=p.name)
+        if p.is_scalar and p.dtype in INTEGER_DTYPES and p.name.startswith("_"):
+            raise ScaffoldError(
+                f"{file}:{p.line}: integer argument {p.name} becomes a problem size, and a "
+                "size name may not start with '_'; rename it", file=file, line=p.line,
+                argument=p.name)
+
+
 def _why(is_const: bool, writes: tuple[int, ...], reads: tuple[int, ...], role: str) -> str:
     if is_const:
         return "const pointer"
@@ -229,9 +322,9 @@ def _plan(text: str, file: str, kernel: KernelSignature, args: Sequence[Scaffold
                   if a.role != "scalar" and a.dtype in _ELEMENT_OF]
         element = (floats[0] if floats else "fp32",)
     sizes = tuple(a.name for a in args if a.role == "scalar" and a.dtype in INTEGER_DTYPES)
-    grid_dims = split_dims(grid) if grid else (PLACEHOLDER,)
+    grid_dims = _dims(grid, "--grid", file, kernel.line) if grid else (PLACEHOLDER,)
     if block:
-        block_dims = split_dims(block)
+        block_dims = _dims(block, "--block", file, kernel.line)
     elif kernel.launch_bounds is not None and kernel.launch_bounds.max_threads.isdigit():
         block_dims = (kernel.launch_bounds.max_threads,)
         notes.append(f"block = {block_dims[0]} threads from __launch_bounds__ "
