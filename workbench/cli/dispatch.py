@@ -121,7 +121,8 @@ def _input_problems(folder: KernelFolder, shapes: list[str], dtype: str,
     if problems:
         return problems
     reserved = generated_names(folder.name, dtype)
-    base = set(folder.shapes)
+    swept = set(sweep_shapes(args.sweep, folder.shape_values(args.shape))) if args.sweep else set()
+    base = set(folder.shapes) - swept
     for s in shapes:
         where = toml if s in base else "the command line (--sweep)"
         problems += name_problems([s], f"shapes.{s}" if s in base else "shape name", where)

@@ -95,7 +95,7 @@ def value_problem(value: object, *, allow_bool: bool = True,
     ``size_names``: the sizes a symbolic ``"=<size>"`` value may name."""
     lo, hi = INT_RANGE
     if isinstance(value, bool):
-        return None if allow_bool else f"an integer in [{lo}, {hi}] (this knob is not a bool)"
+        return None if allow_bool else f"an integer in [{lo}, {hi}] (a C++ int; this knob is not a bool)"
     if isinstance(value, int) and lo <= value <= hi:
         return None
     if isinstance(value, str) and value.startswith("=") and value[1:] in size_names:
