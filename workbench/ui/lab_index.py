@@ -7,8 +7,10 @@ panel notebooks the sidebar, the launcher card and "Tune this kernel" open. The 
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections import Counter
+import stat
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,11 +18,14 @@ from typing import Any
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status
+from workbench.store.base import ProblemTally
 
 #: Folders never searched for kernel folders.
 _SKIPPED = {"node_modules", "__pycache__", "recordings", "site-packages"}
 #: How deep below a search root a ``kernel.toml`` is looked for.
 SEARCH_DEPTH = 3
+#: Entries of one folder read while searching (a folder of 10^6 files is not listed whole).
+ENTRIES_READ = 5000
 #: Sessions listed per kernel, newest first.
 SESSIONS_SHOWN = 8
 
@@ -53,27 +58,57 @@ class KernelSummary:
                 "sessions": [asdict(s) for s in self.sessions]}
 
 
-def find_kernel_folders(roots: Iterable[Path], depth: int = SEARCH_DEPTH) -> list[Path]:
-    """Every folder holding a ``kernel.toml`` at most ``depth`` levels below a root."""
+def find_kernel_folders(roots: Iterable[Path], depth: int = SEARCH_DEPTH,
+                        skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """Every folder holding a ``kernel.toml`` at most ``depth`` levels below a root.
+
+    The walk never follows a symlink: a folder or a ``kernel.toml`` reached through one could
+    lead out of the root, and the notebook endpoint writes for what is listed. Each one
+    passed over is named in ``skipped`` (the sidebar shows them as problems). A root itself
+    may sit behind symlinks; at most :data:`ENTRIES_READ` entries of a folder are read.
+    """
     found: dict[Path, None] = {}
+    passed_over = skipped if skipped is not None else []
 
     def walk(folder: Path, level: int) -> None:
-        if (folder / "kernel.toml").is_file():
-            found[folder.resolve()] = None
+        try:
+            info = os.lstat(folder / "kernel.toml")
+        except OSError:
+            info = None
+        if info is not None:
+            if stat.S_ISREG(info.st_mode):
+                found[folder] = None
+            else:
+                passed_over.append((folder / "kernel.toml", "a symlink or not a regular file"))
             return
         if level >= depth:
             return
         try:
-            children = sorted(p for p in folder.iterdir() if p.is_dir())
+            with os.scandir(folder) as entries:
+                children = sorted(itertools.islice(entries, ENTRIES_READ),
+                                  key=lambda e: e.name)
         except OSError:
             return
-        for child in children:
-            if not child.name.startswith(".") and child.name not in _SKIPPED:
-                walk(child, level + 1)
+        for entry in children:
+            if entry.name.startswith(".") or entry.name in _SKIPPED:
+                continue
+            try:
+                if entry.is_symlink():
+                    if entry.is_dir():
+                        passed_over.append((Path(entry.path), "a symlink (not followed)"))
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    walk(Path(entry.path), level + 1)
+            except OSError:
+                continue
 
     for root in roots:
-        if root.is_dir():
-            walk(root, 0)
+        try:
+            real = root.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if real.is_dir():
+            walk(real, 0)
     return list(found)
 
 
@@ -108,87 +143,106 @@ def summarize_sessions(store: Any, kernel: str,
 
     A session's best is its fastest ok trial of the problem (shape/dtype) it measured most;
     its speedup divides the recorded baseline of that problem by it, only when the trials
-    ran on the recording's GPU (a replay of it, or the same GPU model live).
+    ran on the recording's GPU (a replay of it, or the same GPU model live). Read from the
+    store's per-session tallies (:meth:`~workbench.store.base.Store.problem_tallies`), so
+    the cost grows with the sessions shown, not with the trials stored.
     """
     sessions = sorted(store.sessions(kernel), key=lambda s: s.created, reverse=True)
     sessions = sessions[:SESSIONS_SHOWN]
-    wanted = {s.id for s in sessions}
-    trials: dict[str, list[Any]] = {s.id: [] for s in sessions}
-    for stored in store.trials():
-        if stored.session_id in wanted:
-            trials[stored.session_id].append(stored)
+    tallies: dict[str, list[ProblemTally]] = {s.id: [] for s in sessions}
+    for tally in store.problem_tallies([s.id for s in sessions]):
+        tallies[tally.session_id].append(tally)
     out = []
     for session in sessions:
-        rows = trials[session.id]
-        ok = [t for t in rows if t.result.status is Status.OK and t.result.median_us is not None]
+        rows = tallies[session.id]
+        trials, ok = sum(t.trials for t in rows), sum(t.ok for t in rows)
+        timed = [t for t in rows if t.ok and t.best_us is not None]
         best_us = best_problem = speedup = None
         note = "no ok trial yet"
-        if ok:
-            problems = Counter(f"{t.result.shape}/{t.result.dtype}" for t in ok)
-            best_problem = problems.most_common(1)[0][0]
-            best = min((t for t in ok if f"{t.result.shape}/{t.result.dtype}" == best_problem),
-                       key=lambda t: t.result.median_us)
-            best_us = float(best.result.median_us)
-            speedup, note = _speedup(best, best_problem, best_us, baselines)
+        if timed:
+            best = max(timed, key=lambda t: t.ok)  # the first measured wins a tie
+            best_problem = f"{best.shape}/{best.dtype}"
+            best_us = float(best.best_us) if best.best_us is not None else None
+            if best_us is not None:
+                speedup, note = _speedup(best.best_device, best_problem, best_us, baselines)
         iterations = store.iterations(session.id)
         if iterations:
             last = iterations[-1]
             status = f"agent {last.state} (iteration {last.iteration})"
             if speedup is None and last.speedup is not None:
                 speedup, note = float(last.speedup), "measured by the agent's tune step"
-        elif rows:
-            status = f"{len(ok)} ok of {len(rows)} trials"
+        elif trials:
+            status = f"{ok} ok of {trials} trials"
         else:
             status = "no trials"
-        out.append(SessionSummary(id=session.id, created=session.created, trials=len(rows),
-                                  ok=len(ok), best_us=best_us, best_problem=best_problem,
+        out.append(SessionSummary(id=session.id, created=session.created, trials=trials,
+                                  ok=ok, best_us=best_us, best_problem=best_problem,
                                   speedup=speedup, speedup_note=note, status=status))
     return out
 
 
-def _speedup(best: Any, problem: str, best_us: float,
+def _speedup(best_device: str, problem: str, best_us: float,
              baselines: tuple[str, dict[str, float]] | None) -> tuple[float | None, str]:
     if baselines is None:
         return None, "no recording with a baseline in this kernel folder"
     device, times = baselines
     if problem not in times:
         return None, f"the recording has no baseline for {problem}"
-    if not device or device not in best.provenance.device:
-        return None, (f"trials ran on {best.provenance.device or 'an unnamed device'}, "
+    if not device or device not in best_device:
+        return None, (f"trials ran on {best_device or 'an unnamed device'}, "
                       f"the recorded baseline on {device}")
     return times[problem] / best_us, f"recorded baseline {times[problem]:.2f} µs on {device}"
 
 
+_STORES: dict[tuple[str, int, int], Any] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def _open_store(store_path: Path) -> Any:
+    """The SQLite store at ``store_path``, opened once per file (opening checks and may
+    migrate it, which the sidebar should not pay on every refresh); a replaced file is
+    opened again."""
+    from workbench.store.sqlite import SQLiteStore
+
+    info = store_path.stat()
+    key = (str(store_path), info.st_dev, info.st_ino)
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            for old in [k for k in _STORES if k[0] == key[0]]:
+                _STORES.pop(old).close()
+            store = _STORES[key] = SQLiteStore(store_path)
+        return store
+
+
 def kernel_index(roots: Sequence[Path], server_root: Path, store_path: Path) -> dict[str, Any]:
-    """The sidebar's data: every kernel folder under ``roots`` with its stored sessions."""
+    """The sidebar's data: every kernel folder under ``roots`` with its stored sessions, and
+    the problems met on the way (a store that cannot be read, folders passed over)."""
     problems: list[str] = []
     store = None
     if store_path.is_file():
-        from workbench.store.sqlite import SQLiteStore
-
         try:
-            store = SQLiteStore(store_path)
+            store = _open_store(store_path)
         except WorkbenchError as exc:
             problems.append(f"store {store_path.name}: {exc.message}")
     kernels = []
-    try:
-        for folder in find_kernel_folders(roots):
-            sessions: list[SessionSummary] = []
-            if store is not None:
-                try:
-                    baselines = recorded_baselines(folder)
-                except WorkbenchError as exc:
-                    baselines = None
-                    problems.append(f"{folder.name}: {exc.message}")
-                try:
-                    sessions = summarize_sessions(store, folder.name, baselines)
-                except WorkbenchError as exc:
-                    problems.append(f"{folder.name}: {exc.message}")
-            kernels.append(KernelSummary(name=folder.name,
-                                         path=relative_to_root(folder, server_root),
-                                         sessions=tuple(sessions)))
-    finally:
+    skipped: list[tuple[Path, str]] = []
+    for folder in find_kernel_folders(roots, skipped=skipped):
+        sessions: list[SessionSummary] = []
         if store is not None:
-            store.close()
+            try:
+                baselines = recorded_baselines(folder)
+            except WorkbenchError as exc:
+                baselines = None
+                problems.append(f"{folder.name}: {exc.message}")
+            try:
+                sessions = summarize_sessions(store, folder.name, baselines)
+            except WorkbenchError as exc:
+                problems.append(f"{folder.name}: {exc.message}")
+        kernels.append(KernelSummary(name=folder.name,
+                                     path=relative_to_root(folder, server_root),
+                                     sessions=tuple(sessions)))
+    problems += [f"passed over {Path(os.path.relpath(path, server_root.resolve())).as_posix()}: "
+                 f"{why}" for path, why in skipped]
     return {"kernels": [k.to_dict() for k in kernels], "store": store_path.name,
             "problems": problems}
