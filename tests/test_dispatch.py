@@ -3,7 +3,9 @@ CLI on the committed recordings)."""
 
 from __future__ import annotations
 
+import importlib.util
 import io
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +14,8 @@ import pytest
 
 from workbench.cli import main
 from workbench.core.dispatch import (
+    DispatchTable,
+    UnsafeExportError,
     bucket_ratio,
     build_table,
     concrete,
@@ -137,3 +141,85 @@ def test_cli_dispatch_on_the_recording_writes_the_exports_and_the_eval(tmp_path:
     assert "configs for 5 shapes" in text and "median loss:" in text
     assert "'HIDDEN_CONST': '=hidden'" in text
     assert (tmp_path / "fused_add_rmsnorm_bf16_dispatch.h").exists()
+
+
+def _compile_and_import(table: DispatchTable, tmp_path: Path) -> None:
+    """The table's header compiles with g++ and nvcc, and picks for every tuned shape the
+    config the imported Python module picks; the JSON is strict JSON."""
+    header, module = table.to_cpp_header(), table.to_python()
+    json.loads(table.to_json(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    (tmp_path / "dispatch.h").write_text(header)
+    spec = importlib.util.spec_from_file_location(f"wb_dispatch_{tmp_path.name}",
+                                                  tmp_path / "dispatch.py")
+    (tmp_path / "dispatch.py").write_text(module)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    k = table.kernel
+    calls = []
+    for _, values, index in table.entries:
+        sizes = dict(zip(table.size_names, values, strict=True))
+        assert mod.dispatch(**sizes) == dict(table.lookup(sizes))
+        assert table.lookup(sizes) == concrete(table.configs[index], sizes)
+        calls.append(f"  std::printf(\"%d\\n\", (int)(&dispatch_{k}("
+                     + ", ".join(f"{v}LL" for v in values) + f") - {k}_configs));")
+    main_src = ("#include \"dispatch.h\"\n#include \"dispatch.h\"\n#include <cstdio>\n"
+                "int main() {\n" + "\n".join(calls) + "\n}\n")
+    (tmp_path / "main.cpp").write_text(main_src)
+    (tmp_path / "main.cu").write_text(main_src)
+    gxx, nvcc = shutil.which("g++"), shutil.which("nvcc")
+    if gxx is None or nvcc is None:
+        pytest.skip("g++ and nvcc are needed to compile the header")
+    subprocess.run([gxx, "-std=c++17", "-Wall", "-Werror", "-fsyntax-only",
+                    str(tmp_path / "main.cpp")], check=True, cwd=tmp_path)
+    subprocess.run([gxx, "-std=gnu++17", str(tmp_path / "main.cpp"), "-o",
+                    str(tmp_path / "main")], check=True, cwd=tmp_path)
+    ran = subprocess.run([str(tmp_path / "main")], capture_output=True, text=True, check=True)
+    assert [int(x) for x in ran.stdout.split()] == [i for _, _, i in table.entries]
+    subprocess.run([nvcc, "-x", "cu", "-std=c++17", "-c", str(tmp_path / "main.cu"), "-o",
+                    str(tmp_path / "main.o")], check=True, cwd=tmp_path, timeout=300)
+
+
+def test_every_generated_export_compiles_and_imports_on_the_recording(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code = main(["dispatch", str(ROOT / "sample_kernels" / "fused_add_rmsnorm"), "--shapes",
+                 "small,odd,decode,prefill,large", "--dtype", "bf16", "--replay",
+                 "--tolerance", "0.5", "--out", str(out)], stdout=io.StringIO())
+    assert code == 0
+    data = json.loads((out / "fused_add_rmsnorm_bf16_dispatch.json").read_text())
+    table = DispatchTable(
+        kernel=data["kernel"], dtype=data["dtype"], size_names=tuple(data["sizes"]),
+        configs=tuple(Config(c) for c in data["configs"]),
+        entries=tuple((e["shape"], tuple(e["sizes"][n] for n in data["sizes"]), e["config"])
+                      for e in data["entries"]), tolerance_pct=data["tolerance_pct"])
+    assert table.to_cpp_header() == (out / "fused_add_rmsnorm_bf16_dispatch.h").read_text()
+    assert table.to_python() == (out / "fused_add_rmsnorm_bf16_dispatch.py").read_text()
+    _compile_and_import(table, tmp_path)
+
+
+# sizes named like the generated code's former locals, and a wide table
+WIDE = ("want", "best", "given", "d", "e", "k", "s", "w", "x", "v", "tokens", "hidden")
+EDGE_TABLES = {
+    "one config": DispatchTable("k", "fp16", ("n",), (Config(A=1),), (("only", (7,), 0),), 3.0),
+    "many sizes": DispatchTable(
+        "wide_kernel", "bf16", WIDE, (Config(SPLIT=1, VEC=4), Config(SPLIT=8, VEC=16)),
+        tuple((f"s{i}", tuple(2 ** ((i + j) % 20) for j in range(len(WIDE))), i % 2)
+              for i in range(40)), 2.5),
+    "max int values": DispatchTable(
+        "limits", "fp32", ("n", "m"),
+        (Config(HI=2**31 - 1, LO=-(2**31), ZERO=0, FLAG=True, OFF=False, SPEC="=n"),
+         Config(HI=1, LO=-1, ZERO=0, FLAG=False, OFF=True, SPEC=0)),
+        (("tiny", (1, 1), 1), ("huge", (2**63 - 1, 2**62), 0)), 0.0),
+}
+
+
+@pytest.mark.parametrize("case", list(EDGE_TABLES))
+def test_edge_case_exports_compile_and_import(case: str, tmp_path: Path) -> None:
+    _compile_and_import(EDGE_TABLES[case], tmp_path)
+
+
+def test_exports_refuse_a_table_that_holds_unsafe_data() -> None:
+    bad = DispatchTable("k", "bf16", ("n",), (Config({"A b": 1}),), (("s", (1,), 0),), 3.0)
+    for export in (bad.to_cpp_header, bad.to_python, bad.to_json):
+        with pytest.raises(UnsafeExportError, match="'A b'"):
+            export()
