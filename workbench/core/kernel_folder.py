@@ -28,6 +28,7 @@ from workbench.core.errors import (
     KernelFolderError,
     ParameterError,
     Problem,
+    TemplateError,
     WorkbenchError,
 )
 from workbench.core.expr import Expr, parse_constraint, parse_expr
@@ -605,22 +606,21 @@ def default_bytes_moved(args: list[ArgSpec]) -> str:
 
 
 def _check_defaults(c: _Collector, kf: KernelFolder) -> None:
-    """The template's defaults must satisfy its constraints and launch at every shape."""
+    """The template's defaults must satisfy its constraints and launch at every shape; an
+    expression that does not evaluate is reported under the key that holds it."""
     default = kf.template.default_config()
     for shape in kf.shapes:
         for dtype in kf.dtypes:
             env = kf.env(shape, dtype)
+            where = f"at shape {shape!r} / {dtype}"
+            if not _expressions_evaluate(c, kf, env, where):
+                return
             try:
                 why = kf.template.space(env).rejection(default)
-                kf.template.launch_for(default, env)
-                kf.baseline.launch_for({}, env)
-                for arg in kf.args:
-                    if arg.is_buffer:
-                        arg.shape_for(env)
-                    elif arg.value is not None:
-                        arg.value.evaluate(env)
-            except (WorkbenchError, ZeroDivisionError) as exc:
-                c.add("kernel.toml", f"shapes.{shape}", f"dtype {dtype}", f"expressions that evaluate ({exc})")
+            except (WorkbenchError, ZeroDivisionError, OverflowError, ValueError) as exc:
+                key = exc.details.get("key", "") if isinstance(exc, WorkbenchError) else ""
+                c.add("kernel.toml", f"template.params.{key}" if key else "template.params",
+                      f"{getattr(exc, 'message', exc)} {where}", "ranges that resolve")
                 return
             if why is not None:
                 c.add("kernel.toml", "template.params (defaults)", dict(default),
@@ -631,6 +631,60 @@ def _check_defaults(c: _Collector, kf: KernelFolder) -> None:
                 return
 
 
+_EVAL_ERRORS = (WorkbenchError, ZeroDivisionError, OverflowError, ValueError, TypeError)
+
+
+def _expressions_evaluate(c: _Collector, kf: KernelFolder, env: Mapping[str, Any],
+                          where: str) -> bool:
+    """Evaluate every expression of kernel.toml at one problem (the template's at its
+    defaults), each alone, so a failure names its own key (``args[1] (input).shape[0]``,
+    ``template.grid[0]``, ``template.constraints[2]``), never the shape it failed at."""
+    default = {k: int(v) if isinstance(v, bool) else v
+               for k, v in kf.template.default_config().items()}
+    config_env = {**env, **default}
+    checks: list[tuple[str, Expr, Mapping[str, Any]]] = []
+    for i, arg in enumerate(kf.args):
+        key = f"args[{i}] ({arg.name})"
+        checks.extend((f"{key}.shape[{j}]", e, env) for j, e in enumerate(arg.shape))
+        if arg.value is not None:
+            checks.append((f"{key}.value", arg.value, env))
+    checks.append(("bytes_moved", kf.bytes_moved, env))
+    sections = (("baseline", kf.baseline, env),
+                ("template" if kf.has_template else "baseline", kf.template, config_env))
+    for section, template, at in sections:
+        rules = template.launch
+        checks.extend((f"{section}.grid[{j}]", e, at) for j, e in enumerate(rules.grid))
+        checks.extend((f"{section}.block[{j}]", e, at) for j, e in enumerate(rules.block))
+        checks.append((f"{section}.smem_bytes", rules.smem_bytes, at))
+        if rules.pdl is not None:
+            checks.append((f"{section}.pdl", rules.pdl, at))
+    for key, expr, at in checks:
+        try:
+            expr.evaluate(at)
+        except _EVAL_ERRORS as exc:
+            c.add("kernel.toml", key, f"{expr.text} {where}",
+                  f"an expression that evaluates ({getattr(exc, 'message', exc)})")
+            return False
+    for i, constraint in enumerate(kf.template.constraints if kf.has_template else ()):
+        try:
+            constraint.holds(config_env)
+        except _EVAL_ERRORS as exc:
+            c.add("kernel.toml", f"template.constraints[{i}]",
+                  f"{constraint.text} {where}, defaults {default}",
+                  f"a constraint that evaluates to true or false "
+                  f"({getattr(exc, 'message', exc)})")
+            return False
+    for section, template, at in sections:
+        try:
+            template.launch.evaluate(at)
+        except TemplateError as exc:  # a value no launch can take (negative, fractional)
+            c.add("kernel.toml", f"{section}.{exc.details.get('key', 'launch')}",
+                  f"{exc.details.get('expr', '')} = {exc.details.get('value')!r} {where}",
+                  "a non-negative integer")
+            return False
+    return True
+
+
 _SCALAR_RANGES = {"i32": (-2**31, 2**31 - 1), "i64": (-2**63, 2**63 - 1)}
 
 
@@ -638,12 +692,7 @@ def _values_in_range(c: _Collector, kf: KernelFolder, shape: str, dtype: str,
                      env: Mapping[str, Any]) -> bool:
     """bytes_moved, buffer dimensions and scalar values hold what they stand for."""
     where = f"at shape {shape!r} / {dtype}"
-    try:
-        return _check_ranges(c, kf, env, where)
-    except (WorkbenchError, ZeroDivisionError, OverflowError, ValueError) as exc:
-        c.add("kernel.toml", f"shapes.{shape}", f"dtype {dtype}",
-              f"expressions that evaluate ({exc})")
-        return False
+    return _check_ranges(c, kf, env, where)  # every expression evaluated (_check_defaults)
 
 
 def _check_ranges(c: _Collector, kf: KernelFolder, env: Mapping[str, Any], where: str) -> bool:
@@ -652,12 +701,13 @@ def _check_ranges(c: _Collector, kf: KernelFolder, env: Mapping[str, Any], where
         c.add("kernel.toml", "bytes_moved", f"{kf.bytes_moved.text} = {moved} {where}",
               "a positive number of bytes")
         return False
-    for arg in kf.args:
+    for index, arg in enumerate(kf.args):
+        key = f"args[{index}] ({arg.name})"
         if arg.is_buffer:
             for i, expr in enumerate(arg.shape):
                 dim = expr.evaluate(env)
                 if isinstance(dim, bool) or dim < 0 or dim != int(dim):
-                    c.add("kernel.toml", f"args ({arg.name}).shape[{i}]",
+                    c.add("kernel.toml", f"{key}.shape[{i}]",
                           f"{expr.text} = {dim} {where}", "a non-negative integer")
                     return False
         elif arg.value is not None:
@@ -665,7 +715,7 @@ def _check_ranges(c: _Collector, kf: KernelFolder, env: Mapping[str, Any], where
             low, high = _SCALAR_RANGES.get(arg.dtype, (None, None))
             if low is not None and high is not None and (
                     value != int(value) or not low <= value <= high):
-                c.add("kernel.toml", f"args ({arg.name}).value",
+                c.add("kernel.toml", f"{key}.value",
                       f"{arg.value.text} = {value} {where}",
                       f"an integer that fits {arg.dtype} ({low} to {high})")
                 return False

@@ -57,19 +57,21 @@ class ShapeBounds:
         device limits). Refuses (ParameterError naming the expression) a bound that does not
         evaluate to a positive integer."""
         if isinstance(param, Pow2Range):
-            lo = _pow2_up(self._int(self.min, env)) if self.min is not None else param.min
-            hi = _pow2_down(self._int(self.max, env)) if self.max is not None else param.max
+            lo = _pow2_up(self._int(self.min, env, "min")) if self.min is not None \
+                else param.min
+            hi = _pow2_down(self._int(self.max, env, "max")) if self.max is not None \
+                else param.max
             hi = max(hi, lo)
             return replace(param, min=lo, max=hi, default=min(max(param.default, lo), hi))
         if isinstance(param, IntRange):
-            lo = self._int(self.min, env) if self.min is not None else param.min
-            hi = self._int(self.max, env) if self.max is not None else param.max
+            lo = self._int(self.min, env, "min") if self.min is not None else param.min
+            hi = self._int(self.max, env, "max") if self.max is not None else param.max
             hi = max(lo, lo + (hi - lo) // param.step * param.step)
             return replace(param, min=lo, max=hi, default=min(max(param.default, lo), hi))
         if isinstance(param, Choice) and self.values:
             values: list[Value] = []
-            for v in self.values:
-                got = self._int(v, env) if isinstance(v, Expr) else v
+            for i, v in enumerate(self.values):
+                got = self._int(v, env, f"values[{i}]") if isinstance(v, Expr) else v
                 if got not in values:
                     values.append(got)
             if param.default not in values:
@@ -77,17 +79,21 @@ class ShapeBounds:
             return replace(param, values_=tuple(values))
         return param
 
-    def _int(self, expr: Expr, env: Mapping[str, Any]) -> int:
+    def _int(self, expr: Expr, env: Mapping[str, Any], part: str) -> int:
+        """``expr`` (the ``part`` of this parameter: min, max, values[i]) evaluated; a
+        ParameterError's ``key`` is ``NAME.part``, the kernel.toml key under
+        ``template.params`` that holds it."""
+        key = f"{self.name}.{part}"
         try:
             value = expr.evaluate(env)
         except ExpressionError as exc:
-            raise ParameterError(f"parameter {self.name}: {expr} cannot be evaluated here "
-                                 f"({exc.message})", key=self.name, value=str(expr),
+            raise ParameterError(f"parameter {self.name}: {part} = {expr} cannot be evaluated "
+                                 f"here ({exc.message})", key=key, value=str(expr),
                                  expected="an expression of the shape's sizes and the device"
                                  ) from exc
         if isinstance(value, bool) or not float(value).is_integer() or value < 0:
-            raise ParameterError(f"parameter {self.name}: {expr} = {value!r}; expected an "
-                                 f"integer >= 0", key=self.name, value=str(expr),
+            raise ParameterError(f"parameter {self.name}: {part} = {expr} = {value!r}; "
+                                 f"expected an integer >= 0", key=key, value=str(expr),
                                  expected="an integer >= 0")
         return int(value)
 
