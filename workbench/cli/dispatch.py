@@ -4,7 +4,7 @@ Python, and its leave-one-out evaluation.
 
     workbench tune FOLDER --shape decode --sweep tokens=1..8192:log2 --store s.sqlite
     workbench dispatch FOLDER --shape decode --sweep tokens=1..8192:log2 --store s.sqlite \\
-        [--cross 4] --out dispatch/ --eval [--live]
+        [--cross 4] --out dispatch/ [--force] --eval [--live]
 
 ``--cross K`` first measures, on the GPU, the K fastest configs each shape's search found
 at every other shape where they were never timed (stored under a session noted
