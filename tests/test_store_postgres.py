@@ -102,3 +102,32 @@ def test_no_server_is_a_clear_error_without_the_password() -> None:
     with pytest.raises(StoreError) as bad:
         PostgresStore(dsn, schema="Robert'); DROP TABLE trials;--")
     assert bad.value.details["key"] == "schema"
+
+
+def test_session_tallies_follow_each_trial_and_are_backfilled(server: PostgresServer) -> None:
+    """The sidebar's per-session tallies: updated with each trial, rebuilt from the trials
+    when a version-1 store (no tallies) is opened, and a non-integer version is refused."""
+    from workbench.core.errors import StoreCorruptError
+    from workbench.core.records import Status
+
+    schema = _schema()
+    store = PostgresStore(server.dsn, schema=schema)
+    session = store.create_session("k").id
+    for block, median in ((32, 9.0), (64, 5.0), (128, 7.0)):
+        store.record_trial(sample_result(block, median_us=median), PROVENANCE, session)
+    store.record_trial(sample_result(256, status=Status.COMPILE_ERROR), PROVENANCE, session)
+    expected = [(4, 3, 5.0, PROVENANCE.device)]
+    tallies = store.problem_tallies([session])
+    assert [(t.trials, t.ok, t.best_us, t.best_device) for t in tallies] == expected
+    conn = psycopg.connect(server.dsn, autocommit=True,
+                           options=f"-c search_path={schema}")
+    conn.execute("DELETE FROM session_tallies")
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    store.close()
+    with PostgresStore(server.dsn, schema=schema) as reopened:
+        tallies = reopened.problem_tallies([session])
+        assert [(t.trials, t.ok, t.best_us, t.best_device) for t in tallies] == expected
+    conn.execute("UPDATE meta SET value = 'abc' WHERE key = 'schema_version'")
+    conn.close()
+    with pytest.raises(StoreCorruptError, match="schema_version holds 'abc'"):
+        PostgresStore(server.dsn, schema=schema)
