@@ -93,14 +93,13 @@ def test_replay_answers_with_source_device_and_date() -> None:
 
 
 @pytest.mark.replay
-def test_replay_warns_but_answers_when_the_template_changed() -> None:
+def test_replay_refuses_a_template_the_recording_does_not_hold() -> None:
     folder = _folder("fused_add_rmsnorm")
     edited = replace(folder.template, source=folder.template.source + "\n// edited\n")
     runner = ReplayRunner(folder, template=edited)
-    assert "warning" in runner.description and "different template" in runner.description
-    [result] = runner.measure([Candidate(edited.default_config(), "decode", "bf16")])
-    assert result.status is Status.OK
-    assert "different template" in result.extra["warning"]
+    assert "does not hold this template" in runner.problem
+    with pytest.raises(RecordingError, match="template_sha256"):
+        list(runner.measure([Candidate(edited.default_config(), "decode", "bf16")]))
 
 
 @pytest.mark.replay

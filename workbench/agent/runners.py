@@ -6,8 +6,9 @@ runner instance, from which a runner for another template is derived here:
 
 * an object with ``for_template(template)`` (e.g. the tests' SyntheticRunner) is asked;
 * a :class:`~workbench.engine.replay.ReplayRunner` is rebuilt over the same recording (it
-  answers by config; a template text that differs from the recorded one is flagged in its
-  description and every result);
+  answers only for the template the recording holds: another text, parameter names, entry
+  or launch rules are refused with a RecordingError before anything is measured, so the
+  agent's step fails cleanly instead of storing another template's numbers);
 * a :class:`~workbench.engine.runner.LocalRunner` gets a sibling with the same settings,
   compiler and seed: a new isolated GPU worker (LLM-written CUDA only ever runs there);
 * any other runner is used only for the template it already measures.

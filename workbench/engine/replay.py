@@ -3,9 +3,16 @@
 Lets everything above the engine (search, UI, agent, tests) run on a machine without a GPU.
 Every result names the recording it came from in ``source`` (file, device and date); a
 config the recording never measured comes back ``pruned`` with the reason "not in the
-recording". When the recording was made from a different template text than the folder's
-current one, a warning goes into ``description`` and into every result (``extra["warning"]``)
-but the replay still answers.
+recording". A replay answers only for the template the recording holds
+(:func:`template_differences`): the exact source text (its sha256, the key the store and
+the approvals use too, so a comment or whitespace edit is another template), the parameter
+names of the recorded configs, the entry (the recorded text's one ``extern "C"`` kernel)
+and the launch rules (a sample of the recorded trials' grid, block and dynamic shared
+memory). A runner built for another template still describes itself (``problem`` says
+what differs, for the panel's header), but :meth:`ReplayRunner.measure` refuses it with a
+:class:`RecordingError` naming the recording file and every difference, before any result
+exists to be stored: answering by config key would pass another template's numbers off as
+this one's.
 
 ``pace="recorded"`` answers at the pace the recording's sweep measured (its wall time per
 config, e.g. 43 ms on the H100 for silu_and_mul) instead of at once, so the panel behaves as
@@ -20,7 +27,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from workbench.core.errors import RecordingError
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.errors import RecordingError, WorkbenchError
 from workbench.core.hardware import DeviceSpec, get_device, match_device_name
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Config, TrialResult
@@ -58,16 +66,9 @@ class ReplayRunner:
         self.device: DeviceSpec = get_device(spec_key)
         file_name = rec.path.name if rec.path else "recording"
         self.source = f"replay:{file_name} ({rec.device_name}, {rec.date})"
-        self.warning = ""
-        if rec.template_sha256 != self.template.source_sha256:
-            self.warning = (f"the recording was measured with a different template text "
-                            f"(sha256 {rec.template_sha256[:12]}, folder's "
-                            f"{self.template.source_sha256[:12]}): its numbers may not match "
-                            f"this template")
-            log.warning("%s: %s", file_name, self.warning)
         self.description = f"replay of {rec.label}"
-        if self.warning:
-            self.description += f" (warning: {self.warning})"
+        self.differences: tuple[str, ...] = ()
+        self._check_template()
         self.pace_s = self._pace_s(pace)
         self._trials = {(t.config.key(), t.shape, t.dtype): t for t in rec.trials}
         self._baselines = {(t.shape, t.dtype): t for t in rec.baseline}
@@ -110,10 +111,34 @@ class ReplayRunner:
         """Nothing to release."""
 
     def _stamp(self, result: TrialResult) -> TrialResult:
-        extra = dict(result.extra)
-        if self.warning:
-            extra["warning"] = self.warning
-        return replace(result, source=self.source, extra=extra)
+        return replace(result, source=self.source)
+
+    def _check_template(self) -> None:
+        self.differences = tuple(template_differences(self.recording, self.template,
+                                                      self.folder, self.device))
+        if self.differences:
+            log.warning("%s does not hold template %s: %s", self.recording.path,
+                        self.template.source_sha256[:12], "; ".join(self.differences))
+
+    @property
+    def problem(self) -> str:
+        """Why this replay cannot answer for its template ("" when it can)."""
+        if not self.differences:
+            return ""
+        return (f"the recording {self.recording.path} does not hold this template: "
+                + "; ".join(self.differences))
+
+    def require_held(self) -> None:
+        """RecordingError naming the recording file and what differs, unless the recording
+        holds this runner's template."""
+        if self.differences:
+            raise RecordingError(
+                self.problem + ". Measure this template on a GPU, or replay the recorded one",
+                file=str(self.recording.path), key="template",
+                value=self.template.source_sha256,
+                expected=f"the template recorded (source sha256 "
+                         f"{self.recording.template_sha256})",
+                differences=list(self.differences))
 
     @property
     def facts(self) -> dict[str, object]:
@@ -147,11 +172,16 @@ class ReplayRunner:
 
     def use_template(self, template: KernelTemplate) -> None:
         """Answer for ``template`` from now on (``tune --widen``: wider ranges; configs the
-        recording lacks come back pruned as never measured)."""
+        recording lacks come back pruned as never measured; another text, parameter names,
+        entry or launch rules are refused at :meth:`measure`)."""
         self.template = template
+        self._check_template()
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
-        """Recorded results, in the order asked; unrecorded configs come back pruned."""
+        """Recorded results, in the order asked; unrecorded configs come back pruned.
+        RecordingError before the first result when the recording does not hold the
+        template (:meth:`require_held`)."""
+        self.require_held()
         rule = rule_for_event("not_recorded")
         for candidate in candidates:
             if self.pace_s:
@@ -173,6 +203,7 @@ class ReplayRunner:
                               dtype: str) -> TrialResult | None:
         """The recording's independent re-measurement of ``config`` (made in a fresh worker
         after the sweep, for each problem's fastest few configs), or None."""
+        self.require_held()
         found = self.recording.confirmed_result(config, shape, dtype)
         return self._stamp(found) if found is not None else None
 
@@ -183,3 +214,68 @@ class ReplayRunner:
             counts[t.status.value] = counts.get(t.status.value, 0) + 1
         return counts
 
+
+
+#: recorded trials whose launch is compared with the template's rules (spread over the
+#: recording; all of them take about a second on the largest sample recording)
+LAUNCH_SAMPLE = 64
+
+
+def template_differences(recording: Recording, template: KernelTemplate,
+                         folder: KernelFolder, device: DeviceSpec) -> list[str]:
+    """What makes ``template`` another template than the one ``recording`` measured, each
+    as one sentence ([] when the recording holds it).
+
+    Recordings store the sha256 of the exact template text (``template_sha256``; a
+    comment, whitespace or line-ending byte that differs makes another template, as it
+    does for the store's trials and the approvals), the configs (their keys are the
+    parameter names) and each trial's launch; the entry is derived from the recorded text
+    (its one ``extern "C"`` kernel: the folder loader accepts no other entry)."""
+    out: list[str] = []
+    if recording.template_sha256 != template.source_sha256:
+        out.append(f"template_sha256: the recording was measured with template text "
+                   f"{recording.template_sha256[:12]}, this template's text is "
+                   f"{template.source_sha256[:12]} (any byte counts, comments and "
+                   f"whitespace included)")
+        return out  # names, entry and launch of another text say nothing more
+    recorded_names = {name for t in (*recording.trials, *recording.confirmed)
+                      for name in t.config}
+    names = set(template.param_names)
+    if recording.trials and recorded_names != names:
+        out.append(f"parameters: the recorded configs have {sorted(recorded_names)}; the "
+                   f"template has {sorted(names)} (missing from the template: "
+                   f"{sorted(recorded_names - names)}, not recorded: "
+                   f"{sorted(names - recorded_names)})")
+    try:
+        kernels = sorted(k.name for k in parse_cuda(template.source,
+                                                     template.source_name).kernels
+                         if k.extern_c)
+    except WorkbenchError as exc:  # the recorded text parses; this guards a built template
+        kernels = [f"none readable ({exc.message})"]
+    if kernels != [template.entry]:
+        out.append(f"entry: the recorded text's extern \"C\" kernels are {kernels}; the "
+                   f"template's entry is {template.entry!r}")
+    if not out:
+        out.extend(_launch_differences(recording, template, folder, device))
+    return out
+
+
+def _launch_differences(recording: Recording, template: KernelTemplate, folder: KernelFolder,
+                        device: DeviceSpec) -> list[str]:
+    launched = [t for t in recording.trials if isinstance(t.extra.get("launch"), dict)]
+    step = max(1, len(launched) // LAUNCH_SAMPLE)
+    for trial in launched[::step]:
+        recorded = trial.extra["launch"]
+        try:
+            env = folder.env(trial.shape, trial.dtype, device)
+            launch = template.launch_for(trial.config, env)
+        except WorkbenchError:
+            continue  # a shape the folder no longer has: nothing to compare it with
+        now = {"grid": list(launch.grid), "block": list(launch.block),
+               "smem_bytes": launch.smem_bytes}
+        for key, value in now.items():
+            if key in recorded and recorded[key] != value:
+                return [f"launch.{key}: the recording launched {dict(trial.config)} at "
+                        f"{trial.shape}/{trial.dtype} with {key} {recorded[key]}; this "
+                        f"template's rules give {value}"]
+    return []
