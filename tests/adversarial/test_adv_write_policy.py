@@ -101,3 +101,8 @@ def test_concurrent_writers_one_wins_none_clobbers(tmp_path: Path) -> None:
 def test_long_name_is_a_clean_refusal(tmp_path: Path) -> None:
     with pytest.raises(WriteRefusedError):
         write_file(tmp_path, "x" * 300, "x")
+
+
+def test_make_folders_with_target_directly_in_root(tmp_path: Path) -> None:
+    assert write_file(tmp_path, "top.txt", "x", make_folders=True).read_text() == "x"
+    assert ensure_folder(tmp_path, ".") == tmp_path.resolve()

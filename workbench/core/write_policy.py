@@ -101,9 +101,12 @@ def check_target(root: Path | str, target: Path | str, *, overwrite: bool = Fals
 
 
 def ensure_folder(root: Path | str, folder: Path | str) -> Path:
-    """Create ``folder`` (and its parents) below ``root``, refusing symlinks on the way."""
-    path = inside_root(root, folder)
+    """Create ``folder`` (and its parents) below ``root``, refusing symlinks on the way;
+    the root itself is returned as it is."""
     real_root = Path(root).resolve()
+    if Path(os.path.abspath(Path(root) / folder)) in (Path(os.path.abspath(root)), real_root):
+        return real_root
+    path = inside_root(root, folder)
     current = real_root
     for part in path.relative_to(real_root).parts:
         current = current / part
