@@ -313,6 +313,7 @@ class CudaSource:
         self._typedefs: dict[str, str] = {}
         self._definitions: dict[str, Node] | None = None
         problems = self._survey()
+        self._problems = problems
         self._functions: dict[str, Node] = {}
         kernels = []
         for fn, outer, extern_c in self._global_definitions():
@@ -384,9 +385,14 @@ class CudaSource:
                     f"expected one of {names}", file=self.file, line=0, value=entry,
                     choices=names)
             chosen = found[0]
-        bad = _problems(self._functions[chosen.name], self.data, limit=1)
+        fn = self._functions[chosen.name]
+        bad = [p for at, p in self._problems if fn.start_byte <= at < fn.end_byte][:1]
+        if not bad and (len(self._problems) >= _MAX_PROBLEMS or any(
+                at == fn.end_byte for at, _ in self._problems)):
+            # the survey stopped counting, or a zero-width (missing) node sits at the end
+            bad = [p for _, p in _problems(fn, self.data, limit=1)]
         if bad:
-            first = bad[0][1]
+            first = bad[0]
             raise CudaSourceError(
                 f"{self.file}:{first.line}: cannot parse kernel {chosen.name!r} near "
                 f"{first.excerpt!r} (an unresolved macro or a construct the CUDA grammar "
@@ -584,7 +590,9 @@ def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_D
     start = clock()
 
     def read(offset: int, _point: object) -> bytes:
-        return data[offset:offset + 65536]
+        # The tree keeps this reader for Node.text, which reads a node's span chunk by
+        # chunk: small chunks keep the text of a small node cheap.
+        return data[offset:offset + 1024]
 
     def halt(*_state: object) -> bool:
         return clock() - start > deadline_s
