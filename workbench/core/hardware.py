@@ -106,8 +106,10 @@ DEVICES: Mapping[str, DeviceSpec] = {
     "h100_sxm": _spec(
         key="h100_sxm", name="NVIDIA H100 80GB HBM3", num_sms=132, l2_bytes=50 * MIB,
         peak_mem_bandwidth_gb_per_s=3352.0, notes="SXM5, 80 GB HBM3", **_HOPPER),
+    # L2: 60 MiB as the driver reports it on the lent H200s (L2_CACHE_SIZE = 62914560);
+    # the H100 SXM5's is 50 MiB
     "h200": _spec(
-        key="h200", name="NVIDIA H200", num_sms=132, l2_bytes=50 * MIB,
+        key="h200", name="NVIDIA H200", num_sms=132, l2_bytes=60 * MIB,
         peak_mem_bandwidth_gb_per_s=4800.0, notes="SXM, 141 GB HBM3e", **_HOPPER),
     "a100": _spec(
         key="a100", name="NVIDIA A100-SXM4-80GB", arch="sm_80", compute_capability=(8, 0),
@@ -369,6 +371,58 @@ def from_live(attrs: Mapping[str, int], name: str) -> DeviceSpec:
 
 
 BANDWIDTH_TOLERANCE = 0.005
+_DESCRIPTIVE = frozenset({"key", "name", "source", "notes"})
+
+
+@dataclass(frozen=True)
+class TableDifference:
+    """One fact where the live device and its table entry disagree (the live value wins)."""
+
+    field: str
+    live: object
+    table: object
+
+    def describe(self) -> str:
+        """``l2_bytes: live 62914560 (60.0 MiB), table 52428800 (50.0 MiB)``."""
+        def shown(value: object) -> str:
+            if self.field.endswith("_bytes") and isinstance(value, int) and value >= MIB:
+                return f"{value} ({value / MIB:.1f} MiB)"
+            return repr(value)
+        return f"{self.field}: live {shown(self.live)}, table {shown(self.table)}"
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """A live device's facts against the table entry of the same model."""
+
+    device_name: str
+    table_key: str | None  # None: the table has no entry for this device
+    differences: tuple[TableDifference, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return self.table_key is not None and not self.differences
+
+    def lines(self) -> list[str]:
+        """One line per difference, naming the device and the entry (empty: it matches)."""
+        if self.table_key is None:
+            return [f"device {self.device_name!r} has no table entry; its live attributes "
+                    f"are used"]
+        return [f"live {self.device_name} differs from table entry {self.table_key}: "
+                f"{d.describe()}" for d in self.differences]
+
+
+def _differences(a: DeviceSpec, b: DeviceSpec) -> list[TableDifference]:
+    differences = []
+    for f in fields(DeviceSpec):
+        left, right = getattr(a, f.name), getattr(b, f.name)
+        if f.name in _DESCRIPTIVE or left == right:
+            continue
+        if (isinstance(left, float) and isinstance(right, float)
+                and abs(left - right) <= BANDWIDTH_TOLERANCE * max(abs(left), abs(right))):
+            continue
+        differences.append(TableDifference(f.name, left, right))
+    return differences
 
 
 def compare_specs(a: DeviceSpec, b: DeviceSpec) -> list[str]:
@@ -378,14 +432,14 @@ def compare_specs(a: DeviceSpec, b: DeviceSpec) -> list[str]:
     where a live GPU's limits differ from the table's. Bandwidths within
     :data:`BANDWIDTH_TOLERANCE` (relative) count as equal: data sheets round them.
     """
-    skip = {"key", "name", "source", "notes"}
-    differences = []
-    for f in fields(DeviceSpec):
-        left, right = getattr(a, f.name), getattr(b, f.name)
-        if f.name in skip or left == right:
-            continue
-        if (isinstance(left, float) and isinstance(right, float)
-                and abs(left - right) <= BANDWIDTH_TOLERANCE * max(abs(left), abs(right))):
-            continue
-        differences.append(f"{f.name}: {left!r} != {right!r}")
-    return differences
+    return [f"{d.field}: {d.live!r} != {d.table!r}" for d in _differences(a, b)]
+
+
+def check_against_table(live: DeviceSpec) -> TableCheck:
+    """The live device's spec (:func:`from_live`) against the table entry its name matches:
+    every differing fact with both values (:func:`compare_specs`' rules)."""
+    key = match_device_name(live.name)
+    table = DEVICES.get(key) if key is not None else None
+    if key is None or table is None:
+        return TableCheck(live.name, None)
+    return TableCheck(live.name, key, tuple(_differences(live, table)))

@@ -3,20 +3,22 @@
 The GPU worker's ``hello`` answer carries the CUDA device attributes (pycuda names) and,
 when nvidia-ml-py is importable, NVML clocks, temperature and the driver version. The spec
 used for pruning comes from those live attributes; where they differ from the table entry
-of the same GPU, each difference is logged (the live values win).
+of the same GPU, the differences are warned once per process, with both values
+(the live values win).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
-from workbench.core.errors import DeviceError, WorkbenchError
+from workbench.core.errors import DeviceError
 from workbench.core.hardware import (
     DeviceSpec,
-    compare_specs,
+    TableCheck,
+    check_against_table,
     from_live,
-    get_device,
     match_device_name,
 )
 from workbench.engine.worker_messages import HelloReply
@@ -25,27 +27,24 @@ log = logging.getLogger(__name__)
 
 
 def spec_from_hello(hello: HelloReply) -> DeviceSpec:
-    """The live device's spec; differences from the table entry are logged as warnings."""
+    """The live device's spec; where it differs from the table entry, one warning per
+    process naming both values (:func:`~workbench.core.hardware.check_against_table`)."""
     name = hello.name
     if not hello.attrs or not name:
         raise DeviceError("the worker's hello lacks device attributes or a name",
                           key="hello", value=name, expected="attrs and name")
     live = from_live(dict(hello.attrs), name)
-    key = match_device_name(name)
-    if key is None:
-        log.warning("device %r has no table entry; using its live attributes only", name)
-        return live
-    try:
-        table = get_device(key)
-    except WorkbenchError:
-        log.warning("table entry %r for device %r is missing; using live attributes", key, name)
-        return live
-    differences = compare_specs(live, table)
-    for line in differences:
-        log.warning("live %s differs from table entry %s: %s", name, key, line)
-    if not differences:
-        log.info("live %s matches table entry %s", name, key)
+    check = check_against_table(live)
+    with _WARNED_LOCK:
+        first = check not in _WARNED
+        _WARNED.add(check)
+    if first and check.lines():
+        log.warning("; ".join(check.lines()))
     return live
+
+
+_WARNED: set[TableCheck] = set()  # each live-vs-table difference is warned once per process
+_WARNED_LOCK = threading.Lock()
 
 
 def device_facts(hello: HelloReply) -> dict[str, Any]:
