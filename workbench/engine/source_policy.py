@@ -7,8 +7,8 @@
    ``include_dir`` (relative, no ``..``, no symlink that leaves the folder; its own
    directives are checked the same way). Everything else that makes the preprocessor read
    a file (``#include_next``, ``#import``, ``#embed``, computed includes, ``__has_include``,
-   ``#pragma GCC dependency``, ``_Pragma`` other than unroll, ``.incbin``) is refused with
-   the line named. Digraphs (``%:``), trigraphs (``??=``), comments before the ``#`` and
+   ``#pragma GCC dependency``, ``_Pragma`` other than unroll (with a count or a
+   parameter's name), ``.incbin``) is refused with the line named. Digraphs (``%:``), trigraphs (``??=``), comments before the ``#`` and
    backslash-newline splices are understood.
 """
 
@@ -39,7 +39,10 @@ SYSTEM_HEADER_FAMILIES = ("cuda/", "cub/", "cooperative_groups/", "thrust/", "cu
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$")
 _MAX_INCLUDE_DEPTH = 8
 _MAX_INCLUDED_BYTES = 4 << 20
-_ALLOWED_PRAGMA_OPERATORS = re.compile(r"^\s*(unroll(\s+\d+)?|nounroll)\s*$")
+# ``unroll``, ``unroll 4``, ``unroll N`` / ``unroll (N)`` with N a template parameter or a
+# constexpr (nvcc evaluates a constant expression there; it reads no file), ``nounroll``.
+_ALLOWED_PRAGMA_OPERATORS = re.compile(
+    r"^\s*(unroll(\s+(\d+|[A-Za-z_]\w*)|\s*\(\s*(\d+|[A-Za-z_]\w*)\s*\))?|nounroll)\s*$")
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,8 @@ def _check_text(source: str, file_name: str, folder: Path | None,
                                 spliced[match.start():match.start() + 200])
             if argument is None or not _ALLOWED_PRAGMA_OPERATORS.match(argument.group(1)):
                 refuse(index, raw_lines[index - 1],
-                       '_Pragma is allowed only as _Pragma("unroll") / _Pragma("nounroll")')
+                       '_Pragma is allowed only as _Pragma("unroll"), _Pragma("unroll N") with N a '
+                       'number or a name, or _Pragma("nounroll")')
         else:
             refuse(index, raw_lines[index - 1], f"{token} reads files and is not allowed")
 

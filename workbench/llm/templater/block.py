@@ -174,9 +174,19 @@ def lift_block(plan: Plan) -> dict[str, str]:
                                                  f"(as written: {size})"},
                            f"{line(plan.body)}: block {dim} = {size}")
         else:
-            plan.add_param(name, {"kind": "pow2", "min": 32, "max": 1024, "default": size,
+            halving = halves or _halving_loop(plan)
+            if size % 32 == 0 and halving is None:
+                spec: dict[str, object] = {"kind": "int", "min": 32, "max": 1024, "step": 32}
+                why = "any multiple of 32"
+            else:
+                spec = {"kind": "pow2", "min": 32, "max": 1024}
+                why = ("powers of two: the tree reduction at line "
+                       f"{line(halving[0] if isinstance(halving, list) else halving)} halves "
+                       "the block" if halving is not None else "powers of two")
+            plan.add_param(name, {**spec, "default": size,
                                   "description": f"threads per block (as written: {size})"},
                            f"{line(plan.body)}: block = {size}")
+            plan.note(name, True, f"block sizes: {why}")
         what = [f"{len(uses)} use(s)"] + ([f"{len(halves)} reduction start(s)"] if halves else [])
         plan.note(name, True, f"block size {size} lifted with {', '.join(what)}")
         lifted[dim] = name
@@ -192,6 +202,35 @@ def lift_block(plan: Plan) -> dict[str, str]:
         plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
                                         if literal(plan.block[i]) != 1)
     return lifted
+
+
+def _halving_loop(plan: Plan) -> Node | None:
+    """A loop that halves a count starting from the block size (``s = blockDim.x / 2``,
+    ``s = B / 2``, ``s >>= 1``): a tree over the block, correct for powers of two only."""
+    for n in walk(plan.body):
+        if n.type != "for_statement" and n.type != "while_statement":
+            continue
+        update = n.child_by_field_name("update")
+        ops = [update] if update is not None else [
+            m for m in walk(n) if m.type == "assignment_expression"]
+        halves = any(text(u.child_by_field_name("operator")) in (">>=", "/=") and
+                     int_value(u.child_by_field_name("right")) in (1, 2) for u in ops
+                     if u.type == "assignment_expression")
+        init = n.child_by_field_name("initializer")
+        if halves and init is not None and any(
+                builtin(m, "blockDim") == "x" or text(m) in _block_macros(plan)
+                for m in walk(init)):
+            return n
+    return None
+
+
+def _block_macros(plan: Plan) -> set[str]:
+    """Names of integer macros equal to the launch block size (read as literals)."""
+    from workbench.llm.templater.analysis import _CONSTANTS
+
+    size = literal(plan.block[0]) if plan.block else None
+    values = _CONSTANTS.get() or {}
+    return {k for k, v in values.items() if v == size}
 
 
 def _context(node: Node) -> str:

@@ -18,9 +18,10 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
-from workbench.llm.templater.macros import integer_macros, lift_macros
+from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
+from workbench.llm.templater.regtile import lift_regtile
 from workbench.llm.templater.split_walk import apply_split_walk
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
@@ -38,13 +39,14 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not lift_tile(plan):
+        if not (lift_regtile(plan) or lift_tile(plan)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+        lift_switches(plan, macros)
         lift_macros(plan, macros)
     _launch_bounds(plan)
     _header(plan)
