@@ -27,6 +27,13 @@ from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule, varied_final
 from workbench.core.edges import RangeEdge, range_edges
 from workbench.core.errors import WorkbenchError
 from workbench.core.params import Choice
+from workbench.core.picks import (
+    SEARCH_BEST_RULE,
+    ConfirmationMeasurement,
+    PickRecord,
+    fastest_ok,
+    ranked_ok,
+)
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import (
@@ -111,6 +118,8 @@ class TuneReport:
     l2: L2Profile | None = None               # 2-D tiled kernels: the finalists' L2 hit rates
     # the template with the ranges widening rounds extended (None: nothing was widened)
     widened: KernelTemplate | None = field(default=None, compare=False)
+    # the decision as stored and read back (None: not stored, e.g. build_report alone)
+    stored_pick: PickRecord | None = None
 
     @property
     def finalists(self) -> tuple[TrialResult, ...]:
@@ -130,8 +139,15 @@ class TuneReport:
 
     @property
     def pick(self) -> TrialResult | None:
-        """The config to use: the confirmed one where there is one, else the search's best."""
+        """The config to use: the confirmed one where there is one, else the search's best
+        (the measurement behind :attr:`stored_pick` when the tune stored it)."""
         return self.confirmed or self.best
+
+    def answer(self) -> tuple[PickRecord | None, bool]:
+        """The stored pick and whether it is a fallback (the search's best because no
+        confirmation could run): what a view shows as this tune's answer."""
+        pick = self.stored_pick
+        return pick, (pick.is_fallback if pick is not None else True)
 
     @property
     def baseline_us(self) -> float | None:
@@ -173,6 +189,8 @@ class TuneReport:
                          f"({self.copy.bandwidth_gb_per_s:.1f} GB/s); the pick reaches "
                          f"{self.pct_of_copy:.1f} % of it")
         lines.extend(f"  note: {n}" for n in self.notes)
+        if self.stored_pick is not None:
+            lines.append(f"  stored pick: {self.stored_pick.describe()}")
         return "\n".join(lines)
 
 
@@ -210,11 +228,10 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     runner.forget_measurements()
     by_config = {r.config: seen(1, r) for r in runner.measure(candidates)}
     selection = tuple(by_config[c.config] for c in candidates if c.config in by_config)
-    timed = [r for r in selection if r.status is Status.OK and r.timing is not None]
-    if not timed:
+    pick = fastest_ok(selection)
+    if pick is None:
         return "no finalist passed verification again: " + ", ".join(
             f"{r.status.value} {r.reason}" for r in selection)[:300]
-    pick = min(timed, key=lambda r: r.timing.median_us if r.timing else float("inf"))
     runner.forget_measurements()
     again = [seen(2, r) for r in runner.measure([Candidate(pick.config, pick.shape, pick.dtype)])]
     if not again or again[0].status is not Status.OK or again[0].timing is None:
@@ -288,8 +305,7 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status.value] = counts.get(r.status.value, 0) + 1
-    ok = sorted((r for r in results if r.status is Status.OK and r.timing is not None),
-                key=lambda r: r.timing.median_us if r.timing else float("inf"))
+    ok = ranked_ok(results)
     baseline: TrialResult | None
     try:
         baseline = runner.baseline(shape, dtype)
@@ -352,3 +368,83 @@ def _speedup(baseline: TrialResult | None,
         return speedup_interval(baseline.samples_us, headline.samples_us, tick_us=tick)
     return speedup_from_timings(baseline.timing, headline.timing)
 
+
+
+#: The rule of a confirmation under the search's condition only.
+REMEASURED_RULE = "the fastest finalist measured again (round 1 chooses)"
+
+
+def decide_pick(report: TuneReport, *, kernel: str, template_version: str,
+                session_id: str | None, pick_id: str, device: str = "",
+                fallback_reason: str = "",
+                ) -> tuple[PickRecord, tuple[ConfirmationMeasurement, ...]] | None:
+    """The pick ``report`` decided and the confirmation measurements behind it, as records
+    to store (None: no ok trial, nothing to pick). Confirmed where a confirmation ran, else
+    the search's fastest trial with ``fallback_reason`` (default: the report's note)."""
+    speed = report.speedup
+    confirmation = report.confirmation
+    if confirmation is not None:
+        chosen = confirmation.chosen
+        if confirmation.conditions is not None:
+            got = confirmation.conditions
+            measurements = tuple(ConfirmationMeasurement(
+                int(r.extra.get("round") or 0), str(r.extra.get("condition") or ""),
+                bool(r.extra.get("is_baseline")), r) for r in got.results)
+            rule, holds = got.selection.rule.describe(), got.holds
+        else:
+            measurements = (*(ConfirmationMeasurement(1, "", False, r)
+                              for r in confirmation.selection),
+                            ConfirmationMeasurement(2, "", False, chosen))
+            rule, holds = REMEASURED_RULE, None
+        return (PickRecord(
+            id=pick_id, kernel=kernel, template_version=template_version, shape=report.shape,
+            dtype=report.dtype, config=chosen.config, decided="confirmed", rule=rule,
+            median_us=float(chosen.median_us or 0.0), device=chosen.device or device,
+            session_id=session_id, condition=str(chosen.extra.get("condition") or ""),
+            search_median_us=confirmation.search_median_us, baseline_us=report.baseline_us,
+            speedup=speed.speedup if speed else None, speedup_low=speed.low if speed else None,
+            speedup_high=speed.high if speed else None, holds=holds), measurements)
+    best = report.best
+    if best is None or best.median_us is None:
+        return None
+    reason = fallback_reason or report.confirm_note or "no confirmation was asked for"
+    return (PickRecord(
+        id=pick_id, kernel=kernel, template_version=template_version, shape=report.shape,
+        dtype=report.dtype, config=best.config, decided="search-best", rule=SEARCH_BEST_RULE,
+        median_us=float(best.median_us), device=best.device or device, session_id=session_id,
+        fallback_reason=reason, search_median_us=best.median_us,
+        baseline_us=report.baseline_us, speedup=speed.speedup if speed else None,
+        speedup_low=speed.low if speed else None, speedup_high=speed.high if speed else None),
+        ())
+
+
+def stored_speedup(pick: PickRecord) -> SpeedupInterval | None:
+    """The stored pick's speedup as an interval (95 %; the point where none was kept)."""
+    if pick.speedup is None:
+        return None
+    low = pick.speedup_low if pick.speedup_low is not None else pick.speedup
+    high = pick.speedup_high if pick.speedup_high is not None else pick.speedup
+    return SpeedupInterval(speedup=pick.speedup, low=low, high=high, confidence=0.95)
+
+
+def confirmation_from_store(pick: PickRecord, rows: Sequence[ConfirmationMeasurement],
+                            finalists: Sequence[TrialResult]) -> Confirmation | None:
+    """The confirmation behind a stored pick, read back: round 1 (the finalists) and round 2
+    of the pick under the pick's condition, and the baseline measured beside it (the
+    per-condition table itself is not rebuilt). None for a fallback pick or without rows."""
+    if pick.is_fallback:
+        return None
+    def under(m: ConfirmationMeasurement) -> bool:
+        return m.condition == pick.condition
+    selection = tuple(m.result for m in rows
+                      if m.round_index == 1 and not m.is_baseline and under(m))
+    second = [m.result for m in rows if m.round_index == 2 and not m.is_baseline and under(m)
+              and m.config == pick.config]
+    base = [m.result for m in rows if m.round_index == 2 and m.is_baseline and under(m)]
+    if not second:
+        return None
+    order = {r.config: i for i, r in enumerate(finalists)}
+    return Confirmation(finalists=tuple(finalists) or selection,
+                        selection=tuple(sorted(selection,
+                                               key=lambda r: order.get(r.config, len(order)))),
+                        chosen=second[-1], baseline=base[-1] if base else None)

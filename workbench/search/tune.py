@@ -12,6 +12,7 @@ reports every stored trial, not only those measured in this call.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -24,15 +25,21 @@ from workbench.core.records import Status, TrialResult, Value
 from workbench.core.template import KernelTemplate
 from workbench.engine.ncu import MetricProfiler, finalist_l2
 from workbench.engine.runner import Runner
-from workbench.engine.tuning import TuneReport, build_report
+from workbench.engine.tuning import (
+    TuneReport,
+    build_report,
+    confirmation_from_store,
+    decide_pick,
+    stored_speedup,
+)
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
 from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from workbench.search.widening import TemplateRunner, widen_and_continue
-from workbench.store.approval import require_approved
+from workbench.store.approval import require_approved, version_id
 from workbench.store.base import Provenance, Store, provenance_for
 
-__all__ = ["TuneRequest", "budget_of", "stored_results", "tune"]
+__all__ = ["TuneRequest", "budget_of", "store_pick", "stored_results", "tune"]
 
 
 @dataclass(frozen=True)
@@ -130,16 +137,18 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
     results = stored_results(store, provenance, shape, dtype, template,
                              folder.env(shape, dtype, runner.device))
 
-    def keep(round_index: int, result: TrialResult) -> None:
-        store.record_remeasurement(result, provenance, round_index, session_id)
-
     stopped = shape_outcome.reason == "stopped"
     report = build_report(folder.name, shape, dtype, runner, results,
                           reason=shape_outcome.reason, measured_now=shape_outcome.measured_now,
                           top=request.top, confirm=0 if stopped else request.confirm,
-                          on_confirm=keep, conditions=request.conditions,
+                          conditions=request.conditions,
                           rule=request.pick_rule, template=template,
                           env=folder.env(shape, dtype, runner.device))
+    why = ("the search was stopped before confirmation" if stopped and request.confirm > 0
+           else "confirmation not asked for (confirm=0)" if request.confirm == 0 else "")
+    report = store_pick(store, provenance, report, kernel=folder.name,
+                        template_version=version_id(folder.name, template),
+                        session_id=session_id, fallback_reason=why)
     if widened:
         report = replace(report, notes=(*widened, *report.notes))
     if request.widen and template.params != original_params:
@@ -150,6 +159,39 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
         report = replace(report, l2=finalist_l2(folder, template, runner, report.finalists,
                                                 shape, dtype, profiler=profiler))
     return report
+
+
+def store_pick(store: Store, provenance: Provenance, report: TuneReport, *, kernel: str,
+               template_version: str, session_id: str | None,
+               fallback_reason: str = "") -> TuneReport:
+    """Store the pick ``report`` decided, with the confirmation measurements behind it, the
+    moment it is decided (:func:`~workbench.engine.tuning.decide_pick`), and return the
+    report with the pick, the confirmation's rounds and the speedup *read back* from the
+    store: what every later view (export, dispatch, report notebook, sidebar, panel) reads.
+    A report with no ok trial stores nothing."""
+    decided = decide_pick(report, kernel=kernel, template_version=template_version,
+                          session_id=session_id, pick_id=uuid.uuid4().hex,
+                          device=provenance.device, fallback_reason=fallback_reason)
+    if decided is None:
+        return report
+    store.record_pick(decided[0], provenance, decided[1])
+    stored = store.pick(provenance, report.shape, report.dtype)
+    if stored is None or stored.id != decided[0].id:  # another writer's pick came after
+        stored = next((p for p in store.picks(provenance=provenance, shape=report.shape,
+                                              dtype=report.dtype) if p.id == decided[0].id),
+                      None)
+    if stored is None:
+        return report
+    rows = [r.measurement for r in store.confirmations(stored.id)]
+    confirmation = report.confirmation
+    back = confirmation_from_store(stored, rows, report.finalists if confirmation is None
+                                   else confirmation.finalists)
+    if confirmation is not None and back is not None:
+        # the rounds as stored; the per-condition table (conditions) is this call's own
+        confirmation = replace(confirmation, selection=back.selection, chosen=back.chosen,
+                               baseline=back.baseline or confirmation.baseline)
+    return replace(report, stored_pick=stored, confirmation=confirmation,
+                   speedup=stored_speedup(stored) or report.speedup)
 
 
 def _baseline_us(runner: Runner, shape: str, dtype: str) -> float | None:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from workbench.core.picks import ConfirmationMeasurement, PickRecord
 from workbench.core.records import TrialResult
 from workbench.core.secrets import SCRUBBED, scrub
 
@@ -117,14 +118,24 @@ class StoredTrial:
 
 @dataclass(frozen=True)
 class StoredRemeasurement:
-    """A stored config measured again after its search (a confirmation round): unlike
-    trials, the same key may be measured any number of times, each kept in write order."""
+    """A stored config (or the baseline) measured again after its search (a confirmation
+    round): unlike trials, the same key may be measured any number of times, each kept in
+    write order. Those of a confirmation that decided a pick carry its ``pick_id``."""
 
     result: TrialResult
     provenance: Provenance
     round_index: int  # 1: the round that chose among the finalists, 2: the reported one
     session_id: str | None
     created: str  # ISO-8601 UTC
+    pick_id: str = ""  # the stored pick this confirmation decided ("" : none, or a v2 row)
+    condition: str = ""  # the cache condition ("" : the search's own)
+    is_baseline: bool = False  # the baseline kernel measured beside the finalists
+
+    @property
+    def measurement(self) -> ConfirmationMeasurement:
+        """The typed confirmation record (round, condition, baseline or not, result)."""
+        return ConfirmationMeasurement(self.round_index, self.condition, self.is_baseline,
+                                       self.result)
 
 
 @dataclass(frozen=True)
@@ -205,6 +216,14 @@ class Store(Protocol):
                              round_index: int, session_id: str | None = None) -> None: ...
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]: ...
+
+    def record_pick(self, pick: PickRecord, provenance: Provenance,
+                    measurements: Sequence[ConfirmationMeasurement] = ()) -> PickRecord: ...
+    def picks(self, *, provenance: Provenance | None = None, shape: str | None = None,
+              dtype: str | None = None, kernel: str | None = None,
+              session_ids: Sequence[str] | None = None) -> list[PickRecord]: ...
+    def pick(self, provenance: Provenance, shape: str, dtype: str) -> PickRecord | None: ...
+    def confirmations(self, pick_id: str) -> list[StoredRemeasurement]: ...
 
     def record_llm_call(self, session_id: str, request: Mapping[str, Any], reply_text: str,
                         usage: TokenUsage) -> int: ...

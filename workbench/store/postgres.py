@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreError, StoreLockedError
+from workbench.core.picks import ConfirmationMeasurement
 from workbench.core.records import TrialResult
 from workbench.store.base import (
     Provenance,
@@ -33,13 +34,19 @@ from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
     BACKFILL_SELECT,
     LLM_CALL_COLUMNS,
+    PICK_COLUMNS,
+    REMEASUREMENT_COLUMNS,
     TALLY_COLUMNS,
+    backfill_picks,
     backfill_tallies,
+    confirmation_tags,
     insert_sql,
     keyed_select,
     llm_call_values,
     parse_schema_version,
     provenance_values,
+    remeasurement_from_row,
+    remeasurement_values,
     tally_upsert_sql,
     tally_values,
 )
@@ -87,7 +94,22 @@ CREATE TABLE IF NOT EXISTS remeasurements (
     round_index INTEGER NOT NULL, template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL,
     shape TEXT NOT NULL, dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL,
     arch TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL,
-    median_us DOUBLE PRECISION, result_json TEXT NOT NULL, created TEXT NOT NULL);
+    median_us DOUBLE PRECISION, result_json TEXT NOT NULL, created TEXT NOT NULL,
+    pick_id TEXT NOT NULL DEFAULT '', cache_condition TEXT NOT NULL DEFAULT '',
+    is_baseline INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS picks (
+    id TEXT PRIMARY KEY, session_id TEXT, kernel TEXT NOT NULL,
+    template_version TEXT NOT NULL, template_sha256 TEXT NOT NULL, compiler TEXT NOT NULL,
+    flags TEXT NOT NULL, arch TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
+    shape TEXT NOT NULL, dtype TEXT NOT NULL, config_key TEXT NOT NULL,
+    decided TEXT NOT NULL CHECK (decided IN ('confirmed', 'search-best')),
+    rule TEXT NOT NULL, cache_condition TEXT NOT NULL, fallback_reason TEXT NOT NULL,
+    median_us DOUBLE PRECISION NOT NULL, search_median_us DOUBLE PRECISION,
+    baseline_us DOUBLE PRECISION, speedup DOUBLE PRECISION, speedup_low DOUBLE PRECISION,
+    speedup_high DOUBLE PRECISION, holds INTEGER, measured_on TEXT NOT NULL,
+    created TEXT NOT NULL, seq BIGINT GENERATED ALWAYS AS IDENTITY);
+CREATE INDEX IF NOT EXISTS picks_by_problem ON picks (template_sha256, shape, dtype);
+CREATE INDEX IF NOT EXISTS picks_by_session ON picks (session_id);
 CREATE TABLE IF NOT EXISTS llm_calls (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, session_id TEXT NOT NULL,
     created TEXT NOT NULL, request_json TEXT NOT NULL, reply_text TEXT NOT NULL,
@@ -112,6 +134,10 @@ CREATE TABLE IF NOT EXISTS session_tallies (
 CREATE INDEX IF NOT EXISTS iterations_by_session ON agent_iterations (session_id);
 CREATE INDEX IF NOT EXISTS sessions_by_kernel ON sessions (kernel, created);
 """
+#: The re-measurement columns schema 3 added (a version-2 table gets them on open).
+_CONFIRMATION_DDL = ("pick_id TEXT NOT NULL DEFAULT ''",
+                     "cache_condition TEXT NOT NULL DEFAULT ''",
+                     "is_baseline INTEGER NOT NULL DEFAULT 0")
 #: A claims or trials row of one key: the provenance, then config_key, shape, dtype.
 _CLAIM_KEY = " AND ".join(f"{k} = %s" for k in (*_PROVENANCE_COLUMNS, "config_key", "shape",
                                                  "dtype"))
@@ -223,19 +249,28 @@ class PostgresStore(RecordTables):
                 if row is None:
                     admin.execute("INSERT INTO meta (key, value) VALUES ('schema_version', %s),"
                                   " ('created', %s)", (str(SCHEMA_VERSION), _now()))
-                elif parse_schema_version(row[0], f"{self.where} (schema {self.schema})",
-                                          SCHEMA_VERSION) < SCHEMA_VERSION:
-                    # Version 1 had no tallies: count them once, under the schema lock.
-                    from psycopg.rows import dict_row
+                elif (version := parse_schema_version(
+                        row[0], f"{self.where} (schema {self.schema})",
+                        SCHEMA_VERSION)) < SCHEMA_VERSION:
+                    # Every step under the schema lock, in this one transaction.
+                    if version < 2:  # version 1 had no tallies: count them once
+                        from psycopg.rows import dict_row
 
-                    admin.execute("DELETE FROM session_tallies")
-                    with admin.cursor(row_factory=dict_row) as cur:
-                        rows = cur.execute(BACKFILL_SELECT).fetchall()
-                    with admin.cursor() as cur:
-                        cur.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "%s"),
-                                        backfill_tallies(rows))
+                        admin.execute("DELETE FROM session_tallies")
+                        with admin.cursor(row_factory=dict_row) as cur:
+                            rows = cur.execute(BACKFILL_SELECT).fetchall()
+                        with admin.cursor() as cur:
+                            cur.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "%s"),
+                                            backfill_tallies(rows))
+                    if version < 3:  # picks and typed confirmations from re-measurements
+                        for column in _CONFIRMATION_DDL:
+                            admin.execute("ALTER TABLE remeasurements ADD COLUMN IF NOT EXISTS "
+                                          + column)
+                        _backfill_picks(admin)
                     admin.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
                                   (str(SCHEMA_VERSION),))
+                admin.execute("CREATE INDEX IF NOT EXISTS remeasurements_by_pick "
+                              "ON remeasurements (pick_id)")
         finally:
             admin.close()
 
@@ -316,11 +351,12 @@ class PostgresStore(RecordTables):
     def record_remeasurement(self, result: TrialResult, provenance: Provenance,
                              round_index: int, session_id: str | None = None) -> None:
         """Write and commit one re-measurement now (every one is kept)."""
-        values = (session_id, round_index, *_result_values(result, provenance))
+        condition, is_baseline = confirmation_tags(result)
+        values = remeasurement_values(
+            ConfirmationMeasurement(round_index, condition, is_baseline, result), provenance,
+            session_id, "")
         with self._write("record remeasurement") as c:
-            c.execute(f"INSERT INTO remeasurements (session_id, round_index, "
-                      f"{', '.join(_RESULT_COLUMNS)}) VALUES "
-                      f"({', '.join(['%s'] * len(values))})", values)
+            c.execute(insert_sql("remeasurements", REMEASUREMENT_COLUMNS, "%s"), values)
 
 
     @staticmethod
@@ -357,9 +393,7 @@ class PostgresStore(RecordTables):
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
         sql, values = keyed_select("remeasurements", provenance, shape, None, "%s")
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
-        return [StoredRemeasurement(*self._stored(r), round_index=int(r["round_index"]),
-                                    session_id=r["session_id"], created=r["created"])
-                for r in rows]
+        return [remeasurement_from_row(r, self.where) for r in rows]
 
     # -- LLM calls and agent iterations ---------------------------------------------------
 
@@ -373,6 +407,27 @@ class PostgresStore(RecordTables):
             return int(row["id"])
 
 
+
+
+def _backfill_picks(admin: Any) -> None:
+    """Schema 2 -> 3 (inside the caller's transaction): tag each re-measurement with its
+    condition and baseline flag and recover a confirmed pick from each confirmation that
+    reached round 2 (:func:`~workbench.store.rows.backfill_picks`)."""
+    from psycopg.rows import dict_row
+
+    with admin.cursor(row_factory=dict_row) as cur:
+        rows = cur.execute("SELECT * FROM remeasurements ORDER BY id").fetchall()
+        kernels = {r["id"]: r["kernel"]
+                   for r in cur.execute("SELECT id, kernel FROM sessions").fetchall()}
+    tags = [(*confirmation_tags(TrialResult.from_dict(json.loads(r["result_json"]))), r["id"])
+            for r in rows]
+    picks, links = backfill_picks(rows, kernels)
+    with admin.cursor() as cur:
+        cur.executemany("UPDATE remeasurements SET cache_condition = %s, is_baseline = %s "
+                        "WHERE id = %s", [(cond, int(base), i) for cond, base, i in tags])
+        cur.execute("DELETE FROM picks")
+        cur.executemany(insert_sql("picks", PICK_COLUMNS, "%s"), picks)
+        cur.executemany("UPDATE remeasurements SET pick_id = %s WHERE id = %s", links)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -9,19 +9,26 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreError
+from workbench.core.picks import ConfirmationMeasurement, PickRecord
 from workbench.store.base import (
     AgentIteration,
     LLMCall,
     ProblemTally,
+    Provenance,
     Review,
     Session,
+    StoredRemeasurement,
     TemplateVersion,
 )
 from workbench.store.rows import (
     ITERATION_COLUMNS,
+    PICK_COLUMNS,
+    PROVENANCE_COLUMNS,
+    REMEASUREMENT_COLUMNS,
     REVIEW_COLUMNS,
     VERSION_COLUMNS,
     insert_sql,
@@ -30,6 +37,11 @@ from workbench.store.rows import (
     llm_call_from_row,
     now,
     parse_schema_version,
+    pick_from_row,
+    pick_values,
+    provenance_values,
+    remeasurement_from_row,
+    remeasurement_values,
     review_values,
     tally_from_row,
     version_from_row,
@@ -155,3 +167,68 @@ class RecordTables:
             f"SELECT * FROM agent_iterations WHERE session_id = {self._mark} ORDER BY id",
             (session_id,)).fetchall())
         return [iteration_from_row(r) for r in rows]
+
+    # -- picks (schema 3): the decision of a tune, with the measurements that decided it --
+
+    def record_pick(self, pick: PickRecord, provenance: Provenance,
+                    measurements: Sequence[ConfirmationMeasurement] = ()) -> PickRecord:
+        """Store ``pick`` (of ``provenance``'s template at its shape and dtype) and the
+        confirmation measurements that decided it, in one transaction; returns the pick as
+        stored (its ``created`` stamped)."""
+        stamp = now()
+        stored = replace(pick, created=pick.created or stamp)
+        values = pick_values(stored, provenance, stamp)
+        rows = [remeasurement_values(m, provenance, pick.session_id, pick.id, stamp)
+                for m in measurements]
+        with self._write("record pick") as c:
+            c.execute(insert_sql("picks", PICK_COLUMNS, self._mark), values)
+            for row in rows:
+                c.execute(insert_sql("remeasurements", REMEASUREMENT_COLUMNS, self._mark), row)
+        return stored
+
+    def picks(self, *, provenance: Provenance | None = None, shape: str | None = None,
+              dtype: str | None = None, kernel: str | None = None,
+              session_ids: Sequence[str] | None = None) -> list[PickRecord]:
+        """Stored picks in write order (the newest last), filtered by what is given. With
+        ``session_ids`` one indexed read per 500 sessions (the sidebar's)."""
+        where: list[str] = []
+        values: list[Any] = []
+        if provenance is not None:
+            where += [f"{k} = {self._mark}" for k in PROVENANCE_COLUMNS]
+            values += provenance_values(provenance)
+        for column, value in (("shape", shape), ("dtype", dtype), ("kernel", kernel)):
+            if value is not None:
+                where.append(f"{column} = {self._mark}")
+                values.append(value)
+        chunks: list[list[str] | None] = [None]
+        if session_ids is not None:
+            ids = list(dict.fromkeys(session_ids))
+            chunks = [ids[i:i + 500] for i in range(0, len(ids), 500)]
+        out: list[tuple[Any, PickRecord]] = []
+        for chunk in chunks:
+            clause = list(where)
+            args = list(values)
+            if chunk is not None:
+                clause.append(f"session_id IN ({', '.join([self._mark] * len(chunk))})")
+                args += chunk
+            sql = (f"SELECT *, {self._version_order} AS wb_order FROM picks"
+                   + (" WHERE " + " AND ".join(clause) if clause else ""))
+
+            def read(c: Any, sql: str = sql, args: list[Any] = args) -> list[Any]:
+                return list(c.execute(sql, args).fetchall())
+
+            out += [(r["wb_order"], pick_from_row(r, self._location))
+                    for r in self._read("read picks", read)]
+        return [p for _, p in sorted(out, key=lambda t: t[0])]
+
+    def pick(self, provenance: Provenance, shape: str, dtype: str) -> PickRecord | None:
+        """The newest stored pick of ``provenance``'s template at (shape, dtype), or None."""
+        found = self.picks(provenance=provenance, shape=shape, dtype=dtype)
+        return found[-1] if found else None
+
+    def confirmations(self, pick_id: str) -> list[StoredRemeasurement]:
+        """The confirmation measurements stored with pick ``pick_id``, in write order."""
+        rows = self._read("read confirmations", lambda c: c.execute(
+            f"SELECT * FROM remeasurements WHERE pick_id = {self._mark} ORDER BY id",
+            (pick_id,)).fetchall())
+        return [remeasurement_from_row(r, self._location) for r in rows]

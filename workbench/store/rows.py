@@ -8,12 +8,14 @@ Rows are anything indexable by column name (``sqlite3.Row``, psycopg's ``dict_ro
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from workbench.core.errors import StoreCorruptError, StoreError
-from workbench.core.records import Status, TrialResult
+from workbench.core.picks import DECIDED, ConfirmationMeasurement, PickRecord
+from workbench.core.records import Config, Status, TrialResult
 from workbench.store.base import (
     DECISIONS,
     ORIGINS,
@@ -22,6 +24,7 @@ from workbench.store.base import (
     ProblemTally,
     Provenance,
     Review,
+    StoredRemeasurement,
     TemplateVersion,
     TokenUsage,
     scrub_secrets,
@@ -212,3 +215,155 @@ def tally_from_row(r: Mapping[str, Any]) -> ProblemTally:
     return ProblemTally(session_id=r["session_id"], shape=r["shape"], dtype=r["dtype"],
                         trials=int(r["trials"]), ok=int(r["ok"]), best_us=r["best_us"],
                         best_device=r["best_device"], first_created=r["first_created"])
+
+
+# -- picks and the confirmation measurements stored with them (schema 3) -----------------
+
+PICK_COLUMNS = ("id", "session_id", "kernel", "template_version", *PROVENANCE_COLUMNS,
+                "shape", "dtype", "config_key", "decided", "rule", "cache_condition",
+                "fallback_reason", "median_us", "search_median_us", "baseline_us", "speedup",
+                "speedup_low", "speedup_high", "holds", "measured_on", "created")
+#: The columns schema 3 added to re-measurements (the typed confirmation fields).
+CONFIRMATION_COLUMNS = ("pick_id", "cache_condition", "is_baseline")
+#: Re-measurement columns before schema 3 (a store may be migrated from them).
+REMEASUREMENT_V2_COLUMNS = ("id", "session_id", "round_index", "template_sha256", "config_key",
+                            "shape", "dtype", "compiler", "flags", "arch", "device", "driver",
+                            "status", "median_us", "result_json", "created")
+#: The rule a pick backfilled from a schema-2 store names (the rule was not stored then).
+BACKFILLED_RULE = ("backfilled from the round-2 re-measurements of a schema-2 store "
+                   "(its rule was not recorded)")
+
+
+def pick_values(pick: PickRecord, provenance: Provenance, created: str) -> tuple[Any, ...]:
+    """A pick's values for :data:`PICK_COLUMNS`; StoreError on an unknown ``decided``."""
+    if pick.decided not in DECIDED:
+        raise StoreError(f"pick decided {pick.decided!r} is not one of {DECIDED}",
+                         key="decided", value=pick.decided, expected=DECIDED)
+    return (pick.id, pick.session_id, pick.kernel, pick.template_version,
+            *provenance_values(provenance), pick.shape, pick.dtype, pick.config.key(),
+            pick.decided, pick.rule, pick.condition, pick.fallback_reason,
+            float(pick.median_us), pick.search_median_us, pick.baseline_us, pick.speedup,
+            pick.speedup_low, pick.speedup_high,
+            None if pick.holds is None else int(pick.holds), pick.device,
+            pick.created or created)
+
+
+def pick_from_row(r: Mapping[str, Any], location: str) -> PickRecord:
+    """A stored pick; a row that does not read back is a StoreCorruptError naming it."""
+    try:
+        return PickRecord(
+            id=r["id"], session_id=r["session_id"], kernel=r["kernel"],
+            template_version=r["template_version"], shape=r["shape"], dtype=r["dtype"],
+            config=Config.from_key(r["config_key"]), decided=r["decided"], rule=r["rule"],
+            condition=r["cache_condition"], fallback_reason=r["fallback_reason"],
+            median_us=float(r["median_us"]), search_median_us=r["search_median_us"],
+            baseline_us=r["baseline_us"], speedup=r["speedup"], speedup_low=r["speedup_low"],
+            speedup_high=r["speedup_high"],
+            holds=None if r["holds"] is None else bool(r["holds"]), device=r["measured_on"],
+            created=r["created"])
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise StoreCorruptError(
+            f"store {location}: pick {str(r.get('id'))[:40]!r} does not read back "
+            f"({type(exc).__name__}: {str(exc)[:200]})", file=location, table="picks",
+            cause=str(exc)) from None
+
+
+def confirmation_tags(result: TrialResult) -> tuple[str, bool]:
+    """(cache condition, is_baseline) of a confirmation re-measurement, from the tags the
+    condition rounds put in its ``extra`` (none: the search's condition, not a baseline)."""
+    extra = result.extra or {}
+    return str(extra.get("condition") or ""), bool(extra.get("is_baseline"))
+
+
+def backfill_picks(rows: Any, kernels: Mapping[str, str]
+                   ) -> tuple[list[tuple[Any, ...]], list[tuple[str, int]]]:
+    """Picks (:data:`PICK_COLUMNS` rows) and (pick id, re-measurement id) links recovered
+    from a schema-2 store's re-measurement rows (``SELECT *`` in write order): each run of
+    rounds of one session, provenance, shape and dtype that reached round 2 is a confirmed
+    pick of its round-2 config, timed under 'read' where it was measured (else the first
+    condition). ``kernels``: session id -> kernel. The rule, the baseline and the template
+    version were not stored then and stay empty."""
+    runs: dict[tuple[Any, ...], list[list[Any]]] = {}
+    for r in rows:
+        key = (r["session_id"], *(r[k] for k in PROVENANCE_COLUMNS), r["shape"], r["dtype"])
+        group = runs.setdefault(key, [[]])
+        if group[-1] and int(r["round_index"]) < int(group[-1][-1]["round_index"]):
+            group.append([])  # back to round 1: the next confirmation of this problem
+        group[-1].append(r)
+    picks: list[tuple[Any, ...]] = []
+    links: list[tuple[str, int]] = []
+    for key, group in runs.items():
+        for run in group:
+            second = []
+            for r in run:
+                result = TrialResult.from_dict(json.loads(r["result_json"]))
+                condition, is_baseline = confirmation_tags(result)
+                if int(r["round_index"]) == 2 and not is_baseline and result.config \
+                        and result.status is Status.OK and result.median_us is not None:
+                    second.append((condition, result))
+            if not second:
+                continue
+            condition, chosen = next(((c, x) for c, x in second if c == "read"), second[0])
+            pick_id = uuid.uuid4().hex
+            session_id = key[0]
+            pick = PickRecord(id=pick_id, session_id=session_id,
+                              kernel=kernels.get(session_id or "", ""), template_version="",
+                              shape=chosen.shape, dtype=chosen.dtype, config=chosen.config,
+                              decided="confirmed", rule=BACKFILLED_RULE,
+                              median_us=float(chosen.median_us or 0.0), device=chosen.device,
+                              condition=condition, created=run[-1]["created"])
+            provenance = Provenance(**dict(zip(PROVENANCE_COLUMNS, key[1:7], strict=True)))
+            picks.append(pick_values(pick, provenance, pick.created))
+            links += [(pick_id, int(r["id"])) for r in run]
+    return picks, links
+
+
+def latest_picks(picks: Sequence[PickRecord]) -> dict[tuple[str | None, str, str], PickRecord]:
+    """The newest pick per (session, shape, dtype) of picks given in write order."""
+    out: dict[tuple[str | None, str, str], PickRecord] = {}
+    for p in picks:
+        out[(p.session_id, p.shape, p.dtype)] = p
+    return out
+
+
+#: The columns trials and re-measurements share, in the order of :func:`result_values`.
+RESULT_COLUMNS = ("template_sha256", "config_key", "shape", "dtype", "compiler", "flags",
+                  "arch", "device", "driver", "status", "median_us", "result_json", "created")
+#: A re-measurement row's columns, in the order of :func:`remeasurement_values`.
+REMEASUREMENT_COLUMNS = ("session_id", "round_index", *RESULT_COLUMNS, *CONFIRMATION_COLUMNS)
+
+
+def result_values(result: TrialResult, provenance: Provenance,
+                  created: str | None = None) -> tuple[Any, ...]:
+    """One result's values for :data:`RESULT_COLUMNS`, stamped ``created`` (default now)."""
+    return (provenance.template_sha256, result.config.key(), result.shape, result.dtype,
+            provenance.compiler, provenance.flags, provenance.arch, provenance.device,
+            provenance.driver, result.status.value, result.median_us,
+            json.dumps(result.to_dict(), sort_keys=True, default=str), created or now())
+
+
+def remeasurement_values(measurement: ConfirmationMeasurement, provenance: Provenance,
+                         session_id: str | None, pick_id: str,
+                         created: str | None = None) -> tuple[Any, ...]:
+    """One confirmation measurement's values for :data:`REMEASUREMENT_COLUMNS`."""
+    return (session_id, measurement.round_index,
+            *result_values(measurement.result, provenance, created), pick_id,
+            measurement.condition, int(measurement.is_baseline))
+
+
+def remeasurement_from_row(r: Mapping[str, Any], location: str) -> StoredRemeasurement:
+    """A stored re-measurement; a row that does not read back (edited by hand, written by
+    something else) is a StoreCorruptError naming it."""
+    try:
+        return StoredRemeasurement(
+            result=TrialResult.from_dict(json.loads(r["result_json"])),
+            provenance=Provenance(**{k: r[k] for k in PROVENANCE_COLUMNS}),
+            round_index=int(r["round_index"]), session_id=r["session_id"],
+            created=r["created"], pick_id=r["pick_id"], condition=r["cache_condition"],
+            is_baseline=bool(r["is_baseline"]))
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise StoreCorruptError(
+            f"store {location}: row {r.get('id')} of remeasurements does not read back as a "
+            f"trial ({type(exc).__name__}: {str(exc)[:200]}); delete that row or move the "
+            "file aside and open a new store", file=location, table="remeasurements",
+            row=r.get("id"), cause=str(exc)) from None

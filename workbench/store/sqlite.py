@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from workbench.core.errors import StoreCorruptError, StoreError, StoreLockedError
+from workbench.core.picks import ConfirmationMeasurement
 from workbench.core.records import TrialResult
 from workbench.store.base import (
     Provenance,
@@ -32,21 +33,32 @@ from workbench.store.record_tables import RecordTables
 from workbench.store.rows import (
     BACKFILL_SELECT,
     LLM_CALL_COLUMNS,
+    PICK_COLUMNS,
     PROVENANCE_COLUMNS,
+    REMEASUREMENT_COLUMNS,
+    REMEASUREMENT_V2_COLUMNS,
+    RESULT_COLUMNS,
     TALLY_COLUMNS,
+    backfill_picks,
     backfill_tallies,
+    confirmation_tags,
     insert_sql,
     keyed_select,
     llm_call_values,
     now,
     parse_schema_version,
     provenance_values,
+    remeasurement_from_row,
+    remeasurement_values,
+    result_values,
     tally_upsert_sql,
     tally_values,
 )
 
 #: 2: session_tallies (the sidebar's per-session summary), backfilled from version 1.
-SCHEMA_VERSION = 2
+#: 3: picks (the decision of each tune) and the typed confirmation columns of
+#: remeasurements (pick_id, cache_condition, is_baseline), backfilled from version 2.
+SCHEMA_VERSION = 3
 T = TypeVar("T")
 
 _SCHEMA = """
@@ -78,7 +90,20 @@ CREATE TABLE IF NOT EXISTS remeasurements (
     template_sha256 TEXT NOT NULL, config_key TEXT NOT NULL, shape TEXT NOT NULL,
     dtype TEXT NOT NULL, compiler TEXT NOT NULL, flags TEXT NOT NULL, arch TEXT NOT NULL,
     device TEXT NOT NULL, driver TEXT NOT NULL, status TEXT NOT NULL, median_us REAL,
-    result_json TEXT NOT NULL, created TEXT NOT NULL);
+    result_json TEXT NOT NULL, created TEXT NOT NULL, pick_id TEXT NOT NULL DEFAULT '',
+    cache_condition TEXT NOT NULL DEFAULT '', is_baseline INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS picks (
+    id TEXT PRIMARY KEY, session_id TEXT, kernel TEXT NOT NULL,
+    template_version TEXT NOT NULL, template_sha256 TEXT NOT NULL, compiler TEXT NOT NULL,
+    flags TEXT NOT NULL, arch TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
+    shape TEXT NOT NULL, dtype TEXT NOT NULL, config_key TEXT NOT NULL,
+    decided TEXT NOT NULL CHECK (decided IN ('confirmed', 'search-best')),
+    rule TEXT NOT NULL, cache_condition TEXT NOT NULL, fallback_reason TEXT NOT NULL,
+    median_us REAL NOT NULL, search_median_us REAL, baseline_us REAL, speedup REAL,
+    speedup_low REAL, speedup_high REAL, holds INTEGER, measured_on TEXT NOT NULL,
+    created TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS picks_by_problem ON picks (template_sha256, shape, dtype);
+CREATE INDEX IF NOT EXISTS picks_by_session ON picks (session_id);
 CREATE TABLE IF NOT EXISTS llm_calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, created TEXT NOT NULL,
     request_json TEXT NOT NULL, reply_text TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,
@@ -107,16 +132,12 @@ _TABLE_COLUMNS = {
 
 _PROVENANCE_COLUMNS = PROVENANCE_COLUMNS
 #: The columns trials and re-measurements share, in the order of :func:`_result_values`.
-_RESULT_COLUMNS = ("template_sha256", "config_key", "shape", "dtype", "compiler", "flags",
-                   "arch", "device", "driver", "status", "median_us", "result_json", "created")
+_RESULT_COLUMNS = RESULT_COLUMNS
 
 
 def _result_values(result: TrialResult, provenance: Provenance) -> tuple[Any, ...]:
     """One result's values for :data:`_RESULT_COLUMNS`, stamped now."""
-    return (provenance.template_sha256, result.config.key(), result.shape, result.dtype,
-            provenance.compiler, provenance.flags, provenance.arch, provenance.device,
-            provenance.driver, result.status.value, result.median_us,
-            json.dumps(result.to_dict(), sort_keys=True, default=str), _now())
+    return result_values(result, provenance)
 
 
 def _stored_result(row: sqlite3.Row, table: str, path: Path) -> tuple[TrialResult, Provenance]:
@@ -270,6 +291,8 @@ class SQLiteStore(RecordTables):
         """Every workbench table must have exactly the workbench's columns."""
         for table, expected in _TABLE_COLUMNS.items():
             found = tuple(r[1] for r in conn.execute(f"PRAGMA table_info({table})"))
+            if table == "remeasurements" and found == REMEASUREMENT_V2_COLUMNS:
+                continue  # a version-2 store: schema 3 adds the confirmation columns
             if found and found != expected:
                 raise StoreError(
                     f"store {self.path} has a foreign schema: table {table} has columns "
@@ -295,6 +318,14 @@ class SQLiteStore(RecordTables):
                 raise self._corrupt(ValueError(check))
         with self._write("create schema") as c:
             self._check_schema(c)
+            found = tuple(r[1] for r in c.execute("PRAGMA table_info(remeasurements)"))
+            if found == REMEASUREMENT_V2_COLUMNS:
+                c.execute("ALTER TABLE remeasurements ADD COLUMN pick_id TEXT NOT NULL "
+                          "DEFAULT ''")
+                c.execute("ALTER TABLE remeasurements ADD COLUMN cache_condition TEXT NOT NULL "
+                          "DEFAULT ''")
+                c.execute("ALTER TABLE remeasurements ADD COLUMN is_baseline INTEGER NOT NULL "
+                          "DEFAULT 0")
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     c.execute(statement)
@@ -307,14 +338,34 @@ class SQLiteStore(RecordTables):
                 c.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)",
                           (str(SCHEMA_VERSION),))
                 c.execute("INSERT INTO meta (key, value) VALUES ('created', ?)", (_now(),))
-            elif parse_schema_version(row[0], str(self.path), SCHEMA_VERSION) < SCHEMA_VERSION:
-                # Version 1 had no tallies: count them once from the trials, in this
-                # transaction, so no writer ever sees a half-filled table.
-                c.execute("DELETE FROM session_tallies")
-                c.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "?"),
-                              backfill_tallies(c.execute(BACKFILL_SELECT)))
+            elif (version := parse_schema_version(row[0], str(self.path),
+                                                  SCHEMA_VERSION)) < SCHEMA_VERSION:
+                # Each step in this transaction, so no writer ever sees a half-migrated store.
+                if version < 2:  # version 1 had no tallies: count them once from the trials
+                    c.execute("DELETE FROM session_tallies")
+                    c.executemany(insert_sql("session_tallies", TALLY_COLUMNS, "?"),
+                                  backfill_tallies(c.execute(BACKFILL_SELECT)))
+                if version < 3:  # picks and typed confirmations from the re-measurements
+                    self._backfill_picks(c)
                 c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                           (str(SCHEMA_VERSION),))
+            c.execute("CREATE INDEX IF NOT EXISTS remeasurements_by_pick "
+                      "ON remeasurements (pick_id)")
+
+    def _backfill_picks(self, c: sqlite3.Connection) -> None:
+        """Schema 2 -> 3: tag each re-measurement with its condition and baseline flag (from
+        its result's tags) and recover a confirmed pick from each confirmation that reached
+        round 2 (:func:`~workbench.store.rows.backfill_picks`)."""
+        rows = c.execute("SELECT * FROM remeasurements ORDER BY id").fetchall()
+        tags = [(*confirmation_tags(_stored_result(r, "remeasurements", self.path)[0]),
+                 r["id"]) for r in rows]
+        c.executemany("UPDATE remeasurements SET cache_condition = ?, is_baseline = ? "
+                      "WHERE id = ?", [(cond, int(base), i) for cond, base, i in tags])
+        kernels = {r["id"]: r["kernel"] for r in c.execute("SELECT id, kernel FROM sessions")}
+        picks, links = backfill_picks(rows, kernels)
+        c.execute("DELETE FROM picks")
+        c.executemany(insert_sql("picks", PICK_COLUMNS, "?"), picks)
+        c.executemany("UPDATE remeasurements SET pick_id = ? WHERE id = ?", links)
 
     def close(self) -> None:
         """Close every connection this store opened (from any thread)."""
@@ -388,21 +439,19 @@ class SQLiteStore(RecordTables):
     def record_remeasurement(self, result: TrialResult, provenance: Provenance,
                              round_index: int, session_id: str | None = None) -> None:
         """Write and commit one re-measurement now (every one is kept)."""
-        values = (session_id, round_index, *_result_values(result, provenance))
+        condition, is_baseline = confirmation_tags(result)
+        values = remeasurement_values(
+            ConfirmationMeasurement(round_index, condition, is_baseline, result), provenance,
+            session_id, "")
         with self._write("record remeasurement") as c:
-            c.execute(
-                f"INSERT INTO remeasurements (session_id, round_index, "
-                f"{', '.join(_RESULT_COLUMNS)}) VALUES ({', '.join('?' * len(values))})", values)
+            c.execute(insert_sql("remeasurements", REMEASUREMENT_COLUMNS, "?"), values)
 
     def remeasurements(self, provenance: Provenance | None = None,
                        shape: str | None = None) -> list[StoredRemeasurement]:
         """Stored re-measurements in write order, filtered by provenance and/or shape."""
         sql, values = keyed_select("remeasurements", provenance, shape, None, "?")
         rows = self._read("read remeasurements", lambda c: c.execute(sql, values).fetchall())
-        return [StoredRemeasurement(*_stored_result(r, "remeasurements", self.path),
-                                    round_index=int(r["round_index"]),
-                                    session_id=r["session_id"], created=r["created"])
-                for r in rows]
+        return [remeasurement_from_row(r, str(self.path)) for r in rows]
 
     def has_trial(self, provenance: Provenance, config_key: str, shape: str,
                   dtype: str) -> bool:
