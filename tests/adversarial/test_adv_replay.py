@@ -364,3 +364,17 @@ def test_an_llm_proposal_is_not_stored_as_ok_under_replay(tmp_path: Path,
                 if t.result.status is Status.OK}
     assert code != 0 and "does not hold this template" in out.strip().splitlines()[-1], out
     assert keys <= {base.source_sha256}, out  # nothing ok for the proposed text
+
+
+@pytest.mark.parametrize("change", ["entry", "parameters"])
+def test_the_panel_is_told_before_launch_when_only_names_differ(tmp_path: Path,
+                                                                change: str) -> None:
+    """The panel's header and Launch read ``Workbench.replay_problem``: the recorded text
+    with another entry or parameter names is a template the replay does not hold too."""
+    folder = load_kernel_folder(SAMPLES / KERNEL)
+    wb = Workbench(folder, store=tmp_path / "s.sqlite", runner=ReplayRunner(folder))
+    assert wb.replay_problem == ""
+    template = (replace(folder.template, entry="other_kernel") if change == "entry"
+                else _renamed(folder.template, "UNROLL", "UNROLLING"))
+    wb.adopt_template(template, origin="offline")
+    assert change in wb.replay_problem and RECORDING in wb.replay_problem
