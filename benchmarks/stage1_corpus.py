@@ -93,13 +93,18 @@ def speedup(route: dict[str, Any]) -> float | None:
 
 
 def bench_pair(name: str, root: Path, work: Path, budget: int,
-               conditions: tuple[str, ...] | None) -> dict[str, Any]:
+               conditions: tuple[str, ...] | None,
+               routes: tuple[str, ...] = ("templater", "expert")) -> dict[str, Any]:
     """One kernel: the templater's route (b) and the expert's (c), each tuned at the large
-    shape with the same budget; (a) is each tune's own baseline timing."""
+    shape with the same budget; (a) is each tune's own baseline timing. ``routes`` limits
+    the run to one of them (``expert`` alone checks the hand-written spaces first)."""
     doc: dict[str, Any] = {"kernel": name, "memory_bound": name in MEMORY_BOUND}
-    proposed = propose_route(root / name, work / "templater_folders")
+    proposed = (propose_route(root / name, work / "templater_folders")
+                if "templater" in routes else {"written": False, "last_line": "not run"})
     templater: dict[str, Any] = {"propose": proposed}
-    if proposed["written"]:
+    if "templater" not in routes:
+        templater["error"] = "route not run (--routes)"
+    elif proposed["written"]:
         try:
             templater.update(bench_kernel(Path(proposed["folder"]), _dir(work / "templater"),
                                           budget, None, conditions))
@@ -108,14 +113,16 @@ def bench_pair(name: str, root: Path, work: Path, budget: int,
     else:
         templater["error"] = f"propose --write wrote no template: {proposed['last_line']}"
     doc["templater"] = templater
-    try:
-        doc["expert"] = bench_kernel(root / name / "expert", _dir(work / "expert"), budget,
-                                     None, conditions)
-    except Exception as exc:
-        doc["expert"] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
+    doc["expert"] = {"error": "route not run (--routes)"}
+    if "expert" in routes:
+        try:
+            doc["expert"] = bench_kernel(root / name / "expert", _dir(work / "expert"),
+                                         budget, None, conditions)
+        except Exception as exc:
+            doc["expert"] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     s_b, s_c = speedup(doc["templater"]), speedup(doc["expert"])
     # a route that wrote no template leaves the kernel as written: 1x
-    if s_b is None and not proposed["written"]:
+    if s_b is None and not proposed["written"] and "templater" in routes:
         s_b = 1.0
     doc["speedup_templater"] = s_b
     doc["speedup_expert"] = s_c
@@ -177,6 +184,8 @@ def main() -> int:
                          "'' for all, a longer run)")
     ap.add_argument("--deadline-s", type=float, default=None,
                     help="start no kernel after this many seconds (recorded as skipped)")
+    ap.add_argument("--routes", default="templater,expert",
+                    help="which routes to run: templater, expert or both")
     ap.add_argument("--table", type=Path, help="print the README table of a results file")
     args = ap.parse_args()
     if args.table is not None:
@@ -202,7 +211,8 @@ def main() -> int:
                                        f"({args.deadline_s:.0f} s) had passed ({elapsed:.0f} s)"}
             else:
                 try:
-                    doc = bench_pair(name, SETS[which], work / which, args.budget, conditions)
+                    doc = bench_pair(name, SETS[which], work / which, args.budget, conditions,
+                                     tuple(r for r in args.routes.split(",") if r))
                 except Exception as exc:
                     doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
                 doc["wall_s"] = round(time.monotonic() - started - elapsed, 1)
