@@ -14,6 +14,7 @@ import pytest
 
 from workbench import cli
 from workbench.engine import doctor
+from workbench.engine.discovery import NoLive, NoLiveReason
 from workbench.testing.openai_server import OpenAITranscriptServer
 from workbench.ui import lab
 
@@ -56,7 +57,7 @@ def test_gpu_check_reports_a_missing_driver_with_the_fix() -> None:
     check = doctor.check_gpu(load=no_driver)
     assert not check.ok and "libcuda.so.1" in check.found and "NVIDIA GPU" in check.fix
     mode = doctor.tuning_mode([check, doctor.Check("pycuda", True, "2025.1", "")])
-    assert mode.startswith("replay because GPU: no CUDA driver")
+    assert mode.startswith("replay because no CUDA driver (libcuda.so.1")
 
 
 def test_tuning_mode_names_the_gpu_when_everything_is_there() -> None:
@@ -64,8 +65,10 @@ def test_tuning_mode_names_the_gpu_when_everything_is_there() -> None:
               doctor.Check("GPU", True, "NVIDIA H100 80GB HBM3 (CUDA driver API 13.0)", ""),
               doctor.Check("pycuda", True, "2025.1", "")]
     assert doctor.tuning_mode(checks) == "live on NVIDIA H100 80GB HBM3"
-    checks[2] = doctor.Check("pycuda", False, "not installed", "", doctor.PYCUDA_HINT)
-    assert doctor.tuning_mode(checks) == "replay because pycuda: not installed"
+    checks[2] = doctor.Check("pycuda", False, "not installed", "", doctor.PYCUDA_HINT,
+                             NoLiveReason(NoLive.NO_PYCUDA, ""))
+    assert doctor.tuning_mode(checks) == ("replay because pycuda (the GPU worker's CUDA "
+                                          "binding) is not installed")
 
 
 def test_llm_check_without_a_model_says_what_to_set() -> None:

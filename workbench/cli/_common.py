@@ -59,13 +59,88 @@ def _cell(value: Any) -> str:
 
 def runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto") -> Any:
     """LocalRunner on a GPU; the recording (newest, or the file named) with --replay."""
-    from workbench.engine.bench import BenchSettings
     from workbench.engine.replay import ReplayRunner
-    from workbench.engine.runner import LocalRunner
 
     if replay is not None:
         return ReplayRunner(folder, replay or None)
+    return live_runner(folder, timer)
+
+
+def live_runner(folder: KernelFolder, timer: str = "auto") -> Any:
+    """A LocalRunner, or NoGPUError stating :func:`~workbench.engine.discovery.no_live_reason`
+    (``details["no_live"]``) before any worker starts."""
+    from workbench.core.errors import NoGPUError
+    from workbench.engine.bench import BenchSettings
+    from workbench.engine.discovery import no_live_reason
+    from workbench.engine.runner import LocalRunner
+
+    reason = no_live_reason()
+    if reason is not None:
+        raise NoGPUError(f"no live measurement here: {reason.text}", no_live=reason,
+                         missing=reason.kind.value)
     return LocalRunner(folder, settings=BenchSettings(timer=timer))
+
+
+def replay_problem(folder: KernelFolder, shape: str | None, recording: str | None = None
+                   ) -> str:
+    """Why replaying (the newest recording, or the file named) cannot answer for this
+    folder's template at ``shape``; "" when it can."""
+    from workbench.core.errors import RecordingError
+    from workbench.engine.replay import ReplayRunner
+
+    try:
+        runner = ReplayRunner(folder, recording or None)
+    except (RecordingError, OSError) as exc:
+        return getattr(exc, "message", str(exc))
+    with runner:
+        if runner.problem:
+            return runner.problem
+        shapes = sorted({s for s, _ in runner.shapes_dtypes})
+        if shape is not None and shape not in shapes:
+            return (f"{runner.source} has no shape {shape!r} (it covers "
+                    f"{', '.join(shapes) or 'no shape'})")
+    return ""
+
+
+def no_live_advice(command: str, folder_arg: str, folder: KernelFolder, shape: str | None,
+                   failure: str, *, replay_asked: bool = False) -> str:
+    """What to do when ``workbench <command>`` cannot measure: replay where a recording of
+    this template exists, else what works on this machine and where the gate runs; never
+    advice to replay what does not exist. ``failure`` is the first line's reason."""
+    from workbench.engine.discovery import no_live_reason
+
+    shape_flag = f" --shape {shape}" if shape else (" --shape SHAPE" if command == "tune"
+                                                     else "")
+    retry = f"workbench {command} {folder_arg}{shape_flag}"
+    missing = "" if replay_asked else replay_problem(folder, shape)
+    if not replay_asked and not missing:
+        return (f"workbench {command} cannot measure live: {failure}\n"
+                f"This kernel's recording answers instead (the recorded GPU's times):\n"
+                f"  {retry} --replay")
+    live = no_live_reason()
+    lines = [f"workbench {command} cannot measure live: {failure}" if not replay_asked else
+             f"workbench {command} --replay: {failure}"]
+    if replay_asked and live is None:
+        lines.append(f"This machine can measure live: drop --replay:\n  {retry}")
+        return "\n".join(lines)
+    if replay_asked and live is not None:
+        lines.append(f"and it cannot measure live either: {live.text}")
+    elif missing:
+        lines.append(f"Nothing to replay either: {missing}")
+    shape_arg = shape or "SHAPE"
+    works = [(f"workbench check {folder_arg}",
+              "compile the baseline and the template: ptxas resources, occupancy"),
+             (f"workbench space {folder_arg} --shape {shape_arg}",
+              "the search space and what constraints and launch limits prune"),
+             (f"workbench propose {folder_arg}",
+              "a template to review (the LLM, or the offline templater)")]
+    width = max(len(c) for c, _ in works)
+    lines += ["What works on this machine (no GPU needed):",
+              *(f"  {c.ljust(width)}  {what}" for c, what in works),
+              "The gate (tune measures every candidate and checks it against the baseline; "
+              "agent) runs on a GPU machine; there:",
+              f"  {retry}"]
+    return "\n".join(lines)
 
 
 def cluster_runner(folder: KernelFolder, cluster: str, gpus: int | None,

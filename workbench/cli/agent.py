@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from workbench.cli._common import count, format_table, llm_client, llm_options, runner_for
+from workbench.cli._common import (
+    count,
+    format_table,
+    llm_client,
+    llm_options,
+    no_live_advice,
+    runner_for,
+)
 from workbench.core.kernel_folder import load_kernel_folder
 
 ORDER = 50
@@ -14,16 +22,26 @@ ORDER = 50
 def cmd_agent(args: argparse.Namespace) -> int:
     from workbench.agent import run_agent, speedup_per_iteration
     from workbench.agent.queries import iteration_endings
-    from workbench.engine.runner import LocalRunner
+    from workbench.core.errors import NoGPUError, RecordingError
     from workbench.store.sqlite import SQLiteStore
 
     folder = load_kernel_folder(args.folder)
     store = SQLiteStore(args.store)  # fails before any GPU time when it cannot be written
     client = llm_client(args)
     # A runner instance (not a factory): a live one lets the gate check each proposal's
-    # correctness on the GPU, which --auto-approve requires (fails fast with NoGPUError).
-    runner: Any = (runner_for(folder, args.replay) if args.replay is not None
-                   else LocalRunner(folder))
+    # correctness on the GPU, which --auto-approve requires.
+    try:
+        runner: Any = runner_for(folder, args.replay)
+    except NoGPUError as exc:
+        print(no_live_advice("agent", args.folder, folder, args.shape, exc.message.removeprefix(
+            "no live measurement here: ")), file=sys.stderr)
+        return 2
+    except RecordingError as exc:
+        if args.replay is None:
+            raise
+        print(no_live_advice("agent", args.folder, folder, args.shape, exc.message,
+                             replay_asked=True), file=sys.stderr)
+        return 2
     try:
         outcome = run_agent(folder, runner=runner, store=store, client=client,
                             iterations=args.iterations, llm_calls=args.llm_calls,

@@ -6,7 +6,14 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli._common import Progress, cluster_runner, count, runner_for, seconds
+from workbench.cli._common import (
+    Progress,
+    cluster_runner,
+    count,
+    no_live_advice,
+    runner_for,
+    seconds,
+)
 from workbench.core.conditions import CONDITIONS
 
 ORDER = 30
@@ -28,7 +35,7 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
     from workbench.api import Workbench
     from workbench.core.conditions import PickRule, check_conditions
-    from workbench.core.errors import ClusterError, NoGPUError
+    from workbench.core.errors import ClusterError, NoGPUError, RecordingError
     from workbench.core.events import BestImproved, TrialFinished
     from workbench.core.records import Status
     from workbench.search.tune import TuneRequest
@@ -59,9 +66,14 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
         print(f"workbench tune --cluster {args.cluster}: {exc.message}", file=sys.stderr)
         return 3
     except NoGPUError as exc:
-        print(f"workbench tune needs a CUDA GPU for live measurement: {exc.message}\n"
-              f"On this machine, replay the committed recording instead:\n"
-              f"  workbench tune {args.folder} --shape {args.shape} --replay", file=sys.stderr)
+        print(no_live_advice("tune", args.folder, folder, args.shape, exc.message.removeprefix(
+            "no live measurement here: ")), file=sys.stderr)
+        return 3
+    except RecordingError as exc:
+        if args.replay is None:
+            raise
+        print(no_live_advice("tune", args.folder, folder, args.shape, exc.message,
+                             replay_asked=True), file=sys.stderr)
         return 3
     out = args.stdout
     with runner:

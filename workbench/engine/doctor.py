@@ -20,8 +20,17 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.core.errors import WorkbenchError
+from workbench.engine.discovery import (
+    NoLive,
+    NoLiveReason,
+    first_reason,
+    probe_driver,
+    pycuda_reason,
+    tuning_mode_line,
+)
 
 PYCUDA_HINT = (
     "pip install -e \".[gpu]\" builds pycuda from source and needs the CUDA headers: "
@@ -38,6 +47,15 @@ class Check:
     found: str
     needed_for: str
     fix: str = ""
+    blocks_live: NoLiveReason | None = None  # set where this missing piece rules out live
+    fix_verb: str = "install"  # what the fix asks: "install" a piece, or "set" a setting
+
+
+def release_line(version_text: str) -> str:
+    """The one line of ``nvcc --version`` that names the release
+    (``Cuda compilation tools, release 13.0, V13.0.48``); the last line if none does."""
+    lines = [line.strip() for line in version_text.strip().splitlines() if line.strip()]
+    return next((line for line in lines if "release" in line), lines[-1] if lines else "")
 
 
 def check_nvcc() -> Check:
@@ -46,48 +64,29 @@ def check_nvcc() -> Check:
     needed = "compiling, ptxas resource reports, live tuning"
     try:
         nvcc = find_nvcc()
-        lines = nvcc_version(nvcc).strip().splitlines()
-        release = next((line for line in lines if "release" in line), lines[-1])
+        release = release_line(nvcc_version(nvcc))
     except (WorkbenchError, OSError) as exc:
-        return Check("nvcc", False, getattr(exc, "message", str(exc)), needed, INSTALL_HINT)
+        found = getattr(exc, "message", str(exc))
+        return Check("nvcc", False, found, needed, INSTALL_HINT,
+                     NoLiveReason(NoLive.NO_NVCC, found.split(";")[0]))
     return Check("nvcc", True, f"{release} ({nvcc})", needed)
 
 
-def _cuda_devices(load: Callable[[str], ctypes.CDLL] = ctypes.CDLL) -> tuple[list[str], str]:
-    """(device names, driver version text) through the driver API; raises OSError."""
-    cuda = load("libcuda.so.1")
-    code = cuda.cuInit(0)
-    if code != 0:
-        raise OSError(f"cuInit returned CUDA error {code} (no usable device or driver)")
-    version, count = ctypes.c_int(0), ctypes.c_int(0)
-    cuda.cuDriverGetVersion(ctypes.byref(version))
-    cuda.cuDeviceGetCount(ctypes.byref(count))
-    names = []
-    for index in range(count.value):
-        device = ctypes.c_int(0)
-        buffer = ctypes.create_string_buffer(256)
-        cuda.cuDeviceGet(ctypes.byref(device), index)
-        cuda.cuDeviceGetName(buffer, 256, device)
-        names.append(buffer.value.decode(errors="replace"))
-    return names, f"{version.value // 1000}.{version.value % 1000 // 10}"
-
-
-def check_gpu(load: Callable[[str], ctypes.CDLL] = ctypes.CDLL) -> Check:
+def check_gpu(load: Callable[[str], Any] = ctypes.CDLL) -> Check:
     needed = "live tuning (without a GPU the committed H100 recordings are replayed)"
     fix = "a machine with an NVIDIA GPU and its driver (libcuda.so.1)"
-    try:
-        names, driver = _cuda_devices(load)
-    except (OSError, AttributeError) as exc:
-        return Check("GPU", False, f"no CUDA driver or device: {exc}", needed, fix)
-    if not names:
-        return Check("GPU", False, "the CUDA driver sees no device", needed, fix)
-    return Check("GPU", True, f"{', '.join(names)} (CUDA driver API {driver})", needed)
+    probe = probe_driver(load)
+    if probe.problem is not None:
+        return Check("GPU", False, probe.problem.text, needed, fix, probe.problem)
+    return Check("GPU", True, f"{', '.join(probe.devices)} (CUDA driver API "
+                              f"{probe.driver_version})", needed)
 
 
 def check_pycuda() -> Check:
     needed = "live tuning (the GPU worker)"
-    if importlib.util.find_spec("pycuda") is None:
-        return Check("pycuda", False, "not installed", needed, PYCUDA_HINT)
+    missing = pycuda_reason()
+    if missing is not None:
+        return Check("pycuda", False, "not installed", needed, PYCUDA_HINT, missing)
     return Check("pycuda", True, importlib.metadata.version("pycuda"), needed)
 
 
@@ -120,11 +119,16 @@ def check_llm(environ: Mapping[str, str] | None = None, timeout_s: float = 3.0) 
     needed = "LLM templates and the agent's planner (the offline templater works without)"
     model = env.get("WORKBENCH_MODEL", "")
     base = env.get("OPENAI_BASE_URL", "") or "https://api.openai.com/v1"
+    client = importlib.util.find_spec("openai") is not None
     if not model:
-        return Check("LLM endpoint", False, "no model configured", needed,
-                     "set WORKBENCH_MODEL (and OPENAI_BASE_URL, OPENAI_API_KEY for your "
-                     "endpoint); pip install -e \".[llm]\"")
-    if importlib.util.find_spec("openai") is None:
+        # only what is missing: the client is there when the [llm] extra is installed
+        setting = ("WORKBENCH_MODEL to your endpoint's model name (with OPENAI_BASE_URL "
+                   "and OPENAI_API_KEY for an endpoint other than api.openai.com)")
+        return Check("LLM endpoint", False, "no model configured (WORKBENCH_MODEL is unset)",
+                     needed, setting if client else
+                     f"{setting}; and pip install -e \".[llm]\" (the openai client)",
+                     fix_verb="set")
+    if not client:
         return Check("LLM endpoint", False, f"model {model}, but the openai client is not "
                      "installed", needed, "pip install -e \".[llm]\"")
     request = urllib.request.Request(base.rstrip("/") + "/models")
@@ -191,14 +195,12 @@ def run_checks(*, llm: bool = True) -> list[Check]:
 
 
 def tuning_mode(checks: Sequence[Check]) -> str:
-    """``"live on <GPU>"`` or ``"replay because <reason>"``, from the checks that decide it."""
-    by_name = {c.name: c for c in checks}
-    for name in ("GPU", "pycuda", "nvcc"):
-        check = by_name.get(name)
-        if check is not None and not check.ok:
-            return f"replay because {name}: {check.found}"
-    gpu = by_name.get("GPU")
-    return f"live on {gpu.found.split(' (CUDA')[0]}" if gpu else "live"
+    """``"live on <GPU>"`` or ``"replay because <reason>"``: the first of the checks' reasons
+    in :func:`~workbench.engine.discovery.first_reason`'s order (driver, device, pycuda,
+    nvcc), worded as :func:`~workbench.engine.discovery.no_live_reason` words it."""
+    reason = first_reason(c.blocks_live for c in checks)
+    gpu = next((c for c in checks if c.name == "GPU" and c.ok), None)
+    return tuning_mode_line(reason, gpu.found.split(" (CUDA")[0] if gpu else "")
 
 
 def format_report(checks: Sequence[Check]) -> str:
@@ -208,6 +210,10 @@ def format_report(checks: Sequence[Check]) -> str:
         lines.append(f"{'ok     ' if c.ok else 'missing'}  {c.name}: {c.found}")
         lines.append(f"         for {c.needed_for}")
         if not c.ok and c.fix:
-            lines.append(f"         install: {c.fix}")
-    lines.append(f"tuning: {tuning_mode(checks)}")
+            lines.append(f"         {c.fix_verb}: {c.fix}")
+    mode = tuning_mode(checks)
+    lines.append(f"tuning: {mode}")
+    if mode.startswith("replay"):
+        lines.append("         a kernel with a recording of its template replays it; one "
+                     "without: check, space and propose work here, tune it on a GPU machine")
     return "\n".join(lines)
