@@ -1,0 +1,354 @@
+"""The templater's tiled / 2-D-output transforms (issue 28, build item 1).
+
+The shared-memory GEMM family written the way different people write it (macro or literal
+tile, ``#ifndef`` default, if/else or conditional stores, ``++tile`` or ``t += TILE`` loops,
+pointer increments, a column-major B, ``blockDim`` offsets, a padded tile): each lifts to
+a register tile whose block sizes are tied by derived launch rules and joint constraints;
+the rendered template compiles with nvcc at its default and corner configs; and a host
+simulation of the CUDA block (every thread a coroutine, ``__syncthreads`` a yield) runs
+the rendered kernel at sampled configs of the space and compares with a plain product.
+Kernels the analysis cannot follow are refused with the reason and the line.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from workbench.core.params import parameter_from_dict
+from workbench.core.template import KernelTemplate
+from workbench.core.write_policy import write_file
+from workbench.llm.templater import LiftedSource, lift_kernel
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One author's spelling: source, launch as written, B's layout and the call's tail."""
+
+    source: str
+    tile: int
+    b_index: str = "k * N + c"  # B's element (k, c) in the simulation's reference
+    extra_args: str = ""  # scalars after K
+    alpha: str = "1.0"
+
+
+GEMMS: dict[str, Gemm] = {
+    "macro_aliases": Gemm("""// the corpus spelling: #define TILE, tx/ty aliases declared together
+#define TILE 16
+extern "C" __global__ void k(float* C, const float* A, const float* B, int M, int N, int K) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  int tx = threadIdx.x, ty = threadIdx.y;
+  int row = blockIdx.y * TILE + ty;
+  int col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TILE) {
+    As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+    Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+""", 16),
+    "literal_ifelse_tile_count": Gemm("""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int M, int N, int K) {
+  __shared__ float sa[32][32];
+  __shared__ float sb[32][32];
+  const int r = blockIdx.y * 32 + threadIdx.y;
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  float sum = 0;
+  for (int tile = 0; tile < (K + 31) / 32; ++tile) {
+    int ka = tile * 32 + threadIdx.x;
+    int kb = tile * 32 + threadIdx.y;
+    if (r < M && ka < K) sa[threadIdx.y][threadIdx.x] = a[(long long)r * K + ka];
+    else sa[threadIdx.y][threadIdx.x] = 0.0f;
+    if (kb < K && c < N) { sb[threadIdx.y][threadIdx.x] = b[(long long)kb * N + c]; }
+    else { sb[threadIdx.y][threadIdx.x] = 0.0f; }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+      sum = fmaf(sa[threadIdx.y][i], sb[i][threadIdx.x], sum);
+    }
+    __syncthreads();
+  }
+  if (r < M && c < N) out[(long long)r * N + c] = sum;
+}
+""", 32),
+    "ifndef_pointers_colmajor_b_padded": Gemm("""#ifndef BLOCK_SIZE
+#define BLOCK_SIZE 16
+#endif
+// B is stored column-major (element (k, n) at B[k + n * K]); A's tile carries a pad
+extern "C" __global__ void k(float* __restrict__ C, const float* __restrict__ A,
+                             const float* __restrict__ B, int M, int N, int K) {
+  int bx = blockIdx.x, by = blockIdx.y;
+  int tx = threadIdx.x;
+  int ty = threadIdx.y;
+  __shared__ float tileA[BLOCK_SIZE][BLOCK_SIZE + 1];
+  __shared__ float tileB[BLOCK_SIZE][BLOCK_SIZE];
+  const float* a = A + (long long)by * BLOCK_SIZE * K;
+  const float* b = B + (long long)bx * BLOCK_SIZE * K;
+  int gr = by * BLOCK_SIZE + ty, gc = bx * BLOCK_SIZE + tx;
+  float c0 = 0.0f;
+  for (int kk = 0; kk < K; kk += BLOCK_SIZE) {
+    tileA[ty][tx] = (gr < M && kk + tx < K) ? a[ty * K + tx] : 0.0f;
+    tileB[tx][ty] = (gc < N && kk + ty < K) ? b[tx * K + ty] : 0.0f;
+    __syncthreads();
+    for (int e = 0; e < BLOCK_SIZE; ++e) c0 += tileA[ty][e] * tileB[tx][e];
+    __syncthreads();
+    a += BLOCK_SIZE;
+    b += BLOCK_SIZE;
+  }
+  if (gr < M && gc < N) C[gr * N + gc] = c0;
+}
+""", 16, b_index="k + c * K"),
+    "blockdim_offsets_scaled": Gemm("""
+extern "C" __global__ void k(float* C, const float* A, const float* B, int M, int N, int K,
+                             float alpha) {
+  __shared__ float As[16][16];
+  __shared__ float Bs[16][16];
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = 0.0f;
+  for (int t = 0; t < K; t += 16) {
+    As[threadIdx.y][threadIdx.x] =
+        row < M && t + threadIdx.x < K ? A[row * K + t + threadIdx.x] : 0.f;
+    Bs[threadIdx.y][threadIdx.x] =
+        col < N && t + threadIdx.y < K ? B[(t + threadIdx.y) * N + col] : 0.f;
+    __syncthreads();
+    for (int q = 0; q < 16; q++) {
+      float x = As[threadIdx.y][q];
+      v += x * Bs[q][threadIdx.x];
+    }
+    __syncthreads();
+  }
+  if (row < M && col < N) {
+    C[row * N + col] = alpha * v;
+  }
+}
+""", 16, extra_args=", 0.5f", alpha="0.5"),
+}
+
+
+def lift_gemm(g: Gemm) -> LiftedSource:
+    t = g.tile
+    scalars = {"M": "M", "N": "N", "K": "K", **({"alpha": "1"} if g.extra_args else {})}
+    return lift_kernel(g.source, entry="k", grid=[f"ceil_div(N, {t})", f"ceil_div(M, {t})"],
+                       block=[str(t), str(t)], scalars=scalars)
+
+
+def template_of(lifted: LiftedSource) -> KernelTemplate:
+    return KernelTemplate.build(
+        name="k", source=lifted.source, entry="k",
+        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
+        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+
+
+ENV = {"M": 37, "N": 45, "K": 29, "elem_bytes": 4}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_every_gemm_spelling_gets_a_register_tile_with_tied_blocks(name: str) -> None:
+    g = GEMMS[name]
+    lifted = lift_gemm(g)
+    assert any(f.transform == "REGISTER_TILE" and f.applied for f in lifted.findings), \
+        lifted.notes
+    names = {p.name for p in lifted.params}
+    assert {"BM", "BN", "BK", "TM", "TN"} <= names
+    # block sizes follow the tiles: derived, never independent ranges
+    assert lifted.block == ("BN // TN", "BM // TM")
+    assert lifted.grid == ("ceil_div(N, BN)", "ceil_div(M, BM)")
+    assert "(BM // TM) * (BN // TN) <= 1024" in lifted.constraints
+    template = template_of(lifted)
+    default = template.default_config()
+    assert (default["BM"], default["BN"], default["BK"], default["TM"], default["TN"]) == \
+        (g.tile, g.tile, g.tile, 1, 1)
+    launch = template.launch_for(default, ENV)
+    assert list(launch.block[:2]) == [g.tile, g.tile]  # the defaults launch as written
+    space = template.space(ENV)
+    assert len(space) > 100
+    for config in space:  # every config fits a block and static shared memory
+        c = {k: int(v) for k, v in config.items()}
+        threads = (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])
+        assert 32 <= threads <= 1024
+        assert 4 * (c["BM"] * (c["BK"] + c.get("PAD", 0)) + c["BK"] * c["BN"]) <= 49152
+    body = lifted.source[lifted.source.index('extern "C"'):]
+    assert "__syncthreads" in body and "[TM][TN]" in body
+
+
+def test_the_author_pad_is_the_default_of_pad() -> None:
+    lifted = lift_gemm(GEMMS["ifndef_pointers_colmajor_b_padded"])
+    assert "__shared__ float tileA[BM][BK + PAD];" in lifted.source
+    assert "__shared__ float tileB[BN][BK + PAD];" in lifted.source  # read [n][k]: padded
+    assert template_of(lifted).default_config()["PAD"] == 1
+
+
+# -- refusals ----------------------------------------------------------------------------
+
+BASE = GEMMS["macro_aliases"].source
+
+
+def _refusal(source: str) -> tuple[str, int]:
+    lifted = lift_gemm(Gemm(source, 16))
+    found = [f for f in lifted.findings if f.transform == "REGISTER_TILE"]
+    assert found and not any(f.applied for f in found), lifted.notes
+    return found[0].reason, found[0].line
+
+
+@pytest.mark.parametrize("edit,reason,line", [
+    (("  float acc = 0.0f;\n", "  float acc = 0.0f;\n  if (row >= M) return;\n"),
+     "early exit", 10),
+    (("  int col = blockIdx.x * TILE + tx;\n",
+      "  int col = blockIdx.x * TILE + tx;\n  int tid = ty * TILE + tx;\n"),
+     "multiplies a thread index by the tile size", 9),
+    (("    __syncthreads();\n    for", "    __syncthreads();\n    __syncthreads();\n    for"),
+     "exactly two barriers", 10),
+    (("acc += As[ty][k] * Bs[k][tx];", "acc += As[ty][k] * Bs[k][tx]; C[k] = acc;"),
+     "the compute writes `C[k]`", 14),
+    (("acc += As[ty][k] * Bs[k][tx];", "acc += As[0][k] * Bs[k][tx];"),
+     "does not read the tile at (thread index, k)", 14),
+    (("t += TILE) {", "t += TILE + ty) {"), "depends on the thread index", 10),
+])
+def test_kernels_the_analysis_cannot_follow_are_refused_with_the_line(
+        edit: tuple[str, str], reason: str, line: int) -> None:
+    assert edit[0] in BASE
+    got, at = _refusal(BASE.replace(edit[0], edit[1], 1))
+    assert reason in got
+    assert at == line
+
+
+# -- nvcc at the corners -------------------------------------------------------------------
+
+def _corners(template: KernelTemplate) -> list[dict[str, Any]]:
+    space = template.space(ENV)
+    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
+    valid = [dict(zip(template.param_names, combo, strict=True))
+             for combo in itertools.product(*ends)]
+    valid = [c for c in valid if space.rejection(c) is None]
+    return [dict(template.default_config()), valid[0], valid[-1]]
+
+
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_gemm_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
+    template = template_of(lift_gemm(GEMMS[name]))
+    for config in _corners(template):
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
+
+
+# -- host simulation of the block ---------------------------------------------------------
+
+_HARNESS = r"""
+#include <ucontext.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+struct wb_dim3 { unsigned x, y, z; };
+static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static ucontext_t wb_sched, *wb_cur;
+static bool wb_finished;
+static void __syncthreads() { swapcontext(wb_cur, &wb_sched); }
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __ldg(p) (*(p))
+using std::min;
+using std::max;
+"""
+
+_MAIN = r"""
+static std::function<void()> wb_body;
+static void wb_entry() { wb_body(); wb_finished = true; }
+static void wb_launch(wb_dim3 grid, wb_dim3 block, std::function<void()> body) {
+  wb_body = body; gridDim = grid; blockDim = block;
+  const unsigned n = block.x * block.y * block.z;
+  std::vector<ucontext_t> ctx(n);
+  std::vector<std::vector<char>> stacks(n, std::vector<char>(1 << 16));
+  std::vector<char> done(n);
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+  for (unsigned by = 0; by < grid.y; ++by)
+  for (unsigned bx = 0; bx < grid.x; ++bx) {
+    blockIdx = {bx, by, bz};
+    for (unsigned i = 0; i < n; ++i) {
+      getcontext(&ctx[i]);
+      ctx[i].uc_stack.ss_sp = stacks[i].data();
+      ctx[i].uc_stack.ss_size = stacks[i].size();
+      ctx[i].uc_link = &wb_sched;
+      makecontext(&ctx[i], wb_entry, 0);
+      done[i] = 0;
+    }
+    unsigned left = n;
+    while (left) {
+      for (unsigned i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        threadIdx = {i %% block.x, i / block.x %% block.y, i / (block.x * block.y)};
+        wb_cur = &ctx[i];
+        wb_finished = false;
+        swapcontext(&wb_sched, &ctx[i]);
+        if (wb_finished) { done[i] = 1; --left; }
+      }
+    }
+  }
+}
+int main() {
+  const int M = %(M)d, N = %(N)d, K = %(K)d;
+  std::vector<float> A(M * K), B(K * N), C(M * N, -7.0f);
+  for (int i = 0; i < M * K; ++i) A[i] = (float)((i * 37) %% 17 - 8) / 8.0f;
+  for (int i = 0; i < K * N; ++i) B[i] = (float)((i * 29) %% 13 - 6) / 4.0f;
+  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1},
+            [&] { k(C.data(), A.data(), B.data(), M, N, K%(extra)s); });
+  double worst = 0.0;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      double ref = 0.0;
+      for (int k = 0; k < K; ++k) ref += (double)A[r * K + k] * B[%(b_index)s];
+      worst = std::max(worst, std::fabs(%(alpha)s * ref - C[r * N + c]));
+    }
+  std::printf("%%.9g\n", worst);
+  return 0;
+}
+"""
+
+
+def simulate(g: Gemm, template: KernelTemplate, config: dict[str, Any], work: Path) -> float:
+    """Worst absolute error of the rendered kernel, run on the host block by block."""
+    launch = template.launch_for(config, ENV)
+    source = template.render(config, "fp32").source
+    main = _MAIN % {**ENV, "gx": launch.grid[0], "gy": launch.grid[1], "bx": launch.block[0],
+                    "by": launch.block[1], "extra": g.extra_args, "b_index": g.b_index,
+                    "alpha": g.alpha}
+    cpp = write_file(work, work / "sim.cpp", _HARNESS + source + main, overwrite=True)
+    exe = work / "sim"
+    subprocess.run(["g++", "-O1", "-w", "-o", str(exe), str(cpp)], check=True,
+                   capture_output=True, timeout=120)
+    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=120)
+    return float(out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_sampled_configs_compute_the_product(name: str) -> None:
+    g = GEMMS[name]
+    template = template_of(lift_gemm(g))
+    space = list(template.space(ENV))
+    rng = random.Random(28)
+    configs = [dict(template.default_config()), *_corners(template)[1:],
+               *(dict(c) for c in rng.sample(space, 3))]
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in configs:
+            assert simulate(g, template, config, Path(tmp)) < 1e-3, config

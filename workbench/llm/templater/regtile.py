@@ -1,0 +1,635 @@
+"""Register tiling of the shared-memory tiled GEMM family (thread coarsening on the parse).
+
+Recognised on the parse, by the roles of its parts rather than by one spelling: a 2-D block
+``(T, T)``; a prologue of declarations (thread-index aliases, output coordinates, pointer
+set-up, accumulators); one loop over K tiles whose body is *cooperative stores* of shared
+``[T][T]`` tiles (``S[ty][tx] = E``, one element per thread, as a conditional expression or
+an if/else), a barrier, a *compute* that reads each tile at ``S[thread][k]`` or
+``S[k][thread]`` and updates thread-private accumulators, a barrier, and uniform updates;
+then an epilogue that stores the accumulators.
+
+The rewrite treats every thread of the original as one *virtual thread* of a
+``(BN, BM)`` tile: a real thread ``(tx, ty)`` runs the virtual threads
+``(tx + j * THREADS_X, ty + i * THREADS_Y)`` (``i < TM``, ``j < TN``) with its accumulators in
+``acc[TM][TN]`` registers, and the shared tiles become ``[BM][BK]`` / ``[BK][BN]`` (by the role
+of each index). A store ``S[ty][tx] = E(ty, tx)`` gives the tile element at position
+``(ty, tx)``; it becomes a loop of all threads over the tile's positions ``(r, c)`` storing
+``E(r, c)``. The literal (or macro) T takes its role from where it stands: ``blockIdx.y * T``
+is BM, ``blockIdx.x * T`` is BN, every other use (the K step, the inner loop bound, ``t * T``)
+is BK. Anything the analysis does not model (a barrier elsewhere, a thread-dependent pointer
+that is reassigned, T multiplied by a thread index, an early return) refuses the transform
+with its reason and line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from workbench.llm.templater.analysis import (
+    binary,
+    builtin,
+    calls,
+    factors,
+    int_value,
+    line,
+    strip,
+    text,
+    walk,
+)
+from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.rules import literal, scale_divisor
+
+_ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
+_MAX_SMEM = 49152  # static shared memory per block, bytes
+
+
+class Refused(Exception):
+    """The kernel has the family's shape but a part the analysis cannot follow."""
+
+    def __init__(self, reason: str, node: Node | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.node = reason, node
+
+
+@dataclass
+class Local:
+    """One declared local: its declarator, initial value and the declaration holding it."""
+
+    name: str
+    decl: Node
+    declarator: Node
+    value: Node | None
+    count: int = 1
+
+
+@dataclass
+class Tile:
+    """A shared tile: its declaration, extent nodes and the role of each index position
+    ("x"/"y": the output dimension the compute reads it along, "k": the reduction)."""
+
+    name: str
+    decl: Node
+    extents: list[Node]
+    roles: list[str] = field(default_factory=list)
+    elem_bytes: int = 4
+    padded: int = 0  # the author's pad on the inner extent (``[T][T + 1]``)
+
+
+def render(data: bytes, node: Node, sub: Callable[[Node], str | None]) -> str:
+    """``node``'s text with every subtree for which ``sub`` answers a string replaced."""
+    out: list[str] = []
+    pos = node.start_byte
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        s = sub(n)
+        if s is not None:
+            out += [data[pos:n.start_byte].decode(), s]
+            pos = n.end_byte
+        else:
+            stack.extend(reversed(n.children))
+    out.append(data[pos:node.end_byte].decode())
+    return "".join(out)
+
+
+def _locals(body: Node) -> dict[str, Local]:
+    out: dict[str, Local] = {}
+    for n in walk(body):
+        if n.type != "declaration":
+            continue
+        for d in n.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            while inner is not None and inner.type in ("pointer_declarator", "array_declarator"):
+                inner = inner.child_by_field_name("declarator")
+            name = text(inner)
+            if name in out:
+                out[name].count += 1
+            elif name:
+                out[name] = Local(name, n, d, value)
+    return out
+
+
+def _assigned(node: Node) -> set[str]:
+    out = set()
+    for n in walk(node):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and strip(target).type == "identifier":
+                out.add(text(strip(target)))
+    return out
+
+
+def _is_sync(stmt: Node) -> bool:
+    return stmt.type == "expression_statement" and stmt.named_child_count == 1 and \
+        strip(stmt.named_children[0]).type == "call_expression" and \
+        text(strip(stmt.named_children[0]).child_by_field_name("function")) == "__syncthreads"
+
+
+def _statements(block: Node) -> list[Node]:
+    return [c for c in block.named_children if c.type != "comment"]
+
+
+class _Gemm:
+    """The facts of one kernel of the family and their rendering."""
+
+    def __init__(self, plan: Plan, tile: int) -> None:
+        self.plan, self.tile = plan, tile
+        self.data = plan.source.data
+        self.body = plan.body
+        self.locals = _locals(self.body)
+        self.assigned = _assigned(self.body)
+        single = {n for n, lo in self.locals.items() if lo.count == 1 and n not in self.assigned}
+        self.thread_alias: dict[str, str] = {}
+        self.block_alias: dict[str, str] = {}
+        for name in single:
+            value = self.locals[name].value
+            if value is not None and builtin(value, "threadIdx") in ("x", "y"):
+                self.thread_alias[name] = builtin(value, "threadIdx")  # type: ignore[assignment]
+            if value is not None and builtin(value, "blockIdx") in ("x", "y"):
+                self.block_alias[name] = builtin(value, "blockIdx")  # type: ignore[assignment]
+        # locals whose value depends on the thread index (directly or through another)
+        self.threaded: set[str] = set(self.thread_alias)
+        changed = True
+        while changed:
+            changed = False
+            for name, lo in self.locals.items():
+                if name not in self.threaded and lo.value is not None and \
+                        self.mentions_thread(lo.value):
+                    self.threaded.add(name)
+                    changed = True
+        self.roles: dict[tuple[int, int], str] = {}
+        self.tiles: dict[str, Tile] = {}
+        self.accumulators: list[Local] = []
+        self.names: dict[str, str] = {}
+        self.inlinable: set[str] = set()
+
+    # -- facts -------------------------------------------------------------------------
+    def thread_dim(self, node: Node) -> str | None:
+        node = strip(node)
+        d = builtin(node, "threadIdx")
+        if d is not None:
+            return d
+        if node.type == "identifier":
+            return self.thread_alias.get(text(node))
+        return None
+
+    def mentions_thread(self, node: Node) -> bool:
+        for n in walk(node):
+            if builtin(n, "threadIdx") is not None:
+                return True
+            if n.type == "identifier" and text(n) in getattr(self, "threaded", set()):
+                return True
+        return False
+
+    def block_dim(self, node: Node) -> str | None:
+        node = strip(node)
+        d = builtin(node, "blockIdx")
+        if d is None and node.type == "identifier":
+            d = self.block_alias.get(text(node))
+        return d
+
+    def is_tile_size(self, n: Node) -> bool:
+        if n.type == "number_literal" or (n.type == "identifier" and n.parent is not None
+                                          and n.parent.type != "field_expression"):
+            return int_value(n) == self.tile
+        return False
+
+    def classify(self, extent_spans: set[tuple[int, int]]) -> None:
+        """The role of every use of T (BM, BN or BK) and of every ``blockDim``."""
+        for n in walk(self.body):
+            span = (n.start_byte, n.end_byte)
+            is_dim = builtin(n, "blockDim") is not None and n.type == "field_expression"
+            if span in extent_spans or not (self.is_tile_size(n) or is_dim):
+                continue
+            top = n
+            while top.parent is not None and (
+                    top.parent.type == "parenthesized_expression" or
+                    (top.parent.type == "binary_expression" and
+                     text(top.parent.child_by_field_name("operator")) == "*")):
+                top = top.parent
+            dims = {self.block_dim(f) for f in factors(top)} - {None}
+            if any(self.thread_dim(f) is not None for f in factors(top)):
+                raise Refused(f"`{text(top)}` multiplies a thread index by the tile size "
+                              f"{self.tile}: a thread numbering the rewrite does not model", n)
+            if len(dims) == 1:
+                self.roles[span] = "BM" if dims == {"y"} else "BN"
+            elif is_dim:
+                raise Refused(f"`{text(n)}` is used other than as a block offset "
+                              f"(`{text(top)}`)", n)
+            else:
+                self.roles[span] = "BK"
+
+    # -- rendering ---------------------------------------------------------------------
+    def role_sub(self, n: Node) -> str | None:
+        role = self.roles.get((n.start_byte, n.end_byte))
+        return self.names[role] if role is not None else None
+
+    def region(self, threads: dict[str, str], acc: bool) -> Callable[[Node], str | None]:
+        """Substitution for code run by a virtual thread or at a tile position: thread
+        indices become ``threads[dim]``, thread-dependent locals declared outside are
+        inlined, accumulators index the register tile."""
+        acc_names = {a.name for a in self.accumulators}
+
+        def sub(n: Node) -> str | None:
+            role = self.role_sub(n)
+            if role is not None:
+                return role
+            d = builtin(n, "threadIdx") if n.type == "field_expression" else None
+            if d is not None:
+                return threads[d]
+            if n.type == "identifier":
+                name = text(n)
+                if name in self.thread_alias:
+                    return threads[self.thread_alias[name]]
+                if acc and name in acc_names:
+                    return f"{name}[wb_i][wb_j]"
+                lo = self.locals.get(name)
+                if name in self.inlinable and lo is not None and lo.value is not None:
+                    return "(" + render(self.data, lo.value, sub) + ")"
+            return None
+        return sub
+
+
+def _fresh(plan: Plan, wanted: list[str]) -> dict[str, str]:
+    used = {text(n) for n in walk(plan.source.tree.root_node) if n.type == "identifier"} | \
+        {text(n.child_by_field_name("name")) for n in walk(plan.source.tree.root_node)
+         if n.type == "preproc_def"}
+    return {w: (w if w not in used else f"WB_{w}") for w in wanted}
+
+
+def lift_regtile(plan: Plan) -> bool:
+    """Register tiling of a shared-memory tiled GEMM; False when the kernel is not of the
+    family (or is, and the analysis refused it: the finding says why)."""
+    if len(plan.block) != 2:
+        return False
+    bx, by = literal(plan.block[0]), literal(plan.block[1])
+    if bx is None or bx != by or bx < 2:
+        return False
+    loops = [s for s in _statements(plan.body) if s.type in ("for_statement", "while_statement")
+             and "__syncthreads" in calls(s)]
+    shared = [d for d in walk(plan.body) if d.type == "declaration" and
+              any(text(c) == "__shared__" for c in d.children)]
+    if len(loops) != 1 or len(shared) < 2:
+        return False
+    try:
+        g = _Gemm(plan, bx)
+        _analyse(g, loops[0])
+    except Refused as exc:
+        if exc.reason == "not-gemm":
+            return False
+        plan.note("REGISTER_TILE", False, exc.reason, exc.node)
+        return False
+    _emit(g, loops[0])
+    return True
+
+
+@dataclass
+class _Parts:
+    prologue: list[Node]
+    stores: list[Node]
+    compute: list[Node]
+    after: list[Node]
+    epilogue: list[Node]
+
+
+def _store_target(stmt: Node) -> list[Node]:
+    """The shared subscripts a store statement writes (``S[a][b] = ...`` or if/else)."""
+    if stmt.type == "compound_statement":
+        inner = _statements(stmt)
+        return _store_target(inner[0]) if len(inner) == 1 else []
+    if stmt.type == "expression_statement" and stmt.named_child_count == 1:
+        e = stmt.named_children[0]
+        if e.type == "assignment_expression" and text(e.child_by_field_name("operator")) == "=":
+            left = e.child_by_field_name("left")
+            return [left] if left is not None else []
+        return []
+    if stmt.type == "if_statement":
+        cons = stmt.child_by_field_name("consequence")
+        alt = stmt.child_by_field_name("alternative")
+        if cons is None or alt is None:
+            return []
+        alt_stmt = alt.named_children[-1] if alt.type == "else_clause" else alt
+        a, b = _store_target(cons), _store_target(alt_stmt)
+        return a + b if len(a) == 1 and len(b) == 1 and text(a[0]) == text(b[0]) else []
+    return []
+
+
+def _subscript(node: Node) -> tuple[str, list[Node]] | None:
+    idx: list[Node] = []
+    node = strip(node)
+    while node.type == "subscript_expression":
+        i = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        if i is None:
+            return None
+        idx.insert(0, strip(i.named_children[0]) if i.type == "subscript_argument_list"
+                   and i.named_child_count == 1 else strip(i))
+        node = strip(node.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return (text(node), idx) if node.type == "identifier" and idx else None
+
+
+def _analyse(g: _Gemm, loop: Node) -> None:
+    plan, t = g.plan, g.tile
+    tiles: dict[str, Tile] = {}
+    for lo in g.locals.values():
+        if any(text(c) == "__shared__" for c in lo.decl.children):
+            ext: list[Node] = []
+            node: Node | None = lo.declarator
+            while node is not None and node.type == "array_declarator":
+                size = node.child_by_field_name("size")
+                if size is not None:
+                    ext.insert(0, size)
+                node = node.child_by_field_name("declarator")
+            typ = text(lo.decl.child_by_field_name("type"))
+            tiles[lo.name] = Tile(lo.name, lo.decl, ext, elem_bytes=_ELEM.get(typ, 0))
+    if len(tiles) < 2 or any(len(tl.extents) != 2 for tl in tiles.values()):
+        raise Refused("not-gemm")
+    for tl in tiles.values():
+        if int_value(tl.extents[0]) != t:
+            raise Refused("not-gemm")
+        inner = binary(tl.extents[1])
+        if int_value(tl.extents[1]) == t:
+            continue
+        if inner and inner[1] == "+" and int_value(inner[0]) == t and int_value(inner[2]) == 1:
+            tl.padded = 1
+            continue
+        raise Refused("not-gemm")
+    body = loop.child_by_field_name("body")
+    if body is None or body.type != "compound_statement":
+        raise Refused("the loop over tiles has no block body", loop)
+    stmts = _statements(body)
+    syncs = [i for i, s in enumerate(stmts) if _is_sync(s)]
+    if len(syncs) != 2 or sum(1 for n in walk(body) if n.type == "call_expression" and
+                              text(n.child_by_field_name("function")) == "__syncthreads") != 2:
+        raise Refused("the loop over tiles does not have exactly two barriers at its top "
+                      "level (store the tiles; barrier; compute; barrier)", loop)
+    top = _statements(plan.body)
+    k = top.index(loop)
+    parts = _Parts(top[:k], stmts[:syncs[0]], stmts[syncs[0] + 1:syncs[1]],
+                   stmts[syncs[1] + 1:], top[k + 1:])
+    for s in parts.prologue + parts.epilogue:
+        for n in walk(s):
+            if n.type in ("return_statement", "goto_statement"):
+                raise Refused(f"`{text(n)}` outside the loop over tiles: an early exit the "
+                              "coarsened threads cannot share", n)
+    # thread-dependent locals declared outside the per-thread code are inlined there: they
+    # must be single definitions that are never reassigned
+    outside = [c for c in parts.prologue + parts.stores]
+    g.inlinable = {x for x in g.threaded if any(
+        c.start_byte <= g.locals[x].decl.start_byte < c.end_byte for c in outside)}
+    for s in outside:
+        names = [_decl_name(d) for d in s.children_by_field_name("declarator")] \
+            if s.type == "declaration" else []
+        if len({x in g.inlinable for x in names}) > 1:
+            raise Refused(f"`{text(s)}` declares thread-dependent and uniform values "
+                          "together", s)
+    for name in g.inlinable:
+        if g.locals[name].count > 1 or name in g.assigned:
+            raise Refused(f"`{name}` depends on the thread index and is reassigned",
+                          g.locals[name].decl)
+    # the stores: one element per thread of each tile, at thread-index positions
+    stored: dict[str, list[str]] = {}
+    for s in parts.stores:
+        if s.type == "declaration":
+            continue
+        targets = _store_target(s)
+        sub = _subscript(targets[0]) if targets else None
+        if sub is None or sub[0] not in tiles:
+            raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
+                          "not a store of a shared tile", s)
+        dims = [g.thread_dim(i) for i in sub[1]]
+        if None in dims or len(set(dims)) != 2 or sub[0] in stored:
+            raise Refused(f"the store to {sub[0]} is not one element per thread at "
+                          "(thread y, thread x) positions", s)
+        stored[sub[0]] = dims  # type: ignore[assignment]
+    if set(stored) != set(tiles):
+        raise Refused("not every shared tile is stored before the first barrier", loop)
+    # the compute: reads at (thread, k) positions, writes only private state
+    writes = {w for c in parts.compute for w in _assigned(c)}
+    inner_decls = {lo.name for lo in g.locals.values()
+                   if any(lo.decl.start_byte >= c.start_byte and lo.decl.end_byte <= c.end_byte
+                          for c in parts.compute)}
+    accs = writes - inner_decls
+    for n in (m for c in parts.compute for m in walk(c)):
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and strip(left).type != "identifier":
+                raise Refused(f"the compute writes `{text(left)}` (only registers may be "
+                              "written between the barriers)", n)
+        sub = _subscript(n) if n.type == "subscript_expression" else None
+        if sub is None or sub[0] not in tiles or (n.parent is not None and
+                                                  n.parent.type == "subscript_expression"):
+            continue
+        tile = tiles[sub[0]]
+        roles = ["k" if not g.mentions_thread(i) else (g.thread_dim(i) or "?") for i in sub[1]]
+        if sorted(r == "k" for r in roles) != [False, True] or "?" in roles:
+            raise Refused(f"`{text(n)}` does not read the tile at (thread index, k)", n)
+        if tile.roles and tile.roles != roles:
+            raise Refused(f"{sub[0]} is read along different roles", n)
+        tile.roles = roles
+    if any(not tl.roles for tl in tiles.values()):
+        raise Refused("a shared tile is stored but not read between the barriers", loop)
+    if {r for tl in tiles.values() for r in tl.roles} != {"x", "y", "k"}:
+        raise Refused("the tiles are not read along both output dimensions", loop)
+    if any(tl.elem_bytes == 0 for tl in tiles.values()):
+        raise Refused("a shared tile has an element type of unknown size", loop)
+    for name in accs:
+        acc = g.locals.get(name)
+        if acc is None or acc.count > 1 or not any(acc.decl == p for p in parts.prologue) or \
+                name in g.threaded:
+            raise Refused(f"`{name}` is written between the barriers but is not a "
+                          "thread-private accumulator declared before the loop", loop)
+        if not all(_decl_name(d) in accs for d in acc.decl.children_by_field_name("declarator")):
+            raise Refused(f"`{text(acc.decl)}` declares accumulators with other variables",
+                          acc.decl)
+        g.accumulators.append(acc)
+    if not g.accumulators:
+        raise Refused("nothing is accumulated between the barriers", loop)
+    for s in parts.after + _header(loop):
+        if g.mentions_thread(s):
+            raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread index", s)
+    for s in parts.epilogue:
+        if any(_subscript(n) and _subscript(n)[0] in tiles  # type: ignore[index]
+               for n in walk(s) if n.type == "subscript_expression"):
+            raise Refused("the epilogue reads a shared tile", s)
+        if "__syncthreads" in calls(s):
+            raise Refused("a barrier after the loop over tiles", s)
+    for s in parts.prologue:
+        if s.type == "declaration" or not g.mentions_thread(s):
+            continue
+        raise Refused(f"`{text(s)}` before the loop depends on the thread index", s)
+    if any(builtin(n, "gridDim") or builtin(n, "threadIdx") == "z" or builtin(n, "blockIdx")
+           == "z" for n in walk(plan.body)):
+        raise Refused("the kernel reads gridDim or a z index, which the rewrite does not "
+                      "model", plan.body)
+    spans = {(e.start_byte, e.end_byte) for tl in tiles.values() for e in tl.extents}
+    spans |= {(n.start_byte, n.end_byte) for tl in tiles.values() for e in tl.extents
+              for n in walk(e)}
+    g.classify(spans)
+    epi_roles = [n for s in parts.epilogue for n in walk(s)
+                 if g.roles.get((n.start_byte, n.end_byte)) == "BK"]
+    if epi_roles:
+        raise Refused(f"`{text(epi_roles[0].parent)}` after the loop uses the tile size "
+                      "other than as a block offset", epi_roles[0])
+    g.tiles = tiles
+    g.parts = parts  # type: ignore[attr-defined]
+    for g_rule, want in ((0, "BN"), (1, "BM")):
+        if scale_divisor(plan.grid[g_rule], str(t), want) is None:
+            raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile {t}")
+
+
+def _decl_name(d: Node) -> str:
+    inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+    return text(inner)
+
+
+def _emit(g: _Gemm, loop: Node) -> None:
+    plan, t, data = g.plan, g.tile, g.data
+    parts: _Parts = g.parts  # type: ignore[attr-defined]
+    n = _fresh(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y"])
+    g.names = n
+    bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
+    tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
+    role_ext = {"y": bm, "x": bn, "k": bk}
+    padded = [tl for tl in g.tiles.values() if tl.roles[-1] == "k"]
+    ind = "  "
+    out: list[str] = ["{"]
+    for tl in g.tiles.values():
+        ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
+               role_ext[tl.roles[i]] + (f" + {pad}" if tl in padded and i == 1 else "")
+               for i in range(2)}
+        out.append(ind + render(data, tl.decl, lambda m, ext=ext:  # type: ignore[misc]
+                                ext.get((m.start_byte, m.end_byte))))
+    acc_decls = {a.decl for a in g.accumulators}
+    for s in parts.prologue:
+        if s.type == "declaration" and (any(text(c) == "__shared__" for c in s.children) or
+                                        s in acc_decls):
+            continue
+        names = [_decl_name(d) for d in s.children_by_field_name("declarator")] \
+            if s.type == "declaration" else []
+        if names and all(x in g.inlinable for x in names):
+            continue  # thread-dependent: inlined where used
+        out.append(ind + render(data, s, g.role_sub))
+    for a in g.accumulators:
+        typ = data[a.decl.start_byte:a.decl.children_by_field_name("declarator")[0]
+                   .start_byte].decode().strip()
+        init = render(data, a.value, g.role_sub) if a.value is not None else "0"
+        out += [f"{ind}{typ} {a.name}[{tm}][{tn}];",
+                f"{ind}for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
+                f"{ind}  for (int wb_j = 0; wb_j < {tn}; ++wb_j) {a.name}[wb_i][wb_j] = {init};"]
+    out.append(f"{ind}const int wb_tid = threadIdx.y * {tx_} + threadIdx.x;")
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    out.append(ind + render(data, loop, lambda m: "" if m == body else g.role_sub(m)).rstrip()
+               + " {")
+    ind2 = ind * 2
+    for s in parts.stores:
+        if s.type == "declaration":
+            names = [_decl_name(d) for d in s.children_by_field_name("declarator")]
+            if all(x in g.inlinable for x in names):
+                continue
+            out.append(ind2 + render(data, s, g.role_sub))
+            continue
+        target = _subscript(_store_target(s)[0])
+        assert target is not None
+        tile = g.tiles[target[0]]
+        dims = [g.thread_dim(i) for i in target[1]]
+        threads = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
+        e0, e1 = role_ext[tile.roles[0]], role_ext[tile.roles[1]]
+        out += [f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {tx_} * {ty_}) {{",
+                f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
+                f"{ind2}  " + render(data, s, g.region(threads, acc=False)),
+                f"{ind2}}}"]
+    out.append(f"{ind2}__syncthreads();")
+    virtual = {"x": f"(threadIdx.x + wb_j * {tx_})", "y": f"(threadIdx.y + wb_i * {ty_})"}
+    per_item = g.region(virtual, acc=True)
+    loops_ij = ["#pragma unroll", f"for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
+                "#pragma unroll", f"for (int wb_j = 0; wb_j < {tn}; ++wb_j) {{"]
+    compute = [c for c in parts.compute if c.type != "preproc_call"]
+    inner = compute[0] if len(compute) == 1 and compute[0].type == "for_statement" else None
+    inner_body = inner.child_by_field_name("body") if inner is not None else None
+    if inner is not None and inner_body is not None and not any(
+            g.mentions_thread(h) for h in _header(inner)) and \
+            not _writes_shared_or_global(inner_body):
+        head = render(data, inner, lambda m: "" if m == inner_body else g.role_sub(m))
+        out += [f"{ind2}#pragma unroll", ind2 + head.rstrip() + " {"]
+        out += [ind2 + "  " + x for x in loops_ij]
+        out.append(ind2 + "    " + render(data, inner_body, per_item))
+        out += [f"{ind2}  }}", f"{ind2}}}"]
+        plan.note("REGISTER_TILE", True, "the inner product loop runs over k outside the "
+                  "TM x TN register tile (each shared value read once per k)", inner)
+    else:
+        out += [ind2 + x for x in loops_ij]
+        out += [ind2 + "  " + render(data, c, per_item) for c in parts.compute]
+        out.append(f"{ind2}}}")
+    out.append(f"{ind2}__syncthreads();")
+    out += [ind2 + render(data, s, g.role_sub) for s in parts.after]
+    out.append(f"{ind}}}")
+    out += [ind + x for x in loops_ij]
+    out += [ind + "  " + render(data, s, per_item) for s in parts.epilogue]
+    out += [f"{ind}}}", "}"]
+    text_out = "\n".join(out)
+    plan.rw.replace(plan.body, text_out)
+    plan.helper(f"#define {tx_} ({bn} / {tn})  // threads per block along x")
+    plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
+    plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
+    plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
+    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}"]
+    plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
+    where = f"{line(plan.body)}"
+    tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
+                           for tl in g.tiles.values())
+    for name, desc in ((bm, f"rows of the output per block (as written: {t})"),
+                       (bn, f"columns of the output per block (as written: {t})")):
+        plan.add_param(name, {"kind": "pow2", "min": min(16, t), "max": max(128, t),
+                              "default": t, "description": desc},
+                       f"{where}: blockIdx * {t} and the shared tiles")
+    plan.add_param(bk, {"kind": "choice", "values": sorted({8, 16, 32, t}), "default": t,
+                        "description": f"depth of the shared tiles along k (as written: {t})"},
+                   f"{line(loop)}: the loop over tiles")
+    for name, dim in ((tm, "rows"), (tn, "columns")):
+        plan.add_param(name, {"kind": "pow2", "min": 1, "max": 8, "default": 1,
+                              "description": f"output {dim} per thread, accumulators in "
+                                             "registers (as written: 1)"},
+                       f"{line(g.accumulators[0].decl)}: accumulator "
+                       f"{g.accumulators[0].name}")
+    pad_default = max((tl.padded for tl in g.tiles.values()), default=0)
+    if padded:
+        plan.add_param(pad, {"kind": "choice", "values": sorted({0, 1, pad_default}),
+                             "default": pad_default,
+                             "description": "extra column of the tiles read along k "
+                                            "(bank conflicts across rows of threads)"},
+                       f"{line(padded[0].decl)}: __shared__ {padded[0].name}")
+    else:
+        pad = "0"
+    plan.constrain(f"{bm} % {tm} == 0 and {bn} % {tn} == 0")
+    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
+    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
+    plan.constrain(f"{tm} * {tn} <= 64")
+    smem = " + ".join(
+        f"{tl.elem_bytes} * " + " * ".join(
+            f"({role_ext[r]} + {pad})" if tl in padded and i == 1 and pad != "0" else role_ext[r]
+            for i, r in enumerate(tl.roles)) for tl in g.tiles.values())
+    plan.constrain(f"{smem} <= {_MAX_SMEM}")
+    plan.note("REGISTER_TILE", True, f"tiled product over shared tiles {tile_names}: each "
+              f"thread computes {tm} x {tn} outputs in registers "
+              f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
+              f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "
+              f"block = ({bn} / {tn}, {bm} / {tm})", loop)
+
+
+def _header(loop: Node) -> list[Node]:
+    return [p for f in ("initializer", "condition", "update")
+            if (p := loop.child_by_field_name(f)) is not None]
+
+
+def _writes_shared_or_global(node: Node) -> bool:
+    for n in walk(node):
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and strip(left).type != "identifier":
+                return True
+    return False
