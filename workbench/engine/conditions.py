@@ -68,6 +68,23 @@ class ConditionRunner(Protocol):
     def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult: ...
 
 
+def conditions_unmet(runner: object, description: str, conditions: Sequence[str] | None,
+                     rule: PickRule | None) -> str | None:
+    """A sentence when a confirmation was asked to measure under cache conditions (more
+    than the search's, or with a pick rule) and ``runner`` cannot: it then confirms under
+    the search's condition only, with no condition table and no pick rule, and the report
+    must say so rather than fall back silently. ``runner`` is the one that confirms (a
+    cluster's one-device view), ``description`` what it measures with. None: nothing was
+    asked that it cannot do."""
+    asked = (conditions is not None and tuple(conditions) != ("read",)) or rule is not None
+    if not asked or isinstance(runner, ConditionRunner):
+        return None
+    named = ", ".join(conditions) if conditions is not None else "the rule's"
+    return (f"{description} cannot measure under cache conditions ({named} asked): the "
+            f"finalists were not confirmed under them, so no condition table and no pick "
+            f"rule ({(rule or PickRule()).describe()}) apply to this report")
+
+
 @dataclass(frozen=True)
 class ConditionConfirmation:
     """Round 1 (every finalist, every condition: the rule picks) and round 2 (the pick and

@@ -18,7 +18,13 @@ What keeps measurements comparable:
   and one runner per resource;
 - :meth:`one_device` measures on one worker only: the baseline, the device-copy roofline
   and finalist confirmation run there (the copy roofline can also be taken on every device,
-  :meth:`copy_timings`).
+  :meth:`copy_timings`);
+- when every worker's runner measures under cache conditions (a live one does), the
+  runner is a :class:`~workbench.engine.conditions.ConditionRunner` too
+  (:class:`ConditionDaskRunner`): a confirmation pins one worker once
+  (``confirm_finalists`` takes :meth:`one_device`) and measures every finalist, the
+  baseline, every condition and both rounds there, so a cluster prints the same condition
+  table and applies the same pick rule as the direct runner.
 
 Failures: a crash or hang of a candidate kills only the GPU worker subprocess, which the
 LocalRunner on that Dask worker restarts (the candidate is recorded crashed or timeout, as
@@ -44,9 +50,10 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.core.conditions import check_conditions
 from workbench.core.errors import ClusterError
 from workbench.core.hardware import DeviceSpec
-from workbench.core.records import Candidate, TrialResult
+from workbench.core.records import Candidate, Config, TrialResult
 from workbench.engine import dask_tasks
 from workbench.engine.bench import CopyTiming
 from workbench.engine.dask_tasks import (
@@ -126,7 +133,10 @@ def dask_runner(client: Any, endpoint: Endpoint, *, resource: str = GPU_RESOURCE
     """A DaskRunner over the cluster's GPU workers; one that can measure again (for
     finalist confirmation) when every worker's runner can."""
     workers = meet_workers(client, endpoint, resource)
-    cls = RemeasuringDaskRunner if all(w.remeasures for w in workers) else DaskRunner
+    cls: type[DaskRunner] = DaskRunner
+    if all(w.remeasures for w in workers):
+        cls = (ConditionDaskRunner if all(w.measures_under_conditions for w in workers)
+               else RemeasuringDaskRunner)
     return cls(client, endpoint, workers, resource=resource, owns=owns)
 
 
@@ -406,3 +416,76 @@ class RemeasuringDaskRunner(DaskRunner):
                                       pure=False, key=f"wb-forget-{next(_tokens)}")
                    for w in self.workers]
         self.client.gather(futures)
+
+
+class ConditionDaskRunner(RemeasuringDaskRunner):
+    """A DaskRunner whose workers measure again under cache conditions (live GPUs): a
+    :class:`~workbench.engine.conditions.ConditionRunner`.
+
+    Every call measures on ONE device: the worker this view is pinned to
+    (:meth:`one_device`, which ``confirm_finalists`` takes once per confirmation), else the
+    reference worker. A pinned worker that leaves the cluster mid-call is never replaced by
+    another (its times would not compare): what it had not measured comes back crashed,
+    saying so, and the confirmation says why it has no pick."""
+
+    def measure_under(self, condition: str,
+                      candidates: Sequence[Candidate]) -> list[TrialResult]:
+        """``candidates`` measured again under ``condition`` on this view's device, in one
+        task (compiled by the cluster first; one result per candidate)."""
+        check_conditions([condition])
+        if not candidates:
+            return []
+        address = self._one_address()
+        artifacts = self._compile(candidates, next(_tokens))
+        future = self.client.submit(
+            dask_tasks.measure_under, self.packed, self.description, condition,
+            list(candidates), artifacts, workers=[address], allow_other_workers=False,
+            resources={self.resource: 1}, priority=_MEASURE_PRIORITY, pure=False,
+            key=f"wb-measure-under-{condition}-{next(_tokens)}")
+        try:
+            results: list[TrialResult] | None = self._await_on(address, future)
+        finally:
+            self.client.cancel([a for a in artifacts if a is not None])
+        if results is None:
+            return [self._lost(c, f"the worker {address} measuring the confirmation under "
+                               f"'{condition}' left the cluster") for c in candidates]
+        return results
+
+    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
+        """The baseline measured again under ``condition`` on this view's device."""
+        check_conditions([condition])
+        address = self._one_address()
+        future = self.client.submit(
+            dask_tasks.baseline_under, self.packed, self.description, condition, shape,
+            dtype, workers=[address], allow_other_workers=False,
+            resources={self.resource: 1}, priority=_MEASURE_PRIORITY, pure=False,
+            key=f"wb-baseline-under-{condition}-{next(_tokens)}")
+        result: TrialResult | None = self._await_on(address, future)
+        if result is None:
+            return self._lost(Candidate(Config(), shape, dtype),
+                              f"the worker {address} measuring the baseline under "
+                              f"'{condition}' left the cluster")
+        return result
+
+    def _one_address(self) -> str:
+        """The device of every condition measurement: the pinned worker, else the
+        reference one."""
+        if self._pin is None:
+            self._check_reference()
+        return self.reference.address
+
+    def _await_on(self, address: str, future: Any) -> Any:
+        """``future``'s result, or None once ``address`` is no longer a worker (a pinned
+        task never moves, so it would wait forever)."""
+        from distributed import wait
+
+        while True:
+            try:
+                done, _ = wait([future], timeout=_POLL_S)
+            except TimeoutError:
+                done = set()
+            if done:
+                return future.result()
+            if address not in _gpu_workers(self.client, self.resource):
+                self.client.cancel([future])
+                return None

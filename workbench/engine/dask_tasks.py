@@ -39,6 +39,7 @@ from workbench.core.records import Candidate, TrialResult
 from workbench.core.template import KernelInstance, KernelTemplate
 from workbench.engine.bench import BenchSettings, CopyTiming
 from workbench.engine.compiler import Compiler, CompileResult
+from workbench.engine.conditions import ConditionRunner
 from workbench.engine.runner import LocalRunner, PlannedCandidate, Runner
 
 #: The worker resource a GPU task asks for; ``dask cuda worker --resources "GPU=1"``.
@@ -122,6 +123,7 @@ class WorkerInfo:
     compiler_flags: tuple[str, ...]
     driver: str
     remeasures: bool          # its runner can time an identical binary again
+    measures_under_conditions: bool = False  # its runner is a ConditionRunner
 
     @property
     def identity(self) -> tuple[str, str, str, tuple[str, ...], str]:
@@ -219,7 +221,8 @@ def hello(endpoint: PackedEndpoint) -> WorkerInfo:
                       compiler_version=compiler.version if compiler else "",
                       compiler_flags=compiler.flags if compiler else (),
                       driver=str(facts.get("driver") or ""),
-                      remeasures=isinstance(runner, _Forgets))
+                      remeasures=isinstance(runner, _Forgets),
+                      measures_under_conditions=isinstance(runner, ConditionRunner))
 
 
 def compile_instance(arch: str, instance: KernelInstance) -> CompiledArtifact:
@@ -280,6 +283,41 @@ def _local_compile(compiler: Compiler, plan: PlannedCandidate,
         compiler.adopt(compiled, artifact.cubin)
     local = compiler.compile(plan.instance)
     return replace(local, compile_s=compiled.compile_s) if same and local.cached else local
+
+
+def _condition_runner(endpoint: PackedEndpoint, description: str) -> ConditionRunner:
+    runner = _runner(endpoint)
+    if runner.description != description:
+        raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
+                           f"{description}: give it its own resource name",
+                           value=runner.description, expected=description)
+    if not isinstance(runner, ConditionRunner):
+        raise ClusterError(f"{runner.description} on {_worker_address()} cannot measure "
+                           f"under cache conditions", value=runner.description)
+    return runner
+
+
+def measure_under(endpoint: PackedEndpoint, description: str, condition: str,
+                  candidates: list[Candidate],
+                  artifacts: list[CompiledArtifact | None]) -> list[TrialResult]:
+    """Measure ``candidates`` again under a cache condition on this worker's device, in one
+    turn on its runner (``artifacts``: the cluster's compiles, adopted into this worker's
+    cache first, so the runner answers its compiles from the cache)."""
+    runner = _condition_runner(endpoint, description)
+    compiler = _compiler_of(_runner(endpoint))
+    for artifact in artifacts:
+        if artifact is not None and artifact.result.ok and compiler is not None:
+            compiler.adopt(artifact.result, artifact.cubin)
+    with _turn(endpoint):
+        return [where(r) for r in runner.measure_under(condition, candidates)]
+
+
+def baseline_under(endpoint: PackedEndpoint, description: str, condition: str, shape: str,
+                   dtype: str) -> TrialResult:
+    """The baseline measured again under a cache condition on this worker's device."""
+    runner = _condition_runner(endpoint, description)
+    with _turn(endpoint):
+        return where(runner.baseline_under(condition, shape, dtype))
 
 
 def baseline(endpoint: PackedEndpoint, shape: str, dtype: str) -> TrialResult:

@@ -51,6 +51,7 @@ from workbench.engine.capabilities import (
 from workbench.engine.conditions import (
     ConditionConfirmation,
     ConditionRunner,
+    conditions_unmet,
     confirm_under_conditions,
 )
 from workbench.engine.runner import Runner
@@ -332,6 +333,10 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
         got = confirm_finalists(runner, finalists, on_result=on_confirm,
                                 conditions=conditions, rule=rule, twins=twins)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
+        unmet = conditions_unmet(runner.one_device() if isinstance(runner, ManyDevices)
+                                 else runner, runner.description, conditions, rule)
+        if unmet is not None:  # never a silent fallback to the one-condition confirmation
+            notes.append(unmet)
     headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
     if confirmation is not None and confirmation.baseline is not None:
         baseline = confirmation.baseline  # the same condition and round as the headline
