@@ -26,6 +26,7 @@ from workbench.core.errors import RecordingError, ReviewError, WorkbenchError, W
 from workbench.core.events import EventBus, TemplateAdopted, TuneEnded, TuneStarted
 from workbench.core.folder_write import write_beside
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.picks import PickRecord
 from workbench.core.records import Status, TrialResult
 from workbench.engine.tuning import TuneReport
 from workbench.search.budget import Budget
@@ -469,16 +470,32 @@ class Workbench:
         return stored_results(self.store, self.provenance(), shape, dtype, self.template,
                               self.folder.env(shape, dtype, self.device))
 
+    def pick(self, shape: str, dtype: str) -> PickRecord | None:
+        """The answer at (shape, dtype): the newest pick a tune of this template stored for
+        this runner's provenance, read from the store (``pick.is_fallback`` is False when a
+        confirmation decided it). Without a stored pick, the search's fastest stored trial
+        as a fallback (``is_fallback`` True, ``fallback_reason`` saying no pick was stored);
+        None with no ok trial. Exports, the report notebook and the panel show this."""
+        from workbench.core.picks import search_best_pick
+
+        stored = self.store.pick(self.provenance(), shape, dtype)
+        if stored is not None:
+            return stored
+        return search_best_pick(self.results(shape, dtype), kernel=self.kernel_name,
+                                template_version=self.template_version,
+                                baseline_us=self.baseline_us(shape, dtype))
+
     def export(self, what: str, path: str, shape: str, dtype: str, *,
                overwrite: bool = False) -> str:
-        """Write the best stored config at (shape, dtype) (``header``/``json``), every stored
+        """Write the pick at (shape, dtype) (``header``/``json``: :meth:`pick`, the stored
+        decision, or the search's best marked as a fallback), every stored
         trial (``csv``) or a ``report`` notebook, at ``path`` with the kind's suffix.
 
         Every file goes through the one write policy (symlinks refused, atomic). An existing
         file is replaced only with ``overwrite=True``; otherwise the export takes the first
         free name ``<stem>-2``, ``<stem>-3``, ... (the Export tab's button can be clicked
         again without losing the earlier file), and the answer names the file written."""
-        from workbench.ui.panel import config_defines
+        from workbench.store.exports import pick_dict, pick_header
         from workbench.ui.report import results_frame
 
         if what not in ("header", "json", "csv", "report"):
@@ -486,8 +503,6 @@ class Workbench:
                                  expected="header, json, csv or report")
         results = self.results(shape, dtype)
         self.baseline_us(shape, dtype)
-        ok = [r for r in results if r.status is Status.OK and r.median_us is not None]
-        best = min(ok, key=lambda r: r.median_us or 0.0) if ok else None
         stem = Path(path)
         if what == "report":
             written = _export_file(stem.with_suffix(".ipynb"), overwrite, lambda target, replace:
@@ -498,19 +513,18 @@ class Workbench:
             written = _export_file(stem.with_suffix(".csv"), overwrite, lambda target, replace:
                                    write_beside(target, text, overwrite=replace))
             return f"wrote {written} ({len(results)} trials)"
-        if best is None:
+        pick = self.pick(shape, dtype)
+        if pick is None:
             raise WorkbenchError("no valid trial to export yet; launch a search first",
                                  key="export", value=what)
         if what == "header":
-            text, suffix = config_defines(best), ".h"
+            text, suffix = pick_header(pick), ".h"
         else:
-            text = json.dumps({"kernel": self.kernel_name, "shape": best.shape,
-                               "dtype": best.dtype, "median_us": best.median_us,
-                               "config": dict(best.config)}, indent=2) + "\n"
+            text = json.dumps(pick_dict(pick), indent=2) + "\n"
             suffix = ".json"
         written = _export_file(stem.with_suffix(suffix), overwrite, lambda target, replace:
                                write_beside(target, text, overwrite=replace))
-        return f"wrote {written}\n\n{text}"
+        return f"wrote {written} ({pick.how()})\n\n{text}"
 
     def _baseline_map(self) -> dict[str, float]:
         return {f"{s}/{d}": us for (s, d), us in self._baselines.items() if us is not None}
@@ -536,7 +550,16 @@ class Workbench:
             device = self.runner_description
         except WorkbenchError as exc:
             device = f"(no runner: {exc.message})"
+        picks = []
+        for shape, dtype in dict.fromkeys((r.shape, r.dtype) for r in trials):
+            try:
+                answer = self.pick(shape, dtype)
+            except WorkbenchError:
+                answer = None
+            if answer is not None:
+                picks.append(answer)
         content = ReportContent(
+            picks=tuple(picks),
             kernel=self.kernel_name, device=device, baseline_source=self.baseline_source,
             template_source=self.template_source,
             params=[{"name": p.name, **p.to_dict()} for p in self._params],

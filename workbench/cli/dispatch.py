@@ -36,10 +36,12 @@ from workbench.core.dispatch import (
     specialised_knobs,
     sweep_shapes,
     symbolic,
+    with_picks,
 )
 from workbench.core.errors import Problem, WorkbenchError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.params import Choice, Pow2Range
+from workbench.core.picks import PickRecord
 from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import check_target, write_file
@@ -77,10 +79,13 @@ Measured = tuple[dict[str, dict[Config, float]], dict[Config, set[str]]]
 
 
 def _times(folder: KernelFolder, shapes: list[str], dtype: str,
-           args: argparse.Namespace, origins: dict[Config, str] | None = None) -> Measured:
+           args: argparse.Namespace, origins: dict[Config, str] | None = None,
+           picks: dict[str, PickRecord] | None = None) -> Measured:
     """Each shape's fastest median per config (from the store, or the recording) and, per
     config, the shapes whose search measured it (``--cross`` measurements excluded).
-    ``origins`` gets, for each config, where it was first read (recording trial, store row)."""
+    ``origins`` gets, for each config, where it was first read (recording trial, store row).
+    With ``picks`` (a store only) each shape's stored pick becomes its reference
+    (:func:`~workbench.core.dispatch.with_picks`) and ``picks`` gets them."""
     times: dict[str, dict[Config, float]] = {s: {} for s in shapes}
     found_at: dict[Config, set[str]] = {}
     if args.replay is not None:
@@ -106,7 +111,29 @@ def _times(folder: KernelFolder, shapes: list[str], dtype: str,
                 origins.setdefault(r.config, where)
             if not crossed:
                 found_at.setdefault(r.config, set()).add(r.shape)
+    if picks is not None and args.replay is None:
+        for s, pick in _stored_picks(folder, shapes, dtype, args).items():
+            picks[s] = pick
+            if origins is not None:
+                origins.setdefault(pick.config, f"store {args.store}: pick {pick.id} of shape "
+                                                f"{shown(s)} dtype {dtype}, config_key")
+            found_at.setdefault(pick.config, set()).add(s)
+        times = with_picks(times, {s: p.config for s, p in picks.items() if times[s]})
     return times, found_at
+
+
+def _stored_picks(folder: KernelFolder, shapes: list[str], dtype: str,
+                  args: argparse.Namespace) -> dict[str, PickRecord]:
+    """The newest pick stored for each shape of ``folder``'s kernel (any session)."""
+    from workbench.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(args.store)
+    found: dict[str, PickRecord] = {}
+    for s in shapes:
+        stored = store.picks(kernel=folder.name, shape=s, dtype=dtype)
+        if stored:
+            found[s] = stored[-1]
+    return found
 
 
 def _input_problems(folder: KernelFolder, shapes: list[str], dtype: str,
@@ -204,11 +231,12 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     dtype = folder.check_dtype(args.dtype or folder.dtypes[0])
     knobs = specialised_knobs(folder.template.shape_bounds)
     origins: dict[Config, str] = {}
-    measured = _times(folder, shapes, dtype, args, origins)
+    picks: dict[str, PickRecord] = {}
+    measured = _times(folder, shapes, dtype, args, origins, picks)
     problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
     if not problems and args.cross and args.replay is None:
         _cross(args, folder, shapes, dtype, measured, knobs, out)
-        measured = _times(folder, shapes, dtype, args, origins)
+        measured = _times(folder, shapes, dtype, args, origins, picks)
         problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
     if problems:  # before a table is built, printed or written
         raise UnsafeExportError(problems)
@@ -224,8 +252,12 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     print(f"{folder.name} [{dtype}]: {len(table.configs)} configs for {len(shapes)} shapes, "
           f"each within {args.tolerance:g} % of its fastest", file=out)
     for shape, vals, index in table.entries:
+        pick = picks.get(shape)
+        how = (f"its stored pick: {pick.how()}" if pick is not None else
+               "search-best fallback (no confirmation could run: no pick stored for this "
+               "shape); the search's fastest leads")
         print(f"  {shape:14s} {dict(zip(table.size_names, vals, strict=True))} -> config "
-              f"{index}", file=out)
+              f"{index}  [reference: {how}]", file=out)
     for index, cfg in enumerate(table.configs):
         print(f"  config {index}: {dict(cfg)}", file=out)
     if args.out:
@@ -285,13 +317,15 @@ ORDER = 35
 
 def register(sub: Any) -> None:
     """Add the ``dispatch`` subcommand."""
+    from workbench.cli._common import DTYPE_HELP, FOLDER_HELP
+
     p = sub.add_parser("dispatch", help="fold many tuned shapes into a dispatch table "
                                          "(C++ header, JSON, Python); --eval: leave-one-out")
-    p.add_argument("folder")
+    p.add_argument("folder", help=FOLDER_HELP)
     p.add_argument("--shape", help="a named shape (the base of --sweep)")
     p.add_argument("--shapes", help="named shapes, comma separated")
     p.add_argument("--sweep", help="SIZE=LO..HI:log2 or SIZE=A,B,C (varies --shape)")
-    p.add_argument("--dtype")
+    p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--store", default="workbench.sqlite", help="where the tuned trials are")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="take the measurements from a recording instead of the store")

@@ -341,6 +341,25 @@ def symbolic_times(times: Times, sizes: Mapping[str, Mapping[str, int]],
     return out
 
 
+def with_picks(times: Times, picks: Mapping[str, Config]) -> dict[str, dict[Config, float]]:
+    """``times`` with each shape's stored pick as its reference: the configs the search
+    timed faster than the pick are dropped at that shape (the confirmation measured them
+    again and chose the pick over them), so "within the tolerance of its fastest" means of
+    its pick, and a tolerance of 0 dispatches exactly the pick. A pick the search never
+    timed at its shape (a launch twin measured only in the confirmation) takes the shape's
+    fastest time. Shapes without a pick keep every config (the search's fastest leads)."""
+    out: dict[str, dict[Config, float]] = {}
+    for shape, row in times.items():
+        pick = picks.get(shape)
+        if pick is None or not row:
+            out[shape] = dict(row)
+            continue
+        at = row.get(pick, min(row.values()))
+        kept = {c: t for c, t in row.items() if t >= at and c != pick}
+        out[shape] = {pick: at, **kept}
+    return out
+
+
 def _log2_distance(a: Mapping[str, int], b: Mapping[str, int]) -> float:
     return sum(abs(math.log2(max(int(a.get(n, 1)), 1) / max(int(b.get(n, 1)), 1)))
                for n in set(a) | set(b))

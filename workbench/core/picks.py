@@ -140,3 +140,25 @@ class PickRecord:
         speed = self.speedup_text()
         return (f"{self.problem}: {dict(self.config)} at {self.median_us:.3f} us"
                 + (f", {speed} the baseline" if speed else "") + f" — {self.how()}")
+
+
+#: Why a view falls back when the store holds no pick for its problem.
+NO_STORED_PICK = "no tune stored a pick for this template, shape and dtype"
+
+
+def search_best_pick(results: Iterable[TrialResult], *, kernel: str, template_version: str,
+                     reason: str = NO_STORED_PICK, baseline_us: float | None = None,
+                     session_id: str | None = None, pick_id: str = "") -> PickRecord | None:
+    """The fallback pick: the search's fastest ok trial, marked ``search-best`` with
+    ``reason`` (no confirmation ran, or none was stored); None without an ok trial.
+    ``baseline_us`` gives the point speedup (no interval: the search kept one median)."""
+    best = fastest_ok(results)
+    if best is None or best.median_us is None:
+        return None
+    return PickRecord(id=pick_id, kernel=kernel, template_version=template_version,
+                      shape=best.shape, dtype=best.dtype, config=best.config,
+                      decided="search-best", rule=SEARCH_BEST_RULE,
+                      median_us=float(best.median_us), device=best.device,
+                      session_id=session_id, fallback_reason=reason,
+                      search_median_us=best.median_us, baseline_us=baseline_us,
+                      speedup=baseline_us / best.median_us if baseline_us else None)

@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.core.errors import StoreError
+from workbench.core.errors import Problem, StoreError
+from workbench.core.identifiers import identifier_problem
+from workbench.core.picks import PickRecord
 from workbench.core.records import Status, TrialResult, Value
 from workbench.store.base import StoredTrial
 
@@ -199,3 +201,62 @@ def write_json(data: Mapping[str, Any], path: str | Path, *, overwrite: bool = F
 
     return write_beside(path, json.dumps(data, indent=1, default=str) + "\n",
                         overwrite=overwrite)
+
+
+# -- the stored pick: what the header and JSON exports write -------------------------------
+
+
+def _pick_problems(pick: PickRecord) -> list[Problem]:
+    """Every parameter name and value of the pick that may not enter a ``#define``."""
+    where = f"stored pick {pick.id or '(search-best)'} of {pick.problem}"
+    out: list[Problem] = []
+    for name, value in pick.config.items():
+        reason = identifier_problem(name)
+        if reason is not None:
+            out.append(Problem(where, "parameter name", repr(name)[:80], reason))
+        if isinstance(value, bool) or (isinstance(value, int) and -(2**63) <= value < 2**63):
+            continue
+        if isinstance(value, str) and identifier_problem(value) is None:
+            continue
+        out.append(Problem(where, f"parameter {name!r}"[:80], repr(value)[:80],
+                           "an integer, a bool or a C identifier"))
+    return out
+
+
+def _checked(pick: PickRecord) -> None:
+    problems = _pick_problems(pick)
+    if problems:
+        from workbench.core.dispatch import UnsafeExportError
+
+        raise UnsafeExportError(problems)
+
+
+def pick_header(pick: PickRecord) -> str:
+    """The pick as a ``#define`` block, headed by how it was decided (a fallback says so).
+    Names and values are checked first (identifiers, integers)."""
+    _checked(pick)
+    note = pick.how().replace("\n", " ").replace("*/", "* /")
+    speed = pick.speedup_text()
+    lines = [f"// {pick.kernel} {pick.shape} {pick.dtype}: {pick.median_us:.3f} us"
+             + (f", {speed} the baseline" if speed else ""),
+             f"// pick: {note}"[:400]]
+    for key, value in pick.config.items():
+        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
+        lines.append(f"#define {key} {text}")
+    return "\n".join(lines) + "\n"
+
+
+def pick_dict(pick: PickRecord) -> dict[str, Any]:
+    """The pick as the JSON export's dict: the config, its time, how it was decided."""
+    _checked(pick)
+    return {"kernel": pick.kernel, "shape": pick.shape, "dtype": pick.dtype,
+            "median_us": pick.median_us, "config": dict(pick.config),
+            "decided": pick.decided, "fallback": pick.is_fallback,
+            "fallback_reason": pick.fallback_reason, "rule": pick.rule,
+            "condition": pick.condition, "search_median_us": pick.search_median_us,
+            "baseline_us": pick.baseline_us, "speedup": pick.speedup,
+            "speedup_ci": ([pick.speedup_low, pick.speedup_high]
+                           if pick.speedup_low is not None else None),
+            "holds": pick.holds, "device": pick.device,
+            "template_version": pick.template_version, "session_id": pick.session_id,
+            "pick_id": pick.id, "created": pick.created}

@@ -19,6 +19,7 @@ from typing import Any
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status
 from workbench.store.base import ProblemTally
+from workbench.store.rows import latest_picks
 
 #: Folders never searched for kernel folders.
 _SKIPPED = {"node_modules", "__pycache__", "recordings", "site-packages"}
@@ -43,6 +44,11 @@ class SessionSummary:
     speedup: float | None
     speedup_note: str  # where the speedup's baseline comes from, or why there is none
     status: str
+    # the stored pick of best_problem: "confirmed", "search-best", or "" (none stored: the
+    # numbers are the search's fastest trial, and pick_note says so)
+    decided: str = ""
+    pick_note: str = ""
+    pick_config: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,17 +147,22 @@ def summarize_sessions(store: Any, kernel: str,
                        baselines: tuple[str, dict[str, float]] | None) -> list[SessionSummary]:
     """The newest :data:`SESSIONS_SHOWN` sessions of ``kernel`` in ``store``, newest first.
 
-    A session's best is its fastest ok trial of the problem (shape/dtype) it measured most;
-    its speedup divides the recorded baseline of that problem by it, only when the trials
-    ran on the recording's GPU (a replay of it, or the same GPU model live). Read from the
-    store's per-session tallies (:meth:`~workbench.store.base.Store.problem_tallies`), so
-    the cost grows with the sessions shown, not with the trials stored.
+    A session's answer is the pick its tune stored for the problem (shape/dtype) it
+    measured most among those with a stored pick: the time, the speedup (over the baseline
+    measured beside it) and how it was decided, as the panel shows them. A problem with no
+    stored pick falls back to its fastest ok trial, and ``pick_note`` says so; that
+    speedup divides the recorded baseline by it, only when the trials ran on the
+    recording's GPU (a replay of it, or the same GPU model live). Read from the store's
+    per-session tallies (:meth:`~workbench.store.base.Store.problem_tallies`) and picks
+    (:meth:`~workbench.store.base.Store.picks`), one read each, so the cost grows with the
+    sessions shown, not with the trials stored.
     """
     sessions = sorted(store.sessions(kernel), key=lambda s: s.created, reverse=True)
     sessions = sessions[:SESSIONS_SHOWN]
     tallies: dict[str, list[ProblemTally]] = {s.id: [] for s in sessions}
     for tally in store.problem_tallies([s.id for s in sessions]):
         tallies[tally.session_id].append(tally)
+    picks = latest_picks(store.picks(session_ids=[s.id for s in sessions]))
     out = []
     for session in sessions:
         rows = tallies[session.id]
@@ -159,12 +170,26 @@ def summarize_sessions(store: Any, kernel: str,
         timed = [t for t in rows if t.ok and t.best_us is not None]
         best_us = best_problem = speedup = None
         note = "no ok trial yet"
+        decided = pick_note = ""
+        pick_config: dict[str, Any] | None = None
+        picked = [t for t in timed if (session.id, t.shape, t.dtype) in picks]
         if timed:
-            best = max(timed, key=lambda t: t.ok)  # the first measured wins a tie
+            best = max(picked or timed, key=lambda t: t.ok)  # the first measured wins a tie
             best_problem = f"{best.shape}/{best.dtype}"
-            best_us = float(best.best_us) if best.best_us is not None else None
-            if best_us is not None:
-                speedup, note = _speedup(best.best_device, best_problem, best_us, baselines)
+            pick = picks.get((session.id, best.shape, best.dtype))
+            if pick is not None:
+                best_us, speedup = pick.median_us, pick.speedup
+                decided, pick_note, pick_config = pick.decided, pick.how(), dict(pick.config)
+                note = (f"the baseline measured beside the pick ({pick.baseline_us:.2f} µs)"
+                        if pick.baseline_us is not None and speedup is not None
+                        else "no baseline measured beside the pick")
+            else:
+                best_us = float(best.best_us) if best.best_us is not None else None
+                pick_note = ("search-best fallback (no confirmation could run: no pick stored "
+                             "for this session's problem); the search's fastest trial")
+                if best_us is not None:
+                    speedup, note = _speedup(best.best_device, best_problem, best_us,
+                                             baselines)
         iterations = store.iterations(session.id)
         if iterations:
             last = iterations[-1]
@@ -177,7 +202,9 @@ def summarize_sessions(store: Any, kernel: str,
             status = "no trials"
         out.append(SessionSummary(id=session.id, created=session.created, trials=trials,
                                   ok=ok, best_us=best_us, best_problem=best_problem,
-                                  speedup=speedup, speedup_note=note, status=status))
+                                  speedup=speedup, speedup_note=note, status=status,
+                                  decided=decided, pick_note=pick_note,
+                                  pick_config=pick_config))
     return out
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.picks import PickRecord, search_best_pick
 from workbench.core.records import Status, TrialResult
 
 
@@ -37,6 +38,9 @@ class ReportContent:
     results: Sequence[TrialResult]
     baseline_us: Mapping[str, float] = field(default_factory=dict)  # "shape/dtype" -> µs
     title: str = ""
+    # the stored pick per problem (Workbench.pick); a problem without one shows the
+    # search's fastest trial, marked as a fallback
+    picks: Sequence[PickRecord] = ()
 
 
 TABLE_ROWS = 200  # trials listed in the report (the fastest, then failures); all in the CSV
@@ -67,6 +71,21 @@ def results_frame(results: Sequence[TrialResult], baseline_us: Mapping[str, floa
     if not frame.empty:
         frame = frame.sort_values(["median_us"], na_position="last", kind="stable")
     return frame
+
+
+def report_picks(content: ReportContent, ok: Sequence[TrialResult]) -> list[PickRecord]:
+    """The pick of every problem the report holds: the stored one given in ``content``,
+    else the search's fastest ok trial marked as a fallback."""
+    given = {p.problem: p for p in content.picks}
+    out: list[PickRecord] = []
+    for shape, dtype in dict.fromkeys((r.shape, r.dtype) for r in ok):
+        problem = f"{shape}/{dtype}"
+        pick = given.get(problem) or search_best_pick(
+            [r for r in ok if r.shape == shape and r.dtype == dtype], kernel=content.kernel,
+            template_version="", baseline_us=content.baseline_us.get(problem))
+        if pick is not None:
+            out.append(pick)
+    return out
 
 
 def _ticks(param: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -104,15 +123,19 @@ def build_report(content: ReportContent) -> Any:
     cells = [nbf.new_markdown_cell(
         f"# {title}\n\n- **kernel**: `{content.kernel}`\n- **device**: {content.device}\n"
         f"- **trials**: {len(content.results)} ({summary})\n")]
-    if ok:
-        best = min(ok, key=lambda r: r.median_us or 0.0)
-        base = content.baseline_us.get(f"{best.shape}/{best.dtype}")
-        speed = f" — {base / (best.median_us or 1.0):.2f}× the baseline ({base:.3f} µs)" if base else ""
+    for pick in report_picks(content, ok):
+        base = pick.baseline_us or content.baseline_us.get(pick.problem)
+        ratio = pick.speedup if pick.speedup is not None else (
+            base / pick.median_us if base else None)
+        ci = (f" (95 % CI {pick.speedup_low:.2f}–{pick.speedup_high:.2f})"
+              if pick.speedup_low is not None and pick.speedup_high is not None else "")
+        beside = (f" — {ratio:.2f}× the baseline ({base:.3f} µs){ci}"
+                  if ratio is not None and base else "")
         cells.append(nbf.new_markdown_cell(
-            f"## Best configuration\n\n`{best.shape}` / `{best.dtype}`: **{best.median_us:.3f} µs**"
-            f"{speed}\n\n```c\n"
+            f"## Pick: `{pick.shape}` / `{pick.dtype}`\n\n**{pick.median_us:.3f} µs**{beside}"
+            f"\n\n*{html.escape(pick.how())}*\n\n```c\n"
             + "\n".join(f"#define {k} {int(v) if isinstance(v, bool) else v}"
-                        for k, v in best.config.items()) + "\n```"))
+                        for k, v in pick.config.items()) + "\n```"))
     # Parameters and constraints.
     rows = ["| parameter | kind | values | default | description |", "|---|---|---|---|---|"]
     for p in content.params:
