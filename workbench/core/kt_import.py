@@ -191,7 +191,7 @@ class _Walker:
         try:
             return self.reader.value(node, env)
         except KtImportError as exc:
-            return Unknown(exc.line, exc.message.split(": ", 1)[-1])
+            return Unknown(exc.line, str(exc.details.get("what", exc.message)), exc.expected)
 
     def _name(self, name: str, value: Any) -> Any:
         """A positive integer bound to a name becomes a problem-size symbol."""
@@ -511,7 +511,7 @@ def _plan(reader: ScriptReader, walker: _Walker, call: ast.Call, env: dict[str, 
                          "checks every config against the baseline's outputs)")
 
     def val(key: str) -> Any:
-        return r.value(a[key], env) if key in a else None
+        return r.known(r.value(a[key], env), key, a[key]) if key in a else None
 
     lang = val("lang")
     if lang is not None and (not isinstance(lang, str) or lang.lower() not in _KT_LANGS):
@@ -721,7 +721,7 @@ def _kernel_source(r: ScriptReader, node: ast.expr, value: Any) -> tuple[str, st
     if isinstance(value, str):
         if "\n" not in value and len(value) < 4096 and "__global__" not in value:
             return r.read_file(node, value), Path(value).name
-        return value, r.file
+        return value, r.files_read.get(value, r.file)
     raise r.refuse(node, f"kernel_source is {type(value).__name__}",
                    "the kernel code as a string, a file name, or open(NAME).read()")
 

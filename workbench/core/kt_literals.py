@@ -82,6 +82,7 @@ class Unknown:
 
     line: int
     why: str
+    expected: str = "a literal"
 
 
 @dataclass(frozen=True)
@@ -168,13 +169,31 @@ class ScriptReader:
         self.folder = folder
         self.aliases: dict[str, str] = {}  # import alias -> module or object dotted name
         self.steps = 0
+        self.files_read: dict[str, str] = {}  # text -> the file name it was read from
 
     # ------------------------------------------------------------------ errors
 
     def refuse(self, node: ast.AST | int, what: str, expected: str) -> KtImportError:
         line = node if isinstance(node, int) else getattr(node, "lineno", 0)
         return KtImportError(f"{self.file}:{line}: {what}; expected {expected}",
-                             file=self.file, line=line, expected=expected)
+                             file=self.file, line=line, expected=expected, what=what)
+
+    def unknown(self, value: Unknown, name: str, node: ast.AST | int) -> KtImportError:
+        """The error behind a value the importer could not read, at the line that made it,
+        naming where it was needed."""
+        use = node if isinstance(node, int) else getattr(node, "lineno", 0)
+        return self.refuse(value.line, f"{value.why} (needed by {name} at line {use})",
+                           value.expected)
+
+    def known(self, value: Any, name: str, node: ast.AST | int) -> Any:
+        """``value``, or the error behind it when it (or an item of it) is Unknown."""
+        if isinstance(value, Unknown):
+            raise self.unknown(value, name, node)
+        items = value.values() if isinstance(value, dict) else (
+            value if isinstance(value, list | tuple) else ())
+        for item in items:
+            self.known(item, name, node)
+        return value
 
     # ------------------------------------------------------------------ names
 
@@ -190,10 +209,7 @@ class ScriptReader:
         if node.id in env:
             value = env[node.id]
             if isinstance(value, Unknown):
-                raise self.refuse(node, f"{node.id!r} has no value the importer can read "
-                                  f"(line {value.line}: {value.why})",
-                                  "a name bound earlier to a literal (numbers, strings, lists, "
-                                  "dicts, range(...), numpy arrays and scalars)")
+                raise self.unknown(value, repr(node.id), node)
             return value
         if node.id == "__file__":
             return _Path(str(self.folder / "__script__.py"))
@@ -632,9 +648,11 @@ class ScriptReader:
         with os.fdopen(fd, "rb") as fh:
             data = fh.read(MAX_SCRIPT_BYTES + 1)
         try:
-            return data.decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise self.refuse(node, f"{name!r} is not UTF-8 text", "UTF-8 text") from None
+        self.files_read[text] = path.name
+        return text
 
 
 def _kind(value: Any) -> str:
