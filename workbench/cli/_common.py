@@ -13,6 +13,12 @@ from typing import Any, TextIO
 
 from workbench.core.kernel_folder import KernelFolder
 
+#: Help texts several subcommands share (tests/test_cli_help.py checks every option has one).
+FOLDER_HELP = "the kernel folder (kernel.toml, baseline.cu, template.cu, reference.py)"
+DTYPE_HELP = "an element type the kernel.toml lists (default: its first)"
+ARCH_HELP = "nvcc's target architecture (default sm_90a: H100/H200)"
+STRATEGY_HELP = "search strategy: guided (default) | exhaustive | random | tpe | gp | cmaes"
+
 
 class Progress:
     """A one-line progress bar on stderr (only when stderr is a terminal, or forced)."""

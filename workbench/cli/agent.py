@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 from workbench.cli._common import (
+    DTYPE_HELP,
+    FOLDER_HELP,
+    STRATEGY_HELP,
     count,
     format_table,
     llm_client,
@@ -120,11 +123,12 @@ def register(sub: Any) -> None:
                        epilog="The last line says how it ended: `agent done: ...` (exit 0), "
                               "`agent failed: ...` (1), `agent budget: ...` (3) or "
                               "`agent review: ...` (4, a template waits for approval).")
-    p.add_argument("folder")
-    p.add_argument("--iterations", type=count(1), default=3)
+    p.add_argument("folder", help=FOLDER_HELP)
+    p.add_argument("--iterations", type=count(1), default=3,
+                   help="plan -> generate -> review -> tune -> test rounds (default 3)")
     p.add_argument("--llm-calls", type=count(0), default=12, help="LLM-call budget")
-    p.add_argument("--model")
-    p.add_argument("--base-url")
+    p.add_argument("--model", help="LLM model for plans and templates (default: $WORKBENCH_MODEL; none: the offline planner and templater)")
+    p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     p.add_argument("--auto-approve", action="store_true",
                    help="tune proposed templates without a human approval (without a GPU, "
                         "only templates verified against the baseline; see "
@@ -132,9 +136,10 @@ def register(sub: Any) -> None:
     p.add_argument("--allow-unverified", action="store_true",
                    help="with --auto-approve and no GPU: approve templates whose correctness "
                         "could not be checked")
-    p.add_argument("--shape", default=None)
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--strategy", default="guided")
+    p.add_argument("--shape", default=None,
+                   help="the named shape each tune step searches (default: the first)")
+    p.add_argument("--dtype", default=None, help=DTYPE_HELP)
+    p.add_argument("--strategy", default="guided", help=STRATEGY_HELP)
     p.add_argument("--budget", type=count(1), default=32, help="evaluations per tune step")
     p.add_argument("--confirm", type=count(0), default=5, metavar="K",
                    help="after each tune step, measure the K fastest configs again like "
@@ -144,7 +149,8 @@ def register(sub: Any) -> None:
                    help="after each tune step, up to ROUNDS times: where the fastest configs "
                         "sit on a range edge, extend that range along its kind and continue "
                         "(as `workbench tune --widen`); 0 turns it off")
-    p.add_argument("--store", default="workbench.sqlite")
+    p.add_argument("--store", default="workbench.sqlite",
+                   help="SQLite file for the session: its trials, reviews and every LLM call (scrubbed)")
     p.add_argument("--replay", nargs="?", const="", default=None, metavar="RECORDING",
                    help="measure by replaying a recording (newest if no file is named)")
     llm_options(p)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.cli._common import Progress, format_table
+from workbench.cli._common import ARCH_HELP, FOLDER_HELP, Progress, format_table
 from workbench.core.hardware import DEFAULT_DEVICE, DeviceSpec, get_device, occupancy
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Occupancy, ResourceUsage
@@ -62,6 +62,7 @@ def compile_configs(folder: KernelFolder, configs: Sequence[Config], dtype: str,
 
 def cmd_check(args: argparse.Namespace) -> int:
     from workbench.engine.compiler import Compiler
+    from workbench.engine.doctor import release_line
 
     folder = load_kernel_folder(args.folder)
     spec = get_device(args.device)
@@ -94,7 +95,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                 failed = True
                 print(f"  {label} [{dtype}] failed to compile ({res.error_kind}): "
                       f"{res.error_summary}\n  log: {res.log_path}", file=out)
-    print(f"\ncompile ({args.arch}, nvcc {compiler.version}):", file=out)
+    print(f"\ncompile ({args.arch}, nvcc: {release_line(compiler.version)}):", file=out)
     print(format_table(["kernel", "dtype", "status", "regs", "smem_B", "stack_B", "spill_B",
                         "compile_s", "cached"], rows), file=out)
 
@@ -129,7 +130,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the ``check`` subcommand."""
     p = sub.add_parser("check", help="validate a kernel folder, compile it, show its space")
-    p.add_argument("folder")
+    p.add_argument("folder", help=FOLDER_HELP)
     p.add_argument("--device", default=DEFAULT_DEVICE, help="device spec for hardware pruning")
-    p.add_argument("--arch", default="sm_90a")
+    p.add_argument("--arch", default="sm_90a", help=ARCH_HELP)
     p.set_defaults(func=cmd_check)

@@ -20,9 +20,12 @@ def cmd_lab(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the ``lab`` subcommand."""
     p = sub.add_parser("lab", help="open JupyterLab on the notebooks")
-    p.add_argument("--root", default="notebooks")
-    p.add_argument("--port", type=int, default=None)
-    p.add_argument("--no-browser", action="store_true")
+    p.add_argument("--root", default="notebooks",
+                   help="the folder JupyterLab opens on (default: notebooks)")
+    p.add_argument("--port", type=int, default=None,
+                   help="the server's port (default: Jupyter's, 8888 or the next free)")
+    p.add_argument("--no-browser", action="store_true",
+                   help="start the server without opening a browser (print its URL)")
     p.add_argument("--no-gpu-setup", action="store_true",
                    help="do not build pycuda on a GPU machine that lacks it (then: replay)")
     p.add_argument("jupyter_args", nargs=argparse.REMAINDER,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from workbench.cli._common import llm_client, llm_options
+from workbench.cli._common import FOLDER_HELP, llm_client, llm_options
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.template import KernelTemplate
 
@@ -149,7 +149,7 @@ def register(sub: Any) -> None:
     """Add the ``propose`` subcommand."""
     p = sub.add_parser("propose", help="stage 1 only: propose a template, show diff, "
                                        "parameters, launch rules and the gate's verdict")
-    p.add_argument("folder")
+    p.add_argument("folder", help=FOLDER_HELP)
     p.add_argument("--model", help="LLM model (default: $WORKBENCH_MODEL; none = offline templater)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     p.add_argument("--write", action="store_true",

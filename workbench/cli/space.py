@@ -8,7 +8,7 @@ import itertools
 import json
 from typing import Any
 
-from workbench.cli._common import count, format_table
+from workbench.cli._common import ARCH_HELP, DTYPE_HELP, FOLDER_HELP, count, format_table
 from workbench.cli.check import compile_configs, hardware_verdict
 from workbench.core.hardware import DEFAULT_DEVICE, get_device
 from workbench.core.kernel_folder import load_kernel_folder
@@ -77,12 +77,13 @@ def cmd_space(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add the ``space`` subcommand."""
     p = sub.add_parser("space", help="list feasible configs with predicted occupancy")
-    p.add_argument("folder")
-    p.add_argument("--shape", required=True)
-    p.add_argument("--dtype")
+    p.add_argument("folder", help=FOLDER_HELP)
+    p.add_argument("--shape", required=True, help="a named shape of kernel.toml")
+    p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--device", default=DEFAULT_DEVICE, help="device spec for hardware pruning")
-    p.add_argument("--arch", default="sm_90a")
-    p.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    p.add_argument("--arch", default="sm_90a", help=ARCH_HELP)
+    p.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table (default, aligned text), csv or json (with the raw and after-constraints counts)")
     p.add_argument("--all", "--show-pruned", dest="all", action="store_true",
                    help="include pruned configs with reasons")
     p.add_argument("--no-compile", action="store_true",

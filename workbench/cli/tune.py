@@ -7,6 +7,8 @@ import sys
 from typing import Any
 
 from workbench.cli._common import (
+    DTYPE_HELP,
+    FOLDER_HELP,
     Progress,
     cluster_runner,
     count,
@@ -118,13 +120,13 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
 def register(sub: Any) -> None:
     """Add the ``tune`` subcommand."""
     p = sub.add_parser("tune", help="search a shape on the GPU (or --replay), report the best")
-    p.add_argument("folder")
+    p.add_argument("folder", help=FOLDER_HELP)
     p.add_argument("--shape", help="a named shape of kernel.toml (the base of --sweep)")
     p.add_argument("--shapes", help="several named shapes, comma separated, tuned in turn")
     p.add_argument("--sweep", help="SIZE=LO..HI:log2 or SIZE=A,B,C: shapes that vary one size "
                                    "of --shape (named SIZE<value>), tuned in turn; then "
                                    "`workbench dispatch` with the same flags")
-    p.add_argument("--dtype")
+    p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--strategy", default="guided",
                    help="guided (default) | exhaustive | random | tpe | gp | cmaes")
     p.add_argument("--budget", type=count(1), default=None,
@@ -132,10 +134,12 @@ def register(sub: Any) -> None:
     p.add_argument("--patience", type=count(1), default=None,
                    help="stop after this many evaluations without a new best")
     p.add_argument("--max-time", type=seconds, default=None, help="wall-time budget in seconds")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the strategy's random choices: the same seed searches in the same order (default 0)")
     p.add_argument("--batch", type=count(1), default=16,
                    help="candidates handed to the runner at once (compiled in parallel)")
-    p.add_argument("--top", type=count(1), default=5)
+    p.add_argument("--top", type=count(1), default=5,
+                   help="how many of the fastest configs the report lists (default 5)")
     p.add_argument("--confirm", type=count(0), default=5, metavar="K",
                    help="after the search, measure the K fastest configs again: one round "
                         "chooses, a second is reported (the search's best time is a minimum "

@@ -7,7 +7,8 @@ Pure: text in, text out. The kernel's signature comes from the CUDA parser
 - a ``const`` pointer is ``in``; a written pointer is ``out``, or ``inout`` when the kernel
   also reads it; a pointer the analysis cannot follow needs ``--role NAME=ROLE``;
 - an integer scalar becomes a problem size of the same name (its value in each shape);
-- a float scalar gets the value 1.0 (change it to the value your code passes);
+- a float scalar's value is the placeholder ``FILL_IN`` (only the user knows what their
+  code passes: an epsilon, a scale);
 - the baseline launch comes from ``--grid``/``--block`` (else ``__launch_bounds__`` for the
   block), and what only the user knows is written as the placeholder ``FILL_IN``, which the
   loader names until it is replaced.
@@ -77,6 +78,8 @@ class Scaffold:
         """The kernel.toml keys still holding the placeholder."""
         keys = [f"shapes.{s}.{n}" for s in ("small", "large") for n in self.sizes]
         keys += [f"args ({a.name}).shape" for a in self.args if a.role != "scalar"]
+        keys += [f"args ({a.name}).value" for a in self.args
+                 if a.role == "scalar" and a.dtype not in INTEGER_DTYPES]
         if PLACEHOLDER in self.grid:
             keys.append("baseline.grid")
         if PLACEHOLDER in self.block:
@@ -120,7 +123,9 @@ class Scaffold:
                 if a.dtype in INTEGER_DTYPES:
                     lines.append(f"value = {q(a.name)}  # the problem size of the same name")
                 else:
-                    lines.append('value = "1.0"  # change to the value your code passes')
+                    lines.append(f"value = {q(PLACEHOLDER)}  # the value your code passes "
+                                 "(e.g. 1e-6 for an epsilon): a number or an expression of "
+                                 "the problem sizes")
             else:
                 hint = f" e.g. [{', '.join(q(s) for s in self.sizes)}]" if self.sizes else ""
                 lines.append(f"shape = [{q(PLACEHOLDER)}]  # {c(a.type_text)}: its extent "
