@@ -4,8 +4,7 @@ expert template compile with nvcc at the defaults, the expert's defaults launch 
 as written, and no config of an expert space breaks its constraints or the launch limits.
 
 Folders that use the issue's new kernel-folder keys (``[[constants]]``, an argument's
-``compare = "sum"``) fail to load until the loader accepts them: that check is an expected
-failure meanwhile, and the other checks read a copy with those keys taken out.
+``compare = "sum"``) load as written.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ FOLDERS = sorted(p for root in ("corpus_compute", "corpus_compute_unseen")
                  for p in (ROOT / root).iterdir() if (p / "kernel.toml").is_file())
 IDS = [p.name for p in FOLDERS]
 NEW_KEYS = ("constants", "compare")  # the issue-28 contract's keys
-PENDING = "the loader does not read [[constants]] / compare = \"sum\" yet (issue 28 contract)"
 
 
 def _strip_new_keys(text: str) -> str:
@@ -66,12 +64,7 @@ def test_the_corpus_has_its_eight_kernels() -> None:
 @pytest.mark.parametrize("path", FOLDERS, ids=IDS)
 def test_folder_as_written_and_expert_copy_load(path: Path) -> None:
     for folder in (path, path / "expert"):
-        try:
-            load_kernel_folder(folder)
-        except KernelFolderError as exc:
-            if any(key in str(exc) for key in NEW_KEYS):
-                pytest.xfail(PENDING)
-            raise
+        load_kernel_folder(folder)  # [[constants]] / compare = "sum" load (issue 28 contract)
 
 
 @pytest.mark.parametrize("path", FOLDERS, ids=IDS)

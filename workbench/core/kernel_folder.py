@@ -21,9 +21,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from workbench.core.cuda_source import parse_cuda
+from workbench.core.cuda_source import CudaSource, parse_cuda
 from workbench.core.dtypes import ARG_DTYPES, ELEM_BYTES, INTEGER_DTYPES
 from workbench.core.errors import (
+    CudaSourceError,
     ExpressionError,
     KernelFolderError,
     ParameterError,
@@ -33,6 +34,13 @@ from workbench.core.errors import (
 )
 from workbench.core.expr import Expr, parse_constraint, parse_expr
 from workbench.core.hardware import DeviceSpec, default_device, device_env
+from workbench.core.module_constants import (
+    ConstantSpec,
+    check_constant_counts,
+    constants_plan,
+    module_globals,
+    read_constants,
+)
 from workbench.core.params import Parameter, parameter_from_dict
 from workbench.core.shape_params import ShapeBounds, hull, split_shape_bounds
 from workbench.core.space import SearchSpace
@@ -43,10 +51,16 @@ SCALAR_DTYPES = ("i8", "u8", "i16", "u16", "i32", "u32", "i64", "f32")
 #: What ``workbench init`` writes where only the user knows the value.
 PLACEHOLDER = "FILL_IN"
 DEFAULT_DEVICE = "h100_sxm"
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # used with fullmatch (no trailing "\n")
 _TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shapes",
-             "tolerances", "args", "baseline", "template"}
-_ARG_KEYS = {"name", "dtype", "shape", "role", "value", "tolerance"}
+             "tolerances", "args", "constants", "baseline", "template"}
+_ARG_KEYS = {"name", "dtype", "shape", "role", "value", "tolerance", "compare"}
+#: How an output is compared with the baseline's: element by element, or (``sum``) by the
+#: sum over the array, for outputs whose layout the config changes (one partial sum per
+#: block): see workbench.engine.gpu_verify.compare_sum.
+COMPARES = ("elementwise", "sum")
+#: The functions reference.py may define.
+REFERENCE_FUNCTIONS = ("make_inputs", "reference", "verify")
 _LAUNCH_KEYS = {"source", "entry", "grid", "block", "smem_bytes", "pdl"}
 
 
@@ -75,6 +89,7 @@ class ArgSpec:
     shape: tuple[Expr, ...] = ()
     value: Expr | None = None  # scalars only
     tolerance: Tolerance | None = None
+    compare: str = "elementwise"  # one of COMPARES (outputs only)
 
     @property
     def is_buffer(self) -> bool:
@@ -105,10 +120,17 @@ class KernelFolder:
     template: KernelTemplate
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     has_template: bool = True  # False: no [template] yet; ``template`` is the baseline
+    constants: tuple[ConstantSpec, ...] = ()  # module globals read as inputs
+
+    def constant_layout(self, shape: str, dtype: str) -> list[dict[str, Any]]:
+        """Every module-global input at (shape, dtype): name, concrete dtype and shape (the
+        form the GPU worker uploads; workbench.core.module_constants)."""
+        return constants_plan(self.constants, self.env(shape, dtype), dtype)
 
     @property
     def reference_functions(self) -> frozenset[str]:
-        """Which of make_inputs / reference the folder's reference.py defines (none: no file)."""
+        """Which of make_inputs / reference / verify the folder's reference.py defines
+        (none: no file)."""
         ref = self.path / "reference.py"
         if not ref.is_file():
             return frozenset()
@@ -117,7 +139,7 @@ class KernelFolder:
         except SyntaxError:
             return frozenset()
         return frozenset(n.name for n in tree.body if isinstance(n, ast.FunctionDef)
-                         and n.name in ("make_inputs", "reference"))
+                         and n.name in REFERENCE_FUNCTIONS)
 
     @property
     def shape_names(self) -> tuple[str, ...]:
@@ -166,7 +188,8 @@ class KernelFolder:
                         "rtol": tol.rtol, "atol": tol.atol,
                         "shape": list(arg.shape_for(env)) if arg.is_buffer else [],
                         "value": None if arg.is_buffer or arg.value is None
-                        else arg.value.evaluate(env)})
+                        else arg.value.evaluate(env),
+                        **({"compare": arg.compare} if arg.compare != "elementwise" else {})})
         return out
 
     def load_reference(self) -> ModuleType:
@@ -250,14 +273,25 @@ def _read_source(c: _Collector, folder: Path, name: Any, key: str, default: str)
     return _read_text(c, folder, name, f"the CUDA source named by {key}")
 
 
-def _entry(c: _Collector, section: Mapping[str, Any], key: str, source: str | None,
+def _parse(c: _Collector, source: str | None, file: str) -> CudaSource | None:
+    """The source parsed once; a source the parser refuses (too large, nested too deeply,
+    no kernel: CudaSourceError) is a problem of the folder naming the file and the line."""
+    if source is None:
+        return None
+    try:
+        return parse_cuda(source, file)
+    except CudaSourceError as exc:
+        c.add(file, "", exc.message, "CUDA source the workbench can read")
+        return None
+
+
+def _entry(c: _Collector, section: Mapping[str, Any], key: str, parsed: CudaSource | None,
            file: str) -> str | None:
     entry = section.get("entry")
-    if not isinstance(entry, str) or not _IDENT.match(entry):
+    if not isinstance(entry, str) or not _IDENT.fullmatch(entry):
         c.add("kernel.toml", f"{key}.entry", entry, "the kernel function's name (a C identifier)")
         return None
-    if source is not None and not any(k.name == entry and k.extern_c
-                                      for k in parse_cuda(source, file).kernels):
+    if parsed is not None and not any(k.name == entry and k.extern_c for k in parsed.kernels):
         c.add(file, key + ".entry", entry, f'an extern "C" __global__ function named {entry}')
     return entry
 
@@ -329,7 +363,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
         c.add("kernel.toml", key, "unknown key", f"one of {sorted(_TOP_KEYS)}")
 
     name = data.get("name")
-    if not isinstance(name, str) or not _IDENT.match(name):
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
         c.add("kernel.toml", "name", name, "a C identifier naming the kernel")
         name = "kernel"
     description = data.get("description", "")
@@ -363,7 +397,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             for k, v in sval.items():
                 if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
                     c.add("kernel.toml", f"shapes.{sname}.{k}", v, "a positive integer")
-                elif not _IDENT.match(k) or k.startswith("_"):
+                elif not _IDENT.fullmatch(k) or k.startswith("_"):
                     c.add("kernel.toml", f"shapes.{sname}.{k}", k, "a lower-case identifier")
                 else:
                     good[k] = v
@@ -375,7 +409,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                   "every shape to name the same problem sizes")
     # names from every shape, valid values or not (a placeholder value is one problem, not
     # one more for each expression that names the size)
-    size_names = sorted({k for v in names_by_shape.values() for k in v if _IDENT.match(k)})
+    size_names = sorted({k for v in names_by_shape.values() for k in v if _IDENT.fullmatch(k)})
     env_names = [*size_names, "elem_bytes", *device_env(default_device())]
 
     check_shape = data.get("check_shape")
@@ -415,7 +449,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             for k in sorted(set(a) - _ARG_KEYS):
                 c.add("kernel.toml", f"{key}.{k}", "unknown key", f"one of {sorted(_ARG_KEYS)}")
             aname = a.get("name")
-            if not isinstance(aname, str) or not _IDENT.match(aname):
+            if not isinstance(aname, str) or not _IDENT.fullmatch(aname):
                 c.add("kernel.toml", f"{key}.name", aname, "a C identifier")
                 continue
             key = f"args[{i}] ({aname})"
@@ -434,6 +468,14 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                 tol = (_int_tolerance(c, a["tolerance"], f"{key}.tolerance", adtype)
                        if adtype in INTEGER_DTYPES
                        else _tolerance(c, a["tolerance"], f"{key}.tolerance"))
+            compare = a.get("compare", "elementwise")
+            if compare not in COMPARES:
+                c.add("kernel.toml", f"{key}.compare", compare, f"one of {list(COMPARES)}")
+                continue
+            if compare != "elementwise" and role not in ("out", "inout"):
+                c.add("kernel.toml", f"{key}.compare", compare,
+                      f"no compare for a {role} argument (only outputs are compared)")
+                continue
             if role == "scalar" and adtype not in SCALAR_DTYPES:
                 c.add("kernel.toml", f"{key}.dtype", adtype,
                       f"a scalar dtype, one of {list(SCALAR_DTYPES)}")
@@ -449,7 +491,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                     c.add("kernel.toml", f"{key}.value", a["value"], "no value for a buffer")
                 shp = _expr_list(c, a.get("shape"), f"{key}.shape", env_names, 1, 8)
                 if shp is not None:
-                    args.append(ArgSpec(aname, adtype, role, tuple(shp), None, tol))
+                    args.append(ArgSpec(aname, adtype, role, tuple(shp), None, tol, compare))
         if len(args) == len(args_raw) and not any(a.role in ("out", "inout") for a in args):
             c.add("kernel.toml", "args", [a.name for a in args], "at least one out or inout argument")
     if bytes_moved_raw is None and args:
@@ -458,6 +500,8 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
 
     # Baseline.
     baseline: KernelTemplate | None = None
+    bparsed: CudaSource | None = None
+    bsrc_name: Any = "baseline.cu"
     bsec = data.get("baseline")
     if not isinstance(bsec, dict):
         c.add("kernel.toml", "baseline", bsec, "a [baseline] table with entry, grid, block")
@@ -466,7 +510,8 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             c.add("kernel.toml", f"baseline.{k}", "unknown key", f"one of {sorted(_LAUNCH_KEYS)}")
         bsrc_name = bsec.get("source", "baseline.cu")
         bsrc = _read_source(c, folder, bsrc_name, "baseline.source", "baseline.cu")
-        bentry = _entry(c, bsec, "baseline", bsrc, str(bsrc_name))
+        bparsed = _parse(c, bsrc, str(bsrc_name))
+        bentry = _entry(c, bsec, "baseline", bparsed, str(bsrc_name))
         blaunch = _launch(c, bsec, "baseline", env_names)
         if bsrc is not None and bentry and blaunch:
             baseline = KernelTemplate(name=name, source=bsrc, entry=bentry, params=(),
@@ -474,6 +519,7 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
 
     # Template.
     template: KernelTemplate | None = None
+    tparsed: CudaSource | None = None
     tsec = data.get("template")
     if tsec is None:
         template = baseline  # no template yet: the baseline, with no parameters
@@ -485,7 +531,8 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
             c.add("kernel.toml", f"template.{k}", "unknown key", f"one of {sorted(allowed)}")
         tsrc_name = tsec.get("source", "template.cu")
         tsrc = _read_source(c, folder, tsrc_name, "template.source", "template.cu")
-        tentry = _entry(c, tsec, "template", tsrc, str(tsrc_name))
+        tparsed = _parse(c, tsrc, str(tsrc_name))
+        tentry = _entry(c, tsec, "template", tparsed, str(tsrc_name))
         params: list[Parameter] = []
         bounds: list[ShapeBounds] = []
         praw = tsec.get("params")
@@ -537,6 +584,20 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
                                       constraints=tuple(parsed_cons), launch=tlaunch,
                                       source_name=str(tsrc_name), shape_bounds=tuple(bounds))
 
+    # Module globals read as inputs: [[constants]] plus the baseline's undeclared ones.
+    constants: list[ConstantSpec] = []
+    if baseline is not None or "constants" in data:
+        constants, found = read_constants(data.get("constants"), env_names, bparsed,
+                                          str(bsrc_name), [a.name for a in args])
+        c.problems.extend(found)
+        if template is not None and template is not baseline and tparsed is not None:
+            held = module_globals(tparsed)
+            for spec in constants:
+                if spec.name not in held:
+                    c.add(str(tsrc_name), "", f"no module global {spec.name}",
+                          f"the template to keep the baseline's {spec.name} (an input "
+                          "uploaded before every run)")
+
     _check_reference(c, folder)
 
     if c.problems or baseline is None or template is None or bytes_moved is None:
@@ -547,8 +608,14 @@ def load_kernel_folder(path: str | Path) -> KernelFolder:
     kf = KernelFolder(path=folder, name=name, description=description, dtypes=tuple(dtypes),
                       shapes=shapes, tolerances=tolerances, args=tuple(args),
                       bytes_moved=bytes_moved, check_shape=check_shape, baseline=baseline,
-                      template=template, raw=data, has_template=tsec is not None)
+                      template=template, raw=data, has_template=tsec is not None,
+                      constants=tuple(constants))
     _check_defaults(c, kf)
+    for shape in kf.shapes:
+        if c.problems:
+            break
+        c.problems.extend(check_constant_counts(kf.constants, bparsed, kf.env(shape, dtypes[0]),
+                                                str(bsrc_name), f"at shape {shape!r}"))
     if c.problems:
         raise KernelFolderError(str(folder), c.problems)
     return kf
@@ -584,10 +651,20 @@ def _check_reference(c: _Collector, folder: Path) -> None:
     except (ValueError, RecursionError, MemoryError) as exc:
         c.add("reference.py", "", f"unparseable ({type(exc).__name__})", "valid Python")
         return
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    if not defined & {"make_inputs", "reference"}:
-        c.add("reference.py", "", "neither make_inputs nor reference defined",
-              "a top-level make_inputs(shape, dtype, rng) and/or reference(inputs, shape, dtype)")
+    defined = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if not set(defined) & set(REFERENCE_FUNCTIONS):
+        c.add("reference.py", "", "none of make_inputs, reference, verify defined",
+              "a top-level make_inputs(shape, dtype, rng), reference(inputs, shape, dtype) "
+              "and/or verify(outputs, golden, shape)")
+    verify = defined.get("verify")
+    if verify is not None:
+        positional = [*verify.args.posonlyargs, *verify.args.args]
+        needed = len(positional) - len(verify.args.defaults)
+        takes_three = verify.args.vararg is not None or len(positional) >= 3
+        if not takes_three or needed > 3:
+            c.add("reference.py", f"line {verify.lineno}",
+                  f"verify({', '.join(a.arg for a in positional)})",
+                  "verify(outputs, golden, shape): three positional parameters")
 
 
 def default_bytes_moved(args: list[ArgSpec]) -> str:
