@@ -86,19 +86,19 @@ def check_golden(name: str, text: str) -> None:
 
 def test_template_prompt_golden() -> None:
     messages = template_messages(KERNEL, context(), guidance="Try two rows per block.")
-    check_golden("template_v1", render_messages(messages))
+    check_golden("template_v2", render_messages(messages))
 
 
 def test_template_refine_prompt_golden() -> None:
     messages = template_messages(KERNEL, PromptContext(device=get_device("a100")),
                                  current=PROPOSAL)
-    check_golden("template_refine_v1", render_messages(messages))
+    check_golden("template_refine_v2", render_messages(messages))
 
 
 def test_plan_prompt_golden() -> None:
     messages = plan_messages(KERNEL, context(), PROPOSAL,
                              space_summary="6 configs (raw 6); no constraint rejects any")
-    check_golden("plan_v1", render_messages(messages))
+    check_golden("plan_v2", render_messages(messages))
 
 
 def test_repair_prompt_golden() -> None:
@@ -175,3 +175,26 @@ def test_kernel_brief_from_sample_folder() -> None:
     user = template_messages(brief, PromptContext(device=get_device("h100")))[1]["content"]
     assert "<<<BEGIN DATA: baseline.cu>>>" in user
     assert "the shape names\n  (tokens, d), elem_bytes" in user
+
+
+FAMILIES = ("Register tiling / thread coarsening", "Shared-memory tile families",
+            "Items per thread", "Reductions", "Warp-per-item kernels",
+            "#ifndef-guarded default", "#if NAME / #ifdef NAME", "multiples of 32")
+
+
+def test_template_and_plan_prompts_name_the_templater_transform_families() -> None:
+    """Issue 28: the LLM is asked for the transforms the offline templater applies (register
+    tiles with tied sizes, shared tiles with halos/padding/order, items per thread,
+    reductions, warp-per-item, guarded defaults and #if switches, warp-multiple blocks)."""
+    template_user = template_messages(KERNEL, context())[1]["content"]
+    plan_user = plan_messages(KERNEL, context(), PROPOSAL)[1]["content"]
+    families = load_prompt("families")
+    for family in FAMILIES:
+        assert family in families
+        assert template_user.count(family) == plan_user.count(family) == 1, family
+    for knob in ("tied", "halos", "padding", "block order", "independent state", "unroll",
+                 "number of blocks", "vector loads", "warp shuffles", "lanes per item",
+                 "vector width per lane"):
+        assert knob in families, knob
+    # outside the data fences: an instruction, not data
+    assert template_user.index("Register tiling") < template_user.index("<<<BEGIN DATA")

@@ -214,7 +214,7 @@ def test_plan_next_vets_configs(folder: KernelFolder, good: TemplateProposal, ll
     assert "missing ['VEC_BYTES']" in reasons[1]
     assert "unknown ['UNROLL']" in reasons[2]
     user = server.requests[0].body["messages"][1]["content"]
-    assert "prompt plan_v1" in user and "- decode/bf16: 24 feasible of 24 raw" in user
+    assert "prompt plan_v2" in user and "- decode/bf16: 24 feasible of 24 raw" in user
 
 
 @pytest.mark.gpu

@@ -26,8 +26,10 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Occupancy, ResourceUsage, Value
 from workbench.llm.schemas import TemplateProposal
 
-PROMPT_VERSIONS: Mapping[str, str] = {"system": "v1", "template": "v1", "plan": "v1",
-                                      "repair": "v1"}
+# "families": the transform families the offline templater applies, named in the template
+# and plan prompts (one text, substituted into both)
+PROMPT_VERSIONS: Mapping[str, str] = {"system": "v1", "template": "v2", "plan": "v2",
+                                      "repair": "v1", "families": "v1"}
 
 Messages = list[dict[str, str]]
 
@@ -287,6 +289,7 @@ def template_messages(kernel: KernelBrief, ctx: PromptContext, *,
     user = Template(load_prompt("template")).substitute(
         device_name=ctx.device.name, entry=kernel.entry,
         shape_names=", ".join(kernel.shape_names), context="\n\n".join(sections),
+        transform_families=load_prompt("families").rstrip(),
         guidance_section=_guidance(guidance))
     return _messages(user)
 
@@ -300,6 +303,7 @@ def plan_messages(kernel: KernelBrief, ctx: PromptContext, template: TemplatePro
         sections.append(f"## Search space\n{space_summary}")
     user = Template(load_prompt("plan")).substitute(
         device_name=ctx.device.name, context="\n\n".join(sections),
+        transform_families=load_prompt("families").rstrip(),
         guidance_section=_guidance(guidance))
     return _messages(user)
 
