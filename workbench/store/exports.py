@@ -260,3 +260,20 @@ def pick_dict(pick: PickRecord) -> dict[str, Any]:
             "holds": pick.holds, "device": pick.device,
             "template_version": pick.template_version, "session_id": pick.session_id,
             "pick_id": pick.id, "created": pick.created}
+
+
+def template_pick(store: Any, kernel: str, template_sha256: str, shape: str,
+                  dtype: str) -> PickRecord | None:
+    """The newest pick stored for this template text at (shape, dtype), measured on any
+    device (``pick.device`` names it), read from the store alone (no runner, no GPU);
+    without one, the fastest stored trial of that text as a ``search-best`` fallback that
+    says no pick was stored. None: no ok trial either."""
+    from workbench.core.picks import search_best_pick
+
+    stored = store.picks(kernel=kernel, shape=shape, dtype=dtype,
+                         template_sha256=template_sha256)
+    if stored:
+        return stored[-1]
+    trials = [t.result for t in store.trials(shape=shape, dtype=dtype)
+              if t.provenance.template_sha256 == template_sha256]
+    return search_best_pick(trials, kernel=kernel, template_version="")

@@ -188,7 +188,8 @@ class RecordTables:
 
     def picks(self, *, provenance: Provenance | None = None, shape: str | None = None,
               dtype: str | None = None, kernel: str | None = None,
-              session_ids: Sequence[str] | None = None) -> list[PickRecord]:
+              session_ids: Sequence[str] | None = None,
+              template_sha256: str | None = None) -> list[PickRecord]:
         """Stored picks in write order (the newest last), filtered by what is given. With
         ``session_ids`` one indexed read per 500 sessions (the sidebar's)."""
         where: list[str] = []
@@ -196,7 +197,8 @@ class RecordTables:
         if provenance is not None:
             where += [f"{k} = {self._mark}" for k in PROVENANCE_COLUMNS]
             values += provenance_values(provenance)
-        for column, value in (("shape", shape), ("dtype", dtype), ("kernel", kernel)):
+        for column, value in (("shape", shape), ("dtype", dtype), ("kernel", kernel),
+                              ("template_sha256", template_sha256)):
             if value is not None:
                 where.append(f"{column} = {self._mark}")
                 values.append(value)
