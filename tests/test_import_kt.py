@@ -521,3 +521,16 @@ def test_unsupported_options_refused_with_line(change: str, piece: str, tmp_path
     with pytest.raises(KtImportError, match=piece) as err:
         import_kt(script)
     assert err.value.line == 23
+
+
+def test_names_entering_generated_code_are_checked(tmp_path: Path) -> None:
+    for bad in ("NAN", "block__size"):
+        text = VADD_PY.replace('tune_params["block_size_x"]', f'tune_params["{bad}"]')
+        script = write_script(tmp_path, "tune.py", text)
+        with pytest.raises(KtImportError, match=f"tune parameter '{bad}'"):
+            import_kt(script, out=tmp_path / "x")
+    # a script whose file name holds a newline stays one comment line in the template
+    script = write_script(tmp_path, "tune\n#error injected.py", VADD_PY)
+    folder = import_kt(script, out=tmp_path / "named").folder
+    assert "\n#error" not in folder.template.source
+    assert folder.template.source.splitlines()[0].endswith("tune?#error injected.py.")

@@ -39,6 +39,7 @@ from workbench.core.cuda_source import KernelSignature, parse_cuda
 from workbench.core.errors import CudaSourceError, ExpressionError, ParameterError, SpaceError
 from workbench.core.expr import parse_constraint, parse_expr
 from workbench.core.hardware import default_device, device_env
+from workbench.core.identifiers import identifier_problem
 from workbench.core.kernel_folder import SCALAR_DTYPES
 from workbench.core.kt_literals import (
     MAX_SCRIPT_BYTES,
@@ -374,6 +375,10 @@ def _parameter(name: str, values: Any, default: Any, line: int, r: ScriptReader)
     except ParameterError as exc:
         raise r.refuse(line, f"tune parameter {name!r}: {exc.message}",
                        "a parameter name the workbench can #define") from None
+    problem = identifier_problem(name)
+    if problem is not None:
+        raise r.refuse(line, f"tune parameter {name!r}: {problem}",
+                       "a parameter name the workbench can #define")
     if not isinstance(values, list | tuple) or not values:
         raise r.refuse(line, f"tune_params[{name!r}] is not a non-empty list",
                        "a list of values")
@@ -428,6 +433,7 @@ def _check_defines(source: str, params: Sequence[str], file: str) -> None:
 
 
 def _header(params: Sequence[Parameter], script: str, source: str) -> str:
+    script = "".join(ch if " " <= ch <= "~" else "?" for ch in script)  # one comment line
     lines = [f"// Imported by `workbench import-kt` from the Kernel Tuner script {script}.",
              "// Each tune parameter is #defined per config before this source (Kernel",
              "// Tuner's convention); the defaults below let it compile on its own."]
@@ -521,6 +527,11 @@ def _plan(reader: ScriptReader, walker: _Walker, call: ast.Call, env: dict[str, 
         raise r.refuse(a["kernel_name"], f"kernel_name {entry!r}",
                        "the kernel function's name (a C identifier; templated kernels are "
                        "not imported)")
+    for label, ident in (("kernel_name", entry), ("--name", name)):
+        problem = identifier_problem(ident) if ident is not None else None
+        if problem is not None:
+            raise r.refuse(a["kernel_name"], f"{label} {ident!r}: {problem}",
+                           "a plain C identifier")
     source, source_name = _kernel_source(r, a["kernel_source"], val("kernel_source"))
     try:
         parsed = parse_cuda(source, source_name)
@@ -622,6 +633,11 @@ def _plan(reader: ScriptReader, walker: _Walker, call: ast.Call, env: dict[str, 
         grid, args, smem, sizes = _rename(renames, grid, args, smem, sizes)
     if not sizes:
         raise r.refuse(a["problem_size"], "no problem size", "a positive problem_size")
+    for size_name in sizes:
+        problem = identifier_problem(size_name)
+        if problem is not None:
+            raise r.refuse(a["problem_size"], f"the problem size {size_name!r}: {problem}",
+                           "problem-size variables with plain identifier names")
     space_env = {**device_env(default_device()), **sizes, "elem_bytes": 4}
     params = _feasible_defaults(r, params, constraints, space_env, defaults, params_line, notes)
     space = SearchSpace(params, constraints, space_env)
