@@ -174,7 +174,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
                                                  f"(as written: {size})"},
                            f"{line(plan.body)}: block {dim} = {size}")
         else:
-            halving = halves or _halving_loop(plan)
+            halving = halves or _halving_loop(plan, size)
             if size % 32 == 0 and halving is None:
                 spec: dict[str, object] = {"kind": "int", "min": 32, "max": 1024, "step": 32}
                 why = "any multiple of 32"
@@ -204,7 +204,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
     return lifted
 
 
-def _halving_loop(plan: Plan) -> Node | None:
+def _halving_loop(plan: Plan, size: int) -> Node | None:
     """A loop that halves a count starting from the block size (``s = blockDim.x / 2``,
     ``s = B / 2``, ``s >>= 1``): a tree over the block, correct for powers of two only."""
     for n in walk(plan.body):
@@ -218,17 +218,16 @@ def _halving_loop(plan: Plan) -> Node | None:
                      if u.type == "assignment_expression")
         init = n.child_by_field_name("initializer")
         if halves and init is not None and any(
-                builtin(m, "blockDim") == "x" or text(m) in _block_macros(plan)
+                builtin(m, "blockDim") == "x" or text(m) in _block_macros(size)
                 for m in walk(init)):
             return n
     return None
 
 
-def _block_macros(plan: Plan) -> set[str]:
+def _block_macros(size: int) -> set[str]:
     """Names of integer macros equal to the launch block size (read as literals)."""
     from workbench.llm.templater.analysis import _CONSTANTS
 
-    size = literal(plan.block[0]) if plan.block else None
     values = _CONSTANTS.get() or {}
     return {k for k, v in values.items() if v == size}
 

@@ -118,6 +118,7 @@ class _Switch:
     defined_test: list[Node]  # #ifdef / #ifndef / defined(NAME): rewritten to a value test
     value_test: bool  # also read as a value (#if NAME, NAME == k)
     first: Node
+    compared: bool = False  # NAME == k somewhere: a value none names takes the #else
 
 
 def _condition_names(cond: Node, found: dict[str, _Switch], owner: Node) -> set[str]:
@@ -135,7 +136,7 @@ def _condition_names(cond: Node, found: dict[str, _Switch], owner: Node) -> set[
                 text(parent.child_by_field_name("operator")) in ("==", "!=") and \
                 (k := _integer(text(parent.child_by_field_name("right")))) is not None:
             sw.values.add(k)
-            sw.value_test = True
+            sw.value_test = sw.compared = True
         elif parent is None or parent.type in ("unary_expression", "binary_expression",
                                                 "parenthesized_expression", *_CONDITIONS):
             if parent is not None and parent.type == "binary_expression" and \
@@ -207,6 +208,9 @@ def lift_switches(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
                 continue  # `#define NAME` then `#if NAME`: not valid as written
             default = macro.value if macro is not None else 0
             values = sorted(sw.values | {default})
+            if sw.compared:  # a value no test names: the #else branch
+                values = sorted({*values, next(v for v in range(len(values) + 1)
+                                               if v not in values)})
             if macro is not None:
                 guard_define(plan, macro, default)
         plan.add_param(name, {"kind": "choice", "values": values, "default": default,

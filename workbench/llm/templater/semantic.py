@@ -18,10 +18,12 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
 from workbench.llm.templater.regtile import lift_regtile
+from workbench.llm.templater.smem_tiles import lift_tied_tiles
 from workbench.llm.templater.split_walk import apply_split_walk
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
@@ -39,11 +41,12 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not (lift_regtile(plan) or lift_tile(plan)):
+        if not (lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
+            apply_ilp(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
         lift_switches(plan, macros)
