@@ -352,3 +352,138 @@ def test_sampled_configs_compute_the_product(name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for config in configs:
             assert simulate(g, template, config, Path(tmp)) < 1e-3, config
+
+
+# -- the textbook transpose, spelled with macros or literals, its pad included --------------
+
+TRANSPOSES = {
+    "macros_padded": """#define TILE_DIM 32
+#define BLOCK_ROWS 8
+extern "C" __global__ void k(float* odata, const float* idata, int width, int height) {
+  __shared__ float tile[TILE_DIM][TILE_DIM + 1];
+  int x = blockIdx.x * TILE_DIM + threadIdx.x;
+  int y = blockIdx.y * TILE_DIM + threadIdx.y;
+  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+    if (x < width && y + j < height) tile[threadIdx.y + j][threadIdx.x] = idata[(y + j) * width + x];
+  __syncthreads();
+  x = blockIdx.y * TILE_DIM + threadIdx.x;
+  y = blockIdx.x * TILE_DIM + threadIdx.y;
+  for (int j = 0; j < TILE_DIM; j += BLOCK_ROWS)
+    if (x < height && y + j < width) odata[(y + j) * height + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+""",
+    "literals_33": """extern "C" __global__ void k(float* out, const float* in, int width, int height) {
+  __shared__ float t[32][33];
+  int bx = blockIdx.x * 32, by = blockIdx.y * 32;
+  for (int r = 0; r < 32; r += 8) {
+    int gx = bx + threadIdx.x, gy = by + threadIdx.y + r;
+    if (gx < width && gy < height) t[threadIdx.y + r][threadIdx.x] = in[gy * width + gx];
+  }
+  __syncthreads();
+  for (int r = 0; r < 32; r += 8) {
+    int ox = by + threadIdx.x, oy = bx + threadIdx.y + r;
+    if (ox < height && oy < width) out[oy * height + ox] = t[threadIdx.x][threadIdx.y + r];
+  }
+}
+""",
+}
+
+
+def lift_transpose(name: str) -> LiftedSource:
+    return lift_kernel(TRANSPOSES[name], entry="k",
+                       grid=["ceil_div(width, 32)", "ceil_div(height, 32)"], block=["32", "8"],
+                       scalars={"width": "width", "height": "height"})
+
+
+@pytest.mark.parametrize("name", sorted(TRANSPOSES))
+def test_the_textbook_transpose_lifts_tile_rows_pad_and_order(name: str, compiler: Any) -> None:
+    lifted = lift_transpose(name)
+    names = [p.name for p in lifted.params]
+    assert {"TILE", "PAD", "BLOCK_ORDER"} <= set(names), lifted.notes
+    rows = "TUNED_BLOCK_ROWS" if "#define BLOCK_ROWS" in TRANSPOSES[name] else "BLOCK_ROWS"
+    assert rows in names
+    assert lifted.block == ("TILE", rows)
+    assert lifted.grid == ("ceil_div(width, TILE)", "ceil_div(height, TILE)")
+    template = template_of(lifted)
+    assert template.default_config()["PAD"] == 1  # the author's pad is the default
+    env = {"width": 100, "height": 70}
+    for config in _corners_of(template, env):
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
+
+
+def _corners_of(template: KernelTemplate, env: dict[str, Any]) -> list[dict[str, Any]]:
+    space = template.space(env)
+    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
+    valid = [dict(zip(template.param_names, combo, strict=True))
+             for combo in itertools.product(*ends)]
+    valid = [c for c in valid if space.rejection(c) is None]
+    return [dict(template.default_config()), valid[0], valid[-1]]
+
+
+# -- a shared tile tied to the block: lifted with every use, or the block kept --------------
+
+BLUR = """#define TILE 16
+extern "C" __global__ void k(float* out, const float* in, int w, int h) {
+  __shared__ float tile[TILE + 2][TILE + 2];
+  int x0 = blockIdx.x * TILE - 1, y0 = blockIdx.y * TILE - 1;
+  for (int i = threadIdx.y; i < TILE + 2; i += TILE)
+    for (int j = threadIdx.x; j < TILE + 2; j += TILE) {
+      int gx = min(max(x0 + j, 0), w - 1), gy = min(max(y0 + i, 0), h - 1);
+      tile[i][j] = in[gy * w + gx];
+    }
+  __syncthreads();
+  int x = blockIdx.x * TILE + threadIdx.x, y = blockIdx.y * TILE + threadIdx.y;
+  if (x < w && y < h) {
+    float s = 0.0f;
+    for (int dy = 0; dy < 3; ++dy)
+      for (int dx = 0; dx < 3; ++dx) s += tile[threadIdx.y + dy][threadIdx.x + dx];
+    out[y * w + x] = s / 9.0f;
+  }
+}
+"""
+
+
+def lift_blur(source: str) -> LiftedSource:
+    return lift_kernel(source, entry="k", grid=["ceil_div(w, 16)", "ceil_div(h, 16)"],
+                       block=["16", "16"], scalars={"w": "w", "h": "h"})
+
+
+def test_a_halo_tile_spelled_with_its_macro_follows_one_tile_parameter(compiler: Any) -> None:
+    lifted = lift_blur(BLUR)
+    assert [p.name for p in lifted.params][:1] == ["TUNED_TILE"], lifted.notes
+    assert "#define TILE TUNED_TILE" in lifted.source  # extents, halo and load loops follow
+    assert "__shared__ float tile[TILE + 2][TILE + 2];" in lifted.source
+    assert lifted.block == ("TUNED_TILE", "TUNED_TILE")
+    assert lifted.grid == ("ceil_div(w, TUNED_TILE)", "ceil_div(h, TUNED_TILE)")
+    template = template_of(lifted)
+    for tile in (8, 32):
+        config = {**template.default_config(), "TUNED_TILE": tile}
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, result.log[-1500:]
+
+
+@pytest.mark.parametrize("source,line", [
+    (BLUR.replace("#define TILE 16\n", "").replace("TILE", "16"), 2),  # literals: no one name
+    (GEMMS["literal_ifelse_tile_count"].source.replace(
+        "  float sum = 0;\n", "  float sum = 0;\n  if (r >= M) return;\n"), 3),
+], ids=["blur_literals", "gemm_refused"])
+def test_a_tied_tile_the_analysis_cannot_lift_keeps_the_block(source: str, line: int) -> None:
+    """The issue's failure: block x / y lifted as independent ranges while the shared tile
+    (and its halo) stayed at the written size."""
+    tile = 32 if "sa[32]" in source else 16
+    lifted = lift_kernel(source, entry="k", grid=[f"ceil_div(N, {tile})", f"ceil_div(M, {tile})"],
+                         block=[str(tile), str(tile)], scalars={})
+    assert lifted.block == (str(tile), str(tile))
+    assert not {"BLOCK_X", "BLOCK_Y"} & {p.name for p in lifted.params}
+    kept = [f for f in lifted.findings if f.transform == "BLOCK_X" and not f.applied]
+    assert kept and "tied to the block size" in kept[0].reason and kept[0].line == line
+
+
+def test_a_refused_gemm_spelled_with_one_macro_keeps_its_tiles_tied() -> None:
+    lifted = lift_blur(GEMMS["macro_aliases"].source.replace(
+        "  float acc = 0.0f;\n", "  float acc = 0.0f;\n  if (row >= M) return;\n"))
+    assert any(f.transform == "REGISTER_TILE" and "early exit" in f.reason
+               for f in lifted.findings)
+    assert lifted.block == ("TUNED_TILE", "TUNED_TILE")
+    assert "#define TILE TUNED_TILE" in lifted.source

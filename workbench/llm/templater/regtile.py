@@ -254,11 +254,11 @@ class _Gemm:
         return sub
 
 
-def _fresh(plan: Plan, wanted: list[str]) -> dict[str, str]:
+def fresh_names(plan: Plan, wanted: list[str]) -> dict[str, str]:
     used = {text(n) for n in walk(plan.source.tree.root_node) if n.type == "identifier"} | \
         {text(n.child_by_field_name("name")) for n in walk(plan.source.tree.root_node)
          if n.type == "preproc_def"}
-    return {w: (w if w not in used else f"WB_{w}") for w in wanted}
+    return {w: (w if w not in used else f"TUNED_{w}") for w in wanted}
 
 
 def lift_regtile(plan: Plan) -> bool:
@@ -489,7 +489,7 @@ def _decl_name(d: Node) -> str:
 def _emit(g: _Gemm, loop: Node) -> None:
     plan, t, data = g.plan, g.tile, g.data
     parts: _Parts = g.parts  # type: ignore[attr-defined]
-    n = _fresh(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y"])
+    n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y"])
     g.names = n
     bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
     tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]

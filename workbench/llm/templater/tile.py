@@ -13,6 +13,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from workbench.llm.templater.analysis import (
+    binary,
     block_offset,
     builtin,
     calls,
@@ -24,6 +25,7 @@ from workbench.llm.templater.analysis import (
 )
 from workbench.llm.templater.block import _shared_arrays
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.regtile import fresh_names
 from workbench.llm.templater.rules import literal, scale_divisor
 
 _ORDER = """  // block order: 0 row-major, 1 diagonal, 2 grouped swizzle (a bijection of the grid)
@@ -65,6 +67,17 @@ def _tile_loops(plan: Plan, tile: int, rows: int) -> list[tuple[Node, Node]] | N
     return out or None
 
 
+def _pad(extent: Node, tile: int) -> int | None:
+    """0 for an inner extent ``T``, p for ``T + p`` or the literal ``T + p`` (p <= 1)."""
+    value = int_value(extent)
+    if value is not None:
+        return value - tile if value - tile in (0, 1) else None
+    parts = binary(extent)
+    if parts and parts[1] == "+" and int_value(parts[0]) == tile and int_value(parts[2]) == 1:
+        return 1
+    return None
+
+
 def lift_tile(plan: Plan) -> bool:
     """Apply the tile family when the kernel has the tiled shape; False when it has not."""
     if len(plan.block) != 2:
@@ -73,45 +86,48 @@ def lift_tile(plan: Plan) -> bool:
     if tile is None or rows is None or rows >= tile:
         return False
     arrays = [(name, ext) for name, _d, ext in _shared_arrays(plan)
-              if len(ext) == 2 and all(int_value(e) == tile for e in ext)]
+              if len(ext) == 2 and int_value(ext[0]) == tile and _pad(ext[1], tile) is not None]
     loops = _tile_loops(plan, tile, rows)
     offsets = [n for n in walk(plan.body)
                if block_offset(n, "x") == tile or block_offset(n, "y") == tile]
     if len(arrays) != 1 or loops is None or not offsets:
         return False
     name, extents = arrays[0]
+    pad = _pad(extents[1], tile) or 0
+    names = fresh_names(plan, ["TILE", "BLOCK_ROWS", "PAD"])
+    t_name, rows_name, pad_name = names["TILE"], names["BLOCK_ROWS"], names["PAD"]
     for n in offsets:
         left = n.child_by_field_name("left")
         right = n.child_by_field_name("right")
         assert left is not None and right is not None
-        plan.rw.replace(right if builtin(left, "blockIdx") else left, "TILE")
-    plan.rw.replace(strip(extents[0]), "TILE")
-    plan.rw.replace(strip(extents[1]), "TILE + PAD")
+        plan.rw.replace(right if builtin(left, "blockIdx") else left, t_name)
+    plan.rw.replace(strip(extents[0]), t_name)
+    plan.rw.replace(strip(extents[1]), f"{t_name} + {pad_name}")
     for bound, step in loops:
-        plan.rw.replace(bound, "TILE")
-        plan.rw.replace(step, "BLOCK_ROWS")
-    plan.block = ["TILE", "BLOCK_ROWS"]
+        plan.rw.replace(bound, t_name)
+        plan.rw.replace(step, rows_name)
+    plan.block = [t_name, rows_name]
     for g, rule in enumerate(plan.grid):
-        new = scale_divisor(rule, str(tile), "TILE")
+        new = scale_divisor(rule, str(tile), t_name)
         plan.grid[g] = new if new is not None else rule
     where = f"{plan.source.line_of(plan.body)}"
-    plan.add_param("TILE", {"kind": "choice", "values": sorted({16, 32, 64, tile}),
+    plan.add_param(t_name, {"kind": "choice", "values": sorted({16, 32, 64, tile}),
                             "default": tile, "description": f"tile edge (as written: {tile})"},
                    f"{where}: tile {tile}x{tile}")
-    plan.add_param("BLOCK_ROWS", {"kind": "pow2", "min": 1, "max": 32, "default": rows,
+    plan.add_param(rows_name, {"kind": "pow2", "min": 1, "max": 32, "default": rows,
                                   "description": "tile rows per loop step = blockDim.y "
                                                  f"(as written: {rows})"},
                    f"{where}: block y = {rows}")
-    plan.add_param("PAD", {"kind": "choice", "values": [0, 1], "default": 0,
+    plan.add_param(pad_name, {"kind": "choice", "values": sorted({0, 1, pad}), "default": pad,
                            "description": f"extra column in the shared tile {name} "
                                           "(1 removes bank conflicts on column reads)"},
                    f"{where}: __shared__ {name}[{tile}][{tile}]")
-    plan.constrain("TILE % BLOCK_ROWS == 0")
-    plan.constrain("TILE * BLOCK_ROWS <= 1024")
-    plan.constrain("TILE * BLOCK_ROWS >= 32")
-    plan.note("TILE", True, f"tile {tile} lifted in {len(offsets)} block offsets, the shared "
+    plan.constrain(f"{t_name} % {rows_name} == 0")
+    plan.constrain(f"{t_name} * {rows_name} <= 1024")
+    plan.constrain(f"{t_name} * {rows_name} >= 32")
+    plan.note(t_name, True, f"tile {tile} lifted in {len(offsets)} block offsets, the shared "
               f"array {name}, {len(loops)} tile loops and the grid rules")
-    plan.launch_bounds = "TILE * BLOCK_ROWS"
+    plan.launch_bounds = f"{t_name} * {rows_name}"
     _block_order(plan)
     return True
 
