@@ -18,6 +18,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
@@ -45,6 +46,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
+            apply_ilp(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
         lift_switches(plan, macros)
