@@ -216,3 +216,57 @@ def test_a_version_2_store_is_migrated_and_its_confirmations_become_picks(
         rows = s.confirmations(back.id)
         assert len(rows) == len(s.remeasurements())
         assert {r.condition for r in rows} == {"read", "write", "warm", "graph"}
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(180)
+def test_postgres_stores_the_pick_reads_it_back_and_migrates_a_version_2_schema() -> None:
+    """The same through a real PostgreSQL server: tune, the accessor on a re-opened
+    Workbench, the sidebar; then the schema rewound to version 2 and opened again."""
+    psycopg = pytest.importorskip("psycopg")
+    import os
+
+    from workbench.api import Workbench
+    from workbench.store.postgres import PostgresStore
+    from workbench.testing.postgres_server import PostgresServer, PostgresUnavailable
+    from workbench.ui.lab_index import summarize_sessions
+
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("WORKBENCH_REQUIRE_POSTGRES"):
+            raise
+        pytest.skip(f"no PostgreSQL server can be started here: {exc}")
+    try:
+        schema = f"pick{os.getpid()}"
+        url = f"{server.dsn}?schema={schema}"
+        wb = Workbench(load_kernel_folder(SILU), store=url, runner=DemotingRunner())
+        report = wb.tune("decode", "bf16", strategy="random", budget=16, confirm=3)
+        pick = report.stored_pick
+        assert pick is not None and pick.decided == "confirmed"
+        fastest = fastest_ok(report.results)
+        assert fastest is not None and pick.config != fastest.config
+        wb.store.close()
+        again = Workbench(load_kernel_folder(SILU), store=url, runner=DemotingRunner())
+        assert again.pick("decode", "bf16") == pick
+        [summary] = summarize_sessions(again.store, "silu_and_mul", None)
+        assert summary.decided == "confirmed" and summary.pick_config == dict(pick.config)
+        rows = again.store.confirmations(pick.id)
+        assert sum(r.is_baseline for r in rows) == 8  # each round, each condition
+        assert {r.condition for r in rows} == {"read", "write", "warm", "graph"}
+        again.store.close()
+        conn = psycopg.connect(server.dsn, autocommit=True,
+                               options=f"-c search_path={schema}")
+        conn.execute("DROP TABLE picks")
+        for column in ("pick_id", "cache_condition", "is_baseline"):
+            conn.execute(f"ALTER TABLE remeasurements DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        conn.close()
+        with PostgresStore(server.dsn, schema=schema) as reopened:
+            assert reopened.schema_version() == 3
+            [back] = reopened.picks(shape="decode", dtype="bf16")
+            assert back.config == pick.config and back.decided == "confirmed"
+            assert back.median_us == pytest.approx(pick.median_us)
+            assert len(reopened.confirmations(back.id)) == len(reopened.remeasurements())
+    finally:
+        server.stop()
