@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import WorkerError
-from workbench.core.inputs import default_inputs
+from workbench.core.inputs import complete_inputs, default_inputs
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
 from workbench.engine.bench import BenchSettings
 from workbench.engine.conditions import ConditionTiming, timing_of
-from workbench.engine.gpu_verify import _InputSet, _Mismatch, compare_outputs
+from workbench.engine.gpu_verify import VerifyHookError, _InputSet, _Mismatch, compare_outputs
 from workbench.engine.nvml import Nvml, throttled
 from workbench.engine.timing_loop import PLACEMENTS, flush_bytes
 from workbench.engine.worker_messages import (
@@ -312,7 +312,12 @@ class GpuSession:
                                    int(smem_bytes))
         return func
 
-    def _run_once(self, func: Any, launch: LaunchGeometry, inputs: _InputSet) -> None:
+    def _run_once(self, func: Any, launch: LaunchGeometry, inputs: _InputSet,
+                  cubin: str) -> None:
+        """One verification run: the set's module globals into ``cubin``'s module, inouts
+        restored, outputs poisoned, then the kernel."""
+        if inputs.constants:
+            inputs.upload_constants(self.modules[cubin])
         inputs.restore(self.stream)
         inputs.poison(self.stream)
         func.prepared_async_call(launch.grid, launch.block, self.stream,
@@ -356,15 +361,19 @@ class GpuSession:
         self._load_own_kernels(request.check_kernels)
         self._free_problem()
 
+        hook = getattr(ref, "verify", None) if ref is not None else None
+
         def make_inputs(problem: ProblemSpec, rng: Any) -> Any:
             if ref is not None and hasattr(ref, "make_inputs"):
-                return ref.make_inputs(dict(problem.shape), dtype, rng)
-            return default_inputs(problem.args, problem.shape, rng)
+                host = ref.make_inputs(dict(problem.shape), dtype, rng)
+            else:
+                host = default_inputs(problem.args, problem.shape, rng)
+            return complete_inputs(host, problem.constants, problem.shape, rng)
 
         def baseline_on(inputs: _InputSet, problem: ProblemSpec) -> None:
             func = self._function(request.baseline_cubin, request.baseline_entry,
                                   inputs.format, problem.launch.smem_bytes)
-            self._run_once(func, problem.launch, inputs)
+            self._run_once(func, problem.launch, inputs, request.baseline_cubin)
 
         if ref is not None and hasattr(ref, "reference"):  # else: the baseline is the golden
             check = request.check
@@ -380,19 +389,30 @@ class GpuSession:
                     try:
                         compare_outputs(got, expected, cset.output_args(),
                                         f"baseline vs reference.py at shape "
-                                        f"{check.shape_name}")
+                                        f"{check.shape_name}", hook, check.shape)
                     except _Mismatch as exc:
                         return WorkerFailure(error=exc.reason, kind="baseline_wrong")
+                    except VerifyHookError as exc:
+                        return WorkerFailure(error=str(exc), kind="reference")
                 finally:
                     cset.free()
                 self.checked.add(key)
         main = request.main
         for index in range(2):
             host = make_inputs(main, np.random.default_rng([seed, index]))
-            iset = _InputSet(self, main, dtype, host)
+            iset = _InputSet(self, main, dtype, host, hook)
             self.sets.append(iset)
             baseline_on(iset, main)
             problem = iset.make_golden()
+            if problem is None and hook is not None:  # verify() must accept the baseline
+                try:
+                    iset.verify(f"the baseline against its own outputs at shape "
+                                f"{main.shape_name}")
+                except _Mismatch as exc:
+                    problem = f"reference.py verify() rejects it: {exc.reason}"
+                except VerifyHookError as exc:
+                    self._free_problem()
+                    return WorkerFailure(error=str(exc), kind="reference")
             if problem is not None:
                 self._free_problem()
                 return WorkerFailure(error=f"the baseline is wrong at shape "
@@ -591,17 +611,28 @@ class GpuSession:
         launch = request.launch
         t0 = time.perf_counter()
         phase = "load"
+        if launch.pdl and self.sets[0].constants:
+            # a PDL launch loads its own module (engine/pdl_launch.py): its globals are
+            # not the ones uploaded here
+            return WorkerFailure(error="a PDL launch of a kernel with module-global inputs "
+                                       f"({', '.join(u.name for u in self.sets[0].constants)}) "
+                                       "is not supported", kind="protocol")
         try:
             func = self._function(request.cubin, request.entry, self.sets[0].format,
                                   launch.smem_bytes, launch.pdl)
             worst = 0.0
             for index, iset in enumerate(self.sets):
                 phase = f"verification on input set {index + 1}"
-                self._run_once(func, launch, iset)
+                self._run_once(func, launch, iset, request.cubin)
                 label = "input set 1" if index == 0 else "second (fresh) input set"
                 worst = max(worst, iset.verify(label))
             phase = "the check of the buffers it must not write"
             self._check_untouched("verification")
+            if self.sets[0].constants:  # timing reads input set 1 (and its copies)
+                phase = "the upload of input set 1's module globals"
+                self.sets[0].upload_constants(self.modules[request.cubin])
+        except VerifyHookError as exc:
+            return WorkerFailure(error=str(exc), kind="reference")
         except _Mismatch as exc:
             return EvaluateReply(status=Status.WRONG_RESULT, reason=exc.reason,
                                  max_abs_err=exc.max_abs_err,

@@ -7,7 +7,7 @@ kernels' source is compiled by the parent, so it lives here as plain text.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.check_kernels import (
@@ -23,7 +23,12 @@ if TYPE_CHECKING:
     from workbench.engine.gpu_session import GpuSession
     from workbench.engine.worker_messages import ProblemSpec
 
-__all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "compare_outputs"]
+__all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "ConstantUpload",
+           "VerifyHookError", "compare_outputs", "compare_sum", "constant_uploads",
+           "run_verify_hook", "upload_constants"]
+
+#: reference.py's ``verify(outputs, golden, shape)``: raises AssertionError when wrong.
+VerifyHook = Callable[[dict[str, Any], dict[str, Any], dict[str, int]], None]
 
 
 _SCALAR_FORMAT = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
@@ -50,11 +55,146 @@ class _Mismatch(Exception):
         self.max_abs_err = max_abs_err
 
 
+class VerifyHookError(Exception):
+    """reference.py's verify() raised something other than AssertionError: a bug in the
+    hook, not a wrong result (the worker answers a failure naming it; the runner raises)."""
+
+
+class ConstantUpload:
+    """One module global's bytes, ready for the device (what :func:`upload_constants`
+    copies into the module's symbol)."""
+
+    def __init__(self, name: str, dtype: str, bits: Any) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.bits = bits
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.bits.nbytes)
+
+
+def constant_uploads(constants: Sequence[Mapping[str, Any]],
+                     host_inputs: Mapping[str, Any]) -> tuple[list[ConstantUpload],
+                                                              dict[str, Any]]:
+    """The bytes of every constant of a problem (``ProblemSpec.constants``) from the host
+    inputs (make_inputs' or generated values: :func:`workbench.core.inputs.complete_inputs`),
+    and the values the kernel sees (float32, or int64 for integers), which reference() gets.
+    KeyError / ValueError name a constant with no values or the wrong element count."""
+    import numpy as np
+
+    from workbench.core import dtypes as wdt
+
+    uploads: list[ConstantUpload] = []
+    seen: dict[str, Any] = {}
+    for const in constants:
+        name, adt = str(const["name"]), str(const["dtype"])
+        if name not in host_inputs:
+            raise KeyError(f"no values for the module global {name!r}")
+        shape = tuple(int(n) for n in const["shape"])
+        raw = np.asarray(host_inputs[name])
+        if raw.size != (int(np.prod(shape)) if shape else 1):
+            raise ValueError(f"values for the module global {name!r} hold {raw.size} "
+                             f"elements; it holds {list(shape)}")
+        bits = np.ascontiguousarray(wdt.encode_arg(raw.reshape(shape), adt))
+        values = wdt.decode_arg(bits, adt)
+        seen[name] = values if wdt.is_integer_dtype(adt) else values.astype(np.float32)
+        uploads.append(ConstantUpload(name, adt, bits))
+    return uploads, seen
+
+
+def upload_constants(cuda: Any, module: Any, uploads: Sequence[ConstantUpload]) -> None:
+    """Copy each constant into ``module``'s global of that name (``module.get_global``, then
+    a synchronous host-to-device copy). A module without the symbol, or whose symbol holds
+    another number of bytes, is a _Mismatch naming it: the kernel would read values no
+    input set gave it."""
+    for up in uploads:
+        try:
+            address, size = module.get_global(up.name)
+        except cuda.Error as exc:
+            raise _Mismatch(f"the module has no global named {up.name} ({exc}); the template "
+                            f"must keep the baseline's {up.name} (an input uploaded before "
+                            "every run)", None) from None
+        if int(size) != up.nbytes:
+            raise _Mismatch(f"the module global {up.name} holds {int(size)} bytes; its "
+                            f"{up.dtype} values hold {up.nbytes} (kernel.toml [[constants]] or "
+                            "the source declaration disagree with this module)", None)
+        cuda.memcpy_htod(address, up.bits)
+
+
+def run_verify_hook(hook: VerifyHook, outputs: dict[str, Any], golden: dict[str, Any],
+                    shape: Mapping[str, int], label: str) -> None:
+    """Call reference.py's verify(): AssertionError is a wrong result (_Mismatch with its
+    message); any other exception is a bug in verify (VerifyHookError)."""
+    try:
+        hook(outputs, golden, dict(shape))
+    except AssertionError as exc:
+        raise _Mismatch(f"{label}: reference.py verify(): {exc or 'AssertionError'}",
+                        None) from None
+    except Exception as exc:
+        raise VerifyHookError(f"reference.py verify() raised {type(exc).__name__}: {exc} "
+                              "(verify reports a wrong result by raising AssertionError; "
+                              "anything else is a bug in verify)") from exc
+
+
+def compare_sum(values: Any, unwritten: Any, want: Any, want_unwritten: Any,
+                arg: Mapping[str, Any], label: str) -> float:
+    """An output compared by its sum (``compare = "sum"``): the layout may change with the
+    config (one partial sum per block), the total may not.
+
+    Float outputs: slots still holding the poison (never written by this run) are skipped,
+    in the result and in the golden values alike, so a config with fewer blocks than the
+    buffer has slots passes; any NaN or infinity written is wrong; at least one slot must be
+    written. Integer outputs: every slot counts (every bit pattern is a value; a kernel must
+    write its unused slots). Within ``atol * n + rtol * sum(|want|)`` over the golden's n
+    written slots: the per-element tolerance summed over the elements. Returns |difference|.
+    """
+    import numpy as np
+
+    name = arg["name"]
+    got = np.asarray(values).reshape(-1)
+    ref = np.asarray(want).reshape(-1)
+    integer = got.dtype.kind in "iu"
+    if integer:
+        mask = np.ones(got.shape, bool)
+        ref_mask = np.ones(ref.shape, bool)
+    else:
+        mask = ~np.asarray(unwritten, bool).reshape(-1)
+        ref_mask = ~np.asarray(want_unwritten, bool).reshape(-1)
+    if not mask.any():
+        raise _Mismatch(f"{label}: {name}: no element written (compare = \"sum\")", None)
+    written = got[mask].astype(np.int64 if integer else np.float64)
+    if not integer and not np.isfinite(written).all():
+        bad = int((~np.isfinite(written)).sum())
+        raise _Mismatch(f"{label}: {name}: {bad} written elements are NaN or infinite "
+                        f"(compare = \"sum\")", float("nan"))
+    expected = ref[ref_mask].astype(np.int64 if integer else np.float64)
+    if not integer and not np.isfinite(expected).all():
+        raise _Mismatch(f"{label}: {name}: the expected values hold NaN or infinity; their "
+                        "sum cannot be compared", None)
+    total, goal = written.sum(), expected.sum()
+    diff = float(abs(int(total) - int(goal)) if integer else abs(total - goal))
+    bound = float(arg["atol"]) * max(1, expected.size) + \
+        float(arg["rtol"]) * float(np.abs(expected).sum())
+    if diff > bound:
+        raise _Mismatch(f"{label}: {name}: the {int(mask.sum())} written elements add up to "
+                        f"{float(total):.9g}; expected {float(goal):.9g} (sum of "
+                        f"{expected.size}); |difference| {diff:.4g} > {bound:.4g} "
+                        f"(atol*n + rtol*sum|want|, compare = \"sum\")", diff)
+    return diff
+
+
+def _host_compared(arg: Mapping[str, Any], hook: VerifyHook | None) -> bool:
+    """Compared on the host (sum or verify()), not element by element on the GPU."""
+    return hook is not None or arg.get("compare") == "sum"
+
+
 class _InputSet:
-    """Device buffers for one random input set, pristine copies of inouts, golden outputs."""
+    """Device buffers for one random input set, pristine copies of inouts, golden outputs,
+    and the bytes of its module globals (uploaded into each module before it runs)."""
 
     def __init__(self, session: GpuSession, spec: ProblemSpec, dtype: str,
-                 host_inputs: Mapping[str, Any]) -> None:
+                 host_inputs: Mapping[str, Any], verify_hook: VerifyHook | None = None) -> None:
         import numpy as np
 
         from workbench.core import dtypes as wdt
@@ -72,6 +212,10 @@ class _InputSet:
         self.host_bits: dict[str, Any] = {}   # what was uploaded, to repair a damaged input
         self.sums: dict[str, int] = {}        # guarded buffer -> checksum (see seal)
         self.golden_host: dict[str, Any] = {}
+        self.verify_hook = verify_hook
+        self.golden_values: dict[str, tuple[Any, Any]] = {}  # host-compared outputs
+        self.constants, seen = constant_uploads(spec.constants, host_inputs)
+        self.quantized.update(seen)
         self.values: list[Any] = []
         fmt = ""
         for arg in self.args:
@@ -113,6 +257,10 @@ class _InputSet:
 
     def output_args(self) -> list[dict[str, Any]]:
         return [a for a in self.args if a["role"] in ("out", "inout")]
+
+    def upload_constants(self, module: Any) -> None:
+        """This set's module globals into ``module`` (before every run of its kernel)."""
+        upload_constants(self.session.cuda, module, self.constants)
 
     def restore(self, stream: Any) -> None:
         """Copy every inout argument back from its pristine copy."""
@@ -182,12 +330,17 @@ class _InputSet:
         reason if some were unwritten. 1- and 2-byte integer outputs are not checked for
         poison here: every bit pattern is a value the baseline may write."""
         cuda = self.session.cuda
+        hosted = [a for a in self.output_args() if _host_compared(a, self.verify_hook)]
+        if hosted:  # compared on the host: keep the baseline's values, unwritten slots marked
+            got = self.download()
+            self.golden_values = {a["name"]: got[a["name"]] for a in hosted}
         for arg in self.output_args():
             n = self._count(arg)
             integer = is_integer_kind(arg["dtype"])
             gold = cuda.mem_alloc(self._golden_bytes(arg))
             self.golden[arg["name"]] = gold
-            check = arg["role"] == "out" and (not integer or _storage(arg["dtype"]).itemsize >= 4)
+            check = arg["role"] == "out" and (not integer or _storage(arg["dtype"]).itemsize >= 4) \
+                and not _host_compared(arg, self.verify_hook)
             counts = self._launch_check(self.session.to_i64 if integer else self.session.to_f32,
                                         n, int(self.buffers[arg["name"]]), KIND[arg["dtype"]],
                                         int(check), int(gold), n)
@@ -221,7 +374,20 @@ class _InputSet:
         import numpy as np
 
         worst = 0.0
+        if self.verify_hook is not None:
+            run_verify_hook(self.verify_hook, _with_nan(self.download()),
+                            _with_nan(self.golden_values),
+                            self.spec.shape, label)
+            return worst
+        hosted = None
         for arg in self.output_args():
+            if arg.get("compare") == "sum":
+                hosted = hosted or self.download()
+                values, unwritten = hosted[arg["name"]]
+                want, want_unwritten = self.golden_values[arg["name"]]
+                worst = max(worst, compare_sum(values, unwritten, want, want_unwritten, arg,
+                                               label))
+                continue
             n = self._count(arg)
             integer = is_integer_kind(arg["dtype"])
             common = (int(self.buffers[arg["name"]]), KIND[arg["dtype"]],
@@ -317,15 +483,41 @@ class _InputSet:
         self.golden.clear()
 
 
+def _with_nan(outputs: Mapping[str, tuple[Any, Any]]) -> dict[str, Any]:
+    """Output values as verify() gets them: never-written float slots as NaN (integers as
+    they are: every bit pattern is a value)."""
+    import numpy as np
+
+    out = {}
+    for name, (values, unwritten) in outputs.items():
+        if values.dtype.kind == "f":
+            values = np.where(unwritten, np.nan, values)
+        out[name] = values
+    return out
+
+
 def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
-                    args: list[dict[str, Any]], label: str) -> float:
-    """Raise _Mismatch naming the first bad output; return the largest absolute error."""
+                    args: list[dict[str, Any]], label: str,
+                    verify_hook: VerifyHook | None = None,
+                    shape: Mapping[str, int] | None = None) -> float:
+    """Raise _Mismatch naming the first bad output; return the largest absolute error.
+    With ``verify_hook`` (reference.py verify()) it alone decides; outputs with
+    ``compare = "sum"`` are compared by their sums (:func:`compare_sum`)."""
     import numpy as np
 
     worst = 0.0
+    if verify_hook is not None:
+        run_verify_hook(verify_hook, _with_nan(got),
+                        {k: np.asarray(v) for k, v in want.items()}, shape or {}, label)
+        return worst
     for arg in args:
         name = arg["name"]
         values, unwritten = got[name]
+        if arg.get("compare") == "sum":
+            expected_sum = np.asarray(want[name], dtype=np.float64)
+            worst = max(worst, compare_sum(values, unwritten, want[name],
+                                           np.isnan(expected_sum), arg, label))
+            continue
         expected = np.asarray(want[name], dtype=np.float64).reshape(values.shape)
         if values.dtype.kind == "i":  # a kernel may write the poison value: see check_kernels
             unwritten = unwritten & (np.abs(values - expected) > float(arg["atol"]))

@@ -225,7 +225,8 @@ class LocalRunner:
 
     def _problem(self, shape: str, dtype: str, launch: Launch) -> ProblemSpec:
         return ProblemSpec(shape, self.folder.shape_values(shape),
-                           self.folder.arg_layout(shape, dtype), _geometry(launch))
+                           self.folder.arg_layout(shape, dtype), _geometry(launch),
+                           self.folder.constant_layout(shape, dtype))
 
     def _compile_checks(self) -> CompileResult:
         if self._checks is None:

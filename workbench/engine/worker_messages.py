@@ -70,23 +70,36 @@ class ProblemSpec:
     """One problem the worker allocates: its sizes, argument layout and launch.
 
     ``args`` is :meth:`KernelFolder.arg_layout` (name, role, concrete dtype, shape, and a
-    scalar's value), which the worker's input generator and reference.py read as given."""
+    scalar's value), which the worker's input generator and reference.py read as given;
+    ``constants`` is :meth:`KernelFolder.constant_layout` (name, dtype, shape): the module
+    globals the worker uploads before every run (absent from the message when none)."""
 
     shape_name: str
     shape: Mapping[str, int]
     args: Sequence[Mapping[str, Any]]
     launch: LaunchGeometry
+    constants: Sequence[Mapping[str, Any]] = ()
 
     def to_message(self) -> dict[str, Any]:
         return {"shape_name": self.shape_name, "shape": dict(self.shape),
-                "args": [dict(a) for a in self.args], "launch": self.launch.to_message()}
+                "args": [dict(a) for a in self.args], "launch": self.launch.to_message(),
+                **({"constants": [dict(c) for c in self.constants]} if self.constants
+                   else {})}
 
     @classmethod
     def from_message(cls, message: Mapping[str, Any]) -> ProblemSpec:
+        constants = message.get("constants") or []
+        if not isinstance(constants, list) or not all(
+                isinstance(c, Mapping) and {"name", "dtype", "shape"} <= set(c)
+                for c in constants):
+            raise WorkerError("the GPU worker's problem message has malformed 'constants'",
+                              key="constants", value=constants,
+                              expected="a list of {name, dtype, shape}")
         return cls(shape_name=str(_need(message, "shape_name", "problem")),
                    shape={str(k): int(v) for k, v in _need(message, "shape", "problem").items()},
                    args=[dict(a) for a in _need(message, "args", "problem")],
-                   launch=LaunchGeometry.from_message(_need(message, "launch", "problem")))
+                   launch=LaunchGeometry.from_message(_need(message, "launch", "problem")),
+                   constants=tuple(dict(c) for c in constants))
 
 
 @dataclass(frozen=True)
