@@ -217,6 +217,8 @@ def _refusal(source: str) -> tuple[str, int]:
     (("acc += As[ty][k] * Bs[k][tx];", "acc += As[0][k] * Bs[k][tx];"),
      "does not read the tile at (thread index, k)", 14),
     (("t += TILE) {", "t += TILE + ty) {"), "depends on the thread index", 10),
+    (("for (int t = 0; t < K; t += TILE) {", "for (int t = 0; t < K / TILE * TILE; t += TILE) {"),
+     "counts whole tiles of the written size", 10),
 ])
 def test_kernels_the_analysis_cannot_follow_are_refused_with_the_line(
         edit: tuple[str, str], reason: str, line: int) -> None:

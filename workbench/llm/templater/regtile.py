@@ -448,6 +448,13 @@ def _analyse(g: _Gemm, loop: Node) -> None:
         g.accumulators.append(acc)
     if not g.accumulators:
         raise Refused("nothing is accumulated between the barriers", loop)
+    for n in (m for h in _header(loop) for m in walk(h)):
+        parts_div = binary(n)
+        if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == t:
+            up = binary(parts_div[0])
+            if not (up and up[1] == "+" and int_value(up[2]) == t - 1):
+                raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
+                              f"a multiple of {t}); a deeper tile would drop the remainder", n)
     for s in parts.after + _header(loop):
         if g.mentions_thread(s):
             raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread index", s)
