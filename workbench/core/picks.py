@@ -38,13 +38,19 @@ def ranked_ok(results: Iterable[TrialResult]) -> list[TrialResult]:
     return sorted(ok, key=lambda r: r.timing.median_us if r.timing else float("inf"))
 
 
+def improves(result: TrialResult, best: TrialResult | None) -> bool:
+    """Whether ``result`` replaces ``best`` as the fastest ok trial (strictly faster: of
+    equal medians the one measured first stays)."""
+    if result.status is not Status.OK or result.timing is None:
+        return False
+    return best is None or best.timing is None or result.timing.median_us < best.timing.median_us
+
+
 def fastest_ok(results: Iterable[TrialResult]) -> TrialResult | None:
     """The fastest ok result with a timing (the first measured of equal medians), or None."""
     best: TrialResult | None = None
     for r in results:
-        if r.status is not Status.OK or r.timing is None:
-            continue
-        if best is None or best.timing is None or r.timing.median_us < best.timing.median_us:
+        if improves(r, best):
             best = r
     return best
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import RecordingError
+from workbench.core.picks import ranked_ok
 from workbench.core.records import Status, TrialResult
 from workbench.engine.bench import CopyTiming
 
@@ -78,9 +79,7 @@ class Recording:
 
     def fastest(self, shape: str, dtype: str, count: int) -> list[TrialResult]:
         """The ``count`` fastest ok trials of one (shape, dtype), fastest first."""
-        ok = [t for t in self.trials if t.shape == shape and t.dtype == dtype
-              and t.status is Status.OK and t.timing is not None]
-        return sorted(ok, key=lambda t: t.timing.median_us if t.timing else 0.0)[:count]
+        return ranked_ok(t for t in self.trials if t.shape == shape and t.dtype == dtype)[:count]
 
     def confirmed_result(self, config: Mapping[str, Any], shape: str,
                          dtype: str) -> TrialResult | None:

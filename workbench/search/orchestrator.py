@@ -41,6 +41,7 @@ from workbench.core.events import (
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import Parameter
+from workbench.core.picks import fastest_ok, improves
 from workbench.core.records import Candidate, Config, Status, TrialResult, Value
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
@@ -88,19 +89,9 @@ class SearchOutcome:
         return {k: s.best for k, s in self.shapes.items() if s.best is not None}
 
 
-def _is_better(result: TrialResult, best: TrialResult | None) -> bool:
-    if result.status is not Status.OK or result.median_us is None:
-        return False
-    return best is None or best.median_us is None or result.median_us < best.median_us
-
-
 def best_of(results: Iterable[TrialResult]) -> TrialResult | None:
-    """The fastest ok result, or None."""
-    best: TrialResult | None = None
-    for result in results:
-        if _is_better(result, best):
-            best = result
-    return best
+    """The fastest ok result, or None (:func:`workbench.core.picks.fastest_ok`)."""
+    return fastest_ok(results)
 
 
 @dataclass
@@ -138,7 +129,7 @@ class _ShapeState:
             return
         if result.status is not Status.PRUNED:
             self.evaluated += 1
-        if _is_better(result, self.best):
+        if improves(result, self.best):
             self.best = result
 
     def recount(self) -> None:
@@ -566,7 +557,7 @@ class Search:
         index = self._index
         self._index += 1
         self.events.publish(TrialFinished(result, index))
-        if _is_better(result, previous) and state.contains(result.config):
+        if improves(result, previous) and state.contains(result.config):
             state.since_improvement = 0
             baseline = self.baselines_us.get(shape)
             speedup = (baseline / result.median_us

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from workbench.core.edges import RangeEdge, Widening, range_edges, widen_all
-from workbench.core.records import Status
+from workbench.core.picks import ranked_ok
 from workbench.core.template import KernelTemplate
 from workbench.search.orchestrator import Search, SearchOutcome
 
@@ -51,8 +51,7 @@ def widen_and_continue(search: Search, runner: TemplateRunner, template: KernelT
     done: list[WidenRound] = []
     last: SearchOutcome | None = None
     for _ in range(rounds):
-        ok = sorted((r for r in search.results(shape) if r.status is Status.OK and r.median_us),
-                    key=lambda r: r.median_us or 0.0)
+        ok = ranked_ok(search.results(shape))
         edges = range_edges(template.params, [r.config for r in ok[:top]])
         params, widenings = widen_all(template.params, edges, hard_max=hard_max)
         if not edges or params == template.params:
