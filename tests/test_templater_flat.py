@@ -312,3 +312,65 @@ def test_unroll_pragmas_naming_a_parameter_are_allowed() -> None:
     for bad in ('_Pragma("unroll ITEMS extra")', '_Pragma("unroll \\"/etc/passwd\\"")',
                 '_Pragma("GCC dependency \\"x\\"")'):
         assert not check_source(bad).ok, bad
+
+
+# -- warp-per-item kernels ---------------------------------------------------------------------
+
+ROW_DOT = """
+extern "C" __global__ void k(float* __restrict__ out, const float* __restrict__ a,
+                             const float* __restrict__ b, int rows, int cols) {
+  int warp = threadIdx.x >> 5;
+  int lane = threadIdx.x & 31;
+  int row = blockIdx.x * 8 + warp;
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int c = lane; c < cols; c += 32) s += a[(long long)row * cols + c] * b[c];
+  for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffff, s, offset);
+  if (lane == 0) out[row] = s;
+}
+"""
+
+
+def test_warp_per_row_gets_lanes_warps_and_vectors(compiler: Compiler) -> None:
+    lifted = folder_lift("warp_row")
+    knobs = params(lifted)
+    assert {"WARPS_PER_BLOCK", "LANES", "VEC"} <= set(knobs), lifted.notes
+    assert lifted.block == ("32 * WARPS_PER_BLOCK",)
+    assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK * (32 // LANES))",)
+    src = lifted.source
+    assert "__shfl_xor_sync(wb_group_mask(), amax, off, LANES)" in src
+    assert "for (int off = (LANES / 2); off > 0; off >>= 1)" in src
+    assert "may alias x" in reason(lifted, "VEC")  # the written loop: no __restrict__
+    template = template_of("warp_row", lifted)
+    launch = template.launch_for(template.default_config(), {"rows": 37, "cols": 1000})
+    assert (launch.grid[0], launch.block[0]) == (10, 128)  # as written
+    space = template.space({"rows": 37, "cols": 1000})
+    assert {c["LANES"] for c in space} == {4, 8, 16, 32}
+    compiles(compiler, template, {"LANES": 4, "VEC": 4, "WARPS_PER_BLOCK": 32,
+                                  "ITEMS_PER_THREAD": 4}, {"LANES": 8, "WARPS_PER_BLOCK": 1})
+
+
+def test_warp_per_row_written_with_shifts_and_shfl_down(compiler: Compiler) -> None:
+    lifted = lift(ROW_DOT, "k", ["ceil_div(rows, 8)"], ["256"], {"rows": "rows", "cols": "cols"})
+    knobs = params(lifted)
+    assert knobs["WARPS_PER_BLOCK"]["default"] == 8 and "LANES" in knobs, lifted.notes
+    src = lifted.source
+    assert "int lane = (threadIdx.x % LANES);" in src
+    assert "int warp = (threadIdx.x / LANES);" in src
+    assert "__shfl_down_sync(wb_group_mask(), s, offset, LANES)" in src
+    assert "for (int offset = (LANES / 2); offset > 0; offset /= 2)" in src
+    assert lifted.block == ("32 * WARPS_PER_BLOCK",)
+    compiles(compiler, template_of("k", lifted), {"LANES": 4, "VEC": 4},
+             {"LANES": 16, "WARPS_PER_BLOCK": 2, "VEC": 2})
+
+
+def test_warp_kernels_it_cannot_model_keep_their_lanes() -> None:
+    fixed = ROW_DOT.replace("if (lane == 0) out[row] = s;", "out[row * 32 + lane] = s;")
+    lifted = lift(fixed, "k", ["ceil_div(rows, 8)"], ["256"], {"rows": "rows", "cols": "cols"})
+    assert "LANES" not in params(lifted)
+    assert "the lane is used in `row * 32 + lane`" in reason(lifted, "LANES")
+    loose = ROW_DOT.replace(
+        "for (int offset = 16; offset > 0; offset /= 2) s += __shfl_down_sync(0xffffffff, s, "
+        "offset);", "s += __shfl_down_sync(0xffffffff, s, 16);")
+    lifted = lift(loose, "k", ["ceil_div(rows, 8)"], ["256"], {"rows": "rows", "cols": "cols"})
+    assert "outside an offset loop" in reason(lifted, "LANES")

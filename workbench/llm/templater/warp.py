@@ -211,7 +211,7 @@ def _shuffle_loops(plan: Plan) -> list[tuple[Node, list[Node]]]:
         body = n.child_by_field_name("body")
         if init is None or update is None or body is None:
             continue
-        var, _d, start = declared_name(init) if init.type == "declaration" else ("", None, None)
+        _var, _d, start = declared_name(init) if init.type == "declaration" else ("", None, None)
         shuffles = [c for c in walk(body) if c.type == "call_expression" and
                     text(c.child_by_field_name("function")).startswith("__shfl")]
         if not shuffles or start is None or int_value(start) != 16:
