@@ -68,7 +68,7 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
         for _s, t in terms(d.value):
             if block_offset(t, "x") is not None:
                 item_def = (d, t)
-    if lane_def is None or item_def is None:
+    if lane_def is None or lane_def.value is None or item_def is None:
         return False
     try:
         return _apply(plan, macros, lane_def.name, lane_def.value, item_def, splits)
