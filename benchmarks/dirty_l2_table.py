@@ -1,4 +1,4 @@
-"""README tables of benchmarks/dirty_l2.py results: per row, do_bench and the CUPTI kernel
+"""README tables of benchmarks/peers/dirty_l2.py results: per row, do_bench and the CUPTI kernel
 time of ours against the best peer under each flush, and the launch gap's range.
 
     python benchmarks/dirty_l2_table.py benchmarks/results/h100/session11/dirty_l2.json

@@ -216,7 +216,7 @@ def timing_method_section() -> str:
             "each measured once in each of 3 (runs 0–3) or 4 (runs 4–5) fresh worker processes "
             "per method; spread = max/min − 1 of a config's medians. "
             "H100 80GB HBM3, driver 580.159.04, CUDA 13.0, 2026-11-22 "
-            "(`benchmarks/repeatability.py --mode processes`). Run 0 used the "
+            "(`benchmarks/timing/repeatability.py --mode processes`). Run 0 used the "
             "order-statistics stopping rule, runs 1–3 the IQR-floored one (more repetitions). "
             "Methods: read/write = L2 evicted by reading / zeroing; gated = batches held "
             "behind the gate kernel; preroll8 = 8 untimed evictions before each batch; b40 = "
@@ -298,7 +298,7 @@ def estimator_section() -> str:
     stop = [[r["target_rse_pct"], r["rule"], r["mean_reps"], r["median_reps"],
              r["within_1pct"], r["median_spread_pct"], r["max_spread_pct"]]
             for r in doc["stopping_rule"]]
-    return ("`python benchmarks/estimators.py` (CPU) on the raw samples of CUPTI run 9 "
+    return ("`python benchmarks/timing/estimators.py` (CPU) on the raw samples of CUPTI run 9 "
             "(`results/h100/cupti/run9_estimators_400.json`: H100 80GB HBM3, driver "
             "580.159.04, CUDA 13.0, 2026-11-22; top 5 configs × 3 kernels × odd/decode/large, "
             "bf16, 400 kernel durations per config in each of 3 fresh workers). The GPU timer "
@@ -447,19 +447,19 @@ in `results/` by `python benchmarks/tables.py`.
 | script | where | what |
 |---|---|---|
 | `gpu_checks/record_sweeps.py` | GPU | exhaustive sweeps → `sample_kernels/*/recordings/` |
-| `benchmarks/peers.py` | GPU | tuned configs vs FlashInfer, SGLang, Liger, torch |
-| `benchmarks/kernel_tuner_compare.py` | GPU | throughput vs Kernel Tuner 1.5.0 |
-| `benchmarks/repeatability.py` | GPU | top-5 configs re-measured in a fresh worker; `--mode processes` spread between workers (timers, methods) |
-| `benchmarks/duration_levels.py` | GPU | where a kernel's duration levels come from (loads, evaluations, predecessors) |
-| `benchmarks/bench_strategies.py` | CPU | sample efficiency on the recordings |
-| `benchmarks/bench_space.py`, `bench_compile.py`, `bench_check.py`, `bench_panel.py` | CPU | core costs |
+| `benchmarks/peers/peers.py` | GPU | tuned configs vs FlashInfer, SGLang, Liger, torch |
+| `benchmarks/search/kernel_tuner_compare.py` | GPU | throughput vs Kernel Tuner 1.5.0 |
+| `benchmarks/timing/repeatability.py` | GPU | top-5 configs re-measured in a fresh worker; `--mode processes` spread between workers (timers, methods) |
+| `benchmarks/timing/duration_levels.py` | GPU | where a kernel's duration levels come from (loads, evaluations, predecessors) |
+| `benchmarks/search/bench_strategies.py` | CPU | sample efficiency on the recordings |
+| `benchmarks/search/bench_space.py`, `bench_compile.py`, `bench_check.py`, `bench_panel.py` | CPU | core costs |
 """
 
 
 def dask_section() -> str:
     """The Dask runner: overhead against the direct runner on one H100, and simulated
     scaling over CPU workers."""
-    out = ["`benchmarks/dask_overhead.py` (H100, ABBA order: direct, dask, dask, direct; the "
+    out = ["`benchmarks/cluster/dask_overhead.py` (H100, ABBA order: direct, dask, dask, direct; the "
            "same subset of silu_and_mul decode bf16, cold compile cache per run, batches of "
            "16 as `workbench tune` hands them). configs/min of the sweep, startup apart; "
            "*ratio* is each config's median from the Dask run over the first direct run's "
@@ -481,7 +481,7 @@ def dask_section() -> str:
     scaling = RESULTS / "dask" / "scaling_cpu.json"
     if scaling.exists():
         data = json.loads(scaling.read_text())
-        out += ["", f"`benchmarks/dask_scaling.py` (CPU, {data['date'][:16]} UTC, "
+        out += ["", f"`benchmarks/cluster/dask_scaling.py` (CPU, {data['date'][:16]} UTC, "
                 f"{data['cpus']} cores shared with other jobs): a LocalCluster of N worker "
                 f"processes, each running the synthetic runner held "
                 f"{data['device_ms_simulated']:.0f} ms per candidate (simulated device "

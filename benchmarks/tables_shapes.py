@@ -75,7 +75,7 @@ def peers_methods_section(name: str = "h100/session8/peers_methods.json") -> str
             f"named shapes: the recording's 4 fastest in a selection round of the harness; at "
             f"the `u_*` shapes (in no kernel.toml, chosen here: one token, odd sizes, small "
             f"heads, long rows): configs moved from the recordings' named shapes "
-            f"(benchmarks/peer_methods.py: the 2 fastest of each, size knobs set to the shape's "
+            f"(benchmarks/peers/peer_methods.py: the 2 fastest of each, size knobs set to the shape's "
             f"own value, power-of-two ranges widened 8x) in the same kind of selection round. "
             f"Data: `results/{name}`, log `peers.log` beside it.\n\n")
     text += _table(["kernel", "shape", "dtype", "ours µs (harness)", "harness", "do_bench",
@@ -150,7 +150,7 @@ def dispatch_section(name: str = "h100/session8/dispatch_sweep.json") -> str:
             "config with ROW_SPLIT within kernel.toml's 1..8; *widen rounds*: rounds in which "
             "an edge was found (ROW_SPLIT widened 8 -> 16 -> 32 where it was the edge). "
             f"Summary: `results/{name}` (from the store and the logs by "
-            "`benchmarks/dispatch_summary.py`); exported table in `session8/dispatch/`.\n\n")
+            "`benchmarks/search/dispatch_summary.py`); exported table in `session8/dispatch/`.\n\n")
     text += _table(["shape", "evaluated", "best µs", "best µs in range", "in range / best",
                     "best ROW_SPLIT", "widen rounds", "dispatched to (LOO)", "LOO loss"], rows)
     text += (f"\n\n- `--widen` needed (the best config lies outside the curated range): "

@@ -49,7 +49,7 @@ DTYPES = ("bf16", "fp16")
 #: (tick-aware) median, CUPTI kernel durations where libcupti loads. The tighter target:
 #: replaying the H100's 400-repetition CUPTI samples through the stopping rule, 0.5 % left
 #: 44 of 45 top configs within 1 % between fresh workers and 0.25 % all 45, at a mean of
-#: 156 repetitions (benchmarks/NOTES.md).
+#: 156 repetitions (benchmarks/notes/findings.md).
 SWEEP = BenchSettings(warmup_ms=1.0, min_reps=10, max_reps=400, max_time_s=0.1,
                       target_rse_pct=0.25, flush_l2=True, timeout_s=5.0, batch_reps=10,
                       timer="auto")

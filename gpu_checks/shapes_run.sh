@@ -29,8 +29,8 @@ case "${1:-conditions}" in
       --live 2>&1 | tee "$OUT/dispatch_eval.log"
     ;;
   peers)
-    python3 benchmarks/peers.py --preflight || exit 1
-    python3 benchmarks/peers.py --methods --spin-up 0.15 --dtypes bf16 \
+    python3 benchmarks/peers/peers.py --preflight || exit 1
+    python3 benchmarks/peers/peers.py --methods --spin-up 0.15 --dtypes bf16 \
       --shapes odd decode prefill large unseen --out "$OUT/peers_methods.json" 2>&1 | tee "$OUT/peers.log"
     ;;
 esac

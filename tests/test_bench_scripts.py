@@ -12,7 +12,7 @@ import pytest
 from workbench.core.records import Candidate, Config, Status, TrialResult
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "timing"))
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,7 +35,7 @@ def test_repeatability_pairs_results_with_their_configs_not_their_positions() ->
 
 
 def test_the_estimator_analysis_reproduces_from_the_committed_h100_samples() -> None:
-    """benchmarks/estimators.py on the committed 400-sample CUPTI run: the tick-aware
+    """benchmarks/timing/estimators.py on the committed 400-sample CUPTI run: the tick-aware
     median brings every top config's 3 fresh workers within 1 % where the sample median
     leaves 5 configs a tick apart (the numbers NOTES.md reports)."""
     import json
@@ -112,7 +112,7 @@ def test_merging_a_confirmation_refuses_another_template(tmp_path: Path) -> None
 
     import record_sweeps
 
-    source = ROOT / "benchmarks/results/h100/session7/confirmed_silu_and_mul.json"
+    source = ROOT / "benchmarks/results/search/h100/sweep-confirmation-silu-and-mul-2026-11-24.json"
     doc = json.loads(source.read_text())
     doc["template_sha256"] = "0" * 64
     (tmp_path / "c.json").write_text(json.dumps(doc))

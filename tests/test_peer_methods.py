@@ -1,4 +1,4 @@
-"""benchmarks/peer_methods.py, the pure parts: verdicts per method, configs moved to shapes
+"""benchmarks/peers/peer_methods.py, the pure parts: verdicts per method, configs moved to shapes
 nobody tuned for, and the pick over methods (pure tier; the timing runs on the GPU)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from workbench.core.records import Config
 from workbench.engine.recording import load_recording
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "peers"))
 
 from peer_methods import (  # noqa: E402
     UNSEEN,

@@ -89,7 +89,7 @@ def test_space_sizes_stay_sweepable(name: str) -> None:
         for shape in kf.shapes:
             space = kf.space(shape, dtype)
             # exhaustive sweeps on the GPU machine cost the feasible size; the product only
-            # costs enumeration (10^6 points in ~0.1 s, benchmarks/bench_space.py); at the
+            # costs enumeration (10^6 points in ~0.1 s, benchmarks/search/bench_space.py); at the
             # sweeps' ~32 ms per config (7,560 in 244 s) 3,200 configs are 100 s per shape
             assert 100 <= space.raw_size <= 50_000
             assert 100 <= space.size <= min(3200, space.raw_size), (shape, dtype, space.size)

@@ -13,7 +13,7 @@ Workbench API (the panel's Launch runs the same call), ``workbench tune --replay
 Decision: a comment, whitespace or line-ending change is another template. The store's
 trials and the approvals are keyed by the same exact-text sha256, and a normaliser that
 understood comments would have to understand C++ strings, line splices and ``__LINE__``;
-a recording re-keyed to an edited text is ``benchmarks/carry_recording.py``'s job, which
+a recording re-keyed to an edited text is ``benchmarks/search/carry_recording.py``'s job, which
 compares the compiled code.
 
 A changed range is the same template with a different space: configs the recording measured

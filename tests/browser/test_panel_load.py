@@ -3,7 +3,7 @@ Chromium, a search replayed at the recorded GPU's pace (so it runs as long as it
 and the clicks must take effect within 1 s: the status says so and the progress stops.
 
 The measured latencies are appended to ``$WORKBENCH_ARTIFACTS/panel_latency.jsonl``;
-``benchmarks/bench_panel_latency.py`` runs this test repeatedly and tabulates them.
+``benchmarks/panel/bench_panel_latency.py`` runs this test repeatedly and tabulates them.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ LEGACY_DEFAULTS: dict[str, Any] = {"timer": "events"}
 
 #: Fields earlier versions had, with the value every measurement then used by default and
 #: every measurement uses now (the protocol of :mod:`workbench.engine.timing_loop`; the
-#: research runs that varied them are in benchmarks/NOTES.md). A stored settings dict
+#: research runs that varied them are in benchmarks/notes/findings.md). A stored settings dict
 #: naming one reads back at this value; at another it describes a research run this
 #: version cannot repeat, and :meth:`BenchSettings.from_dict` says so.
 RETIRED_FIELDS: dict[str, Any] = {
@@ -107,7 +107,7 @@ class BenchSettings:
             if key in data and data[key] != fixed:
                 raise WorkbenchError(
                     f"BenchSettings.{key} = {data[key]!r} was a research setting and is no "
-                    f"longer one: every measurement uses {fixed!r} (benchmarks/NOTES.md)",
+                    f"longer one: every measurement uses {fixed!r} (benchmarks/notes/findings.md)",
                     key=key, value=data[key], expected=fixed)
         known = set(cls.__dataclass_fields__)
         return cls(**{**LEGACY_DEFAULTS, **{k: v for k, v in data.items() if k in known}})
@@ -173,7 +173,7 @@ def grouped_median(samples_us: Samples, tick_us: float) -> float:
     grouped data): it moves smoothly with the share instead of jumping a tick. On the
     H100 (top 5 configs of the three sample kernels at three shapes, 400 CUPTI durations
     each in 3 fresh workers) the configs whose workers agreed within 1 % went from 40 to
-    45 of 45 with this median (benchmarks/NOTES.md).
+    45 of 45 with this median (benchmarks/notes/findings.md).
     With every sample on one value, that value.
     """
     arr = _sorted(samples_us)

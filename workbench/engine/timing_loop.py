@@ -1,11 +1,11 @@
 """The timing loop the GPU worker runs, and the device kernels it needs.
 
 Pure Python over an injected ``cuda`` module (pycuda's, or the torch equivalents of
-``benchmarks/gpu_harness.py``), so it is tested with fakes; the worker
+``benchmarks/peers/gpu_harness.py``), so it is tested with fakes; the worker
 (:mod:`workbench.engine.gpu_session`) supplies the launch, the L2 flush and the gate.
 :class:`workbench.engine.bench.BenchSettings` holds what a user sets (timer, flush on/off,
 RSE target, time cap, batch size, repetition bounds); the rest of the protocol is fixed
-here, chosen by the A/B runs in benchmarks/NOTES.md:
+here, chosen by the A/B runs in benchmarks/notes/findings.md:
 
 * warm up for ``warmup_ms`` (at least two launches), so module load and clock ramp stay out;
 * before each timed repetition restore ``inout`` arguments, rotating over
