@@ -88,6 +88,15 @@ def test_a_reopened_session_reads_the_same_answer(tmp_path: Path) -> None:
     pick = again.pick("decode", "bf16")
     assert pick == report.stored_pick
     assert pick is not None and not pick.is_fallback
+    stored = again.stored_report("decode", "bf16")  # store reads alone: nothing measured
+    assert stored.stored_pick == pick and stored.measured_now == 0
+    assert stored.confirmation is not None and report.confirmation is not None
+    assert stored.confirmation.chosen.config == report.confirmation.chosen.config == pick.config
+    assert [r.config for r in stored.confirmation.selection] == \
+        [r.config for r in report.confirmation.selection]
+    assert stored.speedup == report.speedup
+    assert stored.pick is not None and stored.pick.config == pick.config
+    assert [r.config for r in stored.top] == [r.config for r in report.top]
 
 
 def test_api_exports_write_the_confirmed_pick(tmp_path: Path) -> None:

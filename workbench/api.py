@@ -485,6 +485,19 @@ class Workbench:
                                 template_version=self.template_version,
                                 baseline_us=self.baseline_us(shape, dtype))
 
+    def stored_report(self, shape: str, dtype: str, top: int = 5) -> TuneReport:
+        """The report of (shape, dtype) from store reads alone, measuring nothing: every
+        stored trial of this template within the current ranges, the stored pick and the
+        confirmation measurements stored with it (a re-opened session shows the answer its
+        tune stored; :func:`workbench.engine.tuning.report_from_store`)."""
+        from workbench.engine.tuning import report_from_store
+
+        stored = self.store.pick(self.provenance(), shape, dtype)
+        rows = ([r.measurement for r in self.store.confirmations(stored.id)]
+                if stored is not None else [])
+        return report_from_store(self.kernel_name, shape, dtype, self.runner_description,
+                                 self.results(shape, dtype), stored, rows, top=top)
+
     def export(self, what: str, path: str, shape: str, dtype: str, *,
                overwrite: bool = False) -> str:
         """Write the pick at (shape, dtype) (``header``/``json``: :meth:`pick`, the stored

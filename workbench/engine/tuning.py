@@ -453,3 +453,30 @@ def confirmation_from_store(pick: PickRecord, rows: Sequence[ConfirmationMeasure
                         selection=tuple(sorted(selection,
                                                key=lambda r: order.get(r.config, len(order)))),
                         chosen=second[-1], baseline=base[-1] if base else None)
+
+
+def report_from_store(kernel: str, shape: str, dtype: str, runner: str,
+                      results: Sequence[TrialResult], pick: PickRecord | None,
+                      rows: Sequence[ConfirmationMeasurement], *, top: int = 5) -> TuneReport:
+    """A report from store reads alone (a re-opened session's): every stored trial, the
+    stored pick and the confirmation measurements stored with it. The headline time and
+    speedup are the pick's; the baseline is the one measured beside the pick (round 2,
+    its condition) where stored. Nothing is measured (no copy timing, no L2 profile)."""
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status.value] = counts.get(r.status.value, 0) + 1
+    ok = ranked_ok(results)
+    confirmation = (confirmation_from_store(pick, rows, ok[:top]) if pick is not None
+                    else None)
+    baseline = confirmation.baseline if confirmation is not None else None
+    headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
+    note = pick.fallback_reason if pick is not None and pick.is_fallback else ""
+    return TuneReport(kernel=kernel, shape=shape, dtype=dtype, runner=runner,
+                      reason="stored", results=tuple(results), top=tuple(ok[:top]),
+                      measured_now=0, baseline=baseline,
+                      speedup=stored_speedup(pick) if pick is not None else None,
+                      bandwidth_gb_per_s=headline.bandwidth_gb_per_s if headline else None,
+                      baseline_bandwidth_gb_per_s=(baseline.bandwidth_gb_per_s
+                                                   if baseline is not None else None),
+                      copy=None, pct_of_copy=None, status_counts=counts,
+                      confirmation=confirmation, confirm_note=note, stored_pick=pick)
