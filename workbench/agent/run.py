@@ -102,7 +102,7 @@ def propose_only(folder: KernelFolder, client: LLMClient | None = None, *,
         gated = validate_and_tighten(made.proposal, folder, device=spec, compiler=compiler,
                                      correctness=correctness)
         return Proposed(gated.template or gated.proposal, made.diff, gated.report, "offline",
-                        notes=made.notes)
+                        notes=(*made.notes, *gated.notes))
     outcome = propose_template(folder, client, device=spec, compiler=compiler,
                                correctness=correctness, repair_rounds=1)
     shown: KernelTemplate | TemplateProposal | None = outcome.template or outcome.proposal

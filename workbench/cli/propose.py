@@ -138,10 +138,11 @@ def _write(args: argparse.Namespace, folder: KernelFolder, template: KernelTempl
         print(f"propose refused: {exc.message}; nothing written", file=out)
         return 1
     print("\n" + message, file=out)
-    if not report.verified_on_gpu:
-        print("note: approved unverified (no GPU ran the gate); run `workbench propose "
-              f"{args.folder}` on the GPU machine to check it", file=out)
     print(f"propose done: {report.status}", file=out)
+    if not report.verified_on_gpu:  # the last word: what the approval did not check
+        from workbench.llm.space_gate import unverified_notice
+
+        print(f"note: approved {unverified_notice(args.folder)}", file=out)
     return 0
 
 

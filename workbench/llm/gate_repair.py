@@ -2,8 +2,12 @@
 
 The LLM repairs its own template from the failing configs (they reach it as problems);
 a template with no LLM behind it is repaired here instead: :func:`space_gate.tighten`
-turns the failing and passing configs of the gate into constraints, the proposal gets
+turns the failing and passing configs of the gate into constraints (one-parameter rules
+and relations between two parameters, such as ``BLOCK_X == TILE``), the proposal gets
 them, and the gate runs again on a freshly seeded sample, at most ``rounds`` times.
+:attr:`GatedProposal.notes` says which constraints were added and which of them are
+relations. A template whose every non-default config failed is not repaired: the gate's
+report refuses it with that reason (:attr:`GateReport.only_defaults_pass`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from workbench.core.hardware import DEVICES, DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
 from workbench.llm.schemas import TemplateProposal
-from workbench.llm.space_gate import tighten
+from workbench.llm.space_gate import relation_between, tighten
 from workbench.llm.validation import (
     CompilerLike,
     CorrectnessCheck,
@@ -35,6 +39,21 @@ class GatedProposal:
     report: ValidationReport
     added_constraints: tuple[str, ...]
     rounds: int
+    added_relations: tuple[str, ...] = ()  # those of added_constraints relating two params
+
+    @property
+    def notes(self) -> list[str]:
+        """What the repair did, one line per added constraint (empty when nothing)."""
+        lines = []
+        for text in self.added_constraints:
+            what = ("a relation between two parameters" if text in self.added_relations
+                    else "a one-parameter constraint")
+            lines.append(f"gate repair added {text} ({what}, learnt from the configs that "
+                         "failed and passed)")
+        if self.report.gate is not None and self.report.gate.only_defaults_pass:
+            lines.append("gate repair: not attempted, "
+                         + self.report.gate.only_defaults_reason())
+        return lines
 
 
 def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
@@ -48,6 +67,7 @@ def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
     report = validate_proposal(proposal, folder, device=spec, compiler=compiler,
                                correctness=correctness)
     added: list[str] = []
+    relations: list[str] = []
     done = 0
     for round_index in range(1, rounds + 1):
         gate = report.gate
@@ -58,13 +78,17 @@ def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
                                         known_names=_known_names(folder, spec))
         if any(f.config == template.default_config() for f in gate.failures):
             break  # wrong at its own defaults: no constraint can repair that
+        if gate.only_defaults_pass:
+            break  # refused (validation says why): a space of its defaults is no template
         new: list[str] = []
         for dtype in gate.dtypes:
             bad = [f.config for f in gate.failures if f.dtype == dtype]
             if bad:
                 space = template.space(folder.env(folder.check_shape, dtype, spec))
                 rules, _ = tighten(space, bad, gate.passing_configs(dtype))
-                new += [r for r in rules if r not in new and r not in proposal.constraints]
+                fresh = [r for r in rules if r not in new and r not in proposal.constraints]
+                new += fresh
+                relations += [r for r in fresh if relation_between(r, space) is not None]
         if not new:
             break
         added += new
@@ -75,4 +99,4 @@ def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
     final = (proposal.to_template(name=folder.name, entry=entry,
                                   known_names=_known_names(folder, spec))
              if report.ok else None)
-    return GatedProposal(proposal, final, report, tuple(added), done)
+    return GatedProposal(proposal, final, report, tuple(added), done, tuple(relations))

@@ -13,8 +13,16 @@ the others as near their defaults as the constraints allow (so every extreme is 
 where the box corners are infeasible).
 
 :func:`tighten` is the repair for the offline templater: from the failing and passing
-configs it derives constraints (``P < v``, ``P > v``, ``P != v``) that exclude every
-failure and keep every pass; the LLM's repair round gets the failing configs as problems.
+configs it derives constraints that exclude every failure and keep every pass: on one
+parameter (``P < v``, ``P > v``, ``P != v``) and relations between two integer parameters
+(``A == B``, ``A % B == 0``, ``A <= B``, ``A * B <= k``), a small hypothesis set each
+member of which holds at every passing config; a greedy cover picks the fewest. The LLM's
+repair round gets the failing configs as problems.
+
+A template whose every non-default config fails (:attr:`GateReport.only_defaults_pass`) is
+not repairable: its knobs change what the kernel computes, and a space cut down to its
+defaults is no template. Without a GPU nothing is checked: :func:`unverified_notice` is the
+text the CLI and the panel show beside an approval.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from workbench.core.records import Config, Status, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
 
-__all__ = ["GATE_SAMPLE", "GateFailure", "GateReport", "gate_configs", "run_gate", "tighten"]
+__all__ = ["GATE_SAMPLE", "GateFailure", "GateReport", "gate_configs", "relation_between",
+           "run_gate", "tighten", "unverified_notice"]
 
 GATE_SAMPLE = 32
 _MAX_BOX_PARAMS = 8  # 2**8 box corners at most; more parameters: one-at-a-time extremes only
@@ -73,6 +82,30 @@ class GateReport:
     failures: tuple[GateFailure, ...]
     on_gpu: bool
     pruned: int = 0  # runs the hardware model refused before the GPU (never tuned either)
+    default_config: Config | None = None
+    pruned_runs: tuple[tuple[str, Config], ...] = ()
+
+    @property
+    def only_defaults_pass(self) -> bool:
+        """Run on the GPU, the defaults passed, at least one non-default config ran, and
+        every one failed (a template wrong at its defaults is reported as such)."""
+        if not self.on_gpu or self.default_config is None \
+                or any(f.config == self.default_config for f in self.failures):
+            return False
+        pruned = set(self.pruned_runs)
+        others = [(d, c) for d, c in self.runs
+                  if c != self.default_config and (d, c) not in pruned]
+        failed = {(f.dtype, f.config) for f in self.failures}
+        return bool(others) and all(run in failed for run in others)
+
+    def only_defaults_reason(self) -> str:
+        """Why such a template is refused (see :attr:`only_defaults_pass`)."""
+        pruned = set(self.pruned_runs)
+        n = sum(1 for d, c in self.runs if c != self.default_config and (d, c) not in pruned)
+        return (f"every non-default config failed the gate ({n} of {n} run on the GPU): the "
+                "parameters change what the kernel computes (or a tile's extent, its loads "
+                "and its indexing are not lifted together), and no constraint leaves more "
+                "than the defaults; refused, nothing written")
 
     @property
     def checked(self) -> int:
@@ -187,6 +220,7 @@ def run_gate(template: KernelTemplate, spaces: Mapping[str, SearchSpace], shape:
     kinds = {"defaults": 0, "corners": 0, "sampled": 0}
     failures: list[GateFailure] = []
     pruned = 0
+    pruned_runs: list[tuple[str, Config]] = []
     many: ManyCheck | None = getattr(check, "many", None)
     for dtype, space in spaces.items():
         configs, counts = gate_configs(space, template.default_config(), sample=sample,
@@ -203,11 +237,27 @@ def run_gate(template: KernelTemplate, spaces: Mapping[str, SearchSpace], shape:
         for config, result in zip(configs, results, strict=True):
             # pruned (the hardware model refuses it before the GPU) is never run by a tuner
             pruned += result.status is Status.PRUNED
+            if result.status is Status.PRUNED:
+                pruned_runs.append((dtype, config))
             if result.status.is_failure:
                 failures.append(GateFailure(config, shape, dtype, result.status.value,
                                             result.reason or ""))
     return GateReport(tuple(runs), kinds, shape, tuple(spaces), tuple(failures),
-                      on_gpu=check is not None, pruned=pruned)
+                      on_gpu=check is not None, pruned=pruned,
+                      default_config=template.default_config(),
+                      pruned_runs=tuple(pruned_runs))
+
+
+def unverified_notice(folder: str) -> str:
+    """What a reviewer reads beside Approve (and ``propose --write`` prints last) when no
+    GPU ran the gate: the template is unverified, and what will check it."""
+    return (f"unverified: no GPU on this machine ran the space-wide correctness gate on this "
+            f"template, so no config other than the baseline is known to compute the right "
+            f"result. What will check it: `workbench propose {folder}` on a machine with a GPU "
+            f"runs the gate (the defaults, every corner and a seeded sample of the space, each "
+            f"compared with the baseline's outputs), and `workbench tune {folder}` checks every "
+            f"config it times against the baseline on both input sets before timing it "
+            f"(wrong ones are recorded as wrong_result, never picked)")
 
 
 def _rules(space: SearchSpace, bad: Sequence[Config],
@@ -237,13 +287,76 @@ def _rules(space: SearchSpace, bad: Sequence[Config],
     return [r for r in rules if r[1]]
 
 
+def _int_params(space: SearchSpace) -> list[str]:
+    return [p.name for p in space.params
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in p.values())]
+
+
+def _equal(x: int, y: int) -> bool:
+    return x == y
+
+
+def _at_most(x: int, y: int) -> bool:
+    return x <= y
+
+
+def _at_least(x: int, y: int) -> bool:
+    return x >= y
+
+
+def _multiple_of(x: int, y: int) -> bool:
+    return y != 0 and x % y == 0
+
+
+def _divides(x: int, y: int) -> bool:
+    return x != 0 and y % x == 0
+
+
+def _relations(space: SearchSpace, bad: Sequence[Config],
+               good: Sequence[Config]) -> list[tuple[str, frozenset[int]]]:
+    """Candidate relations between two integer parameters that hold at every passing config,
+    with the failing configs (by index) each one excludes."""
+    names = _int_params(space)
+    rules: list[tuple[str, frozenset[int]]] = []
+
+    def add(text: str, holds: Callable[[int, int], bool], a: str, b: str) -> None:
+        if all(holds(int(c[a]), int(c[b])) for c in good):
+            rules.append((text, frozenset(i for i, c in enumerate(bad)
+                                          if not holds(int(c[a]), int(c[b])))))
+
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            add(f"{a} == {b}", _equal, a, b)
+            add(f"{a} <= {b}", _at_most, a, b)
+            add(f"{b} <= {a}", _at_least, a, b)
+            add(f"{a} % {b} == 0", _multiple_of, a, b)
+            add(f"{b} % {a} == 0", _divides, a, b)
+            if good:
+                k = max(int(c[a]) * int(c[b]) for c in good)
+
+                def within(x: int, y: int, k: int = k) -> bool:
+                    return x * y <= k
+                add(f"{a} * {b} <= {k}", within, a, b)
+    return [r for r in rules if r[1]]
+
+
+def relation_between(text: str, space: SearchSpace) -> tuple[str, str] | None:
+    """The two parameters a constraint relates, or None for a one-parameter rule."""
+    import re
+
+    named = [p.name for p in space.params if re.search(rf"\b{re.escape(p.name)}\b", text)]
+    return (named[0], named[1]) if len(named) == 2 else None
+
+
 def tighten(space: SearchSpace, failing: Sequence[Config],
             passing: Sequence[Config]) -> tuple[list[str], list[Config]]:
     """Constraints that exclude the failing configs and keep every passing one (a greedy
-    cover by single-parameter rules), and the failing configs no such rule explains."""
+    cover by single-parameter rules and relations between two parameters: the rule that
+    excludes the most remaining failures first, the shorter text on a tie), and the failing
+    configs no such rule explains."""
     remaining = set(range(len(failing)))
     added: list[str] = []
-    rules = _rules(space, failing, passing)
+    rules = _rules(space, failing, passing) + _relations(space, failing, passing)
     while remaining:
         best = max(rules, key=lambda r: (len(r[1] & remaining), -len(r[0])), default=None)
         if best is None or not best[1] & remaining:

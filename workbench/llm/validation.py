@@ -347,6 +347,8 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
             if len(gate.failures) > _LISTED_FAILURES:
                 problem("correctness", "gate", f"{len(gate.failures) - _LISTED_FAILURES} more "
                         f"failing configs; {gate.verdict}")
+            if gate.only_defaults_pass:
+                problem("correctness", "gate", gate.only_defaults_reason())
             verified = not gate.failures
             if verified:
                 passed.append("correctness")
