@@ -148,11 +148,12 @@ def summarize_sessions(store: Any, kernel: str,
     """The newest :data:`SESSIONS_SHOWN` sessions of ``kernel`` in ``store``, newest first.
 
     A session's answer is the pick its tune stored for the problem (shape/dtype) it
-    measured most among those with a stored pick: the time, the speedup (over the baseline
-    measured beside it) and how it was decided, as the panel shows them. A problem with no
-    stored pick falls back to its fastest ok trial, and ``pick_note`` says so; that
-    speedup divides the recorded baseline by it, only when the trials ran on the
-    recording's GPU (a replay of it, or the same GPU model live). Read from the store's
+    measured most among those with a stored pick: the time, how it was decided and, for a
+    confirmed pick, the speedup over the baseline measured beside it, as the panel shows
+    them. A fallback pick (no confirmation ran) or a problem with no stored pick shows the
+    search's fastest trial, and ``pick_note`` says so; that speedup divides the recorded
+    baseline by it, only when the trials ran on the recording's GPU (a replay of it, or
+    the same GPU model live). Read from the store's
     per-session tallies (:meth:`~workbench.store.base.Store.problem_tallies`) and picks
     (:meth:`~workbench.store.base.Store.picks`), one read each, so the cost grows with the
     sessions shown, not with the trials stored.
@@ -178,11 +179,17 @@ def summarize_sessions(store: Any, kernel: str,
             best_problem = f"{best.shape}/{best.dtype}"
             pick = picks.get((session.id, best.shape, best.dtype))
             if pick is not None:
-                best_us, speedup = pick.median_us, pick.speedup
+                best_us = pick.median_us
                 decided, pick_note, pick_config = pick.decided, pick.how(), dict(pick.config)
-                note = (f"the baseline measured beside the pick ({pick.baseline_us:.2f} µs)"
-                        if pick.baseline_us is not None and speedup is not None
-                        else "no baseline measured beside the pick")
+                if not pick.is_fallback:  # over the baseline measured beside it
+                    speedup = pick.speedup
+                    note = (f"the baseline measured beside the pick ({pick.baseline_us:.2f} "
+                            "µs, same round and condition)"
+                            if pick.baseline_us is not None and speedup is not None
+                            else "no baseline measured beside the pick")
+                else:  # the search's best: against the recording's baseline, as below
+                    speedup, note = _speedup(pick.device or best.best_device, best_problem,
+                                             best_us, baselines)
             else:
                 best_us = float(best.best_us) if best.best_us is not None else None
                 pick_note = ("search-best fallback (no confirmation could run: no pick stored "
