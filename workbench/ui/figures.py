@@ -32,7 +32,12 @@ STATUS_COLOURS: Mapping[str, str] = {
     Status.CRASHED.value: "#e377c2",
 }
 MAX_PARAM_COLUMNS = 3  # keeps each small chart readable in a notebook-width panel
-MAX_POINTS = 3000  # points per scatter trace: beyond this the browser, not the data, limits
+# points per scatter trace: beyond this the browser, not the data, limits. The traces are
+# SVG ``scatter`` (never ``scattergl``): a browser holds about 16 WebGL contexts for every
+# page, and a few open panels' charts used them all up ("Too many active WebGL contexts.
+# Oldest context will be lost": the oldest charts went blank). SVG draws 3,000 points fine.
+MAX_POINTS = 3000
+MAX_AXIS_TICKS = 6  # labelled ticks on a parameter's x axis: more overlap in a small chart
 MAX_PARCOORDS = 300  # lines in the parallel coordinates: the fastest (more are unreadable)
 LOG_SPREAD = 10.0  # runtimes spread wider than this (max / min) go on a log axis
 
@@ -176,12 +181,12 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool =
                         row_heights=heights)
     for i, axis in enumerate(axes):
         r, c = divmod(i, cols)
-        fig.add_trace(go.Scattergl(x=[], y=[], mode="markers", name="ok", legendgroup="ok",
+        fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name="ok", legendgroup="ok",
                                    showlegend=i == 0, marker={"color": STATUS_COLOURS["ok"],
                                                               "size": 6, "opacity": 0.6},
                                    hovertemplate=f"{axis.name}=%{{x}}<br>%{{y:.2f}} µs<extra></extra>"),
                       row=r + 1, col=c + 1)
-        fig.add_trace(go.Scattergl(x=[], y=[], mode="markers", name="no runtime (drawn at top)",
+        fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name="no runtime (drawn at top)",
                                    legendgroup="failed", showlegend=i == 0,
                                    marker={"symbol": "x", "size": 7, "color": []},
                                    hovertemplate="%{text}<extra></extra>", text=[]),
@@ -192,7 +197,7 @@ def build_figure(axes: Sequence[AxisSpec], *, title: str = "", parcoords: bool =
     best_row = lay.param_rows + 1
     fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name="best so far",
                              line={"color": "#2ca02c", "shape": "hv"}), row=best_row, col=1)
-    fig.add_trace(go.Scattergl(x=[], y=[], mode="markers", name="each valid trial",
+    fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name="each valid trial",
                                marker={"color": STATUS_COLOURS["ok"], "size": 4, "opacity": 0.3}),
                   row=best_row, col=1)
     fig.add_trace(go.Scatter(x=[], y=[], mode="lines", name="baseline",
@@ -272,16 +277,33 @@ def build_parcoords_figure(axes: Sequence[AxisSpec]) -> Any:
     return fig
 
 
+def axis_ticks(values: Sequence[Value], limit: int = MAX_AXIS_TICKS) -> list[Value]:
+    """At most ``limit`` of a parameter's ``values`` to label, evenly spread, the first and
+    the last always among them: every value a knob can take labelled made the labels of a
+    compiled-size knob (16 powers of two) run into each other in a third of a panel."""
+    ticks = list(values)
+    if len(ticks) <= limit:
+        return ticks
+    step = math.ceil((len(ticks) - 1) / (limit - 1))
+    picked = ticks[::step]
+    if picked[-1] != ticks[-1]:
+        picked[-1] = ticks[-1]
+    return picked
+
+
 def _x_axis(axis: AxisSpec) -> dict[str, Any]:
-    """A parameter's x axis: log for powers of two, one labelled tick per known value."""
+    """A parameter's x axis: log for powers of two; labelled ticks only at values the
+    parameter can take (at most :data:`MAX_AXIS_TICKS`, angled when their text is long)."""
     xaxis: dict[str, Any] = {"title_text": axis.name, "title_standoff": 2}
     if axis.scale == "log":
         xaxis["type"] = "log"
     elif axis.scale == "category":
         xaxis["type"] = "category"
     if axis.ticks and axis.scale != "category":
-        xaxis["tickvals"] = list(axis.ticks)
-        xaxis["ticktext"] = [str(v) for v in axis.ticks]
+        shown = axis_ticks(axis.ticks)
+        xaxis["tickvals"] = list(shown)
+        xaxis["ticktext"] = [str(v) for v in shown]
+        xaxis["tickangle"] = -45 if max(len(str(v)) for v in shown) > 4 else 0
         lo, hi = float(min(axis.ticks)), float(max(axis.ticks))
         if axis.scale == "log" and lo > 0 and hi > lo:
             pad = 0.15 * (math.log10(hi) - math.log10(lo))
@@ -292,6 +314,23 @@ def _x_axis(axis: AxisSpec) -> dict[str, Any]:
     return xaxis
 
 
+def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:
+    """Tick values at 1, 2 and 5 of every decade from ``lo`` to ``hi`` (> 0), with their text
+    ("1", "2", "5", "10", "20" ... "0.5"): plotly's own minor labels on a log axis read
+    "5, 2, 100, 5, 2, 10, 5". Over more than three decades only the decades are labelled."""
+    if not (lo > 0 and hi >= lo and math.isfinite(lo) and math.isfinite(hi)):
+        return [], []
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    mantissas = (1.0,) if last - first > 3 else (1.0, 2.0, 5.0)
+    vals = [m * 10.0 ** e for e in range(first, last + 1) for m in mantissas]
+    inside = [v for v in vals if lo / 1.0001 <= v <= hi * 1.0001]
+    if len(inside) < 2:  # a narrow range: the 1-2-5 ticks around it
+        below = [v for v in vals if v < lo]
+        above = [v for v in vals if v > hi]
+        inside = below[-1:] + inside + above[:1]
+    return inside, [f"{v:g}" for v in inside]
+
+
 def runtime_scale(median_us: np.ndarray) -> str:
     """``"log"`` when valid runtimes spread over more than :data:`LOG_SPREAD`x, else linear."""
     times = median_us[np.isfinite(median_us) & (median_us > 0)]
@@ -300,11 +339,23 @@ def runtime_scale(median_us: np.ndarray) -> str:
     return "log" if float(times.max()) > LOG_SPREAD * float(times.min()) else "linear"
 
 
-def layout_updates(layout: FigureLayout, scale: str) -> dict[str, dict[str, Any]]:
-    """Axis properties for a runtime ``scale`` ("log" or "linear"); assign with the traces."""
+def layout_updates(layout: FigureLayout, scale: str,
+                   median_us: np.ndarray | None = None) -> dict[str, dict[str, Any]]:
+    """Axis properties for a runtime ``scale`` ("log" or "linear"); assign with the traces.
+    On a log scale the ticks sit at 1-2-5 of each decade the runtimes (``median_us``) span,
+    labelled with their values (:func:`log_ticks`)."""
     if scale not in ("log", "linear"):
         raise ValueError(f"runtime scale must be 'log' or 'linear', got {scale!r}")
-    return {key: {"type": scale} for key in layout.runtime_axes}
+    props: dict[str, Any] = {"type": scale}
+    if scale == "log":
+        times = (median_us[np.isfinite(median_us) & (median_us > 0)]
+                 if median_us is not None else np.empty(0))
+        vals, text = log_ticks(float(times.min()), float(times.max())) if times.size else ([], [])
+        props.update({"tickmode": "array", "tickvals": vals, "ticktext": text} if vals
+                     else {"tickmode": "auto", "dtick": 1})
+    else:
+        props.update({"tickmode": "auto"})
+    return {key: dict(props) for key in layout.runtime_axes}
 
 
 def thin(indices: np.ndarray, times: np.ndarray, limit: int = MAX_POINTS) -> np.ndarray:
@@ -324,20 +375,36 @@ def thin(indices: np.ndarray, times: np.ndarray, limit: int = MAX_POINTS) -> np.
 
 
 def _dimension(axis: AxisSpec, values: Sequence[Value]) -> dict[str, Any]:
-    """A parcoords dimension. Powers of two sit on a log2 scale labelled with their values;
-    strings and bools become category indices with tick labels."""
+    """A parcoords dimension, ticks only at values the parameter takes. Powers of two sit
+    on a log2 scale labelled with their values; numbers take their own values as ticks
+    (a choice of 4, 8, 16 showed 6, 10, 12, 14); strings and bools become category
+    indices with tick labels. A parameter with one value gets that value as its only tick
+    and a range around it (plotly drew a constant as a -1..1 axis)."""
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
     if numeric and axis.scale == "log" and all(float(v) > 0 for v in values):
         ticks = [float(t) for t in axis.ticks] or sorted({float(v) for v in values})
-        return {"values": np.log2(np.asarray(values, dtype=np.float64)),
-                "tickvals": [math.log2(t) for t in ticks],
-                "ticktext": [f"{t:g}" for t in ticks]}
-    if numeric:
-        return {"values": np.asarray(values, dtype=np.float64)}
-    labels = sorted({str(v) for v in values})
-    index = {label: i for i, label in enumerate(labels)}
-    return {"values": np.asarray([index[str(v)] for v in values], dtype=np.float64),
-            "tickvals": list(range(len(labels))), "ticktext": labels}
+        dim = {"values": np.log2(np.asarray(values, dtype=np.float64)),
+               "tickvals": [math.log2(t) for t in ticks],
+               "ticktext": [f"{t:g}" for t in ticks]}
+    elif numeric:
+        taken = sorted({float(v) for v in values})
+        ticks = ([float(t) for t in axis.ticks] if axis.ticks else taken)
+        dim = {"values": np.asarray(values, dtype=np.float64)}
+        if len(ticks) <= 16:
+            dim["tickvals"] = ticks
+            dim["ticktext"] = [f"{t:g}" for t in ticks]
+    else:
+        labels = sorted({str(v) for v in values})
+        index = {label: i for i, label in enumerate(labels)}
+        dim = {"values": np.asarray([index[str(v)] for v in values], dtype=np.float64),
+               "tickvals": list(range(len(labels))), "ticktext": labels}
+    shown = np.unique(dim["values"]) if len(values) else np.empty(0)
+    if shown.size == 1:  # one value: its tick alone, in the middle of the axis
+        only = float(shown[0])
+        text = (dim["ticktext"][dim["tickvals"].index(only)]
+                if only in dim.get("tickvals", []) else f"{values[0]}")
+        dim.update({"tickvals": [only], "ticktext": [text], "range": [only - 1, only + 1]})
+    return dim
 
 
 def _param_array(axis: AxisSpec, vals: Sequence[Value]) -> np.ndarray:
@@ -431,5 +498,6 @@ def static_figure(data: ChartData, axes: Sequence[AxisSpec], *, title: str = "")
     """A plain (non-widget) figure filled with ``data``: for reports."""
     fig = build_figure(axes, title=title)
     lay = figure_layout(axes)
-    apply_updates(fig, trace_updates(data, lay), layout_updates(lay, runtime_scale(data.median_us)))
+    apply_updates(fig, trace_updates(data, lay),
+                  layout_updates(lay, runtime_scale(data.median_us), data.median_us))
     return fig

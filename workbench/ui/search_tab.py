@@ -74,7 +74,7 @@ class SearchTab:
         self.table = TrialTable([a.name for a in self.axes])
         self.query = TableQuery(limit=10)
         self.shown_title = self.title()
-        self._shown_scale = "linear"  # build_figure's runtime axes
+        self._shown_axes: dict[str, Any] = {}  # the runtime axes' last properties sent
 
         self.strategy = w.Dropdown(options=list(backend.strategies), description="strategy")
         self.strategy.add_class("wb-strategy")
@@ -145,7 +145,7 @@ class SearchTab:
             if list(self.table.param_names) != names:
                 self.table = TrialTable(names)
                 self.query = TableQuery(limit=self.query.limit)
-            self.shown_title, self._shown_scale = self.title(), "linear"
+            self.shown_title, self._shown_axes = self.title(), {}
             with self.run_view.hold_sync():  # one message: figures, controls and query
                 for key, value in self._figures().items():
                     setattr(self.run_view, key, value)
@@ -219,7 +219,8 @@ class SearchTab:
         updates = trace_updates(data, layout)
         scale = (runtime_scale(data.median_us) if self.y_scale.value == "auto"
                  else str(self.y_scale.value))
-        axes = dict(layout_updates(layout, scale)) if scale != self._shown_scale else {}
+        runtime_axes = layout_updates(layout, scale, data.median_us)
+        axes = dict(runtime_axes) if runtime_axes != self._shown_axes else {}
         title = self.title()
         if title != self.shown_title:
             axes["title"] = {"text": title}
@@ -239,7 +240,7 @@ class SearchTab:
             best=f"best {best.median_us:.3f} µs" if best is not None and best.median_us else "",
             table_html=trials_html(data, self.query), failures_html=failures_html(results),
             empty_html="" if data.count else html.escape(self._no_trial_text()))
-        self._shown_scale, self.shown_title = scale, title
+        self._shown_axes, self.shown_title = runtime_axes, title
         self.devices.update(results, self.clock.running_s or None)
         if best is not None:
             self.copy_button.text = config_defines(best)
