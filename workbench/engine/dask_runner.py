@@ -54,8 +54,10 @@ from workbench.core.conditions import check_conditions
 from workbench.core.errors import ClusterError
 from workbench.core.hardware import DeviceSpec
 from workbench.core.records import Candidate, Config, TrialResult
+from workbench.core.template import KernelInstance
 from workbench.engine import dask_tasks
 from workbench.engine.bench import CopyTiming
+from workbench.engine.compile_ahead import CompileAhead
 from workbench.engine.dask_tasks import (
     GPU_RESOURCE,
     MEASURES_PER_GPU,
@@ -72,6 +74,11 @@ HELLO_TIMEOUT_S = 300.0
 #: thread while compiles queue (earlier candidates first within each kind).
 _MEASURE_PRIORITY = 1_000_000
 _POLL_S = 1.0
+#: Search batch per GPU worker: the batch follows the GPU count (:attr:`DaskRunner.batch_size`)
+#: and so does the compile-ahead queue (GPUs x batch compiles submitted ahead at most).
+BATCH_PER_GPU = 16
+#: Compiles queued for the next batch rank below every compile of the batch measured now.
+_AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
 _tokens = itertools.count()
 
@@ -176,6 +183,7 @@ class DaskRunner:
         self._baselines: dict[tuple[str, str, str], TrialResult] = {}
         self._in_flight: dict[Any, int] = {}
         self.dispatched = 0  # measure tasks submitted so far
+        self.compiles = CompileAhead(BATCH_PER_GPU * len(self.workers))
         self._workers_died = False
 
     @property
@@ -295,52 +303,84 @@ class DaskRunner:
 
     def _fan_out(self, candidates: Sequence[Candidate],
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
-        """Submit the compiles; dispatch each candidate's measure task once its compile is
-        done (in the order compiles finish, so the device starts on the first one ready; in
-        the order given on a pinned view), keeping at most :data:`MEASURES_PER_GPU` per GPU
-        worker in flight; yield (candidate, result) as each arrives (None: Dask gave up on
-        it after workers died). Tasks are dispatched only while the caller takes results,
-        so a caller that holds (a paused search) lets the workers run dry and one that
-        closes the iterator (a stopped one) cancels what is in flight."""
+        """Queue the compiles (through the bounded compile-ahead queue: at most
+        :attr:`compile_limit` submitted and not yet handed to a device); dispatch each
+        candidate's measure task once its compile is done (in the order compiles finish,
+        so the device starts on the first one ready; in the order given on a pinned view),
+        keeping at most :data:`MEASURES_PER_GPU` per GPU worker in flight; yield
+        (candidate, result) as each arrives (None: Dask gave up on it after workers died).
+        Compiles queued by :meth:`compile_ahead` for these candidates are used as they
+        are; those for others are cancelled. Tasks are dispatched only while the caller
+        takes results, so a caller that holds (a paused search) lets the workers run dry
+        and one that closes the iterator (a stopped one) cancels what is in flight."""
         from distributed import KilledWorker, wait
 
         batch = next(_tokens)
-        artifacts = self._compile(candidates, batch)
-        compiling: dict[Any, list[int]] = {}
-        for index, artifact in enumerate(artifacts):
-            if artifact is not None:
-                compiling.setdefault(artifact, []).append(index)
-        ready = [i for i, artifact in enumerate(artifacts) if artifact is None]
+        units: dict[str, list[int]] = {}  # instance hash -> the candidates it serves
+        instances: dict[str, KernelInstance] = {}
+        ready: list[int] = []
+        for index, candidate in enumerate(candidates):
+            instance = self.endpoint.instance(candidate)
+            if instance is None:
+                ready.append(index)
+            else:
+                units.setdefault(instance.hash, []).append(index)
+                instances.setdefault(instance.hash, instance)
+        hash_of = {index: key for key, indices in units.items() for index in indices}
+        self.client.cancel(self.compiles.keep_only(set(units)))
+        self.compiles.want(list(instances.items()), front=True)
+        artifact_of: dict[int, Any] = {}
+        compiling: dict[Any, str] = {}   # compile future -> its instance hash
+        unattached = list(units)         # hashes whose compile is not submitted yet
         ordered = self._pin is not None
         capacity = 1 if ordered else MEASURES_PER_GPU * len(self.workers)
         next_in_order = 0
         futures: dict[Any, int] = {}
+        yielded: set[int] = set()
         self._in_flight = futures
+
+        def top_up() -> None:
+            self._top_up_compiles(batch)
+            for key in list(unattached):
+                future = self.compiles.future(key)
+                if future is not None:
+                    unattached.remove(key)
+                    compiling[future] = key
+                    for index in units[key]:
+                        artifact_of[index] = future
 
         def dispatch() -> None:
             nonlocal next_in_order
             while ready and len(futures) < capacity:
                 if ordered:
                     if next_in_order not in ready:
-                        return
+                        break
                     ready.remove(next_in_order)
                     index, next_in_order = next_in_order, next_in_order + 1
                 else:
                     index = ready.pop(0)
-                futures[self._submit_measure(candidates[index], artifacts[index],
+                artifact = artifact_of.get(index)
+                if artifact is not None:  # its compile goes to a device: its slot frees
+                    self.compiles.release(hash_of[index])
+                futures[self._submit_measure(candidates[index], artifact,
                                              f"wb-measure-{batch}-{index}", index)] = index
                 self.dispatched += 1
+            top_up()
 
         try:
+            top_up()
             dispatch()
-            while futures or compiling:
+            while futures or compiling or unattached:
+                if not futures and not compiling:  # the queue holds no compile of ours
+                    raise RuntimeError(f"compile-ahead queue stalled: {len(self.compiles)} "
+                                       f"held, {len(unattached)} of this batch unsubmitted")
                 try:
                     done, _ = wait([*futures, *compiling], timeout=_POLL_S,
                                    return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     done = set()
                 for compiled in [f for f in done if f in compiling]:
-                    ready.extend(compiling.pop(compiled))  # failures too: measure says why
+                    ready.extend(units[compiling.pop(compiled)])  # failures too: measure says why
                 dispatch()
                 arrived = sorted((futures.pop(f), f) for f in done if f in futures)
                 for index, future in arrived:
@@ -350,40 +390,82 @@ class DaskRunner:
                         result = None
                         self._workers_died = True
                     dispatch()  # refill before handing the result on: the device stays fed
+                    yielded.add(index)
                     yield candidates[index], result
                 if not done and ordered and self._pin not in _gpu_workers(self.client,
                                                                           self.resource):
-                    lost = sorted([*futures.values(), *ready,
-                                   *(i for group in compiling.values() for i in group)])
                     futures.clear()
                     compiling.clear()
-                    for index in lost:
+                    unattached.clear()
+                    for index in [i for i in range(len(candidates)) if i not in yielded]:
+                        yielded.add(index)
                         yield candidates[index], self._lost(
                             candidates[index], f"the worker {self._pin} left the cluster "
                             f"before measuring it")
         finally:
-            self.client.cancel([*futures, *(a for a in artifacts if a is not None)])
+            self.client.cancel([*futures, *artifact_of.values(),
+                                *self.compiles.drop(set(units))])
             self._in_flight = {}
 
-    def _compile(self, candidates: Sequence[Candidate], batch: int) -> list[Any | None]:
-        """One compile task per distinct instance of the batch, submitted at once (one
-        message), any worker thread; per candidate its compile's future (None: nothing to
-        compile)."""
+    @property
+    def batch_size(self) -> int:
+        """Candidates per search batch that keep every GPU fed: the batch follows the GPU
+        count (:data:`BATCH_PER_GPU` per GPU worker)."""
+        return BATCH_PER_GPU * len(self.workers)
+
+    @property
+    def compile_limit(self) -> int:
+        """The compile-ahead queue's bound: GPUs x batch (:data:`BATCH_PER_GPU`)."""
+        return self.compiles.limit
+
+    def compile_ahead(self, candidates: Sequence[Candidate]) -> int:
+        """Queue the compiles of candidates the caller will measure next (the next batch),
+        so they run while the devices measure the current one; the next :meth:`measure`
+        call takes them (those it does not measure are cancelled then). Bounded by
+        :attr:`compile_limit` with the current batch's; returns how many are queued."""
+        wanted = [(i.hash, i) for i in (self.endpoint.instance(c) for c in candidates)
+                  if i is not None]
+        self.compiles.want(wanted, front=False)
+        self._top_up_compiles(next(_tokens), ahead=True)
+        return len(wanted)
+
+    def _top_up_compiles(self, batch: int, *, ahead: bool = False) -> None:
+        """Submit what the compile-ahead queue has room for (one message)."""
+        items = self.compiles.to_submit()
+        if items:
+            for (key, _), future in zip(items, self._submit_compiles(
+                    [i for _, i in items], batch, -_AHEAD_PRIORITY if ahead else 0),
+                    strict=True):
+                self.compiles.hold(key, future)
+
+    def _submit_compiles(self, instances: Sequence[KernelInstance], batch: int,
+                         priority: int = 0) -> list[Any]:
+        """One compile task per instance, submitted at once (one message), any worker
+        thread, earlier ones first."""
         import dask
         from dask import delayed
 
-        distinct: dict[str, Any] = {}
+        tasks = []
+        for index, instance in enumerate(instances):
+            with dask.annotate(priority=priority - index):
+                tasks.append(delayed(dask_tasks.compile_instance, pure=False)(
+                    self.device.arch, instance,
+                    dask_key_name=f"wb-compile-{instance.hash}-{batch}"))
+        return list(self.client.compute(tasks, optimize_graph=False))
+
+    def _compile(self, candidates: Sequence[Candidate], batch: int) -> list[Any | None]:
+        """Every distinct instance of ``candidates`` compiled now (outside the queue: a
+        confirmation's few); per candidate its compile's future (None: nothing to
+        compile)."""
+        distinct: dict[str, KernelInstance] = {}
         per_candidate: list[str | None] = []
-        for index, candidate in enumerate(candidates):
+        for candidate in candidates:
             instance = self.endpoint.instance(candidate)
             per_candidate.append(instance.hash if instance is not None else None)
-            if instance is not None and instance.hash not in distinct:
-                with dask.annotate(priority=-index):
-                    distinct[instance.hash] = delayed(dask_tasks.compile_instance, pure=False)(
-                        self.device.arch, instance,
-                        dask_key_name=f"wb-compile-{instance.hash}-{batch}")
-        futures = dict(zip(distinct, self.client.compute(list(distinct.values()),
-                                                         optimize_graph=False), strict=True))
+            if instance is not None:
+                distinct.setdefault(instance.hash, instance)
+        futures = dict(zip(distinct, self._submit_compiles(list(distinct.values()), batch),
+                           strict=True))
         return [futures[h] if h is not None else None for h in per_candidate]
 
     def _submit_measure(self, candidate: Candidate, artifact: Any, key: str, index: int,
