@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
-from workbench.core.records import Candidate
+from workbench.core.records import Candidate, TrialResult
 from workbench.engine.compile_ahead import CompileAhead
 from workbench.engine.dask_runner import BATCH_PER_GPU, dask_runner
 from workbench.testing.cluster_endpoints import SyntheticEndpoint
@@ -56,7 +56,7 @@ def test_compiles_stay_within_the_bound_and_the_next_batch_is_compiled_once(
     first = [Candidate(c, SHAPE, DTYPE) for c in configs[:8]]
     second = [Candidate(c, SHAPE, DTYPE) for c in configs[8:]]
     held: list[int] = []
-    results = []
+    results: list[TrialResult] = []
     for result in runner.measure(first):
         held.append(len(runner.compiles))
         if len(results) == 0:  # the caller knows its next batch: compile it meanwhile
