@@ -381,6 +381,7 @@ def _dimension(axis: AxisSpec, values: Sequence[Value]) -> dict[str, Any]:
     indices with tick labels. A parameter with one value gets that value as its only tick
     and a range around it (plotly drew a constant as a -1..1 axis)."""
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    dim: dict[str, Any]
     if numeric and axis.scale == "log" and all(float(v) > 0 for v in values):
         ticks = [float(t) for t in axis.ticks] or sorted({float(v) for v in values})
         dim = {"values": np.log2(np.asarray(values, dtype=np.float64)),
