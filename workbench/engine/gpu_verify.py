@@ -28,7 +28,7 @@ __all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "Consta
            "run_verify_hook", "upload_constants"]
 
 #: reference.py's ``verify(outputs, golden, shape)``: raises AssertionError when wrong.
-VerifyHook = Callable[[dict[str, Any], dict[str, Any], dict[str, int]], None]
+VerifyHook = Callable[[dict[str, Any], dict[str, Any], dict[str, int]], object]
 
 
 _SCALAR_FORMAT = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
@@ -125,9 +125,10 @@ def upload_constants(cuda: Any, module: Any, uploads: Sequence[ConstantUpload]) 
 def run_verify_hook(hook: VerifyHook, outputs: dict[str, Any], golden: dict[str, Any],
                     shape: Mapping[str, int], label: str) -> None:
     """Call reference.py's verify(): AssertionError is a wrong result (_Mismatch with its
-    message); any other exception is a bug in verify (VerifyHookError)."""
+    message); any other exception, or a return value other than None (a ``return False``
+    would otherwise read as a pass), is a bug in verify (VerifyHookError)."""
     try:
-        hook(outputs, golden, dict(shape))
+        returned: Any = hook(outputs, golden, dict(shape))
     except AssertionError as exc:
         raise _Mismatch(f"{label}: reference.py verify(): {exc or 'AssertionError'}",
                         None) from None
@@ -135,6 +136,10 @@ def run_verify_hook(hook: VerifyHook, outputs: dict[str, Any], golden: dict[str,
         raise VerifyHookError(f"reference.py verify() raised {type(exc).__name__}: {exc} "
                               "(verify reports a wrong result by raising AssertionError; "
                               "anything else is a bug in verify)") from exc
+    if returned is not None:  # `return np.allclose(...)`: a False would read as a pass
+        raise VerifyHookError(f"reference.py verify() returned {returned!r:.80}; it must "
+                              "return None and raise AssertionError when the outputs are "
+                              "wrong")
 
 
 def compare_sum(values: Any, unwritten: Any, want: Any, want_unwritten: Any,
