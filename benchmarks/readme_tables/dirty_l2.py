@@ -1,7 +1,7 @@
 """README tables of benchmarks/peers/dirty_l2.py results: per row, do_bench and the CUPTI kernel
 time of ours against the best peer under each flush, and the launch gap's range.
 
-    python benchmarks/dirty_l2_table.py benchmarks/results/h100/session11/dirty_l2.json
+    python benchmarks/readme.py (renders every results/peers/*/dirty-l2*.json)
 """
 
 from __future__ import annotations

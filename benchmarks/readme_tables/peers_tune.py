@@ -4,7 +4,7 @@ whether the pick held under every cache condition; then the counts and geometric
 per shape set (named: in the kernel.toml; unseen: peer_methods.UNSEEN, looked at while
 iterating; held out: peer_methods.HELD_OUT, measured only in the final run).
 
-    python benchmarks/peers_tune_table.py results/h100/session10/peers_*.json
+    python benchmarks/readme.py (renders every results/peers/*/peers-tuned-*.json)
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Render benchmarks/README.md from the committed results (no number is typed by hand).
-
-    python benchmarks/tables.py
-"""
+"""Tables of the timing, search, CPU-cost and cluster results (drawn by benchmarks/readme.py)."""
 
 from __future__ import annotations
 
@@ -11,16 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from tables_shapes import (  # noqa: E402
-    conditions_section,
-    dispatch_section,
-    peers_methods_section,
-    pick_methods_section,
-)
 
 from workbench.search.strategies import DEFAULT_STRATEGY  # noqa: E402
 
@@ -54,7 +43,7 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def peers_section(name: str = "h100/peers.json") -> str:
+def peers_section(name: str = "peers/h100/peers-one-method-2026-11-24.json") -> str:
     doc = load(name)
     if doc is None:
         return "_not run yet_"
@@ -96,7 +85,7 @@ def peers_section(name: str = "h100/peers.json") -> str:
             f"{doc['date']}. Method: {doc['method']}. Times in µs (median). *ours/best peer* < 1 "
             f"means the workbench's config is faster than every peer that computed the right "
             f"answer from the same input layout; *other layout* lists peers that take their "
-            f"inputs in a different layout (see OTHER_LAYOUT in tables.py). *(k/n rounds)*: the "
+            f"inputs in a different layout (see OTHER_LAYOUT in benchmarks/readme_tables/core.py). *(k/n rounds)*: the "
             f"row was timed in n interleaved rounds, its times are medians of the rounds' "
             f"medians, and ours was at or below the best peer in k of them."
             + (f" {doc['note']}." if doc.get("note") else "") + "\n\n")
@@ -128,8 +117,8 @@ def sweeps_section() -> str:
                   "verify s", "time s", "input loads s", "statuses"], rows)
 
 
-def kt_section() -> str:
-    doc = load("h100/kernel_tuner_compare.json")
+def kt_section(name: str = "search/h100/kernel-tuner-compare-2026-11-24.json") -> str:
+    doc = load(name)
     if doc is None:
         return "_not run yet_"
     wb = doc["workbench"]
@@ -156,22 +145,22 @@ def kt_section() -> str:
 
 def repeat_section() -> str:
     parts = []
-    for name, label in (("h100/repeatability.json",
+    for name, label in (("timing/h100/repeatability-vs-confirmations-2026-11-24.json",
                          "2026-11-24: CUPTI kernel durations, tick-aware median, 0.25 % RSE "
-                         "target; the sixth session's recordings, compared against their "
+                         "target; the recordings of 2026-11-22, compared against their "
                          "confirmations (each config measured again in a fresh worker after the "
                          "sweep, `record_sweeps.py --confirm`); *vs sweep* columns: against the "
                          "sweep's own medians, which are minima over thousands and read low"),
-                        ("h100/session6/repeatability_all.json",
-                         "sixth session: the same recordings right after their sweeps, against "
+                        ("timing/h100/repeatability-after-sweeps-2026-11-22.json",
+                         "2026-11-22: the same recordings right after their sweeps, against "
                          "the sweep's medians (no confirmations yet)"),
-                        ("h100/session6/repeatability_merge_attn_states_lse_attempt1.json",
-                         "merge only: the first CUPTI sweep of the session, whose recording "
+                        ("timing/h100/repeatability-after-sweep-merge-attn-states-lse-attempt1-2026-11-22.json",
+                         "merge only: the first CUPTI sweep of 2026-11-22, whose recording "
                          "was too large to come back from the GPU machine; re-recorded above"),
-                        ("h100/repeatability_events_session5.json",
-                         "fifth session: event timer against the event-timed recordings; "
+                        ("timing/h100/repeatability-event-timer-2026-11-22.json",
+                         "2026-11-22, earlier: event timer against the event-timed recordings; "
                          "paired by config"),
-                        ("h100/earlier_method/repeatability_third_run.json",
+                        ("timing/h100/repeatability-earlier-method-third-run-2026-11-22.json",
                          "earlier method (zeroing flush, ungated, one placement); results "
                          "paired by position, see the notes")):
         doc = load(name)
@@ -203,7 +192,7 @@ def timing_method_section() -> str:
     """Between-process spread of the same top-5 configs, per timing method (A/B runs)."""
     rows = []
     for i in range(9):
-        doc = load(f"h100/timing_method_ab_run{i}.json")
+        doc = load(f"timing/h100/timing-method-ab-run{i}-2026-11-22.json")
         if doc is None:
             continue
         for method, summ in doc.get("summary", {}).items():
@@ -225,12 +214,12 @@ def timing_method_section() -> str:
             "(eviction, events, launch) after each batch; tlb = one word per 64 KiB of the "
             "inputs read after each eviction; streams8 / flush4 = batches rotate over 8 CUDA "
             "streams / 4 eviction buffers. The worker now uses read-gated-place8 + tail6 "
-            "(batch 10 in sweeps, 16 by default). Runs 6–8 (fourth session, after the "
+            "(batch 10 in sweeps, 16 by default). Runs 6–8 (2026-11-22, after the "
             "template iteration): the top 5 of fused_add_rmsnorm and merge_attn_states_lse at "
             "odd and decode in 3 fresh workers each, run 6 on a machine started seconds "
             "before, runs 7–8 right after it on the warm machine. **All runs in this table paired "
             "each result with a config by its position in the batch** (a bug in "
-            "`repeatability.py`, fixed in the fifth session: results arrive when ready, so a "
+            "`repeatability.py`, fixed on 2026-11-22: results arrive when ready, so a "
             "config could be credited with another's time); their spreads overstate the "
             "between-process spread. The table below, run 8, is paired by config.\n\n"
             + table(["run", "method", "configs", "spread ≤ 1 %", "median spread %",
@@ -238,7 +227,7 @@ def timing_method_section() -> str:
 
 
 CUPTI_RUNS = (
-    ("run9_estimators_400", "sixth session, paired by config, sample median: the recordings' "
+    ("run9_estimators_400", "paired by config, sample median: the recordings' "
      "settings (cupti) and a fixed 400 repetitions with raw samples kept (cupti-400; the data "
      "of the estimator table), 3 workers, odd + decode + large"),
     ("run8_paired_by_config", "**results paired by config**; the recordings' settings "
@@ -261,7 +250,7 @@ def cupti_section() -> str:
     launches, plus the live tune runs with either timer."""
     rows = []
     for name, what in CUPTI_RUNS:
-        doc = load(f"h100/cupti/{name}.json")
+        doc = load(f"timing/h100/cupti-spread-{name.replace('_', '-')}-2026-11-22.json")
         if doc is None:
             continue
         summary = doc["summary"]
@@ -281,7 +270,7 @@ def cupti_section() -> str:
             "Top 5 configs of each sample kernel (bf16) from the newest recordings, each "
             "measured once per fresh worker; spread = max/min − 1 of a config's medians. "
             "H100 80GB HBM3, driver 580.159.04, CUDA 13.0 (libcupti 13.0, API 130001), "
-            "2026-11-22; data in `results/h100/cupti/`. Runs 1–7 paired results with configs "
+            "2026-11-22; data in `results/timing/h100/cupti-spread-*`. Runs 1–7 paired results with configs "
             "by position in the batch (the bug described above), so their spreads mix up "
             "configs (the 'levels' the notes describe); runs 8 and 9 are paired by config "
             "and are the ones to read.\n\n"
@@ -290,7 +279,7 @@ def cupti_section() -> str:
 
 
 def estimator_section() -> str:
-    doc = load("h100/cupti/estimators.json")
+    doc = load("timing/h100/tick-estimators-2026-11-22.json")
     if doc is None:
         return "_not run yet_"
     fixed = [[r["reps"], r["estimator"], r["within_1pct"], r["median_spread_pct"],
@@ -299,7 +288,7 @@ def estimator_section() -> str:
              r["within_1pct"], r["median_spread_pct"], r["max_spread_pct"]]
             for r in doc["stopping_rule"]]
     return ("`python benchmarks/timing/estimators.py` (CPU) on the raw samples of CUPTI run 9 "
-            "(`results/h100/cupti/run9_estimators_400.json`: H100 80GB HBM3, driver "
+            "(`results/timing/h100/cupti-spread-run9-estimators-400-2026-11-22.json`: H100 80GB HBM3, driver "
             "580.159.04, CUDA 13.0, 2026-11-22; top 5 configs × 3 kernels × odd/decode/large, "
             "bf16, 400 kernel durations per config in each of 3 fresh workers). The GPU timer "
             f"steps by {doc['tick_us'] * 1e3:.0f} ns (measured by the worker's `wb_tick`), 1.6 % "
@@ -317,7 +306,7 @@ def ncu_section() -> str:
     """Event medians vs Nsight Compute kernel durations in the same fresh processes, and
     kernel durations of ours vs peers."""
     parts = []
-    doc = load("h100/ncu_repeatability.json")
+    doc = load("timing/h100/ncu-repeatability-2026-11-22.json")
     if doc is not None:
         rows = [[r["kernel"], r["shape"], r["dtype"],
                  " ".join(f"{v:.3f}" for v in r["event_medians_us"]),
@@ -335,12 +324,12 @@ def ncu_section() -> str:
             ("Kernel durations of ours and the peers under ncu (median of 20 launches, "
              "`peers_ncu.py`; our config is the one peers.py chose; instructions executed = "
              "`smsp__inst_executed.sum`)",
-             ("h100/peers_ncu_merge.json", "h100/peers_ncu_rmsnorm.json")),
+             ("peers/h100/peers-ncu-merge-2026-11-22.json", "peers/h100/peers-ncu-rmsnorm-2026-11-22.json")),
             ("Before the instruction-count template iteration (previous recordings' best "
              "configs, median of 10–30 launches)",
-             ("h100/template_v1/peers_ncu_merge.json",
-              "h100/template_v1/peers_ncu_merge_metrics.json",
-              "h100/template_v1/peers_ncu_rmsnorm.json"))):
+             ("peers/h100/peers-ncu-template-v1-merge-2026-11-22.json",
+              "peers/h100/peers-ncu-template-v1-merge-metrics-2026-11-22.json",
+              "peers/h100/peers-ncu-template-v1-rmsnorm-2026-11-22.json"))):
         rows = []
         for name in names:
             d = load(name)
@@ -358,7 +347,7 @@ def ncu_section() -> str:
 
 
 def strategies_section() -> str:
-    doc = load("strategies.json")
+    doc = load("search/cpu/strategies-2026-11-22.json")
     if doc is None:
         return "_not run yet_"
     names: list[str] = []
@@ -384,27 +373,27 @@ def strategies_section() -> str:
 
 def cpu_section() -> str:
     parts = []
-    sp = load("space_enumeration.json")
+    sp = load("search/cpu/space-enumeration-2026-11-22.json")
     if sp:
         parts.append("Search-space enumeration and filtering (target ≤ 5 s for 10^6 raw points; "
                      f"2 cores, load {sp['machine']['load_average_1min']}):\n\n" + table(
                          ["raw points", "feasible", "build s (median)"],
                          [[r["raw_points"], r["feasible_points"], r["build_s_median"]]
                           for r in sp["results"]]))
-    ct = load("compile_throughput.json")
+    ct = load("compile/cpu/nvcc-throughput-2026-11-22.json")
     if ct:
         parts.append(f"nvcc throughput, {ct['instances']} distinct sm_90a instances "
                      f"(load {ct['machine']['loadavg_1min_before']:.1f} while measured):\n\n"
                      + table(["mode", "wall s (median)", "instances/s"],
                              [[r["mode"], r["median_wall_s"], r["instances_per_s"]]
                               for r in ct["rows"]]))
-    ch = load("check_time.json")
+    ch = load("compile/cpu/check-time-2026-11-22.json")
     if ch:
         parts.append("`workbench check` on the sample folders (validate, compile baseline and "
                      "template per dtype, space sizes, occupancy table):\n\n" + table(
                          ["kernel", "cold s", "fully cached s"],
                          [[r["kernel"], r["cold_s"], r["cached_s"]] for r in ch["rows"]]))
-    pu = load("panel_updates.json")
+    pu = load("panel/cpu/push-cost-2026-11-24.json")
     if pu:
         parts.append("Panel: kernel-side cost of one push (≤ 4 pushes/s, fewer when the browser "
                      "draws slower; one run-view message each, numbers as binary buffers):\n\n"
@@ -418,7 +407,7 @@ def cpu_section() -> str:
             rp = pu["report"]
             parts.append(f"Report notebook of {rp['trials']:,} trials: {rp['bytes']:,} bytes "
                          f"({rp['charts']} PNG chart, {rp['rows_listed']} rows listed).")
-    pl = load("panel_latency.json")
+    pl = load("panel/cpu/latency-under-load-2026-11-24.json")
     if pl and pl.get("clicks"):
         parts.append(f"Panel under load ({pl['date']}, {pl['machine']['cpus']} cores, a CPU hog "
                      "on each, real JupyterLab + Chromium; press -> answer on screen, target "
@@ -437,25 +426,6 @@ def cpu_section() -> str:
     return "\n\n".join(parts)
 
 
-INTRO = """# Benchmarks
-
-Performance targets live here, not in unit tests. GPU numbers come from the lent H100
-(NVIDIA H100 80GB HBM3, driver 580.159.04, CUDA 13.0) through `gpu_checks/*.sh`; CPU
-numbers from the 2-core development machine. Every table below is generated from the JSON
-in `results/` by `python benchmarks/tables.py`.
-
-| script | where | what |
-|---|---|---|
-| `gpu_checks/record_sweeps.py` | GPU | exhaustive sweeps → `sample_kernels/*/recordings/` |
-| `benchmarks/peers/peers.py` | GPU | tuned configs vs FlashInfer, SGLang, Liger, torch |
-| `benchmarks/search/kernel_tuner_compare.py` | GPU | throughput vs Kernel Tuner 1.5.0 |
-| `benchmarks/timing/repeatability.py` | GPU | top-5 configs re-measured in a fresh worker; `--mode processes` spread between workers (timers, methods) |
-| `benchmarks/timing/duration_levels.py` | GPU | where a kernel's duration levels come from (loads, evaluations, predecessors) |
-| `benchmarks/search/bench_strategies.py` | CPU | sample efficiency on the recordings |
-| `benchmarks/search/bench_space.py`, `bench_compile.py`, `bench_check.py`, `bench_panel.py` | CPU | core costs |
-"""
-
-
 def dask_section() -> str:
     """The Dask runner: overhead against the direct runner on one H100, and simulated
     scaling over CPU workers."""
@@ -465,11 +435,11 @@ def dask_section() -> str:
            "*ratio* is each config's median from the Dask run over the first direct run's "
            "(median over configs, 5th-95th percentile).", ""]
     rows = []
-    for path in sorted((RESULTS / "dask").glob("overhead_*.json")):
+    for path in sorted((RESULTS / "cluster" / "h100").glob("dask-overhead-*.json")):
         data = json.loads(path.read_text())
         mean = data["configs_per_min_mean"]
         agree = [a for a in data["agreement"] if a["pair"] == "direct->dask"]
-        rows.append([path.stem.removeprefix("overhead_"), data["date"][:16],
+        rows.append([path.stem.removeprefix("dask-overhead-"), data["date"][:16],
                      data["configs"], _num(mean["direct"]), _num(mean["dask"]),
                      f"{data['dask_overhead_pct']:.1f} %",
                      " / ".join(f"{a['median_ratio']:.4f} ({a['ratio_p05_p95'][0]:.3f}-"
@@ -478,7 +448,7 @@ def dask_section() -> str:
     out.append(table(["run", "date (UTC)", "configs", "direct configs/min",
                       "dask configs/min", "dask overhead", "ratio dask/direct",
                       "same best config"], rows))
-    scaling = RESULTS / "dask" / "scaling_cpu.json"
+    scaling = RESULTS / "cluster" / "cpu" / "dask-scaling-simulated-2026-11-24.json"
     if scaling.exists():
         data = json.loads(scaling.read_text())
         out += ["", f"`benchmarks/cluster/dask_scaling.py` (CPU, {data['date'][:16]} UTC, "
@@ -497,39 +467,3 @@ def dask_section() -> str:
     return "\n".join(out)
 
 
-
-def main() -> None:
-    text = INTRO
-    text += ("\n## Tuned vs peers under three timing methods, named and unseen shapes (H100)"
-             "\n\n" + peers_methods_section() + "\n")
-    text += ("\n## silu_and_mul: the pick chosen over all three methods (H100)\n\n"
-             + pick_methods_section() + "\n")
-    text += ("\n## Picks that hold: finalists under every cache condition (H100)\n\n"
-             + conditions_section() + "\n")
-    text += ("\n## Many shapes: range widening and a dispatch table (H100)\n\n"
-             + dispatch_section() + "\n")
-    text += ("\n## Tuned vs peers, one method (H100; earlier runs, Liger's two-tensor op set "
-             "aside)\n\n" + peers_section() + "\n")
-    text += "\n## Exhaustive sweeps (H100): throughput\n\n" + sweeps_section() + "\n"
-    text += "\n## Throughput vs Kernel Tuner (H100)\n\n" + kt_section() + "\n"
-    text += "\n## Repeatability (H100)\n\n" + repeat_section() + "\n"
-    text += "\n## Timing method: between-process spread (H100)\n\n" + \
-        timing_method_section() + "\n"
-    text += "\n## Timer: CUPTI kernel durations vs event pairs (H100)\n\n" + \
-        cupti_section() + "\n"
-    text += "\n## Timer ticks: which median repeats (H100 samples, CPU analysis)\n\n" + \
-        estimator_section() + "\n"
-    text += "\n## Kernel durations by Nsight Compute (H100)\n\n" + ncu_section() + "\n"
-    text += "\n## Search strategies: sample efficiency (CPU, on the H100 recordings)\n\n" + \
-        strategies_section() + "\n"
-    text += "\n## CPU-side costs\n\n" + cpu_section() + "\n"
-    text += "\n## Dask runner: overhead (H100) and simulated scaling (CPU)\n\n" + \
-        dask_section() + "\n"
-    notes = ROOT / "benchmarks" / "NOTES.md"
-    if notes.exists():
-        text += "\n" + notes.read_text()
-    (ROOT / "benchmarks" / "README.md").write_text(text)
-
-
-if __name__ == "__main__":
-    main()

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 METHODS = ("harness", "do_bench", "graph")
 
 
@@ -33,7 +33,7 @@ def _geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def peers_methods_section(name: str = "h100/session8/peers_methods.json") -> str:
+def peers_methods_section(name: str = "peers/h100/peers-methods-2026-11-24.json") -> str:
     doc = _load(name)
     if doc is None:
         return "_not run yet_"
@@ -88,7 +88,7 @@ def peers_methods_section(name: str = "h100/session8/peers_methods.json") -> str
     return text
 
 
-def conditions_section(name: str = "h100/session8/conditions.json") -> str:
+def conditions_section(name: str = "peers/h100/pick-conditions-2026-11-24.json") -> str:
     doc = _load(name)
     if doc is None:
         return "_not run yet_"
@@ -123,7 +123,7 @@ def conditions_section(name: str = "h100/session8/conditions.json") -> str:
     return text
 
 
-def dispatch_section(name: str = "h100/session8/dispatch_sweep.json") -> str:
+def dispatch_section(name: str = "search/h100/dispatch-sweep-2026-11-24.json") -> str:
     doc = _load(name)
     if doc is None:
         return "_not run yet_"
@@ -150,7 +150,7 @@ def dispatch_section(name: str = "h100/session8/dispatch_sweep.json") -> str:
             "config with ROW_SPLIT within kernel.toml's 1..8; *widen rounds*: rounds in which "
             "an edge was found (ROW_SPLIT widened 8 -> 16 -> 32 where it was the edge). "
             f"Summary: `results/{name}` (from the store and the logs by "
-            "`benchmarks/search/dispatch_summary.py`); exported table in `session8/dispatch/`.\n\n")
+            "`benchmarks/search/dispatch_summary.py`); exported table in `search/h100/dispatch-table-silu-and-mul-bf16-2026-11-24.*`.\n\n")
     text += _table(["shape", "evaluated", "best µs", "best µs in range", "in range / best",
                     "best ROW_SPLIT", "widen rounds", "dispatched to (LOO)", "LOO loss"], rows)
     text += (f"\n\n- `--widen` needed (the best config lies outside the curated range): "
@@ -161,8 +161,8 @@ def dispatch_section(name: str = "h100/session8/dispatch_sweep.json") -> str:
     return text
 
 
-def pick_methods_section(name: str = "h100/session8/peers_silu_pick_methods.json",
-                         before: str = "h100/session8/peers_methods.json") -> str:
+def pick_methods_section(name: str = "peers/h100/peers-silu-pick-methods-2026-11-24.json",
+                         before: str = "peers/h100/peers-methods-2026-11-24.json") -> str:
     doc, old = _load(name), _load(before)
     if doc is None or old is None:
         return "_not run yet_"

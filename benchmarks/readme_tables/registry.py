@@ -1,0 +1,110 @@
+"""Which renderer draws which kind of result: ``RENDERERS[kind]`` takes every result file of
+that kind (sorted by path) and returns Markdown. A kind with no entry is still listed, with
+its files and their commands, by benchmarks/readme.py: to give a new kind a table, add one
+entry here; to add data, drop a file under the schema (benchmarks/results_schema.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(BENCH))
+
+from readme_tables import core, dirty_l2, peers_tune, shapes  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Result:
+    """One JSON result file: its path below benchmarks/results/, its run block, its data."""
+
+    rel: str
+    run: dict[str, Any]
+    doc: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Renderer:
+    """A section title and the function that draws every file of one kind."""
+
+    title: str
+    render: Callable[[list[Result]], str]
+
+
+def _each(draw: Callable[[Result], str]) -> Callable[[list[Result]], str]:
+    """Draw every file on its own, under its name."""
+    return lambda results: "\n\n".join(f"`{r.rel}`:\n\n{draw(r)}" for r in results)
+
+
+def _fixed(draw: Callable[[], str]) -> Callable[[list[Result]], str]:
+    """A section that reads a fixed set of files (they are named in its text)."""
+    return lambda results: draw()
+
+
+def _peers_tune(r: Result) -> str:
+    rows = list(r.doc["rows"])
+    order = {"named": 0, "unseen": 1, "held out": 2}
+    rows.sort(key=lambda row: (order[peers_tune.shape_set(row)], row["kernel"]))
+    return peers_tune.render(rows)
+
+
+def _dirty_l2(r: Result) -> str:
+    alt = any(k.startswith("ours alt") for row in r.doc["rows"] for k in row["impls"])
+    return dirty_l2.alternatives(r.doc) if alt else dirty_l2.table(r.doc)
+
+
+def _stage1(r: Result) -> str:
+    """Results of benchmarks/stage1_corpus.py (keys set / environment / kernels)."""
+    import stage1_corpus
+
+    env = r.doc.get("environment", {})
+    head = f"Set `{r.doc.get('set')}`" + (f"; environment: {json.dumps(env, sort_keys=True)}"
+                                         if env else "")
+    return head + "\n\n" + stage1_corpus.markdown(r.doc)
+
+
+def _lab_latency(r: Result) -> str:
+    """Results of benchmarks/lab_latency.py: p50/p99/max per endpoint and phase."""
+    rows = [[phase, endpoint, v.get("n"), v.get("p50_ms"), v.get("p99_ms"), v.get("max_ms")]
+            for phase in ("alone", "six_hostile_inits") if phase in r.doc
+            for endpoint, v in r.doc[phase].items()]
+    return core.table(["phase", "endpoint", "requests", "p50 ms", "p99 ms", "max ms"], rows)
+
+
+RENDERERS: dict[str, Renderer] = {
+    "peers_tune": Renderer("Ours = the pick of `workbench tune`, against every peer under "
+                           "three methods", _each(_peers_tune)),
+    "dirty_l2": Renderer("Where do_bench's time goes: launch gap and kernel by CUPTI",
+                         _each(_dirty_l2)),
+    "peers_methods": Renderer("Tuned vs peers under three timing methods",
+                              _each(lambda r: shapes.peers_methods_section(r.rel))),
+    "pick_methods": Renderer("silu_and_mul: the pick chosen over all three methods",
+                             _each(lambda r: shapes.pick_methods_section(r.rel))),
+    "conditions": Renderer("Picks that hold: finalists under every cache condition",
+                           _each(lambda r: shapes.conditions_section(r.rel))),
+    "peers_one_method": Renderer("Tuned vs peers, one method",
+                                 _each(lambda r: core.peers_section(r.rel))),
+    "dispatch_sweep": Renderer("Many shapes: range widening and a dispatch table",
+                               _each(lambda r: shapes.dispatch_section(r.rel))),
+    "kernel_tuner_compare": Renderer("Throughput vs Kernel Tuner",
+                                     _each(lambda r: core.kt_section(r.rel))),
+    "repeatability": Renderer("Repeatability", _fixed(core.repeat_section)),
+    "timing_method_ab": Renderer("Timing method: between-process spread",
+                                 _fixed(core.timing_method_section)),
+    "cupti_spread": Renderer("Timer: CUPTI kernel durations vs event pairs",
+                             _fixed(core.cupti_section)),
+    "estimators": Renderer("Timer ticks: which median repeats", _fixed(core.estimator_section)),
+    "ncu_repeatability": Renderer("Kernel durations by Nsight Compute", _fixed(core.ncu_section)),
+    "strategies": Renderer("Search strategies: sample efficiency",
+                           _fixed(core.strategies_section)),
+    "compile_throughput": Renderer("CPU-side costs (space, nvcc, check, panel)",
+                                   _fixed(core.cpu_section)),
+    "dask_overhead": Renderer("Dask runner: overhead and simulated scaling",
+                              _fixed(core.dask_section)),
+    "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert", _each(_stage1)),
+    "lab_latency": Renderer("Lab endpoints' latency beside hostile inits", _each(_lab_latency)),
+}
