@@ -25,6 +25,7 @@ from workbench.llm.templater.records import LiftedSource
 from workbench.llm.templater.regtile import lift_regtile
 from workbench.llm.templater.smem_tiles import lift_tied_tiles
 from workbench.llm.templater.split_walk import apply_split_walk
+from workbench.llm.templater.stencil import lift_stencil
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
 from workbench.llm.templater.warp import apply_warp
@@ -43,7 +44,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
         if not (lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
-                apply_warp(plan, macros)):
+                lift_stencil(plan) or apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
