@@ -1,4 +1,4 @@
-"""README sections of issue 18 (rendered by benchmarks/tables.py): peers under three timing
+"""README sections of issue 18 (drawn by benchmarks/readme.py): peers under three timing
 methods at named and unseen shapes, and the finalists' per-condition confirmation."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Summarise a `workbench tune --sweep` store and its `workbench dispatch --eval` log into the
-JSON that benchmarks/tables_shapes.py renders (CPU; the measurements came from the GPU).
+JSON that benchmarks/readme_tables/shapes.py renders (CPU; the measurements came from the GPU).
 
     python benchmarks/search/dispatch_summary.py STORE.sqlite EVAL.log TUNE.log --out summary.json
 
