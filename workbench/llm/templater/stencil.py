@@ -393,9 +393,13 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
     for axis in "XYZ":
         written = literal(plan.block["XYZ".index(axis)]) or 1
         hi = {"X": 256, "Y": 32, "Z": 16}[axis]
+        lo = min(1 if axis != "X" else 8, written)
+        # a written size that is not a power of two stays reachable (a choice with it)
+        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
+            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
+                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
         plan.add_param(names[f"BLOCK_{axis}"], {
-            "kind": "pow2", "min": min(1 if axis != "X" else 8, written),
-            "max": max(hi, written), "default": written,
+            **spec, "default": written,
             "description": f"threads per block along {axis.lower()} (as written: {written})"},
             f"{line(idx[axis.lower()][0])}: {text(idx[axis.lower()][0])}")
     plan.add_param(zi, {"kind": "choice", "values": [1, 2, 4, 8, 16, 32], "default": 1,
