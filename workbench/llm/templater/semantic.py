@@ -18,6 +18,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.conv import lift_conv
 from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
@@ -46,7 +47,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     with reading_macros({m.name: m.value for m in macros.values()}):
         if not (lift_reduce(plan) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
-                lift_stencil(plan) or apply_warp(plan, macros)):
+                lift_stencil(plan) or lift_conv(plan) or apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
