@@ -476,12 +476,18 @@ class Workbench:
         confirmation decided it). Without a stored pick, the search's fastest stored trial
         as a fallback (``is_fallback`` True, ``fallback_reason`` saying no pick was stored);
         None with no ok trial. Exports, the report notebook and the panel show this."""
+        return self._pick(shape, dtype, None)
+
+    def _pick(self, shape: str, dtype: str,
+              results: Sequence[TrialResult] | None) -> PickRecord | None:
+        """:meth:`pick`, with the stored trials of (shape, dtype) when already read."""
         from workbench.core.picks import search_best_pick
 
         stored = self.store.pick(self.provenance(), shape, dtype)
         if stored is not None:
             return stored
-        return search_best_pick(self.results(shape, dtype), kernel=self.kernel_name,
+        return search_best_pick(self.results(shape, dtype) if results is None else results,
+                                kernel=self.kernel_name,
                                 template_version=self.template_version,
                                 baseline_us=self.baseline_us(shape, dtype))
 
@@ -526,7 +532,7 @@ class Workbench:
             written = _export_file(stem.with_suffix(".csv"), overwrite, lambda target, replace:
                                    write_beside(target, text, overwrite=replace))
             return f"wrote {written} ({len(results)} trials)"
-        pick = self.pick(shape, dtype)
+        pick = self._pick(shape, dtype, results)
         if pick is None:
             raise WorkbenchError("no valid trial to export yet; launch a search first",
                                  key="export", value=what)
@@ -566,7 +572,8 @@ class Workbench:
         picks = []
         for shape, dtype in dict.fromkeys((r.shape, r.dtype) for r in trials):
             try:
-                answer = self.pick(shape, dtype)
+                answer = self._pick(shape, dtype, [r for r in trials
+                                                   if r.shape == shape and r.dtype == dtype])
             except WorkbenchError:
                 answer = None
             if answer is not None:

@@ -30,7 +30,7 @@ import pytest
 
 from workbench.core.errors import StoreCorruptError, StoreError
 from workbench.core.records import Status
-from workbench.store.sqlite import SQLiteStore
+from workbench.store.sqlite import SCHEMA_VERSION, SQLiteStore
 from workbench.testing.store_contract import PROVENANCE, sample_result
 from workbench.ui import lab_index, lab_server
 
@@ -427,7 +427,7 @@ def test_a_version_1_store_is_backfilled(tmp_path: Path) -> None:
     with SQLiteStore(path) as reopened:
         rows = lab_index.summarize_sessions(_NoTrialScans(reopened), "scale", None)
         assert [(r.trials, r.ok, r.best_us) for r in rows] == [(4, 3, 5.0)]
-        assert reopened.schema_version() == 2
+        assert reopened.schema_version() == SCHEMA_VERSION
 
 
 BAD_VERSIONS = [("abc", StoreCorruptError, "not a whole number"),
