@@ -22,7 +22,7 @@ KERNELS = ROOT / "sample_kernels"
 
 def _source_hash() -> str:
     """What extensions/workbench-lab/scripts/stamp.js writes after a build."""
-    names = ["package.json", "package-lock.json", "tsconfig.json"]
+    names = ["package.json", "package-lock.json", "tsconfig.json", "webpack.config.js"]
     for folder in ("src", "style"):
         names += [p.relative_to(EXT).as_posix() for p in (EXT / folder).rglob("*") if p.is_file()]
     digest = hashlib.sha256()

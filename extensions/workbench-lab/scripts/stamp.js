@@ -1,6 +1,7 @@
 // Writes labextension/build-source.sha256: one hash over the files the build reads
-// (package.json, package-lock.json, tsconfig.json, src/, style/), so a test can tell when
-// the committed build no longer matches its sources (tests/test_lab_extension.py).
+// (package.json, package-lock.json, tsconfig.json, webpack.config.js, src/, style/), so a
+// test can tell when the committed build no longer matches its sources
+// (tests/test_lab_extension.py).
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
@@ -13,7 +14,7 @@ function files(dir) {
 }
 
 const root = path.resolve(__dirname, '..');
-const inputs = ['package.json', 'package-lock.json', 'tsconfig.json']
+const inputs = ['package.json', 'package-lock.json', 'tsconfig.json', 'webpack.config.js']
   .concat(files(path.join(root, 'src')).map(f => path.relative(root, f)))
   .concat(files(path.join(root, 'style')).map(f => path.relative(root, f)))
   .map(f => f.split(path.sep).join('/'))

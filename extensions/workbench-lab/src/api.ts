@@ -16,6 +16,10 @@ export interface ISessionSummary {
   speedup: number | null;
   speedup_note: string;
   status: string;
+  /** How the stored pick was decided ("confirmed", "search-best"), "" without one. */
+  decided?: string;
+  pick_note?: string;
+  pick_config?: Record<string, unknown> | null;
 }
 
 /** One kernel folder and its stored sessions, newest first. */
