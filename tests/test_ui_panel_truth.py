@@ -57,7 +57,8 @@ def test_header_charts_and_progress_follow_the_dropdowns(
         wb_panel: tuple[Workbench, WorkbenchPanel]) -> None:
     wb, panel = wb_panel
     first, other = panel.shape.value, next(s for s in wb.shape_names if s != panel.shape.value)
-    stored = len(wb.tune(first, panel.dtype.value, "random", budget=6).results)  # for `first`
+    report = wb.tune(first, panel.dtype.value, "random", budget=6)  # for `first`
+    stored, measured = len(report.results), report.evaluated
     panel.shape.value = first
     panel.shape.value = other
     panel.pusher.flush()
@@ -73,7 +74,9 @@ def test_header_charts_and_progress_follow_the_dropdowns(
     assert panel.run_view.field("eta") == ""
     panel.shape.value = first
     panel.pusher.flush()
-    assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (stored, 0)
+    # the count is what a budget counts: measured trials, not the configs pruned beside them
+    assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (measured, 0)
+    assert panel.run_view.field("progress_label") == f"{measured} stored"
     assert panel.run_view.field("empty_html") == ""
     assert all(r.shape == first for r in panel.table.results) and len(panel.table) == stored
     assert f"shape {first}" in header_text(panel) and first in panel._shown_title
@@ -103,7 +106,7 @@ def test_a_tune_from_code_switches_the_panel_to_what_it_runs(
     assert all(r.shape == shape for r in panel.table.results)
     # the budget counts measured trials; the replay also stores the configs it pruned
     assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (8, 8)
-    assert panel.run_view.field("progress_label") == f"8 / 8 · {len(report.results)} stored"
+    assert panel.run_view.field("progress_label") == "0 more, 8 stored"  # the one wording
     assert f"the tune from code ({shape} bf16, template {wb.template_version}) finished" \
         in panel.message.value
     assert not panel.shape.disabled and not panel.launch_button.disabled
@@ -138,13 +141,13 @@ def test_progress_never_counts_more_than_the_budget(
     pruned = sum(1 for r in panel.table.results if r.status.value == "pruned")
     assert pruned > 0 and stored == 8 + pruned  # the case that showed "11 / 8"
     assert shown and all(done <= budget == 8 for done, budget, _ in shown), shown
-    assert panel.run_view.field("progress_label") == f"8 / 8 · {stored} stored"
+    assert panel.run_view.field("progress_label") == "0 more, 8 stored"
     panel.budget.value = 4  # a smaller budget than the store already holds: full, not over
     panel.launch_button.click()
     assert panel.join(60)
     panel.pusher.flush()
     assert (panel.run_view.field("done"), panel.run_view.field("budget")) == (4, 4)
-    assert panel.run_view.field("progress_label") == f"4 / 4 · {stored} stored"
+    assert panel.run_view.field("progress_label") == "0 more, 8 stored"
 
 
 def _shown_template(panel: WorkbenchPanel) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from workbench.core.hardware import DeviceSpec, get_device, match_device_name
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelTemplate
+from workbench.core.trial_labels import NOT_RECORDED_REASON
 from workbench.engine.bench import CopyTiming
 from workbench.engine.recording import Recording, load_recording, recording_paths
 from workbench.engine.worker import rule_for_event
@@ -190,9 +191,10 @@ class ReplayRunner:
             if found is not None:
                 yield self._stamp(found)
                 continue
-            reason = (f"not in the recording {self.source.removeprefix('replay:')}: config "
-                      f"{dict(candidate.config)} at {candidate.shape}/{candidate.dtype} was "
-                      f"never measured")
+            # the config is the result's own field: the reason does not repeat it (lists
+            # that print a config and its reason showed it twice)
+            reason = (f"{NOT_RECORDED_REASON} {self.source.removeprefix('replay:')}: never "
+                      f"measured at {candidate.shape}/{candidate.dtype}")
             yield self._stamp(TrialResult(config=candidate.config, shape=candidate.shape,
                                           dtype=candidate.dtype, status=rule.status,
                                           reason=reason, device=self.recording.device_name,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.records import Status, TrialResult, Value
+from workbench.core.trial_labels import NOT_IN_RECORDING, status_label
 
 STATUS_COLOURS: Mapping[str, str] = {
     Status.OK.value: "#1f77b4",
@@ -30,6 +31,7 @@ STATUS_COLOURS: Mapping[str, str] = {
     Status.WRONG_RESULT.value: "#9467bd",
     Status.TIMEOUT.value: "#8c564b",
     Status.CRASHED.value: "#e377c2",
+    NOT_IN_RECORDING: "#c7c7c7",  # a replay never measured it: no verdict on the config
 }
 MAX_PARAM_COLUMNS = 3  # keeps each small chart readable in a notebook-width panel
 # points per scatter trace: beyond this the browser, not the data, limits. The traces are
@@ -115,7 +117,7 @@ class TrialTable:
             self._values[p].append(result.config.get(p, ""))
         median = result.median_us if result.status is Status.OK else None
         self._median.append(float(median) if median is not None else math.nan)
-        self._status.append(result.status.value)
+        self._status.append(status_label(result))
         self._reason.append(result.reason)
         self.results.append(result)
 

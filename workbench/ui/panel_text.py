@@ -11,8 +11,10 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workbench.core.budget_words import BudgetSplit
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
+from workbench.core.trial_labels import status_label
 
 
 @dataclass(frozen=True)
@@ -52,21 +54,35 @@ class Progress:
     label: str
 
 
-def progress_of(results: Sequence[TrialResult], budget: int) -> Progress:
-    """Progress toward ``budget`` as the search counts it: measured trials (ok or failed),
-    never the configs pruned before the GPU, and never more than the budget (a store that
-    already holds more than a smaller budget asks for is full, not over-full). The label
-    says what else the table holds ("· 11 stored"); with no budget (no search of this
-    panel runs the problem) it says only what is stored."""
-    stored = len(results)
-    if budget <= 0:
-        return Progress(stored, 0, f"{stored} stored")
+def progress_of(results: Sequence[TrialResult], budget: int, *,
+                exhausted: bool = False) -> Progress:
+    """Progress toward ``budget`` (the total of measured evaluations for this template
+    version, shape and dtype, stored ones included) as the search counts it: measured
+    trials (ok or failed), never the configs pruned before the GPU. The label is the one
+    budget wording, "N more, M stored" (:mod:`workbench.core.budget_words`); with no budget
+    (no search of this panel runs the problem) it says only what is stored. ``exhausted``
+    (the search ended because the space has no config left): the bar is full and says so."""
     measured = sum(1 for r in results if r.status is not Status.PRUNED)
-    done = min(measured, budget)
-    extra = f" · {stored} stored" if stored != done else ""
-    return Progress(done, budget, f"{done} / {budget}{extra}")
+    if exhausted:
+        return Progress(measured, measured,
+                        f"space exhausted: {measured} stored, nothing more to measure")
+    if budget <= 0:
+        return Progress(measured, 0, f"{measured} stored")
+    split = BudgetSplit(budget, measured)
+    return Progress(min(measured, budget), budget, split.words)
 
 
+def eta_words(status: str, running_s: float, eta_s: float | None, evaluated: int) -> str:
+    """Beside the bar: the running time and ETA while running; "paused" while paused (no
+    ETA: nothing progresses); after the end only how many were evaluated (no "ETA 0 s")."""
+    if status == "paused":
+        return f"paused ({running_s:.0f} s running)"
+    if status == "running" and eta_s is not None:
+        return (f"{running_s:.0f} s running, ETA {eta_s:.0f} s" if eta_s >= 1
+                else f"{running_s:.0f} s running, finishing")
+    if status == "running":
+        return f"{running_s:.0f} s running"
+    return f"{evaluated} evaluated" if evaluated else ""
 def describe_error(exc: BaseException) -> str:
     """Readable HTML for an error: message, the data it carries, a folded traceback."""
     if isinstance(exc, WorkbenchError):
@@ -106,13 +122,17 @@ def config_defines(result: TrialResult) -> str:
 
 
 def failures_html(results: Sequence[TrialResult], limit: int = 5) -> str:
-    """The most recent failures with their reason and compiler-log excerpt."""
+    """The most recent failures with their status (:func:`status_label`: a replay's
+    "not in recording" apart from "pruned"), their config once, the reason and the
+    compiler-log excerpt, one per line."""
     failed = [r for r in results if r.status is not Status.OK][-limit:]
     if not failed:
         return ""
     items = []
     for r in reversed(failed):
         log = f"<pre>{html.escape(r.log_excerpt[:1200])}</pre>" if r.log_excerpt else ""
-        items.append(f"<li><b>{r.status.value}</b> {html.escape(str(dict(r.config)))}: "
-                     f"{html.escape(r.reason)}{log}</li>")
+        config = " ".join(f"{k}={v}" for k, v in r.config.items())
+        reason = r.reason.replace(str(dict(r.config)), "this config")  # once per line
+        items.append(f'<li class="wb-failure"><b>{html.escape(status_label(r))}</b> '
+                     f"<code>{html.escape(config)}</code>: {html.escape(reason)}{log}</li>")
     return f"<b>recent failures and pruned configs</b><ul>{''.join(items)}</ul>"

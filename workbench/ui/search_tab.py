@@ -35,7 +35,13 @@ from workbench.ui.figures import (
     runtime_scale,
     trace_updates,
 )
-from workbench.ui.panel_text import Progress, config_defines, failures_html, progress_of
+from workbench.ui.panel_text import (
+    Progress,
+    config_defines,
+    eta_words,
+    failures_html,
+    progress_of,
+)
 from workbench.ui.state_view import RunClock, RunView
 from workbench.ui.throttle import CoalescingPusher
 from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
@@ -180,7 +186,8 @@ class SearchTab:
 
     def progress(self) -> Progress:
         with self.lock:
-            return progress_of(self.table.results, self.budget_evaluations)
+            return progress_of(self.table.results, self.budget_evaluations,
+                               exhausted=self._status() == "finished (exhausted)")
 
     def start_run(self, budget: int) -> None:
         """A search of ``budget`` evaluations starts from the table as it is now."""
@@ -224,16 +231,13 @@ class SearchTab:
         title = self.title()
         if title != self.shown_title:
             axes["title"] = {"text": title}
-        progress = progress_of(results, self.budget_evaluations)
+        progress = progress_of(results, self.budget_evaluations,
+                               exhausted=status == "finished (exhausted)")
         times = np.where(np.isnan(data.median_us), np.inf, data.median_us)
         best = results[int(np.argmin(times))] if np.isfinite(times).any() else None
         eta = self.clock.eta_s(progress.done - self.done_at_launch,
                                max(self.budget_evaluations - progress.done, 0))
-        if eta is not None and status in ("running", "paused"):
-            eta_text = (f"{self.clock.running_s:.0f} s running, ETA {eta:.0f} s"
-                        + (" (paused)" if status == "paused" else ""))
-        else:
-            eta_text = f"{data.count} evaluated" if data.count else ""
+        eta_text = eta_words(status, self.clock.running_s, eta, data.count)
         self.run_view.push(
             updates, axes, status=status, done=progress.done, budget=progress.budget,
             progress_label=progress.label, eta=eta_text,
