@@ -23,6 +23,7 @@ from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
+from workbench.llm.templater.reduce import lift_reduce
 from workbench.llm.templater.regtile import lift_regtile
 from workbench.llm.templater.smem_tiles import lift_tied_tiles
 from workbench.llm.templater.split_walk import apply_split_walk
@@ -44,7 +45,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not (lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
+        if not (lift_reduce(plan) or
+                lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_conv(plan) or apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
