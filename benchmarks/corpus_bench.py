@@ -101,8 +101,12 @@ def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = N
         outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5,
                           conditions=conditions)
         statuses: dict[str, int] = {}
+        failures: list[dict[str, Any]] = []
         for r in outcome.results:
             statuses[r.status.value] = statuses.get(r.status.value, 0) + 1
+            if r.status.value not in ("ok", "pruned") and len(failures) < 8:
+                failures.append({"config": dict(r.config), "status": r.status.value,
+                                 "reason": r.reason[:300]})
         copy = runner.copy_timing(large, dtype)
         head = outcome.confirmed or outcome.best
         best_us = head.median_us if head is not None else None
@@ -110,6 +114,7 @@ def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = N
         doc["tune"] = {
             "shape": large, "sizes": dict(folder.shapes[large]), "strategy": "guided",
             "budget": budget, "evaluated": len(outcome.results), "statuses": statuses,
+            "failures": failures,
             "baseline_us": base_us, "best_us": best_us,
             "best_config": dict(head.config) if head is not None else None,
             "confirmed": outcome.confirmed is not None,
