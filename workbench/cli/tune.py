@@ -36,6 +36,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def _tune_one(args: argparse.Namespace, folder: Any) -> int:
     """Search one shape on the GPU (or a replay), store every trial, report the best."""
     from workbench.api import Workbench
+    from workbench.core.budget_words import BudgetSplit
     from workbench.core.conditions import PickRule, check_conditions
     from workbench.core.errors import ClusterError, NoGPUError, RecordingError
     from workbench.core.events import BestImproved, TrialFinished
@@ -82,12 +83,16 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
         wb = Workbench(folder, store=args.store, runner=runner)
         space = folder.space(args.shape, dtype, runner.device)
         budget = args.budget if args.budget is not None else space.size
+        # the budget counts stored measurements (resumed trials count): say how many more
+        split = BudgetSplit(budget, sum(1 for r in wb.results(args.shape, dtype)
+                                        if r.status is not Status.PRUNED and r.config in space))
         timer = getattr(runner, "timer_note", "")
         print(f"{folder.name} @ {args.shape} [{dtype}] on {runner.description}\n"
               + (f"timer {timer}\n" if timer else "") +
               f"space: {space.size} configs after constraints ({space.raw_size} raw); "
-              f"strategy {args.strategy}, budget {budget}; store {args.store}", file=out)
-        bar = Progress(budget, "tuning", force=args.progress)
+              f"strategy {args.strategy}, budget {budget}: {split.words}; store {args.store}",
+              file=out)
+        bar = Progress(split.more, "tuning", force=args.progress)
 
         def on_event(event: object) -> None:
             if isinstance(event, TrialFinished) and event.result.status is not Status.PRUNED:
