@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from workbench.cli._common import DTYPE_HELP, FOLDER_HELP
 from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.write_policy import write_file
@@ -58,11 +59,12 @@ def register(sub: Any) -> None:
     """Add the ``export`` subcommand."""
     p = sub.add_parser("export", help="the stored pick of one shape as a #define header or "
                                        "JSON (says when it is the search's best, unconfirmed)")
-    p.add_argument("folder")
-    p.add_argument("--shape", required=True)
-    p.add_argument("--dtype")
+    p.add_argument("folder", help=FOLDER_HELP)
+    p.add_argument("--shape", required=True, help="the named shape whose stored pick to export")
+    p.add_argument("--dtype", help=DTYPE_HELP)
     p.add_argument("--store", default="workbench.sqlite", help="where the tune stored it")
-    p.add_argument("--format", choices=("header", "json"), default="header")
+    p.add_argument("--format", choices=("header", "json"), default="header",
+                   help="header (default: C++ #defines) or json")
     p.add_argument("--out", help="file to write (default: print it)")
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.set_defaults(func=cmd_export)
