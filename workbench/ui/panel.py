@@ -71,7 +71,7 @@ class WorkbenchPanel:
                                         info=self._info, on_template=self._follow_template)
         self.search = SearchTab(
             backend, title_prefix=lambda: f"{self.backend.kernel_name} · {self._version()}",
-            status=lambda: self._state, launch=self._guard(self._launch),
+            status=lambda: self._state, launch=self._launch_clicked,
             pause=self._guard(self._pause), stop=self._guard(self._stop),
             widen=self._guard(self._widen), on_error=self._show_error, problem=problem(),
             max_pushes_per_s=max_pushes_per_s)
@@ -240,6 +240,14 @@ class WorkbenchPanel:
         self.search.retemplate(self.backend.params)
         if not self._running:
             self._load_stored(*self._problem())
+            self.search.summary.value = ""  # the last result was another template's
+        with self._state_lock:
+            if self._state == "error" and not self._running:
+                # the error was the last template's (a failed launch, a refused proposal):
+                # the template followed now starts clean
+                self._state = "idle"
+                self._update_buttons()
+                self.search.show_status(self._state)
         self._refresh_header()  # the version; a template the replay cannot measure
 
     def _widen(self) -> None:
@@ -285,6 +293,21 @@ class WorkbenchPanel:
                                      widen_budget),
             name="workbench-panel-tune", daemon=True)
         self._worker.start()
+
+    def _launch_clicked(self) -> None:
+        """Launch, answered beside the button: a refusal (no runner, nothing to measure, a
+        search already running) is written there as well as in the message line."""
+        self.search.launch_note.value = ""
+        try:
+            self._launch()
+        except Exception as exc:  # shown, never raised into the widget
+            self._launch_failed(exc)
+
+    def _launch_failed(self, exc: BaseException) -> None:
+        self._show_error(exc)
+        text = exc.message if isinstance(exc, WorkbenchError) else f"{type(exc).__name__}: {exc}"
+        self.search.launch_note.value = (
+            f'<span style="color:#b00020">Launch refused: {html.escape(text[:240])}</span>')
 
     def _problem_changed(self, _change: Any = None) -> None:
         self.template_tab.editor.refresh()
@@ -338,7 +361,7 @@ class WorkbenchPanel:
             self._own_tune = False
             self.search.clock.stop()
             self._set_state("error")
-            self._show_error(exc)
+            self._launch_failed(exc)
             return
         self._own_tune = False
         self.search.load((shape, dtype), list(getattr(report, "results", ())),
@@ -347,8 +370,16 @@ class WorkbenchPanel:
         self.search.clock.stop()
         self.search.pusher.flush()
         self._set_state(f"finished ({getattr(report, 'reason', 'done')})")
-        summary = getattr(report, "summary", None)
-        self._info(summary() if callable(summary) else "search finished")
+        self._show_summary(report)
+
+    def _show_summary(self, report: Any) -> None:
+        """The tune's result as a compact table under the buttons; a line in the message."""
+        from workbench.ui.tune_summary import summary_html, summary_info
+
+        defaults = {p.name: p.default for p in self.backend.params}
+        self.search.summary.value = summary_html(summary_info(report, defaults))
+        self._info(f"search finished: {getattr(report, 'reason', 'done')} (the result is "
+                   f"under the buttons)")
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait for the worker thread (tests, scripts); True once it has ended."""

@@ -108,11 +108,18 @@ class SearchTab:
         self.copy_button = CopyButton()
         self.copy_button.add_class("wb-copy")
         self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
+        # beside the buttons: why Launch did nothing (no runner, nothing to measure), so the
+        # answer is where the click was, not only in the message line at the panel's top
+        self.launch_note = w.HTML()
+        self.launch_note.add_class("wb-launch-note")
+        # the last tune's result as a compact table (:mod:`workbench.ui.tune_summary`)
+        self.summary = w.HTML()
+        self.summary.add_class("wb-summary-box")
         self.widget = w.VBox([
             w.HBox([self.strategy, self.budget]),
             w.HBox([self.launch_button, self.pause_button, self.stop_button,
-                    self.widen_button]),
-            self.y_scale, self.run_view, self.copy_button, self.devices.widget],
+                    self.widen_button, self.launch_note]),
+            self.summary, self.y_scale, self.run_view, self.copy_button, self.devices.widget],
             layout=w.Layout(width="100%"))
         self.widget.add_class("wb-tab-search")
         self.pusher = CoalescingPusher(self.push, max_per_s=max_pushes_per_s,
