@@ -51,5 +51,25 @@ def test_bad_filter_is_named_and_not_applied() -> None:
 def test_html_has_caption_rows_and_speedup() -> None:
     text = trials_html(_data(), TableQuery(limit=2))
     assert "2 of 4 matching trials (5 in all)" in text
-    assert text.count("<tr>") == 3 and "1.667×" in text
+    assert text.count("<tr") == 3 and "1.667×" in text
     assert "no trial yet" in trials_html(TrialTable(["BLOCK"]).snapshot(), TableQuery())
+
+
+def test_one_narrow_config_column_of_the_knobs_that_vary() -> None:
+    """At 1280 px a column per knob pushed status, median, speedup and reason off-screen:
+    one config column names the knobs that vary, the whole config in its tooltip."""
+    table = TrialTable(["BLOCK", "VEC", "PDL", "UNROLL", "STAGES", "SPLIT"])
+    for i in range(3):
+        us = 5.0 + i
+        t = Timing(median_us=us, min_us=us, q1_us=us, q3_us=us, mean_us=us, reps=5,
+                   rse_median_pct=0.5, l2_flushed=True)
+        table.add(TrialResult(config=Config(BLOCK=64 << i, VEC=4, PDL=0, UNROLL=2, STAGES=3,
+                                            SPLIT=1), shape="s", dtype="bf16",
+                              status=Status.OK, timing=t))
+    text = trials_html(table.snapshot(), TableQuery())
+    head = text.split("</tr>")[0]
+    assert [h for h in ("config", "status", "median µs", "speedup", "reason") if h in head] \
+        == ["config", "status", "median µs", "speedup", "reason"]
+    assert "<th>VEC</th>" not in head
+    assert '>BLOCK=64</td>' in text  # only the knob that varies
+    assert 'title="BLOCK=64 VEC=4 PDL=0 UNROLL=2 STAGES=3 SPLIT=1"' in text

@@ -88,6 +88,17 @@ _CSS = """
 .wb-run .wb-eta, .wb-run .wb-best { font-size: 12px; }
 .wb-run .wb-figure-box { width: 100%; }
 .wb-run .wb-figure-empty { color: #555; margin: 6px 0; font-size: 13px; }
+.wb-run .wb-trials { max-width: 100%; overflow-x: auto; }
+.wb-run .wb-trials-table { border-collapse: collapse; font-size: 12px; table-layout: auto;
+  max-width: 100%; }
+.wb-run .wb-trials-table td, .wb-run .wb-trials-table th { padding: 1px 6px;
+  text-align: left; vertical-align: top; }
+.wb-run .wb-trials-table td.wb-trials-config { max-width: 260px; white-space: normal;
+  overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace); }
+.wb-run .wb-trials-table td.wb-trials-reason { max-width: 320px; white-space: nowrap;
+  overflow: hidden; text-overflow: ellipsis; }
+.wb-run .wb-trials-table td.wb-trials-status, .wb-run .wb-trials-table td.wb-trials-median,
+.wb-run .wb-trials-table td.wb-trials-speedup { white-space: nowrap; }
 .wb-run .wb-trials-controls { display: flex; flex-wrap: wrap; gap: 10px; margin: 6px 0;
   font-size: 12px; align-items: center; }
 """

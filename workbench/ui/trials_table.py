@@ -93,26 +93,47 @@ def select_rows(data: ChartData, query: TableQuery) -> Selection:
     return Selection(rows=idx[order][:max(query.limit, 0)], matched=int(idx.size), error=error)
 
 
+def varying_params(data: ChartData) -> list[str]:
+    """The parameters that take more than one value among the trials (the others say
+    nothing to tell rows apart; they are in each row's tooltip)."""
+    return [n for n in data.param_names if len({str(v) for v in data.values[n]}) > 1]
+
+
 def trials_html(data: ChartData, query: TableQuery) -> str:
-    """The selected trials as an HTML table (class ``wb-trials-table``) with a caption."""
+    """The selected trials as an HTML table (class ``wb-trials-table``) with a caption.
+
+    One narrow ``config`` column holds the knobs that vary (wrapped; the whole config in its
+    tooltip), so status, median, speedup and reason fit a 1280 px screen beside it (a column
+    per knob pushed them past the panel's edge); long reasons end in an ellipsis with the
+    full text in their tooltip."""
+    if not data.count:
+        return '<div class="wb-trials-empty">no trial yet</div>'
     sel = select_rows(data, query)
     names: Sequence[str] = data.param_names
-    head = "".join(f"<th>{html.escape(n)}</th>" for n in ("#", *names, "status", "median µs",
-                                                          "speedup", "reason"))
+    shown = varying_params(data) or list(names)
+    head = "".join(f"<th>{html.escape(n)}</th>" for n in ("#", "config", "status",
+                                                          "median µs", "speedup", "reason"))
     rows = []
     for i in sel.rows:
         t = data.median_us[i]
         speed = (f"{data.baseline_us / t:.3f}×" if data.baseline_us and not np.isnan(t) else "")
-        cells = [str(i + 1), *(html.escape(str(data.values[n][i])) for n in names),
-                 html.escape(data.statuses[i]), "" if np.isnan(t) else f"{t:.3f}", speed,
-                 html.escape(data.reasons[i][:160])]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    shown = len(sel.rows)
-    caption = (f"{shown} of {sel.matched} matching trials ({data.count} in all), sorted by "
-               f"{html.escape(query.sort_by)} {'descending' if query.descending else 'ascending'}")
+        whole = " ".join(f"{n}={data.values[n][i]}" for n in names)
+        knobs = " ".join(f"{n}={data.values[n][i]}" for n in shown)
+        reason = data.reasons[i]
+        rows.append(
+            f'<tr><td>{i + 1}</td>'
+            f'<td class="wb-trials-config" title="{html.escape(whole)}">{html.escape(knobs)}</td>'
+            f'<td class="wb-trials-status">{html.escape(data.statuses[i])}</td>'
+            f'<td class="wb-trials-median">{"" if np.isnan(t) else f"{t:.3f}"}</td>'
+            f'<td class="wb-trials-speedup">{speed}</td>'
+            f'<td class="wb-trials-reason" title="{html.escape(reason[:1000])}">'
+            f"{html.escape(reason[:160])}</td></tr>")
+    caption = (f"{len(sel.rows)} of {sel.matched} matching trials ({data.count} in all), "
+               f"sorted by {html.escape(query.sort_by)} "
+               f"{'descending' if query.descending else 'ascending'}"
+               + (f"; config shows the knobs that vary ({len(shown)} of {len(names)})"
+                  if len(shown) < len(names) else ""))
     error = (f'<div class="wb-trials-error" style="color:#b00020">{html.escape(sel.error)}</div>'
              if sel.error else "")
-    if not data.count:
-        return '<div class="wb-trials-empty">no trial yet</div>'
     return (f'{error}<div class="wb-trials-caption">{caption}</div>'
             f'<table class="wb-trials-table"><tr>{head}</tr>{"".join(rows)}</table>')
