@@ -75,3 +75,18 @@ def test_long_lines_wrap_in_fixed_equal_columns() -> None:
     css = side_by_side_diff_html("a\n", "b\n").split("</style>")[0]
     assert "table-layout: fixed" in css and "white-space: pre-wrap" in css
     assert "overflow-x: hidden" in css and "text-align: left" in css
+
+
+def test_diff_cells_keep_left_alignment_and_indentation_without_the_stylesheet() -> None:
+    """The review notebook's saved output is sanitized (its <style> dropped) and JupyterLab's
+    table rules right-aligned the code and collapsed its indentation: every code cell
+    carries its alignment and white-space inline."""
+    import re
+
+    from workbench.ui.diff import side_by_side_diff_html
+
+    text = side_by_side_diff_html("int a;\n    int b;\n", "int a;\n    int c;\n")
+    cells = re.findall(r'<td class="wb-code[^"]*" style="([^"]*)"', text)
+    assert cells and all("text-align: left" in c and "white-space: pre-wrap" in c
+                         for c in cells)
+    assert "    int" in re.sub(r"<[^>]+>", "", text)  # the indentation is in the text

@@ -173,7 +173,7 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
         _wait_text(page, ".wb-status", "finished")
         _wait_text(page, ".wb-header-shape", TUNED_SHAPE)
         _wait_text(page, ".wb-figure-box .gtitle", f"· {TUNED_SHAPE} · bf16")
-        _wait_text(page, ".wb-progress-label", " / 8")  # the stored trials of the budget of 8
+        _wait_text(page, ".wb-progress-label", "0 more, 8 stored")  # the budget of 8, all stored
     except Exception:
         page.locator(".wb-panel").screenshot(path=str(artifacts / "failure-truth-tune.png"))
         raise AssertionError(
@@ -217,6 +217,7 @@ def test_tune_from_a_cell_and_the_dropdown_drive_one_truth_and_the_figure_follow
     # readable at 1280 px and at 700 px: title clear of the legend, parallel-coordinates
     # labels clear of each other, and the parallel coordinates as wide as the charts
     page.set_viewport_size({"width": 1280, "height": 2400})
+    page.locator(".wb-parcoords-toggle").click()  # drawn on demand (a WebGL context each)
     wide = _assert_readable(page, artifacts, "figure-1280")
     page.set_viewport_size({"width": 700, "height": 2400})
     narrow = _assert_readable(page, artifacts, "figure-700")

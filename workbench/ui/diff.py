@@ -222,6 +222,15 @@ def _pairs(a: Sequence[str], b: Sequence[str],
                        else "del" if j is None else "add"), i, j
 
 
+# Inline on every cell as well as in the stylesheet: a notebook output opened untrusted
+# (the review notebook, run by nbclient and saved) is sanitized, its <style> dropped, and
+# JupyterLab's own table rules (text-align: right; white-space: normal) then right-aligned
+# the code and collapsed its indentation. Style attributes survive the sanitizer.
+_CODE_STYLE = ("text-align: left; white-space: pre-wrap; vertical-align: top; "
+               "font-family: var(--jp-code-font-family, monospace); padding: 0 6px")
+_LN_STYLE = "text-align: right; vertical-align: top; color: #8a8a8a; padding: 0 6px"
+
+
 def side_by_side_diff_html(left: str, right: str, *, left_title: str = "baseline",
                            right_title: str = "template", context: int | None = None,
                            params: Iterable[Any] = ()) -> str:
@@ -250,11 +259,12 @@ def side_by_side_diff_html(left: str, right: str, *, left_title: str = "baseline
                       + (f'<div class="wb-notes">{notes}</div>' if notes else "")
                       if j is not None else "")
         rows.append(
-            f'<tr class="wb-{kind}"><td class="wb-ln">{"" if i is None else i + 1}</td>'
-            f'<td class="wb-code wb-left"><div class="wb-src">'
+            f'<tr class="wb-{kind}"><td class="wb-ln" style="{_LN_STYLE}">'
+            f'{"" if i is None else i + 1}</td>'
+            f'<td class="wb-code wb-left" style="{_CODE_STYLE}"><div class="wb-src">'
             f'{_render(ta, marked_a) if i is not None else ""}</div></td>'
-            f'<td class="wb-ln">{"" if j is None else j + 1}</td>'
-            f'<td class="wb-code wb-right">{right_cell}</td></tr>')
+            f'<td class="wb-ln" style="{_LN_STYLE}">{"" if j is None else j + 1}</td>'
+            f'<td class="wb-code wb-right" style="{_CODE_STYLE}">{right_cell}</td></tr>')
     stats = diff_stats(left, right)
     summary = (f"+{stats.added} added, −{stats.removed} removed, ~{stats.changed} changed, "
                f"{stats.unchanged} unchanged")
@@ -266,5 +276,6 @@ def side_by_side_diff_html(left: str, right: str, *, left_title: str = "baseline
                if infos else "") + "</th></tr>")
     return (f'<div class="wb-diff"><style>{diff_css()}</style>'
             f'<div class="wb-diff-summary">{html.escape(summary)}</div>'
-            f'<div class="wb-diff-scroll"><table><colgroup>{cols}</colgroup>'
+            f'<div class="wb-diff-scroll"><table style="width: 100%; table-layout: fixed">'
+            f"<colgroup>{cols}</colgroup>"
             f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div></div>")

@@ -123,6 +123,14 @@ function controls(model, el) {
   const send = () => model.send({ query: { filter: filter.value, sort_by: sort.value,
     descending: desc.checked, status: status.value, limit: parseInt(rows.value, 10) } });
   filter.addEventListener("change", send);
+  // Enter applies the filter too (the range editor does the same); the notebook must not
+  // take the key as its own shortcut
+  filter.addEventListener("keydown", (e) => {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    e.stopPropagation();
+    send();
+  });
   for (const c of [sort, desc, status, rows]) c.addEventListener("change", send);
   el.append(box);
 }
@@ -134,7 +142,9 @@ function render({ model, el }) {
         <span class="wb-progress-label"></span></div>
       <span class="wb-eta"></span><span class="wb-best"></span></div>
     <div class="wb-figure-empty"></div>
-    <div class="wb-figure-box"><div class="wb-plot"></div><div class="wb-parcoords"></div></div>
+    <div class="wb-figure-box"><div class="wb-plot"></div>
+      <button type="button" class="wb-parcoords-toggle">show parallel coordinates</button>
+      <div class="wb-parcoords" style="display: none"></div></div>
     <div class="wb-trials-box"></div>
     <div class="wb-failures"></div>`;
   const q = (c) => el.querySelector(c);
@@ -160,8 +170,30 @@ function render({ model, el }) {
   const parts = [
     { div: q(".wb-plot"), fig: figure(model.get("figure")), dirty: true, last: 0, every: 0 },
     { div: q(".wb-parcoords"), fig: figure(side), dirty: sideTrace >= 0, last: 0,
-      every: SIDE_EVERY_MS },
+      every: SIDE_EVERY_MS, shown: false },
   ];
+  // The parallel coordinates are plotly's one WebGL trace, and a page gets about 16 WebGL
+  // contexts: with several panels open the oldest lost theirs and went blank. They are drawn
+  // only on demand, and purged (their context given back) when hidden; a hidden box takes
+  // no room, so it never lies over the trial table.
+  const sidePart = parts[1];
+  const toggle = q(".wb-parcoords-toggle");
+  toggle.style.display = sideTrace >= 0 ? "" : "none";
+  const showSide = (shown) => {
+    sidePart.shown = shown;
+    toggle.textContent = shown ? "hide parallel coordinates" : "show parallel coordinates";
+    sidePart.div.style.display = shown ? "" : "none";
+    if (shown) {
+      sidePart.dirty = sideTrace >= 0;
+      sidePart.last = 0;
+      schedule(0);
+    } else {
+      inTurn(sidePart, () => Plotly.purge(sidePart.div));
+      sidePart.last = 0;
+      sidePart.dirty = sideTrace >= 0;
+    }
+  };
+  toggle.addEventListener("click", () => showSide(!sidePart.shown));
   // The plotly calls on one plot run one after another, each when the last has finished: a
   // relayout issued while a draw was under way (or two draws at once) left the parallel
   // coordinates' axes laid out for the old width beside a CPU hog.
@@ -221,6 +253,7 @@ function render({ model, el }) {
     const width = Math.round(box.clientWidth);
     const shown = part.div._fullLayout && part.div._fullLayout.width;
     if (width === 0 || box.style.display === "none" || shown === width) return undefined;
+    if (part.shown === false) return undefined;
     if (part === parts[1]) {
       // the parallel coordinates are drawn afresh at a new width: after a react or relayout
       // of the width under load, their axes and labels stayed where the old width put them
@@ -246,7 +279,7 @@ function render({ model, el }) {
     for (const part of parts) {
       const wait = Math.max(holdUntil - performance.now(),
                             part.last + part.every - performance.now());
-      if (!part.dirty) continue;
+      if (!part.dirty || part.shown === false) continue;
       if (wait > 0) {
         schedule(wait);
         continue;
@@ -334,12 +367,13 @@ function render({ model, el }) {
   // width the plots have now; the kernel's next chart fills them.
   const refigure = () => {
     [side, sideTrace] = sideOf();
+    toggle.style.display = sideTrace >= 0 ? "" : "none";
     const next = [figure(model.get("figure")), figure(side)];
     parts.forEach((part, i) => {
       const width = part.fig.layout.width;
       part.fig = next[i];
       if (width) part.fig.layout.width = width;
-      part.dirty = i === 0 || sideTrace >= 0;
+      part.dirty = i === 0 || sideTrace >= 0;  // drawn when shown (part.shown)
       part.last = Math.min(part.last, performance.now() - part.every); // redraw at once
     });
     schedule(0);
