@@ -324,7 +324,9 @@ class _Render:
                 test = self.plan.rw.text(cond)
                 if (stmt.start_byte, stmt.end_byte) in self.final:
                     test = f"(!{test})"
-                body.append(f"{indent}    if {test} {LIVE}[{IT}] = false;"
+                # the item's remaining statements of this run must not execute either
+                # (they index with the value the test just found out of range)
+                body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
                             "  // this item is done\n")
                 pure = False
             else:
