@@ -3,6 +3,7 @@ a real nvcc compile of the corner configs an edit adds (skipped where nvcc is mi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -112,3 +113,22 @@ def test_an_edit_no_config_survives_is_refused_and_outlined(wb: Workbench) -> No
     assert "wb-space-error" in editor.summary.value
     assert "VEC_BYTES &gt;= elem_bytes" in editor.summary.value
     assert editor.invalid_cells() == ["VEC_BYTES.values"] and applied == []
+
+
+@pytest.mark.timeout(120)
+def test_refused_edit_is_explained_beside_its_row_and_not_counted(wb: Workbench) -> None:
+    """Issue 30 item 9: the refusal sits in the parameter's own row, says what was wrong in
+    the compiler's words (not "(syntax)"), and the space count is the one still tuned."""
+    _needs_nvcc()
+    editor = _editor(wb, [])
+    counted = editor.summary.value
+    editor.set_text("VEC_BYTES", "values", "4, 8, 16, 3")
+    beside = editor.row_messages["VEC_BYTES"].value
+    assert "refused" in beside and "VEC_BYTES = 3" in beside and "static assertion" in beside
+    assert "(syntax)" not in beside and "(syntax)" not in editor.compile_status.value
+    assert all(m.value == "" for n, m in editor.row_messages.items() if n != "VEC_BYTES")
+    size = re.search(r'class="wb-space-size"><b>([\d,]+)</b>', editor.summary.value)
+    before = re.search(r'class="wb-space-size"><b>([\d,]+)</b>', counted)
+    assert size and before and size.group(1) == before.group(1)  # 3 is not counted
+    editor.set_text("VEC_BYTES", "values", "4, 8, 16")
+    assert editor.row_messages["VEC_BYTES"].value == ""

@@ -47,8 +47,10 @@ class CornerFailure:
 
     @property
     def message(self) -> str:
-        return (f"{self.param} = {self.value!r} does not compile ({self.error_kind}): "
-                f"{self.summary}")
+        """What was wrong, in the compiler's words (its deciding line), not only the class
+        of error ("(syntax)" said nothing about a static_assert or a too-large array)."""
+        said = self.summary.splitlines()[0] if self.summary.strip() else self.error_kind
+        return f"{self.param} = {self.value!r} does not compile: {said}"
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ class ParamsEditor:
         self._generation = 0
         self._lock = threading.Lock()
         self.last_check: Any | None = None  # the last CompileCheck (tests, notebooks)
-        self.grid = w.GridBox(layout=w.Layout(grid_template_columns="auto auto auto auto 1fr",
+        self.grid = w.GridBox(layout=w.Layout(grid_template_columns="auto auto auto auto 1fr auto",
                                               grid_gap="2px 12px"))
         self.grid.add_class("wb-param-table")
         self._rows(params)
@@ -85,8 +85,12 @@ class ParamsEditor:
         self._original = {p.name: p for p in self._params}
         self.inputs: dict[str, dict[str, Any]] = {}
         self.defaults: dict[str, Any] = {}
+        # beside each row: why an edit of it was refused (next to the field, not under the
+        # whole table)
+        self.row_messages: dict[str, Any] = {}
         cells: list[Any] = [w.HTML(f"<b>{h}</b>") for h in
-                            ("parameter", "kind", "range / choices", "default", "description")]
+                            ("parameter", "kind", "range / choices", "default", "description",
+                             "")]
         for p in self._params:
             d = p.to_dict()
             boxes: dict[str, Any] = {}
@@ -102,9 +106,13 @@ class ParamsEditor:
             default = w.HTML(html.escape(str(d.get("default"))))
             default.add_class(f"wb-param-{p.name}-default")
             self.defaults[p.name] = default
+            note = w.HTML()
+            note.add_class("wb-param-message")
+            note.add_class(f"wb-param-{p.name}-message")
+            self.row_messages[p.name] = note
             cells += [w.HTML(f"<code>{html.escape(p.name)}</code>"), w.HTML(d["kind"]),
                       w.HBox(list(boxes.values())), default,
-                      w.HTML(html.escape(d.get("description", "")))]
+                      w.HTML(html.escape(d.get("description", ""))), note]
         old = self.grid.children
         self.grid.children = tuple(cells)
         for cell in old:  # the old rows' widgets leave the browser with them
@@ -215,6 +223,8 @@ class ParamsEditor:
         self.summary.value = summary.to_html()
         self._mark(invalid)
         self.compile_status.value = ""
+        for note in self.row_messages.values():
+            note.value = ""
         if summary.errors:
             return summary
         from workbench.ui.edit_check import new_values
@@ -255,6 +265,16 @@ class ParamsEditor:
                 for key in changed:
                     invalid[f"{failure.param}.{key}"] = failure.message
             self._mark(invalid)
+            by_param: dict[str, list[str]] = {}
+            for f in result.failures:
+                by_param.setdefault(f.param, []).append(f.message)
+            for name, messages in by_param.items():
+                if name in self.row_messages:
+                    self.row_messages[name].value = (
+                        '<div class="wb-param-refused" style="color:#b00020;max-width:420px;'
+                        'white-space:normal">refused: '
+                        + html.escape("; ".join(messages)[:400]) + "</div>")
+            self._show_space_without_refused()
             items = "".join(f"<li>{html.escape(f.message)}</li>" for f in result.failures)
             self.compile_status.value = (
                 '<div class="wb-space-error wb-compile-error" style="color:#b00020">'
@@ -267,6 +287,16 @@ class ParamsEditor:
         self.compile_status.value = (f'<div class="wb-compile-ok">{html.escape(text)}</div>'
                                      if text else "")
         self._accept(new, notify)
+
+    def _show_space_without_refused(self) -> None:
+        """After a refused edit the space count is the one still tuned (the last ranges
+        that passed), never one that counts the refused value."""
+        try:
+            summary = self._summarize(self._current)
+        except Exception:  # the count is a courtesy here: the refusal is already shown
+            return
+        self.summary.value = (summary.to_html() + '<div class="wb-space-note">the refused '
+                              "edit is not counted: these are the ranges still tuned</div>")
 
     def _accept(self, new: list[Any], notify: bool) -> None:
         self._current = new
