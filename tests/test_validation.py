@@ -59,6 +59,19 @@ def test_unused_parameter_named(folder: KernelFolder, good: TemplateProposal) ->
     assert (problem.check, problem.subject) == ("unused_parameter", "UNROLL")
 
 
+def test_parameter_used_only_by_a_launch_rule_counts_as_used(folder: KernelFolder,
+                                                             good: TemplateProposal) -> None:
+    # a grid-stride kernel's block count sizes the grid only (the reduction family's
+    # GRID_BLOCKS was refused as unused, so propose --write wrote nothing for partial_sum)
+    data = good.model_dump()
+    data["parameters"].append({"name": "GRID_CAP", "kind": "choice", "values": [1, 2],
+                               "default": 1})
+    data["launch"]["grid"] = [f"({g}) * GRID_CAP" for g in data["launch"]["grid"]][:1] + \
+        data["launch"]["grid"][1:]
+    report = validate_proposal(TemplateProposal.model_validate(data), folder)
+    assert not [p for p in report.problems if p.check == "unused_parameter"]
+
+
 def test_unknown_and_unsafe_names_in_expressions(folder: KernelFolder,
                                                  good: TemplateProposal) -> None:
     bad = edit(good, constraints=["dd % VEC_BYTES == 0", "__import__('os').system('x') == 0"],

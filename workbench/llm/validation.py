@@ -238,12 +238,17 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
         problem("parameter", "(none)", "the proposal declares no parameters")
     n_before = len(problems)
 
-    # 2. every parameter used in the source
+    # 2. every parameter used in the source or in a launch rule (a block count that only
+    # sizes the grid of a grid-stride kernel is a real knob: Kernel Tuner's grid_div ones)
+    launch_text = " ".join([*proposal.launch.grid, *proposal.launch.block,
+                            proposal.launch.smem_bytes])
     for p in proposal.parameters:
-        if not used_outside_guard(proposal.source, p.name):
+        if not used_outside_guard(proposal.source, p.name) and \
+                not re.search(rf"\b{re.escape(p.name)}\b", launch_text):
             problem("unused_parameter", p.name,
                     f"parameter {p.name} is declared but never used in the source (outside "
-                    "comments and its own #ifndef/#define guard); use it or remove it")
+                    "comments and its own #ifndef/#define guard) or the launch rules; use it "
+                    "or remove it")
     # 3. entry point
     if not re.search(rf"\b__global__\b[^;{{]*\b{re.escape(entry)}\s*\(", proposal.source):
         problem("entry", entry, f'the source has no `extern "C" __global__ void {entry}(...)`')
