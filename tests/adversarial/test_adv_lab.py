@@ -87,7 +87,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     token, port = secrets.token_hex(16), _free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in ("WORKBENCH_STORE", "WORKBENCH_KERNELS")}
-    env.update(JUPYTER_CONFIG_DIR=str(config), WORKBENCH_INIT_TIMEOUT_S=str(INIT_DEADLINE_S))
+    # a kernels folder beside the root, as `workbench lab` points at sample_kernels/
+    beside = tmp_path_factory.mktemp("beside_kernels")
+    _kernel_folder(beside, "beside_kernel")
+    env.update(JUPYTER_CONFIG_DIR=str(config), WORKBENCH_INIT_TIMEOUT_S=str(INIT_DEADLINE_S),
+               WORKBENCH_KERNELS=str(beside))
     log = (tmp_path_factory.mktemp("log") / "server.log").open("w")
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
@@ -165,6 +169,8 @@ BAD_BODIES: list[tuple[str, bytes, str]] = [
 def test_a_bad_request_is_a_400_naming_what_was_wrong(lab: Lab, endpoint: str, field: str,
                                                       case: str, body: bytes,
                                                       what: str) -> None:
+    if (endpoint, case) == ("notebook", "climbing"):
+        what = "no kernel folder"  # a kernel is looked up among the listed folders only
     status, reply, size = lab.request("POST", endpoint, body.replace(b'"F"', f'"{field}"'.encode()))
     _assert_clean_400(status, reply, size, what)
 
@@ -468,3 +474,16 @@ def test_sidebar_with_a_bad_schema_version_answers_200_with_the_problem(lab: Lab
     finally:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{store}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_listed_kernel_beside_the_root_opens_its_panel(lab: Lab) -> None:
+    # $WORKBENCH_KERNELS beside the root is listed as ../<folder>: Open panel must accept
+    # exactly what the index lists (it answered 400 for every sample kernel)
+    status, index, _ = lab.request("GET", "kernels")
+    assert status == 200
+    [listed] = [k["path"] for k in index["kernels"] if k["path"].endswith("beside_kernel")]
+    assert listed.startswith("../")
+    status, reply, _ = lab.post("notebook", {"kernel": listed})
+    assert status == 200, reply
+    assert (lab.root / reply["notebook"]).is_file()
+    assert not reply["notebook"].startswith("..")

@@ -151,9 +151,12 @@ def parse_body(raw: bytes, allowed: tuple[str, ...]) -> dict[str, Any]:
     return data
 
 
-def relative_path(data: dict[str, Any], key: str) -> str | None:
+def relative_path(data: dict[str, Any], key: str, *, listed: bool = False) -> str | None:
     """Field ``key`` as a path relative to the server root, or None when absent or empty;
-    BadRequestError for anything a file name cannot safely hold."""
+    BadRequestError for anything a file name cannot safely hold. ``listed``: the value is
+    only looked up among the paths the index lists (a ``$WORKBENCH_KERNELS`` folder beside
+    the root reads ``../sample_kernels/x``), never opened as given, so climbing with ``..``
+    is allowed there."""
     value = data.get(key)
     if value is None or value == "":
         return None
@@ -175,7 +178,7 @@ def relative_path(data: dict[str, Any], key: str) -> str | None:
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
         raise bad("holds a control character")
     path = PurePosixPath(value)
-    if path.is_absolute() or ".." in path.parts:
+    if path.is_absolute() or (".." in path.parts and not listed):
         raise bad("is not a path below the server root (absolute, or climbing with '..')")
     for part in path.parts:
         if len(part.encode("utf-8")) > MAX_NAME_BYTES:
@@ -324,7 +327,7 @@ class NotebookHandler(_Handler):
     @web.authenticated
     async def post(self) -> None:
         async def work() -> None:
-            kernel = relative_path(self.body(), "kernel")
+            kernel = relative_path(self.body(), "kernel", listed=True)
             roots, store = self.search_roots(), self.store_path()
             if kernel is not None:
                 path, created = await self.in_thread(lambda: self._panel(kernel, roots, store))
