@@ -82,7 +82,12 @@ class AgentTab:
                                            layout=w.Layout(width="170px"))
         self.iterations.add_class("wb-agent-iterations")
         self.evaluations = w.BoundedIntText(value=16, min=1, max=100_000,
-                                            description="trials per tune",
+                                            description="more per tune",
+                                            # the one budget wording: "N more, M stored"
+                                            tooltip=("each tune step measures this many more "
+                                                     "configs of its version; the ones "
+                                                     "stored are kept and not measured "
+                                                     "again (N more, M stored)"),
                                             style={"description_width": "initial"},
                                             layout=w.Layout(width="190px"))
         self.evaluations.add_class("wb-agent-evaluations")
