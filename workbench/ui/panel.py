@@ -92,7 +92,9 @@ class WorkbenchPanel:
 
         self.tabs = w.Tab(children=[self.template_tab.widget, self.search.widget,
                                     self.agent.widget, export_tab],
-                          layout=w.Layout(width="100%"))
+                          # auto, not 100 %: the tab's own 2 px border and margin past a
+                          # 100 % width gave every panel a horizontal scrollbar
+                          layout=w.Layout(width="auto"))
         for i, title in enumerate(["Template", "Search", "Agent", "Export"]):
             self.tabs.set_title(i, title)
         self.tabs.selected_index = 1
