@@ -19,6 +19,7 @@ from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
 from workbench.llm.templater.conv import lift_conv
+from workbench.llm.templater.ifconv import apply_ifconv
 from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.plan import Plan
@@ -55,6 +56,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_ilp(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+            apply_ifconv(plan)  # after ilp: its sides render with the per-item names
         lift_switches(plan, macros)
         lift_macros(plan, macros)
     _launch_bounds(plan)
