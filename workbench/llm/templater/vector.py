@@ -34,6 +34,7 @@ from workbench.llm.templater.analysis import (
     walk,
 )
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.rewrite import Edit, Rewriter
 from workbench.llm.templater.rules import literal, scale_divisor
 
 VEC_STRUCT = ("template <typename T, int N>\nstruct alignas(sizeof(T) * N) WbVec {  "
@@ -176,8 +177,14 @@ def _elem_type(plan: Plan, array: str) -> str:
     return p.base_type
 
 
-def vectorize(plan: Plan, region: Region, *, split: bool) -> list[str]:
-    """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited)."""
+def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False) -> list[str]:
+    """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited).
+
+    ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized when
+    every access of the region sits at the same index; the vector path then runs only where,
+    at run time, each written range and each other range are the same elements (exact
+    in-place) or do not overlap, and the loop as written runs otherwise (:func:`_guarded`).
+    """
     accesses = _accesses(plan, region)
     # one stream per (array, offset): a gate and an up half of one input are two streams
     by_array: dict[str, list[Access]] = {}
@@ -198,14 +205,20 @@ def vectorize(plan: Plan, region: Region, *, split: bool) -> list[str]:
         constraints += _offset_constraints(plan, group[0], region.var)
     written = {_root(plan, g[0].array) for g in by_array.values() if any(x.write for x in g)}
     read = {_root(plan, g[0].array) for g in by_array.values() if any(x.read for x in g)}
-    for w in written:
+    guarded: list[str] = []  # written pointers whose overlap is checked at run time
+    for w in sorted(written):
         p = plan.kernel.param(w)
         if p.is_const:
             raise Illegal(f"`{w}` is written but declared const", region.body)
         others = read - {w}
         if others and not p.is_restrict:
-            raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
-                          f"{', '.join(sorted(others))}", region.body)
+            indices = {" ".join(text(a.index).split()) for a in accesses}
+            if not alias_guard or len(indices) != 1:
+                more = "" if not alias_guard else \
+                    f" and is accessed at different indices ({', '.join(sorted(indices))})"
+                raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
+                              f"{', '.join(sorted(others))}{more}", region.body)
+            guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
     bound = strip(region.bound)
     if bound.type != "identifier" or text(bound) not in plan.scalars:
         raise Illegal(f"the bound `{text(region.bound)}` is not a kernel argument with a known "
@@ -217,13 +230,60 @@ def vectorize(plan: Plan, region: Region, *, split: bool) -> list[str]:
     for w in sorted({w for w in widths if w is not None}):
         constraints.append(f"VEC * {w} <= 16")
 
+    before = len(plan.rw.edits)
     for stream, group in by_array.items():
         for a in group:
             plan.rw.replace(a.node, f"wb_{stream}[wb_i].v[wb_v]")
-    plan.rw.replace_span(region.node.start_byte, region.node.end_byte,
-                         make=lambda rw: _vector_text(plan, region, by_array, split=split))
+    mine = plan.rw.edits[before:]
+
+    def make(rw: Rewriter) -> str:
+        vector = _vector_text(plan, region, by_array, split=split)
+        return _guarded(plan, region, by_array, vector, mine) if guarded else vector
+
+    plan.rw.replace_span(region.node.start_byte, region.node.end_byte, make=make)
     plan.helper(VEC_STRUCT)
+    if guarded:
+        plan.note("VEC", True, f"{'; '.join(guarded)} (not __restrict__): the vector path runs "
+                  "only where, per item, the written and read ranges are the same elements or "
+                  "disjoint (compared at run time), the loop as written otherwise", region.node)
     return constraints
+
+
+def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vector: str,
+             mine: list[Edit]) -> str:
+    """``vector`` behind a per-item run-time test, the loop as written (with every other
+    transform's edits) otherwise. Each stream's range is ``[&A[index at var = 0], + bound
+    elements)``; the vector path needs every written range to be equal to (same address and
+    element size: exact in-place, every access being at the same index) or disjoint from
+    every other range. Addresses are compared as integers."""
+    rw = plan.rw
+    saved = rw.edits
+    rw.edits = [e for e in saved if e not in mine]
+    try:
+        scalar = rw.render(region.node.start_byte, region.node.end_byte)
+    finally:
+        rw.edits = saved
+    bound = rw.text(region.bound)
+    lines, conds = [], []
+    info = {}
+    for s, g in by_array.items():
+        elem = _elem_type(plan, g[0].array)
+        lines.append(f"      const unsigned long long wb_at_{s} = (unsigned long long)"
+                     f"(const void*)&{g[0].array}[{rw.text(g[0].index)}];\n")
+        info[s] = (elem, any(a.write for a in g))
+    names = list(by_array)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if not (info[a][1] or info[b][1]):
+                continue
+            ends = [f"wb_at_{x} + (unsigned long long)({bound}) * sizeof({info[x][0]})"
+                    for x in (a, b)]
+            same = f"(wb_at_{a} == wb_at_{b} && sizeof({info[a][0]}) == sizeof({info[b][0]}))"
+            conds.append(f"({same} || {ends[0]} <= wb_at_{b} || {ends[1]} <= wb_at_{a})")
+    return (f"{{  // vector path only where written and read ranges are the same or disjoint\n"
+            f"    bool wb_apart;\n    {{\n      const {region.var_type} {region.var} = 0;\n"
+            f"{''.join(lines)}      wb_apart = {' && '.join(conds)};\n    }}\n"
+            f"    if (wb_apart) {vector} else {scalar}\n  }}")
 
 
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,

@@ -10,8 +10,11 @@ The transform gives each item ``LANES`` lanes (32 / LANES items per warp): the l
 item index divide by LANES, lane loops step by LANES, the offset loops start at LANES / 2,
 and every shuffle names only its group (mask and width), so a group that returns early
 never waits for another. ``WARPS_PER_BLOCK`` (the author's macro where F is one) sets the
-block; ``VEC`` vectorizes read-only lane loops (:func:`.vector.vectorize`). LANES = 32 and
-the written F are the kernel as written.
+block; ``VEC`` vectorizes lane loops (:func:`.vector.vectorize`), a loop writing a pointer
+that is not ``__restrict__`` behind a run-time test per item (its written and read ranges the
+same elements or disjoint, the loop as written otherwise). Items are assumed independent (the
+warp-to-item mapping changes with LANES). LANES = 32 and the written F are the kernel as
+written.
 """
 
 from __future__ import annotations
@@ -248,7 +251,7 @@ def _vectorize_lane_loops(plan: Plan, loops: list[Node], lane: str) -> None:
         region = Region(var, text(init.child_by_field_name("type")), body, parts[2], lane,
                         LANES, True, loop)
         try:
-            for c in vectorize(plan, region, split=False):
+            for c in vectorize(plan, region, split=False, alias_guard=True):
                 plan.constrain(c)
             done += 1
             plan.note("VEC", True, f"lane loop over {var} vectorized", loop)
