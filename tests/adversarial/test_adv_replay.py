@@ -378,3 +378,19 @@ def test_the_panel_is_told_before_launch_when_only_names_differ(tmp_path: Path,
                 else _renamed(folder.template, "UNROLL", "UNROLLING"))
     wb.adopt_template(template, origin="offline")
     assert change in wb.replay_problem and RECORDING in wb.replay_problem
+
+
+@pytest.mark.parametrize("case", ["one character of code", "renamed parameter"])
+def test_cli_dispatch_replay_refuses(tmp_path: Path, case: str,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # dispatch --replay read the recording's trials directly: a template the recording
+    # does not hold got a dispatch table of the recorded template's configs
+    folder_path, key = _edited_folder(tmp_path, case)
+    out_dir = tmp_path / "out"
+    code, out = run_cli("dispatch", str(folder_path), "--shapes", SHAPE, "--replay",
+                        "--out", str(out_dir))
+    text = out + capsys.readouterr().err
+    assert code != 0, text
+    assert "does not hold this template" in text and RECORDING in text and key in text, text
+    assert "Traceback" not in text
+    assert not out_dir.exists() or not any(out_dir.iterdir())

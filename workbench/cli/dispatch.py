@@ -91,7 +91,9 @@ def _times(folder: KernelFolder, shapes: list[str], dtype: str,
     if args.replay is not None:
         from workbench.engine.replay import ReplayRunner
 
-        recording = ReplayRunner(folder, args.replay or None).recording
+        replay = ReplayRunner(folder, args.replay or None)
+        replay.require_held()  # a recording of another template answers for none of its configs
+        recording = replay.recording
         results = [(t, False, f"recording {recording.path}: trials[{i}].config")
                    for i, t in enumerate(recording.trials)]
     else:
