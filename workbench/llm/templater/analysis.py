@@ -35,6 +35,11 @@ def line(node: Node) -> int:
     return node.start_point.row + 1
 
 
+def inside(node: Node, outer: Node) -> bool:
+    """Whether ``node``'s bytes lie within ``outer``'s (``outer`` itself included)."""
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
 def strip(node: Node) -> Node:
     """The expression under parentheses and casts (``(long long)row`` -> ``row``)."""
     while True:

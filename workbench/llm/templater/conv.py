@@ -37,6 +37,7 @@ from workbench.llm.templater.analysis import (
     builtin,
     calls,
     factors,
+    inside,
     int_value,
     line,
     strip,
@@ -45,7 +46,14 @@ from workbench.llm.templater.analysis import (
 )
 from workbench.llm.templater.macros import integer_macros
 from workbench.llm.templater.plan import Plan
-from workbench.llm.templater.regtile import Refused, _assigned, _locals, fresh_names, render
+from workbench.llm.templater.regtile import (
+    Refused,
+    _assigned,
+    _locals,
+    fresh_names,
+    render,
+    single_assignment_values,
+)
 from workbench.llm.templater.rules import literal, scale_divisor
 from workbench.llm.templater.stencil import (
     Poly,
@@ -140,12 +148,8 @@ class _Expr:
     """Expansion of single-assignment locals, dependence and polynomial checks."""
 
     def __init__(self, plan: Plan, keep: set[str]) -> None:
-        locals_ = _locals(plan.body)
-        assigned = _assigned(plan.body)
-        self.locals = set(locals_)
-        self.values = {n: lo.value for n, lo in locals_.items()
-                       if lo.count == 1 and n not in assigned and lo.value is not None
-                       and n not in keep}
+        self.locals = set(_locals(plan.body))
+        self.values = single_assignment_values(plan.body, keep)
 
     def names(self, node: Node, depth: int = 0) -> set[str]:
         """Identifiers ``node`` reads, single-assignment locals expanded (their names too)."""
@@ -367,7 +371,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                 raise Refused(f"`{text(n)}` writes inside the window loop", n)
             if text(t) == acc.acc and n.parent is not None and \
                     strip(n.parent) is not acc.stmt and n.parent is not acc.stmt and \
-                    not _inside(n, acc.stmt):
+                    not inside(n, acc.stmt):
                 raise Refused(f"`{text(n)}` writes the accumulator a second time", n)
         if n.type in ("return_statement", "break_statement", "continue_statement",
                       "goto_statement"):
@@ -455,10 +459,6 @@ def _store(stmt: Node) -> tuple[Node, Node] | None:
     if left is None or right is None or strip(left).type != "subscript_expression":
         return None
     return strip(left), right
-
-
-def _inside(n: Node, outer: Node) -> bool:
-    return outer.start_byte <= n.start_byte and n.end_byte <= outer.end_byte
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,15 @@ def _assigned(node: Node) -> set[str]:
     return out
 
 
+def single_assignment_values(body: Node, keep: set[str]) -> dict[str, Node]:
+    """Local name -> its initialiser, for the locals of ``body`` declared once with a value
+    and never assigned again (those in ``keep`` left out): the ones safe to expand."""
+    locals_ = _locals(body)
+    assigned = _assigned(body)
+    return {n: lo.value for n, lo in locals_.items()
+            if lo.count == 1 and n not in assigned and lo.value is not None and n not in keep}
+
+
 def _is_sync(stmt: Node) -> bool:
     return stmt.type == "expression_statement" and stmt.named_child_count == 1 and \
         strip(stmt.named_children[0]).type == "call_expression" and \

@@ -33,6 +33,7 @@ from workbench.llm.templater.analysis import (
     builtin,
     calls,
     factors,
+    inside,
     int_value,
     line,
     strip,
@@ -41,7 +42,13 @@ from workbench.llm.templater.analysis import (
     walk,
 )
 from workbench.llm.templater.plan import Plan
-from workbench.llm.templater.regtile import Refused, _assigned, _locals, fresh_names, render
+from workbench.llm.templater.regtile import (
+    Refused,
+    _locals,
+    fresh_names,
+    render,
+    single_assignment_values,
+)
 from workbench.llm.templater.rules import literal, scale_divisor
 
 Poly = dict[tuple[str, ...], int]  # monomial (sorted atom names) -> integer coefficient
@@ -52,11 +59,7 @@ class Polys:
     sub-expressions), with single-assignment locals expanded except ``keep``."""
 
     def __init__(self, body: Node, keep: set[str]) -> None:
-        locals_ = _locals(body)
-        assigned = _assigned(body)
-        self.values = {n: lo.value for n, lo in locals_.items()
-                       if lo.count == 1 and n not in assigned and lo.value is not None
-                       and n not in keep}
+        self.values = single_assignment_values(body, keep)
 
     def of(self, node: Node, depth: int = 0) -> Poly:
         node = strip(node)
@@ -371,7 +374,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
             rw.replace(n, "continue;")
     for s in region:
         for n in walk(s):
-            if n.type == "return_statement" and not _inside(n, guard):
+            if n.type == "return_statement" and not inside(n, guard):
                 rw.replace(n, "continue;")
     for n, shift in reads:
         rw.replace(n, regs[shift])
@@ -416,7 +419,3 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
               f"stencil; {src}'s reads at the planes below / at / above the point "
               f"({', '.join(sorted({text(n) for n, _d in reads}))}) become registers loaded "
               f"once per plane; the grid's z divisor is {bz} * {zi}", zdecl)
-
-
-def _inside(n: Node, outer: Node) -> bool:
-    return outer.start_byte <= n.start_byte and n.end_byte <= outer.end_byte
