@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers_stage1_folders import scalar_arg, toml_arg, toml_head, write_folder
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import KernelFolderError
@@ -37,46 +38,18 @@ extern "C" __global__ void k(float* out, const float* in, int n) {
 }
 """
 
-TOML = """\
-name = "k"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 100 }}
-[tolerances]
-fp32 = {{ rtol = 1e-5, atol = 1e-6 }}
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["n"]
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
-{extra}
-[baseline]
-entry = "k"
-grid = ["ceil_div(n, 128)"]
-block = ["128"]
-"""
+
+def _toml(extra: str = "") -> str:
+    return (toml_head("k", "n = 100", "rtol = 1e-5, atol = 1e-6")
+            + toml_arg("out", "f32", "out", shape=("n",)) + toml_arg("in", "f32", "in", shape=("n",))
+            + scalar_arg("n") + extra + '\n[baseline]\nentry = "k"\n'
+            + 'grid = ["ceil_div(n, 128)"]\nblock = ["128"]\n')
 
 
 def _folder(tmp_path: Path, extra: str = "", source: str = SOURCE,
             reference: str | None = None) -> Path:
-    path = tmp_path / "k"
-    path.mkdir(exist_ok=True)
-    (path / "baseline.cu").write_text(source)
-    (path / "kernel.toml").write_text(TOML.format(extra=extra))
-    if reference is not None:
-        (path / "reference.py").write_text(reference)
-    return path
+    return write_folder(tmp_path / "k", {"baseline.cu": source, "kernel.toml": _toml(extra),
+                                         "reference.py": reference})
 
 
 def test_module_globals_read_from_the_source_with_macros_evaluated() -> None:

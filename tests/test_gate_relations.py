@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
+from helpers_stage1_folders import blur3_toml, scalar_arg, toml_arg, toml_head, write_folder
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.params import Choice
@@ -75,29 +76,9 @@ extern "C" __global__ void k(float* out, const float* in, int n) {
 }
 """
 
-TOML = """\
-name = "k"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = { n = 1000 }
-[tolerances]
-fp32 = { rtol = 0.0, atol = 0.0 }
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["n"]
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
+TOML = (toml_head("k", "n = 1000", "rtol = 0.0, atol = 0.0")
+        + toml_arg("out", "f32", "out", shape=("n",)) + toml_arg("in", "f32", "in", shape=("n",))
+        + scalar_arg("n") + """\
 [baseline]
 source = "template.cu"
 entry = "k"
@@ -115,7 +96,7 @@ default = 16
 kind = "choice"
 values = [16, 32, 64]
 default = 16
-"""
+""")
 
 
 def _folder(tmp_path: Path) -> KernelFolder:
@@ -193,48 +174,11 @@ extern "C" __global__ void blur3(float* out, const float* in, int h, int w) {
 }
 """
 
-BLUR_TOML = """\
-name = "blur3"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = { h = 45, w = 61 }
-[tolerances]
-fp32 = { rtol = 1e-5, atol = 1e-6 }
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["h", "w"]
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["h", "w"]
-[[args]]
-name = "h"
-dtype = "i32"
-role = "scalar"
-value = "h"
-[[args]]
-name = "w"
-dtype = "i32"
-role = "scalar"
-value = "w"
-[baseline]
-source = "baseline.cu"
-entry = "blur3"
-grid = ["ceil_div(w, 16)", "ceil_div(h, 16)"]
-block = ["16", "16"]
-"""
+BLUR_TOML = blur3_toml("baseline.cu")
 
 
 def blur_folder(tmp_path: Path) -> Path:
-    path = tmp_path / "blur3"
-    path.mkdir()
-    (path / "baseline.cu").write_text(BLUR_CU)
-    (path / "kernel.toml").write_text(BLUR_TOML)
-    return path
+    return write_folder(tmp_path / "blur3", {"baseline.cu": BLUR_CU, "kernel.toml": BLUR_TOML})
 
 
 @pytest.mark.timeout(300)

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers_stage1_folders import toml_arg, toml_head, write_folder
 
 from workbench.core.errors import KernelFolderError
 from workbench.core.kernel_folder import load_kernel_folder
@@ -116,41 +117,21 @@ def test_partial_sum_corpus_verify_accepts_any_block_count() -> None:
         ref.verify({"partials": np.array([2.0, np.nan, np.nan, np.nan])}, golden, {"n": 9})
 
 
-TOML = """\
-name = "k"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 100 }}
-[tolerances]
-fp32 = {{ rtol = 1e-5, atol = 1e-6 }}
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["n"]
-{out_extra}
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-{in_extra}
-[baseline]
-entry = "k"
-grid = ["ceil_div(n, 128)"]
-block = ["128"]
-"""
+def _toml(out_extra: str = "", in_extra: str = "") -> str:
+    return (toml_head("k", "n = 100", "rtol = 1e-5, atol = 1e-6")
+            + toml_arg("out", "f32", "out", shape=("n",)) + out_extra + "\n"
+            + toml_arg("in", "f32", "in", shape=("n",)) + in_extra + "\n"
+            + '[baseline]\nentry = "k"\ngrid = ["ceil_div(n, 128)"]\nblock = ["128"]\n')
+
+
 SOURCE = 'extern "C" __global__ void k(float* out, const float* in) { out[0] = in[0]; }\n'
 
 
 def _folder(tmp_path: Path, out_extra: str = "", in_extra: str = "",
             reference: str | None = None) -> Path:
-    (tmp_path / "baseline.cu").write_text(SOURCE)
-    (tmp_path / "kernel.toml").write_text(TOML.format(out_extra=out_extra, in_extra=in_extra))
-    if reference is not None:
-        (tmp_path / "reference.py").write_text(reference)
-    return tmp_path
+    return write_folder(tmp_path, {"baseline.cu": SOURCE,
+                                   "kernel.toml": _toml(out_extra, in_extra),
+                                   "reference.py": reference})
 
 
 @pytest.mark.parametrize(("out_extra", "in_extra", "says"), [

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers_stage1_folders import blur3_toml, scalar_arg, toml_arg, toml_head, write_folder
 
 from workbench.cli import main as cli_main
 from workbench.core.errors import KernelFolderError
@@ -31,49 +32,19 @@ extern "C" __global__ void k(float* out, const float* in, int n) {
 }
 """
 
-TOML = """\
-name = "k"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 100 }}
-[tolerances]
-fp32 = {{ rtol = 1e-5, atol = 1e-6 }}
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["n"]
-{out_extra}
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-{in_extra}
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
-{constants}
-[baseline]
-entry = "{entry}"
-grid = ["ceil_div(n, 128)"]
-block = ["128"]
-"""
+def _toml(*, constants: str, out_extra: str, in_extra: str, entry: str) -> str:
+    return (toml_head("k", "n = 100", "rtol = 1e-5, atol = 1e-6")
+            + toml_arg("out", "f32", "out", shape=("n",)) + out_extra + "\n"
+            + toml_arg("in", "f32", "in", shape=("n",)) + in_extra + "\n"
+            + scalar_arg("n") + constants + "\n"
+            + f'[baseline]\nentry = "{entry}"\ngrid = ["ceil_div(n, 128)"]\nblock = ["128"]\n')
 
 
 def _write(tmp_path: Path, *, constants: str = "", out_extra: str = "", in_extra: str = "",
            entry: str = "k", source: str = SOURCE, reference: str | None = None) -> Path:
-    path = tmp_path / "k"
-    path.mkdir()
-    (path / "baseline.cu").write_text(source)
-    (path / "kernel.toml").write_text(TOML.format(constants=constants, out_extra=out_extra,
-                                                  in_extra=in_extra, entry=entry))
-    if reference is not None:
-        (path / "reference.py").write_text(reference)
-    return path
+    toml = _toml(constants=constants, out_extra=out_extra, in_extra=in_extra, entry=entry)
+    return write_folder(tmp_path / "k", {"baseline.cu": source, "kernel.toml": toml,
+                                         "reference.py": reference})
 
 
 def _check(path: Path) -> tuple[int, str]:
@@ -222,39 +193,7 @@ extern "C" __global__ void blur3(float* out, const float* in, int h, int w) {
 }
 """
 
-TILE_TOML = """\
-name = "blur3"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = { h = 45, w = 61 }
-[tolerances]
-fp32 = { rtol = 1e-5, atol = 1e-6 }
-[[args]]
-name = "out"
-dtype = "f32"
-role = "out"
-shape = ["h", "w"]
-[[args]]
-name = "in"
-dtype = "f32"
-role = "in"
-shape = ["h", "w"]
-[[args]]
-name = "h"
-dtype = "i32"
-role = "scalar"
-value = "h"
-[[args]]
-name = "w"
-dtype = "i32"
-role = "scalar"
-value = "w"
-[baseline]
-source = "template.cu"
-entry = "blur3"
-grid = ["ceil_div(w, 16)", "ceil_div(h, 16)"]
-block = ["16", "16"]
+TILE_TOML = blur3_toml("template.cu") + """\
 [template]
 entry = "blur3"
 grid = ["ceil_div(w, T)", "ceil_div(h, T)"]
@@ -267,11 +206,8 @@ default = 16
 
 
 def tile_folder(tmp_path: Path) -> KernelFolder:
-    path = tmp_path / "blur3"
-    path.mkdir()
-    (path / "template.cu").write_text(TILE_CU)
-    (path / "kernel.toml").write_text(TILE_TOML)
-    return load_kernel_folder(path)
+    return load_kernel_folder(write_folder(tmp_path / "blur3", {"template.cu": TILE_CU,
+                                                                 "kernel.toml": TILE_TOML}))
 
 
 def test_shared_tile_knob_without_a_gpu_is_unverified_and_says_what_checks_it(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_stage1_folders import scalar_arg, toml_arg, toml_head, write_folder
 
 from workbench.core.errors import WorkerError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -50,29 +51,9 @@ def reference(inputs, shape, dtype):
 def table_toml(declared: bool) -> str:
     constants = '[[constants]]\nname = "coef"\ndtype = "f32"\nshape = ["14"]\n' if declared else ""
     launch = 'source = "template.cu"\nentry = "table"\ngrid = ["ceil_div(n, 256)"]\nblock = ["256"]'
-    return f"""name = "table"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 4000 }}
-[tolerances]
-fp32 = {{ rtol = 1e-6, atol = 1e-6 }}
-[[args]]
-name = "x"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "y"
-dtype = "f32"
-role = "out"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
-{constants}
+    return (toml_head("table", "n = 4000", "rtol = 1e-6, atol = 1e-6")
+            + toml_arg("x", "f32", "in", shape=("n",)) + toml_arg("y", "f32", "out", shape=("n",))
+            + scalar_arg("n") + f"""{constants}
 [baseline]
 {launch}
 [template]
@@ -81,7 +62,7 @@ value = "n"
 kind = "choice"
 values = [0, 1, 14]
 default = 0
-"""
+""")
 
 
 PARTIAL_CU = """\
@@ -122,29 +103,9 @@ def verify(outputs, golden, shape):
 def partial_toml() -> str:
     launch = 'source = "template.cu"\nentry = "partial"\ngrid = ["BLOCKS"]\nblock = ["128"]'
     base = 'source = "template.cu"\nentry = "partial"\ngrid = ["64"]\nblock = ["128"]'
-    return f"""name = "partial"
-dtypes = ["fp32"]
-check_shape = "small"
-[shapes]
-small = {{ n = 30011 }}
-[tolerances]
-fp32 = {{ rtol = 0.0, atol = 0.01 }}
-[[args]]
-name = "partials"
-dtype = "f32"
-role = "out"
-shape = ["64"]
-compare = "sum"
-[[args]]
-name = "x"
-dtype = "f32"
-role = "in"
-shape = ["n"]
-[[args]]
-name = "n"
-dtype = "i32"
-role = "scalar"
-value = "n"
+    return (toml_head("partial", "n = 30011", "rtol = 0.0, atol = 0.01")
+            + toml_arg("partials", "f32", "out", shape=("64",), compare="sum")
+            + toml_arg("x", "f32", "in", shape=("n",)) + scalar_arg("n") + f"""\
 [baseline]
 {base}
 [template]
@@ -157,15 +118,11 @@ default = 64
 kind = "choice"
 values = [0, 1]
 default = 0
-"""
+""")
 
 
 def _folder(tmp_path: Path, name: str, files: dict[str, str]) -> KernelFolder:
-    path = tmp_path / name
-    path.mkdir()
-    for file, text in files.items():
-        (path / file).write_text(text)
-    return load_kernel_folder(path)
+    return load_kernel_folder(write_folder(tmp_path / name, files))
 
 
 def _measure(folder: KernelFolder, configs: list[Any]) -> dict[Config, TrialResult]:
