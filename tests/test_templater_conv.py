@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
-from tests.test_templater_tiled2 import _corners, template_of
+from tests.test_templater_tiled2 import _corners
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
 
@@ -98,7 +99,7 @@ def test_every_conv_spelling_lifts_out_y_with_a_tied_grid(name: str) -> None:
     assert {"OUT_Y"} <= {p.name for p in lifted.params}
     bx, by = lifted.block
     assert lifted.grid == (f"ceil_div(w, {bx})", f"ceil_div(h, {by} * OUT_Y)")
-    template = template_of(lifted)
+    template = lifted_template(lifted)
     default = template.default_config()
     assert default["OUT_Y"] == 1
     assert [default[bx], default[by]] == [int(b) for b in block]
@@ -191,7 +192,7 @@ def test_convs_the_analysis_cannot_follow_are_refused_with_the_line(name: str) -
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_conv_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     source, block, _extra = CONVS[name]
-    template = template_of(lift(source, block))
+    template = lifted_template(lift(source, block))
     for config in _corners(template, ENV):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
@@ -210,7 +211,7 @@ def _ld_global(source: str, work: Path) -> int:
                                           ("clamped_edges_3x3", 3)])
 def test_each_input_value_is_loaded_once_per_input_row(name: str, ks: int) -> None:
     source, block, _extra = CONVS[name]
-    template = template_of(lift(source, block))
+    template = lifted_template(lift(source, block))
     default = dict(template.default_config())
     with tempfile.TemporaryDirectory() as tmp:
         counts = {oy: _ld_global(template.render({**default, "OUT_Y": oy}, "fp32").source,
@@ -277,7 +278,7 @@ def host_run(name: str, source: str, grid: list[int], block: list[int],
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_sampled_conv_configs_give_the_baselines_output(name: str) -> None:
     source, block, _extra = CONVS[name]
-    template = template_of(lift(source, block))
+    template = lifted_template(lift(source, block))
     space = list(template.space(ENV))
     rng = random.Random(28)
     configs = [*_corners(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]

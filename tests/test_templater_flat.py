@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
@@ -25,13 +26,6 @@ ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 def lift(source: str, entry: str, grid: list[str], block: list[str],
          scalars: dict[str, str]) -> LiftedSource:
     return lift_kernel(source, entry=entry, grid=grid, block=block, scalars=scalars)
-
-
-def template_of(entry: str, lifted: LiftedSource) -> KernelTemplate:
-    return KernelTemplate.build(
-        name=entry, source=lifted.source, entry=entry,
-        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
 
 
 def params(lifted: LiftedSource) -> dict[str, dict[str, Any]]:
@@ -152,7 +146,7 @@ def test_per_element_compute_kernels_get_items_with_independent_state(
     assert "for (int wb_it = 0; wb_it < ITEMS_PER_THREAD; ++wb_it)" in src
     # the shared loop stays one loop, the items interleave inside it
     assert src.count("(blockIdx.x * ITEMS_PER_THREAD + wb_it)") == 1
-    template = template_of("k", lifted)
+    template = lifted_template(lifted)
     corner = {"ITEMS_PER_THREAD": 8}
     if "UNROLL" in knobs:
         corner["UNROLL"] = 4
@@ -179,7 +173,7 @@ def test_items_start_from_the_kernel_as_written() -> None:
     assert "acc[wb_it] += c * __sinf(v[wb_it] * c);" in src
     assert "out[i[wb_it]] = acc[wb_it];" in src
     assert lifted.grid == ("ceil_div(n, BLOCK_THREADS * ITEMS_PER_THREAD)",)
-    template = template_of("k", lifted)
+    template = lifted_template(lifted)
     launch = template.launch_for(template.default_config(), {"n": 1000})
     assert launch.grid[0] == 4 and launch.block[0] == 256
 
@@ -216,7 +210,7 @@ def test_the_kernels_own_if_switch_is_a_choice_knob(compiler: Compiler) -> None:
     assert knobs["USE_FAST_MATH"]["default"] == 0
     assert knobs["BLOCK_THREADS"]["kind"] == "int" and knobs["BLOCK_THREADS"]["step"] == 32
     assert {"ITEMS_PER_THREAD", "UNROLL"} <= set(knobs)
-    template = template_of("percell_compute", lifted)
+    template = lifted_template(lifted, "percell_compute")
     compiles(compiler, template, {"USE_FAST_MATH": 1, "ITEMS_PER_THREAD": 8, "UNROLL": 2,
                                   "BLOCK_THREADS": 736})
 
@@ -259,7 +253,7 @@ def test_if_ifdef_and_defined_switches_with_their_defaults(compiler: Compiler) -
     assert "#ifndef MODE\n#define MODE 2\n#endif" in src  # the author's define, now a default
     assert "#ifndef HAVE_FMA\n#define HAVE_FMA 1\n#endif" in src
     assert "CHUNK" not in knobs  # a value used in code, not a switch
-    template = template_of("k", lifted)
+    template = lifted_template(lifted)
     compiles(compiler, template, {"MODE": 0, "HAVE_FMA": 0, "SLOW_PATH": 1},
              {"MODE": 1})
 
@@ -290,7 +284,7 @@ extern "C" __global__ void k(float* y, const float* x, int n) {
     lifted = lift(source, "k", ["ceil_div(n, 256)"], ["256"], {"n": "n"})
     assert "BLOCK_THREADS" in params(lifted), lifted.notes
     assert "#define BLOCK_THREADS BLOCK_THREADS" not in lifted.source
-    compiles(compiler, template_of("k", lifted), {"BLOCK_THREADS": 288})
+    compiles(compiler, lifted_template(lifted), {"BLOCK_THREADS": 288})
 
 
 # -- block sizes -----------------------------------------------------------------------------
@@ -345,7 +339,7 @@ def test_warp_per_row_gets_lanes_warps_and_vectors(compiler: Compiler) -> None:
     assert "for (int off = (LANES / 2); off > 0; off >>= 1)" in src
     assert any("`q` may alias x" in f.reason and "run time" in f.reason  # no __restrict__:
                for f in lifted.findings if f.transform == "VEC" and f.applied)  # guarded
-    template = template_of("warp_row", lifted)
+    template = lifted_template(lifted, "warp_row")
     launch = template.launch_for(template.default_config(), {"rows": 37, "cols": 1000})
     assert (launch.grid[0], launch.block[0]) == (10, 128)  # as written
     space = template.space({"rows": 37, "cols": 1000})
@@ -364,7 +358,7 @@ def test_warp_per_row_written_with_shifts_and_shfl_down(compiler: Compiler) -> N
     assert "__shfl_down_sync(wb_group_mask(), s, offset, LANES)" in src
     assert "for (int offset = (LANES / 2); offset > 0; offset /= 2)" in src
     assert lifted.block == ("32 * WARPS_PER_BLOCK",)
-    compiles(compiler, template_of("k", lifted), {"LANES": 4, "VEC": 4},
+    compiles(compiler, lifted_template(lifted), {"LANES": 4, "VEC": 4},
              {"LANES": 16, "WARPS_PER_BLOCK": 2, "VEC": 2})
 
 

@@ -8,7 +8,8 @@ with their line. Pure tests, plus nvcc at BRANCHLESS 0/1 and ITEMS_PER_THREAD co
 from __future__ import annotations
 
 import pytest
-from test_templater_flat import compiles, folder_lift, lift, params, reason, template_of
+from helpers_templater import lifted_template
+from test_templater_flat import compiles, folder_lift, lift, params, reason
 
 from workbench.engine.compiler import Compiler
 
@@ -77,7 +78,7 @@ def test_pure_sides_get_a_branchless_knob(name: str, compiler: Compiler) -> None
                                    "description": knobs["BRANCHLESS"]["description"]}
     assert "ITEMS_PER_THREAD" in knobs, lifted.notes  # composes with ilp's per-item arrays
     assert "#if BRANCHLESS" in lifted.source and "wb_c0 ?" in lifted.source
-    template = template_of("k", lifted)
+    template = lifted_template(lifted)
     compiles(compiler, template, {"BRANCHLESS": 1}, {"BRANCHLESS": 1, "ITEMS_PER_THREAD": 8},
              {"BRANCHLESS": 0, "ITEMS_PER_THREAD": 8}, {"BRANCHLESS": 1, "ITEMS_PER_THREAD": 2,
                                                         "UNROLL": 4})
@@ -109,7 +110,7 @@ def test_percell_compute_gets_branchless_with_items(compiler: Compiler) -> None:
     lifted = folder_lift("percell_compute")
     knobs = params(lifted)
     assert {"ITEMS_PER_THREAD", "BRANCHLESS", "USE_FAST_MATH", "UNROLL"} <= set(knobs)
-    template = template_of("percell_compute", lifted)
+    template = lifted_template(lifted, "percell_compute")
     compiles(compiler, template, {"BRANCHLESS": 1, "ITEMS_PER_THREAD": 8},
              {"BRANCHLESS": 1, "ITEMS_PER_THREAD": 8, "USE_FAST_MATH": 1},
              {"BRANCHLESS": 1, "ITEMS_PER_THREAD": 1})

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
-from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.engine.compiler import Compiler
@@ -125,11 +125,7 @@ def lift(name: str) -> LiftedSource:
 
 
 def template_of(name: str, lifted: LiftedSource) -> KernelTemplate:
-    entry = "partial_sum" if name == "macros_for_shift" else "k"
-    return KernelTemplate.build(
-        name=entry, source=lifted.source, entry=entry,
-        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+    return lifted_template(lifted, "partial_sum" if name == "macros_for_shift" else "k")
 
 
 def applied(lifted: LiftedSource) -> set[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.expr import parse_constraint, parse_expr
@@ -54,13 +55,6 @@ def lift(name: str, source: str | None = None) -> LiftedSource:
                        scalars=scalars, file=f"{name}.cu")
 
 
-def template_of(name: str, lifted: LiftedSource) -> KernelTemplate:
-    return KernelTemplate.build(
-        name=name, source=lifted.source, entry=name,
-        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
-
-
 def env(name: str, shape: str = "small") -> dict[str, Any]:
     return {**CORPUS[name].shapes[shape], "elem_bytes": 2 if name == "silu_mul" else 4}
 
@@ -69,7 +63,7 @@ def env(name: str, shape: str = "small") -> dict[str, Any]:
 def test_every_corpus_kernel_gets_three_knobs_and_launches_as_written(name: str) -> None:
     lifted = lift(name)
     assert len(lifted.params) >= 3, lifted.notes
-    template = template_of(name, lifted)
+    template = lifted_template(lifted, name)
     fill = CORPUS[name]
     for shape in ("small", "large"):
         e = env(name, shape)
@@ -136,7 +130,7 @@ def test_constraints_parse_and_keep_vector_accesses_aligned() -> None:
     names = [p.name for p in lifted.params] + ["d", "tokens", "elem_bytes"]
     for c in lifted.constraints:
         parse_constraint(c, known_names=names)
-    space = template_of("silu_mul", lifted).space({"tokens": 7, "d": 260, "elem_bytes": 2})
+    space = lifted_template(lifted, "silu_mul").space({"tokens": 7, "d": 260, "elem_bytes": 2})
     assert {c["VEC"] for c in space} == {1, 2, 4}  # 260 = 4 * 65: no 8-wide vectors
 
 
@@ -164,7 +158,7 @@ def _corners(template: KernelTemplate, e: dict[str, Any]) -> list[dict[str, Any]
 @pytest.mark.timeout(600)
 def test_corpus_templates_compile_at_their_corners(compiler: Compiler) -> None:
     for name in NAMES:
-        template = template_of(name, lift(name))
+        template = lifted_template(lift(name), name)
         dtype = "bf16" if name == "silu_mul" else "fp32"
         for config in _corners(template, env(name)):
             result = compiler.compile(template.render(config, dtype))
@@ -262,7 +256,7 @@ def test_a_define_is_lifted_with_every_use_and_a_look_alike_define_stays(
         assert use in src, use
     assert "BLOCK_THREADS" in {p.name for p in lifted.params}
     assert any(f.transform == "#define GROUP" and not f.applied for f in lifted.findings)
-    template = template_of("row_sum", lifted)
+    template = lifted_template(lifted, "row_sum")
     assert template.launch.to_dict()["block"] == ["BLOCK_THREADS"]
     for threads in (32, 1024):
         config = {**template.default_config(), "BLOCK_THREADS": threads}

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
-from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -146,13 +146,6 @@ def lift_gemm(g: Gemm) -> LiftedSource:
                        block=[str(t), str(t)], scalars=scalars)
 
 
-def template_of(lifted: LiftedSource) -> KernelTemplate:
-    return KernelTemplate.build(
-        name="k", source=lifted.source, entry="k",
-        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
-
-
 ENV = {"M": 37, "N": 45, "K": 29, "elem_bytes": 4}
 
 
@@ -168,7 +161,7 @@ def test_every_gemm_spelling_gets_a_register_tile_with_tied_blocks(name: str) ->
     assert lifted.block == ("BN // TN", "BM // TM")
     assert lifted.grid == ("ceil_div(N, BN)", "ceil_div(M, BM)")
     assert "(BM // TM) * (BN // TN) <= 1024" in lifted.constraints
-    template = template_of(lifted)
+    template = lifted_template(lifted)
     default = template.default_config()
     assert (default["BM"], default["BN"], default["BK"], default["TM"], default["TN"]) == \
         (g.tile, g.tile, g.tile, 1, 1)
@@ -189,7 +182,7 @@ def test_the_author_pad_is_the_default_of_pad() -> None:
     lifted = lift_gemm(GEMMS["ifndef_pointers_colmajor_b_padded"])
     assert "__shared__ float tileA[BM][BK + PAD];" in lifted.source
     assert "__shared__ float tileB[BN][BK + PAD];" in lifted.source  # read [n][k]: padded
-    assert template_of(lifted).default_config()["PAD"] == 1
+    assert lifted_template(lifted).default_config()["PAD"] == 1
 
 
 # -- refusals ----------------------------------------------------------------------------
@@ -241,7 +234,7 @@ def _corners(template: KernelTemplate) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", sorted(GEMMS))
 def test_gemm_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
-    template = template_of(lift_gemm(GEMMS[name]))
+    template = lifted_template(lift_gemm(GEMMS[name]))
     for config in _corners(template):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
@@ -346,7 +339,7 @@ def simulate(g: Gemm, template: KernelTemplate, config: dict[str, Any], work: Pa
 @pytest.mark.parametrize("name", sorted(GEMMS))
 def test_sampled_configs_compute_the_product(name: str) -> None:
     g = GEMMS[name]
-    template = template_of(lift_gemm(g))
+    template = lifted_template(lift_gemm(g))
     space = list(template.space(ENV))
     rng = random.Random(28)
     configs = [dict(template.default_config()), *_corners(template)[1:],
@@ -406,7 +399,7 @@ def test_the_textbook_transpose_lifts_tile_rows_pad_and_order(name: str, compile
     assert rows in names
     assert lifted.block == ("TILE", rows)
     assert lifted.grid == ("ceil_div(width, TILE)", "ceil_div(height, TILE)")
-    template = template_of(lifted)
+    template = lifted_template(lifted)
     assert template.default_config()["PAD"] == 1  # the author's pad is the default
     env = {"width": 100, "height": 70}
     for config in _corners_of(template, env):
@@ -458,7 +451,7 @@ def test_a_halo_tile_spelled_with_its_macro_follows_one_tile_parameter(compiler:
     assert "__shared__ float tile[TILE + 2][TILE + 2];" in lifted.source
     assert lifted.block == ("TUNED_TILE", "TUNED_TILE")
     assert lifted.grid == ("ceil_div(w, TUNED_TILE)", "ceil_div(h, TUNED_TILE)")
-    template = template_of(lifted)
+    template = lifted_template(lifted)
     for tile in (8, 32):
         config = {**template.default_config(), "TUNED_TILE": tile}
         result = compiler.compile(template.render(config, "fp32"))

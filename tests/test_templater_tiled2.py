@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
-from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -91,13 +91,6 @@ def lift_stencil(source: str) -> LiftedSource:
                        block=["32", "4", "4"], scalars={"nx": "nx", "ny": "ny", "nz": "nz"})
 
 
-def template_of(lifted: LiftedSource) -> KernelTemplate:
-    return KernelTemplate.build(
-        name="k", source=lifted.source, entry="k",
-        params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
-        constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
-
-
 ENV = {"nx": 45, "ny": 19, "nz": 23, "elem_bytes": 4}
 
 
@@ -110,7 +103,7 @@ def test_every_stencil_spelling_marches_z_with_a_tied_grid(name: str) -> None:
     assert lifted.block == ("BLOCK_X", "BLOCK_Y", "BLOCK_Z")
     assert lifted.grid == ("ceil_div(nx, BLOCK_X)", "ceil_div(ny, BLOCK_Y)",
                            "ceil_div(nz, BLOCK_Z * Z_ITEMS)")
-    template = template_of(lifted)
+    template = lifted_template(lifted)
     default = template.default_config()
     assert (default["BLOCK_X"], default["BLOCK_Y"], default["BLOCK_Z"], default["Z_ITEMS"]) \
         == (32, 4, 4, 1)
@@ -170,7 +163,7 @@ def _corners(template: KernelTemplate, env: dict[str, Any]) -> list[dict[str, An
 
 @pytest.mark.parametrize("name", sorted(STENCILS))
 def test_stencil_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
-    template = template_of(lift_stencil(STENCILS[name]))
+    template = lifted_template(lift_stencil(STENCILS[name]))
     for config in _corners(template, ENV):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
@@ -224,7 +217,7 @@ def host_run(source: str, grid: list[int], block: list[int], work: Path) -> list
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
 @pytest.mark.parametrize("name", sorted(STENCILS))
 def test_sampled_stencil_configs_give_the_baselines_output(name: str) -> None:
-    template = template_of(lift_stencil(STENCILS[name]))
+    template = lifted_template(lift_stencil(STENCILS[name]))
     space = list(template.space(ENV))
     rng = random.Random(28)
     configs = [*_corners(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]

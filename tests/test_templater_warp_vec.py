@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers_templater import lifted_template
 
-from tests.test_templater_flat import ROOT, compiles, params, template_of
+from tests.test_templater_flat import ROOT, compiles, params
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.engine.compiler import Compiler
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -111,7 +112,7 @@ def test_write_loops_of_warp_kernels_get_vectors(name: str, compiler: Compiler) 
     assert "__restrict__" not in lifted.source  # never added
     written = {"quant_shifts": "q", "to_half": "dst", "in_place": "xr"}[name]
     write_loop_vectorized(lifted, written)
-    template = template_of("k", lifted)
+    template = lifted_template(lifted)
     assert {"VEC": 4, "LANES": 4} in [{k: c[k] for k in ("VEC", "LANES")}
                                       for c in template.space({"rows": 64, "cols": 1024})]
     warps = "ROWS_PER_BLOCK" if "ROWS_PER_BLOCK" in knobs else "WARPS_PER_BLOCK"
