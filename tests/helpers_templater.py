@@ -1,9 +1,14 @@
-"""Shared pieces of the offline templater's tests: the template a lift describes."""
+"""Shared pieces of the offline templater's tests: the template a lift describes, and the
+host simulation that runs a rendered kernel with g++."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
+from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource
 
 
@@ -13,3 +18,81 @@ def lifted_template(lifted: LiftedSource, entry: str = "k") -> KernelTemplate:
         name=entry, source=lifted.source, entry=entry,
         params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
         constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+
+
+# -- host simulation of a CUDA launch ------------------------------------------------------
+
+COOPERATIVE_BLOCK = r"""
+#include <ucontext.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+struct wb_dim3 { unsigned x, y, z; };
+static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static ucontext_t wb_sched, *wb_cur;
+static bool wb_finished;
+static void wb_yield() { swapcontext(wb_cur, &wb_sched); }
+static void __syncthreads() { wb_yield(); }
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __ldg(p) (*(p))
+#define __restrict__
+using std::min;
+using std::max;
+static std::function<void()> wb_body;
+static void wb_entry() { wb_body(); wb_finished = true; }
+static void wb_launch(wb_dim3 grid, wb_dim3 block, std::function<void()> body) {
+  wb_body = body; gridDim = grid; blockDim = block;
+  const unsigned n = block.x * block.y * block.z;
+  std::vector<ucontext_t> ctx(n);
+  std::vector<std::vector<char>> stacks(n, std::vector<char>(1 << 16));
+  std::vector<char> done(n);
+  for (unsigned bz = 0; bz < grid.z; ++bz)
+  for (unsigned by = 0; by < grid.y; ++by)
+  for (unsigned bx = 0; bx < grid.x; ++bx) {
+    blockIdx = {bx, by, bz};
+    for (unsigned i = 0; i < n; ++i) {
+      getcontext(&ctx[i]);
+      ctx[i].uc_stack.ss_sp = stacks[i].data();
+      ctx[i].uc_stack.ss_size = stacks[i].size();
+      ctx[i].uc_link = &wb_sched;
+      makecontext(&ctx[i], wb_entry, 0);
+      done[i] = 0;
+    }
+    unsigned left = n;
+    while (left) {
+      for (unsigned i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        threadIdx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
+        wb_cur = &ctx[i];
+        wb_finished = false;
+        swapcontext(&wb_sched, &ctx[i]);
+        if (wb_finished) { done[i] = 1; --left; }
+      }
+    }
+  }
+}
+"""
+"""C++ that runs a CUDA kernel on the host: every thread of a block a coroutine,
+``__syncthreads`` (and ``wb_yield``) a switch back to the scheduler, so shared memory and
+barriers behave as on the GPU; ``wb_launch(grid, block, body)`` runs ``body`` as each thread
+of each block in turn. Paste the kernel after it, then a ``main`` that calls ``wb_launch``."""
+
+
+def run_on_host(work: Path, name: str, program: str, *, flags: tuple[str, ...] = (),
+                run_timeout_s: int = 120) -> str:
+    """Compile ``program`` (C++) with g++ -O1 in ``work`` as ``name``.cpp, run it, and return
+    what it printed (the compile and the run must succeed)."""
+    cpp = write_file(work, work / f"{name}.cpp", program, overwrite=True)
+    exe = work / name
+    subprocess.run(["g++", "-O1", "-w", *flags, "-o", str(exe), str(cpp)], check=True,
+                   capture_output=True, timeout=120)
+    done = subprocess.run([str(exe)], check=True, capture_output=True, text=True,
+                          timeout=run_timeout_s)
+    return done.stdout

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template
+from helpers_templater import lifted_template, run_on_host
 
 from tests.test_templater_tiled2 import _corners
 from workbench.core.write_policy import write_file
@@ -264,12 +264,8 @@ def host_run(name: str, source: str, grid: list[int], block: list[int],
             "filt[i] = wts[i % 64];") if "filt" in source else ""
     main = _MAIN % {**ENV, "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1],
                     "extra": extra, "fill": fill}
-    cpp = write_file(work, work / "host.cpp", _HOST + source + main, overwrite=True)
-    exe = work / "host"
-    subprocess.run(["g++", "-O1", "-w", "-ffp-contract=off", "-o", str(exe), str(cpp)],
-                   check=True, capture_output=True, timeout=120)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=120)
-    return [float(v) for v in out.stdout.split()]
+    printed = run_on_host(work, "host", _HOST + source + main, flags=("-ffp-contract=off",))
+    return [float(v) for v in printed.split()]
 
 
 @pytest.mark.slow

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
 import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template
+from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
-from workbench.core.write_policy import write_file
 from workbench.engine.compiler import Compiler
 from workbench.engine.source_policy import check_source
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -271,19 +269,7 @@ def test_templates_compile_at_defaults_and_corners(name: str, compiler: Compiler
 
 # -- host simulation of the launch ----------------------------------------------------------
 
-_HARNESS = r"""
-#include <ucontext.h>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <vector>
-#include <algorithm>
-struct wb_dim3 { unsigned x, y, z; };
-static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static ucontext_t wb_sched, *wb_cur;
-static void wb_yield() { swapcontext(wb_cur, &wb_sched); }
-static void __syncthreads() { wb_yield(); }
+_HARNESS = COOPERATIVE_BLOCK + r"""
 template <typename T> static T __shfl_down_sync(unsigned, T v, int o) {
   static T slot[1024];
   const unsigned t = threadIdx.x;
@@ -295,50 +281,15 @@ template <typename T> static T __shfl_down_sync(unsigned, T v, int o) {
 }
 static float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
 static void atomicAdd(float* p, float v) { *p += v; }
-#define __global__
-#define __shared__ static
-#define __launch_bounds__(...)
-#define __restrict__
-using std::max;
-using std::min;
 """
 
 _MAIN = r"""
-static std::function<void()> wb_body;
-static bool wb_finished;
-static void wb_entry() { wb_body(); wb_finished = true; }
 int main() {
   const int n = %(n)d;
   std::vector<float> x(n);
   for (int i = 0; i < n; ++i) x[i] = (float)((i * 37) %% 17 - 8);
   std::vector<float> out(%(slots)d, NAN);
-  const unsigned nt = %(bx)d;
-  gridDim = {%(gx)d, 1, 1}; blockDim = {nt, 1, 1};
-  wb_body = [&] { %(entry)s(out.data(), x.data(), n); };
-  std::vector<ucontext_t> ctx(nt);
-  std::vector<std::vector<char>> stacks(nt, std::vector<char>(1 << 15));
-  std::vector<char> done(nt);
-  for (unsigned bx = 0; bx < gridDim.x; ++bx) {
-    blockIdx = {bx, 0, 0};
-    for (unsigned i = 0; i < nt; ++i) {
-      getcontext(&ctx[i]);
-      ctx[i].uc_stack.ss_sp = stacks[i].data();
-      ctx[i].uc_stack.ss_size = stacks[i].size();
-      ctx[i].uc_link = &wb_sched;
-      makecontext(&ctx[i], wb_entry, 0);
-      done[i] = 0;
-    }
-    for (unsigned left = nt; left;) {
-      for (unsigned i = 0; i < nt; ++i) {
-        if (done[i]) continue;
-        threadIdx = {i, 0, 0};
-        wb_cur = &ctx[i];
-        wb_finished = false;
-        swapcontext(&wb_sched, &ctx[i]);
-        if (wb_finished) { done[i] = 1; --left; }
-      }
-    }
-  }
+  wb_launch({%(gx)d, 1, 1}, {%(bx)d, 1, 1}, [&] { %(entry)s(out.data(), x.data(), n); });
   double got = %(init)s, want = %(init)s;
   for (int i = 0; i < n; ++i) want = %(want)s;
   for (float v : out) { if (std::isnan(v)) { std::printf("unwritten\n"); return 0; } }
@@ -360,13 +311,9 @@ def simulate(name: str, template: KernelTemplate, config: dict[str, Any], work: 
     main = _MAIN % {"n": n, "slots": slots, "bx": launch.block[0], "gx": launch.grid[0],
                     "entry": template.entry, "want": want, "fold": fold,
                     "init": "0.0" if kind == "sum" else "-1e300"}
-    cpp = write_file(work, work / "sim.cpp", _HARNESS + source + main, overwrite=True)
-    exe = work / "sim"
-    subprocess.run(["g++", "-O1", "-w", "-o", str(exe), str(cpp)], check=True,
-                   capture_output=True, timeout=120)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=300)
-    assert out.stdout.strip() != "unwritten", f"{config}: a partial slot was never written"
-    got, expected = map(float, out.stdout.split())
+    printed = run_on_host(work, "sim", _HARNESS + source + main, run_timeout_s=300)
+    assert printed.strip() != "unwritten", f"{config}: a partial slot was never written"
+    got, expected = map(float, printed.split())
     return got, expected
 
 

@@ -15,17 +15,15 @@ from __future__ import annotations
 import itertools
 import random
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template
+from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
-from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
 
 
@@ -242,62 +240,7 @@ def test_gemm_templates_compile_at_default_and_corners(name: str, compiler: Any)
 
 # -- host simulation of the block ---------------------------------------------------------
 
-_HARNESS = r"""
-#include <ucontext.h>
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <functional>
-#include <vector>
-struct wb_dim3 { unsigned x, y, z; };
-static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
-static ucontext_t wb_sched, *wb_cur;
-static bool wb_finished;
-static void __syncthreads() { swapcontext(wb_cur, &wb_sched); }
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-#define __launch_bounds__(...)
-#define __ldg(p) (*(p))
-using std::min;
-using std::max;
-"""
-
 _MAIN = r"""
-static std::function<void()> wb_body;
-static void wb_entry() { wb_body(); wb_finished = true; }
-static void wb_launch(wb_dim3 grid, wb_dim3 block, std::function<void()> body) {
-  wb_body = body; gridDim = grid; blockDim = block;
-  const unsigned n = block.x * block.y * block.z;
-  std::vector<ucontext_t> ctx(n);
-  std::vector<std::vector<char>> stacks(n, std::vector<char>(1 << 16));
-  std::vector<char> done(n);
-  for (unsigned bz = 0; bz < grid.z; ++bz)
-  for (unsigned by = 0; by < grid.y; ++by)
-  for (unsigned bx = 0; bx < grid.x; ++bx) {
-    blockIdx = {bx, by, bz};
-    for (unsigned i = 0; i < n; ++i) {
-      getcontext(&ctx[i]);
-      ctx[i].uc_stack.ss_sp = stacks[i].data();
-      ctx[i].uc_stack.ss_size = stacks[i].size();
-      ctx[i].uc_link = &wb_sched;
-      makecontext(&ctx[i], wb_entry, 0);
-      done[i] = 0;
-    }
-    unsigned left = n;
-    while (left) {
-      for (unsigned i = 0; i < n; ++i) {
-        if (done[i]) continue;
-        threadIdx = {i %% block.x, i / block.x %% block.y, i / (block.x * block.y)};
-        wb_cur = &ctx[i];
-        wb_finished = false;
-        swapcontext(&wb_sched, &ctx[i]);
-        if (wb_finished) { done[i] = 1; --left; }
-      }
-    }
-  }
-}
 int main() {
   const int M = %(M)d, N = %(N)d, K = %(K)d;
   std::vector<float> A(M * K), B(K * N), C(M * N, -7.0f);
@@ -325,12 +268,7 @@ def simulate(g: Gemm, template: KernelTemplate, config: dict[str, Any], work: Pa
     main = _MAIN % {**ENV, "gx": launch.grid[0], "gy": launch.grid[1], "bx": launch.block[0],
                     "by": launch.block[1], "extra": g.extra_args, "b_index": g.b_index,
                     "alpha": g.alpha}
-    cpp = write_file(work, work / "sim.cpp", _HARNESS + source + main, overwrite=True)
-    exe = work / "sim"
-    subprocess.run(["g++", "-O1", "-w", "-o", str(exe), str(cpp)], check=True,
-                   capture_output=True, timeout=120)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=120)
-    return float(out.stdout)
+    return float(run_on_host(work, "sim", COOPERATIVE_BLOCK + source + main))
 
 
 @pytest.mark.slow

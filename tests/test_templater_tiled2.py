@@ -14,16 +14,14 @@ from __future__ import annotations
 import itertools
 import random
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template
+from helpers_templater import lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
-from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
 
 STENCILS: dict[str, str] = {
@@ -204,12 +202,7 @@ int main() {
 def host_run(source: str, grid: list[int], block: list[int], work: Path) -> list[float]:
     main = _MAIN % {**ENV, "gx": grid[0], "gy": grid[1], "gz": grid[2], "bx": block[0],
                     "by": block[1], "bz": block[2]}
-    cpp = write_file(work, work / "host.cpp", _HOST + source + main, overwrite=True)
-    exe = work / "host"
-    subprocess.run(["g++", "-O1", "-w", "-o", str(exe), str(cpp)], check=True,
-                   capture_output=True, timeout=120)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True, timeout=120)
-    return [float(v) for v in out.stdout.split()]
+    return [float(v) for v in run_on_host(work, "host", _HOST + source + main).split()]
 
 
 @pytest.mark.slow
