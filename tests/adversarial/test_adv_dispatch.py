@@ -209,6 +209,11 @@ def test_hostile_kernel_name_is_refused(name: str, trimmed: dict[str, Any], tmp_
     out = tmp_path / "out"
     code, text = dispatch(capsys, str(folder), "--shapes", ",".join(SHAPES), "--dtype", "bf16",
                           "--replay", str(rec), "--out", str(out))
+    if text.startswith("error: kernel folder"):
+        # the kernel folder loader refuses it first (a trailing newline): clean, names the key
+        assert code == 2 and "Traceback" not in text and "kernel.toml: name" in text, text
+        assert not out.exists() or not any(out.iterdir())
+        return
     assert_refused(code, text, out, f"{folder}/kernel.toml: name", repr(name))
 
 

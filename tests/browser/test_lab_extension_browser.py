@@ -304,7 +304,7 @@ def test_server_api_answers_and_refuses_with_reasons(lab_server: LabServer) -> N
     assert status == 400 and "no kernel folder 'no/such/kernel'" in reply["message"]
     assert "silu_and_mul" in reply["details"]["expected"]
     status, reply = _api(lab_server, "POST", "init", {"path": "../../etc/passwd"})
-    assert status == 400 and "not a file below the server root" in reply["message"]
+    assert status == 400 and "not a path below the server root" in reply["message"]
     (lab_server.root / "notes.txt").write_text("not cuda")
     status, reply = _api(lab_server, "POST", "init", {"path": "notes.txt"})
     assert status == 400 and "not a CUDA source file" in reply["message"]

@@ -343,9 +343,11 @@ class NotebookHandler(_Handler):
     def _panel(self, kernel: str, roots: list[Path], store: Path) -> tuple[Path, bool]:
         folders = {relative_to_root(k, self.root): k for k in find_kernel_folders(roots)}
         if kernel not in folders:
-            shown = sorted(folders)[:20]
+            # names first: the listed paths of folders beside the root are long
+            names = sorted({path.name for path in folders.values()})[:20]
             raise BadRequestError(f"no kernel folder {echo(kernel)} here", key="kernel",
-                                  value=kernel, expected=f"one of {shown}")
+                                  value=kernel,
+                                  expected=f"a listed kernel folder: {', '.join(names)}")
         return write_panel_notebook(self.root, folders[kernel], store, root=self.root)
 
 
