@@ -35,6 +35,14 @@ def line(node: Node) -> int:
     return node.start_point.row + 1
 
 
+def shares_or_syncs(body: Node) -> bool:
+    """Whether ``body`` calls ``__syncthreads`` or declares ``__shared__`` memory (the
+    one-thread-per-output transforms leave such kernels alone)."""
+    return "__syncthreads" in calls(body) or any(
+        text(c) == "__shared__" for n in walk(body) if n.type == "declaration"
+        for c in n.children)
+
+
 def inside(node: Node, outer: Node) -> bool:
     """Whether ``node``'s bytes lie within ``outer``'s (``outer`` itself included)."""
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte

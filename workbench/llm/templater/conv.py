@@ -35,11 +35,11 @@ from tree_sitter import Node
 from workbench.llm.templater.analysis import (
     binary,
     builtin,
-    calls,
     factors,
     inside,
     int_value,
     line,
+    shares_or_syncs,
     strip,
     text,
     walk,
@@ -50,6 +50,7 @@ from workbench.llm.templater.regtile import (
     Refused,
     _assigned,
     _locals,
+    apply_or_note,
     fresh_names,
     render,
     single_assignment_values,
@@ -88,9 +89,7 @@ def lift_conv(plan: Plan) -> bool:
     why)."""
     if len(plan.block) != 2 or any(literal(b) is None for b in plan.block):
         return False
-    if "__syncthreads" in calls(plan.body) or any(
-            text(c) == "__shared__" for n in walk(plan.body) if n.type == "declaration"
-            for c in n.children):
+    if shares_or_syncs(plan.body):
         return False
     stmts = statements(plan.body)
     idx = index_decls(plan, stmts, "xy")
@@ -99,15 +98,7 @@ def lift_conv(plan: Plan) -> bool:
     windows = [n for s in stmts for n in walk(s) if n.type == "for_statement"]
     if not windows:
         return False
-    try:
-        emit = _analyse(plan, stmts, idx)
-    except Refused as exc:
-        plan.note("OUT_Y", False, exc.reason, exc.node)
-        return False
-    if emit is None:
-        return False
-    emit()
-    return True
+    return apply_or_note(plan, "OUT_Y", lambda: _analyse(plan, stmts, idx))
 
 
 # -- compile-time integers and polynomials over the kernel's names --------------------------

@@ -54,6 +54,21 @@ class Refused(Exception):
         self.reason, self.node = reason, node
 
 
+def apply_or_note(plan: Plan, knob: str,
+                  analyse: Callable[[], Callable[[], None] | None]) -> bool:
+    """Run ``analyse`` and apply the rewrite it returns (True); False when it found none, or
+    refused (the refusal noted against ``knob`` with its reason and line)."""
+    try:
+        emit = analyse()
+    except Refused as exc:
+        plan.note(knob, False, exc.reason, exc.node)
+        return False
+    if emit is None:
+        return False
+    emit()
+    return True
+
+
 @dataclass
 class Local:
     """One declared local: its declarator, initial value and the declaration holding it."""

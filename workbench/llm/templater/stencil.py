@@ -31,11 +31,11 @@ from tree_sitter import Node
 from workbench.llm.templater.analysis import (
     binary,
     builtin,
-    calls,
     factors,
     inside,
     int_value,
     line,
+    shares_or_syncs,
     strip,
     terms,
     text,
@@ -45,6 +45,7 @@ from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
     Refused,
     _locals,
+    apply_or_note,
     fresh_names,
     render,
     single_assignment_values,
@@ -215,24 +216,16 @@ def lift_stencil(plan: Plan) -> bool:
     when the kernel is not of the family or the analysis refused (the finding says why)."""
     if len(plan.block) != 3 or any(literal(b) is None for b in plan.block):
         return False
-    body_calls = calls(plan.body)
-    if "__syncthreads" in body_calls or any(
-            text(c) == "__shared__" for n in walk(plan.body) if n.type == "declaration"
-            for c in n.children):
+    if shares_or_syncs(plan.body):
         return False
     stmts = statements(plan.body)
-    try:
+
+    def analyse() -> Callable[[], None] | None:
         idx = index_decls(plan, stmts, "xyz")
         if set(idx) != {"x", "y", "z"}:
-            return False
-        march = _analyse(plan, stmts, idx)
-    except Refused as exc:
-        plan.note("Z_ITEMS", False, exc.reason, exc.node)
-        return False
-    if march is None:
-        return False
-    march()
-    return True
+            return None
+        return _analyse(plan, stmts, idx)
+    return apply_or_note(plan, "Z_ITEMS", analyse)
 
 
 def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node]]
