@@ -3,8 +3,11 @@ host simulation that runs a rendered kernel with g++."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
@@ -18,6 +21,22 @@ def lifted_template(lifted: LiftedSource, entry: str = "k") -> KernelTemplate:
         name=entry, source=lifted.source, entry=entry,
         params=[parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params],
         constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block))
+
+
+def end_configs(template: KernelTemplate, env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The valid configs at ``env`` with every parameter at one end of its values (first
+    parameter's ends slowest, as ``itertools.product`` walks them)."""
+    space = template.space(dict(env))
+    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
+    valid = [dict(zip(template.param_names, combo, strict=True))
+             for combo in itertools.product(*ends)]
+    return [c for c in valid if space.rejection(c) is None]
+
+
+def corner_configs(template: KernelTemplate, env: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The default, then the first and the last of :func:`end_configs`."""
+    valid = end_configs(template, env)
+    return [dict(template.default_config()), valid[0], valid[-1]]
 
 
 # -- host simulation of a CUDA launch ------------------------------------------------------

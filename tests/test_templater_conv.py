@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template, run_on_host
+from helpers_templater import corner_configs, lifted_template, run_on_host
 
-from tests.test_templater_tiled2 import _corners
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
 
@@ -193,7 +192,7 @@ def test_convs_the_analysis_cannot_follow_are_refused_with_the_line(name: str) -
 def test_conv_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     source, block, _extra = CONVS[name]
     template = lifted_template(lift(source, block))
-    for config in _corners(template, ENV):
+    for config in corner_configs(template, ENV):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -277,7 +276,7 @@ def test_sampled_conv_configs_give_the_baselines_output(name: str) -> None:
     template = lifted_template(lift(source, block))
     space = list(template.space(ENV))
     rng = random.Random(28)
-    configs = [*_corners(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]
+    configs = [*corner_configs(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]
     configs += [{**template.default_config(), "OUT_Y": oy} for oy in (2, 4, 8)]
     b = [int(v) for v in block]
     with tempfile.TemporaryDirectory() as tmp:

@@ -8,7 +8,6 @@ launch like the kernel as written; and one compile test of every template at two
 from __future__ import annotations
 
 import importlib.util
-import itertools
 import re
 import sys
 import tomllib
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template
+from helpers_templater import end_configs, lifted_template
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.expr import parse_constraint, parse_expr
@@ -146,12 +145,7 @@ def test_tile_family_for_the_transpose() -> None:
 
 def _corners(template: KernelTemplate, e: dict[str, Any]) -> list[dict[str, Any]]:
     """The default and the valid config farthest from it (every parameter at an end)."""
-    space = template.space(e)
-    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
-    valid = [dict(zip(template.param_names, combo, strict=True))
-             for combo in itertools.product(*ends)]
-    valid = [c for c in valid if space.rejection(c) is None]
-    return [dict(template.default_config()), *valid[-1:]]
+    return [dict(template.default_config()), *end_configs(template, e)[-1:]]
 
 
 @pytest.mark.slow

@@ -12,7 +12,6 @@ Kernels the analysis cannot follow are refused with the reason and the line.
 
 from __future__ import annotations
 
-import itertools
 import random
 import shutil
 import tempfile
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -221,19 +220,10 @@ def test_kernels_the_analysis_cannot_follow_are_refused_with_the_line(
 
 # -- nvcc at the corners -------------------------------------------------------------------
 
-def _corners(template: KernelTemplate) -> list[dict[str, Any]]:
-    space = template.space(ENV)
-    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
-    valid = [dict(zip(template.param_names, combo, strict=True))
-             for combo in itertools.product(*ends)]
-    valid = [c for c in valid if space.rejection(c) is None]
-    return [dict(template.default_config()), valid[0], valid[-1]]
-
-
 @pytest.mark.parametrize("name", sorted(GEMMS))
 def test_gemm_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     template = lifted_template(lift_gemm(GEMMS[name]))
-    for config in _corners(template):
+    for config in corner_configs(template, ENV):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -280,7 +270,7 @@ def test_sampled_configs_compute_the_product(name: str) -> None:
     template = lifted_template(lift_gemm(g))
     space = list(template.space(ENV))
     rng = random.Random(28)
-    configs = [dict(template.default_config()), *_corners(template)[1:],
+    configs = [dict(template.default_config()), *corner_configs(template, ENV)[1:],
                *(dict(c) for c in rng.sample(space, 3))]
     with tempfile.TemporaryDirectory() as tmp:
         for config in configs:
@@ -340,18 +330,9 @@ def test_the_textbook_transpose_lifts_tile_rows_pad_and_order(name: str, compile
     template = lifted_template(lifted)
     assert template.default_config()["PAD"] == 1  # the author's pad is the default
     env = {"width": 100, "height": 70}
-    for config in _corners_of(template, env):
+    for config in corner_configs(template, env):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
-
-
-def _corners_of(template: KernelTemplate, env: dict[str, Any]) -> list[dict[str, Any]]:
-    space = template.space(env)
-    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
-    valid = [dict(zip(template.param_names, combo, strict=True))
-             for combo in itertools.product(*ends)]
-    valid = [c for c in valid if space.rejection(c) is None]
-    return [dict(template.default_config()), valid[0], valid[-1]]
 
 
 # -- a shared tile tied to the block: lifted with every use, or the block kept --------------

@@ -11,7 +11,6 @@ in z, or that store to two arrays, are refused with the reason and the line.
 
 from __future__ import annotations
 
-import itertools
 import random
 import shutil
 import tempfile
@@ -19,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import lifted_template, run_on_host
+from helpers_templater import corner_configs, lifted_template, run_on_host
 
-from workbench.core.template import KernelTemplate
 from workbench.llm.templater import LiftedSource, lift_kernel
 
 STENCILS: dict[str, str] = {
@@ -150,19 +148,10 @@ def test_a_3d_kernel_without_neighbour_planes_is_not_marched() -> None:
                for f in lifted.findings)
 
 
-def _corners(template: KernelTemplate, env: dict[str, Any]) -> list[dict[str, Any]]:
-    space = template.space(env)
-    ends = [(p.values()[0], p.values()[-1]) for p in template.params]
-    valid = [dict(zip(template.param_names, combo, strict=True))
-             for combo in itertools.product(*ends)]
-    valid = [c for c in valid if space.rejection(c) is None]
-    return [dict(template.default_config()), valid[0], valid[-1]]
-
-
 @pytest.mark.parametrize("name", sorted(STENCILS))
 def test_stencil_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     template = lifted_template(lift_stencil(STENCILS[name]))
-    for config in _corners(template, ENV):
+    for config in corner_configs(template, ENV):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -213,7 +202,7 @@ def test_sampled_stencil_configs_give_the_baselines_output(name: str) -> None:
     template = lifted_template(lift_stencil(STENCILS[name]))
     space = list(template.space(ENV))
     rng = random.Random(28)
-    configs = [*_corners(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]
+    configs = [*corner_configs(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]
     configs += [{**template.default_config(), "Z_ITEMS": z} for z in (2, 8, 32)]
     with tempfile.TemporaryDirectory() as tmp:
         want = host_run(STENCILS[name], [2, 5, 6], [32, 4, 4], Path(tmp))
