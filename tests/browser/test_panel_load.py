@@ -53,8 +53,9 @@ def cpu_hog() -> Iterator[int]:
 
 
 def _done(page: Any) -> int:
+    # the label is the one budget wording, "N more, M stored": the count is M
     text = page.locator(".wb-progress-label").inner_text()
-    match = re.match(r"\s*(\d+)", text)
+    match = re.search(r"(\d+) stored", text)
     return int(match.group(1)) if match else 0
 
 
@@ -131,15 +132,17 @@ def test_pause_and_stop_take_effect_within_a_second_under_load(
     page.locator(".wb-launch").click()
     page.wait_for_function(
         "() => { const d = document.querySelector('.wb-progress-label');"
-        " return d && parseInt(d.textContent) >= 20; }", timeout=120_000)
+        " const m = d && /(\\d+) stored/.exec(d.textContent);"
+        " return m && parseInt(m[1]) >= 20; }", timeout=120_000)
     pause = _press(page, ".wb-pause", "paused")
     held = _held(page)
     page.locator(".wb-panel").screenshot(path=str(artifacts / "panel-paused-under-load.png"))
     resume = _press(page, ".wb-pause", "running")  # Resume
     before = _done(page)
     page.wait_for_function(
-        f"() => parseInt(document.querySelector('.wb-progress-label').textContent)"
-        f" > {before + 20}", timeout=60_000)
+        "() => { const m = /(\\d+) stored/.exec("
+        "document.querySelector('.wb-progress-label').textContent);"
+        f" return m && parseInt(m[1]) > {before + 20}; }}", timeout=60_000)
     stop = _press(page, ".wb-stop", "stopp|finished")
     stopped = _held(page)
     record = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hog_processes": cpu_hog,
