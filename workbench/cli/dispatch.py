@@ -91,9 +91,7 @@ def _times(folder: KernelFolder, shapes: list[str], dtype: str,
     if args.replay is not None:
         from workbench.engine.replay import ReplayRunner
 
-        replay = ReplayRunner(folder, args.replay or None)
-        replay.require_held()  # a recording of another template answers for none of its configs
-        recording = replay.recording
+        recording = ReplayRunner(folder, args.replay or None).recording
         results = [(t, False, f"recording {recording.path}: trials[{i}].config")
                    for i, t in enumerate(recording.trials)]
     else:
@@ -242,6 +240,12 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
         problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
     if problems:  # before a table is built, printed or written
         raise UnsafeExportError(problems)
+    if args.replay is not None:
+        from workbench.engine.replay import ReplayRunner
+
+        # after the data checks (they name the recording trial that holds a hostile key):
+        # a recording of another template answers for none of its configs
+        ReplayRunner(folder, args.replay or None).require_held()
     times, found_at = measured
     empty = [s for s in shapes if not times[s]]
     if empty:
