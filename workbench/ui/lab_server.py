@@ -81,19 +81,23 @@ class BusyError(WorkbenchError):
         self.status = status
 
 
-def echo(value: Any) -> str:
-    """``value`` as an error may show it: its repr, at most :data:`ECHO_CHARS` characters
+def echo(value: Any, limit: int = ECHO_CHARS) -> str:
+    """``value`` as an error may show it: its repr, at most ``limit`` characters
     (a 50 MB value is never sent back)."""
     text = repr(value) if isinstance(value, str) else str(value)
     text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text if len(text) <= ECHO_CHARS else f"{text[:ECHO_CHARS - 3]}... ({len(text)} chars)"
+    return text if len(text) <= limit else f"{text[:limit - 3]}... ({len(text)} chars)"
 
 
-def _detail(value: Any) -> Any:
+#: What the server itself says was expected (never the request's text) may run longer.
+EXPECTED_CHARS = 600
+
+
+def _detail(value: Any, limit: int = ECHO_CHARS) -> Any:
     """An error detail as the reply carries it: numbers as they are, the rest cut short."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
-    return echo(value) if isinstance(value, str) else echo(str(value))
+    return echo(value, limit) if isinstance(value, str) else echo(str(value), limit)
 
 
 def json_depth(text: str, limit: int) -> int:
@@ -290,7 +294,8 @@ class _Handler(APIHandler):
         self.set_status(status)
         message = exc.message if len(exc.message) <= 600 else exc.message[:597] + "..."
         self.finish(json.dumps({"message": message,
-                                "details": {k: _detail(v) for k, v in exc.details.items()}}))
+                                "details": {k: _detail(v, EXPECTED_CHARS if k == "expected" else ECHO_CHARS)
+                                            for k, v in exc.details.items()}}))
 
     async def answer(self, work: Callable[[], Any]) -> None:
         """Run the request's ``work`` (a coroutine function); refusals become JSON errors,
