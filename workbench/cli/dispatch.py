@@ -19,7 +19,7 @@ import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.core.dispatch import (
     DispatchTable,
@@ -45,6 +45,9 @@ from workbench.core.picks import PickRecord
 from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import check_target, write_file
+
+if TYPE_CHECKING:
+    from workbench.engine.replay import ReplayRunner
 
 
 def shape_list(args: argparse.Namespace) -> tuple[KernelFolder, list[str]]:
@@ -80,7 +83,8 @@ Measured = tuple[dict[str, dict[Config, float]], dict[Config, set[str]]]
 
 def _times(folder: KernelFolder, shapes: list[str], dtype: str,
            args: argparse.Namespace, origins: dict[Config, str] | None = None,
-           picks: dict[str, PickRecord] | None = None) -> Measured:
+           picks: dict[str, PickRecord] | None = None,
+           replay: ReplayRunner | None = None) -> Measured:
     """Each shape's fastest median per config (from the store, or the recording) and, per
     config, the shapes whose search measured it (``--cross`` measurements excluded).
     ``origins`` gets, for each config, where it was first read (recording trial, store row).
@@ -88,10 +92,8 @@ def _times(folder: KernelFolder, shapes: list[str], dtype: str,
     (:func:`~workbench.core.dispatch.with_picks`) and ``picks`` gets them."""
     times: dict[str, dict[Config, float]] = {s: {} for s in shapes}
     found_at: dict[Config, set[str]] = {}
-    if args.replay is not None:
-        from workbench.engine.replay import ReplayRunner
-
-        recording = ReplayRunner(folder, args.replay or None).recording
+    if replay is not None:
+        recording = replay.recording
         results = [(t, False, f"recording {recording.path}: trials[{i}].config")
                    for i, t in enumerate(recording.trials)]
     else:
@@ -232,20 +234,22 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     knobs = specialised_knobs(folder.template.shape_bounds)
     origins: dict[Config, str] = {}
     picks: dict[str, PickRecord] = {}
-    measured = _times(folder, shapes, dtype, args, origins, picks)
+    from workbench.engine.replay import ReplayRunner
+
+    # the recording is read once: its trials here, its template check below
+    replay = ReplayRunner(folder, args.replay or None) if args.replay is not None else None
+    measured = _times(folder, shapes, dtype, args, origins, picks, replay)
     problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
-    if not problems and args.cross and args.replay is None:
+    if not problems and args.cross and replay is None:
         _cross(args, folder, shapes, dtype, measured, knobs, out)
         measured = _times(folder, shapes, dtype, args, origins, picks)
         problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
     if problems:  # before a table is built, printed or written
         raise UnsafeExportError(problems)
-    if args.replay is not None:
-        from workbench.engine.replay import ReplayRunner
-
+    if replay is not None:
         # after the data checks (they name the recording trial that holds a hostile key):
         # a recording of another template answers for none of its configs
-        ReplayRunner(folder, args.replay or None).require_held()
+        replay.require_held()
     times, found_at = measured
     empty = [s for s in shapes if not times[s]]
     if empty:
