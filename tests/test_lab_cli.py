@@ -147,7 +147,10 @@ def test_panel_header_says_replay_because_without_pycuda(tmp_path: Path) -> None
     if doctor.check_pycuda().ok:
         pytest.skip("pycuda is installed here: the runner may be live")
     from workbench import Workbench
+    from workbench.engine.discovery import no_live_reason
 
+    reason = no_live_reason()  # the one reason (a missing driver is named before pycuda)
+    assert reason is not None
     wb = Workbench(ROOT / "sample_kernels" / "silu_and_mul", store=tmp_path / "s.sqlite")
-    assert wb.runner_description.startswith("replay because pycuda is not installed")
+    assert wb.runner_description.startswith(f"replay because {reason.text}")
     assert "replay of NVIDIA H100" in wb.runner_description

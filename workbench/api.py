@@ -234,7 +234,8 @@ class Workbench:
 
     def tune(self, shape: str, dtype: str = "bf16", strategy: str = "guided",
              budget: int | Budget | None = 64, *, timeout_s: float | None = None,
-             patience: int | None = None, seed: int = 0, batch: int = 16, confirm: int = 5,
+             patience: int | None = None, seed: int = 0, batch: int | None = None,
+             confirm: int = 5,
              top: int = 5, callbacks: Sequence[Callable[[Any], None]] = (),
              conditions: Sequence[str] | None = None, pick_rule: PickRule | None = None,
              widen: int = 0, widen_budget: int = 40, auto_approve: bool = False,
@@ -244,7 +245,9 @@ class Workbench:
 
         Shaped like Optuna's ``Study.optimize``: ``budget`` counts evaluations (the stored
         ones too, so a re-run resumes; ``None`` = the whole space), ``timeout_s`` bounds the
-        wall time, ``callbacks`` see every event while it runs. Another thread may call
+        wall time, ``callbacks`` see every event while it runs; ``batch`` candidates go to
+        the runner at once (default: the runner's, 16 per GPU on a Dask cluster, which
+        compiles the next batch while it measures one; else 16). Another thread may call
         :meth:`pause_search`, :meth:`resume_search` or :meth:`stop_search` (the panel does).
         ``confirm=k`` then measures the k fastest configs again on a runner that can (see
         :mod:`workbench.engine.tuning`); a replay leaves a note instead. ``conditions``
@@ -603,23 +606,33 @@ def select_runner(folder: KernelFolder, template: Any | None = None) -> Any:
 
 def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[Any, str]:
     """(runner, mode): a LocalRunner and ``"live on <GPU>"`` when a GPU is usable here,
-    else a ReplayRunner of the newest recording and ``"replay because <reason>"``."""
+    else a ReplayRunner of the newest recording and ``"replay because <reason>"``.
+
+    The reason is :func:`~workbench.engine.discovery.no_live_reason`'s, stated before any
+    worker starts (no driver or device is named as such, never as a missing pycuda); only a
+    worker that fails after every probe passed gives its own words."""
     from workbench.core.errors import NoGPUError
+    from workbench.engine import discovery
 
-    try:
-        from workbench.engine.runner import LocalRunner
+    live_reason = discovery.no_live_reason()
+    if live_reason is None:
+        try:
+            from workbench.engine.runner import LocalRunner
 
-        live = LocalRunner(folder, template)
-        shown = str(live.description).replace("(live, ", "(").replace(" (live)", "")
-        return live, f"live on {shown}"
-    except NoGPUError as exc:
-        from workbench.engine.replay import ReplayRunner
-        from workbench.engine.runner import REPLAY_HINT
+            live = LocalRunner(folder, template)
+            shown = str(live.description).replace("(live, ", "(").replace(" (live)", "")
+            return live, f"live on {shown}"
+        except NoGPUError as exc:
+            from workbench.engine.runner import REPLAY_HINT
 
-        reason = exc.message.split("; " + REPLAY_HINT)[0]
-        pace = os.environ.get("WORKBENCH_REPLAY_PACE", "0")  # "recorded": the GPU's pace
-        replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
-        return replay, f"replay because {reason}"
+            reason = exc.message.split("; " + REPLAY_HINT)[0]
+    else:
+        reason = live_reason.text
+    from workbench.engine.replay import ReplayRunner
+
+    pace = os.environ.get("WORKBENCH_REPLAY_PACE", "0")  # "recorded": the GPU's pace
+    replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
+    return replay, f"replay because {reason}"
 
 
 def _export_file(target: Path, overwrite: bool,
