@@ -597,6 +597,30 @@ def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_D
     def halt(*_state: object) -> bool:
         return clock() - start > deadline_s
 
+    tree = _parse(read, halt, file, deadline_s)
+    # Two readings the grammar gets wrong are repaired by parsing a same-length shadow of
+    # the text (see _misreadings) while every node's text still reads the source as written.
+    shadow = data
+    for _ in range(_MAX_REPAIR_ROUNDS):
+        fixes = _misreadings(tree, data)
+        if not fixes:
+            break
+        edited = bytearray(shadow)
+        for at, replacement in fixes:
+            edited[at:at + len(replacement)] = replacement
+        shadow = bytes(edited)
+        shown = [shadow]
+
+        def read_shadow(offset: int, _point: object, shown: list[bytes] = shown) -> bytes:
+            return shown[0][offset:offset + 1024]
+
+        tree = _parse(read_shadow, halt, file, deadline_s)
+        shown[0] = data  # Node.text reads through this reader: the text as written
+    return CudaSource(text, file, tree)
+
+
+def _parse(read: Callable[[int, object], bytes], halt: Callable[..., bool], file: str,
+           deadline_s: float) -> Tree:
     try:
         tree = _parser().parse(read, progress_callback=halt)
     except ValueError:
@@ -606,4 +630,89 @@ def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_D
             f"{file}: parsing took longer than {deadline_s:g} s and was stopped (text the "
             "CUDA grammar cannot read makes its error recovery slow); the workbench reads "
             "plain CUDA kernels", file=file, line=0, deadline_s=deadline_s)
-    return CudaSource(text, file, tree)
+    return tree
+
+
+# -- repairs of two misreadings of the grammar -------------------------------------------------
+
+_MAX_REPAIR_ROUNDS = 8  # each round fixes every misreading found; nested ones need another
+# Template functions a kernel calls with explicit arguments without declaring them itself.
+_KNOWN_TEMPLATES = frozenset({"static_cast", "reinterpret_cast", "const_cast",
+                              "dynamic_cast", "tiled_partition", "make_tuple", "get"})
+_LOGICAL = frozenset({"&&", "||", "and", "or"})
+
+
+def _misreadings(tree: Tree, data: bytes) -> list[tuple[int, bytes]]:
+    """Same-length byte replacements (offset, bytes) that make the grammar read ``data`` as
+    a C++ compiler does, for two known misreadings:
+
+    - a comparison read as a template call: in ``r >= 0 && r < h && c >= 0`` the grammar
+      may take ``r<h && c>`` for template arguments (``>=`` split into ``>`` and ``=``). A
+      ``name<...>`` whose name is a variable of the file, or whose arguments hold ``&&`` /
+      ``||``, and that no template of the file declares, is a comparison: its ``<`` is
+      parsed as ``>`` (the same precedence; the node's text still reads ``<``);
+    - a ``#pragma`` between a loop or ``if`` header and its brace-less body (``for (...)``
+      / ``#pragma unroll`` / ``acc += x[t];``) ends the statement early (a missing ``;``):
+      the pragma line is parsed as a comment of the same length, so the body is the
+      statement after it (the pragma stays in the text, as a ``comment`` node)."""
+    templates: set[str] = set()
+    variables: set[str] = set()
+    candidates: list[Node] = []
+    pragmas: list[Node] = []
+    for n in _walk(tree.root_node):
+        t = n.type
+        if t == "template_declaration":
+            # the declared name: one level down (a walk of nested templates is quadratic)
+            for c in n.named_children:
+                name = c.child_by_field_name("name")
+                decl = c.child_by_field_name("declarator")
+                if decl is not None and decl.type == "function_declarator":
+                    name = decl.child_by_field_name("declarator")
+                if name is not None:
+                    templates.add(_text(name))
+        elif t in ("init_declarator", "parameter_declaration", "declaration"):
+            for d in n.children_by_field_name("declarator"):
+                while d.type in ("init_declarator", "pointer_declarator", "array_declarator",
+                                 "reference_declarator") and d.child_by_field_name(
+                                     "declarator") is not None:
+                    inner = d.child_by_field_name("declarator")
+                    assert inner is not None
+                    d = inner
+                if d.type == "identifier":
+                    variables.add(_text(d))
+        elif t == "template_function" and (n.parent is None or
+                                           n.parent.type != "qualified_identifier"):
+            candidates.append(n)
+        elif t == "preproc_call":
+            directive = n.child_by_field_name("directive")
+            if directive is not None and _text(directive) == "#pragma":
+                pragmas.append(n)
+    fixes: list[tuple[int, bytes]] = []
+    for n in candidates:
+        name, args = n.child_by_field_name("name"), n.child_by_field_name("arguments")
+        if name is None or args is None or name.type != "identifier" or \
+                _text(name) in templates or _text(name) in _KNOWN_TEMPLATES:
+            continue
+        logical = any(c.type == "binary_expression" and (op := c.child_by_field_name(
+            "operator")) is not None and _text(op) in _LOGICAL for c in args.named_children)
+        opener = args.children[0] if args.children else None
+        if (logical or _text(name) in variables) and opener is not None and \
+                data[opener.start_byte:opener.end_byte] == b"<":
+            fixes.append((opener.start_byte, b">"))
+    for n in pragmas:
+        before = n.prev_sibling
+        if before is None or not (before.type == "ERROR" or _ends_missing(before)):
+            continue
+        end = data.find(b"\n", n.start_byte)
+        end = len(data) if end < 0 else end
+        line = data[n.start_byte:end]
+        if len(line) >= 4 and not line.rstrip().endswith(b"\\"):
+            fixes.append((n.start_byte, b"/*" + b" " * (len(line) - 4) + b"*/"))
+    return fixes
+
+
+def _ends_missing(node: Node) -> bool:
+    """The node's last leaf is one the grammar inserted (a missing ``;``)."""
+    while node.children:
+        node = node.children[-1]
+    return node.is_missing
