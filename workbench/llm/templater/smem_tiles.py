@@ -17,6 +17,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from workbench.llm.templater.analysis import int_value, text, walk
+from workbench.llm.templater.apron import lift_apron
 from workbench.llm.templater.block import _shared_arrays
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import fresh_names
@@ -34,7 +35,11 @@ def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
 
 
 def lift_tied_tiles(plan: Plan) -> bool:
-    """Lift a tied shared tile through its macro, or keep the block (True: handled)."""
+    """Lift a tied shared tile through its macro, or keep the block (True: handled); an
+    apron tile (:mod:`.apron`) first gets its block apart from the tile and outputs per
+    thread."""
+    if lift_apron(plan):
+        return True
     sizes = {v for b in plan.block if (v := literal(b)) is not None and v > 1}
     if sum(1 for b in plan.block if literal(b) != 1) < 2:
         return False  # a 1-D block: block.py follows arrays indexed by the thread

@@ -1,0 +1,570 @@
+"""Apron tiles: outputs per thread over a shared tile with a halo, the block apart from it.
+
+Recognised by roles, not by one spelling: a 2-D launch block of literal sizes ``(BX, BY)``;
+one ``__shared__`` 2-D array ``[EY][EX]``; before the one top-level ``__syncthreads()``
+only declarations and a load nest ``for (py = threadIdx.y; py < LY; py += BY) for (px =
+threadIdx.x; px < LX; px += BX) tile[py][px] = V;`` (either loop outside, braces and locals
+optional); after it the per-point work. The halo is ``H = L - B`` per dimension, the
+author's padding ``E - L``. Legal when (checked on integer polynomials of the expressions,
+single-assignment locals expanded, clamps and guards included):
+
+- the loaded value ``V`` depends on the tile position and the block only through the
+  global position ``blockIdx.d * B + p`` and reads no thread index, so the tile holds the
+  same function of the global position at any tile size;
+- the work after the barrier depends on the thread and the block only through the global
+  point ``blockIdx.d * B + threadIdx.d``, and reads the tile only at ``[threadIdx.y + a][
+  threadIdx.x + b]`` with ``a``, ``b`` free of the thread and the block;
+- every ``blockIdx`` is a ``blockIdx.d * B`` tile offset and the block sizes are used
+  nowhere else (no ``blockDim``, ``gridDim``, z index, second barrier or early return in a
+  loop).
+
+The rewrite: the block is ``(BLOCK_X, BLOCK_Y)``, the tile ``BLOCK_Y * OUT_Y + HY`` by
+``BLOCK_X * OUT_X + HX (+ PAD)``, the load loops stride by the block over the new extents,
+the tile offsets become ``blockIdx.d * (BLOCK_D * OUT_D)`` and the grid's divisors follow;
+the work after the barrier runs once per output of the thread (rows ``threadIdx.y * OUT_Y +
+oy``, columns ``threadIdx.x + ox * BLOCK_X``) with the thread's index locals re-declared for
+that output and an early ``return`` made ``continue``. Each output is computed by the same
+code from the same tile values, so every config gives the kernel's results; the defaults are
+the kernel as written. Anything else is refused with the reason and the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.llm.templater.analysis import (
+    binary,
+    builtin,
+    int_value,
+    line,
+    strip,
+    text,
+    walk,
+)
+from workbench.llm.templater.block import _shared_arrays
+from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.regtile import (
+    _ELEM,
+    _MAX_SMEM,
+    Refused,
+    _is_sync,
+    _locals,
+    apply_or_note,
+    fresh_names,
+    render,
+    single_assignment_values,
+)
+from workbench.llm.templater.rules import literal, scale_divisor
+from workbench.llm.templater.stencil import Poly, add, mul, scale, statements
+
+KNOB = "OUT_XY"
+OUT_X_VALUES = [1, 2, 4]
+OUT_Y_VALUES = [1, 2, 4, 8]
+_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+
+
+class _Deps:
+    """Integer polynomials over ``threadIdx.d`` / ``blockIdx.d`` / names, single-assignment
+    locals expanded; the rest of an expression is opaque (its parts checked one by one)."""
+
+    def __init__(self, plan: Plan, keep: set[str]) -> None:
+        self.values = single_assignment_values(plan.body, keep)
+
+    def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
+        node = strip(node)
+        v = int_value(node)
+        if v is not None:
+            return {(): v} if v else {}
+        if node.type == "identifier":
+            value = self.values.get(text(node))
+            if value is not None and depth < 12:
+                return self.poly(value, opaque, depth + 1)
+            return {(text(node),): 1}
+        for name in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+            d = builtin(node, name)
+            if d is not None:
+                return {(f"{name}.{d}",): 1}
+        if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
+            arg = node.child_by_field_name("argument")
+            if arg is not None:
+                return scale(self.poly(arg, opaque, depth), -1)
+        parts = binary(node)
+        if parts is not None and parts[1] in ("+", "-", "*"):
+            a, b = self.poly(parts[0], opaque, depth), self.poly(parts[2], opaque, depth)
+            if parts[1] == "*":
+                return mul(a, b)
+            return add(a, scale(b, -1 if parts[1] == "-" else 1))
+        opaque.append(node)
+        return {(f"#{node.start_byte}:{node.end_byte}",): 1}
+
+
+def _derivative(p: Poly, atom: str) -> Poly:
+    out: Poly = {}
+    for m, c in p.items():
+        k = m.count(atom)
+        if k:
+            rest = list(m)
+            rest.remove(atom)
+            out[tuple(rest)] = out.get(tuple(rest), 0) + c * k
+    return {m: c for m, c in out.items() if c}
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """``local`` and ``block`` may appear only as ``block * size + local`` (the global one)."""
+
+    local: str
+    block: str
+    size: int
+
+
+class _Check:
+    """Finds the first part of an expression that depends on the thread or the block other
+    than through the global position (None when there is none)."""
+
+    def __init__(self, deps: _Deps, pairs: list[_Pair], forbid: set[str],
+                 tile: str | None = None, tile_index: Callable[[Node], Node | None] | None = None
+                 ) -> None:
+        self.deps, self.pairs, self.forbid = deps, pairs, forbid
+        self.tile, self.tile_index = tile, tile_index
+
+    def bad(self, node: Node, depth: int = 0) -> Node | None:
+        if depth > 40:
+            return node
+        node = strip(node)
+        if node.type == "init_declarator":
+            name = text(node.child_by_field_name("declarator"))
+            if name in self.deps.values:
+                return None  # expanded at each use, checked there
+            value = node.child_by_field_name("value")
+            return None if value is None else self.bad(value, depth + 1)
+        if node.type in ("assignment_expression",) and \
+                strip(node.child_by_field_name("left") or node).type == "identifier":
+            right = node.child_by_field_name("right")
+            return None if right is None else self.bad(right, depth + 1)
+        if self.tile is not None and self.tile_index is not None and _base(node) == self.tile:
+            return self.tile_index(node)
+        opaque: list[Node] = []
+        p = self.deps.poly(node, opaque)
+        for pair in self.pairs:
+            if _derivative(p, pair.block) != scale(_derivative(p, pair.local), pair.size):
+                return node
+        if any(_derivative(p, a) for a in self.forbid):
+            return node
+        for o in opaque:
+            if o != node and _base(o) == self.tile and self.tile is not None:
+                bad = self.bad(o, depth + 1)
+                if bad is not None:
+                    return bad
+                continue
+            for child in o.named_children:
+                bad = self.bad(child, depth + 1)
+                if bad is not None:
+                    return bad
+        return None
+
+
+def _base(node: Node) -> str | None:
+    """The array of ``a[i]`` / ``a[i][j]``."""
+    if node.type != "subscript_expression":
+        return None
+    while node.type == "subscript_expression":
+        node = strip(node.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return text(node) if node.type == "identifier" else None
+
+
+def _indices(node: Node) -> list[Node]:
+    out: list[Node] = []
+    while node.type == "subscript_expression":
+        idx = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        if idx is None:
+            idx = node.named_children[-1]
+        if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
+            idx = idx.named_children[0]
+        out.insert(0, idx)
+        node = strip(node.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return out
+
+
+@dataclass(frozen=True)
+class _LoadLoop:
+    dim: str
+    loop: Node
+    var: str
+    bound: Node
+    step: Node
+    extent: int
+
+
+def _load_loop(loop: Node, sizes: dict[str, int], deps: _Deps) -> _LoadLoop:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    bad = Refused(f"`{text(loop).splitlines()[0]}` is not a tile load loop `for (int p = "
+                  "threadIdx.d; p < extent; p += block_d)`", loop)
+    if init is None or cond is None or update is None or init.type != "declaration" or \
+            len(init.children_by_field_name("declarator")) != 1:
+        raise bad
+    d = init.children_by_field_name("declarator")[0]
+    start = d.child_by_field_name("value")
+    var = text(d.child_by_field_name("declarator"))
+    if start is None:
+        raise bad
+    p = deps.poly(start, [])
+    dims = [k for k in "xy" if p == {(f"threadIdx.{k}",): 1}]
+    parts = binary(cond)
+    if len(dims) != 1 or parts is None or parts[1] != "<" or text(strip(parts[0])) != var or \
+            update.type != "assignment_expression" or \
+            text(update.child_by_field_name("operator")) != "+=" or \
+            text(update.child_by_field_name("left")) != var:
+        raise bad
+    step = update.child_by_field_name("right")
+    bound = deps.poly(parts[2], [])
+    if step is None or int_value(step) != sizes[dims[0]] or set(bound) - {()}:
+        raise Refused(f"the tile load loop over {var} does not stride by the block's "
+                      f"{dims[0]} size {sizes[dims[0]]} up to a compile-time extent", loop)
+    return _LoadLoop(dims[0], loop, var, strip(parts[2]), strip(step), bound.get((), 0))
+
+
+def _only_statement(node: Node | None) -> list[Node]:
+    if node is None:
+        return []
+    return statements(node) if node.type == "compound_statement" else [node]
+
+
+def lift_apron(plan: Plan) -> bool:
+    """OUT_X x OUT_Y outputs per thread over an apron tile, the block apart from the tile;
+    False when the kernel is not of the family or the analysis refused (noted)."""
+    if len(plan.block) != 2 or any(literal(b) is None for b in plan.block):
+        return False
+    tiles = [(n, d, e) for n, d, e in _shared_arrays(plan) if len(e) == 2]
+    syncs = [s for s in statements(plan.body) if _is_sync(s)]
+    if not tiles or not syncs:
+        return False
+    return apply_or_note(plan, KNOB, lambda: _analyse(plan))
+
+
+def _analyse(plan: Plan) -> Callable[[], None] | None:
+    bx, by = (literal(b) or 0 for b in plan.block)
+    sizes = {"x": bx, "y": by}
+    arrays = _shared_arrays(plan)
+    if len(arrays) != 1:
+        raise Refused(f"{len(arrays)} shared arrays: one apron tile is modelled", arrays[1][1])
+    tile, tdecl, extents = arrays[0]
+    ctype = text(tdecl.child_by_field_name("type"))
+    elem = _ELEM.get(ctype)
+    if elem is None:
+        raise Refused(f"the tile's element type `{ctype}` has no known size", tdecl)
+    stmts = statements(plan.body)
+    syncs = [k for k, s in enumerate(stmts) if _is_sync(s)]
+    all_syncs = [n for n in walk(plan.body) if n.type == "call_expression"
+                 and text(n.child_by_field_name("function")) == "__syncthreads"]
+    if len(syncs) != 1 or len(all_syncs) != 1:
+        raise Refused("the kernel has more than one barrier (one tile load, then the work, "
+                      "is modelled)", all_syncs[-1])
+    for n in walk(plan.body):
+        for name in ("blockDim", "gridDim"):
+            if builtin(n, name) is not None and n.type == "field_expression":
+                raise Refused(f"`{text(n)}`: the block is lifted apart from the tile, so the "
+                              "kernel must not read the launch's sizes", n)
+        for name in ("threadIdx", "blockIdx"):
+            if builtin(n, name) == "z" and n.type == "field_expression":
+                raise Refused(f"`{text(n)}`: a z index is not modelled", n)
+    pre, post = stmts[:syncs[0]], stmts[syncs[0] + 1:]
+    if not post:
+        return None
+    locals_ = _locals(plan.body)
+    keep: set[str] = set()
+    deps = _Deps(plan, keep)
+    # -- the load phase: declarations and the load nest -------------------------------------
+    loads: list[tuple[_LoadLoop, _LoadLoop, Node]] = []
+    for s in pre:
+        if s.type == "declaration":
+            continue
+        if s.type != "for_statement":
+            raise Refused(f"`{text(s).splitlines()[0]}` before the barrier is neither a "
+                          "declaration nor a tile load loop strided by the block (a load "
+                          "written as per-thread halo branches is not modelled)", s)
+        outer = _load_loop(s, sizes, deps)
+        inner_stmts = _only_statement(s.child_by_field_name("body"))
+        if len(inner_stmts) != 1 or inner_stmts[0].type != "for_statement":
+            raise Refused(f"the tile load loop over {outer.var} does not hold exactly one "
+                          "inner load loop", s)
+        inner = _load_loop(inner_stmts[0], sizes, deps)
+        if inner.dim == outer.dim:
+            raise Refused("both tile load loops stride along the same dimension", inner.loop)
+        body = _only_statement(inner.loop.child_by_field_name("body"))
+        store = body[-1] if body else inner.loop
+        if any(b.type != "declaration" for b in body[:-1]):
+            raise Refused("the tile load's body is not declarations and one store", store)
+        e = strip(store.named_children[0]) if store.type == "expression_statement" and \
+            store.named_child_count == 1 else None
+        left = e.child_by_field_name("left") if e is not None and \
+            e.type == "assignment_expression" and \
+            text(e.child_by_field_name("operator")) == "=" else None
+        target = strip(left) if left is not None else None
+        if e is None or target is None or _base(target) != tile:
+            raise Refused(f"`{text(store)}` is not the tile store `{tile}[py][px] = v`", store)
+        ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
+        idx = [text(strip(i)) for i in _indices(target)]
+        if idx != [ys.var, xs.var]:
+            raise Refused(f"`{text(target)}` does not store at [{ys.var}][{xs.var}]", store)
+        value = e.child_by_field_name("right")
+        assert value is not None
+        for b in body[:-1]:
+            for d in b.children_by_field_name("declarator"):
+                if text(d.child_by_field_name("declarator")) not in deps.values:
+                    raise Refused(f"`{text(b)}` in the tile load is assigned again", b)
+        check = _Check(deps, [_Pair(ys.var, "blockIdx.y", by), _Pair(xs.var, "blockIdx.x", bx)],
+                       {"threadIdx.x", "threadIdx.y"})
+        bad = check.bad(value)
+        if bad is not None or tile in {text(n) for n in walk(value)}:
+            raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile position "
+                          "or the block other than through the global position (or reads the "
+                          "thread index or the tile)", bad or value)
+        for n in walk(s):
+            if n.type in ("assignment_expression", "update_expression") and n != e and \
+                    n.parent != s and n.parent != inner.loop:
+                raise Refused(f"`{text(n)}` writes inside the tile load", n)
+        loads.append((ys, xs, store))
+    if not loads:
+        raise Refused(f"no loop strided by the block loads the tile {tile} before the barrier",
+                      stmts[syncs[0]])
+    load_y = {ys.extent for ys, _xs, _s in loads}
+    load_x = {xs.extent for _ys, xs, _s in loads}
+    ey, ex = (deps.poly(e, []) for e in extents)
+    if len(load_y) != 1 or len(load_x) != 1 or set(ey) - {()} or set(ex) - {()}:
+        raise Refused(f"the tile {tile}'s loads do not cover one compile-time extent", tdecl)
+    ly, lx = load_y.pop(), load_x.pop()
+    hy, hx = ly - by, lx - bx
+    pad = ex.get((), 0) - lx
+    if hy < 0 or hx < 0 or ey.get((), 0) != ly or not 0 <= pad <= 1:
+        raise Refused(f"the tile {tile}[{text(extents[0])}][{text(extents[1])}] is not the "
+                      f"block ({bx} x {by}) plus a halo, loaded whole", tdecl)
+    # -- the work after the barrier ---------------------------------------------------------
+    tile_reads: list[Node] = []
+
+    def tile_index(sub: Node) -> Node | None:
+        idx = _indices(sub)
+        if len(idx) != 2:
+            return sub
+        for k, (dim, other) in enumerate((("y", "x"), ("x", "y"))):
+            opaque: list[Node] = []
+            p = deps.poly(idx[k], opaque)
+            if _derivative(p, f"threadIdx.{dim}") != {(): 1} or \
+                    _derivative(p, f"threadIdx.{other}") or _derivative(p, "blockIdx.x") or \
+                    _derivative(p, "blockIdx.y"):
+                return idx[k]
+            inner = _Check(deps, [], {"threadIdx.x", "threadIdx.y", "blockIdx.x", "blockIdx.y"})
+            for o in opaque:
+                for child in o.named_children:
+                    bad = inner.bad(child)
+                    if bad is not None:
+                        return bad
+        tile_reads.append(sub)
+        return None
+
+    work = _Check(deps, [_Pair("threadIdx.y", "blockIdx.y", by),
+                         _Pair("threadIdx.x", "blockIdx.x", bx)], set(), tile, tile_index)
+    for s in post:
+        bad = work.bad(s)
+        if bad is not None:
+            raise Refused(f"`{text(bad)}` depends on the thread or the block other than "
+                          "through the output point (or reads the tile other than at "
+                          "[threadIdx.y + a][threadIdx.x + b])", bad)
+        for n in walk(s):
+            if n.type in ("assignment_expression", "update_expression"):
+                t = strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
+                          or n)
+                if _base(t) == tile:
+                    raise Refused(f"`{text(n)}` writes the tile after the barrier", n)
+            if n.type in ("goto_statement",):
+                raise Refused(f"`{text(n)}` leaves the work", n)
+            if n.type == "return_statement" and _in_loop(n, s):
+                raise Refused(f"`{text(n)}` returns from inside a loop", n)
+    # pre-barrier locals the work reads: single-assignment only (re-declared per output)
+    post_reads = {text(n) for s in post for n in walk(s) if n.type == "identifier"}
+    redeclare: list[Node] = []
+    for s in pre:
+        if s.type != "declaration" or s == tdecl:
+            continue
+        names = [text(d.child_by_field_name("declarator") or d)
+                 for d in s.children_by_field_name("declarator")]
+        threaded = any(_mentions_thread(deps, d) for d in s.children_by_field_name("declarator"))
+        if not threaded:
+            continue
+        for name in names:
+            if name not in deps.values and name in post_reads:
+                raise Refused(f"`{name}` (read after the barrier) is assigned more than once",
+                              s)
+        redeclare.append(s)  # in order: a later one may read it
+    # every blockIdx is a tile offset blockIdx.d * B; the block sizes are used nowhere else
+    offsets: dict[tuple[int, int], str] = {}
+    for n in walk(plan.body):
+        dim = builtin(n, "blockIdx") if n.type == "field_expression" else None
+        if dim is None:
+            continue
+        parent = n.parent
+        while parent is not None and parent.type in ("parenthesized_expression",
+                                                     "cast_expression"):
+            parent = parent.parent
+        parts = binary(parent) if parent is not None else None
+        size = None
+        if parts is not None and parts[1] == "*":
+            other = parts[2] if strip(parts[0]) == n else parts[0]  # n: one operand
+            size = other if int_value(other) == sizes[dim] else None
+        if size is None:
+            raise Refused(f"`{text(parent or n)}` is not a tile offset blockIdx.{dim} * "
+                          f"{sizes[dim]}", n)
+        offsets[(strip(size).start_byte, strip(size).end_byte)] = dim
+    replaced = [(e.start_byte, e.end_byte) for e in extents] + \
+        [(lp.bound.start_byte, lp.bound.end_byte) for ys, xs, _s in loads for lp in (ys, xs)] + \
+        [(lp.step.start_byte, lp.step.end_byte) for ys, xs, _s in loads for lp in (ys, xs)] + \
+        list(offsets)
+    for n in walk(plan.body):
+        if n.type in ("number_literal", "identifier") and int_value(n) in (bx, by) and \
+                int_value(n) not in (0, 1) and \
+                not any(a <= n.start_byte and n.end_byte <= b for a, b in replaced):
+            raise Refused(f"`{text(n)}` ({int_value(n)}, a block size) is used where the "
+                          "analysis does not know its meaning", n)
+    grid_x = scale_divisor(plan.grid[0], str(bx), "BLOCK_X * OUT_X")
+    grid_y = scale_divisor(plan.grid[1], str(by), "BLOCK_Y * OUT_Y")
+    if grid_x is None or grid_y is None:
+        raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block} "
+                      "(ceil_div)", plan.body)
+    del locals_
+
+    def emit() -> None:
+        _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
+                           pre, post, redeclare, len(tile_reads)), grid_x, grid_y)
+    return emit
+
+
+def _in_loop(node: Node, top: Node) -> bool:
+    """Whether a loop or switch of ``top`` (``top`` included) holds ``node``."""
+    p = node.parent
+    while p is not None:
+        if p.type in _LOOPS:
+            return True
+        if p == top:
+            return False
+        p = p.parent
+    return False
+
+
+def _mentions_thread(deps: _Deps, node: Node) -> bool:
+    value = node.child_by_field_name("value") if node.type == "init_declarator" else None
+    if value is None:
+        return False
+    seen: set[str] = set()
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        for m in walk(n):
+            if builtin(m, "threadIdx") is not None and m.type == "field_expression":
+                return True
+            if m.type == "identifier" and text(m) in deps.values and text(m) not in seen:
+                seen.add(text(m))
+                stack.append(deps.values[text(m)])
+    return False
+
+
+@dataclass(frozen=True)
+class _Facts:
+    tile: str
+    decl: Node
+    extents: list[Node]
+    elem: int
+    bx: int
+    by: int
+    hx: int
+    hy: int
+    pad: int
+    loads: list[tuple[_LoadLoop, _LoadLoop, Node]]
+    offsets: dict[tuple[int, int], str]
+    pre: list[Node]
+    post: list[Node]
+    redeclare: list[Node]
+    reads: int
+
+
+def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
+    rw, data = plan.rw, plan.source.data
+    names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"])
+    bx_n, by_n, ox_n, oy_n, pad_n = (names[k] for k in ("BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y",
+                                                         "PAD"))
+    ext_y = f"{by_n} * {oy_n} + {f.hy}"
+    ext_x = f"{bx_n} * {ox_n} + {f.hx}"
+    rw.replace(f.extents[0], ext_y)
+    rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
+    for ys, xs, _store in f.loads:
+        rw.replace(ys.bound, ext_y)
+        rw.replace(xs.bound, ext_x)
+        rw.replace(ys.step, by_n)
+        rw.replace(xs.step, bx_n)
+    origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
+    spans = {span: origin[dim] for span, dim in f.offsets.items()}
+    done: set[tuple[int, int]] = set()
+    for n in walk(plan.body):
+        span = (n.start_byte, n.end_byte)
+        if span in spans and span not in done:
+            done.add(span)
+            rw.replace(n, spans[span])
+    local = {"x": "wb_lx", "y": "wb_ly"}
+
+    def sub(n: Node) -> str | None:
+        if (n.start_byte, n.end_byte) in spans:
+            return spans[(n.start_byte, n.end_byte)]
+        d = builtin(n, "threadIdx") if n.type == "field_expression" else None
+        return local[d] if d is not None else None
+
+    for s in f.post:
+        for n in walk(s):
+            d = builtin(n, "threadIdx") if n.type == "field_expression" else None
+            if d is not None:
+                rw.replace(n, local[d])
+            if n.type == "return_statement":
+                rw.replace(n, "continue;  // this output is outside: the next one")
+    again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
+    head = (f"// {oy_n} x {ox_n} outputs per thread: rows threadIdx.y * {oy_n} + oy, columns "
+            f"threadIdx.x + ox * {bx_n} of the tile\n"
+            f"#pragma unroll\n  for (int wb_oy = 0; wb_oy < {oy_n}; ++wb_oy)\n"
+            f"#pragma unroll\n  for (int wb_ox = 0; wb_ox < {ox_n}; ++wb_ox) {{\n"
+            f"    const int wb_ly = (int)threadIdx.y * {oy_n} + wb_oy;\n"
+            f"    const int wb_lx = (int)threadIdx.x + wb_ox * {bx_n};\n"
+            f"    {again}\n  ")
+    rw.insert(f.post[0].start_byte, head)
+    rw.insert(f.post[-1].end_byte, "\n  }")
+    where = f"{line(f.decl)}: {text(f.decl)}"
+    for axis, written, hi in (("X", f.bx, 128), ("Y", f.by, 32)):
+        lo = min(8 if axis == "X" else 1, written)
+        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
+            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
+                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
+        plan.add_param(names[f"BLOCK_{axis}"], {
+            **spec, "default": written,
+            "description": f"threads per block along {axis.lower()} (as written: {written}); "
+                           "the tile follows the block and the outputs per thread"}, where)
+    plan.add_param(ox_n, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+                          "description": f"outputs per thread along x, {bx_n} apart (as "
+                                         "written: 1)"}, where)
+    plan.add_param(oy_n, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
+                          "description": "consecutive output rows per thread (as written: 1)"},
+                   where)
+    plan.add_param(pad_n, {"kind": "choice", "values": sorted({0, 1, f.pad}), "default": f.pad,
+                           "description": f"extra column in the shared tile {f.tile} (as "
+                                          f"written: {f.pad})"}, where)
+    plan.block = [bx_n, by_n]
+    plan.grid = [grid_x, grid_y]
+    plan.launch_bounds = f"{bx_n} * {by_n}"
+    plan.constrain(f"{bx_n} * {by_n} >= 32")
+    plan.constrain(f"{bx_n} * {by_n} <= 1024")
+    plan.constrain(f"{ox_n} * {oy_n} <= 16")
+    plan.constrain(f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+    plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
+              f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
+              f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
+              f"{ox_n} outputs from the tile ({f.reads} tile read(s) at the thread's point); "
+              "the grid's divisors follow", f.decl)
