@@ -17,7 +17,9 @@ from workbench.core.errors import KernelFolderError
 from workbench.core.inputs import complete_inputs
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.module_constants import module_globals
-from workbench.engine.gpu_verify import _InputSet, _Mismatch, constant_uploads
+from workbench.engine.constant_upload import constant_uploads
+from workbench.engine.gpu_verify import _InputSet
+from workbench.engine.output_compare import _Mismatch
 from workbench.engine.worker_messages import LaunchGeometry, ProblemSpec
 
 CORPUS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute"

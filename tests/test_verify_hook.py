@@ -13,7 +13,7 @@ from helpers_stage1_folders import toml_arg, toml_head, write_folder
 
 from workbench.core.errors import KernelFolderError
 from workbench.core.kernel_folder import load_kernel_folder
-from workbench.engine.gpu_verify import (
+from workbench.engine.output_compare import (
     VerifyHookError,
     _Mismatch,
     compare_outputs,

@@ -19,8 +19,9 @@ from workbench.core.inputs import complete_inputs, default_inputs
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
 from workbench.engine.bench import BenchSettings
 from workbench.engine.conditions import ConditionTiming, timing_of
-from workbench.engine.gpu_verify import VerifyHookError, _InputSet, _Mismatch, compare_outputs
+from workbench.engine.gpu_verify import _InputSet
 from workbench.engine.nvml import Nvml, throttled
+from workbench.engine.output_compare import VerifyHookError, _Mismatch, compare_outputs
 from workbench.engine.timing_loop import PLACEMENTS, flush_bytes
 from workbench.engine.worker_messages import (
     CopyReply,

@@ -1,34 +1,32 @@
 """Output verification inside the GPU worker: poison, golden copies, device-side checks.
 
 Runs only in the child (:class:`workbench.engine.gpu_session.GpuSession` owns the buffers);
-numpy and the CUDA driver are reached through the session, imported lazily. The check
-kernels' source is compiled by the parent, so it lives here as plain text.
+numpy and the CUDA driver are reached through the session, imported lazily. One
+:class:`_InputSet` holds the device buffers of one random input set, the golden outputs and
+the integrity checksums of the buffers no kernel may write. The check kernels' source is
+compiled by the parent (:mod:`workbench.engine.check_kernels`); comparisons on the host are
+:mod:`workbench.engine.output_compare`, module-global uploads
+:mod:`workbench.engine.constant_upload`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench.engine.check_kernels import (
-    CHECK_KERNELS_ENTRY,
-    CHECK_KERNELS_SOURCE,
-    KIND,
-    POISON_BITS,
-    is_integer_kind,
-    poison_for,
+from workbench.engine.check_kernels import KIND, is_integer_kind, poison_for
+from workbench.engine.constant_upload import constant_uploads, upload_constants
+from workbench.engine.output_compare import (
+    VerifyHook,
+    _Mismatch,
+    compare_sum,
+    run_verify_hook,
+    with_nan,
 )
 
 if TYPE_CHECKING:
     from workbench.engine.gpu_session import GpuSession
     from workbench.engine.worker_messages import ProblemSpec
-
-__all__ = ["CHECK_KERNELS_ENTRY", "CHECK_KERNELS_SOURCE", "POISON_BITS", "ConstantUpload",
-           "VerifyHookError", "compare_outputs", "compare_sum", "constant_uploads",
-           "run_verify_hook", "upload_constants"]
-
-#: reference.py's ``verify(outputs, golden, shape)``: raises AssertionError when wrong.
-VerifyHook = Callable[[dict[str, Any], dict[str, Any], dict[str, int]], object]
 
 
 _SCALAR_FORMAT = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
@@ -44,149 +42,6 @@ def _storage(dtype: str) -> Any:
 def _words(nbytes: int) -> int:
     """32-bit words covering ``nbytes`` (allocations are rounded up to them)."""
     return max(1, -(-nbytes // 4))
-
-
-class _Mismatch(Exception):
-    """Verification failed (message says where)."""
-
-    def __init__(self, reason: str, max_abs_err: float | None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.max_abs_err = max_abs_err
-
-
-class VerifyHookError(Exception):
-    """reference.py's verify() raised something other than AssertionError: a bug in the
-    hook, not a wrong result (the worker answers a failure naming it; the runner raises)."""
-
-
-class ConstantUpload:
-    """One module global's bytes, ready for the device (what :func:`upload_constants`
-    copies into the module's symbol)."""
-
-    def __init__(self, name: str, dtype: str, bits: Any) -> None:
-        self.name = name
-        self.dtype = dtype
-        self.bits = bits
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.bits.nbytes)
-
-
-def constant_uploads(constants: Sequence[Mapping[str, Any]],
-                     host_inputs: Mapping[str, Any]) -> tuple[list[ConstantUpload],
-                                                              dict[str, Any]]:
-    """The bytes of every constant of a problem (``ProblemSpec.constants``) from the host
-    inputs (make_inputs' or generated values: :func:`workbench.core.inputs.complete_inputs`),
-    and the values the kernel sees (float32, or int64 for integers), which reference() gets.
-    KeyError / ValueError name a constant with no values or the wrong element count."""
-    import numpy as np
-
-    from workbench.core import dtypes as wdt
-
-    uploads: list[ConstantUpload] = []
-    seen: dict[str, Any] = {}
-    for const in constants:
-        name, adt = str(const["name"]), str(const["dtype"])
-        if name not in host_inputs:
-            raise KeyError(f"no values for the module global {name!r}")
-        shape = tuple(int(n) for n in const["shape"])
-        raw = np.asarray(host_inputs[name])
-        if raw.size != (int(np.prod(shape)) if shape else 1):
-            raise ValueError(f"values for the module global {name!r} hold {raw.size} "
-                             f"elements; it holds {list(shape)}")
-        bits = np.ascontiguousarray(wdt.encode_arg(raw.reshape(shape), adt))
-        values = wdt.decode_arg(bits, adt)
-        seen[name] = values if wdt.is_integer_dtype(adt) else values.astype(np.float32)
-        uploads.append(ConstantUpload(name, adt, bits))
-    return uploads, seen
-
-
-def upload_constants(cuda: Any, module: Any, uploads: Sequence[ConstantUpload]) -> None:
-    """Copy each constant into ``module``'s global of that name (``module.get_global``, then
-    a synchronous host-to-device copy). A module without the symbol, or whose symbol holds
-    another number of bytes, is a _Mismatch naming it: the kernel would read values no
-    input set gave it."""
-    for up in uploads:
-        try:
-            address, size = module.get_global(up.name)
-        except cuda.Error as exc:
-            raise _Mismatch(f"the module has no global named {up.name} ({exc}); the template "
-                            f"must keep the baseline's {up.name} (an input uploaded before "
-                            "every run)", None) from None
-        if int(size) != up.nbytes:
-            raise _Mismatch(f"the module global {up.name} holds {int(size)} bytes; its "
-                            f"{up.dtype} values hold {up.nbytes} (kernel.toml [[constants]] or "
-                            "the source declaration disagree with this module)", None)
-        cuda.memcpy_htod(address, up.bits)
-
-
-def run_verify_hook(hook: VerifyHook, outputs: dict[str, Any], golden: dict[str, Any],
-                    shape: Mapping[str, int], label: str) -> None:
-    """Call reference.py's verify(): AssertionError is a wrong result (_Mismatch with its
-    message); any other exception, or a return value other than None (a ``return False``
-    would otherwise read as a pass), is a bug in verify (VerifyHookError)."""
-    try:
-        returned: Any = hook(outputs, golden, dict(shape))
-    except AssertionError as exc:
-        raise _Mismatch(f"{label}: reference.py verify(): {exc or 'AssertionError'}",
-                        None) from None
-    except Exception as exc:
-        raise VerifyHookError(f"reference.py verify() raised {type(exc).__name__}: {exc} "
-                              "(verify reports a wrong result by raising AssertionError; "
-                              "anything else is a bug in verify)") from exc
-    if returned is not None:  # `return np.allclose(...)`: a False would read as a pass
-        raise VerifyHookError(f"reference.py verify() returned {returned!r:.80}; it must "
-                              "return None and raise AssertionError when the outputs are "
-                              "wrong")
-
-
-def compare_sum(values: Any, unwritten: Any, want: Any, want_unwritten: Any,
-                arg: Mapping[str, Any], label: str) -> float:
-    """An output compared by its sum (``compare = "sum"``): the layout may change with the
-    config (one partial sum per block), the total may not.
-
-    Float outputs: slots still holding the poison (never written by this run) are skipped,
-    in the result and in the golden values alike, so a config with fewer blocks than the
-    buffer has slots passes; any NaN or infinity written is wrong; at least one slot must be
-    written. Integer outputs: every slot counts (every bit pattern is a value; a kernel must
-    write its unused slots). Within ``atol * n + rtol * sum(|want|)`` over the golden's n
-    written slots: the per-element tolerance summed over the elements. Returns |difference|.
-    """
-    import numpy as np
-
-    name = arg["name"]
-    got = np.asarray(values).reshape(-1)
-    ref = np.asarray(want).reshape(-1)
-    integer = got.dtype.kind in "iu"
-    if integer:
-        mask = np.ones(got.shape, bool)
-        ref_mask = np.ones(ref.shape, bool)
-    else:
-        mask = ~np.asarray(unwritten, bool).reshape(-1)
-        ref_mask = ~np.asarray(want_unwritten, bool).reshape(-1)
-    if not mask.any():
-        raise _Mismatch(f"{label}: {name}: no element written (compare = \"sum\")", None)
-    written = got[mask].astype(np.int64 if integer else np.float64)
-    if not integer and not np.isfinite(written).all():
-        bad = int((~np.isfinite(written)).sum())
-        raise _Mismatch(f"{label}: {name}: {bad} written elements are NaN or infinite "
-                        f"(compare = \"sum\")", float("nan"))
-    expected = ref[ref_mask].astype(np.int64 if integer else np.float64)
-    if not integer and not np.isfinite(expected).all():
-        raise _Mismatch(f"{label}: {name}: the expected values hold NaN or infinity; their "
-                        "sum cannot be compared", None)
-    total, goal = written.sum(), expected.sum()
-    diff = float(abs(int(total) - int(goal)) if integer else abs(total - goal))
-    bound = float(arg["atol"]) * max(1, expected.size) + \
-        float(arg["rtol"]) * float(np.abs(expected).sum())
-    if diff > bound:
-        raise _Mismatch(f"{label}: {name}: the {int(mask.sum())} written elements add up to "
-                        f"{float(total):.9g}; expected {float(goal):.9g} (sum of "
-                        f"{expected.size}); |difference| {diff:.4g} > {bound:.4g} "
-                        f"(atol*n + rtol*sum|want|, compare = \"sum\")", diff)
-    return diff
 
 
 def _host_compared(arg: Mapping[str, Any], hook: VerifyHook | None) -> bool:
@@ -380,8 +235,8 @@ class _InputSet:
 
         worst = 0.0
         if self.verify_hook is not None:
-            run_verify_hook(self.verify_hook, _with_nan(self.download()),
-                            _with_nan(self.golden_values),
+            run_verify_hook(self.verify_hook, with_nan(self.download()),
+                            with_nan(self.golden_values),
                             self.spec.shape, label)
             return worst
         hosted = None
@@ -488,93 +343,3 @@ class _InputSet:
         self.golden.clear()
 
 
-def _with_nan(outputs: Mapping[str, tuple[Any, Any]]) -> dict[str, Any]:
-    """Output values as verify() gets them: never-written float slots as NaN (integers as
-    they are: every bit pattern is a value)."""
-    import numpy as np
-
-    out = {}
-    for name, (values, unwritten) in outputs.items():
-        if values.dtype.kind == "f":
-            values = np.where(unwritten, np.nan, values)
-        out[name] = values
-    return out
-
-
-def compare_outputs(got: Mapping[str, tuple[Any, Any]], want: Mapping[str, Any],
-                    args: list[dict[str, Any]], label: str,
-                    verify_hook: VerifyHook | None = None,
-                    shape: Mapping[str, int] | None = None) -> float:
-    """Raise _Mismatch naming the first bad output; return the largest absolute error.
-    With ``verify_hook`` (reference.py verify()) it alone decides; outputs with
-    ``compare = "sum"`` are compared by their sums (:func:`compare_sum`)."""
-    import numpy as np
-
-    worst = 0.0
-    if verify_hook is not None:
-        run_verify_hook(verify_hook, _with_nan(got),
-                        {k: np.asarray(v) for k, v in want.items()}, shape or {}, label)
-        return worst
-    for arg in args:
-        name = arg["name"]
-        values, unwritten = got[name]
-        if arg.get("compare") == "sum":
-            expected_sum = np.asarray(want[name], dtype=np.float64)
-            worst = max(worst, compare_sum(values, unwritten, want[name],
-                                           np.isnan(expected_sum), arg, label))
-            continue
-        expected = np.asarray(want[name], dtype=np.float64).reshape(values.shape)
-        if values.dtype.kind == "i":  # a kernel may write the poison value: see check_kernels
-            unwritten = unwritten & (np.abs(values - expected) > float(arg["atol"]))
-        total = values.size
-        n_unwritten = int(unwritten.sum())
-        if n_unwritten:
-            first = tuple(int(i) for i in np.argwhere(unwritten)[0])
-            raise _Mismatch(f"{label}: {name}: {n_unwritten} of {total} elements not written "
-                            f"(still poison; first at {first})", None)
-        bad_nan = np.isnan(values) & ~np.isnan(expected)
-        if bad_nan.any():
-            first = tuple(int(i) for i in np.argwhere(bad_nan)[0])
-            raise _Mismatch(f"{label}: {name}: {int(bad_nan.sum())} of {total} elements are "
-                            f"NaN where the expected values are numbers (first at {first})",
-                            float("nan"))
-        if values.dtype.kind == "i":
-            worst = max(worst, _compare_integers(values, want[name], arg, label))
-            continue
-        rtol, atol = float(arg["rtol"]), float(arg["atol"])
-        diff = np.abs(values - expected)
-        finite = np.isfinite(diff)
-        err = float(diff[finite].max()) if finite.any() else 0.0
-        worst = max(worst, err)
-        close = np.isclose(values, expected, rtol=rtol, atol=atol, equal_nan=True)
-        if not close.all():
-            n_bad = int((~close).sum())
-            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(close, -1, diff))),
-                                                         values.shape))
-            raise _Mismatch(f"{label}: {name}: {n_bad} of {total} elements outside rtol={rtol} "
-                            f"atol={atol}; max abs err {err:.4g} at {idx} "
-                            f"(got {values[idx]:.6g}, expected {expected[idx]:.6g})", err)
-    return worst
-
-
-def _compare_integers(values: Any, want: Any, arg: Mapping[str, Any], label: str) -> float:
-    """Integer outputs against a reference, as integers: |got - want| <= atol (0: exact)."""
-    import numpy as np
-
-    name = arg["name"]
-    expected = np.asarray(want).reshape(values.shape)
-    if expected.dtype.kind == "f" and (not np.all(np.isfinite(expected))
-                                       or np.any(expected != np.round(expected))):
-        raise _Mismatch(f"{label}: {name}: reference() returned non-integral values for a "
-                            f"{arg['dtype']} output", None)
-    expected = expected.astype(np.int64)
-    diff = np.abs(values.astype(np.int64) - expected)
-    atol = int(arg["atol"])
-    bad = diff > atol
-    err = float(diff.max()) if diff.size else 0.0
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise _Mismatch(f"{label}: {name}: {int(bad.sum())} of {values.size} elements outside "
-                        f"|got - want| <= {atol} (integers); max abs err {err:.0f}; first at "
-                        f"{idx} (got {int(values[idx])}, expected {int(expected[idx])})", err)
-    return err

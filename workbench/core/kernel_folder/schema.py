@@ -36,7 +36,7 @@ TOP_KEYS = {"name", "description", "dtypes", "bytes_moved", "check_shape", "shap
 ARG_KEYS = {"name", "dtype", "shape", "role", "value", "tolerance", "compare"}
 #: How an output is compared with the baseline's: element by element, or (``sum``) by the
 #: sum over the array, for outputs whose layout the config changes (one partial sum per
-#: block): see workbench.engine.gpu_verify.compare_sum.
+#: block): see workbench.engine.output_compare.compare_sum.
 COMPARES = ("elementwise", "sum")
 #: The functions reference.py may define.
 REFERENCE_FUNCTIONS = ("make_inputs", "reference", "verify")
