@@ -1,4 +1,5 @@
-"""The hardware model: device table, occupancy arithmetic, launch limits, live specs."""
+"""The hardware model: device table, live specs; and the feasibility arithmetic it feeds
+(occupancy, launch limits: workbench.core.feasibility)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.core.errors import DeviceError, WorkbenchError
+from workbench.core.feasibility import launch_rejection, occupancy
 from workbench.core.hardware import (
     DEVICES,
     DeviceSpec,
@@ -14,9 +16,7 @@ from workbench.core.hardware import (
     device_env,
     from_live,
     get_device,
-    launch_problem,
     match_device_name,
-    occupancy,
 )
 from workbench.core.records import ResourceUsage
 
@@ -164,6 +164,14 @@ def test_occupancy_never_oversubscribes_an_sm(key: str, regs: int, threads: int,
 
 
 # --- launch limits --------------------------------------------------------------------
+
+def launch_problem(spec: DeviceSpec, grid: object, block: object, smem: int,
+                   static_smem_bytes: int = 0) -> str | None:
+    """The rejection's sentence (the typed fields are tested in test_feasibility.py)."""
+    refused = launch_rejection(spec, grid, block, smem,  # type: ignore[arg-type]
+                               static_smem_bytes=static_smem_bytes)
+    return None if refused is None else refused.reason
+
 
 @pytest.mark.parametrize(("grid", "block", "smem", "expected"), [
     ((132,), (256,), 0, None),

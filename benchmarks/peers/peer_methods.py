@@ -29,7 +29,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from workbench.core.hardware import DEFAULT_DEVICE, DEVICES, launch_problem
+from workbench.core.feasibility import launch_rejection
+from workbench.core.hardware import DEFAULT_DEVICE, DEVICES
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import Choice, Pow2Range
 from workbench.core.records import Config
@@ -146,7 +147,7 @@ def transfer_candidates(folder: KernelFolder, template: KernelTemplate, recordin
             if cand in seen or space.rejection(cand) is not None:
                 continue
             launch = template.launch_for(cand, env)
-            if launch_problem(DEVICES[DEFAULT_DEVICE], launch.grid, launch.block,
+            if launch_rejection(DEVICES[DEFAULT_DEVICE], launch.grid, launch.block,
                               launch.smem_bytes) is None:
                 seen.append(cand)
     return seen

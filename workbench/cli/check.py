@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.cli._common import ARCH_HELP, FOLDER_HELP, Progress, format_table
-from workbench.core.hardware import DEFAULT_DEVICE, DeviceSpec, get_device, occupancy
+from workbench.core.feasibility import evaluated_launch_rejection, occupancy, resource_rejection
+from workbench.core.hardware import DEFAULT_DEVICE, DeviceSpec, get_device
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config, Occupancy, ResourceUsage
 
@@ -31,18 +32,15 @@ class ConfigVerdict:
 def hardware_verdict(folder: KernelFolder, config: Config, shape: str, dtype: str,
                      spec: DeviceSpec, usage: ResourceUsage | None = None) -> ConfigVerdict:
     """Launch limits always; shared memory, occupancy and spills when ptxas's usage is known."""
-    from workbench.search.pruning import launch_decision, resource_decision
-
     env = folder.env(shape, dtype, spec)
     launch = folder.template.launch_for(config, env)
-    decision = launch_decision(config, folder.template.launch, env, spec)
+    refused = evaluated_launch_rejection(spec, launch)
     occ = None
-    if decision is None and usage is not None:
+    if refused is None and usage is not None:
         full = usage.with_dynamic_smem(launch.smem_bytes)
-        decision = resource_decision(config, full, spec, launch.threads_per_block,
-                                     allow_spills=False)
+        refused = resource_rejection(spec, full, launch.threads_per_block, allow_spills=False)
         occ = occupancy(spec, full, launch.threads_per_block)
-    return ConfigVerdict(config, decision.reason if decision else None, launch.threads_per_block,
+    return ConfigVerdict(config, refused.reason if refused else None, launch.threads_per_block,
                          launch.blocks, launch.smem_bytes, usage, occ)
 
 

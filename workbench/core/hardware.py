@@ -1,8 +1,7 @@
-"""The hardware model: device descriptions, launch limits and occupancy arithmetic.
+"""The hardware model: device descriptions (the table, live attributes, their comparison).
 
-Everything here is arithmetic that runs before a GPU is touched, so a search can prune
-and explain a candidate ("block of 2048 threads exceeds max_threads_per_block=1024")
-without spending GPU time.
+The checks of a launch or a compiled kernel against these limits, and the occupancy
+arithmetic, live in :mod:`workbench.core.feasibility`.
 
 Sources of the facts in :data:`DEVICES`:
 
@@ -20,11 +19,10 @@ Sources of the facts in :data:`DEVICES`:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
-from workbench.core.errors import DeviceError, WorkbenchError
-from workbench.core.records import Occupancy, ResourceUsage
+from workbench.core.errors import DeviceError
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -181,108 +179,6 @@ def device_env(spec: DeviceSpec) -> dict[str, int]:
         # kernel cannot declare a cluster (nvcc refuses __cluster_dims__), so 1
         "max_cluster_size": 8 if spec.compute_capability >= (9, 0) else 1,
     }
-
-
-def _round_up(value: int, unit: int) -> int:
-    return -(-value // unit) * unit if unit > 0 else value
-
-
-# When several resources allow the same number of blocks, the first in this order is
-# reported: the warp slots are the SM's nominal capacity, so a kernel that fills them is
-# "limited by warps" even if its registers would also just fit.
-LIMIT_PRIORITY: tuple[str, ...] = ("warps", "blocks", "registers", "shared_memory")
-
-
-def occupancy(spec: DeviceSpec, usage: ResourceUsage, threads_per_block: int) -> Occupancy:
-    """Resident blocks and warps per SM, following the CUDA occupancy calculator.
-
-    * warps per block = ceil(threads / warp_size);
-    * registers: per warp, ``regs_per_thread * warp_size`` rounded up to
-      ``reg_alloc_unit_size``; the SM's registers are split over ``warp_alloc_granularity``
-      sub-partitions, so resident warps = granularity * floor(regs_per_sm / granularity /
-      regs_per_warp); blocks = floor(warps / warps_per_block);
-    * shared memory: static + dynamic + the per-block driver reserve, rounded up to
-      ``smem_alloc_unit_bytes``; blocks = floor(smem_per_sm / that);
-    * warps: floor(max_warps_per_sm / warps_per_block); blocks: ``max_blocks_per_sm``.
-
-    A block that cannot run at all gives zero blocks with ``limited_by`` naming the
-    resource it exceeds; ties between limits follow :data:`LIMIT_PRIORITY`.
-    """
-    max_warps = spec.max_warps_per_sm
-    if threads_per_block < 1 or threads_per_block > spec.max_threads_per_block:
-        return Occupancy(0, 0, max_warps, "threads")
-    warps_per_block = -(-threads_per_block // spec.warp_size)
-
-    regs_per_warp = _round_up(usage.regs_per_thread * spec.warp_size, spec.reg_alloc_unit_size)
-    smem_per_block = _round_up(
-        usage.smem_bytes_per_block + spec.reserved_smem_per_block_bytes,
-        spec.smem_alloc_unit_bytes)
-    smem_block_limit = spec.smem_per_block_optin_bytes + spec.reserved_smem_per_block_bytes
-    # The hardware checks a block's registers as if its warps filled every sub-partition.
-    regs_checked = regs_per_warp * _round_up(warps_per_block, spec.warp_alloc_granularity)
-    if (usage.regs_per_thread > spec.max_regs_per_thread
-            or regs_checked > spec.max_regs_per_block):
-        return Occupancy(0, 0, max_warps, "registers")
-    if smem_per_block > smem_block_limit:
-        return Occupancy(0, 0, max_warps, "shared_memory")
-
-    limits: dict[str, int] = {
-        "warps": max_warps // warps_per_block,
-        "blocks": spec.max_blocks_per_sm,
-    }
-    if regs_per_warp > 0:
-        partitions = spec.warp_alloc_granularity
-        warps_by_regs = partitions * ((spec.regs_per_sm // partitions) // regs_per_warp)
-        limits["registers"] = warps_by_regs // warps_per_block
-    if smem_per_block > 0:
-        limits["shared_memory"] = spec.smem_per_sm_bytes // smem_per_block
-    blocks = min(limits.values())
-    limited_by = next(name for name in LIMIT_PRIORITY if limits.get(name) == blocks)
-    return Occupancy(blocks, blocks * warps_per_block, max_warps, limited_by)
-
-
-def _dims(values: Sequence[int] | int, what: str) -> tuple[int, int, int]:
-    items = [values] if isinstance(values, int) else list(values)
-    if not 1 <= len(items) <= 3:
-        raise WorkbenchError(f"{what} must have 1 to 3 dimensions, got {len(items)}",
-                             key=what, value=items, expected="1 to 3 integers")
-    padded = [*items, 1, 1][:3]
-    return (int(padded[0]), int(padded[1]), int(padded[2]))
-
-
-def launch_problem(spec: DeviceSpec, grid: Sequence[int] | int, block: Sequence[int] | int,
-                   smem_bytes: int, *, static_smem_bytes: int = 0) -> str | None:
-    """Why this launch cannot run on ``spec`` (a sentence), or None when it can.
-
-    ``smem_bytes`` is the dynamic shared memory per block; ``static_smem_bytes`` (from
-    ptxas, when known) counts against the same per-block opt-in maximum.
-    """
-    grid3 = _dims(grid, "grid")
-    block3 = _dims(block, "block")
-    axes = "xyz"
-    for what, dims in (("block", block3), ("grid", grid3)):
-        for axis, size in zip(axes, dims, strict=True):
-            if size < 1:
-                return f"{what} dimension {axis} is {size}; every dimension must be >= 1"
-    threads = block3[0] * block3[1] * block3[2]
-    if threads > spec.max_threads_per_block:
-        return (f"block of {threads} threads exceeds "
-                f"max_threads_per_block={spec.max_threads_per_block}")
-    for axis, size, limit in zip(axes, block3, spec.max_block_dims, strict=True):
-        if size > limit:
-            return f"block dimension {axis}={size} exceeds its limit of {limit}"
-    for axis, size, limit in zip(axes, grid3, spec.max_grid_dims, strict=True):
-        if size > limit:
-            return f"grid dimension {axis}={size} exceeds its limit of {limit}"
-    if smem_bytes < 0:
-        return f"dynamic shared memory of {smem_bytes} bytes is negative"
-    total_smem = smem_bytes + static_smem_bytes
-    if total_smem > spec.smem_per_block_optin_bytes:
-        what = ("dynamic shared memory" if static_smem_bytes == 0
-                else f"shared memory ({static_smem_bytes} static + {smem_bytes} dynamic)")
-        return (f"{what} of {total_smem} bytes exceeds "
-                f"smem_per_block_optin_bytes={spec.smem_per_block_optin_bytes}")
-    return None
 
 
 # --- live devices -------------------------------------------------------------------

@@ -96,6 +96,17 @@ class LaunchRules:
         return Launch(grid=grid, block=block, smem_bytes=as_int(self.smem_bytes, "smem_bytes"),
                       pdl=bool(self.pdl.evaluate(env)) if self.pdl is not None else False)
 
+    def evaluate_config(self, config: Mapping[str, Value], env: Mapping[str, Any]) -> Launch:
+        """The launch of ``config`` in a problem environment (shape sizes, ``elem_bytes``,
+        device limits): the one evaluator every caller uses. A bool parameter counts as
+        0/1, as in the rendered ``#define``; a failure is a TemplateError naming the config."""
+        full = {**env, **{k: (int(v) if isinstance(v, bool) else v) for k, v in config.items()}}
+        try:
+            return self.evaluate(full)
+        except ExpressionError as exc:
+            raise TemplateError(f"launch rules failed for {dict(config)}: {exc}",
+                                config=dict(config), expr=exc.text) from exc
+
     def to_dict(self) -> dict[str, Any]:
         return {"grid": [e.text for e in self.grid], "block": [e.text for e in self.block],
                 "smem_bytes": self.smem_bytes.text,
@@ -226,12 +237,13 @@ class KernelTemplate:
 
     def launch_for(self, config: Mapping[str, Value], env: Mapping[str, Any]) -> Launch:
         """Launch dimensions for a config in a problem environment (shape, elem_bytes, device)."""
-        full = {**env, **{k: (int(v) if isinstance(v, bool) else v) for k, v in config.items()}}
         try:
-            return self.launch.evaluate(full)
-        except ExpressionError as exc:
-            raise TemplateError(f"launch rules of {self.name} failed for {dict(config)}: {exc}",
-                                config=dict(config)) from exc
+            return self.launch.evaluate_config(config, env)
+        except TemplateError as exc:
+            if not isinstance(exc.__cause__, ExpressionError):
+                raise  # a dimension's own check (not an integer, negative)
+            raise TemplateError(f"launch rules of {self.name} failed for {dict(config)}: "
+                                f"{exc.__cause__}", config=dict(config)) from exc.__cause__
 
     def to_dict(self) -> dict[str, Any]:
         """The one dict form: feeds the prompt, the store and the UI."""

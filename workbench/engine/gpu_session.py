@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import WorkerError
+from workbench.core.feasibility import needs_smem_optin
 from workbench.core.inputs import complete_inputs, default_inputs
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
 from workbench.engine.bench import BenchSettings
@@ -305,7 +306,7 @@ class GpuSession:
                 func = self.modules[cubin].get_function(entry)
                 func.prepare(fmt)
             self.functions[key] = func
-        if smem_bytes > 48 * 1024:
+        if needs_smem_optin(smem_bytes):
             if pdl:
                 func.set_max_dynamic_shared(int(smem_bytes))
             else:

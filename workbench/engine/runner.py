@@ -33,7 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from workbench.core.conditions import check_conditions
 from workbench.core.errors import NoGPUError, TemplateError, WorkbenchError, WorkerError
-from workbench.core.hardware import DeviceSpec, launch_problem, occupancy
+from workbench.core.feasibility import config_rejection, occupancy, resource_rejection
+from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.space import SearchSpace
@@ -423,13 +424,9 @@ class LocalRunner:
         rejection = space.rejection(config)
         if rejection is not None:
             return self._prune(candidate, "not_in_space", f"not in the search space: {rejection}")
-        try:
-            launch = template.launch_for(config, env)
-        except WorkbenchError as exc:
-            return self._prune(candidate, "launch_problem", str(exc))
-        problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
-        if problem is not None:
-            return self._prune(candidate, "launch_problem", problem)
+        launch, refused = config_rejection(template.launch, config, env, self.device)
+        if refused is not None or launch is None:
+            return self._prune(candidate, "launch_problem", str(refused))
         return PlannedCandidate(candidate, template.render(config, candidate.dtype), launch)
 
     def _cubin_digest(self, path: str) -> str:
@@ -550,15 +547,12 @@ class LocalRunner:
                                device=self.device.name, source="live",
                                log_excerpt=compiled.log[-1500:])
         if compiled.usage is not None:
-            occ = occupancy(self.device, compiled.usage.with_dynamic_smem(launch.smem_bytes),
-                            launch.threads_per_block)
-            if occ.blocks_per_sm == 0:
-                return self._prune(candidate, "zero_occupancy",
-                                   f"no block fits on an SM (limited by {occ.limited_by}: "
-                                   f"{compiled.usage.regs_per_thread} regs/thread, "
-                                   f"{launch.threads_per_block} threads, "
-                                   f"{compiled.usage.smem_bytes_per_block + launch.smem_bytes}"
-                                   f" B smem)", plan.instance.hash, compiled)
+            refused = resource_rejection(
+                self.device, compiled.usage.with_dynamic_smem(launch.smem_bytes),
+                launch.threads_per_block)
+            if refused is not None:
+                return self._prune(candidate, "zero_occupancy", refused.reason,
+                                   plan.instance.hash, compiled)
         key = (self._cubin_digest(compiled.cubin_path), repr(launch), candidate.shape,
                candidate.dtype)
         earlier = self._measured.get(key)

@@ -39,7 +39,8 @@ from workbench.core.errors import (
     TemplateError,
 )
 from workbench.core.expr import parse_constraint, parse_expr
-from workbench.core.hardware import DeviceSpec, default_device, device_env, launch_problem
+from workbench.core.feasibility import evaluated_launch_rejection
+from workbench.core.hardware import DeviceSpec, default_device, device_env
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.records import Candidate, Config, Status, TrialResult
@@ -305,7 +306,7 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
                 except (TemplateError, ExpressionError) as exc:
                     problem("launch", where, exc.message)
                     continue
-                why = launch_problem(spec, launch.grid, launch.block, launch.smem_bytes)
+                why = evaluated_launch_rejection(spec, launch)
                 if why:
                     problem("launch", where, f"at the defaults: {why}")
         if len(problems) == n_before:

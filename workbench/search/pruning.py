@@ -5,9 +5,10 @@ Three gates, cheapest first:
 1. user constraints: the :class:`~workbench.core.space.SearchSpace` never yields a config
    that breaks one (``space.rejection(config)`` names it);
 2. launch limits: the template's launch rules evaluated for (config, shape) and checked
-   against the device (:func:`workbench.core.hardware.launch_problem`);
+   against the device (:func:`workbench.core.feasibility.config_rejection`);
 3. compile-derived limits, once ptxas has reported a :class:`ResourceUsage`: occupancy
-   below a floor, register spills, shared memory over the device limit.
+   below a floor, register spills, shared memory over the device limit
+   (:func:`workbench.core.feasibility.resource_rejection`).
 
 Ordering: :func:`launch_score` is a cheap predicted-cost from the launch alone (occupancy
 with an assumed register count and the last-wave quantisation), and
@@ -25,18 +26,33 @@ from typing import Any
 import numpy as np
 
 from workbench.core.errors import ExpressionError, TemplateError
-from workbench.core.hardware import DeviceSpec, launch_problem, occupancy
+from workbench.core.feasibility import (
+    Rejection,
+    config_rejection,
+    evaluated_launch_rejection,
+    occupancy,
+    resource_rejection,
+)
+from workbench.core.hardware import DeviceSpec
 from workbench.core.records import Config, ResourceUsage, Status, TrialResult, Value
 from workbench.core.template import Launch, LaunchRules
 
 
 @dataclass(frozen=True)
 class PruneDecision:
-    """A config that will not be measured, and why. ``stage``: constraint|launch|resources."""
+    """A config that will not be measured, and why. ``stage``: constraint|launch|resources;
+    ``rejection`` the feasibility check's record (limit, value, allowed) where one refused."""
 
     config: Config
     reason: str
     stage: str
+    rejection: Rejection | None = None
+
+    @classmethod
+    def of(cls, config: Config, rejection: Rejection | None) -> PruneDecision | None:
+        """The decision a feasibility rejection makes (None: no rejection)."""
+        return (None if rejection is None
+                else cls(config, rejection.reason, rejection.stage, rejection))
 
     def as_result(self, shape: str, dtype: str) -> TrialResult:
         """The ``pruned`` TrialResult that records this decision in the store."""
@@ -47,19 +63,13 @@ class PruneDecision:
 def evaluate_launch(rules: LaunchRules, config: Mapping[str, Value],
                     env: Mapping[str, Any]) -> Launch:
     """The launch of ``config`` for a shape environment (TemplateError when it cannot)."""
-    return rules.evaluate({**env, **config})
+    return rules.evaluate_config(config, env)
 
 
 def launch_decision(config: Config, rules: LaunchRules, env: Mapping[str, Any],
                     device: DeviceSpec) -> PruneDecision | None:
     """A PruneDecision when ``config``'s launch cannot run on ``device``, else None."""
-    try:
-        launch = evaluate_launch(rules, config, env)
-    except (TemplateError, ExpressionError) as exc:
-        return PruneDecision(config, f"launch rules cannot be evaluated: {exc.message}",
-                             "launch")
-    problem = launch_problem(device, launch.grid, launch.block, launch.smem_bytes)
-    return None if problem is None else PruneDecision(config, problem, "launch")
+    return PruneDecision.of(config, config_rejection(rules, config, env, device)[1])
 
 
 def resource_decision(config: Config, usage: ResourceUsage, device: DeviceSpec,
@@ -67,23 +77,8 @@ def resource_decision(config: Config, usage: ResourceUsage, device: DeviceSpec,
                       allow_spills: bool = True) -> PruneDecision | None:
     """A PruneDecision from ptxas's report: shared memory over the limit, no resident
     block, occupancy under ``min_occupancy`` (fraction of the SM's warps), or spills."""
-    smem = usage.smem_bytes_per_block
-    if smem > device.smem_per_block_optin_bytes:
-        return PruneDecision(config, f"shared memory of {smem} bytes per block exceeds "
-                             f"smem_per_block_optin_bytes={device.smem_per_block_optin_bytes}",
-                             "resources")
-    occ = occupancy(device, usage, threads_per_block)
-    if occ.blocks_per_sm == 0:
-        return PruneDecision(config, f"no block fits on an SM (limited by {occ.limited_by})",
-                             "resources")
-    if occ.fraction < min_occupancy:
-        return PruneDecision(config, f"occupancy {occ.fraction:.2f} (limited by "
-                             f"{occ.limited_by}) is below the floor {min_occupancy:.2f}",
-                             "resources")
-    if usage.spills and not allow_spills:
-        return PruneDecision(config, f"registers spill ({usage.spill_store_bytes} bytes "
-                             f"stored, {usage.spill_load_bytes} loaded)", "resources")
-    return None
+    return PruneDecision.of(config, resource_rejection(
+        device, usage, threads_per_block, min_occupancy=min_occupancy, allow_spills=allow_spills))
 
 
 Pruner = Callable[[Config, str], "PruneDecision | None"]
@@ -143,7 +138,7 @@ def launch_score(config: Config, rules: LaunchRules, env: Mapping[str, Any],
         launch = evaluate_launch(rules, config, env)
     except (TemplateError, ExpressionError):
         return math.inf
-    if launch_problem(device, launch.grid, launch.block, launch.smem_bytes) is not None:
+    if evaluated_launch_rejection(device, launch) is not None:
         return math.inf
     usage = ResourceUsage(regs_per_thread=assumed_regs_per_thread,
                           dynamic_smem_bytes=launch.smem_bytes)

@@ -18,14 +18,9 @@ import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from workbench.core.errors import ExpressionError, TemplateError, WorkbenchError
-from workbench.core.hardware import (
-    DEFAULT_DEVICE,
-    DeviceSpec,
-    get_device,
-    launch_problem,
-    occupancy,
-)
+from workbench.core.errors import WorkbenchError
+from workbench.core.feasibility import config_rejection, occupancy, resource_rejection
+from workbench.core.hardware import DEFAULT_DEVICE, DeviceSpec, get_device
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import (
     Candidate,
@@ -36,7 +31,7 @@ from workbench.core.records import (
     Timing,
     TrialResult,
 )
-from workbench.core.template import KernelTemplate, Launch
+from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler, CompileResult
 from workbench.engine.runner import PlannedCandidate
 
@@ -123,13 +118,9 @@ class SyntheticRunner:
             if rejection is not None:
                 return self._result(candidate, Status.PRUNED,
                                     f"not in the search space: {rejection}")
-        try:
-            launch: Launch = template.launch_for(config, env)
-        except (TemplateError, ExpressionError) as exc:
-            return self._result(candidate, Status.PRUNED, str(exc))
-        problem = launch_problem(self.device, launch.grid, launch.block, launch.smem_bytes)
-        if problem is not None:
-            return self._result(candidate, Status.PRUNED, problem)
+        launch, refused = config_rejection(template.launch, config, env, self.device)
+        if refused is not None or launch is None:
+            return self._result(candidate, Status.PRUNED, str(refused))
         return PlannedCandidate(candidate, template.render(config, candidate.dtype), launch)
 
     def _finish(self, template: KernelTemplate, plan: PlannedCandidate,
@@ -142,11 +133,11 @@ class SyntheticRunner:
                                     f"{compiled.error_kind}: {compiled.error_summary}",
                                     instance_hash=instance.hash, log=compiled.log[-1500:])
             usage = compiled.usage or usage
-        occ = occupancy(self.device, usage.with_dynamic_smem(launch.smem_bytes),
-                        launch.threads_per_block)
-        if occ.blocks_per_sm == 0:
-            return self._result(candidate, Status.PRUNED,
-                                f"no block fits on an SM (limited by {occ.limited_by})",
+        full = usage.with_dynamic_smem(launch.smem_bytes)
+        occ = occupancy(self.device, full, launch.threads_per_block)
+        refused = resource_rejection(self.device, full, launch.threads_per_block)
+        if refused is not None:
+            return self._result(candidate, Status.PRUNED, refused.reason,
                                 usage=usage, occ=occ, instance_hash=instance.hash)
         t_us = self.model.time_us(self.folder.bytes_moved_for(candidate.shape, candidate.dtype),
                                   self.device.peak_mem_bandwidth_gb_per_s, occ.fraction,

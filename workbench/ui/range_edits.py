@@ -136,7 +136,7 @@ def summarize_space(template: Any, params: Sequence[Any], env: Mapping[str, Any]
     """Size of the space the edited ranges leave, and what prunes the rest.
 
     Constraints are counted over raw configs by the space itself; hardware limits
-    (``launch_problem`` of the template's launch rules on ``device``) over feasible configs.
+    (:func:`~workbench.core.feasibility.config_rejection`) over feasible configs.
     """
     from workbench.core.space import SearchSpace
 
@@ -147,19 +147,15 @@ def summarize_space(template: Any, params: Sequence[Any], env: Mapping[str, Any]
     launchable: int | None = None
     note = ""
     if device is not None and size <= MAX_HARDWARE_CHECK:
-        from workbench.core.hardware import launch_problem
+        from workbench.core.feasibility import config_rejection
 
         launchable = 0
         for config in space:
-            try:
-                launch = template.launch_for(config, env)
-                reason = launch_problem(device, launch.grid, launch.block, launch.smem_bytes)
-            except WorkbenchError as exc:
-                reason = f"launch rules failed: {exc.message}"
-            if reason is None:
+            refused = config_rejection(template.launch, config, env, device)[1]
+            if refused is None:
                 launchable += 1
             else:
-                by_hardware[_generalize(reason)] += 1
+                by_hardware[_generalize(refused.reason)] += 1
     elif device is not None:
         note = (f"hardware limits not checked: {size:,} configs is above "
                 f"{MAX_HARDWARE_CHECK:,}; they are checked per candidate during the search")
