@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from regtile_spellings import HOST_VECTOR
 
 from workbench.core.template import KernelTemplate
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -258,7 +259,7 @@ def simulate(g: Gemm, template: KernelTemplate, config: dict[str, Any], work: Pa
     main = _MAIN % {**ENV, "gx": launch.grid[0], "gy": launch.grid[1], "bx": launch.block[0],
                     "by": launch.block[1], "extra": g.extra_args, "b_index": g.b_index,
                     "alpha": g.alpha}
-    return float(run_on_host(work, "sim", COOPERATIVE_BLOCK + source + main))
+    return float(run_on_host(work, "sim", COOPERATIVE_BLOCK + HOST_VECTOR + source + main))
 
 
 @pytest.mark.slow

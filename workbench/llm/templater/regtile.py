@@ -23,6 +23,7 @@ with its reason and line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -36,10 +37,19 @@ from workbench.llm.templater.analysis import (
     int_value,
     line,
     strip,
+    terms,
     text,
     walk,
 )
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.regtile_vec import (
+    VEC_WIDTH,
+    NotVector,
+    VectorStore,
+    analyse_store,
+    float_pointers,
+    vector_loop,
+)
 from workbench.llm.templater.rules import literal, scale_divisor
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
@@ -173,7 +183,7 @@ class _Gemm:
             value = self.locals[name].value
             if value is not None and builtin(value, "threadIdx") in ("x", "y"):
                 self.thread_alias[name] = builtin(value, "threadIdx")  # type: ignore[assignment]
-            if value is not None and builtin(value, "blockIdx") in ("x", "y"):
+            if value is not None and builtin(value, "blockIdx") in ("x", "y", "z"):
                 self.block_alias[name] = builtin(value, "blockIdx")  # type: ignore[assignment]
         # locals whose value depends on the thread index (directly or through another)
         self.threaded: set[str] = set(self.thread_alias)
@@ -236,6 +246,9 @@ class _Gemm:
                      text(top.parent.child_by_field_name("operator")) == "*")):
                 top = top.parent
             dims = {self.block_dim(f) for f in factors(top)} - {None}
+            if "z" in dims:
+                raise Refused(f"`{text(top)}` multiplies the batch index (blockIdx.z) by the "
+                              f"tile size {self.tile}: the grid's z is kept as written", n)
             if any(self.thread_dim(f) is not None for f in factors(top)):
                 raise Refused(f"`{text(top)}` multiplies a thread index by the tile size "
                               f"{self.tile}: a thread numbering the rewrite does not model", n)
@@ -288,7 +301,7 @@ def fresh_names(plan: Plan, wanted: list[str]) -> dict[str, str]:
 def lift_regtile(plan: Plan) -> bool:
     """Register tiling of a shared-memory tiled GEMM; False when the kernel is not of the
     family (or is, and the analysis refused it: the finding says why)."""
-    if len(plan.block) != 2:
+    if len(plan.block) not in (2, 3) or (len(plan.block) == 3 and literal(plan.block[2]) != 1):
         return False
     bx, by = literal(plan.block[0]), literal(plan.block[1])
     if bx is None or bx != by or bx < 2:
@@ -475,8 +488,10 @@ def _analyse(g: _Gemm, loop: Node) -> None:
     for n in (m for h in _header(loop) for m in walk(h)):
         parts_div = binary(n)
         if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == t:
-            up = binary(parts_div[0])
-            if not (up and up[1] == "+" and int_value(up[2]) == t - 1):
+            # a rounded-up count, ``(K + T - 1) / T`` or ``(K + 15) / 16``, covers the rest
+            constant = [sign * (int_value(x) or 0) for sign, x in terms(parts_div[0])
+                        if int_value(x) is not None]
+            if len(terms(parts_div[0])) - len(constant) != 1 or sum(constant) != t - 1:
                 raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
                               f"a multiple of {t}); a deeper tile would drop the remainder", n)
     for s in parts.after + _header(loop):
@@ -492,10 +507,14 @@ def _analyse(g: _Gemm, loop: Node) -> None:
         if s.type == "declaration" or not g.mentions_thread(s):
             continue
         raise Refused(f"`{text(s)}` before the loop depends on the thread index", s)
-    if any(builtin(n, "gridDim") or builtin(n, "threadIdx") == "z" or builtin(n, "blockIdx")
-           == "z" for n in walk(plan.body)):
-        raise Refused("the kernel reads gridDim or a z index, which the rewrite does not "
-                      "model", plan.body)
+    # blockIdx.z (a batch or any outer index) is uniform over the block and the grid's z is
+    # kept as written: the rewrite leaves every use of it as is. The grid's x and y extents
+    # and a thread z index change with the tiles: those are not modelled.
+    for n in walk(plan.body):
+        if builtin(n, "gridDim") in ("x", "y") or builtin(n, "threadIdx") == "z" or \
+                builtin(n, "blockDim") == "z":
+            raise Refused(f"`{text(n)}` is read: the grid's x / y extent and a thread z "
+                          "index change with the tiles, which the rewrite does not model", n)
     spans = {(e.start_byte, e.end_byte) for tl in tiles.values() for e in tl.extents}
     spans |= {(n.start_byte, n.end_byte) for tl in tiles.values() for e in tl.extents
               for n in walk(e)}
@@ -520,7 +539,8 @@ def _decl_name(d: Node) -> str:
 def _emit(g: _Gemm, loop: Node) -> None:
     plan, t, data = g.plan, g.tile, g.data
     parts: _Parts = g.parts  # type: ignore[attr-defined]
-    n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y"])
+    n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
+                           "VEC"])
     g.names = n
     bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
     tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
@@ -557,6 +577,7 @@ def _emit(g: _Gemm, loop: Node) -> None:
     out.append(ind + render(data, loop, lambda m: "" if m == body else g.role_sub(m)).rstrip()
                + " {")
     ind2 = ind * 2
+    vectorized: list[str] = []  # the inner extents of the tiles loaded with float4
     for s in parts.stores:
         if s.type == "declaration":
             names = [_decl_name(d) for d in s.children_by_field_name("declarator")]
@@ -570,10 +591,25 @@ def _emit(g: _Gemm, loop: Node) -> None:
         dims = [g.thread_dim(i) for i in target[1]]
         threads = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
         e0, e1 = role_ext[tile.roles[0]], role_ext[tile.roles[1]]
-        out += [f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {tx_} * {ty_}) {{",
-                f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
-                f"{ind2}  " + render(data, s, g.region(threads, acc=False)),
-                f"{ind2}}}"]
+        scalar = render(data, s, g.region(threads, acc=False))
+        loop_as_written = [
+            f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {tx_} * {ty_}) {{",
+            f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
+            f"{ind2}  {scalar}",
+            f"{ind2}}}"]
+        vec = _vector_store(g, s, dims)
+        if vec is None:
+            out += loop_as_written
+            continue
+        vectorized.append(e1)
+
+        def at(m: Node, c: str, dims: list[str | None] = dims) -> str:
+            return render(data, m, g.region({dims[0] or "y": "wb_r", dims[1] or "x": c},
+                                            acc=False))
+        out += [f"#if {n['VEC']} == {VEC_WIDTH}",
+                *vector_loop(vec, at, scalar, rows=e0, cols=e1, threads=f"{tx_} * {ty_}",
+                             ind=ind2),
+                "#else", *loop_as_written, "#endif"]
     out.append(f"{ind2}__syncthreads();")
     virtual = {"x": f"(threadIdx.x + wb_j * {tx_})", "y": f"(threadIdx.y + wb_i * {ty_})"}
     per_item = g.region(virtual, acc=True)
@@ -608,7 +644,7 @@ def _emit(g: _Gemm, loop: Node) -> None:
     plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
     plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
     plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
-    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}"]
+    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
     plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
     where = f"{line(plan.body)}"
     tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
@@ -636,6 +672,15 @@ def _emit(g: _Gemm, loop: Node) -> None:
                        f"{line(padded[0].decl)}: __shared__ {padded[0].name}")
     else:
         pad = "0"
+    if vectorized:
+        vec_name = n["VEC"]
+        plan.add_param(vec_name, {"kind": "choice", "values": [1, VEC_WIDTH], "default": 1,
+                                  "description": f"{VEC_WIDTH}: float4 loads of the tiles "
+                                                 "where a run of four is aligned and in "
+                                                 "bounds (as written: 1)"},
+                       f"{line(loop)}: the tiles' cooperative loads")
+        plan.constrain(f"{vec_name} == 1 or (" + " and ".join(
+            f"{e} % {VEC_WIDTH} == 0" for e in sorted(set(vectorized))) + ")")
     plan.constrain(f"{bm} % {tm} == 0 and {bn} % {tn} == 0")
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
@@ -650,6 +695,21 @@ def _emit(g: _Gemm, loop: Node) -> None:
               f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
               f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "
               f"block = ({bn} / {tn}, {bm} / {tm})", loop)
+
+
+def _vector_store(g: _Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:
+    """The vector form of one cooperative store, or None (the reason noted under VEC)."""
+    along = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
+
+    def runs_along_row(index: Node) -> bool:
+        return re.search(r"\bwb_c\b", render(g.data, index, g.region(along, acc=False))) \
+            is not None
+    try:
+        return analyse_store(stmt, float_pointers(g.plan, g.body), set(g.tiles),
+                             runs_along_row)
+    except NotVector as exc:
+        g.plan.note("VEC", False, f"{exc}: the tile's loads stay scalar", stmt)
+        return None
 
 
 def _header(loop: Node) -> list[Node]:

@@ -1,0 +1,146 @@
+"""Vector (float4) loads of a register-tiled GEMM's shared tiles (the VEC knob of
+:mod:`.regtile`).
+
+A tile's cooperative store, as the author wrote it, gives the tile element at position
+``(r, c)`` (``c`` along the tile's inner extent) as ``guard ? X[idx] : other``, as an if/else
+of the two, or as ``X[idx]``; ``X`` a pointer to ``float``. At ``VEC == 4`` each thread takes
+four neighbouring positions ``c .. c + 3`` of one row and loads them with one 16-byte load
+only where, at run time, all of the following hold -- otherwise it runs the store as written
+at each of the four positions:
+
+- the guard holds at all four positions (so the kernel as written reads all four elements);
+- ``&X[idx(c + q)] == &X[idx(c)] + q`` for ``q = 1 .. 3`` (the four are one contiguous run);
+- ``&X[idx(c)]`` is 16-byte aligned (a leading dimension or batch offset that is not a
+  multiple of four floats falls back to the store as written, never to a misaligned load).
+
+So every config reads exactly the elements the kernel as written reads, and writes the same
+values; the constraint ``<inner extent> % 4 == 0`` keeps the runs inside a tile row. Stores
+of any other form (a computed value, a load of another type, an index that does not run
+along the tile's row) are refused with their line and keep the scalar loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.llm.templater.analysis import strip, text, walk
+from workbench.llm.templater.plan import Plan
+
+VEC_WIDTH = 4
+
+
+class NotVector(Exception):
+    """A store the vector path cannot take, with its reason."""
+
+
+@dataclass(frozen=True)
+class VectorStore:
+    """The parts of one cooperative store: the tile element written, the guard (None: none
+    written), the global load and the whole statement (its scalar form)."""
+
+    target: Node
+    guard: Node | None
+    load: Node
+    statement: Node
+
+
+def _assignment(stmt: Node) -> Node | None:
+    if stmt.type == "compound_statement":
+        inner = [c for c in stmt.named_children if c.type != "comment"]
+        return _assignment(inner[0]) if len(inner) == 1 else None
+    if stmt.type == "expression_statement" and stmt.named_child_count == 1:
+        e = strip(stmt.named_children[0])
+        if e.type == "assignment_expression" and text(e.child_by_field_name("operator")) == "=":
+            return e
+    return None
+
+
+def float_pointers(plan: Plan, body: Node) -> set[str]:
+    """Names declared as pointers to (const) float: kernel parameters and locals."""
+    out = {p.name for p in plan.kernel.params if p.is_pointer and p.dtype == "f32"}
+    for n in walk(body):
+        if n.type != "declaration" or text(n.child_by_field_name("type")) != "float":
+            continue
+        for d in n.children_by_field_name("declarator"):
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if inner is not None and inner.type == "pointer_declarator":
+                name = inner.child_by_field_name("declarator")
+                if name is not None and name.type == "identifier":
+                    out.add(text(name))
+    return out
+
+
+def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
+                  runs_along_row: Callable[[Node], bool]) -> VectorStore:
+    """The parts of ``stmt`` the vector path needs; NotVector with the reason otherwise.
+    ``runs_along_row(idx)``: the load's index mentions the tile's inner position."""
+    guard: Node | None = None
+    if stmt.type == "if_statement":
+        cond = stmt.child_by_field_name("condition")
+        cons = stmt.child_by_field_name("consequence")
+        if cond is None or cons is None:
+            raise NotVector("an if without a condition or body")
+        assign = _assignment(cons)
+        guard = strip(cond)
+        if guard.type == "condition_clause" and guard.named_child_count == 1:
+            guard = strip(guard.named_children[0])
+    else:
+        assign = _assignment(stmt)
+    if assign is None:
+        raise NotVector("the store is not one assignment of the tile element")
+    target, value = assign.child_by_field_name("left"), assign.child_by_field_name("right")
+    assert target is not None and value is not None
+    value = strip(value)
+    if guard is None and value.type == "conditional_expression":
+        guard = value.child_by_field_name("condition")
+        value = strip(value.child_by_field_name("consequence"))  # type: ignore[arg-type]
+    if value.type != "subscript_expression":
+        raise NotVector(f"the stored value `{text(value)}` is not a load `X[index]`")
+    array = strip(value.child_by_field_name("argument"))  # type: ignore[arg-type]
+    if array.type != "identifier" or text(array) in tiles or text(array) not in pointers:
+        raise NotVector(f"`{text(array)}` is not a pointer to float (float4 loads need "
+                        "4-byte elements)")
+    index = value.child_by_field_name("indices") or value.child_by_field_name("index")
+    if index is None or not runs_along_row(index):
+        raise NotVector(f"the index of `{text(value)}` does not run along the tile's row "
+                        "(its inner position)")
+    for n in walk(value):
+        if n.type in ("call_expression", "assignment_expression", "update_expression"):
+            raise NotVector(f"`{text(n)}` in the load has effects or calls")
+    if guard is not None and any(n.type in ("call_expression", "assignment_expression",
+                                            "update_expression") for n in walk(guard)):
+        raise NotVector(f"the guard `{text(guard)}` has effects or calls")
+    return VectorStore(target, guard, value, stmt)
+
+
+def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, rows: str,
+                cols: str, threads: str, ind: str) -> list[str]:
+    """The ``#if VEC == 4`` loop of one store. ``at(node, c)`` renders ``node`` at the row
+    ``wb_r`` and the inner position ``c``; ``scalar`` is the store as written at (wb_r, wb_c)."""
+    w = VEC_WIDTH
+    pos = ["wb_c4"] + [f"(wb_c4 + {q})" for q in range(1, w)]
+    base = "&" + at(v.load, pos[0])
+    checks = ["((unsigned long long)wb_p & 15) == 0"]
+    if v.guard is not None:
+        checks += [f"({at(v.guard, c)})" for c in pos]
+    checks += [f"&{at(v.load, c)} == wb_p + {q}" for q, c in enumerate(pos) if q]
+    lanes = "xyzw"
+    out = [f"for (int wb_e = wb_tid; wb_e < {rows} * ({cols} / {w}); wb_e += {threads}) {{",
+           f"  const int wb_r = wb_e / ({cols} / {w}), wb_c4 = wb_e % ({cols} / {w}) * {w};",
+           f"  const float* wb_p = {base};",
+           "  // one 16-byte load where the four elements are the ones the kernel as written",
+           "  // reads, one aligned run; the store as written at each position otherwise",
+           "  if (" + "\n      && ".join(checks) + ") {",
+           "    const float4 wb_v = *reinterpret_cast<const float4*>(wb_p);"]
+    out += [f"    {at(v.target, c)} = wb_v.{lanes[q]};" for q, c in enumerate(pos)]
+    out += ["  } else {",
+            f"    for (int wb_q = 0; wb_q < {w}; ++wb_q) {{",
+            "      const int wb_c = wb_c4 + wb_q;",
+            f"      {scalar}",
+            "    }",
+            "  }",
+            "}"]
+    return [ind + x for x in out]
