@@ -359,13 +359,20 @@ extern "C" __global__ void k(float* out, const float* in, int w, int h) {
 """
 
 
-# the tile loaded by one flat loop over its elements: the apron lift (apron.py) does not
-# follow that load, so the tied tile is lifted through its macro (or the block kept)
-BLUR_FLAT = BLUR.replace(
-    """  for (int i = threadIdx.y; i < TILE + 2; i += TILE)
+# the halo loaded by per-thread branches: the apron lift (apron.py) does not follow that
+# load, so the tied tile is lifted through its macro (or the block kept)
+BLUR_BRANCHES = BLUR.replace("""  for (int i = threadIdx.y; i < TILE + 2; i += TILE)
     for (int j = threadIdx.x; j < TILE + 2; j += TILE) {
-""", """  for (int e = threadIdx.y * TILE + threadIdx.x; e < (TILE + 2) * (TILE + 2); e += TILE * TILE) {
-      int i = e / (TILE + 2), j = e % (TILE + 2);
+      int gx = min(max(x0 + j, 0), w - 1), gy = min(max(y0 + i, 0), h - 1);
+      tile[i][j] = in[gy * w + gx];
+    }
+""", """  int tx = threadIdx.x, ty = threadIdx.y, e = TILE + 1;
+  int cx = min(max(x0 + tx + 1, 0), w - 1), cy = min(max(y0 + ty + 1, 0), h - 1);
+  int ex = min(max(x0 + tx * e, 0), w - 1), ey = min(max(y0 + ty * e, 0), h - 1);
+  tile[ty + 1][tx + 1] = in[cy * w + cx];
+  if (tx < 2) tile[ty + 1][tx * e] = in[cy * w + ex];
+  if (ty < 2) tile[ty * e][tx + 1] = in[ey * w + cx];
+  if (tx < 2 && ty < 2) tile[ty * e][tx * e] = in[ey * w + ex];
 """)
 
 
@@ -376,7 +383,7 @@ def lift_blur(source: str) -> LiftedSource:
 
 def test_a_halo_tile_spelled_with_its_macro_follows_one_tile_parameter(compiler: Any) -> None:
     assert any(f.transform == "OUT_XY" and f.applied for f in lift_blur(BLUR).findings)
-    lifted = lift_blur(BLUR_FLAT)
+    lifted = lift_blur(BLUR_BRANCHES)
     assert [p.name for p in lifted.params][:1] == ["TUNED_TILE"], lifted.notes
     assert "#define TILE TUNED_TILE" in lifted.source  # extents, halo and load loops follow
     assert "__shared__ float tile[TILE + 2][TILE + 2];" in lifted.source
@@ -390,7 +397,7 @@ def test_a_halo_tile_spelled_with_its_macro_follows_one_tile_parameter(compiler:
 
 
 @pytest.mark.parametrize("source,line", [
-    (BLUR_FLAT.replace("#define TILE 16\n", "").replace("TILE", "16"), 2),  # literals
+    (BLUR_BRANCHES.replace("#define TILE 16\n", "").replace("TILE", "16"), 2),  # literals
     (GEMMS["literal_ifelse_tile_count"].source.replace(
         "  float sum = 0;\n", "  float sum = 0;\n  if (r >= M) return;\n"), 3),
 ], ids=["blur_literals", "gemm_refused"])

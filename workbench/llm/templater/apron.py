@@ -228,6 +228,124 @@ def _load_loop(loop: Node, sizes: dict[str, int], deps: _Deps) -> _LoadLoop:
     return _LoadLoop(dims[0], loop, var, strip(parts[2]), strip(step), bound.get((), 0))
 
 
+@dataclass(frozen=True)
+class _Load:
+    """One tile load: the extents it covers and its nodes that follow the new sizes (key:
+    EY / EX the loaded extents, BY / BX the block's sizes, EYEX their product, BXBY the
+    block's threads, FLAT the thread's flat index, WX the loaded width)."""
+
+    extent_y: int
+    extent_x: int
+    edits: list[tuple[Node, str]]
+
+
+def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
+                 sizes: dict[str, int], deps: _Deps, own: set[str]) -> None:
+    """``body`` is declarations and the store ``tile[yvar][xvar] = V`` with V a function of
+    the global position; nothing else in ``loop`` writes (``own``: the loop's own locals)."""
+    store = body[-1] if body else loop
+    if any(b.type != "declaration" for b in body[:-1]):
+        raise Refused("the tile load's body is not declarations and one store", store)
+    e = strip(store.named_children[0]) if store.type == "expression_statement" and \
+        store.named_child_count == 1 else None
+    left = e.child_by_field_name("left") if e is not None and \
+        e.type == "assignment_expression" and \
+        text(e.child_by_field_name("operator")) == "=" else None
+    target = strip(left) if left is not None else None
+    if e is None or target is None or _base(target) != tile:
+        raise Refused(f"`{text(store)}` is not the tile store `{tile}[py][px] = v`", store)
+    idx = [text(strip(i)) for i in _indices(target)]
+    if idx != [yvar, xvar]:
+        raise Refused(f"`{text(target)}` does not store at [{yvar}][{xvar}]", store)
+    value = e.child_by_field_name("right")
+    assert value is not None
+    for b in body[:-1]:
+        for d in b.children_by_field_name("declarator"):
+            name = text(d.child_by_field_name("declarator"))
+            if name not in deps.values and name not in own:
+                raise Refused(f"`{text(b)}` in the tile load is assigned again", b)
+    check = _Check(deps, [_Pair(yvar, "blockIdx.y", sizes["y"]),
+                          _Pair(xvar, "blockIdx.x", sizes["x"])], {"threadIdx.x", "threadIdx.y"})
+    bad = check.bad(value)
+    if bad is not None or tile in {text(n) for n in walk(value)}:
+        raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile position "
+                      "or the block other than through the global position (or reads the "
+                      "thread index or the tile)", bad or value)
+    for n in walk(loop):
+        if n.type in ("assignment_expression", "update_expression") and n != e and \
+                (n.parent is None or n.parent.type != "for_statement"):
+            raise Refused(f"`{text(n)}` writes inside the tile load", n)
+
+
+def _nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: _Deps) -> _Load:
+    outer = _load_loop(s, sizes, deps)
+    inner_stmts = _only_statement(s.child_by_field_name("body"))
+    if len(inner_stmts) != 1 or inner_stmts[0].type != "for_statement":
+        raise Refused(f"the tile load loop over {outer.var} does not hold exactly one "
+                      "inner load loop", s)
+    inner = _load_loop(inner_stmts[0], sizes, deps)
+    if inner.dim == outer.dim:
+        raise Refused("both tile load loops stride along the same dimension", inner.loop)
+    ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
+    body = _only_statement(inner.loop.child_by_field_name("body"))
+    _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
+    return _Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
+                                        (xs.step, "BX")])
+
+
+def _is_flat(loop: Node, deps: _Deps, bx: int) -> bool:
+    """``for (e = threadIdx.y * BX + threadIdx.x; ...)``: one loop over the tile's elements."""
+    init = loop.child_by_field_name("initializer")
+    if init is None or init.type != "declaration" or \
+            len(init.children_by_field_name("declarator")) != 1:
+        return False
+    start = init.children_by_field_name("declarator")[0].child_by_field_name("value")
+    return start is not None and \
+        deps.poly(start, []) == {("threadIdx.y",): bx, ("threadIdx.x",): 1}
+
+
+def _flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> _Load:
+    """``for (e = flat thread; e < LY * LX; e += BX * BY) { py = e / LX; px = e % LX;
+    tile[py][px] = V; }`` (py, px declared once, in either order or one declaration)."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    assert init is not None
+    d = init.children_by_field_name("declarator")[0]
+    var, start = text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
+    parts = binary(cond) if cond is not None else None
+    step = update.child_by_field_name("right") if update is not None and \
+        update.type == "assignment_expression" and \
+        text(update.child_by_field_name("operator")) == "+=" and \
+        text(update.child_by_field_name("left")) == var else None
+    body = _only_statement(loop.child_by_field_name("body"))
+    coords: dict[str, tuple[str, Node]] = {}  # "/" or "%" -> (local, divisor node)
+    for b in body[:-1]:
+        for dd in b.children_by_field_name("declarator"):
+            value = dd.child_by_field_name("value")
+            q = binary(value) if value is not None else None
+            if q is not None and q[1] in ("/", "%") and text(strip(q[0])) == var:
+                coords[q[1]] = (text(dd.child_by_field_name("declarator")), strip(q[2]))
+    width = {int_value(n) for _v, n in coords.values()}
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var or step is None or \
+            int_value(step) != sizes["x"] * sizes["y"] or set(coords) != {"/", "%"} or \
+            len(width) != 1 or None in width:
+        raise Refused(f"`{text(loop).splitlines()[0]}` is not a flat tile load `for (e = "
+                      "threadIdx.y * BX + threadIdx.x; e < LY * LX; e += BX * BY)` with "
+                      "`e / LX` and `e % LX`", loop)
+    lx = width.pop() or 0
+    total = _Deps(plan, {var}).poly(parts[2], [])
+    if set(total) - {()} or lx <= 0 or total.get((), 0) % lx:
+        raise Refused(f"the flat tile load's count `{text(parts[2])}` is not a compile-time "
+                      f"multiple of its width {lx}", loop)
+    yvar, xvar = coords["/"][0], coords["%"][0]
+    deps = _Deps(plan, {yvar, xvar})
+    _check_store(plan, loop, body, tile, yvar, xvar, sizes, deps, {yvar, xvar})
+    assert start is not None
+    return _Load(total.get((), 0) // lx, lx,
+                 [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
+                  *((n, "WX") for _v, n in coords.values())])
+
+
 def _only_statement(node: Node | None) -> list[Node]:
     if node is None:
         return []
@@ -279,7 +397,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     keep: set[str] = set()
     deps = _Deps(plan, keep)
     # -- the load phase: declarations and the load nest -------------------------------------
-    loads: list[tuple[_LoadLoop, _LoadLoop, Node]] = []
+    loads: list[_Load] = []
     for s in pre:
         if s.type == "declaration":
             continue
@@ -287,53 +405,13 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
             raise Refused(f"`{text(s).splitlines()[0]}` before the barrier is neither a "
                           "declaration nor a tile load loop strided by the block (a load "
                           "written as per-thread halo branches is not modelled)", s)
-        outer = _load_loop(s, sizes, deps)
-        inner_stmts = _only_statement(s.child_by_field_name("body"))
-        if len(inner_stmts) != 1 or inner_stmts[0].type != "for_statement":
-            raise Refused(f"the tile load loop over {outer.var} does not hold exactly one "
-                          "inner load loop", s)
-        inner = _load_loop(inner_stmts[0], sizes, deps)
-        if inner.dim == outer.dim:
-            raise Refused("both tile load loops stride along the same dimension", inner.loop)
-        body = _only_statement(inner.loop.child_by_field_name("body"))
-        store = body[-1] if body else inner.loop
-        if any(b.type != "declaration" for b in body[:-1]):
-            raise Refused("the tile load's body is not declarations and one store", store)
-        e = strip(store.named_children[0]) if store.type == "expression_statement" and \
-            store.named_child_count == 1 else None
-        left = e.child_by_field_name("left") if e is not None and \
-            e.type == "assignment_expression" and \
-            text(e.child_by_field_name("operator")) == "=" else None
-        target = strip(left) if left is not None else None
-        if e is None or target is None or _base(target) != tile:
-            raise Refused(f"`{text(store)}` is not the tile store `{tile}[py][px] = v`", store)
-        ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
-        idx = [text(strip(i)) for i in _indices(target)]
-        if idx != [ys.var, xs.var]:
-            raise Refused(f"`{text(target)}` does not store at [{ys.var}][{xs.var}]", store)
-        value = e.child_by_field_name("right")
-        assert value is not None
-        for b in body[:-1]:
-            for d in b.children_by_field_name("declarator"):
-                if text(d.child_by_field_name("declarator")) not in deps.values:
-                    raise Refused(f"`{text(b)}` in the tile load is assigned again", b)
-        check = _Check(deps, [_Pair(ys.var, "blockIdx.y", by), _Pair(xs.var, "blockIdx.x", bx)],
-                       {"threadIdx.x", "threadIdx.y"})
-        bad = check.bad(value)
-        if bad is not None or tile in {text(n) for n in walk(value)}:
-            raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile position "
-                          "or the block other than through the global position (or reads the "
-                          "thread index or the tile)", bad or value)
-        for n in walk(s):
-            if n.type in ("assignment_expression", "update_expression") and n != e and \
-                    n.parent != s and n.parent != inner.loop:
-                raise Refused(f"`{text(n)}` writes inside the tile load", n)
-        loads.append((ys, xs, store))
+        loads.append(_flat_load(plan, s, tile, sizes) if _is_flat(s, deps, bx)
+                     else _nest_load(plan, s, tile, sizes, deps))
     if not loads:
         raise Refused(f"no loop strided by the block loads the tile {tile} before the barrier",
                       stmts[syncs[0]])
-    load_y = {ys.extent for ys, _xs, _s in loads}
-    load_x = {xs.extent for _ys, xs, _s in loads}
+    load_y = {ld.extent_y for ld in loads}
+    load_x = {ld.extent_x for ld in loads}
     ey, ex = (deps.poly(e, []) for e in extents)
     if len(load_y) != 1 or len(load_x) != 1 or set(ey) - {()} or set(ex) - {()}:
         raise Refused(f"the tile {tile}'s loads do not cover one compile-time extent", tdecl)
@@ -420,8 +498,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                           f"{sizes[dim]}", n)
         offsets[(strip(size).start_byte, strip(size).end_byte)] = dim
     replaced = [(e.start_byte, e.end_byte) for e in extents] + \
-        [(lp.bound.start_byte, lp.bound.end_byte) for ys, xs, _s in loads for lp in (ys, xs)] + \
-        [(lp.step.start_byte, lp.step.end_byte) for ys, xs, _s in loads for lp in (ys, xs)] + \
+        [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
         list(offsets)
     for n in walk(plan.body):
         if n.type in ("number_literal", "identifier") and int_value(n) in (bx, by) and \
@@ -482,7 +559,7 @@ class _Facts:
     hx: int
     hy: int
     pad: int
-    loads: list[tuple[_LoadLoop, _LoadLoop, Node]]
+    loads: list[_Load]
     offsets: dict[tuple[int, int], str]
     pre: list[Node]
     post: list[Node]
@@ -499,11 +576,12 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     ext_x = f"{bx_n} * {ox_n} + {f.hx}"
     rw.replace(f.extents[0], ext_y)
     rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
-    for ys, xs, _store in f.loads:
-        rw.replace(ys.bound, ext_y)
-        rw.replace(xs.bound, ext_x)
-        rw.replace(ys.step, by_n)
-        rw.replace(xs.step, bx_n)
+    new = {"EY": ext_y, "EX": ext_x, "BY": by_n, "BX": bx_n,
+           "EYEX": f"({ext_y}) * ({ext_x})", "BXBY": f"{bx_n} * {by_n}",
+           "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})"}
+    for ld in f.loads:
+        for node, key in ld.edits:
+            rw.replace(node, new[key])
     origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
     spans = {span: origin[dim] for span, dim in f.offsets.items()}
     done: set[tuple[int, int]] = set()
