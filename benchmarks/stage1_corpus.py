@@ -2,7 +2,9 @@
 expert's hand-written template of the same kernel, both searched by the same stage 2.
 
 For every kernel folder of benchmarks/corpus_compute (``--set compute``) and then, last
-and reported apart, benchmarks/corpus_compute_unseen (``--set unseen``):
+and reported apart, benchmarks/corpus_compute_unseen (``--set unseen``) and
+benchmarks/corpus_compute_unseen2 (``--set unseen2``: four kernels by another hand, kept
+from the templater's authors until measured):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -43,9 +45,10 @@ sys.path.insert(0, str(ROOT))
 from corpus_bench import bench_kernel, environment  # noqa: E402
 
 SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
-        "unseen": ROOT / "benchmarks" / "corpus_compute_unseen"}
+        "unseen": ROOT / "benchmarks" / "corpus_compute_unseen",
+        "unseen2": ROOT / "benchmarks" / "corpus_compute_unseen2"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
-MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d"})
+MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials"})
 PROPOSE_TIMEOUT_S = 240
 
 
@@ -99,8 +102,8 @@ def bench_pair(name: str, root: Path, work: Path, budget: int,
     shape with the same budget; (a) is each tune's own baseline timing. ``routes`` limits
     the run to one of them (``expert`` alone checks the hand-written spaces first)."""
     doc: dict[str, Any] = {"kernel": name, "memory_bound": name in MEMORY_BOUND}
-    proposed = (propose_route(root / name, work / "templater_folders")
-                if "templater" in routes else {"written": False, "last_line": "not run"})
+    proposed: dict[str, Any] = (propose_route(root / name, work / "templater_folders")
+                               if "templater" in routes else {"written": False, "last_line": "not run"})
     templater: dict[str, Any] = {"propose": proposed}
     if "templater" not in routes:
         templater["error"] = "route not run (--routes)"
@@ -176,7 +179,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
     ap.add_argument("--set", default="compute,unseen",
-                    help="compute, unseen or both in order (the unseen kernels run last)")
+                    help="compute, unseen, unseen2, or several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
     ap.add_argument("--conditions", default="read",
