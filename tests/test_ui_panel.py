@@ -80,6 +80,7 @@ class FakeBackend:
         self.baseline_source = "int a;\n"
         self.template_source = "int a;\nint b;\n"
         self.fail_start = False
+        self.stored_pick: Any = None  # what the fake store holds as the pick (a PickRecord)
 
     replay_problem = ""
 
@@ -103,6 +104,9 @@ class FakeBackend:
 
     def results(self, shape: str, dtype: str) -> list[TrialResult]:
         return list(self.stored)
+
+    def pick(self, shape: str, dtype: str) -> Any:
+        return self.stored_pick
 
     def allow(self, n: int) -> None:
         """Let ``n`` more trials through (gated mode)."""

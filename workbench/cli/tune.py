@@ -141,8 +141,10 @@ def register(sub: Any) -> None:
     p.add_argument("--max-time", type=seconds, default=None, help="wall-time budget in seconds")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the strategy's random choices: the same seed searches in the same order (default 0)")
-    p.add_argument("--batch", type=count(1), default=16,
-                   help="candidates handed to the runner at once (compiled in parallel)")
+    p.add_argument("--batch", type=count(1), default=None,
+                   help="candidates handed to the runner at once, compiled in parallel "
+                        "(default 16; with --cluster 16 per GPU worker, the next batch "
+                        "compiled while one is measured)")
     p.add_argument("--top", type=count(1), default=5,
                    help="how many of the fastest configs the report lists (default 5)")
     p.add_argument("--confirm", type=count(0), default=5, metavar="K",

@@ -91,6 +91,17 @@ class CompilerIdentity:
     flags: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class _BatchPlan:
+    """One measure call's compiles: ``units`` maps an instance hash to the indices of the
+    candidates it serves; ``uncompiled`` are the candidates with nothing to compile (the
+    runner prunes them with the reason); ``token`` names the batch's tasks."""
+
+    token: int
+    units: dict[str, list[int]]
+    uncompiled: tuple[int, ...]
+
+
 def _gpu_workers(client: Any, resource: str) -> list[str]:
     workers = client.scheduler_info(n_workers=-1)["workers"]
     return sorted(address for address, info in workers.items()
@@ -184,6 +195,7 @@ class DaskRunner:
         self._in_flight: dict[Any, int] = {}
         self.dispatched = 0  # measure tasks submitted so far
         self.compiles = CompileAhead(BATCH_PER_GPU * len(self.workers))
+        self._now: set[str] = set()  # instance hashes of the batch measured now
         self._workers_died = False
 
     @property
@@ -274,14 +286,26 @@ class DaskRunner:
         """Fan the candidates out; yield each result when it arrives (any order: pair them
         with candidates by ``result.config``). Closing the iterator cancels what is left.
 
+        The batch's compiles go to the front of the compile-ahead queue when this is
+        called, before the first result is asked for, and compiles queued ahead for other
+        candidates are cancelled then: a caller that knows its next batch calls
+        :meth:`compile_ahead` right after this call, and those compiles run while this
+        batch is measured (the search loop does, :class:`~workbench.search.orchestrator.
+        CompilesAhead`).
+
         A Dask worker that dies takes down every task queued on it, not only the one it was
         running, so candidates that Dask gives up on (KilledWorker) run again at the end, one
         at a time: a death then is that candidate's own, and it is recorded crashed."""
         if self._workers_died:
             self._workers_died = False
             self._check_reference()  # dispatch to the workers that replaced them
+        plan = self._plan(candidates, cancel_others=True)
+        return self._measured(candidates, plan)
+
+    def _measured(self, candidates: Sequence[Candidate], plan: _BatchPlan,
+                  ) -> Generator[TrialResult, None, None]:
         suspects: list[Candidate] = []
-        with contextlib.closing(self._fan_out(candidates)) as arrivals:
+        with contextlib.closing(self._fan_out(candidates, plan)) as arrivals:
             for candidate, result in arrivals:
                 if result is None:
                     suspects.append(candidate)
@@ -294,41 +318,54 @@ class DaskRunner:
         """Measure one suspect with nothing else in flight (twice, should a worker die for
         another reason meanwhile); crashed when it kills its worker every time."""
         for _ in range(attempts):
-            with contextlib.closing(self._fan_out([candidate])) as arrivals:
+            plan = self._plan([candidate], cancel_others=False)  # the next batch's stay
+            with contextlib.closing(self._fan_out([candidate], plan)) as arrivals:
                 for _, result in arrivals:
                     if result is not None:
                         return result
         return self._lost(candidate, f"Dask workers died while measuring it, also when it "
                           f"ran alone ({attempts} times)")
 
-    def _fan_out(self, candidates: Sequence[Candidate],
+    def _plan(self, candidates: Sequence[Candidate], *, cancel_others: bool) -> _BatchPlan:
+        """The batch's distinct instances, wanted at the front of the compile-ahead queue
+        (``cancel_others``: compiles held or wanted for other candidates are cancelled, a
+        next batch the caller queued before this one and then did not measure)."""
+        units: dict[str, list[int]] = {}  # instance hash -> the candidates it serves
+        instances: dict[str, KernelInstance] = {}
+        uncompiled: list[int] = []
+        for index, candidate in enumerate(candidates):
+            instance = self.endpoint.instance(candidate)
+            if instance is None:
+                uncompiled.append(index)
+            else:
+                units.setdefault(instance.hash, []).append(index)
+                instances.setdefault(instance.hash, instance)
+        if cancel_others:
+            self.client.cancel(self.compiles.keep_only(set(units)))
+            self._now = set(units)
+        else:
+            self._now |= set(units)
+        self.compiles.want(list(instances.items()), front=True)
+        return _BatchPlan(next(_tokens), units, tuple(uncompiled))
+
+    def _fan_out(self, candidates: Sequence[Candidate], plan: _BatchPlan,
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
-        """Queue the compiles (through the bounded compile-ahead queue: at most
-        :attr:`compile_limit` submitted and not yet handed to a device); dispatch each
+        """Take the batch's compiles from the bounded compile-ahead queue (at most
+        :attr:`compile_limit` submitted and not yet handed to a device; ``plan`` put them
+        at its front); dispatch each
         candidate's measure task once its compile is done (in the order compiles finish,
         so the device starts on the first one ready; in the order given on a pinned view),
         keeping at most :data:`MEASURES_PER_GPU` per GPU worker in flight; yield
         (candidate, result) as each arrives (None: Dask gave up on it after workers died).
         Compiles queued by :meth:`compile_ahead` for these candidates are used as they
-        are; those for others are cancelled. Tasks are dispatched only while the caller
+        are. Tasks are dispatched only while the caller
         takes results, so a caller that holds (a paused search) lets the workers run dry
         and one that closes the iterator (a stopped one) cancels what is in flight."""
         from distributed import KilledWorker, wait
 
-        batch = next(_tokens)
-        units: dict[str, list[int]] = {}  # instance hash -> the candidates it serves
-        instances: dict[str, KernelInstance] = {}
-        ready: list[int] = []
-        for index, candidate in enumerate(candidates):
-            instance = self.endpoint.instance(candidate)
-            if instance is None:
-                ready.append(index)
-            else:
-                units.setdefault(instance.hash, []).append(index)
-                instances.setdefault(instance.hash, instance)
+        batch, units = plan.token, plan.units
+        ready: list[int] = list(plan.uncompiled)
         hash_of = {index: key for key, indices in units.items() for index in indices}
-        self.client.cancel(self.compiles.keep_only(set(units)))
-        self.compiles.want(list(instances.items()), front=True)
         artifact_of: dict[int, Any] = {}
         compiling: dict[Any, str] = {}   # compile future -> its instance hash
         unattached = list(units)         # hashes whose compile is not submitted yet
@@ -419,24 +456,33 @@ class DaskRunner:
         return self.compiles.limit
 
     def compile_ahead(self, candidates: Sequence[Candidate]) -> int:
-        """Queue the compiles of candidates the caller will measure next (the next batch),
-        so they run while the devices measure the current one; the next :meth:`measure`
-        call takes them (those it does not measure are cancelled then). Bounded by
-        :attr:`compile_limit` with the current batch's; returns how many are queued."""
+        """Queue the compiles of the candidates the caller will measure next (the next
+        batch), so they run while the devices measure the current one; the next
+        :meth:`measure` call takes them. The next batch is exactly these: compiles queued
+        ahead for others are cancelled (``[]``: the caller will measure nothing more).
+        Bounded by :attr:`compile_limit` with the current batch's; returns how many are
+        queued."""
         wanted = [(i.hash, i) for i in (self.endpoint.instance(c) for c in candidates)
                   if i is not None]
+        self.client.cancel(self.compiles.keep_only(self._now | {key for key, _ in wanted}))
         self.compiles.want(wanted, front=False)
-        self._top_up_compiles(next(_tokens), ahead=True)
+        self._top_up_compiles(next(_tokens))
         return len(wanted)
 
-    def _top_up_compiles(self, batch: int, *, ahead: bool = False) -> None:
-        """Submit what the compile-ahead queue has room for (one message)."""
+    def _top_up_compiles(self, batch: int) -> None:
+        """Submit what the compile-ahead queue has room for (one message): the compiles of
+        the batch measured now (:meth:`_plan`) at their priority, the next batch's below
+        every one of them."""
         items = self.compiles.to_submit()
-        if items:
-            for (key, _), future in zip(items, self._submit_compiles(
-                    [i for _, i in items], batch, -_AHEAD_PRIORITY if ahead else 0),
-                    strict=True):
-                self.compiles.hold(key, future)
+        if not items:
+            return
+        now = [(key, i) for key, i in items if key in self._now]
+        ahead = [(key, i) for key, i in items if key not in self._now]
+        for group, priority in ((now, 0), (ahead, -_AHEAD_PRIORITY)):
+            if group:
+                for (key, _), future in zip(group, self._submit_compiles(
+                        [i for _, i in group], batch, priority), strict=True):
+                    self.compiles.hold(key, future)
 
     def _submit_compiles(self, instances: Sequence[KernelInstance], batch: int,
                          priority: int = 0) -> list[Any]:

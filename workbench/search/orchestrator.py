@@ -26,7 +26,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from workbench.core.errors import SearchError, UnknownStrategyError
 from workbench.core.events import (
@@ -50,14 +50,36 @@ from workbench.search.pruning import LaunchPruner, Pruner, split_pruned
 from workbench.search.strategies import STRATEGIES, BaseStrategy, make_strategy
 from workbench.store.base import DEFAULT_LEASE_S, Provenance, Store, claim_owner, provenance_for
 
-__all__ = ["Budget", "MeasuringRunner", "Search", "SearchConfig", "SearchOutcome",
-           "ShapeOutcome"]
+__all__ = ["DEFAULT_BATCH", "Budget", "CompilesAhead", "MeasuringRunner", "Search",
+           "SearchConfig", "SearchOutcome", "ShapeOutcome", "batch_for"]
+
+#: Candidates per batch for a runner that does not say (compiled in parallel by it).
+DEFAULT_BATCH = 16
 
 
 class MeasuringRunner(Protocol):
     """The part of :class:`workbench.engine.runner.Runner` the loop uses."""
 
     def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]: ...
+
+
+@runtime_checkable
+class CompilesAhead(Protocol):
+    """A runner that compiles the next batch while it measures this one (the Dask runner):
+    ``batch_size`` candidates per batch keep its devices fed (the batch follows the GPU
+    count), and ``compile_ahead``, called right after ``measure``, queues the next batch's
+    compiles behind the current batch's (bounded by the runner)."""
+
+    @property
+    def batch_size(self) -> int: ...
+
+    def compile_ahead(self, candidates: Sequence[Candidate]) -> int: ...
+
+
+def batch_for(runner: object) -> int:
+    """The batch a search hands ``runner`` when the caller names none: the runner's own
+    (:class:`CompilesAhead`), else :data:`DEFAULT_BATCH`."""
+    return runner.batch_size if isinstance(runner, CompilesAhead) else DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -102,6 +124,9 @@ class _ShapeState:
     measured_now: int = 0
     adopted: int = 0  # results another process measured, read from the store
     deferred: dict[str, Config] = field(default_factory=dict)  # claimed by another process
+    # the next batch, asked while this one is measured and compiling on a CompilesAhead
+    # runner (pending in the strategy: a stop or an edit cancels them with the rest)
+    ahead: list[Config] = field(default_factory=list)
     pruned: int = 0
     since_improvement: int = 0
     reason: str = "not started"
@@ -389,6 +414,7 @@ class Search:
             state = self._shapes[shape]
             with self._lock:
                 state.set_space(space)
+            state.ahead = []
             if state.strategy is not None:
                 state.strategy.cancel(state.strategy.pending)
                 self._build_strategy(shape)
@@ -441,7 +467,9 @@ class Search:
                 if ask <= 0:
                     self._settle_deferred(shape)
                     continue
-            configs = strategy.ask(ask)
+            configs, state.ahead = state.ahead[:ask], state.ahead[ask:]
+            if len(configs) < ask:
+                configs += strategy.ask(ask - len(configs))
             if not configs:
                 if state.deferred and not self._stop.is_set():
                     self._settle_deferred(shape)
@@ -454,6 +482,9 @@ class Search:
             if kept:
                 self._measure(shape, kept)
         state.reason = reason
+        if state.ahead and isinstance(self.runner, CompilesAhead):
+            self.runner.compile_ahead([])  # nothing more: its compiles are cancelled
+        state.ahead = []
         if state.strategy is not None:
             state.strategy.cancel(state.strategy.pending)
         return reason
@@ -515,6 +546,7 @@ class Search:
             self.events.publish(TrialStarted(candidate, self._index + offset))
         finished: set[Config] = set()
         results = self.runner.measure(candidates)
+        self._compile_ahead(shape, len(candidates))
         try:
             for result in results:
                 finished.add(result.config)
@@ -533,6 +565,25 @@ class Search:
             if unfinished and self.store is not None and self.provenance is not None:
                 self.store.release_claims(self.provenance, shape, self.config.dtype,
                                           [c.key() for c in unfinished], self._owner)
+
+    def _compile_ahead(self, shape: str, measuring: int) -> None:
+        """On a :class:`CompilesAhead` runner, ask the strategy for the next batch now (the
+        ``measuring`` candidates handed to the runner count against the budget) and have
+        the runner compile it while this batch is measured; the loop takes it next."""
+        state = self._shapes[shape]
+        if (not isinstance(self.runner, CompilesAhead) or state.ahead or state.strategy is None
+                or self._stop.is_set()):
+            return
+        ask = self.config.batch_size
+        if self.config.budget.max_evaluations is not None:
+            ask = min(ask, self.config.budget.max_evaluations - self.evaluated(shape)
+                      - len(state.deferred) - measuring)
+        if ask <= 0:
+            return
+        state.ahead = state.strategy.ask(ask)
+        kept, _ = split_pruned(state.ahead, shape, self.pruners)  # recorded when measured
+        if kept:
+            self.runner.compile_ahead([Candidate(c, shape, self.config.dtype) for c in kept])
 
     def _record(self, shape: str, result: TrialResult, *, adopted: bool = False) -> None:
         """Store first (committed), then tell the strategy, then publish. ``adopted``: the

@@ -33,7 +33,7 @@ from workbench.engine.tuning import (
     stored_speedup,
 )
 from workbench.search.budget import Budget, SearchConfig
-from workbench.search.orchestrator import Search
+from workbench.search.orchestrator import Search, batch_for
 from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
 from workbench.search.widening import TemplateRunner, widen_and_continue
 from workbench.store.approval import require_approved, version_id
@@ -57,7 +57,7 @@ class TuneRequest:
     strategy: str = DEFAULT_STRATEGY
     budget: Budget = field(default_factory=lambda: Budget(max_evaluations=64))
     seed: int = 0
-    batch_size: int = 16
+    batch_size: int | None = None  # None: the runner's (16 per GPU on a cluster), else 16
     confirm: int = 5
     top: int = 5
     suggestions: tuple[Mapping[str, Value], ...] = ()
@@ -113,7 +113,8 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
     require_approved(store, folder, template, auto_approve=request.auto_approve)
     config = SearchConfig(shapes=(shape,), dtype=dtype, strategy=request.strategy,
                           seed=request.seed, budget=request.budget,
-                          batch_size=request.batch_size)
+                          batch_size=request.batch_size if request.batch_size is not None
+                          else batch_for(runner))
     baseline_us = _baseline_us(runner, shape, dtype)
     search = Search.for_template(folder, template, runner, config, runner.device, store=store,
                                  session_id=session_id, events=events,

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.defines import define_lines
+from workbench.core.picks import PickRecord, search_best_pick
 from workbench.core.records import TrialResult
 from workbench.ui.agent_tab import guarded_button
 from workbench.ui.devices import DeviceView
@@ -37,7 +39,6 @@ from workbench.ui.figures import (
 )
 from workbench.ui.panel_text import (
     Progress,
-    config_defines,
     eta_words,
     failures_html,
     progress_of,
@@ -47,6 +48,17 @@ from workbench.ui.throttle import CoalescingPusher
 from workbench.ui.trials_table import SORT_KEYS, STATUS_FILTERS, TableQuery, trials_html
 
 RUNNING_STATES = ("running", "paused", "stopping")
+
+
+def pick_defines(pick: PickRecord) -> str:
+    """``pick`` as a ``#define`` block (one line per parameter) under a comment saying how
+    it was decided: the confirmed pick and its rule, or the search's best and why no
+    confirmation decided it."""
+    how = (f"confirmed pick ({pick.rule})" if not pick.is_fallback
+           else f"the search's best, not confirmed: {pick.fallback_reason or pick.rule}")
+    lines = [f"// {pick.shape} {pick.dtype}: {pick.median_us:.3f} us, {how}",
+             *define_lines(pick.config)]
+    return "\n".join(lines) + "\n"
 
 
 class SearchTab:
@@ -70,6 +82,11 @@ class SearchTab:
 
         self._title_prefix = title_prefix
         self._status = status
+        self._backend = backend
+        # the stored pick of the problem shown, read once per (problem, run state): a tune
+        # stores its pick as it ends, and the pushes of a running search read no store
+        self._pick_read: tuple[tuple[str, str], str] | None = None
+        self._stored_pick: PickRecord | None = None
         self.clock = RunClock()  # running time without pauses: the ETA's base
         self.budget_evaluations = 0  # the budget of the search shown (0: none of this panel)
         self.done_at_launch = 0
@@ -253,8 +270,24 @@ class SearchTab:
             empty_html="" if data.count else html.escape(self._no_trial_text()))
         self._shown_axes, self.shown_title = runtime_axes, title
         self.devices.update(results, self.clock.running_s or None)
-        if best is not None:
-            self.copy_button.text = config_defines(best)
+        self.copy_button.text = self._export_text(status, results)
+
+    def _export_text(self, status: str, results: Sequence[TrialResult]) -> str:
+        """The copy button's ``#define`` block: the pick the store holds for the problem
+        shown (:meth:`~workbench.api.Workbench.pick`, what the header and JSON exports
+        write), else the search's fastest trial of the table, saying that no confirmation
+        ran. Empty with neither."""
+        key = (self.problem, status)
+        if key != self._pick_read:
+            self._pick_read = key
+            self._stored_pick = self._backend.pick(*self.problem)
+        pick = self._stored_pick
+        if pick is None or pick.is_fallback:  # the table is fresher than a read fallback
+            pick = search_best_pick(results, kernel=self._backend.kernel_name,
+                                    template_version=self._backend.template_version,
+                                    reason=(pick.fallback_reason if pick is not None
+                                            else "no tune stored a pick yet"))
+        return pick_defines(pick) if pick is not None else ""
 
     def _no_trial_text(self) -> str:
         """What replaces the charts while they have no trial to show."""
