@@ -67,7 +67,14 @@ def test_offline_agent_waits_for_review_then_fills_the_timeline(panel: Workbench
     stored = wb.store.iterations(outcome.session_id)
     assert {r.iteration for r in stored} == {1, 2}
     assert f"{stored[-1].best_us:.3f} µs" in tab.view.value
-    assert len(trials) >= 8 and f"{len(trials)} trials measured" in tab.status.value
+    # the one budget wording: the last tune step's end line, and each step's in its row
+    assert len(trials) >= 8
+    last = dict(stored[-1].detail)["search"]
+    assert f"({last['reason']}): {last['budget']}" in tab.status.value, tab.status.value
+    assert "trials measured" not in tab.status.value
+    for row in stored:
+        if "search" in row.detail:
+            assert dict(row.detail)["search"]["budget"] in tab.view.value
     assert len(panel.table) == search_rows
     assert "silu_and_mul-" in tab.stored.value  # the stored view was re-read
 
@@ -143,3 +150,59 @@ def test_agent_refuses_to_start_while_a_search_runs(panel: WorkbenchPanel) -> No
         assert not panel.agent.running
     finally:
         gate.set()
+
+
+class _Control:
+    """The parts of an AgentControl the tab reads, with a real event bus."""
+
+    def __init__(self) -> None:
+        from workbench.core.events import EventBus
+
+        self.events = EventBus()
+        self.waiting_for_review = False
+        self.last_outcome = None
+        self.llm_description = "offline"
+
+
+class _Backend:
+    def __init__(self) -> None:
+        self.control = _Control()
+
+    def agent_control(self) -> _Control:
+        return self.control
+
+    def agent_iterations(self) -> list[Any]:
+        return []
+
+
+def test_the_status_line_counts_the_tune_step_live_in_the_one_wording() -> None:
+    """Between agent events the status line follows the measured trials ("N more, M
+    stored"), redrawn at most every STATUS_INTERVAL_S of the injected clock; pruned trials
+    are not counted."""
+    from workbench.agent.events import TuneBudget
+    from workbench.core.records import Config, Status, TrialResult
+    from workbench.ui.agent_tab import STATUS_INTERVAL_S, AgentTab
+
+    now = [100.0]
+    backend = _Backend()
+    tab = AgentTab(backend, problem=lambda: ("small", "bf16"), busy=lambda: "",
+                   guard=lambda f: f, info=lambda _t: None, clock=lambda: now[0])
+    bus = backend.control.events
+
+    def trial(status: Status) -> TrialFinished:
+        return TrialFinished(TrialResult(config=Config(BLOCK=64), shape="small", dtype="bf16",
+                                         status=status), 0)
+
+    bus.publish(TuneBudget(1, "silu-1", budget_evaluations=20, stored_evaluations=4))
+    assert "tune silu-1: 16 more, 4 stored" in tab.status.value
+    bus.publish(trial(Status.OK))
+    assert "15 more, 5 stored" in tab.status.value
+    bus.publish(trial(Status.OK))  # within the interval: counted, not drawn yet
+    bus.publish(trial(Status.PRUNED))
+    assert "15 more, 5 stored" in tab.status.value
+    now[0] += STATUS_INTERVAL_S
+    bus.publish(trial(Status.COMPILE_ERROR))  # a failed measurement counts toward the budget
+    assert "13 more, 7 stored" in tab.status.value
+    bus.publish(TuneBudget(1, "silu-1", 20, 20, reason="budget"))
+    assert "tuned silu-1 (budget): 0 more, 20 stored" in tab.status.value
+    tab.close()

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.core.budget_words import BudgetSplit
+
 
 @dataclass(frozen=True)
 class AgentStateChanged:
@@ -88,6 +90,37 @@ class BestRetested:
 
 
 @dataclass(frozen=True)
+class TuneBudget:
+    """A tune step's budget over what is stored, in the one wording ("N more, M stored"):
+    published when the step starts (``stored_evaluations`` = this version's measured
+    trials at the shape and dtype, ``reason`` "") and when its search ends (the stored count
+    then, and why it ended: budget, patience, exhausted, stopped ...)."""
+
+    iteration: int
+    version_id: str
+    budget_evaluations: int  # stored + the step's new measurements at most
+    stored_evaluations: int
+    reason: str = ""
+
+    @property
+    def words(self) -> str:
+        """``"16 more, 18 stored"``; a space with nothing left: ``"space exhausted, 30
+        stored"`` (never a "more" that cannot be measured)."""
+        split = BudgetSplit(self.budget_evaluations, self.stored_evaluations)
+        if self.reason == "exhausted":
+            return f"space exhausted, {split.stored_evaluations} stored"
+        return split.words
+
+    @property
+    def line(self) -> str:
+        """The progress line: ``"tune silu_and_mul-3: 16 more, 18 stored"`` at the start,
+        ``"tuned silu_and_mul-3 (budget): 0 more, 34 stored"`` at the end."""
+        if not self.reason:
+            return f"tune {self.version_id}: {self.words}"
+        return f"tuned {self.version_id} ({self.reason}): {self.words}"
+
+
+@dataclass(frozen=True)
 class AgentFinished:
     """The loop stopped: ``state`` done | failed | review (waiting), and why."""
 
@@ -100,4 +133,4 @@ class AgentFinished:
 
 
 AgentEvent = (AgentStateChanged | PlanMade | TemplateProposed | ProposalRejected
-              | ReviewRequested | ReviewRecorded | BestRetested | AgentFinished)
+              | ReviewRequested | ReviewRecorded | BestRetested | TuneBudget | AgentFinished)

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.agent.context import measurement, prompt_context
-from workbench.agent.events import BestRetested
+from workbench.agent.events import BestRetested, TuneBudget
 from workbench.agent.records import AgentState, LoopState, StepHost, Version
 from workbench.agent.runners import is_live, provenance_for
 from workbench.core.errors import WorkbenchError
+from workbench.core.events import PhaseChanged
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import SpeedupInterval
@@ -114,6 +115,13 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
     budget = Budget(max_evaluations=(already + b.max_evaluations
                                      if b.max_evaluations is not None else None),
                     max_wall_s=b.max_wall_s, patience=b.patience)
+    # the one budget wording, "N more, M stored": no evaluation limit (wall time or patience
+    # bound the step) means at most the rest of the space
+    planned = TuneBudget(host.iteration, version.id, budget.max_evaluations
+                         if budget.max_evaluations is not None else already + space.size,
+                         already)
+    host.events.publish(planned)
+    host.events.publish(PhaseChanged("agent: tune", planned.line))
     request = TuneRequest(shape=host.shape, dtype=host.dtype,
                           strategy=host.config.strategy, seed=host.config.seed,
                           budget=budget, confirm=host.config.confirm, suggestions=tuple(kept),
@@ -126,10 +134,16 @@ def tune_step(host: StepHost, loop: LoopState) -> LoopState:
                       on_search=host.hold_search)
     finally:
         host.hold_search(None)
+    ended = TuneBudget(host.iteration, version.id, planned.budget_evaluations,
+                       already + report.measured_now, report.reason)
+    host.events.publish(ended)
+    host.events.publish(PhaseChanged("agent: tune", ended.line))
     loop.version_best = report.best
     loop.l2 = report.l2
     loop.version_report = report
     loop.detail["search"] = {
+        "budget": ended.words, "budget_evaluations": ended.budget_evaluations,
+        "stored_before": already,
         "version_id": version.id, "reason": report.reason,
         "evaluated": report.evaluated, "measured_now": report.measured_now,
         "pruned": report.status_counts.get(Status.PRUNED.value, 0), "enqueued": kept,
@@ -179,10 +193,12 @@ def retest_step(host: StepHost, loop: LoopState) -> LoopState:
     version = loop.current
     assert version is not None
     best = loop.version_best
+    budget = str((loop.detail.get("search") or {}).get("budget", ""))  # "N more, M stored"
+    said, noted = (f": {budget}", f"; {budget}") if budget else ("", "")
     if best is None or best.status is not Status.OK:
         loop.detail["test"] = {"status": "no valid config"}
-        host.end_iteration("test", f"tuned version {version.id[:12]}",
-                               "no config verified and timed")
+        host.end_iteration("test", f"tuned version {version.id[:12]}{said}",
+                           f"no config verified and timed{noted}")
         host.enter(AgentState.PLAN)
         return loop
     confirmed = _confirmed(loop)
@@ -212,7 +228,7 @@ def retest_step(host: StepHost, loop: LoopState) -> LoopState:
               + (" (confirmed)" if confirmed is not None else "")
               + (f", {speedup:.2f}x vs baseline" if speedup else "")
               if best_us is not None else f"re-test {again.status.value}: {again.reason}")
-    host.end_iteration("test", f"tuned version {version.id[:12]} ({version.origin})",
-                           result)
+    host.end_iteration("test", f"tuned version {version.id[:12]} ({version.origin}){said}",
+                       result + noted)
     host.enter(AgentState.PLAN)
     return loop

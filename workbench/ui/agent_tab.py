@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench.core.errors import WorkbenchError
 from workbench.ui.agent_timeline import AgentTimeline, timeline_html
+
+STATUS_INTERVAL_S = 0.25  # the live budget line is redrawn at most this often
 
 
 def iterations_html(iterations: Sequence[Any]) -> str:
@@ -64,7 +67,8 @@ class AgentTab:
 
     def __init__(self, backend: Any, *, problem: Callable[[], tuple[str, str]],
                  busy: Callable[[], str], guard: Callable[..., Any],
-                 info: Callable[[str], None]) -> None:
+                 info: Callable[[str], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         import ipywidgets as w
 
         self.backend = backend
@@ -75,7 +79,10 @@ class AgentTab:
         self._lock = threading.Lock()
         self.timeline = AgentTimeline()
         self._worker: threading.Thread | None = None
-        self._trials = 0
+        self._tune: Any | None = None  # the tune step's last TuneBudget ("N more, M stored")
+        self._step_trials = 0  # measured (not pruned) trials since that step started
+        self._status_at_s = 0.0
+        self._clock = clock
         factory = getattr(backend, "agent_control", None)
         self.control: Any = factory() if callable(factory) else None
         self.iterations = w.BoundedIntText(value=3, min=1, max=100, description="iterations",
@@ -150,9 +157,26 @@ class AgentTab:
                 text = "idle"
         how = control.llm_description or "the LLM if WORKBENCH_MODEL and OPENAI_API_KEY " \
                                           "are set, else the offline planner and templater"
-        trials = f" · {self._trials} trials measured" if self._trials else ""
+        budget = self.budget_line()
+        trials = (f' · <span class="wb-agent-budget-line">{html.escape(budget)}</span>'
+                  if budget else "")
         self.status.value = (f'<b class="wb-agent-state">{html.escape(text)}</b>{trials}'
                              f'<div class="wb-agent-llm">{html.escape(how)}</div>')
+
+    def budget_line(self) -> str:
+        """The tune step's progress in the one budget wording: while its search runs,
+        ``"tune <version>: 12 more, 22 stored"`` counted from the trials measured so far;
+        after it, the step's own end line (``"tuned <version> (budget): 0 more, 34 stored"``).
+        "" before any tune step."""
+        from dataclasses import replace
+
+        tune = self._tune
+        if tune is None:
+            return ""
+        if tune.reason:
+            return str(tune.line)
+        return str(replace(tune, stored_evaluations=tune.stored_evaluations
+                           + self._step_trials).line)
 
     def _draw(self) -> None:
         with self._lock:
@@ -162,11 +186,23 @@ class AgentTab:
 
     # --- events (the agent's thread)
     def _on_event(self, event: Any) -> None:
+        from workbench.agent.events import TuneBudget
         from workbench.core.events import TrialFinished
+        from workbench.core.records import Status
 
         if isinstance(event, TrialFinished):
-            self._trials += 1  # counted, drawn with the next agent event (not per trial)
+            if event.result.status is Status.PRUNED:
+                return  # pruned before the GPU: not part of the budget
+            self._step_trials += 1
+            now = self._clock()
+            if now - self._status_at_s >= STATUS_INTERVAL_S:  # the status line only
+                self._status_at_s = now
+                self._guard(self._show_status)()
             return
+        if isinstance(event, TuneBudget):
+            if not event.reason:
+                self._step_trials = 0
+            self._tune = event
         with self._lock:
             changed = self.timeline.add(event)
         if changed:
@@ -192,7 +228,7 @@ class AgentTab:
                                auto_approve=bool(self.auto_approve.value))
         with self._lock:
             self.timeline.clear()
-        self._trials = 0
+        self._tune, self._step_trials = None, 0
         self._launch(lambda: self.control.run(request))
 
     def _launch(self, body: Callable[[], Any]) -> None:

@@ -27,6 +27,7 @@ class TimelineRow:
     best_us: float | None = None
     speedup: float | None = None
     result: str = ""
+    budget: str = ""  # the tune step's "N more, M stored" (its end, once the search ended)
 
 
 class AgentTimeline:
@@ -72,6 +73,9 @@ class AgentTimeline:
                 if row.version_id == event.version_id:
                     self._update(row.iteration,
                                  approval=f"{event.decision} by {event.reviewer}")
+        elif isinstance(event, ag.TuneBudget):
+            self._update(event.iteration, budget=event.words
+                         if not event.reason else f"{event.words} ({event.reason})")
         elif isinstance(event, ag.BestRetested):
             self._update(event.iteration, best_us=event.best_us, speedup=event.speedup)
         elif isinstance(event, core.IterationFinished):
@@ -106,7 +110,9 @@ def timeline_html(timeline: AgentTimeline) -> str:
             speed = (f'<div class="wb-speedup-bar" style="width:{width}px;background:#17becf;'
                      f'height:10px;display:inline-block"></div> {r.speedup:.3f}×')
         rows.append(
-            f"<tr><td>{r.iteration}</td><td>{html.escape(r.state)}</td>"
+            f"<tr><td>{r.iteration}</td><td>{html.escape(r.state)}"
+            + (f'<div class="wb-agent-budget">{html.escape(r.budget)}</div>' if r.budget
+               else "") + "</td>"
             f"<td>{html.escape(r.plan)}</td><td>{diff}</td>"
             f"<td class=\"wb-agent-approval\">{html.escape(r.approval)}</td><td>{best}</td>"
             f"<td>{speed}</td><td>{html.escape(r.result[:200])}</td></tr>")
