@@ -10,8 +10,10 @@ in flight lands afterwards. With ``--tier N`` it then runs the whole browser tie
 processes beside it and records each run's outcome and duration (the load test inside adds
 its own hog); each tier run's whole output is kept as a text log with the date, the commit
 and the load average before, during (every 10 s) and after it, in
-``benchmarks/results/cpu/browser-tier-hog-<UTC time>.txt``. Writes the numbers to
-``benchmarks/results/panel_latency.json`` (the target is 1 s).
+``benchmarks/results/panel/cpu/browser-tier-beside-cpu-hog-<UTC time>.txt``. Writes the
+numbers in the results schema (benchmarks/results_schema.py) to
+``benchmarks/results/panel/cpu/browser-tier-beside-cpu-hogs-<UTC time>.json`` with ``--tier``,
+else ``latency-under-load-<UTC time>.json`` (the target is 1 s).
 
     python benchmarks/panel/bench_panel_latency.py [--runs 3] [--tier 3] [--hog 2]
 """
@@ -34,7 +36,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-LOGS = ROOT / "benchmarks" / "results" / "cpu"  # each browser-tier run's whole output
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from results_schema import result_path, run_block, write_result  # noqa: E402
+
+from workbench.core.write_policy import write_file  # noqa: E402
+
+LOGS = ROOT / "benchmarks" / "results" / "panel" / "cpu"  # each tier run's whole output
 
 
 def _load() -> str:
@@ -79,9 +87,8 @@ def _pytest(args: Sequence[str], env: dict[str, str],
            "failures": [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")],
            "failure_tail": done.stdout[-3000:] if done.returncode else ""}
     if log_title:
-        LOGS.mkdir(parents=True, exist_ok=True)
-        log = LOGS / f"browser-tier-hog-{started:%Y%m%dT%H%M%SZ}.txt"
-        log.write_text("\n".join([
+        log = LOGS / f"browser-tier-beside-cpu-hog-{started:%Y-%m-%dT%H%M%SZ}.txt"
+        write_file(LOGS, log, "\n".join([
             log_title,
             f"date (UTC): {started:%Y-%m-%d %H:%M:%S} to {datetime.now(UTC):%H:%M:%S}",
             f"commit: {commit}",
@@ -91,7 +98,7 @@ def _pytest(args: Sequence[str], env: dict[str, str],
             f"load average after: {_load()}",
             f"command: python3 {' '.join(command)}",
             f"exit status: {done.returncode}, wall time {wall_s:.0f} s",
-            "", "--- output ---", done.stdout, done.stderr]), encoding="utf-8")
+            "", "--- output ---", done.stdout, done.stderr]), make_folders=True)
         out["log"] = str(log.relative_to(ROOT))
     return out
 
@@ -106,8 +113,8 @@ def main() -> None:
     ap.add_argument("--tier", type=int, default=0, help="runs of the whole browser tier")
     ap.add_argument("--hog", type=int, default=os.cpu_count() or 2,
                     help="busy processes beside the browser tier")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "panel_latency.json"))
     args = ap.parse_args()
+    started = datetime.now(UTC)
     load_runs: list[dict[str, Any]] = []
     tier_runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,12 +141,31 @@ def main() -> None:
                   if lines.exists() else [])
     doc = {"what": "press (the input's time stamp in the page) -> the header shows the answer, "
                    "with a CPU hog on every core; held = at most the trial in flight landed in "
-                   "the 2.5 s after the answer",
-           "target_s": 1.0, "date": time.strftime("%Y-%m-%d"),
+                   "the 2.5 s after the answer; browser_tier_runs: the whole browser tier "
+                   "run in a row beside --hog busy processes, each run's pass count",
+           "target_s": 1.0,
            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+           "passes_in_a_row": len(_passing_prefix(tier_runs)),
            "clicks": clicks, "load_test_runs": load_runs, "browser_tier_runs": tier_runs}
-    Path(args.out).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    date = f"{started:%Y-%m-%dT%H%M%SZ}"
+    what = "browser-tier-beside-cpu-hogs" if args.tier else "latency-under-load"
+    command = ("python benchmarks/panel/bench_panel_latency.py "
+               f"--runs {args.runs} --tier {args.tier} --hog {args.hog}")
+    out = write_result(result_path("panel", "cpu", what, date),
+                       run_block("panel_browser_tier" if args.tier else "panel_latency",
+                                 command, device="cpu: 2-core development machine",
+                                 driver=None, cuda=None, date=date), doc)
+    print(f"wrote {out}")
+
+
+def _passing_prefix(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs before the first that did not pass (exit status 0)."""
+    passing: list[dict[str, Any]] = []
+    for run in runs:
+        if run["pytest_exit"] != 0:
+            break
+        passing.append(run)
+    return passing
 
 
 if __name__ == "__main__":
