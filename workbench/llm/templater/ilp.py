@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.llm.templater.analysis import (
+    binary,
     block_offset,
     builtin,
     calls,
     declared_name,
+    int_value,
     line,
     strip,
     terms,
@@ -332,8 +334,7 @@ class _Render:
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
-            if any(n.type in ("subscript_expression", "pointer_expression",
-                              "call_expression", "field_expression") for n in walk(stmt)):
+            if not _safe_when_done(stmt, self.scan.items, self.plan):
                 pure = False
         guard = (f"{indent}  if ({LIVE}[{IT}]) {{\n", f"{indent}  }}\n") \
             if self.guarded and not pure else ("", "")
@@ -364,6 +365,62 @@ class _Render:
             if value is not None:
                 assigns.append(f"{name}[{IT}] = {rw.text(value)};")
         return " ".join(prefix) + " " + ", ".join(names) + ";", assigns
+
+
+def _safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
+    """``stmt`` may run for an item that is done (past the end: its locals keep their zero
+    start) with no effect but on that item's own locals: it cannot fault, write memory,
+    leave its loop or run forever. So it needs no ``live`` test, and the items' statements
+    stay one straight-line block the compiler interleaves and shares table loads across
+    (a test per item made each a branch: 255 registers and no sharing in percell_compute).
+    Allowed: arithmetic; calls of known pure math functions; loads whose place does not
+    depend on the item and that are not under item-dependent control (the loads every live
+    item makes); float division. Not allowed: a memory write, a load at an item-dependent
+    place, an integer division or remainder by an item-dependent value, a loop with an
+    item-dependent header, ``return``/``break``/``continue``, any other call."""
+    from workbench.llm.templater.ifconv import PURE_CALLS  # ifconv imports this module
+
+    for n in walk(stmt):
+        t = n.type
+        if t in (*_LOOPS, "return_statement", "break_statement", "continue_statement",
+                 "goto_statement", "gnu_asm_expression", "asm_statement"):
+            if t not in _LOOPS or any(_mentions(h, items) for h in _header(n)):
+                return False
+        elif t == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is None or fn.type != "identifier" or text(fn) not in PURE_CALLS:
+                return False
+        elif t in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is None or strip(target).type != "identifier":
+                return False
+        elif t in ("subscript_expression", "pointer_expression") or (
+                t == "field_expression" and text(n.child_by_field_name("operator")) == "->"):
+            if t == "pointer_expression" and text(n.child_by_field_name("operator")) == "&":
+                continue
+            place = n.child_by_field_name("indices") if t == "subscript_expression" else n
+            if _mentions(place if place is not None else n, items) or \
+                    _under_item_control(n, stmt, items):
+                return False
+        elif t == "binary_expression" and text(n.child_by_field_name("operator")) in "/%":
+            right = n.child_by_field_name("right")
+            if right is not None and _mentions(right, items) and (
+                    text(n.child_by_field_name("operator")) == "%" or
+                    not _float_valued(plan, right, items)):
+                return False
+    return True
+
+
+def _float_valued(plan: Plan, node: Node, items: set[str]) -> bool:
+    """Every item-dependent name in ``node`` is a float or double local (division by a
+    dead item's zero is inf/nan there, not a trap)."""
+    for n in walk(node):
+        if n.type == "identifier" and text(n) in items:
+            d = plan.facts.defs.get(text(n))
+            typ = d.decl.child_by_field_name("type") if d is not None else None
+            if typ is None or text(typ) not in ("float", "double"):
+                return False
+    return True
 
 
 def _with_items(declarator: Node) -> str:
@@ -568,9 +625,54 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
     plan.helper(f"constexpr int wb_unroll = {name};  // #pragma unroll reads a constant, "
                 "not a macro")
     plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n#endif\n")
-    plan.add_param(name, {"kind": "choice", "values": [0, 1, 2, 4, 8], "default": 0,
+    values = [0, 1, 2, 4, 8]
+    trips = _trip_count(loop)
+    whole = ""
+    if trips is not None and 8 < trips <= _MAX_FULL_UNROLL:
+        # the whole loop: a table read at a constant place becomes an operand, no load
+        values.append(trips)
+        whole = f"; {trips}: the whole loop"
+    plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
                           "description": "unroll factor of the shared loop (0: the "
-                                         "compiler's choice, as written)"},
+                                         f"compiler's choice, as written{whole})"},
                    f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
-    plan.note(name, True, "unroll factor of the loop the items share (any value is correct)",
-              loop)
+    plan.note(name, True, "unroll factor of the loop the items share (any value is correct)"
+              + (f"; its {trips} trips known, so the whole loop is one of the values"
+                 if whole else ""), loop)
+
+
+_MAX_FULL_UNROLL = 64  # trips of a loop the UNROLL knob may unroll whole
+
+
+def _trip_count(loop: Node) -> int | None:
+    """Trips of ``for (int v = A; v < B; ++v)`` (``<=``, ``B > v``, ``v++``, ``v += 1``
+    too) with A and B integer constants (literals or integer macros), else None."""
+    if loop.type != "for_statement":
+        return None
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or cond is None or update is None:
+        return None
+    if init.type == "declaration":
+        var, _d, start_node = declared_name(init)
+    elif init.type == "assignment_expression" and text(
+            init.child_by_field_name("operator")) == "=":
+        var, start_node = text(init.child_by_field_name("left")), \
+            init.child_by_field_name("right")
+    else:
+        return None
+    start = int_value(start_node)
+    parts = binary(cond)
+    if start is None or parts is None:
+        return None
+    left, op, right = parts
+    if text(strip(right)) == var and op in (">", ">="):
+        left, right, op = right, left, {">": "<", ">=": "<="}[op]
+    end = int_value(right)
+    if text(strip(left)) != var or op not in ("<", "<=") or end is None:
+        return None
+    step = text(update).replace(" ", "")
+    if step not in (f"++{var}", f"{var}++", f"{var}+=1"):
+        return None
+    return max(0, end - start + (op == "<="))
