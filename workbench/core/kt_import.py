@@ -36,6 +36,7 @@ from typing import Any
 
 from workbench.core.cuda_access import pointer_access
 from workbench.core.cuda_source import KernelSignature, parse_cuda
+from workbench.core.defines import define_lines
 from workbench.core.errors import CudaSourceError, ExpressionError, ParameterError, SpaceError
 from workbench.core.expr import parse_constraint, parse_expr
 from workbench.core.hardware import default_device, device_env
@@ -437,9 +438,7 @@ def _header(params: Sequence[Parameter], script: str, source: str) -> str:
     lines = [f"// Imported by `workbench import-kt` from the Kernel Tuner script {script}.",
              "// Each tune parameter is #defined per config before this source (Kernel",
              "// Tuner's convention); the defaults below let it compile on its own."]
-    for p in params:
-        value = ("1" if p.default else "0") if isinstance(p.default, bool) else str(p.default)
-        lines += [f"#ifndef {p.name}", f"#define {p.name} {value}", "#endif"]
+    lines += define_lines([(p.name, p.default) for p in params], guarded=True)
     for axis in "xyz":
         if re.search(rf"\bgrid_size_{axis}\b", source):
             lines += [f"#ifndef grid_size_{axis}",

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workbench.core.defines import define_lines
 from workbench.core.dtypes import CUDA_TYPES, ELEM_BYTES
 from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.expr import Constraint, Expr, parse_constraint, parse_expr
@@ -136,9 +137,7 @@ def render_source(name: str, source: str, config: Mapping[str, Value], dtype: st
         f"#define SCALAR_T {CUDA_TYPES[dtype]}",
         f"#define ELEM_BYTES {ELEM_BYTES[dtype]}",
     ]
-    for key, value in sorted(config.items()):
-        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
-        lines.append(f"#define {key} {text}")
+    lines += define_lines(sorted(config.items()))
     lines.append(f'#line 1 "{source_name}"')
     return "\n".join(lines) + "\n" + source
 

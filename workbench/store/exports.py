@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.core.defines import define_lines
 from workbench.core.errors import Problem, StoreError
 from workbench.core.identifiers import identifier_problem
 from workbench.core.picks import PickRecord
@@ -239,10 +240,7 @@ def pick_header(pick: PickRecord) -> str:
     speed = pick.speedup_text()
     lines = [f"// {pick.kernel} {pick.shape} {pick.dtype}: {pick.median_us:.3f} us"
              + (f", {speed} the baseline" if speed else ""),
-             f"// pick: {note}"[:400]]
-    for key, value in pick.config.items():
-        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
-        lines.append(f"#define {key} {text}")
+             f"// pick: {note}"[:400], *define_lines(pick.config)]
     return "\n".join(lines) + "\n"
 
 

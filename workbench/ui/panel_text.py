@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workbench.core.budget_words import BudgetSplit
+from workbench.core.defines import define_lines
 from workbench.core.errors import WorkbenchError
 from workbench.core.records import Status, TrialResult
 from workbench.core.trial_labels import status_label
@@ -115,9 +116,7 @@ def config_defines(result: TrialResult) -> str:
     """The best config as a ``#define`` block (one line per parameter)."""
     lines = [f"// {result.shape} {result.dtype}: {result.median_us:.3f} us" if result.median_us
              else f"// {result.shape} {result.dtype}"]
-    for key, value in result.config.items():
-        text = ("1" if value else "0") if isinstance(value, bool) else str(value)
-        lines.append(f"#define {key} {text}")
+    lines += define_lines(result.config)
     return "\n".join(lines) + "\n"
 
 

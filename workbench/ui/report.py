@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.core.defines import define_lines
 from workbench.core.picks import PickRecord, search_best_pick
 from workbench.core.records import Status, TrialResult
 
@@ -134,8 +135,7 @@ def build_report(content: ReportContent) -> Any:
         cells.append(nbf.new_markdown_cell(
             f"## Pick: `{pick.shape}` / `{pick.dtype}`\n\n**{pick.median_us:.3f} µs**{beside}"
             f"\n\n*{html.escape(pick.how())}*\n\n```c\n"
-            + "\n".join(f"#define {k} {int(v) if isinstance(v, bool) else v}"
-                        for k, v in pick.config.items()) + "\n```"))
+            + "\n".join(define_lines(pick.config)) + "\n```"))
     # Parameters and constraints.
     rows = ["| parameter | kind | values | default | description |", "|---|---|---|---|---|"]
     for p in content.params:

@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from workbench.core.defines import define_lines
 from workbench.llm.templater.records import LiftedParameter, LiftedSource
 
 _BLOCK_NAME = re.compile(r"(?i)(threads|block_?size|block_?dim|kblock\b)")
@@ -224,10 +225,7 @@ class _Lifter:
             return
         lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
                  "// the defaults are the baseline's values."]
-        for p in todo:
-            default = p.spec["default"]
-            text = ("1" if default else "0") if isinstance(default, bool) else str(default)
-            lines += [f"#ifndef {p.name}", f"#define {p.name} {text}", "#endif"]
+        lines += define_lines([(p.name, p.spec["default"]) for p in todo], guarded=True)
         block = "\n".join([*lines, *self.decls]) + "\n"
         includes = [m for m in re.finditer(r"^[ \t]*#[ \t]*include\b.*$", self.source, re.M)
                     if code_mask(self.source)[m.start()]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from workbench.core.cuda_source import parse_cuda
+from workbench.core.defines import define_lines
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
@@ -100,8 +101,8 @@ def _header(plan: Plan) -> None:
         return
     lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
              "// the defaults are the kernel as written."]
-    for p in plan.params.values():
-        lines += [f"#ifndef {p.name}", f"#define {p.name} {p.spec['default']}", "#endif"]
+    lines += define_lines([(p.name, p.spec["default"]) for p in plan.params.values()],
+                          guarded=True)
     lines += plan.helpers
     block = "\n".join(lines) + "\n"
     root = plan.source.tree.root_node
