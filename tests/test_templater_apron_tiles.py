@@ -1,16 +1,18 @@
 """Apron tiles: outputs per thread over a shared tile with a halo (templater/apron.py).
 
-Four spellings of the family (the corpus box blur with ``BS`` / ``RADIUS`` macros and
+Five spellings of the family (the corpus box blur with ``BS`` / ``RADIUS`` macros and
 clamped edges; a Laplacian with literal sizes, zero padding, the x loop outside and the work
 under an ``if``; a 5x5 Gaussian with ``#define R 2``, weights in ``__constant__``, separate
 ``TILE_W`` / ``TILE_H`` with an ``#ifndef`` default, thread aliases, a pointer-offset load and
 ``#pragma unroll`` windows; a 3x3 mean with the author's padded row ``[TILE_H + 2][TILE_W + 2
-+ 1]`` and a ``row`` / ``col`` flat index) each lift BLOCK_X, BLOCK_Y, OUT_X, OUT_Y and PAD
++ 1]`` and a ``row`` / ``col`` flat index; an expert-style flat load ``e / LX``, ``e % LX``
+strided by ``blockDim.x * blockDim.y`` with ``blockIdx.x * blockDim.x`` offsets, zero padding
+under ``r >= 0 && r < h && c >= 0 && c < w`` and a pointer into the tile) each lift BLOCK_X, BLOCK_Y, OUT_X, OUT_Y and PAD
 with the tile, its loads and the grid following, launch as written at the defaults, compile
 with nvcc at the corners, and (host run with g++, barriers as coroutine switches) give the
 kernel's outputs at the default, the corners and configs with several outputs per thread.
 Spellings the analysis cannot follow (halo loads as per-thread branches, a tile read at
-``2 * threadIdx.y``, ``blockDim``) are refused with the line, and the tied-tile lift runs
+``threadIdx.y / 2``, ``gridDim``, ``blockDim`` as a number) are refused with the line, and the tied-tile lift runs
 instead.
 """
 
@@ -110,6 +112,28 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   }
 }
 """, "k", ["16", "4"], ("h", "w")),
+    "flat_load_blockdim_zero_pad": ("""
+#define RADIUS 1
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float sm[8 + 2 * RADIUS][16 + 2 * RADIUS];
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int e = tid; e < (8 + 2 * RADIUS) * (16 + 2 * RADIUS); e += blockDim.x * blockDim.y) {
+    const int ly = e / (16 + 2 * RADIUS);
+    const int lx = e % (16 + 2 * RADIUS);
+    const int r = blockIdx.y * blockDim.y + ly - RADIUS;
+    const int c = blockIdx.x * blockDim.x + lx - RADIUS;
+    sm[ly][lx] = (r >= 0 && r < h && c >= 0 && c < w) ? in[r * w + c] : 0.0f;
+  }
+  __syncthreads();
+  const int gx = blockIdx.x * blockDim.x + threadIdx.x;
+  const int gy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (gx >= w || gy >= h) return;
+  const float* row0 = &sm[threadIdx.y][threadIdx.x];
+  float v = 0.0f;
+  for (int i = 0; i < 3; i++) for (int j = 0; j < 3; j++) v += (i == 1 ? 2.0f : 1.0f) * sm[threadIdx.y + i][threadIdx.x + j];
+  out[gy * w + gx] = v - row0[0];
+}
+""", "k", ["16", "8"], ("h", "w")),
 }
 
 SIZES = {"h": 41, "w": 59}
@@ -184,7 +208,7 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   if (x < w && y < h) out[y * w + x] = t[threadIdx.y / 2 + 1][threadIdx.x];
 }
 """, "other than through the output point", 9),
-    "block_dim_read": ("""
+    "grid_dim_read": ("""
 extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   __shared__ float t[18][18];
   for (int r = threadIdx.y; r < 18; r += blockDim.y)
@@ -192,9 +216,33 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
       t[r][c] = in[min((int)blockIdx.y * 16 + r, h - 1) * w + min((int)blockIdx.x * 16 + c, w - 1)];
   __syncthreads();
   int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+  if (x < w && y < h) out[y * w + x] = t[threadIdx.y + 1][threadIdx.x + 2] * gridDim.x;
+}
+""", "must not read its size", 9),
+    "block_size_used_as_a_count": ("""
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float t[18][18];
+  for (int r = threadIdx.y; r < 18; r += 16)
+    for (int c = threadIdx.x; c < 18; c += 16)
+      t[r][c] = in[min((int)blockIdx.y * 16 + r, h - 1) * w + min((int)blockIdx.x * 16 + c, w - 1)];
+  __syncthreads();
+  int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+  if (x < w && y < h) out[y * w + x] = t[threadIdx.y + 1][threadIdx.x + 2] * blockDim.x;
+}
+""", "a block size) is used where the analysis does not know its meaning", 9),
+    "write_through_a_pointer_into_the_tile": ("""
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float t[18][18];
+  for (int r = threadIdx.y; r < 18; r += 16)
+    for (int c = threadIdx.x; c < 18; c += 16)
+      t[r][c] = in[min((int)blockIdx.y * 16 + r, h - 1) * w + min((int)blockIdx.x * 16 + c, w - 1)];
+  __syncthreads();
+  int x = blockIdx.x * 16 + threadIdx.x, y = blockIdx.y * 16 + threadIdx.y;
+  float* mine = &t[threadIdx.y][threadIdx.x];
+  mine[0] = 0.0f;
   if (x < w && y < h) out[y * w + x] = t[threadIdx.y + 1][threadIdx.x + 2];
 }
-""", "must not read the launch's sizes", 4),
+""", "not a kernel argument", 10),
 }
 
 

@@ -15,8 +15,8 @@ single-assignment locals expanded, clamps and guards included):
   point ``blockIdx.d * B + threadIdx.d``, and reads the tile only at ``[threadIdx.y + a][
   threadIdx.x + b]`` with ``a``, ``b`` free of the thread and the block;
 - every ``blockIdx`` is a ``blockIdx.d * B`` tile offset and the block sizes are used
-  nowhere else (no ``blockDim``, ``gridDim``, z index, second barrier or early return in a
-  loop).
+  nowhere else (``blockDim.d`` reads as the written size B; no ``gridDim``, z index,
+  second barrier or early return in a loop).
 
 The rewrite: the block is ``(BLOCK_X, BLOCK_Y)``, the tile ``BLOCK_Y * OUT_Y + HY`` by
 ``BLOCK_X * OUT_X + HX (+ PAD)``, the load loops stride by the block over the new extents,
@@ -72,6 +72,8 @@ class _Deps:
 
     def __init__(self, plan: Plan, keep: set[str]) -> None:
         self.values = single_assignment_values(plan.body, keep)
+        # blockDim is the written block here: the analysis reads the kernel as launched
+        self.block = {d: literal(b) or 0 for d, b in zip("xy", plan.block, strict=False)}
 
     def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
         node = strip(node)
@@ -83,6 +85,9 @@ class _Deps:
             if value is not None and depth < 12:
                 return self.poly(value, opaque, depth + 1)
             return {(text(node),): 1}
+        d = builtin(node, "blockDim")
+        if d in self.block:
+            return {(): self.block[d]}
         for name in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
             d = builtin(node, name)
             if d is not None:
@@ -222,7 +227,7 @@ def _load_loop(loop: Node, sizes: dict[str, int], deps: _Deps) -> _LoadLoop:
         raise bad
     step = update.child_by_field_name("right")
     bound = deps.poly(parts[2], [])
-    if step is None or int_value(step) != sizes[dims[0]] or set(bound) - {()}:
+    if step is None or deps.poly(step, []) != {(): sizes[dims[0]]} or set(bound) - {()}:
         raise Refused(f"the tile load loop over {var} does not stride by the block's "
                       f"{dims[0]} size {sizes[dims[0]]} up to a compile-time extent", loop)
     return _LoadLoop(dims[0], loop, var, strip(parts[2]), strip(step), bound.get((), 0))
@@ -325,15 +330,18 @@ def _flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> _Loa
             q = binary(value) if value is not None else None
             if q is not None and q[1] in ("/", "%") and text(strip(q[0])) == var:
                 coords[q[1]] = (text(dd.child_by_field_name("declarator")), strip(q[2]))
-    width = {int_value(n) for _v, n in coords.values()}
+    consts = _Deps(plan, {var})
+    width = {c.get((), 0) if not set(c) - {()} else None
+             for c in (consts.poly(n, []) for _v, n in coords.values())}
     if parts is None or parts[1] != "<" or text(strip(parts[0])) != var or step is None or \
-            int_value(step) != sizes["x"] * sizes["y"] or set(coords) != {"/", "%"} or \
+            consts.poly(step, []) != {(): sizes["x"] * sizes["y"]} or \
+            set(coords) != {"/", "%"} or \
             len(width) != 1 or None in width:
         raise Refused(f"`{text(loop).splitlines()[0]}` is not a flat tile load `for (e = "
                       "threadIdx.y * BX + threadIdx.x; e < LY * LX; e += BX * BY)` with "
                       "`e / LX` and `e % LX`", loop)
     lx = width.pop() or 0
-    total = _Deps(plan, {var}).poly(parts[2], [])
+    total = consts.poly(parts[2], [])
     if set(total) - {()} or lx <= 0 or total.get((), 0) % lx:
         raise Refused(f"the flat tile load's count `{text(parts[2])}` is not a compile-time "
                       f"multiple of its width {lx}", loop)
@@ -341,6 +349,9 @@ def _flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> _Loa
     deps = _Deps(plan, {yvar, xvar})
     _check_store(plan, loop, body, tile, yvar, xvar, sizes, deps, {yvar, xvar})
     assert start is not None
+    named = strip(start)
+    if named.type == "identifier" and text(named) in consts.values:  # a `tid` local
+        start = consts.values[text(named)]
     return _Load(total.get((), 0) // lx, lx,
                  [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
                   *((n, "WX") for _v, n in coords.values())])
@@ -383,10 +394,9 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         raise Refused("the kernel has more than one barrier (one tile load, then the work, "
                       "is modelled)", all_syncs[-1])
     for n in walk(plan.body):
-        for name in ("blockDim", "gridDim"):
-            if builtin(n, name) is not None and n.type == "field_expression":
-                raise Refused(f"`{text(n)}`: the block is lifted apart from the tile, so the "
-                              "kernel must not read the launch's sizes", n)
+        if builtin(n, "gridDim") is not None and n.type == "field_expression":
+            raise Refused(f"`{text(n)}`: the grid follows the outputs per thread, so the "
+                          "kernel must not read its size", n)
         for name in ("threadIdx", "blockIdx"):
             if builtin(n, name) == "z" and n.type == "field_expression":
                 raise Refused(f"`{text(n)}`: a z index is not modelled", n)
@@ -458,6 +468,14 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                           or n)
                 if _base(t) == tile:
                     raise Refused(f"`{text(n)}` writes the tile after the barrier", n)
+                base = t
+                while base.type in ("subscript_expression", "pointer_expression"):
+                    base = strip(base.child_by_field_name("argument") or base)
+                    if base == t:
+                        break
+                if t.type != "identifier" and not plan.pointer(text(base)):
+                    raise Refused(f"`{text(n)}` writes through `{text(base)}`, not a kernel "
+                                  "argument (it may point into the tile)", n)
             if n.type in ("goto_statement",):
                 raise Refused(f"`{text(n)}` leaves the work", n)
             if n.type == "return_statement" and _in_loop(n, s):
@@ -492,7 +510,8 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         size = None
         if parts is not None and parts[1] == "*":
             other = parts[2] if strip(parts[0]) == n else parts[0]  # n: one operand
-            size = other if int_value(other) == sizes[dim] else None
+            size = other if int_value(other) == sizes[dim] or \
+                builtin(other, "blockDim") == dim else None
         if size is None:
             raise Refused(f"`{text(parent or n)}` is not a tile offset blockIdx.{dim} * "
                           f"{sizes[dim]}", n)
@@ -501,11 +520,12 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
         list(offsets)
     for n in walk(plan.body):
-        if n.type in ("number_literal", "identifier") and int_value(n) in (bx, by) and \
-                int_value(n) not in (0, 1) and \
-                not any(a <= n.start_byte and n.end_byte <= b for a, b in replaced):
-            raise Refused(f"`{text(n)}` ({int_value(n)}, a block size) is used where the "
-                          "analysis does not know its meaning", n)
+        size_like = (n.type in ("number_literal", "identifier") and int_value(n) in (bx, by)
+                     and int_value(n) not in (0, 1)) or \
+            (n.type == "field_expression" and builtin(n, "blockDim") is not None)
+        if size_like and not any(a <= n.start_byte and n.end_byte <= b for a, b in replaced):
+            raise Refused(f"`{text(n)}` (a block size) is used where the analysis does not "
+                          "know its meaning", n)
     grid_x = scale_divisor(plan.grid[0], str(bx), "BLOCK_X * OUT_X")
     grid_y = scale_divisor(plan.grid[1], str(by), "BLOCK_Y * OUT_Y")
     if grid_x is None or grid_y is None:
