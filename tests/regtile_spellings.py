@@ -65,24 +65,35 @@ int main() {
         const double want = %(alpha)s * ref + %(beta)s * C0[%(c_index)s];
         worst = std::max(worst, std::fabs(want - C[%(c_index)s]));
       }
-  std::printf("%%.9g\n", worst);
+  std::printf("%%.9g %%ld\n", worst, wb_vector_loads);
   return 0;
 }
 """
 
 # float4 for the host: the vector path's loads are 16-byte loads of four floats
 HOST_VECTOR = "struct alignas(16) float4 { float x, y, z, w; };\n"
+_VECTOR_LOAD = "const float4 wb_v = *reinterpret_cast<const float4*>(wb_p);"
+_COUNTED_LOAD = ("const float4 wb_v = (++wb_vector_loads, "
+                 "*reinterpret_cast<const float4*>(wb_p));")
 
 
 def worst_error(s: Spelling, template: KernelTemplate, config: Mapping[str, Any],
                 env: Mapping[str, int], work: Path, *, offset: int = 0) -> float:
     """Worst absolute error of ``config`` of ``template`` (the lift of ``s``) at ``env``
     (batch, M, N, K), the matrices starting ``offset`` floats into their buffers."""
+    return simulate(s, template, config, env, work, offset=offset)[0]
+
+
+def simulate(s: Spelling, template: KernelTemplate, config: Mapping[str, Any],
+             env: Mapping[str, int], work: Path, *, offset: int = 0) -> tuple[float, int]:
+    """(worst absolute error, 16-byte loads the vector path took) of one host run."""
     launch = template.launch_for(dict(config), {**env, "elem_bytes": 4})
     grid = [*launch.grid, 1, 1][:3]
-    source = template.render(dict(config), "fp32").source
+    source = template.render(dict(config), "fp32").source.replace(_VECTOR_LOAD, _COUNTED_LOAD)
     main = _MAIN % {**env, "gx": grid[0], "gy": grid[1], "gz": grid[2], "bx": launch.block[0],
                     "by": launch.block[1], "call": s.call, "a_index": s.a_index,
                     "b_index": s.b_index, "c_index": s.c_index, "alpha": s.alpha,
                     "beta": s.beta, "offset": offset}
-    return float(run_on_host(work, "sim", COOPERATIVE_BLOCK + HOST_VECTOR + source + main))
+    out = run_on_host(work, "sim", COOPERATIVE_BLOCK + HOST_VECTOR +
+                      "static long wb_vector_loads = 0;\n" + source + main).split()
+    return float(out[0]), int(out[1])

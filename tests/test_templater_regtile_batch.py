@@ -155,6 +155,9 @@ BASE = BATCHED["reassigned_bases_tile_count_unroll"]
 @pytest.mark.parametrize("edit,reason,line", [
     (("  A += batch * M * K;\n", "  A += batch * TILE * K;\n"),
      "multiplies the batch index (blockIdx.z) by the tile size", 7),
+    (("  const int batch = blockIdx.z;\n  A += batch * M * K;\n",
+      "  const int batch = blockIdx.z + 1;\n  A += (batch - 1) * TILE * K;\n"),
+     "uses the tile size with a block index other than as the block offset", 7),
     (("  const int col = blockIdx.x * TILE + threadIdx.x;\n",
       "  const int col = blockIdx.x * TILE + threadIdx.x + threadIdx.z;\n"),
      "`threadIdx.z` is read", 13),

@@ -23,7 +23,6 @@ with its reason and line.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,21 +34,12 @@ from workbench.llm.templater.analysis import (
     calls,
     factors,
     int_value,
-    line,
     strip,
     terms,
     text,
     walk,
 )
 from workbench.llm.templater.plan import Plan
-from workbench.llm.templater.regtile_vec import (
-    VEC_WIDTH,
-    NotVector,
-    VectorStore,
-    analyse_store,
-    float_pointers,
-    vector_loop,
-)
 from workbench.llm.templater.rules import literal, scale_divisor
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
@@ -167,7 +157,7 @@ def _statements(block: Node) -> list[Node]:
     return [c for c in block.named_children if c.type != "comment"]
 
 
-class _Gemm:
+class Gemm:
     """The facts of one kernel of the family and their rendering."""
 
     def __init__(self, plan: Plan, tile: int) -> None:
@@ -313,19 +303,20 @@ def lift_regtile(plan: Plan) -> bool:
     if len(loops) != 1 or len(shared) < 2:
         return False
     try:
-        g = _Gemm(plan, bx)
+        g = Gemm(plan, bx)
         _analyse(g, loops[0])
     except Refused as exc:
         if exc.reason == "not-gemm":
             return False
         plan.note("REGISTER_TILE", False, exc.reason, exc.node)
         return False
-    _emit(g, loops[0])
+    from workbench.llm.templater.regtile_emit import emit_register_tile  # imports this
+    emit_register_tile(g, loops[0])
     return True
 
 
 @dataclass
-class _Parts:
+class Parts:
     prologue: list[Node]
     stores: list[Node]
     compute: list[Node]
@@ -333,11 +324,11 @@ class _Parts:
     epilogue: list[Node]
 
 
-def _store_target(stmt: Node) -> list[Node]:
+def store_target(stmt: Node) -> list[Node]:
     """The shared subscripts a store statement writes (``S[a][b] = ...`` or if/else)."""
     if stmt.type == "compound_statement":
         inner = _statements(stmt)
-        return _store_target(inner[0]) if len(inner) == 1 else []
+        return store_target(inner[0]) if len(inner) == 1 else []
     if stmt.type == "expression_statement" and stmt.named_child_count == 1:
         e = stmt.named_children[0]
         if e.type == "assignment_expression" and text(e.child_by_field_name("operator")) == "=":
@@ -350,12 +341,12 @@ def _store_target(stmt: Node) -> list[Node]:
         if cons is None or alt is None:
             return []
         alt_stmt = alt.named_children[-1] if alt.type == "else_clause" else alt
-        a, b = _store_target(cons), _store_target(alt_stmt)
+        a, b = store_target(cons), store_target(alt_stmt)
         return a + b if len(a) == 1 and len(b) == 1 and text(a[0]) == text(b[0]) else []
     return []
 
 
-def _subscript(node: Node) -> tuple[str, list[Node]] | None:
+def subscript(node: Node) -> tuple[str, list[Node]] | None:
     idx: list[Node] = []
     node = strip(node)
     while node.type == "subscript_expression":
@@ -368,7 +359,7 @@ def _subscript(node: Node) -> tuple[str, list[Node]] | None:
     return (text(node), idx) if node.type == "identifier" and idx else None
 
 
-def _analyse(g: _Gemm, loop: Node) -> None:
+def _analyse(g: Gemm, loop: Node) -> None:
     plan, t = g.plan, g.tile
     tiles: dict[str, Tile] = {}
     for lo in g.locals.values():
@@ -390,8 +381,9 @@ def _analyse(g: _Gemm, loop: Node) -> None:
         inner = binary(tl.extents[1])
         if int_value(tl.extents[1]) == t:
             continue
-        if inner and inner[1] == "+" and int_value(inner[0]) == t and int_value(inner[2]) == 1:
-            tl.padded = 1
+        if (inner and inner[1] == "+" and int_value(inner[0]) == t and
+                int_value(inner[2]) == 1) or int_value(tl.extents[1]) == t + 1:
+            tl.padded = 1  # ``[T][T + 1]`` or ``[32][33]``
             continue
         raise Refused("not-gemm")
     body = loop.child_by_field_name("body")
@@ -405,7 +397,7 @@ def _analyse(g: _Gemm, loop: Node) -> None:
                       "level (store the tiles; barrier; compute; barrier)", loop)
     top = _statements(plan.body)
     k = top.index(loop)
-    parts = _Parts(top[:k], stmts[:syncs[0]], stmts[syncs[0] + 1:syncs[1]],
+    parts = Parts(top[:k], stmts[:syncs[0]], stmts[syncs[0] + 1:syncs[1]],
                    stmts[syncs[1] + 1:], top[k + 1:])
     for s in parts.prologue + parts.epilogue:
         for n in walk(s):
@@ -418,7 +410,7 @@ def _analyse(g: _Gemm, loop: Node) -> None:
     g.inlinable = {x for x in g.threaded if any(
         c.start_byte <= g.locals[x].decl.start_byte < c.end_byte for c in outside)}
     for s in outside:
-        names = [_decl_name(d) for d in s.children_by_field_name("declarator")] \
+        names = [decl_name(d) for d in s.children_by_field_name("declarator")] \
             if s.type == "declaration" else []
         if len({x in g.inlinable for x in names}) > 1:
             raise Refused(f"`{text(s)}` declares thread-dependent and uniform values "
@@ -432,8 +424,8 @@ def _analyse(g: _Gemm, loop: Node) -> None:
     for s in parts.stores:
         if s.type == "declaration":
             continue
-        targets = _store_target(s)
-        sub = _subscript(targets[0]) if targets else None
+        targets = store_target(s)
+        sub = subscript(targets[0]) if targets else None
         if sub is None or sub[0] not in tiles:
             raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
                           "not a store of a shared tile", s)
@@ -456,7 +448,7 @@ def _analyse(g: _Gemm, loop: Node) -> None:
             if left is not None and strip(left).type != "identifier":
                 raise Refused(f"the compute writes `{text(left)}` (only registers may be "
                               "written between the barriers)", n)
-        sub = _subscript(n) if n.type == "subscript_expression" else None
+        sub = subscript(n) if n.type == "subscript_expression" else None
         if sub is None or sub[0] not in tiles or (n.parent is not None and
                                                   n.parent.type == "subscript_expression"):
             continue
@@ -479,13 +471,14 @@ def _analyse(g: _Gemm, loop: Node) -> None:
                 name in g.threaded:
             raise Refused(f"`{name}` is written between the barriers but is not a "
                           "thread-private accumulator declared before the loop", loop)
-        if not all(_decl_name(d) in accs for d in acc.decl.children_by_field_name("declarator")):
+        if not all(decl_name(d) in accs for d in acc.decl.children_by_field_name("declarator")):
             raise Refused(f"`{text(acc.decl)}` declares accumulators with other variables",
                           acc.decl)
         g.accumulators.append(acc)
     if not g.accumulators:
         raise Refused("nothing is accumulated between the barriers", loop)
-    for n in (m for h in _header(loop) for m in walk(h)):
+    # a count of tiles may sit in the header or in a local it reads (``n_tiles = K / T``)
+    for n in (m for h in loop_header(loop) + parts.prologue + parts.after for m in walk(h)):
         parts_div = binary(n)
         if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == t:
             # a rounded-up count, ``(K + T - 1) / T`` or ``(K + 15) / 16``, covers the rest
@@ -494,11 +487,11 @@ def _analyse(g: _Gemm, loop: Node) -> None:
             if len(terms(parts_div[0])) - len(constant) != 1 or sum(constant) != t - 1:
                 raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
                               f"a multiple of {t}); a deeper tile would drop the remainder", n)
-    for s in parts.after + _header(loop):
+    for s in parts.after + loop_header(loop):
         if g.mentions_thread(s):
             raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread index", s)
     for s in parts.epilogue:
-        if any(_subscript(n) and _subscript(n)[0] in tiles  # type: ignore[index]
+        if any(subscript(n) and subscript(n)[0] in tiles  # type: ignore[index]
                for n in walk(s) if n.type == "subscript_expression"):
             raise Refused("the epilogue reads a shared tile", s)
         if "__syncthreads" in calls(s):
@@ -524,6 +517,17 @@ def _analyse(g: _Gemm, loop: Node) -> None:
     if epi_roles:
         raise Refused(f"`{text(epi_roles[0].parent)}` after the loop uses the tile size "
                       "other than as a block offset", epi_roles[0])
+    # before the loop, the tile size next to a block-derived value that is not a plain
+    # block index (``(blockIdx.z + 1) * T``, ``by1 * T`` with ``by1 = blockIdx.y + 1``) would
+    # become BK: an offset the rewrite cannot tell from a k step
+    blocky = {name for name, lo in g.locals.items() if lo.value is not None and
+              any(builtin(m, "blockIdx") for m in walk(lo.value))}
+    for s in parts.prologue:
+        ks = [n for n in walk(s) if g.roles.get((n.start_byte, n.end_byte)) == "BK"]
+        if ks and any(builtin(m, "blockIdx") or (m.type == "identifier" and text(m) in blocky)
+                      for m in walk(s)):
+            raise Refused(f"`{text(ks[0].parent)}` uses the tile size with a block index "
+                          "other than as the block offset", ks[0])
     g.tiles = tiles
     g.parts = parts  # type: ignore[attr-defined]
     for g_rule, want in ((0, "BN"), (1, "BM")):
@@ -531,196 +535,11 @@ def _analyse(g: _Gemm, loop: Node) -> None:
             raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile {t}")
 
 
-def _decl_name(d: Node) -> str:
+def decl_name(d: Node) -> str:
     inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
     return text(inner)
 
 
-def _emit(g: _Gemm, loop: Node) -> None:
-    plan, t, data = g.plan, g.tile, g.data
-    parts: _Parts = g.parts  # type: ignore[attr-defined]
-    n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
-                           "VEC"])
-    g.names = n
-    bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
-    tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
-    role_ext = {"y": bm, "x": bn, "k": bk}
-    padded = [tl for tl in g.tiles.values() if tl.roles[-1] == "k"]
-    ind = "  "
-    out: list[str] = ["{"]
-    for tl in g.tiles.values():
-        ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
-               role_ext[tl.roles[i]] + (f" + {pad}" if tl in padded and i == 1 else "")
-               for i in range(2)}
-        out.append(ind + render(data, tl.decl, lambda m, ext=ext:  # type: ignore[misc]
-                                ext.get((m.start_byte, m.end_byte))))
-    acc_decls = {a.decl for a in g.accumulators}
-    for s in parts.prologue:
-        if s.type == "declaration" and (any(text(c) == "__shared__" for c in s.children) or
-                                        s in acc_decls):
-            continue
-        names = [_decl_name(d) for d in s.children_by_field_name("declarator")] \
-            if s.type == "declaration" else []
-        if names and all(x in g.inlinable for x in names):
-            continue  # thread-dependent: inlined where used
-        out.append(ind + render(data, s, g.role_sub))
-    for a in g.accumulators:
-        typ = data[a.decl.start_byte:a.decl.children_by_field_name("declarator")[0]
-                   .start_byte].decode().strip()
-        init = render(data, a.value, g.role_sub) if a.value is not None else "0"
-        out += [f"{ind}{typ} {a.name}[{tm}][{tn}];",
-                f"{ind}for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
-                f"{ind}  for (int wb_j = 0; wb_j < {tn}; ++wb_j) {a.name}[wb_i][wb_j] = {init};"]
-    out.append(f"{ind}const int wb_tid = threadIdx.y * {tx_} + threadIdx.x;")
-    body = loop.child_by_field_name("body")
-    assert body is not None
-    out.append(ind + render(data, loop, lambda m: "" if m == body else g.role_sub(m)).rstrip()
-               + " {")
-    ind2 = ind * 2
-    vectorized: list[str] = []  # the inner extents of the tiles loaded with float4
-    for s in parts.stores:
-        if s.type == "declaration":
-            names = [_decl_name(d) for d in s.children_by_field_name("declarator")]
-            if all(x in g.inlinable for x in names):
-                continue
-            out.append(ind2 + render(data, s, g.role_sub))
-            continue
-        target = _subscript(_store_target(s)[0])
-        assert target is not None
-        tile = g.tiles[target[0]]
-        dims = [g.thread_dim(i) for i in target[1]]
-        threads = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
-        e0, e1 = role_ext[tile.roles[0]], role_ext[tile.roles[1]]
-        scalar = render(data, s, g.region(threads, acc=False))
-        loop_as_written = [
-            f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {tx_} * {ty_}) {{",
-            f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
-            f"{ind2}  {scalar}",
-            f"{ind2}}}"]
-        vec = _vector_store(g, s, dims)
-        if vec is None:
-            out += loop_as_written
-            continue
-        vectorized.append(e1)
-
-        def at(m: Node, c: str, dims: list[str | None] = dims) -> str:
-            return render(data, m, g.region({dims[0] or "y": "wb_r", dims[1] or "x": c},
-                                            acc=False))
-        out += [f"#if {n['VEC']} == {VEC_WIDTH}",
-                *vector_loop(vec, at, scalar, rows=e0, cols=e1, threads=f"{tx_} * {ty_}",
-                             ind=ind2),
-                "#else", *loop_as_written, "#endif"]
-    out.append(f"{ind2}__syncthreads();")
-    virtual = {"x": f"(threadIdx.x + wb_j * {tx_})", "y": f"(threadIdx.y + wb_i * {ty_})"}
-    per_item = g.region(virtual, acc=True)
-    loops_ij = ["#pragma unroll", f"for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
-                "#pragma unroll", f"for (int wb_j = 0; wb_j < {tn}; ++wb_j) {{"]
-    compute = [c for c in parts.compute if c.type != "preproc_call"]
-    inner = compute[0] if len(compute) == 1 and compute[0].type == "for_statement" else None
-    inner_body = inner.child_by_field_name("body") if inner is not None else None
-    if inner is not None and inner_body is not None and not any(
-            g.mentions_thread(h) for h in _header(inner)) and \
-            not _writes_shared_or_global(inner_body):
-        head = render(data, inner, lambda m: "" if m == inner_body else g.role_sub(m))
-        out += [f"{ind2}#pragma unroll", ind2 + head.rstrip() + " {"]
-        out += [ind2 + "  " + x for x in loops_ij]
-        out.append(ind2 + "    " + render(data, inner_body, per_item))
-        out += [f"{ind2}  }}", f"{ind2}}}"]
-        plan.note("REGISTER_TILE", True, "the inner product loop runs over k outside the "
-                  "TM x TN register tile (each shared value read once per k)", inner)
-    else:
-        out += [ind2 + x for x in loops_ij]
-        out += [ind2 + "  " + render(data, c, per_item) for c in parts.compute]
-        out.append(f"{ind2}}}")
-    out.append(f"{ind2}__syncthreads();")
-    out += [ind2 + render(data, s, g.role_sub) for s in parts.after]
-    out.append(f"{ind}}}")
-    out += [ind + x for x in loops_ij]
-    out += [ind + "  " + render(data, s, per_item) for s in parts.epilogue]
-    out += [f"{ind}}}", "}"]
-    text_out = "\n".join(out)
-    plan.rw.replace(plan.body, text_out)
-    plan.helper(f"#define {tx_} ({bn} / {tn})  // threads per block along x")
-    plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
-    plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
-    plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
-    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
-    plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
-    where = f"{line(plan.body)}"
-    tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
-                           for tl in g.tiles.values())
-    for name, desc in ((bm, f"rows of the output per block (as written: {t})"),
-                       (bn, f"columns of the output per block (as written: {t})")):
-        plan.add_param(name, {"kind": "pow2", "min": min(16, t), "max": max(128, t),
-                              "default": t, "description": desc},
-                       f"{where}: blockIdx * {t} and the shared tiles")
-    plan.add_param(bk, {"kind": "choice", "values": sorted({8, 16, 32, t}), "default": t,
-                        "description": f"depth of the shared tiles along k (as written: {t})"},
-                   f"{line(loop)}: the loop over tiles")
-    for name, dim in ((tm, "rows"), (tn, "columns")):
-        plan.add_param(name, {"kind": "pow2", "min": 1, "max": 8, "default": 1,
-                              "description": f"output {dim} per thread, accumulators in "
-                                             "registers (as written: 1)"},
-                       f"{line(g.accumulators[0].decl)}: accumulator "
-                       f"{g.accumulators[0].name}")
-    pad_default = max((tl.padded for tl in g.tiles.values()), default=0)
-    if padded:
-        plan.add_param(pad, {"kind": "choice", "values": sorted({0, 1, pad_default}),
-                             "default": pad_default,
-                             "description": "extra column of the tiles read along k "
-                                            "(bank conflicts across rows of threads)"},
-                       f"{line(padded[0].decl)}: __shared__ {padded[0].name}")
-    else:
-        pad = "0"
-    if vectorized:
-        vec_name = n["VEC"]
-        plan.add_param(vec_name, {"kind": "choice", "values": [1, VEC_WIDTH], "default": 1,
-                                  "description": f"{VEC_WIDTH}: float4 loads of the tiles "
-                                                 "where a run of four is aligned and in "
-                                                 "bounds (as written: 1)"},
-                       f"{line(loop)}: the tiles' cooperative loads")
-        plan.constrain(f"{vec_name} == 1 or (" + " and ".join(
-            f"{e} % {VEC_WIDTH} == 0" for e in sorted(set(vectorized))) + ")")
-    plan.constrain(f"{bm} % {tm} == 0 and {bn} % {tn} == 0")
-    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
-    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
-    plan.constrain(f"{tm} * {tn} <= 64")
-    smem = " + ".join(
-        f"{tl.elem_bytes} * " + " * ".join(
-            f"({role_ext[r]} + {pad})" if tl in padded and i == 1 and pad != "0" else role_ext[r]
-            for i, r in enumerate(tl.roles)) for tl in g.tiles.values())
-    plan.constrain(f"{smem} <= {_MAX_SMEM}")
-    plan.note("REGISTER_TILE", True, f"tiled product over shared tiles {tile_names}: each "
-              f"thread computes {tm} x {tn} outputs in registers "
-              f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
-              f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "
-              f"block = ({bn} / {tn}, {bm} / {tm})", loop)
-
-
-def _vector_store(g: _Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:
-    """The vector form of one cooperative store, or None (the reason noted under VEC)."""
-    along = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
-
-    def runs_along_row(index: Node) -> bool:
-        return re.search(r"\bwb_c\b", render(g.data, index, g.region(along, acc=False))) \
-            is not None
-    try:
-        return analyse_store(stmt, float_pointers(g.plan, g.body), set(g.tiles),
-                             runs_along_row)
-    except NotVector as exc:
-        g.plan.note("VEC", False, f"{exc}: the tile's loads stay scalar", stmt)
-        return None
-
-
-def _header(loop: Node) -> list[Node]:
+def loop_header(loop: Node) -> list[Node]:
     return [p for f in ("initializer", "condition", "update")
             if (p := loop.child_by_field_name(f)) is not None]
-
-
-def _writes_shared_or_global(node: Node) -> bool:
-    for n in walk(node):
-        if n.type == "assignment_expression":
-            left = n.child_by_field_name("left")
-            if left is not None and strip(left).type != "identifier":
-                return True
-    return False

@@ -21,6 +21,7 @@ along the tile's row) are refused with their line and keep the scalar loop.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,10 +74,76 @@ def float_pointers(plan: Plan, body: Node) -> set[str]:
     return out
 
 
+class _Unknown(Exception):
+    """An expression the unit-stride probe does not evaluate."""
+
+
+_OPS: dict[str, Callable[[int, int], int]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: int(a / b) if b else 0, "%": lambda a, b: a - b * int(a / b) if b else 0,
+    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+}
+
+
+def evaluate(node: Node, leaf: Callable[[Node], int | Node | None],
+             seen: dict[str, int], rng: random.Random) -> int:
+    """The integer value of an index expression (C's truncating / and %). ``leaf(n)``
+    answers a leaf's value, an expression to evaluate in its place (an inlined local), or
+    None: an unknown block-uniform value, drawn at random once per spelling."""
+    node = strip(node)
+    known = leaf(node)
+    if isinstance(known, int):
+        return known
+    if known is not None:
+        return evaluate(known, leaf, seen, rng)
+    if node.type == "number_literal":
+        digits = text(node).rstrip("uUlL")
+        if digits.isdigit():
+            return int(digits)
+        raise _Unknown(text(node))
+    if node.type in ("identifier", "field_expression"):
+        return seen.setdefault(text(node), rng.randrange(1, 500))
+    if node.type == "cast_expression":
+        value = node.child_by_field_name("value")
+        if value is not None:
+            return evaluate(value, leaf, seen, rng)
+    if node.type == "unary_expression" and text(node.child_by_field_name("operator")) in "-+":
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            sign = -1 if text(node.child_by_field_name("operator")) == "-" else 1
+            return sign * evaluate(arg, leaf, seen, rng)
+    if node.type == "binary_expression":
+        op = text(node.child_by_field_name("operator"))
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if op in _OPS and left is not None and right is not None:
+            return _OPS[op](evaluate(left, leaf, seen, rng), evaluate(right, leaf, seen, rng))
+    raise _Unknown(text(node))
+
+
+def unit_stride(index: Node, at: Callable[[int, int], Callable[[Node], int | Node | None]],
+                trials: int = 4) -> bool | None:
+    """Whether ``index`` at tile position (r, c + q) is ``index(r, c) + q`` for q < 4, on
+    random values of everything block-uniform (None: an expression it cannot evaluate).
+    ``at(r, c)`` is the leaf lookup with the thread position at (r, c)."""
+    rng = random.Random(28)
+    try:
+        for _ in range(trials):
+            seen: dict[str, int] = {}
+            r, c = rng.randrange(0, 64), rng.randrange(0, 64) * VEC_WIDTH
+            base = evaluate(index, at(r, c), seen, rng)
+            if any(evaluate(index, at(r, c + q), seen, rng) != base + q
+                   for q in range(1, VEC_WIDTH)):
+                return False
+    except _Unknown:
+        return None
+    return True
+
+
 def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
-                  runs_along_row: Callable[[Node], bool]) -> VectorStore:
+                  runs_along_row: Callable[[Node], bool | None]) -> VectorStore:
     """The parts of ``stmt`` the vector path needs; NotVector with the reason otherwise.
-    ``runs_along_row(idx)``: the load's index mentions the tile's inner position."""
+    ``runs_along_row(idx)``: the load's index is the position along the tile's row plus
+    a value fixed for the row (None: an index the probe could not evaluate)."""
     guard: Node | None = None
     if stmt.type == "if_statement":
         cond = stmt.child_by_field_name("condition")
@@ -104,9 +171,15 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
         raise NotVector(f"`{text(array)}` is not a pointer to float (float4 loads need "
                         "4-byte elements)")
     index = value.child_by_field_name("indices") or value.child_by_field_name("index")
-    if index is None or not runs_along_row(index):
-        raise NotVector(f"the index of `{text(value)}` does not run along the tile's row "
-                        "(its inner position)")
+    if index is not None and index.type == "subscript_argument_list":
+        index = index.named_children[0] if index.named_child_count == 1 else None
+    along = runs_along_row(index) if index is not None else None
+    if along is None:
+        raise NotVector(f"the index of `{text(value)}` is not an integer expression the "
+                        "analysis evaluates")
+    if not along:
+        raise NotVector(f"the index of `{text(value)}` does not step by one element along "
+                        "the tile's row (its inner position)")
     for n in walk(value):
         if n.type in ("call_expression", "assignment_expression", "update_expression"):
             raise NotVector(f"`{text(n)}` in the load has effects or calls")

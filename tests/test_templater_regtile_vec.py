@@ -1,0 +1,111 @@
+"""VEC: float4 loads of a register-tiled GEMM's shared tiles (issue 28, part A.2).
+
+The analysis offers VEC where a tile's store is a (guarded) load of a float pointer whose
+index steps by one element along the tile's row; the rendered vector path takes a 16-byte
+load only where the guard holds at all four positions and the run is contiguous and
+aligned at run time. On the host: with leading dimensions that are multiples of four the
+vector path is taken and the product is right; with the matrices one float off 16-byte
+alignment it is never taken and the product is still right; other stores are refused
+with their line and keep the scalar loop.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_templater import corner_configs, lifted_template
+from regtile_spellings import Spelling, lift, simulate
+from test_templater_regtile_batch import BATCHED
+from test_templater_regtile_spellings import SPELLINGS
+
+ALL = {**BATCHED, **SPELLINGS}
+ALIGNED = {"batch": 2, "M": 37, "N": 44, "K": 28}  # rows of A and B start 16-byte aligned
+
+
+def _env(s: Spelling) -> dict[str, int]:
+    """ALIGNED, with one product for a kernel whose grid has no batch dimension."""
+    return {**ALIGNED, "batch": ALIGNED["batch"] if len(s.grid) == 3 else 1}
+
+
+def _vec_config(s: Spelling, **values: int) -> dict[str, object]:
+    """The default with VEC = 4 and ``values`` (TM = TN = 2 unless given): a valid config."""
+    template = lifted_template(lift(s), s.entry)
+    config = dict(template.default_config())
+    config.update({"VEC": 4, "TM": 2, "TN": 2, **values})
+    assert template.space({**_env(s), "elem_bytes": 4}).rejection(config) is None
+    return config
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_vec_is_offered_with_its_divisibility_constraint(name: str) -> None:
+    lifted = lift(ALL[name])
+    assert "VEC" in {p.name for p in lifted.params}, lifted.notes
+    vec = [c for c in lifted.constraints if c.startswith("VEC == 1 or")]
+    assert vec and "% 4 == 0" in vec[0]
+    assert "#if VEC == 4" in lifted.source and "float4" in lifted.source
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_vector_path_is_taken_where_aligned_and_never_where_not(name: str) -> None:
+    s = ALL[name]
+    template = lifted_template(lift(s), s.entry)
+    config = _vec_config(s)
+    with tempfile.TemporaryDirectory() as tmp:
+        worst, loads = simulate(s, template, config, _env(s), Path(tmp))
+        assert worst < 1e-3 and loads > 0, (worst, loads)
+        worst, loads = simulate(s, template, config, _env(s), Path(tmp), offset=1)
+        assert worst < 1e-3 and loads == 0, (worst, loads)
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+BASE = SPELLINGS["blockdim_rowcol_ceil_count_unroll_ifndef"]
+
+
+def _vec_findings(source: str) -> list[tuple[str, int]]:
+    s = Spelling(source, BASE.grid, BASE.block, BASE.scalars, BASE.call, entry=BASE.entry)
+    lifted = lift(s)
+    assert any(f.transform == "REGISTER_TILE" and f.applied for f in lifted.findings)
+    return [(f.reason, f.line) for f in lifted.findings if f.transform == "VEC" and
+            not f.applied]
+
+
+@pytest.mark.parametrize("edit,reason,line", [
+    (("tile_a[threadIdx.y][threadIdx.x] = a[row * k + t * TILE + threadIdx.x];",
+      "tile_a[threadIdx.y][threadIdx.x] = 2.0f * a[row * k + t * TILE + threadIdx.x];"),
+     "is not a load `X[index]`", 14),
+    (("tile_b[threadIdx.y][threadIdx.x] = b[(t * TILE + threadIdx.y) * n + col];",
+      "tile_b[threadIdx.y][threadIdx.x] = b[col * k + t * TILE + threadIdx.y];"),
+     "does not step by one element along the tile's row", 22),
+    (("__global__ void matmul_kernel(const float *a,",
+      "__global__ void matmul_kernel(const double *a,"),
+     "is not a pointer to float", 14),
+    (("tile_a[threadIdx.y][threadIdx.x] = a[row * k + t * TILE + threadIdx.x];",
+      "tile_a[threadIdx.y][threadIdx.x] = a[(row * k + t * TILE + threadIdx.x) & 0x7fffffff];"),
+     "is not an integer expression the analysis evaluates", 14),
+])
+def test_stores_the_vector_path_cannot_take_are_refused_with_the_line(
+        edit: tuple[str, str], reason: str, line: int) -> None:
+    assert edit[0] in BASE.source
+    found = _vec_findings(BASE.source.replace(edit[0], edit[1], 1))
+    assert len(found) == 1, found
+    assert reason in found[0][0], found
+    assert found[0][1] == line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_vec_templates_compile_with_nvcc_at_corners(name: str, compiler: Any) -> None:
+    s = ALL[name]
+    template = lifted_template(lift(s), s.entry)
+    env = {**_env(s), "elem_bytes": 4}
+    for config in [_vec_config(s, BM=64, BN=64, TM=4, TN=4), *corner_configs(template, env)]:
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"

@@ -1,0 +1,238 @@
+"""Rendering of a register-tiled GEMM (:mod:`.regtile` analyses; this module writes).
+
+Every thread of the kernel as written becomes one virtual thread of a ``(BN, BM)`` tile: a
+real thread runs ``TM x TN`` of them with their accumulators in registers; the shared tiles
+become ``[BM][BK]`` / ``[BK][BN]`` by the role of each index; each cooperative store becomes
+a loop of all threads over the tile's positions (with a float4 path at ``VEC == 4`` where
+:mod:`.regtile_vec` proves the store's form); the grid's x / y follow BN / BM, any other
+grid dimension is kept as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tree_sitter import Node
+
+from workbench.llm.templater.analysis import int_value, line, strip, text, walk
+from workbench.llm.templater.regtile import (
+    _MAX_SMEM,
+    Gemm,
+    Parts,
+    decl_name,
+    fresh_names,
+    loop_header,
+    render,
+    store_target,
+    subscript,
+)
+from workbench.llm.templater.regtile_vec import (
+    VEC_WIDTH,
+    NotVector,
+    VectorStore,
+    analyse_store,
+    float_pointers,
+    unit_stride,
+    vector_loop,
+)
+from workbench.llm.templater.rules import scale_divisor
+
+
+def emit_register_tile(g: Gemm, loop: Node) -> None:
+    """Rewrite the kernel body of ``g`` (analysed in :mod:`.regtile`) as its
+    register-tiled template: parameters, constraints, launch rules and findings."""
+    plan, t, data = g.plan, g.tile, g.data
+    parts: Parts = g.parts  # type: ignore[attr-defined]
+    n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
+                           "VEC"])
+    g.names = n
+    bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
+    tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
+    role_ext = {"y": bm, "x": bn, "k": bk}
+    padded = [tl for tl in g.tiles.values() if tl.roles[-1] == "k"]
+    ind = "  "
+    out: list[str] = ["{"]
+    for tl in g.tiles.values():
+        ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
+               role_ext[tl.roles[i]] + (f" + {pad}" if tl in padded and i == 1 else "")
+               for i in range(2)}
+        out.append(ind + render(data, tl.decl, lambda m, ext=ext:  # type: ignore[misc]
+                                ext.get((m.start_byte, m.end_byte))))
+    acc_decls = {a.decl for a in g.accumulators}
+    for s in parts.prologue:
+        if s.type == "declaration" and (any(text(c) == "__shared__" for c in s.children) or
+                                        s in acc_decls):
+            continue
+        names = [decl_name(d) for d in s.children_by_field_name("declarator")] \
+            if s.type == "declaration" else []
+        if names and all(x in g.inlinable for x in names):
+            continue  # thread-dependent: inlined where used
+        out.append(ind + render(data, s, g.role_sub))
+    for a in g.accumulators:
+        typ = data[a.decl.start_byte:a.decl.children_by_field_name("declarator")[0]
+                   .start_byte].decode().strip()
+        init = render(data, a.value, g.role_sub) if a.value is not None else "0"
+        out += [f"{ind}{typ} {a.name}[{tm}][{tn}];",
+                f"{ind}for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
+                f"{ind}  for (int wb_j = 0; wb_j < {tn}; ++wb_j) {a.name}[wb_i][wb_j] = {init};"]
+    out.append(f"{ind}const int wb_tid = threadIdx.y * {tx_} + threadIdx.x;")
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    out.append(ind + render(data, loop, lambda m: "" if m == body else g.role_sub(m)).rstrip()
+               + " {")
+    ind2 = ind * 2
+    vectorized: list[str] = []  # the inner extents of the tiles loaded with float4
+    for s in parts.stores:
+        if s.type == "declaration":
+            names = [decl_name(d) for d in s.children_by_field_name("declarator")]
+            if all(x in g.inlinable for x in names):
+                continue
+            out.append(ind2 + render(data, s, g.role_sub))
+            continue
+        target = subscript(store_target(s)[0])
+        assert target is not None
+        tile = g.tiles[target[0]]
+        dims = [g.thread_dim(i) for i in target[1]]
+        threads = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
+        e0, e1 = role_ext[tile.roles[0]], role_ext[tile.roles[1]]
+        scalar = render(data, s, g.region(threads, acc=False))
+        loop_as_written = [
+            f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {tx_} * {ty_}) {{",
+            f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
+            f"{ind2}  {scalar}",
+            f"{ind2}}}"]
+        vec = _vector_store(g, s, dims)
+        if vec is None:
+            out += loop_as_written
+            continue
+        vectorized.append(e1)
+
+        def at(m: Node, c: str, dims: list[str | None] = dims) -> str:
+            return render(data, m, g.region({dims[0] or "y": "wb_r", dims[1] or "x": c},
+                                            acc=False))
+        out += [f"#if {n['VEC']} == {VEC_WIDTH}",
+                *vector_loop(vec, at, scalar, rows=e0, cols=e1, threads=f"{tx_} * {ty_}",
+                             ind=ind2),
+                "#else", *loop_as_written, "#endif"]
+    out.append(f"{ind2}__syncthreads();")
+    virtual = {"x": f"(threadIdx.x + wb_j * {tx_})", "y": f"(threadIdx.y + wb_i * {ty_})"}
+    per_item = g.region(virtual, acc=True)
+    loops_ij = ["#pragma unroll", f"for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
+                "#pragma unroll", f"for (int wb_j = 0; wb_j < {tn}; ++wb_j) {{"]
+    compute = [c for c in parts.compute if c.type != "preproc_call"]
+    inner = compute[0] if len(compute) == 1 and compute[0].type == "for_statement" else None
+    inner_body = inner.child_by_field_name("body") if inner is not None else None
+    if inner is not None and inner_body is not None and not any(
+            g.mentions_thread(h) for h in loop_header(inner)) and \
+            not _writes_shared_or_global(inner_body):
+        head = render(data, inner, lambda m: "" if m == inner_body else g.role_sub(m))
+        out += [f"{ind2}#pragma unroll", ind2 + head.rstrip() + " {"]
+        out += [ind2 + "  " + x for x in loops_ij]
+        out.append(ind2 + "    " + render(data, inner_body, per_item))
+        out += [f"{ind2}  }}", f"{ind2}}}"]
+        plan.note("REGISTER_TILE", True, "the inner product loop runs over k outside the "
+                  "TM x TN register tile (each shared value read once per k)", inner)
+    else:
+        out += [ind2 + x for x in loops_ij]
+        out += [ind2 + "  " + render(data, c, per_item) for c in parts.compute]
+        out.append(f"{ind2}}}")
+    out.append(f"{ind2}__syncthreads();")
+    out += [ind2 + render(data, s, g.role_sub) for s in parts.after]
+    out.append(f"{ind}}}")
+    out += [ind + x for x in loops_ij]
+    out += [ind + "  " + render(data, s, per_item) for s in parts.epilogue]
+    out += [f"{ind}}}", "}"]
+    text_out = "\n".join(out)
+    plan.rw.replace(plan.body, text_out)
+    plan.helper(f"#define {tx_} ({bn} / {tn})  // threads per block along x")
+    plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
+    plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
+    plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
+    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
+    plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
+    where = f"{line(plan.body)}"
+    tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
+                           for tl in g.tiles.values())
+    for name, desc in ((bm, f"rows of the output per block (as written: {t})"),
+                       (bn, f"columns of the output per block (as written: {t})")):
+        plan.add_param(name, {"kind": "pow2", "min": min(16, t), "max": max(128, t),
+                              "default": t, "description": desc},
+                       f"{where}: blockIdx * {t} and the shared tiles")
+    plan.add_param(bk, {"kind": "choice", "values": sorted({8, 16, 32, t}), "default": t,
+                        "description": f"depth of the shared tiles along k (as written: {t})"},
+                   f"{line(loop)}: the loop over tiles")
+    for name, dim in ((tm, "rows"), (tn, "columns")):
+        plan.add_param(name, {"kind": "pow2", "min": 1, "max": 8, "default": 1,
+                              "description": f"output {dim} per thread, accumulators in "
+                                             "registers (as written: 1)"},
+                       f"{line(g.accumulators[0].decl)}: accumulator "
+                       f"{g.accumulators[0].name}")
+    pad_default = max((tl.padded for tl in g.tiles.values()), default=0)
+    if padded:
+        plan.add_param(pad, {"kind": "choice", "values": sorted({0, 1, pad_default}),
+                             "default": pad_default,
+                             "description": "extra column of the tiles read along k "
+                                            "(bank conflicts across rows of threads)"},
+                       f"{line(padded[0].decl)}: __shared__ {padded[0].name}")
+    else:
+        pad = "0"
+    if vectorized:
+        vec_name = n["VEC"]
+        plan.add_param(vec_name, {"kind": "choice", "values": [1, VEC_WIDTH], "default": 1,
+                                  "description": f"{VEC_WIDTH}: float4 loads of the tiles "
+                                                 "where a run of four is aligned and in "
+                                                 "bounds (as written: 1)"},
+                       f"{line(loop)}: the tiles' cooperative loads")
+        plan.constrain(f"{vec_name} == 1 or (" + " and ".join(
+            f"{e} % {VEC_WIDTH} == 0" for e in sorted(set(vectorized))) + ")")
+    plan.constrain(f"{bm} % {tm} == 0 and {bn} % {tn} == 0")
+    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
+    plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
+    plan.constrain(f"{tm} * {tn} <= 64")
+    smem = " + ".join(
+        f"{tl.elem_bytes} * " + " * ".join(
+            f"({role_ext[r]} + {pad})" if tl in padded and i == 1 and pad != "0" else role_ext[r]
+            for i, r in enumerate(tl.roles)) for tl in g.tiles.values())
+    plan.constrain(f"{smem} <= {_MAX_SMEM}")
+    plan.note("REGISTER_TILE", True, f"tiled product over shared tiles {tile_names}: each "
+              f"thread computes {tm} x {tn} outputs in registers "
+              f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
+              f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "
+              f"block = ({bn} / {tn}, {bm} / {tm})", loop)
+
+
+def _vector_store(g: Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:
+    """The vector form of one cooperative store, or None (the reason noted under VEC)."""
+    def at(r: int, c: int) -> Callable[[Node], int | Node | None]:
+        pos = {dims[0] or "y": r, dims[1] or "x": c}
+
+        def leaf(n: Node) -> int | Node | None:
+            d = g.thread_dim(n)
+            if d is not None:
+                return pos.get(d, 0)
+            if n.type == "identifier":
+                lo = g.locals.get(text(n))
+                if text(n) in g.inlinable and lo is not None and lo.value is not None:
+                    return lo.value
+                if lo is None:
+                    return int_value(n)  # a macro's value; None: a parameter
+            return None
+        return leaf
+
+    def runs_along_row(index: Node) -> bool | None:
+        return unit_stride(index, at)
+    try:
+        return analyse_store(stmt, float_pointers(g.plan, g.body), set(g.tiles),
+                             runs_along_row)
+    except NotVector as exc:
+        g.plan.note("VEC", False, f"{exc}: the tile's loads stay scalar", stmt)
+        return None
+
+
+def _writes_shared_or_global(node: Node) -> bool:
+    for n in walk(node):
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            if left is not None and strip(left).type != "identifier":
+                return True
+    return False
