@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,18 +67,11 @@ def _install_lab_extension(config: Path, data: Path) -> None:
     shutil.copy(ROOT / "jupyter-config" / "kernel-workbench.json", server_d)
 
 
-@pytest.fixture(scope="module")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    required = os.environ.get("WORKBENCH_REQUIRE_BROWSER") == "1"  # CI sets it
-    if required:
-        import jupyterlab  # noqa: F401  (an ImportError fails the tier instead of skipping)
-        assert CHROMIUM.exists(), f"no Chromium at {CHROMIUM}: apt-get install -y chromium"
-    pytest.importorskip("jupyterlab")
-    if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "root"
-    root.mkdir()
+def lab_environment(base: Path, root: Path, store: Path) -> tuple[dict[str, str], str, int]:
+    """(environment, token, port) of a JupyterLab serving ``root`` like a user's: its own
+    config, data, runtime, settings and workspace folders under ``base``, this checkout's
+    extension installed, the notebooks copied into ``root``, the sample kernels listed and
+    ``store`` as the workbench store (benchmarks/panel/bench_lab_browser.py uses it too)."""
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
     dirs = {name: base / name for name in ("config", "data", "runtime", "settings", "workspaces")}
@@ -85,17 +79,30 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         d.mkdir()
     _write_settings(dirs["settings"])
     _install_lab_extension(dirs["config"], dirs["data"])
-    token = secrets.token_hex(16)
-    port = _free_port()
     env = {**os.environ,
            "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
            "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
            "WORKBENCH_KERNELS": str(ROOT / "sample_kernels"),
-           "WORKBENCH_STORE": str(root / "workbench.sqlite"),
+           "WORKBENCH_STORE": str(store),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("WORKBENCH_MODEL", None)
+    return env, secrets.token_hex(16), _free_port()
+
+
+#: Headless Debian Chromium with nothing that reaches past loopback on its own.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run",
+                 "--disable-quic", "--disable-dev-shm-usage"]
+START_TIMEOUT_S = 180.0  # a loaded 2-core machine: JupyterLab took over 60 s to answer
+
+
+@contextmanager
+def running_lab(base: Path, root: Path, store: Path) -> Iterator[LabServer]:
+    """A JupyterLab on loopback serving ``root`` (:func:`lab_environment`), stopped after;
+    ready once ``/api/status`` answers 200."""
+    env, token, port = lab_environment(base, root, store)
     log = (base / "lab.log").open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
@@ -104,7 +111,7 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
@@ -126,13 +133,26 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 
 
 @pytest.fixture(scope="module")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    required = os.environ.get("WORKBENCH_REQUIRE_BROWSER") == "1"  # CI sets it
+    if required:
+        import jupyterlab  # noqa: F401  (an ImportError fails the tier instead of skipping)
+        assert CHROMIUM.exists(), f"no Chromium at {CHROMIUM}: apt-get install -y chromium"
+    pytest.importorskip("jupyterlab")
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium")
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    with running_lab(base, root, root / "workbench.sqlite") as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def browser_page(lab_server: LabServer) -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-            "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 2400})
         context.route("**/*", lambda route: route.continue_()
                       if route.request.url.startswith("http://127.0.0.1") else route.abort())
