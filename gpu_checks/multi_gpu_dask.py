@@ -1,37 +1,45 @@
-"""Multi-GPU tuning on one host through Dask: scaling, the condition pick, the CLI, a killed worker.
+"""Multi-GPU tuning on one host through Dask: scaling, where the time goes, the condition
+pick, the CLI, a killed worker.
 
 Run on a machine with 2 or more GPUs (nvidia-h100-x2 / nvidia-h200-x2, 4 and 8 when lent),
 with the wheels staged (``../shared/device/stage.sh wheels app parse cluster``; carry
 ``[".device"]``) and the printed prefix before::
 
-    python3 gpu_checks/multi_gpu_dask.py --gpus 1,2,4,8 --out $OUT/multi_gpu_dask.json
+    python3 gpu_checks/multi_gpu_dask.py --gpus 1,2
 
-What it measures, each part written into the JSON as it ends (a run cut short keeps what
-it has), with the device, driver, CUDA version and date:
+What it measures, each part written into the result as it ends (a run cut short keeps what
+it has), with the device, driver, CUDA version and date, to
+``$OUT/results/cluster/<device>/multi-gpu-dask-sweep-<date>.json`` in the schema of
+``benchmarks/results_schema.py`` (copy it to ``benchmarks/results/cluster/<device>/``):
 
 1. ``sweeps``: for each GPU count N (up to the GPUs visible) an exhaustive sweep of one
    sample template (default fused_add_rmsnorm decode bf16, 1,184 configs) through the
-   search loop with a ``DaskRunner`` over ``LocalCUDACluster(N)``, each into a fresh SQLite
-   store with a cold compile cache: configs/min, speedup and scaling efficiency against
-   N=1, configs per device, the compile-ahead queue's peak; then the finalists confirmed
-   under the cache conditions on one pinned device (``build_report`` as ``workbench tune``
-   does) and the pick compared with N=1's.
+   search loop the product runs (``Search`` with :func:`~workbench.search.orchestrator.
+   batch_for`: 16 per GPU worker, the next batch compiled while one is measured, in the
+   runner's bounded compile-ahead queue of GPUs x 16) with a ``DaskRunner`` over
+   ``LocalCUDACluster(N)``, each into a fresh SQLite store with a cold compile cache, on
+   ``--cores-per-gpu`` x N CPU cores (the lent machines have 16 per GPU: a 1-GPU row is the
+   1-GPU machine): configs/min, speedup and scaling efficiency against N=1, configs per
+   device, and where the time went (``phases``: the compile and measure tasks' summed
+   seconds from Dask's task stream, the compiles' mean concurrency, the share of the sweep
+   each device had a measure task running, the CPU cores' busy share from /proc/stat, and
+   the stored trials' compile / verify / bench seconds); then the finalists confirmed under
+   the cache conditions on one pinned device and the pick compared with N=1's.
 2. ``direct_pick``: the same stored trials of the largest N confirmed by the direct
    runner (``LocalRunner`` on GPU 0): its condition table and pick against the cluster's.
 3. ``cli``: ``workbench tune --budget 256 --strategy random`` with ``--cluster local --gpus
-   N`` (``--batch`` = N x 16, the batch following the GPU count) against the direct run,
-   each with a fresh store and a cold cache: wall seconds, and whether each printed the
+   N`` (no ``--batch``: the batch follows the GPU count) against the direct run, each with
+   a fresh store and a cold cache: wall seconds, and whether each printed the
    four-condition table (no "cannot measure under cache conditions").
 4. ``kill``: the sweep again on the most GPUs, one Dask worker SIGKILLed when a third of
    the trials are stored: every config of the space stored exactly once.
 
-``--batch space`` (default) hands the sweep to the runner as one batch: the runner's
-bounded compile-ahead queue (GPUs x 16 compiles ahead of the devices) keeps nvcc running
-while the devices measure. ``--batch N`` hands N at a time, as ``workbench tune --batch``.
+``--batch auto`` (default) is the product's batch; ``space`` hands the sweep to the runner
+as one batch (what the 2026-11-26 run did); ``N`` hands N at a time.
 Targets (issue 29, 31): >= 1.8x on 2 GPUs, >= 3.5x on 4, >= 6.5x on 8; the cluster's pick
 equal to the direct pick under the condition rule; the cluster beating the direct CLI run
 at budget 256; nothing lost to a killed worker. ``--max-minutes`` (default 7.5) skips the
-parts that no longer fit, saying so in the JSON.
+parts that no longer fit, saying so in the result.
 """
 
 from __future__ import annotations
@@ -54,6 +62,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.results_schema import (  # noqa: E402
+    RESULTS,
+    doc_problems,
+    result_path,
+    run_block,
+)
 from workbench.core.conditions import DEFAULT_CONDITIONS, condition_table  # noqa: E402
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
 from workbench.core.records import Status, TrialResult  # noqa: E402
@@ -111,6 +125,101 @@ def pick_summary(report: Any) -> dict[str, Any]:
             "measured_on": workers, "notes": list(report.notes)}
 
 
+def task_phases(records: Sequence[Mapping[str, Any]], wall_s: float) -> dict[str, Any]:
+    """Where a sweep's time went, from Dask's task stream (``get_task_stream().data``):
+    per task kind (compile, measure, other) the count and summed compute seconds; the
+    compiles' mean concurrency (summed seconds over the wall); per worker the union of its
+    measure tasks' compute intervals and its share of the wall (the time that device had a
+    measure task running: verify and time, and the wait for its turn on the runner)."""
+    kinds: dict[str, dict[str, float]] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for record in records:
+        key = str(record.get("key", ""))
+        kind = ("compile" if key.startswith("wb-compile-") else
+                "measure" if key.startswith("wb-measure-") and "under" not in key
+                else "other")
+        computed = []
+        for ss in record.get("startstops") or ():
+            action, start, stop = ((ss.get("action"), ss.get("start"), ss.get("stop"))
+                                   if isinstance(ss, Mapping) else tuple(ss)[:3])
+            if action == "compute" and start is not None and stop is not None:
+                computed.append((float(start), float(stop)))
+        row = kinds.setdefault(kind, {"count": 0, "compute_s": 0.0})
+        row["count"] += 1
+        row["compute_s"] += sum(b - a for a, b in computed)
+        if kind == "measure":
+            spans.setdefault(str(record.get("worker", "?")), []).extend(computed)
+    out: dict[str, Any] = {k: {"count": int(v["count"]), "compute_s": round(v["compute_s"], 2),
+                               "mean_s": round(v["compute_s"] / v["count"], 4)
+                               if v["count"] else None}
+                           for k, v in sorted(kinds.items())}
+    if "compile" in kinds and wall_s > 0:
+        out["compile_concurrency"] = round(kinds["compile"]["compute_s"] / wall_s, 2)
+    busy = {worker: _union_s(intervals) for worker, intervals in sorted(spans.items())}
+    out["measure_busy_s"] = {w: round(b, 2) for w, b in busy.items()}
+    out["measure_busy_share"] = {w: round(b / wall_s, 3) if wall_s > 0 else None
+                                 for w, b in busy.items()}
+    return out
+
+
+def _union_s(intervals: Sequence[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if stop <= end:
+            continue
+        total += stop - max(start, end)
+        end = stop
+    return total
+
+
+def cpu_times(stat_text: str, cores: Sequence[int]) -> tuple[float, float]:
+    """(busy, total) jiffies of ``cores`` from /proc/stat's text (busy: all but idle and
+    iowait)."""
+    wanted = {f"cpu{c}" for c in cores}
+    busy = total = 0.0
+    for line in stat_text.splitlines():
+        fields = line.split()
+        if fields and fields[0] in wanted:
+            values = [float(v) for v in fields[1:9]]
+            total += sum(values)
+            busy += sum(values) - values[3] - values[4]
+    return busy, total
+
+
+def cpu_busy_share(before: tuple[float, float], after: tuple[float, float]) -> float | None:
+    """The cores' busy share between two :func:`cpu_times` readings."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total > 0 else None
+
+
+def cores_for(gpus: int, per_gpu: int, allowed: Sequence[int]) -> list[int]:
+    """The CPU cores a sweep on ``gpus`` GPUs runs on: ``per_gpu`` per GPU (the first of
+    ``allowed``), every allowed core when ``per_gpu`` is 0 or there are not enough."""
+    cores = sorted(allowed)
+    want = per_gpu * gpus
+    return cores if per_gpu <= 0 or want >= len(cores) else cores[:want]
+
+
+def trial_phases(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """The stored trials' own seconds: nvcc (``compile_s``, the cluster's compile task),
+    verification and timing on the device, summed and per trial."""
+    out: dict[str, Any] = {}
+    for name in ("compile_s", "verify_s", "bench_s"):
+        values = [float(v) for v in (getattr(r, name) for r in results) if v is not None]
+        out[name] = {"sum": round(sum(values), 2), "count": len(values),
+                     "mean": round(sum(values) / len(values), 4) if values else None}
+    return out
+
+
+def device_folder(names: Sequence[str]) -> str:
+    """The results folder of a machine: ``h100x2`` for two H100s, ``h200`` for one H200."""
+    text = (names[0] if names else "unknown").lower()
+    model = next((m for m in ("h100", "h200", "a100", "l4") if m in text), None)
+    model = model or "-".join(w for w in "".join(
+        ch if ch.isalnum() else " " for ch in text).split()[:2]) or "unknown"
+    return f"{model}x{len(names)}" if len(names) > 1 else model
+
+
 class Deadline:
     """The run's time budget: a part that no longer fits is skipped, saying so."""
 
@@ -147,12 +256,26 @@ def _device_info() -> dict[str, Any]:
     return info
 
 
-def _batch(arg: str, space_size: int) -> int:
-    return space_size if arg == "space" else int(arg)
+def _batch(arg: str, space_size: int, runner: Any) -> int:
+    from workbench.search.orchestrator import batch_for
+
+    return (batch_for(runner) if arg == "auto" else space_size if arg == "space"
+            else int(arg))
+
+
+def _stat() -> str:
+    try:
+        return Path("/proc/stat").read_text()
+    except OSError:
+        return ""
 
 
 def _sweep(runner: Any, folder: KernelFolder, shape: str, dtype: str, store_path: Path,
-           batch: int, on_stored: Any = None) -> tuple[Any, Any, float]:
+           batch: int, on_stored: Any = None, cores: Sequence[int] = (),
+           ) -> tuple[Any, Any, float, dict[str, Any]]:
+    """The product's search loop over the whole space; the sweep's phases beside it."""
+    from distributed import get_task_stream
+
     from workbench.search.budget import Budget, SearchConfig
     from workbench.search.orchestrator import Search
     from workbench.store.sqlite import SQLiteStore
@@ -165,9 +288,16 @@ def _sweep(runner: Any, folder: KernelFolder, shape: str, dtype: str, store_path
                                  store=store)
     if on_stored is not None:
         search.events.subscribe(lambda event: on_stored(store))
-    began = time.perf_counter()
-    search.run()
-    return search, store, time.perf_counter() - began
+    cpu_before = cpu_times(_stat(), cores)
+    with get_task_stream(client=runner.client) as stream:
+        began = time.perf_counter()
+        search.run()
+        sweep_s = time.perf_counter() - began
+    phases = task_phases(list(stream.data), sweep_s)
+    phases["cpu_busy_share"] = cpu_busy_share(cpu_before, cpu_times(_stat(), cores))
+    phases["cores"] = len(cores)
+    phases["trials"] = trial_phases(search.results(shape))
+    return search, store, sweep_s, phases
 
 
 def _confirm(runner: Any, folder: KernelFolder, shape: str, dtype: str,
@@ -180,21 +310,27 @@ def _confirm(runner: Any, folder: KernelFolder, shape: str, dtype: str,
 
 
 def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Path,
-              batch_arg: str) -> tuple[dict[str, Any], list[TrialResult]]:
+              batch_arg: str, per_gpu: int) -> tuple[dict[str, Any], list[TrialResult]]:
     from workbench.engine.bench import BenchSettings
     from workbench.engine.dask_cluster import open_dask_runner
     from workbench.engine.dask_tasks import LiveEndpoint
 
+    allowed = sorted(os.sched_getaffinity(0))
+    cores = cores_for(gpus, per_gpu, allowed)
     os.environ["WORKBENCH_CACHE_DIR"] = str(work / f"cache-{gpus}")  # cold, before workers
-    began = time.perf_counter()
-    runner = open_dask_runner(LiveEndpoint(folder, folder.template, BenchSettings()), "local",
-                              gpus=gpus)
-    start_s = time.perf_counter() - began
+    os.sched_setaffinity(0, cores)  # the cluster's processes and nvcc inherit it
+    try:
+        began = time.perf_counter()
+        runner = open_dask_runner(LiveEndpoint(folder, folder.template, BenchSettings()),
+                                  "local", gpus=gpus)
+        start_s = time.perf_counter() - began
+    finally:
+        os.sched_setaffinity(0, allowed)
     try:
         space = folder.space(shape, dtype, runner.device)
-        batch = _batch(batch_arg, space.size)
-        search, store, sweep_s = _sweep(runner, folder, shape, dtype,
-                                        work / f"n{gpus}.sqlite", batch)
+        batch = _batch(batch_arg, space.size, runner)
+        search, store, sweep_s, phases = _sweep(runner, folder, shape, dtype,
+                                                work / f"n{gpus}.sqlite", batch, cores=cores)
         results = search.results(shape)
         store.close()
         per_device: dict[str, int] = {}
@@ -209,11 +345,13 @@ def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Pat
         confirm_began = time.perf_counter()
         report = _confirm(runner, folder, shape, dtype, results)
         row = {"gpus": gpus, "description": runner.description, "batch": batch,
-               "compile_limit": runner.compile_limit, "compile_peak": runner.compiles.peak,
+               "cores": len(cores), "compile_limit": runner.compile_limit,
+               "compile_peak": runner.compiles.peak,
+               "compiles_submitted": runner.compiles.submitted,
                "start_s": round(start_s, 1), "sweep_s": round(sweep_s, 1),
                "configs": len(results),
                "configs_per_min": round(len(results) / sweep_s * 60.0, 1),
-               "status_counts": counts, "per_device": per_device,
+               "status_counts": counts, "per_device": per_device, "phases": phases,
                "best_search": {"config": dict(ok[0].config), "median_us": ok[0].median_us}
                if ok else None,
                "confirmation_s": round(time.perf_counter() - confirm_began, 1),
@@ -241,8 +379,8 @@ def run_cli(gpus: int | None, folder: KernelFolder, shape: str, dtype: str,
     command = [sys.executable, "-m", "workbench.cli", "tune", str(folder.path), "--shape",
                shape, "--dtype", dtype, "--strategy", "random", "--budget", str(CLI_BUDGET),
                "--store", str(work / f"{name}.sqlite")]
-    if gpus is not None:
-        command += ["--cluster", "local", "--gpus", str(gpus), "--batch", str(16 * gpus)]
+    if gpus is not None:  # no --batch: the batch follows the GPU count
+        command += ["--cluster", "local", "--gpus", str(gpus)]
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(work / f"cache-{name}")}
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=400,
@@ -281,8 +419,9 @@ def run_kill(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Path
             killed.update(address=victim, pid=pid, at_trials=store.count_trials())
 
     try:
-        _, store, sweep_s = _sweep(runner, folder, shape, dtype, work / "kill.sqlite",
-                                   _batch(batch_arg, space.size), on_stored=maybe_kill)
+        _, store, sweep_s, _ = _sweep(runner, folder, shape, dtype, work / "kill.sqlite",
+                                      _batch(batch_arg, space.size, runner),
+                                      on_stored=maybe_kill)
         store.close()
     finally:
         runner.close()
@@ -303,47 +442,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shape", default="decode")
     parser.add_argument("--dtype", default="bf16")
     parser.add_argument("--gpus", default="1,2,4,8")
-    parser.add_argument("--batch", default="space",
-                        help="'space' (the sweep as one batch) or candidates per batch")
-    parser.add_argument("--max-minutes", type=float, default=7.5)
+    parser.add_argument("--batch", default="auto",
+                        help="'auto' (the product's: 16 per GPU, the next batch compiled "
+                             "ahead), 'space' (the sweep as one batch) or candidates per batch")
+    parser.add_argument("--cores-per-gpu", type=int, default=16,
+                        help="CPU cores a sweep on N GPUs runs on: N x this (the lent "
+                             "machines have 16 per GPU); 0: every core")
+    parser.add_argument("--max-minutes", type=float, default=7.0)
     parser.add_argument("--skip", default="", help="comma list of parts to skip: "
                         "direct_pick, cli, kill")
-    parser.add_argument("--out", default=str(Path(os.environ.get("OUT", ".")) /
-                                             "multi_gpu_dask.json"))
-    parser.add_argument("--force", action="store_true", help="replace an existing --out")
+    parser.add_argument("--out-root", default=os.environ.get("OUT", "."),
+                        help="the result goes to OUT_ROOT/results/cluster/<device>/"
+                             "multi-gpu-dask-sweep-<date>.json (default $OUT)")
     parser.add_argument("--plan", action="store_true",
                         help="print what would run (no GPU needed) and exit")
     args = parser.parse_args(argv)
-    if args.batch != "space" and not args.batch.isdigit():
-        parser.error("--batch takes 'space' or a positive integer")
+    if args.batch not in ("auto", "space") and not args.batch.isdigit():
+        parser.error("--batch takes 'auto', 'space' or a positive integer")
     folder = load_kernel_folder(ROOT / args.kernel)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     deadline = Deadline(args.max_minutes)
     info = _device_info()
     visible = int(info.get("visible_gpus") or 0)
     counts = [n for n in (int(g) for g in args.gpus.split(",")) if n <= visible]
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    devices = list(info.get("devices") or [])
+    rel = result_path("cluster", device_folder(devices), "multi-gpu-dask-sweep",
+                      stamp).relative_to(RESULTS)
+    out_root = Path(args.out_root)
+    out = out_root / "results" / rel
+    command = " ".join(["python3", "gpu_checks/multi_gpu_dask.py", *(argv or sys.argv[1:])])
     if args.plan:
         print(json.dumps({"kernel": folder.name, "shape": args.shape, "dtype": args.dtype,
                           "gpu_counts": counts, "visible_gpus": visible,
-                          "batch": args.batch, "skip": sorted(skip), "out": args.out,
+                          "batch": args.batch, "cores_per_gpu": args.cores_per_gpu,
+                          "skip": sorted(skip), "out": str(out),
                           "max_minutes": args.max_minutes}, indent=1))
         return 0
     if not counts:
         print(f"no GPU count of {args.gpus} fits the {visible} visible GPUs", file=sys.stderr)
         return 3
-    out = Path(args.out)
-    report: dict[str, Any] = {**info, "kernel": folder.name, "shape": args.shape,
+    run = run_block("multi_gpu_dask", command,
+                    device=f"{len(devices)}x {devices[0]}" if devices else "unknown",
+                    driver=info.get("driver"), cuda=info.get("cuda"), date=stamp)
+    report: dict[str, Any] = {"run": run, **info, "kernel": folder.name, "shape": args.shape,
                               "dtype": args.dtype, "batch": args.batch,
-                              "command": " ".join(["python3", "gpu_checks/multi_gpu_dask.py",
-                                                   *(argv or sys.argv[1:])]),
+                              "cores_per_gpu": args.cores_per_gpu, "command": command,
                               "sweeps": [], "skipped": []}
-
-    if out.exists() and not args.force:
-        print(f"{out} exists; pass --force to replace it", file=sys.stderr)
+    problems = doc_problems(RESULTS / rel, report)
+    if problems:
+        print(f"the result would not follow the schema: {'; '.join(problems)}",
+              file=sys.stderr)
         return 2
 
     def save() -> None:  # rewritten after each part: this run's own file from here on
-        write_file(out.parent, out, json.dumps(report, indent=1, default=str),
+        write_file(out_root, out, json.dumps(report, indent=1, default=str) + "\n",
                    overwrite=True, make_folders=True)
 
     began = time.perf_counter()
@@ -355,7 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if rows and not deadline.allows(rows[0]["sweep_s"] * 1.2 / n + 60):
                 report["skipped"].append(f"sweep on {n} GPUs: {deadline.left_s():.0f} s left")
                 continue
-            row, last = run_count(n, folder, args.shape, args.dtype, work, args.batch)
+            row, last = run_count(n, folder, args.shape, args.dtype, work, args.batch,
+                                  args.cores_per_gpu)
             rows.append(row)
             report["sweeps"] = scaling(rows)
             for r in report["sweeps"]:
@@ -363,8 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            and r["confirmed"].get("pick")
                                            == rows[0]["confirmed"].get("pick"))
             print(json.dumps({k: report["sweeps"][-1][k] for k in (
-                "gpus", "sweep_s", "configs_per_min", "speedup", "efficiency",
-                "per_device", "compile_peak")}), flush=True)
+                "gpus", "cores", "batch", "sweep_s", "configs_per_min", "speedup",
+                "efficiency", "per_device", "compile_peak", "phases")}), flush=True)
             save()
         most = rows[-1]["gpus"] if rows else counts[0]
         if "direct_pick" not in skip and last and deadline.allows(60):
@@ -403,6 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report["skipped"].append("kill: one GPU or out of time")
     report["total_s"] = round(time.perf_counter() - began, 1)
     save()
+    print(f"wrote {out}", flush=True)
     return 0
 
 

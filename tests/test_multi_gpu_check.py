@@ -74,6 +74,59 @@ def test_the_pick_summary_carries_the_condition_tables(check: ModuleType) -> Non
 
 def test_the_plan_runs_without_a_gpu(check: ModuleType, capsys: pytest.CaptureFixture[str],
                                      tmp_path: Path) -> None:
-    assert check.main(["--plan", "--out", str(tmp_path / "m.json")]) == 0
-    assert '"kernel": "fused_add_rmsnorm"' in capsys.readouterr().out
-    assert not (tmp_path / "m.json").exists()
+    assert check.main(["--plan", "--out-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert '"kernel": "fused_add_rmsnorm"' in out and '"batch": "auto"' in out
+    assert f"{tmp_path}/results/cluster/" in out and "multi-gpu-dask-sweep-" in out
+    assert not (tmp_path / "results").exists()
+
+
+def test_task_phases_split_compile_and_measure_and_each_devices_busy_time(
+        check: ModuleType) -> None:
+    records = [
+        {"key": "wb-compile-aa-1", "worker": "w1",
+         "startstops": [{"action": "transfer", "start": 0.0, "stop": 0.5},
+                        {"action": "compute", "start": 0.0, "stop": 1.0}]},
+        {"key": "wb-compile-bb-1", "worker": "w2",
+         "startstops": [{"action": "compute", "start": 0.5, "stop": 1.5}]},
+        # two measure tasks overlapping on w1 (waiting for the runner's turn): 1.0-1.6
+        {"key": "wb-measure-1-0", "worker": "w1",
+         "startstops": [{"action": "compute", "start": 1.0, "stop": 1.4}]},
+        {"key": "wb-measure-1-1", "worker": "w1",
+         "startstops": [("compute", 1.2, 1.6)]},
+        {"key": "wb-measure-under-read-3", "worker": "w1",
+         "startstops": [{"action": "compute", "start": 3.0, "stop": 3.5}]},
+    ]
+    phases = check.task_phases(records, wall_s=2.0)
+    assert phases["compile"] == {"count": 2, "compute_s": 2.0, "mean_s": 1.0}
+    assert phases["measure"]["count"] == 2 and phases["measure"]["compute_s"] == 0.8
+    assert phases["other"]["count"] == 1  # a confirmation task is not the sweep's
+    assert phases["compile_concurrency"] == 1.0
+    assert phases["measure_busy_s"] == {"w1": 0.6}
+    assert phases["measure_busy_share"] == {"w1": 0.3}
+
+
+def test_cpu_share_cores_and_the_device_folder(check: ModuleType) -> None:
+    before = "cpu  9 9 9 9 9 0 0 0\ncpu0 10 0 10 80 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n"
+    after = "cpu  9 9 9 9 9 0 0 0\ncpu0 60 0 20 120 0 0 0 0\ncpu1 0 0 0 200 0 0 0 0\n"
+    assert check.cpu_times(before, [0]) == (20.0, 100.0)
+    assert check.cpu_busy_share(check.cpu_times(before, [0]),
+                                check.cpu_times(after, [0])) == 0.6
+    assert check.cpu_busy_share(check.cpu_times(before, [0, 1]),
+                                check.cpu_times(after, [0, 1])) == 0.3
+    assert check.cores_for(1, 16, range(32)) == list(range(16))
+    assert check.cores_for(2, 16, range(32)) == list(range(32))
+    assert check.cores_for(4, 16, range(32)) == list(range(32))  # not enough: all of them
+    assert check.cores_for(1, 0, range(8)) == list(range(8))
+    assert check.device_folder(["NVIDIA H100 80GB HBM3"] * 2) == "h100x2"
+    assert check.device_folder(["NVIDIA H200"]) == "h200"
+
+
+def test_trial_phases_sum_the_stored_seconds(check: ModuleType) -> None:
+    from workbench.core.records import Status, TrialResult
+
+    results = [TrialResult(config=Config(A=i), shape="s", dtype="bf16", status=Status.OK,
+                           compile_s=1.0 + i, verify_s=0.01, bench_s=None) for i in range(3)]
+    phases = check.trial_phases(results)
+    assert phases["compile_s"] == {"sum": 6.0, "count": 3, "mean": 2.0}
+    assert phases["verify_s"]["sum"] == 0.03 and phases["bench_s"]["count"] == 0
