@@ -97,15 +97,17 @@ def test_every_conv_spelling_lifts_out_y_with_a_tied_grid(name: str) -> None:
     assert applied, lifted.notes
     assert {"OUT_Y"} <= {p.name for p in lifted.params}
     bx, by = lifted.block
-    assert lifted.grid == (f"ceil_div(w, {bx})", f"ceil_div(h, {by} * OUT_Y)")
+    assert lifted.grid == (f"ceil_div(w, {bx} * OUT_X)", f"ceil_div(h, {by} * OUT_Y)")
     template = lifted_template(lifted)
     default = template.default_config()
-    assert default["OUT_Y"] == 1
+    assert default["OUT_Y"] == default["OUT_X"] == 1
     assert [default[bx], default[by]] == [int(b) for b in block]
     want = [-(-ENV["w"] // int(block[0])), -(-ENV["h"] // int(block[1]))]
     assert list(template.launch_for(default, ENV).grid)[:2] == want  # as written
     assert list(template.launch_for({**default, "OUT_Y": 4}, ENV).grid)[:2] == \
         [want[0], -(-ENV["h"] // (4 * int(block[1])))]
+    assert list(template.launch_for({**default, "OUT_X": 2}, ENV).grid)[:2] == \
+        [-(-ENV["w"] // (2 * int(block[0]))), want[1]]
     # no wrapping transform ran on top: the work per thread is the rows, not whole blocks
     assert not any(p.name.startswith("ITEMS_") for p in lifted.params)
 

@@ -70,6 +70,7 @@ from workbench.llm.templater.stencil import (
 )
 
 OUT_Y_VALUES = [1, 2, 4, 8]
+OUT_X_VALUES = [1, 2, 4]
 
 
 @dataclass(frozen=True)
@@ -337,17 +338,14 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                               part)
             if name == acc.acc:
                 raise Refused(f"`{text(part)}` reads the accumulator", part)
-    arrays = {text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
-              for part in acc.value for n in walk(part) if n.type == "subscript_expression"}
+    arrays = {a for part in acc.value for a in _read_bases(plan, part)}
     for name in list(arrays):
         value = expr.values.get(name)
         if value is not None:  # a local holding a read (`float v = in[...]`)
             arrays.discard(name)
-            arrays |= {text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
-                       for n in walk(value) if n.type == "subscript_expression"}
+            arrays |= _read_bases(plan, value)
     for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
-        arrays |= {text(strip(m.child_by_field_name("argument")))  # type: ignore[arg-type]
-                   for m in walk(expr.values[name]) if m.type == "subscript_expression"}
+        arrays |= _read_bases(plan, expr.values[name])
     inputs = sorted(a for a in arrays if plan.pointer(a))
     if len(inputs) != 1:
         raise Refused(f"the value read per window point reads {inputs or 'no input'}: one "
@@ -418,12 +416,58 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if grid_y is None or grid_x is None:
         raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block}", ydecl)
     elem = plan.kernel.param(src).base_type
+    x_step, x_refused = _columns(expr, x, j, value_parts, acc.weight, cond, out_when_true,
+                                 target, rhs, init)
+    if x_refused is not None:
+        plan.note("OUT_X", False, x_refused.reason, x_refused.node)
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
-                   store_stmt, target, rhs, step, cond, out_when_true, src, out)
+                   store_stmt, target, rhs, step, cond, out_when_true, src, out,
+                   x, x_step if x_refused is None else None)
+    if x_refused is None:
+        grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
     def emit() -> None:
         _emit(plan, idx, facts, expr, grid_x, grid_y)
     return emit
+
+
+def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list[Node],
+             cond: Node, out_when_true: bool, target: Node, rhs: Node, init: Node
+             ) -> tuple[Poly, Refused | None]:
+    """OUT_X's conditions (the x / j mirror of OUT_Y's): the value reads x and j only
+    through x + j, the weights and the stored value not at all, the check bounds x from
+    above, the store's index is linear in x. (the index's x step, why not) ."""
+    for part in value_parts:
+        bad = expr.via_sum(part, x, j)
+        if bad is not None:
+            return {}, Refused(f"`{text(bad)}` depends on {x} and {j} other than through "
+                               f"{x} + {j}", bad)
+    for f in [*weights, rhs, init]:
+        if x in expr.names(f):
+            return {}, Refused(f"`{text(f)}` depends on {x}", f)
+    bad_cond = _bounds_from_above(cond, x, out_when_true)
+    if bad_cond is not None:
+        return {}, Refused(f"`{text(bad_cond)}` does not bound {x} from above only", bad_cond)
+    for n in walk(cond):
+        if n.type == "identifier" and text(n) in expr.values and x in expr.names(n):
+            return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}", n)
+    opaque: list[Node] = []
+    step = _derivative(expr.poly(_index(target), opaque), x)
+    if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
+        return {}, Refused(f"the index of the store is not linear in {x}", target)
+    return step, None
+
+
+def _read_bases(plan: Plan, node: Node) -> set[str]:
+    """Arrays ``node`` reads: ``a[i]`` bases and the pointer arguments under ``*(p + i)``."""
+    out = set()
+    for n in walk(node):
+        if n.type == "subscript_expression":
+            out.add(text(strip(n.child_by_field_name("argument"))))  # type: ignore[arg-type]
+        elif n.type == "pointer_expression" and \
+                text(n.child_by_field_name("operator")) == "*":
+            out |= {text(m) for m in walk(n) if m.type == "identifier" and plan.pointer(text(m))}
+    return out
 
 
 def _acc_decl(stmts: list[Node], acc: str) -> Node | None:
@@ -471,6 +515,8 @@ class _Facts:
     out_when_true: bool
     src: str
     out: str
+    x: str = ""
+    x_step: Poly | None = None  # the store index's step per column; None: no OUT_X
 
 
 # -- the rewrite ---------------------------------------------------------------------------
@@ -487,24 +533,31 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         names[want] = named if named in macros and builtin(size, "blockDim") is None \
             else fresh_names(plan, [want])[want]
     oy = fresh_names(plan, ["OUT_Y"])["OUT_Y"]
+    ox = fresh_names(plan, ["OUT_X"])["OUT_X"] if f.x_step is not None else "1"
     for d, size in sizes.items():
         if builtin(size, "blockDim") is None:
             rw.replace(size, names[f"BLOCK_{d.upper()}"])
-    ydecl = idx["y"][0]
-    yvalue = ydecl.children_by_field_name("declarator")[0].child_by_field_name("value")
-    assert yvalue is not None
-    rw.insert(yvalue.start_byte, "(")
-    rw.insert(yvalue.end_byte, f") * {oy}")
-    y, i = f.y, f.outer.var
+    for d, many in (("y", oy), ("x", ox)):
+        if many == "1":
+            continue
+        value_node = idx[d][0].children_by_field_name("declarator")[0] \
+            .child_by_field_name("value")
+        assert value_node is not None
+        rw.insert(value_node.start_byte, "(")
+        rw.insert(value_node.end_byte, f") * {many}")
+    y, i, x, j = f.y, f.outer.var, f.x, f.inner.var
     acc = "wb_acc"
     typ = text(f.decl.child_by_field_name("type"))
-    rw.replace(f.decl, f"{typ} {acc}[{oy}];  // {oy} output rows of this thread\n"
-                       f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) "
-                       f"{acc}[wb_k] = {text(f.init)};")
+    rw.replace(f.decl, f"{typ} {acc}[{oy}][{ox}];  // {oy} rows x {ox} columns of outputs of "
+                       f"this thread\n"
+                       f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
+                       f"#pragma unroll\n    for (int wb_q = 0; wb_q < {ox}; ++wb_q) "
+                       f"{acc}[wb_k][wb_q] = {text(f.init)};")
 
-    def passes(shift: str) -> str:
-        c = render(data, f.cond, lambda m: f"({y} + {shift})" if m.type == "identifier"
-                   and text(m) == y else None)
+    def passes(shift_y: str, shift_x: str) -> str:
+        shifts = {y: shift_y, x: shift_x}
+        c = render(data, f.cond, lambda m: f"({text(m)} + {shifts[text(m)]})"
+                   if m.type == "identifier" and text(m) in shifts else None)
         return f"!({c})" if f.out_when_true else f"({c})"
 
     def weight_sub(m: Node, depth: int = 0) -> str | None:
@@ -512,43 +565,50 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
             return None
         if text(m) == i:
             return f"({i} - wb_k)"
+        if text(m) == j:
+            return f"({j} - wb_q)"
         value = expr.values.get(text(m))
-        if text(m) in f.loop_locals and value is not None and i in expr.names(m) and depth < 12:
+        if text(m) in f.loop_locals and value is not None and {i, j} & expr.names(m) and \
+                depth < 12:
             return "(" + render(data, value, lambda n: weight_sub(n, depth + 1)) + ")"
         return None
 
-    n = f.outer.count
+    n, m = f.outer.count, f.inner.count
     value = " * ".join(f"({text(v)})" for v in f.acc.value)
     if f.acc.cond is not None:
         value = f"({text(f.acc.cond)}) ? ({value}) : ({f.elem})0"
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
     decls = "\n      ".join(text(s) for s in f.body_decls)
     outer_decls = "\n    ".join(text(s) for s in f.outer.body if s.type == "declaration")
-    j_head = data[f.inner.loop.start_byte:
-                  f.inner.loop.child_by_field_name("body").start_byte].decode()  # type: ignore[union-attr]
     loop = (
-        f"// {n} + {oy} - 1 input rows feed {oy} output rows: each input value is loaded once\n"
+        f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
+        f"each input value is loaded once\n"
         f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
         f"    const int {i} = ({f.outer.lo_text}) + wb_r;  // window row of output row 0\n"
         f"    {outer_decls}\n"
-        f"    // the first output row that needs input row wb_r (rows past the check read "
-        f"nothing)\n"
+        f"    // the first output row / column that needs this input (past the check: no read)\n"
         f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n"
-        f"#pragma unroll\n    {j_head}{{\n"
+        f"#pragma unroll\n    for (int wb_c = 0; wb_c < {m} + {ox} - 1; ++wb_c) {{\n"
+        f"      const int {j} = ({f.inner.lo_text}) + wb_c;  // window column of output column "
+        f"0\n"
+        f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
         f"      {decls}\n"
-        f"      const {f.elem} wb_v = {passes('wb_first')} ? ({f.elem})({value}) : "
-        f"({f.elem})0;\n"
+        f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
+        f"({f.elem})({value}) : ({f.elem})0;\n"
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
-        f"        if (wb_r - wb_k >= 0 && wb_r - wb_k < {n}) "
-        f"{acc}[wb_k] += {weight} * wb_v;\n"
-        f"      }}\n    }}\n  }}")
+        f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
+        f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
+        f"wb_c - wb_q < {m}) {acc}[wb_k][wb_q] += {weight} * wb_v;\n"
+        f"        }}\n      }}\n    }}\n  }}")
     rw.replace(f.outer.loop, loop)
     index = text(_index(f.target))
-    rhs = render(data, f.rhs, lambda m: f"{acc}[wb_k]" if m.type == "identifier"
-                 and text(m) == f.acc.acc else None)
-    store = (f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{  // guarded per "
-             f"output row\n    if ({passes('wb_k')}) {f.out}[({index}) + (long long)wb_k * "
-             f"({poly_text(f.step)})] = {rhs};\n  }}")
+    rhs = render(data, f.rhs, lambda m_: f"{acc}[wb_k][wb_q]" if m_.type == "identifier"
+                 and text(m_) == f.acc.acc else None)
+    x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""
+    store = (f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
+             f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{  // guarded per "
+             f"output\n    if ({passes('wb_k', 'wb_q')}) {f.out}[({index}) + (long long)wb_k * "
+             f"({poly_text(f.step)}){x_term}] = {rhs};\n  }}")
     rw.replace(f.store_stmt, store)
     bx, by = names["BLOCK_X"], names["BLOCK_Y"]
     for axis, hi in (("X", 256), ("Y", 32)):
@@ -566,7 +626,17 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                         "description": f"consecutive output rows ({y}) per thread; each input "
                                        "row is loaded once and feeds every row's accumulator "
                                        "from registers (as written: 1)"},
-                   f"{line(ydecl)}: {text(ydecl)}")
+                   f"{line(idx['y'][0])}: {text(idx['y'][0])}")
+    if ox != "1":
+        plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+                            "description": f"consecutive output columns ({x}) per thread; "
+                                           "each input value of a row feeds every column's "
+                                           "accumulator from registers (as written: 1)"},
+                       f"{line(idx['x'][0])}: {text(idx['x'][0])}")
+        plan.constrain(f"{ox} * {oy} <= 16")
+        plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; {f.src}'s "
+                  f"value at input column {x} + {j} is loaded once per row and feeds every "
+                  f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
     plan.block = [bx, by]
     plan.grid = [grid_x, grid_y]
     plan.launch_bounds = f"{bx} * {by}"
