@@ -7,9 +7,10 @@ import pytest
 from helpers_fake_runner import SyntheticRunner, synthetic_space
 
 from workbench.core.params import Choice, IntRange, Pow2Range
+from workbench.core.picks import fastest_ok
 from workbench.core.space import SearchSpace
 from workbench.search.budget import Budget, SearchConfig
-from workbench.search.orchestrator import Search, best_of
+from workbench.search.orchestrator import Search
 
 
 def _membership_checks(monkeypatch: pytest.MonkeyPatch, budget: int) -> tuple[int, Search]:
@@ -37,7 +38,7 @@ def test_membership_checks_grow_linearly(monkeypatch: pytest.MonkeyPatch) -> Non
     assert search.evaluated("a") == 400
     # Linear: 8x the trials costs about 8x the checks (quadratic would be ~64x).
     assert large <= 10 * small
-    assert search.best("a") == best_of(search.results("a"))
+    assert search.best("a") == fastest_ok(search.results("a"))
 
 
 def test_tallies_follow_an_edit_of_the_ranges() -> None:
@@ -51,7 +52,7 @@ def test_tallies_follow_an_edit_of_the_ranges() -> None:
     search.edit_params(narrowed)
     kept = search.results("a")
     assert search.evaluated("a") == sum(1 for r in kept if r.status.value != "pruned")
-    assert search.evaluated("a") < 60 and search.best("a") == best_of(kept)
+    assert search.evaluated("a") < 60 and search.best("a") == fastest_ok(kept)
 
 
 def test_a_pause_holds_between_results_of_a_batch() -> None:

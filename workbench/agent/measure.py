@@ -16,6 +16,7 @@ from workbench.agent.records import AgentState, LoopState, StepHost, Version
 from workbench.agent.runners import is_live, provenance_for
 from workbench.core.errors import WorkbenchError
 from workbench.core.events import PhaseChanged
+from workbench.core.picks import improves
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import SpeedupInterval
@@ -219,8 +220,7 @@ def retest_step(host: StepHost, loop: LoopState) -> LoopState:
                                "speedup_ci": ([interval.low, interval.high]
                                               if interval is not None else None),
                                "confirm_note": report.confirm_note if report else ""}
-    if best_us is not None and (loop.best is None
-                                or best_us < (loop.best[0].median_us or float("inf"))):
+    if improves(again, loop.best[0] if loop.best is not None else None):
         loop.best = (again, baseline_us, version.id)
     host.events.publish(BestRetested(host.iteration, dict(again.config),
                                         again.status.value, best_us, baseline_us, speedup))

@@ -164,9 +164,9 @@ def cluster_runner(folder: KernelFolder, cluster: str, gpus: int | None,
 
 def llm_client(args: argparse.Namespace, recorder: Any = None) -> Any:
     """An LLM client when an endpoint is configured (flags or environment), else None."""
-    import os
+    from workbench.core.settings import workbench_settings
 
-    if not (args.model or os.environ.get("WORKBENCH_MODEL")):
+    if not (args.model or workbench_settings().model):
         return None
     from workbench.llm.client import LLMClient, LLMSettings
 

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from workbench.core.errors import CompileError, CompilerNotFoundError
 from workbench.core.records import ResourceUsage
 from workbench.core.secrets import scrub
+from workbench.core.settings import workbench_settings
 from workbench.core.write_policy import ensure_folder, inside_root, write_file
 from workbench.engine.ptxas import (
     TIMEOUT_MARKER,
@@ -210,9 +211,9 @@ def nvcc_version(nvcc: Path) -> str:
 
 def default_cache_dir() -> Path:
     """``$WORKBENCH_CACHE_DIR``, else ``~/.cache/kernel-workbench/cubins``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured)
+    configured = workbench_settings().cache_dir
+    if configured is not None:
+        return configured
     return Path.home() / ".cache" / "kernel-workbench" / "cubins"
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.core.errors import WorkbenchError
+from workbench.core.settings import workbench_settings
 
 #: Activity kinds (``CUpti_ActivityKind``).
 KIND_MEMCPY = 1
@@ -82,7 +83,7 @@ class ActivityRecord:
 def library_candidates() -> list[str]:
     """Paths (or sonames) tried in order when loading libcupti."""
     found: list[str] = []
-    env = os.environ.get("WORKBENCH_CUPTI_LIB")
+    env = workbench_settings().cupti_lib
     if env:
         found.append(env)
     roots = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")]
@@ -128,7 +129,7 @@ def load_library(candidates: list[str] | None = None) -> tuple[ctypes.CDLL, str,
         "no usable libcupti (CUDA 13 or newer) for timer='cupti'; tried: "
         + ("; ".join(tried) if tried else "nothing found")
         + ". Set WORKBENCH_CUPTI_LIB to its path or use timer='events'.",
-        key="WORKBENCH_CUPTI_LIB", value=os.environ.get("WORKBENCH_CUPTI_LIB"),
+        key="WORKBENCH_CUPTI_LIB", value=workbench_settings().cupti_lib,
         expected="path of libcupti.so from CUDA 13+")
 
 

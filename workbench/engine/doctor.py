@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.core.errors import WorkbenchError
+from workbench.core.settings import SettingError, workbench_settings
 from workbench.engine.discovery import (
     NoLive,
     NoLiveReason,
@@ -117,7 +118,11 @@ def check_llm(environ: Mapping[str, str] | None = None, timeout_s: float = 3.0) 
     """The endpoint the agent would call: configured, and answering ``GET /models``."""
     env = os.environ if environ is None else environ
     needed = "LLM templates and the agent's planner (the offline templater works without)"
-    model = env.get("WORKBENCH_MODEL", "")
+    try:
+        model = workbench_settings(env).model
+    except SettingError as exc:
+        return Check("LLM endpoint", False, exc.message, needed,
+                     f"set {exc.variable} to {exc.expected}, or unset it", fix_verb="set")
     base = env.get("OPENAI_BASE_URL", "") or "https://api.openai.com/v1"
     client = importlib.util.find_spec("openai") is not None
     if not model:

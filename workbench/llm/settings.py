@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.secrets import register_key_environment, register_secret
+from workbench.core.settings import SettingError, workbench_settings
 from workbench.llm.errors import LLMBudgetError, LLMConfigError
 
 TIMEOUT_ENV = "WORKBENCH_LLM_TIMEOUT"
@@ -82,14 +83,20 @@ class LLMSettings:
         WORKBENCH_LLM_TIMEOUT and WORKBENCH_LLM_STAGE_TIMEOUT; ``overrides`` win."""
         env = os.environ if environ is None else environ
         register_key_environment(env)
+        try:
+            configured = workbench_settings(env)
+        except SettingError as exc:
+            raise LLMConfigError(exc.message, key=exc.variable, value=exc.value,
+                                 expected=exc.expected) from exc
         values: dict[str, Any] = {
-            "model": env.get("WORKBENCH_MODEL", ""),
+            "model": configured.model,
             "api_key": env.get("OPENAI_API_KEY", ""),
             "base_url": env.get("OPENAI_BASE_URL") or None,
         }
-        for key, variable in (("timeout_s", TIMEOUT_ENV), ("stage_timeout_s", STAGE_TIMEOUT_ENV)):
-            if env.get(variable):
-                values[key] = _positive_seconds(env[variable], variable)
+        for key, seconds in (("timeout_s", configured.llm_timeout_s),
+                             ("stage_timeout_s", configured.llm_stage_timeout_s)):
+            if seconds is not None:
+                values[key] = seconds
         values.update({k: v for k, v in overrides.items() if v is not None})
         if not values["model"]:
             raise LLMConfigError("no model configured: set WORKBENCH_MODEL or pass model=...",

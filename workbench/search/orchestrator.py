@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -41,7 +41,7 @@ from workbench.core.events import (
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import Parameter
-from workbench.core.picks import fastest_ok, improves
+from workbench.core.picks import improves
 from workbench.core.records import Candidate, Config, Status, TrialResult, Value
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
@@ -109,11 +109,6 @@ class SearchOutcome:
     @property
     def best(self) -> dict[str, TrialResult]:
         return {k: s.best for k, s in self.shapes.items() if s.best is not None}
-
-
-def best_of(results: Iterable[TrialResult]) -> TrialResult | None:
-    """The fastest ok result, or None (:func:`workbench.core.picks.fastest_ok`)."""
-    return fastest_ok(results)
 
 
 @dataclass

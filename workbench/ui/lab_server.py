@@ -196,12 +196,10 @@ def relative_path(data: dict[str, Any], key: str, *, listed: bool = False) -> st
 def init_deadline_s() -> float:
     """Wall seconds one init may run: ``$WORKBENCH_INIT_TIMEOUT_S`` (a positive number, at
     most the default), else :data:`~workbench.ui.lab_notebooks.INIT_TIMEOUT_S`."""
-    configured = os.environ.get("WORKBENCH_INIT_TIMEOUT_S", "")
-    try:
-        value = float(configured)
-    except ValueError:
-        return INIT_TIMEOUT_S
-    return value if 0 < value <= INIT_TIMEOUT_S else INIT_TIMEOUT_S
+    from workbench.core.settings import workbench_settings
+
+    value = workbench_settings().init_timeout_s
+    return value if value is not None and value <= INIT_TIMEOUT_S else INIT_TIMEOUT_S
 
 
 class InitQueue:
@@ -261,15 +259,16 @@ class _Handler(APIHandler):
 
     def search_roots(self) -> list[Path]:
         roots = [self.root]
-        extra = os.environ.get("WORKBENCH_KERNELS")
-        if extra:
-            roots += [Path(p).expanduser() for p in extra.split(os.pathsep) if p]
-        return roots
+        from workbench.core.settings import workbench_settings
+
+        return [*roots, *workbench_settings().kernels]
 
     def store_path(self) -> Path:
-        configured = os.environ.get("WORKBENCH_STORE")
-        if configured:
-            return Path(configured).expanduser().resolve()
+        from workbench.core.settings import workbench_settings
+
+        configured = workbench_settings().store
+        if configured is not None:
+            return configured.resolve()
         return self.root / "workbench.sqlite"
 
     def body(self) -> dict[str, Any]:
