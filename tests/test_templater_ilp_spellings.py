@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.timeout(600),
 N = 1000  # not a multiple of any block * items: the last block has items past the end
 ENV = {"n": N, "count": N, "m": 37, "maxit": 50}
 
-# name -> (source, grid, block, scalars, arguments in order: (name, kind)); kinds: "in" a
+# name -> (source, grid, block, arguments in order); kinds: "in" a
 # float input of 2N, "out"/"iout" a float/int output of N, a scalar name, or "const:SYM:K"
 # a __constant__ array SYM of K floats (filled, not passed).
 KERNELS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
@@ -161,6 +161,42 @@ extern "C" __global__ void k(float* out, const float* cx, const float* cy, int n
   out[i] = (float)count;
 }
 """, ["ceil_div(n, 256)"], ["256"], ["out", "in", "in", "n", "maxit"]),
+    "escape_time_break_last_macro": ("""
+#define MAX_ITER 80
+extern "C" __global__ void k(int* out, const float* re, const float* im, int n) {
+  const int tid = threadIdx.x + blockDim.x * blockIdx.x;
+  if (tid < n) {
+    float a = 0.0f, b = 0.0f;
+    const float ca = re[tid], cb = im[tid];
+    int n_iter = 0;
+    for (int k = 0; k < MAX_ITER; ++k) {
+      const float a2 = a * a - b * b + ca;
+      b = 2.0f * a * b + cb;
+      a = a2;
+      n_iter = k + 1;
+      if (a * a + b * b > 4.0f) {
+        break;
+      }
+    }
+    out[tid] = n_iter;
+  }
+}
+""", ["ceil_div(n, 128)"], ["128"], ["iout", "in", "in", "n"]),
+    "escape_time_counter_read_after": ("""
+extern "C" __global__ void k(int* out, const float* re, const float* im, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float x = 0.0f, y = 0.0f;
+  int it;
+  for (it = 0; it < 40; ++it) {
+    if (x * x + y * y > 4.0f) break;
+    float t = x * x - y * y + re[i];
+    y = 2.0f * x * y + im[i];
+    x = t;
+  }
+  out[i] = it;
+}
+""", ["ceil_div(n, 128)"], ["128"], ["iout", "in", "in", "n"]),
 }
 
 _HOST = r"""
@@ -291,15 +327,28 @@ def test_a_loop_of_known_length_can_be_unrolled_whole() -> None:
     assert knobs["UNROLL"]["values"] == [0, 1, 2, 4, 8]  # 12 trips, counted down: unknown
 
 
-def test_an_escape_time_loop_keeps_items_one_after_another() -> None:
-    """A loop whose trip count depends on the item (a `while` on the item's state, or a
-    `break` under the item's test) is not interleaved: the break is refused naming its
-    line, and items repeat the work one after another (checked on the host above)."""
-    lifted = lift("escape_time_for_break")
+@pytest.mark.parametrize("name", ["escape_time_for_break", "escape_time_break_last_macro"])
+def test_an_escape_time_loop_interleaves_items_until_all_left(name: str) -> None:
+    """`if (C) break;` in a loop of item-independent length: each item gets a `done` flag,
+    its statements run while it is not done, and the loop ends when every item is done
+    (the host runs above check every config against the kernel as written)."""
+    lifted = lift(name)
+    applied = [f.reason for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"
+               and f.applied]
+    assert applied and "interleave the items" in applied[0], lifted.notes
+    assert "wb_done[wb_it] = true; continue;" in lifted.source
+    assert "if (wb_all_done) break;" in lifted.source
+
+
+def test_escape_time_loops_the_analysis_cannot_share_are_refused_with_the_line() -> None:
+    """A counter read after the loop (the items would share it past an item's exit) and a
+    `while` on the item's state keep items one after another; the break names its line."""
+    lifted = lift("escape_time_counter_read_after")
     refused = [str(f) for f in lifted.findings
                if f.transform == "ITEMS_PER_THREAD" and not f.applied]
     assert refused and "`break;` under item-dependent control" in refused[0]
-    assert "(line 8)" in refused[0], refused
+    assert "(line 8)" in refused[0], refused  # the `if (...) break;` line
+    assert "wb_done" not in lifted.source
     lifted = lift("escape_time_while")
     assert "wb_it]" not in lifted.source  # not per-item arrays: the wrapped work repeats
 

@@ -49,6 +49,8 @@ from workbench.llm.templater.vector import Illegal
 NAME = "ITEMS_PER_THREAD"
 IT = "wb_it"
 LIVE = "wb_live"
+DONE = "wb_done"
+ALL_DONE = "wb_all_done"
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 _CONTROL = (*_LOOPS, "if_statement")
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
@@ -64,6 +66,9 @@ class _Scan:
     items: set[str]
     declared: dict[str, Node] = field(default_factory=dict)  # item local -> its declaration
     compute_loops: list[Node] = field(default_factory=list)
+    # loops an item leaves by `if (C) break;` (escape time), and those ifs: by byte span
+    escapes: set[tuple[int, int]] = field(default_factory=set)
+    escape_ifs: set[tuple[int, int]] = field(default_factory=set)
 
 
 def _statements(node: Node) -> list[Node]:
@@ -113,9 +118,11 @@ def _header(stmt: Node) -> list[Node]:
     return [cond] if cond is not None else []
 
 
-def _item_names(region: list[Node], index: str, local_arrays: frozenset[str]) -> set[str]:
-    """The index and every local whose value depends on it (fixpoint over the region)."""
-    items = {index}
+def _item_names(region: list[Node], index: str, local_arrays: frozenset[str],
+                seeds: frozenset[str] = frozenset()) -> set[str]:
+    """The index, ``seeds`` and every local whose value depends on them (fixpoint over the
+    region)."""
+    items = {index, *seeds}
     changed = True
     while changed:
         changed = False
@@ -219,6 +226,9 @@ def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> 
                                                         n.end_byte <= r.end_byte
                                                         for r in returns):
                 raise Illegal("`return` other than a top-level `if (...) return;` guard", n)
+            if n.type == "break_statement" and n.parent is not None and \
+                    _span(_escape_if_of(n)) in scan.escape_ifs:
+                continue  # the item's own exit: a per-item `done` flag
             if n.type in ("break_statement", "continue_statement", "goto_statement"):
                 loop = n.parent
                 while loop is not None and loop.type not in (*_LOOPS, "switch_statement"):
@@ -261,6 +271,7 @@ class _Render:
         self.final = {(r.start_byte, r.end_byte) for r in returns
                       if not _is_return_guard(r)}  # `if (C) { rest }`: C false ends the item
         self.guarded = guarded
+        self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
 
     def block(self, stmts: list[Node], indent: str) -> str:
         out: list[str] = []
@@ -296,16 +307,31 @@ class _Render:
     def shared(self, stmt: Node, indent: str) -> str:
         rw = self.plan.rw
         if stmt.type in _CONTROL and _mentions(stmt, self.scan.items):
+            escape = _span(stmt) in self.scan.escapes
             parts: list[str] = []
             pos = stmt.start_byte
             for body in _bodies(stmt):
                 parts.append(rw.render(pos, body.start_byte))
                 inner = _statements_with_comments(body) if body.type == "compound_statement" \
                     else [body]
-                parts.append("{\n" + self.block(inner, indent + "  ") + indent + "}")
+                self.escape_depth += escape
+                rendered = self.block(inner, indent + "  ")
+                self.escape_depth -= escape
+                if escape:  # the loop ends when every item has left it
+                    rendered += (f"{indent}  bool {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
+                                 f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
+                                 f"{indent}  if ({ALL_DONE}) break;\n")
+                parts.append("{\n" + rendered + indent + "}")
                 pos = body.end_byte
             parts.append(rw.render(pos, stmt.end_byte))
-            return indent + "".join(parts) + "\n"
+            head = ""
+            if escape:
+                start = f"!{LIVE}[{IT}]" if self.guarded else "false"
+                head = (f"{indent}bool {DONE}[{NAME}];  // items that left the loop below\n"
+                        f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; "
+                        f"++{IT}) {DONE}[{IT}] = {start};\n")
+            return head + indent + "".join(parts) + "\n"
         return indent + rw.text(stmt) + "\n"
 
     def item_loop(self, run: list[Node], indent: str) -> str:
@@ -331,6 +357,11 @@ class _Render:
                 body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
                             "  // this item is done\n")
                 pure = False
+            elif _span(stmt) in self.scan.escape_ifs:
+                cond = stmt.child_by_field_name("condition")
+                assert cond is not None
+                body.append(f"{indent}    if {self.plan.rw.text(cond)} {{ {DONE}[{IT}] = true; "
+                            "continue; }  // this item leaves the loop\n")
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
@@ -338,6 +369,8 @@ class _Render:
                 pure = False
         guard = (f"{indent}  if ({LIVE}[{IT}]) {{\n", f"{indent}  }}\n") \
             if self.guarded and not pure else ("", "")
+        if self.escape_depth:  # an item that left the loop must not change its state
+            guard = (f"{indent}  if (!{DONE}[{IT}]) {{\n", f"{indent}  }}\n")
         return ("".join(hoisted) + f"{indent}#pragma unroll\n"
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {{\n" + guard[0]
                 + "".join(body) + guard[1] + f"{indent}}}\n")
@@ -553,7 +586,18 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
     local_arrays = frozenset(d.name for d in plan.facts.defs.values()
                              if not d.is_pointer and not d.is_shared)
     items = _item_names(plain, index, local_arrays)
+    escapes = _escape_loops(plain, items)
+    if escapes:  # what an escape-time loop's body assigns is the item's state when it leaves
+        seeds = frozenset(name for loop, _ifs in escapes.values()
+                          for name in _assigned_in_body(loop, local_arrays))
+        grown = _item_names(plain, index, local_arrays, seeds)
+        if any(_mentions(h, grown) for loop, _ifs in escapes.values() for h in _header(loop)):
+            escapes = {}  # the loop's own control would be per item: refused below (break)
+        else:
+            items = grown
     scan = _Scan(index, items)
+    scan.escapes = set(escapes)
+    scan.escape_ifs = {_span(i) for _loop, ifs in escapes.values() for i in ifs}
     _check(plan, region, scan, returns)
     for stmt in plain:
         for n in walk(stmt):
@@ -569,6 +613,8 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
     """The loop reads or writes memory at item-dependent places (a walk over memory per
     item: memory-bound, left to WALK_SPLIT / VEC), rather than computing on the item's
     registers with shared operands (a table)."""
+    moving = _assigned_names(loop)  # a place that changes with the trips is a walk; one
+    # that does not (the item's own input, read each trip) is a repeated load
     for n in walk(loop):
         if n.type == "subscript_expression":
             array = text(n.child_by_field_name("argument"))
@@ -576,9 +622,65 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
             if local is not None and not local.is_pointer and not local.is_shared:
                 continue  # a local array (registers)
             index = n.child_by_field_name("indices")
-            if index is not None and _mentions(index, items):
+            if index is not None and _mentions(index, items) and _mentions(index, moving):
                 return True
     return False
+
+
+def _span(node: Node | None) -> tuple[int, int]:
+    return (-1, -1) if node is None else (node.start_byte, node.end_byte)
+
+
+def _escape_if_of(brk: Node) -> Node | None:
+    """The ``if (C) break;`` (or ``if (C) { break; }``) a ``break`` is the whole body of."""
+    up = brk.parent
+    if up is not None and up.type == "compound_statement" and \
+            len(_statements(up)) == 1:
+        up = up.parent
+    if up is not None and up.type == "if_statement" and \
+            up.child_by_field_name("alternative") is None:
+        return up
+    return None
+
+
+def _escape_loops(region: list[Node], items: set[str]
+                  ) -> dict[tuple[int, int], tuple[Node, list[Node]]]:
+    """Top-level ``for`` loops of item-independent length (the counter declared in the
+    header, nothing in the header assigned by the body) whose body leaves the loop for one
+    item: statements ``if (C) break;`` directly in the loop body, C depending on the item
+    (an escape-time loop). The items then share the loop until every item has left it."""
+    out: dict[tuple[int, int], tuple[Node, list[Node]]] = {}
+    for stmt in region:
+        # a counter declared in the header: no one reads it after the loop (the items
+        # share it past an item's exit)
+        init = stmt.child_by_field_name("initializer")
+        if stmt.type != "for_statement" or init is None or init.type != "declaration" or \
+                any(_mentions(h, items) for h in _header(stmt)):
+            continue
+        body = stmt.child_by_field_name("body")
+        if body is None or body.type != "compound_statement" or \
+                _assigned_in_body(stmt, frozenset()) & {text(n) for h in _header(stmt)
+                                                        for n in walk(h)
+                                                        if n.type == "identifier"}:
+            continue
+        ifs = [c for c in _statements(body) if c.type == "if_statement" and
+               (cond := c.child_by_field_name("condition")) is not None and
+               _mentions(cond, items) and any(
+                   b.type == "break_statement" and _escape_if_of(b) == c for b in walk(c))]
+        if ifs:
+            out[_span(stmt)] = (stmt, ifs)
+    return out
+
+
+def _assigned_in_body(loop: Node, local_arrays: frozenset[str]) -> set[str]:
+    """Locals an escape-time loop's body assigns (not declares): they hold the item's
+    state when it leaves, so they are per item."""
+    body = loop.child_by_field_name("body")
+    out: set[str] = set()
+    for n in walk(body) if body is not None else []:
+        if n.type in ("assignment_expression", "update_expression"):
+            out |= _assigned_names(n, local_arrays)
+    return out
 
 
 def _inside_item_stmt(node: Node, region: list[Node], items: set[str]) -> bool:
