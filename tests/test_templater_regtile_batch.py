@@ -174,3 +174,19 @@ def test_batch_uses_the_rewrite_cannot_keep_are_refused_with_the_line(
     assert found and not any(f.applied for f in found), lifted.notes
     assert reason in found[0].reason
     assert found[0].line == line
+
+
+# -- the corpus folders through the offline templater ------------------------------------
+
+@pytest.mark.parametrize("folder", ["corpus_compute/gemm_smem",
+                                    "corpus_compute_unseen/batched_matmul"])
+def test_corpus_gemms_lift_the_expert_knobs(folder: str) -> None:
+    from workbench.core.kernel_folder import load_kernel_folder
+    from workbench.llm.templater.offline import offline_template
+
+    result = offline_template(load_kernel_folder(ROOT / "benchmarks" / folder))
+    names = set(result.template.param_names)
+    assert {"BM", "BN", "BK", "TM", "TN", "VEC"} <= names, result.notes
+    launch = result.template.launch.to_dict()
+    assert launch["block"][:2] == ["BN // TN", "BM // TM"]
+    assert launch["grid"][2:] == (["batch"] if "batched" in folder else [])
