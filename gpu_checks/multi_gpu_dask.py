@@ -45,6 +45,7 @@ parts that no longer fit, saying so in the result.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -318,14 +319,17 @@ def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Pat
     allowed = sorted(os.sched_getaffinity(0))
     cores = cores_for(gpus, per_gpu, allowed)
     os.environ["WORKBENCH_CACHE_DIR"] = str(work / f"cache-{gpus}")  # cold, before workers
-    os.sched_setaffinity(0, cores)  # the cluster's processes and nvcc inherit it
+    # every thread of this process (the driver, Dask's event loop) on these cores, so the
+    # cluster's processes, the GPU workers and nvcc, started from any of them, inherit them
+    _pin_threads(cores)
+    began = time.perf_counter()
     try:
-        began = time.perf_counter()
         runner = open_dask_runner(LiveEndpoint(folder, folder.template, BenchSettings()),
                                   "local", gpus=gpus)
-        start_s = time.perf_counter() - began
-    finally:
-        os.sched_setaffinity(0, allowed)
+    except BaseException:
+        _pin_threads(allowed)
+        raise
+    start_s = time.perf_counter() - began
     try:
         space = folder.space(shape, dtype, runner.device)
         batch = _batch(batch_arg, space.size, runner)
@@ -359,6 +363,15 @@ def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Pat
         return row, list(results)
     finally:
         runner.close()
+        _pin_threads(allowed)
+
+
+def _pin_threads(cores: Sequence[int]) -> None:
+    """Every thread of this process on ``cores`` (Linux sets affinity per thread; a new
+    thread or process inherits its creator's)."""
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):  # the thread ended meanwhile
+            os.sched_setaffinity(int(tid), cores)
 
 
 def run_direct_pick(folder: KernelFolder, shape: str, dtype: str,

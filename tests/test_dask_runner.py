@@ -15,8 +15,9 @@ from workbench.core.errors import ClusterError
 from workbench.core.hardware import get_device
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
-from workbench.engine.dask_runner import dask_runner, require_one_kind
+from workbench.engine.dask_runner import dask_runner
 from workbench.engine.dask_tasks import WorkerInfo
+from workbench.engine.dask_workers import require_one_kind
 from workbench.engine.replay import ReplayRunner
 from workbench.engine.tuning import build_report
 from workbench.search.budget import Budget, SearchConfig

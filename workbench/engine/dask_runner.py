@@ -21,7 +21,7 @@ What keeps measurements comparable:
   :meth:`copy_timings`);
 - when every worker's runner measures under cache conditions (a live one does), the
   runner is a :class:`~workbench.engine.conditions.ConditionRunner` too
-  (:class:`ConditionDaskRunner`): a confirmation pins one worker once
+  (:class:`~workbench.engine.dask_conditions.ConditionDaskRunner`): a confirmation pins one worker once
   (``confirm_finalists`` takes :meth:`one_device`) and measures every finalist, the
   baseline, every condition and both rounds there, so a cluster prints the same condition
   table and applies the same pick rule as the direct runner.
@@ -44,16 +44,14 @@ task dispatched after it.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.core.conditions import check_conditions
 from workbench.core.errors import ClusterError
 from workbench.core.hardware import DeviceSpec
-from workbench.core.records import Candidate, Config, TrialResult
+from workbench.core.records import Candidate, TrialResult
 from workbench.core.template import KernelInstance
 from workbench.engine import dask_tasks
 from workbench.engine.bench import CopyTiming
@@ -65,30 +63,27 @@ from workbench.engine.dask_tasks import (
     PackedEndpoint,
     WorkerInfo,
 )
+from workbench.engine.dask_workers import (
+    CompilerIdentity,
+    gpu_workers,
+    meet_workers,
+    next_token,
+    stealing_enabled,
+)
 from workbench.engine.worker_protocol import rule_for_event
 
 log = logging.getLogger(__name__)
 
-HELLO_TIMEOUT_S = 300.0
 #: Measure tasks outrank compile tasks on a worker's threads: the GPU never waits for a
 #: thread while compiles queue (earlier candidates first within each kind).
-_MEASURE_PRIORITY = 1_000_000
-_POLL_S = 1.0
+MEASURE_PRIORITY = 1_000_000
+POLL_S = 1.0
 #: Search batch per GPU worker: the batch follows the GPU count (:attr:`DaskRunner.batch_size`)
 #: and so does the compile-ahead queue (GPUs x batch compiles submitted ahead at most).
 BATCH_PER_GPU = 16
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
-_tokens = itertools.count()
-
-
-@dataclass(frozen=True)
-class CompilerIdentity:
-    """The compiler the workers share (what a provenance records of it)."""
-
-    version: str
-    flags: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -100,68 +95,6 @@ class _BatchPlan:
     token: int
     units: dict[str, list[int]]
     uncompiled: tuple[int, ...]
-
-
-def _gpu_workers(client: Any, resource: str) -> list[str]:
-    workers = client.scheduler_info(n_workers=-1)["workers"]
-    return sorted(address for address, info in workers.items()
-                  if float((info.get("resources") or {}).get(resource, 0)) >= 1)
-
-
-def require_one_kind(workers: Sequence[WorkerInfo]) -> None:
-    """Raise ClusterError unless every worker measures the same way (device model, driver,
-    compiler, timing method): only then may their times share one provenance."""
-    groups: dict[tuple[Any, ...], list[WorkerInfo]] = {}
-    for info in workers:
-        groups.setdefault(info.identity, []).append(info)
-    if len(groups) > 1:
-        listing = "; ".join(f"{', '.join(i.label for i in members)}: {key[0]} (driver "
-                            f"{key[1] or '?'}, {key[4]})" for key, members in groups.items())
-        raise ClusterError(
-            f"the GPU workers measure differently, so their times cannot share one "
-            f"provenance: {listing}. Start each kind with its own resource name "
-            f"(`dask cuda worker ... --resources H100=1`) and tune with one runner per "
-            f"resource", groups={str(k): [i.address for i in v] for k, v in groups.items()})
-
-
-def meet_workers(client: Any, endpoint: Endpoint, resource: str = GPU_RESOURCE,
-                 timeout_s: float = HELLO_TIMEOUT_S) -> tuple[WorkerInfo, ...]:
-    """Start every GPU worker's runner; refuse workers whose times would not compare."""
-    addresses = _gpu_workers(client, resource)
-    if not addresses:
-        raise ClusterError(
-            f"no worker of the Dask cluster at {client.scheduler.address} offers the "
-            f"resource {resource}=1; start GPU workers with `dask cuda worker ADDRESS "
-            f"--resources {resource}=1`", resource=resource)
-    futures = [client.submit(dask_tasks.hello, PackedEndpoint.pack(endpoint), key=f"wb-hello-{address}-"
-                             f"{next(_tokens)}", workers=[address], allow_other_workers=False,
-                             resources={resource: 1}, pure=False) for address in addresses]
-    try:
-        infos = [f.result(timeout=timeout_s) for f in futures]
-    except Exception as exc:
-        client.cancel(futures)
-        raise ClusterError(f"a GPU worker could not start its runner: {exc}",
-                           workers=addresses) from exc
-    require_one_kind(infos)
-    return tuple(infos)
-
-
-def dask_runner(client: Any, endpoint: Endpoint, *, resource: str = GPU_RESOURCE,
-                owns: Sequence[Any] = ()) -> DaskRunner:
-    """A DaskRunner over the cluster's GPU workers; one that can measure again (for
-    finalist confirmation) when every worker's runner can."""
-    workers = meet_workers(client, endpoint, resource)
-    cls: type[DaskRunner] = DaskRunner
-    if all(w.remeasures for w in workers):
-        cls = (ConditionDaskRunner if all(w.measures_under_conditions for w in workers)
-               else RemeasuringDaskRunner)
-    return cls(client, endpoint, workers, resource=resource, owns=owns)
-
-
-def stealing_enabled(client: Any) -> bool:
-    """Whether the scheduler moves queued tasks between workers (pinned tasks never move)."""
-    return bool(client.run_on_scheduler(
-        lambda dask_scheduler: "stealing" in dask_scheduler.extensions))
 
 
 class DaskRunner:
@@ -206,7 +139,7 @@ class DaskRunner:
     def _check_reference(self) -> None:
         """After a worker died (its nanny starts a new one, at a new address), meet the
         workers again so that the reference and the list are live ones."""
-        alive = set(_gpu_workers(self.client, self.resource))
+        alive = set(gpu_workers(self.client, self.resource))
         if self._pin is None and any(w.address not in alive for w in self.workers):
             workers = meet_workers(self.client, self.endpoint, self.resource)
             if workers[0].identity != self.workers[0].identity:
@@ -259,7 +192,7 @@ class DaskRunner:
         self._check_reference()
         future = self.client.submit(fn, self.packed, *args, workers=[self.reference.address],
                                     allow_other_workers=False, resources={self.resource: 1},
-                                    pure=False, key=f"wb-{fn.__name__}-{next(_tokens)}")
+                                    pure=False, key=f"wb-{fn.__name__}-{next_token()}")
         return future.result()
 
     def baseline(self, shape: str, dtype: str) -> TrialResult:
@@ -346,7 +279,7 @@ class DaskRunner:
         else:
             self._now |= set(units)
         self.compiles.want(list(instances.items()), front=True)
-        return _BatchPlan(next(_tokens), units, tuple(uncompiled))
+        return _BatchPlan(next_token(), units, tuple(uncompiled))
 
     def _fan_out(self, candidates: Sequence[Candidate], plan: _BatchPlan,
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
@@ -412,7 +345,7 @@ class DaskRunner:
                     raise RuntimeError(f"compile-ahead queue stalled: {len(self.compiles)} "
                                        f"held, {len(unattached)} of this batch unsubmitted")
                 try:
-                    done, _ = wait([*futures, *compiling], timeout=_POLL_S,
+                    done, _ = wait([*futures, *compiling], timeout=POLL_S,
                                    return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     done = set()
@@ -429,7 +362,7 @@ class DaskRunner:
                     dispatch()  # refill before handing the result on: the device stays fed
                     yielded.add(index)
                     yield candidates[index], result
-                if not done and ordered and self._pin not in _gpu_workers(self.client,
+                if not done and ordered and self._pin not in gpu_workers(self.client,
                                                                           self.resource):
                     futures.clear()
                     compiling.clear()
@@ -466,7 +399,7 @@ class DaskRunner:
                   if i is not None]
         self.client.cancel(self.compiles.keep_only(self._now | {key for key, _ in wanted}))
         self.compiles.want(wanted, front=False)
-        self._top_up_compiles(next(_tokens))
+        self._top_up_compiles(next_token())
         return len(wanted)
 
     def _top_up_compiles(self, batch: int) -> None:
@@ -522,7 +455,7 @@ class DaskRunner:
             {"workers": [self._pin], "allow_other_workers": False} if self._pin else {})
         return self.client.submit(
             dask_tasks.measure, self.packed, self.description, candidate, artifact, key=key,
-            resources={self.resource: 1.0 / MEASURES_PER_GPU}, priority=_MEASURE_PRIORITY - index,
+            resources={self.resource: 1.0 / MEASURES_PER_GPU}, priority=MEASURE_PRIORITY - index,
             pure=False, **where)
 
     def _lost(self, candidate: Candidate, why: str) -> TrialResult:
@@ -533,87 +466,12 @@ class DaskRunner:
                            reason=f"{rule.meaning}: {why}", device=self.device.name)
 
 
-class RemeasuringDaskRunner(DaskRunner):
-    """A DaskRunner whose workers can time an identical binary again (live GPUs)."""
+def dask_runner(client: Any, endpoint: Endpoint, *, resource: str = GPU_RESOURCE,
+                owns: Sequence[Any] = ()) -> DaskRunner:
+    """A DaskRunner over the cluster's GPU workers; one that measures again (for finalist
+    confirmation), under cache conditions, when every worker's runner can
+    (:func:`~workbench.engine.dask_conditions.runner_class`)."""
+    from workbench.engine.dask_conditions import runner_class  # its classes extend this one
 
-    def forget_measurements(self) -> None:
-        """Every worker times identical cubins again from now on."""
-        self._check_reference()
-        futures = [self.client.submit(dask_tasks.forget, self.packed, workers=[w.address],
-                                      allow_other_workers=False, resources={self.resource: 1},
-                                      pure=False, key=f"wb-forget-{next(_tokens)}")
-                   for w in self.workers]
-        self.client.gather(futures)
-
-
-class ConditionDaskRunner(RemeasuringDaskRunner):
-    """A DaskRunner whose workers measure again under cache conditions (live GPUs): a
-    :class:`~workbench.engine.conditions.ConditionRunner`.
-
-    Every call measures on ONE device: the worker this view is pinned to
-    (:meth:`one_device`, which ``confirm_finalists`` takes once per confirmation), else the
-    reference worker. A pinned worker that leaves the cluster mid-call is never replaced by
-    another (its times would not compare): what it had not measured comes back crashed,
-    saying so, and the confirmation says why it has no pick."""
-
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]:
-        """``candidates`` measured again under ``condition`` on this view's device, in one
-        task (compiled by the cluster first; one result per candidate)."""
-        check_conditions([condition])
-        if not candidates:
-            return []
-        address = self._one_address()
-        artifacts = self._compile(candidates, next(_tokens))
-        future = self.client.submit(
-            dask_tasks.measure_under, self.packed, self.description, condition,
-            list(candidates), artifacts, workers=[address], allow_other_workers=False,
-            resources={self.resource: 1}, priority=_MEASURE_PRIORITY, pure=False,
-            key=f"wb-measure-under-{condition}-{next(_tokens)}")
-        try:
-            results: list[TrialResult] | None = self._await_on(address, future)
-        finally:
-            self.client.cancel([a for a in artifacts if a is not None])
-        if results is None:
-            return [self._lost(c, f"the worker {address} measuring the confirmation under "
-                               f"'{condition}' left the cluster") for c in candidates]
-        return results
-
-    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        """The baseline measured again under ``condition`` on this view's device."""
-        check_conditions([condition])
-        address = self._one_address()
-        future = self.client.submit(
-            dask_tasks.baseline_under, self.packed, self.description, condition, shape,
-            dtype, workers=[address], allow_other_workers=False,
-            resources={self.resource: 1}, priority=_MEASURE_PRIORITY, pure=False,
-            key=f"wb-baseline-under-{condition}-{next(_tokens)}")
-        result: TrialResult | None = self._await_on(address, future)
-        if result is None:
-            return self._lost(Candidate(Config(), shape, dtype),
-                              f"the worker {address} measuring the baseline under "
-                              f"'{condition}' left the cluster")
-        return result
-
-    def _one_address(self) -> str:
-        """The device of every condition measurement: the pinned worker, else the
-        reference one."""
-        if self._pin is None:
-            self._check_reference()
-        return self.reference.address
-
-    def _await_on(self, address: str, future: Any) -> Any:
-        """``future``'s result, or None once ``address`` is no longer a worker (a pinned
-        task never moves, so it would wait forever)."""
-        from distributed import wait
-
-        while True:
-            try:
-                done, _ = wait([future], timeout=_POLL_S)
-            except TimeoutError:
-                done = set()
-            if done:
-                return future.result()
-            if address not in _gpu_workers(self.client, self.resource):
-                self.client.cancel([future])
-                return None
+    workers = meet_workers(client, endpoint, resource)
+    return runner_class(workers)(client, endpoint, workers, resource=resource, owns=owns)
