@@ -109,3 +109,36 @@ def test_vec_templates_compile_with_nvcc_at_corners(name: str, compiler: Any) ->
     for config in [_vec_config(s, BM=64, BN=64, TM=4, TN=4), *corner_configs(template, env)]:
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
+
+
+# -- the unit-stride probe -----------------------------------------------------------------
+
+def _probe(index: str) -> bool | None:
+    from tree_sitter import Node
+
+    from workbench.core.cuda_source import parse_cuda
+    from workbench.llm.templater.analysis import text, walk
+    from workbench.llm.templater.regtile_vec import unit_stride
+
+    source = parse_cuda(f"__global__ void k(float* x, int K, int M) {{ x[{index}] = 0; }}",
+                        "probe.cu")
+    sub = next(n for n in walk(source.tree.root_node) if n.type == "subscript_expression")
+    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+    assert idx is not None
+    idx = idx.named_children[0] if idx.type == "subscript_argument_list" else idx
+
+    def at(r: int, c: int) -> Any:
+        def leaf(n: Node) -> int | None:
+            return {"r": r, "c": c}.get(text(n)) if n.type == "identifier" else None
+        return leaf
+    return unit_stride(idx, at)
+
+
+@pytest.mark.parametrize("index,expected", [
+    ("r * K + c", True), ("(long long)r * K + 4 + c", True), ("K * (r + 1) - K + c", True),
+    ("c * M + r", False), ("r * K + 2 * c", False), ("c / 2 + r", False),
+    ("r + (c << (K - 600))", None), ("r * K + c + (int)sizeof(float)", None),
+])
+def test_the_probe_steps_along_the_row_or_says_it_cannot_tell(index: str,
+                                                              expected: bool | None) -> None:
+    assert _probe(index) is expected

@@ -81,8 +81,13 @@ class _Unknown(Exception):
 _OPS: dict[str, Callable[[int, int], int]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: int(a / b) if b else 0, "%": lambda a, b: a - b * int(a / b) if b else 0,
-    "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "<<": lambda a, b: a << b if 0 <= b < 63 else _unknown(f"<< {b}"),
+    ">>": lambda a, b: a >> b if 0 <= b < 63 else _unknown(f">> {b}"),
 }
+
+
+def _unknown(what: str) -> int:
+    raise _Unknown(what)
 
 
 def evaluate(node: Node, leaf: Callable[[Node], int | Node | None],
