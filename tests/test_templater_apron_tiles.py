@@ -8,7 +8,8 @@ under an ``if``; a 5x5 Gaussian with ``#define R 2``, weights in ``__constant__`
 + 1]`` and a ``row`` / ``col`` flat index; an expert-style flat load ``e / LX``, ``e % LX``
 strided by ``blockDim.x * blockDim.y`` with ``blockIdx.x * blockDim.x`` offsets, zero padding
 under ``r >= 0 && r < h && c >= 0 && c < w`` and a pointer into the tile) each lift BLOCK_X, BLOCK_Y, OUT_X, OUT_Y and PAD
-with the tile, its loads and the grid following, launch as written at the defaults, compile
+with the tile, its loads and the grid following (LOAD_FLAT: the nested load loops as one
+loop over the tile's elements), launch as written at the defaults, compile
 with nvcc at the corners, and (host run with g++, barriers as coroutine switches) give the
 kernel's outputs at the default, the corners and configs with several outputs per thread.
 Spellings the analysis cannot follow (halo loads as per-thread branches, a tile read at
@@ -159,6 +160,8 @@ def test_every_apron_spelling_lifts_outputs_per_thread_with_the_tile_and_grid(na
     assert applied, lifted.notes
     assert {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"} <= {p.name for p in lifted.params}
     assert lifted.block == ("BLOCK_X", "BLOCK_Y")
+    # the author's nested load loops get a flat alternative; a flat load is kept as it is
+    assert ("LOAD_FLAT" in {p.name for p in lifted.params}) == ("e / " not in _source)
     assert lifted.grid == (f"ceil_div({wn}, BLOCK_X * OUT_X)",
                            f"ceil_div({hn}, BLOCK_Y * OUT_Y)")
     template = lifted_template(lifted, APRONS[name][1])
@@ -302,7 +305,8 @@ def test_apron_configs_give_the_kernels_output_on_the_host(name: str) -> None:
     template = lifted_template(lift(name), APRONS[name][1])
     default = template.default_config()
     configs = [*corner_configs(template, env(name)),
-               {**default, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "PAD": 1},
+               {**default, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "PAD": 1,
+                **({"LOAD_FLAT": 1} if "LOAD_FLAT" in default else {})},
                {**default, "BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 1, "OUT_Y": 8}]
     b = [int(v) for v in block]
     with tempfile.TemporaryDirectory() as tmp:

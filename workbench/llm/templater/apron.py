@@ -57,6 +57,7 @@ from workbench.llm.templater.regtile import (
     render,
     single_assignment_values,
 )
+from workbench.llm.templater.rewrite import Rewriter
 from workbench.llm.templater.rules import literal, scale_divisor
 from workbench.llm.templater.stencil import Poly, add, mul, scale, statements
 
@@ -242,6 +243,7 @@ class _Load:
     extent_y: int
     extent_x: int
     edits: list[tuple[Node, str]]
+    nest: tuple[Node, Node, str, str] | None = None  # (outer loop, body, y var, x var)
 
 
 def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
@@ -294,8 +296,10 @@ def _nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: _Dep
     ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
     body = _only_statement(inner.loop.child_by_field_name("body"))
     _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
+    inner_body = inner.loop.child_by_field_name("body")
+    assert inner_body is not None
     return _Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
-                                        (xs.step, "BX")])
+                                        (xs.step, "BX")], (s, inner_body, ys.var, xs.var))
 
 
 def _is_flat(loop: Node, deps: _Deps, bx: int) -> bool:
@@ -602,6 +606,18 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     for ld in f.loads:
         for node, key in ld.edits:
             rw.replace(node, new[key])
+    nests = [ld.nest for ld in f.loads if ld.nest is not None]
+    flat_n = fresh_names(plan, ["LOAD_FLAT"])["LOAD_FLAT"] if nests else ""
+    for loop, body, yv, xv in nests:
+        def both(r: Rewriter, loop: Node = loop, body: Node = body, yv: str = yv,
+                 xv: str = xv) -> str:
+            flat = (f"for (int wb_e = (int)threadIdx.y * {bx_n} + (int)threadIdx.x; "
+                    f"wb_e < ({ext_y}) * ({ext_x}); wb_e += {bx_n} * {by_n}) {{\n"
+                    f"    const int {yv} = wb_e / ({ext_x}), {xv} = wb_e % ({ext_x});\n"
+                    f"    {r.render(body.start_byte, body.end_byte)}\n  }}")
+            return (f"\n#if {flat_n}  // one loop over the tile's elements, every thread busy\n"
+                    f"  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n#endif\n")
+        rw.replace_span(loop.start_byte, loop.end_byte, make=both)
     origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
     spans = {span: origin[dim] for span, dim in f.offsets.items()}
     done: set[tuple[int, int]] = set()
@@ -654,6 +670,12 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     plan.add_param(pad_n, {"kind": "choice", "values": sorted({0, 1, f.pad}), "default": f.pad,
                            "description": f"extra column in the shared tile {f.tile} (as "
                                           f"written: {f.pad})"}, where)
+    if flat_n:
+        plan.add_param(flat_n, {"kind": "choice", "values": [0, 1], "default": 0,
+                                "description": "1: the tile loaded by one loop over its "
+                                               "elements (no idle threads on the halo's "
+                                               "extra rows and columns); 0: the author's "
+                                               "nested loops (as written)"}, where)
     plan.block = [bx_n, by_n]
     plan.grid = [grid_x, grid_y]
     plan.launch_bounds = f"{bx_n} * {by_n}"
