@@ -4,6 +4,11 @@ Errors carry data (which file, key, value, limit, what was expected) so that a p
 CLI can show a precise message without parsing text.
 
     WorkbenchError
+    ├── UsageError               a function was given a value it cannot use (also a
+    │                            ValueError; key, value, expected)
+    ├── SettingError             a WORKBENCH_* variable does not parse (core/settings.py)
+    ├── InputsError              reference.make_inputs gave unusable arrays (also a
+    │                            ValueError; name, expected)
     ├── ExpressionError          a constraint / launch / shape expression is refused
     ├── ParameterError           a parameter definition or value is invalid
     ├── SpaceError
@@ -13,6 +18,7 @@ CLI can show a precise message without parsing text.
     ├── CudaSourceError          a .cu file cannot be read as CUDA (file, line)
     ├── ScaffoldError            init needs the user to say an argument's role or dtype
     ├── TemplateError            rendering or launch-rule evaluation failed
+    │   └── DefineError          a name or value may not enter a #define (core/defines.py)
     ├── CompilerNotFoundError    nvcc is missing (says how to install it)
     ├── CompileError             nvcc failed (kind, log path)
     ├── DeviceError
@@ -47,6 +53,27 @@ class WorkbenchError(Exception):
         super().__init__(message)
         self.message = message
         self.details = details
+
+
+class UsageError(WorkbenchError, ValueError):
+    """A function was called with a value it cannot use: ``key``, ``value``, ``expected``.
+    Also a ValueError, as Python's own argument checks are."""
+
+    def __init__(self, message: str, *, key: str, value: Any, expected: str) -> None:
+        super().__init__(message, key=key, value=value, expected=expected)
+        self.key = key
+        self.value = value
+        self.expected = expected
+
+
+class InputsError(WorkbenchError, ValueError):
+    """``reference.make_inputs`` returned arrays the kernel cannot use: ``name`` the input
+    or module global, ``expected`` what it must hold. Also a ValueError."""
+
+    def __init__(self, message: str, *, name: str, expected: str) -> None:
+        super().__init__(message, name=name, expected=expected)
+        self.name = name
+        self.expected = expected
 
 
 class ExpressionError(WorkbenchError):

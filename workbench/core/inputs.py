@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.dtypes import INTEGER_DTYPES
+from workbench.core.errors import InputsError
 
 __all__ = ["complete_inputs", "default_inputs"]
 
@@ -72,15 +73,16 @@ def complete_inputs(host: Mapping[str, Any], constants: Sequence[Mapping[str, An
         if name in out:
             given = out[name]
             if given.size != count:
-                raise ValueError(f"make_inputs()[{name!r}] holds {given.size} elements; the "
-                                 f"module global {name} holds {count} (shape {list(shape)})")
+                raise InputsError(f"make_inputs()[{name!r}] holds {given.size} elements; the "
+                                  f"module global {name} holds {count} (shape {list(shape)})",
+                                  name=name, expected=f"{count} elements")
             out[name] = given.reshape(shape)
         else:
             out[name] = _one(str(const["dtype"]), shape, sizes, rng)
             if count and not np.any(out[name]):  # a 1-element integer draw of 0
                 out[name] = np.ones(shape, dtype=out[name].dtype)
         if count and not np.any(out[name]):
-            raise ValueError(f"make_inputs()[{name!r}]: every value of the module global "
-                             f"{name} is zero (every output would be zero whatever the "
-                             "config reads)")
+            raise InputsError(f"make_inputs()[{name!r}]: every value of the module global "
+                              f"{name} is zero (every output would be zero whatever the "
+                              "config reads)", name=name, expected="a nonzero value")
     return out

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from workbench.core.errors import ClusterError
+from workbench.core.errors import ClusterError, WorkerError
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, TrialResult
@@ -265,8 +265,9 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
     with _turn(endpoint):
         results = list(runner.measure([candidate]))
     if len(results) != 1:
-        raise RuntimeError(f"{runner.description} answered {len(results)} results for one "
-                           f"candidate {dict(candidate.config)}")
+        raise WorkerError(f"{runner.description} answered {len(results)} results for one "
+                          f"candidate {dict(candidate.config)}", runner=str(runner.description),
+                          value=len(results), expected="1 result")
     return where(results[0])
 
 

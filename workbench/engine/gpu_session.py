@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from workbench.core.errors import WorkerError
+from workbench.core.errors import NoGPUError, WorkerError
 from workbench.core.feasibility import needs_smem_optin
 from workbench.core.inputs import complete_inputs, default_inputs
 from workbench.core.records import ClockStats, Status, Timing, TimingMethod
@@ -175,7 +175,7 @@ class GpuSession:
 
         cuda.init()
         if cuda.Device.count() < 1:
-            raise RuntimeError("no CUDA device")
+            raise NoGPUError("no CUDA device", device_count=0)
         self.cuda = cuda
         self.device = cuda.Device(0)
         self.context = self.device.make_context()
@@ -276,7 +276,7 @@ class GpuSession:
             spec = importlib.util.spec_from_file_location(
                 f"_workbench_reference_{len(self.references)}", path)
             if spec is None or spec.loader is None:
-                raise RuntimeError(f"cannot import {path}")
+                raise WorkerError(f"cannot import {path}", path=str(path))
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             self.references[folder] = module

@@ -34,6 +34,7 @@ from workbench.core.secrets import register_key_environment, scrub_data
 from workbench.llm.errors import (
     LLMConfigError,
     LLMEndpointError,
+    LLMError,
     LLMRefusalError,
     LLMReplyError,
     LLMSchemaError,
@@ -93,8 +94,11 @@ class ChatClient(Protocol):
     def parse_reply(self, text: str, schema: type[ModelT]) -> ModelT: ...
 
 
-class _ResponseFormatRejectedError(Exception):
+class _ResponseFormatRejectedError(LLMError):
     """Internal: the endpoint answered 400 about response_format / json_schema."""
+
+    def __init__(self) -> None:
+        super().__init__("the endpoint refused response_format (json_schema)")
 
 
 class LLMClient:

@@ -31,15 +31,20 @@ from types import ModuleType
 from typing import Any
 
 from workbench.core.secrets import scrub
-from workbench.llm.errors import LLMInvalidJSONError
+from workbench.llm.errors import LLMError, LLMInvalidJSONError
 
 Clock = Callable[[], float]
 _state = threading.local()
 
 
-class ReplyTooLargeError(Exception):
+class ReplyTooLargeError(LLMError):
     """The reply body passed ``max_reply_bytes`` (the read is cut there); the SDK wraps it
     in an APIConnectionError whose ``__cause__`` this is."""
+
+
+class DeadlinePassedError(LLMError):
+    """This thread's request deadline passed (before sending or while the reply arrived);
+    raised as the SDK's httpx ReadTimeout, so the SDK reports a timeout."""
 
 
 @contextlib.contextmanager
@@ -72,7 +77,7 @@ def _transport_class() -> type:
     class ReplyTooLarge(hx.ReadError, ReplyTooLargeError):  # type: ignore[name-defined]
         pass
 
-    class DeadlinePassed(hx.ReadTimeout):  # type: ignore[name-defined]
+    class DeadlinePassed(hx.ReadTimeout, DeadlinePassedError):  # type: ignore[name-defined]
         pass
 
     class DeadlineStream(hx.SyncByteStream):  # type: ignore[name-defined]
@@ -87,7 +92,7 @@ def _transport_class() -> type:
                 received += len(chunk)
                 if received > self._max_bytes:
                     raise ReplyTooLarge(f"reply larger than {self._max_bytes} bytes",
-                                        request=self._request)  # type: ignore[call-arg]
+                                        request=self._request)
                 if self._deadline is not None and self._deadline[1]() > self._deadline[0]:
                     raise DeadlinePassed("deadline passed while the reply was arriving",
                                          request=self._request)

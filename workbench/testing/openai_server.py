@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from workbench.core.errors import WorkbenchError
+
 
 @dataclass(frozen=True)
 class TranscriptStep:
@@ -132,7 +134,7 @@ class OpenAITranscriptServer:
     @property
     def port(self) -> int:
         if self._server is None:
-            raise RuntimeError("server not started")
+            raise WorkbenchError("server not started: call start() first")
         return int(self._server.server_address[1])
 
     @property

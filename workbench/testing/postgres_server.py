@@ -22,10 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.core.errors import StoreError
+
 USER = "workbench"
 
 
-class PostgresUnavailable(RuntimeError):
+class PostgresUnavailable(StoreError):
     """The server cannot be started here; the message says why (for a skip reason)."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench.core.errors import UsageError
 from workbench.core.records import Status, TrialResult, Value
 from workbench.core.trial_labels import NOT_IN_RECORDING, status_label
 
@@ -347,7 +348,8 @@ def layout_updates(layout: FigureLayout, scale: str,
     On a log scale the ticks sit at 1-2-5 of each decade the runtimes (``median_us``) span,
     labelled with their values (:func:`log_ticks`)."""
     if scale not in ("log", "linear"):
-        raise ValueError(f"runtime scale must be 'log' or 'linear', got {scale!r}")
+        raise UsageError(f"runtime scale must be 'log' or 'linear', got {scale!r}",
+                         key="scale", value=scale, expected="'log' or 'linear'")
     props: dict[str, Any] = {"type": scale}
     if scale == "log":
         times = (median_us[np.isfinite(median_us) & (median_us > 0)]

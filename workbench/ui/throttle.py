@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from workbench.core.errors import UsageError
+
 logger = logging.getLogger(__name__)
 
 
@@ -34,7 +36,8 @@ class CoalescingPusher:
                  lock: threading.RLock | None = None,
                  gate: Callable[[], object] | None = None) -> None:
         if max_per_s <= 0:
-            raise ValueError(f"max_per_s must be > 0, got {max_per_s}")
+            raise UsageError(f"max_per_s must be > 0, got {max_per_s}", key="max_per_s",
+                             value=max_per_s, expected="> 0")
         self._push = push
         self._min_interval_s = 1.0 / max_per_s
         self._on_error = on_error

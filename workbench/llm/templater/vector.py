@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.llm.templater.analysis import (
     StrideLoop,
     binary,
@@ -44,11 +45,12 @@ _CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement",
 _EXITS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 
 
-class Illegal(Exception):
-    """A transform's precondition failed: ``reason`` and the node it is about."""
+class Illegal(WorkbenchError):
+    """A transform's precondition failed: ``reason`` and the node it is about (caught
+    inside the templater, which records it as a note; it never reaches a user)."""
 
     def __init__(self, reason: str, node: Node | None = None) -> None:
-        super().__init__(reason)
+        super().__init__(reason, reason=reason)
         self.reason = reason
         self.node = node
 
