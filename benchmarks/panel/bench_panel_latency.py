@@ -81,10 +81,12 @@ def _pytest(args: Sequence[str], env: dict[str, str],
         done_sampling.set()
         sampler.join()
     wall_s = round(time.monotonic() - start, 1)
-    lines = [ln for ln in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", ln)]
+    lines = [ln for ln in done.stdout.splitlines()
+             if re.search(r"\d+ (passed|failed|errors?)", ln)]
     out = {"pytest_exit": done.returncode, "wall_s": wall_s,
            "load_1min_before": round(load_before, 2), "summary": lines[-1] if lines else "",
-           "failures": [ln for ln in done.stdout.splitlines() if ln.startswith("FAILED")],
+           "failures": [ln for ln in done.stdout.splitlines()
+                        if ln.startswith(("FAILED", "ERROR"))],
            "failure_tail": done.stdout[-3000:] if done.returncode else ""}
     if log_title:
         log = LOGS / f"browser-tier-beside-cpu-hog-{started:%Y-%m-%dT%H%M%SZ}.txt"
@@ -113,8 +115,17 @@ def main() -> None:
     ap.add_argument("--tier", type=int, default=0, help="runs of the whole browser tier")
     ap.add_argument("--hog", type=int, default=os.cpu_count() or 2,
                     help="busy processes beside the browser tier")
+    ap.add_argument("--from-logs", nargs="*", default=None, metavar="LOG",
+                    help="record the tier runs these logs (results/panel/cpu/browser-tier-"
+                         "beside-cpu-hog-*.txt, in order) hold instead of running any: a "
+                         "series cut off before its result file was written")
     args = ap.parse_args()
     started = datetime.now(UTC)
+    if args.from_logs is not None:
+        runs = [_run_from_log(Path(log), i + 1, args.hog) for i, log in enumerate(args.from_logs)]
+        args.tier, args.runs = len(runs), 0
+        _write(args, started, runs, [], [])
+        return
     load_runs: list[dict[str, Any]] = []
     tier_runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -136,9 +147,16 @@ def main() -> None:
                     proc.kill()
                     proc.wait()
             print(tier_runs[-1])
+            _write(args, started, tier_runs, load_runs, [])  # a cut-off series keeps its runs
         lines = Path(tmp) / "panel_latency.jsonl"
         clicks = ([json.loads(line) for line in lines.read_text().splitlines() if line]
                   if lines.exists() else [])
+    _write(args, started, tier_runs, load_runs, clicks)
+
+
+def _write(args: argparse.Namespace, started: datetime, tier_runs: list[dict[str, Any]],
+           load_runs: list[dict[str, Any]], clicks: list[Any]) -> None:
+    """The result file (rewritten after each tier run, so a cut-off series keeps its runs)."""
     doc = {"what": "press (the input's time stamp in the page) -> the header shows the answer, "
                    "with a CPU hog on every core; held = at most the trial in flight landed in "
                    "the 2.5 s after the answer; browser_tier_runs: the whole browser tier "
@@ -146,6 +164,7 @@ def main() -> None:
            "target_s": 1.0,
            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
            "passes_in_a_row": len(_passing_prefix(tier_runs)),
+           "tier_runs_asked": args.tier,
            "clicks": clicks, "load_test_runs": load_runs, "browser_tier_runs": tier_runs}
     date = f"{started:%Y-%m-%dT%H%M%SZ}"
     what = "browser-tier-beside-cpu-hogs" if args.tier else "latency-under-load"
@@ -154,8 +173,24 @@ def main() -> None:
     out = write_result(result_path("panel", "cpu", what, date),
                        run_block("panel_browser_tier" if args.tier else "panel_latency",
                                  command, device="cpu: 2-core development machine",
-                                 driver=None, cuda=None, date=date), doc)
-    print(f"wrote {out}")
+                                 driver=None, cuda=None, date=date), doc, overwrite=True)
+    print(f"wrote {out}", flush=True)
+
+
+def _run_from_log(log: Path, run: int, hog: int) -> dict[str, Any]:
+    """A tier run as :func:`_pytest` records it, read back from its log."""
+    text = log.read_text(encoding="utf-8")
+    status = re.search(r"^exit status: (-?\d+), wall time (\d+) s$", text, re.M)
+    load = re.search(r"^load average .* at the start: ([\d.]+)", text, re.M)
+    if status is None or load is None:
+        raise ValueError(f"{log}: no exit status / load line (not a finished tier run's log)")
+    output = text.split("--- output ---", 1)[1]
+    lines = [ln for ln in output.splitlines() if re.search(r"\d+ (passed|failed|errors?)", ln)]
+    return {"run": run, "hog_processes": hog, "pytest_exit": int(status.group(1)),
+            "wall_s": float(status.group(2)), "load_1min_before": float(load.group(1)),
+            "summary": lines[-1].strip("= ") if lines else "",
+            "failures": [ln for ln in output.splitlines() if ln.startswith(("FAILED", "ERROR"))],
+            "failure_tail": "", "log": str(log.resolve().relative_to(ROOT))}
 
 
 def _passing_prefix(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
