@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.llm.templater.analysis import (
     binary,
     builtin,
@@ -46,11 +47,12 @@ _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "i
 _MAX_SMEM = 49152  # static shared memory per block, bytes
 
 
-class Refused(Exception):
-    """The kernel has the family's shape but a part the analysis cannot follow."""
+class Refused(WorkbenchError):
+    """The kernel has the family's shape but a part the analysis cannot follow: ``reason``
+    and the node it is about (caught inside the templater and recorded as a finding)."""
 
     def __init__(self, reason: str, node: Node | None = None) -> None:
-        super().__init__(reason)
+        super().__init__(reason, reason=reason)
         self.reason, self.node = reason, node
 
 

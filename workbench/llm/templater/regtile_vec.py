@@ -27,14 +27,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.llm.templater.analysis import strip, text, walk
 from workbench.llm.templater.plan import Plan
 
 VEC_WIDTH = 4
 
 
-class NotVector(Exception):
-    """A store the vector path cannot take, with its reason."""
+class NotVector(WorkbenchError):
+    """A store the vector path cannot take, with its reason (recorded as a VEC finding)."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,8 @@ def float_pointers(plan: Plan, body: Node) -> set[str]:
     return out
 
 
-class _Unknown(Exception):
-    """An expression the unit-stride probe does not evaluate."""
+class _Unknown(WorkbenchError):
+    """An expression the unit-stride probe does not evaluate (caught by :func:`unit_stride`)."""
 
 
 _OPS: dict[str, Callable[[int, int], int]] = {
