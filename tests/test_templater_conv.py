@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, lifted_template, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
 
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -221,21 +221,7 @@ def test_each_input_value_is_loaded_once_per_input_row(name: str, ks: int) -> No
     assert counts == {oy: ks * (ks + oy - 1) for oy in (1, 2, 4)}, counts
 
 
-# -- host run of the rendered kernel (no barriers: threads run one after another) ----------
-
-_HOST = r"""
-#include <algorithm>
-#include <cstdio>
-#include <vector>
-using std::min;
-using std::max;
-struct wb_dim3 { unsigned x, y, z; };
-static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
-#define __global__
-#define __constant__
-#define __launch_bounds__(...)
-template <class T> static T __ldg(const T* p) { return *p; }
-"""
+# -- host run of the rendered kernel (threads as coroutines: USE_SMEM's barrier holds) -----
 
 _MAIN = r"""
 int main() {
@@ -244,14 +230,8 @@ int main() {
   for (int i = 0; i < h * w; ++i) in[i] = (float)((i * 37) %% 17 - 8) / 8.0f;
   for (int i = 0; i < 64; ++i) wts[i] = (float)((i * 13) %% 11 - 5) / 4.0f;
   %(fill)s
-  gridDim = {%(gx)d, %(gy)d, 1};
-  blockDim = {%(bx)d, %(by)d, 1};
-  for (unsigned by = 0; by < gridDim.y; ++by) for (unsigned bx = 0; bx < gridDim.x; ++bx)
-  for (unsigned ty = 0; ty < blockDim.y; ++ty) for (unsigned tx = 0; tx < blockDim.x; ++tx) {
-    blockIdx = {bx, by, 0};
-    threadIdx = {tx, ty, 0};
-    k(out.data(), in.data(), %(extra)sh, w);
-  }
+  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1},
+            [&] { k(out.data(), in.data(), %(extra)sh, w); });
   for (float v : out) std::printf("%%.9g\n", v);
   return 0;
 }
@@ -265,7 +245,8 @@ def host_run(name: str, source: str, grid: list[int], block: list[int],
             "filt[i] = wts[i % 64];") if "filt" in source else ""
     main = _MAIN % {**ENV, "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1],
                     "extra": extra, "fill": fill}
-    printed = run_on_host(work, "host", _HOST + source + main, flags=("-ffp-contract=off",))
+    printed = run_on_host(work, "host", COOPERATIVE_BLOCK + "#define __constant__\n" + source +
+                          main, flags=("-ffp-contract=off",))
     return [float(v) for v in printed.split()]
 
 
@@ -280,6 +261,7 @@ def test_sampled_conv_configs_give_the_baselines_output(name: str) -> None:
     rng = random.Random(28)
     configs = [*corner_configs(template, ENV)[1:], *(dict(c) for c in rng.sample(space, 3))]
     configs += [{**template.default_config(), "OUT_Y": oy} for oy in (2, 4, 8)]
+    configs += [{**template.default_config(), "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1}]
     b = [int(v) for v in block]
     with tempfile.TemporaryDirectory() as tmp:
         want = host_run(name, source, [-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])], b,

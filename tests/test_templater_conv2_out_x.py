@@ -7,7 +7,8 @@ ternary weights, zero padding under ``r >= 0 && r < h && c >= 0 && c < w`` and a
 pointer-offset load; a "valid" 3x3 convolution without padding whose output is ``(h - 2) x
 (w - 2)``, where columns past the check must read nothing) each lift OUT_X beside OUT_Y with
 the grid's x divisor ``BLOCK_X * OUT_X``, and (host run with g++) give the kernel's outputs at
-the default, the corners and configs with several columns and rows per thread. A window
+the default, the corners and configs with several columns and rows per thread, with and
+without USE_SMEM (the block's inputs staged in shared memory before the check). A window
 read at ``2 * x + j`` (a strided convolution) keeps OUT_Y and refuses OUT_X with the line.
 """
 
@@ -145,7 +146,9 @@ def test_out_x_configs_give_the_kernels_output_on_the_host(name: str) -> None:
     configs = [*corner_configs(template, ENV),
                {**default, "OUT_X": 2, "OUT_Y": 8},
                {**default, "OUT_X": 4, "OUT_Y": 4},
-               {**default, "OUT_X": 4, "OUT_Y": 1}]
+               {**default, "OUT_X": 4, "OUT_Y": 1},
+               {**default, "OUT_X": 2, "OUT_Y": 8, "USE_SMEM": 1},
+               {**default, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1}]
     b = [int(v) for v in block]
     with tempfile.TemporaryDirectory() as tmp:
         want = host_run(source, [-(-W // b[0]), -(-H // b[1])], b, Path(tmp))

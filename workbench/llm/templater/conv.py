@@ -47,6 +47,8 @@ from workbench.llm.templater.analysis import (
 from workbench.llm.templater.macros import integer_macros
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
+    _ELEM,
+    _MAX_SMEM,
     Refused,
     _assigned,
     _locals,
@@ -366,7 +368,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                       "goto_statement"):
             raise Refused(f"`{text(n)}` leaves the window loop early", n)
     # the guard, the accumulator's declaration and the store
-    _guard_stmt, cond, out_when_true, guarded = _guard(region)
+    guard_stmt, cond, out_when_true, guarded = _guard(region)
     bad_cond = _bounds_from_above(cond, y, out_when_true)
     if bad_cond is not None:
         raise Refused(f"`{text(bad_cond)}` does not bound {y} from above only", bad_cond)
@@ -422,7 +424,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         plan.note("OUT_X", False, x_refused.reason, x_refused.node)
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
-                   x, x_step if x_refused is None else None)
+                   x, x_step if x_refused is None else None,
+                   _smem_refusal(plan, expr, guard_stmt, outer, value_parts, body_decls))
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
@@ -456,6 +459,26 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
     if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
         return {}, Refused(f"the index of the store is not linear in {x}", target)
     return step, None
+
+
+def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, outer: _Window,
+                  value_parts: list[Node], body_decls: list[Node]) -> Node | None:
+    """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
+    block helps and reaches the barrier); None, noted, where the value reads a local that
+    is declared only after that point or the kernel already uses barriers."""
+    outer_decls = [s for s in outer.body if s.type == "declaration"]
+    used = {n for part in [*value_parts, *body_decls, *outer_decls]
+            for n in expr.names(part)}
+    late = sorted(name for name in used if name in expr.locals and any(
+        d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
+        and name in {text(c.child_by_field_name("declarator") or c)
+                     for c in d.children_by_field_name("declarator")}
+        and not inside(d, outer.loop)))
+    if late:
+        plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "
+                  "the bounds check where the tile would be filled", guard)
+        return None
+    return guard
 
 
 def _read_bases(plan: Plan, node: Node) -> set[str]:
@@ -517,6 +540,7 @@ class _Facts:
     out: str
     x: str = ""
     x_step: Poly | None = None  # the store index's step per column; None: no OUT_X
+    smem_at: Node | None = None  # where the shared tile is filled (USE_SMEM); None: no knob
 
 
 # -- the rewrite ---------------------------------------------------------------------------
@@ -580,6 +604,37 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
     decls = "\n      ".join(text(s) for s in f.body_decls)
     outer_decls = "\n    ".join(text(s) for s in f.outer.body if s.type == "declaration")
+    bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
+    read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
+                  f"({f.elem})({value}) : ({f.elem})0;\n")
+    smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
+        if f.smem_at is not None and ox != "1" else ""
+    tile_h, tile_w = f"({by_name} * {oy} + {n - 1})", f"({bx_name} * {ox} + {m - 1})"
+    if smem:
+        assert f.smem_at is not None
+        read_value = (f"#if {smem}\n      const {f.elem} wb_v = wb_tile[(int)threadIdx.y * {oy} "
+                      f"+ wb_r][(int)threadIdx.x * {ox} + wb_c];\n#else\n{read_value}#endif\n")
+        fill = (
+            f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
+            f"  __shared__ {f.elem} wb_tile[{tile_h}][{tile_w}];\n"
+            f"  for (int wb_e = (int)threadIdx.y * {bx_name} + (int)threadIdx.x; "
+            f"wb_e < {tile_h} * {tile_w}; wb_e += {bx_name} * {by_name}) {{\n"
+            f"    const int wb_pr = wb_e / {tile_w}, wb_pc = wb_e % {tile_w};\n"
+            f"    // the block's first output row and column (the value reads them only "
+            f"through {y} + {i} and {x} + {j})\n"
+            f"    const int {y} = (int)blockIdx.y * ({by_name} * {oy});\n"
+            f"    const int {x} = (int)blockIdx.x * ({bx_name} * {ox});\n"
+            f"    const int {i} = ({f.outer.lo_text}) + wb_pr;\n"
+            f"    {outer_decls}\n"
+            f"    const int {j} = ({f.inner.lo_text}) + wb_pc;\n"
+            f"    {decls}\n"
+            f"    // read where the first output of the block that needs it is checked in\n"
+            f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
+            f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
+            f"    wb_tile[wb_pr][wb_pc] = {passes('wb_first', 'wb_first_c')} ? "
+            f"({f.elem})({value}) : ({f.elem})0;\n"
+            f"  }}\n  __syncthreads();\n#endif\n  ")
+        rw.insert(f.smem_at.start_byte, fill)
     loop = (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
         f"each input value is loaded once\n"
@@ -593,8 +648,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         f"0\n"
         f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
         f"      {decls}\n"
-        f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
-        f"({f.elem})({value}) : ({f.elem})0;\n"
+        f"{read_value}"
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
         f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
@@ -627,6 +681,17 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                        "row is loaded once and feeds every row's accumulator "
                                        "from registers (as written: 1)"},
                    f"{line(idx['y'][0])}: {text(idx['y'][0])}")
+    if smem:
+        plan.add_param(smem, {"kind": "choice", "values": [0, 1], "default": 0,
+                              "description": "1: the block's inputs with the window's halo "
+                                             "staged in shared memory once (zeros / clamps "
+                                             "as written); 0: read per thread (as written)"},
+                       f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
+        elem_bytes = _ELEM.get(f.elem, 8)
+        plan.constrain(f"{smem} == 0 or {elem_bytes} * {tile_h} * {tile_w} <= {_MAX_SMEM}")
+        plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
+                  "window inputs staged in shared memory before the bounds check; each "
+                  "thread reads them from the tile", f.outer.loop)
     if ox != "1":
         plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
                             "description": f"consecutive output columns ({x}) per thread; "
