@@ -142,6 +142,15 @@ class SearchTab:
         self.pusher = CoalescingPusher(self.push, max_per_s=max_pushes_per_s,
                                        on_error=on_error, gate=self._browser_gate)
         self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
+        self.run_view.on_hello = self.resend
+
+    def resend(self) -> None:
+        """Push the whole state again (a view that came up asks for it: what the kernel
+        sent before the page's model listened was dropped); the axes and title too, which
+        a push sends only when they change."""
+        with self.pusher.lock, self.lock:
+            self._shown_axes, self.shown_title = {}, ""
+        self.pusher.notify()
 
     # --- what the charts are drawn for
     def title(self) -> str:

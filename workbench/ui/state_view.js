@@ -383,6 +383,10 @@ function render({ model, el }) {
   model.on("change:table_options", showControls);
   update();
   schedule(0);
+  // Ask for the whole state now that this view listens: updates the kernel sent while the
+  // page was still creating the model (loading this module under load takes seconds) found
+  // no listener and were dropped, and four of five panels opened at once kept empty charts.
+  model.send({ hello: true });
   return () => {
     document.removeEventListener("pointerdown", onPress, true);
     resize.disconnect();

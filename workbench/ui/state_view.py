@@ -12,7 +12,9 @@ without a chart (a click's answer) goes out at once and is never queued behind a
 Without a browser (no acknowledgement ever seen: nbclient, unit tests) nothing waits.
 
 The table's controls live in the same view; their changes come back as ``query`` messages
-(:attr:`RunView.on_query`).
+(:attr:`RunView.on_query`). A view that comes up sends ``hello`` (:attr:`RunView.on_hello`):
+the panel pushes its whole state again, since updates sent while the page was still
+creating the model found no listener there and were lost.
 
 :class:`RunClock` is the pure part: elapsed running time with pauses left out, from an
 injected clock, and the ETA it gives.
@@ -160,6 +162,8 @@ class RunView(anywidget.AnyWidget):
         self._send_lock = threading.Lock()
         self._drawn = threading.Condition()
         self.on_query: Callable[[Mapping[str, Any]], None] | None = None
+        # a view came up and asks for the whole state (what it may have missed)
+        self.on_hello: Callable[[], None] | None = None
         self.draw_times_s: list[float] = []  # every chart draw the browser reported
         self.on_msg(self._on_message)
 
@@ -177,6 +181,8 @@ class RunView(anywidget.AnyWidget):
                 self._drawn.notify_all()
         elif isinstance(content.get("query"), dict) and self.on_query is not None:
             self.on_query(content["query"])
+        elif content.get("hello") is True and self.on_hello is not None:
+            self.on_hello()
 
     def show(self, **fields: Any) -> None:
         """Send text fields now (one small message); fields not given keep their value."""
