@@ -75,6 +75,37 @@ def _lab_latency(r: Result) -> str:
     return core.table(["phase", "endpoint", "requests", "p50 ms", "p99 ms", "max ms"], rows)
 
 
+def _lab_browser(r: Result) -> str:
+    """Results of benchmarks/panel/bench_lab_browser.py: times inside the page."""
+    def row(group: str, name: str, v: Any) -> list[Any]:
+        if isinstance(v, dict):
+            return [group, name, v.get("n"), v.get("median_ms"), v.get("max_ms")]
+        return [group, name, 1, v, v]
+
+    setup = r.doc.get("setup", {})
+    rows = [row(group, name, v) for group in ("sidebar", "five_panels")
+            for name, v in r.doc.get(group, {}).items()
+            if name not in ("sessions_listed", "webgl_messages", "error") and v is not None]
+    errors = [f"{group} did not finish: {r.doc[group]['error'][:300]}"
+              for group in ("sidebar", "five_panels") if "error" in r.doc.get(group, {})]
+    return (f"{setup.get('trials')} stored trials, {r.doc['sidebar'].get('sessions_listed')} "
+            f"sessions listed; {r.doc['five_panels'].get('webgl_messages')} WebGL messages; "
+            f"load average {setup.get('load_average_before')} before, "
+            f"{setup.get('load_average_after')} after ({setup.get('cpus')} CPUs, shared)\n\n"
+            + core.table(["where", "from -> to", "n", "median ms", "max ms"], rows)
+            + "".join(f"\n\n{e}" for e in errors))
+
+
+def _browser_tier(r: Result) -> str:
+    """Results of bench_panel_latency.py --tier: each browser-tier run beside CPU hogs."""
+    rows = [[t.get("run"), t.get("hog_processes"), t.get("summary"), t.get("wall_s"),
+             t.get("load_1min_before"), f"`{t.get('log', '')}`"]
+            for t in r.doc.get("browser_tier_runs", [])]
+    return (f"{r.doc.get('passes_in_a_row')} passing runs in a row\n\n"
+            + core.table(["run", "hogs", "pytest", "wall s", "load (1 min) before", "log"],
+                         rows))
+
+
 RENDERERS: dict[str, Renderer] = {
     "peers_tune": Renderer("Ours = the pick of `workbench tune`, against every peer under "
                            "three methods", _each(_peers_tune)),
@@ -107,4 +138,7 @@ RENDERERS: dict[str, Renderer] = {
                               _fixed(core.dask_section)),
     "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert", _each(_stage1)),
     "lab_latency": Renderer("Lab endpoints' latency beside hostile inits", _each(_lab_latency)),
+    "panel_lab_browser": Renderer("Sidebar on a 60k-trial store and five panels open, in "
+                                  "JupyterLab and Chromium", _each(_lab_browser)),
+    "panel_browser_tier": Renderer("The browser tier beside CPU hogs", _each(_browser_tier)),
 }
