@@ -197,6 +197,21 @@ extern "C" __global__ void k(int* out, const float* re, const float* im, int n) 
   out[i] = it;
 }
 """, ["ceil_div(n, 128)"], ["128"], ["iout", "in", "in", "n"]),
+    # a pragma between two loop headers and a chain of comparisons (both misread by the
+    # grammar before cuda_source repaired them)
+    "pragma_between_loops": ("""
+__constant__ float coef[16];
+extern "C" __global__ void k(float* out, const float* x, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i], acc = 0.0f;
+  for (int r = 0; r < 2; ++r)
+#pragma unroll 4
+    for (int t = 0; t < 16; ++t)
+      acc += coef[t] * sinf(v * coef[t] + r);
+  out[i] = (acc >= 0 && acc < 4.0f && v >= 0) ? acc : -acc;
+}
+""", ["ceil_div(n, 128)"], ["128"], ["out", "in", "n", "const:coef:16"]),
 }
 
 _HOST = r"""
@@ -298,7 +313,8 @@ def test_every_checked_config_prints_what_the_kernel_as_written_prints(name: str
 
 # The loops the items interleave in, and the knobs each family gets.
 INTERLEAVED = ["horner_macro_descending", "horner_guarded_fma_blockdim", "newton_if_else",
-               "newton_while_counter", "nearest_table_argument", "nearest_constant_pointer"]
+               "newton_while_counter", "nearest_table_argument", "nearest_constant_pointer",
+               "pragma_between_loops"]
 
 
 @pytest.mark.parametrize("name", INTERLEAVED)
@@ -361,6 +377,9 @@ GUARDED = {
     "integer_division": ("    acc += (float)(t / (1 + (q & 3))) * coef[t];\n", ""),
     # a load under the item's test
     "load_under_item_test": ("    if (v > 0.0f) acc += coef[t];\n", ""),
+    # a load on one side of a choice on the item
+    "load_under_item_choice": ("    acc += (v > 0.0f && coef[t] > 0.1f) ? coef[t] : 0.5f;\n",
+                               ""),
 }
 
 
@@ -386,3 +405,8 @@ def test_statements_unsafe_for_a_done_item_keep_the_live_test(name: str) -> None
         want = run(written, {}, args, work, "written")
         for k, config in enumerate(checked_configs(template)):
             assert run(template, config, args, work, f"c{k}") == want, config
+
+
+def test_a_pragma_before_a_braceless_loop_stays_with_that_loop() -> None:
+    source = lift("pragma_between_loops").source
+    assert "{\n#pragma unroll 4\n    for (int t = 0; t < 16; ++t)" in source, source

@@ -20,7 +20,15 @@ loop; statements that do not depend on the item assign only locals; memory writt
 item-dependent places. Applied only where a loop of item-independent length does
 item-dependent work (the compute loop the items interleave in); straight-line kernels keep
 items by wrapping (:mod:`.wrap`). The shared loops get an unroll knob (``UNROLL``:
-0 leaves the compiler's choice, as written).
+0 leaves the compiler's choice, as written; a loop of constant trip count up to 64 may be
+unrolled whole, so a table read at a constant place becomes an operand).
+
+An item past the end runs the statements that are safe for it (:func:`_safe_when_done`:
+arithmetic, known pure math, loads at shared places) on its zeroed locals without testing
+its ``live`` flag, so the items' statements stay one block the compiler interleaves.
+Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` on the
+item's state directly in its body, its counter declared in its header) give each item a
+``done`` flag: the items share the loop until every one has left it.
 """
 
 from __future__ import annotations
@@ -35,12 +43,30 @@ from workbench.llm.templater.analysis import (
     builtin,
     calls,
     declared_name,
-    int_value,
     line,
     strip,
     terms,
     text,
     walk,
+)
+from workbench.llm.templater.item_state import (
+    CONTROL,
+    LOOPS,
+    MAX_FULL_UNROLL,
+    assigned_in_body,
+    assigned_names,
+    declarator_name,
+    escape_if_of,
+    escape_loops,
+    header,
+    is_item_stmt,
+    item_names,
+    mentions,
+    safe_when_done,
+    span,
+    statements,
+    trip_count,
+    under_item_control,
 )
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.rules import scale_divisor
@@ -51,8 +77,6 @@ IT = "wb_it"
 LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
-_LOOPS = ("for_statement", "while_statement", "do_statement")
-_CONTROL = (*_LOOPS, "if_statement")
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
 _WARP = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__reduce",
          "__match", "atomic", "__syncthreads", "__threadfence")
@@ -71,98 +95,10 @@ class _Scan:
     escape_ifs: set[tuple[int, int]] = field(default_factory=set)
 
 
-def _statements(node: Node) -> list[Node]:
-    return [c for c in node.named_children if c.type != "comment"]
-
-
-def _assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> set[str]:
-    """Locals ``node`` assigns (a local array through its elements; a write through a
-    pointer changes memory, not the pointer)."""
-    out = set()
-    for n in walk(node):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            while target is not None and target.type == "parenthesized_expression" and \
-                    target.named_children:
-                target = target.named_children[0]
-            while target is not None and target.type == "subscript_expression" and \
-                    text(target.child_by_field_name("argument")) in local_arrays:
-                target = target.child_by_field_name("argument")
-            if target is not None and target.type == "identifier":
-                out.add(text(target))
-        elif n.type == "declaration":
-            for d in n.children_by_field_name("declarator"):
-                out.add(_declarator_name(d))
-    return out
-
-
-def _declarator_name(d: Node) -> str:
-    while d.type in ("init_declarator", "pointer_declarator", "array_declarator"):
-        inner = d.child_by_field_name("declarator")
-        if inner is None:
-            break
-        d = inner
-    return text(d)
-
-
-def _mentions(node: Node, names: set[str]) -> bool:
-    return any(n.type == "identifier" and text(n) in names for n in walk(node))
-
-
-def _header(stmt: Node) -> list[Node]:
-    """The parts of a control statement that decide its control flow."""
-    if stmt.type == "for_statement":
-        return [c for c in (stmt.child_by_field_name(f) for f in
-                            ("initializer", "condition", "update")) if c is not None]
-    cond = stmt.child_by_field_name("condition")
-    return [cond] if cond is not None else []
-
-
-def _item_names(region: list[Node], index: str, local_arrays: frozenset[str],
-                seeds: frozenset[str] = frozenset()) -> set[str]:
-    """The index, ``seeds`` and every local whose value depends on them (fixpoint over the
-    region)."""
-    items = {index, *seeds}
-    changed = True
-    while changed:
-        changed = False
-        for stmt in region:
-            for n in walk(stmt):
-                found: set[str] = set()
-                if n.type == "declaration":
-                    for d in n.children_by_field_name("declarator"):
-                        value = d.child_by_field_name("value") if d.type == "init_declarator" \
-                            else None
-                        if value is not None and _mentions(value, items):
-                            found.add(_declarator_name(d))
-                elif n.type in ("assignment_expression", "update_expression"):
-                    value = n.child_by_field_name("right")
-                    if (value is not None and _mentions(value, items)) or _under_item_control(
-                            n, stmt, items):
-                        found |= _assigned_names(n, local_arrays)
-                elif n.type in _CONTROL and any(
-                        _mentions(h, items) for h in _header(n)):
-                    found |= _assigned_names(n, local_arrays)
-                if found - items:
-                    items |= found
-                    changed = True
-    return items
-
-
-def _under_item_control(node: Node, top: Node, items: set[str]) -> bool:
-    up = node.parent
-    while up is not None and up != top.parent:
-        if up.type in (*_CONTROL, "switch_statement") and any(
-                _mentions(h, items) for h in _header(up)):
-            return True
-        up = up.parent
-    return False
-
-
 def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
     """(position, declaration, name, block-offset node) of ``T i = blockIdx.x * B +
     threadIdx.x`` at the top level of the body."""
-    for k, stmt in enumerate(_statements(plan.body)):
+    for k, stmt in enumerate(statements(plan.body)):
         if stmt.type != "declaration":
             continue
         name, _d, value = declared_name(stmt)
@@ -178,7 +114,6 @@ def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
 
 
 def _blockdim_offset(node: Node) -> bool:
-    from workbench.llm.templater.analysis import binary
 
     parts = binary(node)
     return parts is not None and parts[1] == "*" and (
@@ -198,7 +133,7 @@ def _guards(region: list[Node], index_items: set[str]) -> tuple[list[Node], list
     if last.type == "if_statement" and last.child_by_field_name("alternative") is None and \
             not _is_return_guard(last) and len(region) > 1 and \
             (cond := last.child_by_field_name("condition")) is not None and \
-            _mentions(cond, index_items) and \
+            mentions(cond, index_items) and \
             (body := last.child_by_field_name("consequence")) is not None and \
             body.type == "compound_statement":
         # `if (i < n) { rest }`: the same as `if (!(i < n)) return;` then rest
@@ -212,7 +147,7 @@ def _is_return_guard(stmt: Node) -> bool:
     if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
         return False
     body = stmt.child_by_field_name("consequence")
-    inner = _statements(body) if body is not None and body.type == "compound_statement" \
+    inner = statements(body) if body is not None and body.type == "compound_statement" \
         else [body] if body is not None else []
     return len(inner) == 1 and inner[0].type == "return_statement" and \
         not inner[0].named_children
@@ -227,26 +162,18 @@ def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> 
                                                         for r in returns):
                 raise Illegal("`return` other than a top-level `if (...) return;` guard", n)
             if n.type == "break_statement" and n.parent is not None and \
-                    _span(_escape_if_of(n)) in scan.escape_ifs:
+                    span(escape_if_of(n)) in scan.escape_ifs:
                 continue  # the item's own exit: a per-item `done` flag
             if n.type in ("break_statement", "continue_statement", "goto_statement"):
                 loop = n.parent
-                while loop is not None and loop.type not in (*_LOOPS, "switch_statement"):
+                while loop is not None and loop.type not in (*LOOPS, "switch_statement"):
                     loop = loop.parent
-                if loop is None or (not _is_item_stmt(loop, items) and
-                                    _under_item_control(n, loop, items)):
+                if loop is None or (not is_item_stmt(loop, items) and
+                                    under_item_control(n, loop, items)):
                     raise Illegal(f"`{text(n)}` under item-dependent control leaves a loop "
                                   "the items share", n)
     for stmt in region:
         _check_writes(stmt, items)
-
-
-def _is_item_stmt(stmt: Node, items: set[str]) -> bool:
-    """A statement that runs per item (it reads or writes an item-dependent name, or its
-    control depends on one) rather than once per thread."""
-    if stmt.type in _CONTROL:
-        return any(_mentions(h, items) for h in _header(stmt))
-    return _mentions(stmt, items)
 
 
 def _check_writes(stmt: Node, items: set[str]) -> None:
@@ -256,7 +183,7 @@ def _check_writes(stmt: Node, items: set[str]) -> None:
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             if target is not None and target.type != "identifier" and \
-                    not _mentions(target, items):
+                    not mentions(target, items):
                 raise Illegal(f"`{text(n)[:60]}` writes memory at a place shared by all "
                               "items", n)
 
@@ -299,23 +226,31 @@ class _Render:
 
     def is_item(self, stmt: Node) -> bool:
         if stmt.type in _PREPROC:
-            return _mentions(stmt, self.scan.items)
-        if stmt.type in _CONTROL and not _is_item_stmt(stmt, self.scan.items):
+            return mentions(stmt, self.scan.items)
+        if stmt.type in CONTROL and not is_item_stmt(stmt, self.scan.items):
             return False
-        return _is_item_stmt(stmt, self.scan.items)
+        return is_item_stmt(stmt, self.scan.items)
 
     def shared(self, stmt: Node, indent: str) -> str:
         rw = self.plan.rw
-        if stmt.type in _CONTROL and _mentions(stmt, self.scan.items):
-            escape = _span(stmt) in self.scan.escapes
+        if stmt.type in CONTROL and mentions(stmt, self.scan.items):
+            escape = span(stmt) in self.scan.escapes
             parts: list[str] = []
             pos = stmt.start_byte
             for body in _bodies(stmt):
-                parts.append(rw.render(pos, body.start_byte))
+                # a pragma before a brace-less body (a comment node: cuda_source) goes
+                # inside the braces added here, before the statement it is about
+                lead = body
+                while body.type != "compound_statement" and lead.prev_sibling is not None \
+                        and lead.prev_sibling.type == "comment":
+                    lead = lead.prev_sibling
+                parts.append(rw.render(pos, lead.start_byte))
+                pre = rw.render(lead.start_byte, body.start_byte).rstrip() + "\n" \
+                    if lead != body else ""
                 inner = _statements_with_comments(body) if body.type == "compound_statement" \
                     else [body]
                 self.escape_depth += escape
-                rendered = self.block(inner, indent + "  ")
+                rendered = pre + self.block(inner, indent + "  ")
                 self.escape_depth -= escape
                 if escape:  # the loop ends when every item has left it
                     rendered += (f"{indent}  bool {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
@@ -357,7 +292,7 @@ class _Render:
                 body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
                             "  // this item is done\n")
                 pure = False
-            elif _span(stmt) in self.scan.escape_ifs:
+            elif span(stmt) in self.scan.escape_ifs:
                 cond = stmt.child_by_field_name("condition")
                 assert cond is not None
                 body.append(f"{indent}    if {self.plan.rw.text(cond)} {{ {DONE}[{IT}] = true; "
@@ -365,7 +300,7 @@ class _Render:
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
-            if not _safe_when_done(stmt, self.scan.items, self.plan):
+            if not safe_when_done(stmt, self.scan.items, self.plan):
                 pure = False
         guard = (f"{indent}  if ({LIVE}[{IT}]) {{\n", f"{indent}  }}\n") \
             if self.guarded and not pure else ("", "")
@@ -392,68 +327,12 @@ class _Render:
             inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
             assert inner is not None
-            name = _declarator_name(inner)
+            name = declarator_name(inner)
             shape = _with_items(inner)
             names.append(f"{shape} = {{}}")
             if value is not None:
                 assigns.append(f"{name}[{IT}] = {rw.text(value)};")
         return " ".join(prefix) + " " + ", ".join(names) + ";", assigns
-
-
-def _safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
-    """``stmt`` may run for an item that is done (past the end: its locals keep their zero
-    start) with no effect but on that item's own locals: it cannot fault, write memory,
-    leave its loop or run forever. So it needs no ``live`` test, and the items' statements
-    stay one straight-line block the compiler interleaves and shares table loads across
-    (a test per item made each a branch: 255 registers and no sharing in percell_compute).
-    Allowed: arithmetic; calls of known pure math functions; loads whose place does not
-    depend on the item and that are not under item-dependent control (the loads every live
-    item makes); float division. Not allowed: a memory write, a load at an item-dependent
-    place, an integer division or remainder by an item-dependent value, a loop with an
-    item-dependent header, ``return``/``break``/``continue``, any other call."""
-    from workbench.llm.templater.ifconv import PURE_CALLS  # ifconv imports this module
-
-    for n in walk(stmt):
-        t = n.type
-        if t in (*_LOOPS, "return_statement", "break_statement", "continue_statement",
-                 "goto_statement", "gnu_asm_expression", "asm_statement"):
-            if t not in _LOOPS or any(_mentions(h, items) for h in _header(n)):
-                return False
-        elif t == "call_expression":
-            fn = n.child_by_field_name("function")
-            if fn is None or fn.type != "identifier" or text(fn) not in PURE_CALLS:
-                return False
-        elif t in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is None or strip(target).type != "identifier":
-                return False
-        elif t in ("subscript_expression", "pointer_expression") or (
-                t == "field_expression" and text(n.child_by_field_name("operator")) == "->"):
-            if t == "pointer_expression" and text(n.child_by_field_name("operator")) == "&":
-                continue
-            place = n.child_by_field_name("indices") if t == "subscript_expression" else n
-            if _mentions(place if place is not None else n, items) or \
-                    _under_item_control(n, stmt, items):
-                return False
-        elif t == "binary_expression" and text(n.child_by_field_name("operator")) in "/%":
-            right = n.child_by_field_name("right")
-            if right is not None and _mentions(right, items) and (
-                    text(n.child_by_field_name("operator")) == "%" or
-                    not _float_valued(plan, right, items)):
-                return False
-    return True
-
-
-def _float_valued(plan: Plan, node: Node, items: set[str]) -> bool:
-    """Every item-dependent name in ``node`` is a float or double local (division by a
-    dead item's zero is inf/nan there, not a trap)."""
-    for n in walk(node):
-        if n.type == "identifier" and text(n) in items:
-            d = plan.facts.defs.get(text(n))
-            typ = d.decl.child_by_field_name("type") if d is not None else None
-            if typ is None or text(typ) not in ("float", "double"):
-                return False
-    return True
 
 
 def _with_items(declarator: Node) -> str:
@@ -481,7 +360,7 @@ def _bodies(stmt: Node) -> list[Node]:
 
 
 def _declared(stmt: Node) -> set[str]:
-    return {_declarator_name(d) for d in stmt.children_by_field_name("declarator")}
+    return {declarator_name(d) for d in stmt.children_by_field_name("declarator")}
 
 
 def _statements_with_comments(body: Node) -> list[Node]:
@@ -496,7 +375,7 @@ def apply_ilp(plan: Plan) -> bool:
     if found is None:
         return False
     k, decl, index, off = found
-    stmts = _statements(plan.body)
+    stmts = statements(plan.body)
     try:
         scan, returns, arrays, region = _analyse(plan, stmts, k, index)
     except Illegal as exc:
@@ -554,7 +433,6 @@ def _is_declarator_name(n: Node) -> bool:
 
 
 def _offset_divisor(off: Node) -> Node:
-    from workbench.llm.templater.analysis import binary
 
     parts = binary(off)
     assert parts is not None
@@ -585,24 +463,24 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
     plain = [s for s in region if not any(s == r for r in returns)]
     local_arrays = frozenset(d.name for d in plan.facts.defs.values()
                              if not d.is_pointer and not d.is_shared)
-    items = _item_names(plain, index, local_arrays)
-    escapes = _escape_loops(plain, items)
+    items = item_names(plain, index, local_arrays)
+    escapes = escape_loops(plain, items)
     if escapes:  # what an escape-time loop's body assigns is the item's state when it leaves
         seeds = frozenset(name for loop, _ifs in escapes.values()
-                          for name in _assigned_in_body(loop, local_arrays))
-        grown = _item_names(plain, index, local_arrays, seeds)
-        if any(_mentions(h, grown) for loop, _ifs in escapes.values() for h in _header(loop)):
+                          for name in assigned_in_body(loop, local_arrays))
+        grown = item_names(plain, index, local_arrays, seeds)
+        if any(mentions(h, grown) for loop, _ifs in escapes.values() for h in header(loop)):
             escapes = {}  # the loop's own control would be per item: refused below (break)
         else:
             items = grown
     scan = _Scan(index, items)
     scan.escapes = set(escapes)
-    scan.escape_ifs = {_span(i) for _loop, ifs in escapes.values() for i in ifs}
+    scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs}
     _check(plan, region, scan, returns)
     for stmt in plain:
         for n in walk(stmt):
-            if n.type in _LOOPS and not any(_mentions(h, items) for h in _header(n)) and \
-                    _mentions(n, items) and not _inside_item_stmt(n, region, items) and \
+            if n.type in LOOPS and not any(mentions(h, items) for h in header(n)) and \
+                    mentions(n, items) and not _inside_item_stmt(n, region, items) and \
                     not _streams(plan, n, items):
                 scan.compute_loops.append(n)
     arrays = _arrays(plain, items)
@@ -613,7 +491,7 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
     """The loop reads or writes memory at item-dependent places (a walk over memory per
     item: memory-bound, left to WALK_SPLIT / VEC), rather than computing on the item's
     registers with shared operands (a table)."""
-    moving = _assigned_names(loop)  # a place that changes with the trips is a walk; one
+    moving = assigned_names(loop)  # a place that changes with the trips is a walk; one
     # that does not (the item's own input, read each trip) is a repeated load
     for n in walk(loop):
         if n.type == "subscript_expression":
@@ -622,65 +500,9 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
             if local is not None and not local.is_pointer and not local.is_shared:
                 continue  # a local array (registers)
             index = n.child_by_field_name("indices")
-            if index is not None and _mentions(index, items) and _mentions(index, moving):
+            if index is not None and mentions(index, items) and mentions(index, moving):
                 return True
     return False
-
-
-def _span(node: Node | None) -> tuple[int, int]:
-    return (-1, -1) if node is None else (node.start_byte, node.end_byte)
-
-
-def _escape_if_of(brk: Node) -> Node | None:
-    """The ``if (C) break;`` (or ``if (C) { break; }``) a ``break`` is the whole body of."""
-    up = brk.parent
-    if up is not None and up.type == "compound_statement" and \
-            len(_statements(up)) == 1:
-        up = up.parent
-    if up is not None and up.type == "if_statement" and \
-            up.child_by_field_name("alternative") is None:
-        return up
-    return None
-
-
-def _escape_loops(region: list[Node], items: set[str]
-                  ) -> dict[tuple[int, int], tuple[Node, list[Node]]]:
-    """Top-level ``for`` loops of item-independent length (the counter declared in the
-    header, nothing in the header assigned by the body) whose body leaves the loop for one
-    item: statements ``if (C) break;`` directly in the loop body, C depending on the item
-    (an escape-time loop). The items then share the loop until every item has left it."""
-    out: dict[tuple[int, int], tuple[Node, list[Node]]] = {}
-    for stmt in region:
-        # a counter declared in the header: no one reads it after the loop (the items
-        # share it past an item's exit)
-        init = stmt.child_by_field_name("initializer")
-        if stmt.type != "for_statement" or init is None or init.type != "declaration" or \
-                any(_mentions(h, items) for h in _header(stmt)):
-            continue
-        body = stmt.child_by_field_name("body")
-        if body is None or body.type != "compound_statement" or \
-                _assigned_in_body(stmt, frozenset()) & {text(n) for h in _header(stmt)
-                                                        for n in walk(h)
-                                                        if n.type == "identifier"}:
-            continue
-        ifs = [c for c in _statements(body) if c.type == "if_statement" and
-               (cond := c.child_by_field_name("condition")) is not None and
-               _mentions(cond, items) and any(
-                   b.type == "break_statement" and _escape_if_of(b) == c for b in walk(c))]
-        if ifs:
-            out[_span(stmt)] = (stmt, ifs)
-    return out
-
-
-def _assigned_in_body(loop: Node, local_arrays: frozenset[str]) -> set[str]:
-    """Locals an escape-time loop's body assigns (not declares): they hold the item's
-    state when it leaves, so they are per item."""
-    body = loop.child_by_field_name("body")
-    out: set[str] = set()
-    for n in walk(body) if body is not None else []:
-        if n.type in ("assignment_expression", "update_expression"):
-            out |= _assigned_names(n, local_arrays)
-    return out
 
 
 def _inside_item_stmt(node: Node, region: list[Node], items: set[str]) -> bool:
@@ -688,7 +510,7 @@ def _inside_item_stmt(node: Node, region: list[Node], items: set[str]) -> bool:
     while up is not None:
         if any(up == r for r in region):  # (a final guard `if` is in the region too)
             return False
-        if up.type in _CONTROL and any(_mentions(h, items) for h in _header(up)):
+        if up.type in CONTROL and any(mentions(h, items) for h in header(up)):
             return True
         up = up.parent
     return False
@@ -703,14 +525,14 @@ def _arrays(region: list[Node], items: set[str]) -> set[str]:
         for s in stmts:
             if s.type == "declaration" and _declared(s) & items:
                 out.update(_declared(s))
-            elif s.type in _CONTROL and not any(
-                    _mentions(h, items) for h in _header(s)):
+            elif s.type in CONTROL and not any(
+                    mentions(h, items) for h in header(s)):
                 for c in walk(s):
                     if c.type == "compound_statement" and c.parent is not None and \
                             (c.parent == s or c.parent.type == "else_clause"):
-                        visit(_statements(c))
+                        visit(statements(c))
             elif s.type == "compound_statement":
-                visit(_statements(s))
+                visit(statements(s))
     visit(region)
     return out
 
@@ -720,7 +542,9 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
     the compiler's choice, as written); nvcc reads a constexpr there, not a macro."""
     loop = scan.compute_loops[0]
     prev = loop.prev_sibling
-    if prev is not None and prev.type == "preproc_call" and "unroll" in text(prev):
+    # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
+    if prev is not None and prev.type in ("preproc_call", "comment") and \
+            text(prev).startswith("#pragma") and "unroll" in text(prev):
         plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
         return
     name = "UNROLL" if "UNROLL" not in plan.params else "UNROLL_2"
@@ -728,9 +552,9 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
                 "not a macro")
     plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n#endif\n")
     values = [0, 1, 2, 4, 8]
-    trips = _trip_count(loop)
+    trips = trip_count(loop)
     whole = ""
-    if trips is not None and 8 < trips <= _MAX_FULL_UNROLL:
+    if trips is not None and 8 < trips <= MAX_FULL_UNROLL:
         # the whole loop: a table read at a constant place becomes an operand, no load
         values.append(trips)
         whole = f"; {trips}: the whole loop"
@@ -743,38 +567,3 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
                  if whole else ""), loop)
 
 
-_MAX_FULL_UNROLL = 64  # trips of a loop the UNROLL knob may unroll whole
-
-
-def _trip_count(loop: Node) -> int | None:
-    """Trips of ``for (int v = A; v < B; ++v)`` (``<=``, ``B > v``, ``v++``, ``v += 1``
-    too) with A and B integer constants (literals or integer macros), else None."""
-    if loop.type != "for_statement":
-        return None
-    init = loop.child_by_field_name("initializer")
-    cond = loop.child_by_field_name("condition")
-    update = loop.child_by_field_name("update")
-    if init is None or cond is None or update is None:
-        return None
-    if init.type == "declaration":
-        var, _d, start_node = declared_name(init)
-    elif init.type == "assignment_expression" and text(
-            init.child_by_field_name("operator")) == "=":
-        var, start_node = text(init.child_by_field_name("left")), \
-            init.child_by_field_name("right")
-    else:
-        return None
-    start = int_value(start_node)
-    parts = binary(cond)
-    if start is None or parts is None:
-        return None
-    left, op, right = parts
-    if text(strip(right)) == var and op in (">", ">="):
-        left, right, op = right, left, {">": "<", ">=": "<="}[op]
-    end = int_value(right)
-    if text(strip(left)) != var or op not in ("<", "<=") or end is None:
-        return None
-    step = text(update).replace(" ", "")
-    if step not in (f"++{var}", f"{var}++", f"{var}+=1"):
-        return None
-    return max(0, end - start + (op == "<="))
