@@ -116,9 +116,9 @@ def _finite(value: Any) -> Any:
 
 def save_recording(recording: Recording, path: str | Path, *, overwrite: bool = False) -> Path:
     """Write ``recording`` as JSON (one trial per line, so diffs stay readable) under the one
-    write policy (:func:`workbench.core.folder_write.write_beside`): missing folders are
+    write policy (:func:`workbench.core.write_policy.write_beside`): missing folders are
     created, symlinks refused, and an existing recording replaced only with ``overwrite``."""
-    from workbench.core.folder_write import write_beside
+    from workbench.core.write_policy import write_beside
 
     data = _finite(recording.to_dict())
     lists = {k: data.pop(k) for k in ("copy", "baseline", "trials", "confirmed") if k in data}
@@ -162,12 +162,32 @@ def _trials(path: Path, data: Sequence[Any], key: str) -> tuple[TrialResult, ...
     return tuple(out)
 
 
+#: Recordings read in this process, by file identity: (path, inode, size, mtime) -> the
+#: record. A recording is immutable data and one holds tens of thousands of trials, so the
+#: replay runner, the CLI and the panel reading the same file again share one parse; any
+#: change to the file (a new inode, size or mtime) reads it afresh.
+_LOADED: dict[tuple[str, int, int, int], Recording] = {}
+_LOADED_MAX = 8
+
+
 def load_recording(path: str | Path) -> Recording:
     """Read and validate one recording; RecordingError names the file and the key."""
     source = Path(path)
     if not source.is_file():
         raise RecordingError(f"recording {source} not found", file=str(source), key="",
                              value=None, expected="an existing JSON file")
+    st = source.stat()
+    key = (str(source), st.st_ino, st.st_size, st.st_mtime_ns)
+    cached = _LOADED.get(key)
+    if cached is None:
+        cached = _read_recording(source)
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = cached
+    return cached
+
+
+def _read_recording(source: Path) -> Recording:
     try:
         data = json.loads(source.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -12,7 +12,7 @@
 #define ITEMS_PER_THREAD 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
-#define MIN_BLOCKS_PER_SM 1
+#define MIN_BLOCKS_PER_SM 0
 #endif
 template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access

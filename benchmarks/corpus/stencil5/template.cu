@@ -15,7 +15,7 @@
 #define ITEMS_Y 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
-#define MIN_BLOCKS_PER_SM 1
+#define MIN_BLOCKS_PER_SM 0
 #endif
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_SM) stencil5(float* __restrict__ out, const float* __restrict__ in,
                                     int h, int w) {

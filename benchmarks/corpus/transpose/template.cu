@@ -18,7 +18,7 @@
 #define SWIZZLE_GROUP 8
 #endif
 #ifndef MIN_BLOCKS_PER_SM
-#define MIN_BLOCKS_PER_SM 1
+#define MIN_BLOCKS_PER_SM 0
 #endif
 extern "C" __global__ void __launch_bounds__(TILE * BLOCK_ROWS, MIN_BLOCKS_PER_SM) transpose(float* __restrict__ out, const float* __restrict__ in,
                                      int rows, int cols) {

@@ -12,7 +12,7 @@
 #define ITEMS_PER_THREAD 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
-#define MIN_BLOCKS_PER_SM 1
+#define MIN_BLOCKS_PER_SM 0
 #endif
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM) col_sum(float* __restrict__ out, const float* __restrict__ x,
                                    int rows, int cols) {

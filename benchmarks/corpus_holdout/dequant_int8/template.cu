@@ -11,7 +11,7 @@
 #define ITEMS_PER_THREAD 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
-#define MIN_BLOCKS_PER_SM 1
+#define MIN_BLOCKS_PER_SM 0
 #endif
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) dequant_int8(float* __restrict__ out, const int8_t* __restrict__ q,

@@ -80,9 +80,13 @@ def _launch_bounds(plan: Plan) -> None:
         plan.rw.replace(bounds.named_children[0], plan.launch_bounds)
         return
     threads = plan.launch_bounds
-    plan.add_param("MIN_BLOCKS_PER_SM", {"kind": "choice", "values": [1, 2, 4], "default": 1,
+    # 0 gives no minimum: ptxas's own register heuristic, as written (an explicit 1 lets it
+    # take up to 255 registers: percell_compute at 8 items went from 63 to 255)
+    plan.add_param("MIN_BLOCKS_PER_SM", {"kind": "choice", "values": [0, 1, 2, 4], "default": 0,
                                          "description": "blocks that must fit on one SM: "
-                                                        "caps registers per thread"},
+                                                        "caps registers per thread (0: no "
+                                                        "minimum, the compiler's choice, as "
+                                                        "written)"},
                    f"{plan.kernel.line}: __launch_bounds__")
     product = threads if " " not in threads else f"({threads})"
     plan.constrain(f"{product} * MIN_BLOCKS_PER_SM <= 2048")
