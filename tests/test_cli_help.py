@@ -18,7 +18,7 @@ from tests.helpers_nvcc import needs_nvcc
 from workbench.cli import build_parser, main
 from workbench.core.errors import KernelFolderError
 from workbench.core.kernel_folder import PLACEHOLDER, load_kernel_folder
-from workbench.core.scaffold import scaffold
+from workbench.core.kernel_folder.scaffold import scaffold
 from workbench.engine import doctor
 
 ROOT = Path(__file__).resolve().parents[1]

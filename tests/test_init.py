@@ -13,7 +13,7 @@ import pytest
 from workbench.cli import main
 from workbench.core.errors import KernelFolderError, ScaffoldError
 from workbench.core.kernel_folder import load_kernel_folder
-from workbench.core.scaffold import scaffold, split_dims
+from workbench.core.kernel_folder.scaffold import scaffold, split_dims
 
 # a per-row int8 quantizer as a user writes it: hard-coded 256 threads, scalar loads
 QUANT = (Path(__file__).parent / "kernels" / "quant.cu").read_text()

@@ -24,10 +24,10 @@ from typing import Any
 from workbench.core.conditions import DEFAULT_CONDITIONS, PickRule
 from workbench.core.errors import RecordingError, ReviewError, WorkbenchError, WriteRefusedError
 from workbench.core.events import EventBus, TemplateAdopted, TuneEnded, TuneStarted
-from workbench.core.folder_write import write_beside
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.picks import PickRecord
 from workbench.core.records import Status, TrialResult
+from workbench.core.write_policy import write_beside
 from workbench.engine.tuning import TuneReport
 from workbench.search.budget import Budget
 
@@ -421,7 +421,7 @@ class Workbench:
         ``[template]`` table of kernel.toml; the rest of kernel.toml is kept) and reload it.
         Approving a template (:meth:`review`) calls this when the folder has no template
         yet; call it to replace a folder's existing template."""
-        from workbench.core.folder_write import write_template
+        from workbench.core.kernel_folder.write import write_template
 
         written = write_template(self.folder, self._template)
         runner_template = getattr(self._runner, "template", None)

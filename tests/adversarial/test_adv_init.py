@@ -20,7 +20,7 @@ import pytest
 import workbench.cli as cli
 from workbench.core.cuda_source import MAX_SOURCE_BYTES, parse_cuda
 from workbench.core.errors import CudaSourceError
-from workbench.core.scaffold import split_dims
+from workbench.core.kernel_folder.scaffold import split_dims
 
 ROOT = Path(__file__).resolve().parents[2]
 

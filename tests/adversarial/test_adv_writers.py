@@ -26,8 +26,8 @@ import pytest
 from workbench.api import Workbench
 from workbench.cli import main as cli_main
 from workbench.core.errors import WorkbenchError, WriteRefusedError
-from workbench.core.folder_write import write_template
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.kernel_folder.write import write_template
 from workbench.core.records import Config, Status, Timing, TrialResult
 from workbench.engine.recording import Recording, load_recording, save_recording
 from workbench.store.exports import write_csv, write_json

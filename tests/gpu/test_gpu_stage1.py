@@ -144,7 +144,7 @@ QUANT = (Path(__file__).parents[1] / "kernels" / "quant.cu").read_text()
 
 def test_gate_on_an_init_folder_repairs_until_correct(tmp_path: Path) -> None:
     from workbench.agent import propose_only
-    from workbench.core.scaffold import scaffold
+    from workbench.core.kernel_folder.scaffold import scaffold
     from workbench.llm.validation import gpu_correctness
 
     plan = scaffold(QUANT, "quant.cu", grid="rows")

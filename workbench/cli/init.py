@@ -25,7 +25,7 @@ from typing import Any
 
 from workbench.core.cuda_source import MAX_SOURCE_BYTES, check_source_size, decode_cuda
 from workbench.core.errors import WorkbenchError
-from workbench.core.scaffold import scaffold
+from workbench.core.kernel_folder.scaffold import scaffold
 from workbench.core.write_policy import check_target, ensure_folder, write_file
 
 ORDER = 5

@@ -113,7 +113,7 @@ def _write(args: argparse.Namespace, folder: KernelFolder, template: KernelTempl
     template that did not land in the folder)."""
     from workbench.api import Workbench
     from workbench.core.errors import WriteRefusedError
-    from workbench.core.folder_write import template_targets
+    from workbench.core.kernel_folder.write import template_targets
 
     replacing = folder.has_template and folder.template != template
     if replacing and not args.force:

@@ -19,9 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.core.folder_write import template_table
 from workbench.core.hardware import default_device, device_env
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.kernel_folder.write import template_table
 from workbench.core.kt_import import KtImport, plan_kt_import
 from workbench.core.kt_literals import MAX_SCRIPT_BYTES, KtImportError
 from workbench.core.template import KernelTemplate

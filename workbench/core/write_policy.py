@@ -27,7 +27,8 @@ from pathlib import Path
 
 from workbench.core.errors import WriteRefusedError
 
-__all__ = ["WriteRefusedError", "check_target", "ensure_folder", "inside_root", "write_file"]
+__all__ = ["WriteRefusedError", "check_target", "ensure_folder", "inside_root",
+           "refuse_linked_folder", "write_beside", "write_file"]
 
 
 def _refuse(path: Path | str, root: Path | str, reason: str) -> WriteRefusedError:
@@ -170,3 +171,31 @@ def _write_and_place(tmp: Path, path: Path, root: Path | str, payload: bytes,
 
 def _temporary(path: Path) -> Path:
     return path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+
+
+def refuse_linked_folder(folder: Path, target: Path | str) -> None:
+    """A folder that is itself a symlink would carry the write elsewhere: refused, naming
+    where it points so the user can run on the real folder."""
+    if os.path.islink(folder):
+        raise WriteRefusedError(
+            f"refused to write {target}: the folder {folder} is a symlink "
+            f"(to {os.readlink(folder)}); use the real folder", path=str(target),
+            root=str(folder), reason=f"the folder {folder} is a symlink")
+
+
+def write_beside(path: str | Path, data: str | bytes, *, overwrite: bool = False) -> Path:
+    """Write ``data`` to the file at ``path`` (a report, an export, a recording) under the one
+    write policy, the folder that holds it being the root; return the path written.
+
+    Missing folders are created below the nearest existing one. That folder may not itself
+    be a symlink (a link planted beside the file would carry the write elsewhere), and the
+    file is never replaced unless ``overwrite`` is true: of concurrent writers to one new
+    path, one wins and the others get a :class:`~workbench.core.errors.WriteRefusedError`."""
+    target = Path(os.path.abspath(path))
+    base = target.parent
+    while not os.path.lexists(base) and base != base.parent:
+        base = base.parent
+    refuse_linked_folder(base, target)
+    if target.parent != base:
+        ensure_folder(base, target.parent)
+    return write_file(base, target, data, overwrite=overwrite)

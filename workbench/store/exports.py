@@ -101,9 +101,9 @@ def trials_dataframe(rows: Iterable[Row]) -> pandas.DataFrame:
 
 def write_csv(rows: Iterable[Row], path: str | Path, *, overwrite: bool = False) -> Path:
     """Write :func:`trials_dataframe` as CSV; returns the path. The one write policy applies
-    (:func:`workbench.core.folder_write.write_beside`): no symlinks, atomic, an existing file
+    (:func:`workbench.core.write_policy.write_beside`): no symlinks, atomic, an existing file
     replaced only with ``overwrite=True``."""
-    from workbench.core.folder_write import write_beside
+    from workbench.core.write_policy import write_beside
 
     text = trials_dataframe(rows).to_csv(index=False, quoting=csv.QUOTE_MINIMAL)
     return write_beside(path, text, overwrite=overwrite)
@@ -198,7 +198,7 @@ def t4_results(rows: Iterable[Row], *, param_names: Sequence[str],
 def write_json(data: Mapping[str, Any], path: str | Path, *, overwrite: bool = False) -> Path:
     """Write an export dict as indented JSON; returns the path. The one write policy applies,
     as for :func:`write_csv`."""
-    from workbench.core.folder_write import write_beside
+    from workbench.core.write_policy import write_beside
 
     return write_beside(path, json.dumps(data, indent=1, default=str) + "\n",
                         overwrite=overwrite)

@@ -213,7 +213,7 @@ def write_report(path: str | Path, content: ReportContent, *, sign: bool = True,
     """Write the report notebook; ``sign`` trusts it in the local Jupyter notary.
 
     The file goes through the one write policy with the report's folder as the root
-    (:func:`workbench.core.folder_write.write_beside`): a symlinked report path or folder is
+    (:func:`workbench.core.write_policy.write_beside`): a symlinked report path or folder is
     refused, the write is atomic, and an existing file is never replaced unless
     ``overwrite=True``. Of several reports written to one new path at once, one is written
     and each of the others raises :class:`~workbench.core.errors.WriteRefusedError` naming
@@ -223,8 +223,8 @@ def write_report(path: str | Path, content: ReportContent, *, sign: bool = True,
     import nbformat
 
     from workbench.core.errors import WorkbenchError, WriteRefusedError
-    from workbench.core.folder_write import write_beside
     from workbench.core.secrets import scrub
+    from workbench.core.write_policy import write_beside
 
     target = Path(path)
     if target.is_dir() and not target.is_symlink():

@@ -37,7 +37,7 @@ from workbench.core.cuda_source import KernelSignature, parse_cuda
 from workbench.core.dtypes import ARG_DTYPES, INTEGER_DTYPES
 from workbench.core.errors import ExpressionError, ScaffoldError
 from workbench.core.expr import parse_expr
-from workbench.core.kernel_folder import PLACEHOLDER, SCALAR_DTYPES
+from workbench.core.kernel_folder.schema import PLACEHOLDER, SCALAR_DTYPES
 
 __all__ = ["MAX_DIM_CHARS", "Scaffold", "ScaffoldArg", "scaffold", "split_dims"]
 

@@ -10,8 +10,8 @@ Every file goes through the one write policy (:mod:`workbench.core.write_policy`
 kernel folder as the root: replacing the folder's own ``kernel.toml`` and template source is
 the intended update, but a symlinked ``kernel.toml``, template source, sub-folder or kernel
 folder is refused before anything is read or written, and the rollback writes under the same
-rule. :func:`write_beside` is the same policy for a file at a path a user named (a report, an
-export, a recording): its root is the folder that holds it.
+rule. (A file at a path a user named, a report or an export, is
+:func:`workbench.core.write_policy.write_beside`.)
 """
 
 from __future__ import annotations
@@ -23,13 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.core.errors import WriteRefusedError
-from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.kernel_folder.load import load_kernel_folder
+from workbench.core.kernel_folder.schema import KernelFolder
 from workbench.core.template import KernelTemplate
-from workbench.core.write_policy import check_target, ensure_folder, inside_root, write_file
+from workbench.core.write_policy import (
+    check_target,
+    inside_root,
+    refuse_linked_folder,
+    write_file,
+)
 
 __all__ = ["WrittenTemplate", "template_table", "template_targets", "with_template_table",
-           "write_beside", "write_template"]
+           "write_template"]
 
 _HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\" -]+?)\s*\]\]?\s*(#.*)?$")
 
@@ -107,22 +112,12 @@ def with_template_table(toml_text: str, table: str) -> str:
     return "\n".join(kept) + "\n"
 
 
-def _refuse_linked_folder(folder: Path, target: Path | str) -> None:
-    """A folder that is itself a symlink would carry the write elsewhere: refused, naming
-    where it points so the user can run on the real folder."""
-    if os.path.islink(folder):
-        raise WriteRefusedError(
-            f"refused to write {target}: the folder {folder} is a symlink "
-            f"(to {os.readlink(folder)}); use the real folder", path=str(target),
-            root=str(folder), reason=f"the folder {folder} is a symlink")
-
-
 def template_targets(folder: KernelFolder | str | Path,
                      source_name: str = "template.cu") -> tuple[Path, Path]:
     """The checked ``kernel.toml`` and template source paths :func:`write_template` would
     write (a write refused there raises here, before anything is approved or written)."""
     path = Path(os.path.abspath(folder.path if isinstance(folder, KernelFolder) else folder))
-    _refuse_linked_folder(path, path / "kernel.toml")
+    refuse_linked_folder(path, path / "kernel.toml")
     return (check_target(path, "kernel.toml", overwrite=True),
             check_target(path, source_name, overwrite=True))
 
@@ -152,21 +147,3 @@ def write_template(folder: KernelFolder | str | Path, template: KernelTemplate,
             write_file(path, source_path, old_source, overwrite=True)
         raise
     return WrittenTemplate(source_path, toml_path, loaded)
-
-
-def write_beside(path: str | Path, data: str | bytes, *, overwrite: bool = False) -> Path:
-    """Write ``data`` to the file at ``path`` (a report, an export, a recording) under the one
-    write policy, the folder that holds it being the root; return the path written.
-
-    Missing folders are created below the nearest existing one. That folder may not itself
-    be a symlink (a link planted beside the file would carry the write elsewhere), and the
-    file is never replaced unless ``overwrite`` is true: of concurrent writers to one new
-    path, one wins and the others get a :class:`~workbench.core.errors.WriteRefusedError`."""
-    target = Path(os.path.abspath(path))
-    base = target.parent
-    while not os.path.lexists(base) and base != base.parent:
-        base = base.parent
-    _refuse_linked_folder(base, target)
-    if target.parent != base:
-        ensure_folder(base, target.parent)
-    return write_file(base, target, data, overwrite=overwrite)
