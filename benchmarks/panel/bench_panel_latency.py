@@ -170,6 +170,10 @@ def _write(args: argparse.Namespace, started: datetime, tier_runs: list[dict[str
     what = "browser-tier-beside-cpu-hogs" if args.tier else "latency-under-load"
     command = ("python benchmarks/panel/bench_panel_latency.py "
                f"--runs {args.runs} --tier {args.tier} --hog {args.hog}")
+    if args.from_logs is not None:  # the runs were made by --tier, cut off, and read back
+        doc["recorded_from_logs"] = list(args.from_logs)
+        command = ("python benchmarks/panel/bench_panel_latency.py "
+                   f"--hog {args.hog} --from-logs " + " ".join(args.from_logs))
     out = write_result(result_path("panel", "cpu", what, date),
                        run_block("panel_browser_tier" if args.tier else "panel_latency",
                                  command, device="cpu: 2-core development machine",
