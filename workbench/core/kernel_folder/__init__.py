@@ -14,6 +14,8 @@ One concept per module:
 - :mod:`~workbench.core.kernel_folder.fields`: reading one field, recording its problem;
 - :mod:`~workbench.core.kernel_folder.load`: :func:`load_kernel_folder`;
 - :mod:`~workbench.core.kernel_folder.checks`: the defaults at every shape, reference.py.
+- :mod:`~workbench.core.kernel_folder.write`: an approved template written into the folder;
+- :mod:`~workbench.core.kernel_folder.scaffold`: the kernel.toml ``workbench init`` plans.
 
 The names below are re-exported because about a hundred call sites import them from here.
 """
