@@ -86,10 +86,11 @@ def _lab_browser(r: Result) -> str:
     rows = [row(group, name, v) for group in ("sidebar", "five_panels")
             for name, v in r.doc.get(group, {}).items()
             if name not in ("sessions_listed", "webgl_messages", "error") and v is not None]
-    errors = [f"{group} did not finish: {r.doc[group]['error'][:300]}"
+    errors = [f"{group} did not finish: {r.doc[group]['error'].split('; the page:')[0][:300]} "
+              "(the page's state is in the file)"
               for group in ("sidebar", "five_panels") if "error" in r.doc.get(group, {})]
     return (f"{setup.get('trials')} stored trials, {r.doc['sidebar'].get('sessions_listed')} "
-            f"sessions listed; {r.doc['five_panels'].get('webgl_messages')} WebGL messages; "
+            f"sessions listed; {r.doc['five_panels'].get('webgl_messages', '—')} WebGL messages; "
             f"load average {setup.get('load_average_before')} before, "
             f"{setup.get('load_average_after')} after ({setup.get('cpus')} CPUs, shared)\n\n"
             + core.table(["where", "from -> to", "n", "median ms", "max ms"], rows)
