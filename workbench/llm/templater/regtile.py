@@ -192,6 +192,7 @@ class Gemm:
         self.accumulators: list[Local] = []
         self.names: dict[str, str] = {}
         self.inlinable: set[str] = set()
+        self.transposed: dict[str, str] = {}  # tile -> the knob that stores it k-major
 
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
@@ -267,6 +268,15 @@ class Gemm:
             role = self.role_sub(n)
             if role is not None:
                 return role
+            if n.type == "subscript_expression" and (
+                    n.parent is None or n.parent.type != "subscript_expression"):
+                access = subscript(n)
+                if access is not None and access[0] in self.transposed and \
+                        len(access[1]) == 2:
+                    # both layouts in one expression: the knob is a compile-time 0 / 1
+                    knob = self.transposed[access[0]]
+                    r, c = (render(self.data, i, sub) for i in access[1])
+                    return f"{access[0]}[{knob} ? ({c}) : ({r})][{knob} ? ({r}) : ({c})]"
             d = builtin(n, "threadIdx") if n.type == "field_expression" else None
             if d is not None:
                 return threads[d]

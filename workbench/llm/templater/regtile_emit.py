@@ -19,6 +19,7 @@ from workbench.llm.templater.regtile import (
     _MAX_SMEM,
     Gemm,
     Parts,
+    Tile,
     decl_name,
     fresh_names,
     loop_header,
@@ -37,6 +38,10 @@ from workbench.llm.templater.regtile_vec import (
 )
 from workbench.llm.templater.rules import scale_divisor
 
+# the knob that stores a tile read along k in its inner index k-major, by the output role
+# of its other index (A's rows: "y"; a B read as B^T: "x")
+KMAJOR_KNOBS = {"y": "A_KMAJOR", "x": "B_KMAJOR"}
+
 
 def emit_register_tile(g: Gemm, loop: Node) -> None:
     """Rewrite the kernel body of ``g`` (analysed in :mod:`.regtile`) as its
@@ -44,20 +49,29 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan, t, data = g.plan, g.tile, g.data
     parts: Parts = g.parts  # type: ignore[attr-defined]
     n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
-                           "VEC"])
+                           "VEC", *KMAJOR_KNOBS.values()])
     g.names = n
     bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
     tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
     role_ext = {"y": bm, "x": bn, "k": bk}
     padded = [tl for tl in g.tiles.values() if tl.roles[-1] == "k"]
+    # a tile read along k in its inner index may be stored transposed (k-major): the knob
+    # of its output role; every access to it swaps its two indices under the knob
+    g.transposed = {tl.name: n[KMAJOR_KNOBS[tl.roles[0]]] for tl in padded}
     ind = "  "
     out: list[str] = ["{"]
     for tl in g.tiles.values():
-        ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
-               role_ext[tl.roles[i]] + (f" + {pad}" if tl in padded and i == 1 else "")
-               for i in range(2)}
-        out.append(ind + render(data, tl.decl, lambda m, ext=ext:  # type: ignore[misc]
-                                ext.get((m.start_byte, m.end_byte))))
+        def decl(order: tuple[int, int], tl: Tile = tl) -> str:
+            # order[i]: the index position (as written) whose role the extent i takes
+            ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
+                   role_ext[tl.roles[order[i]]] + (f" + {pad}" if tl in padded and i == 1
+                                                   else "") for i in range(2)}
+            return render(data, tl.decl, lambda m: ext.get((m.start_byte, m.end_byte)))
+        if tl.name in g.transposed:
+            out += [f"#if {g.transposed[tl.name]}", ind + decl((1, 0)), "#else",
+                    ind + decl((0, 1)), "#endif"]
+        else:
+            out.append(ind + decl((0, 1)))
     acc_decls = {a.decl for a in g.accumulators}
     for s in parts.prologue:
         if s.type == "declaration" and (any(text(c) == "__shared__" for c in s.children) or
@@ -189,10 +203,23 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
     plan.constrain(f"{tm} * {tn} <= 64")
+    def tile_bytes(tl: Tile, order: tuple[int, int]) -> str:
+        return f"{tl.elem_bytes} * " + " * ".join(
+            f"({role_ext[tl.roles[o]]} + {pad})" if tl in padded and i == 1 and pad != "0"
+            else role_ext[tl.roles[o]] for i, o in enumerate(order))
     smem = " + ".join(
-        f"{tl.elem_bytes} * " + " * ".join(
-            f"({role_ext[r]} + {pad})" if tl in padded and i == 1 and pad != "0" else role_ext[r]
-            for i, r in enumerate(tl.roles)) for tl in g.tiles.values())
+        f"(1 - {g.transposed[tl.name]}) * {tile_bytes(tl, (0, 1))} + "
+        f"{g.transposed[tl.name]} * {tile_bytes(tl, (1, 0))}" if tl.name in g.transposed
+        else tile_bytes(tl, (0, 1)) for tl in g.tiles.values())
+    for tl in padded:
+        knob = g.transposed[tl.name]
+        what = role_ext[tl.roles[0]]
+        plan.add_param(knob, {"kind": "choice", "values": [0, 1], "default": 0,
+                              "description": f"1: store {tl.name} k-major ([{bk}][{what} + "
+                                             f"{pad}], transposed as it is loaded) so the "
+                                             f"product reads it along its rows (as written: "
+                                             "0)"},
+                       f"{line(tl.decl)}: __shared__ {tl.name}")
     plan.constrain(f"{smem} <= {_MAX_SMEM}")
     plan.note("REGISTER_TILE", True, f"tiled product over shared tiles {tile_names}: each "
               f"thread computes {tm} x {tn} outputs in registers "

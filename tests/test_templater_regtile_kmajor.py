@@ -1,0 +1,148 @@
+"""Register tiling: the shared tile read along k stored k-major (issue 28, A_KMAJOR).
+
+A tile the product reads as ``S[row][k]`` (A's rows, or B's columns in ``A . B^T``) may be
+stored transposed, ``[BK][BM + PAD]``, while it is loaded: every access swaps its two indices
+under the knob (a compile-time 0 / 1), so the loads stay the ones the kernel as written does,
+guards included, and the VEC path stores its four lanes transposed. Checked on the host for
+every GEMM spelling of the register-tile tests, the two corpus GEMMs and an ``A . B^T``
+spelling (both tiles read along k: A_KMAJOR and B_KMAJOR), at the default, the corners and
+with the knob on; and with nvcc at the expert's config.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_nvcc import NVCC, needs_nvcc
+from helpers_templater import corner_configs, lifted_template
+from regtile_spellings import Spelling, lift, simulate
+from test_templater_regtile_batch import BATCHED
+from test_templater_regtile_spellings import SPELLINGS
+
+ROOT = Path(__file__).resolve().parents[1]
+GEMM_SMEM = ROOT / "benchmarks" / "corpus_compute" / "gemm_smem" / "baseline.cu"
+
+# C = A . B^T with B stored N x K: both tiles are read along k in their inner index
+A_BT = Spelling("""
+#ifndef T
+#define T 16
+#endif
+extern "C" __global__ void nt(const float* __restrict__ A, const float* __restrict__ Bt,
+                              float* __restrict__ C, int M, int N, int K) {
+  __shared__ float sa[T][T + 1];
+  __shared__ float sb[T][T + 1];
+  const int r = blockIdx.y * T + threadIdx.y;
+  const int cb = blockIdx.x * T;
+  float sum = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    sa[threadIdx.y][threadIdx.x] = (r < M && k0 + threadIdx.x < K) ? A[r * K + k0 + threadIdx.x] : 0.0f;
+    // row threadIdx.y of the B^T tile: column cb + threadIdx.y of C
+    sb[threadIdx.y][threadIdx.x] =
+        (cb + threadIdx.y < N && k0 + threadIdx.x < K) ? Bt[(cb + threadIdx.y) * K + k0 + threadIdx.x] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < T; ++kk) { sum += sa[threadIdx.y][kk] * sb[threadIdx.x][kk]; }
+    __syncthreads();
+  }
+  if (r < M && cb + threadIdx.x < N) C[r * N + cb + threadIdx.x] = sum;
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("16", "16"), {"M": "M", "N": "N", "K": "K"},
+    "nt(A, B, C, M, N, K)", b_index="(size_t)bt * K * N + (size_t)c * K + k", entry="nt")
+
+ALL: dict[str, Spelling] = {
+    **SPELLINGS, **BATCHED, "a_bt_both_tiles_along_k": A_BT,
+    "corpus_gemm_smem": Spelling(GEMM_SMEM.read_text(), ("ceil_div(N, 16)", "ceil_div(M, 16)"),
+                                 ("16", "16"), {"M": "M", "N": "N", "K": "K"},
+                                 "gemm_smem(C, A, B, M, N, K)", entry="gemm_smem"),
+}
+ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}  # rows of A and B start 16-byte aligned
+
+
+def _env(s: Spelling) -> dict[str, int]:
+    return {**ENV, "batch": ENV["batch"] if len(s.grid) == 3 else 1}
+
+
+def _knobs(s: Spelling) -> list[str]:
+    return [p.name for p in lift(s).params if p.name.endswith("_KMAJOR")]
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_the_tile_read_along_k_may_be_stored_k_major(name: str) -> None:
+    s = ALL[name]
+    lifted = lift(s)
+    specs = {p.name: dict(p.spec) for p in lifted.params}
+    want = ["A_KMAJOR", "B_KMAJOR"] if s is A_BT else ["A_KMAJOR"]
+    assert _knobs(s) == want, lifted.notes
+    for knob in want:
+        assert specs[knob]["values"] == [0, 1] and specs[knob]["default"] == 0
+        assert f"#if {knob}" in lifted.source
+    # the default renders the tile as written: [BM][BK + PAD] (or [BM][BK] unpadded)
+    template = lifted_template(lifted, s.entry)
+    source = template.render(template.default_config(), "fp32").source
+    assert "A_KMAJOR 0" in source
+
+
+def _configs(s: Spelling) -> list[dict[str, Any]]:
+    """Default, corners, each with every k-major knob flipped, and a coarse VEC = 4 config
+    with the knobs on: the valid ones at the spelling's env."""
+    template = lifted_template(lift(s), s.entry)
+    env = {**_env(s), "elem_bytes": 4}
+    space = template.space(env)
+    knobs = _knobs(s)
+    out: list[dict[str, Any]] = []
+    for c in corner_configs(template, env):
+        out.append(c)
+        out.append({**c, **{k: 1 - c[k] for k in knobs}})
+    out.append({**template.default_config(), "TM": 2, "TN": 4, "VEC": 4,
+                **{k: 1 for k in knobs}})
+    valid = [c for c in out if space.rejection(c) is None]
+    assert any(all(c[k] == 1 for k in knobs) for c in valid)
+    return valid
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_k_major_tiles_compute_the_product_as_written(name: str) -> None:
+    s = ALL[name]
+    template = lifted_template(lift(s), s.entry)
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in _configs(s):
+            worst, loads = simulate(s, template, config, _env(s), Path(tmp))
+            assert worst < 1e-3, config
+            if config["VEC"] == 4:
+                assert loads > 0, config  # the vector path is taken with the tile transposed
+
+
+EXPERT_CONFIG = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "VEC": 4, "PAD": 1}
+
+
+@needs_nvcc
+def test_k_major_gemm_compiles_without_spills_reading_each_shared_value_once() -> None:
+    s = ALL["corpus_gemm_smem"]
+    template = lifted_template(lift(s), s.entry)
+    config = {**template.default_config(), **EXPERT_CONFIG, "A_KMAJOR": 1}
+    assert template.space({**_env(s), "elem_bytes": 4}).rejection(config) is None
+    assert NVCC is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.cu"
+        src.write_text(template.render(config, "fp32").source)
+        done = subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-O3", "-o", str(Path(tmp) / "k.ptx"),
+                               str(src)], capture_output=True, text=True, timeout=300,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        ptx = (Path(tmp) / "k.ptx").read_text()
+        done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v",
+                               "-o", str(Path(tmp) / "k.cubin"), str(src)],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", done.stderr), done.stderr
+    # the k loop reads TM values of A and TN of B per k, each once: BK * (TM + TN) loads
+    assert ptx.count("ld.shared.f32") + 4 * ptx.count("ld.shared.v4.f32") == 32 * (8 + 8)
