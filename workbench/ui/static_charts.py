@@ -10,8 +10,10 @@ log2 axis labelled with their values.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +22,14 @@ from workbench.ui.figures import MAX_POINTS, AxisSpec, ChartData, runtime_scale,
 
 COLUMNS = 3
 DPI = 80
+
+#: PNGs drawn in this process, by a digest of everything they show: a report or export of
+#: unchanged results (again, or from several threads at once) reuses the image instead of
+#: drawing it again (about a second of matplotlib each). Bounded; one lock per digest.
+_DRAWN: dict[str, bytes] = {}
+_DRAWN_MAX = 32
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
 
 
 def _plain(value: float, _pos: int = 0) -> str:
@@ -36,8 +46,35 @@ def _runtime_axis(ax: object, scale: str) -> None:
         ax.yaxis.set_minor_formatter(NullFormatter())  # type: ignore[attr-defined]
 
 
+def _digest(data: ChartData, axes: Sequence[AxisSpec], title: str) -> str:
+    h = hashlib.sha256()
+    h.update(repr((data.param_names, sorted((k, tuple(v)) for k, v in data.values.items()),
+                   data.statuses, data.reasons, data.baseline_us, tuple(axes), title,
+                   COLUMNS, DPI)).encode())
+    h.update(np.ascontiguousarray(data.median_us, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
 def runtime_charts_png(data: ChartData, axes: Sequence[AxisSpec], *, title: str = "") -> bytes:
-    """Runtime per parameter (one panel each) and best-so-far vs evaluations, as PNG bytes."""
+    """Runtime per parameter (one panel each) and best-so-far vs evaluations, as PNG bytes
+    (drawn once per process for the same data: see ``_DRAWN``)."""
+    key = _digest(data, axes, title)
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        png = _DRAWN.get(key)
+        if png is None:
+            png = _draw(data, axes, title)
+            with _LOCKS_GUARD:
+                if len(_DRAWN) >= _DRAWN_MAX:
+                    gone = next(iter(_DRAWN))
+                    _DRAWN.pop(gone)
+                    _LOCKS.pop(gone, None)
+                _DRAWN[key] = png
+    return png
+
+
+def _draw(data: ChartData, axes: Sequence[AxisSpec], title: str) -> bytes:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FixedLocator, FuncFormatter
 
