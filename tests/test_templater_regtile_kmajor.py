@@ -1,4 +1,5 @@
-"""Register tiling: the shared tile read along k stored k-major (issue 28, A_KMAJOR).
+"""Register tiling: the shared tile read along k stored k-major (issue 28, A_KMAJOR), and a
+thread's register tile adjacent rather than strided (CONTIG_TILE).
 
 A tile the product reads as ``S[row][k]`` (A's rows, or B's columns in ``A . B^T``) may be
 stored transposed, ``[BK][BM + PAD]``, while it is loaded: every access swaps its two indices
@@ -6,7 +7,8 @@ under the knob (a compile-time 0 / 1), so the loads stay the ones the kernel as 
 guards included, and the VEC path stores its four lanes transposed. Checked on the host for
 every GEMM spelling of the register-tile tests, the two corpus GEMMs and an ``A . B^T``
 spelling (both tiles read along k: A_KMAJOR and B_KMAJOR), at the default, the corners and
-with the knob on; and with nvcc at the expert's config.
+with the knobs flipped; and with nvcc at the expert's config, where CONTIG_TILE with
+16-byte aligned tiles lets the k loop read its operands as ld.shared.v4.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def test_the_tile_read_along_k_may_be_stored_k_major(name: str) -> None:
     template = lifted_template(lifted, s.entry)
     source = template.render(template.default_config(), "fp32").source
     assert "A_KMAJOR 0" in source
+    assert specs["CONTIG_TILE"]["values"] == [0, 1] and specs["CONTIG_TILE"]["default"] == 0
 
 
 def _configs(s: Spelling) -> list[dict[str, Any]]:
@@ -99,7 +102,8 @@ def _configs(s: Spelling) -> list[dict[str, Any]]:
     for c in corner_configs(template, env):
         out.append(c)
         out.append({**c, **{k: 1 - c[k] for k in knobs}})
-    out.append({**template.default_config(), "TM": 2, "TN": 4, "VEC": 4,
+        out.append({**c, "CONTIG_TILE": 1 - c["CONTIG_TILE"]})
+    out.append({**template.default_config(), "TM": 2, "TN": 4, "VEC": 4, "CONTIG_TILE": 1,
                 **{k: 1 for k in knobs}})
     valid = [c for c in out if space.rejection(c) is None]
     assert any(all(c[k] == 1 for k in knobs) for c in valid)
@@ -124,11 +128,11 @@ def test_k_major_tiles_compute_the_product_as_written(name: str) -> None:
 EXPERT_CONFIG = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "VEC": 4, "PAD": 1}
 
 
-@needs_nvcc
-def test_k_major_gemm_compiles_without_spills_reading_each_shared_value_once() -> None:
+def _ptx_and_ptxas(config: dict[str, Any]) -> tuple[str, str]:
+    """The PTX of the corpus GEMM's lift at ``config`` (sm_90, -O3) and ptxas -v's report."""
     s = ALL["corpus_gemm_smem"]
     template = lifted_template(lift(s), s.entry)
-    config = {**template.default_config(), **EXPERT_CONFIG, "A_KMAJOR": 1}
+    config = {**template.default_config(), **config}
     assert template.space({**_env(s), "elem_bytes": 4}).rejection(config) is None
     assert NVCC is not None
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,6 +147,23 @@ def test_k_major_gemm_compiles_without_spills_reading_each_shared_value_once() -
                                "-o", str(Path(tmp) / "k.cubin"), str(src)],
                               capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, done.stderr
-    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", done.stderr), done.stderr
-    # the k loop reads TM values of A and TN of B per k, each once: BK * (TM + TN) loads
-    assert ptx.count("ld.shared.f32") + 4 * ptx.count("ld.shared.v4.f32") == 32 * (8 + 8)
+    return ptx, done.stderr
+
+
+@needs_nvcc
+def test_k_major_gemm_compiles_without_spills_reading_each_shared_value_once() -> None:
+    ptx, report = _ptx_and_ptxas({**EXPERT_CONFIG, "A_KMAJOR": 1})
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", report), report
+    # the k loop reads TM values of A and TN of B per k, each once: BK * (TM + TN) loads;
+    # strided rows (CONTIG_TILE 0) are not adjacent: scalar loads, as in the expert's PTX
+    assert ptx.count("ld.shared.f32") == 32 * (8 + 8)
+    assert "ld.shared.v4" not in ptx
+
+
+@needs_nvcc
+def test_adjacent_register_tiles_read_their_operands_as_vectors() -> None:
+    ptx, report = _ptx_and_ptxas({**EXPERT_CONFIG, "A_KMAJOR": 1, "PAD": 0, "CONTIG_TILE": 1})
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", report), report
+    # TM = TN = 8 adjacent values per k, 16-byte aligned rows: two float4 of each, per k
+    assert ptx.count("ld.shared.v4.f32") == 32 * (2 + 2)
+    assert "ld.shared.f32" not in ptx

@@ -49,7 +49,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan, t, data = g.plan, g.tile, g.data
     parts: Parts = g.parts  # type: ignore[attr-defined]
     n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
-                           "VEC", *KMAJOR_KNOBS.values()])
+                           "VEC", "CONTIG_TILE", *KMAJOR_KNOBS.values()])
     g.names = n
     bm, bn, bk, tm, tn, pad = (n[k] for k in ("BM", "BN", "BK", "TM", "TN", "PAD"))
     tx_, ty_ = n["THREADS_X"], n["THREADS_Y"]
@@ -66,7 +66,11 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
             ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
                    role_ext[tl.roles[order[i]]] + (f" + {pad}" if tl in padded and i == 1
                                                    else "") for i in range(2)}
-            return render(data, tl.decl, lambda m: ext.get((m.start_byte, m.end_byte)))
+            # 16-byte aligned, so a thread's adjacent operands (CONTIG_TILE) load as vectors
+            # (alignas first: a standard attribute that nvcc and a host compiler both take)
+            aligned = "__align__" in text(tl.decl) or "alignas" in text(tl.decl)
+            return ("" if aligned else "alignas(16) ") + render(
+                data, tl.decl, lambda m: ext.get((m.start_byte, m.end_byte)))
         if tl.name in g.transposed:
             out += [f"#if {g.transposed[tl.name]}", ind + decl((1, 0)), "#else",
                     ind + decl((0, 1)), "#endif"]
@@ -129,7 +133,13 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
                              ind=ind2),
                 "#else", *loop_as_written, "#endif"]
     out.append(f"{ind2}__syncthreads();")
-    virtual = {"x": f"(threadIdx.x + wb_j * {tx_})", "y": f"(threadIdx.y + wb_i * {ty_})"}
+    # the real thread (tx, ty) runs the virtual threads of its TM x TN register tile: strided
+    # by the thread counts (as the kernel's own threads sit at TM = TN = 1), or contiguous
+    # (its TM rows / TN columns adjacent: the k loop reads them as one vector of shared
+    # values). The virtual threads are independent, so every mapping computes the same.
+    contig = n["CONTIG_TILE"]
+    virtual = {"x": f"({contig} ? threadIdx.x * {tn} + wb_j : threadIdx.x + wb_j * {tx_})",
+               "y": f"({contig} ? threadIdx.y * {tm} + wb_i : threadIdx.y + wb_i * {ty_})"}
     per_item = g.region(virtual, acc=True)
     loops_ij = ["#pragma unroll", f"for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
                 "#pragma unroll", f"for (int wb_j = 0; wb_j < {tn}; ++wb_j) {{"]
@@ -211,6 +221,13 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
         f"(1 - {g.transposed[tl.name]}) * {tile_bytes(tl, (0, 1))} + "
         f"{g.transposed[tl.name]} * {tile_bytes(tl, (1, 0))}" if tl.name in g.transposed
         else tile_bytes(tl, (0, 1)) for tl in g.tiles.values())
+    plan.add_param(contig, {"kind": "choice", "values": [0, 1], "default": 0,
+                            "description": f"1: a thread's {tm} x {tn} outputs are adjacent "
+                                           "rows / columns (its operands one vector of "
+                                           "shared values per k); 0: strided by the "
+                                           "threads of the block (as written at TM = TN = "
+                                           "1 both are the kernel's own threads)"},
+                   f"{line(g.accumulators[0].decl)}: accumulator {g.accumulators[0].name}")
     for tl in padded:
         knob = g.transposed[tl.name]
         what = role_ext[tl.roles[0]]
