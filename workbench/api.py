@@ -628,9 +628,10 @@ def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[An
             reason = exc.message.split("; " + REPLAY_HINT)[0]
     else:
         reason = live_reason.text
+    from workbench.core.settings import workbench_settings
     from workbench.engine.replay import ReplayRunner
 
-    pace = os.environ.get("WORKBENCH_REPLAY_PACE", "0")  # "recorded": the GPU's pace
+    pace = workbench_settings().replay_pace  # "recorded": the GPU's pace
     replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
     return replay, f"replay because {reason}"
 
