@@ -4,7 +4,9 @@ name their constants, such as the sample kernels)."""
 
 from __future__ import annotations
 
-from workbench.core.errors import TemplateError
+import re
+
+from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.hardware import DEVICES, device_env
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
@@ -38,9 +40,19 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
                         block=rules["block"], smem_bytes=rules["smem_bytes"],
                         shape_names=shape_names, source_name=base.source_name)
     # A hand-tuned kernel names its constants (kVec = 16 / ELEM_BYTES) and reads blockDim:
-    # the named-constant lifter then finds more than the semantic pass.
+    # the named-constant lifter then finds more than the semantic pass. It never takes over
+    # to resize the block of a kernel that does not read blockDim: its indexing then holds
+    # the block size in some other spelling (a 1-D block of TILE * TILE threads split by
+    # `threadIdx.x / TILE`), which the named lift would leave behind.
+    moves_block = any(re.search(rf"\b{re.escape(p.name)}\b", " ".join(named.block))
+                      for p in named.params)
     if len(named.params) > len(lifted.params):
-        lifted = named
+        if moves_block and not re.search(r"\bblockDim\b", base.source):
+            why = (*why, "named constants: not applied: they would resize the block of a "
+                         "kernel that never reads blockDim (its indexing would keep the "
+                         "block size as written)")
+        else:
+            lifted = named
     if not lifted.params:
         raise TemplateError(f"the offline templater found nothing to lift in {folder.name}'s "
                             f"{base.source_name}: " + "; ".join(why), kernel=folder.name,
@@ -51,6 +63,10 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
         name=folder.name, source=lifted.source, entry=base.entry, params=params,
         constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block),
         smem_bytes=lifted.smem_bytes, source_name=source_name, known_names=known)
+    problem = defaults_launch_problem(template, folder)
+    if problem is not None:
+        raise TemplateError(f"the offline templater's lift of {folder.name} is refused: "
+                            f"{problem}", kernel=folder.name, findings=[*why, problem])
     summary = "Offline templater lifted: " + "; ".join(
         f"{p.name} from {p.origin}" for p in lifted.params)
     if lifted.notes:
@@ -60,3 +76,25 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
                            diff=unified_diff(base.source, lifted.source, base.source_name,
                                              source_name),
                            lifted=lifted, notes=tuple(lifted.notes))
+
+
+def defaults_launch_problem(template: KernelTemplate, folder: KernelFolder) -> str | None:
+    """Why ``template``'s defaults are not the kernel as written (another grid or block than
+    the baseline's at some shape and dtype), or None. The offline templater promises that
+    its defaults reproduce the kernel as written, GPU or not."""
+    defaults = template.default_config()
+    spec = next(iter(DEVICES.values()))
+    for shape in folder.shapes:
+        for dtype in folder.dtypes:
+            env = folder.env(shape, dtype, spec)
+            try:
+                ours = template.launch_for(defaults, env)
+                base = folder.baseline.launch_for({}, env)
+            except (TemplateError, ExpressionError):
+                continue  # the space and folder checks report launches that cannot be made
+            if (ours.grid, ours.block) != (base.grid, base.block):
+                return (f"at {shape}/{dtype} the defaults {dict(defaults)} launch grid "
+                        f"{list(ours.grid)}, block {list(ours.block)}; the kernel as written "
+                        f"launches grid {list(base.grid)}, block {list(base.block)}: the "
+                        "defaults must reproduce the kernel as written")
+    return None
