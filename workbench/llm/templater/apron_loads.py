@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.llm.templater.analysis import binary, builtin, int_value, strip, text, walk
+from workbench.llm.templater.analysis import binary, builtin, strip, text, walk
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import Refused, single_assignment_values
 from workbench.llm.templater.rules import literal
-from workbench.llm.templater.stencil import Poly, add, mul, scale, statements
+from workbench.llm.templater.stencil import Poly, poly_of, scale, statements
 
 
 class Deps:
@@ -26,15 +26,11 @@ class Deps:
         self.block = {d: literal(b) or 0 for d, b in zip("xy", plan.block, strict=False)}
 
     def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
-        node = strip(node)
-        v = int_value(node)
-        if v is not None:
-            return {(): v} if v else {}
-        if node.type == "identifier":
-            value = self.values.get(text(node))
-            if value is not None and depth < 12:
-                return self.poly(value, opaque, depth + 1)
-            return {(text(node),): 1}
+        return poly_of(node, self.values, opaque=opaque, leaf=self._builtin, depth=depth)
+
+    def _builtin(self, node: Node) -> Poly | None:
+        """blockDim as the written block; the other builtins (and an unwritten blockDim)
+        as atoms of their own."""
         d = builtin(node, "blockDim")
         if d in self.block:
             return {(): self.block[d]}
@@ -42,18 +38,7 @@ class Deps:
             d = builtin(node, name)
             if d is not None:
                 return {(f"{name}.{d}",): 1}
-        if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
-            arg = node.child_by_field_name("argument")
-            if arg is not None:
-                return scale(self.poly(arg, opaque, depth), -1)
-        parts = binary(node)
-        if parts is not None and parts[1] in ("+", "-", "*"):
-            a, b = self.poly(parts[0], opaque, depth), self.poly(parts[2], opaque, depth)
-            if parts[1] == "*":
-                return mul(a, b)
-            return add(a, scale(b, -1 if parts[1] == "-" else 1))
-        opaque.append(node)
-        return {(f"#{node.start_byte}:{node.end_byte}",): 1}
+        return None
 
 
 def derivative(p: Poly, atom: str) -> Poly:

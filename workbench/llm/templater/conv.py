@@ -37,7 +37,6 @@ from workbench.llm.templater.analysis import (
     builtin,
     factors,
     inside,
-    int_value,
     line,
     shares_or_syncs,
     strip,
@@ -63,11 +62,9 @@ from workbench.llm.templater.stencil import (
     _bounds_from_above,
     _guard,
     _index,
-    add,
     index_decls,
-    mul,
+    poly_of,
     poly_text,
-    scale,
     statements,
 )
 
@@ -157,27 +154,7 @@ class _Expr:
         return out
 
     def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
-        node = strip(node)
-        v = int_value(node)
-        if v is not None:
-            return {(): v} if v else {}
-        if node.type == "identifier":
-            value = self.values.get(text(node))
-            if value is not None and depth < 12:
-                return self.poly(value, opaque, depth + 1)
-            return {(text(node),): 1}
-        if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
-            arg = node.child_by_field_name("argument")
-            if arg is not None:
-                return scale(self.poly(arg, opaque, depth), -1)
-        parts = binary(node)
-        if parts is not None and parts[1] in ("+", "-", "*"):
-            a, b = self.poly(parts[0], opaque, depth), self.poly(parts[2], opaque, depth)
-            if parts[1] == "*":
-                return mul(a, b)
-            return add(a, scale(b, -1 if parts[1] == "-" else 1))
-        opaque.append(node)
-        return {(f"#{node.start_byte}:{node.end_byte}",): 1}
+        return poly_of(node, self.values, opaque=opaque, depth=depth)
 
     def via_sum(self, node: Node, y: str, i: str) -> Node | None:
         """The first part of ``node`` that depends on ``y`` or ``i`` other than through

@@ -24,7 +24,7 @@ not alias it. Anything else refuses with the reason and the line.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from tree_sitter import Node
 
@@ -63,30 +63,50 @@ class Polys:
         self.values = single_assignment_values(body, keep)
 
     def of(self, node: Node, depth: int = 0) -> Poly:
-        node = strip(node)
-        v = int_value(node)
-        if v is not None:
-            return {(): v} if v else {}
-        if node.type == "identifier":
-            value = self.values.get(text(node))
-            if value is not None and depth < 12:
-                return self.of(value, depth + 1)
-            return {(text(node),): 1}
-        if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
-            arg = node.child_by_field_name("argument")
-            if arg is not None:
-                return scale(self.of(arg, depth), -1)
-        parts = binary(node)
-        if parts is not None and parts[1] in ("+", "-", "*"):
-            a, b = self.of(parts[0], depth), self.of(parts[2], depth)
-            if parts[1] == "*":
-                return mul(a, b)
-            return add(a, scale(b, -1 if parts[1] == "-" else 1))
-        if parts is not None and parts[1] == "/":
-            a, b = self.of(parts[0], depth), self.of(parts[2], depth)
-            if set(a) <= {()} and set(b) == {()} and b[()] and a.get((), 0) % b[()] == 0:
-                return {(): a.get((), 0) // b[()]} if a.get((), 0) else {}
-        return {(" ".join(text(node).split()),): 1}
+        return poly_of(node, self.values, depth=depth, divide=True)
+
+
+def poly_of(node: Node, values: Mapping[str, Node], *, opaque: list[Node] | None = None,
+            leaf: Callable[[Node], Poly | None] | None = None, depth: int = 0,
+            divide: bool = False) -> Poly:
+    """``node`` as an integer polynomial: literals, identifiers (single-assignment locals in
+    ``values`` expanded, 12 levels at most), ``leaf``'s own atoms (builtins), unary minus and
+    ``+ - *``; with ``divide``, a division of two constants that divides exactly. Anything
+    else is one atom: its position when ``opaque`` collects such nodes, else its text."""
+    def again(n: Node, d: int = depth) -> Poly:
+        return poly_of(n, values, opaque=opaque, leaf=leaf, depth=d, divide=divide)
+
+    node = strip(node)
+    v = int_value(node)
+    if v is not None:
+        return {(): v} if v else {}
+    if node.type == "identifier":
+        value = values.get(text(node))
+        if value is not None and depth < 12:
+            return again(value, depth + 1)
+        return {(text(node),): 1}
+    if leaf is not None:
+        found = leaf(node)
+        if found is not None:
+            return found
+    if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
+        arg = node.child_by_field_name("argument")
+        if arg is not None:
+            return scale(again(arg), -1)
+    parts = binary(node)
+    if parts is not None and parts[1] in ("+", "-", "*"):
+        a, b = again(parts[0]), again(parts[2])
+        if parts[1] == "*":
+            return mul(a, b)
+        return add(a, scale(b, -1 if parts[1] == "-" else 1))
+    if divide and parts is not None and parts[1] == "/":
+        a, b = again(parts[0]), again(parts[2])
+        if set(a) <= {()} and set(b) == {()} and b[()] and a.get((), 0) % b[()] == 0:
+            return {(): a.get((), 0) // b[()]} if a.get((), 0) else {}
+    if opaque is not None:
+        opaque.append(node)
+        return {(f"#{node.start_byte}:{node.end_byte}",): 1}
+    return {(" ".join(text(node).split()),): 1}
 
 
 def add(a: Poly, b: Poly) -> Poly:
