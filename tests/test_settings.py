@@ -91,3 +91,13 @@ def test_no_other_module_reads_a_workbench_variable() -> None:
              for n, line in enumerate(p.read_text().splitlines(), 1)
              if _READ.search(line) and p.name not in ("lab.py", "lab_notebooks.py")]
     assert found == []
+
+
+def test_the_readme_lists_every_variable() -> None:
+    from pathlib import Path
+
+    from workbench.core.settings import VARIABLES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Settings"):readme.index("## Hostile endpoints")]
+    assert [v for v in VARIABLES if f"| `{v}` |" not in section] == []
