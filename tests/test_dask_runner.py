@@ -191,6 +191,10 @@ def test_compiles_run_as_cluster_tasks_and_cubins_are_adopted(
     candidates = _candidates(folder, 3)
     results = list(runner.measure(candidates))
     assert [r.status for r in results] == [Status.OK] * 3
+    for r in results:  # each trial says where its task's seconds went
+        phases = r.extra["phases_s"]
+        assert {"plan_s", "local_compile_s", "finish_s", "wait_turn_s", "task_s"} <= set(phases)
+        assert phases["task_s"] >= phases["local_compile_s"] + phases["finish_s"]
     # the measuring workers' cache holds the cluster's cubins, adopted (no source.cu: an
     # adopted entry was compiled elsewhere; a local compile keeps its source)
     entries = [p.parent for p in cache.glob("*/*/result.json")]

@@ -23,11 +23,14 @@ another host; on the host that compiled it, the compile's own result is used as 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import socket
 import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -232,6 +235,43 @@ def compile_instance(arch: str, instance: KernelInstance) -> CompiledArtifact:
     return CompiledArtifact(result, cubin)
 
 
+class _PhaseClock:
+    """The seconds of one measure task by phase: each :meth:`mark` names the time since the
+    previous one, less the waits for the runner's turn, which add up in ``wait_turn_s``."""
+
+    def __init__(self, began: float, clock: Any = time.perf_counter) -> None:
+        self.clock = clock
+        self.began = self.last = began
+        self.waited = 0.0
+        self.seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def turn(self, lock: threading.Lock) -> Iterator[None]:
+        asked = self.clock()
+        with lock:
+            waited = self.clock() - asked
+            self.waited += waited
+            self.last += waited
+            yield
+
+    def mark(self, name: str) -> None:
+        now = self.clock()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self.last
+        self.last = now
+
+    def phases(self) -> dict[str, float]:
+        """The marked phases, ``wait_turn_s`` and ``task_s`` (the whole task so far)."""
+        return {**self.seconds, "wait_turn_s": self.waited,
+                "task_s": self.clock() - self.began}
+
+
+def task_phases(result: TrialResult, phases: Mapping[str, float]) -> TrialResult:
+    """``result`` with ``phases`` (seconds) added to ``extra["phases_s"]``."""
+    merged = {**(result.extra.get("phases_s") or {}),
+              **{k: round(v, 6) for k, v in phases.items()}}
+    return replace(result, extra={**result.extra, "phases_s": merged})
+
+
 def where(result: TrialResult) -> TrialResult:
     """``result`` with ``extra["worker"]``: the Dask worker, host and GPU that measured it."""
     return replace(result, extra={**result.extra, "worker": {
@@ -244,7 +284,9 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
     ``artifact`` is given). ``description`` is what the driver's runner measures with: a
     worker of another kind that joined later refuses rather than mixing its times in.
 
-    Everything but the device work runs before this task takes its turn on the runner."""
+    Everything but the device work runs before this task takes its turn on the runner.
+    The result's ``extra["phases_s"]`` adds the task's own phases (:func:`task_phases`)."""
+    began = time.perf_counter()
     runner = _runner(endpoint)
     if runner.description != description:
         raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
@@ -252,13 +294,18 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
                            value=runner.description, expected=description)
     if artifact is not None and isinstance(runner, _MeasuresPlanned) and isinstance(
             runner.compiler, Compiler):
-        with _turn(endpoint):  # plan() keeps the runner's caches and counters
+        clock = _PhaseClock(began)
+        with clock.turn(_turn(endpoint)):  # plan() keeps the runner's caches and counters
             plan = runner.plan(candidate)
+        clock.mark("plan_s")
         if isinstance(plan, TrialResult):
             return where(plan)
         compiled = _local_compile(runner.compiler, plan, artifact)
-        with _turn(endpoint):
-            return where(runner.finish(plan, compiled))
+        clock.mark("local_compile_s")
+        with clock.turn(_turn(endpoint)):
+            result = runner.finish(plan, compiled)
+        clock.mark("finish_s")
+        return where(task_phases(result, clock.phases()))
     compiler = _compiler_of(runner)
     if artifact is not None and artifact.result.ok and compiler is not None:
         compiler.adopt(artifact.result, artifact.cubin)

@@ -111,6 +111,8 @@ class _Timed:
     method: TimingMethod
     bench_s: float
     nvml: Mapping[str, Any]
+    spin_up_s: float = 0.0  # the GPU kept busy before timing after an idle gap (_spin_up)
+    nvml_s: float = 0.0     # the NVML readings around the timing
 
 
 class _Replica:
@@ -167,8 +169,27 @@ IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
 SPIN_UP_S = 0.2  # busy time before timing after such a pause
 
 
+def evaluate_phases(module_s: float, verify_s: float, timed: _Timed, check_after_s: float,
+                    evaluate_s: float) -> dict[str, float]:
+    """Where one evaluation's seconds went in the worker (``EvaluateReply.phases_s``):
+    ``module_s`` the cubin's module load (inside ``verify_s``), ``spin_up_s`` the GPU kept
+    busy after an idle gap, ``nvml_s`` the NVML readings around the timing, ``bench_s`` the
+    timing loop (warm-up included), ``check_after_s`` the check of the buffers it must not
+    write, ``evaluate_s`` the whole request and ``other_s`` what none of them names (input
+    placements, the timer's set-up)."""
+    named = verify_s + timed.spin_up_s + timed.nvml_s + timed.bench_s + check_after_s
+    phases = {"module_s": module_s, "verify_s": verify_s, "spin_up_s": timed.spin_up_s,
+              "nvml_s": timed.nvml_s, "bench_s": timed.bench_s,
+              "check_after_s": check_after_s, "evaluate_s": evaluate_s,
+              "other_s": max(0.0, evaluate_s - named)}
+    return {k: round(v, 6) for k, v in phases.items()}
+
+
 class GpuSession:
     """The worker's state: one CUDA context, loaded modules, the current problem."""
+
+    #: The host clock of the idle-gap rule and of the phase timings (tests inject one).
+    clock: Callable[[], float] = staticmethod(time.perf_counter)
 
     def __init__(self) -> None:
         import pycuda.driver as cuda
@@ -491,17 +512,22 @@ class GpuSession:
             self.cuda.memset_d32_async(buf, 0, n4 * 4, self.stream)
         return write
 
-    def _spin_up(self) -> None:
-        """Keep the GPU busy for SPIN_UP_S after an idle gap, so timing starts at boost clocks.
+    def _spin_up(self) -> float:
+        """Keep the GPU busy for SPIN_UP_S after an idle gap, so timing starts at boost clocks;
+        the seconds it took (0.0 without a gap).
 
         An idle GPU drops to low clocks within tens of milliseconds and takes a while to come
         back; a short per-candidate warm-up does not cover that (seen on the H100: a fresh
         worker timed 4-8 us kernels 2-5 % slower than the sweep that ran back to back).
-        During a sweep the GPU never idles that long, so this costs nothing there.
+        A direct sweep rarely idles that long; a Dask worker does, between search batches
+        and whenever the host is slow to hand over the next candidate (every such gap costs
+        SPIN_UP_S: the trial's ``extra["phases_s"]["spin_up_s"]`` shows how often).
         """
-        if time.perf_counter() - self.last_busy_s < IDLE_GAP_S:
-            return
+        began = self.clock()
+        if began - self.last_busy_s < IDLE_GAP_S:
+            return 0.0
         self._busy(SPIN_UP_S * 1e3)
+        return self.clock() - began
 
     def _busy(self, ms: float) -> None:
         """Keep the GPU reading a 64 MiB buffer for ``ms`` milliseconds."""
@@ -565,17 +591,20 @@ class GpuSession:
         if gate is not None:
             gate.clocks_mhz = []
         kernel_clock = self._kernel_clock(settings, clock_name)
-        self._spin_up()
+        spin_up_s = self._spin_up()
+        nvml_began = self.clock()
         before = self.nvml.sample()
+        nvml_s = self.clock() - nvml_began
         times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
                               flush=evict, gate=gate, kernel_clock=kernel_clock,
                               tick_us=self.tick_us)
         samples = times.samples_us
         if per_launch > 1:
             samples = [x / per_launch for x in samples]
-        self.last_busy_s = time.perf_counter()
+        self.last_busy_s = self.clock()
         after = self.nvml.sample()
         static = self.nvml.static() if self.nvml.nv is not None else {}
+        nvml_s += self.clock() - self.last_busy_s
         ref_clock = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
         tick_us = self.tick_us if per_launch == 1 else 0.0
         timing = summarize(samples, l2_flushed=flush is not None,
@@ -601,7 +630,8 @@ class GpuSession:
                       event_samples_us=tuple(round(x, 4) for x in events), method=method,
                       bench_s=times.wall_s,
                       nvml={"before": before, "after": after,
-                            "reference_sm_clock_mhz": ref_clock})
+                            "reference_sm_clock_mhz": ref_clock},
+                      spin_up_s=spin_up_s, nvml_s=nvml_s)
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateReply | WorkerFailure:
         """Verify a cubin on both input sets against the baseline's outputs, then time it
@@ -622,6 +652,7 @@ class GpuSession:
         try:
             func = self._function(request.cubin, request.entry, self.sets[0].format,
                                   launch.smem_bytes, launch.pdl)
+            module_s = time.perf_counter() - t0  # the module load (once per cubin) and prepare
             worst = 0.0
             for index, iset in enumerate(self.sets):
                 phase = f"verification on input set {index + 1}"
@@ -642,7 +673,8 @@ class GpuSession:
         except self.cuda.Error as exc:
             return _cuda_failure(exc, phase, time.perf_counter() - t0)
         verify_s = time.perf_counter() - t0
-        verified = EvaluateReply(status=Status.OK, max_abs_err=worst, verify_s=verify_s)
+        verified = EvaluateReply(status=Status.OK, max_abs_err=worst, verify_s=verify_s,
+                                 phases_s={"module_s": module_s})
         if not request.time:
             return verified
         places = self._placements(PLACEMENTS)
@@ -669,14 +701,18 @@ class GpuSession:
                                     flush=condition.flush)
         except self.cuda.Error as exc:
             return _cuda_failure(exc, "timing", verify_s)
+        timed_end = time.perf_counter()
         try:
             self._check_untouched("timing")
         except _Mismatch as exc:
             return EvaluateReply(status=Status.WRONG_RESULT, reason=exc.reason,
                                  verify_s=verify_s)
+        ended = time.perf_counter()
         return replace(verified, timing=timed.timing, samples_us=timed.samples_us,
                        event_samples_us=timed.event_samples_us, method=timed.method,
-                       bench_s=timed.bench_s, nvml=timed.nvml)
+                       bench_s=timed.bench_s, nvml=timed.nvml,
+                       phases_s=evaluate_phases(module_s, verify_s, timed, ended - timed_end,
+                                                ended - t0))
 
     def _check_untouched(self, during: str) -> None:
         """Raise _Mismatch, after repairing them, when a kernel changed buffers outside its

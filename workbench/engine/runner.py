@@ -25,7 +25,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -153,6 +153,16 @@ class PlannedCandidate:
 def _geometry(launch: Launch) -> LaunchGeometry:
     return LaunchGeometry(tuple(launch.grid), tuple(launch.block),  # type: ignore[arg-type]
                           launch.smem_bytes, launch.pdl)
+
+
+def request_phases(worker_phases: Mapping[str, float], request_s: float) -> dict[str, float]:
+    """The worker's phases of one evaluation plus the parent's view of it: ``request_s``
+    from sending the request to holding the decoded reply, ``pipe_s`` the part of it the
+    worker did not spend evaluating (framing, JSON, the pipe, waking the reader thread)."""
+    phases = {**worker_phases, "request_s": round(request_s, 6)}
+    if "evaluate_s" in worker_phases:
+        phases["pipe_s"] = round(max(0.0, request_s - worker_phases["evaluate_s"]), 6)
+    return phases
 
 
 def _gpu_python_available() -> bool:
@@ -298,6 +308,7 @@ class LocalRunner:
                                   cubin=cubin, entry=entry, launch=_geometry(launch),
                                   settings=self.settings, time=time_it,
                                   condition=self._under or condition_of(self.settings))
+        sent = time.perf_counter()
         try:
             reply = self._client.request(request.to_message(),
                                          timeout_s=self.settings.timeout_s)
@@ -317,7 +328,8 @@ class LocalRunner:
         parsed = EvaluateReply.from_message(reply)
         if parsed.restart_worker:
             self._worker_lost()
-        return parsed
+        return replace(parsed, phases_s=request_phases(parsed.phases_s,
+                                                       time.perf_counter() - sent))
 
     def _worker_lost(self) -> None:
         self._client.kill()
@@ -337,6 +349,8 @@ class LocalRunner:
             extra["launch"] = _geometry(launch).to_message()
         if reply.nvml:
             extra["nvml"] = dict(reply.nvml)  # clocks and temperature around the timing
+        if reply.phases_s:
+            extra["phases_s"] = dict(reply.phases_s)  # where the evaluation's seconds went
         self.stats.count(reply.status)
         if reply.verify_s is not None:
             self.stats.verified += 1

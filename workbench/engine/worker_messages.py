@@ -343,10 +343,14 @@ class EvaluateReply:
     log_excerpt: str = ""
     restart_worker: bool = False
     nvml: Mapping[str, Any] = field(default_factory=dict)  # clocks and temperature, diagnostic
+    #: Where the evaluation's seconds went, by phase (diagnostic; see GpuSession.evaluate)
+    phases_s: Mapping[str, float] = field(default_factory=dict)
 
     def to_message(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status.value, "reason": self.reason,
                                "restart_worker": self.restart_worker}
+        if self.phases_s:
+            out["phases_s"] = dict(self.phases_s)
         if self.timing is not None:
             out["timing"] = asdict(self.timing)
             out["samples_us"] = list(self.samples_us)
@@ -378,7 +382,9 @@ class EvaluateReply:
                    max_abs_err=_optional_float(reply.get("max_abs_err")),
                    log_excerpt=str(reply.get("log_excerpt", "")),
                    restart_worker=bool(reply.get("restart_worker", False)),
-                   nvml=dict(reply.get("nvml") or {}))
+                   nvml=dict(reply.get("nvml") or {}),
+                   phases_s={str(k): float(v) for k, v in
+                             (reply.get("phases_s") or {}).items()})
 
 
 @dataclass(frozen=True)

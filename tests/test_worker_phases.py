@@ -1,0 +1,133 @@
+"""Per-phase seconds of one measurement (issue 29 item 5): the GPU worker's phases
+(module load, spin-up after an idle gap, NVML, timing, the after-check), the parent's
+round trip over the pipe, and a Dask measure task's own phases (its wait for the runner's
+turn). Pure: injected clocks, fake locks, no GPU, no Dask cluster."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from workbench.core.records import Config, Status, TrialResult
+from workbench.engine.dask_tasks import _PhaseClock, task_phases
+from workbench.engine.gpu_session import (
+    IDLE_GAP_S,
+    SPIN_UP_S,
+    GpuSession,
+    _Timed,
+    evaluate_phases,
+)
+from workbench.engine.runner import request_phases
+from workbench.engine.worker_messages import EvaluateReply
+
+pytestmark = pytest.mark.timeout(30)
+
+
+class _Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _session(clock: _Clock, last_busy_s: float) -> tuple[GpuSession, list[float]]:
+    """A GpuSession without a CUDA context: only what the idle-gap rule reads."""
+    session = object.__new__(GpuSession)
+    session.clock = clock
+    session.last_busy_s = last_busy_s
+    busy: list[float] = []
+
+    def fake_busy(ms: float) -> None:  # the GPU kept busy: the clock moves by that much
+        busy.append(ms)
+        clock.now += ms / 1e3
+
+    session._busy = fake_busy  # type: ignore[method-assign]
+    return session, busy
+
+
+def test_no_spin_up_right_after_timed_work() -> None:
+    clock = _Clock()
+    session, busy = _session(clock, last_busy_s=clock.now - IDLE_GAP_S / 2)
+    assert session._spin_up() == 0.0
+    assert busy == []
+
+
+def test_an_idle_gap_costs_the_spin_up_and_says_how_long() -> None:
+    clock = _Clock()
+    session, busy = _session(clock, last_busy_s=clock.now - 2 * IDLE_GAP_S)
+    assert session._spin_up() == pytest.approx(SPIN_UP_S)
+    assert busy == [pytest.approx(SPIN_UP_S * 1e3)]
+
+
+def _timed(spin_up_s: float = 0.2, nvml_s: float = 0.004, bench_s: float = 0.026) -> _Timed:
+    return _Timed(timing=None, samples_us=(), event_samples_us=(), method=None,  # type: ignore[arg-type]
+                  bench_s=bench_s, nvml={}, spin_up_s=spin_up_s, nvml_s=nvml_s)
+
+
+def test_worker_phases_add_up_to_the_request() -> None:
+    phases = evaluate_phases(module_s=0.001, verify_s=0.0015, timed=_timed(),
+                             check_after_s=0.0005, evaluate_s=0.2400)
+    assert phases["spin_up_s"] == pytest.approx(0.2)
+    assert phases["module_s"] == pytest.approx(0.001)  # inside verify_s, not added twice
+    named = sum(phases[k] for k in ("verify_s", "spin_up_s", "nvml_s", "bench_s",
+                                    "check_after_s", "other_s"))
+    assert named == pytest.approx(phases["evaluate_s"])
+    assert phases["other_s"] == pytest.approx(0.24 - 0.2320)
+
+
+def test_phases_cross_the_pipe_and_the_parent_adds_its_round_trip() -> None:
+    worker = evaluate_phases(0.001, 0.0015, _timed(spin_up_s=0.0), 0.0005, 0.040)
+    reply = EvaluateReply(status=Status.OK, verify_s=0.0015, phases_s=worker)
+    back = EvaluateReply.from_message(json.loads(json.dumps(reply.to_message())))
+    assert back.phases_s == worker
+    seen = request_phases(back.phases_s, request_s=0.047)
+    assert seen["request_s"] == pytest.approx(0.047)
+    assert seen["pipe_s"] == pytest.approx(0.007)
+    assert "phases_s" not in EvaluateReply(status=Status.OK).to_message()
+
+
+class _TimedLock:
+    """A lock whose acquisition takes ``wait_s`` on the injected clock (another task held
+    the runner that long)."""
+
+    def __init__(self, clock: _Clock, wait_s: float) -> None:
+        self.clock, self.wait_s, self.inner = clock, wait_s, threading.Lock()
+
+    def __enter__(self) -> None:
+        self.clock.now += self.wait_s
+        self.inner.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.inner.release()
+
+
+def test_a_measure_task_counts_its_wait_for_the_turn_apart_from_its_work() -> None:
+    clock = _Clock()
+    phases = _PhaseClock(clock.now, clock=clock)
+    with phases.turn(_TimedLock(clock, wait_s=0.150)):  # type: ignore[arg-type]
+        clock.now += 0.001  # plan
+    phases.mark("plan_s")
+    clock.now += 0.020  # the local compile lookup
+    phases.mark("local_compile_s")
+    with phases.turn(_TimedLock(clock, wait_s=0.050)):  # type: ignore[arg-type]
+        clock.now += 0.060  # verify and time on the device
+    phases.mark("finish_s")
+    got = phases.phases()
+    assert got["wait_turn_s"] == pytest.approx(0.200)
+    assert got["plan_s"] == pytest.approx(0.001)
+    assert got["local_compile_s"] == pytest.approx(0.020)
+    assert got["finish_s"] == pytest.approx(0.060)
+    assert got["task_s"] == pytest.approx(0.281)
+
+
+def test_task_phases_join_the_workers_phases_in_the_trial() -> None:
+    result = TrialResult(config=Config({"B": 1}), shape="s", dtype="bf16", status=Status.OK,
+                         extra={"phases_s": {"bench_s": 0.026}, "launch": {"grid": [1]}})
+    merged = task_phases(result, {"wait_turn_s": 0.2, "task_s": 0.29})
+    assert merged.extra["phases_s"] == {"bench_s": 0.026, "wait_turn_s": 0.2, "task_s": 0.29}
+    assert merged.extra["launch"] == {"grid": [1]}
