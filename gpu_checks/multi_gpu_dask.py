@@ -209,6 +209,16 @@ def trial_phases(results: Sequence[TrialResult]) -> dict[str, Any]:
         values = [float(v) for v in (getattr(r, name) for r in results) if v is not None]
         out[name] = {"sum": round(sum(values), 2), "count": len(values),
                      "mean": round(sum(values) / len(values), 4) if values else None}
+    # extra["phases_s"]: the worker's, the pipe's and the Dask task's seconds per trial
+    phases: dict[str, list[float]] = {}
+    for r in results:
+        for key, value in ((r.extra or {}).get("phases_s") or {}).items():
+            phases.setdefault(str(key), []).append(float(value))
+    if phases:
+        out["phases_s"] = {k: {"sum": round(sum(v), 2), "count": len(v),
+                               "mean": round(sum(v) / len(v), 4),
+                               "nonzero": sum(1 for x in v if x > 0)}
+                           for k, v in sorted(phases.items())}
     return out
 
 

@@ -130,3 +130,15 @@ def test_trial_phases_sum_the_stored_seconds(check: ModuleType) -> None:
     phases = check.trial_phases(results)
     assert phases["compile_s"] == {"sum": 6.0, "count": 3, "mean": 2.0}
     assert phases["verify_s"]["sum"] == 0.03 and phases["bench_s"]["count"] == 0
+
+
+def test_trial_phases_summarize_each_trials_phase_seconds(check: ModuleType) -> None:
+    from workbench.core.records import Status, TrialResult
+
+    results = [TrialResult(config=Config(A=i), shape="s", dtype="bf16", status=Status.OK,
+                           extra={"phases_s": {"spin_up_s": 0.2 if i == 0 else 0.0,
+                                               "wait_turn_s": 0.1}}) for i in range(4)]
+    phases = check.trial_phases(results)["phases_s"]
+    assert phases["spin_up_s"] == {"sum": 0.2, "count": 4, "mean": 0.05, "nonzero": 1}
+    assert phases["wait_turn_s"]["sum"] == 0.4
+    assert "phases_s" not in check.trial_phases(results[:0])
