@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,27 @@ def test_task_phases_join_the_workers_phases_in_the_trial() -> None:
     merged = task_phases(result, {"wait_turn_s": 0.2, "task_s": 0.29})
     assert merged.extra["phases_s"] == {"bench_s": 0.026, "wait_turn_s": 0.2, "task_s": 0.29}
     assert merged.extra["launch"] == {"grid": [1]}
+
+
+def test_a_reused_measurement_does_not_claim_the_seconds_of_the_one_it_copies(
+        tmp_path: Path) -> None:
+    from workbench.core.records import Candidate
+    from workbench.core.template import Launch
+    from workbench.engine.compiler import CompileResult
+    from workbench.engine.runner import LocalRunner, PlannedCandidate, RunnerStats
+
+    runner = object.__new__(LocalRunner)
+    runner.stats, runner._measured, runner._cubin_digests = RunnerStats(), {}, {}
+    cubin = tmp_path / "k.cubin"
+    cubin.write_bytes(b"same binary")
+    launch = Launch(grid=(1, 1, 1), block=(32, 1, 1), smem_bytes=0)
+    compiled = CompileResult(instance_hash="h2", arch="sm_90a", ok=True,
+                             cubin_path=str(cubin), usage=None, compile_s=0.5)
+    earlier = TrialResult(config=Config({"B": 1}), shape="s", dtype="bf16", status=Status.OK,
+                          extra={"phases_s": {"bench_s": 0.026}, "launch": {"grid": [1]}})
+    runner._measured[(runner._cubin_digest(str(cubin)), repr(launch), "s", "bf16")] = earlier
+    plan = PlannedCandidate(Candidate(Config({"B": 2}), "s", "bf16"),
+                            type("I", (), {"hash": "h2", "entry": "k"})(), launch)
+    reused = runner.finish(plan, compiled)
+    assert reused.extra["reused_from"] == {"B": 1}
+    assert "phases_s" not in reused.extra and reused.extra["launch"] == {"grid": [1]}

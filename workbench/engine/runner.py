@@ -573,9 +573,10 @@ class LocalRunner:
         if earlier is not None:
             self.stats.reused += 1
             self.stats.count(earlier.status)
+            kept = {k: v for k, v in earlier.extra.items() if k != "phases_s"}  # not spent now
             return replace(earlier, config=candidate.config, instance_hash=plan.instance.hash,
                            compile_s=compiled.compile_s,
-                           extra={**earlier.extra, "reused_from": dict(earlier.config)})
+                           extra={**kept, "reused_from": dict(earlier.config)})
         reply = self._evaluate(candidate.shape, candidate.dtype, compiled.cubin_path,
                                plan.instance.entry, launch)
         result = self._result(candidate, plan.instance.hash, compiled, launch, reply)
