@@ -60,10 +60,10 @@ def test_llm_settings_report_a_bad_timeout_as_their_config_error() -> None:
     from workbench.llm.settings import LLMSettings
 
     with pytest.raises(LLMConfigError) as info:
-        LLMSettings.from_env({"WORKBENCH_MODEL": "m", "OPENAI_API_KEY": "k",
+        LLMSettings.from_env({"WORKBENCH_MODEL": "m", "OPENAI_API_KEY": "sk-settings-test-0000000000",
                               "WORKBENCH_LLM_TIMEOUT": "soon"})
     assert info.value.details["key"] == "WORKBENCH_LLM_TIMEOUT"
-    ok = LLMSettings.from_env({"WORKBENCH_MODEL": "m", "OPENAI_API_KEY": "k",
+    ok = LLMSettings.from_env({"WORKBENCH_MODEL": "m", "OPENAI_API_KEY": "sk-settings-test-0000000000",
                                "WORKBENCH_LLM_STAGE_TIMEOUT": "9"})
     assert ok.model == "m" and ok.stage_timeout_s == 9.0
 

@@ -104,8 +104,10 @@ def test_report_notebook_is_scrubbed(form: str, tmp_path: Path) -> None:
 def test_short_placeholder_key_leaves_words_that_contain_it() -> None:
     from workbench.llm.client import LLMSettings
 
+    # a placeholder shorter than MIN_SECRET_CHARS is not a secret at all (see
+    # test_a_placeholder_key_never_rewrites_code): nothing containing it is rewritten
     LLMSettings(model="m", api_key="EMPTY")
-    assert scrub("EMPTY") == "[scrubbed]"
+    assert scrub("EMPTY") == "EMPTY"
     assert scrub("EMPTYSET and NONEMPTY stay") == "EMPTYSET and NONEMPTY stay"
 
 
@@ -114,3 +116,14 @@ def test_settings_repr_never_shows_the_key() -> None:
 
     settings = LLMSettings(model="m", api_key="repr-secret-123456789")
     assert "repr-secret" not in repr(settings) and "repr-secret" not in str(settings)
+
+
+@pytest.mark.parametrize("placeholder", ["x", "k", "EMPTY", "ollama", "none"])
+def test_a_placeholder_key_never_rewrites_code(placeholder: str) -> None:
+    """A local server's placeholder key (OPENAI_API_KEY=EMPTY, =ollama, =x) is not a secret:
+    registering it must not turn a kernel's `x` or `k` into [scrubbed] in the source that
+    is compiled, cached and logged (a process-wide registration once broke every later
+    compile of a kernel named `k`)."""
+    register_key_environment({"OPENAI_API_KEY": placeholder})
+    source = 'extern "C" __global__ void k(float* y, const float* x, int n) { y[0] = x[0]; }'
+    assert scrub(f"{source} // none EMPTY ollama") == f"{source} // none EMPTY ollama"

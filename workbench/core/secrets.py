@@ -43,10 +43,17 @@ _secrets: set[str] = set()
 _compiled: re.Pattern[str] | None = None
 
 
+#: Values shorter than this are placeholders a local server accepts (``EMPTY``, ``ollama``,
+#: ``x``), not keys: scrubbing them as words would rewrite code and logs (a kernel argument
+#: ``x``, a kernel named ``k``). Real keys are tens of characters.
+MIN_SECRET_CHARS = 8
+
+
 def register_secret(value: str | None) -> None:
-    """Scrub ``value`` from now on (empty and whitespace-only values are ignored)."""
+    """Scrub ``value`` from now on (empty, whitespace-only and placeholder values shorter
+    than :data:`MIN_SECRET_CHARS` are ignored)."""
     global _compiled
-    if value is None or not value.strip():
+    if value is None or len(value.strip()) < MIN_SECRET_CHARS:
         return
     with _lock:
         if value in _secrets:
