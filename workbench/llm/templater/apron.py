@@ -50,7 +50,6 @@ from workbench.llm.templater.apron_loads import (
     Load,
     Pair,
     base_array,
-    derivative,
     flat_load,
     indices,
     is_flat,
@@ -70,7 +69,7 @@ from workbench.llm.templater.regtile import (
 )
 from workbench.llm.templater.rewrite import Rewriter
 from workbench.llm.templater.rules import literal, scale_divisor
-from workbench.llm.templater.stencil import statements
+from workbench.llm.templater.stencil import derivative, statements
 
 KNOB = "OUT_XY"
 OUT_X_VALUES = [1, 2, 4]

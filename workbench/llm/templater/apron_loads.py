@@ -13,7 +13,7 @@ from workbench.llm.templater.analysis import binary, builtin, strip, text, walk
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import Refused, single_assignment_values
 from workbench.llm.templater.rules import literal
-from workbench.llm.templater.stencil import Poly, poly_of, scale, statements
+from workbench.llm.templater.stencil import Poly, derivative, poly_of, scale, statements
 
 
 class Deps:
@@ -39,17 +39,6 @@ class Deps:
             if d is not None:
                 return {(f"{name}.{d}",): 1}
         return None
-
-
-def derivative(p: Poly, atom: str) -> Poly:
-    out: Poly = {}
-    for m, c in p.items():
-        k = m.count(atom)
-        if k:
-            rest = list(m)
-            rest.remove(atom)
-            out[tuple(rest)] = out.get(tuple(rest), 0) + c * k
-    return {m: c for m, c in out.items() if c}
 
 
 @dataclass(frozen=True)

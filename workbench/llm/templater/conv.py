@@ -62,6 +62,7 @@ from workbench.llm.templater.stencil import (
     _bounds_from_above,
     _guard,
     _index,
+    derivative,
     index_decls,
     poly_of,
     poly_text,
@@ -163,7 +164,7 @@ class _Expr:
             return None
         opaque: list[Node] = []
         p = self.poly(node, opaque)
-        if _derivative(p, y) != _derivative(p, i):
+        if derivative(p, y) != derivative(p, i):
             return node
         for o in opaque:
             if o.type == "identifier":  # a local assigned more than once, or y / i hidden
@@ -175,18 +176,6 @@ class _Expr:
                 if bad is not None:
                     return bad
         return None
-
-
-def _derivative(p: Poly, atom: str) -> Poly:
-    out: Poly = {}
-    for m, c in p.items():
-        k = m.count(atom)
-        if k:
-            rest = list(m)
-            rest.remove(atom)
-            key = tuple(rest)
-            out[key] = out.get(key, 0) + c * k
-    return {m: c for m, c in out.items() if c}
 
 
 # -- the analysis --------------------------------------------------------------------------
@@ -382,7 +371,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                       else store_stmt)
     opaque: list[Node] = []
     center = expr.poly(_index(target), opaque)
-    step = _derivative(center, y)
+    step = derivative(center, y)
     if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
         raise Refused(f"the index of {out} is not linear in {y}", target)
     init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
@@ -432,7 +421,7 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
         if n.type == "identifier" and text(n) in expr.values and x in expr.names(n):
             return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}", n)
     opaque: list[Node] = []
-    step = _derivative(expr.poly(_index(target), opaque), x)
+    step = derivative(expr.poly(_index(target), opaque), x)
     if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
         return {}, Refused(f"the index of the store is not linear in {x}", target)
     return step, None

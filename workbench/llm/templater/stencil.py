@@ -109,6 +109,19 @@ def poly_of(node: Node, values: Mapping[str, Node], *, opaque: list[Node] | None
     return {(" ".join(text(node).split()),): 1}
 
 
+def derivative(p: Poly, atom: str) -> Poly:
+    """d ``p`` / d ``atom`` (each monomial's exponent of ``atom`` times its coefficient)."""
+    out: Poly = {}
+    for m, c in p.items():
+        k = m.count(atom)
+        if k:
+            rest = list(m)
+            rest.remove(atom)
+            key = tuple(rest)
+            out[key] = out.get(key, 0) + c * k
+    return {m: c for m, c in out.items() if c}
+
+
 def add(a: Poly, b: Poly) -> Poly:
     out = dict(a)
     for m, c in b.items():
