@@ -1,5 +1,6 @@
 """Per-phase seconds of one measurement (issue 29 item 5): the GPU worker's phases
-(module load, spin-up after an idle gap, NVML, timing, the after-check), the parent's
+(module load, spin-up when the clocks may be low, NVML, timing, the after-check; the
+spin-up rule itself: tests/test_timing_spin_up.py), the parent's
 round trip over the pipe, and a Dask measure task's own phases (its wait for the runner's
 turn). Pure: injected clocks, fake locks, no GPU, no Dask cluster."""
 
@@ -13,13 +14,7 @@ import pytest
 
 from workbench.core.records import Config, Status, TrialResult
 from workbench.engine.dask_tasks import _PhaseClock, task_phases
-from workbench.engine.gpu_session import (
-    IDLE_GAP_S,
-    SPIN_UP_S,
-    GpuSession,
-    _Timed,
-    evaluate_phases,
-)
+from workbench.engine.gpu_session import _Timed, evaluate_phases
 from workbench.engine.runner import request_phases
 from workbench.engine.worker_messages import EvaluateReply
 
@@ -34,35 +29,6 @@ class _Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def _session(clock: _Clock, last_busy_s: float) -> tuple[GpuSession, list[float]]:
-    """A GpuSession without a CUDA context: only what the idle-gap rule reads."""
-    session = object.__new__(GpuSession)
-    session.clock = clock
-    session.last_busy_s = last_busy_s
-    busy: list[float] = []
-
-    def fake_busy(ms: float) -> None:  # the GPU kept busy: the clock moves by that much
-        busy.append(ms)
-        clock.now += ms / 1e3
-
-    session._busy = fake_busy  # type: ignore[method-assign]
-    return session, busy
-
-
-def test_no_spin_up_right_after_timed_work() -> None:
-    clock = _Clock()
-    session, busy = _session(clock, last_busy_s=clock.now - IDLE_GAP_S / 2)
-    assert session._spin_up() == 0.0
-    assert busy == []
-
-
-def test_an_idle_gap_costs_the_spin_up_and_says_how_long() -> None:
-    clock = _Clock()
-    session, busy = _session(clock, last_busy_s=clock.now - 2 * IDLE_GAP_S)
-    assert session._spin_up() == pytest.approx(SPIN_UP_S)
-    assert busy == [pytest.approx(SPIN_UP_S * 1e3)]
 
 
 def _timed(spin_up_s: float = 0.2, nvml_s: float = 0.004, bench_s: float = 0.026) -> _Timed:

@@ -23,6 +23,13 @@ from workbench.engine.conditions import ConditionTiming, timing_of
 from workbench.engine.gpu_verify import _InputSet
 from workbench.engine.nvml import Nvml, throttled
 from workbench.engine.output_compare import VerifyHookError, _Mismatch, compare_outputs
+from workbench.engine.spin_up import (
+    SPIN_UP_S,
+    SpinUp,
+    SpinUpReason,
+    spin_up_reason,
+    started_cold,
+)
 from workbench.engine.timing_loop import PLACEMENTS, flush_bytes
 from workbench.engine.worker_messages import (
     CopyReply,
@@ -111,8 +118,9 @@ class _Timed:
     method: TimingMethod
     bench_s: float
     nvml: Mapping[str, Any]
-    spin_up_s: float = 0.0  # the GPU kept busy before timing after an idle gap (_spin_up)
+    spin_up_s: float = 0.0  # the GPU kept busy before timing (_warm_up)
     nvml_s: float = 0.0     # the NVML readings around the timing
+    spin_up: SpinUp | None = None  # what preceded the timing, and why
 
 
 class _Replica:
@@ -164,9 +172,6 @@ class _Replica:
 
 #: Device memory the timing copies of one problem's inputs may take (see _placements).
 PLACEMENT_BYTES = 1 << 30
-
-IDLE_GAP_S = 0.05  # a longer pause before timing lets the clocks drop
-SPIN_UP_S = 0.2  # busy time before timing after such a pause
 
 
 def evaluate_phases(module_s: float, verify_s: float, timed: _Timed, check_after_s: float,
@@ -226,6 +231,7 @@ class GpuSession:
         self.gate: _Gate | None = None
         self.cupti: Any = None     # CuptiClock, made when a timer="cupti" request arrives
         self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
+        self._nvml_static: dict[str, Any] | None = None  # read once (driver, clocks, power)
         attrs = self.device.get_attributes()
         self.attrs = {getattr(k, "name", str(k)): int(v) for k, v in attrs.items()}
 
@@ -512,22 +518,47 @@ class GpuSession:
             self.cuda.memset_d32_async(buf, 0, n4 * 4, self.stream)
         return write
 
-    def _spin_up(self) -> float:
-        """Keep the GPU busy for SPIN_UP_S after an idle gap, so timing starts at boost clocks;
-        the seconds it took (0.0 without a gap).
+    def nvml_static(self) -> dict[str, Any]:
+        """NVML's static facts (driver, maximum and application clocks, power limit), read
+        once per session: six NVML calls that took part of every timing's 4.6 ms before."""
+        if self._nvml_static is None:
+            self._nvml_static = self.nvml.static() if self.nvml.nv is not None else {}
+        return self._nvml_static
 
-        An idle GPU drops to low clocks within tens of milliseconds and takes a while to come
-        back; a short per-candidate warm-up does not cover that (seen on the H100: a fresh
-        worker timed 4-8 us kernels 2-5 % slower than the sweep that ran back to back).
-        A direct sweep rarely idles that long; a Dask worker does, between search batches
-        and whenever the host is slow to hand over the next candidate (every such gap costs
-        SPIN_UP_S: the trial's ``extra["phases_s"]["spin_up_s"]`` shows how often).
-        """
+    def reference_clock_mhz(self) -> float | None:
+        """The SM clock a warm GPU runs at: the application clock, else the maximum."""
+        static = self.nvml_static()
+        value = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
+        return float(value) if value else None
+
+    def _warm_up(self, reason: SpinUpReason | None = None,
+                 ) -> tuple[SpinUp, dict[str, Any], float]:
+        """Decide whether the GPU is kept busy for SPIN_UP_S before a timing (the rule and
+        its evidence: :mod:`workbench.engine.spin_up`) and do it; returns the record, the
+        NVML sample the timing starts from and the seconds NVML took. ``reason`` forces a
+        spin-up (a retime after a cold start)."""
         began = self.clock()
-        if began - self.last_busy_s < IDLE_GAP_S:
-            return 0.0
+        idle_s = began - self.last_busy_s
+        before = self.nvml.sample()
+        nvml_s = self.clock() - began
+        reference = self.reference_clock_mhz()
+        seen = before.get("sm_clock_mhz")
+        seen_mhz = float(seen) if seen is not None else None
+        why = reason or spin_up_reason(idle_s, seen_mhz, reference)
+        if not why.spins:
+            return (SpinUp(ran=False, reason=why, idle_s=idle_s, sm_clock_mhz=seen_mhz,
+                           reference_mhz=reference), before, nvml_s)
+        spun = self.clock()
         self._busy(SPIN_UP_S * 1e3)
-        return self.clock() - began
+        spin_s = self.clock() - spun
+        again = self.clock()
+        before = self.nvml.sample()
+        nvml_s += self.clock() - again
+        after = before.get("sm_clock_mhz")
+        return (SpinUp(ran=True, reason=why, idle_s=idle_s, sm_clock_mhz=seen_mhz,
+                       reference_mhz=reference, spin_up_s=spin_s,
+                       sm_clock_after_mhz=float(after) if after is not None else None,
+                       retimed=why is SpinUpReason.RETIMED), before, nvml_s)
 
     def _busy(self, ms: float) -> None:
         """Keep the GPU reading a 64 MiB buffer for ``ms`` milliseconds."""
@@ -587,25 +618,33 @@ class GpuSession:
         if flush is not None:
             evict = self._flusher(flush_bytes(self.attrs.get("L2_CACHE_SIZE", 64 << 20)), flush)
         gate = self.gate
-        timeouts_before = gate.timeouts if gate is not None else 0
-        if gate is not None:
-            gate.clocks_mhz = []
         kernel_clock = self._kernel_clock(settings, clock_name)
-        spin_up_s = self._spin_up()
-        nvml_began = self.clock()
-        before = self.nvml.sample()
-        nvml_s = self.clock() - nvml_began
-        times = time_launches(self.cuda, self.stream, launch_fn, settings, prepare=prepare,
-                              flush=evict, gate=gate, kernel_clock=kernel_clock,
-                              tick_us=self.tick_us)
+        spin, before, nvml_s = self._warm_up()
+        spin_up_s = spin.spin_up_s
+        bench_s = 0.0
+        while True:  # twice at most: a timing that skipped the spin-up and started cold
+            timeouts_before = gate.timeouts if gate is not None else 0
+            if gate is not None:
+                gate.clocks_mhz = []
+            times = time_launches(self.cuda, self.stream, launch_fn, settings,
+                                  prepare=prepare, flush=evict, gate=gate,
+                                  kernel_clock=kernel_clock, tick_us=self.tick_us)
+            bench_s += times.wall_s
+            self.last_busy_s = self.clock()
+            if spin.ran or not started_cold(gate.clocks_mhz if gate is not None else (),
+                                            spin.reference_mhz):
+                break
+            skipped = spin
+            spin, before, more_nvml_s = self._warm_up(SpinUpReason.RETIMED)
+            spin = replace(spin, idle_s=skipped.idle_s, sm_clock_mhz=skipped.sm_clock_mhz)
+            spin_up_s += spin.spin_up_s
+            nvml_s += more_nvml_s
         samples = times.samples_us
         if per_launch > 1:
             samples = [x / per_launch for x in samples]
-        self.last_busy_s = self.clock()
         after = self.nvml.sample()
-        static = self.nvml.static() if self.nvml.nv is not None else {}
         nvml_s += self.clock() - self.last_busy_s
-        ref_clock = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
+        ref_clock = spin.reference_mhz
         tick_us = self.tick_us if per_launch == 1 else 0.0
         timing = summarize(samples, l2_flushed=flush is not None,
                            sm_clock_mhz=after.get("sm_clock_mhz"),
@@ -628,10 +667,10 @@ class GpuSession:
         events = times.event_samples_us if kernel_clock is not None else []
         return _Timed(timing=timing, samples_us=tuple(round(x, 4) for x in samples),
                       event_samples_us=tuple(round(x, 4) for x in events), method=method,
-                      bench_s=times.wall_s,
+                      bench_s=bench_s,
                       nvml={"before": before, "after": after,
                             "reference_sm_clock_mhz": ref_clock},
-                      spin_up_s=spin_up_s, nvml_s=nvml_s)
+                      spin_up_s=spin_up_s, nvml_s=nvml_s, spin_up=spin)
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateReply | WorkerFailure:
         """Verify a cubin on both input sets against the baseline's outputs, then time it
@@ -710,7 +749,7 @@ class GpuSession:
         ended = time.perf_counter()
         return replace(verified, timing=timed.timing, samples_us=timed.samples_us,
                        event_samples_us=timed.event_samples_us, method=timed.method,
-                       bench_s=timed.bench_s, nvml=timed.nvml,
+                       bench_s=timed.bench_s, nvml=timed.nvml, spin_up=timed.spin_up,
                        phases_s=evaluate_phases(module_s, verify_s, timed, ended - timed_end,
                                                 ended - t0))
 

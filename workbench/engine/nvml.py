@@ -79,7 +79,8 @@ class Nvml:
         }
 
 
-def throttled(samples: list[Mapping[str, Any]], reference_sm_clock_mhz: int | None) -> bool | None:
+def throttled(samples: list[Mapping[str, Any]],
+              reference_sm_clock_mhz: float | None) -> bool | None:
     """True when a sample shows a slowdown reason or an SM clock >5 % under the reference."""
     known = False
     for s in samples:

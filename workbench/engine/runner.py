@@ -351,6 +351,8 @@ class LocalRunner:
             extra["nvml"] = dict(reply.nvml)  # clocks and temperature around the timing
         if reply.phases_s:
             extra["phases_s"] = dict(reply.phases_s)  # where the evaluation's seconds went
+        if reply.spin_up is not None:
+            extra["spin_up"] = reply.spin_up.to_message()  # warmed first or not, and why
         self.stats.count(reply.status)
         if reply.verify_s is not None:
             self.stats.verified += 1

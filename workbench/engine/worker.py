@@ -20,9 +20,10 @@ import os
 import sys
 
 from workbench.engine.check_kernels import CHECK_KERNELS_ENTRY, CHECK_KERNELS_SOURCE, POISON_BITS
-from workbench.engine.gpu_session import IDLE_GAP_S, SPIN_UP_S, GpuSession
+from workbench.engine.gpu_session import GpuSession
 from workbench.engine.nvml import CLOCK_SHORTFALL, THROTTLE_MASK, throttled
 from workbench.engine.output_compare import _Mismatch, compare_outputs
+from workbench.engine.spin_up import IDLE_GAP_S, SPIN_UP_S
 from workbench.engine.worker_client import WorkerClient, WorkerDied, WorkerTimeout
 from workbench.engine.worker_protocol import (
     FAILURE_TABLE,

@@ -19,6 +19,7 @@ from typing import Any
 from workbench.core.errors import WorkerError
 from workbench.core.records import Status, Timing, TimingMethod
 from workbench.engine.bench import BenchSettings
+from workbench.engine.spin_up import SpinUp
 
 __all__ = ["CopyReply", "CopyRequest", "EvaluateReply", "EvaluateRequest", "HelloReply",
            "HelloRequest",
@@ -345,12 +346,16 @@ class EvaluateReply:
     nvml: Mapping[str, Any] = field(default_factory=dict)  # clocks and temperature, diagnostic
     #: Where the evaluation's seconds went, by phase (diagnostic; see GpuSession.evaluate)
     phases_s: Mapping[str, float] = field(default_factory=dict)
+    #: Whether the GPU was kept busy before the timing, why, and the clock seen
+    spin_up: SpinUp | None = None
 
     def to_message(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status.value, "reason": self.reason,
                                "restart_worker": self.restart_worker}
         if self.phases_s:
             out["phases_s"] = dict(self.phases_s)
+        if self.spin_up is not None:
+            out["spin_up"] = self.spin_up.to_message()
         if self.timing is not None:
             out["timing"] = asdict(self.timing)
             out["samples_us"] = list(self.samples_us)
@@ -372,6 +377,7 @@ class EvaluateReply:
         if status is Status.OK and "timing" in reply:
             timing = Timing(**reply["timing"])
         method = reply.get("method")
+        spin_up = reply.get("spin_up")
         return cls(status=status, reason=str(reply.get("reason", "")), timing=timing,
                    samples_us=tuple(float(x) for x in reply.get("samples_us") or ()),
                    event_samples_us=tuple(float(x) for x in reply.get("event_samples_us") or ()),
@@ -384,7 +390,9 @@ class EvaluateReply:
                    restart_worker=bool(reply.get("restart_worker", False)),
                    nvml=dict(reply.get("nvml") or {}),
                    phases_s={str(k): float(v) for k, v in
-                             (reply.get("phases_s") or {}).items()})
+                             (reply.get("phases_s") or {}).items()},
+                   spin_up=SpinUp.from_message(spin_up) if isinstance(spin_up, Mapping)
+                   else None)
 
 
 @dataclass(frozen=True)
