@@ -1,0 +1,308 @@
+"""The third unseen compute corpus (issue 28, held-back kernels), pure tier: every kernel
+folder of benchmarks/corpus_compute_unseen3 and its expert/ copy load; the plain kernel
+computes what its reference.py says (g++ host simulation); the hand-written expert template
+computes what the plain kernel computes at its default and at the first and the last
+all-ends configs (the same host simulation, same inputs); nvcc compiles the plain kernel and
+the expert default for sm_90 without spilling.
+
+The host simulation is tests/helpers_templater.COOPERATIVE_BLOCK: each thread of a block a
+coroutine, ``__syncthreads`` a switch, so shared memory and barriers behave as on the GPU.
+Inputs come from the product's own generators (the folder's make_inputs, else
+``default_inputs``, then ``complete_inputs`` for ``__constant__`` arrays), at the folder's
+check shape. ``UNSEEN3_ALL_ENDS=1`` checks every all-ends config instead of the first and
+the last.
+
+These folders are kept from the offline templater's authors until they are measured (the
+templater route against the expert template, same stage 2, on the H100).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers_nvcc import NVCC, needs_nvcc
+from helpers_templater import COOPERATIVE_BLOCK, end_configs, run_on_host
+
+from workbench.core.identifiers import identifier_problem
+from workbench.core.inputs import complete_inputs, default_inputs
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.write_policy import write_file
+
+ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen3"
+#: Each writer of the corpus adds its own kernels here.
+KERNELS = [
+    # writer 1: a tiled product with an epilogue, a 2-D filter in constant memory, a 3-D
+    # stencil
+    "dense_relu",
+]
+ALL_ENDS = os.environ.get("UNSEEN3_ALL_ENDS") == "1"
+SEED = 28
+
+#: What the CUDA built-ins the kernels use are on the host (COOPERATIVE_BLOCK has the
+#: launch, barriers and qualifiers).
+HOST_PRELUDE = r"""
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#define __constant__ static
+#define __align__(n) alignas(n)
+struct alignas(16) float4 { float x, y, z, w; };
+struct alignas(8) float2 { float x, y; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+static inline float2 make_float2(float x, float y) { return {x, y}; }
+"""
+
+#: Host C types of the dtypes these kernels take.
+C_TYPES = {"f32": ("float", np.float32), "f64": ("double", np.float64),
+           "i32": ("int", np.int32), "u32": ("unsigned", np.uint32),
+           "i64": ("long long", np.int64)}
+
+_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def _folder(name: str, expert: bool = False) -> KernelFolder:
+    return load_kernel_folder(ROOT / name / "expert" if expert else ROOT / name)
+
+
+def _name(text: str) -> str:
+    """``text`` as a name in the generated host program (refused unless an identifier)."""
+    why = identifier_problem(text)
+    assert why is None, f"{text!r}: {why}"
+    return text
+
+
+def _inputs(kf: KernelFolder) -> dict[str, np.ndarray]:
+    """The check shape's inputs, made as the engine makes them."""
+    shape = kf.check_shape
+    sizes = kf.shape_values(shape)
+    rng = np.random.default_rng(SEED)
+    if "make_inputs" in kf.reference_functions:
+        host = kf.load_reference().make_inputs(sizes, "fp32", rng)
+    else:
+        host = default_inputs(kf.arg_layout(shape, "fp32"), sizes, rng)
+    return complete_inputs(host, kf.constant_layout(shape, "fp32"), sizes, rng)
+
+
+def _literal(array: np.ndarray) -> str:
+    """The values of ``array`` as a C initializer list (floats in hex: exact)."""
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.dtype.kind == "f":
+        return ", ".join(float(v).hex() for v in flat)
+    return ", ".join(str(int(v)) for v in flat)
+
+
+def _host_program(kf: KernelFolder, source: str, launch: Any,
+                  inputs: Mapping[str, np.ndarray]) -> str:
+    """C++ that holds every input as an initializer, launches ``source`` once on the host
+    with ``launch`` and prints every output element in hex, one a line, outputs in argument
+    order (outputs start as NaN: an element no thread writes prints as NaN)."""
+    env = kf.env(kf.check_shape, "fp32")
+    lines = []
+    for const in kf.constant_layout(kf.check_shape, "fp32"):
+        name = _name(const["name"])
+        ctype, np_type = C_TYPES[const["dtype"]]
+        values = inputs[const["name"]].astype(np_type)
+        lines.append(f"static const {ctype} {name}_init[] = {{{_literal(values)}}};")
+    body, call = [], []
+    for const in kf.constant_layout(kf.check_shape, "fp32"):
+        name = _name(const["name"])
+        body.append(f"  static_assert(sizeof({name}) == sizeof({name}_init), \"{name}\");")
+        body.append(f"  std::memcpy((void*){name}, {name}_init, sizeof({name}));")
+    for arg in kf.args:
+        name = _name(arg.name)
+        ctype, np_type = C_TYPES[arg.resolved_dtype("fp32")]
+        if arg.role == "scalar":
+            assert arg.value is not None
+            value = arg.value.evaluate(env)
+            literal = float(value).hex() if ctype in ("float", "double") else str(int(value))
+            body.append(f"  const {ctype} {name} = ({ctype}){literal};")
+            call.append(name)
+            continue
+        count = int(np.prod(arg.shape_for(env)))
+        unset = "NAN" if ctype in ("float", "double") else "0x7fffffff"  # an unwritten mark
+        body.append(f"  std::vector<{ctype}> {name}_buf({count}, ({ctype}){unset});")
+        if arg.role in ("in", "inout"):
+            values = inputs[arg.name].astype(np_type)
+            assert values.size == count, arg.name
+            lines.append(f"static const {ctype} {name}_init[] = {{{_literal(values)}}};")
+            body.append(f"  std::copy({name}_init, {name}_init + {count}, {name}_buf.begin());")
+        call.append(f"{name}_buf.data()")
+    grid = ", ".join(f"{int(n)}u" for n in launch.grid)
+    block = ", ".join(f"{int(n)}u" for n in launch.block)
+    body.append(f"  wb_launch({{{grid}}}, {{{block}}}, [&] {{ "
+                f"{_name(kf.baseline.entry)}({', '.join(call)}); }});")
+    for arg in kf.args:
+        if arg.role in ("out", "inout"):
+            body.append(f"  for (auto v : {_name(arg.name)}_buf) "
+                        "std::printf(\"%a\\n\", (double)v);")
+    return "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE, source, *lines,
+                      "int main() {", *body, "  return 0;", "}"])
+
+
+def _run(kf: KernelFolder, source: str, launch: Any, inputs: Mapping[str, np.ndarray],
+         work: Path) -> dict[str, np.ndarray]:
+    """Every output of one host run of ``source`` at the check shape."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = kf.env(kf.check_shape, "fp32")
+    printed = run_on_host(work, "kernel", _host_program(kf, source, launch, inputs)).split()
+    outputs, at = {}, 0
+    for arg in kf.args:
+        if arg.role in ("out", "inout"):
+            shape = arg.shape_for(env)
+            count = int(np.prod(shape))
+            _, np_type = C_TYPES[arg.resolved_dtype("fp32")]
+            values = [float.fromhex(v) if v not in ("nan", "-nan") else float("nan")
+                      for v in printed[at:at + count]]
+            outputs[arg.name] = np.array(values).astype(np_type).reshape(shape)
+            at += count
+    assert at == len(printed), f"printed {len(printed)} values, expected {at}"
+    return outputs
+
+
+def _assert_same(kf: KernelFolder, got: Mapping[str, np.ndarray],
+                 want: Mapping[str, np.ndarray], what: str) -> None:
+    """``got`` matches ``want`` as the engine compares them: the folder's verify(), else
+    per argument by sum or element by element within the folder's tolerance."""
+    if "verify" in kf.reference_functions:
+        kf.load_reference().verify(dict(got), dict(want), kf.shape_values(kf.check_shape))
+        return
+    for arg in kf.args:
+        if arg.role not in ("out", "inout"):
+            continue
+        tol = kf.tolerance_for(arg, "fp32")
+        g, w = got[arg.name].astype(np.float64), want[arg.name].astype(np.float64)
+        assert not np.isnan(g).any(), f"{what}: {arg.name} has unwritten elements"
+        if arg.compare == "sum":
+            g, w = np.array([g.sum()]), np.array([w.sum()])
+        bad = np.abs(g - w) > tol.atol + tol.rtol * np.abs(w)
+        assert not bad.any(), (f"{what}: {arg.name} differs at {int(bad.sum())} of {bad.size}"
+                               f" elements, first at {np.argwhere(bad)[0].tolist()}")
+
+
+def _checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
+    """The default, then the first and the last all-ends configs (every one with
+    UNSEEN3_ALL_ENDS=1), at the check shape."""
+    ends = end_configs(kf.template, kf.env(kf.check_shape, "fp32"))
+    assert ends, "no all-ends config is valid"
+    picked = ends if ALL_ENDS else [ends[0], ends[-1]]
+    configs = [dict(kf.template.default_config())]
+    for config in picked:
+        if config not in configs:
+            configs.append(config)
+    return configs
+
+
+# -- folders -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_folder_is_init_shaped_and_expert_is_its_copy(name: str) -> None:
+    """The plain folder has no [template]; baseline.cu is the kernel as written; expert/
+    holds the same kernel, reference, baseline, shapes and launch plus its [template]."""
+    plain, expert = _folder(name), _folder(name, expert=True)
+    assert not plain.has_template and expert.has_template
+    written = (ROOT / name / f"{name}.cu").read_text()
+    for copy in ("baseline.cu", "expert/baseline.cu", f"expert/{name}.cu"):
+        assert (ROOT / name / copy).read_text() == written, copy
+    if (ROOT / name / "reference.py").exists():
+        assert (ROOT / name / "expert" / "reference.py").read_text() == \
+            (ROOT / name / "reference.py").read_text()
+    assert expert.baseline.launch.to_dict() == plain.baseline.launch.to_dict()
+    assert expert.args == plain.args and expert.shapes == plain.shapes
+    assert expert.constants == plain.constants
+    assert "large" in plain.shapes and len(plain.shapes) >= 3  # check shape + two timed
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_defaults_launch_the_kernel_as_written(name: str) -> None:
+    expert = _folder(name, expert=True)
+    default = expert.template.default_config()
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        ours, base = expert.template.launch_for(default, env), expert.baseline.launch_for({}, env)
+        assert (ours.grid, ours.block, ours.smem_bytes) == \
+            (base.grid, base.block, base.smem_bytes), shape
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_space_keeps_its_constraints_and_launch_limits(name: str) -> None:
+    expert = _folder(name, expert=True)
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        space = expert.template.space(env)
+        assert len(space) > 50
+        for config in space:
+            launch = expert.template.launch_for(config, env)
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            assert 32 <= threads <= env["max_threads_per_block"], (shape, dict(config))
+            assert launch.grid[1] < 65536 and launch.grid[2] < 65536, (shape, dict(config))
+
+
+# -- host simulation -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_kernel_matches_its_reference_on_host(name: str, tmp_path: Path) -> None:
+    kf = _folder(name)
+    if "reference" not in kf.reference_functions:
+        pytest.skip("no reference(): the plain kernel is its own golden")
+    inputs = _inputs(kf)
+    got = _run(kf, kf.baseline.render({}, "fp32").source,
+               kf.baseline.launch_for({}, kf.env(kf.check_shape, "fp32")), inputs, tmp_path)
+    sizes = kf.shape_values(kf.check_shape)
+    want = kf.load_reference().reference(dict(inputs), sizes, "fp32")
+    _assert_same(kf, got, want, "plain kernel vs reference.py")
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_template_computes_what_the_plain_kernel_computes(name: str,
+                                                                 tmp_path: Path) -> None:
+    """At the default and the first and last all-ends configs, on the same inputs."""
+    plain, expert = _folder(name), _folder(name, expert=True)
+    env = plain.env(plain.check_shape, "fp32")
+    inputs = _inputs(plain)
+    want = _run(plain, plain.baseline.render({}, "fp32").source,
+                plain.baseline.launch_for({}, env), inputs, tmp_path / "plain")
+    for i, config in enumerate(_checked_configs(expert)):
+        got = _run(expert, expert.template.render(config, "fp32").source,
+                   expert.template.launch_for(config, env), inputs, tmp_path / f"config{i}")
+        _assert_same(expert, got, want, f"expert at {config}")
+
+
+# -- nvcc ----------------------------------------------------------------------------------
+
+
+def _ptxas_log(source: str, work: Path, label: str) -> str:
+    """Compile ``source`` to an sm_90 cubin with ``ptxas -v``; its log (asserts it built)."""
+    assert NVCC is not None
+    src = write_file(work, work / f"{label}.cu", source, overwrite=True)
+    done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v",
+                           "-o", str(work / f"{label}.cubin"), str(src)],
+                          capture_output=True, text=True, timeout=100, check=False)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, f"{label}:\n{log[-3000:]}"
+    return log
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_kernel_and_expert_default_compile_without_spills(name: str,
+                                                               tmp_path: Path) -> None:
+    expert = _folder(name, expert=True)
+    sources = {"plain": expert.baseline.render({}, "fp32").source,
+               "expert_default": expert.template.render(expert.template.default_config(),
+                                                        "fp32").source}
+    for label, source in sources.items():
+        log = _ptxas_log(source, tmp_path, label)
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{label} spills:\n{log}"
