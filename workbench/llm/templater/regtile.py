@@ -19,6 +19,11 @@ is BM, ``blockIdx.x * T`` is BN, every other use (the K step, the inner loop bou
 is BK. Anything the analysis does not model (a barrier elsewhere, a thread-dependent pointer
 that is reassigned, T multiplied by a thread index, an early return) refuses the transform
 with its reason and line.
+
+The 1-D spelling (a block of ``T * T`` threads split into row and column by ``/ T`` and
+``% T``, tiles declared flat ``[T * T]`` and read ``S[r * T + c]``) is read through
+:mod:`.regtile_split` as that same 2-D kernel; its template keeps a 1-D block of
+``(BM / TM) * (BN / TN)`` threads.
 """
 
 from __future__ import annotations
@@ -41,6 +46,14 @@ from workbench.llm.templater.analysis import (
     walk,
 )
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.regtile_split import (
+    ThreadSplit,
+    const_value,
+    counts_below,
+    flat_index,
+    rule_threads,
+    square_side,
+)
 from workbench.llm.templater.rules import literal, scale_divisor
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
@@ -93,6 +106,7 @@ class Tile:
     roles: list[str] = field(default_factory=list)
     elem_bytes: int = 4
     padded: int = 0  # the author's pad on the inner extent (``[T][T + 1]``)
+    flat: bool = False  # declared ``[T * T]``, read ``S[r * T + c]``
 
 
 def render(data: bytes, node: Node, sub: Callable[[Node], str | None]) -> str:
@@ -162,7 +176,7 @@ def _statements(block: Node) -> list[Node]:
 class Gemm:
     """The facts of one kernel of the family and their rendering."""
 
-    def __init__(self, plan: Plan, tile: int) -> None:
+    def __init__(self, plan: Plan, tile: int, *, one_d: bool = False) -> None:
         self.plan, self.tile = plan, tile
         self.data = plan.source.data
         self.body = plan.body
@@ -171,9 +185,15 @@ class Gemm:
         single = {n for n, lo in self.locals.items() if lo.count == 1 and n not in self.assigned}
         self.thread_alias: dict[str, str] = {}
         self.block_alias: dict[str, str] = {}
+        # a 1-D block of T * T threads: the thread's x / y are splits of its flat index
+        self.split: ThreadSplit | None = ThreadSplit(tile, {
+            n: v for n in single if (v := self.locals[n].value) is not None}) if one_d else None
         for name in single:
             value = self.locals[name].value
-            if value is not None and builtin(value, "threadIdx") in ("x", "y"):
+            if value is not None and self.split is not None:
+                if (d := self.split.dim(strip(value))) is not None:
+                    self.thread_alias[name] = d
+            elif value is not None and builtin(value, "threadIdx") in ("x", "y"):
                 self.thread_alias[name] = builtin(value, "threadIdx")  # type: ignore[assignment]
             if value is not None and builtin(value, "blockIdx") in ("x", "y", "z"):
                 self.block_alias[name] = builtin(value, "blockIdx")  # type: ignore[assignment]
@@ -197,7 +217,7 @@ class Gemm:
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
         node = strip(node)
-        d = builtin(node, "threadIdx")
+        d = builtin(node, "threadIdx") if self.split is None else self.split.dim(node)
         if d is not None:
             return d
         if node.type == "identifier":
@@ -253,6 +273,18 @@ class Gemm:
             else:
                 self.roles[span] = "BK"
 
+    def access(self, node: Node) -> tuple[str, list[Node]] | None:
+        """(array, [row, column]) of a subscript; a flat tile's one index split into its
+        row and column (None when it is not written ``r * T + c``)."""
+        sub = subscript(node)
+        if sub is None:
+            return None
+        tile = self.tiles.get(sub[0])
+        if tile is None or not tile.flat:
+            return sub
+        parts = flat_index(sub[1][0], self.tile) if len(sub[1]) == 1 else None
+        return (sub[0], list(parts)) if parts is not None else None
+
     # -- rendering ---------------------------------------------------------------------
     def role_sub(self, n: Node) -> str | None:
         role = self.roles.get((n.start_byte, n.end_byte))
@@ -270,13 +302,20 @@ class Gemm:
                 return role
             if n.type == "subscript_expression" and (
                     n.parent is None or n.parent.type != "subscript_expression"):
-                access = subscript(n)
-                if access is not None and access[0] in self.transposed and \
-                        len(access[1]) == 2:
+                access = self.access(n)
+                if access is not None and len(access[1]) == 2 and (
+                        access[0] in self.transposed or (access[0] in self.tiles and
+                                                         self.tiles[access[0]].flat)):
+                    r, c = (render(self.data, i, sub) for i in access[1])
+                    if access[0] not in self.transposed:
+                        return f"{access[0]}[{r}][{c}]"  # a flat tile is declared 2-D
                     # both layouts in one expression: the knob is a compile-time 0 / 1
                     knob = self.transposed[access[0]]
-                    r, c = (render(self.data, i, sub) for i in access[1])
                     return f"{access[0]}[{knob} ? ({c}) : ({r})][{knob} ? ({r}) : ({c})]"
+            if self.split is not None and n.type == "binary_expression":
+                d = self.split.dim(n)
+                if d is not None:
+                    return threads[d]
             d = builtin(n, "threadIdx") if n.type == "field_expression" else None
             if d is not None:
                 return threads[d]
@@ -303,11 +342,16 @@ def fresh_names(plan: Plan, wanted: list[str]) -> dict[str, str]:
 def lift_regtile(plan: Plan) -> bool:
     """Register tiling of a shared-memory tiled GEMM; False when the kernel is not of the
     family (or is, and the analysis refused it: the finding says why)."""
-    if len(plan.block) not in (2, 3) or (len(plan.block) == 3 and literal(plan.block[2]) != 1):
+    if not 1 <= len(plan.block) <= 3 or any(literal(b) != 1 for b in plan.block[2:]):
         return False
-    bx, by = literal(plan.block[0]), literal(plan.block[1])
-    if bx is None or bx != by or bx < 2:
+    side = square_side(rule_threads(plan.block[0]))
+    one_d = side is not None and (len(plan.block) == 1 or literal(plan.block[1]) == 1)
+    bx = side if one_d else literal(plan.block[0])
+    if len(plan.block) < 2 and not one_d:
         return False
+    if not one_d and (bx is None or bx != literal(plan.block[1]) or bx < 2):
+        return False
+    assert bx is not None
     loops = [s for s in _statements(plan.body) if s.type in ("for_statement", "while_statement")
              and "__syncthreads" in calls(s)]
     shared = [d for d in walk(plan.body) if d.type == "declaration" and
@@ -315,7 +359,7 @@ def lift_regtile(plan: Plan) -> bool:
     if len(loops) != 1 or len(shared) < 2:
         return False
     try:
-        g = Gemm(plan, bx)
+        g = Gemm(plan, bx, one_d=one_d)
         _analyse(g, loops[0])
     except Refused as exc:
         if exc.reason == "not-gemm":
@@ -385,9 +429,14 @@ def _analyse(g: Gemm, loop: Node) -> None:
                 node = node.child_by_field_name("declarator")
             typ = text(lo.decl.child_by_field_name("type"))
             tiles[lo.name] = Tile(lo.name, lo.decl, ext, elem_bytes=_ELEM.get(typ, 0))
-    if len(tiles) < 2 or any(len(tl.extents) != 2 for tl in tiles.values()):
-        raise Refused("not-gemm")
     for tl in tiles.values():
+        tl.flat = len(tl.extents) == 1 and const_value(tl.extents[0]) == t * t
+    if len(tiles) < 2 or any(len(tl.extents) != 2 and not tl.flat for tl in tiles.values()):
+        raise Refused("not-gemm")
+    g.tiles = tiles
+    for tl in tiles.values():
+        if tl.flat:
+            continue
         if int_value(tl.extents[0]) != t:
             raise Refused("not-gemm")
         inner = binary(tl.extents[1])
@@ -407,10 +456,16 @@ def _analyse(g: Gemm, loop: Node) -> None:
                               text(n.child_by_field_name("function")) == "__syncthreads") != 2:
         raise Refused("the loop over tiles does not have exactly two barriers at its top "
                       "level (store the tiles; barrier; compute; barrier)", loop)
+    if g.split is not None:
+        _check_flat_thread_index(g)
     top = _statements(plan.body)
     k = top.index(loop)
-    parts = Parts(top[:k], stmts[:syncs[0]], stmts[syncs[0] + 1:syncs[1]],
-                   stmts[syncs[1] + 1:], top[k + 1:])
+    compute = stmts[syncs[0] + 1:syncs[1]]
+    # uniform steps between the barriers that the product does not read (``A += T;`` as
+    # the pointers walk along k) run after the second barrier instead: the same values
+    moved = [c for c in compute if _uniform_step(g, c, compute)]
+    parts = Parts(top[:k], stmts[:syncs[0]], [c for c in compute if c not in moved],
+                  moved + stmts[syncs[1] + 1:], top[k + 1:])
     for s in parts.prologue + parts.epilogue:
         for n in walk(s):
             if n.type in ("return_statement", "goto_statement"):
@@ -437,7 +492,7 @@ def _analyse(g: Gemm, loop: Node) -> None:
         if s.type == "declaration":
             continue
         targets = store_target(s)
-        sub = subscript(targets[0]) if targets else None
+        sub = _tile_access(g, targets[0]) if targets else None
         if sub is None or sub[0] not in tiles:
             raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
                           "not a store of a shared tile", s)
@@ -460,14 +515,22 @@ def _analyse(g: Gemm, loop: Node) -> None:
             if left is not None and strip(left).type != "identifier":
                 raise Refused(f"the compute writes `{text(left)}` (only registers may be "
                               "written between the barriers)", n)
-        sub = subscript(n) if n.type == "subscript_expression" else None
-        if sub is None or sub[0] not in tiles or (n.parent is not None and
-                                                  n.parent.type == "subscript_expression"):
+        if n.type != "subscript_expression" or (n.parent is not None and
+                                                n.parent.type == "subscript_expression"):
+            continue
+        sub = _tile_access(g, n)
+        if sub is None or sub[0] not in tiles:
             continue
         tile = tiles[sub[0]]
         roles = ["k" if not g.mentions_thread(i) else (g.thread_dim(i) or "?") for i in sub[1]]
         if sorted(r == "k" for r in roles) != [False, True] or "?" in roles:
             raise Refused(f"`{text(n)}` does not read the tile at (thread index, k)", n)
+        if tile.flat and roles[1] == "k" and not (
+                strip(sub[1][1]).type == "identifier" and counts_below(sub[1][1], n, t)):
+            # S[r * T + c] is S[r][c] only while 0 <= c < T
+            raise Refused(f"`{text(n)}` reads the flat tile {sub[0]} at column "
+                          f"`{text(sub[1][1])}`, not a loop variable running 0 .. {t} - 1: "
+                          "the rewrite cannot show the column stays inside a row", n)
         if tile.roles and tile.roles != roles:
             raise Refused(f"{sub[0]} is read along different roles", n)
         tile.roles = roles
@@ -492,6 +555,8 @@ def _analyse(g: Gemm, loop: Node) -> None:
     # a count of tiles may sit in the header or in a local it reads (``n_tiles = K / T``)
     for n in (m for h in loop_header(loop) + parts.prologue + parts.after for m in walk(h)):
         parts_div = binary(n)
+        if g.split is not None and g.split.dim(n) is not None:
+            continue  # the thread's row, not a count of tiles
         if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == t:
             # a rounded-up count, ``(K + T - 1) / T`` or ``(K + 15) / 16``, covers the rest
             constant = [sign * (int_value(x) or 0) for sign, x in terms(parts_div[0])
@@ -523,7 +588,17 @@ def _analyse(g: Gemm, loop: Node) -> None:
     spans = {(e.start_byte, e.end_byte) for tl in tiles.values() for e in tl.extents}
     spans |= {(n.start_byte, n.end_byte) for tl in tiles.values() for e in tl.extents
               for n in walk(e)}
+    # a flat tile's row stride and a split's divisor are rewritten with the whole
+    # expression (the tile access, the thread's x / y), never as BM / BN / BK
+    for n in walk(plan.body):
+        whole = n.type == "subscript_expression" and (sub := subscript(n)) is not None and \
+            sub[0] in tiles and tiles[sub[0]].flat
+        if whole or (g.split is not None and n.type == "binary_expression" and
+                     g.split.dim(n) is not None):
+            spans |= {(m.start_byte, m.end_byte) for m in walk(n)}
     g.classify(spans)
+    if g.split is not None:
+        _check_pairing(g, parts)
     epi_roles = [n for s in parts.epilogue for n in walk(s)
                  if g.roles.get((n.start_byte, n.end_byte)) == "BK"]
     if epi_roles:
@@ -545,6 +620,99 @@ def _analyse(g: Gemm, loop: Node) -> None:
     for g_rule, want in ((0, "BN"), (1, "BM")):
         if scale_divisor(plan.grid[g_rule], str(t), want) is None:
             raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile {t}")
+
+
+def _uniform_step(g: Gemm, stmt: Node, compute: list[Node]) -> bool:
+    """Whether ``stmt`` only steps a uniform local or parameter (``A += T;``, ``++t;``) that
+    no other statement of ``compute`` reads."""
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1 or \
+            g.mentions_thread(stmt):
+        return False
+    e = strip(stmt.named_children[0])
+    target = e.child_by_field_name("left") if e.type == "assignment_expression" else \
+        e.child_by_field_name("argument") if e.type == "update_expression" else None
+    if target is None or strip(target).type != "identifier" or \
+            any(n.type == "call_expression" for n in walk(e)):
+        return False
+    name = text(strip(target))
+    return not any(n.type == "identifier" and text(n) == name
+                   for c in compute if c != stmt for n in walk(c))
+
+
+def _tile_access(g: Gemm, node: Node) -> tuple[str, list[Node]] | None:
+    """``g.access(node)``; a flat tile indexed otherwise than ``r * T + c`` is refused."""
+    sub = g.access(node)
+    whole = subscript(node)
+    if sub is None and whole is not None and whole[0] in g.tiles:
+        raise Refused(f"`{text(node)}` indexes the flat tile {whole[0]} otherwise than "
+                      f"`row * {g.tile} + column`", node)
+    return sub
+
+
+def _check_flat_thread_index(g: Gemm) -> None:
+    """In a 1-D block, the flat thread index is read only split into a row and a column."""
+    assert g.split is not None
+    for n in walk(g.body):
+        if n.type == "field_expression" and (
+                builtin(n, "threadIdx") in ("y", "z") or builtin(n, "blockDim") is not None):
+            raise Refused(f"`{text(n)}` is read in a kernel launched with a 1-D block of "
+                          f"{g.tile} * {g.tile} threads: only threadIdx.x split by / {g.tile} "
+                          f"and % {g.tile} is modelled", n)
+        flat = (n.type == "field_expression" and builtin(n, "threadIdx") == "x") or (
+            n.type == "identifier" and text(n) in g.split.flat and not (
+                n.parent is not None and n.parent.type == "init_declarator" and
+                n.parent.child_by_field_name("declarator") == n))
+        if flat and not g.split.allowed_use(n):
+            context = n.parent if n.parent is not None else n
+            raise Refused(f"`{text(context)}` uses the flat thread index `{text(n)}` other "
+                          f"than split into a row (/ {g.tile}) and a column (% {g.tile}): a "
+                          "thread numbering the rewrite does not model", n)
+
+
+def _check_pairing(g: Gemm, parts: Parts) -> None:
+    """Every sum that adds a block offset and a thread index adds a thread index that runs
+    over that offset's extent: in the product and the epilogue the thread's row (y) runs over
+    BM and its column (x) over BN; in a tile's cooperative store each runs over the extent of
+    the tile position it stores (a B^T tile's rows run over BN). In a 1-D block both come from
+    one index, and which split is the row is the author's choice, not the launch's."""
+    run = {"y": "BM", "x": "BN", "k": "BK"}
+    contexts: list[tuple[Node, dict[str, str]]] = [
+        (s, {"y": "BM", "x": "BN"}) for s in parts.compute + parts.epilogue]
+    for s in parts.stores:
+        target = store_target(s) if s.type != "declaration" else []
+        access = g.access(target[0]) if target else None
+        if access is not None and access[0] in g.tiles:
+            dims = [g.thread_dim(i) for i in access[1]]
+            roles = g.tiles[access[0]].roles
+            contexts.append((s, {d: run[r] for d, r in zip(dims, roles, strict=True)
+                                 if d is not None}))
+    for stmt, extent in contexts:
+        _check_sums(g, stmt, extent, set())
+
+
+def _check_sums(g: Gemm, node: Node, extent: dict[str, str], seen: set[str]) -> None:
+    for n in walk(node):
+        if n.type == "identifier" and text(n) in g.inlinable and text(n) not in seen:
+            value = g.locals[text(n)].value
+            if value is not None:  # a thread-dependent local, inlined where it is used
+                _check_sums(g, value, extent, seen | {text(n)})
+            continue
+        parts = binary(n) if n.type == "binary_expression" else None
+        if parts is None or parts[1] not in ("+", "-"):
+            continue
+        outer = n.parent
+        if outer is not None and outer.type == "binary_expression" and \
+                text(outer.child_by_field_name("operator")) in ("+", "-"):
+            continue  # the whole sum is checked once, from its top
+        offsets = {g.roles[(f.start_byte, f.end_byte)] for _, term in terms(n)
+                   for f in factors(term) if (f.start_byte, f.end_byte) in g.roles}
+        runs = {extent.get(d, "?") for _, term in terms(n)
+                if (d := g.thread_dim(term)) is not None}
+        for role in offsets & {"BM", "BN"}:
+            if runs and runs != {role}:
+                raise Refused(f"`{text(n)}` adds the block offset along {role} to a thread "
+                              f"index that runs over {', '.join(sorted(runs))}: a pairing of "
+                              "block and thread the rewrite does not model", n)
 
 
 def decl_name(d: Node) -> str:

@@ -25,7 +25,6 @@ from workbench.llm.templater.regtile import (
     loop_header,
     render,
     store_target,
-    subscript,
 )
 from workbench.llm.templater.regtile_vec import (
     VEC_WIDTH,
@@ -63,9 +62,11 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     for tl in g.tiles.values():
         def decl(order: tuple[int, int], tl: Tile = tl) -> str:
             # order[i]: the index position (as written) whose role the extent i takes
-            ext = {(tl.extents[i].start_byte, tl.extents[i].end_byte):
-                   role_ext[tl.roles[order[i]]] + (f" + {pad}" if tl in padded and i == 1
-                                                   else "") for i in range(2)}
+            sizes = [role_ext[tl.roles[order[i]]] + (f" + {pad}" if tl in padded and i == 1
+                                                     else "") for i in range(2)]
+            ext = {(tl.extents[0].start_byte, tl.extents[0].end_byte): "][".join(sizes)} \
+                if tl.flat else {(tl.extents[i].start_byte, tl.extents[i].end_byte): sizes[i]
+                                 for i in range(2)}  # a flat tile is declared 2-D
             # 16-byte aligned, so a thread's adjacent operands (CONTIG_TILE) load as vectors
             # (alignas first: a standard attribute that nvcc and a host compiler both take)
             aligned = "__align__" in text(tl.decl) or "alignas" in text(tl.decl)
@@ -93,7 +94,9 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
         out += [f"{ind}{typ} {a.name}[{tm}][{tn}];",
                 f"{ind}for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
                 f"{ind}  for (int wb_j = 0; wb_j < {tn}; ++wb_j) {a.name}[wb_i][wb_j] = {init};"]
-    out.append(f"{ind}const int wb_tid = threadIdx.y * {tx_} + threadIdx.x;")
+    one_d = g.split is not None  # a 1-D block of THREADS_X * THREADS_Y threads
+    out.append(f"{ind}const int wb_tid = " +
+               ("threadIdx.x;" if one_d else f"threadIdx.y * {tx_} + threadIdx.x;"))
     body = loop.child_by_field_name("body")
     assert body is not None
     out.append(ind + render(data, loop, lambda m: "" if m == body else g.role_sub(m)).rstrip()
@@ -107,7 +110,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
                 continue
             out.append(ind2 + render(data, s, g.role_sub))
             continue
-        target = subscript(store_target(s)[0])
+        target = g.access(store_target(s)[0])
         assert target is not None
         tile = g.tiles[target[0]]
         dims = [g.thread_dim(i) for i in target[1]]
@@ -138,8 +141,10 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     # (its TM rows / TN columns adjacent: the k loop reads them as one vector of shared
     # values). The virtual threads are independent, so every mapping computes the same.
     contig = n["CONTIG_TILE"]
-    virtual = {"x": f"({contig} ? threadIdx.x * {tn} + wb_j : threadIdx.x + wb_j * {tx_})",
-               "y": f"({contig} ? threadIdx.y * {tm} + wb_i : threadIdx.y + wb_i * {ty_})"}
+    tx, ty = (f"(threadIdx.x % {tx_})", f"(threadIdx.x / {tx_})") if one_d else \
+        ("threadIdx.x", "threadIdx.y")
+    virtual = {"x": f"({contig} ? {tx} * {tn} + wb_j : {tx} + wb_j * {tx_})",
+               "y": f"({contig} ? {ty} * {tm} + wb_i : {ty} + wb_i * {ty_})"}
     per_item = g.region(virtual, acc=True)
     loops_ij = ["#pragma unroll", f"for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
                 "#pragma unroll", f"for (int wb_j = 0; wb_j < {tn}; ++wb_j) {{"]
@@ -172,7 +177,8 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
     plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
     plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
-    plan.block = [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
+    plan.block = [f"({bn} // {tn}) * ({bm} // {tm})", *plan.block[1:]] if one_d else \
+        [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
     plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
     where = f"{line(plan.body)}"
     tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
@@ -238,7 +244,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
                                              "0)"},
                        f"{line(tl.decl)}: __shared__ {tl.name}")
     plan.constrain(f"{smem} <= {_MAX_SMEM}")
-    plan.note("REGISTER_TILE", True, f"tiled product over shared tiles {tile_names}: each "
+    plan.note("REGISTER_TILE", True, ("1-D block of THREADS_X * THREADS_Y threads (as written: a flat index split by / and %); " if one_d else "") + f"tiled product over shared tiles {tile_names}: each "
               f"thread computes {tm} x {tn} outputs in registers "
               f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
               f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "

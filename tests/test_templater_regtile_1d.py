@@ -1,0 +1,225 @@
+"""Register tiling of GEMMs launched with 1-D blocks (issue 28, the sgemm_nt spelling).
+
+One block of ``T * T`` threads whose flat index is split into a row and a column (``/ T`` and
+``% T``, ``>> log2 T`` and ``& (T - 1)``, directly or through locals), shared tiles declared
+2-D or flat (``[T * T]`` read ``S[r * T + c]``), global operands reached through pointer
+offsets or flat indices, ``A . B`` and ``A . B^T``. Each lift keeps a 1-D block of
+``(BM / TM) * (BN / TN)`` threads whose defaults launch the kernel as written, and its default
+and corner configs compute, on the host (g++), the product the kernel as written computes;
+spellings the analysis cannot prove are refused with the line and what is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_templater import corner_configs, lifted_template
+from regtile_spellings import Spelling, lift, worst_error
+
+ROOT = Path(__file__).resolve().parents[1]
+SGEMM_NT = ROOT / "benchmarks" / "corpus_compute_unseen2" / "sgemm_nt"
+MNK = {"M": "M", "N": "N", "K": "K"}
+B_T = "(size_t)bt * N * K + (size_t)c * K + k"  # B stored N x K: A . B^T
+
+SPELLINGS: dict[str, Spelling] = {
+    # the corpus kernel: macro, unsigned aliases, pointers moved to the block's tiles and
+    # walked along K between the barriers, flat tiles, A . B^T
+    "corpus_sgemm_nt": Spelling((SGEMM_NT / "baseline.cu").read_text(),
+                                ("ceil_div(N, 32)", "ceil_div(M, 32)"), ("1024",), MNK,
+                                "sgemm_nt(A, B, C, M, N, K)", b_index=B_T, entry="sgemm_nt"),
+    # literals, a tid local split by shift and mask, flat tiles, flat global indices, A . B,
+    # braces and #pragma unroll, a rounded-up tile count
+    "literal_tid_shift_mask_flat_nn": Spelling("""
+extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float tileA[16 * 16];
+  __shared__ float tileB[256];
+  int tid = threadIdx.x;
+  int ty = tid >> 4;
+  int tx = tid & 15;
+  int row = blockIdx.y * 16 + ty;
+  int col = blockIdx.x * 16 + tx;
+  float acc = 0.0f;
+  int tiles = (K + 15) / 16;
+  for (int t = 0; t < tiles; t++) {
+    int ka = t * 16 + tx, kb = t * 16 + ty;
+    if (row < M && ka < K) {
+      tileA[ty * 16 + tx] = A[row * K + ka];
+    } else {
+      tileA[ty * 16 + tx] = 0.0f;
+    }
+    tileB[ty * 16 + tx] = (kb < K && col < N) ? B[kb * N + col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; e++) {
+      acc += tileA[ty * 16 + e] * tileB[e * 16 + tx];
+    }
+    __syncthreads();
+  }
+  if (row < M && col < N) {
+    C[row * N + col] = acc;
+  }
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",), MNK, "mm(A, B, C, M, N, K)",
+        entry="mm"),
+    # an #ifndef default, 2-D tiles in a 1-D block, one declaration of both splits, a batch
+    # index from blockIdx.z moving the pointers, B^T read along k, alpha / beta epilogue
+    "ifndef_2d_tiles_batched_bt": Spelling("""#ifndef TS
+#define TS 8
+#endif
+__global__ void bgemm_nt(int M, int N, int K, float alpha, const float* __restrict__ A,
+                         const float* __restrict__ Bt, float beta, float* __restrict__ C) {
+  __shared__ float sa[TS][TS];
+  __shared__ float sb[TS][TS];
+  const int batch = blockIdx.z;
+  A += (size_t)batch * M * K;
+  Bt += (size_t)batch * N * K;
+  C += (size_t)batch * M * N;
+  const int r = threadIdx.x / TS, c = threadIdx.x % TS;
+  const int gr = blockIdx.y * TS + r;
+  const int gc = blockIdx.x * TS + c;
+  float sum = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TS) {
+    sa[r][c] = (gr < M && k0 + c < K) ? A[gr * K + k0 + c] : 0.0f;
+    sb[r][c] = (blockIdx.x * TS + r < N && k0 + c < K) ? Bt[(blockIdx.x * TS + r) * K + k0 + c]
+                                                       : 0.0f;
+    __syncthreads();
+    for (int kk = 0; kk < TS; ++kk)
+      sum += sa[r][kk] * sb[c][kk];
+    __syncthreads();
+  }
+  if (gr < M && gc < N)
+    C[gr * N + gc] = alpha * sum + beta * C[gr * N + gc];
+}
+""", ("ceil_div(N, 8)", "ceil_div(M, 8)", "batch"), ("64",),
+        {**MNK, "alpha": "1", "beta": "1"}, "bgemm_nt(M, N, K, 1.5f, A, B, -0.5f, C)",
+        b_index=B_T, alpha="1.5", beta="-0.5", entry="bgemm_nt"),
+    # y / x names through a local holding the flat index, pointer offsets to the block's
+    # tiles, the column split first, a while loop over k, A . B, a double accumulator
+    "y_x_names_pointer_walk_while": Spelling("""
+#define BLK 32
+extern "C" __global__ void k(float* C, const float* A, const float* B, int M, int N, int K) {
+  __shared__ float As[BLK * BLK];
+  __shared__ float Bs[BLK * BLK];
+  const unsigned int t = threadIdx.x;
+  const unsigned int x = t % BLK;
+  const unsigned int y = t / BLK;
+  const float* a = A + blockIdx.y * BLK * K;
+  const float* b = B + blockIdx.x * BLK;
+  float* c = C + blockIdx.y * BLK * N + blockIdx.x * BLK;
+  const int rows = M - blockIdx.y * BLK, cols = N - blockIdx.x * BLK;
+  double acc = 0.0;
+  int k0 = 0;
+  while (k0 < K) {
+    As[y * BLK + x] = ((int)y < rows && k0 + (int)x < K) ? a[y * K + x] : 0.0f;
+    Bs[y * BLK + x] = (k0 + (int)y < K && (int)x < cols) ? b[y * N + x] : 0.0f;
+    __syncthreads();
+    for (int i = 0; i < BLK; ++i) acc += As[y * BLK + i] * Bs[i * BLK + x];
+    __syncthreads();
+    a += BLK;
+    b += BLK * N;
+    k0 += BLK;
+  }
+  if ((int)y < rows && (int)x < cols) c[y * N + x] = (float)acc;
+}
+""", ("ceil_div(N, 32)", "ceil_div(M, 32)"), ("1024",), MNK, "k(C, A, B, M, N, K)"),
+}
+
+ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}
+
+
+def _env(s: Spelling) -> dict[str, int]:
+    return {**ENV, "batch": ENV["batch"] if len(s.grid) == 3 else 1}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_1d_spelling_lifts_a_register_tile_keeping_a_1d_block(name: str) -> None:
+    s = SPELLINGS[name]
+    lifted = lift(s)
+    assert any(f.transform == "REGISTER_TILE" and f.applied for f in lifted.findings), \
+        lifted.notes
+    assert {"BM", "BN", "BK", "TM", "TN", "CONTIG_TILE"} <= {p.name for p in lifted.params}
+    assert lifted.block[0] == "(BN // TN) * (BM // TM)" and \
+        all(b == "1" for b in lifted.block[1:])
+    template = lifted_template(lifted, s.entry)
+    default = template.default_config()
+    threads = int(s.block[0])
+    side = int(threads ** 0.5)
+    assert (default["BM"], default["BN"], default["BK"], default["TM"], default["TN"]) == \
+        (side, side, side, 1, 1)
+    launch = template.launch_for(default, {**_env(s), "elem_bytes": 4})
+    assert list(launch.block) == [threads, 1, 1]
+    # B read along k (A . B^T) may be stored k-major, as A's tile always may
+    want = {"A_KMAJOR", "B_KMAJOR"} if s.b_index == B_T else {"A_KMAJOR"}
+    assert {p.name for p in lifted.params if p.name.endswith("_KMAJOR")} == want
+
+
+def _configs(s: Spelling) -> list[dict[str, Any]]:
+    """Default, corners, and a coarse config with every layout knob on (the valid ones)."""
+    template = lifted_template(lift(s), s.entry)
+    env = {**_env(s), "elem_bytes": 4}
+    space = template.space(env)
+    out = corner_configs(template, env)
+    knobs = {p.name: 1 for p in template.params if p.name.endswith("_KMAJOR")}
+    out.append({**template.default_config(), "BM": 32, "BN": 64, "BK": 8, "TM": 4, "TN": 2,
+                "VEC": 4, "CONTIG_TILE": 1, **knobs})
+    return [c for c in out if space.rejection(c) is None]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_1d_spelling_computes_the_product_at_default_and_corners(name: str) -> None:
+    s = SPELLINGS[name]
+    template = lifted_template(lift(s), s.entry)
+    configs = _configs(s)
+    assert len(configs) >= 3, configs
+    with tempfile.TemporaryDirectory() as tmp:
+        for config in configs:  # default, both all-ends corners, the coarse one
+            assert worst_error(s, template, config, _env(s), Path(tmp)) < 1e-3, config
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+BASE = SPELLINGS["literal_tid_shift_mask_flat_nn"]
+
+
+@pytest.mark.parametrize("edit,reason,line", [
+    # the flat index used whole: a thread numbering other than row / column
+    (("tileB[ty * 16 + tx] = (kb", "tileB[tid] = (kb"),
+     "uses the flat thread index `tid` other than split", 19),
+    # the block's row offset added to the thread's column
+    (("int row = blockIdx.y * 16 + ty;", "int row = blockIdx.y * 16 + tx;"),
+     "adds the block offset along BM to a thread index that runs over BN", 8),
+    # a flat tile read at a column the analysis cannot bound by the tile's row
+    (("acc += tileA[ty * 16 + e] * tileB[e * 16 + tx];",
+      "acc += tileA[ty * 16 + (e ^ 1)] * tileB[(e ^ 1) * 16 + tx];"),
+     "not a loop variable running 0 .. 16 - 1", 23),
+    # a flat tile indexed other than row * T + column
+    (("acc += tileA[ty * 16 + e]", "acc += tileA[16 * ty + e + 0 * tx]"),
+     "indexes the flat tile tileA otherwise than `row * 16 + column`", 23),
+    # threadIdx.y in a 1-D block
+    (("int ty = tid >> 4;", "int ty = threadIdx.y;"),
+     "`threadIdx.y` is read in a kernel launched with a 1-D block", 6),
+])
+def test_1d_spellings_the_analysis_cannot_prove_are_refused_with_the_line(
+        edit: tuple[str, str], reason: str, line: int) -> None:
+    assert edit[0] in BASE.source
+    s = Spelling(BASE.source.replace(edit[0], edit[1], 1), BASE.grid, BASE.block, BASE.scalars,
+                 BASE.call, entry=BASE.entry)
+    lifted = lift(s)
+    found = [f for f in lifted.findings if f.transform == "REGISTER_TILE"]
+    assert found and not any(f.applied for f in found), lifted.notes
+    assert reason in found[0].reason, found[0].reason
+    assert found[0].line == line, found[0]
+
+
+def test_a_1d_block_that_is_not_the_tile_squared_is_not_register_tiled() -> None:
+    # 512 threads split by / 16: not a (16, 16) block, nothing of the family to model
+    s = Spelling(BASE.source, BASE.grid, ("512",), BASE.scalars, BASE.call, entry=BASE.entry)
+    lifted = lift(s)
+    assert not any(f.transform == "REGISTER_TILE" and f.applied for f in lifted.findings)
