@@ -19,6 +19,7 @@ from workbench.core.defines import define_lines
 from workbench.llm.templater.analysis import integer_macros as reading_macros
 from workbench.llm.templater.analysis import walk
 from workbench.llm.templater.block import lift_block
+from workbench.llm.templater.colreduce import lift_colreduce
 from workbench.llm.templater.conv import lift_conv
 from workbench.llm.templater.ifconv import apply_ifconv
 from workbench.llm.templater.ilp import apply_ilp
@@ -47,7 +48,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not (lift_reduce(plan) or
+        if not (lift_reduce(plan) or lift_colreduce(plan) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_conv(plan) or apply_warp(plan, macros)):
             lift_block(plan)
