@@ -4,8 +4,9 @@ host simulation that runs a rendered kernel with g++."""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,22 @@ def corner_configs(template: KernelTemplate, env: Mapping[str, Any]) -> list[dic
     """The default, then the first and the last of :func:`end_configs`."""
     valid = end_configs(template, env)
     return [dict(template.default_config()), valid[0], valid[-1]]
+
+
+#: ``WORKBENCH_FULL_MATRIX=1`` runs every config a host-simulation or compile test lists;
+#: the default run checks the first and the last of them (each list starts at the default or
+#: the first all-ends corner and ends at the last corner or a config flipping every knob), so
+#: every spelling is still simulated at both ends of its space on every run.
+FULL_MATRIX = os.environ.get("WORKBENCH_FULL_MATRIX") == "1"
+
+
+def host_sample(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``configs`` under ``WORKBENCH_FULL_MATRIX=1``, else its first and last (once each)."""
+    listed = [dict(c) for c in configs]
+    if FULL_MATRIX or len(listed) <= 2:
+        return listed
+    first, last = listed[0], listed[-1]
+    return [first] if first == last else [first, last]
 
 
 # -- host simulation of a CUDA launch ------------------------------------------------------

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_nvcc import NVCC, needs_nvcc
-from helpers_templater import COOPERATIVE_BLOCK, end_configs, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, end_configs, host_sample, run_on_host
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.write_policy import write_file
@@ -53,9 +53,10 @@ def _reference(folder: Path) -> ModuleType | None:
 
 
 def cover_configs(kf: KernelFolder, env: dict[str, Any]) -> list[dict[str, Any]]:
-    """The default, the first and last valid all-ends configs (every parameter at an end
-    together) and two seeded samples of the space (the default run; the H100 tune of each
-    expert space checks every config it times against the kernel as written too). With
+    """The default and a seeded sample of the space (the default run; with
+    ``WORKBENCH_FULL_MATRIX=1`` also the first and last valid all-ends configs, every
+    parameter at an end together, and a second sample; the H100 tune of each expert space
+    checks every config it times against the kernel as written too). With
     ``UNSEEN2_ALL_CORNERS=ends``: also, for every parameter and each end of its values, the
     first valid all-ends config holding it; with ``UNSEEN2_ALL_CORNERS=1``: the default and
     every valid all-ends config (the full sweep, minutes per kernel)."""
@@ -78,7 +79,7 @@ def cover_configs(kf: KernelFolder, env: dict[str, Any]) -> list[dict[str, Any]]
     for config in extra:
         if config not in picked:
             picked.append(config)
-    return picked
+    return picked if mode else host_sample(picked)
 
 
 # -- pure tier ---------------------------------------------------------------------------

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
 
 from workbench.llm.templater import LiftedSource, lift_kernel
 
@@ -264,7 +270,7 @@ def test_aprons_the_analysis_cannot_follow_are_refused_with_the_line(name: str) 
 @pytest.mark.parametrize("name", sorted(APRONS))
 def test_apron_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     template = lifted_template(lift(name), APRONS[name][1])
-    for config in corner_configs(template, env(name)):
+    for config in host_sample(corner_configs(template, env(name))):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -313,7 +319,7 @@ def test_apron_configs_give_the_kernels_output_on_the_host(name: str) -> None:
         want = host_run(name, source, [-(-SIZES["w"] // b[0]), -(-SIZES["h"] // b[1])], b,
                         Path(tmp))
         assert -7.0 not in want and any(want)
-        for config in configs:
+        for config in host_sample(configs):
             assert template.space(env(name)).rejection(config) is None, config
             launch = template.launch_for(config, env(name))
             got = host_run(name, template.render(config, "fp32").source, list(launch.grid),

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
 
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -194,7 +200,7 @@ def test_convs_the_analysis_cannot_follow_are_refused_with_the_line(name: str) -
 def test_conv_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     source, block, _extra = CONVS[name]
     template = lifted_template(lift(source, block))
-    for config in corner_configs(template, ENV):
+    for config in host_sample(corner_configs(template, ENV)):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -267,7 +273,7 @@ def test_sampled_conv_configs_give_the_baselines_output(name: str) -> None:
         want = host_run(name, source, [-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])], b,
                         Path(tmp))
         assert -7.0 not in want and any(want)
-        for config in configs:
+        for config in host_sample(configs):
             launch = template.launch_for(config, ENV)
             got = host_run(name, template.render(config, "fp32").source, list(launch.grid),
                            list(launch.block), Path(tmp))

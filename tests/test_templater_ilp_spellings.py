@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, lifted_template, run_on_host
+from helpers_templater import corner_configs, host_sample, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -292,7 +292,7 @@ def checked_configs(template: KernelTemplate) -> list[dict[str, Any]]:
             configs.append({**template.default_config(), **top, "ITEMS_PER_THREAD": items,
                             "BLOCK_THREADS": 96})
     space = template.space(ENV)
-    return [c for c in configs if space.rejection(c) is None]
+    return host_sample([c for c in configs if space.rejection(c) is None])
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
@@ -262,7 +262,7 @@ def test_an_index_used_as_a_value_keeps_items_but_not_vectors() -> None:
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_templates_compile_at_defaults_and_corners(name: str, compiler: Compiler) -> None:
     template = template_of(name, lift(name))
-    for config in corners(template):
+    for config in host_sample(corners(template)):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{name} {config}: {result.error_summary}\n{result.log[-2000:]}"
 
@@ -329,6 +329,6 @@ def test_sampled_configs_reduce_to_the_right_answer(name: str) -> None:
     configs.append({**template.default_config(), "VEC": 4, "ITEMS_PER_THREAD": 2, "FINAL": 1,
                     "GRID_BLOCKS": min(c["GRID_BLOCKS"] for c in space)})
     with tempfile.TemporaryDirectory() as tmp:
-        for config in configs:
+        for config in host_sample(configs):
             got, want = simulate(name, template, config, Path(tmp), n=20011)
             assert got == want, config

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, lifted_template
+from helpers_templater import corner_configs, host_sample, lifted_template
 from regtile_spellings import Spelling, lift, simulate
 from test_templater_regtile_batch import BATCHED
 from test_templater_regtile_spellings import SPELLINGS
@@ -106,7 +106,8 @@ def test_vec_templates_compile_with_nvcc_at_corners(name: str, compiler: Any) ->
     s = ALL[name]
     template = lifted_template(lift(s), s.entry)
     env = {**_env(s), "elem_bytes": 4}
-    for config in [_vec_config(s, BM=64, BN=64, TM=4, TN=4), *corner_configs(template, env)]:
+    for config in host_sample([_vec_config(s, BM=64, BN=64, TM=4, TN=4),
+                               *corner_configs(template, env)]):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
 from regtile_spellings import HOST_VECTOR
 
 from workbench.core.template import KernelTemplate
@@ -224,7 +230,7 @@ def test_kernels_the_analysis_cannot_follow_are_refused_with_the_line(
 @pytest.mark.parametrize("name", sorted(GEMMS))
 def test_gemm_templates_compile_at_default_and_corners(name: str, compiler: Any) -> None:
     template = lifted_template(lift_gemm(GEMMS[name]))
-    for config in corner_configs(template, ENV):
+    for config in host_sample(corner_configs(template, ENV)):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
@@ -274,7 +280,7 @@ def test_sampled_configs_compute_the_product(name: str) -> None:
     configs = [dict(template.default_config()), *corner_configs(template, ENV)[1:],
                *(dict(c) for c in rng.sample(space, 3))]
     with tempfile.TemporaryDirectory() as tmp:
-        for config in configs:
+        for config in host_sample(configs):
             assert simulate(g, template, config, Path(tmp)) < 1e-3, config
 
 
@@ -331,7 +337,7 @@ def test_the_textbook_transpose_lifts_tile_rows_pad_and_order(name: str, compile
     template = lifted_template(lifted)
     assert template.default_config()["PAD"] == 1  # the author's pad is the default
     env = {"width": 100, "height": 70}
-    for config in corner_configs(template, env):
+    for config in host_sample(corner_configs(template, env)):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
 
