@@ -4,7 +4,8 @@ expert's hand-written template of the same kernel, both searched by the same sta
 For every kernel folder of benchmarks/corpus_compute (``--set compute``) and then, last
 and reported apart, benchmarks/corpus_compute_unseen (``--set unseen``) and
 benchmarks/corpus_compute_unseen2 (``--set unseen2``: four kernels by another hand, kept
-from the templater's authors until measured):
+from the templater's authors until measured) and benchmarks/corpus_compute_unseen3
+(``--set unseen3``: six more, by two other hands, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -46,7 +47,8 @@ from corpus_bench import bench_kernel, environment  # noqa: E402
 
 SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen": ROOT / "benchmarks" / "corpus_compute_unseen",
-        "unseen2": ROOT / "benchmarks" / "corpus_compute_unseen2"}
+        "unseen2": ROOT / "benchmarks" / "corpus_compute_unseen2",
+        "unseen3": ROOT / "benchmarks" / "corpus_compute_unseen3"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials"})
 PROPOSE_TIMEOUT_S = 240
@@ -179,7 +181,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
     ap.add_argument("--set", default="compute,unseen",
-                    help="compute, unseen, unseen2, or several in order (the unseen sets run last)")
+                    help="compute, unseen, unseen2, unseen3, or several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
     ap.add_argument("--conditions", default="read",
