@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unse
 KERNELS = [
     # writer 1: a tiled product with an epilogue, a 2-D filter in constant memory, a 3-D
     # stencil
-    "dense_relu", "filter2d_clamp",
+    "dense_relu", "filter2d_clamp", "heat_step13",
 ]
 #: Hand-picked configs the all-ends corners do not reach, checked on the host on every run
 #: too (each over the default): knob mixes whose index arithmetic differs from both ends.
@@ -52,6 +52,9 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
                         "USE_SMEM": 1, "PAD": 0},
                        {"BLOCK_X": 8, "BLOCK_Y": 4, "ITEMS_X": 4, "ITEMS_Y": 4,
                         "USE_SMEM": 0, "PAD": 0}],
+    # uneven z chunks (nz 19 in 4 and 2) with several columns per thread, shared and not
+    "heat_step13": [{"BLOCK_X": 16, "BLOCK_Y": 4, "Y_ITEMS": 2, "Z_SPLIT": 4, "USE_SMEM": 1},
+                    {"BLOCK_X": 32, "BLOCK_Y": 2, "Y_ITEMS": 4, "Z_SPLIT": 2, "USE_SMEM": 0}],
 }
 ALL_ENDS = os.environ.get("UNSEEN3_ALL_ENDS") == "1"
 SEED = 28
