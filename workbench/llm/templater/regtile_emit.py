@@ -15,6 +15,7 @@ from collections.abc import Callable
 from tree_sitter import Node
 
 from workbench.llm.templater.analysis import int_value, line, strip, text, walk
+from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
     _MAX_SMEM,
     Gemm,
@@ -219,6 +220,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) >= 32")
     plan.constrain(f"({bm} // {tm}) * ({bn} // {tn}) <= 1024")
     plan.constrain(f"{tm} * {tn} <= 64")
+    _narrow_to_gemm_practice(g, tm, tn, bm, bn, pad, padded)
     def tile_bytes(tl: Tile, order: tuple[int, int]) -> str:
         return f"{tl.elem_bytes} * " + " * ".join(
             f"({role_ext[tl.roles[o]]} + {pad})" if tl in padded and i == 1 and pad != "0"
@@ -249,6 +251,48 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
               f"({', '.join(a.name for a in g.accumulators)}); the tiles' extents, their "
               f"cooperative loads, the loop over k and the grid follow {bm}, {bn}, {bk}; "
               f"block = ({bn} / {tn}, {bm} / {tm})", loop)
+
+
+# Registers one SM holds (64 K 32-bit registers on every NVIDIA SM since sm_50), and the
+# fewest a register-tiled thread needs besides its accumulators and one k step's operands
+# (addresses, indices, loop counters): ptxas -v on the lifted corpus GEMMs at sm_90 used
+# 17..48 more than TM * TN + TM + TN (1 x 1: 29 registers, 4 x 4: 55, 8 x 8: 97..128).
+_REGS_PER_SM = 65536
+_REGS_BESIDES_TILE = 16
+
+
+def _narrow_to_gemm_practice(g: Gemm, tm: str, tn: str, bm: str, bn: str, pad: str,
+                             padded: list[Tile]) -> None:
+    """Constraints that leave out register-tiled configs known to be slow, so a search of a
+    few dozen evaluations spends them on configs that can be good; the kernel as written
+    (TM = TN = 1) stays in the space with every layout knob as written.
+
+    - Register blocking in both dimensions or none: a thread's TM x TN tile loads TM + TN
+      shared values per k for TM * TN FMAs; a 1 x N (or N x 1) tile does fewer FMAs than
+      loads (as many at 2 x 2), every SIMT SGEMM (CUTLASS, cuBLAS) blocks both.
+    - A tile read along k in its inner index (``S[col][k]``, B of A . B^T) by the lanes of a
+      warp, consecutive in the thread's column, is an 8- to 32-way bank conflict at BK = 8 ..
+      32 unless padded (odd row stride) or stored k-major; a register tile multiplies those
+      reads, so one of the two is required once TM * TN > 1.
+    - A register cap (MIN_BLOCKS_PER_SM blocks of the block's threads on one SM's 64 K
+      registers) below the accumulators and operands a thread holds forces spills.
+    """
+    plan = g.plan
+    plan.constrain(f"{tm} * {tn} == 1 or ({tm} >= 2 and {tn} >= 2)")
+    for tl in padded:
+        if tl.roles[0] == "x" and pad != "0":
+            plan.constrain(f"{tm} * {tn} == 1 or {g.transposed[tl.name]} == 1 or {pad} >= 1")
+    if _min_blocks_knob(plan):
+        plan.constrain(f"MIN_BLOCKS_PER_SM * ({bm} // {tm}) * ({bn} // {tn}) * "
+                       f"({tm} * {tn} + {tm} + {tn} + {_REGS_BESIDES_TILE}) <= {_REGS_PER_SM}")
+
+
+def _min_blocks_knob(plan: Plan) -> bool:
+    """Whether the semantic pass will add MIN_BLOCKS_PER_SM (it does unless the author's
+    ``__launch_bounds__`` already names a minimum of blocks; see semantic._launch_bounds)."""
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    return bounds is None or len(bounds.named_children) <= 1
 
 
 def _vector_store(g: Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:
