@@ -201,7 +201,7 @@ def _assert_same(kf: KernelFolder, got: Mapping[str, np.ndarray],
                                f" elements, first at {np.argwhere(bad)[0].tolist()}")
 
 
-def _checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
+def checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
     """The default, the first and the last all-ends configs (every one with
     UNSEEN3_ALL_ENDS=1) and the kernel's EXTRA_CONFIGS, each valid at the check shape."""
     env = kf.env(kf.check_shape, "fp32")
@@ -293,7 +293,7 @@ def test_expert_template_computes_what_the_plain_kernel_computes(name: str,
     inputs = _inputs(plain)
     want = _run(plain, plain.baseline.render({}, "fp32").source,
                 plain.baseline.launch_for({}, env), inputs, tmp_path / "plain")
-    for i, config in enumerate(_checked_configs(expert)):
+    for i, config in enumerate(checked_configs(expert)):
         got = _run(expert, expert.template.render(config, "fp32").source,
                    expert.template.launch_for(config, env), inputs, tmp_path / f"config{i}")
         _assert_same(expert, got, want, f"expert at {config}")
