@@ -15,7 +15,7 @@ import pytest
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, TrialResult
 from workbench.engine.compile_ahead import CompileAhead
-from workbench.engine.dask_runner import BATCH_PER_GPU, dask_runner
+from workbench.engine.dask_runner import BATCH_PER_GPU, QUEUED_BATCHES, dask_runner
 from workbench.testing.cluster_endpoints import SyntheticEndpoint
 
 distributed = pytest.importorskip("distributed")
@@ -50,7 +50,8 @@ def test_compiles_stay_within_the_bound_and_the_next_batch_is_compiled_once(
         client: Any, folder: KernelFolder, compiler: Any, tmp_path: Path) -> None:
     runner = dask_runner(client, SyntheticEndpoint(folder, folder.template, arch="sm_90a",
                                                    cache_dir=str(tmp_path / "cache")))
-    assert runner.batch_size == BATCH_PER_GPU * 2 == runner.compile_limit
+    assert runner.batch_size == BATCH_PER_GPU * 2
+    assert runner.compile_limit == QUEUED_BATCHES * runner.batch_size  # this batch and the next
     runner.compiles = CompileAhead(BOUND)  # small, so that one batch overflows it
     configs = list(folder.space(SHAPE, DTYPE, runner.device))[:14]
     first = [Candidate(c, SHAPE, DTYPE) for c in configs[:8]]

@@ -96,7 +96,8 @@ def test_tune_batches_follow_the_gpus_and_the_next_batch_compiles_meanwhile(
                                                    cache_dir=str(tmp_path / "cache")))
     batch = PER_GPU * WORKERS
     assert isinstance(runner, CompilesAhead)
-    assert batch_for(runner) == runner.batch_size == runner.compile_limit == batch
+    assert batch_for(runner) == runner.batch_size == batch
+    assert runner.compile_limit == dask_runner_module.QUEUED_BATCHES * batch
     spy = _Spy(runner)
     wb = Workbench(folder, store=tmp_path / "wb.sqlite", runner=runner)
     report = wb.tune(SHAPE, DTYPE, "exhaustive", budget=batch * BATCHES, confirm=0,

@@ -5,7 +5,8 @@ compiling what comes next while the devices measure what is compiled. Unbounded,
 batch (or a caller queueing the next one) would put every compile of a sweep on the
 scheduler at once, with their cubins held in memory until measured; bounded too tightly,
 the devices wait for nvcc. The queue holds at most ``limit`` compiles *submitted and not
-yet handed to a device* (a runner sizes it to GPUs x batch); more are *wanted*, in order,
+yet handed to a device* (a runner sizes it to two batches: the one measured now, whose
+compiles stay held until dispatched, and the next); more are *wanted*, in order,
 and submitted as slots free. The current batch's compiles go to the front, the next
 batch's (:meth:`~workbench.engine.dask_runner.DaskRunner.compile_ahead`) behind them.
 

@@ -79,8 +79,15 @@ log = logging.getLogger(__name__)
 MEASURE_PRIORITY = 1_000_000
 POLL_S = 1.0
 #: Search batch per GPU worker: the batch follows the GPU count (:attr:`DaskRunner.batch_size`)
-#: and so does the compile-ahead queue (GPUs x batch compiles submitted ahead at most).
+#: and so does the compile-ahead queue.
 BATCH_PER_GPU = 16
+#: Batches the compile-ahead queue holds: the one measured now and the next. Its compiles
+#: stay held until their measure task is dispatched (4 per GPU at a time), so a queue of one
+#: batch let the next batch submit only as the current one drained: its last compiles
+#: started a few configs before it was needed and the devices waited for nvcc inside every
+#: batch (CPU check, benchmarks/cluster/coordinator_scaling.py, 1 simulated GPU, 192
+#: configs: 17.9 s of device idle inside batches with one batch held, 2.0 s with two).
+QUEUED_BATCHES = 2
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
@@ -127,7 +134,7 @@ class DaskRunner:
         self._baselines: dict[tuple[str, str, str], TrialResult] = {}
         self._in_flight: dict[Any, int] = {}
         self.dispatched = 0  # measure tasks submitted so far
-        self.compiles = CompileAhead(BATCH_PER_GPU * len(self.workers))
+        self.compiles = CompileAhead(QUEUED_BATCHES * self.batch_size)
         self._now: set[str] = set()  # instance hashes of the batch measured now
         self._workers_died = False
 
@@ -385,7 +392,8 @@ class DaskRunner:
 
     @property
     def compile_limit(self) -> int:
-        """The compile-ahead queue's bound: GPUs x batch (:data:`BATCH_PER_GPU`)."""
+        """The compile-ahead queue's bound: :data:`QUEUED_BATCHES` x the batch (GPUs x
+        :data:`BATCH_PER_GPU`)."""
         return self.compiles.limit
 
     def compile_ahead(self, candidates: Sequence[Candidate]) -> int:
