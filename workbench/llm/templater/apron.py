@@ -55,6 +55,7 @@ from workbench.llm.templater.apron_loads import (
     is_flat,
     nest_load,
 )
+from workbench.llm.templater.apron_window import MAX_WINDOW, Window, analyse_window
 from workbench.llm.templater.block import _shared_arrays
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
@@ -247,9 +248,15 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                       "(ceil_div)", plan.body)
     del locals_
 
+    unique = list({n.start_byte: n for n in tile_reads}.values())
+    try:
+        window: Window | str = analyse_window(deps, unique, post, hy, hx)
+    except Refused as exc:
+        window = exc.reason  # the lift stands; the rows are read as written
+
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
-                           pre, post, redeclare, len(tile_reads)), grid_x, grid_y)
+                           pre, post, redeclare, len(unique), window), grid_x, grid_y)
     return emit
 
 
@@ -299,6 +306,7 @@ class _Facts:
     post: list[Node]
     redeclare: list[Node]
     reads: int
+    window: Window | str  # the row reuse, or why there is none
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -352,15 +360,18 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
             if n.type == "return_statement":
                 rw.replace(n, "continue;  // this output is outside: the next one")
     again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
+    ctype = text(f.decl.child_by_field_name("type")).replace("__shared__", "").strip()
+    reuse = _reuse(plan, f, oy_n, ctype)
     head = (f"// {oy_n} x {ox_n} outputs per thread: rows threadIdx.y * {oy_n} + oy, columns "
             f"threadIdx.x + ox * {bx_n} of the tile\n"
-            f"#pragma unroll\n  for (int wb_oy = 0; wb_oy < {oy_n}; ++wb_oy)\n"
             f"#pragma unroll\n  for (int wb_ox = 0; wb_ox < {ox_n}; ++wb_ox) {{\n"
+            + (reuse.replace("BX", bx_n) if reuse else "") +
+            f"#pragma unroll\n  for (int wb_oy = 0; wb_oy < {oy_n}; ++wb_oy) {{\n"
             f"    const int wb_ly = (int)threadIdx.y * {oy_n} + wb_oy;\n"
             f"    const int wb_lx = (int)threadIdx.x + wb_ox * {bx_n};\n"
             f"    {again}\n  ")
     rw.insert(f.post[0].start_byte, head)
-    rw.insert(f.post[-1].end_byte, "\n  }")
+    rw.insert(f.post[-1].end_byte, "\n  }\n  }")
     where = f"{line(f.decl)}: {text(f.decl)}"
     for axis, written, hi in (("X", f.bx, 128), ("Y", f.by, 32)):
         lo = min(8 if axis == "X" else 1, written)
@@ -398,3 +409,44 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
               f"{ox_n} outputs from the tile ({f.reads} tile read(s) at the thread's point); "
               "the grid's divisors follow", f.decl)
+
+
+def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
+    """The per-column register window of :mod:`.apron_window` (its load, as text with
+    ``BX`` for the block's x size) with every tile read made a window read where the window
+    is in use; empty (and the reason noted) where the reads cannot share one."""
+    w = f.window
+    if isinstance(w, str):
+        plan.note("ROW_REUSE", False, f"{w}: each output reads its tile neighbourhood as "
+                  "written", f.decl)
+        return ""
+    rows = f"{oy_n} + {w.rows_halo}"
+    for read in w.reads:
+        def tap(r: Rewriter, n: Node = read.node, row: str = read.row, col: str = read.col
+                ) -> str:
+            return f"(wb_reuse ? wb_win[wb_oy + {row}][{col}] : {r.render(n.start_byte, n.end_byte)})"
+        plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
+    for loop in w.loops:
+        before = loop.prev_sibling
+        if before is None or "unroll" not in text(before):
+            data = plan.source.data
+            lead = data[data.rfind(b"\n", 0, loop.start_byte) + 1:loop.start_byte]
+            indent = " " * loop.start_point.column
+            plan.rw.insert(loop.start_byte, ("" if not lead.strip() else "\n" + indent) +
+                           "#pragma unroll\n" + indent)
+    plan.note("ROW_REUSE", True, f"each thread's {oy_n} output rows read each tile row once: "
+              f"a ({rows}) x {w.width} register window per output column, loaded before its "
+              f"rows, where {oy_n} > 1 and it holds at most {MAX_WINDOW} values (the tile "
+              f"reads as written otherwise); {len(w.reads)} tile read(s) made window reads",
+              f.decl)
+    return (f"    // the tile rows and columns this column's {oy_n} outputs read, loaded once\n"
+            f"    const bool wb_reuse = {oy_n} > 1 && ({rows}) * {w.width} <= {MAX_WINDOW};\n"
+            f"    {ctype} wb_win[{rows}][{w.width}];\n"
+            f"    if (wb_reuse) {{\n"
+            f"#pragma unroll\n"
+            f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
+            f"#pragma unroll\n"
+            f"        for (int wb_c = 0; wb_c < {w.width}; ++wb_c)\n"
+            f"          wb_win[wb_r][wb_c] = {f.tile}[(int)threadIdx.y * {oy_n} + {w.row0} + "
+            f"wb_r][(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c];\n"
+            f"    }}\n")
