@@ -16,15 +16,19 @@ it has), with the device, driver, CUDA version and date, to
    sample template (default fused_add_rmsnorm decode bf16, 1,184 configs) through the
    search loop the product runs (``Search`` with :func:`~workbench.search.orchestrator.
    batch_for`: 16 per GPU worker, the next batch compiled while one is measured, in the
-   runner's bounded compile-ahead queue of GPUs x 16) with a ``DaskRunner`` over
+   runner's compile-ahead queue of two batches, and measured in the slots the batch's last
+   candidates leave) with a ``DaskRunner`` over
    ``LocalCUDACluster(N)``, each into a fresh SQLite store with a cold compile cache, on
    ``--cores-per-gpu`` x N CPU cores (the lent machines have 16 per GPU: a 1-GPU row is the
    1-GPU machine): configs/min, speedup and scaling efficiency against N=1, configs per
    device, and where the time went (``phases``: the compile and measure tasks' summed
    seconds from Dask's task stream, the compiles' mean concurrency, the share of the sweep
    each device had a measure task running, the CPU cores' busy share from /proc/stat, and
-   the stored trials' compile / verify / bench seconds); then the finalists confirmed under
-   the cache conditions on one pinned device and the pick compared with N=1's.
+   the stored trials' compile / verify / bench seconds; ``spin_up``: how many timings
+   started at once on NVML's word that the clocks were warm, how many spun up and why,
+   and the lowest SM clock the timing gate measured in those that did not); then the
+   finalists confirmed under the cache conditions on one pinned device and the pick
+   compared with N=1's.
 2. ``direct_pick``: the same stored trials of the largest N confirmed by the direct
    runner (``LocalRunner`` on GPU 0): its condition table and pick against the cluster's.
 3. ``cli``: ``workbench tune --budget 256 --strategy random`` with ``--cluster local --gpus
@@ -33,6 +37,11 @@ it has), with the device, driver, CUDA version and date, to
    four-condition table (no "cannot measure under cache conditions").
 4. ``kill``: the sweep again on the most GPUs, one Dask worker SIGKILLed when a third of
    the trials are stored: every config of the space stored exactly once.
+5. ``targets``: issue 29 item 5's checks from the above (true / false / null: not run).
+
+The 2-GPU run for issue 29 (about 5 minutes; nvidia-h100-x2, or nvidia-h200-x2)::
+
+    python3 gpu_checks/multi_gpu_dask.py --gpus 1,2 --max-minutes 7
 
 ``--batch auto`` (default) is the product's batch; ``space`` hands the sweep to the runner
 as one batch (what the 2026-11-26 run did); ``N`` hands N at a time.
@@ -222,6 +231,63 @@ def trial_phases(results: Sequence[TrialResult]) -> dict[str, Any]:
     return out
 
 
+def spin_up_summary(results: Sequence[TrialResult]) -> dict[str, Any]:
+    """What preceded the sweep's timings (``extra["spin_up"]``, see
+    :mod:`workbench.engine.spin_up`): how many timings per reason, how many spun up, were
+    retimed after a cold start, and the SM clock NVML read when one started at once; and
+    the trust check of the rule: for the timings that skipped the spin-up on NVML's word,
+    the lowest SM clock their own gate measured (``method.sm_clock.min_mhz``) against the
+    reference, and how many fell under the warm fraction (each of those was retimed, so
+    none reached a result; many would mean NVML's reading lags)."""
+    from workbench.engine.spin_up import WARM_CLOCK_FRACTION
+
+    reasons: dict[str, int] = {}
+    ran = retimed = 0
+    seen_warm: list[float] = []
+    gate_min_warm: list[float] = []
+    reference: float | None = None
+    for r in results:
+        spin = (r.extra or {}).get("spin_up")
+        if not isinstance(spin, Mapping):
+            continue
+        reason = str(spin.get("reason"))
+        reasons[reason] = reasons.get(reason, 0) + 1
+        ran += bool(spin.get("ran"))
+        retimed += bool(spin.get("retimed"))
+        reference = spin.get("reference_mhz") or reference
+        if reason == "clock warm":
+            if spin.get("sm_clock_mhz") is not None:
+                seen_warm.append(float(spin["sm_clock_mhz"]))
+            clock = r.method.sm_clock if r.method is not None else None
+            if clock is not None:
+                gate_min_warm.append(float(clock.min_mhz))
+    floor = WARM_CLOCK_FRACTION * float(reference) if reference else None
+    return {"timings": sum(reasons.values()), "by_reason": dict(sorted(reasons.items())),
+            "spun_up": ran, "retimed": retimed, "reference_mhz": reference,
+            "warm_nvml_mhz_min": min(seen_warm) if seen_warm else None,
+            "warm_gate_mhz_min": min(gate_min_warm) if gate_min_warm else None,
+            "warm_gate_under_fraction": (sum(1 for c in gate_min_warm if c < floor)
+                                         if floor is not None else None)}
+
+
+def targets(report: Mapping[str, Any]) -> dict[str, Any]:
+    """Issue 29 item 5's targets, each true, false or None (not measured in this run)."""
+    sweeps = report.get("sweeps") or []
+    two = next((r for r in sweeps if r.get("gpus") == 2), None)
+    direct = report.get("direct_pick") or {}
+    cli = report.get("cli") or {}
+    kill = report.get("kill") or {}
+    return {"speedup_2_gpus": two.get("speedup") if two else None,
+            "scales_1_8x_on_2": (two["speedup"] >= 1.8) if two else None,
+            "picks_equal_1_vs_2": two.get("same_pick_as_first") if two else None,
+            "cluster_pick_equals_direct": direct.get("same_pick_as_cluster"),
+            "cli_cluster_faster": cli.get("cluster_faster"),
+            "cli_both_condition_tables": (all(cli[k].get("condition_table")
+                                              for k in ("direct", "cluster"))
+                                          if "direct" in cli and "cluster" in cli else None),
+            "kill_loses_nothing": kill.get("exactly_once")}
+
+
 def device_folder(names: Sequence[str]) -> str:
     """The results folder of a machine: ``h100x2`` for two H100s, ``h200`` for one H200."""
     text = (names[0] if names else "unknown").lower()
@@ -308,6 +374,7 @@ def _sweep(runner: Any, folder: KernelFolder, shape: str, dtype: str, store_path
     phases["cpu_busy_share"] = cpu_busy_share(cpu_before, cpu_times(_stat(), cores))
     phases["cores"] = len(cores)
     phases["trials"] = trial_phases(search.results(shape))
+    phases["spin_up"] = spin_up_summary(search.results(shape))
     return search, store, sweep_s, phases
 
 
@@ -579,6 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif "kill" not in skip:
             report["skipped"].append("kill: one GPU or out of time")
     report["total_s"] = round(time.perf_counter() - began, 1)
+    report["targets"] = targets(report)
+    print(json.dumps({"targets": report["targets"]}), flush=True)
     save()
     print(f"wrote {out}", flush=True)
     return 0
