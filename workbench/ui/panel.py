@@ -38,6 +38,7 @@ from workbench.ui.panel_text import (
     search_error_html,
 )
 from workbench.ui.search_tab import RUNNING_STATES, SearchTab
+from workbench.ui.state_view import RunView
 from workbench.ui.template_tab import TemplateTab
 
 __all__ = ["PanelBackend", "WorkbenchPanel", "config_defines", "describe_error",
@@ -75,7 +76,6 @@ class WorkbenchPanel:
             pause=self._guard(self._pause), stop=self._guard(self._stop),
             widen=self._guard(self._widen), on_error=self._show_error, problem=problem(),
             max_pushes_per_s=max_pushes_per_s)
-        self.search.run_view.on_query = self._guard(self.search.set_query)
         self.agent = AgentTab(backend, problem=problem, busy=self._agent_busy,
                               guard=self._guard, info=self._info)
         self.export_path = w.Text(value="workbench_export", description="file stem")
@@ -109,8 +109,7 @@ class WorkbenchPanel:
         self.launch_button, self.pause_button, self.stop_button, self.widen_button = (
             search.launch_button, search.pause_button, search.stop_button,
             search.widen_button)
-        self.run_view, self.copy_button, self.devices = (search.run_view, search.copy_button,
-                                                         search.devices)
+        self.copy_button, self.devices = search.copy_button, search.devices
         self.pusher, self.clock = search.pusher, search.clock
         self.diff_view, self.editor, self.review_note = (template.diff_view, template.editor,
                                                          template.review_note)
@@ -125,6 +124,11 @@ class WorkbenchPanel:
         self._refresh_header()
         self._guard(self.template_tab.refresh_review)()
         self._update_buttons()
+
+    @property
+    def run_view(self) -> RunView:
+        """The Search tab's run view (a deaf one is replaced: never keep it)."""
+        return self.search.run_view
 
     @property
     def table(self) -> TrialTable:

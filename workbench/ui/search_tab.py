@@ -120,8 +120,8 @@ class SearchTab:
                                        tooltips=["log when the runtimes spread over more "
                                                  "than 10x", "log", "linear"])
         self.y_scale.add_class("wb-yscale")
-        self.run_view = RunView(**self._figures(), layout=w.Layout(width="100%"))
-        self.run_view.add_class("wb-run-view")
+        self._on_error = on_error
+        self.run_view = self._new_run_view()
         self.copy_button = CopyButton()
         self.copy_button.add_class("wb-copy")
         self.devices = DeviceView.for_backend(backend)  # per-device progress on a cluster
@@ -142,7 +142,39 @@ class SearchTab:
         self.pusher = CoalescingPusher(self.push, max_per_s=max_pushes_per_s,
                                        on_error=on_error, gate=self._browser_gate)
         self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
-        self.run_view.on_hello = self.resend
+
+    def _new_run_view(self, state: dict[str, Any] | None = None) -> RunView:
+        """A run view of the current axes and query (``state``: the text it starts with),
+        wired to this tab: hello, deafness and the table's controls."""
+        import ipywidgets as w
+
+        view = RunView(**self._figures(), state=dict(state or {}),
+                       layout=w.Layout(width="100%"))
+        view.add_class("wb-run-view")
+        view.on_hello = self.resend
+        view.on_deaf = self.replace_run_view
+        view.on_query = self._query_message
+        return view
+
+    def replace_run_view(self) -> None:
+        """The browser's model of the run view drops what the kernel sends (anywidget gave
+        up setting it up: :mod:`workbench.ui.state_view`): a new view in its place, its
+        whole state in its opening message and the charts pushed again."""
+        with self.pusher.lock, self.lock:
+            old = self.run_view
+            self.run_view = self._new_run_view(state=old.state)
+            self.widget.children = tuple(self.run_view if c is old else c
+                                         for c in self.widget.children)
+            self._shown_axes, self.shown_title = {}, ""
+        old.close()
+        self.pusher.notify()
+
+    def _query_message(self, query: Any) -> None:
+        """The table's controls changed in the browser; an error is shown, never raised."""
+        try:
+            self.set_query(query)
+        except Exception as exc:  # the panel's message line shows it
+            self._on_error(exc)
 
     def resend(self) -> None:
         """Push the whole state again (a view that came up asks for it: what the kernel

@@ -1,6 +1,7 @@
 // The panel's run view: progress, ETA, best, the charts, the trial table and the recent
 // failures, all drawn from ONE model ("state" + "chart", sent together in one message).
-// Loaded after plotly.min.js (state_view.py prepends it), which sets window.Plotly.
+// plotly.js travels apart, in the model's "_plotly_js" (state_view.py says why: this module
+// must load within anywidget's 2 s), and a page evaluates it once for all its panels.
 //
 // Scheduling, so that a click is answered within a second on a loaded machine:
 // - text (status, progress, table) is written to the DOM as soon as a message arrives;
@@ -9,9 +10,32 @@
 //   the kernel sends the next chart only after the "ack" of the last one (backpressure);
 // - a click inside the panel holds chart drawing (at most HOLD_MS) until the kernel's answer
 //   (a new state) has been written, so no draw starts between a click and its answer.
-const Plotly = window.Plotly;
+let Plotly = null; // set once plotlyOf() has evaluated plotly.js on this page
 const HOLD_MS = 1500;
 const SIDE_EVERY_MS = 5000;
+// A view that hears nothing after its hello asks again after HELLO_RETRY_MS, then twice as
+// long each time (at most HELLO_RETRY_MAX_MS); the kernel gives a deaf model's panel a new
+// one (state_view.py, DEAF_AFTER_S).
+const HELLO_RETRY_MS = 10000;
+const HELLO_RETRY_MAX_MS = 60000;
+const PLOTLY_KEY = "__workbenchPlotly";
+
+function plotlyOf(model) {
+  // One evaluation of plotly.js per page and version, shared by every panel on it.
+  const version = model.get("_plotly_version") || "?";
+  const cache = (window[PLOTLY_KEY] = window[PLOTLY_KEY] || {});
+  if (!cache[version]) {
+    const url = URL.createObjectURL(new Blob([model.get("_plotly_js") || ""],
+                                             { type: "text/javascript" }));
+    cache[version] = import(/* webpackIgnore: true */ url).then(() => {
+      URL.revokeObjectURL(url);
+      if (!window.Plotly || !window.Plotly.react) throw new Error("plotly.js did not load");
+      return window.Plotly;
+    });
+    cache[version].catch(() => { delete cache[version]; }); // the next view tries again
+  }
+  return cache[version];
+}
 
 function decode(value) {
   // numeric arrays travel as {dtype: "f8", buffer: DataView} (binary, NaN-safe)
@@ -188,7 +212,7 @@ function render({ model, el }) {
       sidePart.last = 0;
       schedule(0);
     } else {
-      inTurn(sidePart, () => Plotly.purge(sidePart.div));
+      if (Plotly) inTurn(sidePart, () => Plotly.purge(sidePart.div));
       sidePart.last = 0;
       sidePart.dirty = sideTrace >= 0;
     }
@@ -275,6 +299,10 @@ function render({ model, el }) {
 
   const draw = async () => {
     timer = null;
+    if (!Plotly) { // the text is on screen already; the charts once plotly.js is loaded
+      plotlyReady.then(() => schedule(0), (e) => console.error("[workbench] charts:", e));
+      return;
+    }
     let busy = 0;
     for (const part of parts) {
       const wait = Math.max(holdUntil - performance.now(),
@@ -361,8 +389,9 @@ function render({ model, el }) {
     takeChart();
     writeText();
   };
+  let heard = false; // a state came in since this view asked for the whole state
   model.on("change:chart", update);
-  model.on("change:state", update);
+  model.on("change:state", () => { heard = true; update(); });
   // Another template (or other ranges): new empty figures for its parameters, drawn at the
   // width the plots have now; the kernel's next chart fills them.
   const refigure = () => {
@@ -381,17 +410,29 @@ function render({ model, el }) {
   model.on("change:figure", refigure);
   model.on("change:parcoords", refigure);
   model.on("change:table_options", showControls);
+  const plotlyReady = plotlyOf(model).then((p) => { Plotly = p; });
   update();
   schedule(0);
   // Ask for the whole state now that this view listens: updates the kernel sent while the
-  // page was still creating the model (loading this module under load takes seconds) found
-  // no listener and were dropped, and four of five panels opened at once kept empty charts.
-  model.send({ hello: true });
+  // page was still creating the model found no listener and were dropped. Ask again while
+  // nothing comes: a model that anywidget failed to set up in 2 s drops every message, and
+  // the kernel answers a second unheard hello with a new model (state_view.py).
+  const viewId = Math.random().toString(36).slice(2, 14);
+  let helloTimer = null;
+  const hello = (waitMs) => {
+    heard = false;
+    model.send({ hello: true, view: viewId, seen: (model.get("state") || {}).seq || 0 });
+    helloTimer = setTimeout(() => {
+      if (!heard) hello(Math.min(2 * waitMs, HELLO_RETRY_MAX_MS));
+    }, waitMs);
+  };
+  hello(HELLO_RETRY_MS);
   return () => {
     document.removeEventListener("pointerdown", onPress, true);
     resize.disconnect();
     if (timer) clearTimeout(timer);
-    for (const part of parts) Plotly.purge(part.div);
+    if (helloTimer) clearTimeout(helloTimer);
+    if (Plotly) for (const part of parts) Plotly.purge(part.div);
   };
 }
 export default { render };

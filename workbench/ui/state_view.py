@@ -16,6 +16,16 @@ The table's controls live in the same view; their changes come back as ``query``
 the panel pushes its whole state again, since updates sent while the page was still
 creating the model found no listener there and were lost.
 
+A model that never hears the kernel: anywidget (0.11) gives a model 2 s from its creation
+to import its ``_esm`` and bind it; past that its ``ready`` promise is rejected and every
+later comm message to the model is dropped, silently, for the life of the page. On a loaded
+2-core machine that happened to one panel in five (the charts and the table never filled).
+So the module is small (plotly.js travels apart, in ``_plotly_js``, and a page evaluates it
+once for all its panels), and a view that hears nothing after its hello says hello again:
+a second hello from the same view while the oldest unacknowledged message is
+:data:`DEAF_AFTER_S` old calls :attr:`RunView.on_deaf`, and the panel puts a new run view
+(a new model, its whole state in the opening message) in place of the deaf one.
+
 :class:`RunClock` is the pure part: elapsed running time with pauses left out, from an
 injected clock, and the ETA it gives.
 """
@@ -106,14 +116,24 @@ _CSS = """
 """
 
 
+#: A view that said hello twice while the oldest message it has not acknowledged is this old
+#: (seconds) is deaf: its model drops what the kernel sends (see the module's docstring).
+DEAF_AFTER_S = 8.0
+
+
 @functools.cache
 def _module_source() -> str:
-    """plotly.js (sets ``window.Plotly``), then the view's own module."""
+    """The view's own module (small: it must load within anywidget's 2 s)."""
+    return Path(__file__).with_name("state_view.js").read_text(encoding="utf-8")
+
+
+@functools.cache
+def _plotly_source() -> tuple[str, str]:
+    """(plotly.js as shipped with plotly, its version): evaluated once per page."""
     import plotly
 
-    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    own = Path(__file__).with_name("state_view.js")
-    return plotly_js.read_text(encoding="utf-8") + "\n" + own.read_text(encoding="utf-8")
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return path.read_text(encoding="utf-8"), str(plotly.__version__)
 
 
 def to_wire(value: Any) -> Any:
@@ -144,6 +164,8 @@ class RunView(anywidget.AnyWidget):
     """
 
     _css = _CSS
+    _plotly_js = traitlets.Unicode().tag(sync=True)  # plotly.min.js, evaluated once per page
+    _plotly_version = traitlets.Unicode().tag(sync=True)
     figure = traitlets.Dict().tag(sync=True)
     parcoords = traitlets.Dict().tag(sync=True)  # plotly JSON and "trace": its update index
     table_options = traitlets.Dict().tag(sync=True)
@@ -151,9 +173,14 @@ class RunView(anywidget.AnyWidget):
     state = traitlets.Dict().tag(sync=True)
     chart = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, now: Callable[[], float] = time.monotonic, **kwargs: Any) -> None:
         self._esm = _module_source()
-        super().__init__(**kwargs)
+        plotly_js, plotly_version = _plotly_source()
+        super().__init__(_plotly_js=plotly_js, _plotly_version=plotly_version, **kwargs)
+        self._now = now
+        self._hellos: dict[str, int] = {}  # view id -> hellos heard from it
+        # (seq, sent at) of the oldest message sent that no acknowledgement has covered yet
+        self._unacked: tuple[int, float] | None = None
         self._seq = 0
         self._chart_seq = 0
         self._acked = 0
@@ -164,6 +191,8 @@ class RunView(anywidget.AnyWidget):
         self.on_query: Callable[[Mapping[str, Any]], None] | None = None
         # a view came up and asks for the whole state (what it may have missed)
         self.on_hello: Callable[[], None] | None = None
+        # a view asked again and nothing sent for DEAF_AFTER_S reached it: a new model
+        self.on_deaf: Callable[[], None] | None = None
         self.draw_times_s: list[float] = []  # every chart draw the browser reported
         self.on_msg(self._on_message)
 
@@ -175,20 +204,47 @@ class RunView(anywidget.AnyWidget):
             with self._drawn:
                 self._seen_browser = True
                 self._acked = max(self._acked, content["ack"])
+                if self._unacked is not None and self._acked >= self._unacked[0]:
+                    self._unacked = None
                 if draw_s > 0:
                     self._draw_s = draw_s
                     self.draw_times_s.append(draw_s)
                 self._drawn.notify_all()
         elif isinstance(content.get("query"), dict) and self.on_query is not None:
             self.on_query(content["query"])
-        elif content.get("hello") is True and self.on_hello is not None:
+        elif content.get("hello") is True:
+            seen = content.get("seen")
+            self._hello(content.get("view"), seen if isinstance(seen, int) else 0)
+
+    def _hello(self, view: Any, seen: int) -> None:
+        """A view asks for the whole state (``seen``: the last message its model holds); the
+        same view asking again while the oldest message sent after ``seen`` is
+        :data:`DEAF_AFTER_S` old and unacknowledged is deaf (:attr:`on_deaf`)."""
+        key = view if isinstance(view, str) and 0 < len(view) <= 64 else ""
+        with self._drawn:
+            heard = self._hellos[key] = self._hellos.get(key, 0) + 1
+            if self._unacked is not None and seen >= self._unacked[0]:
+                self._unacked = None  # the model holds it: it hears us (no view drew it yet)
+            unacked = self._unacked
+            deaf = (bool(key) and heard > 1 and unacked is not None
+                    and self._now() - unacked[1] >= DEAF_AFTER_S)
+        if deaf and self.on_deaf is not None:
+            self.on_deaf()
+        elif self.on_hello is not None:
             self.on_hello()
+
+    def _sent(self) -> None:
+        """Note that message ``self._seq`` went out (under the send lock)."""
+        with self._drawn:
+            if self._unacked is None:
+                self._unacked = (self._seq, self._now())
 
     def show(self, **fields: Any) -> None:
         """Send text fields now (one small message); fields not given keep their value."""
         with self._send_lock:
             self._seq += 1
             self.state = {**self.state, **fields, "seq": self._seq}
+            self._sent()
 
     def push(self, traces: Mapping[int, Mapping[str, Any]],
              layout: Mapping[str, Mapping[str, Any]] | None = None, **fields: Any) -> None:
@@ -200,6 +256,7 @@ class RunView(anywidget.AnyWidget):
             self.chart = {"seq": self._seq, "traces": to_wire(traces),
                           "layout": to_wire(dict(layout or {}))}
             self.state = {**self.state, **fields, "seq": self._seq}
+            self._sent()
 
     @property
     def seq(self) -> int:
