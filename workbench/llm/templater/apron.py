@@ -250,9 +250,9 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
 
     unique = list({n.start_byte: n for n in tile_reads}.values())
     try:
-        window: Window | str = analyse_window(deps, unique, post, hy, hx)
+        window: Window | Refused = analyse_window(deps, unique, post, hy, hx)
     except Refused as exc:
-        window = exc.reason  # the lift stands; the rows are read as written
+        window = exc  # the lift stands; the rows are read as written
 
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
@@ -306,7 +306,7 @@ class _Facts:
     post: list[Node]
     redeclare: list[Node]
     reads: int
-    window: Window | str  # the row reuse, or why there is none
+    window: Window | Refused  # the row reuse, or why there is none
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -416,9 +416,9 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
     ``BX`` for the block's x size) with every tile read made a window read where the window
     is in use; empty (and the reason noted) where the reads cannot share one."""
     w = f.window
-    if isinstance(w, str):
-        plan.note("ROW_REUSE", False, f"{w}: each output reads its tile neighbourhood as "
-                  "written", f.decl)
+    if isinstance(w, Refused):
+        plan.note("ROW_REUSE", False, f"{w.reason}: each output reads its tile neighbourhood "
+                  "as written", w.node if w.node is not None else f.decl)
         return ""
     rows = f"{oy_n} + {w.rows_halo}"
     for read in w.reads:

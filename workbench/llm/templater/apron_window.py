@@ -76,7 +76,7 @@ def _loop_range(loop: Node) -> tuple[str, range] | None:
         var, start = text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
     else:
         return None
-    c0 = int_value(start)
+    c0 = None if start is None else _const(start)
     parts = binary(cond)
     if c0 is None or parts is None or text(strip(parts[0])) != var:
         return None
@@ -100,6 +100,11 @@ def _const(node: Node) -> int | None:
     v = int_value(node)
     if v is not None:
         return v
+    node = strip(node)
+    if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
+        arg = node.child_by_field_name("argument")
+        inner = None if arg is None else _const(arg)
+        return None if inner is None else -inner
     parts = binary(node)
     if parts is None or parts[1] not in ("+", "-", "*"):
         return None
