@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_nvcc import needs_nvcc, ptx_of
 from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
 
 from workbench.llm.templater import LiftedSource, lift_kernel
@@ -232,6 +233,16 @@ def test_column_partials_compile_at_default_and_corners(name: str, compiler: Any
     for config in corner_configs(template, env(name)):
         result = compiler.compile(template.render(config, "fp32"))
         assert result.ok, f"{config}: {result.error_summary}\n{result.log[-1500:]}"
+
+
+@needs_nvcc
+def test_vec_reads_each_row_of_four_columns_as_one_vector() -> None:
+    template = lifted_template(lift("corpus_grid_stride_halving"), "colsum_partials")
+    default = template.default_config()
+    assert "ld.global.v4" not in ptx_of(template, default, "fp32")
+    ptx = ptx_of(template, {**default, "VEC": 4, "ROW_UNROLL": 2}, "fp32")
+    assert "ld.global.v4.f32" in ptx  # the aligned path (run-time test, scalar otherwise)
+    assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 # -- host run ------------------------------------------------------------------------------
