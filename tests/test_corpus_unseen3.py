@@ -41,6 +41,9 @@ KERNELS = [
     # writer 1: a tiled product with an epilogue, a 2-D filter in constant memory, a 3-D
     # stencil
     "dense_relu", "filter2d_clamp", "heat_step13",
+    # writer 2: a per-element energy with a cutoff branch against a __constant__ table,
+    # partial sums over fixed chunks (compare = "sum"), a warp-per-row normalisation
+    "probe_energy", "sse_partials", "row_l2norm",
 ]
 #: Hand-picked configs the all-ends corners do not reach, checked on the host on every run
 #: too (each over the default): knob mixes whose index arithmetic differs from both ends.
@@ -55,6 +58,12 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # uneven z chunks (nz 19 in 4 and 2) with several columns per thread, shared and not
     "heat_step13": [{"BLOCK_X": 16, "BLOCK_Y": 4, "Y_ITEMS": 2, "Z_SPLIT": 4, "USE_SMEM": 1},
                     {"BLOCK_X": 32, "BLOCK_Y": 2, "Y_ITEMS": 4, "Z_SPLIT": 2, "USE_SMEM": 0}],
+    # several probes per thread on the constant table (its per-pair shift) with the select
+    "probe_energy": [{"ITEMS": 4, "UNROLL": 2, "TABLE": 0, "BRANCHLESS": 1}],
+    # scalar loads with four accumulators and the shuffle stage, chunks of two slots
+    "sse_partials": [{"CHUNK": 8192, "BLOCK_THREADS": 128, "ITEMS": 4, "FINAL": 1}],
+    # the row in registers with 8 lanes a row (4 rows a warp) and float2
+    "row_l2norm": [{"REG_STEPS": 24, "VEC": 2, "LANES": 8, "WARPS_PER_BLOCK": 4}],
 }
 ALL_ENDS = os.environ.get("UNSEEN3_ALL_ENDS") == "1"
 SEED = 28
@@ -71,6 +80,33 @@ struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(8) float2 { float x, y; };
 static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 static inline float2 make_float2(float x, float y) { return {x, y}; }
+static inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
+// Warp shuffles: every lane writes its value to its slot and switches; once every thread
+// of the block has run to that point each lane reads its source lane's slot and switches
+// again before any lane writes its next value (the lanes of a warp take the same path to a
+// shuffle, as the GPU requires).
+static unsigned long long wb_lane_slot[1024];
+template <class T> static T wb_exchange(T v, unsigned src_lane, bool own) {
+  const unsigned t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  std::memcpy(&wb_lane_slot[t], &v, sizeof(T));
+  wb_yield();
+  T got = v;
+  if (!own) std::memcpy(&got, &wb_lane_slot[t - t % 32 + src_lane], sizeof(T));
+  wb_yield();
+  return got;
+}
+static unsigned wb_lane() {
+  return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) % 32;
+}
+// A lane reading past its group of `width` lanes gets its own value (CUDA's rule).
+template <class T> static T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+  const unsigned lane = wb_lane(), src = lane ^ unsigned(mask);
+  return wb_exchange(v, src, src / unsigned(width) > lane / unsigned(width));
+}
+template <class T> static T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+  const unsigned lane = wb_lane();
+  return wb_exchange(v, lane + delta, lane % unsigned(width) + delta >= unsigned(width));
+}
 """
 
 #: Host C types of the dtypes these kernels take.
