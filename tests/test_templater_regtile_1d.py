@@ -3,7 +3,8 @@
 One block of ``T * T`` threads whose flat index is split into a row and a column (``/ T`` and
 ``% T``, ``>> log2 T`` and ``& (T - 1)``, directly or through locals), shared tiles declared
 2-D or flat (``[T * T]`` read ``S[r * T + c]``), global operands reached through pointer
-offsets or flat indices, ``A . B`` and ``A . B^T``. Each lift keeps a 1-D block of
+offsets or flat indices, ``A . B`` and ``A . B^T``, the output's rows offset by blockIdx.y or
+(siboehm's SGEMM) by blockIdx.x. Each lift keeps a 1-D block of
 ``(BM / TM) * (BN / TN)`` threads whose defaults launch the kernel as written, and its default
 and corner configs compute, on the host (g++), the product the kernel as written computes;
 spellings the analysis cannot prove are refused with the line and what is missing.
@@ -126,6 +127,44 @@ extern "C" __global__ void k(float* C, const float* A, const float* B, int M, in
   if ((int)y < rows && (int)x < cols) c[y * N + x] = (float)acc;
 }
 """, ("ceil_div(N, 32)", "ceil_div(M, 32)"), ("1024",), MNK, "k(C, A, B, M, N, K)"),
+    # siboehm's shared-memory SGEMM: the ROWS from blockIdx.x (grid (M / 32, N / 32)), the
+    # column split first, pointers walked by BLOCKSIZE and BLOCKSIZE * N, braces in the
+    # product loop, alpha / beta; bounds guarded so ragged sizes stay in range
+    "rows_from_blockidx_x_siboehm": Spelling("""
+#define BLOCKSIZE 32
+extern "C" __global__ void sgemm_smem(int M, int N, int K, float alpha, const float *A,
+                                      const float *B, float beta, float *C) {
+  const uint cRow = blockIdx.x;
+  const uint cCol = blockIdx.y;
+  __shared__ float As[BLOCKSIZE * BLOCKSIZE];
+  __shared__ float Bs[BLOCKSIZE * BLOCKSIZE];
+  const uint threadCol = threadIdx.x % BLOCKSIZE;
+  const uint threadRow = threadIdx.x / BLOCKSIZE;
+  A += cRow * BLOCKSIZE * K;
+  B += cCol * BLOCKSIZE;
+  C += cRow * BLOCKSIZE * N + cCol * BLOCKSIZE;
+  const int rows = M - cRow * BLOCKSIZE, cols = N - cCol * BLOCKSIZE;
+  float tmp = 0.0;
+  for (int bkIdx = 0; bkIdx < K; bkIdx += BLOCKSIZE) {
+    As[threadRow * BLOCKSIZE + threadCol] =
+        ((int)threadRow < rows && bkIdx + (int)threadCol < K) ? A[threadRow * K + threadCol] : 0.0f;
+    Bs[threadRow * BLOCKSIZE + threadCol] =
+        (bkIdx + (int)threadRow < K && (int)threadCol < cols) ? B[threadRow * N + threadCol] : 0.0f;
+    __syncthreads();
+    A += BLOCKSIZE;
+    B += BLOCKSIZE * N;
+    for (int dotIdx = 0; dotIdx < BLOCKSIZE; ++dotIdx) {
+      tmp += As[threadRow * BLOCKSIZE + dotIdx] *
+             Bs[dotIdx * BLOCKSIZE + threadCol];
+    }
+    __syncthreads();
+  }
+  if ((int)threadRow < rows && (int)threadCol < cols)
+    C[threadRow * N + threadCol] = alpha * tmp + beta * C[threadRow * N + threadCol];
+}
+""", ("ceil_div(M, 32)", "ceil_div(N, 32)"), ("1024",), {**MNK, "alpha": "1", "beta": "1"},
+        "sgemm_smem(M, N, K, 1.5f, A, B, -0.5f, C)", alpha="1.5", beta="-0.5",
+        entry="sgemm_smem"),
 }
 
 ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}
@@ -194,7 +233,7 @@ BASE = SPELLINGS["literal_tid_shift_mask_flat_nn"]
      "uses the flat thread index `tid` other than split", 19),
     # the block's row offset added to the thread's column
     (("int row = blockIdx.y * 16 + ty;", "int row = blockIdx.y * 16 + tx;"),
-     "adds the block offset along BM to a thread index that runs over BN", 8),
+     "is not at (block row * 16 + thread row, block column * 16 + thread column)", 28),
     # a flat tile read at a column the analysis cannot bound by the tile's row
     (("acc += tileA[ty * 16 + e] * tileB[e * 16 + tx];",
       "acc += tileA[ty * 16 + (e ^ 1)] * tileB[(e ^ 1) * 16 + tx];"),
@@ -216,6 +255,37 @@ def test_1d_spellings_the_analysis_cannot_prove_are_refused_with_the_line(
     assert found and not any(f.applied for f in found), lifted.notes
     assert reason in found[0].reason, found[0].reason
     assert found[0].line == line, found[0]
+
+
+NT_BASE = SPELLINGS["corpus_sgemm_nt"]
+
+
+@pytest.mark.parametrize("edit,reason,line", [
+    # A's rows offset by the block index of the output's columns (a pointer offset: no sum
+    # pairs the two, the addresses do)
+    (("A += cRow * BLOCKSIZE * K;", "A += cCol * BLOCKSIZE * K;"),
+     "the load `A[threadRow * K + threadCol]` of tile As does not move by one block along "
+     "rows", 28),
+    # the output's columns step by two tiles per block
+    (("C += cRow * BLOCKSIZE * N + cCol * BLOCKSIZE;",
+      "C += cRow * BLOCKSIZE * N + cCol * 2 * BLOCKSIZE;"),
+     "is not at (block row * 32 + thread row, block column * 32 + thread column)", 39),
+])
+def test_1d_addresses_that_do_not_follow_the_block_are_refused(
+        edit: tuple[str, str], reason: str, line: int) -> None:
+    assert edit[0] in NT_BASE.source
+    s = Spelling(NT_BASE.source.replace(edit[0], edit[1], 1), NT_BASE.grid, NT_BASE.block,
+                 NT_BASE.scalars, NT_BASE.call, entry=NT_BASE.entry)
+    found = [f for f in lift(s).findings if f.transform == "REGISTER_TILE"]
+    assert found and not any(f.applied for f in found)
+    assert reason in found[0].reason, found[0].reason
+    assert found[0].line == line, found[0]
+
+
+def test_the_block_index_of_the_rows_sets_the_grid_rule_it_divides() -> None:
+    lifted = lift(SPELLINGS["rows_from_blockidx_x_siboehm"])
+    assert lifted.grid == ("ceil_div(M, BM)", "ceil_div(N, BN)")
+    assert lift(SPELLINGS["corpus_sgemm_nt"]).grid == ("ceil_div(N, BN)", "ceil_div(M, BM)")
 
 
 def test_a_1d_block_that_is_not_the_tile_squared_is_not_register_tiled() -> None:

@@ -46,6 +46,15 @@ from workbench.llm.templater.analysis import (
     walk,
 )
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.regtile_pairing import (
+    ROWS_FROM_X,
+    ROWS_FROM_Y,
+    Indexing,
+    loads,
+    output_stores,
+    pairing,
+    same_move,
+)
 from workbench.llm.templater.regtile_split import (
     ThreadSplit,
     const_value,
@@ -213,6 +222,7 @@ class Gemm:
         self.names: dict[str, str] = {}
         self.inlinable: set[str] = set()
         self.transposed: dict[str, str] = {}  # tile -> the knob that stores it k-major
+        self.rows_from = ROWS_FROM_Y  # the block index that offsets the output's rows first
 
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
@@ -266,7 +276,7 @@ class Gemm:
                 raise Refused(f"`{text(top)}` multiplies a thread index by the tile size "
                               f"{self.tile}: a thread numbering the rewrite does not model", n)
             if len(dims) == 1:
-                self.roles[span] = "BM" if dims == {"y"} else "BN"
+                self.roles[span] = "BM" if dims == {self.rows_from[0]} else "BN"
             elif is_dim:
                 raise Refused(f"`{text(n)}` is used other than as a block offset "
                               f"(`{text(top)}`)", n)
@@ -596,9 +606,8 @@ def _analyse(g: Gemm, loop: Node) -> None:
         if whole or (g.split is not None and n.type == "binary_expression" and
                      g.split.dim(n) is not None):
             spans |= {(m.start_byte, m.end_byte) for m in walk(n)}
+    _read_pairing(g, parts)
     g.classify(spans)
-    if g.split is not None:
-        _check_pairing(g, parts)
     epi_roles = [n for s in parts.epilogue for n in walk(s)
                  if g.roles.get((n.start_byte, n.end_byte)) == "BK"]
     if epi_roles:
@@ -620,6 +629,66 @@ def _analyse(g: Gemm, loop: Node) -> None:
     for g_rule, want in ((0, "BN"), (1, "BM")):
         if scale_divisor(plan.grid[g_rule], str(t), want) is None:
             raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile {t}")
+
+
+def _read_pairing(g: Gemm, parts: Parts) -> None:
+    """Set ``g.rows_from`` from the output's addresses, and check that each tile's loads
+    move with the block index of the output dimension the tile runs along
+    (:mod:`.regtile_pairing`); a 1-D block, whose rows and columns come from one index, is
+    refused where either cannot be evaluated."""
+    def local_value(name: str) -> Node | None:
+        lo = g.locals.get(name)
+        return lo.value if lo is not None and lo.count == 1 and name not in g.assigned \
+            else None
+    blocky: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, lo in g.locals.items():
+            if name not in blocky and lo.value is not None and any(
+                    builtin(m, "blockIdx") or (m.type == "identifier" and text(m) in blocky)
+                    for m in walk(lo.value)):
+                blocky.add(name)
+                changed = True
+
+    def varies(node: Node) -> bool:
+        return g.mentions_thread(node) or any(
+            builtin(m, "blockIdx") or (m.type == "identifier" and text(m) in blocky)
+            for m in walk(node))
+    def initial_value(name: str) -> Node | None:
+        lo = g.locals.get(name)
+        return lo.value if lo is not None and lo.count == 1 else None
+    ix = Indexing(g.thread_dim, local_value, varies, g.tile, initial_value)
+    stores = output_stores(parts.epilogue, set(g.tiles))
+    verdict = pairing(stores, parts.prologue, g.body, ix)
+    where = stores[0][2] if stores else None
+    if verdict == "neither":
+        raise Refused(f"the output `{text(where)[:60]}` is not at (block row * {g.tile} + "
+                      f"thread row, block column * {g.tile} + thread column) for one block "
+                      "index as the rows and the other as the columns", where)
+    if verdict is None and g.split is not None:
+        raise Refused("the output's address could not be evaluated from the block and thread "
+                      "indices, so which block index offsets its rows is unknown", where)
+    g.rows_from = verdict if verdict in (ROWS_FROM_Y, ROWS_FROM_X) else ROWS_FROM_Y
+    block_of = {"y": g.rows_from[0], "x": g.rows_from[1]}
+    for s in parts.stores:
+        target = store_target(s) if s.type != "declaration" else []
+        access = g.access(target[0]) if target else None
+        if access is None or access[0] not in g.tiles:
+            continue
+        tile = g.tiles[access[0]]
+        dims = [g.thread_dim(i) for i in access[1]]
+        for load in loads(s, set(g.tiles)):
+            for d, role in zip(dims, tile.roles, strict=True):
+                if role == "k" or d is None:
+                    continue
+                moved = same_move(load, parts.prologue, g.body, ix, d, block_of[role])
+                if moved is False or (moved is None and g.split is not None):
+                    raise Refused(
+                        f"the load `{text(load[0])}[{text(load[1])}]` of tile {tile.name} "
+                        + ("does not move" if moved is False else "cannot be shown to move")
+                        + f" by one block along {'rows' if role == 'y' else 'columns'} when "
+                        f"the tile position moves by {g.tile}", s)
 
 
 def _uniform_step(g: Gemm, stmt: Node, compute: list[Node]) -> bool:
@@ -667,52 +736,6 @@ def _check_flat_thread_index(g: Gemm) -> None:
             raise Refused(f"`{text(context)}` uses the flat thread index `{text(n)}` other "
                           f"than split into a row (/ {g.tile}) and a column (% {g.tile}): a "
                           "thread numbering the rewrite does not model", n)
-
-
-def _check_pairing(g: Gemm, parts: Parts) -> None:
-    """Every sum that adds a block offset and a thread index adds a thread index that runs
-    over that offset's extent: in the product and the epilogue the thread's row (y) runs over
-    BM and its column (x) over BN; in a tile's cooperative store each runs over the extent of
-    the tile position it stores (a B^T tile's rows run over BN). In a 1-D block both come from
-    one index, and which split is the row is the author's choice, not the launch's."""
-    run = {"y": "BM", "x": "BN", "k": "BK"}
-    contexts: list[tuple[Node, dict[str, str]]] = [
-        (s, {"y": "BM", "x": "BN"}) for s in parts.compute + parts.epilogue]
-    for s in parts.stores:
-        target = store_target(s) if s.type != "declaration" else []
-        access = g.access(target[0]) if target else None
-        if access is not None and access[0] in g.tiles:
-            dims = [g.thread_dim(i) for i in access[1]]
-            roles = g.tiles[access[0]].roles
-            contexts.append((s, {d: run[r] for d, r in zip(dims, roles, strict=True)
-                                 if d is not None}))
-    for stmt, extent in contexts:
-        _check_sums(g, stmt, extent, set())
-
-
-def _check_sums(g: Gemm, node: Node, extent: dict[str, str], seen: set[str]) -> None:
-    for n in walk(node):
-        if n.type == "identifier" and text(n) in g.inlinable and text(n) not in seen:
-            value = g.locals[text(n)].value
-            if value is not None:  # a thread-dependent local, inlined where it is used
-                _check_sums(g, value, extent, seen | {text(n)})
-            continue
-        parts = binary(n) if n.type == "binary_expression" else None
-        if parts is None or parts[1] not in ("+", "-"):
-            continue
-        outer = n.parent
-        if outer is not None and outer.type == "binary_expression" and \
-                text(outer.child_by_field_name("operator")) in ("+", "-"):
-            continue  # the whole sum is checked once, from its top
-        offsets = {g.roles[(f.start_byte, f.end_byte)] for _, term in terms(n)
-                   for f in factors(term) if (f.start_byte, f.end_byte) in g.roles}
-        runs = {extent.get(d, "?") for _, term in terms(n)
-                if (d := g.thread_dim(term)) is not None}
-        for role in offsets & {"BM", "BN"}:
-            if runs and runs != {role}:
-                raise Refused(f"`{text(n)}` adds the block offset along {role} to a thread "
-                              f"index that runs over {', '.join(sorted(runs))}: a pairing of "
-                              "block and thread the rewrite does not model", n)
 
 
 def decl_name(d: Node) -> str:

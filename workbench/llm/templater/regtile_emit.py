@@ -27,6 +27,7 @@ from workbench.llm.templater.regtile import (
     render,
     store_target,
 )
+from workbench.llm.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.llm.templater.regtile_vec import (
     VEC_WIDTH,
     NotVector,
@@ -176,8 +177,10 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan.rw.replace(plan.body, text_out)
     plan.helper(f"#define {tx_} ({bn} / {tn})  // threads per block along x")
     plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
-    plan.grid[0] = scale_divisor(plan.grid[0], str(t), bn) or plan.grid[0]
-    plan.grid[1] = scale_divisor(plan.grid[1], str(t), bm) or plan.grid[1]
+    # the grid's x / y follow the block extent of the output dimension their index offsets
+    along_x, along_y = (bn, bm) if g.rows_from == ROWS_FROM_Y else (bm, bn)
+    plan.grid[0] = scale_divisor(plan.grid[0], str(t), along_x) or plan.grid[0]
+    plan.grid[1] = scale_divisor(plan.grid[1], str(t), along_y) or plan.grid[1]
     plan.block = [f"({bn} // {tn}) * ({bm} // {tm})", *plan.block[1:]] if one_d else \
         [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
     plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
