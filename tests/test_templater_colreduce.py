@@ -4,8 +4,8 @@ The family written as different people would: the unseen2 corpus kernel (a 2-D b
 grid-stride walk over rows, macros, a halving tree through shared memory), a 1-D block
 summing a fixed slice of rows per block row (``#ifndef`` default, ``while`` with ``r++``, a
 row pointer, an early return), a sum of squares over a padded matrix (``y``/``x`` names,
-``blockDim`` in the index, a separate leading dimension, a value local, thread row 0
-adding the shared slots in order), and a weighted column sum of two arrays read through
+``blockDim`` in the index, ``#pragma unroll`` on the walk and the fold, a separate leading
+dimension, a value local, thread row 0 adding the shared slots in order), and a weighted column sum of two arrays read through
 ``*(p + i)`` with a ``double`` accumulator. Each lifts BLOCK_X / BLOCK_Y / CHUNKS or
 ROWS_PER_CHUNK / VEC / ROW_UNROLL with its defaults launching the kernel as written; near
 misses are refused with the reason and the line. The host tier runs the default and the
@@ -62,6 +62,7 @@ extern "C" __global__ void k(float* colsq, const float* a, int m, int n, int ld)
   int x = blockIdx.x * blockDim.x + threadIdx.x;
   float t = 0.0f;
   if (x < n) {
+#pragma unroll 4
     for (int y = threadIdx.y + blockIdx.y * blockDim.y; y < m; y += blockDim.y * gridDim.y) {
       float v = a[x + y * ld];
       t += v * v;
@@ -71,6 +72,7 @@ extern "C" __global__ void k(float* colsq, const float* a, int m, int n, int ld)
   __syncthreads();
   if (threadIdx.y == 0) {
     float total = 0.0f;
+#pragma unroll
     for (int k = 0; k < 4; ++k) total += part[k * 16 + threadIdx.x];
     if (x < n) colsq[blockIdx.y * n + x] = total;
   }

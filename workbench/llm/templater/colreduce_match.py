@@ -179,8 +179,11 @@ def _poly_c(p: Poly) -> str:
 
 
 def _statements(node: Node) -> list[Node]:
+    """The statements of a block (comments and ``#pragma`` lines left out: the body is
+    regenerated, so an author's unroll hint changes nothing it computes)."""
     if node.type == "compound_statement":
-        return [c for c in node.named_children if c.type != "comment"]
+        return [c for c in node.named_children if c.type != "comment" and not (
+            c.type == "preproc_call" and text(c).lstrip("# \t").startswith("pragma"))]
     return [node]
 
 
