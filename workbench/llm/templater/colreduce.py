@@ -31,6 +31,8 @@ the same rows of the same column as the kernel as written, and the same slots ar
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from tree_sitter import Node
 
 from workbench.llm.templater.analysis import text, walk
@@ -92,14 +94,24 @@ def is_candidate(plan: Plan) -> bool:
     return walks and stores
 
 
-def lift_colreduce(plan: Plan) -> bool:
+def lift_colreduce(plan: Plan, compared_by_total: Collection[str] | None = None) -> bool:
     """Apply the column-partials family where the kernel has its shape; True when it did.
     A kernel of the family's outline that differs is refused with the reason and the line
-    (and left to the other transforms)."""
+    (and left to the other transforms). ``compared_by_total`` names the outputs the kernel
+    folder compares by a reduced quantity (``compare = "sum"``, or every output when
+    reference.py defines ``verify``); None where no folder says (the lift then rests on each
+    column's total being unchanged). A partial output the folder compares element by
+    element is refused: the layout of the partials changes with the config."""
     if not is_candidate(plan):
         return False
     try:
         red = recognise(plan)
+        if compared_by_total is not None and red.out not in compared_by_total:
+            raise Refused(f"the partial rows `{red.out}` are compared element by element "
+                          "(kernel.toml has no compare = \"sum\" for it and reference.py no "
+                          "verify()), and which rows a partial adds changes with the block "
+                          "rows and the block's rows: compare them by their sum or verify() "
+                          "to lift the family", red.store)
         _emit(plan, red)
     except Refused as exc:
         plan.note(NAME, False, exc.reason, exc.node)

@@ -88,6 +88,7 @@ class ColumnReduction:
     rows_per_chunk: int  # slice: rows per block as written
     loop: Node
     tree: str  # "none" | "halving" | "serial"
+    store: Node  # the partial row's store
 
 
 def _c_type(plan: Plan, ptr: str) -> str:
@@ -292,7 +293,7 @@ class _Matcher:
         assert self.width is not None
         return ColumnReduction(acc_type, value, tuple(reads), tuple(d for d, _v in body_locals),
                                self.width, rows, out, out_ld, out_type, self.bx, self.by,
-                               mode, chunks, rpb, loop, tree)
+                               mode, chunks, rpb, loop, tree, final)
 
     def loop_parts(self, loop: Node, update: Node) -> tuple[str, Node, Node, Node | str,
                                                             list[tuple[Node, Node]]]:
