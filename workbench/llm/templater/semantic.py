@@ -12,7 +12,7 @@ reproduce the kernel as written: same launch, same work per thread.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
@@ -39,16 +39,19 @@ from workbench.llm.templater.wrap import apply_grid_cap, apply_wrap_items
 
 def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                 block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str = "0",
-                file: str = "baseline.cu") -> LiftedSource:
+                file: str = "baseline.cu",
+                compared_by_total: Collection[str] | None = None) -> LiftedSource:
     """Template ``entry`` of ``source_text`` (pure). ``scalars`` maps each scalar kernel
-    argument to the shape expression it is launched with (``{"d": "d"}``); raises
-    CudaSourceError when the kernel cannot be parsed."""
+    argument to the shape expression it is launched with (``{"d": "d"}``);
+    ``compared_by_total`` names the outputs the kernel folder compares by a reduced
+    quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
+    parsed."""
     source = parse_cuda(source_text, file)
     kernel = source.kernel(entry)
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not (lift_reduce(plan) or lift_colreduce(plan) or
+        if not (lift_reduce(plan) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_conv(plan) or apply_warp(plan, macros)):
             lift_block(plan)
