@@ -23,6 +23,15 @@ def folder_scalars(folder: KernelFolder) -> dict[str, str]:
             if a.role == "scalar" and a.value is not None}
 
 
+def compared_by_total(folder: KernelFolder) -> frozenset[str]:
+    """The outputs ``folder`` compares by a reduced quantity, not element by element: those
+    with ``compare = "sum"``, and every output when reference.py defines ``verify``."""
+    outputs = [a for a in folder.args if a.role in ("out", "inout")]
+    if "verify" in folder.reference_functions:
+        return frozenset(a.name for a in outputs)
+    return frozenset(a.name for a in outputs if a.compare != "elementwise")
+
+
 def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") -> TemplaterResult:
     """Make a template from ``folder``'s baseline with no LLM.
 
@@ -34,7 +43,8 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
     shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
     lifted: LiftedSource = lift_kernel(
         base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
-        smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name)
+        smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name,
+        compared_by_total=compared_by_total(folder))
     why = lifted.notes
     named = lift_source(base.source, entry=base.entry, grid=rules["grid"],
                         block=rules["block"], smem_bytes=rules["smem_bytes"],
