@@ -208,6 +208,17 @@ def run_count(workers: int, configs: int, args: argparse.Namespace, work: Path,
             "search_loop_top": top_functions(stats)}
 
 
+def _variant(args: argparse.Namespace) -> None:
+    """The runner as it was before a fix, for an A/B in this process only (the driver's
+    DaskRunner; the workers are untouched)."""
+    from workbench.engine import dask_runner as module
+
+    if args.queued_batches is not None:
+        module.QUEUED_BATCHES = args.queued_batches
+    if args.no_measure_ahead:
+        module.DaskRunner._measure_ahead = lambda self, room: None  # type: ignore[method-assign]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--kernel", default="sample_kernels/fused_add_rmsnorm")
@@ -225,12 +236,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads-per-worker", type=int, default=20,
                         help="Dask threads per worker (16 cores per GPU + 4 measure slots "
                              "on the lent machines)")
+    parser.add_argument("--queued-batches", type=int, default=None,
+                        help="A/B only: the compile-ahead queue's bound in batches (the "
+                             "runner's QUEUED_BATCHES; 1 was the bound before)")
+    parser.add_argument("--no-measure-ahead", action="store_true",
+                        help="A/B only: the devices drain at each batch's end (as before "
+                             "the runner measured the next batch in the last slots)")
     parser.add_argument("--out", default="", help="result file (default: under "
                         "benchmarks/results/cluster/cpu/)")
     args = parser.parse_args(argv)
     from workbench.core.kernel_folder import load_kernel_folder
     from workbench.testing.paced_device import fake_nvcc
 
+    _variant(args)
     folder = load_kernel_folder(ROOT / args.kernel)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%SZ")
     command = " ".join(["python3", "benchmarks/cluster/coordinator_scaling.py",
@@ -257,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "kernel": folder.name, "device_ms": args.device_ms,
               "spin_up_ms": args.spin_up_ms, "compile_ms": args.compile_ms,
               "threads_per_worker": args.threads_per_worker,
+              "queued_batches": args.queued_batches, "measure_ahead": not args.no_measure_ahead,
               "note": "simulated devices and compiles (sleeps): the coordinator's cost only",
               "rows": rows}
     out = Path(args.out) if args.out else result_path("cluster", "cpu",

@@ -35,8 +35,12 @@ recorded crashed.
 Dispatch: the compiles of a batch are submitted at once; a candidate's measure task is
 dispatched when its compile is done, at most
 :data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker, refilled as results are
-taken, so each device has its next candidates on hand while it times one, and nothing more
-is dispatched while the caller holds: a paused search pauses every worker after the tasks in
+taken, so each device has its next candidates on hand while it times one. Once every
+candidate of the batch is dispatched, the slots its last ones leave take the next batch's
+candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), so the devices do not
+drain at the batch's end while the caller stores its last results; the next ``measure``
+call takes those tasks as they are and cancels any for candidates it does not hold. Nothing
+more is dispatched while the caller holds: a paused search pauses every worker after the tasks in
 flight, a stopped one (closing the iterator) cancels those, and a range edit applies to every
 task dispatched after it.
 """
@@ -46,7 +50,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.core.errors import ClusterError
@@ -97,11 +101,24 @@ _SOLO_ATTEMPTS = 2
 class _BatchPlan:
     """One measure call's compiles: ``units`` maps an instance hash to the indices of the
     candidates it serves; ``uncompiled`` are the candidates with nothing to compile (the
-    runner prunes them with the reason); ``token`` names the batch's tasks."""
+    runner prunes them with the reason); ``token`` names the batch's tasks; ``early`` the
+    measure tasks of its candidates dispatched before the call (index -> future: measured
+    ahead while the previous batch drained)."""
 
     token: int
     units: dict[str, list[int]]
     uncompiled: tuple[int, ...]
+    early: dict[int, Any] = field(default_factory=dict)
+    ahead: bool = True  # its free slots may measure the next batch (not a suspect alone)
+
+
+@dataclass(frozen=True)
+class _NextBatch:
+    """The candidates :meth:`DaskRunner.compile_ahead` queued (with their instance hashes)
+    and the token that names their measure tasks when dispatched ahead."""
+
+    token: int
+    candidates: tuple[tuple[Candidate, str], ...]
 
 
 class DaskRunner:
@@ -136,12 +153,15 @@ class DaskRunner:
         self.dispatched = 0  # measure tasks submitted so far
         self.compiles = CompileAhead(QUEUED_BATCHES * self.batch_size)
         self._now: set[str] = set()  # instance hashes of the batch measured now
+        self._next = _NextBatch(0, ())  # the batch compile_ahead queued
+        self._early: dict[Candidate, Any] = {}  # its measure tasks dispatched ahead
         self._workers_died = False
 
     @property
     def in_flight(self) -> tuple[Any, ...]:
-        """The futures of the measure tasks dispatched and not yet handed on."""
-        return tuple(self._in_flight)
+        """The futures of the measure tasks dispatched and not yet handed on (the next
+        batch's measured ahead included)."""
+        return (*self._in_flight, *self._early.values())
 
     def _check_reference(self) -> None:
         """After a worker died (its nanny starts a new one, at a new address), meet the
@@ -171,6 +191,7 @@ class DaskRunner:
         view.__dict__.update(self.__dict__)
         view._pin = address or self.reference.address
         view._owns = ()
+        view._next, view._early = _NextBatch(0, ()), {}  # a pinned view measures in order
         if view._pin not in {w.address for w in self.workers}:
             raise ClusterError(f"{view._pin} is not one of this runner's GPU workers",
                                value=view._pin, expected=[w.address for w in self.workers])
@@ -184,6 +205,7 @@ class DaskRunner:
 
     def close(self) -> None:
         """Close the workers' runners; close the client and cluster this runner owns."""
+        self._cancel_early()
         if not self._owns:
             return
         try:
@@ -251,6 +273,8 @@ class DaskRunner:
                     suspects.append(candidate)
                 else:
                     yield result
+        if suspects:  # alone means alone: nothing of the next batch runs beside them
+            self._cancel_early()
         for candidate in suspects:
             yield self._alone(candidate)
 
@@ -273,7 +297,11 @@ class DaskRunner:
         units: dict[str, list[int]] = {}  # instance hash -> the candidates it serves
         instances: dict[str, KernelInstance] = {}
         uncompiled: list[int] = []
+        early: dict[int, Any] = {}
         for index, candidate in enumerate(candidates):
+            if cancel_others and candidate in self._early:  # measured ahead: dispatched
+                early[index] = self._early.pop(candidate)
+                continue
             instance = self.endpoint.instance(candidate)
             if instance is None:
                 uncompiled.append(index)
@@ -281,12 +309,41 @@ class DaskRunner:
                 units.setdefault(instance.hash, []).append(index)
                 instances.setdefault(instance.hash, instance)
         if cancel_others:
+            self._cancel_early()  # measured ahead for a batch that did not come
+            self._next = _NextBatch(0, ())
             self.client.cancel(self.compiles.keep_only(set(units)))
             self._now = set(units)
         else:
             self._now |= set(units)
         self.compiles.want(list(instances.items()), front=True)
-        return _BatchPlan(next_token(), units, tuple(uncompiled))
+        return _BatchPlan(next_token(), units, tuple(uncompiled), early, ahead=cancel_others)
+
+    def _cancel_early(self) -> None:
+        if self._early:
+            self.client.cancel(list(self._early.values()))
+            self._early = {}
+
+    def _measure_ahead(self, room: int) -> None:
+        """Dispatch up to ``room`` measure tasks of the next batch (:meth:`compile_ahead`)
+        whose compiles are done, while this batch's last ones run: the devices keep
+        measuring while the caller takes this batch's last results, stores them and hands
+        the next batch over (the next :meth:`measure` call takes these tasks as they are).
+        Without it every device drained at each batch's end and waited for the slowest
+        device's last candidates and the driver's round trip, past the GPU worker's idle
+        gap (CPU check: benchmarks/cluster/coordinator_scaling.py)."""
+        batch = self._next
+        for position, (candidate, key) in enumerate(batch.candidates):
+            if room <= 0:
+                return
+            future = self.compiles.future(key)
+            if candidate in self._early or future is None or not future.done():
+                continue
+            self.compiles.release(key)  # its compile goes to a device: its slot frees
+            self._early[candidate] = self._submit_measure(
+                candidate, future, f"wb-measure-{batch.token}-{position}",
+                _AHEAD_PRIORITY + position)
+            self.dispatched += 1
+            room -= 1
 
     def _fan_out(self, candidates: Sequence[Candidate], plan: _BatchPlan,
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
@@ -312,8 +369,9 @@ class DaskRunner:
         ordered = self._pin is not None
         capacity = 1 if ordered else MEASURES_PER_GPU * len(self.workers)
         next_in_order = 0
-        futures: dict[Any, int] = {}
+        futures: dict[Any, int] = {future: index for index, future in plan.early.items()}
         yielded: set[int] = set()
+        finished = False
         self._in_flight = futures
 
         def top_up() -> None:
@@ -343,6 +401,11 @@ class DaskRunner:
                                              f"wb-measure-{batch}-{index}", index)] = index
                 self.dispatched += 1
             top_up()
+            if (plan.ahead and not ordered and not ready and not compiling
+                    and not unattached):
+                # every candidate of this batch is dispatched: its slots left go ahead
+                self._measure_ahead(capacity - len(futures) - sum(
+                    1 for f in self._early.values() if not f.done()))
 
         try:
             top_up()
@@ -379,10 +442,13 @@ class DaskRunner:
                         yield candidates[index], self._lost(
                             candidates[index], f"the worker {self._pin} left the cluster "
                             f"before measuring it")
+            finished = True
         finally:
             self.client.cancel([*futures, *artifact_of.values(),
                                 *self.compiles.drop(set(units))])
             self._in_flight = {}
+            if not finished:  # closed early (a stop): what was measured ahead goes too
+                self._cancel_early()
 
     @property
     def batch_size(self) -> int:
@@ -403,8 +469,12 @@ class DaskRunner:
         ahead for others are cancelled (``[]``: the caller will measure nothing more).
         Bounded by :attr:`compile_limit` with the current batch's; returns how many are
         queued."""
-        wanted = [(i.hash, i) for i in (self.endpoint.instance(c) for c in candidates)
-                  if i is not None]
+        instances = [(c, self.endpoint.instance(c)) for c in candidates]
+        wanted = [(i.hash, i) for _, i in instances if i is not None]
+        self._next = _NextBatch(next_token(), tuple((c, i.hash) for c, i in instances
+                                                    if i is not None))
+        for candidate in [c for c in self._early if c not in dict(self._next.candidates)]:
+            self.client.cancel([self._early.pop(candidate)])
         self.client.cancel(self.compiles.keep_only(self._now | {key for key, _ in wanted}))
         self.compiles.want(wanted, front=False)
         self._top_up_compiles(next_token())
