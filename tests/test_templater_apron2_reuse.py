@@ -5,7 +5,9 @@ The family written as different people would: a Laplacian with its five taps wri
 (``#ifndef`` tile macro, ``ty``/``tx`` locals, clamped nested loads), a convolution with
 its filter in ``__constant__`` memory and taps from ``-R`` to ``R`` (``<=`` bounds, an
 early return, a flat zero-padded load, ``#pragma unroll`` already on one loop), and a sum
-of squares whose row index goes through a ``const int`` local inside the tap loop. Each
+of squares whose row index goes through a ``const int`` local inside the tap loop, and a
+clamped 9 x 9 correlation (a flat load stepping by the macros' product, taps in
+``__constant__`` memory; its 16 x 9 window at OUT_Y = 8 still reuses rows). Each
 lifts OUT_XY with ROW_REUSE; the PTX at OUT_Y = 8 reads shared memory at most (OUT_Y +
 halo) x width times per output column (window values no tap uses are dropped) instead of
 OUT_Y x taps; the host runs the default, the
@@ -107,6 +109,29 @@ extern "C" __global__ void k(float* energy, const float* img, int h, int w) {
 }
 """, ["32", "4"], (2, 3), 9),
 }
+SPELLINGS["clamped_9x9_flat_literal_step"] = (r"""
+#define R 4
+#define BW 32
+#define BH 8
+__constant__ float filt[(2 * R + 1) * (2 * R + 1)];
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float t[BH + 2 * R][BW + 2 * R];
+  for (int e = threadIdx.y * BW + threadIdx.x; e < (BH + 2 * R) * (BW + 2 * R); e += BW * BH) {
+    const int ly = e / (BW + 2 * R), lx = e % (BW + 2 * R);
+    const int gy = min(max((int)blockIdx.y * BH + ly - R, 0), h - 1);
+    const int gx = min(max((int)blockIdx.x * BW + lx - R, 0), w - 1);
+    t[ly][lx] = in[gy * w + gx];
+  }
+  __syncthreads();
+  const int y = blockIdx.y * BH + threadIdx.y, x = blockIdx.x * BW + threadIdx.x;
+  if (y >= h || x >= w) return;
+  float acc = 0.0f;
+  for (int j = 0; j <= 2 * R; ++j)
+    for (int i = 0; i <= 2 * R; ++i)
+      acc += filt[j * (2 * R + 1) + i] * t[threadIdx.y + j][threadIdx.x + i];
+  out[y * w + x] = acc;
+}
+""", ["32", "8"], (8, 9), 81)
 SIZES = {"h": 45, "w": 77}
 ENV = {**SIZES, "elem_bytes": 4}
 
