@@ -1,9 +1,9 @@
 """The third unseen compute corpus (issue 28, held-back kernels), pure tier: every kernel
 folder of benchmarks/corpus_compute_unseen3 and its expert/ copy load; the plain kernel
 computes what its reference.py says (g++ host simulation); the hand-written expert template
-computes what the plain kernel computes at its default and at the first and the last
-all-ends configs (the same host simulation, same inputs); nvcc compiles the plain kernel and
-the expert default for sm_90 without spilling.
+computes what the plain kernel computes at its default, at the first and the last all-ends
+configs and at the kernel's hand-picked EXTRA_CONFIGS (the same host simulation, same
+inputs); nvcc compiles the plain kernel and the expert default for sm_90 without spilling.
 
 The host simulation is tests/helpers_templater.COOPERATIVE_BLOCK: each thread of a block a
 coroutine, ``__syncthreads`` a switch, so shared memory and barriers behave as on the GPU.
