@@ -51,7 +51,7 @@ SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen3": ROOT / "benchmarks" / "corpus_compute_unseen3"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
-                          "sse_partials", "row_l2norm"})
+                          "sse_partials", "row_l2norm", "heat_step13"})
 PROPOSE_TIMEOUT_S = 240
 
 
