@@ -6,7 +6,8 @@ summing a fixed slice of rows per block row (``#ifndef`` default, ``while`` with
 row pointer, an early return), a sum of squares over a padded matrix (``y``/``x`` names,
 ``blockDim`` in the index, ``#pragma unroll`` on the walk and the fold, a separate leading
 dimension, a value local, thread row 0 adding the shared slots in order), and a weighted column sum of two arrays read through
-``*(p + i)`` with a ``double`` accumulator. Each lifts BLOCK_X / BLOCK_Y / CHUNKS or
+``*(p + i)`` with a ``double`` accumulator, and the shortest form (a 1-D block, one row
+per step of a grid-stride walk, an early return, the sum stored directly). Each lifts BLOCK_X / BLOCK_Y / CHUNKS or
 ROWS_PER_CHUNK / VEC / ROW_UNROLL with its defaults launching the kernel as written; near
 misses are refused with the reason and the line. The host tier runs the default and the
 corner configs (every thread a coroutine, ``__syncthreads`` a switch) and checks each
@@ -102,11 +103,21 @@ extern "C" __global__ void k(double* partials, const float* w, const float* v, i
 }
 """, ["ceil_div(cols, 32)", "16"], ["32", "2"], "k(out, in, in2, rows, cols)", "cols", "16"),
 }
+SPELLINGS["one_block_row_1d_stride"] = (r"""
+extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
+  const int col = blockIdx.x * 64 + threadIdx.x;
+  if (col >= cols) return;
+  float s = 0.0f;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) s += m[r * cols + col];
+  out[blockIdx.y * cols + col] = s;
+}
+""", ["ceil_div(cols, 64)", "48"], ["64"], "k(out, in, rows, cols)", "cols", "48")
 ENTRY = {"corpus_grid_stride_halving": "colsum_partials"}
 SCALARS = {"corpus_grid_stride_halving": {"nrows": "rows", "ncols": "cols"},
            "slice_1d_while_row_pointer": {"rows": "rows", "cols": "cols"},
            "sumsq_padded_serial_fold": {"m": "rows", "n": "cols", "ld": "ld"},
-           "weighted_two_arrays_double": {"nr": "rows", "nc": "cols"}}
+           "weighted_two_arrays_double": {"nr": "rows", "nc": "cols"},
+           "one_block_row_1d_stride": {"rows": "rows", "cols": "cols"}}
 SIZES = {"rows": 83, "cols": 45}
 
 
