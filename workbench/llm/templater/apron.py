@@ -23,9 +23,11 @@ The rewrite: the block is ``(BLOCK_X, BLOCK_Y)``, the tile ``BLOCK_Y * OUT_Y + H
 the tile offsets become ``blockIdx.d * (BLOCK_D * OUT_D)`` and the grid's divisors follow;
 the work after the barrier runs once per output of the thread (rows ``threadIdx.y * OUT_Y +
 oy``, columns ``threadIdx.x + ox * BLOCK_X``) with the thread's index locals re-declared for
-that output and an early ``return`` made ``continue``. Each output is computed by the same
-code from the same tile values, so every config gives the kernel's results; the defaults are
-the kernel as written. Anything else is refused with the reason and the line.
+that output and an early ``return`` made ``continue``; the columns are the outer loop, so a
+column's OUT_Y rows read each tile row once from a register window where the reads allow it
+(ROW_REUSE, :mod:`.apron_window`). Each output is computed by the same code from the same
+tile values, so every config gives the kernel's results; the defaults are the kernel as
+written. Anything else is refused with the reason and the line.
 """
 
 from __future__ import annotations
