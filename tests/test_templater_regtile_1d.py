@@ -1,7 +1,8 @@
 """Register tiling of GEMMs launched with 1-D blocks (issue 28, the sgemm_nt spelling).
 
 One block of ``T * T`` threads whose flat index is split into a row and a column (``/ T`` and
-``% T``, ``>> log2 T`` and ``& (T - 1)``, directly or through locals), shared tiles declared
+``% T``, ``>> log2 T`` and ``& (T - 1)``, directly or through locals; T a literal, a macro,
+an ``#ifndef`` default, a ``constexpr`` or a ``const int`` local), shared tiles declared
 2-D or flat (``[T * T]`` read ``S[r * T + c]``), global operands reached through pointer
 offsets or flat indices, ``A . B`` and ``A . B^T``, the output's rows offset by blockIdx.y or
 (siboehm's SGEMM) by blockIdx.x. Each lift keeps a 1-D block of
@@ -165,6 +166,52 @@ extern "C" __global__ void sgemm_smem(int M, int N, int K, float alpha, const fl
 """, ("ceil_div(M, 32)", "ceil_div(N, 32)"), ("1024",), {**MNK, "alpha": "1", "beta": "1"},
         "sgemm_smem(M, N, K, 1.5f, A, B, -0.5f, C)", alpha="1.5", beta="-0.5",
         entry="sgemm_smem"),
+    # the tile size a file-scope constexpr, 2-D tiles, one declaration of row and column
+    "constexpr_tile_2d_tiles": Spelling("""
+constexpr int TS = 16;
+extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float sa[TS][TS];
+  __shared__ float sb[TS][TS];
+  const int tid = threadIdx.x;
+  const int r = tid / TS;
+  const int c = tid % TS;
+  const int row = blockIdx.y * TS + r, col = blockIdx.x * TS + c;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TS) {
+    sa[r][c] = (row < M && t + c < K) ? A[row * K + t + c] : 0.0f;
+    sb[r][c] = (t + r < K && col < N) ? B[(t + r) * N + col] : 0.0f;
+    __syncthreads();
+    for (int e = 0; e < TS; ++e) acc += sa[r][e] * sb[e][c];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",), MNK, "mm(A, B, C, M, N, K)",
+        entry="mm"),
+    # the tile size a const int local, unsigned splits by / and & (T - 1), B^T, flat tiles
+    "const_int_local_mask_bt": Spelling("""
+extern "C" __global__ void abt(const float* A, const float* Bt, float* C, int M, int N, int K) {
+  const int TILE = 16;
+  __shared__ float a_s[TILE * TILE];
+  __shared__ float b_s[TILE * TILE];
+  const unsigned ly = threadIdx.x / TILE;
+  const unsigned lx = threadIdx.x & (TILE - 1);
+  const int gm = blockIdx.y * TILE + ly;
+  const int gn0 = blockIdx.x * TILE;
+  float v = 0.0f;
+  for (int kb = 0; kb < K; kb += TILE) {
+    a_s[ly * TILE + lx] = (gm < M && kb + (int)lx < K) ? A[gm * K + kb + lx] : 0.0f;
+    b_s[ly * TILE + lx] = (gn0 + (int)ly < N && kb + (int)lx < K) ? Bt[(gn0 + ly) * K + kb + lx] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < TILE; i++)
+      v += a_s[ly * TILE + i] * b_s[lx * TILE + i];
+    __syncthreads();
+  }
+  if (gm < M && gn0 + (int)lx < N) C[gm * N + gn0 + lx] = v;
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",), MNK, "abt(A, B, C, M, N, K)",
+        b_index=B_T, entry="abt"),
 }
 
 ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}

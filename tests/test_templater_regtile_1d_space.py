@@ -25,7 +25,7 @@ from test_templater_regtile_kmajor import A_BT
 from test_templater_regtile_spellings import SPELLINGS as SPELLINGS_2D
 
 ALL: dict[str, Spelling] = {**SPELLINGS, **SPELLINGS_2D, "a_bt_2d": A_BT}
-NT = {"corpus_sgemm_nt", "ifndef_2d_tiles_batched_bt", "a_bt_2d"}
+NT = {"corpus_sgemm_nt", "ifndef_2d_tiles_batched_bt", "a_bt_2d", "const_int_local_mask_bt"}
 LARGE = {"batch": 1, "M": 2048, "N": 2048, "K": 512, "elem_bytes": 4}
 
 

@@ -45,6 +45,8 @@ from workbench.llm.templater.analysis import (
     text,
     walk,
 )
+from workbench.llm.templater.analysis import integer_macros as reading_constants
+from workbench.llm.templater.macros import integer_macros
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile_pairing import (
     ROWS_FROM_X,
@@ -223,6 +225,7 @@ class Gemm:
         self.inlinable: set[str] = set()
         self.transposed: dict[str, str] = {}  # tile -> the knob that stores it k-major
         self.rows_from = ROWS_FROM_Y  # the block index that offsets the output's rows first
+        self.constants: set[str] = set()  # ``const int`` locals read as integers
 
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
@@ -368,17 +371,47 @@ def lift_regtile(plan: Plan) -> bool:
               any(text(c) == "__shared__" for c in d.children)]
     if len(loops) != 1 or len(shared) < 2:
         return False
-    try:
-        g = Gemm(plan, bx, one_d=one_d)
-        _analyse(g, loops[0])
-    except Refused as exc:
-        if exc.reason == "not-gemm":
-            return False
-        plan.note("REGISTER_TILE", False, exc.reason, exc.node)
-        return False
     from workbench.llm.templater.regtile_emit import emit_register_tile  # imports this
-    emit_register_tile(g, loops[0])
+    values = {m.name: m.value for m in integer_macros(plan.source).values()}
+    # ``const int TILE = 16;`` (file scope or the kernel's top) is read as the macro would be
+    constants = integer_constants(plan)
+    with reading_constants({**values, **constants}):
+        try:
+            g = Gemm(plan, bx, one_d=one_d)
+            g.constants = set(constants)
+            _analyse(g, loops[0])
+        except Refused as exc:
+            if exc.reason == "not-gemm":
+                return False
+            plan.note("REGISTER_TILE", False, exc.reason, exc.node)
+            return False
+        emit_register_tile(g, loops[0])
     return True
+
+
+_INTEGER_TYPES = {"int", "unsigned", "unsigned int", "uint", "long", "size_t", "short"}
+
+
+def integer_constants(plan: Plan) -> dict[str, int]:
+    """``const`` / ``constexpr`` integers initialised with an integer, declared at file
+    scope or at the top of the kernel body and never assigned: name -> value."""
+    out: dict[str, int] = {}
+    assigned = _assigned(plan.body)
+    decls = [c for c in plan.source.tree.root_node.children if c.type == "declaration"]
+    decls += [s for s in _statements(plan.body) if s.type == "declaration"]
+    for d in decls:
+        qualifiers = {text(c) for c in d.children if c.type == "type_qualifier"}
+        if not qualifiers & {"const", "constexpr"} or \
+                " ".join(text(d.child_by_field_name("type")).split()) not in _INTEGER_TYPES:
+            continue
+        for decl in d.children_by_field_name("declarator"):
+            if decl.type != "init_declarator":
+                continue
+            name = text(decl.child_by_field_name("declarator"))
+            value = const_value(decl.child_by_field_name("value"))
+            if value is not None and name not in assigned:
+                out[name] = value
+    return out
 
 
 @dataclass

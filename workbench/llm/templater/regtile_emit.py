@@ -88,6 +88,8 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
             if s.type == "declaration" else []
         if names and all(x in g.inlinable for x in names):
             continue  # thread-dependent: inlined where used
+        if names and all(x in g.constants for x in names):
+            continue  # ``const int TILE = 16;``: every use is rewritten by its role
         out.append(ind + render(data, s, g.role_sub))
     for a in g.accumulators:
         typ = data[a.decl.start_byte:a.decl.children_by_field_name("declarator")[0]
