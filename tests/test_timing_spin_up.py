@@ -13,7 +13,7 @@ import pytest
 from workbench.core.records import Status
 from workbench.engine import timing_loop
 from workbench.engine.bench import BenchSettings
-from workbench.engine.gpu_session import GpuSession
+from workbench.engine.gpu_timing import DeviceTimer
 from workbench.engine.spin_up import (
     IDLE_GAP_S,
     SPIN_UP_S,
@@ -98,20 +98,18 @@ class _FakeNvml:
                 "throttle_reasons": 0}
 
 
-def _session(clock: _Clock, nvml: _FakeNvml, idle_s: float) -> tuple[GpuSession, list[float]]:
-    """A GpuSession without a CUDA context: what the spin-up decision reads."""
-    session = object.__new__(GpuSession)
+def _session(clock: _Clock, nvml: _FakeNvml, idle_s: float) -> tuple[DeviceTimer, list[float]]:
+    """A DeviceTimer without a CUDA context: what the spin-up decision reads."""
+    session = DeviceTimer(cuda=None, stream=None, attrs={}, nvml=nvml)  # type: ignore[arg-type]
     session.clock = clock
     session.last_busy_s = clock.now - idle_s
-    session.nvml = nvml  # type: ignore[assignment]
-    session._nvml_static = None
     busy: list[float] = []
 
     def fake_busy(ms: float) -> None:  # the GPU kept busy: the clock moves by that much
         busy.append(ms)
         clock.now += ms / 1e3
 
-    session._busy = fake_busy  # type: ignore[method-assign]
+    session.busy = fake_busy  # type: ignore[method-assign]
     return session, busy
 
 
@@ -122,7 +120,7 @@ def test_warm_clocks_after_an_idle_gap_start_the_timing_at_once() -> None:
     clock = _Clock()
     nvml = _FakeNvml(clock, [1980], H100_STATIC)
     session, busy = _session(clock, nvml, idle_s=0.3)
-    spin, before, nvml_s = session._warm_up()
+    spin, before, nvml_s = session.warm_up()
     assert busy == []
     assert spin == SpinUp(ran=False, reason=SpinUpReason.WARM, idle_s=spin.idle_s,
                           sm_clock_mhz=1980.0, reference_mhz=1980.0)
@@ -135,7 +133,7 @@ def test_low_clocks_pay_the_spin_up_and_record_both_readings() -> None:
     clock = _Clock()
     nvml = _FakeNvml(clock, [IDLE_MHZ, 1980], H100_STATIC)
     session, busy = _session(clock, nvml, idle_s=0.3)
-    spin, before, nvml_s = session._warm_up()
+    spin, before, nvml_s = session.warm_up()
     assert busy == [pytest.approx(SPIN_UP_S * 1e3)]
     assert spin.ran and spin.reason is SpinUpReason.LOW
     assert spin.spin_up_s == pytest.approx(SPIN_UP_S)
@@ -147,7 +145,7 @@ def test_low_clocks_pay_the_spin_up_and_record_both_readings() -> None:
 def test_without_nvml_every_idle_gap_still_spins_up() -> None:
     clock = _Clock()
     session, busy = _session(clock, _FakeNvml(clock, [None], static=None), idle_s=0.3)
-    spin, before, _ = session._warm_up()
+    spin, before, _ = session.warm_up()
     assert spin.ran and spin.reason is SpinUpReason.UNKNOWN and before == {}
     assert busy == [pytest.approx(SPIN_UP_S * 1e3)]
 
@@ -156,7 +154,7 @@ def test_right_after_timed_work_nothing_spins_even_at_a_low_reading() -> None:
     clock = _Clock()
     session, busy = _session(clock, _FakeNvml(clock, [IDLE_MHZ], H100_STATIC),
                              idle_s=IDLE_GAP_S / 2)
-    spin, _, _ = session._warm_up()
+    spin, _, _ = session.warm_up()
     assert not spin.ran and spin.reason is SpinUpReason.RECENT and busy == []
 
 
@@ -165,7 +163,7 @@ def test_nvml_static_facts_are_read_once_per_session() -> None:
     nvml = _FakeNvml(clock, [1980], H100_STATIC)
     session, _ = _session(clock, nvml, idle_s=0.3)
     for _ in range(5):
-        session._warm_up()
+        session.warm_up()
     assert nvml.static_calls == 1
 
 
@@ -179,17 +177,13 @@ class _FakeGate:
 
 
 def _timed_session(monkeypatch: pytest.MonkeyPatch, nvml_clocks: list[int | None],
-                   gate_clocks: list[list[float]]) -> tuple[GpuSession, list[float], list[int]]:
+                   gate_clocks: list[list[float]]) -> tuple[DeviceTimer, list[float], list[int]]:
     """A session whose timing loop is faked: each call takes 25 ms on the injected clock
     and its gate reports the next list of batch clocks."""
     clock = _Clock()
     session, busy = _session(clock, _FakeNvml(clock, nvml_clocks, H100_STATIC), idle_s=0.3)
     gate = _FakeGate()
     session.gate = gate  # type: ignore[assignment]
-    session.tick_us = 0.0
-    session.attrs = {}
-    session.cuda = session.stream = None
-    session.cupti = None
     calls: list[int] = []
 
     def fake_time_launches(*args: Any, **kwargs: Any) -> LaunchTimes:
@@ -207,7 +201,7 @@ def test_a_skipped_spin_up_whose_gate_saw_a_cold_batch_is_retimed(
         monkeypatch: pytest.MonkeyPatch) -> None:
     session, busy, calls = _timed_session(monkeypatch, [1980, 1980],
                                           [[1100.0, 1980.0], [1980.0, 1980.0]])
-    timed = session._timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
+    timed = session.timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
     assert len(calls) == 2  # the cold timing was thrown away
     assert busy == [pytest.approx(SPIN_UP_S * 1e3)]
     spin = timed.spin_up
@@ -221,7 +215,7 @@ def test_a_skipped_spin_up_whose_gate_saw_a_cold_batch_is_retimed(
 
 def test_a_warm_skip_whose_gate_agrees_is_timed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     session, busy, calls = _timed_session(monkeypatch, [1980], [[1980.0, 1975.0]])
-    timed = session._timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
+    timed = session.timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
     assert len(calls) == 1 and busy == []
     assert timed.spin_up is not None and timed.spin_up.reason is SpinUpReason.WARM
     assert timed.spin_up_s == 0.0 and timed.bench_s == pytest.approx(0.025)
@@ -231,7 +225,7 @@ def test_a_warm_skip_whose_gate_agrees_is_timed_once(monkeypatch: pytest.MonkeyP
 def test_a_timing_after_a_spin_up_is_not_retimed(monkeypatch: pytest.MonkeyPatch) -> None:
     # a power-limited kernel runs under the fraction even warm: one spin-up, one timing
     session, busy, calls = _timed_session(monkeypatch, [IDLE_MHZ, 1700], [[1650.0, 1700.0]])
-    timed = session._timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
+    timed = session.timed(lambda: None, BenchSettings(timer="events"), None, "k", flush=None)
     assert len(calls) == 1 and len(busy) == 1
     assert timed.spin_up is not None and timed.spin_up.reason is SpinUpReason.LOW
 

@@ -14,7 +14,8 @@ import pytest
 
 from workbench.core.records import Config, Status, TrialResult
 from workbench.engine.dask_tasks import _PhaseClock, task_phases
-from workbench.engine.gpu_session import _Timed, evaluate_phases
+from workbench.engine.gpu_session import evaluate_phases
+from workbench.engine.gpu_timing import Timed
 from workbench.engine.runner import request_phases
 from workbench.engine.worker_messages import EvaluateReply
 
@@ -31,8 +32,8 @@ class _Clock:
         return self.now
 
 
-def _timed(spin_up_s: float = 0.2, nvml_s: float = 0.004, bench_s: float = 0.026) -> _Timed:
-    return _Timed(timing=None, samples_us=(), event_samples_us=(), method=None,  # type: ignore[arg-type]
+def _timed(spin_up_s: float = 0.2, nvml_s: float = 0.004, bench_s: float = 0.026) -> Timed:
+    return Timed(timing=None, samples_us=(), event_samples_us=(), method=None,  # type: ignore[arg-type]
                   bench_s=bench_s, nvml={}, spin_up_s=spin_up_s, nvml_s=nvml_s)
 
 

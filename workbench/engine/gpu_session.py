@@ -1,7 +1,12 @@
-"""The child's GPU session: one CUDA context, loaded modules, the current problem.
+"""The child's GPU session: one CUDA context, loaded modules, the current problem, and
+the requests it serves (hello, load, evaluate, copy).
 
 Lives in the worker process only (:mod:`workbench.engine.worker` runs it); pycuda, pynvml
 and numpy are imported lazily inside methods, so this module imports fine without a GPU.
+Beside it, by concept: how it times (:mod:`workbench.engine.gpu_timing`, with the spin-up
+rule in :mod:`workbench.engine.spin_up`), where a timing's inputs live
+(:mod:`workbench.engine.gpu_placements`) and how outputs are checked
+(:mod:`workbench.engine.gpu_verify`, :mod:`workbench.engine.output_compare`).
 """
 
 from __future__ import annotations
@@ -9,28 +14,22 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from workbench.core.errors import NoGPUError, WorkerError
 from workbench.core.feasibility import needs_smem_optin
 from workbench.core.inputs import complete_inputs, default_inputs
-from workbench.core.records import ClockStats, Status, Timing, TimingMethod
-from workbench.engine.bench import BenchSettings
+from workbench.core.records import Status
 from workbench.engine.conditions import ConditionTiming, timing_of
+from workbench.engine.gpu_placements import Replica, placements
+from workbench.engine.gpu_timing import DeviceTimer, Timed
 from workbench.engine.gpu_verify import _InputSet
-from workbench.engine.nvml import Nvml, throttled
+from workbench.engine.nvml import Nvml
 from workbench.engine.output_compare import VerifyHookError, _Mismatch, compare_outputs
-from workbench.engine.spin_up import (
-    SPIN_UP_S,
-    SpinUp,
-    SpinUpReason,
-    spin_up_reason,
-    started_cold,
-)
-from workbench.engine.timing_loop import PLACEMENTS, flush_bytes
+from workbench.engine.timing_loop import PLACEMENTS
 from workbench.engine.worker_messages import (
     CopyReply,
     CopyRequest,
@@ -52,51 +51,6 @@ from workbench.engine.worker_protocol import classify_cuda_error
 # The child's GPU session (pycuda is imported only here, inside the worker process)
 
 
-class _Gate:
-    """``wb_gate`` on the session's stream plus its flag in mapped pinned memory.
-
-    ``state[0]`` is the flag the host sets; ``state[1]`` counts gates that opened by
-    timeout (the host took longer than ``GATE_TIMEOUT_NS`` to enqueue a batch);
-    ``state[2:6]`` holds the SM cycles and nanoseconds of the last hold (``clocks_mhz``
-    collects one effective SM clock per settled batch).
-    """
-
-    def __init__(self, session: GpuSession, function: Any) -> None:
-        import numpy as np
-
-        cuda = session.cuda
-        self.session = session
-        self.function = function
-        function.prepare("PQ")
-        from workbench.engine.timing_loop import GATE_STATE_INT32
-
-        self.state = cuda.pagelocked_zeros((GATE_STATE_INT32,), np.int32,
-                                           mem_flags=cuda.host_alloc_flags.DEVICEMAP)
-        self.device_ptr = int(self.state.base.get_device_pointer())
-        self.clocks_mhz: list[float] = []
-
-    @property
-    def timeouts(self) -> int:
-        return int(self.state[1])
-
-    def hold(self) -> None:
-        from workbench.engine.timing_loop import GATE_TIMEOUT_NS
-
-        self.state[0] = 0
-        self.function.prepared_async_call((1, 1, 1), (1, 1, 1), self.session.stream,
-                                          self.device_ptr, GATE_TIMEOUT_NS)
-
-    def release(self) -> None:
-        self.state[0] = 1
-
-    def settled(self) -> None:
-        from workbench.engine.timing_loop import gate_clock_mhz
-
-        mhz = gate_clock_mhz(self.state)
-        if mhz is not None:
-            self.clocks_mhz.append(mhz)
-
-
 def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> EvaluateReply | WorkerFailure:
     """The reply for a CUDA error while evaluating a candidate: a classified status (crashed,
     timeout, ...) naming the phase, or an unclassified worker error that restarts it."""
@@ -108,73 +62,7 @@ def _cuda_failure(exc: Exception, phase: str, verify_s: float) -> EvaluateReply 
                          restart_worker=rule.restart_worker, verify_s=verify_s)
 
 
-@dataclass(frozen=True)
-class _Timed:
-    """What :meth:`GpuSession._timed` measured, before it goes into a reply."""
-
-    timing: Timing
-    samples_us: tuple[float, ...]
-    event_samples_us: tuple[float, ...]
-    method: TimingMethod
-    bench_s: float
-    nvml: Mapping[str, Any]
-    spin_up_s: float = 0.0  # the GPU kept busy before timing (_warm_up)
-    nvml_s: float = 0.0     # the NVML readings around the timing
-    spin_up: SpinUp | None = None  # what preceded the timing, and why
-
-
-class _Replica:
-    """Kernel arguments for one placement of input set 1: its own buffers or a copy."""
-
-    def __init__(self, source: _InputSet, buffers: dict[str, Any], owned: list[Any]) -> None:
-        self.source = source
-        self.buffers = buffers  # argument name -> device pointer (allocation or int)
-        self.owned = owned      # allocations this replica frees
-        values: list[Any] = []
-        scalars = iter(v for a, v in zip(source.args, source.values, strict=True)
-                       if a["role"] == "scalar")
-        for arg in source.args:
-            values.append(next(scalars) if arg["role"] == "scalar"
-                          else int(buffers[arg["name"]]))
-        self.values = values
-
-    @classmethod
-    def of(cls, source: _InputSet) -> _Replica:
-        return cls(source, dict(source.buffers), owned=[])
-
-    @classmethod
-    def copy(cls, source: _InputSet) -> _Replica:
-        """A copy in new allocations (page aligned, like the original)."""
-        cuda = source.session.cuda
-        buffers: dict[str, Any] = {}
-        owned = []
-        for name, buf in source.buffers.items():
-            nbytes = source.nbytes[name]
-            new = cuda.mem_alloc(nbytes)
-            owned.append(new)
-            ptr = int(new)
-            cuda.memcpy_dtod(ptr, buf, nbytes)
-            buffers[name] = ptr
-        return cls(source, buffers, owned=owned)
-
-    def restore(self, stream: Any) -> None:
-        """Copy every inout argument back from input set 1's pristine copy."""
-        for name, pristine in self.source.pristine.items():
-            self.source.session.cuda.memcpy_dtod_async(self.buffers[name], pristine,
-                                                       self.source.nbytes[name], stream)
-
-    def free(self) -> None:
-        for allocation in self.owned:
-            allocation.free()
-        self.owned = []
-        self.buffers = {}
-
-
-#: Device memory the timing copies of one problem's inputs may take (see _placements).
-PLACEMENT_BYTES = 1 << 30
-
-
-def evaluate_phases(module_s: float, verify_s: float, timed: _Timed, check_after_s: float,
+def evaluate_phases(module_s: float, verify_s: float, timed: Timed, check_after_s: float,
                     evaluate_s: float) -> dict[str, float]:
     """Where one evaluation's seconds went in the worker (``EvaluateReply.phases_s``):
     ``module_s`` the cubin's module load (inside ``verify_s``), ``spin_up_s`` the GPU kept
@@ -191,10 +79,8 @@ def evaluate_phases(module_s: float, verify_s: float, timed: _Timed, check_after
 
 
 class GpuSession:
-    """The worker's state: one CUDA context, loaded modules, the current problem."""
-
-    #: The host clock of the idle-gap rule and of the phase timings (tests inject one).
-    clock: Callable[[], float] = staticmethod(time.perf_counter)
+    """The worker's state: one CUDA context, loaded modules, the current problem; its
+    timing state is :attr:`timer` (:class:`~workbench.engine.gpu_timing.DeviceTimer`)."""
 
     def __init__(self) -> None:
         import pycuda.driver as cuda
@@ -210,30 +96,22 @@ class GpuSession:
             bus = self.device.pci_bus_id()
         except Exception:
             bus = None
-        self.nvml = Nvml(bus)
         self.modules: dict[str, Any] = {}
         self.functions: dict[tuple[str, str, str, bool], Any] = {}
         self.references: dict[str, Any] = {}
         self.checked: set[str] = set()
         self.sets: list[_InputSet] = []
-        self.replicas: list[_Replica] = []
+        self.replicas: list[Replica] = []
         self.problem_key: str | None = None
-        self.flush_buf: Any = None
         self.compare: Any = None
         self.to_f32: Any = None
         self.to_i64: Any = None
         self.compare_int: Any = None
         self.checksum: Any = None
         self.counters: Any = None
-        self.flush_bytes = 0
-        self.evict: Any = None     # wb_evict (read flush)
-        self.tick_us = 0.0         # the GPU timer's step, measured by wb_tick at first load
-        self.gate: _Gate | None = None
-        self.cupti: Any = None     # CuptiClock, made when a timer="cupti" request arrives
-        self.last_busy_s = 0.0  # perf_counter() when the GPU last finished timed work
-        self._nvml_static: dict[str, Any] | None = None  # read once (driver, clocks, power)
         attrs = self.device.get_attributes()
         self.attrs = {getattr(k, "name", str(k)): int(v) for k, v in attrs.items()}
+        self.timer = DeviceTimer(cuda, self.stream, self.attrs, Nvml(bus))
 
     # -- commands -----------------------------------------------------------------------------
 
@@ -284,7 +162,7 @@ class GpuSession:
             total_memory_bytes=int(self.device.total_memory()),
             cuda_driver_version=f"{version // 1000}.{(version % 1000) // 10}",
             pycuda_cuda_version=".".join(str(v) for v in cuda.get_version()),
-            pid=os.getpid(), nvml={**self.nvml.static(), **self.nvml.sample()})
+            pid=os.getpid(), nvml={**self.timer.nvml.static(), **self.timer.nvml.sample()})
         try:
             _, path, api_version = load_library()
         except CuptiError as exc:
@@ -361,24 +239,6 @@ class GpuSession:
         self.sets = []
         self.replicas = []
         self.problem_key = None
-
-    def _placements(self, wanted: int) -> list[_Replica]:
-        """Input set 1 plus up to ``wanted - 1`` copies of it at other device addresses.
-
-        Timed repetitions rotate over them, so a time is not the property of one physical
-        placement of the buffers (on the H100 the same config's median moves by 2-5 %
-        between fresh processes at a few microseconds; 8 placements took the median
-        between-process spread of 30 such configs from 2.96 % to 2.53 %: it helps, it is not
-        the whole story). Copies stay within PLACEMENT_BYTES in all.
-        """
-        first = self.sets[0]
-        per_copy = sum(first.nbytes.values())
-        fit = max(1, min(wanted, 1 + PLACEMENT_BYTES // max(1, per_copy)))
-        if not self.replicas:
-            self.replicas = [_Replica.of(first)]
-        while len(self.replicas) < fit:
-            self.replicas.append(_Replica.copy(first))
-        return self.replicas[:fit]
 
     def load(self, request: LoadRequest) -> LoadReply | WorkerFailure:
         """Inputs for two random sets, golden outputs from the baseline, baseline check."""
@@ -470,207 +330,7 @@ class GpuSession:
         self.checksum = module.get_function("wb_checksum")
         self.checksum.prepare("PqP")
         self.counters = self.cuda.mem_alloc(5 * 8)
-        self.evict = module.get_function("wb_evict")
-        self.evict.prepare("PqP")
-        self.gate = _Gate(self, module.get_function("wb_gate"))
-        self.tick_us = self._timer_tick_us(module.get_function("wb_tick"))
-
-    def _timer_tick_us(self, function: Any) -> float:
-        """The GPU timer's step in microseconds (0.032 on the H100), which CUDA events and
-        CUPTI timestamps advance by; 0.0 when the timer did not move (never seen)."""
-        import numpy as np
-
-        out = self.cuda.mem_alloc(16)
-        try:
-            function(out, block=(1, 1, 1), grid=(1, 1))
-            host = np.zeros(2, dtype=np.uint64)
-            self.cuda.memcpy_dtoh(host, out)
-        finally:
-            out.free()
-        step, changes = int(host[0]), int(host[1])
-        return step / 1e3 if changes > 0 else 0.0
-
-    def _flush_buffer(self, nbytes: int) -> Any:
-        """A zero-filled device buffer of at least ``nbytes`` (a multiple of 16)."""
-        nbytes = -(-nbytes // 16) * 16
-        if self.flush_buf is None or self.flush_bytes < nbytes:
-            if self.flush_buf is not None:
-                self.flush_buf.free()
-            self.flush_buf = self.cuda.mem_alloc(nbytes)
-            self.flush_bytes = nbytes
-            self.cuda.memset_d32(self.flush_buf, 0, nbytes // 4)
-        return self.flush_buf
-
-    def _flusher(self, nbytes: int, method: str) -> Any:
-        """A function that evicts the L2 with ``nbytes``: by reading (clean) or zeroing."""
-        buf = self._flush_buffer(nbytes)
-        n4 = self.flush_bytes // 16
-        if method == "read" and self.evict is not None:
-            blocks = 4 * self.attrs.get("MULTIPROCESSOR_COUNT", 132)
-            ptr = int(buf)  # also the sink, never written (see wb_evict)
-
-            def read() -> None:
-                self.evict.prepared_async_call((blocks, 1, 1), (512, 1, 1), self.stream,
-                                               ptr, n4, ptr)
-            return read
-
-        def write() -> None:
-            self.cuda.memset_d32_async(buf, 0, n4 * 4, self.stream)
-        return write
-
-    def nvml_static(self) -> dict[str, Any]:
-        """NVML's static facts (driver, maximum and application clocks, power limit), read
-        once per session: six NVML calls that took part of every timing's 4.6 ms before."""
-        if self._nvml_static is None:
-            self._nvml_static = self.nvml.static() if self.nvml.nv is not None else {}
-        return self._nvml_static
-
-    def reference_clock_mhz(self) -> float | None:
-        """The SM clock a warm GPU runs at: the application clock, else the maximum."""
-        static = self.nvml_static()
-        value = static.get("app_sm_clock_mhz") or static.get("max_sm_clock_mhz")
-        return float(value) if value else None
-
-    def _warm_up(self, reason: SpinUpReason | None = None,
-                 ) -> tuple[SpinUp, dict[str, Any], float]:
-        """Decide whether the GPU is kept busy for SPIN_UP_S before a timing (the rule and
-        its evidence: :mod:`workbench.engine.spin_up`) and do it; returns the record, the
-        NVML sample the timing starts from and the seconds NVML took. ``reason`` forces a
-        spin-up (a retime after a cold start)."""
-        began = self.clock()
-        idle_s = began - self.last_busy_s
-        before = self.nvml.sample()
-        nvml_s = self.clock() - began
-        reference = self.reference_clock_mhz()
-        seen = before.get("sm_clock_mhz")
-        seen_mhz = float(seen) if seen is not None else None
-        why = reason or spin_up_reason(idle_s, seen_mhz, reference)
-        if not why.spins:
-            return (SpinUp(ran=False, reason=why, idle_s=idle_s, sm_clock_mhz=seen_mhz,
-                           reference_mhz=reference), before, nvml_s)
-        spun = self.clock()
-        self._busy(SPIN_UP_S * 1e3)
-        spin_s = self.clock() - spun
-        again = self.clock()
-        before = self.nvml.sample()
-        nvml_s += self.clock() - again
-        after = before.get("sm_clock_mhz")
-        return (SpinUp(ran=True, reason=why, idle_s=idle_s, sm_clock_mhz=seen_mhz,
-                       reference_mhz=reference, spin_up_s=spin_s,
-                       sm_clock_after_mhz=float(after) if after is not None else None,
-                       retimed=why is SpinUpReason.RETIMED), before, nvml_s)
-
-    def _busy(self, ms: float) -> None:
-        """Keep the GPU reading a 64 MiB buffer for ``ms`` milliseconds."""
-        work = self._flusher(64 << 20, "read")
-        began = time.perf_counter()
-        while time.perf_counter() - began < ms / 1e3:
-            for _ in range(8):
-                work()
-            self.stream.synchronize()
-
-    def _kernel_clock(self, settings: BenchSettings, name: str) -> Any:
-        """The CUPTI duration reader for kernel ``name`` when ``settings.timer`` asks for it
-        (``"auto"`` reaching the worker directly: CUPTI when libcupti loads, else none)."""
-        if settings.timer == "events":
-            return None
-        if self.cupti is None:
-            from workbench.engine.cupti import CuptiClock, CuptiError
-
-            try:
-                self.cupti = CuptiClock()
-            except CuptiError:
-                if settings.timer == "auto":
-                    return None
-                raise
-        clock = self.cupti
-
-        def durations(expected: int) -> list[float]:
-            return clock.take(name, expected)
-        return durations
-
-    def _timed_graph(self, launch_fn: Callable[[], None], settings: BenchSettings,
-                     prepare: Callable[[], None], clock_name: str, count: int) -> _Timed:
-        """The "graph" cache condition: ``count`` launches captured into one CUDA graph,
-        each repetition one graph launch between an event pair (no L2 eviction, inputs
-        restored before each graph), the sample its time per launch."""
-        from workbench.engine.cuda_graph import CapturedGraph
-
-        with CapturedGraph(self.stream, launch_fn, count) as graph:
-            plain = replace(settings, flush_l2=False, timer="events")
-            timed = self._timed(graph.launch, plain, prepare, clock_name, flush=None,
-                                per_launch=count)
-        return replace(timed, method=replace(timed.method, flush="none (graph)",
-                                             graph_launches=count))
-
-    def _timed(self, launch_fn: Callable[[], None], settings: BenchSettings,
-               prepare: Callable[[], None] | None, clock_name: str, *, flush: str | None,
-               per_launch: int = 1) -> _Timed:
-        """Time ``launch_fn`` with the L2 evicted by ``flush`` ("read", "write"; None: hot)
-        before each repetition; with ``per_launch`` > 1 it launches that many kernels and
-        each sample is its time divided by ``per_launch``."""
-        import numpy as np
-
-        from workbench.engine.bench import summarize
-        from workbench.engine.timing_loop import time_launches
-
-        evict = None
-        if flush is not None:
-            evict = self._flusher(flush_bytes(self.attrs.get("L2_CACHE_SIZE", 64 << 20)), flush)
-        gate = self.gate
-        kernel_clock = self._kernel_clock(settings, clock_name)
-        spin, before, nvml_s = self._warm_up()
-        spin_up_s = spin.spin_up_s
-        bench_s = 0.0
-        while True:  # twice at most: a timing that skipped the spin-up and started cold
-            timeouts_before = gate.timeouts if gate is not None else 0
-            if gate is not None:
-                gate.clocks_mhz = []
-            times = time_launches(self.cuda, self.stream, launch_fn, settings,
-                                  prepare=prepare, flush=evict, gate=gate,
-                                  kernel_clock=kernel_clock, tick_us=self.tick_us)
-            bench_s += times.wall_s
-            self.last_busy_s = self.clock()
-            if spin.ran or not started_cold(gate.clocks_mhz if gate is not None else (),
-                                            spin.reference_mhz):
-                break
-            skipped = spin
-            spin, before, more_nvml_s = self._warm_up(SpinUpReason.RETIMED)
-            spin = replace(spin, idle_s=skipped.idle_s, sm_clock_mhz=skipped.sm_clock_mhz)
-            spin_up_s += spin.spin_up_s
-            nvml_s += more_nvml_s
-        samples = times.samples_us
-        if per_launch > 1:
-            samples = [x / per_launch for x in samples]
-        after = self.nvml.sample()
-        nvml_s += self.clock() - self.last_busy_s
-        ref_clock = spin.reference_mhz
-        tick_us = self.tick_us if per_launch == 1 else 0.0
-        timing = summarize(samples, l2_flushed=flush is not None,
-                           sm_clock_mhz=after.get("sm_clock_mhz"),
-                           mem_clock_mhz=after.get("mem_clock_mhz"),
-                           temperature_c=after.get("temperature_c"),
-                           throttled=throttled([before, after], ref_clock), tick_us=tick_us)
-        sm_clock = None
-        if gate is not None and gate.clocks_mhz:
-            clocks = np.asarray(gate.clocks_mhz)
-            sm_clock = ClockStats(median_mhz=round(float(np.median(clocks)), 1),
-                                  min_mhz=round(float(clocks.min()), 1),
-                                  max_mhz=round(float(clocks.max()), 1),
-                                  batches=int(clocks.size))
-        method = TimingMethod(timer="events" if kernel_clock is None else "cupti",
-                              flush=flush or "none", gated=gate is not None,
-                              clock_tick_us=tick_us,
-                              gate_timeouts=(gate.timeouts - timeouts_before)
-                              if gate is not None else 0,
-                              sm_clock=sm_clock)
-        events = times.event_samples_us if kernel_clock is not None else []
-        return _Timed(timing=timing, samples_us=tuple(round(x, 4) for x in samples),
-                      event_samples_us=tuple(round(x, 4) for x in events), method=method,
-                      bench_s=bench_s,
-                      nvml={"before": before, "after": after,
-                            "reference_sm_clock_mhz": ref_clock},
-                      spin_up_s=spin_up_s, nvml_s=nvml_s, spin_up=spin)
+        self.timer.use_kernels(module)
 
     def evaluate(self, request: EvaluateRequest) -> EvaluateReply | WorkerFailure:
         """Verify a cubin on both input sets against the baseline's outputs, then time it
@@ -716,7 +376,7 @@ class GpuSession:
                                  phases_s={"module_s": module_s})
         if not request.time:
             return verified
-        places = self._placements(PLACEMENTS)
+        places = placements(self.sets[0], self.replicas, PLACEMENTS)
         current = [places[0]]
         turn = [0]
 
@@ -732,11 +392,11 @@ class GpuSession:
         try:
             if condition.graph_launches > 0:  # fixed addresses: the graph holds them
                 first = places[0]
-                timed = self._timed_graph(run, request.settings,
+                timed = self.timer.timed_graph(run, request.settings,
                                           lambda: first.restore(self.stream), request.entry,
                                           condition.graph_launches)
             else:
-                timed = self._timed(run, request.settings, advance, request.entry,
+                timed = self.timer.timed(run, request.settings, advance, request.entry,
                                     flush=condition.flush)
         except self.cuda.Error as exc:
             return _cuda_failure(exc, "timing", verify_s)
@@ -787,7 +447,7 @@ class GpuSession:
             def run() -> None:
                 self.cuda.memcpy_dtod_async(dst, src, nbytes, self.stream)
 
-            timed = self._timed(run, request.settings, None, DTOD_COPY,
+            timed = self.timer.timed(run, request.settings, None, DTOD_COPY,
                                 flush="read" if request.settings.flush_l2 else None)
         finally:
             src.free()
@@ -796,11 +456,8 @@ class GpuSession:
                          method=timed.method)
 
     def close(self) -> None:
-        if self.cupti is not None:
-            self.cupti.close()
+        self.timer.close()
         self._free_problem()
-        if self.flush_buf is not None:
-            self.flush_buf.free()
         self.modules.clear()
         self.functions.clear()
         self.context.pop()
