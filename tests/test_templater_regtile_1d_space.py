@@ -1,11 +1,12 @@
 """The register-tiled GEMM space narrowed by GEMM practice (issue 28, a 40-evaluation search).
 
-Three constraints of every register-tiled lift (1-D and 2-D blocks alike) leave out configs
+Four constraints of every register-tiled lift (1-D and 2-D blocks alike) leave out configs
 known to be slow, never the kernel as written: register tiles blocked in one dimension only
-(1 x N: fewer FMAs than shared loads per k), a tile read along k across the lanes of a warp
-neither padded nor k-major once TM * TN > 1 (an 8- to 32-way bank conflict), and a register
-cap (MIN_BLOCKS_PER_SM) below what a thread's tile needs (forced spills, checked with
-ptxas). Each rejection names its constraint.
+(1 x N: fewer FMAs than shared loads per k); 2 x 2 and 2 x 4 tiles past a 32 x 32 block tile
+(4 x 4 covers it with fewer threads and twice the FMAs per load); a tile read along k across
+the lanes of a warp neither padded nor k-major once TM * TN > 1 (an 8- to 32-way bank
+conflict); a register cap (MIN_BLOCKS_PER_SM) below what a thread's tile needs (forced
+spills, checked with ptxas). Each rejection names its constraint.
 """
 
 from __future__ import annotations
@@ -44,10 +45,21 @@ def test_register_tiles_block_both_dimensions_or_none(name: str) -> None:
     assert space.rejection(default) is None  # the kernel as written stays
     tiled = {**default, "BM": 64, "BN": 64, "TM": 4, "TN": 4, "PAD": 1}
     assert space.rejection(tiled) is None
-    assert space.rejection({**tiled, "TM": 2, "TN": 2}) is None
     for tm, tn in ((1, 8), (8, 1), (1, 4), (4, 1)):
         assert space.rejection({**tiled, "TM": tm, "TN": tn}) == \
             "TM * TN == 1 or (TM >= 2 and TN >= 2)"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_small_register_tiles_only_for_small_block_tiles(name: str) -> None:
+    space, default = _space(ALL[name])
+    small = {**default, "BM": 32, "BN": 32, "PAD": 1}
+    for tm, tn in ((2, 2), (2, 4), (4, 2)):
+        assert space.rejection({**small, "TM": tm, "TN": tn}) is None
+        assert space.rejection({**small, "BN": 64, "TM": tm, "TN": tn}) == \
+            "TM * TN >= 2 * (TM + TN) or BM * BN <= 1024"
+    for tm, tn in ((4, 4), (4, 8), (8, 8)):
+        assert space.rejection({**small, "BM": 128, "BN": 128, "TM": tm, "TN": tn}) is None
 
 
 @pytest.mark.parametrize("name", sorted(ALL))

@@ -275,6 +275,10 @@ def _narrow_to_gemm_practice(g: Gemm, tm: str, tn: str, bm: str, bn: str, pad: s
     - Register blocking in both dimensions or none: a thread's TM x TN tile loads TM + TN
       shared values per k for TM * TN FMAs; a 1 x N (or N x 1) tile does fewer FMAs than
       loads (as many at 2 x 2), every SIMT SGEMM (CUTLASS, cuBLAS) blocks both.
+    - Past a 32 x 32 block tile, register tiles of at least two FMAs per shared load
+      (4 x 4 and up): there a 4 x 4 tile covers the block with at most 256 threads and twice
+      the FMAs per load of 2 x 2 / 2 x 4 tiles, which need 512 - 1024 threads for it; the
+      small tiles stay for small block tiles (small or batched matrices, many blocks).
     - A tile read along k in its inner index (``S[col][k]``, B of A . B^T) by the lanes of a
       warp, consecutive in the thread's column, is an 8- to 32-way bank conflict at BK = 8 ..
       32 unless padded (odd row stride) or stored k-major; a register tile multiplies those
@@ -284,6 +288,7 @@ def _narrow_to_gemm_practice(g: Gemm, tm: str, tn: str, bm: str, bn: str, pad: s
     """
     plan = g.plan
     plan.constrain(f"{tm} * {tn} == 1 or ({tm} >= 2 and {tn} >= 2)")
+    plan.constrain(f"{tm} * {tn} >= 2 * ({tm} + {tn}) or {bm} * {bn} <= 1024")
     for tl in padded:
         if tl.roles[0] == "x" and pad != "0":
             plan.constrain(f"{tm} * {tn} == 1 or {g.transposed[tl.name]} == 1 or {pad} >= 1")
