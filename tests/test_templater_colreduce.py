@@ -7,7 +7,8 @@ row pointer, an early return), a sum of squares over a padded matrix (``y``/``x`
 ``blockDim`` in the index, ``#pragma unroll`` on the walk and the fold, a separate leading
 dimension, a value local, thread row 0 adding the shared slots in order), and a weighted column sum of two arrays read through
 ``*(p + i)`` with a ``double`` accumulator, and the shortest form (a 1-D block, one row
-per step of a grid-stride walk, an early return, the sum stored directly). Each lifts BLOCK_X / BLOCK_Y / CHUNKS or
+per step of a grid-stride walk, an early return, the sum stored directly) and one that
+stores through a pointer to its partial row with a ``size_t`` row counter. Each lifts BLOCK_X / BLOCK_Y / CHUNKS or
 ROWS_PER_CHUNK / VEC / ROW_UNROLL with its defaults launching the kernel as written; near
 misses are refused with the reason and the line. The host tier runs the default and the
 corner configs (every thread a coroutine, ``__syncthreads`` a switch) and checks each
@@ -112,12 +113,26 @@ extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
   out[blockIdx.y * cols + col] = s;
 }
 """, ["ceil_div(cols, 64)", "48"], ["64"], "k(out, in, rows, cols)", "cols", "48")
+SPELLINGS["row_pointer_out_size_t_walk"] = (r"""
+extern "C" __global__ void k(float* partial, const float* __restrict__ mat, int nrows, int ncols) {
+  int col = threadIdx.x + blockIdx.x * blockDim.x;
+  float* dst = partial + blockIdx.y * ncols;
+  if (col < ncols) {
+    float s = 0;
+    for (size_t r = blockIdx.y; r < nrows; r += gridDim.y) {
+      s += mat[r * ncols + col];
+    }
+    dst[col] = s;
+  }
+}
+""", ["ceil_div(cols, 128)", "40"], ["128"], "k(out, in, rows, cols)", "cols", "40")
 ENTRY = {"corpus_grid_stride_halving": "colsum_partials"}
 SCALARS = {"corpus_grid_stride_halving": {"nrows": "rows", "ncols": "cols"},
            "slice_1d_while_row_pointer": {"rows": "rows", "cols": "cols"},
            "sumsq_padded_serial_fold": {"m": "rows", "n": "cols", "ld": "ld"},
            "weighted_two_arrays_double": {"nr": "rows", "nc": "cols"},
-           "one_block_row_1d_stride": {"rows": "rows", "cols": "cols"}}
+           "one_block_row_1d_stride": {"rows": "rows", "cols": "cols"},
+           "row_pointer_out_size_t_walk": {"nrows": "rows", "ncols": "cols"}}
 SIZES = {"rows": 83, "cols": 45}
 
 

@@ -88,8 +88,7 @@ def is_candidate(plan: Plan) -> bool:
         by(n.child_by_field_name("initializer")) or by(n.child_by_field_name("condition")) or
         by(n.child_by_field_name("update"))) for n in walk(plan.body))
     stores = any(n.type == "assignment_expression" and (left := n.child_by_field_name("left"))
-                 is not None and left.type == "subscript_expression" and
-                 plan.pointer(text(left.child_by_field_name("argument"))) and by(left)
+                 is not None and left.type == "subscript_expression" and by(left)
                  for n in walk(plan.body))
     return walks and stores
 
