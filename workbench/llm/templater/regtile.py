@@ -691,7 +691,17 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
     def initial_value(name: str) -> Node | None:
         lo = g.locals.get(name)
         return lo.value if lo is not None and lo.count == 1 else None
-    ix = Indexing(g.thread_dim, local_value, varies, g.tile, initial_value)
+    def varying_local(name: str) -> bool:
+        lo = g.locals.get(name)
+        if lo is None or local_value(name) is not None:
+            return False
+        values = [lo.value] if lo.value is not None else []
+        for n in walk(g.body):
+            if n.type == "assignment_expression" and \
+                    text(strip(n.child_by_field_name("left"))) == name:  # type: ignore[arg-type]
+                values.append(n.child_by_field_name("right"))  # type: ignore[arg-type]
+        return name in g.threaded or any(varies(v) for v in values)
+    ix = Indexing(g.thread_dim, local_value, varies, g.tile, initial_value, varying_local)
     stores = output_stores(parts.epilogue, set(g.tiles))
     verdict = pairing(stores, parts.prologue, g.body, ix)
     where = stores[0][2] if stores else None

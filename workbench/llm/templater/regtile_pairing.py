@@ -78,14 +78,16 @@ def pointer_steps(name: str, prologue: list[Node], body: Node,
 class Indexing:
     """How the kernel's indices read: the thread's row / column of a node ("y" / "x"),
     the initialiser of a local declared once and never reassigned, whether a value varies
-    with the block or thread index, the tile size T, and the initialiser of a local declared
-    once (a pointer its steps then move)."""
+    with the block or thread index, the tile size T, the initialiser of a local declared
+    once (a pointer its steps then move), and whether a local is reassigned with values that
+    vary with the block or thread index (its value at a use is unknown)."""
 
     thread_dim: Callable[[Node], str | None]
     local_value: Callable[[str], Node | None]
     varies: Callable[[Node], bool]
     tile: int
     initial_value: Callable[[str], Node | None]
+    varying_local: Callable[[str], bool]
 
 
 def same_move(access: tuple[Node, Node], prologue: list[Node], body: Node, ix: Indexing,
@@ -172,6 +174,8 @@ class _Probe:
                 return ix.tile  # a square block of T x T threads
             if n.type == "identifier":
                 value = ix.local_value(text(n))
+                if value is None and ix.varying_local(text(n)):
+                    raise _Unknown(text(n))
                 return value if value is not None else int_value(n)
             return None
         seen, rng = self.seen, self.rng
