@@ -19,14 +19,11 @@ from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
     _MAX_SMEM,
     Gemm,
-    Parts,
     Tile,
-    decl_name,
     fresh_names,
-    loop_header,
     render,
-    store_target,
 )
+from workbench.llm.templater.regtile_analysis import Parts, decl_name, loop_header, store_target
 from workbench.llm.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.llm.templater.regtile_vec import (
     VEC_WIDTH,
