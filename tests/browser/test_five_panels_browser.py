@@ -126,3 +126,74 @@ def test_five_panels_keep_their_charts_and_a_usable_table(
 
     _check_charts(page, console, 700, artifacts)
     page.screenshot(path=str(artifacts / "five-panels-700.png"))
+
+
+# The fault a loaded machine causes, made certain: anywidget (0.11) gives a model 2 s from its
+# creation to load its module; past that it drops every later message to the model. Here
+# the first run view's module takes 3 s to load (a module around it waits, then re-exports
+# it), so that model is deaf from the start, as one of five was beside two CPU hogs.
+_DEAF_FIRST_MODEL_JS = r"""(() => {
+  const NativeBlob = window.Blob;  // blobs stay native ones (instanceof Blob holds)
+  const texts = new WeakMap();
+  window.Blob = function Blob(parts, options) {
+    const blob = new NativeBlob(parts, options);
+    if (parts && typeof parts[0] === "string") texts.set(blob, parts[0]);
+    return blob;
+  };
+  window.Blob.prototype = NativeBlob.prototype;
+  const createURL = URL.createObjectURL.bind(URL);
+  window.__wbDeafened = 0;
+  URL.createObjectURL = (blob) => {
+    const url = createURL(blob);
+    if (window.__wbDeafened > 0 || !(texts.get(blob) || "").includes('classList.add("wb-run")'))
+      return url;
+    window.__wbDeafened += 1;
+    return createURL(new NativeBlob([
+      "await new Promise((r) => setTimeout(r, 3000));\n",
+      `export * from "${url}"; export { default } from "${url}";\n`],
+      { type: "text/javascript" }));
+  };
+  window.__wbRuns = [];  // every run view element that appears: numbered, and when
+  setInterval(() => document.querySelectorAll(".wb-run:not([data-wb-nth])").forEach((e) => {
+    window.__wbRuns.push(Math.round(performance.now()));
+    e.dataset.wbNth = String(window.__wbRuns.length);
+  }), 100);
+})();"""
+
+
+@pytest.mark.timeout(300)
+def test_a_panel_whose_model_anywidget_gave_up_on_still_gets_its_state(
+        lab_server: LabServer, browser_page: Any, artifacts: Path) -> None:
+    from test_panel_browser import PANEL_NOTEBOOK, _write_panel_notebook
+
+    _write_panel_notebook(lab_server.root)
+    context = browser_page.context.browser.new_context(viewport={"width": 1280, "height": 1600})
+    context.route("**/*", lambda route: route.continue_()
+                  if route.request.url.startswith("http://127.0.0.1") else route.abort())
+    context.add_init_script(_DEAF_FIRST_MODEL_JS)
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+    try:
+        _run_all(page, lab_server, PANEL_NOTEBOOK, timeout_ms=180_000)
+        try:
+            page.wait_for_selector(".wb-run[data-wb-nth]", timeout=120_000)
+        except Exception:
+            raise AssertionError("no run view; console:\n" + "\n".join(console[-20:])) from None
+        try:  # the state arrives: by the view's hello again and a new model for the deaf one
+            page.wait_for_selector(".wb-run[data-status='idle']", timeout=150_000)
+        except Exception:
+            page.screenshot(path=str(artifacts / "deaf-model.png"), full_page=True)
+            raise AssertionError("the run view never got its state; console:\n"
+                                 + "\n".join(console[-20:])) from None
+        seen = page.evaluate("() => ({deafened: window.__wbDeafened, appeared: window.__wbRuns,"
+                             " runs: [...document.querySelectorAll('.wb-run')]"
+                             ".map(e => [e.dataset.wbNth, e.dataset.status])})")
+        print(seen)
+        assert seen["deafened"] == 1, seen
+        # the state came with a new view in place of the deaf one, which is gone
+        assert seen["runs"] == [[seen["runs"][0][0], "idle"]] and seen["runs"][0][0] != "1", seen
+        text = page.locator(".wb-run .wb-progress-label").inner_text()
+        assert "stored" in text, text
+    finally:
+        context.close()
