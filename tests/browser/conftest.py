@@ -96,6 +96,22 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run",
                  "--disable-quic", "--disable-dev-shm-usage"]
 START_TIMEOUT_S = 180.0  # a loaded 2-core machine: JupyterLab took over 60 s to answer
+LAUNCH_TIMEOUT_MS = 120_000  # Chromium's start, beside two CPU hogs (Playwright's default: 30 s)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test's timeout is its own work's: the module's JupyterLab and Chromium start
+    in fixtures with deadlines of their own (:data:`START_TIMEOUT_S`,
+    :data:`LAUNCH_TIMEOUT_MS`). Counted in the first test's timeout, a start that took 130 s
+    beside two CPU hogs failed a 120 s test before it began (test_dask_dashboard_browser)."""
+    here = Path(__file__).parent
+    for item in items:
+        if here not in Path(str(item.fspath)).parents:
+            continue
+        marker = item.get_closest_marker("timeout")
+        seconds = (marker.args[0] if marker is not None and marker.args
+                   else item.config.getini("timeout"))
+        item.add_marker(pytest.mark.timeout(float(seconds), func_only=True), append=False)
 
 
 @contextmanager
@@ -120,7 +136,13 @@ def running_lab(base: Path, root: Path, store: Path) -> Iterator[LabServer]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not start; log: {base / 'lab.log'}")
+                log.flush()
+                tail = (base / "lab.log").read_text(errors="replace")[-2000:]
+                why = (f"exited with {proc.returncode}" if proc.poll() is not None
+                       else f"no answer in {START_TIMEOUT_S:.0f} s (load average "
+                            f"{os.getloadavg()[0]:.1f})")
+                raise RuntimeError(f"JupyterLab did not start: {why}; the end of "
+                                   f"{base / 'lab.log'}:\n{tail}")
             time.sleep(0.3)
         yield LabServer(url=url, token=token, root=root)
     finally:
@@ -152,7 +174,8 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 def browser_page(lab_server: LabServer) -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
+                                     timeout=LAUNCH_TIMEOUT_MS)
         context = browser.new_context(viewport={"width": 1400, "height": 2400})
         context.route("**/*", lambda route: route.continue_()
                       if route.request.url.startswith("http://127.0.0.1") else route.abort())
