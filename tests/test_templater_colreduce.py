@@ -232,7 +232,34 @@ extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
   out[blockIdx.y * cols + col] = s;
 }
 """, "returns early other than for a column outside the matrix", 5),
+    "another_condition_on_the_walk": (r"""
+extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
+  const int col = blockIdx.x * 64 + threadIdx.x;
+  float s = 0.0f;
+  if (col < cols && rows > 100)
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) s += m[r * cols + col];
+  if (col < cols) out[blockIdx.y * cols + col] = s;
 }
+""", "`rows > 100` also decides whether the walk runs", 5),
+    "another_condition_on_the_store": (r"""
+extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
+  const int col = blockIdx.x * 64 + threadIdx.x;
+  float s = 0.0f;
+  if (col < cols)
+    for (int r = blockIdx.y; r < rows; r += gridDim.y) s += m[r * cols + col];
+  if (col < cols && blockIdx.y % 2 == 0) out[blockIdx.y * cols + col] = s;
+}
+""", "`blockIdx.y % 2 == 0` also decides whether the store runs", 7),
+}
+
+
+def test_a_slice_grid_over_other_rows_than_the_walk_is_refused() -> None:
+    source = SPELLINGS["slice_1d_while_row_pointer"][0]
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(cols, 64)", "ceil_div(cols, 16)"],
+                         block=["64"], scalars={"rows": "rows", "cols": "cols"})
+    refusal = next(f for f in lifted.findings if f.transform == "COLUMN_PARTIALS")
+    assert not refusal.applied
+    assert "is not ceil_div(`rows`, 16)" in refusal.reason, refusal
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

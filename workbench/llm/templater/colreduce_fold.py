@@ -22,6 +22,7 @@ from workbench.llm.templater.colreduce_parts import (
     _expression,
     _extents,
     _Index,
+    _is_row0,
     _is_sync,
     _norm,
     _shared_base,
@@ -192,13 +193,9 @@ class FoldCheck:
     def row_zero(self, ix: _Index, final: Node) -> None:
         p = final.parent
         while p is not None and p != self.plan.body:
-            if p.type == "if_statement" and inside_consequence(final, p):
-                for c in _conjuncts(_condition(p)):
-                    parts = binary(c)
-                    if parts is not None and parts[1] == "==" and \
-                            self.plan.facts.is_thread(parts[0], "y") and \
-                            int_value(parts[2]) == 0:
-                        return
+            if p.type == "if_statement" and inside_consequence(final, p) and \
+                    any(_is_row0(self.plan, c) for c in _conjuncts(_condition(p))):
+                return
             p = p.parent
         raise Refused("the partial row is not stored by thread row 0 alone "
                       "(`if (threadIdx.y == 0 ...)`)", final)

@@ -59,6 +59,7 @@ from workbench.llm.templater.colreduce_parts import (
     _increment,
     _Index,
     _is_param,
+    _is_row0,
     _mul_atom,
     _only_return,
     _poly_c,
@@ -140,7 +141,7 @@ class _Matcher:
         reads = self.reads(ix, value, var, col, body_locals)
         mode, chunks, rpb, rows = self.rows(ix, loop, var, start, bound_cond, step)
         out, out_ld, out_type, final = self.store(ix, acc, col)
-        if not self.guarded(ix, loop, col) or not self.guarded(ix, final, col):
+        if not self.guarded(ix, loop, col) or not self.guarded(ix, final, col, row0=True):
             raise Refused("the column is not checked against the matrix width (`if (col < "
                           "W)` around the walk and the store, or `if (col >= W) return;`)",
                           loop)
@@ -300,9 +301,14 @@ class _Matcher:
             if len(tops) != 1 or len(others) != 1 or not _free(ix.of(others[0]), {var}):
                 raise Refused(f"the row slice's end `{text(cond)}` is not min(first + "
                               f"{per_block}, rows)", loop)
-            if not _ceil_div_by(plan.grid[1], per_block):
-                raise Refused(f"the grid's y extent `{plan.grid[1]}` is not ceil_div(rows, "
-                              f"{per_block}) (one block row per slice)", loop)
+            rows_rule = _ceil_div_by(plan.grid[1], per_block)
+            end = strip(others[0])
+            launched = plan.scalars.get(text(end)) if end.type == "identifier" else None
+            if rows_rule is None or launched is None or \
+                    rows_rule.replace(" ", "") != launched.replace(" ", ""):
+                raise Refused(f"the grid's y extent `{plan.grid[1]}` is not ceil_div(`"
+                              f"{text(end)}`, {per_block}) (one block row per slice of the "
+                              "rows the walk stops at)", loop)
             return "slice", 0, per_block, self.c_text(others[0])
         raise Refused(f"the row loop steps by `{step if isinstance(step, str) else text(step)}`: neither gridDim.y times the "
                       f"block's rows ({by}) nor the block's rows", loop)
@@ -327,15 +333,26 @@ class _Matcher:
 
     # -- the guard, the fold and the store -------------------------------------------------
 
-    def guarded(self, ix: _Index, node: Node, col: Poly) -> bool:
-        """``node`` runs only where the column is inside the matrix."""
+    def guarded(self, ix: _Index, node: Node, col: Poly, row0: bool = False) -> bool:
+        """``node`` runs only where the column is inside the matrix: an ``if`` around it
+        whose conditions are all that check (and, with ``row0``, ``threadIdx.y == 0``), or
+        an early return of the columns outside. Any other condition around it is refused:
+        the regenerated kernel would run what the kernel as written skips."""
+        found = False
         p = node.parent
         while p is not None and p != self.plan.body:
             if p.type == "if_statement" and inside_consequence(node, p):
                 for c in _conjuncts(_condition(p)):
                     if self.column_check(ix, c, col, "<"):
-                        return True
+                        found = True
+                    elif not (row0 and _is_row0(self.plan, c)):
+                        raise Refused(f"`{text(c)}` also decides whether the "
+                                      f"{'store' if row0 else 'walk'} runs (only the column "
+                                      "check and, for the store, thread row 0 are modelled)",
+                                      p)
             p = p.parent
+        if found:
+            return True
         if "__syncthreads" in calls(self.plan.body):
             return False  # an early return would skip the block's barriers
         for s in self.stmts:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.llm.templater.analysis import binary, builtin, strip, text
+from workbench.llm.templater.analysis import binary, builtin, int_value, strip, text
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import single_assignment_values
 from workbench.llm.templater.rules import literal
@@ -279,11 +279,21 @@ def _norm(node: Node | None) -> str:
     return "" if node is None else "".join(text(strip(node)).split())
 
 
-def _ceil_div_by(rule: str, k: int) -> bool:
+def _ceil_div_by(rule: str, k: int) -> str | None:
+    """X of a launch rule ``ceil_div(X, k)`` (as Python text), else None."""
     try:
         tree = ast.parse(rule, mode="eval").body
     except SyntaxError:
-        return False
-    return isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
-        tree.func.id == "ceil_div" and len(tree.args) == 2 and \
-        isinstance(tree.args[1], ast.Constant) and tree.args[1].value == k
+        return None
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and \
+            tree.func.id == "ceil_div" and len(tree.args) == 2 and \
+            isinstance(tree.args[1], ast.Constant) and tree.args[1].value == k:
+        return ast.unparse(tree.args[0])
+    return None
+
+
+def _is_row0(plan: Plan, cond: Node) -> bool:
+    """``cond`` is ``threadIdx.y == 0`` (or a local copy of threadIdx.y)."""
+    parts = binary(cond)
+    return parts is not None and parts[1] == "==" and plan.facts.is_thread(parts[0], "y") \
+        and int_value(parts[2]) == 0
