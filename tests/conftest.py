@@ -32,6 +32,12 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Under pytest-xdist (the README's `-n 2 --dist loadgroup`) the browser tier runs on one
+    # worker, one test after another (one JupyterLab and one Chromium at a time), while the
+    # other worker runs the rest: the browser tests wait on conditions, not on an idle machine.
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("browser"))
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda (run gpu_checks/run_gpu.sh on the GPU machine)")
