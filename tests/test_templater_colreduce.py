@@ -250,7 +250,23 @@ extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
   if (col < cols && blockIdx.y % 2 == 0) out[blockIdx.y * cols + col] = s;
 }
 """, "`blockIdx.y % 2 == 0` also decides whether the store runs", 7),
+    "int_sum_of_floats": (r"""
+extern "C" __global__ void k(int* out, const float* m, int rows, int cols) {
+  const int col = blockIdx.x * 64 + threadIdx.x;
+  if (col >= cols) return;
+  int s = 0;
+  for (int r = blockIdx.y; r < rows; r += gridDim.y) s += m[r * cols + col];
+  out[blockIdx.y * cols + col] = s;
 }
+""", "truncated at every step", 6),
+}
+
+
+def test_an_integer_sum_of_integers_lifts() -> None:
+    source = REFUSED["int_sum_of_floats"][0].replace("const float* m", "const int* m")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(cols, 64)", "48"], block=["64"],
+                         scalars={"rows": "rows", "cols": "cols"})
+    assert any(f.transform == "COLUMN_PARTIALS" and f.applied for f in lifted.findings)
 
 
 def test_a_slice_grid_over_other_rows_than_the_walk_is_refused() -> None:

@@ -139,6 +139,8 @@ class _Matcher:
         ix = _Index(plan, {var})
         col = _column_poly(ix)
         reads = self.reads(ix, value, var, col, body_locals)
+        if acc_type not in ("float", "double"):
+            _integer_sum(acc_type, value, reads, [v for _d, v in body_locals])
         mode, chunks, rpb, rows = self.rows(ix, loop, var, start, bound_cond, step)
         out, out_ld, out_type, final = self.store(ix, acc, col)
         if not self.guarded(ix, loop, col) or not self.guarded(ix, final, col, row0=True):
@@ -443,6 +445,38 @@ class _Matcher:
 def recognise(plan: Plan) -> ColumnReduction:
     """The column reduction ``plan``'s kernel is, or Refused naming the part that differs."""
     return _Matcher(plan).run()
+
+
+_INTEGER = {"int", "unsigned", "unsigned int", "long long", "unsigned long long", "short",
+            "unsigned short", "char", "signed char", "unsigned char", "int32_t", "uint32_t",
+            "int64_t", "uint64_t", "int8_t", "uint8_t", "int16_t", "uint16_t"}
+
+
+def _integer_sum(acc_type: str, value: Node, reads: list[ColumnRead],
+                 locals_: list[Node]) -> None:
+    """An integer accumulator must add integer values: ``acc += 0.5f * m[..]`` truncates at
+    every step, so regrouping the rows (the block rows, the block's rows, rows in flight)
+    would change the sum, not only its rounding."""
+    for r in reads:
+        if r.c_type not in _INTEGER:
+            raise Refused(f"the {acc_type} accumulator adds `{text(r.node)}`, a {r.c_type}: "
+                          "truncated at every step, the sum depends on how the rows are "
+                          "grouped", r.node)
+    for root in [value, *locals_]:
+        for n in walk(root):
+            raw = text(n).lower()
+            if n.type == "number_literal" and not raw.startswith("0x") and (
+                    "." in raw or "e" in raw or raw.endswith("f")):
+                raise Refused(f"the {acc_type} accumulator adds a floating value (`{text(n)}`)",
+                              n)
+            if n.type == "call_expression" and \
+                    text(n.child_by_field_name("function")) not in ("min", "max", "abs"):
+                raise Refused(f"the {acc_type} accumulator adds `{text(n)}`, which may not "
+                              "be an integer", n)
+            cast = text(n.child_by_field_name("type")) if n.type == "cast_expression" else ""
+            if "float" in cast or "double" in cast or "half" in cast:
+                raise Refused(f"the {acc_type} accumulator adds `{text(n)}`, a floating "
+                              "value", n)
 
 
 __all__ = ["ColumnRead", "ColumnReduction", "recognise"]
