@@ -21,10 +21,12 @@ to import its ``_esm`` and bind it; past that its ``ready`` promise is rejected 
 later comm message to the model is dropped, silently, for the life of the page. On a loaded
 2-core machine that happened to one panel in five (the charts and the table never filled).
 So the module is small (plotly.js travels apart, in ``_plotly_js``, and a page evaluates it
-once for all its panels), and a view that hears nothing after its hello says hello again:
-a second hello from the same view while the oldest unacknowledged message is
-:data:`DEAF_AFTER_S` old calls :attr:`RunView.on_deaf`, and the panel puts a new run view
-(a new model, its whole state in the opening message) in place of the deaf one.
+once for all its panels), and a view that hears nothing after its hello says hello again,
+naming the last message its model holds (``seen``). The same view asking again with nothing
+more seen, :data:`DEAF_AFTER_S` after the kernel answered its first hello, is deaf
+(:attr:`RunView.on_deaf`): the panel puts a new run view (a new model, its whole state in
+the opening message) in place of the deaf one. A kernel busy with a cell reads the hellos
+late, but the model heard the pushes meanwhile (``seen`` grew): not taken for deafness.
 
 :class:`RunClock` is the pure part: elapsed running time with pauses left out, from an
 injected clock, and the ETA it gives.
@@ -32,6 +34,7 @@ injected clock, and the ETA it gives.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import time
@@ -116,9 +119,18 @@ _CSS = """
 """
 
 
-#: A view that said hello twice while the oldest message it has not acknowledged is this old
-#: (seconds) is deaf: its model drops what the kernel sends (see the module's docstring).
+#: A view that asks again, its model holding nothing new this long (seconds) after the
+#: kernel answered, is deaf: its model drops what the kernel sends (the module's docstring).
 DEAF_AFTER_S = 8.0
+
+
+@dataclasses.dataclass(frozen=True)
+class _Asked:
+    """A view's first unanswered hello: the last message its model held then (``seen``)
+    and when the kernel's next message went out (``answered_at``, None before one)."""
+
+    seen: int
+    answered_at: float | None = None
 
 
 @functools.cache
@@ -178,9 +190,7 @@ class RunView(anywidget.AnyWidget):
         plotly_js, plotly_version = _plotly_source()
         super().__init__(_plotly_js=plotly_js, _plotly_version=plotly_version, **kwargs)
         self._now = now
-        self._hellos: dict[str, int] = {}  # view id -> hellos heard from it
-        # (seq, sent at) of the oldest message sent that no acknowledgement has covered yet
-        self._unacked: tuple[int, float] | None = None
+        self._asked: dict[str, _Asked] = {}  # view id -> its hello, until its model hears
         self._seq = 0
         self._chart_seq = 0
         self._acked = 0
@@ -204,8 +214,6 @@ class RunView(anywidget.AnyWidget):
             with self._drawn:
                 self._seen_browser = True
                 self._acked = max(self._acked, content["ack"])
-                if self._unacked is not None and self._acked >= self._unacked[0]:
-                    self._unacked = None
                 if draw_s > 0:
                     self._draw_s = draw_s
                     self.draw_times_s.append(draw_s)
@@ -217,27 +225,29 @@ class RunView(anywidget.AnyWidget):
             self._hello(content.get("view"), seen if isinstance(seen, int) else 0)
 
     def _hello(self, view: Any, seen: int) -> None:
-        """A view asks for the whole state (``seen``: the last message its model holds); the
-        same view asking again while the oldest message sent after ``seen`` is
-        :data:`DEAF_AFTER_S` old and unacknowledged is deaf (:attr:`on_deaf`)."""
+        """A view asks for the whole state (``seen``: the last message its model holds). The
+        same view asking again, its model holding nothing more, :data:`DEAF_AFTER_S` after
+        the kernel's answer went out, is deaf (:attr:`on_deaf`)."""
         key = view if isinstance(view, str) and 0 < len(view) <= 64 else ""
         with self._drawn:
-            heard = self._hellos[key] = self._hellos.get(key, 0) + 1
-            if self._unacked is not None and seen >= self._unacked[0]:
-                self._unacked = None  # the model holds it: it hears us (no view drew it yet)
-            unacked = self._unacked
-            deaf = (bool(key) and heard > 1 and unacked is not None
-                    and self._now() - unacked[1] >= DEAF_AFTER_S)
+            asked = self._asked.get(key)
+            if asked is None or seen > asked.seen or not key:
+                self._asked[key] = asked = _Asked(seen)  # first, or the model hears us
+                deaf = False
+            else:
+                deaf = (asked.answered_at is not None
+                        and self._now() - asked.answered_at >= DEAF_AFTER_S)
         if deaf and self.on_deaf is not None:
             self.on_deaf()
         elif self.on_hello is not None:
             self.on_hello()
 
     def _sent(self) -> None:
-        """Note that message ``self._seq`` went out (under the send lock)."""
+        """A message went out (under the send lock): the answer to every open hello."""
         with self._drawn:
-            if self._unacked is None:
-                self._unacked = (self._seq, self._now())
+            for key, asked in self._asked.items():
+                if asked.answered_at is None:
+                    self._asked[key] = dataclasses.replace(asked, answered_at=self._now())
 
     def show(self, **fields: Any) -> None:
         """Send text fields now (one small message); fields not given keep their value."""
