@@ -313,8 +313,8 @@ def analyse(g: Gemm, loop: Node) -> None:
 def _read_pairing(g: Gemm, parts: Parts) -> None:
     """Set ``g.rows_from`` from the output's addresses, and check that each tile's loads
     move with the block index of the output dimension the tile runs along
-    (:mod:`.regtile_pairing`); a 1-D block, whose rows and columns come from one index, is
-    refused where either cannot be evaluated."""
+    (:mod:`.regtile_pairing`); refused where either cannot be evaluated (a pairing the
+    rewrite cannot show is a template that is wrong at BM != BN)."""
     def local_value(name: str) -> Node | None:
         lo = g.locals.get(name)
         return lo.value if lo is not None and lo.count == 1 and name not in g.assigned \
@@ -355,7 +355,7 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
         raise Refused(f"the output `{text(where)[:60]}` is not at (block row * {g.tile} + "
                       f"thread row, block column * {g.tile} + thread column) for one block "
                       "index as the rows and the other as the columns", where)
-    if verdict is None and g.split is not None:
+    if verdict is None:
         raise Refused("the output's address could not be evaluated from the block and thread "
                       "indices, so which block index offsets its rows is unknown", where)
     g.rows_from = verdict if verdict in (ROWS_FROM_Y, ROWS_FROM_X) else ROWS_FROM_Y
@@ -372,7 +372,7 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
                 if role == "k" or d is None:
                     continue
                 moved = same_move(load, parts.prologue, g.body, ix, d, block_of[role])
-                if moved is False or (moved is None and g.split is not None):
+                if moved is not True:
                     raise Refused(
                         f"the load `{text(load[0])}[{text(load[1])}]` of tile {tile.name} "
                         + ("does not move" if moved is False else "cannot be shown to move")
