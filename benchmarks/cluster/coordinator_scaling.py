@@ -205,7 +205,8 @@ def run_count(workers: int, configs: int, args: argparse.Namespace, work: Path,
                 "record_trial", "claim_trials", "_plan", "_submit_measure",
                 "_top_up_compiles", "compile_ahead", "instance", "wait", "split_pruned",
                 "publish", "ask", "tell", "_compile_ahead", "measure")),
-            "search_loop_top": top_functions(stats)}
+            "search_loop_top": top_functions(stats),
+            **({"trace": devices} if args.trace else {})}
 
 
 def _variant(args: argparse.Namespace) -> None:
@@ -242,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-measure-ahead", action="store_true",
                         help="A/B only: the devices drain at each batch's end (as before "
                              "the runner measured the next batch in the last slots)")
+    parser.add_argument("--trace", action="store_true",
+                        help="keep every trial's device record (began, ended, task) per row")
     parser.add_argument("--out", default="", help="result file (default: under "
                         "benchmarks/results/cluster/cpu/)")
     args = parser.parse_args(argv)

@@ -34,7 +34,7 @@ recorded crashed.
 
 Dispatch: the compiles of a batch are submitted at once; a candidate's measure task is
 dispatched when its compile is done, at most
-:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker, refilled as results are
+:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker (in all), refilled as results are
 taken, so each device has its next candidates on hand while it times one. Once every
 candidate of the batch is dispatched, the slots its last ones leave take the next batch's
 candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), so the devices do not
@@ -352,7 +352,11 @@ class DaskRunner:
         at its front); dispatch each
         candidate's measure task once its compile is done (in the order compiles finish,
         so the device starts on the first one ready; in the order given on a pinned view),
-        keeping at most :data:`MEASURES_PER_GPU` per GPU worker in flight; yield
+        keeping at most :data:`MEASURES_PER_GPU` x the GPU workers in flight (the
+        scheduler places each; a worker runs :data:`MEASURES_PER_GPU` at once, its
+        resource's share each, and queues the rest; placing them per worker here was tried
+        and dropped: no measured gain on the CPU check, and a task restricted to a worker
+        that died while no worker was alive stays unrunnable in Dask, loose or not); yield
         (candidate, result) as each arrives (None: Dask gave up on it after workers died).
         Compiles queued by :meth:`compile_ahead` for these candidates are used as they
         are. Tasks are dispatched only while the caller
