@@ -84,7 +84,7 @@ def _configs(s: Spelling) -> list[dict[str, Any]]:
     env = {**ENV, "elem_bytes": 4}
     space = template.space(env)
     out = corner_configs(template, env)
-    out.append({**template.default_config(), "BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 2,
+    out.append({**template.default_config(), "BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 4,
                 "VEC": 4, "CONTIG_TILE": 1,
                 **{p.name: 1 for p in template.params if p.name.endswith("_KMAJOR")}})
     valid = [c for c in out if space.rejection(c) is None]
