@@ -170,6 +170,7 @@ def test_a_deaf_run_view_is_replaced_with_its_state_and_the_charts_pushed_again(
         assert new is not old and old.comm is None  # the deaf model is closed
         assert new in panel.search.widget.children and old not in panel.search.widget.children
         assert new.state["table_html"] == old.state["table_html"]  # in its opening message
+        assert "seq" not in new.state or new.state["seq"] <= new.seq  # its own count
         assert new.figure == old.figure and new.query == old.query
         charted = threading.Event()
         new.observe(lambda _c: charted.set(), names="chart")

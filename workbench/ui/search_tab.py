@@ -162,7 +162,9 @@ class SearchTab:
         whole state in its opening message and the charts pushed again."""
         with self.pusher.lock, self.lock:
             old = self.run_view
-            self.run_view = self._new_run_view(state=old.state)
+            # the text without the old model's message number: the new one counts from 0
+            self.run_view = self._new_run_view(
+                state={k: v for k, v in old.state.items() if k != "seq"})
             self.widget.children = tuple(self.run_view if c is old else c
                                          for c in self.widget.children)
             self._shown_axes, self.shown_title = {}, ""
