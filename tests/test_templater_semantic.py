@@ -258,14 +258,12 @@ def test_a_define_is_lifted_with_every_use_and_a_look_alike_define_stays(
         assert result.ok, result.log[-1500:]
 
 
-def test_the_named_constant_lifter_is_no_longer_needed_for_defines() -> None:
-    from workbench.llm.templater import lift_source
-
+def test_the_named_constant_transform_is_not_needed_for_defines() -> None:
     semantic = lift_kernel(ROW_SUM, entry="row_sum", grid=["rows"], block=["256"],
                            scalars={"d": "d"})
-    named = lift_source(ROW_SUM, entry="row_sum", grid=["rows"], block=["256"],
-                        smem_bytes="0", shape_names=["rows", "d"], source_name="k.cu")
-    assert len(semantic.params) > len(named.params)  # offline_template keeps the semantic one
+    assert "BLOCK_THREADS" in {p.name for p in semantic.params}
+    # the block transform lifted the define's uses: the named-constant fallback stays out
+    assert not any(f.transform == "named constants" for f in semantic.findings)
 
 
 def test_the_column_walk_is_split_over_lanes(compiler: Compiler) -> None:

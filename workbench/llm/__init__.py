@@ -35,7 +35,7 @@ from workbench.llm.prompts import (
     template_messages,
 )
 from workbench.llm.schemas import NextAction, ParameterSpec, Plan, TemplateProposal
-from workbench.llm.templater import TemplaterResult, lift_source, offline_template
+from workbench.llm.templater import TemplaterResult, offline_template
 from workbench.llm.validation import (
     UNVERIFIED_NOTE,
     ProposalAttempt,
@@ -81,7 +81,6 @@ __all__ = [
     "ValidationProblem",
     "ValidationReport",
     "gpu_correctness",
-    "lift_source",
     "offline_template",
     "parse_json_object",
     "plan_messages",

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from workbench.core.code_mask import code_mask
 from workbench.core.errors import (
     CompilerNotFoundError,
     EmptySpaceError,
@@ -56,7 +57,7 @@ from workbench.llm.errors import (
 from workbench.llm.prompts import KernelBrief, PromptContext, repair_messages, template_messages
 from workbench.llm.schemas import TemplateProposal
 from workbench.llm.space_gate import GATE_SAMPLE, GateReport, run_gate
-from workbench.llm.templater import code_mask, unified_diff
+from workbench.llm.templater import unified_diff
 
 if TYPE_CHECKING:
     from workbench.llm.client import ChatClient

@@ -60,8 +60,8 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
     """Make each macro the parameter its uses were lifted to (see the module doc)."""
     for macro in macros.values():
         uses = plan.uses(macro.name)
-        if not uses or macro.name in plan.params:  # a switch (lift_switches) or lifted already
-            continue
+        if not uses or macro.name in plan.params or _edited(plan, macro):
+            continue  # a switch (lift_switches) or lifted already (:mod:`.named`)
         spans = {(n.start_byte, n.end_byte) for n in uses}
         edits = [e for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None]
         targets = {e.text for e in edits}
@@ -84,6 +84,13 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
         plan.note(f"#define {macro.name}", True, f"{macro.name} = {macro.value} is {param}: "
                   f"the #define now reads {param}, so its {len(uses)} use(s) follow",
                   macro.definition)
+
+
+def _edited(plan: Plan, macro: IntegerMacro) -> bool:
+    """Whether a transform already rewrote ``macro``'s definition or value."""
+    spans = {(macro.definition.start_byte, macro.definition.end_byte),
+             (macro.value_node.start_byte, macro.value_node.end_byte)}
+    return any((e.start, e.end) in spans for e in plan.rw.edits)
 
 
 # -- guarded defaults and the kernel's own #if switches -------------------------------------

@@ -1,10 +1,7 @@
-"""``offline_template(folder)``: the semantic templater on a kernel folder's baseline, with
-the named-constant lifter taking over where it lifts more (hand-tuned kernels that already
-name their constants, such as the sample kernels)."""
+"""``offline_template(folder)``: the semantic templater (:func:`.semantic.lift_kernel`) on a
+kernel folder's baseline, checked to launch like the kernel as written at its defaults."""
 
 from __future__ import annotations
-
-import re
 
 from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.hardware import DEVICES, device_env
@@ -12,8 +9,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.llm.schemas import TemplateProposal
-from workbench.llm.templater.legacy import lift_source, unified_diff
-from workbench.llm.templater.records import LiftedSource, TemplaterResult
+from workbench.llm.templater.records import LiftedSource, TemplaterResult, unified_diff
 from workbench.llm.templater.semantic import lift_kernel
 
 
@@ -45,28 +41,10 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
         base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
         smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name,
         compared_by_total=compared_by_total(folder))
-    why = lifted.notes
-    named = lift_source(base.source, entry=base.entry, grid=rules["grid"],
-                        block=rules["block"], smem_bytes=rules["smem_bytes"],
-                        shape_names=shape_names, source_name=base.source_name)
-    # A hand-tuned kernel names its constants (kVec = 16 / ELEM_BYTES) and reads blockDim:
-    # the named-constant lifter then finds more than the semantic pass. It never takes over
-    # to resize the block of a kernel that does not read blockDim: its indexing then holds
-    # the block size in some other spelling (a 1-D block of TILE * TILE threads split by
-    # `threadIdx.x / TILE`), which the named lift would leave behind.
-    moves_block = any(re.search(rf"\b{re.escape(p.name)}\b", " ".join(named.block))
-                      for p in named.params)
-    if len(named.params) > len(lifted.params):
-        if moves_block and not re.search(r"\bblockDim\b", base.source):
-            why = (*why, "named constants: not applied: they would resize the block of a "
-                         "kernel that never reads blockDim (its indexing would keep the "
-                         "block size as written)")
-        else:
-            lifted = named
     if not lifted.params:
         raise TemplateError(f"the offline templater found nothing to lift in {folder.name}'s "
-                            f"{base.source_name}: " + "; ".join(why), kernel=folder.name,
-                            findings=list(why))
+                            f"{base.source_name}: " + "; ".join(lifted.notes), kernel=folder.name,
+                            findings=list(lifted.notes))
     known = [*shape_names, "elem_bytes", *device_env(next(iter(DEVICES.values())))]
     params = [parameter_from_dict(p.name, dict(p.spec)) for p in lifted.params]
     template = KernelTemplate.build(
@@ -76,7 +54,7 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
     problem = defaults_launch_problem(template, folder)
     if problem is not None:
         raise TemplateError(f"the offline templater's lift of {folder.name} is refused: "
-                            f"{problem}", kernel=folder.name, findings=[*why, problem])
+                            f"{problem}", kernel=folder.name, findings=[*lifted.notes, problem])
     summary = "Offline templater lifted: " + "; ".join(
         f"{p.name} from {p.origin}" for p in lifted.params)
     if lifted.notes:

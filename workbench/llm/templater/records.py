@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,3 +63,11 @@ class TemplaterResult:
     diff: str
     lifted: LiftedSource
     notes: tuple[str, ...] = field(default=())
+
+
+def unified_diff(before: str, after: str, before_name: str = "baseline.cu",
+                 after_name: str = "template.cu") -> str:
+    """The unified diff text from ``before`` to ``after`` (a template's change, as reviewed)."""
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True),
+                                        after.splitlines(keepends=True),
+                                        fromfile=before_name, tofile=after_name))

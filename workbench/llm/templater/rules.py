@@ -7,6 +7,7 @@ a block does scales the divisor of the grid's ``ceil_div`` (or ``(X + L - 1) // 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 
 class _Divisor(ast.NodeTransformer):
@@ -64,3 +65,78 @@ def literal(rule: str) -> int | None:
         return None
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, int) \
         else None
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replace the sub-expressions ``match`` accepts with ``new``, counting them."""
+
+    def __init__(self, match: Callable[[ast.AST, ast.AST | None], bool], new: ast.expr) -> None:
+        self.match, self.new, self.hits = match, new, 0
+        self.parent: ast.AST | None = None
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if self.match(node, self.parent):
+            self.hits += 1
+            return self.new
+        outer, self.parent = self.parent, node
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.parent = outer
+
+
+def _substitute(rule: str, match: Callable[[ast.AST, ast.AST | None], bool],
+                name: str) -> str | None:
+    tree = ast.parse(rule, mode="eval")
+    fix = _Substitute(match, ast.Name(name, ast.Load()))
+    out = fix.visit(tree)
+    return ast.unparse(out) if fix.hits else None
+
+
+def _int(node: ast.AST, value: int) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value == value
+
+
+def replace_cap(rule: str, value: int, name: str) -> str | None:
+    """``rule`` with each literal ``value`` that is an argument of a ``min(...)`` call made
+    ``name`` (``ceil_div(min(1024, x), 32)`` -> ``ceil_div(min(BLOCK_THREADS, x), 32)``)."""
+    def cap(node: ast.AST, parent: ast.AST | None) -> bool:
+        return _int(node, value) and isinstance(parent, ast.Call) and \
+            isinstance(parent.func, ast.Name) and parent.func.id == "min" and node in parent.args
+    return _substitute(rule, cap, name)
+
+
+def replace_divisor(rule: str, value: int, name: str) -> str | None:
+    """``rule`` with the literal divisor ``value`` made ``name``, in ``ceil_div(X, value)``
+    (and its long spelling) and in ``X // value``; None where there is none."""
+    scaled = scale_divisor(rule, str(value), name)
+    text = scaled if scaled is not None else rule
+
+    def floor(node: ast.AST, parent: ast.AST | None) -> bool:
+        return _int(node, value) and isinstance(parent, ast.BinOp) and \
+            isinstance(parent.op, ast.FloorDiv) and parent.right is node
+    floored = _substitute(text, floor, name)
+    return floored if floored is not None else scaled
+
+
+def replace_ratio(rule: str, numerator: int, denominator: str, name: str) -> str | None:
+    """``rule`` with ``numerator // denominator`` made ``name // denominator``
+    (``16 // elem_bytes`` -> ``VEC_BYTES // elem_bytes``); None where there is none."""
+    def ratio(node: ast.AST, parent: ast.AST | None) -> bool:
+        return _int(node, numerator) and isinstance(parent, ast.BinOp) and \
+            isinstance(parent.op, ast.FloorDiv) and parent.left is node and \
+            isinstance(parent.right, ast.Name) and parent.right.id == denominator
+    return _substitute(rule, ratio, name)
+
+
+def divided_names(rule: str, numerator: int, denominator: str) -> list[str]:
+    """The names X in ``X // (numerator // denominator)`` (``d // (16 // elem_bytes)``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(rule, mode="eval")):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and \
+                isinstance(node.left, ast.Name) and isinstance(node.right, ast.BinOp) and \
+                isinstance(node.right.op, ast.FloorDiv) and _int(node.right.left, numerator) \
+                and isinstance(node.right.right, ast.Name) and \
+                node.right.right.id == denominator and node.left.id not in found:
+            found.append(node.left.id)
+    return found

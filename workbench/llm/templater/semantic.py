@@ -4,8 +4,10 @@ Parses the baseline with :mod:`workbench.core.cuda_source`, then applies, in ord
 tile family (2-D tiled kernels) or the block-size lift, vector width / items per thread /
 blocks per row on unit-stride regions, the grid cap of grid-stride kernels, the split of a
 per-thread serial sum over lanes (:mod:`.split_walk`), and items per thread by wrapping
-where vectorizing is not legal; integer macros (``#define BLOCK 256``) are read as their
-values throughout and lifted with their uses (:mod:`.macros`). Each transform either applies (with the
+where vectorizing is not legal, and where none of these lifted anything, the constants the
+kernel names (:mod:`.named`: ``kVec = 16 / ELEM_BYTES``, a 1024 block cap); integer macros
+(``#define BLOCK 256``) are read as their values throughout and lifted with their uses
+(:mod:`.macros`). Each transform either applies (with the
 constraints that keep every config correct) or is reported with its reason. The defaults
 reproduce the kernel as written: same launch, same work per thread.
 """
@@ -24,6 +26,7 @@ from workbench.llm.templater.conv import lift_conv
 from workbench.llm.templater.ifconv import apply_ifconv
 from workbench.llm.templater.ilp import apply_ilp
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
+from workbench.llm.templater.named import lift_named
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.records import LiftedSource
 from workbench.llm.templater.reduce import lift_reduce
@@ -62,6 +65,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
+            smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
         lift_macros(plan, macros)
     _launch_bounds(plan)
