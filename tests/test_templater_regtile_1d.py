@@ -3,7 +3,7 @@
 One block of ``T * T`` threads whose flat index is split into a row and a column (``/ T`` and
 ``% T``, ``>> log2 T`` and ``& (T - 1)``, directly or through locals; T a literal, a macro,
 an ``#ifndef`` default, a ``constexpr`` or a ``const int`` local), shared tiles declared
-2-D or flat (``[T * T]`` read ``S[r * T + c]``), global operands reached through pointer
+2-D or flat (``[T * T]`` read ``S[r * T + c]``, stored at ``S[tid]``), global operands reached through pointer
 offsets or flat indices, ``A . B`` and ``A . B^T``, the output's rows offset by blockIdx.y or
 (siboehm's SGEMM) by blockIdx.x. Each lift keeps a 1-D block of
 ``(BM / TM) * (BN / TN)`` threads whose defaults launch the kernel as written, and its default
@@ -212,6 +212,28 @@ extern "C" __global__ void abt(const float* A, const float* Bt, float* C, int M,
 }
 """, ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",), MNK, "abt(A, B, C, M, N, K)",
         b_index=B_T, entry="abt"),
+    # the tiles stored at the flat index itself (S[tid], S[threadIdx.x]: row tid / T, column
+    # tid % T), the row and column split in one declaration
+    "flat_tid_stores": Spelling("""
+#define T 16
+extern "C" __global__ void k(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[T * T];
+  __shared__ float Bs[T * T];
+  const int tid = threadIdx.x;
+  const int ty = tid / T, tx = tid % T;
+  const int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += T) {
+    As[tid] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
+    Bs[threadIdx.x] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+    __syncthreads();
+    for (int kk = 0; kk < T; ++kk)
+      acc += As[ty * T + kk] * Bs[kk * T + tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",), MNK, "k(A, B, C, M, N, K)"),
 }
 
 ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}
@@ -277,8 +299,8 @@ BASE = SPELLINGS["literal_tid_shift_mask_flat_nn"]
 
 
 @pytest.mark.parametrize("edit,reason,line", [
-    # the flat index used whole: a thread numbering other than row / column
-    (("tileB[ty * 16 + tx] = (kb", "tileB[tid] = (kb"),
+    # the flat index swizzled: a thread numbering other than row / column
+    (("tileB[ty * 16 + tx] = (kb", "tileB[tid ^ 1] = (kb"),
      "uses the flat thread index `tid` other than split", 19),
     # the block's row offset added to the thread's column
     (("int row = blockIdx.y * 16 + ty;", "int row = blockIdx.y * 16 + tx;"),

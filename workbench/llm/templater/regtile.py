@@ -285,8 +285,20 @@ class Gemm:
         tile = self.tiles.get(sub[0])
         if tile is None or not tile.flat:
             return sub
+        if len(sub[1]) == 1 and self.whole_flat(sub[1][0]):
+            return sub[0], [sub[1][0], sub[1][0]]  # S[tid]: (tid / T, tid % T)
         parts = flat_index(sub[1][0], self.tile) if len(sub[1]) == 1 else None
         return (sub[0], list(parts)) if parts is not None else None
+
+    def whole_flat(self, index: Node) -> bool:
+        """Whether ``index`` is a 1-D block's flat thread index itself (``S[tid]``)."""
+        return self.split is not None and self.split.is_flat(index)
+
+    def position_dims(self, index: list[Node]) -> list[str | None]:
+        """The thread dimension ("y" / "x") at each position of an access's [row, column]."""
+        if len(index) == 2 and index[0] == index[1] and self.whole_flat(index[0]):
+            return ["y", "x"]
+        return [self.thread_dim(i) for i in index]
 
     # -- rendering ---------------------------------------------------------------------
     def role_sub(self, n: Node) -> str | None:
@@ -309,7 +321,9 @@ class Gemm:
                 if access is not None and len(access[1]) == 2 and (
                         access[0] in self.transposed or (access[0] in self.tiles and
                                                          self.tiles[access[0]].flat)):
-                    r, c = (render(self.data, i, sub) for i in access[1])
+                    r, c = (render(self.data, i, sub) for i in access[1]) \
+                        if self.position_dims(access[1]) != ["y", "x"] or \
+                        access[1][0] != access[1][1] else (threads["y"], threads["x"])
                     if access[0] not in self.transposed:
                         return f"{access[0]}[{r}][{c}]"  # a flat tile is declared 2-D
                     # both layouts in one expression: the knob is a compile-time 0 / 1

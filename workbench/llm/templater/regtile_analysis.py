@@ -185,7 +185,7 @@ def analyse(g: Gemm, loop: Node) -> None:
         if sub is None or sub[0] not in tiles:
             raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
                           "not a store of a shared tile", s)
-        dims = [g.thread_dim(i) for i in sub[1]]
+        dims = g.position_dims(sub[1])
         if None in dims or len(set(dims)) != 2 or sub[0] in stored:
             raise Refused(f"the store to {sub[0]} is not one element per thread at "
                           "(thread y, thread x) positions", s)
@@ -366,7 +366,7 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
         if access is None or access[0] not in g.tiles:
             continue
         tile = g.tiles[access[0]]
-        dims = [g.thread_dim(i) for i in access[1]]
+        dims = g.position_dims(access[1])
         for load in loads(s, set(g.tiles)):
             for d, role in zip(dims, tile.roles, strict=True):
                 if role == "k" or d is None:
@@ -420,11 +420,26 @@ def _check_flat_thread_index(g: Gemm) -> None:
             n.type == "identifier" and text(n) in g.split.flat and not (
                 n.parent is not None and n.parent.type == "init_declarator" and
                 n.parent.child_by_field_name("declarator") == n))
-        if flat and not g.split.allowed_use(n):
+        if flat and not g.split.allowed_use(n) and not _indexes_flat_tile(g, n):
             context = n.parent if n.parent is not None else n
             raise Refused(f"`{text(context)}` uses the flat thread index `{text(n)}` other "
                           f"than split into a row (/ {g.tile}) and a column (% {g.tile}): a "
                           "thread numbering the rewrite does not model", n)
+
+
+def _indexes_flat_tile(g: Gemm, use: Node) -> bool:
+    """Whether ``use`` is the whole index of a flat tile (``S[tid]``: row tid / T, column
+    tid % T of the tile)."""
+    parent = use.parent
+    while parent is not None and parent.type in ("parenthesized_expression", "cast_expression"):
+        parent = parent.parent
+    if parent is not None and parent.type == "subscript_argument_list":
+        parent = parent.parent
+    sub = subscript(parent) if parent is not None and \
+        parent.type == "subscript_expression" else None
+    return sub is not None and sub[0] in g.tiles and g.tiles[sub[0]].flat and \
+        len(sub[1]) == 1 and (sub[1][0].start_byte, sub[1][0].end_byte) == \
+        (strip(use).start_byte, strip(use).end_byte)
 
 
 def decl_name(d: Node) -> str:

@@ -114,7 +114,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
         target = g.access(store_target(s)[0])
         assert target is not None
         tile = g.tiles[target[0]]
-        dims = [g.thread_dim(i) for i in target[1]]
+        dims = g.position_dims(target[1])
         threads = {dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"}
         e0, e1 = role_ext[tile.roles[0]], role_ext[tile.roles[1]]
         scalar = render(data, s, g.region(threads, acc=False))

@@ -5,8 +5,9 @@ A thread's row is ``tid / T`` (or ``tid >> log2 T``) and its column ``tid % T`` 
 ``tid & (T - 1)``), ``tid`` being ``threadIdx.x`` or a local holding it; for a launch block of
 exactly ``T * T`` threads that is the thread ``(x, y) = (tid % T, tid / T)`` of a ``(T, T)``
 block, so the 2-D analysis applies with those two expressions as the thread's x and y. The
-flat index itself may be used only inside such a split (anything else -- a flat store
-``S[tid]``, ``tid < n`` -- numbers the threads in a way the rewrite does not model).
+flat index itself may be used only inside such a split or as the whole index of a flat tile
+(``S[tid]`` is ``S[tid / T][tid % T]``); anything else (``tid < n``, ``S[tid ^ 1]``) numbers
+the threads in a way the rewrite does not model and is refused.
 
 A flat tile ``__shared__ float S[T * T]`` read as ``S[r * T + c]`` is the 2-D tile ``S[r][c]``
 when ``0 <= c < T``: ``c`` a thread column or the variable of a loop ``for (v = 0; v < T;
