@@ -281,8 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               "queued_batches": args.queued_batches, "measure_ahead": not args.no_measure_ahead,
               "note": "simulated devices and compiles (sleeps): the coordinator's cost only",
               "rows": rows}
-    out = Path(args.out) if args.out else result_path("cluster", "cpu",
-                                                      "coordinator-scaling", stamp)
+    what = "coordinator-scaling" + ("-one-batch-queued" if args.queued_batches == 1 else "") \
+        + ("-no-measure-ahead" if args.no_measure_ahead else "")
+    out = Path(args.out) if args.out else result_path("cluster", "cpu", what, stamp)
     root = RESULTS if out.resolve().is_relative_to(RESULTS) else out.resolve().parent
     write_file(root, out.resolve(), json.dumps(report, indent=1) + "\n", overwrite=True,
                make_folders=True)
