@@ -191,3 +191,26 @@ def test_push_runs_under_the_figure_lock(clock: FakeClock) -> None:
 def test_rate_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_per_s"):
         CoalescingPusher(lambda: None, max_per_s=0)
+
+
+@pytest.mark.timeout(10)
+def test_an_urgent_notify_skips_the_gate_once(clock: FakeClock) -> None:
+    """The gate paces a search's stream of pushes for the browser; a push that answers a
+    person's press (the runtime-axis toggle) goes out without waiting there."""
+    pushes = Pushes(clock)
+    gated: list[float] = []
+    pusher = CoalescingPusher(pushes, max_per_s=4.0, gate=lambda: gated.append(clock.now))
+    try:
+        pusher.notify()
+        pushes.wait_for(1)
+        assert gated == [START_S]  # a stream's push waits at the gate
+        clock.advance(1.0)  # past the rate limit
+        pusher.notify(urgent=True)
+        pushes.wait_for(2)
+        assert gated == [START_S] and pushes.times[1] == START_S + 1.0
+        clock.advance(1.0)
+        pusher.notify()  # the next one is paced again
+        pushes.wait_for(3)
+        assert gated == [START_S, START_S + 2.0]
+    finally:
+        pusher.close(flush=False)

@@ -141,7 +141,7 @@ class SearchTab:
         self.widget.add_class("wb-tab-search")
         self.pusher = CoalescingPusher(self.push, max_per_s=max_pushes_per_s,
                                        on_error=on_error, gate=self._browser_gate)
-        self.y_scale.observe(lambda _c: self.pusher.notify(), names="value")
+        self.y_scale.observe(lambda _c: self.pusher.notify(urgent=True), names="value")
 
     def _new_run_view(self, state: dict[str, Any] | None = None) -> RunView:
         """A run view of the current axes and query (``state``: the text it starts with),

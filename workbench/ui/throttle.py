@@ -8,7 +8,10 @@ figure a few times a second at best. :class:`CoalescingPusher` turns any number 
 Every mutation of the figure must happen under :attr:`CoalescingPusher.lock` (the figure
 lock); ``push`` is always called holding it. An optional ``gate`` is called before each
 push, outside the lock: the panel passes one that waits (bounded) until the browser has
-drawn the previous push, so pushes never pile up faster than the browser draws them.
+drawn the previous push, so pushes never pile up faster than the browser draws them. A
+``notify(urgent=True)`` (a person pressed something and waits for its effect) skips the
+gate for the next push: the gate's pacing is for a search's stream, and beside two CPU
+hogs it held a runtime-axis toggle's redraw back by about a second.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class CoalescingPusher:
         self.lock: threading.RLock = lock or threading.RLock()
         self._cond = threading.Condition()
         self._dirty = False
+        self._urgent = False  # the next push answers a person: no gate before it
         self._closed = False
         self._last_push_end = 0.0
         self.push_count = 0
@@ -56,10 +60,12 @@ class CoalescingPusher:
     def min_interval_s(self) -> float:
         return self._min_interval_s
 
-    def notify(self) -> None:
-        """Mark the figure stale; a push follows within ``1 / max_per_s`` seconds."""
+    def notify(self, *, urgent: bool = False) -> None:
+        """Mark the figure stale; a push follows within ``1 / max_per_s`` seconds
+        (``urgent``: without waiting at the gate first)."""
         with self._cond:
             self._dirty = True
+            self._urgent = self._urgent or urgent
             self._cond.notify()
 
     def _do_push(self) -> None:
@@ -91,7 +97,8 @@ class CoalescingPusher:
                     self._cond.wait()
                 if self._closed:
                     return
-            if self._gate is not None:
+                urgent, self._urgent = self._urgent, False
+            if self._gate is not None and not urgent:
                 self._gate()  # the browser drew the last push (or the gate timed out)
             # Rate limit: wait until min_interval has passed since the last push ended,
             # letting further notifies coalesce meanwhile.
