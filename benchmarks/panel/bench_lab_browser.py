@@ -16,7 +16,8 @@ driver's polling adds nothing:
   (press -> the chart redrawn, the run view's ``data-draws``) and of Enter in the trial
   filter (key -> the table caption changed).
 
-Writes ``benchmarks/results/panel/cpu/lab-browser-latency-60k-trials-<date>.json``.
+Writes ``benchmarks/results/panel/cpu/lab-browser-latency-60k-trials-<UTC time>.json`` (one
+file per run: several runs a day are compared, e.g. before and after a fix).
 
     python benchmarks/panel/bench_lab_browser.py [--trials 60000] [--rounds 5]
 """
@@ -28,6 +29,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -93,6 +95,16 @@ WATCH_JS = """(() => {
   };
   requestAnimationFrame(frame);
 })();"""
+
+
+def _commit() -> str:
+    """The commit measured (and whether the tree had changes beside it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=False).stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if dirty else "")
 
 
 def fill_store(path: Path, trials: int, per_session: int = 1000) -> float:
@@ -256,9 +268,10 @@ def main() -> int:
             browser.close()
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    date = f"{started:%Y-%m-%d}"
+    date = f"{started:%Y-%m-%dT%H%M%SZ}"
     command = (f"python benchmarks/panel/bench_lab_browser.py --trials {args.trials} "
-               f"--rounds {args.rounds}")
+               f"--rounds {args.rounds}" + (f" --parts {args.parts}"
+                                            if args.parts != "sidebar,panels" else ""))
     doc = {"what": "times inside the page (performance.now, the input's own time stamp): "
                    "the kernels sidebar on a store of --trials trials, and five panels open "
                    "on one page (one JupyterLab, Debian Chromium headless, 1280 px)",
@@ -269,7 +282,8 @@ def main() -> int:
                      "python": platform.python_version(),
                      "load_average_before": [round(x, 2) for x in load_before],
                      "load_average_after": [round(x, 2) for x in os.getloadavg()],
-                     "shared_machine": "other engineers' work ran beside it"}}
+                     "shared_machine": "other engineers' work ran beside it",
+                     "commit": _commit()}}
     out = write_result(result_path("panel", "cpu", "lab-browser-latency-60k-trials", date),
                        run_block("panel_lab_browser", command,
                                  device="cpu: 2-core development machine", driver=None,
