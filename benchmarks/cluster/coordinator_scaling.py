@@ -173,11 +173,16 @@ def run_count(workers: int, configs: int, args: argparse.Namespace, work: Path,
                                      store=store)
         cpu_before = _threads_cpu()
         profiler = cProfile.Profile()
+        loop_profiler = cProfile.Profile() if args.profile_loop else None
+        if loop_profiler is not None:  # enabled on Dask's event-loop thread itself
+            _on_loop(client, loop_profiler.enable)
         began = time.perf_counter()
         profiler.enable()
         search.run()
         profiler.disable()
         wall_s = time.perf_counter() - began
+        if loop_profiler is not None:
+            _on_loop(client, loop_profiler.disable)
         cpu_after = _threads_cpu()
         results = search.results(args.shape)
         store.close()
@@ -206,7 +211,23 @@ def run_count(workers: int, configs: int, args: argparse.Namespace, work: Path,
                 "_top_up_compiles", "compile_ahead", "instance", "wait", "split_pruned",
                 "publish", "ask", "tell", "_compile_ahead", "measure")),
             "search_loop_top": top_functions(stats),
-            **({"trace": devices} if args.trace else {})}
+            **({"trace": devices} if args.trace else {}),
+            **({"event_loop_top": top_functions(pstats.Stats(loop_profiler,
+                                                              stream=io.StringIO()), 25)}
+               if loop_profiler is not None else {})}
+
+
+def _on_loop(client: Any, fn: Any) -> None:
+    """Run ``fn`` on the client's event-loop thread (the scheduler's too, in a
+    LocalCluster) and wait for it."""
+    done = threading.Event()
+
+    def call() -> None:
+        fn()
+        done.set()
+
+    client.loop.add_callback(call)
+    done.wait(30)
 
 
 def _variant(args: argparse.Namespace) -> None:
@@ -243,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-measure-ahead", action="store_true",
                         help="A/B only: the devices drain at each batch's end (as before "
                              "the runner measured the next batch in the last slots)")
+    parser.add_argument("--profile-loop", action="store_true",
+                        help="cProfile Dask's event-loop thread (scheduler and client)")
     parser.add_argument("--trace", action="store_true",
                         help="keep every trial's device record (began, ended, task) per row")
     parser.add_argument("--out", default="", help="result file (default: under "
