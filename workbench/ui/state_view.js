@@ -9,7 +9,9 @@
 //   (the WebGL parallel coordinates apart, at most every SIDE_EVERY_MS);
 //   the kernel sends the next chart only after the "ack" of the last one (backpressure);
 // - a click inside the panel holds chart drawing (at most HOLD_MS) until the kernel's answer
-//   (a new state) has been written, so no draw starts between a click and its answer.
+//   (a new status) has been written, so no draw starts between a click and its answer;
+//   except a click on the runtime-axis toggle, whose answer is a draw (held, it waited the
+//   whole HOLD_MS: press -> redrawn 1.7 s beside two CPU hogs, bench_lab_browser.py).
 let Plotly = null; // set once plotlyOf() has evaluated plotly.js on this page
 const HOLD_MS = 1500;
 const SIDE_EVERY_MS = 5000;
@@ -375,7 +377,8 @@ function render({ model, el }) {
 
   const onPress = (e) => {
     const panel = el.closest(".wb-panel") || el;
-    if (e.target instanceof Node && panel.contains(e.target) && !el.contains(e.target)) {
+    if (e.target instanceof Element && panel.contains(e.target) && !el.contains(e.target)
+        && !e.target.closest(".wb-yscale")) {
       holdUntil = performance.now() + HOLD_MS;
     }
   };
