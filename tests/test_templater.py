@@ -90,6 +90,28 @@ def test_a_capped_block_and_16_byte_vectors_follow_their_parameters() -> None:
     assert lifted.defaults == {"VEC_BYTES": 16, "BLOCK_THREADS": 1024}
 
 
+IN_MACROS = ("#define ELEM_BYTES 4\n"
+             "#define ELEMS (16 / ELEM_BYTES)  // 16 / ELEM_BYTES in a comment stays\n"
+             "struct __align__(16) V { float v[ELEMS]; };\n"
+             '__device__ const char* wb_note = "__align__(16)";\n'
+             'extern "C" __global__ void k(V* o, int d) {\n'
+             "  for (int i = threadIdx.x; i < d; i += blockDim.x) o[i] = V{};\n}\n")
+
+
+def test_vector_bytes_in_a_macro_body_and_align_follow_too() -> None:
+    """A macro's body and ``__align__(16)`` are text to the parse: they are matched on their
+    own bytes (never a comment or a string)."""
+    lifted = _lift(IN_MACROS, grid=["rows"], block=["min(d // (16 // elem_bytes), 1024)"],
+                   scalars={"d": "d"})
+    assert [p.name for p in lifted.params] == ["VEC_BYTES", "BLOCK_THREADS"]
+    src = lifted.source
+    assert "#define ELEMS (VEC_BYTES / ELEM_BYTES)  // 16 / ELEM_BYTES in a comment stays" in src
+    assert "struct __align__(VEC_BYTES) V" in src
+    assert '"__align__(16)"' in src
+    assert lifted.params[0].origin == ("baseline.cu:2: #define ELEMS (16 / ELEM_BYTES)  "
+                                       "// 16 / ELEM_BYTES in a comment stays")
+
+
 @pytest.mark.parametrize(("bounds", "follows"), [(1024, True), (512, False)])
 def test_existing_launch_bounds_follow_the_block_only_at_its_size(bounds: int,
                                                                   follows: bool) -> None:
@@ -269,9 +291,13 @@ def test_named_lifts_compile(compiler: Compiler) -> None:
     capped = lifted_template(_lift(CAPPED, grid=["rows"],
                                    block=["min(d // (16 // elem_bytes), 1024)"],
                                    scalars={"d": "d"}))
-    for config in (capped.default_config(), {"VEC_BYTES": 4, "BLOCK_THREADS": 64}):
-        result = compiler.compile(capped.render(config, "fp32"))
-        assert result.ok, result.log[-2000:]
+    in_macros = lifted_template(_lift(IN_MACROS, grid=["rows"],
+                                      block=["min(d // (16 // elem_bytes), 1024)"],
+                                      scalars={"d": "d"}))
+    for template in (capped, in_macros):
+        for config in (template.default_config(), {"VEC_BYTES": 4, "BLOCK_THREADS": 64}):
+            result = compiler.compile(template.render(config, "fp32"))
+            assert result.ok, result.log[-2000:]
 
 
 @pytest.mark.gpu

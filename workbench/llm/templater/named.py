@@ -33,6 +33,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from workbench.core.code_mask import code_mask
 from workbench.core.identifiers import identifier_problem
 from workbench.llm.templater.analysis import builtin, int_value, line, strip, text, walk
 from workbench.llm.templater.macros import IntegerMacro, guard_define
@@ -87,6 +88,7 @@ class _Named:
         self.root = plan.source.tree.root_node
         self.original = plan.source.data.decode()
         self.lifted: dict[str, tuple[str, int]] = {}  # category -> (parameter, value)
+        self.written_block = list(plan.block)  # the launch rule as written, for origins
 
     def free_name(self, base: str) -> str:
         name, k = base, 2
@@ -131,21 +133,24 @@ class _Named:
                   text(n.child_by_field_name("operator")) == "/" and
                   _is_sixteen(n.child_by_field_name("left")) and
                   _per_element(n.child_by_field_name("right"))]
-        if not ratios:
+        in_macros = _macro_body_spans(self.root, _MACRO_RATIO)
+        if not ratios and not in_macros:
             return
         name = self.free_name("VEC_BYTES")
         for n in ratios:
             left = n.child_by_field_name("left")
             assert left is not None
             self.plan.rw.replace(left, name)
+        for start, end in [*in_macros, *_align_macro_spans(self.root, self.plan.source.data)]:
+            self.plan.rw.replace_span(start, end, name)
         for n in walk(self.root):
             if n.type == "alignas_qualifier":
                 value = next((c for c in n.named_children), None)
                 if value is not None and _is_sixteen(value):
                     self.plan.rw.replace(value, name)
-        first = ratios[0]
+        first = ratios[0] if ratios else _definition_at(self.root, in_macros[0][0])
         self.add(name, _choice(16, (2, 4, 8), "bytes per vector load/store (baseline 16)"),
-                 first, text(first))
+                 first, text(first).splitlines()[0])
         self.plan.constrain(f"{name} >= elem_bytes")
         shapes = {t for v in self.plan.scalars.values() for t in re.findall(r"[A-Za-z_]\w*", v)}
         for rule in (*self.plan.grid, *self.plan.block, self.smem):
@@ -241,7 +246,7 @@ class _Named:
         if named is None:
             self.add(pname, {"kind": "pow2", "min": 32, "max": 1024, "default": found,
                              "description": f"threads per block (baseline {found})"},
-                     None, f"block = {written}")
+                     None, f"block = {self.written_block}")
         self.bind_launch_bounds(pname, found, add=named is None)
 
     def bind_launch_bounds(self, pname: str, default: int, *, add: bool) -> None:
@@ -315,6 +320,45 @@ def bind_block_constants(plan: Plan) -> None:
                                "a named block constant follows it)"}
         spec.pop("step", None)
         plan.params[param.name] = LiftedParameter(param.name, spec, param.origin)
+
+
+# A macro's body is text to the parse: ``#define VEC_ELEMS (16 / ELEM_BYTES)``, and CUDA's
+# ``__align__(16)`` (a macro the parse cannot read as an attribute). Matched on the bytes of
+# the body (its code, not its comments or strings) or right after ``__align__`` only.
+_MACRO_RATIO = re.compile(rb"\b16(?=\s*/\s*(?:ELEM_BYTES\b|sizeof\s*\())")
+_ALIGN_ARG = re.compile(rb"\s*\(\s*(16)\s*\)")
+
+
+def _macro_body_spans(root: Node, pattern: re.Pattern[bytes]) -> list[tuple[int, int]]:
+    """Byte spans of ``pattern`` inside the bodies of ``#define``s."""
+    spans: list[tuple[int, int]] = []
+    for node in walk(root):
+        if node.type not in ("preproc_def", "preproc_function_def"):
+            continue
+        body = node.child_by_field_name("value")
+        if body is not None:
+            raw = body.text or b""
+            mask = code_mask(raw.decode("latin-1"))  # one char per byte: offsets agree
+            spans += [(body.start_byte + m.start(), body.start_byte + m.end())
+                      for m in pattern.finditer(raw) if mask[m.start()]]
+    return spans
+
+
+def _definition_at(root: Node, offset: int) -> Node:
+    """The ``#define`` whose body holds byte ``offset``."""
+    return next(n for n in walk(root) if n.type in ("preproc_def", "preproc_function_def")
+                and n.start_byte <= offset < n.end_byte)
+
+
+def _align_macro_spans(root: Node, data: bytes) -> list[tuple[int, int]]:
+    """Byte spans of the 16 in ``__align__(16)``."""
+    spans = []
+    for node in walk(root):
+        if node.type in ("identifier", "type_identifier") and text(node) == "__align__":
+            m = _ALIGN_ARG.match(data, node.end_byte)
+            if m is not None:
+                spans.append(m.span(1))
+    return spans
 
 
 def _or(new: str | None, old: str) -> str:
