@@ -236,6 +236,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     started = datetime.now(UTC)
+    commit = _commit()  # what is measured: the tree at the start
     load_before = os.getloadavg()
     base = Path(tempfile.mkdtemp(prefix="bench-lab-browser-"))
     store = base / "workbench.sqlite"
@@ -283,7 +284,7 @@ def main() -> int:
                      "load_average_before": [round(x, 2) for x in load_before],
                      "load_average_after": [round(x, 2) for x in os.getloadavg()],
                      "shared_machine": "other engineers' work ran beside it",
-                     "commit": _commit()}}
+                     "commit": commit}}
     out = write_result(result_path("panel", "cpu", "lab-browser-latency-60k-trials", date),
                        run_block("panel_lab_browser", command,
                                  device="cpu: 2-core development machine", driver=None,
