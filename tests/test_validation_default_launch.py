@@ -43,21 +43,35 @@ def _folder(tmp_path: Path) -> Path:
     return write_folder(tmp_path / "mm", {"kernel.toml": toml, "baseline.cu": SQUARE_1D})
 
 
-def test_a_lift_whose_defaults_launch_other_blocks_is_refused_and_nothing_written(
-        tmp_path: Path) -> None:
+def test_a_lift_never_writes_defaults_that_launch_other_blocks(tmp_path: Path) -> None:
+    """Either the 1-D register tile lifts the kernel (its defaults launch the block and grid
+    as written: 256 threads, checked at every shape and dtype) or the propose is refused and
+    nothing is written; never a written template launching other blocks."""
+    from workbench.core.hardware import DEVICES
+    from workbench.core.kernel_folder import load_kernel_folder
+    from workbench.llm.templater.offline import defaults_launch_problem
+
     folder = _folder(tmp_path)
     before = (folder / "kernel.toml").read_text()
     out = io.StringIO()
     code = main(["propose", str(folder), "--write", "--store", str(tmp_path / "wb.sqlite")],
                 stdout=out)
     text = out.getvalue()
+    if code == 0:
+        kf = load_kernel_folder(folder)
+        assert kf.template is not None and (folder / "template.cu").exists(), text
+        assert defaults_launch_problem(kf.template, kf) is None
+        spec = next(iter(DEVICES.values()))
+        for shape in kf.shapes:
+            launch = kf.template.launch_for(kf.template.default_config(),
+                                            kf.env(shape, "fp32", spec))
+            assert launch.block[0] * launch.block[1] * launch.block[2] == 256, launch
+        return
     assert (folder / "kernel.toml").read_text() == before
     assert not (folder / "template.cu").exists()
     if "[defaults]" in text:  # the lift changed the block at its defaults: refused, named
-        assert code != 0 and "the defaults must reproduce the kernel as written" in text
+        assert "the defaults must reproduce the kernel as written" in text
         assert "block [256, 1, 1]" in text and "nothing written" in text
-    else:  # or nothing was lifted at all; never a written template launching other blocks
-        assert code != 0, text
 
 
 SCALE = """extern "C" __global__ void scale(float* y, const float* x, int n) {
