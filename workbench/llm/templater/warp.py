@@ -38,6 +38,7 @@ from workbench.llm.templater.macros import IntegerMacro, guard_define
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.rules import literal, scale_divisor
 from workbench.llm.templater.vector import Illegal, Region, vectorize
+from workbench.llm.templater.warp_shuffles import shuffle_loops
 
 LANES = "LANES"
 _UNSAFE = ("__syncthreads", "__ballot", "__any", "__all", "__activemask", "__match",
@@ -57,68 +58,137 @@ def _lane_split(node: Node, op_div: bool) -> Node | None:
     return strip(node) if (parts[1], value) in ops else None
 
 
+def _lane_value(node: Node, two_d: bool) -> Node | None:
+    """``node`` when it is the lane: ``threadIdx.x % 32`` (or ``& 31``), or, in a block of
+    (32, R) threads, ``threadIdx.x`` itself."""
+    if _lane_split(node, op_div=False) is not None:
+        return strip(node)
+    if two_d and strip(node).type == "field_expression" and builtin(node, "threadIdx") == "x":
+        return strip(node)
+    return None
+
+
+def _warp_term(plan: Plan, node: Node, two_d: bool) -> tuple[Node, Node | None] | None:
+    """(the node naming the warp, the local warp index's declaration or None): in a 1-D
+    block ``threadIdx.x / 32`` (``>> 5``), in a (32, R) block ``threadIdx.y``; directly or
+    through an unassigned local."""
+    local = None
+    if node.type == "identifier":
+        wd = plan.facts.defs.get(text(node))
+        if wd is None or wd.value is None or wd.assigned:
+            return None
+        local, node = wd.decl, wd.value
+    if two_d:
+        inner = strip(node)
+        return (inner, local) if builtin(inner, "threadIdx") == "y" and \
+            inner.type == "field_expression" else None
+    div = _lane_split(node, op_div=True)
+    return (div, local) if div is not None else None
+
+
 def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     """Apply where the kernel has the shape above; notes why not where it almost has."""
-    if len(plan.block) != 1 or literal(plan.block[0]) is None or not plan.grid:
+    sizes = [literal(b) for b in plan.block]
+    if not plan.grid or not plan.block or any(s is None for s in sizes):
+        return False
+    two_d = len(sizes) == 2 and sizes[0] == 32 and (sizes[1] or 0) > 1
+    if len(sizes) != 1 and not two_d:
         return False
     lane_def = item_def = None
-    splits: list[Node] = []
     for d in plan.facts.defs.values():
         if d.value is None or d.assigned:
             continue
-        if _lane_split(d.value, op_div=False) is not None:
+        if _lane_value(d.value, two_d) is not None:
             lane_def = d
         for _s, t in terms(d.value):
-            if block_offset(t, "x") is not None:
+            if block_offset(t, "x") is None:
+                continue
+            others = [u for _s2, u in terms(d.value) if u.start_byte != t.start_byte]
+            # the item: a block offset plus the warp (a 2-D block needs threadIdx.y there)
+            if not two_d or any(_warp_term(plan, u, True) is not None for u in others):
                 item_def = (d, t)
-    if lane_def is None or lane_def.value is None or item_def is None:
+    if item_def is None or (lane_def is None and not two_d):
         return False
     try:
-        return _apply(plan, macros, lane_def.name, lane_def.value, item_def, splits)
+        return _apply(plan, macros, lane_def, item_def, two_d)
     except Illegal as exc:
         plan.note(LANES, False, exc.reason, exc.node or item_def[0].decl)
         return False
 
 
-def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane: str, lane_value: Node,
-           item: tuple, splits: list[Node]) -> bool:
+def _inline_lanes(plan: Plan, two_d: bool, skip: list[Node]) -> list[Node]:
+    """Lane expressions written in place (``threadIdx.x % 32`` or, in a (32, R) block,
+    ``threadIdx.x``) outside the spans in ``skip``."""
+    spans = [(n.start_byte, n.end_byte) for n in skip]
+    out: list[Node] = []
+    for n in walk(plan.body):
+        if n.type != "field_expression" or builtin(n, "threadIdx") != "x" or \
+                any(a <= n.start_byte and n.end_byte <= b for a, b in spans):
+            continue
+        up = n.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        if up is not None and _lane_split(up, op_div=False) is not None:
+            out.append(strip(up))
+        elif two_d:
+            out.append(n)
+    return out
+
+
+def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: tuple,
+           two_d: bool) -> bool:
     d, offset = item
     parts = [t for _s, t in terms(d.value)]
-    warp_terms = [t for t in parts if t.start_byte != offset.start_byte]
-    if len(parts) != 2:
-        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + (threadIdx.x / 32)", d.decl)
-    warp = warp_terms[0]
-    if warp.type == "identifier":  # a local warp index
-        wd = plan.facts.defs.get(text(warp))
-        if wd is None or wd.value is None or wd.assigned:
-            raise Illegal(f"`{text(warp)}` is not threadIdx.x / 32", d.decl)
-        warp = wd.value
-    div = _lane_split(warp, op_div=True)
-    if div is None:
-        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + threadIdx.x / 32", d.decl)
+    shape = "threadIdx.y" if two_d else "threadIdx.x / 32"
+    if len(parts) != 2 or any(s < 0 for s, _t in terms(d.value)):
+        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
+    found = _warp_term(plan, next(t for t in parts if t.start_byte != offset.start_byte), two_d)
+    if found is None:
+        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
+    warp, warp_local = found
+    if warp_local is not None:
+        wname, _n, _v = declared_name(warp_local)
+        if len([u for u in plan.uses(wname) if not _declares(u)]) != 1:
+            raise Illegal(f"the warp index `{wname}` is used beyond the item index; its "
+                          "meaning with fewer lanes per item is not modelled", warp_local)
     factor_parts = binary(offset)
     assert factor_parts is not None
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
     f_value = int_value(factor)
-    block = literal(plan.block[0])
-    if f_value is None or block != 32 * f_value:
+    if two_d:
+        if f_value is None or literal(plan.block[1]) != f_value:
+            raise Illegal(f"the block ({', '.join(plan.block)}) is not (32, `{text(factor)}`)",
+                          d.decl)
+    elif f_value is None or literal(plan.block[0]) != 32 * f_value:
         raise Illegal(f"the block ({plan.block[0]}) is not 32 x `{text(factor)}` warps", d.decl)
     bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE))
     if bad or any(x.is_shared for x in plan.facts.defs.values()):
         raise Illegal(f"the warps cooperate through {bad[0] if bad else '__shared__ memory'}")
-    thread_uses = [n for n in walk(plan.body) if builtin(n, "threadIdx") == "x"
-                   and n.type == "field_expression"]
-    allowed = {(lane_value.start_byte, lane_value.end_byte), (div.start_byte, div.end_byte)}
-    for n in thread_uses:
-        up = n.parent
+    for n in walk(plan.body):
+        if n.type == "field_expression" and builtin(n, "blockDim") is not None:
+            raise Illegal(f"`{text(n)}` is read; the block's shape changes with "
+                          "WARPS_PER_BLOCK and LANES, which this lift does not model", n)
+        if n.type == "field_expression" and builtin(n, "threadIdx") in ("y", "z") and \
+                not (two_d and n.start_byte == warp.start_byte):
+            raise Illegal(f"`{text(n)}` is read in `{text(n.parent)[:50]}` (only the item "
+                          "index is modelled)", n)
+    lane_value = lane_def.value if lane_def is not None else None  # type: ignore[attr-defined]
+    lane = lane_def.name if lane_def is not None else None  # type: ignore[attr-defined]
+    skip = [n for n in (lane_value, warp) if n is not None]
+    inline = _inline_lanes(plan, two_d, skip)
+    allowed = {(n.start_byte, n.end_byte) for n in [*skip, *inline]}
+    for n in walk(plan.body):
+        if n.type != "field_expression" or builtin(n, "threadIdx") != "x":
+            continue
+        up: Node | None = n
         while up is not None and (up.start_byte, up.end_byte) not in allowed and up != plan.body:
             up = up.parent
         if up is None or up == plan.body:
             raise Illegal(f"threadIdx.x is read in `{text(n.parent)[:50]}` (only the lane and "
                           "the warp index are modelled)", n)
-    loops, steps = _lane_loops(plan, lane)
-    offsets = _shuffle_loops(plan)
+    loops, steps, starts = _lane_loops(plan, lane, inline)
+    offsets, widths, broadcasts = shuffle_loops(plan)
     # grid: ceil_div(X, F) -> ceil_div(X, W * (32 // LANES))
     macro = macros.get(text(factor)) if factor.type == "identifier" else None
     if macro is not None and len(plan.uses(macro.name)) != 1:
@@ -134,40 +204,62 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane: str, lane_value: N
                       f"({f_value})")
     # edits
     plan.grid[0] = grid
-    plan.block[0] = f"32 * {name}"
+    if two_d:
+        plan.block[1] = name
+        plan.rw.replace(warp, f"(threadIdx.y * (32 / {LANES}) + threadIdx.x / {LANES})")
+    else:
+        plan.block[0] = f"32 * {name}"
+        plan.rw.replace(warp, f"(threadIdx.x / {LANES})")
     plan.launch_bounds = f"32 * {name}"
     plan.rw.replace(factor, f"({per_block})")
-    plan.rw.replace(div, f"(threadIdx.x / {LANES})")
-    plan.rw.replace(strip(lane_value), f"(threadIdx.x % {LANES})")
+    for n in [*([strip(lane_value)] if lane_value is not None else []), *inline]:
+        plan.rw.replace(n, f"(threadIdx.x % {LANES})")
     for step in steps:
         plan.rw.replace(step, LANES)
-    for start, shuffles in offsets:
-        plan.rw.replace(start, f"({LANES} / 2)")
-        for call in shuffles:
-            args = call.child_by_field_name("arguments")
-            assert args is not None
-            plan.rw.replace(args.named_children[0], "wb_group_mask()")
+    for start in offsets:
+        plan.rw.replace(start.node, start.replacement)
+    for call in [*(c for s in offsets for c in s.shuffles), *broadcasts]:
+        args = call.child_by_field_name("arguments")
+        assert args is not None
+        plan.rw.replace(args.named_children[0], "wb_group_mask()")
+        if len(args.named_children) == 3:
             plan.rw.insert(args.end_byte - 1, f", {LANES}")
+    for width in widths:
+        plan.rw.replace(width, LANES)
     plan.helper(GROUP_MASK)
     if macro is not None:
         guard_define(plan, macro, f_value)
+    what = "block's y size, " if two_d else ""
     plan.add_param(name, {"kind": "pow2", "min": 1, "max": 32, "default": f_value,
-                          "description": f"warps per block (as written: {f_value})"},
+                          "description": f"warps per block, the {what}32 / LANES items a "
+                                         f"warp (as written: {f_value})"},
                    f"{line(d.decl)}: {text(d.decl)[:60]}")
     plan.add_param(LANES, {"kind": "pow2", "min": 4, "max": 32, "default": 32,
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
-                   f"{line(lane_value)}: {text(lane_value)}")
-    plan.note(LANES, True, f"{len(loops)} lane loop(s) and {len(offsets)} shuffle loop(s) "
-              "follow the lanes per item; shuffles name only the item's group", d.decl)
-    _vectorize_lane_loops(plan, loops, lane)
+                   f"{line(lane_value if lane_value is not None else d.decl)}: lane")
+    plan.note(LANES, True, f"{len(loops)} lane loop(s), {len(offsets)} shuffle loop(s) and "
+              f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
+              "the item's group (mask and width)", d.decl)
+    _vectorize_lane_loops(plan, loops, starts)
     return True
 
 
-def _lane_loops(plan: Plan, lane: str) -> tuple[list[Node], list[Node]]:
-    """Loops ``for (c = lane; c < n; c += 32)`` and their step literals; every other use of
-    the lane must be ``lane == 0`` (or != 0)."""
-    loops, steps, ok = [], [], set()
+def _is_lane(node: Node | None, lane: str | None, inline: list[Node]) -> bool:
+    if node is None:
+        return False
+    node = strip(node)
+    if lane is not None and node.type == "identifier" and text(node) == lane:
+        return True
+    return any(node.start_byte == n.start_byte and node.end_byte == n.end_byte for n in inline)
+
+
+def _lane_loops(plan: Plan, lane: str | None, inline: list[Node]
+                ) -> tuple[list[Node], list[Node], list[str]]:
+    """Loops ``for (c = lane; c < n; c += 32)``, their step literals and rendered starts
+    (after the lane's rewrite); every other use of the lane must be ``lane == 0`` (or !=
+    0)."""
+    loops, steps, starts, ok = [], [], [], set()
     for n in walk(plan.body):
         if n.type != "for_statement":
             continue
@@ -175,8 +267,9 @@ def _lane_loops(plan: Plan, lane: str) -> tuple[list[Node], list[Node]]:
         if init is None or update is None or init.type != "declaration":
             continue
         _var, _d, start = declared_name(init)
-        if start is None or text(strip(start)) != lane:
+        if not _is_lane(start, lane, inline):
             continue
+        assert start is not None
         step = update.child_by_field_name("right")
         if text(update.child_by_field_name("operator")) != "+=" or int_value(step) != 32 or \
                 step is None:
@@ -184,16 +277,24 @@ def _lane_loops(plan: Plan, lane: str) -> tuple[list[Node], list[Node]]:
                           "32", n)
         loops.append(n)
         steps.append(strip(step))
+        starts.append(lane if lane is not None and strip(start).type == "identifier"
+                      else f"(threadIdx.x % {LANES})")
         ok.add(strip(start).start_byte)
-    for n in plan.uses(lane):
-        if n.start_byte in ok or _declares(n):
+    uses = [n for n in plan.uses(lane) if not _declares(n)] if lane is not None else []
+    for n in [*uses, *inline]:
+        if n.start_byte in ok:
             continue
-        parts = binary(n.parent) if n.parent is not None else None
+        up = n.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        parts = binary(up) if up is not None else None
         if parts is not None and parts[1] in ("==", "!=") and int_value(parts[2]) == 0:
             continue
-        raise Illegal(f"the lane is used in `{text(n.parent)[:50]}` (only lane loops and "
+        if up is not None and up.type == "unary_expression" and text(up).startswith("!"):
+            continue
+        raise Illegal(f"the lane is used in `{text(up)[:50]}` (only lane loops and "
                       "lane == 0 are modelled)", n)
-    return loops, steps
+    return loops, steps, starts
 
 
 def _declares(n: Node) -> bool:
@@ -202,46 +303,9 @@ def _declares(n: Node) -> bool:
         parent.child_by_field_name("declarator") == n
 
 
-def _shuffle_loops(plan: Plan) -> list[tuple[Node, list[Node]]]:
-    """(start literal 16, shuffle calls) of each ``for (o = 16; o > 0; o >>= 1 | o /= 2)``
-    holding the shuffles; a shuffle elsewhere is refused."""
-    out: list[tuple[Node, list[Node]]] = []
-    seen: set[int] = set()
-    for n in walk(plan.body):
-        if n.type != "for_statement":
-            continue
-        init, update = n.child_by_field_name("initializer"), n.child_by_field_name("update")
-        body = n.child_by_field_name("body")
-        if init is None or update is None or body is None:
-            continue
-        _var, _d, start = declared_name(init) if init.type == "declaration" else ("", None, None)
-        shuffles = [c for c in walk(body) if c.type == "call_expression" and
-                    text(c.child_by_field_name("function")).startswith("__shfl")]
-        if not shuffles or start is None or int_value(start) != 16:
-            continue
-        op, right = text(update.child_by_field_name("operator")), \
-            int_value(update.child_by_field_name("right"))
-        if (op, right) not in ((">>=", 1), ("/=", 2)):
-            continue
-        for call in shuffles:
-            fn = text(call.child_by_field_name("function"))
-            args = call.child_by_field_name("arguments")
-            nargs = len(args.named_children) if args is not None else 0
-            if fn not in ("__shfl_xor_sync", "__shfl_down_sync", "__shfl_sync") or nargs != 3:
-                raise Illegal(f"`{text(call)[:50]}` is not a 3-argument xor/down shuffle", call)
-            seen.add(call.start_byte)
-        out.append((strip(start), shuffles))
-    for c in walk(plan.body):
-        if c.type == "call_expression" and text(c.child_by_field_name("function")).startswith(
-                "__shfl") and c.start_byte not in seen:
-            raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
-                          "`for (o = 16; o > 0; o >>= 1)`", c)
-    return out
-
-
-def _vectorize_lane_loops(plan: Plan, loops: list[Node], lane: str) -> None:
+def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> None:
     done = 0
-    for loop in loops:
+    for loop, lane in zip(loops, starts, strict=True):
         init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
         parts = binary(cond) if cond is not None else None
         body = loop.child_by_field_name("body")
