@@ -27,6 +27,7 @@ from workbench.llm.templater.analysis import (
 )
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.rules import literal, scale_divisor
+from workbench.llm.templater.warp_shuffles import warp_collective
 
 
 def _shared_arrays(plan: Plan) -> list[tuple[str, Node, list[Node]]]:
@@ -148,6 +149,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
             plan.note(name, False, f"`{text(hidden)}` compares the thread index with the block "
                       f"size (or half of it) outside a reduction loop; the dependency is not "
                       "modelled, so the block size stays as written", hidden)
+            continue
+        collective = warp_collective(plan) if dim == "x" and size <= 32 else None
+        if collective is not None:
+            plan.note(name, False, f"`{text(collective)[:50]}` combines the 32 lanes of a warp, "
+                      f"which hold {32 // size} whole x row(s) of the block: another x size "
+                      "regroups the threads it combines, which this lift does not model",
+                      collective)
             continue
         uses, halves = _governed(plan, dim, size)
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))

@@ -114,3 +114,19 @@ def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]
         raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
                       "`for (o = 16; o > 0; o >>= 1)` and is not a broadcast from lane 0", c)
     return loops, widths, broadcasts
+
+
+#: Intrinsics whose result depends on which threads share a warp.
+WARP_COLLECTIVES = ("__shfl", "__ballot", "__any_sync", "__all_sync", "__reduce_", "__match_",
+                    "__activemask")
+
+
+def warp_collective(plan: Plan) -> Node | None:
+    """The first call of the kernel that combines the lanes of a warp (a shuffle, vote,
+    match or warp reduce), else None: the threads it combines are fixed by the block's
+    shape, so a block lift that regroups them changes what it computes."""
+    for c in walk(plan.body):
+        if c.type == "call_expression" and \
+                text(c.child_by_field_name("function")).startswith(WARP_COLLECTIVES):
+            return c
+    return None
