@@ -23,7 +23,10 @@ import pytest
 from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
 
 from tests.test_corpus_unseen3 import HOST_PRELUDE
+from workbench.core.identifiers import identifier_problem
+from workbench.core.kernel_folder import load_kernel_folder
 from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.llm.templater.offline import offline_template
 
 ROWS, COLS = 37, 300  # rows no multiple of any block's rows; cols a multiple of 4, not of 32
 SHAPE = {"rows": "rows", "cols": "cols"}
@@ -121,7 +124,7 @@ def lift(source: str, grid: list[str], block: list[str]) -> LiftedSource:
 
 
 def _program(source: str, grid: Sequence[int], block: Sequence[int],
-             args: Sequence[tuple[str, int]]) -> str:
+             args: Sequence[tuple[str, int]], entry: str = "k") -> str:
     """C++ that fills the input (a fixed pattern with a scale varying per row), launches
     ``source`` once on the host and prints every output element in hex (NaN if unwritten)."""
     body, call = [], []
@@ -135,7 +138,7 @@ def _program(source: str, grid: Sequence[int], block: Sequence[int],
         call.append(name)
     g = ", ".join(f"{int(n)}u" for n in (*grid, 1, 1)[:3])
     b = ", ".join(f"{int(n)}u" for n in (*block, 1, 1)[:3])
-    body.append(f"  wb_launch({{{g}}}, {{{b}}}, [&] {{ k({', '.join(call)}, {ROWS}, {COLS}); }});")
+    body.append(f"  wb_launch({{{g}}}, {{{b}}}, [&] {{ {entry}({', '.join(call)}, {ROWS}, {COLS}); }});")
     for index, (role, count) in enumerate(args):
         if role == "out":
             body.append(f"  for (int i = 0; i < {count}; ++i) std::printf(\"%a\\n\", "
@@ -145,9 +148,11 @@ def _program(source: str, grid: Sequence[int], block: Sequence[int],
 
 
 def host_outputs(work: Path, label: str, source: str, grid: Sequence[int],
-                 block: Sequence[int], args: Sequence[tuple[str, int]]) -> np.ndarray:
+                 block: Sequence[int], args: Sequence[tuple[str, int]],
+                 entry: str = "k") -> np.ndarray:
+    assert identifier_problem(entry) is None
     work.mkdir(parents=True, exist_ok=True)
-    printed = run_on_host(work, label, _program(source, grid, block, args)).split()
+    printed = run_on_host(work, label, _program(source, grid, block, args, entry)).split()
     return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in printed])
 
 
@@ -224,6 +229,33 @@ def test_a_mid_config_with_several_rows_a_warp_and_float2(tmp_path: Path) -> Non
     got = host_outputs(tmp_path, "mid", template.render(config, "fp32").source, launch.grid,
                        launch.block, args)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_row_l2norm_folder_lifts_the_warp_knobs_and_computes_as_written(
+        tmp_path: Path) -> None:
+    """The unseen3 kernel that got 0.59 of its expert with BLOCK_X alone (then repaired to
+    32 by the gate): it now lifts its rows per block, lanes per row and vector width, and
+    computes what it computes as written at the default, the corners and float4 / 4 lanes."""
+    folder = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen3" / \
+        "row_l2norm"
+    kf = load_kernel_folder(folder)
+    assert kf.check_shape == "small" and kf.shape_values("small") == ENV
+    result = offline_template(kf)
+    knobs = params(result.lifted)
+    assert set(knobs) == {"ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD",
+                          "MIN_BLOCKS_PER_SM"}, result.lifted.notes
+    assert result.lifted.block == ("32", "ROWS_PER_BLOCK")
+    template = result.template
+    args = [("out", ROWS * COLS), ("out", ROWS), ("in", ROWS * COLS)]
+    want = host_outputs(tmp_path, "as_written", kf.baseline.render({}, "fp32").source,
+                        [-(-ROWS // 8)], [32, 8], args, entry="row_l2norm")
+    configs = [*corner_configs(template, ENV),
+               {**template.default_config(), "LANES": 4, "VEC": 4, "ROWS_PER_BLOCK": 2}]
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, ENV)
+        got = host_outputs(tmp_path, f"config{i}", template.render(config, "fp32").source,
+                           launch.grid, launch.block, args, entry="row_l2norm")
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=str(config))
 
 
 # -- refused: what the analysis cannot show legal, with the line --------------------------
