@@ -57,12 +57,14 @@ REFUSED = {
     "store": ("""    if (s > 0.0f) { out[i] = s; acc += s; }
 """, "writes memory"),
     "unknown_call": ("""    if (s > 0.0f) acc += my_helper(s);
-""", "not a known pure math function"),
+""", "whose body is not pure: `++calls` writes outside its locals"),
 }
 
 
 def kernel(body: str) -> str:
-    helper = "__device__ float my_helper(float s) { return s * 2.0f; }\n"
+    # writes a file-scope counter: not pure (a pure helper converts: test_templater_ilp2)
+    helper = ("__device__ int calls; "
+              "__device__ float my_helper(float s) { ++calls; return s * 2.0f; }\n")
     return helper + HEAD + body + TAIL
 
 

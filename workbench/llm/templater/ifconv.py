@@ -12,10 +12,12 @@ Legal only where running the untaken side changes nothing but registers (each re
 the line): both sides are straight-line code (no loop, nested ``if``/``switch``, ``return``,
 ``break``, ``continue``, ``goto`` or ``asm``); they assign only thread-local scalars (a
 kernel local or a scalar parameter; never memory, an array element or a file-scope
-variable); they call only known pure math functions; and every load they make (``a[j]``,
+variable); they call only pure functions (known math, or a ``__device__`` function of the file whose
+body :mod:`.purity` proves pure); and every load they make (``a[j]``,
 ``*p``, ``p->f``) is also made, at the same address, unconditionally before the ``if`` in
-the same block with nothing in the address reassigned since (so it cannot fault when the
-other side was the one taken). Composes with ITEMS_PER_THREAD (:mod:`.ilp`): the rewrite is
+the same block with nothing in the address reassigned since, or reads a file-scope device
+array at an index :mod:`.bounds` shows inside it (so it cannot fault when the other side
+was the one taken). Composes with ITEMS_PER_THREAD (:mod:`.ilp`): the rewrite is
 a lazy edit rendered with ilp's per-item names, so it is applied after ilp; an ``if`` whose
 condition is the same for every item while its sides are per item (ilp splits those sides
 into item loops) is refused.
@@ -29,8 +31,10 @@ from tree_sitter import Node
 
 from workbench.core.identifiers import identifier_problem
 from workbench.llm.templater.analysis import line, text, walk
+from workbench.llm.templater.bounds import in_bounds
 from workbench.llm.templater.ilp import IT
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.purity import pure_calls, why_not_pure
 from workbench.llm.templater.rewrite import Rewriter
 from workbench.llm.templater.vector import Illegal
 
@@ -45,23 +49,6 @@ _FORBIDDEN = {
     "asm_statement": "inline asm", "new_expression": "`new`",
     "delete_expression": "`delete`", "lambda_expression": "a lambda",
 }
-# Side-effect-free device math (CUDA math API and intrinsics): safe to run on the side not taken.
-_PURE_FLOAT = (
-    "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", "log1p", "pow", "sqrt", "rsqrt",
-    "cbrt", "rcbrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-    "tanh", "asinh", "acosh", "atanh", "sinpi", "cospi", "fabs", "fmax", "fmin", "fma",
-    "floor", "ceil", "trunc", "round", "rint", "nearbyint", "copysign", "fmod", "remainder",
-    "hypot", "erf", "erfc", "erfinv", "erfcinv", "normcdf", "lgamma", "tgamma", "fdim",
-    "ldexp", "scalbn", "logb", "norm3d", "rnorm3d", "rhypot")
-PURE_CALLS = frozenset(
-    [f for f in _PURE_FLOAT] + [f + "f" for f in _PURE_FLOAT] + [
-        "__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf", "__sinf", "__cosf",
-        "__tanf", "__fdividef", "__saturatef", "__fsqrt_rn", "__frsqrt_rn", "__frcp_rn",
-        "__fmaf_rn", "__fmul_rn", "__fadd_rn", "__fsub_rn", "__fdiv_rn", "__fma_rn",
-        "__dmul_rn", "__dadd_rn", "__drcp_rn", "__dsqrt_rn", "__tanhf", "__exp2f",
-        "min", "max", "abs", "fminf", "fmaxf", "__float2int_rn", "__int2float_rn",
-        "__float2half", "__half2float", "__float2bfloat16", "__bfloat162float",
-        "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24", "__mulhi", "__umulhi"])
 
 
 @dataclass(frozen=True)
@@ -155,9 +142,8 @@ def _check_side(plan: Plan, stmt: Node, side: Node) -> list[str]:
         if n.type == "call_expression":
             fn = n.child_by_field_name("function")
             name = text(fn) if fn is not None and fn.type == "identifier" else ""
-            if name not in PURE_CALLS:
-                raise Illegal(f"a side calls `{text(fn)[:40]}`, not a known pure math "
-                              "function", n)
+            if name not in pure_calls(plan.source):
+                raise Illegal(f"a side calls {why_not_pure(plan.source, text(fn))}", n)
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             while target is not None and target.type == "parenthesized_expression" and \
@@ -176,7 +162,7 @@ def _check_side(plan: Plan, stmt: Node, side: Node) -> list[str]:
                 raise Illegal(f"`{name}` cannot name a copy", n)
             if name not in out:
                 out.append(name)
-        if _is_load(n):
+        if _is_load(n) and not in_bounds(plan, n):
             _check_load(stmt, n, side)
     return out
 

@@ -78,6 +78,9 @@ LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
+_STATEMENTS = ("declaration", "expression_statement", "if_statement", "for_statement",
+               "while_statement", "do_statement", "compound_statement", "return_statement",
+               "break_statement", "continue_statement", "switch_statement")
 _WARP = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__reduce",
          "__match", "atomic", "__syncthreads", "__threadfence")
 
@@ -93,6 +96,7 @@ class _Scan:
     # loops an item leaves by `if (C) break;` (escape time), and those ifs: by byte span
     escapes: set[tuple[int, int]] = field(default_factory=set)
     escape_ifs: set[tuple[int, int]] = field(default_factory=set)
+    region: list[Node] = field(default_factory=list)  # the statements from the index on
 
 
 def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
@@ -198,6 +202,10 @@ class _Render:
         self.final = {(r.start_byte, r.end_byte) for r in returns
                       if not _is_return_guard(r)}  # `if (C) { rest }`: C false ends the item
         self.guarded = guarded
+        # statement -> safe for a done item; decided now, while the pass reads the file's
+        # integer macros (the render runs after the pass, when it no longer does)
+        self.safe = {span(n): safe_when_done(n, scan.items, plan)
+                     for stmt in scan.region for n in walk(stmt) if n.type in _STATEMENTS}
         self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
 
     def block(self, stmts: list[Node], indent: str) -> str:
@@ -300,7 +308,7 @@ class _Render:
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
-            if not safe_when_done(stmt, self.scan.items, self.plan):
+            if not self.safe.get(span(stmt), False):
                 pure = False
         guard = (f"{indent}  if ({LIVE}[{IT}]) {{\n", f"{indent}  }}\n") \
             if self.guarded and not pure else ("", "")
@@ -473,7 +481,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
             escapes = {}  # the loop's own control would be per item: refused below (break)
         else:
             items = grown
-    scan = _Scan(index, items)
+    scan = _Scan(index, items, region=region)
     scan.escapes = set(escapes)
     scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs}
     _check(plan, region, scan, returns)

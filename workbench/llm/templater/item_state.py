@@ -9,6 +9,7 @@ from tree_sitter import Node
 
 from workbench.llm.templater.analysis import binary, declared_name, int_value, strip, text, walk
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.purity import pure_calls
 
 LOOPS = ("for_statement", "while_statement", "do_statement")
 CONTROL = (*LOOPS, "if_statement")
@@ -117,13 +118,15 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
     leave its loop or run forever. So it needs no ``live`` test, and the items' statements
     stay one straight-line block the compiler interleaves and shares table loads across
     (a test per item made each a branch: 255 registers and no sharing in percell_compute).
-    Allowed: arithmetic; calls of known pure math functions; loads whose place does not
+    Allowed: arithmetic; pure calls (known math, or a ``__device__`` function of the file
+    proved pure by :mod:`.purity`); loads whose place does not
     depend on the item and that are not under item-dependent control (the loads every live
-    item makes); float division. Not allowed: a memory write, a load at an item-dependent
+    item makes) or are in bounds of a device array (:mod:`.bounds`); float division. Not allowed: a memory write, a load at an item-dependent
     place, an integer division or remainder by an item-dependent value, a loop with an
     item-dependent header, ``return``/``break``/``continue``, any other call."""
-    from workbench.llm.templater.ifconv import PURE_CALLS  # ifconv imports this module
+    from workbench.llm.templater.bounds import in_bounds  # bounds reads this module
 
+    pure = pure_calls(plan.source)
     for n in walk(stmt):
         t = n.type
         if t in (*LOOPS, "return_statement", "break_statement", "continue_statement",
@@ -132,7 +135,7 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
                 return False
         elif t == "call_expression":
             fn = n.child_by_field_name("function")
-            if fn is None or fn.type != "identifier" or text(fn) not in PURE_CALLS:
+            if fn is None or fn.type != "identifier" or text(fn) not in pure:
                 return False
         elif t in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
@@ -143,8 +146,10 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
             if t == "pointer_expression" and text(n.child_by_field_name("operator")) == "&":
                 continue
             place = n.child_by_field_name("indices") if t == "subscript_expression" else n
-            if mentions(place if place is not None else n, items) or \
-                    under_item_control(n, stmt, items) or _under_item_choice(n, stmt, items):
+            if mentions(place if place is not None else n, items):
+                return False
+            if (under_item_control(n, stmt, items) or _under_item_choice(n, stmt, items)) \
+                    and not in_bounds(plan, n):
                 return False
         elif t == "binary_expression" and text(n.child_by_field_name("operator")) in "/%":
             right = n.child_by_field_name("right")
