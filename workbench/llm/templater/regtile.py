@@ -96,6 +96,19 @@ class Local:
     count: int = 1
 
 
+@dataclass(frozen=True)
+class LoopStore:
+    """A cooperative store written as a loop of each thread over several rows (columns) of
+    a tile, ``for (j = ty; j < E; j += <threads along y>) S[j][tx] = ...``: ``var`` stands
+    for the thread index ``dim`` over ``extent`` positions; ``store`` is the one store of
+    its body (its other statements declare thread-dependent locals, inlined)."""
+
+    var: str
+    dim: str
+    extent: int
+    store: Node
+
+
 @dataclass
 class Tile:
     """A shared tile: its declaration, extent nodes and the role of each index position
@@ -177,8 +190,16 @@ def _statements(block: Node) -> list[Node]:
 class Gemm:
     """The facts of one kernel of the family and their rendering."""
 
-    def __init__(self, plan: Plan, tile: int, *, one_d: bool = False) -> None:
+    def __init__(self, plan: Plan, tile: int, *, one_d: bool = False,
+                 rows: int | None = None) -> None:
         self.plan, self.tile = plan, tile
+        # threads per block along x (the output's columns) and y (its rows) as launched; a
+        # rectangular block (rows != tile) has tiles of three sizes, the depth along k read
+        # from the tiles' extents (:func:`.regtile_analysis.analyse`)
+        self.block_size = {"x": tile, "y": rows if rows is not None else tile}
+        self.k_size = tile
+        self.rect = self.block_size["x"] != self.block_size["y"]
+        self.loop_stores: dict[tuple[int, int], LoopStore] = {}
         self.data = plan.source.data
         self.body = plan.body
         self.locals = _locals(self.body)
@@ -216,6 +237,7 @@ class Gemm:
         self.transposed: dict[str, str] = {}  # tile -> the knob that stores it k-major
         self.rows_from = ROWS_FROM_Y  # the block index that offsets the output's rows first
         self.constants: set[str] = set()  # ``const int`` locals read as integers
+        self.roles_known = False  # every tile's roles read from the product
 
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
@@ -242,10 +264,20 @@ class Gemm:
             d = self.block_alias.get(text(node))
         return d
 
+    def sizes(self) -> set[int]:
+        """The tile sizes as written: the block's threads along x and y, the depth along k."""
+        return {*self.block_size.values(), self.k_size}
+
+    def grid_divisor(self, rule: int) -> int:
+        """The written tile size the grid rule ``rule`` (0: x, 1: y) divides by: the rows
+        per block along the block index that offsets the rows, the columns along the other."""
+        dim = "xy"[rule]
+        return self.block_size["y" if dim == self.rows_from[0] else "x"]
+
     def is_tile_size(self, n: Node) -> bool:
         if n.type == "number_literal" or (n.type == "identifier" and n.parent is not None
                                           and n.parent.type != "field_expression"):
-            return int_value(n) == self.tile
+            return int_value(n) in self.sizes()
         return False
 
     def classify(self, extent_spans: set[tuple[int, int]]) -> None:
@@ -268,11 +300,25 @@ class Gemm:
             if any(self.thread_dim(f) is not None for f in factors(top)):
                 raise Refused(f"`{text(top)}` multiplies a thread index by the tile size "
                               f"{self.tile}: a thread numbering the rewrite does not model", n)
+            value = self.block_size.get(builtin(n, "blockDim") or "z", 1) if is_dim else \
+                int_value(n)
             if len(dims) == 1:
-                self.roles[span] = "BM" if dims == {self.rows_from[0]} else "BN"
+                role = "BM" if dims == {self.rows_from[0]} else "BN"
+                # one output per thread: a block offsets its rows (columns) by its threads
+                # along y (x)
+                want = self.block_size["y" if role == "BM" else "x"]
+                if value != want:
+                    raise Refused(f"`{text(top)}` offsets the block by {value} "
+                                  f"{'rows' if role == 'BM' else 'columns'}, but the block "
+                                  f"has {want} threads along them (one output each)", n)
+                self.roles[span] = role
             elif is_dim:
                 raise Refused(f"`{text(n)}` is used other than as a block offset "
                               f"(`{text(top)}`)", n)
+            elif value != self.k_size:
+                raise Refused(f"`{text(top)}` uses the block size {value} other than as a "
+                              f"block offset (the tiles' depth along k is {self.k_size}): a "
+                              "dependency the rewrite does not model", n)
             else:
                 self.roles[span] = "BK"
 
@@ -366,9 +412,12 @@ def lift_regtile(plan: Plan) -> bool:
     bx = side if one_d else literal(plan.block[0])
     if len(plan.block) < 2 and not one_d:
         return False
-    if not one_d and (bx is None or bx != literal(plan.block[1]) or bx < 2):
+    by = bx if one_d else literal(plan.block[1])
+    if not one_d and (bx is None or by is None or bx < 2 or by < 2):
         return False
-    assert bx is not None
+    assert bx is not None and by is not None
+    if bx != by and (bx & (bx - 1) or by & (by - 1)):
+        return False  # a rectangular block of other than powers of two: not modelled
     loops = [s for s in _statements(plan.body) if s.type in ("for_statement", "while_statement")
              and "__syncthreads" in calls(s)]
     shared = [d for d in walk(plan.body) if d.type == "declaration" and
@@ -382,13 +431,14 @@ def lift_regtile(plan: Plan) -> bool:
     # ``const int TILE = 16;`` (file scope or the kernel's top) is read as the macro would be
     constants = integer_constants(plan)
     with reading_constants({**values, **constants}):
+        rect_unread = bx != by  # until the analysis has read every tile's roles
         try:
-            g = Gemm(plan, bx, one_d=one_d)
+            g = Gemm(plan, bx, one_d=one_d, rows=by)
             g.constants = set(constants)
             analyse(g, loops[0])
         except Refused as exc:
-            if exc.reason == "not-gemm":
-                return False
+            if exc.reason == "not-gemm" or (rect_unread and not g.roles_known):
+                return False  # a rectangular block whose tiles are not read as a GEMM's
             plan.note("REGISTER_TILE", False, exc.reason, exc.node)
             return False
         emit_register_tile(g, loops[0])

@@ -26,6 +26,7 @@ from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import (
     _ELEM,
     Gemm,
+    LoopStore,
     Refused,
     Tile,
     _assigned,
@@ -124,6 +125,13 @@ def analyse(g: Gemm, loop: Node) -> None:
         raise Refused("not-gemm")
     g.tiles = tiles
     for tl in tiles.values():
+        if g.rect:
+            # three sizes: each extent is checked against its role once the product has
+            # read the roles (:func:`_rect_extents`)
+            tl.flat = False
+            if any(const_value(e) is None for e in tl.extents):
+                raise Refused("not-gemm")
+            continue
         if tl.flat:
             continue
         if int_value(tl.extents[0]) != t:
@@ -160,11 +168,25 @@ def analyse(g: Gemm, loop: Node) -> None:
             if n.type in ("return_statement", "goto_statement"):
                 raise Refused(f"`{text(n)}` outside the loop over tiles: an early exit the "
                               "coarsened threads cannot share", n)
+    # loops storing a tile; one the analysis cannot follow is refused where the stores are
+    # read (after the product has shown the kernel is a GEMM)
+    unfollowed: dict[tuple[int, int], Refused] = {}
+    loop_vars: set[str] = set()
+    for s in parts.stores:
+        found = _loop_store(g, s)
+        if found is None:
+            continue
+        loop_vars.add(found[0])
+        if isinstance(found[1], Refused):
+            unfollowed[(s.start_byte, s.end_byte)] = found[1]
+        else:
+            g.loop_stores[(s.start_byte, s.end_byte)] = found[1]
+            g.thread_alias[found[0]] = found[1].dim
     # thread-dependent locals declared outside the per-thread code are inlined there: they
     # must be single definitions that are never reassigned
     outside = [c for c in parts.prologue + parts.stores]
     g.inlinable = {x for x in g.threaded if any(
-        c.start_byte <= g.locals[x].decl.start_byte < c.end_byte for c in outside)}
+        c.start_byte <= g.locals[x].decl.start_byte < c.end_byte for c in outside)} - loop_vars
     for s in outside:
         names = [decl_name(d) for d in s.children_by_field_name("declarator")] \
             if s.type == "declaration" else []
@@ -175,23 +197,6 @@ def analyse(g: Gemm, loop: Node) -> None:
         if g.locals[name].count > 1 or name in g.assigned:
             raise Refused(f"`{name}` depends on the thread index and is reassigned",
                           g.locals[name].decl)
-    # the stores: one element per thread of each tile, at thread-index positions
-    stored: dict[str, list[str]] = {}
-    for s in parts.stores:
-        if s.type == "declaration":
-            continue
-        targets = store_target(s)
-        sub = _tile_access(g, targets[0]) if targets else None
-        if sub is None or sub[0] not in tiles:
-            raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
-                          "not a store of a shared tile", s)
-        dims = g.position_dims(sub[1])
-        if None in dims or len(set(dims)) != 2 or sub[0] in stored:
-            raise Refused(f"the store to {sub[0]} is not one element per thread at "
-                          "(thread y, thread x) positions", s)
-        stored[sub[0]] = dims  # type: ignore[assignment]
-    if set(stored) != set(tiles):
-        raise Refused("not every shared tile is stored before the first barrier", loop)
     # the compute: reads at (thread, k) positions, writes only private state
     writes = {w for c in parts.compute for w in _assigned(c)}
     inner_decls = {lo.name for lo in g.locals.values()
@@ -241,18 +246,45 @@ def analyse(g: Gemm, loop: Node) -> None:
         g.accumulators.append(acc)
     if not g.accumulators:
         raise Refused("nothing is accumulated between the barriers", loop)
+    g.roles_known = True
+    if g.rect:
+        _rect_extents(g, loop)
+    # the stores: each tile covered once, one element per thread at thread-index positions
+    # (or several, a loop of each thread over the rows or columns it stores)
+    stored: dict[str, list[str]] = {}
+    for s in parts.stores:
+        if s.type == "declaration":
+            continue
+        if (s.start_byte, s.end_byte) in unfollowed:
+            raise unfollowed[(s.start_byte, s.end_byte)]
+        loop_store = g.loop_stores.get((s.start_byte, s.end_byte))
+        targets = store_target(loop_store.store if loop_store is not None else s)
+        sub = _tile_access(g, targets[0]) if targets else None
+        if sub is None or sub[0] not in tiles:
+            raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
+                          "not a store of a shared tile", s)
+        dims = g.position_dims(sub[1])
+        if None in dims or len(set(dims)) != 2 or sub[0] in stored:
+            raise Refused(f"the store to {sub[0]} is not one element per thread at "
+                          "(thread y, thread x) positions", s)
+        stored[sub[0]] = dims  # type: ignore[assignment]
+        _check_cover(g, tiles[sub[0]], sub[1], dims, loop_store, s)  # type: ignore[arg-type]
+    if set(stored) != set(tiles):
+        raise Refused("not every shared tile is stored before the first barrier", loop)
     # a count of tiles may sit in the header or in a local it reads (``n_tiles = K / T``)
     for n in (m for h in loop_header(loop) + parts.prologue + parts.after for m in walk(h)):
         parts_div = binary(n)
         if g.split is not None and g.split.dim(n) is not None:
             continue  # the thread's row, not a count of tiles
-        if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == t:
+        if parts_div and parts_div[1] == "/" and int_value(parts_div[2]) == g.k_size:
             # a rounded-up count, ``(K + T - 1) / T`` or ``(K + 15) / 16``, covers the rest
             constant = [sign * (int_value(x) or 0) for sign, x in terms(parts_div[0])
                         if int_value(x) is not None]
-            if len(terms(parts_div[0])) - len(constant) != 1 or sum(constant) != t - 1:
+            if len(terms(parts_div[0])) - len(constant) != 1 or \
+                    sum(constant) != g.k_size - 1:
                 raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
-                              f"a multiple of {t}); a deeper tile would drop the remainder", n)
+                              f"a multiple of {g.k_size}); a deeper tile would drop the "
+                              "remainder", n)
     for s in parts.after + loop_header(loop):
         if g.mentions_thread(s):
             raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread index", s)
@@ -275,6 +307,11 @@ def analyse(g: Gemm, loop: Node) -> None:
             raise Refused(f"`{text(n)}` is read: the grid's x / y extent and a thread z "
                           "index change with the tiles, which the rewrite does not model", n)
     spans = {(e.start_byte, e.end_byte) for tl in tiles.values() for e in tl.extents}
+    # a loop store's header (its start, bound and step) is replaced by the loop over the
+    # tile's positions
+    spans |= {(n.start_byte, n.end_byte) for s in parts.stores
+              if (s.start_byte, s.end_byte) in g.loop_stores
+              for h in loop_header(s) for n in walk(h)}
     spans |= {(n.start_byte, n.end_byte) for tl in tiles.values() for e in tl.extents
               for n in walk(e)}
     # a flat tile's row stride and a split's divisor are rewritten with the whole
@@ -306,8 +343,10 @@ def analyse(g: Gemm, loop: Node) -> None:
     g.tiles = tiles
     g.parts = parts  # type: ignore[attr-defined]
     for g_rule, want in ((0, "BN"), (1, "BM")):
-        if scale_divisor(plan.grid[g_rule], str(t), want) is None:
-            raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile {t}")
+        divisor = g.grid_divisor(g_rule)
+        if scale_divisor(plan.grid[g_rule], str(divisor), want) is None:
+            raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile "
+                          f"{divisor}")
 
 
 def _read_pairing(g: Gemm, parts: Parts) -> None:
@@ -347,13 +386,15 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
                     text(strip(n.child_by_field_name("left"))) == name:  # type: ignore[arg-type]
                 values.append(n.child_by_field_name("right"))  # type: ignore[arg-type]
         return name in g.threaded or any(varies(v) for v in values)
-    ix = Indexing(g.thread_dim, local_value, varies, g.tile, initial_value, varying_local)
+    ix = Indexing(g.thread_dim, local_value, varies, g.tile, initial_value, varying_local,
+                  dict(g.block_size) if g.rect else None)
     stores = output_stores(parts.epilogue, set(g.tiles))
     verdict = pairing(stores, parts.prologue, g.body, ix)
     where = stores[0][2] if stores else None
     if verdict == "neither":
-        raise Refused(f"the output `{text(where)[:60]}` is not at (block row * {g.tile} + "
-                      f"thread row, block column * {g.tile} + thread column) for one block "
+        raise Refused(f"the output `{text(where)[:60]}` is not at (block row * "
+                      f"{g.block_size['y']} + thread row, block column * "
+                      f"{g.block_size['x']} + thread column) for one block "
                       "index as the rows and the other as the columns", where)
     if verdict is None:
         raise Refused("the output's address could not be evaluated from the block and thread "
@@ -371,13 +412,123 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
             for d, role in zip(dims, tile.roles, strict=True):
                 if role == "k" or d is None:
                     continue
-                moved = same_move(load, parts.prologue, g.body, ix, d, block_of[role])
+                step = g.block_size["y" if role == "y" else "x"]  # the tile's extent there
+                moved = same_move(load, parts.prologue, g.body, ix, d, block_of[role], step)
                 if moved is not True:
                     raise Refused(
                         f"the load `{text(load[0])}[{text(load[1])}]` of tile {tile.name} "
                         + ("does not move" if moved is False else "cannot be shown to move")
                         + f" by one block along {'rows' if role == 'y' else 'columns'} when "
-                        f"the tile position moves by {g.tile}", s)
+                        f"the tile position moves by {step}", s)
+
+
+def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
+    """``s`` as a loop of each thread over several rows (columns) of a tile,
+    ``for (int j = <thread index>; j < E; j += <threads along that index>) [{ decls; }]
+    S[..j..][..] = ...;``; None when ``s`` is not such a loop. A loop of that shape that
+    steps otherwise, reassigns its variable or declares uniform values is answered with its
+    refusal (its variable, then the loop store or the refusal)."""
+    if s.type != "for_statement":
+        return None
+    init, cond, update, body = (s.child_by_field_name(f) for f in
+                                ("initializer", "condition", "update", "body"))
+    if init is None or init.type != "declaration" or cond is None or update is None or \
+            body is None:
+        return None
+    decls = init.children_by_field_name("declarator")
+    if len(decls) != 1 or decls[0].type != "init_declarator":
+        return None
+    var, start = decl_name(decls[0]), decls[0].child_by_field_name("value")
+    dim = g.thread_dim(start) if start is not None else None
+    bound = binary(cond)
+    if dim is None or not bound or bound[1] != "<" or text(strip(bound[0])) != var:
+        return None
+    stmts = _statements(body) if body.type == "compound_statement" else [body]
+    if not stmts or not store_target(stmts[-1]):
+        return None
+    extent = const_value(bound[2])
+    step: Node | None = None
+    u = strip(update)
+    if u.type == "assignment_expression" and text(strip(u.child_by_field_name("left"))) == var:  # type: ignore[arg-type]
+        right = u.child_by_field_name("right")
+        if text(u.child_by_field_name("operator")) == "+=":
+            step = right
+        elif right is not None and (b := binary(right)) and b[1] == "+" and \
+                text(strip(b[0])) == var:  # j = j + S
+            step = b[2]
+    threads = g.block_size[dim]
+    if step is None or const_value(step) != threads or extent is None:
+        return var, Refused(f"the loop `{text(init)} {text(cond)}; {text(update)}` storing a tile "
+                      f"does not step by the block's {threads} threads along {dim} up to a "
+                      "constant bound: which thread stores which element is not modelled", s)
+    if var in _assigned(body):
+        return var, Refused(f"`{var}` is reassigned inside the loop storing a tile", s)
+    for d in stmts[:-1]:
+        names = [decl_name(x) for x in d.children_by_field_name("declarator")] \
+            if d.type == "declaration" else []
+        if not names or any(x not in g.threaded or g.locals[x].count > 1 for x in names):
+            return var, Refused(f"`{' '.join(text(d).split())[:60]}` in the loop storing a "
+                                "tile is not a declaration of a value of the thread's "
+                                "position", d)
+    return var, LoopStore(var, dim, extent, stmts[-1])
+
+
+def _rect_extents(g: Gemm, loop: Node) -> None:
+    """A rectangular block's tiles: the depth along k read from the extents at the tiles'
+    k positions (``[.][E + 1]`` is E padded, a literal inner ``[.][33]`` may be 33 or 32
+    padded), every other extent the block's threads along its role (a pad of one on the
+    inner extent allowed); Refused where they differ."""
+    candidates: set[int] | None = None
+    for tl in g.tiles.values():
+        for i, role in enumerate(tl.roles):
+            if role != "k":
+                continue
+            value = const_value(tl.extents[i])
+            assert value is not None  # checked at the top of analyse
+            plus = binary(tl.extents[i])
+            explicit = plus is not None and plus[1] == "+" and int_value(plus[2]) == 1 and \
+                const_value(plus[0]) is not None
+            here = {value - 1} if i == 1 and explicit else \
+                {value, value - 1} if i == 1 else {value}
+            candidates = here if candidates is None else candidates & here
+    if not candidates or len(candidates) != 1:
+        raise Refused("the shared tiles' depths along k "
+                      + ("differ" if not candidates else "are ambiguous (every tile is "
+                         "padded along k?)"), loop)
+    g.k_size = candidates.pop()
+    want = {"y": g.block_size["y"], "x": g.block_size["x"], "k": g.k_size}
+    what = {"y": "rows (threads along y)", "x": "columns (threads along x)",
+            "k": "depth along k"}
+    for tl in g.tiles.values():
+        for i, role in enumerate(tl.roles):
+            value = const_value(tl.extents[i])
+            if value == want[role]:
+                continue
+            if i == 1 and value == want[role] + 1:
+                tl.padded = 1
+                continue
+            raise Refused(f"the extent `{text(tl.extents[i])}` ({value}) of the shared tile "
+                          f"{tl.name} is not the block's {want[role]} {what[role]}", tl.decl)
+
+
+def _check_cover(g: Gemm, tile: Tile, index: list[Node], dims: list[str],
+                 loop_store: LoopStore | None, s: Node) -> None:
+    """The tile's store covers each of its positions once: along each index, the threads of
+    the block along that index (or a loop store's bound) are the tile's extent there."""
+    want = {"y": g.block_size["y"], "x": g.block_size["x"], "k": g.k_size}
+    used_var = False
+    for i, (node, d) in enumerate(zip(index, dims, strict=True)):
+        is_var = loop_store is not None and strip(node).type == "identifier" and \
+            text(strip(node)) == loop_store.var
+        used_var |= is_var
+        covered = loop_store.extent if is_var and loop_store is not None else g.block_size[d]
+        if covered != want[tile.roles[i]]:
+            raise Refused(f"the store to {tile.name} covers {covered} positions along its "
+                          f"index `{text(node)}`, but the tile's extent there is "
+                          f"{want[tile.roles[i]]}: not each element stored once", s)
+    if loop_store is not None and not used_var:
+        raise Refused(f"the loop storing {tile.name} does not index the tile with its "
+                      f"variable `{loop_store.var}`", s)
 
 
 def _uniform_step(g: Gemm, stmt: Node, compute: list[Node]) -> bool:
@@ -443,7 +594,11 @@ def _indexes_flat_tile(g: Gemm, use: Node) -> bool:
 
 
 def decl_name(d: Node) -> str:
+    """The name a declarator declares (``p`` of ``* p = ...``, ``x`` of ``x[4]``)."""
     inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+    while inner is not None and inner.type in ("pointer_declarator", "array_declarator",
+                                               "reference_declarator"):
+        inner = inner.child_by_field_name("declarator") or inner.named_children[-1]
     return text(inner)
 
 

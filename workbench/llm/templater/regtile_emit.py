@@ -44,7 +44,7 @@ KMAJOR_KNOBS = {"y": "A_KMAJOR", "x": "B_KMAJOR"}
 def emit_register_tile(g: Gemm, loop: Node) -> None:
     """Rewrite the kernel body of ``g`` (analysed in :mod:`.regtile`) as its
     register-tiled template: parameters, constraints, launch rules and findings."""
-    plan, t, data = g.plan, g.tile, g.data
+    plan, data = g.plan, g.data
     parts: Parts = g.parts  # type: ignore[attr-defined]
     n = fresh_names(plan, ["BM", "BN", "BK", "TM", "TN", "PAD", "THREADS_X", "THREADS_Y",
                            "VEC", "CONTIG_TILE", *KMAJOR_KNOBS.values()])
@@ -111,6 +111,9 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
                 continue
             out.append(ind2 + render(data, s, g.role_sub))
             continue
+        loop_store = g.loop_stores.get((s.start_byte, s.end_byte))
+        if loop_store is not None:
+            s = loop_store.store  # its loop becomes the loop over the tile's positions
         target = g.access(store_target(s)[0])
         assert target is not None
         tile = g.tiles[target[0]]
@@ -178,21 +181,27 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     plan.helper(f"#define {ty_} ({bm} / {tm})  // threads per block along y")
     # the grid's x / y follow the block extent of the output dimension their index offsets
     along_x, along_y = (bn, bm) if g.rows_from == ROWS_FROM_Y else (bm, bn)
-    plan.grid[0] = scale_divisor(plan.grid[0], str(t), along_x) or plan.grid[0]
-    plan.grid[1] = scale_divisor(plan.grid[1], str(t), along_y) or plan.grid[1]
+    plan.grid[0] = scale_divisor(plan.grid[0], str(g.grid_divisor(0)), along_x) or \
+        plan.grid[0]
+    plan.grid[1] = scale_divisor(plan.grid[1], str(g.grid_divisor(1)), along_y) or \
+        plan.grid[1]
     plan.block = [f"({bn} // {tn}) * ({bm} // {tm})", *plan.block[1:]] if one_d else \
         [f"{bn} // {tn}", f"{bm} // {tm}", *plan.block[2:]]
     plan.launch_bounds = f"({bn} / {tn}) * ({bm} / {tm})"
     where = f"{line(plan.body)}"
     tile_names = ", ".join(f"{tl.name}[{']['.join(role_ext[r] for r in tl.roles)}]"
                            for tl in g.tiles.values())
-    for name, desc in ((bm, f"rows of the output per block (as written: {t})"),
-                       (bn, f"columns of the output per block (as written: {t})")):
-        plan.add_param(name, {"kind": "pow2", "min": min(16, t), "max": max(128, t),
-                              "default": t, "description": desc},
-                       f"{where}: blockIdx * {t} and the shared tiles")
-    plan.add_param(bk, {"kind": "choice", "values": sorted({8, 16, 32, t}), "default": t,
-                        "description": f"depth of the shared tiles along k (as written: {t})"},
+    rows, cols, depth = g.block_size["y"], g.block_size["x"], g.k_size
+    for name, desc, size in ((bm, f"rows of the output per block (as written: {rows})", rows),
+                             (bn, f"columns of the output per block (as written: {cols})",
+                              cols)):
+        plan.add_param(name, {"kind": "pow2", "min": min(16, size), "max": max(128, size),
+                              "default": size, "description": desc},
+                       f"{where}: blockIdx * {size} and the shared tiles")
+    plan.add_param(bk, {"kind": "choice", "values": sorted({8, 16, 32, depth}),
+                        "default": depth,
+                        "description": f"depth of the shared tiles along k (as written: "
+                                       f"{depth})"},
                    f"{line(loop)}: the loop over tiles")
     for name, dim in ((tm, "rows"), (tn, "columns")):
         plan.add_param(name, {"kind": "pow2", "min": 1, "max": 8, "default": 1,

@@ -15,7 +15,7 @@ block index of the output dimension the tile's rows (or columns) run along.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -88,12 +88,20 @@ class Indexing:
     tile: int
     initial_value: Callable[[str], Node | None]
     varying_local: Callable[[str], bool]
+    #: threads per block along x and y where they differ from T (a rectangular block)
+    block: Mapping[str, int] | None = None
+
+    def threads(self, dim: str) -> int:
+        """The block's threads along ``dim`` ("x" / "y")."""
+        return self.block[dim] if self.block is not None else self.tile
 
 
 def same_move(access: tuple[Node, Node], prologue: list[Node], body: Node, ix: Indexing,
-              thread: str, block: str) -> bool | None:
+              thread: str, block: str, step: int | None = None) -> bool | None:
     """Whether the address ``array[index]`` moves as far when the thread index ``thread``
-    grows by T as when the block index ``block`` grows by one (None: not evaluable)."""
+    grows by ``step`` (default: the block's threads along it) as when the block index
+    ``block`` grows by one (None: not evaluable)."""
+    move = step if step is not None else ix.threads(thread)
     array, index = access
     steps = pointer_steps(text(array), prologue, body, ix.varies)
     if steps is None:
@@ -102,10 +110,10 @@ def same_move(access: tuple[Node, Node], prologue: list[Node], body: Node, ix: I
     for _trial in range(6):
         seen: dict[str, int] = {}
         blocks0 = {d: rng.randrange(1, 40) for d in "xyz"}
-        threads0 = {d: rng.randrange(0, ix.tile) for d in "xy"}
+        threads0 = {d: rng.randrange(0, ix.threads(d)) for d in "xy"}
         probe = _Probe(array, index, steps, ix, seen, rng)
         try:
-            by_thread = probe.address(blocks0, {**threads0, thread: threads0[thread] + ix.tile})
+            by_thread = probe.address(blocks0, {**threads0, thread: threads0[thread] + move})
             by_block = probe.address({**blocks0, block: blocks0[block] + 1}, threads0)
         except _Unknown:
             return None
@@ -170,8 +178,8 @@ class _Probe:
                 return threads[d]
             if (b := builtin(n, "blockIdx")) is not None:
                 return blocks[b]
-            if builtin(n, "blockDim") is not None:
-                return ix.tile  # a square block of T x T threads
+            if (bd := builtin(n, "blockDim")) is not None:
+                return ix.threads(bd) if bd in "xy" else 1
             if n.type == "identifier":
                 value = ix.local_value(text(n))
                 if value is None and ix.varying_local(text(n)):
