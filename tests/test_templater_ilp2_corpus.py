@@ -1,0 +1,59 @@
+"""The offline templater's lift of the seen per-element corpus kernel probe_energy (unseen3:
+Lennard-Jones + screened Coulomb against a __constant__ ion table, a cutoff branch calling
+two __device__ helpers) computes, on the host, what the kernel as written computes at its
+default and with items per thread interleaved and the cutoff branchless. This checks a
+written template, not a rule: the rules are checked on other spellings in
+tests/test_templater_ilp2_pure.py."""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+from helpers_templater import lifted_template
+from test_corpus_unseen3 import (  # the corpus's host harness (inputs, run, comparison)
+    ROOT,
+    _assert_same,
+    _folder,
+    _inputs,
+    _plain_outputs,
+    _run,
+    host_flags,
+)
+
+from workbench.llm.templater import lift_kernel
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
+
+__all__ = ["host_flags"]  # the session fixture, used by name
+
+
+def test_probe_energy_lift_matches_the_kernel_as_written(tmp_path: Path,
+                                                         host_flags: tuple[str, ...]) -> None:
+    spec = tomllib.loads((ROOT / "probe_energy" / "kernel.toml").read_text())
+    base = spec["baseline"]
+    lifted = lift_kernel((ROOT / "probe_energy" / base["source"]).read_text(),
+                         entry=base["entry"], grid=base["grid"], block=base["block"],
+                         scalars={"n": "n"})
+    assert {"ITEMS_PER_THREAD", "UNROLL", "BRANCHLESS"} <= {p.name for p in lifted.params}, \
+        lifted.notes
+    template = lifted_template(lifted, base["entry"])
+    plain = _folder("probe_energy")
+    env = plain.env(plain.check_shape, "fp32")
+    want = _plain_outputs("probe_energy", tmp_path / "plain", host_flags)
+    inputs = _inputs(plain)
+    default = dict(template.default_config())
+    configs = [default,
+               {**default, "ITEMS_PER_THREAD": 4, "UNROLL": 4, "BRANCHLESS": 1},
+               {**default, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "BRANCHLESS": 1,
+                "BLOCK_THREADS": 64},
+               {**default, "ITEMS_PER_THREAD": 2, "UNROLL": 8, "BRANCHLESS": 0}]
+    space = template.space(env)
+    for k, config in enumerate(configs):
+        assert space.rejection(config) is None, config
+        got = _run(plain, template.render(config, "fp32").source,
+                   template.launch_for(config, env), inputs, tmp_path / f"c{k}", host_flags)
+        _assert_same(plain, got, want, f"lifted at {config}")
