@@ -3,7 +3,7 @@ block, vector width per lane and the shuffles' width following LANES.
 
 Spellings, none a copy of the corpus's row_l2norm or warp_row: a 2-D block (32, R) whose
 ``threadIdx.y`` is the row (through a local or not, ``blockIdx.x * R + y`` in either order),
-a 1-D block whose warp is ``threadIdx.x >> 5`` through a local, the lane as a local
+a 1-D block whose warp is ``threadIdx.x >> 5`` through a local or in place, the lane as a local
 (``& 31``) or written in place (``threadIdx.x``, ``threadIdx.x % 32``); shuffles xor or down
 (then a broadcast from lane 0), halving or doubling offset loops, 3- or 4-argument; rows walked
 once, twice or three times. Each lifted template runs on the host (g++, the cooperative block
@@ -108,12 +108,31 @@ extern "C" __global__ void k(float* mean, const float* a, int rows, int cols) {
 }
 """
 
+# max-abs scaling, 1-D block of four warps, nothing named: the row
+# `(threadIdx.x >> 5) + blockIdx.x * 4` and the lane `threadIdx.x & 31` written in place,
+# `s >= 1` from `32 / 2`, shfl_down then a 4-argument broadcast, int flat indices
+ABSMAX_INLINE = """
+extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
+  const int r = (threadIdx.x >> 5) + blockIdx.x * 4;
+  if (r < rows) {
+    float mx = 0.0f;
+    for (int c = threadIdx.x & 31; c < cols; c += 32) mx = fmaxf(mx, fabsf(a[r * cols + c]));
+    for (int s = 32 / 2; s >= 1; s >>= 1) mx = fmaxf(mx, __shfl_down_sync(0xffffffff, mx, s));
+    mx = __shfl_sync(0xffffffff, mx, 0, 32);
+    const float sc = mx > 0.0f ? 1.0f / mx : 0.0f;
+    for (int c = threadIdx.x & 31; c < cols; c += 32) o[r * cols + c] = a[r * cols + c] * sc;
+  }
+}
+"""
+
 CASES: dict[str, tuple[str, list[str], list[str], list[tuple[str, int]]]] = {
     # source, grid, block, (argument, elements) in order: "out", "in", then rows and cols
     "rms_2d": (RMS_2D, ["ceil_div(rows, 4)"], ["32", "4"], [("out", ROWS * COLS),
                                                             ("in", ROWS * COLS)]),
     "softmax_1d": (SOFTMAX_1D, ["ceil_div(rows, 2)"], ["64"], [("out", ROWS * COLS),
                                                                ("in", ROWS * COLS)]),
+    "absmax_inline": (ABSMAX_INLINE, ["ceil_div(rows, 4)"], ["128"],
+                      [("out", ROWS * COLS), ("in", ROWS * COLS)]),
     "row_mean": (ROW_MEAN, ["ceil_div(rows, 16)"], ["32", "16"], [("out", ROWS),
                                                                   ("in", ROWS * COLS)]),
 }
@@ -174,7 +193,8 @@ def test_warp_rows_lift_lanes_rows_per_block_and_vectors(name: str) -> None:
     knobs = params(lifted)
     assert {"LANES", "VEC"} <= set(knobs), lifted.notes
     warps = {"rms_2d": "RPB"}.get(name, "WARPS_PER_BLOCK")
-    assert knobs[warps]["default"] == {"rms_2d": 4, "softmax_1d": 2, "row_mean": 16}[name]
+    assert knobs[warps]["default"] == {"rms_2d": 4, "softmax_1d": 2, "row_mean": 16,
+                                       "absmax_inline": 4}[name]
     assert knobs["LANES"]["default"] == 32 and knobs["VEC"]["default"] == 1
     assert lifted.grid == (f"ceil_div(rows, {warps} * (32 // LANES))",)
     if len(block) == 2:  # the block stays (32, rows per block): threadIdx.x is the lane

@@ -94,20 +94,21 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     two_d = len(sizes) == 2 and sizes[0] == 32 and (sizes[1] or 0) > 1
     if len(sizes) != 1 and not two_d:
         return False
-    lane_def = item_def = None
-    for d in plan.facts.defs.values():
-        if d.value is None or d.assigned:
-            continue
-        if _lane_value(d.value, two_d) is not None:
-            lane_def = d
-        for _s, t in terms(d.value):
+    defs = [(d, d.value) for d in plan.facts.defs.values()
+            if d.value is not None and not d.assigned]
+    lane_def = next((d for d, v in reversed(defs) if _lane_value(v, two_d) is not None), None)
+    item_def = None
+    for d, value in defs:
+        for _s, t in terms(value):
             if block_offset(t, "x") is None:
                 continue
-            others = [u for _s2, u in terms(d.value) if u.start_byte != t.start_byte]
-            # the item: a block offset plus the warp (a 2-D block needs threadIdx.y there)
-            if not two_d or any(_warp_term(plan, u, True) is not None for u in others):
+            others = [u for _s2, u in terms(value) if u.start_byte != t.start_byte]
+            # the item: a block offset plus the warp (threadIdx.y in a (32, R) block,
+            # threadIdx.x / 32 in a 1-D one; the lane may be written in place)
+            if any(_warp_term(plan, u, two_d) is not None for u in others) or \
+                    (not two_d and lane_def is not None):
                 item_def = (d, t)
-    if item_def is None or (lane_def is None and not two_d):
+    if item_def is None:
         return False
     try:
         return _apply(plan, macros, lane_def, item_def, two_d)
