@@ -25,6 +25,7 @@ from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template
 from tests.test_corpus_unseen3 import HOST_PRELUDE
 from workbench.core.identifiers import identifier_problem
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.engine.compiler import Compiler
 from workbench.llm.templater import LiftedSource, lift_kernel
 from workbench.llm.templater.offline import offline_template
 
@@ -335,3 +336,17 @@ def test_a_block_whose_x_is_the_warp_is_not_resized_by_the_block_lift() -> None:
     at = next(i + 1 for i, t in enumerate(RMS_2D.splitlines()) if "__shfl_down_sync" in t)
     assert any("combines the 32 lanes of a warp" in r and f"(line {at})" in r for r in why), \
         lifted.notes
+
+
+@pytest.mark.parametrize("name", ["rms_2d", "absmax_inline"])
+def test_lifted_spellings_compile_for_sm90_at_their_ends(name: str, compiler: Compiler) -> None:
+    """nvcc (skipped without it) at the default, 4 lanes x float4 x 4 vectors x 32 warps and
+    16 lanes x float2 x 1 warp: the group mask, the widths and the vector types compile."""
+    source, grid, block, _args = CASES[name]
+    template = lifted_template(lift(source, grid, block))
+    warps = "RPB" if name == "rms_2d" else "WARPS_PER_BLOCK"
+    for change in ({}, {"LANES": 4, "VEC": 4, "ITEMS_PER_THREAD": 4, warps: 32},
+                   {"LANES": 16, "VEC": 2, warps: 1}):
+        config = {**template.default_config(), **change}
+        result = compiler.compile(template.render(config, "fp32"))
+        assert result.ok, f"{change}: {result.error_summary}\n{result.log[-2000:]}"
