@@ -1,16 +1,20 @@
 """Warp-per-item kernels (a warp per row or group): LANES per item, items per block, VEC.
 
-Recognised on the parse, whatever the spelling: a lane ``l = threadIdx.x % 32`` (or
-``& 31``), an item ``r = blockIdx.x * F + threadIdx.x / 32`` (or ``>> 5``, or through a local
-warp index), a launch block of ``32 * F`` threads and a grid rule dividing by F; the lane
-used only to start lane loops ``for (c = l; c < n; c += 32)`` and in ``l == 0`` tests; warp
-shuffles only inside offset loops ``for (o = 16; o > 0; o >>= 1 | o /= 2)``.
+Recognised on the parse, whatever the spelling: an item ``r = blockIdx.x * F + w`` (terms in
+either order) where the warp ``w`` is ``threadIdx.x / 32`` (or ``>> 5``) in a launch block of
+``32 * F`` threads, or ``threadIdx.y`` in a (32, F) block, written in place or through a local
+used nowhere else; a grid rule dividing by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
+(32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
+``for (c = l; c < n; c += 32)`` and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
+shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
+No other ``threadIdx`` or ``blockDim`` read, no shared memory, barrier or vote.
 
 The transform gives each item ``LANES`` lanes (32 / LANES items per warp): the lane and the
 item index divide by LANES, lane loops step by LANES, the offset loops start at LANES / 2,
 and every shuffle names only its group (mask and width), so a group that returns early
 never waits for another. ``WARPS_PER_BLOCK`` (the author's macro where F is one) sets the
-block; ``VEC`` vectorizes lane loops (:func:`.vector.vectorize`), a loop writing a pointer
+block (``32 * W`` threads, or (32, W) with row ``threadIdx.y * (32 / LANES) + threadIdx.x /
+LANES`` of the block's rows); ``VEC`` vectorizes lane loops (:func:`.vector.vectorize`), a loop writing a pointer
 that is not ``__restrict__`` behind a run-time test per item (its written and read ranges the
 same elements or disjoint, the loop as written otherwise). Items are assumed independent (the
 warp-to-item mapping changes with LANES). LANES = 32 and the written F are the kernel as
