@@ -279,7 +279,31 @@ def test_unprovable_helpers_and_loads_are_refused_with_the_line(name: str) -> No
     if_line = source.splitlines().index("    if (d * d < 0.5f) {") + 1
     call_line = if_line + 1
     assert f"(line {call_line})" in found[0], found
-    # items per thread still lift; the unprovable statement keeps its `live` test
-    assert "ITEMS_PER_THREAD" in {p.name for p in lifted.params}
-    loop = lifted.source[lifted.source.index("for (int j"):]
-    assert "if (wb_live[wb_it])" in loop.split("out[i")[0]
+    items = [str(f) for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"]
+    if name == "impure_helper":
+        # its write would run in another order once items interleave: no interleaved items
+        # (items by wrapping, one after another as threads run them, remain)
+        assert "wb_it]" not in lifted.source
+        assert items and "calls `count_hit`, a __device__ function whose body is not pure" \
+            in items[0] and f"(line {call_line})" in items[0], items
+    else:  # items still lift; the unprovable statement keeps its `live` test
+        assert "ITEMS_PER_THREAD" in {p.name for p in lifted.params}
+        loop = lifted.source[lifted.source.index("for (int j"):]
+        assert "if (wb_live[wb_it])" in loop.split("out[i")[0]
+
+
+def test_an_impure_helper_in_a_statement_shared_by_the_items_refuses_items() -> None:
+    """A call made once per item as written, with no item-dependent argument, would run once
+    per thread under interleaved items: refused with the line (items by wrapping, one
+    whole item after another, remain)."""
+    source = ("#define NT 8\n__constant__ float tab[NT];\n__device__ int trips;\n"
+              "__device__ float tick(float w) { trips = trips + 1; return w; }\n"
+              'extern "C" __global__ void k(float* out, const float* x, int n) {\n'
+              "  int i = blockIdx.x * 128 + threadIdx.x;\n  if (i >= n) return;\n"
+              "  float v = x[i], acc = 0.0f;\n  for (int j = 0; j < NT; ++j) {\n"
+              "    float w = tick(tab[j]);\n    acc += v * w;\n  }\n  out[i] = acc;\n}\n")
+    lifted = lift(source, ["ceil_div(n, 128)"], ["128"])
+    assert "wb_it]" not in lifted.source
+    found = [str(f) for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"]
+    assert found and "`tick`, a __device__ function whose body is not pure: `trips = trips " \
+        "+ 1` writes outside its locals" in found[0] and "(line 10)" in found[0], found

@@ -13,7 +13,8 @@ chains interleave. ``ITEMS_PER_THREAD = 1`` is the kernel as written.
 Item dependence is computed on the parse: the item index, and every local assigned from an
 item-dependent value or under item-dependent control. Legal only where the analysis shows
 (each refusal names the line): a 1-D block; no shared memory, barrier, warp intrinsic or
-atomic; ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
+atomic, no call of a ``__device__`` function of the file that :mod:`.purity` does not prove
+pure (its effects would run once per thread, or in another order); ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
 top-level ``if (C) return;`` or one final ``if (C) {...}`` (both become a per-item ``live``
 flag); no ``break``/``continue``/``return`` under item-dependent control inside a shared
 loop; statements that do not depend on the item assign only locals; memory written only at
@@ -69,6 +70,7 @@ from workbench.llm.templater.item_state import (
     under_item_control,
 )
 from workbench.llm.templater.plan import Plan
+from workbench.llm.templater.purity import device_purity, why_not_pure
 from workbench.llm.templater.rules import scale_divisor
 from workbench.llm.templater.vector import Illegal
 
@@ -454,6 +456,12 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
         raise Illegal(f"the kernel calls {bad[0]}, which must run once per thread")
     if any(d.is_shared for d in plan.facts.defs.values()):
         raise Illegal("the block shares __shared__ memory")
+    purity = device_purity(plan.source)
+    for n in walk(plan.body):
+        callee = n.child_by_field_name("function") if n.type == "call_expression" else None
+        if callee is not None and purity.get(text(callee)) is not None:
+            # its effects would run once per thread where shared, or interleaved across items
+            raise Illegal(f"the kernel calls {why_not_pure(plan.source, text(callee))}", n)
     uses = [n for n in walk(plan.body) if builtin(n, "blockIdx") == "x" and
             n.type == "field_expression"]
     if len(uses) != 1:
