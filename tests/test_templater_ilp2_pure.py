@@ -233,6 +233,8 @@ __device__ int int_div(int a, int b) { return a / b; }
 __device__ float recursive(float x) { return x > 1.0f ? recursive(x * 0.5f) : x; }
 __device__ float calls_impure(float x) { return writes(x) + 1.0f; }
 __device__ float reads_global(float x) { return x * g_seen; }
+__device__ float overloaded(float x) { return x; }
+__device__ float overloaded(float x, float y) { g_seen = y; return x; }
 """
 
 
@@ -244,7 +246,8 @@ def test_purity_proves_pure_helpers_and_names_what_the_others_do() -> None:
                 "int_div": "`a / b` may divide an integer by zero",
                 "recursive": "it calls `recursive`, not shown pure",
                 "calls_impure": "it calls `writes`, not shown pure",
-                "reads_global": "it reads `g_seen`"}
+                "reads_global": "it reads `g_seen`",
+                "overloaded": "defined more than once"}
     for name, why in expected.items():
         found = verdict[name]
         assert found is not None and why in found, (name, found)

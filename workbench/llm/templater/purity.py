@@ -8,7 +8,7 @@ not taken, and ITEMS_PER_THREAD (:mod:`.ilp`, :func:`.item_state.safe_when_done`
 item past the end. A ``__device__`` function of the file is pure when its body, read on the
 parse (not pasted), uses only its value parameters, its own scalar locals, object-like
 macros of constants, and pure calls (a fixpoint, so a helper calling a pure helper is pure,
-recursion never is); it has no loop, ``goto``, asm, memory read or write (``a[i]``, ``*p``,
+recursion never is, nor a name defined more than once: an overload); it has no loop, ``goto``, asm, memory read or write (``a[i]``, ``*p``,
 ``p->f``, ``&x``), pointer or reference parameter, static or shared local; and every
 ``/`` or ``%`` divides by a float value or a nonzero integer constant (an integer division
 by zero traps on the host and is garbage on the GPU).
@@ -70,6 +70,7 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
                  not any(c.type == "__global__" for c in fn.children) and
                  fn.child_by_field_name("body") is not None}
     verdict: dict[str, str | None] = {name: "not yet shown pure" for name in functions}
+    overloads = _defined_more_than_once(source)
     changed = True
     while changed:  # a helper is pure once every function it calls is shown pure
         changed = False
@@ -77,7 +78,9 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
         for name, fn in functions.items():
             if verdict[name] is None:
                 continue
-            why = _impurity(fn, macros, pure)
+            # a call may resolve to any of the overloads: none is shown pure by one body
+            why = f"defined more than once (line {line(fn)})" if name in overloads \
+                else _impurity(fn, macros, pure)
             if why != verdict[name]:
                 verdict[name] = why
                 changed = changed or why is None
@@ -89,6 +92,21 @@ def pure_calls(source: CudaSource) -> frozenset[str]:
     """The names a pure call may call in ``source``: the math functions and the file's
     pure ``__device__`` functions."""
     return PURE_CALLS | frozenset(n for n, why in device_purity(source).items() if why is None)
+
+
+def _defined_more_than_once(source: CudaSource) -> set[str]:
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for fn in walk(source.tree.root_node):
+        if fn.type != "function_definition":
+            continue
+        decl = fn.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        ident = decl.child_by_field_name("declarator") if decl is not None else None
+        if ident is not None:
+            (twice if text(ident) in seen else seen).add(text(ident))
+    return twice
 
 
 def why_not_pure(source: CudaSource, name: str) -> str:
