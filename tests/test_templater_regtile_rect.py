@@ -4,7 +4,8 @@ A block of ``(Bx, By)`` threads with ``Bx != By`` computing a ``By x Bx`` tile o
 one output per thread, over shared tiles of three sizes (rows ``By``, columns ``Bx``, depth
 ``BK`` along k, read from the tiles' extents), each tile stored either one element per thread
 (``S[ty][tx]``, ``S[tx][ty]``) or in a loop of each thread over several rows or columns
-(``for (j = ty; j < E; j += By) S[j][tx] = ...``), with an epilogue kept per output (alpha /
+(``for (j = ty; j < E; j += By) S[j][tx] = ...``, or over flat positions
+``for (e = tid; e < R * C; e += Bx * By) S[e / C][e % C] = ...``), with an epilogue kept per output (alpha /
 beta, a bias per column and a ReLU). The spellings below are written differently from the
 corpus's dense_relu (names, literals / macros / ``#ifndef`` defaults / ``constexpr``, a loop
 along rows or along columns, A . B and A . B^T, batched or not); each lift's default, corner
@@ -163,6 +164,39 @@ extern "C" __global__ void bmm_wide(float* out, const float* lhs, const float* r
 }
 """, ("ceil_div(N, 64)", "ceil_div(M, 8)", "batch"), ("64", "8"), MNK,
         "bmm_wide(C, A, B, M, N, K)", A_RM, B_NN, C_RM, "ref", "bmm_wide"),
+    # macros, a flat thread index `tid` and loops of each thread over flat
+    # positions of both tiles (`i / BLK_K`, `i % BLK_K` through locals in one, inline in the
+    # other, a literal step in one), A . W^T with W's tile padded, no epilogue
+    "macro_flat_index_loops_bt": Rect("""
+#define BLK_M 8
+#define BLK_N 16
+#define BLK_K 32
+extern "C" __global__ void fc_flat(const float* in, const float* weight, float* out,
+                                   int M, int N, int K) {
+  __shared__ float in_s[BLK_M][BLK_K];
+  __shared__ float w_s[BLK_N][BLK_K + 1];
+  const int tid = threadIdx.y * BLK_N + threadIdx.x;
+  const int m0 = blockIdx.y * BLK_M, n0 = blockIdx.x * BLK_N;
+  float acc = 0.f;
+  for (int kt = 0; kt < K; kt += BLK_K) {
+    for (int i = tid; i < BLK_M * BLK_K; i += BLK_M * BLK_N) {
+      int rr = i / BLK_K;
+      int cc = i % BLK_K;
+      in_s[rr][cc] = (m0 + rr < M && kt + cc < K) ? in[(m0 + rr) * K + kt + cc] : 0.f;
+    }
+    for (int i2 = tid; i2 < BLK_N * BLK_K; i2 += 128)
+      w_s[i2 / BLK_K][i2 % BLK_K] = (n0 + i2 / BLK_K < N && kt + i2 % BLK_K < K)
+          ? weight[(n0 + i2 / BLK_K) * K + kt + i2 % BLK_K] : 0.f;
+    __syncthreads();
+    for (int kk = 0; kk < BLK_K; ++kk)
+      acc += in_s[threadIdx.y][kk] * w_s[threadIdx.x][kk];
+    __syncthreads();
+  }
+  const int m = m0 + threadIdx.y, n = n0 + threadIdx.x;
+  if (m < M && n < N) out[m * N + n] = acc;
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 8)"), ("16", "8"), MNK,
+        "fc_flat(A, B, C, M, N, K)", A_RM, B_NT, C_RM, "ref", "fc_flat"),
 }
 
 ENV = {"batch": 2, "M": 37, "N": 45, "K": 44}
@@ -254,7 +288,8 @@ def test_the_depth_along_k_is_read_from_the_tiles() -> None:
     depth = {name: lifted_template(_lift(s), s.entry).default_config()["BK"]
              for name, s in SPELLINGS.items()}
     assert depth == {"corpus_dense_relu": 32, "literal_nn_row_loop_alpha_beta": 16,
-                     "ifndef_bt_column_loop_bias_act": 32, "constexpr_batched_wide": 64}
+                     "ifndef_bt_column_loop_bias_act": 32, "constexpr_batched_wide": 64,
+                     "macro_flat_index_loops_bt": 32}
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
@@ -306,6 +341,35 @@ def test_rectangular_spellings_the_analysis_cannot_prove_are_refused_with_the_li
         edit: tuple[str, str], reason: str, line: int) -> None:
     assert edit[0] in BASE.source
     lifted = _lift(BASE, BASE.source.replace(edit[0], edit[1], 1))
+    found = [f for f in lifted.findings if f.transform == "REGISTER_TILE"]
+    assert found and not any(f.applied for f in found), lifted.notes
+    assert reason in found[0].reason, found[0].reason
+    assert found[0].line == line, found[0]
+
+
+FLAT = SPELLINGS["macro_flat_index_loops_bt"]
+
+
+@pytest.mark.parametrize("edit,reason,line", [
+    # half the block's threads per step: positions stored twice
+    (("i < BLK_M * BLK_K; i += BLK_M * BLK_N)", "i < BLK_M * BLK_K; i += 64)"),
+     "does not step by the block's 128 threads", 13),
+    # the flat position read other than as its row and column
+    (("? in[(m0 + rr) * K + kt + cc]", "? in[(m0 + rr) * K + kt + (i & 31)]"),
+     "uses the flat position `i` other than as `i / C`", 16),
+    # rows of 16 in a 32-deep tile: the positions do not cover the tile
+    (("int rr = i / BLK_K;\n      int cc = i % BLK_K;",
+      "int rr = i / 16;\n      int cc = i % 16;"),
+     "the store to in_s covers 16 positions along its index `rr`", 13),
+    # the flat index is not ty * 16 + tx (a thread numbering the rewrite does not model)
+    (("const int tid = threadIdx.y * BLK_N + threadIdx.x;",
+      "const int tid = threadIdx.x * BLK_M + threadIdx.y;"),
+     "neither a thread index nor the block's flat thread index (ty * 16 + tx)", 13),
+])
+def test_flat_loop_stores_the_analysis_cannot_prove_are_refused_with_the_line(
+        edit: tuple[str, str], reason: str, line: int) -> None:
+    assert edit[0] in FLAT.source
+    lifted = _lift(FLAT, FLAT.source.replace(edit[0], edit[1], 1))
     found = [f for f in lifted.findings if f.transform == "REGISTER_TILE"]
     assert found and not any(f.applied for f in found), lifted.notes
     assert reason in found[0].reason, found[0].reason

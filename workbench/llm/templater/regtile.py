@@ -35,6 +35,7 @@ from tree_sitter import Node
 
 from workbench.core.errors import WorkbenchError
 from workbench.llm.templater.analysis import (
+    binary,
     builtin,
     calls,
     factors,
@@ -51,6 +52,7 @@ from workbench.llm.templater.regtile_pairing import (
 )
 from workbench.llm.templater.regtile_split import (
     ThreadSplit,
+    const_value,
     flat_index,
     rule_threads,
     square_side,
@@ -104,9 +106,10 @@ class LoopStore:
     its body (its other statements declare thread-dependent locals, inlined)."""
 
     var: str
-    dim: str
+    dim: str  # "x" / "y"; "flat": the flat thread index over ``extent`` x ``inner``
     extent: int
     store: Node
+    inner: int = 0  # a flat loop's row length (the tile's inner extent)
 
 
 @dataclass
@@ -200,6 +203,9 @@ class Gemm:
         self.k_size = tile
         self.rect = self.block_size["x"] != self.block_size["y"]
         self.loop_stores: dict[tuple[int, int], LoopStore] = {}
+        # a loop store's flat position ``e`` (``for (e = tid; e < R * C; e += threads)``)
+        # -> C: ``e / C`` is the tile row it stores, ``e % C`` the column
+        self.flat_vars: dict[str, int] = {}
         self.data = plan.source.data
         self.body = plan.body
         self.locals = _locals(self.body)
@@ -247,7 +253,19 @@ class Gemm:
             return d
         if node.type == "identifier":
             return self.thread_alias.get(text(node))
+        if node.type == "binary_expression" and self.flat_vars:
+            return self.flat_position(node)
         return None
+
+    def flat_position(self, node: Node) -> str | None:
+        """"y" for ``e / C``, "x" for ``e % C`` of a flat loop store's position ``e``."""
+        parts = binary(node)
+        if not parts or parts[1] not in ("/", "%") or strip(parts[0]).type != "identifier":
+            return None
+        inner = self.flat_vars.get(text(strip(parts[0])))
+        if inner is None or const_value(parts[2]) != inner:
+            return None
+        return "y" if parts[1] == "/" else "x"
 
     def mentions_thread(self, node: Node) -> bool:
         for n in walk(node):
@@ -379,6 +397,8 @@ class Gemm:
                 d = self.split.dim(n)
                 if d is not None:
                     return threads[d]
+            if n.type == "binary_expression" and (d := self.flat_position(n)) is not None:
+                return threads[d]
             d = builtin(n, "threadIdx") if n.type == "field_expression" else None
             if d is not None:
                 return threads[d]

@@ -8,6 +8,7 @@ index offsets the output's rows (:mod:`.regtile_pairing`). Anything not modelled
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -44,6 +45,7 @@ from workbench.llm.templater.regtile_pairing import (
     same_move,
 )
 from workbench.llm.templater.regtile_split import const_value, counts_below
+from workbench.llm.templater.regtile_vec import _Unknown, evaluate
 from workbench.llm.templater.rules import scale_divisor
 
 _INTEGER_TYPES = {"int", "unsigned", "unsigned int", "uint", "long", "size_t", "short"}
@@ -181,7 +183,8 @@ def analyse(g: Gemm, loop: Node) -> None:
             unfollowed[(s.start_byte, s.end_byte)] = found[1]
         else:
             g.loop_stores[(s.start_byte, s.end_byte)] = found[1]
-            g.thread_alias[found[0]] = found[1].dim
+            if found[1].dim != "flat":
+                g.thread_alias[found[0]] = found[1].dim
     # thread-dependent locals declared outside the per-thread code are inlined there: they
     # must be single definitions that are never reassigned
     outside = [c for c in parts.prologue + parts.stores]
@@ -312,6 +315,23 @@ def analyse(g: Gemm, loop: Node) -> None:
     spans |= {(n.start_byte, n.end_byte) for s in parts.stores
               if (s.start_byte, s.end_byte) in g.loop_stores
               for h in loop_header(s) for n in walk(h)}
+    # the flat thread index starting flat loop stores (``tid = ty * 16 + tx``) is dropped
+    # with their headers where it is read nowhere else
+    headers = [(n.start_byte, n.end_byte) for s in parts.stores
+               if (s.start_byte, s.end_byte) in g.loop_stores for h in loop_header(s)
+               for n in [h]]
+    for name, lo in g.locals.items():
+        uses = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == name
+                and n != lo.declarator and n != lo.declarator.child_by_field_name("declarator")]
+        if lo.value is not None and name in g.inlinable and uses and all(
+                any(a <= u.start_byte < b for a, b in headers) for u in uses) and \
+                _is_flat_thread_index(g, lo.value):
+            spans |= {(n.start_byte, n.end_byte) for n in walk(lo.value)}
+    # a flat loop store's row and column (``e / C``, ``e % C``) become the tile position
+    spans |= {(m.start_byte, m.end_byte) for s in parts.stores
+              if (s.start_byte, s.end_byte) in g.loop_stores
+              for n in walk(s) if n.type == "binary_expression" and
+              g.flat_position(n) is not None for m in walk(n)}
     spans |= {(n.start_byte, n.end_byte) for tl in tiles.values() for e in tl.extents
               for n in walk(e)}
     # a flat tile's row stride and a split's divisor are rewritten with the whole
@@ -440,13 +460,22 @@ def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
         return None
     var, start = decl_name(decls[0]), decls[0].child_by_field_name("value")
     dim = g.thread_dim(start) if start is not None else None
+    if dim is None and start is not None and _is_flat_thread_index(g, start):
+        dim = "flat"
     bound = binary(cond)
-    if dim is None or not bound or bound[1] != "<" or text(strip(bound[0])) != var:
-        return None
     stmts = _statements(body) if body.type == "compound_statement" else [body]
-    if not stmts or not store_target(stmts[-1]):
+    if not stmts or not store_target(stmts[-1]) or start is None or \
+            not g.mentions_thread(start):
         return None
+    if dim is None or not bound or bound[1] != "<" or text(strip(bound[0])) != var:
+        return var, Refused(f"the loop `{text(init)} {text(cond)}; {text(update)}` storing a "
+                            f"tile starts at `{text(start)}`, neither a thread index nor the "
+                            f"block's flat thread index (ty * {g.block_size['x']} + tx), or "
+                            "is not bounded by `<`: which thread stores which element is not "
+                            "modelled", s)
     extent = const_value(bound[2])
+    if dim == "flat":
+        return var, _flat_loop_store(g, s, var, extent, update, body, stmts)
     step: Node | None = None
     u = strip(update)
     if u.type == "assignment_expression" and text(strip(u.child_by_field_name("left"))) == var:  # type: ignore[arg-type]
@@ -471,6 +500,80 @@ def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
                                 "tile is not a declaration of a value of the thread's "
                                 "position", d)
     return var, LoopStore(var, dim, extent, stmts[-1])
+
+
+def _is_flat_thread_index(g: Gemm, node: Node) -> bool:
+    """Whether ``node`` is the block's flat thread index ``ty * Bx + tx`` (through locals,
+    ``blockDim.x`` or a literal), on random thread positions."""
+    rng = random.Random(28)
+    for _ in range(4):
+        pos = {d: rng.randrange(0, g.block_size[d]) for d in "xy"}
+
+        def leaf(n: Node, pos: dict[str, int] = pos) -> int | Node | None:
+            d = g.thread_dim(n)
+            if d is not None:
+                return pos[d]
+            if (bd := builtin(n, "blockDim")) is not None:
+                return g.block_size.get(bd, 1)
+            if n.type == "identifier":
+                lo = g.locals.get(text(n))
+                if lo is not None:
+                    if lo.count == 1 and text(n) not in g.assigned and lo.value is not None:
+                        return lo.value
+                    raise _Unknown(text(n))
+                return int_value(n)
+            return None
+        try:
+            if evaluate(node, leaf, {}, rng) != pos["y"] * g.block_size["x"] + pos["x"]:
+                return False
+        except _Unknown:
+            return False
+    return True
+
+
+def _flat_loop_store(g: Gemm, s: Node, var: str, extent: int | None, update: Node,
+                     body: Node, stmts: list[Node]) -> LoopStore | Refused:
+    """``for (int e = <flat thread index>; e < R * C; e += <threads of the block>)`` storing
+    the tile element at (``e / C``, ``e % C``), directly or through locals of the body: the
+    loop store, or the refusal naming what is missing."""
+    threads = g.block_size["x"] * g.block_size["y"]
+    u = strip(update)
+    step = u.child_by_field_name("right") if u.type == "assignment_expression" and \
+        text(u.child_by_field_name("operator")) == "+=" else None
+    if step is None or const_value(step) != threads or extent is None:
+        return Refused(f"the loop over `{var}` storing a tile does not step by the block's "
+                       f"{threads} threads up to a constant bound", s)
+    uses = [n for n in walk(body) if n.type == "identifier" and text(n) == var]
+    inner: set[int] = set()
+    for n in uses:
+        parent = n.parent
+        parts = binary(parent) if parent is not None else None
+        value = const_value(parts[2]) if parts and parts[0] == n else None
+        if not parts or parts[1] not in ("/", "%") or value is None:
+            return Refused(f"`{text(parent if parent is not None else n)}` uses the flat "
+                           f"position `{var}` other than as `{var} / C` (the tile row) and "
+                           f"`{var} % C` (the column)", n)
+        inner.add(value)
+    if len(inner) != 1 or extent % next(iter(inner)) != 0:
+        return Refused(f"the loop over `{var}` does not divide its {extent} positions into "
+                       "rows of one length", s)
+    if var in _assigned(body):
+        return Refused(f"`{var}` is reassigned inside the loop storing a tile", s)
+    cols = inner.pop()
+    g.flat_vars[var] = cols
+    # the body's ``int r = e / C, c = e % C;``: the position's row and column
+    for name, lo in g.locals.items():
+        if body.start_byte <= lo.decl.start_byte < body.end_byte and lo.count == 1 and \
+                name not in g.assigned and lo.value is not None and \
+                (pos := g.flat_position(strip(lo.value))) is not None:
+            g.thread_alias[name] = pos
+    for d in stmts[:-1]:
+        names = [decl_name(x) for x in d.children_by_field_name("declarator")] \
+            if d.type == "declaration" else []
+        if not names or any(x not in g.threaded or g.locals[x].count > 1 for x in names):
+            return Refused(f"`{' '.join(text(d).split())[:60]}` in the loop storing a tile "
+                           "is not a declaration of a value of the thread's position", d)
+    return LoopStore(var, "flat", extent // cols, stmts[-1], cols)
 
 
 def _rect_extents(g: Gemm, loop: Node) -> None:
@@ -518,10 +621,12 @@ def _check_cover(g: Gemm, tile: Tile, index: list[Node], dims: list[str],
     want = {"y": g.block_size["y"], "x": g.block_size["x"], "k": g.k_size}
     used_var = False
     for i, (node, d) in enumerate(zip(index, dims, strict=True)):
-        is_var = loop_store is not None and strip(node).type == "identifier" and \
-            text(strip(node)) == loop_store.var
+        flat = loop_store is not None and loop_store.dim == "flat"
+        is_var = loop_store is not None and (flat or (
+            strip(node).type == "identifier" and text(strip(node)) == loop_store.var))
         used_var |= is_var
-        covered = loop_store.extent if is_var and loop_store is not None else g.block_size[d]
+        covered = g.block_size[d] if loop_store is None or not is_var else \
+            loop_store.extent if not flat or d == "y" else loop_store.inner
         if covered != want[tile.roles[i]]:
             raise Refused(f"the store to {tile.name} covers {covered} positions along its "
                           f"index `{text(node)}`, but the tile's extent there is "
