@@ -310,3 +310,40 @@ def test_an_impure_helper_in_a_statement_shared_by_the_items_refuses_items() -> 
     found = [str(f) for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"]
     assert found and "`tick`, a __device__ function whose body is not pure: `trips = trips " \
         "+ 1` writes outside its locals" in found[0] and "(line 10)" in found[0], found
+
+
+BOUNDS = {
+    # (table declaration, loop header, the side's statements, converts?)
+    "pointer_row_address_of": ("__constant__ float tab[NT * 3];",
+                               "for (int j = 0; j < NT; ++j)",
+                               "const float* p = &tab[3 * j]; acc += p[2];", True),
+    "pointer_row_past_the_end": ("__constant__ float tab[NT * 3];",
+                                 "for (int j = 0; j < NT; ++j)",
+                                 "const float* p = tab + 3 * j; acc += p[3];", False),
+    "one_based_counter": ("__constant__ float tab[NT];", "for (int j = 1; j <= NT; j++)",
+                          "acc += tab[j - 1];", True),
+    "counted_down_unknown": ("__constant__ float tab[NT];",
+                             "for (int j = NT - 1; j >= 0; --j)", "acc += tab[j];", False),
+    "device_global_table": ("__device__ float tab[2 * NT];", "for (int j = 0; j < NT; ++j)",
+                            "acc += tab[NT + j] * tab[2 * j + 1];", True),
+    "table_argument": ("", "for (int j = 0; j < NT; ++j)", "acc += w[j];", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_side_loads_convert_only_where_bounds_show_them_inside_the_table(name: str) -> None:
+    """A load made only on one side converts when the loops bound its index inside a
+    file-scope device table (pointer rows, offsets, one-based counters); past the end, a
+    counter whose range it cannot read, or a pointer argument: refused, naming the load."""
+    table, loop, side, converts = BOUNDS[name]
+    source = ("#define NT 16\n" + table + "\n"
+              'extern "C" __global__ void k(float* out, const float* x, const float* w, '
+              "int n) {\n  int i = blockIdx.x * 128 + threadIdx.x;\n  if (i >= n) return;\n"
+              "  float v = x[i], acc = 0.0f;\n  " + loop + " {\n"
+              "    if (v > 0.5f) { " + side + " }\n  }\n  out[i] = acc;\n}\n")
+    lifted = lift(source, ["ceil_div(n, 128)"], ["128"])
+    found = [str(f) for f in lifted.findings if f.transform == "BRANCHLESS"]
+    assert ("BRANCHLESS" in {p.name for p in lifted.params}) == converts, found
+    if not converts:
+        assert found and "which is not loaded unconditionally before the `if`" in found[0] \
+            and "(line 8)" in found[0], found  # the line of the load
