@@ -135,7 +135,8 @@ __global__ void linear_act(const float* __restrict__ x, const float* __restrict_
         "std::max(ref + bias[c], 0.0)", "linear_act"),
     # constexpr sizes, a batch from blockIdx.z through a `batch` local and strides, A . B,
     # a wide (64, 8) block: A's [8][64] tile one element per thread, B's [64][64] tile a
-    # loop over its k rows written `kr = kr + kRows`, no epilogue beyond the store
+    # loop over its k rows written `kr = kr + kRows` under `#pragma unroll 4`, no epilogue
+    # beyond the store
     "constexpr_batched_wide": Rect("""
 constexpr int kRows = 8;
 constexpr int kCols = 64;
@@ -152,6 +153,7 @@ extern "C" __global__ void bmm_wide(float* out, const float* lhs, const float* r
   for (int k0 = 0; k0 < K; k0 += kDepth) {
     L[threadIdx.y][threadIdx.x] = (y < M && k0 + threadIdx.x < K)
         ? lhs[batch * sl + (size_t)y * K + k0 + threadIdx.x] : 0.0f;
+#pragma unroll 4
     for (int kr = threadIdx.y; kr < kDepth; kr = kr + kRows) {
       R[kr][threadIdx.x] = (k0 + kr < K && x < N)
           ? rhs[batch * sr + (size_t)(k0 + kr) * N + x] : 0.0f;

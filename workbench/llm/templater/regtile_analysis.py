@@ -163,7 +163,11 @@ def analyse(g: Gemm, loop: Node) -> None:
     # uniform steps between the barriers that the product does not read (``A += T;`` as
     # the pointers walk along k) run after the second barrier instead: the same values
     moved = [c for c in compute if _uniform_step(g, c, compute)]
-    parts = Parts(top[:k], stmts[:syncs[0]], [c for c in compute if c not in moved],
+    # a ``#pragma unroll`` before a store loop goes with the loop (the stores become
+    # loops over the tile's positions)
+    stores = [s for s in stmts[:syncs[0]] if not (
+        s.type == "preproc_call" and text(s).lstrip().startswith("#pragma"))]
+    parts = Parts(top[:k], stores, [c for c in compute if c not in moved],
                   moved + stmts[syncs[1] + 1:], top[k + 1:])
     for s in parts.prologue + parts.epilogue:
         for n in walk(s):
