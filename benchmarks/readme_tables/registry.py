@@ -107,6 +107,18 @@ def _browser_tier(r: Result) -> str:
                          rows))
 
 
+def _throttled(r: Result) -> str:
+    """Results of benchmarks/panel/bench_panel_throttled.py: a panel's state, CPU throttled."""
+    rows = [[t.get("rate"), t.get("run_all_to_run_view_s"),
+             t.get("run_all_to_state_s") if t.get("state_arrived") else "never",
+             t.get("run_views_on_page")] for t in r.doc.get("runs", [])]
+    setup = r.doc.get("setup", {})
+    return (f"commit {setup.get('commit')}; state allowed {setup.get('wait_s')} s after the "
+            f"view; load average {setup.get('load_average_before')} before\n\n"
+            + core.table(["CPU throttling", "Run All -> run view s", "Run All -> state s",
+                          "run views on the page"], rows))
+
+
 RENDERERS: dict[str, Renderer] = {
     "peers_tune": Renderer("Ours = the pick of `workbench tune`, against every peer under "
                            "three methods", _each(_peers_tune)),
@@ -142,4 +154,6 @@ RENDERERS: dict[str, Renderer] = {
     "panel_lab_browser": Renderer("Sidebar on a 60k-trial store and five panels open, in "
                                   "JupyterLab and Chromium", _each(_lab_browser)),
     "panel_browser_tier": Renderer("The browser tier beside CPU hogs", _each(_browser_tier)),
+    "panel_throttled": Renderer("A panel's state with Chromium's CPU throttled",
+                                _each(_throttled)),
 }
