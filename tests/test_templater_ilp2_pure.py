@@ -200,6 +200,7 @@ def checked_configs(template: KernelTemplate) -> list[dict[str, Any]]:
     return [c for c in configs if space.rejection(c) is None]
 
 
+@pytest.mark.slow  # 9 to 13 s each on the shared 2-core machine (six g++ host runs)
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_pure_helpers_convert_and_every_checked_config_matches(name: str) -> None:
     source, grid, block, args = KERNELS[name]
