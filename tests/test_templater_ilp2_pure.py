@@ -225,7 +225,7 @@ def test_pure_helpers_convert_and_every_checked_config_matches(name: str) -> Non
 HELPERS = """
 #define SCALE 3
 __device__ float g_seen;
-__device__ float pure_a(float x, float y) { float t = x * y; return fmaxf(t, 0.0f) / (y + 1.0f); }
+__device__ float pure_a(float x, float y) { float t = x * y; return fminf(t, 0.0f) / (y + 1.0f); }
 __device__ float pure_b(float x) { return pure_a(x, 2.0f) + x / SCALE; }
 __device__ float loops(float x) { float s = 0.0f; for (int k = 0; k < 4; ++k) s += x; return s; }
 __device__ float writes(float x) { g_seen = x; return x; }
@@ -236,6 +236,8 @@ __device__ float calls_impure(float x) { return writes(x) + 1.0f; }
 __device__ float reads_global(float x) { return x * g_seen; }
 __device__ float overloaded(float x) { return x; }
 __device__ float overloaded(float x, float y) { g_seen = y; return x; }
+__device__ float fmaxf(float a, float b) { g_seen = a; return a > b ? a : b; }
+__device__ float calls_own_fmaxf(float x) { return fmaxf(x, 0.0f); }
 """
 
 
@@ -248,7 +250,9 @@ def test_purity_proves_pure_helpers_and_names_what_the_others_do() -> None:
                 "recursive": "it calls `recursive`, not shown pure",
                 "calls_impure": "it calls `writes`, not shown pure",
                 "reads_global": "it reads `g_seen`",
-                "overloaded": "defined more than once"}
+                "overloaded": "defined more than once",
+                # the file's own fmaxf is what its calls reach, not the math function
+                "calls_own_fmaxf": "it calls `fmaxf`, not shown pure"}
     for name, why in expected.items():
         found = verdict[name]
         assert found is not None and why in found, (name, found)

@@ -74,7 +74,7 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
     changed = True
     while changed:  # a helper is pure once every function it calls is shown pure
         changed = False
-        pure = PURE_CALLS | {n for n, why in verdict.items() if why is None}
+        pure = (PURE_CALLS - verdict.keys()) | {n for n, why in verdict.items() if why is None}
         for name, fn in functions.items():
             if verdict[name] is None:
                 continue
@@ -91,7 +91,10 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
 def pure_calls(source: CudaSource) -> frozenset[str]:
     """The names a pure call may call in ``source``: the math functions and the file's
     pure ``__device__`` functions."""
-    return PURE_CALLS | frozenset(n for n, why in device_purity(source).items() if why is None)
+    verdict = device_purity(source)
+    # a file's own function of a math name (its own `max`) is what a call there reaches
+    return frozenset(PURE_CALLS - verdict.keys()) | frozenset(
+        n for n, why in verdict.items() if why is None)
 
 
 def _defined_more_than_once(source: CudaSource) -> set[str]:
