@@ -546,7 +546,10 @@ def _flat_loop_store(g: Gemm, s: Node, var: str, extent: int | None, update: Nod
         text(u.child_by_field_name("operator")) == "+=" else None
     if step is None or const_value(step) != threads or extent is None:
         return Refused(f"the loop over `{var}` storing a tile does not step by the block's "
-                       f"{threads} threads up to a constant bound", s)
+                       f"{threads} threads up to a constant bound (step "
+                       f"`{text(step) if step is not None else text(update)}` reads as "
+                       f"{const_value(step) if step is not None else None}, bound {extent}; "
+                       "a macro defined by an expression is not read)", s)
     uses = [n for n in walk(body) if n.type == "identifier" and text(n) == var]
     inner: set[int] = set()
     for n in uses:
