@@ -199,6 +199,38 @@ extern "C" __global__ void fc_flat(const float* in, const float* weight, float* 
 }
 """, ("ceil_div(N, 16)", "ceil_div(M, 8)"), ("16", "8"), MNK,
         "fc_flat(A, B, C, M, N, K)", A_RM, B_NT, C_RM, "ref", "fc_flat"),
+    # blockDim in the flat thread index and the loops' step (`e += blockDim.x * blockDim.y`),
+    # flat loops over both tiles with the row / column as locals, A . B, a (32, 8) block with
+    # a 16-deep k, camelCase names
+    "blockdim_flat_loops_nn": Rect("""
+#define TM_ 8
+#define TN_ 32
+#define TK_ 16
+__global__ void gemm_bd(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[TM_][TK_];
+  __shared__ float Bs[TK_][TN_];
+  int t = threadIdx.y * blockDim.x + threadIdx.x;
+  int rowBase = blockIdx.y * TM_;
+  int colBase = blockIdx.x * TN_;
+  float c = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TK_) {
+    for (int e = t; e < TM_ * TK_; e += blockDim.x * blockDim.y) {
+      int ar = e / TK_, ak = e % TK_;
+      As[ar][ak] = (rowBase + ar < M && k0 + ak < K) ? A[(rowBase + ar) * K + k0 + ak] : 0.0f;
+    }
+    for (int e2 = t; e2 < TK_ * TN_; e2 += blockDim.x * blockDim.y) {
+      int bk = e2 / TN_, bc = e2 % TN_;
+      Bs[bk][bc] = (k0 + bk < K && colBase + bc < N) ? B[(k0 + bk) * N + colBase + bc] : 0.0f;
+    }
+    __syncthreads();
+    for (int q = 0; q < TK_; ++q) c += As[threadIdx.y][q] * Bs[q][threadIdx.x];
+    __syncthreads();
+  }
+  int row = rowBase + threadIdx.y, col = colBase + threadIdx.x;
+  if (row < M && col < N) C[row * N + col] = c;
+}
+""", ("ceil_div(N, 32)", "ceil_div(M, 8)"), ("32", "8"), MNK,
+        "gemm_bd(A, B, C, M, N, K)", A_RM, B_NN, C_RM, "ref", "gemm_bd"),
 }
 
 ENV = {"batch": 2, "M": 37, "N": 45, "K": 44}
@@ -291,7 +323,7 @@ def test_the_depth_along_k_is_read_from_the_tiles() -> None:
              for name, s in SPELLINGS.items()}
     assert depth == {"corpus_dense_relu": 32, "literal_nn_row_loop_alpha_beta": 16,
                      "ifndef_bt_column_loop_bias_act": 32, "constexpr_batched_wide": 64,
-                     "macro_flat_index_loops_bt": 32}
+                     "macro_flat_index_loops_bt": 32, "blockdim_flat_loops_nn": 16}
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))

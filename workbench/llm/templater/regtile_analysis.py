@@ -535,6 +535,26 @@ def _is_flat_thread_index(g: Gemm, node: Node) -> bool:
     return True
 
 
+def _block_constant(g: Gemm, node: Node) -> int | None:
+    """The value of a constant expression that may read the block's extents
+    (``blockDim.x * blockDim.y``, ``BLK_M * BLK_N``), else None."""
+    def leaf(n: Node) -> int | Node | None:
+        if (bd := builtin(n, "blockDim")) is not None:
+            return g.block_size.get(bd, 1)
+        if n.type == "identifier":
+            value = int_value(n)
+            if value is None:
+                raise _Unknown(text(n))
+            return value
+        if n.type == "field_expression":
+            raise _Unknown(text(n))
+        return None
+    try:
+        return evaluate(node, leaf, {}, random.Random(28))
+    except _Unknown:
+        return None
+
+
 def _flat_loop_store(g: Gemm, s: Node, var: str, extent: int | None, update: Node,
                      body: Node, stmts: list[Node]) -> LoopStore | Refused:
     """``for (int e = <flat thread index>; e < R * C; e += <threads of the block>)`` storing
@@ -544,12 +564,12 @@ def _flat_loop_store(g: Gemm, s: Node, var: str, extent: int | None, update: Nod
     u = strip(update)
     step = u.child_by_field_name("right") if u.type == "assignment_expression" and \
         text(u.child_by_field_name("operator")) == "+=" else None
-    if step is None or const_value(step) != threads or extent is None:
+    read = _block_constant(g, step) if step is not None else None
+    if read != threads or extent is None:
         return Refused(f"the loop over `{var}` storing a tile does not step by the block's "
                        f"{threads} threads up to a constant bound (step "
                        f"`{text(step) if step is not None else text(update)}` reads as "
-                       f"{const_value(step) if step is not None else None}, bound {extent}; "
-                       "a macro defined by an expression is not read)", s)
+                       f"{read}, bound {extent})", s)
     uses = [n for n in walk(body) if n.type == "identifier" and text(n) == var]
     inner: set[int] = set()
     for n in uses:
