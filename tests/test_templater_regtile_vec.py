@@ -87,9 +87,6 @@ def _vec_findings(source: str) -> list[tuple[str, int]]:
     (("__global__ void matmul_kernel(const float *a,",
       "__global__ void matmul_kernel(const double *a,"),
      "is not a pointer to float", 14),
-    (("tile_a[threadIdx.y][threadIdx.x] = a[row * k + t * TILE + threadIdx.x];",
-      "tile_a[threadIdx.y][threadIdx.x] = a[(row * k + t * TILE + threadIdx.x) & 0x7fffffff];"),
-     "is not an integer expression the analysis evaluates", 14),
 ])
 def test_stores_the_vector_path_cannot_take_are_refused_with_the_line(
         edit: tuple[str, str], reason: str, line: int) -> None:
@@ -98,6 +95,21 @@ def test_stores_the_vector_path_cannot_take_are_refused_with_the_line(
     assert len(found) == 1, found
     assert reason in found[0][0], found
     assert found[0][1] == line
+
+
+def test_a_load_address_the_analysis_cannot_evaluate_refuses_the_register_tile() -> None:
+    """A masked index (`& 0x7fffffff`) is not evaluated by the pairing probe, so the register
+    tile itself is refused naming the load and its line (before, it was lifted and only its
+    vector path refused)."""
+    edit = ("tile_a[threadIdx.y][threadIdx.x] = a[row * k + t * TILE + threadIdx.x];",
+            "tile_a[threadIdx.y][threadIdx.x] = a[(row * k + t * TILE + threadIdx.x) & 0x7fffffff];")
+    assert edit[0] in BASE.source
+    s = Spelling(BASE.source.replace(*edit, 1), BASE.grid, BASE.block, BASE.scalars, BASE.call,
+                 entry=BASE.entry)
+    refused = [(f.reason, f.line) for f in lift(s).findings
+               if f.transform == "REGISTER_TILE" and not f.applied]
+    assert any("& 0x7fffffff" in r and "cannot be shown" in r and line == 14
+               for r, line in refused), refused
 
 
 @pytest.mark.slow
