@@ -477,15 +477,8 @@ class CudaSource:
         a name wins), built once: helpers are looked up here, not by walking the tree."""
         if self._definitions is None:
             found: dict[str, Node] = {}
-            for fn in _walk(self.tree.root_node):
-                if fn.type != "function_definition":
-                    continue
-                decl = fn.child_by_field_name("declarator")
-                while decl is not None and decl.type != "function_declarator":
-                    decl = decl.child_by_field_name("declarator")
-                ident = decl.child_by_field_name("declarator") if decl is not None else None
-                if ident is not None:
-                    found.setdefault(_text(ident), fn)
+            for name, fn in function_definitions(self.tree.root_node):
+                found.setdefault(name, fn)
             self._definitions = found
         return self._definitions
 
@@ -716,3 +709,17 @@ def _ends_missing(node: Node) -> bool:
     while node.children:
         node = node.children[-1]
     return node.is_missing
+
+
+def function_definitions(root: Node) -> Iterator[tuple[str, Node]]:
+    """Each ``function_definition`` under ``root`` with its declared name, in file order
+    (a name defined twice, as overloads are, comes twice)."""
+    for fn in _walk(root):
+        if fn.type != "function_definition":
+            continue
+        decl = fn.child_by_field_name("declarator")
+        while decl is not None and decl.type != "function_declarator":
+            decl = decl.child_by_field_name("declarator")
+        ident = decl.child_by_field_name("declarator") if decl is not None else None
+        if ident is not None:
+            yield _text(ident), fn

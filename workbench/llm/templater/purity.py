@@ -21,7 +21,7 @@ import weakref
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSource
+from workbench.core.cuda_source import CudaSource, function_definitions
 from workbench.llm.templater.analysis import int_value, line, text, walk
 
 # Side-effect-free device math (CUDA math API and intrinsics).
@@ -100,15 +100,8 @@ def pure_calls(source: CudaSource) -> frozenset[str]:
 def _defined_more_than_once(source: CudaSource) -> set[str]:
     seen: set[str] = set()
     twice: set[str] = set()
-    for fn in walk(source.tree.root_node):
-        if fn.type != "function_definition":
-            continue
-        decl = fn.child_by_field_name("declarator")
-        while decl is not None and decl.type != "function_declarator":
-            decl = decl.child_by_field_name("declarator")
-        ident = decl.child_by_field_name("declarator") if decl is not None else None
-        if ident is not None:
-            (twice if text(ident) in seen else seen).add(text(ident))
+    for name, _fn in function_definitions(source.tree.root_node):
+        (twice if name in seen else seen).add(name)
     return twice
 
 
