@@ -32,9 +32,10 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Under pytest-xdist (the README's `-n 2 --dist loadgroup`) the browser tier runs on one
-    # worker, one test after another (one JupyterLab and one Chromium at a time), while the
-    # other worker runs the rest: the browser tests wait on conditions, not on an idle machine.
+    # The README's test command runs the browser tier in a process of its own after the rest
+    # (`-n 2 -m "not browser"`, then `-m browser`); should the whole suite run under
+    # pytest-xdist with `--dist loadgroup`, the browser tests still stay on one worker, one
+    # JupyterLab and one Chromium at a time.
     for item in items:
         if "browser" in item.keywords:
             item.add_marker(pytest.mark.xdist_group("browser"))
