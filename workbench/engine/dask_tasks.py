@@ -74,6 +74,15 @@ class Endpoint(Protocol):
         ...
 
 
+def rendered(template: KernelTemplate, candidate: Candidate) -> KernelInstance | None:
+    """``candidate`` rendered from ``template`` for the driver to compile, or None when its
+    config does not validate or render (the runner then prunes it with the reason)."""
+    try:
+        return template.render(template.validate_config(candidate.config), candidate.dtype)
+    except Exception:
+        return None
+
+
 def _digest(value: object) -> str:
     return hashlib.sha256(pickle.dumps(value)).hexdigest()[:16]
 
@@ -98,11 +107,7 @@ class LiveEndpoint:
         return LocalRunner(self.folder, self.template, self.settings, seed=self.seed, jobs=1)
 
     def instance(self, candidate: Candidate) -> KernelInstance | None:
-        try:
-            config = self.template.validate_config(candidate.config)
-            return self.template.render(config, candidate.dtype)
-        except Exception:  # the runner prunes it with the reason
-            return None
+        return rendered(self.template, candidate)
 
 
 @dataclass(frozen=True)

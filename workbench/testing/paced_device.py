@@ -35,7 +35,7 @@ from workbench.core.space import SearchSpace
 from workbench.core.template import KernelInstance, KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.engine.compiler import Compiler, CompileResult
-from workbench.engine.dask_tasks import _digest
+from workbench.engine.dask_tasks import _digest, rendered
 from workbench.engine.runner import PlannedCandidate, Runner
 from workbench.testing.synthetic_runner import SyntheticRunner
 
@@ -142,11 +142,7 @@ class PacedDeviceEndpoint:
         return PacedDevice(inner, self.device_s, self.spin_up_s, self.idle_gap_s)
 
     def instance(self, candidate: Candidate) -> KernelInstance | None:
-        try:
-            config = self.template.validate_config(candidate.config)
-            return self.template.render(config, candidate.dtype)
-        except Exception:  # the runner prunes it with the reason
-            return None
+        return rendered(self.template, candidate)
 
 
 _FAKE_NVCC = """#!/bin/sh
