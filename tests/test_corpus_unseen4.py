@@ -1,0 +1,223 @@
+"""The fourth unseen compute corpus (issue 28, held-back kernels), pure tier: every kernel
+folder of benchmarks/corpus_compute_unseen4 and its expert/ copy load; the plain kernel
+computes what its reference.py says (g++ host simulation); the hand-written expert template
+computes what the plain kernel computes at its default, at the first and the last all-ends
+configs and at the kernel's hand-picked EXTRA_CONFIGS (the same host simulation, same
+inputs); nvcc compiles the plain kernel and the expert default for sm_90 without spilling.
+
+The host harness (program generation, runs, comparison, precompiled headers) is
+tests/test_corpus_unseen3.py's, imported; this set adds only the CUDA built-ins its kernels
+use beyond that set's (HOST_EXTRAS) and the int8 type. ``UNSEEN4_ALL_ENDS=1`` checks every
+all-ends config instead of the first and the last.
+
+These folders are kept from the offline templater's authors until they are measured (the
+templater route against the expert template, same stage 2, on the H100).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers_nvcc import needs_nvcc
+from helpers_templater import end_configs, host_sample
+from test_corpus_unseen3 import (
+    _SPILLS,
+    C_TYPES,
+    _assert_same,
+    _inputs,
+    _ptxas_log,
+    _run,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+
+ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen4"
+#: A tiled product, a multi-plane filter in constant memory, a per-element solver with an
+#: early exit, int8 partials over a fixed grid (verify()), a warp-per-row reduction, a 3-D
+#: stencil.
+KERNELS = ["atb_product", "conv5_channels", "kepler_solve", "s8_dot_blocks", "row_logsumexp",
+           "diffuse7_var"]
+#: Hand-picked configs the all-ends corners do not reach, checked on the host on every run
+#: too (each over the default): knob mixes whose index arithmetic differs from both ends.
+EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
+    # a non-square register tile over a non-square block tile, padded
+    "atb_product": [{"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 2, "PAD": 1}],
+    # the shared tile with two columns and four rows per thread; the global path at 2 x 2
+    "conv5_channels": [{"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 2, "ITEMS_Y": 4,
+                        "USE_SMEM": 1, "PAD": 1},
+                       {"BLOCK_X": 16, "BLOCK_Y": 8, "ITEMS_X": 2, "ITEMS_Y": 2,
+                        "USE_SMEM": 0, "PAD": 0}],
+    # three orbits a thread with sincosf and the other starter, a block of 96
+    "kepler_solve": [{"THREADS": 96, "ITEMS": 3, "SINCOS": 1, "FAST_TRIG": 0, "STARTER": 1}],
+    # scalar loads and shuffles over 264 blocks; 16-byte loads and the shared tree
+    "s8_dot_blocks": [{"GRID_BLOCKS": 264, "THREADS": 128, "VEC": 1, "FINAL": 1},
+                      {"GRID_BLOCKS": 528, "THREADS": 64, "VEC": 16, "FINAL": 0}],
+    # 8 lanes a row (4 rows a warp) and the fast exponential
+    "row_logsumexp": [{"LANES": 8, "VEC": 2, "WARPS": 4, "FAST_EXP": 1}],
+    # a marching column of 4 cells with the shared plane; a deeper 3-D block without it
+    "diffuse7_var": [{"BLOCK_X": 16, "BLOCK_Y": 4, "BLOCK_Z": 1, "Z_ITEMS": 4, "USE_SMEM": 1},
+                     {"BLOCK_X": 32, "BLOCK_Y": 2, "BLOCK_Z": 2, "Z_ITEMS": 2, "USE_SMEM": 0}],
+}
+ALL_ENDS = os.environ.get("UNSEEN4_ALL_ENDS") == "1"
+
+#: The CUDA built-ins this set's kernels use that the unseen3 prelude has no host form of.
+HOST_EXTRAS = r"""
+struct alignas(16) int4 { int x, y, z, w; };
+// glibc declares these names itself: macros, not functions
+#define __expf(v) expf(v)
+#define __sinf(v) sinf(v)
+#define __cosf(v) cosf(v)
+#define __sincosf(v, s, c) sincosf(v, s, c)
+// four signed bytes of a times those of b, added to c
+static inline int __dp4a(int a, int b, int c) {
+  for (int i = 0; i < 4; ++i)
+    c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  return c;
+}
+"""
+
+# the int8 inputs of s8_dot_blocks (the unseen3 table has no 8-bit type)
+C_TYPES.setdefault("i8", ("signed char", np.int8))
+
+
+def _folder(name: str, expert: bool = False) -> KernelFolder:
+    return load_kernel_folder(ROOT / name / "expert" if expert else ROOT / name)
+
+
+_PLAIN_OUTPUTS: dict[str, dict[str, np.ndarray]] = {}
+
+
+def _plain_outputs(name: str, work: Path, flags: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The plain kernel's outputs on the check shape's inputs (one host run per session)."""
+    if name not in _PLAIN_OUTPUTS:
+        plain = _folder(name)
+        env = plain.env(plain.check_shape, "fp32")
+        source = HOST_EXTRAS + plain.baseline.render({}, "fp32").source
+        _PLAIN_OUTPUTS[name] = _run(plain, source, plain.baseline.launch_for({}, env),
+                                    _inputs(plain), work, flags)
+    return _PLAIN_OUTPUTS[name]
+
+
+def checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
+    """The default, the first and the last all-ends configs (every one with
+    UNSEEN4_ALL_ENDS=1) and the kernel's EXTRA_CONFIGS, each valid at the check shape."""
+    env = kf.env(kf.check_shape, "fp32")
+    ends = end_configs(kf.template, env)
+    assert ends, "no all-ends config is valid"
+    default = dict(kf.template.default_config())
+    extras = [{**default, **extra} for extra in EXTRA_CONFIGS.get(kf.name, [])]
+    for extra in extras:
+        assert kf.template.space(env).rejection(extra) is None, extra
+    configs = [default]
+    for config in [*(ends if ALL_ENDS else host_sample(ends)), *extras]:
+        if config not in configs:
+            configs.append(config)
+    return configs
+
+
+# -- folders -------------------------------------------------------------------------------
+
+
+def test_kernel_names_are_new() -> None:
+    """No kernel of this set shares a name with a folder of another corpus or sample set."""
+    benchmarks = ROOT.parent
+    others = {p.name for p in benchmarks.glob("corpus*/*") if p.parent != ROOT}
+    others |= {p.name for p in (benchmarks.parent / "sample_kernels").iterdir()}
+    assert not set(KERNELS) & others
+    assert sorted(KERNELS) == sorted(p.name for p in ROOT.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_folder_is_init_shaped_and_expert_is_its_copy(name: str) -> None:
+    """The plain folder has no [template]; baseline.cu is the kernel as written; expert/
+    holds the same kernel, reference, baseline, shapes and launch plus its [template]."""
+    plain, expert = _folder(name), _folder(name, expert=True)
+    assert not plain.has_template and expert.has_template
+    written = (ROOT / name / f"{name}.cu").read_text()
+    for copy in ("baseline.cu", "expert/baseline.cu", f"expert/{name}.cu"):
+        assert (ROOT / name / copy).read_text() == written, copy
+    assert (ROOT / name / "expert" / "reference.py").read_text() == \
+        (ROOT / name / "reference.py").read_text()
+    assert expert.baseline.launch.to_dict() == plain.baseline.launch.to_dict()
+    assert expert.args == plain.args and expert.shapes == plain.shapes
+    assert expert.constants == plain.constants
+    assert "large" in plain.shapes and len(plain.shapes) >= 3  # check shape + two timed
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_defaults_launch_the_kernel_as_written(name: str) -> None:
+    expert = _folder(name, expert=True)
+    default = expert.template.default_config()
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        ours, base = expert.template.launch_for(default, env), expert.baseline.launch_for({}, env)
+        assert (ours.grid, ours.block, ours.smem_bytes) == \
+            (base.grid, base.block, base.smem_bytes), shape
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_space_keeps_its_constraints_and_launch_limits(name: str) -> None:
+    expert = _folder(name, expert=True)
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        space = expert.template.space(env)
+        assert len(space) > 50
+        for config in space:
+            launch = expert.template.launch_for(config, env)
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            assert 32 <= threads <= env["max_threads_per_block"], (shape, dict(config))
+            assert launch.grid[1] < 65536 and launch.grid[2] < 65536, (shape, dict(config))
+
+
+# -- host simulation -----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_kernel_matches_its_reference_on_host(name: str, tmp_path: Path,
+                                                    host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _folder(name)
+    got = _plain_outputs(name, tmp_path, host_flags)
+    sizes = kf.shape_values(kf.check_shape)
+    want = kf.load_reference().reference(dict(_inputs(kf)), sizes, "fp32")
+    _assert_same(kf, got, want, "plain kernel vs reference.py")
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_template_computes_what_the_plain_kernel_computes(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """At the default, the first and last all-ends configs and the hand-picked extras, on
+    the same inputs."""
+    plain, expert = _folder(name), _folder(name, expert=True)
+    env = plain.env(plain.check_shape, "fp32")
+    inputs = _inputs(plain)
+    want = _plain_outputs(name, tmp_path / "plain", host_flags)
+    for i, config in enumerate(checked_configs(expert)):
+        source = HOST_EXTRAS + expert.template.render(config, "fp32").source
+        got = _run(expert, source, expert.template.launch_for(config, env), inputs,
+                   tmp_path / f"config{i}", host_flags)
+        _assert_same(expert, got, want, f"expert at {config}")
+
+
+# -- nvcc ----------------------------------------------------------------------------------
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_kernel_and_expert_default_compile_without_spills(name: str,
+                                                               tmp_path: Path) -> None:
+    expert = _folder(name, expert=True)
+    sources = {"plain": expert.baseline.render({}, "fp32").source,
+               "expert_default": expert.template.render(expert.template.default_config(),
+                                                        "fp32").source}
+    for label, source in sources.items():
+        log = _ptxas_log(source, tmp_path, label)
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{label} spills:\n{log}"
