@@ -60,6 +60,7 @@ class Settings:
     store: Path | None = None
     init_timeout_s: float | None = None
     replay_pace: str | float = 0.0
+    nvrtc: str = "off"  # "off", "on", or the path of a libnvrtc to use
 
 
 def _seconds(variable: str, raw: str) -> float:
@@ -85,6 +86,15 @@ def _pace(raw: str) -> str | float:
     return value
 
 
+def _nvrtc(raw: str) -> str:
+    """'off', 'on' or a path (anything with a '/' in it, user-expanded)."""
+    if raw.lower() in ("off", "on"):
+        return raw.lower()
+    if "/" in raw:
+        return str(Path(raw).expanduser())
+    raise SettingError("WORKBENCH_NVRTC", raw, "'off', 'on' or the path of a libnvrtc")
+
+
 def workbench_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """The ``WORKBENCH_*`` variables of ``environ`` (default ``os.environ``), parsed; an
     empty value counts as unset. SettingError for a value that does not parse."""
@@ -107,4 +117,5 @@ def workbench_settings(environ: Mapping[str, str] | None = None) -> Settings:
         store=Path(get("WORKBENCH_STORE")).expanduser() if get("WORKBENCH_STORE") else None,
         init_timeout_s=seconds("WORKBENCH_INIT_TIMEOUT_S"),
         replay_pace=_pace(get("WORKBENCH_REPLAY_PACE")) if get("WORKBENCH_REPLAY_PACE") else 0.0,
+        nvrtc=_nvrtc(get("WORKBENCH_NVRTC")) if get("WORKBENCH_NVRTC") else "off",
     )

@@ -48,6 +48,7 @@ from workbench.core.records import ResourceUsage
 from workbench.core.secrets import scrub
 from workbench.core.settings import workbench_settings
 from workbench.core.write_policy import ensure_folder, inside_root, write_file
+from workbench.engine.nvrtc import Nvrtc, find_nvrtc, nvrtc_options, run_nvrtc
 from workbench.engine.ptxas import (
     TIMEOUT_MARKER,
     classify_failure,
@@ -103,7 +104,9 @@ class CompileResult:
     ``"refused"`` (the source includes or reads a file it may not; nvcc did not run),
     ``"limit"`` (nvcc hit a sandbox limit: memory, CPU time or file size),
     ``"timeout"`` or ``"internal"`` (anything the classification table does not know; the
-    log is kept). ``log`` is the complete compiler output; ``log_path`` and ``source_path``
+    log is kept). ``compiler`` says which compiler produced the result (NVRTC's failures are
+    compiled again by nvcc, so a failure always reads as nvcc's). ``log`` is the complete
+    compiler output; ``log_path`` and ``source_path``
     say where it and the rendered source were saved.
     """
 
@@ -124,6 +127,7 @@ class CompileResult:
     source_path: str | None = None
     cache_key: str = ""
     peak_rss_bytes: int = 0  # the largest resident set of any process of the nvcc tree
+    compiler: str = "nvcc"  # which produced it: "nvcc", or "nvrtc" (see workbench.engine.nvrtc)
 
     def raise_for_error(self) -> CompileResult:
         """Return self when ok, else raise CompileError carrying the kind and the paths."""
@@ -223,13 +227,20 @@ class Compiler:
     ``flags`` are appended to ``-cubin -arch=ARCH -O3 -Xptxas -v --std=c++17`` (plus
     ``-lineinfo`` when ``lineinfo``, which lets profilers map SASS back to source and
     does not change the generated code).
+
+    ``nvrtc`` (default: the ``WORKBENCH_NVRTC`` setting, ``off`` unless set) is ``off``,
+    ``on`` or a libnvrtc path: with a libnvrtc of nvcc's release
+    (:func:`workbench.engine.nvrtc.find_nvrtc`) and flags it can map, each instance is first
+    compiled by NVRTC in a sandboxed child; anything NVRTC does not compile (or compiles
+    without the entry) is compiled again by nvcc, so failures read as nvcc's. The library's
+    identity joins :attr:`version` (the cache key and the trials' provenance).
     """
 
     def __init__(self, arch: str = DEFAULT_ARCH, *, flags: Sequence[str] = (),
                  lineinfo: bool = True, cache_dir: str | Path | None = None,
                  nvcc: str | Path | None = None,
                  timeout_s: float = DEFAULT_TIMEOUT_S, include_dir: str | Path | None = None,
-                 limits: SandboxLimits = DEFAULT_LIMITS) -> None:
+                 limits: SandboxLimits = DEFAULT_LIMITS, nvrtc: str | None = None) -> None:
         self.arch = arch
         self.flags: tuple[str, ...] = (
             "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v", "--std=c++17",
@@ -242,14 +253,32 @@ class Compiler:
         self.timeout_s = timeout_s
         self.include_dir = Path(include_dir) if include_dir is not None else None
         self.limits = limits
+        self.nvrtc_setting = nvrtc if nvrtc is not None else workbench_settings().nvrtc
         self._version: str | None = None
+        self._nvrtc: Nvrtc | None = None
 
     @property
     def version(self) -> str:
-        """The ``nvcc --version`` text (part of every cache key)."""
+        """The ``nvcc --version`` text, and the NVRTC library's identity on a line of its own
+        when NVRTC compiles (part of every cache key and of the trials' provenance)."""
         if self._version is None:
-            self._version = nvcc_version(self.nvcc)
+            text = nvcc_version(self.nvcc)
+            self._nvrtc = find_nvrtc(self.nvcc, text, self.nvrtc_setting)
+            if self._nvrtc is not None and self._nvrtc_options() is not None:
+                text += f"\n{self._nvrtc.identity}"
+            else:
+                self._nvrtc = None
+            self._version = text
         return self._version
+
+    @property
+    def backend(self) -> Nvrtc | None:
+        """The NVRTC library tried first, or None (nvcc only)."""
+        _ = self.version
+        return self._nvrtc
+
+    def _nvrtc_options(self) -> list[str] | None:
+        return nvrtc_options(self.flags)
 
     def cache_key(self, instance: KernelSource, check: SourceCheck | None = None) -> str:
         """sha256 (hex) of everything the compiled artifact depends on (the source, the
@@ -261,7 +290,9 @@ class Compiler:
         material = json.dumps({"format": _CACHE_FORMAT, "source": instance.source,
                                "local_files": local,
                                "entry": instance.entry, "flags": list(self.flags),
-                               "arch": self.arch, "nvcc": self.version}, sort_keys=True)
+                               "arch": self.arch, "nvcc": self.version,
+                               "backend": "nvrtc" if self.backend else "nvcc"},
+                              sort_keys=True)
         return hashlib.sha256(material.encode()).hexdigest()
 
     def check(self, instance: KernelSource) -> SourceCheck:
@@ -295,12 +326,15 @@ class Compiler:
             self._write(work / _SOURCE_FILE, instance.source)
             for name, path in check.local_files:  # the kernel folder's own headers
                 self._write(work / name, path.read_bytes())
-            done = self._run_nvcc(work, timeout_s or self.timeout_s)
-            log = scrub(done.log)
-            self._write(work / _LOG_FILE, log)
-            result = self._result(instance, key, done.returncode, log, work,
-                                  time.perf_counter() - started)
-            result = replace(result, peak_rss_bytes=done.peak_rss_bytes)
+            result = self._compile_nvrtc(instance, key, work, timeout_s or self.timeout_s,
+                                         started)
+            if result is None:
+                done = self._run_nvcc(work, timeout_s or self.timeout_s)
+                log = scrub(done.log)
+                self._write(work / _LOG_FILE, log)
+                result = self._result(instance, key, done.returncode, log, work,
+                                      time.perf_counter() - started)
+                result = replace(result, peak_rss_bytes=done.peak_rss_bytes)
             self._write(work / _RESULT_FILE, json.dumps(self._relative(result), indent=1))
             final = self._publish(work, key, cacheable=result.ok
                                   or result.error_kind in _CACHEABLE_FAILURES)
@@ -383,6 +417,24 @@ class Compiler:
     def _write(self, target: Path, data: str | bytes) -> None:
         """One file of a work directory, under the write policy (the cache is the root)."""
         write_file(self.cache_dir, target, data, make_folders=True)
+
+    def _compile_nvrtc(self, instance: KernelSource, key: str, work: Path, timeout_s: float,
+                       started: float) -> CompileResult | None:
+        """NVRTC's result when it compiled the instance with its entry, else None (the work
+        directory is left as nvcc expects it)."""
+        nvrtc, options = self.backend, self._nvrtc_options()
+        if nvrtc is None or options is None:
+            return None
+        done = run_nvrtc(nvrtc, options, work, source=_SOURCE_FILE, cubin=_CUBIN_FILE,
+                         limits=self.limits, timeout_s=timeout_s, write=self._write)
+        if done.returncode == 0 and not done.timed_out:
+            log = scrub(done.log)
+            result = self._result(instance, key, 0, log, work, time.perf_counter() - started)
+            if result.ok:
+                self._write(work / _LOG_FILE, log)
+                return replace(result, peak_rss_bytes=done.peak_rss_bytes, compiler="nvrtc")
+        (work / _CUBIN_FILE).unlink(missing_ok=True)
+        return None
 
     def _run_nvcc(self, work: Path, timeout_s: float) -> SandboxRun:
         """nvcc in ``work`` under the sandbox (see :func:`run_sandboxed`)."""
