@@ -4,8 +4,9 @@ expert's hand-written template of the same kernel, both searched by the same sta
 For every kernel folder of benchmarks/corpus_compute (``--set compute``) and then, last
 and reported apart, benchmarks/corpus_compute_unseen (``--set unseen``) and
 benchmarks/corpus_compute_unseen2 (``--set unseen2``: four kernels by another hand, kept
-from the templater's authors until measured) and benchmarks/corpus_compute_unseen3
-(``--set unseen3``: six more, by two other hands, held back the same way):
+from the templater's authors until measured), benchmarks/corpus_compute_unseen3
+(``--set unseen3``: six more, by two other hands, held back the same way) and
+benchmarks/corpus_compute_unseen4 (``--set unseen4``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -48,10 +49,12 @@ from corpus_bench import bench_kernel, environment  # noqa: E402
 SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen": ROOT / "benchmarks" / "corpus_compute_unseen",
         "unseen2": ROOT / "benchmarks" / "corpus_compute_unseen2",
-        "unseen3": ROOT / "benchmarks" / "corpus_compute_unseen3"}
+        "unseen3": ROOT / "benchmarks" / "corpus_compute_unseen3",
+        "unseen4": ROOT / "benchmarks" / "corpus_compute_unseen4"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
-                          "sse_partials", "row_l2norm", "heat_step13"})
+                          "sse_partials", "row_l2norm", "heat_step13",
+                          "s8_dot_blocks", "row_logsumexp", "diffuse7_var"})
 PROPOSE_TIMEOUT_S = 240
 
 

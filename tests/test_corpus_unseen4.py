@@ -54,9 +54,9 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
                         "USE_SMEM": 0, "PAD": 0}],
     # three orbits a thread with sincosf and the other starter, a block of 96
     "kepler_solve": [{"THREADS": 96, "ITEMS": 3, "SINCOS": 1, "FAST_TRIG": 0, "STARTER": 1}],
-    # scalar loads and shuffles over 264 blocks; 16-byte loads and the shared tree
-    "s8_dot_blocks": [{"GRID_BLOCKS": 264, "THREADS": 128, "VEC": 1, "FINAL": 1},
-                      {"GRID_BLOCKS": 528, "THREADS": 64, "VEC": 16, "FINAL": 0}],
+    # scalar loads and shuffles over 132 blocks; 16-byte loads and the shared tree
+    "s8_dot_blocks": [{"GRID_BLOCKS": 132, "THREADS": 128, "VEC": 1, "FINAL": 1},
+                      {"GRID_BLOCKS": 198, "THREADS": 64, "VEC": 16, "FINAL": 0}],
     # 8 lanes a row (4 rows a warp) and the fast exponential
     "row_logsumexp": [{"LANES": 8, "VEC": 2, "WARPS": 4, "FAST_EXP": 1}],
     # a marching column of 4 cells with the shared plane; a deeper 3-D block without it

@@ -3,11 +3,11 @@
 // VEC-byte groups (1: one byte at a time, as written; 4: one 32-bit word of each vector and
 // one __dp4a; 16: a 16-byte load of each and four __dp4a), the bytes past the last whole
 // group taken one at a time; FINAL 0 ends with a shared-memory tree (as written), 1 with
-// warp shuffles and one shared slot per warp. partial has 1024 slots, the grid as written:
-// block 0 writes 0 to the slots past GRID_BLOCKS, so the host's sum of all 1024 is right.
+// warp shuffles and one shared slot per warp. partial has 264 slots, the grid as written:
+// block 0 writes 0 to the slots past GRID_BLOCKS, so the host's sum of all 264 is right.
 // Launch: grid = GRID_BLOCKS, block = THREADS. Defaults: the kernel as written.
 #ifndef GRID_BLOCKS
-#define GRID_BLOCKS 1024
+#define GRID_BLOCKS 264
 #endif
 #ifndef THREADS
 #define THREADS 256
@@ -18,7 +18,7 @@
 #ifndef FINAL
 #define FINAL 0
 #endif
-#define SLOTS 1024  // partial's length: the grid of the kernel as written
+#define SLOTS 264  // partial's length: the grid of the kernel as written
 
 // the four byte products of two packed words, added to acc
 __device__ __forceinline__ int dot4(int a, int b, int acc) { return __dp4a(a, b, acc); }

@@ -1,0 +1,59 @@
+"""GPU tier for the fourth unseen compute corpus (benchmarks/corpus_compute_unseen4): on the
+device, each plain kernel passes its reference.py at the check shape and runs at least
+20 us at every timed shape (so its timings are not launch overhead), and each expert
+template is correct at the configs the host simulation checks (tests/test_corpus_unseen4.py)
+and at every all-ends config. Run on the GPU machine:
+``python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_unseen4.py``."""
+
+from __future__ import annotations
+
+import pytest
+from helpers_templater import end_configs
+from test_corpus_unseen4 import KERNELS, ROOT, checked_configs
+
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.records import Candidate, Config, Status
+from workbench.engine.bench import BenchSettings
+from workbench.engine.runner import LocalRunner
+
+pytestmark = pytest.mark.gpu
+
+SHORT = BenchSettings(warmup_ms=2.0, min_reps=5, max_reps=50, max_time_s=0.2, timeout_s=10.0)
+MIN_TIMED_US = 20.0
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", KERNELS)
+def test_plain_kernel_passes_its_reference_and_runs_long_enough(name: str) -> None:
+    plain = load_kernel_folder(ROOT / name)
+    with LocalRunner(plain, settings=SHORT) as runner:
+        for shape in plain.shapes:
+            if shape == plain.check_shape:
+                continue
+            result = runner.baseline(shape, "fp32")  # the load checks it against reference.py
+            assert result.status is Status.OK, (shape, result.reason)
+            assert result.timing is not None
+            print(f"{name} {shape}: as written {result.timing.median_us:.1f} us")
+            assert result.timing.median_us >= MIN_TIMED_US, (shape, result.timing.median_us)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", KERNELS)
+def test_expert_template_is_correct_on_the_device(name: str) -> None:
+    expert = load_kernel_folder(ROOT / name / "expert")
+    check = expert.check_shape
+    configs = checked_configs(expert)
+    must_run = len(configs)  # the host-checked ones must run; other corners may be pruned
+    for config in end_configs(expert.template, expert.env(check, "fp32")):
+        if config not in configs:
+            configs.append(config)
+    with LocalRunner(expert, settings=SHORT) as runner:
+        results = list(runner.measure([Candidate(Config(c), check, "fp32") for c in configs]))
+    assert len(results) == len(configs)
+    wrong = [(dict(r.config), r.status.value, r.reason) for r in results
+             if r.status.is_failure]
+    assert not wrong, wrong
+    by_config = {r.config: r for r in results}
+    skipped = [(c, by_config[Config(c)].reason) for c in configs[:must_run]
+               if by_config[Config(c)].status is not Status.OK]
+    assert not skipped, skipped
