@@ -42,6 +42,12 @@ from workbench.llm.templater.macros import IntegerMacro, guard_define
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.rules import literal, scale_divisor
 from workbench.llm.templater.vector import Illegal, Region, vectorize
+from workbench.llm.templater.warp_regs import (
+    REG_STEPS,
+    RowCache,
+    apply_row_cache,
+    find_row_cache,
+)
 from workbench.llm.templater.warp_shuffles import shuffle_loops
 
 LANES = "LANES"
@@ -246,8 +252,22 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
     plan.note(LANES, True, f"{len(loops)} lane loop(s), {len(offsets)} shuffle loop(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
               "the item's group (mask and width)", d.decl)
-    _vectorize_lane_loops(plan, loops, starts)
+    cache = _row_cache(plan, loops, starts)
+    before = len(plan.rw.edits)
+    vectorized = _vectorize_lane_loops(plan, loops, starts)
+    if cache is not None:
+        apply_row_cache(plan, cache, lanes=LANES, vectorized=vectorized,
+                        foreign=plan.rw.edits[before:], warps=name)
     return True
+
+
+def _row_cache(plan: Plan, loops: list[Node], starts: list[str]) -> RowCache | None:
+    """The row a later lane loop reads again (:mod:`.warp_regs`), or None (refusals noted)."""
+    try:
+        return find_row_cache(plan, loops, starts)
+    except Illegal as exc:
+        plan.note(REG_STEPS, False, exc.reason, exc.node)
+        return None
 
 
 def _is_lane(node: Node | None, lane: str | None, inline: list[Node]) -> bool:
@@ -308,8 +328,9 @@ def _declares(n: Node) -> bool:
         parent.child_by_field_name("declarator") == n
 
 
-def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> None:
-    done = 0
+def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> set[int]:
+    """Vectorize each lane loop it can; the start bytes of those it did."""
+    done: set[int] = set()
     for loop, lane in zip(loops, starts, strict=True):
         init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
         parts = binary(cond) if cond is not None else None
@@ -322,7 +343,7 @@ def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> N
         try:
             for c in vectorize(plan, region, split=False, alias_guard=True):
                 plan.constrain(c)
-            done += 1
+            done.add(loop.start_byte)
             plan.note("VEC", True, f"lane loop over {var} vectorized", loop)
         except Illegal as exc:
             plan.note("VEC", False, exc.reason, exc.node or loop)
@@ -335,3 +356,4 @@ def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> N
                                             "description": "vectors each lane loads before "
                                                            "using any (as written: 1)"},
                        f"{line(loops[0])}: lane loop")
+    return done

@@ -1,0 +1,303 @@
+"""The row kept in registers between the passes of a warp-per-row kernel (REG_STEPS,
+workbench/llm/templater/warp_regs.py; issue 28).
+
+Spellings, none the corpus's row_l2norm or warp_row: an RMSNorm with a weight vector in
+(32, R) blocks whose row is ``threadIdx.y`` through a local and whose lane is ``threadIdx.x``
+in place, with pointers that are not ``__restrict__`` (the last pass's store checked against
+the row at run time); an in-place softmax in 1-D blocks whose row is ``threadIdx.x / 32``
+in place, three passes (max, exp-sum, write) over one pointer that the last pass overwrites;
+a centring kernel (mean pass, then a write pass) with a ``while``-free ``size_t`` row pointer.
+Each lifted template runs on the host (g++, the cooperative block with warp shuffles) at
+its default, its corners and configs that keep the row in registers at several lanes and
+vector widths, and one whose cache is too small for the row (the passes as written), and
+computes what the kernel as written computes. What cannot be shown legal is refused with
+the line. nvcc's ptxas reports no spill at the largest cache the space admits.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers_nvcc import NVCC, needs_nvcc
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    FULL_MATRIX,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
+
+from tests.test_corpus_unseen3 import HOST_PRELUDE
+from tests.test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
+from workbench.core.write_policy import write_file
+
+# RMSNorm with a weight per column: (32, 8) blocks, the row a local from threadIdx.y, the
+# lane threadIdx.x written in place, shfl_down then a broadcast; y and x may alias
+RMS_WEIGHTED = """
+#define ROWS_PB 8
+extern "C" __global__ void k(float* y, const float* x, const float* g, int rows, int cols) {
+  const int wy = threadIdx.y;
+  const int r = wy + ROWS_PB * blockIdx.x;
+  if (r >= rows) return;
+  const float* xin = x + (long long)r * cols;
+  float* yout = y + (long long)r * cols;
+  float sq = 0.0f;
+  for (int j = threadIdx.x; j < cols; j += 32) {
+    const float v = xin[j];
+    sq += v * v;
+  }
+  for (int s = 16; s > 0; s >>= 1) sq += __shfl_down_sync(0xffffffffu, sq, s);
+  sq = __shfl_sync(0xffffffffu, sq, 0);
+  const float scale = 1.0f / sqrtf(sq / cols + 1e-6f);
+  for (int j = threadIdx.x; j < cols; j += 32) yout[j] = xin[j] * scale * g[j];
+}
+"""
+
+# in-place softmax, 1-D blocks of 128 (4 rows), the row `threadIdx.x / 32` in place, the
+# lane a `% 32` local, doubling xor loops; the last pass overwrites the row it reads
+SOFTMAX_INPLACE = """
+extern "C" __global__ void k(float* data, int rows, int cols) {
+  const int lane_id = threadIdx.x % 32;
+  const int rr = blockIdx.x * 4 + threadIdx.x / 32;
+  if (rr < rows) {
+    float* row = data + (size_t)rr * cols;
+    float hi = -3.0e38f;
+    for (int c = lane_id; c < cols; c += 32) hi = fmaxf(hi, row[c]);
+    for (int m = 1; m < 32; m <<= 1) hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, m));
+    float tot = 0.0f;
+    for (int c = lane_id; c < cols; c += 32) tot += __expf(row[c] - hi);
+    for (int m = 1; m < 32; m <<= 1) tot += __shfl_xor_sync(0xffffffffu, tot, m);
+    const float inv = 1.0f / tot;
+    for (int c = lane_id; c < cols; c += 32) row[c] = __expf(row[c] - hi) * inv;
+  }
+}
+"""
+
+# centring: the mean of the row, then the row minus it, into a __restrict__ output; 1-D
+# blocks of 64, the warp through a local `>> 5`, flat indices
+CENTER = """
+extern "C" __global__ void k(float* __restrict__ o, const float* __restrict__ a, int rows,
+                             int cols) {
+  int wp = threadIdx.x >> 5;
+  int row = blockIdx.x * 2 + wp;
+  int l = threadIdx.x & 31;
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int c = l; c < cols; c += 32) s += a[row * cols + c];
+  for (int d = 16; d >= 1; d /= 2) s += __shfl_xor_sync(0xffffffff, s, d);
+  const float mu = s / cols;
+  for (int c = l; c < cols; c += 32) o[row * cols + c] = a[row * cols + c] - mu;
+}
+"""
+
+#: source, grid, block, (role, elements) of each pointer argument in order
+CASES: dict[str, tuple[str, list[str], list[str], list[tuple[str, int]]]] = {
+    "rms_weighted": (RMS_WEIGHTED, ["ceil_div(rows, 8)"], ["32", "8"],
+                     [("out", ROWS * COLS), ("in", ROWS * COLS), ("in", COLS)]),
+    "softmax_inplace": (SOFTMAX_INPLACE, ["ceil_div(rows, 4)"], ["128"],
+                        [("inout", ROWS * COLS)]),
+    "center": (CENTER, ["ceil_div(rows, 2)"], ["64"], [("out", ROWS * COLS),
+                                                        ("in", ROWS * COLS)]),
+}
+
+
+def _program(source: str, grid: Sequence[int], block: Sequence[int],
+             args: Sequence[tuple[str, int]]) -> str:
+    """C++ that fills the inputs (a pattern whose scale varies per row), launches ``source``
+    on the host and prints every output element in hex (NaN where unwritten)."""
+    body, call = [], []
+    for index, (role, count) in enumerate(args):
+        name = f"arg{index}"
+        fill = (f"  for (int i = 0; i < {count}; ++i) {name}[i] = std::sin(0.37f * i + "
+                f"{index}) * (1.0f + (i / {COLS}) % 5);" if role != "out"
+                else f"  for (int i = 0; i < {count}; ++i) {name}[i] = NAN;")
+        body += [f"  std::vector<float> {name}_v({count});",
+                 f"  float* {name} = {name}_v.data();", fill]
+        call.append(name)
+    g = ", ".join(f"{int(n)}u" for n in (*grid, 1, 1)[:3])
+    b = ", ".join(f"{int(n)}u" for n in (*block, 1, 1)[:3])
+    body.append(f"  wb_launch({{{g}}}, {{{b}}}, [&] {{ k({', '.join(call)}, {ROWS}, {COLS}); }});")
+    body += [f"  for (int i = 0; i < {count}; ++i) std::printf(\"%a\\n\", (double)arg{index}[i]);"
+             for index, (role, count) in enumerate(args) if role != "in"]
+    prelude = "#define __expf(v) std::exp(v)\n"
+    return "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE, SHFL_SYNC, prelude, source,
+                      "int main() {", *body, "  return 0;", "}"])
+
+
+def host(work: Path, label: str, source: str, grid: Sequence[int], block: Sequence[int],
+         args: Sequence[tuple[str, int]]) -> np.ndarray:
+    work.mkdir(parents=True, exist_ok=True)
+    printed = run_on_host(work, label, _program(source, grid, block, args)).split()
+    return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in printed])
+
+
+def _warps(knobs: dict[str, Any]) -> str:
+    return next(p for p in knobs if p not in ("LANES", "VEC", "ITEMS_PER_THREAD", "REG_STEPS",
+                                              "MIN_BLOCKS_PER_SM"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_row_read_twice_lifts_reg_steps_with_register_constraints(name: str) -> None:
+    source, grid, block, _args = CASES[name]
+    lifted = lift(source, grid, block)
+    knobs = params(lifted)
+    assert knobs["REG_STEPS"]["default"] == 0 and 0 in knobs["REG_STEPS"]["values"], \
+        lifted.notes
+    assert max(knobs["REG_STEPS"]["values"]) * 4 + 32 <= 255  # float4 steps under the cap
+    warps = _warps(knobs)
+    assert f"REG_STEPS * VEC + 32 <= 65536 // (32 * {warps})" in lifted.constraints
+    assert "REG_STEPS == 0 or REG_STEPS * LANES * VEC >= cols" in lifted.constraints
+    # as written: no cached pass is compiled
+    template = lifted_template(lifted)
+    default = template.render(template.default_config(), "fp32").source
+    assert "#define REG_STEPS 0" in default and "#if REG_STEPS > 0" in default
+    passes = 3 if name == "softmax_inplace" else 2
+    assert default.count("#if REG_STEPS > 0") == passes
+
+
+def _configs(template: Any) -> list[dict[str, Any]]:
+    """The default, the corners, and rows kept in registers at three shapes of the warp:
+    32 lanes x float4 (3 of 4 steps), 8 lanes x float2 (19 of 24 steps, 4 rows a warp),
+    32 lanes x 1 (10 of 12 steps)."""
+    knobs = template.param_names
+    warps = _warps(dict.fromkeys(knobs))
+    base = template.default_config()
+    kept = [{**base, "REG_STEPS": 4, "LANES": 32, "VEC": 4, warps: 1},
+            {**base, "REG_STEPS": 24, "LANES": 8, "VEC": 2, warps: 4},
+            {**base, "REG_STEPS": 12, "LANES": 32, "VEC": 1, warps: 2}]
+    return [*corner_configs(template, ENV), *kept]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_spelling_computes_as_written_with_the_row_in_registers(name: str,
+                                                                     tmp_path: Path) -> None:
+    source, grid, block, args = CASES[name]
+    template = lifted_template(lift(source, grid, block))
+    per_block = int(grid[0].split(", ")[1].rstrip(")"))
+    want = host(tmp_path, "as_written", source, [-(-ROWS // per_block)],
+                [int(b) for b in block], args)
+    assert not np.isnan(want).any()
+    space = template.space(dict(ENV))
+    configs = _configs(template)
+    assert all(space.rejection(c) is None for c in configs), \
+        [space.rejection(c) for c in configs]
+    # the default and the last corner, and one row-in-registers config per spelling, another
+    # for each (every one of them with WORKBENCH_FULL_MATRIX=1)
+    kept = configs[3:] if FULL_MATRIX else [configs[3 + sorted(CASES).index(name)]]
+    for i, config in enumerate([*host_sample(configs[:3]), *kept]):
+        launch = template.launch_for(config, ENV)
+        got = host(tmp_path, f"config{i}", template.render(config, "fp32").source, launch.grid,
+                   launch.block, args)
+        np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6, err_msg=str(config))
+
+
+def test_a_cache_too_small_for_the_row_runs_the_passes_as_written(tmp_path: Path) -> None:
+    """REG_STEPS 2 x 32 lanes holds 64 of the 300 columns: the space leaves it out at this
+    shape, but the kernel stays correct there (a shape with shorter rows would keep it)."""
+    source, grid, block, args = CASES["softmax_inplace"]
+    template = lifted_template(lift(source, grid, block))
+    config = {**template.default_config(), "REG_STEPS": 2, "VEC": 1}
+    assert template.space(dict(ENV)).rejection(config) is not None
+    assert template.space({"rows": ROWS, "cols": 64}).rejection(config) is None
+    want = host(tmp_path, "as_written", source, [-(-ROWS // 4)], [128], args)
+    launch = template.launch_for(config, ENV)
+    got = host(tmp_path, "small_cache", template.render(config, "fp32").source, launch.grid,
+               launch.block, args)
+    np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6)
+
+
+# -- refused, with the line ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "old", "new", "why"), [
+    # the exp-sum pass writes the row back, which the write pass must read again
+    ("softmax_inplace", "for (int c = lane_id; c < cols; c += 32) tot += __expf(row[c] - hi);",
+     "for (int c = lane_id; c < cols; c += 32) { row[c] = __expf(row[c] - hi); tot += row[c]; }",
+     "may change the row of row before its last pass reads it"),
+    # the second pass walks a shorter row
+    ("center", "for (int c = l; c < cols; c += 32) o[row * cols + c]",
+     "for (int c = l; c < rows; c += 32) o[row * cols + c]", "have different bounds"),
+    # the second pass reads the row's next element too
+    ("rms_weighted", "yout[j] = xin[j] * scale * g[j];",
+     "yout[j] = xin[j] * scale * g[j] + (j + 1 < cols ? xin[j + 1] : 0.0f) * 0.0f;",
+     "is not a read of the row at the loop's own element"),
+    # a statistic stored between the passes through a pointer that may alias the row
+    ("rms_weighted", "const float scale = 1.0f / sqrtf(sq / cols + 1e-6f);",
+     "const float scale = 1.0f / sqrtf(sq / cols + 1e-6f);\n  if (threadIdx.x == 0) y[r] = sq;",
+     "may change the row of xin before its last pass reads it"),
+])
+def test_what_cannot_be_shown_legal_is_refused_with_the_line(name: str, old: str, new: str,
+                                                             why: str) -> None:
+    source, grid, block, _args = CASES[name]
+    assert old in source
+    changed = source.replace(old, new)
+    lifted = lift(changed, grid, block)
+    assert "REG_STEPS" not in params(lifted)
+    reasons = refusals(lifted, "REG_STEPS")
+    last = new.splitlines()[-1].strip()
+    at = next(i + 1 for i, t in enumerate(changed.splitlines()) if last in t)
+    assert any(why in r and f"(line {at})" in r for r in reasons), (at, lifted.notes)
+
+
+def test_a_block_per_row_kernel_is_not_cached_and_says_why() -> None:
+    """A block per row combining through shared memory is not a warp-per-row kernel: no
+    REG_STEPS, and the warp lift names the barrier."""
+    source = """
+extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
+  __shared__ float part[32];
+  const int row = blockIdx.x;
+  float s = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += 256) s += a[row * cols + c];
+  for (int d = 16; d > 0; d >>= 1) s += __shfl_xor_sync(0xffffffffu, s, d);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
+  __syncthreads();
+  float t = 0.0f;
+  for (int w = 0; w < 8; ++w) t += part[w];
+  for (int c = threadIdx.x; c < cols; c += 256) o[row * cols + c] = a[row * cols + c] / t;
+}
+"""
+    lifted = lift(source, ["rows"], ["256"])
+    assert "REG_STEPS" not in params(lifted), lifted.notes
+
+
+# -- registers (ptxas) -------------------------------------------------------------------------
+
+_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGS = re.compile(r"Used (\d+) registers")
+
+
+@needs_nvcc
+@pytest.mark.timeout(200)
+def test_the_largest_cache_fits_the_registers_without_spilling(tmp_path: Path) -> None:
+    """The most registers the space allows (32 steps of float4, one warp a block) and a
+    mid one: ptxas keeps the row in registers (no spill, no stack, under 255)."""
+    source, grid, block, _args = CASES["rms_weighted"]
+    template = lifted_template(lift(source, grid, block))
+    warps = _warps(dict.fromkeys(template.param_names))
+    for cols, change in ((4096, {"REG_STEPS": 32, "VEC": 4, "LANES": 32, warps: 1}),
+                         (1024, {"REG_STEPS": 8, "VEC": 4, "LANES": 32, warps: 8})):
+        config = {**template.default_config(), **change}
+        assert template.space({"rows": 4096, "cols": cols}).rejection(config) is None, change
+        assert NVCC is not None
+        src = write_file(tmp_path, tmp_path / "k.cu", template.render(config, "fp32").source,
+                         overwrite=True)
+        done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v", "-o",
+                               str(tmp_path / "k.cubin"), str(src)], capture_output=True,
+                              text=True, timeout=150, check=False)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, log[-2000:]
+        assert _SPILLS.findall(log) == [("0", "0")], log
+        assert "0 bytes stack frame" in log, log
+        regs = int(_REGS.findall(log)[0])
+        assert REG_FLOOR[change["REG_STEPS"]] <= regs <= 255, (change, regs)
+
+
+#: the kept row alone needs REG_STEPS * 4 registers at float4
+REG_FLOOR = {32: 128, 8: 32}
