@@ -1,7 +1,9 @@
 """The offline templater's lift of the seen per-element corpus kernel probe_energy (unseen3:
 Lennard-Jones + screened Coulomb against a __constant__ ion table, a cutoff branch calling
 two __device__ helpers) computes, on the host, what the kernel as written computes at its
-default and with items per thread interleaved and the cutoff branchless. This checks a
+default and with items per thread interleaved, the cutoff branchless, the per-ion shift
+from a per-block table (TABLE) and the root as rsqrtf (FAST_MATH, within the folder's
+tolerance). This checks a
 written template, not a rule: the rules are checked on other spellings in
 tests/test_templater_ilp2_pure.py."""
 
@@ -22,7 +24,9 @@ from test_corpus_unseen3 import (  # the corpus's host harness (inputs, run, com
     _run,
     host_flags,
 )
+from test_templater_flat import compiles, folder_lift
 
+from workbench.engine.compiler import Compiler
 from workbench.llm.templater import lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
@@ -38,8 +42,8 @@ def test_probe_energy_lift_matches_the_kernel_as_written(tmp_path: Path,
     lifted = lift_kernel((ROOT / "probe_energy" / base["source"]).read_text(),
                          entry=base["entry"], grid=base["grid"], block=base["block"],
                          scalars={"n": "n"})
-    assert {"ITEMS_PER_THREAD", "UNROLL", "BRANCHLESS"} <= {p.name for p in lifted.params}, \
-        lifted.notes
+    assert {"ITEMS_PER_THREAD", "UNROLL", "BRANCHLESS", "TABLE", "FAST_MATH"} <= \
+        {p.name for p in lifted.params}, lifted.notes
     template = lifted_template(lifted, base["entry"])
     plain = _folder("probe_energy")
     env = plain.env(plain.check_shape, "fp32")
@@ -50,10 +54,27 @@ def test_probe_energy_lift_matches_the_kernel_as_written(tmp_path: Path,
                {**default, "ITEMS_PER_THREAD": 4, "UNROLL": 4, "BRANCHLESS": 1},
                {**default, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "BRANCHLESS": 1,
                 "BLOCK_THREADS": 64},
-               {**default, "ITEMS_PER_THREAD": 2, "UNROLL": 8, "BRANCHLESS": 0}]
+               {**default, "ITEMS_PER_THREAD": 2, "UNROLL": 8, "BRANCHLESS": 0},
+               # the per-ion shift from the block's table (96 ions over 64 threads: two
+               # rounds of the fill), the root and its division as rsqrtf
+               {**default, "ITEMS_PER_THREAD": 4, "UNROLL": 4, "BRANCHLESS": 1,
+                "BLOCK_THREADS": 64, "TABLE": 1, "FAST_MATH": 1},
+               {**default, "TABLE": 1, "BLOCK_THREADS": 32}]
     space = template.space(env)
     for k, config in enumerate(configs):
         assert space.rejection(config) is None, config
         got = _run(plain, template.render(config, "fp32").source,
                    template.launch_for(config, env), inputs, tmp_path / f"c{k}", host_flags)
         _assert_same(plain, got, want, f"lifted at {config}")
+
+
+def test_probe_energy_lift_compiles_with_every_knob_on(compiler: Compiler) -> None:
+    """nvcc takes the per-block table (its barrier, 1024 threads over 96 ions), the copy of
+    yukawa taking r^2, and the macros picking each form, at the ends of the space."""
+    lifted = folder_lift("probe_energy", "corpus_compute_unseen3")
+    template = lifted_template(lifted, "probe_energy")
+    compiles(compiler, template,
+             {"TABLE": 1, "FAST_MATH": 1, "ITEMS_PER_THREAD": 8, "UNROLL": 8,
+              "BRANCHLESS": 1, "BLOCK_THREADS": 1024},
+             {"TABLE": 1, "FAST_MATH": 0, "ITEMS_PER_THREAD": 1, "BLOCK_THREADS": 32},
+             {"TABLE": 0, "FAST_MATH": 1, "ITEMS_PER_THREAD": 4, "UNROLL": 4})

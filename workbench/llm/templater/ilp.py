@@ -417,6 +417,10 @@ def apply_ilp(plan: Plan) -> bool:
             f"#pragma unroll\n  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {LIVE}[{IT}] = true;\n  "
             if returns else "")
     plan.rw.replace_span(start, end, make=lambda rw: live + render.block(region, "  ").lstrip())
+    # 1 to 8 items: the practice for compute-bound per-element kernels (each item keeps its
+    # locals in registers; past 8 the registers of a long loop body spill or cap occupancy),
+    # with the block size any multiple of 32 up to 1024 (lift_block) and UNROLL 0 to 8 or
+    # the whole loop of up to 64 trips (_unroll_knobs)
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": f"items per thread, {divisor} apart, each with its "
                                          "own registers, interleaved in the shared loops "

@@ -64,7 +64,7 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
     body is pure (see the module doc), else why not, with the line."""
     if source in _cache:
         return _cache[source]
-    macros = _constant_macros(source)
+    macros = constant_macros(source)
     functions = {name: fn for name, fn in source.function_definitions().items()
                  if any(c.type == "__device__" for c in fn.children) and
                  not any(c.type == "__global__" for c in fn.children) and
@@ -114,7 +114,7 @@ def why_not_pure(source: CudaSource, name: str) -> str:
         "of this file"
 
 
-def _constant_macros(source: CudaSource) -> set[str]:
+def constant_macros(source: CudaSource) -> set[str]:
     """Object-like macros whose bodies are constants: numbers, operators and other such
     macros (``#define KAPPA 0.8f``, ``#define R2 (RCUT * RCUT)``)."""
     bodies: dict[str, str] = {}

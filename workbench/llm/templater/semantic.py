@@ -25,6 +25,7 @@ from workbench.llm.templater.colreduce import lift_colreduce
 from workbench.llm.templater.conv import lift_conv
 from workbench.llm.templater.ifconv import apply_ifconv
 from workbench.llm.templater.ilp import apply_ilp
+from workbench.llm.templater.ilp_fastmath import apply_fastmath
 from workbench.llm.templater.macros import integer_macros, lift_macros, lift_switches
 from workbench.llm.templater.named import lift_named
 from workbench.llm.templater.plan import Plan
@@ -34,6 +35,7 @@ from workbench.llm.templater.regtile import lift_regtile
 from workbench.llm.templater.smem_tiles import lift_tied_tiles
 from workbench.llm.templater.split_walk import apply_split_walk
 from workbench.llm.templater.stencil import lift_stencil
+from workbench.llm.templater.table_emit import apply_table
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
 from workbench.llm.templater.warp import apply_warp
@@ -64,6 +66,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_ilp(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+            apply_table(plan)
+            apply_fastmath(plan)
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
