@@ -52,6 +52,7 @@ def test_a_flag_without_a_known_counterpart_means_nvcc(flags: tuple[str, ...]) -
 def test_the_setting_is_off_on_or_a_path() -> None:
     assert workbench_settings({}).nvrtc == "off"
     assert workbench_settings({"WORKBENCH_NVRTC": " ON "}).nvrtc == "on"
+    assert workbench_settings({"WORKBENCH_NVRTC": "all"}).nvrtc == "all"
     assert workbench_settings({"WORKBENCH_NVRTC": "/opt/lib/libnvrtc.so.13"}).nvrtc == (
         "/opt/lib/libnvrtc.so.13")
     with pytest.raises(SettingError) as info:
@@ -141,6 +142,40 @@ def test_what_nvrtc_refuses_is_compiled_by_nvcc(tmp_path: Path, nvrtc_found: Non
     result = _compiler(tmp_path, "on").compile(Src("s", "scale_kernel", source, "h"))
     assert result.ok and result.compiler == "nvcc"
     assert "needs nvcc" not in result.log
+
+
+SHARED_KERNEL = """\
+extern "C" __global__ void tile_kernel(float* x, int n) {
+  __shared__ float tile[128];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  tile[threadIdx.x] = i < n ? x[i] : 0.f;
+  __syncthreads();
+  if (i < n) x[i] = tile[blockDim.x - 1 - threadIdx.x];
+}
+"""
+
+
+def test_on_leaves_shared_memory_kernels_to_nvcc_and_all_takes_them(
+        tmp_path: Path, nvrtc_found: None) -> None:
+    """NVRTC's shared-memory addressing differs from nvcc's (test_nvrtc_same_code.py): with
+    ``on`` such a kernel is nvcc's, with ``all`` NVRTC's; the two settings never share a
+    cache entry."""
+    on, every = _compiler(tmp_path, "on"), _compiler(tmp_path, "all")
+    a = on.compile(Src("t", "tile_kernel", SHARED_KERNEL, "h")).raise_for_error()
+    b = every.compile(Src("t", "tile_kernel", SHARED_KERNEL, "h")).raise_for_error()
+    assert (a.compiler, b.compiler) == ("nvcc", "nvrtc")
+    assert a.cache_key != b.cache_key and on.version != every.version
+    assert "kernels without shared memory" in on.version and "every kernel" in every.version
+
+
+def test_on_checks_nvrtcs_ptx_for_shared_memory_the_source_does_not_name(
+        tmp_path: Path, nvrtc_found: None) -> None:
+    """No ``__shared__`` in the source, but a shared-window conversion in its PTX: nvcc."""
+    source = ('extern "C" __global__ void cvta_kernel(float* x) {\n'
+              '  x[threadIdx.x] = (float)__cvta_generic_to_shared(x + threadIdx.x);\n}\n')
+    result = _compiler(tmp_path, "on").compile(Src("c", "cvta_kernel", source, "h"))
+    assert result.ok and result.compiler == "nvcc"
+    assert not list((tmp_path / "cache-on").rglob("kernel.ptx"))
 
 
 def test_a_source_error_reads_as_nvccs(tmp_path: Path, nvrtc_found: None) -> None:

@@ -60,7 +60,7 @@ class Settings:
     store: Path | None = None
     init_timeout_s: float | None = None
     replay_pace: str | float = 0.0
-    nvrtc: str = "off"  # "off", "on", or the path of a libnvrtc to use
+    nvrtc: str = "off"  # "off", "on", "all", or the path of a libnvrtc to use
 
 
 def _seconds(variable: str, raw: str) -> float:
@@ -87,12 +87,12 @@ def _pace(raw: str) -> str | float:
 
 
 def _nvrtc(raw: str) -> str:
-    """'off', 'on' or a path (anything with a '/' in it, user-expanded)."""
-    if raw.lower() in ("off", "on"):
+    """'off', 'on', 'all' or a path (anything with a '/' in it, user-expanded)."""
+    if raw.lower() in ("off", "on", "all"):
         return raw.lower()
     if "/" in raw:
         return str(Path(raw).expanduser())
-    raise SettingError("WORKBENCH_NVRTC", raw, "'off', 'on' or the path of a libnvrtc")
+    raise SettingError("WORKBENCH_NVRTC", raw, "'off', 'on', 'all' or the path of a libnvrtc")
 
 
 def workbench_settings(environ: Mapping[str, str] | None = None) -> Settings:

@@ -48,7 +48,14 @@ from workbench.core.records import ResourceUsage
 from workbench.core.secrets import scrub
 from workbench.core.settings import workbench_settings
 from workbench.core.write_policy import ensure_folder, inside_root, write_file
-from workbench.engine.nvrtc import Nvrtc, find_nvrtc, nvrtc_options, run_nvrtc
+from workbench.engine.nvrtc import (
+    Nvrtc,
+    find_nvrtc,
+    nvrtc_options,
+    ptx_uses_shared_memory,
+    run_nvrtc,
+    same_code_expected,
+)
 from workbench.engine.ptxas import (
     TIMEOUT_MARKER,
     classify_failure,
@@ -72,6 +79,7 @@ _SOURCE_FILE = "source.cu"
 _CUBIN_FILE = "kernel.cubin"
 _LOG_FILE = "compile.log"
 _RESULT_FILE = "result.json"
+_PTX_FILE = "kernel.ptx"  # NVRTC's, read to check that its code is nvcc's, then removed
 # Failures that a rerun with the same inputs would repeat, so they are cached.
 _CACHEABLE_FAILURES = frozenset({"syntax", "resource"})
 
@@ -229,11 +237,13 @@ class Compiler:
     does not change the generated code).
 
     ``nvrtc`` (default: the ``WORKBENCH_NVRTC`` setting, ``off`` unless set) is ``off``,
-    ``on`` or a libnvrtc path: with a libnvrtc of nvcc's release
-    (:func:`workbench.engine.nvrtc.find_nvrtc`) and flags it can map, each instance is first
-    compiled by NVRTC in a sandboxed child; anything NVRTC does not compile (or compiles
-    without the entry) is compiled again by nvcc, so failures read as nvcc's. The library's
-    identity joins :attr:`version` (the cache key and the trials' provenance).
+    ``on``, ``all`` or a libnvrtc path: with a libnvrtc of nvcc's release
+    (:func:`workbench.engine.nvrtc.find_nvrtc`) and flags it can map, an instance is first
+    compiled by NVRTC in a sandboxed child — with ``on`` (or a path) only where NVRTC gives
+    nvcc's code (no shared memory; see :mod:`workbench.engine.nvrtc`), with ``all`` every
+    one; anything NVRTC does not compile (or compiles without the entry) is compiled again
+    by nvcc, so failures read as nvcc's. The library's identity joins :attr:`version` (the
+    cache key and the trials' provenance).
     """
 
     def __init__(self, arch: str = DEFAULT_ARCH, *, flags: Sequence[str] = (),
@@ -326,8 +336,8 @@ class Compiler:
             self._write(work / _SOURCE_FILE, instance.source)
             for name, path in check.local_files:  # the kernel folder's own headers
                 self._write(work / name, path.read_bytes())
-            result = self._compile_nvrtc(instance, key, work, timeout_s or self.timeout_s,
-                                         started)
+            result = self._compile_nvrtc(instance, check, key, work,
+                                         timeout_s or self.timeout_s, started)
             if result is None:
                 done = self._run_nvcc(work, timeout_s or self.timeout_s)
                 log = scrub(done.log)
@@ -418,16 +428,26 @@ class Compiler:
         """One file of a work directory, under the write policy (the cache is the root)."""
         write_file(self.cache_dir, target, data, make_folders=True)
 
-    def _compile_nvrtc(self, instance: KernelSource, key: str, work: Path, timeout_s: float,
-                       started: float) -> CompileResult | None:
-        """NVRTC's result when it compiled the instance with its entry, else None (the work
+    def _compile_nvrtc(self, instance: KernelSource, check: SourceCheck, key: str, work: Path,
+                       timeout_s: float, started: float) -> CompileResult | None:
+        """NVRTC's result when it compiled the instance with its entry (and, unless NVRTC
+        is on for every kernel, its code is expected to be nvcc's), else None (the work
         directory is left as nvcc expects it)."""
         nvrtc, options = self.backend, self._nvrtc_options()
         if nvrtc is None or options is None:
             return None
+        texts = [instance.source, *(path.read_text(errors="replace")
+                                    for _, path in check.local_files)]
+        if not nvrtc.every_kernel and not same_code_expected(texts):
+            return None
+        ptx = None if nvrtc.every_kernel else _PTX_FILE
         done = run_nvrtc(nvrtc, options, work, source=_SOURCE_FILE, cubin=_CUBIN_FILE,
-                         limits=self.limits, timeout_s=timeout_s, write=self._write)
-        if done.returncode == 0 and not done.timed_out:
+                         limits=self.limits, timeout_s=timeout_s, write=self._write, ptx=ptx)
+        same = ptx is None or not ptx_uses_shared_memory(
+            (work / ptx).read_text(errors="replace") if (work / ptx).is_file() else ".shared")
+        if ptx is not None:
+            (work / ptx).unlink(missing_ok=True)
+        if done.returncode == 0 and not done.timed_out and same:
             log = scrub(done.log)
             result = self._result(instance, key, 0, log, work, time.perf_counter() - started)
             if result.ok:

@@ -1,12 +1,20 @@
 """NVRTC: the compiler's fast path (no host preprocessing, a far smaller translation unit).
 
 :func:`find_nvrtc` locates a libnvrtc for a given nvcc — the setting ``WORKBENCH_NVRTC``
-(``off``, the default; ``on``; or a library path), then the toolkit of that nvcc (its
-``lib64`` and ``targets/<target>/lib``, read from ``nvcc -dryrun``), then the ``nvidia`` pip
-package (``nvidia/cu13/lib``, ``nvidia/cuda_nvrtc/lib``) — and keeps it only when its
+(``off``, the default; ``on``; ``all``; or a library path), then the toolkit of that nvcc
+(its ``lib64`` and ``targets/<target>/lib``, read from ``nvcc -dryrun``), then the ``nvidia``
+pip package (``nvidia/cu13/lib``, ``nvidia/cuda_nvrtc/lib``) — and keeps it only when its
 ``major.minor`` is nvcc's release (one ptxas and one front end of one release). Its
 identity (:attr:`Nvrtc.identity`) joins the compiler's version, so it keys cached cubins and
 stored trials.
+
+Where NVRTC gives nvcc's code (tests/test_nvrtc_same_code.py, NVRTC 13.0.88 against nvcc
+13.0.88): for kernels that touch no shared memory the PTX is the same; for kernels that do,
+NVRTC addresses shared memory with 64-bit registers where nvcc uses 32-bit ones, and ptxas
+then allocates a few registers more or fewer for some of them. So ``on`` (and a library
+path) compiles with NVRTC only kernels whose source declares no ``__shared__`` and whose PTX
+from NVRTC has no ``.shared`` state space (:func:`same_code_expected`); the rest go to nvcc.
+``all`` compiles every kernel with NVRTC (faster; the code may differ as above).
 
 :func:`nvrtc_options` maps the Compiler's nvcc flags to NVRTC options, or answers None for a
 flag it does not know (then nvcc compiles). :func:`run_nvrtc` compiles one work directory in
@@ -47,11 +55,25 @@ class Nvrtc:
     builtins: Path | None
     version: str  # NVRTC's major.minor
     include_dirs: tuple[Path, ...]
+    every_kernel: bool = False  # ``all``: also kernels whose code may differ from nvcc's
 
     @property
     def identity(self) -> str:
         """What keys a compile by this library (with nvcc's own version text)."""
-        return f"nvrtc {self.version} ({self.library.name})"
+        scope = "every kernel" if self.every_kernel else "kernels without shared memory"
+        return f"nvrtc {self.version} ({self.library.name}; {scope})"
+
+
+def same_code_expected(source_texts: Sequence[str]) -> bool:
+    """Whether NVRTC is expected to give nvcc's code for these texts (the source and the
+    local headers it includes): none declares shared memory."""
+    return not any("__shared__" in text for text in source_texts)
+
+
+def ptx_uses_shared_memory(ptx: str) -> bool:
+    """Whether PTX declares or addresses the shared state space (where NVRTC's addressing
+    differs from nvcc's)."""
+    return ".shared" in ptx
 
 
 @dataclass(frozen=True)
@@ -138,8 +160,9 @@ def nvcc_release(nvcc_version_text: str) -> str:
 
 def find_nvrtc(nvcc: Path, nvcc_version_text: str, setting: str) -> Nvrtc | None:
     """The libnvrtc to compile with beside ``nvcc``, or None (``setting`` is ``off``, or no
-    library of nvcc's release was found). A library path in ``setting`` that cannot be used
-    raises CompilerNotFoundError naming it. Cached per nvcc and setting."""
+    library of nvcc's release was found); ``all`` marks it for every kernel. A library path
+    in ``setting`` that cannot be used raises CompilerNotFoundError naming it. Cached per
+    nvcc and setting."""
     if setting == "off":
         return None
     key = (str(nvcc), setting)
@@ -155,7 +178,8 @@ def find_nvrtc(nvcc: Path, nvcc_version_text: str, setting: str) -> Nvrtc | None
 def _find(nvcc: Path, nvcc_version_text: str, setting: str) -> Nvrtc | None:
     toolkit = toolkit_of(nvcc)
     release = nvcc_release(nvcc_version_text)
-    if setting != "on":
+    every_kernel = setting == "all"
+    if setting not in ("on", "all"):
         library = Path(setting)
         builtins = builtins_beside(library)
         version = library_version(library, builtins) if library.is_file() else None
@@ -170,7 +194,7 @@ def _find(nvcc: Path, nvcc_version_text: str, setting: str) -> Nvrtc | None:
         builtins = builtins_beside(library)
         version = library_version(library, builtins)
         if version is not None and version == release:
-            return Nvrtc(library, builtins, version, toolkit.include_dirs)
+            return Nvrtc(library, builtins, version, toolkit.include_dirs, every_kernel)
     return None
 
 
