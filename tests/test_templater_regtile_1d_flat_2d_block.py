@@ -85,8 +85,7 @@ def _configs(s: Spelling) -> list[dict[str, Any]]:
     space = template.space(env)
     out = corner_configs(template, env)
     out.append({**template.default_config(), "BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 4,
-                "VEC": 4, "CONTIG_TILE": 1,
-                **{p.name: 1 for p in template.params if p.name.endswith("_KMAJOR")}})
+                "VEC": 4})
     valid = [c for c in out if space.rejection(c) is None]
     assert any(c["BM"] != c["BN"] for c in valid)
     return valid

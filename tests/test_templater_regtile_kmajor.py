@@ -1,14 +1,15 @@
-"""Register tiling: the shared tile read along k stored k-major (issue 28, A_KMAJOR), and a
-thread's register tile adjacent rather than strided (CONTIG_TILE).
+"""Register tiling: a shared tile read along k stored k-major, decided by the analysis
+(issue 28).
 
-A tile the product reads as ``S[row][k]`` (A's rows, or B's columns in ``A . B^T``) may be
-stored transposed, ``[BK][BM + PAD]``, while it is loaded: every access swaps its two indices
-under the knob (a compile-time 0 / 1), so the loads stay the ones the kernel as written does,
-guards included, and the VEC path stores its four lanes transposed. Checked on the host for
-every GEMM spelling of the register-tile tests, the two corpus GEMMs and an ``A . B^T``
-spelling (both tiles read along k: A_KMAJOR and B_KMAJOR), at the default, the corners and
-with the knobs flipped; and with nvcc at the expert's config, where CONTIG_TILE with
-16-byte aligned tiles lets the k loop read its operands as ld.shared.v4.
+A tile the product reads as ``S[row][k]`` (A's rows, or B's columns in ``A . B^T``) is stored
+transposed while it is loaded, ``[BK][BM + 1]``: with a thread's outputs strided by the
+block's threads, each k then reads consecutive words across a warp, and the odd row length
+puts a warp's transposing stores on distinct banks. Every access swaps its two indices, so
+the loads stay the ones the kernel as written does, guards included, and the VEC path
+stores its four lanes transposed. No layout, mapping or register-cap knob is searched.
+Checked on the host for every GEMM spelling of the register-tile tests, the two corpus
+GEMMs and an ``A . B^T`` spelling (both tiles read along k), at the default, the corners
+and a register-tiled float4 config; and with nvcc at the expert's config.
 """
 
 from __future__ import annotations
@@ -64,49 +65,40 @@ ALL: dict[str, Spelling] = {
                                  "gemm_smem(C, A, B, M, N, K)", entry="gemm_smem"),
 }
 ENV = {"batch": 2, "M": 37, "N": 44, "K": 28}  # rows of A and B start 16-byte aligned
+#: knobs a register-tiled GEMM's space no longer searches (the analysis decides them)
+DECIDED = {"A_KMAJOR", "B_KMAJOR", "CONTIG_TILE", "PAD", "MIN_BLOCKS_PER_SM"}
 
 
 def _env(s: Spelling) -> dict[str, int]:
     return {**ENV, "batch": ENV["batch"] if len(s.grid) == 3 else 1}
 
 
-def _knobs(s: Spelling) -> list[str]:
-    return [p.name for p in lift(s).params if p.name.endswith("_KMAJOR")]
-
-
 @pytest.mark.parametrize("name", sorted(ALL))
-def test_the_tile_read_along_k_may_be_stored_k_major(name: str) -> None:
+def test_the_tile_read_along_k_is_stored_k_major(name: str) -> None:
     s = ALL[name]
     lifted = lift(s)
-    specs = {p.name: dict(p.spec) for p in lifted.params}
-    want = ["A_KMAJOR", "B_KMAJOR"] if s is A_BT else ["A_KMAJOR"]
-    assert _knobs(s) == want, lifted.notes
-    for knob in want:
-        assert specs[knob]["values"] == [0, 1] and specs[knob]["default"] == 0
-        assert f"#if {knob}" in lifted.source
-    # the default renders the tile as written: [BM][BK + PAD] (or [BM][BK] unpadded)
+    assert not DECIDED & {p.name for p in lifted.params}, lifted.notes
     template = lifted_template(lifted, s.entry)
     source = template.render(template.default_config(), "fp32").source
-    assert "A_KMAJOR 0" in source
-    assert specs["CONTIG_TILE"]["values"] == [0, 1] and specs["CONTIG_TILE"]["default"] == 0
+    declared = re.findall(r"__shared__\s+float\s+(\w+)\[(\w+)\]\[([^\]]+)\]", source)
+    kmajor = {t for t, outer, inner in declared if outer == "BK" and inner.endswith("+ 1")}
+    assert len(kmajor) == (2 if s is A_BT else 1), declared
+    assert sum(f"{t} is read along k in its inner index: stored k-major" in note
+               for note in lifted.notes for t in kmajor) == len(kmajor)
+    # the block's threads bound the registers; no minimum of blocks per SM
+    assert re.search(r"__launch_bounds__\(\(BN / TN\) \* \(BM / TM\)\)", source), source
 
 
 def _configs(s: Spelling) -> list[dict[str, Any]]:
-    """Default, corners, each with every k-major knob flipped, and a coarse VEC = 4 config
-    with the knobs on: the valid ones at the spelling's env."""
+    """Default, corners and a register-tiled VEC = 4 config: the valid ones at the
+    spelling's env."""
     template = lifted_template(lift(s), s.entry)
     env = {**_env(s), "elem_bytes": 4}
     space = template.space(env)
-    knobs = _knobs(s)
-    out: list[dict[str, Any]] = []
-    for c in corner_configs(template, env):
-        out.append(c)
-        out.append({**c, **{k: 1 - c[k] for k in knobs}})
-        out.append({**c, "CONTIG_TILE": 1 - c["CONTIG_TILE"]})
-    out.append({**template.default_config(), "TM": 2, "TN": 4, "VEC": 4, "CONTIG_TILE": 1,
-                **{k: 1 for k in knobs}})
+    out = [*corner_configs(template, env),
+           {**template.default_config(), "BM": 32, "BN": 32, "TM": 2, "TN": 4, "VEC": 4}]
     valid = [c for c in out if space.rejection(c) is None]
-    assert any(all(c[k] == 1 for k in knobs) for c in valid)
+    assert valid[-1]["VEC"] == 4 and valid[-1]["TM"] == 2
     return valid
 
 
@@ -125,7 +117,7 @@ def test_k_major_tiles_compute_the_product_as_written(name: str) -> None:
                 assert loads > 0, config  # the vector path is taken with the tile transposed
 
 
-EXPERT_CONFIG = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "VEC": 4, "PAD": 1}
+EXPERT_CONFIG = {"BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8, "VEC": 4}
 
 
 def _ptx_and_ptxas(config: dict[str, Any]) -> tuple[str, str]:
@@ -152,18 +144,9 @@ def _ptx_and_ptxas(config: dict[str, Any]) -> tuple[str, str]:
 
 @needs_nvcc
 def test_k_major_gemm_compiles_without_spills_reading_each_shared_value_once() -> None:
-    ptx, report = _ptx_and_ptxas({**EXPERT_CONFIG, "A_KMAJOR": 1})
+    ptx, report = _ptx_and_ptxas(EXPERT_CONFIG)
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", report), report
     # the k loop reads TM values of A and TN of B per k, each once: BK * (TM + TN) loads;
-    # strided rows (CONTIG_TILE 0) are not adjacent: scalar loads, as in the expert's PTX
+    # a thread's strided rows are not adjacent: scalar loads, as in the expert's PTX
     assert ptx.count("ld.shared.f32") == 32 * (8 + 8)
     assert "ld.shared.v4" not in ptx
-
-
-@needs_nvcc
-def test_adjacent_register_tiles_read_their_operands_as_vectors() -> None:
-    ptx, report = _ptx_and_ptxas({**EXPERT_CONFIG, "A_KMAJOR": 1, "PAD": 0, "CONTIG_TILE": 1})
-    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", report), report
-    # TM = TN = 8 adjacent values per k, 16-byte aligned rows: two float4 of each, per k
-    assert ptx.count("ld.shared.v4.f32") == 32 * (2 + 2)
-    assert "ld.shared.f32" not in ptx

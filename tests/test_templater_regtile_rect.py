@@ -15,6 +15,7 @@ Spellings the analysis cannot prove are refused with the line and what is missin
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -284,15 +285,14 @@ def worst_error(s: Rect, template: KernelTemplate, config: Mapping[str, Any],
 
 
 def _configs(s: Rect) -> list[dict[str, Any]]:
-    """Default, the valid corners, and coarse BM != BN configs (4 x 4 and 4 x 2 per thread)
-    with every layout knob flipped."""
+    """Default, the valid corners, and coarse BM != BN configs (4 x 4 and 2 x 4 per thread)
+    with float4 loads where the lift has them."""
     template = lifted_template(_lift(s), s.entry)
     space = template.space({**_env(s), "elem_bytes": 4})
     out = corner_configs(template, {**_env(s), "elem_bytes": 4})
-    knobs = {p.name: 1 for p in template.params
-             if p.name in ("A_KMAJOR", "B_KMAJOR", "CONTIG_TILE")}
-    for coarse in ({"BM": 64, "BN": 32, "BK": 16, "TM": 4, "TN": 4, "VEC": 4, **knobs},
-                   {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4}):
+    vec = {"VEC": 4} if "VEC" in template.param_names else {}
+    for coarse in ({"BM": 64, "BN": 32, "BK": 16, "TM": 4, "TN": 4, **vec},
+                   {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4, **vec}):
         config = {**template.default_config(), **coarse}
         assert space.rejection(config) is None, (config, space.rejection(config))
         out.append(config)
@@ -306,16 +306,17 @@ def test_each_rectangular_spelling_lifts_a_register_tile_launching_as_written(
     lifted = _lift(s)
     assert any(f.transform == "REGISTER_TILE" and f.applied for f in lifted.findings), \
         lifted.notes
-    assert {"BM", "BN", "BK", "TM", "TN", "CONTIG_TILE"} <= {p.name for p in lifted.params}
+    assert {"BM", "BN", "BK", "TM", "TN"} <= {p.name for p in lifted.params} <= \
+        {"BM", "BN", "BK", "TM", "TN", "VEC"}
     template = lifted_template(lifted, s.entry)
     default = template.default_config()
     bx, by = int(s.block[0]), int(s.block[1])
     assert (default["BM"], default["BN"], default["TM"], default["TN"]) == (by, bx, 1, 1)
     launch = template.launch_for(default, {**_env(s), "elem_bytes": 4})
     assert list(launch.block)[:2] == [bx, by]
-    # B read along k (A . B^T) may be stored k-major, as A's tile always may
-    want = {"A_KMAJOR", "B_KMAJOR"} if s.b_index == B_NT else {"A_KMAJOR"}
-    assert {p.name for p in lifted.params if p.name.endswith("_KMAJOR")} == want
+    # B read along k (A . B^T) is stored k-major, as A's tile always is
+    kmajor = re.findall(r"__shared__ float (\w+)\[BK\]\[B[MN] \+ 1\]", lifted.source)
+    assert len(kmajor) == (2 if s.b_index == B_NT else 1), lifted.source
 
 
 def test_the_depth_along_k_is_read_from_the_tiles() -> None:

@@ -177,16 +177,18 @@ def test_every_gemm_spelling_gets_a_register_tile_with_tied_blocks(name: str) ->
         c = {k: int(v) for k, v in config.items()}
         threads = (c["BM"] // c["TM"]) * (c["BN"] // c["TN"])
         assert 32 <= threads <= 1024
-        assert 4 * (c["BM"] * (c["BK"] + c.get("PAD", 0)) + c["BK"] * c["BN"]) <= 49152
+        assert 4 * (c["BK"] * (c["BM"] + 1) + c["BK"] * c["BN"]) <= 49152  # A k-major
     body = lifted.source[lifted.source.index('extern "C"'):]
     assert "__syncthreads" in body and "[TM][TN]" in body
 
 
-def test_the_author_pad_is_the_default_of_pad() -> None:
+def test_tiles_read_along_k_are_stored_k_major_with_an_odd_row_length() -> None:
+    # the author padded both tiles ([T][T + 1]); the lift stores them k-major with a pad of
+    # one word at every config: no PAD knob
     lifted = lift_gemm(GEMMS["ifndef_pointers_colmajor_b_padded"])
-    assert "__shared__ float tileA[BM][BK + PAD];" in lifted.source
-    assert "__shared__ float tileB[BN][BK + PAD];" in lifted.source  # read [n][k]: padded
-    assert lifted_template(lifted).default_config()["PAD"] == 1
+    assert "__shared__ float tileA[BK][BM + 1];" in lifted.source
+    assert "__shared__ float tileB[BK][BN + 1];" in lifted.source  # read [n][k]
+    assert "PAD" not in lifted_template(lifted).param_names
 
 
 # -- refusals ----------------------------------------------------------------------------

@@ -11,8 +11,9 @@ then an epilogue that stores the accumulators.
 The rewrite treats every thread of the original as one *virtual thread* of a
 ``(BN, BM)`` tile: a real thread ``(tx, ty)`` runs the virtual threads
 ``(tx + j * THREADS_X, ty + i * THREADS_Y)`` (``i < TM``, ``j < TN``) with its accumulators in
-``acc[TM][TN]`` registers, and the shared tiles become ``[BM][BK]`` / ``[BK][BN]`` (by the role
-of each index). A store ``S[ty][tx] = E(ty, tx)`` gives the tile element at position
+``acc[TM][TN]`` registers, and the shared tiles take their extents from the role of each index
+(``[BK][BN]``), a tile read along k in its inner index stored k-major, ``[BK][BM + 1]``
+(:mod:`.regtile_space` says why these are decided, not searched). A store ``S[ty][tx] = E(ty, tx)`` gives the tile element at position
 ``(ty, tx)``; it becomes a loop of all threads over the tile's positions ``(r, c)`` storing
 ``E(r, c)``. The literal (or macro) T takes its role from where it stands: ``blockIdx.y * T``
 is BM, ``blockIdx.x * T`` is BN, every other use (the K step, the inner loop bound, ``t * T``)
@@ -240,7 +241,9 @@ class Gemm:
         self.accumulators: list[Local] = []
         self.names: dict[str, str] = {}
         self.inlinable: set[str] = set()
-        self.transposed: dict[str, str] = {}  # tile -> the knob that stores it k-major
+        # the tiles stored k-major (transposed as they are loaded), see
+        # :func:`.regtile_emit.emit_register_tile`
+        self.transposed: set[str] = set()
         self.rows_from = ROWS_FROM_Y  # the block index that offsets the output's rows first
         self.constants: set[str] = set()  # ``const int`` locals read as integers
         self.roles_known = False  # every tile's roles read from the product
@@ -390,9 +393,7 @@ class Gemm:
                         access[1][0] != access[1][1] else (threads["y"], threads["x"])
                     if access[0] not in self.transposed:
                         return f"{access[0]}[{r}][{c}]"  # a flat tile is declared 2-D
-                    # both layouts in one expression: the knob is a compile-time 0 / 1
-                    knob = self.transposed[access[0]]
-                    return f"{access[0]}[{knob} ? ({c}) : ({r})][{knob} ? ({r}) : ({c})]"
+                    return f"{access[0]}[{c}][{r}]"  # stored k-major: the indices swap
             if self.split is not None and n.type == "binary_expression":
                 d = self.split.dim(n)
                 if d is not None:
