@@ -2,7 +2,8 @@
 memory) and FAST_MATH (rsqrtf for 1/sqrtf and for divisions by a square root, powf of small
 integer powers as multiplies) on per-element kernels written unlike the corpus: an n-body
 sum over a ``__constant__`` array of structs (of a compile-time and of a run-time length,
-bounded by the array's extent), a potential through a square-root local divided by, a
+bounded by the array's extent), an fp64 weighted sum (a double table, no cheaper math), a
+potential through a square-root local divided by, a
 per-pixel sum of Gaussian splats from global tables of a
 macro length. Each lifted template runs on the host (g++, the threads of a block as
 coroutines, so ``__syncthreads`` is a barrier) at its default, its last all-ends corner and
@@ -25,12 +26,15 @@ from helpers_templater import (
     lifted_template,
     run_on_host,
 )
+from test_corpus_unseen3 import host_flags  # g++ with the host headers precompiled
 
 from workbench.core.template import KernelTemplate
 from workbench.llm.templater import LiftedSource, lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
+
+__all__ = ["host_flags"]  # the session fixture, used by name
 
 ENV = {"count": 700, "nb": 40, "w": 29, "h": 23, "n": 700}
 
@@ -103,6 +107,24 @@ extern "C" __global__ void pot(float* phi, const float* xs, const float* ys, int
 """, "pot", ["ceil_div(n, 128)"], ["128"],
         ["out:700", "in:700", "in:700", "n", "const:chx:20", "const:chy:20", "const:chq:20",
          "const:chw:20"]),
+    # fp64: the table holds doubles; sqrt, pow and 1.0 / sqrt of doubles stay as written
+    "fp64_weights": ("""
+#define NW 12
+__constant__ double wts[NW];
+__constant__ double ctr[NW];
+extern "C" __global__ void dsum(float* out, const float* x, int n) {
+  int i = blockIdx.x * 64 + threadIdx.x;
+  if (i >= n) return;
+  double xi = x[i], acc = 0.0;
+  for (int j = 0; j < NW; ++j) {
+    double d = xi - ctr[j];
+    acc += wts[j] / (1.0 + wts[j] * wts[j]) * exp(-pow(d, 2.0)) / sqrt(1.0 + d * d);
+    acc += 1.0 / sqrt(wts[j] * wts[j] + d * d);
+  }
+  out[i] = (float)acc;
+}
+""", "dsum", ["ceil_div(n, 64)"], ["64"], ["out:700", "in:700", "n", "dconst:wts:12",
+                                          "dconst:ctr:12"]),
     "splat_global_tables": ("""
 #define NSPLAT 24
 extern "C" __global__ void splat(float* img, const float* __restrict__ cx,
@@ -145,9 +167,10 @@ def program(source: str, entry: str, args: list[str], grid: int, block: int) -> 
     call = []
     for k, a in enumerate(args):
         kind, _, rest = a.partition(":")
-        if kind == "const":
+        if kind in ("const", "dconst"):  # floats (a struct's fields too), or doubles
             sym, size = rest.split(":")
-            lines.append(f"  for (int j = 0; j < {size}; ++j) ((float*){sym})[j] = "
+            cast = "(float*)" if kind == "const" else ""
+            lines.append(f"  for (int j = 0; j < {size}; ++j) ({cast}{sym})[j] = "
                          f"{_fill(k, 'j')};")
         elif kind in ("in", "out"):
             lines.append(f"  std::vector<float> a{k}({rest}, -7.0f);")
@@ -166,12 +189,12 @@ def program(source: str, entry: str, args: list[str], grid: int, block: int) -> 
 
 
 def run(template: KernelTemplate, config: dict[str, Any], name: str, work: Path,
-        tag: str) -> list[float]:
+        tag: str, flags: tuple[str, ...]) -> list[float]:
     _source, entry, _grid, _block, args = KERNELS[name]
     launch = template.launch_for(config, ENV)
     source = template.render(config, "fp32").source if template.params else template.source
     printed = run_on_host(work, tag, program(source, entry, args, launch.grid[0],
-                                             launch.block[0]))
+                                             launch.block[0]), flags=flags)
     return [float(v) for v in printed.split()]
 
 
@@ -193,17 +216,17 @@ def checked_configs(template: KernelTemplate) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_every_checked_config_computes_what_the_kernel_as_written_computes(
-        name: str, tmp_path: Path) -> None:
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:
     source, entry, grid, block, _args = KERNELS[name]
     lifted = lift(name)
     assert {"TABLE", "ITEMS_PER_THREAD"} <= {p.name for p in lifted.params}, lifted.notes
     written = KernelTemplate.build(name=entry, source=source, entry=entry, grid=grid,
                                    block=block)
     template = lifted_template(lifted, entry)
-    want = run(written, {}, name, tmp_path, "written")
+    want = run(written, {}, name, tmp_path, "written", host_flags)
     assert want and -7.0 not in want
     for k, config in enumerate(checked_configs(template)):
-        got = run(template, config, name, tmp_path, f"c{k}")
+        got = run(template, config, name, tmp_path, f"c{k}", host_flags)
         if not config.get("FAST_MATH"):
             assert got == want, config  # the same expressions, computed elsewhere
         else:
@@ -226,6 +249,13 @@ def test_per_entry_terms_are_what_reads_only_the_entry_and_constants() -> None:
     # item-dependent parts stay per pair
     assert "WB_TABLE(wb_tab0_0[g], amp[g] / (sig[g] * sqrtf(6.2831853f))) * expf(" in \
         splat.source
+
+
+def test_fp64_terms_get_a_double_table_and_no_fast_math() -> None:
+    lifted = lift("fp64_weights")
+    assert "__shared__ double wb_tab0_0[NW]" in lifted.source, lifted.source
+    assert "FAST_MATH" not in {p.name for p in lifted.params}
+    assert "rsqrt" not in lifted.source
 
 
 def test_a_run_time_length_is_bounded_by_the_constant_tables_extent() -> None:

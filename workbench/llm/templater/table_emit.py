@@ -3,7 +3,7 @@
 A per-element kernel summing over a small table (``for (int s = 0; s < NSRC; ++s)``)
 evaluates each entry's own terms (:mod:`.table_terms`: ``lj(RCUT * RCUT, sig, eps)``,
 ``1.0f / b.mass``) once per element and entry. With ``TABLE = 1`` the block's threads first
-fill one ``__shared__ float`` array per term, entries ``t, t + nthreads, ...`` each (any
+fill one ``__shared__`` array per term (``float`` or ``double``, the term's type), entries ``t, t + nthreads, ...`` each (any
 block size, any table length), meet at ``__syncthreads()``, and the loop reads
 ``wb_tab<k>_<j>[s]`` instead; ``TABLE = 0`` is the kernel as written (the term stays, via
 ``WB_TABLE(slot, term)``, a macro that picks one). The fill runs first in the kernel body,
@@ -46,12 +46,14 @@ from workbench.llm.templater.table_terms import (
     entry_scope,
     hoistable_terms,
     table_reads,
+    value_type,
     write_targets,
 )
 from workbench.llm.templater.vector import Illegal
 
 NAME = "TABLE"
 STATIC_SMEM_BYTES = 48 * 1024  # static __shared__ per block (more needs dynamic memory)
+_BYTES = {"float": 4, "double": 8}
 _SHARED_STATE_CALLS = ("__syncthreads", "__syncwarp", "atomic", "__threadfence", "__shfl")
 _MACRO = (f"#if {NAME}\n#define WB_TABLE(slot, ...) (slot)\n#else\n"
           "#define WB_TABLE(slot, ...) (__VA_ARGS__)\n#endif")
@@ -67,6 +69,7 @@ class TableLoop:
     length: Node
     capacity: int
     terms: tuple[Node, ...]
+    types: tuple[str, ...]  # per term: float or double
     locals: tuple[Node, ...]  # the entry locals the terms read, in the body's order
 
 
@@ -89,7 +92,7 @@ def apply_table(plan: Plan) -> bool:
             found.append(table)
     if not found:
         return False
-    total = sum(4 * len(t.terms) * t.capacity for t in found)
+    total = sum(_BYTES[kind] * t.capacity for t in found for kind in t.types)
     if total > STATIC_SMEM_BYTES:
         plan.note(NAME, False, f"per-entry terms in a per-block table: {total} bytes of "
                   f"tables exceed {STATIC_SMEM_BYTES} bytes of static shared memory",
@@ -143,8 +146,9 @@ def _table_loop(plan: Plan, loop: Node, counter: str, kind: str, length: Node
     reads = table_reads([*terms, *needed], scope)
     for name in dict.fromkeys(n for n, _i in reads):
         _check_read_only(plan, name)
+    types = tuple(value_type(t, scope, plan) or "float" for t in terms)
     return TableLoop(loop, counter, kind, length, capacity(length, reads, scope),
-                     tuple(terms), tuple(needed))
+                     tuple(terms), types, tuple(needed))
 
 
 def _check_length(plan: Plan, length: Node) -> None:
@@ -234,8 +238,10 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
         bound = f"{t.counter} < {text(t.length)}" if compile_time else \
             f"{t.counter} < {text(t.length)} && {t.counter} < {t.capacity}"
         slots = [f"wb_tab{k}_{j}" for j in range(len(t.terms))]
-        parts.append(f"  __shared__ float {', '.join(f'{s}[{extent}]' for s in slots)};"
-                     f"  // the loop at line {line(t.loop)}\n")
+        for kind in dict.fromkeys(t.types):
+            mine = [s for s, each in zip(slots, t.types, strict=True) if each == kind]
+            parts.append(f"  __shared__ {kind} {', '.join(f'{s}[{extent}]' for s in mine)};"
+                         f"  // the loop at line {line(t.loop)}\n")
         parts.append(f"  for ({t.counter_type} {t.counter} = {tid}; {bound}; "
                      f"{t.counter} += {nthreads}) {{\n")
         parts += [f"    {text(d)}\n" for d in t.locals]

@@ -8,8 +8,8 @@ expressions are per entry: they read only the loop counter, the entry's locals (
 in the loop body from per-entry values, never reassigned), read-only tables (a file-scope
 ``__constant__`` / ``__device__`` array, or a pointer parameter the kernel never writes
 through), object-like constant macros, scalar parameters the kernel never assigns, literals
-and pure calls (:mod:`.purity`) of such values. A term is kept when it is float-valued (the
-table holds ``float``) and costs work per pair: it calls a function, divides, or does two or
+and pure calls (:mod:`.purity`) of such values. A term is kept when it is a ``float`` or a
+``double`` (the table holds that type: the same value) and costs work per pair: it calls a function, divides, or does two or
 more arithmetic operations (a single multiply of two loads is cheaper than the shared load
 that would replace it); an expression of constants alone is left to the compiler unless it
 calls a function (``yukawa(RCUT)``, which the compiler does not fold).
@@ -336,7 +336,8 @@ def costly(node: Node, scope: EntryScope) -> bool:
 
 
 def hoistable_terms(body: Node, scope: EntryScope, plan: Plan) -> list[Node]:
-    """The maximal per-entry, float-valued, costly expressions of ``body``, in order."""
+    """The maximal per-entry, float- or double-valued, costly expressions of ``body``, in
+    order."""
     out: list[Node] = []
 
     def visit(node: Node) -> None:
@@ -347,7 +348,7 @@ def hoistable_terms(body: Node, scope: EntryScope, plan: Plan) -> list[Node]:
                     visit(value)
             return
         if node.is_named and _expression(node) and per_entry(node, scope) and \
-                costly(node, scope) and value_type(node, scope, plan) == "float":
+                costly(node, scope) and value_type(node, scope, plan) in ("float", "double"):
             out.append(node)
             return
         for c in node.named_children:
