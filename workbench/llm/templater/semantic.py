@@ -35,6 +35,7 @@ from workbench.llm.templater.regtile import lift_regtile
 from workbench.llm.templater.smem_tiles import lift_tied_tiles
 from workbench.llm.templater.split_walk import apply_split_walk
 from workbench.llm.templater.stencil import lift_stencil
+from workbench.llm.templater.stencil_zmarch import lift_zmarch
 from workbench.llm.templater.table_emit import apply_table
 from workbench.llm.templater.tile import lift_tile
 from workbench.llm.templater.vector import apply_vector, flat_region
@@ -58,7 +59,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     with reading_macros({m.name: m.value for m in macros.values()}):
         if not (lift_reduce(plan) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
-                lift_stencil(plan) or lift_conv(plan) or apply_warp(plan, macros)):
+                lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or
+                apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
