@@ -267,9 +267,6 @@ def _findings(g: Gemm, n: dict[str, str], loop: Node) -> None:
                       "(transposed as it is loaded), so each k reads consecutive words "
                       "across a warp and the transposing stores land on distinct banks",
                       tl.decl)
-    plan.note("REGISTER_TILE", True, "__launch_bounds__ names the block's threads with no "
-              "minimum of blocks per SM: the register tile sets the registers a thread "
-              "needs, a lower cap would only spill")
 
 
 def _vector_store(g: Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:

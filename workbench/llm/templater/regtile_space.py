@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.llm.templater.analysis import line, walk
+from workbench.llm.templater.analysis import line, text, walk
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import _MAX_SMEM
 from workbench.llm.templater.regtile_vec import VEC_WIDTH
@@ -137,8 +137,14 @@ def bind_launch_bounds(plan: Plan, threads: str) -> None:
     stays unset, so no MIN_BLOCKS_PER_SM knob is added (see the module docstring)."""
     fn = plan.source.function_node(plan.kernel)
     bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    kept = ""
     if bounds is not None and bounds.named_children:
         plan.rw.replace(bounds.named_children[0], threads)
-        return
-    decl = next(d for d in walk(fn) if d.type == "function_declarator")
-    plan.rw.insert(decl.start_byte, f"__launch_bounds__({threads}) ")
+        if len(bounds.named_children) > 1:
+            kept = f" (the minimum of blocks as written, {text(bounds.named_children[1])}, kept)"
+    else:
+        decl = next(d for d in walk(fn) if d.type == "function_declarator")
+        plan.rw.insert(decl.start_byte, f"__launch_bounds__({threads}) ")
+    plan.note("REGISTER_TILE", True, "__launch_bounds__ names the block's threads" + (
+        kept or " with no minimum of blocks per SM: the register tile sets the registers a "
+                "thread needs, a lower cap would only spill"))
