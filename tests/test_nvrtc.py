@@ -69,6 +69,12 @@ def test_the_child_imports_only_the_standard_library() -> None:
     assert names and names <= set(sys.stdlib_module_names)
 
 
+def test_the_launcher_runs_a_python_script_itself() -> None:
+    from workbench.engine import sandbox
+
+    assert f'if sys.argv[4] == "{sandbox.RUN_PYTHON}":' in sandbox._LAUNCHER
+
+
 def test_the_release_is_read_from_nvcc_version_text() -> None:
     assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.88") == "13.0"
     assert nvcc_release("no release here") == ""

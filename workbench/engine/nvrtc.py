@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.core.errors import CompilerNotFoundError
-from workbench.engine.sandbox import SandboxLimits, SandboxRun, run_sandboxed
+from workbench.engine.sandbox import RUN_PYTHON, SandboxLimits, SandboxRun, run_sandboxed
 
 CHILD = Path(__file__).with_name("nvrtc_child.py")
 REQUEST_FILE = "nvrtc.json"
@@ -256,7 +256,6 @@ def run_nvrtc(nvrtc: Nvrtc, options: Sequence[str], work: Path, *, source: str, 
     else:
         write(work / REQUEST_FILE, json.dumps(request))
     try:
-        return run_sandboxed([sys.executable, "-I", "-S", str(CHILD), REQUEST_FILE], work,
-                             limits, timeout_s)
+        return run_sandboxed([RUN_PYTHON, str(CHILD), REQUEST_FILE], work, limits, timeout_s)
     finally:
         (work / REQUEST_FILE).unlink(missing_ok=True)

@@ -61,7 +61,11 @@ class SandboxRun:
 
 _OUTPUT_FILE = "nvcc.out"
 _LAUNCH_FAILED = 127
-# argv: address-space bytes, CPU seconds, file bytes, then the command to exec.
+#: A command that starts with this runs the Python script after it inside the launcher
+#: itself (``python -I -S``, under the limits), saving the start of a second interpreter.
+RUN_PYTHON = "--run-python"
+# argv: address-space bytes, CPU seconds, file bytes, then the command to exec (or
+# RUN_PYTHON, a script and its arguments; the launcher spells RUN_PYTHON out).
 _LAUNCHER = """
 import os, resource, sys
 for which, value in ((resource.RLIMIT_AS, sys.argv[1]), (resource.RLIMIT_CPU, sys.argv[2]),
@@ -69,6 +73,12 @@ for which, value in ((resource.RLIMIT_AS, sys.argv[1]), (resource.RLIMIT_CPU, sy
     hard = resource.getrlimit(which)[1]
     value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
     resource.setrlimit(which, (value, value))
+if sys.argv[4] == "--run-python":
+    import runpy
+    sys.argv = sys.argv[5:]
+    sys.path[0] = os.path.dirname(sys.argv[0])
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    sys.exit(0)
 try:
     os.execv(sys.argv[4], sys.argv[4:])
 except OSError as error:
@@ -104,7 +114,8 @@ def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
     """Run ``command`` in ``work`` under ``limits`` and a wall limit of ``timeout_s``.
 
     The limits are set by a launcher that then execs the command (a ``preexec_fn`` is not
-    safe in the threads of a parallel compile).
+    safe in the threads of a parallel compile), or, for ``[RUN_PYTHON, script, *args]``,
+    runs the standard-library script itself.
     """
     launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limits.address_space_bytes),
                 str(limits.cpu_s), str(limits.file_bytes), *command]
