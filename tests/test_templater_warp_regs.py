@@ -37,6 +37,9 @@ from helpers_templater import (
 from tests.test_corpus_unseen3 import HOST_PRELUDE
 from tests.test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
 from workbench.core.write_policy import write_file
+from workbench.llm.templater import semantic
+from workbench.llm.templater.vector import apply_vector
+from workbench.llm.templater.warp_regs import apply_block_row_cache
 
 # RMSNorm with a weight per column: (32, 8) blocks, the row a local from threadIdx.y, the
 # lane threadIdx.x written in place, shfl_down then a broadcast; y and x may alias
@@ -246,9 +249,66 @@ def test_what_cannot_be_shown_legal_is_refused_with_the_line(name: str, old: str
     assert any(why in r and f"(line {at})" in r for r in reasons), (at, lifted.notes)
 
 
-def test_a_block_per_row_kernel_is_not_cached_and_says_why() -> None:
-    """A block per row combining through shared memory is not a warp-per-row kernel: no
-    REG_STEPS, and the warp lift names the barrier."""
+# a block per row (256 threads, a shared-memory tree), two passes: the centred row scaled by
+# its largest magnitude; the thread index a local, flat indices
+BLOCK_ROW = """
+extern "C" __global__ void k(float* __restrict__ o, const float* __restrict__ a, int rows,
+                             int cols) {
+  __shared__ float big[256];
+  const int t = threadIdx.x;
+  const long long base = (long long)blockIdx.x * cols;
+  float m = 0.0f;
+  for (int c = t; c < cols; c += 256) m = fmaxf(m, fabsf(a[base + c]));
+  big[t] = m;
+  __syncthreads();
+  for (int h = 128; h > 0; h /= 2) {
+    if (t < h) big[t] = fmaxf(big[t], big[t + h]);
+    __syncthreads();
+  }
+  const float s = big[0] > 0.0f ? 1.0f / big[0] : 0.0f;
+  for (int c = t; c < cols; c += 256) o[base + c] = a[base + c] * s;
+}
+"""
+
+
+@pytest.fixture
+def block_rows_wired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lift_kernel with the block-per-row cache run right after apply_vector (the wiring
+    :func:`apply_block_row_cache` documents; not yet the templater's default)."""
+    def vector_then_cache(plan: Any) -> bool:
+        mark = len(plan.rw.edits)
+        done = apply_vector(plan)
+        apply_block_row_cache(plan, plan.rw.edits[mark:])
+        return done
+    monkeypatch.setattr(semantic, "apply_vector", vector_then_cache)
+
+
+@pytest.mark.timeout(240)
+def test_a_block_per_row_kernel_keeps_its_row_in_registers(block_rows_wired: None,
+                                                           tmp_path: Path) -> None:
+    lifted = lift(BLOCK_ROW, ["rows"], ["256"])
+    knobs = params(lifted)
+    assert {"BLOCK_THREADS", "VEC", "REG_STEPS"} <= set(knobs), lifted.notes
+    assert "REG_STEPS * VEC + 32 <= 65536 // (BLOCK_THREADS)" in lifted.constraints
+    assert "REG_STEPS == 0 or REG_STEPS * BLOCK_THREADS * VEC >= cols" in lifted.constraints
+    template = lifted_template(lifted)
+    args = [("out", ROWS * COLS), ("in", ROWS * COLS)]
+    want = host(tmp_path, "as_written", BLOCK_ROW, [ROWS], [256], args)
+    base = template.default_config()
+    configs = [{**base, "REG_STEPS": 2, "BLOCK_THREADS": 64, "VEC": 4},
+               {**base, "REG_STEPS": 12, "BLOCK_THREADS": 32, "VEC": 1}]
+    space = template.space(dict(ENV))
+    assert all(space.rejection(c) is None for c in configs), \
+        [space.rejection(c) for c in configs]
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, ENV)
+        got = host(tmp_path, f"config{i}", template.render(config, "fp32").source,
+                   launch.grid, launch.block, args)
+        np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6, err_msg=str(config))
+
+
+def test_a_block_per_row_kernel_is_left_as_written_by_default() -> None:
+    """Without the wiring (the templater as it stands) a block per row gets no REG_STEPS."""
     source = """
 extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
   __shared__ float part[32];
@@ -265,6 +325,24 @@ extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
 """
     lifted = lift(source, ["rows"], ["256"])
     assert "REG_STEPS" not in params(lifted), lifted.notes
+
+
+def test_a_block_per_row_walk_dealt_over_blocks_is_refused(block_rows_wired: None) -> None:
+    """A row split over several blocks (no shared memory: ROW_SPLIT applies) is not one
+    block's row: refused with the line of the first pass."""
+    source = """
+extern "C" __global__ void k(float* __restrict__ o, const float* __restrict__ a, int rows,
+                             int cols) {
+  const long long base = (long long)blockIdx.x * cols;
+  for (int c = threadIdx.x; c < cols; c += 128) o[base + c] = a[base + c] * 2.0f;
+  for (int c = threadIdx.x; c < cols; c += 128) o[base + c] += a[base + c];
+}
+"""
+    lifted = lift(source, ["rows"], ["128"])
+    knobs = params(lifted)
+    assert "REG_STEPS" not in knobs and "ROW_SPLIT" in knobs, lifted.notes
+    assert any("dealt over several blocks (ROW_SPLIT)" in r and "(line 5)" in r
+               for r in refusals(lifted, "REG_STEPS")), lifted.notes
 
 
 # -- registers (ptxas) -------------------------------------------------------------------------

@@ -257,7 +257,7 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
     vectorized = _vectorize_lane_loops(plan, loops, starts)
     if cache is not None:
         apply_row_cache(plan, cache, lanes=LANES, vectorized=vectorized,
-                        foreign=plan.rw.edits[before:], warps=name)
+                        foreign=plan.rw.edits[before:], threads=f"32 * {name}")
     return True
 
 

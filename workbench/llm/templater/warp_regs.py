@@ -42,7 +42,7 @@ from tree_sitter import Node
 from workbench.llm.templater.analysis import binary, declared_name, line, strip, terms, text, walk
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.rewrite import Edit, Rewriter
-from workbench.llm.templater.vector import VEC_STRUCT, Illegal
+from workbench.llm.templater.vector import VEC_STRUCT, Illegal, stride_loops
 
 REG_STEPS = "REG_STEPS"
 STEP_VALUES = [0, 1, 2, 4, 8, 12, 16, 24, 32]
@@ -250,7 +250,7 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Nod
 
 
 def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[int],
-                    foreign: list[Edit], warps: str) -> None:
+                    foreign: list[Edit], threads: str) -> None:
     """Rewrite the passes of ``cache`` (``foreign``: edits whose text the cached copies of the
     bodies must not carry, the vector rewrite's); adds REG_STEPS and its constraints."""
     first = cache.passes[0]
@@ -285,7 +285,7 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
     per = f"{REG_STEPS} * {vec}" + (f" * {regs}" if regs != "1" else "")
     # 255: the registers one thread may address (sm_35 on); 65536: a block's register file
     plan.constrain(f"{per} + {WORKING_REGS} <= 255")
-    plan.constrain(f"{per} + {WORKING_REGS} <= 65536 // (32 * {warps})")
+    plan.constrain(f"{per} + {WORKING_REGS} <= 65536 // ({threads})")
     size = plan.scalars.get(text(first.bound))
     if size is not None:
         # a cache the shape's row does not fit is never used (that config times REG_STEPS
@@ -369,3 +369,38 @@ def _cached_pass(rw: Rewriter, cache: RowCache, p: Pass, *, fill: bool, vec: str
             f"#pragma unroll\n      for (int wb_v = 0; wb_v < {vec}; ++wb_v) {{\n"
             f"        const {p.var_type} {p.var} = wb_at + wb_v;\n        {body}\n      }}\n"
             f"{stores}    }}\n  }}")
+
+
+def apply_block_row_cache(plan: Plan, foreign: list[Edit]) -> bool:
+    """REG_STEPS for a block per row: the row's passes are thread-stride loops ``for (c =
+    threadIdx.x; c < n; c += B)`` of a 1-D block whose size is lifted (the block's threads
+    are the lanes: step ``s`` of a thread holds elements ``(threadIdx.x + s * B) * VEC ..``).
+    ``foreign``: the vector rewrite's edits. False (noted where a row is read twice) when
+    not shown legal.
+
+    Not yet called by :func:`.semantic.lift_kernel` (it would run right after
+    ``apply_vector``, with the edits that call added): it adds REG_STEPS to the committed,
+    measured block-per-row templates of benchmarks/corpus (softmax, rms_norm, layer_norm)
+    and corpus_holdout (l2_normalize), which are regenerated and measured again with it."""
+    if len(plan.block) != 1 or plan.block[0] not in plan.params:
+        return False
+    # a grid-stride loop walks the whole array, not a block's row
+    loops = [lp for lp in stride_loops(plan)
+             if not lp.grid_stride and plan.facts.is_thread(lp.start, "x")]
+    try:
+        cache = find_row_cache(plan, [lp.node for lp in loops],
+                               [plan.rw.text(lp.start) for lp in loops])
+        if cache is not None and "ROW_SPLIT" in plan.params:
+            raise Illegal("the row is dealt over several blocks (ROW_SPLIT)", loops[0].node)
+    except Illegal as exc:
+        plan.note(REG_STEPS, False, exc.reason, exc.node)
+        return False
+    if cache is None:
+        return False
+    spans = {(e.start, e.end) for e in foreign if e.make is not None}
+    vectorized = {lp.node.start_byte for lp in loops
+                  if (lp.node.start_byte, lp.node.end_byte) in spans}
+    threads = plan.block[0]
+    apply_row_cache(plan, cache, lanes=threads, vectorized=vectorized, foreign=foreign,
+                    threads=threads)
+    return True
