@@ -16,7 +16,8 @@ as zeros, never read by a kernel that is correct as written), at each later plan
 down one and loads only plane ``z + R``; the reads ``C + d * S`` become queue slots. The
 loads run before the first statement that reads the input (every plane passes there: no
 ``continue`` before it), so the body's own boundary tests, written in the global ``z``, are
-untouched. ``Z_SPLIT`` cuts ``0 .. NZ`` into that many chunks of ``ceil(NZ / Z_SPLIT)``
+untouched; the input's other reads (x / y neighbours) go through the read-only path
+(``__ldg``). ``Z_SPLIT`` cuts ``0 .. NZ`` into that many chunks of ``ceil(NZ / Z_SPLIT)``
 planes, one per grid z slice (grid z = Z_SPLIT; the last chunks may be shorter or empty);
 each chunk fills its own queue (2R planes read again at each cut). The block sizes are
 lifted as a 2-D block (:func:`.block.lift_block`).
@@ -52,6 +53,7 @@ from workbench.llm.templater.analysis import (
 from workbench.llm.templater.block import lift_block
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.regtile import Refused, _locals, apply_or_note, fresh_names
+from workbench.llm.templater.rewrite import Rewriter
 from workbench.llm.templater.rules import literal
 from workbench.llm.templater.stencil import Poly, Polys, add, derivative, scale, statements
 
@@ -321,6 +323,15 @@ def _emit(plan: Plan, w: ZWalk) -> None:
         f"    wb_q[{slots - 1}] = {z} + {r} < {nz} ? {load(r)} : {zero};\n    "))
     for n, d in w.reads:
         rw.replace(n, f"wb_q[{r + d}]")
+    if ldg:
+        # the other reads of the input (x / y neighbours) through the read-only path: the
+        # input is not written during the walk (not aliased to the output, as above)
+        queued = {n.start_byte for n, _d in w.reads}
+        for n in walk(body) if body is not None else []:
+            if n.type == "subscript_expression" and _array(n) == w.src and \
+                    n.start_byte not in queued and n.parent is not None and \
+                    n.parent.type != "pointer_expression":
+                rw.replace_span(n.start_byte, n.end_byte, make=_read_only(n))
     if len(plan.grid) == 3:
         plan.grid[2] = zs
     else:
@@ -339,3 +350,10 @@ def _emit(plan: Plan, w: ZWalk) -> None:
               f"planes {z} - {r} .. {z} + {r} in a {slots}-register queue (one load per "
               f"plane; {len(w.reads)} reads become queue slots); {zs} chunks of {z} on the "
               "grid's z", w.loop)
+
+
+def _read_only(sub: Node) -> Callable[[Rewriter], str]:
+    """``sub`` (with the edits inside it) as a read-only load."""
+    def make(rw: Rewriter) -> str:
+        return f"__ldg(&{rw.render(sub.start_byte, sub.end_byte)})"
+    return make
