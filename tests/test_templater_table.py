@@ -3,11 +3,11 @@ memory) and FAST_MATH (rsqrtf for 1/sqrtf and for divisions by a square root, po
 integer powers as multiplies) on per-element kernels written unlike the corpus: an n-body
 sum over a ``__constant__`` array of structs (of a compile-time and of a run-time length,
 bounded by the array's extent), an fp64 weighted sum (a double table, no cheaper math), a
-potential through a square-root local divided by, a
-per-pixel sum of Gaussian splats from global tables of a
-macro length. Each lifted template runs on the host (g++, the threads of a block as
-coroutines, so ``__syncthreads`` is a barrier) at its default, its last all-ends corner and
-mixed configs: TABLE alone must print exactly what the kernel as written prints, FAST_MATH
+potential through a square-root local divided by, a per-pixel sum of Gaussian splats from
+global tables of a macro length and from one interleaved table of a ``constexpr`` length.
+Each lifted template runs on the host (g++, the threads of a block as coroutines, so
+``__syncthreads`` is a barrier) at its default, its last all-ends corner and mixed
+configs: TABLE alone must print exactly what the kernel as written prints, FAST_MATH
 within 1e-4 (its results differ by a few ulp). Kernels whose loop writes memory, whose
 table is written, or whose table length is unbounded are refused naming the line.
 """
@@ -73,7 +73,7 @@ extern "C" __global__ void accel(float* ax, float* ay, const float* px, const fl
 typedef struct { float px, py, mass, soft; } Src;
 #define MAXB 64
 __constant__ Src src[MAXB];
-__device__ float kernel_of(float d) { return expf(-d) / d; }
+__device__ float kernel_of(float w, float d) { return w * expf(-d) / d; }
 extern "C" __global__ void field(float* out, const float* pos, int n, int nb) {
   int i = threadIdx.x + 64 * blockIdx.x;
   if (i >= n) return;
@@ -82,7 +82,8 @@ extern "C" __global__ void field(float* out, const float* pos, int n, int nb) {
   for (int k = 0; k < nb; ++k) {
     float ddx = x - src[k].px, ddy = y - src[k].py;
     float dist2 = ddx * ddx + ddy * ddy + src[k].soft * src[k].soft * 0.5f;
-    sum += src[k].mass * src[k].mass / (src[k].soft + 2.0f) * kernel_of(sqrtf(dist2));
+    sum += src[k].mass * src[k].mass / (src[k].soft + 2.0f) * kernel_of(src[k].soft,
+                                                                          sqrtf(dist2));
   }
   out[i] = sum;
 }
@@ -125,6 +126,24 @@ extern "C" __global__ void dsum(float* out, const float* x, int n) {
 }
 """, "dsum", ["ceil_div(n, 64)"], ["64"], ["out:700", "in:700", "n", "dconst:wts:12",
                                           "dconst:ctr:12"]),
+    # one interleaved global table (x, y, sigma, amplitude per splat), constexpr constants
+    "splat_interleaved_constexpr": ("""
+constexpr int kSplats = 40;
+constexpr float kHalf = 0.5f;
+extern "C" __global__ void splat(float* img, const float* __restrict__ c, int w, int h) {
+  const int pix = blockIdx.x * 128 + threadIdx.x;
+  if (pix < w * h) {
+    const float u = (float)(pix % w), v = (float)(pix / w);
+    float acc = 0.0f;
+    for (int g = 0; g < kSplats; ++g) {
+      const float s = c[4 * g + 2];
+      const float du = u - c[4 * g], dv = v - c[4 * g + 1];
+      acc += c[4 * g + 3] * expf(-(du * du + dv * dv) * (kHalf / (s * s)));
+    }
+    img[pix] = acc;
+  }
+}
+""", "splat", ["ceil_div(w * h, 128)"], ["128"], ["out:667", "in:160", "w", "h"]),
     "splat_global_tables": ("""
 #define NSPLAT 24
 extern "C" __global__ void splat(float* img, const float* __restrict__ cx,
@@ -246,8 +265,11 @@ def test_per_entry_terms_are_what_reads_only_the_entry_and_constants() -> None:
     reason = _applied(splat, "TABLE")[0]
     assert "amp[g] / (sig[g] * sqrtf(6.2831853f))" in reason
     assert "(0.5f / (sig[g] * sig[g]))" in reason
+    # the global table's own entries too (the warp reads one address: a shared load)
+    assert "4 per-entry term(s) (cx[g]; cy[g];" in reason, reason
+    assert "u[wb_it] - WB_TABLE(wb_tab0_0[g], cx[g])" in splat.source
     # item-dependent parts stay per pair
-    assert "WB_TABLE(wb_tab0_0[g], amp[g] / (sig[g] * sqrtf(6.2831853f))) * expf(" in \
+    assert "WB_TABLE(wb_tab0_2[g], amp[g] / (sig[g] * sqrtf(6.2831853f))) * expf(" in \
         splat.source
 
 
@@ -256,6 +278,17 @@ def test_fp64_terms_get_a_double_table_and_no_fast_math() -> None:
     assert "__shared__ double wb_tab0_0[NW]" in lifted.source, lifted.source
     assert "FAST_MATH" not in {p.name for p in lifted.params}
     assert "rsqrt" not in lifted.source
+
+
+def test_a_constexpr_length_and_constants_are_compile_time() -> None:
+    lifted = lift("splat_interleaved_constexpr")
+    reason = _applied(lifted, "TABLE")[0]
+    assert "of 40 entries" in reason and "(kHalf / (s * s))" in reason, reason
+    assert "__shared__ float wb_tab0_0[kSplats]" in lifted.source
+    # the entry's local reads its slot; the fill computes it as written
+    assert "s = WB_TABLE(wb_tab0_0[g], c[4 * g + 2]);" in lifted.source
+    assert "    const float s = c[4 * g + 2];\n    wb_tab0_0[g] = c[4 * g + 2];" in \
+        lifted.source
 
 
 def test_a_run_time_length_is_bounded_by_the_constant_tables_extent() -> None:
@@ -270,8 +303,9 @@ def test_fast_math_sites() -> None:
     nbody = lift("nbody_struct_constant")
     assert "WB_RSQRT_OF(d2" in nbody.source, nbody.source
     field = lift("nbody_runtime_length")
-    assert "kernel_of_wb_rsqrt(float wb_sq)" in field.source
-    assert "expf(-d) * wb_inv" in field.source
+    assert "kernel_of_wb_rsqrt1(float w, float wb_sq)" in field.source, field.source
+    assert "w * expf(-d) * wb_inv" in field.source
+    assert "WB_FN_kernel_of_1(src[k].soft," in field.source
     coulomb = lift("coulomb_root_local")
     assert "r[wb_it] = WB_SQRT(ex[wb_it] * ex[wb_it]" in coulomb.source, coulomb.source
     assert "chq[c] WB_OVER(r[wb_it], rsqrtf(ex[wb_it] * ex[wb_it] + ey[wb_it] * ey[wb_it] " \

@@ -211,57 +211,70 @@ def _integer_power(node: Node) -> int | None:
 
 
 def _root_calls(plan: Plan, body: Node, sites: _Sites, specialized: set[str]) -> None:
-    """``f(sqrtf(x))`` of a pure function dividing by that parameter -> a copy of ``f``
-    taking ``x`` (``WB_FN_f`` names the copy under FAST_MATH, ``f`` otherwise)."""
+    """``f(..., sqrtf(x), ...)`` of a pure function dividing by that parameter -> a copy of
+    ``f`` taking ``x`` there (``WB_FN_f_k`` names the copy under FAST_MATH, ``f``
+    otherwise)."""
     defs = plan.source.function_definitions()
     verdict = device_purity(plan.source)
     for n in walk(body):
-        if n.type != "call_expression":
+        callee = n.child_by_field_name("function") if n.type == "call_expression" else None
+        fn = defs.get(text(callee)) if callee is not None else None
+        if callee is None or fn is None or verdict.get(text(callee), "no") is not None:
             continue
-        callee = n.child_by_field_name("function")
-        name = text(callee)
-        fn = defs.get(name)
-        args = _call_args(n)
-        if callee is None or fn is None or verdict.get(name, "no") is not None or \
-                len(args) != 1 or not _is_call(args[0], "sqrtf"):
+        found = _root_argument(plan, fn, _call_args(n))
+        if found is None:
             continue
-        param = _single_float_param(fn)
-        fn_body = fn.child_by_field_name("body")
-        if param is None or fn_body is None or param in assigned_in(fn_body) or \
-                not _divisions_by(fn_body, param) or \
-                not _side_effect_free(plan, _call_args(strip(args[0]))[0]):
-            continue
-        if name not in specialized:
-            specialized.add(name)
-            plan.rw.insert(fn.end_byte, "\n" + _specialize(fn, name, param))
-            plan.helper(f"#if {NAME}\n#define WB_FN_{name} {name}_wb_rsqrt\n#else\n"
-                        f"#define WB_FN_{name} {name}\n#endif")
-        plan.rw.replace(callee, f"WB_FN_{name}")
-        inner = strip(args[0]).child_by_field_name("function")
+        name, (k, param, arg) = text(callee), found
+        copy = f"{name}_wb_rsqrt{k}"
+        if copy not in specialized:
+            specialized.add(copy)
+            plan.rw.insert(fn.end_byte, "\n" + _specialize(fn, copy, k, param))
+            plan.helper(f"#if {NAME}\n#define WB_FN_{name}_{k} {copy}\n#else\n"
+                        f"#define WB_FN_{name}_{k} {name}\n#endif")
+        plan.rw.replace(callee, f"WB_FN_{name}_{k}")
+        inner = strip(arg).child_by_field_name("function")
         assert inner is not None
         plan.rw.replace(inner, "WB_SQ_ARG")
         sites.calls += 1
-        plan.note(NAME, True, f"`{name}({text(args[0])[:40]})`: the copy `{name}_wb_rsqrt` "
-                  f"takes the square and divides by its root as a multiply", n)
+        plan.note(NAME, True, f"`{name}(... {text(arg)[:40]} ...)`: the copy `{copy}` takes "
+                  "the square and divides by its root as a multiply", n)
 
 
-def _single_float_param(fn: Node) -> str | None:
-    """The name of ``fn``'s one parameter when it is a plain ``float``."""
+def _root_argument(plan: Plan, fn: Node, args: list[Node]) -> tuple[int, str, Node] | None:
+    """(position, parameter, argument) of the first ``sqrtf(x)`` argument (``x`` free of
+    side effects) whose parameter is a plain ``float`` that ``fn`` never assigns and
+    divides by."""
+    params = _float_params(fn)
+    body = fn.child_by_field_name("body")
+    if body is None or len(params) != len(args):
+        return None
+    assigned = assigned_in(body)
+    for k, (param, arg) in enumerate(zip(params, args, strict=True)):
+        if param and _is_call(arg, "sqrtf") and param not in assigned and \
+                _divisions_by(body, param) and \
+                _side_effect_free(plan, _call_args(strip(arg))[0]):
+            return k, param, arg
+    return None
+
+
+def _float_params(fn: Node) -> list[str]:
+    """Per parameter of ``fn``: its name when a plain ``float``, else ``""``."""
     decl = next((c for c in walk(fn) if c.type == "function_declarator"), None)
     params = decl.child_by_field_name("parameters") if decl is not None else None
-    if params is None:
-        return None
-    found = [p for p in params.named_children if p.type == "parameter_declaration"]
-    if len(found) != 1 or text(found[0].child_by_field_name("type")).replace(
-            "const", "").strip() != "float":
-        return None
-    d = found[0].child_by_field_name("declarator")
-    return text(d) if d is not None and d.type == "identifier" else None
+    out = []
+    for p in params.named_children if params is not None else []:
+        if p.type != "parameter_declaration":
+            continue
+        d = p.child_by_field_name("declarator")
+        plain = text(p.child_by_field_name("type")).replace("const", "").strip() == "float"
+        out.append(text(d) if plain and d is not None and d.type == "identifier" else "")
+    return out
 
 
-def _specialize(fn: Node, name: str, param: str) -> str:
-    """``f``'s definition as ``f_wb_rsqrt(float wb_sq)``: ``param`` is ``wb_sq *
-    rsqrtf(wb_sq)`` and each ``e / param`` is ``e * wb_inv``."""
+def _specialize(fn: Node, copy: str, k: int, param: str) -> str:
+    """``f``'s definition as ``copy``, its parameter ``k`` (``param``) taken as its square
+    ``wb_sq``: ``param`` is ``wb_sq * rsqrtf(wb_sq)`` and each ``e / param`` is
+    ``e * wb_inv``."""
     data = fn.text or b""
     base = fn.start_byte
     edits: list[tuple[int, int, str]] = []
@@ -270,8 +283,9 @@ def _specialize(fn: Node, name: str, param: str) -> str:
     params = decl.child_by_field_name("parameters")
     body = fn.child_by_field_name("body")
     assert fname is not None and params is not None and body is not None
-    edits.append((fname.start_byte, fname.end_byte, f"{name}_wb_rsqrt"))
-    edits.append((params.start_byte, params.end_byte, "(float wb_sq)"))
+    edits.append((fname.start_byte, fname.end_byte, copy))
+    target = [p for p in params.named_children if p.type == "parameter_declaration"][k]
+    edits.append((target.start_byte, target.end_byte, "float wb_sq"))
     edits.append((body.start_byte + 1, body.start_byte + 1,
                   f"\n  const float wb_inv = rsqrtf(wb_sq);  // 1 / {param}\n"
                   f"  const float {param} = wb_sq * wb_inv;"))
@@ -285,5 +299,5 @@ def _specialize(fn: Node, name: str, param: str) -> str:
         out.append(new)
         pos = end - base
     out.append(data[pos:].decode())
-    return (f"#if {NAME}  // {name} given the square of its argument (FAST_MATH)\n"
+    return (f"#if {NAME}  // {copy}: the square of `{param}` given (FAST_MATH)\n"
             + "".join(out) + f"\n#endif  // line {line(fn)}\n")

@@ -44,6 +44,7 @@ from workbench.llm.templater.table_terms import (
     capacity,
     const_int,
     entry_scope,
+    file_ints,
     hoistable_terms,
     table_reads,
     value_type,
@@ -92,7 +93,8 @@ def apply_table(plan: Plan) -> bool:
             found.append(table)
     if not found:
         return False
-    total = sum(_BYTES[kind] * t.capacity for t in found for kind in t.types)
+    total = sum(_BYTES[kind] * t.capacity for t in found
+                for kind in dict(zip(map(text, t.terms), t.types, strict=True)).values())
     if total > STATIC_SMEM_BYTES:
         plan.note(NAME, False, f"per-entry terms in a per-block table: {total} bytes of "
                   f"tables exceed {STATIC_SMEM_BYTES} bytes of static shared memory",
@@ -162,7 +164,7 @@ def _check_length(plan: Plan, length: Node) -> None:
                           "parenthesized_expression") or not n.is_named for n in walk(node)):
         raise Illegal(f"the loop's length `{text(length)}` is not a constant or a scalar "
                       "parameter", length)
-    if const_int(node) is None:
+    if const_int(node, file_ints(plan)) is None:
         raise Illegal(f"the loop's length `{text(length)}` is not a constant or a scalar "
                       "parameter", length)
 
@@ -233,20 +235,23 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
         "blockDim.x * blockDim.y * blockDim.z")
     parts = [f"\n#if {NAME}  // per-entry terms, computed once per block\n"]
     for k, t in enumerate(found):
-        compile_time = const_int(t.length) is not None
+        compile_time = const_int(t.length, file_ints(plan)) is not None
         extent = text(t.length) if compile_time else str(t.capacity)
         bound = f"{t.counter} < {text(t.length)}" if compile_time else \
             f"{t.counter} < {text(t.length)} && {t.counter} < {t.capacity}"
-        slots = [f"wb_tab{k}_{j}" for j in range(len(t.terms))]
+        # one slot per distinct term (`sig[g]` read twice is one slot)
+        first = {text(term): j for j, term in reversed(list(enumerate(t.terms)))}
+        slots = [f"wb_tab{k}_{first[text(term)]}" for term in t.terms]
         for kind in dict.fromkeys(t.types):
-            mine = [s for s, each in zip(slots, t.types, strict=True) if each == kind]
+            mine = list(dict.fromkeys(s for s, each in zip(slots, t.types, strict=True)
+                                      if each == kind))
             parts.append(f"  __shared__ {kind} {', '.join(f'{s}[{extent}]' for s in mine)};"
                          f"  // the loop at line {line(t.loop)}\n")
         parts.append(f"  for ({t.counter_type} {t.counter} = {tid}; {bound}; "
                      f"{t.counter} += {nthreads}) {{\n")
         parts += [f"    {text(d)}\n" for d in t.locals]
-        parts += [f"    {s}[{t.counter}] = {text(term)};\n" for s, term in zip(slots, t.terms,
-                                                                              strict=True)]
+        parts += [f"    {s}[{t.counter}] = {text(term)};\n" for s, term in
+                  dict(zip(slots, t.terms, strict=True)).items()]
         parts.append("  }\n")
         for s, term in zip(slots, t.terms, strict=True):
             _replace_term(plan.rw, term, f"{s}[{t.counter}]")

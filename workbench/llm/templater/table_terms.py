@@ -18,6 +18,7 @@ calls a function (``yukawa(RCUT)``, which the compiler does not fold).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -52,8 +53,9 @@ class EntryScope:
     local_types: dict[str, str]  # entry local -> its type as written (``*`` for pointers)
     tables: dict[str, Table]
     scalars: frozenset[str]  # scalar kernel parameters never assigned
-    macros: frozenset[str]
+    macros: frozenset[str]  # constant macros and the file's constexpr / const scalars
     pure: frozenset[str]
+    ints: dict[str, int]  # the file's integer constants
 
 
 def file_tables(plan: Plan) -> dict[str, Table]:
@@ -79,21 +81,50 @@ def file_tables(plan: Plan) -> dict[str, Table]:
     return out
 
 
-def const_int(node: Node | None) -> int | None:
-    """An integer constant expression of literals and integer macros (``NSRC * 6``)."""
+def const_int(node: Node | None, names: Mapping[str, int] | None = None) -> int | None:
+    """An integer constant expression of literals, integer macros and ``names`` (the
+    file's integer constants: ``NSRC * 6``, ``kSplats``)."""
     if node is None:
         return None
     value = int_value(node)
+    if value is None and strip(node).type == "identifier":
+        value = (names or {}).get(text(strip(node)))
     if value is not None:
         return value
     parts = binary(node)
     if parts is None or parts[1] not in ("*", "+", "-"):
         return None
-    left, right = const_int(parts[0]), const_int(parts[2])
+    left, right = const_int(parts[0], names), const_int(parts[2], names)
     if left is None or right is None:
         return None
     return left * right if parts[1] == "*" else left + right if parts[1] == "+" \
         else left - right
+
+
+def file_constants(plan: Plan) -> dict[str, tuple[str, Node]]:
+    """File-scope ``constexpr`` / ``const`` scalars with a value: name -> (type, value)."""
+    out: dict[str, tuple[str, Node]] = {}
+    for decl in plan.source.tree.root_node.named_children:
+        if decl.type != "declaration" or not any(
+                text(c) in ("constexpr", "const") for c in decl.children):
+            continue
+        kind = text(decl.child_by_field_name("type"))
+        for d in decl.children_by_field_name("declarator"):
+            inner, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if d.type == "init_declarator" and inner is not None and \
+                    inner.type == "identifier" and value is not None:
+                out[text(inner)] = (kind, value)
+    return out
+
+
+def file_ints(plan: Plan) -> dict[str, int]:
+    """The file's integer constants (``constexpr int kSplats = 48;``) by name."""
+    out: dict[str, int] = {}
+    for name, (kind, value) in file_constants(plan).items():
+        number = const_int(value, out) if _named_type(kind) == "int" else None
+        if number is not None:
+            out[name] = number
+    return out
 
 
 def entry_scope(plan: Plan, loop: Node, counter: str) -> EntryScope:
@@ -104,8 +135,10 @@ def entry_scope(plan: Plan, loop: Node, counter: str) -> EntryScope:
     scalars = frozenset(p.name for p in plan.kernel.params if p.is_scalar and
                         not (plan.facts.defs.get(p.name) or p.name in assigned_in(plan.body)))
     tables = {name: t for name, t in file_tables(plan).items()}
-    scope = EntryScope(counter, {}, {}, tables, scalars, frozenset(constant_macros(plan.source)),
-                       pure_calls(plan.source))
+    constants = file_constants(plan)
+    scope = EntryScope(counter, {}, {}, tables, scalars,
+                       frozenset(constant_macros(plan.source)) | frozenset(constants),
+                       pure_calls(plan.source), file_ints(plan))
     for stmt in statements(body) if body is not None and body.type == "compound_statement" \
             else []:
         if stmt.type != "declaration":
@@ -278,7 +311,8 @@ def _identifier_type(name: str, scope: EntryScope, plan: Plan) -> str | None:
     if name in scope.scalars:
         return _named_type(plan.kernel.param(name).base_type)
     if name in scope.macros:
-        return _macro_type(plan, name)
+        declared = file_constants(plan).get(name)
+        return _named_type(declared[0]) if declared else _macro_type(plan, name)
     return None
 
 
@@ -322,7 +356,12 @@ def _call_type(plan: Plan, callee: str) -> str | None:
 
 def costly(node: Node, scope: EntryScope) -> bool:
     """Worth a table slot: a call, a division, or two arithmetic operations, on the entry
-    (an expression of constants only when it calls a function: the compiler folds the rest)."""
+    (an expression of constants only when it calls a function: the compiler folds the rest),
+    or a load from a table in global memory (a pointer parameter: the same address for the
+    whole warp, through L1, where a shared load is shorter; a ``__constant__`` entry is
+    already a broadcast from the constant cache)."""
+    if global_load(node, scope):
+        return True
     inner = list(walk(node))
     has_call = any(n.type == "call_expression" for n in inner)
     ops = [text(n.child_by_field_name("operator")) for n in inner
@@ -347,8 +386,10 @@ def hoistable_terms(body: Node, scope: EntryScope, plan: Plan) -> list[Node]:
                 if value is not None:
                     visit(value)
             return
-        if node.is_named and _expression(node) and per_entry(node, scope) and \
-                costly(node, scope) and value_type(node, scope, plan) in ("float", "double"):
+        if node.is_named and (_expression(node) or global_load(node, scope)) and \
+                per_entry(node, scope) and costly(node, scope) and \
+                value_type(node, scope, plan) in ("float", "double") and \
+                _divisions_safe(node, scope, plan):
             out.append(node)
             return
         for c in node.named_children:
@@ -356,6 +397,36 @@ def hoistable_terms(body: Node, scope: EntryScope, plan: Plan) -> list[Node]:
 
     visit(body)
     return out
+
+
+def global_load(node: Node, scope: EntryScope) -> bool:
+    """``t[...]`` or ``t[...].f`` of a pointer-parameter table, read (not written)."""
+    parent = node.parent
+    if parent is not None and (
+            parent.type in ("update_expression", "pointer_expression", "field_expression") or
+            (parent.type == "assignment_expression" and
+             parent.child_by_field_name("left") == node)):
+        return False  # written, its address taken, or part of a member read
+    place = strip(node)
+    if place.type == "field_expression" and not any(text(c) == "->" for c in place.children):
+        place = strip(place.child_by_field_name("argument") or place)
+    if place.type != "subscript_expression":
+        return False
+    base = strip(place.child_by_field_name("argument") or place)
+    table = scope.tables.get(text(base)) if base.type == "identifier" else None
+    return table is not None and table.extent is None
+
+
+def _divisions_safe(node: Node, scope: EntryScope, plan: Plan) -> bool:
+    """Every integer ``/`` or ``%`` in ``node`` divides by a nonzero constant (the table is
+    filled for every entry, also those the loop as written may not have reached there)."""
+    for n in walk(node):
+        if n.type == "binary_expression" and \
+                text(n.child_by_field_name("operator")) in ("/", "%") and \
+                value_type(n, scope, plan) not in ("float", "double") and \
+                not int_value(n.child_by_field_name("right")):
+            return False
+    return True
 
 
 def _expression(node: Node) -> bool:
@@ -417,7 +488,7 @@ def capacity(length: Node, reads: list[tuple[str, Node]], scope: EntryScope) -> 
     """Entries the per-block table must hold: the loop's length when a compile-time
     constant, else the entries every table the terms read can hold (its extent over its
     stride per entry); refused when neither bounds it."""
-    value = const_int(length)
+    value = const_int(length, scope.ints)
     if value is not None:
         return value
     bounds = []
