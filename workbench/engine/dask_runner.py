@@ -75,6 +75,7 @@ from workbench.engine.dask_workers import (
     next_token,
     stealing_enabled,
 )
+from workbench.engine.measure_ahead import MeasureAhead
 from workbench.engine.worker_protocol import rule_for_event
 
 log = logging.getLogger(__name__)
@@ -113,15 +114,6 @@ class _BatchPlan:
     ahead: bool = True  # its free slots may measure the next batch (not a suspect alone)
 
 
-@dataclass(frozen=True)
-class _NextBatch:
-    """The candidates :meth:`DaskRunner.compile_ahead` queued (with their instance hashes)
-    and the token that names their measure tasks when dispatched ahead."""
-
-    token: int
-    candidates: tuple[tuple[Candidate, str], ...]
-
-
 class DaskRunner:
     """Measures candidates on the GPU workers of a connected ``distributed.Client``.
 
@@ -154,15 +146,14 @@ class DaskRunner:
         self.dispatched = 0  # measure tasks submitted so far
         self.compiles = CompileAhead(QUEUED_BATCHES * self.batch_size)
         self._now: set[str] = set()  # instance hashes of the batch measured now
-        self._next = _NextBatch(0, ())  # the batch compile_ahead queued
-        self._early: dict[Candidate, Any] = {}  # its measure tasks dispatched ahead
+        self.ahead = MeasureAhead(client.cancel)  # the next batch, its tasks sent early
         self._workers_died = False
 
     @property
     def in_flight(self) -> tuple[Any, ...]:
         """The futures of the measure tasks dispatched and not yet handed on (the next
         batch's measured ahead included)."""
-        return (*self._in_flight, *self._early.values())
+        return (*self._in_flight, *self.ahead.futures)
 
     def _check_reference(self) -> None:
         """After a worker died (its nanny starts a new one, at a new address), meet the
@@ -192,7 +183,7 @@ class DaskRunner:
         view.__dict__.update(self.__dict__)
         view._pin = address or self.reference.address
         view._owns = ()
-        view._next, view._early = _NextBatch(0, ()), {}  # a pinned view measures in order
+        view.ahead = self.ahead.fresh()  # a pinned view measures in order
         if view._pin not in {w.address for w in self.workers}:
             raise ClusterError(f"{view._pin} is not one of this runner's GPU workers",
                                value=view._pin, expected=[w.address for w in self.workers])
@@ -206,7 +197,7 @@ class DaskRunner:
 
     def close(self) -> None:
         """Close the workers' runners; close the client and cluster this runner owns."""
-        self._cancel_early()
+        self.ahead.cancel()
         if not self._owns:
             return
         try:
@@ -275,7 +266,7 @@ class DaskRunner:
                 else:
                     yield result
         if suspects:  # alone means alone: nothing of the next batch runs beside them
-            self._cancel_early()
+            self.ahead.cancel()
         for candidate in suspects:
             yield self._alone(candidate)
 
@@ -298,10 +289,9 @@ class DaskRunner:
         units: dict[str, list[int]] = {}  # instance hash -> the candidates it serves
         instances: dict[str, KernelInstance] = {}
         uncompiled: list[int] = []
-        early: dict[int, Any] = {}
+        early = self.ahead.take(candidates) if cancel_others else {}  # measured ahead
         for index, candidate in enumerate(candidates):
-            if cancel_others and candidate in self._early:  # measured ahead: dispatched
-                early[index] = self._early.pop(candidate)
+            if index in early:
                 continue
             instance = self.endpoint.instance(candidate)
             if instance is None:
@@ -310,19 +300,13 @@ class DaskRunner:
                 units.setdefault(instance.hash, []).append(index)
                 instances.setdefault(instance.hash, instance)
         if cancel_others:
-            self._cancel_early()  # measured ahead for a batch that did not come
-            self._next = _NextBatch(0, ())
+            self.ahead.forget()  # measured ahead for a batch that did not come
             self.client.cancel(self.compiles.keep_only(set(units)))
             self._now = set(units)
         else:
             self._now |= set(units)
         self.compiles.want(list(instances.items()), front=True)
         return _BatchPlan(next_token(), units, tuple(uncompiled), early, ahead=cancel_others)
-
-    def _cancel_early(self) -> None:
-        if self._early:
-            self.client.cancel(list(self._early.values()))
-            self._early = {}
 
     def _measure_ahead(self, room: int) -> None:
         """Dispatch up to ``room`` measure tasks of the next batch (:meth:`compile_ahead`)
@@ -331,20 +315,10 @@ class DaskRunner:
         the next batch over (the next :meth:`measure` call takes these tasks as they are).
         Without it every device drained at each batch's end and waited for the slowest
         device's last candidates and the driver's round trip, past the GPU worker's idle
-        gap (CPU check: benchmarks/cluster/coordinator_scaling.py)."""
-        batch = self._next
-        for position, (candidate, key) in enumerate(batch.candidates):
-            if room <= 0:
-                return
-            future = self.compiles.future(key)
-            if candidate in self._early or future is None or not future.done():
-                continue
-            self.compiles.release(key)  # its compile goes to a device: its slot frees
-            self._early[candidate] = self._submit_measure(
-                candidate, future, f"wb-measure-{batch.token}-{position}",
-                _AHEAD_PRIORITY + position)
-            self.dispatched += 1
-            room -= 1
+        gap (CPU check: benchmarks/cluster/coordinator_scaling.py). The state is
+        :class:`~workbench.engine.measure_ahead.MeasureAhead`'s."""
+        self.dispatched += self.ahead.dispatch(room, self.compiles, self._submit_measure,
+                                               _AHEAD_PRIORITY)
 
     def _fan_out(self, candidates: Sequence[Candidate], plan: _BatchPlan,
                  ) -> Generator[tuple[Candidate, TrialResult | None], None, None]:
@@ -419,8 +393,7 @@ class DaskRunner:
             if (plan.ahead and not ordered and not ready and not compiling
                     and not unattached):
                 # every candidate of this batch is dispatched: its slots left go ahead
-                self._measure_ahead(capacity - len(futures) - sum(
-                    1 for f in self._early.values() if not f.done()))
+                self._measure_ahead(capacity - len(futures) - self.ahead.running())
 
         try:
             top_up()
@@ -459,7 +432,7 @@ class DaskRunner:
                                 *self.compiles.drop(set(units))])
             self._in_flight = {}
             if not finished:  # closed early (a stop): what was measured ahead goes too
-                self._cancel_early()
+                self.ahead.cancel()
 
     @property
     def batch_size(self) -> int:
@@ -482,10 +455,8 @@ class DaskRunner:
         queued."""
         instances = [(c, self.endpoint.instance(c)) for c in candidates]
         wanted = [(i.hash, i) for _, i in instances if i is not None]
-        self._next = _NextBatch(next_token(), tuple((c, i.hash) for c, i in instances
-                                                    if i is not None))
-        for candidate in [c for c in self._early if c not in dict(self._next.candidates)]:
-            self.client.cancel([self._early.pop(candidate)])
+        self.ahead.queue_next(next_token(), [(c, i.hash) for c, i in instances
+                                             if i is not None])
         self.client.cancel(self.compiles.keep_only(self._now | {key for key, _ in wanted}))
         self.compiles.want(wanted, front=False)
         self._top_up_compiles(next_token())
