@@ -29,6 +29,7 @@ from helpers_templater import (
 from test_corpus_unseen3 import host_flags  # g++ with the host headers precompiled
 
 from workbench.core.template import KernelTemplate
+from workbench.engine.compiler import Compiler
 from workbench.llm.templater import LiftedSource, lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
@@ -376,3 +377,14 @@ def test_loops_the_table_cannot_serve_are_refused_with_the_line(name: str) -> No
     assert "wb_tab" not in lifted.source
     refused = [str(f) for f in lifted.findings if f.transform == "TABLE" and not f.applied]
     assert refused and why in refused[0] and f"(line {at})" in refused[0], refused
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_nvcc_compiles_every_spelling_with_every_knob_on(name: str, compiler: Compiler) -> None:
+    """The shared tables, the barrier, the copies of the helpers and ``wb_powi`` as nvcc
+    reads them (sm_90a), with items and the whole unroll on top."""
+    template = lifted_template(lift(name), KERNELS[name][1])
+    top = {p.name: p.values()[-1] for p in template.params}
+    config = {**top, "BLOCK_THREADS": 256, "MIN_BLOCKS_PER_SM": 0}
+    result = compiler.compile(template.render(config, "fp32"))
+    assert result.ok, f"{config}: {result.error_summary}\n{result.log[-2000:]}"
