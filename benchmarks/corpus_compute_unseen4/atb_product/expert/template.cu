@@ -29,7 +29,7 @@
 #define THREADS_N (BN / TN)
 #define NTHREADS (THREADS_M * THREADS_N)
 
-extern "C" __global__ void __launch_bounds__(NTHREADS)
+extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 atb_product(float* __restrict__ c, const float* __restrict__ a, const float* __restrict__ b,
             int m, int n, int k) {
   __shared__ float a_tile[BK][BM + PAD];  // a_tile[p][i]

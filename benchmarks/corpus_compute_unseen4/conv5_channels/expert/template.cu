@@ -41,7 +41,7 @@ __device__ __forceinline__ float pixel_or_zero(const float* __restrict__ plane, 
   return __ldg(plane + (size_t)y * w + x);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, 1)
 conv5_channels(float* __restrict__ out, const float* __restrict__ in, int h, int w) {
   const int x0 = blockIdx.x * OUT_W + threadIdx.x;
   const int y0 = blockIdx.y * OUT_H + threadIdx.y;
@@ -79,7 +79,8 @@ conv5_channels(float* __restrict__ out, const float* __restrict__ in, int h, int
 #else
   for (int ch = 0; ch < CH; ++ch) {
     const float* plane = in + (size_t)ch * h * w;
-#pragma unroll
+    // one filter row at a time: a full unroll would hoist every tap's loads of every output
+#pragma unroll 1
     for (int dy = 0; dy < KSIZE; ++dy)
 #pragma unroll
       for (int dx = 0; dx < KSIZE; ++dx) {

@@ -28,7 +28,7 @@ __device__ __forceinline__ size_t cell_index(int i, int j, int k, int nx, int ny
   return ((size_t)k * ny + j) * nx + i;
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y * BLOCK_Z)
+extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y * BLOCK_Z, 1)
 diffuse7_var(float* __restrict__ u_next, const float* __restrict__ u,
              const float* __restrict__ kappa, int nx, int ny, int nz) {
   const int i = blockIdx.x * BLOCK_X + threadIdx.x;

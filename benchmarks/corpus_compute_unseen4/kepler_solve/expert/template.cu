@@ -46,7 +46,7 @@ __device__ __forceinline__ float start_value(float M, float e) {
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 kepler_solve(float* __restrict__ ecc_anom, const float* __restrict__ mean_anom,
              const float* __restrict__ ecc, int n) {
   const int first = blockIdx.x * (THREADS * ITEMS) + threadIdx.x;

@@ -39,7 +39,7 @@ __device__ __forceinline__ void lse_merge(float& m, float& s, float om, float os
   }
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32)
+extern "C" __global__ void __launch_bounds__(WARPS * 32, 1)
 row_logsumexp(float* __restrict__ out, const float* __restrict__ x, int rows, int cols) {
   const int lane = threadIdx.x % LANES;
   const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / LANES;

@@ -23,7 +23,7 @@
 // the four byte products of two packed words, added to acc
 __device__ __forceinline__ int dot4(int a, int b, int acc) { return __dp4a(a, b, acc); }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
 s8_dot_blocks(int* __restrict__ partial, const signed char* __restrict__ x,
               const signed char* __restrict__ y, int n) {
   const int tid = threadIdx.x;
