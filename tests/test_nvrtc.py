@@ -75,6 +75,19 @@ def test_the_launcher_runs_a_python_script_itself() -> None:
     assert f'if sys.argv[4] == "{sandbox.RUN_PYTHON}":' in sandbox._LAUNCHER
 
 
+def test_an_nvcc_that_names_no_toolkit_means_nvcc_alone(tmp_path: Path) -> None:
+    """``on`` with an nvcc whose -dryrun names no toolkit (a wrapper, a fake): no NVRTC,
+    and the version is nvcc's own text."""
+    from workbench.engine.compiler import Compiler
+
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'release 13.0, V13.0.88' "
+                    "&& exit 0\nexit 1\n")
+    fake.chmod(0o755)
+    compiler = Compiler("sm_90a", cache_dir=tmp_path / "cache", nvcc=fake, nvrtc="on")
+    assert compiler.backend is None and compiler.version == "release 13.0, V13.0.88"
+
+
 def test_the_release_is_read_from_nvcc_version_text() -> None:
     assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.88") == "13.0"
     assert nvcc_release("no release here") == ""

@@ -20,6 +20,11 @@ files inside the kernel folder only; a refusal is a ``refused`` result naming th
 and nvcc never starts), and nvcc runs under memory, CPU-time, file-size and wall limits in
 the private temporary directory (:mod:`workbench.engine.sandbox`).
 
+With ``WORKBENCH_NVRTC`` (or ``Compiler(nvrtc=...)``) set to ``on``, kernels for which NVRTC
+gives nvcc's code are compiled by NVRTC in a sandboxed child first, under the same limits
+(:mod:`workbench.engine.nvrtc`); ``all`` sends every kernel there. Whatever NVRTC does not
+compile is compiled by nvcc, and ``CompileResult.compiler`` says which did.
+
     compiler = Compiler("sm_90a")
     result = compiler.compile(instance)            # CompileResult
     for result in compiler.compile_many(instances, workers=8):
