@@ -256,7 +256,10 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
         for s, term in zip(slots, t.terms, strict=True):
             _replace_term(plan.rw, term, f"{s}[{t.counter}]")
     parts.append("  __syncthreads();\n#endif\n")
-    plan.rw.insert(plan.body.start_byte + 1, "".join(parts))
+    # the kernel body's `{` replaced by `{` + the fill: outside every statement, so a
+    # transform rewriting the first statement (`{int i = ...` written tight) leaves it be
+    start = plan.body.start_byte
+    plan.rw.replace_span(start, start + 1, "{" + "".join(parts))
 
 
 def _replace_term(rw: Rewriter, term: Node, slot: str) -> None:
