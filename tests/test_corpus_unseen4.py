@@ -17,6 +17,7 @@ templater route against the expert template, same stage 2, on the H100).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,19 @@ def test_kernel_names_are_new() -> None:
     others |= {p.name for p in (benchmarks.parent / "sample_kernels").iterdir()}
     assert not set(KERNELS) & others
     assert sorted(KERNELS) == sorted(p.name for p in ROOT.iterdir() if p.is_dir())
+
+
+#: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
+MEMORY_BOUND = {"s8_dot_blocks", "row_logsumexp", "diffuse7_var"}
+
+
+def test_stage1_corpus_knows_the_set_and_its_memory_bound_kernels() -> None:
+    text = (ROOT.parent / "stage1_corpus.py").read_text()
+    assert '"unseen4": ROOT / "benchmarks" / "corpus_compute_unseen4"' in text
+    bound = re.search(r"MEMORY_BOUND = frozenset\(\{(.*?)\}\)", text, re.S)
+    assert bound is not None
+    listed = {n.strip(' "\n') for n in bound.group(1).split(",")}
+    assert listed & set(KERNELS) == MEMORY_BOUND
 
 
 @pytest.mark.parametrize("name", KERNELS)
