@@ -292,6 +292,26 @@ def test_a_constexpr_length_and_constants_are_compile_time() -> None:
         lifted.source
 
 
+def test_ldg_reads_of_the_entry_are_entry_reads() -> None:
+    source = """#define NT 16
+extern "C" __global__ void k(float* out, const float* __restrict__ x,
+                             const float* __restrict__ w, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i], acc = 0.0f;
+  for (int t = 0; t < NT; ++t) acc += v * __ldg(&w[t]) - __ldg(&w[t]) * __ldg(&w[t]) / 3.0f;
+  out[i] = acc;
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    reason = _applied(lifted, "TABLE")
+    assert reason and "(__ldg(&w[t]); __ldg(&w[t]) * __ldg(&w[t]) / 3.0f)" in reason[0], \
+        lifted.notes
+    # `v * __ldg(&w[t])` reads the item: only the load is the entry's
+    assert "v[wb_it] * WB_TABLE(wb_tab0_0[t], __ldg(&w[t]))" in lifted.source
+
+
 def test_a_run_time_length_is_bounded_by_the_constant_tables_extent() -> None:
     lifted = lift("nbody_runtime_length")
     reason = _applied(lifted, "TABLE")[0]

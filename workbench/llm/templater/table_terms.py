@@ -222,7 +222,9 @@ def per_entry(node: Node, scope: EntryScope) -> bool:
         return per_entry(arg, scope) if op == "&" else _table_base(arg, scope)
     if kind == "call_expression":
         callee, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
-        return callee is not None and text(callee) in scope.pure and args is not None and \
+        # `__ldg(&t[s])`: a read of the entry through the read-only cache
+        known = text(callee) in scope.pure or text(callee) == "__ldg"
+        return callee is not None and known and args is not None and \
             all(per_entry(a, scope) for a in args.named_children if a.type != "comment")
     if kind in ("binary_expression", "unary_expression", "conditional_expression"):
         return all(per_entry(c, scope) for c in node.named_children)
@@ -266,6 +268,11 @@ def value_type(node: Node, scope: EntryScope, plan: Plan) -> str | None:
     if kind == "field_expression":
         return _field_type(plan, text(node.child_by_field_name("field")))
     if kind == "call_expression":
+        args = [a for a in (node.child_by_field_name("arguments") or node).named_children
+                if a.type != "comment"]
+        if text(node.child_by_field_name("function")) == "__ldg" and len(args) == 1 and \
+                args[0].type == "pointer_expression":  # `__ldg(&x)`: the type of x
+            return value_type(args[0].child_by_field_name("argument") or args[0], scope, plan)
         return _call_type(plan, text(node.child_by_field_name("function")))
     if kind == "unary_expression":
         arg = node.child_by_field_name("argument")
