@@ -20,6 +20,8 @@ from workbench.core.settings import SettingError, workbench_settings
 from workbench.engine.nvrtc import (
     CHILD,
     find_nvrtc,
+    library_build,
+    nvcc_build,
     nvcc_release,
     nvrtc_options,
     run_nvrtc,
@@ -90,7 +92,26 @@ def test_an_nvcc_that_names_no_toolkit_means_nvcc_alone(tmp_path: Path) -> None:
 
 def test_the_release_is_read_from_nvcc_version_text() -> None:
     assert nvcc_release("Cuda compilation tools, release 13.0, V13.0.88") == "13.0"
-    assert nvcc_release("no release here") == ""
+    assert nvcc_build("Cuda compilation tools, release 13.0, V13.0.88") == "13.0.88"
+    assert nvcc_release("no release here") == nvcc_build("no release here") == ""
+
+
+def test_the_build_comes_from_the_file_name_or_the_wheel(tmp_path: Path) -> None:
+    toolkit = tmp_path / "cuda" / "lib64"
+    toolkit.mkdir(parents=True)
+    (toolkit / "libnvrtc.so.13.0.88").write_bytes(b"")
+    (toolkit / "libnvrtc.so.13").symlink_to("libnvrtc.so.13.0.88")
+    assert library_build(toolkit / "libnvrtc.so.13") == "13.0.88"
+    site = tmp_path / "site"
+    (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    wheel = site / "nvidia/cu13/lib/libnvrtc.so.13"
+    wheel.write_bytes(b"")
+    info = site / "nvidia_cuda_nvrtc-13.0.77.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 13.0.77\n")
+    assert library_build(wheel) == ""  # the wheel's RECORD does not list it
+    (info / "RECORD").write_text("nvidia/cu13/lib/libnvrtc.so.13,sha256=x,1\n")
+    assert library_build(wheel) == "13.0.77"
 
 
 # --- with the real NVRTC and nvcc -------------------------------------------------------
@@ -149,6 +170,7 @@ def test_nvrtc_compiles_with_the_kernel_folders_header(tmp_path: Path,
     # The backend keys the cache and the provenance: no entry is shared between the two.
     assert a.cache_key != b.cache_key
     assert fast.version.startswith(slow.version) and "\nnvrtc 13." in fast.version
+    assert fast.backend is not None and fast.backend.build.startswith("13.0.")
     again = fast.compile(Src("scale", "scale_kernel", KERNEL, "h2"))
     assert again.cached and again.compiler == "nvrtc" and again.instance_hash == "h2"
 

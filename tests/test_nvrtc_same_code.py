@@ -93,10 +93,15 @@ def compile_pair(compiler: Any, source: str, work: Path) -> Pair:
 @pytest.fixture(scope="module")
 def compile_both(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pair]:
     from workbench.engine.compiler import Compiler
+    from workbench.engine.nvrtc import nvcc_build
 
     compiler = Compiler("sm_90a", cache_dir=tmp_path_factory.mktemp("cache"), nvrtc="on")
     if compiler.backend is None:
         pytest.skip("no libnvrtc of nvcc's release (pip install nvidia-cuda-nvrtc)")
+    if compiler.backend.build != nvcc_build(compiler.version) or not compiler.backend.build:
+        pytest.skip(f"the facts below are of NVRTC and nvcc of one build (13.0.88); here "
+                    f"NVRTC {compiler.backend.build or '?'} and nvcc "
+                    f"{nvcc_build(compiler.version) or '?'}")
     return lambda source: compile_pair(compiler, source, tmp_path_factory.mktemp("pair"))
 
 

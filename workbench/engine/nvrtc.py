@@ -58,12 +58,44 @@ class Nvrtc:
     version: str  # NVRTC's major.minor
     include_dirs: tuple[Path, ...]
     every_kernel: bool = False  # ``all``: also kernels whose code may differ from nvcc's
+    build: str = ""  # major.minor.patch where the file name or its wheel says ("" if not)
 
     @property
     def identity(self) -> str:
         """What keys a compile by this library (with nvcc's own version text)."""
         scope = "every kernel" if self.every_kernel else "kernels without shared memory"
-        return f"nvrtc {self.version} ({self.library.name}; {scope})"
+        return f"nvrtc {self.build or self.version} ({self.library.name}; {scope})"
+
+
+def library_build(library: Path) -> str:
+    """The library's ``major.minor.patch``: from its real file name (a toolkit's
+    ``libnvrtc.so.13.0.88``) or from the ``nvidia_cuda_nvrtc`` wheel that installed it;
+    '' when neither says."""
+    real = library.resolve()
+    if match := re.fullmatch(r"libnvrtc\.so\.(\d+\.\d+\.\d+)", real.name):
+        return match[1]
+    for root in real.parents:
+        if (root / "nvidia").is_dir():
+            relative = real.relative_to(root).as_posix()
+            for info in sorted(root.glob("nvidia_cuda_nvrtc*.dist-info")):
+                record = info / "RECORD"
+                if record.is_file() and f"{relative}," in record.read_text():
+                    return _wheel_version(info / "METADATA")
+            return ""
+    return ""
+
+
+def _wheel_version(metadata: Path) -> str:
+    for line in metadata.read_text(errors="replace").splitlines():
+        if line.startswith("Version:"):
+            return line.partition(":")[2].strip()
+    return ""
+
+
+def nvcc_build(nvcc_version_text: str) -> str:
+    """``13.0.88`` from ``nvcc --version`` text ('' when it names none)."""
+    match = re.search(r"\bV(\d+\.\d+\.\d+)", nvcc_version_text)
+    return match[1] if match else ""
 
 
 def same_code_expected(source_texts: Sequence[str]) -> bool:
@@ -196,12 +228,14 @@ def _find(nvcc: Path, nvcc_version_text: str, setting: str) -> Nvrtc | None:
                 f"{'not a loadable libnvrtc' if version is None else f'NVRTC {version}'}; "
                 f"expected a libnvrtc of nvcc's release {release}",
                 key="WORKBENCH_NVRTC", value=setting, expected=f"libnvrtc {release}")
-        return Nvrtc(library, builtins, version, toolkit.include_dirs)
+        return Nvrtc(library, builtins, version, toolkit.include_dirs,
+                     build=library_build(library))
     for library in candidates(toolkit):
         builtins = builtins_beside(library)
         version = library_version(library, builtins)
         if version is not None and version == release:
-            return Nvrtc(library, builtins, version, toolkit.include_dirs, every_kernel)
+            return Nvrtc(library, builtins, version, toolkit.include_dirs, every_kernel,
+                         library_build(library))
     return None
 
 
