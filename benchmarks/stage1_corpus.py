@@ -185,7 +185,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path)
     ap.add_argument("--set", default="compute,unseen",
-                    help="compute, unseen, unseen2, unseen3, or several in order (the unseen sets run last)")
+                    help="compute, unseen, unseen2, unseen3, unseen4, or several in order "
+                         "(the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
     ap.add_argument("--conditions", default="read",
