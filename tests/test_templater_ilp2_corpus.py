@@ -78,3 +78,17 @@ def test_probe_energy_lift_compiles_with_every_knob_on(compiler: Compiler) -> No
               "BRANCHLESS": 1, "BLOCK_THREADS": 1024},
              {"TABLE": 1, "FAST_MATH": 0, "ITEMS_PER_THREAD": 1, "BLOCK_THREADS": 32},
              {"TABLE": 0, "FAST_MATH": 1, "ITEMS_PER_THREAD": 4, "UNROLL": 4})
+
+
+def test_probe_energy_ranges_are_the_per_element_practice() -> None:
+    """Block sizes every multiple of 32 up to 1024 (the kernel shares nothing but the
+    table, whose fill strides by the block), 1 to 8 items, unroll 0 to 8 (96 ions: more
+    than the 64 trips unrolled whole), the table and the cheaper math as 0/1 knobs."""
+    knobs = {p.name: dict(p.spec) for p in
+             folder_lift("probe_energy", "corpus_compute_unseen3").params}
+    block = knobs["BLOCK_THREADS"]
+    assert (block["min"], block["max"], block["step"]) == (32, 1024, 32)
+    assert knobs["ITEMS_PER_THREAD"]["values"] == [1, 2, 4, 8]
+    assert knobs["UNROLL"]["values"] == [0, 1, 2, 4, 8]
+    assert knobs["TABLE"]["values"] == knobs["FAST_MATH"]["values"] == [0, 1]
+    assert all(k["default"] == v for k, v in ((knobs["TABLE"], 0), (knobs["FAST_MATH"], 0)))
