@@ -156,6 +156,8 @@ def test_a_row_read_twice_lifts_reg_steps_with_register_constraints(name: str) -
     assert max(knobs["REG_STEPS"]["values"]) * 4 + 32 <= 255  # float4 steps under the cap
     warps = _warps(knobs)
     assert f"REG_STEPS * VEC + 32 <= 65536 // (32 * {warps})" in lifted.constraints
+    assert (f"MIN_BLOCKS_PER_SM == 0 or REG_STEPS * VEC + 32 <= 65536 // (32 * {warps} * "
+            "MIN_BLOCKS_PER_SM)") in lifted.constraints  # the row never spills
     assert "REG_STEPS == 0 or REG_STEPS * LANES * VEC >= cols" in lifted.constraints
     # as written: no cached pass is compiled
     template = lifted_template(lifted)

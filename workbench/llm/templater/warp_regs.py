@@ -286,6 +286,11 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
     # 255: the registers one thread may address (sm_35 on); 65536: a block's register file
     plan.constrain(f"{per} + {WORKING_REGS} <= 255")
     plan.constrain(f"{per} + {WORKING_REGS} <= 65536 // ({threads})")
+    if _min_blocks_follows(plan):
+        # the register cap a minimum of resident blocks sets must hold the row too (else
+        # the kept row spills to local memory)
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {per} + {WORKING_REGS} <= 65536 // "
+                       f"({threads} * MIN_BLOCKS_PER_SM)")
     size = plan.scalars.get(text(first.bound))
     if size is not None:
         # a cache the shape's row does not fit is never used (that config times REG_STEPS
@@ -304,6 +309,16 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
               "them where the row fits (tested per item at run time"
               + (", with the stores of the last pass the row or disjoint from it" if
                  cache.checked else "") + ")", first.loop)
+
+
+def _min_blocks_follows(plan: Plan) -> bool:
+    """MIN_BLOCKS_PER_SM will be lifted (:func:`.semantic._launch_bounds`): the block size
+    is tied to ``__launch_bounds__`` and the author gave no minimum of their own."""
+    if plan.launch_bounds is None:
+        return False
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    return bounds is None or len(bounds.named_children) <= 1
 
 
 def _fits(rw: Rewriter, cache: RowCache, p: Pass, vec: str, lanes: str) -> str:
