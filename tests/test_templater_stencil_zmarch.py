@@ -122,9 +122,9 @@ def _program(source: str, grid: Sequence[int], block: Sequence[int]) -> str:
 
 
 def host(work: Path, label: str, source: str, grid: Sequence[int],
-         block: Sequence[int]) -> np.ndarray:
+         block: Sequence[int], flags: tuple[str, ...] = ()) -> np.ndarray:
     work.mkdir(parents=True, exist_ok=True)
-    printed = run_on_host(work, label, _program(source, grid, block)).split()
+    printed = run_on_host(work, label, _program(source, grid, block), flags=flags).split()
     return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in printed])
 
 
@@ -150,11 +150,13 @@ def test_a_column_walk_lifts_z_split_with_a_register_queue(name: str) -> None:
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_each_spelling_computes_as_written_at_every_chunking(name: str, tmp_path: Path) -> None:
+def test_each_spelling_computes_as_written_at_every_chunking(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     text, _grid, block, _scalars = CASES[name]
     template = lifted_template(lift(name))
     sides = [int(b) for b in block]
-    want = host(tmp_path, "as_written", text, [-(-NX // sides[0]), -(-NY // sides[1])], sides)
+    want = host(tmp_path, "as_written", text, [-(-NX // sides[0]), -(-NY // sides[1])], sides,
+                host_flags)
     assert not np.isnan(want).any()
     space = template.space(dict(ENV))
     base = template.default_config()
@@ -169,7 +171,7 @@ def test_each_spelling_computes_as_written_at_every_chunking(name: str, tmp_path
         launch = template.launch_for(config, ENV)
         assert launch.grid[2] == config["Z_SPLIT"]
         got = host(tmp_path, f"config{i}", template.render(config, "fp32").source,
-                   launch.grid, launch.block)
+                   launch.grid, launch.block, host_flags)
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=str(config))
 
 

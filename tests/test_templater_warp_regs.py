@@ -34,7 +34,7 @@ from helpers_templater import (
     run_on_host,
 )
 
-from tests.test_corpus_unseen3 import HOST_PRELUDE
+from tests.test_corpus_unseen3 import HOST_PRELUDE, host_flags  # noqa: F401  (the fixture)
 from tests.test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
 from workbench.core.write_policy import write_file
 from workbench.llm.templater import semantic
@@ -135,9 +135,9 @@ def _program(source: str, grid: Sequence[int], block: Sequence[int],
 
 
 def host(work: Path, label: str, source: str, grid: Sequence[int], block: Sequence[int],
-         args: Sequence[tuple[str, int]]) -> np.ndarray:
+         args: Sequence[tuple[str, int]], flags: tuple[str, ...] = ()) -> np.ndarray:
     work.mkdir(parents=True, exist_ok=True)
-    printed = run_on_host(work, label, _program(source, grid, block, args)).split()
+    printed = run_on_host(work, label, _program(source, grid, block, args), flags=flags).split()
     return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in printed])
 
 
@@ -182,13 +182,13 @@ def _configs(template: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_each_spelling_computes_as_written_with_the_row_in_registers(name: str,
-                                                                     tmp_path: Path) -> None:
+def test_each_spelling_computes_as_written_with_the_row_in_registers(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     source, grid, block, args = CASES[name]
     template = lifted_template(lift(source, grid, block))
     per_block = int(grid[0].split(", ")[1].rstrip(")"))
     want = host(tmp_path, "as_written", source, [-(-ROWS // per_block)],
-                [int(b) for b in block], args)
+                [int(b) for b in block], args, host_flags)
     assert not np.isnan(want).any()
     space = template.space(dict(ENV))
     configs = _configs(template)
@@ -200,11 +200,12 @@ def test_each_spelling_computes_as_written_with_the_row_in_registers(name: str,
     for i, config in enumerate([*host_sample(configs[:3]), *kept]):
         launch = template.launch_for(config, ENV)
         got = host(tmp_path, f"config{i}", template.render(config, "fp32").source, launch.grid,
-                   launch.block, args)
+                   launch.block, args, host_flags)
         np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6, err_msg=str(config))
 
 
-def test_a_cache_too_small_for_the_row_runs_the_passes_as_written(tmp_path: Path) -> None:
+def test_a_cache_too_small_for_the_row_runs_the_passes_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     """REG_STEPS 2 x 32 lanes holds 64 of the 300 columns: the space leaves it out at this
     shape, but the kernel stays correct there (a shape with shorter rows would keep it)."""
     source, grid, block, args = CASES["softmax_inplace"]
@@ -212,10 +213,10 @@ def test_a_cache_too_small_for_the_row_runs_the_passes_as_written(tmp_path: Path
     config = {**template.default_config(), "REG_STEPS": 2, "VEC": 1}
     assert template.space(dict(ENV)).rejection(config) is not None
     assert template.space({"rows": ROWS, "cols": 64}).rejection(config) is None
-    want = host(tmp_path, "as_written", source, [-(-ROWS // 4)], [128], args)
+    want = host(tmp_path, "as_written", source, [-(-ROWS // 4)], [128], args, host_flags)
     launch = template.launch_for(config, ENV)
     got = host(tmp_path, "small_cache", template.render(config, "fp32").source, launch.grid,
-               launch.block, args)
+               launch.block, args, host_flags)
     np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6)
 
 
@@ -286,8 +287,8 @@ def block_rows_wired(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.timeout(240)
-def test_a_block_per_row_kernel_keeps_its_row_in_registers(block_rows_wired: None,
-                                                           tmp_path: Path) -> None:
+def test_a_block_per_row_kernel_keeps_its_row_in_registers(
+        block_rows_wired: None, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     lifted = lift(BLOCK_ROW, ["rows"], ["256"])
     knobs = params(lifted)
     assert {"BLOCK_THREADS", "VEC", "REG_STEPS"} <= set(knobs), lifted.notes
@@ -295,7 +296,7 @@ def test_a_block_per_row_kernel_keeps_its_row_in_registers(block_rows_wired: Non
     assert "REG_STEPS == 0 or REG_STEPS * BLOCK_THREADS * VEC >= cols" in lifted.constraints
     template = lifted_template(lifted)
     args = [("out", ROWS * COLS), ("in", ROWS * COLS)]
-    want = host(tmp_path, "as_written", BLOCK_ROW, [ROWS], [256], args)
+    want = host(tmp_path, "as_written", BLOCK_ROW, [ROWS], [256], args, host_flags)
     base = template.default_config()
     configs = [{**base, "REG_STEPS": 2, "BLOCK_THREADS": 64, "VEC": 4},
                {**base, "REG_STEPS": 12, "BLOCK_THREADS": 32, "VEC": 1}]
@@ -305,7 +306,7 @@ def test_a_block_per_row_kernel_keeps_its_row_in_registers(block_rows_wired: Non
     for i, config in enumerate(configs):
         launch = template.launch_for(config, ENV)
         got = host(tmp_path, f"config{i}", template.render(config, "fp32").source,
-                   launch.grid, launch.block, args)
+                   launch.grid, launch.block, args, host_flags)
         np.testing.assert_allclose(got, want, rtol=3e-5, atol=1e-6, err_msg=str(config))
 
 
