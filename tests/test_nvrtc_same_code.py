@@ -2,8 +2,10 @@
 
 NVRTC's PTX (from the sandboxed child) is compared with ``nvcc -ptx``'s under the Compiler's
 flags, ignoring what is not code: comments, ``.file``/``.loc`` line info, the debug
-sections ``-lineinfo`` writes, unused internal globals NVRTC keeps (its front end runs with
-``--no_remove_unneeded_entities``) and the module id inside internal names. The ptxas usage
+sections ``-lineinfo`` writes, module-scope globals nothing uses (NVRTC keeps namespace-scope
+constants as initialised ``.global`` data: its front end runs with
+``--no_remove_unneeded_entities``; they add to ptxas's ``gmem`` line, not to the code) and
+the module id inside internal names. The ptxas usage
 (registers, shared memory, stack, spills) is read from each compile's ``-Xptxas -v`` log.
 
 Measured with NVRTC 13.0.88 against nvcc 13.0.88 (sm_90a), and asserted here:
@@ -51,18 +53,30 @@ class Pair:
     nvrtc_usage: Mapping[str, FunctionReport]
 
 
+_GLOBAL = re.compile(r"^\.global\s.*?([A-Za-z_$][\w$]*)(\[\d*\])?\s*(=.*)?;$")
+
+
+def _unused_globals(lines: list[str]) -> set[str]:
+    """Module-scope ``.global`` variables that nothing else in the PTX names."""
+    declared = {m[1]: n for n, line in enumerate(lines) if (m := _GLOBAL.match(line.strip()))}
+    text = "\n".join(line for n, line in enumerate(lines) if n not in declared.values())
+    return {name for name in declared if not re.search(rf"\b{re.escape(name)}\b", text)}
+
+
 def code_lines(ptx: str) -> list[str]:
     """The PTX lines that are code (see the module docstring for what is left out)."""
     out: list[str] = []
     in_debug = False
-    for line in ptx.splitlines():
+    lines = ptx.splitlines()
+    unused = _unused_globals(lines)
+    for line in lines:
         text = line.strip()
         if text.startswith(".section") and ".debug" in text:
             in_debug = True
         elif in_debug:
             in_debug = text != "}"
         elif not (text.startswith(("//", ".file", ".loc"))
-                  or (text.startswith(".global") and "_INTERNAL_" in text)):
+                  or ((m := _GLOBAL.match(text)) and m[1] in unused)):
             out.append(re.sub(r"_INTERNAL_[0-9a-f]{8}", "_INTERNAL_", line))
     while out and not out[-1].strip():
         out.pop()
@@ -147,6 +161,29 @@ def _id(case: tuple[str, str | None, dict[str, int]]) -> str:
     folder, dtype, change = case
     return "-".join([folder.rsplit("/", 1)[1], dtype or "", *(f"{k}{v}" for k, v in
                                                              change.items())]).strip("-")
+
+
+CONSTANTS = """\
+const int MAX_ITER = 30;
+constexpr float TOL = 1e-6f;
+namespace { constexpr int kUnroll = 4; }
+extern "C" __global__ void solve(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i];
+#pragma unroll kUnroll
+  for (int k = 0; k < MAX_ITER && v > TOL; ++k) v = v - (v * v - 2.f) / (2.f * v);
+  x[i] = v;
+}
+"""
+
+
+def test_namespace_constants_become_unused_globals_and_nothing_else(compile_both) -> None:
+    pair = compile_both(CONSTANTS)
+    assert code_lines(pair.nvrtc_ptx) == code_lines(pair.nvcc_ptx)
+    assert pair.nvrtc_usage == pair.nvcc_usage
+    kept = _unused_globals(pair.nvrtc_ptx.splitlines())
+    assert {"MAX_ITER", "TOL"} <= kept and not _unused_globals(pair.nvcc_ptx.splitlines())
 
 
 @pytest.mark.parametrize("case", NO_SHARED, ids=_id)
