@@ -27,13 +27,13 @@ def test_every_variable_parses_to_its_type() -> None:
            "WORKBENCH_CUPTI_LIB": "/opt/libcupti.so",
            "WORKBENCH_KERNELS": os.pathsep.join(["/k1", "", "/k2"]),
            "WORKBENCH_STORE": "/s/w.sqlite", "WORKBENCH_INIT_TIMEOUT_S": "60",
-           "WORKBENCH_REPLAY_PACE": "recorded"}
+           "WORKBENCH_REPLAY_PACE": "recorded", "WORKBENCH_NVRTC": "on"}
     assert set(env) == set(VARIABLES)
     s = workbench_settings(env)
     assert s == Settings(model="gpt-x", llm_timeout_s=30.0, llm_stage_timeout_s=2.5,
                          cache_dir=Path("/tmp/c"), cupti_lib="/opt/libcupti.so",
                          kernels=(Path("/k1"), Path("/k2")), store=Path("/s/w.sqlite"),
-                         init_timeout_s=60.0, replay_pace="recorded")
+                         init_timeout_s=60.0, replay_pace="recorded", nvrtc="on")
     assert workbench_settings({"WORKBENCH_REPLAY_PACE": "0.25"}).replay_pace == 0.25
 
 
@@ -44,6 +44,7 @@ def test_every_variable_parses_to_its_type() -> None:
     ("WORKBENCH_INIT_TIMEOUT_S", "0", "positive number of seconds"),
     ("WORKBENCH_REPLAY_PACE", "fast", "'recorded'"),
     ("WORKBENCH_REPLAY_PACE", "-1", "'recorded'"),
+    ("WORKBENCH_NVRTC", "sometimes", "'off', 'on', 'all'"),
 ])
 def test_a_bad_value_names_variable_value_and_expectation(variable: str, value: str,
                                                          expected: str) -> None:

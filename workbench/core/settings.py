@@ -30,6 +30,8 @@ VARIABLES: Mapping[str, str] = {
     "WORKBENCH_STORE": "the store the lab server and its notebooks read",
     "WORKBENCH_INIT_TIMEOUT_S": "wall seconds one lab init may run (at most the default)",
     "WORKBENCH_REPLAY_PACE": "a replay's seconds per config, or 'recorded' (the GPU's pace)",
+    "WORKBENCH_NVRTC": "compile with NVRTC: 'off' (nvcc), 'on' (kernels without shared memory), "
+                       "'all', or a libnvrtc path",
 }
 
 _SECONDS = "a positive number of seconds, e.g. 120"
