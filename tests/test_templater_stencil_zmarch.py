@@ -237,3 +237,51 @@ def test_a_conditional_store_without_a_read_at_the_point_is_refused() -> None:
     at = next(i + 1 for i, t in enumerate(changed.splitlines()) if "for (int z" in t)
     assert any("not known to be inside the grid" in r and f"(line {at})" in r
                for r in refusals(lifted)), lifted.notes
+
+
+# -- a 3-D grid (stencil.py's Z_ITEMS) with a z reach of 2: a queue of five planes -------------
+
+GRID13 = """
+#define HALO 2
+extern "C" __global__ void k(float* res, const float* __restrict__ f, int nx, int ny, int nz) {
+  const int i = blockIdx.x * 32 + threadIdx.x;
+  const int j = blockIdx.y * 4 + threadIdx.y;
+  const int l = blockIdx.z * 2 + threadIdx.z;
+  if (i >= nx || j >= ny || l >= nz) return;
+  const long long sl = (long long)nx * ny;
+  const long long c = l * sl + (long long)j * nx + i;
+  if (l < HALO || l >= nz - HALO || i == 0 || j == 0 || i == nx - 1 || j == ny - 1) {
+    res[c] = f[c];
+    return;
+  }
+  res[c] = -2.5f * f[c] + 0.3f * (f[c - 1] + f[c + 1] + f[c - nx] + f[c + nx]) +
+           0.2f * (f[c - sl] + f[c + sl]) - 0.05f * (f[(l - 2) * sl + (long long)j * nx + i] +
+                                                     f[c + 2 * sl]);
+}
+"""
+
+
+def test_a_3d_grid_stencil_of_z_reach_2_marches_with_a_five_plane_queue(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    lifted = lift_kernel(GRID13, entry="k", grid=["ceil_div(nx, 32)", "ceil_div(ny, 4)",
+                                                   "ceil_div(nz, 2)"],
+                         block=["32", "4", "2"], scalars=SHAPE)
+    knobs = params(lifted)
+    assert "Z_ITEMS" in knobs and "Z_SPLIT" not in knobs, lifted.notes
+    body = lifted.source[lifted.source.index('extern "C"'):]
+    assert "float wb_zq[5];" in body and body.count("__ldg(") == 5  # 4 to fill, 1 a plane
+    assert "f[c - 1]" in body and "f[c + 2 * sl]" not in body.split("wb_zq[4] =")[1]
+    template = lifted_template(lifted)
+    want = host(tmp_path, "as_written", GRID13, [-(-NX // 32), -(-NY // 4), -(-NZ // 2)],
+                [32, 4, 2], host_flags)
+    assert not np.isnan(want).any()
+    base = template.default_config()
+    configs = [base, {**base, "Z_ITEMS": 4, "BLOCK_Z": 1},
+               {**base, "Z_ITEMS": 8, "BLOCK_X": 8, "BLOCK_Y": 2, "BLOCK_Z": 2}]
+    space = template.space(dict(ENV))
+    assert all(space.rejection(c) is None for c in configs)
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, ENV)
+        got = host(tmp_path, f"grid{i}", template.render(config, "fp32").source, launch.grid,
+                   launch.block, host_flags)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=str(config))

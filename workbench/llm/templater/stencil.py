@@ -6,7 +6,8 @@ x, y, z at the top level; a bounds check that is either an early return
 (``if (... || z >= nz) return;``) or an ``if (... && z < nz) { ... }`` around the rest, whose
 z part bounds z from above only (so a plane that fails it fails for every later plane); one
 output array stored at one index ``C``, linear in z (``C = z * S + rest``); and an input
-array (const, never written) read at ``C``, ``C + S`` and/or ``C - S``. Index expressions
+array (const, never written) read at ``C`` and at ``C + d * S`` for some ``d`` with
+``0 < |d| <= R`` (``R`` up to MAX_RADIUS: the reach fixed by the text). Index expressions
 are compared as polynomials over the kernel's names (single-assignment locals expanded), so
 ``in[i + plane]``, ``in[(z + 1) * nx * ny + y * nx + x]`` and ``in[i + nx * ny]`` are all
 the plane above.
@@ -15,7 +16,8 @@ The rewrite makes each thread walk ``Z_ITEMS`` consecutive planes: ``z`` becomes
 ``(blockIdx.z * BLOCK_Z + threadIdx.z) * Z_ITEMS + k`` in an unrolled loop over ``k`` and
 the grid's z divisor becomes ``BLOCK_Z * Z_ITEMS`` (tied in the launch rule); the reads of
 the planes below / at / above become three registers, loaded once per plane (the plane
-above is loaded where the bounds check admits it, the others are rotated). Early returns
+above is loaded where the bounds check admits it, the others are rotated); a reach R > 1
+keeps the planes ``z - R .. z + R`` in a queue of 2R + 1 registers the same way. Early returns
 become ``continue`` (the check is monotone in z, so no later plane is skipped wrongly). The
 block sizes are lifted with their uses in the index (BLOCK_X/Y/Z). Assumes, as the author's
 kernel does for its own neighbour reads, that the input has the output's layout and does
@@ -51,6 +53,9 @@ from workbench.llm.templater.regtile import (
     single_assignment_values,
 )
 from workbench.llm.templater.rules import literal, scale_divisor
+
+#: the widest z reach a stencil's planes are queued for (a read at ``C + d * S``, |d| <= 4)
+MAX_RADIUS = 4
 
 Poly = dict[tuple[str, ...], int]  # monomial (sorted atom names) -> integer coefficient
 
@@ -305,11 +310,11 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         if not plan.pointer(arr) or arr == out:
             continue
         diff = add(polys.of(_index(n)), scale(center, -1))
-        for d in (-1, 0, 1):
+        for d in range(-MAX_RADIUS, MAX_RADIUS + 1):
             if diff == scale(step, d):
                 planes.setdefault(arr, []).append((n, d))
     marched = [a for a, reads in planes.items() if {d for _n, d in reads} >= {0} and
-               {d for _n, d in reads} & {-1, 1}]
+               {d for _n, d in reads} - {0}]
     if not marched:
         plan.note("Z_ITEMS", False, f"no input is read at the planes above or below the "
                   f"point ({out}'s index +- {poly_text(step)})", zdecl)
@@ -381,14 +386,19 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
         if builtin(size, "blockDim") is None:
             rw.replace(size, names[f"BLOCK_{d.upper()}"])
     elem = plan.kernel.param(src).base_type
-    regs = {-1: "wb_below", 0: "wb_center", 1: "wb_above"}
+    radius = max(abs(d) for _n, d in reads)
+    # radius 1: three named registers; a wider radius: a queue of 2R + 1 (wb_zq[R + d])
+    regs = {-1: "wb_below", 0: "wb_center", 1: "wb_above"} if radius == 1 else \
+        {d: f"wb_zq[{radius + d}]" for d in range(-radius, radius + 1)}
     zero = f"({elem})0"
     value = zdecl.children_by_field_name("declarator")[0].child_by_field_name("value")
     assert value is not None
     typ = text(zdecl.child_by_field_name("type"))
 
     def head(r: object) -> str:
-        return (f"{elem} wb_below = {zero}, wb_center = {zero}, wb_above = {zero};\n"
+        regs_decl = f"{elem} wb_below = {zero}, wb_center = {zero}, wb_above = {zero};\n" \
+            if radius == 1 else f"{elem} wb_zq[{2 * radius + 1}];\n"
+        return (f"{regs_decl}"
                 f"  // {zi} consecutive planes per thread; the planes below / at / above the "
                 "point stay in registers\n"
                 f"#pragma unroll\n  for (int wb_k = 0; wb_k < {zi}; ++wb_k) {{\n"
@@ -418,6 +428,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
             f"    }} else {{\n      wb_below = wb_center;\n      wb_center = wb_above;\n    }}\n"
             f"    wb_above = {passes('+ 1')} ? __ldg(&{src}[({at_index}) + ({s_text})]) : "
             f"{zero};\n    ")
+    if radius > 1:
+        load = _queue_load(src, at_index, s_text, radius, zero, passes, z)
     rw.insert(at.start_byte, load)
     for axis in "XYZ":
         written = literal(plan.block["XYZ".index(axis)]) or 1
@@ -445,3 +457,25 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
               f"stencil; {src}'s reads at the planes below / at / above the point "
               f"({', '.join(sorted({text(n) for n, _d in reads}))}) become registers loaded "
               f"once per plane; the grid's z divisor is {bz} * {zi}", zdecl)
+
+
+def _queue_load(src: str, at_index: str, s_text: str, radius: int, zero: str,
+                passes: Callable[[str], str], z: str) -> str:
+    """The loads of a 2R + 1 plane queue at the top of a plane: the chunk's first plane
+    fills planes z - R .. z + R - 1 (each where the bounds check admits it), a later one
+    moves the queue down; then plane z + R."""
+    def plane(d: int) -> str:
+        at = at_index if d == 0 else \
+            f"({at_index}) {'+' if d > 0 else '-'} {abs(d)} * ({s_text})"
+        return f"__ldg(&{src}[{at}])"
+
+    def admitted(d: int) -> str:
+        if d == 0:
+            return "true"
+        shift = f"+ {d}" if d > 0 else f"- {-d}"
+        return f"{z} >= {-d} && {passes(shift)}" if d < 0 else passes(shift)
+    fill = "".join(f"      wb_zq[{radius + d}] = ({admitted(d)}) ? {plane(d)} : {zero};\n"
+                   for d in range(-radius, radius))
+    shift = "".join(f"      wb_zq[{k}] = wb_zq[{k + 1}];\n" for k in range(2 * radius))
+    return (f"if (wb_k == 0) {{\n{fill}    }} else {{\n{shift}    }}\n"
+            f"    wb_zq[{2 * radius}] = {admitted(radius)} ? {plane(radius)} : {zero};\n    ")
