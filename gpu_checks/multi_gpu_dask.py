@@ -544,9 +544,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out-root", default=os.environ.get("OUT", "."),
                         help="the result goes to OUT_ROOT/results/cluster/<device>/"
                              "multi-gpu-dask-sweep-<date>.json (default $OUT)")
+    parser.add_argument("--nvrtc", default=None, choices=("off", "on", "all"),
+                        help="WORKBENCH_NVRTC for every compile of the run (default: the "
+                             "environment's, else off: nvcc alone)")
     parser.add_argument("--plan", action="store_true",
                         help="print what would run (no GPU needed) and exit")
     args = parser.parse_args(argv)
+    if args.nvrtc is not None:  # read by every Compiler, in this process and the workers
+        os.environ["WORKBENCH_NVRTC"] = args.nvrtc
+    nvrtc_setting = os.environ.get("WORKBENCH_NVRTC", "off") or "off"
     if args.batch not in ("auto", "space") and not args.batch.isdigit():
         parser.error("--batch takes 'auto', 'space' or a positive integer")
     folder = load_kernel_folder(ROOT / args.kernel)
@@ -566,7 +572,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"kernel": folder.name, "shape": args.shape, "dtype": args.dtype,
                           "gpu_counts": counts, "visible_gpus": visible,
                           "batch": args.batch, "cores_per_gpu": args.cores_per_gpu,
-                          "skip": sorted(skip), "out": str(out),
+                          "skip": sorted(skip), "out": str(out), "nvrtc": nvrtc_setting,
                           "max_minutes": args.max_minutes}, indent=1))
         return 0
     if not counts:
@@ -578,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"run": run, **info, "kernel": folder.name, "shape": args.shape,
                               "dtype": args.dtype, "batch": args.batch,
                               "cores_per_gpu": args.cores_per_gpu, "command": command,
-                              "sweeps": [], "skipped": []}
+                              "nvrtc": nvrtc_setting, "sweeps": [], "skipped": []}
     problems = doc_problems(RESULTS / rel, report)
     if problems:
         print(f"the result would not follow the schema: {'; '.join(problems)}",
