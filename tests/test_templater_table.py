@@ -4,7 +4,8 @@ integer powers as multiplies) on per-element kernels written unlike the corpus: 
 sum over a ``__constant__`` array of structs (of a compile-time and of a run-time length,
 bounded by the array's extent), an fp64 weighted sum (a double table, no cheaper math), a
 potential through a square-root local divided by, a per-pixel sum of Gaussian splats from
-global tables of a macro length and from one interleaved table of a ``constexpr`` length.
+global tables of a macro length and from one interleaved table of a ``constexpr`` length,
+a nearest-point search through a pointer into a global table.
 Each lifted template runs on the host (g++, the threads of a block as coroutines, so
 ``__syncthreads`` is a barrier) at its default, its last all-ends corner and mixed
 configs: TABLE alone must print exactly what the kernel as written prints, FAST_MATH
@@ -109,6 +110,21 @@ extern "C" __global__ void pot(float* phi, const float* xs, const float* ys, int
 """, "pot", ["ceil_div(n, 128)"], ["128"],
         ["out:700", "in:700", "in:700", "n", "const:chx:20", "const:chy:20", "const:chq:20",
          "const:chw:20"]),
+    # the entry through a pointer into a global table (`table + 3 * j`), a `fminf` chain
+    "nearest_pointer_entry": ("""
+#define NT 24
+extern "C" __global__ void k(float* out, const float* pts, const float* table, int n) {
+  const int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  float qx = pts[2 * t], qy = pts[2 * t + 1];
+  float d = 1e30f;
+  for (int j = 0; j < NT; ++j) {
+    const float* e = table + 3 * j;
+    d = fminf(d, (qx - e[0]) * (qx - e[0]) + (qy - e[1]) * (qy - e[1]) - e[2] * e[2] / 2.0f);
+  }
+  out[t] = d;
+}
+""", "k", ["ceil_div(n, 128)"], ["128"], ["out:700", "in:1400", "in:72", "n"]),
     # fp64: the table holds doubles; sqrt, pow and 1.0 / sqrt of doubles stay as written
     "fp64_weights": ("""
 #define NW 12
@@ -290,6 +306,20 @@ def test_a_constexpr_length_and_constants_are_compile_time() -> None:
     assert "s = WB_TABLE(wb_tab0_0[g], c[4 * g + 2]);" in lifted.source
     assert "    const float s = c[4 * g + 2];\n    wb_tab0_0[g] = c[4 * g + 2];" in \
         lifted.source
+
+
+def test_a_pointer_into_the_table_is_an_entry_local() -> None:
+    lifted = lift("nearest_pointer_entry")
+    assert "1 per-entry term(s) (e[2] * e[2] / 2.0f)" in _applied(lifted, "TABLE")[0]
+    assert "    const float* e = table + 3 * j;\n    wb_tab0_0[j] = e[2] * e[2] / 2.0f;" in \
+        lifted.source
+    # the same kernel with the table not const (it may be `out`): refused, with the line
+    source = KERNELS["nearest_pointer_entry"][0].replace("const float* table", "float* table")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    refused = [str(f) for f in lifted.findings if f.transform == "TABLE"]
+    assert refused and "the table `table` is not const" in refused[0] and \
+        "(line 12)" in refused[0], refused
 
 
 def test_ldg_reads_of_the_entry_are_entry_reads() -> None:

@@ -205,9 +205,9 @@ def _check_read_only(plan: Plan, name: str) -> None:
                 c.type == "identifier" and text(c) == name
                 for c in walk(n.child_by_field_name("value") or n)):
             d = n.child_by_field_name("declarator")
-            if d is not None and d.type == "pointer_declarator" and \
-                    "const" not in text(n.parent.child_by_field_name("type")
-                                        if n.parent is not None else None):
+            pointee_const = n.parent is not None and any(
+                text(c) == "const" for c in n.parent.children if c.end_byte <= n.start_byte)
+            if d is not None and d.type == "pointer_declarator" and not pointee_const:
                 raise Illegal(f"`{text(n)[:40]}`: a non-const pointer into the table", n)
     written = [t for t in write_targets(plan.body) if plan.pointer(base_name(t))]
     if written and not plan.kernel.param(name).is_const:

@@ -202,8 +202,9 @@ def per_entry(node: Node, scope: EntryScope) -> bool:
         return True
     if kind == "identifier":
         name = text(node)
+        # (a table's own name: its base address, the same for the block: `tab + 3 * s`)
         return name == scope.counter or name in scope.locals or name in scope.macros or \
-            name in scope.scalars
+            name in scope.scalars or name in scope.tables
     if kind == "subscript_expression":
         array, index = node.child_by_field_name("argument"), node.child_by_field_name("indices")
         return array is not None and index is not None and _table_base(array, scope) and \
@@ -469,10 +470,11 @@ def stride_of(index: Node, counter: str) -> int | None:
     return None
 
 
-def table_reads(nodes: list[Node], scope: EntryScope) -> list[tuple[str, Node]]:
+def table_reads(nodes: list[Node], scope: EntryScope) -> list[tuple[str, Node | None]]:
     """(table, index) of every subscript of a table in ``nodes`` (through entry pointers:
-    ``ion[5]`` with ``ion = &ions[6 * s]`` reads ``ions`` at ``6 * s``)."""
-    out: list[tuple[str, Node]] = []
+    ``ion[5]`` with ``ion = &ions[6 * s]`` reads ``ions`` at ``6 * s``), and (table, None)
+    for every other use of a table's name (``tab + 3 * s``: an index not known)."""
+    out: list[tuple[str, Node | None]] = []
     seen: set[int] = set()
     pending = list(nodes)
     while pending:
@@ -488,10 +490,14 @@ def table_reads(nodes: list[Node], scope: EntryScope) -> list[tuple[str, Node]]:
                 if array.type == "identifier" and text(array) in scope.tables and \
                         index is not None and index.named_children:
                     out.append((text(array), index.named_children[0]))
+            elif n.type == "identifier" and text(n) in scope.tables and not (
+                    n.parent is not None and n.parent.type == "subscript_expression" and
+                    n.parent.child_by_field_name("argument") == n):
+                out.append((text(n), None))
     return out
 
 
-def capacity(length: Node, reads: list[tuple[str, Node]], scope: EntryScope) -> int:
+def capacity(length: Node, reads: list[tuple[str, Node | None]], scope: EntryScope) -> int:
     """Entries the per-block table must hold: the loop's length when a compile-time
     constant, else the entries every table the terms read can hold (its extent over its
     stride per entry); refused when neither bounds it."""
@@ -501,7 +507,7 @@ def capacity(length: Node, reads: list[tuple[str, Node]], scope: EntryScope) -> 
     bounds = []
     for name, index in reads:
         table = scope.tables[name]
-        stride = stride_of(index, scope.counter)
+        stride = stride_of(index, scope.counter) if index is not None else None
         if table.extent is not None and stride is not None:
             bounds.append(table.extent // stride)
     if not bounds:
