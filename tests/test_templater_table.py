@@ -366,6 +366,34 @@ def test_fast_math_sites() -> None:
     assert "template <int K> __device__ __forceinline__ float wb_powi" in splat.source
 
 
+def test_a_division_by_another_local_of_the_same_name_stays_a_division() -> None:
+    """Two blocks each declare their own `r` (one a square root): the division by the
+    other `r` must not become a multiply by the root's reciprocal, so no site is taken."""
+    source = """#define NT 16
+__constant__ float w[NT];
+extern "C" __global__ void k(float* out, const float* x, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i], acc = 0.0f;
+  for (int t = 0; t < NT; ++t) {
+    { float r = sqrtf(v * v + w[t]); acc += 1.0f / r; }
+    { float r = v + 2.0f; acc += w[t] / r; }
+  }
+  out[i] = acc;
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "FAST_MATH" not in {p.name for p in lifted.params}
+    assert "WB_OVER" not in lifted.source and "WB_SQRT" not in lifted.source
+    # one `r`: taken
+    lifted = lift_kernel(source.replace("float r = v + 2.0f; acc += w[t] / r;",
+                                        "acc += w[t] / (v + 2.0f);"),
+                         entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "FAST_MATH" in {p.name for p in lifted.params}
+
+
 REFUSED = {
     # the loop writes memory other threads see
     "loop_writes_memory": ("""

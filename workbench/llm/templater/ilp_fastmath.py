@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.llm.templater.analysis import int_value, line, strip, text, walk
+from workbench.llm.templater.analysis import declared_name, int_value, line, strip, text, walk
 from workbench.llm.templater.ilp import NAME as ILP_NAME
 from workbench.llm.templater.plan import Plan
 from workbench.llm.templater.purity import device_purity, pure_calls
@@ -140,6 +140,7 @@ def _reciprocal_roots(plan: Plan, body: Node, sites: _Sites) -> None:
 def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
     """``T r = sqrtf(x); ... e / r`` -> ``WB_SQRT(x)`` and ``e WB_OVER(r, rsqrtf(x))``."""
     assigned = assigned_in(body)
+    declared = _declaration_counts(body)
     for n in walk(body):
         if n.type != "init_declarator":
             continue
@@ -150,8 +151,14 @@ def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
             continue
         name = text(inner)
         arg = _call_args(strip(value))[0]
-        if name in assigned or not _side_effect_free(plan, arg) or \
-                any(m.type == "identifier" and text(m) in assigned for m in walk(arg)):
+        # one `r` and one of each name in x in the function: the `r` divided by and the x
+        # written at the division are the ones declared here
+        changing = assigned - _fixed_counters(n)
+        if name in assigned or declared.get(name, 0) != 1 or \
+                not _side_effect_free(plan, arg) or \
+                any(m.type == "identifier" and (text(m) in changing or
+                                                declared.get(text(m), 0) > 1)
+                    for m in walk(arg)):
             continue
         divisions = _divisions_by(body, name)
         if not divisions:
@@ -162,6 +169,40 @@ def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
         for div in divisions:
             _over(plan.rw, div, arg)
         sites.root_locals += 1
+
+
+def _fixed_counters(node: Node) -> set[str]:
+    """Counters of the ``for`` loops around ``node``, declared in their headers and
+    assigned only by their updates: fixed within one trip, where ``node`` and its uses
+    are."""
+    out: set[str] = set()
+    up = node.parent
+    while up is not None:
+        init, body = up.child_by_field_name("initializer"), up.child_by_field_name("body")
+        if up.type == "for_statement" and init is not None and init.type == "declaration" \
+                and body is not None:
+            counter = declared_name(init)[0]
+            if counter and counter not in assigned_in(body):
+                out.add(counter)
+        up = up.parent
+    return out
+
+
+def _declaration_counts(body: Node) -> dict[str, int]:
+    """How many times each name is declared in ``body`` (a loop's counter included)."""
+    counts: dict[str, int] = {}
+    for n in walk(body):
+        if n.type in ("declaration", "parameter_declaration"):
+            for d in n.children_by_field_name("declarator"):
+                while d.type in ("init_declarator", "pointer_declarator", "array_declarator",
+                                 "reference_declarator"):
+                    inner = d.child_by_field_name("declarator") or (
+                        d.named_children[0] if d.named_children else None)
+                    if inner is None:
+                        break
+                    d = inner
+                counts[text(d)] = counts.get(text(d), 0) + 1
+    return counts
 
 
 def _divisions_by(body: Node, name: str) -> list[Node]:
@@ -251,6 +292,7 @@ def _root_argument(plan: Plan, fn: Node, args: list[Node]) -> tuple[int, str, No
     assigned = assigned_in(body)
     for k, (param, arg) in enumerate(zip(params, args, strict=True)):
         if param and _is_call(arg, "sqrtf") and param not in assigned and \
+                param not in _declaration_counts(body) and \
                 _divisions_by(body, param) and \
                 _side_effect_free(plan, _call_args(strip(arg))[0]):
             return k, param, arg
