@@ -22,6 +22,10 @@ Measured with NVRTC 13.0.88 against nvcc 13.0.88 (sm_90a), and asserted here:
   compiled by nvcc (tests/test_nvrtc.py).
 
 The SASS comparison is gpu_checks/compare_nvrtc_sass.py (needs cuobjdump).
+
+The default run checks one case per claim (silu_and_mul's default: same code; the
+fused_add_rmsnorm config whose registers differ: the 64-bit addressing and the register
+difference); ``WORKBENCH_FULL_MATRIX=1`` runs every case listed (marked ``slow``: minutes).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_templater import FULL_MATRIX
 
 from workbench.engine.ptxas import FunctionReport, parse_ptxas_report
 
@@ -95,12 +100,10 @@ def compile_pair(compiler: Any, source: str, work: Path) -> Pair:
     done = run_nvrtc(compiler.backend, options, work, source="source.cu", cubin="r.cubin",
                      ptx="r.ptx", limits=DEFAULT_LIMITS, timeout_s=300)
     assert done.returncode == 0, done.log
-    cubin = subprocess.run([str(compiler.nvcc), *compiler.flags, "-o", "n.cubin", "source.cu"],
-                           cwd=work, capture_output=True, text=True, check=True)
-    ptx_flags = [f for f in compiler.flags if f not in ("-cubin", "-Xptxas", "-v")]
-    subprocess.run([str(compiler.nvcc), "-ptx", *ptx_flags, "-o", "n.ptx", "source.cu"],
-                   cwd=work, capture_output=True, check=True)
-    return Pair((work / "n.ptx").read_text(), (work / "r.ptx").read_text(),
+    # one nvcc run: -keep leaves the PTX it handed ptxas (source.ptx) beside the cubin
+    cubin = subprocess.run([str(compiler.nvcc), *compiler.flags, "-keep", "-o", "n.cubin",
+                            "source.cu"], cwd=work, capture_output=True, text=True, check=True)
+    return Pair((work / "source.ptx").read_text(), (work / "r.ptx").read_text(),
                 parse_ptxas_report(cubin.stdout + cubin.stderr), parse_ptxas_report(done.log))
 
 
@@ -157,6 +160,13 @@ SHARED = [  # (case, ptxas registers from nvcc, from NVRTC) where they differ, e
 ]
 
 
+_FULL_ONLY = [pytest.mark.slow, pytest.mark.skipif(
+    not FULL_MATRIX, reason="one case per claim by default; WORKBENCH_FULL_MATRIX=1 runs all")]
+#: The case of each claim the default run keeps.
+FAST_NO_SHARED: tuple[str, str, dict[str, int]] = ("sample_kernels/silu_and_mul", "bf16", {})
+FAST_SHARED = ("sample_kernels/fused_add_rmsnorm", "bf16", {"ROW_IN_REGS": 1, "ITEMS": 2})
+
+
 def _id(case: tuple[str, str | None, dict[str, int]]) -> str:
     folder, dtype, change = case
     return "-".join([folder.rsplit("/", 1)[1], dtype or "", *(f"{k}{v}" for k, v in
@@ -186,7 +196,9 @@ def test_namespace_constants_become_unused_globals_and_nothing_else(compile_both
     assert {"MAX_ITER", "TOL"} <= kept and not _unused_globals(pair.nvcc_ptx.splitlines())
 
 
-@pytest.mark.parametrize("case", NO_SHARED, ids=_id)
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=_id(c), marks=() if c == FAST_NO_SHARED else _FULL_ONLY)
+    for c in NO_SHARED])
 def test_without_shared_memory_nvrtc_gives_nvccs_code(case, compile_both) -> None:
     folder, dtype, change = case
     pair = compile_both(rendered(folder, dtype, **change))
@@ -199,7 +211,9 @@ _SHARED_32 = re.compile(r"\b(?:ld|st)\.shared\.\S+\s+(?:%\w+, )?\[%r\d+")
 _SHARED_64 = re.compile(r"\b(?:ld|st)\.shared\.\S+\s+(?:%\w+, )?\[%rd\d+")
 
 
-@pytest.mark.parametrize(("case", "registers"), SHARED, ids=[_id(c) for c, _ in SHARED])
+@pytest.mark.parametrize(("case", "registers"), [
+    pytest.param(c, r, id=_id(c), marks=() if c == FAST_SHARED else _FULL_ONLY)
+    for c, r in SHARED])
 def test_with_shared_memory_the_addressing_differs_and_sometimes_the_registers(
         case, registers: tuple[int, int] | None, compile_both) -> None:
     folder, dtype, change = case

@@ -33,6 +33,7 @@ compile is compiled by nvcc, and ``CompileResult.compiler`` says which did.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -271,6 +272,7 @@ class Compiler:
         self.nvrtc_setting = nvrtc if nvrtc is not None else workbench_settings().nvrtc
         self._version: str | None = None
         self._nvrtc: Nvrtc | None = None
+        self._faithful: Compiler | None = None
 
     @property
     def version(self) -> str:
@@ -291,6 +293,28 @@ class Compiler:
         """The NVRTC library tried first, or None (nvcc only)."""
         _ = self.version
         return self._nvrtc
+
+    @property
+    def may_differ(self) -> bool:
+        """Whether this compiler may build code that is not nvcc's: NVRTC compiles every
+        kernel (``all``), shared-memory ones included, whose addressing differs
+        (:mod:`workbench.engine.nvrtc`)."""
+        backend = self.backend
+        return backend is not None and backend.every_kernel
+
+    def faithful(self) -> Compiler:
+        """The compiler whose code is nvcc's: this one when it cannot differ
+        (:attr:`may_differ`), else its nvcc-only twin (same arch, flags, nvcc, limits and
+        cache folder; its cache keys name nvcc alone, so both artifacts coexist). A
+        confirmation compiles with it, so the stored pick is measured on the user's build."""
+        if not self.may_differ:
+            return self
+        if self._faithful is None:
+            twin = copy.copy(self)
+            twin.nvrtc_setting = "off"
+            twin._version = twin._nvrtc = twin._faithful = None
+            self._faithful = twin
+        return self._faithful
 
     def _nvrtc_options(self) -> list[str] | None:
         return nvrtc_options(self.flags)

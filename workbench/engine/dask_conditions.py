@@ -56,7 +56,7 @@ class ConditionDaskRunner(RemeasuringDaskRunner):
         if not candidates:
             return []
         address = self._one_address()
-        artifacts = self._compile(candidates, next_token())
+        artifacts = self._compile(candidates, next_token(), faithful=True)  # nvcc's code
         future = self.client.submit(
             dask_tasks.measure_under, self.packed, self.description, condition,
             list(candidates), artifacts, workers=[address], allow_other_workers=False,

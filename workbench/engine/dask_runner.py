@@ -478,9 +478,11 @@ class DaskRunner:
                     self.compiles.hold(key, future)
 
     def _submit_compiles(self, instances: Sequence[KernelInstance], batch: int,
-                         priority: int = 0) -> list[Any]:
+                         priority: int = 0, *, faithful: bool = False) -> list[Any]:
         """One compile task per instance, submitted at once (one message), any worker
-        thread, earlier ones first."""
+        thread, earlier ones first; ``faithful``: by nvcc where the search's compiler may
+        build other code (a confirmation: :meth:`Compiler.faithful`)."""
+        kind = "compile-nvcc" if faithful else "compile"  # gpu_checks count wb-compile-*
         import dask
         from dask import delayed
 
@@ -488,14 +490,15 @@ class DaskRunner:
         for index, instance in enumerate(instances):
             with dask.annotate(priority=priority - index):
                 tasks.append(delayed(dask_tasks.compile_instance, pure=False)(
-                    self.device.arch, instance,
-                    dask_key_name=f"wb-compile-{instance.hash}-{batch}"))
+                    self.device.arch, instance, faithful=faithful,
+                    dask_key_name=f"wb-{kind}-{instance.hash}-{batch}"))
         return list(self.client.compute(tasks, optimize_graph=False))
 
-    def _compile(self, candidates: Sequence[Candidate], batch: int) -> list[Any | None]:
+    def _compile(self, candidates: Sequence[Candidate], batch: int, *,
+                 faithful: bool = False) -> list[Any | None]:
         """Every distinct instance of ``candidates`` compiled now (outside the queue: a
-        confirmation's few); per candidate its compile's future (None: nothing to
-        compile)."""
+        confirmation's few, ``faithful`` to nvcc's code); per candidate its compile's
+        future (None: nothing to compile)."""
         distinct: dict[str, KernelInstance] = {}
         per_candidate: list[str | None] = []
         for candidate in candidates:
@@ -503,8 +506,8 @@ class DaskRunner:
             per_candidate.append(instance.hash if instance is not None else None)
             if instance is not None:
                 distinct.setdefault(instance.hash, instance)
-        futures = dict(zip(distinct, self._submit_compiles(list(distinct.values()), batch),
-                           strict=True))
+        futures = dict(zip(distinct, self._submit_compiles(
+            list(distinct.values()), batch, faithful=faithful), strict=True))
         return [futures[h] if h is not None else None for h in per_candidate]
 
     def _submit_measure(self, candidate: Candidate, artifact: Any, key: str, index: int,

@@ -250,9 +250,14 @@ def hello(endpoint: PackedEndpoint) -> WorkerInfo:
                       measures_under_conditions=isinstance(runner, ConditionRunner))
 
 
-def compile_instance(arch: str, instance: KernelInstance) -> CompiledArtifact:
-    """Compile (or answer from this host's cache) and carry the cubin back as bytes."""
+def compile_instance(arch: str, instance: KernelInstance, *,
+                     faithful: bool = False) -> CompiledArtifact:
+    """Compile (or answer from this host's cache) and carry the cubin back as bytes;
+    ``faithful``: with the compiler whose code is nvcc's (:meth:`Compiler.faithful`: a
+    confirmation's finalists)."""
     compiler = Compiler(arch)
+    if faithful:
+        compiler = compiler.faithful()
     result = compiler.compile(instance)
     cubin = Path(result.cubin_path).read_bytes() if result.ok and result.cubin_path else b""
     return CompiledArtifact(result, cubin, host=socket.gethostname(),
@@ -380,12 +385,14 @@ def measure_under(endpoint: PackedEndpoint, description: str, condition: str,
                   artifacts: list[CompiledArtifact | None]) -> list[TrialResult]:
     """Measure ``candidates`` again under a cache condition on this worker's device, in one
     turn on its runner (``artifacts``: the cluster's compiles, adopted into this worker's
-    cache first, so the runner answers its compiles from the cache)."""
+    cache first, so the runner answers its compiles from the cache: they are the faithful
+    compiler's, :func:`compile_instance` with ``faithful``, as the runner's own compiles
+    under a condition are)."""
     runner = _condition_runner(endpoint, description)
     compiler = _compiler_of(_runner(endpoint))
     for artifact in artifacts:
         if artifact is not None and artifact.result.ok and compiler is not None:
-            compiler.adopt(artifact.result, artifact.cubin)
+            compiler.faithful().adopt(artifact.result, artifact.cubin)
     with _turn(endpoint):
         return [where(r) for r in runner.measure_under(condition, candidates)]
 

@@ -13,6 +13,12 @@ process with a CUDA context). Its pipeline per ``measure`` call:
 5. the worker verifies on two random input sets against the baseline's outputs, then
    times; a crash or hang costs only that candidate (the worker is restarted).
 
+A confirmation round (:meth:`LocalRunner.measure_under`, :meth:`LocalRunner.baseline_under`)
+compiles with the compiler's nvcc-only twin (:meth:`Compiler.faithful`) where the search's
+compiler may build other code (NVRTC for every kernel), so the stored pick and its numbers
+are measured on nvcc's code; every measured result names its builder in
+``extra["built_by"]`` (``"nvcc"`` or ``"nvrtc"``).
+
 :class:`workbench.engine.replay.ReplayRunner` answers the same protocol from recordings.
 """
 
@@ -248,9 +254,14 @@ class LocalRunner:
             self._checks = result
         return self._checks
 
+    def _builder(self) -> Compiler:
+        """The compiler of the code measured now: under a confirmation's cache condition
+        the one whose code is nvcc's (:meth:`Compiler.faithful`), else the search's."""
+        return self.compiler if self._under is None else self.compiler.faithful()
+
     def _baseline_build(self, shape: str, dtype: str) -> tuple[CompileResult, Launch]:
         instance = self.folder.baseline.render({}, dtype)
-        result = self.compiler.compile(instance)
+        result = self._builder().compile(instance)
         if not result.ok:
             raise BaselineError(f"the baseline of {self.folder.name} does not compile for "
                                 f"{dtype}: {result.error_summary}", log_path=result.log_path)
@@ -345,6 +356,8 @@ class LocalRunner:
             occ = occupancy(self.device, usage.with_dynamic_smem(launch.smem_bytes),
                             launch.threads_per_block)
         extra: dict[str, Any] = {}
+        if compiled is not None:
+            extra["built_by"] = compiled.compiler  # "nvcc" or "nvrtc": whose code was timed
         if launch is not None:
             extra["launch"] = _geometry(launch).to_message()
         if reply.nvml:
@@ -464,7 +477,8 @@ class LocalRunner:
 
     @contextmanager
     def _condition(self, condition: str) -> Iterator[None]:
-        """Time under a cache condition for the duration (nothing answered from memory)."""
+        """Time under a cache condition for the duration (nothing answered from memory),
+        compiled by :meth:`Compiler.faithful` (nvcc's code: see :meth:`_builder`)."""
         check_conditions([condition])
         saved, baselines = self._under, self._baselines
         self._under, self._baselines = condition, {}
@@ -478,12 +492,14 @@ class LocalRunner:
     def measure_under(self, condition: str,
                       candidates: Sequence[Candidate]) -> list[TrialResult]:
         """Measure ``candidates`` again under a cache condition
-        (:data:`workbench.core.conditions.CONDITIONS`)."""
+        (:data:`workbench.core.conditions.CONDITIONS`), compiled by nvcc where the search's
+        compiler may build other code (:meth:`Compiler.faithful`)."""
         with self._condition(condition):
             return list(self.measure(candidates))
 
     def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        """Measure the baseline again under a cache condition."""
+        """Measure the baseline again under a cache condition (compiled as
+        :meth:`measure_under` compiles)."""
         with self._condition(condition):
             return self.baseline(shape, dtype)
 
@@ -502,11 +518,12 @@ class LocalRunner:
         compiled_q: queue.Queue[CompileResult | BaseException | None] = queue.Queue()
         stop = threading.Event()
         instances = [items[0].instance for items in pending.values()]
+        builder = self._builder()  # chosen now: the generator may resume outside _condition
 
         def produce() -> None:
             began = time.perf_counter()
             try:
-                for result in self.compiler.compile_many(instances, workers=self.jobs):
+                for result in builder.compile_many(instances, workers=self.jobs):
                     compiled_q.put(result)
                     if stop.is_set():
                         break
@@ -561,7 +578,8 @@ class LocalRunner:
                                bytes_moved=self.folder.bytes_moved_for(candidate.shape,
                                                                        candidate.dtype),
                                device=self.device.name, source="live",
-                               log_excerpt=compiled.log[-1500:])
+                               log_excerpt=compiled.log[-1500:],
+                               extra={"built_by": compiled.compiler})
         if compiled.usage is not None:
             refused = resource_rejection(
                 self.device, compiled.usage.with_dynamic_smem(launch.smem_bytes),
