@@ -5,8 +5,9 @@ real thread runs ``TM x TN`` of them, strided by the block's threads, with their
 in registers; the shared tiles take their extents from the role of each index (``[BK][BN]``),
 a tile read along k in its inner index stored k-major with an odd row length
 (``[BK][BM + 1]``, transposed as it is loaded); each cooperative store becomes a loop of all
-threads over the tile's positions (with a float4 path at ``VEC == 4`` where
-:mod:`.regtile_vec` proves the store's form); the grid's x / y follow BN / BM, any other
+threads over the tile's positions, a fixed number per thread (with a float4 path at
+``VEC == 4`` where :mod:`.regtile_vec` proves the store's form, its loads of the tiles
+stored together issued before their shared stores); the grid's x / y follow BN / BM, any other
 grid dimension is kept as written; ``__launch_bounds__`` names the block's threads. The
 parameters and constraints, and why the mapping, the layout and the register cap are not
 among them: :mod:`.regtile_space`.
@@ -32,11 +33,14 @@ from workbench.llm.templater.regtile_space import (
 from workbench.llm.templater.regtile_vec import (
     VEC_WIDTH,
     NotVector,
+    VectorLoop,
     VectorStore,
     analyse_store,
     float_pointers,
+    per_thread_loop,
     unit_stride,
     vector_loop,
+    vector_section,
 )
 from workbench.llm.templater.rules import scale_divisor
 
@@ -142,21 +146,40 @@ class _Writer:
         return out
 
     def stores(self) -> list[str]:
+        """The cooperative stores in order; consecutive ones that take the float4 path share
+        one ``#if VEC == 4`` section whose global loads all come before their shared stores."""
         g, ind2 = self.g, self.ind2
-        out = []
+        out: list[str] = []
+        run: list[tuple[list[str], VectorLoop]] = []  # (scalar loop, vector loop) per store
         for s in self.parts.stores:
             if s.type == "declaration":
                 names = [decl_name(d) for d in s.children_by_field_name("declarator")]
                 if not all(x in g.inlinable for x in names):
+                    out += self._vector_section(run)
+                    run = []
                     out.append(ind2 + render(self.data, s, g.role_sub))
                 continue
             loop_store = g.loop_stores.get((s.start_byte, s.end_byte))
-            out += self.store(loop_store.store if loop_store is not None else s)
-        return out
+            scalar, vec = self.store(loop_store.store if loop_store is not None else s,
+                                     tag=str(len(self.vectorized)))
+            if vec is None:
+                out += self._vector_section(run) + scalar
+                run = []
+            else:
+                run.append((scalar, vec))
+        return out + self._vector_section(run)
 
-    def store(self, s: Node) -> list[str]:
+    def _vector_section(self, run: list[tuple[list[str], VectorLoop]]) -> list[str]:
+        if not run:
+            return []
+        ind2 = self.ind2
+        return [f"#if {self.n['VEC']} == {VEC_WIDTH}",
+                *(ind2 + x for x in vector_section([v for _, v in run], self.n["VEC"])),
+                "#else", *(x for scalar, _ in run for x in scalar), "#endif"]
+
+    def store(self, s: Node, tag: str) -> tuple[list[str], VectorLoop | None]:
         """One cooperative store as a loop of all threads over the tile's positions (its
-        loop as written, if any, is that loop); a float4 path beside it where it can."""
+        loop as written, if any, is that loop), and its float4 path where it has one."""
         g, ind2 = self.g, self.ind2
         target = g.access(store_target(s)[0])
         assert target is not None
@@ -165,23 +188,20 @@ class _Writer:
         e0, e1 = self.role_ext[tile.roles[0]], self.role_ext[tile.roles[1]]
         scalar = render(self.data, s, g.region({dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"},
                                                acc=False))
-        loop_as_written = [
-            f"{ind2}for (int wb_e = wb_tid; wb_e < {e0} * {e1}; wb_e += {self.threads}) {{",
-            f"{ind2}  const int wb_r = wb_e / {e1}, wb_c = wb_e % {e1};",
-            f"{ind2}  {scalar}",
-            f"{ind2}}}"]
+        threads = f"({self.threads})"
+        loop_as_written = [ind2 + x for x in per_thread_loop(
+            e0, e1, threads, [f"const int wb_r = wb_e / ({e1}), wb_c = wb_e % ({e1});",
+                              scalar])]
         vec = _vector_store(g, s, dims)
         if vec is None:
-            return loop_as_written
+            return loop_as_written, None
         self.vectorized.append(e1)
 
         def at(m: Node, c: str) -> str:
             return render(self.data, m, g.region({dims[0] or "y": "wb_r", dims[1] or "x": c},
                                                  acc=False))
-        return [f"#if {self.n['VEC']} == {VEC_WIDTH}",
-                *vector_loop(vec, at, scalar, rows=e0, cols=e1, threads=self.threads,
-                             ind=ind2),
-                "#else", *loop_as_written, "#endif"]
+        return loop_as_written, vector_loop(vec, at, scalar, rows=e0, cols=e1, threads=threads,
+                                            tag=tag)
 
     def per_item(self) -> Callable[[Node], str | None]:
         """The real thread (tx, ty) runs the virtual threads of its TM x TN register tile,

@@ -13,6 +13,12 @@ at each of the four positions:
 - ``&X[idx(c)]`` is 16-byte aligned (a leading dimension or batch offset that is not a
   multiple of four floats falls back to the store as written, never to a misaligned load).
 
+Each thread loads a fixed number of vectors per tile (a loop the compiler unrolls). It first
+tests all of them (a loop kept rolled: its tests are not held in registers across the
+product); where every one passes -- an interior tile with aligned rows -- it issues all the
+16-byte loads of the tiles stored together with no test or branch between them, then stores
+them; otherwise each vector decides alone as above.
+
 So every config reads exactly the elements the kernel as written reads, and writes the same
 values; the constraint ``<inner extent> % 4 == 0`` keeps the runs inside a tile row. Stores
 of any other form (a computed value, a load of another type, an index that does not run
@@ -32,6 +38,8 @@ from workbench.llm.templater.analysis import strip, text, walk
 from workbench.llm.templater.plan import Plan
 
 VEC_WIDTH = 4
+#: the one spelling of a 16-byte load of the run at ``wb_p`` (the host tests count them by it)
+VECTOR_LOAD = "const float4 wb_v = *reinterpret_cast<const float4*>(wb_p);"
 
 
 class NotVector(WorkbenchError):
@@ -195,31 +203,97 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     return VectorStore(target, guard, value, stmt)
 
 
+def per_thread_loop(rows: str, cols: str, threads: str, body: list[str], *,
+                    width: int = 1, unroll: str = "") -> list[str]:
+    """A loop of every thread over the ``rows x cols / width`` positions of a tile with a
+    trip count fixed at compile time (``#pragma unroll``: each thread's loads of a tile are
+    independent, so they are issued together rather than one per iteration); ``wb_e`` is the
+    position, ``body`` runs where it is inside the tile (a test the compiler drops where the
+    block's threads divide the positions). ``unroll="1"`` keeps it a loop (the tests of
+    :func:`vector_section`: unrolled, the compiler keeps every vector's loop-invariant part
+    of them live across the product loop, past the registers of two blocks per SM)."""
+    n = f"(({rows}) * (({cols}) / {width}))" if width > 1 else f"(({rows}) * ({cols}))"
+    return [f"#pragma unroll {unroll}".rstrip(),
+            f"for (int wb_s = 0; wb_s < ({n} + ({threads}) - 1) / ({threads}); ++wb_s) {{",
+            f"  const int wb_e = wb_tid + wb_s * ({threads});",
+            f"  if ({n} % ({threads}) == 0 || wb_e < {n}) {{",
+            *("    " + x for x in body),
+            "  }",
+            "}"]
+
+
+@dataclass(frozen=True)
+class VectorLoop:
+    """The float4 path of one cooperative store, in the pieces :func:`vector_section` puts
+    together: ``check`` clears ``wb_fast`` unless every vector the thread loads is one aligned
+    run the kernel as written reads whole; ``loads`` / ``stores`` are the straight-line fast
+    path (``wb_v<tag>`` holds the thread's vectors); ``guarded`` decides per vector (one
+    16-byte load, or the store as written at each of its four positions)."""
+
+    check: list[str]
+    loads: list[str]
+    stores: list[str]
+    guarded: list[str]
+
+
 def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, rows: str,
-                cols: str, threads: str, ind: str) -> list[str]:
-    """The ``#if VEC == 4`` loop of one store. ``at(node, c)`` renders ``node`` at the row
-    ``wb_r`` and the inner position ``c``; ``scalar`` is the store as written at (wb_r, wb_c)."""
+                cols: str, threads: str, tag: str) -> VectorLoop:
+    """The ``#if VEC == 4`` path of one store. ``at(node, c)`` renders ``node`` at the row
+    ``wb_r`` and the inner position ``c``; ``scalar`` is the store as written at (wb_r, wb_c);
+    ``tag`` makes the register array's name unique in the body."""
     w = VEC_WIDTH
     pos = ["wb_c4"] + [f"(wb_c4 + {q})" for q in range(1, w)]
-    base = "&" + at(v.load, pos[0])
     checks = ["((unsigned long long)wb_p & 15) == 0"]
     if v.guard is not None:
         checks += [f"({at(v.guard, c)})" for c in pos]
     checks += [f"&{at(v.load, c)} == wb_p + {q}" for q, c in enumerate(pos) if q]
+    ok = "\n    && ".join(checks)
+    every = "\n    & ".join(f"({c})" for c in checks)  # no branch between the tests
     lanes = "xyzw"
-    out = [f"for (int wb_e = wb_tid; wb_e < {rows} * ({cols} / {w}); wb_e += {threads}) {{",
-           f"  const int wb_r = wb_e / ({cols} / {w}), wb_c4 = wb_e % ({cols} / {w}) * {w};",
-           f"  const float* wb_p = {base};",
-           "  // one 16-byte load where the four elements are the ones the kernel as written",
-           "  // reads, one aligned run; the store as written at each position otherwise",
-           "  if (" + "\n      && ".join(checks) + ") {",
-           "    const float4 wb_v = *reinterpret_cast<const float4*>(wb_p);"]
-    out += [f"    {at(v.target, c)} = wb_v.{lanes[q]};" for q, c in enumerate(pos)]
-    out += ["  } else {",
-            f"    for (int wb_q = 0; wb_q < {w}; ++wb_q) {{",
-            "      const int wb_c = wb_c4 + wb_q;",
-            f"      {scalar}",
-            "    }",
-            "  }",
+    per = f"((({rows}) * (({cols}) / {w}) + ({threads}) - 1) / ({threads}))"
+    # wb_e >= 0: unsigned / and % (a shift and a mask for power-of-two extents)
+    place = [f"const int wb_r = (int)((unsigned)wb_e / (unsigned)(({cols}) / {w})), "
+             f"wb_c4 = (int)((unsigned)wb_e % (unsigned)(({cols}) / {w})) * {w};",
+             f"const float* wb_p = &{at(v.load, pos[0])};"]
+
+    def put(src: str) -> list[str]:
+        return [f"{at(v.target, c)} = {src}.{lanes[q]};" for q, c in enumerate(pos)]
+
+    def loop(body: list[str]) -> list[str]:
+        return per_thread_loop(rows, cols, threads, body, width=w)
+    guarded = [
+        *place,
+        "// one 16-byte load where the four elements are the ones the kernel as written",
+        "// reads, one aligned run; the store as written at each position otherwise",
+        f"if ({ok}) {{",
+        "  " + VECTOR_LOAD,
+        *("  " + x for x in put("wb_v")),
+        "} else {",
+        f"  for (int wb_q = 0; wb_q < {w}; ++wb_q) {{",
+        "    const int wb_c = wb_c4 + wb_q;",
+        f"    {scalar}",
+        "  }",
+        "}"]
+    return VectorLoop(
+        check=per_thread_loop(rows, cols, threads, [*place, f"wb_fast &= {every};"], width=w,
+                              unroll="1"),
+        loads=[f"float4 wb_v{tag}[{per}];",
+               *loop([*place, VECTOR_LOAD, f"wb_v{tag}[wb_s] = wb_v;"])],
+        stores=loop([place[0], *put(f"wb_v{tag}[wb_s]")]),
+        guarded=loop(guarded))
+
+
+def vector_section(loops: list[VectorLoop], vec: str) -> list[str]:
+    """The ``#if VEC == 4`` body of consecutive vector stores: where every vector this thread
+    loads for them passes its test (interior tiles, aligned rows), their global loads are
+    issued together with no test and no branch between them, then stored; elsewhere (a
+    tile at the matrix's edge, a row that is not 16-byte aligned) each vector decides alone.
+    Each path writes what the kernel as written writes."""
+    return ["bool wb_fast = true;  // every vector of this thread one aligned run read whole",
+            *(x for lp in loops for x in lp.check),
+            "if (wb_fast) {",
+            *("  " + x for lp in loops for x in lp.loads),
+            *("  " + x for lp in loops for x in lp.stores),
+            "} else {",
+            *("  " + x for lp in loops for x in lp.guarded),
             "}"]
-    return [ind + x for x in out]
