@@ -23,7 +23,9 @@ the private temporary directory (:mod:`workbench.engine.sandbox`).
 With ``WORKBENCH_NVRTC`` (or ``Compiler(nvrtc=...)``) set to ``on``, kernels for which NVRTC
 gives nvcc's code are compiled by NVRTC in a sandboxed child first, under the same limits
 (:mod:`workbench.engine.nvrtc`); ``all`` sends every kernel there. Whatever NVRTC does not
-compile is compiled by nvcc, and ``CompileResult.compiler`` says which did.
+compile is compiled by nvcc, and ``CompileResult.compiler`` says which did. Where NVRTC
+compiles every kernel, :meth:`Compiler.faithful` is the nvcc-only twin (same cache folder) a
+confirmation compiles with, so the stored pick is measured on nvcc's code.
 
     compiler = Compiler("sm_90a")
     result = compiler.compile(instance)            # CompileResult

@@ -14,7 +14,9 @@ NVRTC addresses shared memory with 64-bit registers where nvcc uses 32-bit ones,
 then allocates a few registers more or fewer for some of them. So ``on`` (and a library
 path) compiles with NVRTC only kernels whose source declares no ``__shared__`` and whose PTX
 from NVRTC has no ``.shared`` state space (:func:`same_code_expected`); the rest go to nvcc.
-``all`` compiles every kernel with NVRTC (faster; the code may differ as above).
+``all`` compiles every kernel with NVRTC (faster; the code may differ as above): the search
+ranks on NVRTC's code, and the confirmation that decides the stored pick compiles with nvcc
+(:meth:`workbench.engine.compiler.Compiler.faithful`).
 
 :func:`nvrtc_options` maps the Compiler's nvcc flags to NVRTC options, or answers None for a
 flag it does not know (then nvcc compiles). :func:`run_nvrtc` compiles one work directory in
