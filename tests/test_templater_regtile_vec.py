@@ -11,16 +11,22 @@ with their line and keep the scalar loop.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, host_sample, lifted_template
+from helpers_templater import FULL_MATRIX, corner_configs, host_sample, lifted_template
 from regtile_spellings import Spelling, lift, simulate
 from test_templater_regtile_batch import BATCHED
 from test_templater_regtile_spellings import SPELLINGS
+
+from workbench.core.kernel_folder.load import load_kernel_folder
+from workbench.llm.templater.offline import offline_template
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ALL = {**BATCHED, **SPELLINGS}
 ALIGNED = {"batch": 2, "M": 37, "N": 44, "K": 28}  # rows of A and B start 16-byte aligned
@@ -34,7 +40,7 @@ def _env(s: Spelling) -> dict[str, int]:
 def _vec_config(s: Spelling, **values: int) -> dict[str, object]:
     """The default with VEC = 4 and ``values`` (TM = TN = 2 unless given): a valid config."""
     template = lifted_template(lift(s), s.entry)
-    config = dict(template.default_config())
+    config: dict[str, object] = dict(template.default_config())
     config.update({"VEC": 4, "TM": 2, "TN": 2, **values})
     assert template.space({**_env(s), "elem_bytes": 4}).rejection(config) is None
     return config
@@ -62,6 +68,56 @@ def test_vector_path_is_taken_where_aligned_and_never_where_not(name: str) -> No
         assert worst < 1e-3 and loads > 0, (worst, loads)
         worst, loads = simulate(s, template, config, _env(s), Path(tmp), offset=1)
         assert worst < 1e-3 and loads == 0, (worst, loads)
+
+
+_FAST = "wb_v0[wb_s] = wb_v;"  # the fast path keeps its first tile's vectors
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
+@pytest.mark.parametrize("name", sorted(ALL) if FULL_MATRIX else sorted(ALL)[::len(ALL) - 1])
+def test_interior_tiles_take_the_untested_loads_and_misaligned_rows_never(name: str) -> None:
+    """The straight-line path (every vector of the thread tested first, then all loaded)
+    runs on the interior tiles of aligned matrices, where its products are right, and never
+    one float off alignment: counted by a second increment on its loads only."""
+    s = ALL[name]
+    lifted = lift(s)
+    assert lifted.source.count(_FAST) == 1 and "if (wb_fast) {" in lifted.source
+    template = lifted_template(lifted, s.entry)
+    counted = lifted_template(dataclasses.replace(
+        lifted, source=lifted.source.replace(_FAST, _FAST + " ++wb_vector_loads;")), s.entry)
+    config = _vec_config(s)
+    with tempfile.TemporaryDirectory() as tmp:
+        worst, loads = simulate(s, template, config, _env(s), Path(tmp))
+        worst_counted, both = simulate(s, counted, config, _env(s), Path(tmp))
+        assert worst < 1e-3 and worst_counted == worst and both > loads > 0, (loads, both)
+        worst, loads = simulate(s, template, config, _env(s), Path(tmp), offset=1)
+        _, both = simulate(s, counted, config, _env(s), Path(tmp), offset=1)
+        assert worst < 1e-3 and loads == both == 0, (worst, loads, both)
+
+
+CORPUS = {"gemm_smem": ROOT / "benchmarks" / "corpus_compute" / "gemm_smem",
+          "sgemm_nt": ROOT / "benchmarks" / "corpus_compute_unseen2" / "sgemm_nt",
+          "dense_relu": ROOT / "benchmarks" / "corpus_compute_unseen3" / "dense_relu"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_the_widest_register_tile_fits_two_blocks_per_sm_without_spills(
+        name: str, compiler: Any) -> None:
+    """At 128 x 128 x 32 with 8 x 8 per thread (256 threads) and float4 loads, ptxas keeps
+    each corpus GEMM in at most 128 registers (two blocks per SM) with no spills: the tests
+    of the thread's vectors stay in a rolled loop, so nothing of them is live across the
+    product loop."""
+    template = offline_template(load_kernel_folder(CORPUS[name])).template
+    config = {**template.default_config(), "BM": 128, "BN": 128, "BK": 32, "TM": 8, "TN": 8,
+              "VEC": 4}
+    result = compiler.compile(template.render(config, "fp32"))
+    assert result.ok and result.usage is not None, result.error_summary
+    usage = result.usage
+    assert usage.spill_store_bytes == usage.spill_load_bytes == 0, usage
+    assert usage.regs_per_thread <= 128, usage
 
 
 # -- refusals ------------------------------------------------------------------------------
