@@ -1,14 +1,16 @@
 """The fourth unseen compute corpus (issue 28, held-back kernels), pure tier: every kernel
 folder of benchmarks/corpus_compute_unseen4 and its expert/ copy load; the plain kernel
 computes what its reference.py says (g++ host simulation); the hand-written expert template
-computes what the plain kernel computes at its default, at the first and the last all-ends
-configs and at the kernel's hand-picked EXTRA_CONFIGS (the same host simulation, same
-inputs); nvcc compiles the plain kernel and the expert default for sm_90 without spilling.
+computes what the plain kernel computes at the kernel's hand-picked EXTRA_CONFIGS, and for
+CORNERS_EVERY_RUN at its default and its last all-ends config too (the same host
+simulation, same inputs); nvcc compiles the plain kernel and the expert default for sm_90
+without spilling (the first and the last kernel listed). ``WORKBENCH_FULL_MATRIX=1``
+checks every kernel at its default, every all-ends config and every extra, and compiles
+every kernel.
 
 The host harness (program generation, runs, comparison, precompiled headers) is
 tests/test_corpus_unseen3.py's, imported; this set adds only the CUDA built-ins its kernels
-use beyond that set's (HOST_EXTRAS) and the int8 type. ``UNSEEN4_ALL_ENDS=1`` checks every
-all-ends config instead of the first and the last.
+use beyond that set's (HOST_EXTRAS) and the int8 type.
 
 These folders are kept from the offline templater's authors until they are measured (the
 templater route against the expert template, same stage 2, on the H100).
@@ -16,7 +18,6 @@ templater route against the expert template, same stage 2, on the H100).
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import end_configs, host_sample
+from helpers_templater import FULL_MATRIX, end_configs
 from test_corpus_unseen3 import (
     _SPILLS,
     C_TYPES,
@@ -43,8 +44,9 @@ ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unse
 #: stencil.
 KERNELS = ["atb_product", "conv5_channels", "kepler_solve", "s8_dot_blocks", "row_logsumexp",
            "diffuse7_var"]
-#: Hand-picked configs the all-ends corners do not reach, checked on the host on every run
-#: too (each over the default): knob mixes whose index arithmetic differs from both ends.
+#: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
+#: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
+#: host on every run.
 EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # a non-square register tile over a non-square block tile, padded
     "atb_product": [{"BM": 64, "BN": 32, "BK": 8, "TM": 4, "TN": 2, "PAD": 1}],
@@ -64,7 +66,9 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     "diffuse7_var": [{"BLOCK_X": 16, "BLOCK_Y": 4, "BLOCK_Z": 1, "Z_ITEMS": 4, "USE_SMEM": 1},
                      {"BLOCK_X": 32, "BLOCK_Y": 2, "BLOCK_Z": 2, "Z_ITEMS": 2, "USE_SMEM": 0}],
 }
-ALL_ENDS = os.environ.get("UNSEEN4_ALL_ENDS") == "1"
+#: The kernel whose default and last all-ends config are checked on every run too (its host
+#: runs take about 2 s each on 2 cores; s8_dot_blocks' last corner alone takes 20 s).
+CORNERS_EVERY_RUN = "kepler_solve"
 
 #: The CUDA built-ins this set's kernels use that the unseen3 prelude has no host form of.
 HOST_EXTRAS = r"""
@@ -105,8 +109,9 @@ def _plain_outputs(name: str, work: Path, flags: tuple[str, ...]) -> dict[str, n
 
 
 def checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
-    """The default, the first and the last all-ends configs (every one with
-    UNSEEN4_ALL_ENDS=1) and the kernel's EXTRA_CONFIGS, each valid at the check shape."""
+    """The last of the kernel's EXTRA_CONFIGS; for CORNERS_EVERY_RUN the default and the last
+    all-ends config before it. With ``WORKBENCH_FULL_MATRIX=1`` the default, every all-ends
+    config and every extra. Each valid at the check shape."""
     env = kf.env(kf.check_shape, "fp32")
     ends = end_configs(kf.template, env)
     assert ends, "no all-ends config is valid"
@@ -114,8 +119,15 @@ def checked_configs(kf: KernelFolder) -> list[dict[str, Any]]:
     extras = [{**default, **extra} for extra in EXTRA_CONFIGS.get(kf.name, [])]
     for extra in extras:
         assert kf.template.space(env).rejection(extra) is None, extra
-    configs = [default]
-    for config in [*(ends if ALL_ENDS else host_sample(ends)), *extras]:
+    assert extras, "no hand-picked config"
+    if FULL_MATRIX:
+        picked = [default, *ends, *extras]
+    elif kf.name == CORNERS_EVERY_RUN:
+        picked = [default, ends[-1], extras[-1]]
+    else:
+        picked = extras[-1:]
+    configs: list[dict[str, Any]] = []
+    for config in picked:
         if config not in configs:
             configs.append(config)
     return configs
@@ -206,8 +218,7 @@ def test_plain_kernel_matches_its_reference_on_host(name: str, tmp_path: Path,
 @pytest.mark.parametrize("name", KERNELS)
 def test_expert_template_computes_what_the_plain_kernel_computes(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    """At the default, the first and last all-ends configs and the hand-picked extras, on
-    the same inputs."""
+    """At the configs :func:`checked_configs` lists, on the same inputs."""
     plain, expert = _folder(name), _folder(name, expert=True)
     env = plain.env(plain.check_shape, "fp32")
     inputs = _inputs(plain)
@@ -222,9 +233,15 @@ def test_expert_template_computes_what_the_plain_kernel_computes(
 # -- nvcc ----------------------------------------------------------------------------------
 
 
+_FULL_ONLY = [pytest.mark.slow, pytest.mark.skipif(
+    not FULL_MATRIX, reason="the first and last kernel by default; WORKBENCH_FULL_MATRIX=1 "
+    "compiles all")]
+
+
 @needs_nvcc
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("name", [n if n in (KERNELS[0], KERNELS[-1]) else
+                                  pytest.param(n, marks=_FULL_ONLY) for n in KERNELS])
 def test_plain_kernel_and_expert_default_compile_without_spills(name: str,
                                                                tmp_path: Path) -> None:
     expert = _folder(name, expert=True)
