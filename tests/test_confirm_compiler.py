@@ -190,6 +190,26 @@ def test_the_search_times_nvrtcs_code_and_the_confirmation_nvccs(runner: Any) ->
     assert runner.baseline(SHAPE, DTYPE).extra["built_by"] == "nvrtc"
 
 
+def test_a_confirmation_under_the_search_condition_alone_times_nvccs_code(runner: Any) -> None:
+    """``confirm_finalists`` with conditions ("read",) (stage 1's corpus runs, a tune that
+    asks for no condition table) re-measures on nvcc's code too, and the runner's search
+    compiles with NVRTC afterwards."""
+    from workbench.engine.tuning import Confirmation, confirm_finalists
+
+    candidates = _candidates(runner.folder)
+    [searched] = list(runner.measure(candidates))
+    assert searched.extra["built_by"] == "nvrtc"
+    seen: list[tuple[int, str]] = []
+    confirmation = confirm_finalists(runner, [searched], conditions=("read",),
+                                     on_result=lambda i, r: seen.append(
+                                         (i, r.extra["built_by"])))
+    assert isinstance(confirmation, Confirmation), confirmation
+    assert seen == [(1, "nvcc"), (2, "nvcc")]
+    assert confirmation.chosen.extra["built_by"] == "nvcc"
+    [again] = list(runner.measure(candidates))
+    assert again.extra["built_by"] == "nvrtc"
+
+
 def test_a_stored_confirmation_says_nvcc_built_what_it_timed(runner: Any,
                                                               tmp_path: Path) -> None:
     from workbench.store.base import provenance_for

@@ -37,6 +37,7 @@ from workbench.core.picks import (
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import (
+    BenchSettings,
     CopyTiming,
     SpeedupInterval,
     speedup_from_timings,
@@ -51,6 +52,7 @@ from workbench.engine.capabilities import (
 from workbench.engine.conditions import (
     ConditionConfirmation,
     ConditionRunner,
+    condition_of,
     conditions_unmet,
     confirm_under_conditions,
 )
@@ -226,19 +228,31 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     if not finalists:
         return "no finalists"
     candidates = [Candidate(r.config, r.shape, r.dtype) for r in finalists]
-    runner.forget_measurements()
-    by_config = {r.config: seen(1, r) for r in runner.measure(candidates)}
+    by_config = {r.config: seen(1, r) for r in _measure_again(runner, candidates)}
     selection = tuple(by_config[c.config] for c in candidates if c.config in by_config)
     pick = fastest_ok(selection)
     if pick is None:
         return "no finalist passed verification again: " + ", ".join(
             f"{r.status.value} {r.reason}" for r in selection)[:300]
-    runner.forget_measurements()
-    again = [seen(2, r) for r in runner.measure([Candidate(pick.config, pick.shape, pick.dtype)])]
+    again = [seen(2, r) for r in
+             _measure_again(runner, [Candidate(pick.config, pick.shape, pick.dtype)])]
     if not again or again[0].status is not Status.OK or again[0].timing is None:
         why = f"{again[0].status.value} {again[0].reason}" if again else "no result"
         return f"the chosen config failed its second measurement: {why}"
     return Confirmation(finalists=tuple(finalists), selection=selection, chosen=again[0])
+
+
+def _measure_again(runner: Remeasuring, candidates: Sequence[Candidate]) -> list[TrialResult]:
+    """``candidates`` measured afresh for a confirmation under the search's own condition.
+
+    A runner that measures under conditions does it the way its confirmations do (so under
+    ``WORKBENCH_NVRTC=all`` on nvcc's code, as the four-condition confirmation); any other
+    forgets what it measured and measures again."""
+    settings = getattr(runner, "settings", None)
+    if isinstance(runner, ConditionRunner) and isinstance(settings, BenchSettings):
+        return runner.measure_under(condition_of(settings), candidates)
+    runner.forget_measurements()
+    return list(cast(Runner, runner).measure(candidates))
 
 
 def _under_conditions(runner: object, conditions: Sequence[str] | None,
