@@ -8,8 +8,9 @@ inside an ``if (x < nx && y < ny)`` with ``z++``, full index arithmetic in place
 local, ``z += 1`` against a ``depth`` argument and a ``continue`` boundary. Each lifted
 template runs on the host (g++, the cooperative block) at Z_SPLIT configs with uneven and
 empty chunks (CORNERS_EVERY_RUN at its default and last corner too; both spellings' with
-``WORKBENCH_FULL_MATRIX=1``) and computes what the kernel as written computes; heat_step13's folder lifts Z_SPLIT and computes as written too. What cannot be
-shown legal is refused with the line.
+``WORKBENCH_FULL_MATRIX=1``) and computes what the kernel as written computes;
+heat_step13's folder lifts Z_SPLIT and computes as written too. What cannot be shown legal
+is refused with the line.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ Each lifted template runs on the host (g++, the threads of a block as coroutines
 ``__syncthreads`` is a barrier) at its last all-ends corner (every knob on), and
 EVERY_CONFIG's at its default and mixed configs too (every template's with
 ``WORKBENCH_FULL_MATRIX=1``): TABLE alone must print exactly what the kernel as written
-prints, FAST_MATH within 1e-4 (its results differ by a few ulp). Kernels whose loop writes memory, whose
-table is written, or whose table length is unbounded are refused naming the line.
+prints, FAST_MATH within 1e-4 (its results differ by a few ulp). Kernels whose loop writes
+memory, whose table is written, or whose table length is unbounded are refused naming the
+line.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ Each lifted template runs on the host (g++, the cooperative block with warp shuf
 its last corner and a config that keeps the row in registers (CORNERS_EVERY_RUN at its
 default too; with ``WORKBENCH_FULL_MATRIX=1`` every spelling at its default, its corners
 and the row kept at several lanes and vector widths), and one whose cache is too small for
-the row (the passes as written), and computes what the kernel as written computes. What cannot be shown legal is refused with
-the line. nvcc's ptxas reports no spill at the largest cache the space admits.
+the row (the passes as written), and computes what the kernel as written computes. What
+cannot be shown legal is refused with the line. nvcc's ptxas reports no spill at the
+largest cache the space admits.
 """
 
 from __future__ import annotations
@@ -217,9 +218,9 @@ def test_each_spelling_computes_as_written_with_the_row_in_registers(
     configs = _configs(template)
     assert all(space.rejection(c) is None for c in configs), \
         [space.rejection(c) for c in configs]
-    # one row-in-registers config per spelling, another for each, and the last corner (all
-    # knobs at an end); the default and the last corner of CORNERS_EVERY_RUN too (every
-    # config of every spelling with WORKBENCH_FULL_MATRIX=1)
+    # every spelling at its last corner (every knob at an end) and at one row-in-registers
+    # config (a different one each); CORNERS_EVERY_RUN at its default too; every config of
+    # every spelling with WORKBENCH_FULL_MATRIX=1
     kept = configs[3:] if FULL_MATRIX else [configs[3 + sorted(CASES).index(name)]]
     corners = (host_sample(configs[:3]) if FULL_MATRIX or name == CORNERS_EVERY_RUN
                else configs[2:3])
