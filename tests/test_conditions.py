@@ -63,6 +63,35 @@ def test_default_rule_refuses_a_pick_slower_than_the_baseline_under_any_conditio
     assert fast.score < pick.chosen.score  # it had the better geometric mean
 
 
+def test_finalists_within_the_tie_band_are_decided_by_config_order_not_by_noise() -> None:
+    """The 2026-11-27 H200 medians of fused_add_rmsnorm decode: CACHE_HINT 1 and 0 within
+    0.5 % of each other in three confirmations, each ordered differently by the noise."""
+    hint1, hint0 = Config(BLOCK_THREADS=512, CACHE_HINT=1), Config(BLOCK_THREADS=512,
+                                                                   CACHE_HINT=0)
+    base = ConditionTimes("baseline", None, {"read": 2.8817, "write": 3.3686, "warm": 2.3959,
+                                             "graph": 3.0984})
+    runs = [{hint1: (2.2242, 2.7260, 1.7508, 2.4888), hint0: (2.2304, 2.7405, 1.7508, 2.5040)},
+            {hint1: (2.2290, 2.7131, 1.7979, 2.5064), hint0: (2.2376, 2.7246, 1.7520, 2.5008)}]
+    for medians in runs:
+        for order in ([hint1, hint0], [hint0, hint1]):
+            finalists = [ConditionTimes(str(c), c, dict(zip(ALL, medians[c], strict=True)))
+                         for c in order]
+            assert choose(finalists, base, ALL).config == hint0
+            # with no band the noise decides: the better score wins whatever the order
+            exact = choose(finalists, base, ALL, PickRule(tie_pct=0.0))
+            assert exact.config == min(exact.scored, key=lambda s: s.score).times.config
+    # outside the band the faster config wins even when it comes later in config order
+    slow0 = ConditionTimes("h0", hint0, {k: v * 1.02 for k, v in zip(
+        ALL, runs[0][hint1], strict=True)})
+    fast1 = ConditionTimes("h1", hint1, dict(zip(ALL, runs[0][hint1], strict=True)))
+    assert choose([slow0, fast1], base, ALL).config == hint1
+
+
+def test_a_tie_band_outside_its_range_is_refused() -> None:
+    with pytest.raises(WorkbenchError, match="tie_pct"):
+        PickRule(tie_pct=25.0)
+
+
 def test_condition_rule_scores_one_condition_and_keeps_the_guard() -> None:
     graph = choose([_times(FAST_READ), _times(STEADY)], _times(None), ALL,
                    PickRule(condition="graph"))

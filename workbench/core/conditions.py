@@ -63,11 +63,20 @@ class PickRule:
     ``tolerance_pct``) in any measured condition is not eligible; when no finalist is
     eligible the one with the smallest worst-condition ratio is picked and the pick says
     it does not hold.
+
+    Eligible finalists whose score is within ``tie_pct`` of the best are a tie the
+    measurements cannot order: they are decided by a fixed order of their configs (the
+    smallest parameter values first, by parameter name), not by which one the noise put
+    first, so repeated runs (one device or several, direct or on a cluster) agree. The
+    default 1 % is about the run-to-run spread of one config's geometric-mean ratio seen
+    on the H200 (2026-11-27: 0.778, 0.783 and 0.785 for the same config in three
+    confirmations of fused_add_rmsnorm decode).
     """
 
     condition: str | None = None
     never_slower: bool = True
     tolerance_pct: float = 0.0
+    tie_pct: float = 1.0
 
     def __post_init__(self) -> None:
         if self.condition is not None:
@@ -76,6 +85,9 @@ class PickRule:
             raise WorkbenchError(f"PickRule.tolerance_pct = {self.tolerance_pct!r}; expected "
                                  f"0..50", key="tolerance_pct", value=self.tolerance_pct,
                                  expected="0..50")
+        if not 0.0 <= self.tie_pct <= 10.0:
+            raise WorkbenchError(f"PickRule.tie_pct = {self.tie_pct!r}; expected 0..10",
+                                 key="tie_pct", value=self.tie_pct, expected="0..10")
 
     def describe(self) -> str:
         score = (f"fastest under '{self.condition}'" if self.condition
@@ -83,7 +95,9 @@ class PickRule:
         guard = (f", never slower than the baseline in any condition"
                  f"{f' (beyond {self.tolerance_pct:g} %)' if self.tolerance_pct else ''}"
                  if self.never_slower else "")
-        return score + guard
+        tie = (f"; within {self.tie_pct:g} % of the best a tie, decided by config order"
+               if self.tie_pct else "")
+        return score + guard + tie
 
 
 @dataclass(frozen=True)
@@ -157,13 +171,27 @@ def score(times: ConditionTimes, baseline: ConditionTimes, conditions: Sequence[
                   eligible=not why, why_not=why)
 
 
+def config_order(config: Config | None) -> tuple[tuple[str, int, float, str], ...]:
+    """A fixed order of configs for deciding ties: parameter by parameter in name order,
+    the smaller value first (numbers by value, other values by their text)."""
+    if config is None:
+        return ()
+    out: list[tuple[str, int, float, str]] = []
+    for name, value in sorted(dict(config).items()):
+        number = (float(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+                  else float(bool(value)) if isinstance(value, bool) else None)
+        out.append((name, 0, number, "") if number is not None else (name, 1, 0.0, str(value)))
+    return tuple(out)
+
+
 def choose(finalists: Sequence[ConditionTimes], baseline: ConditionTimes,
            conditions: Sequence[str], rule: PickRule | None = None) -> Pick:
     """Apply ``rule`` (default :class:`PickRule`) to the finalists' per-condition medians.
 
-    The eligible finalist with the lowest score wins (ties: the earlier finalist, i.e. the
-    search's faster one); with none eligible, the one with the smallest worst-condition
-    ratio, and ``holds`` is False."""
+    The eligible finalist with the lowest score wins; finalists within the rule's
+    ``tie_pct`` of it are a tie, decided by :func:`config_order` (exact ties without a
+    config: the earlier finalist, i.e. the search's faster one); with none eligible, the
+    one with the smallest worst-condition ratio, and ``holds`` is False."""
     rule = rule or PickRule()
     conds = check_conditions(conditions)
     if rule.condition is not None and rule.condition not in conds:
@@ -176,7 +204,9 @@ def choose(finalists: Sequence[ConditionTimes], baseline: ConditionTimes,
     scored = tuple(score(t, baseline, conds, rule) for t in finalists)
     eligible = [s for s in scored if s.eligible]
     if eligible:
-        chosen = min(eligible, key=lambda s: s.score)
+        best = min(s.score for s in eligible)
+        tied = [s for s in eligible if s.score <= best * (1.0 + rule.tie_pct / 100.0)]
+        chosen = min(tied, key=lambda s: config_order(s.times.config))
     else:
         chosen = min(scored, key=lambda s: (s.worst_ratio, s.score))
     return Pick(rule=rule, conditions=conds, baseline=baseline, scored=scored, chosen=chosen,
