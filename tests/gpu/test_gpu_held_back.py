@@ -1,15 +1,20 @@
-"""GPU tier for the third unseen compute corpus (benchmarks/corpus_compute_unseen3): on the
-device, each plain kernel passes its reference.py at the check shape and runs at least
-20 us at every timed shape (so its timings are not launch overhead), and each expert
-template is correct at the configs the host simulation checks (tests/test_corpus_unseen3.py)
-and at every all-ends config. Run on the GPU machine:
-``python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_unseen3.py``."""
+"""GPU tier for the held-back compute corpora (benchmarks/corpus_compute_unseen3 and
+corpus_compute_unseen4): on the device, each plain kernel passes its reference.py at the
+check shape and runs at least 20 us at every timed shape (so its timings are not launch
+overhead), and each expert template is correct at the configs the host simulation checks
+(tests/test_corpus_unseen3.py, tests/test_corpus_unseen4.py) and at every all-ends config.
+Run on the GPU machine:
+``python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_held_back.py``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import ModuleType
+
 import pytest
+import test_corpus_unseen3
+import test_corpus_unseen4
 from helpers_templater import end_configs
-from test_corpus_unseen3 import KERNELS, ROOT, checked_configs
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Candidate, Config, Status
@@ -20,12 +25,17 @@ pytestmark = pytest.mark.gpu
 
 SHORT = BenchSettings(warmup_ms=2.0, min_reps=5, max_reps=50, max_time_s=0.2, timeout_s=10.0)
 MIN_TIMED_US = 20.0
+#: each held-back set's host harness (its ROOT, KERNELS and checked_configs)
+SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4)
+FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
+           for s in SETS for name in s.KERNELS]
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", KERNELS)
-def test_plain_kernel_passes_its_reference_and_runs_long_enough(name: str) -> None:
-    plain = load_kernel_folder(ROOT / name)
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_plain_kernel_passes_its_reference_and_runs_long_enough(corpus: ModuleType,
+                                                                name: str) -> None:
+    plain = load_kernel_folder(corpus.ROOT / name)
     with LocalRunner(plain, settings=SHORT) as runner:
         for shape in plain.shapes:
             if shape == plain.check_shape:
@@ -38,11 +48,11 @@ def test_plain_kernel_passes_its_reference_and_runs_long_enough(name: str) -> No
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("name", KERNELS)
-def test_expert_template_is_correct_on_the_device(name: str) -> None:
-    expert = load_kernel_folder(ROOT / name / "expert")
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_expert_template_is_correct_on_the_device(corpus: ModuleType, name: str) -> None:
+    expert = load_kernel_folder(corpus.ROOT / name / "expert")
     check = expert.check_shape
-    configs = checked_configs(expert)
+    configs = corpus.checked_configs(expert)
     must_run = len(configs)  # the host-checked ones must run; other corners may be pruned
     for config in end_configs(expert.template, expert.env(check, "fp32")):
         if config not in configs:
