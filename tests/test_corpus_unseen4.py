@@ -158,48 +158,6 @@ def test_stage1_corpus_knows_the_set_and_its_memory_bound_kernels() -> None:
     assert listed & set(KERNELS) == MEMORY_BOUND
 
 
-@pytest.mark.parametrize("name", KERNELS)
-def test_plain_folder_is_init_shaped_and_expert_is_its_copy(name: str) -> None:
-    """The plain folder has no [template]; baseline.cu is the kernel as written; expert/
-    holds the same kernel, reference, baseline, shapes and launch plus its [template]."""
-    plain, expert = _folder(name), _folder(name, expert=True)
-    assert not plain.has_template and expert.has_template
-    written = (ROOT / name / f"{name}.cu").read_text()
-    for copy in ("baseline.cu", "expert/baseline.cu", f"expert/{name}.cu"):
-        assert (ROOT / name / copy).read_text() == written, copy
-    assert (ROOT / name / "expert" / "reference.py").read_text() == \
-        (ROOT / name / "reference.py").read_text()
-    assert expert.baseline.launch.to_dict() == plain.baseline.launch.to_dict()
-    assert expert.args == plain.args and expert.shapes == plain.shapes
-    assert expert.constants == plain.constants
-    assert "large" in plain.shapes and len(plain.shapes) >= 3  # check shape + two timed
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_expert_defaults_launch_the_kernel_as_written(name: str) -> None:
-    expert = _folder(name, expert=True)
-    default = expert.template.default_config()
-    for shape in expert.shapes:
-        env = expert.env(shape, "fp32")
-        ours, base = expert.template.launch_for(default, env), expert.baseline.launch_for({}, env)
-        assert (ours.grid, ours.block, ours.smem_bytes) == \
-            (base.grid, base.block, base.smem_bytes), shape
-
-
-@pytest.mark.parametrize("name", KERNELS)
-def test_expert_space_keeps_its_constraints_and_launch_limits(name: str) -> None:
-    expert = _folder(name, expert=True)
-    for shape in expert.shapes:
-        env = expert.env(shape, "fp32")
-        space = expert.template.space(env)
-        assert len(space) > 50
-        for config in space:
-            launch = expert.template.launch_for(config, env)
-            threads = launch.block[0] * launch.block[1] * launch.block[2]
-            assert 32 <= threads <= env["max_threads_per_block"], (shape, dict(config))
-            assert launch.grid[1] < 65536 and launch.grid[2] < 65536, (shape, dict(config))
-
-
 # -- host simulation -----------------------------------------------------------------------
 
 

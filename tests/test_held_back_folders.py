@@ -1,0 +1,62 @@
+"""The held-back corpora's folders (benchmarks/corpus_compute_unseen3, _unseen4), checked the
+same way for every set: the plain folder is what `workbench init` writes (no template), the
+expert is its copy plus a [template] whose defaults launch the kernel as written, and every
+config of the expert's space stays inside its constraints and the launch limits. Each set's
+own file (tests/test_corpus_unseen3.py, tests/test_corpus_unseen4.py) runs the kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import test_corpus_unseen3
+import test_corpus_unseen4
+
+#: each held-back set's harness (its ROOT, KERNELS and _folder)
+SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4)
+FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
+           for s in SETS for name in s.KERNELS]
+
+
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_plain_folder_is_init_shaped_and_expert_is_its_copy(corpus: ModuleType, name: str) -> None:
+    """The plain folder has no [template]; baseline.cu is the kernel as written; expert/
+    holds the same kernel, reference, baseline, shapes and launch plus its [template]."""
+    plain, expert = corpus._folder(name), corpus._folder(name, expert=True)
+    assert not plain.has_template and expert.has_template
+    written = (corpus.ROOT / name / f"{name}.cu").read_text()
+    for copy in ("baseline.cu", "expert/baseline.cu", f"expert/{name}.cu"):
+        assert (corpus.ROOT / name / copy).read_text() == written, copy
+    if (corpus.ROOT / name / "reference.py").exists():
+        assert (corpus.ROOT / name / "expert" / "reference.py").read_text() == \
+            (corpus.ROOT / name / "reference.py").read_text()
+    assert expert.baseline.launch.to_dict() == plain.baseline.launch.to_dict()
+    assert expert.args == plain.args and expert.shapes == plain.shapes
+    assert expert.constants == plain.constants
+    assert "large" in plain.shapes and len(plain.shapes) >= 3  # check shape + two timed
+
+
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_expert_defaults_launch_the_kernel_as_written(corpus: ModuleType, name: str) -> None:
+    expert = corpus._folder(name, expert=True)
+    default = expert.template.default_config()
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        ours, base = expert.template.launch_for(default, env), expert.baseline.launch_for({}, env)
+        assert (ours.grid, ours.block, ours.smem_bytes) == \
+            (base.grid, base.block, base.smem_bytes), shape
+
+
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_expert_space_keeps_its_constraints_and_launch_limits(corpus: ModuleType, name: str) -> None:
+    expert = corpus._folder(name, expert=True)
+    for shape in expert.shapes:
+        env = expert.env(shape, "fp32")
+        space = expert.template.space(env)
+        assert len(space) > 50
+        for config in space:
+            launch = expert.template.launch_for(config, env)
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            assert 32 <= threads <= env["max_threads_per_block"], (shape, dict(config))
+            assert launch.grid[1] < 65536 and launch.grid[2] < 65536, (shape, dict(config))
