@@ -178,8 +178,7 @@ def config_order(config: Config | None) -> tuple[tuple[str, int, float, str], ..
         return ()
     out: list[tuple[str, int, float, str]] = []
     for name, value in sorted(dict(config).items()):
-        number = (float(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
-                  else float(bool(value)) if isinstance(value, bool) else None)
+        number = float(value) if isinstance(value, (int, float)) else None  # bools: 0, 1
         out.append((name, 0, number, "") if number is not None else (name, 1, 0.0, str(value)))
     return tuple(out)
 
