@@ -34,7 +34,7 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noq
 from workbench.core.records import Candidate, Status  # noqa: E402
 from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
-from workbench.llm.templater import offline_template  # noqa: E402
+from workbench.templater import offline_template  # noqa: E402
 
 
 def template_for(folder: KernelFolder) -> tuple[KernelTemplate, str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
-from workbench.llm.templater import lift_kernel
+from workbench.templater import lift_kernel
 
 _PTX = ("ld.const", "ex2", "sqrt", "rcp", "div", "bra", "fma", "mul.f", "add.f", "setp", "selp")
 

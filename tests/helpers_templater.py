@@ -13,7 +13,7 @@ from typing import Any
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
-from workbench.llm.templater import LiftedSource
+from workbench.templater import LiftedSource
 
 
 def lifted_template(lifted: LiftedSource, entry: str = "k") -> KernelTemplate:

@@ -17,7 +17,7 @@ from typing import Any
 from helpers_templater import COOPERATIVE_BLOCK, run_on_host
 
 from workbench.core.template import KernelTemplate
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 
 @dataclass(frozen=True)

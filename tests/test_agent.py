@@ -24,10 +24,10 @@ from workbench.agent.events import AgentFinished, PlanMade, ReviewRequested, Tem
 from workbench.agent.records import AgentConfig
 from workbench.core.events import EventBus, IterationFinished, TrialFinished
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Config, Status
 from workbench.engine.compiler import Compiler
 from workbench.engine.ncu import parse_ncu_csv, profile_config
-from workbench.llm.schemas import TemplateProposal
 from workbench.search.budget import Budget
 from workbench.store.approval import approval_key as template_sha256
 from workbench.store.approval import approval_text as template_text

@@ -117,7 +117,7 @@ def test_the_tree_counts() -> None:
         importlib.import_module("workbench.core.defines").DefineError,
         importlib.import_module("workbench.testing.postgres_server").PostgresUnavailable,
         importlib.import_module("workbench.llm.transport").ReplyTooLargeError,
-        importlib.import_module("workbench.llm.templater.vector").Illegal))
+        importlib.import_module("workbench.templater.vector").Illegal))
 
 
 def test_bare_builtin_raises_are_counted() -> None:

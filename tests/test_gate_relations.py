@@ -12,11 +12,11 @@ from helpers_stage1_folders import blur3_toml, scalar_arg, toml_arg, toml_head, 
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.params import Choice
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
 from workbench.llm.gate_repair import validate_and_tighten
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.space_gate import relation_between, tighten, unverified_notice
 
 

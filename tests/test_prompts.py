@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from workbench.core.hardware import get_device
+from workbench.core.proposal import LaunchSpec, ParameterSpec, TemplateProposal
 from workbench.core.records import Occupancy, ResourceUsage
 from workbench.llm.prompts import (
     PROMPT_VERSIONS,
@@ -25,7 +26,6 @@ from workbench.llm.prompts import (
     repair_messages,
     template_messages,
 )
-from workbench.llm.schemas import LaunchSpec, ParameterSpec, TemplateProposal
 
 GOLDEN = Path(__file__).parent / "golden"
 

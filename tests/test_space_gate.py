@@ -15,8 +15,8 @@ from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
 from workbench.llm.gate_repair import validate_and_tighten
 from workbench.llm.space_gate import GATE_SAMPLE, gate_configs, run_gate, tighten
-from workbench.llm.templater import offline_template
 from workbench.llm.validation import UNVERIFIED_NOTE, validate_proposal
+from workbench.templater import offline_template
 
 ROOT = Path(__file__).resolve().parents[1]
 

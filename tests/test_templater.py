@@ -1,4 +1,4 @@
-"""The offline templater: named-constant lifting cases (:mod:`workbench.llm.templater.named`
+"""The offline templater: named-constant lifting cases (:mod:`workbench.templater.named`
 inside ``lift_kernel``) and every sample kernel's baseline."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import LiftedSource, lift_kernel, offline_template, unified_diff
 from workbench.llm.validation import used_outside_guard
+from workbench.templater import LiftedSource, lift_kernel, offline_template, unified_diff
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_kernels"
 SAMPLE_NAMES = sorted(p.name for p in SAMPLES.iterdir() if (p / "kernel.toml").is_file())

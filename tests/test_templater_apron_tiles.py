@@ -33,7 +33,7 @@ from helpers_templater import (
     run_on_host,
 )
 
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 BOX_BLUR = (ROOT / "benchmarks/corpus_compute_unseen/box_blur/baseline.cu").read_text()

@@ -27,7 +27,7 @@ import pytest
 from helpers_nvcc import needs_nvcc, ptx_of
 from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
 
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 

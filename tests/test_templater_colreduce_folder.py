@@ -11,7 +11,7 @@ from helpers_stage1_folders import scalar_arg, toml_arg, toml_head, write_folder
 
 from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import load_kernel_folder
-from workbench.llm.templater.offline import compared_by_total, offline_template
+from workbench.templater.offline import compared_by_total, offline_template
 
 SOURCE = (Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen2" /
           "colsum_partials" / "baseline.cu").read_text()

@@ -1,4 +1,4 @@
-"""Output rows per thread for 2-D convolutions (workbench/llm/templater/conv.py).
+"""Output rows per thread for 2-D convolutions (workbench/templater/conv.py).
 
 Three spellings of a 2-D window sum (a constant-memory filter with ``#define KS``; a pointer
 filter with a ``RADIUS`` macro, a centred window and the check around the work; clamped
@@ -29,7 +29,7 @@ from helpers_templater import (
 )
 
 from workbench.core.write_policy import write_file
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 # name -> (source, block, extra kernel arguments before h, w)
 CONVS: dict[str, tuple[str, list[str], str]] = {

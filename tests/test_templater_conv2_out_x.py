@@ -1,4 +1,4 @@
-"""Output columns per thread for 2-D convolutions (OUT_X in workbench/llm/templater/conv.py).
+"""Output columns per thread for 2-D convolutions (OUT_X in workbench/templater/conv.py).
 
 Three more spellings of a 2-D window sum than tests/test_templater_conv.py (a 5x5 Gaussian
 with ``#define R 2``, a 2-D ``__constant__`` weight array, centred ``#pragma unroll`` loops
@@ -27,7 +27,7 @@ from helpers_templater import (
     run_on_host,
 )
 
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 # name -> (source, block)
 SPELLINGS: dict[str, tuple[str, list[str]]] = {

@@ -18,7 +18,7 @@ from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.source_policy import check_source
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 

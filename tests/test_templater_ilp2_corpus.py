@@ -27,7 +27,7 @@ from test_corpus_unseen3 import (  # the corpus's host harness (inputs, run, com
 from test_templater_flat import compiles, folder_lift
 
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import lift_kernel
+from workbench.templater import lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]

@@ -1,10 +1,10 @@
 """Per-element kernels over a table with a cutoff branch that calls ``__device__`` helpers
 of the same file, as different people write them. A helper whose body the analysis proves
-pure (:mod:`workbench.llm.templater.purity`: value parameters, scalar locals, constant
+pure (:mod:`workbench.templater.purity`: value parameters, scalar locals, constant
 macros, pure calls; no loop, memory access, pointer, integer division by a variable) may
 run on the side of the ``if`` not taken (BRANCHLESS) and for an item past the end (items
 per thread without a ``live`` test); a load from a ``__constant__`` table at an index the
-loops bound inside it (:mod:`workbench.llm.templater.bounds`) cannot fault there either.
+loops bound inside it (:mod:`workbench.templater.bounds`) cannot fault there either.
 Each lifted template runs on the host (g++, every thread in turn) at its default, its
 corners and ITEMS_PER_THREAD 2 / 4 with BRANCHLESS and UNROLL at their largest, and must
 print what the kernel as written prints. Helpers and loads the analysis cannot prove safe
@@ -23,8 +23,8 @@ from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.template import KernelTemplate
-from workbench.llm.templater import LiftedSource, lift_kernel
-from workbench.llm.templater.purity import device_purity
+from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.purity import device_purity
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]

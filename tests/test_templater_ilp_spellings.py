@@ -20,7 +20,7 @@ import pytest
 from helpers_templater import corner_configs, host_sample, lifted_template, run_on_host
 
 from workbench.core.template import KernelTemplate
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]

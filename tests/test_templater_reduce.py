@@ -23,7 +23,7 @@ from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template, r
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.source_policy import check_source
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 

@@ -182,7 +182,7 @@ def test_batch_uses_the_rewrite_cannot_keep_are_refused_with_the_line(
                                     "corpus_compute_unseen/batched_matmul"])
 def test_corpus_gemms_lift_the_expert_knobs(folder: str) -> None:
     from workbench.core.kernel_folder import load_kernel_folder
-    from workbench.llm.templater.offline import offline_template
+    from workbench.templater.offline import offline_template
 
     result = offline_template(load_kernel_folder(ROOT / "benchmarks" / folder))
     names = set(result.template.param_names)

@@ -27,7 +27,7 @@ from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template
 from regtile_spellings import HOST_VECTOR
 
 from workbench.core.template import KernelTemplate
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1]
 DENSE_RELU = ROOT / "benchmarks" / "corpus_compute_unseen3" / "dense_relu" / "baseline.cu"

@@ -2,7 +2,7 @@
 
 The space searches BM, BN, BK, a near-square TM x TN and VEC; the thread mapping, the
 k-major layout of a tile read along k and the register cap are decided (see
-workbench/llm/templater/regtile_space.py). ``__launch_bounds__`` names the block's threads:
+workbench/templater/regtile_space.py). ``__launch_bounds__`` names the block's threads:
 an author's first argument is replaced and a minimum of blocks they wrote is kept, none is
 added. Checked on two spellings written with ``__launch_bounds__`` (a 2-D block with a
 ``constexpr`` tile, A . B; a 1-D block split by ``/`` and ``%`` with macros, A . B^T and
@@ -22,7 +22,7 @@ from helpers_templater import lifted_template
 from regtile_spellings import Spelling, lift, simulate
 
 from workbench.core.kernel_folder.load import load_kernel_folder
-from workbench.llm.templater.offline import offline_template
+from workbench.templater.offline import offline_template
 
 ROOT = Path(__file__).resolve().parents[1]
 MNK = {"m": "M", "n": "N", "k": "K"}

@@ -24,7 +24,7 @@ from test_templater_regtile_batch import BATCHED
 from test_templater_regtile_spellings import SPELLINGS
 
 from workbench.core.kernel_folder.load import load_kernel_folder
-from workbench.llm.templater.offline import offline_template
+from workbench.templater.offline import offline_template
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -186,8 +186,8 @@ def _probe(index: str) -> bool | None:
     from tree_sitter import Node
 
     from workbench.core.cuda_source import parse_cuda
-    from workbench.llm.templater.analysis import text, walk
-    from workbench.llm.templater.regtile_vec import unit_stride
+    from workbench.templater.analysis import text, walk
+    from workbench.templater.regtile_vec import unit_stride
 
     source = parse_cuda(f"__global__ void k(float* x, int K, int M) {{ x[{index}] = 0; }}",
                         "probe.cu")

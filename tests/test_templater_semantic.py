@@ -22,7 +22,7 @@ from workbench.core.expr import parse_constraint, parse_expr
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 ROOT = Path(__file__).resolve().parents[1] / "benchmarks"
 _spec = importlib.util.spec_from_file_location("corpus_folders", ROOT / "corpus_folders.py")
@@ -178,7 +178,7 @@ def test_committed_corpus_templates_are_what_the_templater_writes(folder: Path) 
 
 
 def test_launch_rules_are_rewritten_through_the_expression_tree() -> None:
-    from workbench.llm.templater.rules import min_cap, scale_divisor
+    from workbench.templater.rules import min_cap, scale_divisor
 
     assert scale_divisor("(n + 255) // 256", "256", "B") == "ceil_div(n, B)"
     assert scale_divisor("ceil_div(n, 256) + 256", "256", "B") == "ceil_div(n, B) + 256"

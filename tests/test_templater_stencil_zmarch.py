@@ -1,5 +1,5 @@
 """Z-marching with a register queue for 3-D stencils whose threads walk z (Z_SPLIT,
-workbench/llm/templater/stencil_zmarch.py; issue 28).
+workbench/templater/stencil_zmarch.py; issue 28).
 
 Spellings, none the corpus's heat_step13: a 7-point Jacobi step whose column walk sits
 inside an ``if (x < nx && y < ny)`` with ``z++``, full index arithmetic in place
@@ -37,8 +37,8 @@ from tests.test_corpus_unseen3 import (  # noqa: F401  (host_flags: the fixture)
     _run,
     host_flags,
 )
-from workbench.llm.templater import LiftedSource, lift_kernel
-from workbench.llm.templater.offline import offline_template
+from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.offline import offline_template
 
 NX, NY, NZ = 13, 11, 19  # no multiple of any block's side; 19 planes: uneven chunks
 SHAPE = {"nx": "nx", "ny": "ny", "nz": "nz"}

@@ -33,7 +33,7 @@ from test_corpus_unseen3 import host_flags  # g++ with the host headers precompi
 
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]

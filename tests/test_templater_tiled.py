@@ -30,7 +30,7 @@ from helpers_templater import (
 from regtile_spellings import HOST_VECTOR
 
 from workbench.core.template import KernelTemplate
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 
 @dataclass(frozen=True)

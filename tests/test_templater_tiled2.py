@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from helpers_templater import corner_configs, host_sample, lifted_template, run_on_host
 
-from workbench.llm.templater import LiftedSource, lift_kernel
+from workbench.templater import LiftedSource, lift_kernel
 
 STENCILS: dict[str, str] = {
     "corpus_literals_early_return": """

@@ -26,8 +26,8 @@ from tests.test_corpus_unseen3 import HOST_PRELUDE
 from workbench.core.identifiers import identifier_problem
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import LiftedSource, lift_kernel
-from workbench.llm.templater.offline import offline_template
+from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.offline import offline_template
 
 ROWS, COLS = 37, 300  # rows no multiple of any block's rows; cols a multiple of 4, not of 32
 SHAPE = {"rows": "rows", "cols": "cols"}

@@ -1,5 +1,5 @@
 """The row kept in registers between the passes of a warp-per-row kernel (REG_STEPS,
-workbench/llm/templater/warp_regs.py; issue 28).
+workbench/templater/warp_regs.py; issue 28).
 
 Spellings, none the corpus's row_l2norm or warp_row: an RMSNorm with a weight vector in
 (32, R) blocks whose row is ``threadIdx.y`` through a local and whose lane is ``threadIdx.x``
@@ -39,9 +39,9 @@ from helpers_templater import (
 from tests.test_corpus_unseen3 import HOST_PRELUDE, host_flags  # noqa: F401  (the fixture)
 from tests.test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
 from workbench.core.write_policy import write_file
-from workbench.llm.templater import semantic
-from workbench.llm.templater.vector import apply_vector
-from workbench.llm.templater.warp_regs import apply_block_row_cache
+from workbench.templater import semantic
+from workbench.templater.vector import apply_vector
+from workbench.templater.warp_regs import apply_block_row_cache
 
 # RMSNorm with a weight per column: (32, 8) blocks, the row a local from threadIdx.y, the
 # lane threadIdx.x written in place, shfl_down then a broadcast; y and x may alias

@@ -18,8 +18,8 @@ from helpers_templater import lifted_template
 from tests.test_templater_flat import ROOT, compiles, params
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.engine.compiler import Compiler
-from workbench.llm.templater import LiftedSource, lift_kernel
-from workbench.llm.templater.offline import offline_template
+from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.offline import offline_template
 
 SHAPE = {"rows": "rows", "cols": "cols"}
 

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
-from workbench.llm.schemas import TemplateProposal
-from workbench.llm.templater import offline_template
 from workbench.llm.validation import UNVERIFIED_NOTE, propose_template, validate_proposal
+from workbench.templater import offline_template
 
 ROOT = Path(__file__).resolve().parents[1]
 TRANSCRIPTS = Path(__file__).parent / "transcripts"

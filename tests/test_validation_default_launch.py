@@ -49,7 +49,7 @@ def test_a_lift_never_writes_defaults_that_launch_other_blocks(tmp_path: Path) -
     nothing is written; never a written template launching other blocks."""
     from workbench.core.hardware import DEVICES
     from workbench.core.kernel_folder import load_kernel_folder
-    from workbench.llm.templater.offline import defaults_launch_problem
+    from workbench.templater.offline import defaults_launch_problem
 
     folder = _folder(tmp_path)
     before = (folder / "kernel.toml").read_text()
@@ -85,7 +85,7 @@ def test_defaults_that_launch_other_threads_are_named(tmp_path: Path) -> None:
     from workbench.core.kernel_folder import load_kernel_folder
     from workbench.core.params import parameter_from_dict
     from workbench.core.template import KernelTemplate
-    from workbench.llm.templater.offline import defaults_launch_problem
+    from workbench.templater.offline import defaults_launch_problem
 
     toml = (toml_head("scale", "n = 1000", "rtol = 1e-6, atol = 0")
             + toml_arg("y", "f32", "out", shape=("n",)) + toml_arg("x", "f32", "in", shape=("n",))

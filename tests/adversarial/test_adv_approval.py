@@ -17,8 +17,8 @@ from workbench.agent import run_agent
 from workbench.agent.propose import Version, auto_approval_refusal
 from workbench.core.errors import WorkbenchError
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.engine.compiler import Compiler
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.validation import ValidationProblem, ValidationReport
 from workbench.store.sqlite import SQLiteStore
 from workbench.testing.openai_server import OpenAITranscriptServer

@@ -20,7 +20,7 @@ import workbench.cli as cli
 import workbench.cli.tune as cli_tune
 from workbench.core.errors import StoreCorruptError, StoreError
 from workbench.core.kernel_folder import load_kernel_folder
-from workbench.llm.schemas import TemplateProposal
+from workbench.core.proposal import TemplateProposal
 from workbench.store.sqlite import SQLiteStore
 from workbench.testing.openai_server import OpenAITranscriptServer
 from workbench.testing.store_contract import PROVENANCE, sample_result

@@ -20,9 +20,9 @@ from adv_endpoint import endpoint, ok_step
 
 from workbench.agent import run_agent
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.engine.compiler import Compiler
 from workbench.engine.source_policy import SourceCheck
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.validation import propose_template
 from workbench.store.sqlite import SQLiteStore
 from workbench.testing.synthetic_runner import SyntheticRunner

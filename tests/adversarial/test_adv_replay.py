@@ -39,11 +39,11 @@ from workbench.agent import run_agent
 from workbench.api import Workbench
 from workbench.core.errors import RecordingError
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Candidate, Status
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.replay import ReplayRunner
-from workbench.llm.schemas import TemplateProposal
 from workbench.store.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ from adv_endpoint import ok_step
 
 import workbench.cli as cli
 from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.secrets import scrub
-from workbench.llm.schemas import TemplateProposal
 from workbench.testing.openai_server import OpenAITranscriptServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,9 +18,9 @@ from helpers_stage1_folders import blur3_toml, scalar_arg, toml_arg, toml_head, 
 from workbench.cli import main as cli_main
 from workbench.core.errors import KernelFolderError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.proposal import TemplateProposal
 from workbench.engine.output_compare import VerifyHookError, _Mismatch, compare_outputs
 from workbench.llm.gate_repair import validate_and_tighten
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.space_gate import unverified_notice
 
 SOURCE = """\

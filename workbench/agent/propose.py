@@ -30,12 +30,12 @@ from workbench.agent.records import (
 from workbench.agent.runners import is_live, is_runner
 from workbench.core.errors import ReviewError
 from workbench.core.events import IterationStarted
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.llm.gate_repair import validate_and_tighten
 from workbench.llm.prompts import KernelBrief, plan_messages
-from workbench.llm.schemas import NextAction, Plan, TemplateProposal
-from workbench.llm.templater import offline_template, unified_diff
+from workbench.llm.schemas import NextAction, Plan
 from workbench.llm.validation import (
     ProposalAttempt,
     ValidationReport,
@@ -49,6 +49,7 @@ from workbench.store.approval import (
     require_approved,
     version_id,
 )
+from workbench.templater import offline_template, unified_diff
 
 if TYPE_CHECKING:
     from workbench.llm.client import LLMClient

@@ -11,12 +11,11 @@ from workbench.core.errors import CompilerNotFoundError
 from workbench.core.events import EventBus
 from workbench.core.hardware import DeviceSpec, default_device
 from workbench.core.kernel_folder import KernelFolder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.template import KernelTemplate
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
 from workbench.llm.gate_repair import validate_and_tighten
-from workbench.llm.schemas import TemplateProposal
-from workbench.llm.templater import offline_template
 from workbench.llm.validation import (
     CorrectnessCheck,
     ProposalAttempt,
@@ -25,6 +24,7 @@ from workbench.llm.validation import (
 )
 from workbench.search.budget import Budget
 from workbench.store.base import Store
+from workbench.templater import offline_template
 
 if TYPE_CHECKING:
     from workbench.llm.client import LLMClient

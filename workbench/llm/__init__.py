@@ -1,10 +1,10 @@
-"""The LLM edge: openai client, prompts, structured proposals, offline templater, validation
-gate and review records.
+"""The LLM edge: openai client, prompts, structured replies, the validation gate and review
+records (the offline templater is :mod:`workbench.templater`; the proposal record is
+:mod:`workbench.core.proposal`).
 
     client = LLMClient(LLMSettings.from_env(), recorder=store.record_llm_exchange)
     outcome = propose_template(folder, client, context=ctx, compiler=compiler)
     plan = plan_next(folder, client, template, context=ctx)
-    offline = offline_template(folder)                 # no LLM at all
 
 ``openai`` is imported only when an :class:`LLMClient` is made; ``pydantic`` is required.
 """
@@ -34,8 +34,7 @@ from workbench.llm.prompts import (
     repair_messages,
     template_messages,
 )
-from workbench.llm.schemas import NextAction, ParameterSpec, Plan, TemplateProposal
-from workbench.llm.templater import TemplaterResult, offline_template
+from workbench.llm.schemas import NextAction, Plan
 from workbench.llm.validation import (
     UNVERIFIED_NOTE,
     ProposalAttempt,
@@ -67,21 +66,17 @@ __all__ = [
     "LLMTruncatedError",
     "Measurement",
     "NextAction",
-    "ParameterSpec",
     "Plan",
     "PlanOutcome",
     "PromptContext",
     "ProposalAttempt",
     "ProposalOutcome",
     "RejectedConfig",
-    "TemplateProposal",
-    "TemplaterResult",
     "Usage",
     "UsageCounter",
     "ValidationProblem",
     "ValidationReport",
     "gpu_correctness",
-    "offline_template",
     "parse_json_object",
     "plan_messages",
     "plan_next",

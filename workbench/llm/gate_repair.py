@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from workbench.core.hardware import DEVICES, DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.template import KernelTemplate
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.space_gate import relation_between, tighten
 from workbench.llm.validation import (
     CompilerLike,

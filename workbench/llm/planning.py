@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from workbench.core.errors import ParameterError, TemplateError
 from workbench.core.hardware import DeviceSpec, default_device
 from workbench.core.kernel_folder import KernelFolder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Config
 from workbench.core.template import KernelTemplate
 from workbench.llm.client import ChatClient
 from workbench.llm.prompts import KernelBrief, PromptContext, plan_messages
-from workbench.llm.schemas import Plan, TemplateProposal
+from workbench.llm.schemas import Plan
 
 
 @dataclass(frozen=True)

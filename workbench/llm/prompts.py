@@ -23,8 +23,8 @@ from typing import Any
 from workbench.core.cache_profile import L2Profile
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Occupancy, ResourceUsage, Value
-from workbench.llm.schemas import TemplateProposal
 
 # "families": the transform families the offline templater applies, named in the template
 # and plan prompts (one text, substituted into both)

@@ -44,6 +44,7 @@ from workbench.core.feasibility import evaluated_launch_rejection
 from workbench.core.hardware import DeviceSpec, default_device, device_env
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
+from workbench.core.proposal import TemplateProposal
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.secrets import scrub, scrub_data
 from workbench.core.template import KernelTemplate
@@ -55,9 +56,8 @@ from workbench.llm.errors import (
     LLMTruncatedError,
 )
 from workbench.llm.prompts import KernelBrief, PromptContext, repair_messages, template_messages
-from workbench.llm.schemas import TemplateProposal
 from workbench.llm.space_gate import GATE_SAMPLE, GateReport, run_gate
-from workbench.llm.templater import unified_diff
+from workbench.templater import unified_diff
 
 if TYPE_CHECKING:
     from workbench.llm.client import ChatClient

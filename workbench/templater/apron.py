@@ -1,0 +1,454 @@
+"""Apron tiles: outputs per thread over a shared tile with a halo, the block apart from it.
+
+Recognised by roles, not by one spelling: a 2-D launch block of literal sizes ``(BX, BY)``;
+one ``__shared__`` 2-D array ``[EY][EX]``; before the one top-level ``__syncthreads()``
+only declarations and a load nest ``for (py = threadIdx.y; py < LY; py += BY) for (px =
+threadIdx.x; px < LX; px += BX) tile[py][px] = V;`` (either loop outside, braces and locals
+optional); after it the per-point work. The halo is ``H = L - B`` per dimension, the
+author's padding ``E - L``. Legal when (checked on integer polynomials of the expressions,
+single-assignment locals expanded, clamps and guards included):
+
+- the loaded value ``V`` depends on the tile position and the block only through the
+  global position ``blockIdx.d * B + p`` and reads no thread index, so the tile holds the
+  same function of the global position at any tile size;
+- the work after the barrier depends on the thread and the block only through the global
+  point ``blockIdx.d * B + threadIdx.d``, and reads the tile only at ``[threadIdx.y + a][
+  threadIdx.x + b]`` with ``a``, ``b`` free of the thread and the block;
+- every ``blockIdx`` is a ``blockIdx.d * B`` tile offset and the block sizes are used
+  nowhere else (``blockDim.d`` reads as the written size B; no ``gridDim``, z index,
+  second barrier or early return in a loop).
+
+The rewrite: the block is ``(BLOCK_X, BLOCK_Y)``, the tile ``BLOCK_Y * OUT_Y + HY`` by
+``BLOCK_X * OUT_X + HX (+ PAD)``, the load loops stride by the block over the new extents,
+the tile offsets become ``blockIdx.d * (BLOCK_D * OUT_D)`` and the grid's divisors follow;
+the work after the barrier runs once per output of the thread (rows ``threadIdx.y * OUT_Y +
+oy``, columns ``threadIdx.x + ox * BLOCK_X``) with the thread's index locals re-declared for
+that output and an early ``return`` made ``continue``; the columns are the outer loop, so a
+column's OUT_Y rows read each tile row once from a register window where the reads allow it
+(ROW_REUSE, :mod:`.apron_window`). Each output is computed by the same code from the same
+tile values, so every config gives the kernel's results; the defaults are the kernel as
+written. Anything else is refused with the reason and the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    int_value,
+    line,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.apron_loads import (
+    Check,
+    Deps,
+    Load,
+    Pair,
+    base_array,
+    flat_load,
+    indices,
+    is_flat,
+    nest_load,
+)
+from workbench.templater.apron_window import MAX_WINDOW, Window, analyse_window
+from workbench.templater.block import _shared_arrays
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import (
+    _ELEM,
+    _MAX_SMEM,
+    Refused,
+    _is_sync,
+    _locals,
+    apply_or_note,
+    fresh_names,
+    render,
+)
+from workbench.templater.rewrite import Rewriter
+from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.stencil import derivative, statements
+
+KNOB = "OUT_XY"
+OUT_X_VALUES = [1, 2, 4]
+OUT_Y_VALUES = [1, 2, 4, 8]
+_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+
+
+def lift_apron(plan: Plan) -> bool:
+    """OUT_X x OUT_Y outputs per thread over an apron tile, the block apart from the tile;
+    False when the kernel is not of the family or the analysis refused (noted)."""
+    if len(plan.block) != 2 or any(literal(b) is None for b in plan.block):
+        return False
+    tiles = [(n, d, e) for n, d, e in _shared_arrays(plan) if len(e) == 2]
+    syncs = [s for s in statements(plan.body) if _is_sync(s)]
+    if not tiles or not syncs:
+        return False
+    return apply_or_note(plan, KNOB, lambda: _analyse(plan))
+
+
+def _analyse(plan: Plan) -> Callable[[], None] | None:
+    bx, by = (literal(b) or 0 for b in plan.block)
+    sizes = {"x": bx, "y": by}
+    arrays = _shared_arrays(plan)
+    if len(arrays) != 1:
+        raise Refused(f"{len(arrays)} shared arrays: one apron tile is modelled", arrays[1][1])
+    tile, tdecl, extents = arrays[0]
+    ctype = text(tdecl.child_by_field_name("type"))
+    elem = _ELEM.get(ctype)
+    if elem is None:
+        raise Refused(f"the tile's element type `{ctype}` has no known size", tdecl)
+    stmts = statements(plan.body)
+    syncs = [k for k, s in enumerate(stmts) if _is_sync(s)]
+    all_syncs = [n for n in walk(plan.body) if n.type == "call_expression"
+                 and text(n.child_by_field_name("function")) == "__syncthreads"]
+    if len(syncs) != 1 or len(all_syncs) != 1:
+        raise Refused("the kernel has more than one barrier (one tile load, then the work, "
+                      "is modelled)", all_syncs[-1])
+    for n in walk(plan.body):
+        if builtin(n, "gridDim") is not None and n.type == "field_expression":
+            raise Refused(f"`{text(n)}`: the grid follows the outputs per thread, so the "
+                          "kernel must not read its size", n)
+        for name in ("threadIdx", "blockIdx"):
+            if builtin(n, name) == "z" and n.type == "field_expression":
+                raise Refused(f"`{text(n)}`: a z index is not modelled", n)
+    pre, post = stmts[:syncs[0]], stmts[syncs[0] + 1:]
+    if not post:
+        return None
+    locals_ = _locals(plan.body)
+    keep: set[str] = set()
+    deps = Deps(plan, keep)
+    # -- the load phase: declarations and the load nest -------------------------------------
+    loads: list[Load] = []
+    for s in pre:
+        if s.type == "declaration":
+            continue
+        if s.type != "for_statement":
+            raise Refused(f"`{text(s).splitlines()[0]}` before the barrier is neither a "
+                          "declaration nor a tile load loop strided by the block (a load "
+                          "written as per-thread halo branches is not modelled)", s)
+        loads.append(flat_load(plan, s, tile, sizes) if is_flat(s, deps, bx)
+                     else nest_load(plan, s, tile, sizes, deps))
+    if not loads:
+        raise Refused(f"no loop strided by the block loads the tile {tile} before the barrier",
+                      stmts[syncs[0]])
+    load_y = {ld.extent_y for ld in loads}
+    load_x = {ld.extent_x for ld in loads}
+    ey, ex = (deps.poly(e, []) for e in extents)
+    if len(load_y) != 1 or len(load_x) != 1 or set(ey) - {()} or set(ex) - {()}:
+        raise Refused(f"the tile {tile}'s loads do not cover one compile-time extent", tdecl)
+    ly, lx = load_y.pop(), load_x.pop()
+    hy, hx = ly - by, lx - bx
+    pad = ex.get((), 0) - lx
+    if hy < 0 or hx < 0 or ey.get((), 0) != ly or not 0 <= pad <= 1:
+        raise Refused(f"the tile {tile}[{text(extents[0])}][{text(extents[1])}] is not the "
+                      f"block ({bx} x {by}) plus a halo, loaded whole", tdecl)
+    # -- the work after the barrier ---------------------------------------------------------
+    tile_reads: list[Node] = []
+
+    def tile_index(sub: Node) -> Node | None:
+        idx = indices(sub)
+        if len(idx) != 2:
+            return sub
+        for k, (dim, other) in enumerate((("y", "x"), ("x", "y"))):
+            opaque: list[Node] = []
+            p = deps.poly(idx[k], opaque)
+            if derivative(p, f"threadIdx.{dim}") != {(): 1} or \
+                    derivative(p, f"threadIdx.{other}") or derivative(p, "blockIdx.x") or \
+                    derivative(p, "blockIdx.y"):
+                return idx[k]
+            inner = Check(deps, [], {"threadIdx.x", "threadIdx.y", "blockIdx.x", "blockIdx.y"})
+            for o in opaque:
+                for child in o.named_children:
+                    bad = inner.bad(child)
+                    if bad is not None:
+                        return bad
+        tile_reads.append(sub)
+        return None
+
+    work = Check(deps, [Pair("threadIdx.y", "blockIdx.y", by),
+                         Pair("threadIdx.x", "blockIdx.x", bx)], set(), tile, tile_index)
+    for s in post:
+        bad = work.bad(s)
+        if bad is not None:
+            raise Refused(f"`{text(bad)}` depends on the thread or the block other than "
+                          "through the output point (or reads the tile other than at "
+                          "[threadIdx.y + a][threadIdx.x + b])", bad)
+        for n in walk(s):
+            if n.type in ("assignment_expression", "update_expression"):
+                t = strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
+                          or n)
+                if base_array(t) == tile:
+                    raise Refused(f"`{text(n)}` writes the tile after the barrier", n)
+                base = t
+                while base.type in ("subscript_expression", "pointer_expression"):
+                    base = strip(base.child_by_field_name("argument") or base)
+                    if base == t:
+                        break
+                if t.type != "identifier" and not plan.pointer(text(base)):
+                    raise Refused(f"`{text(n)}` writes through `{text(base)}`, not a kernel "
+                                  "argument (it may point into the tile)", n)
+            if n.type in ("goto_statement",):
+                raise Refused(f"`{text(n)}` leaves the work", n)
+            if n.type == "return_statement" and _in_loop(n, s):
+                raise Refused(f"`{text(n)}` returns from inside a loop", n)
+    # pre-barrier locals the work reads: single-assignment only (re-declared per output)
+    post_reads = {text(n) for s in post for n in walk(s) if n.type == "identifier"}
+    redeclare: list[Node] = []
+    for s in pre:
+        if s.type != "declaration" or s == tdecl:
+            continue
+        names = [text(d.child_by_field_name("declarator") or d)
+                 for d in s.children_by_field_name("declarator")]
+        threaded = any(_mentions_thread(deps, d) for d in s.children_by_field_name("declarator"))
+        if not threaded:
+            continue
+        for name in names:
+            if name not in deps.values and name in post_reads:
+                raise Refused(f"`{name}` (read after the barrier) is assigned more than once",
+                              s)
+        redeclare.append(s)  # in order: a later one may read it
+    # every blockIdx is a tile offset blockIdx.d * B; the block sizes are used nowhere else
+    offsets: dict[tuple[int, int], str] = {}
+    for n in walk(plan.body):
+        dim = builtin(n, "blockIdx") if n.type == "field_expression" else None
+        if dim is None:
+            continue
+        parent = n.parent
+        while parent is not None and parent.type in ("parenthesized_expression",
+                                                     "cast_expression"):
+            parent = parent.parent
+        parts = binary(parent) if parent is not None else None
+        size = None
+        if parts is not None and parts[1] == "*":
+            other = parts[2] if strip(parts[0]) == n else parts[0]  # n: one operand
+            size = other if int_value(other) == sizes[dim] or \
+                builtin(other, "blockDim") == dim else None
+        if size is None:
+            raise Refused(f"`{text(parent or n)}` is not a tile offset blockIdx.{dim} * "
+                          f"{sizes[dim]}", n)
+        offsets[(strip(size).start_byte, strip(size).end_byte)] = dim
+    replaced = [(e.start_byte, e.end_byte) for e in extents] + \
+        [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
+        list(offsets)
+    for n in walk(plan.body):
+        size_like = (n.type in ("number_literal", "identifier") and int_value(n) in (bx, by)
+                     and int_value(n) not in (0, 1)) or \
+            (n.type == "field_expression" and builtin(n, "blockDim") is not None)
+        if size_like and not any(a <= n.start_byte and n.end_byte <= b for a, b in replaced):
+            raise Refused(f"`{text(n)}` (a block size) is used where the analysis does not "
+                          "know its meaning", n)
+    grid_x = scale_divisor(plan.grid[0], str(bx), "BLOCK_X * OUT_X")
+    grid_y = scale_divisor(plan.grid[1], str(by), "BLOCK_Y * OUT_Y")
+    if grid_x is None or grid_y is None:
+        raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block} "
+                      "(ceil_div)", plan.body)
+    del locals_
+
+    unique = list({n.start_byte: n for n in tile_reads}.values())
+    try:
+        window: Window | Refused = analyse_window(deps, unique, post, hy, hx)
+    except Refused as exc:
+        window = exc  # the lift stands; the rows are read as written
+
+    def emit() -> None:
+        _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
+                           pre, post, redeclare, len(unique), window), grid_x, grid_y)
+    return emit
+
+
+def _in_loop(node: Node, top: Node) -> bool:
+    """Whether a loop or switch of ``top`` (``top`` included) holds ``node``."""
+    p = node.parent
+    while p is not None:
+        if p.type in _LOOPS:
+            return True
+        if p == top:
+            return False
+        p = p.parent
+    return False
+
+
+def _mentions_thread(deps: Deps, node: Node) -> bool:
+    value = node.child_by_field_name("value") if node.type == "init_declarator" else None
+    if value is None:
+        return False
+    seen: set[str] = set()
+    stack = [value]
+    while stack:
+        n = stack.pop()
+        for m in walk(n):
+            if builtin(m, "threadIdx") is not None and m.type == "field_expression":
+                return True
+            if m.type == "identifier" and text(m) in deps.values and text(m) not in seen:
+                seen.add(text(m))
+                stack.append(deps.values[text(m)])
+    return False
+
+
+@dataclass(frozen=True)
+class _Facts:
+    tile: str
+    decl: Node
+    extents: list[Node]
+    elem: int
+    bx: int
+    by: int
+    hx: int
+    hy: int
+    pad: int
+    loads: list[Load]
+    offsets: dict[tuple[int, int], str]
+    pre: list[Node]
+    post: list[Node]
+    redeclare: list[Node]
+    reads: int
+    window: Window | Refused  # the row reuse, or why there is none
+
+
+def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
+    rw, data = plan.rw, plan.source.data
+    names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"])
+    bx_n, by_n, ox_n, oy_n, pad_n = (names[k] for k in ("BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y",
+                                                         "PAD"))
+    ext_y = f"{by_n} * {oy_n} + {f.hy}"
+    ext_x = f"{bx_n} * {ox_n} + {f.hx}"
+    rw.replace(f.extents[0], ext_y)
+    rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
+    new = {"EY": ext_y, "EX": ext_x, "BY": by_n, "BX": bx_n,
+           "EYEX": f"({ext_y}) * ({ext_x})", "BXBY": f"{bx_n} * {by_n}",
+           "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})"}
+    for ld in f.loads:
+        for node, key in ld.edits:
+            rw.replace(node, new[key])
+    nests = [ld.nest for ld in f.loads if ld.nest is not None]
+    flat_n = fresh_names(plan, ["LOAD_FLAT"])["LOAD_FLAT"] if nests else ""
+    for loop, body, yv, xv in nests:
+        def both(r: Rewriter, loop: Node = loop, body: Node = body, yv: str = yv,
+                 xv: str = xv) -> str:
+            flat = (f"for (int wb_e = (int)threadIdx.y * {bx_n} + (int)threadIdx.x; "
+                    f"wb_e < ({ext_y}) * ({ext_x}); wb_e += {bx_n} * {by_n}) {{\n"
+                    f"    const int {yv} = wb_e / ({ext_x}), {xv} = wb_e % ({ext_x});\n"
+                    f"    {r.render(body.start_byte, body.end_byte)}\n  }}")
+            return (f"\n#if {flat_n}  // one loop over the tile's elements, every thread busy\n"
+                    f"  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n#endif\n")
+        rw.replace_span(loop.start_byte, loop.end_byte, make=both)
+    origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
+    spans = {span: origin[dim] for span, dim in f.offsets.items()}
+    done: set[tuple[int, int]] = set()
+    for n in walk(plan.body):
+        span = (n.start_byte, n.end_byte)
+        if span in spans and span not in done:
+            done.add(span)
+            rw.replace(n, spans[span])
+    local = {"x": "wb_lx", "y": "wb_ly"}
+
+    def sub(n: Node) -> str | None:
+        if (n.start_byte, n.end_byte) in spans:
+            return spans[(n.start_byte, n.end_byte)]
+        d = builtin(n, "threadIdx") if n.type == "field_expression" else None
+        return local[d] if d is not None else None
+
+    for s in f.post:
+        for n in walk(s):
+            d = builtin(n, "threadIdx") if n.type == "field_expression" else None
+            if d is not None:
+                rw.replace(n, local[d])
+            if n.type == "return_statement":
+                rw.replace(n, "continue;  // this output is outside: the next one")
+    again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
+    ctype = text(f.decl.child_by_field_name("type")).replace("__shared__", "").strip()
+    reuse = _reuse(plan, f, oy_n, ctype)
+    head = (f"// {oy_n} x {ox_n} outputs per thread: rows threadIdx.y * {oy_n} + oy, columns "
+            f"threadIdx.x + ox * {bx_n} of the tile\n"
+            f"#pragma unroll\n  for (int wb_ox = 0; wb_ox < {ox_n}; ++wb_ox) {{\n"
+            + (reuse.replace("BX", bx_n) if reuse else "") +
+            f"#pragma unroll\n  for (int wb_oy = 0; wb_oy < {oy_n}; ++wb_oy) {{\n"
+            f"    const int wb_ly = (int)threadIdx.y * {oy_n} + wb_oy;\n"
+            f"    const int wb_lx = (int)threadIdx.x + wb_ox * {bx_n};\n"
+            f"    {again}\n  ")
+    rw.insert(f.post[0].start_byte, head)
+    rw.insert(f.post[-1].end_byte, "\n  }\n  }")
+    where = f"{line(f.decl)}: {text(f.decl)}"
+    for axis, written, hi in (("X", f.bx, 128), ("Y", f.by, 32)):
+        lo = min(8 if axis == "X" else 1, written)
+        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
+            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
+                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
+        plan.add_param(names[f"BLOCK_{axis}"], {
+            **spec, "default": written,
+            "description": f"threads per block along {axis.lower()} (as written: {written}); "
+                           "the tile follows the block and the outputs per thread"}, where)
+    plan.add_param(ox_n, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+                          "description": f"outputs per thread along x, {bx_n} apart (as "
+                                         "written: 1)"}, where)
+    plan.add_param(oy_n, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
+                          "description": "consecutive output rows per thread (as written: 1)"},
+                   where)
+    plan.add_param(pad_n, {"kind": "choice", "values": sorted({0, 1, f.pad}), "default": f.pad,
+                           "description": f"extra column in the shared tile {f.tile} (as "
+                                          f"written: {f.pad})"}, where)
+    if flat_n:
+        plan.add_param(flat_n, {"kind": "choice", "values": [0, 1], "default": 0,
+                                "description": "1: the tile loaded by one loop over its "
+                                               "elements (no idle threads on the halo's "
+                                               "extra rows and columns); 0: the author's "
+                                               "nested loops (as written)"}, where)
+    plan.block = [bx_n, by_n]
+    plan.grid = [grid_x, grid_y]
+    plan.launch_bounds = f"{bx_n} * {by_n}"
+    plan.constrain(f"{bx_n} * {by_n} >= 32")
+    plan.constrain(f"{bx_n} * {by_n} <= 1024")
+    plan.constrain(f"{ox_n} * {oy_n} <= 16")
+    plan.constrain(f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+    plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
+              f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
+              f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
+              f"{ox_n} outputs from the tile ({f.reads} tile read(s) at the thread's point); "
+              "the grid's divisors follow", f.decl)
+
+
+def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
+    """The per-column register window of :mod:`.apron_window` (its load, as text with
+    ``BX`` for the block's x size) with every tile read made a window read where the window
+    is in use; empty (and the reason noted) where the reads cannot share one."""
+    w = f.window
+    if isinstance(w, Refused):
+        plan.note("ROW_REUSE", False, f"{w.reason}: each output reads its tile neighbourhood "
+                  "as written", w.node if w.node is not None else f.decl)
+        return ""
+    rows = f"{oy_n} + {w.rows_halo}"
+    for read in w.reads:
+        def tap(r: Rewriter, n: Node = read.node, row: str = read.row, col: str = read.col
+                ) -> str:
+            return f"(wb_reuse ? wb_win[wb_oy + {row}][{col}] : {r.render(n.start_byte, n.end_byte)})"
+        plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
+    for loop in w.loops:
+        before = loop.prev_sibling
+        if before is None or "unroll" not in text(before):
+            data = plan.source.data
+            lead = data[data.rfind(b"\n", 0, loop.start_byte) + 1:loop.start_byte]
+            indent = " " * loop.start_point.column
+            plan.rw.insert(loop.start_byte, ("" if not lead.strip() else "\n" + indent) +
+                           "#pragma unroll\n" + indent)
+    plan.note("ROW_REUSE", True, f"each thread's {oy_n} output rows read each tile row once: "
+              f"a ({rows}) x {w.width} register window per output column, loaded before its "
+              f"rows, where {oy_n} > 1 and it holds at most {MAX_WINDOW} values (the tile "
+              f"reads as written otherwise); {len(w.reads)} tile read(s) made window reads",
+              f.decl)
+    return (f"    // the tile rows and columns this column's {oy_n} outputs read, loaded once\n"
+            f"    const bool wb_reuse = {oy_n} > 1 && ({rows}) * {w.width} <= {MAX_WINDOW};\n"
+            f"    {ctype} wb_win[{rows}][{w.width}];\n"
+            f"    if (wb_reuse) {{\n"
+            f"#pragma unroll\n"
+            f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
+            f"#pragma unroll\n"
+            f"        for (int wb_c = 0; wb_c < {w.width}; ++wb_c)\n"
+            f"          wb_win[wb_r][wb_c] = {f.tile}[(int)threadIdx.y * {oy_n} + {w.row0} + "
+            f"wb_r][(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c];\n"
+            f"    }}\n")

@@ -1,0 +1,290 @@
+"""The apron lift's analysis pieces (:mod:`.apron`): dependence on the thread and the block
+through integer polynomials, and the two tile-load spellings it follows (a nest of loops
+strided by the block, one flat loop over the tile's elements)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, builtin, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused, single_assignment_values
+from workbench.templater.rules import literal
+from workbench.templater.stencil import Poly, derivative, poly_of, scale, statements
+
+
+class Deps:
+    """Integer polynomials over ``threadIdx.d`` / ``blockIdx.d`` / names, single-assignment
+    locals expanded; the rest of an expression is opaque (its parts checked one by one)."""
+
+    def __init__(self, plan: Plan, keep: set[str]) -> None:
+        self.values = single_assignment_values(plan.body, keep)
+        # blockDim is the written block here: the analysis reads the kernel as launched
+        self.block = {d: literal(b) or 0 for d, b in zip("xy", plan.block, strict=False)}
+
+    def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
+        return poly_of(node, self.values, opaque=opaque, leaf=self._builtin, depth=depth)
+
+    def _builtin(self, node: Node) -> Poly | None:
+        """blockDim as the written block; the other builtins (and an unwritten blockDim)
+        as atoms of their own."""
+        d = builtin(node, "blockDim")
+        if d in self.block:
+            return {(): self.block[d]}
+        for name in ("threadIdx", "blockIdx", "blockDim", "gridDim"):
+            d = builtin(node, name)
+            if d is not None:
+                return {(f"{name}.{d}",): 1}
+        return None
+
+
+@dataclass(frozen=True)
+class Pair:
+    """``local`` and ``block`` may appear only as ``block * size + local`` (the global one)."""
+
+    local: str
+    block: str
+    size: int
+
+
+class Check:
+    """Finds the first part of an expression that depends on the thread or the block other
+    than through the global position (None when there is none)."""
+
+    def __init__(self, deps: Deps, pairs: list[Pair], forbid: set[str],
+                 tile: str | None = None, tile_index: Callable[[Node], Node | None] | None = None
+                 ) -> None:
+        self.deps, self.pairs, self.forbid = deps, pairs, forbid
+        self.tile, self.tile_index = tile, tile_index
+
+    def bad(self, node: Node, depth: int = 0) -> Node | None:
+        if depth > 40:
+            return node
+        node = strip(node)
+        if node.type == "init_declarator":
+            name = text(node.child_by_field_name("declarator"))
+            if name in self.deps.values:
+                return None  # expanded at each use, checked there
+            value = node.child_by_field_name("value")
+            return None if value is None else self.bad(value, depth + 1)
+        if node.type in ("assignment_expression",) and \
+                strip(node.child_by_field_name("left") or node).type == "identifier":
+            right = node.child_by_field_name("right")
+            return None if right is None else self.bad(right, depth + 1)
+        if self.tile is not None and self.tile_index is not None and base_array(node) == self.tile:
+            return self.tile_index(node)
+        opaque: list[Node] = []
+        p = self.deps.poly(node, opaque)
+        for pair in self.pairs:
+            if derivative(p, pair.block) != scale(derivative(p, pair.local), pair.size):
+                return node
+        if any(derivative(p, a) for a in self.forbid):
+            return node
+        for o in opaque:
+            if o != node and base_array(o) == self.tile and self.tile is not None:
+                bad = self.bad(o, depth + 1)
+                if bad is not None:
+                    return bad
+                continue
+            for child in o.named_children:
+                bad = self.bad(child, depth + 1)
+                if bad is not None:
+                    return bad
+        return None
+
+
+def base_array(node: Node) -> str | None:
+    """The array of ``a[i]`` / ``a[i][j]``."""
+    if node.type != "subscript_expression":
+        return None
+    while node.type == "subscript_expression":
+        node = strip(node.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return text(node) if node.type == "identifier" else None
+
+
+def indices(node: Node) -> list[Node]:
+    out: list[Node] = []
+    while node.type == "subscript_expression":
+        idx = node.child_by_field_name("indices") or node.child_by_field_name("index")
+        if idx is None:
+            idx = node.named_children[-1]
+        if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
+            idx = idx.named_children[0]
+        out.insert(0, idx)
+        node = strip(node.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return out
+
+
+@dataclass(frozen=True)
+class _LoadLoop:
+    dim: str
+    loop: Node
+    var: str
+    bound: Node
+    step: Node
+    extent: int
+
+
+def _load_loop(loop: Node, sizes: dict[str, int], deps: Deps) -> _LoadLoop:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    bad = Refused(f"`{text(loop).splitlines()[0]}` is not a tile load loop `for (int p = "
+                  "threadIdx.d; p < extent; p += block_d)`", loop)
+    if init is None or cond is None or update is None or init.type != "declaration" or \
+            len(init.children_by_field_name("declarator")) != 1:
+        raise bad
+    d = init.children_by_field_name("declarator")[0]
+    start = d.child_by_field_name("value")
+    var = text(d.child_by_field_name("declarator"))
+    if start is None:
+        raise bad
+    p = deps.poly(start, [])
+    dims = [k for k in "xy" if p == {(f"threadIdx.{k}",): 1}]
+    parts = binary(cond)
+    if len(dims) != 1 or parts is None or parts[1] != "<" or text(strip(parts[0])) != var or \
+            update.type != "assignment_expression" or \
+            text(update.child_by_field_name("operator")) != "+=" or \
+            text(update.child_by_field_name("left")) != var:
+        raise bad
+    step = update.child_by_field_name("right")
+    bound = deps.poly(parts[2], [])
+    if step is None or deps.poly(step, []) != {(): sizes[dims[0]]} or set(bound) - {()}:
+        raise Refused(f"the tile load loop over {var} does not stride by the block's "
+                      f"{dims[0]} size {sizes[dims[0]]} up to a compile-time extent", loop)
+    return _LoadLoop(dims[0], loop, var, strip(parts[2]), strip(step), bound.get((), 0))
+
+
+@dataclass(frozen=True)
+class Load:
+    """One tile load: the extents it covers and its nodes that follow the new sizes (key:
+    EY / EX the loaded extents, BY / BX the block's sizes, EYEX their product, BXBY the
+    block's threads, FLAT the thread's flat index, WX the loaded width)."""
+
+    extent_y: int
+    extent_x: int
+    edits: list[tuple[Node, str]]
+    nest: tuple[Node, Node, str, str] | None = None  # (outer loop, body, y var, x var)
+
+
+def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
+                 sizes: dict[str, int], deps: Deps, own: set[str]) -> None:
+    """``body`` is declarations and the store ``tile[yvar][xvar] = V`` with V a function of
+    the global position; nothing else in ``loop`` writes (``own``: the loop's own locals)."""
+    store = body[-1] if body else loop
+    if any(b.type != "declaration" for b in body[:-1]):
+        raise Refused("the tile load's body is not declarations and one store", store)
+    e = strip(store.named_children[0]) if store.type == "expression_statement" and \
+        store.named_child_count == 1 else None
+    left = e.child_by_field_name("left") if e is not None and \
+        e.type == "assignment_expression" and \
+        text(e.child_by_field_name("operator")) == "=" else None
+    target = strip(left) if left is not None else None
+    if e is None or target is None or base_array(target) != tile:
+        raise Refused(f"`{text(store)}` is not the tile store `{tile}[py][px] = v`", store)
+    idx = [text(strip(i)) for i in indices(target)]
+    if idx != [yvar, xvar]:
+        raise Refused(f"`{text(target)}` does not store at [{yvar}][{xvar}]", store)
+    value = e.child_by_field_name("right")
+    assert value is not None
+    for b in body[:-1]:
+        for d in b.children_by_field_name("declarator"):
+            name = text(d.child_by_field_name("declarator"))
+            if name not in deps.values and name not in own:
+                raise Refused(f"`{text(b)}` in the tile load is assigned again", b)
+    check = Check(deps, [Pair(yvar, "blockIdx.y", sizes["y"]),
+                          Pair(xvar, "blockIdx.x", sizes["x"])], {"threadIdx.x", "threadIdx.y"})
+    bad = check.bad(value)
+    if bad is not None or tile in {text(n) for n in walk(value)}:
+        raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile position "
+                      "or the block other than through the global position (or reads the "
+                      "thread index or the tile)", bad or value)
+    for n in walk(loop):
+        if n.type in ("assignment_expression", "update_expression") and n != e and \
+                (n.parent is None or n.parent.type != "for_statement"):
+            raise Refused(f"`{text(n)}` writes inside the tile load", n)
+
+
+def nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: Deps) -> Load:
+    outer = _load_loop(s, sizes, deps)
+    inner_stmts = only_statements(s.child_by_field_name("body"))
+    if len(inner_stmts) != 1 or inner_stmts[0].type != "for_statement":
+        raise Refused(f"the tile load loop over {outer.var} does not hold exactly one "
+                      "inner load loop", s)
+    inner = _load_loop(inner_stmts[0], sizes, deps)
+    if inner.dim == outer.dim:
+        raise Refused("both tile load loops stride along the same dimension", inner.loop)
+    ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
+    body = only_statements(inner.loop.child_by_field_name("body"))
+    _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
+    inner_body = inner.loop.child_by_field_name("body")
+    assert inner_body is not None
+    return Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
+                                        (xs.step, "BX")], (s, inner_body, ys.var, xs.var))
+
+
+def is_flat(loop: Node, deps: Deps, bx: int) -> bool:
+    """``for (e = threadIdx.y * BX + threadIdx.x; ...)``: one loop over the tile's elements."""
+    init = loop.child_by_field_name("initializer")
+    if init is None or init.type != "declaration" or \
+            len(init.children_by_field_name("declarator")) != 1:
+        return False
+    start = init.children_by_field_name("declarator")[0].child_by_field_name("value")
+    return start is not None and \
+        deps.poly(start, []) == {("threadIdx.y",): bx, ("threadIdx.x",): 1}
+
+
+def flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> Load:
+    """``for (e = flat thread; e < LY * LX; e += BX * BY) { py = e / LX; px = e % LX;
+    tile[py][px] = V; }`` (py, px declared once, in either order or one declaration)."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    assert init is not None
+    d = init.children_by_field_name("declarator")[0]
+    var, start = text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
+    parts = binary(cond) if cond is not None else None
+    step = update.child_by_field_name("right") if update is not None and \
+        update.type == "assignment_expression" and \
+        text(update.child_by_field_name("operator")) == "+=" and \
+        text(update.child_by_field_name("left")) == var else None
+    body = only_statements(loop.child_by_field_name("body"))
+    coords: dict[str, tuple[str, Node]] = {}  # "/" or "%" -> (local, divisor node)
+    for b in body[:-1]:
+        for dd in b.children_by_field_name("declarator"):
+            value = dd.child_by_field_name("value")
+            q = binary(value) if value is not None else None
+            if q is not None and q[1] in ("/", "%") and text(strip(q[0])) == var:
+                coords[q[1]] = (text(dd.child_by_field_name("declarator")), strip(q[2]))
+    consts = Deps(plan, {var})
+    width = {c.get((), 0) if not set(c) - {()} else None
+             for c in (consts.poly(n, []) for _v, n in coords.values())}
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var or step is None or \
+            consts.poly(step, []) != {(): sizes["x"] * sizes["y"]} or \
+            set(coords) != {"/", "%"} or \
+            len(width) != 1 or None in width:
+        raise Refused(f"`{text(loop).splitlines()[0]}` is not a flat tile load `for (e = "
+                      "threadIdx.y * BX + threadIdx.x; e < LY * LX; e += BX * BY)` with "
+                      "`e / LX` and `e % LX`", loop)
+    lx = width.pop() or 0
+    total = consts.poly(parts[2], [])
+    if set(total) - {()} or lx <= 0 or total.get((), 0) % lx:
+        raise Refused(f"the flat tile load's count `{text(parts[2])}` is not a compile-time "
+                      f"multiple of its width {lx}", loop)
+    yvar, xvar = coords["/"][0], coords["%"][0]
+    deps = Deps(plan, {yvar, xvar})
+    _check_store(plan, loop, body, tile, yvar, xvar, sizes, deps, {yvar, xvar})
+    assert start is not None
+    named = strip(start)
+    if named.type == "identifier" and text(named) in consts.values:  # a `tid` local
+        start = consts.values[text(named)]
+    return Load(total.get((), 0) // lx, lx,
+                 [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
+                  *((n, "WX") for _v, n in coords.values())])
+
+
+def only_statements(node: Node | None) -> list[Node]:
+    if node is None:
+        return []
+    return statements(node) if node.type == "compound_statement" else [node]

@@ -1,0 +1,248 @@
+"""Lifting the block size, with every use it governs; the tile family for 2-D tiled kernels.
+
+A launch block dimension written as a literal B (``block = ["256"]``) becomes a parameter
+together with the uses of B in the kernel that mean "the block size": thread-stride loop
+steps, ``blockIdx.x * B`` block offsets, shared arrays indexed by the thread, tree-reduction
+starts ``B / 2``, ``__launch_bounds__`` and the grid rule's ``ceil_div(X, B)``. Any other B
+in the kernel is left alone and listed. A comparison of the thread index with B or B / 2
+outside a reduction loop is a dependency the analysis does not model: the block size is then
+not lifted at all.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    DIMS,
+    binary,
+    block_offset,
+    builtin,
+    declared_name,
+    int_value,
+    line,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.warp_shuffles import warp_collective
+
+
+def _shared_arrays(plan: Plan) -> list[tuple[str, Node, list[Node]]]:
+    """(name, declaration, extent nodes) of every ``__shared__`` array in the kernel."""
+    out = []
+    for d in plan.facts.defs.values():
+        if not d.is_shared:
+            continue
+        extents: list[Node] = []
+        node = d.decl.child_by_field_name("declarator")
+        while node is not None and node.type == "array_declarator":
+            size = node.child_by_field_name("size")
+            if size is not None:
+                extents.insert(0, size)
+            node = node.child_by_field_name("declarator")
+        out.append((d.name, d.decl, extents))
+    return out
+
+
+def _indexed_by_thread(plan: Plan, array: str, dim: str) -> bool:
+    for n in walk(plan.body):
+        if n.type == "subscript_expression" and text(n.child_by_field_name("argument")) == array:
+            idx = n.child_by_field_name("indices")
+            if idx is not None and plan.facts.mentions_thread(idx, dim):
+                return True
+    return False
+
+
+def _reduction_start(plan: Plan, loop: Node, half: int, dim: str) -> Node | None:
+    """The literal ``half`` starting ``for (s = half; s > 0; s >>= 1 | s /= 2)`` with a
+    ``threadIdx < s`` test in its body."""
+    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    if init is None or update is None or init.type != "declaration":
+        return None
+    var, _d, value = declared_name(init)
+    if int_value(value) != half or value is None:
+        return None
+    op = text(update.child_by_field_name("operator"))
+    if text(update.child_by_field_name("left")) != var or not (
+            (op == ">>=" and int_value(update.child_by_field_name("right")) == 1) or
+            (op == "/=" and int_value(update.child_by_field_name("right")) == 2)):
+        return None
+    body = loop.child_by_field_name("body")
+    for n in walk(body) if body is not None else []:
+        parts = binary(n)
+        if parts and parts[1] == "<" and plan.facts.is_thread(parts[0], dim) and \
+                text(strip(parts[2])) == var:
+            return strip(value)
+    return None
+
+
+def _thread_compare(plan: Plan, values: set[int]) -> Node | None:
+    """A comparison of a thread index with one of ``values`` written as a literal (a hidden
+    block-size use; a macro's name follows the macro, :mod:`.macros`)."""
+    for n in walk(plan.body):
+        parts = binary(n)
+        if parts and parts[1] in ("<", "<=", ">", ">=", "==", "!=") and any(
+                plan.facts.is_thread(parts[0], d) for d in DIMS) and \
+                strip(parts[2]).type == "number_literal" and int_value(parts[2]) in values:
+            return n
+    return None
+
+
+def _governed(plan: Plan, dim: str, size: int) -> tuple[list[Node], list[Node]]:
+    """(literal nodes meaning "block size", reduction-start literals meaning size / 2)."""
+    uses: list[Node] = []
+    halves: list[Node] = []
+    for n in walk(plan.body):
+        if block_offset(n, dim) == size:
+            parts = binary(n)
+            assert parts is not None
+            uses.append(parts[2] if builtin(parts[0], "blockIdx") == dim else parts[0])
+        if n.type == "for_statement" and dim == "x":
+            update = n.child_by_field_name("update")
+            init = n.child_by_field_name("initializer")
+            if update is not None and init is not None and text(
+                    update.child_by_field_name("operator")) == "+=" and \
+                    plan.facts.mentions_thread(init, dim):
+                step = update.child_by_field_name("right")
+                for f in [step] if step is None else _factors_of(step):
+                    if f is not None and int_value(f) == size:
+                        uses.append(strip(f))
+            start = _reduction_start(plan, n, size // 2, dim)
+            if start is not None:
+                halves.append(start)
+    for name, _decl, extents in _shared_arrays(plan):
+        if len(extents) == 1 and int_value(extents[0]) == size and \
+                _indexed_by_thread(plan, name, dim):
+            uses.append(strip(extents[0]))
+    return uses, halves
+
+
+def _factors_of(node: Node) -> list[Node]:
+    from workbench.templater.analysis import factors
+
+    return factors(node)
+
+
+def _look_alikes(plan: Plan, values: set[int], taken: list[Node]) -> list[Node]:
+    spans = {(n.start_byte, n.end_byte) for n in taken}
+    return [n for n in walk(plan.body) if n.type == "number_literal" and
+            int_value(n) in values and (n.start_byte, n.end_byte) not in spans]
+
+
+def lift_block(plan: Plan) -> dict[str, str]:
+    """Lift each literal block dimension; returns dim -> parameter name for those lifted."""
+    sizes = {DIMS[i]: literal(b) for i, b in enumerate(plan.block)}
+    multi = sum(1 for s in sizes.values() if s is not None and s > 1) > 1 or len(plan.block) > 1
+    lifted: dict[str, str] = {}
+    claimed: list[Node] = []
+    later: list[tuple[str, int]] = []
+    for i, dim in enumerate(DIMS[:len(plan.block)]):
+        size = sizes[dim]
+        if size is None or size <= 1:
+            continue
+        name = f"BLOCK_{dim.upper()}" if multi else "BLOCK_THREADS"
+        hidden = _thread_compare(plan, {size, size // 2})
+        if hidden is not None:
+            plan.note(name, False, f"`{text(hidden)}` compares the thread index with the block "
+                      f"size (or half of it) outside a reduction loop; the dependency is not "
+                      "modelled, so the block size stays as written", hidden)
+            continue
+        collective = warp_collective(plan) if dim == "x" and size <= 32 else None
+        if collective is not None:
+            plan.note(name, False, f"`{text(collective)[:50]}` combines the 32 lanes of a warp, "
+                      f"which hold {32 // size} whole x row(s) of the block: another x size "
+                      "regroups the threads it combines, which this lift does not model",
+                      collective)
+            continue
+        uses, halves = _governed(plan, dim, size)
+        reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
+        if not uses and not halves and not reads_dim:
+            plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
+                      f"blockDim.{dim} is not read: the kernel does not say how its indexing "
+                      "depends on the block size")
+            continue
+        for n in uses:
+            plan.rw.replace(n, name)
+        for n in halves:
+            plan.rw.replace(n, f"({name} / 2)")
+        claimed += uses + halves
+        later.append((name, size))
+        plan.block[i] = name
+        for g, rule in enumerate(plan.grid):
+            if g == i:
+                new = scale_divisor(rule, str(size), name)
+                plan.grid[g] = new if new is not None else rule
+        if multi:
+            plan.add_param(name, {"kind": "pow2", "min": 1 if dim != "x" else 4,
+                                  "max": 1024 if dim == "x" else 64, "default": size,
+                                  "description": f"threads per block along {dim} "
+                                                 f"(as written: {size})"},
+                           f"{line(plan.body)}: block {dim} = {size}")
+        else:
+            halving = halves or _halving_loop(plan, size)
+            if size % 32 == 0 and halving is None:
+                spec: dict[str, object] = {"kind": "int", "min": 32, "max": 1024, "step": 32}
+                why = "any multiple of 32"
+            else:
+                spec = {"kind": "pow2", "min": 32, "max": 1024}
+                why = ("powers of two: the tree reduction at line "
+                       f"{line(halving[0] if isinstance(halving, list) else halving)} halves "
+                       "the block" if halving is not None else "powers of two")
+            plan.add_param(name, {**spec, "default": size,
+                                  "description": f"threads per block (as written: {size})"},
+                           f"{line(plan.body)}: block = {size}")
+            plan.note(name, True, f"block sizes: {why}")
+        what = [f"{len(uses)} use(s)"] + ([f"{len(halves)} reduction start(s)"] if halves else [])
+        plan.note(name, True, f"block size {size} lifted with {', '.join(what)}")
+        lifted[dim] = name
+    for name, size in later:
+        for other in _look_alikes(plan, {size}, claimed):
+            plan.note(name, False, f"literal {size} in `{_context(other)}` is not governed "
+                      "by the block size; left as written", other)
+    if len(lifted) > 1:
+        product = " * ".join(lifted[d] for d in DIMS if d in lifted)
+        plan.constrain(f"{product} <= 1024")
+        plan.constrain(f"{product} >= 32")
+    if lifted:
+        plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
+                                        if literal(plan.block[i]) != 1)
+    return lifted
+
+
+def _halving_loop(plan: Plan, size: int) -> Node | None:
+    """A loop that halves a count starting from the block size (``s = blockDim.x / 2``,
+    ``s = B / 2``, ``s >>= 1``): a tree over the block, correct for powers of two only."""
+    for n in walk(plan.body):
+        if n.type != "for_statement" and n.type != "while_statement":
+            continue
+        update = n.child_by_field_name("update")
+        ops = [update] if update is not None else [
+            m for m in walk(n) if m.type == "assignment_expression"]
+        halves = any(text(u.child_by_field_name("operator")) in (">>=", "/=") and
+                     int_value(u.child_by_field_name("right")) in (1, 2) for u in ops
+                     if u.type == "assignment_expression")
+        init = n.child_by_field_name("initializer")
+        if halves and init is not None and any(
+                builtin(m, "blockDim") == "x" or text(m) in _block_macros(size)
+                for m in walk(init)):
+            return n
+    return None
+
+
+def _block_macros(size: int) -> set[str]:
+    """Names of integer macros equal to the launch block size (read as literals)."""
+    from workbench.templater.analysis import _CONSTANTS
+
+    values = _CONSTANTS.get() or {}
+    return {k for k, v in values.items() if v == size}
+
+
+def _context(node: Node) -> str:
+    parent = node.parent
+    while parent is not None and parent.type in ("number_literal", "binary_expression") and \
+            parent.parent is not None and parent.parent.type == "binary_expression":
+        parent = parent.parent
+    return " ".join(text(parent if parent is not None else node).split())[:60]

@@ -1,0 +1,679 @@
+"""Output rows per thread for 2-D convolutions / 2-D window kernels, on the parse.
+
+Recognised by roles, not by one spelling: a 2-D block of literal sizes; the output point
+``x = blockIdx.x * L + threadIdx.x`` and ``y = ...`` at the top level; a bounds check that
+bounds y from above only (an early return or an ``if`` around the rest); an accumulator
+``T acc = init;``; a window loop ``for (i = lo; i < hi; ++i)`` (or ``<=``) with
+compile-time bounds around exactly one inner loop over ``j``, whose body declares locals
+and then accumulates ``acc += E`` (optionally under ``if (C)``); one store ``out[IDX] =
+f(acc)`` after the loops, with ``IDX`` linear in y. ``E``'s factors are split into the
+*value* (the factors that depend on y: they must depend on y and i only through ``y + i``,
+checked on polynomials of the index expressions, clamps and bounds checks included) and the
+*weight* (the rest: it must not depend on y). Zero padding (``if (C)`` or a ternary) and
+clamped edges both qualify; the value reads one array.
+
+The rewrite makes each thread compute ``OUT_Y`` consecutive output rows: the ``KS + OUT_Y
+- 1`` input rows ``r`` are walked once, each input value is loaded once per ``(r, j)`` and
+feeds ``acc[k] += w(i = r - k, j) * v`` for every output row ``k`` whose window holds the
+row; all loops over compile-time counts are ``#pragma unroll`` so ``acc[]`` stays in
+registers. Per output row the contributions arrive in the original order (i, then j), so
+results match the kernel as written. The grid's y divisor becomes ``BLOCK_Y * OUT_Y`` (tied
+in the launch rule) and every output row's store is guarded by the author's bounds check.
+Loads of input rows that only rows beyond the check need are skipped, so a kernel without
+padding reads nothing it did not read before. Anything else refuses with the reason and the
+line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    factors,
+    inside,
+    line,
+    shares_or_syncs,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.macros import integer_macros
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import (
+    _ELEM,
+    _MAX_SMEM,
+    Refused,
+    _assigned,
+    _locals,
+    apply_or_note,
+    fresh_names,
+    render,
+    single_assignment_values,
+)
+from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.stencil import (
+    Poly,
+    _bounds_from_above,
+    _guard,
+    _index,
+    derivative,
+    index_decls,
+    poly_of,
+    poly_text,
+    statements,
+)
+
+OUT_Y_VALUES = [1, 2, 4, 8]
+OUT_X_VALUES = [1, 2, 4]
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A window loop ``for (int var = lo; var < lo + count; ++var)``."""
+
+    loop: Node
+    var: str
+    lo_text: str
+    count: int
+    body: list[Node]
+
+
+def lift_conv(plan: Plan) -> bool:
+    """OUT_Y: consecutive output rows per thread with input rows reused from registers;
+    False when the kernel is not of the family or the analysis refused (the finding says
+    why)."""
+    if len(plan.block) != 2 or any(literal(b) is None for b in plan.block):
+        return False
+    if shares_or_syncs(plan.body):
+        return False
+    stmts = statements(plan.body)
+    idx = index_decls(plan, stmts, "xy")
+    if set(idx) != {"x", "y"}:
+        return False
+    windows = [n for s in stmts for n in walk(s) if n.type == "for_statement"]
+    if not windows:
+        return False
+    return apply_or_note(plan, "OUT_Y", lambda: _analyse(plan, stmts, idx))
+
+
+# -- compile-time integers and polynomials over the kernel's names --------------------------
+
+def _const(raw: str, defs: dict[str, str], depth: int = 0) -> int | None:
+    """The value of a constant integer expression over the file's macros (C division)."""
+    try:
+        tree = ast.parse(raw.strip().rstrip("uUlL"), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def ev(n: ast.expr) -> int | None:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name) and n.id in defs and depth < 8:
+            return _const(defs[n.id], defs, depth + 1)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            v = ev(n.operand)
+            return None if v is None else -v
+        if isinstance(n, ast.BinOp):
+            a, b = ev(n.left), ev(n.right)
+            if a is None or b is None:
+                return None
+            if isinstance(n.op, ast.Add):
+                return a + b
+            if isinstance(n.op, ast.Sub):
+                return a - b
+            if isinstance(n.op, ast.Mult):
+                return a * b
+            if isinstance(n.op, ast.Div) and b:
+                q = abs(a) // abs(b)
+                return q if (a >= 0) == (b > 0) else -q
+        return None
+    return ev(tree)
+
+
+class _Expr:
+    """Expansion of single-assignment locals, dependence and polynomial checks."""
+
+    def __init__(self, plan: Plan, keep: set[str]) -> None:
+        self.locals = set(_locals(plan.body))
+        self.values = single_assignment_values(plan.body, keep)
+
+    def names(self, node: Node, depth: int = 0) -> set[str]:
+        """Identifiers ``node`` reads, single-assignment locals expanded (their names too)."""
+        out: set[str] = set()
+        for n in walk(node):
+            if n.type == "identifier":
+                out.add(text(n))
+                value = self.values.get(text(n))
+                if value is not None and depth < 12:
+                    out |= self.names(value, depth + 1)
+        return out
+
+    def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
+        return poly_of(node, self.values, opaque=opaque, depth=depth)
+
+    def via_sum(self, node: Node, y: str, i: str) -> Node | None:
+        """The first part of ``node`` that depends on ``y`` or ``i`` other than through
+        ``y + i`` (None when it depends on them only through their sum)."""
+        if not self.names(node) & {y, i}:
+            return None
+        opaque: list[Node] = []
+        p = self.poly(node, opaque)
+        if derivative(p, y) != derivative(p, i):
+            return node
+        for o in opaque:
+            if o.type == "identifier":  # a local assigned more than once, or y / i hidden
+                if self.names(o) & {y, i}:
+                    return o
+                continue
+            for child in o.named_children:
+                bad = self.via_sum(child, y, i)
+                if bad is not None:
+                    return bad
+        return None
+
+
+# -- the analysis --------------------------------------------------------------------------
+
+def _window(plan: Plan, loop: Node, defs: dict[str, str]) -> _Window:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
+    if init is None or cond is None or update is None or body is None or \
+            init.type != "declaration" or len(init.children_by_field_name("declarator")) != 1:
+        raise Refused("the window loop is not `for (int v = lo; v < hi; ++v)`", loop)
+    d = init.children_by_field_name("declarator")[0]
+    value = d.child_by_field_name("value")
+    var = text(d.child_by_field_name("declarator"))
+    parts = binary(strip(cond))
+    if value is None or parts is None or text(strip(parts[0])) != var or \
+            parts[1] not in ("<", "<=") or text(update).replace(" ", "") not in (
+                f"++{var}", f"{var}++", f"{var}+=1"):
+        raise Refused(f"the window loop over {var} is not `for (int {var} = lo; {var} < hi; "
+                      f"++{var})`", loop)
+    lo, hi = _const(text(value), defs), _const(text(parts[2]), defs)
+    if lo is None or hi is None:
+        raise Refused(f"the window over {var} is not a compile-time size "
+                      f"(`{text(value)}` .. `{text(parts[2])}`)", loop)
+    count = hi - lo + (1 if parts[1] == "<=" else 0)
+    if count < 1 or count > 64:
+        raise Refused(f"the window over {var} has {count} steps (1 .. 64 are unrolled)", loop)
+    if var in _assigned(body):
+        raise Refused(f"the window loop's {var} is assigned inside the loop", body)
+    inner = statements(body) if body.type == "compound_statement" else [body]
+    return _Window(loop, var, text(value), count, inner)
+
+
+@dataclass(frozen=True)
+class _Accumulate:
+    acc: str
+    cond: Node | None  # the ``if`` around it, or None
+    value: list[Node]  # factors that depend on y
+    weight: list[Node]  # the other factors
+    stmt: Node
+
+
+def _accumulation(stmt: Node, expr: _Expr, y: str) -> _Accumulate:
+    cond: Node | None = None
+    inner = stmt
+    if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
+        c = stmt.child_by_field_name("condition")
+        cons = stmt.child_by_field_name("consequence")
+        if c is not None and c.type == "condition_clause" and c.named_child_count == 1:
+            c = c.named_children[0]
+        body = statements(cons) if cons is not None and cons.type == "compound_statement" \
+            else [cons]
+        if c is not None and len(body) == 1 and body[0] is not None:
+            cond, inner = c, body[0]
+    e = strip(inner.named_children[0]) if inner.type == "expression_statement" and \
+        inner.named_child_count == 1 else None
+    if e is None or e.type != "assignment_expression" or \
+            text(e.child_by_field_name("operator")) != "+=" or \
+            strip(e.child_by_field_name("left")).type != "identifier":  # type: ignore[arg-type]
+        raise Refused(f"`{text(stmt)}` is not the accumulation `acc += w * v` (optionally "
+                      "under an `if`)", stmt)
+    acc = text(strip(e.child_by_field_name("left")))  # type: ignore[arg-type]
+    right = e.child_by_field_name("right")
+    assert right is not None
+    fs = factors(strip(right))
+    value = [f for f in fs if y in expr.names(f)]
+    weight = [f for f in fs if f not in value]
+    return _Accumulate(acc, cond, value, weight, stmt)
+
+
+def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node]]
+             ) -> Callable[[], None] | None:
+    ydecl, y, _ysize = idx["y"]
+    x = idx["x"][1]
+    ky = stmts.index(ydecl)
+    region = stmts[ky + 1:]
+    loops = [s for s in region if s.type == "for_statement"]
+    guard_if = [s for s in region if s.type == "if_statement"]
+    if not loops and guard_if:
+        cons = guard_if[-1].child_by_field_name("consequence")
+        loops = [s for s in (statements(cons) if cons is not None and
+                             cons.type == "compound_statement" else [])
+                 if s.type == "for_statement"]
+    if len(loops) != 1:
+        return None  # not one window loop at the point's top level: not this family
+    defs = {text(n.child_by_field_name("name")): text(n.child_by_field_name("value"))
+            for n in walk(plan.source.tree.root_node)
+            if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
+    outer = _window(plan, loops[0], defs)
+    inner_loops = [s for s in outer.body if s.type == "for_statement"]
+    if len(inner_loops) != 1:
+        return None
+    inner = _window(plan, inner_loops[0], defs)
+    for s in outer.body:
+        if s is not inner.loop and s.type != "declaration":
+            raise Refused(f"`{text(s)}` in the window loop is neither a declaration nor the "
+                          "inner window loop", s)
+    keep = {x, y, outer.var, inner.var}
+    expr = _Expr(plan, keep)
+    body_decls = [s for s in inner.body if s.type == "declaration"]
+    rest = [s for s in inner.body if s.type != "declaration"]
+    if len(rest) != 1 or inner.body[-1] is not rest[0]:
+        raise Refused("the inner window loop's body is not declarations followed by one "
+                      "accumulation", rest[1] if len(rest) > 1 else inner.loop)
+    acc = _accumulation(rest[0], expr, y)
+    i, j = outer.var, inner.var
+    if not acc.value:
+        raise Refused(f"the accumulation `{text(rest[0])}` reads nothing that depends on {y}",
+                      rest[0])
+    value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else [])]
+    for part in value_parts:
+        bad = expr.via_sum(part, y, i)
+        if bad is not None:
+            swapped = expr.via_sum(part, y, j) is None
+            raise Refused(f"`{text(bad)}` depends on {y} and {i} other than through "
+                          f"{y} + {i}" + (f" (the row loop is the inner loop over {j}: "
+                                          "only the outer loop is marched)" if swapped else ""),
+                          bad)
+    for f in acc.weight:
+        if y in expr.names(f) or acc.acc in expr.names(f):
+            raise Refused(f"the weight `{text(f)}` depends on {y}", f)
+    loop_locals = {text(d.child_by_field_name("declarator") or d) for s in
+                   [*[s for s in outer.body if s.type == "declaration"], *body_decls]
+                   for d in s.children_by_field_name("declarator")}
+    for part in [*value_parts, *acc.weight]:
+        for name in expr.names(part):
+            if name in expr.locals and name not in expr.values and name not in keep:
+                raise Refused(f"`{name}` (read by `{text(part)}`) is assigned more than once",
+                              part)
+            if name == acc.acc:
+                raise Refused(f"`{text(part)}` reads the accumulator", part)
+    arrays = {a for part in acc.value for a in _read_bases(plan, part)}
+    for name in list(arrays):
+        value = expr.values.get(name)
+        if value is not None:  # a local holding a read (`float v = in[...]`)
+            arrays.discard(name)
+            arrays |= _read_bases(plan, value)
+    for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
+        arrays |= _read_bases(plan, expr.values[name])
+    inputs = sorted(a for a in arrays if plan.pointer(a))
+    if len(inputs) != 1:
+        raise Refused(f"the value read per window point reads {inputs or 'no input'}: one "
+                      "input is modelled", rest[0])
+    src = inputs[0]
+    # writes: only the accumulator and the window loops' own locals inside the loop
+    for n in walk(outer.loop):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            t = strip(target) if target is not None else n
+            if t.type != "identifier" or text(t) not in {acc.acc, i, j}:
+                raise Refused(f"`{text(n)}` writes inside the window loop", n)
+            if text(t) == acc.acc and n.parent is not None and \
+                    strip(n.parent) is not acc.stmt and n.parent is not acc.stmt and \
+                    not inside(n, acc.stmt):
+                raise Refused(f"`{text(n)}` writes the accumulator a second time", n)
+        if n.type in ("return_statement", "break_statement", "continue_statement",
+                      "goto_statement"):
+            raise Refused(f"`{text(n)}` leaves the window loop early", n)
+    # the guard, the accumulator's declaration and the store
+    guard_stmt, cond, out_when_true, guarded = _guard(region)
+    bad_cond = _bounds_from_above(cond, y, out_when_true)
+    if bad_cond is not None:
+        raise Refused(f"`{text(bad_cond)}` does not bound {y} from above only", bad_cond)
+    for n in walk(cond):
+        if n.type == "identifier" and text(n) in expr.values and y in expr.names(n):
+            raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
+    if outer.loop not in guarded:
+        raise Refused("the window loop is not inside the bounds check", outer.loop)
+    decl = _acc_decl(region + guarded, acc.acc)
+    if decl is None:
+        raise Refused(f"no `T {acc.acc} = init;` declares the accumulator before the loop",
+                      outer.loop)
+    after = guarded[guarded.index(outer.loop) + 1:]
+    if len(after) != 1:
+        raise Refused("the window loop is not followed by exactly one store", outer.loop)
+    store_stmt = after[0]
+    store = _store(store_stmt)
+    if store is None:
+        raise Refused(f"`{text(store_stmt)}` is not the store `out[i] = f(acc)`", store_stmt)
+    target, rhs = store
+    out = text(strip(target.child_by_field_name("argument")))  # type: ignore[arg-type]
+    if out == src or not plan.pointer(out):
+        raise Refused(f"the store writes {out}: the output must be a pointer other than "
+                      f"the input {src}", store_stmt)
+    if y in expr.names(rhs) or src in expr.names(rhs):
+        raise Refused(f"the stored value `{text(rhs)}` depends on {y} besides the accumulator",
+                      rhs)
+    writes = [n for n in walk(plan.body) if n.type in ("assignment_expression",
+                                                       "update_expression")
+              and strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
+                        or n).type == "subscript_expression"]
+    if len(writes) != 1:
+        raise Refused("the kernel stores to memory more than once", writes[-1] if writes
+                      else store_stmt)
+    opaque: list[Node] = []
+    center = expr.poly(_index(target), opaque)
+    step = derivative(center, y)
+    if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
+        raise Refused(f"the index of {out} is not linear in {y}", target)
+    init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    assert init is not None
+    if expr.names(init) & {y, x}:
+        raise Refused(f"the accumulator's initial value `{text(init)}` depends on the point",
+                      init)
+    grid_y = scale_divisor(plan.grid[1], plan.block[1], "BLOCK_Y * OUT_Y")
+    grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X")
+    if grid_y is None or grid_x is None:
+        raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block}", ydecl)
+    elem = plan.kernel.param(src).base_type
+    x_step, x_refused = _columns(expr, x, j, value_parts, acc.weight, cond, out_when_true,
+                                 target, rhs, init)
+    if x_refused is not None:
+        plan.note("OUT_X", False, x_refused.reason, x_refused.node)
+    facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
+                   store_stmt, target, rhs, step, cond, out_when_true, src, out,
+                   x, x_step if x_refused is None else None,
+                   _smem_refusal(plan, expr, guard_stmt, outer, value_parts, body_decls))
+    if x_refused is None:
+        grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
+
+    def emit() -> None:
+        _emit(plan, idx, facts, expr, grid_x, grid_y)
+    return emit
+
+
+def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list[Node],
+             cond: Node, out_when_true: bool, target: Node, rhs: Node, init: Node
+             ) -> tuple[Poly, Refused | None]:
+    """OUT_X's conditions (the x / j mirror of OUT_Y's): the value reads x and j only
+    through x + j, the weights and the stored value not at all, the check bounds x from
+    above, the store's index is linear in x. (the index's x step, why not) ."""
+    for part in value_parts:
+        bad = expr.via_sum(part, x, j)
+        if bad is not None:
+            return {}, Refused(f"`{text(bad)}` depends on {x} and {j} other than through "
+                               f"{x} + {j}", bad)
+    for f in [*weights, rhs, init]:
+        if x in expr.names(f):
+            return {}, Refused(f"`{text(f)}` depends on {x}", f)
+    bad_cond = _bounds_from_above(cond, x, out_when_true)
+    if bad_cond is not None:
+        return {}, Refused(f"`{text(bad_cond)}` does not bound {x} from above only", bad_cond)
+    for n in walk(cond):
+        if n.type == "identifier" and text(n) in expr.values and x in expr.names(n):
+            return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}", n)
+    opaque: list[Node] = []
+    step = derivative(expr.poly(_index(target), opaque), x)
+    if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
+        return {}, Refused(f"the index of the store is not linear in {x}", target)
+    return step, None
+
+
+def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, outer: _Window,
+                  value_parts: list[Node], body_decls: list[Node]) -> Node | None:
+    """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
+    block helps and reaches the barrier); None, noted, where the value reads a local that
+    is declared only after that point or the kernel already uses barriers."""
+    outer_decls = [s for s in outer.body if s.type == "declaration"]
+    used = {n for part in [*value_parts, *body_decls, *outer_decls]
+            for n in expr.names(part)}
+    late = sorted(name for name in used if name in expr.locals and any(
+        d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
+        and name in {text(c.child_by_field_name("declarator") or c)
+                     for c in d.children_by_field_name("declarator")}
+        and not inside(d, outer.loop)))
+    if late:
+        plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "
+                  "the bounds check where the tile would be filled", guard)
+        return None
+    return guard
+
+
+def _read_bases(plan: Plan, node: Node) -> set[str]:
+    """Arrays ``node`` reads: ``a[i]`` bases and the pointer arguments under ``*(p + i)``."""
+    out = set()
+    for n in walk(node):
+        if n.type == "subscript_expression":
+            out.add(text(strip(n.child_by_field_name("argument"))))  # type: ignore[arg-type]
+        elif n.type == "pointer_expression" and \
+                text(n.child_by_field_name("operator")) == "*":
+            out |= {text(m) for m in walk(n) if m.type == "identifier" and plan.pointer(text(m))}
+    return out
+
+
+def _acc_decl(stmts: list[Node], acc: str) -> Node | None:
+    for s in stmts:
+        if s.type != "declaration":
+            continue
+        ds = s.children_by_field_name("declarator")
+        for d in ds:
+            if d.type == "init_declarator" and text(d.child_by_field_name("declarator")) == acc:
+                if len(ds) != 1:
+                    raise Refused(f"`{text(s)}` declares the accumulator with other variables",
+                                  s)
+                return s
+    return None
+
+
+def _store(stmt: Node) -> tuple[Node, Node] | None:
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return None
+    e = strip(stmt.named_children[0])
+    if e.type != "assignment_expression" or text(e.child_by_field_name("operator")) != "=":
+        return None
+    left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
+    if left is None or right is None or strip(left).type != "subscript_expression":
+        return None
+    return strip(left), right
+
+
+@dataclass(frozen=True)
+class _Facts:
+    y: str
+    outer: _Window
+    inner: _Window
+    acc: _Accumulate
+    loop_locals: set[str]
+    body_decls: list[Node]
+    elem: str
+    decl: Node
+    init: Node
+    store_stmt: Node
+    target: Node
+    rhs: Node
+    step: Poly
+    cond: Node
+    out_when_true: bool
+    src: str
+    out: str
+    x: str = ""
+    x_step: Poly | None = None  # the store index's step per column; None: no OUT_X
+    smem_at: Node | None = None  # where the shared tile is filled (USE_SMEM); None: no knob
+
+
+# -- the rewrite ---------------------------------------------------------------------------
+
+def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _Expr,
+          grid_x: str, grid_y: str) -> None:
+    data, rw = plan.source.data, plan.rw
+    macros = integer_macros(plan.source)
+    sizes = {d: idx[d][2] for d in "xy"}
+    names: dict[str, str] = {}
+    for d, size in sizes.items():
+        want = f"BLOCK_{d.upper()}"
+        named = text(strip(size))
+        names[want] = named if named in macros and builtin(size, "blockDim") is None \
+            else fresh_names(plan, [want])[want]
+    oy = fresh_names(plan, ["OUT_Y"])["OUT_Y"]
+    ox = fresh_names(plan, ["OUT_X"])["OUT_X"] if f.x_step is not None else "1"
+    for d, size in sizes.items():
+        if builtin(size, "blockDim") is None:
+            rw.replace(size, names[f"BLOCK_{d.upper()}"])
+    for d, many in (("y", oy), ("x", ox)):
+        if many == "1":
+            continue
+        value_node = idx[d][0].children_by_field_name("declarator")[0] \
+            .child_by_field_name("value")
+        assert value_node is not None
+        rw.insert(value_node.start_byte, "(")
+        rw.insert(value_node.end_byte, f") * {many}")
+    y, i, x, j = f.y, f.outer.var, f.x, f.inner.var
+    acc = "wb_acc"
+    typ = text(f.decl.child_by_field_name("type"))
+    rw.replace(f.decl, f"{typ} {acc}[{oy}][{ox}];  // {oy} rows x {ox} columns of outputs of "
+                       f"this thread\n"
+                       f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
+                       f"#pragma unroll\n    for (int wb_q = 0; wb_q < {ox}; ++wb_q) "
+                       f"{acc}[wb_k][wb_q] = {text(f.init)};")
+
+    def passes(shift_y: str, shift_x: str) -> str:
+        shifts = {y: shift_y, x: shift_x}
+        c = render(data, f.cond, lambda m: f"({text(m)} + {shifts[text(m)]})"
+                   if m.type == "identifier" and text(m) in shifts else None)
+        return f"!({c})" if f.out_when_true else f"({c})"
+
+    def weight_sub(m: Node, depth: int = 0) -> str | None:
+        if m.type != "identifier":
+            return None
+        if text(m) == i:
+            return f"({i} - wb_k)"
+        if text(m) == j:
+            return f"({j} - wb_q)"
+        value = expr.values.get(text(m))
+        if text(m) in f.loop_locals and value is not None and {i, j} & expr.names(m) and \
+                depth < 12:
+            return "(" + render(data, value, lambda n: weight_sub(n, depth + 1)) + ")"
+        return None
+
+    n, m = f.outer.count, f.inner.count
+    value = " * ".join(f"({text(v)})" for v in f.acc.value)
+    if f.acc.cond is not None:
+        value = f"({text(f.acc.cond)}) ? ({value}) : ({f.elem})0"
+    weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
+    decls = "\n      ".join(text(s) for s in f.body_decls)
+    outer_decls = "\n    ".join(text(s) for s in f.outer.body if s.type == "declaration")
+    bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
+    read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
+                  f"({f.elem})({value}) : ({f.elem})0;\n")
+    smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
+        if f.smem_at is not None and ox != "1" else ""
+    tile_h, tile_w = f"({by_name} * {oy} + {n - 1})", f"({bx_name} * {ox} + {m - 1})"
+    if smem:
+        assert f.smem_at is not None
+        read_value = (f"#if {smem}\n      const {f.elem} wb_v = wb_tile[(int)threadIdx.y * {oy} "
+                      f"+ wb_r][(int)threadIdx.x * {ox} + wb_c];\n#else\n{read_value}#endif\n")
+        fill = (
+            f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
+            f"  __shared__ {f.elem} wb_tile[{tile_h}][{tile_w}];\n"
+            f"  for (int wb_e = (int)threadIdx.y * {bx_name} + (int)threadIdx.x; "
+            f"wb_e < {tile_h} * {tile_w}; wb_e += {bx_name} * {by_name}) {{\n"
+            f"    const int wb_pr = wb_e / {tile_w}, wb_pc = wb_e % {tile_w};\n"
+            f"    // the block's first output row and column (the value reads them only "
+            f"through {y} + {i} and {x} + {j})\n"
+            f"    const int {y} = (int)blockIdx.y * ({by_name} * {oy});\n"
+            f"    const int {x} = (int)blockIdx.x * ({bx_name} * {ox});\n"
+            f"    const int {i} = ({f.outer.lo_text}) + wb_pr;\n"
+            f"    {outer_decls}\n"
+            f"    const int {j} = ({f.inner.lo_text}) + wb_pc;\n"
+            f"    {decls}\n"
+            f"    // read where the first output of the block that needs it is checked in\n"
+            f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
+            f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
+            f"    wb_tile[wb_pr][wb_pc] = {passes('wb_first', 'wb_first_c')} ? "
+            f"({f.elem})({value}) : ({f.elem})0;\n"
+            f"  }}\n  __syncthreads();\n#endif\n  ")
+        rw.insert(f.smem_at.start_byte, fill)
+    loop = (
+        f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
+        f"each input value is loaded once\n"
+        f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
+        f"    const int {i} = ({f.outer.lo_text}) + wb_r;  // window row of output row 0\n"
+        f"    {outer_decls}\n"
+        f"    // the first output row / column that needs this input (past the check: no read)\n"
+        f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n"
+        f"#pragma unroll\n    for (int wb_c = 0; wb_c < {m} + {ox} - 1; ++wb_c) {{\n"
+        f"      const int {j} = ({f.inner.lo_text}) + wb_c;  // window column of output column "
+        f"0\n"
+        f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
+        f"      {decls}\n"
+        f"{read_value}"
+        f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
+        f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
+        f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
+        f"wb_c - wb_q < {m}) {acc}[wb_k][wb_q] += {weight} * wb_v;\n"
+        f"        }}\n      }}\n    }}\n  }}")
+    rw.replace(f.outer.loop, loop)
+    index = text(_index(f.target))
+    rhs = render(data, f.rhs, lambda m_: f"{acc}[wb_k][wb_q]" if m_.type == "identifier"
+                 and text(m_) == f.acc.acc else None)
+    x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""
+    store = (f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
+             f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{  // guarded per "
+             f"output\n    if ({passes('wb_k', 'wb_q')}) {f.out}[({index}) + (long long)wb_k * "
+             f"({poly_text(f.step)}){x_term}] = {rhs};\n  }}")
+    rw.replace(f.store_stmt, store)
+    bx, by = names["BLOCK_X"], names["BLOCK_Y"]
+    for axis, hi in (("X", 256), ("Y", 32)):
+        written = literal(plan.block["XY".index(axis)]) or 1
+        lo = min(1 if axis == "Y" else 8, written)
+        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
+            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
+                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
+        at = idx[axis.lower()][0]
+        plan.add_param(names[f"BLOCK_{axis}"], {
+            **spec, "default": written,
+            "description": f"threads per block along {axis.lower()} (as written: {written})"},
+            f"{line(at)}: {text(at)}")
+    plan.add_param(oy, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
+                        "description": f"consecutive output rows ({y}) per thread; each input "
+                                       "row is loaded once and feeds every row's accumulator "
+                                       "from registers (as written: 1)"},
+                   f"{line(idx['y'][0])}: {text(idx['y'][0])}")
+    if smem:
+        plan.add_param(smem, {"kind": "choice", "values": [0, 1], "default": 0,
+                              "description": "1: the block's inputs with the window's halo "
+                                             "staged in shared memory once (zeros / clamps "
+                                             "as written); 0: read per thread (as written)"},
+                       f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
+        elem_bytes = _ELEM.get(f.elem, 8)
+        plan.constrain(f"{smem} == 0 or {elem_bytes} * {tile_h} * {tile_w} <= {_MAX_SMEM}")
+        plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
+                  "window inputs staged in shared memory before the bounds check; each "
+                  "thread reads them from the tile", f.outer.loop)
+    if ox != "1":
+        plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+                            "description": f"consecutive output columns ({x}) per thread; "
+                                           "each input value of a row feeds every column's "
+                                           "accumulator from registers (as written: 1)"},
+                       f"{line(idx['x'][0])}: {text(idx['x'][0])}")
+        plan.constrain(f"{ox} * {oy} <= 16")
+        plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; {f.src}'s "
+                  f"value at input column {x} + {j} is loaded once per row and feeds every "
+                  f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
+    plan.block = [bx, by]
+    plan.grid = [grid_x, grid_y]
+    plan.launch_bounds = f"{bx} * {by}"
+    plan.constrain(f"{bx} * {by} >= 32")
+    plan.constrain(f"{bx} * {by} <= 1024")
+    plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {n} x "
+              f"{f.inner.count} window sum; {f.src}'s value at input row {y} + {i} is loaded "
+              f"once per row and column and feeds every output row's accumulator; the grid's "
+              f"y divisor is {by} * {oy}", f.outer.loop)

@@ -1,0 +1,589 @@
+"""ITEMS_PER_THREAD with independent state: several items per thread, interleaved (ILP).
+
+A compute-bound per-element kernel (``i = blockIdx.x * B + threadIdx.x``, a guard, then a
+loop of the same length for every item, such as a sum over a table) gains little from
+doing its items one after another: each item's loop is a chain of dependent latencies.
+This transform gives each thread ``ITEMS_PER_THREAD`` items, ``B`` apart (coalesced), and
+keeps one copy of every item-dependent local per item (``x`` becomes ``x[ITEMS_PER_THREAD]``,
+registers once the item loops are unrolled). Statements that do not depend on the item (a
+table entry, the loop counter) run once per thread; statements that do run in an unrolled
+loop over the items at the place they were written, so inside the shared loop the items'
+chains interleave. ``ITEMS_PER_THREAD = 1`` is the kernel as written.
+
+Item dependence is computed on the parse: the item index, and every local assigned from an
+item-dependent value or under item-dependent control. Legal only where the analysis shows
+(each refusal names the line): a 1-D block; no shared memory, barrier, warp intrinsic or
+atomic, no call of a ``__device__`` function of the file that :mod:`.purity` does not prove
+pure (its effects would run once per thread, or in another order); ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
+top-level ``if (C) return;`` or one final ``if (C) {...}`` (both become a per-item ``live``
+flag); no ``break``/``continue``/``return`` under item-dependent control inside a shared
+loop; statements that do not depend on the item assign only locals; memory written only at
+item-dependent places. Applied only where a loop of item-independent length does
+item-dependent work (the compute loop the items interleave in); straight-line kernels keep
+items by wrapping (:mod:`.wrap`). The shared loops get an unroll knob (``UNROLL``:
+0 leaves the compiler's choice, as written; a loop of constant trip count up to 64 may be
+unrolled whole, so a table read at a constant place becomes an operand).
+
+An item past the end runs the statements that are safe for it (:func:`_safe_when_done`:
+arithmetic, known pure math, loads at shared places) on its zeroed locals without testing
+its ``live`` flag, so the items' statements stay one block the compiler interleaves.
+Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` on the
+item's state directly in its body, its counter declared in its header) give each item a
+``done`` flag: the items share the loop until every one has left it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    block_offset,
+    builtin,
+    calls,
+    declared_name,
+    line,
+    strip,
+    terms,
+    text,
+    walk,
+)
+from workbench.templater.item_state import (
+    CONTROL,
+    LOOPS,
+    MAX_FULL_UNROLL,
+    assigned_in_body,
+    assigned_names,
+    declarator_name,
+    escape_if_of,
+    escape_loops,
+    header,
+    is_item_stmt,
+    item_names,
+    mentions,
+    safe_when_done,
+    span,
+    statements,
+    trip_count,
+    under_item_control,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.purity import device_purity, why_not_pure
+from workbench.templater.rules import scale_divisor
+from workbench.templater.vector import Illegal
+
+NAME = "ITEMS_PER_THREAD"
+IT = "wb_it"
+LIVE = "wb_live"
+DONE = "wb_done"
+ALL_DONE = "wb_all_done"
+_PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
+_STATEMENTS = ("declaration", "expression_statement", "if_statement", "for_statement",
+               "while_statement", "do_statement", "compound_statement", "return_statement",
+               "break_statement", "continue_statement", "switch_statement")
+_WARP = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__reduce",
+         "__match", "atomic", "__syncthreads", "__threadfence")
+
+
+@dataclass
+class _Scan:
+    """What the analysis found: the item-dependent names and the loops items interleave in."""
+
+    index: str
+    items: set[str]
+    declared: dict[str, Node] = field(default_factory=dict)  # item local -> its declaration
+    compute_loops: list[Node] = field(default_factory=list)
+    # loops an item leaves by `if (C) break;` (escape time), and those ifs: by byte span
+    escapes: set[tuple[int, int]] = field(default_factory=set)
+    escape_ifs: set[tuple[int, int]] = field(default_factory=set)
+    region: list[Node] = field(default_factory=list)  # the statements from the index on
+
+
+def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
+    """(position, declaration, name, block-offset node) of ``T i = blockIdx.x * B +
+    threadIdx.x`` at the top level of the body."""
+    for k, stmt in enumerate(statements(plan.body)):
+        if stmt.type != "declaration":
+            continue
+        name, _d, value = declared_name(stmt)
+        if value is None:
+            continue
+        parts = terms(value)
+        offs = [t for _s, t in parts if block_offset(t, "x") is not None or
+                _blockdim_offset(t)]
+        if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
+                                                      for _s, t in parts):
+            return k, stmt, name, offs[0]
+    return None
+
+
+def _blockdim_offset(node: Node) -> bool:
+
+    parts = binary(node)
+    return parts is not None and parts[1] == "*" and (
+        (builtin(parts[0], "blockIdx") == "x" and builtin(parts[2], "blockDim") == "x") or
+        (builtin(parts[2], "blockIdx") == "x" and builtin(parts[0], "blockDim") == "x"))
+
+
+def _guards(region: list[Node], index_items: set[str]) -> tuple[list[Node], list[Node]]:
+    """(top-level ``if (C) return;`` statements, the region with a final ``if (C) {...}``
+    unwrapped: its body's statements)."""
+    returns = []
+    for stmt in region:
+        if True:
+            if _is_return_guard(stmt):
+                returns.append(stmt)
+    last = region[-1]
+    if last.type == "if_statement" and last.child_by_field_name("alternative") is None and \
+            not _is_return_guard(last) and len(region) > 1 and \
+            (cond := last.child_by_field_name("condition")) is not None and \
+            mentions(cond, index_items) and \
+            (body := last.child_by_field_name("consequence")) is not None and \
+            body.type == "compound_statement":
+        # `if (i < n) { rest }`: the same as `if (!(i < n)) return;` then rest
+        returns.append(last)
+        region = [*region[:-1], last, *_statements_with_comments(body)]
+    return returns, region
+
+
+def _is_return_guard(stmt: Node) -> bool:
+    """``if (C) return;`` (no value, no else)."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+        return False
+    body = stmt.child_by_field_name("consequence")
+    inner = statements(body) if body is not None and body.type == "compound_statement" \
+        else [body] if body is not None else []
+    return len(inner) == 1 and inner[0].type == "return_statement" and \
+        not inner[0].named_children
+
+
+def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> None:
+    items = scan.items
+    for stmt in region:
+        for n in walk(stmt):
+            if n.type == "return_statement" and not any(n.start_byte >= r.start_byte and
+                                                        n.end_byte <= r.end_byte
+                                                        for r in returns):
+                raise Illegal("`return` other than a top-level `if (...) return;` guard", n)
+            if n.type == "break_statement" and n.parent is not None and \
+                    span(escape_if_of(n)) in scan.escape_ifs:
+                continue  # the item's own exit: a per-item `done` flag
+            if n.type in ("break_statement", "continue_statement", "goto_statement"):
+                loop = n.parent
+                while loop is not None and loop.type not in (*LOOPS, "switch_statement"):
+                    loop = loop.parent
+                if loop is None or (not is_item_stmt(loop, items) and
+                                    under_item_control(n, loop, items)):
+                    raise Illegal(f"`{text(n)}` under item-dependent control leaves a loop "
+                                  "the items share", n)
+    for stmt in region:
+        _check_writes(stmt, items)
+
+
+def _check_writes(stmt: Node, items: set[str]) -> None:
+    """Every memory write's place depends on the item (a place shared by all items was
+    written once per item and would now be written once per thread)."""
+    for n in walk(stmt):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type != "identifier" and \
+                    not mentions(target, items):
+                raise Illegal(f"`{text(n)[:60]}` writes memory at a place shared by all "
+                              "items", n)
+
+
+class _Render:
+    """Produces the rewritten region (a lazy edit: the other transforms' edits show)."""
+
+    def __init__(self, plan: Plan, scan: _Scan, arrays: set[str], returns: list[Node],
+                 guarded: bool) -> None:
+        self.plan, self.scan, self.arrays = plan, scan, arrays
+        self.returns = {(r.start_byte, r.end_byte) for r in returns}
+        self.final = {(r.start_byte, r.end_byte) for r in returns
+                      if not _is_return_guard(r)}  # `if (C) { rest }`: C false ends the item
+        self.guarded = guarded
+        # statement -> safe for a done item; decided now, while the pass reads the file's
+        # integer macros (the render runs after the pass, when it no longer does)
+        self.safe = {span(n): safe_when_done(n, scan.items, plan)
+                     for stmt in scan.region for n in walk(stmt) if n.type in _STATEMENTS}
+        self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
+
+    def block(self, stmts: list[Node], indent: str) -> str:
+        out: list[str] = []
+        run: list[Node] = []
+
+        def flush() -> None:
+            if run:
+                out.append(self.item_loop(run, indent))
+                run.clear()
+
+        for stmt in stmts:
+            if stmt.type == "comment":
+                if run:
+                    run.append(stmt)
+                else:
+                    out.append(indent + text(stmt) + "\n")
+                continue
+            if self.is_item(stmt):
+                run.append(stmt)
+            else:
+                flush()
+                out.append(self.shared(stmt, indent))
+        flush()
+        return "".join(out)
+
+    def is_item(self, stmt: Node) -> bool:
+        if stmt.type in _PREPROC:
+            return mentions(stmt, self.scan.items)
+        if stmt.type in CONTROL and not is_item_stmt(stmt, self.scan.items):
+            return False
+        return is_item_stmt(stmt, self.scan.items)
+
+    def shared(self, stmt: Node, indent: str) -> str:
+        rw = self.plan.rw
+        if stmt.type in CONTROL and mentions(stmt, self.scan.items):
+            escape = span(stmt) in self.scan.escapes
+            parts: list[str] = []
+            pos = stmt.start_byte
+            for body in _bodies(stmt):
+                # a pragma before a brace-less body (a comment node: cuda_source) goes
+                # inside the braces added here, before the statement it is about
+                lead = body
+                while body.type != "compound_statement" and lead.prev_sibling is not None \
+                        and lead.prev_sibling.type == "comment":
+                    lead = lead.prev_sibling
+                parts.append(rw.render(pos, lead.start_byte))
+                pre = rw.render(lead.start_byte, body.start_byte).rstrip() + "\n" \
+                    if lead != body else ""
+                inner = _statements_with_comments(body) if body.type == "compound_statement" \
+                    else [body]
+                self.escape_depth += escape
+                rendered = pre + self.block(inner, indent + "  ")
+                self.escape_depth -= escape
+                if escape:  # the loop ends when every item has left it
+                    rendered += (f"{indent}  bool {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
+                                 f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
+                                 f"{indent}  if ({ALL_DONE}) break;\n")
+                parts.append("{\n" + rendered + indent + "}")
+                pos = body.end_byte
+            parts.append(rw.render(pos, stmt.end_byte))
+            head = ""
+            if escape:
+                start = f"!{LIVE}[{IT}]" if self.guarded else "false"
+                head = (f"{indent}bool {DONE}[{NAME}];  // items that left the loop below\n"
+                        f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; "
+                        f"++{IT}) {DONE}[{IT}] = {start};\n")
+            return head + indent + "".join(parts) + "\n"
+        return indent + rw.text(stmt) + "\n"
+
+    def item_loop(self, run: list[Node], indent: str) -> str:
+        hoisted: list[str] = []
+        body: list[str] = []
+        pure = True
+        for stmt in run:
+            if stmt.type == "declaration" and _declared(stmt) & self.arrays:
+                decl, assigns = self.array_declaration(stmt)
+                hoisted.append(indent + decl + "\n")
+                body += [indent + "    " + a + "\n" for a in assigns]
+            elif stmt.type == "comment":
+                body.append(indent + "    " + text(stmt) + "\n")
+                continue
+            elif (stmt.start_byte, stmt.end_byte) in self.returns:
+                cond = stmt.child_by_field_name("condition")
+                assert cond is not None
+                test = self.plan.rw.text(cond)
+                if (stmt.start_byte, stmt.end_byte) in self.final:
+                    test = f"(!{test})"
+                # the item's remaining statements of this run must not execute either
+                # (they index with the value the test just found out of range)
+                body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
+                            "  // this item is done\n")
+                pure = False
+            elif span(stmt) in self.scan.escape_ifs:
+                cond = stmt.child_by_field_name("condition")
+                assert cond is not None
+                body.append(f"{indent}    if {self.plan.rw.text(cond)} {{ {DONE}[{IT}] = true; "
+                            "continue; }  // this item leaves the loop\n")
+            else:
+                rendered = self.plan.rw.text(stmt)
+                body.append(indent + "    " + rendered + "\n")
+            if not self.safe.get(span(stmt), False):
+                pure = False
+        guard = (f"{indent}  if ({LIVE}[{IT}]) {{\n", f"{indent}  }}\n") \
+            if self.guarded and not pure else ("", "")
+        if self.escape_depth:  # an item that left the loop must not change its state
+            guard = (f"{indent}  if (!{DONE}[{IT}]) {{\n", f"{indent}  }}\n")
+        return ("".join(hoisted) + f"{indent}#pragma unroll\n"
+                f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {{\n" + guard[0]
+                + "".join(body) + guard[1] + f"{indent}}}\n")
+
+    def array_declaration(self, stmt: Node) -> tuple[str, list[str]]:
+        """``float x = a, y = b;`` -> (``float x[N] = {}, y[N] = {};``, [``x[it] = a;``...])."""
+        rw = self.plan.rw
+        declarators = stmt.children_by_field_name("declarator")
+        pointers = [any(c.type == "pointer_declarator" for c in walk(d)) for d in declarators]
+        prefix: list[str] = []
+        for c in stmt.children:
+            if c.start_byte >= declarators[0].start_byte:
+                break
+            if c.type == "type_qualifier" and text(c) == "const" and not any(pointers):
+                continue
+            prefix.append(rw.text(c))
+        names, assigns = [], []
+        for d in declarators:
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            assert inner is not None
+            name = declarator_name(inner)
+            shape = _with_items(inner)
+            names.append(f"{shape} = {{}}")
+            if value is not None:
+                assigns.append(f"{name}[{IT}] = {rw.text(value)};")
+        return " ".join(prefix) + " " + ", ".join(names) + ";", assigns
+
+
+def _with_items(declarator: Node) -> str:
+    """``x`` -> ``x[N]``, ``*p`` -> ``*p[N]``, ``v[4]`` -> ``v[N][4]``."""
+    name = declarator
+    while name.type in ("pointer_declarator", "array_declarator"):
+        inner = name.child_by_field_name("declarator")
+        assert inner is not None
+        name = inner
+    whole = text(declarator)
+    at = name.end_byte - declarator.start_byte
+    return whole[:at] + f"[{NAME}]" + whole[at:]
+
+
+def _bodies(stmt: Node) -> list[Node]:
+    """The statements a loop or if runs (consequence, else branch, loop body)."""
+    out = [b for b in (stmt.child_by_field_name("body"),
+                       stmt.child_by_field_name("consequence")) if b is not None]
+    alt = stmt.child_by_field_name("alternative")
+    if alt is not None:
+        inner = alt.named_children[-1] if alt.type == "else_clause" and alt.named_children \
+            else alt
+        out.append(inner)  # an `else if` is a statement of the else branch
+    return out
+
+
+def _declared(stmt: Node) -> set[str]:
+    return {declarator_name(d) for d in stmt.children_by_field_name("declarator")}
+
+
+def _statements_with_comments(body: Node) -> list[Node]:
+    return [c for c in body.named_children]
+
+
+def apply_ilp(plan: Plan) -> bool:
+    """Apply where legal and useful (see the module doc); True when applied."""
+    if len(plan.block) != 1 or NAME in plan.params:
+        return False
+    found = _index_declaration(plan)
+    if found is None:
+        return False
+    k, decl, index, off = found
+    stmts = statements(plan.body)
+    try:
+        scan, returns, arrays, region = _analyse(plan, stmts, k, index)
+    except Illegal as exc:
+        plan.note(NAME, False, f"items with independent state: {exc.reason}",
+                  exc.node or decl)
+        return False
+    if not scan.compute_loops:
+        return False  # straight-line: wrapping (wrap.py) gives the same work per thread
+    divisor_node = _offset_divisor(off)
+    divisor = plan.block[0] if builtin(divisor_node, "blockDim") == "x" else \
+        plan.rw.text(divisor_node)
+    new = scale_divisor(plan.grid[0], divisor, f"{divisor} * {NAME}") if plan.grid else None
+    if new is None:
+        plan.note(NAME, False, f"grid rule {plan.grid[0] if plan.grid else '?'} does not "
+                  f"divide by the block offset {divisor}", decl)
+        return False
+    plan.grid[0] = new
+    # the item's place: (blockIdx.x * ITEMS + it) * B + threadIdx.x, B apart (coalesced)
+    bid = next(n for n in walk(off) if builtin(n, "blockIdx") == "x" and
+               n.type == "field_expression")
+    plan.rw.replace(bid, f"(blockIdx.x * {NAME} + {IT})")
+    for n in walk(plan.body):
+        if n.type == "identifier" and text(n) in arrays and n.parent is not None and \
+                not _is_declarator_name(n):
+            plan.rw.replace(n, f"{text(n)}[{IT}]")
+    render = _Render(plan, scan, arrays, returns, guarded=bool(returns))
+    start, end = stmts[k].start_byte, stmts[-1].end_byte
+    live = (f"bool {LIVE}[{NAME}];  // items still running (the guard below)\n"
+            f"#pragma unroll\n  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {LIVE}[{IT}] = true;\n  "
+            if returns else "")
+    plan.rw.replace_span(start, end, make=lambda rw: live + render.block(region, "  ").lstrip())
+    # 1 to 8 items: the practice for compute-bound per-element kernels (each item keeps its
+    # locals in registers; past 8 the registers of a long loop body spill or cap occupancy),
+    # with the block size any multiple of 32 up to 1024 (lift_block) and UNROLL 0 to 8 or
+    # the whole loop of up to 64 trips (_unroll_knobs)
+    plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                          "description": f"items per thread, {divisor} apart, each with its "
+                                         "own registers, interleaved in the shared loops "
+                                         "(as written: 1)"},
+                   f"{line(decl)}: {text(decl)[:60]}")
+    plan.note(NAME, True, f"{len(arrays)} item-dependent local(s) ({', '.join(sorted(arrays))})"
+              f" get one copy per item; {len(scan.compute_loops)} loop(s) of item-independent "
+              "length interleave the items", decl)
+    _unroll_knobs(plan, scan)
+    return True
+
+
+def _region_nodes(body: Node, start: int, end: int) -> list[Node]:
+    return [c for c in body.named_children if c.start_byte >= start and c.end_byte <= end]
+
+
+def _is_declarator_name(n: Node) -> bool:
+    parent = n.parent
+    return parent is not None and (
+        (parent.type in ("init_declarator", "pointer_declarator", "array_declarator") and
+         parent.child_by_field_name("declarator") == n) or
+        (parent.type == "declaration" and any(d == n for d in
+                                              parent.children_by_field_name("declarator"))))
+
+
+def _offset_divisor(off: Node) -> Node:
+
+    parts = binary(off)
+    assert parts is not None
+    return strip(parts[2] if builtin(parts[0], "blockIdx") == "x" else parts[0])
+
+
+def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
+             ) -> tuple[_Scan, list[Node], set[str], list[Node]]:
+    bad = sorted(c for c in calls(plan.body) if c.startswith(_WARP))
+    if bad:
+        raise Illegal(f"the kernel calls {bad[0]}, which must run once per thread")
+    if any(d.is_shared for d in plan.facts.defs.values()):
+        raise Illegal("the block shares __shared__ memory")
+    purity = device_purity(plan.source)
+    for n in walk(plan.body):
+        callee = n.child_by_field_name("function") if n.type == "call_expression" else None
+        if callee is not None and purity.get(text(callee)) is not None:
+            # its effects would run once per thread where shared, or interleaved across items
+            raise Illegal(f"the kernel calls {why_not_pure(plan.source, text(callee))}", n)
+    uses = [n for n in walk(plan.body) if builtin(n, "blockIdx") == "x" and
+            n.type == "field_expression"]
+    if len(uses) != 1:
+        raise Illegal("blockIdx.x is read more than once", uses[1] if len(uses) > 1 else None)
+    if any(builtin(n, "blockIdx") in ("y", "z") for n in walk(plan.body)):
+        raise Illegal("the kernel reads blockIdx.y/z")
+    d = plan.facts.defs.get(index)
+    if d is None or d.assigned:
+        raise Illegal(f"the index `{index}` is reassigned", stmts[k])
+    for stmt in stmts[:k]:
+        for n in walk(stmt):
+            if n.type in ("assignment_expression", "update_expression", "return_statement"):
+                raise Illegal(f"`{text(n)[:60]}` runs before the index is known", n)
+    returns, region = _guards(stmts[k:], {index})
+    plain = [s for s in region if not any(s == r for r in returns)]
+    local_arrays = frozenset(d.name for d in plan.facts.defs.values()
+                             if not d.is_pointer and not d.is_shared)
+    items = item_names(plain, index, local_arrays)
+    escapes = escape_loops(plain, items)
+    if escapes:  # what an escape-time loop's body assigns is the item's state when it leaves
+        seeds = frozenset(name for loop, _ifs in escapes.values()
+                          for name in assigned_in_body(loop, local_arrays))
+        grown = item_names(plain, index, local_arrays, seeds)
+        if any(mentions(h, grown) for loop, _ifs in escapes.values() for h in header(loop)):
+            escapes = {}  # the loop's own control would be per item: refused below (break)
+        else:
+            items = grown
+    scan = _Scan(index, items, region=region)
+    scan.escapes = set(escapes)
+    scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs}
+    _check(plan, region, scan, returns)
+    for stmt in plain:
+        for n in walk(stmt):
+            if n.type in LOOPS and not any(mentions(h, items) for h in header(n)) and \
+                    mentions(n, items) and not _inside_item_stmt(n, region, items) and \
+                    not _streams(plan, n, items):
+                scan.compute_loops.append(n)
+    arrays = _arrays(plain, items)
+    return scan, returns, arrays, region
+
+
+def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
+    """The loop reads or writes memory at item-dependent places (a walk over memory per
+    item: memory-bound, left to WALK_SPLIT / VEC), rather than computing on the item's
+    registers with shared operands (a table)."""
+    moving = assigned_names(loop)  # a place that changes with the trips is a walk; one
+    # that does not (the item's own input, read each trip) is a repeated load
+    for n in walk(loop):
+        if n.type == "subscript_expression":
+            array = text(n.child_by_field_name("argument"))
+            local = plan.facts.defs.get(array)
+            if local is not None and not local.is_pointer and not local.is_shared:
+                continue  # a local array (registers)
+            index = n.child_by_field_name("indices")
+            if index is not None and mentions(index, items) and mentions(index, moving):
+                return True
+    return False
+
+
+def _inside_item_stmt(node: Node, region: list[Node], items: set[str]) -> bool:
+    up = node.parent
+    while up is not None:
+        if any(up == r for r in region):  # (a final guard `if` is in the region too)
+            return False
+        if up.type in CONTROL and any(mentions(h, items) for h in header(up)):
+            return True
+        up = up.parent
+    return False
+
+
+def _arrays(region: list[Node], items: set[str]) -> set[str]:
+    """Item locals declared at a level the items' loops split (every item-dependent
+    declaration directly in the region or in a shared loop/if body)."""
+    out: set[str] = set()
+
+    def visit(stmts: list[Node]) -> None:
+        for s in stmts:
+            if s.type == "declaration" and _declared(s) & items:
+                out.update(_declared(s))
+            elif s.type in CONTROL and not any(
+                    mentions(h, items) for h in header(s)):
+                for c in walk(s):
+                    if c.type == "compound_statement" and c.parent is not None and \
+                            (c.parent == s or c.parent.type == "else_clause"):
+                        visit(statements(c))
+            elif s.type == "compound_statement":
+                visit(statements(s))
+    visit(region)
+    return out
+
+
+def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
+    """UNROLL: ``#pragma unroll (N)`` on the shared loop the items interleave in (0 leaves
+    the compiler's choice, as written); nvcc reads a constexpr there, not a macro."""
+    loop = scan.compute_loops[0]
+    prev = loop.prev_sibling
+    # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
+    if prev is not None and prev.type in ("preproc_call", "comment") and \
+            text(prev).startswith("#pragma") and "unroll" in text(prev):
+        plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
+        return
+    name = "UNROLL" if "UNROLL" not in plan.params else "UNROLL_2"
+    plan.helper(f"constexpr int wb_unroll = {name};  // #pragma unroll reads a constant, "
+                "not a macro")
+    plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n#endif\n")
+    values = [0, 1, 2, 4, 8]
+    trips = trip_count(loop)
+    whole = ""
+    if trips is not None and 8 < trips <= MAX_FULL_UNROLL:
+        # the whole loop: a table read at a constant place becomes an operand, no load
+        values.append(trips)
+        whole = f"; {trips}: the whole loop"
+    plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
+                          "description": "unroll factor of the shared loop (0: the "
+                                         f"compiler's choice, as written{whole})"},
+                   f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
+    plan.note(name, True, "unroll factor of the loop the items share (any value is correct)"
+              + (f"; its {trips} trips known, so the whole loop is one of the values"
+                 if whole else ""), loop)
+
+

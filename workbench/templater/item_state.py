@@ -1,0 +1,280 @@
+"""What is an item's own in a per-element kernel given several items per thread
+(:mod:`.ilp`): the locals that depend on the item, the statements an item past the end may
+run unguarded, the escape-time loops items leave one by one, a loop's constant trip count.
+Pure functions of the parse."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, declared_name, int_value, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.purity import pure_calls
+
+LOOPS = ("for_statement", "while_statement", "do_statement")
+CONTROL = (*LOOPS, "if_statement")
+MAX_FULL_UNROLL = 64  # trips of a loop the UNROLL knob may unroll whole
+
+
+def statements(node: Node) -> list[Node]:
+    return [c for c in node.named_children if c.type != "comment"]
+
+
+def assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> set[str]:
+    """Locals ``node`` assigns (a local array through its elements; a write through a
+    pointer changes memory, not the pointer)."""
+    out = set()
+    for n in walk(node):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            while target is not None and target.type == "parenthesized_expression" and \
+                    target.named_children:
+                target = target.named_children[0]
+            while target is not None and target.type == "subscript_expression" and \
+                    text(target.child_by_field_name("argument")) in local_arrays:
+                target = target.child_by_field_name("argument")
+            if target is not None and target.type == "identifier":
+                out.add(text(target))
+        elif n.type == "declaration":
+            for d in n.children_by_field_name("declarator"):
+                out.add(declarator_name(d))
+    return out
+
+
+def declarator_name(d: Node) -> str:
+    while d.type in ("init_declarator", "pointer_declarator", "array_declarator"):
+        inner = d.child_by_field_name("declarator")
+        if inner is None:
+            break
+        d = inner
+    return text(d)
+
+
+def mentions(node: Node, names: set[str]) -> bool:
+    return any(n.type == "identifier" and text(n) in names for n in walk(node))
+
+
+def header(stmt: Node) -> list[Node]:
+    """The parts of a control statement that decide its control flow."""
+    if stmt.type == "for_statement":
+        return [c for c in (stmt.child_by_field_name(f) for f in
+                            ("initializer", "condition", "update")) if c is not None]
+    cond = stmt.child_by_field_name("condition")
+    return [cond] if cond is not None else []
+
+
+def item_names(region: list[Node], index: str, local_arrays: frozenset[str],
+                seeds: frozenset[str] = frozenset()) -> set[str]:
+    """The index, ``seeds`` and every local whose value depends on them (fixpoint over the
+    region)."""
+    items = {index, *seeds}
+    changed = True
+    while changed:
+        changed = False
+        for stmt in region:
+            for n in walk(stmt):
+                found: set[str] = set()
+                if n.type == "declaration":
+                    for d in n.children_by_field_name("declarator"):
+                        value = d.child_by_field_name("value") if d.type == "init_declarator" \
+                            else None
+                        if value is not None and mentions(value, items):
+                            found.add(declarator_name(d))
+                elif n.type in ("assignment_expression", "update_expression"):
+                    value = n.child_by_field_name("right")
+                    if (value is not None and mentions(value, items)) or under_item_control(
+                            n, stmt, items):
+                        found |= assigned_names(n, local_arrays)
+                elif n.type in CONTROL and any(
+                        mentions(h, items) for h in header(n)):
+                    found |= assigned_names(n, local_arrays)
+                if found - items:
+                    items |= found
+                    changed = True
+    return items
+
+
+def under_item_control(node: Node, top: Node, items: set[str]) -> bool:
+    up = node.parent
+    while up is not None and up != top.parent:
+        if up.type in (*CONTROL, "switch_statement") and any(
+                mentions(h, items) for h in header(up)):
+            return True
+        up = up.parent
+    return False
+
+
+def is_item_stmt(stmt: Node, items: set[str]) -> bool:
+    """A statement that runs per item (it reads or writes an item-dependent name, or its
+    control depends on one) rather than once per thread."""
+    if stmt.type in CONTROL:
+        return any(mentions(h, items) for h in header(stmt))
+    return mentions(stmt, items)
+
+
+def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
+    """``stmt`` may run for an item that is done (past the end: its locals keep their zero
+    start) with no effect but on that item's own locals: it cannot fault, write memory,
+    leave its loop or run forever. So it needs no ``live`` test, and the items' statements
+    stay one straight-line block the compiler interleaves and shares table loads across
+    (a test per item made each a branch: 255 registers and no sharing in percell_compute).
+    Allowed: arithmetic; pure calls (known math, or a ``__device__`` function of the file
+    proved pure by :mod:`.purity`); loads whose place does not
+    depend on the item and that are not under item-dependent control (the loads every live
+    item makes) or are in bounds of a device array (:mod:`.bounds`); float division. Not allowed: a memory write, a load at an item-dependent
+    place, an integer division or remainder by an item-dependent value, a loop with an
+    item-dependent header, ``return``/``break``/``continue``, any other call."""
+    from workbench.templater.bounds import in_bounds  # bounds reads this module
+
+    pure = pure_calls(plan.source)
+    for n in walk(stmt):
+        t = n.type
+        if t in (*LOOPS, "return_statement", "break_statement", "continue_statement",
+                 "goto_statement", "gnu_asm_expression", "asm_statement"):
+            if t not in LOOPS or any(mentions(h, items) for h in header(n)):
+                return False
+        elif t == "call_expression":
+            fn = n.child_by_field_name("function")
+            if fn is None or fn.type != "identifier" or text(fn) not in pure:
+                return False
+        elif t in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is None or strip(target).type != "identifier":
+                return False
+        elif t in ("subscript_expression", "pointer_expression") or (
+                t == "field_expression" and text(n.child_by_field_name("operator")) == "->"):
+            if t == "pointer_expression" and text(n.child_by_field_name("operator")) == "&":
+                continue
+            place = n.child_by_field_name("indices") if t == "subscript_expression" else n
+            if mentions(place if place is not None else n, items):
+                return False
+            if (under_item_control(n, stmt, items) or _under_item_choice(n, stmt, items)) \
+                    and not in_bounds(plan, n):
+                return False
+        elif t == "binary_expression" and text(n.child_by_field_name("operator")) in "/%":
+            right = n.child_by_field_name("right")
+            if right is not None and mentions(right, items) and (
+                    text(n.child_by_field_name("operator")) == "%" or
+                    not float_valued(plan, right, items)):
+                return False
+    return True
+
+
+def _under_item_choice(node: Node, top: Node, items: set[str]) -> bool:
+    """``node`` is evaluated only on a test of the item: a side of ``c ? a : b`` or the right
+    of ``&&`` / ``||`` whose test mentions the item."""
+    child, up = node, node.parent
+    while up is not None and child != top:
+        if up.type == "conditional_expression":
+            cond = up.child_by_field_name("condition")
+            if cond is not None and child != cond and mentions(cond, items):
+                return True
+        elif up.type == "binary_expression" and \
+                text(up.child_by_field_name("operator")) in ("&&", "||"):
+            left = up.child_by_field_name("left")
+            if left is not None and child != left and mentions(left, items):
+                return True
+        child, up = up, up.parent
+    return False
+
+
+def float_valued(plan: Plan, node: Node, items: set[str]) -> bool:
+    """Every item-dependent name in ``node`` is a float or double local (division by a
+    dead item's zero is inf/nan there, not a trap)."""
+    for n in walk(node):
+        if n.type == "identifier" and text(n) in items:
+            d = plan.facts.defs.get(text(n))
+            typ = d.decl.child_by_field_name("type") if d is not None else None
+            if typ is None or text(typ) not in ("float", "double"):
+                return False
+    return True
+
+
+def span(node: Node | None) -> tuple[int, int]:
+    return (-1, -1) if node is None else (node.start_byte, node.end_byte)
+
+
+def escape_if_of(brk: Node) -> Node | None:
+    """The ``if (C) break;`` (or ``if (C) { break; }``) a ``break`` is the whole body of."""
+    up = brk.parent
+    if up is not None and up.type == "compound_statement" and \
+            len(statements(up)) == 1:
+        up = up.parent
+    if up is not None and up.type == "if_statement" and \
+            up.child_by_field_name("alternative") is None:
+        return up
+    return None
+
+
+def escape_loops(region: list[Node], items: set[str]
+                  ) -> dict[tuple[int, int], tuple[Node, list[Node]]]:
+    """Top-level ``for`` loops of item-independent length (the counter declared in the
+    header, nothing in the header assigned by the body) whose body leaves the loop for one
+    item: statements ``if (C) break;`` directly in the loop body, C depending on the item
+    (an escape-time loop). The items then share the loop until every item has left it."""
+    out: dict[tuple[int, int], tuple[Node, list[Node]]] = {}
+    for stmt in region:
+        # a counter declared in the header: no one reads it after the loop (the items
+        # share it past an item's exit)
+        init = stmt.child_by_field_name("initializer")
+        if stmt.type != "for_statement" or init is None or init.type != "declaration" or \
+                any(mentions(h, items) for h in header(stmt)):
+            continue
+        body = stmt.child_by_field_name("body")
+        if body is None or body.type != "compound_statement" or \
+                assigned_in_body(stmt, frozenset()) & {text(n) for h in header(stmt)
+                                                        for n in walk(h)
+                                                        if n.type == "identifier"}:
+            continue
+        ifs = [c for c in statements(body) if c.type == "if_statement" and
+               (cond := c.child_by_field_name("condition")) is not None and
+               mentions(cond, items) and any(
+                   b.type == "break_statement" and escape_if_of(b) == c for b in walk(c))]
+        if ifs:
+            out[span(stmt)] = (stmt, ifs)
+    return out
+
+
+def assigned_in_body(loop: Node, local_arrays: frozenset[str]) -> set[str]:
+    """Locals an escape-time loop's body assigns (not declares): they hold the item's
+    state when it leaves, so they are per item."""
+    body = loop.child_by_field_name("body")
+    out: set[str] = set()
+    for n in walk(body) if body is not None else []:
+        if n.type in ("assignment_expression", "update_expression"):
+            out |= assigned_names(n, local_arrays)
+    return out
+
+
+def trip_count(loop: Node) -> int | None:
+    """Trips of ``for (int v = A; v < B; ++v)`` (``<=``, ``B > v``, ``v++``, ``v += 1``
+    too) with A and B integer constants (literals or integer macros), else None."""
+    if loop.type != "for_statement":
+        return None
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or cond is None or update is None:
+        return None
+    if init.type == "declaration":
+        var, _d, start_node = declared_name(init)
+    elif init.type == "assignment_expression" and text(
+            init.child_by_field_name("operator")) == "=":
+        var, start_node = text(init.child_by_field_name("left")), \
+            init.child_by_field_name("right")
+    else:
+        return None
+    start = int_value(start_node)
+    parts = binary(cond)
+    if start is None or parts is None:
+        return None
+    left, op, right = parts
+    if text(strip(right)) == var and op in (">", ">="):
+        left, right, op = right, left, {">": "<", ">=": "<="}[op]
+    end = int_value(right)
+    if text(strip(left)) != var or op not in ("<", "<=") or end is None:
+        return None
+    step = text(update).replace(" ", "")
+    if step not in (f"++{var}", f"{var}++", f"{var}+=1"):
+        return None
+    return max(0, end - start + (op == "<="))

@@ -1,0 +1,244 @@
+"""Object-like integer macros (``#define BLOCK 256``), lifted with every use they govern.
+
+Every transform reads a use of such a macro as the integer it stands for
+(:func:`~workbench.templater.analysis.integer_macros`), so ``j += BLOCK``,
+``partial[BLOCK]`` and ``blockIdx.x * BLOCK`` are recognised exactly like the literal.
+Afterwards, where transforms turned uses of one macro into one parameter, the ``#define``
+itself becomes that parameter (``#define BLOCK BLOCK_THREADS``) and the uses keep the
+author's name: every use of the macro follows, including the ones no transform had to
+recognise (``BLOCK / 32`` warps, ``tid < BLOCK / 2``), because the author's naming says they
+are one quantity. A macro whose uses map to different parameters is left as written and
+reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.core.cuda_source import CudaSource
+from workbench.templater.analysis import text, walk
+from workbench.templater.plan import Plan
+
+
+@dataclass(frozen=True)
+class IntegerMacro:
+    """``#define NAME VALUE`` with an integer VALUE, defined once in the file."""
+
+    name: str
+    value: int
+    definition: Node  # the preproc_def
+    value_node: Node  # its preproc_arg
+
+
+def _integer(raw: str) -> int | None:
+    body = raw.strip()
+    while body.startswith("(") and body.endswith(")"):
+        body = body[1:-1].strip()
+    try:
+        return int(body.rstrip("uUlL"), 0)
+    except ValueError:
+        return None
+
+
+def integer_macros(source: CudaSource) -> dict[str, IntegerMacro]:
+    """The file's object-like integer macros (a name defined twice, or under ``#if``
+    branches more than once, is not one constant and is skipped)."""
+    found: dict[str, list[IntegerMacro]] = {}
+    for node in walk(source.tree.root_node):
+        if node.type != "preproc_def":
+            continue
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        number = _integer(text(value)) if value is not None else None
+        if name is not None and value is not None and number is not None:
+            found.setdefault(text(name), []).append(IntegerMacro(text(name), number, node, value))
+    return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
+
+
+def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
+    """Make each macro the parameter its uses were lifted to (see the module doc)."""
+    for macro in macros.values():
+        uses = plan.uses(macro.name)
+        if not uses or macro.name in plan.params or _edited(plan, macro):
+            continue  # a switch (lift_switches) or lifted already (:mod:`.named`)
+        spans = {(n.start_byte, n.end_byte) for n in uses}
+        edits = [e for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None]
+        targets = {e.text for e in edits}
+        if not targets:
+            plan.note(f"#define {macro.name}", False, f"{macro.name} = {macro.value} governs "
+                      "nothing a transform lifted; left as written", macro.definition)
+            continue
+        param = next(iter(targets))
+        if len(targets) > 1 or param not in plan.params or \
+                plan.params[param].spec.get("default") != macro.value:
+            plan.note(f"#define {macro.name}", False, f"its uses were lifted to different "
+                      f"parameters ({', '.join(sorted(targets))}); left as written, so the "
+                      "gate decides", macro.definition)
+            continue
+        plan.rw.discard(edits)  # the uses keep the author's name
+        if param == macro.name:  # the parameter is the macro itself: a guarded default
+            guard_define(plan, macro, macro.value)
+        else:
+            plan.rw.replace(macro.value_node, param)
+        plan.note(f"#define {macro.name}", True, f"{macro.name} = {macro.value} is {param}: "
+                  f"the #define now reads {param}, so its {len(uses)} use(s) follow",
+                  macro.definition)
+
+
+def _edited(plan: Plan, macro: IntegerMacro) -> bool:
+    """Whether a transform already rewrote ``macro``'s definition or value."""
+    spans = {(macro.definition.start_byte, macro.definition.end_byte),
+             (macro.value_node.start_byte, macro.value_node.end_byte)}
+    return any((e.start, e.end) in spans for e in plan.rw.edits)
+
+
+# -- guarded defaults and the kernel's own #if switches -------------------------------------
+
+_CONDITIONS = ("preproc_if", "preproc_elif")
+
+
+def guarded(macro: IntegerMacro) -> bool:
+    """``#ifndef NAME`` / ``#define NAME v`` / ``#endif``: a default the build may override."""
+    parent = macro.definition.parent
+    return (parent is not None and parent.type == "preproc_ifdef"
+            and text(parent.children[0]) == "#ifndef"
+            and text(parent.child_by_field_name("name")) == macro.name)
+
+
+def guard_define(plan: Plan, macro: IntegerMacro, value: str | int) -> None:
+    """Make ``#define NAME v`` a guarded default (``#ifndef NAME`` ...) reading ``value``:
+    the template's injected ``#define NAME`` then wins, with no redefinition."""
+    if guarded(macro):
+        if str(value) != text(macro.value_node).strip():
+            plan.rw.replace(macro.value_node, str(value))
+        return
+    newline = "\n" if text(macro.definition).endswith("\n") else ""
+    plan.rw.replace(macro.definition, f"#ifndef {macro.name}\n#define {macro.name} {value}\n"
+                                      f"#endif{newline}")
+
+
+@dataclass
+class _Switch:
+    name: str
+    values: set[int]
+    defined_test: list[Node]  # #ifdef / #ifndef / defined(NAME): rewritten to a value test
+    value_test: bool  # also read as a value (#if NAME, NAME == k)
+    first: Node
+    compared: bool = False  # NAME == k somewhere: a value none names takes the #else
+
+
+def _condition_names(cond: Node, found: dict[str, _Switch], owner: Node) -> set[str]:
+    """Record the switch names of one #if/#elif condition; returns names read otherwise
+    (a condition the lifter does not model: NAME < 3, NAME * 2, ...)."""
+    other: set[str] = set()
+    for n in walk(cond):
+        if n.type != "identifier":
+            continue
+        name, parent = text(n), n.parent
+        sw = found.setdefault(name, _Switch(name, set(), [], False, owner))
+        if parent is not None and parent.type == "preproc_defined":
+            sw.defined_test.append(parent)
+        elif parent is not None and parent.type == "binary_expression" and \
+                text(parent.child_by_field_name("operator")) in ("==", "!=") and \
+                (k := _integer(text(parent.child_by_field_name("right")))) is not None:
+            sw.values.add(k)
+            sw.value_test = sw.compared = True
+        elif parent is None or parent.type in ("unary_expression", "binary_expression",
+                                                "parenthesized_expression", *_CONDITIONS):
+            if parent is not None and parent.type == "binary_expression" and \
+                    text(parent.child_by_field_name("operator")) not in ("&&", "||"):
+                other.add(name)
+                continue
+            sw.values |= {0, 1}
+            sw.value_test = True
+        else:
+            other.add(name)
+    return other
+
+
+def lift_switches(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
+    """Lift each ``#if NAME`` / ``#ifdef NAME`` / ``#if NAME == k`` switch as a choice knob.
+
+    A switch name is one the code never reads as a value (only conditions test it), not a
+    reserved or compiler name (``__CUDA_ARCH__``) and not an include guard. Its default is
+    the kernel as written: the macro's value, 1 for ``#define NAME`` (empty), 0 when it is
+    never defined. ``#ifdef NAME`` becomes ``#if NAME`` (a template always defines its
+    parameters), and an unguarded ``#define NAME v`` becomes a guarded default."""
+    root = plan.source.tree.root_node
+    found: dict[str, _Switch] = {}
+    unmodelled: set[str] = set()
+    spans: list[tuple[int, int]] = []
+    empty_defs: dict[str, Node] = {}
+    for n in walk(root):
+        if n.type in _CONDITIONS and (cond := n.child_by_field_name("condition")) is not None:
+            unmodelled |= _condition_names(cond, found, n)
+            spans.append((cond.start_byte, cond.end_byte))
+        elif n.type == "preproc_ifdef":
+            name_node = n.child_by_field_name("name")
+            name = text(name_node)
+            body = [c for c in n.named_children if c.type != "comment" and
+                    (name_node is None or c.start_byte != name_node.start_byte)]
+            if text(n.children[0]) == "#ifndef" and body and body[0].type == "preproc_def" and \
+                    text(body[0].child_by_field_name("name")) == name:
+                continue  # a guarded default (or an include guard), not a switch
+            sw = found.setdefault(name, _Switch(name, set(), [], False, n))
+            sw.defined_test.append(n)
+            if name_node is not None:
+                spans.append((name_node.start_byte, name_node.end_byte))
+        elif n.type == "preproc_def" and n.child_by_field_name("value") is None:
+            empty_defs.setdefault(text(n.child_by_field_name("name")), n)
+    code_uses = {text(n) for n in walk(root) if n.type == "identifier" and
+                 not any(a <= n.start_byte < b for a, b in spans) and
+                 (n.parent is None or n.parent.type not in ("preproc_def", "preproc_ifdef"))}
+    for sw in found.values():
+        name = sw.name
+        if name.startswith("_") or name in plan.params or name in code_uses or \
+                name in unmodelled or _is_include_guard(name, empty_defs):
+            continue
+        macro = macros.get(name)
+        if sw.defined_test and (sw.value_test or (macro is not None and
+                                                  name not in empty_defs)):
+            plan.note(name, False, f"`{name}` is tested both for being defined and for its "
+                      "value; the switch is left as written", sw.first)
+            continue
+        if sw.defined_test:
+            default = 1 if name in empty_defs else 0
+            for test in sw.defined_test:
+                _value_test(plan, test, name)
+            if name in empty_defs:
+                d = empty_defs[name]
+                plan.rw.replace(d, f"#ifndef {name}\n#define {name} 1\n#endif\n")
+            values = [0, 1]
+        else:
+            if name in empty_defs:
+                continue  # `#define NAME` then `#if NAME`: not valid as written
+            default = macro.value if macro is not None else 0
+            values = sorted(sw.values | {default})
+            if sw.compared:  # a value no test names: the #else branch
+                values = sorted({*values, next(v for v in range(len(values) + 1)
+                                               if v not in values)})
+            if macro is not None:
+                guard_define(plan, macro, default)
+        plan.add_param(name, {"kind": "choice", "values": values, "default": default,
+                              "description": f"the kernel's own #if switch {name} "
+                                             f"(as written: {default})"},
+                       f"{sw.first.start_point.row + 1}: {text(sw.first).splitlines()[0]}")
+        plan.note(name, True, f"the kernel's #if switch {name} is a choice of "
+                  f"{', '.join(map(str, values))} (as written: {default})", sw.first)
+
+
+def _is_include_guard(name: str, empty_defs: dict[str, Node]) -> bool:
+    return name in empty_defs and name.endswith(("_H", "_H_", "_HPP", "_CUH", "_INCLUDED"))
+
+
+def _value_test(plan: Plan, node: Node, name: str) -> None:
+    """``#ifdef NAME`` -> ``#if NAME``, ``#ifndef NAME`` -> ``#if !NAME``,
+    ``defined(NAME)`` -> ``(NAME)``."""
+    if node.type == "preproc_defined":
+        plan.rw.replace(node, f"({name})")
+        return
+    directive, name_node = node.children[0], node.child_by_field_name("name")
+    assert name_node is not None
+    negate = "!" if text(directive) == "#ifndef" else ""
+    plan.rw.replace_span(directive.start_byte, name_node.end_byte, f"#if {negate}{name}")

@@ -1,0 +1,76 @@
+"""Grid-stride reductions to one result per block: GRID_BLOCKS, VEC, ITEMS_PER_THREAD, FINAL.
+
+Recognised on the parse, whatever the spelling, as the body's top-level statements:
+
+* declarations only (the ``__shared__`` array, the accumulator ``T s = init;``, locals such
+  as ``tid`` or ``stride``), then
+* a grid-stride loop over every element once: ``for (i = g; i < n; i += S) s OP= E;`` or
+  ``i = g; while (i < n) { s OP= E; i += S; }`` where ``g`` is ``blockIdx.x * B +
+  threadIdx.x`` and ``S`` is ``B * gridDim.x`` (B the block size: its literal, a macro
+  holding it, or ``blockDim.x``; through single-assignment locals), ``OP`` a sum
+  (``s += E``, ``s = s + E``) or a max/min (``s = fmaxf(s, E)``, ``max``, ``fminf``, ...),
+  E not reading ``s`` and free of side effects, then
+* ``buf[tid] = s; __syncthreads();`` and the halving tree ``for (k = B / 2; k > 0;
+  k >>= 1 | k /= 2) { if (tid < k) buf[tid] OP= buf[tid + k]; __syncthreads(); }`` with the
+  loop's operator, then
+* the last statement: thread 0 stores the block's result, ``out[blockIdx.x] = buf[0]`` (one
+  partial per block) or ``atomicAdd(out, buf[0])`` (atomicMax / atomicMin for max / min).
+
+Each transform keeps every config correct:
+
+* GRID_BLOCKS: blocks launched where the grid is a literal L or a ``min(X, L)`` cap. For
+  partial outputs the buffer holds the as-written grid's slots, so ``GRID_BLOCKS <= L`` and
+  block 0 writes the operator's identity into the slots of blocks not launched (the host's
+  sum, or max, of all slots stays right). The identity must be known for the type.
+* VEC / ITEMS_PER_THREAD: the loop reads ``VEC``-wide vectors of every array it indexes by
+  ``i`` alone (kernel pointers the kernel never writes; ``VEC * bytes <= 16``), the
+  ``n % VEC`` elements after the last whole vector one per thread; ``ITEMS_PER_THREAD``
+  vectors in flight per thread, each into its own accumulator, combined at the end. Where
+  an array is read otherwise, only ITEMS_PER_THREAD applies.
+* FINAL: 0 keeps the author's shared-memory tree, 1 reduces each warp with
+  ``__shfl_down_sync`` and then the warps' results (one shared slot per warp) in warp 0.
+
+Kernels that end with an atomic and whose grid is already capped by ``min(...)`` keep the
+flat lifts (GRID_BLOCKS cap, VEC, ITEMS_PER_THREAD: benchmarks/corpus/sum_reduce, whose
+template is committed and measured). The sum's order changes with every knob but the
+defaults, so float results move by rounding (the gate checks them within tolerance).
+"""
+
+from __future__ import annotations
+
+from workbench.templater.block import lift_block
+from workbench.templater.plan import Plan
+from workbench.templater.reduce_match import is_candidate, recognise
+from workbench.templater.reduce_rewrite import lift_final, lift_grid_blocks, lift_loads
+from workbench.templater.rules import min_cap
+from workbench.templater.vector import Illegal
+
+NAME = "REDUCTION"
+
+
+def lift_reduce(plan: Plan) -> bool:
+    """Apply the reduction family where the kernel has the shape above; True when it did.
+    A kernel with a grid-stride loop and a shared tree that is not quite that shape is
+    refused with the reason and the line (and left to the other transforms)."""
+    if len(plan.block) != 1 or len(plan.grid) != 1 or not is_candidate(plan):
+        return False
+    try:
+        red = recognise(plan)
+    except Illegal as exc:
+        plan.note(NAME, False, exc.reason, exc.node)
+        return False
+    if red.atomic and min_cap(plan.grid[0], "GRID_BLOCKS") is not None:
+        plan.note(NAME, False, "the kernel ends with an atomic and its grid is already "
+                  "capped by min(...): the flat lifts (GRID_BLOCKS cap, VEC, ITEMS_PER_THREAD) "
+                  "keep its committed template", red.final)
+        return False
+    written_grid = plan.grid[0]
+    lift_block(plan)
+    plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`, a "
+              f"shared tree over `{red.buf}`, thread 0 "
+              f"{'adds atomically' if red.atomic else 'stores one partial per block'}", red.loop)
+    lift_grid_blocks(plan, red, written_grid)
+    lift_loads(plan, red)
+    lift_final(plan, red)
+    return True
+

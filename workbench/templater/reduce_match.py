@@ -1,0 +1,378 @@
+"""Recognising a grid-stride reduction on the parse, or refusing it with the line and why.
+
+The shape accepted (declarations, the grid-stride loop, the store into shared memory, the
+halving tree, thread 0's store or atomic) is described in :mod:`workbench.templater.reduce`;
+:func:`recognise` returns the :class:`~workbench.templater.reduce_records.Reduction` or
+raises :class:`~workbench.templater.vector.Illegal` naming the statement that differs.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    calls,
+    declared_name,
+    factors,
+    int_value,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.reduce_records import ARITHMETIC, Op, Reduction
+from workbench.templater.rules import literal
+from workbench.templater.vector import Illegal
+
+_MAX_CALLS = frozenset({"fmaxf", "fmax", "max"})
+_MIN_CALLS = frozenset({"fminf", "fmin", "min"})
+_ATOMICS = {"sum": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
+_UNSAFE_CALLS = ("atomic", "__shfl", "__syncthreads", "__syncwarp", "__ballot", "__any",
+                 "__all", "__reduce", "__match", "printf")
+
+
+def _statements(plan: Plan) -> list[Node]:
+    return [c for c in plan.body.named_children if c.type != "comment"]
+
+
+def is_candidate(plan: Plan) -> bool:
+    """A grid-stride step somewhere and a shared array: the family, maybe misspelled."""
+    return any(d.is_shared for d in plan.facts.defs.values()) and any(
+        builtin(n, "gridDim") == "x" for n in walk(plan.body))
+
+
+def block_size(plan: Plan) -> int | None:
+    return literal(plan.block[0])
+
+
+def _is_block(node: Node, size: int | None) -> bool:
+    return builtin(node, "blockDim") == "x" or (size is not None and int_value(node) == size)
+
+
+def _expand(plan: Plan, node: Node) -> Node:
+    """A single-assignment local's value in place of its name (``stride`` -> its value)."""
+    node = strip(node)
+    for _ in range(4):
+        d = plan.facts.defs.get(text(node)) if node.type == "identifier" else None
+        if d is None or d.value is None or d.assigned or d.is_shared:
+            return node
+        node = strip(d.value)
+    return node
+
+
+def _global_thread(plan: Plan, node: Node, size: int | None) -> bool:
+    """``node`` is ``blockIdx.x * B + threadIdx.x`` (B the block size), through locals."""
+    parts = plan.facts.resolve(node)
+    if len(parts) != 2:
+        return False
+    thread = [p for p in parts if plan.facts.is_thread(p, "x")]
+    offset = [p for p in parts if not plan.facts.is_thread(p, "x")]
+    if len(thread) != 1 or len(offset) != 1:
+        return False
+    off = _expand(plan, offset[0])
+    b = binary(off)
+    if b is None or b[1] != "*":
+        return False
+    if builtin(b[0], "blockIdx") == "x":
+        return _is_block(b[2], size)
+    return builtin(b[2], "blockIdx") == "x" and _is_block(b[0], size)
+
+
+def _grid_step(plan: Plan, node: Node, size: int | None) -> bool:
+    """``node`` is ``B * gridDim.x`` (either order), through a local."""
+    fs = factors(_expand(plan, node))
+    return len(fs) == 2 and sum(builtin(f, "gridDim") == "x" for f in fs) == 1 and \
+        sum(_is_block(f, size) for f in fs) == 1
+
+
+def _only(node: Node | None) -> Node | None:
+    """The single statement of a compound statement (or the statement itself)."""
+    if node is not None and node.type == "compound_statement":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return inner[0] if len(inner) == 1 else None
+    return node
+
+
+def _expression(stmt: Node | None) -> Node | None:
+    stmt = _only(stmt)
+    if stmt is None or stmt.type != "expression_statement" or not stmt.named_children:
+        return None
+    return stmt.named_children[0]
+
+
+def _accumulation(expr: Node | None, target: str) -> tuple[Op, Node] | None:
+    """(operator, E) of ``target += E`` | ``target = target + E`` | ``target = f(target, E)``
+    where ``target`` is text (an identifier or ``buf[tid]``)."""
+    if expr is None or expr.type != "assignment_expression":
+        return None
+    left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+    op = text(expr.child_by_field_name("operator"))
+    if left is None or right is None or _norm(left) != target:
+        return None
+    if op == "+=":
+        return Op("sum"), right
+    if op != "=":
+        return None
+    parts = binary(right)
+    if parts is not None and parts[1] == "+":
+        if _norm(parts[0]) == target:
+            return Op("sum"), parts[2]
+        if _norm(parts[2]) == target:
+            return Op("sum"), parts[0]
+    r = strip(right)
+    if r.type == "call_expression":
+        func = text(r.child_by_field_name("function"))
+        args = r.child_by_field_name("arguments")
+        argv = [] if args is None else list(args.named_children)
+        kind = "max" if func in _MAX_CALLS else "min" if func in _MIN_CALLS else None
+        if kind is not None and len(argv) == 2:
+            if _norm(argv[0]) == target:
+                return Op(kind, func), argv[1]
+            if _norm(argv[1]) == target:
+                return Op(kind, func), argv[0]
+    return None
+
+
+def _norm(node: Node) -> str:
+    return "".join(text(strip(node)).split())
+
+
+def recognise(plan: Plan) -> Reduction:
+    size = block_size(plan)
+    stmts = _statements(plan)
+    if len(stmts) < 5:
+        raise Illegal("expected a grid-stride loop, the store into shared memory, a barrier, "
+                      "the tree and thread 0's store as the last statements")
+    loop_at = next((k for k, s in enumerate(stmts) if s.type in ("for_statement",
+                                                                  "while_statement")), None)
+    if loop_at is None:
+        raise Illegal("no top-level grid-stride loop")
+    for s in stmts[:loop_at]:
+        if s.type != "declaration":
+            raise Illegal(f"`{text(s)[:60]}` before the grid-stride loop is not a declaration",
+                          s)
+    tail = stmts[loop_at:]
+    if len(tail) != 5:
+        raise Illegal("after the grid-stride loop the kernel must be exactly `buf[tid] = s;`, "
+                      "`__syncthreads();`, the halving tree and thread 0's store",
+                      tail[min(len(tail) - 1, 4)] if len(tail) > 5 else tail[0])
+    loop, store, sync, tree, final = tail
+    for n in walk(plan.body):
+        if n.type in ("return_statement", "goto_statement"):
+            raise Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
+                          "barriers the block's tree needs)", n)
+    decl: Node | None = None
+    if loop.type == "for_statement":
+        var, var_type, start, bound, step, update = _for_loop(plan, loop)
+    else:
+        decl = stmts[loop_at - 1] if loop_at > 0 else None
+        var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
+    if not _global_thread(plan, start, size):
+        raise Illegal(f"the loop starts at `{text(start)}`, not blockIdx.x * blockDim.x + "
+                      "threadIdx.x (each thread's first element)", loop)
+    if not _grid_step(plan, step, size):
+        raise Illegal(f"the loop steps by `{text(step)}`, not blockDim.x * gridDim.x (every "
+                      "thread of the grid)", loop)
+    acc_expr = update.child_by_field_name("left")
+    acc = text(acc_expr)
+    found = _accumulation(update, acc)
+    d = plan.facts.defs.get(acc)
+    if found is None or d is None or d.is_shared or d.is_pointer or d.value is None:
+        raise Illegal(f"`{text(update)[:60]}` is not a sum, max or min into a local "
+                      "accumulator", update)
+    op, value = found
+    acc_type = " ".join(text(d.decl.child_by_field_name("type")).split())
+    if acc_type not in ARITHMETIC:
+        raise Illegal(f"the accumulator `{acc}` is a {acc_type}", d.decl)
+    for n in walk(value):
+        if n.type in ("assignment_expression", "update_expression"):
+            raise Illegal(f"`{text(value)[:60]}` has side effects", n)
+        if n.type == "identifier" and text(n) == acc:
+            raise Illegal(f"`{text(value)[:60]}` reads the accumulator", n)
+    if any(c.startswith(_UNSAFE_CALLS) for c in calls(value)):
+        raise Illegal(f"`{text(value)[:60]}` calls a warp or atomic function", value)
+    if any(text(n) in (acc, var) for n in walk(bound) if n.type == "identifier"):
+        raise Illegal(f"the bound `{text(bound)}` changes in the loop", bound)
+    buf = _store(plan, store, acc)
+    if text(_expression(sync)) != "__syncthreads()":
+        raise Illegal(f"`{text(sync)[:60]}` is not the barrier after the store", sync)
+    _tree(plan, tree, buf, op, size)
+    out, atomic = _final_store(plan, final, buf, op)
+    return Reduction(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, buf,
+                     store, tree, final, out, atomic)
+
+
+def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    inc = loop.child_by_field_name("update")
+    if init is None or cond is None or inc is None or init.type != "declaration":
+        raise Illegal("the loop is not `for (T i = start; i < n; i += stride)`", loop)
+    var, _d, start = declared_name(init)
+    typ = " ".join(text(init.child_by_field_name("type")).split())
+    step = _increment(inc, var)
+    parts = binary(cond)
+    if start is None or step is None or parts is None or parts[1] != "<" or \
+            text(strip(parts[0])) != var:
+        raise Illegal("the loop is not `for (T i = start; i < n; i += stride)`", loop)
+    update = _expression(loop.child_by_field_name("body"))
+    if update is None:
+        raise Illegal("the loop body is not one accumulation", loop)
+    return var, typ, start, parts[2], step, update
+
+
+def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, Node, Node,
+                                                                     Node, Node]:
+    cond = loop.child_by_field_name("condition")
+    parts = binary(cond.named_children[0] if cond is not None and cond.named_children
+                   else loop) if cond is not None else None
+    if parts is None or parts[1] != "<" or strip(parts[0]).type != "identifier":
+        raise Illegal("the loop is not `while (i < n)`", loop)
+    var = text(strip(parts[0]))
+    if decl is None or decl.type != "declaration" or declared_name(decl)[0] != var or \
+            declared_name(decl)[2] is None:
+        raise Illegal(f"`{var}` is not declared with its start right before the loop", loop)
+    start = declared_name(decl)[2]
+    assert start is not None
+    body = loop.child_by_field_name("body")
+    inner = [] if body is None else [c for c in body.named_children if c.type != "comment"]
+    if len(inner) != 2 or _expression(inner[0]) is None or _expression(inner[1]) is None:
+        raise Illegal("the loop body is not an accumulation then `i += stride`", loop)
+    step = _increment(_expression(inner[1]), var)  # type: ignore[arg-type]
+    if step is None:
+        raise Illegal(f"the loop does not end with `{var} += stride`", inner[1])
+    if sum(1 for n in walk(plan.body) if n.type in ("assignment_expression",
+                                                    "update_expression")
+           and text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
+           == var) != 1:
+        raise Illegal(f"`{var}` is assigned outside the loop's step", loop)
+    typ = " ".join(text(decl.child_by_field_name("type")).split())
+    return var, typ, start, parts[2], step, _expression(inner[0])  # type: ignore[return-value]
+
+
+def _increment(node: Node, var: str) -> Node | None:
+    if node.type == "assignment_expression" and text(node.child_by_field_name("left")) == var \
+            and text(node.child_by_field_name("operator")) == "+=":
+        return node.child_by_field_name("right")
+    return None
+
+
+def _store(plan: Plan, store: Node, acc: str) -> str:
+    expr = _expression(store)
+    left = expr.child_by_field_name("left") if expr is not None else None
+    right = expr.child_by_field_name("right") if expr is not None else None
+    if expr is None or expr.type != "assignment_expression" or left is None or \
+            left.type != "subscript_expression" or right is None or text(strip(right)) != acc or \
+            text(expr.child_by_field_name("operator")) != "=":
+        raise Illegal(f"`{text(store)[:60]}` is not `buf[tid] = {acc};`", store)
+    buf = text(left.child_by_field_name("argument"))
+    d = plan.facts.defs.get(buf)
+    idx = left.child_by_field_name("indices")
+    if d is None or not d.is_shared or idx is None or not idx.named_children or \
+            not plan.facts.is_thread(idx.named_children[0], "x"):
+        raise Illegal(f"`{text(left)}` is not a __shared__ array at the thread's index", store)
+    return buf
+
+
+def _tree(plan: Plan, tree: Node, buf: str, op: Op, size: int | None) -> None:
+    if tree.type != "for_statement":
+        raise Illegal("the tree is not a `for` loop halving the stride", tree)
+    init, cond = tree.child_by_field_name("initializer"), tree.child_by_field_name("condition")
+    inc = tree.child_by_field_name("update")
+    if init is None or cond is None or inc is None or init.type != "declaration":
+        raise Illegal("the tree is not `for (k = B / 2; k > 0; k >>= 1)`", tree)
+    k, _d, start = declared_name(init)
+    half = binary(start) if start is not None else None
+    starts_half = start is not None and (
+        (size is not None and int_value(start) == size // 2) or
+        (half is not None and half[1] == "/" and int_value(half[2]) == 2 and
+         _is_block(half[0], size)) or
+        (half is not None and half[1] == ">>" and int_value(half[2]) == 1 and
+         _is_block(half[0], size)))
+    c = binary(cond)
+    stops = c is not None and text(strip(c[0])) == k and (
+        (c[1] == ">" and int_value(c[2]) == 0) or (c[1] == ">=" and int_value(c[2]) == 1))
+    op_text = text(inc.child_by_field_name("operator"))
+    halves = text(inc.child_by_field_name("left")) == k and (
+        (op_text == ">>=" and int_value(inc.child_by_field_name("right")) == 1) or
+        (op_text == "/=" and int_value(inc.child_by_field_name("right")) == 2))
+    if not (starts_half and stops and halves):
+        raise Illegal(f"the tree `{text(tree).splitlines()[0][:70]}` does not start at half "
+                      "the block and halve to 1", tree)
+    body = tree.child_by_field_name("body")
+    inner = [] if body is None else [c for c in body.named_children if c.type != "comment"]
+    if len(inner) != 2 or text(_expression(inner[1])) != "__syncthreads()" or \
+            inner[0].type != "if_statement":
+        raise Illegal("the tree's body is not `if (tid < k) ...; __syncthreads();`", tree)
+    guard = inner[0]
+    g = binary(guard.child_by_field_name("condition").named_children[0])  # type: ignore[union-attr]
+    if g is None or g[1] != "<" or not plan.facts.is_thread(g[0], "x") or \
+            text(strip(g[2])) != k or guard.child_by_field_name("alternative") is not None:
+        raise Illegal(f"`{text(guard).splitlines()[0][:60]}` is not `if (tid < {k})`", guard)
+    step = _expression(guard.child_by_field_name("consequence"))
+    left = step.child_by_field_name("left") if step is not None else None
+    if left is None or left.type != "subscript_expression" or \
+            text(left.child_by_field_name("argument")) != buf:
+        raise Illegal(f"the tree does not combine `{buf}[tid]`", guard)
+    found = _accumulation(step, _norm(left))
+    if found is None or found[0].kind != op.kind:
+        raise Illegal(f"the tree's step `{text(step)[:60]}` is not the loop's "
+                      f"{op.kind}", step)
+    other = strip(found[1])
+    idx = other.child_by_field_name("indices") if other.type == "subscript_expression" else None
+    parts = [t for _s, t in _terms(idx.named_children[0])] if idx is not None and \
+        idx.named_children else []
+    if text(other.child_by_field_name("argument")) != buf or len(parts) != 2 or \
+            not any(plan.facts.is_thread(t, "x") for t in parts) or \
+            not any(text(t) == k for t in parts):
+        raise Illegal(f"the tree's step reads `{text(other)}`, not `{buf}[tid + {k}]`", step)
+
+
+def _terms(node: Node) -> list[tuple[int, Node]]:
+    from workbench.templater.analysis import terms
+
+    return terms(node)
+
+
+def _final_store(plan: Plan, final: Node, buf: str, op: Op) -> tuple[str, bool]:
+    cond = final.child_by_field_name("condition")
+    c = binary(cond.named_children[0]) if cond is not None and cond.named_children else None
+    if final.type != "if_statement" or c is None or c[1] != "==" or \
+            not plan.facts.is_thread(c[0], "x") or int_value(c[2]) != 0 or \
+            final.child_by_field_name("alternative") is not None:
+        raise Illegal(f"the last statement `{text(final)[:60]}` is not thread 0's store",
+                      final)
+    expr = _expression(final.child_by_field_name("consequence"))
+    if expr is None:
+        raise Illegal("thread 0 does more than one store", final)
+    if expr.type == "call_expression":
+        func = text(expr.child_by_field_name("function"))
+        args = expr.child_by_field_name("arguments")
+        argv = [] if args is None else list(args.named_children)
+        if func != _ATOMICS[op.kind] or len(argv) != 2 or _norm(argv[1]) != f"{buf}[0]":
+            raise Illegal(f"`{text(expr)}` is not {_ATOMICS[op.kind]}(out, {buf}[0])", expr)
+        target = strip(argv[0])
+        if target.type == "pointer_expression":
+            inner = strip(target.named_children[0]) if target.named_children else target
+            if inner.type == "subscript_expression" and int_value(
+                    inner.child_by_field_name("indices").named_children[0]) == 0:  # type: ignore[union-attr]
+                target = strip(inner.child_by_field_name("argument"))  # type: ignore[arg-type]
+        if target.type != "identifier" or not plan.pointer(text(target)):
+            raise Illegal(f"`{text(argv[0])}` is not a kernel pointer argument", expr)
+        return text(target), True
+    left = expr.child_by_field_name("left")
+    right = expr.child_by_field_name("right")
+    idx = left.child_by_field_name("indices") if left is not None and \
+        left.type == "subscript_expression" else None
+    if expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) \
+            != "=" or idx is None or not idx.named_children or \
+            builtin(idx.named_children[0], "blockIdx") != "x" or right is None or \
+            _norm(right) != f"{buf}[0]":
+        raise Illegal(f"`{text(expr)}` is not `out[blockIdx.x] = {buf}[0]`", expr)
+    out = text(left.child_by_field_name("argument"))  # type: ignore[union-attr]
+    if not plan.pointer(out):
+        raise Illegal(f"`{out}` is not a kernel pointer argument", expr)
+    return out, False
+
+

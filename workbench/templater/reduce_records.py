@@ -1,0 +1,71 @@
+"""A recognised grid-stride reduction: its operator, its parts, and each operator's identity.
+
+:class:`Reduction` is what :mod:`workbench.templater.reduce_match` finds in a kernel and
+:mod:`workbench.templater.reduce_rewrite` transforms; :func:`identity` is the value that
+leaves a sum, max or min unchanged, as CUDA text per accumulator type (the fill for slots of
+blocks not launched, and the start of each extra accumulator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+_INF = {"float": "__int_as_float(0x7f800000)", "double": "__longlong_as_double(0x7ff0000000000000LL)"}
+# The operator's identity per accumulator type (None: unknown, the fill is refused).
+_IDENTITY: dict[str, dict[str, str]] = {
+    "sum": {},  # (T)0 for every arithmetic type
+    "max": {"float": f"(-{_INF['float']})", "double": f"(-{_INF['double']})",
+            "int": "(-2147483647 - 1)", "unsigned": "0u", "unsigned int": "0u",
+            "long long": "(-9223372036854775807LL - 1)", "unsigned long long": "0ull"},
+    "min": {"float": _INF["float"], "double": _INF["double"], "int": "2147483647",
+            "unsigned": "0xffffffffu", "unsigned int": "0xffffffffu",
+            "long long": "9223372036854775807LL", "unsigned long long": "0xffffffffffffffffull"},
+}
+ARITHMETIC = {"float", "double", "int", "unsigned", "unsigned int", "long long",
+              "unsigned long long", "long", "unsigned long", "short", "char"}
+SHUFFLED = {"float", "double", "int", "unsigned", "unsigned int", "long long",
+            "unsigned long long"}
+
+
+@dataclass(frozen=True)
+class Op:
+    """The reduction's operator: its kind and, for max/min, the author's function."""
+
+    kind: str  # "sum" | "max" | "min"
+    func: str = ""
+
+    def combine(self, a: str, b: str) -> str:
+        return f"{a} + {b}" if self.kind == "sum" else f"{self.func}({a}, {b})"
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The recognised kernel: its loop, accumulation, tree and final store."""
+
+    acc: str
+    acc_type: str
+    var: str
+    var_type: str
+    loop: Node  # the for / while statement
+    loop_decl: Node | None  # the while form's ``int i = g;``
+    bound: Node
+    update: Node  # the accumulation expression (``s += E`` / ``s = f(s, E)``)
+    value: Node  # E
+    op: Op
+    buf: str
+    store: Node  # ``buf[tid] = s;``
+    tree: Node
+    final: Node  # the thread-0 if statement
+    out: str
+    atomic: bool
+
+
+def identity(op: Op, typ: str) -> str | None:
+    """The operator's identity for ``typ`` as CUDA text, or None where it is not known."""
+    if op.kind == "sum":
+        return f"({typ})0" if typ in ARITHMETIC else None
+    return _IDENTITY[op.kind].get(typ)
+
+

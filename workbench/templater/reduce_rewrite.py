@@ -1,0 +1,271 @@
+"""Rewriting a recognised reduction: GRID_BLOCKS, VEC with ITEMS_PER_THREAD, and FINAL.
+
+Each step edits the :class:`~workbench.templater.plan.Plan` and notes what it did or why
+it could not (what each knob means and why every config stays correct is in
+:mod:`workbench.templater.reduce`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+from tree_sitter import Node
+
+from workbench.core.hardware import DEVICES
+from workbench.templater.analysis import line, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.reduce_match import block_size
+from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
+from workbench.templater.rules import literal, min_cap
+from workbench.templater.vector import VEC_STRUCT
+
+
+def grid_values(cap: int) -> list[int]:
+    """Block counts up to ``cap``: eighths of it and 1, 2, 4 waves of each known GPU's SMs."""
+    sms = {d.num_sms for d in DEVICES.values()}
+    values = {cap * k // 8 for k in range(1, 9)} | {s * k for s in sms for k in (1, 2, 4)}
+    return sorted(v for v in values if 1 <= v <= cap)
+
+
+def _c_rule(rule: str, names: Mapping[str, str]) -> str | None:
+    """A launch rule as CUDA integer arithmetic over kernel scalars, or None."""
+    try:
+        tree = ast.parse(rule, mode="eval").body
+    except SyntaxError:
+        return None
+
+    def c(n: ast.expr) -> str | None:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return str(n.value)
+        if isinstance(n, ast.Name):
+            return names.get(n.id)
+        if isinstance(n, ast.BinOp) and type(n.op) in (ast.Add, ast.Sub, ast.Mult,
+                                                       ast.FloorDiv):
+            a, b = c(n.left), c(n.right)
+            sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}[type(n.op)]
+            return None if a is None or b is None else f"({a} {sym} {b})"
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) == 2:
+            a, b = c(n.args[0]), c(n.args[1])
+            if a is None or b is None:
+                return None
+            if n.func.id == "ceil_div":
+                return f"(({a} + {b} - 1) / {b})"
+            if n.func.id == "min":
+                return f"({a} < {b} ? {a} : {b})"
+        return None
+
+    return c(tree)
+
+
+def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
+    # the grid as written, not scaled by the lifted block size: the grid-stride loop covers
+    # any grid, and partial outputs have the written grid's slots only
+    plan.grid[0] = written
+    cap = literal(written)
+    capped = min_cap(written, "GRID_BLOCKS") if cap is None else None
+    if cap is None and capped is None:
+        plan.note("GRID_BLOCKS", False, f"the grid `{written}` is neither a literal block "
+                  "count nor capped by min(...); the block count follows it")
+        return
+    count = str(cap) if cap is not None else None
+    if capped is not None:
+        plan.grid[0], cap = capped
+        # the scalars by the shape expression they are launched with, for the slot count
+        names = {v: k for k, v in plan.scalars.items() if v.isidentifier()}
+        count = _c_rule(written, names)
+    else:
+        plan.grid[0] = "GRID_BLOCKS"
+    if not red.atomic:
+        fill = identity(red.op, red.acc_type)
+        why = None if fill is not None else f"the identity of {red.op.kind} for " \
+            f"{red.acc_type} is not known"
+        why = why or (None if count is not None else
+                      f"the slot count `{written}` is not arithmetic over kernel arguments")
+        if why is not None:
+            plan.grid[0] = written
+            plan.note("GRID_BLOCKS", False, f"{why}: the slots of blocks not launched could not "
+                      "be filled, so the block count stays as written", red.final)
+            return
+        out_at = red.final.end_byte
+        plan.rw.insert(out_at, (
+            f"\n  if (blockIdx.x == 0) {{  // slots of the written grid's blocks not launched "
+            f"(GRID_BLOCKS below it): the {red.op.kind}'s identity\n"
+            f"    for (int wb_b = (int)gridDim.x + (int)threadIdx.x; wb_b < {count}; "
+            f"wb_b += (int)blockDim.x) {red.out}[wb_b] = {fill};\n  }}"))
+    assert cap is not None
+    plan.add_param("GRID_BLOCKS", {
+        "kind": "choice", "values": grid_values(cap), "default": cap,
+        "description": f"blocks launched (as written: {cap}); the grid-stride loop covers "
+                       "any count"}, f"{line(red.loop)}: grid {written}")
+    plan.constrain(f"GRID_BLOCKS <= {cap}")
+    plan.note("GRID_BLOCKS", True, "any block count covers the data (grid-stride loop)" + (
+        "" if red.atomic else f"; at most the {cap} partial slots, block 0 fills the slots of "
+        "blocks not launched with the operator's identity"), red.loop)
+
+
+# -- VEC / ITEMS_PER_THREAD ------------------------------------------------------------------
+
+def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[Node], str | None]:
+    """The ``A[i]`` accesses of E (all of them), or the reason VEC does not apply."""
+    accesses: list[Node] = []
+    written = {text(n.child_by_field_name("left").child_by_field_name("argument"))  # type: ignore[union-attr]
+               for n in walk(plan.body) if n.type == "assignment_expression" and
+               (left := n.child_by_field_name("left")) is not None and
+               left.type == "subscript_expression"}
+    for n in walk(red.value):
+        if n.type != "identifier" or text(n) != red.var:
+            continue
+        sub = n.parent
+        while sub is not None and sub.type in ("parenthesized_expression",
+                                               "subscript_argument_list"):
+            sub = sub.parent
+        if sub is None or sub.type != "subscript_expression" or \
+                text(strip(sub.child_by_field_name("indices").named_children[0])) != red.var:  # type: ignore[union-attr]
+            return [], f"`{red.var}` is used in `{text(n.parent)}`, not only as `A[{red.var}]`"
+        array = text(sub.child_by_field_name("argument"))
+        if not plan.pointer(array) or array in written:
+            return [], f"`{array}` is not a kernel pointer the kernel only reads"
+        if sub.parent is not None and sub.parent.type == "pointer_expression":
+            return [], f"the address of `{text(sub)}` is taken"
+        if plan.elem_bytes(array) is None:
+            return [], f"`{array}` has no known element size"
+        accesses.append(sub)
+    if not accesses:
+        return [], f"no array is read at `[{red.var}]`"
+    return accesses, None
+
+
+def lift_loads(plan: Plan, red: Reduction) -> None:
+    accesses, why = _vector_arrays(plan, red)
+    arrays = sorted({text(a.child_by_field_name("argument")) for a in accesses})
+    for n in walk(red.update):
+        if n.type == "identifier" and text(n) == red.acc:
+            plan.rw.replace(n, "wb_acc[wb_u]")
+    if why is None:
+        for a in accesses:
+            plan.rw.replace(a, f"wb_in_{text(a.child_by_field_name('argument'))}[wb_u].v[wb_v]")
+        plan.helper(VEC_STRUCT)
+        for w in sorted({plan.elem_bytes(a) for a in arrays}, key=str):
+            plan.constrain(f"VEC * {w} <= 16")
+        plan.add_param("VEC", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                               "description": "elements per vector load, the n % VEC tail "
+                                              "loaded alone (as written: 1)"},
+                       f"{line(red.loop)}: grid-stride loop over {red.var}")
+        plan.note("VEC", True, f"{', '.join(arrays)} read as VEC-wide vectors; the elements "
+                  "after the last whole vector one per thread (no divisibility needed)",
+                  red.loop)
+    else:
+        plan.note("VEC", False, why, red.value)
+    plan.add_param("ITEMS_PER_THREAD", {
+        "kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+        "description": "loads in flight per thread, each into its own accumulator "
+                       "(as written: 1)"}, f"{line(red.loop)}: accumulation into {red.acc}")
+    plan.note("ITEMS_PER_THREAD", True, f"independent accumulators for `{red.acc}` "
+              f"({red.op.kind}), combined after the loop", red.loop)
+    first = red.loop_decl.start_byte if red.loop_decl is not None else red.loop.start_byte
+    plan.rw.replace_span(first, red.loop.end_byte, make=lambda rw: _loop_text(
+        plan, red, arrays, vector=why is None))
+
+
+def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool) -> str:
+    rw = plan.rw
+    it, t, s = red.var_type, red.acc_type, red.acc
+    bound = rw.text(red.bound)
+    update = rw.text(red.update) + ";"
+    ident = identity(red.op, t) if red.op.kind == "sum" else s  # max/min: idempotent
+    head = (f"{{  // the grid-stride loop: {'VEC-wide loads, ' if vector else ''}"
+            f"ITEMS_PER_THREAD independent accumulators\n"
+            f"    const {it} wb_stride = ({it})blockDim.x * ({it})gridDim.x;\n"
+            f"    const {it} wb_first = ({it})blockIdx.x * ({it})blockDim.x + "
+            f"({it})threadIdx.x;\n"
+            f"    {t} wb_acc[ITEMS_PER_THREAD];\n"
+            f"#pragma unroll\n"
+            f"    for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) "
+            f"wb_acc[wb_u] = wb_u == 0 ? {s} : {ident};\n")
+    combine = (f"    {s} = wb_acc[0];\n#pragma unroll\n"
+               f"    for (int wb_u = 1; wb_u < ITEMS_PER_THREAD; ++wb_u) "
+               f"{s} = {red.op.combine(s, 'wb_acc[wb_u]')};\n  }}")
+    if not vector:
+        v, typ = red.var, it
+        return head + (
+            f"    {it} wb_j = wb_first;\n"
+            f"    for (; wb_j + (ITEMS_PER_THREAD - 1) * wb_stride < {bound}; "
+            f"wb_j += ITEMS_PER_THREAD * wb_stride) {{\n"
+            f"#pragma unroll\n"
+            f"      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
+            f"        const {typ} {v} = wb_j + wb_u * wb_stride;\n"
+            f"        {update}\n      }}\n    }}\n"
+            f"    for (; wb_j < {bound}; wb_j += wb_stride) {{\n"
+            f"      const int wb_u = 0;\n      const {typ} {v} = wb_j;\n      {update}\n    }}\n"
+        ) + combine
+
+    def vec(arr: str) -> str:
+        return f"WbVec<{plan.kernel.param(arr).base_type}, VEC>"
+
+    decls = "".join(f"      {vec(a)} wb_in_{a}[ITEMS_PER_THREAD];\n" for a in arrays)
+    loads = "".join(f"        wb_in_{a}[wb_u] = *reinterpret_cast<const {vec(a)}*>"
+                    f"(&{a}[(wb_j + wb_u * wb_stride) * VEC]);\n" for a in arrays)
+    one = "".join(f"      {vec(a)} wb_in_{a}[1];\n      wb_in_{a}[0] = *reinterpret_cast<const "
+                  f"{vec(a)}*>(&{a}[wb_j * VEC]);\n" for a in arrays)
+    tail = "".join(f"        {vec(a)} wb_in_{a}[1];\n        wb_in_{a}[0].v[0] = {a}[wb_t];\n"
+                   for a in arrays)
+    return head + (
+        f"    const {it} wb_nv = ({bound}) / VEC;  // whole vectors\n"
+        f"    {it} wb_j = wb_first;\n"
+        f"    for (; wb_j + (ITEMS_PER_THREAD - 1) * wb_stride < wb_nv; "
+        f"wb_j += ITEMS_PER_THREAD * wb_stride) {{\n{decls}"
+        f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
+        f"{loads}      }}\n"
+        f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
+        f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n      }}\n"
+        f"    }}\n"
+        f"    for (; wb_j < wb_nv; wb_j += wb_stride) {{  // the last whole vectors\n"
+        f"      const int wb_u = 0;\n{one}"
+        f"#pragma unroll\n      for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n    }}\n"
+        f"    {{  // the {bound} % VEC elements after the last whole vector, one per thread\n"
+        f"      const {it} wb_t = wb_nv * VEC + wb_first;\n"
+        f"      if (wb_t < {bound}) {{\n        const int wb_u = 0, wb_v = 0;\n{tail}"
+        f"        {update}\n      }}\n    }}\n"
+    ) + combine
+
+
+# -- FINAL -----------------------------------------------------------------------------------
+
+def lift_final(plan: Plan, red: Reduction) -> None:
+    t = red.acc_type
+    fill = identity(red.op, t)
+    buf_type = " ".join(text(plan.facts.defs[red.buf].decl.child_by_field_name("type")).split())
+    why = None
+    if t not in SHUFFLED or buf_type != t:
+        why = f"`{red.acc}` is a {t} (shared {buf_type}), which the shuffle stage does not move"
+    elif fill is None:
+        why = f"the identity of {red.op.kind} for {t} is not known"
+    else:
+        size = block_size(plan)
+        if plan.block[0] not in plan.params and (size is None or size % 32):
+            why = f"the block `{plan.block[0]}` is not known to be whole warps"
+    if why is not None:
+        plan.note("FINAL", False, why, red.tree)
+        return
+    buf, comb = red.buf, red.op.combine
+    step = (f"for (int wb_o = 16; wb_o > 0; wb_o >>= 1) wb_r = "
+            f"{comb('wb_r', '__shfl_down_sync(0xffffffffu, wb_r, wb_o)')};\n")
+    shuffle = f"#pragma unroll\n    {step}"
+    a, b = red.store.start_byte, red.tree.end_byte
+    plan.rw.replace_span(a, b, make=lambda rw: (
+        f"#if FINAL == 0\n  {rw.render(a, b)}\n#else\n"
+        f"  {{  // warp shuffles, then one shared slot per warp, reduced by warp 0\n"
+        f"    {t} wb_r = {red.acc};\n{shuffle}"
+        f"    if (threadIdx.x % 32 == 0) {buf}[threadIdx.x / 32] = wb_r;\n"
+        f"    __syncthreads();\n"
+        f"    if (threadIdx.x < 32) {{\n"
+        f"      wb_r = threadIdx.x < blockDim.x / 32 ? {buf}[threadIdx.x] : {fill};\n"
+        f"#pragma unroll\n      {step}"
+        f"      if (threadIdx.x == 0) {buf}[0] = wb_r;\n    }}\n  }}\n#endif"))
+    plan.add_param("FINAL", {"kind": "choice", "values": [0, 1], "default": 0,
+                             "description": "the block's last stage: 0 the shared-memory tree "
+                                            "(as written), 1 warp shuffles"},
+                   f"{line(red.tree)}: {text(red.tree).splitlines()[0][:60]}")
+    plan.note("FINAL", True, "the tree or warp shuffles (__shfl_down_sync, one shared slot "
+              "per warp); thread 0's store reads the same slot", red.tree)

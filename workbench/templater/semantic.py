@@ -1,0 +1,137 @@
+"""The offline templater's semantic pass: a kernel as written -> a template of it.
+
+Parses the baseline with :mod:`workbench.core.cuda_source`, then applies, in order, the
+tile family (2-D tiled kernels) or the block-size lift, vector width / items per thread /
+blocks per row on unit-stride regions, the grid cap of grid-stride kernels, the split of a
+per-thread serial sum over lanes (:mod:`.split_walk`), and items per thread by wrapping
+where vectorizing is not legal, and where none of these lifted anything, the constants the
+kernel names (:mod:`.named`: ``kVec = 16 / ELEM_BYTES``, a 1024 block cap); integer macros
+(``#define BLOCK 256``) are read as their values throughout and lifted with their uses
+(:mod:`.macros`). Each transform either applies (with the
+constraints that keep every config correct) or is reported with its reason. The defaults
+reproduce the kernel as written: same launch, same work per thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.defines import define_lines
+from workbench.templater.analysis import integer_macros as reading_macros
+from workbench.templater.analysis import walk
+from workbench.templater.block import lift_block
+from workbench.templater.colreduce import lift_colreduce
+from workbench.templater.conv import lift_conv
+from workbench.templater.ifconv import apply_ifconv
+from workbench.templater.ilp import apply_ilp
+from workbench.templater.ilp_fastmath import apply_fastmath
+from workbench.templater.macros import integer_macros, lift_macros, lift_switches
+from workbench.templater.named import lift_named
+from workbench.templater.plan import Plan
+from workbench.templater.records import LiftedSource
+from workbench.templater.reduce import lift_reduce
+from workbench.templater.regtile import lift_regtile
+from workbench.templater.smem_tiles import lift_tied_tiles
+from workbench.templater.split_walk import apply_split_walk
+from workbench.templater.stencil import lift_stencil
+from workbench.templater.stencil_zmarch import lift_zmarch
+from workbench.templater.table_emit import apply_table
+from workbench.templater.tile import lift_tile
+from workbench.templater.vector import apply_vector, flat_region
+from workbench.templater.warp import apply_warp
+from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
+
+
+def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
+                block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str = "0",
+                file: str = "baseline.cu",
+                compared_by_total: Collection[str] | None = None) -> LiftedSource:
+    """Template ``entry`` of ``source_text`` (pure). ``scalars`` maps each scalar kernel
+    argument to the shape expression it is launched with (``{"d": "d"}``);
+    ``compared_by_total`` names the outputs the kernel folder compares by a reduced
+    quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
+    parsed."""
+    source = parse_cuda(source_text, file)
+    kernel = source.kernel(entry)
+    plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
+    macros = integer_macros(source)
+    with reading_macros({m.name: m.value for m in macros.values()}):
+        if not (lift_reduce(plan) or lift_colreduce(plan, compared_by_total) or
+                lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
+                lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or
+                apply_warp(plan, macros)):
+            lift_block(plan)
+            flat = flat_region(plan) is not None
+            vectorized = apply_vector(plan)
+            apply_grid_cap(plan)
+            apply_ilp(plan)
+            apply_split_walk(plan)
+            apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+            apply_table(plan)
+            apply_fastmath(plan)
+            apply_ifconv(plan)  # after ilp: its sides render with the per-item names
+            smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
+        lift_switches(plan, macros)
+        lift_macros(plan, macros)
+    _launch_bounds(plan)
+    _header(plan)
+    return LiftedSource(source=plan.rw.render(), params=tuple(plan.params.values()),
+                        constraints=tuple(plan.constraints), grid=tuple(plan.grid),
+                        block=tuple(plan.block), smem_bytes=str(smem_bytes),
+                        notes=tuple(str(f) for f in plan.findings),
+                        findings=tuple(plan.findings))
+
+
+def _launch_bounds(plan: Plan) -> None:
+    """Tie ``__launch_bounds__`` to the lifted block size; add MIN_BLOCKS_PER_SM (the
+    register cap that lets that many blocks share an SM) where the author gave none."""
+    if plan.launch_bounds is None:
+        return
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    if bounds is not None and len(bounds.named_children) > 1:
+        plan.rw.replace(bounds.named_children[0], plan.launch_bounds)
+        return
+    threads = plan.launch_bounds
+    # 0 gives no minimum: ptxas's own register heuristic, as written (an explicit 1 lets it
+    # take up to 255 registers: percell_compute at 8 items went from 63 to 255)
+    plan.add_param("MIN_BLOCKS_PER_SM", {"kind": "choice", "values": [0, 1, 2, 4], "default": 0,
+                                         "description": "blocks that must fit on one SM: "
+                                                        "caps registers per thread (0: no "
+                                                        "minimum, the compiler's choice, as "
+                                                        "written)"},
+                   f"{plan.kernel.line}: __launch_bounds__")
+    product = threads if " " not in threads else f"({threads})"
+    plan.constrain(f"{product} * MIN_BLOCKS_PER_SM <= 2048")
+    text = f"{threads}, MIN_BLOCKS_PER_SM"
+    if bounds is not None and bounds.named_children:
+        plan.rw.replace(bounds.named_children[0], text)
+    else:
+        decl = next(n for n in walk(fn) if n.type == "function_declarator")
+        plan.rw.insert(decl.start_byte, f"__launch_bounds__({text}) ")
+    plan.note("MIN_BLOCKS_PER_SM", True, f"__launch_bounds__({threads}) with a minimum of "
+              "resident blocks per SM (register cap); correct at every value")
+
+
+def _header(plan: Plan) -> None:
+    if not plan.params:
+        return
+    lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
+             "// the defaults are the kernel as written."]
+    lines += define_lines([(p.name, p.spec["default"]) for p in plan.params.values()],
+                          guarded=True)
+    lines += plan.helpers
+    block = "\n".join(lines) + "\n"
+    root = plan.source.tree.root_node
+    includes = [c for c in root.children if c.type == "preproc_include"]
+    if includes:
+        plan.rw.insert(includes[-1].end_byte, "\n" + block)
+    else:
+        at = 0
+        # keep a leading comment block (the author's description) above the parameters
+        for c in root.children:
+            if c.type != "comment":
+                break
+            at = c.end_byte + 1
+        plan.rw.insert(at, block + ("\n" if at == 0 else ""))

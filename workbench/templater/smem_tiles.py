@@ -1,0 +1,93 @@
+"""Shared tiles tied to a 2-D block: lifted together through the author's macro, or kept.
+
+Where no tile family (:mod:`.regtile`, :mod:`.tile`) applies to a kernel with a 2-D or 3-D
+block, a ``__shared__`` array whose extent is written with the block size (``tile[TILE + 2]
+[TILE + 2]`` for a 3x3 halo, ``[16][16]``) ties the block to the tile: lifting block x and y
+as independent ranges leaves the tile, its halo and its load loop behind (the issue's blur
+read past its tile at every config but the default). Two outcomes, never a half-lifted tile:
+
+- the block is square and every use of its size in the kernel is spelled by one macro
+  (``#define TILE 16``): the macro is the tile, so one parameter replaces its value and the
+  block, the grid, the extents, the halo and the load loops all follow it;
+- otherwise the block size is kept as written, and the finding names the array and line.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import int_value, text, walk
+from workbench.templater.apron import lift_apron
+from workbench.templater.block import _shared_arrays
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import fresh_names
+from workbench.templater.rules import literal, scale_divisor
+
+
+def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
+    """(array, declaration, extent) of the first shared extent written with a block size."""
+    for name, decl, extents in _shared_arrays(plan):
+        for e in extents:
+            if any(n.type in ("number_literal", "identifier") and int_value(n) in sizes
+                   for n in walk(e)):
+                return name, decl, e
+    return None
+
+
+def lift_tied_tiles(plan: Plan) -> bool:
+    """Lift a tied shared tile through its macro, or keep the block (True: handled); an
+    apron tile (:mod:`.apron`) first gets its block apart from the tile and outputs per
+    thread."""
+    if lift_apron(plan):
+        return True
+    sizes = {v for b in plan.block if (v := literal(b)) is not None and v > 1}
+    if sum(1 for b in plan.block if literal(b) != 1) < 2:
+        return False  # a 1-D block: block.py follows arrays indexed by the thread
+    tied = _tied(plan, sizes)
+    if tied is None:
+        return False
+    array, decl, extent = tied
+    value = literal(plan.block[0])
+    macro = _one_macro(plan, value) if value is not None and \
+        all(literal(b) == value for b in plan.block[:2]) and \
+        all(literal(b) in (None, 1) for b in plan.block[2:]) else None
+    if macro is None or value is None:
+        plan.note("BLOCK_X", False, f"the shared array {array}'s extent `{text(extent)}` is "
+                  "tied to the block size, and the kernel does not spell that size with one "
+                  "macro the block, the grid and the tile's loads all follow: the block size is "
+                  "kept as written", decl)
+        return True
+    grid = [scale_divisor(rule, str(value), "P") for rule in plan.grid[:2]]
+    if any(g is None for g in grid):
+        plan.note("BLOCK_X", False, f"the grid rules {plan.grid[:2]} do not divide by the "
+                  f"tile {value}: the block size is kept as written", decl)
+        return True
+    name = fresh_names(plan, ["TILE"])["TILE"]
+    for use in plan.uses(macro):
+        plan.rw.replace(use, name)
+    plan.block[:2] = [name, name]
+    for g in range(2):
+        plan.grid[g] = scale_divisor(plan.grid[g], str(value), name) or plan.grid[g]
+    plan.add_param(name, {"kind": "choice", "values": sorted({8, 16, 32, value}),
+                          "default": value,
+                          "description": f"tile edge = block x = block y (as written: "
+                                         f"{macro} = {value})"},
+                   f"{plan.source.line_of(decl)}: __shared__ {array}")
+    plan.constrain(f"{name} * {name} <= 1024")
+    plan.constrain(f"{name} * {name} >= 32")
+    plan.launch_bounds = f"{name} * {name}"
+    plan.note(name, True, f"{macro} sizes the block, the grid and the shared array {array} "
+              f"(`{text(extent)}`): one parameter, so the tile, its halo and its load loops "
+              "follow the block", decl)
+    return True
+
+
+def _one_macro(plan: Plan, value: int) -> str | None:
+    """The macro name every use of ``value`` in the kernel body is spelled with, if any."""
+    names = set()
+    for n in walk(plan.body):
+        if n.type == "number_literal" and int_value(n) == value:
+            return None  # the size also written as a literal: not one quantity by name
+        if n.type == "identifier" and int_value(n) == value:
+            names.add(text(n))
+    return next(iter(names)) if len(names) == 1 else None

@@ -1,0 +1,359 @@
+"""Z-marching with a register queue for 3-D stencils whose threads walk z (Z_SPLIT).
+
+Recognised on the parse, whatever the spelling: a 2-D launch block of literal sizes whose
+threads each walk a column through a loop ``for (z = 0; z < NZ; ++z)`` (``z++``, ``z += 1``;
+``NZ`` a kernel argument or an unassigned local; ``z`` never assigned in the body, no other
+loop around it); one output array stored at one index ``C``, linear in ``z`` with step
+``S`` (index expressions compared as polynomials over the kernel's names, single-assignment
+locals expanded: ``out[i]``, ``out[z * sz + y * nx + x]`` alike); and a const input read at
+``C + d * S`` for every ``d`` from ``-R`` to ``R`` (``R`` a compile-time radius: the planes
+a point reads are fixed by its text). Reads at other offsets (x / y neighbours) are left as
+written.
+
+The rewrite keeps the 2R + 1 planes ``z - R .. z + R`` of the thread's column in a register
+queue: at the first plane of the walk the queue is filled (planes outside ``0 .. NZ - 1``
+as zeros, never read by a kernel that is correct as written), at each later plane it moves
+down one and loads only plane ``z + R``; the reads ``C + d * S`` become queue slots. The
+loads run before the first statement that reads the input (every plane passes there: no
+``continue`` before it), so the body's own boundary tests, written in the global ``z``, are
+untouched; the input's other reads (x / y neighbours) go through the read-only path
+(``__ldg``). ``Z_SPLIT`` cuts ``0 .. NZ`` into that many chunks of ``ceil(NZ / Z_SPLIT)``
+planes, one per grid z slice (grid z = Z_SPLIT; the last chunks may be shorter or empty);
+each chunk fills its own queue (2R planes read again at each cut). The block sizes are
+lifted as a 2-D block (:func:`.block.lift_block`).
+
+Legal only where the thread's column is a valid index at every plane: the body stores the
+output at ``C`` or reads the input at ``C`` on every path of every plane (then, with the
+input in the output's layout, as the kernel's own neighbour reads assume, planes ``0 .. NZ
+- 1`` of the column exist). The input must not alias the output (a 3-D stencil written in
+place races between threads as written). No ``break``, ``return`` or ``goto`` in the walk
+(a chunk would stop where the next one goes on), no barrier or shared memory, no
+``blockIdx.z`` / ``threadIdx.z`` / ``gridDim.z`` read. Anything else is refused with the
+reason and the line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    declared_name,
+    int_value,
+    line,
+    shares_or_syncs,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.block import lift_block
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused, _locals, apply_or_note, fresh_names
+from workbench.templater.rewrite import Rewriter
+from workbench.templater.rules import literal
+from workbench.templater.stencil import Poly, Polys, add, derivative, scale, statements
+
+Z_SPLIT = "Z_SPLIT"
+MAX_RADIUS = 4
+_LEAVES = ("break_statement", "return_statement", "goto_statement")
+_LDG_TYPES = ("float", "double", "int", "unsigned", "unsigned int", "long long", "short",
+              "char", "signed char", "unsigned char")
+
+
+@dataclass(frozen=True)
+class ZWalk:
+    """One column walk: the loop, its variable and bound, the input marched, the radius,
+    a read per plane offset (its index rendered in the loads), every queued read and the
+    statement the loads go before."""
+
+    loop: Node
+    var: str
+    var_type: str
+    start: Node
+    bound: Node
+    src: str
+    elem: str
+    radius: int
+    by_shift: dict[int, Node]
+    reads: tuple[tuple[Node, int], ...]
+    at: Node
+
+
+def _z_loop(plan: Plan) -> Node | None:
+    """The first loop ``for (v = 0; v < N; ++v)`` of the body (not inside another loop) whose
+    body uses ``v`` and indexes an array."""
+    for n in walk(plan.body):
+        if n.type != "for_statement" or _inside_loop(n, plan.body):
+            continue
+        init, cond = n.child_by_field_name("initializer"), n.child_by_field_name("condition")
+        update, body = n.child_by_field_name("update"), n.child_by_field_name("body")
+        if init is None or cond is None or update is None or body is None or \
+                init.type != "declaration":
+            continue
+        var, _d, start = declared_name(init)
+        parts = binary(cond)
+        if int_value(start) != 0 or parts is None or parts[1] != "<" or \
+                text(strip(parts[0])) != var or not _unit_step(update, var):
+            continue
+        if any(m.type == "identifier" and text(m) == var for m in walk(body)) and \
+                any(m.type == "subscript_expression" for m in walk(body)):
+            return n
+    return None
+
+
+def _inside_loop(node: Node, body: Node) -> bool:
+    up = node.parent
+    while up is not None and up != body:
+        if up.type in ("for_statement", "while_statement", "do_statement"):
+            return True
+        up = up.parent
+    return False
+
+
+def _unit_step(update: Node, var: str) -> bool:
+    t = "".join(text(update).split())
+    return t in (f"++{var}", f"{var}++", f"{var}+=1", f"{var}={var}+1")
+
+
+def lift_zmarch(plan: Plan) -> bool:
+    """Z_SPLIT with the column's planes in a register queue; False when the kernel is not
+    of the family or the analysis refused (the finding says why)."""
+    if len(plan.block) != 2 or any(literal(b) is None for b in plan.block) or \
+            len(plan.grid) not in (2, 3) or (len(plan.grid) == 3 and literal(plan.grid[2]) != 1):
+        return False
+    if shares_or_syncs(plan.body):
+        return False
+    loop = _z_loop(plan)
+    if loop is None:
+        return False
+
+    def analyse() -> Callable[[], None] | None:
+        assert loop is not None
+        found = _analyse(plan, loop)
+        return None if found is None else (lambda: _emit(plan, found))
+    return apply_or_note(plan, Z_SPLIT, analyse)
+
+
+def _store_index(plan: Plan, body: Node, polys: Polys) -> tuple[str, Node, Poly]:
+    stores: list[tuple[str, Node]] = []
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            left = strip(target) if target is not None else n
+            if left.type == "subscript_expression":
+                stores.append((_array(left), left))
+    names = sorted({a for a, _s in stores})
+    if len(names) != 1:
+        raise Refused(f"the z walk stores to {names or 'nothing'}: one output array is "
+                      "modelled", stores[0][1] if stores else body)
+    center = polys.of(_index(stores[0][1]))
+    for _a, s in stores:
+        if polys.of(_index(s)) != center:
+            raise Refused(f"{names[0]} is stored at more than one index", s)
+    return names[0], stores[0][1], center
+
+
+def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    assert init is not None and cond is not None and body is not None
+    var, _d, start = declared_name(init)
+    parts = binary(cond)
+    assert parts is not None and start is not None
+    bound = strip(parts[2])
+    if bound.type != "identifier" or (text(bound) not in plan.scalars and (
+            text(bound) not in plan.facts.defs or plan.facts.defs[text(bound)].assigned)):
+        raise Refused(f"the z bound `{text(bound)}` is not a kernel argument or an unassigned "
+                      "local", bound)
+    for n in walk(plan.body):
+        if n.type == "field_expression" and any(builtin(n, b) == "z" for b in
+                                                ("blockIdx", "threadIdx", "gridDim")):
+            raise Refused(f"`{text(n)}` is read; the grid's z is the chunk of the walk", n)
+    for n in walk(body):
+        if n.type in _LEAVES:
+            raise Refused(f"`{text(n)}` leaves the z walk early (a chunk would stop where the "
+                          "next one goes on)", n)
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) == var:
+                raise Refused(f"the z variable `{var}` is assigned in the walk", n)
+    polys = Polys(plan.body, {var})
+    out, store, center = _store_index(plan, body, polys)
+    step = derivative(center, var)
+    if not step or any(var in m for m in step) or any(m.count(var) > 1 for m in center):
+        raise Refused(f"the index of {out} is not linear in {var}", store)
+    planes: dict[str, list[tuple[Node, int]]] = {}
+    for n in walk(body):
+        if n.type != "subscript_expression" or _array(n) == out or not plan.pointer(_array(n)):
+            continue
+        diff = add(polys.of(_index(n)), scale(center, -1))
+        for d in range(-MAX_RADIUS, MAX_RADIUS + 1):
+            if diff == scale(step, d):
+                planes.setdefault(_array(n), []).append((n, d))
+    marched = sorted(a for a, reads in planes.items() if {d for _n, d in reads} - {0})
+    if not marched:
+        return None
+    if len(marched) > 1:
+        raise Refused(f"several inputs ({', '.join(marched)}) are read at neighbour planes: "
+                      "one is marched", loop)
+    src = marched[0]
+    param = plan.kernel.param(src)
+    if not param.is_const:
+        raise Refused(f"{src} is not a const input (its planes are kept in registers)", loop)
+    shifts = {d for _n, d in planes[src]}
+    radius = max(abs(d) for d in shifts)
+    missing = sorted(set(range(-radius, radius + 1)) - shifts)
+    if missing:
+        raise Refused(f"{src} is not read at plane offset(s) {missing} of the radius "
+                      f"{radius}: the queue needs every plane between", loop)
+    for n, _shift in planes[src]:
+        if n.parent is not None and n.parent.type == "pointer_expression":
+            raise Refused(f"`{text(n.parent)}` takes the address of a plane read", n)
+    stmts = statements(body) if body.type == "compound_statement" else [body]
+    at = next(s for s in stmts if any(inside_node(n, s) for n, _d in planes[src]))
+    for s in stmts[:stmts.index(at)]:
+        if any(m.type == "continue_statement" for m in walk(s)):
+            raise Refused(f"`{text(s)[:50]}` may skip a plane before the planes are loaded", s)
+    by_shift = {d: next(n for n, dd in planes[src] if dd == d) for d in sorted(shifts)}
+    _check_scope(plan, body, at, by_shift)
+    if not _surely(stmts, src, out, store, planes[src]):
+        raise Refused(f"no statement of the walk stores {out} or reads {src} at the point on "
+                      "every path: the column is not known to be inside the grid", loop)
+    return ZWalk(loop, var, text(init.child_by_field_name("type")), start, bound, src,
+                 param.base_type, radius, by_shift, tuple(planes[src]), at)
+
+
+def inside_node(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _check_scope(plan: Plan, body: Node, at: Node, by_shift: dict[int, Node]) -> None:
+    """Every local in the queued reads' indices is declared before ``at``."""
+    decls = {lo.name: lo.decl for lo in _locals(plan.body).values()}
+    for n in by_shift.values():
+        for m in walk(_index(n)):
+            decl = decls.get(text(m)) if m.type == "identifier" else None
+            if decl is not None and inside_node(decl, body) and decl.start_byte >= at.start_byte:
+                raise Refused(f"`{text(m)}` (in `{text(n)}`) is declared after the first read "
+                              "of the planes", decl)
+
+
+def _touches(node: Node, src: str, out: str, center_reads: set[int], store: Node) -> bool:
+    return any((m.type == "subscript_expression" and m.start_byte in center_reads) or
+               (m.type == "subscript_expression" and _array(m) == out and
+                text(_index(m)) == text(_index(store))) for m in walk(node))
+
+
+def _surely(stmts: list[Node], src: str, out: str, store: Node,
+            reads: list[tuple[Node, int]]) -> bool:
+    """Every path through ``stmts`` stores ``out`` at the point or reads ``src`` there."""
+    center = {n.start_byte for n, d in reads if d == 0}
+
+    def seq(items: list[Node]) -> bool:
+        for k, s in enumerate(items):
+            rest = items[k + 1:]
+            if s.type == "compound_statement":
+                return seq(statements(s) + rest)
+            if s.type == "if_statement":
+                cons = s.child_by_field_name("consequence")
+                alt = s.child_by_field_name("alternative")
+                branch = [cons] if cons is not None else []
+                other = [alt.named_children[-1]] if alt is not None and alt.named_children \
+                    else []
+                return seq(branch + rest) and seq(other + rest)
+            if s.type == "continue_statement":
+                return False
+            if s.type in ("expression_statement", "declaration") and \
+                    _touches(s, src, out, center, store):
+                return True
+        return False
+    return seq(stmts)
+
+
+def _array(sub: Node) -> str:
+    return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
+
+
+def _index(sub: Node) -> Node:
+    i = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+    assert i is not None
+    if i.type == "subscript_argument_list" and i.named_child_count == 1:
+        return i.named_children[0]
+    return i
+
+
+def _emit(plan: Plan, w: ZWalk) -> None:
+    lift_block(plan)
+    rw = plan.rw
+    zs = fresh_names(plan, [Z_SPLIT])[Z_SPLIT]
+    z, typ, r = w.var, w.var_type, w.radius
+    nz = rw.text(w.bound)
+    slots = 2 * r + 1
+    ldg = w.elem in _LDG_TYPES
+
+    def load(d: int) -> str:
+        sub = w.by_shift[d]
+        at = rw.render(sub.start_byte, sub.end_byte)
+        return f"__ldg(&{at})" if ldg else at
+
+    zero = f"({w.elem})0"
+    rw.insert(w.loop.start_byte, (
+        f"// {zs} chunks of the {z} walk, one per grid z slice; the planes {z} - {r} .. "
+        f"{z} + {r} of the column in a register queue\n"
+        f"  const {typ} wb_zchunk = ({nz} + {zs} - 1) / {zs};\n"
+        f"  const {typ} wb_z0 = ({typ})blockIdx.z * wb_zchunk;\n"
+        f"  const {typ} wb_z1 = ({nz}) < wb_z0 + wb_zchunk ? ({nz}) : wb_z0 + wb_zchunk;\n"
+        f"  {w.elem} wb_q[{slots}];\n  "))
+    rw.replace(w.start, "wb_z0")
+    rw.replace(w.bound, "wb_z1")
+    fill = "".join(f"      wb_q[{r + d}] = ({z} + {d} >= 0 && {z} + {d} < {nz}) ? "
+                   f"{load(d)} : {zero};\n".replace("+ -", "- ") for d in range(-r, r))
+    shift = "".join(f"      wb_q[{k}] = wb_q[{k + 1}];\n" for k in range(slots - 1))
+    body = w.loop.child_by_field_name("body")
+    if body is not None and body.type != "compound_statement":
+        rw.insert(body.start_byte, "{\n    ")
+        rw.insert(body.end_byte, "\n  }")
+    rw.insert(w.at.start_byte, (
+        f"if ({z} == wb_z0) {{  // the chunk's first plane: the queue's lower planes\n{fill}"
+        f"    }} else {{  // one plane up\n{shift}    }}\n"
+        f"    wb_q[{slots - 1}] = {z} + {r} < {nz} ? {load(r)} : {zero};\n    "))
+    for n, d in w.reads:
+        rw.replace(n, f"wb_q[{r + d}]")
+    if ldg:
+        # the other reads of the input (x / y neighbours) through the read-only path: the
+        # input is not written during the walk (not aliased to the output, as above)
+        queued = {n.start_byte for n, _d in w.reads}
+        for n in walk(body) if body is not None else []:
+            if n.type == "subscript_expression" and _array(n) == w.src and \
+                    n.start_byte not in queued and n.parent is not None and \
+                    n.parent.type != "pointer_expression":
+                rw.replace_span(n.start_byte, n.end_byte, make=_read_only(n))
+    if len(plan.grid) == 3:
+        plan.grid[2] = zs
+    else:
+        plan.grid.append(zs)
+    size = plan.scalars.get(text(w.bound))
+    plan.add_param(zs, {"kind": "choice", "values": [1, 2, 4, 8, 16], "default": 1,
+                        "description": f"chunks of the {z} walk marched by separate blocks "
+                                       f"(grid z), each refilling its {slots}-plane queue (as "
+                                       "written: 1)"},
+                   f"{line(w.loop)}: {text(w.loop).splitlines()[0][:60]}")
+    if size is not None:
+        # a chunk shorter than the queue reloads more planes than it reuses; more chunks
+        # than planes leaves blocks with nothing to do
+        plan.constrain(f"{zs} == 1 or {size} // {zs} >= {slots}")
+    plan.note(Z_SPLIT, True, f"each thread walks its column's {z} planes with {w.src}'s "
+              f"planes {z} - {r} .. {z} + {r} in a {slots}-register queue (one load per "
+              f"plane; {len(w.reads)} reads become queue slots); {zs} chunks of {z} on the "
+              "grid's z", w.loop)
+
+
+def _read_only(sub: Node) -> Callable[[Rewriter], str]:
+    """``sub`` (with the edits inside it) as a read-only load."""
+    def make(rw: Rewriter) -> str:
+        return f"__ldg(&{rw.render(sub.start_byte, sub.end_byte)})"
+    return make

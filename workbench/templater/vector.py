@@ -1,0 +1,466 @@
+"""Per-thread work transforms: vector width and items per thread for unit-stride loops and
+one-element-per-thread kernels, blocks per row, and items per thread by wrapping.
+
+Vectorizing a region whose variable ``j`` walks consecutive elements (a thread-stride loop
+``for (j = threadIdx.x; j < n; j += B)`` or a guarded ``i = blockIdx.x * B + threadIdx.x``)
+is legal when, in its body, ``j`` only ever appears as ``A[offset + j]`` with one offset per
+array, every access runs unconditionally (no branches or nested loops around it), no
+barrier, atomic, shuffle or early exit is inside, and a written array cannot alias another
+one read. The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per array
+before any is used, runs the original body once per lane on registers, and stores the
+written vectors; constraints keep it correct: the bound and every offset multiples of VEC
+(alignment, no tail), ``VEC * bytes <= 16``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.core.errors import WorkbenchError
+from workbench.templater.analysis import (
+    StrideLoop,
+    binary,
+    block_offset,
+    builtin,
+    calls,
+    declared_name,
+    factors,
+    int_value,
+    stride_loop,
+    strip,
+    terms,
+    text,
+    walk,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.rewrite import Edit, Rewriter
+from workbench.templater.rules import literal, scale_divisor
+
+VEC_STRUCT = ("template <typename T, int N>\nstruct alignas(sizeof(T) * N) WbVec {  "
+              "// N elements moved as one aligned access\n  T v[N];\n};")
+_CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement",
+            "conditional_expression", "switch_statement")
+_EXITS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
+
+
+class Illegal(WorkbenchError):
+    """A transform's precondition failed: ``reason`` and the node it is about (caught
+    inside the templater, which records it as a note; it never reaches a user)."""
+
+    def __init__(self, reason: str, node: Node | None = None) -> None:
+        super().__init__(reason, reason=reason)
+        self.reason = reason
+        self.node = node
+
+
+@dataclass(frozen=True)
+class Access:
+    node: Node  # the subscript expression
+    array: str
+    index: Node
+    write: bool
+    read: bool
+
+
+@dataclass(frozen=True)
+class Region:
+    """A unit-stride per-thread region: its variable, body, bound and how it advances."""
+
+    var: str
+    var_type: str
+    body: Node
+    bound: Node
+    start: str  # rendered start (element index of the thread's first item)
+    step: str  # rendered distance between a thread's items (elements, before VEC)
+    loop: bool  # a loop (True) or one guarded item per thread (False)
+    node: Node  # what the rewrite replaces
+
+
+def _is_write(sub: Node) -> tuple[bool, bool]:
+    """(written, read) for a subscript expression by its parent."""
+    parent = sub.parent
+    if parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("left") == sub:
+        return True, text(parent.child_by_field_name("operator")) != "="
+    if parent is not None and parent.type == "update_expression":
+        return True, True
+    return False, True
+
+
+def _accesses(plan: Plan, region: Region) -> list[Access]:
+    body, var = region.body, region.var
+    for n in walk(body):
+        if n.type in _EXITS:
+            raise Illegal(f"`{text(n)}` leaves the loop body early", n)
+    bad = sorted(c for c in calls(body) if c == "__syncthreads" or c.startswith(("atomic",
+                                                                                  "__shfl")))
+    if bad:
+        raise Illegal(f"the body calls {bad[0]}, which must run once per thread", body)
+    out: list[Access] = []
+    for n in walk(body):
+        if n.type != "identifier" or text(n) != var:
+            continue
+        sub = n.parent
+        while sub is not None and sub.type != "subscript_expression":
+            sub = sub.parent
+        if sub is None or sub.start_byte < body.start_byte:
+            raise Illegal(f"`{var}` is used as a value in `{text(n.parent)}`, not only as an "
+                          "index", n)
+        idx = sub.child_by_field_name("indices")
+        index = idx.named_children[0] if idx is not None and idx.named_children else None
+        if index is None:
+            raise Illegal(f"cannot read the index of `{text(sub)}`", sub)
+        hits = [t for s, t in terms(index) if text(t) == var and s == 1]
+        if len(hits) != 1 or sum(1 for m in walk(index) if text(m) == var and
+                                 m.type == "identifier") != 1:
+            raise Illegal(f"`{text(sub)}` is not a unit-stride access in {var}", sub)
+        up = sub.parent
+        while up is not None and up != body:
+            if up.type in _CONTROL:
+                raise Illegal(f"`{text(sub)}` runs under a branch or nested loop", sub)
+            up = up.parent
+        array = text(sub.child_by_field_name("argument"))
+        write, read = _is_write(sub)
+        out.append(Access(sub, array, index, write, read))
+    if not out:
+        raise Illegal(f"no array is indexed by {var}", body)
+    return out
+
+
+def _offset_constraints(plan: Plan, access: Access, var: str) -> list[str]:
+    """Constraints making ``offset`` (index minus var, plus a local pointer's offset) a
+    multiple of VEC; raises Illegal when a term cannot be shown to be one."""
+    pieces = [t for s, t in terms(access.index) if text(t) != var]
+    d = plan.facts.defs.get(access.array)
+    if d is not None:
+        if d.assigned or not d.is_pointer or d.value is None:
+            raise Illegal(f"`{access.array}` is not a kernel pointer or a fixed offset of one",
+                          access.node)
+        base = [t for _s, t in terms(d.value)]
+        ptrs = [t for t in base if t.type == "identifier" and plan.pointer(text(t))]
+        if len(ptrs) != 1:
+            raise Illegal(f"`{access.array}` is not a fixed offset of a kernel pointer", d.decl)
+        pieces += [t for t in base if t != ptrs[0]]
+    elif not plan.pointer(access.array):
+        raise Illegal(f"`{access.array}` is not a kernel pointer argument", access.node)
+    out: list[str] = []
+    expanded: list[Node] = []
+    for piece in pieces:
+        expanded += plan.facts.resolve(piece)
+    for piece in expanded:
+        fs = factors(piece)
+        # a size argument first (d % VEC), then a literal (2 % VEC)
+        found = next((f"{plan.scalars[text(f)]} % VEC == 0" for f in fs
+                      if f.type == "identifier" and text(f) in plan.scalars), None)
+        if found is None:
+            found = next((f"{int_value(f)} % VEC == 0" for f in fs
+                          if (int_value(f) or 0) > 1), None)
+        if found is None:
+            raise Illegal(f"offset `{text(piece)}` of `{text(access.node)}` is not known to be "
+                          "a multiple of the vector width (alignment)", access.node)
+        out.append(found)
+    return out
+
+
+def _root(plan: Plan, array: str) -> str:
+    d = plan.facts.defs.get(array)
+    if d is None or d.value is None:
+        return array
+    for _s, t in terms(d.value):
+        if t.type == "identifier" and plan.pointer(text(t)):
+            return text(t)
+    return array
+
+
+def _elem_type(plan: Plan, array: str) -> str:
+    p = plan.kernel.param(_root(plan, array))
+    return p.base_type
+
+
+def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False) -> list[str]:
+    """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited).
+
+    ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized when
+    every access of the region sits at the same index; the vector path then runs only where,
+    at run time, each written range and each other range are the same elements (exact
+    in-place) or do not overlap, and the loop as written runs otherwise (:func:`_guarded`).
+    """
+    accesses = _accesses(plan, region)
+    # one stream per (array, offset): a gate and an up half of one input are two streams
+    by_array: dict[str, list[Access]] = {}
+    names: dict[tuple[str, str], str] = {}
+    for a in accesses:
+        key = (a.array, " ".join(text(a.index).split()))
+        if key not in names:
+            names[key] = a.array if not any(k[0] == a.array for k in names) else \
+                f"{a.array}{len([k for k in names if k[0] == a.array])}"
+        by_array.setdefault(names[key], []).append(a)
+    constraints: list[str] = []
+    for group in by_array.values():
+        array = group[0].array
+        if any(a.write for a in group) and len({k for k in names if k[0] == array}) > 1:
+            raise Illegal(f"`{array}` is written and accessed at more than one offset "
+                          f"({', '.join(sorted({text(a.node) for a in accesses if a.array == array}))})",
+                          group[0].node)
+        constraints += _offset_constraints(plan, group[0], region.var)
+    written = {_root(plan, g[0].array) for g in by_array.values() if any(x.write for x in g)}
+    read = {_root(plan, g[0].array) for g in by_array.values() if any(x.read for x in g)}
+    guarded: list[str] = []  # written pointers whose overlap is checked at run time
+    for w in sorted(written):
+        p = plan.kernel.param(w)
+        if p.is_const:
+            raise Illegal(f"`{w}` is written but declared const", region.body)
+        others = read - {w}
+        if others and not p.is_restrict:
+            indices = {" ".join(text(a.index).split()) for a in accesses}
+            if not alias_guard or len(indices) != 1:
+                more = "" if not alias_guard else \
+                    f" and is accessed at different indices ({', '.join(sorted(indices))})"
+                raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
+                              f"{', '.join(sorted(others))}{more}", region.body)
+            guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
+    bound = strip(region.bound)
+    if bound.type != "identifier" or text(bound) not in plan.scalars:
+        raise Illegal(f"the bound `{text(region.bound)}` is not a kernel argument with a known "
+                      "size, so its divisibility by VEC cannot be required", region.bound)
+    constraints.append(f"{plan.scalars[text(bound)]} % VEC == 0")
+    widths = [plan.elem_bytes(_root(plan, g[0].array)) for g in by_array.values()]
+    if any(w is None for w in widths):
+        raise Illegal("an accessed array has no known element size", region.body)
+    for w in sorted({w for w in widths if w is not None}):
+        constraints.append(f"VEC * {w} <= 16")
+
+    before = len(plan.rw.edits)
+    for stream, group in by_array.items():
+        for a in group:
+            plan.rw.replace(a.node, f"wb_{stream}[wb_i].v[wb_v]")
+    mine = plan.rw.edits[before:]
+
+    def make(rw: Rewriter) -> str:
+        vector = _vector_text(plan, region, by_array, split=split)
+        return _guarded(plan, region, by_array, vector, mine) if guarded else vector
+
+    plan.rw.replace_span(region.node.start_byte, region.node.end_byte, make=make)
+    plan.helper(VEC_STRUCT)
+    if guarded:
+        plan.note("VEC", True, f"{'; '.join(guarded)} (not __restrict__): the vector path runs "
+                  "only where, per item, the written and read ranges are the same elements or "
+                  "disjoint (compared at run time), the loop as written otherwise", region.node)
+    return constraints
+
+
+def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vector: str,
+             mine: list[Edit]) -> str:
+    """``vector`` behind a per-item run-time test, the loop as written (with every other
+    transform's edits) otherwise. Each stream's range is ``[&A[index at var = 0], + bound
+    elements)``; the vector path needs every written range to be equal to (same address and
+    element size: exact in-place, every access being at the same index) or disjoint from
+    every other range. Addresses are compared as integers."""
+    rw = plan.rw
+    saved = rw.edits
+    rw.edits = [e for e in saved if e not in mine]
+    try:
+        scalar = rw.render(region.node.start_byte, region.node.end_byte)
+    finally:
+        rw.edits = saved
+    bound = rw.text(region.bound)
+    lines, conds = [], []
+    info = {}
+    for s, g in by_array.items():
+        elem = _elem_type(plan, g[0].array)
+        lines.append(f"      const unsigned long long wb_at_{s} = (unsigned long long)"
+                     f"(const void*)&{g[0].array}[{rw.text(g[0].index)}];\n")
+        info[s] = (elem, any(a.write for a in g))
+    names = list(by_array)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if not (info[a][1] or info[b][1]):
+                continue
+            ends = [f"wb_at_{x} + (unsigned long long)({bound}) * sizeof({info[x][0]})"
+                    for x in (a, b)]
+            same = f"(wb_at_{a} == wb_at_{b} && sizeof({info[a][0]}) == sizeof({info[b][0]}))"
+            conds.append(f"({same} || {ends[0]} <= wb_at_{b} || {ends[1]} <= wb_at_{a})")
+    return (f"{{  // vector path only where written and read ranges are the same or disjoint\n"
+            f"    bool wb_apart;\n    {{\n      const {region.var_type} {region.var} = 0;\n"
+            f"{''.join(lines)}      wb_apart = {' && '.join(conds)};\n    }}\n"
+            f"    if (wb_apart) {vector} else {scalar}\n  }}")
+
+
+def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
+                 split: bool) -> str:
+    rw = plan.rw
+    var, typ = region.var, region.var_type
+    bound = rw.text(region.bound)
+    start, step = region.start, region.step
+    if split:
+        # grid.y == ROW_SPLIT (launch rule): a compile-time stride
+        start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
+    decls = "".join(f"    WbVec<{_elem_type(plan, g[0].array)}, VEC> wb_{s}[ITEMS_PER_THREAD];\n"
+                    for s, g in by_array.items())
+    item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n"
+    loads = "".join(
+        f"        wb_{s}[wb_i] = *reinterpret_cast<const WbVec<{_elem_type(plan, g[0].array)}, "
+        f"VEC>*>(&{g[0].array}[{rw.text(g[0].index)}]);\n"
+        for s, g in by_array.items() if any(x.read for x in g))
+    stores = "".join(
+        f"        *reinterpret_cast<WbVec<{_elem_type(plan, g[0].array)}, VEC>*>"
+        f"(&{g[0].array}[{rw.text(g[0].index)}]) = wb_{s}[wb_i];\n"
+        for s, g in by_array.items() if any(x.write for x in g))
+    body = rw.text(region.body)
+    inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
+             f"  {item}      if ({var} < {bound}) {{\n{loads}      }}\n    }}\n"
+             f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
+             f"  {item}      if ({var} < {bound}) {{\n"
+             f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
+             f"{stores}      }}\n    }}\n")
+    if region.loop:
+        return (f"for ({typ} wb_{var}0 = ({start}) * VEC; wb_{var}0 < {bound}; "
+                f"wb_{var}0 += ({step}) * (VEC * ITEMS_PER_THREAD)) {{\n{inner}  }}")
+    return f"{{\n    const {typ} wb_{var}0 = ({start}) * VEC;\n{inner}  }}"
+
+
+def stride_loops(plan: Plan) -> list[StrideLoop]:
+    size = literal(plan.block[0]) if plan.block and literal(plan.block[0]) else None
+    out = []
+    for n in walk(plan.body):
+        if n.type == "for_statement":
+            loop = stride_loop(n, plan.facts, size if size is not None else -1)
+            if loop is None and plan.block and plan.block[0] in plan.params:
+                loop = _lifted_loop(plan, n)
+            if loop is not None:
+                out.append(loop)
+    return out
+
+
+def _lifted_loop(plan: Plan, n: Node) -> StrideLoop | None:
+    """A stride loop whose literal step was lifted already (the step node is the literal)."""
+    default = plan.params[plan.block[0]].spec["default"]
+    return stride_loop(n, plan.facts, int(default))
+
+
+def flat_region(plan: Plan) -> tuple[Node, Node, Node, Node] | None:
+    """(declaration, literal B, guard if, bound) of ``T i = blockIdx.x * B + threadIdx.x;
+    ... if (i < n) {...}`` at the top of the body, the if being the last statement."""
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    for k, decl in enumerate(stmts):
+        if decl.type != "declaration":
+            continue
+        var, _d, value = declared_name(decl)
+        if value is None:
+            continue
+        parts = terms(value)
+        offs = [t for _s, t in parts if block_offset(t, "x") is not None]
+        if len(parts) != 2 or len(offs) != 1 or not any(plan.facts.is_thread(t, "x")
+                                                       for _s, t in parts):
+            continue
+        last = stmts[-1]
+        cond = last.child_by_field_name("condition")
+        if last.type != "if_statement" or last.child_by_field_name("alternative") is not None \
+                or cond is None or k == len(stmts) - 1:
+            return None
+        b = binary(cond.named_children[0] if cond.named_children else cond)
+        if b is None or b[1] != "<" or text(strip(b[0])) != var:
+            return None
+        lit = binary(offs[0])
+        assert lit is not None
+        literal_node = lit[2] if builtin(lit[0], "blockIdx") else lit[0]
+        return decl, strip(literal_node), last, b[2]
+    return None
+
+
+def apply_vector(plan: Plan) -> bool:
+    """VEC and ITEMS_PER_THREAD (and ROW_SPLIT where legal) on every unit-stride region."""
+    if len(plan.block) != 1:
+        plan.note("VEC", False, "the block is 2-D; vector width is lifted for 1-D blocks only")
+        return False
+    block = plan.block[0]
+    split_ok = _row_split_legal(plan)
+    regions: list[Region] = []
+    for loop in stride_loops(plan):
+        var = loop.var
+        step = plan.rw.text(loop.step)
+        regions.append(Region(var, loop.var_type, loop.node.child_by_field_name("body"),  # type: ignore[arg-type]
+                              loop.bound, plan.rw.text(loop.start), step, True, loop.node))
+    flat = flat_region(plan) if not regions else None
+    if flat is not None:
+        decl, _lit, guard, bound = flat
+        var, _d, _v = declared_name(decl)
+        body = guard.child_by_field_name("consequence")
+        assert body is not None
+        typ = text(decl.child_by_field_name("type"))
+        regions.append(Region(var, typ, body, bound,
+                              f"blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
+                              block, False, guard))
+    if not regions:
+        plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-thread "
+                  "region (i = blockIdx.x * B + threadIdx.x; if (i < n) ...)")
+        return False
+    done = 0
+    for region in regions:
+        try:
+            for c in vectorize(plan, region, split=split_ok and region.loop):
+                plan.constrain(c)
+            done += 1
+            plan.note("VEC", True, f"{'loop' if region.loop else 'region'} over {region.var} "
+                      "vectorized", region.node)
+        except Illegal as exc:
+            plan.note("VEC", False, exc.reason, exc.node or region.node)
+    if not done:
+        return False
+    if flat is not None and done:
+        plan.rw.replace(flat[0], f"// {text(flat[0])}  (now per item, below)")
+        new = scale_divisor(plan.grid[0], block, f"{block} * VEC * ITEMS_PER_THREAD")
+        if new is None:
+            raise Illegal(f"grid rule {plan.grid[0]!r} does not divide by {block}")
+        plan.grid[0] = new
+    elif any(loop.grid_stride for loop in stride_loops(plan)):
+        new = scale_divisor(plan.grid[0], block, f"{block} * VEC * ITEMS_PER_THREAD")
+        plan.grid[0] = new if new is not None else plan.grid[0]
+    plan.add_param("VEC", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                           "description": "elements per vector load/store (as written: 1)"},
+                   f"{regions[0].node.start_point.row + 1}: unit-stride loop over "
+                   f"{regions[0].var}")
+    plan.add_param("ITEMS_PER_THREAD", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                                        "description": "vectors each thread loads before "
+                                                       "using any (as written: 1)"},
+                   f"{regions[0].node.start_point.row + 1}: loop over {regions[0].var}")
+    if split_ok and any(r.loop for r in regions):
+        plan.grid = [plan.grid[0], "ROW_SPLIT"]
+        plan.add_param("ROW_SPLIT", {"kind": "pow2", "min": 1, "max": 16, "default": 1,
+                                     "description": "blocks sharing one row (fills the GPU "
+                                                    "when rows are few and long)"},
+                       f"{plan.source.line_of(plan.body)}: one block per row")
+        plan.note("ROW_SPLIT", True, "rows are independent per element (no shared memory, "
+                  "barrier or atomics): a row's vectors are dealt over gridDim.y blocks")
+    return True
+
+
+def _row_split_legal(plan: Plan) -> bool:
+    why = None
+    if len(plan.grid) != 1 or len(plan.block) != 1:
+        why = "the launch is not a 1-D grid of 1-D blocks"
+    elif any(d.is_shared for d in plan.facts.defs.values()):
+        why = "the block shares data in __shared__ memory (a reduction over the row)"
+    elif any(c == "__syncthreads" or c.startswith("atomic") for c in calls(plan.body)):
+        why = "the kernel synchronises or uses atomics"
+    elif any(builtin(n, "blockIdx") in ("y", "z") or builtin(n, "gridDim") in ("y", "z")
+             or builtin(n, "gridDim") == "x" for n in walk(plan.body)):
+        why = "the kernel already reads gridDim or blockIdx.y"
+    loops = stride_loops(plan)
+    if why is None and not loops:
+        why = "no thread-stride loop over a row"
+    if why is None:
+        inside = [(lp.node.start_byte, lp.node.end_byte) for lp in loops]
+        for n in walk(plan.body):
+            if n.type == "assignment_expression":
+                left = n.child_by_field_name("left")
+                if left is not None and left.type == "subscript_expression" and not any(
+                        a <= n.start_byte < b for a, b in inside):
+                    why = f"`{text(n)}` writes memory outside the row loop"
+                    break
+    if why is not None:
+        plan.note("ROW_SPLIT", False, why)
+        return False
+    return True

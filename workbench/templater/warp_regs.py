@@ -1,0 +1,421 @@
+"""The row in registers: a warp-per-item kernel that reads its row twice keeps it (REG_STEPS).
+
+Recognised on the parse after :mod:`.warp` has found the lane loops
+``for (c = lane; c < n; c += 32)``: a row pointer ``P`` (a kernel pointer or a fixed local
+offset of one) read as ``P[c]`` (the loop variable itself) in a lane loop and again, as
+``P[c]``, in one or more later lane loops with the same bound ``n``: a reduction pass and an
+elementwise pass (L2 norm, RMSNorm, int8 quant), or max, exp-sum and write passes (softmax).
+
+The rewrite keeps ``REG_STEPS`` steps of ``VEC`` elements per lane (the layout of the lane
+loops' vector path: step ``s`` holds elements ``(lane + s * LANES) * VEC ..``) in a register
+array filled by the first pass; later passes read the array instead of ``P`` when the row
+fits (``n <= REG_STEPS * LANES * VEC``, tested at run time per item), and run as written
+otherwise, so a row of any length stays correct. The cached passes are fully unrolled over
+the steps (compile-time indices: registers, not local memory) and run the loop body as
+written once per element with ``P[c]`` replaced by its register. ``REG_STEPS = 0`` is the
+kernel as written (the cached passes are compiled out).
+
+Legal only where nothing can change ``P``'s row between its first read and its last cached
+read: no store between the first pass and the last cached pass except inside the last pass,
+and each store there ``W[c]`` is to a pointer that is ``__restrict__`` with ``P``'s, or is
+tested at run time to be exactly ``P``'s row (in place: each element read before it is
+written, as written) or disjoint from it. No ``break``, ``return`` or ``goto`` in the passes,
+``c`` never assigned, ``P`` never written or read at another index in them. Anything else
+is refused with the reason and the line; a kernel with no row read twice is left alone.
+
+Range and constraints by registers per thread: a cached element costs one register (two
+for 8-byte types), the working set of such kernels is about 32 registers, and a thread may
+hold at most ``min(255, 65536 / threads per block)``; steps go 1, 2, 4, 8,
+then in steps of at most 1.5x (12, 16, 24, 32) so that the array a row needs is within 1.5x
+of the row, and at most 32 steps (128 registers at VEC 4) keep a thread under the 255
+register cap with its working set. A cache too small for the shape's row is never used,
+so such configs are left out (they would time REG_STEPS = 0 again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, declared_name, line, strip, terms, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.rewrite import Edit, Rewriter
+from workbench.templater.vector import VEC_STRUCT, Illegal, stride_loops
+
+REG_STEPS = "REG_STEPS"
+STEP_VALUES = [0, 1, 2, 4, 8, 12, 16, 24, 32]
+WORKING_REGS = 32  # registers a warp-row kernel needs besides its cached row (ptxas -v)
+_EXITS = ("return_statement", "break_statement", "goto_statement")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One lane loop of the row: its node, variable, element type of the variable, bound,
+    body, the rendered lane start, and the reads ``P[c]`` it holds."""
+
+    loop: Node
+    var: str
+    var_type: str
+    bound: Node
+    body: Node
+    start: str
+    reads: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class RowCache:
+    """What the cache rewrites: the row pointer, its element type, the passes (the first
+    fills the array), the stores of the last pass to check at run time."""
+
+    pointer: str
+    elem: str
+    passes: tuple[Pass, ...]
+    checked: tuple[Node, ...]  # each store W[.. + c] of the last pass that may alias P
+
+
+def _root(plan: Plan, name: str) -> str | None:
+    """The kernel pointer ``name`` is (or is a fixed offset of), else None."""
+    if plan.pointer(name):
+        return name
+    d = plan.facts.defs.get(name)
+    if d is None or d.assigned or not d.is_pointer or d.value is None:
+        return None
+    ptrs = [text(t) for _s, t in terms(d.value) if t.type == "identifier" and
+            plan.pointer(text(t))]
+    return ptrs[0] if len(ptrs) == 1 else None
+
+
+def _subscripts(node: Node) -> list[Node]:
+    return [n for n in walk(node) if n.type == "subscript_expression"]
+
+
+def _index(sub: Node) -> Node | None:
+    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+    inner = idx.named_children[0] if idx is not None and idx.named_children else idx
+    return strip(inner) if inner is not None else None
+
+
+def _key(sub: Node, var: str) -> str | None:
+    """The index of ``sub`` with ``var`` as ``@`` (spaces dropped) when it is ``offset +
+    var`` (``var`` once, a term of sign +), else None: the element a lane's step is at."""
+    index = _index(sub)
+    if index is None:
+        return None
+    hits = [t for sign, t in terms(index) if sign == 1 and text(strip(t)) == var]
+    uses = [n for n in walk(index) if n.type == "identifier" and text(n) == var]
+    if len(hits) != 1 or len(uses) != 1:
+        return None
+    out = text(index)
+    at = uses[0].start_byte - index.start_byte
+    out = out[:at] + "@" + out[at + len(var):]
+    return "".join(out.split())
+
+
+def _at(rw: Rewriter, sub: Node, var: str, value: str) -> str:
+    """``&A[index]`` of the subscript ``sub`` with ``var`` replaced by ``value`` (and every
+    other transform's edits inside the index)."""
+    index = _index(sub)
+    assert index is not None
+    saved = rw.edits
+    rw.edits = saved + [Edit(n.start_byte, n.end_byte, f"({value})") for n in walk(index)
+                        if n.type == "identifier" and text(n) == var]
+    try:
+        # the subscript's own span (an edit of the whole index would not be inside it)
+        return f"&{rw.render(sub.start_byte, sub.end_byte)}"
+    finally:
+        rw.edits = saved
+
+
+def _array(sub: Node) -> str:
+    return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
+
+
+def _written(sub: Node) -> bool:
+    up = sub.parent
+    while up is not None and up.type == "parenthesized_expression":
+        up = up.parent
+    if up is not None and up.type == "assignment_expression":
+        left = up.child_by_field_name("left")
+        return left is not None and strip(left) == sub
+    return up is not None and up.type == "update_expression"
+
+
+def _pass(plan: Plan, loop: Node, start: str) -> Pass:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    parts = binary(cond) if cond is not None else None
+    assert init is not None and body is not None
+    var, _d, _v = declared_name(init)
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var:
+        raise Illegal(f"the lane loop `{text(loop).splitlines()[0][:60]}` is not bounded by "
+                      f"`{var} < n`", loop)
+    return Pass(loop, var, text(init.child_by_field_name("type")), strip(parts[2]), body,
+                start, ())
+
+
+def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> RowCache | None:
+    """The row cache of the kernel's lane loops; None when no row is read twice; raises
+    Illegal when one is but caching it is not shown safe."""
+    passes = [_pass(plan, lp, st) for lp, st in zip(loops, starts, strict=True)]
+    pointer, first, key = None, None, None
+    for k, p in enumerate(passes):
+        streams = sorted({(_array(s), at) for s in _subscripts(p.body)
+                          if (at := _key(s, p.var)) is not None and not _written(s)})
+        for name, at in streams:
+            later = [q for q in passes[k + 1:] if _rereads(q, name, at)]
+            if later and _root(plan, name) is not None:
+                pointer, first, key = name, k, at
+                break
+        if pointer is not None:
+            break
+    if pointer is None or first is None or key is None:
+        return None
+    root = _root(plan, pointer)
+    assert root is not None
+    chosen = [passes[first], *(q for q in passes[first + 1:] if any(
+        _array(s) == pointer and not _written(s) for s in _subscripts(q.body)))]
+    bound = text(chosen[0].bound)
+    out: list[Pass] = []
+    for p in chosen:
+        parent = p.loop.parent
+        if parent is None or parent.type != "compound_statement" or \
+                parent != chosen[0].loop.parent:
+            raise Illegal(f"the lane loops over {pointer} are not statements of one block "
+                          "(the kept row must be declared where every pass sees it)", p.loop)
+        if text(p.bound) != bound:
+            raise Illegal(f"the lane loops over {pointer} have different bounds (`{bound}`, "
+                          f"`{text(p.bound)}`)", p.loop)
+        _check_body(plan, p)
+        # stores to the row are _stores' to judge (the last pass's own element only)
+        reads = [s for s in _subscripts(p.body) if _array(s) == pointer and not _written(s)]
+        for s in reads:
+            if _key(s, p.var) != key:
+                raise Illegal(f"`{text(s)}` is not a read of the row at the loop's own "
+                              f"element ({pointer}[{key.replace('@', p.var)}])", s)
+        out.append(Pass(p.loop, p.var, p.var_type, p.bound, p.body, p.start, tuple(reads)))
+    checked = _stores(plan, out, pointer, root)
+    return RowCache(pointer, plan.kernel.param(root).base_type, tuple(out), tuple(checked))
+
+
+
+def _rereads(p: Pass, name: str, key: str) -> bool:
+    """``p`` reads ``name`` at the element ``key`` (a compound ``name[c] *= s`` is a store
+    here: it reads what it then writes, as written)."""
+    return any(_array(s) == name and _key(s, p.var) == key and not _written(s)
+               for s in _subscripts(p.body))
+
+
+def _check_body(plan: Plan, p: Pass) -> None:
+    for n in walk(p.body):
+        if n.type in _EXITS:
+            raise Illegal(f"`{text(n)}` leaves the pass over the row early", n)
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) == p.var:
+                raise Illegal(f"the loop variable `{p.var}` is assigned in the pass", n)
+        if n.type == "call_expression" and text(n.child_by_field_name("function")).startswith(
+                ("__shfl", "__syncthreads", "__syncwarp", "atomic")):
+            raise Illegal(f"`{text(n)[:50]}` in a pass over the row must run once per step", n)
+
+
+def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Node]:
+    """Stores between the first pass and the end of the last: the last pass's ``W[c]`` that
+    may alias the row (checked at run time); any other store that may alias is refused."""
+    start, last = passes[0].loop.start_byte, passes[-1]
+    restrict = plan.kernel.param(root).is_restrict
+    checked: list[Node] = []
+    for n in walk(plan.body):
+        if n.type != "subscript_expression" or not _written(n) or \
+                not start <= n.start_byte < last.loop.end_byte:
+            continue
+        local = plan.facts.defs.get(_array(n))
+        if local is not None and not local.is_pointer:
+            continue  # a thread's own array
+        w_root = _root(plan, _array(n))
+        if w_root is not None and w_root != root and restrict and \
+                plan.kernel.param(w_root).is_restrict:
+            continue
+        if w_root is None:
+            raise Illegal(f"`{text(n)}` stores through `{_array(n)}`, which is not a kernel "
+                          "pointer or a fixed offset of one", n)
+        if plan.kernel.param(w_root).is_const:
+            continue
+        if not last.loop.start_byte <= n.start_byte or _key(n, last.var) is None:
+            raise Illegal(f"`{text(n)}` may change the row of {pointer} before its last pass "
+                          "reads it (not __restrict__, not the last pass's own element)", n)
+        checked.append(n)
+    return checked
+
+
+def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[int],
+                    foreign: list[Edit], threads: str) -> None:
+    """Rewrite the passes of ``cache`` (``foreign``: edits whose text the cached copies of the
+    bodies must not carry, the vector rewrite's); adds REG_STEPS and its constraints."""
+    first = cache.passes[0]
+    vec = "VEC" if "VEC" in plan.params and first.loop.start_byte in vectorized else "1"
+    regs = "2" if cache.elem in ("double", "long long", "unsigned long long", "int64_t",
+                                 "uint64_t", "long") else "1"
+    keep = f"WbVec<{cache.elem}, {vec}> wb_keep[{REG_STEPS}];"
+    for k, p in enumerate(cache.passes):
+        at = p.loop.start_byte
+        while at > 0 and plan.source.data[at - 1:at] in (b" ", b"\t"):
+            at -= 1
+        lead = "\n" if plan.source.data[at - 1:at] != b"\n" else ""
+
+        puts = _vector_stores(plan, p) if vec != "1" and p.loop.start_byte in vectorized \
+            else {}
+
+        def make(rw: Rewriter, p: Pass = p, k: int = k, puts: dict[Node, str] = puts,
+                 lead: str = lead) -> str:
+            cached = _cached_pass(rw, cache, p, fill=k == 0, vec=vec, lanes=lanes,
+                                  foreign=foreign, puts=puts)
+            decl = f"  {keep}  // the row, kept from its first pass\n" if k == 0 else ""
+            return (f"{lead}#if {REG_STEPS} > 0\n{decl}  if ({_fits(rw, cache, p, vec, lanes)})"
+                    f" {cached} else\n#endif\n")
+        plan.rw.replace_span(at, at, make=make)
+    plan.helper(VEC_STRUCT)
+    plan.add_param(REG_STEPS, {
+        "kind": "choice", "values": STEP_VALUES, "default": 0,
+        "description": f"steps of VEC elements per lane of {cache.pointer}'s row kept in "
+                       "registers by its first pass for the later ones (rows up to REG_STEPS "
+                       "* LANES * VEC elements read once; as written: 0, read again)"},
+        f"{line(first.loop)}: lane loop")
+    per = f"{REG_STEPS} * {vec}" + (f" * {regs}" if regs != "1" else "")
+    # 255: the registers one thread may address (sm_35 on); 65536: a block's register file
+    plan.constrain(f"{per} + {WORKING_REGS} <= 255")
+    plan.constrain(f"{per} + {WORKING_REGS} <= 65536 // ({threads})")
+    if _min_blocks_follows(plan):
+        # the register cap a minimum of resident blocks sets must hold the row too (else
+        # the kept row spills to local memory)
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {per} + {WORKING_REGS} <= 65536 // "
+                       f"({threads} * MIN_BLOCKS_PER_SM)")
+    size = plan.scalars.get(text(first.bound))
+    if size is not None:
+        # a cache the shape's row does not fit is never used (that config times REG_STEPS
+        # = 0 again); steps past the row are never used but their registers are still held,
+        # so of the step counts that fit only those under twice the row are kept (with
+        # consecutive values at most 2x apart, the smallest that fits always is)
+        plan.constrain(f"{REG_STEPS} == 0 or {REG_STEPS} * {lanes} * {vec} >= {size}")
+        plan.constrain(f"{REG_STEPS} == 0 or {REG_STEPS} * {lanes} * {vec} < 2 * {size}")
+        if "ITEMS_PER_THREAD" in plan.params:
+            # the rows then always take the cached passes, where the lane loops' items per
+            # thread do not run
+            plan.constrain(f"{REG_STEPS} == 0 or ITEMS_PER_THREAD == 1")
+    plan.note(REG_STEPS, True, f"{cache.pointer}'s row is read by {len(cache.passes)} lane "
+              f"passes (lines {', '.join(str(line(p.loop)) for p in cache.passes)}); the first "
+              "keeps REG_STEPS steps of VEC elements per lane in registers, the others read "
+              "them where the row fits (tested per item at run time"
+              + (", with the stores of the last pass the row or disjoint from it" if
+                 cache.checked else "") + ")", first.loop)
+
+
+def _min_blocks_follows(plan: Plan) -> bool:
+    """MIN_BLOCKS_PER_SM will be lifted (:func:`.semantic._launch_bounds`): the block size
+    is tied to ``__launch_bounds__`` and the author gave no minimum of their own."""
+    if plan.launch_bounds is None:
+        return False
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    return bounds is None or len(bounds.named_children) <= 1
+
+
+def _fits(rw: Rewriter, cache: RowCache, p: Pass, vec: str, lanes: str) -> str:
+    bound = rw.text(p.bound)
+    cond = [f"({bound}) <= {REG_STEPS} * {lanes} * {vec}"]
+    if p is cache.passes[-1] and cache.checked:
+        row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
+        end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
+        for w in cache.checked:
+            size = f"sizeof({_array(w)}[0])"
+            at = f"(unsigned long long)(const void*){_at(rw, w, p.var, '0')}"
+            w_end = f"{at} + (unsigned long long)({bound}) * {size}"
+            cond.append(f"(({at} == {row} && {size} == sizeof({cache.elem})) || "
+                        f"{w_end} <= {row} || {end} <= {at})")
+    return " && ".join(cond)
+
+
+def _vector_stores(plan: Plan, p: Pass) -> dict[Node, str]:
+    """The stores ``W[c] = ...`` of a vectorized pass that can be gathered into one vector
+    store per step: plain assignments, ``W`` neither read nor stored at another index in the
+    pass (the vector rewrite has shown every access unconditional and aligned)."""
+    subs = _subscripts(p.body)  # the row's reads (p.reads) become registers
+    out: dict[Node, str] = {}
+    for s in subs:
+        parent = s.parent
+        if not _written(s) or parent is None or parent.type != "assignment_expression" or \
+                text(parent.child_by_field_name("operator")) != "=":
+            continue
+        same = [t for t in subs if _array(t) == _array(s) and t not in p.reads]
+        root, key = _root(plan, _array(s)), _key(s, p.var)
+        if root is not None and key is not None and \
+                all(t == s or (_written(t) and _key(t, p.var) == key) for t in same):
+            out[s] = plan.kernel.param(root).base_type
+    return out
+
+
+def _cached_pass(rw: Rewriter, cache: RowCache, p: Pass, *, fill: bool, vec: str, lanes: str,
+                 foreign: list[Edit], puts: dict[Node, str]) -> str:
+    """The pass over the kept steps: unrolled, the body once per element, ``P[c]`` the
+    register (the body with every other transform's edits but the vector rewrite's); the
+    stores in ``puts`` gathered into one vector store per step."""
+    saved = rw.edits
+    mine = [Edit(s.start_byte, s.end_byte, "wb_keep[wb_s].v[wb_v]") for s in p.reads]
+    types = {_array(s): t for s, t in puts.items()}
+    arrays = sorted(types)
+    mine += [Edit(s.start_byte, s.end_byte, f"wb_put{arrays.index(_array(s))}.v[wb_v]")
+             for s in puts]
+    where = {_array(s): _at(rw, s, p.var, "wb_at") for s in puts}
+    source = _at(rw, p.reads[0], p.var, "wb_at")
+    rw.edits = [e for e in saved if e not in foreign] + mine
+    try:
+        body = rw.render(p.body.start_byte, p.body.end_byte)
+    finally:
+        rw.edits = saved
+    load = (f"      wb_keep[wb_s] = *reinterpret_cast<const WbVec<{cache.elem}, {vec}>*>"
+            f"({source});\n" if fill else "")
+    load += "".join(f"      WbVec<{types[a]}, {vec}> wb_put{k};\n" for k, a in enumerate(arrays))
+    stores = "".join(f"      *reinterpret_cast<WbVec<{types[a]}, {vec}>*>({where[a]}) = "
+                     f"wb_put{k};\n" for k, a in enumerate(arrays))
+    return (f"{{\n#pragma unroll\n    for (int wb_s = 0; wb_s < {REG_STEPS}; ++wb_s) {{\n"
+            f"      const {p.var_type} wb_at = ({p.start} + wb_s * {lanes}) * {vec};\n"
+            f"      if (wb_at >= {rw.text(p.bound)}) break;\n{load}"
+            f"#pragma unroll\n      for (int wb_v = 0; wb_v < {vec}; ++wb_v) {{\n"
+            f"        const {p.var_type} {p.var} = wb_at + wb_v;\n        {body}\n      }}\n"
+            f"{stores}    }}\n  }}")
+
+
+def apply_block_row_cache(plan: Plan, foreign: list[Edit]) -> bool:
+    """REG_STEPS for a block per row: the row's passes are thread-stride loops ``for (c =
+    threadIdx.x; c < n; c += B)`` of a 1-D block whose size is lifted (the block's threads
+    are the lanes: step ``s`` of a thread holds elements ``(threadIdx.x + s * B) * VEC ..``).
+    ``foreign``: the vector rewrite's edits. False (noted where a row is read twice) when
+    not shown legal.
+
+    Not yet called by :func:`.semantic.lift_kernel` (it would run right after
+    ``apply_vector``, with the edits that call added): it adds REG_STEPS to the committed,
+    measured block-per-row templates of benchmarks/corpus (softmax, rms_norm, layer_norm)
+    and corpus_holdout (l2_normalize), which are regenerated and measured again with it."""
+    if len(plan.block) != 1 or plan.block[0] not in plan.params:
+        return False
+    # a grid-stride loop walks the whole array, not a block's row
+    loops = [lp for lp in stride_loops(plan)
+             if not lp.grid_stride and plan.facts.is_thread(lp.start, "x")]
+    try:
+        cache = find_row_cache(plan, [lp.node for lp in loops],
+                               [plan.rw.text(lp.start) for lp in loops])
+        if cache is not None and "ROW_SPLIT" in plan.params:
+            raise Illegal("the row is dealt over several blocks (ROW_SPLIT)", loops[0].node)
+    except Illegal as exc:
+        plan.note(REG_STEPS, False, exc.reason, exc.node)
+        return False
+    if cache is None:
+        return False
+    spans = {(e.start, e.end) for e in foreign if e.make is not None}
+    vectorized = {lp.node.start_byte for lp in loops
+                  if (lp.node.start_byte, lp.node.end_byte) in spans}
+    threads = plan.block[0]
+    apply_row_cache(plan, cache, lanes=threads, vectorized=vectorized, foreign=foreign,
+                    threads=threads)
+    return True

@@ -1,0 +1,152 @@
+"""The warp shuffles of a warp-per-item kernel, as people write them, and what follows LANES.
+
+Legal shapes (anything else holding a shuffle is refused with its line):
+
+* an offset loop halving from 16: ``for (o = 16; o > 0; o >>= 1 | o /= 2)`` (start -> LANES / 2);
+* an offset loop doubling from 1: ``for (o = 1; o < 32; o <<= 1 | o *= 2)`` (the bound 32 ->
+  LANES; ``o <= 16`` -> LANES / 2), xor shuffles only (a butterfly in either order);
+* a broadcast from the item's first lane outside such loops: ``__shfl_sync(mask, v, 0)``.
+
+Each shuffle is a 3-argument ``__shfl_xor_sync`` / ``__shfl_down_sync`` / ``__shfl_sync``, or a
+4-argument one whose width is 32 (the width then becomes LANES). The width of a shuffle
+makes every lane index relative to its group of LANES lanes, so an offset loop over LANES / 2
+.. 1 combines exactly one item's lanes, as the loop over 16 .. 1 combined one warp's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, declared_name, int_value, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.vector import Illegal
+
+_SHUFFLES = ("__shfl_xor_sync", "__shfl_down_sync", "__shfl_sync")
+
+
+@dataclass(frozen=True)
+class OffsetLoop:
+    """One offset loop: the literal that follows LANES, its replacement, its shuffles."""
+
+    node: Node
+    replacement: str
+    shuffles: tuple[Node, ...]
+
+
+def _shuffle_calls(node: Node) -> list[Node]:
+    return [c for c in walk(node) if c.type == "call_expression" and
+            text(c.child_by_field_name("function")).startswith("__shfl")]
+
+
+def _value(node: Node | None) -> int | None:
+    """An integer constant expression of literals and integer macros (``WARP / 2``,
+    ``32 >> 1``), else None."""
+    if node is None:
+        return None
+    direct = int_value(node)
+    if direct is not None:
+        return direct
+    parts = binary(node)
+    if parts is None:
+        return None
+    left, right = _value(parts[0]), _value(parts[2])
+    if left is None or right is None:
+        return None
+    ops = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
+           "/": lambda: left // right if right else None, ">>": lambda: left >> right,
+           "<<": lambda: left << right}
+    return ops[parts[1]]() if parts[1] in ops else None
+
+
+def _offset_start(loop: Node) -> tuple[Node, str, bool] | None:
+    """(literal, replacement, xor only) of a halving or doubling offset loop, else None."""
+    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    cond = loop.child_by_field_name("condition")
+    if init is None or update is None or cond is None or init.type != "declaration":
+        return None
+    var, _d, start = declared_name(init)
+    if start is None or update.type != "assignment_expression" or \
+            text(update.child_by_field_name("left")) != var:
+        return None
+    op, right = text(update.child_by_field_name("operator")), \
+        int_value(update.child_by_field_name("right"))
+    test = binary(cond)
+    if test is None or text(strip(test[0])) != var:
+        return None
+    if _value(start) == 16 and (op, right) in ((">>=", 1), ("/=", 2)) and \
+            (test[1], _value(test[2])) in ((">", 0), (">=", 1), ("!=", 0)):
+        return strip(start), "(LANES / 2)", False
+    if _value(start) == 1 and (op, right) in (("<<=", 1), ("*=", 2)):
+        if (test[1], _value(test[2])) == ("<", 32):
+            return strip(test[2]), "LANES", True
+        if (test[1], _value(test[2])) == ("<=", 16):
+            return strip(test[2]), "(LANES / 2)", True
+    return None
+
+
+def _check_call(call: Node, widths: list[Node]) -> str:
+    fn = text(call.child_by_field_name("function"))
+    args = call.child_by_field_name("arguments")
+    named = args.named_children if args is not None else []
+    if fn not in _SHUFFLES or len(named) not in (3, 4):
+        raise Illegal(f"`{text(call)[:50]}` is not a 3-argument xor/down shuffle", call)
+    if len(named) == 4:
+        if _value(named[3]) != 32:
+            raise Illegal(f"`{text(call)[:50]}` names a width other than 32", call)
+        widths.append(strip(named[3]))
+    return fn
+
+
+def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]:
+    """(offset loops, 4th-argument widths, broadcasts) of the kernel; raises Illegal for a
+    shuffle in any other shape."""
+    loops: list[OffsetLoop] = []
+    widths: list[Node] = []
+    seen: set[int] = set()
+    for n in walk(plan.body):
+        if n.type != "for_statement":
+            continue
+        body = n.child_by_field_name("body")
+        shuffles = _shuffle_calls(body) if body is not None else []
+        start = _offset_start(n)
+        if not shuffles or start is None:
+            continue
+        node, replacement, xor_only = start
+        for call in shuffles:
+            fn = _check_call(call, widths)
+            if xor_only and fn != "__shfl_xor_sync":
+                raise Illegal(f"`{text(call)[:50]}` in a doubling offset loop is not an xor "
+                              "shuffle", call)
+            seen.add(call.start_byte)
+        loops.append(OffsetLoop(node, replacement, tuple(shuffles)))
+    broadcasts: list[Node] = []
+    for c in _shuffle_calls(plan.body):
+        if c.start_byte in seen:
+            continue
+        fn = _check_call(c, widths)
+        args = c.child_by_field_name("arguments")
+        source = args.named_children[2] if args is not None else None
+        if fn == "__shfl_sync" and int_value(source) == 0:
+            broadcasts.append(c)
+            continue
+        raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
+                      "`for (o = 16; o > 0; o >>= 1)` and is not a broadcast from lane 0", c)
+    return loops, widths, broadcasts
+
+
+#: Intrinsics whose result depends on which threads share a warp.
+WARP_COLLECTIVES = ("__shfl", "__ballot", "__any_sync", "__all_sync", "__reduce_", "__match_",
+                    "__activemask")
+
+
+def warp_collective(plan: Plan) -> Node | None:
+    """The first call of the kernel that combines the lanes of a warp (a shuffle, vote,
+    match or warp reduce), else None: the threads it combines are fixed by the block's
+    shape, so a block lift that regroups them changes what it computes."""
+    for c in walk(plan.body):
+        if c.type == "call_expression" and \
+                text(c.child_by_field_name("function")).startswith(WARP_COLLECTIVES):
+            return c
+    return None

@@ -1,0 +1,116 @@
+"""Work per block without vectorizing: the grid cap of grid-stride kernels (GRID_BLOCKS) and
+items per thread by wrapping the code after ``v = ... blockIdx.d * B + threadIdx.d ...`` in
+a loop over items (``ITEMS_<dim>``), with early returns turned into ``continue``.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    block_offset,
+    builtin,
+    calls,
+    declared_name,
+    text,
+    walk,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.rules import min_cap, scale_divisor
+from workbench.templater.vector import Illegal, stride_loops
+
+
+def apply_grid_cap(plan: Plan) -> None:
+    """GRID_BLOCKS: the literal cap of a grid-stride kernel's grid (``min(X, 1024)``)."""
+    loops = stride_loops(plan)
+    if not loops or not all(lp.grid_stride for lp in loops) or len(plan.grid) != 1:
+        return
+    capped = min_cap(plan.grid[0], "GRID_BLOCKS")
+    if capped is None:
+        plan.note("GRID_BLOCKS", False, "the grid of the grid-stride kernel has no literal cap")
+        return
+    plan.grid[0], value = capped
+    plan.helper("static_assert(GRID_BLOCKS >= 1, \"GRID_BLOCKS caps the grid (launch rule); "
+                "the grid-stride loops cover any grid\");")
+    plan.add_param("GRID_BLOCKS", {"kind": "pow2", "min": max(32, value // 16),
+                                   "max": value * 8, "default": value,
+                                   "description": f"most blocks launched (as written: {value})"},
+                   f"{plan.source.line_of(plan.body)}: grid cap {value}")
+    plan.note("GRID_BLOCKS", True, "every loop is grid-stride (steps by gridDim.x): any grid "
+              "size covers the data")
+
+
+def apply_wrap_items(plan: Plan, done_dims: set[str]) -> None:
+    """ITEMS_<dim>: several blocks' worth of work per block, by wrapping the code that
+    follows ``T v = ... blockIdx.d * B + threadIdx.d ...`` in a loop over items."""
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    for k, decl in enumerate(stmts):
+        if decl.type != "declaration":
+            continue
+        _var, _d, value = declared_name(decl)
+        if value is None:
+            continue
+        offs = [n for n in walk(value) if any(block_offset(n, d) is not None for d in "xyz")]
+        dims = [d for d in "xyz" if offs and block_offset(offs[0], d) is not None]
+        if len(offs) != 1 or not dims or dims[0] in done_dims:
+            continue
+        dim = dims[0]
+        name = "ITEMS_PER_THREAD" if len(plan.block) == 1 else f"ITEMS_{dim.upper()}"
+        if name in plan.params:
+            continue
+        try:
+            _wrap(plan, stmts[k:], offs[0], dim, name)
+        except Illegal as exc:
+            plan.note(name, False, exc.reason, exc.node or decl)
+            continue
+        done_dims.add(dim)
+
+
+def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
+    if any(d.is_shared for d in plan.facts.defs.values()) or "__syncthreads" in calls(plan.body):
+        raise Illegal("the block synchronises over shared memory; items cannot be wrapped")
+    uses = [n for n in walk(plan.body) if builtin(n, "blockIdx") == dim and
+            n.type == "field_expression"]
+    if len(uses) != 1:
+        raise Illegal(f"blockIdx.{dim} is read more than once", uses[1] if uses else None)
+    divisor = plan.rw.text(binary(off)[2] if builtin(binary(off)[0], "blockIdx") else  # type: ignore[index]
+                           binary(off)[0])  # type: ignore[index]
+    g = "xyz".index(dim)
+    if g >= len(plan.grid):
+        raise Illegal(f"no grid rule for dimension {dim}")
+    new = scale_divisor(plan.grid[g], divisor, f"{divisor} * {name}")
+    if new is None:
+        raise Illegal(f"grid rule {plan.grid[g]!r} does not divide by the block offset "
+                      f"{divisor}")
+    for stmt in rest:
+        for n in walk(stmt):
+            if n.type in ("break_statement", "continue_statement", "goto_statement") and \
+                    not _inside_loop(n, stmt):
+                raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
+            if n.type == "return_statement":
+                if _inside_loop(n, stmt):
+                    raise Illegal("`return` inside a loop cannot become `continue`", n)
+                plan.rw.replace(n, "continue;  // next item")
+    plan.grid[g] = new
+    item = f"wb_item_{dim}"
+    plan.rw.replace(uses[0], f"(blockIdx.{dim} * {name} + {item})")
+    start, end = rest[0].start_byte, rest[-1].end_byte
+    plan.rw.replace_span(start, end, make=lambda rw: (
+        f"for (int {item} = 0; {item} < {name}; ++{item}) {{  // items of this thread\n"
+        f"  {rw.render(start, end)}\n  }}"))
+    plan.add_param(name, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                          "description": f"consecutive blocks' work done by one block along "
+                                         f"{dim} (as written: 1)"},
+                   f"{rest[0].start_point.row + 1}: {text(rest[0])[:60]}")
+    plan.note(name, True, f"the work after `{text(rest[0])}` repeats per item "
+              "(early returns become `continue`)")
+
+
+def _inside_loop(node: Node, top: Node) -> bool:
+    up = node.parent
+    while up is not None and up != top.parent:
+        if up.type in ("for_statement", "while_statement", "do_statement", "switch_statement"):
+            return True
+        up = up.parent
+    return False
