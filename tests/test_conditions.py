@@ -165,6 +165,7 @@ class ConditionsRunner:
 
     description = "scripted condition runner"
     device = None
+    search_condition = "read"
 
     def __init__(self, truth: dict[Config | None, dict[str, float]] | None = None) -> None:
         self.truth = TRUTH if truth is None else truth

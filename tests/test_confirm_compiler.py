@@ -30,6 +30,7 @@ from workbench.core.records import Candidate, Config, Status
 from workbench.core.template import KernelInstance
 from workbench.engine.compiler import Compiler, find_nvcc, nvcc_version
 from workbench.engine.nvrtc import find_nvrtc
+from workbench.engine.tuning import Confirmation, confirm_finalists
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDER = ROOT / "sample_kernels" / "fused_add_rmsnorm"  # shared memory: NVRTC's code differs
@@ -328,6 +329,16 @@ def test_the_dask_confirmation_compiles_with_nvcc(cache: Path, tmp_path: Path,
         timed = [e for e in _evaluated(log) if "cubin" in e]
         assert [e["condition"] for e in timed] == ["read", "read"]
         assert {_builder_of(e["cubin"]) for e in timed} == {"nvcc"}
+
+        # a confirmation under the search's condition alone (no condition table) on the
+        # cluster measures the same way: nvcc's code, the search's condition
+        assert cluster.search_condition == "read"
+        got = confirm_finalists(cluster, [confirmed])
+        assert isinstance(got, Confirmation), got
+        assert got.chosen.extra["built_by"] == "nvcc"
+        assert all(k.startswith("wb-compile-nvcc-") for k in client.compile_keys)
+        timed = [e for e in _evaluated(log) if "cubin" in e]
+        assert len(timed) == 4 and {_builder_of(e["cubin"]) for e in timed} == {"nvcc"}
 
         instance = endpoint.instance(candidates[0])
         assert instance is not None

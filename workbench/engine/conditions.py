@@ -60,7 +60,14 @@ def condition_of(settings: BenchSettings) -> str:
 
 @runtime_checkable
 class ConditionRunner(Protocol):
-    """A runner that can measure again under a named cache condition (never from memory)."""
+    """A runner that can measure again under a named cache condition (never from memory).
+
+    ``search_condition`` is the condition its search measures under (:func:`condition_of`
+    its settings): a confirmation under the search's condition alone measures with
+    :meth:`measure_under` on it, compiled as every confirmation is."""
+
+    @property
+    def search_condition(self) -> str: ...
 
     def measure_under(self, condition: str,
                       candidates: Sequence[Candidate]) -> list[TrialResult]: ...

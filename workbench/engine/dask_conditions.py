@@ -48,6 +48,12 @@ class ConditionDaskRunner(RemeasuringDaskRunner):
     another (its times would not compare): what it had not measured comes back crashed,
     saying so, and the confirmation says why it has no pick."""
 
+    @property
+    def search_condition(self) -> str:
+        """The condition the workers' searches measure under (the reference worker's: every
+        worker shares its identity, settings included)."""
+        return self.reference.search_condition
+
     def measure_under(self, condition: str,
                       candidates: Sequence[Candidate]) -> list[TrialResult]:
         """``candidates`` measured again under ``condition`` on this view's device, in one

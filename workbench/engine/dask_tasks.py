@@ -149,6 +149,7 @@ class WorkerInfo:
     driver: str
     remeasures: bool          # its runner can time an identical binary again
     measures_under_conditions: bool = False  # its runner is a ConditionRunner
+    search_condition: str = "read"  # the condition its runner's search measures under
 
     @property
     def identity(self) -> tuple[str, str, str, tuple[str, ...], str]:
@@ -247,7 +248,9 @@ def hello(endpoint: PackedEndpoint) -> WorkerInfo:
                       compiler_flags=compiler.flags if compiler else (),
                       driver=str(facts.get("driver") or ""),
                       remeasures=isinstance(runner, _Forgets),
-                      measures_under_conditions=isinstance(runner, ConditionRunner))
+                      measures_under_conditions=isinstance(runner, ConditionRunner),
+                      search_condition=(runner.search_condition
+                                        if isinstance(runner, ConditionRunner) else "read"))
 
 
 def compile_instance(arch: str, instance: KernelInstance, *,

@@ -489,6 +489,11 @@ class LocalRunner:
             self._under, self._baselines = saved, baselines
             self._measured.clear()
 
+    @property
+    def search_condition(self) -> str:
+        """The condition this runner's search measures under (its settings')."""
+        return condition_of(self.settings)
+
     def measure_under(self, condition: str,
                       candidates: Sequence[Candidate]) -> list[TrialResult]:
         """Measure ``candidates`` again under a cache condition

@@ -37,7 +37,6 @@ from workbench.core.picks import (
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import (
-    BenchSettings,
     CopyTiming,
     SpeedupInterval,
     speedup_from_timings,
@@ -52,7 +51,6 @@ from workbench.engine.capabilities import (
 from workbench.engine.conditions import (
     ConditionConfirmation,
     ConditionRunner,
-    condition_of,
     conditions_unmet,
     confirm_under_conditions,
 )
@@ -248,9 +246,8 @@ def _measure_again(runner: Remeasuring, candidates: Sequence[Candidate]) -> list
     A runner that measures under conditions does it the way its confirmations do (so under
     ``WORKBENCH_NVRTC=all`` on nvcc's code, as the four-condition confirmation); any other
     forgets what it measured and measures again."""
-    settings = getattr(runner, "settings", None)
-    if isinstance(runner, ConditionRunner) and isinstance(settings, BenchSettings):
-        return runner.measure_under(condition_of(settings), candidates)
+    if isinstance(runner, ConditionRunner):
+        return runner.measure_under(runner.search_condition, candidates)
     runner.forget_measurements()
     return list(cast(Runner, runner).measure(candidates))
 
