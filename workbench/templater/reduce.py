@@ -38,9 +38,12 @@ defaults, so float results move by rounding (the gate checks them within toleran
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_match import is_candidate, recognise
+from workbench.templater.reduce_records import exactness
 from workbench.templater.reduce_rewrite import lift_final, lift_grid_blocks, lift_loads
 from workbench.templater.rules import min_cap
 from workbench.templater.vector import Illegal
@@ -48,14 +51,24 @@ from workbench.templater.vector import Illegal
 NAME = "REDUCTION"
 
 
-def lift_reduce(plan: Plan) -> bool:
+def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) -> bool:
     """Apply the reduction family where the kernel has the shape above; True when it did.
     A kernel with a grid-stride loop and a shared tree that is not quite that shape is
-    refused with the reason and the line (and left to the other transforms)."""
+    refused with the reason and the line (and left to the other transforms).
+    ``compared_by_total`` names the outputs the kernel folder compares by a reduced quantity
+    (None where no folder says): partials compared element by element are refused, since
+    which elements a block adds changes with every knob."""
     if len(plan.block) != 1 or len(plan.grid) != 1 or not is_candidate(plan):
         return False
     try:
         red = recognise(plan)
+        if not red.atomic and compared_by_total is not None and \
+                red.out not in compared_by_total:
+            raise Illegal(f"the partials `{red.out}` are compared element by element "
+                          "(kernel.toml has no compare = \"sum\" for it and reference.py no "
+                          "verify()), and which elements a block adds changes with the block "
+                          "count, vector width and items per thread: compare them by their "
+                          "sum or verify() to lift the family", red.final)
     except Illegal as exc:
         plan.note(NAME, False, exc.reason, exc.node)
         return False
@@ -68,7 +81,8 @@ def lift_reduce(plan: Plan) -> bool:
     lift_block(plan)
     plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`, a "
               f"shared tree over `{red.buf}`, thread 0 "
-              f"{'adds atomically' if red.atomic else 'stores one partial per block'}", red.loop)
+              f"{'adds atomically' if red.atomic else 'stores one partial per block'}; "
+              f"{exactness(red)}", red.loop)
     lift_grid_blocks(plan, red, written_grid)
     lift_loads(plan, red)
     lift_final(plan, red)

@@ -22,6 +22,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_consts import constant
 from workbench.templater.reduce_records import ARITHMETIC, Op, Reduction
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
@@ -38,9 +39,36 @@ def _statements(plan: Plan) -> list[Node]:
 
 
 def is_candidate(plan: Plan) -> bool:
-    """A grid-stride step somewhere and a shared array: the family, maybe misspelled."""
-    return any(d.is_shared for d in plan.facts.defs.values()) and any(
-        builtin(n, "gridDim") == "x" for n in walk(plan.body))
+    """A grid-stride step somewhere and a shared array: the family, maybe misspelled. The
+    step reads ``gridDim.x``, or, where the grid is a literal G, is the product of G and the
+    block size (``NUM_BLOCKS * BLOCK``, ``264 * 256``, ``67584``) in a top-level loop."""
+    if not any(d.is_shared for d in plan.facts.defs.values()):
+        return False
+    if any(builtin(n, "gridDim") == "x" for n in walk(plan.body)):
+        return True
+    size = block_size(plan)
+    return any(step is not None and _grid_step(plan, step, size)
+               for s in _statements(plan) for step in _loop_steps(s))
+
+
+def _loop_steps(stmt: Node) -> list[Node]:
+    """The ``+=`` right-hand sides of a top-level ``for`` update or ``while`` body."""
+    if stmt.type == "for_statement":
+        inc = stmt.child_by_field_name("update")
+        return [inc.child_by_field_name("right")] if inc is not None and \
+            inc.type == "assignment_expression" and \
+            text(inc.child_by_field_name("operator")) == "+=" else []  # type: ignore[list-item]
+    if stmt.type == "while_statement":
+        body = stmt.child_by_field_name("body")
+        return [n.child_by_field_name("right") for n in walk(body) if  # type: ignore[misc]
+                n.type == "assignment_expression" and
+                text(n.child_by_field_name("operator")) == "+="] if body is not None else []
+    return []
+
+
+def grid_count(plan: Plan) -> int | None:
+    """The launch's block count where the grid is a literal."""
+    return literal(plan.grid[0]) if len(plan.grid) == 1 else None
 
 
 def block_size(plan: Plan) -> int | None:
@@ -81,10 +109,24 @@ def _global_thread(plan: Plan, node: Node, size: int | None) -> bool:
 
 
 def _grid_step(plan: Plan, node: Node, size: int | None) -> bool:
-    """``node`` is ``B * gridDim.x`` (either order), through a local."""
+    """``node`` is ``B * gridDim.x`` (either order), through a local; or, where the grid is
+    a literal G, ``B * G`` or their product as one number (the launch's threads: every
+    thread of the grid as written, which the rewrite then reads from gridDim.x)."""
     fs = factors(_expand(plan, node))
-    return len(fs) == 2 and sum(builtin(f, "gridDim") == "x" for f in fs) == 1 and \
-        sum(_is_block(f, size) for f in fs) == 1
+    if len(fs) == 2 and sum(builtin(f, "gridDim") == "x" for f in fs) == 1 and \
+            sum(_is_block(f, size) for f in fs) == 1:
+        return True
+    grid = grid_count(plan)
+    if grid is None or size is None:
+        return False
+    if len(fs) == 1:
+        return constant(plan, fs[0]) == grid * size
+    values = sorted(constant(plan, f) or 0 for f in fs)
+    blocks = [f for f in fs if builtin(f, "blockDim") == "x"]
+    if len(fs) == 2 and len(blocks) == 1:
+        other = next(f for f in fs if f is not blocks[0])
+        return constant(plan, other) == grid
+    return len(fs) == 2 and values == sorted([grid, size])
 
 
 def _only(node: Node | None) -> Node | None:

@@ -69,3 +69,19 @@ def identity(op: Op, typ: str) -> str | None:
     return _IDENTITY[op.kind].get(typ)
 
 
+
+
+INTEGER = ARITHMETIC - {"float", "double"}
+
+
+def exactness(red: Reduction) -> str:
+    """Why a new order of the operator gives the kernel's result, or how far it may move.
+
+    Integer sums (two's complement, wrapping) and every max / min are associative and
+    commutative: each order gives the same bits. A float sum's rounding depends on the order
+    (every knob but the defaults changes it): the reduce family allows it and the gate checks
+    the result within the folder's tolerance, as for every float reduction."""
+    if red.op.kind != "sum" or red.acc_type in INTEGER:
+        return f"the {red.op.kind} of {red.acc_type} values is exact in any order"
+    return (f"a {red.acc_type} sum in another order rounds differently (checked by the gate "
+            "within the folder's tolerance)")

@@ -146,9 +146,12 @@ def lift_loads(plan: Plan, red: Reduction) -> None:
         for a in accesses:
             plan.rw.replace(a, f"wb_in_{text(a.child_by_field_name('argument'))}[wb_u].v[wb_v]")
         plan.helper(VEC_STRUCT)
-        for w in sorted({plan.elem_bytes(a) for a in arrays}, key=str):
+        widths = {plan.elem_bytes(a) for a in arrays}
+        for w in sorted(widths, key=str):
             plan.constrain(f"VEC * {w} <= 16")
-        plan.add_param("VEC", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+        # bytes (int8 dot products, byte histograms' sums): 16 per load is the widest access
+        values = [1, 2, 4, 8, 16] if widths == {"1"} else [1, 2, 4, 8]
+        plan.add_param("VEC", {"kind": "choice", "values": values, "default": 1,
                                "description": "elements per vector load, the n % VEC tail "
                                               "loaded alone (as written: 1)"},
                        f"{line(red.loop)}: grid-stride loop over {red.var}")

@@ -57,7 +57,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     with reading_macros({m.name: m.value for m in macros.values()}):
-        if not (lift_reduce(plan) or lift_colreduce(plan, compared_by_total) or
+        if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or
                 apply_warp(plan, macros)):
