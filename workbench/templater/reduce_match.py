@@ -47,23 +47,34 @@ def is_candidate(plan: Plan) -> bool:
     if any(builtin(n, "gridDim") == "x" for n in walk(plan.body)):
         return True
     size = block_size(plan)
-    return any(step is not None and _grid_step(plan, step, size)
+    return any(_grid_step(plan, step, size) or _near_step(plan, step, size)
                for s in _statements(plan) for step in _loop_steps(s))
+
+
+def _near_step(plan: Plan, node: Node, size: int | None) -> bool:
+    """``node`` is the block size times one other factor (a grid-stride step, maybe of
+    another grid than the launch's): enough to refuse it with the line."""
+    fs = factors(_expand(plan, node))
+    return len(fs) == 2 and sum(_is_block(f, size) for f in fs) >= 1
 
 
 def _loop_steps(stmt: Node) -> list[Node]:
     """The ``+=`` right-hand sides of a top-level ``for`` update or ``while`` body."""
     if stmt.type == "for_statement":
-        inc = stmt.child_by_field_name("update")
-        return [inc.child_by_field_name("right")] if inc is not None and \
-            inc.type == "assignment_expression" and \
-            text(inc.child_by_field_name("operator")) == "+=" else []  # type: ignore[list-item]
-    if stmt.type == "while_statement":
+        found = [stmt.child_by_field_name("update")]
+    elif stmt.type == "while_statement":
         body = stmt.child_by_field_name("body")
-        return [n.child_by_field_name("right") for n in walk(body) if  # type: ignore[misc]
-                n.type == "assignment_expression" and
-                text(n.child_by_field_name("operator")) == "+="] if body is not None else []
-    return []
+        found = [] if body is None else list(walk(body))
+    else:
+        return []
+    out: list[Node] = []
+    for n in found:
+        right = n.child_by_field_name("right") if n is not None and \
+            n.type == "assignment_expression" and \
+            text(n.child_by_field_name("operator")) == "+=" else None
+        if right is not None:
+            out.append(right)
+    return out
 
 
 def grid_count(plan: Plan) -> int | None:
@@ -209,7 +220,7 @@ def recognise(plan: Plan) -> Reduction:
     if loop.type == "for_statement":
         var, var_type, start, bound, step, update = _for_loop(plan, loop)
     else:
-        decl = stmts[loop_at - 1] if loop_at > 0 else None
+        decl = _while_declaration(plan, stmts[:loop_at], loop)
         var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
     if not _global_thread(plan, start, size):
         raise Illegal(f"the loop starts at `{text(start)}`, not blockIdx.x * blockDim.x + "
@@ -291,6 +302,25 @@ def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, No
         raise Illegal(f"`{var}` is assigned outside the loop's step", loop)
     typ = " ".join(text(decl.child_by_field_name("type")).split())
     return var, typ, start, parts[2], step, _expression(inner[0])  # type: ignore[return-value]
+
+
+def _while_declaration(plan: Plan, before: list[Node], loop: Node) -> Node | None:
+    """The declaration of the ``while`` loop's variable among the declarations before it
+    (the last one, or an earlier one whose variable no declaration after it reads: the
+    rewrite moves it into the loop), else the statement right before the loop."""
+    cond = loop.child_by_field_name("condition")
+    parts = binary(cond.named_children[0]) if cond is not None and cond.named_children \
+        else None
+    var = text(strip(parts[0])) if parts is not None else ""
+    for k, s in enumerate(before):
+        if declared_name(s)[0] != var:
+            continue
+        later = before[k + 1:]
+        if any(text(n) == var for t in later for n in walk(t) if n.type == "identifier"):
+            raise Illegal(f"`{var}` is read by a declaration between its start and the loop",
+                          s)
+        return s
+    return before[-1] if before else None
 
 
 def _increment(node: Node, var: str) -> Node | None:

@@ -149,6 +149,12 @@ def lift_loads(plan: Plan, red: Reduction) -> None:
         widths = {plan.elem_bytes(a) for a in arrays}
         for w in sorted(widths, key=str):
             plan.constrain(f"VEC * {w} <= 16")
+        per_item = " + ".join(str(plan.elem_bytes(a)) for a in arrays)
+        if len(arrays) > 1 or widths == {"1"}:
+            # at most 128 bytes of loads in flight per thread (eight 16-byte vectors): more
+            # adds no bandwidth (a block of 64 threads already has 8 KB in flight) and takes
+            # registers ptxas may spill (int8 dot: 16 x 8 x 2 bytes spilled at 32 threads)
+            plan.constrain(f"ITEMS_PER_THREAD * VEC * ({per_item}) <= 128")
         # bytes (int8 dot products, byte histograms' sums): 16 per load is the widest access
         values = [1, 2, 4, 8, 16] if widths == {"1"} else [1, 2, 4, 8]
         plan.add_param("VEC", {"kind": "choice", "values": values, "default": 1,
@@ -166,7 +172,13 @@ def lift_loads(plan: Plan, red: Reduction) -> None:
                        "(as written: 1)"}, f"{line(red.loop)}: accumulation into {red.acc}")
     plan.note("ITEMS_PER_THREAD", True, f"independent accumulators for `{red.acc}` "
               f"({red.op.kind}), combined after the loop", red.loop)
-    first = red.loop_decl.start_byte if red.loop_decl is not None else red.loop.start_byte
+    first = red.loop.start_byte
+    if red.loop_decl is not None:
+        between = plan.source.data[red.loop_decl.end_byte:red.loop.start_byte]
+        if between.strip():  # declarations between the variable's and the loop: kept
+            plan.rw.replace(red.loop_decl, "")
+        else:
+            first = red.loop_decl.start_byte
     plan.rw.replace_span(first, red.loop.end_byte, make=lambda rw: _loop_text(
         plan, red, arrays, vector=why is None))
 
