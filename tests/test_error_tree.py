@@ -50,7 +50,7 @@ ALLOWED_BARE_RAISES: dict[str, tuple[int, str]] = {
     "engine/worker_protocol.py": (1, "KeyError: an event missing from the failure table is "
                                      "a bug"),
     "llm/client.py": (1, "ValueError caught by the reply parser below it"),
-    "llm/schemas.py": (3, "ValueError inside pydantic validators (pydantic reports them)"),
+    "core/proposal.py": (3, "ValueError inside pydantic validators (pydantic reports them)"),
     "search/strategies.py": (1, "NotImplementedError: abstract method"),
     "store/record_tables.py": (3, "NotImplementedError: abstract methods"),
     "testing/store_contract.py": (1, "NotImplementedError: abstract fixture"),
