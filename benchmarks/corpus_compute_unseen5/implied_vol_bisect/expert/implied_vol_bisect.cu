@@ -9,8 +9,12 @@
 #define VOL_LO 0.01f
 #define VOL_HI 2.0f
 #define VOL_TOL 1.0e-5f
+#ifndef PRICE_TOL
 #define PRICE_TOL 1.0e-6f
+#endif
+#ifndef MAX_STEPS
 #define MAX_STEPS 40
+#endif
 
 __device__ float norm_cdf(float x) {
   const float a = fabsf(x);

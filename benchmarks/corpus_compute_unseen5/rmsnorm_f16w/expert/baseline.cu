@@ -9,6 +9,19 @@
 #define EPS 1e-5f
 #define ROW_THREADS 256
 
+// The sum of v over the N threads of the block (a tree in buf, N a power of two); every
+// thread gets it.
+template <int N>
+__device__ float block_sum(float v, float* buf) {
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = N >> 1; s > 0; s >>= 1) {
+    if (threadIdx.x < s) buf[threadIdx.x] += buf[threadIdx.x + s];
+    __syncthreads();
+  }
+  return buf[0];
+}
+
 extern "C" __global__ void rmsnorm_f16w(__half* y, const __half* x, const __half* w, int rows,
                                         int cols) {
   __shared__ float partial[ROW_THREADS];
@@ -20,13 +33,7 @@ extern "C" __global__ void rmsnorm_f16w(__half* y, const __half* x, const __half
     const float v = __half2float(xr[c]);
     ss += v * v;
   }
-  partial[threadIdx.x] = ss;
-  __syncthreads();
-  for (unsigned s = ROW_THREADS >> 1; s > 0; s >>= 1) {
-    if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float inv = rsqrtf(partial[0] / cols + EPS);
+  const float inv = rsqrtf(block_sum<ROW_THREADS>(ss, partial) / cols + EPS);
   for (int c = threadIdx.x; c < cols; c += ROW_THREADS)
     yr[c] = __float2half(__half2float(xr[c]) * inv * __half2float(w[c]));
 }
