@@ -27,8 +27,10 @@ line.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import pairwise
 
 from tree_sitter import Node
 
@@ -43,6 +45,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
@@ -80,7 +83,7 @@ class _Window:
     loop: Node
     var: str
     lo_text: str
-    count: int
+    count: int  # 0: a bound only known at run time (a channel loop kept as written)
     body: list[Node]
 
 
@@ -180,7 +183,8 @@ class _Expr:
 
 # -- the analysis --------------------------------------------------------------------------
 
-def _window(plan: Plan, loop: Node, defs: dict[str, str]) -> _Window:
+def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True) -> _Window:
+    """The loop's parts; ``sized=False`` accepts a bound known only at run time (count 0)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if init is None or cond is None or update is None or body is None or \
@@ -197,15 +201,113 @@ def _window(plan: Plan, loop: Node, defs: dict[str, str]) -> _Window:
                       f"++{var})`", loop)
     lo, hi = _const(text(value), defs), _const(text(parts[2]), defs)
     if lo is None or hi is None:
-        raise Refused(f"the window over {var} is not a compile-time size "
-                      f"(`{text(value)}` .. `{text(parts[2])}`)", loop)
-    count = hi - lo + (1 if parts[1] == "<=" else 0)
-    if count < 1 or count > 64:
-        raise Refused(f"the window over {var} has {count} steps (1 .. 64 are unrolled)", loop)
+        if sized:
+            raise Refused(f"the window over {var} is not a compile-time size "
+                          f"(`{text(value)}` .. `{text(parts[2])}`)", loop)
+        count = 0  # known at run time
+    else:
+        count = hi - lo + (1 if parts[1] == "<=" else 0)
+        if count < 1 or count > 64:
+            raise Refused(f"the window over {var} has {count} steps (1 .. 64 are unrolled)",
+                          loop)
     if var in _assigned(body):
         raise Refused(f"the window loop's {var} is assigned inside the loop", body)
     inner = statements(body) if body.type == "compound_statement" else [body]
     return _Window(loop, var, text(value), count, inner)
+
+
+def _compile_time_defs(plan: Plan) -> dict[str, str]:
+    """Name -> value text of the file's object-like macros and its file-scope ``constexpr``
+    integers (``constexpr int R = 2;``): the names a window's bounds may be written with."""
+    root = plan.source.tree.root_node
+    defs = {text(n.child_by_field_name("name")): text(n.child_by_field_name("value"))
+            for n in walk(root)
+            if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
+    for n in root.children:
+        if n.type != "declaration" or "constexpr" not in {text(c) for c in n.children}:
+            continue
+        for d in n.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if value is not None:
+                defs.setdefault(text(d.child_by_field_name("declarator")), text(value))
+    return defs
+
+
+def _pragma(stmt: Node) -> bool:
+    return stmt.type == "preproc_call" and text(stmt).lstrip().startswith("#pragma")
+
+
+def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
+    """The loops around the taps, outermost first: a 2-D window, or a 2-D window and one
+    channel loop at any depth (None: a single loop, not this family). Each loop but the
+    innermost holds only declarations and the next loop."""
+    nest = [_window(plan, top, defs, sized=False)]
+    while True:
+        loops = [s for s in nest[-1].body if s.type == "for_statement"]
+        if len(loops) != 1:
+            break
+        if len(nest) == 3:
+            raise Refused("four loops nest around the taps: a 2-D window inside at most one "
+                          "channel loop is modelled", loops[0])
+        nest.append(_window(plan, loops[0], defs, sized=False))
+    if len(nest) < 2:
+        return None
+    for loop, next_loop in pairwise(nest):
+        for s in loop.body:
+            if s is next_loop.loop or s.type == "declaration" or _pragma(s):
+                continue
+            writes = any(n.type in ("assignment_expression", "update_expression")
+                         for n in walk(s))
+            raise Refused(f"`{text(s)}` in the loop over {loop.var} is neither a declaration "
+                          "nor the inner window loop" + (
+                              ": a write there would move with the taps" if writes else "")
+                          + " (only declarations and the loops around one accumulation are "
+                          "modelled)", s)
+    return nest
+
+
+def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x: str
+           ) -> tuple[_Window, _Window, _Window | None]:
+    """(window rows, window columns, channel loop or None). The row loop is the one whose
+    variable the value reads only through ``y + i``; of three loops, the channel loop is
+    the remaining one that leaves the column loop reading through ``x + j`` where one
+    does (outermost first), kept as written: each output still sums its taps in the
+    written order, channel by channel."""
+    picks: list[tuple[_Window | None, _Window, _Window]] = [(None, nest[0], nest[1])]
+    if len(nest) == 3:
+        picks = [(nest[0], nest[1], nest[2]), (nest[2], nest[0], nest[1]),
+                 (nest[1], nest[0], nest[2])]
+
+    def first_bad(v: str, loop_var: str) -> Node | None:
+        return next((b for part in value_parts
+                     if (b := expr.via_sum(part, v, loop_var)) is not None), None)
+    rows_ok = [pick for pick in picks if first_bad(y, pick[1].var) is None]
+    both_ok = [pick for pick in rows_ok if first_bad(x, pick[2].var) is None]
+    if not rows_ok:
+        _, outer, inner = picks[0]
+        bad = first_bad(y, outer.var)
+        assert bad is not None
+        swapped = all(expr.via_sum(part, y, inner.var) is None for part in value_parts)
+        raise Refused(f"`{text(bad)}` depends on {y} and {outer.var} other than through "
+                      f"{y} + {outer.var}" + (f" (the row loop is the inner loop over "
+                                              f"{inner.var}: only the outer loop is marched)"
+                                              if swapped else ""), bad)
+    channel, outer, inner = (both_ok or rows_ok)[0]
+    for w in (outer, inner):
+        if w.count == 0:
+            raise Refused(f"the window over {w.var} is not a compile-time size", w.loop)
+    return outer, inner, channel
+
+
+def _check_channel(channel: _Window, expr: _Expr, point: set[str]) -> None:
+    """The channel loop runs the same channels for every output of the thread: its bounds
+    read neither the point nor the accumulator."""
+    for field in ("initializer", "condition"):
+        part = channel.loop.child_by_field_name(field)
+        if part is not None and expr.names(part) & point:
+            raise Refused(f"the channel loop's `{text(part)}` reads "
+                          f"{', '.join(sorted(expr.names(part) & point))}: its channels "
+                          "would differ between the outputs of one thread", part)
 
 
 @dataclass(frozen=True)
@@ -260,45 +362,36 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                  if s.type == "for_statement"]
     if len(loops) != 1:
         return None  # not one window loop at the point's top level: not this family
-    defs = {text(n.child_by_field_name("name")): text(n.child_by_field_name("value"))
-            for n in walk(plan.source.tree.root_node)
-            if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
-    outer = _window(plan, loops[0], defs)
-    inner_loops = [s for s in outer.body if s.type == "for_statement"]
-    if len(inner_loops) != 1:
+    defs = _compile_time_defs(plan)
+    nest = _nest(plan, loops[0], defs)
+    if nest is None:
         return None
-    inner = _window(plan, inner_loops[0], defs)
-    for s in outer.body:
-        if s is not inner.loop and s.type != "declaration":
-            raise Refused(f"`{text(s)}` in the window loop is neither a declaration nor the "
-                          "inner window loop", s)
-    keep = {x, y, outer.var, inner.var}
+    keep = {x, y, *(w.var for w in nest)}
     expr = _Expr(plan, keep)
-    body_decls = [s for s in inner.body if s.type == "declaration"]
-    rest = [s for s in inner.body if s.type != "declaration"]
-    if len(rest) != 1 or inner.body[-1] is not rest[0]:
-        raise Refused("the inner window loop's body is not declarations followed by one "
-                      "accumulation", rest[1] if len(rest) > 1 else inner.loop)
+    body_decls = [s for s in nest[-1].body if s.type == "declaration"]
+    rest = [s for s in nest[-1].body if s.type != "declaration"]
+    if len(rest) != 1 or nest[-1].body[-1] is not rest[0]:
+        raise Refused("the innermost loop's body is not declarations followed by one "
+                      "accumulation", rest[1] if len(rest) > 1 else nest[-1].loop)
     acc = _accumulation(rest[0], expr, y)
-    i, j = outer.var, inner.var
     if not acc.value:
         raise Refused(f"the accumulation `{text(rest[0])}` reads nothing that depends on {y}",
                       rest[0])
     value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else [])]
-    for part in value_parts:
-        bad = expr.via_sum(part, y, i)
-        if bad is not None:
-            swapped = expr.via_sum(part, y, j) is None
-            raise Refused(f"`{text(bad)}` depends on {y} and {i} other than through "
-                          f"{y} + {i}" + (f" (the row loop is the inner loop over {j}: "
-                                          "only the outer loop is marched)" if swapped else ""),
-                          bad)
+    outer, inner, channel = _roles(nest, expr, value_parts, y, x)
+    j = inner.var
+    if channel is not None:
+        _check_channel(channel, expr, {x, y, acc.acc})
     for f in acc.weight:
         if y in expr.names(f) or acc.acc in expr.names(f):
             raise Refused(f"the weight `{text(f)}` depends on {y}", f)
-    loop_locals = {text(d.child_by_field_name("declarator") or d) for s in
-                   [*[s for s in outer.body if s.type == "declaration"], *body_decls]
+    nest_decls = [s for w in nest for s in w.body if s.type == "declaration"]
+    loop_locals = {text(d.child_by_field_name("declarator") or d) for s in nest_decls
                    for d in s.children_by_field_name("declarator")}
+    for part in [*value_parts, *acc.weight, *nest_decls]:
+        call = unmovable_call(plan.source, part)
+        if call is not None:
+            raise Refused(why_unmovable(plan.source, call), call)
     for part in [*value_parts, *acc.weight]:
         for name in expr.names(part):
             if name in expr.locals and name not in expr.values and name not in keep:
@@ -309,30 +402,37 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     arrays = {a for part in acc.value for a in _read_bases(plan, part)}
     for name in list(arrays):
         value = expr.values.get(name)
-        if value is not None:  # a local holding a read (`float v = in[...]`)
-            arrays.discard(name)
-            arrays |= _read_bases(plan, value)
+        if value is not None:  # a local holding a read (`float v = in[...]`) or a pointer
+            arrays.discard(name)  # into an input (`const float* plane = in + c * h * w`)
+            arrays |= _read_bases(plan, value) | {n for n in expr.names(value)
+                                                  if plan.pointer(n)}
     for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
         arrays |= _read_bases(plan, expr.values[name])
+    # pointers handed to a read-only helper (`pixel_or_zero(plane, ...)`) are what it reads
+    arrays |= {n for part in acc.value for arg in call_arguments(plan.source, part)
+               for n in expr.names(arg) if plan.pointer(n)}
     inputs = sorted(a for a in arrays if plan.pointer(a))
     if len(inputs) != 1:
         raise Refused(f"the value read per window point reads {inputs or 'no input'}: one "
                       "input is modelled", rest[0])
     src = inputs[0]
     # writes: only the accumulator and the window loops' own locals inside the loop
-    for n in walk(outer.loop):
+    top = nest[0].loop
+    for n in walk(top):
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             t = strip(target) if target is not None else n
-            if t.type != "identifier" or text(t) not in {acc.acc, i, j}:
-                raise Refused(f"`{text(n)}` writes inside the window loop", n)
+            if t.type != "identifier" or text(t) not in {acc.acc, *(w.var for w in nest)}:
+                where = f"the channel loop over {channel.var}" if channel is not None \
+                    else "the window loop"
+                raise Refused(f"`{text(n)}` writes inside {where}", n)
             if text(t) == acc.acc and n.parent is not None and \
                     strip(n.parent) is not acc.stmt and n.parent is not acc.stmt and \
                     not inside(n, acc.stmt):
                 raise Refused(f"`{text(n)}` writes the accumulator a second time", n)
         if n.type in ("return_statement", "break_statement", "continue_statement",
                       "goto_statement"):
-            raise Refused(f"`{text(n)}` leaves the window loop early", n)
+            raise Refused(f"`{text(n)}` leaves the loop nest early", n)
     # the guard, the accumulator's declaration and the store
     guard_stmt, cond, out_when_true, guarded = _guard(region)
     bad_cond = _bounds_from_above(cond, y, out_when_true)
@@ -341,15 +441,15 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     for n in walk(cond):
         if n.type == "identifier" and text(n) in expr.values and y in expr.names(n):
             raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
-    if outer.loop not in guarded:
-        raise Refused("the window loop is not inside the bounds check", outer.loop)
+    if top not in guarded:
+        raise Refused("the window loop is not inside the bounds check", top)
     decl = _acc_decl(region + guarded, acc.acc)
     if decl is None:
         raise Refused(f"no `T {acc.acc} = init;` declares the accumulator before the loop",
                       outer.loop)
-    after = guarded[guarded.index(outer.loop) + 1:]
+    after = guarded[guarded.index(top) + 1:]
     if len(after) != 1:
-        raise Refused("the window loop is not followed by exactly one store", outer.loop)
+        raise Refused("the window loop is not followed by exactly one store", top)
     store_stmt = after[0]
     store = _store(store_stmt)
     if store is None:
@@ -391,7 +491,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
-                   _smem_refusal(plan, expr, guard_stmt, outer, value_parts, body_decls))
+                   _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts),
+                   tuple(nest), channel)
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
@@ -427,19 +528,24 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
     return step, None
 
 
-def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, outer: _Window,
-                  value_parts: list[Node], body_decls: list[Node]) -> Node | None:
+def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
+                  channel: _Window | None, value_parts: list[Node]) -> Node | None:
     """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
     block helps and reaches the barrier); None, noted, where the value reads a local that
-    is declared only after that point or the kernel already uses barriers."""
-    outer_decls = [s for s in outer.body if s.type == "declaration"]
-    used = {n for part in [*value_parts, *body_decls, *outer_decls]
-            for n in expr.names(part)}
+    is declared only after that point, the kernel already uses barriers, or a channel
+    loop's count is known only at run time (a tile per channel is staged)."""
+    if channel is not None and channel.count == 0:
+        plan.note("USE_SMEM", False, f"the channel loop over {channel.var} has a bound known "
+                  "only at run time: a shared tile per channel needs a compile-time count",
+                  channel.loop)
+        return None
+    nest_decls = [s for w in nest for s in w.body if s.type == "declaration"]
+    used = {n for part in [*value_parts, *nest_decls] for n in expr.names(part)}
     late = sorted(name for name in used if name in expr.locals and any(
         d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
         and name in {text(c.child_by_field_name("declarator") or c)
                      for c in d.children_by_field_name("declarator")}
-        and not inside(d, outer.loop)))
+        and not inside(d, nest[0].loop)))
     if late:
         plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "
                   "the bounds check where the tile would be filled", guard)
@@ -507,6 +613,71 @@ class _Facts:
     x: str = ""
     x_step: Poly | None = None  # the store index's step per column; None: no OUT_X
     smem_at: Node | None = None  # where the shared tile is filled (USE_SMEM); None: no knob
+    nest: tuple[_Window, ...] = ()  # the loops around the taps, outermost first
+    channel: _Window | None = None  # the channel loop among them, kept as written
+
+
+def _decls(w: _Window) -> str:
+    return "\n    ".join(text(s) for s in w.body if s.type == "declaration")
+
+
+def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str) -> str:
+    """The head of one loop of the rewritten nest: the window rows walk the OUT_Y + n - 1
+    input rows, the window columns the OUT_X + m - 1 input columns, and a channel loop is
+    kept as written, each with its declarations, in the written order."""
+    n, m = f.outer.count, f.inner.count
+    if w is f.outer:
+        return (f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
+                f"    const int {w.var} = ({w.lo_text}) + wb_r;  // window row of output row 0\n"
+                f"    {_decls(w)}\n"
+                f"    // the first output row / column that needs this input (past the check: "
+                f"no read)\n"
+                f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n")
+    if w is f.inner:
+        return (f"#pragma unroll\n    for (int wb_c = 0; wb_c < {m} + {ox} - 1; ++wb_c) {{\n"
+                f"      const int {w.var} = ({w.lo_text}) + wb_c;  // window column of output "
+                f"column 0\n"
+                f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
+                f"      {_decls(w)}\n")
+    body = w.loop.child_by_field_name("body")
+    assert body is not None
+    head = data[w.loop.start_byte:body.start_byte].decode().rstrip()
+    return f"  {head} {{  // the channels in the written order\n    {_decls(w)}\n"
+
+
+def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
+          outs: tuple[str, str], passes: str, value: str) -> str:
+    """USE_SMEM's cooperative fill before the bounds check: the block's inputs with the
+    window's halo (one tile per channel of a channel loop), each read where the first
+    output of the block that needs it passes the check, as the thread would."""
+    (tile_h, tile_w), (bx, by), (oy, ox) = tile, block, outs
+    n, m, ch = f.outer.count, f.inner.count, f.channel
+    planes = f"{ch.count} * " if ch is not None else ""
+    where = {f.outer.var: "wb_pr", f.inner.var: "wb_pc"}
+    if ch is not None:
+        where[ch.var] = "wb_pch"
+    levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
+                     f"    {_decls(w)}\n" for w in f.nest)
+    return (
+        f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
+        f"  __shared__ {f.elem} wb_tile{f'[{ch.count}]' if ch is not None else ''}"
+        f"[{tile_h}][{tile_w}];\n"
+        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; "
+        f"wb_e < {planes}{tile_h} * {tile_w}; wb_e += {bx} * {by}) {{\n"
+        + (f"    const int wb_pch = wb_e / ({tile_h} * {tile_w});\n" if ch is not None else "")
+        + f"    const int wb_pr = wb_e / {tile_w}{f' % {tile_h}' if ch is not None else ''}, "
+        f"wb_pc = wb_e % {tile_w};\n"
+        f"    // the block's first output row and column (the value reads them only "
+        f"through {f.y} + {f.outer.var} and {f.x} + {f.inner.var})\n"
+        f"    const int {f.y} = (int)blockIdx.y * ({by} * {oy});\n"
+        f"    const int {f.x} = (int)blockIdx.x * ({bx} * {ox});\n"
+        f"{levels}"
+        f"    // read where the first output of the block that needs it is checked in\n"
+        f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
+        f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
+        f"    wb_tile{'[wb_pch]' if ch is not None else ''}[wb_pr][wb_pc] = {passes} ? "
+        f"({f.elem})({value}) : ({f.elem})0;\n"
+        f"  }}\n  __syncthreads();\n#endif\n  ")
 
 
 # -- the rewrite ---------------------------------------------------------------------------
@@ -568,59 +739,34 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     if f.acc.cond is not None:
         value = f"({text(f.acc.cond)}) ? ({value}) : ({f.elem})0"
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
-    decls = "\n      ".join(text(s) for s in f.body_decls)
-    outer_decls = "\n    ".join(text(s) for s in f.outer.body if s.type == "declaration")
     bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
     read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
                   f"({f.elem})({value}) : ({f.elem})0;\n")
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
         if f.smem_at is not None and ox != "1" else ""
     tile_h, tile_w = f"({by_name} * {oy} + {n - 1})", f"({bx_name} * {ox} + {m - 1})"
+    ch = f.channel
+    # a tile per channel (all staged before the check), read at the channel's own tile
+    at_ch = f"[({ch.var}) - ({ch.lo_text})]" if ch is not None else ""
     if smem:
         assert f.smem_at is not None
-        read_value = (f"#if {smem}\n      const {f.elem} wb_v = wb_tile[(int)threadIdx.y * {oy} "
-                      f"+ wb_r][(int)threadIdx.x * {ox} + wb_c];\n#else\n{read_value}#endif\n")
-        fill = (
-            f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
-            f"  __shared__ {f.elem} wb_tile[{tile_h}][{tile_w}];\n"
-            f"  for (int wb_e = (int)threadIdx.y * {bx_name} + (int)threadIdx.x; "
-            f"wb_e < {tile_h} * {tile_w}; wb_e += {bx_name} * {by_name}) {{\n"
-            f"    const int wb_pr = wb_e / {tile_w}, wb_pc = wb_e % {tile_w};\n"
-            f"    // the block's first output row and column (the value reads them only "
-            f"through {y} + {i} and {x} + {j})\n"
-            f"    const int {y} = (int)blockIdx.y * ({by_name} * {oy});\n"
-            f"    const int {x} = (int)blockIdx.x * ({bx_name} * {ox});\n"
-            f"    const int {i} = ({f.outer.lo_text}) + wb_pr;\n"
-            f"    {outer_decls}\n"
-            f"    const int {j} = ({f.inner.lo_text}) + wb_pc;\n"
-            f"    {decls}\n"
-            f"    // read where the first output of the block that needs it is checked in\n"
-            f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
-            f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
-            f"    wb_tile[wb_pr][wb_pc] = {passes('wb_first', 'wb_first_c')} ? "
-            f"({f.elem})({value}) : ({f.elem})0;\n"
-            f"  }}\n  __syncthreads();\n#endif\n  ")
-        rw.insert(f.smem_at.start_byte, fill)
+        read_value = (f"#if {smem}\n      const {f.elem} wb_v = wb_tile{at_ch}[(int)threadIdx.y "
+                      f"* {oy} + wb_r][(int)threadIdx.x * {ox} + wb_c];\n#else\n{read_value}"
+                      "#endif\n")
+        rw.insert(f.smem_at.start_byte, _fill(f, smem, (tile_h, tile_w), (bx_name, by_name),
+                                              (oy, ox), passes('wb_first', 'wb_first_c'),
+                                              value))
     loop = (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
-        f"each input value is loaded once\n"
-        f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
-        f"    const int {i} = ({f.outer.lo_text}) + wb_r;  // window row of output row 0\n"
-        f"    {outer_decls}\n"
-        f"    // the first output row / column that needs this input (past the check: no read)\n"
-        f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n"
-        f"#pragma unroll\n    for (int wb_c = 0; wb_c < {m} + {ox} - 1; ++wb_c) {{\n"
-        f"      const int {j} = ({f.inner.lo_text}) + wb_c;  // window column of output column "
-        f"0\n"
-        f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
-        f"      {decls}\n"
+        f"each input value is loaded once\n" +
+        "".join(_opener(data, f, w, oy, ox) for w in f.nest) +
         f"{read_value}"
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
         f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
         f"wb_c - wb_q < {m}) {acc}[wb_k][wb_q] += {weight} * wb_v;\n"
-        f"        }}\n      }}\n    }}\n  }}")
-    rw.replace(f.outer.loop, loop)
+        f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) + "  }")
+    rw.replace(f.nest[0].loop, loop)
     index = text(_index(f.target))
     rhs = render(data, f.rhs, lambda m_: f"{acc}[wb_k][wb_q]" if m_.type == "identifier"
                  and text(m_) == f.acc.acc else None)
@@ -654,9 +800,13 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                              "as written); 0: read per thread (as written)"},
                        f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
         elem_bytes = _ELEM.get(f.elem, 8)
-        plan.constrain(f"{smem} == 0 or {elem_bytes} * {tile_h} * {tile_w} <= {_MAX_SMEM}")
+        planes = f"{ch.count} * " if ch is not None else ""
+        plan.constrain(f"{smem} == 0 or {elem_bytes} * {planes}{tile_h} * {tile_w} <= "
+                       f"{_MAX_SMEM}")
+        per = f", a tile per channel ({ch.count}: the loop over {ch.var})" \
+            if ch is not None else ""
         plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
-                  "window inputs staged in shared memory before the bounds check; each "
+                  f"window inputs{per} staged in shared memory before the bounds check; each "
                   "thread reads them from the tile", f.outer.loop)
     if ox != "1":
         plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
@@ -669,11 +819,16 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                   f"value at input column {x} + {j} is loaded once per row and feeds every "
                   f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
     plan.block = [bx, by]
-    plan.grid = [grid_x, grid_y]
+    # the launch rule in the lifted names (a block the author named TX stays TX)
+    renamed = {"BLOCK_X": bx, "BLOCK_Y": by, "OUT_Y": oy, "OUT_X": ox}
+    plan.grid = [re.sub(r"\b(BLOCK_X|BLOCK_Y|OUT_Y|OUT_X)\b", lambda m_: renamed[m_.group(1)], g)
+                 for g in (grid_x, grid_y)]
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
+    per = f" per channel (the loop over {ch.var} kept as written: each output sums its " \
+        "taps in the written order)" if ch is not None else ""
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {n} x "
               f"{f.inner.count} window sum; {f.src}'s value at input row {y} + {i} is loaded "
-              f"once per row and column and feeds every output row's accumulator; the grid's "
-              f"y divisor is {by} * {oy}", f.outer.loop)
+              f"once per row and column{per} and feeds every output row's accumulator; the "
+              f"grid's y divisor is {by} * {oy}", f.outer.loop)

@@ -1,0 +1,302 @@
+"""Convolutions with a channel loop around the taps (workbench/templater/conv.py).
+
+The window lifts (OUT_Y, OUT_X, USE_SMEM) follow a 2-D window nested with one loop over
+channels / planes, kept as written at its depth, so each output sums its taps in the
+written order. Checked on benchmarks/corpus_compute_unseen4/conv5_channels (channels
+outside, a read-only ``pixel_or_zero`` helper, a flat ``__constant__`` filter) and on two
+spellings of our own: channels the innermost loop with a 3-D ``__constant__`` filter, NCHW
+reads at ``(c * h + r) * w + q``, ``#ifndef`` block sizes and the check around the work; a
+run-time channel count with a pointer filter at ``c * 25``, a ``constexpr`` radius, a
+ternary zero padding and ``blockDim`` offsets (its shared tile refused: a tile per channel
+needs a compile-time count). Each lifts, and (host run with g++) gives the kernel's outputs
+exactly, bit for bit, at the default, the all-ends corners and sampled configs
+(``host_sample``); conv5_channels is also compared with its expert template's outputs. A
+channel loop that writes memory, an accumulator scaled between channels, and a helper that
+writes memory are refused with the line.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    end_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
+from test_corpus_unseen3 import (
+    _inputs,
+    _run,
+    host_flags,  # noqa: F401  (session fixture: precompiled headers)
+)
+from test_corpus_unseen4 import HOST_EXTRAS, _folder, _plain_outputs
+
+from workbench.templater import LiftedSource, lift_kernel, offline_template
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
+
+# name -> (source, block, the call's arguments, channels)
+SPELLINGS: dict[str, tuple[str, list[str], str, int]] = {
+    "channels_inner_3d_constant_nchw": ("""
+#ifndef TX
+#define TX 32
+#endif
+#ifndef TY
+#define TY 8
+#endif
+#define NC 3
+#define KR 1
+__constant__ float taps[NC][2 * KR + 1][2 * KR + 1];
+extern "C" __global__ void k(float* out, const float* img, int h, int w) {
+  const int col = threadIdx.x + blockIdx.x * TX;
+  const int row = threadIdx.y + blockIdx.y * TY;
+  if (col < w && row < h) {
+    float sum = 0.f;
+    for (int u = -KR; u <= KR; u++) {
+      for (int v = -KR; v <= KR; v++) {
+        for (int c = 0; c < NC; c++) {
+          const int r = row + u, q = col + v;
+          if (r >= 0 && r < h && q >= 0 && q < w) sum += taps[c][u + KR][v + KR] * img[(c * h + r) * w + q];
+        }
+      }
+    }
+    out[row * w + col] = sum;
+  }
+}
+""", ["32", "8"], "out.data(), in.data(), h, w", 3),
+    "channels_outer_runtime_count_pointer_filter": ("""
+constexpr int RAD = 2;
+extern "C" __global__ void k(float* out, const float* in, const float* filt, int nc, int h,
+                             int w) {
+  int gx = blockIdx.x * blockDim.x + threadIdx.x;
+  int gy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (gx >= w || gy >= h) return;
+  float a = 0.0f;
+  for (int c = 0; c < nc; ++c) {
+    const float* src = in + (size_t)c * h * w;
+    const float* f = filt + c * 25;
+    for (int i = 0; i < 2 * RAD + 1; ++i)
+      for (int j = 0; j < 2 * RAD + 1; ++j) {
+        int yy = gy + i - RAD;
+        int xx = gx + j - RAD;
+        a += f[i * 5 + j] * ((yy >= 0 && yy < h && xx >= 0 && xx < w) ? src[yy * w + xx] : 0.0f);
+      }
+  }
+  out[gy * w + gx] = a;
+}
+""", ["16", "16"], "out.data(), in.data(), filt.data(), nc, h, w", 2),
+}
+
+H, W = 29, 45
+ENV = {"h": H, "w": W, "elem_bytes": 4}
+
+
+def lift(source: str, block: list[str]) -> LiftedSource:
+    return lift_kernel(source, entry="k", grid=[f"ceil_div(w, {block[0]})",
+                                                f"ceil_div(h, {block[1]})"],
+                       block=block, scalars={"h": "h", "w": "w"})
+
+
+def applied(lifted: LiftedSource, knob: str) -> bool:
+    return any(f.transform == knob and f.applied for f in lifted.findings)
+
+
+# -- what lifts ----------------------------------------------------------------------------
+
+
+def test_conv5_channels_lifts_outputs_per_thread_and_a_tile_per_channel() -> None:
+    result = offline_template(_folder("conv5_channels"))
+    lifted = result.lifted
+    assert {"OUT_X", "OUT_Y", "USE_SMEM"} <= {p.name for p in lifted.params}, lifted.notes
+    assert lifted.grid == ("ceil_div(w, BLOCK_X * OUT_X)", "ceil_div(h, BLOCK_Y * OUT_Y)")
+    # four planes' tiles with the 2-pixel apron, in static shared memory
+    assert "USE_SMEM == 0 or 4 * 4 * (BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4) <= 49152" \
+        in lifted.constraints
+    # the channel loop is kept as written around the marched rows
+    assert "for (int ch = 0; ch < CH; ch++) {" in lifted.source
+    assert "wb_tile[4][(BLOCK_Y * OUT_Y + 4)][(BLOCK_X * OUT_X + 4)]" in lifted.source
+    space = result.template.space({"h": 4096, "w": 4096, "elem_bytes": 4})
+    tile = {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1,
+            "MIN_BLOCKS_PER_SM": 0}
+    assert space.rejection(tile) is None  # 4 * 4 * 36 * 68 = 39168 bytes
+    assert space.rejection({**tile, "OUT_X": 4}) is not None  # 4 * 4 * 36 * 132 > 48 KiB
+
+
+def test_the_spellings_lift_the_window_around_their_channel_loop() -> None:
+    inner = lift(*SPELLINGS["channels_inner_3d_constant_nchw"][:2])
+    assert all(applied(inner, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), inner.notes
+    assert "wb_tile[3][" in inner.source
+    assert inner.block == ("TX", "TY")
+    runtime = lift(*SPELLINGS["channels_outer_runtime_count_pointer_filter"][:2])
+    assert applied(runtime, "OUT_X") and applied(runtime, "OUT_Y"), runtime.notes
+    refused = [f for f in runtime.findings if f.transform == "USE_SMEM" and not f.applied]
+    assert refused and "known only at run time" in refused[0].reason
+    assert refused[0].line == 9
+    assert "USE_SMEM" not in {p.name for p in runtime.params}
+
+
+# name -> (source, the refusal's words, its line)
+REFUSED: dict[str, tuple[str, str, int]] = {
+    "channel_loop_writes_memory": ("""
+#define CH 3
+__constant__ float wt[CH * 9];
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+  for (int c = 0; c < CH; ++c) {
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        if (y + i < h && x + j < w) acc += wt[c * 9 + i * 3 + j] * in[(c * h + y + i) * w + x + j];
+    out[(c + 1) * h * w + y * w + x] = acc;
+  }
+  out[y * w + x] = acc;
+}
+""", "a write there would move with the taps", 13),
+    "accumulator_scaled_between_channels": ("""
+#define CH 3
+__constant__ float wt[CH * 9];
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+  for (int c = 0; c < CH; ++c) {
+    acc *= 0.5f;
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        if (y + i < h && x + j < w) acc += wt[c * 9 + i * 3 + j] * in[(c * h + y + i) * w + x + j];
+  }
+  out[y * w + x] = acc;
+}
+""", "is neither a declaration nor the inner window loop", 10),
+    "helper_writes_memory": ("""
+#define CH 2
+__constant__ float wt[CH * 9];
+__device__ float tap(const float* p, float* seen, int y, int x, int h, int w) {
+  if (y >= h || x >= w) return 0.0f;
+  seen[0] = 1.0f;
+  return p[y * w + x];
+}
+extern "C" __global__ void k(float* out, const float* in, float* seen, int h, int w) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+  for (int c = 0; c < CH; ++c)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        acc += wt[c * 9 + i * 3 + j] * tap(in + c * h * w, seen, y + i, x + j, h, w);
+  out[y * w + x] = acc;
+}
+""", "not read-only: `seen[0] = 1.0f` writes memory (line 6)", 17),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_channel_loops_the_analysis_cannot_follow_are_refused_with_the_line(name: str) -> None:
+    source, reason, row = REFUSED[name]
+    lifted = lift(source, ["16", "16"])
+    refusals = [f for f in lifted.findings if f.transform == "OUT_Y" and not f.applied]
+    assert refusals, lifted.notes
+    assert reason in refusals[0].reason, refusals[0].reason
+    assert refusals[0].line == row
+    assert not {"OUT_Y", "OUT_X", "USE_SMEM"} & {p.name for p in lifted.params}
+
+
+# -- host runs -----------------------------------------------------------------------------
+
+_MAIN = r"""
+int main() {
+  const int h = %(h)d, w = %(w)d, nc = %(nc)d;
+  std::vector<float> in(nc * h * w), out(h * w, -7.0f), filt(nc * 25);
+  // values that are not short binary fractions: a changed summation order shows
+  for (int i = 0; i < nc * h * w; ++i) in[i] = (float)((i * 37) %% 101 - 50) / 7.0f;
+  for (int i = 0; i < nc * 25; ++i) filt[i] = (float)((i * 13) %% 23 - 11) / 9.0f;
+  %(fill)s
+  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1}, [&] { k(%(args)s); });
+  for (float v : out) std::printf("%%.9g\n", v);
+  return 0;
+}
+"""
+
+_FILL_TAPS = ("for (int c = 0; c < 3; ++c) for (int u = 0; u < 3; ++u) for (int v = 0; v < 3; "
+              "++v) taps[c][u][v] = (float)((c * 9 + u * 3 + v) * 7 % 17 - 8) / 3.0f;")
+
+
+def host_run(name: str, source: str, grid: list[int], block: list[int], work: Path
+             ) -> list[float]:
+    _, _, args, nc = SPELLINGS[name]
+    main = _MAIN % {"h": H, "w": W, "nc": nc, "gx": grid[0], "gy": grid[1], "bx": block[0],
+                    "by": block[1], "args": args,
+                    "fill": _FILL_TAPS if "taps[" in source else ""}
+    program = COOPERATIVE_BLOCK + "#define __constant__\n" + source + main
+    printed = run_on_host(work, "host", program, flags=("-ffp-contract=off",))
+    return [float(v) for v in printed.split()]
+
+
+def spelling_configs(name: str) -> list[dict[str, Any]]:
+    template = lifted_template(lift(*SPELLINGS[name][:2]))
+    default = template.default_config()
+    smem = {"USE_SMEM": 1} if "USE_SMEM" in template.param_names else {}
+    return [*corner_configs(template, ENV), {**default, "OUT_X": 4, "OUT_Y": 2},
+            {**default, "OUT_X": 2, "OUT_Y": 4, **smem}]
+
+
+@pytest.mark.timeout(300)
+@needs_gxx
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_channel_spellings_give_the_kernels_output_bit_for_bit(name: str) -> None:
+    source, block = SPELLINGS[name][:2]
+    template = lifted_template(lift(source, block))
+    b = [int(v) for v in block]
+    with tempfile.TemporaryDirectory() as tmp:
+        want = host_run(name, source, [-(-W // b[0]), -(-H // b[1])], b, Path(tmp))
+        assert len(want) == H * W and -7.0 not in want
+        for config in host_sample(spelling_configs(name)[1:]):
+            assert template.space(ENV).rejection(config) is None, config
+            launch = template.launch_for(config, ENV)
+            got = host_run(name, template.render(config, "fp32").source, list(launch.grid),
+                           list(launch.block), Path(tmp))
+            assert got == want, config
+
+
+#: conv5_channels' configs beyond the corners: the shared tiles with two columns and four
+#: rows a thread; four columns and two rows from global memory.
+CONV5_EXTRAS = [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 0},
+                {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1}]
+
+
+@pytest.mark.timeout(300)
+@needs_gxx
+def test_conv5_channels_lift_matches_the_kernel_and_its_expert(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    plain = _folder("conv5_channels")
+    template = offline_template(plain).template
+    env = plain.env(plain.check_shape, "fp32")
+    inputs = _inputs(plain)
+    want = _plain_outputs("conv5_channels", tmp_path / "plain", host_flags)
+    expert = _folder("conv5_channels", expert=True)
+    expert_config = {**expert.template.default_config(), "BLOCK_X": 32, "BLOCK_Y": 4,
+                     "ITEMS_X": 2, "ITEMS_Y": 4, "USE_SMEM": 1}
+    got = _run(expert, HOST_EXTRAS + expert.template.render(expert_config, "fp32").source,
+               expert.template.launch_for(expert_config, env), inputs, tmp_path / "expert",
+               host_flags)
+    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-5, atol=1e-6)
+    default = template.default_config()
+    configs = [*end_configs(template, env), *({**default, **e} for e in CONV5_EXTRAS)]
+    for i, config in enumerate(host_sample(configs)):
+        assert template.space(env).rejection(config) is None, config
+        got = _run(plain, HOST_EXTRAS + template.render(config, "fp32").source,
+                   template.launch_for(config, env), inputs, tmp_path / f"lift{i}", host_flags)
+        # the same taps in the same order per output: the same bits
+        assert np.array_equal(got["out"], want["out"]), config
