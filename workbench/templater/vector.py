@@ -196,6 +196,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         if key not in names:
             names[key] = a.array if not any(k[0] == a.array for k in names) else \
                 f"{a.array}{len([k for k in names if k[0] == a.array])}"
+            if names[key] in ("i", "v"):  # wb_i, wb_v are the rewrite's own loop indices
+                names[key] = f"{names[key]}_arr"
         by_array.setdefault(names[key], []).append(a)
     constraints: list[str] = []
     for group in by_array.values():
