@@ -23,11 +23,12 @@ written.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
     binary,
-    block_offset,
     builtin,
     calls,
     declared_name,
@@ -40,8 +41,10 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.macros import IntegerMacro, guard_define
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_consts import constant
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
+from workbench.templater.warp_global import GlobalItem, find_global_item
 from workbench.templater.warp_regs import (
     REG_STEPS,
     RowCache,
@@ -110,7 +113,7 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     item_def = None
     for d, value in defs:
         for _s, t in terms(value):
-            if block_offset(t, "x") is None:
+            if _block_factor(plan, t) is None:
                 continue
             others = [u for _s2, u in terms(value) if u.start_byte != t.start_byte]
             # the item: a block offset plus the warp (threadIdx.y in a (32, R) block,
@@ -118,13 +121,98 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
             if any(_warp_term(plan, u, two_d) is not None for u in others) or \
                     (not two_d and lane_def is not None):
                 item_def = (d, t)
-    if item_def is None:
-        return False
     try:
-        return _apply(plan, macros, lane_def, item_def, two_d)
+        if item_def is not None:
+            shape = _offset_shape(plan, macros, item_def, two_d)
+        else:
+            found = None if two_d else find_global_item(plan)
+            if found is None:
+                return False
+            shape = _global_shape(plan, found)
+            lane_def = lane_def or found.lane_def
+        return _apply(plan, lane_def, shape, two_d)
     except Illegal as exc:
-        plan.note(LANES, False, exc.reason, exc.node or item_def[0].decl)
+        decl = item_def[0].decl if item_def is not None else None
+        plan.note(LANES, False, exc.reason, exc.node or decl)
         return False
+
+
+def _block_factor(plan: Plan, node: Node) -> int | None:
+    """F of ``blockIdx.x * F`` (either order): a literal, a macro or a file constant."""
+    parts = binary(node)
+    if parts is None or parts[1] != "*":
+        return None
+    if builtin(parts[0], "blockIdx") == "x":
+        return constant(plan, parts[2])
+    if builtin(parts[2], "blockIdx") == "x":
+        return constant(plan, parts[0])
+    return None
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """How the kernel names its item: its declaration; the node that becomes the item's
+    index within the block (``threadIdx.x / 32``) or, in the global form, the whole global
+    warp index; the factor F written for the items per block (None in the global form), its
+    value, the macro it is, the nodes whose ``threadIdx.x`` / ``blockDim.x`` reads the
+    shape accounts for, and lanes spelled from the global thread index."""
+
+    decl: Node
+    warp: Node
+    factor: Node | None
+    f_value: int
+    macro: IntegerMacro | None
+    allowed: tuple[Node, ...]
+    lanes: tuple[Node, ...]
+    index: Node | None  # X of the global form's X / 32
+
+
+def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
+                  two_d: bool) -> _Shape:
+    d, offset = item
+    parts = [t for _s, t in terms(d.value)]
+    shape = "threadIdx.y" if two_d else "threadIdx.x / 32"
+    if len(parts) != 2 or any(s < 0 for s, _t in terms(d.value)):
+        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
+    found = _warp_term(plan, next(t for t in parts if t.start_byte != offset.start_byte), two_d)
+    if found is None:
+        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
+    warp, warp_local = found
+    if warp_local is not None:
+        wname, _n, _v = declared_name(warp_local)
+        if len([u for u in plan.uses(wname) if not _declares(u)]) != 1:
+            raise Illegal(f"the warp index `{wname}` is used beyond the item index; its "
+                          "meaning with fewer lanes per item is not modelled", warp_local)
+    factor_parts = binary(offset)
+    assert factor_parts is not None
+    factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
+                   else factor_parts[0])
+    f_value = constant(plan, factor)
+    if two_d:
+        if f_value is None or literal(plan.block[1]) != f_value:
+            raise Illegal(f"the block ({', '.join(plan.block)}) is not (32, `{text(factor)}`)",
+                          d.decl)
+    elif f_value is None or literal(plan.block[0]) != 32 * f_value:
+        raise Illegal(f"the block ({plan.block[0]}) is not 32 x `{text(factor)}` warps", d.decl)
+    macro = macros.get(text(factor)) if factor.type == "identifier" else None
+    if macro is not None and len(plan.uses(macro.name)) != 1:
+        raise Illegal(f"`{macro.name}` has other uses; its meaning with fewer lanes per item "
+                      "is not modelled", macro.definition)
+    if macro is None and factor.type == "identifier" and len(plan.uses(text(factor))) != 1:
+        raise Illegal(f"`{text(factor)}` has other uses in the kernel; its meaning with fewer "
+                      "lanes per item is not modelled", factor)
+    return _Shape(d.decl, warp, factor, f_value, macro, (), (), None)
+
+
+def _global_shape(plan: Plan, found: GlobalItem) -> _Shape:
+    """The global warp index: F is the launch block's warps (the kernel never names it)."""
+    size = literal(plan.block[0])
+    if size is None or size % 32:
+        raise Illegal(f"the block ({plan.block[0]}) is not whole warps", found.item.decl)
+    allowed = [found.index] + ([found.thread.value] if found.thread is not None and
+                               found.thread.value is not None else [])
+    return _Shape(found.item.decl, found.division, None, size // 32, None, tuple(allowed),
+                  found.lanes, found.index)
 
 
 def _inline_lanes(plan: Plan, two_d: bool, skip: list[Node]) -> list[Node]:
@@ -146,38 +234,16 @@ def _inline_lanes(plan: Plan, two_d: bool, skip: list[Node]) -> list[Node]:
     return out
 
 
-def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: tuple,
-           two_d: bool) -> bool:
-    d, offset = item
-    parts = [t for _s, t in terms(d.value)]
-    shape = "threadIdx.y" if two_d else "threadIdx.x / 32"
-    if len(parts) != 2 or any(s < 0 for s, _t in terms(d.value)):
-        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
-    found = _warp_term(plan, next(t for t in parts if t.start_byte != offset.start_byte), two_d)
-    if found is None:
-        raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
-    warp, warp_local = found
-    if warp_local is not None:
-        wname, _n, _v = declared_name(warp_local)
-        if len([u for u in plan.uses(wname) if not _declares(u)]) != 1:
-            raise Illegal(f"the warp index `{wname}` is used beyond the item index; its "
-                          "meaning with fewer lanes per item is not modelled", warp_local)
-    factor_parts = binary(offset)
-    assert factor_parts is not None
-    factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
-                   else factor_parts[0])
-    f_value = int_value(factor)
-    if two_d:
-        if f_value is None or literal(plan.block[1]) != f_value:
-            raise Illegal(f"the block ({', '.join(plan.block)}) is not (32, `{text(factor)}`)",
-                          d.decl)
-    elif f_value is None or literal(plan.block[0]) != 32 * f_value:
-        raise Illegal(f"the block ({plan.block[0]}) is not 32 x `{text(factor)}` warps", d.decl)
+def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
+    warp, factor, f_value, macro = shape.warp, shape.factor, shape.f_value, shape.macro
+    spans = [(n.start_byte, n.end_byte) for n in shape.allowed]
     bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE))
     if bad or any(x.is_shared for x in plan.facts.defs.values()):
         raise Illegal(f"the warps cooperate through {bad[0] if bad else '__shared__ memory'}")
     for n in walk(plan.body):
-        if n.type == "field_expression" and builtin(n, "blockDim") is not None:
+        if n.type == "field_expression" and builtin(n, "blockDim") is not None and \
+                not (builtin(n, "blockDim") == "x" and
+                     any(a <= n.start_byte and n.end_byte <= b for a, b in spans)):
             raise Illegal(f"`{text(n)}` is read; the block's shape changes with "
                           "WARPS_PER_BLOCK and LANES, which this lift does not model", n)
         if n.type == "field_expression" and builtin(n, "threadIdx") in ("y", "z") and \
@@ -186,8 +252,8 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
                           "index is modelled)", n)
     lane_value = lane_def.value if lane_def is not None else None  # type: ignore[attr-defined]
     lane = lane_def.name if lane_def is not None else None  # type: ignore[attr-defined]
-    skip = [n for n in (lane_value, warp) if n is not None]
-    inline = _inline_lanes(plan, two_d, skip)
+    skip = [n for n in (lane_value, warp, *shape.allowed) if n is not None]
+    inline = [*_inline_lanes(plan, two_d, skip), *shape.lanes]
     allowed = {(n.start_byte, n.end_byte) for n in [*skip, *inline]}
     for n in walk(plan.body):
         if n.type != "field_expression" or builtin(n, "threadIdx") != "x":
@@ -201,10 +267,6 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
     loops, steps, starts = _lane_loops(plan, lane, inline)
     offsets, widths, broadcasts = shuffle_loops(plan)
     # grid: ceil_div(X, F) -> ceil_div(X, W * (32 // LANES))
-    macro = macros.get(text(factor)) if factor.type == "identifier" else None
-    if macro is not None and len(plan.uses(macro.name)) != 1:
-        raise Illegal(f"`{macro.name}` has other uses; its meaning with fewer lanes per item "
-                      "is not modelled", macro.definition)
     name = macro.name if macro is not None else "WARPS_PER_BLOCK"
     per_block = f"{name} * (32 / {LANES})"
     grid = scale_divisor(plan.grid[0], str(f_value), f"{name} * (32 // {LANES})")
@@ -218,11 +280,17 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
     if two_d:
         plan.block[1] = name
         plan.rw.replace(warp, f"(threadIdx.y * (32 / {LANES}) + threadIdx.x / {LANES})")
+    elif shape.index is not None:  # the global warp index: the global thread / LANES
+        plan.block[0] = f"32 * {name}"
+        index = shape.index
+        plan.rw.replace_span(warp.start_byte, warp.end_byte, make=lambda rw: (
+            f"(({rw.render(index.start_byte, index.end_byte)}) / {LANES})"))
     else:
         plan.block[0] = f"32 * {name}"
         plan.rw.replace(warp, f"(threadIdx.x / {LANES})")
     plan.launch_bounds = f"32 * {name}"
-    plan.rw.replace(factor, f"({per_block})")
+    if factor is not None:
+        plan.rw.replace(factor, f"({per_block})")
     for n in [*([strip(lane_value)] if lane_value is not None else []), *inline]:
         plan.rw.replace(n, f"(threadIdx.x % {LANES})")
     for step in steps:
@@ -244,14 +312,14 @@ def _apply(plan: Plan, macros: dict[str, IntegerMacro], lane_def: object, item: 
     plan.add_param(name, {"kind": "pow2", "min": 1, "max": 32, "default": f_value,
                           "description": f"warps per block, the {what}32 / LANES items a "
                                          f"warp (as written: {f_value})"},
-                   f"{line(d.decl)}: {text(d.decl)[:60]}")
+                   f"{line(shape.decl)}: {text(shape.decl)[:60]}")
     plan.add_param(LANES, {"kind": "pow2", "min": 4, "max": 32, "default": 32,
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
-                   f"{line(lane_value if lane_value is not None else d.decl)}: lane")
+                   f"{line(lane_value if lane_value is not None else shape.decl)}: lane")
     plan.note(LANES, True, f"{len(loops)} lane loop(s), {len(offsets)} shuffle loop(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
-              "the item's group (mask and width)", d.decl)
+              "the item's group (mask and width)", shape.decl)
     cache = _row_cache(plan, loops, starts)
     before = len(plan.rw.edits)
     vectorized = _vectorize_lane_loops(plan, loops, starts)

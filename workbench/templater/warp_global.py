@@ -1,0 +1,124 @@
+"""A warp per item named by the global warp index: ``(blockIdx.x * blockDim.x + threadIdx.x) /
+32`` (or ``>> 5``), in place or through a local global thread index.
+
+The block size is then the launch rule's (the kernel reads ``blockDim.x`` only there), and
+the warp's item is the global warp index: with ``LANES`` lanes an item, the item is the
+global thread index divided by ``LANES`` and the lane the global (or the block's) thread
+index modulo ``LANES``, both exact because every block the template launches holds whole
+groups (``32 * WARPS_PER_BLOCK`` threads, LANES dividing 32). :func:`find_global_item`
+returns what :mod:`.warp` rewrites; uses of the global thread index other than the division
+and ``g % 32`` / ``g & 31`` (a lane) are refused with the line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    Definition,
+    binary,
+    builtin,
+    factors,
+    int_value,
+    strip,
+    terms,
+    text,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.vector import Illegal
+
+_DIVIDES = {("/", 32), (">>", 5)}
+_LANE_OPS = {("%", 32), ("&", 31)}
+
+
+@dataclass(frozen=True)
+class GlobalItem:
+    """The item ``d = X / 32``: its definition, the division node, X, the local global
+    thread index X names (None when X is written in place), and the lanes spelled from it
+    (``g % 32`` in place, and the local holding one, if any)."""
+
+    item: Definition
+    division: Node
+    index: Node
+    thread: Definition | None
+    lanes: tuple[Node, ...]
+    lane_def: Definition | None
+
+
+def is_global_thread(node: Node) -> bool:
+    """``node`` is ``blockIdx.x * blockDim.x + threadIdx.x`` (terms and factors in any
+    order)."""
+    parts = terms(strip(node))
+    if len(parts) != 2 or any(sign < 0 for sign, _t in parts):
+        return False
+    thread = [t for _s, t in parts if builtin(t, "threadIdx") == "x"]
+    if len(thread) != 1:
+        return False
+    other = next(t for _s, t in parts if t is not thread[0])
+    fs = factors(other)
+    return len(fs) == 2 and sorted(str(builtin(f, "blockIdx")) + str(builtin(f, "blockDim"))
+                                   for f in fs) == ["Nonex", "xNone"]
+
+
+def _thread_local(plan: Plan, node: Node) -> Definition | None:
+    node = strip(node)
+    d = plan.facts.defs.get(text(node)) if node.type == "identifier" else None
+    if d is None or d.value is None or d.assigned or d.is_pointer or d.is_shared:
+        return None
+    return d if is_global_thread(d.value) else None
+
+
+def _split(node: Node | None, ops: set[tuple[str, int]]) -> Node | None:
+    """The left operand of ``node`` when it is ``L op k`` with (op, k) in ``ops``."""
+    parts = binary(node) if node is not None else None
+    if parts is None or (parts[1], int_value(parts[2])) not in ops:
+        return None
+    return strip(parts[0])
+
+
+def find_global_item(plan: Plan) -> GlobalItem | None:
+    """The item defined as the global warp index, else None; raises Illegal where the global
+    thread index is also used in ways the rewrite does not model."""
+    for d in plan.facts.defs.values():
+        if d.value is None or d.assigned or d.is_pointer or d.is_shared:
+            continue
+        index = _split(strip(d.value), _DIVIDES)
+        if index is None:
+            continue
+        thread = _thread_local(plan, index)
+        if thread is None and not is_global_thread(index):
+            continue
+        lanes, lane_def = _lanes(plan, thread, index) if thread is not None else ((), None)
+        return GlobalItem(d, strip(d.value), index, thread, lanes, lane_def)
+    return None
+
+
+def _lanes(plan: Plan, thread: Definition, index: Node) -> tuple[tuple[Node, ...],
+                                                                   Definition | None]:
+    """The ``g % 32`` lanes of the global thread index ``g``, and the local holding one;
+    every other use of ``g`` is refused."""
+    lanes: list[Node] = []
+    lane_def = None
+    for use in plan.uses(thread.name):
+        parent = use.parent
+        if parent is not None and parent.type == "init_declarator" and \
+                parent.child_by_field_name("declarator") == use:
+            continue
+        if use.start_byte == index.start_byte:
+            continue
+        up = use.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        if up is None or _split(up, _LANE_OPS) is None:
+            raise Illegal(f"the global thread index `{thread.name}` is used in "
+                          f"`{text(up)[:50]}` (only its warp, `/ 32`, and its lane, `% 32`, "
+                          "are modelled)", use)
+        owner = next((d for d in plan.facts.defs.values() if d.value is not None and
+                      strip(d.value) == strip(up) and not d.assigned), None)
+        if owner is not None:
+            lane_def = owner
+        else:
+            lanes.append(strip(up))
+    return tuple(lanes), lane_def
