@@ -50,6 +50,14 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.ilp_exits import (
+    SharedExit,
+    item_whiles,
+    keep_at_exit,
+    keep_init,
+    restore,
+    shared_exit,
+)
 from workbench.templater.item_state import (
     CONTROL,
     LOOPS,
@@ -98,6 +106,8 @@ class _Scan:
     # loops an item leaves by `if (C) break;` (escape time), and those ifs: by byte span
     escapes: set[tuple[int, int]] = field(default_factory=set)
     escape_ifs: set[tuple[int, int]] = field(default_factory=set)
+    # every loop items leave one by one (escape-time `for`s and item `while`s): how shared
+    exits: dict[tuple[int, int], SharedExit] = field(default_factory=dict)
     region: list[Node] = field(default_factory=list)  # the statements from the index on
 
 
@@ -209,6 +219,7 @@ class _Render:
         self.safe = {span(n): safe_when_done(n, scan.items, plan)
                      for stmt in scan.region for n in walk(stmt) if n.type in _STATEMENTS}
         self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
+        self.exit: SharedExit | None = None  # the loop whose body is being rendered
 
     def block(self, stmts: list[Node], indent: str) -> str:
         out: list[str] = []
@@ -239,10 +250,15 @@ class _Render:
             return mentions(stmt, self.scan.items)
         if stmt.type in CONTROL and not is_item_stmt(stmt, self.scan.items):
             return False
+        if span(stmt) in self.scan.exits:
+            return False  # an item `while`: one shared loop the items leave one by one
         return is_item_stmt(stmt, self.scan.items)
 
     def shared(self, stmt: Node, indent: str) -> str:
         rw = self.plan.rw
+        found = self.scan.exits.get(span(stmt))
+        if found is not None and found.header_exit is not None:
+            return self.item_while(found, indent)
         if stmt.type in CONTROL and mentions(stmt, self.scan.items):
             escape = span(stmt) in self.scan.escapes
             parts: list[str] = []
@@ -259,30 +275,59 @@ class _Render:
                     if lead != body else ""
                 inner = _statements_with_comments(body) if body.type == "compound_statement" \
                     else [body]
+                outer, self.exit = self.exit, found if body.type == "compound_statement" \
+                    else None
                 self.escape_depth += escape
                 rendered = pre + self.block(inner, indent + "  ")
                 self.escape_depth -= escape
+                self.exit = outer
                 if escape:  # the loop ends when every item has left it
-                    rendered += (f"{indent}  bool {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
-                                 f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
-                                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
-                                 f"{indent}  if ({ALL_DONE}) break;\n")
+                    rendered += self.all_done(indent)
                 parts.append("{\n" + rendered + indent + "}")
                 pos = body.end_byte
             parts.append(rw.render(pos, stmt.end_byte))
-            head = ""
-            if escape:
-                start = f"!{LIVE}[{IT}]" if self.guarded else "false"
-                head = (f"{indent}bool {DONE}[{NAME}];  // items that left the loop below\n"
-                        f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; "
-                        f"++{IT}) {DONE}[{IT}] = {start};\n")
+            head = self.done_flags(indent) if escape else ""
             return head + indent + "".join(parts) + "\n"
         return indent + rw.text(stmt) + "\n"
+
+    def done_flags(self, indent: str) -> str:
+        start = f"!{LIVE}[{IT}]" if self.guarded else "false"
+        return (f"{indent}bool {DONE}[{NAME}];  // items that left the loop below\n"
+                f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; "
+                f"++{IT}) {DONE}[{IT}] = {start};\n")
+
+    def all_done(self, indent: str) -> str:
+        return (f"{indent}  bool {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
+                f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
+                f"{indent}  if ({ALL_DONE}) break;\n")
+
+    def item_while(self, found: SharedExit, indent: str) -> str:
+        """``while (C) { body }`` on the item's state -> one ``while (true)`` the items
+        share: each leaves when its own C is false (its ``done`` flag), the loop ends when
+        every item has left."""
+        loop, cond = found.loop, found.header_exit
+        body = loop.child_by_field_name("body")
+        assert body is not None and cond is not None
+        test = (f"{indent}  #pragma unroll\n{indent}  for (int {IT} = 0; {IT} < {NAME}; "
+                f"++{IT}) {DONE}[{IT}] = {DONE}[{IT}] | !{self.plan.rw.text(cond)};"
+                "  // its condition, as written\n")
+        outer, self.exit = self.exit, found
+        self.escape_depth += 1
+        rendered = self.block(_statements_with_comments(body), indent + "  ")
+        self.escape_depth -= 1
+        self.exit = outer
+        return (self.done_flags(indent) + f"{indent}while (true) {{\n"
+                + test + self.all_done(indent) + rendered + f"{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
         hoisted: list[str] = []
         body: list[str] = []
         pure = True
+        # an item that left the loop runs on (safe for any state) and gets its state back
+        straight = self.exit if self.exit is not None and self.exit.straight else None
+        if straight is not None:
+            body += [indent + "    " + k + "\n" for k in keep_init(straight.state, IT)]
         for stmt in run:
             if stmt.type == "declaration" and _declared(stmt) & self.arrays:
                 decl, assigns = self.array_declaration(stmt)
@@ -302,6 +347,14 @@ class _Render:
                 body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
                             "  // this item is done\n")
                 pure = False
+            elif span(stmt) in self.scan.escape_ifs and straight is not None:
+                cond = stmt.child_by_field_name("condition")
+                assert cond is not None
+                body += [indent + "    " + k + "\n" for k in
+                         keep_at_exit(straight.state, DONE, IT)]
+                # `|`, not `||`: the test is safe for any state, and no branch is made
+                body.append(f"{indent}    {DONE}[{IT}] = {DONE}[{IT}] | (bool)"
+                            f"{self.plan.rw.text(cond)};  // this item leaves the loop\n")
             elif span(stmt) in self.scan.escape_ifs:
                 cond = stmt.child_by_field_name("condition")
                 assert cond is not None
@@ -316,6 +369,9 @@ class _Render:
             if self.guarded and not pure else ("", "")
         if self.escape_depth:  # an item that left the loop must not change its state
             guard = (f"{indent}  if (!{DONE}[{IT}]) {{\n", f"{indent}  }}\n")
+        if straight is not None:  # ... by a select at the end, not a branch
+            body += [indent + "    " + r + "\n" for r in restore(straight.state, DONE, IT)]
+            guard = ("", "")
         return ("".join(hoisted) + f"{indent}#pragma unroll\n"
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {{\n" + guard[0]
                 + "".join(body) + guard[1] + f"{indent}}}\n")
@@ -503,7 +559,16 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
                     mentions(n, items) and not _inside_item_stmt(n, region, items) and \
                     not _streams(plan, n, items):
                 scan.compute_loops.append(n)
+    # a `while` on the item's state (run to a tolerance): shared, each item leaving on its
+    # own condition; one with a `break` or walking memory stays a per-item statement
+    whiles = [w for w in item_whiles(plain, items) if not _streams(plan, w, items)]
+    scan.compute_loops += whiles
     arrays = _arrays(plain, items)
+    for loop, _ifs in escapes.values():
+        scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, scan.escape_ifs, None)
+    for loop in whiles:
+        scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, set(),
+                                             loop.child_by_field_name("condition"))
     return scan, returns, arrays, region
 
 
@@ -561,6 +626,10 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
     """UNROLL: ``#pragma unroll (N)`` on the shared loop the items interleave in (0 leaves
     the compiler's choice, as written); nvcc reads a constexpr there, not a macro."""
     loop = scan.compute_loops[0]
+    if loop.type == "while_statement":
+        # an item `while` becomes the items' `while (true)`: its trips are data-dependent
+        # and each ends in the test of every item, which unrolling would only repeat
+        return
     prev = loop.prev_sibling
     # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
     if prev is not None and prev.type in ("preproc_call", "comment") and \

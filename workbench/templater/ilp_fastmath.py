@@ -23,12 +23,13 @@ at every config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
 from workbench.templater.analysis import declared_name, int_value, line, strip, text, walk
 from workbench.templater.ilp import NAME as ILP_NAME
+from workbench.templater.ilp_intrinsics import FAST, fast_calls, fast_macros, pair_sincos
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, pure_calls
 from workbench.templater.rewrite import Rewriter
@@ -56,9 +57,23 @@ class _Sites:
     root_locals: int = 0
     calls: int = 0
     powers: int = 0
+    sincos: int = 0  # sinf/cosf pairs made one sincosf
+    fast: set[str] = field(default_factory=set)  # calls routed to hardware approximations
 
     def total(self) -> int:
-        return self.rsqrt + self.root_locals + self.calls + self.powers
+        return self.rsqrt + self.root_locals + self.calls + self.powers + len(self.fast)
+
+    def replaces(self) -> str:
+        """What FAST_MATH 1 replaces, for the knob's description."""
+        parts = []
+        if self.rsqrt or self.root_locals or self.calls:
+            parts.append("1/sqrtf and divisions by a square root as rsqrtf")
+        if self.powers:
+            parts.append("powf of small integer powers as multiplies")
+        if self.fast:
+            parts.append(", ".join(("sinf/cosf pairs (one sincosf)" if n == "sincosf" else n)
+                                   + f" as {FAST[n]}" for n in sorted(self.fast)))
+        return "; ".join(parts)
 
 
 def apply_fastmath(plan: Plan) -> bool:
@@ -73,20 +88,38 @@ def apply_fastmath(plan: Plan) -> bool:
         _root_locals(plan, body, sites)
         _powers(plan, body, sites)
         _root_calls(plan, body, sites, specialized)
+        # sinf(x) and cosf(x) as one sincosf (exact: not a knob, see ilp_intrinsics)
+        paired = pair_sincos(plan, body, fast=True, first=sites.sincos)
+        sites.sincos += len(paired) // 2
+        sites.fast |= fast_calls(plan, body, paired | _integer_powers(body))
+    if sites.sincos:
+        sites.fast.add("sincosf")
     if not sites.total():
         return False
     plan.helper(_MACROS)
+    if sites.fast:
+        plan.helper(fast_macros(sites.fast))
     if sites.powers:
         plan.helper(_POWI)
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
-                          "description": "1: 1/sqrtf as rsqrtf, divisions by a square root "
-                                         "as multiplies by rsqrtf, powf of small integer "
-                                         "powers as multiplies (fp32, a few ulp); 0: as "
-                                         "written"}, f"{plan.kernel.line}: fp32 math")
+                          "description": f"1: {sites.replaces()} (fp32, a few ulp or more; "
+                                         "the gate checks the tolerance); 0: as written"},
+                   f"{plan.kernel.line}: fp32 math")
     plan.note(NAME, True, f"{sites.rsqrt} 1/sqrtf, {sites.root_locals} square-root local(s) "
               f"divided by, {sites.calls} call(s) of a function dividing by a square root, "
-              f"{sites.powers} powf of an integer power; the gate checks the tolerance")
+              f"{sites.powers} powf of an integer power, hardware approximations of "
+              f"{', '.join(sorted(sites.fast)) or 'no call'}; the gate checks the tolerance")
+    if sites.sincos:
+        plan.note("SINCOS", True, f"{sites.sincos} sinf/cosf pair(s) of one argument as one "
+                  "sincosf (the same results, one range reduction: applied, not a knob)")
     return True
+
+
+def _integer_powers(body: Node) -> set[tuple[int, int]]:
+    """The ``powf(x, k)`` calls :func:`_powers` makes multiplies."""
+    return {(n.start_byte, n.end_byte) for n in walk(body) if n.type == "call_expression"
+            and text(n.child_by_field_name("function")) == "powf" and
+            len(_call_args(n)) == 2 and _integer_power(_call_args(n)[1]) is not None}
 
 
 def _functions(plan: Plan) -> dict[str, Node]:

@@ -1,0 +1,134 @@
+"""Loops the items of :mod:`.ilp` leave one by one, and how they share them.
+
+Two shapes of per-item exit, each found on the parse:
+
+- an escape-time ``for`` (:func:`.item_state.escape_loops`): a loop of item-independent
+  length whose body holds ``if (C) break;`` statements on the item's state;
+- an item ``while``: ``while (C) { ... }`` whose condition reads the item's state (a
+  fixed-point or Newton iteration run to a tolerance, ``while (fabsf(d) > tol && it < max)``),
+  with no ``break``/``continue``/``return``/``goto`` in its body. The items share a
+  ``while (true)`` loop: each leaves when its own ``C`` is false, the loop ends once every
+  item has left (each item's loop ended as written, so the shared one does too).
+
+Each item keeps a ``done`` flag. How an item that left skips the rest of the loop:
+
+- *guarded*: its statements run under ``if (!done)``. Always correct, but each item's body
+  is then a branch of its own, so the compiler cannot interleave the items' chains (the
+  point of several items per thread): on a Newton iteration the items run one after another.
+- *straight*: every statement of the body is safe for an item whatever its state
+  (:func:`.item_state.safe_when_done`: arithmetic, pure calls, shared loads; no memory write,
+  no load at the item's place, no loop on the item's state), and all of them run per item,
+  as one block. Then every item runs them unguarded and an item that has left gets its state
+  back by a select: ``keep = X`` at the top of the trip, ``keep = done ? keep : X`` at each
+  exit test (the state the item left with), ``X = done ? keep : X`` at the end. An item
+  that has not left runs exactly the statements it ran as written, in the same order
+  (bit-identical results); one that has left computes values that are thrown away. The
+  items' statements are then straight-line code the compiler interleaves.
+
+The state kept is every item local declared before the loop and assigned in it (the locals
+declared in the body are per trip); each must be a plain scalar (an array or pointer local
+keeps the guarded form).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import text, walk
+from workbench.templater.item_state import (
+    assigned_in_body,
+    declarator_name,
+    is_item_stmt,
+    mentions,
+    safe_when_done,
+    span,
+    statements,
+)
+from workbench.templater.plan import Plan
+
+KEEP = "wb_keep_"
+_LEAVES = ("break_statement", "continue_statement", "return_statement", "goto_statement")
+
+
+@dataclass(frozen=True)
+class SharedExit:
+    """How the items share one loop they leave one by one (see the module doc)."""
+
+    loop: Node
+    header_exit: Node | None  # an item while: the condition whose falsity ends an item
+    straight: bool
+    state: tuple[str, ...]  # kept for the select (straight only), in declaration order
+
+
+def item_whiles(region: list[Node], items: set[str]) -> list[Node]:
+    """Top-level ``while (C) { ... }`` loops, ``C`` on the item, nothing leaving the body."""
+    out = []
+    for stmt in region:
+        cond = stmt.child_by_field_name("condition") if stmt.type == "while_statement" \
+            else None
+        body = stmt.child_by_field_name("body")
+        if cond is None or body is None or body.type != "compound_statement" or \
+                not mentions(cond, items):
+            continue
+        if not any(n.type in _LEAVES for n in walk(body)):
+            out.append(stmt)
+    return out
+
+
+def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
+                escape_ifs: set[tuple[int, int]], header_exit: Node | None) -> SharedExit:
+    """The straight form where the body allows it (see the module doc), else guarded."""
+    body = loop.child_by_field_name("body")
+    state = _state(plan, loop, arrays)
+    straight = body is not None and state is not None and \
+        (header_exit is None or safe_when_done(header_exit, items, plan))
+    for stmt in statements(body) if body is not None else []:
+        if not straight:
+            break
+        if span(stmt) in escape_ifs:
+            cond = stmt.child_by_field_name("condition")
+            straight = cond is not None and safe_when_done(cond, items, plan)
+        else:
+            straight = is_item_stmt(stmt, items) and stmt.type not in (
+                "preproc_if", "preproc_ifdef") and safe_when_done(stmt, items, plan)
+    return SharedExit(loop, header_exit, straight, state if straight and state else ())
+
+
+def _state(plan: Plan, loop: Node, arrays: set[str]) -> tuple[str, ...] | None:
+    """The item locals declared before ``loop`` that its body assigns, or None when one of
+    them is not a plain scalar item local."""
+    body = loop.child_by_field_name("body")
+    inside = {declarator_name(d) for n in walk(body) if n.type == "declaration"
+              for d in n.children_by_field_name("declarator")} if body is not None else set()
+    names = sorted(assigned_in_body(loop, frozenset()) - inside)
+    if any(name not in arrays or not _scalar_local(plan.body, name) for name in names):
+        return None
+    return tuple(names)
+
+
+def _scalar_local(body: Node, name: str) -> bool:
+    """``name`` is declared once in ``body``, as a plain scalar (any declarator of a
+    declaration: ``float lo = 0, hi = 1;`` declares two)."""
+    found = [inner for n in walk(body) if n.type == "declaration"
+             and not any(text(c) in ("static", "__shared__") for c in n.children)
+             for d in n.children_by_field_name("declarator")
+             if (inner := d.child_by_field_name("declarator") if d.type == "init_declarator"
+                 else d) is not None and declarator_name(inner) == name]
+    return len(found) == 1 and found[0].type == "identifier"
+
+
+def keep_init(state: tuple[str, ...], it: str) -> list[str]:
+    """``const``-free copies of the state at the top of the trip."""
+    return [f"auto {KEEP}{name} = {name}[{it}];" for name in state]
+
+
+def keep_at_exit(state: tuple[str, ...], done: str, it: str) -> list[str]:
+    """At an exit test, before ``done`` takes it: the state an item leaving here keeps."""
+    return [f"{KEEP}{name} = {done}[{it}] ? {KEEP}{name} : {name}[{it}];" for name in state]
+
+
+def restore(state: tuple[str, ...], done: str, it: str) -> list[str]:
+    """At the end of the trip: an item that has left gets the state it left with."""
+    return [f"{name}[{it}] = {done}[{it}] ? {KEEP}{name} : {name}[{it}];" for name in state]
