@@ -263,17 +263,18 @@ def test_row_l2norm_folder_lifts_the_warp_knobs_and_computes_as_written(
     assert kf.check_shape == "small" and kf.shape_values("small") == ENV
     result = offline_template(kf)
     knobs = params(result.lifted)
-    assert set(knobs) == {"ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "REG_STEPS",
+    assert set(knobs) == {"ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "REG_ROW",
                           "MIN_BLOCKS_PER_SM"}, result.lifted.notes
     assert result.lifted.block == ("32", "ROWS_PER_BLOCK")
     template = result.template
     args = [("out", ROWS * COLS), ("out", ROWS), ("in", ROWS * COLS)]
     want = host_outputs(tmp_path, "as_written", kf.baseline.render({}, "fp32").source,
                         [-(-ROWS // 8)], [32, 8], args, entry="row_l2norm")
-    # and the row kept in registers (warp_regs): 12 float2 steps of 16 lanes (2 rows a warp)
+    # and the row kept in registers (warp_regs): REG_ROW 384, 12 float2 steps of 16 lanes
+    # (2 rows a warp)
     configs = [*corner_configs(template, ENV),
                {**template.default_config(), "LANES": 4, "VEC": 4, "ROWS_PER_BLOCK": 2},
-               {**template.default_config(), "LANES": 16, "VEC": 2, "REG_STEPS": 12}]
+               {**template.default_config(), "LANES": 16, "VEC": 2, "REG_ROW": 384}]
     assert all(template.space(dict(ENV)).rejection(c) is None for c in configs)
     for i, config in enumerate(configs):
         launch = template.launch_for(config, ENV)

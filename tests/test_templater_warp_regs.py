@@ -1,4 +1,4 @@
-"""The row kept in registers between the passes of a warp-per-row kernel (REG_STEPS,
+"""The row kept in registers between the passes of a warp-per-row kernel (REG_ROW,
 workbench/templater/warp_regs.py; issue 28).
 
 Spellings, none the corpus's row_l2norm or warp_row: an RMSNorm with a weight vector in
@@ -18,6 +18,7 @@ largest cache the space admits.
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 from collections.abc import Sequence
@@ -167,41 +168,75 @@ def as_written(tmp_path_factory: pytest.TempPathFactory,
 
 
 def _warps(knobs: dict[str, Any]) -> str:
-    return next(p for p in knobs if p not in ("LANES", "VEC", "ITEMS_PER_THREAD", "REG_STEPS",
+    return next(p for p in knobs if p not in ("LANES", "VEC", "ITEMS_PER_THREAD", "REG_ROW",
                                               "MIN_BLOCKS_PER_SM"))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_a_row_read_twice_lifts_reg_steps_with_register_constraints(name: str) -> None:
+def test_a_row_read_twice_lifts_reg_row_with_register_constraints(name: str) -> None:
     source, grid, block, _args = CASES[name]
     lifted = lift(source, grid, block)
     knobs = params(lifted)
-    assert knobs["REG_STEPS"]["default"] == 0 and 0 in knobs["REG_STEPS"]["values"], \
-        lifted.notes
-    assert max(knobs["REG_STEPS"]["values"]) * 4 + 32 <= 255  # float4 steps under the cap
+    assert knobs["REG_ROW"]["default"] == 0 and 0 in knobs["REG_ROW"]["values"], lifted.notes
+    values = [v for v in knobs["REG_ROW"]["values"] if v]
+    assert all(b <= 1.5 * a for a, b in itertools.pairwise(values))
     warps = _warps(knobs)
-    assert f"REG_STEPS * VEC + 32 <= 65536 // (32 * {warps})" in lifted.constraints
-    assert (f"MIN_BLOCKS_PER_SM == 0 or REG_STEPS * VEC + 32 <= 65536 // (32 * {warps} * "
+    per = "ceil_div(REG_ROW, LANES * VEC) * VEC"  # the derived steps' registers
+    assert f"{per} + 32 <= 255" in lifted.constraints
+    assert f"{per} + 32 <= 65536 // (32 * {warps})" in lifted.constraints
+    assert (f"MIN_BLOCKS_PER_SM == 0 or {per} + 32 <= 65536 // (32 * {warps} * "
             "MIN_BLOCKS_PER_SM)") in lifted.constraints  # the row never spills
-    assert "REG_STEPS == 0 or REG_STEPS * LANES * VEC >= cols" in lifted.constraints
+    assert "REG_ROW == 0 or REG_ROW >= cols" in lifted.constraints
     # as written: no cached pass is compiled
     template = lifted_template(lifted)
     default = template.render(template.default_config(), "fp32").source
-    assert "#define REG_STEPS 0" in default and "#if REG_STEPS > 0" in default
+    assert "#define REG_ROW 0" in default and "#if REG_ROW > 0" in default
     passes = 3 if name == "softmax_inplace" else 2
-    assert default.count("#if REG_STEPS > 0") == passes
+    assert default.count("#if REG_ROW > 0") == passes
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_keeping_the_row_is_one_move_from_any_lanes_and_width(name: str) -> None:
+    """At each shape one row size holds the row (the smallest that does): from every config
+    that reads the row twice, setting REG_ROW to it is valid wherever the kept steps fit
+    the registers (the search reaches the row in registers in one move)."""
+    source, grid, block, _args = CASES[name]
+    template = lifted_template(lift(source, grid, block))
+    for cols, size in ((300, 384), (768, 768), (2560, 3072), (1000, 1024)):
+        env = {"rows": ROWS, "cols": cols}
+        space = template.space(env)
+        kept = {c["REG_ROW"] for c in space if c["REG_ROW"]}
+        assert kept == {size}, (cols, kept)
+        moved = [{**c, "REG_ROW": size} for c in space
+                 if c["REG_ROW"] == 0 and c.get("ITEMS_PER_THREAD", 1) == 1]
+        fits = [c for c in moved if _kept_regs(c, size) + 32 <= _reg_cap(c)]
+        assert fits and all(space.rejection(c) is None for c in fits), cols
+        # the default (a warp a row, scalar loads) keeps the row in one move at each shape
+        assert space.rejection({**template.default_config(), "REG_ROW": size}) is None
+
+
+def _kept_regs(config: dict[str, Any], size: int) -> int:
+    """Registers per lane the kept row takes: ceil(size / (LANES * VEC)) steps of VEC."""
+    per_step = int(config["LANES"]) * int(config["VEC"])
+    return -(-size // per_step) * int(config["VEC"])
+
+
+def _reg_cap(config: dict[str, Any]) -> int:
+    """A thread's register share: 255, and the register file over the resident threads."""
+    threads = 32 * int(config[_warps(config)]) * max(1, int(config["MIN_BLOCKS_PER_SM"]))
+    return min(255, 65536 // threads)
 
 
 def _configs(template: Any) -> list[dict[str, Any]]:
-    """The default, the corners, and rows kept in registers at three shapes of the warp:
-    32 lanes x float4 (3 of 4 steps), 8 lanes x float2 (19 of 24 steps, 4 rows a warp),
-    32 lanes x 1 (10 of 12 steps)."""
+    """The default, the corners, and the row (300 of REG_ROW 384) kept in registers at three
+    shapes of the warp: 32 lanes x float4 (3 steps, the last partly), 8 lanes x float2 (24
+    steps, 19 used, 4 rows a warp), 32 lanes x 1 (12 steps, 10 used)."""
     knobs = template.param_names
     warps = _warps(dict.fromkeys(knobs))
     base = template.default_config()
-    kept = [{**base, "REG_STEPS": 4, "LANES": 32, "VEC": 4, warps: 1},
-            {**base, "REG_STEPS": 24, "LANES": 8, "VEC": 2, warps: 4},
-            {**base, "REG_STEPS": 12, "LANES": 32, "VEC": 1, warps: 2}]
+    kept = [{**base, "REG_ROW": 384, "LANES": 32, "VEC": 4, warps: 1},
+            {**base, "REG_ROW": 384, "LANES": 8, "VEC": 2, warps: 4},
+            {**base, "REG_ROW": 384, "LANES": 32, "VEC": 1, warps: 2}]
     return [*corner_configs(template, ENV), *kept]
 
 
@@ -233,11 +268,11 @@ def test_each_spelling_computes_as_written_with_the_row_in_registers(
 
 def test_a_cache_too_small_for_the_row_runs_the_passes_as_written(
         tmp_path: Path, host_flags: tuple[str, ...], as_written: Any) -> None:  # noqa: F811
-    """REG_STEPS 2 x 32 lanes holds 64 of the 300 columns: the space leaves it out at this
+    """REG_ROW 64 (2 steps x 32 lanes) holds 64 of the 300 columns: the space leaves it out at this
     shape, but the kernel stays correct there (a shape with shorter rows would keep it)."""
     source, grid, block, args = CASES["softmax_inplace"]
     template = lifted_template(lift(source, grid, block))
-    config = {**template.default_config(), "REG_STEPS": 2, "VEC": 1}
+    config = {**template.default_config(), "REG_ROW": 64, "VEC": 1}
     assert template.space(dict(ENV)).rejection(config) is not None
     assert template.space({"rows": ROWS, "cols": 64}).rejection(config) is None
     want = as_written("softmax_inplace")
@@ -272,8 +307,8 @@ def test_what_cannot_be_shown_legal_is_refused_with_the_line(name: str, old: str
     assert old in source
     changed = source.replace(old, new)
     lifted = lift(changed, grid, block)
-    assert "REG_STEPS" not in params(lifted)
-    reasons = refusals(lifted, "REG_STEPS")
+    assert "REG_ROW" not in params(lifted)
+    reasons = refusals(lifted, "REG_ROW")
     last = new.splitlines()[-1].strip()
     at = next(i + 1 for i, t in enumerate(changed.splitlines()) if last in t)
     assert any(why in r and f"(line {at})" in r for r in reasons), (at, lifted.notes)
@@ -318,19 +353,20 @@ def test_a_block_per_row_kernel_keeps_its_row_in_registers(
         block_rows_wired: None, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     lifted = lift(BLOCK_ROW, ["rows"], ["256"])
     knobs = params(lifted)
-    assert {"BLOCK_THREADS", "VEC", "REG_STEPS"} <= set(knobs), lifted.notes
-    assert "REG_STEPS * VEC + 32 <= 65536 // (BLOCK_THREADS)" in lifted.constraints
-    assert "REG_STEPS == 0 or REG_STEPS * BLOCK_THREADS * VEC >= cols" in lifted.constraints
+    assert {"BLOCK_THREADS", "VEC", "REG_ROW"} <= set(knobs), lifted.notes
+    assert "ceil_div(REG_ROW, BLOCK_THREADS * VEC) * VEC + 32 <= 65536 // (BLOCK_THREADS)" \
+        in lifted.constraints
+    assert "REG_ROW == 0 or REG_ROW >= cols" in lifted.constraints
     template = lifted_template(lifted)
     args = [("out", ROWS * COLS), ("in", ROWS * COLS)]
     want = host(tmp_path, "as_written", BLOCK_ROW, [ROWS], [256], args, host_flags)
     base = template.default_config()
-    configs = [{**base, "REG_STEPS": 2, "BLOCK_THREADS": 64, "VEC": 4},
-               {**base, "REG_STEPS": 12, "BLOCK_THREADS": 32, "VEC": 1}]
+    configs = [{**base, "REG_ROW": 384, "BLOCK_THREADS": 64, "VEC": 4},
+               {**base, "REG_ROW": 384, "BLOCK_THREADS": 32, "VEC": 1}]
     space = template.space(dict(ENV))
     assert all(space.rejection(c) is None for c in configs), \
         [space.rejection(c) for c in configs]
-    # float4 steps over 64 threads on every run; 12 scalar steps of one warp with
+    # 2 float4 steps over 64 threads on every run; 12 scalar steps of one warp with
     # WORKBENCH_FULL_MATRIX=1
     for i, config in enumerate(configs if FULL_MATRIX else configs[:1]):
         launch = template.launch_for(config, ENV)
@@ -340,7 +376,7 @@ def test_a_block_per_row_kernel_keeps_its_row_in_registers(
 
 
 def test_a_block_per_row_kernel_is_left_as_written_by_default() -> None:
-    """Without the wiring (the templater as it stands) a block per row gets no REG_STEPS."""
+    """Without the wiring (the templater as it stands) a block per row gets no REG_ROW."""
     source = """
 extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
   __shared__ float part[32];
@@ -356,7 +392,7 @@ extern "C" __global__ void k(float* o, const float* a, int rows, int cols) {
 }
 """
     lifted = lift(source, ["rows"], ["256"])
-    assert "REG_STEPS" not in params(lifted), lifted.notes
+    assert "REG_ROW" not in params(lifted), lifted.notes
 
 
 def test_a_block_per_row_walk_dealt_over_blocks_is_refused(block_rows_wired: None) -> None:
@@ -372,9 +408,9 @@ extern "C" __global__ void k(float* __restrict__ o, const float* __restrict__ a,
 """
     lifted = lift(source, ["rows"], ["128"])
     knobs = params(lifted)
-    assert "REG_STEPS" not in knobs and "ROW_SPLIT" in knobs, lifted.notes
+    assert "REG_ROW" not in knobs and "ROW_SPLIT" in knobs, lifted.notes
     assert any("dealt over several blocks (ROW_SPLIT)" in r and "(line 5)" in r
-               for r in refusals(lifted, "REG_STEPS")), lifted.notes
+               for r in refusals(lifted, "REG_ROW")), lifted.notes
 
 
 # -- registers (ptxas) -------------------------------------------------------------------------
@@ -386,13 +422,14 @@ _REGS = re.compile(r"Used (\d+) registers")
 @needs_nvcc
 @pytest.mark.timeout(200)
 def test_the_largest_cache_fits_the_registers_without_spilling(tmp_path: Path) -> None:
-    """The most registers the space allows (32 steps of float4, one warp a block) and a
-    mid one: ptxas keeps the row in registers (no spill, no stack, under 255)."""
+    """The most registers the space allows (REG_ROW 6144: 48 steps of float4, one warp a
+    block) and a mid one: ptxas keeps the row in registers (no spill, no stack, under
+    255)."""
     source, grid, block, _args = CASES["rms_weighted"]
     template = lifted_template(lift(source, grid, block))
     warps = _warps(dict.fromkeys(template.param_names))
-    caches = ((4096, {"REG_STEPS": 32, "VEC": 4, "LANES": 32, warps: 1}),
-              (1024, {"REG_STEPS": 8, "VEC": 4, "LANES": 32, warps: 8}))
+    caches = ((6144, {"REG_ROW": 6144, "VEC": 4, "LANES": 32, warps: 1}),
+              (1024, {"REG_ROW": 1024, "VEC": 4, "LANES": 32, warps: 8}))
     # the largest on every run, the mid one too with WORKBENCH_FULL_MATRIX=1
     for cols, change in caches if FULL_MATRIX else caches[:1]:
         config = {**template.default_config(), **change}
@@ -408,8 +445,8 @@ def test_the_largest_cache_fits_the_registers_without_spilling(tmp_path: Path) -
         assert _SPILLS.findall(log) == [("0", "0")], log
         assert "0 bytes stack frame" in log, log
         regs = int(_REGS.findall(log)[0])
-        assert REG_FLOOR[change["REG_STEPS"]] <= regs <= 255, (change, regs)
+        assert REG_FLOOR[change["REG_ROW"]] <= regs <= 255, (change, regs)
 
 
-#: the kept row alone needs REG_STEPS * 4 registers at float4
-REG_FLOOR = {32: 128, 8: 32}
+#: the kept row alone needs REG_ROW / 32 registers per lane at 32 lanes
+REG_FLOOR = {6144: 192, 1024: 32}

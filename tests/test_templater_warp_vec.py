@@ -177,7 +177,7 @@ def test_an_in_place_loop_reading_a_neighbour_is_refused() -> None:
 def test_warp_row_folder_knobs(compiler: Compiler) -> None:
     result = offline_template(load_kernel_folder(ROOT / "corpus_compute" / "warp_row"))
     knobs = {p.name for p in result.lifted.params}
-    assert knobs == {"WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "REG_STEPS",
+    assert knobs == {"WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "REG_ROW",
                      "MIN_BLOCKS_PER_SM"}
     assert "`q` may alias x" in result.diff or any("`q` may alias x" in n
                                                      for n in result.notes)
@@ -185,4 +185,4 @@ def test_warp_row_folder_knobs(compiler: Compiler) -> None:
     write_loop_vectorized(result.lifted, "qr")
     compiles(compiler, result.template, {"VEC": 4, "LANES": 32, "WARPS_PER_BLOCK": 1},
              {"VEC": 2, "LANES": 16, "ITEMS_PER_THREAD": 4},
-             {"VEC": 4, "LANES": 32, "REG_STEPS": 8})  # int8 vector stores from registers
+             {"VEC": 4, "LANES": 32, "REG_ROW": 1024})  # int8 vector stores from registers

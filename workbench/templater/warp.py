@@ -46,7 +46,7 @@ from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
 from workbench.templater.warp_global import GlobalItem, find_global_item
 from workbench.templater.warp_regs import (
-    REG_STEPS,
+    REG_ROW,
     RowCache,
     apply_row_cache,
     find_row_cache,
@@ -334,7 +334,7 @@ def _row_cache(plan: Plan, loops: list[Node], starts: list[str]) -> RowCache | N
     try:
         return find_row_cache(plan, loops, starts)
     except Illegal as exc:
-        plan.note(REG_STEPS, False, exc.reason, exc.node)
+        plan.note(REG_ROW, False, exc.reason, exc.node)
         return None
 
 

@@ -1,4 +1,4 @@
-"""The row in registers: a warp-per-item kernel that reads its row twice keeps it (REG_STEPS).
+"""The row in registers: a warp-per-item kernel that reads its row twice keeps it (REG_ROW).
 
 Recognised on the parse after :mod:`.warp` has found the lane loops
 ``for (c = lane; c < n; c += 32)``: a row pointer ``P`` (a kernel pointer or a fixed local
@@ -6,14 +6,16 @@ offset of one) read as ``P[c]`` (the loop variable itself) in a lane loop and ag
 ``P[c]``, in one or more later lane loops with the same bound ``n``: a reduction pass and an
 elementwise pass (L2 norm, RMSNorm, int8 quant), or max, exp-sum and write passes (softmax).
 
-The rewrite keeps ``REG_STEPS`` steps of ``VEC`` elements per lane (the layout of the lane
-loops' vector path: step ``s`` holds elements ``(lane + s * LANES) * VEC ..``) in a register
-array filled by the first pass; later passes read the array instead of ``P`` when the row
-fits (``n <= REG_STEPS * LANES * VEC``, tested at run time per item), and run as written
-otherwise, so a row of any length stays correct. The cached passes are fully unrolled over
-the steps (compile-time indices: registers, not local memory) and run the loop body as
-written once per element with ``P[c]`` replaced by its register. ``REG_STEPS = 0`` is the
-kernel as written (the cached passes are compiled out).
+The knob is the row the registers hold, ``REG_ROW`` elements (0: none, the kernel as
+written); the steps of ``VEC`` elements each lane keeps follow from it, ``WB_REG_STEPS =
+ceil(REG_ROW / (LANES * VEC))`` (the layout of the lane loops' vector path: step ``s`` holds
+elements ``(lane + s * LANES) * VEC ..``), so keeping the row is one move from any lanes and
+vector width (a step count is not: which count fits the row depends on both). The first
+pass fills a register array; later passes read it instead of ``P`` when the row fits (``n
+<= WB_REG_STEPS * LANES * VEC``, tested at run time per item), and run as written otherwise,
+so a row of any length stays correct. The cached passes are fully unrolled over the steps
+(compile-time indices: registers, not local memory) and run the loop body as written once
+per element with ``P[c]`` replaced by its register.
 
 Legal only where nothing can change ``P``'s row between its first read and its last cached
 read: no store between the first pass and the last cached pass except inside the last pass,
@@ -23,13 +25,13 @@ written, as written) or disjoint from it. No ``break``, ``return`` or ``goto`` i
 ``c`` never assigned, ``P`` never written or read at another index in them. Anything else
 is refused with the reason and the line; a kernel with no row read twice is left alone.
 
-Range and constraints by registers per thread: a cached element costs one register (two
-for 8-byte types), the working set of such kernels is about 32 registers, and a thread may
-hold at most ``min(255, 65536 / threads per block)``; steps go 1, 2, 4, 8,
-then in steps of at most 1.5x (12, 16, 24, 32) so that the array a row needs is within 1.5x
-of the row, and at most 32 steps (128 registers at VEC 4) keep a thread under the 255
-register cap with its working set. A cache too small for the shape's row is never used,
-so such configs are left out (they would time REG_STEPS = 0 again).
+Range and constraints by registers per thread: a kept element costs one register (two for
+8-byte types), the working set of such kernels is about 32 registers, and a thread may hold
+at most ``min(255, 65536 / threads per block)``. Row sizes go in steps of at most 1.5x (64,
+96, 128, ... 8192); where the shape's row length is known only the smallest size that holds
+it is kept (a smaller cache is never used and would time REG_ROW = 0 again; a larger one
+holds registers it never fills), so for a shape the knob is in effect "keep the row or
+not", with every lanes / vector width whose steps fit the register budget.
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.vector import VEC_STRUCT, Illegal, stride_loops
 
-REG_STEPS = "REG_STEPS"
-STEP_VALUES = [0, 1, 2, 4, 8, 12, 16, 24, 32]
+REG_ROW = "REG_ROW"
+STEPS = "WB_REG_STEPS"  # the derived steps per lane (a macro of the rendered source)
+# row sizes in steps of at most 1.5x: the smallest that holds a row is under 1.5x of it
+ROW_VALUES = [0, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144,
+              8192]
 WORKING_REGS = 32  # registers a warp-row kernel needs besides its cached row (ptxas -v)
 _EXITS = ("return_statement", "break_statement", "goto_statement")
 
@@ -252,12 +257,12 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Nod
 def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[int],
                     foreign: list[Edit], threads: str) -> None:
     """Rewrite the passes of ``cache`` (``foreign``: edits whose text the cached copies of the
-    bodies must not carry, the vector rewrite's); adds REG_STEPS and its constraints."""
+    bodies must not carry, the vector rewrite's); adds REG_ROW and its constraints."""
     first = cache.passes[0]
     vec = "VEC" if "VEC" in plan.params and first.loop.start_byte in vectorized else "1"
     regs = "2" if cache.elem in ("double", "long long", "unsigned long long", "int64_t",
                                  "uint64_t", "long") else "1"
-    keep = f"WbVec<{cache.elem}, {vec}> wb_keep[{REG_STEPS}];"
+    keep = f"WbVec<{cache.elem}, {vec}> wb_keep[{STEPS}];"
     for k, p in enumerate(cache.passes):
         at = p.loop.start_byte
         while at > 0 and plan.source.data[at - 1:at] in (b" ", b"\t"):
@@ -272,17 +277,20 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
             cached = _cached_pass(rw, cache, p, fill=k == 0, vec=vec, lanes=lanes,
                                   foreign=foreign, puts=puts)
             decl = f"  {keep}  // the row, kept from its first pass\n" if k == 0 else ""
-            return (f"{lead}#if {REG_STEPS} > 0\n{decl}  if ({_fits(rw, cache, p, vec, lanes)})"
+            return (f"{lead}#if {REG_ROW} > 0\n{decl}  if ({_fits(rw, cache, p, vec, lanes)})"
                     f" {cached} else\n#endif\n")
         plan.rw.replace_span(at, at, make=make)
     plan.helper(VEC_STRUCT)
-    plan.add_param(REG_STEPS, {
-        "kind": "choice", "values": STEP_VALUES, "default": 0,
-        "description": f"steps of VEC elements per lane of {cache.pointer}'s row kept in "
-                       "registers by its first pass for the later ones (rows up to REG_STEPS "
-                       "* LANES * VEC elements read once; as written: 0, read again)"},
+    per_step = f"{lanes} * {vec}" if vec != "1" else lanes
+    plan.helper(f"#define {STEPS} (({REG_ROW} + {per_step} - 1) / ({per_step}))  "
+                f"// steps of {vec} elements per lane that hold REG_ROW elements")
+    plan.add_param(REG_ROW, {
+        "kind": "choice", "values": ROW_VALUES, "default": 0,
+        "description": f"elements of {cache.pointer}'s row kept in registers by its first "
+                       "pass for the later ones, ceil(REG_ROW / (LANES * VEC)) steps per lane "
+                       "(longer rows read again; as written: 0, read again)"},
         f"{line(first.loop)}: lane loop")
-    per = f"{REG_STEPS} * {vec}" + (f" * {regs}" if regs != "1" else "")
+    per = f"ceil_div({REG_ROW}, {per_step}) * {vec}" + (f" * {regs}" if regs != "1" else "")
     # 255: the registers one thread may address (sm_35 on); 65536: a block's register file
     plan.constrain(f"{per} + {WORKING_REGS} <= 255")
     plan.constrain(f"{per} + {WORKING_REGS} <= 65536 // ({threads})")
@@ -293,22 +301,23 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
                        f"({threads} * MIN_BLOCKS_PER_SM)")
     size = plan.scalars.get(text(first.bound))
     if size is not None:
-        # a cache the shape's row does not fit is never used (that config times REG_STEPS
-        # = 0 again); steps past the row are never used but their registers are still held,
-        # so of the step counts that fit only those under twice the row are kept (with
-        # consecutive values at most 2x apart, the smallest that fits always is)
-        plan.constrain(f"{REG_STEPS} == 0 or {REG_STEPS} * {lanes} * {vec} >= {size}")
-        plan.constrain(f"{REG_STEPS} == 0 or {REG_STEPS} * {lanes} * {vec} < 2 * {size}")
+        # a cache the shape's row does not fit is never used (that config times REG_ROW = 0
+        # again); of the sizes that hold it only the smallest is kept (a larger one holds
+        # registers it never fills): the size before a power of two is 3/4 of it, before
+        # 1.5 x a power of two 2/3 of it (ROW_VALUES), and that one must be under the row
+        plan.constrain(f"{REG_ROW} == 0 or {REG_ROW} >= {size}")
+        plan.constrain(f"{REG_ROW} == 0 or (is_pow2({REG_ROW}) and 4 * {size} > 3 * {REG_ROW})"
+                       f" or (not is_pow2({REG_ROW}) and 3 * {size} > 2 * {REG_ROW})")
         if "ITEMS_PER_THREAD" in plan.params:
             # the rows then always take the cached passes, where the lane loops' items per
             # thread do not run
-            plan.constrain(f"{REG_STEPS} == 0 or ITEMS_PER_THREAD == 1")
-    plan.note(REG_STEPS, True, f"{cache.pointer}'s row is read by {len(cache.passes)} lane "
+            plan.constrain(f"{REG_ROW} == 0 or ITEMS_PER_THREAD == 1")
+    plan.note(REG_ROW, True, f"{cache.pointer}'s row is read by {len(cache.passes)} lane "
               f"passes (lines {', '.join(str(line(p.loop)) for p in cache.passes)}); the first "
-              "keeps REG_STEPS steps of VEC elements per lane in registers, the others read "
-              "them where the row fits (tested per item at run time"
-              + (", with the stores of the last pass the row or disjoint from it" if
-                 cache.checked else "") + ")", first.loop)
+              "keeps REG_ROW elements (ceil(REG_ROW / (LANES * VEC)) steps of VEC per lane) in "
+              "registers, the others read them where the row fits (tested per item at run "
+              "time" + (", with the stores of the last pass the row or disjoint from it" if
+                        cache.checked else "") + ")", first.loop)
 
 
 def _min_blocks_follows(plan: Plan) -> bool:
@@ -323,7 +332,7 @@ def _min_blocks_follows(plan: Plan) -> bool:
 
 def _fits(rw: Rewriter, cache: RowCache, p: Pass, vec: str, lanes: str) -> str:
     bound = rw.text(p.bound)
-    cond = [f"({bound}) <= {REG_STEPS} * {lanes} * {vec}"]
+    cond = [f"({bound}) <= {STEPS} * {lanes} * {vec}"]
     if p is cache.passes[-1] and cache.checked:
         row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
         end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
@@ -378,7 +387,7 @@ def _cached_pass(rw: Rewriter, cache: RowCache, p: Pass, *, fill: bool, vec: str
     load += "".join(f"      WbVec<{types[a]}, {vec}> wb_put{k};\n" for k, a in enumerate(arrays))
     stores = "".join(f"      *reinterpret_cast<WbVec<{types[a]}, {vec}>*>({where[a]}) = "
                      f"wb_put{k};\n" for k, a in enumerate(arrays))
-    return (f"{{\n#pragma unroll\n    for (int wb_s = 0; wb_s < {REG_STEPS}; ++wb_s) {{\n"
+    return (f"{{\n#pragma unroll\n    for (int wb_s = 0; wb_s < {STEPS}; ++wb_s) {{\n"
             f"      const {p.var_type} wb_at = ({p.start} + wb_s * {lanes}) * {vec};\n"
             f"      if (wb_at >= {rw.text(p.bound)}) break;\n{load}"
             f"#pragma unroll\n      for (int wb_v = 0; wb_v < {vec}; ++wb_v) {{\n"
@@ -387,14 +396,14 @@ def _cached_pass(rw: Rewriter, cache: RowCache, p: Pass, *, fill: bool, vec: str
 
 
 def apply_block_row_cache(plan: Plan, foreign: list[Edit]) -> bool:
-    """REG_STEPS for a block per row: the row's passes are thread-stride loops ``for (c =
+    """REG_ROW for a block per row: the row's passes are thread-stride loops ``for (c =
     threadIdx.x; c < n; c += B)`` of a 1-D block whose size is lifted (the block's threads
     are the lanes: step ``s`` of a thread holds elements ``(threadIdx.x + s * B) * VEC ..``).
     ``foreign``: the vector rewrite's edits. False (noted where a row is read twice) when
     not shown legal.
 
     Not yet called by :func:`.semantic.lift_kernel` (it would run right after
-    ``apply_vector``, with the edits that call added): it adds REG_STEPS to the committed,
+    ``apply_vector``, with the edits that call added): it adds REG_ROW to the committed,
     measured block-per-row templates of benchmarks/corpus (softmax, rms_norm, layer_norm)
     and corpus_holdout (l2_normalize), which are regenerated and measured again with it."""
     if len(plan.block) != 1 or plan.block[0] not in plan.params:
@@ -408,7 +417,7 @@ def apply_block_row_cache(plan: Plan, foreign: list[Edit]) -> bool:
         if cache is not None and "ROW_SPLIT" in plan.params:
             raise Illegal("the row is dealt over several blocks (ROW_SPLIT)", loops[0].node)
     except Illegal as exc:
-        plan.note(REG_STEPS, False, exc.reason, exc.node)
+        plan.note(REG_ROW, False, exc.reason, exc.node)
         return False
     if cache is None:
         return False
