@@ -58,6 +58,7 @@ from workbench.core.settings import workbench_settings
 from workbench.core.write_policy import ensure_folder, inside_root, write_file
 from workbench.engine.nvrtc import (
     Nvrtc,
+    close_children,
     find_nvrtc,
     nvrtc_options,
     ptx_uses_shared_memory,
@@ -318,6 +319,12 @@ class Compiler:
             self._faithful = twin
         return self._faithful
 
+    def close(self) -> None:
+        """End this compiler's NVRTC children (idle ones now, busy ones when their compile
+        ends). Compiling again starts new ones; the interpreter's exit ends them too."""
+        if self._nvrtc is not None:
+            close_children(self._nvrtc, self.limits)
+
     def _nvrtc_options(self) -> list[str] | None:
         return nvrtc_options(self.flags)
 
@@ -473,7 +480,7 @@ class Compiler:
             return None
         ptx = None if nvrtc.every_kernel else _PTX_FILE
         done = run_nvrtc(nvrtc, options, work, source=_SOURCE_FILE, cubin=_CUBIN_FILE,
-                         limits=self.limits, timeout_s=timeout_s, write=self._write, ptx=ptx)
+                         limits=self.limits, timeout_s=timeout_s, ptx=ptx)
         same = ptx is None or not ptx_uses_shared_memory(
             (work / ptx).read_text(errors="replace") if (work / ptx).is_file() else ".shared")
         if ptx is not None:

@@ -29,20 +29,29 @@ compile took a median 0.35 s in-process and 0.66 s through the child. Difference
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from workbench.core.errors import CompilerNotFoundError
-from workbench.engine.sandbox import RUN_PYTHON, SandboxLimits, SandboxRun, run_sandboxed
+from workbench.engine.sandbox import (
+    RUN_PYTHON,
+    SandboxLimits,
+    SandboxRun,
+    launcher_command,
+    read_output,
+)
 
 CHILD = Path(__file__).with_name("nvrtc_child.py")
-REQUEST_FILE = "nvrtc.json"
 #: pip packages' library folders, under a ``site-packages`` entry of ``sys.path``.
 PIP_FOLDERS = ("nvidia/cu13/lib", "nvidia/cuda_nvrtc/lib")
 _RELEASE = re.compile(r"release (\d+\.\d+)")
@@ -280,25 +289,262 @@ def nvrtc_options(flags: Sequence[str]) -> list[str] | None:
     return options
 
 
+# --- the compile children ----------------------------------------------------------
+
+OUTPUT_FILE = "nvrtc.out"
+NVRTC_TIMEOUT_MARKER = "workbench: the NVRTC child did not finish within"
+#: Children per library and limits: one per concurrent caller, at most this many (a caller
+#: past it waits for one to be free). Each holds the interpreter and the library, ~90 MiB.
+MAX_CHILDREN = max(4, 2 * (os.cpu_count() or 1))
+_CLOSE_WAIT_S = 2.0
+_ChildKey = tuple[str, str | None, SandboxLimits]
+
+
+@dataclass(frozen=True)
+class ChildRequest:
+    """One compile for a child (one JSON line; see :mod:`workbench.engine.nvrtc_child`)."""
+
+    work: str  # the request's own work directory: the child runs there
+    source: str
+    options: tuple[str, ...]
+    cubin: str
+    ptx: str | None
+    output: str  # the file in ``work`` that takes the child's output for this request
+    cpu_s: int  # the CPU time this request may use
+
+    def line(self) -> bytes:
+        return json.dumps({**asdict(self), "options": list(self.options)}).encode() + b"\n"
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """What one request got from a child: its answer, or how the child ended."""
+
+    returncode: int
+    peak_rss_bytes: int
+    answered: bool  # False: the child ended (crash, limit, kill) and is gone
+    said: str = ""  # what the child printed instead of an answer (a load failure)
+
+
+class _Child:
+    """One sandboxed NVRTC child: the library loaded once, one request at a time."""
+
+    def __init__(self, key: _ChildKey, work: Path, generation: int) -> None:
+        library, builtins, limits = key
+        command = [RUN_PYTHON, str(CHILD), "--serve", library, *([builtins] if builtins else [])]
+        self.generation = generation
+        self.process = subprocess.Popen(
+            launcher_command(command, limits), cwd="/", stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=limits.environment(work),
+            start_new_session=True)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def ask(self, request: ChildRequest, timeout_s: float) -> tuple[_Reply, bool]:
+        """Send one request and wait for its answer, killing the child at ``timeout_s``;
+        the reply and whether the deadline killed it."""
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            self.kill()
+
+        timer = threading.Timer(timeout_s, kill)
+        timer.start()
+        try:
+            return self._exchange(request), timed_out.is_set()
+        finally:
+            timer.cancel()
+
+    def _exchange(self, request: ChildRequest) -> _Reply:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        line = b""
+        try:
+            self.process.stdin.write(request.line())
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+            answer = json.loads(line)
+            return _Reply(int(answer["status"]), int(answer["peak_rss_kib"]) * 1024, True)
+        except (OSError, ValueError, KeyError, TypeError):
+            return self._ended(line.decode("utf-8", "replace"))
+
+    def _ended(self, said: str) -> _Reply:
+        """The child stopped without an answer: what it printed, and its exit status."""
+        assert self.process.stdout is not None
+        said += self.process.stdout.read().decode("utf-8", "replace")
+        _, status, usage = os.wait4(self.process.pid, 0)
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        return _Reply(self.process.returncode, int(usage.ru_maxrss) * 1024, False, said)
+
+    def forget_pipes(self) -> None:
+        """Close this process's copy of the pipes (after a fork), leaving the child be."""
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        self.process.returncode = 0  # not ours to wait for
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """End the child: its stdin closes, so it leaves its loop (killed if it does not)."""
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(_CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class ChildPool:
+    """Idle children per (library, builtins, limits); each taken by one thread at a time,
+    started on demand, at most :data:`MAX_CHILDREN` per key. A child that ended is replaced
+    by a fresh one at the next request; :meth:`close` ends the idle ones and those in use
+    when they come back."""
+
+    def __init__(self, limit: int = MAX_CHILDREN) -> None:
+        self.limit = limit
+        self._ready = threading.Condition()
+        self._idle: dict[_ChildKey, list[_Child]] = {}
+        self._count: dict[_ChildKey, int] = {}
+        self._live: set[_Child] = set()  # idle and in use
+        self._generation = 0
+
+    def take(self, key: _ChildKey, work: Path) -> _Child:
+        """An idle child of ``key`` (one that ended while idle is dropped), else a new one
+        (``work`` is its first request's folder), waiting while ``key`` has its limit."""
+        while True:
+            idle, generation = self._reserve(key)
+            if idle is None:
+                break
+            if idle.process.poll() is None:
+                return idle
+            self._end(key, idle)  # killed from outside while idle: not this request's crash
+        try:
+            child = _Child(key, work, generation)
+        except BaseException:
+            self._forget(key)
+            raise
+        with self._ready:
+            self._live.add(child)
+        return child
+
+    def _reserve(self, key: _ChildKey) -> tuple[_Child | None, int]:
+        """An idle child, or (None, the generation) with a place for a new one counted."""
+        with self._ready:
+            while not self._idle.get(key) and self._count.get(key, 0) >= self.limit:
+                self._ready.wait()
+            if self._idle.get(key):
+                return self._idle[key].pop(), self._generation
+            self._count[key] = self._count.get(key, 0) + 1
+            return None, self._generation
+
+    def give_back(self, key: _ChildKey, child: _Child, *, alive: bool) -> None:
+        """Return a child after a request; one that ended, or is from before a
+        :meth:`close`, is not kept."""
+        with self._ready:
+            keep = alive and child.generation == self._generation
+            if keep:
+                self._idle.setdefault(key, []).append(child)
+                self._ready.notify()
+        if not keep:
+            self._end(key, child)
+
+    def _end(self, key: _ChildKey, child: _Child) -> None:
+        child.close()
+        with self._ready:
+            self._live.discard(child)
+        self._forget(key)
+
+    def _forget(self, key: _ChildKey) -> None:
+        with self._ready:
+            self._count[key] -= 1
+            self._ready.notify()
+
+    def pids(self, key: _ChildKey) -> list[int]:
+        """The idle children's process ids (oldest first)."""
+        with self._ready:
+            return [child.pid for child in self._idle.get(key, [])]
+
+    def close(self, key: _ChildKey | None = None) -> int:
+        """End the idle children (of ``key``, or all); children in use end when given
+        back. The number ended now."""
+        with self._ready:
+            self._generation += 1
+            ending: list[_Child] = []
+            for k in [key] if key is not None else list(self._idle):
+                idle = self._idle.pop(k, [])
+                self._count[k] = self._count.get(k, 0) - len(idle)
+                ending += idle
+            self._live.difference_update(ending)
+            self._ready.notify_all()
+        for child in ending:
+            child.close()
+        return len(ending)
+
+    def after_fork(self) -> None:
+        """In a forked process: the parent's children are not ours to use or end; their
+        pipes are closed here, so the parent's closing them still ends them."""
+        for child in self._live:
+            child.forget_pipes()
+        self._ready = threading.Condition()
+        self._idle, self._count, self._live = {}, {}, set()
+
+
+#: The process's children, ended at interpreter exit (and in a forked process, forgotten).
+CHILDREN = ChildPool()
+atexit.register(CHILDREN.close)
+os.register_at_fork(after_in_child=CHILDREN.after_fork)
+
+
+def child_key(nvrtc: Nvrtc, limits: SandboxLimits) -> _ChildKey:
+    """Which children may compile with ``nvrtc`` under ``limits``."""
+    return (str(nvrtc.library), str(nvrtc.builtins) if nvrtc.builtins else None, limits)
+
+
+def close_children(nvrtc: Nvrtc, limits: SandboxLimits) -> int:
+    """End the children that compile with ``nvrtc`` under ``limits`` (started again on
+    demand); the number ended now."""
+    return CHILDREN.close(child_key(nvrtc, limits))
+
+
 # --- one compile ---------------------------------------------------------------------
 
 
 def run_nvrtc(nvrtc: Nvrtc, options: Sequence[str], work: Path, *, source: str, cubin: str,
-              limits: SandboxLimits, timeout_s: float, ptx: str | None = None,
-              write: Callable[[Path, str], None] | None = None) -> SandboxRun:
-    """Compile ``work/source`` to ``work/cubin`` in a sandboxed child (the log is NVRTC's
-    program log; see :mod:`workbench.engine.nvrtc_child` for the exit statuses). ``write``
-    writes the request file (the Compiler's write policy; default: a plain write)."""
+              limits: SandboxLimits, timeout_s: float, ptx: str | None = None) -> SandboxRun:
+    """Compile ``work/source`` to ``work/cubin`` in a sandboxed child of :data:`CHILDREN`
+    (the log is NVRTC's program log; see :mod:`workbench.engine.nvrtc_child` for the
+    statuses). At ``timeout_s`` the child is killed and the run reads ``timed_out``; a
+    child that ended (a crash, a limit, the deadline) is reported for this request, with
+    its exit status, and replaced for the next. ``peak_rss_bytes`` is the child's largest
+    resident set so far (it serves many requests)."""
+    key = child_key(nvrtc, limits)
     includes = [f"-I{work}", *(f"-I{d}" for d in nvrtc.include_dirs)]
-    request = {"library": str(nvrtc.library),
-               "builtins": str(nvrtc.builtins) if nvrtc.builtins else None,
-               "source": source, "options": [*options, *includes], "cubin": cubin,
-               "ptx": ptx}
-    if write is None:
-        (work / REQUEST_FILE).write_text(json.dumps(request))
-    else:
-        write(work / REQUEST_FILE, json.dumps(request))
+    request = ChildRequest(str(work), source, (*options, *includes), cubin, ptx, OUTPUT_FILE,
+                           limits.cpu_s)
+    child = CHILDREN.take(key, work)
     try:
-        return run_sandboxed([RUN_PYTHON, str(CHILD), REQUEST_FILE], work, limits, timeout_s)
-    finally:
-        (work / REQUEST_FILE).unlink(missing_ok=True)
+        reply, timed_out = child.ask(request, timeout_s)
+    except BaseException:  # interrupted while it compiled: the child's state is unknown
+        child.kill()
+        CHILDREN.give_back(key, child, alive=False)
+        raise
+    CHILDREN.give_back(key, child, alive=reply.answered and not timed_out)
+    output = work / OUTPUT_FILE
+    log = reply.said + (read_output(output, work, limits) if output.is_file() else "")
+    if timed_out:
+        log += f"\n{NVRTC_TIMEOUT_MARKER} {timeout_s:g} s and was killed\n"
+    elif not reply.answered:
+        log += (f"\n[nvrtc] the compile child ended without answering "
+                f"(exit status {reply.returncode}); a new one serves the next request\n")
+    return SandboxRun(returncode=reply.returncode, log=log,
+                      peak_rss_bytes=reply.peak_rss_bytes, timed_out=timed_out)

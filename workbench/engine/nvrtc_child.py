@@ -1,31 +1,53 @@
 """The NVRTC compile itself, run as a script in a sandboxed child (standard library only).
 
-:mod:`workbench.engine.nvrtc` starts ``python -I -S nvrtc_child.py REQUEST`` through
-:func:`workbench.engine.sandbox.run_sandboxed`, so the compile of a generated source runs
-under the same memory, CPU-time, file-size and wall limits as nvcc, never in the caller's
-process. The child imports nothing outside the standard library (its start-up is part of
-every compile).
+:mod:`workbench.engine.nvrtc` starts ``python -I -S nvrtc_child.py --serve LIBRARY
+[BUILTINS]`` inside the sandbox's launcher (:func:`workbench.engine.sandbox.launcher_command`:
+the address-space, CPU-time and file-size limits are set before this script runs), so every
+compile of a generated source runs in this child, never in the caller's process. The child
+loads the library once, then answers requests until its stdin closes: one JSON line in, one
+JSON line out::
 
-``REQUEST`` is a JSON file in the work directory::
+    {"work": "/…/tmp/ab12-x", "source": "source.cu", "options": ["-arch=sm_90a", …],
+     "cubin": "kernel.cubin", "ptx": "kernel.ptx" or null, "output": "nvrtc.out",
+     "cpu_s": 120}
+    -> {"status": 0, "peak_rss_kib": 91234}
 
-    {"library": "/…/libnvrtc.so.13", "builtins": "/…/libnvrtc-builtins.so.13.0" or null,
-     "source": "source.cu", "options": ["-arch=sm_90a", …],
-     "cubin": "kernel.cubin", "ptx": "kernel.ptx" or null}
+For a request the child moves into ``work`` (``TMPDIR`` too) and sends its stdout and stderr
+to ``work/output``, which receives NVRTC's program log (with ptxas's ``-v`` report) and
+anything else printed, as a one-shot child's output did. Its CPU-time limit is re-armed to
+``cpu_s`` seconds past the CPU time already used (the launcher keeps the hard limit for a
+Python script, so only the soft one moves): each request gets the whole limit, and the
+kernel's SIGXCPU ends the child when one request spends it. Nothing else carries from one
+request to the next: each names its own work directory, options and files, and every NVRTC
+program is destroyed before the answer is written.
 
-The program log (which holds ptxas's ``-v`` report) goes to stdout. Exit status: 0 compiled
-(the cubin, and the PTX when asked, written), 1 NVRTC refused the source (the log says
-why), 3 the library could not be loaded or an NVRTC call failed. ``--version LIBRARY
-[BUILTINS]`` prints NVRTC's ``major.minor`` instead.
+``status``: 0 compiled (the cubin, and the PTX when asked, written), 1 NVRTC refused the
+source (the log says why), 3 an NVRTC call failed. Anything unexpected (an exception, a
+signal) ends the child with no answer: the traceback goes to the request's output, and the
+parent restarts a child for the next request. A library that cannot be loaded is printed
+to stdout (not yet a JSON line) and the child exits with status 3.
+
+``nvrtc_child.py REQUEST`` compiles one request file (the same keys, less ``work``, which is
+the file's folder) and exits with its status: the former one-shot path, kept for
+benchmarks/compile/nvrtc_child_latency.py. ``--version LIBRARY [BUILTINS]`` prints NVRTC's
+``major.minor``.
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import math
+import os
+import resource
 import sys
+import traceback
 from pathlib import Path
+from typing import Any
 
 COMPILED, REFUSED, BROKEN = 0, 1, 3
+CRASHED = 4  # an unexpected exception: the child exits without an answer
+_TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 
 
 class _Broken(Exception):
@@ -65,12 +87,11 @@ def version(library: str, builtins: str | None) -> str:
     return f"{major.value}.{minor.value}"
 
 
-def compile_request(request: dict[str, object], work: Path) -> int:
-    """Compile as ``request`` says, in ``work``; the status to exit with."""
-    lib = _load(str(request["library"]), request.get("builtins") or None)  # type: ignore[arg-type]
+def compile_request(lib: ctypes.CDLL, request: dict[str, Any], work: Path) -> int:
+    """Compile as ``request`` says, in ``work``, printing the program log; the status."""
     source_name = str(request["source"])
     source = (work / source_name).read_bytes()
-    options = [str(o).encode() for o in request["options"]]  # type: ignore[attr-defined]
+    options = [str(o).encode() for o in request["options"]]
     program = ctypes.c_void_p()
     _check(lib, lib.nvrtcCreateProgram(ctypes.byref(program), source, source_name.encode(),
                                        0, None, None), "nvrtcCreateProgram")
@@ -91,13 +112,79 @@ def compile_request(request: dict[str, object], work: Path) -> int:
         lib.nvrtcDestroyProgram(ctypes.byref(program))
 
 
+def _arm_cpu_limit(cpu_s: int) -> None:
+    """Let this request use ``cpu_s`` seconds of CPU beyond what the child has used."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime) + cpu_s
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _point_output(fd: int) -> None:
+    """stdout and stderr (the file descriptors, as NVRTC writes to them too) to ``fd``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+
+
+def _answer(lib: ctypes.CDLL, request: dict[str, Any], quiet: int) -> int:
+    """One request, its output in its work directory; the status (or the child exits)."""
+    work = Path(str(request["work"]))
+    output = os.open(work / str(request["output"]),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    _point_output(output)
+    os.close(output)
+    try:
+        os.chdir(work)
+        for name in _TEMP_VARIABLES:
+            os.environ[name] = str(work)
+        _arm_cpu_limit(int(request["cpu_s"]))
+        try:
+            return compile_request(lib, request, work)
+        except _Broken as error:
+            print(f"[nvrtc] {error}", flush=True)
+            return BROKEN
+    except BaseException:  # the child's state is unknown: report it here, and end
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(CRASHED)
+    finally:
+        _point_output(quiet)
+        os.chdir("/")
+
+
+def serve(library: str, builtins: str | None) -> int:
+    """Load the library, then answer requests from stdin until it closes."""
+    answers = os.fdopen(os.dup(1), "w")
+    try:
+        lib = _load(library, builtins)
+    except _Broken as error:
+        print(f"[nvrtc] {error}", flush=True)
+        return BROKEN
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    _point_output(quiet)
+    for line in sys.stdin:
+        status = _answer(lib, json.loads(line), quiet)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        answers.write(json.dumps({"status": status, "peak_rss_kib": peak}) + "\n")
+        answers.flush()
+    return COMPILED
+
+
 def main(argv: list[str]) -> int:
     try:
         if argv[:1] == ["--version"]:
             print(version(argv[1], argv[2] if len(argv) > 2 else None))
             return COMPILED
+        if argv[:1] == ["--serve"]:
+            return serve(argv[1], argv[2] if len(argv) > 2 else None)
         path = Path(argv[0]).resolve()
-        return compile_request(json.loads(path.read_text()), path.parent)
+        request = json.loads(path.read_text())
+        lib = _load(str(request["library"]), request.get("builtins") or None)
+        return compile_request(lib, request, path.parent)
     except _Broken as error:
         print(f"[nvrtc] {error}", flush=True)
         return BROKEN

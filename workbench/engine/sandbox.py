@@ -65,14 +65,17 @@ _LAUNCH_FAILED = 127
 #: itself (``python -I -S``, under the limits), saving the start of a second interpreter.
 RUN_PYTHON = "--run-python"
 # argv: address-space bytes, CPU seconds, file bytes, then the command to exec (or
-# RUN_PYTHON, a script and its arguments; the launcher spells RUN_PYTHON out).
+# RUN_PYTHON, a script and its arguments; the launcher spells RUN_PYTHON out). A Python
+# script keeps the hard CPU limit, so a serving child (workbench/engine/nvrtc_child.py)
+# can re-arm the soft one for each request it answers.
 _LAUNCHER = """
 import os, resource, sys
 for which, value in ((resource.RLIMIT_AS, sys.argv[1]), (resource.RLIMIT_CPU, sys.argv[2]),
                      (resource.RLIMIT_FSIZE, sys.argv[3]), (resource.RLIMIT_CORE, "0")):
     hard = resource.getrlimit(which)[1]
     value = int(value) if hard == resource.RLIM_INFINITY else min(int(value), hard)
-    resource.setrlimit(which, (value, value))
+    rearm = which == resource.RLIMIT_CPU and sys.argv[4] == "--run-python"
+    resource.setrlimit(which, (value, hard if rearm else value))
 if sys.argv[4] == "--run-python":
     import runpy
     sys.argv = sys.argv[5:]
@@ -108,6 +111,26 @@ def limit_hit(returncode: int, log: str, limits: SandboxLimits) -> str | None:
     return None
 
 
+def launcher_command(command: list[str], limits: SandboxLimits) -> list[str]:
+    """The launcher's argv: it sets ``limits``, then execs ``command`` (or runs the Python
+    script of ``[RUN_PYTHON, script, *args]`` itself)."""
+    return [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limits.address_space_bytes),
+            str(limits.cpu_s), str(limits.file_bytes), *command]
+
+
+def read_output(output_path: Path, work: Path, limits: SandboxLimits) -> str:
+    """A run's output file (removed once read): at most ``log_bytes`` of it, a note when
+    cut, and a note when a file in ``work`` reached the file-size limit."""
+    with output_path.open("rb") as fh:
+        raw = fh.read(limits.log_bytes + 1)
+    output_path.unlink()
+    log = raw[:limits.log_bytes].decode("utf-8", "replace")
+    if len(raw) > limits.log_bytes:
+        log += f"\n[log cut at {limits.log_bytes} bytes]\n"
+    if any(p.is_file() and p.stat().st_size >= limits.file_bytes for p in work.rglob("*")):
+        log += f"\n{_FILE_LIMIT_MARKER}\n"  # a write stopped at the limit
+    return log
+
 
 def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
                   timeout_s: float) -> SandboxRun:
@@ -117,11 +140,10 @@ def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
     safe in the threads of a parallel compile), or, for ``[RUN_PYTHON, script, *args]``,
     runs the standard-library script itself.
     """
-    launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(limits.address_space_bytes),
-                str(limits.cpu_s), str(limits.file_bytes), *command]
     output_path = work / _OUTPUT_FILE
     with output_path.open("wb") as output:
-        process = subprocess.Popen(launcher, cwd=work, stdin=subprocess.DEVNULL, stdout=output,
+        process = subprocess.Popen(launcher_command(command, limits), cwd=work,
+                                   stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, env=limits.environment(work),
                                    start_new_session=True)
     timed_out = threading.Event()
@@ -138,14 +160,7 @@ def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
     finally:
         timer.cancel()
     process.returncode = os.waitstatus_to_exitcode(status)
-    with output_path.open("rb") as fh:
-        raw = fh.read(limits.log_bytes + 1)
-    output_path.unlink()
-    log = raw[:limits.log_bytes].decode("utf-8", "replace")
-    if len(raw) > limits.log_bytes:
-        log += f"\n[log cut at {limits.log_bytes} bytes]\n"
-    if any(p.is_file() and p.stat().st_size >= limits.file_bytes for p in work.rglob("*")):
-        log += f"\n{_FILE_LIMIT_MARKER}\n"  # a write stopped at the limit
+    log = read_output(output_path, work, limits)
     return SandboxRun(returncode=process.returncode, log=log,
                       peak_rss_bytes=int(usage.ru_maxrss) * 1024, timed_out=timed_out.is_set(),
                       launch_failed=process.returncode == _LAUNCH_FAILED
