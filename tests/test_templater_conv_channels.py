@@ -7,13 +7,14 @@ outside, a read-only ``pixel_or_zero`` helper, a flat ``__constant__`` filter) a
 spellings of our own: channels the innermost loop with a 3-D ``__constant__`` filter, NCHW
 reads at ``(c * h + r) * w + q``, ``#ifndef`` block sizes and the check around the work; a
 run-time channel count with a pointer filter at ``c * 25``, a ``constexpr`` radius, a
-ternary zero padding and ``blockDim`` offsets (its shared tile refused: a tile per channel
-needs a compile-time count); channels between the row and the column loops, a clamped row
-in a local and a row pointer per channel. Each lifts, and (host run with g++) gives the
-kernel's outputs exactly, bit for bit, at the default, the all-ends corners and sampled
-configs (``host_sample``); conv5_channels is also compared with its expert template's
-outputs. A channel loop that writes memory, an accumulator scaled between channels, and a
-helper that writes memory are refused with the line.
+ternary zero padding, ``a = a + w * v`` and ``blockDim`` offsets (its shared tile refused:
+a tile per channel needs a compile-time count); channels between the row and the column
+loops, a clamped row in a local, a row pointer per channel and ``s = fmaf(v, w, s)`` (kept
+fused). Each lifts, and (host run with g++) gives the kernel's outputs exactly, bit for
+bit, at the default, the all-ends corners and sampled configs (``host_sample``);
+conv5_channels is also compared with its expert template's outputs. A channel loop that
+writes memory, an accumulator scaled between channels, and a helper that writes memory are
+refused with the line.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ extern "C" __global__ void k(float* out, const float* in, const float* filt, int
       for (int j = 0; j < 2 * RAD + 1; ++j) {
         int yy = gy + i - RAD;
         int xx = gx + j - RAD;
-        a += f[i * 5 + j] * ((yy >= 0 && yy < h && xx >= 0 && xx < w) ? src[yy * w + xx] : 0.0f);
+        a = a + f[i * 5 + j] * ((yy >= 0 && yy < h && xx >= 0 && xx < w) ? src[yy * w + xx] : 0.0f);
       }
   }
   out[gy * w + gx] = a;
@@ -105,7 +106,7 @@ extern "C" __global__ void k(float* out, const float* in, const float* filt, int
       for (int c = 0; c < 2; ++c) {
         const float* p = in + (c * h + r) * w;
         for (int j = 0; j < 3; ++j)
-          s += filt[(i * 2 + c) * 3 + j] * p[min(max(x + j - 1, 0), w - 1)];
+          s = fmaf(p[min(max(x + j - 1, 0), w - 1)], filt[(i * 2 + c) * 3 + j], s);
       }
     }
     out[y * w + x] = s;
@@ -157,6 +158,8 @@ def test_the_spellings_lift_the_window_around_their_channel_loop() -> None:
     middle = lift(*SPELLINGS["channels_middle_clamped_row_pointer"][:2])
     assert all(applied(middle, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), middle.notes
     assert "for (int c = 0; c < 2; ++c) {  // the channels in the written order" in middle.source
+    assert "wb_acc[wb_k][wb_q] = fmaf((filt[((i - wb_k) * 2 + c) * 3 + (j - wb_q)]), wb_v, " \
+        "wb_acc[wb_k][wb_q])" in middle.source
     runtime = lift(*SPELLINGS["channels_outer_runtime_count_pointer_filter"][:2])
     assert applied(runtime, "OUT_X") and applied(runtime, "OUT_Y"), runtime.notes
     refused = [f for f in runtime.findings if f.transform == "USE_SMEM" and not f.applied]

@@ -317,6 +317,7 @@ class _Accumulate:
     value: list[Node]  # factors that depend on y
     weight: list[Node]  # the other factors
     stmt: Node
+    fused: str = ""  # `acc = fmaf(w, v, acc)`: the call (the rewrite keeps it fused)
 
 
 def _accumulation(stmt: Node, expr: _Expr, y: str) -> _Accumulate:
@@ -333,18 +334,59 @@ def _accumulation(stmt: Node, expr: _Expr, y: str) -> _Accumulate:
             cond, inner = c, body[0]
     e = strip(inner.named_children[0]) if inner.type == "expression_statement" and \
         inner.named_child_count == 1 else None
-    if e is None or e.type != "assignment_expression" or \
-            text(e.child_by_field_name("operator")) != "+=" or \
-            strip(e.child_by_field_name("left")).type != "identifier":  # type: ignore[arg-type]
+    raw = e.child_by_field_name("left") if e is not None and \
+        e.type == "assignment_expression" else None
+    left = strip(raw) if raw is not None else None
+    right = e.child_by_field_name("right") if e is not None else None
+    if e is None or left is None or left.type != "identifier" or right is None:
         raise Refused(f"`{text(stmt)}` is not the accumulation `acc += w * v` (optionally "
                       "under an `if`)", stmt)
-    acc = text(strip(e.child_by_field_name("left")))  # type: ignore[arg-type]
-    right = e.child_by_field_name("right")
-    assert right is not None
-    fs = factors(strip(right))
-    value = [f for f in fs if y in expr.names(f)]
-    weight = [f for f in fs if f not in value]
-    return _Accumulate(acc, cond, value, weight, stmt)
+    acc, op = text(left), text(e.child_by_field_name("operator"))
+    term = strip(right) if op == "+=" else _addend(strip(right), acc) if op == "=" else None
+    if term is not None:
+        fs = factors(term)
+        value = [f for f in fs if y in expr.names(f)]
+        return _Accumulate(acc, cond, value, [f for f in fs if f not in value], stmt)
+    fused = _fused(strip(right), acc) if op == "=" else None
+    if fused is None:
+        raise Refused(f"`{text(stmt)}` is not the accumulation `acc += w * v`, `acc = acc + "
+                      "w * v` or `acc = fmaf(w, v, acc)` (optionally under an `if`)", stmt)
+    callee, a, b = fused
+    # the value is the one argument that depends on the point; the product stays fused
+    value = [arg for arg in (a, b) if y in expr.names(arg)]
+    if len(value) > 1:
+        raise Refused(f"both factors of `{text(right)}` depend on {y}: one value times a "
+                      "weight is modelled", right)
+    return _Accumulate(acc, cond, value, [arg for arg in (a, b) if arg not in value], stmt,
+                       callee)
+
+
+#: Fused multiply-adds an accumulation may be written with (``acc = fmaf(w, v, acc)``).
+_FMA = ("fmaf", "fma", "__fmaf_rn", "__fma_rn")
+
+
+def _addend(right: Node, acc: str) -> Node | None:
+    """``E`` of ``acc = acc + E`` or ``acc = E + acc`` (one rounding, as ``acc += E``)."""
+    parts = binary(right)
+    if parts is None or parts[1] != "+":
+        return None
+    for mine, other in ((parts[0], parts[2]), (parts[2], parts[0])):
+        if text(strip(mine)) == acc:
+            return strip(other)
+    return None
+
+
+def _fused(right: Node, acc: str) -> tuple[str, Node, Node] | None:
+    """(callee, a, b) of ``fmaf(a, b, acc)``."""
+    if right.type != "call_expression":
+        return None
+    callee = text(right.child_by_field_name("function"))
+    args_node = right.child_by_field_name("arguments")
+    args = [a for a in args_node.named_children if a.type != "comment"] \
+        if args_node is not None else []
+    if callee not in _FMA or len(args) != 3 or text(strip(args[2])) != acc:
+        return None
+    return callee, strip(args[0]), strip(args[1])
 
 
 def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node]]
@@ -739,6 +781,9 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     if f.acc.cond is not None:
         value = f"({text(f.acc.cond)}) ? ({value}) : ({f.elem})0"
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
+    target = f"{acc}[wb_k][wb_q]"
+    update = f"{target} = {f.acc.fused}({weight}, wb_v, {target})" if f.acc.fused \
+        else f"{target} += {weight} * wb_v"
     bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
     read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
                   f"({f.elem})({value}) : ({f.elem})0;\n")
@@ -764,7 +809,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
         f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
-        f"wb_c - wb_q < {m}) {acc}[wb_k][wb_q] += {weight} * wb_v;\n"
+        f"wb_c - wb_q < {m}) {update};\n"
         f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) + "  }")
     rw.replace(f.nest[0].loop, loop)
     index = text(_index(f.target))
