@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +46,18 @@ from workbench.templater import LiftedSource, lift_kernel, offline_template
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 
-# name -> (source, block, the call's arguments, channels)
-SPELLINGS: dict[str, tuple[str, list[str], str, int]] = {
-    "channels_inner_3d_constant_nchw": ("""
+@dataclass(frozen=True)
+class Spelling:
+    source: str
+    block: list[str]
+    args: str  # the host call's arguments
+    channels: int  # input planes
+    constant: str = ""  # a __constant__ filter the host fills
+    out_planes: int = 1  # output planes (the grid's z)
+
+
+SPELLINGS: dict[str, Spelling] = {
+    "channels_inner_3d_constant_nchw": Spelling("""
 #ifndef TX
 #define TX 32
 #endif
@@ -73,8 +83,8 @@ extern "C" __global__ void k(float* out, const float* img, int h, int w) {
     out[row * w + col] = sum;
   }
 }
-""", ["32", "8"], "out.data(), in.data(), h, w", 3),
-    "channels_outer_runtime_count_pointer_filter": ("""
+""", ["32", "8"], "out.data(), in.data(), h, w", 3, "taps"),
+    "channels_outer_runtime_count_pointer_filter": Spelling("""
 constexpr int RAD = 2;
 extern "C" __global__ void k(float* out, const float* in, const float* filt, int nc, int h,
                              int w) {
@@ -95,7 +105,7 @@ extern "C" __global__ void k(float* out, const float* in, const float* filt, int
   out[gy * w + gx] = a;
 }
 """, ["16", "16"], "out.data(), in.data(), filt.data(), nc, h, w", 2),
-    "channels_middle_clamped_row_pointer": ("""
+    "channels_middle_clamped_row_pointer": Spelling("""
 extern "C" __global__ void k(float* out, const float* in, const float* filt, int h, int w) {
   int x = blockIdx.x * 32 + threadIdx.x;
   int y = blockIdx.y * 4 + threadIdx.y;
@@ -113,16 +123,45 @@ extern "C" __global__ void k(float* out, const float* in, const float* filt, int
   }
 }
 """, ["32", "4"], "out.data(), in.data(), filt.data(), h, w", 2),
+    "output_channels_on_grid_z": Spelling("""
+#define IC 3
+#define K 3
+__constant__ float wts[2][IC][K][K];
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  const int x = blockIdx.x * 16 + threadIdx.x;
+  const int y = blockIdx.y * 16 + threadIdx.y;
+  const int oc = blockIdx.z;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+#pragma unroll
+  for (int c = 0; c < IC; ++c) {
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky)
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        const int iy = y + ky - 1, ix = x + kx - 1;
+        const float v = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? __ldg(&in[(c * h + iy) * w + ix]) : 0.0f;
+        acc += wts[oc][c][ky][kx] * v;
+      }
+  }
+  out[(oc * h + y) * w + x] = acc;
+}
+""", ["16", "16", "1"], "out.data(), in.data(), h, w", 3, "wts", 2),
 }
 
 H, W = 29, 45
 ENV = {"h": H, "w": W, "elem_bytes": 4}
 
 
-def lift(source: str, block: list[str]) -> LiftedSource:
-    return lift_kernel(source, entry="k", grid=[f"ceil_div(w, {block[0]})",
-                                                f"ceil_div(h, {block[1]})"],
+def lift(source: str, block: list[str], out_planes: int = 1) -> LiftedSource:
+    grid = [f"ceil_div(w, {block[0]})", f"ceil_div(h, {block[1]})"]
+    return lift_kernel(source, entry="k", grid=grid + [str(out_planes)] * (len(block) - 2),
                        block=block, scalars={"h": "h", "w": "w"})
+
+
+def lift_spelling(name: str) -> LiftedSource:
+    sp = SPELLINGS[name]
+    return lift(sp.source, sp.block, sp.out_planes)
 
 
 def applied(lifted: LiftedSource, knob: str) -> bool:
@@ -151,21 +190,24 @@ def test_conv5_channels_lifts_outputs_per_thread_and_a_tile_per_channel() -> Non
 
 
 def test_the_spellings_lift_the_window_around_their_channel_loop() -> None:
-    inner = lift(*SPELLINGS["channels_inner_3d_constant_nchw"][:2])
+    inner = lift_spelling("channels_inner_3d_constant_nchw")
     assert all(applied(inner, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), inner.notes
     assert "wb_tile[3][" in inner.source
     assert inner.block == ("TX", "TY")
-    middle = lift(*SPELLINGS["channels_middle_clamped_row_pointer"][:2])
+    middle = lift_spelling("channels_middle_clamped_row_pointer")
     assert all(applied(middle, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), middle.notes
     assert "for (int c = 0; c < 2; ++c) {  // the channels in the written order" in middle.source
     assert "wb_acc[wb_k][wb_q] = fmaf((filt[((i - wb_k) * 2 + c) * 3 + (j - wb_q)]), wb_v, " \
         "wb_acc[wb_k][wb_q])" in middle.source
-    runtime = lift(*SPELLINGS["channels_outer_runtime_count_pointer_filter"][:2])
+    runtime = lift_spelling("channels_outer_runtime_count_pointer_filter")
     assert applied(runtime, "OUT_X") and applied(runtime, "OUT_Y"), runtime.notes
     refused = [f for f in runtime.findings if f.transform == "USE_SMEM" and not f.applied]
     assert refused and "known only at run time" in refused[0].reason
     assert refused[0].line == 9
     assert "USE_SMEM" not in {p.name for p in runtime.params}
+    on_z = lift_spelling("output_channels_on_grid_z")
+    assert all(applied(on_z, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), on_z.notes
+    assert on_z.block == ("BLOCK_X", "BLOCK_Y", "1") and on_z.grid[2] == "2"
 
 
 # name -> (source, the refusal's words, its line)
@@ -243,27 +285,28 @@ def test_channel_loops_the_analysis_cannot_follow_are_refused_with_the_line(name
 _MAIN = r"""
 int main() {
   const int h = %(h)d, w = %(w)d, nc = %(nc)d;
-  std::vector<float> in(nc * h * w), out(h * w, -7.0f), filt(nc * 25);
+  std::vector<float> in(nc * h * w), out(%(planes)d * h * w, -7.0f), filt(nc * 25);
   // values that are not short binary fractions: a changed summation order shows
   for (int i = 0; i < nc * h * w; ++i) in[i] = (float)((i * 37) %% 101 - 50) / 7.0f;
   for (int i = 0; i < nc * 25; ++i) filt[i] = (float)((i * 13) %% 23 - 11) / 9.0f;
   %(fill)s
-  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1}, [&] { k(%(args)s); });
+  wb_launch({%(gx)d, %(gy)d, %(planes)d}, {%(bx)d, %(by)d, 1}, [&] { k(%(args)s); });
   for (float v : out) std::printf("%%.9g\n", v);
   return 0;
 }
 """
 
-_FILL_TAPS = ("for (int c = 0; c < 3; ++c) for (int u = 0; u < 3; ++u) for (int v = 0; v < 3; "
-              "++v) taps[c][u][v] = (float)((c * 9 + u * 3 + v) * 7 % 17 - 8) / 3.0f;")
+#: a __constant__ filter's values, whatever its shape (filled as flat floats)
+_FILL = ("for (size_t i = 0; i < sizeof(%(c)s) / sizeof(float); ++i) "
+         "((float*)%(c)s)[i] = (float)((i * 7) %% 17 - 8) / 3.0f;")
 
 
 def host_run(name: str, source: str, grid: list[int], block: list[int], work: Path,
              flags: tuple[str, ...]) -> list[float]:
-    _, _, args, nc = SPELLINGS[name]
-    main = _MAIN % {"h": H, "w": W, "nc": nc, "gx": grid[0], "gy": grid[1], "bx": block[0],
-                    "by": block[1], "args": args,
-                    "fill": _FILL_TAPS if "taps[" in source else ""}
+    sp = SPELLINGS[name]
+    main = _MAIN % {"h": H, "w": W, "nc": sp.channels, "planes": sp.out_planes,
+                    "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1],
+                    "args": sp.args, "fill": _FILL % {"c": sp.constant} if sp.constant else ""}
     program = COOPERATIVE_BLOCK + "#define __constant__\n" + source + main
     # x86-64 g++ without -march has no fused multiply-add: each product is rounded as the
     # kernel as written rounds it, so any other summation order would show in the bits
@@ -272,7 +315,7 @@ def host_run(name: str, source: str, grid: list[int], block: list[int], work: Pa
 
 
 def spelling_configs(name: str) -> list[dict[str, Any]]:
-    template = lifted_template(lift(*SPELLINGS[name][:2]))
+    template = lifted_template(lift_spelling(name))
     default = template.default_config()
     smem = {"USE_SMEM": 1} if "USE_SMEM" in template.param_names else {}
     return [*corner_configs(template, ENV), {**default, "OUT_X": 4, "OUT_Y": 2},
@@ -284,13 +327,13 @@ def spelling_configs(name: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_channel_spellings_give_the_kernels_output_bit_for_bit(
         name: str, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    source, block = SPELLINGS[name][:2]
-    template = lifted_template(lift(source, block))
-    b = [int(v) for v in block]
+    sp = SPELLINGS[name]
+    template = lifted_template(lift_spelling(name))
+    b = [int(v) for v in sp.block[:2]]
     with tempfile.TemporaryDirectory() as tmp:
-        want = host_run(name, source, [-(-W // b[0]), -(-H // b[1])], b, Path(tmp),
+        want = host_run(name, sp.source, [-(-W // b[0]), -(-H // b[1])], b, Path(tmp),
                         host_flags)
-        assert len(want) == H * W and -7.0 not in want
+        assert len(want) == sp.out_planes * H * W and -7.0 not in want
         for config in host_sample(spelling_configs(name)[1:]):
             assert template.space(ENV).rejection(config) is None, config
             launch = template.launch_for(config, ENV)

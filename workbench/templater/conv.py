@@ -91,7 +91,9 @@ def lift_conv(plan: Plan) -> bool:
     """OUT_Y: consecutive output rows per thread with input rows reused from registers;
     False when the kernel is not of the family or the analysis refused (the finding says
     why)."""
-    if len(plan.block) != 2 or any(literal(b) is None for b in plan.block):
+    # a 2-D block, or a 3-D one of depth 1 (the grid's z walks output channels or images)
+    if len(plan.block) not in (2, 3) or any(literal(b) is None for b in plan.block[:2]) or \
+            plan.block[2:] not in ([], ["1"]):
         return False
     if shares_or_syncs(plan.body):
         return False
@@ -863,11 +865,11 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; {f.src}'s "
                   f"value at input column {x} + {j} is loaded once per row and feeds every "
                   f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
-    plan.block = [bx, by]
+    plan.block = [bx, by, *plan.block[2:]]
     # the launch rule in the lifted names (a block the author named TX stays TX)
     renamed = {"BLOCK_X": bx, "BLOCK_Y": by, "OUT_Y": oy, "OUT_X": ox}
     plan.grid = [re.sub(r"\b(BLOCK_X|BLOCK_Y|OUT_Y|OUT_X)\b", lambda m_: renamed[m_.group(1)], g)
-                 for g in (grid_x, grid_y)]
+                 for g in (grid_x, grid_y)] + plan.grid[2:]
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
