@@ -18,7 +18,13 @@ from typing import Any
 
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    FULL_MATRIX,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
 from test_corpus_unseen3 import _SPILLS, _ptxas_log
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -65,7 +71,7 @@ extern "C" __global__ void k(unsigned* part, const short* __restrict__ a,
   }
   if (threadIdx.x == 0) part[blockIdx.x] = acc_s[0];
 }
-""", 132, 128, "short", "sum", "unsigned"),
+""", 132, 128, "short", "dot", "unsigned"),
     # float max-abs: blockDim.x read for the block, the grid a constexpr in a namespace
     "f32_maxabs_while_constexpr": Case(r"""
 namespace { constexpr int kBlocks = 96; }
@@ -86,7 +92,7 @@ extern "C" __global__ void k(float* peaks, const float* x, int n) {
   }
   if (t == 0) peaks[blockIdx.x] = best[0];
 }
-""", 96, 256, "float", "max", "float"),
+""", 96, 256, "float", "maxabs", "float"),
     # byte sum: #ifndef defaults, the step the two macros' product in the other order
     "u8_sum_ifndef": Case(r"""
 #ifndef THREADS_PER_BLOCK
@@ -110,6 +116,47 @@ extern "C" __global__ void k(int* counts, const unsigned char* __restrict__ byte
   if (threadIdx.x == 0) counts[blockIdx.x] = tally[0];
 }
 """, 200, 64, "unsigned char", "sum", "int"),
+    # a walk over block-sized chunks (block index stepping by gridDim.x, the chunk count
+    # (n + 255) / 256), the guard inside, literals; a float sum of squares (whole numbers:
+    # exact in any order at this size)
+    "f32_sumsq_chunks": Case(r"""
+extern "C" __global__ void k(float* sq, const float* __restrict__ x, int n) {
+  __shared__ float red[256];
+  float acc = 0.0f;
+  for (int b = blockIdx.x; b < (n + 255) / 256; b += gridDim.x) {
+    const int i = b * 256 + threadIdx.x;
+    if (i < n) acc += x[i] * x[i];
+  }
+  red[threadIdx.x] = acc;
+  __syncthreads();
+  for (int s = 128; s > 0; s >>= 1) {
+    if (threadIdx.x < s) red[threadIdx.x] += red[threadIdx.x + s];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sq[blockIdx.x] = red[0];
+}
+""", 200, 256, "float", "sumsq", "float"),
+    # chunks of an unsigned index stepping by the grid's macro, `chunk * BS < n`, a braced
+    # guard, an int max
+    "i32_max_chunks_macros": Case(r"""
+#define BS 128
+#define NB 150
+extern "C" __global__ void k(int* hi, const int* v, int n) {
+  __shared__ int top[BS];
+  int m = -2147483647 - 1;
+  for (unsigned chunk = blockIdx.x; chunk * BS < n; chunk += NB) {
+    unsigned e = threadIdx.x + BS * chunk;
+    if (e < n) { m = max(m, v[e]); }
+  }
+  top[threadIdx.x] = m;
+  __syncthreads();
+  for (int w = BS / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) top[threadIdx.x] = max(top[threadIdx.x], top[threadIdx.x + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) hi[blockIdx.x] = top[0];
+}
+""", 150, 128, "int", "max", "int"),
 }
 
 
@@ -138,14 +185,15 @@ def test_s8_dot_blocks_lifts_the_reduction_knobs() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_spelling_lifts_with_its_slots(name: str) -> None:
     case = CASES[name]
-    lifted = case.lift(frozenset({"part", "peaks", "counts"}))
+    lifted = case.lift(frozenset({"part", "peaks", "counts", "sq", "hi"}))
     spec = knobs(lifted)
     assert {"GRID_BLOCKS", "ITEMS_PER_THREAD", "FINAL", "VEC"} <= set(spec), lifted.notes
     assert f"GRID_BLOCKS <= {case.grid}" in lifted.constraints
     assert list(lifted.grid) == ["GRID_BLOCKS"]
     assert (16 in spec["VEC"]["values"]) == (case.elem == "unsigned char")
-    exact = "exact in any order" in next(n for n in lifted.notes if n.startswith("REDUCTION"))
-    assert exact  # integer sums and a max: every order gives the same bits
+    note = next(n for n in lifted.notes if n.startswith("REDUCTION"))
+    # integer sums and maxima: every order gives the same bits; a float sum's order moves it
+    assert ("exact in any order" in note) == (case.kind != "sumsq"), note
 
 
 def test_partials_compared_element_by_element_are_refused_with_the_line() -> None:
@@ -167,6 +215,26 @@ def test_a_step_that_is_not_the_grid_is_refused(old: str, new: str, why: str) ->
                          block=["256"], scalars={"n": "n"})
     found = [n for n in lifted.notes if n.startswith("REDUCTION: not applied")]
     assert found and why in found[0] and "(line 14)" in found[0], lifted.notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # floor: the last, partial chunk is never walked (the kernel as written drops it)
+    ("b < (n + 255) / 256", "b < n / 256", "is not shown to reach n"),
+    ("b += gridDim.x", "b += 2 * gridDim.x", "does not step by gridDim.x"),
+    ("if (i < n) acc += x[i] * x[i];", "if (i < n) acc += x[i] * (float)b;",
+     "reads the chunk index `b`"),
+    ("const int i = b * 256 + threadIdx.x;", "const int i = b * 128 + threadIdx.x;",
+     "is not b * B + threadIdx.x"),
+])
+def test_chunk_walks_that_differ_are_refused_with_the_line(old: str, new: str,
+                                                           why: str) -> None:
+    case = CASES["f32_sumsq_chunks"]
+    assert old in case.source
+    lifted = lift_kernel(case.source.replace(old, new), entry="k", grid=["200"],
+                         block=["256"], scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("REDUCTION: not applied")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes
+    assert "GRID_BLOCKS" not in knobs(lifted)
 
 
 def test_a_while_variable_read_before_the_loop_is_refused() -> None:
@@ -201,7 +269,7 @@ int main() {
                                 b[i] = (%(elem)s)((i * 11) %% 13 - %(shift)d); }
   std::vector<%(acc)s> out(%(slots)d, (%(acc)s)%(poison)s);
   wb_launch({%(gx)d, 1, 1}, {%(bx)d, 1, 1}, [&] { %(entry)s(out.data(), %(args)s, n); });
-  long long got = 0, want = 0;
+  long long got = %(init)s, want = %(init)s;
   for (int i = 0; i < n; ++i) want = %(want)s;
   for (int s = 0; s < %(slots)d; ++s) got = %(fold)s;
   std::printf("%%lld %%lld\n", got, want);
@@ -218,24 +286,29 @@ def _corner(template: KernelTemplate, env: dict[str, int]) -> dict[str, Any]:
                                      -int(c.get("BLOCK_THREADS", 0))))
 
 
+#: the exact answer per reduction, folded over the inputs (C++ over want, a, b, i)
+_WANT = {"dot": "want + (long long)a[i] * (long long)b[i]", "sum": "want + (long long)a[i]",
+         "sumsq": "want + (long long)a[i] * (long long)a[i]",
+         "maxabs": "std::max(want, (long long)std::fabs((double)a[i]))",
+         "max": "std::max(want, (long long)a[i])"}
+
+
 def _run(template: KernelTemplate, config: dict[str, Any], work: Path, *, n: int, elem: str,
-         acc: str, kind: str, slots: int, two: bool) -> tuple[int, int]:
+         acc: str, kind: str, slots: int) -> tuple[int, int]:
     env = {"n": n, "elem_bytes": 4}
     launch = template.launch_for(config, env)
     source = template.render(config, "fp32").source
-    if kind == "sum":
-        want = "want + (long long)a[i] * (long long)b[i]" if two else "want + (long long)a[i]"
-        fold = "got + (long long)out[s]"
-        if acc == "unsigned":  # the kernel's wrapping unsigned sum of int products
-            want = "(long long)(unsigned)((unsigned)want + (unsigned)((int)a[i] * (int)b[i]))"
-            fold = "(long long)(unsigned)((unsigned)got + out[s])"
-    else:  # max of |a|, as integers (the inputs are whole numbers)
-        want = "std::max(want, (long long)std::fabs((double)a[i]))"
+    want, fold = _WANT[kind], "got + (long long)out[s]"
+    if kind.startswith("max"):
         fold = "std::max(got, (long long)out[s])"
+    if acc == "unsigned":  # the kernel's wrapping unsigned sum of int products
+        want = "(long long)(unsigned)((unsigned)want + (unsigned)((int)a[i] * (int)b[i]))"
+        fold = "(long long)(unsigned)((unsigned)got + out[s])"
     main = _MAIN % {"n": n, "elem": elem, "acc": acc, "slots": slots, "poison": "12345",
                     "gx": launch.grid[0], "bx": launch.block[0], "entry": template.entry,
-                    "args": "a.data(), b.data()" if two else "a.data()", "want": want,
-                    "fold": fold, "shift": 0 if elem.startswith("unsigned") else 8}
+                    "args": "a.data(), b.data()" if kind == "dot" else "a.data()",
+                    "want": want, "fold": fold, "init": "-(1LL << 62)" if kind == "max" else "0",
+                    "shift": 0 if elem.startswith("unsigned") else 8}
     printed = run_on_host(work, "sim", _HARNESS + source + main, run_timeout_s=120)
     got, expected = map(int, printed.split())
     return got, expected
@@ -247,7 +320,7 @@ def test_s8_dot_blocks_partials_add_up_on_host(tmp_path: Path) -> None:
     env = {"n": 9001, "elem_bytes": 4}
     for config in host_sample([dict(template.default_config()), _corner(template, env)]):
         got, want = _run(template, config, tmp_path, n=9001, elem="signed char", acc="int",
-                         kind="sum", slots=264, two=True)
+                         kind="dot", slots=264)
         assert got == want, config
 
 
@@ -257,10 +330,12 @@ def test_each_spelling_reduces_to_the_exact_answer_on_host(name: str, tmp_path: 
     case = CASES[name]
     template = lifted_template(case.lift(), "k")
     env = {"n": 7003, "elem_bytes": 4}
-    two = name.startswith("s16")
-    for config in host_sample([dict(template.default_config()), _corner(template, env)]):
+    # the far corner on every run (s8_dot_blocks runs its default too); with
+    # WORKBENCH_FULL_MATRIX=1 each spelling's default as well
+    configs = [dict(template.default_config())] if FULL_MATRIX else []
+    for config in [*configs, _corner(template, env)]:
         got, want = _run(template, config, tmp_path, n=7003, elem=case.elem, acc=case.acc,
-                         kind=case.kind, slots=case.grid, two=two)
+                         kind=case.kind, slots=case.grid)
         assert got == want, config
 
 

@@ -18,6 +18,7 @@ from workbench.templater.analysis import (
     factors,
     int_value,
     strip,
+    terms,
     text,
     walk,
 )
@@ -46,8 +47,9 @@ def is_candidate(plan: Plan) -> bool:
         return False
     if any(builtin(n, "gridDim") == "x" for n in walk(plan.body)):
         return True
-    size = block_size(plan)
-    return any(_grid_step(plan, step, size) or _near_step(plan, step, size)
+    size, grid = block_size(plan), grid_count(plan)
+    return any(_grid_step(plan, step, size) or _near_step(plan, step, size) or
+               (grid is not None and constant(plan, step) == grid)  # block chunks
                for s in _statements(plan) for step in _loop_steps(s))
 
 
@@ -217,17 +219,21 @@ def recognise(plan: Plan) -> Reduction:
             raise Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
                           "barriers the block's tree needs)", n)
     decl: Node | None = None
-    if loop.type == "for_statement":
-        var, var_type, start, bound, step, update = _for_loop(plan, loop)
+    chunks = _chunk_loop(plan, loop, size) if loop.type == "for_statement" else None
+    if chunks is not None:
+        var, var_type, bound, update = chunks
     else:
-        decl = _while_declaration(plan, stmts[:loop_at], loop)
-        var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
-    if not _global_thread(plan, start, size):
-        raise Illegal(f"the loop starts at `{text(start)}`, not blockIdx.x * blockDim.x + "
-                      "threadIdx.x (each thread's first element)", loop)
-    if not _grid_step(plan, step, size):
-        raise Illegal(f"the loop steps by `{text(step)}`, not blockDim.x * gridDim.x (every "
-                      "thread of the grid)", loop)
+        if loop.type == "for_statement":
+            var, var_type, start, bound, step, update = _for_loop(plan, loop)
+        else:
+            decl = _while_declaration(plan, stmts[:loop_at], loop)
+            var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
+        if not _global_thread(plan, start, size):
+            raise Illegal(f"the loop starts at `{text(start)}`, not blockIdx.x * blockDim.x + "
+                          "threadIdx.x (each thread's first element)", loop)
+        if not _grid_step(plan, step, size):
+            raise Illegal(f"the loop steps by `{text(step)}`, not blockDim.x * gridDim.x "
+                          "(every thread of the grid)", loop)
     acc_expr = update.child_by_field_name("left")
     acc = text(acc_expr)
     found = _accumulation(update, acc)
@@ -302,6 +308,94 @@ def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, No
         raise Illegal(f"`{var}` is assigned outside the loop's step", loop)
     typ = " ".join(text(decl.child_by_field_name("type")).split())
     return var, typ, start, parts[2], step, _expression(inner[0])  # type: ignore[return-value]
+
+
+def _chunk_loop(plan: Plan, loop: Node, size: int | None) -> tuple[str, str, Node, Node] | None:
+    """The walk over the grid's block-sized chunks, ``for (int b = blockIdx.x; b < C; b +=
+    gridDim.x) { int i = b * B + threadIdx.x; if (i < n) s OP= E; }``: thread t of block b0
+    takes ``(b0 + k * G) * B + t = b0 * B + t + k * G * B``, the grid-stride walk's
+    elements in its order, provided the chunks reach n: ``C`` is ``(n + B - 1) / B``, a
+    scalar launched as ``ceil_div(n, B)``, or the condition is ``b * B < n``. Returns (i,
+    its type, n, the accumulation), None when the loop does not start at ``blockIdx.x``;
+    raises Illegal where it does but differs."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    inc = loop.child_by_field_name("update")
+    if init is None or init.type != "declaration":
+        return None
+    chunk, _d, first = declared_name(init)
+    if first is None or builtin(first, "blockIdx") != "x":
+        return None
+    step = _increment(inc, chunk) if inc is not None else None
+    grid = grid_count(plan)
+    if step is None or not (builtin(step, "gridDim") == "x" or
+                            (grid is not None and constant(plan, step) == grid)):
+        raise Illegal(f"the loop over block chunks does not step by gridDim.x "
+                      f"(`{text(inc)}`)", loop)
+    body = loop.child_by_field_name("body")
+    inner = [c for c in body.named_children if c.type != "comment"] \
+        if body is not None and body.type == "compound_statement" else []
+    shape = f"`int i = {chunk} * B + threadIdx.x; if (i < n) s += E;`"
+    if len(inner) != 2 or inner[0].type != "declaration" or inner[1].type != "if_statement" \
+            or inner[1].child_by_field_name("alternative") is not None:
+        raise Illegal(f"the chunk loop's body is not {shape}", loop)
+    var, _d, index = declared_name(inner[0])
+    if index is None or not _chunk_index(plan, index, chunk, size):
+        raise Illegal(f"`{text(inner[0])}` is not {chunk} * B + threadIdx.x (B the block)",
+                      inner[0])
+    guard = inner[1].child_by_field_name("condition")
+    g = binary(guard.named_children[0]) if guard is not None and guard.named_children \
+        else None
+    update = _expression(inner[1].child_by_field_name("consequence"))
+    if g is None or g[1] != "<" or text(strip(g[0])) != var or update is None:
+        raise Illegal(f"the chunk loop's body is not {shape}", inner[1])
+    bound = strip(g[2])
+    if not _chunks_cover(plan, cond, chunk, bound, size):
+        raise Illegal(f"the chunk bound `{text(cond)}` is not shown to reach "
+                      f"{text(bound)} (b * B < n, b < (n + B - 1) / B or a scalar launched "
+                      "as ceil_div(n, B))", loop)
+    if any(n.type == "identifier" and text(n) == chunk for n in walk(update)):
+        raise Illegal(f"`{text(update)[:60]}` reads the chunk index `{chunk}`", update)
+    typ = " ".join(text(inner[0].child_by_field_name("type")).split())
+    return var, typ, bound, update
+
+
+def _chunk_index(plan: Plan, index: Node, chunk: str, size: int | None) -> bool:
+    """``index`` is ``chunk * B + threadIdx.x`` (either order)."""
+    parts = terms(index)
+    thread = [t for sign, t in parts if sign > 0 and plan.facts.is_thread(t, "x")]
+    other = [t for sign, t in parts if sign > 0 and not plan.facts.is_thread(t, "x")]
+    if len(parts) != 2 or len(thread) != 1 or len(other) != 1:
+        return False
+    fs = factors(other[0])
+    return len(fs) == 2 and sum(text(f) == chunk for f in fs) == 1 and \
+        sum(_is_block(f, size) for f in fs) == 1
+
+
+def _chunks_cover(plan: Plan, cond: Node | None, chunk: str, bound: Node,
+                  size: int | None) -> bool:
+    """The chunk loop's condition reaches every chunk holding an element below ``bound``."""
+    c = binary(cond) if cond is not None else None
+    if c is None or c[1] != "<":
+        return False
+    left, right, n = strip(c[0]), strip(c[2]), text(bound)
+    fs = factors(left)
+    if len(fs) == 2 and sum(text(f) == chunk for f in fs) == 1 and \
+            sum(_is_block(f, size) for f in fs) == 1:
+        return text(right) == n  # b * B < n
+    if text(left) != chunk:
+        return False
+    scalar = plan.scalars.get(text(right)) if right.type == "identifier" else None
+    if scalar is not None:
+        count = plan.scalars.get(n)
+        return count is not None and size is not None and \
+            "".join(scalar.split()) == f"ceil_div({count},{size})"
+    div = binary(right)
+    if div is None or div[1] != "/" or not _is_block(div[2], size):
+        return False
+    top = terms(div[0])
+    numbers = sum(sign * (constant(plan, t) or 0) for sign, t in top if text(t) != n)
+    return size is not None and sum(text(t) == n for _s, t in top) == 1 and \
+        numbers == size - 1
 
 
 def _while_declaration(plan: Plan, before: list[Node], loop: Node) -> Node | None:
