@@ -22,7 +22,8 @@ the private temporary directory (:mod:`workbench.engine.sandbox`).
 
 With ``WORKBENCH_NVRTC`` (or ``Compiler(nvrtc=...)``) set to ``on``, kernels for which NVRTC
 gives nvcc's code are compiled by NVRTC in a sandboxed child first, under the same limits
-(:mod:`workbench.engine.nvrtc`); ``all`` sends every kernel there. Whatever NVRTC does not
+(:mod:`workbench.engine.nvrtc`: persistent children, one per concurrent caller, ended by
+:meth:`Compiler.close` or at exit); ``all`` sends every kernel there. Whatever NVRTC does not
 compile is compiled by nvcc, and ``CompileResult.compiler`` says which did. Where NVRTC
 compiles every kernel, :meth:`Compiler.faithful` is the nvcc-only twin (same cache folder) a
 confirmation compiles with, so the stored pick is measured on nvcc's code.

@@ -21,10 +21,32 @@ ranks on NVRTC's code, and the confirmation that decides the stored pick compile
 :func:`nvrtc_options` maps the Compiler's nvcc flags to NVRTC options, or answers None for a
 flag it does not know (then nvcc compiles). :func:`run_nvrtc` compiles one work directory in
 a sandboxed child (:mod:`workbench.engine.nvrtc_child`, standard library only, run inside the
-sandbox's launcher: one interpreter start) under the same limits as nvcc. The child loads
-the library for each compile: on the loaded 2-core development machine a silu_and_mul
-compile took a median 0.35 s in-process and 0.66 s through the child. Differences from nvcc's code, measured with NVRTC 13.0.88 against nvcc
-13.0.88: see ``tests/test_nvrtc_same_code.py``.
+sandbox's launcher under the same address-space, CPU-time and file-size limits as nvcc),
+never in the caller's process. The child is persistent: it starts once, loads the library
+once and answers one request after another (one JSON line each way; each request's files,
+options and output stay in its own work directory). :data:`CHILDREN` holds them: one per
+concurrent caller (the Compiler's threads, a Dask worker's compile tasks), started on demand,
+at most :data:`MAX_CHILDREN` per library and limits, each used by one thread at a time, and
+ended at interpreter exit or by :meth:`workbench.engine.compiler.Compiler.close`.
+
+Limits per request: the wall deadline (the compile's ``timeout_s``, as before) kills the
+child, and the request reads ``timed_out`` (the Compiler then hands the instance to nvcc,
+whose own deadline makes it the ``timeout`` result it was); RLIMIT_CPU counts a process's
+whole life, so the launcher keeps the hard CPU limit for a Python script and the child moves
+its soft limit to ``cpu_s`` past its CPU time so far before each request (SIGXCPU then ends
+it, and the request reads as that limit); RLIMIT_AS and RLIMIT_FSIZE apply to the child as
+they did. A child that ends without answering (a crash, a limit, the deadline) is reported
+for the request it was serving, with its exit status and output, and a new one serves the
+next request; one found dead while idle is replaced without failing anyone.
+
+Cost (benchmarks/compile/nvrtc_child_latency.py, 20 distinct silu_and_mul configs, on the
+2-core development machine under a load of 6 to 7 from other work): a median 0.31 s per
+compile in-process, 0.59 s through a one-shot child (an interpreter start and a library load
+each time; the former path) and 0.30 s through the persistent child (its first compile,
+which starts it, 0.42 s). Through ``Compiler.compile_many`` with 2 workers, 24 configs
+compiled at 105 to 112 configs/min with one-shot children and 160 to 191 with persistent
+ones. Differences from nvcc's code, measured with NVRTC 13.0.88 against nvcc 13.0.88: see
+``tests/test_nvrtc_same_code.py``.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class _Broken(Exception):
     """The library could not be loaded, or one of its calls failed."""
 
 
-def _load(library: str, builtins: str | None) -> ctypes.CDLL:
+def load_library(library: str, builtins: str | None) -> ctypes.CDLL:
     try:
         if builtins:  # libnvrtc opens it by name; loaded first, it is found in any folder
             ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
@@ -81,7 +81,7 @@ def _bytes(lib: ctypes.CDLL, program: ctypes.c_void_p, what: str) -> bytes:
 
 def version(library: str, builtins: str | None) -> str:
     """NVRTC's ``major.minor``."""
-    lib = _load(library, builtins)
+    lib = load_library(library, builtins)
     major, minor = ctypes.c_int(), ctypes.c_int()
     _check(lib, lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion")
     return f"{major.value}.{minor.value}"
@@ -160,7 +160,7 @@ def serve(library: str, builtins: str | None) -> int:
     """Load the library, then answer requests from stdin until it closes."""
     answers = os.fdopen(os.dup(1), "w")
     try:
-        lib = _load(library, builtins)
+        lib = load_library(library, builtins)
     except _Broken as error:
         print(f"[nvrtc] {error}", flush=True)
         return BROKEN
@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
             return serve(argv[1], argv[2] if len(argv) > 2 else None)
         path = Path(argv[0]).resolve()
         request = json.loads(path.read_text())
-        lib = _load(str(request["library"]), request.get("builtins") or None)
+        lib = load_library(str(request["library"]), request.get("builtins") or None)
         return compile_request(lib, request, path.parent)
     except _Broken as error:
         print(f"[nvrtc] {error}", flush=True)
