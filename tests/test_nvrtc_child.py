@@ -9,6 +9,7 @@ real sandboxed child, and is skipped where it is missing.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -306,22 +307,47 @@ def test_compiler_close_ends_its_children(tmp_path: Path, library: Nvrtc,
     assert not _alive(pid) and pool.pids(child_key(compiler.backend, compiler.limits)) == []
 
 
+#: A process that compiles once with the real pool, prints its child's pid and exits.
+_EXIT_SCRIPT = (
+    "import os, sys\n"
+    "from pathlib import Path\n"
+    "from workbench.engine import nvrtc\n"
+    "from workbench.engine.compiler import find_nvcc, nvcc_version\n"
+    "from workbench.engine.sandbox import DEFAULT_LIMITS\n"
+    "found = nvrtc.find_nvrtc(find_nvcc(), nvcc_version(find_nvcc()), 'all')\n"
+    f"options = nvrtc.nvrtc_options({FLAGS!r})\n"
+    "done = nvrtc.run_nvrtc(found, options, Path(sys.argv[1]), source='source.cu',\n"
+    "                       cubin='k.cubin', limits=DEFAULT_LIMITS, timeout_s=120)\n"
+    "assert done.returncode == 0, done.log\n"
+    "print(*nvrtc.CHILDREN.pids(nvrtc.child_key(found, DEFAULT_LIMITS)), flush=True)\n")
+
+
 def test_the_interpreters_exit_ends_the_children(tmp_path: Path, library: Nvrtc) -> None:
     (tmp_path / "source.cu").write_text(KERNEL.replace('#include "scale.cuh"\n',
                                                        "#define SCALE 2.0f\n"))
-    script = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from workbench.engine import nvrtc\n"
-        "from workbench.engine.compiler import find_nvcc, nvcc_version\n"
-        "from workbench.engine.sandbox import DEFAULT_LIMITS\n"
-        "found = nvrtc.find_nvrtc(find_nvcc(), nvcc_version(find_nvcc()), 'all')\n"
-        f"options = nvrtc.nvrtc_options({FLAGS!r})\n"
-        "done = nvrtc.run_nvrtc(found, options, Path(sys.argv[1]), source='source.cu',\n"
-        "                       cubin='k.cubin', limits=DEFAULT_LIMITS, timeout_s=120)\n"
-        "assert done.returncode == 0, done.log\n"
-        "print(*nvrtc.CHILDREN.pids(nvrtc.child_key(found, DEFAULT_LIMITS)))\n")
+    script = _EXIT_SCRIPT
     ran = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
                          text=True, timeout=240, check=True)
     [pid] = [int(word) for word in ran.stdout.split()]
     assert not _alive(pid)
+
+
+def test_a_child_whose_parent_dies_without_atexit_ends_on_its_own(tmp_path: Path,
+                                                                  library: Nvrtc) -> None:
+    """A Dask worker killed outright runs no atexit: its children see their stdin close and
+    leave their loop (they never outlive the process they serve)."""
+    (tmp_path / "source.cu").write_text(KERNEL.replace('#include "scale.cuh"\n',
+                                                       "#define SCALE 2.0f\n"))
+    script = _EXIT_SCRIPT + "os._exit(0)  # no atexit, as a SIGKILLed worker\n"
+    ran = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                         text=True, timeout=240, check=True)
+    [pid] = [int(word) for word in ran.stdout.split()]
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return  # already gone
+    try:
+        ended = select.select([handle], [], [], 60)[0]  # readable once the process exits
+    finally:
+        os.close(handle)
+    assert ended, f"the child {pid} outlived its parent by 60 s"
