@@ -157,6 +157,46 @@ extern "C" __global__ void k(int* hi, const int* v, int n) {
   if (threadIdx.x == 0) hi[blockIdx.x] = top[0];
 }
 """, 150, 128, "int", "max", "int"),
+    # a pointer walk: the pointer starts at the thread's first element, ends at x + n
+    "f32_sumsq_pointer_for": Case(r"""
+extern "C" __global__ void k(float* part, const float* __restrict__ x, int n) {
+  __shared__ float red[256];
+  float s = 0.0f;
+  for (const float* p = x + blockIdx.x * blockDim.x + threadIdx.x; p < x + n;
+       p += blockDim.x * gridDim.x)
+    s += *p * *p;
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (int h = 128; h > 0; h >>= 1) {
+    if (threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = red[0];
+}
+""", 160, 256, "float", "sumsq", "float"),
+    # a while walk of a byte pointer through locals (its first element, its end, the
+    # stride), read as q[0], the literal grid in the stride
+    "u8_sum_pointer_while": Case(r"""
+extern "C" __global__ void k(int* sums, const unsigned char* __restrict__ bytes, int n) {
+  __shared__ int acc_s[64];
+  const int gid = threadIdx.x + blockIdx.x * 64;
+  const unsigned char* q = bytes + gid;
+  const unsigned char* const stop = bytes + n;
+  const int stride = 64 * 120;
+  int total = 0;
+  while (q < stop) {
+    total += q[0];
+    q += stride;
+  }
+  acc_s[threadIdx.x] = total;
+  __syncthreads();
+  for (int h = 32; h > 0; h /= 2) {
+    if (threadIdx.x < h) acc_s[threadIdx.x] += acc_s[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sums[blockIdx.x] = acc_s[0];
+}
+""", 120, 64, "unsigned char", "sum", "int"),
 }
 
 
@@ -185,7 +225,7 @@ def test_s8_dot_blocks_lifts_the_reduction_knobs() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_spelling_lifts_with_its_slots(name: str) -> None:
     case = CASES[name]
-    lifted = case.lift(frozenset({"part", "peaks", "counts", "sq", "hi"}))
+    lifted = case.lift(frozenset({"part", "peaks", "counts", "sq", "hi", "sums"}))
     spec = knobs(lifted)
     assert {"GRID_BLOCKS", "ITEMS_PER_THREAD", "FINAL", "VEC"} <= set(spec), lifted.notes
     assert f"GRID_BLOCKS <= {case.grid}" in lifted.constraints
@@ -235,6 +275,22 @@ def test_chunk_walks_that_differ_are_refused_with_the_line(old: str, new: str,
     found = [n for n in lifted.notes if n.startswith("REDUCTION: not applied")]
     assert found and why in found[0] and "(line " in found[0], lifted.notes
     assert "GRID_BLOCKS" not in knobs(lifted)
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("s += *p * *p;", "s += *p * p[1];", "not only read as `*p`"),
+    ("p < x + n;", "p < x + n - 1;", "not `x + n`"),
+    ("for (const float* p = x + blockIdx.x * blockDim.x + threadIdx.x;",
+     "for (const float* p = x + blockIdx.x * blockDim.x;", "the walking pointer starts at"),
+])
+def test_pointer_walks_that_differ_are_refused_with_the_line(old: str, new: str,
+                                                             why: str) -> None:
+    case = CASES["f32_sumsq_pointer_for"]
+    assert old in case.source
+    lifted = lift_kernel(case.source.replace(old, new), entry="k", grid=["160"],
+                         block=["256"], scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("REDUCTION: not applied")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes
 
 
 def test_a_while_variable_read_before_the_loop_is_refused() -> None:

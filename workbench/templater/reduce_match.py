@@ -105,7 +105,11 @@ def _expand(plan: Plan, node: Node) -> Node:
 
 def _global_thread(plan: Plan, node: Node, size: int | None) -> bool:
     """``node`` is ``blockIdx.x * B + threadIdx.x`` (B the block size), through locals."""
-    parts = plan.facts.resolve(node)
+    return _global_parts(plan, plan.facts.resolve(node), size)
+
+
+def _global_parts(plan: Plan, parts: list[Node], size: int | None) -> bool:
+    """The additive ``parts`` are ``blockIdx.x * B`` and ``threadIdx.x``."""
     if len(parts) != 2:
         return False
     thread = [p for p in parts if plan.facts.is_thread(p, "x")]
@@ -219,6 +223,7 @@ def recognise(plan: Plan) -> Reduction:
             raise Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
                           "barriers the block's tree needs)", n)
     decl: Node | None = None
+    walk_base: str | None = None
     chunks = _chunk_loop(plan, loop, size) if loop.type == "for_statement" else None
     if chunks is not None:
         var, var_type, bound, update = chunks
@@ -228,7 +233,11 @@ def recognise(plan: Plan) -> Reduction:
         else:
             decl = _while_declaration(plan, stmts[:loop_at], loop)
             var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
-        if not _global_thread(plan, start, size):
+        walk_base = _walked_array(plan, loop if decl is None else decl)
+        if walk_base is not None:
+            bound = _pointer_walk(plan, loop, var, walk_base, start, bound, update, size)
+            var_type = "long long"  # the walk's index, the pointer's offset from its base
+        elif not _global_thread(plan, start, size):
             raise Illegal(f"the loop starts at `{text(start)}`, not blockIdx.x * blockDim.x + "
                           "threadIdx.x (each thread's first element)", loop)
         if not _grid_step(plan, step, size):
@@ -260,7 +269,7 @@ def recognise(plan: Plan) -> Reduction:
     _tree(plan, tree, buf, op, size)
     out, atomic = _final_store(plan, final, buf, op)
     return Reduction(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, buf,
-                     store, tree, final, out, atomic)
+                     store, tree, final, out, atomic, walk_base)
 
 
 def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]:
@@ -308,6 +317,52 @@ def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, No
         raise Illegal(f"`{var}` is assigned outside the loop's step", loop)
     typ = " ".join(text(decl.child_by_field_name("type")).split())
     return var, typ, start, parts[2], step, _expression(inner[0])  # type: ignore[return-value]
+
+
+def _walked_array(plan: Plan, holder: Node) -> str | None:
+    """The array a walking pointer starts in, where ``holder`` (the ``for`` or the
+    declaration before the ``while``) declares a pointer ``T* p = A + ...`` (A a kernel
+    pointer); None for an index walk."""
+    decl = holder.child_by_field_name("initializer") if holder.type == "for_statement" \
+        else holder
+    if decl is None or decl.type != "declaration":
+        return None
+    d = decl.child_by_field_name("declarator")
+    inner = d.child_by_field_name("declarator") if d is not None and \
+        d.type == "init_declarator" else None
+    if inner is None or inner.type != "pointer_declarator":
+        return None
+    _name, _n, start = declared_name(decl)
+    bases = [text(t) for _s, t in terms(start) if t.type == "identifier" and
+             plan.pointer(text(t))] if start is not None else []
+    if len(bases) != 1:
+        raise Illegal(f"the walking pointer starts at `{text(start)}`, not one kernel "
+                      "pointer plus the thread's first element", decl)
+    return bases[0]
+
+
+def _pointer_walk(plan: Plan, loop: Node, var: str, base: str, start: Node, bound: Node,
+                  update: Node, size: int | None) -> Node:
+    """A walk ``for (T* p = A + g; p < A + n; p += S) s OP= E(*p)``: n, checked: g the
+    thread's first element, the bound A plus a count, every use of p in E a read ``*p``
+    or ``p[0]`` (E then reads A[index], the index walking as an index walk's would)."""
+    from workbench.templater.reduce_rewrite import walk_read
+
+    parts = plan.facts.resolve(start)
+    rest = [t for t in parts if not (t.type == "identifier" and text(t) == base)]
+    if len(rest) != len(parts) - 1 or any(sign < 0 for sign, _t in terms(start)) or \
+            not _global_parts(plan, rest, size):
+        raise Illegal(f"the walking pointer starts at `{text(start)}`, not `{base}` plus "
+                      "blockIdx.x * blockDim.x + threadIdx.x", loop)
+    ends = terms(_expand(plan, bound))
+    count = [t for _s, t in ends if not (t.type == "identifier" and text(t) == base)]
+    if len(ends) != 2 or len(count) != 1 or any(sign < 0 for sign, _t in ends):
+        raise Illegal(f"the walk ends at `{text(bound)}`, not `{base} + n`", loop)
+    for n in walk(update):
+        if n.type == "identifier" and text(n) == var and walk_read(n) is None:
+            raise Illegal(f"the walking pointer `{var}` is used in `{text(n.parent)[:50]}`, "
+                          f"not only read as `*{var}`", n)
+    return count[0]
 
 
 def _chunk_loop(plan: Plan, loop: Node, size: int | None) -> tuple[str, str, Node, Node] | None:

@@ -60,6 +60,7 @@ class Reduction:
     final: Node  # the thread-0 if statement
     out: str
     atomic: bool
+    walk_base: str | None = None  # a pointer walk: the array the pointer ``var`` walks
 
 
 def identity(op: Op, typ: str) -> str | None:

@@ -106,15 +106,23 @@ def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
 
 # -- VEC / ITEMS_PER_THREAD ------------------------------------------------------------------
 
-def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[Node], str | None]:
-    """The ``A[i]`` accesses of E (all of them), or the reason VEC does not apply."""
-    accesses: list[Node] = []
+def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[tuple[Node, str]], str | None]:
+    """The accesses of E, each with its array: ``A[i]`` (all of them), or, in a pointer
+    walk over A, ``*p`` / ``p[0]``; or the reason VEC does not apply."""
+    accesses: list[tuple[Node, str]] = []
     written = {text(n.child_by_field_name("left").child_by_field_name("argument"))  # type: ignore[union-attr]
                for n in walk(plan.body) if n.type == "assignment_expression" and
                (left := n.child_by_field_name("left")) is not None and
                left.type == "subscript_expression"}
     for n in walk(red.value):
         if n.type != "identifier" or text(n) != red.var:
+            continue
+        if red.walk_base is not None:
+            deref = walk_read(n)
+            if deref is None:
+                return [], f"the walking pointer `{red.var}` is used in `{text(n.parent)}`, " \
+                    f"not only as `*{red.var}`"
+            accesses.append((deref, red.walk_base))
             continue
         sub = n.parent
         while sub is not None and sub.type in ("parenthesized_expression",
@@ -124,27 +132,44 @@ def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[Node], str | None]:
                 text(strip(sub.child_by_field_name("indices").named_children[0])) != red.var:  # type: ignore[union-attr]
             return [], f"`{red.var}` is used in `{text(n.parent)}`, not only as `A[{red.var}]`"
         array = text(sub.child_by_field_name("argument"))
-        if not plan.pointer(array) or array in written:
-            return [], f"`{array}` is not a kernel pointer the kernel only reads"
         if sub.parent is not None and sub.parent.type == "pointer_expression":
             return [], f"the address of `{text(sub)}` is taken"
+        accesses.append((sub, array))
+    for _node, array in accesses:
+        if not plan.pointer(array) or array in written:
+            return [], f"`{array}` is not a kernel pointer the kernel only reads"
         if plan.elem_bytes(array) is None:
             return [], f"`{array}` has no known element size"
-        accesses.append(sub)
     if not accesses:
         return [], f"no array is read at `[{red.var}]`"
     return accesses, None
 
 
+def walk_read(use: Node) -> Node | None:
+    """The read ``*p`` or ``p[0]`` around the use ``p`` of a walking pointer, else None."""
+    up = use.parent
+    if up is not None and up.type == "pointer_expression" and text(up).startswith("*"):
+        return up
+    while up is not None and up.type == "subscript_argument_list":
+        up = up.parent
+    if up is not None and up.type == "subscript_expression" and \
+            up.child_by_field_name("argument") == use:
+        idx = up.child_by_field_name("indices")
+        if idx is not None and len(idx.named_children) == 1 and \
+                text(strip(idx.named_children[0])) == "0":
+            return up
+    return None
+
+
 def lift_loads(plan: Plan, red: Reduction) -> None:
-    accesses, why = _vector_arrays(plan, red)
-    arrays = sorted({text(a.child_by_field_name("argument")) for a in accesses})
+    found, why = _vector_arrays(plan, red)
+    arrays = sorted({array for _n, array in found})
     for n in walk(red.update):
         if n.type == "identifier" and text(n) == red.acc:
             plan.rw.replace(n, "wb_acc[wb_u]")
     if why is None:
-        for a in accesses:
-            plan.rw.replace(a, f"wb_in_{text(a.child_by_field_name('argument'))}[wb_u].v[wb_v]")
+        for node, array in found:
+            plan.rw.replace(node, f"wb_in_{array}[wb_u].v[wb_v]")
         plan.helper(VEC_STRUCT)
         widths = {plan.elem_bytes(a) for a in arrays}
         for w in sorted(widths, key=str):
@@ -166,6 +191,10 @@ def lift_loads(plan: Plan, red: Reduction) -> None:
                   red.loop)
     else:
         plan.note("VEC", False, why, red.value)
+        if red.walk_base is not None:  # the loop's index names the element the pointer is at
+            for n in walk(red.value):
+                if n.type == "identifier" and text(n) == red.var and walk_read(n) is not None:
+                    plan.rw.replace(walk_read(n), f"{red.walk_base}[{red.var}]")  # type: ignore[arg-type]
     plan.add_param("ITEMS_PER_THREAD", {
         "kind": "choice", "values": [1, 2, 4, 8], "default": 1,
         "description": "loads in flight per thread, each into its own accumulator "
