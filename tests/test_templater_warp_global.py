@@ -16,9 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample, lifted_template
 from test_templater_warp2 import COLS, ENV, ROWS, host_outputs, lift, params
 
+from tests.test_corpus_unseen3 import _SPILLS, _ptxas_log
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import lift_kernel, offline_template
 
@@ -151,3 +153,15 @@ def test_a_constexpr_warp_count_read_elsewhere_is_refused() -> None:
     found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
     assert found and "`kWarpsPerBlock` has other uses" in found[0], lifted.notes
 
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_row_logsumexp_compiles_without_spills_at_its_ends(tmp_path: Path) -> None:
+    """The default and the far configs (4 lanes a row, float4, 4 vectors a step, 32 warps)
+    build for sm_90 with no spill."""
+    template = offline_template(load_kernel_folder(LSE)).template
+    for k, config in enumerate(host_sample(_configs(template))):
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"lse_{k}")
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"

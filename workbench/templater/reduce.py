@@ -5,11 +5,19 @@ Recognised on the parse, whatever the spelling, as the body's top-level statemen
 * declarations only (the ``__shared__`` array, the accumulator ``T s = init;``, locals such
   as ``tid`` or ``stride``), then
 * a grid-stride loop over every element once: ``for (i = g; i < n; i += S) s OP= E;`` or
-  ``i = g; while (i < n) { s OP= E; i += S; }`` where ``g`` is ``blockIdx.x * B +
+  ``i = g; while (i < n) { s OP= E; i += S; }`` (``i`` declared anywhere among the
+  declarations before the loop that do not read it) where ``g`` is ``blockIdx.x * B +
   threadIdx.x`` and ``S`` is ``B * gridDim.x`` (B the block size: its literal, a macro
-  holding it, or ``blockDim.x``; through single-assignment locals), ``OP`` a sum
+  holding it, or ``blockDim.x``; through single-assignment locals) or, where the launch's
+  grid is a literal G, ``B * G`` (G a literal, a macro even with a comment after its
+  value, a file-scope ``constexpr``: :mod:`.reduce_consts`) or the product as one number;
+  a pointer walk ``for (T* p = A + g; p < A + n; p += S)`` (or its ``while`` form) whose E
+  reads only ``*p`` / ``p[0]`` (read as ``A[i]``); or the walk over block-sized chunks
+  ``for (b = blockIdx.x; b < ceil(n / B); b += gridDim.x) { i = b * B + threadIdx.x; if
+  (i < n) s OP= E; }`` (the same elements in the same order per thread), ``OP`` a sum
   (``s += E``, ``s = s + E``) or a max/min (``s = fmaxf(s, E)``, ``max``, ``fminf``, ...),
-  E not reading ``s`` and free of side effects, then
+  E not reading ``s`` and free of side effects, of any arithmetic type (int8 / int16
+  elements widened by E, as written), then
 * ``buf[tid] = s; __syncthreads();`` and the halving tree ``for (k = B / 2; k > 0;
   k >>= 1 | k /= 2) { if (tid < k) buf[tid] OP= buf[tid + k]; __syncthreads(); }`` with the
   loop's operator, then
@@ -32,8 +40,14 @@ Each transform keeps every config correct:
 
 Kernels that end with an atomic and whose grid is already capped by ``min(...)`` keep the
 flat lifts (GRID_BLOCKS cap, VEC, ITEMS_PER_THREAD: benchmarks/corpus/sum_reduce, whose
-template is committed and measured). The sum's order changes with every knob but the
-defaults, so float results move by rounding (the gate checks them within tolerance).
+template is committed and measured).
+
+Order: every knob but the defaults changes the order in which elements meet. Integer sums
+(wrapping) and every max / min are exact in any order; a float sum moves by rounding, which
+this family allows as it always has (the gate checks it within the folder's tolerance); the
+REDUCTION note says which applies. Partials change layout with every knob (which elements a
+block adds), so a folder that compares them element by element (no ``compare = "sum"``, no
+``verify()``) gets the family refused with the line.
 """
 
 from __future__ import annotations
