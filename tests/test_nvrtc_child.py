@@ -351,3 +351,32 @@ def test_a_child_whose_parent_dies_without_atexit_ends_on_its_own(tmp_path: Path
     finally:
         os.close(handle)
     assert ended, f"the child {pid} outlived its parent by 60 s"
+
+
+def test_a_forked_process_leaves_the_parents_children_to_it(tmp_path: Path,
+                                                            library: Nvrtc) -> None:
+    """After a fork (a multiprocessing worker), the copy starts with no children and closes
+    its copy of their pipes, so the parent's close still ends them at once (exit status 0:
+    they saw their stdin close, not the kill that follows a 2 s wait)."""
+    pool = nvrtc_module.CHILDREN  # the process's own: its fork handler is registered
+    key = child_key(library, DEFAULT_LIMITS)
+    assert _compile(library, Job.make(tmp_path, "warm")).returncode == 0
+    [child] = pool._idle[key][-1:]
+    hold_read, hold_write = os.pipe()
+    report_read, report_write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: report what it sees, then stay until the parent is done
+        os.close(hold_write)
+        os.write(report_write, b"empty" if pool.pids(key) == [] else b"inherited")
+        os.read(hold_read, 1)
+        os._exit(0)
+    os.close(hold_read)
+    try:
+        assert os.read(report_read, 16) == b"empty"
+        pool.close(key)
+        assert child.process.returncode == 0
+    finally:
+        os.close(hold_write)
+        os.waitpid(pid, 0)
+        os.close(report_read)
+        os.close(report_write)
