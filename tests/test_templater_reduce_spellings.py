@@ -197,6 +197,24 @@ extern "C" __global__ void k(int* sums, const unsigned char* __restrict__ bytes,
   if (threadIdx.x == 0) sums[blockIdx.x] = acc_s[0];
 }
 """, 120, 64, "unsigned char", "sum", "int"),
+    # an unsigned byte dot, no casts (C's promotion), an unsigned accumulator: __dp4a's
+    # unsigned form; the grid a commented macro in the step
+    "u8_dot_unsigned_packed": Case(r"""
+#define GRID 90  // blocks
+extern "C" __global__ void k(unsigned* dots, const unsigned char* __restrict__ a,
+                             const unsigned char* __restrict__ b, int n) {
+  __shared__ unsigned part[128];
+  unsigned acc = 0u;
+  for (int t = threadIdx.x + 128 * blockIdx.x; t < n; t += GRID * 128) acc += a[t] * b[t];
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int h = 64; h > 0; h >>= 1) {
+    if (threadIdx.x < h) part[threadIdx.x] += part[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) dots[blockIdx.x] = part[0];
+}
+""", 90, 128, "unsigned char", "dot", "unsigned"),
 }
 
 
@@ -220,17 +238,23 @@ def test_s8_dot_blocks_lifts_the_reduction_knobs() -> None:
     assert "GRID_BLOCKS <= 264" in lifted.constraints
     note = next(n for n in lifted.notes if n.startswith("REDUCTION: applied"))
     assert "sum of int values is exact in any order" in note
+    # whole vectors of 4 or 16 bytes take __dp4a on packed words (exact)
+    assert any("x x y: bytes whose products" in n for n in lifted.notes), lifted.notes
+    assert "#if VEC % 4 == 0" in lifted.source and "__dp4a(reinterpret_cast<const int*>" \
+        in lifted.source
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_spelling_lifts_with_its_slots(name: str) -> None:
     case = CASES[name]
-    lifted = case.lift(frozenset({"part", "peaks", "counts", "sq", "hi", "sums"}))
+    lifted = case.lift(frozenset({"part", "peaks", "counts", "sq", "hi", "sums", "dots"}))
     spec = knobs(lifted)
     assert {"GRID_BLOCKS", "ITEMS_PER_THREAD", "FINAL", "VEC"} <= set(spec), lifted.notes
     assert f"GRID_BLOCKS <= {case.grid}" in lifted.constraints
     assert list(lifted.grid) == ["GRID_BLOCKS"]
     assert (16 in spec["VEC"]["values"]) == (case.elem == "unsigned char")
+    packed = any("__dp4a" in n for n in lifted.notes)
+    assert packed == (case.kind == "dot" and case.elem == "unsigned char"), lifted.notes
     note = next(n for n in lifted.notes if n.startswith("REDUCTION"))
     # integer sums and maxima: every order gives the same bits; a float sum's order moves it
     assert ("exact in any order" in note) == (case.kind != "sumsq"), note
@@ -315,6 +339,17 @@ template <typename T> static T __shfl_down_sync(unsigned, T v, int o) {
   return r;
 }
 static float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+// the four byte products of two packed words added to c (wrapping, as the hardware's)
+static int __dp4a(int a, int b, int c) {
+  unsigned r = (unsigned)c;
+  for (int k = 0; k < 4; ++k)
+    r += (unsigned)((int)(signed char)(a >> (8 * k)) * (int)(signed char)(b >> (8 * k)));
+  return (int)r;
+}
+static unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int k = 0; k < 4; ++k) c += ((a >> (8 * k)) & 255u) * ((b >> (8 * k)) & 255u);
+  return c;
+}
 """
 
 _MAIN = r"""

@@ -15,6 +15,7 @@ from tree_sitter import Node
 from workbench.core.hardware import DEVICES
 from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_dp4a import Dp4a, find_dp4a, packed_step
 from workbench.templater.reduce_match import block_size
 from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
 from workbench.templater.rules import literal, min_cap
@@ -208,11 +209,17 @@ def lift_loads(plan: Plan, red: Reduction) -> None:
             plan.rw.replace(red.loop_decl, "")
         else:
             first = red.loop_decl.start_byte
+    dp = find_dp4a(plan, red, found) if why is None else None
+    if dp is not None:
+        plan.note("VEC", True, f"{dp.left} x {dp.right}: bytes whose products add into "
+                  f"`{red.acc}` ({red.acc_type}), so whole vectors with VEC % 4 == 0 take "
+                  "__dp4a on packed words (exact)", red.value)
     plan.rw.replace_span(first, red.loop.end_byte, make=lambda rw: _loop_text(
-        plan, red, arrays, vector=why is None))
+        plan, red, arrays, vector=why is None, dp=dp))
 
 
-def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool) -> str:
+def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool,
+               dp: Dp4a | None = None) -> str:
     rw = plan.rw
     it, t, s = red.var_type, red.acc_type, red.acc
     bound = rw.text(red.bound)
@@ -247,6 +254,9 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool) -
     def vec(arr: str) -> str:
         return f"WbVec<{plan.kernel.param(arr).base_type}, VEC>"
 
+    step = f"#pragma unroll\n      for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n"
+    if dp is not None:
+        step = packed_step(red, dp, step)
     decls = "".join(f"      {vec(a)} wb_in_{a}[ITEMS_PER_THREAD];\n" for a in arrays)
     loads = "".join(f"        wb_in_{a}[wb_u] = *reinterpret_cast<const {vec(a)}*>"
                     f"(&{a}[(wb_j + wb_u * wb_stride) * VEC]);\n" for a in arrays)
@@ -262,11 +272,10 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool) -
         f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
         f"{loads}      }}\n"
         f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
-        f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n      }}\n"
+        f"{step}      }}\n"
         f"    }}\n"
         f"    for (; wb_j < wb_nv; wb_j += wb_stride) {{  // the last whole vectors\n"
-        f"      const int wb_u = 0;\n{one}"
-        f"#pragma unroll\n      for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n    }}\n"
+        f"      const int wb_u = 0;\n{one}{step}    }}\n"
         f"    {{  // the {bound} % VEC elements after the last whole vector, one per thread\n"
         f"      const {it} wb_t = wb_nv * VEC + wb_first;\n"
         f"      if (wb_t < {bound}) {{\n        const int wb_u = 0, wb_v = 0;\n{tail}"
