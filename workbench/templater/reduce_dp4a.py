@@ -79,7 +79,7 @@ def find_dp4a(plan: Plan, red: Reduction, found: list[tuple[Node, str]]) -> Dp4a
     return None
 
 
-def packed_step(red: Reduction, dp: Dp4a, per_element: str) -> str:
+def packed_step(red: Reduction, dp: Dp4a, per_element: str, pad: str) -> str:
     """The statements that add one whole vector of each array (``wb_in_A[wb_u]``) into
     ``wb_acc[wb_u]``: ``VEC / 4`` ``__dp4a`` where VEC is a multiple of 4, else
     ``per_element`` (the kernel's own expression per element)."""
@@ -90,5 +90,5 @@ def packed_step(red: Reduction, dp: Dp4a, per_element: str) -> str:
     call = f"__dp4a({a}, {b}, ({word}){acc})"
     return (f"#if VEC % 4 == 0  // four byte products at a time (__dp4a, exact)\n"
             f"#pragma unroll\n"
-            f"      for (int wb_w = 0; wb_w < VEC / 4; ++wb_w) {acc} = ({red.acc_type}){call};\n"
+            f"{pad}for (int wb_w = 0; wb_w < VEC / 4; ++wb_w) {acc} = ({red.acc_type}){call};\n"
             f"#else\n{per_element}#endif\n")

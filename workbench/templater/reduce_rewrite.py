@@ -254,9 +254,10 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool,
     def vec(arr: str) -> str:
         return f"WbVec<{plan.kernel.param(arr).base_type}, VEC>"
 
-    step = f"#pragma unroll\n      for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n"
-    if dp is not None:
-        step = packed_step(red, dp, step)
+    def step(pad: str) -> str:
+        own = f"#pragma unroll\n{pad}for (int wb_v = 0; wb_v < VEC; ++wb_v) {update}\n"
+        return own if dp is None else packed_step(red, dp, own, pad)
+
     decls = "".join(f"      {vec(a)} wb_in_{a}[ITEMS_PER_THREAD];\n" for a in arrays)
     loads = "".join(f"        wb_in_{a}[wb_u] = *reinterpret_cast<const {vec(a)}*>"
                     f"(&{a}[(wb_j + wb_u * wb_stride) * VEC]);\n" for a in arrays)
@@ -272,10 +273,10 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool,
         f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
         f"{loads}      }}\n"
         f"#pragma unroll\n      for (int wb_u = 0; wb_u < ITEMS_PER_THREAD; ++wb_u) {{\n"
-        f"{step}      }}\n"
+        f"{step('        ')}      }}\n"
         f"    }}\n"
         f"    for (; wb_j < wb_nv; wb_j += wb_stride) {{  // the last whole vectors\n"
-        f"      const int wb_u = 0;\n{one}{step}    }}\n"
+        f"      const int wb_u = 0;\n{one}{step('      ')}    }}\n"
         f"    {{  // the {bound} % VEC elements after the last whole vector, one per thread\n"
         f"      const {it} wb_t = wb_nv * VEC + wb_first;\n"
         f"      if (wb_t < {bound}) {{\n        const int wb_u = 0, wb_v = 0;\n{tail}"
