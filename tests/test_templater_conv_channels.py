@@ -177,7 +177,10 @@ def test_conv5_channels_lifts_outputs_per_thread_and_a_tile_per_channel() -> Non
     assert {"OUT_X", "OUT_Y", "USE_SMEM"} <= {p.name for p in lifted.params}, lifted.notes
     assert lifted.grid == ("ceil_div(w, BLOCK_X * OUT_X)", "ceil_div(h, BLOCK_Y * OUT_Y)")
     # four planes' tiles with the 2-pixel apron, in static shared memory
-    assert "USE_SMEM == 0 or 4 * 4 * (BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4) <= 49152" \
+    assert "USE_SMEM != 1 or 4 * 4 * (BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4) <= 49152" \
+        in lifted.constraints
+    # or one tile, refilled for each plane
+    assert "USE_SMEM != 2 or 4 * (BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4) <= 49152" \
         in lifted.constraints
     # the channel loop is kept as written around the marched rows
     assert "for (int ch = 0; ch < CH; ch++) {" in lifted.source
@@ -187,6 +190,7 @@ def test_conv5_channels_lifts_outputs_per_thread_and_a_tile_per_channel() -> Non
             "MIN_BLOCKS_PER_SM": 0}
     assert space.rejection(tile) is None  # 4 * 4 * 36 * 68 = 39168 bytes
     assert space.rejection({**tile, "OUT_X": 4}) is not None  # 4 * 4 * 36 * 132 > 48 KiB
+    assert space.rejection({**tile, "OUT_X": 4, "USE_SMEM": 2}) is None  # 4 * 36 * 132
 
 
 def test_the_spellings_lift_the_window_around_their_channel_loop() -> None:
@@ -204,7 +208,12 @@ def test_the_spellings_lift_the_window_around_their_channel_loop() -> None:
     refused = [f for f in runtime.findings if f.transform == "USE_SMEM" and not f.applied]
     assert refused and "known only at run time" in refused[0].reason
     assert refused[0].line == 9
-    assert "USE_SMEM" not in {p.name for p in runtime.params}
+    # one tile refilled per channel needs no compile-time count
+    assert applied(runtime, "USE_SMEM=2"), runtime.notes
+    assert next(p for p in runtime.params if p.name == "USE_SMEM").spec["values"] == [0, 2]
+    assert "const bool wb_live = !(gx >= w || gy >= h);" in runtime.source
+    not_outer = [f for f in inner.findings if f.transform == "USE_SMEM=2"]
+    assert not_outer and "not the outermost loop" in not_outer[0].reason
     on_z = lift_spelling("output_channels_on_grid_z")
     assert all(applied(on_z, k) for k in ("OUT_X", "OUT_Y", "USE_SMEM")), on_z.notes
     assert on_z.block == ("BLOCK_X", "BLOCK_Y", "1") and on_z.grid[2] == "2"
@@ -317,7 +326,8 @@ def host_run(name: str, source: str, grid: list[int], block: list[int], work: Pa
 def spelling_configs(name: str) -> list[dict[str, Any]]:
     template = lifted_template(lift_spelling(name))
     default = template.default_config()
-    smem = {"USE_SMEM": 1} if "USE_SMEM" in template.param_names else {}
+    smem = {"USE_SMEM": next(p.values()[-1] for p in template.params if p.name == "USE_SMEM")} \
+        if "USE_SMEM" in template.param_names else {}
     return [*corner_configs(template, ENV), {**default, "OUT_X": 4, "OUT_Y": 2},
             {**default, "OUT_X": 2, "OUT_Y": 4, **smem}]
 
@@ -342,10 +352,12 @@ def test_channel_spellings_give_the_kernels_output_bit_for_bit(
             assert got == want, config
 
 
-#: conv5_channels' configs beyond the corners: the shared tiles with two columns and four
-#: rows a thread; four columns and two rows from global memory.
+#: conv5_channels' configs beyond the corners: four columns and two rows from global
+#: memory; the four tiles with two columns and four rows a thread; one tile refilled per
+#: channel, four columns and four rows a thread.
 CONV5_EXTRAS = [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 0},
-                {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1}]
+                {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1},
+                {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 4, "USE_SMEM": 2}]
 
 
 @pytest.mark.timeout(300)

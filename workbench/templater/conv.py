@@ -46,6 +46,13 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
+from workbench.templater.conv_refill import (
+    Refill,
+    live_flag,
+    refill_block,
+    refill_close,
+    refill_refusal,
+)
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
@@ -532,11 +539,20 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                                  target, rhs, init)
     if x_refused is not None:
         plan.note("OUT_X", False, x_refused.reason, x_refused.node)
+    refill = None
+    if channel is not None:
+        why = refill_refusal(plan.source, guard_stmt, out_when_true, top,
+                             guarded[:guarded.index(top)], channel is nest[0])
+        if why is None:
+            refill = Refill(guard_stmt)
+        else:
+            plan.note("USE_SMEM=2", False, f"one shared tile refilled per channel: {why}",
+                      channel.loop)
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts),
-                   tuple(nest), channel)
+                   tuple(nest), channel, refill)
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
@@ -659,13 +675,14 @@ class _Facts:
     smem_at: Node | None = None  # where the shared tile is filled (USE_SMEM); None: no knob
     nest: tuple[_Window, ...] = ()  # the loops around the taps, outermost first
     channel: _Window | None = None  # the channel loop among them, kept as written
+    refill: Refill | None = None  # USE_SMEM = 2 (one tile refilled per channel) offered
 
 
 def _decls(w: _Window) -> str:
     return "\n    ".join(text(s) for s in w.body if s.type == "declaration")
 
 
-def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str) -> str:
+def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "") -> str:
     """The head of one loop of the rewritten nest: the window rows walk the OUT_Y + n - 1
     input rows, the window columns the OUT_X + m - 1 input columns, and a channel loop is
     kept as written, each with its declarations, in the written order."""
@@ -686,7 +703,56 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str) -> str:
     body = w.loop.child_by_field_name("body")
     assert body is not None
     head = data[w.loop.start_byte:body.start_byte].decode().rstrip()
-    return f"  {head} {{  // the channels in the written order\n    {_decls(w)}\n"
+    return f"  {head} {{  // the channels in the written order\n{refill}    {_decls(w)}\n"
+
+
+def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
+                tile: tuple[str, str]) -> None:
+    """USE_SMEM's values (0: as written; 1: tiles staged before the check; 2: one tile
+    refilled per channel), the shared bytes each needs, and the findings."""
+    (tile_h, tile_w), ch = tile, f.channel
+    what = {1: "1: the block's inputs with the window's halo staged in shared memory once "
+               "(zeros / clamps as written)",
+            2: "2: one shared tile, refilled for each channel"}
+    plan.add_param(smem, {"kind": "choice", "values": [0, *modes], "default": 0,
+                          "description": "; ".join(what[k] for k in modes) +
+                          "; 0: read per thread (as written)"},
+                   f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
+    elem_bytes = _ELEM.get(f.elem, 8)
+    if 1 in modes:
+        planes = f"{ch.count} * " if ch is not None else ""
+        off = f"{smem} == 0" if modes == [1] else f"{smem} != 1"
+        plan.constrain(f"{off} or {elem_bytes} * {planes}{tile_h} * {tile_w} <= {_MAX_SMEM}")
+        per = f", a tile per channel ({ch.count}: the loop over {ch.var})" \
+            if ch is not None else ""
+        plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
+                  f"window inputs{per} staged in shared memory before the bounds check; each "
+                  "thread reads them from the tile", f.outer.loop)
+    if 2 in modes:
+        assert ch is not None
+        plan.constrain(f"{smem} != 2 or {elem_bytes} * {tile_h} * {tile_w} <= {_MAX_SMEM}")
+        plan.note("USE_SMEM=2", True, f"one {tile_h} x {tile_w} shared tile refilled by the "
+                  f"block for each channel of the loop over {ch.var} (barriers around the "
+                  "fill; the early return becomes a flag, so every thread reaches them)",
+                  ch.loop)
+
+
+def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passes: str,
+                 value: str) -> str:
+    """The store of one element of the refilled tile (USE_SMEM == 2): the nest's locals
+    re-declared for the block's first output and the element's window row and column."""
+    (bx, by), (oy, ox) = block, outs
+    n, m = f.outer.count, f.inner.count
+    where = {f.outer.var: "wb_pr", f.inner.var: "wb_pc"}
+    levels = "".join(
+        (f"      const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
+         if w.var in where else "") + f"      {_decls(w)}\n" for w in f.nest)
+    return (f"      const int {f.y} = (int)blockIdx.y * ({by} * {oy});\n"
+            f"      const int {f.x} = (int)blockIdx.x * ({bx} * {ox});\n"
+            f"{levels}"
+            f"      const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
+            f"      const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
+            f"      wb_ctile[wb_pr][wb_pc] = {passes} ? ({f.elem})({value}) : ({f.elem})0;\n")
 
 
 def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
@@ -790,29 +856,46 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
                   f"({f.elem})({value}) : ({f.elem})0;\n")
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
-        if f.smem_at is not None and ox != "1" else ""
+        if (f.smem_at is not None or f.refill is not None) and ox != "1" else ""
+    modes = [1] * (f.smem_at is not None) + [2] * (f.refill is not None) if smem else []
+    one = smem if f.refill is None else f"{smem} == 1"  # the tile(s) staged before the check
     tile_h, tile_w = f"({by_name} * {oy} + {n - 1})", f"({bx_name} * {ox} + {m - 1})"
     ch = f.channel
     # a tile per channel (all staged before the check), read at the channel's own tile
     at_ch = f"[({ch.var}) - ({ch.lo_text})]" if ch is not None else ""
-    if smem:
+    at_thread = f"[(int)threadIdx.y * {oy} + wb_r][(int)threadIdx.x * {ox} + wb_c]"
+    reads = [(one, f"wb_tile{at_ch}{at_thread}")] * (1 in modes) + \
+        [(f"{smem} == 2", f"wb_ctile{at_thread}")] * (2 in modes)
+    if reads:
+        read_value = "".join(f"#{'if' if k == 0 else 'elif'} {c}\n      const {f.elem} wb_v = "
+                             f"{r};\n" for k, (c, r) in enumerate(reads)) + \
+            f"#else\n{read_value}#endif\n"
+    if 1 in modes:
         assert f.smem_at is not None
-        read_value = (f"#if {smem}\n      const {f.elem} wb_v = wb_tile{at_ch}[(int)threadIdx.y "
-                      f"* {oy} + wb_r][(int)threadIdx.x * {ox} + wb_c];\n#else\n{read_value}"
-                      "#endif\n")
-        rw.insert(f.smem_at.start_byte, _fill(f, smem, (tile_h, tile_w), (bx_name, by_name),
+        rw.insert(f.smem_at.start_byte, _fill(f, one, (tile_h, tile_w), (bx_name, by_name),
                                               (oy, ox), passes('wb_first', 'wb_first_c'),
                                               value))
+    refill_head = ""
+    if 2 in modes:
+        assert f.refill is not None and ch is not None
+        cond_text = text(f.cond)
+        rw.replace(f.refill.guard, live_flag(smem, text(f.refill.guard), cond_text,
+                                             f.refill.live))
+        refill_head = refill_block(smem, f.elem, (tile_h, tile_w), (bx_name, by_name),
+                                   _refill_body(f, (bx_name, by_name), (oy, ox),
+                                                passes('wb_first', 'wb_first_c'), value),
+                                   f.refill.live)
     loop = (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
         f"each input value is loaded once\n" +
-        "".join(_opener(data, f, w, oy, ox) for w in f.nest) +
+        "".join(_opener(data, f, w, oy, ox, refill_head) for w in f.nest) +
         f"{read_value}"
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
         f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
         f"wb_c - wb_q < {m}) {update};\n"
-        f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) + "  }")
+        f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
+        (refill_close(smem) if refill_head else "") + "  }")
     rw.replace(f.nest[0].loop, loop)
     index = text(_index(f.target))
     rhs = render(data, f.rhs, lambda m_: f"{acc}[wb_k][wb_q]" if m_.type == "identifier"
@@ -841,20 +924,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                        "from registers (as written: 1)"},
                    f"{line(idx['y'][0])}: {text(idx['y'][0])}")
     if smem:
-        plan.add_param(smem, {"kind": "choice", "values": [0, 1], "default": 0,
-                              "description": "1: the block's inputs with the window's halo "
-                                             "staged in shared memory once (zeros / clamps "
-                                             "as written); 0: read per thread (as written)"},
-                       f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
-        elem_bytes = _ELEM.get(f.elem, 8)
-        planes = f"{ch.count} * " if ch is not None else ""
-        plan.constrain(f"{smem} == 0 or {elem_bytes} * {planes}{tile_h} * {tile_w} <= "
-                       f"{_MAX_SMEM}")
-        per = f", a tile per channel ({ch.count}: the loop over {ch.var})" \
-            if ch is not None else ""
-        plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
-                  f"window inputs{per} staged in shared memory before the bounds check; each "
-                  "thread reads them from the tile", f.outer.loop)
+        _smem_param(plan, f, smem, modes, (tile_h, tile_w))
     if ox != "1":
         plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
                             "description": f"consecutive output columns ({x}) per thread; "
