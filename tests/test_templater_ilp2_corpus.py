@@ -37,7 +37,7 @@ __all__ = ["host_flags"]  # the session fixture, used by name
 
 #: the host has no hardware approximations: FAST_MATH's __expf is expf there (the gate
 #: checks the GPU's within the tolerance)
-_HOST_FAST = "#define __expf(v) expf(v)\n"
+_HOST_FAST = "#define __expf(v) expf(v)\n#define __fdividef(a, b) ((a) / (b))\n"
 
 
 def test_probe_energy_lift_matches_the_kernel_as_written(tmp_path: Path,

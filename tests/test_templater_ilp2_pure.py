@@ -134,6 +134,7 @@ extern "C" __global__ void k(float* energy, const float* loc, int n) {
 _HOST = r"""
 #define __constant__
 #define __expf expf
+#define __fdividef(a, b) ((a) / (b))
 static inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
 """
 

@@ -185,6 +185,9 @@ extern "C" __global__ void splat(float* img, const float* __restrict__ cx,
 
 _PRELUDE = r"""
 #define __constant__ static
+// the host has no hardware approximations (FAST_MATH, FAST_DIV): each is what it replaces
+#define __expf(v) expf(v)
+#define __fdividef(a, b) ((a) / (b))
 static inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
 """
 
@@ -303,7 +306,7 @@ def test_per_entry_terms_are_what_reads_only_the_entry_and_constants() -> None:
     assert "4 per-entry term(s) (cx[g]; cy[g];" in reason, reason
     assert "u[wb_it] - WB_TABLE(wb_tab0_0[g], cx[g])" in splat.source
     # item-dependent parts stay per pair
-    assert "WB_TABLE(wb_tab0_2[g], amp[g] / (sig[g] * sqrtf(6.2831853f))) * expf(" in \
+    assert "WB_TABLE(wb_tab0_2[g], amp[g] / (sig[g] * sqrtf(6.2831853f))) * WB_F_expf(" in \
         splat.source
 
 

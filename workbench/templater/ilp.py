@@ -28,8 +28,11 @@ An item past the end runs the statements that are safe for it (:func:`_safe_when
 arithmetic, known pure math, loads at shared places) on its zeroed locals without testing
 its ``live`` flag, so the items' statements stay one block the compiler interleaves.
 Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` on the
-item's state directly in its body, its counter declared in its header) give each item a
-``done`` flag: the items share the loop until every one has left it.
+item's state directly in its body, its counter declared in its header) and ``while`` loops
+on the item's state give each item a ``done`` flag: the items share the loop until every one
+has left it. Where every statement of the body is safe for an item in any state, the items'
+statements run unguarded and an item that left keeps its state by a select, so the items'
+chains stay one block the compiler interleaves (:mod:`.ilp_exits`).
 """
 
 from __future__ import annotations
@@ -87,6 +90,7 @@ IT = "wb_it"
 LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
+INTERLEAVE = "loop(s) of item-independent length interleave the items"  # the finding
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
 _STATEMENTS = ("declaration", "expression_statement", "if_statement", "for_statement",
                "while_statement", "do_statement", "compound_statement", "return_statement",
@@ -286,8 +290,10 @@ class _Render:
                 parts.append("{\n" + rendered + indent + "}")
                 pos = body.end_byte
             parts.append(rw.render(pos, stmt.end_byte))
-            head = self.done_flags(indent) if escape else ""
-            return head + indent + "".join(parts) + "\n"
+            if escape:  # in a block of its own: the next such loop declares its own flags
+                return (f"{indent}{{\n" + self.done_flags(indent) + indent + "".join(parts)
+                        + f"\n{indent}}}\n")
+            return indent + "".join(parts) + "\n"
         return indent + rw.text(stmt) + "\n"
 
     def done_flags(self, indent: str) -> str:
@@ -317,8 +323,8 @@ class _Render:
         rendered = self.block(_statements_with_comments(body), indent + "  ")
         self.escape_depth -= 1
         self.exit = outer
-        return (self.done_flags(indent) + f"{indent}while (true) {{\n"
-                + test + self.all_done(indent) + rendered + f"{indent}}}\n")
+        return (f"{indent}{{\n" + self.done_flags(indent) + f"{indent}while (true) {{\n"
+                + test + self.all_done(indent) + rendered + f"{indent}}}\n{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
         hoisted: list[str] = []
@@ -433,6 +439,13 @@ def _statements_with_comments(body: Node) -> list[Node]:
     return [c for c in body.named_children]
 
 
+def interleaves(plan: Plan) -> bool:
+    """This transform applied to ``plan`` (compute loops the items share), rather than
+    another transform's ITEMS_PER_THREAD (a memory walk's)."""
+    return any(f.transform == NAME and f.applied and INTERLEAVE in f.reason
+               for f in plan.findings)
+
+
 def apply_ilp(plan: Plan) -> bool:
     """Apply where legal and useful (see the module doc); True when applied."""
     if len(plan.block) != 1 or NAME in plan.params:
@@ -483,8 +496,7 @@ def apply_ilp(plan: Plan) -> bool:
                                          "(as written: 1)"},
                    f"{line(decl)}: {text(decl)[:60]}")
     plan.note(NAME, True, f"{len(arrays)} item-dependent local(s) ({', '.join(sorted(arrays))})"
-              f" get one copy per item; {len(scan.compute_loops)} loop(s) of item-independent "
-              "length interleave the items", decl)
+              f" get one copy per item; {len(scan.compute_loops)} {INTERLEAVE}", decl)
     _unroll_knobs(plan, scan)
     return True
 

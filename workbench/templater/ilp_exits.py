@@ -36,11 +36,12 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import walk
 from workbench.templater.item_state import (
     assigned_in_body,
     declarator_name,
     is_item_stmt,
+    local_type,
     mentions,
     safe_when_done,
     span,
@@ -103,20 +104,9 @@ def _state(plan: Plan, loop: Node, arrays: set[str]) -> tuple[str, ...] | None:
     inside = {declarator_name(d) for n in walk(body) if n.type == "declaration"
               for d in n.children_by_field_name("declarator")} if body is not None else set()
     names = sorted(assigned_in_body(loop, frozenset()) - inside)
-    if any(name not in arrays or not _scalar_local(plan.body, name) for name in names):
+    if any(name not in arrays or local_type(plan.body, name) is None for name in names):
         return None
     return tuple(names)
-
-
-def _scalar_local(body: Node, name: str) -> bool:
-    """``name`` is declared once in ``body``, as a plain scalar (any declarator of a
-    declaration: ``float lo = 0, hi = 1;`` declares two)."""
-    found = [inner for n in walk(body) if n.type == "declaration"
-             and not any(text(c) in ("static", "__shared__") for c in n.children)
-             for d in n.children_by_field_name("declarator")
-             if (inner := d.child_by_field_name("declarator") if d.type == "init_declarator"
-                 else d) is not None and declarator_name(inner) == name]
-    return len(found) == 1 and found[0].type == "identifier"
 
 
 def keep_init(state: tuple[str, ...], it: str) -> list[str]:

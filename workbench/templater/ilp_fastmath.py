@@ -12,7 +12,13 @@ instruction and a multiply is one. With ``FAST_MATH = 1``:
   that parameter (never reassigned) calls a copy of ``f`` taking ``x``, with ``r = x *
   rsqrtf(x)`` and each ``e / r`` as ``e * (1/r)``;
 - ``powf(x, k)`` with ``k`` an integer literal, 2 <= |k| <= 8, becomes ``k`` multiplies
-  (and one division for a negative ``k``).
+  (and one division for a negative ``k``);
+- ``sinf``, ``cosf``, ``tanf``, ``expf``, ``exp10f``, ``logf``, ``log2f``, ``log10f``,
+  ``powf`` (any other power) and ``sincosf`` become the hardware approximations
+  (``__sinf`` ...: :mod:`.ilp_intrinsics`, which also makes ``sinf(x)`` and ``cosf(x)``
+  of one ``x`` one ``sincosf``, exactly, at every value of the knob).
+
+fp32 divisions in the repeated work get a knob of their own, FAST_DIV (:mod:`.ilp_fastdiv`).
 
 ``FAST_MATH = 0`` is the kernel as written. Only the fp32 functions are touched (``sqrt``,
 ``pow`` of doubles never are: the results would not be the same). The results differ from
@@ -29,6 +35,8 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import declared_name, int_value, line, strip, text, walk
 from workbench.templater.ilp import NAME as ILP_NAME
+from workbench.templater.ilp import interleaves
+from workbench.templater.ilp_fastdiv import apply_fastdiv
 from workbench.templater.ilp_intrinsics import FAST, fast_calls, fast_macros, pair_sincos
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, pure_calls
@@ -80,6 +88,13 @@ def apply_fastmath(plan: Plan) -> bool:
     """Give every site (see the module doc) a FAST_MATH form; True when one did."""
     if NAME in plan.params or ILP_NAME not in plan.params:
         return False  # compute-bound per-element kernels only (a loop the items share)
+    applied = _fastmath(plan)
+    # after FAST_MATH: the divisions it rewrites are its own; only where the items share
+    # compute loops (a memory walk's ITEMS_PER_THREAD: the division is not the cost)
+    return (interleaves(plan) and apply_fastdiv(plan, _functions(plan))) or applied
+
+
+def _fastmath(plan: Plan) -> bool:
     sites = _Sites()
     functions = _functions(plan)
     specialized: set[str] = set()

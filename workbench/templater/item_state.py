@@ -185,9 +185,25 @@ def float_valued(plan: Plan, node: Node, items: set[str]) -> bool:
         if n.type == "identifier" and text(n) in items:
             d = plan.facts.defs.get(text(n))
             typ = d.decl.child_by_field_name("type") if d is not None else None
-            if typ is None or text(typ) not in ("float", "double"):
+            # (the facts hold a declaration's first declarator: the others looked up here)
+            found = text(typ) if typ is not None else local_type(plan.body, text(n))
+            if found not in ("float", "double"):
                 return False
     return True
+
+
+def local_type(body: Node, name: str) -> str | None:
+    """The type ``name`` is declared with in ``body`` as a plain scalar (any declarator of a
+    declaration: ``float lo = 0, hi = 1;`` declares two), or None when it is declared
+    otherwise (a pointer, an array) or not exactly once."""
+    found = [(decl, inner) for decl in walk(body) if decl.type == "declaration"
+             for d in decl.children_by_field_name("declarator")
+             if (inner := d.child_by_field_name("declarator") if d.type == "init_declarator"
+                 else d) is not None and declarator_name(inner) == name]
+    if len(found) != 1 or found[0][1].type != "identifier":
+        return None
+    typ = found[0][0].child_by_field_name("type")
+    return text(typ) if typ is not None else None
 
 
 def span(node: Node | None) -> tuple[int, int]:

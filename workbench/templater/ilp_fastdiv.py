@@ -1,0 +1,185 @@
+"""FAST_DIV: fp32 divisions as ``__fdividef``, a knob of compute-bound per-element kernels.
+
+An IEEE fp32 division is a reciprocal approximation, a few fused multiply-adds and a test
+that branches to a slow path for extreme operands: about ten instructions, and a branch
+that splits the items' interleaved code (ITEMS_PER_THREAD) into blocks the compiler
+schedules one at a time. ``__fdividef(a, b)`` is a reciprocal and a multiply, within 2 ulp
+for ``|b|`` in [2^-126, 2^126] (and 0 above it). This is what nvcc's ``-prec-div=false``
+does for a whole file; here it is one knob, apart from FAST_MATH (the gate may keep one and
+refuse the other: a Newton step divides by a slope that may be small, a library call's
+argument may not be). ``FAST_DIV = 0`` is the kernel as written.
+
+Only a division in the repeated work (in a loop of the kernel, or in a function the kernel
+calls in a loop) that the parse proves fp32 is touched: each leaf of both operands a ``float``
+local, parameter or file constant, a float literal (``f`` suffix), an integer literal, or
+an fp32 math call; no cast, no memory access, no ``double`` anywhere; and at least one
+float leaf (so C's conversions make it a float division). A division an earlier FAST_MATH
+rewrite already owns (``1.0f / sqrtf(x)``, ``e / r`` of a root) is left to it.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import text, walk
+from workbench.templater.item_state import declarator_name
+from workbench.templater.plan import Plan
+from workbench.templater.purity import FLOAT_CALLS
+
+NAME = "FAST_DIV"
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+_MACRO = (f"#if {NAME}\n#define WB_DIV(a, b) __fdividef((a), (b))\n#else\n"
+          "#define WB_DIV(a, b) ((a) / (b))\n#endif")
+#: fp32 math calls (a ``float`` result): the ``f``-suffixed functions and the intrinsics
+_FP32_CALLS = frozenset(c for c in FLOAT_CALLS if c.endswith("f") or (c.startswith("__") and
+                        not c.startswith(("__d", "__half", "__bfloat"))))
+
+
+def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
+    """Route every fp32 division in ``functions`` (name -> body) through ``WB_DIV``; True
+    when one was."""
+    if NAME in plan.params:
+        return False
+    constants = _types(plan.source.tree.root_node, top_only=True)
+    count = 0
+    looped = _called_in_loops(plan.body)
+    for name, body in functions.items():
+        fn = body.parent
+        types = {**constants, **_types(fn if fn is not None else body, top_only=False)}
+        for n in walk(body):
+            if n.type == "binary_expression" and \
+                    text(n.child_by_field_name("operator")) == "/" and \
+                    (name in looped or _in_loop(n, body)) and \
+                    _fp32_division(plan, n, types):
+                _rewrite(plan, n)
+                count += 1
+    if not count:
+        return False
+    plan.helper(_MACRO)
+    plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": f"1: the {count} fp32 division(s) as __fdividef "
+                                         "(2 ulp; 0 for divisors above 2^126; the gate "
+                                         "checks the tolerance); 0: IEEE division, as "
+                                         "written"}, f"{plan.kernel.line}: fp32 divisions")
+    plan.note(NAME, True, f"{count} fp32 division(s) as __fdividef behind the knob (the "
+              "gate checks the tolerance)")
+    return True
+
+
+def _in_loop(node: Node, body: Node) -> bool:
+    """``node`` runs in a loop of ``body`` (the work a compute-bound kernel repeats; a
+    division made once per item is not worth a knob)."""
+    up = node.parent
+    while up is not None and up != body:
+        if up.type in _LOOPS:
+            return True
+        up = up.parent
+    return False
+
+
+def _called_in_loops(body: Node) -> set[str]:
+    """The functions the kernel ``body`` calls inside a loop."""
+    return {text(n.child_by_field_name("function")) for n in walk(body)
+            if n.type == "call_expression" and _in_loop(n, body)}
+
+
+def _types(scope: Node, *, top_only: bool) -> dict[str, str]:
+    """Name -> declared type of the plain scalar declarations (and parameters) in
+    ``scope``; a name declared twice with different types is left out."""
+    found: dict[str, str] = {}
+    twice: set[str] = set()
+    nodes = scope.named_children if top_only else list(walk(scope))
+    for n in nodes:
+        if n.type not in ("declaration", "parameter_declaration"):
+            continue
+        typ = text(n.child_by_field_name("type"))
+        for d in n.children_by_field_name("declarator"):
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if inner is None:
+                continue
+            name = declarator_name(inner)
+            kind = typ if inner.type == "identifier" else "?"
+            if found.get(name, kind) != kind:
+                twice.add(name)
+            found[name] = kind
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def _fp32_division(plan: Plan, div: Node, types: dict[str, str]) -> bool:
+    left, op, right = (div.child_by_field_name(f) for f in ("left", "operator", "right"))
+    if left is None or op is None or right is None:
+        return False
+    lo, hi = left.end_byte, right.start_byte
+    # an edit within the division reaching its operator (an edit around it, such as the
+    # items' region, is rendered with this one inside)
+    if any(div.start_byte <= e.start and e.end <= div.end_byte and
+           ((e.start < hi and e.end > lo) or (e.start == e.end and lo < e.start < hi))
+           for e in plan.rw.edits):
+        return False  # a FAST_MATH rewrite owns it
+    return _kind(div, types) == "float"
+
+
+def _combine(*kinds: str) -> str:
+    """C's arithmetic conversions over fp32 and int: float if any operand is."""
+    return "bad" if "bad" in kinds else "float" if "float" in kinds else "int"
+
+
+def _kind(node: Node, types: dict[str, str]) -> str:
+    """"float", "int" or "bad" (anything else: double, a cast, a memory access, an
+    unknown name or call) for the value of ``node`` (see the module doc)."""
+    t = node.type
+    if t == "parenthesized_expression":
+        inner = [c for c in node.named_children if c.type != "comment"]
+        return _kind(inner[0], types) if len(inner) == 1 else "bad"
+    if t == "binary_expression":
+        op = text(node.child_by_field_name("operator"))
+        sides = [_kind(c, types) for c in (node.child_by_field_name("left"),
+                                            node.child_by_field_name("right"))
+                 if c is not None]
+        if op in ("+", "-", "*", "/"):
+            return _combine(*sides)
+        if op in ("<", ">", "<=", ">=", "==", "!=", "&&", "||"):
+            return "bad" if "bad" in sides else "int"
+        return "int" if sides == ["int", "int"] else "bad"  # %, shifts, bitwise
+    if t == "unary_expression":
+        op = text(node.child_by_field_name("operator"))
+        arg = node.child_by_field_name("argument")
+        value = _kind(arg, types) if arg is not None else "bad"
+        if op in ("-", "+"):
+            return value
+        return "int" if value != "bad" and (op == "!" or value == "int") else "bad"
+    if t == "conditional_expression":
+        parts = [node.child_by_field_name(f) for f in ("condition", "consequence",
+                                                        "alternative")]
+        if any(p is None for p in parts):
+            return "bad"
+        cond, yes, no = (_kind(p, types) for p in parts if p is not None)
+        return "bad" if cond == "bad" else _combine(yes, no)
+    if t == "call_expression":
+        callee = node.child_by_field_name("function")
+        return "float" if callee is not None and callee.type == "identifier" and \
+            text(callee) in _FP32_CALLS else "bad"
+    if t == "number_literal":
+        raw = text(node).lower()
+        if raw.startswith("0x"):
+            return "int"
+        if raw.endswith("f"):
+            return "float"
+        return "bad" if any(c in raw for c in ".e") else "int"
+    if t == "identifier":
+        typ = types.get(text(node), "?")
+        for word in ("const", "constexpr", "static"):
+            typ = typ.replace(word, "")
+        typ = typ.strip()
+        return "float" if typ == "float" else "int" if typ in ("int", "unsigned") else "bad"
+    return "bad"
+
+
+def _rewrite(plan: Plan, div: Node) -> None:
+    """``a / b`` -> ``WB_DIV(a, b)``."""
+    left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
+    assert left is not None and right is not None
+    plan.rw.insert(div.start_byte, "WB_DIV(")
+    plan.rw.replace_span(left.end_byte, right.start_byte, ", ")
+    plan.rw.insert(div.end_byte, ")")
+
