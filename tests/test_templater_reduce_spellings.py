@@ -439,3 +439,29 @@ def test_s8_dot_blocks_compiles_without_spills_at_its_ends(tmp_path: Path) -> No
         log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"s8_{k}")
         spills = _SPILLS.findall(log)
         assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"
+
+
+def test_size_t_walk_and_a_truthy_tree_condition_lift() -> None:
+    """``size_t`` index with casts in the start and step, the tree from ``blockDim.x >> 1``
+    while ``h`` (non-zero): the family's shape, lifted with VEC."""
+    source = r"""
+extern "C" __global__ void k(float* part, const float* __restrict__ x, long long n) {
+  __shared__ float red[128];
+  float s = 0.0f;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    s += x[i];
+  red[threadIdx.x] = s;
+  __syncthreads();
+  for (unsigned h = blockDim.x >> 1; h; h >>= 1) {
+    if (threadIdx.x < h) red[threadIdx.x] += red[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) part[blockIdx.x] = red[0];
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["256"], block=["128"], scalars={"n": "n"},
+                         compared_by_total=frozenset({"part"}))
+    assert {"GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD", "FINAL"} <= set(knobs(lifted)), \
+        lifted.notes
+    assert "const size_t wb_stride" in lifted.source

@@ -512,8 +512,10 @@ def _tree(plan: Plan, tree: Node, buf: str, op: Op, size: int | None) -> None:
         (half is not None and half[1] == ">>" and int_value(half[2]) == 1 and
          _is_block(half[0], size)))
     c = binary(cond)
-    stops = c is not None and text(strip(c[0])) == k and (
-        (c[1] == ">" and int_value(c[2]) == 0) or (c[1] == ">=" and int_value(c[2]) == 1))
+    # k > 0, k >= 1, k != 0, or k itself (the halving k stays >= 0: all stop at 0)
+    stops = (c is not None and text(strip(c[0])) == k and (
+        (c[1] in (">", "!=") and int_value(c[2]) == 0) or
+        (c[1] == ">=" and int_value(c[2]) == 1))) or text(strip(cond)) == k
     op_text = text(inc.child_by_field_name("operator"))
     halves = text(inc.child_by_field_name("left")) == k and (
         (op_text == ">>=" and int_value(inc.child_by_field_name("right")) == 1) or
