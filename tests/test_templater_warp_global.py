@@ -59,7 +59,24 @@ extern "C" __global__ void k(float* y, const float* __restrict__ m, const float*
   if (l == 0) y[r] = acc;
 }
 """, ["ceil_div(rows, 2)"], ["64"], [("out", ROWS), ("in", ROWS * COLS), ("in", COLS)]),
+    # warpSize for the lane, the warp and the steps; the block's warps read as
+    # blockDim.x / warpSize in the row's factor
+    "l2_warpsize_blockdim_factor": (r"""
+extern "C" __global__ void k(float* out, const float* __restrict__ x, int rows, int cols) {
+  const int warp = threadIdx.x / warpSize;
+  const int lane = threadIdx.x % warpSize;
+  const int row = blockIdx.x * (blockDim.x / warpSize) + warp;
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int c = lane; c < cols; c += warpSize)
+    s += x[(size_t)row * cols + c] * x[(size_t)row * cols + c];
+  for (int o = warpSize / 2; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) out[row] = sqrtf(s);
 }
+""", ["ceil_div(rows, 4)"], ["128"], [("out", ROWS), ("in", ROWS * COLS)]),
+}
+#: what the host simulation needs of CUDA's built-in warpSize
+WARP_SIZE = "static const int warpSize = 32;\n"
 
 
 def test_row_logsumexp_lifts_lanes_warps_and_vectors() -> None:
@@ -84,7 +101,8 @@ def test_global_warp_spellings_lift_the_warp_knobs(name: str) -> None:
     assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK * (32 // LANES))",)
     assert lifted.block == ("32 * WARPS_PER_BLOCK",)
     assert "/ LANES)" in lifted.source and "% LANES)" in lifted.source
-    assert "/ 32" not in lifted.source.split("extern")[1]  # no warp of 32 lanes is left
+    body = lifted.source.split("extern")[1]
+    assert "/ 32" not in body and "warpSize" not in body  # no warp of 32 lanes is left
 
 
 def _configs(template: Any) -> list[dict[str, Any]]:
@@ -101,13 +119,14 @@ def test_global_warp_spellings_compute_as_written_on_host(name: str, tmp_path: P
     source, grid, block, args = CASES[name]
     template = lifted_template(lift(source, grid, block))
     blocks = -(-ROWS // (int(block[0]) // 32))
-    want = host_outputs(tmp_path, "as_written", source, [blocks], [int(block[0])], args)
+    want = host_outputs(tmp_path, "as_written", WARP_SIZE + source, [blocks], [int(block[0])],
+                        args)
     assert not np.isnan(want).any()
     space = template.space(dict(ENV))
     for i, config in enumerate(host_sample(_configs(template))):
         assert space.rejection(config) is None, config
         launch = template.launch_for(config, ENV)
-        got = host_outputs(tmp_path, f"c{i}", template.render(config, "fp32").source,
+        got = host_outputs(tmp_path, f"c{i}", WARP_SIZE + template.render(config, "fp32").source,
                            launch.grid, launch.block, args)
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6, err_msg=str(config))
 

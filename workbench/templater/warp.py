@@ -33,6 +33,7 @@ from workbench.templater.analysis import (
     calls,
     declared_name,
     int_value,
+    integer_macros,
     line,
     strip,
     terms,
@@ -100,7 +101,16 @@ def _warp_term(plan: Plan, node: Node, two_d: bool) -> tuple[Node, Node | None] 
 
 
 def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
-    """Apply where the kernel has the shape above; notes why not where it almost has."""
+    """Apply where the kernel has the shape above; notes why not where it almost has
+    (``warpSize`` read as the 32 it is on every NVIDIA GPU)."""
+    known = {m.name: m.value for m in macros.values()}
+    if "warpSize" in known or not plan.uses("warpSize"):
+        return _apply_warp(plan, macros)
+    with integer_macros({**known, "warpSize": 32}):
+        return _apply_warp(plan, macros)
+
+
+def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     sizes = [literal(b) for b in plan.block]
     if not plan.grid or not plan.block or any(s is None for s in sizes):
         return False
@@ -138,15 +148,30 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
 
 
 def _block_factor(plan: Plan, node: Node) -> int | None:
-    """F of ``blockIdx.x * F`` (either order): a literal, a macro or a file constant."""
+    """F of ``blockIdx.x * F`` (either order): a literal, a macro, a file constant, or the
+    launch block's warps read as ``blockDim.x / 32`` (``>> 5``)."""
     parts = binary(node)
     if parts is None or parts[1] != "*":
         return None
     if builtin(parts[0], "blockIdx") == "x":
-        return constant(plan, parts[2])
+        return _factor_value(plan, parts[2])
     if builtin(parts[2], "blockIdx") == "x":
-        return constant(plan, parts[0])
+        return _factor_value(plan, parts[0])
     return None
+
+
+def _block_warps(node: Node) -> bool:
+    """``node`` is ``blockDim.x / 32`` or ``blockDim.x >> 5``."""
+    parts = binary(node)
+    return parts is not None and builtin(parts[0], "blockDim") == "x" and \
+        (parts[1], int_value(parts[2])) in (("/", 32), (">>", 5))
+
+
+def _factor_value(plan: Plan, node: Node) -> int | None:
+    if _block_warps(node):
+        size = literal(plan.block[0]) if len(plan.block) == 1 else None
+        return size // 32 if size is not None and size % 32 == 0 else None
+    return constant(plan, node)
 
 
 @dataclass(frozen=True)
@@ -187,7 +212,8 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     assert factor_parts is not None
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
-    f_value = constant(plan, factor)
+    f_value = _factor_value(plan, factor)
+    allowed = (factor,) if _block_warps(factor) else ()  # blockDim.x / 32: the block's warps
     if two_d:
         if f_value is None or literal(plan.block[1]) != f_value:
             raise Illegal(f"the block ({', '.join(plan.block)}) is not (32, `{text(factor)}`)",
@@ -201,7 +227,7 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     if macro is None and factor.type == "identifier" and len(plan.uses(text(factor))) != 1:
         raise Illegal(f"`{text(factor)}` has other uses in the kernel; its meaning with fewer "
                       "lanes per item is not modelled", factor)
-    return _Shape(d.decl, warp, factor, f_value, macro, (), (), None)
+    return _Shape(d.decl, warp, factor, f_value, macro, allowed, (), None)
 
 
 def _global_shape(plan: Plan, found: GlobalItem) -> _Shape:
