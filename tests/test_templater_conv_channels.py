@@ -289,6 +289,38 @@ def test_channel_loops_the_analysis_cannot_follow_are_refused_with_the_line(name
     assert not {"OUT_Y", "OUT_X", "USE_SMEM"} & {p.name for p in lifted.params}
 
 
+def test_a_tile_is_not_offered_where_the_value_reads_a_local_of_the_threads_own_point() -> None:
+    """A row offset the thread computed from its own point before the loops would be the
+    wrong one where the block fills a tile for its first point: no USE_SMEM (either mode),
+    the outputs per thread stay."""
+    source = """
+#define CH 2
+__constant__ float wt[CH * 9];
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  const int x = blockIdx.x * 16 + threadIdx.x;
+  const int y = blockIdx.y * 16 + threadIdx.y;
+  const int top = y - 1;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+  for (int c = 0; c < CH; ++c)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const int r = top + i, q = x + j - 1;
+        if (r >= 0 && r < h && q >= 0 && q < w) acc += wt[c * 9 + i * 3 + j] * in[(c * h + r) * w + q];
+      }
+  out[y * w + x] = acc;
+}
+"""
+    lifted = lift(source, ["16", "16"])
+    assert applied(lifted, "OUT_X") and applied(lifted, "OUT_Y"), lifted.notes
+    assert "USE_SMEM" not in {p.name for p in lifted.params}
+    for knob, row in (("USE_SMEM", 8), ("USE_SMEM=2", 10)):
+        refused = [f for f in lifted.findings if f.transform == knob and not f.applied]
+        assert refused and "reads top, derived from the thread's own point" in \
+            refused[0].reason, lifted.notes
+        assert refused[0].line == row
+
+
 # -- host runs -----------------------------------------------------------------------------
 
 _MAIN = r"""

@@ -539,10 +539,15 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                                  target, rhs, init)
     if x_refused is not None:
         plan.note("OUT_X", False, x_refused.reason, x_refused.node)
+    # a tile is filled for the block's first point: a local the thread derived from its
+    # own point before the nest would hold the wrong value there
+    own = sorted(n for n in {m for part in [*value_parts, *nest_decls] for m in expr.names(part)}
+                 if n in expr.values and n not in loop_locals and n not in (x, y) and
+                 expr.names(expr.values[n]) & {x, y})
     refill = None
     if channel is not None:
-        why = refill_refusal(plan.source, guard_stmt, out_when_true, top,
-                             guarded[:guarded.index(top)], channel is nest[0])
+        why = refill_refusal(plan.source, out_when_true, guarded[:guarded.index(top)],
+                             channel is nest[0], own)
         if why is None:
             refill = Refill(guard_stmt)
         else:
@@ -551,7 +556,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
-                   _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts),
+                   _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
                    tuple(nest), channel, refill)
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
@@ -589,11 +594,17 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
 
 
 def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
-                  channel: _Window | None, value_parts: list[Node]) -> Node | None:
+                  channel: _Window | None, value_parts: list[Node], own: list[str]
+                  ) -> Node | None:
     """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
     block helps and reaches the barrier); None, noted, where the value reads a local that
     is declared only after that point, the kernel already uses barriers, or a channel
     loop's count is known only at run time (a tile per channel is staged)."""
+    if own:
+        plan.note("USE_SMEM", False, f"the value reads {', '.join(own)}, derived from the "
+                  "thread's own point before the loops: the tile is filled for the block's "
+                  "first point", guard)
+        return None
     if channel is not None and channel.count == 0:
         plan.note("USE_SMEM", False, f"the channel loop over {channel.var} has a bound known "
                   "only at run time: a shared tile per channel needs a compile-time count",

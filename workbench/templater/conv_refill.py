@@ -32,9 +32,13 @@ class Refill:
     live: str = "wb_live"
 
 
-def refill_refusal(source: CudaSource, guard: Node, early_return: bool, top: Node,
-                   between: list[Node], channel_outermost: bool) -> str | None:
-    """Why one tile refilled per channel is not offered (None: it is)."""
+def refill_refusal(source: CudaSource, early_return: bool, between: list[Node],
+                   channel_outermost: bool, own: list[str]) -> str | None:
+    """Why one tile refilled per channel is not offered (None: it is). ``own``: locals the
+    value reads that the thread derived from its own point outside the loops."""
+    if own:
+        return (f"the value reads {', '.join(own)}, derived from the thread's own point "
+                "before the loops (the tile is filled for the block's first point)")
     if not channel_outermost:
         return "the channel loop is not the outermost loop around the taps"
     if not early_return:
