@@ -110,7 +110,25 @@ extern "C" __global__ void k(float* out, const float* a, const float* b, int n) 
   out[i] = x + y + (float)c;
 }
 """, "64"),
+    # a test that changes the state: kept as written (each item's loop whole, or guarded)
+    "counting_tests": ("""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float x = 1.0f + a[i], y = 2.0f + b[i];
+  int c = 0, k = 0;
+  for (int s = 0; s < 30; ++s) {
+    x = x * 0.75f + 0.1f;
+    if (++c > 12 || x < 0.5f) break;
+  }
+  while (k++ < 40 && y > 0.01f) { y = y * 0.5f; }
+  out[i] = x + y + (float)(c + 100 * k);
 }
+""", "128"),
+}
+#: spellings that keep an `if (!done)` test (a load at the item's place, a test that
+#: changes the state)
+GUARDED = {"two_exits_in_a_row", "counting_tests"}
 
 _HOST = r"""
 #include <cmath>
@@ -194,7 +212,7 @@ def test_items_leave_on_their_own_and_print_what_the_kernel_prints(name: str) ->
     lifted = _lift(name)
     knobs = {p.name for p in lifted.params}
     assert "ITEMS_PER_THREAD" in knobs, lifted.notes
-    assert "FAST_MATH" in knobs or name == "two_exits_in_a_row", lifted.notes  # no math call
+    assert "FAST_MATH" in knobs or name in GUARDED, lifted.notes  # these call no math
     written = KernelTemplate.build(name=entry, source=source, entry=entry, grid=grid,
                                    block=block)
     template = lifted_template(lifted, entry)
@@ -206,7 +224,7 @@ def test_items_leave_on_their_own_and_print_what_the_kernel_prints(name: str) ->
             assert _run(template, config, name, work, f"c{k}") == want, config
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n != "two_exits_in_a_row"])
+@pytest.mark.parametrize("name", [n for n in ALL if n not in GUARDED])
 def test_the_items_bodies_are_straight_line(name: str) -> None:
     """Every statement of these loops is safe for an item in any state: no `if (!done)`
     branch per item; an item that left gets its state back by a select."""
@@ -223,6 +241,16 @@ def test_a_load_at_the_items_place_keeps_the_guarded_form() -> None:
     assert "if (!wb_done[wb_it])" in heron and "wb_keep_" not in heron, source
     assert "if (!wb_done[wb_it])" not in halving and "wb_keep_y" in halving, source
     assert source.count("bool wb_done[") == 2
+
+
+def test_a_test_that_changes_the_state_is_not_run_for_items_that_left() -> None:
+    """`if (++c > 12 ...) break;`: the exit keeps its `continue` (the state an item leaves
+    with includes the test's update); `while (k++ < 40 ...)`: not shared (the test would
+    count on for items that left), each item runs it whole in its turn."""
+    source = _lift("counting_tests").source
+    assert "wb_done[wb_it] = true; continue;" in source and "wb_keep_" not in source, source
+    assert "while (true)" not in source, source
+    assert "while (k[wb_it]++ < 40 && y[wb_it] > 0.01f)" in source, source
 
 
 def test_an_item_while_becomes_one_loop_the_items_share() -> None:

@@ -573,7 +573,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
                 scan.compute_loops.append(n)
     # a `while` on the item's state (run to a tolerance): shared, each item leaving on its
     # own condition; one with a `break` or walking memory stays a per-item statement
-    whiles = [w for w in item_whiles(plain, items) if not _streams(plan, w, items)]
+    whiles = [w for w in item_whiles(plan, plain, items) if not _streams(plan, w, items)]
     scan.compute_loops += whiles
     arrays = _arrays(plain, items)
     for loop, _ifs in escapes.values():

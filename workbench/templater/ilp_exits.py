@@ -63,8 +63,10 @@ class SharedExit:
     state: tuple[str, ...]  # kept for the select (straight only), in declaration order
 
 
-def item_whiles(region: list[Node], items: set[str]) -> list[Node]:
-    """Top-level ``while (C) { ... }`` loops, ``C`` on the item, nothing leaving the body."""
+def item_whiles(plan: Plan, region: list[Node], items: set[str]) -> list[Node]:
+    """Top-level ``while (C) { ... }`` loops, ``C`` on the item, nothing leaving the body;
+    ``C`` tested for every item on every trip, so it must be safe for an item in any state
+    and change nothing."""
     out = []
     for stmt in region:
         cond = stmt.child_by_field_name("condition") if stmt.type == "while_statement" \
@@ -73,7 +75,10 @@ def item_whiles(region: list[Node], items: set[str]) -> list[Node]:
         if cond is None or body is None or body.type != "compound_statement" or \
                 not mentions(cond, items):
             continue
-        if not any(n.type in _LEAVES for n in walk(body)):
+        # (`while (k++ < m)` would count on for an item that has left; `while (a[i] > t)`
+        # would load past the end for an item past it)
+        if not any(n.type in _LEAVES for n in walk(body)) and not _writes(cond) and \
+                safe_when_done(cond, items, plan):
             out.append(stmt)
     return out
 
@@ -89,12 +94,19 @@ def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
         if not straight:
             break
         if span(stmt) in escape_ifs:
+            # (kept before the test: a test that changes the state would leave it changed)
             cond = stmt.child_by_field_name("condition")
-            straight = cond is not None and safe_when_done(cond, items, plan)
+            straight = cond is not None and not _writes(cond) and \
+                safe_when_done(cond, items, plan)
         else:
             straight = is_item_stmt(stmt, items) and stmt.type not in (
                 "preproc_if", "preproc_ifdef") and safe_when_done(stmt, items, plan)
     return SharedExit(loop, header_exit, straight, state if straight and state else ())
+
+
+def _writes(node: Node) -> bool:
+    """``node`` assigns or updates something."""
+    return any(n.type in ("assignment_expression", "update_expression") for n in walk(node))
 
 
 def _state(plan: Plan, loop: Node, arrays: set[str]) -> tuple[str, ...] | None:
