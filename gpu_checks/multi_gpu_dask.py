@@ -464,10 +464,10 @@ def run_direct_pick(folder: KernelFolder, shape: str, dtype: str,
 
 
 def run_cli(gpus: int | None, folder: KernelFolder, shape: str, dtype: str,
-            work: Path) -> dict[str, Any]:
+            work: Path, budget: int = CLI_BUDGET) -> dict[str, Any]:
     name = f"cli-{gpus or 'direct'}"
     command = [sys.executable, "-m", "workbench.cli", "tune", str(folder.path), "--shape",
-               shape, "--dtype", dtype, "--strategy", "random", "--budget", str(CLI_BUDGET),
+               shape, "--dtype", dtype, "--strategy", "random", "--budget", str(budget),
                "--store", str(work / f"{name}.sqlite")]
     if gpus is not None:  # no --batch: the batch follows the GPU count
         command += ["--cluster", "local", "--gpus", str(gpus)]
@@ -539,6 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="CPU cores a sweep on N GPUs runs on: N x this (the lent "
                              "machines have 16 per GPU); 0: every core")
     parser.add_argument("--max-minutes", type=float, default=7.0)
+    parser.add_argument("--cli-budget", type=int, default=CLI_BUDGET,
+                        help="the CLI comparison's --budget (total evaluations)")
     parser.add_argument("--skip", default="", help="comma list of parts to skip: "
                         "direct_pick, cli, kill")
     parser.add_argument("--out-root", default=os.environ.get("OUT", "."),
@@ -631,9 +633,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif "direct_pick" not in skip:
             report["skipped"].append("direct_pick: out of time")
         if "cli" not in skip and most > 1 and deadline.allows(150):
-            report["cli"] = {"direct": run_cli(None, folder, args.shape, args.dtype, work)}
+            report["cli"] = {"budget": args.cli_budget, "direct": run_cli(
+                None, folder, args.shape, args.dtype, work, args.cli_budget)}
             save()
-            report["cli"]["cluster"] = run_cli(most, folder, args.shape, args.dtype, work)
+            report["cli"]["cluster"] = run_cli(most, folder, args.shape, args.dtype, work,
+                                               args.cli_budget)
             report["cli"]["cluster_faster"] = (report["cli"]["cluster"]["wall_s"]
                                                < report["cli"]["direct"]["wall_s"])
             print(json.dumps({k: {"wall_s": v["wall_s"], "rc": v["rc"],
