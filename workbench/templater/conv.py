@@ -242,6 +242,15 @@ def _compile_time_defs(plan: Plan) -> dict[str, str]:
     return defs
 
 
+def _declared(declarator: Node) -> str:
+    """The name a declarator declares (``* p = ...`` declares ``p``)."""
+    d: Node | None = declarator
+    while d is not None and d.type in ("init_declarator", "pointer_declarator",
+                                       "array_declarator", "reference_declarator"):
+        d = d.child_by_field_name("declarator")
+    return text(d) if d is not None else text(declarator)
+
+
 def _pragma(stmt: Node) -> bool:
     return stmt.type == "preproc_call" and text(stmt).lstrip().startswith("#pragma")
 
@@ -437,7 +446,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         if y in expr.names(f) or acc.acc in expr.names(f):
             raise Refused(f"the weight `{text(f)}` depends on {y}", f)
     nest_decls = [s for w in nest for s in w.body if s.type == "declaration"]
-    loop_locals = {text(d.child_by_field_name("declarator") or d) for s in nest_decls
+    loop_locals = {_declared(d) for s in nest_decls
                    for d in s.children_by_field_name("declarator")}
     for part in [*value_parts, *acc.weight, *nest_decls]:
         call = unmovable_call(plan.source, part)

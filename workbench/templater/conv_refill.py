@@ -45,6 +45,8 @@ def refill_refusal(source: CudaSource, early_return: bool, between: list[Node],
         return ("the bounds check wraps the work (`if (...) { ... }`): the tile's barriers "
                 "need an early `return` to turn into a flag")
     for s in between:
+        if s.type == "preproc_call":  # `#pragma unroll` before the channel loop
+            continue
         if s.type != "declaration":
             return f"`{text(s)[:60]}` runs between the bounds check and the channel loop"
         for n in walk(s):
