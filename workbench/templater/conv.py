@@ -22,6 +22,18 @@ in the launch rule) and every output row's store is guarded by the author's boun
 Loads of input rows that only rows beyond the check need are skipped, so a kernel without
 padding reads nothing it did not read before. Anything else refuses with the reason and the
 line.
+
+Channels: the window may sit inside, around or between one more loop (over channels or
+planes: ``for (c) for (i) for (j)``, ``for (i) for (j) for (c)``, ``for (i) for (c) for
+(j)``). That loop is kept as written at its depth, so each output still sums its taps in
+the written order (channel by channel, never reordered across channels); its bound may be
+known only at run time. The loops around the taps hold only declarations and the next loop
+(a write there, or any other statement, is refused with its line). USE_SMEM = 1 stages a
+tile per channel before the check (compile-time count; the bytes of all of them
+constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
+channel loop is outermost. The accumulation may also be ``acc = acc + w * v`` or ``acc =
+fmaf(w, v, acc)`` (kept fused); calls in the tap value must be pure or read-only
+(:mod:`.conv_reads`).
 """
 
 from __future__ import annotations
