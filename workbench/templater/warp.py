@@ -3,7 +3,11 @@
 Recognised on the parse, whatever the spelling: an item ``r = blockIdx.x * F + w`` (terms in
 either order) where the warp ``w`` is ``threadIdx.x / 32`` (or ``>> 5``) in a launch block of
 ``32 * F`` threads, or ``threadIdx.y`` in a (32, F) block, written in place or through a local
-used nowhere else; a grid rule dividing by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
+used nowhere else (F a literal, a macro, a file-scope constant such as a ``constexpr`` in a
+namespace, or ``blockDim.x / 32``: :mod:`.reduce_consts`); or the global warp index ``r =
+(blockIdx.x * blockDim.x + threadIdx.x) / 32`` (:mod:`.warp_global`: F is then the launch
+block's warps, which the kernel never names); ``warpSize`` read as 32; a grid rule dividing
+by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
 (32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
 ``for (c = l; c < n; c += 32)`` and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
