@@ -288,6 +288,25 @@ extern "C" __global__ void k(float* y, const float* x, int n) {
     compiles(compiler, lifted_template(lifted), {"BLOCK_THREADS": 288})
 
 
+
+def test_a_macro_with_a_trailing_comment_is_read_as_its_integer(compiler: Compiler) -> None:
+    """``#define BLOCK 256  // threads`` is the integer 256: a comment after the value (or a
+    block comment) is not part of it, so the macro lifts as the bare one does."""
+    bare = """
+#define BLOCK 256
+extern "C" __global__ void k(float* y, const float* x, int n) {
+  int i = blockIdx.x * BLOCK + threadIdx.x;
+  if (i < n) y[i] = 2.0f * x[i];
+}
+"""
+    for spelled in ("#define BLOCK 256  // threads per block", "#define BLOCK (256) /* t */"):
+        source = bare.replace("#define BLOCK 256", spelled)
+        lifted = lift(source, "k", ["ceil_div(n, 256)"], ["256"], {"n": "n"})
+        assert params(lifted) == params(lift(bare, "k", ["ceil_div(n, 256)"], ["256"],
+                                             {"n": "n"})), lifted.notes
+        assert "BLOCK_THREADS" in params(lifted)
+        compiles(compiler, lifted_template(lifted), {"BLOCK_THREADS": 288})
+
 # -- block sizes -----------------------------------------------------------------------------
 
 def test_block_sizes_in_steps_of_32_unless_a_tree_halves_the_block() -> None:

@@ -13,6 +13,7 @@ reported.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -32,8 +33,12 @@ class IntegerMacro:
     value_node: Node  # its preproc_arg
 
 
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
 def _integer(raw: str) -> int | None:
-    body = raw.strip()
+    """The integer a macro's text spells (``256``, ``(64u)``, ``264  // blocks``), or None."""
+    body = _COMMENT.sub(" ", raw).strip()
     while body.startswith("(") and body.endswith(")"):
         body = body[1:-1].strip()
     try:
