@@ -36,7 +36,7 @@ class IntegerMacro:
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
-def _integer(raw: str) -> int | None:
+def macro_integer(raw: str) -> int | None:
     """The integer a macro's text spells (``256``, ``(64u)``, ``264  // blocks``), or None."""
     body = _COMMENT.sub(" ", raw).strip()
     while body.startswith("(") and body.endswith(")"):
@@ -55,7 +55,7 @@ def integer_macros(source: CudaSource) -> dict[str, IntegerMacro]:
         if node.type != "preproc_def":
             continue
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        number = _integer(text(value)) if value is not None else None
+        number = macro_integer(text(value)) if value is not None else None
         if name is not None and value is not None and number is not None:
             found.setdefault(text(name), []).append(IntegerMacro(text(name), number, node, value))
     return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
@@ -146,7 +146,7 @@ def _condition_names(cond: Node, found: dict[str, _Switch], owner: Node) -> set[
             sw.defined_test.append(parent)
         elif parent is not None and parent.type == "binary_expression" and \
                 text(parent.child_by_field_name("operator")) in ("==", "!=") and \
-                (k := _integer(text(parent.child_by_field_name("right")))) is not None:
+                (k := macro_integer(text(parent.child_by_field_name("right")))) is not None:
             sw.values.add(k)
             sw.value_test = sw.compared = True
         elif parent is None or parent.type in ("unary_expression", "binary_expression",

@@ -1,35 +1,22 @@
 """File-scope integer constants the macro reader does not see, read where a family needs one.
 
-:func:`workbench.templater.macros.integer_macros` reads ``#define NAME 264``; a reduction or
-warp-per-row kernel also names its grid or its warps per block as ``#define NUM_BLOCKS 264
-// two blocks per SM`` (a comment after the value) or as ``constexpr int kWarps = 8;`` at
-file or namespace scope. :func:`constant` gives such a name's value when the file defines it
+:func:`workbench.templater.macros.integer_macros` reads ``#define NAME 264`` (a comment after the
+value included) defined once; a reduction or warp-per-row kernel also names its grid or its
+warps per block as ``constexpr int kWarps = 8;`` at file or namespace scope. :func:`constant` gives such a name's value when the file defines it
 exactly once with an integer literal; anything else (two definitions, an expression, a
 definition under ``#if`` branches) is None, so the caller refuses or looks no further.
 """
 
 from __future__ import annotations
 
-import re
-
 from tree_sitter import Node
 
 from workbench.templater.analysis import int_value, strip, text, walk
+from workbench.templater.macros import macro_integer
 from workbench.templater.plan import Plan
 
-_COMMENT = re.compile(r"//.*$|/\*.*?\*/", re.S)
 _CONST_TYPES = {"int", "unsigned", "unsigned int", "long", "long long", "size_t", "int32_t",
                 "uint32_t"}
-
-
-def _literal(raw: str) -> int | None:
-    body = _COMMENT.sub("", raw).strip()
-    while body.startswith("(") and body.endswith(")"):
-        body = body[1:-1].strip()
-    try:
-        return int(body.rstrip("uUlL"), 0)
-    except ValueError:
-        return None
 
 
 def _definitions(plan: Plan, name: str) -> list[int | None]:
@@ -38,7 +25,7 @@ def _definitions(plan: Plan, name: str) -> list[int | None]:
     for node in walk(plan.source.tree.root_node):
         if node.type == "preproc_def" and text(node.child_by_field_name("name")) == name:
             value = node.child_by_field_name("value")
-            found.append(None if value is None else _literal(text(value)))
+            found.append(None if value is None else macro_integer(text(value)))
         elif node.type == "declaration" and _file_scope(node, plan):
             words = {text(c) for c in node.children if c.type == "type_qualifier"}
             typ = " ".join(text(node.child_by_field_name("type")).split())
