@@ -26,6 +26,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_tree import tree_halving
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.warp_shuffles import warp_collective
 
@@ -182,7 +183,8 @@ def lift_block(plan: Plan) -> dict[str, str]:
                                                  f"(as written: {size})"},
                            f"{line(plan.body)}: block {dim} = {size}")
         else:
-            halving = halves or _halving_loop(plan, size)
+            halving = halves or _halving_loop(plan, size) or \
+                tree_halving(plan, size, frozenset(_block_macros(size)))
             if size % 32 == 0 and halving is None:
                 spec: dict[str, object] = {"kind": "int", "min": 32, "max": 1024, "step": 32}
                 why = "any multiple of 32"
