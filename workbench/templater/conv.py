@@ -109,7 +109,12 @@ class _Window:
 def lift_conv(plan: Plan) -> bool:
     """OUT_Y: consecutive output rows per thread with input rows reused from registers;
     False when the kernel is not of the family or the analysis refused (the finding says
-    why)."""
+    why). A 1-D tap loop along the rows (a column filter) is :mod:`.conv_line`'s."""
+    from workbench.templater.conv_line import lift_line  # it builds on this module's parts
+    return _lift_window(plan) or lift_line(plan)
+
+
+def _lift_window(plan: Plan) -> bool:
     # a 2-D block, or a 3-D one of depth 1 (the grid's z walks output channels or images)
     if len(plan.block) not in (2, 3) or any(literal(b) is None for b in plan.block[:2]) or \
             plan.block[2:] not in ([], ["1"]):
