@@ -58,6 +58,7 @@ from workbench.templater.regtile_split import (
     rule_threads,
     square_side,
 )
+from workbench.templater.regtile_walk import NotWalk, Walk
 from workbench.templater.rules import literal
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
@@ -247,6 +248,10 @@ class Gemm:
         self.rows_from = ROWS_FROM_Y  # the block index that offsets the output's rows first
         self.constants: set[str] = set()  # ``const int`` locals read as integers
         self.roles_known = False  # every tile's roles read from the product
+        # thread-dependent locals stepped along k (:mod:`.regtile_walk`): each read is its
+        # initial value at the virtual thread plus a uniform offset
+        self.walks: dict[str, Walk] = {}
+        self.not_walks: dict[str, NotWalk] = {}
 
     # -- facts -------------------------------------------------------------------------
     def thread_dim(self, node: Node) -> str | None:
@@ -372,6 +377,17 @@ class Gemm:
         role = self.roles.get((n.start_byte, n.end_byte))
         return self.names[role] if role is not None else None
 
+    def uniform_sub(self, n: Node) -> str | None:
+        """Substitution for the code every thread runs once per tile (the loop header, the
+        statements after the product): roles, and a walking local's steps taken by its
+        uniform offset."""
+        role = self.role_sub(n)
+        if role is not None:
+            return role
+        if n.type == "identifier" and text(n) in self.walks:
+            return self.walks[text(n)].offset
+        return None
+
     def region(self, threads: dict[str, str], acc: bool) -> Callable[[Node], str | None]:
         """Substitution for code run by a virtual thread or at a tile position: thread
         indices become ``threads[dim]``, thread-dependent locals declared outside are
@@ -410,6 +426,8 @@ class Gemm:
                 if acc and name in acc_names:
                     return f"{name}[wb_i][wb_j]"
                 lo = self.locals.get(name)
+                if name in self.walks and lo is not None and lo.value is not None:
+                    return f"(({render(self.data, lo.value, sub)}) + {self.walks[name].offset})"
                 if name in self.inlinable and lo is not None and lo.value is not None:
                     return "(" + render(self.data, lo.value, sub) + ")"
             return None

@@ -46,6 +46,15 @@ from workbench.templater.regtile_pairing import (
 )
 from workbench.templater.regtile_split import const_value, counts_below
 from workbench.templater.regtile_vec import _Unknown, evaluate
+from workbench.templater.regtile_walk import (
+    NotWalk,
+    Walk,
+    check_step_places,
+    header_steps_only,
+    is_step_statement,
+    reads_block,
+    walking_locals,
+)
 from workbench.templater.rules import scale_divisor
 
 _INTEGER_TYPES = {"int", "unsigned", "unsigned int", "uint", "long", "size_t", "short"}
@@ -160,6 +169,8 @@ def analyse(g: Gemm, loop: Node) -> None:
     top = _statements(plan.body)
     k = top.index(loop)
     compute = stmts[syncs[0] + 1:syncs[1]]
+    # thread-dependent pointers (indices) set before the loop and stepped along k
+    g.walks = _walks(g, top[:k])
     # uniform steps between the barriers that the product does not read (``A += T;`` as
     # the pointers walk along k) run after the second barrier instead: the same values
     moved = [c for c in compute if _uniform_step(g, c, compute)]
@@ -200,7 +211,13 @@ def analyse(g: Gemm, loop: Node) -> None:
         if len({x in g.inlinable for x in names}) > 1:
             raise Refused(f"`{text(s)}` declares thread-dependent and uniform values "
                           "together", s)
-    for name in g.inlinable:
+    placed = check_step_places(g.walks, parts.after + [
+        u for u in [loop.child_by_field_name("update")] if u is not None])
+    if placed is not None:
+        raise Refused(placed.reason, placed.node)
+    for name in g.inlinable - set(g.walks):
+        if isinstance(bad := g.not_walks.get(name), NotWalk):
+            raise Refused(bad.reason, bad.node)
         if g.locals[name].count > 1 or name in g.assigned:
             raise Refused(f"`{name}` depends on the thread index and is reassigned",
                           g.locals[name].decl)
@@ -292,7 +309,15 @@ def analyse(g: Gemm, loop: Node) -> None:
                 raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
                               f"a multiple of {g.k_size}); a deeper tile would drop the "
                               "remainder", n)
-    for s in parts.after + loop_header(loop):
+    update = loop.child_by_field_name("update")
+    for s in [*parts.after, *loop_header(loop)]:
+        if s == update and g.walks:
+            if any(g.mentions_thread(u) for u in header_steps_only(s, g.walks)):
+                raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread "
+                              "index", s)
+            continue
+        if g.walks and is_step_statement(s, g.walks):
+            continue  # a walking local's uniform step (:mod:`.regtile_walk`)
         if g.mentions_thread(s):
             raise Refused(f"`{text(s)}` in the loop over tiles depends on the thread index", s)
     for s in parts.epilogue:
@@ -373,6 +398,40 @@ def analyse(g: Gemm, loop: Node) -> None:
                           f"{divisor}")
 
 
+def _walks(g: Gemm, prologue: list[Node]) -> dict[str, Walk]:
+    """The thread-dependent locals declared before the loop and stepped along k
+    (:mod:`.regtile_walk`); the others that are written again go to ``g.not_walks`` with the
+    reason (refused where the rewrite would inline them)."""
+    blocky = _block_locals(g)
+    candidates = {
+        name: (lo.decl, lo.declarator, lo.count, _is_pointer(lo.declarator))
+        for name, lo in g.locals.items() if name in g.threaded and
+        any(p.start_byte <= lo.decl.start_byte < p.end_byte for p in prologue)}
+    found = walking_locals(candidates, g.body, lambda n: not g.mentions_thread(n) and
+                           not reads_block(n, blocky))
+    g.not_walks = {n: w for n, w in found.items() if isinstance(w, NotWalk)}
+    return {n: w for n, w in found.items() if isinstance(w, Walk)}
+
+
+def _is_pointer(declarator: Node) -> bool:
+    inner = declarator.child_by_field_name("declarator") \
+        if declarator.type == "init_declarator" else declarator
+    return inner is not None and inner.type == "pointer_declarator"
+
+
+def _block_locals(g: Gemm) -> set[str]:
+    """The locals whose value reads a block index (directly or through another)."""
+    blocky: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, lo in g.locals.items():
+            if name not in blocky and lo.value is not None and reads_block(lo.value, blocky):
+                blocky.add(name)
+                changed = True
+    return blocky
+
+
 def _read_pairing(g: Gemm, parts: Parts) -> None:
     """Set ``g.rows_from`` from the output's addresses, and check that each tile's loads
     move with the block index of the output dimension the tile runs along
@@ -380,6 +439,10 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
     rewrite cannot show is a template that is wrong at BM != BN)."""
     def local_value(name: str) -> Node | None:
         lo = g.locals.get(name)
+        if name in g.walks and lo is not None:
+            # its steps are the same for every block and thread: they cancel in the
+            # comparisons of same_move
+            return lo.value
         return lo.value if lo is not None and lo.count == 1 and name not in g.assigned \
             else None
     blocky: set[str] = set()
@@ -440,10 +503,14 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
                 moved = same_move(load, parts.prologue, g.body, ix, d, block_of[role], step)
                 if moved is not True:
                     raise Refused(
-                        f"the load `{text(load[0])}[{text(load[1])}]` of tile {tile.name} "
+                        f"the load `{_load_text(load)}` of tile {tile.name} "
                         + ("does not move" if moved is False else "cannot be shown to move")
                         + f" by one block along {'rows' if role == 'y' else 'columns'} when "
                         f"the tile position moves by {step}", s)
+
+
+def _load_text(load: tuple[Node, Node | None]) -> str:
+    return f"{text(load[0])}[{text(load[1])}]" if load[1] is not None else f"*{text(load[0])}"
 
 
 def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
@@ -666,8 +733,8 @@ def _check_cover(g: Gemm, tile: Tile, index: list[Node], dims: list[str],
 def _uniform_step(g: Gemm, stmt: Node, compute: list[Node]) -> bool:
     """Whether ``stmt`` only steps a uniform local or parameter (``A += T;``, ``++t;``) that
     no other statement of ``compute`` reads."""
-    if stmt.type != "expression_statement" or stmt.named_child_count != 1 or \
-            g.mentions_thread(stmt):
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1 or (
+            g.mentions_thread(stmt) and not is_step_statement(stmt, g.walks)):
         return False
     e = strip(stmt.named_children[0])
     target = e.child_by_field_name("left") if e.type == "assignment_expression" else \

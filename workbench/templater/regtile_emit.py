@@ -59,13 +59,13 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     out = ["{", *w.tile_decls(), *w.prologue()]
     body = loop.child_by_field_name("body")
     assert body is not None
-    out.append(w.ind + render(g.data, loop, lambda m: "" if m == body else g.role_sub(m))
+    out.append(w.ind + render(g.data, loop, lambda m: "" if m == body else g.uniform_sub(m))
                .rstrip() + " {")
     out += w.stores()
     out.append(f"{w.ind2}__syncthreads();")
     out += w.compute()
     out.append(f"{w.ind2}__syncthreads();")
-    out += [w.ind2 + render(g.data, s, g.role_sub) for s in w.parts.after]
+    out += [w.ind2 + render(g.data, s, g.uniform_sub) for s in w.parts.after]
     out.append(f"{w.ind}}}")
     out += w.epilogue()
     out.append("}")
@@ -140,6 +140,9 @@ class _Writer:
                     f"{ind}for (int wb_i = 0; wb_i < {tm}; ++wb_i)",
                     f"{ind}  for (int wb_j = 0; wb_j < {tn}; ++wb_j) "
                     f"{a.name}[wb_i][wb_j] = {init};"]
+        for wk in g.walks.values():
+            # the steps the walking local has taken (:mod:`.regtile_walk`)
+            out.append(f"{ind}{wk.offset_type} {wk.offset} = 0;")
         out.append(f"{ind}const int wb_tid = " + (
             "threadIdx.x;" if self.one_d else f"threadIdx.y * {self.n['THREADS_X']} + "
                                               "threadIdx.x;"))
@@ -280,6 +283,11 @@ def _findings(g: Gemm, n: dict[str, str], loop: Node) -> None:
         f"({', '.join(a.name for a in g.accumulators)}), strided by the block's threads; the "
         f"tiles' extents, their cooperative loads, the loop over k and the grid follow {bm}, "
         f"{bn}, {bk}; block = ({bn} / {tn}, {bm} / {tm})", loop)
+    for wk in g.walks.values():
+        plan.note("REGISTER_TILE", True, f"`{wk.name}` is set per thread before the loop and "
+                  "stepped along k by the same amount for every thread: each read is its "
+                  "value at the output the register tile computes plus one uniform offset "
+                  f"({wk.offset}) stepped where the kernel as written steps it", wk.decl)
     for tl in g.tiles.values():
         if tl.name in g.transposed:
             plan.note("REGISTER_TILE", True, f"{tl.name} is read along k in its inner index: "

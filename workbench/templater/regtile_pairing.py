@@ -96,14 +96,15 @@ class Indexing:
         return self.block[dim] if self.block is not None else self.tile
 
 
-def same_move(access: tuple[Node, Node], prologue: list[Node], body: Node, ix: Indexing,
+def same_move(access: tuple[Node, Node | None], prologue: list[Node], body: Node, ix: Indexing,
               thread: str, block: str, step: int | None = None) -> bool | None:
     """Whether the address ``array[index]`` moves as far when the thread index ``thread``
     grows by ``step`` (default: the block's threads along it) as when the block index
     ``block`` grows by one (None: not evaluable)."""
     move = step if step is not None else ix.threads(thread)
     array, index = access
-    steps = pointer_steps(text(array), prologue, body, ix.varies)
+    steps = pointer_steps(text(array), prologue, body, ix.varies) \
+        if array.type == "identifier" else []
     if steps is None:
         return None
     rng = random.Random(28)
@@ -142,10 +143,19 @@ def pairing(stores: list[tuple[Node, Node, Node]], prologue: list[Node], body: N
     return verdicts.pop() if len(verdicts) == 1 else "neither"
 
 
-def loads(stmt: Node, tiles: set[str]) -> list[tuple[Node, Node]]:
-    """(array, index) of each read ``X[index]`` of a global array in ``stmt``."""
-    out = []
+def loads(stmt: Node, tiles: set[str]) -> list[tuple[Node, Node | None]]:
+    """(array, index) of each read ``X[index]`` of a global array in ``stmt``, and
+    (address, None) of each read ``*address`` (``*pa``, ``*(pa + 1)``)."""
+    out: list[tuple[Node, Node | None]] = []
     for n in walk(stmt):
+        if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "*":
+            address = n.child_by_field_name("argument")
+            parent = n.parent
+            written = parent is not None and parent.type == "assignment_expression" and \
+                parent.child_by_field_name("left") == n
+            if address is not None and not written:
+                out.append((strip(address), None))
+            continue
         if n.type != "subscript_expression":
             continue
         array = strip(n.child_by_field_name("argument"))  # type: ignore[arg-type]
@@ -164,7 +174,7 @@ def loads(stmt: Node, tiles: set[str]) -> list[tuple[Node, Node]]:
 class _Probe:
     """The address one access reads or writes, at given block and thread indices."""
 
-    def __init__(self, array: Node, index: Node, steps: list[tuple[int, Node]],
+    def __init__(self, array: Node, index: Node | None, steps: list[tuple[int, Node]],
                  ix: Indexing, seen: dict[str, int], rng: random.Random) -> None:
         self.array, self.index, self.steps, self.ix = array, index, steps, ix
         self.seen, self.rng = seen, rng
@@ -187,6 +197,8 @@ class _Probe:
                 return value if value is not None else int_value(n)
             return None
         seen, rng = self.seen, self.rng
-        base = ix.initial_value(text(self.array)) or self.array
-        return evaluate(base, leaf, seen, rng) + evaluate(self.index, leaf, seen, rng) + \
+        base = (ix.initial_value(text(self.array)) if self.array.type == "identifier" else
+                None) or self.array
+        index = evaluate(self.index, leaf, seen, rng) if self.index is not None else 0
+        return evaluate(base, leaf, seen, rng) + index + \
             sum(sign * evaluate(v, leaf, seen, rng) for sign, v in self.steps)
