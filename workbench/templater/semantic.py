@@ -31,6 +31,7 @@ from workbench.templater.named import lift_named
 from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
+from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
@@ -71,6 +72,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_table(plan)
             apply_fastmath(plan)
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
+            apply_atomic_count(plan)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
         lift_macros(plan, macros)

@@ -1,0 +1,168 @@
+"""A block's integer count gathered by ``atomicAdd`` on a ``__shared__`` counter (issue 28):
+FINAL (a warp's shuffle sum, one atomic a warp) and UNROLL on the counting loop.
+
+band_count (benchmarks/corpus_compute_unseen5, spent) lifted BLOCK_THREADS and BRANCHLESS
+only. Its folder and two spellings of the same count of our own (an ``unsigned`` counter
+fed by a ``while`` walk over a ``#define`` chunk with a branch-free test; a pointer walk with
+``if (!threadIdx.x)`` and a ``long long``-free ``int`` tally named otherwise) lift FINAL and
+UNROLL, and run on the host (every thread a coroutine, shuffles exchanged through the
+block) at a sampled config with both knobs on (the folder at its last all-ends config too;
+``WORKBENCH_FULL_MATRIX=1``: the default and every all-ends config), their counts adding up
+to the folder's reference total (its verify()). An early return before the atomic and a
+counter read before the barrier are refused with the line.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_templater import FULL_MATRIX, end_configs, host_sample
+from test_corpus_unseen3 import _assert_same, _inputs, _run
+from test_corpus_unseen5 import host_flags, host_source  # noqa: F401  (session fixture)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import lift_kernel, offline_template
+
+BAND = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen5" / \
+    "band_count"
+
+#: The host's atomicAdd for an unsigned counter (HOST_EXTRAS has the int one).
+_UNSIGNED_ATOMIC = ("static inline unsigned atomicAdd(unsigned* p, unsigned v) "
+                    "{ const unsigned old = *p; *p = v + old; return old; }\n")
+
+SPELLINGS: dict[str, str] = {
+    # #define chunk and band, an unsigned counter, a while walk stepping by the literal
+    # block, the thread index in a local, a branch-free count
+    "unsigned_while": r"""
+#define CHUNK 4096
+#define LO (-0.5f)
+#define HI 1.25f
+extern "C" __global__ void band_count(int* counts, const float* x, int n) {
+  __shared__ unsigned hits;
+  const int t = threadIdx.x;
+  if (t == 0) hits = 0u;
+  __syncthreads();
+  const int first = blockIdx.x * CHUNK;
+  const int last = min(first + CHUNK, n);
+  unsigned local = 0u;
+  int e = first + t;
+  while (e < last) {
+    const float v = x[e];
+    local += (unsigned)((v >= LO) & (v < HI));
+    e += 256;
+  }
+  atomicAdd(&hits, local);
+  __syncthreads();
+  if (t == 0) counts[blockIdx.x] = (int)hits;
+}
+""",
+    # a pointer walk over the chunk stepping by blockDim.x, `if (!threadIdx.x)`, the tally
+    # another name, its own constexpr band
+    "pointer_for": r"""
+static constexpr float band_lo = -0.5f, band_hi = 1.25f;
+extern "C" __global__ void band_count(int* counts, const float* x, int n) {
+  __shared__ int tally;
+  if (!threadIdx.x) tally = 0;
+  __syncthreads();
+  const float* begin = x + blockIdx.x * 4096;
+  const float* end = x + min(n, (int)(blockIdx.x + 1) * 4096);
+  int got = 0;
+  for (const float* p = begin + threadIdx.x; p < end; p += blockDim.x) {
+    if (*p >= band_lo && *p < band_hi) got = got + 1;
+  }
+  atomicAdd(&tally, got);
+  __syncthreads();
+  if (!threadIdx.x) counts[blockIdx.x] = tally;
+}
+""",
+}
+_BLOCKS = {"unsigned_while": 256, "pointer_for": 64}
+
+
+def _spelled(tmp_path: Path, source: str, block: int) -> KernelFolder:
+    """band_count's folder with ``source`` as its kernel, launched with ``block`` threads."""
+    folder = tmp_path / "band_count"
+    shutil.copytree(BAND, folder, ignore=shutil.ignore_patterns("expert"))
+    (folder / "baseline.cu").write_text(source)
+    toml = folder / "kernel.toml"
+    toml.write_text(toml.read_text().replace('block = ["128"]', f'block = ["{block}"]'))
+    return load_kernel_folder(folder)
+
+
+def _knobs(kf: KernelFolder) -> set[str]:
+    return {p.name for p in offline_template(kf).lifted.params}
+
+
+def test_the_folder_lifts_final_and_unroll() -> None:
+    result = offline_template(load_kernel_folder(BAND))
+    assert {"BLOCK_THREADS", "FINAL", "UNROLL"} <= {p.name for p in result.lifted.params}
+    note = next(n for n in result.notes if n.startswith("FINAL: applied"))
+    assert "exact in any order" in note and "(line 21)" in note, note
+    assert "__shfl_down_sync(0xffffffffu, wb_warp_total, wb_o)" in result.template.source
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_spelling_lifts_final_and_unroll(name: str, tmp_path: Path) -> None:
+    assert {"FINAL", "UNROLL"} <= _knobs(_spelled(tmp_path, SPELLINGS[name], _BLOCKS[name]))
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("  atomicAdd(&tally, got);", "  if (got == 0) return;\n  atomicAdd(&tally, got);",
+     "before the atomic: not every thread"),
+    ("  atomicAdd(&tally, got);\n  __syncthreads();",
+     "  atomicAdd(&tally, got);\n  counts[blockIdx.x] = tally;\n  __syncthreads();",
+     "is read before a __syncthreads()"),
+])
+def test_shapes_that_differ_are_refused_with_the_line(old: str, new: str, why: str) -> None:
+    source = SPELLINGS["pointer_for"]
+    assert old in source
+    lifted = lift_kernel(source.replace(old, new), entry="band_count", grid=["ceil_div(n, 4096)"],
+                         block=["64"], scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("FINAL: not applied")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes
+    assert "FINAL" not in {p.name for p in lifted.params}
+
+
+def _host_check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path,
+                flags: tuple[str, ...]) -> None:
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    inputs = _inputs(kf)
+    want = kf.load_reference().reference(dict(inputs), kf.shape_values(kf.check_shape), "fp32")
+    for i, config in enumerate(configs):
+        assert template.space(env).rejection(config) is None, config
+        source = _UNSIGNED_ATOMIC + template.render(config, "fp32").source
+        got = _run(kf, host_source(source), template.launch_for(config, env), inputs,
+                   work / f"c{i}", flags)
+        _assert_same(kf, got, want, f"{kf.name} lifted at {config}")
+
+
+def _configs(kf: KernelFolder, sampled: dict[str, int], *, ends: int) -> list[dict[str, Any]]:
+    """The last ``ends`` all-ends configs, then ``sampled`` over the default; under
+    ``WORKBENCH_FULL_MATRIX=1`` the default and every all-ends config too."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    default = dict(template.default_config())
+    every = end_configs(template, env)
+    picked = [default, *every] if FULL_MATRIX else host_sample(every)[len(host_sample(every))
+                                                                        - ends:]
+    return [*picked, {**default, **sampled}]
+
+
+@pytest.mark.timeout(120)
+def test_the_folder_lifted_counts_right_on_host(tmp_path: Path,
+                                                host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(BAND)
+    _host_check(kf, _configs(kf, {"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4}, ends=1), tmp_path,
+                host_flags)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_spelling_lifted_counts_right_on_host(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
+    _host_check(kf, _configs(kf, {"FINAL": 1, "UNROLL": 2}, ends=0), tmp_path, host_flags)
