@@ -1,9 +1,10 @@
-"""The held-back corpora's folders (benchmarks/corpus_compute_unseen3, _unseen4, _unseen5),
-checked the same way for every set: the plain folder is what `workbench init` writes (no
-template), the expert is its copy plus a [template] whose defaults launch the kernel as
-written, and every config of the expert's space stays inside its constraints and the launch
-limits. Each set's own file (tests/test_corpus_unseen3.py, tests/test_corpus_unseen4.py,
-tests/test_corpus_unseen5.py) runs the kernels."""
+"""The held-back corpora's folders (benchmarks/corpus_compute_unseen3, _unseen4, _unseen5,
+_unseen6), checked the same way for every set: the plain folder is what `workbench init`
+writes (no template), the expert is its copy plus a [template] whose defaults launch the
+kernel as written, and every config of the expert's space stays inside its constraints and
+the launch limits. Each set's own file (tests/test_corpus_unseen3.py,
+tests/test_corpus_unseen4.py, tests/test_corpus_unseen5.py, tests/test_corpus_unseen6.py)
+runs the kernels."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ import pytest
 import test_corpus_unseen3
 import test_corpus_unseen4
 import test_corpus_unseen5
+import test_corpus_unseen6
 
 #: each held-back set's harness (its ROOT, KERNELS and _folder)
-SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4, test_corpus_unseen5)
+SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4, test_corpus_unseen5,
+                                test_corpus_unseen6)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 
