@@ -9,6 +9,8 @@ struct Tile {
   static constexpr int COLS = 32;   // columns of Y per block (threadIdx.x)
   static constexpr int DEPTH = 16;  // k values per step
 };
+// threadIdx.y walks both a row of Y and a row of the W slice; threadIdx.x < DEPTH copies X
+static_assert(Tile::ROWS == Tile::DEPTH && Tile::DEPTH <= Tile::COLS, "tile shapes are tied");
 
 __device__ __forceinline__ float gelu_tanh(float v) {
   const float inner = 0.7978845608f * (v + 0.044715f * v * v * v);
