@@ -12,7 +12,8 @@ with the tile, its loads and the grid following (LOAD_FLAT: the nested load loop
 loop over the tile's elements), launch as written at the defaults, compile
 with nvcc at the corners, and (host run with g++, barriers as coroutine switches) give the
 kernel's outputs at the default, the corners and configs with several outputs per thread.
-Spellings the analysis cannot follow (halo loads as per-thread branches, a tile read at
+Spellings the analysis cannot follow (halo loads as per-thread branches whose values are
+not written as one function of the position (apron_branches.py), a tile read at
 ``threadIdx.y / 2``, ``gridDim``, ``blockDim`` as a number) are refused with the line, and the tied-tile lift runs
 instead.
 """
@@ -205,7 +206,7 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   __syncthreads();
   if (x < w && y < h) out[y * w + x] = t[ty + R][tx + R];
 }
-""", "neither a declaration nor a tile load loop", 8),
+""", "stores another function of the global position", 9),
     "tile_read_at_twice_the_thread": ("""
 extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   __shared__ float t[18][18];

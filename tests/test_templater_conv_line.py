@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import end_configs, lifted_template, run_on_host
+from helpers_templater import FULL_MATRIX, end_configs, host_sample, lifted_template, run_on_host
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.template import KernelTemplate
@@ -217,7 +217,9 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
     space = list(template.space(ENV))
     rng = random.Random(28)
     default = dict(template.default_config())
-    return [default, *end_configs(template, ENV), *(dict(c) for c in rng.sample(space, 6)),
+    # every all-ends config under WORKBENCH_FULL_MATRIX=1, else the first and the last
+    return [default, *host_sample(end_configs(template, ENV)),
+            *(dict(c) for c in rng.sample(space, 6 if FULL_MATRIX else 3)),
             {**default, "OUT_Y": 16}, {**default, "BLOCK_Y": 8, "OUT_Y": 4}]
 
 

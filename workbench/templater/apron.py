@@ -46,6 +46,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.apron_branches import branch_load
 from workbench.templater.apron_loads import (
     Check,
     Deps,
@@ -125,13 +126,19 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     deps = Deps(plan, keep)
     # -- the load phase: declarations and the load nest -------------------------------------
     loads: list[Load] = []
+    branches = [s for s in pre if s.type not in ("declaration", "for_statement")]
+    if branches:  # per-thread stores of the point and its halo: one nest over the tile
+        if any(s.type == "for_statement" for s in pre):
+            raise Refused("the tile is loaded by both loops and per-thread stores (one "
+                          "spelling is modelled)", branches[0])
+        ey_, ex_ = (deps.poly(e, []) for e in extents)
+        if set(ey_) - {()} or set(ex_) - {()}:
+            raise Refused(f"the tile {tile}'s extents are not compile-time sizes", tdecl)
+        loads.append(branch_load(plan, branches, tile, sizes, deps,
+                                 (ey_.get((), 0), ex_.get((), 0))))
     for s in pre:
-        if s.type == "declaration":
+        if s.type != "for_statement" or branches:
             continue
-        if s.type != "for_statement":
-            raise Refused(f"`{text(s).splitlines()[0]}` before the barrier is neither a "
-                          "declaration nor a tile load loop strided by the block (a load "
-                          "written as per-thread halo branches is not modelled)", s)
         loads.append(flat_load(plan, s, tile, sizes) if is_flat(s, deps, bx)
                      else nest_load(plan, s, tile, sizes, deps))
     if not loads:
@@ -235,6 +242,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         offsets[(strip(size).start_byte, strip(size).end_byte)] = dim
     replaced = [(e.start_byte, e.end_byte) for e in extents] + \
         [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
+        [(n.start_byte, n.end_byte) for ld in loads for n in ld.fill_nodes] + \
         list(offsets)
     for n in walk(plan.body):
         size_like = (n.type in ("number_literal", "identifier") and int_value(n) in (bx, by)
@@ -322,10 +330,20 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
     new = {"EY": ext_y, "EX": ext_x, "BY": by_n, "BX": bx_n,
            "EYEX": f"({ext_y}) * ({ext_x})", "BXBY": f"{bx_n} * {by_n}",
-           "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})"}
+           "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})",
+           "OY": oy_n, "OX": ox_n}
     for ld in f.loads:
         for node, key in ld.edits:
             rw.replace(node, new[key])
+    origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
+    spans = {span: origin[dim] for span, dim in f.offsets.items()}
+    for ld in f.loads:
+        if ld.fill is None:
+            continue
+        fill = ld.fill(lambda n: spans.get((n.start_byte, n.end_byte)), new)
+        rw.replace(ld.fill_nodes[0], fill)
+        for n in ld.fill_nodes[1:]:
+            rw.replace(n, "")
     nests = [ld.nest for ld in f.loads if ld.nest is not None]
     flat_n = fresh_names(plan, ["LOAD_FLAT"])["LOAD_FLAT"] if nests else ""
     for loop, body, yv, xv in nests:
@@ -338,8 +356,6 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
             return (f"\n#if {flat_n}  // one loop over the tile's elements, every thread busy\n"
                     f"  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n#endif\n")
         rw.replace_span(loop.start_byte, loop.end_byte, make=both)
-    origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
-    spans = {span: origin[dim] for span, dim in f.offsets.items()}
     done: set[tuple[int, int]] = set()
     for n in walk(plan.body):
         span = (n.start_byte, n.end_byte)

@@ -167,6 +167,10 @@ class Load:
     extent_x: int
     edits: list[tuple[Node, str]]
     nest: tuple[Node, Node, str, str] | None = None  # (outer loop, body, y var, x var)
+    # per-thread branch stores (:mod:`.apron_branches`): the statements the load replaces
+    # and its text (from the tile offsets' substitution and the new names above)
+    fill: Callable[[Callable[[Node], str | None], dict[str, str]], str] | None = None
+    fill_nodes: tuple[Node, ...] = ()
 
 
 def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
