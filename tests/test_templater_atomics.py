@@ -1,15 +1,18 @@
 """A block's integer count gathered by ``atomicAdd`` on a ``__shared__`` counter (issue 28):
-FINAL (a warp's shuffle sum, one atomic a warp) and UNROLL on the counting loop.
+FINAL (a warp's shuffle sum, one atomic a warp), UNROLL on the counting loop, and VEC
+(float2 / float4 loads) where that loop is ``for (int i = threadIdx.x; i < L; i += S)``.
 
 band_count (benchmarks/corpus_compute_unseen5, spent) lifted BLOCK_THREADS and BRANCHLESS
-only. Its folder and two spellings of the same count of our own (an ``unsigned`` counter
-fed by a ``while`` walk over a ``#define`` chunk with a branch-free test; a pointer walk with
-``if (!threadIdx.x)`` and a ``long long``-free ``int`` tally named otherwise) lift FINAL and
-UNROLL, and run on the host (every thread a coroutine, shuffles exchanged through the
-block) at a sampled config with both knobs on (the folder at its last all-ends config too;
-``WORKBENCH_FULL_MATRIX=1``: the default and every all-ends config), their counts adding up
-to the folder's reference total (its verify()). An early return before the atomic and a
-counter read before the barrier are refused with the line.
+only. Its folder and three spellings of the same count of our own (an ``unsigned`` counter
+fed by a ``while`` walk with a branch-free test; a pointer walk with ``if (!threadIdx.x)``
+and an ``int`` tally named otherwise; a ``#define`` chunk read by a ``for`` loop into an
+``unsigned int`` tally, which lifts VEC as well) lift FINAL and UNROLL, and run on the host
+(every thread a coroutine, shuffles exchanged through the block) at a sampled config with
+the knobs on (the folder at its last all-ends config too; ``WORKBENCH_FULL_MATRIX=1``: the
+default and every all-ends config), their counts adding up to the folder's reference total
+(its verify()). An early return before the atomic, a counter read before the barrier, and
+vector loads that would move a float sum, read a misaligned run or use the index otherwise
+are refused with the line.
 """
 
 from __future__ import annotations
@@ -78,8 +81,30 @@ extern "C" __global__ void band_count(int* counts, const float* x, int n) {
   if (!threadIdx.x) counts[blockIdx.x] = tally;
 }
 """,
+    # a macro chunk, the run's start an int product, a for loop stepping by the literal
+    # block, a branch-free unsigned tally added by `local = local + ...`
+    "macro_for": r"""
+#define CHUNK_ELEMS 4096
+extern "C" __global__ void band_count(int* counts, const float* x, int n) {
+  __shared__ unsigned int in_band;
+  if (threadIdx.x == 0) in_band = 0u;
+  __syncthreads();
+  const float* run = x + blockIdx.x * CHUNK_ELEMS;
+  const int m = min(n - (int)blockIdx.x * CHUNK_ELEMS, CHUNK_ELEMS);
+  unsigned int local = 0u;
+  for (int j = threadIdx.x; j < m; j += 128) {
+    const float v = run[j];
+    local = local + (v >= -0.5f ? 1u : 0u) * (v < 1.25f ? 1u : 0u);
+  }
+  atomicAdd(&in_band, local);
+  __syncthreads();
+  if (threadIdx.x == 0) counts[blockIdx.x] = (int)in_band;
 }
-_BLOCKS = {"unsigned_while": 256, "pointer_for": 64}
+""",
+}
+_BLOCKS = {"unsigned_while": 256, "pointer_for": 64, "macro_for": 128}
+#: The spellings whose counting loop is `for (int i = threadIdx.x; i < L; i += S)`: VEC too.
+_VECTOR = {"macro_for"}
 
 
 def _spelled(tmp_path: Path, source: str, block: int) -> KernelFolder:
@@ -96,9 +121,11 @@ def _knobs(kf: KernelFolder) -> set[str]:
     return {p.name for p in offline_template(kf).lifted.params}
 
 
-def test_the_folder_lifts_final_and_unroll() -> None:
+def test_the_folder_lifts_final_unroll_and_vec() -> None:
     result = offline_template(load_kernel_folder(BAND))
-    assert {"BLOCK_THREADS", "FINAL", "UNROLL"} <= {p.name for p in result.lifted.params}
+    assert {"BLOCK_THREADS", "FINAL", "UNROLL", "VEC"} <= {p.name for p in result.lifted.params}
+    assert any(n.startswith("VEC: applied: the counting loop reads `chunk[i]`")
+               for n in result.notes), result.notes
     note = next(n for n in result.notes if n.startswith("FINAL: applied"))
     assert "exact in any order" in note and "(line 21)" in note, note
     assert "__shfl_down_sync(0xffffffffu, wb_warp_total, wb_o)" in result.template.source
@@ -106,7 +133,31 @@ def test_the_folder_lifts_final_and_unroll() -> None:
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_each_spelling_lifts_final_and_unroll(name: str, tmp_path: Path) -> None:
-    assert {"FINAL", "UNROLL"} <= _knobs(_spelled(tmp_path, SPELLINGS[name], _BLOCKS[name]))
+    knobs = _knobs(_spelled(tmp_path, SPELLINGS[name], _BLOCKS[name]))
+    assert {"FINAL", "UNROLL"} <= knobs
+    assert ("VEC" in knobs) == (name in _VECTOR), knobs
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # a float sum beside the count: another element order moves it
+    ("  unsigned int local = 0u;\n", "  unsigned int local = 0u;\n  float s = 0.0f;\n",
+     None),
+    ("const float* run = x + blockIdx.x * CHUNK_ELEMS;", "const float* run = x + blockIdx.x * 4098;",
+     "is not shown to be a multiple of 4 floats"),
+    ("const float v = run[j];", "const float v = run[j] + (float)j;", "is used other than"),
+])
+def test_vector_loads_that_would_change_the_count_are_refused(old: str, new: str,
+                                                              why: str | None) -> None:
+    source = SPELLINGS["macro_for"]
+    assert old in source
+    source = source.replace(old, new)
+    if why is None:  # the float sum inside the loop as well
+        source = source.replace("    local = local +", "    s += v;\n    local = local +")
+        why = "only integer counts may be summed"
+    lifted = lift_kernel(source, entry="band_count", grid=["ceil_div(n, 4096)"], block=["128"],
+                         scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("VEC: not applied: vector loads of")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes
 
 
 @pytest.mark.parametrize(("old", "new", "why"), [
@@ -156,7 +207,8 @@ def _configs(kf: KernelFolder, sampled: dict[str, int], *, ends: int) -> list[di
 def test_the_folder_lifted_counts_right_on_host(tmp_path: Path,
                                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(BAND)
-    _host_check(kf, _configs(kf, {"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4}, ends=1), tmp_path,
+    _host_check(kf, _configs(kf, {"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 2},
+                          ends=1), tmp_path,
                 host_flags)
 
 
@@ -165,4 +217,6 @@ def test_the_folder_lifted_counts_right_on_host(tmp_path: Path,
 def test_each_spelling_lifted_counts_right_on_host(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
-    _host_check(kf, _configs(kf, {"FINAL": 1, "UNROLL": 2}, ends=0), tmp_path, host_flags)
+    vec = {"VEC": 4} if name in _VECTOR else {}
+    _host_check(kf, _configs(kf, {"FINAL": 1, "UNROLL": 2, **vec}, ends=0), tmp_path,
+                host_flags)

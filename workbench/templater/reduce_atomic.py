@@ -18,6 +18,8 @@ atomic on ``C``, and ``C`` read only after a ``__syncthreads()`` that follows it
   loads before their uses, several in flight per thread on a memory-bound count. Any value
   is correct (an unroll never changes what the loop computes: same elements, same order);
   0 leaves the compiler's choice, as written. A loop with its own ``#pragma unroll`` keeps it.
+* VEC (1, 2, 4) on that loop where :mod:`.reduce_atomic_vec` shows it legal: float2 / float4
+  loads of the run the block counts.
 
 Anything else near the shape is refused with the reason and the line; a kernel without a
 shared atomic counter is left alone without a note.
@@ -29,6 +31,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import line, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_atomic_vec import vec_count_loop
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
 
@@ -176,18 +179,17 @@ def _walks_from_thread(plan: Plan, loop: Node) -> bool:
                for d in (plan.facts.defs.get(v) for v in steps) if d is not None)
 
 
-def _unroll(plan: Plan, loop: Node) -> None:
+def _unroll(plan: Plan, loop: Node) -> str:
+    """Lift UNROLL for ``loop``; the pragma lines to put before it ("" where not lifted)."""
     prev = loop.prev_sibling
     if prev is not None and prev.type in ("preproc_call", "comment") and \
             text(prev).startswith("#pragma") and "unroll" in text(prev):
         plan.note(UNROLL, False, "the loop has its own #pragma unroll", loop)
-        return
+        return ""
     if UNROLL in plan.params:
-        return
+        return ""
     plan.helper(f"constexpr int wb_count_unroll = {UNROLL};  // #pragma unroll reads a "
                 "constant, not a macro")
-    plan.rw.insert(loop.start_byte, f"\n#if {UNROLL} > 0\n#pragma unroll (wb_count_unroll)\n"
-                   "#endif\n")
     plan.add_param(UNROLL, {"kind": "choice", "values": [0, 2, 4, 8], "default": 0,
                             "description": "unroll factor of the counting loop: loads in "
                                            "flight per thread (0: the compiler's choice, as "
@@ -195,6 +197,7 @@ def _unroll(plan: Plan, loop: Node) -> None:
                    f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
     plan.note(UNROLL, True, "unroll factor of the thread-stride loop the count adds (any "
               "value is correct: the same elements in the same order)", loop)
+    return f"#if {UNROLL} > 0\n#pragma unroll (wb_count_unroll)\n#endif\n"
 
 
 def apply_atomic_count(plan: Plan) -> bool:
@@ -223,6 +226,8 @@ def apply_atomic_count(plan: Plan) -> bool:
         _final(plan, stmt, counter, counters[counter], value)
         loop = _stride_loop(plan, stmts, k, value)
         if loop is not None:
-            _unroll(plan, loop)
+            pragma = _unroll(plan, loop)
+            if not vec_count_loop(plan, loop, pragma) and pragma:
+                plan.rw.insert(loop.start_byte, "\n" + pragma)
         return True
     return False

@@ -1,0 +1,206 @@
+"""VEC for the counting loop of :mod:`.reduce_atomic`: float2 / float4 loads of the run a
+block counts.
+
+The loop ``for (int i = threadIdx.x; i < L; i += S) BODY`` (S the block size) whose BODY
+reads ``i`` only as ``P[i]``, P a ``float`` kernel pointer the kernel never writes or a
+local ``const float* P = X + OFF`` of one, becomes, at ``VEC > 1``: each thread loads whole
+vectors ``q = threadIdx.x, + S, ...`` below ``L / VEC`` and runs BODY on each of their
+``VEC`` values in turn, then the ``L % VEC`` elements after the last whole vector one per
+thread as written. Every element is still counted exactly once, by some thread of the block.
+
+Legal only where the analysis shows (each refusal names the line):
+
+* the order changes which thread adds which element, so every name BODY assigns that lives
+  outside the loop must be an integer accumulated by ``+=``, ``++`` or ``v = v + E`` (an
+  integer sum is exact in any order), and BODY holds no ``break``, ``continue``, ``return``,
+  barrier or call other than known pure math;
+* alignment: ``P``'s offset from the kernel pointer is a product with a factor that is a
+  literal or a file-scope constant (:mod:`.reduce_consts`) and a multiple of 4 floats, so
+  every vector is 16-byte aligned (kernel pointers come from cudaMalloc, 256-byte aligned);
+* ``L`` and the step are not assigned in BODY.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, factors, line, strip, terms, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.reduce_consts import constant
+from workbench.templater.vector import Illegal
+
+NAME = "VEC"
+_LEAVES = ("break_statement", "continue_statement", "return_statement", "goto_statement")
+
+
+def _loop_parts(loop: Node) -> tuple[str, Node, Node, Node]:
+    """(index, bound L, step S, body) of ``for (int i = threadIdx.x; i < L; i += S)``."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
+    if loop.type != "for_statement" or init is None or cond is None or update is None or \
+            body is None or init.type != "declaration":
+        raise Illegal("the counting loop is not `for (int i = threadIdx.x; i < L; i += S)`",
+                      loop)
+    decl = init.child_by_field_name("declarator")
+    value = decl.child_by_field_name("value") if decl is not None else None
+    index = text(decl.child_by_field_name("declarator")) if decl is not None else ""
+    if value is None or text(strip(value)).replace(" ", "") != "threadIdx.x" or \
+            text(init.child_by_field_name("type")) != "int":
+        raise Illegal("the counting loop's index does not start at threadIdx.x (an int)", loop)
+    parts = binary(cond)
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != index or \
+            text(update.child_by_field_name("left")) != index:
+        raise Illegal(f"the counting loop is not `{index} < L; {index} += S`", loop)
+    step = update.child_by_field_name("right")
+    assert step is not None
+    return index, parts[2], step, body
+
+
+def _array(plan: Plan, body: Node, index: str) -> str:
+    """The one pointer BODY reads at ``[index]``; raises Illegal when ``index`` is used
+    otherwise."""
+    arrays: set[str] = set()
+    for n in walk(body):
+        if n.type != "identifier" or text(n) != index:
+            continue
+        up = n.parent
+        if up is not None and up.type == "subscript_argument_list":
+            up = up.parent
+        idx = up.child_by_field_name("indices") if up is not None else None
+        if up is None or up.type != "subscript_expression" or idx is None or \
+                text(idx).strip("[] ") != index:
+            raise Illegal(f"`{index}` is used other than as the index of one array read", n)
+        arrays.add(text(up.child_by_field_name("argument")))
+    if len(arrays) != 1:
+        raise Illegal(f"the loop reads {len(arrays)} arrays at `[{index}]` (one is needed)",
+                      body)
+    return arrays.pop()
+
+
+def _root_and_offset(plan: Plan, array: str, loop: Node) -> tuple[str, list[Node]]:
+    if plan.pointer(array):
+        return array, []
+    d = plan.facts.defs.get(array)
+    if d is None or d.assigned or not d.is_pointer or d.value is None:
+        raise Illegal(f"`{array}` is not a kernel pointer or a fixed offset of one", loop)
+    parts = [t for _s, t in terms(d.value)]
+    roots = [t for t in parts if t.type == "identifier" and plan.pointer(text(t))]
+    if len(roots) != 1:
+        raise Illegal(f"`{array}` is not a fixed offset of one kernel pointer", d.decl)
+    return text(roots[0]), [t for t in parts if t != roots[0]]
+
+
+def _aligned(plan: Plan, offsets: list[Node], array: str, loop: Node) -> None:
+    for piece in offsets:
+        known = [constant(plan, f) for f in factors(piece)]
+        if not any(v is not None and v > 0 and v % 4 == 0 for v in known):
+            raise Illegal(f"offset `{text(piece)}` of `{array}` is not shown to be a multiple "
+                          "of 4 floats (16-byte vectors)", loop)
+
+
+def _written(plan: Plan, names: set[str]) -> bool:
+    for n in walk(plan.body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            for t in walk(target) if target is not None else []:
+                if t.type == "identifier" and text(t) in names and target is not None and \
+                        target.type != "identifier":
+                    return True
+    return False
+
+
+def _accumulates(plan: Plan, body: Node, loop: Node, integers: set[str]) -> None:
+    """Every outside name BODY assigns is an integer summed into; nothing leaves BODY."""
+    inside = {text(d.child_by_field_name("declarator")) for d in walk(body)
+              if d.type == "init_declarator"}
+    for n in walk(body):
+        if n.type in _LEAVES:
+            raise Illegal(f"`{text(n)}` in the counting loop", n)
+        if n.type == "call_expression":
+            raise Illegal(f"`{text(n)[:40]}` is called in the counting loop", n)
+        if n.type == "update_expression":
+            arg = text(n.child_by_field_name("argument"))
+            if arg not in inside and (arg not in integers or "--" in text(n)):
+                raise Illegal(f"`{text(n)}`: only integer counts may be summed outside the "
+                              "loop (another order of the elements)", n)
+        if n.type == "assignment_expression":
+            left, op = text(n.child_by_field_name("left")), \
+                text(n.child_by_field_name("operator"))
+            if left in inside:
+                continue
+            right = n.child_by_field_name("right")
+            summed = op == "+=" or (op == "=" and right is not None and any(
+                text(t) == left for _s, t in terms(right) if _s > 0))
+            if left not in integers or not summed:
+                raise Illegal(f"`{text(n)[:50]}`: only integer counts may be summed outside "
+                              "the loop (another order of the elements)", n)
+
+
+def _integer_locals(plan: Plan) -> set[str]:
+    ints = {"int", "unsigned", "unsigned int", "long long", "unsigned long long"}
+    return {d.name for d in plan.facts.defs.values() if not d.is_pointer and
+            " ".join(text(d.decl.child_by_field_name("type")).split()) in ints}
+
+
+def vec_count_loop(plan: Plan, loop: Node, pragma: str) -> bool:
+    """Lift VEC on ``loop`` where legal (the module doc); ``pragma`` goes before the loops
+    it keeps (the UNROLL pragma, or ""). True when applied; a refusal is noted."""
+    if NAME in plan.params:
+        return False
+    try:
+        index, bound, step, body = _loop_parts(loop)
+        array = _array(plan, body, index)
+        root, offsets = _root_and_offset(plan, array, loop)
+        if plan.kernel.param(root).base_type != "float":
+            raise Illegal(f"`{root}` is not a float array", loop)
+        if _written(plan, {root, array}):
+            raise Illegal(f"`{root}` is written by the kernel", loop)
+        _aligned(plan, offsets, array, loop)
+        _accumulates(plan, body, loop, _integer_locals(plan))
+        changed = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
+                   for n in walk(body) if n.type in ("assignment_expression",
+                                                     "update_expression")}
+        if any(n.type == "identifier" and text(n) in changed
+               for n in [*walk(bound), *walk(step)]):
+            raise Illegal("the loop's bound or step changes in its body", loop)
+    except Illegal as exc:
+        plan.note(NAME, False, f"vector loads of the count: {exc.reason}", exc.node or loop)
+        return False
+    plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4], "default": 1,
+                          "description": "floats per load of the counting loop (1: as "
+                                         "written; 2 float2, 4 float4)"},
+                   f"{line(loop)}: {array}[{index}]")
+    indent = " " * loop.start_point[1]
+    pattern = re.compile(rf"(?<![\w.]){re.escape(array)}\s*\[\s*{re.escape(index)}\s*\]")
+
+    def make(rw: object) -> str:
+        as_written = plan.rw.render(loop.start_byte, loop.end_byte)
+        body_text = plan.rw.render(body.start_byte, body.end_byte)
+        lanes = pattern.sub("wb_x[wb_u]", body_text)
+        s, n = plan.rw.render(step.start_byte, step.end_byte), \
+            plan.rw.render(bound.start_byte, bound.end_byte)
+        return (f"\n#if {NAME} > 1\n{indent}{{  // whole vectors, then the tail one by one\n"
+                f"{indent}const int wb_len = {n};\n"
+                f"{indent}const int wb_whole = wb_len / {NAME};\n{pragma}"
+                f"{indent}for (int wb_q = threadIdx.x; wb_q < wb_whole; wb_q += {s}) {{\n"
+                f"#if {NAME} == 4\n"
+                f"{indent}  const float4 wb_v = reinterpret_cast<const float4*>({array})[wb_q];\n"
+                f"{indent}  const float wb_x[4] = {{wb_v.x, wb_v.y, wb_v.z, wb_v.w}};\n"
+                "#else\n"
+                f"{indent}  const float2 wb_v = reinterpret_cast<const float2*>({array})[wb_q];\n"
+                f"{indent}  const float wb_x[2] = {{wb_v.x, wb_v.y}};\n"
+                "#endif\n"
+                "#pragma unroll\n"
+                f"{indent}  for (int wb_u = 0; wb_u < {NAME}; ++wb_u) {lanes}\n"
+                f"{indent}}}\n"
+                f"{indent}for (int {index} = wb_whole * {NAME} + threadIdx.x; {index} < wb_len; "
+                f"{index} += {s}) {body_text}\n"
+                f"{indent}}}\n#else\n{pragma}{indent}{as_written}\n#endif\n")
+
+    plan.rw.replace_span(loop.start_byte, loop.end_byte, make=make)
+    plan.note(NAME, True, f"the counting loop reads `{array}[{index}]` as float2 / float4 "
+              "vectors (an integer count is exact in any order; the offset a multiple of 4 "
+              "floats)", loop)
+    return True
