@@ -67,6 +67,23 @@ extern "C" __global__ void k(float* out, const float* in, const float* wts, int 
   out[r0 * w + (int)i] = s;
 }
 """, ["128"], ["ceil_div(w, 128)", "h"]),
+    "pragma_acc_before_check_pointer_column": ("""
+#define K 7
+extern "C" __global__ void k(float* out, const float* in, const float* wts, int h, int w) {
+  int gx = blockIdx.x * blockDim.x + threadIdx.x;
+  int gy = blockIdx.y * blockDim.y + threadIdx.y;
+  float total = 0.0f;
+  if (gx < w && gy < h) {
+    const float* column = in + gx;
+#pragma unroll
+    for (int k = 0; k < K; k += 1) {
+      const int src_row = min(max(gy + k - K / 2, 0), h - 1);
+      total = total + wts[k] * column[src_row * w];
+    }
+    out[gy * w + gx] = total;
+  }
+}
+""", ["64", "2"], ["ceil_div(w, 64)", "ceil_div(h, 2)"]),
 }
 
 REFUSED: dict[str, tuple[str, str]] = {
@@ -208,7 +225,7 @@ def _variant(n: int, source: str, config: dict[str, Any], launch: tuple[list[int
     return _VARIANT % {
         "defines": "\n".join(f"#define {k_} {v}" for k_, v in config.items()),
         "undefs": "\n".join(f"#undef {k_}" for k_ in config) +
-        "\n#undef RAD\n#undef TAPS",
+        "\n#undef RAD\n#undef TAPS\n#undef K",
         "n": n, "source": body, "fill": fill, "gx": grid[0], "gy": grid[1],
         "bx": block[0], "by": [*block, 1][1], "wts": "" if constant else "wts_.data(), "}
 

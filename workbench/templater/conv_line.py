@@ -47,6 +47,7 @@ from workbench.templater.conv import (
     _const,
     _declared,
     _Expr,
+    _pragma,
     _read_bases,
     _store,
     _window,
@@ -110,6 +111,7 @@ class _Facts:
     extra_bound: str  # "" or the kernel argument that bounds y (the grid's y extent)
     src: str
     out: str
+    pragmas: tuple[Node, ...] = ()  # the author's `#pragma`s before the loop (dropped)
 
 
 def lift_line(plan: Plan) -> bool:
@@ -274,14 +276,17 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
             raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
     extra = "" if any(n.type == "identifier" and text(n) == y for n in checked) \
         else _grid_bound(plan, ydecl)
-    decl = _acc_decl(guarded, acc.acc)
+    decl = _acc_decl(guarded, acc.acc) or _acc_decl(region, acc.acc)
     if decl is None:
         raise Refused(f"no `T {acc.acc} = init;` declares the accumulator before the loop", loop)
-    between = [s for s in guarded if s is not decl and s is not taps.counter and
+    # between the accumulator and the loop: declarations that leave it alone (kept) and
+    # the author's pragmas (dropped: the rewrite unrolls its own loops)
+    between = [s for s in [*region, *guarded] if s is not decl and s is not taps.counter and
                s.end_byte <= loop.start_byte and s.start_byte >= decl.start_byte]
-    if between:
-        raise Refused(f"`{text(between[0])}` stands between the accumulator and the tap loop",
-                      between[0])
+    pragmas = tuple(s for s in between if _pragma(s))
+    for s in between:
+        if s not in pragmas and (s.type != "declaration" or acc.acc in expr.names(s)):
+            raise Refused(f"`{text(s)}` stands between the accumulator and the tap loop", s)
     after = guarded[guarded.index(loop) + 1:]
     store = _store(after[0]) if len(after) == 1 else None
     if store is None:
@@ -319,7 +324,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     vtype = body_locals[text(strip(value))][0] if text(strip(value)) in body_locals \
         else plan.kernel.param(src).base_type
     facts = _Facts(y, taps, acc, addend, value, vtype, body_locals, decl, init, after[0],
-                   target, rhs, step, cond, out_when_true, extra, src, out)
+                   target, rhs, step, cond, out_when_true, extra, src, out, pragmas)
     return lambda: _emit(plan, idx, facts)
 
 
@@ -419,6 +424,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
     rw.replace(f.decl, f"{typ} wb_acc[{oy}];  // {oy} consecutive outputs of this thread's "
                        f"column\n#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) "
                        f"wb_acc[wb_k] = {text(f.init)};")
+    for pragma in f.pragmas:
+        rw.replace(pragma, "")
     if f.taps.counter is not None:
         rw.replace(f.taps.counter, f"// the tap counter {t}: declared per tap below")
 
