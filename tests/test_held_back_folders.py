@@ -2,24 +2,24 @@
 _unseen6), checked the same way for every set: the plain folder is what `workbench init`
 writes (no template), the expert is its copy plus a [template] whose defaults launch the
 kernel as written, and every config of the expert's space stays inside its constraints and
-the launch limits. Each set's own file (tests/test_corpus_unseen3.py,
-tests/test_corpus_unseen4.py, tests/test_corpus_unseen5.py, tests/test_corpus_unseen6.py)
-runs the kernels."""
+the launch limits. tests/test_corpus_unseen3.py and
+tests/test_held_back_host.py (the later sets, data in tests/held_back_unseenN.py) run the
+kernels on the host."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
 
+import held_back_unseen4
+import held_back_unseen5
+import held_back_unseen6
 import pytest
 import test_corpus_unseen3
-import test_corpus_unseen4
-import test_corpus_unseen5
-import test_corpus_unseen6
 
 #: each held-back set's harness (its ROOT, KERNELS and _folder)
-SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4, test_corpus_unseen5,
-                                test_corpus_unseen6)
+SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_back_unseen5,
+                                held_back_unseen6)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 

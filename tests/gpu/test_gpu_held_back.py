@@ -3,8 +3,7 @@ corpus_compute_unseen4, corpus_compute_unseen5 and corpus_compute_unseen6): on t
 each plain kernel passes its reference.py at the check shape and runs at least 20 us at
 every timed shape (so its timings are not launch overhead), and each expert template is
 correct at the configs the host simulation checks (tests/test_corpus_unseen3.py,
-tests/test_corpus_unseen4.py, tests/test_corpus_unseen5.py, tests/test_corpus_unseen6.py)
-and at every all-ends config.
+tests/test_held_back_host.py) and at every all-ends config.
 Run on the GPU machine:
 ``python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_held_back.py``."""
 
@@ -13,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
+import held_back_unseen4
+import held_back_unseen5
+import held_back_unseen6
 import pytest
 import test_corpus_unseen3
-import test_corpus_unseen4
-import test_corpus_unseen5
-import test_corpus_unseen6
 from helpers_templater import end_configs
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -30,8 +29,8 @@ pytestmark = pytest.mark.gpu
 SHORT = BenchSettings(warmup_ms=2.0, min_reps=5, max_reps=50, max_time_s=0.2, timeout_s=10.0)
 MIN_TIMED_US = 20.0
 #: each held-back set's host harness (its ROOT, KERNELS and checked_configs)
-SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, test_corpus_unseen4, test_corpus_unseen5,
-                                test_corpus_unseen6)
+SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_back_unseen5,
+                                held_back_unseen6)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 

@@ -1,0 +1,80 @@
+"""One held-back compute corpus (issue 28) as the host tier checks it: its folders, the
+configs its expert is checked at, and the plain kernel's outputs on the host (computed once
+a session). The host harness itself (program generation, runs, comparison, precompiled
+headers) is tests/test_corpus_unseen3.py's; a set adds only the CUDA built-ins its kernels
+use beyond that set's (``host_source``). tests/test_held_back_host.py runs the checks over
+every set; each set's data lives in tests/held_back_unseenN.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from helpers_templater import FULL_MATRIX, end_configs
+from test_corpus_unseen3 import _inputs, _run
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@dataclass(frozen=True)
+class HeldBackSet:
+    """``key`` is the set's ``stage1_corpus.py --set`` name (``unseen4``); ``extra_configs``
+    are hand-picked configs (over the default) the all-ends corners do not reach, the last
+    of each kernel's checked on every run; ``corners_every_run`` is the kernel whose default
+    and last all-ends config are checked on every run too."""
+
+    key: str
+    kernels: tuple[str, ...]
+    extra_configs: Mapping[str, list[dict[str, int]]]
+    corners_every_run: str
+    memory_bound: frozenset[str]
+    host_source: Callable[[str], str]
+    _plain: dict[str, dict[str, np.ndarray]] = field(default_factory=dict, compare=False,
+                                                     repr=False)
+
+    @property
+    def root(self) -> Path:
+        return BENCHMARKS / f"corpus_compute_{self.key}"
+
+    def folder(self, name: str, expert: bool = False) -> KernelFolder:
+        return load_kernel_folder(self.root / name / "expert" if expert else self.root / name)
+
+    def plain_outputs(self, name: str, work: Path,
+                      flags: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """The plain kernel's outputs on the check shape's inputs (one host run a session)."""
+        if name not in self._plain:
+            plain = self.folder(name)
+            env = plain.env(plain.check_shape, "fp32")
+            source = self.host_source(plain.baseline.render({}, "fp32").source)
+            self._plain[name] = _run(plain, source, plain.baseline.launch_for({}, env),
+                                     _inputs(plain), work, flags)
+        return self._plain[name]
+
+    def checked_configs(self, kf: KernelFolder) -> list[dict[str, Any]]:
+        """The last of the kernel's extra configs; for ``corners_every_run`` the default and
+        the last all-ends config before it. With ``WORKBENCH_FULL_MATRIX=1`` the default,
+        every all-ends config and every extra. Each valid at the check shape."""
+        env = kf.env(kf.check_shape, "fp32")
+        ends = end_configs(kf.template, env)
+        assert ends, "no all-ends config is valid"
+        default = dict(kf.template.default_config())
+        extras = [{**default, **extra} for extra in self.extra_configs.get(kf.name, [])]
+        for extra in extras:
+            assert kf.template.space(env).rejection(extra) is None, extra
+        assert extras, "no hand-picked config"
+        if FULL_MATRIX:
+            picked = [default, *ends, *extras]
+        elif kf.name == self.corners_every_run:
+            picked = [default, ends[-1], extras[-1]]
+        else:
+            picked = extras[-1:]
+        configs: list[dict[str, Any]] = []
+        for config in picked:
+            if config not in configs:
+                configs.append(config)
+        return configs
