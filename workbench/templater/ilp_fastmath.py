@@ -39,7 +39,7 @@ from workbench.templater.ilp import interleaves
 from workbench.templater.ilp_fastdiv import apply_fastdiv
 from workbench.templater.ilp_intrinsics import FAST, fast_calls, fast_macros, pair_sincos
 from workbench.templater.plan import Plan
-from workbench.templater.purity import device_purity, pure_calls
+from workbench.templater.purity import device_purity, side_effect_free
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.table_terms import assigned_in
 
@@ -159,16 +159,6 @@ def _is_call(node: Node, name: str) -> bool:
         text(node.child_by_field_name("function")) == name and len(_call_args(node)) == 1
 
 
-def _side_effect_free(plan: Plan, node: Node) -> bool:
-    pure = pure_calls(plan.source)
-    for n in walk(node):
-        if n.type in ("assignment_expression", "update_expression", "comma_expression"):
-            return False
-        if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
-            return False
-    return True
-
-
 def _reciprocal_roots(plan: Plan, body: Node, sites: _Sites) -> None:
     """``1.0f / sqrtf(x)`` -> ``WB_RSQRT_OF(x)``."""
     for n in walk(body):
@@ -203,7 +193,7 @@ def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
         # written at the division are the ones declared here
         changing = assigned - _fixed_counters(n)
         if name in assigned or declared.get(name, 0) != 1 or \
-                not _side_effect_free(plan, arg) or \
+                not side_effect_free(plan.source, arg) or \
                 any(m.type == "identifier" and (text(m) in changing or
                                                 declared.get(text(m), 0) > 1)
                     for m in walk(arg)):
@@ -342,7 +332,7 @@ def _root_argument(plan: Plan, fn: Node, args: list[Node]) -> tuple[int, str, No
         if param and _is_call(arg, "sqrtf") and param not in assigned and \
                 param not in _declaration_counts(body) and \
                 _divisions_by(body, param) and \
-                _side_effect_free(plan, _call_args(strip(arg))[0]):
+                side_effect_free(plan.source, _call_args(strip(arg))[0]):
             return k, param, arg
     return None
 

@@ -31,7 +31,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import strip, text, walk
 from workbench.templater.item_state import statements
 from workbench.templater.plan import Plan
-from workbench.templater.purity import pure_calls
+from workbench.templater.purity import side_effect_free
 from workbench.templater.table_terms import assigned_in
 
 #: written call -> its hardware approximation (FAST_MATH 1)
@@ -117,7 +117,7 @@ def _trig_calls(plan: Plan, stmt: Node, position: int) -> list[_Call]:
             if callee is None or text(callee) not in ("sinf", "cosf") or args is None:
                 continue
             given = [a for a in args.named_children if a.type != "comment"]
-            if len(given) == 1 and _free(plan, given[0]) and not _chosen(n, full):
+            if len(given) == 1 and side_effect_free(plan.source, given[0]) and not _chosen(n, full):
                 out.append(_Call(n, text(strip(given[0])), full, position))
     return out
 
@@ -132,17 +132,6 @@ def _full_expressions(stmt: Node) -> list[Node]:
     if stmt.type in ("expression_statement", "return_statement"):
         return [c for c in stmt.named_children if c.type != "comment"][:1]
     return []
-
-
-def _free(plan: Plan, node: Node) -> bool:
-    """Free of side effects (and so safe to evaluate once for two calls)."""
-    pure = pure_calls(plan.source)
-    for n in walk(node):
-        if n.type in ("assignment_expression", "update_expression", "comma_expression"):
-            return False
-        if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
-            return False
-    return True
 
 
 def _chosen(node: Node, full: Node) -> bool:

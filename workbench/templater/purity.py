@@ -97,6 +97,18 @@ def pure_calls(source: CudaSource) -> frozenset[str]:
         n for n, why in verdict.items() if why is None)
 
 
+
+def side_effect_free(source: CudaSource, node: Node) -> bool:
+    """``node`` assigns nothing and calls only pure functions (:func:`pure_calls`): safe to
+    evaluate once for two uses, or in another order."""
+    pure = pure_calls(source)
+    for n in walk(node):
+        if n.type in ("assignment_expression", "update_expression", "comma_expression"):
+            return False
+        if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
+            return False
+    return True
+
 def _defined_more_than_once(source: CudaSource) -> set[str]:
     seen: set[str] = set()
     twice: set[str] = set()
