@@ -266,7 +266,8 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
 
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
-                           pre, post, redeclare, len(unique), window), grid_x, grid_y)
+                           pre, post, redeclare, len(unique), window, tuple(unique)),
+              grid_x, grid_y)
     return emit
 
 
@@ -317,6 +318,7 @@ class _Facts:
     redeclare: list[Node]
     reads: int
     window: Window | Refused  # the row reuse, or why there is none
+    read_nodes: tuple[Node, ...] = ()  # the tile reads after the barrier
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -326,8 +328,15 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                                                          "PAD"))
     ext_y = f"{by_n} * {oy_n} + {f.hy}"
     ext_x = f"{bx_n} * {ox_n} + {f.hx}"
-    rw.replace(f.extents[0], ext_y)
-    rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
+    # a tile stored by per-thread branches may also be read straight from its source
+    branch = next((ld for ld in f.loads if ld.direct is not None), None)
+    smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if branch is not None else ""
+    if smem:
+        rw.replace(f.extents[0], f"{smem} ? {ext_y} : 1")
+        rw.replace(f.extents[1], f"{smem} ? {ext_x} + {pad_n} : 1")
+    else:
+        rw.replace(f.extents[0], ext_y)
+        rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
     new = {"EY": ext_y, "EX": ext_x, "BY": by_n, "BX": bx_n,
            "EYEX": f"({ext_y}) * ({ext_x})", "BXBY": f"{bx_n} * {by_n}",
            "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})",
@@ -341,6 +350,10 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         if ld.fill is None:
             continue
         fill = ld.fill(lambda n: spans.get((n.start_byte, n.end_byte)), new)
+        if smem:
+            fill = f"\n#if {smem}\n  {fill}\n#endif\n"
+            sync = next(st for st in statements(plan.body) if _is_sync(st))
+            rw.replace(sync, f"\n#if {smem}\n  {text(sync)}\n#endif\n")
         rw.replace(ld.fill_nodes[0], fill)
         for n in ld.fill_nodes[1:]:
             rw.replace(n, "")
@@ -379,7 +392,32 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                 rw.replace(n, "continue;  // this output is outside: the next one")
     again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
     ctype = text(f.decl.child_by_field_name("type")).replace("__shared__", "").strip()
-    reuse = _reuse(plan, f, oy_n, ctype)
+    offs: Callable[[Node], str | None] = lambda n: spans.get((n.start_byte, n.end_byte))  # noqa: E731
+
+    def read(r: Rewriter, n: Node) -> str:
+        """A tile read: as written, or (USE_SMEM = 0) the value at that position."""
+        as_written = r.render(n.start_byte, n.end_byte)
+        if branch is None or branch.direct is None:
+            return as_written
+        iy, ix = (r.render(i.start_byte, i.end_byte) for i in indices(n))
+        return f"({smem} ? {as_written} : ({ctype})({branch.direct(offs, iy, ix)}))"
+
+    def window_load(row: str, col: str) -> str:
+        at_tile = f"wb_win[wb_r][wb_c] = {f.tile}[{row}][{col}];"
+        if branch is None or branch.direct is None or branch.stored is None:
+            return at_tile
+        where = branch.stored("wb_py", "wb_px", new)
+        value = f"({ctype})({branch.direct(offs, 'wb_py', 'wb_px')})"
+        return (f"\n#if {smem}\n          {at_tile}\n#else\n"
+                f"          {{ const int wb_py = {row}, wb_px = {col};\n"
+                f"            wb_win[wb_r][wb_c] = "
+                + (f"{where} ? {value} : ({ctype})0; }}\n" if where else f"{value}; }}\n")
+                + "#endif\n")
+    reuse = _reuse(plan, f, oy_n, ctype, read, window_load)
+    if branch is not None and not reuse:
+        for n in f.read_nodes:
+            plan.rw.replace_span(n.start_byte, n.end_byte,
+                                 make=lambda r, n=n: read(r, n))  # type: ignore[misc]
     head = (f"// {oy_n} x {ox_n} outputs per thread: rows threadIdx.y * {oy_n} + oy, columns "
             f"threadIdx.x + ox * {bx_n} of the tile\n"
             f"#pragma unroll\n  for (int wb_ox = 0; wb_ox < {ox_n}; ++wb_ox) {{\n"
@@ -421,7 +459,18 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     plan.constrain(f"{bx_n} * {by_n} >= 32")
     plan.constrain(f"{bx_n} * {by_n} <= 1024")
     plan.constrain(f"{ox_n} * {oy_n} <= 16")
-    plan.constrain(f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+    plan.constrain(("" if not smem else f"{smem} == 0 or ") +
+                   f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+    if smem:
+        plan.add_param(smem, {"kind": "choice", "values": [0, 1], "default": 1,
+                              "description": f"1: the tile {f.tile} staged in shared memory "
+                                             "(as written); 0: each value read where it is "
+                                             "needed, straight from its source (the same "
+                                             "function of the position the tile holds)"},
+                       where)
+        plan.note("USE_SMEM", True, f"the tile {f.tile} is one function of the global "
+                  "position (stored by per-thread branches): USE_SMEM = 0 reads each value "
+                  "from its source instead (no barrier), the row window too", f.decl)
     plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
               f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
@@ -429,7 +478,9 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
               "the grid's divisors follow", f.decl)
 
 
-def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
+def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
+           read_tile: Callable[[Rewriter, Node], str],
+           window_load: Callable[[str, str], str]) -> str:
     """The per-column register window of :mod:`.apron_window` (its load, as text with
     ``BX`` for the block's x size) with every tile read made a window read where the window
     is in use; empty (and the reason noted) where the reads cannot share one."""
@@ -442,7 +493,7 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
     for read in w.reads:
         def tap(r: Rewriter, n: Node = read.node, row: str = read.row, col: str = read.col
                 ) -> str:
-            return f"(wb_reuse ? wb_win[wb_oy + {row}][{col}] : {r.render(n.start_byte, n.end_byte)})"
+            return f"(wb_reuse ? wb_win[wb_oy + {row}][{col}] : {read_tile(r, n)})"
         plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
     for loop in w.loops:
         before = loop.prev_sibling
@@ -465,6 +516,6 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str) -> str:
             f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
             f"#pragma unroll\n"
             f"        for (int wb_c = 0; wb_c < {w.width}; ++wb_c)\n"
-            f"          wb_win[wb_r][wb_c] = {f.tile}[(int)threadIdx.y * {oy_n} + {w.row0} + "
-            f"wb_r][(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c];\n"
-            f"    }}\n")
+            f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
+                                    f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c") + "\n"
+            "    }\n")

@@ -91,7 +91,14 @@ def branch_load(plan: Plan, stmts: list[Node], tile: str, sizes: dict[str, int],
 
     def fill(sub: Callable[[Node], str | None], new: dict[str, str]) -> str:
         return _fill_text(plan, deps, tile, first, sub, new, parts)
-    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts))
+
+    def direct(sub: Callable[[Node], str | None], p: str, q: str) -> str:
+        return _value_at(plan, deps, first, sub, p, q)
+
+    def stored(p: str, q: str, new: dict[str, str]) -> str:
+        return _stored(first, parts, p, q, new)
+    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts),
+                direct=direct, stored=stored)
 
 
 def _collect(plan: Plan, s: Node, tile: str, deps: Deps, out: list[_Store],
@@ -217,13 +224,12 @@ def _same(deps: Deps, a: Node, sa: tuple[int, int], b: Node, sb: tuple[int, int]
                for x, y in zip(a.named_children, b.named_children, strict=True))
 
 
-def _fill_text(plan: Plan, deps: Deps, tile: str, st: _Store, sub: Callable[[Node], str | None],
-               new: dict[str, str], parts: list[tuple[int, int]]) -> str:
-    """The nest over the tile: ``st``'s value at each position (the thread's locals
-    expanded, its index made the position, ``sub``'s tile offsets applied), in the parts of
-    the tile the kernel stores (below / at / past the centre rows and columns; a star's
-    corners, never stored, are left alone)."""
+def _value_at(plan: Plan, deps: Deps, st: _Store, sub: Callable[[Node], str | None], p: str,
+              q: str) -> str:
+    """``st``'s value at tile position (``p``, ``q``): the thread's locals expanded, its
+    index made the position, ``sub``'s tile offsets applied."""
     data = plan.source.data
+    shift = {"y": (p, st.cy), "x": (q, st.cx)}
 
     def at(n: Node, depth: int = 0) -> str | None:
         own = sub(n)
@@ -231,24 +237,50 @@ def _fill_text(plan: Plan, deps: Deps, tile: str, st: _Store, sub: Callable[[Nod
             return own
         d = builtin(n, "threadIdx") if n.type == "field_expression" else None
         if d is not None:
-            return f"(wb_p{d} - {st.cy if d == 'y' else st.cx})"
+            pos, c = shift[d]
+            return f"(({pos}) - {c})"
         if n.type == "identifier" and text(n) in deps.values and depth < 12 and \
                 any(builtin(m, "threadIdx") is not None or (m.type == "identifier" and
                                                             text(m) in deps.values)
                     for m in walk(deps.values[text(n)])):
-            return "(" + render(data, deps.values[text(n)], lambda m: at(m, depth + 1)) + ")"
+            value = deps.values[text(n)]
+            # in the local's own type: `int y = blockIdx.y * B + threadIdx.y` is signed
+            return f"(({_declared_type(value)})(" + \
+                render(data, value, lambda m: at(m, depth + 1)) + "))"
         return None
+    return render(data, st.value, at)
 
-    value = render(data, st.value, at)
-    where = ""
-    if len(parts) < 9:
-        where = "if (" + " || ".join(f"(wb_sy == {a} && wb_sx == {b})" for a, b in parts) + \
-            ") "
-    side = "      const int wb_s{d} = wb_p{d} < {c} ? 0 : wb_p{d} < {c} + {n} ? 1 : 2;\n"
+
+def _declared_type(value: Node) -> str:
+    """The type of the local ``value`` initialises (``int`` where none is written)."""
+    decl = value.parent.parent if value.parent is not None else None
+    typ = decl.child_by_field_name("type") if decl is not None and \
+        decl.type == "declaration" else None
+    return text(typ) if typ is not None else "int"
+
+
+def _stored(st: _Store, parts: list[tuple[int, int]], p: str, q: str, new: dict[str, str]
+            ) -> str:
+    """C text: whether tile position (``p``, ``q``) lies in a part the kernel stores
+    ("" where it stores every part)."""
+    if len(parts) == 9:
+        return ""
+
+    def side(pos: str, c: int, n: str) -> str:
+        return f"(({pos}) < {c} ? 0 : ({pos}) < {c} + {n} ? 1 : 2)"
+    sy = side(p, st.cy, f"{new['BY']} * {new['OY']}")
+    sx = side(q, st.cx, f"{new['BX']} * {new['OX']}")
+    return "(" + " || ".join(f"({sy} == {a} && {sx} == {b})" for a, b in parts) + ")"
+
+
+def _fill_text(plan: Plan, deps: Deps, tile: str, st: _Store, sub: Callable[[Node], str | None],
+               new: dict[str, str], parts: list[tuple[int, int]]) -> str:
+    """The nest over the tile: ``st``'s value at each position, in the parts of the tile the
+    kernel stores (below / at / past the centre rows and columns; a star's corners, never
+    stored, are left alone)."""
+    value = _value_at(plan, deps, st, sub, "wb_py", "wb_px")
+    where = _stored(st, parts, "wb_py", "wb_px", new)
     return (f"// the tile as one function of the global position, strided by the block\n"
             f"  for (int wb_py = (int)threadIdx.y; wb_py < {new['EY']}; wb_py += {new['BY']})\n"
-            f"    for (int wb_px = (int)threadIdx.x; wb_px < {new['EX']}; wb_px += {new['BX']}) "
-            "{\n" +
-            (side.format(d="y", c=st.cy, n=f"{new['BY']} * {new['OY']}") +
-             side.format(d="x", c=st.cx, n=f"{new['BX']} * {new['OX']}") if where else "") +
-            f"      {where}{tile}[wb_py][wb_px] = {value};\n    }}")
+            f"    for (int wb_px = (int)threadIdx.x; wb_px < {new['EX']}; wb_px += {new['BX']})\n"
+            f"      {f'if {where} ' if where else ''}{tile}[wb_py][wb_px] = {value};")

@@ -171,6 +171,9 @@ class Load:
     # and its text (from the tile offsets' substitution and the new names above)
     fill: Callable[[Callable[[Node], str | None], dict[str, str]], str] | None = None
     fill_nodes: tuple[Node, ...] = ()
+    # the value at a tile position (text) read directly, and whether the kernel stores it
+    direct: Callable[[Callable[[Node], str | None], str, str], str] | None = None
+    stored: Callable[[str, str, dict[str, str]], str] | None = None
 
 
 def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
