@@ -28,6 +28,11 @@ column's OUT_Y rows read each tile row once from a register window where the rea
 (ROW_REUSE, :mod:`.apron_window`). Each output is computed by the same code from the same
 tile values, so every config gives the kernel's results; the defaults are the kernel as
 written. Anything else is refused with the reason and the line.
+
+A tile stored by per-thread branches (the point, then the halo under ``if``s on the thread
+index) is read as one function of the global position (:mod:`.apron_branches`) and filled by
+one nest; such a tile also gets USE_SMEM (1: staged, as written; 0: every tile read, the row
+window's too, reads that function at its position straight from the source, no barrier).
 """
 
 from __future__ import annotations

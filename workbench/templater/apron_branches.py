@@ -23,7 +23,10 @@ and its loads follow the block and the outputs per thread (:mod:`.apron`). Each 
 the value the kernel as written stored there; positions it never stored (a star's corners,
 never read) get the same function of their global position, as the nest spelling's tile
 does at every new size: the value must be safe to read at any global position, which the
-author's helper (bounds checked, or clamped) gives.
+author's helper (bounds checked, or clamped) gives. The same function gives USE_SMEM = 0 in
+:mod:`.apron` (each read at its position from the source; the row window only in the parts
+the kernel stores). Thread-dependent locals are expanded in their declared type (``int y =
+blockIdx.y * B + threadIdx.y`` stays signed).
 """
 
 from __future__ import annotations
