@@ -277,3 +277,21 @@ def test_the_deepest_column_walk_compiles_without_spilling() -> None:
                               capture_output=True, text=True, timeout=300)
     log = done.stderr + done.stdout
     assert "Used" in log and not re.search(r"[1-9]\d* bytes spill", log), log
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_each_input_row_is_loaded_once_per_thread() -> None:
+    source, block, grid = colfilter()
+    template = lifted_template(lift(source, block, grid))
+    counts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for oy in (1, 4, 16):
+            cu = write_file(Path(tmp), Path(tmp) / "k.cu", template.render(
+                {**template.default_config(), "OUT_Y": oy}, "fp32").source, overwrite=True)
+            subprocess.run(["nvcc", "-arch=sm_90", "-ptx", "-o", str(Path(tmp) / "k.ptx"),
+                            str(cu)], check=True, capture_output=True, timeout=300)
+            ptx = (Path(tmp) / "k.ptx").read_text()
+            counts[oy] = (len(re.findall(r"\bld\.global", ptx)),
+                          len(re.findall(r"\bld\.const", ptx)))
+    # 13 + OUT_Y - 1 input rows (wrapping would load 13 * OUT_Y); the 13 taps once
+    assert counts == {oy: (13 + oy - 1, 13) for oy in (1, 4, 16)}, counts
