@@ -128,7 +128,7 @@ def _final(plan: Plan, stmt: Node, counter: str, kind: str, value: Node) -> None
 
     def make(rw: object) -> str:
         as_written = plan.rw.render(stmt.start_byte, stmt.end_byte)
-        shown = plan.rw.render(value.start_byte, value.end_byte)
+        shown = plan.rw.text(value)
         return (f"\n#if {NAME}\n{indent}{{  // a warp's total by shuffles, one atomic a warp\n"
                 f"{indent}  {kind} wb_warp_total = {shown};\n"
                 f"{indent}  for (int wb_o = 16; wb_o > 0; wb_o >>= 1)\n"

@@ -177,10 +177,11 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str) -> bool:
 
     def make(rw: object) -> str:
         as_written = plan.rw.render(loop.start_byte, loop.end_byte)
-        body_text = plan.rw.render(body.start_byte, body.end_byte)
+        # (rw.text: a node another pass replaced whole, the block size in the step, renders
+        # as its replacement)
+        body_text = plan.rw.text(body)
         lanes = pattern.sub("wb_x[wb_u]", body_text)
-        s, n = plan.rw.render(step.start_byte, step.end_byte), \
-            plan.rw.render(bound.start_byte, bound.end_byte)
+        s, n = plan.rw.text(step), plan.rw.text(bound)
         return (f"\n#if {NAME} > 1\n{indent}{{  // whole vectors, then the tail one by one\n"
                 f"{indent}const int wb_len = {n};\n"
                 f"{indent}const int wb_whole = wb_len / {NAME};\n{pragma}"
