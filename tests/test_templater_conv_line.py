@@ -111,6 +111,17 @@ extern "C" __global__ void k(float* out, const float* in, const float* wts, int 
   out[y * w + x] = s * t;
 }
 """, "the tap counter t is read after its loop"),
+    # a conversion whose result type the analysis does not know: the register would convert
+    "value_of_unknown_type": ("""
+extern "C" __global__ void k(float* out, const __half* in, const float* wts, int h, int w) {
+  int x = blockIdx.x * 64 + threadIdx.x;
+  int y = blockIdx.y;
+  if (x >= w) return;
+  float s = 0.0f;
+  for (int t = 0; t < 3; ++t) s += wts[t] * __half2float(in[min(y + t, h - 1) * w + x]);
+  out[y * w + x] = s;
+}
+""", "the type of the value `__half2float("),
 }
 
 ENV = {"h": 19, "w": 45, "elem_bytes": 4}

@@ -321,11 +321,50 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         cons = rest[0].child_by_field_name("consequence")
         assert cons is not None
         addend = statements(cons)[0] if cons.type == "compound_statement" else cons
-    vtype = body_locals[text(strip(value))][0] if text(strip(value)) in body_locals \
-        else plan.kernel.param(src).base_type
+    vtype = _value_type(plan, value, body_locals, plan.kernel.param(src).base_type)
+    if vtype is None:
+        raise Refused(f"the type of the value `{text(value)}` is not known (a read of the "
+                      "input, a local of the loop, a helper of this file or a ternary of "
+                      "those is): the register holding it would convert it", value)
     facts = _Facts(y, taps, acc, addend, value, vtype, body_locals, decl, init, after[0],
                    target, rhs, step, cond, out_when_true, extra, src, out, pragmas)
     return lambda: _emit(plan, idx, facts)
+
+
+def _value_type(plan: Plan, node: Node, body_locals: dict[str, tuple[str, Node]],
+                elem: str) -> str | None:
+    """The C type of the value factor: ``elem`` for a read of the input, a loop local's
+    declared type, a helper's return type, a float literal's; a ternary's where both sides
+    agree (None: not known, the lift refuses rather than convert)."""
+    node = node if node.type == "cast_expression" else strip(node)
+    if node.type == "cast_expression":
+        typ = node.child_by_field_name("type")
+        return text(typ) if typ is not None else None
+    if node.type in ("subscript_expression", "pointer_expression"):
+        return elem
+    if node.type == "identifier" and text(node) in body_locals:
+        return body_locals[text(node)][0]
+    if node.type == "number_literal":
+        raw = text(node).lower()
+        return "float" if raw.endswith("f") else "double" if "." in raw or "e" in raw \
+            else "int"
+    if node.type == "call_expression":
+        name = text(node.child_by_field_name("function"))
+        for fn in walk(plan.source.tree.root_node):
+            if fn.type != "function_definition":
+                continue
+            decl = fn.child_by_field_name("declarator")
+            inner = decl.child_by_field_name("declarator") if decl is not None else None
+            typ = fn.child_by_field_name("type")
+            if inner is not None and text(inner) == name and typ is not None:
+                return text(typ)
+        return None
+    if node.type == "conditional_expression":
+        sides = [node.child_by_field_name(k) for k in ("consequence", "alternative")]
+        types = {_value_type(plan, n, body_locals, elem) if n is not None else None
+                 for n in sides}
+        return types.pop() if len(types) == 1 else None
+    return None
 
 
 def _body_locals(decls: list[Node], expr: _Expr) -> dict[str, tuple[str, Node]]:
