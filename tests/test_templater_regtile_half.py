@@ -39,11 +39,30 @@ from test_corpus_unseen5 import (
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel, offline_template
+from workbench.templater.regtile_vec import HALF_VECTOR_LOAD
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 TILE_KNOBS = {"BM", "BN", "BK", "TM", "TN"}
 #: a mid-space config: a non-square register tile over a shallow tile, a rectangular block
-SAMPLED = {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4}
+SAMPLED = {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4, "VEC": 8}
+
+
+#: the host forms of what the 16-byte half loads use: a uint4, and a half from its 16 bits
+HOST_HALF_VECTOR = r"""
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+static inline __half __ushort_as_half(unsigned short u) {
+  __half h; std::memcpy(&h, &u, sizeof h); return h;
+}
+static long wb_vector_loads = 0;
+"""
+_COUNTED_LOAD = ("const uint4 wb_v = (++wb_vector_loads, "
+                 "*reinterpret_cast<const uint4*>(wb_p));")
+
+
+def host_half(source: str) -> str:
+    """A rendered kernel as the host program compiles it: half precision, the 16-byte half
+    loads' types, and every such load counted in ``wb_vector_loads``."""
+    return host_source(HOST_HALF_VECTOR + source.replace(HALF_VECTOR_LOAD, _COUNTED_LOAD))
 
 
 def _configs(template: KernelTemplate, env: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -65,13 +84,16 @@ HGEMM = ROOT / "hgemm_scaled"
 def test_hgemm_scaled_lifts_the_register_tile_through_its_walking_pointers() -> None:
     result = offline_template(load_kernel_folder(HGEMM))
     lifted = result.lifted
-    assert {p.name for p in lifted.params} == TILE_KNOBS, lifted.notes
+    assert {p.name for p in lifted.params} == {*TILE_KNOBS, "VEC"}, lifted.notes
     assert lifted.grid == ("ceil_div(N, BN)", "ceil_div(M, BM)")
     assert lifted.block == ("BN // TN", "BM // TM")
     walks = [r for r in _reasons(lifted, "REGISTER_TILE") if "stepped along k" in r]
     assert any(r.startswith("`pa`") for r in walks) and any(r.startswith("`pb`") for r in walks)
-    # a half load converted by a call is no float4 load: VEC is not lifted, and says why
-    assert any("__half2float(*pa)" in r for r in _reasons(lifted, "VEC"))
+    # the loads of halves converted as they are stored: eight halves a 16-byte load
+    vec = next(p for p in lifted.params if p.name == "VEC")
+    assert vec.spec["values"] == [1, 8]
+    assert "VEC == 1 or (BK % 8 == 0 and BN % 8 == 0)" in lifted.constraints
+    assert HALF_VECTOR_LOAD in lifted.source
     # the float tiles' bytes bound the space: 4-byte elements, A's tile stored k-major
     assert "4 * BK * (BM + 1) + 4 * BK * BN <= 49152" in lifted.constraints
 
@@ -84,13 +106,13 @@ def test_hgemm_scaled_lift_writes_the_bits_of_the_kernel_as_written(
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     inputs = _inputs(kf)
-    want = _run(kf, host_source(kf.baseline.render({}, "fp32").source),
+    want = _run(kf, host_half(kf.baseline.render({}, "fp32").source),
                 kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
     a, b = (inputs[x].astype(np.float64) for x in ("A", "B"))
     reference = 0.75 * (a @ b)  # alpha as the folder launches it
     assert np.allclose(want["C"], reference, rtol=1e-4, atol=1e-3)
     for i, config in enumerate(_configs(template, env)):
-        got = _run(kf, host_source(template.render(config, "fp32").source),
+        got = _run(kf, host_half(template.render(config, "fp32").source),
                    template.launch_for(config, env), inputs, tmp_path / f"c{i}", host_flags)
         assert np.array_equal(got["C"], want["C"]), config
 

@@ -21,16 +21,17 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
 from test_corpus_unseen5 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
-    host_source,
 )
-from test_templater_regtile_half import TILE_KNOBS, _configs, _reasons
+from test_templater_regtile_half import SAMPLED, TILE_KNOBS, _configs, _reasons, host_half
 
+from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -119,7 +120,10 @@ extern "C" __global__ void linear_relu(__half* out, const __half* x, const __hal
     "linear_relu(o, a, b, bias, M, N, K)", "o")
 
 SPELLINGS = {"half_alpha_beta": HALF_ALPHA_BETA, "half_bias_relu": HALF_BIAS_RELU}
+#: M, N, K that divide into no tile (every row misaligned for 16-byte loads but some); and
+#: rows of whole 16-byte runs (N and K multiples of 8) with a ragged M
 ENV = {"M": 37, "N": 45, "K": 29}
+ALIGNED = {"M": 37, "N": 48, "K": 40}
 
 _MAIN = r"""
 int main() {
@@ -135,25 +139,30 @@ int main() {
   for (int i = 0; i < M * N; ++i) c[i] = (float)((i * 11) %% 7 - 3) / 2.0f;
   wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1}, [&] { %(call)s; });
   for (int i = 0; i < M * N; ++i) std::printf("%%a\n", (double)%(output)s[i]);
+  std::printf("%%ld\n", wb_vector_loads);
   return 0;
 }
 """
 
 
-def _host_run(s: HalfGemm, source: str, grid: list[int], block: list[int], work: Path,
-              flags: tuple[str, ...]) -> np.ndarray:
-    """The output of one host run of ``source`` (``s``'s kernel or a config of its lift)."""
-    main = _MAIN % {**ENV, "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1],
+def _host_run(s: HalfGemm, source: str, launch: tuple[list[int], list[int]],
+              env: Mapping[str, int], work: Path,
+              flags: tuple[str, ...]) -> tuple[np.ndarray, int]:
+    """The output of one host run of ``source`` (``s``'s kernel or a config of its lift)
+    at ``env``, and the 16-byte half loads it took."""
+    grid, block = launch
+    main = _MAIN % {**env, "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1],
                     "call": s.call, "output": s.output}
     work.mkdir(parents=True, exist_ok=True)
-    printed = run_on_host(work, "half_gemm", COOPERATIVE_BLOCK + host_source(source) + main,
+    printed = run_on_host(work, "half_gemm", COOPERATIVE_BLOCK + host_half(source) + main,
                           flags=flags).split()
-    return np.array([float.fromhex(v) for v in printed]).reshape(ENV["M"], ENV["N"])
+    out = np.array([float.fromhex(v) for v in printed[:-1]]).reshape(env["M"], env["N"])
+    return out, int(printed[-1])
 
 
-def _reference(s: HalfGemm) -> np.ndarray:
+def _reference(s: HalfGemm, env: Mapping[str, int]) -> np.ndarray:
     """What ``s`` computes, in float64, on _MAIN's inputs."""
-    m, n, k = ENV["M"], ENV["N"], ENV["K"]
+    m, n, k = env["M"], env["N"], env["K"]
     a = np.array([((i * 37) % 33 - 16) / 8.0 for i in range(m * k)]).reshape(m, k)
     b = np.array([((i * 29) % 31 - 15) / 8.0 for i in range(k * n)]).reshape(k, n)
     if s.output == "c":
@@ -163,18 +172,37 @@ def _reference(s: HalfGemm) -> np.ndarray:
     return np.maximum(a @ b + bias, 0.0)
 
 
+def _written(s: HalfGemm, env: Mapping[str, int], work: Path,
+             flags: tuple[str, ...]) -> np.ndarray:
+    """The kernel as written at ``env`` (its launch: 16 x 16 blocks), checked against the
+    float64 reference (half-rounded output: a half's relative step)."""
+    grid = [-(-env["N"] // 16), -(-env["M"] // 16)]
+    written, _ = _host_run(s, s.source, (grid, [16, 16]), env, work, flags)
+    assert np.allclose(written, _reference(s, env), rtol=1e-3, atol=1e-3)
+    return written
+
+
+def _lifted_run(s: HalfGemm, template: KernelTemplate, config: Mapping[str, Any],
+                env: Mapping[str, int], work: Path,
+                flags: tuple[str, ...]) -> tuple[np.ndarray, int]:
+    launch = template.launch_for(dict(config), {**env, "elem_bytes": 4})
+    return _host_run(s, template.render(dict(config), "fp32").source,
+                     (list(launch.grid), list(launch.block)), env, work, flags)
+
+
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_each_half_spelling_lifts_the_register_tile(name: str) -> None:
     s = SPELLINGS[name]
     lifted = s.lift()
-    assert {p.name for p in lifted.params} >= TILE_KNOBS, lifted.notes
+    assert {p.name for p in lifted.params} == {*TILE_KNOBS, "VEC"}, lifted.notes
     assert lifted.block == ("BN // TN", "BM // TM")
     walks = [r for r in _reasons(lifted, "REGISTER_TILE") if "stepped along k" in r]
     assert len(walks) == 2, lifted.notes
+    assert next(p for p in lifted.params if p.name == "VEC").spec["values"] == [1, 8]
     template = lifted_template(lifted, s.entry)
     default = template.default_config()
-    assert (default["BM"], default["BN"], default["BK"], default["TM"], default["TN"]) == \
-        (16, 16, 16, 1, 1)
+    assert (default["BM"], default["BN"], default["BK"], default["TM"], default["TN"],
+            default["VEC"]) == (16, 16, 16, 1, 1, 1)
 
 
 @needs_gxx
@@ -184,15 +212,27 @@ def test_each_half_spelling_writes_the_bits_of_the_kernel_as_written(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     s = SPELLINGS[name]
     template = lifted_template(s.lift(), s.entry)
-    env = {**ENV, "elem_bytes": 4}
-    written = _host_run(s, s.source, [3, 3], [16, 16], tmp_path / "written", host_flags)
-    # the kernel as written is right (half-rounded output: a half's relative step)
-    assert np.allclose(written, _reference(s), rtol=1e-3, atol=1e-3)
-    for i, config in enumerate(_configs(template, env)):
-        launch = template.launch_for(dict(config), env)
-        got = _host_run(s, template.render(dict(config), "fp32").source, list(launch.grid),
-                        list(launch.block), tmp_path / f"c{i}", host_flags)
+    written = _written(s, ENV, tmp_path / "written", host_flags)
+    for i, config in enumerate(_configs(template, {**ENV, "elem_bytes": 4})):
+        got, _ = _lifted_run(s, template, config, ENV, tmp_path / f"c{i}", host_flags)
         assert np.array_equal(got, written), config
+
+
+@needs_gxx
+@pytest.mark.timeout(180)
+def test_aligned_rows_take_the_16_byte_half_loads_and_write_the_same_bits(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """Rows of whole 16-byte runs: the VEC = 8 config loads most of both tiles eight halves
+    at a time (the ragged last rows of A as written), and writes the kernel's bits."""
+    s = SPELLINGS["half_alpha_beta"]
+    template = lifted_template(s.lift(), s.entry)
+    written = _written(s, ALIGNED, tmp_path / "written", host_flags)
+    config = {**template.default_config(), **SAMPLED}
+    got, loads = _lifted_run(s, template, config, ALIGNED, tmp_path / "vec", host_flags)
+    assert np.array_equal(got, written)
+    # A: 37 rows of 40 halves, B: 40 rows of 48, in runs of 8 (a tile past M or K is
+    # zero-filled as written, never loaded)
+    assert loads >= (32 * 40 + 40 * 48) // 8, loads
 
 
 # -- refusals ------------------------------------------------------------------------------

@@ -21,6 +21,13 @@ is BK. Anything the analysis does not model (a barrier elsewhere, a thread-depen
 that is reassigned, T multiplied by a thread index, an early return) refuses the transform
 with its reason and line.
 
+A pointer (or index) set per thread before the loop and stepped by the same amount for
+every thread after each tile (``pa += T``) is its initial value plus one uniform offset
+(:mod:`.regtile_walk`); it is inlined at each virtual thread with that offset. Tiles may be
+of float loaded from half-precision matrices (``__half2float`` at the store) or of half;
+the epilogue is any per-output code that reads the accumulators (``alpha * acc``,
+``alpha * acc + beta * C``, a bias and an activation), run once per virtual thread.
+
 The 1-D spelling (a block of ``T * T`` threads split into row and column by ``/ T`` and
 ``% T``, tiles declared flat ``[T * T]`` and read ``S[r * T + c]``) is read through
 :mod:`.regtile_split` as that same 2-D kernel; its template keeps a 1-D block of

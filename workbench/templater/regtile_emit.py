@@ -31,6 +31,7 @@ from workbench.templater.regtile_space import (
     bind_launch_bounds,
 )
 from workbench.templater.regtile_vec import (
+    HALF_TYPES,
     VEC_WIDTH,
     NotVector,
     VectorLoop,
@@ -74,7 +75,8 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     space = SpaceNames(n["BM"], n["BN"], n["BK"], n["TM"], n["TN"], n["VEC"])
     add_space(plan, space, WrittenSizes(g.block_size["y"], g.block_size["x"], g.k_size),
               where=f"{line(plan.body)}", loop=loop, acc=g.accumulators[0].decl,
-              acc_name=g.accumulators[0].name, vectorized=w.vectorized, smem=w.smem_bytes())
+              acc_name=g.accumulators[0].name, vectorized=w.vectorized, smem=w.smem_bytes(),
+              vec_width=w.vec_width or VEC_WIDTH)
     _findings(g, n, loop)
 
 
@@ -89,6 +91,9 @@ class _Writer:
         self.role_ext = {"y": n["BM"], "x": n["BN"], "k": n["BK"]}
         self.threads = f"{n['THREADS_X']} * {n['THREADS_Y']}"
         self.vectorized: list[str] = []  # the inner extents of the tiles loaded with float4
+        # elements per 16-byte load of the vectorized tiles (4 floats, 8 halves): one VEC
+        # knob has one meaning, so a store of another width keeps its scalar loads
+        self.vec_width: int | None = None
         self.one_d = g.split is not None  # a 1-D block of THREADS_X * THREADS_Y threads
 
     def extents(self, tl: Tile) -> list[str]:
@@ -176,7 +181,7 @@ class _Writer:
         if not run:
             return []
         ind2 = self.ind2
-        return [f"#if {self.n['VEC']} == {VEC_WIDTH}",
+        return [f"#if {self.n['VEC']} == {self.vec_width or VEC_WIDTH}",
                 *(ind2 + x for x in vector_section([v for _, v in run], self.n["VEC"])),
                 "#else", *(x for scalar, _ in run for x in scalar), "#endif"]
 
@@ -196,8 +201,14 @@ class _Writer:
             e0, e1, threads, [f"const int wb_r = wb_e / ({e1}), wb_c = wb_e % ({e1});",
                               scalar])]
         vec = _vector_store(g, s, dims)
+        if vec is not None and self.vec_width not in (None, vec.width):
+            g.plan.note("VEC", False, f"the store loads {vec.width} elements a 16-byte load "
+                        f"where another tile's loads take {self.vec_width}: one VEC knob, one "
+                        "width; this tile's loads stay scalar", s)
+            vec = None
         if vec is None:
             return loop_as_written, None
+        self.vec_width = vec.width
         self.vectorized.append(e1)
 
         def at(m: Node, c: str) -> str:
@@ -315,11 +326,12 @@ def _vector_store(g: Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | 
             return None
         return leaf
 
-    def runs_along_row(index: Node) -> bool | None:
-        return unit_stride(index, at)
+    def runs_along_row(index: Node, width: int, pointer: Node | None) -> bool | None:
+        return unit_stride(index, at, width=width, pointer=pointer)
     try:
         return analyse_store(stmt, float_pointers(g.plan, g.body), set(g.tiles),
-                             runs_along_row)
+                             runs_along_row,
+                             float_pointers(g.plan, g.body, HALF_TYPES, "fp16"))
     except NotVector as exc:
         g.plan.note("VEC", False, f"{exc}: the tile's loads stay scalar", stmt)
         return None

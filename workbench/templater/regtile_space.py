@@ -49,8 +49,9 @@ RULES = """
   up): there a 4 x 4 tile covers the block with at most 256 threads and twice the FMAs per
   load of 2 x 2 / 2 x 4 tiles; the small tiles stay for small block tiles (small or batched
   matrices, many blocks).
-- Register-tiled configs load their tiles with the widest vector (VEC = 4, 16 bytes):
-  every register-tiled SGEMM loads its tiles 128 bits at a time where aligned, and the
+- Register-tiled configs load their tiles with the widest vector (16 bytes: VEC = 4
+  floats, or 8 halves where the tiles are loaded from half-precision matrices): every
+  register-tiled GEMM loads its tiles 128 bits at a time where aligned, and the
   vector path falls back to the loads as written wherever a run of four is not aligned or
   not in bounds, so it is never wrong and costs only that test; VEC = 1 stays for the
   one-output-per-thread configs (the kernel as written).
@@ -80,7 +81,7 @@ class WrittenSizes:
 
 def add_space(plan: Plan, n: SpaceNames, written: WrittenSizes, *, where: str,
               loop: Node, acc: Node, acc_name: str, vectorized: Sequence[str],
-              smem: str) -> None:
+              smem: str, vec_width: int = VEC_WIDTH) -> None:
     """The parameters and constraints of a register-tiled GEMM. ``vectorized``: the inner
     extents of the tiles loaded with float4 (empty: no VEC knob); ``smem``: the shared
     bytes of the tiles as an expression of the parameters."""
@@ -107,7 +108,7 @@ def add_space(plan: Plan, n: SpaceNames, written: WrittenSizes, *, where: str,
     plan.constrain(f"{threads} <= 1024")
     _narrow_to_gemm_practice(plan, n)
     if vectorized:
-        _vector_knob(plan, n, vectorized, loop)
+        _vector_knob(plan, n, vectorized, loop, vec_width)
     plan.constrain(f"{smem} <= {_MAX_SMEM}")
 
 
@@ -119,16 +120,18 @@ def _narrow_to_gemm_practice(plan: Plan, n: SpaceNames) -> None:
     plan.constrain(f"{tm} * {tn} >= 2 * ({tm} + {tn}) or {n.bm} * {n.bn} <= 1024")
 
 
-def _vector_knob(plan: Plan, n: SpaceNames, vectorized: Sequence[str], loop: Node) -> None:
-    plan.add_param(n.vec, {"kind": "choice", "values": [1, VEC_WIDTH], "default": 1,
-                           "description": f"{VEC_WIDTH}: float4 loads of the tiles where a "
-                                          "run of four is aligned and in bounds (as "
+def _vector_knob(plan: Plan, n: SpaceNames, vectorized: Sequence[str], loop: Node,
+                 width: int = VEC_WIDTH) -> None:
+    what = "float4 loads of the tiles where a run of four" if width == VEC_WIDTH else \
+        f"16-byte loads of {width} halves of the tiles where a run of {width}"
+    plan.add_param(n.vec, {"kind": "choice", "values": [1, width], "default": 1,
+                           "description": f"{width}: {what} is aligned and in bounds (as "
                                           "written: 1)"},
                    f"{line(loop)}: the tiles' cooperative loads")
-    whole = " and ".join(f"{e} % {VEC_WIDTH} == 0" for e in sorted(set(vectorized)))
+    whole = " and ".join(f"{e} % {width} == 0" for e in sorted(set(vectorized)))
     plan.constrain(f"{n.vec} == 1 or ({whole})")
     # the third rule; a tile extent the vectors cannot split keeps the scalar loads
-    plan.constrain(f"{n.tm} * {n.tn} == 1 or {n.vec} == {VEC_WIDTH} or not ({whole})")
+    plan.constrain(f"{n.tm} * {n.tn} == 1 or {n.vec} == {width} or not ({whole})")
 
 
 def bind_launch_bounds(plan: Plan, threads: str) -> None:

@@ -1,5 +1,5 @@
-"""Vector (float4) loads of a register-tiled GEMM's shared tiles (the VEC knob of
-:mod:`.regtile`).
+"""Vector (16-byte) loads of a register-tiled GEMM's shared tiles (the VEC knob of
+:mod:`.regtile`): four floats, or eight halves.
 
 A tile's cooperative store, as the author wrote it, gives the tile element at position
 ``(r, c)`` (``c`` along the tile's inner extent) as ``guard ? X[idx] : other``, as an if/else
@@ -23,6 +23,17 @@ So every config reads exactly the elements the kernel as written reads, and writ
 values; the constraint ``<inner extent> % 4 == 0`` keeps the runs inside a tile row. Stores
 of any other form (a computed value, a load of another type, an index that does not run
 along the tile's row) are refused with their line and keep the scalar loop.
+
+Half precision: ``X`` a pointer to ``__half``, the value stored ``X[idx]`` or ``*address``
+as is (a half tile) or converted by ``__half2float`` (a float tile). ``VEC == 8``: eight
+neighbouring positions a thread, one 16-byte load (a ``uint4``) under the same three run-time
+tests (all eight in bounds, one contiguous run, 16-byte aligned); half q is the low (even q)
+or high 16 bits of word q / 2 (little-endian), taken from the register and converted as the
+kernel as written converts it, so each position gets the bits it gets as written. The
+constraint is then ``<inner extent> % 8 == 0``. A kernel whose tiles would need both widths
+keeps the second width's loads scalar (one VEC knob, one meaning). Whether a load runs along
+the row is evaluated on the address (a local pointer that moves with the thread position
+included).
 """
 
 from __future__ import annotations
@@ -40,6 +51,12 @@ from workbench.templater.plan import Plan
 VEC_WIDTH = 4
 #: the one spelling of a 16-byte load of the run at ``wb_p`` (the host tests count them by it)
 VECTOR_LOAD = "const float4 wb_v = *reinterpret_cast<const float4*>(wb_p);"
+#: halves per 16-byte load, and its one spelling (eight halves in the four words of a uint4)
+HALF_WIDTH = 8
+HALF_VECTOR_LOAD = "const uint4 wb_v = *reinterpret_cast<const uint4*>(wb_p);"
+HALF_TYPES = frozenset({"__half", "half"})
+#: the calls that convert one loaded half to float as it is stored (the value is exact)
+HALF_CONVERSIONS = frozenset({"__half2float"})
 
 
 class NotVector(WorkbenchError):
@@ -55,6 +72,12 @@ class VectorStore:
     guard: Node | None
     load: Node
     statement: Node
+    width: int = VEC_WIDTH  # elements per 16-byte load: 4 floats or 8 halves
+    convert: str | None = None  # the conversion around a half load (``__half2float``)
+
+    @property
+    def elem(self) -> str:
+        return "float" if self.width == VEC_WIDTH else "__half"
 
 
 def _assignment(stmt: Node) -> Node | None:
@@ -68,11 +91,13 @@ def _assignment(stmt: Node) -> Node | None:
     return None
 
 
-def float_pointers(plan: Plan, body: Node) -> set[str]:
-    """Names declared as pointers to (const) float: kernel parameters and locals."""
-    out = {p.name for p in plan.kernel.params if p.is_pointer and p.dtype == "f32"}
+def float_pointers(plan: Plan, body: Node, types: frozenset[str] = frozenset({"float"}),
+                   dtype: str = "f32") -> set[str]:
+    """Names declared as pointers to (const) float (or to ``types`` whose kernel-parameter
+    dtype is ``dtype``): kernel parameters and locals."""
+    out = {p.name for p in plan.kernel.params if p.is_pointer and p.dtype == dtype}
     for n in walk(body):
-        if n.type != "declaration" or text(n.child_by_field_name("type")) != "float":
+        if n.type != "declaration" or text(n.child_by_field_name("type")) not in types:
             continue
         for d in n.children_by_field_name("declarator"):
             inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
@@ -135,18 +160,23 @@ def evaluate(node: Node, leaf: Callable[[Node], int | Node | None],
 
 
 def unit_stride(index: Node, at: Callable[[int, int], Callable[[Node], int | Node | None]],
-                trials: int = 4) -> bool | None:
-    """Whether ``index`` at tile position (r, c + q) is ``index(r, c) + q`` for q < 4, on
-    random values of everything block-uniform (None: an expression it cannot evaluate).
-    ``at(r, c)`` is the leaf lookup with the thread position at (r, c)."""
+                trials: int = 4, width: int = VEC_WIDTH,
+                pointer: Node | None = None) -> bool | None:
+    """Whether ``index`` at tile position (r, c + q) is ``index(r, c) + q`` for q < width,
+    on random values of everything block-uniform (None: an expression it cannot evaluate).
+    ``at(r, c)`` is the leaf lookup with the thread position at (r, c); ``pointer``, where
+    given, is added to the index (a local pointer that moves with the position)."""
     rng = random.Random(28)
+
+    def address(r: int, c: int, seen: dict[str, int]) -> int:
+        moved = evaluate(pointer, at(r, c), seen, rng) if pointer is not None else 0
+        return moved + evaluate(index, at(r, c), seen, rng)
     try:
         for _ in range(trials):
             seen: dict[str, int] = {}
-            r, c = rng.randrange(0, 64), rng.randrange(0, 64) * VEC_WIDTH
-            base = evaluate(index, at(r, c), seen, rng)
-            if any(evaluate(index, at(r, c + q), seen, rng) != base + q
-                   for q in range(1, VEC_WIDTH)):
+            r, c = rng.randrange(0, 64), rng.randrange(0, 64) * width
+            base = address(r, c, seen)
+            if any(address(r, c + q, seen) != base + q for q in range(1, width)):
                 return False
     except _Unknown:
         return None
@@ -154,10 +184,14 @@ def unit_stride(index: Node, at: Callable[[int, int], Callable[[Node], int | Nod
 
 
 def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
-                  runs_along_row: Callable[[Node], bool | None]) -> VectorStore:
+                  runs_along_row: Callable[[Node, int, Node | None], bool | None],
+                  halves: set[str] | None = None) -> VectorStore:
     """The parts of ``stmt`` the vector path needs; NotVector with the reason otherwise.
-    ``runs_along_row(idx)``: the load's index is the position along the tile's row plus
-    a value fixed for the row (None: an index the probe could not evaluate)."""
+    ``runs_along_row(idx, width, pointer)``: the load's index plus its pointer (or a
+    ``*address`` load's address) is the position along the tile's row plus a value fixed for
+    the row, over ``width`` positions (None: an index the probe could not evaluate). ``pointers``: pointers to
+    float; ``halves``: pointers to half (eight a load, each stored as written or converted
+    by ``__half2float``)."""
     guard: Node | None = None
     if stmt.type == "if_statement":
         cond = stmt.child_by_field_name("condition")
@@ -178,16 +212,18 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     if guard is None and value.type == "conditional_expression":
         guard = value.child_by_field_name("condition")
         value = strip(value.child_by_field_name("consequence"))  # type: ignore[arg-type]
-    if value.type != "subscript_expression":
-        raise NotVector(f"the stored value `{text(value)}` is not a load `X[index]`")
-    array = strip(value.child_by_field_name("argument"))  # type: ignore[arg-type]
-    if array.type != "identifier" or text(array) in tiles or text(array) not in pointers:
+    convert = _conversion(value)
+    if convert is not None:
+        value = strip(value.child_by_field_name("arguments").named_children[0])  # type: ignore[union-attr]
+    array, index = _load_parts(value)
+    halves = halves or set()
+    width = HALF_WIDTH if text(array) in halves else VEC_WIDTH
+    if array.type != "identifier" or text(array) in tiles or \
+            text(array) not in (halves if convert is not None else pointers | halves):
         raise NotVector(f"`{text(array)}` is not a pointer to float (float4 loads need "
-                        "4-byte elements)")
-    index = value.child_by_field_name("indices") or value.child_by_field_name("index")
-    if index is not None and index.type == "subscript_argument_list":
-        index = index.named_children[0] if index.named_child_count == 1 else None
-    along = runs_along_row(index) if index is not None else None
+                        "4-byte elements) nor to half (eight a 16-byte load)")
+    along = runs_along_row(index, width, array if value.type == "subscript_expression"
+                           else None) if index is not None else None
     if along is None:
         raise NotVector(f"the index of `{text(value)}` is not an integer expression the "
                         "analysis evaluates")
@@ -200,7 +236,36 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     if guard is not None and any(n.type in ("call_expression", "assignment_expression",
                                             "update_expression") for n in walk(guard)):
         raise NotVector(f"the guard `{text(guard)}` has effects or calls")
-    return VectorStore(target, guard, value, stmt)
+    return VectorStore(target, guard, value, stmt, width, convert)
+
+
+def _conversion(value: Node) -> str | None:
+    """The name of a one-argument half-to-float conversion ``value`` is a call of, or None."""
+    if value.type != "call_expression":
+        return None
+    fn, args = value.child_by_field_name("function"), value.child_by_field_name("arguments")
+    if fn is None or args is None or text(fn) not in HALF_CONVERSIONS or \
+            args.named_child_count != 1:
+        return None
+    return text(fn)
+
+
+def _load_parts(value: Node) -> tuple[Node, Node | None]:
+    """(pointer, index) of a load ``X[index]``, (pointer, address) of ``*X`` or
+    ``*(X + e)``; NotVector for any other value."""
+    if value.type == "subscript_expression":
+        array = strip(value.child_by_field_name("argument"))  # type: ignore[arg-type]
+        index = value.child_by_field_name("indices") or value.child_by_field_name("index")
+        if index is not None and index.type == "subscript_argument_list":
+            index = index.named_children[0] if index.named_child_count == 1 else None
+        return array, index
+    if value.type == "pointer_expression" and \
+            text(value.child_by_field_name("operator")) == "*":
+        address = strip(value.child_by_field_name("argument"))  # type: ignore[arg-type]
+        parts = address.named_children if address.type == "binary_expression" and \
+            text(address.child_by_field_name("operator")) == "+" else [address]
+        return strip(parts[0]), address
+    raise NotVector(f"the stored value `{text(value)}` is not a load `X[index]`")
 
 
 def per_thread_loop(rows: str, cols: str, threads: str, body: list[str], *,
@@ -238,10 +303,12 @@ class VectorLoop:
 
 def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, rows: str,
                 cols: str, threads: str, tag: str) -> VectorLoop:
-    """The ``#if VEC == 4`` path of one store. ``at(node, c)`` renders ``node`` at the row
-    ``wb_r`` and the inner position ``c``; ``scalar`` is the store as written at (wb_r, wb_c);
-    ``tag`` makes the register array's name unique in the body."""
-    w = VEC_WIDTH
+    """The ``#if VEC == <width>`` path of one store. ``at(node, c)`` renders ``node`` at the
+    row ``wb_r`` and the inner position ``c``; ``scalar`` is the store as written at
+    (wb_r, wb_c); ``tag`` makes the register array's name unique in the body."""
+    w = v.width
+    half = w != VEC_WIDTH
+    load, vtype = (HALF_VECTOR_LOAD, "uint4") if half else (VECTOR_LOAD, "float4")
     pos = ["wb_c4"] + [f"(wb_c4 + {q})" for q in range(1, w)]
     checks = ["((unsigned long long)wb_p & 15) == 0"]
     if v.guard is not None:
@@ -254,19 +321,28 @@ def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, 
     # wb_e >= 0: unsigned / and % (a shift and a mask for power-of-two extents)
     place = [f"const int wb_r = (int)((unsigned)wb_e / (unsigned)(({cols}) / {w})), "
              f"wb_c4 = (int)((unsigned)wb_e % (unsigned)(({cols}) / {w})) * {w};",
-             f"const float* wb_p = &{at(v.load, pos[0])};"]
+             f"const {v.elem}* wb_p = &{at(v.load, pos[0])};"]
+
+    def element(src: str, q: int) -> str:
+        if not half:
+            return f"{src}.{lanes[q]}"
+        # half q of the run: the low (even q) or high half of word q / 2 (little-endian),
+        # taken from the register as is, converted where the kernel as written converts
+        bits = f"__ushort_as_half((unsigned short)({src}.{lanes[q // 2]} >> {16 * (q % 2)}))"
+        return f"{v.convert}({bits})" if v.convert is not None else bits
 
     def put(src: str) -> list[str]:
-        return [f"{at(v.target, c)} = {src}.{lanes[q]};" for q, c in enumerate(pos)]
+        return [f"{at(v.target, c)} = {element(src, q)};" for q, c in enumerate(pos)]
 
     def loop(body: list[str]) -> list[str]:
         return per_thread_loop(rows, cols, threads, body, width=w)
     guarded = [
         *place,
-        "// one 16-byte load where the four elements are the ones the kernel as written",
+        f"// one 16-byte load where the {'four' if w == 4 else 'eight'} elements are the "
+        "ones the kernel as written",
         "// reads, one aligned run; the store as written at each position otherwise",
         f"if ({ok}) {{",
-        "  " + VECTOR_LOAD,
+        "  " + load,
         *("  " + x for x in put("wb_v")),
         "} else {",
         f"  for (int wb_q = 0; wb_q < {w}; ++wb_q) {{",
@@ -277,8 +353,8 @@ def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, 
     return VectorLoop(
         check=per_thread_loop(rows, cols, threads, [*place, f"wb_fast &= {every};"], width=w,
                               unroll="1"),
-        loads=[f"float4 wb_v{tag}[{per}];",
-               *loop([*place, VECTOR_LOAD, f"wb_v{tag}[wb_s] = wb_v;"])],
+        loads=[f"{vtype} wb_v{tag}[{per}];",
+               *loop([*place, load, f"wb_v{tag}[wb_s] = wb_v;"])],
         stores=loop([place[0], *put(f"wb_v{tag}[wb_s]")]),
         guarded=loop(guarded))
 
