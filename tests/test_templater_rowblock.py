@@ -184,6 +184,17 @@ def test_the_folder_offers_powers_of_two_naming_the_helpers_tree() -> None:
         result.notes
 
 
+def test_the_write_loop_keeps_its_alias_refusal() -> None:
+    """The second loop reads x[c] and w[c] after the barrier, in the loop that writes y[c]:
+    not read-all-then-write. With y a few halves past x, a vector store by one thread
+    overwrites halves another thread has yet to read, so VEC stays refused there (the first
+    loop, which only reads, is vectorized)."""
+    result = offline_template(load_kernel_folder(RMS))
+    assert any("`y` is written, is not __restrict__ and may alias w, x (line 38)" in n
+               for n in result.notes), result.notes
+    assert any("VEC: applied: loop over c vectorized (line 32)" in n for n in result.notes)
+
+
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_each_spelling_of_the_tree_restricts_the_block(name: str, tmp_path: Path) -> None:
     result = offline_template(_spelled(tmp_path, SPELLINGS[name], _BLOCKS[name]))
