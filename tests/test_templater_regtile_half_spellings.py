@@ -6,7 +6,8 @@ folder itself).
 ``alpha * sum + beta * C``, integer indices that walk along k (``ia += TS``,
 ``ib = ib + TS * n``), if/else stores, a count of tiles and ``blockDim`` offsets.
 ``half_bias_relu``: a linear layer with a bias + ReLU epilogue and a half output, a
-``constexpr`` tile, a padded tile and walking pointers read as ``p[0]`` and ``*p``.
+``constexpr`` tile, a padded tile and walking pointers read as ``p[0]`` and ``*p``; the
+same with the pointers stepped in the loop header (``k0 += T, xp += T, ...``).
 
 Each lifts BM / BN / BK / TM / TN; on the host its default, its all-ends corners (first and
 last; every one under ``WORKBENCH_FULL_MATRIX=1``) and a sampled mid-space config write the
@@ -119,7 +120,16 @@ extern "C" __global__ void linear_relu(__half* out, const __half* x, const __hal
 """, "linear_relu", {"rows": "M", "cols": "N", "depth": "K"},
     "linear_relu(o, a, b, bias, M, N, K)", "o")
 
-SPELLINGS = {"half_alpha_beta": HALF_ALPHA_BETA, "half_bias_relu": HALF_BIAS_RELU}
+#: the same layer with its pointers stepped in the loop header (a comma expression)
+HALF_BIAS_RELU_HEADER_STEPS = HalfGemm(
+    HALF_BIAS_RELU.source.replace(
+        "k0 += kTile) {", "k0 += kTile, xp += kTile, wp += (long long)kTile * cols) {").replace(
+        "    xp += kTile;\n    wp += (long long)kTile * cols;\n", ""),
+    HALF_BIAS_RELU.entry, HALF_BIAS_RELU.scalars, HALF_BIAS_RELU.call, HALF_BIAS_RELU.output)
+assert "wp += (long long)kTile * cols;" not in HALF_BIAS_RELU_HEADER_STEPS.source
+
+SPELLINGS = {"half_alpha_beta": HALF_ALPHA_BETA, "half_bias_relu": HALF_BIAS_RELU,
+             "half_bias_relu_header_steps": HALF_BIAS_RELU_HEADER_STEPS}
 #: M, N, K that divide into no tile (every row misaligned for 16-byte loads but some); and
 #: rows of whole 16-byte runs (N and K multiples of 8) with a ragged M
 ENV = {"M": 37, "N": 45, "K": 29}
