@@ -259,6 +259,10 @@ def test_aligned_rows_take_the_16_byte_half_loads_and_write_the_same_bits(
     ([("    ia += TS;\n", ""), ("    __syncthreads();\n    for (int q",
                                 "    ia += TS;\n    __syncthreads();\n    for (int q")],
      "other than after the product", 20),
+    # set from a local that is stepped later: inlined in the loop it would read the new value
+    ([("  int ia = row * k + threadIdx.x;", "  int kofs = 0;\n  int ia = row * k + kofs + threadIdx.x;"),
+      ("    ia += TS;\n", "    ia += TS;\n    kofs += TS;\n")],
+     "is set from `kofs`, which is written again", 12),
 ])
 def test_walking_locals_the_analysis_cannot_follow_are_refused_with_the_line(
         edits: list[tuple[str, str]], reason: str, line: int) -> None:

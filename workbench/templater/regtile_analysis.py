@@ -221,6 +221,7 @@ def analyse(g: Gemm, loop: Node) -> None:
         if g.locals[name].count > 1 or name in g.assigned:
             raise Refused(f"`{name}` depends on the thread index and is reassigned",
                           g.locals[name].decl)
+    _check_inlined_values(g, parts.prologue)
     # the compute: reads at (thread, k) positions, writes only private state
     writes = {w for c in parts.compute for w in _assigned(c)}
     inner_decls = {lo.name for lo in g.locals.values()
@@ -396,6 +397,22 @@ def analyse(g: Gemm, loop: Node) -> None:
         if scale_divisor(plan.grid[g_rule], str(divisor), want) is None:
             raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile "
                           f"{divisor}")
+
+
+def _check_inlined_values(g: Gemm, prologue: list[Node]) -> None:
+    """A thread-dependent local set before the loop is inlined where it is read, inside the
+    loop: its value must read no local that is written again (``pa = A + kk + tx`` with
+    ``kk`` stepped would read the stepped ``kk``); Refused naming both otherwise."""
+    for name in sorted(g.inlinable):
+        lo = g.locals[name]
+        if lo.value is None or not any(p.start_byte <= lo.decl.start_byte < p.end_byte
+                                       for p in prologue):
+            continue
+        for n in walk(lo.value):
+            if n.type == "identifier" and text(n) in g.locals and text(n) in g.assigned:
+                raise Refused(f"`{name}` is set from `{text(n)}`, which is written again: "
+                              f"read where `{name}` is used, it would not be the value "
+                              f"`{name}` was set from", lo.decl)
 
 
 def _walks(g: Gemm, prologue: list[Node]) -> dict[str, Walk]:
