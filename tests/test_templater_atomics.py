@@ -22,9 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from held_back_unseen5 import host_source
 from helpers_templater import FULL_MATRIX, end_configs, host_sample
-from test_corpus_unseen3 import _assert_same, _inputs, _run
-from test_corpus_unseen5 import host_flags, host_source  # noqa: F401  (session fixture)
+from test_corpus_unseen3 import (
+    _assert_same,
+    _inputs,
+    _run,
+    host_flags,  # noqa: F401  (session fixture)
+)
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import lift_kernel, offline_template

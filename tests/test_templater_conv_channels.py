@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from held_back_unseen4 import HOST_EXTRAS, SET, _folder
 from helpers_templater import (
     COOPERATIVE_BLOCK,
     corner_configs,
@@ -40,7 +41,6 @@ from test_corpus_unseen3 import (
     _run,
     host_flags,  # noqa: F401  (session fixture: precompiled headers)
 )
-from test_corpus_unseen4 import HOST_EXTRAS, _folder, _plain_outputs
 
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 
@@ -400,7 +400,7 @@ def test_conv5_channels_lift_matches_the_kernel_and_its_expert(
     template = offline_template(plain).template
     env = plain.env(plain.check_shape, "fp32")
     inputs = _inputs(plain)
-    want = _plain_outputs("conv5_channels", tmp_path / "plain", host_flags)
+    want = SET.plain_outputs("conv5_channels", tmp_path / "plain", host_flags)
     expert = _folder("conv5_channels", expert=True)
     expert_config = {**expert.template.default_config(), "BLOCK_X": 32, "BLOCK_Y": 4,
                      "ITEMS_X": 2, "ITEMS_Y": 4, "USE_SMEM": 1}

@@ -22,18 +22,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from held_back_unseen5 import ROOT, host_source
 from helpers_nvcc import needs_nvcc
 from helpers_templater import (
     corner_configs,
     host_sample,
 )
-from test_corpus_unseen3 import _SPILLS, _ptxas_log
-from test_corpus_unseen5 import (
-    ROOT,
+from test_corpus_unseen3 import (
+    _SPILLS,
     _inputs,
+    _ptxas_log,
     _run,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
-    host_source,
 )
 
 from workbench.core.kernel_folder import load_kernel_folder

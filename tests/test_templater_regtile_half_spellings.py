@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
-from test_corpus_unseen5 import (
+from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 from test_templater_regtile_half import SAMPLED, TILE_KNOBS, _configs, _reasons, host_half
