@@ -528,34 +528,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if len(after) != 1:
         raise Refused("the window loop is not followed by exactly one store", top)
     store_stmt = after[0]
-    store = _store(store_stmt)
-    if store is None:
-        raise Refused(f"`{text(store_stmt)}` is not the store `out[i] = f(acc)`", store_stmt)
-    target, rhs = store
-    out = text(strip(target.child_by_field_name("argument")))  # type: ignore[arg-type]
-    if out == src or not plan.pointer(out):
-        raise Refused(f"the store writes {out}: the output must be a pointer other than "
-                      f"the input {src}", store_stmt)
-    if y in expr.names(rhs) or src in expr.names(rhs):
-        raise Refused(f"the stored value `{text(rhs)}` depends on {y} besides the accumulator",
-                      rhs)
-    writes = [n for n in walk(plan.body) if n.type in ("assignment_expression",
-                                                       "update_expression")
-              and strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
-                        or n).type == "subscript_expression"]
-    if len(writes) != 1:
-        raise Refused("the kernel stores to memory more than once", writes[-1] if writes
-                      else store_stmt)
-    opaque: list[Node] = []
-    center = expr.poly(_index(target), opaque)
-    step = derivative(center, y)
-    if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
-        raise Refused(f"the index of {out} is not linear in {y}", target)
-    init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
-    assert init is not None
-    if expr.names(init) & {y, x}:
-        raise Refused(f"the accumulator's initial value `{text(init)}` depends on the point",
-                      init)
+    target, rhs, out, step, init = checked_store(plan, expr, store_stmt, decl, src, (x, y))
     grid_y = scale_divisor(plan.grid[1], plan.block[1], "BLOCK_Y * OUT_Y")
     grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X")
     if grid_y is None or grid_x is None:
@@ -674,6 +647,47 @@ def _acc_decl(stmts: list[Node], acc: str) -> Node | None:
                                   s)
                 return s
     return None
+
+
+def checked_store(plan: Plan, expr: _Expr, store_stmt: Node, decl: Node, src: str,
+                  point: tuple[str, str], also: frozenset[str] = frozenset(),
+                  ) -> tuple[Node, Node, str, Poly, Node]:
+    """The window's one store ``out[i] = f(acc)`` after its taps, checked: the output is a
+    pointer other than the input ``src``; the stored value reads neither the row ``y`` (of
+    ``point = (x, y)``), the input nor ``also`` besides the accumulator; the kernel stores
+    nothing else; the index moves linearly in ``y``; the accumulator (declared by ``decl``)
+    starts from a value that does not depend on the point. Returns (target, value, output
+    name, the index's step in ``y``, the accumulator's initial value); refuses with the
+    line otherwise."""
+    x, y = point
+    store = _store(store_stmt)
+    if store is None:
+        raise Refused(f"`{text(store_stmt)}` is not the store `out[i] = f(acc)`", store_stmt)
+    target, rhs = store
+    out = text(strip(target.child_by_field_name("argument")))  # type: ignore[arg-type]
+    if out == src or not plan.pointer(out):
+        raise Refused(f"the store writes {out}: the output must be a pointer other than "
+                      f"the input {src}", store_stmt)
+    if expr.names(rhs) & ({y, src} | also):
+        raise Refused(f"the stored value `{text(rhs)}` depends on {y} besides the accumulator",
+                      rhs)
+    writes = [n for n in walk(plan.body) if n.type in ("assignment_expression",
+                                                       "update_expression")
+              and strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
+                        or n).type == "subscript_expression"]
+    if len(writes) != 1:
+        raise Refused("the kernel stores to memory more than once", writes[-1] if writes
+                      else store_stmt)
+    opaque: list[Node] = []
+    step = derivative(expr.poly(_index(target), opaque), y)
+    if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
+        raise Refused(f"the index of {out} is not linear in {y}", target)
+    init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    assert init is not None
+    if expr.names(init) & {x, y}:
+        raise Refused(f"the accumulator's initial value `{text(init)}` depends on the point",
+                      init)
+    return target, rhs, out, step, init
 
 
 def _store(stmt: Node) -> tuple[Node, Node] | None:

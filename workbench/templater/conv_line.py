@@ -49,8 +49,8 @@ from workbench.templater.conv import (
     _Expr,
     _pragma,
     _read_bases,
-    _store,
     _window,
+    checked_store,
 )
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.macros import integer_macros
@@ -62,7 +62,6 @@ from workbench.templater.stencil import (
     _bounds_from_above,
     _guard,
     _index,
-    derivative,
     index_decls,
     poly_text,
     statements,
@@ -288,33 +287,11 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         if s not in pragmas and (s.type != "declaration" or acc.acc in expr.names(s)):
             raise Refused(f"`{text(s)}` stands between the accumulator and the tap loop", s)
     after = guarded[guarded.index(loop) + 1:]
-    store = _store(after[0]) if len(after) == 1 else None
-    if store is None:
+    if len(after) != 1:
         raise Refused("the tap loop is not followed by exactly one store `out[i] = f(acc)`",
                       after[0] if after else loop)
-    target, rhs = store
-    out = text(strip(target.child_by_field_name("argument")))  # type: ignore[arg-type]
-    if out == src or not plan.pointer(out):
-        raise Refused(f"the store writes {out}: the output must be a pointer other than the "
-                      f"input {src}", after[0])
-    if y in expr.names(rhs) or src in expr.names(rhs) or t in expr.names(rhs):
-        raise Refused(f"the stored value `{text(rhs)}` depends on {y} besides the accumulator",
-                      rhs)
-    writes = [n for n in walk(plan.body) if n.type in ("assignment_expression",
-                                                       "update_expression")
-              and strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
-                        or n).type == "subscript_expression"]
-    if len(writes) != 1:
-        raise Refused("the kernel stores to memory more than once", writes[-1])
-    opaque: list[Node] = []
-    step = derivative(expr.poly(_index(target), opaque), y)
-    if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
-        raise Refused(f"the index of {out} is not linear in {y}", target)
-    init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
-    assert init is not None
-    if expr.names(init) & {x, y}:
-        raise Refused(f"the accumulator's initial value `{text(init)}` depends on the point",
-                      init)
+    target, rhs, out, step, init = checked_store(plan, expr, after[0], decl, src, (x, y),
+                                                 frozenset({t}))
     _only_row_builtins(plan, ydecl)
     addend = rest[0]
     if acc.cond is not None:
