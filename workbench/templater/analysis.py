@@ -290,3 +290,17 @@ def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLo
     if literal is None and not any(builtin(f, "blockDim") == "x" for f in factors(step)):
         return None
     return StrideLoop(loop, var, typ, start, parts[2], step, literal, grid)
+
+
+#: The statements that repeat their body.
+LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def inside_loop(node: Node, body: Node) -> bool:
+    """A loop between ``node`` and ``body`` (``body`` itself not counted) holds ``node``."""
+    up = node.parent
+    while up is not None and up != body:
+        if up.type in LOOPS:
+            return True
+        up = up.parent
+    return False

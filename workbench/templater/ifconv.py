@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.core.identifiers import identifier_problem
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import LOOPS, inside_loop, line, text, walk
 from workbench.templater.bounds import in_bounds
 from workbench.templater.ilp import IT
 from workbench.templater.plan import Plan
@@ -39,9 +39,8 @@ from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
 
 NAME = "BRANCHLESS"
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _FORBIDDEN = {
-    **{t: "a loop" for t in _LOOPS},
+    **{t: "a loop" for t in LOOPS},
     "if_statement": "a nested `if`", "switch_statement": "a `switch`",
     "return_statement": "`return`", "break_statement": "`break`",
     "continue_statement": "`continue`", "goto_statement": "`goto`",
@@ -68,7 +67,7 @@ def apply_ifconv(plan: Plan) -> bool:
         return False
     found: list[_Candidate] = []
     for stmt in walk(plan.body):
-        if stmt.type != "if_statement" or not _inside_loop(stmt, plan.body):
+        if stmt.type != "if_statement" or not inside_loop(stmt, plan.body):
             continue
         try:
             found.append(_candidate(plan, stmt))
@@ -88,15 +87,6 @@ def apply_ifconv(plan: Plan) -> bool:
         plan.note(NAME, True, f"both sides computed, then {', '.join(names) or 'nothing'} "
                   "selected by the condition", cand.stmt)
     return True
-
-
-def _inside_loop(node: Node, body: Node) -> bool:
-    up = node.parent
-    while up is not None and up != body:
-        if up.type in _LOOPS:
-            return True
-        up = up.parent
-    return False
 
 
 def _candidate(plan: Plan, stmt: Node) -> _Candidate:
@@ -229,7 +219,7 @@ def _squash(s: str) -> str:
 def _conditional(n: Node, top: Node) -> bool:
     up = n.parent
     while up is not None and up != top.parent:
-        if up.type in (*_LOOPS, "if_statement", "switch_statement", "conditional_expression") \
+        if up.type in (*LOOPS, "if_statement", "switch_statement", "conditional_expression") \
                 or (up.type == "binary_expression" and
                     any(text(c) in ("&&", "||") for c in up.children)):
             return True

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import inside_loop, text, walk
 from workbench.templater.item_state import declarator_name
 from workbench.templater.plan import Plan
 from workbench.templater.purity import FLOAT_CALLS
 
 NAME = "FAST_DIV"
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _MACRO = (f"#if {NAME}\n#define WB_DIV(a, b) __fdividef((a), (b))\n#else\n"
           "#define WB_DIV(a, b) ((a) / (b))\n#endif")
 #: fp32 math calls (a ``float`` result): the ``f``-suffixed functions and the intrinsics
@@ -49,7 +48,7 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
         for n in walk(body):
             if n.type == "binary_expression" and \
                     text(n.child_by_field_name("operator")) == "/" and \
-                    (name in looped or _in_loop(n, body)) and \
+                    (name in looped or inside_loop(n, body)) and \
                     _fp32_division(plan, n, types):
                 _rewrite(plan, n)
                 count += 1
@@ -66,21 +65,10 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     return True
 
 
-def _in_loop(node: Node, body: Node) -> bool:
-    """``node`` runs in a loop of ``body`` (the work a compute-bound kernel repeats; a
-    division made once per item is not worth a knob)."""
-    up = node.parent
-    while up is not None and up != body:
-        if up.type in _LOOPS:
-            return True
-        up = up.parent
-    return False
-
-
 def _called_in_loops(body: Node) -> set[str]:
     """The functions the kernel ``body`` calls inside a loop."""
     return {text(n.child_by_field_name("function")) for n in walk(body)
-            if n.type == "call_expression" and _in_loop(n, body)}
+            if n.type == "call_expression" and inside_loop(n, body)}
 
 
 def _types(scope: Node, *, top_only: bool) -> dict[str, str]:

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, declared_name, int_value, strip, text, walk
+from workbench.templater.analysis import LOOPS, binary, declared_name, int_value, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
 
-LOOPS = ("for_statement", "while_statement", "do_statement")
 CONTROL = (*LOOPS, "if_statement")
 MAX_FULL_UNROLL = 64  # trips of a loop the UNROLL knob may unroll whole
 

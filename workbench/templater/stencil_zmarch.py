@@ -43,6 +43,7 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     declared_name,
+    inside_loop,
     int_value,
     line,
     shares_or_syncs,
@@ -87,7 +88,7 @@ def _z_loop(plan: Plan) -> Node | None:
     """The first loop ``for (v = 0; v < N; ++v)`` of the body (not inside another loop) whose
     body uses ``v`` and indexes an array."""
     for n in walk(plan.body):
-        if n.type != "for_statement" or _inside_loop(n, plan.body):
+        if n.type != "for_statement" or inside_loop(n, plan.body):
             continue
         init, cond = n.child_by_field_name("initializer"), n.child_by_field_name("condition")
         update, body = n.child_by_field_name("update"), n.child_by_field_name("body")
@@ -103,15 +104,6 @@ def _z_loop(plan: Plan) -> Node | None:
                 any(m.type == "subscript_expression" for m in walk(body)):
             return n
     return None
-
-
-def _inside_loop(node: Node, body: Node) -> bool:
-    up = node.parent
-    while up is not None and up != body:
-        if up.type in ("for_statement", "while_statement", "do_statement"):
-            return True
-        up = up.parent
-    return False
 
 
 def _unit_step(update: Node, var: str) -> bool:
