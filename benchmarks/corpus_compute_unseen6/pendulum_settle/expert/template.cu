@@ -20,8 +20,6 @@
 #define DT 0.02f
 #define MAX_STEPS 1000
 #define SETTLED 1.0e-4f
-#define PRAGMA_(x) _Pragma(#x)
-#define PRAGMA_UNROLL(n) PRAGMA_(unroll n)
 
 __device__ __forceinline__ float sin_of(float v) {
 #if FAST_SIN
@@ -56,7 +54,7 @@ pendulum_settle(float* __restrict__ theta_out, float* __restrict__ omega_out,
     g[u] = in ? damping[i] : 0.0f;
     live[u] = in;
   }
-  PRAGMA_UNROLL(UNROLL)
+#pragma unroll UNROLL
   for (int step = 0; step < MAX_STEPS; ++step) {
     bool any = false;
 #pragma unroll
