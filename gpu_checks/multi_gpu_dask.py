@@ -54,6 +54,7 @@ parts that no longer fit, saying so in the result.
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
 import os
@@ -148,12 +149,7 @@ def task_phases(records: Sequence[Mapping[str, Any]], wall_s: float) -> dict[str
         kind = ("compile" if key.startswith("wb-compile-") else
                 "measure" if key.startswith("wb-measure-") and "under" not in key
                 else "other")
-        computed = []
-        for ss in record.get("startstops") or ():
-            action, start, stop = ((ss.get("action"), ss.get("start"), ss.get("stop"))
-                                   if isinstance(ss, Mapping) else tuple(ss)[:3])
-            if action == "compute" and start is not None and stop is not None:
-                computed.append((float(start), float(stop)))
+        computed = _compute_spans(record)
         row = kinds.setdefault(kind, {"count": 0, "compute_s": 0.0})
         row["count"] += 1
         row["compute_s"] += sum(b - a for a, b in computed)
@@ -170,6 +166,70 @@ def task_phases(records: Sequence[Mapping[str, Any]], wall_s: float) -> dict[str
     out["measure_busy_share"] = {w: round(b / wall_s, 3) if wall_s > 0 else None
                                  for w, b in busy.items()}
     return out
+
+
+def idle_gaps(records: Sequence[Mapping[str, Any]], began: float, ended: float,
+              min_gap_s: float = 0.002) -> dict[str, Any]:
+    """Where each GPU worker had no measure task running, from Dask's task stream (worker
+    clocks, ``time.time()``; ``began``/``ended``: the sweep's ends on the same clock).
+
+    Each gap (longer than ``min_gap_s``) is filed once: ``head`` (before the worker's first
+    measure), ``tail`` (after its last), ``boundary`` (the measures around it belong to two
+    search batches: ``wb-measure-<batch>-<index>``), ``compiled_waiting`` (inside a batch,
+    while at least one compile had finished whose measure had not started on any worker:
+    the dispatch was late) or ``compile_starved`` (inside a batch, nothing compiled was
+    waiting). Seconds and counts per kind, per worker."""
+    compiles_done: list[float] = []
+    measures: dict[str, list[tuple[float, float, str]]] = {}
+    starts: list[float] = []
+    for record in records:
+        key = str(record.get("key", ""))
+        spans = _compute_spans(record)
+        if not spans:
+            continue
+        if key.startswith("wb-compile-") and not key.startswith("wb-compile-nvcc"):
+            compiles_done.append(max(b for _, b in spans))
+        elif key.startswith("wb-measure-") and "under" not in key:
+            batch = key.split("-")[2] if key.count("-") >= 3 else "?"
+            first = min(a for a, _ in spans)
+            starts.append(first)
+            measures.setdefault(str(record.get("worker", "?")), []).append(
+                (first, max(b for _, b in spans), batch))
+    compiles_done.sort()
+    starts.sort()
+
+    def backlog(t: float) -> int:
+        return bisect.bisect_right(compiles_done, t) - bisect.bisect_right(starts, t)
+
+    out: dict[str, Any] = {}
+    for worker, rows in sorted(measures.items()):
+        rows.sort()
+        gaps = [("head", rows[0][0] - began)]
+        end, batch = rows[0][1], rows[0][2]
+        for start, stop, this_batch in rows[1:]:
+            if start > end:
+                gaps.append(("boundary" if this_batch != batch else
+                             "compiled_waiting" if backlog(end) > 0 else "compile_starved",
+                             start - end))
+            if stop > end:
+                end, batch = stop, this_batch
+        gaps.append(("tail", ended - end))
+        out[worker] = {kind: {"count": sum(1 for k, g in gaps if k == kind and g > min_gap_s),
+                              "s": round(sum(g for k, g in gaps if k == kind and g > min_gap_s),
+                                         3)}
+                       for kind in ("head", "tail", "boundary", "compiled_waiting",
+                                    "compile_starved")}
+    return out
+
+
+def _compute_spans(record: Mapping[str, Any]) -> list[tuple[float, float]]:
+    spans = []
+    for ss in record.get("startstops") or ():
+        action, start, stop = ((ss.get("action"), ss.get("start"), ss.get("stop"))
+                               if isinstance(ss, Mapping) else tuple(ss)[:3])
+        if action == "compute" and start is not None and stop is not None:
+            spans.append((float(start), float(stop)))
+    return spans
 
 
 def _union_s(intervals: Sequence[tuple[float, float]]) -> float:
@@ -367,10 +427,11 @@ def _sweep(runner: Any, folder: KernelFolder, shape: str, dtype: str, store_path
         search.events.subscribe(lambda event: on_stored(store))
     cpu_before = cpu_times(_stat(), cores)
     with get_task_stream(client=runner.client) as stream:
-        began = time.perf_counter()
+        began, began_wall = time.perf_counter(), time.time()
         search.run()
-        sweep_s = time.perf_counter() - began
+        sweep_s, ended_wall = time.perf_counter() - began, time.time()
     phases = task_phases(list(stream.data), sweep_s)
+    phases["idle_gaps"] = idle_gaps(list(stream.data), began_wall, ended_wall)
     phases["cpu_busy_share"] = cpu_busy_share(cpu_before, cpu_times(_stat(), cores))
     phases["cores"] = len(cores)
     phases["trials"] = trial_phases(search.results(shape))

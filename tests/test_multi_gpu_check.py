@@ -142,3 +142,41 @@ def test_trial_phases_summarize_each_trials_phase_seconds(check: ModuleType) -> 
     assert phases["spin_up_s"] == {"sum": 0.2, "count": 4, "mean": 0.05, "nonzero": 1}
     assert phases["wait_turn_s"]["sum"] == 0.4
     assert "phases_s" not in check.trial_phases(results[:0])
+
+
+def _task(key: str, worker: str, start: float, stop: float) -> dict[str, object]:
+    return {"key": key, "worker": worker,
+            "startstops": [{"action": "compute", "start": start, "stop": stop}]}
+
+
+def test_idle_gaps_file_each_gap_once_by_why(check: ModuleType) -> None:
+    a = "tcp://a"
+    records = [
+        _task("wb-compile-h1-1", "tcp://c", 0.0, 1.0),
+        _task("wb-compile-h2-1", "tcp://c", 0.0, 1.0),
+        _task("wb-compile-h3-1", "tcp://c", 0.0, 2.5),
+        _task("wb-compile-h4-2", "tcp://c", 0.0, 3.2),
+        _task("wb-measure-1-0", a, 1.0, 2.0),
+        # 2.0 .. 2.2: h2 compiled at 1.0, its measure starts at 2.2: a late dispatch
+        _task("wb-measure-1-1", a, 2.2, 2.4),
+        # 2.4 .. 2.6: h3's compile ends at 2.5, nothing else compiled waits: starved
+        _task("wb-measure-1-2", a, 2.6, 3.0),
+        # 3.0 .. 3.5: the next search batch
+        _task("wb-measure-2-0", a, 3.5, 4.0),
+        _task("wb-measure-under-read-7", a, 4.2, 4.9),  # a confirmation: not the sweep
+        _task("wb-compile-nvcc-h9-3", "tcp://c", 4.0, 4.5),
+    ]
+    gaps = check.idle_gaps(records, began=0.5, ended=4.25)[a]
+    assert gaps["head"] == {"count": 1, "s": 0.5}
+    assert gaps["compiled_waiting"] == {"count": 1, "s": 0.2}
+    assert gaps["compile_starved"] == {"count": 1, "s": 0.2}
+    assert gaps["boundary"] == {"count": 1, "s": 0.5}
+    assert gaps["tail"] == {"count": 1, "s": 0.25}
+
+
+def test_idle_gaps_ignore_overlapping_measures_and_tiny_gaps(check: ModuleType) -> None:
+    a = "tcp://a"
+    records = [_task("wb-measure-1-0", a, 0.0, 1.0), _task("wb-measure-1-1", a, 0.5, 0.8),
+               _task("wb-measure-1-2", a, 1.001, 2.0)]
+    gaps = check.idle_gaps(records, began=0.0, ended=2.0)[a]
+    assert all(v["count"] == 0 for v in gaps.values()), gaps
