@@ -65,7 +65,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -220,6 +220,64 @@ def idle_gaps(records: Sequence[Mapping[str, Any]], began: float, ended: float,
                        for kind in ("head", "tail", "boundary", "compiled_waiting",
                                     "compile_starved")}
     return out
+
+
+def gap_causes(records: Sequence[Mapping[str, Any]], submits: Mapping[str, tuple[str, float]],
+               min_gap_s: float = 0.002) -> dict[str, Any]:
+    """Why each GPU worker's idle gaps (inside the sweep) ended when they did, from the
+    measure task that ended each one: ``submits`` maps a measure key to its compile's key
+    and the driver's ``time.time()`` when it submitted the task (:func:`trace_dispatch`).
+    ``compile_late``: its compile finished after the gap began; ``dispatch_late``: compiled
+    before, submitted by the driver after; ``start_late``: submitted before, started on
+    the worker after (the scheduler's and the worker's latency). Seconds and counts."""
+    compile_done = {str(r.get("key")): max(b for _, b in spans)
+                    for r in records if (spans := _compute_spans(r))
+                    and str(r.get("key", "")).startswith("wb-compile-")}
+    rows: dict[str, list[tuple[float, float, str]]] = {}
+    for record in records:
+        key = str(record.get("key", ""))
+        if key.startswith("wb-measure-") and "under" not in key and (
+                spans := _compute_spans(record)):
+            rows.setdefault(str(record.get("worker", "?")), []).append(
+                (min(a for a, _ in spans), max(b for _, b in spans), key))
+    out: dict[str, Any] = {}
+    for worker, measures in sorted(rows.items()):
+        measures.sort()
+        causes = {k: {"count": 0, "s": 0.0}
+                  for k in ("compile_late", "dispatch_late", "start_late", "unknown")}
+        end = measures[0][1]
+        for start, stop, key in measures[1:]:
+            gap = start - end
+            if gap > min_gap_s:
+                compile_key, submitted = submits.get(key, ("", float("nan")))
+                done = compile_done.get(compile_key)
+                cause = ("unknown" if done is None or submitted != submitted else
+                         "compile_late" if done > end else
+                         "dispatch_late" if submitted > end else "start_late")
+                causes[cause]["count"] += 1
+                causes[cause]["s"] += gap
+            end = max(end, stop)
+        out[worker] = {k: {"count": v["count"], "s": round(v["s"], 3)}
+                       for k, v in causes.items()}
+    return out
+
+
+@contextlib.contextmanager
+def trace_dispatch(runner: Any) -> Iterator[dict[str, tuple[str, float]]]:
+    """While open, each measure task the Dask runner submits is noted: its key -> (its
+    compile's key, ``time.time()`` at submission). Instruments one runner instance."""
+    submits: dict[str, tuple[str, float]] = {}
+    inner = runner._submit_measure
+
+    def noted(candidate: Any, artifact: Any, key: str, index: int) -> Any:
+        submits[key] = (str(getattr(artifact, "key", "")), time.time())
+        return inner(candidate, artifact, key, index)
+
+    runner._submit_measure = noted
+    try:
+        yield submits
+    finally:
+        del runner._submit_measure
 
 
 def _compute_spans(record: Mapping[str, Any]) -> list[tuple[float, float]]:
@@ -426,12 +484,13 @@ def _sweep(runner: Any, folder: KernelFolder, shape: str, dtype: str, store_path
     if on_stored is not None:
         search.events.subscribe(lambda event: on_stored(store))
     cpu_before = cpu_times(_stat(), cores)
-    with get_task_stream(client=runner.client) as stream:
+    with get_task_stream(client=runner.client) as stream, trace_dispatch(runner) as submits:
         began, began_wall = time.perf_counter(), time.time()
         search.run()
         sweep_s, ended_wall = time.perf_counter() - began, time.time()
     phases = task_phases(list(stream.data), sweep_s)
     phases["idle_gaps"] = idle_gaps(list(stream.data), began_wall, ended_wall)
+    phases["gap_causes"] = gap_causes(list(stream.data), submits)
     phases["cpu_busy_share"] = cpu_busy_share(cpu_before, cpu_times(_stat(), cores))
     phases["cores"] = len(cores)
     phases["trials"] = trial_phases(search.results(shape))

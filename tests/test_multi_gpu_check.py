@@ -180,3 +180,43 @@ def test_idle_gaps_ignore_overlapping_measures_and_tiny_gaps(check: ModuleType) 
                _task("wb-measure-1-2", a, 1.001, 2.0)]
     gaps = check.idle_gaps(records, began=0.0, ended=2.0)[a]
     assert all(v["count"] == 0 for v in gaps.values()), gaps
+
+
+def test_gap_causes_name_what_the_next_measure_waited_for(check: ModuleType) -> None:
+    a = "tcp://a"
+    records = [
+        _task("wb-compile-h0-1", "tcp://c", 0.0, 0.5),
+        _task("wb-compile-h1-1", "tcp://c", 0.0, 1.2),   # done after the gap began
+        _task("wb-compile-h2-1", "tcp://c", 0.0, 0.5),
+        _task("wb-compile-h3-1", "tcp://c", 0.0, 0.5),
+        _task("wb-measure-1-0", a, 0.6, 1.0),
+        _task("wb-measure-1-1", a, 1.3, 1.6),   # gap 1.0..1.3: compile late
+        _task("wb-measure-1-2", a, 2.0, 2.2),   # gap 1.6..2.0: submitted at 1.9
+        _task("wb-measure-1-3", a, 2.5, 2.6),   # gap 2.2..2.5: submitted at 2.0, started late
+    ]
+    submits = {"wb-measure-1-0": ("wb-compile-h0-1", 0.55),
+               "wb-measure-1-1": ("wb-compile-h1-1", 1.25),
+               "wb-measure-1-2": ("wb-compile-h2-1", 1.9),
+               "wb-measure-1-3": ("wb-compile-h3-1", 2.0)}
+    causes = check.gap_causes(records, submits)[a]
+    assert causes["compile_late"] == {"count": 1, "s": 0.3}
+    assert causes["dispatch_late"] == {"count": 1, "s": 0.4}
+    assert causes["start_late"] == {"count": 1, "s": 0.3}
+    assert causes["unknown"] == {"count": 0, "s": 0}
+    assert check.gap_causes(records, {})[a]["unknown"]["count"] == 3
+
+
+def test_trace_dispatch_notes_each_submission_and_unwraps(check: ModuleType) -> None:
+    class Runner:
+        def _submit_measure(self, candidate: object, artifact: object, key: str,
+                            index: int) -> str:
+            return f"{key}:{index}"
+
+    class Future:
+        key = "wb-compile-h-1"
+
+    runner = Runner()
+    with check.trace_dispatch(runner) as submits:
+        assert runner._submit_measure(None, Future(), "wb-measure-1-0", 0) == "wb-measure-1-0:0"
+    assert submits["wb-measure-1-0"][0] == "wb-compile-h-1"
+    assert "_submit_measure" not in vars(runner)
