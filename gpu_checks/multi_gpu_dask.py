@@ -563,6 +563,23 @@ def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Pat
         _pin_threads(allowed)
 
 
+def set_measures_per_gpu(n: int) -> None:
+    """The experiment's knob: every module that read ``MEASURES_PER_GPU`` at import sees
+    ``n`` (the driver computes the tasks' resources and the workers' threads from it)."""
+    from workbench.engine import dask_cluster, dask_runner, dask_tasks
+
+    if n < 1:
+        raise SystemExit(f"--measures-per-gpu: got {n}; expected a positive integer")
+    for module in (dask_tasks, dask_runner, dask_cluster):
+        module.MEASURES_PER_GPU = n  # type: ignore[attr-defined]
+
+
+def measures_per_gpu() -> int:
+    from workbench.engine import dask_tasks
+
+    return int(dask_tasks.MEASURES_PER_GPU)
+
+
 def _pin_threads(cores: Sequence[int]) -> None:
     """Every thread of this process on ``cores`` (Linux sets affinity per thread; a new
     thread or process inherits its creator's)."""
@@ -669,9 +686,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--nvrtc", default=None, choices=("off", "on", "all"),
                         help="WORKBENCH_NVRTC for every compile of the run (default: the "
                              "environment's, else off: nvcc alone)")
+    parser.add_argument("--measures-per-gpu", type=int, default=None,
+                        help="an experiment: measure tasks each GPU worker holds at once "
+                             "(default: the product's MEASURES_PER_GPU)")
     parser.add_argument("--plan", action="store_true",
                         help="print what would run (no GPU needed) and exit")
     args = parser.parse_args(argv)
+    if args.measures_per_gpu is not None:
+        set_measures_per_gpu(args.measures_per_gpu)
     if args.nvrtc is not None:  # read by every Compiler, in this process and the workers
         os.environ["WORKBENCH_NVRTC"] = args.nvrtc
     nvrtc_setting = os.environ.get("WORKBENCH_NVRTC", "off") or "off"
@@ -706,7 +728,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"run": run, **info, "kernel": folder.name, "shape": args.shape,
                               "dtype": args.dtype, "batch": args.batch,
                               "cores_per_gpu": args.cores_per_gpu, "command": command,
-                              "nvrtc": nvrtc_setting, "sweeps": [], "skipped": []}
+                              "nvrtc": nvrtc_setting, "sweeps": [], "skipped": [],
+                              "measures_per_gpu": measures_per_gpu()}
     problems = doc_problems(RESULTS / rel, report)
     if problems:
         print(f"the result would not follow the schema: {'; '.join(problems)}",

@@ -220,3 +220,18 @@ def test_trace_dispatch_notes_each_submission_and_unwraps(check: ModuleType) -> 
         assert runner._submit_measure(None, Future(), "wb-measure-1-0", 0) == "wb-measure-1-0:0"
     assert submits["wb-measure-1-0"][0] == "wb-compile-h-1"
     assert "_submit_measure" not in vars(runner)
+
+
+def test_measures_per_gpu_reaches_every_module_that_read_it(check: ModuleType) -> None:
+    from workbench.engine import dask_cluster, dask_runner, dask_tasks
+
+    before = check.measures_per_gpu()
+    try:
+        check.set_measures_per_gpu(8)
+        assert dask_tasks.MEASURES_PER_GPU == dask_runner.MEASURES_PER_GPU == 8
+        assert dask_cluster.threads_per_gpu_worker(2, cpus=32) == 16 + 8
+        with pytest.raises(SystemExit, match="positive integer"):
+            check.set_measures_per_gpu(0)
+    finally:
+        check.set_measures_per_gpu(before)
+    assert check.measures_per_gpu() == before
