@@ -69,6 +69,7 @@ from workbench.engine.sandbox import (
     RUN_PYTHON,
     SandboxLimits,
     SandboxRun,
+    kill_at,
     launcher_command,
     read_output,
 )
@@ -367,18 +368,9 @@ class _Child:
     def ask(self, request: ChildRequest, timeout_s: float) -> tuple[_Reply, bool]:
         """Send one request and wait for its answer, killing the child at ``timeout_s``;
         the reply and whether the deadline killed it."""
-        timed_out = threading.Event()
-
-        def kill() -> None:
-            timed_out.set()
-            self.kill()
-
-        timer = threading.Timer(timeout_s, kill)
-        timer.start()
-        try:
-            return self._exchange(request), timed_out.is_set()
-        finally:
-            timer.cancel()
+        with kill_at(timeout_s, self.kill) as timed_out:
+            reply = self._exchange(request)
+        return reply, timed_out.is_set()
 
     def _exchange(self, request: ChildRequest) -> _Reply:
         assert self.process.stdin is not None and self.process.stdout is not None

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,6 +133,24 @@ def read_output(output_path: Path, work: Path, limits: SandboxLimits) -> str:
     return log
 
 
+@contextlib.contextmanager
+def kill_at(timeout_s: float, kill: Callable[[], None]) -> Iterator[threading.Event]:
+    """Call ``kill`` (from a timer thread) should the block still run ``timeout_s`` from
+    now; the event yielded says whether it did."""
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        kill()
+
+    timer = threading.Timer(timeout_s, fire)
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+
+
 def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
                   timeout_s: float) -> SandboxRun:
     """Run ``command`` in ``work`` under ``limits`` and a wall limit of ``timeout_s``.
@@ -146,19 +165,12 @@ def run_sandboxed(command: list[str], work: Path, limits: SandboxLimits,
                                    stdin=subprocess.DEVNULL, stdout=output,
                                    stderr=subprocess.STDOUT, env=limits.environment(work),
                                    start_new_session=True)
-    timed_out = threading.Event()
-
     def kill() -> None:
-        timed_out.set()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
 
-    timer = threading.Timer(timeout_s, kill)
-    timer.start()
-    try:
+    with kill_at(timeout_s, kill) as timed_out:
         _, status, usage = os.wait4(process.pid, 0)
-    finally:
-        timer.cancel()
     process.returncode = os.waitstatus_to_exitcode(status)
     log = read_output(output_path, work, limits)
     return SandboxRun(returncode=process.returncode, log=log,
