@@ -407,17 +407,20 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         iy, ix = (r.render(i.start_byte, i.end_byte) for i in indices(n))
         return f"({smem} ? {as_written} : ({ctype})({branch.direct(offs, iy, ix)}))"
 
-    def window_load(row: str, col: str) -> str:
+    def window_load(row: str, col: str, tapped: str) -> str:
         at_tile = f"wb_win[wb_r][wb_c] = {f.tile}[{row}][{col}];"
         if branch is None or branch.direct is None or branch.stored is None:
             return at_tile
-        where = branch.stored("wb_py", "wb_px", new)
         value = f"({ctype})({branch.direct(offs, 'wb_py', 'wb_px')})"
+        # Straight from the source, only the positions some output reads (`tapped`: a
+        # compile-time test once unrolled), each as the tile would hold it. A read of the
+        # kernel as written takes those positions from the tile, so the tile stores them
+        # (as the reads outside the window assume): no test of the stored regions per value,
+        # which would cost a dozen compares for each of the window's loads.
         return (f"\n#if {smem}\n          {at_tile}\n#else\n"
-                f"          {{ const int wb_py = {row}, wb_px = {col};\n"
-                f"            wb_win[wb_r][wb_c] = "
-                + (f"{where} ? {value} : ({ctype})0; }}\n" if where else f"{value}; }}\n")
-                + "#endif\n")
+                f"          if ({tapped}) {{ const int wb_py = {row}, wb_px = {col};\n"
+                f"            wb_win[wb_r][wb_c] = {value}; }}\n"
+                "#endif\n")
     reuse = _reuse(plan, f, oy_n, ctype, read, window_load)
     if branch is not None and not reuse:
         for n in f.read_nodes:
@@ -483,9 +486,30 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
               "the grid's divisors follow", f.decl)
 
 
+def tapped_test(taps: tuple[tuple[int, int], ...], oy_n: str) -> str:
+    """C test that window position ``[wb_r][wb_c]`` is read by one of the thread's ``oy_n``
+    outputs: ``taps`` are the (row, column) positions output row 0 reads, output ``oy``
+    reads them ``oy`` rows down; runs of rows in one column make one range test."""
+    by_col: dict[int, list[int]] = {}
+    for r, c in taps:
+        by_col.setdefault(c, []).append(r)
+    terms = []
+    for c, rows in sorted(by_col.items()):
+        rows = sorted(set(rows))
+        runs: list[list[int]] = []
+        for r in rows:
+            if runs and r == runs[-1][1] + 1:
+                runs[-1][1] = r
+            else:
+                runs.append([r, r])
+        spans = " || ".join(f"(wb_r >= {lo} && wb_r < {hi} + {oy_n})" for lo, hi in runs)
+        terms.append(f"(wb_c == {c} && ({spans}))")
+    return " || ".join(terms) or "false"
+
+
 def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
            read_tile: Callable[[Rewriter, Node], str],
-           window_load: Callable[[str, str], str]) -> str:
+           window_load: Callable[[str, str, str], str]) -> str:
     """The per-column register window of :mod:`.apron_window` (its load, as text with
     ``BX`` for the block's x size) with every tile read made a window read where the window
     is in use; empty (and the reason noted) where the reads cannot share one."""
@@ -522,5 +546,6 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             f"#pragma unroll\n"
             f"        for (int wb_c = 0; wb_c < {w.width}; ++wb_c)\n"
             f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
-                                    f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c") + "\n"
+                                    f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
+                                    tapped_test(w.taps, oy_n)) + "\n"
             "    }\n")

@@ -19,7 +19,9 @@ rows, the same for columns: then the window's loads stay inside the tile for eve
 even outputs the bounds check skips) and the tap loops have constant bounds. The reuse runs
 only where it shares loads and the window fits in registers (``OUT_Y > 1`` and at most
 :data:`MAX_WINDOW` values, decided at compile time in the source), so the defaults are the
-kernel as written and no knob is added. Loops around tile reads get ``#pragma unroll`` (the
+kernel as written and no knob is added. Where the tile is read from its source instead
+(USE_SMEM = 0), only the window positions some output reads (``Window.taps``: a star's
+corners are not) are loaded. Loops around tile reads get ``#pragma unroll`` (the
 window's indices must be compile-time constants to stay in registers).
 """
 
@@ -61,6 +63,9 @@ class Window:
     width: int  # bmax - bmin + 1
     reads: tuple[WindowRead, ...]
     loops: tuple[Node, ...]  # loops around tile reads, to unroll
+    # (row, column) of the window that some read takes at output row 0 (``oy`` adds to the
+    # row): the other positions of the rectangle (a star's corners) no output reads
+    taps: tuple[tuple[int, int], ...] = ()
 
 
 def _loop_range(loop: Node) -> tuple[str, range] | None:
@@ -116,8 +121,21 @@ def _const(node: Node) -> int | None:
     return a + b if parts[1] == "+" else a - b if parts[1] == "-" else a * b
 
 
+def _pairs(a: Poly, b: Poly, ranges: dict[str, range]) -> list[tuple[int, int]] | None:
+    """The (row, column) offsets one read takes over its loops' counters, jointly."""
+    got = _joint((a, b), ranges)
+    return None if got is None else [(r, c) for r, c in got]
+
+
 def _values(p: Poly, ranges: dict[str, range]) -> list[int] | None:
-    atoms = sorted({a for m in p for a in m})
+    got = _joint((p,), ranges)
+    return None if got is None else [v for (v,) in got]
+
+
+def _joint(polys: tuple[Poly, ...], ranges: dict[str, range]) -> list[tuple[int, ...]] | None:
+    """The values of ``polys`` at every combination of their counters (None where a counter
+    has no constant range or the combinations pass :data:`_MAX_COMBOS`)."""
+    atoms = sorted({a for p in polys for m in p for a in m})
     if any(a not in ranges for a in atoms):
         return None
     combos = 1
@@ -128,13 +146,16 @@ def _values(p: Poly, ranges: dict[str, range]) -> list[int] | None:
     out = []
     for vals in itertools.product(*(ranges[a] for a in atoms)):
         env = dict(zip(atoms, vals, strict=True))
-        total = 0
-        for m, c in p.items():
-            term = c
-            for a in m:
-                term *= env[a]
-            total += term
-        out.append(total)
+        row = []
+        for p in polys:
+            total = 0
+            for m, c in p.items():
+                term = c
+                for a in m:
+                    term *= env[a]
+                total += term
+            row.append(total)
+        out.append(tuple(row))
     return out
 
 
@@ -187,14 +208,17 @@ def analyse_window(deps: Deps, reads: list[Node], top: list[Node], halo_y: int,
         found.append((read, polys[0], polys[1], ranges))
     rows: list[int] = []
     cols: list[int] = []
+    pairs: set[tuple[int, int]] = set()
     for read, a, b, at in found:
         av = _values(a, at)
         bv = _values(b, at)
-        if av is None or bv is None:
+        ab = _pairs(a, b, at)
+        if av is None or bv is None or ab is None:
             raise Refused(f"`{text(read)}`'s offsets from the point are not over loop "
                           "counters with constant bounds and constants", read)
         rows += av
         cols += bv
+        pairs |= set(ab)
     amin, amax, bmin, bmax = min(rows), max(rows), min(cols), max(cols)
     if amin < 0 or amax > halo_y or bmin < 0 or bmax > halo_x:
         raise Refused(f"the tile reads reach rows {amin}..{amax} and columns {bmin}..{bmax} "
@@ -203,4 +227,5 @@ def analyse_window(deps: Deps, reads: list[Node], top: list[Node], halo_y: int,
     window = tuple(WindowRead(r, _c_text(add(a, {(): -amin})), _c_text(add(b, {(): -bmin})))
                    for r, a, b, _at in found)
     return Window(amin, amax - amin, bmin, bmax - bmin + 1, window,
-                  tuple(loops[k] for k in sorted(loops)))
+                  tuple(loops[k] for k in sorted(loops)),
+                  tuple(sorted((r - amin, c - bmin) for r, c in pairs)))

@@ -22,10 +22,10 @@ expanded; calls in it must be pure or read-only, :mod:`.conv_reads`): mirrored o
 edges through a helper or ternaries qualify. The other factors (the *weight*) must not read y.
 
 The rewrite: ``y`` becomes the thread's first row ``((blockIdx.y * BLOCK_Y + threadIdx.y) *
-OUT_Y)``; the input rows ``r = 0 .. N + OUT_Y - 2`` are walked once, each value read (where
-the first output that needs it passes the bounds check, so nothing is read that the kernel
-did not read) and added to every output ``k`` whose window holds it, at tap ``t = lo + r -
-k``: per output, the taps arrive in the written order, each addend written as in the kernel
+OUT_Y)``; the input rows ``r = 0 .. N + OUT_Y - 2`` are read once into a register window
+(each where the first output that needs it passes the bounds check, so nothing is read that
+the kernel did not read), all before the first add so the reads are in flight together, then
+each row is added to every output ``k`` whose window holds it, at tap ``t = lo + r - k``: per output, the taps arrive in the written order, each addend written as in the kernel
 (the value factor replaced by the register), so results are bit-identical. Each output's
 store is guarded by the check at its own row. Anything else in the family is refused with
 the reason and the line; a kernel whose loop does not march along y is left to others.
@@ -66,6 +66,7 @@ from workbench.templater.stencil import (
     poly_text,
     statements,
 )
+from workbench.templater.warp_regs import _min_blocks_follows
 
 #: Outputs per thread down the column. The register window is OUT_Y + N - 1 values of one
 #: column (a 1-D window, unlike the 2-D convolution's rows of columns), so deeper walks fit
@@ -76,6 +77,10 @@ MAX_WINDOW = 64
 #: so x starts at 32 (or the written size, if smaller).
 BLOCK_X_VALUES = [32, 64, 128, 256, 512]
 BLOCK_Y_VALUES = [1, 2, 4, 8]
+#: Registers besides the window and the sums (indices, bounds, pointers): under a cap the
+#: compiler overlaps the rows' reads with the sums (colfilter13 at OUT_Y = 16: 48 registers
+#: under a 64-register cap, no spill; a 7-tap box at OUT_Y = 16: 56), ptxas -v, sm_90.
+WINDOW_WORKING_REGS = 12
 
 
 @dataclass(frozen=True)
@@ -462,24 +467,34 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
 
     value = render(data, f.value, expand)
     in_window = f"({render(data, f.acc.cond, expand)})" if f.acc.cond is not None else ""
-    addend = render(data, f.addend, lambda m: "(wb_v)" if m.start_byte == f.value.start_byte
+    addend = render(data, f.addend, lambda m: "(wb_win[wb_r])" if m.start_byte == f.value.start_byte
                     and m.end_byte == f.value.end_byte else "wb_acc[wb_k]"
                     if m.type == "identifier" and text(m) == f.acc.acc else expand(m))
     load = (f"      const int {t} = ({f.taps.lo}) + wb_r;\n" +
-            (f"      wb_in = {in_window};\n      if (wb_in) " if in_window else "      ") +
-            f"wb_v = ({f.value_type})({value});\n")
+            (f"      wb_in[wb_r] = {in_window};\n      if (wb_in[wb_r]) " if in_window
+             else "      ") +
+            f"wb_win[wb_r] = ({f.value_type})({value});\n")
+    # Two phases (the register window): every input row is read into wb_win first, then the
+    # outputs are accumulated from the registers. Reading all rows before the first use lets
+    # the reads be in flight together; accumulating each row as it arrives (one loop) makes
+    # every read wait for the one before (a guarded read sits in its own branch, and the
+    # compiler does not move the next read above the adds that use this one). Per output the
+    # taps still arrive in the written order, so the sums are bit-identical.
     loop = (
-        f"// {n} + {oy} - 1 input rows feed the {oy} outputs: each is loaded once (in the "
-        f"written tap order per output)\n"
+        f"// {n} + {oy} - 1 input rows feed the {oy} outputs: each is loaded once into a "
+        f"register window, then every output is summed from it (in the written tap order)\n"
+        f"  {f.value_type} wb_win[{n} + {oy} - 1];\n"
+        + (f"  bool wb_in[{n} + {oy} - 1];\n" if in_window else "") +
         f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
         f"    // read where the first output whose window holds the row passes the check\n"
         f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n"
-        f"    {f.value_type} wb_v = ({f.value_type})0;\n"
-        + ("    bool wb_in = false;\n" if in_window else "") +
-        f"    if ({passes('wb_first')}) {{\n{load}    }}\n"
+        f"    wb_win[wb_r] = ({f.value_type})0;\n"
+        + ("    wb_in[wb_r] = false;\n" if in_window else "") +
+        f"    if ({passes('wb_first')}) {{\n{load}    }}\n  }}\n"
+        f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
         f"#pragma unroll\n    for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"      if (wb_r - wb_k >= 0 && wb_r - wb_k < {n}"
-        + (" && wb_in" if in_window else "") + ") {\n"
+        + (" && wb_in[wb_r]" if in_window else "") + ") {\n"
         f"        const int {t} = ({f.taps.lo}) + wb_r - wb_k;\n"
         f"        {addend}\n"
         f"      }}\n    }}\n  }}")
@@ -492,6 +507,20 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
                f"output\n    if ({passes('wb_k')}) {f.out}[({index}) + (long long)wb_k * "
                f"({poly_text(f.step)})] = {rhs};\n  }}")
     _params(plan, idx, f, (bx, by, oy), two_d)
+
+
+def _extra_regs(plan: Plan, f: _Facts) -> int:
+    """Registers the window's sums hold besides the rows: weights read from a kernel
+    pointer (global memory: the compiler keeps the N loaded taps, and their addresses, for
+    every output; taps in ``__constant__`` or literals are operands) and the per-row flags
+    of an add under an ``if``. With them a 9-tap zero-padded walk at OUT_Y = 4 under a
+    32-register cap spilled 24 bytes, a 7-tap walk at OUT_Y = 16 under 64 registers 12
+    (ptxas -v, sm_90)."""
+    inside = (f.value.start_byte, f.value.end_byte)
+    weights_global = any(
+        n.type == "identifier" and plan.pointer(text(n)) and
+        not inside[0] <= n.start_byte < inside[1] for n in walk(f.addend))
+    return (f.taps.count + 8 if weights_global else 0) + (4 if f.acc.cond is not None else 0)
 
 
 def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
@@ -519,6 +548,14 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
+    if _min_blocks_follows(plan):
+        # the register window (N + OUT_Y - 1 rows) and the OUT_Y sums are live together
+        # once the rows are read first: a register cap from a minimum of resident blocks
+        # below that spills them (a 7-tap window at OUT_Y = 16 under a 32-register cap
+        # spilled 8 bytes, ptxas -v, sm_90)
+        need = f"{f.taps.count} + 2 * {oy} + {WINDOW_WORKING_REGS + _extra_regs(plan, f)}"
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {need} <= 65536 // (({bx} * {by}) * "
+                       "MIN_BLOCKS_PER_SM)")
     bound = f" (rows bounded by {f.extra_bound}, the grid's y extent)" if f.extra_bound else ""
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {f.taps.count}"
               f"-tap filter down its column; {f.src}'s row {f.y} + {f.taps.var} is loaded once "
