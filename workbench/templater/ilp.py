@@ -55,12 +55,12 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.ilp_exits import (
     SharedExit,
-    item_whiles,
     keep_at_exit,
     keep_init,
     restore,
     shared_exit,
 )
+from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
 from workbench.templater.item_state import (
     CONTROL,
     LOOPS,
@@ -70,6 +70,7 @@ from workbench.templater.item_state import (
     declarator_name,
     escape_if_of,
     escape_loops,
+    exit_actions,
     header,
     is_item_stmt,
     item_names,
@@ -90,6 +91,7 @@ IT = "wb_it"
 LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
+LEAVE = "wb_leave"
 INTERLEAVE = "loop(s) of item-independent length interleave the items"  # the finding
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
 _STATEMENTS = ("declaration", "expression_statement", "if_statement", "for_statement",
@@ -113,6 +115,8 @@ class _Scan:
     # every loop items leave one by one (escape-time `for`s and item `while`s): how shared
     exits: dict[tuple[int, int], SharedExit] = field(default_factory=dict)
     region: list[Node] = field(default_factory=list)  # the statements from the index on
+    # loops on the item's state the items cannot share: each item runs them whole
+    refused: list[LoopRefusal] = field(default_factory=list)
 
 
 def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
@@ -261,7 +265,7 @@ class _Render:
     def shared(self, stmt: Node, indent: str) -> str:
         rw = self.plan.rw
         found = self.scan.exits.get(span(stmt))
-        if found is not None and found.header_exit is not None:
+        if found is not None and found.kind != "escape":
             return self.item_while(found, indent)
         if stmt.type in CONTROL and mentions(stmt, self.scan.items):
             escape = span(stmt) in self.scan.escapes
@@ -309,22 +313,37 @@ class _Render:
                 f"{indent}  if ({ALL_DONE}) break;\n")
 
     def item_while(self, found: SharedExit, indent: str) -> str:
-        """``while (C) { body }`` on the item's state -> one ``while (true)`` the items
-        share: each leaves when its own C is false (its ``done`` flag), the loop ends when
-        every item has left."""
+        """A loop on the item's state (:mod:`.ilp_loops`) -> one ``while (true)`` the items
+        share: each leaves when its own test is false (at the top of a trip, or at its end
+        for a ``do``) or by an exit (its ``done`` flag), the loop ends when every item has
+        left. A ``for``'s initializer runs per item before, its update per item at the end
+        of each trip, as written."""
         loop, cond = found.loop, found.header_exit
         body = loop.child_by_field_name("body")
-        assert body is not None and cond is not None
-        test = (f"{indent}  #pragma unroll\n{indent}  for (int {IT} = 0; {IT} < {NAME}; "
-                f"++{IT}) {DONE}[{IT}] = {DONE}[{IT}] | !{self.plan.rw.text(cond)};"
-                "  // its condition, as written\n")
+        assert body is not None
+        rw = self.plan.rw
+        each = f"#pragma unroll\n{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+        test = ""
+        if cond is not None:
+            written = rw.text(cond)
+            if cond.type not in ("condition_clause", "parenthesized_expression"):
+                written = f"({written})"
+            test = (f"{indent}  {each}{DONE}[{IT}] = {DONE}[{IT}] | !{written};"
+                    "  // its condition, as written\n")
+        init = (f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                f"if (!{DONE}[{IT}]) {rw.text(found.init)};  // its initializer, as written\n"
+                ) if found.init is not None else ""
+        update = (f"{indent}  {each}if (!{DONE}[{IT}]) {rw.text(found.update)};"
+                  "  // its update, as written\n") if found.update is not None else ""
         outer, self.exit = self.exit, found
         self.escape_depth += 1
         rendered = self.block(_statements_with_comments(body), indent + "  ")
         self.escape_depth -= 1
         self.exit = outer
-        return (f"{indent}{{\n" + self.done_flags(indent) + f"{indent}while (true) {{\n"
-                + test + self.all_done(indent) + rendered + f"{indent}}}\n{indent}}}\n")
+        trip = rendered + update + test + self.all_done(indent) if found.kind == "do" else \
+            test + self.all_done(indent) + rendered + update
+        return (f"{indent}{{\n" + self.done_flags(indent) + init + f"{indent}while (true) {{\n"
+                + trip + f"{indent}}}\n{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
         hoisted: list[str] = []
@@ -353,19 +372,8 @@ class _Render:
                 body.append(f"{indent}    if {test} {{ {LIVE}[{IT}] = false; continue; }}"
                             "  // this item is done\n")
                 pure = False
-            elif span(stmt) in self.scan.escape_ifs and straight is not None:
-                cond = stmt.child_by_field_name("condition")
-                assert cond is not None
-                body += [indent + "    " + k + "\n" for k in
-                         keep_at_exit(straight.state, DONE, IT)]
-                # `|`, not `||`: the test is safe for any state, and no branch is made
-                body.append(f"{indent}    {DONE}[{IT}] = {DONE}[{IT}] | (bool)"
-                            f"{self.plan.rw.text(cond)};  // this item leaves the loop\n")
             elif span(stmt) in self.scan.escape_ifs:
-                cond = stmt.child_by_field_name("condition")
-                assert cond is not None
-                body.append(f"{indent}    if {self.plan.rw.text(cond)} {{ {DONE}[{IT}] = true; "
-                            "continue; }  // this item leaves the loop\n")
+                body += self.exit_test(stmt, straight, indent + "    ")
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
@@ -381,6 +389,26 @@ class _Render:
         return ("".join(hoisted) + f"{indent}#pragma unroll\n"
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {{\n" + guard[0]
                 + "".join(body) + guard[1] + f"{indent}}}\n")
+
+    def exit_test(self, stmt: Node, straight: SharedExit | None, indent: str) -> list[str]:
+        """An item's exit ``if (C) { A...; break; }`` in its turn of the shared loop."""
+        cond = stmt.child_by_field_name("condition")
+        assert cond is not None
+        test = self.plan.rw.text(cond)
+        actions = [self.plan.rw.text(a) for a in exit_actions(stmt)]
+        if straight is None:
+            return [f"{indent}if {test} {{ " + "".join(a + " " for a in actions) +
+                    f"{DONE}[{IT}] = true; continue; }}  // this item leaves the loop\n"]
+        keep = [indent + k + "\n" for k in keep_at_exit(straight.state, DONE, IT)]
+        if not actions:
+            # `|`, not `||`: the test is safe for any state, and no branch is made
+            return [*keep, f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | (bool){test};"
+                    "  // this item leaves the loop\n"]
+        # the actions only for the item leaving here; then the state it leaves with is kept
+        return [f"{indent}{{\n{indent}const bool {LEAVE} = !{DONE}[{IT}] & (bool){test};"
+                "  // this item leaves the loop\n",
+                f"{indent}if ({LEAVE}) {{ " + " ".join(actions) + " }\n", *keep,
+                f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | {LEAVE};\n{indent}}}\n"]
 
     def array_declaration(self, stmt: Node) -> tuple[str, list[str]]:
         """``float x = a, y = b;`` -> (``float x[N] = {}, y[N] = {};``, [``x[it] = a;``...])."""
@@ -462,7 +490,13 @@ def apply_ilp(plan: Plan) -> bool:
                   exc.node or decl)
         return False
     if not scan.compute_loops:
+        for refusal in scan.refused:  # why the loop on the item's state is not shared
+            plan.note(NAME, False, f"items with independent state: the loop at line "
+                      f"{line(refusal.loop)} is not shared: {refusal}", refusal.node)
         return False  # straight-line: wrapping (wrap.py) gives the same work per thread
+    for refusal in scan.refused:
+        plan.note(NAME, False, f"the loop at line {line(refusal.loop)} runs whole per item, "
+                  f"not shared: {refusal}", refusal.node)
     divisor_node = _offset_divisor(off)
     divisor = plan.block[0] if builtin(divisor_node, "blockDim") == "x" else \
         plan.rw.text(divisor_node)
@@ -495,8 +529,19 @@ def apply_ilp(plan: Plan) -> bool:
                                          "own registers, interleaved in the shared loops "
                                          "(as written: 1)"},
                    f"{line(decl)}: {text(decl)[:60]}")
+    own = [e for e in scan.exits.values() if e.kind != "escape"]
+    if own:
+        # each item sharing a loop on its state carries that state and a whole trip's
+        # temporaries (a solve's call chain): about the registers of one thread as written.
+        # __launch_bounds__(B) caps a thread at 65536 / B registers, so B * items stays
+        # within the 2048 threads' worth of an SM's registers (past it, the items spill)
+        block = plan.block[0] if " " not in plan.block[0] else f"({plan.block[0]})"
+        plan.constrain(f"{block} * {NAME} <= 2048")
     plan.note(NAME, True, f"{len(arrays)} item-dependent local(s) ({', '.join(sorted(arrays))})"
-              f" get one copy per item; {len(scan.compute_loops)} {INTERLEAVE}", decl)
+              f" get one copy per item; {len(scan.compute_loops)} {INTERLEAVE}" +
+              "".join(f"; the {e.kind} loop at line {line(e.loop)} is left by each item on its"
+                      f" own ({'a select keeps' if e.straight else 'a branch skips'} an item"
+                      " that left)" for e in own), decl)
     _unroll_knobs(plan, scan)
     return True
 
@@ -553,34 +598,49 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
                              if not d.is_pointer and not d.is_shared)
     items = item_names(plain, index, local_arrays)
     escapes = escape_loops(plain, items)
-    if escapes:  # what an escape-time loop's body assigns is the item's state when it leaves
-        seeds = frozenset(name for loop, _ifs in escapes.values()
-                          for name in assigned_in_body(loop, local_arrays))
+    own = [s for s in plain if span(s) not in escapes and candidate(s, items)]
+    # what a loop items leave one by one assigns is the item's state when it leaves
+    # (and, for a loop on the item's state, what its header assigns: a counter read after)
+    seeds = frozenset(name for loop in [*(lp for lp, _ifs in escapes.values()), *own]
+                      for name in assigned_in_body(loop, local_arrays)) | frozenset(
+        name for loop in own for h in header(loop) for name in assigned_names(h, local_arrays))
+    if seeds:
         grown = item_names(plain, index, local_arrays, seeds)
         if any(mentions(h, grown) for loop, _ifs in escapes.values() for h in header(loop)):
-            escapes = {}  # the loop's own control would be per item: refused below (break)
+            own += [lp for lp, _ifs in escapes.values()]  # its own control is per item
+            escapes = {}
+        items = grown
+    shapes: list[ItemLoop] = []
+    refused: list[LoopRefusal] = []
+    for loop in own:
+        found = read_loop(plan, loop, items)
+        if _streams(plan, loop, items):
+            continue  # a walk over memory per item: a per-item statement (WALK_SPLIT, VEC)
+        if isinstance(found, LoopRefusal):
+            if not is_item_stmt(loop, items):  # shared control an item's break would leave
+                raise Illegal(str(found), found.node)
+            refused.append(found)  # each item runs it whole, in its turn
         else:
-            items = grown
-    scan = _Scan(index, items, region=region)
+            shapes.append(found)
+    scan = _Scan(index, items, region=region, refused=refused)
     scan.escapes = set(escapes)
-    scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs}
+    scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs} | \
+        {span(i) for shape in shapes for i in shape.exits}
     _check(plan, region, scan, returns)
     for stmt in plain:
         for n in walk(stmt):
             if n.type in LOOPS and not any(mentions(h, items) for h in header(n)) and \
                     mentions(n, items) and not _inside_item_stmt(n, region, items) and \
-                    not _streams(plan, n, items):
+                    not _streams(plan, n, items) and \
+                    not any(n == shape.loop for shape in shapes):
                 scan.compute_loops.append(n)
-    # a `while` on the item's state (run to a tolerance): shared, each item leaving on its
-    # own condition; one with a `break` or walking memory stays a per-item statement
-    whiles = [w for w in item_whiles(plan, plain, items) if not _streams(plan, w, items)]
-    scan.compute_loops += whiles
-    arrays = _arrays(plain, items)
+    scan.compute_loops += [shape.loop for shape in shapes]
+    arrays = _arrays(plain, items, frozenset(span(shape.loop) for shape in shapes))
     for loop, _ifs in escapes.values():
         scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, scan.escape_ifs, None)
-    for loop in whiles:
-        scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, set(),
-                                             loop.child_by_field_name("condition"))
+    for shape in shapes:
+        scan.exits[span(shape.loop)] = shared_exit(plan, shape.loop, items, arrays,
+                                                   scan.escape_ifs, shape.test, shape)
     return scan, returns, arrays, region
 
 
@@ -613,17 +673,19 @@ def _inside_item_stmt(node: Node, region: list[Node], items: set[str]) -> bool:
     return False
 
 
-def _arrays(region: list[Node], items: set[str]) -> set[str]:
+def _arrays(region: list[Node], items: set[str],
+            shared: frozenset[tuple[int, int]] = frozenset()) -> set[str]:
     """Item locals declared at a level the items' loops split (every item-dependent
-    declaration directly in the region or in a shared loop/if body)."""
+    declaration directly in the region or in a shared loop/if body: ``shared`` names the
+    loops on the item's state the items share)."""
     out: set[str] = set()
 
     def visit(stmts: list[Node]) -> None:
         for s in stmts:
             if s.type == "declaration" and _declared(s) & items:
                 out.update(_declared(s))
-            elif s.type in CONTROL and not any(
-                    mentions(h, items) for h in header(s)):
+            elif s.type in CONTROL and (span(s) in shared or not any(
+                    mentions(h, items) for h in header(s))):
                 for c in walk(s):
                     if c.type == "compound_statement" and c.parent is not None and \
                             (c.parent == s or c.parent.type == "else_clause"):
@@ -638,8 +700,9 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
     """UNROLL: ``#pragma unroll (N)`` on the shared loop the items interleave in (0 leaves
     the compiler's choice, as written); nvcc reads a constexpr there, not a macro."""
     loop = scan.compute_loops[0]
-    if loop.type == "while_statement":
-        # an item `while` becomes the items' `while (true)`: its trips are data-dependent
+    found = scan.exits.get(span(loop))
+    if loop.type == "while_statement" or (found is not None and found.kind != "escape"):
+        # a loop on the item's state becomes the items' `while (true)`: its trips are data-dependent
         # and each ends in the test of every item, which unrolling would only repeat
         return
     prev = loop.prev_sibling

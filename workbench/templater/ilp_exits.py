@@ -3,12 +3,17 @@
 Two shapes of per-item exit, each found on the parse:
 
 - an escape-time ``for`` (:func:`.item_state.escape_loops`): a loop of item-independent
-  length whose body holds ``if (C) break;`` statements on the item's state;
-- an item ``while``: ``while (C) { ... }`` whose condition reads the item's state (a
-  fixed-point or Newton iteration run to a tolerance, ``while (fabsf(d) > tol && it < max)``),
-  with no ``break``/``continue``/``return``/``goto`` in its body. The items share a
-  ``while (true)`` loop: each leaves when its own ``C`` is false, the loop ends once every
-  item has left (each item's loop ended as written, so the shared one does too).
+  length whose body holds ``if (C) break;`` (or ``if (C) { A...; break; }``) statements on
+  the item's state; it keeps its header;
+- a loop on the item's state (:mod:`.ilp_loops`): ``while (C)``, ``do ... while (C)``,
+  ``for (init; C; update)`` with ``C`` on the item, ``for (;;)``, each with such exits or
+  none. The items share a ``while (true)`` loop: each leaves when its own ``C`` is false or
+  an exit is taken, the loop ends once every item has left (each item's loop ended as
+  written, so the shared one does too).
+
+An exit with actions ``if (C) { A...; break; }`` tests ``C`` for every item (it must be safe
+for any state), runs ``A`` only for an item leaving there (under that test: the actions
+need not be safe), then keeps the state it left with.
 
 Each item keeps a ``done`` flag. How an item that left skips the rest of the loop:
 
@@ -37,12 +42,12 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import walk
+from workbench.templater.ilp_loops import ItemLoop
 from workbench.templater.item_state import (
     assigned_in_body,
     declarator_name,
     is_item_stmt,
     local_type,
-    mentions,
     safe_when_done,
     span,
     statements,
@@ -50,7 +55,6 @@ from workbench.templater.item_state import (
 from workbench.templater.plan import Plan
 
 KEEP = "wb_keep_"
-_LEAVES = ("break_statement", "continue_statement", "return_statement", "goto_statement")
 
 
 @dataclass(frozen=True)
@@ -58,34 +62,22 @@ class SharedExit:
     """How the items share one loop they leave one by one (see the module doc)."""
 
     loop: Node
-    header_exit: Node | None  # an item while: the condition whose falsity ends an item
+    header_exit: Node | None  # the test whose falsity ends an item (:mod:`.ilp_loops`)
     straight: bool
     state: tuple[str, ...]  # kept for the select (straight only), in declaration order
-
-
-def item_whiles(plan: Plan, region: list[Node], items: set[str]) -> list[Node]:
-    """Top-level ``while (C) { ... }`` loops, ``C`` on the item, nothing leaving the body;
-    ``C`` tested for every item on every trip, so it must be safe for an item in any state
-    and change nothing."""
-    out = []
-    for stmt in region:
-        cond = stmt.child_by_field_name("condition") if stmt.type == "while_statement" \
-            else None
-        body = stmt.child_by_field_name("body")
-        if cond is None or body is None or body.type != "compound_statement" or \
-                not mentions(cond, items):
-            continue
-        # (`while (k++ < m)` would count on for an item that has left; `while (a[i] > t)`
-        # would load past the end for an item past it)
-        if not any(n.type in _LEAVES for n in walk(body)) and not _writes(cond) and \
-                safe_when_done(cond, items, plan):
-            out.append(stmt)
-    return out
+    # "escape": a `for` of item-independent length keeping its header; "while", "do",
+    # "for": a loop on the item's state, made one `while (true)` the items share
+    kind: str = "escape"
+    init: Node | None = None  # a `for`'s initializer, run once per item before the loop
+    update: Node | None = None  # a `for`'s update, run per item at the end of each trip
 
 
 def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
-                escape_ifs: set[tuple[int, int]], header_exit: Node | None) -> SharedExit:
-    """The straight form where the body allows it (see the module doc), else guarded."""
+                escape_ifs: set[tuple[int, int]], header_exit: Node | None,
+                shape: ItemLoop | None = None) -> SharedExit:
+    """The straight form where the body allows it (see the module doc), else guarded. An
+    exit's actions run under its own test, so they need not be safe for an item that left;
+    its test must be."""
     body = loop.child_by_field_name("body")
     state = _state(plan, loop, arrays)
     straight = body is not None and state is not None and \
@@ -101,7 +93,10 @@ def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
         else:
             straight = is_item_stmt(stmt, items) and stmt.type not in (
                 "preproc_if", "preproc_ifdef") and safe_when_done(stmt, items, plan)
-    return SharedExit(loop, header_exit, straight, state if straight and state else ())
+    kind = shape.kind if shape is not None else "escape"
+    return SharedExit(loop, header_exit, straight, state if straight and state else (), kind,
+                      shape.init if shape is not None else None,
+                      shape.update if shape is not None else None)
 
 
 def _writes(node: Node) -> bool:

@@ -13,11 +13,15 @@ Only a division in the repeated work (in a loop of the kernel, or in a function 
 calls in a loop) that the parse proves fp32 is touched: each leaf of both operands a ``float``
 local, parameter or file constant, a float literal (``f`` suffix), an integer literal, or
 an fp32 math call; no cast, no memory access, no ``double`` anywhere; and at least one
-float leaf (so C's conversions make it a float division). A division an earlier FAST_MATH
+float leaf (so C's conversions make it a float division); a macro counts as the literal it
+pastes when every definition of it is the same ``f``-suffixed literal. The
+functions called in a loop include those they call in turn. A division an earlier FAST_MATH
 rewrite already owns (``1.0f / sqrtf(x)``, ``e / r`` of a root) is left to it.
 """
 
 from __future__ import annotations
+
+import re
 
 from tree_sitter import Node
 
@@ -39,9 +43,10 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     when one was."""
     if NAME in plan.params:
         return False
-    constants = _types(plan.source.tree.root_node, top_only=True)
+    constants = {**_macro_types(plan.source.tree.root_node),
+                 **_types(plan.source.tree.root_node, top_only=True)}
     count = 0
-    looped = _called_in_loops(plan.body)
+    looped = _called_in_loops(plan.body, functions)
     for name, body in functions.items():
         fn = body.parent
         types = {**constants, **_types(fn if fn is not None else body, top_only=False)}
@@ -65,10 +70,37 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     return True
 
 
-def _called_in_loops(body: Node) -> set[str]:
-    """The functions the kernel ``body`` calls inside a loop."""
-    return {text(n.child_by_field_name("function")) for n in walk(body)
-            if n.type == "call_expression" and inside_loop(n, body)}
+def _called_in_loops(body: Node, functions: dict[str, Node]) -> set[str]:
+    """The functions the kernel ``body`` calls inside a loop, and those they call (a helper
+    of a helper runs every trip too), among ``functions``."""
+    found = {text(n.child_by_field_name("function")) for n in walk(body)
+             if n.type == "call_expression" and inside_loop(n, body)}
+    todo = [f for f in found if f in functions]
+    while todo:
+        for n in walk(functions[todo.pop()]):
+            callee = text(n.child_by_field_name("function")) if n.type == "call_expression" \
+                else ""
+            if callee in functions and callee not in found:
+                found.add(callee)
+                todo.append(callee)
+    return found
+
+
+_FLOAT_LITERAL = re.compile(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fF]")
+
+
+def _macro_types(root: Node) -> dict[str, str]:
+    """Object-like macros whose every definition is the same ``f``-suffixed literal:
+    ``#define RATE 0.03f`` is a float (the literal the preprocessor pastes). An integer
+    macro stays unknown (its uses are as often sizes a build may define otherwise)."""
+    bodies: dict[str, set[str]] = {}
+    for n in walk(root):
+        macro, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+        if n.type == "preproc_def" and macro is not None:
+            bodies.setdefault(text(macro), set()).add(
+                text(value).strip().strip("()").strip() if value is not None else "")
+    return {name: "float" for name, found in bodies.items()
+            if len(found) == 1 and _FLOAT_LITERAL.fullmatch(next(iter(found)))}
 
 
 def _types(scope: Node, *, top_only: bool) -> dict[str, str]:

@@ -210,15 +210,35 @@ def span(node: Node | None) -> tuple[int, int]:
 
 
 def escape_if_of(brk: Node) -> Node | None:
-    """The ``if (C) break;`` (or ``if (C) { break; }``) a ``break`` is the whole body of."""
+    """The ``if (C) break;``, ``if (C) { break; }`` or ``if (C) { A...; break; }`` a
+    ``break`` ends (no else; the actions ``A`` before it leave nothing: see
+    :func:`exit_actions`)."""
     up = brk.parent
-    if up is not None and up.type == "compound_statement" and \
-            len(statements(up)) == 1:
+    if up is not None and up.type == "compound_statement":
+        inner = statements(up)
+        if not inner or inner[-1] != brk or not all(_stays(a) for a in inner[:-1]):
+            return None
         up = up.parent
     if up is not None and up.type == "if_statement" and \
             up.child_by_field_name("alternative") is None:
         return up
     return None
+
+
+def exit_actions(exit_if: Node) -> list[Node]:
+    """The statements an exit ``if (C) { A...; break; }`` runs before its ``break`` (the
+    item's last changes to its state as it leaves); none for ``if (C) break;``."""
+    body = exit_if.child_by_field_name("consequence")
+    if body is None or body.type != "compound_statement":
+        return []
+    return statements(body)[:-1]
+
+
+def _stays(stmt: Node) -> bool:
+    """``stmt`` neither leaves nor loops (an exit's action runs once, at the exit)."""
+    return not any(n.type in (*LOOPS, "break_statement", "continue_statement",
+                              "return_statement", "goto_statement", "labeled_statement")
+                   for n in walk(stmt))
 
 
 def escape_loops(region: list[Node], items: set[str]
