@@ -322,7 +322,7 @@ def _test_details(store: SQLiteStore, session_id: str) -> list[dict[str, Any]]:
 @pytest.mark.timeout(60)
 def test_the_tune_step_confirms_like_the_cli_and_the_test_step_reports_the_pick(
         folder: KernelFolder, store: SQLiteStore, compiler: Compiler) -> None:
-    runner = SyntheticRunner(folder, folder.template)  # can measure again (Remeasuring)
+    runner = SyntheticRunner(folder, folder.template)  # can measure again (under 'read')
     outcome = run_agent(folder, runner=runner, store=store, compiler=compiler, iterations=1,
                         auto_approve=True, allow_unverified=True, strategy="random", budget=6,
                         confirm=3, shape=SHAPE, dtype=DTYPE, initial_template=folder.template)

@@ -25,12 +25,12 @@ from workbench.core.records import Candidate, Config, Status, Timing, TrialResul
 from workbench.engine.bench import BenchSettings
 from workbench.engine.conditions import (
     GRAPH_LAUNCHES,
-    ConditionRunner,
     ConditionTiming,
     condition_of,
     confirm_under_conditions,
     timing_of,
 )
+from workbench.engine.runner import Runner
 from workbench.engine.tuning import build_report
 
 pytestmark = pytest.mark.timeout(60)
@@ -174,21 +174,19 @@ class ConditionsRunner:
     def time_us(self, config: Config | None, condition: str) -> float:
         return self.truth[config][condition]
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return _result(Config(), self.time_us(None, "read"))
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        return _result(Config(), self.time_us(None, condition or "read"))
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
-        for c in candidates:
-            yield _result(c.config, self.time_us(c.config, "read"))
-
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]:
-        self.calls.append((condition, tuple(c.config for c in candidates)))
-        return [_result(c.config, self.time_us(c.config, condition))
-                for c in reversed(candidates)]
-
-    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        return _result(Config(), self.time_us(None, condition))
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        if condition is None:
+            return iter([_result(c.config, self.time_us(c.config, "read"))
+                         for c in candidates])
+        if candidates:
+            self.calls.append((condition, tuple(c.config for c in candidates)))
+        return iter([_result(c.config, self.time_us(c.config, condition))
+                     for c in reversed(candidates)])
 
     def close(self) -> None:
         pass
@@ -196,7 +194,7 @@ class ConditionsRunner:
 
 def test_confirmation_measures_every_condition_twice_and_reports_round_two() -> None:
     runner = ConditionsRunner()
-    assert isinstance(runner, ConditionRunner)
+    assert isinstance(runner, Runner)  # the one contract, conditions included
     finalists = list(runner.measure([Candidate(c, "decode", "bf16")
                                      for c in (FAST_READ, STEADY, DEFAULT)]))
     stored: list[tuple[int, str]] = []

@@ -218,8 +218,8 @@ def test_a_stored_confirmation_says_nvcc_built_what_it_timed(runner: Any,
 
     candidates = _candidates(runner.folder)
     [searched] = list(runner.measure(candidates))
-    [confirmed] = runner.measure_under("read", candidates)
-    baseline = runner.baseline_under("read", SHAPE, DTYPE)
+    [confirmed] = runner.measure(candidates, condition="read")
+    baseline = runner.baseline(SHAPE, DTYPE, condition="read")
     assert (searched.extra["built_by"], confirmed.extra["built_by"],
             baseline.extra["built_by"]) == ("nvrtc", "nvcc", "nvcc")
 
@@ -306,7 +306,7 @@ def test_the_dask_confirmation_compiles_with_nvcc(cache: Path, tmp_path: Path,
     pytest.importorskip("dask")
     pytest.importorskip("distributed")
     from workbench.engine import dask_tasks
-    from workbench.engine.dask_conditions import ConditionDaskRunner
+    from workbench.engine.dask_runner import DaskRunner
 
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(cache))
     monkeypatch.setenv("WORKBENCH_NVRTC", "all")  # the cluster's compile tasks read it
@@ -316,12 +316,12 @@ def test_the_dask_confirmation_compiles_with_nvcc(cache: Path, tmp_path: Path,
     info = dask_tasks.hello(packed)
     assert "nvrtc" in info.compiler_version  # the search's identity: NVRTC for every kernel
     client = InProcessClient(info.address)
-    cluster = ConditionDaskRunner(client, endpoint, [info])
+    cluster = DaskRunner(client, endpoint, [info])
     monkeypatch.setattr(cluster, "_await_on", lambda address, future: future.result())
     try:
         candidates = _candidates(_folder())
-        [confirmed] = cluster.measure_under("read", candidates)
-        baseline = cluster.baseline_under("read", SHAPE, DTYPE)
+        [confirmed] = cluster.measure(candidates, condition="read")
+        baseline = cluster.baseline(SHAPE, DTYPE, condition="read")
         assert (confirmed.status, confirmed.extra["built_by"]) == (Status.OK, "nvcc")
         assert baseline.extra["built_by"] == "nvcc"
         assert client.compile_keys and all(k.startswith("wb-compile-nvcc-")

@@ -17,7 +17,6 @@ from workbench.core.conditions import CONDITIONS, condition_table
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Config, TrialResult
 from workbench.engine.capabilities import ManyDevices
-from workbench.engine.conditions import ConditionRunner
 from workbench.engine.dask_runner import dask_runner
 from workbench.engine.tuning import TuneReport, build_report
 from workbench.testing.cluster_endpoints import SyntheticEndpoint
@@ -88,7 +87,8 @@ def test_the_cluster_confirms_under_conditions_like_the_direct_runner(client: An
     expected = _report(direct, list(direct.measure(_candidates())), direct_seen)
 
     runner = dask_runner(client, ScriptedConditionsEndpoint(TRUTH))
-    assert isinstance(runner, ConditionRunner) and isinstance(runner, ManyDevices)
+    assert isinstance(runner, ManyDevices)
+    assert {w.conditions for w in runner.workers} == {tuple(CONDITIONS)}
     searched = list(runner.measure(_candidates()))  # the search: both workers
     assert len({r.extra["worker"]["address"] for r in searched}) == 2
     seen: list[TrialResult] = []
@@ -126,7 +126,7 @@ def test_a_confirmation_stays_on_the_worker_it_pinned(client: Any) -> None:
 def test_a_runner_that_cannot_measure_under_conditions_says_so(
         client: Any, folder: KernelFolder) -> None:
     runner = dask_runner(client, SyntheticEndpoint(folder, folder.template))
-    assert not isinstance(runner, ConditionRunner)
+    assert {w.conditions for w in runner.workers} == {("read",)}  # the model's one
     space = list(folder.space(SHAPE, DTYPE, runner.device))[:6]
     results = list(runner.measure([Candidate(c, SHAPE, DTYPE) for c in space]))
     report = build_report(folder.name, SHAPE, DTYPE, runner, results, confirm=3,

@@ -210,7 +210,7 @@ def test_workers_that_measure_differently_are_refused() -> None:
         return WorkerInfo(address=address, host="node", gpu=address[-1],
                           description=description, device=h100 if "H100" in description
                           else h200, compiler_version="nvcc 13.0", compiler_flags=("-O3",),
-                          driver="580", remeasures=True)
+                          driver="580", conditions=("read",))
 
     same = [info("a0", "NVIDIA H100 80GB HBM3 (live, cupti timer)"),
             info("a1", "NVIDIA H100 80GB HBM3 (live, cupti timer)")]
@@ -257,12 +257,11 @@ def test_cli_cluster_options(client: Any, folder: KernelFolder, tmp_path: Path,
 
 
 def test_finalists_are_confirmed_on_one_device(client: Any, folder: KernelFolder) -> None:
-    from workbench.engine.capabilities import Remeasuring
     from workbench.engine.tuning import confirm_finalists
 
     _wait_for_workers(client, 2)
     runner = dask_runner(client, SyntheticEndpoint(folder, folder.template))
-    assert isinstance(runner, Remeasuring)  # every worker's runner can measure again
+    assert {w.conditions for w in runner.workers} == {("read",)}  # each measures again
     results = list(runner.measure(_candidates(folder, 8)))
     assert len({r.extra["worker"]["address"] for r in results}) == 2
     finalists = sorted(results, key=lambda r: r.median_us or 0.0)[:4]

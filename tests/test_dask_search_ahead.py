@@ -22,8 +22,9 @@ from workbench.api import Workbench
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status, TrialResult
 from workbench.engine import dask_runner as dask_runner_module
+from workbench.engine.capabilities import ManyDevices
 from workbench.engine.dask_runner import DaskRunner, dask_runner
-from workbench.search.orchestrator import CompilesAhead, batch_for
+from workbench.search.orchestrator import batch_for
 from workbench.testing.cluster_endpoints import KillingEndpoint, SyntheticEndpoint
 
 distributed = pytest.importorskip("distributed")
@@ -95,7 +96,7 @@ def test_tune_batches_follow_the_gpus_and_the_next_batch_compiles_meanwhile(
     runner = dask_runner(client, SyntheticEndpoint(folder, folder.template, arch="sm_90a",
                                                    cache_dir=str(tmp_path / "cache")))
     batch = PER_GPU * WORKERS
-    assert isinstance(runner, CompilesAhead)
+    assert isinstance(runner, ManyDevices)
     assert batch_for(runner) == runner.batch_size == batch
     assert runner.compile_limit == dask_runner_module.QUEUED_BATCHES * batch
     spy = _Spy(runner)

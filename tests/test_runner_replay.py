@@ -14,6 +14,7 @@ from workbench.api import Workbench
 from workbench.core.errors import NoGPUError, RecordingError, WorkbenchError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
+from workbench.engine.conditions import RECORDED_CONFIRMATION, ConditionUnavailable
 from workbench.engine.recording import load_recording, recording_paths, save_recording
 from workbench.engine.replay import ReplayRunner
 from workbench.engine.runner import LocalRunner, Runner
@@ -240,9 +241,14 @@ def test_a_replay_reports_its_recordings_confirmation_of_the_search_best() -> No
         confirmed = build_report(folder.name, "decode", "bf16", runner, results, confirm=5)
         best = confirmed.best
         assert best is not None and best.median_us is not None
-        again = runner.recorded_confirmation(best.config, "decode", "bf16")
-        assert again is not None and again.median_us and again.source == runner.source
-        assert runner.recorded_confirmation(best.config, "decode", "fp8") is None
+        # the recording's confirmation is what measuring again under its condition answers
+        [again] = runner.measure([Candidate(best.config, "decode", "bf16")], condition="read")
+        assert again.median_us and again.source == runner.source
+        assert again.extra[RECORDED_CONFIRMATION] is True
+        [none] = runner.measure([Candidate(best.config, "decode", "fp8")], condition="read")
+        assert none.status is Status.PRUNED and none.timing is None
+        with pytest.raises(ConditionUnavailable):  # a recording holds one condition
+            runner.measure([Candidate(best.config, "decode", "bf16")], condition="write")
     assert confirmed.confirmation is None  # nothing is pretended to be measured again
     assert "cannot measure again" in confirmed.confirm_note
     assert (f"the search's best config at {again.median_us:.2f} us, the search "

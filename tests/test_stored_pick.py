@@ -11,7 +11,7 @@ import dataclasses
 import io
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +39,18 @@ class DemotingRunner(ScriptedConditionRunner):
         super().__init__(truth_table(BASELINE))
         self.demoted: Config | None = None
 
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        if condition is None:
+            return super().measure(candidates)
         if self.demoted is None and len(candidates) > 1:  # round 1: the finalists
             self.demoted = min((c.config for c in candidates),
                                key=lambda c: self.time_us(c, "read"))
-        out = super().measure_under(condition, candidates)
+        out = list(super().measure(candidates, condition=condition))
         if condition != "write":
-            return out
-        return [dataclasses.replace(r, timing=dataclasses.replace(r.timing, median_us=30.0))
-                if r.config == self.demoted and r.timing is not None else r for r in out]
+            return iter(out)
+        return iter([dataclasses.replace(r, timing=dataclasses.replace(r.timing, median_us=30.0))
+                     if r.config == self.demoted and r.timing is not None else r for r in out])
 
 
 def _tuned(tmp_path: Path) -> tuple[Any, Any, Path]:

@@ -10,6 +10,7 @@ import pytest
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
+from workbench.engine.conditions import ConditionUnavailable
 from workbench.engine.tuning import Confirmation, build_report
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,12 +38,23 @@ class LuckyRunner:
                  fail_later: frozenset[Config] = frozenset()) -> None:
         self.truth, self.first, self.fail_later = truth, first, fail_later
         self.seen: Counter[Config] = Counter()
-        self.forgets = 0
+        self.again = 0  # calls measuring again (a confirmation round)
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
+    search_condition = "read"
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
         return _result(Config(), 10.0)
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        if condition not in (None, "read"):
+            raise ConditionUnavailable(f"{self.description} measures under 'read' only",
+                                       condition=condition)
+        self.again += condition is not None and bool(candidates)
+        return self._answers(candidates)
+
+    def _answers(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for c in candidates:
             n = self.seen[c.config]
             self.seen[c.config] += 1
@@ -52,23 +64,27 @@ class LuckyRunner:
             yield _result(c.config, self.first.get(c.config, self.truth[c.config]) if n == 0
                           else self.truth[c.config])
 
-    def forget_measurements(self) -> None:
-        self.forgets += 1
-
     def close(self) -> None:
         pass
 
 
 class ReplayLike:
-    """Same answers, but no way to measure again (like a ReplayRunner): it lacks the
-    Remeasuring capability."""
+    """Same answers, but no way to measure again: every condition is refused."""
 
     description = "lucky test runner"
     device = None
+    search_condition = "read"
 
     def __init__(self, truth: dict[Config, float], first: dict[Config, float]) -> None:
         self._inner = LuckyRunner(truth, first)
-        self.baseline, self.measure = self._inner.baseline, self._inner.measure
+        self.baseline = self._inner.baseline
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        if condition is not None:
+            raise ConditionUnavailable(f"{self.description} holds one measurement per config",
+                                       condition=condition)
+        return self._inner.measure(candidates)
 
     def close(self) -> None:
         pass
@@ -93,7 +109,7 @@ def test_confirmation_chooses_by_round_one_and_reports_round_two() -> None:
     assert conf.chosen.config == B and conf.chosen.median_us == 4.5
     assert conf.search_median_us == 4.5
     assert seen == [(1, A, 5.0), (1, B, 4.5), (1, C, 4.8), (2, B, 4.5)]
-    assert runner.forgets == 2
+    assert runner.again == 2
     assert report.speedup is not None and report.speedup.speedup == pytest.approx(10.0 / 4.5)
     assert report.bandwidth_gb_per_s == pytest.approx(1_000_000 / 4.5e-6 / 1e9)
     assert "confirmed: the top 3 measured again" in report.summary()

@@ -16,6 +16,7 @@ from workbench.core.params import Choice, IntRange, Pow2Range
 from workbench.core.records import Candidate, Config, Status, Timing, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
+from workbench.engine.conditions import ConditionUnavailable
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
 from workbench.search.widening import widen_and_continue
@@ -37,6 +38,12 @@ def _cost(config: Config) -> float:
         + (0.0 if config["VEC"] == 16 else 0.2)
 
 
+def _once(description: str, condition: str | None) -> None:
+    """These scripted runners measure once: a confirmation is refused, as a replay's."""
+    if condition is not None:
+        raise ConditionUnavailable(f"{description} cannot measure again", condition=condition)
+
+
 class CostRunner:
     description = "scripted cost"
     device = None
@@ -48,10 +55,22 @@ class CostRunner:
     def use_template(self, template: KernelTemplate) -> None:
         self.template = template
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
+    def for_template(self, template: KernelTemplate) -> CostRunner:
+        return CostRunner(template)
+
+    search_condition = "read"
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        _once(self.description, condition)
         return self._result(Candidate(Config(ROW_SPLIT=1, VEC=16, UNROLL=1), shape, dtype))
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        _once(self.description, condition)
+        return self._measure(candidates)
+
+    def _measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for c in candidates:
             self.template.validate_config(c.config)  # a widened value needs the new template
             self.measured.append(c.config)
@@ -134,10 +153,22 @@ class SiluSplitRunner:
     def use_template(self, template: KernelTemplate) -> None:
         self.template = template
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
+    def for_template(self, template: KernelTemplate) -> Any:
+        raise AssertionError("widening measures on with the same runner")
+
+    search_condition = "read"
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        _once(self.description, condition)
         return self._ok(Candidate(self.template.default_config(), shape, dtype))
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        _once(self.description, condition)
+        return self._measure(candidates)
+
+    def _measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for c in candidates:
             self.template.validate_config(c.config)
             yield self._ok(c)

@@ -152,7 +152,8 @@ def test_an_entry_the_recorded_text_does_not_define_is_refused(entry: str) -> No
     folder = load_kernel_folder(SAMPLES / KERNEL)
     runner = ReplayRunner(folder, template=replace(folder.template, entry=entry))
     with pytest.raises(RecordingError) as info:
-        runner.recorded_confirmation(folder.template.default_config(), SHAPE, DTYPE)
+        runner.measure([Candidate(folder.template.default_config(), SHAPE, DTYPE)],
+                       condition="read")  # the recording's confirmation: refused alike
     assert [d.split(":")[0] for d in info.value.details["differences"]] == ["entry"]
 
 

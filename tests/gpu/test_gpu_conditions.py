@@ -29,8 +29,8 @@ def test_every_condition_times_the_baseline_and_a_config(name: str) -> None:
     with LocalRunner(folder, settings=FAST) as runner:
         read = runner.baseline("decode", "bf16")
         for condition in CONDITIONS:
-            base = runner.baseline_under(condition, "decode", "bf16")
-            [mine] = runner.measure_under(condition, [Candidate(config, "decode", "bf16")])
+            base = runner.baseline("decode", "bf16", condition=condition)
+            [mine] = runner.measure([Candidate(config, "decode", "bf16")], condition=condition)
             for r in (base, mine):
                 assert r.status is Status.OK, (condition, r.reason)
                 assert r.timing is not None and r.timing.median_us > 0

@@ -61,7 +61,7 @@ def test_merge_pdl_and_lean_configs_are_verified_and_timed_plain_and_in_a_graph(
                 assert r.extra["launch"].get("pdl", False) is (r.config["PDL"] >= 1)
         graph = [Candidate(c, s, "bf16") for s in ("decode", "t_small_heads")
                  for c in _configs(folder, s)]
-        results = list(runner.measure_under("graph", graph))
+        results = list(runner.measure(graph, condition="graph"))
         assert len(results) == len(graph)
         for r in results:
             assert r.status is Status.OK, (dict(r.config), r.shape, r.reason)

@@ -62,7 +62,7 @@ from workbench.core.events import (
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
-from workbench.engine.capabilities import Compiling
+from workbench.engine.capabilities import Facts
 from workbench.engine.compiler import Compiler
 from workbench.engine.runner import Runner
 from workbench.search.orchestrator import Search
@@ -129,7 +129,7 @@ class AgentMachine:
 
     def _default_compiler(self) -> Compiler | None:
         base = self.runner_arg if is_runner(self.runner_arg) else None
-        if isinstance(base, Compiling) and isinstance(base.compiler, Compiler):
+        if isinstance(base, Facts) and isinstance(base.compiler, Compiler):
             return base.compiler
         try:
             return Compiler(self.device.arch)

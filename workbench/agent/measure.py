@@ -20,7 +20,7 @@ from workbench.core.picks import improves
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import SpeedupInterval
-from workbench.engine.capabilities import CopyTimer
+from workbench.engine.capabilities import Facts
 from workbench.engine.ncu import profile_config
 from workbench.engine.runner import Runner
 from workbench.search.budget import Budget
@@ -45,12 +45,12 @@ def copy_bandwidth(host: StepHost, loop: LoopState, runner: Runner) -> float | N
     """The runner's copy bandwidth in GB/s, asked once; ``None`` where it has none."""
     if loop.copy_gb is False:
         value: float | None = None
-        if isinstance(runner, CopyTimer):
+        if isinstance(runner, Facts):
             try:
-                value = float(runner.copy_timing(host.shape,
-                                                 host.dtype).bandwidth_gb_per_s)
+                copy = runner.copy_timing(host.shape, host.dtype)
             except WorkbenchError:
-                value = None
+                copy = None
+            value = float(copy.bandwidth_gb_per_s) if copy is not None else None
         loop.copy_gb = value
     return loop.copy_gb if isinstance(loop.copy_gb, float) else None
 

@@ -4,14 +4,14 @@ A runner measures one template (``LocalRunner(folder, template)``), so each new 
 needs a runner for it. ``run_agent`` accepts either a *factory* ``template -> Runner`` or a
 runner instance, from which a runner for another template is derived here:
 
-* an object with ``for_template(template)`` (e.g. the tests' SyntheticRunner) is asked;
-* a :class:`~workbench.engine.replay.ReplayRunner` is rebuilt over the same recording (it
-  answers only for the template the recording holds: another text, parameter names, entry
-  or launch rules are refused with a RecordingError before anything is measured, so the
-  agent's step fails cleanly instead of storing another template's numbers);
-* a :class:`~workbench.engine.runner.LocalRunner` gets a sibling with the same settings,
-  compiler and seed: a new isolated GPU worker (LLM-written CUDA only ever runs there);
-* any other runner is used only for the template it already measures.
+a :class:`~workbench.engine.capabilities.TemplateBound` runner makes its sibling
+(``for_template``): a :class:`~workbench.engine.runner.LocalRunner` one with the same
+settings, compiler and seed (a new isolated GPU worker: LLM-written CUDA only ever runs
+there); a :class:`~workbench.engine.replay.ReplayRunner` one over the same recording (it
+answers only for the template the recording holds: another text, parameter names, entry or
+launch rules are refused with a RecordingError before anything is measured, so the agent's
+step fails cleanly instead of storing another template's numbers); the tests'
+SyntheticRunner one. Any other runner is used only for the template it already measures.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from typing import cast
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.template import KernelTemplate
-from workbench.engine.capabilities import TemplateBound, TemplateDeriving
-from workbench.engine.replay import ReplayRunner
+from workbench.engine.capabilities import TemplateBound
 from workbench.engine.runner import LocalRunner, Runner
 from workbench.store.base import provenance_for
 
@@ -50,18 +49,13 @@ def derive_runner(runner: Runner | RunnerFactory, template: KernelTemplate) -> t
     """A runner for ``template`` and whether the caller owns it (must close it)."""
     if not is_runner(runner):
         return runner(template), True  # type: ignore[operator]
-    current = runner.template if isinstance(runner, TemplateBound) else None
-    if isinstance(current, KernelTemplate) and current == template:
-        return runner, False
-    if isinstance(runner, TemplateDeriving):
+    if isinstance(runner, TemplateBound):
+        if runner.template == template:
+            return cast(Runner, runner), False
         return cast(Runner, runner.for_template(template)), True
-    if isinstance(runner, ReplayRunner):
-        return ReplayRunner(runner.folder, runner.recording, template=template), True
-    if isinstance(runner, LocalRunner):
-        return LocalRunner(runner.folder, template, runner.settings, compiler=runner.compiler,
-                           seed=runner.seed, jobs=runner.jobs), True
-    if current is None:
-        return runner, False  # type: ignore[return-value]
+    current = getattr(runner, "template", None)  # bound to one, with no sibling to make
+    if not isinstance(current, KernelTemplate) or current == template:
+        return cast(Runner, runner), False
     raise AgentRunnerError(
         f"{type(runner).__name__} measures one template and cannot measure template "
         f"{template.source_sha256[:12]}; pass a factory `template -> Runner` to run_agent",

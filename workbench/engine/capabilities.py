@@ -1,78 +1,75 @@
-"""What a runner can do beyond the :class:`~workbench.engine.runner.Runner` protocol.
+"""What a runner can do beyond the :class:`~workbench.engine.runner.Runner` contract: three
+capabilities, each a small ``runtime_checkable`` protocol, so callers ask
+``isinstance(runner, Facts)`` instead of probing attributes by name.
 
-Each optional capability is a small ``runtime_checkable`` protocol, so callers ask
-``isinstance(runner, CopyTimer)`` instead of probing attributes by name. A runner that
-lacks a capability simply does not define the method (never sets it to ``None``).
+- :class:`Facts`: what keys and bounds its measurements (the measuring machine's facts,
+  the compiler whose version and flags key the trials, a device copy of the same bytes);
+- :class:`ManyDevices`: it measures on several devices (a Dask cluster): the batch that
+  keeps them fed, compiles queued ahead for the next batch, and one pinned device where
+  times that are compared with each other are taken (a confirmation);
+- :class:`TemplateBound`: it measures one template, can measure another from now on
+  (``tune --widen``) and can make a sibling runner for another template (the agent).
+
+Measuring again under a cache condition is the contract's own
+(``measure(candidates, condition=...)``); a runner that cannot raises
+:class:`~workbench.engine.conditions.ConditionUnavailable`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from workbench.core.records import Config, TrialResult
+from workbench.core.records import Candidate
 from workbench.core.template import KernelTemplate
 from workbench.engine.bench import CopyTiming
-from workbench.engine.compiler import Compiler
 
-__all__ = ["Compiling", "CopyTimer", "DeviceFacts", "ManyDevices",
-           "RecordedConfirmations", "Remeasuring", "TemplateBound", "TemplateDeriving"]
+__all__ = ["Facts", "ManyDevices", "TemplateBound"]
 
 
 @runtime_checkable
-class Remeasuring(Protocol):
-    """Can time an identical binary again (a live GPU); used by finalist confirmation."""
+class Facts(Protocol):
+    """Knows the measuring machine and what keys its trials.
 
-    def forget_measurements(self) -> None: ...
-
-
-@runtime_checkable
-class ManyDevices(Protocol):
-    """Measures on several devices (a Dask cluster); ``one_device()`` is the same runner
-    on one of them, where times that are compared with each other are taken."""
-
-    def one_device(self) -> object: ...
-
-
-@runtime_checkable
-class CopyTimer(Protocol):
-    """Can time (or recall) a device-to-device copy of a problem's bytes: the ceiling."""
-
-    def copy_timing(self, shape: str, dtype: str) -> CopyTiming: ...
-
-
-@runtime_checkable
-class RecordedConfirmations(Protocol):
-    """Holds an independent re-measurement of some configs (a recording's confirmation)."""
-
-    def recorded_confirmation(self, config: Config, shape: str,
-                              dtype: str) -> TrialResult | None: ...
-
-
-@runtime_checkable
-class Compiling(Protocol):
-    """Compiles what it measures with nvcc (its version and flags key the trials)."""
-
-    compiler: Compiler
-
-
-@runtime_checkable
-class DeviceFacts(Protocol):
-    """Knows the measuring machine (driver, CUDA version...): live, or from a recording."""
+    ``facts``: driver, CUDA version... (live, or a recording's); ``compiler``: whose
+    ``version`` and ``flags`` key the trials (None: it compiles nothing);
+    ``copy_timing``: a device-to-device copy of a problem's bytes, the ceiling (None: it
+    has no device to copy on)."""
 
     @property
     def facts(self) -> Mapping[str, Any]: ...
 
+    @property
+    def compiler(self) -> Any: ...
+
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming | None: ...
+
+
+@runtime_checkable
+class ManyDevices(Protocol):
+    """Measures on several devices (a Dask cluster).
+
+    ``batch_size`` candidates per search batch keep every device fed (the batch follows
+    the GPU count); ``compile_ahead``, called right after ``measure``, queues the next
+    batch's compiles (bounded) so they overlap this batch's measurements; ``one_device()``
+    is the same runner pinned to one device, where a confirmation measures."""
+
+    @property
+    def batch_size(self) -> int: ...
+
+    def compile_ahead(self, candidates: Sequence[Candidate]) -> int: ...
+
+    def one_device(self) -> Any: ...
+
 
 @runtime_checkable
 class TemplateBound(Protocol):
-    """Measures one template (``LocalRunner``, ``ReplayRunner``)."""
+    """Measures one template (``template``): ``use_template`` measures another from now on
+    (same source, wider ranges: ``tune --widen``); ``for_template`` is a sibling runner for
+    another template (the caller closes it)."""
 
     template: KernelTemplate
 
+    def use_template(self, template: KernelTemplate) -> None: ...
 
-@runtime_checkable
-class TemplateDeriving(Protocol):
-    """Can make a sibling runner for another template (e.g. the synthetic test runner)."""
-
-    def for_template(self, template: KernelTemplate) -> object: ...
+    def for_template(self, template: KernelTemplate) -> Any: ...

@@ -2,9 +2,11 @@
 round that re-measures a search's finalists under all of them.
 
 The conditions and the pick rule are pure (:mod:`workbench.core.conditions`); here they
-become what the GPU worker does (:func:`timing_of`) and runner calls. A runner that can measure under a
-condition implements :class:`ConditionRunner` (the live runner does; a replay cannot,
-its recording holds one condition).
+become what the GPU worker does (:func:`timing_of`) and runner calls: every runner measures
+under a condition with ``measure(candidates, condition=...)`` and
+``baseline(shape, dtype, condition=...)``; one that cannot (a replay: its recording holds
+one condition) raises :class:`ConditionUnavailable` before any result, and
+:func:`conditions_unmet` says so in one sentence.
 
 Rounds, as in :func:`workbench.engine.tuning.confirm_finalists`: round 1 measures the
 baseline and every finalist under every condition and the rule picks; round 2 measures the
@@ -16,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from workbench.core.conditions import (
+    DEFAULT_CONDITIONS,
     ConditionTimes,
     Pick,
     PickRule,
@@ -26,8 +29,16 @@ from workbench.core.conditions import (
     choose,
     format_condition_table,
 )
+from workbench.core.errors import DeviceError
 from workbench.core.records import Candidate, Config, Status, TrialResult
 from workbench.engine.bench import BenchSettings
+
+if TYPE_CHECKING:
+    from workbench.engine.runner import Runner
+
+#: ``extra`` key of a result a recording answered for a confirmation: measured again when
+#: the recording was made, not now (a replay cannot measure again).
+RECORDED_CONFIRMATION = "recorded_confirmation"
 
 #: Launches captured in one CUDA graph for the "graph" condition (one repetition).
 GRAPH_LAUNCHES = 20
@@ -58,24 +69,23 @@ def condition_of(settings: BenchSettings) -> str:
     return "read" if settings.flush_l2 else "warm"
 
 
-@runtime_checkable
-class ConditionRunner(Protocol):
-    """A runner that can measure again under a named cache condition (never from memory).
-
-    ``search_condition`` is the condition its search measures under (:func:`condition_of`
-    its settings): a confirmation under the search's condition alone measures with
-    :meth:`measure_under` on it, compiled as every confirmation is."""
-
-    @property
-    def search_condition(self) -> str: ...
-
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]: ...
-
-    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult: ...
+class ConditionUnavailable(DeviceError):
+    """A runner cannot measure under a cache condition: ``runner`` (its description),
+    ``condition`` (asked), ``measurable`` (the conditions it can measure under), ``why``."""
 
 
-def conditions_unmet(runner: object, description: str, conditions: Sequence[str] | None,
+def unavailable(runner: Runner, conditions: Sequence[str]) -> ConditionUnavailable | None:
+    """Why ``runner`` cannot measure under one of ``conditions`` (None: it can under all).
+    Asks the contract itself: ``measure([], condition=c)`` raises before any result."""
+    for condition in check_conditions(conditions):
+        try:
+            list(runner.measure([], condition=condition))
+        except ConditionUnavailable as exc:
+            return exc
+    return None
+
+
+def conditions_unmet(runner: Runner, description: str, conditions: Sequence[str] | None,
                      rule: PickRule | None) -> str | None:
     """A sentence when a confirmation was asked to measure under cache conditions (more
     than the search's, or with a pick rule) and ``runner`` cannot: it then confirms under
@@ -83,13 +93,19 @@ def conditions_unmet(runner: object, description: str, conditions: Sequence[str]
     must say so rather than fall back silently. ``runner`` is the one that confirms (a
     cluster's one-device view), ``description`` what it measures with. None: nothing was
     asked that it cannot do."""
-    asked = (conditions is not None and tuple(conditions) != ("read",)) or rule is not None
-    if not asked or isinstance(runner, ConditionRunner):
+    if not asks_conditions(conditions, rule):
+        return None
+    if unavailable(runner, conditions or DEFAULT_CONDITIONS) is None:
         return None
     named = ", ".join(conditions) if conditions is not None else "the rule's"
     return (f"{description} cannot measure under cache conditions ({named} asked): the "
             f"finalists were not confirmed under them, so no condition table and no pick "
             f"rule ({(rule or PickRule()).describe()}) apply to this report")
+
+
+def asks_conditions(conditions: Sequence[str] | None, rule: PickRule | None) -> bool:
+    """Whether a confirmation was asked for more than the search's condition."""
+    return (conditions is not None and tuple(conditions) != ("read",)) or rule is not None
 
 
 @dataclass(frozen=True)
@@ -139,7 +155,7 @@ def _tagged(result: TrialResult, condition: str, round_index: int,
     return replace(result, extra=extra)
 
 
-def _round(runner: ConditionRunner, configs: Sequence[Config], shape: str, dtype: str,
+def _round(runner: Runner, configs: Sequence[Config], shape: str, dtype: str,
            conditions: Sequence[str], round_index: int,
            on_result: Callable[[int, TrialResult], None] | None,
            ) -> tuple[ConditionTimes, list[ConditionTimes], list[TrialResult]]:
@@ -149,10 +165,10 @@ def _round(runner: ConditionRunner, configs: Sequence[Config], shape: str, dtype
     per: dict[Config, dict[str, float]] = {c: {} for c in configs}
     candidates = [Candidate(c, shape, dtype) for c in configs]
     for condition in conditions:
-        measured = [_tagged(runner.baseline_under(condition, shape, dtype), condition,
+        measured = [_tagged(runner.baseline(shape, dtype, condition=condition), condition,
                             round_index, True)]
         measured += [_tagged(r, condition, round_index, False)
-                     for r in runner.measure_under(condition, candidates)]
+                     for r in runner.measure(candidates, condition=condition)]
         for r in measured:
             kept.append(r)
             if on_result is not None and not r.extra.get("is_baseline"):
@@ -171,7 +187,7 @@ def _label(config: Config) -> str:
     return " ".join(f"{k}={v}" for k, v in config.items())
 
 
-def confirm_under_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
+def confirm_under_conditions(runner: Runner, finalists: Sequence[TrialResult],
                              conditions: Sequence[str], rule: PickRule | None = None, *,
                              on_result: Callable[[int, TrialResult], None] | None = None,
                              twins: Sequence[Config] = (),

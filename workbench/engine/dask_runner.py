@@ -19,12 +19,17 @@ What keeps measurements comparable:
 - :meth:`one_device` measures on one worker only: the baseline, the device-copy roofline
   and finalist confirmation run there (the copy roofline can also be taken on every device,
   :meth:`copy_timings`);
-- when every worker's runner measures under cache conditions (a live one does), the
-  runner is a :class:`~workbench.engine.conditions.ConditionRunner` too
-  (:class:`~workbench.engine.dask_conditions.ConditionDaskRunner`): a confirmation pins one worker once
-  (``confirm_finalists`` takes :meth:`one_device`) and measures every finalist, the
-  baseline, every condition and both rounds there, so a cluster prints the same condition
-  table and applies the same pick rule as the direct runner.
+- ``measure(candidates, condition=...)`` and ``baseline(shape, dtype, condition=...)``
+  measure again under a cache condition on ONE device, in one task: the worker this view is
+  pinned to (:meth:`one_device`, which ``confirm_finalists`` takes once per confirmation),
+  else the reference worker. So a confirmation measures every finalist, the baseline,
+  every condition and both rounds on one device, and a cluster prints the same condition
+  table and applies the same pick rule as the direct runner. A condition the workers'
+  runners cannot measure under (:attr:`WorkerInfo.conditions`) is
+  :class:`~workbench.engine.conditions.ConditionUnavailable` at the call. A pinned worker
+  that leaves the cluster mid-call is never replaced by another (its times would not
+  compare): what it had not measured comes back crashed, saying so, and the confirmation
+  says why it has no pick.
 
 Failures: a crash or hang of a candidate kills only the GPU worker subprocess, which the
 LocalRunner on that Dask worker restarts (the candidate is recorded crashed or timeout, as
@@ -54,13 +59,15 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.core.conditions import check_conditions
 from workbench.core.errors import ClusterError
 from workbench.core.hardware import DeviceSpec
-from workbench.core.records import Candidate, TrialResult
+from workbench.core.records import Candidate, Config, TrialResult
 from workbench.core.template import KernelInstance
 from workbench.engine import dask_tasks
 from workbench.engine.bench import CopyTiming
 from workbench.engine.compile_ahead import CompileAhead
+from workbench.engine.conditions import ConditionUnavailable
 from workbench.engine.dask_tasks import (
     GPU_RESOURCE,
     MEASURES_PER_GPU,
@@ -216,11 +223,22 @@ class DaskRunner:
                                     pure=False, key=f"wb-{fn.__name__}-{next_token()}")
         return future.result()
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        """The baseline, measured on the reference device (once per device)."""
+    @property
+    def search_condition(self) -> str:
+        """The condition the workers' searches measure under (the reference worker's: every
+        worker shares its identity, settings included)."""
+        return self.reference.search_condition
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        """The baseline, measured on the reference device (once per device); under a named
+        cache condition measured again on this view's one device."""
+        if condition is not None:
+            return self._baseline_under(condition, shape, dtype)
         key = (self.reference.address, shape, dtype)
         if key not in self._baselines:
-            self._baselines[key] = self._on_reference(dask_tasks.baseline, shape, dtype)
+            self._baselines[key] = self._on_reference(dask_tasks.baseline, self.description,
+                                                      shape, dtype)
         return self._baselines[key]
 
     def copy_timing(self, shape: str, dtype: str) -> CopyTiming:
@@ -236,20 +254,25 @@ class DaskRunner:
         return {w.label: self.one_device(w.address).copy_timing(shape, dtype)
                 for w in self.workers}
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         """Fan the candidates out; yield each result when it arrives (any order: pair them
         with candidates by ``result.config``). Closing the iterator cancels what is left.
+        Under a named cache condition: measured again on one device, in one task
+        (:meth:`_measure_under`).
 
         The batch's compiles go to the front of the compile-ahead queue when this is
         called, before the first result is asked for, and compiles queued ahead for other
         candidates are cancelled then: a caller that knows its next batch calls
         :meth:`compile_ahead` right after this call, and those compiles run while this
-        batch is measured (the search loop does, :class:`~workbench.search.orchestrator.
-        CompilesAhead`).
+        batch is measured (the search loop does for a
+        :class:`~workbench.engine.capabilities.ManyDevices` runner).
 
         A Dask worker that dies takes down every task queued on it, not only the one it was
         running, so candidates that Dask gives up on (KilledWorker) run again at the end, one
         at a time: a death then is that candidate's own, and it is recorded crashed."""
+        if condition is not None:
+            return iter(self._measure_under(condition, candidates))
         if self._workers_died:
             self._workers_died = False
             self._check_reference()  # dispatch to the workers that replaced them
@@ -434,6 +457,84 @@ class DaskRunner:
             if not finished:  # closed early (a stop): what was measured ahead goes too
                 self.ahead.cancel()
 
+    # -- measuring again under a cache condition, on one device ---------------------------
+
+    def _can_measure(self, condition: str) -> None:
+        """ConditionUnavailable unless every worker's runner measures under ``condition``."""
+        check_conditions([condition])
+        lacking = [w.label for w in self.workers if condition not in w.conditions]
+        if lacking:
+            raise ConditionUnavailable(
+                f"{self.description} cannot measure under '{condition}' (the runners of "
+                f"{', '.join(lacking)} measure again under "
+                f"{', '.join(self.reference.conditions) or 'no condition'})",
+                runner=self.description, condition=condition,
+                measurable=list(self.reference.conditions), why="the workers' runners")
+
+    def _measure_under(self, condition: str,
+                       candidates: Sequence[Candidate]) -> list[TrialResult]:
+        """``candidates`` measured again under ``condition`` on this view's device, in one
+        task (compiled by the cluster first; one result per candidate)."""
+        self._can_measure(condition)
+        if not candidates:
+            return []
+        address = self._one_address()
+        artifacts = self._compile(candidates, next_token(), faithful=True)  # nvcc's code
+        future = self.client.submit(
+            dask_tasks.measure_condition, self.packed, self.description, condition,
+            list(candidates), artifacts, workers=[address], allow_other_workers=False,
+            resources={self.resource: 1}, priority=MEASURE_PRIORITY, pure=False,
+            key=f"wb-measure-under-{condition}-{next_token()}")
+        try:
+            results: list[TrialResult] | None = self._await_on(address, future)
+        finally:
+            self.client.cancel([a for a in artifacts if a is not None])
+        if results is None:
+            return [self._lost(c, f"the worker {address} measuring the confirmation under "
+                               f"'{condition}' left the cluster") for c in candidates]
+        return results
+
+    def _baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
+        """The baseline measured again under ``condition`` on this view's device."""
+        self._can_measure(condition)
+        address = self._one_address()
+        future = self.client.submit(
+            dask_tasks.baseline, self.packed, self.description, shape, dtype, condition,
+            workers=[address], allow_other_workers=False,
+            resources={self.resource: 1}, priority=MEASURE_PRIORITY, pure=False,
+            key=f"wb-baseline-under-{condition}-{next_token()}")
+        result: TrialResult | None = self._await_on(address, future)
+        if result is None:
+            return self._lost(Candidate(Config(), shape, dtype),
+                              f"the worker {address} measuring the baseline under "
+                              f"'{condition}' left the cluster")
+        return result
+
+    def _one_address(self) -> str:
+        """The device of every condition measurement: the pinned worker, else the
+        reference one."""
+        if self._pin is None:
+            self._check_reference()
+        return self.reference.address
+
+    def _await_on(self, address: str, future: Any) -> Any:
+        """``future``'s result, or None once ``address`` is no longer a worker (a pinned
+        task never moves, so it would wait forever)."""
+        from distributed import wait
+
+        while True:
+            try:
+                done, _ = wait([future], timeout=POLL_S)
+            except TimeoutError:
+                done = set()
+            if done:
+                return future.result()
+            if address not in gpu_workers(self.client, self.resource):
+                self.client.cancel([future])
+                return None
+
+    # -- search batches and compile-ahead ----------------------------------------------------
+
     @property
     def batch_size(self) -> int:
         """Candidates per search batch that keep every GPU fed: the batch follows the GPU
@@ -545,10 +646,7 @@ def _arrived(arrivals: queue.SimpleQueue[Any], timeout_s: float) -> set[Any]:
 
 def dask_runner(client: Any, endpoint: Endpoint, *, resource: str = GPU_RESOURCE,
                 owns: Sequence[Any] = ()) -> DaskRunner:
-    """A DaskRunner over the cluster's GPU workers; one that measures again (for finalist
-    confirmation), under cache conditions, when every worker's runner can
-    (:func:`~workbench.engine.dask_conditions.runner_class`)."""
-    from workbench.engine.dask_conditions import runner_class  # its classes extend this one
-
+    """A DaskRunner over the cluster's GPU workers (they measure again under the cache
+    conditions their runners can: :attr:`WorkerInfo.conditions`)."""
     workers = meet_workers(client, endpoint, resource)
-    return runner_class(workers)(client, endpoint, workers, resource=resource, owns=owns)
+    return DaskRunner(client, endpoint, workers, resource=resource, owns=owns)

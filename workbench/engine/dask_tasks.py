@@ -35,15 +35,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from workbench.core.conditions import CONDITIONS
 from workbench.core.errors import ClusterError, WorkerError
 from workbench.core.hardware import DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Candidate, TrialResult
 from workbench.core.template import KernelInstance, KernelTemplate
 from workbench.engine.bench import BenchSettings, CopyTiming
+from workbench.engine.capabilities import Facts
 from workbench.engine.compiler import Compiler, CompileResult
-from workbench.engine.conditions import ConditionRunner
-from workbench.engine.runner import LocalRunner, PlannedCandidate, Runner
+from workbench.engine.conditions import ConditionUnavailable
+from workbench.engine.runner import LocalRunner, PlannedCandidate, PlanningRunner, Runner
 
 #: The worker resource a GPU task asks for; ``dask cuda worker --resources "GPU=1"``.
 GPU_RESOURCE = "GPU"
@@ -147,8 +149,9 @@ class WorkerInfo:
     compiler_version: str
     compiler_flags: tuple[str, ...]
     driver: str
-    remeasures: bool          # its runner can time an identical binary again
-    measures_under_conditions: bool = False  # its runner is a ConditionRunner
+    # the cache conditions its runner measures again under (none: a confirmation on this
+    # worker cannot run; a replay's: its recording's confirmation)
+    conditions: tuple[str, ...] = ()
     search_condition: str = "read"  # the condition its runner's search measures under
 
     @property
@@ -161,27 +164,6 @@ class WorkerInfo:
     def label(self) -> str:
         """``host GPU n`` for tables and the panel."""
         return f"{self.host} GPU {self.gpu or '?'}"
-
-
-@runtime_checkable
-class _TimesCopies(Protocol):
-    def copy_timing(self, shape: str, dtype: str) -> CopyTiming: ...
-
-
-@runtime_checkable
-class _Forgets(Protocol):
-    def forget_measurements(self) -> None: ...
-
-
-@runtime_checkable
-class _MeasuresPlanned(Protocol):
-    """A runner whose checks and compile come apart from its device work (LocalRunner)."""
-
-    compiler: Compiler
-
-    def plan(self, candidate: Candidate) -> TrialResult | PlannedCandidate: ...
-
-    def finish(self, plan: PlannedCandidate, compiled: CompileResult) -> TrialResult: ...
 
 
 _RUNNERS: dict[str, Runner] = {}
@@ -233,24 +215,35 @@ def _turn(packed: PackedEndpoint) -> threading.Lock:
 
 
 def _compiler_of(runner: Runner) -> Compiler | None:
-    compiler = getattr(runner, "compiler", None)  # LocalRunner and SyntheticRunner have one
+    """The compiler of ``runner`` (a live one's, the synthetic one's), if it compiles."""
+    compiler = runner.compiler if isinstance(runner, (Facts, PlanningRunner)) else None
     return compiler if isinstance(compiler, Compiler) else None
+
+
+def measurable(runner: Runner) -> tuple[str, ...]:
+    """The cache conditions ``runner`` measures again under (the contract refuses the
+    others at the call: ``measure([], condition=c)``)."""
+    conditions = []
+    for condition in CONDITIONS:
+        try:
+            list(runner.measure([], condition=condition))
+        except ConditionUnavailable:
+            continue
+        conditions.append(condition)
+    return tuple(conditions)
 
 
 def hello(endpoint: PackedEndpoint) -> WorkerInfo:
     """Start this worker's runner (a CUDA context, for a live one) and describe it."""
     runner = _runner(endpoint)
     compiler = _compiler_of(runner)
-    facts = getattr(runner, "facts", None) or {}
+    facts = runner.facts if isinstance(runner, Facts) else {}
     return WorkerInfo(address=_worker_address(), host=socket.gethostname(), gpu=_gpu_label(),
                       description=runner.description, device=runner.device,
                       compiler_version=compiler.version if compiler else "",
                       compiler_flags=compiler.flags if compiler else (),
                       driver=str(facts.get("driver") or ""),
-                      remeasures=isinstance(runner, _Forgets),
-                      measures_under_conditions=isinstance(runner, ConditionRunner),
-                      search_condition=(runner.search_condition
-                                        if isinstance(runner, ConditionRunner) else "read"))
+                      conditions=measurable(runner), search_condition=runner.search_condition)
 
 
 def compile_instance(arch: str, instance: KernelInstance, *,
@@ -326,7 +319,7 @@ def measure(endpoint: PackedEndpoint, description: str, candidate: Candidate,
         raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
                            f"{description}: give it its own resource name",
                            value=runner.description, expected=description)
-    if artifact is not None and isinstance(runner, _MeasuresPlanned) and isinstance(
+    if artifact is not None and isinstance(runner, PlanningRunner) and isinstance(
             runner.compiler, Compiler):
         clock = _PhaseClock(began)
         with clock.turn(_turn(endpoint)):  # plan() keeps the runner's caches and counters
@@ -371,47 +364,39 @@ def _local_compile(compiler: Compiler, plan: PlannedCandidate,
     return replace(local, compile_s=compiled.compile_s) if same and local.cached else local
 
 
-def _condition_runner(endpoint: PackedEndpoint, description: str) -> ConditionRunner:
+def _checked(endpoint: PackedEndpoint, description: str) -> Runner:
     runner = _runner(endpoint)
     if runner.description != description:
         raise ClusterError(f"{_worker_address()} measures with {runner.description}, not "
                            f"{description}: give it its own resource name",
                            value=runner.description, expected=description)
-    if not isinstance(runner, ConditionRunner):
-        raise ClusterError(f"{runner.description} on {_worker_address()} cannot measure "
-                           f"under cache conditions", value=runner.description)
     return runner
 
 
-def measure_under(endpoint: PackedEndpoint, description: str, condition: str,
-                  candidates: list[Candidate],
-                  artifacts: list[CompiledArtifact | None]) -> list[TrialResult]:
+def measure_condition(endpoint: PackedEndpoint, description: str, condition: str,
+                      candidates: list[Candidate],
+                      artifacts: list[CompiledArtifact | None]) -> list[TrialResult]:
     """Measure ``candidates`` again under a cache condition on this worker's device, in one
     turn on its runner (``artifacts``: the cluster's compiles, adopted into this worker's
     cache first, so the runner answers its compiles from the cache: they are the faithful
     compiler's, :func:`compile_instance` with ``faithful``, as the runner's own compiles
-    under a condition are)."""
-    runner = _condition_runner(endpoint, description)
-    compiler = _compiler_of(_runner(endpoint))
+    under a condition are). A runner that cannot raises ConditionUnavailable."""
+    runner = _checked(endpoint, description)
+    compiler = _compiler_of(runner)
     for artifact in artifacts:
         if artifact is not None and artifact.result.ok and compiler is not None:
             compiler.faithful().adopt(artifact.result, artifact.cubin)
     with _turn(endpoint):
-        return [where(r) for r in runner.measure_under(condition, candidates)]
+        return [where(r) for r in runner.measure(candidates, condition=condition)]
 
 
-def baseline_under(endpoint: PackedEndpoint, description: str, condition: str, shape: str,
-                   dtype: str) -> TrialResult:
-    """The baseline measured again under a cache condition on this worker's device."""
-    runner = _condition_runner(endpoint, description)
+def baseline(endpoint: PackedEndpoint, description: str, shape: str, dtype: str,
+             condition: str | None = None) -> TrialResult:
+    """The baseline kernel measured on this worker's device (under a named cache
+    condition: measured again)."""
+    runner = _checked(endpoint, description)
     with _turn(endpoint):
-        return where(runner.baseline_under(condition, shape, dtype))
-
-
-def baseline(endpoint: PackedEndpoint, shape: str, dtype: str) -> TrialResult:
-    """The baseline kernel measured on this worker's device."""
-    with _turn(endpoint):
-        return where(_runner(endpoint).baseline(shape, dtype))
+        return where(runner.baseline(shape, dtype, condition=condition))
 
 
 def copy_timing(endpoint: PackedEndpoint, shape: str, dtype: str) -> CopyTiming | None:
@@ -419,17 +404,7 @@ def copy_timing(endpoint: PackedEndpoint, shape: str, dtype: str) -> CopyTiming 
     the runner cannot time one)."""
     runner = _runner(endpoint)
     with _turn(endpoint):
-        return runner.copy_timing(shape, dtype) if isinstance(runner, _TimesCopies) else None
-
-
-def forget(endpoint: PackedEndpoint) -> bool:
-    """Make this worker's runner time identical cubins again (re-measurement rounds)."""
-    runner = _runner(endpoint)
-    if isinstance(runner, _Forgets):
-        with _turn(endpoint):
-            runner.forget_measurements()
-        return True
-    return False
+        return runner.copy_timing(shape, dtype) if isinstance(runner, Facts) else None
 
 
 def close_runners() -> int:

@@ -30,7 +30,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Config, Status, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
-from workbench.engine.capabilities import Compiling, Remeasuring
+from workbench.engine.runner import PlanningRunner
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +211,9 @@ def finalist_l2(folder: KernelFolder, template: KernelTemplate, runner: object,
     """The L2 hit rate of each of ``finalists`` (their times beside), profiled on the live
     GPU ``runner`` measures on; otherwise an :class:`L2Profile` saying why not."""
     profiler = profiler or NcuProfiler()
-    if not isinstance(runner, Remeasuring):
+    if not isinstance(runner, PlanningRunner):
         return L2Profile(note=f"{getattr(runner, 'description', 'the runner')} does not run "
                               "kernels here (Nsight Compute needs the live GPU)")
-    if not isinstance(runner, Compiling):
-        return L2Profile(note="the runner has no compiler to build the profiled cubin")
     why = profiler.missing()
     if why is not None:
         return L2Profile(note=why)

@@ -14,6 +14,12 @@ what differs, for the panel's header), but :meth:`ReplayRunner.measure` refuses 
 exists to be stored: answering by config key would pass another template's numbers off as
 this one's.
 
+A replay cannot measure again: under its search's condition ("read", what a recording
+holds) ``measure(candidates, condition="read")`` answers with the recording's own
+confirmation (each config the sweep's fastest few measured again in a fresh worker after
+the sweep), every result marked ``extra[RECORDED_CONFIRMATION]``; any other condition is
+:class:`~workbench.engine.conditions.ConditionUnavailable`.
+
 ``pace="recorded"`` answers at the pace the recording's sweep measured (its wall time per
 config, e.g. 43 ms on the H100 for silu_and_mul) instead of at once, so the panel behaves as
 it would live (``WORKBENCH_REPLAY_PACE=recorded`` selects it through ``select_runner``).
@@ -31,18 +37,26 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import RecordingError, WorkbenchError
 from workbench.core.hardware import DeviceSpec, get_device, match_device_name
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.records import Candidate, Config, TrialResult
+from workbench.core.records import Candidate, TrialResult
 from workbench.core.template import KernelTemplate
 from workbench.core.trial_labels import NOT_RECORDED_REASON
 from workbench.engine.bench import CopyTiming
+from workbench.engine.conditions import RECORDED_CONFIRMATION, ConditionUnavailable
 from workbench.engine.recording import Recording, load_recording, recording_paths
 from workbench.engine.worker import rule_for_event
 
 log = logging.getLogger(__name__)
 
 
+#: The one cache condition a recording holds (its sweep flushed the L2 by reading).
+RECORDED_CONDITION = "read"
+
+
 class ReplayRunner:
     """Answers ``baseline``/``measure``/``copy_timing`` from one recording of a kernel folder."""
+
+    compiler = None  # it compiles nothing: no compiler keys its trials
+    search_condition = RECORDED_CONDITION
 
     def __init__(self, folder: KernelFolder, recording: str | Path | Recording | None = None,
                  template: KernelTemplate | None = None, *, pace: str | float = 0.0) -> None:
@@ -151,8 +165,21 @@ class ReplayRunner:
         """The (shape, dtype) pairs the recording covers."""
         return sorted(self._baselines)
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        """The recorded baseline; RecordingError if the recording lacks this problem."""
+    def _recorded(self, condition: str) -> None:
+        """ConditionUnavailable unless ``condition`` is the one the recording holds."""
+        if condition != RECORDED_CONDITION:
+            raise ConditionUnavailable(
+                f"{self.description} cannot measure under '{condition}': its recording "
+                f"holds one cache condition ('{RECORDED_CONDITION}')",
+                runner=self.description, condition=condition,
+                measurable=[RECORDED_CONDITION], why="a recording holds one condition")
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        """The recorded baseline; RecordingError if the recording lacks this problem (under
+        another condition than the recording's: ConditionUnavailable)."""
+        if condition is not None:
+            self._recorded(condition)
         try:
             return self._stamp(self._baselines[(shape, dtype)])
         except KeyError:
@@ -178,11 +205,39 @@ class ReplayRunner:
         self.template = template
         self._check_template()
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def for_template(self, template: KernelTemplate) -> ReplayRunner:
+        """A replay of the same recording for ``template`` (refused at :meth:`measure`
+        unless the recording holds it)."""
+        return ReplayRunner(self.folder, self.recording, template=template)
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         """Recorded results, in the order asked; unrecorded configs come back pruned.
         RecordingError before the first result when the recording does not hold the
-        template (:meth:`require_held`)."""
+        template (:meth:`require_held`). Under the recording's condition: its confirmation
+        (the module docstring); under another: ConditionUnavailable."""
+        if condition is not None:
+            self._recorded(condition)
+            if candidates:
+                self.require_held()
+            return iter([self._confirmation(c) for c in candidates])
         self.require_held()
+        return self._answers(candidates)
+
+    def _confirmation(self, candidate: Candidate) -> TrialResult:
+        """The recording's re-measurement of ``candidate``, or pruned when it has none."""
+        found = self.recording.confirmed_result(candidate.config, candidate.shape,
+                                                candidate.dtype)
+        if found is None:
+            rule = rule_for_event("not_recorded")
+            found = TrialResult(config=candidate.config, shape=candidate.shape,
+                                dtype=candidate.dtype, status=rule.status,
+                                reason=f"{self.source.removeprefix('replay:')} did not measure "
+                                       f"it again at {candidate.shape}/{candidate.dtype}",
+                                device=self.recording.device_name)
+        return self._stamp(replace(found, extra={**found.extra, RECORDED_CONFIRMATION: True}))
+
+    def _answers(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         rule = rule_for_event("not_recorded")
         for candidate in candidates:
             if self.pace_s:
@@ -200,14 +255,6 @@ class ReplayRunner:
                                           reason=reason, device=self.recording.device_name,
                                           bytes_moved=self.folder.bytes_moved_for(
                                               candidate.shape, candidate.dtype)))
-
-    def recorded_confirmation(self, config: Config, shape: str,
-                              dtype: str) -> TrialResult | None:
-        """The recording's independent re-measurement of ``config`` (made in a fresh worker
-        after the sweep, for each problem's fastest few configs), or None."""
-        self.require_held()
-        found = self.recording.confirmed_result(config, shape, dtype)
-        return self._stamp(found) if found is not None else None
 
     def status_counts(self) -> dict[str, int]:
         """How many recorded trials have each status."""

@@ -13,17 +13,21 @@ process with a CUDA context). Its pipeline per ``measure`` call:
 5. the worker verifies on two random input sets against the baseline's outputs, then
    times; a crash or hang costs only that candidate (the worker is restarted).
 
-A confirmation round (:meth:`LocalRunner.measure_under`, :meth:`LocalRunner.baseline_under`)
-compiles with the compiler's nvcc-only twin (:meth:`Compiler.faithful`) where the search's
+A confirmation round (``measure(candidates, condition=...)``, ``baseline(shape, dtype,
+condition=...)``: measured again under a cache condition, never from memory) compiles with the compiler's nvcc-only twin (:meth:`Compiler.faithful`) where the search's
 compiler may build other code (NVRTC for every kernel), so the stored pick and its numbers
 are measured on nvcc's code; every measured result names its builder in
 ``extra["built_by"]`` (``"nvcc"`` or ``"nvrtc"``).
 
-:class:`workbench.engine.replay.ReplayRunner` answers the same protocol from recordings.
+Every runner answers the one :class:`Runner` contract: this one, the recording's
+(:class:`workbench.engine.replay.ReplayRunner`), a Dask cluster's
+(:class:`workbench.engine.dask_runner.DaskRunner`) and the tests' stand-ins. What some can
+do beyond it is in :mod:`workbench.engine.capabilities` (three protocols).
 """
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import importlib.util
 import logging
@@ -90,19 +94,52 @@ def live_description(device_name: str, settings: BenchSettings) -> str:
 
 @runtime_checkable
 class Runner(Protocol):
-    """What the search and the UI need from a place that measures candidates."""
+    """The one runner contract: what the search, the confirmation, the API, CLI, agent and
+    UI need from a place that measures candidates. Stateless per call.
+
+    ``search_condition`` is the cache condition its search measures under
+    (:func:`~workbench.engine.conditions.condition_of` its settings; a recording's). With
+    ``condition=None`` a call measures under it and may reuse what the runner already
+    measured (an identical cubin); a named condition (one of
+    :data:`workbench.core.conditions.CONDITIONS`) measures again under that condition,
+    never from memory, compiled as every confirmation is. A runner that cannot raises
+    :class:`~workbench.engine.conditions.ConditionUnavailable` at the call, before any
+    result (so ``measure([], condition=c)`` asks whether it can)."""
 
     description: str
     device: DeviceSpec
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult: ...
+    @property
+    def search_condition(self) -> str: ...
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult: ...
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         """One result per candidate, each yielded when it is ready: in any order (compiles
         finish out of order), so pair results with candidates by ``result.config``."""
         ...
 
     def close(self) -> None: ...
+
+
+class PlanningRunner(abc.ABC):
+    """A runner whose checks and compile come apart from its device work: a Dask measure
+    task plans on the worker, compiles off the device and finishes in the device's turn
+    (:func:`workbench.engine.dask_tasks.measure`). A base class of the concrete runners
+    that have the split (this module's :class:`LocalRunner`, the tests' synthetic ones),
+    not a capability callers probe."""
+
+    compiler: Any
+
+    @abc.abstractmethod
+    def plan(self, candidate: Candidate) -> TrialResult | PlannedCandidate:
+        """The checks before any compile: a pruned result, or what to compile and launch."""
+
+    @abc.abstractmethod
+    def finish(self, plan: PlannedCandidate, compiled: CompileResult) -> TrialResult:
+        """Verify and time a planned candidate from its compile (the device part)."""
 
 
 class BaselineError(WorkerError):
@@ -175,7 +212,7 @@ def _gpu_python_available() -> bool:
     return importlib.util.find_spec("pycuda") is not None
 
 
-class LocalRunner:
+class LocalRunner(PlanningRunner):
     """Measures on the local GPU through a worker subprocess. Use as a context manager."""
 
     def __init__(self, folder: KernelFolder, template: KernelTemplate | None = None,
@@ -384,10 +421,19 @@ class LocalRunner:
             samples_us=reply.samples_us, event_samples_us=reply.event_samples_us,
             method=reply.method, extra=extra)
 
-    # -- the Runner protocol -------------------------------------------------------------------
+    # -- the Runner contract -------------------------------------------------------------------
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        """Verify (against itself, after the reference check) and time the baseline kernel."""
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        """Verify (against itself, after the reference check) and time the baseline kernel;
+        under a named cache condition measured again, compiled as :meth:`measure` compiles
+        under one."""
+        if condition is not None:
+            with self._condition(condition):
+                return self._baseline(shape, dtype)
+        return self._baseline(shape, dtype)
+
+    def _baseline(self, shape: str, dtype: str) -> TrialResult:
         key = (shape, dtype)
         if key not in self._baselines:
             compiled, launch = self._baseline_build(shape, dtype)
@@ -463,17 +509,18 @@ class LocalRunner:
             self._cubin_digests[path] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
         return self._cubin_digests[path]
 
-    def forget_measurements(self) -> None:
-        """Time identical cubins again from now on (re-measurement rounds); by default a
-        cubin already timed on a problem answers from memory."""
-        self._measured.clear()
-
     def use_template(self, template: KernelTemplate) -> None:
         """Render and validate with ``template`` from now on (``tune --widen``: same source,
         wider ranges)."""
         self.template = template
         self._spaces.clear()
         self._templates.clear()
+
+    def for_template(self, template: KernelTemplate) -> LocalRunner:
+        """A sibling for ``template``: the same settings, compiler and seed, its own
+        isolated GPU worker (LLM-written CUDA only ever runs there). The caller closes it."""
+        return LocalRunner(self.folder, template, self.settings, compiler=self.compiler,
+                           seed=self.seed, jobs=self.jobs)
 
     @contextmanager
     def _condition(self, condition: str) -> Iterator[None]:
@@ -494,23 +541,21 @@ class LocalRunner:
         """The condition this runner's search measures under (its settings')."""
         return condition_of(self.settings)
 
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]:
-        """Measure ``candidates`` again under a cache condition
-        (:data:`workbench.core.conditions.CONDITIONS`), compiled by nvcc where the search's
-        compiler may build other code (:meth:`Compiler.faithful`)."""
-        with self._condition(condition):
-            return list(self.measure(candidates))
-
-    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        """Measure the baseline again under a cache condition (compiled as
-        :meth:`measure_under` compiles)."""
-        with self._condition(condition):
-            return self.baseline(shape, dtype)
-
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         """Evaluate candidates; yield each result as soon as it is known (in the order the
-        GPU got to them, not the order given: match by ``result.config``)."""
+        GPU got to them, not the order given: match by ``result.config``). Under a named
+        cache condition every candidate is measured again (nothing from memory), compiled
+        by :meth:`Compiler.faithful` (nvcc's code), and the results come at once."""
+        if condition is None:
+            return self._measure(candidates)
+        check_conditions([condition])  # every condition is measurable here
+        if not candidates:
+            return iter(())
+        with self._condition(condition):
+            return iter(list(self._measure(candidates)))
+
+    def _measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         pending: dict[str, list[PlannedCandidate]] = {}
         for candidate in candidates:
             plan = self.plan(candidate)

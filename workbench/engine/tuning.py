@@ -7,7 +7,7 @@ the store, so a resumed or re-launched search reports every stored trial.
 
 The winner's curse: a search's best time is the minimum over hundreds of noisy medians, so
 it is biased low and the ranking of near-ties is partly luck. With ``confirm=k`` a runner
-that can measure again (:class:`~workbench.engine.capabilities.Remeasuring`) re-measures the
+that can measure again (``measure(candidates, condition=...)``) re-measures the
 k fastest configs twice after the search: round 1 picks among them, round 2 measures the
 pick once more, and the report's time, speedup and bandwidth come from round 2, a
 measurement the choice never saw. A replay cannot measure again, so its report says so and
@@ -42,17 +42,15 @@ from workbench.engine.bench import (
     speedup_from_timings,
     speedup_interval,
 )
-from workbench.engine.capabilities import (
-    CopyTimer,
-    ManyDevices,
-    RecordedConfirmations,
-    Remeasuring,
-)
+from workbench.engine.capabilities import Facts, ManyDevices
 from workbench.engine.conditions import (
+    RECORDED_CONFIRMATION,
     ConditionConfirmation,
-    ConditionRunner,
+    ConditionUnavailable,
+    asks_conditions,
     conditions_unmet,
     confirm_under_conditions,
+    unavailable,
 )
 from workbench.engine.runner import Runner
 
@@ -209,10 +207,8 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     the rule's condition, or "read" (the search's) when the rule scores all of them.
     Returns the Confirmation, or a sentence saying why there is none (a runner that answers
     from memory or a recording, or no finalist passing round 1)."""
-    if isinstance(runner, ManyDevices):  # finalists are compared on one device
-        runner = cast(Runner, runner.one_device())
+    runner = one_device(runner)
     if _under_conditions(runner, conditions, rule):
-        assert isinstance(runner, ConditionRunner)
         return _confirm_conditions(runner, finalists, conditions or DEFAULT_CONDITIONS,
                                    rule, on_result, twins)
     def seen(round_index: int, result: TrialResult) -> TrialResult:
@@ -220,13 +216,17 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
             on_result(round_index, result)
         return result
 
-    if not isinstance(runner, Remeasuring):
-        return (f"{runner.description} cannot measure again (it answers from its recording)"
-                + _recorded_confirmation_note(runner, finalists))
     if not finalists:
         return "no finalists"
     candidates = [Candidate(r.config, r.shape, r.dtype) for r in finalists]
-    by_config = {r.config: seen(1, r) for r in _measure_again(runner, candidates)}
+    try:
+        first = _measure_again(runner, candidates)
+    except ConditionUnavailable as exc:
+        return f"{runner.description} cannot measure again ({exc.message})"
+    if any(r.extra.get(RECORDED_CONFIRMATION) for r in first):
+        return (f"{runner.description} cannot measure again (it answers from its recording)"
+                + _recorded_confirmation_note(finalists, first))
+    by_config = {r.config: seen(1, r) for r in first}
     selection = tuple(by_config[c.config] for c in candidates if c.config in by_config)
     pick = fastest_ok(selection)
     if pick is None:
@@ -240,26 +240,26 @@ def confirm_finalists(runner: Runner, finalists: Sequence[TrialResult], *,
     return Confirmation(finalists=tuple(finalists), selection=selection, chosen=again[0])
 
 
-def _measure_again(runner: Remeasuring, candidates: Sequence[Candidate]) -> list[TrialResult]:
-    """``candidates`` measured afresh for a confirmation under the search's own condition.
-
-    A runner that measures under conditions does it the way its confirmations do (so under
-    ``WORKBENCH_NVRTC=all`` on nvcc's code, as the four-condition confirmation); any other
-    forgets what it measured and measures again."""
-    if isinstance(runner, ConditionRunner):
-        return runner.measure_under(runner.search_condition, candidates)
-    runner.forget_measurements()
-    return list(cast(Runner, runner).measure(candidates))
+def one_device(runner: Runner) -> Runner:
+    """The runner a confirmation measures on: a cluster's one pinned device (times that are
+    compared with each other come from one device), else ``runner`` itself."""
+    return cast(Runner, runner.one_device()) if isinstance(runner, ManyDevices) else runner
 
 
-def _under_conditions(runner: object, conditions: Sequence[str] | None,
+def _measure_again(runner: Runner, candidates: Sequence[Candidate]) -> list[TrialResult]:
+    """``candidates`` measured afresh for a confirmation under the search's own condition,
+    the way every confirmation measures (under ``WORKBENCH_NVRTC=all`` on nvcc's code)."""
+    return list(runner.measure(candidates, condition=runner.search_condition))
+
+
+def _under_conditions(runner: Runner, conditions: Sequence[str] | None,
                       rule: PickRule | None) -> bool:
     """Whether a confirmation on ``runner`` measures under several cache conditions."""
-    return (((conditions is not None and tuple(conditions) != ("read",)) or rule is not None)
-            and isinstance(runner, ConditionRunner))
+    return (asks_conditions(conditions, rule)
+            and unavailable(runner, conditions or DEFAULT_CONDITIONS) is None)
 
 
-def _confirm_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult],
+def _confirm_conditions(runner: Runner, finalists: Sequence[TrialResult],
                         conditions: Sequence[str], rule: PickRule | None,
                         on_result: Callable[[int, TrialResult], None] | None,
                         twins: Sequence[Config] = (),
@@ -282,13 +282,12 @@ def _confirm_conditions(runner: ConditionRunner, finalists: Sequence[TrialResult
                         conditions=got, baseline=base)
 
 
-def _recorded_confirmation_note(runner: Runner, finalists: Sequence[TrialResult]) -> str:
-    """``; the recording's confirmation ...`` when the runner has one for the best finalist."""
-    if not isinstance(runner, RecordedConfirmations) or not finalists:
-        return ""
+def _recorded_confirmation_note(finalists: Sequence[TrialResult],
+                                recorded: Sequence[TrialResult]) -> str:
+    """``; the recording's confirmation ...`` when it has the best finalist measured again."""
     best = finalists[0]
     searched = best.median_us
-    again = runner.recorded_confirmation(best.config, best.shape, best.dtype)
+    again = next((r for r in recorded if r.config == best.config), None)
     if not searched or again is None or again.status is not Status.OK or not again.median_us:
         return ""
     return (f"; the recording's own confirmation (measured again in a fresh worker after the "
@@ -328,9 +327,9 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
     note = ""
     if confirm > 0 and ok:
         finalists = ok[:confirm]
+        confirming = one_device(runner)
         if template is not None and env is not None and _under_conditions(
-                runner.one_device() if isinstance(runner, ManyDevices) else runner,
-                conditions, rule):
+                confirming, conditions, rule):
             # near-ties that vary a choice knob join them: the conditions may tell them apart
             choices = {p.name: p.values() for p in template.for_env(env).params
                        if isinstance(p, Choice)}
@@ -344,8 +343,7 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
         got = confirm_finalists(runner, finalists, on_result=on_confirm,
                                 conditions=conditions, rule=rule, twins=twins)
         confirmation, note = (got, "") if isinstance(got, Confirmation) else (None, got)
-        unmet = conditions_unmet(runner.one_device() if isinstance(runner, ManyDevices)
-                                 else runner, runner.description, conditions, rule)
+        unmet = conditions_unmet(confirming, runner.description, conditions, rule)
         if unmet is not None:  # never a silent fallback to the one-condition confirmation
             notes.append(unmet)
     headline = confirmation.chosen if confirmation is not None else (ok[0] if ok else None)
@@ -353,7 +351,7 @@ def build_report(kernel: str, shape: str, dtype: str, runner: Runner,
         baseline = confirmation.baseline  # the same condition and round as the headline
     speedup = _speedup(baseline, headline)
     copy: CopyTiming | None = None
-    if headline is not None and isinstance(runner, CopyTimer):
+    if headline is not None and isinstance(runner, Facts):
         try:
             copy = runner.copy_timing(shape, dtype)
         except WorkbenchError as exc:

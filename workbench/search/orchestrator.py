@@ -24,9 +24,9 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from workbench.core.errors import SearchError, UnknownStrategyError
 from workbench.core.events import (
@@ -45,41 +45,25 @@ from workbench.core.picks import improves
 from workbench.core.records import Candidate, Config, Status, TrialResult, Value
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import ManyDevices
+from workbench.engine.runner import Runner
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.pruning import LaunchPruner, Pruner, split_pruned
 from workbench.search.strategies import STRATEGIES, BaseStrategy, make_strategy
 from workbench.store.base import DEFAULT_LEASE_S, Provenance, Store, claim_owner, provenance_for
 
-__all__ = ["DEFAULT_BATCH", "Budget", "CompilesAhead", "MeasuringRunner", "Search",
-           "SearchConfig", "SearchOutcome", "ShapeOutcome", "batch_for"]
+__all__ = ["DEFAULT_BATCH", "Budget", "Search", "SearchConfig", "SearchOutcome",
+           "ShapeOutcome", "batch_for"]
 
 #: Candidates per batch for a runner that does not say (compiled in parallel by it).
 DEFAULT_BATCH = 16
 
 
-class MeasuringRunner(Protocol):
-    """The part of :class:`workbench.engine.runner.Runner` the loop uses."""
-
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]: ...
-
-
-@runtime_checkable
-class CompilesAhead(Protocol):
-    """A runner that compiles the next batch while it measures this one (the Dask runner):
-    ``batch_size`` candidates per batch keep its devices fed (the batch follows the GPU
-    count), and ``compile_ahead``, called right after ``measure``, queues the next batch's
-    compiles behind the current batch's (bounded by the runner)."""
-
-    @property
-    def batch_size(self) -> int: ...
-
-    def compile_ahead(self, candidates: Sequence[Candidate]) -> int: ...
-
-
 def batch_for(runner: object) -> int:
     """The batch a search hands ``runner`` when the caller names none: the runner's own
-    (:class:`CompilesAhead`), else :data:`DEFAULT_BATCH`."""
-    return runner.batch_size if isinstance(runner, CompilesAhead) else DEFAULT_BATCH
+    (:class:`~workbench.engine.capabilities.ManyDevices`: the batch follows the GPU
+    count), else :data:`DEFAULT_BATCH`."""
+    return runner.batch_size if isinstance(runner, ManyDevices) else DEFAULT_BATCH
 
 
 @dataclass(frozen=True)
@@ -119,7 +103,7 @@ class _ShapeState:
     measured_now: int = 0
     adopted: int = 0  # results another process measured, read from the store
     deferred: dict[str, Config] = field(default_factory=dict)  # claimed by another process
-    # the next batch, asked while this one is measured and compiling on a CompilesAhead
+    # the next batch, asked while this one is measured and compiling on a ManyDevices
     # runner (pending in the strategy: a stop or an edit cancels them with the rest)
     ahead: list[Config] = field(default_factory=list)
     pruned: int = 0
@@ -173,7 +157,7 @@ class Search:
     """
 
     def __init__(self, spaces: Mapping[str, SearchSpace] | Callable[[str], SearchSpace],
-                 runner: MeasuringRunner, config: SearchConfig, *,
+                 runner: Runner, config: SearchConfig, *,
                  store: Store | None = None, provenance: Provenance | None = None,
                  session_id: str | None = None, events: EventBus | None = None,
                  pruners: Sequence[Pruner] = (), suggestions: Sequence[Mapping[str, Value]] = (),
@@ -226,7 +210,7 @@ class Search:
 
     @classmethod
     def for_template(cls, folder: KernelFolder, template: KernelTemplate,
-                     runner: MeasuringRunner, config: SearchConfig, device: DeviceSpec, *,
+                     runner: Runner, config: SearchConfig, device: DeviceSpec, *,
                      store: Store | None = None, session_id: str | None = None,
                      events: EventBus | None = None,
                      suggestions: Sequence[Mapping[str, Value]] = (),
@@ -477,7 +461,7 @@ class Search:
             if kept:
                 self._measure(shape, kept)
         state.reason = reason
-        if state.ahead and isinstance(self.runner, CompilesAhead):
+        if state.ahead and isinstance(self.runner, ManyDevices):
             self.runner.compile_ahead([])  # nothing more: its compiles are cancelled
         state.ahead = []
         if state.strategy is not None:
@@ -562,11 +546,11 @@ class Search:
                                           [c.key() for c in unfinished], self._owner)
 
     def _compile_ahead(self, shape: str, measuring: int) -> None:
-        """On a :class:`CompilesAhead` runner, ask the strategy for the next batch now (the
+        """On a :class:`~workbench.engine.capabilities.ManyDevices` runner, ask the strategy for the next batch now (the
         ``measuring`` candidates handed to the runner count against the budget) and have
         the runner compile it while this batch is measured; the loop takes it next."""
         state = self._shapes[shape]
-        if (not isinstance(self.runner, CompilesAhead) or state.ahead or state.strategy is None
+        if (not isinstance(self.runner, ManyDevices) or state.ahead or state.strategy is None
                 or self._stop.is_set()):
             return
         ask = self.config.batch_size

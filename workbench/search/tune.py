@@ -23,6 +23,7 @@ from workbench.core.events import EventBus
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.records import Status, TrialResult, Value
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import TemplateBound
 from workbench.engine.ncu import MetricProfiler, finalist_l2
 from workbench.engine.runner import Runner
 from workbench.engine.tuning import (
@@ -35,7 +36,7 @@ from workbench.engine.tuning import (
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search, batch_for
 from workbench.search.strategies import DEFAULT_STRATEGY, STRATEGIES
-from workbench.search.widening import TemplateRunner, widen_and_continue
+from workbench.search.widening import widen_and_continue
 from workbench.store.approval import require_approved, version_id
 from workbench.store.base import Provenance, Store, provenance_for
 
@@ -125,7 +126,7 @@ def tune(folder: KernelFolder, template: KernelTemplate, runner: Runner, store: 
     outcome = search.run()
     widened: tuple[str, ...] = ()
     original_params = template.params
-    if request.widen and isinstance(runner, TemplateRunner):
+    if request.widen and isinstance(runner, TemplateBound):
         template, rounds, last = widen_and_continue(
             search, runner, template, shape, rounds=request.widen,
             extra_evaluations=request.widen_budget, top=request.top,

@@ -10,19 +10,12 @@ stay, and still count), and the budget grows by ``extra_evaluations`` per round.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
 
 from workbench.core.edges import RangeEdge, Widening, range_edges, widen_all
 from workbench.core.picks import ranked_ok
 from workbench.core.template import KernelTemplate
+from workbench.engine.capabilities import TemplateBound
 from workbench.search.orchestrator import Search, SearchOutcome
-
-
-@runtime_checkable
-class TemplateRunner(Protocol):
-    """A runner whose template can be replaced between batches (the LocalRunner)."""
-
-    def use_template(self, template: KernelTemplate) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -40,7 +33,7 @@ class WidenRound:
             f" ({self.evaluated_after} evaluated after the round)"
 
 
-def widen_and_continue(search: Search, runner: TemplateRunner, template: KernelTemplate,
+def widen_and_continue(search: Search, runner: TemplateBound, template: KernelTemplate,
                        shape: str, *, rounds: int = 1, extra_evaluations: int = 40,
                        top: int = 5, hard_max: int = 1024,
                        ) -> tuple[KernelTemplate, tuple[WidenRound, ...], SearchOutcome | None]:

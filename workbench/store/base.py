@@ -49,16 +49,15 @@ def provenance_for(runner: Any, template: Any) -> Provenance:
     """The provenance of ``template``'s trials measured by ``runner``.
 
     A :class:`ProvidesProvenance` runner names it; otherwise it is read from the runner's
-    compiler (version, flags; :class:`~workbench.engine.capabilities.Compiling`), device
-    (arch), description and facts (driver; a replay gives its recording's:
-    :class:`~workbench.engine.capabilities.DeviceFacts`).
+    compiler (version, flags), device (arch), description and facts (driver; a replay gives
+    its recording's): :class:`~workbench.engine.capabilities.Facts`.
     """
-    from workbench.engine.capabilities import Compiling, DeviceFacts
+    from workbench.engine.capabilities import Facts
 
     if isinstance(runner, ProvidesProvenance):
         return runner.provenance(template)
-    compiler = runner.compiler if isinstance(runner, Compiling) else None
-    facts: Mapping[str, Any] = runner.facts if isinstance(runner, DeviceFacts) else {}
+    compiler = runner.compiler if isinstance(runner, Facts) else None
+    facts: Mapping[str, Any] = runner.facts if isinstance(runner, Facts) else {}
     device = runner.device
     return Provenance(template_sha256=template.source_sha256,
                       compiler=str(compiler.version or "") if compiler is not None else "",

@@ -42,17 +42,28 @@ class _KillingRunner:
         self.kill_config = dict(kill_config)
         self.kill_marker = Path(kill_marker) if kill_marker else None
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return self.inner.baseline(shape, dtype)
+    @property
+    def search_condition(self) -> str:
+        return self.inner.search_condition
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        return self.inner.baseline(shape, dtype, condition=condition)
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
+        return self._measure(candidates, condition)
+
+    def _measure(self, candidates: Sequence[Candidate],
+                 condition: str | None) -> Iterator[TrialResult]:
         for candidate in candidates:
             if dict(candidate.config) == self.kill_config and (
                     self.kill_marker is None or not self.kill_marker.exists()):
                 if self.kill_marker is not None:
                     self.kill_marker.write_text(str(os.getpid()))
                 os.kill(os.getpid(), signal.SIGKILL)
-            yield from self.inner.measure([candidate])
+            yield from self.inner.measure([candidate], condition=condition)
 
     def close(self) -> None:
         self.inner.close()
@@ -68,13 +79,24 @@ class _PacedRunner:
         self.device: DeviceSpec = inner.device
         self.seconds_per_candidate = seconds_per_candidate
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return self.inner.baseline(shape, dtype)
+    @property
+    def search_condition(self) -> str:
+        return self.inner.search_condition
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        return self.inner.baseline(shape, dtype, condition=condition)
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
+        return self._measure(candidates, condition)
+
+    def _measure(self, candidates: Sequence[Candidate],
+                 condition: str | None) -> Iterator[TrialResult]:
         for candidate in candidates:
             time.sleep(self.seconds_per_candidate)
-            yield from self.inner.measure([candidate])
+            yield from self.inner.measure([candidate], condition=condition)
 
     def close(self) -> None:
         self.inner.close()

@@ -36,11 +36,11 @@ from workbench.core.template import KernelInstance, KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.engine.compiler import Compiler, CompileResult
 from workbench.engine.dask_tasks import _digest, rendered
-from workbench.engine.runner import PlannedCandidate, Runner
+from workbench.engine.runner import PlannedCandidate, PlanningRunner, Runner
 from workbench.testing.synthetic_runner import SyntheticRunner
 
 
-class PacedDevice:
+class PacedDevice(PlanningRunner):
     """The SyntheticRunner holding a simulated device in ``finish`` (see the module
     docstring); ``clock`` (seconds) and ``sleep`` are injected for tests."""
 
@@ -95,10 +95,20 @@ class PacedDevice:
             "began": began, "ended": ended, "idle_s": idle_s, "spin_up_s": spin_s,
             "task": _task_key()}})
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return self.inner.baseline(shape, dtype)
+    @property
+    def search_condition(self) -> str:
+        return self.inner.search_condition
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        return self.inner.baseline(shape, dtype, condition=condition)
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
+        return self._measure(candidates)
+
+    def _measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for candidate in candidates:
             plan = self.plan(candidate)
             if isinstance(plan, TrialResult):

@@ -1,7 +1,7 @@
 """A scripted condition runner for TESTS ONLY: times per cache condition from a table.
 
-:class:`ScriptedConditionRunner` answers the Runner protocol and
-:class:`~workbench.engine.conditions.ConditionRunner` from ``truth`` (per config and per
+:class:`ScriptedConditionRunner` answers the Runner contract, every condition included,
+from ``truth`` (per config and per
 condition, microseconds; the baseline under ``None``); a config the table does not hold
 gets a fixed time derived from a hash of its key, so every process answers the same.
 Results under a condition come back in reverse order, so a confirmation must pair them by
@@ -59,26 +59,23 @@ class ScriptedConditionRunner:
                            timing=timing, bytes_moved=1 << 20, device=self.device.name,
                            source="scripted", extra={"scripted": True})
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
-        return self._result(Config(), shape, dtype, self.search_condition)
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        check_conditions([condition or self.search_condition])
+        return self._result(Config(), shape, dtype, condition or self.search_condition)
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
-        for c in candidates:
-            yield self._result(c.config, c.shape, c.dtype, self.search_condition)
-
-    def measure_under(self, condition: str,
-                      candidates: Sequence[Candidate]) -> list[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        """Under the search's condition in the order given; under a named one (a
+        confirmation: ``calls`` logs it) in reverse order."""
+        if condition is None:
+            return iter([self._result(c.config, c.shape, c.dtype, self.search_condition)
+                         for c in candidates])
         check_conditions([condition])
-        self.calls.append((condition, tuple(c.config for c in candidates)))
-        return [self._result(c.config, c.shape, c.dtype, condition)
-                for c in reversed(candidates)]
-
-    def baseline_under(self, condition: str, shape: str, dtype: str) -> TrialResult:
-        check_conditions([condition])
-        return self._result(Config(), shape, dtype, condition)
-
-    def forget_measurements(self) -> None:
-        """Nothing to forget: every call answers from the table."""
+        if candidates:
+            self.calls.append((condition, tuple(c.config for c in candidates)))
+        return iter([self._result(c.config, c.shape, c.dtype, condition)
+                     for c in reversed(candidates)])
 
     def close(self) -> None:
         """Nothing to release."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.core.errors import WorkbenchError
 from workbench.core.feasibility import config_rejection, occupancy, resource_rejection
@@ -32,8 +33,10 @@ from workbench.core.records import (
     TrialResult,
 )
 from workbench.core.template import KernelTemplate
+from workbench.engine.bench import CopyTiming
 from workbench.engine.compiler import Compiler, CompileResult
-from workbench.engine.runner import PlannedCandidate
+from workbench.engine.conditions import ConditionUnavailable
+from workbench.engine.runner import PlannedCandidate, PlanningRunner
 
 SYNTHETIC_SOURCE = "synthetic"
 MODEL_NAME = "synthetic-roofline-v1 (not a measurement)"
@@ -56,12 +59,16 @@ class SyntheticModel:
         return self.launch_us + bytes_moved / (peak_gb_per_s * 1e9 * efficiency) * 1e6
 
 
-class SyntheticRunner:
-    """A :class:`workbench.engine.runner.Runner` look-alike whose times are invented.
+class SyntheticRunner(PlanningRunner):
+    """A :class:`workbench.engine.runner.Runner` whose times are invented.
 
     For tests only (see the module docstring). ``compiler=None`` skips compiling and
-    assumes ``assumed_regs_per_thread`` registers for the occupancy model.
+    assumes ``assumed_regs_per_thread`` registers for the occupancy model. It measures
+    again under its search's condition ("read": every call evaluates the model again, so a
+    confirmation runs, on invented numbers like everything here) and under no other.
     """
+
+    search_condition = "read"
 
     def __init__(self, folder: KernelFolder, template: KernelTemplate | None = None, *,
                  device: DeviceSpec | str = DEFAULT_DEVICE, compiler: Compiler | None = None,
@@ -81,12 +88,29 @@ class SyntheticRunner:
                                model=self.model,
                                assumed_regs_per_thread=self.assumed_regs_per_thread)
 
+    def use_template(self, template: KernelTemplate) -> None:
+        """Evaluate ``template`` from now on."""
+        self.template = template
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """No machine behind the model: nothing to key its trials by."""
+        return {}
+
+    def copy_timing(self, shape: str, dtype: str) -> CopyTiming | None:
+        """No device to copy on."""
+        return None
+
     def close(self) -> None:
         """Nothing to release."""
 
-    def forget_measurements(self) -> None:
-        """Nothing to forget: every call evaluates the model again (so a confirmation round
-        after a search runs, on invented numbers like everything here)."""
+    def _check_condition(self, condition: str | None) -> None:
+        if condition is not None and condition != self.search_condition:
+            raise ConditionUnavailable(
+                f"{self.description} cannot measure under '{condition}': its model has one "
+                f"cache condition ('{self.search_condition}')", runner=self.description,
+                condition=condition, measurable=[self.search_condition],
+                why="the synthetic model has one condition")
 
     def __enter__(self) -> SyntheticRunner:
         return self
@@ -165,13 +189,20 @@ class SyntheticRunner:
         self.measure_calls += 1
         return self._finish(self.template, plan, compiled)
 
-    def baseline(self, shape: str, dtype: str) -> TrialResult:
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
         """The baseline under the same synthetic model (compiled for real with a compiler)."""
+        self._check_condition(condition)
         return self._evaluate(self.folder.baseline, Candidate(Config(), shape, dtype),
                               check_space=False)
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         """Synthetic results, in the order given."""
+        self._check_condition(condition)
+        return self._results(candidates)
+
+    def _results(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
         for candidate in candidates:
             self.measure_calls += 1
             yield self._evaluate(self.template, candidate, check_space=True)
