@@ -612,27 +612,21 @@ def choose_runner(folder: KernelFolder, template: Any | None = None) -> tuple[An
     worker starts (no driver or device is named as such, never as a missing pycuda); only a
     worker that fails after every probe passed gives its own words."""
     from workbench.core.errors import NoGPUError
-    from workbench.engine import discovery
-
-    live_reason = discovery.no_live_reason()
-    if live_reason is None:
-        try:
-            from workbench.engine.runner import LocalRunner
-
-            live = LocalRunner(folder, template)
-            shown = str(live.description).replace("(live, ", "(").replace(" (live)", "")
-            return live, f"live on {shown}"
-        except NoGPUError as exc:
-            from workbench.engine.runner import REPLAY_HINT
-
-            reason = exc.message.split("; " + REPLAY_HINT)[0]
-    else:
-        reason = live_reason.text
     from workbench.core.settings import workbench_settings
-    from workbench.engine.replay import ReplayRunner
+    from workbench.engine.open import open_runner
+    from workbench.engine.runner import REPLAY_HINT
 
+    try:
+        live = open_runner(folder, template)
+        shown = str(live.description).replace("(live, ", "(").replace(" (live)", "")
+        return live, f"live on {shown}"
+    except NoGPUError as exc:
+        no_live = exc.details.get("no_live")  # stated before any worker started
+        reason = (no_live.text if no_live is not None
+                  else exc.message.split("; " + REPLAY_HINT)[0])
     pace = workbench_settings().replay_pace  # "recorded": the GPU's pace
-    replay = ReplayRunner(folder, newest_recording(Path(folder.path)), template, pace=pace)
+    replay = open_runner(folder, template, replay=newest_recording(Path(folder.path)),
+                         pace=pace)
     return replay, f"replay because {reason}"
 
 

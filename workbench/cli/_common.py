@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from workbench.core.kernel_folder import KernelFolder
@@ -63,28 +61,17 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto") -> Any:
-    """LocalRunner on a GPU; the recording (newest, or the file named) with --replay."""
-    from workbench.engine.replay import ReplayRunner
-
-    if replay is not None:
-        return ReplayRunner(folder, replay or None)
-    return live_runner(folder, timer)
-
-
-def live_runner(folder: KernelFolder, timer: str = "auto") -> Any:
-    """A LocalRunner, or NoGPUError stating :func:`~workbench.engine.discovery.no_live_reason`
-    (``details["no_live"]``) before any worker starts."""
-    from workbench.core.errors import NoGPUError
+def runner_for(folder: KernelFolder, replay: str | None, timer: str = "auto", *,
+               cluster: str | None = None, gpus: int | None = None) -> Any:
+    """The runner of ``workbench tune/agent`` (:func:`~workbench.engine.open.open_runner`):
+    the recording (newest, or the file named) with --replay, a DaskRunner with --cluster,
+    else a LocalRunner, or NoGPUError stating
+    :func:`~workbench.engine.discovery.no_live_reason` before any worker starts."""
     from workbench.engine.bench import BenchSettings
-    from workbench.engine.discovery import no_live_reason
-    from workbench.engine.runner import LocalRunner
+    from workbench.engine.open import open_runner
 
-    reason = no_live_reason()
-    if reason is not None:
-        raise NoGPUError(f"no live measurement here: {reason.text}", no_live=reason,
-                         missing=reason.kind.value)
-    return LocalRunner(folder, settings=BenchSettings(timer=timer))
+    return open_runner(folder, replay=replay, cluster=cluster, gpus=gpus,
+                       settings=BenchSettings(timer=timer))
 
 
 def replay_problem(folder: KernelFolder, shape: str | None, recording: str | None = None
@@ -92,10 +79,12 @@ def replay_problem(folder: KernelFolder, shape: str | None, recording: str | Non
     """Why replaying (the newest recording, or the file named) cannot answer for this
     folder's template at ``shape``; "" when it can."""
     from workbench.core.errors import RecordingError
+    from workbench.engine.open import open_runner
     from workbench.engine.replay import ReplayRunner
 
     try:
-        runner = ReplayRunner(folder, recording or None)
+        runner = open_runner(folder, replay=recording or "")
+        assert isinstance(runner, ReplayRunner)
     except (RecordingError, OSError) as exc:
         return getattr(exc, "message", str(exc))
     with runner:
@@ -147,19 +136,6 @@ def no_live_advice(command: str, folder_arg: str, folder: KernelFolder, shape: s
               "agent) runs on a GPU machine; there:",
               f"  {retry}"]
     return "\n".join(lines)
-
-
-def cluster_runner(folder: KernelFolder, cluster: str, gpus: int | None,
-                   timer: str = "auto") -> Any:
-    """A DaskRunner over ``--cluster local|ADDRESS`` measuring live on every GPU worker."""
-    from workbench.engine.bench import BenchSettings
-    from workbench.engine.dask_cluster import open_dask_runner
-    from workbench.engine.dask_tasks import LiveEndpoint
-
-    # the workers read the folder (reference.py) at the driver's absolute path
-    folder = dataclasses.replace(folder, path=Path(folder.path).resolve())
-    endpoint = LiveEndpoint(folder, folder.template, BenchSettings(timer=timer))
-    return open_dask_runner(endpoint, cluster, gpus)
 
 
 def llm_client(args: argparse.Namespace, recorder: Any = None) -> Any:

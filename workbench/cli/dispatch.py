@@ -18,8 +18,9 @@ import dataclasses
 import math
 import sys
 from collections.abc import Mapping
+from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from workbench.core.dispatch import (
     DispatchTable,
@@ -196,7 +197,7 @@ def _cross(args: argparse.Namespace, folder: KernelFolder, shapes: list[str], dt
            measured: Measured, knobs: Mapping[str, str], out: Any) -> None:
     """Measure the ``args.cross`` fastest configs of each shape's own search at every other
     shape where they were never timed, and store them (session noted CROSS_NOTES)."""
-    from workbench.engine.runner import LocalRunner
+    from workbench.engine.open import open_runner
     from workbench.store.base import provenance_for
     from workbench.store.sqlite import SQLiteStore
 
@@ -218,8 +219,7 @@ def _cross(args: argparse.Namespace, folder: KernelFolder, shapes: list[str], dt
     print(f"cross: {len(pool)} configs (the {args.cross} fastest of each shape's search), "
           f"{len(wanted)} measurements at shapes that never timed them", file=out)
     store = SQLiteStore(args.store)
-    with LocalRunner(folder) as runner:
-        runner.use_template(template)
+    with closing(open_runner(folder, template)) as runner:
         provenance = provenance_for(runner, folder.template)
         session = store.create_session(folder.name, notes=f"{CROSS_NOTES} {args.cross}")
         for result in runner.measure(wanted):
@@ -234,10 +234,12 @@ def cmd_dispatch(args: argparse.Namespace) -> int:
     knobs = specialised_knobs(folder.template.shape_bounds)
     origins: dict[Config, str] = {}
     picks: dict[str, PickRecord] = {}
+    from workbench.engine.open import open_runner
     from workbench.engine.replay import ReplayRunner
 
     # the recording is read once: its trials here, its template check below
-    replay = ReplayRunner(folder, args.replay or None) if args.replay is not None else None
+    replay = (cast(ReplayRunner, open_runner(folder, replay=args.replay))
+              if args.replay is not None else None)
     measured = _times(folder, shapes, dtype, args, origins, picks, replay)
     problems = _input_problems(folder, shapes, dtype, args, measured[0], origins)
     if not problems and args.cross and replay is None:
@@ -286,10 +288,10 @@ def _evaluate(args: argparse.Namespace, folder: KernelFolder, dtype: str,
     rows = leave_one_out(folder.name, dtype, times, sizes, args.tolerance, knobs, found_at)
     missing = [r for r in rows if r.time_us is None]
     if missing and args.live:  # measure the dispatched configs where they were never timed
-        from workbench.engine.runner import LocalRunner
+        from workbench.engine.open import open_runner
 
-        with LocalRunner(folder) as runner:
-            runner.use_template(_covering(folder.template, [m.config for m in missing]))
+        covering = _covering(folder.template, [m.config for m in missing])
+        with closing(open_runner(folder, covering)) as runner:
             got = {(r.config, r.shape): r for r in runner.measure(
                 [Candidate(concrete(m.config, sizes[m.shape]), m.shape, dtype)
                  for m in missing])}

@@ -10,7 +10,6 @@ from workbench.cli._common import (
     DTYPE_HELP,
     FOLDER_HELP,
     Progress,
-    cluster_runner,
     count,
     no_live_advice,
     runner_for,
@@ -62,9 +61,8 @@ def _tune_one(args: argparse.Namespace, folder: Any) -> int:
               file=sys.stderr)
         return 2
     try:
-        runner = (cluster_runner(folder, args.cluster, args.gpus, args.timer or "auto")
-                  if args.cluster is not None
-                  else runner_for(folder, args.replay, timer=args.timer or "auto"))
+        runner = runner_for(folder, args.replay, timer=args.timer or "auto",
+                            cluster=args.cluster, gpus=args.gpus)
     except ClusterError as exc:
         print(f"workbench tune --cluster {args.cluster}: {exc.message}", file=sys.stderr)
         return 3

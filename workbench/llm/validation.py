@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -88,14 +89,14 @@ class _GpuCheck:
 
     def many(self, template: KernelTemplate, configs: Sequence[Config], shape: str,
              dtype: str) -> list[TrialResult]:
-        from workbench.engine.runner import LocalRunner  # the GPU edge, only when asked for
+        from workbench.engine.open import open_runner  # the GPU edge, only when asked for
 
         if "settings" not in self.options:
             from workbench.engine.bench import BenchSettings
 
             # the gate checks outputs; a few timed repetitions are enough
             self.options["settings"] = BenchSettings(max_time_s=0.02, min_reps=3, max_reps=10)
-        with LocalRunner(self.folder, template, **self.options) as runner:
+        with closing(open_runner(self.folder, template, **self.options)) as runner:
             by_config = {r.config: r for r in runner.measure(
                 [Candidate(Config(c), shape, dtype) for c in configs])}
         return [by_config[Config(c)] for c in configs]
