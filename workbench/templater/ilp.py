@@ -340,10 +340,20 @@ class _Render:
         rendered = self.block(_statements_with_comments(body), indent + "  ")
         self.escape_depth -= 1
         self.exit = outer
-        trip = rendered + update + test + self.all_done(indent) if found.kind == "do" else \
-            test + self.all_done(indent) + rendered + update
-        return (f"{indent}{{\n" + self.done_flags(indent) + init + f"{indent}while (true) {{\n"
-                + trip + f"{indent}}}\n{indent}}}\n")
+        # rotated: the first test before the loop, each trip's test at its end, so a trip's
+        # body runs whenever the loop is entered and nvcc hoists the item's loop-invariant
+        # work out of it as it does for the loop as written (a `while (true)` testing first
+        # kept sqrtf, logf and expf of the item's inputs in the loop: implied_vol_bisect)
+        first = "" if found.kind == "do" else test.replace(f"\n{indent}  ", f"\n{indent}")[2:]
+        ends = (f"{indent}  {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
+                f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n{indent}  if ({ALL_DONE}) break;\n")
+        return (f"{indent}{{\n" + self.done_flags(indent) + init + first
+                + f"{indent}bool {ALL_DONE} = true;\n{indent}#pragma unroll\n"
+                f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
+                f"{indent}if (!{ALL_DONE}) while (true) {{\n"
+                + rendered + update + test + ends + f"{indent}}}\n{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
         hoisted: list[str] = []
