@@ -2,8 +2,9 @@
 spellings :mod:`workbench.templater.ilp_loops` reads: a bisection ``while`` with an exit that
 sets the bracket then breaks (implied_vol_bisect, read from its folder), a Newton solve as
 ``do { } while`` with a double accumulator, a bracket search as ``for (;;)`` calling a helper
-with an exit that resets the bracket, an escape-time count as ``while (1)``, and a ``for`` of
-fixed length whose exit stores the root before it breaks (the header kept).
+with an exit that resets the bracket, an escape-time count as ``while (1)``, Heron's rule as a
+``for`` whose header declares its counter and tests the item (a counter per item), and a
+``for`` of fixed length whose exit stores the root before it breaks (the header kept).
 
 Each lifted template runs on the host (g++, every thread of the launch in turn) and must
 print bit for bit what the kernel as written prints, at the default, at every all-ends
@@ -109,6 +110,21 @@ extern "C" __global__ void k(float* out, const float* a, const float* b, int n) 
   }
 }
 """, "96"),
+    # Heron's square root as a for whose header declares its counter and tests the item
+    "heron_for_counter_in_header": ("""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int n) {
+  const int id = (int)(blockIdx.x * blockDim.x) + (int)threadIdx.x;
+  if (id >= n) return;
+  const float v = 2.0f + 50.0f * a[id];
+  float x = 1.0f + b[id], d = 1.0f;
+  for (int r = 0; fabsf(d) > 1e-6f * x && r < 30; r++) {
+    const float nx = 0.5f * (x + v / x);
+    d = nx - x;
+    x = nx;
+  }
+  out[id] = x;
+}
+""", "224"),
     # a regula falsi of fixed length whose exit stores the root and breaks (header kept)
     "falsi_for_store_then_break": ("""
 extern "C" __global__ void k(float* out, const float* a, const float* b, int n) {

@@ -330,9 +330,15 @@ class _Render:
                 written = f"({written})"
             test = (f"{indent}  {each}{DONE}[{IT}] = {DONE}[{IT}] | !{written};"
                     "  // its condition, as written\n")
-        init = (f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
-                f"if (!{DONE}[{IT}]) {rw.text(found.init)};  // its initializer, as written\n"
-                ) if found.init is not None else ""
+        init = ""
+        if found.init is not None:
+            run = rw.text(found.init).rstrip(";") + ";"
+            if found.init.type == "declaration":  # a counter of its own per item
+                declared, assigns = self.array_declaration(found.init)
+                init, run = f"{indent}{declared}\n", " ".join(assigns)
+            run = run if run.count(";") == 1 else f"{{ {run} }}"
+            init += (f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT})"
+                     f" if (!{DONE}[{IT}]) {run}  // its initializer, as written\n")
         update = (f"{indent}  {each}if (!{DONE}[{IT}]) {rw.text(found.update)};"
                   "  // its update, as written\n") if found.update is not None else ""
         outer, self.exit = self.exit, found
@@ -646,6 +652,8 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
                 scan.compute_loops.append(n)
     scan.compute_loops += [shape.loop for shape in shapes]
     arrays = _arrays(plain, items, frozenset(span(shape.loop) for shape in shapes))
+    arrays |= {name for shape in shapes if shape.init is not None and
+               shape.init.type == "declaration" for name in _declared(shape.init)}
     for loop, _ifs in escapes.values():
         scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, scan.escape_ifs, None)
     for shape in shapes:

@@ -22,8 +22,8 @@ one item per thread): a ``continue`` of the loop (an item would need its own jum
 test), a ``return`` or ``goto`` in it, a ``break`` other than the last statement of an exit
 ``if`` directly in the body, a test that changes something (``while (k++ < m)`` would count
 on for an item that left) or that is not safe for an item in any state (a load at the
-item's place), a body that is one statement, a ``for`` whose header declares a counter
-the item's test reads.
+item's place), a body that is one statement, a counter declared in a ``for``'s header that
+is not a plain scalar declared once in the kernel (each item gets its own copy of it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import LOOPS, line, text, walk
-from workbench.templater.item_state import escape_if_of, mentions, safe_when_done, statements
+from workbench.templater.item_state import (
+    declarator_name,
+    escape_if_of,
+    local_type,
+    mentions,
+    safe_when_done,
+    statements,
+)
 from workbench.templater.plan import Plan
 
 _LEAVES = ("continue_statement", "return_statement", "goto_statement")
@@ -47,7 +54,7 @@ class ItemLoop:
     loop: Node
     kind: str  # "while", "do" or "for"
     test: Node | None  # the condition whose falsity ends an item's loop (None: none)
-    init: Node | None  # a `for`'s initializer: an expression run once per item
+    init: Node | None  # a `for`'s initializer, run once per item (a counter it declares: per item)
     update: Node | None  # a `for`'s update: run per item at the end of each trip
     exits: tuple[Node, ...]  # `if (C) { A...; break; }` directly in the body
 
@@ -121,14 +128,18 @@ def read_loop(plan: Plan, loop: Node, items: set[str]) -> ItemLoop | LoopRefusal
                                "item")
         exits.append(found)
     kind, test, init, update = _header(loop)
-    if loop.type == "for_statement" and init is not None and init.type == "declaration" and \
-            test is not None and mentions(test, items):
-        return LoopRefusal(loop, init, f"the counter `{text(init)}` declared in the header is "
-                           "the item's own (its test reads the item): declare it before the "
-                           "loop")
-    for part in (test, init, update):
+    if init is not None and init.type == "declaration":
+        # the counter is the item's own (one per item, before the shared loop): a plain
+        # scalar, its name declared nowhere else in the kernel (every use is this one)
+        for d in init.children_by_field_name("declarator"):
+            name = declarator_name(d)
+            if local_type(plan.body, name) is None:
+                return LoopRefusal(loop, init, f"the counter `{name}` declared in the header "
+                                   "is not a plain scalar declared once in the kernel (each "
+                                   "item needs its own copy of it)")
+    for part in (test, update):
         if part is not None and part.type == "declaration":
-            return LoopRefusal(loop, part, "a declaration in the loop's header")
+            return LoopRefusal(loop, part, "a declaration in the loop's test or update")
     if test is not None:
         if any(n.type in ("assignment_expression", "update_expression") for n in walk(test)):
             return LoopRefusal(loop, test, f"the loop's test `{text(test)[:50]}` changes the "
