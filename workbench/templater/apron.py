@@ -79,10 +79,15 @@ from workbench.templater.regtile import (
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import derivative, statements
+from workbench.templater.warp_regs import _min_blocks_follows
 
 KNOB = "OUT_XY"
 OUT_X_VALUES = [1, 2, 4]
 OUT_Y_VALUES = [1, 2, 4, 8]
+#: Registers a source-read window's thread needs besides the window's values (indices,
+#: bounds, the outputs' sums): wave2d_o4 at OUT_Y = 8 (44 values read) took 64 registers
+#: under a 64-register cap without spilling, ptxas -v, sm_90.
+WINDOW_WORKING_REGS = 16
 _LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 
 
@@ -404,7 +409,9 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         as_written = r.render(n.start_byte, n.end_byte)
         if branch is None or branch.direct is None:
             return as_written
-        iy, ix = (r.render(i.start_byte, i.end_byte) for i in indices(n))
+        # each index as the outputs' loop sees it (`threadIdx.x` -> wb_lx): rendering an
+        # index whose whole span is one edit would give the text as written
+        iy, ix = (render(data, i, sub) for i in indices(n))
         return f"({smem} ? {as_written} : ({ctype})({branch.direct(offs, iy, ix)}))"
 
     def window_load(row: str, col: str, tapped: str) -> str:
@@ -469,6 +476,17 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     plan.constrain(f"{ox_n} * {oy_n} <= 16")
     plan.constrain(("" if not smem else f"{smem} == 0 or ") +
                    f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+    if smem and isinstance(f.window, Window):
+        # read from the source, the window's values are all loaded before the outputs use
+        # them, the OUT_X columns' windows together (from the tile the compiler streams
+        # them): a register cap below them spills, the block's own (65536 registers over
+        # its threads) or a minimum of resident blocks' (a 5 x 5 box at OUT_Y = 8, 60
+        # values, under 64 registers: 80 bytes; a y-derivative at OUT_Y = 8, OUT_X = 2,
+        # 2 x 12 values, under 32: 44 bytes; ptxas -v, sm_90)
+        blocks = "max(1, MIN_BLOCKS_PER_SM)" if _min_blocks_follows(plan) else "1"
+        plan.constrain(f"{smem} == 1 or {oy_n} == 1 or {window_values(f.window, oy_n)} * "
+                       f"{ox_n} + {WINDOW_WORKING_REGS} <= 65536 // (({bx_n} * {by_n}) * "
+                       f"{blocks})")
     if smem:
         plan.add_param(smem, {"kind": "choice", "values": [0, 1], "default": 1,
                               "description": f"1: the tile {f.tile} staged in shared memory "
@@ -484,6 +502,17 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
               f"{ox_n} outputs from the tile ({f.reads} tile read(s) at the thread's point); "
               "the grid's divisors follow", f.decl)
+
+
+def window_values(w: Window, oy_n: str) -> str:
+    """An upper bound (C text in ``oy_n``) of the window positions read from the source: per
+    column, its first read row to its last at output row 0, plus ``oy_n - 1`` rows."""
+    spans: dict[int, tuple[int, int]] = {}
+    for r, c in w.taps:
+        lo, hi = spans.get(c, (r, r))
+        spans[c] = (min(lo, r), max(hi, r))
+    fixed = sum(hi - lo for lo, hi in spans.values())
+    return f"({len(spans)} * {oy_n} + {fixed})"
 
 
 def tapped_test(taps: tuple[tuple[int, int], ...], oy_n: str) -> str:
