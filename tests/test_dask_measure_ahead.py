@@ -22,7 +22,7 @@ import pytest
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
-from workbench.engine.dask_runner import DaskRunner, dask_runner
+from workbench.engine.dask_runner import AHEAD_RESERVE_PER_GPU, DaskRunner, dask_runner
 from workbench.engine.dask_tasks import MEASURES_PER_GPU
 from workbench.testing.paced_device import PacedDeviceEndpoint, fake_nvcc
 
@@ -146,4 +146,26 @@ def test_a_batch_other_than_the_queued_one_cancels_it(client: Any,
     got = list(runner.measure(other))  # an edit: the queued batch never comes
     assert sorted(r.config.key() for r in got) == sorted(c.config.key() for c in other)
     assert runner.dispatched == len(first) + measured_ahead + len(other)
+    assert runner.in_flight == ()
+
+
+def test_a_reserve_of_the_next_batch_waits_beyond_the_running_slots(
+        client: Any, folder: KernelFolder) -> None:
+    """At the batch's end the next batch holds the running slots and a reserve queued on
+    the workers, which start without the driver while it ends the batch."""
+    runner = _runner(client, folder)
+    first, second = _batches(runner, folder, [CAPACITY, 3 * CAPACITY], offset=40)
+    results = runner.measure(first)
+    runner.compile_ahead(second)
+    _compiled(runner, second)
+    got = list(results)
+    assert len(got) == len(first)
+    # each of this batch's CAPACITY results freed a slot for the next batch, and the
+    # reserve went out beside them (without it: CAPACITY, while none of them has finished)
+    reserve = AHEAD_RESERVE_PER_GPU * WORKERS
+    assert runner.dispatched - len(first) >= CAPACITY + reserve
+    assert runner.ahead.running() <= CAPACITY + reserve
+    again = list(runner.measure(second))
+    assert sorted(r.config.key() for r in again) == sorted(c.config.key() for c in second)
+    assert runner.dispatched == len(first) + len(second)  # none dispatched twice
     assert runner.in_flight == ()

@@ -42,8 +42,9 @@ dispatched when its compile is done, at most
 :data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker (in all), refilled as results are
 taken, so each device has its next candidates on hand while it times one. Once every
 candidate of the batch is dispatched, the slots its last ones leave take the next batch's
-candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), so the devices do not
-drain at the batch's end while the caller stores its last results; the next ``measure``
+candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), and a reserve of them
+(:data:`AHEAD_RESERVE_PER_GPU`) waits in the workers' queues, so the devices do not drain at
+the batch's end while the caller stores its last results and plans the next batch; the next ``measure``
 call takes those tasks as they are and cancels any for candidates it does not hold. Nothing
 more is dispatched while the caller holds: a paused search pauses every worker after the tasks in
 flight, a stopped one (closing the iterator) cancels those, and a range edit applies to every
@@ -101,6 +102,15 @@ BATCH_PER_GPU = 16
 #: batch (CPU check, benchmarks/cluster/coordinator_scaling.py, 1 simulated GPU, 192
 #: configs: 17.9 s of device idle inside batches with one batch held, 2.0 s with two).
 QUEUED_BATCHES = 2
+#: Measure tasks of the next batch per GPU worker held beyond its running slots once every
+#: candidate of the batch measured now is dispatched: they wait in the worker's queue and
+#: start without the driver, so the devices stay fed while the driver ends the batch (stores
+#: its last results, asks for, claims and plans the next). Without them each GPU idled
+#: 1.8-3.2 s of a 29-31 s two-GPU sweep, every gap a measure the driver sent after its
+#: compile was done (2 x H200, benchmarks/results/cluster/h200x2/*T0924*, *T0929*:
+#: gap_causes). More tasks running at once per worker instead (8, not 4) slowed every
+#: measurement (1 GPU: 65 s against 52-55 s, *T0927*).
+AHEAD_RESERVE_PER_GPU = MEASURES_PER_GPU
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
@@ -415,8 +425,10 @@ class DaskRunner:
             top_up()
             if (plan.ahead and not ordered and not ready and not compiling
                     and not unattached):
-                # every candidate of this batch is dispatched: its slots left go ahead
-                self._measure_ahead(capacity - len(futures) - self.ahead.running())
+                # every candidate of this batch is dispatched: its slots left go ahead,
+                # and a reserve beside them waits in the workers' queues for the boundary
+                self._measure_ahead(capacity + AHEAD_RESERVE_PER_GPU * len(self.workers)
+                                    - len(futures) - self.ahead.running())
 
         try:
             top_up()
