@@ -27,10 +27,15 @@ unrolled whole, so a table read at a constant place becomes an operand).
 An item past the end runs the statements that are safe for it (:func:`_safe_when_done`:
 arithmetic, known pure math, loads at shared places) on its zeroed locals without testing
 its ``live`` flag, so the items' statements stay one block the compiler interleaves.
-Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` on the
-item's state directly in its body, its counter declared in its header) and ``while`` loops
-on the item's state give each item a ``done`` flag: the items share the loop until every one
-has left it. Where every statement of the body is safe for an item in any state, the items'
+Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` or
+``if (C) { A...; break; }`` on the item's state directly in its body, its counter declared in
+its header) and loops on the item's state in any spelling (``while``, ``do``/``while``,
+``for (;;)``, a ``for`` testing the item: :mod:`.ilp_loops`, which names the line of each
+loop it refuses) give each item a ``done`` flag: the items share the loop until every one
+has left it. A loop on the item's state is rendered rotated (its first test before it, each
+trip's at the end) so nvcc still hoists each item's loop-invariant work, and where items
+share one, ``B * ITEMS_PER_THREAD <= 2048`` keeps each item about the registers of a thread
+as written. Where every statement of the body is safe for an item in any state, the items'
 statements run unguarded and an item that left keeps its state by a select, so the items'
 chains stay one block the compiler interleaves (:mod:`.ilp_exits`).
 """
