@@ -125,6 +125,22 @@ extern "C" __global__ void k(float* out, const float* a, const float* b, int n) 
   out[id] = x;
 }
 """, "224"),
+    # a decay read from the item's input every trip (a load at the item's place: the
+    # guarded form, `if (!done)`), its exit flipping the sign before it breaks
+    "decay_guarded_exit_actions": ("""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int n) {
+  int j = blockIdx.x * 128 + threadIdx.x;
+  if (j >= n) return;
+  float level = 4.0f + b[j];
+  int trips = 0;
+  while (trips < 200) {
+    level = level * 0.9f - 0.01f * a[j];
+    ++trips;
+    if (level < 1.0f) { level = -level; trips += 1000; break; }
+  }
+  out[j] = level + (float)trips;
+}
+""", "128"),
     # a regula falsi of fixed length whose exit stores the root and breaks (header kept)
     "falsi_for_store_then_break": ("""
 extern "C" __global__ void k(float* out, const float* a, const float* b, int n) {
@@ -253,7 +269,17 @@ def test_items_share_the_loop_and_print_what_the_kernel_prints(name: str) -> Non
             assert _run(template, config, name, work, f"c{k}") == want, config
 
 
-@pytest.mark.parametrize("name", ALL)
+GUARDED = {"decay_guarded_exit_actions"}
+
+
+def test_a_load_at_the_items_place_keeps_the_exit_actions_under_the_items_test() -> None:
+    source = _lift("decay_guarded_exit_actions").source
+    assert "if (!wb_done[wb_it]) {" in source and "wb_keep_" not in source, source
+    assert "{ level[wb_it] = -level[wb_it]; trips[wb_it] += 1000; wb_done[wb_it] = true; " \
+        "continue; }" in source, source
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n not in GUARDED])
 def test_the_items_bodies_are_straight_line(name: str) -> None:
     """Every statement of these loops is safe for an item in any state (registers and pure
     calls): no `if (!done)` branch per item; an item that left gets its state back by a
