@@ -393,3 +393,19 @@ def test_nvcc_still_hoists_the_items_loop_invariant_work() -> None:
     assert found["written"] == ((1, 0), (1, 2)), found  # hoisted as written
     assert found["one"] == found["written"], found
     assert found["two"] == ((2, 0), (2, 4)), found
+
+
+def test_the_loops_own_unroll_pragma_goes_onto_the_items_loop() -> None:
+    """`#pragma unroll 1` before a loop on the item's state: kept on the items' `while
+    (true)` (left where it was it would precede the rotated loop's first test, no loop)."""
+    source = ('extern "C" __global__ void k(float* out, const float* a, int n) {\n'
+              "  int i = blockIdx.x * 128 + threadIdx.x;\n  if (i >= n) return;\n"
+              "  float x = 1.0f + a[i];\n  int c = 0;\n#pragma unroll 1\n"
+              "  while (x > 1e-4f && c < 50) {\n    x = x * 0.7f;\n    c++;\n  }\n"
+              "  out[i] = x + (float)c;\n}\n")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    body = lifted.source.split("wb_done[ITEMS_PER_THREAD];")[1]
+    assert body.count("#pragma unroll 1") == 1, lifted.source
+    assert re.search(r"if \(!wb_all_done\)\n#pragma unroll 1[^\n]*\n\s*while \(true\) \{",
+                     body), lifted.source

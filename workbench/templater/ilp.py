@@ -233,6 +233,20 @@ class _Render:
                      for stmt in scan.region for n in walk(stmt) if n.type in _STATEMENTS}
         self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
         self.exit: SharedExit | None = None  # the loop whose body is being rendered
+        self.pragmas: dict[tuple[int, int], str] = {}  # own loop -> its `#pragma unroll`
+
+    def carried_pragma(self, stmt: Node, rest: list[Node]) -> bool:
+        """``stmt`` is the ``#pragma unroll`` of the next statement, a loop on the items'
+        state: kept for its ``while (true)`` (before the rotated loop's first test it would
+        precede no loop)."""
+        after = next((r for r in rest if r.type != "comment"), None)
+        found = self.scan.exits.get(span(after)) if after is not None else None
+        if stmt.type not in ("preproc_call", "comment") or found is None or \
+                found.kind == "escape" or not text(stmt).startswith("#pragma") or \
+                "unroll" not in text(stmt):
+            return False
+        self.pragmas[span(after)] = text(stmt).strip()
+        return True
 
     def block(self, stmts: list[Node], indent: str) -> str:
         out: list[str] = []
@@ -243,7 +257,9 @@ class _Render:
                 out.append(self.item_loop(run, indent))
                 run.clear()
 
-        for stmt in stmts:
+        for k, stmt in enumerate(stmts):
+            if self.carried_pragma(stmt, stmts[k + 1:]):
+                continue  # it goes with its loop, onto the items' `while (true)`
             if stmt.type == "comment":
                 if run:
                     run.append(stmt)
@@ -356,6 +372,8 @@ class _Render:
         # work out of it as it does for the loop as written (a `while (true)` testing first
         # kept sqrtf, logf and expf of the item's inputs in the loop: implied_vol_bisect)
         first = "" if found.kind == "do" else test.replace(f"\n{indent}  ", f"\n{indent}")[2:]
+        carried = self.pragmas.get(span(loop))
+        pragma = f"{carried}  // as written, on the loop\n" if carried else ""
         ends = (f"{indent}  {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
                 f"{indent}  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n{indent}  if ({ALL_DONE}) break;\n")
@@ -363,7 +381,7 @@ class _Render:
                 + f"{indent}bool {ALL_DONE} = true;\n{indent}#pragma unroll\n"
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
-                f"{indent}if (!{ALL_DONE}) while (true) {{\n"
+                f"{indent}if (!{ALL_DONE})\n{pragma}{indent}while (true) {{\n"
                 + rendered + update + test + ends + f"{indent}}}\n{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
