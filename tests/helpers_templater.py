@@ -59,6 +59,26 @@ def host_sample(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [first] if first == last else [first, last]
 
 
+def rotating_sample(configs: Sequence[Mapping[str, Any]], index: int) -> list[dict[str, Any]]:
+    """``configs`` under ``WORKBENCH_FULL_MATRIX=1``; else its first (the default) and one of
+    the rest, the ``index``-th in turn: a test parametrized over N spellings, passing each
+    spelling's position, checks every listed config on some spelling in each run while
+    it has at least ``len(configs) - 1`` spellings (:func:`assert_rotation_covers`)."""
+    listed = [dict(c) for c in configs]
+    if FULL_MATRIX or len(listed) <= 2:
+        return listed
+    first, rest = listed[0], [c for c in listed[1:] if c != listed[0]]
+    return [first, rest[index % len(rest)]] if rest else [first]
+
+
+def assert_rotation_covers(spellings: int, configs: Sequence[Mapping[str, Any]]) -> None:
+    """Fails when ``spellings`` rotating over ``configs`` (:func:`rotating_sample`) would leave
+    one of the configs after the first unchecked in the default run."""
+    assert spellings >= len(configs) - 1, (
+        f"{spellings} spellings rotate over {len(configs) - 1} configs: some never run; "
+        "list fewer configs or check two a spelling")
+
+
 # -- host simulation of a CUDA launch ------------------------------------------------------
 
 COOPERATIVE_BLOCK = r"""

@@ -25,7 +25,14 @@ from typing import Any
 
 import pytest
 from helpers_nvcc import needs_nvcc, ptx_of
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    assert_rotation_covers,
+    corner_configs,
+    lifted_template,
+    rotating_sample,
+    run_on_host,
+)
 
 from workbench.templater import LiftedSource, lift_kernel
 
@@ -363,14 +370,20 @@ def _slots(name: str) -> int:
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_every_corner_keeps_each_columns_total_on_the_host(name: str) -> None:
+    """Each spelling at its default (slot for slot the kernel as written) and, by default,
+    one of its two all-ends corners and two hand-picked configs in turn (the spellings cover
+    all four between them each run); every one of them with ``WORKBENCH_FULL_MATRIX=1``."""
     source, _grid, block, *_ = SPELLINGS[name]
     template = lifted_template(lift(name), ENTRY.get(name, "k"))
     default = template.default_config()
     slots, cols = _slots(name), SIZES["cols"]
     b = [int(v) for v in block] + [1]
-    configs = [*corner_configs(template, env(name)),
-               {**default, "VEC": 2, "ROW_UNROLL": 4, "BLOCK_Y": 2},
-               {**default, "VEC": 4, "BLOCK_X": 32, "BLOCK_Y": 1}]
+    listed = [*corner_configs(template, env(name)),
+              {**default, "VEC": 2, "ROW_UNROLL": 4, "BLOCK_Y": 2},
+              {**default, "VEC": 4, "BLOCK_X": 32, "BLOCK_Y": 1}]
+    assert_rotation_covers(len(SPELLINGS), listed)
+    configs = rotating_sample(listed, sorted(SPELLINGS).index(name))
+    assert configs[0] == default
     with tempfile.TemporaryDirectory() as tmp:
         launch0 = template.launch_for(default, env(name))
         want = host_run(name, source, list(launch0.grid)[:2], b, Path(tmp), slots)
