@@ -4,7 +4,8 @@ some output reads (``Window.taps``), with no test of the tile's stored regions p
 
 Two spellings of our own besides the spent wave2d_o4 (a 9-point star whose corners are
 never stored): a full 5 x 5 weighted box with an ``#ifndef`` radius whose branches store the
-corners too, zero padding through a helper with an early return, the work under an ``if``;
+corners too, zero padding through a helper with an early return, the work under an ``if``
+(again with its sizes as file-scope ``constexpr`` ints, two in one declaration);
 a y-derivative written as explicit terms (rows -2, -1, +1, +2: the centre row is not read)
 over a tile with a halo along y only, rows clamped through a helper, an early return.
 Checked: the lift applies with the row window; the window's source loads are tested by the
@@ -38,6 +39,45 @@ KERNELS: dict[str, tuple[str, list[str]]] = {
 #endif
 #define BW 32
 #define BH 8
+__device__ float at_or_zero(const float* a, int r, int c, int h, int w) {
+  if (r < 0 || r >= h || c < 0 || c >= w) return 0.0f;
+  return a[r * w + c];
+}
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float patch[BH + 2 * RAD][BW + 2 * RAD];
+  const int col = blockIdx.x * BW + threadIdx.x;
+  const int row = blockIdx.y * BH + threadIdx.y;
+  const int pc = threadIdx.x + RAD, pr = threadIdx.y + RAD;
+  patch[pr][pc] = at_or_zero(in, row, col, h, w);
+  if (threadIdx.x < RAD) {
+    patch[pr][pc - RAD] = at_or_zero(in, row, col - RAD, h, w);
+    patch[pr][pc + BW] = at_or_zero(in, row, col + BW, h, w);
+  }
+  if (threadIdx.y < RAD) {
+    patch[pr - RAD][pc] = at_or_zero(in, row - RAD, col, h, w);
+    patch[pr + BH][pc] = at_or_zero(in, row + BH, col, h, w);
+    if (threadIdx.x < RAD) {
+      patch[pr - RAD][pc - RAD] = at_or_zero(in, row - RAD, col - RAD, h, w);
+      patch[pr - RAD][pc + BW] = at_or_zero(in, row - RAD, col + BW, h, w);
+      patch[pr + BH][pc - RAD] = at_or_zero(in, row + BH, col - RAD, h, w);
+      patch[pr + BH][pc + BW] = at_or_zero(in, row + BH, col + BW, h, w);
+    }
+  }
+  __syncthreads();
+  if (row < h && col < w) {
+    float sum = 0.0f;
+    for (int dr = -RAD; dr <= RAD; dr++)
+      for (int dc = -RAD; dc <= RAD; dc++)
+        sum += patch[pr + dr][pc + dc] * (float)(1 + (dr + RAD) * 5 + dc + RAD) * 0.01f;
+    out[row * w + col] = sum;
+  }
+}
+""", ["32", "8"]),
+    # the same box with its sizes as file-scope constexprs (two in one declaration): read
+    # like the macros (semantic.file_constants)
+    "box5x5_constexpr_sizes": ("""
+constexpr int RAD = 2;
+constexpr int BW = 32, BH = 8;
 __device__ float at_or_zero(const float* a, int r, int c, int h, int w) {
   if (r < 0 || r >= h || c < 0 || c >= w) return 0.0f;
   return a[r * w + c];

@@ -19,7 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
-from workbench.templater.analysis import walk
+from workbench.templater.analysis import text, walk
 from workbench.templater.block import lift_block
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.conv import lift_conv
@@ -32,6 +32,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
+from workbench.templater.reduce_consts import constant
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
@@ -57,7 +58,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     kernel = source.kernel(entry)
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
-    with reading_macros({m.name: m.value for m in macros.values()}):
+    with reading_macros({**file_constants(plan), **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or
@@ -83,6 +84,39 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                         block=tuple(plan.block), smem_bytes=str(smem_bytes),
                         notes=tuple(str(f) for f in plan.findings),
                         findings=tuple(plan.findings))
+
+
+#: Declarators a kernel's parameters and locals name (a name declared there shadows a
+#: file-scope constant of the same name).
+_DECLARATORS = ("init_declarator", "parameter_declaration", "declaration", "pointer_declarator",
+                "array_declarator", "reference_declarator")
+
+
+def file_constants(plan: Plan) -> dict[str, int]:
+    """File-scope integer constants (``constexpr int BW = 32, BH = 8;``, ``const int``)
+    defined once, read like ``#define`` macros by every transform: a tile's extents, a
+    block size and a loop's trip count are the same number in either spelling. A name some
+    function declares again (a parameter or a local) is left out."""
+    root = plan.source.tree.root_node
+    shadowed: set[str] = set()
+    functions = [n for n in walk(root) if n.type == "function_definition"]
+    for fn in functions:
+        for n in walk(fn):
+            d = n.child_by_field_name("declarator") if n.type in _DECLARATORS else None
+            if d is not None and d.type == "identifier":
+                shadowed.add(text(d))
+    spans = [(fn.start_byte, fn.end_byte) for fn in functions]
+    found: dict[str, int] = {}
+    for decl in walk(root):  # the file's and its namespaces' declarations
+        if decl.type != "declaration" or any(a <= decl.start_byte < b for a, b in spans):
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            name = d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+            value = constant(plan, name) if name is not None and name.type == "identifier" \
+                and text(name) not in shadowed else None
+            if name is not None and value is not None:
+                found[text(name)] = value
+    return found
 
 
 def _launch_bounds(plan: Plan) -> None:
