@@ -59,24 +59,28 @@ def host_sample(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [first] if first == last else [first, last]
 
 
-def rotating_sample(configs: Sequence[Mapping[str, Any]], index: int) -> list[dict[str, Any]]:
-    """``configs`` under ``WORKBENCH_FULL_MATRIX=1``; else its first (the default) and one of
-    the rest, the ``index``-th in turn: a test parametrized over N spellings, passing each
-    spelling's position, checks every listed config on some spelling in each run while
-    it has at least ``len(configs) - 1`` spellings (:func:`assert_rotation_covers`)."""
+def rotating_sample(configs: Sequence[Mapping[str, Any]], index: int,
+                    keep: int = 1) -> list[dict[str, Any]]:
+    """``configs`` under ``WORKBENCH_FULL_MATRIX=1``; else its first ``keep`` (the default,
+    and whatever else each spelling must meet) and one of the rest, the ``index``-th in turn:
+    a test parametrized over N spellings, passing each spelling's position, checks every
+    listed config on some spelling in each run while N is at least the number of the rest
+    (:func:`assert_rotation_covers`)."""
     listed = [dict(c) for c in configs]
-    if FULL_MATRIX or len(listed) <= 2:
+    if FULL_MATRIX or len(listed) <= keep + 1:
         return listed
-    first, rest = listed[0], [c for c in listed[1:] if c != listed[0]]
-    return [first, rest[index % len(rest)]] if rest else [first]
+    kept = listed[:keep]
+    rest = [c for c in listed[keep:] if c not in kept]
+    return [*kept, rest[index % len(rest)]] if rest else kept
 
 
-def assert_rotation_covers(spellings: int, configs: Sequence[Mapping[str, Any]]) -> None:
+def assert_rotation_covers(spellings: int, configs: Sequence[Mapping[str, Any]],
+                           keep: int = 1) -> None:
     """Fails when ``spellings`` rotating over ``configs`` (:func:`rotating_sample`) would leave
-    one of the configs after the first unchecked in the default run."""
-    assert spellings >= len(configs) - 1, (
-        f"{spellings} spellings rotate over {len(configs) - 1} configs: some never run; "
-        "list fewer configs or check two a spelling")
+    one of the configs after the first ``keep`` unchecked in the default run."""
+    assert spellings >= len(configs) - keep, (
+        f"{spellings} spellings rotate over {len(configs) - keep} configs: some never run; "
+        "list fewer configs or keep more a spelling")
 
 
 # -- host simulation of a CUDA launch ------------------------------------------------------

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, lifted_template
+from helpers_templater import (
+    assert_rotation_covers,
+    corner_configs,
+    lifted_template,
+    rotating_sample,
+)
 from regtile_spellings import Spelling, lift, worst_error
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -267,7 +272,7 @@ def test_each_1d_spelling_lifts_a_register_tile_keeping_a_1d_block(name: str) ->
 
 
 def _configs(s: Spelling) -> list[dict[str, Any]]:
-    """Default, the valid corners, and a coarse BM != BN config with float4 loads."""
+    """Default, a coarse BM != BN config with float4 loads, and the valid corners."""
     template = lifted_template(lift(s), s.entry)
     env = {**_env(s), "elem_bytes": 4}
     space = template.space(env)
@@ -276,7 +281,8 @@ def _configs(s: Spelling) -> list[dict[str, Any]]:
     coarse = {**template.default_config(), "BM": 32, "BN": 64, "BK": 8, "TM": 4, "TN": 4,
               "VEC": 4}
     assert space.rejection(coarse) is None, space.rejection(coarse)
-    return [*(c for c in out if space.rejection(c) is None), coarse]
+    default, *corners = (c for c in out if space.rejection(c) is None)
+    return [default, coarse, *corners]
 
 
 @pytest.mark.slow
@@ -284,12 +290,17 @@ def _configs(s: Spelling) -> list[dict[str, Any]]:
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host simulation")
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_each_1d_spelling_computes_the_product_at_default_and_corners(name: str) -> None:
+    """Each spelling at its default and the coarse BM != BN config (the corners have
+    BM == BN and cannot tell rows from columns) and, by default, one of its all-ends corners
+    in turn (the spellings cover them between them each run); all of them with
+    ``WORKBENCH_FULL_MATRIX=1``."""
     s = SPELLINGS[name]
     template = lifted_template(lift(s), s.entry)
     configs = _configs(s)
     assert len(configs) >= 3, configs
+    assert_rotation_covers(len(SPELLINGS), configs, keep=2)
     with tempfile.TemporaryDirectory() as tmp:
-        for config in configs:  # default, both all-ends corners, the coarse one
+        for config in rotating_sample(configs, sorted(SPELLINGS).index(name), keep=2):
             assert worst_error(s, template, config, _env(s), Path(tmp)) < 1e-3, config
 
 

@@ -20,7 +20,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    assert_rotation_covers,
+    corner_configs,
+    lifted_template,
+    rotating_sample,
+    run_on_host,
+)
 
 from tests.test_corpus_unseen3 import HOST_PRELUDE
 from workbench.core.identifiers import identifier_problem
@@ -213,6 +220,9 @@ def test_warp_rows_lift_lanes_rows_per_block_and_vectors(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_spelling_computes_as_written_at_default_and_corners(name: str,
                                                                    tmp_path: Path) -> None:
+    """Each spelling as written, then its lift at the default and, by default, one of the
+    two all-ends corners and two float4 ends in turn (the spellings cover all four between
+    them each run); every one with ``WORKBENCH_FULL_MATRIX=1``."""
     source, grid, block, args = CASES[name]
     lifted = lift(source, grid, block)
     template = lifted_template(lifted)
@@ -229,7 +239,8 @@ def test_each_spelling_computes_as_written_at_default_and_corners(name: str,
                {**template.default_config(), "LANES": 32, "VEC": 4, warps: 1}]
     space = template.space(dict(ENV))
     assert all(space.rejection(c) is None for c in configs)
-    for i, config in enumerate(configs):
+    assert_rotation_covers(len(CASES), configs)
+    for i, config in enumerate(rotating_sample(configs, sorted(CASES).index(name))):
         launch = template.launch_for(config, ENV)
         got = host_outputs(tmp_path, f"config{i}", template.render(config, "fp32").source,
                            launch.grid, launch.block, args)
