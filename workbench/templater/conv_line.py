@@ -332,6 +332,11 @@ def _value_type(plan: Plan, node: Node, body_locals: dict[str, tuple[str, Node]]
             else "int"
     if node.type == "call_expression":
         name = text(node.child_by_field_name("function"))
+        listed = node.child_by_field_name("arguments")
+        args = list(listed.named_children) if listed is not None else []
+        if name == "__ldg" and len(args) == 1 and strip(args[0]).type == "pointer_expression" \
+                and text(strip(args[0]).child_by_field_name("operator")) == "&":
+            return elem  # `__ldg(&in[i])`: a read of the input through the read-only path
         for fn in walk(plan.source.tree.root_node):
             if fn.type != "function_definition":
                 continue
