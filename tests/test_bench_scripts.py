@@ -18,9 +18,17 @@ pytestmark = pytest.mark.timeout(60)
 
 
 class _ReversingRunner:
-    """Answers every batch in reverse order (as a compile finishing late would)."""
+    """Answers every batch in reverse order (as a compile finishing late would), noting the
+    condition each call asked for."""
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    search_condition = "read"
+
+    def __init__(self) -> None:
+        self.conditions: list[str | None] = []
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        self.conditions.append(condition)
         for c in reversed(list(candidates)):
             yield TrialResult(config=c.config, shape=c.shape, dtype=c.dtype, status=Status.OK,
                               reason=f"measured {dict(c.config)}")
@@ -30,8 +38,11 @@ def test_repeatability_pairs_results_with_their_configs_not_their_positions() ->
     import repeatability
 
     cands = [Candidate(Config(BLOCK=b), "decode", "bf16") for b in (64, 128, 256)]
-    got = repeatability._in_order(_ReversingRunner(), cands)  # type: ignore[arg-type]
+    runner = _ReversingRunner()
+    got = repeatability._in_order(runner, cands)  # type: ignore[arg-type]
     assert [r.config for r in got] == [c.config for c in cands]
+    repeatability._in_order(runner, cands, again=True)  # type: ignore[arg-type]
+    assert runner.conditions == [None, "read"]  # a repeat times afresh, never recalls
 
 
 def test_the_estimator_analysis_reproduces_from_the_committed_h100_samples() -> None:

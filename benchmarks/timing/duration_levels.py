@@ -65,6 +65,7 @@ def main() -> int:
         config = {**folder.template.default_config(), **ok[0].config}
         other = next(s for s in folder.shapes if s != shape)
         with LocalRunner(folder, settings=settings, seed=7) as runner:
+            again = runner.search_condition  # each measure call times afresh, never recalls
             if args.predecessors:
                 step = max(1, (len(ok) - 1) // args.predecessors)
                 others = ok[1::step][:args.predecessors]
@@ -72,11 +73,11 @@ def main() -> int:
                 before: dict[int, float] = {}
                 for _ in range(2):
                     for i, prev in enumerate(others):
-                        runner.forget_measurements()
-                        [p] = list(runner.measure([Candidate(prev.config, shape, "bf16")]))
+                        [p] = list(runner.measure([Candidate(prev.config, shape, "bf16")],
+                                                  condition=again))
                         before[i] = round(p.median_us or float("nan"), 3)
-                        runner.forget_measurements()
-                        [x] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")]))
+                        [x] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")],
+                                                  condition=again))
                         after[i].append(round(x.median_us or float("nan"), 3))
                 for i, prev in enumerate(others):
                     rows.append({"kernel": name, "shape": shape, "predecessor": dict(prev.config),
@@ -89,10 +90,9 @@ def main() -> int:
             if args.alternate:
                 seq: dict[int, list[float]] = {0: [], 1: []}
                 for turn in range(2 * args.evals):
-                    runner.forget_measurements()
                     which = turn % 2
                     [result] = list(runner.measure([Candidate(ok[which].config, shape,
-                                                              "bf16")]))
+                                                              "bf16")], condition=again))
                     seq[which].append(round(result.median_us or float("nan"), 3))
                 rows.append({"kernel": name, "shape": shape, "alternate": True,
                              "configs": [dict(ok[0].config), dict(ok[1].config)],
@@ -107,8 +107,8 @@ def main() -> int:
                 list(runner.measure([Candidate(ok[0].config, other, "bf16")]))
                 medians = []
                 for _ in range(args.evals):
-                    runner.forget_measurements()
-                    [result] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")]))
+                    [result] = list(runner.measure([Candidate(ok[0].config, shape, "bf16")],
+                                                   condition=again))
                     medians.append(round(result.median_us or float("nan"), 3))
                 rows.append({"kernel": name, "shape": shape, "load": load, "config": config,
                              "placements": PLACEMENTS, "medians_us": medians})

@@ -60,10 +60,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for _ in range(args.rounds):
                     order = list(range(len(cands)))
                     rng.shuffle(order)
-                    runner.forget_measurements()
                     index = {cands[i].config: i for i in order}
-                    # results come when ready, not in the order asked: pair them by config
-                    for result in runner.measure([cands[i] for i in order]):
+                    # results come when ready, not in the order asked: pair them by config;
+                    # each round times afresh under the search's condition
+                    for result in runner.measure([cands[i] for i in order],
+                                                 condition=runner.search_condition):
                         i = index[result.config]
                         status[i] = f"{result.status.value} {result.reason}".strip()
                         if result.median_us:

@@ -91,12 +91,15 @@ def _method_detail(result: TrialResult) -> dict[str, Any]:
                 "batches": clock.batches}}
 
 
-def _in_order(runner: LocalRunner, candidates: list[Candidate]) -> list[TrialResult]:
+def _in_order(runner: LocalRunner, candidates: list[Candidate], *,
+              again: bool = False) -> list[TrialResult]:
     """The runner's results in the order of ``candidates``: ``measure`` yields each result
     when it is ready (compiles finish in any order), so position says nothing; the config
     does. (Before this, results were paired with configs by position, which mislabelled
-    configs whenever compiles finished out of order.)"""
-    by_config = {r.config: r for r in runner.measure(candidates)}
+    configs whenever compiles finished out of order.) ``again``: timed afresh under the
+    search's condition, never recalled from an earlier call."""
+    condition = runner.search_condition if again else None
+    by_config = {r.config: r for r in runner.measure(candidates, condition=condition)}
     return [by_config[c.config] for c in candidates]
 
 
@@ -172,10 +175,8 @@ def between_processes(args: argparse.Namespace) -> dict[str, Any]:
                 with LocalRunner(folder, settings=settings, seed=1000 + proc) as runner:
                     for repeat, ((shape, dtype), top) in [
                             (r, case) for r in range(args.repeats) for case in tops.items()]:
-                        if repeat:
-                            runner.forget_measurements()
                         cands = [Candidate(t.config, shape, dtype) for t in top]
-                        got = _in_order(runner, cands)
+                        got = _in_order(runner, cands, again=bool(repeat))
                         for i, result in enumerate(got):
                             if repeat and result.median_us and result.timing:
                                 detail[(shape, dtype, i)][-1].setdefault("repeats", []).append({
