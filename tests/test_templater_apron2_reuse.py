@@ -25,7 +25,14 @@ from typing import Any
 
 import pytest
 from helpers_nvcc import needs_nvcc, ptx_of
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    assert_rotation_covers,
+    corner_configs,
+    lifted_template,
+    rotating_sample,
+    run_on_host,
+)
 
 from workbench.templater import LiftedSource, lift_kernel
 
@@ -224,6 +231,9 @@ def host_run(source: str, grid: list[int], block: list[int], work: Path) -> list
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_reused_rows_give_the_kernels_output_on_the_host(name: str) -> None:
+    """Each spelling as written, then its lift at the default and, by default, one of the
+    two all-ends corners and two hand-picked tilings in turn (the spellings cover all four
+    between them each run); every one with ``WORKBENCH_FULL_MATRIX=1``."""
     source, block, *_ = SPELLINGS[name]
     template = lifted_template(lift(name), "k")
     default = template.default_config()
@@ -235,7 +245,8 @@ def test_reused_rows_give_the_kernels_output_on_the_host(name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         want = host_run(source, [-(-SIZES["w"] // b[0]), -(-SIZES["h"] // b[1])], b, Path(tmp))
         assert -7.0 not in want and any(want)
-        for config in configs:
+        assert_rotation_covers(len(SPELLINGS), configs)
+        for config in rotating_sample(configs, sorted(SPELLINGS).index(name)):
             assert template.space(ENV).rejection(config) is None, config
             launch = template.launch_for(config, ENV)
             got = host_run(template.render(config, "fp32").source, list(launch.grid),

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    assert_rotation_covers,
+    corner_configs,
+    lifted_template,
+    rotating_sample,
+    run_on_host,
+)
 from regtile_spellings import HOST_VECTOR
 
 from workbench.core.template import KernelTemplate
@@ -285,18 +292,19 @@ def worst_error(s: Rect, template: KernelTemplate, config: Mapping[str, Any],
 
 
 def _configs(s: Rect) -> list[dict[str, Any]]:
-    """Default, the valid corners, and coarse BM != BN configs (4 x 4 and 2 x 4 per thread)
-    with float4 loads where the lift has them."""
+    """Default, coarse BM != BN configs (4 x 4 and 2 x 4 per thread) with float4 loads where
+    the lift has them, and the valid corners."""
     template = lifted_template(_lift(s), s.entry)
     space = template.space({**_env(s), "elem_bytes": 4})
-    out = corner_configs(template, {**_env(s), "elem_bytes": 4})
+    default, *corners = corner_configs(template, {**_env(s), "elem_bytes": 4})
     vec = {"VEC": 4} if "VEC" in template.param_names else {}
+    out = [default]
     for coarse in ({"BM": 64, "BN": 32, "BK": 16, "TM": 4, "TN": 4, **vec},
                    {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4, **vec}):
         config = {**template.default_config(), **coarse}
         assert space.rejection(config) is None, (config, space.rejection(config))
         out.append(config)
-    return out
+    return [*out, *corners]
 
 
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
@@ -330,12 +338,16 @@ def test_the_depth_along_k_is_read_from_the_tiles() -> None:
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
 def test_each_rectangular_spelling_computes_as_written_at_default_corners_and_bm_ne_bn(
         name: str) -> None:
+    """Each spelling at its default and the first coarse BM != BN config (the corners have
+    BM == BN) and, by default, one of the second coarse config and the corners in turn (the
+    spellings cover them between them each run); all with ``WORKBENCH_FULL_MATRIX=1``."""
     s = SPELLINGS[name]
     template = lifted_template(_lift(s), s.entry)
     configs = _configs(s)
-    assert any(c["BM"] != c["BN"] and c["TM"] * c["TN"] > 1 for c in configs)
+    assert configs[1]["BM"] != configs[1]["BN"] and configs[1]["TM"] * configs[1]["TN"] > 1
+    assert_rotation_covers(len(SPELLINGS), configs, keep=2)
     with tempfile.TemporaryDirectory() as tmp:
-        for config in configs:
+        for config in rotating_sample(configs, sorted(SPELLINGS).index(name), keep=2):
             assert worst_error(s, template, config, Path(tmp)) < 1e-3, config
 
 
