@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +15,27 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_cubin_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Tests never write into the user's cubin cache unless CI chose one."""
-    if "WORKBENCH_CACHE_DIR" not in os.environ:
-        os.environ["WORKBENCH_CACHE_DIR"] = str(tmp_path_factory.mktemp("cubins"))
+_CACHE_ENV = "WORKBENCH_CACHE_DIR"
+_RUN_CACHE: list[str] = []  # the cubin cache this run made (removed at its end)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests never write into the user's cubin cache unless CI chose one: without
+    ``WORKBENCH_CACHE_DIR`` the run gets a fresh one. It is set before pytest-xdist starts
+    its workers, which inherit it, so a cubin two workers or modules need is compiled once
+    (entries are renamed into place whole: parallel writers are safe)."""
+    if _CACHE_ENV in os.environ or hasattr(config, "workerinput"):
+        return
+    os.environ[_CACHE_ENV] = tempfile.mkdtemp(prefix="workbench-test-cubins-")
+    _RUN_CACHE.append(os.environ[_CACHE_ENV])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _RUN_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+        if os.environ.get(_CACHE_ENV) == folder:
+            del os.environ[_CACHE_ENV]
+    _RUN_CACHE.clear()
 
 
 def _has_gpu() -> bool:
@@ -48,14 +65,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="module")
-def compiler() -> Iterator[Any]:
-    """nvcc for sm_90a with a cache private to the test module (skips without nvcc)."""
+def compiler() -> Any:
+    """nvcc for sm_90a over the run's cubin cache (``WORKBENCH_CACHE_DIR``, shared by the
+    modules and the xdist workers: a template config several tests compile is compiled
+    once); skips without nvcc. Tests that count compiles or cache hits make their own."""
     from workbench.core.errors import CompilerNotFoundError
     from workbench.engine.compiler import Compiler
 
     try:
-        with tempfile.TemporaryDirectory() as cache:
-            yield Compiler("sm_90a", cache_dir=cache)
+        return Compiler("sm_90a", cache_dir=os.environ[_CACHE_ENV])
     except CompilerNotFoundError:
         pytest.skip("nvcc is not installed")
 
