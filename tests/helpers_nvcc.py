@@ -6,18 +6,19 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from workbench.core.records import Config
+from workbench.core.records import Value
 from workbench.core.template import KernelTemplate
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 
 
-def ptx_of(template: KernelTemplate, config: Config, dtype: str = "bf16") -> str:
+def ptx_of(template: KernelTemplate, config: Mapping[str, Value], dtype: str = "bf16") -> str:
     """The PTX ``template`` at ``config`` compiles to for sm_90a at -O3 (asserts it does)."""
     assert NVCC is not None
     source = template.render(config, dtype).source
