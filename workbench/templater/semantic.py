@@ -37,6 +37,7 @@ from workbench.templater.regtile import lift_regtile
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
 from workbench.templater.stencil import lift_stencil
+from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
 from workbench.templater.table_emit import apply_table
 from workbench.templater.tile import lift_tile
@@ -61,7 +62,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     with reading_macros({**file_constants(plan), **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
-                lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or
+                lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or lift_rows(plan) or
                 apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None

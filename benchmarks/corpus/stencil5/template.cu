@@ -8,28 +8,38 @@
 #ifndef BLOCK_Y
 #define BLOCK_Y 16
 #endif
-#ifndef ITEMS_X
-#define ITEMS_X 1
-#endif
-#ifndef ITEMS_Y
-#define ITEMS_Y 1
+#ifndef OUT_Y
+#define OUT_Y 1
 #endif
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
 #endif
+template <typename T>
+__device__ __forceinline__ T wb_once(bool& have, T& slot, const T* at) {
+  if (!have) { slot = *at; have = true; }
+  return slot;
+}
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_SM) stencil5(float* __restrict__ out, const float* __restrict__ in,
                                     int h, int w) {
-  for (int wb_item_x = 0; wb_item_x < ITEMS_X; ++wb_item_x) {  // items of this thread
-  int x = (blockIdx.x * ITEMS_X + wb_item_x) * BLOCK_X + threadIdx.x;
-  for (int wb_item_y = 0; wb_item_y < ITEMS_Y; ++wb_item_y) {  // items of this thread
-  int y = (blockIdx.y * ITEMS_Y + wb_item_y) * BLOCK_Y + threadIdx.y;
-  if (x >= w || y >= h) continue;  // next item
-  int i = y * w + x;
-  if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
-    out[i] = in[i];
+  int x = blockIdx.x * BLOCK_X + threadIdx.x;
+  int wb_y0 = (blockIdx.y * BLOCK_Y + threadIdx.y) * OUT_Y;  // the first of this thread's OUT_Y rows
+  // each input value of the thread's column strip is loaded once, by the first output that reads it, and kept for the outputs below
+  float wb_col_p0[OUT_Y + 2];  // rows y - 1 .. y + 1 of the last output, column x +0
+  bool wb_col_p0_has[OUT_Y + 2];
+#pragma unroll
+  for (int wb_r = 0; wb_r < OUT_Y + 2; ++wb_r) wb_col_p0_has[wb_r] = false;
+#pragma unroll
+  for (int wb_k = 0; wb_k < OUT_Y; ++wb_k) {
+    int y = wb_y0 + wb_k;
+    if (x >= w || y >= h) continue;
+    int i = y * w + x;
+    if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
+    out[i] = wb_once(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]);
   } else {
-    out[i] = 0.2f * (in[i] + in[i - 1] + in[i + 1] + in[i - w] + in[i + w]);
+    out[i] = 0.2f * (wb_once(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]) + in[i - 1] + in[i + 1] + wb_once(wb_col_p0_has[wb_k + 0], wb_col_p0[wb_k + 0], &in[i - w]) + wb_once(wb_col_p0_has[wb_k + 2], wb_col_p0[wb_k + 2], &in[i + w]));
   }
   }
-  }
+  
+  
+  
 }

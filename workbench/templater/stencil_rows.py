@@ -1,0 +1,402 @@
+"""Consecutive output rows per thread for 2-D stencils read straight from global memory (OUT_Y).
+
+A 2-D stencil written one point per thread with explicit neighbour terms (a 5-point Jacobi
+step, a 9-point Laplacian) reads every input row three times: once for the point above, once
+for its own row, once for the point below. The usual practice for such kernels on GPUs is to
+let a thread march down its column over OUT_Y consecutive outputs, keeping the rows the outputs
+share in registers, so each input value a thread needs is loaded once; the block keeps a 2-D
+shape whose x extent is a multiple of a warp (rows stay coalesced).
+
+Recognised by roles, not by one spelling: a 2-D launch block of literal sizes; the point's
+indices ``v = blockIdx.d * L + threadIdx.d`` (``L`` the literal or ``blockDim.d``) for x and y
+at the top level; no loop, barrier or shared memory; one output array, stored at one index
+``C`` (index expressions compared as polynomials over the kernel's names, single-assignment
+locals expanded) and never read; one input array, read at least once at ``C + d * S + e`` with ``d != 0`` (``S`` the
+derivative of ``C`` in y, ``d``, ``e`` integer offsets, |d|, |e| <= MAX_REACH); its other
+reads (a clamped row, an index the polynomials do not follow) stay as written. The boundary handling is the kernel's own (a boundary
+copy, a guarded interior, clamps in the bounds check): it is kept as written, per output.
+
+The rewrite: ``y`` becomes ``((blockIdx.y * BLOCK_Y + threadIdx.y) * OUT_Y) + k`` in an
+unrolled loop over the thread's ``k < OUT_Y`` outputs, each running the work after the index
+declarations as written (an early ``return`` becomes ``continue``, so each output keeps its
+own bounds check and boundary path). The input is read through a register window per column
+offset ``e``: slot ``k + d - lo_e`` holds the row ``y + d`` of the thread's column ``x + e``,
+loaded by the first read of the kernel that needs it (a per-slot flag), so a thread reads each
+distinct input value once, only where the kernel as written reads it (nothing outside the
+array is ever loaded), in the order the kernel's sums read them; every value is the one the
+kernel reads and every sum is written as in the kernel, so the results are bit-identical.
+Anything else in the family is refused with the reason and the line; a kernel that is no 2-D
+stencil (no neighbour row read) is left to the other lifts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import builtin, shares_or_syncs, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused, apply_or_note, fresh_names, render
+from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.stencil import (
+    Poly,
+    Polys,
+    add,
+    derivative,
+    index_decls,
+    scale,
+    statements,
+)
+from workbench.templater.warp_regs import _min_blocks_follows
+
+#: the widest neighbour offset along x or y a read may have (a radius-4 star at most)
+MAX_REACH = 4
+#: Outputs per thread down the column. Known practice for register-marched 2-D stencils:
+#: 4 to 8 rows per thread amortise the two halo rows of a radius-1 stencil (3 loads per
+#: output become 1 + 2 / OUT_Y); 16 is the deep end, kept while the window fits.
+OUT_Y_VALUES = [1, 2, 4, 8, 16]
+#: Threads along x: a warp's row of 32 reads whole 128-byte lines of a float row
+#: (coalesced), so x starts at 32 (or the written size, if smaller).
+BLOCK_X_VALUES = [32, 64, 128, 256]
+BLOCK_Y_VALUES = [1, 2, 4, 8, 16]
+#: The window's registers (values and flags) a thread may hold; deeper walks are left out.
+MAX_WINDOW = 96
+#: Registers besides the window (indices, bounds, pointers, the sums' temporaries).
+WORKING_REGS = 16
+
+
+@dataclass(frozen=True)
+class _Read:
+    node: Node  # the subtree replaced by the window read (``src[i]`` or ``__ldg(&src[i])``)
+    d: int  # row offset
+    e: int  # column offset
+
+
+@dataclass(frozen=True)
+class _Facts:
+    x: str
+    y: str
+    ydecl: Node
+    later: Node  # the later of the two index declarations: the per-output work follows it
+    rest: list[Node]
+    src: str
+    out: str
+    reads: tuple[_Read, ...]
+    columns: dict[int, tuple[int, int]]  # column offset -> (lowest, highest) row offset
+    elem: str
+
+
+def lift_rows(plan: Plan) -> bool:
+    """OUT_Y for a 2-D stencil with explicit neighbour terms; False when the kernel is not of
+    the family or the analysis refused (the finding says why)."""
+    if shares_or_syncs(plan.body) or any(n.type in ("for_statement", "while_statement",
+                                                    "do_statement") for n in walk(plan.body)):
+        return False
+    if len(plan.block) == 1:
+        return apply_or_note(plan, "OUT_Y", lambda: _flat_index(plan))
+    if len(plan.block) != 2 or len(plan.grid) != 2 or \
+            any(literal(b) is None for b in plan.block):
+        return False
+    stmts = statements(plan.body)
+    idx = index_decls(plan, stmts, "xy")
+    if set(idx) != {"x", "y"}:
+        return False
+    return apply_or_note(plan, "OUT_Y", lambda: _analyse(plan, stmts, idx))
+
+
+def _flat_index(plan: Plan) -> Callable[[], None] | None:
+    """Refuse a 2-D stencil launched 1-D, its (x, y) split from a flat index (``y = i / w``,
+    ``x = i % w``): a thread's rows are not a launch dimension, so none is lifted here."""
+    divided: dict[tuple[str, str], Node] = {}
+    for n in walk(plan.body):
+        if n.type != "init_declarator" or (value := n.child_by_field_name("value")) is None:
+            continue
+        v = strip(value)
+        if v.type != "binary_expression":
+            continue
+        op = v.child_by_field_name("operator")
+        a, b = v.child_by_field_name("left"), v.child_by_field_name("right")
+        if op is None or a is None or b is None or text(op) not in ("/", "%"):
+            continue
+        key = (text(strip(a)), text(strip(b)))
+        if key in divided and divided[key] is not n:
+            stencil = _neighbour_rows(plan, key[1])
+            if stencil is None:
+                return None
+            raise Refused(f"the point's (x, y) come from the flat index `{key[0]}` (`/ {key[1]}`"
+                          f", `% {key[1]}`) of a 1-D launch: a thread's rows are not a launch "
+                          "dimension, so consecutive rows per thread need a 2-D launch", stencil)
+        divided[key] = n
+    return None
+
+
+def _neighbour_rows(plan: Plan, stride: str) -> Node | None:
+    """A pointer read whose index adds or subtracts ``stride`` (a row above or below)."""
+    for n in walk(plan.body):
+        if n.type != "subscript_expression" or not plan.pointer(_base(n)):
+            continue
+        if any(c.type == "identifier" and text(c) == stride for c in walk(n)):
+            return n
+    return None
+
+
+def _base(sub: Node) -> str:
+    arg = sub.child_by_field_name("argument")
+    return text(strip(arg)) if arg is not None else ""
+
+
+def _index_node(sub: Node) -> Node:
+    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+    if idx is None:
+        idx = sub.named_children[-1]
+    if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
+        idx = idx.named_children[0]
+    return idx
+
+
+def _is_store(sub: Node) -> bool:
+    parent = sub.parent
+    return parent is not None and parent.type == "assignment_expression" and \
+        parent.child_by_field_name("left") == sub
+
+
+def _mentions(node: Node, name: str) -> bool:
+    return any(n.type == "identifier" and text(n) == name for n in walk(node))
+
+
+def _offsets(diff: Poly, stride: Poly) -> tuple[int, int] | None:
+    """(d, e) with ``diff == d * stride + e``, |d|, |e| <= MAX_REACH, or None."""
+    for d in range(-MAX_REACH, MAX_REACH + 1):
+        rest = add(diff, scale(stride, -d))
+        if not rest:
+            return d, 0
+        if set(rest) == {()} and abs(rest[()]) <= MAX_REACH:
+            return d, rest[()]
+    return None
+
+
+def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node]]
+             ) -> Callable[[], None] | None:
+    x, y = idx["x"][1], idx["y"][1]
+    xdecl, ydecl = idx["x"][0], idx["y"][0]
+    later = max(xdecl, ydecl, key=lambda s: s.start_byte)
+    rest = stmts[stmts.index(later) + 1:]
+    polys = Polys(plan.body, {x, y})
+    subs = [n for n in walk(plan.body) if n.type == "subscript_expression"
+            and plan.pointer(_base(n))]
+    stores = [n for n in subs if _is_store(n)]
+    outs = {_base(n) for n in stores}
+    if len(outs) != 1:
+        return None
+    out = next(iter(outs))
+    center = polys.of(_index_node(stores[0]))
+    stride = derivative(center, y)
+    if not stride or any(a in (x, y) for m in stride for a in m) or \
+            derivative(center, x) != {(): 1}:
+        return None
+    read_arrays = {_base(n) for n in subs if not _is_store(n)}
+    if len(read_arrays - {out}) != 1:
+        return None
+    src = next(iter(read_arrays - {out}))
+    found: list[tuple[Node, tuple[int, int] | None]] = [
+        (n, _offsets(add(polys.of(_index_node(n)), scale(center, -1)), stride))
+        for n in subs if _base(n) == src]
+    if not any(o is not None and o[0] != 0 for _, o in found):
+        return None  # no neighbour row read: not a 2-D stencil
+    for n in stores:
+        if polys.of(_index_node(n)) != center:
+            raise Refused(f"`{out}` is stored at `{text(_index_node(n))}` and at "
+                          f"`{text(_index_node(stores[0]))}`: a thread's outputs must be one "
+                          "point each", n)
+    for n in subs:
+        if _base(n) == out and not _is_store(n):
+            raise Refused(f"the output `{out}` is read (`{text(n)}`): the window would not see "
+                          "what the thread's earlier outputs stored", n)
+    reads = _reads(plan, found, src, rest, x, y)
+    _check_rows(plan, ydecl, later, rest, x, y)
+    columns: dict[int, tuple[int, int]] = {}
+    for r in reads:
+        lo, hi = columns.get(r.e, (r.d, r.d))
+        columns[r.e] = (min(lo, r.d), max(hi, r.d))
+    facts = _Facts(x, y, ydecl, later, rest, src, out, tuple(reads), columns,
+                   plan.kernel.param(src).base_type)
+    return lambda: _emit(plan, idx, facts)
+
+
+def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: str,
+           rest: list[Node], x: str, y: str) -> list[_Read]:
+    """The reads of ``src`` at constant offsets from the point in the per-output work (the
+    window's); a read elsewhere stays as written (each output still reads it at its own y).
+    Refused where ``src`` is used other than by loads."""
+    span = (rest[0].start_byte, rest[-1].end_byte) if rest else (0, 0)
+    out: list[_Read] = []
+    for n, o in found:
+        if o is None or not span[0] <= n.start_byte < span[1] or \
+                any(c.type == "subscript_expression" for c in walk(_index_node(n))):
+            continue  # not at a constant offset from the point (a clamped row): as written
+        node = n
+        parent = n.parent
+        if parent is not None and parent.type == "pointer_expression":
+            call = parent.parent.parent if parent.parent is not None else None
+            if call is None or call.type != "call_expression" or \
+                    text(call.child_by_field_name("function")) != "__ldg":
+                raise Refused(f"the address `{text(parent)}` is taken: only loads are kept in "
+                              "registers", parent)
+            node = call
+        out.append(_Read(node, o[0], o[1]))
+    uses = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == src
+            and (n.parent is None or n.parent.type != "subscript_expression")]
+    if uses:
+        raise Refused(f"`{src}` is used other than by reading `{src}[...]` "
+                      f"(`{text(uses[0].parent or uses[0])}`)", uses[0])
+    return out
+
+
+def _check_rows(plan: Plan, ydecl: Node, later: Node, rest: list[Node], x: str, y: str) -> None:
+    """The per-output work may read ``y`` but not assign it, and no one reads the block's or
+    the grid's y (they change with BLOCK_Y and OUT_Y); statements between the two index
+    declarations do not read ``y``."""
+    for n in walk(plan.body):
+        if n.type == "field_expression" and not (ydecl.start_byte <= n.start_byte
+                                                 < ydecl.end_byte):
+            for name in ("threadIdx", "blockDim", "blockIdx", "gridDim"):
+                if builtin(n, name) in ("y", "z") or (name == "gridDim" and builtin(n, name)):
+                    raise Refused(f"`{text(n)}` is read outside the row's declaration: the "
+                                  "block's rows change with BLOCK_Y and OUT_Y", n)
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) in (x, y):
+                raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
+    between = [s for s in statements(plan.body)
+               if ydecl.end_byte <= s.start_byte < later.start_byte]
+    for s in between:
+        if _mentions(s, y):
+            raise Refused(f"`{text(s)}` reads {y} before the work after the indices", s)
+
+
+# -- the rewrite ---------------------------------------------------------------------------
+
+def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None:
+    data, rw = plan.source.data, plan.rw
+    names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_Y"])
+    bx, by, oy = names["BLOCK_X"], names["BLOCK_Y"], names["OUT_Y"]
+    if builtin(idx["x"][2], "blockDim") is None:
+        rw.replace(idx["x"][2], bx)
+    ysize = idx["y"][2]
+    yval = f.ydecl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    ydecl_d = f.ydecl.children_by_field_name("declarator")[0]
+    assert yval is not None
+    typ = data[f.ydecl.start_byte:ydecl_d.start_byte].decode().strip()
+    first = render(data, yval, lambda n: by if n == ysize and builtin(n, "blockDim") is None
+                   else None)
+    ydecl_text = f"{typ} wb_y0 = ({first}) * {oy};  // the first of this thread's {oy} rows"
+
+    window = {e: lo_hi for e, lo_hi in f.columns.items() if lo_hi[1] > lo_hi[0]}
+    read_at = {r.node.start_byte: r for r in f.reads if r.e in window}
+    if any(r.node.type == "call_expression" for r in f.reads if r.e in window):
+        plan.helper(_ONCE_LDG)
+    if any(r.node.type != "call_expression" for r in f.reads if r.e in window):
+        plan.helper(_ONCE)
+
+    def sub(n: Node) -> str | None:
+        r = read_at.get(n.start_byte)
+        if r is None or n.end_byte != r.node.end_byte:
+            return "continue;" if n.type == "return_statement" else None
+        at = f"wb_k + {r.d - window[r.e][0]}"
+        name = _window(r.e)
+        if r.node.type == "call_expression":  # __ldg(&src[i])
+            args = r.node.child_by_field_name("arguments")
+            assert args is not None
+            return f"wb_once_ldg({name}_has[{at}], {name}[{at}], {text(args.named_children[0])})"
+        return f"wb_once({name}_has[{at}], {name}[{at}], &{text(r.node)})"
+
+    body = "\n".join("    " + render(data, s, sub) for s in f.rest)
+    windows = "".join(
+        f"  {f.elem} {_window(e)}[{oy} + {hi - lo}];  // rows {y_text(f.y, lo)} .. "
+        f"{y_text(f.y, hi)} of the last output, column {f.x} {e:+d}\n"
+        f"  bool {_window(e)}_has[{oy} + {hi - lo}];\n"
+        f"#pragma unroll\n  for (int wb_r = 0; wb_r < {oy} + {hi - lo}; ++wb_r) "
+        f"{_window(e)}_has[wb_r] = false;\n"
+        for e, (lo, hi) in sorted(window.items()))
+    loop = (f"\n  // each input value of the thread's column strip is loaded once, by the first "
+            f"output that reads it, and kept for the outputs below\n{windows}"
+            f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
+            f"    {typ} {f.y} = wb_y0 + wb_k;\n{body}\n  }}")
+    for s in f.rest:
+        rw.replace(s, "")
+    if f.later == f.ydecl:
+        rw.replace(f.ydecl, ydecl_text + loop)
+    else:
+        rw.replace(f.ydecl, ydecl_text)
+        rw.insert(f.later.end_byte, loop)
+    _params(plan, idx, f, (bx, by, oy))
+
+
+#: A window slot read by the first output that needs it (function calls are sequenced, so
+#: two reads of one slot in one expression are well defined); the address is the kernel's own.
+_ONCE = """template <typename T>
+__device__ __forceinline__ T wb_once(bool& have, T& slot, const T* at) {
+  if (!have) { slot = *at; have = true; }
+  return slot;
+}"""
+_ONCE_LDG = """template <typename T>
+__device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
+  if (!have) { slot = __ldg(at); have = true; }
+  return slot;
+}"""
+
+
+def _window(e: int) -> str:
+    return f"wb_col_{'m' if e < 0 else 'p'}{abs(e)}"
+
+
+def y_text(y: str, d: int) -> str:
+    return f"{y} {'-' if d < 0 else '+'} {abs(d)}" if d else y
+
+
+def _window_regs(f: _Facts, oy: int) -> int:
+    """Values and flags (predicates, counted as half a register each) of the windows."""
+    return sum((3 * (oy + hi - lo) + 1) // 2 for lo, hi in f.columns.values() if hi > lo)
+
+
+def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
+            names: tuple[str, str, str]) -> None:
+    bx, by, oy = names
+    wx, wy = literal(plan.block[0]) or 1, literal(plan.block[1]) or 1
+    for name, written, values, axis in ((bx, wx, BLOCK_X_VALUES, "x"),
+                                        (by, wy, BLOCK_Y_VALUES, "y")):
+        plan.add_param(name, {"kind": "choice", "values": sorted(
+            {written, *(v for v in values if v >= min(values[0], written))}), "default": written,
+            "description": f"threads per block along {axis} (as written: {written})"},
+            f"{idx[axis][0].start_point.row + 1}: {text(idx[axis][0])}")
+    values = [v for v in OUT_Y_VALUES if _window_regs(f, v) <= MAX_WINDOW]
+    plan.add_param(oy, {"kind": "choice", "values": values, "default": 1,
+                        "description": f"consecutive output rows ({f.y}) per thread; each input "
+                                       f"value of the thread's column strip is loaded once "
+                                       "(as written: 1)"},
+                   f"{f.ydecl.start_point.row + 1}: {text(f.ydecl)}")
+    gx = scale_divisor(plan.grid[0], plan.block[0], bx) or plan.grid[0]
+    gy = scale_divisor(plan.grid[1], plan.block[1], f"{by} * {oy}")
+    if gy is None:
+        raise Refused(f"the grid's y extent `{plan.grid[1]}` is not a division by the block's "
+                      f"rows {plan.block[1]}", f.ydecl)
+    plan.grid = [gx, gy]
+    plan.block = [bx, by]
+    plan.launch_bounds = f"{bx} * {by}"
+    plan.constrain(f"{bx} * {by} >= 32")
+    plan.constrain(f"{bx} * {by} <= 1024")
+    if _min_blocks_follows(plan):
+        # the window's values and flags are live across the thread's outputs: a register cap
+        # from a minimum of resident blocks below them would spill the window
+        need = " + ".join(f"2 * ({oy} + {hi - lo})" for lo, hi in f.columns.values()
+                          if hi > lo)
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {need} + {WORKING_REGS} <= 65536 // "
+                       f"(({bx} * {by}) * MIN_BLOCKS_PER_SM)")
+    plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
+              f"{len({(r.d, r.e) for r in f.reads})}-point stencil down its column; each "
+              f"value of {f.src} it reads is loaded once (a register window per column "
+              f"offset) and feeds every output that reads it; the block is {bx} x {by} and the "
+              f"grid's y divisor {by} * {oy}", f.ydecl)
+
