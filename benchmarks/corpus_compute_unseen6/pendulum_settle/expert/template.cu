@@ -17,6 +17,8 @@
 #ifndef UNROLL
 #define UNROLL 1
 #endif
+// #pragma unroll takes a constant expression, not a macro (nvcc does not expand it there)
+constexpr int kUnrollSteps = UNROLL;
 #define DT 0.02f
 #define MAX_STEPS 1000
 #define SETTLED 1.0e-4f
@@ -54,7 +56,7 @@ pendulum_settle(float* __restrict__ theta_out, float* __restrict__ omega_out,
     g[u] = in ? damping[i] : 0.0f;
     live[u] = in;
   }
-#pragma unroll UNROLL
+#pragma unroll (kUnrollSteps)
   for (int step = 0; step < MAX_STEPS; ++step) {
     bool any = false;
 #pragma unroll
