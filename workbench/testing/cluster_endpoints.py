@@ -30,76 +30,68 @@ from workbench.engine.runner import Runner
 from workbench.testing.synthetic_runner import SyntheticRunner
 
 
-class _KillingRunner:
+class _EachCandidate:
+    """Another runner's measurements, one candidate at a time, :meth:`_before` each."""
+
+    def __init__(self, inner: Runner) -> None:
+        self.inner = inner
+        self.description = inner.description
+        self.device: DeviceSpec = inner.device
+
+    @property
+    def search_condition(self) -> str:
+        return self.inner.search_condition
+
+    def baseline(self, shape: str, dtype: str, *,
+                 condition: str | None = None) -> TrialResult:
+        return self.inner.baseline(shape, dtype, condition=condition)
+
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
+        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
+        return self._measure(candidates, condition)
+
+    def _measure(self, candidates: Sequence[Candidate],
+                 condition: str | None) -> Iterator[TrialResult]:
+        for candidate in candidates:
+            self._before(candidate)
+            yield from self.inner.measure([candidate], condition=condition)
+
+    def _before(self, candidate: Candidate) -> None:
+        pass
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _KillingRunner(_EachCandidate):
     """Another endpoint's runner whose worker process dies on one config (see the module
     docstring)."""
 
     def __init__(self, inner: Runner, kill_config: Mapping[str, Value],
                  kill_marker: str | None) -> None:
-        self.inner = inner
-        self.description = inner.description
-        self.device: DeviceSpec = inner.device
+        super().__init__(inner)
         self.kill_config = dict(kill_config)
         self.kill_marker = Path(kill_marker) if kill_marker else None
 
-    @property
-    def search_condition(self) -> str:
-        return self.inner.search_condition
-
-    def baseline(self, shape: str, dtype: str, *,
-                 condition: str | None = None) -> TrialResult:
-        return self.inner.baseline(shape, dtype, condition=condition)
-
-    def measure(self, candidates: Sequence[Candidate], *,
-                condition: str | None = None) -> Iterator[TrialResult]:
-        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
-        return self._measure(candidates, condition)
-
-    def _measure(self, candidates: Sequence[Candidate],
-                 condition: str | None) -> Iterator[TrialResult]:
-        for candidate in candidates:
-            if dict(candidate.config) == self.kill_config and (
-                    self.kill_marker is None or not self.kill_marker.exists()):
-                if self.kill_marker is not None:
-                    self.kill_marker.write_text(str(os.getpid()))
-                os.kill(os.getpid(), signal.SIGKILL)
-            yield from self.inner.measure([candidate], condition=condition)
-
-    def close(self) -> None:
-        self.inner.close()
+    def _before(self, candidate: Candidate) -> None:
+        if dict(candidate.config) == self.kill_config and (
+                self.kill_marker is None or not self.kill_marker.exists()):
+            if self.kill_marker is not None:
+                self.kill_marker.write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
-class _PacedRunner:
+class _PacedRunner(_EachCandidate):
     """Another runner that holds its worker for a fixed time per candidate: a stand-in for
     the device time of a measurement, for simulated scaling runs (benchmarks/)."""
 
     def __init__(self, inner: Runner, seconds_per_candidate: float) -> None:
-        self.inner = inner
-        self.description = inner.description
-        self.device: DeviceSpec = inner.device
+        super().__init__(inner)
         self.seconds_per_candidate = seconds_per_candidate
 
-    @property
-    def search_condition(self) -> str:
-        return self.inner.search_condition
-
-    def baseline(self, shape: str, dtype: str, *,
-                 condition: str | None = None) -> TrialResult:
-        return self.inner.baseline(shape, dtype, condition=condition)
-
-    def measure(self, candidates: Sequence[Candidate], *,
-                condition: str | None = None) -> Iterator[TrialResult]:
-        list(self.inner.measure([], condition=condition))  # what it cannot, it refuses now
-        return self._measure(candidates, condition)
-
-    def _measure(self, candidates: Sequence[Candidate],
-                 condition: str | None) -> Iterator[TrialResult]:
-        for candidate in candidates:
-            time.sleep(self.seconds_per_candidate)
-            yield from self.inner.measure([candidate], condition=condition)
-
-    def close(self) -> None:
-        self.inner.close()
+    def _before(self, candidate: Candidate) -> None:
+        time.sleep(self.seconds_per_candidate)
 
 
 @dataclass(frozen=True)
