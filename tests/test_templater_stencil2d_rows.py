@@ -5,8 +5,9 @@ Four spellings of our own: a 5-point Jacobi step with a boundary copy (early ret
 9-point Laplacian with a guarded interior, ``__restrict__`` pointers, ``__ldg`` and a flat
 local index, a heat step with macros for the sizes, ``blockDim`` in the indices, zero-padded
 edges under ternaries and a clamped row read left as written, and a 5-point stencil launched
-1-D with (x, y) from a flat index (refused with the line: its rows are no launch dimension).
-The 2-D ones lift BLOCK_X, BLOCK_Y and OUT_Y with the grid's y divisor BLOCK_Y * OUT_Y; a host
+1-D with (x, y) from a flat index and a boundary copy.
+The 2-D ones lift BLOCK_X, BLOCK_Y and OUT_Y with the grid's y divisor BLOCK_Y * OUT_Y, the
+1-D one BLOCK_THREADS and OUT_Y over ceil(h / OUT_Y) * w threads; a host
 run (every thread in turn, no contraction) of the rendered kernel at the default, the
 all-ends and sampled configs gives the kernel's output bit for bit; nvcc compiles the deepest
 walk without spilling; each windowed input value is loaded once per thread.
@@ -74,9 +75,7 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   }
 }
 """, ["16", "16"], ["ceil_div(w, 16)", "ceil_div(h, 16)"]),
-}
-
-FLAT = """
+    "jacobi5_flat_index_1d_launch": ("""
 extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;
   if (t >= h * w) return;
@@ -85,7 +84,8 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   if (r == 0 || c == 0 || r == h - 1 || c == w - 1) { out[t] = in[t]; return; }
   out[t] = 0.25f * (in[t - w] + in[t + w] + in[t - 1] + in[t + 1]);
 }
-"""
+""", ["128"], ["ceil_div(h * w, 128)"]),
+}
 
 REFUSED: dict[str, tuple[str, str]] = {
     "output_read": ("""
@@ -96,6 +96,14 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   out[y * w + x] = out[y * w + x] + in[(y - 1) * w + x] + in[(y + 1) * w + x];
 }
 """, "the output `out` is read"),
+    "flat_index_unbounded": ("""
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int r = t / w;
+  if (r > 0 && r < h - 1 && t % w > 0 && t % w < w - 1)
+    out[t] = 0.25f * (in[t - w] + in[t + w] + in[t - 1] + in[t + 1]);
+}
+""", "does not start with `if (t >= H * W) return;`"),
     "block_row_read": ("""
 extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   int x = blockIdx.x * 32 + threadIdx.x;
@@ -113,7 +121,10 @@ def lift(source: str, block: list[str], grid: list[str]) -> LiftedSource:
     return lift_kernel(source, entry="k", grid=grid, block=block, scalars={"h": "h", "w": "w"})
 
 
-@pytest.mark.parametrize("name", sorted(STENCILS))
+TWO_D = sorted(n for n in STENCILS if "1d" not in n)
+
+
+@pytest.mark.parametrize("name", TWO_D)
 def test_every_2d_stencil_lifts_rows_per_thread_with_a_tied_grid(name: str) -> None:
     source, block, grid = STENCILS[name]
     lifted = lift(source, block, grid)
@@ -129,19 +140,22 @@ def test_every_2d_stencil_lifts_rows_per_thread_with_a_tied_grid(name: str) -> N
     assert list(launch.grid)[:2] == [-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])]
 
 
-def test_a_stencil_launched_1d_from_a_flat_index_is_refused_with_the_line() -> None:
-    lifted = lift(FLAT, ["256"], ["ceil_div(h * w, 256)"])
-    assert "OUT_Y" not in {p.name for p in lifted.params}
-    notes = [n for n in lifted.notes if n.startswith("OUT_Y: not applied") and
-             "flat index `t`" in n]
-    assert notes and notes[0].endswith("(line 8)"), lifted.notes
-    assert "BLOCK_SIZE" in {p.name for p in lifted.params} or lifted.params, lifted.notes
+def test_a_stencil_launched_1d_from_a_flat_index_walks_rows_per_thread() -> None:
+    source, block, grid = STENCILS["jacobi5_flat_index_1d_launch"]
+    lifted = lift(source, block, grid)
+    assert [p.name for p in lifted.params][:2] == ["BLOCK_THREADS", "OUT_Y"], lifted.notes
+    assert lifted.grid == ("ceil_div(ceil_div(h, OUT_Y) * (w), BLOCK_THREADS)",)
+    template = lifted_template(lifted)
+    launch = template.launch_for({**template.default_config(), "OUT_Y": 4}, ENV)
+    assert list(launch.grid)[:1] == [-(-(-(-ENV["h"] // 4) * ENV["w"]) // 128)]
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_stencils_the_analysis_cannot_follow_are_refused_with_the_line(name: str) -> None:
     source, why = REFUSED[name]
-    lifted = lift(source, ["32", "4"], ["ceil_div(w, 32)", "ceil_div(h, 4)"])
+    flat = "flat" in name
+    lifted = lift(source, ["128"] if flat else ["32", "4"],
+                  ["ceil_div(h * w, 128)"] if flat else ["ceil_div(w, 32)", "ceil_div(h, 4)"])
     assert "OUT_Y" not in {p.name for p in lifted.params}
     notes = [n for n in lifted.notes if n.startswith("OUT_Y: not applied") and why in n]
     assert notes and re.search(r"\(line \d+\)$", notes[0]), lifted.notes
@@ -198,6 +212,13 @@ int main() {
 """
 
 
+def _written_launch(block: list[str]) -> tuple[list[int], list[int]]:
+    b = [int(v) for v in block]
+    if len(b) == 1:
+        return [-(-ENV["h"] * ENV["w"] // b[0]), 1], [b[0], 1]
+    return [-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])], b
+
+
 def _variant(n: int, source: str, config: dict[str, Any], launch: tuple[list[int], list[int]]
              ) -> str:
     grid, block = launch
@@ -205,8 +226,8 @@ def _variant(n: int, source: str, config: dict[str, Any], launch: tuple[list[int
         "defines": "\n".join(f"#define {k_} {v}" for k_, v in config.items()),
         "undefs": "\n".join(f"#undef {k_}" for k_ in config) +
         "\n#undef WIDTH\n#undef HEIGHT\n#undef ALPHA",
-        "n": n, "source": source.replace('extern "C" ', ""), "gx": grid[0], "gy": grid[1],
-        "bx": block[0], "by": block[1]}
+        "n": n, "source": source.replace('extern "C" ', ""), "gx": grid[0],
+        "gy": [*grid, 1][1], "bx": block[0], "by": [*block, 1][1]}
 
 
 def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
@@ -215,8 +236,9 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
     default = dict(template.default_config())
     return [default, *host_sample(end_configs(template, ENV)),
             *(dict(c) for c in rng.sample(space, 6 if FULL_MATRIX else 3)),
-            {**default, "OUT_Y": 16}, {**default, "BLOCK_Y": 1, "OUT_Y": 4},
-            {**default, "BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 8}]
+            {**default, "OUT_Y": 16}, {**default, "OUT_Y": 4},
+            {**default, **({"BLOCK_X": 64, "BLOCK_Y": 2} if "BLOCK_X" in default else
+                           {"BLOCK_THREADS": 64}), "OUT_Y": 8}]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
@@ -224,8 +246,7 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
 def test_default_all_ends_and_sampled_configs_give_the_kernels_output(name: str) -> None:
     source, block, grid = STENCILS[name]
     template = lifted_template(lift(source, block, grid))
-    b = [int(v) for v in block]
-    parts = [_variant(0, source, {}, ([-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])], b))]
+    parts = [_variant(0, source, {}, _written_launch(block))]
     configs = _configs(template)
     for n, config in enumerate(configs, start=1):
         launch = template.launch_for(config, ENV)
@@ -251,12 +272,15 @@ def _ptxas(source: str, config: dict[str, Any], tmp: Path, *flags: str) -> str:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
-@pytest.mark.parametrize("name", ["jacobi5_boundary_copy", "laplace9_guarded_interior_restrict_ldg"])
+@pytest.mark.parametrize("name", ["jacobi5_flat_index_1d_launch",
+                                  "laplace9_guarded_interior_restrict_ldg"])
 def test_the_corners_compile_without_spilling(name: str) -> None:
     source, block, grid = STENCILS[name]
     template = lifted_template(lift(source, block, grid))
-    corners = [{**template.default_config(), "OUT_Y": 16, "BLOCK_X": 256, "BLOCK_Y": 4,
-                "MIN_BLOCKS_PER_SM": 2}, *host_sample(end_configs(template, ENV))]
+    widest = {"BLOCK_X": 256, "BLOCK_Y": 4} if "BLOCK_X" in template.param_names else \
+        {"BLOCK_THREADS": 512}
+    corners = [{**template.default_config(), **widest, "OUT_Y": 16, "MIN_BLOCKS_PER_SM": 2},
+               *host_sample(end_configs(template, ENV))]
     with tempfile.TemporaryDirectory() as tmp:
         for config in corners:
             log = _ptxas(template.render(config, "fp32").source, config, Path(tmp),
@@ -291,8 +315,7 @@ def test_each_windowed_input_value_is_loaded_once_per_thread() -> None:
             "slot = *at; have = true;", "slot = *at; have = true; ++wb_loads;")
         assert "++wb_loads" in counted
         parts.append(_variant(n, counted, config, (list(launch.grid), list(launch.block))))
-    b = [int(v) for v in block]
-    base = _variant(0, source, {}, ([-(-ENV["w"] // b[0]), -(-ENV["h"] // b[1])], b))
+    base = _variant(0, source, {}, _written_launch(block))
     checks = "\n".join(f'  wb_loads = 0; v{n}::run(); std::printf("%ld\\n", wb_loads);'
                        for n in range(1, len(configs) + 1))
     program = (_PRELUDE % ENV + "static long wb_loads = 0;\n" + base + "".join(parts) +

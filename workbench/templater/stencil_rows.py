@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import binary, builtin, shares_or_syncs, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names, render
 from workbench.templater.rules import literal, scale_divisor
@@ -46,6 +46,7 @@ from workbench.templater.stencil import (
     add,
     derivative,
     index_decls,
+    poly_text,
     scale,
     statements,
 )
@@ -61,6 +62,7 @@ OUT_Y_VALUES = [1, 2, 4, 8, 16]
 #: (coalesced), so x starts at 32 (or the written size, if smaller).
 BLOCK_X_VALUES = [32, 64, 128, 256]
 BLOCK_Y_VALUES = [1, 2, 4, 8, 16]
+BLOCK_THREADS_VALUES = [64, 128, 256, 512]
 #: The window's registers (values and flags) a thread may hold; deeper walks are left out.
 MAX_WINDOW = 96
 #: Registers besides the window (indices, bounds, pointers, the sums' temporaries).
@@ -86,6 +88,7 @@ class _Facts:
     reads: tuple[_Read, ...]
     columns: dict[int, tuple[int, int]]  # column offset -> (lowest, highest) row offset
     elem: str
+    stride: str  # the row stride (the rows' distance in the arrays)
 
 
 def lift_rows(plan: Plan) -> bool:
@@ -107,39 +110,124 @@ def lift_rows(plan: Plan) -> bool:
 
 
 def _flat_index(plan: Plan) -> Callable[[], None] | None:
-    """Refuse a 2-D stencil launched 1-D, its (x, y) split from a flat index (``y = i / w``,
-    ``x = i % w``): a thread's rows are not a launch dimension, so none is lifted here."""
-    divided: dict[tuple[str, str], Node] = {}
+    """A 2-D stencil launched 1-D over the flat point index ``t`` (``t = blockIdx.x * L +
+    threadIdx.x``, rows of ``W`` points: reads at ``t + d * W + e``, ``W`` the divisor of a
+    ``t / W`` or ``t % W`` local or of the bound). Its thread ``T`` takes the column ``T % W``
+    and the rows ``T / W * OUT_Y + k``: ``t`` is re-declared per output as ``(row) * W +
+    column``, the grid covers ``ceil(H / OUT_Y) * W`` threads; legal where the work's first
+    statement returns for ``t >= H * W`` (every row past the last fails it)."""
+    if len(plan.grid) != 1 or literal(plan.block[0]) is None:
+        return None
+    stmts = statements(plan.body)
+    idx = index_decls(plan, stmts, "x")
+    if "x" not in idx:
+        return None
+    tdecl, t, _ = idx["x"]
+    width = _row_width(plan, t)
+    if width is None:
+        return None
+    wpoly = Polys(plan.body, {t}).of(width)
+    found = _stencil(plan, {t}, lambda c: wpoly if c == {(t,): 1} else None,
+                     stmts[stmts.index(tdecl) + 1:])
+    if found is None:
+        return None
+    rest = found[0]
+    rows = _row_bound(plan, rest, t, wpoly)
     for n in walk(plan.body):
-        if n.type != "init_declarator" or (value := n.child_by_field_name("value")) is None:
+        if n.type == "field_expression" and not tdecl.start_byte <= n.start_byte < \
+                tdecl.end_byte and any(builtin(n, b) for b in ("threadIdx", "blockIdx",
+                                                                "blockDim", "gridDim")):
+            raise Refused(f"`{text(n)}` is read outside the point's declaration: a thread's "
+                          "points change with OUT_Y", n)
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) == t:
+                raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
+    facts = _Facts(t, t, tdecl, tdecl, *found)
+    return lambda: _emit_flat(plan, idx, facts, text(strip(width)), rows)
+
+
+def _row_width(plan: Plan, t: str) -> Node | None:
+    """``W`` of a local ``t / W`` or ``t % W`` (the row width of the flat index ``t``)."""
+    for n in walk(plan.body):
+        v = n.child_by_field_name("value") if n.type == "init_declarator" else None
+        if v is None or strip(v).type != "binary_expression":
             continue
-        v = strip(value)
-        if v.type != "binary_expression":
-            continue
-        op = v.child_by_field_name("operator")
-        a, b = v.child_by_field_name("left"), v.child_by_field_name("right")
-        if op is None or a is None or b is None or text(op) not in ("/", "%"):
-            continue
-        key = (text(strip(a)), text(strip(b)))
-        if key in divided and divided[key] is not n:
-            stencil = _neighbour_rows(plan, key[1])
-            if stencil is None:
-                return None
-            raise Refused(f"the point's (x, y) come from the flat index `{key[0]}` (`/ {key[1]}`"
-                          f", `% {key[1]}`) of a 1-D launch: a thread's rows are not a launch "
-                          "dimension, so consecutive rows per thread need a 2-D launch", stencil)
-        divided[key] = n
+        v = strip(v)
+        op, a, b = (v.child_by_field_name(k) for k in ("operator", "left", "right"))
+        if op is not None and a is not None and b is not None and text(op) in ("/", "%") \
+                and text(strip(a)) == t:
+            return strip(b)
     return None
 
 
-def _neighbour_rows(plan: Plan, stride: str) -> Node | None:
-    """A pointer read whose index adds or subtracts ``stride`` (a row above or below)."""
-    for n in walk(plan.body):
-        if n.type != "subscript_expression" or not plan.pointer(_base(n)):
-            continue
-        if any(c.type == "identifier" and text(c) == stride for c in walk(n)):
-            return n
-    return None
+def _row_bound(plan: Plan, rest: list[Node], t: str, wpoly: Poly) -> str:
+    """The kernel argument ``H`` of the work's first statement ``if (t >= H * W) return;``."""
+    first = rest[0] if rest else None
+    cond = first.child_by_field_name("condition") if first is not None and \
+        first.type == "if_statement" else None
+    cons = first.child_by_field_name("consequence") if first is not None else None
+    inner = statements(cons) if cons is not None and cons.type == "compound_statement" \
+        else [cons] if cons is not None else []
+    parts = binary(strip(cond.named_children[0])) if cond is not None and \
+        cond.named_child_count == 1 else None
+    if first is None or parts is None or first.child_by_field_name("alternative") is not None \
+            or len(inner) != 1 or inner[0].type != "return_statement" or \
+            text(strip(parts[0])) != t or parts[1] != ">=":
+        raise Refused(f"the work after the flat index {t} does not start with `if ({t} >= H * "
+                      f"W) return;`: rows past the grid's last would be written", first)
+    bound = Polys(plan.body, {t}).of(parts[2])
+    for m, c in bound.items():
+        rest_atoms = list(m)
+        for a in (a for wm in wpoly for a in wm):
+            if a in rest_atoms:
+                rest_atoms.remove(a)
+        if c == 1 and len(bound) == 1 and len(rest_atoms) == 1 and \
+                rest_atoms[0] in plan.scalars and len(wpoly) == 1 and \
+                set(next(iter(wpoly))) <= set(plan.scalars):
+            return rest_atoms[0]
+    raise Refused(f"the bound `{text(parts[2])}` of {t} is not rows * width of kernel "
+                  "arguments", first)
+
+
+def _emit_flat(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, width: str,
+               rows: str) -> None:
+    data, rw = plan.source.data, plan.rw
+    names = fresh_names(plan, ["BLOCK_THREADS", "OUT_Y"])
+    bt, oy = names["BLOCK_THREADS"], names["OUT_Y"]
+    size = idx["x"][2]
+    value = f.ydecl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    declarator = f.ydecl.children_by_field_name("declarator")[0]
+    assert value is not None
+    typ = data[f.ydecl.start_byte:declarator.start_byte].decode().strip()
+    thread = render(data, value, lambda n: bt if n == size and builtin(n, "blockDim") is None
+                    else None)
+    head = (f"{typ} wb_t = {thread};  // this thread: a column and {oy} consecutive rows\n"
+            f"  {typ} wb_col = wb_t % ({width}), wb_row0 = wb_t / ({width}) * {oy};")
+    loop = _walk(plan, f, oy, f"{typ} {f.y} = (wb_row0 + wb_k) * ({width}) + wb_col;")
+    for s in f.rest:
+        rw.replace(s, "")
+    rw.replace(f.ydecl, head + loop)
+    wx = literal(plan.block[0]) or 1
+    plan.add_param(bt, {"kind": "choice", "values": sorted(
+        {wx, *(v for v in BLOCK_THREADS_VALUES if v >= min(32, wx))}), "default": wx,
+        "description": f"threads per block (as written: {wx})"},
+        f"{f.ydecl.start_point.row + 1}: {text(f.ydecl)}")
+    _out_y(plan, f, oy)
+    hs, ws = plan.scalars[rows], plan.scalars[width]
+    if scale_divisor(plan.grid[0], plan.block[0], bt) is None:
+        raise Refused(f"the grid `{plan.grid[0]}` is not a division by the block "
+                      f"{plan.block[0]}", f.ydecl)
+    plan.grid = [f"ceil_div(ceil_div({hs}, {oy}) * ({ws}), {bt})"]
+    plan.block = [bt]
+    plan.launch_bounds = bt
+    plan.constrain(f"{bt} >= 32")
+    _min_blocks(plan, f, bt, oy)
+    plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
+              f"{len({(r.d, r.e) for r in f.reads})}-point stencil at one column (thread T: "
+              f"column T % {width}, rows T / {width} * {oy} + k); each value of {f.src} it reads "
+              f"is loaded once and feeds every output that reads it; the grid covers "
+              f"ceil({rows} / {oy}) rows of {width}", f.ydecl)
 
 
 def _base(sub: Node) -> str:
@@ -182,8 +270,27 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     x, y = idx["x"][1], idx["y"][1]
     xdecl, ydecl = idx["x"][0], idx["y"][0]
     later = max(xdecl, ydecl, key=lambda s: s.start_byte)
-    rest = stmts[stmts.index(later) + 1:]
-    polys = Polys(plan.body, {x, y})
+
+    def stride_of(center: Poly) -> Poly | None:
+        stride = derivative(center, y)
+        if not stride or any(a in (x, y) for m in stride for a in m) or \
+                derivative(center, x) != {(): 1}:
+            return None
+        return stride
+    found = _stencil(plan, {x, y}, stride_of, stmts[stmts.index(later) + 1:])
+    if found is None:
+        return None
+    _check_rows(plan, ydecl, later, x, y)
+    facts = _Facts(x, y, ydecl, later, *found)
+    return lambda: _emit(plan, idx, facts)
+
+
+def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None],
+             rest: list[Node]) -> tuple[list[Node], str, str, tuple[_Read, ...],
+                                        dict[int, tuple[int, int]], str, str] | None:
+    """(rest, input, output, window reads, column -> row offsets, element type, the row
+    stride's text) of a stencil over the work ``rest``; None when it is none."""
+    polys = Polys(plan.body, keep)
     subs = [n for n in walk(plan.body) if n.type == "subscript_expression"
             and plan.pointer(_base(n))]
     stores = [n for n in subs if _is_store(n)]
@@ -192,9 +299,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         return None
     out = next(iter(outs))
     center = polys.of(_index_node(stores[0]))
-    stride = derivative(center, y)
-    if not stride or any(a in (x, y) for m in stride for a in m) or \
-            derivative(center, x) != {(): 1}:
+    stride = stride_of(center)
+    if stride is None:
         return None
     read_arrays = {_base(n) for n in subs if not _is_store(n)}
     if len(read_arrays - {out}) != 1:
@@ -214,19 +320,17 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         if _base(n) == out and not _is_store(n):
             raise Refused(f"the output `{out}` is read (`{text(n)}`): the window would not see "
                           "what the thread's earlier outputs stored", n)
-    reads = _reads(plan, found, src, rest, x, y)
-    _check_rows(plan, ydecl, later, rest, x, y)
+    reads = _reads(plan, found, src, rest)
     columns: dict[int, tuple[int, int]] = {}
     for r in reads:
         lo, hi = columns.get(r.e, (r.d, r.d))
         columns[r.e] = (min(lo, r.d), max(hi, r.d))
-    facts = _Facts(x, y, ydecl, later, rest, src, out, tuple(reads), columns,
-                   plan.kernel.param(src).base_type)
-    return lambda: _emit(plan, idx, facts)
+    return (rest, src, out, tuple(reads), columns, plan.kernel.param(src).base_type,
+            poly_text(stride))
 
 
 def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: str,
-           rest: list[Node], x: str, y: str) -> list[_Read]:
+           rest: list[Node]) -> list[_Read]:
     """The reads of ``src`` at constant offsets from the point in the per-output work (the
     window's); a read elsewhere stays as written (each output still reads it at its own y).
     Refused where ``src`` is used other than by loads."""
@@ -254,7 +358,7 @@ def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: st
     return out
 
 
-def _check_rows(plan: Plan, ydecl: Node, later: Node, rest: list[Node], x: str, y: str) -> None:
+def _check_rows(plan: Plan, ydecl: Node, later: Node, x: str, y: str) -> None:
     """The per-output work may read ``y`` but not assign it, and no one reads the block's or
     the grid's y (they change with BLOCK_Y and OUT_Y); statements between the two index
     declarations do not read ``y``."""
@@ -292,7 +396,20 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
     first = render(data, yval, lambda n: by if n == ysize and builtin(n, "blockDim") is None
                    else None)
     ydecl_text = f"{typ} wb_y0 = ({first}) * {oy};  // the first of this thread's {oy} rows"
+    loop = _walk(plan, f, oy, f"{typ} {f.y} = wb_y0 + wb_k;")
+    for s in f.rest:
+        rw.replace(s, "")
+    if f.later == f.ydecl:
+        rw.replace(f.ydecl, ydecl_text + loop)
+    else:
+        rw.replace(f.ydecl, ydecl_text)
+        rw.insert(f.later.end_byte, loop)
+    _params(plan, idx, f, (bx, by, oy))
 
+
+def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
+    """The windows and the loop over the thread's outputs (``each`` declares the point)."""
+    data = plan.source.data
     window = {e: lo_hi for e, lo_hi in f.columns.items() if lo_hi[1] > lo_hi[0]}
     read_at = {r.node.start_byte: r for r in f.reads if r.e in window}
     if any(r.node.type == "call_expression" for r in f.reads if r.e in window):
@@ -314,24 +431,16 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
 
     body = "\n".join("    " + render(data, s, sub) for s in f.rest)
     windows = "".join(
-        f"  {f.elem} {_window(e)}[{oy} + {hi - lo}];  // rows {y_text(f.y, lo)} .. "
-        f"{y_text(f.y, hi)} of the last output, column {f.x} {e:+d}\n"
+        f"  {f.elem} {_window(e)}[{oy} + {hi - lo}];  // rows {lo:+d} .. {hi:+d} of the "
+        f"outputs, column {e:+d}\n"
         f"  bool {_window(e)}_has[{oy} + {hi - lo}];\n"
         f"#pragma unroll\n  for (int wb_r = 0; wb_r < {oy} + {hi - lo}; ++wb_r) "
         f"{_window(e)}_has[wb_r] = false;\n"
         for e, (lo, hi) in sorted(window.items()))
-    loop = (f"\n  // each input value of the thread's column strip is loaded once, by the first "
+    return (f"\n  // each input value of the thread's column strip is loaded once, by the first "
             f"output that reads it, and kept for the outputs below\n{windows}"
             f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
-            f"    {typ} {f.y} = wb_y0 + wb_k;\n{body}\n  }}")
-    for s in f.rest:
-        rw.replace(s, "")
-    if f.later == f.ydecl:
-        rw.replace(f.ydecl, ydecl_text + loop)
-    else:
-        rw.replace(f.ydecl, ydecl_text)
-        rw.insert(f.later.end_byte, loop)
-    _params(plan, idx, f, (bx, by, oy))
+            f"    {each}\n{body}\n  }}")
 
 
 #: A window slot read by the first output that needs it (function calls are sequenced, so
@@ -352,10 +461,6 @@ def _window(e: int) -> str:
     return f"wb_col_{'m' if e < 0 else 'p'}{abs(e)}"
 
 
-def y_text(y: str, d: int) -> str:
-    return f"{y} {'-' if d < 0 else '+'} {abs(d)}" if d else y
-
-
 def _window_regs(f: _Facts, oy: int) -> int:
     """Values and flags (predicates, counted as half a register each) of the windows."""
     return sum((3 * (oy + hi - lo) + 1) // 2 for lo, hi in f.columns.values() if hi > lo)
@@ -371,12 +476,7 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
             {written, *(v for v in values if v >= min(values[0], written))}), "default": written,
             "description": f"threads per block along {axis} (as written: {written})"},
             f"{idx[axis][0].start_point.row + 1}: {text(idx[axis][0])}")
-    values = [v for v in OUT_Y_VALUES if _window_regs(f, v) <= MAX_WINDOW]
-    plan.add_param(oy, {"kind": "choice", "values": values, "default": 1,
-                        "description": f"consecutive output rows ({f.y}) per thread; each input "
-                                       f"value of the thread's column strip is loaded once "
-                                       "(as written: 1)"},
-                   f"{f.ydecl.start_point.row + 1}: {text(f.ydecl)}")
+    _out_y(plan, f, oy)
     gx = scale_divisor(plan.grid[0], plan.block[0], bx) or plan.grid[0]
     gy = scale_divisor(plan.grid[1], plan.block[1], f"{by} * {oy}")
     if gy is None:
@@ -387,16 +487,28 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
-    if _min_blocks_follows(plan):
-        # the window's values and flags are live across the thread's outputs: a register cap
-        # from a minimum of resident blocks below them would spill the window
-        need = " + ".join(f"2 * ({oy} + {hi - lo})" for lo, hi in f.columns.values()
-                          if hi > lo)
-        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {need} + {WORKING_REGS} <= 65536 // "
-                       f"(({bx} * {by}) * MIN_BLOCKS_PER_SM)")
+    _min_blocks(plan, f, f"{bx} * {by}", oy)
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
               f"{len({(r.d, r.e) for r in f.reads})}-point stencil down its column; each "
               f"value of {f.src} it reads is loaded once (a register window per column "
               f"offset) and feeds every output that reads it; the block is {bx} x {by} and the "
               f"grid's y divisor {by} * {oy}", f.ydecl)
 
+
+def _out_y(plan: Plan, f: _Facts, oy: str) -> None:
+    values = [v for v in OUT_Y_VALUES if _window_regs(f, v) <= MAX_WINDOW]
+    plan.add_param(oy, {"kind": "choice", "values": values, "default": 1,
+                        "description": f"consecutive output rows ({f.y}) per thread; each input "
+                                       f"value of the thread's column strip is loaded once "
+                                       "(as written: 1)"},
+                   f"{f.ydecl.start_point.row + 1}: {text(f.ydecl)}")
+
+
+def _min_blocks(plan: Plan, f: _Facts, threads: str, oy: str) -> None:
+    if _min_blocks_follows(plan):
+        # the window's values and flags are live across the thread's outputs: a register cap
+        # from a minimum of resident blocks below them would spill the window
+        need = " + ".join(f"2 * ({oy} + {hi - lo})" for lo, hi in f.columns.values()
+                          if hi > lo)
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {need} + {WORKING_REGS} <= 65536 // "
+                       f"(({threads}) * MIN_BLOCKS_PER_SM)")

@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_S
   int x = blockIdx.x * BLOCK_X + threadIdx.x;
   int wb_y0 = (blockIdx.y * BLOCK_Y + threadIdx.y) * OUT_Y;  // the first of this thread's OUT_Y rows
   // each input value of the thread's column strip is loaded once, by the first output that reads it, and kept for the outputs below
-  float wb_col_p0[OUT_Y + 2];  // rows y - 1 .. y + 1 of the last output, column x +0
+  float wb_col_p0[OUT_Y + 2];  // rows -1 .. +1 of the outputs, column +0
   bool wb_col_p0_has[OUT_Y + 2];
 #pragma unroll
   for (int wb_r = 0; wb_r < OUT_Y + 2; ++wb_r) wb_col_p0_has[wb_r] = false;
