@@ -312,7 +312,7 @@ def test_each_windowed_input_value_is_loaded_once_per_thread() -> None:
     for n, config in enumerate(configs, start=1):
         launch = template.launch_for(config, ENV)
         counted = template.render(config, "fp32").source.replace(
-            "slot = *at; have = true;", "slot = *at; have = true; ++wb_loads;")
+            "have = true; }", "have = true; ++wb_loads; }")
         assert "++wb_loads" in counted
         parts.append(_variant(n, counted, config, (list(launch.grid), list(launch.block))))
     base = _variant(0, source, {}, _written_launch(block))

@@ -411,23 +411,33 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
     """The windows and the loop over the thread's outputs (``each`` declares the point)."""
     data = plan.source.data
     window = {e: lo_hi for e, lo_hi in f.columns.items() if lo_hi[1] > lo_hi[0]}
-    read_at = {r.node.start_byte: r for r in f.reads if r.e in window}
-    if any(r.node.type == "call_expression" for r in f.reads if r.e in window):
+    read_at = {r.node.start_byte: r for r in f.reads}
+    # Read-only loads (the non-coherent path): the input is const-qualified and never stored
+    # by the kernel; an output aliasing it would race between the kernel's own threads (a
+    # neighbour's point is stored by another thread), so the path changes no defined result.
+    ro = "const" in plan.kernel.param(f.src).type_text.split("*")[0] and \
+        f.elem in _LDG_TYPES
+    if any(r.e in window and (ro or r.node.type == "call_expression") for r in f.reads):
         plan.helper(_ONCE_LDG)
-    if any(r.node.type != "call_expression" for r in f.reads if r.e in window):
+    if any(r.e in window and not ro and r.node.type != "call_expression" for r in f.reads):
         plan.helper(_ONCE)
 
     def sub(n: Node) -> str | None:
         r = read_at.get(n.start_byte)
         if r is None or n.end_byte != r.node.end_byte:
             return "continue;" if n.type == "return_statement" else None
-        at = f"wb_k + {r.d - window[r.e][0]}"
-        name = _window(r.e)
         if r.node.type == "call_expression":  # __ldg(&src[i])
             args = r.node.child_by_field_name("arguments")
             assert args is not None
-            return f"wb_once_ldg({name}_has[{at}], {name}[{at}], {text(args.named_children[0])})"
-        return f"wb_once({name}_has[{at}], {name}[{at}], &{text(r.node)})"
+            address = text(args.named_children[0])
+        else:
+            address = f"&{text(r.node)}"
+        if r.e not in window:
+            return f"__ldg({address})" if ro else None
+        at = f"wb_k + {r.d - window[r.e][0]}"
+        name = _window(r.e)
+        once = "wb_once_ldg" if ro or r.node.type == "call_expression" else "wb_once"
+        return f"{once}({name}_has[{at}], {name}[{at}], {address})"
 
     body = "\n".join("    " + render(data, s, sub) for s in f.rest)
     windows = "".join(
@@ -455,6 +465,11 @@ __device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
   if (!have) { slot = __ldg(at); have = true; }
   return slot;
 }"""
+
+
+#: Element types ``__ldg`` has an overload for (CUDA's read-only load intrinsics).
+_LDG_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "short", "char",
+              "long long", "unsigned long long", "__half", "__nv_bfloat16"}
 
 
 def _window(e: int) -> str:

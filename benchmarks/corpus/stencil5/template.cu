@@ -15,8 +15,8 @@
 #define MIN_BLOCKS_PER_SM 0
 #endif
 template <typename T>
-__device__ __forceinline__ T wb_once(bool& have, T& slot, const T* at) {
-  if (!have) { slot = *at; have = true; }
+__device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
+  if (!have) { slot = __ldg(at); have = true; }
   return slot;
 }
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_SM) stencil5(float* __restrict__ out, const float* __restrict__ in,
@@ -34,9 +34,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_S
     if (x >= w || y >= h) continue;
     int i = y * w + x;
     if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
-    out[i] = wb_once(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]);
+    out[i] = wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]);
   } else {
-    out[i] = 0.2f * (wb_once(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]) + in[i - 1] + in[i + 1] + wb_once(wb_col_p0_has[wb_k + 0], wb_col_p0[wb_k + 0], &in[i - w]) + wb_once(wb_col_p0_has[wb_k + 2], wb_col_p0[wb_k + 2], &in[i + w]));
+    out[i] = 0.2f * (wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]) + __ldg(&in[i - 1]) + __ldg(&in[i + 1]) + wb_once_ldg(wb_col_p0_has[wb_k + 0], wb_col_p0[wb_k + 0], &in[i - w]) + wb_once_ldg(wb_col_p0_has[wb_k + 2], wb_col_p0[wb_k + 2], &in[i + w]));
   }
   }
   
