@@ -134,6 +134,7 @@ def test_every_2d_stencil_lifts_rows_per_thread_with_a_tied_grid(name: str) -> N
     assert lifted.grid == ("ceil_div(w, BLOCK_X)", "ceil_div(h, BLOCK_Y * OUT_Y)")
     template = lifted_template(lifted)
     assert template.default_config()["OUT_Y"] == 1
+    assert lifted.params[2].spec["values"] == [1, 2, 4, 8]
     launch = template.launch_for(template.default_config(), ENV)
     b = [int(v) for v in block]
     assert list(launch.block)[:2] == b
@@ -236,7 +237,7 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
     default = dict(template.default_config())
     return [default, *host_sample(end_configs(template, ENV)),
             *(dict(c) for c in rng.sample(space, 6 if FULL_MATRIX else 3)),
-            {**default, "OUT_Y": 16}, {**default, "OUT_Y": 4},
+            {**default, "OUT_Y": 8}, {**default, "OUT_Y": 4},
             {**default, **({"BLOCK_X": 64, "BLOCK_Y": 2} if "BLOCK_X" in default else
                            {"BLOCK_THREADS": 64}), "OUT_Y": 8}]
 
@@ -279,7 +280,7 @@ def test_the_corners_compile_without_spilling(name: str) -> None:
     template = lifted_template(lift(source, block, grid))
     widest = {"BLOCK_X": 256, "BLOCK_Y": 4} if "BLOCK_X" in template.param_names else \
         {"BLOCK_THREADS": 512}
-    corners = [{**template.default_config(), **widest, "OUT_Y": 16, "MIN_BLOCKS_PER_SM": 2},
+    corners = [{**template.default_config(), **widest, "OUT_Y": 8, "MIN_BLOCKS_PER_SM": 2},
                *host_sample(end_configs(template, ENV))]
     with tempfile.TemporaryDirectory() as tmp:
         for config in corners:

@@ -56,8 +56,10 @@ from workbench.templater.warp_regs import _min_blocks_follows
 MAX_REACH = 4
 #: Outputs per thread down the column. Known practice for register-marched 2-D stencils:
 #: 4 to 8 rows per thread amortise the two halo rows of a radius-1 stencil (3 loads per
-#: output become 1 + 2 / OUT_Y); 16 is the deep end, kept while the window fits.
-OUT_Y_VALUES = [1, 2, 4, 8, 16]
+#: output become 1 + 2 / OUT_Y, 1.25 at 8); deeper walks save little more while a thread's
+#: outputs run one after another (each waits for its own new row) and the grid loses rows
+#: of threads, so 8 is the deep end (a smaller space for a 40-evaluation search, too).
+OUT_Y_VALUES = [1, 2, 4, 8]
 #: Threads along x: a warp's row of 32 reads whole 128-byte lines of a float row
 #: (coalesced), so x starts at 32 (or the written size, if smaller).
 BLOCK_X_VALUES = [32, 64, 128, 256]
