@@ -99,7 +99,7 @@ def test_look_alike_literals_are_left_alone_and_listed() -> None:
     assert {f.line for f in alike} == {11, 23}
     # two 16s of a 2-D block each follow their own dimension
     stencil = lift("stencil5").source
-    assert "BLOCK_X + threadIdx.x" in stencil and "BLOCK_Y + threadIdx.y" in stencil
+    assert "(BLOCK_X * OUT_X) + threadIdx.x" in stencil and "BLOCK_Y + threadIdx.y" in stencil
 
 
 def _reason(lifted: LiftedSource, transform: str) -> str:

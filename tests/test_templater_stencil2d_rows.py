@@ -6,7 +6,8 @@ Four spellings of our own: a 5-point Jacobi step with a boundary copy (early ret
 local index, a heat step with macros for the sizes, ``blockDim`` in the indices, zero-padded
 edges under ternaries and a clamped row read left as written, and a 5-point stencil launched
 1-D with (x, y) from a flat index and a boundary copy.
-The corpus's stencil5 is run on the host too. The 2-D ones lift BLOCK_X, BLOCK_Y and OUT_Y with the grid's y divisor BLOCK_Y * OUT_Y, the
+The corpus's stencil5 is run on the host too. The 2-D ones lift BLOCK_X, BLOCK_Y, OUT_Y and
+OUT_X (columns a block apart) with the grid's divisors BLOCK_X * OUT_X and BLOCK_Y * OUT_Y, the
 1-D one BLOCK_THREADS and OUT_Y over ceil(h / OUT_Y) * w threads; a host
 run (every thread in turn, no contraction) of the rendered kernel at the default, the
 all-ends and sampled configs gives the kernel's output bit for bit; nvcc compiles the deepest
@@ -142,7 +143,8 @@ def test_every_2d_stencil_lifts_rows_per_thread_with_a_tied_grid(name: str) -> N
     names = [p.name for p in lifted.params]
     assert names[:3] == ["BLOCK_X", "BLOCK_Y", "OUT_Y"], lifted.notes
     assert lifted.block == ("BLOCK_X", "BLOCK_Y")
-    assert lifted.grid == ("ceil_div(w, BLOCK_X)", "ceil_div(h, BLOCK_Y * OUT_Y)")
+    assert names[3] == "OUT_X", lifted.notes
+    assert lifted.grid == ("ceil_div(w, BLOCK_X * OUT_X)", "ceil_div(h, BLOCK_Y * OUT_Y)")
     template = lifted_template(lifted)
     assert template.default_config()["OUT_Y"] == 1
     assert lifted.params[2].spec["values"] == [1, 2, 4, 8]
@@ -249,8 +251,8 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
     return [default, *host_sample(end_configs(template, ENV)),
             *(dict(c) for c in rng.sample(space, 6 if FULL_MATRIX else 3)),
             {**default, "OUT_Y": 8}, {**default, "OUT_Y": 4},
-            {**default, **({"BLOCK_X": 64, "BLOCK_Y": 2} if "BLOCK_X" in default else
-                           {"BLOCK_THREADS": 64}), "OUT_Y": 8}]
+            {**default, **({"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_X": 2} if "BLOCK_X" in default
+                           else {"BLOCK_THREADS": 64}), "OUT_Y": 8}]
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
@@ -290,10 +292,17 @@ def _ptxas(source: str, config: dict[str, Any], tmp: Path, *flags: str) -> str:
 def test_the_corners_compile_without_spilling(name: str) -> None:
     source, block, grid = STENCILS[name]
     template = lifted_template(lift(source, block, grid))
-    widest = {"BLOCK_X": 256, "BLOCK_Y": 4} if "BLOCK_X" in template.param_names else \
-        {"BLOCK_THREADS": 512}
-    corners = [{**template.default_config(), **widest, "OUT_Y": 8, "MIN_BLOCKS_PER_SM": 2},
-               *host_sample(end_configs(template, ENV))]
+    space = [dict(c) for c in template.space(ENV)]
+
+    def outputs(c: dict[str, Any]) -> int:
+        return int(c["OUT_Y"]) * int(c.get("OUT_X", 1))
+
+    def threads(c: dict[str, Any]) -> int:
+        return int(c.get("BLOCK_THREADS", 1)) * int(c.get("BLOCK_X", 1)) * \
+            int(c.get("BLOCK_Y", 1))
+    # the deepest walk under the tightest register cap the constraints admit
+    deepest = max(space, key=lambda c: (outputs(c), int(c["MIN_BLOCKS_PER_SM"]) * threads(c)))
+    corners = [deepest, *host_sample(end_configs(template, ENV))]
     with tempfile.TemporaryDirectory() as tmp:
         for config in corners:
             log = _ptxas(template.render(config, "fp32").source, config, Path(tmp),

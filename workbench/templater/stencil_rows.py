@@ -65,6 +65,12 @@ OUT_Y_VALUES = [1, 2, 4, 8]
 BLOCK_X_VALUES = [32, 64, 128, 256]
 BLOCK_Y_VALUES = [1, 2, 4, 8, 16]
 BLOCK_THREADS_VALUES = [64, 128, 256, 512]
+#: Columns per thread, a block's width apart (each a coalesced row of the warp): more
+#: independent outputs per thread along x, as consecutive blocks' work per block gives.
+OUT_X_VALUES = [1, 2, 4]
+#: A thread's outputs at most (OUT_X * OUT_Y): every column's window and sums stay in
+#: registers.
+MAX_OUTPUTS = 16
 #: The window's registers (values and flags) a thread may hold; deeper walks are left out.
 MAX_WINDOW = 96
 #: Registers besides the window (indices, bounds, pointers, the sums' temporaries).
@@ -91,6 +97,7 @@ class _Facts:
     columns: dict[int, tuple[int, int]]  # column offset -> (lowest, highest) row offset
     elem: str
     stride: str  # the row stride (the rows' distance in the arrays)
+    xdecl: Node | None = None  # the column's declaration where OUT_X applies (else None)
 
 
 def lift_rows(plan: Plan) -> bool:
@@ -283,8 +290,20 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if found is None:
         return None
     _check_rows(plan, ydecl, later, x, y)
-    facts = _Facts(x, y, ydecl, later, *found)
+    facts = _Facts(x, y, ydecl, later, *found, xdecl=xdecl if _columns_free(
+        plan, xdecl, later, x) else None)
     return lambda: _emit(plan, idx, facts)
+
+
+def _columns_free(plan: Plan, xdecl: Node, later: Node, x: str) -> bool:
+    """OUT_X applies: the block's x index and the block's column are read only by the
+    column's declaration, and no statement between the declarations reads the column."""
+    for n in walk(plan.body):
+        if n.type == "field_expression" and not xdecl.start_byte <= n.start_byte < \
+                xdecl.end_byte and (builtin(n, "blockIdx") or builtin(n, "threadIdx")) == "x":
+            return False
+    return not any(_mentions(s, x) for s in statements(plan.body)
+                   if xdecl.end_byte <= s.start_byte < later.start_byte)
 
 
 def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None],
@@ -386,27 +405,51 @@ def _check_rows(plan: Plan, ydecl: Node, later: Node, x: str, y: str) -> None:
 
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None:
     data, rw = plan.source.data, plan.rw
-    names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_Y"])
-    bx, by, oy = names["BLOCK_X"], names["BLOCK_Y"], names["OUT_Y"]
-    if builtin(idx["x"][2], "blockDim") is None:
-        rw.replace(idx["x"][2], bx)
+    names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_Y", "OUT_X"])
+    bx, by, oy, ox = names["BLOCK_X"], names["BLOCK_Y"], names["OUT_Y"], names["OUT_X"]
     ysize = idx["y"][2]
-    yval = f.ydecl.children_by_field_name("declarator")[0].child_by_field_name("value")
-    ydecl_d = f.ydecl.children_by_field_name("declarator")[0]
-    assert yval is not None
-    typ = data[f.ydecl.start_byte:ydecl_d.start_byte].decode().strip()
-    first = render(data, yval, lambda n: by if n == ysize and builtin(n, "blockDim") is None
-                   else None)
-    ydecl_text = f"{typ} wb_y0 = ({first}) * {oy};  // the first of this thread's {oy} rows"
-    loop = _walk(plan, f, oy, f"{typ} {f.y} = wb_y0 + wb_k;")
+    ydecl_text = f"{_decl_type(data, f.ydecl)} wb_y0 = ({_value(data, f.ydecl, ysize, by)}) " \
+        f"* {oy};  // the first of this thread's {oy} rows"
+    loop = _walk(plan, f, oy, f"{_decl_type(data, f.ydecl)} {f.y} = wb_y0 + wb_k;")
+    texts = {f.ydecl.start_byte: ydecl_text}
+    xsize = idx["x"][2]
+    if f.xdecl is None:
+        if builtin(xsize, "blockDim") is None:
+            rw.replace(xsize, bx)
+    else:
+        # OUT_X columns BLOCK_X apart (a warp's row of each stays coalesced), each walking its
+        # own OUT_Y rows with its own window
+        step = "blockDim.x" if builtin(xsize, "blockDim") is not None else bx
+        typ = _decl_type(data, f.xdecl)
+        texts[f.xdecl.start_byte] = (f"{typ} wb_x0 = {_value(data, f.xdecl, xsize, f'({step} * {ox})')};"
+                                     f"  // the first of this thread's {ox} columns")
+        loop = (f"\n#pragma unroll\n  for (int wb_j = 0; wb_j < {ox}; ++wb_j) {{\n"
+                f"    {typ} {f.x} = wb_x0 + wb_j * {step};{loop}\n  }}")
     for s in f.rest:
         rw.replace(s, "")
-    if f.later == f.ydecl:
-        rw.replace(f.ydecl, ydecl_text + loop)
-    else:
-        rw.replace(f.ydecl, ydecl_text)
-        rw.insert(f.later.end_byte, loop)
-    _params(plan, idx, f, (bx, by, oy))
+    for decl in {f.ydecl, f.later, *([f.xdecl] if f.xdecl is not None else [])}:
+        at = texts.get(decl.start_byte)
+        tail = loop if decl == f.later else ""
+        if at is not None:
+            rw.replace(decl, at + tail)
+        elif tail:
+            rw.insert(decl.end_byte, tail)
+    _params(plan, idx, f, (bx, by, oy, ox))
+
+
+def _decl_type(data: bytes, decl: Node) -> str:
+    declarator = decl.children_by_field_name("declarator")[0]
+    return data[decl.start_byte:declarator.start_byte].decode().strip()
+
+
+def _value(data: bytes, decl: Node, size: Node, new: str) -> str:
+    """The declaration's value with the block size ``size`` (a literal) made ``new``; a
+    ``blockDim`` size is made ``new`` too where ``new`` scales it."""
+    value = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
+    assert value is not None
+    scaled = "*" in new
+    return render(data, value, lambda n: new if n == size and (
+        scaled or builtin(n, "blockDim") is None) else None)
 
 
 def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
@@ -484,8 +527,8 @@ def _window_regs(f: _Facts, oy: int) -> int:
 
 
 def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
-            names: tuple[str, str, str]) -> None:
-    bx, by, oy = names
+            names: tuple[str, str, str, str]) -> None:
+    bx, by, oy, ox = names
     wx, wy = literal(plan.block[0]) or 1, literal(plan.block[1]) or 1
     for name, written, values, axis in ((bx, wx, BLOCK_X_VALUES, "x"),
                                         (by, wy, BLOCK_Y_VALUES, "y")):
@@ -494,7 +537,18 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
             "description": f"threads per block along {axis} (as written: {written})"},
             f"{idx[axis][0].start_point.row + 1}: {text(idx[axis][0])}")
     _out_y(plan, f, oy)
-    gx = scale_divisor(plan.grid[0], plan.block[0], bx) or plan.grid[0]
+    if f.xdecl is not None:
+        plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+                            "description": f"columns ({f.x}) per thread, {bx} apart, each "
+                                           f"walking its {oy} rows (as written: 1)"},
+                       f"{f.xdecl.start_point.row + 1}: {text(f.xdecl)}")
+        plan.constrain(f"{ox} * {oy} <= {MAX_OUTPUTS}")
+    cols = f"{bx} * {ox}" if f.xdecl is not None else bx
+    gx = scale_divisor(plan.grid[0], plan.block[0], cols)
+    if gx is None and f.xdecl is not None:
+        raise Refused(f"the grid's x extent `{plan.grid[0]}` is not a division by the block's "
+                      f"columns {plan.block[0]}", f.xdecl)
+    gx = gx or plan.grid[0]
     gy = scale_divisor(plan.grid[1], plan.block[1], f"{by} * {oy}")
     if gy is None:
         raise Refused(f"the grid's y extent `{plan.grid[1]}` is not a division by the block's "
@@ -504,7 +558,7 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
-    _min_blocks(plan, f, f"{bx} * {by}", oy)
+    _min_blocks(plan, f, f"{bx} * {by}", oy, ox if f.xdecl is not None else "1")
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
               f"{len({(r.d, r.e) for r in f.reads})}-point stencil down its column; each "
               f"value of {f.src} it reads is loaded once (a register window per column "
@@ -521,11 +575,12 @@ def _out_y(plan: Plan, f: _Facts, oy: str) -> None:
                    f"{f.ydecl.start_point.row + 1}: {text(f.ydecl)}")
 
 
-def _min_blocks(plan: Plan, f: _Facts, threads: str, oy: str) -> None:
+def _min_blocks(plan: Plan, f: _Facts, threads: str, oy: str, ox: str = "1") -> None:
     if _min_blocks_follows(plan):
         # the window's values and flags are live across the thread's outputs: a register cap
         # from a minimum of resident blocks below them would spill the window
         need = " + ".join(f"2 * ({oy} + {hi - lo})" for lo, hi in f.columns.values()
                           if hi > lo)
+        need = f"{ox} * ({need})" if ox != "1" else need
         plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {need} + {WORKING_REGS} <= 65536 // "
                        f"(({threads}) * MIN_BLOCKS_PER_SM)")

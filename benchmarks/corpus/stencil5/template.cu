@@ -11,6 +11,9 @@
 #ifndef OUT_Y
 #define OUT_Y 1
 #endif
+#ifndef OUT_X
+#define OUT_X 1
+#endif
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
 #endif
@@ -21,8 +24,11 @@ __device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
 }
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_SM) stencil5(float* __restrict__ out, const float* __restrict__ in,
                                     int h, int w) {
-  int x = blockIdx.x * BLOCK_X + threadIdx.x;
+  int wb_x0 = blockIdx.x * (BLOCK_X * OUT_X) + threadIdx.x;  // the first of this thread's OUT_X columns
   int wb_y0 = (blockIdx.y * BLOCK_Y + threadIdx.y) * OUT_Y;  // the first of this thread's OUT_Y rows
+#pragma unroll
+  for (int wb_j = 0; wb_j < OUT_X; ++wb_j) {
+    int x = wb_x0 + wb_j * BLOCK_X;
   // each input value of the thread's column strip is loaded once, by the first output that reads it, and kept for the outputs below
   float wb_col_p0[OUT_Y + 2];  // rows -1 .. +1 of the outputs, column +0
   bool wb_col_p0_has[OUT_Y + 2];
@@ -37,6 +43,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_S
     out[i] = wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]);
   } else {
     out[i] = 0.2f * (wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]) + __ldg(&in[i - 1]) + __ldg(&in[i + 1]) + wb_once_ldg(wb_col_p0_has[wb_k + 0], wb_col_p0[wb_k + 0], &in[i - w]) + wb_once_ldg(wb_col_p0_has[wb_k + 2], wb_col_p0[wb_k + 2], &in[i + w]));
+  }
   }
   }
   
