@@ -128,3 +128,39 @@ def test_offline_repair_stops_when_no_rule_explains_the_failures(folder: KernelF
     assert gated.report.status == "failed" and gated.template is None
     assert gated.added_constraints == ()
     assert any("crashed: illegal memory access" in m for m in gated.report.messages())
+
+
+def test_the_gate_runs_defaults_and_extremes_at_the_other_shapes_and_repairs_there(
+        folder: KernelFolder) -> None:
+    """A config right at the check shape and wrong at a larger one (an approximation whose
+    error grows with the problem: pendulum_settle's FAST_MATH on the H100, 2026-11-27) is
+    caught by the gate and excluded by the repair, which reads that shape's runs."""
+    made = offline_template(folder)
+    checked: list[tuple[str, Config]] = []
+
+    def wrong_at_large(template: KernelTemplate, config: Config, shape: str,
+                       dtype: str) -> TrialResult:
+        checked.append((shape, config))
+        if shape == "large" and config["BLOCK_THREADS"] == 32:
+            return TrialResult(config=config, shape=shape, dtype=dtype,
+                               status=Status.WRONG_RESULT,
+                               reason="out: 2 of 524288 elements outside atol=0.0005")
+        return TrialResult(config=config, shape=shape, dtype=dtype, status=Status.OK)
+
+    template = made.template
+    spaces = {d: template.space(folder.env(folder.check_shape, d)) for d in folder.dtypes}
+    only_check_shape = run_gate(template, spaces, folder.check_shape, wrong_at_large)
+    assert only_check_shape.passed  # what the gate saw before it ran the other shapes
+    others = {s: {d: template.space(folder.env(s, d)) for d in folder.dtypes}
+              for s in folder.shapes if s != folder.check_shape}
+    report = run_gate(template, spaces, folder.check_shape, wrong_at_large,
+                      other_shapes=others)
+    assert set(report.other_shapes) == set(others)
+    assert report.failures and {f.shape for f in report.failures} == {"large"}
+    assert "defaults and extremes at" in report.verdict and report.verdict.startswith("wrong")
+    large = {c for s, c in checked if s == "large"}
+    assert template.default_config() in large
+    assert {c["BLOCK_THREADS"] for c in large} >= {32, 1024}  # each extreme ran there
+    gated = validate_and_tighten(made.proposal, folder, correctness=wrong_at_large)
+    assert gated.added_constraints == ("BLOCK_THREADS != 32",)  # the loosest: 64 passed here
+    assert gated.report.ok and gated.template is not None

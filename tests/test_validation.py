@@ -144,10 +144,13 @@ def test_correctness_check_reports_wrong_result(folder: KernelFolder,
 
     report = validate_proposal(good, folder, correctness=check)
     assert report.status == "failed" and report.checks() == {"correctness"}
-    # the space-wide gate: every dtype at the check shape, each over the same gate configs
+    # the space-wide gate: every dtype at the check shape, each over the same gate configs,
+    # then the defaults and extremes at each other shape of the folder
     gate = report.gate
-    assert gate is not None and gate.on_gpu and len(seen) == len(gate.runs)
-    assert {s for s, _ in seen} == {folder.check_shape} and {d for _, d in seen} == set(folder.dtypes)
+    assert gate is not None and gate.on_gpu and len(seen) == len(gate.runs) + len(gate.shape_runs)
+    at_check = [d for s, d in seen if s == folder.check_shape]
+    assert len(at_check) == len(gate.runs) and set(at_check) == set(folder.dtypes)
+    assert {s for s, _ in seen} == set(folder.shapes)
     assert gate.verdict.startswith(f"wrong at {len(seen)}/{len(seen)} configs checked")
     assert len(report.problems) == 9  # 8 named configs, then how many more and the verdict
     assert "more failing configs; wrong at" in report.problems[-1].message

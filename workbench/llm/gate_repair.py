@@ -12,13 +12,16 @@ report refuses it with that reason (:attr:`GateReport.only_defaults_pass`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from workbench.core.hardware import DEVICES, DeviceSpec
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.proposal import TemplateProposal
+from workbench.core.records import Config
+from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
-from workbench.llm.space_gate import relation_between, tighten
+from workbench.llm.space_gate import GateReport, relation_between, tighten
 from workbench.llm.validation import (
     CompilerLike,
     CorrectnessCheck,
@@ -56,6 +59,24 @@ class GatedProposal:
         return lines
 
 
+def _rules_at_another_shape(space: SearchSpace, bad: Sequence[Config], found: Sequence[str],
+                            gate: GateReport, shape: str, dtype: str) -> list[str]:
+    """Rules for the configs that failed at one of the gate's other shapes and that the
+    rules ``found`` so far let through: keeping every config that passed anywhere where
+    a rule can, else only those that passed at that shape (the few defaults and extremes
+    run there; a config that passed at the check shape is then given up)."""
+    ruled = SearchSpace(space.params, [*space.constraints, *found], space.env)
+    left = [c for c in bad if ruled.rejection(c) is None]
+    if not left:
+        return []
+    rules, unexplained = tighten(space, left, [*gate.passing_at(shape, dtype),
+                                               *gate.passing_configs(dtype)])
+    if unexplained:
+        rules, _ = tighten(space, left, gate.passing_at(shape, dtype),
+                           prefer=gate.passing_configs(dtype))
+    return rules
+
+
 def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
                          device: DeviceSpec | None = None, compiler: CompilerLike | None = None,
                          correctness: CorrectnessCheck | None = None,
@@ -82,10 +103,18 @@ def validate_and_tighten(proposal: TemplateProposal, folder: KernelFolder, *,
             break  # refused (validation says why): a space of its defaults is no template
         new: list[str] = []
         for dtype in gate.dtypes:
-            bad = [f.config for f in gate.failures if f.dtype == dtype]
-            if bad:
-                space = template.space(folder.env(folder.check_shape, dtype, spec))
-                rules, _ = tighten(space, bad, gate.passing_configs(dtype))
+            # per shape: what failed there against what passed there (a config that passed
+            # at the check shape may be one the rule for another shape must exclude)
+            for shape in (folder.check_shape, *gate.other_shapes):
+                bad = [f.config for f in gate.failures
+                       if f.dtype == dtype and f.shape == shape]
+                if not bad:
+                    continue
+                space = template.space(folder.env(shape, dtype, spec))
+                if shape == folder.check_shape:
+                    rules, _ = tighten(space, bad, gate.passing_configs(dtype))
+                else:
+                    rules = _rules_at_another_shape(space, bad, new, gate, shape, dtype)
                 fresh = [r for r in rules if r not in new and r not in proposal.constraints]
                 new += fresh
                 relations += [r for r in fresh if relation_between(r, space) is not None]

@@ -7,6 +7,11 @@ Failing configs are listed with their failure. The verdict reads "correct at N/N
 checked"; without a GPU it says the template is unverified and how many configs would have
 been checked.
 
+At the folder's other shapes the defaults and every parameter's feasible extremes are run
+too (:func:`extremes`): a config right at the check shape can be wrong at another (an
+approximation whose error grows over a longer iteration, an edge that only a larger size
+reaches), and a tuner measures it there.
+
 Corners: every combination of each parameter's smallest and largest value that the
 constraints allow, plus, for each parameter, its smallest and largest feasible value with
 the others as near their defaults as the constraints allow (so every extreme is run even
@@ -36,8 +41,8 @@ from workbench.core.records import Config, Status, TrialResult
 from workbench.core.space import SearchSpace
 from workbench.core.template import KernelTemplate
 
-__all__ = ["GATE_SAMPLE", "GateFailure", "GateReport", "gate_configs", "relation_between",
-           "run_gate", "tighten", "unverified_notice"]
+__all__ = ["GATE_SAMPLE", "GateFailure", "GateReport", "extremes", "gate_configs",
+           "relation_between", "run_gate", "tighten", "unverified_notice"]
 
 GATE_SAMPLE = 32
 _MAX_BOX_PARAMS = 8  # 2**8 box corners at most; more parameters: one-at-a-time extremes only
@@ -84,6 +89,8 @@ class GateReport:
     pruned: int = 0  # runs the hardware model refused before the GPU (never tuned either)
     default_config: Config | None = None
     pruned_runs: tuple[tuple[str, Config], ...] = ()
+    #: (shape, dtype, config) run at the folder's other shapes: defaults and extremes
+    shape_runs: tuple[tuple[str, str, Config], ...] = ()
 
     @property
     def only_defaults_pass(self) -> bool:
@@ -109,12 +116,23 @@ class GateReport:
 
     @property
     def checked(self) -> int:
-        """Config runs made on the GPU (one per config and dtype)."""
-        return len(self.runs) - self.pruned if self.on_gpu else 0
+        """Config runs made on the GPU (one per config, dtype and shape)."""
+        return len(self.runs) - self.pruned + len(self.shape_runs) if self.on_gpu else 0
 
     def passing_configs(self, dtype: str) -> tuple[Config, ...]:
         bad = {f.config for f in self.failures if f.dtype == dtype}
         return tuple(c for d, c in self.runs if d == dtype and c not in bad)
+
+    @property
+    def other_shapes(self) -> tuple[str, ...]:
+        """The folder's shapes besides the check shape where defaults and extremes ran."""
+        return tuple(dict.fromkeys(shape for shape, _, _ in self.shape_runs))
+
+    def passing_at(self, shape: str, dtype: str) -> tuple[Config, ...]:
+        """The configs that ran and passed at one of :attr:`other_shapes`."""
+        bad = {f.config for f in self.failures if f.shape == shape and f.dtype == dtype}
+        return tuple(c for s, d, c in self.shape_runs if s == shape and d == dtype
+                     and c not in bad)
 
     @property
     def passed(self) -> bool:
@@ -130,10 +148,13 @@ class GateReport:
 
     @property
     def verdict(self) -> str:
-        runs = len(self.runs) - self.pruned
+        runs = len(self.runs) - self.pruned + len(self.shape_runs)
+        others = self.other_shapes
         what = (f"{self.kinds.get('defaults', 0)} defaults, {self.kinds.get('corners', 0)} "
                 f"corners, {self.kinds.get('sampled', 0)} sampled; shape {self.shape}; "
                 f"{', '.join(self.dtypes)}" +
+                (f"; defaults and extremes at {', '.join(others)}: {len(self.shape_runs)}"
+                 if others else "") +
                 (f"; {self.pruned} pruned by the hardware model, not run" if self.pruned else "")
                 )
         if not self.on_gpu:
@@ -172,22 +193,35 @@ def _nearest_with(space: SearchSpace, defaults: Config, name: str, value: Any) -
 def corners(space: SearchSpace, defaults: Config) -> list[Config]:
     """The feasible box corners and every parameter's feasible extremes (see module doc)."""
     out: dict[Config, None] = {}
-    feasible = list(space) if space.size <= 50_000 else space.sample(50_000, seed=0)
-    if not feasible:
-        return []
     if len(space.params) <= _MAX_BOX_PARAMS:
         ends = [(p.values()[0], p.values()[-1]) for p in space.params]
         for combo in itertools.product(*ends):
             config = Config({p.name: v for p, v in zip(space.params, combo, strict=True)})
             if space.rejection(config) is None:
                 out[config] = None
+    if not out and not _feasible(space):
+        return []
+    for config in extremes(space, defaults):
+        out[config] = None
+    return list(out)
+
+
+def extremes(space: SearchSpace, defaults: Config) -> list[Config]:
+    """For each parameter its smallest and largest feasible value, the others as near their
+    defaults as the constraints allow."""
+    feasible = _feasible(space)
+    out: dict[Config, None] = {}
     for p in space.params:
         values = sorted({c[p.name] for c in feasible}, key=p.index)
-        for value in (values[0], values[-1]):
+        for value in values[:1] + values[-1:]:
             near = _nearest_with(space, defaults, p.name, value)
             if near is not None:
                 out[near] = None
     return list(out)
+
+
+def _feasible(space: SearchSpace) -> list[Config]:
+    return list(space) if space.size <= 50_000 else space.sample(50_000, seed=0)
 
 
 def gate_configs(space: SearchSpace, defaults: Config, *, sample: int = GATE_SAMPLE,
@@ -212,40 +246,60 @@ def gate_configs(space: SearchSpace, defaults: Config, *, sample: int = GATE_SAM
 
 
 def run_gate(template: KernelTemplate, spaces: Mapping[str, SearchSpace], shape: str,
-             check: ConfigCheck | None, *, sample: int = GATE_SAMPLE,
-             seed: int = 0) -> GateReport:
-    """Run the gate over ``spaces`` (dtype -> the template's space at ``shape``);
+             check: ConfigCheck | None, *, sample: int = GATE_SAMPLE, seed: int = 0,
+             other_shapes: Mapping[str, Mapping[str, SearchSpace]] | None = None,
+             ) -> GateReport:
+    """Run the gate over ``spaces`` (dtype -> the template's space at ``shape``), then the
+    defaults and extremes at each of ``other_shapes`` (shape -> dtype -> space);
     ``check=None`` (no GPU) returns an unverified report listing what would be checked."""
     runs: list[tuple[str, Config]] = []
     kinds = {"defaults": 0, "corners": 0, "sampled": 0}
     failures: list[GateFailure] = []
-    pruned = 0
     pruned_runs: list[tuple[str, Config]] = []
-    many: ManyCheck | None = getattr(check, "many", None)
     for dtype, space in spaces.items():
         configs, counts = gate_configs(space, template.default_config(), sample=sample,
                                        seed=seed)
         runs += [(dtype, c) for c in configs]
         for kind, n in counts.items():
             kinds[kind] += n
-        if check is None:
-            continue
-        if many is not None:
-            results = list(many(template, configs, shape, dtype))
-        else:
-            results = [check(template, c, shape, dtype) for c in configs]
-        for config, result in zip(configs, results, strict=True):
-            # pruned (the hardware model refuses it before the GPU) is never run by a tuner
-            pruned += result.status is Status.PRUNED
-            if result.status is Status.PRUNED:
-                pruned_runs.append((dtype, config))
-            if result.status.is_failure:
-                failures.append(GateFailure(config, shape, dtype, result.status.value,
-                                            result.reason or ""))
+        if check is not None:
+            ran = _check_all(check, template, configs, shape, dtype, failures)
+            pruned_runs += [(dtype, c) for c in configs if c not in ran]
+    shape_runs: list[tuple[str, str, Config]] = []
+    for other, by_dtype in (other_shapes or {}).items():
+        for dtype, space in by_dtype.items():
+            defaults = template.default_config()
+            configs = list(dict.fromkeys(
+                ([defaults] if space.rejection(defaults) is None else [])
+                + extremes(space, defaults)))
+            if check is None:
+                shape_runs += [(other, dtype, c) for c in configs]
+                continue
+            ran = _check_all(check, template, configs, other, dtype, failures)
+            shape_runs += [(other, dtype, c) for c in configs if c in ran]
     return GateReport(tuple(runs), kinds, shape, tuple(spaces), tuple(failures),
-                      on_gpu=check is not None, pruned=pruned,
+                      on_gpu=check is not None, pruned=len(pruned_runs),
                       default_config=template.default_config(),
-                      pruned_runs=tuple(pruned_runs))
+                      pruned_runs=tuple(pruned_runs), shape_runs=tuple(shape_runs))
+
+
+def _check_all(check: ConfigCheck, template: KernelTemplate, configs: Sequence[Config],
+               shape: str, dtype: str, failures: list[GateFailure]) -> set[Config]:
+    """Run ``configs`` at ``shape`` (in one batch where the check offers ``many``), add the
+    failures, and return the configs that ran (pruned ones, which the hardware model
+    refuses before the GPU, are never run by a tuner either)."""
+    many: ManyCheck | None = getattr(check, "many", None)
+    results = (list(many(template, configs, shape, dtype)) if many is not None
+               else [check(template, c, shape, dtype) for c in configs])
+    ran: set[Config] = set()
+    for config, result in zip(configs, results, strict=True):
+        if result.status is Status.PRUNED:
+            continue
+        ran.add(config)
+        if result.status.is_failure:
+            failures.append(GateFailure(config, shape, dtype, result.status.value,
+                                        result.reason or ""))
+    return ran
 
 
 def unverified_notice(folder: str) -> str:
@@ -348,17 +402,22 @@ def relation_between(text: str, space: SearchSpace) -> tuple[str, str] | None:
     return (named[0], named[1]) if len(named) == 2 else None
 
 
-def tighten(space: SearchSpace, failing: Sequence[Config],
-            passing: Sequence[Config]) -> tuple[list[str], list[Config]]:
+def tighten(space: SearchSpace, failing: Sequence[Config], passing: Sequence[Config],
+            prefer: Sequence[Config] = ()) -> tuple[list[str], list[Config]]:
     """Constraints that exclude the failing configs and keep every passing one (a greedy
     cover by single-parameter rules and relations between two parameters: the rule that
-    excludes the most remaining failures first, the shorter text on a tie), and the failing
+    excludes the most remaining failures first, then the one that keeps the most of
+    ``prefer`` (configs not known to fail), the shorter text on a tie), and the failing
     configs no such rule explains."""
     remaining = set(range(len(failing)))
     added: list[str] = []
     rules = _rules(space, failing, passing) + _relations(space, failing, passing)
+    kept = {text: sum(1 for c in prefer
+                      if SearchSpace(space.params, [text], space.env).rejection(c) is None)
+            for text, _ in rules} if prefer else {}
     while remaining:
-        best = max(rules, key=lambda r: (len(r[1] & remaining), -len(r[0])), default=None)
+        best = max(rules, key=lambda r: (len(r[1] & remaining), kept.get(r[0], 0),
+                                         -len(r[0])), default=None)
         if best is None or not best[1] & remaining:
             break
         added.append(best[0])

@@ -342,8 +342,10 @@ def validate_proposal(proposal: TemplateProposal, folder: KernelFolder, *,
     gate: GateReport | None = None
     if template is not None and not problems:
         spaces = {d: template.space(folder.env(folder.check_shape, d, spec)) for d in dts}
+        others = {s: {d: template.space(folder.env(s, d, spec)) for d in dts}
+                  for s in folder.shapes if s != folder.check_shape}
         gate = run_gate(template, spaces, folder.check_shape, correctness,
-                        sample=gate_sample, seed=gate_seed)
+                        sample=gate_sample, seed=gate_seed, other_shapes=others)
         if not gate.on_gpu:
             skipped.append(f"correctness: {UNVERIFIED_NOTE}")
         else:
