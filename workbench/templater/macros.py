@@ -247,3 +247,35 @@ def _value_test(plan: Plan, node: Node, name: str) -> None:
     assert name_node is not None
     negate = "!" if text(directive) == "#ifndef" else ""
     plan.rw.replace_span(directive.start_byte, name_node.end_byte, f"#if {negate}{name}")
+
+
+def follow_named(plan: Plan, values: dict[str, int], spelled: dict[str, str]) -> None:
+    """The rule of :func:`lift_macros` for named constants whose definition cannot become
+    the parameter (a struct's ``static constexpr int ROWS = 16``, read as ``Tile::ROWS``):
+    where transforms turned some uses of one name into one parameter whose default is the
+    name's value, every other use in the kernel follows that parameter too (``h =
+    Tile::THREADS / 2`` beside a lifted block), since the author's naming says they are one
+    quantity. Uses lifted to different parameters are reported; ``spelled`` gives each name
+    as the author wrote it."""
+    for name, value in values.items():
+        uses = plan.uses(name)
+        spans = {(n.start_byte, n.end_byte) for n in uses}
+        edited = {(e.start, e.end): e.text for e in plan.rw.edits
+                  if (e.start, e.end) in spans and e.make is None}
+        targets = set(edited.values())
+        written = spelled.get(name, name)
+        if not targets:
+            continue
+        param = next(iter(targets))
+        if len(targets) > 1 or param not in plan.params or \
+                plan.params[param].spec.get("default") != value:
+            plan.note(written, False, f"its uses were lifted to different parameters "
+                      f"({', '.join(sorted(targets))}); the others are left as written, so "
+                      "the gate decides", uses[0])
+            continue
+        rest = [n for n in uses if (n.start_byte, n.end_byte) not in edited]
+        for n in rest:
+            plan.rw.replace(n, param)
+        if rest:
+            plan.note(written, True, f"{written} = {value} is {param}: its {len(rest)} other "
+                      "use(s) follow", uses[0])

@@ -26,13 +26,18 @@ from workbench.templater.conv import lift_conv
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
-from workbench.templater.macros import integer_macros, lift_macros, lift_switches
+from workbench.templater.macros import (
+    follow_named,
+    integer_macros,
+    lift_macros,
+    lift_switches,
+)
 from workbench.templater.named import lift_named
 from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
-from workbench.templater.reduce_consts import constant
+from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
@@ -55,11 +60,13 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     ``compared_by_total`` names the outputs the kernel folder compares by a reduced
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
-    source = parse_cuda(source_text, file)
+    members = spell_members(source_text, file)  # Tile::ROWS read as a named constant
+    source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
-    with reading_macros({**file_constants(plan), **{m.name: m.value for m in macros.values()}}):
+    constants = file_constants(plan, members.values)
+    with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or lift_rows(plan) or
@@ -78,12 +85,14 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
         lift_macros(plan, macros)
+        follow_named(plan, {n: members.values[n] for n in members.back}, members.back)
     _launch_bounds(plan)
     _header(plan)
-    return LiftedSource(source=plan.rw.render(), params=tuple(plan.params.values()),
+    rendered = members.restore(plan.rw.render())
+    return LiftedSource(source=rendered, params=tuple(plan.params.values()),
                         constraints=tuple(plan.constraints), grid=tuple(plan.grid),
                         block=tuple(plan.block), smem_bytes=str(smem_bytes),
-                        notes=tuple(str(f) for f in plan.findings),
+                        notes=tuple(members.restore(str(f)) for f in plan.findings),
                         findings=tuple(plan.findings))
 
 
@@ -93,11 +102,12 @@ _DECLARATORS = ("init_declarator", "parameter_declaration", "declaration", "poin
                 "array_declarator", "reference_declarator")
 
 
-def file_constants(plan: Plan) -> dict[str, int]:
+def file_constants(plan: Plan, members: Mapping[str, int] | None = None) -> dict[str, int]:
     """File-scope integer constants (``constexpr int BW = 32, BH = 8;``, ``const int``)
     defined once, read like ``#define`` macros by every transform: a tile's extents, a
     block size and a loop's trip count are the same number in either spelling. A name some
-    function declares again (a parameter or a local) is left out."""
+    function declares again (a parameter or a local) is left out. ``members``: the named
+    member constants (:func:`~.reduce_consts.spell_members`), shadowed alike."""
     root = plan.source.tree.root_node
     shadowed: set[str] = set()
     functions = [n for n in walk(root) if n.type == "function_definition"]
@@ -117,7 +127,7 @@ def file_constants(plan: Plan) -> dict[str, int]:
                 and text(name) not in shadowed else None
             if name is not None and value is not None:
                 found[text(name)] = value
-    return found
+    return {**{k: v for k, v in (members or {}).items() if k not in shadowed}, **found}
 
 
 def _launch_bounds(plan: Plan) -> None:
