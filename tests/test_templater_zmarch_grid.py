@@ -90,8 +90,17 @@ def test_a_plane_per_block_z_lifts_z_items(name: str) -> None:
     # blockIdx.z survives only in the plane's own declaration (and its comment); every
     # return ends a plane
     assert body.count("blockIdx.z") == 2 and body.count("blockIdx.z * Z_ITEMS + wb_zi") == 1
-    assert "return" not in body
+    # (box27's one return left: a row past the grid's last, before the planes)
+    assert body.count("return") == (1 if name == "box27" else 0)
+    assert "return;  // past the grid's last row" in body or name != "box27"
     assert any("Z_ITEMS: applied" in n for n in lifted.notes)
+    # a 1-D block's row per block y becomes BLOCK_Y rows; a 2-D block keeps its rows
+    if name == "box27":
+        assert knobs["BLOCK_Y"]["default"] == 1 and lifted.grid[1] == "ceil_div(ny, BLOCK_Y)"
+        assert "BLOCK_THREADS * BLOCK_Y <= 1024" in lifted.constraints
+        assert "__launch_bounds__(BLOCK_THREADS * BLOCK_Y," in body
+    else:
+        assert "wb_yp" not in body and "blockIdx.y" in body  # (BLOCK_Y: its own block y)
 
 
 @pytest.mark.timeout(240)
@@ -104,7 +113,10 @@ def test_each_spelling_prints_what_the_kernel_as_written_prints(
     template = lifted_template(lift(name))
     base = template.default_config()
     # 19 planes: 8 a thread leaves a last chunk of 3; 32 a thread one chunk past the end
-    marching = [{**base, "Z_ITEMS": 8}, {**base, "Z_ITEMS": 32}]
+    # (box27: 4 rows a block leave a last block of 2 rows; 8 a block with 32 threads)
+    rows: list[dict[str, Any]] = [{"BLOCK_Y": 4}, {"BLOCK_Y": 8, "BLOCK_THREADS": 32}] \
+        if name == "box27" else [{}, {}]
+    marching = [{**base, "Z_ITEMS": 8, **rows[0]}, {**base, "Z_ITEMS": 32, **rows[1]}]
     configs = [*corner_configs(template, ENV), *marching]
     space = template.space(dict(ENV))
     assert all(space.rejection(c) is None for c in configs)
@@ -136,6 +148,14 @@ def test_what_cannot_be_shown_legal_is_refused_with_the_line(name: str, old: str
     assert "Z_ITEMS" not in params(lifted)
     reasons = [str(f) for f in lifted.findings if f.transform == "Z_ITEMS" and not f.applied]
     assert any(why in r and "(line " in r for r in reasons), lifted.notes
+
+
+def test_a_row_read_through_threadidx_y_keeps_one_row_per_block() -> None:
+    source = CASES["box27"][0].replace("const int j = blockIdx.y;",
+                                       "const int j = blockIdx.y + threadIdx.y;")
+    lifted = lift("box27", source)
+    assert "BLOCK_Y" not in params(lifted) and "Z_ITEMS" in params(lifted)
+    assert any("BLOCK_Y: not applied: `threadIdx.y` is read" in n for n in lifted.notes)
 
 
 def test_a_grid_z_of_several_planes_per_block_is_left_alone() -> None:

@@ -34,6 +34,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names
 
 Z_ITEMS = "Z_ITEMS"
+BLOCK_Y = "BLOCK_Y"
 #: planes per thread: up to 32, the depth z-marching stencil kernels commonly walk per
 #: thread (beyond, the grid's z gets too few blocks to fill the machine at moderate nz)
 VALUES = [1, 2, 4, 8, 16, 32]
@@ -92,11 +93,64 @@ def _analyse(plan: Plan, uses: list[Node]) -> str:
     return nz
 
 
+def _rows(plan: Plan) -> tuple[str, list[Node]] | None:
+    """The kernel scalar whose shape is the grid's y and the body's ``blockIdx.y`` reads,
+    where a 1-D block's row is ``blockIdx.y`` alone (block y, ``threadIdx.y``,
+    ``blockDim.y`` and ``gridDim.y`` never read; ``blockIdx.y`` read in the body only)."""
+    if len(plan.block) != 1:
+        return None
+    want = "".join(str(plan.grid[1]).split())
+    ny = next((n for n, s in plan.scalars.items() if "".join(str(s).split()) == want), None)
+    uses = [n for n in walk(plan.body)
+            if n.type == "field_expression" and builtin(n, "blockIdx") == "y"]
+    if ny is None or not uses:
+        return None
+    for n in walk(plan.source.tree.root_node):
+        if n.type != "field_expression":
+            continue
+        if any(builtin(n, b) == "y" for b in ("threadIdx", "blockDim", "gridDim")) or (
+                builtin(n, "blockIdx") == "y" and not
+                plan.body.start_byte <= n.start_byte < plan.body.end_byte):
+            plan.note(BLOCK_Y, False, f"`{text(n)}` is read: the block's rows are not "
+                      "independent of it", n)
+            return None
+    return ny, uses
+
+
+def _lift_rows(plan: Plan, rows: tuple[str, list[Node]]) -> None:
+    """A 1-D block's row per block y becomes ``BLOCK_Y`` rows per block (``blockIdx.y`` ->
+    ``blockIdx.y * BLOCK_Y + threadIdx.y``; rows past the grid's last return at once).
+    Known practice for stencils on a plane: a 2-D block's tile shares the rows its
+    neighbour reads reach in L1 (2.5-D blocking uses 2-D tiles of 4 to 8 rows)."""
+    ny, uses = rows
+    by = fresh_names(plan, [BLOCK_Y])[BLOCK_Y]
+    plan.rw.insert(plan.body.start_byte + 1, (
+        f"\n  const unsigned wb_yp = blockIdx.y * {by} + threadIdx.y;  // this row's "
+        "blockIdx.y as written\n"
+        f"  if (wb_yp >= (unsigned)({ny})) return;  // past the grid's last row\n"))
+    for n in uses:
+        plan.rw.replace(n, "wb_yp")
+    threads = plan.block[0]
+    plan.block.append(by)
+    plan.grid[1] = f"ceil_div({plan.grid[1]}, {by})"
+    plan.launch_bounds = f"{threads} * {by}"
+    plan.add_param(by, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                        "description": "rows of the grid's y per block (block y; as "
+                                       "written: 1)"},
+                   f"{line(uses[0])}: {text(uses[0])}")
+    plan.constrain(f"{threads} * {by} <= 1024")
+    plan.note(BLOCK_Y, True, f"{by} rows per block (`blockIdx.y` -> the row, grid y = "
+              f"ceil({ny} / {by}))", uses[0])
+
+
 def _emit(plan: Plan, uses: list[Node], nz: str) -> None:
     lift_block(plan)
+    rows = _rows(plan)
     rw = plan.rw
     zi = fresh_names(plan, [Z_ITEMS])[Z_ITEMS]
     body = plan.body
+    if rows is not None:
+        _lift_rows(plan, rows)
     rw.insert(body.start_byte + 1, (
         f"\n  for (int wb_zi = 0; wb_zi < {zi}; ++wb_zi) {{  // {zi} planes of the grid's z "
         "per block, one after another\n"
