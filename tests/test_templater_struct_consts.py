@@ -88,6 +88,7 @@ class Case:
     call: str  # the kernel call
     output: str  # the array printed, and its length
     lifts: str  # a parameter the lift must make
+    definition: str  # the member's definition in the template: it reads that parameter
 
 
 CASES = {
@@ -113,7 +114,7 @@ extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, i
         "std::vector<float> A(M * K), B(K * N), C(M * N, -1.0f);"
         "for (int i = 0; i < M * K; ++i) A[i] = (i % 13) * 0.25f - 1.0f;"
         "for (int i = 0; i < K * N; ++i) B[i] = (i % 7) * 0.5f - 1.5f;",
-        "mm(A.data(), B.data(), C.data(), M, N, K)", "C", "TILE"),
+        "mm(A.data(), B.data(), C.data(), M, N, K)", "C", "TILE", "constexpr int TS = TILE;"),
     # a tree reduction over a block sized by an enum class member behind static_cast
     "enum_class_tree_reduction": Case("""
 enum class Cfg : int { kThreads = 128 };
@@ -133,19 +134,21 @@ extern "C" __global__ void rowsum(const float* x, float* out, int cols) {
 """, ("rows",), ("128",), {"rows": 3, "cols": 1000},
         "std::vector<float> x(rows * cols), out(rows, -1.0f);"
         "for (int i = 0; i < rows * cols; ++i) x[i] = (i % 17) * 0.125f - 1.0f;",
-        "rowsum(x.data(), out.data(), cols)", "out", "BLOCK_THREADS"),
-    # a grid-stride loop whose block is an unnamed enum's member inside a struct
+        "rowsum(x.data(), out.data(), cols)", "out", "BLOCK_THREADS",
+        "{ kThreads = BLOCK_THREADS }"),
+    # a grid-stride loop whose block is an unnamed enum's member inside a struct, its stride
+    # read in a device helper
     "struct_enum_grid_stride": Case("""
 struct Launch { enum : int { THREADS = 256 }; };
+__device__ int stride() { return gridDim.x * Launch::THREADS; }  // a helper's use follows too
 extern "C" __global__ void axpb(const float* x, float* y, float a, int n) {
-  for (int i = blockIdx.x * Launch::THREADS + threadIdx.x; i < n;
-       i += gridDim.x * Launch::THREADS)
+  for (int i = blockIdx.x * Launch::THREADS + threadIdx.x; i < n; i += stride())
     y[i] = a * x[i] + 1.0f;
 }
 """, ("ceil_div(n, 256)",), ("256",), {"n": 1500},
         "std::vector<float> x(n), y(n, -1.0f); const float a = 0.75f;"
         "for (int i = 0; i < n; ++i) x[i] = (i % 11) * 0.5f - 2.0f;",
-        "axpb(x.data(), y.data(), a, n)", "y", "BLOCK_THREADS"),
+        "axpb(x.data(), y.data(), a, n)", "y", "BLOCK_THREADS", "{ THREADS = BLOCK_THREADS }"),
 }
 
 
@@ -170,6 +173,12 @@ def test_member_spellings_lift_and_keep_the_author_spelling(name: str) -> None:
     case = CASES[name]
     lifted = _lift(case)
     assert case.lifts in {p.name for p in lifted.params}, lifted.notes
+    assert case.definition in lifted.source, lifted.notes
+    body = lifted.source[lifted.source.index('extern "C"'):]
+    written = case.source[case.source.index('extern "C"'):]
+    qualified = re.compile(r"\w+\s*::\s*\w+")
+    # the uses keep the author's names (a vectorized loop's stride is rebuilt from the knob)
+    assert set(qualified.findall(body)) == set(qualified.findall(written))
     assert "__" not in re.sub(r"__\w+__|__syncthreads|__shared__|__global__", "",
                               lifted.source.split("#endif")[-1])
 

@@ -249,33 +249,32 @@ def _value_test(plan: Plan, node: Node, name: str) -> None:
     plan.rw.replace_span(directive.start_byte, name_node.end_byte, f"#if {negate}{name}")
 
 
-def follow_named(plan: Plan, values: dict[str, int], spelled: dict[str, str]) -> None:
-    """The rule of :func:`lift_macros` for named constants whose definition cannot become
-    the parameter (a struct's ``static constexpr int ROWS = 16``, read as ``Tile::ROWS``):
-    where transforms turned some uses of one name into one parameter whose default is the
-    name's value, every other use in the kernel follows that parameter too (``h =
-    Tile::THREADS / 2`` beside a lifted block), since the author's naming says they are one
-    quantity. Uses lifted to different parameters are reported; ``spelled`` gives each name
-    as the author wrote it."""
+
+def follow_named(plan: Plan, values: dict[str, int], spelled: dict[str, str],
+                 literals: dict[str, tuple[int, int]]) -> None:
+    """The rule of :func:`lift_macros` for a named constant a qualified name reads (a
+    struct's ``static constexpr int ROWS = 16``, read as ``Tile::ROWS``; an enumerator):
+    where transforms turned its uses into one parameter whose default is its value, its
+    definition reads that parameter (``ROWS = BLOCK_Y``, at the byte span ``literals`` gives)
+    and the uses keep the author's name, so every use follows, the ones no transform had to
+    recognise included (``h = Tile::THREADS / 2``, a device helper's). Uses lifted to
+    different parameters are reported; ``spelled`` gives each name as the author wrote it."""
     for name, value in values.items():
         uses = plan.uses(name)
         spans = {(n.start_byte, n.end_byte) for n in uses}
-        edited = {(e.start, e.end): e.text for e in plan.rw.edits
-                  if (e.start, e.end) in spans and e.make is None}
-        targets = set(edited.values())
+        edits = [e for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None]
+        targets = {e.text for e in edits}
         written = spelled.get(name, name)
-        if not targets:
+        if not targets or name not in literals:
             continue
         param = next(iter(targets))
         if len(targets) > 1 or param not in plan.params or \
                 plan.params[param].spec.get("default") != value:
             plan.note(written, False, f"its uses were lifted to different parameters "
-                      f"({', '.join(sorted(targets))}); the others are left as written, so "
-                      "the gate decides", uses[0])
+                      f"({', '.join(sorted(targets))}); left as written, so the gate decides",
+                      uses[0])
             continue
-        rest = [n for n in uses if (n.start_byte, n.end_byte) not in edited]
-        for n in rest:
-            plan.rw.replace(n, param)
-        if rest:
-            plan.note(written, True, f"{written} = {value} is {param}: its {len(rest)} other "
-                      "use(s) follow", uses[0])
+        plan.rw.discard(edits)  # the uses keep the author's name
+        plan.rw.replace_span(*literals[name], param)
+        plan.note(written, True, f"{written} = {value} is {param}: its definition now reads "
+                  f"{param}, so its {len(uses)} use(s) follow", uses[0])

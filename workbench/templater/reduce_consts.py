@@ -84,6 +84,7 @@ class MemberSpelling:
     source_text: str
     values: dict[str, int]  # Tile__ROWS -> 16 (and a plain file-scope enum's bare names)
     back: dict[str, str]  # Tile__ROWS -> Tile::ROWS
+    literals: dict[str, tuple[int, int]]  # Tile__ROWS -> the byte span of its 16
 
     def restore(self, rendered: str) -> str:
         if not self.back:
@@ -97,11 +98,13 @@ def spell_members(source_text: str, file: str) -> MemberSpelling:
     their qualified uses an identifier spelling (see above); a spelling that would collide
     with a name the source already has is left as written."""
     root = parse_cuda(source_text, file).tree.root_node
-    members = member_constants(root)
+    table = _member_table(root)
+    members = {k: v for k, (v, _) in table.items()}
     data = source_text.encode()
     edits: list[tuple[int, int, str]] = []
     values = {k: v for k, v in members.items() if "::" not in k}
     back: dict[str, str] = {}
+    literals: dict[str, tuple[int, int]] = {}
     for n in walk(root):
         if n.type != "qualified_identifier" or (n.parent is not None and
                                                n.parent.type == "qualified_identifier"):
@@ -114,9 +117,11 @@ def spell_members(source_text: str, file: str) -> MemberSpelling:
             continue
         edits.append((n.start_byte, n.end_byte, name))
         values[name], back[name] = value, raw
+        literal = table["".join(raw.split())][1]
+        literals[name] = (literal.start_byte, literal.end_byte)  # offsets kept: same length
     for start, end, name in sorted(edits, reverse=True):
         data = data[:start] + name.encode() + data[end:]
-    return MemberSpelling(data.decode(), values, back)
+    return MemberSpelling(data.decode(), values, back, literals)
 
 
 def member_constants(root: Node) -> dict[str, int]:
@@ -128,24 +133,30 @@ def member_constants(root: Node) -> dict[str, int]:
     name). Left out: a name defined more than once, a value that is not an integer literal,
     anything inside a template (it may depend on a template parameter) or a function, an
     unnamed struct's members (no name reaches them)."""
-    found: dict[str, list[int | None]] = {}
+    return {k: v for k, (v, _) in _member_table(root).items()}
+
+
+def _member_table(root: Node) -> dict[str, tuple[int, Node]]:
+    """:func:`member_constants` with each value's literal (the node a lift rewrites)."""
+    found: dict[str, list[tuple[int, Node] | None]] = {}
     for node in walk(root):
-        for name, value in _member_values(node):
+        for name, literal in _member_values(node):
             scope = _scope(node)
             if scope is None:
                 continue
+            value = _literal(literal)
             for key in _keys(node, scope, name):
-                found.setdefault(key, []).append(value)
+                found.setdefault(key, []).append(None if value is None or literal is None
+                                                 else (value, literal))
     return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0] is not None}
 
 
-def _member_values(node: Node) -> list[tuple[str, int | None]]:
+def _member_values(node: Node) -> list[tuple[str, Node | None]]:
     """(name, value) of each constant ``node`` defines: a static const member's declarators,
-    a namespace's const declaration's, or one enumerator (None: not an integer literal)."""
+    a namespace's const declaration's, or one enumerator (None: not a constant's value)."""
     if node.type == "enumerator":
         value = node.child_by_field_name("value")
-        return [] if value is None else [(text(node.child_by_field_name("name")),
-                                          _literal(value))]
+        return [] if value is None else [(text(node.child_by_field_name("name")), value)]
     if node.type not in ("field_declaration", "declaration") or node.parent is None or \
             node.parent.type not in ("field_declaration_list", "declaration_list"):
         return []
@@ -154,16 +165,16 @@ def _member_values(node: Node) -> list[tuple[str, int | None]]:
     typ = " ".join(text(node.child_by_field_name("type")).split())
     static = "static" in words or node.type == "declaration"  # a namespace's: one object
     ok = static and typ in _CONST_TYPES and bool(words & {"constexpr", "const"})
-    out: list[tuple[str, int | None]] = []
+    out: list[tuple[str, Node | None]] = []
     for i, d in enumerate(node.children):
         field = node.field_name_for_child(i)
         if field == "declarator" and d.type == "field_identifier":  # its default_value follows
             out.append((text(d), None))
         elif field == "default_value" and out and out[-1][1] is None:
-            out[-1] = (out[-1][0], _literal(d) if ok else None)
+            out[-1] = (out[-1][0], d if ok else None)
         elif field == "declarator" and d.type == "init_declarator" and \
                 (n := d.child_by_field_name("declarator")) is not None and n.type == "identifier":
-            out.append((text(n), _literal(d.child_by_field_name("value")) if ok else None))
+            out.append((text(n), d.child_by_field_name("value") if ok else None))
     return out
 
 

@@ -85,7 +85,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
         lift_macros(plan, macros)
-        follow_named(plan, {n: members.values[n] for n in members.back}, members.back)
+        follow_named(plan, {n: members.values[n] for n in members.back}, members.back,
+                     members.literals)
     _launch_bounds(plan)
     _header(plan)
     rendered = members.restore(plan.rw.render())
