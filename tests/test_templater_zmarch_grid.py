@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 from helpers_templater import corner_configs, host_sample, lifted_template
 
-from tests.test_corpus_unseen3 import host_flags  # noqa: F401  (the fixture)
+from tests.test_corpus_unseen3 import _inputs, _run, host_flags  # noqa: F401  (the fixture)
 from tests.test_templater_stencil_zmarch import ENV, NX, NY, NZ, SHAPE, host
+from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.offline import offline_template
 
 _BOX27 = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen6" / \
     "box27_smooth" / "baseline.cu"
@@ -126,6 +128,26 @@ def test_each_spelling_prints_what_the_kernel_as_written_prints(
         got = host(tmp_path, f"config{i}", template.render(config, "fp32").source,
                    launch.grid, launch.block, host_flags)
         np.testing.assert_array_equal(got, want, err_msg=str(config))
+
+
+@pytest.mark.timeout(240)
+def test_the_box27_folder_lifts_and_computes_as_written_bit_for_bit(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(_BOX27.parent)
+    result = offline_template(kf)
+    template = result.template
+    assert {"Z_ITEMS", "BLOCK_Y"} <= set(template.param_names), result.notes
+    env = kf.env(kf.check_shape, "fp32")
+    inputs = _inputs(kf)
+    want = _run(kf, kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env),
+                inputs, tmp_path / "plain", host_flags)
+    # 7 planes, 10 rows: 4 planes and 4 rows a block leave short last blocks of both
+    config = {**template.default_config(), "Z_ITEMS": 4, "BLOCK_Y": 4, "BLOCK_THREADS": 32}
+    assert template.space(env).rejection(config) is None
+    got = _run(kf, template.render(config, "fp32").source, template.launch_for(config, env),
+               inputs, tmp_path / "marching", host_flags)
+    for name, values in want.items():
+        np.testing.assert_array_equal(got[name], values, err_msg=name)
 
 
 # -- refused, with the line ------------------------------------------------------------------
