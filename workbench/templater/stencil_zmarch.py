@@ -57,7 +57,7 @@ from workbench.templater.regtile import Refused, _locals, apply_or_note, fresh_n
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal
 from workbench.templater.stencil import Poly, Polys, add, derivative, scale, statements
-from workbench.templater.stencil_zgrid import lift_zgrid, plane_scalar, reads_block_z
+from workbench.templater.stencil_zgrid import lift_zgrid, reads_block_z
 
 Z_SPLIT = "Z_SPLIT"
 MAX_RADIUS = 4
@@ -114,10 +114,10 @@ def _unit_step(update: Node, var: str) -> bool:
 
 def lift_zmarch(plan: Plan) -> bool:
     """Z_SPLIT with the column's planes in a register queue; False when the kernel is not
-    of the family or the analysis refused (the finding says why). A 3-D grid with one
-    plane per block z (``k = blockIdx.z``) marches its planes by :func:`.stencil_zgrid.
-    lift_zgrid` instead (the walk this module queues is not written there)."""
-    if len(plan.grid) == 3 and plane_scalar(plan) is not None and reads_block_z(plan):
+    of the family or the analysis refused (the finding says why). A 3-D grid whose kernel
+    reads ``blockIdx.z`` goes to :func:`.stencil_zgrid.lift_zgrid` instead (one plane per
+    block z is marched there; the walk this module queues is not written there)."""
+    if len(plan.grid) == 3 and reads_block_z(plan):
         return lift_zgrid(plan)
     if len(plan.block) != 2 or any(literal(b) is None for b in plan.block) or \
             len(plan.grid) not in (2, 3) or (len(plan.grid) == 3 and literal(plan.grid[2]) != 1):
