@@ -215,6 +215,23 @@ def test_syntax_error_points_at_the_authors_line(compiler: Compiler) -> None:
     assert "undefined_zero" in result.error_summary
 
 
+def test_a_macro_in_pragma_unroll_gets_what_to_write_instead(compiler: Compiler) -> None:
+    """nvcc reads a constant expression after #pragma unroll and does not expand a macro
+    there ("identifier FACTOR is undefined"); the summary says what to write instead, and
+    that spelling compiles."""
+    loop = "  #pragma unroll FACTOR\n  for (int r = 0; r < 8; ++r) tile[threadIdx.x] += 1.0f;\n"
+    body = SCALE.replace("  __syncthreads();\n", loop + "  __syncthreads();\n")
+    result = compiler.compile(render(body, BLOCK=128, FACTOR=2))
+    assert not result.ok and result.error_kind == "syntax"
+    assert "`constexpr int k_FACTOR = FACTOR;` and `#pragma unroll (k_FACTOR)`" in \
+        result.error_summary
+    fixed = body.replace("  #pragma unroll FACTOR\n",
+                         "  constexpr int k_FACTOR = FACTOR;\n  #pragma unroll (k_FACTOR)\n")
+    assert compiler.compile(render(fixed, BLOCK=128, FACTOR=2)).ok
+    other = SCALE.replace("in[i] : 0.0f", "in[i] : undefined_zero")  # no pragma: no hint
+    assert "pragma" not in compiler.compile(render(other, BLOCK=128, FACTOR=2)).error_summary
+
+
 def test_missing_entry_function_is_reported(compiler: Compiler) -> None:
     result = compiler.compile(Instance("t", "not_there", render(SCALE, BLOCK=64, FACTOR=1).source))
     assert not result.ok and result.error_kind == "syntax"

@@ -16,7 +16,7 @@ pieces are matched one by one so both forms read the same.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from workbench.core.records import ResourceUsage
@@ -140,14 +140,31 @@ def classify_failure(log: str) -> FailureDiagnosis:
     """Classify a failed compile's output with :data:`FAILURE_PATTERNS`; unknown = internal."""
     lines = [line.rstrip() for line in log.splitlines() if line.strip()]
     for kind, pattern in FAILURE_PATTERNS:
-        for line in lines:
+        for index, line in enumerate(lines):
             match = pattern.search(line)
             if match is None:
                 continue
             groups = match.groupdict()
             return FailureDiagnosis(
                 kind=kind,
-                summary=line.strip(),
+                summary=line.strip() + _unroll_macro_hint(line, lines[index + 1:index + 2]),
                 file=groups.get("file"),
                 line=int(groups["line"]) if groups.get("line") else None)
     return FailureDiagnosis(kind="internal", summary=lines[0].strip() if lines else "")
+
+
+_UNDEFINED = re.compile(r'identifier "(?P<name>[A-Za-z_]\w*)" is undefined')
+
+
+def _unroll_macro_hint(line: str, echoed: Sequence[str]) -> str:
+    """What to write instead when the undefined identifier is a ``#pragma unroll`` count:
+    nvcc reads a constant expression there and does not expand a macro (the front end
+    echoes the offending source line after its message)."""
+    match = _UNDEFINED.search(line)
+    if match is None or not echoed:
+        return ""
+    name = match["name"]
+    if not re.match(rf"\s*#\s*pragma\s+unroll\s*\(?\s*{name}\b", echoed[0]):
+        return ""
+    return (f" (nvcc does not expand a macro in #pragma unroll: write "
+            f"`constexpr int k_{name} = {name};` and `#pragma unroll (k_{name})`)")
