@@ -228,10 +228,15 @@ class DaskRunner:
 
     def _on_reference(self, fn: Any, *args: Any) -> Any:
         self._check_reference()
-        future = self.client.submit(fn, self.packed, *args, workers=[self.reference.address],
-                                    allow_other_workers=False, resources={self.resource: 1},
-                                    pure=False, key=f"wb-{fn.__name__}-{next_token()}")
-        return future.result()
+        return self._submit_on(self.reference.address, f"wb-{fn.__name__}-{next_token()}",
+                               fn, *args).result()
+
+    def _submit_on(self, address: str, key: str, fn: Any, *args: Any,
+                   priority: int = 0) -> Any:
+        """``fn(packed endpoint, *args)`` on ``address`` alone, holding its whole device."""
+        return self.client.submit(fn, self.packed, *args, workers=[address],
+                                  allow_other_workers=False, resources={self.resource: 1},
+                                  priority=priority, pure=False, key=key)
 
     @property
     def search_condition(self) -> str:
@@ -492,11 +497,10 @@ class DaskRunner:
             return []
         address = self._one_address()
         artifacts = self._compile(candidates, next_token(), faithful=True)  # nvcc's code
-        future = self.client.submit(
-            dask_tasks.measure_condition, self.packed, self.description, condition,
-            list(candidates), artifacts, workers=[address], allow_other_workers=False,
-            resources={self.resource: 1}, priority=MEASURE_PRIORITY, pure=False,
-            key=f"wb-measure-under-{condition}-{next_token()}")
+        future = self._submit_on(
+            address, f"wb-measure-under-{condition}-{next_token()}",
+            dask_tasks.measure_condition, self.description, condition, list(candidates),
+            artifacts, priority=MEASURE_PRIORITY)
         try:
             results: list[TrialResult] | None = self._await_on(address, future)
         finally:
@@ -510,11 +514,10 @@ class DaskRunner:
         """The baseline measured again under ``condition`` on this view's device."""
         self._can_measure(condition)
         address = self._one_address()
-        future = self.client.submit(
-            dask_tasks.baseline, self.packed, self.description, shape, dtype, condition,
-            workers=[address], allow_other_workers=False,
-            resources={self.resource: 1}, priority=MEASURE_PRIORITY, pure=False,
-            key=f"wb-baseline-under-{condition}-{next_token()}")
+        future = self._submit_on(
+            address, f"wb-baseline-under-{condition}-{next_token()}",
+            dask_tasks.baseline, self.description, shape, dtype, condition,
+            priority=MEASURE_PRIORITY)
         result: TrialResult | None = self._await_on(address, future)
         if result is None:
             return self._lost(Candidate(Config(), shape, dtype),
