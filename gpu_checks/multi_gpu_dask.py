@@ -179,46 +179,26 @@ def idle_gaps(records: Sequence[Mapping[str, Any]], began: float, ended: float,
     while at least one compile had finished whose measure had not started on any worker:
     the dispatch was late) or ``compile_starved`` (inside a batch, nothing compiled was
     waiting). Seconds and counts per kind, per worker."""
-    compiles_done: list[float] = []
-    measures: dict[str, list[tuple[float, float, str]]] = {}
-    starts: list[float] = []
-    for record in records:
-        key = str(record.get("key", ""))
-        spans = _compute_spans(record)
-        if not spans:
-            continue
-        if key.startswith("wb-compile-") and not key.startswith("wb-compile-nvcc"):
-            compiles_done.append(max(b for _, b in spans))
-        elif key.startswith("wb-measure-") and "under" not in key:
-            batch = key.split("-")[2] if key.count("-") >= 3 else "?"
-            first = min(a for a, _ in spans)
-            starts.append(first)
-            measures.setdefault(str(record.get("worker", "?")), []).append(
-                (first, max(b for _, b in spans), batch))
-    compiles_done.sort()
-    starts.sort()
+    compiles_done = sorted(
+        max(b for _, b in spans) for r in records if (spans := _compute_spans(r))
+        and str(r.get("key", "")).startswith("wb-compile-")
+        and not str(r.get("key", "")).startswith("wb-compile-nvcc"))
+    by_worker = _measure_rows(records)
+    starts = sorted(start for rows in by_worker.values() for start, _, _ in rows)
 
     def backlog(t: float) -> int:
         return bisect.bisect_right(compiles_done, t) - bisect.bisect_right(starts, t)
 
     out: dict[str, Any] = {}
-    for worker, rows in sorted(measures.items()):
-        rows.sort()
+    for worker, rows in by_worker.items():
         gaps = [("head", rows[0][0] - began)]
-        end, batch = rows[0][1], rows[0][2]
-        for start, stop, this_batch in rows[1:]:
-            if start > end:
-                gaps.append(("boundary" if this_batch != batch else
-                             "compiled_waiting" if backlog(end) > 0 else "compile_starved",
-                             start - end))
-            if stop > end:
-                end, batch = stop, this_batch
-        gaps.append(("tail", ended - end))
-        out[worker] = {kind: {"count": sum(1 for k, g in gaps if k == kind and g > min_gap_s),
-                              "s": round(sum(g for k, g in gaps if k == kind and g > min_gap_s),
-                                         3)}
-                       for kind in ("head", "tail", "boundary", "compiled_waiting",
-                                    "compile_starved")}
+        for end, start, before, after in _gaps(rows):
+            gaps.append(("boundary" if _search_batch(after) != _search_batch(before) else
+                         "compiled_waiting" if backlog(end) > 0 else "compile_starved",
+                         start - end))
+        gaps.append(("tail", ended - max(stop for _, stop, _ in rows)))
+        out[worker] = _tally(gaps, ("head", "tail", "boundary", "compiled_waiting",
+                                    "compile_starved"), min_gap_s)
     return out
 
 
@@ -233,6 +213,24 @@ def gap_causes(records: Sequence[Mapping[str, Any]], submits: Mapping[str, tuple
     compile_done = {str(r.get("key")): max(b for _, b in spans)
                     for r in records if (spans := _compute_spans(r))
                     and str(r.get("key", "")).startswith("wb-compile-")}
+    out: dict[str, Any] = {}
+    for worker, rows in _measure_rows(records).items():
+        gaps = []
+        for end, start, _, key in _gaps(rows):
+            compile_key, submitted = submits.get(key, ("", float("nan")))
+            done = compile_done.get(compile_key)
+            gaps.append(("unknown" if done is None or submitted != submitted else
+                         "compile_late" if done > end else
+                         "dispatch_late" if submitted > end else "start_late", start - end))
+        out[worker] = _tally(gaps, ("compile_late", "dispatch_late", "start_late", "unknown"),
+                             min_gap_s)
+    return out
+
+
+def _measure_rows(records: Sequence[Mapping[str, Any]],
+                  ) -> dict[str, list[tuple[float, float, str]]]:
+    """Per worker (sorted), the sweep's measure tasks in start order: (first start, last
+    stop, key); a confirmation's (``wb-measure-under-*``) left out."""
     rows: dict[str, list[tuple[float, float, str]]] = {}
     for record in records:
         key = str(record.get("key", ""))
@@ -240,26 +238,32 @@ def gap_causes(records: Sequence[Mapping[str, Any]], submits: Mapping[str, tuple
                 spans := _compute_spans(record)):
             rows.setdefault(str(record.get("worker", "?")), []).append(
                 (min(a for a, _ in spans), max(b for _, b in spans), key))
-    out: dict[str, Any] = {}
-    for worker, measures in sorted(rows.items()):
-        measures.sort()
-        causes = {k: {"count": 0, "s": 0.0}
-                  for k in ("compile_late", "dispatch_late", "start_late", "unknown")}
-        end = measures[0][1]
-        for start, stop, key in measures[1:]:
-            gap = start - end
-            if gap > min_gap_s:
-                compile_key, submitted = submits.get(key, ("", float("nan")))
-                done = compile_done.get(compile_key)
-                cause = ("unknown" if done is None or submitted != submitted else
-                         "compile_late" if done > end else
-                         "dispatch_late" if submitted > end else "start_late")
-                causes[cause]["count"] += 1
-                causes[cause]["s"] += gap
-            end = max(end, stop)
-        out[worker] = {k: {"count": v["count"], "s": round(v["s"], 3)}
-                       for k, v in causes.items()}
-    return out
+    return {worker: sorted(rows[worker]) for worker in sorted(rows)}
+
+
+def _gaps(rows: Sequence[tuple[float, float, str]],
+          ) -> Iterator[tuple[float, float, str, str]]:
+    """Each stretch with no measure running between a worker's first and last: (its start,
+    its end, the key of the measure that ended last before it, the key that ended it)."""
+    end, last = rows[0][1], rows[0][2]
+    for start, stop, key in rows[1:]:
+        if start > end:
+            yield end, start, last, key
+        if stop > end:
+            end, last = stop, key
+
+
+def _search_batch(key: str) -> str:
+    """The search batch of a ``wb-measure-<batch>-<index>`` key."""
+    return key.split("-")[2] if key.count("-") >= 3 else "?"
+
+
+def _tally(gaps: Sequence[tuple[str, float]], kinds: Sequence[str],
+           min_gap_s: float) -> dict[str, dict[str, float]]:
+    """Count and seconds of the gaps longer than ``min_gap_s``, per kind."""
+    return {kind: {"count": sum(1 for k, g in gaps if k == kind and g > min_gap_s),
+                   "s": round(sum(g for k, g in gaps if k == kind and g > min_gap_s), 3)}
+            for kind in kinds}
 
 
 @contextlib.contextmanager
