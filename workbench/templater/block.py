@@ -57,14 +57,37 @@ def _indexed_by_thread(plan: Plan, array: str, dim: str) -> bool:
     return False
 
 
-def _reduction_start(plan: Plan, loop: Node, half: int, dim: str) -> Node | None:
-    """The literal ``half`` starting ``for (s = half; s > 0; s >>= 1 | s /= 2)`` with a
-    ``threadIdx < s`` test in its body."""
-    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
-    if init is None or update is None or init.type != "declaration":
+def _start_literal(value: Node | None, half: int) -> Node | None:
+    """The literal of a tree's start: ``half`` itself, or the block size B of ``B / 2`` /
+    ``B >> 1`` written as a number (``128 / 2``): the node the lift replaces."""
+    if value is None:
         return None
-    var, _d, value = declared_name(init)
-    if int_value(value) != half or value is None:
+    if int_value(value) == half:
+        return strip(value)
+    parts = binary(value)
+    if parts is not None and strip(parts[0]).type == "number_literal" and \
+            int_value(parts[0]) == 2 * half and (parts[1], int_value(parts[2])) in \
+            (("/", 2), (">>", 1)):
+        return strip(parts[0])
+    return None
+
+
+def _reduction_start(plan: Plan, loop: Node, half: int, dim: str) -> Node | None:
+    """The literal starting ``for (s = half; s > 0; s >>= 1 | s /= 2)`` (``half`` or
+    ``2 * half / 2``, declared in the loop or assigned there) with a ``threadIdx < s`` test
+    in its body: the ``half`` literal, or the block size's of ``B / 2``."""
+    init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
+    if init is None or update is None:
+        return None
+    if init.type == "declaration":
+        var, _d, value = declared_name(init)
+    elif init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=":
+        var, value = text(init.child_by_field_name("left")), init.child_by_field_name("right")
+    else:
+        return None
+    start = _start_literal(value, half)
+    if start is None:
         return None
     op = text(update.child_by_field_name("operator"))
     if text(update.child_by_field_name("left")) != var or not (
@@ -76,7 +99,7 @@ def _reduction_start(plan: Plan, loop: Node, half: int, dim: str) -> Node | None
         parts = binary(n)
         if parts and parts[1] == "<" and plan.facts.is_thread(parts[0], dim) and \
                 text(strip(parts[2])) == var:
-            return strip(value)
+            return start
     return None
 
 
@@ -113,7 +136,7 @@ def _governed(plan: Plan, dim: str, size: int) -> tuple[list[Node], list[Node]]:
                         uses.append(strip(f))
             start = _reduction_start(plan, n, size // 2, dim)
             if start is not None:
-                halves.append(start)
+                (uses if int_value(start) == size else halves).append(start)
     for name, _decl, extents in _shared_arrays(plan):
         if len(extents) == 1 and int_value(extents[0]) == size and \
                 _indexed_by_thread(plan, name, dim):
@@ -159,6 +182,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       collective)
             continue
         uses, halves = _governed(plan, dim, size)
+        unread = _unread_tree_start(plan, size, uses + halves)
+        if unread is not None:
+            plan.note(name, False, f"`{_context(unread)}` starts a halving loop from the literal "
+                      f"{int_value(unread)} (the block size {size} or half of it) in a shape "
+                      "the lift does not read as the block's tree; the block size stays as "
+                      "written", unread)
+            continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         if not uses and not halves and not reads_dim:
             plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
@@ -231,6 +261,31 @@ def _halving_loop(plan: Plan, size: int) -> Node | None:
                 builtin(m, "blockDim") == "x" or text(m) in _block_macros(size)
                 for m in walk(init)):
             return n
+    return None
+
+
+def _unread_tree_start(plan: Plan, size: int, claimed: list[Node]) -> Node | None:
+    """A number literal equal to ``size`` or ``size / 2`` in the start of a loop that halves
+    its count (the ``for`` initializer, or the halved name's declaration) that ``claimed``
+    does not hold: a tree start the lift would leave as written at other block sizes."""
+    spans = {(n.start_byte, n.end_byte) for n in claimed}
+    for n in walk(plan.body):
+        if n.type not in ("for_statement", "while_statement", "do_statement"):
+            continue
+        update = n.child_by_field_name("update")
+        steps = [update] if update is not None else [
+            m for m in walk(n) if m.type == "assignment_expression"]
+        halved = [text(u.child_by_field_name("left")) for u in steps
+                  if u.type == "assignment_expression" and
+                  text(u.child_by_field_name("operator")) in (">>=", "/=") and
+                  int_value(u.child_by_field_name("right")) in (1, 2)]
+        starts = [n.child_by_field_name("initializer")] + [
+            d.decl for d in (plan.facts.defs.get(v) for v in halved) if d is not None]
+        for start in (s for s in starts if s is not None and halved):
+            for lit in walk(start):
+                if lit.type == "number_literal" and int_value(lit) in (size, size // 2) and \
+                        (lit.start_byte, lit.end_byte) not in spans:
+                    return lit
     return None
 
 
