@@ -1,17 +1,23 @@
-"""A block's integer total gathered by ``atomicAdd`` on one ``__shared__`` counter: FINAL, UNROLL.
+"""A block's total gathered by ``atomicAdd`` on ``__shared__`` scalars: FINAL, UNROLL, VEC.
 
-The shape (band_count of benchmarks/corpus_compute_unseen5, in any spelling): a 1-D block,
-a ``__shared__`` integer scalar ``C`` (``int``, ``unsigned``, ``long long`` ...), each thread's
-value ``E`` added once with ``atomicAdd(&C, E);`` as a top-level statement of the kernel
-body (so every thread of the block reaches it: no ``return`` or ``goto`` before it), the only
-atomic on ``C``, and ``C`` read only after a ``__syncthreads()`` that follows it.
+The shape (band_count of benchmarks/corpus_compute_unseen5, moments_partials of
+corpus_compute_unseen6, in any spelling): a 1-D block, one or more ``__shared__`` scalars
+``C`` (integer: ``int``, ``unsigned``, ``long long`` ...; or ``float`` / ``double``), each
+thread's value ``E`` added once with ``atomicAdd(&C, E);`` as a top-level statement of the
+kernel body (so every thread of the block reaches it: no ``return`` or ``goto`` before it),
+the only atomic on ``C``, and ``C`` read only after a ``__syncthreads()`` that follows it.
+Every such statement of the kernel is rewritten under one FINAL.
 
 * FINAL (0/1): 1 sums ``E`` over each warp with ``__shfl_down_sync`` (offsets 16 .. 1) and
   lane 0 alone adds the warp's total to ``C``: 32 times fewer atomics on one shared address,
   which serialise. Legal because the block is whole warps (its size a multiple of 32: the
   literal, or the lifted BLOCK_THREADS whose values are all multiples of 32), every lane
   reaches the statement (full mask), and an integer sum is exact in any order (wrapping
-  included), so the counter ends with the same bits. 0 is the kernel as written.
+  included), so the counter ends with the same bits. A ``float`` / ``double`` counter: the
+  kernel as written already adds its threads' values in the order their atomics land,
+  which no one fixes, so its total is defined only up to the rounding of the order; the
+  warp's sum is one more order of the same adds (the gate checks it within the folder's
+  tolerance, as for the shared-tree family). 0 is the kernel as written.
 * UNROLL (0, 2, 4, 8): ``#pragma unroll`` on the thread-stride loop whose values the atomic
   adds (``for (i = threadIdx.x ...; ...; i += S)`` before it, or a ``while`` stepping a
   variable declared from the thread index): the unrolled body issues its
@@ -19,7 +25,9 @@ atomic on ``C``, and ``C`` read only after a ``__syncthreads()`` that follows it
   is correct (an unroll never changes what the loop computes: same elements, same order);
   0 leaves the compiler's choice, as written. A loop with its own ``#pragma unroll`` keeps it.
 * VEC (1, 2, 4) on that loop where :mod:`.reduce_atomic_vec` shows it legal: float2 / float4
-  loads of the run the block counts.
+  loads of the run the block counts. A floating accumulator the loop sums may take its
+  elements in another order only where its one use after the loop is as the whole value of
+  a floating counter's atomic (the order there is unspecified already).
 
 Anything else near the shape is refused with the reason and the line; a kernel without a
 shared atomic counter is left alone without a note.
@@ -29,7 +37,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_atomic_vec import vec_count_loop
 from workbench.templater.rules import literal
@@ -41,10 +49,12 @@ UNROLL = "UNROLL"
 ENABLED = True
 _INTEGER_TYPES = frozenset({"int", "unsigned", "unsigned int", "long long", "unsigned long long",
                             "long long int", "unsigned long long int"})
+#: Floating counters: the atomics' order is unspecified as written (module doc).
+_FLOAT_TYPES = frozenset({"float", "double"})
 
 
 def _counters(plan: Plan) -> dict[str, str]:
-    """Name -> type of every ``__shared__`` integer scalar of the kernel."""
+    """Name -> type of every ``__shared__`` integer or floating scalar of the kernel."""
     out: dict[str, str] = {}
     for d in plan.facts.defs.values():
         if not d.is_shared or d.is_pointer:
@@ -53,7 +63,7 @@ def _counters(plan: Plan) -> dict[str, str]:
         kind = d.decl.child_by_field_name("type")
         spelled = " ".join(text(kind).split()) if kind is not None else ""
         if declarator is not None and declarator.type == "identifier" and \
-                spelled in _INTEGER_TYPES:
+                spelled in _INTEGER_TYPES | _FLOAT_TYPES:
             out[d.name] = spelled
     return out
 
@@ -119,11 +129,12 @@ def _check(plan: Plan, stmts: list[Node], k: int, counter: str) -> None:
 
 
 def _final(plan: Plan, stmt: Node, counter: str, kind: str, value: Node) -> None:
-    plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
-                          "description": "block total: 0 one shared atomic a thread (as "
-                                         "written), 1 a warp sum by shuffles, then one "
-                                         "atomic a warp"},
-                   f"{line(stmt)}: atomicAdd(&{counter}, ...)")
+    if NAME not in plan.params:
+        plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
+                              "description": "block total: 0 one shared atomic a thread (as "
+                                             "written), 1 a warp sum by shuffles, then one "
+                                             "atomic a warp"},
+                       f"{line(stmt)}: atomicAdd(&{counter}, ...)")
     indent = " " * stmt.start_point[1]
 
     def make(rw: object) -> str:
@@ -138,15 +149,39 @@ def _final(plan: Plan, stmt: Node, counter: str, kind: str, value: Node) -> None
                 f"{indent}}}\n#else\n{indent}{as_written}\n#endif\n")
 
     plan.rw.replace_span(stmt.start_byte, stmt.end_byte, make=make)
-    plan.note(NAME, True, f"the block's count `{counter}` ({kind}): an integer sum is exact "
-              "in any order, so a warp's shuffle sum then one atomic a warp gives the same "
-              "total; the block is whole warps at every size offered", stmt)
+    why = ("an integer sum is exact in any order, so a warp's shuffle sum then one atomic a "
+           "warp gives the same total" if kind in _INTEGER_TYPES else
+           "the kernel as written adds its threads' values in the order their atomics land "
+           "(unspecified), so a warp's shuffle sum then one atomic a warp is another order of "
+           "the same adds, within rounding (the gate checks the folder's tolerance)")
+    plan.note(NAME, True, f"the block's {'count' if kind in _INTEGER_TYPES else 'sum'} "
+              f"`{counter}` ({kind}): {why}; the block is whole warps at every size offered",
+              stmt)
 
 
-def _stride_loop(plan: Plan, stmts: list[Node], k: int, value: Node) -> Node | None:
-    """The last top-level ``for`` before the atomic that starts at the thread index, steps
-    by ``+=`` and assigns a name the atomic's value reads."""
-    reads = {text(n) for n in walk(value) if n.type == "identifier"}
+def _reassociable(plan: Plan, stmts: list[Node], loop: Node,
+                  sites: list[tuple[int, str, Node]], counters: dict[str, str]) -> frozenset[str]:
+    """Floating locals whose one use after ``loop`` is as the whole value of a floating
+    counter's atomic: their sum's order is unspecified as written (module doc)."""
+    after = [st for st in stmts if st.start_byte >= loop.end_byte]
+    atomics = {stmts[k].start_byte for k, c, _v in sites if counters[c] in _FLOAT_TYPES}
+    names = {text(strip(v)) for k, c, v in sites if counters[c] in _FLOAT_TYPES and
+             strip(v).type == "identifier"}
+    out = set()
+    for name in names:
+        if _local_type(plan, name) not in _FLOAT_TYPES:
+            continue
+        uses = [st for st in after if st.start_byte not in atomics and
+                any(n.type == "identifier" and text(n) == name for n in walk(st))]
+        if not uses:
+            out.add(name)
+    return frozenset(out)
+
+
+def _stride_loop(plan: Plan, stmts: list[Node], k: int, values: list[Node]) -> Node | None:
+    """The last top-level ``for`` before the first atomic that starts at the thread index,
+    steps by ``+=`` and assigns a name an atomic's value reads."""
+    reads = {text(n) for value in values for n in walk(value) if n.type == "identifier"}
     for stmt in reversed(stmts[:k]):
         if not _walks_from_thread(plan, stmt):
             continue
@@ -200,6 +235,33 @@ def _unroll(plan: Plan, loop: Node) -> str:
     return f"#if {UNROLL} > 0\n#pragma unroll (wb_count_unroll)\n#endif\n"
 
 
+def _local_type(plan: Plan, name: str) -> str | None:
+    """The type of the one plain (not pointer, not array, not shared) local ``name`` the
+    kernel declares, whichever declarator of its declaration it is; None otherwise."""
+    found: list[str] = []
+    for decl in walk(plan.body):
+        if decl.type != "declaration" or any(text(c) == "__shared__" for c in decl.children):
+            continue
+        kind = decl.child_by_field_name("type")
+        for d in decl.children_by_field_name("declarator"):
+            target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if target is not None and target.type == "identifier" and text(target) == name \
+                    and kind is not None:
+                found.append(" ".join(text(kind).split()))
+    return found[0] if len(found) == 1 else None
+
+
+def _sites(plan: Plan, stmts: list[Node],
+           counters: dict[str, str]) -> list[tuple[int, str, Node]]:
+    """(statement index, counter, value) of each top-level atomic on a shared counter."""
+    out = []
+    for k, stmt in enumerate(stmts):
+        found = _atomic_target(stmt)
+        if found is not None and found[0] in counters:
+            out.append((k, found[0], found[1]))
+    return out
+
+
 def apply_atomic_count(plan: Plan) -> bool:
     """FINAL and UNROLL where the kernel has the shape of the module doc; True when FINAL
     was applied."""
@@ -209,25 +271,26 @@ def apply_atomic_count(plan: Plan) -> bool:
     if not counters:
         return False
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    for k, stmt in enumerate(stmts):
-        found = _atomic_target(stmt)
-        if found is None or found[0] not in counters:
-            continue
-        counter, value = found
-        try:
-            if not _whole_warps(plan):
-                raise Illegal("the block size is not a multiple of 32 at every value (or the "
-                              "block is not 1-D): a warp's shuffle would take lanes of no "
-                              "thread", stmt)
+    sites = _sites(plan, stmts, counters)
+    if not sites:
+        return False
+    try:
+        if not _whole_warps(plan):
+            raise Illegal("the block size is not a multiple of 32 at every value (or the "
+                          "block is not 1-D): a warp's shuffle would take lanes of no "
+                          "thread", stmts[sites[0][0]])
+        for k, counter, _value in sites:
             _check(plan, stmts, k, counter)
-        except Illegal as exc:
-            plan.note(NAME, False, f"warp-aggregated count: {exc.reason}", exc.node or stmt)
-            return False
-        _final(plan, stmt, counter, counters[counter], value)
-        loop = _stride_loop(plan, stmts, k, value)
-        if loop is not None:
-            pragma = _unroll(plan, loop)
-            if not vec_count_loop(plan, loop, pragma) and pragma:
-                plan.rw.insert(loop.start_byte, "\n" + pragma)
-        return True
-    return False
+    except Illegal as exc:
+        plan.note(NAME, False, f"warp-aggregated total: {exc.reason}",
+                  exc.node or stmts[sites[0][0]])
+        return False
+    for k, counter, value in sites:
+        _final(plan, stmts[k], counter, counters[counter], value)
+    loop = _stride_loop(plan, stmts, sites[0][0], [v for _k, _c, v in sites])
+    if loop is not None:
+        pragma = _unroll(plan, loop)
+        floating = _reassociable(plan, stmts, loop, sites, counters)
+        if not vec_count_loop(plan, loop, pragma, floating) and pragma:
+            plan.rw.insert(loop.start_byte, "\n" + pragma)
+    return True

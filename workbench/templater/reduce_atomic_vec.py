@@ -12,11 +12,14 @@ Legal only where the analysis shows (each refusal names the line):
 
 * the order changes which thread adds which element, so every name BODY assigns that lives
   outside the loop must be an integer accumulated by ``+=``, ``++`` or ``v = v + E`` (an
-  integer sum is exact in any order), and BODY holds no ``break``, ``continue``, ``return``,
-  barrier or call other than known pure math;
-* alignment: ``P``'s offset from the kernel pointer is a product with a factor that is a
-  literal or a file-scope constant (:mod:`.reduce_consts`) and a multiple of 4 floats, so
-  every vector is 16-byte aligned (kernel pointers come from cudaMalloc, 256-byte aligned);
+  integer sum is exact in any order), or a floating sum the caller names as reassociable
+  (its total goes to a floating shared atomic, whose order is unspecified as written:
+  :mod:`.reduce_atomic`), accumulated by ``+=`` or ``v = v + E``, and BODY holds no
+  ``break``, ``continue``, ``return``, barrier or call other than known pure math;
+* alignment: each additive term of ``P``'s offset from the kernel pointer is a product with
+  a factor that is a literal or a file-scope constant (:mod:`.reduce_consts`) and a multiple
+  of 4 floats, a local the kernel never assigns again read through its value, so every
+  vector is 16-byte aligned (kernel pointers come from cudaMalloc, 256-byte aligned);
 * ``L`` and the step are not assigned in BODY.
 """
 
@@ -93,7 +96,7 @@ def _root_and_offset(plan: Plan, array: str, loop: Node) -> tuple[str, list[Node
 
 
 def _aligned(plan: Plan, offsets: list[Node], array: str, loop: Node) -> None:
-    for piece in offsets:
+    for piece in [t for o in offsets for t in plan.facts.resolve(o)]:
         known = [constant(plan, f) for f in factors(piece)]
         if not any(v is not None and v > 0 and v % 4 == 0 for v in known):
             raise Illegal(f"offset `{text(piece)}` of `{array}` is not shown to be a multiple "
@@ -111,8 +114,10 @@ def _written(plan: Plan, names: set[str]) -> bool:
     return False
 
 
-def _accumulates(plan: Plan, body: Node, loop: Node, integers: set[str]) -> None:
-    """Every outside name BODY assigns is an integer summed into; nothing leaves BODY."""
+def _accumulates(plan: Plan, body: Node, loop: Node, integers: set[str],
+                 floating: frozenset[str] = frozenset()) -> None:
+    """Every outside name BODY assigns is an integer summed into (or a floating sum named
+    in ``floating``); nothing leaves BODY."""
     inside = {text(d.child_by_field_name("declarator")) for d in walk(body)
               if d.type == "init_declarator"}
     for n in walk(body):
@@ -133,9 +138,10 @@ def _accumulates(plan: Plan, body: Node, loop: Node, integers: set[str]) -> None
             right = n.child_by_field_name("right")
             summed = op == "+=" or (op == "=" and right is not None and any(
                 text(t) == left for _s, t in terms(right) if _s > 0))
-            if left not in integers or not summed:
+            if (left not in integers and left not in floating) or not summed:
                 raise Illegal(f"`{text(n)[:50]}`: only integer counts may be summed outside "
-                              "the loop (another order of the elements)", n)
+                              "the loop (another order of the elements), or floating sums "
+                              "whose total goes whole to a shared atomic", n)
 
 
 def _integer_locals(plan: Plan) -> set[str]:
@@ -144,9 +150,11 @@ def _integer_locals(plan: Plan) -> set[str]:
             " ".join(text(d.decl.child_by_field_name("type")).split()) in ints}
 
 
-def vec_count_loop(plan: Plan, loop: Node, pragma: str) -> bool:
+def vec_count_loop(plan: Plan, loop: Node, pragma: str,
+                   floating: frozenset[str] = frozenset()) -> bool:
     """Lift VEC on ``loop`` where legal (the module doc); ``pragma`` goes before the loops
-    it keeps (the UNROLL pragma, or ""). True when applied; a refusal is noted."""
+    it keeps (the UNROLL pragma, or ""); ``floating``: the floating sums whose order may
+    change. True when applied; a refusal is noted."""
     if NAME in plan.params:
         return False
     try:
@@ -158,7 +166,7 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str) -> bool:
         if _written(plan, {root, array}):
             raise Illegal(f"`{root}` is written by the kernel", loop)
         _aligned(plan, offsets, array, loop)
-        _accumulates(plan, body, loop, _integer_locals(plan))
+        _accumulates(plan, body, loop, _integer_locals(plan), floating)
         changed = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
                    for n in walk(body) if n.type in ("assignment_expression",
                                                      "update_expression")}
@@ -201,7 +209,11 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str) -> bool:
                 f"{indent}}}\n#else\n{pragma}{indent}{as_written}\n#endif\n")
 
     plan.rw.replace_span(loop.start_byte, loop.end_byte, make=make)
+    summed = sorted(floating & {text(n.child_by_field_name("left")) for n in walk(body)
+                                if n.type == "assignment_expression"})
+    why = ("an integer count is exact in any order" if not summed else
+           f"the floating sums {', '.join(summed)} go whole to shared atomics, whose order is "
+           "unspecified as written: another order within rounding")
     plan.note(NAME, True, f"the counting loop reads `{array}[{index}]` as float2 / float4 "
-              "vectors (an integer count is exact in any order; the offset a multiple of 4 "
-              "floats)", loop)
+              f"vectors ({why}; the offset a multiple of 4 floats)", loop)
     return True

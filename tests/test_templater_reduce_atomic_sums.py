@@ -1,0 +1,276 @@
+"""Floating sums gathered by ``atomicAdd`` on ``__shared__`` scalars (issue 28): FINAL (a
+warp's shuffle sum, then one atomic a warp) on every such atomic, UNROLL on the loop they
+add, and VEC (float2 / float4 loads) where that loop's sums go whole to the atomics.
+
+moments_partials (benchmarks/corpus_compute_unseen6, spent) lifted BLOCK_THREADS and
+MIN_BLOCKS_PER_SM only: its two shared doubles were not read as counters (integers only).
+The kernel as written already adds its threads' values in the order their atomics land, so
+its totals are defined up to the rounding of that order; the folder compares the partials'
+totals (reference.py verify()). The folder and three spellings of our own run on the host
+(every thread a coroutine, shuffles exchanged through the block) at the default, the last
+all-ends config and sampled configs, their totals within the folder's tolerance of the
+reference: float counters fed by a ``#define`` span and ``acc = acc + v`` (VEC too); a
+chunk derived from ``gridDim.x`` walked by ``while`` into double counters (no alignment known:
+VEC refused with the line); a dot product's partials with a ``constexpr`` span (its index
+read inside a sum: VEC refused). A sum read after the loop other than by its atomic keeps
+VEC off; the lifted folder compiles for sm_90 without spills at its ends.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from held_back_unseen6 import host_source
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    end_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
+from test_corpus_unseen3 import (
+    _SPILLS,
+    HOST_PRELUDE,
+    NVCC,
+    _assert_same,
+    _inputs,
+    _ptxas_log,
+    _run,
+    host_flags,  # noqa: F401  (session fixture)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import lift_kernel, offline_template
+
+MOMENTS = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen6" / \
+    "moments_partials"
+
+#: The host's atomicAdd on a float (held_back_unseen6 has the double one).
+_FLOAT_ATOMIC = ("static inline float atomicAdd(float* p, float v) "
+                 "{ const float old = *p; *p = old + v; return old; }\n")
+
+SPELLINGS: dict[str, str] = {
+    # a #define span, float counters and float sums, the loop index `k`, the step the
+    # literal block, `acc = acc + v`, `if (!threadIdx.x)`
+    "define_float": r"""
+#define SPAN 4096
+extern "C" __global__ void moments_partials(float* sums, float* sumsq, const float* x, int n) {
+  __shared__ float tot;
+  __shared__ float tot2;
+  if (!threadIdx.x) { tot = 0.0f; tot2 = 0.0f; }
+  __syncthreads();
+  const int first = blockIdx.x * SPAN;
+  const int len = min(n - first, SPAN);
+  const float* seg = x + first;
+  float acc = 0.0f;
+  float acc2 = 0.0f;
+  for (int k = threadIdx.x; k < len; k += 128) {
+    const float v = seg[k];
+    acc = acc + v;
+    acc2 = acc2 + v * v;
+  }
+  atomicAdd(&tot, acc);
+  atomicAdd(&tot2, acc2);
+  __syncthreads();
+  if (!threadIdx.x) {
+    sums[blockIdx.x] = tot;
+    sumsq[blockIdx.x] = tot2;
+  }
+}
+""",
+    # the chunk derived from gridDim.x (another split of n than the reference's: the totals
+    # are the same), a while walk from a thread-index local, double counters named otherwise
+    "griddim_while": r"""
+extern "C" __global__ void moments_partials(float* sums, float* sumsq, const float* x, int n) {
+  __shared__ double lin, quad;
+  const unsigned me = threadIdx.x;
+  if (me == 0) { lin = 0.0; quad = 0.0; }
+  __syncthreads();
+  const int per = (n + (int)gridDim.x - 1) / (int)gridDim.x;
+  const int lo = (int)blockIdx.x * per;
+  const int hi = min(lo + per, n);
+  double a = 0.0;
+  double b = 0.0;
+  int at = lo + (int)me;
+  while (at < hi) {
+    const double w = (double)x[at];
+    a += w;
+    b += w * w;
+    at += blockDim.x;
+  }
+  atomicAdd(&lin, a);
+  atomicAdd(&quad, b);
+  __syncthreads();
+  if (me == 0) { sums[blockIdx.x] = (float)lin; sumsq[blockIdx.x] = (float)quad; }
+}
+""",
+}
+_BLOCKS = {"define_float": 128, "griddim_while": 256}
+#: The spellings whose loop lifts VEC as well.
+_VECTOR = {"define_float"}
+
+#: A dot product's partials: two arrays, a constexpr span, one float counter.
+DOT = r"""
+constexpr int kSpan = 2048;
+extern "C" __global__ void k(float* part, const float* a, const float* b, int n) {
+  __shared__ float got;
+  if (threadIdx.x == 0) got = 0.0f;
+  __syncthreads();
+  const int base = blockIdx.x * kSpan;
+  const int m = min(kSpan, n - base);
+  float d = 0.0f;
+  for (int j = threadIdx.x; j < m; j += blockDim.x) d += a[base + j] * b[base + j];
+  atomicAdd(&got, d);
+  __syncthreads();
+  if (threadIdx.x == 0) part[blockIdx.x] = got;
+}
+"""
+
+
+def _spelled(tmp_path: Path, source: str, block: int) -> KernelFolder:
+    """moments_partials' folder with ``source`` as its kernel, launched with ``block``
+    threads (its grid, arguments and verify() as they are)."""
+    folder = tmp_path / "moments_partials"
+    shutil.copytree(MOMENTS, folder, ignore=shutil.ignore_patterns("expert"))
+    (folder / "baseline.cu").write_text(source)
+    toml = folder / "kernel.toml"
+    toml.write_text(toml.read_text().replace('block = ["256"]', f'block = ["{block}"]'))
+    return load_kernel_folder(folder)
+
+
+def _knobs(kf: KernelFolder) -> set[str]:
+    return {p.name for p in offline_template(kf).lifted.params}
+
+
+def test_the_folder_lifts_final_on_both_sums_unroll_and_vec() -> None:
+    result = offline_template(load_kernel_folder(MOMENTS))
+    assert {"BLOCK_THREADS", "FINAL", "UNROLL", "VEC"} <= {p.name for p in result.lifted.params}
+    finals = [n for n in result.notes if n.startswith("FINAL: applied")]
+    assert len(finals) == 2 and "`block_sum` (double)" in finals[0] and \
+        "`block_sq` (double)" in finals[1] and "unspecified" in finals[0], finals
+    assert any(n.startswith("VEC: applied: the counting loop reads `chunk[j]`") and
+               "q, s" in n for n in result.notes), result.notes
+    source = result.template.source
+    assert source.count("__shfl_down_sync(0xffffffffu, wb_warp_total, wb_o)") == 2
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_spelling_lifts_final_and_unroll(name: str, tmp_path: Path) -> None:
+    kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
+    result = offline_template(kf)
+    knobs = {p.name for p in result.lifted.params}
+    assert {"FINAL", "UNROLL"} <= knobs
+    assert ("VEC" in knobs) == (name in _VECTOR), result.notes
+    if name not in _VECTOR:  # a chunk of unknown alignment: refused with the line
+        assert any(n.startswith("VEC: not applied: vector loads of the count:") and
+                   "(line " in n for n in result.notes), result.notes
+
+
+def test_a_sum_read_after_the_loop_keeps_vec_off() -> None:
+    source = SPELLINGS["define_float"].replace(
+        "  atomicAdd(&tot, acc);", "  if (acc < 0.0f) acc = 0.0f;\n  atomicAdd(&tot, acc);")
+    lifted = lift_kernel(source, entry="moments_partials", grid=["ceil_div(n, 4096)"],
+                         block=["128"], scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("VEC: not applied: vector loads of")]
+    assert found and "`acc = acc + v`" in found[0] and "(line 15)" in found[0], lifted.notes
+    assert "FINAL" in {p.name for p in lifted.params}
+
+
+def _host_check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path,
+                flags: tuple[str, ...]) -> None:
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    inputs = _inputs(kf)
+    want = kf.load_reference().reference(dict(inputs), kf.shape_values(kf.check_shape), "fp32")
+    for i, config in enumerate(configs):
+        assert template.space(env).rejection(config) is None, config
+        source = _FLOAT_ATOMIC + template.render(config, "fp32").source
+        got = _run(kf, host_source(source), template.launch_for(config, env), inputs,
+                   work / f"c{i}", flags)
+        _assert_same(kf, got, want, f"{kf.name} lifted at {config}")
+
+
+def _configs(kf: KernelFolder, sampled: list[dict[str, int]]) -> list[dict[str, Any]]:
+    """The default, the last all-ends config (every one under WORKBENCH_FULL_MATRIX=1), then
+    each of ``sampled`` over the default (knobs the lift has)."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    default = dict(template.default_config())
+    ends = host_sample(end_configs(template, env))
+    return [default, ends[-1], *({**default, **{k: v for k, v in s.items() if k in default}}
+                                 for s in sampled)]
+
+
+@pytest.mark.timeout(120)
+def test_the_folder_lifted_totals_right_on_host(tmp_path: Path,
+                                                host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(MOMENTS)
+    sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4},
+               {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2}]
+    _host_check(kf, _configs(kf, sampled), tmp_path, host_flags)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_each_spelling_lifted_totals_right_on_host(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
+    # another block size than written (the step follows it), the shuffles, float4 loads
+    _host_check(kf, _configs(kf, [{"BLOCK_THREADS": 160, "FINAL": 1, "UNROLL": 8, "VEC": 4}]),
+                tmp_path, host_flags)
+
+
+def _dot_main(n: int, grid: int, block: int, a: np.ndarray, b: np.ndarray) -> str:
+    values = ", ".join(float(v).hex() for v in np.concatenate([a, b]))
+    return (f"\nstatic const float wb_in[] = {{{values}}};\n"
+            "int main() {\n"
+            f"  std::vector<float> part({grid}, NAN);\n"
+            f"  wb_launch({{{grid}u, 1u, 1u}}, {{{block}u, 1u, 1u}}, [&] {{ "
+            f"k(part.data(), wb_in, wb_in + {n}, {n}); }});\n"
+            "  double total = 0.0;\n"
+            "  for (float v : part) total += v;\n"
+            "  std::printf(\"%a\\n\", total);\n}\n")
+
+
+@pytest.mark.timeout(120)
+def test_dot_product_partials_lift_final_and_add_up_on_host(tmp_path: Path) -> None:
+    lifted = lift_kernel(DOT, entry="k", grid=["ceil_div(n, 2048)"], block=["128"],
+                         scalars={"n": "n"})
+    knobs = {p.name for p in lifted.params}
+    assert {"FINAL", "UNROLL", "BLOCK_THREADS"} <= knobs and "VEC" not in knobs, lifted.notes
+    assert any(n.startswith("VEC: not applied: vector loads of the count: `j` is used other "
+                            "than as the index") and "(line 10)" in n for n in lifted.notes), \
+        lifted.notes
+    template = lifted_template(lifted)
+    n = 5000
+    rng = np.random.default_rng(7)
+    a = (0.5 + rng.standard_normal(n)).astype(np.float32)
+    b = (1.0 + rng.standard_normal(n)).astype(np.float32)
+    want = float(np.dot(a.astype(np.float64), b.astype(np.float64)))
+    env = {"n": n}
+    for i, config in enumerate([dict(template.default_config()),
+                                *host_sample(end_configs(template, env))]):
+        launch = template.launch_for(config, env)
+        program = (COOPERATIVE_BLOCK + HOST_PRELUDE + _FLOAT_ATOMIC +
+                   template.render(config, "fp32").source +
+                   _dot_main(n, launch.grid[0], launch.block[0], a, b))
+        got = float.fromhex(run_on_host(tmp_path, f"dot{i}", program).split()[0])
+        assert abs(got - want) <= 1e-5 * abs(want), (config, got, want)
+
+
+@pytest.mark.skipif(NVCC is None, reason="needs nvcc")
+@pytest.mark.timeout(300)
+def test_the_folder_lifted_compiles_without_spills(tmp_path: Path) -> None:
+    kf = load_kernel_folder(MOMENTS)
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    default = dict(template.default_config())
+    for i, config in enumerate([*host_sample(end_configs(template, env)),
+                                {**default, "FINAL": 1, "UNROLL": 8, "VEC": 4}]):
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"cfg{i}")
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"
