@@ -16,8 +16,9 @@ it has), with the device, driver, CUDA version and date, to
    sample template (default fused_add_rmsnorm decode bf16, 1,184 configs) through the
    search loop the product runs (``Search`` with :func:`~workbench.search.orchestrator.
    batch_for`: 16 per GPU worker, the next batch compiled while one is measured, in the
-   runner's compile-ahead queue of two batches, and measured in the slots the batch's last
-   candidates leave) with a ``DaskRunner`` over
+   runner's compile-ahead queue of two batches; 4 measure tasks running and 4 queued per
+   GPU worker, the next batch's taking the room the batch's last candidates leave) with a
+   ``DaskRunner`` over
    ``LocalCUDACluster(N)``, each into a fresh SQLite store with a cold compile cache, on
    ``--cores-per-gpu`` x N CPU cores (the lent machines have 16 per GPU: a 1-GPU row is the
    1-GPU machine): configs/min, speedup and scaling efficiency against N=1, configs per
@@ -42,6 +43,10 @@ it has), with the device, driver, CUDA version and date, to
 The 2-GPU run for issue 29 (about 5 minutes; nvidia-h100-x2, or nvidia-h200-x2)::
 
     python3 gpu_checks/multi_gpu_dask.py --gpus 1,2 --max-minutes 7
+
+A 1-GPU sweep's wall time varies a few per cent between runs on one machine, as much as the
+effects chased here: ``--repeat 3`` runs the counts interleaved (1, 2, 1, 2, 1, 2), each
+repeat's scaling against its own 1-GPU sweep, and the target reads their median.
 
 ``--batch auto`` (default) is the product's batch; ``space`` hands the sweep to the runner
 as one batch (what the 2026-11-26 run did); ``N`` hands N at a time.
@@ -91,17 +96,26 @@ CONFIRM = 5
 # -- pure parts (run anywhere; tests/test_multi_gpu_check.py) ------------------------------
 
 def scaling(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Each sweep row with ``speedup`` (configs/min over the first row's) and
-    ``efficiency`` (speedup / GPUs relative to the first row's GPUs)."""
-    if not rows:
-        return []
-    first = rows[0]
+    """Each sweep row with ``speedup`` (configs/min over the first row's of its repeat, the
+    row with the same ``repeat`` number, 0 when absent) and ``efficiency`` (speedup / GPUs
+    relative to that row's GPUs)."""
+    firsts: dict[int, Mapping[str, Any]] = {}
     out = []
     for row in rows:
+        first = firsts.setdefault(int(row.get("repeat", 0)), row)
         speedup = row["configs_per_min"] / first["configs_per_min"]
         out.append({**row, "speedup": round(speedup, 3),
                     "efficiency": round(speedup * first["gpus"] / row["gpus"], 3)})
     return out
+
+
+def median(values: Sequence[float]) -> float | None:
+    """The middle value (the mean of the two middle ones for an even count); None: none."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def stored_once(space_keys: Sequence[str], stored_keys: Sequence[str]) -> dict[str, Any]:
@@ -395,13 +409,18 @@ def spin_up_summary(results: Sequence[TrialResult]) -> dict[str, Any]:
 def targets(report: Mapping[str, Any]) -> dict[str, Any]:
     """Issue 29 item 5's targets, each true, false or None (not measured in this run)."""
     sweeps = report.get("sweeps") or []
-    two = next((r for r in sweeps if r.get("gpus") == 2), None)
+    twos = [r for r in sweeps if r.get("gpus") == 2 and any(
+        f.get("gpus") == 1 and f.get("repeat", 0) == r.get("repeat", 0) for f in sweeps)]
+    two = twos[0] if twos else None
     direct = report.get("direct_pick") or {}
     cli = report.get("cli") or {}
     kill = report.get("kill") or {}
-    return {"speedup_2_gpus": two.get("speedup") if two else None,
-            "scales_1_8x_on_2": (two["speedup"] >= 1.8) if two else None,
-            "picks_equal_1_vs_2": two.get("same_pick_as_first") if two else None,
+    middle = median([r["speedup"] for r in twos])
+    return {"speedup_2_gpus": round(middle, 3) if middle is not None else None,
+            "speedups_2_gpus": [r["speedup"] for r in twos],
+            "scales_1_8x_on_2": (middle >= 1.8) if middle is not None else None,
+            "picks_equal_1_vs_2": (all(r.get("same_pick_as_first") for r in twos)
+                                   if two else None),
             "cluster_pick_equals_direct": direct.get("same_pick_as_cluster"),
             "cli_cluster_faster": cli.get("cluster_faster"),
             "cli_both_condition_tables": (all(cli[k].get("condition_table")
@@ -578,6 +597,22 @@ def set_measures_per_gpu(n: int) -> None:
         module.MEASURES_PER_GPU = n  # type: ignore[attr-defined]
 
 
+def set_queued_per_gpu(n: int) -> None:
+    """The experiment's other knob: measure tasks queued per GPU worker beyond its running
+    ones (0: only the running slots are filled)."""
+    from workbench.engine import dask_runner
+
+    if n < 0:
+        raise SystemExit(f"--queued-per-gpu: got {n}; expected 0 or a positive integer")
+    dask_runner.QUEUED_PER_GPU = n
+
+
+def queued_per_gpu() -> int:
+    from workbench.engine import dask_runner
+
+    return int(dask_runner.QUEUED_PER_GPU)
+
+
 def measures_per_gpu() -> int:
     from workbench.engine import dask_tasks
 
@@ -693,11 +728,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--measures-per-gpu", type=int, default=None,
                         help="an experiment: measure tasks each GPU worker holds at once "
                              "(default: the product's MEASURES_PER_GPU)")
+    parser.add_argument("--queued-per-gpu", type=int, default=None,
+                        help="an experiment: measure tasks each GPU worker holds queued "
+                             "beyond its running ones (default: the product's "
+                             "QUEUED_PER_GPU)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the GPU counts this many times, interleaved (1, 2, 1, 2, "
+                             "...): each repeat's scaling is against its own first sweep, "
+                             "and the target reads their median")
     parser.add_argument("--plan", action="store_true",
                         help="print what would run (no GPU needed) and exit")
     args = parser.parse_args(argv)
     if args.measures_per_gpu is not None:
         set_measures_per_gpu(args.measures_per_gpu)
+    if args.queued_per_gpu is not None:
+        set_queued_per_gpu(args.queued_per_gpu)
+    if args.repeat < 1:
+        parser.error(f"--repeat: got {args.repeat}; expected a positive integer")
     if args.nvrtc is not None:  # read by every Compiler, in this process and the workers
         os.environ["WORKBENCH_NVRTC"] = args.nvrtc
     nvrtc_setting = os.environ.get("WORKBENCH_NVRTC", "off") or "off"
@@ -721,6 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           "gpu_counts": counts, "visible_gpus": visible,
                           "batch": args.batch, "cores_per_gpu": args.cores_per_gpu,
                           "skip": sorted(skip), "out": str(out), "nvrtc": nvrtc_setting,
+                          "repeat": args.repeat,
                           "max_minutes": args.max_minutes}, indent=1))
         return 0
     if not counts:
@@ -733,7 +781,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "dtype": args.dtype, "batch": args.batch,
                               "cores_per_gpu": args.cores_per_gpu, "command": command,
                               "nvrtc": nvrtc_setting, "sweeps": [], "skipped": [],
-                              "measures_per_gpu": measures_per_gpu()}
+                              "measures_per_gpu": measures_per_gpu(),
+                              "queued_per_gpu": queued_per_gpu(), "repeat": args.repeat}
     problems = doc_problems(RESULTS / rel, report)
     if problems:
         print(f"the result would not follow the schema: {'; '.join(problems)}",
@@ -749,20 +798,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         rows: list[dict[str, Any]] = []
-        for n in counts:
+        for repeat, n in [(r, n) for r in range(args.repeat) for n in counts]:
             if rows and not deadline.allows(rows[0]["sweep_s"] * 1.2 / n + 60):
-                report["skipped"].append(f"sweep on {n} GPUs: {deadline.left_s():.0f} s left")
+                report["skipped"].append(f"sweep on {n} GPUs (repeat {repeat}): "
+                                         f"{deadline.left_s():.0f} s left")
                 continue
             row, last = run_count(n, folder, args.shape, args.dtype, work, args.batch,
                                   args.cores_per_gpu)
-            rows.append(row)
+            rows.append({**row, "repeat": repeat})
             report["sweeps"] = scaling(rows)
+            firsts = {r["repeat"]: r for r in reversed(rows)}  # each repeat's first row
             for r in report["sweeps"]:
-                r["same_pick_as_first"] = (r["confirmed"].get("pick") is not None
-                                           and r["confirmed"].get("pick")
-                                           == rows[0]["confirmed"].get("pick"))
+                pick = r["confirmed"].get("pick")
+                r["same_pick_as_first"] = (pick is not None and pick
+                                           == firsts[r["repeat"]]["confirmed"].get("pick"))
             print(json.dumps({k: report["sweeps"][-1][k] for k in (
-                "gpus", "cores", "batch", "sweep_s", "configs_per_min", "speedup",
+                "repeat", "gpus", "cores", "batch", "sweep_s", "configs_per_min", "speedup",
                 "efficiency", "per_device", "compile_peak", "phases")}), flush=True)
             save()
         most = rows[-1]["gpus"] if rows else counts[0]

@@ -18,7 +18,6 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.params import Choice
 from workbench.core.records import TrialResult
 from workbench.engine.dask_runner import DaskRunner, dask_runner
-from workbench.engine.dask_tasks import MEASURES_PER_GPU
 from workbench.search.budget import Budget, SearchConfig
 from workbench.search.orchestrator import Search
 from workbench.store.sqlite import SQLiteStore
@@ -32,7 +31,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE, DTYPE = "decode", "bf16"
 WORKERS = 3
-BATCH = 48  # one batch is far more than the tasks in flight (MEASURES_PER_GPU per worker)
+BATCH = 96  # one batch is far more than the tasks in flight (runner.in_flight_limit: 24)
 WAIT_S = 120.0
 SETTLE_S = 10.0  # the scheduler retries an early cancel 5 x 0.2 s
 
@@ -130,7 +129,7 @@ def test_pause_holds_every_worker_and_stop_cancels_what_is_in_flight(
     assert steer.reached["pause"].wait(WAIT_S)
     paused = steer.seen["pause"]
     # the search holds: what was dispatched before the pause finishes, nothing follows it
-    assert 0 < len(paused["in_flight"]) <= MEASURES_PER_GPU * WORKERS
+    assert 0 < len(paused["in_flight"]) <= runner.in_flight_limit
     done, not_done = distributed.wait(list(paused["in_flight"]), timeout=WAIT_S)
     assert not not_done and all(f.status == "finished" for f in done)
     assert _idle(client)  # no worker runs or holds a task

@@ -38,6 +38,28 @@ def test_scaling_is_against_the_first_row(check: ModuleType) -> None:
     assert check.scaling([]) == []
 
 
+def test_repeats_scale_against_their_own_first_sweep_and_the_target_reads_the_median(
+        check: ModuleType) -> None:
+    rows = check.scaling([{"repeat": 0, "gpus": 1, "configs_per_min": 600.0},
+                          {"repeat": 0, "gpus": 2, "configs_per_min": 1140.0},
+                          {"repeat": 1, "gpus": 1, "configs_per_min": 500.0},
+                          {"repeat": 1, "gpus": 2, "configs_per_min": 850.0},
+                          {"repeat": 2, "gpus": 1, "configs_per_min": 650.0},
+                          {"repeat": 2, "gpus": 2, "configs_per_min": 1196.0}])
+    assert [r["speedup"] for r in rows] == [1.0, 1.9, 1.0, 1.7, 1.0, 1.84]
+    for row in rows:
+        row["same_pick_as_first"] = True
+    got = check.targets({"sweeps": rows})
+    assert got["speedups_2_gpus"] == [1.9, 1.7, 1.84]
+    assert got["speedup_2_gpus"] == 1.84 and got["scales_1_8x_on_2"] is True
+    rows[3]["speedup"] = 1.5
+    rows[5]["speedup"] = 1.79
+    assert check.targets({"sweeps": rows})["scales_1_8x_on_2"] is False
+    # a 2-GPU sweep whose repeat lost its 1-GPU sweep (skipped for time) is not counted
+    assert check.targets({"sweeps": rows[1:2]})["speedup_2_gpus"] is None
+    assert check.median([3.0, 1.0, 2.0, 10.0]) == 2.5 and check.median([]) is None
+
+
 def test_exactly_once_names_what_was_lost_twice_or_foreign(check: ModuleType) -> None:
     assert check.stored_once(["a", "b", "c"], ["c", "a", "b"])["exactly_once"]
     bad = check.stored_once(["a", "b", "c"], ["a", "a", "x"])
@@ -235,3 +257,21 @@ def test_measures_per_gpu_reaches_every_module_that_read_it(check: ModuleType) -
     finally:
         check.set_measures_per_gpu(before)
     assert check.measures_per_gpu() == before
+
+
+def test_queued_per_gpu_sets_the_runners_in_flight_limit(check: ModuleType) -> None:
+    from workbench.engine import dask_runner
+
+    before = check.queued_per_gpu()
+    runner = object.__new__(dask_runner.DaskRunner)
+    runner.workers = ("a", "b")
+    try:
+        check.set_queued_per_gpu(0)
+        assert runner.in_flight_limit == 2 * dask_runner.MEASURES_PER_GPU
+        check.set_queued_per_gpu(3)
+        assert runner.in_flight_limit == 2 * (dask_runner.MEASURES_PER_GPU + 3)
+        with pytest.raises(SystemExit, match="0 or a positive integer"):
+            check.set_queued_per_gpu(-1)
+    finally:
+        check.set_queued_per_gpu(before)
+    assert check.queued_per_gpu() == before

@@ -39,16 +39,17 @@ recorded crashed.
 
 Dispatch: the compiles of a batch are submitted at once; a candidate's measure task is
 dispatched when its compile is done, at most
-:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker (in all), refilled as results are
-taken, so each device has its next candidates on hand while it times one. Once every
-candidate of the batch is dispatched, the slots its last ones leave take the next batch's
-candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), and a reserve of them
-(:data:`AHEAD_RESERVE_PER_GPU`) waits in the workers' queues, so the devices do not drain at
-the batch's end while the caller stores its last results and plans the next batch; the next ``measure``
-call takes those tasks as they are and cancels any for candidates it does not hold. Nothing
-more is dispatched while the caller holds: a paused search pauses every worker after the tasks in
-flight, a stopped one (closing the iterator) cancels those, and a range edit applies to every
-task dispatched after it.
+:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` + :data:`QUEUED_PER_GPU` per GPU
+worker (in all): the first run on a worker at once and the others wait in its queue,
+refilled as results are taken, so a device
+starts its next candidate without waiting for the driver. Once every candidate of the batch
+is dispatched, the room its last ones leave takes the next batch's candidates (those
+:meth:`DaskRunner.compile_ahead` queued, compiled), so the devices do not drain at the
+batch's end while the caller stores its last results and plans the next batch; the next
+``measure`` call takes those tasks as they are and cancels any for candidates it does not
+hold. Nothing more is dispatched while the caller holds: a paused search pauses every worker
+after the tasks in flight, a stopped one (closing the iterator) cancels those, and a range
+edit applies to every task dispatched after it.
 """
 
 from __future__ import annotations
@@ -102,15 +103,17 @@ BATCH_PER_GPU = 16
 #: batch (CPU check, benchmarks/cluster/coordinator_scaling.py, 1 simulated GPU, 192
 #: configs: 17.9 s of device idle inside batches with one batch held, 2.0 s with two).
 QUEUED_BATCHES = 2
-#: Measure tasks of the next batch per GPU worker held beyond its running slots once every
-#: candidate of the batch measured now is dispatched: they wait in the worker's queue and
-#: start without the driver, so the devices stay fed while the driver ends the batch (stores
-#: its last results, asks for, claims and plans the next). Without them each GPU idled
-#: 1.8-3.2 s of a 29-31 s two-GPU sweep, every gap a measure the driver sent after its
-#: compile was done (2 x H200, benchmarks/results/cluster/h200x2/*T0924*, *T0929*:
-#: gap_causes). More tasks running at once per worker instead (8, not 4) slowed every
-#: measurement (1 GPU: 65 s against 52-55 s, *T0927*).
-AHEAD_RESERVE_PER_GPU = MEASURES_PER_GPU
+#: Measure tasks per GPU worker held in its queue beyond its running slots, all the time (the
+#: current batch's, and the next batch's once every candidate of this one is dispatched):
+#: they start without the driver when a slot frees, so a driver late to send the next task
+#: (storing results, planning the next batch, its event loop busy) no longer idles the
+#: device. With only the running slots filled and a reserve at the batch's end alone, each
+#: GPU still idled 0.5-1.7 s of a 30 s two-GPU sweep, most of it in gaps inside batches
+#: where a compiled measure waited for the driver (2 x H200, *T0956*: gap_causes
+#: dispatch_late); before the reserve 1.8-3.2 s (*T0924*, *T0929*). More tasks RUNNING at
+#: once per worker instead (8, not 4) slowed every measurement (1 GPU: 65 s against 52-55 s,
+#: *T0927*): these wait, they do not run.
+QUEUED_PER_GPU = MEASURES_PER_GPU
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
@@ -165,6 +168,12 @@ class DaskRunner:
         self._now: set[str] = set()  # instance hashes of the batch measured now
         self.ahead = MeasureAhead(client.cancel)  # the next batch, its tasks sent early
         self._workers_died = False
+
+    @property
+    def in_flight_limit(self) -> int:
+        """Measure tasks this runner keeps in flight at most, unpinned:
+        :data:`MEASURES_PER_GPU` running and :data:`QUEUED_PER_GPU` queued per GPU worker."""
+        return (MEASURES_PER_GPU + QUEUED_PER_GPU) * len(self.workers)
 
     @property
     def in_flight(self) -> tuple[Any, ...]:
@@ -365,9 +374,9 @@ class DaskRunner:
         at its front); dispatch each
         candidate's measure task once its compile is done (in the order compiles finish,
         so the device starts on the first one ready; in the order given on a pinned view),
-        keeping at most :data:`MEASURES_PER_GPU` x the GPU workers in flight (the
-        scheduler places each; a worker runs :data:`MEASURES_PER_GPU` at once, its
-        resource's share each, and queues the rest; placing them per worker here was tried
+        keeping at most :attr:`in_flight_limit` in flight (the scheduler places each;
+        a worker runs :data:`MEASURES_PER_GPU` at once, its resource's share each, and
+        queues the rest; placing them per worker here was tried
         and dropped: no measured gain on the CPU check, and a task restricted to a worker
         that died while no worker was alive stays unrunnable in Dask, loose or not); yield
         (candidate, result) as each arrives (None: Dask gave up on it after workers died).
@@ -389,7 +398,7 @@ class DaskRunner:
         compiling: dict[Any, str] = {}   # compile future -> its instance hash
         unattached = list(units)         # hashes whose compile is not submitted yet
         ordered = self._pin is not None
-        capacity = 1 if ordered else MEASURES_PER_GPU * len(self.workers)
+        capacity = 1 if ordered else self.in_flight_limit
         next_in_order = 0
         futures: dict[Any, int] = {future: index for index, future in plan.early.items()}
         for future in futures:
@@ -430,10 +439,9 @@ class DaskRunner:
             top_up()
             if (plan.ahead and not ordered and not ready and not compiling
                     and not unattached):
-                # every candidate of this batch is dispatched: its slots left go ahead,
-                # and a reserve beside them waits in the workers' queues for the boundary
-                self._measure_ahead(capacity + AHEAD_RESERVE_PER_GPU * len(self.workers)
-                                    - len(futures) - self.ahead.running())
+                # every candidate of this batch is dispatched: the room its last ones
+                # leave in the workers' queues takes the next batch's, over the boundary
+                self._measure_ahead(capacity - len(futures) - self.ahead.running())
 
         try:
             top_up()
