@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tree_sitter import Node
 
@@ -67,6 +68,9 @@ from workbench.templater.regtile_split import (
 )
 from workbench.templater.regtile_walk import NotWalk, Walk
 from workbench.templater.rules import literal
+
+if TYPE_CHECKING:
+    from workbench.templater.regtile_guard import Guard
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
 _MAX_SMEM = 49152  # static shared memory per block, bytes
@@ -119,6 +123,7 @@ class LoopStore:
     extent: int
     store: Node
     inner: int = 0  # a flat loop's row length (the tile's inner extent)
+    guard: Guard | None = None  # ``if (tx < C)`` around ``store`` (:mod:`.regtile_guard`)
 
 
 @dataclass
@@ -212,6 +217,8 @@ class Gemm:
         self.k_size = tile
         self.rect = self.block_size["x"] != self.block_size["y"]
         self.loop_stores: dict[tuple[int, int], LoopStore] = {}
+        # a store (or loop store) only some threads run, ``if (tx < C) S[ty][tx] = ...``
+        self.guards: dict[tuple[int, int], Guard] = {}
         # a loop store's flat position ``e`` (``for (e = tid; e < R * C; e += threads)``)
         # -> C: ``e / C`` is the tile row it stores, ``e % C`` the column
         self.flat_vars: dict[str, int] = {}
@@ -261,6 +268,25 @@ class Gemm:
         self.not_walks: dict[str, NotWalk] = {}
 
     # -- facts -------------------------------------------------------------------------
+    def unguarded(self, s: Node) -> Node:
+        """The statement a guarded top-level store ``s`` runs (``s`` itself unguarded)."""
+        guard = self.guards.get((s.start_byte, s.end_byte))
+        return guard.store if guard is not None else s
+
+    def store_of(self, s: Node) -> Node:
+        """The one tile store of the top-level store statement ``s``: the store itself, the
+        body's store of a loop store, under any guard."""
+        loop_store = self.loop_stores.get((s.start_byte, s.end_byte))
+        return loop_store.store if loop_store is not None else self.unguarded(s)
+
+    def guard_of(self, s: Node) -> Guard | None:
+        """The guard around top-level store ``s`` or around its loop's store (None: every
+        thread stores)."""
+        guard = self.guards.get((s.start_byte, s.end_byte))
+        loop_store = self.loop_stores.get((s.start_byte, s.end_byte))
+        return guard if guard is not None else loop_store.guard if loop_store is not None \
+            else None
+
     def thread_dim(self, node: Node) -> str | None:
         node = strip(node)
         d = builtin(node, "threadIdx") if self.split is None else self.split.dim(node)
@@ -474,9 +500,12 @@ def lift_regtile(plan: Plan) -> bool:
     from workbench.templater.regtile_analysis import analyse, integer_constants
     from workbench.templater.regtile_emit import emit_register_tile
     values = {m.name: m.value for m in integer_macros(plan.source).values()}
-    # ``const int TILE = 16;`` (file scope or the kernel's top) is read as the macro would be
+    # ``const int TILE = 16;`` (file scope or the kernel's top) is read as the macro would be;
+    # the constants the caller reads (a struct's ``Tile::ROWS``, a namespace's ``cfg::BK``:
+    # :func:`.semantic.file_constants`) stay read
+    from workbench.templater.analysis import _CONSTANTS
     constants = integer_constants(plan)
-    with reading_constants({**values, **constants}):
+    with reading_constants({**(_CONSTANTS.get() or {}), **values, **constants}):
         rect_unread = bx != by  # until the analysis has read every tile's roles
         try:
             g = Gemm(plan, bx, one_d=one_d, rows=by)

@@ -35,6 +35,7 @@ from workbench.templater.regtile import (
     _statements,
     subscript,
 )
+from workbench.templater.regtile_guard import guarded_store
 from workbench.templater.regtile_pairing import (
     ROWS_FROM_X,
     ROWS_FROM_Y,
@@ -190,7 +191,14 @@ def analyse(g: Gemm, loop: Node) -> None:
     unfollowed: dict[tuple[int, int], Refused] = {}
     loop_vars: set[str] = set()
     for s in parts.stores:
-        found = _loop_store(g, s)
+        try:
+            guard = guarded_store(g, s, _is_store)
+        except Refused as exc:
+            unfollowed[(s.start_byte, s.end_byte)] = exc
+            continue
+        if guard is not None:
+            g.guards[(s.start_byte, s.end_byte)] = guard
+        found = _loop_store(g, g.unguarded(s))
         if found is None:
             continue
         loop_vars.add(found[0])
@@ -283,7 +291,7 @@ def analyse(g: Gemm, loop: Node) -> None:
         if (s.start_byte, s.end_byte) in unfollowed:
             raise unfollowed[(s.start_byte, s.end_byte)]
         loop_store = g.loop_stores.get((s.start_byte, s.end_byte))
-        targets = store_target(loop_store.store if loop_store is not None else s)
+        targets = store_target(g.store_of(s))
         sub = _tile_access(g, targets[0]) if targets else None
         if sub is None or sub[0] not in tiles:
             raise Refused(f"`{' '.join(text(s).split())[:60]}` before the first barrier is "
@@ -294,6 +302,10 @@ def analyse(g: Gemm, loop: Node) -> None:
                           "(thread y, thread x) positions", s)
         stored[sub[0]] = dims  # type: ignore[assignment]
         _check_cover(g, tiles[sub[0]], sub[1], dims, loop_store, s)  # type: ignore[arg-type]
+        if loop_store is not None and loop_store.guard is not None and \
+                (s.start_byte, s.end_byte) in g.guards:
+            raise Refused("a guard around the loop storing a tile and another around its "
+                          "store: one guard per store is modelled", s)
     if set(stored) != set(tiles):
         raise Refused("not every shared tile is stored before the first barrier", loop)
     # a count of tiles may sit in the header or in a local it reads (``n_tiles = K / T``)
@@ -344,12 +356,16 @@ def analyse(g: Gemm, loop: Node) -> None:
     # tile's positions
     spans |= {(n.start_byte, n.end_byte) for s in parts.stores
               if (s.start_byte, s.end_byte) in g.loop_stores
-              for h in loop_header(s) for n in walk(h)}
+              for h in loop_header(g.unguarded(s)) for n in walk(h)}
+    # a guard's bounds (``threadIdx.x < BK``) go with it (:mod:`.regtile_guard`)
+    spans |= {(n.start_byte, n.end_byte) for s in parts.stores
+              if (guard := g.guard_of(s)) is not None
+              for n in walk(guard.node.child_by_field_name("condition"))}  # type: ignore[arg-type]
     # the flat thread index starting flat loop stores (``tid = ty * 16 + tx``) is dropped
     # with their headers where it is read nowhere else
     headers = [(n.start_byte, n.end_byte) for s in parts.stores
-               if (s.start_byte, s.end_byte) in g.loop_stores for h in loop_header(s)
-               for n in [h]]
+               if (s.start_byte, s.end_byte) in g.loop_stores
+               for h in loop_header(g.unguarded(s)) for n in [h]]
     for name, lo in g.locals.items():
         uses = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == name
                 and n != lo.declarator and n != lo.declarator.child_by_field_name("declarator")]
@@ -506,7 +522,7 @@ def _read_pairing(g: Gemm, parts: Parts) -> None:
     g.rows_from = verdict if verdict in (ROWS_FROM_Y, ROWS_FROM_X) else ROWS_FROM_Y
     block_of = {"y": g.rows_from[0], "x": g.rows_from[1]}
     for s in parts.stores:
-        target = store_target(s) if s.type != "declaration" else []
+        target = store_target(g.store_of(s)) if s.type != "declaration" else []
         access = g.access(target[0]) if target else None
         if access is None or access[0] not in g.tiles:
             continue
@@ -552,9 +568,19 @@ def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
         dim = "flat"
     bound = binary(cond)
     stmts = _statements(body) if body.type == "compound_statement" else [body]
-    if not stmts or not store_target(stmts[-1]) or start is None or \
+    try:
+        guard = guarded_store(g, stmts[-1], _is_plain_store) if stmts else None
+    except Refused as exc:
+        return var, exc
+    last = guard.store if guard is not None else stmts[-1] if stmts else None
+    if last is None or not store_target(last) or start is None or \
             not g.mentions_thread(start):
         return None
+    if guard is not None and dim == "flat":
+        return var, Refused(f"the guard `{guard.condition}` inside a loop of the block's "
+                            "flat thread index over a tile (a real thread's index, not the "
+                            "tile position the loop stores): "
+                            "which positions it lets through is not modelled", guard.node)
     if dim is None or not bound or bound[1] != "<" or text(strip(bound[0])) != var:
         return var, Refused(f"the loop `{text(init)} {text(cond)}; {text(update)}` storing a "
                             f"tile starts at `{text(start)}`, neither a thread index nor the "
@@ -587,7 +613,16 @@ def _loop_store(g: Gemm, s: Node) -> tuple[str, LoopStore | Refused] | None:
             return var, Refused(f"`{' '.join(text(d).split())[:60]}` in the loop storing a "
                                 "tile is not a declaration of a value of the thread's "
                                 "position", d)
-    return var, LoopStore(var, dim, extent, stmts[-1])
+    return var, LoopStore(var, dim, extent, last, guard=guard)
+
+
+def _is_plain_store(stmt: Node) -> bool:
+    return bool(store_target(stmt))
+
+
+def _is_store(stmt: Node) -> bool:
+    """Whether ``stmt`` is a tile store or a loop that may be one (:func:`_loop_store`)."""
+    return bool(store_target(stmt)) or stmt.type == "for_statement"
 
 
 def _is_flat_thread_index(g: Gemm, node: Node) -> bool:
@@ -731,13 +766,21 @@ def _check_cover(g: Gemm, tile: Tile, index: list[Node], dims: list[str],
     the block along that index (or a loop store's bound) are the tile's extent there."""
     want = {"y": g.block_size["y"], "x": g.block_size["x"], "k": g.k_size}
     used_var = False
+    guard = g.guard_of(s)
     for i, (node, d) in enumerate(zip(index, dims, strict=True)):
         flat = loop_store is not None and loop_store.dim == "flat"
         is_var = loop_store is not None and (flat or (
             strip(node).type == "identifier" and text(strip(node)) == loop_store.var))
         used_var |= is_var
+        if is_var and guard is not None and d in guard.limits:
+            raise Refused(f"the guard of the store to {tile.name} bounds the thread index "
+                          f"along {d}, which the loop storing it also walks: which positions "
+                          "are stored is not modelled", guard.node)
         covered = g.block_size[d] if loop_store is None or not is_var else \
             loop_store.extent if not flat or d == "y" else loop_store.inner
+        if guard is not None and not is_var:
+            # ``if (tx < C)``: the threads past C along d do not store (:mod:`.regtile_guard`)
+            covered = guard.covered(d, covered)
         if covered != want[tile.roles[i]]:
             raise Refused(f"the store to {tile.name} covers {covered} positions along its "
                           f"index `{text(node)}`, but the tile's extent there is "

@@ -167,9 +167,7 @@ class _Writer:
                     run = []
                     out.append(ind2 + render(self.data, s, g.role_sub))
                 continue
-            loop_store = g.loop_stores.get((s.start_byte, s.end_byte))
-            scalar, vec = self.store(loop_store.store if loop_store is not None else s,
-                                     tag=str(len(self.vectorized)))
+            scalar, vec = self.store(g.store_of(s), tag=str(len(self.vectorized)))
             if vec is None:
                 out += self._vector_section(run) + scalar
                 run = []
