@@ -538,6 +538,9 @@ def run_count(gpus: int, folder: KernelFolder, shape: str, dtype: str, work: Pat
 
     allowed = sorted(os.sched_getaffinity(0))
     cores = cores_for(gpus, per_gpu, allowed)
+    if (work / f"n{gpus}.sqlite").exists() or (work / f"cache-{gpus}").exists():
+        raise SystemExit(f"{work}: a sweep on {gpus} GPUs ran here already; each sweep takes "
+                         f"a fresh store and a cold cache (a repeat its own folder)")
     os.environ["WORKBENCH_CACHE_DIR"] = str(work / f"cache-{gpus}")  # cold, before workers
     # every thread of this process (the driver, Dask's event loop) on these cores, so the
     # cluster's processes, the GPU workers and nvcc, started from any of them, inherit them
@@ -803,7 +806,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report["skipped"].append(f"sweep on {n} GPUs (repeat {repeat}): "
                                          f"{deadline.left_s():.0f} s left")
                 continue
-            row, last = run_count(n, folder, args.shape, args.dtype, work, args.batch,
+            fresh = work / f"repeat-{repeat}"  # its own store and cold cache
+            fresh.mkdir(exist_ok=True)
+            row, last = run_count(n, folder, args.shape, args.dtype, fresh, args.batch,
                                   args.cores_per_gpu)
             rows.append({**row, "repeat": repeat})
             report["sweeps"] = scaling(rows)
