@@ -1,6 +1,8 @@
 """Floating sums gathered by ``atomicAdd`` on ``__shared__`` scalars (issue 28): FINAL (a
 warp's shuffle sum, then one atomic a warp) on every such atomic, UNROLL on the loop they
-add, and VEC (float2 / float4 loads) where that loop's sums go whole to the atomics.
+add, VEC (float2 / float4 loads) where that loop's sums go whole to the atomics, and CHUNKS
+(several of the grid's fixed chunks a block, the written grid's other slots 0) where the
+outputs are compared by their total.
 
 moments_partials (benchmarks/corpus_compute_unseen6, spent) lifted BLOCK_THREADS and
 MIN_BLOCKS_PER_SM only: its two shared doubles were not read as counters (integers only).
@@ -9,10 +11,12 @@ its totals are defined up to the rounding of that order; the folder compares the
 totals (reference.py verify()). The folder and three spellings of our own run on the host
 (every thread a coroutine, shuffles exchanged through the block) at the default, the last
 all-ends config and sampled configs, their totals within the folder's tolerance of the
-reference: float counters fed by a ``#define`` span and ``acc = acc + v`` (VEC too); a
-chunk derived from ``gridDim.x`` walked by ``while`` into double counters (no alignment known:
-VEC refused with the line); a dot product's partials with a ``constexpr`` span (its index
-read inside a sum: VEC refused). A sum read after the loop other than by its atomic keeps
+reference: float counters fed by a ``#define`` span and ``acc = acc + v`` (VEC, CHUNKS too);
+a chunk derived from ``gridDim.x`` walked by ``while`` into double counters (no alignment
+known: VEC refused with the line; no fixed chunk: no CHUNKS); a dot product's partials with
+a ``constexpr`` span (its index read inside a sum: VEC refused; CHUNKS). A chunk used
+otherwise, a store at another slot, or partials compared element by element keep CHUNKS off
+with the line. A sum read after the loop other than by its atomic keeps
 VEC off; the lifted folder compiles for sm_90 without spills at its ends.
 """
 
@@ -110,7 +114,7 @@ extern "C" __global__ void moments_partials(float* sums, float* sumsq, const flo
 """,
 }
 _BLOCKS = {"define_float": 128, "griddim_while": 256}
-#: The spellings whose loop lifts VEC as well.
+#: The spellings whose loop lifts VEC and CHUNKS as well.
 _VECTOR = {"define_float"}
 
 #: A dot product's partials: two arrays, a constexpr span, one float counter.
@@ -148,7 +152,9 @@ def _knobs(kf: KernelFolder) -> set[str]:
 
 def test_the_folder_lifts_final_on_both_sums_unroll_and_vec() -> None:
     result = offline_template(load_kernel_folder(MOMENTS))
-    assert {"BLOCK_THREADS", "FINAL", "UNROLL", "VEC"} <= {p.name for p in result.lifted.params}
+    assert {"BLOCK_THREADS", "FINAL", "UNROLL", "VEC", "CHUNKS"} <= \
+        {p.name for p in result.lifted.params}
+    assert result.lifted.grid == ("ceil_div(n, 4096 * CHUNKS)",)
     finals = [n for n in result.notes if n.startswith("FINAL: applied")]
     assert len(finals) == 2 and "`block_sum` (double)" in finals[0] and \
         "`block_sq` (double)" in finals[1] and "unspecified" in finals[0], finals
@@ -165,6 +171,7 @@ def test_each_spelling_lifts_final_and_unroll(name: str, tmp_path: Path) -> None
     knobs = {p.name for p in result.lifted.params}
     assert {"FINAL", "UNROLL"} <= knobs
     assert ("VEC" in knobs) == (name in _VECTOR), result.notes
+    assert ("CHUNKS" in knobs) == (name in _VECTOR), result.notes
     if name not in _VECTOR:  # a chunk of unknown alignment: refused with the line
         assert any(n.startswith("VEC: not applied: vector loads of the count:") and
                    "(line " in n for n in result.notes), result.notes
@@ -209,8 +216,9 @@ def _configs(kf: KernelFolder, sampled: list[dict[str, int]]) -> list[dict[str, 
 def test_the_folder_lifted_totals_right_on_host(tmp_path: Path,
                                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(MOMENTS)
-    sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4},
-               {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2}]
+    # 8 chunks a block: one block of 8 slots, 7 zeroed; 2 chunks: 4 blocks
+    sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4, "CHUNKS": 8},
+               {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2, "CHUNKS": 2}]
     _host_check(kf, _configs(kf, sampled), tmp_path, host_flags)
 
 
@@ -220,15 +228,17 @@ def test_each_spelling_lifted_totals_right_on_host(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
     # another block size than written (the step follows it), the shuffles, float4 loads
-    _host_check(kf, _configs(kf, [{"BLOCK_THREADS": 160, "FINAL": 1, "UNROLL": 8, "VEC": 4}]),
-                tmp_path, host_flags)
+    _host_check(kf, _configs(kf, [{"BLOCK_THREADS": 160, "FINAL": 1, "UNROLL": 8, "VEC": 4,
+                                   "CHUNKS": 4}]), tmp_path, host_flags)
 
 
 def _dot_main(n: int, grid: int, block: int, a: np.ndarray, b: np.ndarray) -> str:
+    """Launch on ``grid`` blocks; print the sum of the written grid's slots (NaN where one
+    is left unwritten)."""
     values = ", ".join(float(v).hex() for v in np.concatenate([a, b]))
     return (f"\nstatic const float wb_in[] = {{{values}}};\n"
             "int main() {\n"
-            f"  std::vector<float> part({grid}, NAN);\n"
+            f"  std::vector<float> part({-(-n // 2048)}, NAN);\n"
             f"  wb_launch({{{grid}u, 1u, 1u}}, {{{block}u, 1u, 1u}}, [&] {{ "
             f"k(part.data(), wb_in, wb_in + {n}, {n}); }});\n"
             "  double total = 0.0;\n"
@@ -239,9 +249,9 @@ def _dot_main(n: int, grid: int, block: int, a: np.ndarray, b: np.ndarray) -> st
 @pytest.mark.timeout(120)
 def test_dot_product_partials_lift_final_and_add_up_on_host(tmp_path: Path) -> None:
     lifted = lift_kernel(DOT, entry="k", grid=["ceil_div(n, 2048)"], block=["128"],
-                         scalars={"n": "n"})
+                         scalars={"n": "n"}, compared_by_total=frozenset({"part"}))
     knobs = {p.name for p in lifted.params}
-    assert {"FINAL", "UNROLL", "BLOCK_THREADS"} <= knobs and "VEC" not in knobs, lifted.notes
+    assert {"FINAL", "UNROLL", "BLOCK_THREADS", "CHUNKS"} <= knobs and "VEC" not in knobs, lifted.notes
     assert any(n.startswith("VEC: not applied: vector loads of the count: `j` is used other "
                             "than as the index") and "(line 10)" in n for n in lifted.notes), \
         lifted.notes
@@ -252,14 +262,38 @@ def test_dot_product_partials_lift_final_and_add_up_on_host(tmp_path: Path) -> N
     b = (1.0 + rng.standard_normal(n)).astype(np.float32)
     want = float(np.dot(a.astype(np.float64), b.astype(np.float64)))
     env = {"n": n}
-    for i, config in enumerate([dict(template.default_config()),
-                                *host_sample(end_configs(template, env))]):
+    default = dict(template.default_config())
+    for i, config in enumerate([default, *host_sample(end_configs(template, env)),
+                                {**default, "CHUNKS": 2, "FINAL": 1, "BLOCK_THREADS": 64}]):
         launch = template.launch_for(config, env)
         program = (COOPERATIVE_BLOCK + HOST_PRELUDE + _FLOAT_ATOMIC +
                    template.render(config, "fp32").source +
                    _dot_main(n, launch.grid[0], launch.block[0], a, b))
         got = float.fromhex(run_on_host(tmp_path, f"dot{i}", program).split()[0])
         assert abs(got - want) <= 1e-5 * abs(want), (config, got, want)
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # the chunk read as a length the range does not clamp
+    ("  if (threadIdx.x == 0) part[blockIdx.x] = got;",
+     "  if (threadIdx.x == 0) part[blockIdx.x] = got * (m == kSpan ? 1.0f : 1.0f);",
+     "uses the chunk 2048 other than as the block's start"),
+    # a store at another slot than the block's
+    ("part[blockIdx.x] = got;", "part[gridDim.x - 1 - blockIdx.x] = got;",
+     "stores at another index than [blockIdx.x]"),
+    # partials compared element by element (no folder says otherwise)
+    ("", "", "are not compared by their total"),
+])
+def test_chunks_the_analysis_cannot_show_are_refused_with_the_line(old: str, new: str,
+                                                                    why: str) -> None:
+    assert old in DOT
+    by_total = None if not old else frozenset({"part"})
+    lifted = lift_kernel(DOT.replace(old, new), entry="k", grid=["ceil_div(n, 2048)"],
+                         block=["128"], scalars={"n": "n"}, compared_by_total=by_total)
+    found = [n for n in lifted.notes if n.startswith("CHUNKS: not applied: chunks a block:")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes
+    assert "CHUNKS" not in {p.name for p in lifted.params}
+    assert lifted.grid == ("ceil_div(n, 2048)",)
 
 
 @pytest.mark.skipif(NVCC is None, reason="needs nvcc")
@@ -270,7 +304,7 @@ def test_the_folder_lifted_compiles_without_spills(tmp_path: Path) -> None:
     env = kf.env(kf.check_shape, "fp32")
     default = dict(template.default_config())
     for i, config in enumerate([*host_sample(end_configs(template, env)),
-                                {**default, "FINAL": 1, "UNROLL": 8, "VEC": 4}]):
+                                {**default, "FINAL": 1, "UNROLL": 8, "VEC": 4, "CHUNKS": 8}]):
         log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"cfg{i}")
         spills = _SPILLS.findall(log)
         assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"

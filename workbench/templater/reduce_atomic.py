@@ -24,6 +24,8 @@ Every such statement of the kernel is rewritten under one FINAL.
   loads before their uses, several in flight per thread on a memory-bound count. Any value
   is correct (an unroll never changes what the loop computes: same elements, same order);
   0 leaves the compiler's choice, as written. A loop with its own ``#pragma unroll`` keeps it.
+* CHUNKS (1, 2, 4, 8) where the block sums a fixed chunk of the data: several chunks a
+  block, the written grid's other slots 0 (:mod:`.reduce_chunks`).
 * VEC (1, 2, 4) on that loop where :mod:`.reduce_atomic_vec` shows it legal: float2 / float4
   loads of the run the block counts. A floating accumulator the loop sums may take its
   elements in another order only where its one use after the loop is as the whole value of
@@ -35,11 +37,14 @@ shared atomic counter is left alone without a note.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_atomic_vec import vec_count_loop
+from workbench.templater.reduce_chunks import lift_chunks
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
 
@@ -262,9 +267,10 @@ def _sites(plan: Plan, stmts: list[Node],
     return out
 
 
-def apply_atomic_count(plan: Plan) -> bool:
-    """FINAL and UNROLL where the kernel has the shape of the module doc; True when FINAL
-    was applied."""
+def apply_atomic_count(plan: Plan, compared_by_total: Collection[str] | None = None) -> bool:
+    """FINAL and UNROLL (VEC, CHUNKS: :mod:`.reduce_atomic_vec`, :mod:`.reduce_chunks`)
+    where the kernel has the shape of the module doc; ``compared_by_total``: the outputs the
+    folder compares by their total. True when FINAL was applied."""
     if not ENABLED:
         return False
     counters = _counters(plan)
@@ -293,4 +299,5 @@ def apply_atomic_count(plan: Plan) -> bool:
         floating = _reassociable(plan, stmts, loop, sites, counters)
         if not vec_count_loop(plan, loop, pragma, floating) and pragma:
             plan.rw.insert(loop.start_byte, "\n" + pragma)
+    lift_chunks(plan, compared_by_total)
     return True

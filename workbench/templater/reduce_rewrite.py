@@ -29,7 +29,7 @@ def grid_values(cap: int) -> list[int]:
     return sorted(v for v in values if 1 <= v <= cap)
 
 
-def _c_rule(rule: str, names: Mapping[str, str]) -> str | None:
+def c_rule(rule: str, names: Mapping[str, str]) -> str | None:
     """A launch rule as CUDA integer arithmetic over kernel scalars, or None."""
     try:
         tree = ast.parse(rule, mode="eval").body
@@ -74,7 +74,7 @@ def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
         plan.grid[0], cap = capped
         # the scalars by the shape expression they are launched with, for the slot count
         names = {v: k for k, v in plan.scalars.items() if v.isidentifier()}
-        count = _c_rule(written, names)
+        count = c_rule(written, names)
     else:
         plan.grid[0] = "GRID_BLOCKS"
     if not red.atomic:

@@ -81,7 +81,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_table(plan)
             apply_fastmath(plan)
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
-            apply_atomic_count(plan)
+            apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
         lift_switches(plan, macros)
         lift_macros(plan, macros)
