@@ -23,6 +23,7 @@ from workbench.templater.analysis import text, walk
 from workbench.templater.block import lift_block
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.conv import lift_conv
+from workbench.templater.const_via import apply_const
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -83,6 +84,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
+        apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
         follow_named(plan, {n: members.values[n] for n in members.back}, members.back,

@@ -1,0 +1,219 @@
+"""CONST_VIA: where a kernel reads the ``__constant__`` arrays its lanes index differently.
+
+:mod:`.const_lanes` finds the arrays a warp reads at several addresses at once (constant
+memory replays such a read once per distinct address). The known fix is to copy the array
+to shared memory once per block, a cooperative strided copy and one barrier, and read the
+copy (shared memory serves 32 distinct words a cycle from distinct banks). The choice knob:
+
+- ``CONST_VIA = 0``: constant memory, as written;
+- ``CONST_VIA = 1``: a shared-memory copy per block.
+
+A global read-only copy (``__device__`` plus ``__ldg``) is not offered: the runner uploads
+each input array into the module global of its name, and the folder loader and that upload
+both need the template to keep a file-scope ``__constant__`` (or ``__device__``)
+declaration of it; a declaration whose qualifier depends on a knob is neither.
+
+Legal where: the array is one-dimensional of constant size with an element type of known
+size, every use in the kernel is ``array[index]`` (a read: device code cannot write
+constant memory), the copy fits the 48 KiB of static shared memory beside the kernel's own
+shared arrays and dynamic shared memory, and the copy goes first in the kernel body, before
+any statement a thread could leave by (every thread of the block reaches its barrier) and
+where no other transform rewrote the opening of the body. The copy holds the same bits, so
+every read returns what it returned: the outputs are bit-identical at every value.
+"""
+
+from __future__ import annotations
+
+import math
+
+from workbench.templater.analysis import text, walk
+from workbench.templater.const_items import apply_const_items
+from workbench.templater.const_lanes import (
+    ConstArray,
+    const_eval,
+    constant_arrays,
+    element_bytes,
+)
+from workbench.templater.const_regs import apply_lane_regs
+from workbench.templater.plan import Plan
+from workbench.templater.rules import literal
+from workbench.templater.vector import Illegal
+
+KNOB = "CONST_VIA"
+#: Static shared memory a block may declare without opting in (every CUDA GPU since sm_20).
+STATIC_SMEM = 49152
+
+
+def apply_const_via(plan: Plan, smem_bytes: str) -> dict[str, str]:
+    """Offer CONST_VIA where a ``__constant__`` array's reads vary over a warp's lanes;
+    note every array considered. Returns each staged array's name -> the macro its reads
+    go through (the copy under CONST_VIA = 1, the array under 0)."""
+    arrays = [a for a in constant_arrays(plan) if not _shadowed(plan, a.name)]
+    staged: list[ConstArray] = []
+    for a in arrays:
+        line_node = a.reads[0].node if a.reads else None
+        if a.kind == "uniform" and not a.problem:
+            plan.note(KNOB, False, f"{a.name} is read at a warp-uniform index everywhere "
+                      "(constant memory broadcasts it to the warp): left in constant memory",
+                      line_node)
+            continue
+        if a.kind == "unknown" and not a.problem:
+            r = a.first("unknown")
+            assert r is not None
+            plan.note(KNOB, False, f"cannot tell whether the lanes of a warp read {a.name} at "
+                      f"one index: `{text(r.node)[:60]}` depends on {r.verdict.why or 'a value'} "
+                      "the analysis does not follow; left in constant memory",
+                      r.verdict.node or r.node)
+            continue
+        try:
+            _check(a)
+        except Illegal as exc:
+            plan.note(KNOB, False, exc.reason, exc.node or line_node)
+            continue
+        staged.append(a)
+    if not staged:
+        return {}
+    dynamic = literal(smem_bytes)
+    try:
+        own = _own_shared_bytes(plan)
+        copy = sum(_bytes(a) for a in staged)
+        if own + copy + (dynamic or 0) > STATIC_SMEM:
+            raise Illegal(f"a shared copy of {', '.join(a.name for a in staged)} ({copy} "
+                          f"bytes) beside the kernel's {own + (dynamic or 0)} bytes of shared "
+                          f"memory passes {STATIC_SMEM}")
+        at = _opening(plan)
+    except Illegal as exc:
+        plan.note(KNOB, False, exc.reason, exc.node or staged[0].reads[0].node)
+        return {}
+    via = _emit(plan, staged, at)
+    plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": "where the lane-indexed __constant__ arrays "
+                          f"({', '.join(a.name for a in staged)}) are read: 0 constant memory "
+                          "(as written), 1 a shared-memory copy made once per block"},
+                   f"{staged[0].source.line}: __constant__ {staged[0].name}")
+    if dynamic is None:  # dynamic shared memory that a rule sizes: the copy must fit beside
+        plan.constrain(f"{KNOB} == 0 or {own + copy} + ({smem_bytes}) <= {STATIC_SMEM}")
+    for a in staged:
+        r = a.first("lane")
+        assert r is not None
+        plan.note(KNOB, True, f"{a.name} is read at an index that varies over a warp's lanes "
+                  f"(`{text(r.node)[:60]}`: {r.verdict.why}): constant memory replays such a "
+                  "read once per address; 1 copies it to shared memory once per block",
+                  r.node)
+    return via
+
+
+def _shadowed(plan: Plan, name: str) -> bool:
+    try:
+        plan.kernel.param(name)
+        return True
+    except KeyError:
+        return name in plan.facts.defs
+
+
+def _check(a: ConstArray) -> None:
+    if a.problem:
+        raise Illegal(f"{a.name}: {a.problem}; left in constant memory", a.problem_node)
+    if element_bytes(a.source.ctype) is None:
+        raise Illegal(f"{a.name}'s element type {a.source.ctype} has no size the templater "
+                      "knows; left in constant memory", a.reads[0].node)
+
+
+def _extents(a: ConstArray) -> list[int]:
+    return list(a.extents)
+
+
+def _bytes(a: ConstArray) -> int:
+    size = element_bytes(a.source.ctype)
+    assert size is not None
+    return size * math.prod(_extents(a))
+
+
+def _own_shared_bytes(plan: Plan) -> int:
+    """The static shared memory the kernel body declares, as written; refused where an
+    extent does not evaluate or another transform rewrote a declaration."""
+    total = 0
+    for decl in walk(plan.body):
+        if decl.type != "declaration" or not any(text(c) == "__shared__" for c in decl.children):
+            continue
+        if any(text(c) == "extern" for c in decl.children):
+            continue  # dynamic: the launch's smem_bytes
+        if plan.rw.text(decl) != text(decl):
+            raise Illegal("a transform resized the kernel's shared memory "
+                          f"(`{text(decl)[:60]}`): the copy's room is not known", decl)
+        typ = text(decl.child_by_field_name("type"))
+        size = element_bytes(typ)
+        count = 1
+        d = decl.child_by_field_name("declarator")
+        while d is not None and d.type == "array_declarator":
+            extent = const_eval(d.child_by_field_name("size"))
+            if extent is None:
+                raise Illegal(f"the shared extent in `{text(decl)[:60]}` does not evaluate: "
+                              "the copy's room is not known", decl)
+            count *= extent
+            d = d.child_by_field_name("declarator")
+        if size is None:
+            raise Illegal(f"the shared element type {typ} has no size the templater knows",
+                          decl)
+        total += size * count
+    return total
+
+
+def _opening(plan: Plan) -> int:
+    """Where the copy goes: just inside the body's brace, unless an edit spans it."""
+    at = plan.body.start_byte + 1
+    for e in plan.rw.edits:
+        if e.start < at < e.end:
+            raise Illegal("another transform rewrote the opening of the kernel body: the "
+                          "copy has no place before the first statement", plan.body)
+    return at
+
+
+def _emit(plan: Plan, staged: list[ConstArray], at: int) -> dict[str, str]:
+    taken = {text(n) for n in walk(plan.source.tree.root_node) if n.type == "identifier"}
+    lines = [f"\n#if {KNOB} == 1  // the lane-indexed constant arrays, copied once per block"]
+    alias: list[tuple[str, str]] = []
+    for a in staged:
+        copy, via = _fresh(f"wb_{a.name}_s", taken), _fresh(f"wb_{a.name}_via", taken)
+        extents = _extents(a)
+        n = math.prod(extents)
+        flat = "" if len(extents) == 1 else "[0]" * len(extents)
+        at_copy, at_arr = (f"(&{copy}{flat})", f"(&{a.name}{flat})") if flat else (copy,
+                                                                                 a.name)
+        lines += [f"  __shared__ {a.source.ctype} {copy}{''.join(f'[{e}]' for e in extents)};",
+                  "  for (int wb_e = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
+                  f"threadIdx.z); wb_e < {n};",
+                  "       wb_e += blockDim.x * blockDim.y * blockDim.z)",
+                  f"    {at_copy}[wb_e] = {at_arr}[wb_e];"]
+        alias.append((via, copy))
+        for r in a.reads:
+            plan.rw.replace(r.array, via)
+    lines.append("  __syncthreads();  // every thread is here: nothing returns before it")
+    lines += [f"#define {via} {copy}" for via, copy in alias]
+    lines.append("#else")
+    lines += [f"#define {via} {a.name}" for (via, _c), a in zip(alias, staged, strict=True)]
+    lines.append("#endif")
+    plan.rw.insert(at, "\n".join(lines))
+    return {a.name: via for (via, _c), a in zip(alias, staged, strict=True)}
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    out, k = name, 1
+    while out in taken:
+        k += 1
+        out = f"{name}{k}"
+    taken.add(out)
+    return out
+
+
+def apply_const(plan: Plan, smem_bytes: str) -> None:
+    """The constant-memory family's hook in the semantic pass (after every other family):
+    CONST_VIA for lane-indexed ``__constant__`` arrays; where they have one, several outer
+    elements per thread of the lane-inner layout (:mod:`.const_items`) and the lane's
+    entries in registers across them (:mod:`.const_regs`)."""
+    lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
+                 and not _shadowed(plan, a.name)]
+    layout = apply_const_items(plan) if lane_read else None
+    via = apply_const_via(plan, smem_bytes)
+    if layout is not None:
+        apply_lane_regs(plan, layout, lane_read, via)
