@@ -8,16 +8,17 @@ moments_partials (benchmarks/corpus_compute_unseen6, spent) lifted BLOCK_THREADS
 MIN_BLOCKS_PER_SM only: its two shared doubles were not read as counters (integers only).
 The kernel as written already adds its threads' values in the order their atomics land, so
 its totals are defined up to the rounding of that order; the folder compares the partials'
-totals (reference.py verify()). The folder and three spellings of our own run on the host
+totals (reference.py verify()). The folder and four spellings of our own run on the host
 (every thread a coroutine, shuffles exchanged through the block) at the default, the last
 all-ends config and sampled configs, their totals within the folder's tolerance of the
 reference: float counters fed by a ``#define`` span and ``acc = acc + v`` (VEC, CHUNKS too);
 a chunk derived from ``gridDim.x`` walked by ``while`` into double counters (no alignment
 known: VEC refused with the line; no fixed chunk: no CHUNKS); a dot product's partials with
-a ``constexpr`` span (its index read inside a sum: VEC refused; CHUNKS). A chunk used
-otherwise, a store at another slot, or partials compared element by element keep CHUNKS off
-with the line. A sum read after the loop other than by its atomic keeps
-VEC off; the lifted folder compiles for sm_90 without spills at its ends.
+a ``constexpr`` span (its index read inside a sum: VEC refused; CHUNKS); sums of squares
+whose chunk is a kernel argument (FINAL only). A chunk used otherwise, a store at another
+slot, or partials compared element by element keep CHUNKS off with the line; a sum read
+after the loop other than by its atomic keeps VEC off. The lifted folder compiles for sm_90
+without spills at its ends.
 """
 
 from __future__ import annotations
@@ -271,6 +272,54 @@ def test_dot_product_partials_lift_final_and_add_up_on_host(tmp_path: Path) -> N
                    _dot_main(n, launch.grid[0], launch.block[0], a, b))
         got = float.fromhex(run_on_host(tmp_path, f"dot{i}", program).split()[0])
         assert abs(got - want) <= 1e-5 * abs(want), (config, got, want)
+
+
+#: Sums of squares with the chunk a kernel argument (the grid divides by it: no fixed chunk
+#: to scale, no alignment known), a long long index stepping by ``blockDim.x``, a double
+#: counter added an expression of the sum (FINAL; no VEC: the value is not the sum alone).
+SQUARES = r"""
+extern "C" __global__ void k(float* part, const float* x, int n, int span) {
+  __shared__ double acc_sh;
+  if (threadIdx.x == 0) acc_sh = 0.0;
+  __syncthreads();
+  const long long lo = (long long)blockIdx.x * span;
+  const long long hi = lo + span < n ? lo + span : n;
+  double ss = 0.0;
+  for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x) ss += (double)x[e] * x[e];
+  atomicAdd(&acc_sh, ss * 1.0);
+  __syncthreads();
+  if (threadIdx.x == 0) part[blockIdx.x] = (float)acc_sh;
+}
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_chunk_given_as_an_argument_lifts_final_only_and_adds_up_on_host(
+        tmp_path: Path) -> None:
+    lifted = lift_kernel(SQUARES, entry="k", grid=["ceil_div(n, span)"], block=["192"],
+                         scalars={"n": "n", "span": "span"},
+                         compared_by_total=frozenset({"part"}))
+    knobs = {p.name for p in lifted.params}
+    assert {"FINAL", "BLOCK_THREADS"} <= knobs and not knobs & {"VEC", "CHUNKS"}, lifted.notes
+    template = lifted_template(lifted)
+    n, span = 3000, 1000
+    x = (1.5 + np.random.default_rng(5).standard_normal(n)).astype(np.float32)
+    want = float(np.sum(x.astype(np.float64) ** 2))
+    env = {"n": n, "span": span}
+    default = dict(template.default_config())
+    for i, config in enumerate([default, {**default, "FINAL": 1, "BLOCK_THREADS": 96}]):
+        launch = template.launch_for(config, env)
+        values = ", ".join(float(v).hex() for v in x)
+        main = (f"\nstatic const float wb_x[] = {{{values}}};\nint main() {{\n"
+                f"  std::vector<float> part({launch.grid[0]}, NAN);\n"
+                f"  wb_launch({{{launch.grid[0]}u, 1u, 1u}}, {{{launch.block[0]}u, 1u, 1u}}, "
+                f"[&] {{ k(part.data(), wb_x, {n}, {span}); }});\n"
+                "  double total = 0.0;\n  for (float v : part) total += v;\n"
+                "  std::printf(\"%a\\n\", total);\n}\n")
+        program = (COOPERATIVE_BLOCK + HOST_PRELUDE + host_source(
+            template.render(config, "fp32").source) + main)
+        got = float.fromhex(run_on_host(tmp_path, f"sq{i}", program).split()[0])
+        assert abs(got - want) <= 1e-6 * want, (config, got, want)
 
 
 @pytest.mark.parametrize(("old", "new", "why"), [
