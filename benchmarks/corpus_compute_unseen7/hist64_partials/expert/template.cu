@@ -36,7 +36,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hist64_partials(int* __restrict__ counts, const float* __restrict__ x, int n) {
   __shared__ int hist[COPIES][BINS + 1];
   const int tid = threadIdx.x;
-  for (int e = tid; e < COPIES * (BINS + 1); e += THREADS) (&hist[0][0])[e] = 0;
+  for (int e = tid; e < COPIES * (BINS + 1); e += THREADS)
+    hist[e / (BINS + 1)][e % (BINS + 1)] = 0;
   __syncthreads();
   int* mine = hist[(tid / 32) % COPIES];
   const size_t begin = (size_t)blockIdx.x * SPAN;
