@@ -610,10 +610,27 @@ def set_queued_per_gpu(n: int) -> None:
     dask_runner.QUEUED_PER_GPU = n
 
 
+def set_boundary_reserve_per_gpu(n: int) -> None:
+    """The experiment's third knob: next-batch measure tasks per GPU worker sent at a
+    batch's end beyond the in-flight limit (the design before the queue: 0 queued, 4 here)."""
+    from workbench.engine import dask_runner
+
+    if n < 0:
+        raise SystemExit(f"--boundary-reserve-per-gpu: got {n}; expected 0 or a positive "
+                         f"integer")
+    dask_runner.BOUNDARY_RESERVE_PER_GPU = n
+
+
 def queued_per_gpu() -> int:
     from workbench.engine import dask_runner
 
     return int(dask_runner.QUEUED_PER_GPU)
+
+
+def _boundary_reserve() -> int:
+    from workbench.engine import dask_runner
+
+    return int(dask_runner.BOUNDARY_RESERVE_PER_GPU)
 
 
 def measures_per_gpu() -> int:
@@ -735,6 +752,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="an experiment: measure tasks each GPU worker holds queued "
                              "beyond its running ones (default: the product's "
                              "QUEUED_PER_GPU)")
+    parser.add_argument("--boundary-reserve-per-gpu", type=int, default=None,
+                        help="an experiment: next-batch measure tasks per GPU worker sent at "
+                             "a batch's end beyond the in-flight limit (default: the "
+                             "product's BOUNDARY_RESERVE_PER_GPU)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run the GPU counts this many times, interleaved (1, 2, 1, 2, "
                              "...): each repeat's scaling is against its own first sweep, "
@@ -746,6 +767,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         set_measures_per_gpu(args.measures_per_gpu)
     if args.queued_per_gpu is not None:
         set_queued_per_gpu(args.queued_per_gpu)
+    if args.boundary_reserve_per_gpu is not None:
+        set_boundary_reserve_per_gpu(args.boundary_reserve_per_gpu)
     if args.repeat < 1:
         parser.error(f"--repeat: got {args.repeat}; expected a positive integer")
     if args.nvrtc is not None:  # read by every Compiler, in this process and the workers
@@ -785,7 +808,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "cores_per_gpu": args.cores_per_gpu, "command": command,
                               "nvrtc": nvrtc_setting, "sweeps": [], "skipped": [],
                               "measures_per_gpu": measures_per_gpu(),
-                              "queued_per_gpu": queued_per_gpu(), "repeat": args.repeat}
+                              "queued_per_gpu": queued_per_gpu(),
+                              "boundary_reserve_per_gpu": _boundary_reserve(),
+                              "repeat": args.repeat}
     problems = doc_problems(RESULTS / rel, report)
     if problems:
         print(f"the result would not follow the schema: {'; '.join(problems)}",

@@ -114,6 +114,11 @@ QUEUED_BATCHES = 2
 #: once per worker instead (8, not 4) slowed every measurement (1 GPU: 65 s against 52-55 s,
 #: *T0927*): these wait, they do not run.
 QUEUED_PER_GPU = MEASURES_PER_GPU
+#: Measure tasks of the next batch per GPU worker sent at the batch's end beyond the room the
+#: in-flight limit leaves (0 in the product: the queue above covers the boundary). The
+#: design before :data:`QUEUED_PER_GPU` was 0 queued and 4 here; kept as the experiment's
+#: knob (gpu_checks/multi_gpu_dask.py --boundary-reserve-per-gpu) to compare the two.
+BOUNDARY_RESERVE_PER_GPU = 0
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
@@ -441,7 +446,8 @@ class DaskRunner:
                     and not unattached):
                 # every candidate of this batch is dispatched: the room its last ones
                 # leave in the workers' queues takes the next batch's, over the boundary
-                self._measure_ahead(capacity - len(futures) - self.ahead.running())
+                self._measure_ahead(capacity + BOUNDARY_RESERVE_PER_GPU * len(self.workers)
+                                    - len(futures) - self.ahead.running())
 
         try:
             top_up()
