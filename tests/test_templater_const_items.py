@@ -79,6 +79,42 @@ def test_a_while_loop_counter_refuses_lane_regs_with_the_line(tmp_path: Path) ->
     assert "(line 18)" in note
 
 
+def test_a_two_index_table_in_a_for_loop_gets_lane_regs(tmp_path: Path) -> None:
+    """row3 with its tap loop written as a ``for``: the lane's three taps ``w3[t][lane]``
+    go to registers (a 3-entry array over the counter), read through CONST_VIA's macro."""
+    from tests.test_templater_const_via import FOLDERS
+    source = FOLDERS["row3"][0].replace("int t = 0;\n  while (t < 3) {", "for (int t = 0; t < 3; "
+                                        "++t) {").replace("    t++;\n", "")
+    assert "while" not in source
+    result = offline_template(_folder("row3", tmp_path, source=source))
+    assert _knobs(result)["LANE_REGS"]["default"] == 0, result.notes
+    lifted = result.lifted.source
+    assert "float wb_w3_r0[3];" in lifted
+    assert "wb_w3_r0[(t) - (0)] = wb_w3_via[t][lane];" in lifted
+    assert "acc += wb_w3_lane0(t) * in[" in lifted
+
+
+def test_a_grid_stride_walk_refuses_outer_threads_with_the_line(tmp_path: Path) -> None:
+    """A block that strides by gridDim.x * 4 pixels keeps 4 as written: a wider block would
+    walk overlapping pixels; refused, CONST_VIA still offered."""
+    from tests.test_templater_const_via import FOLDERS
+    source = FOLDERS["stray_lane"][0].replace(
+        "  const int p = blockIdx.x * 4 + threadIdx.x / C;\n"
+        "  if (p >= npix || threadIdx.x == 5) return;\n"
+        "  y[p * C + c] = gain[c] * x[p * C + c];\n",
+        "  int p = blockIdx.x * 4 + threadIdx.x / C;\n"
+        "  while (p < npix) {\n"
+        "    y[p * C + c] = gain[c] * x[p * C + c];\n"
+        "    p += gridDim.x * 4;\n"
+        "  }\n")
+    assert "gridDim" in source
+    result = offline_template(_folder("stray_lane", tmp_path, source=source))
+    knobs = _knobs(result)
+    assert "CONST_VIA" in knobs and "OUTER_THREADS" not in knobs
+    note = next(n for n in result.notes if n.startswith("OUTER_THREADS"))
+    assert "reads gridDim" in note and "(line 10)" in note  # p += gridDim.x * 4
+
+
 def test_an_index_past_the_table_for_some_lane_refuses_lane_regs(tmp_path: Path) -> None:
     """scale[ch + 1] reads past a 32-entry table at lane 31: the kernel never reads there
     (the launch has 31 lanes a pixel) but the preload would; refused."""

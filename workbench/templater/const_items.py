@@ -129,6 +129,11 @@ def _layout(plan: Plan) -> LaneLayout:
     if any(builtin(n, "blockDim") in ("x", "z") for n in walk(plan.body)
            if n.type == "field_expression"):
         raise Illegal("the kernel reads blockDim.x or .z: its indexing may follow the block")
+    grid_reads = [n for n in walk(plan.body) if n.type == "field_expression" and
+                  builtin(n, "gridDim") is not None]
+    if grid_reads:
+        raise Illegal("the kernel reads gridDim (a grid-stride walk would keep the block's "
+                      "outer extent as written)", grid_reads[0])
     if len(bx) != 1:
         raise Illegal(f"blockIdx.x is read {len(bx)} times (once: the outer index)",
                       bx[1] if len(bx) > 1 else None)
@@ -138,7 +143,7 @@ def _layout(plan: Plan) -> LaneLayout:
         raise Illegal("the block is neither 1-D nor (lanes, outer)")
     sizes = [b for b in block if b is not None]
     k, lane_decl = _lane(tx, decls, two_d, sizes)
-    outer_decl, p_node, p = _outer(bx[0], decls, two_d, k, tx)
+    outer_decl, p_node, p = _outer(plan, bx[0], decls, two_d, k)
     total = sizes[0] if not two_d else sizes[1]
     p = total if p < 0 else p  # blockDim.y: the block's outer extent
     if (not two_d and k * p != total) or (two_d and p != total):
@@ -178,13 +183,16 @@ def _lane(tx: list[Node], decls: list[Node], two_d: bool,
     return lanes[0]
 
 
-def _outer(bx: Node, decls: list[Node], two_d: bool, k: int,
-           tx: list[Node]) -> tuple[Node, Node | None, int]:
+def _outer(plan: Plan, bx: Node, decls: list[Node], two_d: bool,
+           k: int) -> tuple[Node, Node | None, int]:
     """The outer declaration ``blockIdx.x * P + (threadIdx.x / K | threadIdx.y)``."""
     decl = _top_decl(bx, decls)
     if decl is None:
         raise Illegal("blockIdx.x is read outside a top-level declaration", bx)
-    _name, _d, value = declared_name(decl)
+    name, _d, value = declared_name(decl)
+    local = plan.facts.defs.get(name)
+    if local is None or local.assigned:
+        raise Illegal(f"`{name}` (the outer index) is assigned after its declaration", decl)
     parts = terms(value) if value is not None else []
     if len(parts) != 2 or any(s < 0 for s, _t in parts):
         raise Illegal(f"`{text(decl)[:60]}` is not blockIdx.x * P + the thread's outer "
