@@ -15,6 +15,7 @@ spills at the corners.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,15 @@ from helpers_templater import corner_configs, host_sample
 
 from tests.test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 from tests.test_templater_const_via import (
+    DWCONV,
     _folder,
     _knobs,
     _lift,
     assert_corners_do_not_spill,
     assert_prints_as_written,
 )
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.write_policy import write_file
 from workbench.templater import offline_template
 
 
@@ -113,6 +117,24 @@ def test_a_grid_stride_walk_refuses_outer_threads_with_the_line(tmp_path: Path) 
     assert "CONST_VIA" in knobs and "OUTER_THREADS" not in knobs
     note = next(n for n in result.notes if n.startswith("OUTER_THREADS"))
     assert "reads gridDim" in note and "(line 10)" in note  # p += gridDim.x * 4
+
+
+def test_a_block_offset_macro_used_elsewhere_refuses_outer_threads(tmp_path: Path) -> None:
+    """dwconv3 with PIXELS_PER_BLOCK read again in its early exit: that use would follow
+    (or not) a wider block; refused with the line, CONST_VIA still offered."""
+    folder = tmp_path / "dw"
+    shutil.copytree(DWCONV, folder, ignore=shutil.ignore_patterns("expert"))
+    written = (folder / "baseline.cu").read_text()
+    source = written.replace("  if (x >= w) return;",
+                             "  if (x >= w || y >= 4096 * PIXELS_PER_BLOCK) return;")
+    assert source != written
+    write_file(folder, folder / "baseline.cu", source, overwrite=True)
+    result = offline_template(load_kernel_folder(folder))
+    knobs = _knobs(result)
+    assert "CONST_VIA" in knobs and "OUTER_THREADS" not in knobs
+    note = next(n for n in result.notes if n.startswith("OUTER_THREADS"))
+    assert "`PIXELS_PER_BLOCK` (the block offset) is used elsewhere too" in note
+    assert "(line 17)" in note
 
 
 def test_an_index_past_the_table_for_some_lane_refuses_lane_regs(tmp_path: Path) -> None:

@@ -213,7 +213,23 @@ def _outer(plan: Plan, bx: Node, decls: list[Node], two_d: bool,
     p = int_value(p_node)
     if p is None or p <= 0:
         raise Illegal(f"the block offset `{text(p_node)}` is no constant", decl)
+    named = strip(p_node)
+    if named.type == "identifier":
+        others = [n for n in walk(plan.source.tree.root_node) if n.type == "identifier"
+                  and text(n) == text(named) and n != named and
+                  (n.parent is None or n.parent.type != "preproc_def") and
+                  not _defines(n)]
+        if others:
+            raise Illegal(f"`{text(named)}` (the block offset) is used elsewhere too: that use "
+                          "would keep or change with the block's outer extent", others[0])
     return decl, p_node, p
+
+
+def _defines(node: Node) -> bool:
+    """``node`` is the name a file-scope constant's declaration defines."""
+    up = node.parent
+    return up is not None and up.type == "init_declarator" and \
+        up.child_by_field_name("declarator") == node
 
 
 def _outer_thread(node: Node, two_d: bool, k: int) -> bool:
