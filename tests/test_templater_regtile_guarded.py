@@ -9,7 +9,8 @@ from the corpus's: ``#define`` tiles with A . W^T, a ReLU and leading dimensions
 arguments, the guard around a plain store; ``constexpr`` tiles with the guard on the rows
 (``kDepth > ty`` through an alias, braced) and alpha / beta; a struct's members with the
 guard (``<=``) inside a row loop over a padded W^T tile and a sigmoid; a 1-D block split
-into rows and columns whose guards let every thread through. Each lift runs on the host
+into rows and columns whose guards let every thread through; and, unguarded, a namespace's
+``constexpr`` tile (read through the constants the caller reads). Each lift runs on the host
 (g++, every thread a coroutine) at its default and, in turn, its all-ends corners and a
 coarse BM != BN config, and prints the kernel as written's output bit for bit; guards the
 analysis cannot follow are refused with their line.
@@ -23,15 +24,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_nvcc import needs_nvcc
 from helpers_templater import (
     COOPERATIVE_BLOCK,
+    FULL_MATRIX,
     assert_rotation_covers,
     corner_configs,
+    end_configs,
     lifted_template,
     rotating_sample,
     run_on_host,
 )
 from regtile_spellings import HOST_VECTOR
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 
 from workbench.templater import LiftedSource, lift_kernel
 
@@ -171,6 +176,29 @@ __global__ void mm_bias(const float* A, const float* W, const float* bias, float
 }
 """, ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("256",),
         "mm_bias(A, W, bias, C, M, N, K, lda, ldw, ldc)", "mm_bias"),
+    # a namespace's constexpr (read only through the caller's constants: the register tile
+    # once replaced them with the file's macros), a square 2-D block, no guard, A . W with
+    # a tanh of the biased sum
+    "namespace_square_tanh": Gemm(r"""
+namespace cfg { constexpr int TS = 16; }
+extern "C" __global__ void mm_tanh(const float* A, const float* W, const float* bias,
+                                   float* C, int M, int N, int K, int lda, int ldw, int ldc) {
+  __shared__ float sa[cfg::TS][cfg::TS];
+  __shared__ float sb[cfg::TS][cfg::TS];
+  const int r = threadIdx.y, c = threadIdx.x;
+  const int row = blockIdx.y * cfg::TS + r, col = blockIdx.x * cfg::TS + c;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += cfg::TS) {
+    sa[r][c] = (row < M && t + c < K) ? A[row * lda + t + c] : 0.0f;
+    sb[r][c] = (t + r < K && col < N) ? W[(t + r) * ldw + col] : 0.0f;
+    __syncthreads();
+    for (int e = 0; e < cfg::TS; ++e) acc += sa[r][e] * sb[e][c];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * ldc + col] = tanhf(acc + bias[col]);
+}
+""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("16", "16"),
+        "mm_tanh(A, W, bias, C, M, N, K, lda, ldw, ldc)", "mm_tanh"),
 }
 
 _MAIN = r"""
@@ -205,7 +233,7 @@ def host(s: Gemm, source: str, grid: list[int], block: list[int], work: Path) ->
 def as_written(s: Gemm, work: Path) -> str:
     block = [int(b) for b in s.block]
     tiles = {"fc_relu_bt": (32, 8), "gemm_tall": (16, 32), "fc_sigmoid": (32, 8),
-             "mm_bias": (16, 16)}[s.entry]
+             "mm_bias": (16, 16), "mm_tanh": (16, 16)}[s.entry]
     grid = [-(-ENV["N"] // tiles[0]), -(-ENV["M"] // tiles[1])]
     return host(s, s.source, grid, block, work)
 
@@ -302,3 +330,20 @@ def test_guards_the_analysis_cannot_follow_are_refused_with_the_line(
     assert found and not any(f.applied for f in found), lifted.notes
     assert reason in found[0].reason, found[0].reason
     assert found[0].line == line, found[0]
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_the_corners_compile_for_sm90_without_spilling(tmp_path: Path) -> None:
+    """The last all-ends corner (the largest tiles, 8 x 8 a thread) of the struct spelling
+    (W's padded tile, the sigmoid) on every run; every corner of every spelling under
+    ``WORKBENCH_FULL_MATRIX=1``."""
+    for name in sorted(SPELLINGS) if FULL_MATRIX else ["struct_bt_row_loop_guard_sigmoid"]:
+        s = SPELLINGS[name]
+        template = lifted_template(lift(s), s.entry)
+        corners = end_configs(template, {**ENV, "elem_bytes": 4})
+        for i, config in enumerate(corners if FULL_MATRIX else corners[-1:]):
+            log = _ptxas_log(template.render(config, "fp32").source, tmp_path,
+                             f"{s.entry}{i}")
+            spills = _SPILLS.findall(log)
+            assert spills and all(x == ("0", "0") for x in spills), f"{config} spills:\n{log}"

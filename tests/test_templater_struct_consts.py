@@ -90,29 +90,24 @@ class Case:
 
 
 CASES = {
-    # 2-D shared tiles sized by a namespace constexpr, read as cfg::TS
+    # a 2-D shared tile (a padded transpose) sized by a namespace constexpr, read as
+    # cfg::TS (a GEMM so sized lifts the register tile instead: its host check is
+    # tests/test_templater_regtile_guarded.py's namespace spelling)
     "namespace_constexpr_tiles": Case("""
 namespace cfg { constexpr int TS = 16; }
-extern "C" __global__ void mm(const float* A, const float* B, float* C, int M, int N, int K) {
-  __shared__ float sa[cfg::TS][cfg::TS];
-  __shared__ float sb[cfg::TS][cfg::TS];
-  const int r = threadIdx.y, c = threadIdx.x;
-  const int row = blockIdx.y * cfg::TS + r, col = blockIdx.x * cfg::TS + c;
-  float acc = 0.0f;
-  for (int t = 0; t < K; t += cfg::TS) {
-    sa[r][c] = (row < M && t + c < K) ? A[row * K + t + c] : 0.0f;
-    sb[r][c] = (t + r < K && col < N) ? B[(t + r) * N + col] : 0.0f;
-    __syncthreads();
-    for (int e = 0; e < cfg::TS; ++e) acc += sa[r][e] * sb[e][c];
-    __syncthreads();
-  }
-  if (row < M && col < N) C[row * N + col] = acc;
+extern "C" __global__ void tr(const float* in, float* out, int rows, int cols) {
+  __shared__ float t[cfg::TS][cfg::TS + 1];
+  int x = blockIdx.x * cfg::TS + threadIdx.x, y = blockIdx.y * cfg::TS + threadIdx.y;
+  if (x < cols && y < rows) t[threadIdx.y][threadIdx.x] = in[y * cols + x];
+  __syncthreads();
+  x = blockIdx.y * cfg::TS + threadIdx.x;
+  y = blockIdx.x * cfg::TS + threadIdx.y;
+  if (x < rows && y < cols) out[y * rows + x] = t[threadIdx.x][threadIdx.y];
 }
-""", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("16", "16"), {"M": 37, "N": 41, "K": 35},
-        "std::vector<float> A(M * K), B(K * N), C(M * N, -1.0f);"
-        "for (int i = 0; i < M * K; ++i) A[i] = (i % 13) * 0.25f - 1.0f;"
-        "for (int i = 0; i < K * N; ++i) B[i] = (i % 7) * 0.5f - 1.5f;",
-        "mm(A.data(), B.data(), C.data(), M, N, K)", "C", "TILE", "constexpr int TS = TILE;"),
+""", ("ceil_div(cols, 16)", "ceil_div(rows, 16)"), ("16", "16"), {"rows": 37, "cols": 41},
+        "std::vector<float> in(rows * cols), out(rows * cols, -1.0f);"
+        "for (int i = 0; i < rows * cols; ++i) in[i] = (i % 13) * 0.25f - 1.0f;",
+        "tr(in.data(), out.data(), rows, cols)", "out", "TILE", "constexpr int TS = TILE;"),
     # a tree reduction over a block sized by an enum class member behind static_cast
     "enum_class_tree_reduction": Case("""
 enum class Cfg : int { kThreads = 128 };

@@ -75,7 +75,8 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
     space = SpaceNames(n["BM"], n["BN"], n["BK"], n["TM"], n["TN"], n["VEC"])
     add_space(plan, space, WrittenSizes(g.block_size["y"], g.block_size["x"], g.k_size),
               where=f"{line(plan.body)}", loop=loop, acc=g.accumulators[0].decl,
-              acc_name=g.accumulators[0].name, vectorized=w.vectorized, smem=w.smem_bytes(),
+              acc_name=g.accumulators[0].name, vectorized=w.vectorized, staged=w.staged,
+              smem=w.smem_bytes(),
               vec_width=w.vec_width or VEC_WIDTH)
     _findings(g, n, loop)
 
@@ -91,6 +92,7 @@ class _Writer:
         self.role_ext = {"y": n["BM"], "x": n["BN"], "k": n["BK"]}
         self.threads = f"{n['THREADS_X']} * {n['THREADS_Y']}"
         self.vectorized: list[str] = []  # the inner extents of the tiles loaded with float4
+        self.staged: list[str] = []  # their elements (rows * columns), held before stored
         # elements per 16-byte load of the vectorized tiles (4 floats, 8 halves): one VEC
         # knob has one meaning, so a store of another width keeps its scalar loads
         self.vec_width: int | None = None
@@ -208,6 +210,7 @@ class _Writer:
             return loop_as_written, None
         self.vec_width = vec.width
         self.vectorized.append(e1)
+        self.staged.append(f"{e0} * {e1}")
 
         def at(m: Node, c: str) -> str:
             return render(self.data, m, g.region({dims[0] or "y": "wb_r", dims[1] or "x": c},

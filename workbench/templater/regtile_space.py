@@ -55,7 +55,17 @@ RULES = """
   vector path falls back to the loads as written wherever a run of four is not aligned or
   not in bounds, so it is never wrong and costs only that test; VEC = 1 stays for the
   one-output-per-thread configs (the kernel as written).
+- With the vector loads, the accumulators and the vectors a thread holds between its
+  global loads and its shared stores (each tile's 16-byte loads are all issued before its
+  stores) take at most 128 registers, half of the 255 a thread may have: the rest holds
+  the TM + TN operands per k, the addresses and the epilogue. Past that ptxas spills: a
+  one-warp block of 8 x 8 tiles over a 128 x 16 x 32 tile holds 64 accumulators and 144
+  staged words (set 6's linear_gelu_lda, 8 bytes spilled at 255 registers), where the
+  four-warp-and-up blocks SGEMMs use hold a few vectors a tile.
 """
+
+#: registers for the accumulators and the staged vectors of one thread (:data:`RULES`)
+STAGED_REGISTERS = 128
 
 
 @dataclass(frozen=True)
@@ -81,10 +91,11 @@ class WrittenSizes:
 
 def add_space(plan: Plan, n: SpaceNames, written: WrittenSizes, *, where: str,
               loop: Node, acc: Node, acc_name: str, vectorized: Sequence[str],
-              smem: str, vec_width: int = VEC_WIDTH) -> None:
+              smem: str, vec_width: int = VEC_WIDTH, staged: Sequence[str] = ()) -> None:
     """The parameters and constraints of a register-tiled GEMM. ``vectorized``: the inner
-    extents of the tiles loaded with float4 (empty: no VEC knob); ``smem``: the shared
-    bytes of the tiles as an expression of the parameters."""
+    extents of the tiles loaded with float4 (empty: no VEC knob); ``staged``: their
+    elements (``BM * BK``); ``smem``: the shared bytes of the tiles as an expression of the
+    parameters."""
     for name, desc, size in ((n.bm, f"rows of the output per block (as written: "
                                      f"{written.rows})", written.rows),
                              (n.bn, f"columns of the output per block (as written: "
@@ -109,6 +120,7 @@ def add_space(plan: Plan, n: SpaceNames, written: WrittenSizes, *, where: str,
     _narrow_to_gemm_practice(plan, n)
     if vectorized:
         _vector_knob(plan, n, vectorized, loop, vec_width)
+        _staged_registers(plan, n, staged, threads, vec_width)
     plan.constrain(f"{smem} <= {_MAX_SMEM}")
 
 
@@ -132,6 +144,17 @@ def _vector_knob(plan: Plan, n: SpaceNames, vectorized: Sequence[str], loop: Nod
     plan.constrain(f"{n.vec} == 1 or ({whole})")
     # the third rule; a tile extent the vectors cannot split keeps the scalar loads
     plan.constrain(f"{n.tm} * {n.tn} == 1 or {n.vec} == {width} or not ({whole})")
+
+
+def _staged_registers(plan: Plan, n: SpaceNames, staged: Sequence[str], threads: str,
+                      width: int) -> None:
+    """The fourth of :data:`RULES`: a thread's accumulators and the 16-byte vectors (four
+    registers each, ``width`` elements) it holds for the tiles loaded together."""
+    if not staged:
+        return
+    vectors = " + ".join(f"ceil_div({e}, {width} * {threads})" for e in staged)
+    plan.constrain(f"{n.vec} == 1 or {n.tm} * {n.tn} + 4 * ({vectors}) <= "
+                   f"{STAGED_REGISTERS}")
 
 
 def bind_launch_bounds(plan: Plan, threads: str) -> None:
