@@ -39,15 +39,14 @@ recorded crashed.
 
 Dispatch: the compiles of a batch are submitted at once; a candidate's measure task is
 dispatched when its compile is done, at most
-:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` + :data:`QUEUED_PER_GPU` per GPU
-worker (in all): the first run on a worker at once and the others wait in its queue,
-refilled as results are taken, so a device
-starts its next candidate without waiting for the driver. Once every candidate of the batch
-is dispatched, the room its last ones leave takes the next batch's candidates (those
-:meth:`DaskRunner.compile_ahead` queued, compiled), so the devices do not drain at the
-batch's end while the caller stores its last results and plans the next batch; the next
-``measure`` call takes those tasks as they are and cancels any for candidates it does not
-hold. Nothing more is dispatched while the caller holds: a paused search pauses every worker
+:data:`~workbench.engine.dask_tasks.MEASURES_PER_GPU` per GPU worker (in all), refilled as
+results are taken, so each device has its next candidates on hand while it times one. Once
+every candidate of the batch is dispatched, the slots its last ones leave take the next
+batch's candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), and a reserve
+of them (:data:`BOUNDARY_RESERVE_PER_GPU`) waits in the workers' queues, so the devices do
+not drain at the batch's end while the caller stores its last results and plans the next
+batch; the next ``measure`` call takes those tasks as they are and cancels any for
+candidates it does not hold. Nothing more is dispatched while the caller holds: a paused search pauses every worker
 after the tasks in flight, a stopped one (closing the iterator) cancels those, and a range
 edit applies to every task dispatched after it.
 """
@@ -103,22 +102,23 @@ BATCH_PER_GPU = 16
 #: batch (CPU check, benchmarks/cluster/coordinator_scaling.py, 1 simulated GPU, 192
 #: configs: 17.9 s of device idle inside batches with one batch held, 2.0 s with two).
 QUEUED_BATCHES = 2
-#: Measure tasks per GPU worker held in its queue beyond its running slots, all the time (the
-#: current batch's, and the next batch's once every candidate of this one is dispatched):
-#: they start without the driver when a slot frees, so a driver late to send the next task
-#: (storing results, planning the next batch, its event loop busy) no longer idles the
-#: device. With only the running slots filled and a reserve at the batch's end alone, each
-#: GPU still idled 0.5-1.7 s of a 30 s two-GPU sweep, most of it in gaps inside batches
-#: where a compiled measure waited for the driver (2 x H200, *T0956*: gap_causes
-#: dispatch_late); before the reserve 1.8-3.2 s (*T0924*, *T0929*). More tasks RUNNING at
-#: once per worker instead (8, not 4) slowed every measurement (1 GPU: 65 s against 52-55 s,
-#: *T0927*): these wait, they do not run.
-QUEUED_PER_GPU = MEASURES_PER_GPU
-#: Measure tasks of the next batch per GPU worker sent at the batch's end beyond the room the
-#: in-flight limit leaves (0 in the product: the queue above covers the boundary). The
-#: design before :data:`QUEUED_PER_GPU` was 0 queued and 4 here; kept as the experiment's
-#: knob (gpu_checks/multi_gpu_dask.py --boundary-reserve-per-gpu) to compare the two.
-BOUNDARY_RESERVE_PER_GPU = 0
+#: Measure tasks of the next batch per GPU worker held beyond its running slots once every
+#: candidate of the batch measured now is dispatched: they wait in the worker's queue and
+#: start without the driver, so the devices stay fed while the driver ends the batch (stores
+#: its last results, asks for, claims and plans the next). Without them each GPU idled
+#: 1.8-3.2 s of a 29-31 s two-GPU sweep, every gap a measure the driver sent after its
+#: compile was done (2 x H200, benchmarks/results/cluster/h200x2/*T0924*, *T0929*:
+#: gap_causes). More tasks running at once per worker instead (8, not 4) slowed every
+#: measurement (1 GPU: 65 s against 52-55 s, *T0927*).
+BOUNDARY_RESERVE_PER_GPU = MEASURES_PER_GPU
+#: Measure tasks per GPU worker queued beyond its running ones all the time (inside every
+#: batch too), 0 in the product: 4 queued all the time (and no boundary reserve) was tried
+#: and was slower, 2-GPU sweeps 28.4-29.6 s against 26.1-28.3 s for the reserve, alternated
+#: three times each on one 2 x H200 machine (*T1233*-*T1236*); it took the next batch's
+#: compiled candidates sooner and the devices then waited for compiles at the boundaries
+#: (gap_causes compile_late). Kept as the experiment's knob (gpu_checks/multi_gpu_dask.py
+#: --queued-per-gpu).
+QUEUED_PER_GPU = 0
 #: Compiles queued for the next batch rank below every compile of the batch measured now.
 _AHEAD_PRIORITY = 100_000
 _SOLO_ATTEMPTS = 2
@@ -176,8 +176,9 @@ class DaskRunner:
 
     @property
     def in_flight_limit(self) -> int:
-        """Measure tasks this runner keeps in flight at most, unpinned:
-        :data:`MEASURES_PER_GPU` running and :data:`QUEUED_PER_GPU` queued per GPU worker."""
+        """Measure tasks of the batch measured now this runner keeps in flight at most,
+        unpinned: :data:`MEASURES_PER_GPU` running and :data:`QUEUED_PER_GPU` queued per GPU
+        worker (the next batch's reserve at the boundary comes on top)."""
         return (MEASURES_PER_GPU + QUEUED_PER_GPU) * len(self.workers)
 
     @property
@@ -444,8 +445,8 @@ class DaskRunner:
             top_up()
             if (plan.ahead and not ordered and not ready and not compiling
                     and not unattached):
-                # every candidate of this batch is dispatched: the room its last ones
-                # leave in the workers' queues takes the next batch's, over the boundary
+                # every candidate of this batch is dispatched: its slots left go ahead,
+                # and a reserve beside them waits in the workers' queues for the boundary
                 self._measure_ahead(capacity + BOUNDARY_RESERVE_PER_GPU * len(self.workers)
                                     - len(futures) - self.ahead.running())
 
