@@ -2,23 +2,34 @@
 
 Needs ``apt-get install -y chromium`` (never ``playwright install``). Every request that is
 not to 127.0.0.1 is aborted, so the test proves the panel works offline.
+
+One JupyterLab and one Chromium serve the whole tier (each took 10 to 30 s to start and
+stop on 2 cores, seven times over); the tests stay apart all the same. Each test gets a
+folder of its own below the server's root (the notebooks copied in, its own
+``workbench.sqlite``: the server has no ``$WORKBENCH_STORE``, so a notebook's kernel, started
+in its folder, uses the store there, and the page's requests to the server extension carry
+``?folder=`` so the sidebar reads it too), a browser context of its own (no cookies or
+local storage of another test), and its kernels are shut down when it ends.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -30,12 +41,39 @@ ARTIFACTS = Path(os.environ.get("WORKBENCH_ARTIFACTS", Path(__file__).parent / "
 
 @dataclass(frozen=True)
 class LabServer:
+    """A running JupyterLab as one test sees it: ``root`` is where the test's files go,
+    ``folder`` that place relative to the server's root ("" for the root itself)."""
+
     url: str
     token: str
     root: Path
+    folder: str = ""
+
+    def path(self, name: str = "") -> str:
+        """``name`` (relative to :attr:`root`) as JupyterLab names it: from the server's root."""
+        return str(PurePosixPath(self.folder, name)) if self.folder else name
 
     def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?reset&token={self.token}"
+        return self.lab_url(name)
+
+    def lab_url(self, name: str = "") -> str:
+        """The lab with ``name`` (a file or folder below :attr:`root`) open, or as it opens."""
+        where = f"/tree/{urllib.parse.quote(self.path(name))}" if name else ""
+        return f"{self.url}/lab{where}?reset&token={self.token}"
+
+    def api_url(self, endpoint: str) -> str:
+        """The server extension's ``endpoint``, for this test's folder."""
+        query = f"?{urllib.parse.urlencode({'folder': self.folder})}" if self.folder else ""
+        return f"{self.url}/workbench/{endpoint}{query}"
+
+    def in_folder(self, name: str) -> LabServer:
+        """The same server, a test's files in the new folder ``name`` below the root (with a
+        copy of the notebooks, as a user's lab folder holds them)."""
+        root = self.root / name
+        root.mkdir()
+        for nb in (ROOT / "notebooks").glob("*.ipynb"):
+            shutil.copy(nb, root / nb.name)
+        return replace(self, root=root, folder=self.path(name))
 
 
 def _free_port() -> int:
@@ -67,11 +105,13 @@ def _install_lab_extension(config: Path, data: Path) -> None:
     shutil.copy(ROOT / "jupyter-config" / "kernel-workbench.json", server_d)
 
 
-def lab_environment(base: Path, root: Path, store: Path) -> tuple[dict[str, str], str, int]:
+def lab_environment(base: Path, root: Path, store: Path | None
+                    ) -> tuple[dict[str, str], str, int]:
     """(environment, token, port) of a JupyterLab serving ``root`` like a user's: its own
     config, data, runtime, settings and workspace folders under ``base``, this checkout's
     extension installed, the notebooks copied into ``root``, the sample kernels listed and
-    ``store`` as the workbench store (benchmarks/panel/bench_lab_browser.py uses it too)."""
+    ``store`` as the workbench store; None: each folder's own ``workbench.sqlite``
+    (benchmarks/panel/bench_lab_browser.py uses it too)."""
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         shutil.copy(nb, root / nb.name)
     dirs = {name: base / name for name in ("config", "data", "runtime", "settings", "workspaces")}
@@ -87,7 +127,9 @@ def lab_environment(base: Path, root: Path, store: Path) -> tuple[dict[str, str]
            "WORKBENCH_KERNELS": str(ROOT / "sample_kernels"),
            "WORKBENCH_STORE": str(store),
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    env.pop("WORKBENCH_MODEL", None)
+    for unset in ("WORKBENCH_MODEL", "WORKBENCH_REPLAY_PACE",
+                  *(["WORKBENCH_STORE"] if store is None else [])):
+        env.pop(unset, None)
     return env, secrets.token_hex(16), _free_port()
 
 
@@ -115,7 +157,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @contextmanager
-def running_lab(base: Path, root: Path, store: Path) -> Iterator[LabServer]:
+def running_lab(base: Path, root: Path, store: Path | None) -> Iterator[LabServer]:
     """A JupyterLab on loopback serving ``root`` (:func:`lab_environment`), stopped after;
     ready once ``/api/status`` answers 200."""
     env, token, port = lab_environment(base, root, store)
@@ -154,8 +196,23 @@ def running_lab(base: Path, root: Path, store: Path) -> Iterator[LabServer]:
         log.close()
 
 
-@pytest.fixture(scope="module")
-def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+def _shut_kernels_down(server: LabServer) -> None:
+    """Ends the sessions (and their kernels) of notebooks in ``server``'s folder, all at once."""
+    def call(method: str, endpoint: str) -> Any:
+        request = urllib.request.Request(f"{server.url}/api/{endpoint}", method=method,
+                                         headers={"Authorization": f"token {server.token}"})
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return json.loads(reply.read() or b"null")
+
+    inside = f"{server.folder}/"
+    ids = [s["id"] for s in call("GET", "sessions") if str(s.get("path", "")).startswith(inside)]
+    with ThreadPoolExecutor(max(1, len(ids))) as pool:
+        list(pool.map(lambda sid: call("DELETE", f"sessions/{sid}"), ids))
+
+
+@pytest.fixture(scope="session")
+def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """The tier's one JupyterLab (no ``$WORKBENCH_STORE``: each folder's store is its own)."""
     required = os.environ.get("WORKBENCH_REQUIRE_BROWSER") == "1"  # CI sets it
     if required:
         import jupyterlab  # noqa: F401  (an ImportError fails the tier instead of skipping)
@@ -166,29 +223,67 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
-    with running_lab(base, root, root / "workbench.sqlite") as server:
+    with running_lab(base, root, None) as server:
         yield server
 
 
-@pytest.fixture(scope="module")
-def browser_page(lab_server: LabServer) -> Iterator[Any]:
+@pytest.fixture
+def lab_server(lab_session: LabServer, request: pytest.FixtureRequest) -> Iterator[LabServer]:
+    """This test's folder in the tier's JupyterLab, its kernels shut down after it."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80].strip("-.")
+    folder, n = name, 0
+    while (lab_session.root / folder).exists():  # a name cut short may repeat
+        n += 1
+        folder = f"{name}-{n}"
+    server = lab_session.in_folder(folder)
+    try:
+        yield server
+    finally:
+        _shut_kernels_down(server)
+
+
+@pytest.fixture(scope="session")
+def chromium(lab_session: LabServer) -> Iterator[Any]:
+    """The tier's one Chromium (each test opens a context of its own in it)."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS,
                                      timeout=LAUNCH_TIMEOUT_MS)
-        context = browser.new_context(viewport={"width": 1400, "height": 2400})
-        context.route("**/*", lambda route: route.continue_()
-                      if route.request.url.startswith("http://127.0.0.1") else route.abort())
-        page = context.new_page()
-        console: list[str] = []
-        page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
-        page.on("pageerror", lambda exc: console.append(f"pageerror: {exc}"))
-        page.wb_console = console  # read by tests when something does not appear
         try:
-            yield page
+            yield browser
         finally:
-            context.close()
             browser.close()
+
+
+def new_context(browser: Any, server: LabServer, **options: Any) -> Any:
+    """A context of its own: every request that is not to loopback aborted, and the page's
+    requests to the server extension scoped to ``server``'s folder (``?folder=``)."""
+    context = browser.new_context(**options)
+    context.route("**/*", lambda route: route.continue_()
+                  if route.request.url.startswith("http://127.0.0.1") else route.abort())
+    if server.folder:
+        def scoped(route: Any) -> None:
+            url = route.request.url
+            query = urllib.parse.urlencode({"folder": server.folder})
+            route.fallback(url=f"{url}{'&' if '?' in url else '?'}{query}")
+
+        context.route(lambda url: urllib.parse.urlsplit(url).path.startswith("/workbench/"),
+                      scoped)
+    return context
+
+
+@pytest.fixture
+def browser_page(chromium: Any, lab_server: LabServer) -> Iterator[Any]:
+    context = new_context(chromium, lab_server, viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    console: list[str] = []
+    page.on("console", lambda msg: console.append(f"{msg.type}: {msg.text}"))
+    page.on("pageerror", lambda exc: console.append(f"pageerror: {exc}"))
+    page.wb_console = console  # read by tests when something does not appear
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 @pytest.fixture

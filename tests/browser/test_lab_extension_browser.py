@@ -8,6 +8,7 @@ kernel" on a .cu file's context menu.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LabServer = Any  # conftest.LabServer: url, token, root, notebook_url(name)
+LabServer = Any  # conftest.LabServer: url, token, root (this test's folder), lab_url(name)
 
 pytestmark = [pytest.mark.browser]
 
@@ -30,10 +31,6 @@ __global__ void scale_kernel(float* out, const float* x, float alpha, int n) {
     }
 }
 """
-
-
-def _lab_url(server: LabServer, path: str = "") -> str:
-    return f"{server.url}/lab{path}?reset&token={server.token}"
 
 
 def _wait_lab(page: Any) -> None:
@@ -70,7 +67,7 @@ def test_sidebar_lists_sessions_and_opens_the_panel(lab_server: LabServer, brows
                                                     artifacts: Path) -> None:
     best_us, speedup, status = _tuned_store(lab_server)
     page = browser_page
-    page.goto(_lab_url(lab_server))
+    page.goto(lab_server.lab_url())
     _wait_lab(page)
     sidebar = _open_sidebar(page)
     kernel = sidebar.locator('.wb-lab-kernel[data-kernel="silu_and_mul"]')
@@ -104,7 +101,7 @@ def test_cuda_file_has_syntax_colours(lab_server: LabServer, browser_page: Any,
                                       artifacts: Path) -> None:
     (lab_server.root / "scale.cu").write_text(CUDA_SOURCE, encoding="utf-8")
     page = browser_page
-    page.goto(_lab_url(lab_server, "/tree/scale.cu"))
+    page.goto(lab_server.lab_url("scale.cu"))
     _wait_lab(page)
     page.wait_for_selector(".jp-FileEditor .cm-content", timeout=30_000)
     page.locator(".jp-FileEditor .cm-line", has_text="__global__").first.wait_for()
@@ -132,7 +129,7 @@ def test_cuda_file_has_syntax_colours(lab_server: LabServer, browser_page: Any,
 def test_launcher_card_creates_a_tuning_notebook(lab_server: LabServer, browser_page: Any,
                                                  artifacts: Path) -> None:
     page = browser_page
-    page.goto(_lab_url(lab_server))
+    page.goto(lab_server.lab_url())
     _wait_lab(page)
     try:  # ?reset opens a launcher once the shell has settled
         page.locator(".jp-Launcher:visible").first.wait_for(timeout=15_000)
@@ -168,7 +165,7 @@ def test_tune_this_kernel_from_the_context_menu(lab_server: LabServer, browser_p
     folder.mkdir(exist_ok=True)
     (folder / "scale.cu").write_text(CUDA_SOURCE, encoding="utf-8")
     page = browser_page
-    page.goto(_lab_url(lab_server, "/tree/mykernel"))
+    page.goto(lab_server.lab_url("mykernel"))
     _wait_lab(page)
     item = page.locator('.jp-DirListing-item[data-file-type="cuda"]', has_text="scale.cu")
     item.first.wait_for(timeout=30_000)
@@ -289,7 +286,7 @@ def _api(server: LabServer, method: str, endpoint: str, body: object = None
     import urllib.request
 
     request = urllib.request.Request(
-        f"{server.url}/workbench/{endpoint}", method=method,
+        server.api_url(endpoint), method=method,
         data=None if body is None else json.dumps(body).encode(),
         headers={"Authorization": f"token {server.token}", "Content-Type": "application/json"})
     try:
@@ -308,10 +305,52 @@ def test_server_api_answers_and_refuses_with_reasons(lab_server: LabServer) -> N
     status, reply = _api(lab_server, "POST", "init", {"path": "../../etc/passwd"})
     assert status == 400 and "not a path below the server root" in reply["message"]
     (lab_server.root / "notes.txt").write_text("not cuda")
-    status, reply = _api(lab_server, "POST", "init", {"path": "notes.txt"})
+    status, reply = _api(lab_server, "POST", "init", {"path": lab_server.path("notes.txt")})
     assert status == 400 and "not a CUDA source file" in reply["message"]
     anonymous = urllib_status(f"{lab_server.url}/workbench/kernels")
     assert anonymous == 403
+
+
+def _sessions(server: LabServer, kernel: str = "silu_and_mul") -> int | None:
+    status, index = _api(server, "GET", "kernels")
+    assert status == 200, index
+    found = [k for k in index["kernels"] if k["name"] == kernel]
+    return len(found[0]["sessions"]) if found else None
+
+
+def test_server_api_reads_the_folder_the_request_names(lab_server: LabServer,
+                                                       lab_session: LabServer) -> None:
+    """One server, several projects: ``?folder=`` picks the store, the kernel folders and
+    where a notebook is written; the root is the default; a folder outside, missing or
+    reached through a symlink is refused."""
+    from dataclasses import replace
+
+    from workbench.store.sqlite import SQLiteStore
+
+    other = lab_session.in_folder(f"{lab_server.root.name}-other")
+    for server, count in ((lab_server, 2), (other, 1)):
+        store = SQLiteStore(server.root / "workbench.sqlite")
+        try:
+            for _ in range(count):
+                store.create_session("silu_and_mul")
+        finally:
+            store.close()
+    shutil.copytree(ROOT / "sample_kernels" / "silu_and_mul", other.root / "mine",
+                    ignore=shutil.ignore_patterns("recordings"))
+    assert (_sessions(lab_server), _sessions(other)) == (2, 1)
+    assert _sessions(lab_session) == 0  # no ?folder=: the root's store (there is none)
+    # a kernel folder below the named folder is listed for it only (no session of its own)
+    assert _sessions(other, "mine") == 0 and _sessions(lab_server, "mine") is None
+    status, reply = _api(other, "POST", "notebook", {"kernel": other.path("mine")})
+    assert status == 200 and reply["notebook"] == other.path("tune-mine.ipynb"), reply
+    assert "workbench.sqlite" in (other.root / "tune-mine.ipynb").read_text(encoding="utf-8")
+    (lab_server.root / "elsewhere").symlink_to(other.root)
+    for folder, why in (("../..", "not a path below the server root"),
+                        ("/tmp", "not a path below the server root"),
+                        (lab_server.path("missing"), "not a folder below the server root"),
+                        (lab_server.path("elsewhere"), "symlink")):
+        status, reply = _api(replace(lab_server, folder=folder), "GET", "kernels")
+        assert status == 400 and why in reply["message"], (folder, reply)
 
 
 def urllib_status(url: str) -> int:

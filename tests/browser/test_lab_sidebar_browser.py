@@ -14,15 +14,11 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LabServer = Any  # conftest.LabServer: url, token, root, notebook_url(name)
+LabServer = Any  # conftest.LabServer: url, token, root (this test's folder), lab_url(name)
 
 pytestmark = [pytest.mark.browser]
 
 EMPTY_SESSIONS = 3
-
-
-def _lab_url(server: LabServer) -> str:
-    return f"{server.url}/lab?reset&token={server.token}"
 
 
 def _stored(server: LabServer) -> None:
@@ -83,8 +79,7 @@ def _geometry(page: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("width", [1280, 700])
 def test_sidebar_is_readable_at_its_default_width(lab_server: LabServer, browser_page: Any,
                                                   artifacts: Path, width: int) -> None:
-    if not (lab_server.root / "workbench.sqlite").exists():
-        _stored(lab_server)
+    _stored(lab_server)
     from workbench.ui.lab_index import kernel_index
 
     index = kernel_index([ROOT / "sample_kernels"], lab_server.root,
@@ -96,7 +91,7 @@ def test_sidebar_is_readable_at_its_default_width(lab_server: LabServer, browser
 
     page = browser_page
     page.set_viewport_size({"width": width, "height": 900})
-    page.goto(_lab_url(lab_server))
+    page.goto(lab_server.lab_url())
     page.wait_for_selector(".jp-LabShell", timeout=60_000)
     sidebar = _open_sidebar(page)
     page.locator('#workbench-kernels[data-source="server"] '
@@ -121,12 +116,11 @@ def test_sidebar_is_readable_at_its_default_width(lab_server: LabServer, browser
 @pytest.mark.timeout(300)
 def test_sidebar_draws_the_last_index_at_once_and_open_panel_answers(
         lab_server: LabServer, browser_page: Any, artifacts: Path) -> None:
-    if not (lab_server.root / "workbench.sqlite").exists():
-        _stored(lab_server)
+    _stored(lab_server)
     page = browser_page
     page.set_viewport_size({"width": 1280, "height": 900})
     started = time.monotonic()
-    page.goto(_lab_url(lab_server))
+    page.goto(lab_server.lab_url())
     page.wait_for_selector(".jp-LabShell", timeout=60_000)
     _open_sidebar(page)
     page.locator('#workbench-kernels[data-source="server"] .wb-lab-kernel').first.wait_for(
@@ -162,15 +156,16 @@ def test_sidebar_draws_the_last_index_at_once_and_open_panel_answers(
     # A kernel below the server root opens; the button answers in the click's own task.
     shutil.copytree(ROOT / "sample_kernels" / "silu_and_mul", lab_server.root / "mykernel",
                     ignore=shutil.ignore_patterns("recordings"), dirs_exist_ok=True)
+    mine = lab_server.path("mykernel")  # as the server names it: from its root
     sidebar.locator(".wb-lab-refresh").click()
-    sidebar.locator(".wb-lab-kernel[data-path='mykernel']").wait_for(timeout=60_000)
+    sidebar.locator(f".wb-lab-kernel[data-path='{mine}']").wait_for(timeout=60_000)
     clicked = time.monotonic()
-    answer = page.evaluate("""() => {
+    answer = page.evaluate("""path => {
         const button = document.querySelector(
-            '#workbench-kernels .wb-lab-kernel[data-path="mykernel"] .wb-lab-open');
+            `#workbench-kernels .wb-lab-kernel[data-path="${path}"] .wb-lab-open`);
         button.click();
         return {text: button.textContent, disabled: button.disabled};
-    }""")
+    }""", mine)
     assert answer == {"text": "Opening…", "disabled": True}, answer
     try:
         page.locator(".lm-TabBar-tab", has_text="tune-mykernel.ipynb").first.wait_for(

@@ -17,13 +17,17 @@ pytestmark = [pytest.mark.browser]
 PANEL_NOTEBOOK = "panel-only.ipynb"
 
 
-def _write_panel_notebook(root: Path) -> None:
-    """A two-cell notebook: the quickstart's setup cell, then ``wb.panel()``."""
+def _write_panel_notebook(root: Path, environ: dict[str, str] | None = None) -> None:
+    """A two-cell notebook: the quickstart's setup cell, then ``wb.panel()``; ``environ``:
+    variables the setup cell sets first (the tier's one JupyterLab starts every kernel with
+    its own environment)."""
     import nbformat
     import nbformat.v4 as nbf
 
     quick = nbformat.read(ROOT / "notebooks" / "01-quickstart.ipynb", as_version=4)
     setup = next(c.source for c in quick.cells if c.cell_type == "code")
+    if environ:
+        setup = f"import os\nos.environ.update({environ!r})\n{setup}"
     nb = nbf.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}

@@ -10,8 +10,11 @@ Routes under ``<base_url>/workbench/`` (authenticated like every Jupyter API):
   (and ``fill_in``: the new kernel.toml when init left FILL_IN placeholders to complete).
 
 Paths in requests and replies are relative to the server root, as JupyterLab names files.
-The store is ``$WORKBENCH_STORE``, else ``workbench.sqlite`` at the root. Enabled by
-``jupyter-config/kernel-workbench.json``, which pip installs into
+The store is ``$WORKBENCH_STORE``, else ``workbench.sqlite`` at the request's folder: the
+root, or the folder below it that ``?folder=REL`` names (kernel folders are then searched
+there and new notebooks written there: one server serves several projects, each with its
+own store; the browser tests run one JupyterLab, each test in a folder of its own).
+Enabled by ``jupyter-config/kernel-workbench.json``, which pip installs into
 ``etc/jupyter/jupyter_server_config.d``.
 
 Bounds: a request body is at most :data:`MAX_BODY_BYTES` of UTF-8 JSON nested at most
@@ -257,11 +260,22 @@ class _Handler(APIHandler):
     def root(self) -> Path:
         return Path(self.settings["server_root_dir"]).expanduser().resolve()
 
+    def folder(self) -> Path:
+        """The request's folder: the one ``?folder=REL`` names below the root (reached
+        without a symlink, and existing), else the root itself."""
+        rel = relative_path({"folder": self.get_query_argument("folder", None)}, "folder")
+        if rel is None:
+            return self.root
+        folder = self.checked_below_root(rel)
+        if not folder.is_dir():
+            raise BadRequestError(f"folder {echo(rel)} is not a folder below the server root",
+                                  key="folder", value=rel, expected="an existing folder")
+        return folder
+
     def search_roots(self) -> list[Path]:
-        roots = [self.root]
         from workbench.core.settings import workbench_settings
 
-        return [*roots, *workbench_settings().kernels]
+        return [self.folder(), *workbench_settings().kernels]
 
     def store_path(self) -> Path:
         from workbench.core.settings import workbench_settings
@@ -269,7 +283,7 @@ class _Handler(APIHandler):
         configured = workbench_settings().store
         if configured is not None:
             return configured.resolve()
-        return self.root / "workbench.sqlite"
+        return self.folder() / "workbench.sqlite"
 
     def body(self) -> dict[str, Any]:
         return parse_body(self.request.body or b"", self.fields)
@@ -332,19 +346,21 @@ class NotebookHandler(_Handler):
     async def post(self) -> None:
         async def work() -> None:
             kernel = relative_path(self.body(), "kernel", listed=True)
-            roots, store = self.search_roots(), self.store_path()
+            folder, roots, store = self.folder(), self.search_roots(), self.store_path()
             if kernel is not None:
-                path, created = await self.in_thread(lambda: self._panel(kernel, roots, store))
+                path, created = await self.in_thread(
+                    lambda: self._panel(kernel, folder, roots, store))
             else:
                 path = await self.in_thread(
-                    lambda: write_new_tuning_notebook(self.root, roots, store))
+                    lambda: write_new_tuning_notebook(folder, roots, store))
                 created = True
             self.finish(json.dumps({"notebook": relative_to_root(path, self.root),
                                     "created": created}))
 
         await self.answer(work)
 
-    def _panel(self, kernel: str, roots: list[Path], store: Path) -> tuple[Path, bool]:
+    def _panel(self, kernel: str, folder: Path, roots: list[Path], store: Path
+               ) -> tuple[Path, bool]:
         folders = {relative_to_root(k, self.root): k for k in find_kernel_folders(roots)}
         if kernel not in folders:
             # names first: the listed paths of folders beside the root are long
@@ -352,7 +368,7 @@ class NotebookHandler(_Handler):
             raise BadRequestError(f"no kernel folder {echo(kernel)} here", key="kernel",
                                   value=kernel,
                                   expected=f"a listed kernel folder: {', '.join(names)}")
-        return write_panel_notebook(self.root, folders[kernel], store, root=self.root)
+        return write_panel_notebook(folder, folders[kernel], store, root=self.root)
 
 
 class InitHandler(_Handler):
@@ -366,6 +382,7 @@ class InitHandler(_Handler):
                 raise BadRequestError("path is missing: name a .cu file below the server root",
                                       key="path", expected="a .cu file below the server root")
             source = await self.in_thread(lambda: self._source(rel))
+            store = self.store_path()
             INIT_QUEUE.admit()
             try:
                 deadline = init_deadline_s()
@@ -374,7 +391,6 @@ class InitHandler(_Handler):
                     INIT_QUEUE.timed(lambda: run_init(source, timeout_s=deadline)))
             finally:
                 INIT_QUEUE.release()
-            store = self.store_path()
             path, created = await self.in_thread(
                 lambda: write_panel_notebook(source.parent, folder, store, root=self.root))
             toml = folder / "kernel.toml"
