@@ -12,14 +12,16 @@ The analysis classifies every index expression of a read on the parse:
 
 - *uniform*: literals, macros and file constants, kernel scalar parameters, ``blockIdx``,
   ``blockDim``, ``gridDim``, ``threadIdx.x / K`` (or ``>> s``) with K a multiple of 32,
-  ``threadIdx.y`` / ``.z`` where the launch's x extent (x times y) is a literal multiple
-  of 32 (a warp is 32 consecutive linear thread ids), locals declared once from uniform
-  values and never assigned, and the counters of ``for`` loops whose start, bound and step
-  are uniform (counter stepped only in the update);
+  ``threadIdx.y`` / ``.z`` where the block's x extent (x times y) as written is a
+  multiple of 32 (a warp is 32 consecutive linear thread ids; where a transform lifted the
+  block, the verdict holds at its default, the launch as written), and locals and loop
+  counters whose every value (the initial one and each assignment's) is uniform and whose
+  assignments no lane-dependent condition decides (an ``if`` around them, a loop's
+  condition, an ``if`` that leaves or skips an iteration of a loop around them);
 - *lane*: any other use of the thread index (``threadIdx.x``, ``% 32``, ``& 31``,
   ``threadIdx.y`` under a block narrower than a warp), through arithmetic;
-- *unknown*: what the analysis cannot follow: a local assigned again, a value read from
-  memory, a call, a field.
+- *unknown*: what the analysis cannot follow: a pointer, a value read from memory (also in
+  a condition that decides an assignment), a call, a field.
 
 A lane read anywhere makes the array a staging candidate; an array with unknown reads and
 no lane read is reported as undecided (the line and the value not followed); an array
@@ -28,6 +30,7 @@ read only at uniform indices is left in constant memory.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -115,6 +118,35 @@ class ConstArray:
         return next((r for r in self.reads if r.verdict.kind == kind), None)
 
 
+def written_extent(plan: Plan, rule: str) -> int | None:
+    """A block rule's value at the lifted parameters' defaults (the launch as written: a
+    transform before this one may have made ``256`` ``BLOCK_THREADS``), else None."""
+    value = literal(rule)
+    if value is not None:
+        return value
+    defaults = {n: p.spec.get("default") for n, p in plan.params.items()}
+    try:
+        tree = ast.parse(rule, mode="eval")
+    except SyntaxError:
+        return None
+    return _eval_rule(tree.body, defaults)
+
+
+def _eval_rule(node: ast.AST, names: dict[str, object]) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        value = names.get(node.id)
+        return value if type(value) is int else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+        left, right = _eval_rule(node.left, names), _eval_rule(node.right, names)
+        if left is None or right is None:
+            return None
+        return left + right if isinstance(node.op, ast.Add) else left - right \
+            if isinstance(node.op, ast.Sub) else left * right
+    return None
+
+
 def _worst(a: Verdict, b: Verdict) -> Verdict:
     return a if _RANK[a.kind] >= _RANK[b.kind] else b
 
@@ -124,7 +156,7 @@ class LaneAnalysis:
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
-        self.block = [literal(b) for b in plan.block]
+        self.block = [written_extent(plan, b) for b in plan.block]
         self._busy: set[int] = set()
 
     def verdict(self, node: Node) -> Verdict:
