@@ -164,9 +164,14 @@ def _folder(name: str, root: Path, source: str | None = None,
     if name == "dwconv3_nhwc":
         return load_kernel_folder(DWCONV)
     written, grid, block, args, shapes, declared = FOLDERS[name]
-    source = written if source is None else source
-    constants = declared if constants is None else constants
-    folder = root / name
+    return write_folder(root / name, written if source is None else source, grid, block,
+                        args, shapes, declared if constants is None else constants)
+
+
+def write_folder(folder: Path, source: str, grid: list[str], block: list[str],
+                 args: list[tuple[str, str, str, Any]], shapes: dict[str, int],
+                 constants: list[tuple[str, list[int]]]) -> KernelFolder:
+    """A kernel folder (entry ``k``, fp32, bit-exact tolerance) written and loaded."""
     folder.mkdir(parents=True, exist_ok=True)
     write_file(folder, folder / "baseline.cu", source, overwrite=True)
     write_file(folder, folder / "kernel.toml",
