@@ -22,7 +22,12 @@ import pytest
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Candidate, Status
-from workbench.engine.dask_runner import QUEUED_PER_GPU, DaskRunner, dask_runner
+from workbench.engine.dask_runner import (
+    BOUNDARY_RESERVE_PER_GPU,
+    QUEUED_PER_GPU,
+    DaskRunner,
+    dask_runner,
+)
 from workbench.engine.dask_tasks import MEASURES_PER_GPU
 from workbench.testing.paced_device import PacedDeviceEndpoint, fake_nvcc
 
@@ -34,7 +39,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 ROOT = Path(__file__).resolve().parents[1]
 SHAPE, DTYPE = "decode", "bf16"
 WORKERS = 2
-CAPACITY = (MEASURES_PER_GPU + QUEUED_PER_GPU) * WORKERS  # in flight: running and queued
+CAPACITY = (MEASURES_PER_GPU + QUEUED_PER_GPU) * WORKERS  # a batch's tasks in flight at most
 DEVICE_S = 0.25  # each worker's device holds a candidate this long
 
 
@@ -149,29 +154,23 @@ def test_a_batch_other_than_the_queued_one_cancels_it(client: Any,
     assert runner.in_flight == ()
 
 
-def test_measure_tasks_wait_queued_beyond_the_running_slots(
+def test_a_reserve_of_the_next_batch_waits_beyond_the_running_slots(
         client: Any, folder: KernelFolder) -> None:
-    """Each worker holds QUEUED_PER_GPU measure tasks beyond the MEASURES_PER_GPU it runs,
-    inside a batch and over its end (the next batch's), so a device starts its next
-    candidate without waiting for the driver."""
-    assert QUEUED_PER_GPU > 0
+    """At the batch's end the next batch holds the running slots and a reserve queued on
+    the workers, which start without the driver while it ends the batch."""
     runner = _runner(client, folder)
-    assert runner.in_flight_limit == CAPACITY
+    assert runner.in_flight_limit == CAPACITY and BOUNDARY_RESERVE_PER_GPU > 0
     first, second = _batches(runner, folder, [CAPACITY, 3 * CAPACITY], offset=40)
     results = runner.measure(first)
-    assert isinstance(results, Generator)
     runner.compile_ahead(second)
     _compiled(runner, second)
-    got = [next(results)]
-    # one result in: the rest of the batch is in flight, more than the running slots
-    # (without the queue: MEASURES_PER_GPU x WORKERS at most)
-    assert len(runner.in_flight) >= CAPACITY - 1 > MEASURES_PER_GPU * WORKERS
-    got += list(results)
+    got = list(results)
     assert len(got) == len(first)
-    # each of this batch's results left room for the next batch (without the queue: at
-    # most the running slots, while none of them has finished)
-    assert runner.dispatched - len(first) >= CAPACITY
-    assert runner.ahead.running() <= CAPACITY
+    # each of this batch's CAPACITY results freed a slot for the next batch, and the
+    # reserve went out beside them (without it: CAPACITY, while none of them has finished)
+    reserve = BOUNDARY_RESERVE_PER_GPU * WORKERS
+    assert runner.dispatched - len(first) >= CAPACITY + reserve
+    assert runner.ahead.running() <= CAPACITY + reserve
     again = list(runner.measure(second))
     assert sorted(r.config.key() for r in again) == sorted(c.config.key() for c in second)
     assert runner.dispatched == len(first) + len(second)  # none dispatched twice

@@ -275,3 +275,17 @@ def test_queued_per_gpu_sets_the_runners_in_flight_limit(check: ModuleType) -> N
     finally:
         check.set_queued_per_gpu(before)
     assert check.queued_per_gpu() == before
+
+
+def test_the_boundary_reserve_knob_reaches_the_runner(check: ModuleType) -> None:
+    from workbench.engine import dask_runner
+
+    before = dask_runner.BOUNDARY_RESERVE_PER_GPU
+    try:
+        check.set_boundary_reserve_per_gpu(0)
+        assert dask_runner.BOUNDARY_RESERVE_PER_GPU == 0
+        with pytest.raises(SystemExit, match="0 or a positive"):
+            check.set_boundary_reserve_per_gpu(-2)
+    finally:
+        check.set_boundary_reserve_per_gpu(before)
+    assert before == dask_runner.BOUNDARY_RESERVE_PER_GPU

@@ -119,6 +119,50 @@ def _throttled(r: Result) -> str:
                           "run views on the page"], rows))
 
 
+def _multi_gpu(results: list[Result]) -> str:
+    """Results of gpu_checks/multi_gpu_dask.py: every sweep of every run, one row each, and
+    each run's targets (the scaling target reads the median of the run's repeats)."""
+    rows, runs = [], []
+    for r in results:
+        doc = r.doc
+        knobs = (f"{doc.get('measures_per_gpu', 4)} running"
+                 + (f", {doc['queued_per_gpu']} queued" if doc.get("queued_per_gpu") else "")
+                 + (f", reserve {doc['boundary_reserve_per_gpu']}"
+                    if "boundary_reserve_per_gpu" in doc else ""))
+        sweeps = doc.get("sweeps", [])
+        paired = {s.get("repeat", 0) for s in sweeps if s.get("gpus") == 1}
+        for sweep in sweeps:
+            busy = (sweep.get("phases") or {}).get("measure_busy_share") or {}
+            rows.append([r.run.get("date"), r.run.get("device"), knobs,
+                         sweep.get("repeat", 0), sweep.get("gpus"), sweep.get("batch"),
+                         sweep.get("sweep_s"),
+                         sweep.get("speedup") if sweep.get("repeat", 0) in paired else None,
+                         ", ".join(f"{v:.2f}" for v in busy.values()) or None])
+        targets = doc.get("targets") or {}
+        twos = sorted(s["speedup"] for s in sweeps
+                      if s.get("gpus") == 2 and s.get("repeat", 0) in paired)
+        middle = (None if not twos else twos[len(twos) // 2] if len(twos) % 2
+                  else (twos[len(twos) // 2 - 1] + twos[len(twos) // 2]) / 2)
+        runs.append([r.run.get("date"), middle,
+                     ", ".join(str(s["speedup"]) for s in sweeps if s.get("gpus") == 2
+                               and s.get("repeat", 0) in paired) if len(twos) > 1 else None,
+                     targets.get("picks_equal_1_vs_2"),
+                     targets.get("cluster_pick_equals_direct"),
+                     targets.get("cli_cluster_faster"), targets.get("kill_loses_nothing"),
+                     f"`{r.run.get('command')}`"])
+    return ("Every sweep: an exhaustive sweep of the run's kernel (fused_add_rmsnorm decode "
+            "bf16, 1,184 configs) on 1 and 2 GPUs; speedup against the same repeat's 1-GPU "
+            "sweep (— where the run had none). Runs before 2026-11-27T12:24Z do not record "
+            "their queue settings (the batch-end reserve came at 09:56Z).\n\n"
+            + core.table(["date", "device", "measure tasks per GPU", "repeat", "GPUs",
+                          "batch", "sweep s", "speedup", "busy share per GPU"], rows)
+            + "\n\nEach run's targets (issue 29; — not run; the speedup from the sweeps "
+            "above, the rest as the run recorded them):\n\n"
+            + core.table(["date", "2-GPU speedup (median)", "each repeat", "picks equal",
+                          "cluster pick = direct", "CLI cluster faster", "kill lost nothing",
+                          "command"], runs))
+
+
 RENDERERS: dict[str, Renderer] = {
     "peers_tune": Renderer("Ours = the pick of `workbench tune`, against every peer under "
                            "three methods", _each(_peers_tune)),
@@ -149,6 +193,8 @@ RENDERERS: dict[str, Renderer] = {
                                    _fixed(core.cpu_section)),
     "dask_overhead": Renderer("Dask runner: overhead and simulated scaling",
                               _fixed(core.dask_section)),
+    "multi_gpu_dask": Renderer("Multi-GPU: exhaustive sweeps on 1 and 2 GPUs through Dask",
+                               _multi_gpu),
     "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert", _each(_stage1)),
     "lab_latency": Renderer("Lab endpoints' latency beside hostile inits", _each(_lab_latency)),
     "panel_lab_browser": Renderer("Sidebar on a 60k-trial store and five panels open, in "
