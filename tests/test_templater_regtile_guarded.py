@@ -295,6 +295,28 @@ def test_the_host_check_can_fail() -> None:
         assert as_written(broken, Path(tmp)) != as_written(s, Path(tmp))
 
 
+_ROW_LOOP = """    for (int rr = threadIdx.y; rr < Cfg::COLS; rr += Cfg::ROWS) {
+      if (threadIdx.x <= Cfg::DEPTH - 1)
+"""
+
+
+def test_a_guard_around_the_loop_storing_a_tile_is_read_as_one_inside_it() -> None:
+    """The struct spelling with its guard moved around the row loop (``if (tx < 16) for
+    (rr = ty; ...)``) computes as written at a coarse config."""
+    s = SPELLINGS["struct_bt_row_loop_guard_sigmoid"]
+    assert _ROW_LOOP in s.source
+    moved = Gemm(s.source.replace(_ROW_LOOP, """    if (threadIdx.x < Cfg::DEPTH)
+    for (int rr = threadIdx.y; rr < Cfg::COLS; rr += Cfg::ROWS) {
+"""), s.grid, s.block, s.call, s.entry)
+    template = lifted_template(lift(moved), moved.entry)
+    config = configs(moved)[1]
+    launch = template.launch_for(config, {**ENV, "elem_bytes": 4})
+    with tempfile.TemporaryDirectory() as tmp:
+        got = host(moved, template.render(config, "fp32").source, list(launch.grid),
+                   list(launch.block), Path(tmp))
+        assert got == as_written(moved, Path(tmp)), config
+
+
 # -- refusals ------------------------------------------------------------------------------
 
 BASE = SPELLINGS["define_bt_guard_x_relu"]
@@ -317,6 +339,10 @@ LOOP = SPELLINGS["struct_bt_row_loop_guard_sigmoid"]
             "(row < M && k0 + threadIdx.x - 24 < K) ? A[(size_t)row * lda + k0 + "
             "threadIdx.x - 24]"),
      "`threadIdx.x >= 24` says which threads store", 14),
+    # a guard around the row loop and another around its store
+    (LOOP, ("    for (int rr = threadIdx.y;", "    if (threadIdx.x < 20)\n    for (int rr = "
+                                             "threadIdx.y;"),
+     "a guard around the loop storing a tile and another around its store", 19),
     # the guard bounds the rows the loop walks: rows 0..3 and 8..11 of each 8, stored
     (LOOP, ("if (threadIdx.x <= Cfg::DEPTH - 1)", "if (threadIdx.y < 4)"),
      "the guard of the store to wt bounds the thread index along y, which the loop storing "

@@ -21,6 +21,11 @@ is BK. Anything the analysis does not model (a barrier elsewhere, a thread-depen
 that is reassigned, T multiplied by a thread index, an early return) refuses the transform
 with its reason and line.
 
+A cooperative store that only the threads inside the tile run (``if (threadIdx.x < T)
+S[ty][tx] = ...`` in a block wider than the tile) covers the positions its guard lets
+through; the position loop that replaces it stores every position, so the guard goes with it
+(:mod:`.regtile_guard`).
+
 A pointer (or index) set per thread before the loop and stepped by the same amount for
 every thread after each tile (``pa += T``) is its initial value plus one uniform offset
 (:mod:`.regtile_walk`); it is inlined at each virtual thread with that offset. Tiles may be

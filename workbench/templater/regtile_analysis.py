@@ -301,11 +301,11 @@ def analyse(g: Gemm, loop: Node) -> None:
             raise Refused(f"the store to {sub[0]} is not one element per thread at "
                           "(thread y, thread x) positions", s)
         stored[sub[0]] = dims  # type: ignore[assignment]
-        _check_cover(g, tiles[sub[0]], sub[1], dims, loop_store, s)  # type: ignore[arg-type]
         if loop_store is not None and loop_store.guard is not None and \
                 (s.start_byte, s.end_byte) in g.guards:
             raise Refused("a guard around the loop storing a tile and another around its "
                           "store: one guard per store is modelled", s)
+        _check_cover(g, tiles[sub[0]], sub[1], dims, loop_store, s)  # type: ignore[arg-type]
     if set(stored) != set(tiles):
         raise Refused("not every shared tile is stored before the first barrier", loop)
     # a count of tiles may sit in the header or in a local it reads (``n_tiles = K / T``)
