@@ -190,6 +190,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       "written", unread)
             continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
+        crossed = _cross_grids(plan, dim, size)
+        if isinstance(crossed, Node):
+            plan.note(name, False, f"`{_context(crossed)}` offsets blocks by the block's {dim} "
+                      f"size along another grid dimension, whose grid rule does not divide by "
+                      f"{size}: the grid would not follow the block size, so it stays as "
+                      "written", crossed)
+            continue
         if not uses and not halves and not reads_dim:
             plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
                       f"blockDim.{dim} is not read: the kernel does not say how its indexing "
@@ -203,7 +210,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
         later.append((name, size))
         plan.block[i] = name
         for g, rule in enumerate(plan.grid):
-            if g == i:
+            if g == i or g in crossed:
                 new = scale_divisor(rule, str(size), name)
                 plan.grid[g] = new if new is not None else rule
         if multi:
@@ -242,6 +249,29 @@ def lift_block(plan: Plan) -> dict[str, str]:
         plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
                                         if literal(plan.block[i]) != 1)
     return lifted
+
+
+def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
+    """The grid dimensions other than ``dim`` whose block offset is ``blockDim.dim``
+    (``blockIdx.x * blockDim.y``: each block's x extent is its y size), each of whose grid
+    rule divides by the block size as written (``ceil_div(n, size)``), so the grid follows
+    the lifted size there too; the offending node when one does not (a grid that would not
+    follow)."""
+    out: set[int] = set()
+    for n in walk(plan.body):
+        parts = binary(n)
+        if parts is None or parts[1] != "*":
+            continue
+        left, _op, right = parts
+        for a, b in ((left, right), (right, left)):
+            grid_dim = builtin(a, "blockIdx")
+            if grid_dim is None or grid_dim == dim or builtin(b, "blockDim") != dim:
+                continue
+            g = DIMS.index(grid_dim)
+            if g >= len(plan.grid) or scale_divisor(plan.grid[g], str(size), "B") is None:
+                return n
+            out.add(g)
+    return out
 
 
 def _halving_loop(plan: Plan, size: int) -> Node | None:
