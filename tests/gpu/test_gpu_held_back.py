@@ -15,6 +15,7 @@ from types import ModuleType
 import held_back_unseen4
 import held_back_unseen5
 import held_back_unseen6
+import held_back_unseen7
 import pytest
 import test_corpus_unseen3
 from helpers_templater import end_configs
@@ -30,7 +31,7 @@ SHORT = BenchSettings(warmup_ms=2.0, min_reps=5, max_reps=50, max_time_s=0.2, ti
 MIN_TIMED_US = 20.0
 #: each held-back set's host harness (its ROOT, KERNELS and checked_configs)
 SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_back_unseen5,
-                                held_back_unseen6)
+                                held_back_unseen6, held_back_unseen7)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 
