@@ -1,5 +1,5 @@
 """GPU tier for the held-back compute corpora (benchmarks/corpus_compute_unseen3,
-corpus_compute_unseen4, corpus_compute_unseen5 and corpus_compute_unseen6): on the device,
+corpus_compute_unseen4, corpus_compute_unseen5, corpus_compute_unseen6 and corpus_compute_unseen7): on the device,
 each plain kernel passes its reference.py at the check shape and runs at least 20 us at
 every timed shape (so its timings are not launch overhead), and each expert template is
 correct at the configs the host simulation checks (tests/test_corpus_unseen3.py,
