@@ -37,7 +37,7 @@ def in_bounds(plan: Plan, load: Node) -> bool:
     index = strip(index.named_children[0]) if index.type == "subscript_argument_list" and \
         len(index.named_children) == 1 else index
     counters = _counters(load)
-    at = _interval(index, counters)
+    at = interval(index, counters)
     name = text(array)
     size = _device_array_sizes(plan).get(name)
     if size is None:  # a local pointer into one: base + index
@@ -46,7 +46,7 @@ def in_bounds(plan: Plan, load: Node) -> bool:
             return False
         name, base = based
         size = _device_array_sizes(plan).get(name)
-        offset = _interval(base, counters)
+        offset = interval(base, counters)
         if offset is None or at is None:
             return False
         at = (at[0] + offset[0], at[1] + offset[1])
@@ -66,7 +66,7 @@ def _device_array_sizes(plan: Plan) -> dict[str, int]:
             if d is None or d.type != "array_declarator":
                 continue
             inner = d.child_by_field_name("declarator")
-            size = _interval(d.child_by_field_name("size"), {})
+            size = interval(d.child_by_field_name("size"), {})
             if inner is not None and inner.type == "identifier" and size is not None and \
                     size[0] == size[1]:
                 out[text(inner)] = size[0]
@@ -125,7 +125,9 @@ def _counters(node: Node) -> dict[str, Interval]:
     return out
 
 
-def _interval(node: Node | None, counters: dict[str, Interval]) -> Interval | None:
+def interval(node: Node | None, counters: dict[str, Interval]) -> Interval | None:
+    """The values ``node`` takes over ``counters`` (+ - * of literals and names), None when
+    it is anything else."""
     if node is None:
         return None
     node = strip(node)
@@ -137,7 +139,7 @@ def _interval(node: Node | None, counters: dict[str, Interval]) -> Interval | No
     parts = binary(node)
     if parts is None or parts[1] not in ("+", "-", "*"):
         return None
-    left, right = _interval(parts[0], counters), _interval(parts[2], counters)
+    left, right = interval(parts[0], counters), interval(parts[2], counters)
     if left is None or right is None:
         return None
     if parts[1] == "+":

@@ -48,6 +48,7 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
+from workbench.templater.wrap import inside_loop
 
 THREADS = "OUTER_THREADS"
 _MAX_BLOCK = 1024
@@ -271,7 +272,7 @@ def _returns(plan: Plan, rest: list[Node]) -> None:
     """Early returns become ``continue``; a top-level break or continue is refused."""
     for stmt in rest:
         for n in walk(stmt):
-            inner = _in_loop(n, stmt)
+            inner = inside_loop(n, stmt)
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
                     not inner:
                 raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
@@ -281,15 +282,6 @@ def _returns(plan: Plan, rest: list[Node]) -> None:
         for n in walk(stmt):
             if n.type == "return_statement":
                 plan.rw.replace(n, "continue;  // the next outer item")
-
-
-def _in_loop(node: Node, top: Node) -> bool:
-    up = node.parent
-    while up is not None and up != top.parent:
-        if up.type in ("for_statement", "while_statement", "do_statement", "switch_statement"):
-            return True
-        up = up.parent
-    return False
 
 
 def _emit_items(plan: Plan, lay: LaneLayout, rest: list[Node], name: str) -> None:

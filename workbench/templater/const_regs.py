@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_value, strip, text, walk
+from workbench.templater.analysis import int_value, text, walk
+from workbench.templater.bounds import interval
 from workbench.templater.const_items import LaneLayout
 from workbench.templater.const_lanes import (
     ConstArray,
@@ -46,7 +47,6 @@ KNOB = "LANE_REGS"
 #: taps are 9; 64 leaves room for the accumulators of 8 items.
 MAX_WORDS = 64
 
-Interval = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -152,32 +152,10 @@ def _in_bounds(r: ConstRead, counters: tuple[Counter, ...], extents: tuple[int, 
     ranges = {c.name: (c.start, c.start + c.trips - 1) for c in counters}
     ranges[lane[0]] = (0, lane[1] - 1)
     for index, extent in zip(r.indices, extents, strict=True):
-        at = _interval(index, ranges)
+        at = interval(index, ranges)
         if at is None or at[0] < 0 or at[1] >= extent:
             raise Illegal(f"`{text(index)[:50]}` is not shown inside [0, {extent}) for every "
                           "counter value and lane (the preload reads them all)", index)
-
-
-def _interval(node: Node, ranges: dict[str, Interval]) -> Interval | None:
-    """The values ``node`` takes over ``ranges`` (+ - * of literals, macros and names)."""
-    node = strip(node)
-    value = int_value(node)
-    if value is not None:
-        return (value, value)
-    if node.type == "identifier":
-        return ranges.get(text(node))
-    parts = binary(node)
-    if parts is None or parts[1] not in ("+", "-", "*"):
-        return None
-    left, right = _interval(parts[0], ranges), _interval(parts[2], ranges)
-    if left is None or right is None:
-        return None
-    if parts[1] == "+":
-        return (left[0] + right[0], left[1] + right[1])
-    if parts[1] == "-":
-        return (left[0] - right[1], left[1] - right[0])
-    ends = [a * b for a in left for b in right]
-    return (min(ends), max(ends))
 
 
 def _emit(plan: Plan, loads: list[Preload], at: int) -> None:

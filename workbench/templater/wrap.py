@@ -86,10 +86,10 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
     for stmt in rest:
         for n in walk(stmt):
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
-                    not _inside_loop(n, stmt):
+                    not inside_loop(n, stmt):
                 raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
             if n.type == "return_statement":
-                if _inside_loop(n, stmt):
+                if inside_loop(n, stmt):
                     raise Illegal("`return` inside a loop cannot become `continue`", n)
                 plan.rw.replace(n, "continue;  // next item")
     plan.grid[g] = new
@@ -107,7 +107,8 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
               "(early returns become `continue`)")
 
 
-def _inside_loop(node: Node, top: Node) -> bool:
+def inside_loop(node: Node, top: Node) -> bool:
+    """Whether a loop or switch inside ``top`` (``top`` included) holds ``node``."""
     up = node.parent
     while up is not None and up != top.parent:
         if up.type in ("for_statement", "while_statement", "do_statement", "switch_statement"):
