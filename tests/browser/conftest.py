@@ -25,8 +25,8 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -227,8 +227,24 @@ def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]
         yield server
 
 
+@pytest.fixture(scope="session")
+def kernel_reaper(lab_session: LabServer) -> Iterator[Callable[[LabServer], None]]:
+    """``reap(server)``: shuts down the kernels of ``server``'s folder while the next test
+    runs (a kernel takes 1 to 4 s to stop); before the tier's JupyterLab stops, every
+    shutdown has ended, and one that failed fails the tier's last test."""
+    pool = ThreadPoolExecutor(2, thread_name_prefix="kernel-reaper")
+    pending: list[Future[None]] = []
+    try:
+        yield lambda server: pending.append(pool.submit(_shut_kernels_down, server))
+        for done in pending:
+            done.result(timeout=120)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.fixture
-def lab_server(lab_session: LabServer, request: pytest.FixtureRequest) -> Iterator[LabServer]:
+def lab_server(lab_session: LabServer, kernel_reaper: Callable[[LabServer], None],
+               request: pytest.FixtureRequest) -> Iterator[LabServer]:
     """This test's folder in the tier's JupyterLab, its kernels shut down after it."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)[:80].strip("-.")
     folder, n = name, 0
@@ -239,7 +255,7 @@ def lab_server(lab_session: LabServer, request: pytest.FixtureRequest) -> Iterat
     try:
         yield server
     finally:
-        _shut_kernels_down(server)
+        kernel_reaper(server)
 
 
 @pytest.fixture(scope="session")

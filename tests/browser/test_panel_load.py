@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +27,12 @@ LIMIT_S = 1.0  # the issue's target: a click takes effect within 1 s
 
 
 @pytest.fixture
-def cpu_hog() -> Iterator[Callable[[], int]]:
-    """``start()``: one busy process per core from then to the end of the test (the number
-    started). The test starts them once its panel is drawn: what is timed under load is the
-    search and the clicks, not the kernel's imports."""
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start() -> int:
-        count = os.cpu_count() or 2
-        procs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                     for _ in range(count))
-        return count
-
+def cpu_hog() -> Iterator[int]:
+    """One busy process per core for the length of the test."""
+    count = os.cpu_count() or 2
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
-        yield start
+        yield count
     finally:
         for proc in procs:
             proc.kill()
@@ -114,15 +106,13 @@ def _held(page: Any, watch_s: float = 2.5) -> dict[str, Any]:
 
 @pytest.mark.timeout(300)
 def test_pause_and_stop_take_effect_within_a_second_under_load(
-        lab_server: Any, browser_page: Any, artifacts: Path,
-        cpu_hog: Callable[[], int]) -> None:
+        lab_server: Any, browser_page: Any, artifacts: Path, cpu_hog: int) -> None:
     page = browser_page
     # replays answer at the recording's pace (so the search runs as long as it would live)
     _write_panel_notebook(lab_server.root, {"WORKBENCH_REPLAY_PACE": "recorded"})
     _run_all(page, lab_server, PANEL_NOTEBOOK, timeout_ms=180_000)
     page.wait_for_selector(".wb-panel .wb-figure-box .js-plotly-plot", state="attached",
                            timeout=90_000)
-    hogs = cpu_hog()
     page.locator(".wb-tabs .lm-TabBar-tab", has_text="Search").click()
     page.locator(".wb-strategy select").select_option("random")
     page.locator(".wb-budget input").fill("100000")
@@ -144,7 +134,7 @@ def test_pause_and_stop_take_effect_within_a_second_under_load(
         f" return m && parseInt(m[1]) > {before + 20}; }}", timeout=60_000)
     stop = _press(page, ".wb-stop", "stopp|finished")
     stopped = _held(page)
-    record = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hog_processes": hogs,
+    record = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "hog_processes": cpu_hog,
               "cpus": os.cpu_count(), "load_1min": round(os.getloadavg()[0], 2),
               "pause": pause, "resume": resume, "stop": stop,
               "held_after_pause": held, "held_after_stop": stopped,
