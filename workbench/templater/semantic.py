@@ -24,6 +24,7 @@ from workbench.templater.block import lift_block
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.conv import lift_conv
 from workbench.templater.const_via import apply_const
+from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -77,6 +78,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             apply_ilp(plan)
+            apply_channel_items(plan)  # output channels on the grid per thread
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
             apply_table(plan)

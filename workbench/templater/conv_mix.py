@@ -1,0 +1,531 @@
+"""CO_PER_THREAD: several output channels per thread for channel-mixing kernels, on the parse.
+
+The family: a kernel whose output channel (or any output index) is a whole grid dimension,
+``o = blockIdx.y`` (or ``z``) with no thread index along it, and whose inner loops (over
+input channels and taps) accumulate products of a filter entry that depends on ``o`` and an
+input value that does not. Known practice for such convolutions (and for GEMM-like
+channel mixing) is register blocking over output channels: each thread computes ``CO``
+output channels, so every input value it loads feeds ``CO`` accumulators instead of being
+loaded again by ``CO`` blocks. The lift is offered only along a grid dimension whose
+accumulation reads a thread-varying value that does not depend on it (the reuse it buys)
+and reads what depends on it only at warp-uniform places (the channel picks the filter);
+a dimension that would only reuse warp-uniform reads (a filter in ``__constant__`` memory,
+already broadcast to the warp) is not lifted.
+
+Dependence on ``o`` is computed on the parse (the locals assigned from ``o`` or from such a
+local, or under a condition on them). The rewrite keeps every statement that does not
+depend on ``o`` as written (it runs once per thread, as each of the ``CO`` threads ran it
+before); a local that depends on ``o`` becomes an array of ``CO`` (registers: its loops are
+``#pragma unroll`` over a compile-time count); a statement that depends on ``o`` runs in an
+unrolled loop over ``q < CO`` at the place it was written, reading ``o + q``; the
+``o``-independent reads in it (loads) are evaluated once before that loop. Per output
+channel the statements run in the written order on the same values, so every output is the
+same sum in the same order: bit for bit the kernel as written. The grid's dimension divides
+by ``CO`` (the choices are the divisors of its literal extent, so no guard is needed);
+``CO = 1`` is the kernel as written.
+
+Legal only where the analysis shows (refusals name the line): ``blockIdx.d`` read once, in
+the declaration of ``o``, never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
+no shared memory, barrier, atomic or warp intrinsic; loop headers that do not depend on
+``o``; no ``return``/``break``/``continue``/``goto`` leaving a statement that depends on
+``o``; memory written only by statements that depend on ``o``, at places that do, and never
+read by the kernel; calls in those statements pure (:mod:`.purity`); a local that depends on
+``o`` declared once, one to a declaration, not ``auto``, not an array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import builtin, line, mentions, shares_or_syncs, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.purity import pure_calls, why_not_pure
+from workbench.templater.regtile import Refused, fresh_names
+from workbench.templater.rewrite import Rewriter, TextFn
+from workbench.templater.rules import literal
+
+KNOB = "CO_PER_THREAD"
+#: Output channels per thread offered (those that divide the grid's extent): up to 16
+#: accumulators per thread, the usual register-blocking range of channel-mixing kernels.
+CHOICES = (1, 2, 4, 8, 16)
+#: Registers a thread keeps besides the per-channel copies (addresses, loop state, the
+#: loaded value): with ``MIN_BLOCKS_PER_SM`` capping registers, the copies must still fit.
+_BASE_REGS = 24
+
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+_ESCAPES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
+_WARP = ("__shfl", "__ballot", "__any", "__all", "__activemask", "__syncwarp", "atomic",
+         "__reduce")
+_ASSIGN = ("assignment_expression", "update_expression")
+
+
+@dataclass
+class _Mix:
+    """One grid dimension's analysis: the output-channel local and what depends on it."""
+
+    dim: str
+    use: Node  # the one blockIdx.d read
+    decl: Node  # ``T o = blockIdx.d;``
+    var: str
+    dep: set[str]  # o and the locals that depend on it
+    units: list[Node] = field(default_factory=list)  # statements run once per channel
+    arrays: list[Node] = field(default_factory=list)  # declarations that become arrays
+
+
+def apply_channel_items(plan: Plan) -> bool:
+    """CO_PER_THREAD along the first grid dimension (y, then z) of the family; False where
+    none is (silently) or the analysis refused (noted with the line)."""
+    if len(plan.block) > 1 and any(literal(b) != 1 for b in plan.block[1:]):
+        return False
+    for dim in ("y", "z"):
+        mix = _candidate(plan, dim)
+        if mix is None:
+            continue
+        try:
+            emit = _analyse(plan, mix)
+        except Refused as exc:
+            plan.note(KNOB, False, exc.reason, exc.node)
+            return False
+        if emit is not None:
+            emit()
+            return True
+    return False
+
+
+def _candidate(plan: Plan, dim: str) -> _Mix | None:
+    """The family's shape along ``dim``: ``T o = blockIdx.dim;`` read once, no thread or
+    block extent along it, an accumulation in a loop that depends on ``o`` and reads a
+    thread-varying value that does not."""
+    g = "xyz".index(dim)
+    if g >= len(plan.grid):
+        return None
+    body = plan.body
+    uses = [n for n in walk(body) if n.type == "field_expression" and builtin(n, "blockIdx") == dim]
+    if len(uses) != 1 or any(builtin(n, b) == dim for n in walk(body)
+                             if n.type == "field_expression"
+                             for b in ("threadIdx", "blockDim", "gridDim")):
+        return None
+    decl = uses[0].parent
+    while decl is not None and decl.type in ("parenthesized_expression", "cast_expression"):
+        decl = decl.parent
+    if decl is None or decl.type != "init_declarator" or decl.parent is None or \
+            decl.parent.type != "declaration":
+        return None
+    name = decl.child_by_field_name("declarator")
+    if name is None or name.type != "identifier":
+        return None
+    var = text(name)
+    own = set(plan.facts.defs)
+    dep = _closure(body, {var}, own, lambda n: False, control=True)
+    # values, not control: a local assigned under `if (t < n)` holds the same value in
+    # every thread that assigns it
+    varying = _closure(body, set(), own, lambda n: builtin(n, "threadIdx") is not None,
+                       control=False)
+    if not any(_reuse(s, dep, varying) for s in walk(body)
+               if s.type == "expression_statement" and _in_loop(s, body) and mentions(s, dep)):
+        return None
+    return _Mix(dim, uses[0], decl.parent, var, dep)
+
+
+def _closure(body: Node, seed: set[str], own: set[str],
+             root: Callable[[Node], bool], *, control: bool) -> set[str]:
+    """The locals that depend on ``seed`` or on a node ``root`` accepts: assigned from such
+    a value or (``control``) under a condition reading one."""
+    found = set(seed)
+
+    def hit(n: Node | None) -> bool:
+        return n is not None and any((m.type == "identifier" and text(m) in found) or root(m)
+                                     for m in walk(n))
+
+    changed = True
+    while changed:
+        changed = False
+        for n in walk(body):
+            target, value = _definition(n)
+            if target is None or target in found or target not in own:
+                continue
+            if hit(value) or (control and _controlled(n, body, hit)):
+                found.add(target)
+                changed = True
+    return found
+
+
+def _definition(n: Node) -> tuple[str | None, Node | None]:
+    """(local, the value it gets) for a declarator with a value or an assignment to a name."""
+    if n.type == "init_declarator":
+        d = n.child_by_field_name("declarator")
+        while d is not None and d.type in ("pointer_declarator", "array_declarator"):
+            d = d.child_by_field_name("declarator")
+        return (text(d) if d is not None else None), n.child_by_field_name("value")
+    if n.type in _ASSIGN:
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is not None and target.type == "identifier":
+            return text(target), n
+        if target is not None and target.type == "subscript_expression":
+            base = strip(target.child_by_field_name("argument") or target)
+            if base.type == "identifier":  # a local array's element: the array's value
+                return text(base), n
+    return None, None
+
+
+def _controlled(n: Node, body: Node, hit: Callable[[Node | None], bool]) -> bool:
+    up = n.parent
+    while up is not None and up != body:
+        if up.type in ("if_statement", "while_statement", "do_statement", "switch_statement") \
+                and hit(up.child_by_field_name("condition")):
+            return True
+        if up.type == "for_statement" and any(
+                hit(up.child_by_field_name(f)) for f in ("condition", "update", "initializer")):
+            return True
+        if up.type == "conditional_expression" and hit(up.child_by_field_name("condition")):
+            return True
+        up = up.parent
+    return False
+
+
+def _in_loop(n: Node, body: Node) -> bool:
+    up = n.parent
+    while up is not None and up != body:
+        if up.type in _LOOPS:
+            return True
+        up = up.parent
+    return False
+
+
+def _reads(n: Node) -> list[Node]:
+    """The memory reads in ``n``: subscripts and dereferences (assignment targets left out)."""
+    out = []
+    for m in walk(n):
+        if m.type == "subscript_expression" or (m.type == "pointer_expression"
+                                                and text(m).startswith("*")):
+            parent = m.parent
+            if parent is not None and parent.type in _ASSIGN and \
+                    (parent.child_by_field_name("left") or
+                     parent.child_by_field_name("argument")) == m:
+                continue
+            out.append(m)
+    return out
+
+
+def _reuse(stmt: Node, dep: set[str], varying: set[str]) -> bool:
+    """``stmt`` reads thread-varying data that does not depend on the channel, and reads
+    what does depend on it only at warp-uniform places: the channel picks the filter, the
+    thread picks the data (a spatial axis on the grid, whose data reads follow it, is not
+    the family)."""
+    def thread_varying(r: Node) -> bool:
+        return mentions(r, varying) or any(builtin(m, "threadIdx") is not None for m in walk(r))
+    reads = _reads(stmt)
+    return any(not mentions(r, dep) and thread_varying(r) for r in reads) and not any(
+        mentions(r, dep) and thread_varying(r) for r in reads)
+
+
+# -- the analysis -----------------------------------------------------------------------
+
+
+def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
+    body = plan.body
+    if shares_or_syncs(body):
+        raise Refused("the block shares memory or synchronises: a thread's channels would "
+                      "change what its block shares", mix.decl)
+    for n in walk(body):
+        if n.type == "call_expression":
+            fn = text(n.child_by_field_name("function"))
+            if fn.startswith(_WARP):
+                raise Refused(f"`{fn}` combines threads (or memory) across the grid's "
+                              f"{mix.dim}: not modelled", n)
+    for n in walk(body):
+        if n.type in _ASSIGN and text(n.child_by_field_name("left") or
+                                      n.child_by_field_name("argument")) == mix.var:
+            raise Refused(f"`{mix.var}` (blockIdx.{mix.dim}) is assigned again", n)
+        if n.type == "declaration" and n != mix.decl and _declared(n) == mix.var:
+            raise Refused(f"`{mix.var}` (blockIdx.{mix.dim}) is declared again", n)
+    extent = literal(plan.grid["xyz".index(mix.dim)])
+    choices = [c for c in CHOICES if extent is not None and extent % c == 0]
+    if extent is None or len(choices) < 2:
+        raise Refused(f"the grid's {mix.dim} `{plan.grid['xyz'.index(mix.dim)]}` is no literal "
+                      "with a divisor in 2..16: channels per thread could not divide it",
+                      mix.decl)
+    for stmt in _statements(body):
+        _visit(plan, mix, stmt)
+    _check_writes(plan, mix)
+    names = fresh_names(plan, [KNOB, "wb_q", "wb_v"])
+
+    def emit() -> None:
+        _emit(plan, mix, names, extent, choices)
+    return emit
+
+
+def _statements(block: Node) -> list[Node]:
+    return [c for c in block.named_children if c.type != "comment"]
+
+
+def _visit(plan: Plan, mix: _Mix, stmt: Node) -> None:
+    """Sort ``stmt`` into kept, per-channel (``units``) and array declarations."""
+    if not mentions(stmt, mix.dep):
+        return
+    if stmt.type == "compound_statement":
+        for s in _statements(stmt):
+            _visit(plan, mix, s)
+    elif stmt.type == "declaration":
+        if stmt == mix.decl:
+            return
+        _array_decl(plan.body, mix, stmt)
+    elif stmt.type == "expression_statement":
+        _unit(plan, mix, stmt)
+    elif stmt.type == "if_statement":
+        cond = stmt.child_by_field_name("condition")
+        if cond is not None and mentions(cond, mix.dep):
+            _unit(plan, mix, stmt)  # under a condition on the channel: all of it per channel
+            return
+        for part in ("consequence", "alternative"):
+            sub = stmt.child_by_field_name(part)
+            if sub is not None and sub.type == "else_clause":
+                sub = next((c for c in sub.named_children if c.type != "comment"), None)
+            if sub is not None:
+                _visit(plan, mix, sub)
+    elif stmt.type in _LOOPS:
+        for part in ("initializer", "condition", "update"):
+            head = stmt.child_by_field_name(part)
+            if head is not None and mentions(head, mix.dep):
+                raise Refused(f"the loop's {part} `{text(head)[:50]}` depends on the channel "
+                              f"`{mix.var}`: the channels of a thread would loop differently",
+                              stmt)
+        sub = stmt.child_by_field_name("body")
+        if sub is not None:
+            _visit(plan, mix, sub)
+    else:
+        raise Refused(f"a `{stmt.type.replace('_', ' ')}` that depends on the channel "
+                      f"`{mix.var}` is not modelled", stmt)
+
+
+def _array_decl(body: Node, mix: _Mix, decl: Node) -> None:
+    declarators = decl.children_by_field_name("declarator")
+    if len(declarators) != 1:
+        raise Refused("a declaration of several locals that depend on the channel", decl)
+    d = declarators[0]
+    inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+    if inner is None or inner.type not in ("identifier", "pointer_declarator") or any(
+            c.type == "type_qualifier" for c in walk(inner)):
+        raise Refused(f"`{text(decl)[:60]}` depends on the channel and is not a plain local "
+                      "(an array or a const pointer)", decl)
+    typ = decl.child_by_field_name("type")
+    if typ is None or text(typ) == "auto" or any(
+            text(c) in ("static", "extern", "constexpr") for c in decl.children):
+        raise Refused(f"`{text(decl)[:60]}` depends on the channel: an `auto`, static or "
+                      "constexpr local cannot become one copy per channel", decl)
+    name = _declared(decl)
+    if sum(1 for n in walk(body) if n.type == "declaration" and
+           _declared(n) == name) > 1:
+        raise Refused(f"`{name}` is declared more than once", decl)
+    mix.arrays.append(decl)
+
+
+def _unit(plan: Plan, mix: _Mix, stmt: Node) -> None:
+    """``stmt`` runs once per channel: it must not leave itself, and its calls are pure."""
+    for n in walk(stmt):
+        if n.type in _ESCAPES and (n.type in ("return_statement", "goto_statement") or
+                                   not _loop_inside(n, stmt)):
+            raise Refused(f"`{text(n)}` under the channel's statement would leave the loop "
+                          "over its channels", n)
+        if n.type == "call_expression":
+            fn = text(n.child_by_field_name("function"))
+            if fn not in pure_calls(plan.source):
+                raise Refused(f"a call of {why_not_pure(plan.source, fn)} would run once per "
+                              "channel, in another order", n)
+    mix.units.append(stmt)
+
+
+def _loop_inside(n: Node, top: Node) -> bool:
+    up = n.parent
+    while up is not None and up != top:
+        if up.type in (*_LOOPS, "switch_statement"):
+            return True
+        up = up.parent
+    return False
+
+
+def _local_arrays(plan: Plan) -> set[str]:
+    return {text(n.child_by_field_name("declarator")) for n in walk(plan.body)
+            if n.type == "array_declarator"}
+
+
+def _check_writes(plan: Plan, mix: _Mix) -> None:
+    """Memory is written only per channel, at places that depend on it, and never read."""
+    local = _local_arrays(plan) | {d.name for d in plan.facts.defs.values() if not d.is_pointer}
+    written: set[str] = set()
+    for n in walk(plan.body):
+        if n.type not in _ASSIGN:
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is None or target.type == "identifier":
+            continue
+        base = _roots(plan, target)
+        if base and base <= local:
+            continue  # a local array of the thread
+        if not any(inside_node(n, u) for u in mix.units):
+            raise Refused(f"`{text(n)[:60]}` writes memory once per thread, not per channel: "
+                          "the write does not depend on the channel", n)
+        if not mentions(target, mix.dep):
+            raise Refused(f"`{text(target)[:60]}` is written at a place that does not depend "
+                          f"on the channel `{mix.var}`: every channel would write it", n)
+        written |= base - local
+    for r in _reads(plan.body):
+        if _roots(plan, r) & written:
+            raise Refused(f"`{text(r)[:60]}` reads memory the kernel writes: another "
+                          "block's channels would see it in another order", r)
+
+
+def _roots(plan: Plan, target: Node, depth: int = 0) -> set[str]:
+    """The pointer parameters and local names ``target`` reaches through its base."""
+    out: set[str] = set()
+    for n in walk(target):
+        if n.type != "identifier":
+            continue
+        name = text(n)
+        d = plan.facts.defs.get(name)
+        if d is not None and d.is_pointer and d.value is not None and depth < 6:
+            out |= _roots(plan, d.value, depth + 1)
+        if plan.pointer(name) or name in plan.facts.defs:
+            out.add(name)
+    return out
+
+
+def inside_node(n: Node, outer: Node) -> bool:
+    return outer.start_byte <= n.start_byte and n.end_byte <= outer.end_byte
+
+
+# -- the rewrite ------------------------------------------------------------------------
+
+
+def _hoists(mix: _Mix, stmt: Node) -> list[Node]:
+    """The maximal channel-independent reads of an expression statement's value that run
+    unconditionally: loaded once, before the loop over the channels."""
+    if stmt.type != "expression_statement":
+        return []
+    expr = stmt.named_children[0] if stmt.named_children else None
+    if expr is None or expr.type != "assignment_expression":
+        return []
+    value = expr.child_by_field_name("right")
+    out: list[Node] = []
+
+    def visit(n: Node) -> None:
+        if not mentions(n, mix.dep) and _reads(n) and not any(
+                m.type in ("call_expression", *_ASSIGN, "comma_expression") for m in walk(n)) \
+                and n.type not in ("identifier", "number_literal"):
+            out.append(n)
+            return
+        if n.type == "conditional_expression":
+            cond = n.child_by_field_name("condition")
+            if cond is not None:
+                visit(cond)
+            return  # a branch runs only when chosen
+        if n.type == "binary_expression" and text(n.child_by_field_name("operator")) in \
+                ("&&", "||"):
+            left = n.child_by_field_name("left")
+            if left is not None:
+                visit(left)
+            return
+        if n.type == "call_expression":
+            return
+        for c in n.named_children:
+            visit(c)
+
+    if value is not None:
+        visit(value)
+    return out
+
+
+def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[int]) -> None:
+    co, q, v = n[KNOB], n["wb_q"], n["wb_v"]
+    arrays = {_declared(d) for d in mix.arrays}
+    loop = f"\n#pragma unroll\n  for (int {q} = 0; {q} < {co}; ++{q})"
+    plan.rw.replace(mix.use, f"(blockIdx.{mix.dim} * {co})")
+    for scope in [*mix.units, *mix.arrays]:
+        for ident in walk(scope):
+            if ident.type != "identifier":  # a member's name is a field_identifier
+                continue
+            if scope in mix.arrays and _is_declarator(ident):
+                continue
+            if text(ident) == mix.var:
+                plan.rw.replace(ident, f"({mix.var} + {q})")
+            elif text(ident) in arrays:
+                plan.rw.replace(ident, f"{text(ident)}[{q}]")
+    count = 0
+    for unit in mix.units:
+        hoisted = _hoists(mix, unit)
+        names = [f"{v}{count + i}" for i in range(len(hoisted))]
+        count += len(hoisted)
+        for h, name in zip(hoisted, names, strict=True):
+            plan.rw.replace(h, name)
+        plan.rw.replace_span(unit.start_byte, unit.end_byte,
+                             make=_unit_text(unit, list(zip(hoisted, names, strict=True)), loop))
+    for decl in mix.arrays:
+        plan.rw.replace_span(decl.start_byte, decl.end_byte, make=_array_text(decl, co, q, loop))
+    g = "xyz".index(mix.dim)
+    plan.grid[g] = f"{extent} // {co}"
+    plan.add_param(co, {"kind": "choice", "values": choices, "default": 1,
+                        "description": f"output channels per thread along grid {mix.dim} "
+                                       "(each input value loaded once feeds them all; as "
+                                       "written: 1)"},
+                   f"{line(mix.decl)}: {text(mix.decl)[:60]}")
+    if plan.launch_bounds is not None and not _author_minimum(plan):
+        threads = plan.launch_bounds if " " not in plan.launch_bounds else \
+            f"({plan.launch_bounds})"
+        per = len(arrays)
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
+                       f"({per} * {co} + {_BASE_REGS}) <= 65536")
+    plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
+              f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
+              f"one copy per channel, {count} read(s) loaded once for all channels; grid "
+              f"{mix.dim} = {extent} // {co}", mix.decl)
+
+
+def _author_minimum(plan: Plan) -> bool:
+    """The kernel's own ``__launch_bounds__`` gives a minimum of blocks (no MIN_BLOCKS_PER_SM
+    is lifted then)."""
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    return bounds is not None and len(bounds.named_children) > 1
+
+
+def _is_declarator(ident: Node) -> bool:
+    up = ident.parent
+    while up is not None and up.type == "pointer_declarator":
+        up = up.parent
+    return up is not None and up.type == "init_declarator" and \
+        up.child_by_field_name("declarator") in (ident, ident.parent)
+
+
+def _declared(decl: Node) -> str:
+    d = decl.child_by_field_name("declarator")
+    return next(text(n) for n in walk(d) if n.type == "identifier") if d is not None else ""
+
+
+def _unit_text(unit: Node, hoisted: list[tuple[Node, str]], loop: str) -> TextFn:
+    def make(rw: Rewriter) -> str:
+        loads = "".join(f"const auto {name} = {rw.render(h.start_byte, h.end_byte)}; "
+                        for h, name in hoisted)
+        return f"{{ {loads}{loop} {{ {rw.render(unit.start_byte, unit.end_byte)} }}\n  }}"
+    return make
+
+
+def _array_text(decl: Node, co: str, q: str, loop: str) -> TextFn:
+    def make(rw: Rewriter) -> str:
+        d = decl.child_by_field_name("declarator")
+        assert d is not None
+        inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        assert inner is not None
+        name = _declared(decl)
+        pointer = inner.type == "pointer_declarator"
+        typ = " ".join(text(c) for c in decl.children
+                       if c != d and c.type != ";" and (pointer or text(c) != "const"))
+        shape = text(inner).replace(name, f"{name}[{co}]", 1)
+        head = f"{typ} {shape};"
+        if value is None:
+            return head
+        return f"{head}{loop} {name}[{q}] = {rw.render(value.start_byte, value.end_byte)};\n"
+    return make
