@@ -51,6 +51,8 @@ from workbench.templater.vector import Illegal
 from workbench.templater.wrap import inside_loop
 
 THREADS = "OUTER_THREADS"
+#: The items loop's counter (the window of :mod:`.const_window` indexes by it).
+ITEM = "wb_outer_item"
 _MAX_BLOCK = 1024
 
 
@@ -285,7 +287,7 @@ def _returns(plan: Plan, rest: list[Node]) -> None:
 
 
 def _emit_items(plan: Plan, lay: LaneLayout, rest: list[Node], name: str) -> None:
-    item = "wb_outer_item"
+    item = ITEM
     plan.rw.replace(lay.block_idx, f"(blockIdx.x * {name} + {item})")
     start, end = rest[0].start_byte, rest[-1].end_byte
     plan.rw.replace_span(start, end, make=lambda rw: (

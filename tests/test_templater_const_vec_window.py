@@ -1,0 +1,193 @@
+"""LANE_WINDOW (workbench/templater/const_window.py; issue 28): a thread of the lane-inner
+layout walks consecutive outer elements (pixels) and the input values their taps share are
+loaded once, into a register window.
+
+Spellings: held-back set 6's dwconv3_nhwc (1-D block, 32 channels, ``continue`` on the
+padding, const_items' own items loop), a 3 x 3 depthwise filter over 64 channels on a 2-D
+block (x the channel, y the pixel, a ``constexpr`` channel count, taps ``[i][j][ch]``, the
+padding one ``if`` around the add, the generic wrap's ITEMS_X loop kept) and a 5-tap row
+filter over 16 lanes (``& 15`` / ``>> 4``, two pixels a warp, one ``for`` over the taps).
+Each runs on the host at its default, its last all-ends corner and the window at several
+items and outer threads, bit for bit against the kernel as written; ptxas -v reports no
+spills and no stack frame with the window on at the largest items. Refusals: the taps in a
+``while`` loop (the window's slot would not be a compile-time index) and an input whose
+index moves with a value read from memory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_nvcc import needs_nvcc
+from helpers_templater import corner_configs, host_sample
+
+from tests.test_corpus_unseen3 import (  # noqa: F401  (host_flags: the session fixture)
+    _SPILLS,
+    _ptxas_log,
+    host_flags,
+)
+from tests.test_templater_const_via import (
+    _folder,
+    _knobs,
+    assert_prints_as_written,
+    write_folder,
+)
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+from workbench.templater.records import TemplaterResult
+
+DW64 = """
+// depthwise 3 x 3 over a channels-last [rows, cols, 64] map; x the channel, y the pixel
+constexpr int kC = 64;
+__constant__ float wts[3][3][kC];
+
+extern "C" __global__ void k(float* dst, const float* src, int rows, int cols) {
+  const int ch = threadIdx.x;
+  const int col = 4 * blockIdx.x + threadIdx.y;
+  const int row = blockIdx.y;
+  if (col < cols) {
+    float acc = 0.0f;
+    for (int i = 0; i < 3; i++) {
+      for (int j = 0; j < 3; j++) {
+        const int r = row + i - 1, q = col + j - 1;
+        if (r >= 0 && r < rows && q >= 0 && q < cols)
+          acc += src[(r * cols + q) * kC + ch] * wts[i][j][ch];
+      }
+    }
+    dst[(row * cols + col) * kC + ch] = acc;
+  }
+}
+"""
+
+ROW5 = """
+// out[r][i][c] = 0.5 + sum over t of w5[t][c] * in[r][i + t - 2][c], zero outside the row
+#ifndef NCH
+#define NCH 16
+#endif
+__constant__ float w5[5][NCH];
+
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  int lane = threadIdx.x & 15;
+  int pix = blockIdx.x * 8 + (threadIdx.x >> 4);
+  int r = blockIdx.y;
+  if (pix >= cols) return;
+  float acc = 0.5f;
+  for (int t = 0; t < 5; ++t) {
+    int q = pix + t - 2;
+    if (q >= 0 && q < cols) acc += w5[t][lane] * in[((size_t)r * cols + q) * NCH + lane];
+  }
+  out[((size_t)r * cols + pix) * NCH + lane] = acc;
+}
+"""
+
+#: name -> (source, grid, block, args, check-shape sizes, constants)
+SPELLINGS: dict[str, tuple[str, list[str], list[str], list[tuple[str, str, str, Any]],
+                           dict[str, int], list[tuple[str, list[int]]]]] = {
+    "dw64": (DW64, ["ceil_div(cols, 4)", "rows"], ["64", "4"],
+             [("dst", "f32", "out", ["rows", "cols", 64]),
+              ("src", "f32", "in", ["rows", "cols", 64]),
+              ("rows", "i32", "scalar", "rows"), ("cols", "i32", "scalar", "cols")],
+             {"rows": 5, "cols": 11}, [("wts", [3, 3, 64])]),
+    "row5": (ROW5, ["ceil_div(cols, 8)", "rows"], ["128"],
+             [("out", "f32", "out", ["rows", "cols", 16]),
+              ("in", "f32", "in", ["rows", "cols", 16]),
+              ("rows", "i32", "scalar", "rows"), ("cols", "i32", "scalar", "cols")],
+             {"rows": 3, "cols": 21}, [("w5", [5, 16])]),
+}
+
+
+def _lift(name: str, root: Path, source: str | None = None) -> tuple[KernelFolder,
+                                                                     TemplaterResult]:
+    if name == "dwconv3_nhwc":
+        kf = _folder(name, root)
+    else:
+        written, grid, block, args, shapes, constants = SPELLINGS[name]
+        kf = write_folder(root / name, written if source is None else source, grid, block,
+                          args, shapes, constants)
+    return kf, offline_template(kf)
+
+
+@pytest.mark.parametrize(("name", "items", "along", "window"), [
+    ("dwconv3_nhwc", "ITEMS_PER_THREAD", "dx", "[3][ITEMS_PER_THREAD + 2]"),
+    ("dw64", "ITEMS_X", "j", "[3][ITEMS_X + 2]"),
+    ("row5", "ITEMS_PER_THREAD", "t", "[ITEMS_PER_THREAD + 4]"),
+])
+def test_the_shared_input_reads_go_through_a_window(name: str, items: str, along: str,
+                                                    window: str, tmp_path: Path) -> None:
+    _kf, result = _lift(name, tmp_path)
+    knob = _knobs(result)["LANE_WINDOW"]
+    assert knob["values"] == [0, 1] and knob["default"] == 0, result.notes
+    note = next(n for n in result.notes if n.startswith("LANE_WINDOW"))
+    assert f"along the counter `{along}`" in note
+    source = result.lifted.source
+    assert f"wb_win0{window};" in source and f"bool wb_win0_has{window} = {{}};" in source
+    assert "#define wb_win0_read(at) (*(at))" in source  # 0: the read as written
+    # 1: the thread's items are consecutive outer elements (its outer index times the items)
+    assert re.search(rf"wb_lane_outer\(.*, \(.*OUTER_THREADS.*\) \* {items} \+ wb_\w+\);",
+                     source)
+    # the window is declared before the items loop, so it lives across the items
+    assert source.index(f"wb_win0{window};") < source.index(f"< {items}; ++")
+
+
+def test_a_while_loop_over_the_taps_refuses_the_window_with_the_line(tmp_path: Path) -> None:
+    result = offline_template(_folder("row3", tmp_path))
+    assert "LANE_WINDOW" not in _knobs(result)
+    note = next(n for n in result.notes if n.startswith("LANE_WINDOW"))
+    assert "inside a while loop" in note and "(line 16)" in note, note  # the while
+
+
+def test_a_clamped_column_refuses_the_window_with_the_line(tmp_path: Path) -> None:
+    """row5 with its edge clamped through ``min``: a call the index polynomial does not
+    follow, so the read is not shown to move with the pixel; refused, the other knobs
+    kept."""
+    source = ROW5.replace("* cols + q) * NCH", "* cols + min(q, cols - 1)) * NCH")
+    assert source != ROW5
+    _kf, result = _lift("row5", tmp_path, source=source)
+    assert "LANE_WINDOW" not in _knobs(result) and "LANE_REGS" in _knobs(result)
+    note = next(n for n in result.notes if n.startswith("LANE_WINDOW"))
+    assert "does not move with `pix`" in note
+    assert "(line 16)" in note, note
+
+
+def _window_configs(kf: KernelFolder, result: TemplaterResult) -> dict[str, dict[str, Any]]:
+    """The last all-ends corner (every knob flipped: the window on at the most items), the
+    window at 4 items over 2 outer threads with the taps in registers, and at 8 items with
+    the shared copy of the taps."""
+    template = result.template
+    env = kf.env(kf.check_shape, "fp32")
+    items = "ITEMS_X" if "ITEMS_X" in template.default_config() else "ITEMS_PER_THREAD"
+    base = template.default_config()
+    return {"corner": host_sample(corner_configs(template, env))[-1],
+            "mixed": {**base, "LANE_WINDOW": 1, items: 4, "OUTER_THREADS": 2, "LANE_REGS": 1},
+            "widest": {**base, "LANE_WINDOW": 1, items: 8, "CONST_VIA": 1}}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(("name", "which"), [("dwconv3_nhwc", ("corner", "mixed")),
+                                             ("dw64", ("corner",)), ("row5", ("mixed",))])
+def test_each_spelling_prints_what_the_kernel_as_written_prints(
+        name: str, which: tuple[str, ...], tmp_path: Path,
+        host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """The default is the kernel as written (LANE_WINDOW = 0 there and in the other const
+    tests); here the window's configs, split over the spellings to keep the file fast."""
+    kf, result = _lift(name, tmp_path / "folders")
+    configs = _window_configs(kf, result)
+    assert configs["corner"]["LANE_WINDOW"] == 1, "the all-ends corner turns the window on"
+    assert_prints_as_written(kf, result, [configs[w] for w in which], tmp_path, host_flags)
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ["dwconv3_nhwc", "dw64"])
+def test_the_window_at_the_largest_items_stays_in_registers(name: str,
+                                                            tmp_path: Path) -> None:
+    kf, result = _lift(name, tmp_path / "folders")
+    template = result.template
+    for i, config in enumerate([_window_configs(kf, result)["widest"]]):
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"c{i}")
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{config}:\n{log}"
+        assert re.search(r"\b0 bytes stack frame", log), f"{config}:\n{log}"

@@ -1,0 +1,381 @@
+"""LANE_WINDOW: consecutive outer elements per thread of the lane-inner layout, the input
+values their taps share read once, through a register window.
+
+Where :mod:`.const_items` gives a thread ITEMS outer elements (pixels) of its lane
+(channel), it spaces them a block apart (item i of block b takes the pixels of block ``b *
+ITEMS + i`` as written), so neighbouring pixels belong to other threads and every pixel
+loads its whole neighbourhood again: a 3 x 3 depthwise filter loads 9 values a pixel. Known
+practice for channels-last depthwise filters is the opposite walk: a thread takes ITEMS
+*consecutive* pixels of its channel and keeps the input column it loaded for one pixel in
+registers for the next, so a pixel of a row costs one new load per tap row instead of one per
+tap (3 instead of 9). A warp's accesses per item stay what they were where a warp is the
+lanes of one pixel (K a multiple of 32 lanes); with fewer lanes a warp's pixels lie ITEMS
+apart (the tune decides).
+
+``LANE_WINDOW = 0`` keeps the block-spaced items as written; ``1`` makes the items of a
+thread consecutive (``outer = (blockIdx.x * P + thread's outer index) * ITEMS + i``: the same
+pixels a block, in another order) and reads each windowed input through
+``wb_once(have[slot], win[slot], &in[index])``: the first item that reads a slot loads it,
+later ones read the register. A read qualifies where, on the parse, its index (single-assignment
+locals expanded, casts stripped) is a polynomial in which the outer index ``x`` appears only as
+``x + e`` for the counter ``e`` of one enclosing constant-trip ``for`` loop inside the items
+(the same derivative ``S``, free of both), and every other term is made of the counters of
+enclosing constant-trip loops inside the items (the slot's other dimensions) and of values the
+same across a thread's items (scalar parameters, the thread's and block's indices, locals
+declared before the items and never assigned). Then two reads with one slot read one address:
+slot ``[other counters][i + e - e0]``. The input is a pointer parameter the kernel only reads
+(``in[index]``, never stored, its address never taken; ``__ldg`` where it is ``const``), so
+the value a slot holds is the one every later read would load; as with the other window
+lifts, the input is assumed not to alias the output (an in-place depthwise filter races
+between the kernel's own threads). The
+loops whose counters index the window get ``#pragma unroll`` (constant slot indices keep the
+window in registers). Each output sums the same values in the same order: bit-identical.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import int_value, text, walk
+from workbench.templater.const_items import THREADS, LaneLayout, items_name
+from workbench.templater.const_lanes import declaration_of
+from workbench.templater.item_state import assigned_names, trip_count
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import single_assignment_values
+from workbench.templater.rewrite import Rewriter
+from workbench.templater.stencil import Poly, add, derivative, mul, poly_of, scale
+from workbench.templater.stencil_rows import _LDG_TYPES, _ONCE, _ONCE_LDG
+from workbench.templater.vector import Illegal
+
+KNOB = "LANE_WINDOW"
+#: Window values a thread may hold at the largest items count (each with a predicate flag):
+#: a 3 x 3 filter over 8 pixels holds 3 x 10.
+MAX_WORDS = 64
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A constant-trip ``for`` loop inside the items whose counter indexes a window."""
+
+    name: str
+    start: int
+    trips: int
+    loop: Node
+
+
+@dataclass(frozen=True)
+class Windowed:
+    """One read ``in[index]`` through a window: the counter ``e`` that moves with the
+    pixel, the others (slot dimensions), and the window's key (reads with one key share)."""
+
+    read: Node
+    along: Counter
+    others: tuple[Counter, ...]
+    key: tuple[object, ...]
+
+
+def apply_lane_window(plan: Plan, layout: LaneLayout) -> None:
+    """Offer LANE_WINDOW where const_items made the items loop and some input read is
+    shared between neighbouring pixels; note why not otherwise."""
+    try:
+        value, item = _outer_value(plan, layout)
+        reads = _windowed_reads(plan, layout)
+    except Illegal as exc:
+        plan.note(KNOB, False, exc.reason, exc.node)
+        return
+    windows: dict[tuple[object, ...], list[Windowed]] = {}
+    for r in reads:
+        windows.setdefault(r.key, []).append(r)
+    items = items_name(plan)
+    top = max(plan.params[items].spec.get("values", [1]))
+    words = sum(_slots(group[0], top) for group in windows.values())
+    if words > MAX_WORDS:
+        plan.note(KNOB, False, f"the window takes {words} registers a thread at {items} = "
+                  f"{top}, over {MAX_WORDS}", reads[0].read)
+        return
+    _emit(plan, layout, (value, item), list(windows.values()), items)
+    first = reads[0]
+    plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": f"1: a thread's {items} outer elements are "
+                          "consecutive and the input values their taps share are loaded "
+                          "once, into a register window (0: a block apart, as written)"},
+                   f"{first.read.start_point.row + 1}: {text(first.read)[:60]}")
+    plan.note(KNOB, True, f"{len(reads)} input read(s) move with the outer index along the "
+              f"counter `{first.along.name}`: 1 walks consecutive outer elements and loads "
+              "each shared value once (a register window)", first.read)
+
+
+def _slots(w: Windowed, items: int) -> int:
+    return math.prod(c.trips for c in w.others) * (items + w.along.trips - 1)
+
+
+def _outer_value(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
+    """The outer declaration's value and the counter of the items loop around it (const_items'
+    own, or the generic wrap's: the edit that made blockIdx.x ``(blockIdx.x * ITEMS + i)``)."""
+    bx = layout.block_idx
+    counters = [m.group(1) for e in plan.rw.edits if (e.start, e.end) == (bx.start_byte,
+                                                                          bx.end_byte)
+                for m in [_ITEM_EDIT.fullmatch(e.text.strip())] if m is not None]
+    if len(counters) != 1:
+        raise Illegal("no items loop over blockIdx.x (the outer elements keep their walk)",
+                      layout.outer_decl)
+    for d in layout.outer_decl.children_by_field_name("declarator"):
+        value = d.child_by_field_name("value")
+        if value is not None:
+            return value, counters[0]
+    raise Illegal("the outer declaration has no value", layout.outer_decl)
+
+
+#: The items loops' edit of blockIdx.x: ``(blockIdx.x * ITEMS + counter)``.
+_ITEM_EDIT = re.compile(r"\(blockIdx\.x \* \w+ \+ (wb_\w+)\)")
+
+
+def _windowed_reads(plan: Plan, layout: LaneLayout) -> list[Windowed]:
+    start = layout.outer_decl.start_byte
+    outer = text(layout.outer_decl.child_by_field_name("declarator")
+                 .child_by_field_name("declarator"))  # type: ignore[union-attr]
+    values = single_assignment_values(plan.body, {outer})
+    found: list[Windowed] = []
+    why: list[tuple[str, Node]] = []
+    for p in plan.kernel.params:
+        uses = plan.uses(p.name) if p.is_pointer else []
+        if not uses or _writes(p.name, uses):
+            continue  # an output (or not read through a subscript): not windowed
+        for use in uses:
+            sub = use.parent
+            if sub is None or sub.start_byte < start:
+                continue
+            try:
+                found.append(_window_of(plan, sub, outer, values, start))
+            except Illegal as exc:
+                why.append((exc.reason, exc.node or sub))
+    if not found:
+        reason, node = why[0] if why else ("no input pointer is read inside the items", None)
+        raise Illegal(reason, node)
+    return found
+
+
+def _writes(name: str, uses: list[Node]) -> bool:
+    """The kernel may change what the pointer ``name`` points to (a use other than a read
+    ``name[index]``): its values could differ between items."""
+    for u in uses:
+        sub = u.parent
+        if sub is None or sub.type != "subscript_expression" or \
+                sub.child_by_field_name("argument") != u:
+            return True
+        up = sub.parent
+        if up is not None and (up.type in ("update_expression", "pointer_expression") or (
+                up.type == "assignment_expression" and up.child_by_field_name("left") == sub)):
+            return True
+    return False
+
+
+def _window_of(plan: Plan, sub: Node, outer: str, values: dict[str, Node],
+               start: int) -> Windowed:
+    index = sub.child_by_field_name("indices")
+    if index is None or len(index.named_children) != 1:
+        raise Illegal(f"`{text(sub)[:50]}` is not one index", sub)
+    opaque: list[Node] = []
+    poly = poly_of(index.named_children[0], values, opaque=opaque, divide=True)
+    step = derivative(poly, outer)
+    if not step:
+        raise Illegal(f"`{text(sub)[:50]}` does not move with `{outer}`", sub)
+    loops = _loops(sub, start)
+    along = [c for c in loops if derivative(poly, c.name) == step]
+    if len(along) != 1:
+        raise Illegal(f"`{text(sub)[:50]}`: no one constant-trip loop counter moves with "
+                      f"`{outer}` (the window's axis)", sub)
+    e = along[0]
+    atoms_of_step = {a for m in step for a in m}
+    if atoms_of_step & ({outer} | {c.name for c in loops}):
+        raise Illegal(f"`{text(sub)[:50]}` is not linear in `{outer}` and `{e.name}`", sub)
+    rest = add(poly, scale(mul({(outer,): 1}, step), -1))
+    rest = add(rest, scale(mul({(e.name,): 1}, step), -1))
+    others = {c.name: c for c in loops if c.name != e.name}
+    used: set[str] = set()
+    for m in rest:
+        for atom in m:
+            if atom in others:
+                used.add(atom)
+            elif not _invariant(plan, atom, opaque, start, sub):
+                raise Illegal(f"`{text(sub)[:50]}` reads `{_atom_text(atom, opaque)}`, "
+                              "which may differ between a thread's items", sub)
+    dims = tuple(others[n] for n in sorted(used, key=lambda n: others[n].loop.start_byte))
+    array = text(sub.child_by_field_name("argument"))
+    key = (array, tuple(sorted((m, c) for m, c in _keyed(rest, opaque).items())),
+           tuple((c.loop.start_byte, c.name) for c in dims), e.loop.start_byte)
+    return Windowed(sub, e, dims, key)
+
+
+def _keyed(p: Poly, opaque: list[Node]) -> Poly:
+    """``p`` with opaque atoms named by their text (one key for one address)."""
+    out: Poly = {}
+    for m, c in p.items():
+        k = tuple(sorted(_atom_text(a, opaque) for a in m))
+        out[k] = out.get(k, 0) + c
+    return out
+
+
+def _atom_text(atom: str, opaque: list[Node]) -> str:
+    node = _opaque_node(atom, opaque)
+    return " ".join(text(node).split()) if node is not None else atom
+
+
+def _opaque_node(atom: str, opaque: list[Node]) -> Node | None:
+    if not atom.startswith("#"):
+        return None
+    return next((n for n in opaque if atom == f"#{n.start_byte}:{n.end_byte}"), None)
+
+
+def _loops(node: Node, start: int) -> list[Counter]:
+    """The constant-trip ``for`` loops around ``node`` inside the items, outermost first;
+    another loop around it there is refused (its counter could not index a register)."""
+    out: list[Counter] = []
+    up = node.parent
+    while up is not None and up.start_byte >= start:
+        if up.type in ("while_statement", "do_statement"):
+            raise Illegal(f"the read `{text(node)[:50]}` is inside a {up.type.split('_')[0]} "
+                          "loop", up)
+        if up.type == "for_statement":
+            init = up.child_by_field_name("initializer")
+            body = up.child_by_field_name("body")
+            trips = trip_count(up)
+            names = _declared(init)
+            first = _first_value(init)
+            if trips is None or first is None or body is None or len(names) != 1 or \
+                    names[0] in assigned_names(body):
+                raise Illegal(f"the loop around `{text(node)[:50]}` has no constant start and "
+                              "trip count (or assigns its counter)", up)
+            out.insert(0, Counter(names[0], first, trips, up))
+        up = up.parent
+    return out
+
+
+def _declared(init: Node | None) -> list[str]:
+    if init is None or init.type != "declaration":
+        return []
+    out = []
+    for d in init.children_by_field_name("declarator"):
+        inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        if inner is not None and inner.type == "identifier":
+            out.append(text(inner))
+    return out
+
+
+def _first_value(init: Node | None) -> int | None:
+    if init is None or init.type != "declaration":
+        return None
+    d = init.child_by_field_name("declarator")
+    value = d.child_by_field_name("value") if d is not None else None
+    return int_value(value) if value is not None else None
+
+
+def _invariant(plan: Plan, atom: str, opaque: list[Node], start: int, at: Node) -> bool:
+    """``atom`` is the same at every item of a thread."""
+    node = _opaque_node(atom, opaque)
+    if node is None:
+        if atom.split(".")[0] in _BUILTINS:
+            return True
+        return _name_invariant(plan, atom, at, start)
+    for n in walk(node):
+        if n.type in ("subscript_expression", "call_expression", "assignment_expression",
+                      "update_expression", "pointer_expression"):
+            return False
+        if n.type == "identifier" and text(n) not in _BUILTINS and int_value(n) is None \
+                and not _name_invariant(plan, text(n), n, start):
+            return False
+    return True
+
+
+def _name_invariant(plan: Plan, name: str, at: Node, start: int) -> bool:
+    """A scalar parameter, or a local declared before the items and never assigned."""
+    decl = declaration_of(at) if at.type == "identifier" else None
+    if decl is None:
+        local = plan.facts.defs.get(name)
+        if local is not None:
+            return local.decl.start_byte < start and not local.assigned
+        try:
+            return not plan.kernel.param(name).is_pointer
+        except KeyError:
+            return False
+    local = plan.facts.defs.get(name)
+    return decl.start_byte < start and local is not None and not local.assigned
+
+
+def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
+          windows: list[list[Windowed]], items: str) -> None:
+    data = plan.source.data
+    value, item = outer
+    consecutive = _consecutive(data, value, layout)
+    plan.rw.replace_span(value.start_byte, value.end_byte, make=lambda rw: (
+        f"wb_lane_outer({rw.render(value.start_byte, value.end_byte)}, ({consecutive}) * "
+        f"{items} + {item})"))
+    lines = [f"\n#if {KNOB} == 1  // consecutive outer elements; their shared input values "
+             "in registers",
+             "#define wb_lane_outer(spaced, consecutive) (consecutive)"]
+    other = ["#else", "#define wb_lane_outer(spaced, consecutive) (spaced)"]
+    pragmas: set[int] = set()
+    for k, group in enumerate(windows):
+        w = group[0]
+        pointer = text(w.read.child_by_field_name("argument"))
+        elem = _element(plan, pointer)
+        ldg = elem in _LDG_TYPES and "const" in \
+            plan.kernel.param(pointer).type_text.split("*")[0].split()
+        dims = "".join(f"[{c.trips}]" for c in w.others) + \
+            f"[{items} + {w.along.trips - 1}]"
+        slot = "".join(f"[({c.name}) - ({c.start})]" for c in w.others) + \
+            f"[{item} + ({w.along.name}) - ({w.along.start})]"
+        once = "wb_once_ldg" if ldg else "wb_once"
+        plan.helper(_ONCE_LDG if ldg else _ONCE)
+        lines += [f"  {elem} wb_win{k}{dims};", f"  bool wb_win{k}_has{dims} = {{}};",
+                  f"#define wb_win{k}_read(at) {once}(wb_win{k}_has{slot}, wb_win{k}{slot}, at)"]
+        other.append(f"#define wb_win{k}_read(at) (*(at))")
+        for r in group:
+            plan.rw.replace_span(r.read.start_byte, r.read.end_byte,
+                                 make=_through(f"wb_win{k}_read", r.read))
+            for c in (r.along, *r.others):
+                pragmas.add(c.loop.start_byte)
+    for c_start in sorted(pragmas):
+        loop = next(n for n in walk(plan.body) if n.start_byte == c_start and
+                    n.type == "for_statement")
+        if not _unrolled(loop):
+            plan.rw.insert(c_start, "#pragma unroll\n" + " " * loop.start_point.column)
+    before = [c for c in plan.body.children if c.end_byte <= layout.outer_decl.start_byte]
+    at = before[-1].end_byte if before else plan.body.start_byte + 1
+    plan.rw.insert(at, "\n".join([*lines, *other, "#endif"]))
+
+
+def _through(macro: str, read: Node) -> Callable[[Rewriter], str]:
+    """The read (with the edits inside it) through the window's macro, by its address."""
+    def make(rw: Rewriter) -> str:
+        return f"{macro}(&({rw.render(read.start_byte, read.end_byte)}))"
+    return make
+
+
+def _unrolled(loop: Node) -> bool:
+    prev = loop.prev_named_sibling
+    return prev is not None and prev.type == "preproc_call" and \
+        text(prev).split()[:2] == ["#pragma", "unroll"]
+
+
+def _element(plan: Plan, pointer: str) -> str:
+    """The element type a const pointer parameter points to (``float`` of ``const float*``)."""
+    words = [w for w in plan.kernel.param(pointer).type_text.split("*")[0].split()
+             if w not in ("const", "volatile", "__restrict__")]
+    return " ".join(words)
+
+
+def _consecutive(data: bytes, value: Node, layout: LaneLayout) -> str:
+    """The outer value as written, P made OUTER_THREADS (const_items' knob)."""
+    rw = Rewriter(data)
+    if layout.p_node is not None:
+        rw.replace(layout.p_node, THREADS)
+    return rw.render(value.start_byte, value.end_byte)
+
+
