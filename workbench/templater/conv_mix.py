@@ -124,7 +124,8 @@ def _candidate(plan: Plan, dim: str) -> _Mix | None:
     # every thread that assigns it
     varying = _closure(body, set(), own, lambda n: builtin(n, "threadIdx") is not None,
                        control=False)
-    if not any(_reuse(s, dep, varying) for s in walk(body)
+    # the reads of the innermost loop around an accumulation (its locals' values included)
+    if not any(_reuse(_loop_of(s, body), dep, varying) for s in walk(body)
                if s.type == "expression_statement" and _in_loop(s, body) and mentions(s, dep)):
         return None
     return _Mix(dim, uses[0], decl.parent, var, dep)
@@ -184,6 +185,13 @@ def _controlled(n: Node, body: Node, hit: Callable[[Node | None], bool]) -> bool
             return True
         up = up.parent
     return False
+
+
+def _loop_of(n: Node, body: Node) -> Node:
+    up = n.parent
+    while up is not None and up != body and up.type not in _LOOPS:
+        up = up.parent
+    return up if up is not None else body
 
 
 def _in_loop(n: Node, body: Node) -> bool:
@@ -287,7 +295,7 @@ def _visit(plan: Plan, mix: _Mix, stmt: Node) -> None:
             if sub is not None:
                 _visit(plan, mix, sub)
     elif stmt.type in _LOOPS:
-        for part in ("initializer", "condition", "update"):
+        for part in ("condition", "initializer", "update"):
             head = stmt.child_by_field_name(part)
             if head is not None and mentions(head, mix.dep):
                 raise Refused(f"the loop's {part} `{text(head)[:50]}` depends on the channel "
