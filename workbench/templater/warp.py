@@ -49,13 +49,16 @@ from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
+from workbench.templater.warp_chains import apply_chains
 from workbench.templater.warp_global import GlobalItem, find_global_item
+from workbench.templater.warp_ldg import apply_ldg
 from workbench.templater.warp_regs import (
     REG_ROW,
     RowCache,
     apply_row_cache,
     find_row_cache,
 )
+from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
 from workbench.templater.warp_shuffles import shuffle_loops
 
 LANES = "LANES"
@@ -294,7 +297,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
         if up is None or up == plan.body:
             raise Illegal(f"threadIdx.x is read in `{text(n.parent)[:50]}` (only the lane and "
                           "the warp index are modelled)", n)
-    loops, steps, starts = _lane_loops(plan, lane, inline)
+    item, _n, _v = declared_name(shape.decl)
+    loops, steps, starts, segments = _lane_loops(plan, lane, inline, item)
     offsets, widths, broadcasts = shuffle_loops(plan)
     # grid: ceil_div(X, F) -> ceil_div(X, W * (32 // LANES))
     name = macro.name if macro is not None else "WARPS_PER_BLOCK"
@@ -343,14 +347,24 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                           "description": f"warps per block, the {what}32 / LANES items a "
                                          f"warp (as written: {f_value})"},
                    f"{line(shape.decl)}: {text(shape.decl)[:60]}")
-    plan.add_param(LANES, {"kind": "pow2", "min": 4, "max": 32, "default": 32,
+    plan.add_param(LANES, {"kind": "pow2", "min": SEGMENT_LANES_MIN if segments else 4,
+                           "max": 32, "default": 32,
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
                    f"{line(lane_value if lane_value is not None else shape.decl)}: lane")
     plan.note(LANES, True, f"{len(loops)} lane loop(s), {len(offsets)} shuffle loop(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
               "the item's group (mask and width)", shape.decl)
-    cache = _row_cache(plan, loops, starts)
+    for seg in segments:
+        plan.note("VEC", False, f"the lane loop `{text(seg).splitlines()[0][:50]}` walks a "
+                  "segment from a run-time offset (its vectors' alignment is not known)", seg)
+    if segments:
+        apply_chains(plan, segments, LANES)
+        apply_ldg(plan, segments)
+    cut = {s.start_byte for s in segments}
+    whole = [(lp, st) for lp, st in zip(loops, starts, strict=True) if lp.start_byte not in cut]
+    loops, starts = [lp for lp, _st in whole], [st for _lp, st in whole]
+    cache = _row_cache(plan, loops, starts) if not segments else None
     before = len(plan.rw.edits)
     vectorized = _vectorize_lane_loops(plan, loops, starts)
     if cache is not None:
@@ -377,12 +391,13 @@ def _is_lane(node: Node | None, lane: str | None, inline: list[Node]) -> bool:
     return any(node.start_byte == n.start_byte and node.end_byte == n.end_byte for n in inline)
 
 
-def _lane_loops(plan: Plan, lane: str | None, inline: list[Node]
-                ) -> tuple[list[Node], list[Node], list[str]]:
+def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | None
+                ) -> tuple[list[Node], list[Node], list[str], list[Node]]:
     """Loops ``for (c = lane; c < n; c += 32)``, their step literals and rendered starts
-    (after the lane's rewrite); every other use of the lane must be ``lane == 0`` (or !=
-    0)."""
-    loops, steps, starts, ok = [], [], [], set()
+    (after the lane's rewrite), and the segment loops ``for (c = base + lane; ...)`` whose
+    base the item reads (:mod:`.warp_segments`; among the loops too); every other use of the
+    lane must be ``lane == 0`` (or != 0)."""
+    loops, steps, starts, segments, ok = [], [], [], [], set()
     for n in walk(plan.body):
         if n.type != "for_statement":
             continue
@@ -390,9 +405,14 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node]
         if init is None or update is None or init.type != "declaration":
             continue
         _var, _d, start = declared_name(init)
-        if not _is_lane(start, lane, inline):
+        if start is None:
             continue
-        assert start is not None
+        if not _is_lane(start, lane, inline):
+            at = segment_lane(plan, start, lambda x: _is_lane(x, lane, inline), item)
+            if at is None:
+                continue
+            segments.append(n)
+            start = at
         step = update.child_by_field_name("right")
         if text(update.child_by_field_name("operator")) != "+=" or int_value(step) != 32 or \
                 step is None:
@@ -417,7 +437,7 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node]
             continue
         raise Illegal(f"the lane is used in `{text(up)[:50]}` (only lane loops and "
                       "lane == 0 are modelled)", n)
-    return loops, steps, starts
+    return loops, steps, starts, segments
 
 
 def _declares(n: Node) -> bool:

@@ -1,0 +1,166 @@
+"""ILP for a warp family's segment loops: several independent sums per lane.
+
+A segment loop (:mod:`.warp_segments`) ``for (j = base + lane; j < end; j += LANES) acc += E;``
+reads its terms through run-time offsets (a CSR row's ``vals[j] * x[col_idx[j]]``), so it is
+not vectorized; each step's loads wait on the previous step's add. Practice for such
+gather-bound sums (sparse and segmented reductions) is several loads in flight per lane:
+``ILP`` terms a step, each into its own sum (``acc`` and ``ILP - 1`` partial sums), the steps
+``ILP * LANES`` apart, then the loop as written for the last terms, then the partial sums
+added into ``acc``. Each lane adds the same terms, in another order (a reassociation the
+gate's tolerance checks, as LANES does). ILP 1 is the loop as written.
+
+Legal where the loop body is the one statement ``acc += E;`` with ``acc`` a scalar local of
+an arithmetic type declared outside the loop, ``E`` free of ``acc``, assignments and calls
+that are not pure (:func:`.purity.side_effect_free`), and the loop ``j < bound`` with ``j``
+declared in its header; refused with the line otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, declared_name, line, mentions, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.purity import side_effect_free
+from workbench.templater.rewrite import Rewriter, TextFn
+from workbench.templater.vector import Illegal
+
+NAME = "ILP"
+_ARITHMETIC = ("float", "double", "int", "unsigned", "long", "long long", "unsigned int",
+               "unsigned long long", "size_t")
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """One segment loop ILP splits: its node, counter (name, type), start, bound, the
+    accumulator (name, type) and the added term."""
+
+    loop: Node
+    var: str
+    var_type: str
+    start: Node
+    bound: Node
+    acc: str
+    acc_type: str
+    term: Node
+
+
+def apply_chains(plan: Plan, segments: list[Node], lanes: str) -> None:
+    """Give every segment loop of the shape above ILP independent sums (notes why not)."""
+    chains: list[_Chain] = []
+    for loop in segments:
+        try:
+            chains.append(_chain(plan, loop))
+        except Illegal as exc:
+            plan.note(NAME, False, exc.reason, exc.node or loop)
+    if not chains or len(chains) != len(segments):
+        return
+    for c in chains:
+        head = _line_start(plan, c.loop)
+        indent = plan.rw.data[head:c.loop.start_byte].decode()
+        opening = "" if plan.rw.data[head - 1:head] in (b"\n", b"") else "\n"
+        plan.rw.replace_span(head, c.loop.start_byte, make=_maker(c, lanes, indent, opening))
+        plan.rw.insert(c.loop.end_byte, "\n#endif")
+        plan.note(NAME, True, f"`{c.acc} +=` over the segment loop: ILP independent sums a "
+                  "lane, added after the loop", c.loop)
+    plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4], "default": 1,
+                          "description": "terms of a segment loop each lane loads a step, "
+                                         "each into its own sum (as written: 1)"},
+                   f"{line(chains[0].loop)}: segment loop")
+
+
+def _chain(plan: Plan, loop: Node) -> _Chain:
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    body = loop.child_by_field_name("body")
+    if init is None or cond is None or body is None:
+        raise Illegal("the segment loop has no initializer, condition or body", loop)
+    var, _d, start = declared_name(init)
+    var_type = text(init.child_by_field_name("type"))
+    parts = binary(cond)
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var or start is None:
+        raise Illegal(f"the segment loop's condition `{text(cond)}` is not `{var} < bound`",
+                      cond)
+    bound = parts[2]
+    stmt = body
+    if stmt.type == "compound_statement":
+        inner = [c for c in stmt.named_children if c.type != "comment"]
+        if len(inner) != 1:
+            raise Illegal("the segment loop's body is not one `acc += term;`", body)
+        stmt = inner[0]
+    expr = stmt.named_children[0] if stmt.type == "expression_statement" and \
+        stmt.named_child_count == 1 else None
+    if expr is None or expr.type != "assignment_expression" or \
+            text(expr.child_by_field_name("operator")) != "+=":
+        raise Illegal(f"the segment loop's body `{text(stmt)[:40]}` is not `acc += term;`",
+                      stmt)
+    target, term = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+    assert target is not None and term is not None and bound is not None
+    acc = text(target)
+    d = plan.facts.defs.get(acc) if target.type == "identifier" else None
+    acc_type = _scalar_type(d.decl) if d is not None and not d.is_pointer and \
+        not d.is_shared else None
+    if d is None or acc_type is None or d.decl.start_byte >= loop.start_byte:
+        raise Illegal(f"`{acc}` is not a scalar local of an arithmetic type declared before "
+                      "the loop", target)
+    if mentions(term, {acc}) or not side_effect_free(plan.source, term) or \
+            not side_effect_free(plan.source, bound):
+        raise Illegal(f"the term `{text(term)[:40]}` reads `{acc}`, assigns or calls what is "
+                      "not pure", term)
+    return _Chain(loop, var, var_type, start, bound, acc, acc_type, term)
+
+
+def _scalar_type(decl: Node) -> str | None:
+    """The declared type of a one-variable declaration when it is arithmetic (qualifiers
+    dropped), else None."""
+    kind = decl.child_by_field_name("type")
+    name = " ".join(text(kind).split()) if kind is not None else ""
+    if any(n.type in ("array_declarator", "pointer_declarator", "reference_declarator")
+           for n in walk(decl)):
+        return None
+    return name if name in _ARITHMETIC else None
+
+
+def _line_start(plan: Plan, loop: Node) -> int:
+    """The first byte of the loop's line when only blanks precede the loop there, else the
+    loop's own first byte (the ``#if`` then opens a line of its own)."""
+    data = plan.rw.data
+    head = data.rfind(b"\n", 0, loop.start_byte) + 1
+    return head if not data[head:loop.start_byte].strip() else loop.start_byte
+
+
+def _maker(c: _Chain, lanes: str, indent: str, opening: str) -> TextFn:
+    """The lazy text of :func:`_split` (rendered with the edits inside the loop)."""
+    return lambda rw: opening + _split(rw, c, lanes, indent)
+
+
+def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
+    """The text put before the loop: the split loops under ``#if ILP > 1``, then ``#else``
+    and the loop's indent (the loop as written follows, closed by the ``#endif`` inserted
+    after it)."""
+    render = rw.render
+    start = render(c.start.start_byte, c.start.end_byte)
+    bound = render(c.bound.start_byte, c.bound.end_byte)
+    term = render(c.term.start_byte, c.term.end_byte)
+    t, v, acc = c.acc_type, c.var_type, c.acc
+    return (f"#if {NAME} > 1\n"
+            "  {  // ILP independent sums a lane, the steps ILP * LANES apart\n"
+            f"    {t} wb_part[{NAME} - 1];\n"
+            "#pragma unroll\n"
+            f"    for (int wb_u = 0; wb_u < {NAME} - 1; ++wb_u) wb_part[wb_u] = ({t})0;\n"
+            f"    {v} {c.var} = {start};\n"
+            f"    for (; {c.var} + ({NAME} - 1) * {lanes} < {bound}; "
+            f"{c.var} += {NAME} * {lanes}) {{\n"
+            f"      {acc} += {term};\n"
+            "#pragma unroll\n"
+            f"      for (int wb_u = 1; wb_u < {NAME}; ++wb_u) {{\n"
+            f"        const {v} wb_at = {c.var} + wb_u * {lanes};\n"
+            f"        {{ const {v} {c.var} = wb_at; wb_part[wb_u - 1] += {term}; }}\n"
+            "      }\n"
+            "    }\n"
+            f"    for (; {c.var} < {bound}; {c.var} += {lanes}) {acc} += {term};\n"
+            "#pragma unroll\n"
+            f"    for (int wb_u = 0; wb_u < {NAME} - 1; ++wb_u) {acc} += wb_part[wb_u];\n"
+            "  }\n"
+            f"#else\n{indent}")
