@@ -206,6 +206,27 @@ def test_an_offset_assigned_in_the_kernel_is_refused() -> None:
     assert found and "`base` may differ between the lanes" in found[0], lifted.notes
 
 
+def test_a_bound_it_cannot_show_uniform_is_refused() -> None:
+    changed = SEGSUM.replace("    float acc = 0.0f;\n",
+                             "    float acc = 0.0f;\n    int stop = offs[s + 1];\n    stop -= 0;\n")
+    changed = changed.replace("i < offs[s + 1]; i += 32", "i < stop; i += 32")
+    lifted = lift_kernel(changed, entry="k", grid=["ceil_div(nseg, 2)"], block=["64"],
+                         scalars={"nseg": "nseg"})
+    assert "LANES" not in _knobs(lifted)
+    at = next(i + 1 for i, t in enumerate(changed.splitlines()) if "i < stop" in t)
+    found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
+    assert found and "bound `stop`" in found[0] and f"(line {at})" in found[0], lifted.notes
+
+
+def test_an_unrolled_segment_loop_keeps_lanes_without_ilp() -> None:
+    changed = ROW_NORM.replace("  for (size_t q", "#pragma unroll 2\n  for (size_t q")
+    lifted = _lift("row_norm", changed)
+    knobs = _knobs(lifted)
+    assert {"LANES", "LDG"} <= set(knobs) and "ILP" not in knobs, lifted.notes
+    refused = [n for n in lifted.notes if n.startswith("ILP: not applied")]
+    assert refused and "#pragma unroll 2" in refused[0], lifted.notes
+
+
 def test_a_segment_loop_that_is_not_one_sum_keeps_lanes_without_ilp() -> None:
     changed = SEGSUM.replace("acc += w[i] * w[i] + 1.0f;", "acc = fmaxf(acc, w[i]);")
     lifted = lift_kernel(changed, entry="k", grid=["ceil_div(nseg, 2)"], block=["64"],

@@ -408,7 +408,7 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
         if start is None:
             continue
         if not _is_lane(start, lane, inline):
-            at = segment_lane(plan, start, lambda x: _is_lane(x, lane, inline), item)
+            at = segment_lane(plan, n, start, lambda x: _is_lane(x, lane, inline), item)
             if at is None:
                 continue
             segments.append(n)

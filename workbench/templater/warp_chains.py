@@ -78,6 +78,10 @@ def _chain(plan: Plan, loop: Node) -> _Chain:
         raise Illegal("the segment loop has no initializer, condition or body", loop)
     var, _d, start = declared_name(init)
     var_type = text(init.child_by_field_name("type"))
+    before = loop.prev_named_sibling
+    if before is not None and before.type.startswith("preproc") and "pragma" in text(before):
+        raise Illegal(f"`{text(before).strip()}` applies to the loop as written (the split "
+                      "loops would not follow it)", before)
     parts = binary(cond)
     if parts is None or parts[1] != "<" or text(strip(parts[0])) != var or start is None:
         raise Illegal(f"the segment loop's condition `{text(cond)}` is not `{var} < bound`",

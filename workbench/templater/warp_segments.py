@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, identifiers, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    declared_name,
+    identifiers,
+    int_value,
+    strip,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
 
@@ -40,10 +48,12 @@ _UNIFORM_NODES = frozenset({"identifier", "number_literal", "binary_expression",
 _SAFE_UNARY = ("-", "+", "~", "!")
 
 
-def segment_lane(plan: Plan, start: Node, is_lane: object, item: str | None) -> Node | None:
-    """The lane node of a start ``base + lane`` (either order) whose ``base`` is the same for
-    every lane of the item; None when ``start`` is no such sum. Raises Illegal, with the
-    offending node, when it is a lane plus something not shown item-uniform."""
+def segment_lane(plan: Plan, loop: Node, start: Node, is_lane: object,
+                 item: str | None) -> Node | None:
+    """The lane node of ``loop``'s start ``base + lane`` (either order) whose ``base`` is the
+    same for every lane of the item; None when ``start`` is no such sum. Raises Illegal, with
+    the offending node, when it is a lane plus something not shown item-uniform, or when the
+    loop's bound (``j < bound``) is not shown item-uniform (each lane would stop elsewhere)."""
     parts = binary(start)
     if parts is None or parts[1] != "+":
         return None
@@ -58,6 +68,16 @@ def segment_lane(plan: Plan, start: Node, is_lane: object, item: str | None) -> 
         raise Illegal(f"the lane loop starts at `{text(start)[:50]}`: `{text(why)[:40]}` may "
                       "differ between the lanes of an item (only offsets the item reads are "
                       "modelled)", why)
+    cond = loop.child_by_field_name("condition")
+    var, _d, _v = declared_name(loop.child_by_field_name("initializer") or loop)
+    parts = binary(cond) if cond is not None else None
+    if parts is None or parts[1] not in ("<", "<=") or text(strip(parts[0])) != var:
+        raise Illegal(f"the segment loop's condition `{text(cond)[:40]}` is not `{var} < "
+                      "bound`", cond or loop)
+    why = _not_uniform(plan, parts[2], item, set())
+    if why is not None:
+        raise Illegal(f"the segment loop's bound `{text(parts[2])[:40]}`: `{text(why)[:40]}` "
+                      "may differ between the lanes of an item", why)
     return lane
 
 
