@@ -9,7 +9,9 @@ namespace, or ``blockDim.x / 32``: :mod:`.reduce_consts`); or the global warp in
 block's warps, which the kernel never names); ``warpSize`` read as 32; a grid rule dividing
 by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
 (32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
-``for (c = l; c < n; c += 32)`` and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
+``for (c = l; c < n; c += 32)`` or segment loops ``for (c = base + l; c < end; c += 32)``
+whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP and
+LDG over them: :mod:`.warp_chains`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
 No other ``threadIdx`` or ``blockDim`` read, no shared memory, barrier or vote.
 
@@ -347,8 +349,9 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                           "description": f"warps per block, the {what}32 / LANES items a "
                                          f"warp (as written: {f_value})"},
                    f"{line(shape.decl)}: {text(shape.decl)[:60]}")
-    plan.add_param(LANES, {"kind": "pow2", "min": SEGMENT_LANES_MIN if segments else 4,
-                           "max": 32, "default": 32,
+    # 2 lanes an item only where every lane loop walks a segment (warp_segments' practice)
+    fewest = SEGMENT_LANES_MIN if segments and len(segments) == len(loops) else 4
+    plan.add_param(LANES, {"kind": "pow2", "min": fewest, "max": 32, "default": 32,
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
                    f"{line(lane_value if lane_value is not None else shape.decl)}: lane")
