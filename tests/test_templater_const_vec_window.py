@@ -111,9 +111,11 @@ def _lift(name: str, root: Path, source: str | None = None) -> tuple[KernelFolde
 
 
 @pytest.mark.parametrize(("name", "items", "along", "window"), [
-    ("dwconv3_nhwc", "ITEMS_PER_THREAD", "dx", "[3][ITEMS_PER_THREAD + 2]"),
-    ("dw64", "ITEMS_X", "j", "[3][ITEMS_X + 2]"),
-    ("row5", "ITEMS_PER_THREAD", "t", "[ITEMS_PER_THREAD + 4]"),
+    ("dwconv3_nhwc", "ITEMS_PER_THREAD", "`x` along `dx`, `y` along `dy`",
+     "[OUT_Y + 2][ITEMS_PER_THREAD + 2]"),
+    ("dw64", "ITEMS_X", "`col` along `j`, `row` along `i`", "[OUT_Y + 2][ITEMS_X + 2]"),
+    ("row5", "ITEMS_PER_THREAD", "`pix` along `t`, `r` (a slot per step)",
+     "[OUT_Y][ITEMS_PER_THREAD + 4]"),
 ])
 def test_the_shared_input_reads_go_through_a_window(name: str, items: str, along: str,
                                                     window: str, tmp_path: Path) -> None:
@@ -121,7 +123,7 @@ def test_the_shared_input_reads_go_through_a_window(name: str, items: str, along
     knob = _knobs(result)["LANE_WINDOW"]
     assert knob["values"] == [0, 1] and knob["default"] == 0, result.notes
     note = next(n for n in result.notes if n.startswith("LANE_WINDOW"))
-    assert f"along the counter `{along}`" in note
+    assert f"move with {along}:" in note, note
     source = result.lifted.source
     assert f"wb_win0{window};" in source and f"bool wb_win0_has{window} = {{}};" in source
     assert "#define wb_win0_read(at) (*(at))" in source  # 0: the read as written
@@ -130,6 +132,31 @@ def test_the_shared_input_reads_go_through_a_window(name: str, items: str, along
                      source)
     # the window is declared before the items loop, so it lives across the items
     assert source.index(f"wb_win0{window};") < source.index(f"< {items}; ++")
+
+
+@pytest.mark.parametrize(("name", "row", "bound"), [("dwconv3_nhwc", "y", "h"),
+                                                    ("dw64", "row", "rows"),
+                                                    ("row5", "r", "rows")])
+def test_the_block_row_becomes_out_y_consecutive_rows(name: str, row: str, bound: str,
+                                                      tmp_path: Path) -> None:
+    _kf, result = _lift(name, tmp_path)
+    knob = _knobs(result)["OUT_Y"]
+    assert knob["values"] == [1, 2, 4] and knob["default"] == 1
+    assert result.lifted.grid[1] == f"ceil_div({bound}, OUT_Y)"
+    source = result.lifted.source
+    assert f"{row} = (blockIdx.y * OUT_Y + wb_row);" in source
+    assert f"if ({row} >= {bound}) continue;  // a row past the image" in source
+
+
+def test_a_row_the_kernel_offsets_refuses_out_y_with_the_line(tmp_path: Path) -> None:
+    """row5 reading its row as ``blockIdx.y + 0 * cols``: not the block's row alone (the
+    rows loop would not know what it walks); refused, the window along x kept."""
+    source = ROW5.replace("int r = blockIdx.y;", "int r = blockIdx.y + 0 * cols;")
+    _kf, result = _lift("row5", tmp_path, source=source)
+    knobs = _knobs(result)
+    assert "OUT_Y" not in knobs and "LANE_WINDOW" in knobs, result.notes
+    note = next(n for n in result.notes if n.startswith("OUT_Y"))
+    assert "is not the row alone" in note and "(line 11)" in note, note
 
 
 def test_a_while_loop_over_the_taps_refuses_the_window_with_the_line(tmp_path: Path) -> None:
@@ -153,30 +180,30 @@ def test_a_clamped_column_refuses_the_window_with_the_line(tmp_path: Path) -> No
 
 
 def _window_configs(kf: KernelFolder, result: TemplaterResult) -> dict[str, dict[str, Any]]:
-    """The last all-ends corner (every knob flipped: the window on at the most items), the
-    window at 4 items over 2 outer threads with the taps in registers, and at 8 items with
-    the shared copy of the taps."""
+    """The last all-ends corner, the window at 4 items and 2 rows over 2 outer threads with
+    the taps in registers, and at 8 items and 4 rows with the shared copy of the taps."""
     template = result.template
     env = kf.env(kf.check_shape, "fp32")
     items = "ITEMS_X" if "ITEMS_X" in template.default_config() else "ITEMS_PER_THREAD"
     base = template.default_config()
     return {"corner": host_sample(corner_configs(template, env))[-1],
-            "mixed": {**base, "LANE_WINDOW": 1, items: 4, "OUTER_THREADS": 2, "LANE_REGS": 1},
-            "widest": {**base, "LANE_WINDOW": 1, items: 8, "CONST_VIA": 1}}
+            "mixed": {**base, "LANE_WINDOW": 1, items: 4, "OUTER_THREADS": 2, "LANE_REGS": 1,
+                      "OUT_Y": 2},
+            "widest": {**base, "LANE_WINDOW": 1, items: 8, "CONST_VIA": 1, "OUT_Y": 4}}
 
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(("name", "which"), [("dwconv3_nhwc", ("mixed",)),
-                                             ("dw64", ("corner",)), ("row5", ("mixed",))])
+                                             ("dw64", ("widest",)),
+                                             ("row5", ("mixed",))])
 def test_each_spelling_prints_what_the_kernel_as_written_prints(
         name: str, which: tuple[str, ...], tmp_path: Path,
         host_flags: tuple[str, ...]) -> None:  # noqa: F811
     """The default is the kernel as written (LANE_WINDOW = 0); here the window's configs,
-    split over the spellings to keep the file fast (dwconv3_nhwc's default and last corner,
-    the window on at 8 items, run in tests/test_templater_const_via.py)."""
+    split over the spellings to keep the file fast (dwconv3_nhwc's default and corners run
+    in tests/test_templater_const_via.py)."""
     kf, result = _lift(name, tmp_path / "folders")
     configs = _window_configs(kf, result)
-    assert configs["corner"]["LANE_WINDOW"] == 1, "the all-ends corner turns the window on"
     assert_prints_as_written(kf, result, [configs[w] for w in which], tmp_path, host_flags)
 
 

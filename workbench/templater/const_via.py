@@ -35,6 +35,7 @@ from workbench.templater.const_lanes import (
     element_bytes,
 )
 from workbench.templater.const_regs import apply_lane_regs
+from workbench.templater.const_rows import apply_lane_rows
 from workbench.templater.const_window import apply_lane_window
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
@@ -211,12 +212,13 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     """The constant-memory family's hook in the semantic pass (after every other family):
     CONST_VIA for lane-indexed ``__constant__`` arrays; where they have one, several outer
     elements per thread of the lane-inner layout (:mod:`.const_items`) and the lane's
-    entries in registers across them (:mod:`.const_regs`), and consecutive elements whose
-    shared input values go through a register window (:mod:`.const_window`)."""
+    entries in registers across them (:mod:`.const_regs`), consecutive rows where a block
+    row is the row (:mod:`.const_rows`), and consecutive elements whose shared input values
+    go through a register window (:mod:`.const_window`)."""
     lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
                  and not _shadowed(plan, a.name)]
     layout = apply_const_items(plan) if lane_read else None
     via = apply_const_via(plan, smem_bytes)
     if layout is not None:
         apply_lane_regs(plan, layout, lane_read, via)
-        apply_lane_window(plan, layout)
+        apply_lane_window(plan, layout, apply_lane_rows(plan, layout))

@@ -41,9 +41,10 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_value, text, walk
+from workbench.templater.analysis import declared_name, int_value, text, walk
 from workbench.templater.const_items import THREADS, LaneLayout, items_name
 from workbench.templater.const_lanes import declaration_of
+from workbench.templater.const_rows import Rows
 from workbench.templater.item_state import assigned_names, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import single_assignment_values
@@ -56,6 +57,8 @@ KNOB = "LANE_WINDOW"
 #: Window values a thread may hold at the largest items count (each with a predicate flag):
 #: a 3 x 3 filter over 8 pixels holds 3 x 10.
 MAX_WORDS = 64
+#: 32-bit registers of an SM's register file (every GPU since sm_50).
+REGISTERS = 65536
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
@@ -70,49 +73,96 @@ class Counter:
 
 
 @dataclass(frozen=True)
+class Axis:
+    """A walk the thread's outputs take: the local that moves (the outer index, the row),
+    the loop counter over its steps, the knob of its count."""
+
+    local: str
+    counter: str
+    knob: str
+
+
+@dataclass(frozen=True)
 class Windowed:
-    """One read ``in[index]`` through a window: the counter ``e`` that moves with the
-    pixel, the others (slot dimensions), and the window's key (reads with one key share)."""
+    """One read ``in[index]`` through a window: per axis the tap counter that moves with it,
+    the other counters (slot dimensions), and the window's key (reads with one key share)."""
 
     read: Node
-    along: Counter
+    along: tuple[tuple[Axis, Counter | None], ...]  # None: no tap moves with it
     others: tuple[Counter, ...]
     key: tuple[object, ...]
 
 
-def apply_lane_window(plan: Plan, layout: LaneLayout) -> None:
-    """Offer LANE_WINDOW where const_items made the items loop and some input read is
-    shared between neighbouring pixels; note why not otherwise."""
+def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) -> None:
+    """Offer LANE_WINDOW where the items loop runs over blockIdx.x and some input read is
+    shared between neighbouring pixels (and rows, where :mod:`.const_rows` gave the thread
+    several); note why not otherwise."""
     try:
         value, item = _outer_value(plan, layout)
-        reads = _windowed_reads(plan, layout)
+        axes = [Axis(_local(layout.outer_decl), item, items_name(plan))]
+        if rows is not None:
+            axes.append(Axis(rows.name, rows.counter, rows.knob))
+        reads = _windowed_reads(plan, layout, axes)
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node)
         return
     windows: dict[tuple[object, ...], list[Windowed]] = {}
     for r in reads:
         windows.setdefault(r.key, []).append(r)
-    items = items_name(plan)
-    top = max(plan.params[items].spec.get("values", [1]))
-    words = sum(_slots(group[0], top) for group in windows.values())
-    if words > MAX_WORDS:
-        plan.note(KNOB, False, f"the window takes {words} registers a thread at {items} = "
-                  f"{top}, over {MAX_WORDS}", reads[0].read)
+    least = sum(_slots(plan, group[0], min) for group in windows.values())
+    most = sum(_slots(plan, group[0], max) for group in windows.values())
+    if least > MAX_WORDS:
+        plan.note(KNOB, False, f"the window takes {least} registers a thread at one item, "
+                  f"over {MAX_WORDS}", reads[0].read)
         return
-    _emit(plan, layout, (value, item), list(windows.values()), items)
+    _emit(plan, layout, (value, item), list(windows.values()))
     first = reads[0]
+    items = axes[0].knob
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": f"1: a thread's {items} outer elements are "
                           "consecutive and the input values their taps share are loaded "
                           "once, into a register window (0: a block apart, as written)"},
                    f"{first.read.start_point.row + 1}: {text(first.read)[:60]}")
-    plan.note(KNOB, True, f"{len(reads)} input read(s) move with the outer index along the "
-              f"counter `{first.along.name}`: 1 walks consecutive outer elements and loads "
-              "each shared value once (a register window)", first.read)
+    rule = " + ".join(f"({_slots_rule(group[0])})" for group in windows.values())
+    if most > MAX_WORDS:
+        plan.constrain(f"{KNOB} == 0 or {rule} <= {MAX_WORDS}")
+    if plan.launch_bounds is not None:
+        # a value and a flag a slot, the block's threads at most half the register file
+        # (64 K registers an SM): the kernel's own registers keep the other half
+        plan.constrain(f"{KNOB} == 0 or ({rule}) * ({plan.launch_bounds}) <= {REGISTERS // 2}")
+    walks = ", ".join(f"`{a.local}` along `{c.name}`" if c is not None else
+                      f"`{a.local}` (a slot per step)" for a, c in first.along)
+    plan.note(KNOB, True, f"{len(reads)} input read(s) move with {walks}: 1 walks "
+              "consecutive outputs and loads each shared value once (a register window)",
+              first.read)
 
 
-def _slots(w: Windowed, items: int) -> int:
-    return math.prod(c.trips for c in w.others) * (items + w.along.trips - 1)
+def _local(decl: Node) -> str:
+    return declared_name(decl)[0]
+
+
+def _slots(plan: Plan, w: Windowed, pick: Callable[[list[int]], int]) -> int:
+    """Window values at the knobs' smallest or largest counts."""
+    out = math.prod(c.trips for c in w.others)
+    for axis, c in w.along:
+        out *= pick(plan.params[axis.knob].spec.get("values", [1])) + _reach(c)
+    return out
+
+
+def _reach(c: Counter | None) -> int:
+    """The window's extra slots along an axis: the taps' reach (none where no tap moves)."""
+    return c.trips - 1 if c is not None else 0
+
+
+def _at(axis: Axis, c: Counter | None) -> str:
+    return f"[{axis.counter} + ({c.name}) - ({c.start})]" if c is not None else \
+        f"[{axis.counter}]"
+
+
+def _slots_rule(w: Windowed) -> str:
+    factors = [str(math.prod(c.trips for c in w.others))] + \
+        [f"({axis.knob} + {_reach(c)})" for axis, c in w.along]
+    return " * ".join(factors)
 
 
 def _outer_value(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
@@ -136,11 +186,9 @@ def _outer_value(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
 _ITEM_EDIT = re.compile(r"\(blockIdx\.x \* \w+ \+ (wb_\w+)\)")
 
 
-def _windowed_reads(plan: Plan, layout: LaneLayout) -> list[Windowed]:
+def _windowed_reads(plan: Plan, layout: LaneLayout, axes: list[Axis]) -> list[Windowed]:
     start = layout.outer_decl.start_byte
-    outer = text(layout.outer_decl.child_by_field_name("declarator")
-                 .child_by_field_name("declarator"))  # type: ignore[union-attr]
-    values = single_assignment_values(plan.body, {outer})
+    values = single_assignment_values(plan.body, {a.local for a in axes})
     found: list[Windowed] = []
     why: list[tuple[str, Node]] = []
     for p in plan.kernel.params:
@@ -152,7 +200,7 @@ def _windowed_reads(plan: Plan, layout: LaneLayout) -> list[Windowed]:
             if sub is None or sub.start_byte < start:
                 continue
             try:
-                found.append(_window_of(plan, sub, outer, values, start))
+                found.append(_window_of(plan, sub, axes, values, start))
             except Illegal as exc:
                 why.append((exc.reason, exc.node or sub))
     if not found:
@@ -176,28 +224,38 @@ def _writes(name: str, uses: list[Node]) -> bool:
     return False
 
 
-def _window_of(plan: Plan, sub: Node, outer: str, values: dict[str, Node],
+def _window_of(plan: Plan, sub: Node, axes: list[Axis], values: dict[str, Node],
                start: int) -> Windowed:
     index = sub.child_by_field_name("indices")
     if index is None or len(index.named_children) != 1:
         raise Illegal(f"`{text(sub)[:50]}` is not one index", sub)
     opaque: list[Node] = []
-    poly = poly_of(index.named_children[0], values, opaque=opaque, divide=True)
-    step = derivative(poly, outer)
-    if not step:
-        raise Illegal(f"`{text(sub)[:50]}` does not move with `{outer}`", sub)
+    rest = poly_of(index.named_children[0], values, opaque=opaque, divide=True)
     loops = _loops(sub, start)
-    along = [c for c in loops if derivative(poly, c.name) == step]
-    if len(along) != 1:
-        raise Illegal(f"`{text(sub)[:50]}`: no one constant-trip loop counter moves with "
-                      f"`{outer}` (the window's axis)", sub)
-    e = along[0]
-    atoms_of_step = {a for m in step for a in m}
-    if atoms_of_step & ({outer} | {c.name for c in loops}):
-        raise Illegal(f"`{text(sub)[:50]}` is not linear in `{outer}` and `{e.name}`", sub)
-    rest = add(poly, scale(mul({(outer,): 1}, step), -1))
-    rest = add(rest, scale(mul({(e.name,): 1}, step), -1))
-    others = {c.name: c for c in loops if c.name != e.name}
+    moving = {a.local for a in axes} | {c.name for c in loops}
+    along: list[tuple[Axis, Counter | None]] = []
+    for axis in axes:
+        step = derivative(rest, axis.local)
+        if not step and axis is not axes[0]:
+            continue  # the read is the same at every row: one slot serves them all
+        if not step:
+            raise Illegal(f"`{text(sub)[:50]}` does not move with `{axis.local}`", sub)
+        taken = {c.name for _a, c in along if c is not None}
+        with_it = [c for c in loops if c.name not in taken and derivative(rest, c.name) == step]
+        if not with_it and axis is not axes[0] and not {a for m in step for a in m} & moving:
+            # the rows read other rows' values only: a slot per row (no sharing along it)
+            rest = add(rest, scale(mul({(axis.local,): 1}, step), -1))
+            along.append((axis, None))
+            continue
+        if len(with_it) != 1 or {a for m in step for a in m} & moving:
+            raise Illegal(f"`{text(sub)[:50]}`: no one constant-trip loop counter moves with "
+                          f"`{axis.local}` (linearly: the window's axis)", sub)
+        e = with_it[0]
+        rest = add(rest, scale(mul({(axis.local,): 1}, step), -1))
+        rest = add(rest, scale(mul({(e.name,): 1}, step), -1))
+        along.append((axis, e))
+    taken = {c.name for _a, c in along if c is not None}
+    others = {c.name: c for c in loops if c.name not in taken}
     used: set[str] = set()
     for m in rest:
         for atom in m:
@@ -209,8 +267,9 @@ def _window_of(plan: Plan, sub: Node, outer: str, values: dict[str, Node],
     dims = tuple(others[n] for n in sorted(used, key=lambda n: others[n].loop.start_byte))
     array = text(sub.child_by_field_name("argument"))
     key = (array, tuple(sorted((m, c) for m, c in _keyed(rest, opaque).items())),
-           tuple((c.loop.start_byte, c.name) for c in dims), e.loop.start_byte)
-    return Windowed(sub, e, dims, key)
+           tuple((c.loop.start_byte, c.name) for c in dims),
+           tuple((a.local, c.loop.start_byte if c is not None else -1) for a, c in along))
+    return Windowed(sub, tuple(along), dims, key)
 
 
 def _keyed(p: Poly, opaque: list[Node]) -> Poly:
@@ -309,9 +368,10 @@ def _name_invariant(plan: Plan, name: str, at: Node, start: int) -> bool:
 
 
 def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
-          windows: list[list[Windowed]], items: str) -> None:
+          windows: list[list[Windowed]]) -> None:
     data = plan.source.data
     value, item = outer
+    items = items_name(plan)
     consecutive = _consecutive(data, value, layout)
     plan.rw.replace_span(value.start_byte, value.end_byte, make=lambda rw: (
         f"wb_lane_outer({rw.render(value.start_byte, value.end_byte)}, ({consecutive}) * "
@@ -327,10 +387,13 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         elem = _element(plan, pointer)
         ldg = elem in _LDG_TYPES and "const" in \
             plan.kernel.param(pointer).type_text.split("*")[0].split()
+        # the axes' dimensions last, the row's before the outer index's (x fastest)
+        walks = list(reversed(w.along))
         dims = "".join(f"[{c.trips}]" for c in w.others) + \
-            f"[{items} + {w.along.trips - 1}]"
+            "".join(f"[{a.knob} + {_reach(c)}]" if c is not None else f"[{a.knob}]"
+                    for a, c in walks)
         slot = "".join(f"[({c.name}) - ({c.start})]" for c in w.others) + \
-            f"[{item} + ({w.along.name}) - ({w.along.start})]"
+            "".join(_at(a, c) for a, c in walks)
         once = "wb_once_ldg" if ldg else "wb_once"
         plan.helper(_ONCE_LDG if ldg else _ONCE)
         lines += [f"  {elem} wb_win{k}{dims};", f"  bool wb_win{k}_has{dims} = {{}};",
@@ -339,7 +402,7 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         for r in group:
             plan.rw.replace_span(r.read.start_byte, r.read.end_byte,
                                  make=_through(f"wb_win{k}_read", r.read))
-            for c in (r.along, *r.others):
+            for c in (*(c for _a, c in r.along if c is not None), *r.others):
                 pragmas.add(c.loop.start_byte)
     for c_start in sorted(pragmas):
         loop = next(n for n in walk(plan.body) if n.start_byte == c_start and
@@ -349,6 +412,23 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
     before = [c for c in plan.body.children if c.end_byte <= layout.outer_decl.start_byte]
     at = before[-1].end_byte if before else plan.body.start_byte + 1
     plan.rw.insert(at, "\n".join([*lines, *other, "#endif"]))
+    _unroll_items(plan, layout.outer_decl, item, at)
+
+
+def _unroll_items(plan: Plan, outer_decl: Node, item: str, at: int) -> None:
+    """``#pragma unroll`` before the generic wrap's items loop (it has none of its own): the
+    window's slots index by its counter, so only a fully unrolled walk keeps them in
+    registers (const_items' own loop is unrolled already). The loop's edit is taken whole
+    into one that starts at ``at`` (the end of the statement before it)."""
+    start = outer_decl.start_byte
+    indent = " " * outer_decl.start_point.column
+    loop = next((e for e in plan.rw.edits if e.make is not None and e.start == start and
+                 e.end > outer_decl.end_byte and
+                 e.make(plan.rw).startswith(f"for (int {item} = 0;")), None)
+    make = loop.make if loop is not None else None
+    if loop is not None and make is not None:
+        plan.rw.replace_span(at, loop.end, make=lambda rw: (
+            f"\n{indent}#pragma unroll\n{indent}{make(rw)}"))
 
 
 def _through(macro: str, read: Node) -> Callable[[Rewriter], str]:
