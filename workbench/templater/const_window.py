@@ -15,21 +15,29 @@ apart (the tune decides).
 ``LANE_WINDOW = 0`` keeps the block-spaced items as written; ``1`` makes the items of a
 thread consecutive (``outer = (blockIdx.x * P + thread's outer index) * ITEMS + i``: the same
 pixels a block, in another order) and reads each windowed input through
-``wb_once(have[slot], win[slot], &in[index])``: the first item that reads a slot loads it,
-later ones read the register. A read qualifies where, on the parse, its index (single-assignment
-locals expanded, casts stripped) is a polynomial in which the outer index ``x`` appears only as
-``x + e`` for the counter ``e`` of one enclosing constant-trip ``for`` loop inside the items
-(the same derivative ``S``, free of both), and every other term is made of the counters of
-enclosing constant-trip loops inside the items (the slot's other dimensions) and of values the
-same across a thread's items (scalar parameters, the thread's and block's indices, locals
-declared before the items and never assigned). Then two reads with one slot read one address:
-slot ``[other counters][i + e - e0]``. The input is a pointer parameter the kernel only reads
-(``in[index]``, never stored, its address never taken; ``__ldg`` where it is ``const``), so
-the value a slot holds is the one every later read would load; as with the other window
-lifts, the input is assumed not to alias the output (an in-place depthwise filter races
-between the kernel's own threads). The
-loops whose counters index the window get ``#pragma unroll`` (constant slot indices keep the
-window in registers). Each output sums the same values in the same order: bit-identical.
+``wb_once(have[slot], win[slot], &in[index])``: the first output that reads a slot loads it,
+later ones read the register (the kernel's own bounds checks decide every read, so nothing is
+loaded that the kernel as written does not load). Where :mod:`.const_rows` gave the thread
+OUT_Y consecutive rows, the window spans them too (a 3 x 3 filter over 4 x 8 outputs loads
+6 x 10 values instead of 288).
+
+A read qualifies where, on the parse, its index (single-assignment locals expanded, casts
+stripped) is a polynomial in which the outer index ``x`` appears only as ``x + e`` for the
+counter ``e`` of one enclosing constant-trip ``for`` loop inside the items (the same
+derivative ``S``, free of both); the row ``y`` likewise as ``y + d`` (or alone: then a slot
+per row, nothing shared along it); every other term is made of the counters of enclosing
+constant-trip loops inside the items (the slot's other dimensions) and of values the same
+across a thread's outputs (scalar parameters, the thread's and block's indices, locals
+declared before the items and never assigned). Then two reads with one slot read one
+address: slot ``[other counters][r + d - d0][i + e - e0]``. The input is a pointer
+parameter the kernel only reads (``in[index]``, never stored, its address never taken;
+``__ldg`` where it is ``const``), so the value a slot holds is the one every later read
+would load; as with the other window lifts, the input is assumed not to alias the output
+(an in-place depthwise filter races between the kernel's own threads). The loops whose
+counters index the window, and the generic wrap's items loop, get ``#pragma unroll``
+(constant slot indices keep the window in registers); a value and a flag a slot, the
+window's slots times the block's threads stay within half the register file (a constraint).
+Each output sums the same values in the same order: bit-identical.
 """
 
 from __future__ import annotations
