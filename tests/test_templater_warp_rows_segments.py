@@ -53,7 +53,8 @@ extern "C" __global__ void k(float* out, const int* offs, const float* w, int ns
 """
 
 # dense row L2 norm in double: warpSize for the lane, the warp and the step, an #ifndef
-# macro for the warps a block, a local row base (size_t), `base + lane` up to `base + cols`
+# macro for the warps a block, a local row base (size_t), `base + lane` up to `base + cols`,
+# the halving loop tested bare (`d`)
 ROW_NORM = r"""
 #ifndef WPB
 #define WPB 4
@@ -65,7 +66,7 @@ extern "C" __global__ void k(double* norm, const float* a, int rows, int cols) {
   const size_t base = (size_t)r * cols;
   double ss = 0.0;
   for (size_t q = base + ln; q < base + cols; q += warpSize) ss += (double)a[q] * a[q];
-  for (int d = warpSize / 2; d > 0; d /= 2) ss += __shfl_down_sync(0xffffffff, ss, d);
+  for (int d = warpSize / 2; d; d /= 2) ss += __shfl_down_sync(0xffffffff, ss, d);
   if (ln == 0) norm[r] = sqrt(ss);
 }
 """

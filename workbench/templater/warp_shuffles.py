@@ -2,7 +2,8 @@
 
 Legal shapes (anything else holding a shuffle is refused with its line):
 
-* an offset loop halving from 16: ``for (o = 16; o > 0; o >>= 1 | o /= 2)`` (start -> LANES / 2);
+* an offset loop halving from 16: ``for (o = 16; o > 0; o >>= 1 | o /= 2)`` (``o >= 1``,
+  ``o != 0`` or a bare ``o`` alike; start -> LANES / 2);
 * an offset loop doubling from 1: ``for (o = 1; o < 32; o <<= 1 | o *= 2)`` (the bound 32 ->
   LANES; ``o <= 16`` -> LANES / 2), xor shuffles only (a butterfly in either order);
 * a broadcast from the item's first lane outside such loops: ``__shfl_sync(mask, v, 0)``.
@@ -73,12 +74,14 @@ def _offset_start(loop: Node) -> tuple[Node, str, bool] | None:
     op, right = text(update.child_by_field_name("operator")), \
         int_value(update.child_by_field_name("right"))
     test = binary(cond)
-    if test is None or text(strip(test[0])) != var:
+    bare = strip(cond).type == "identifier" and text(strip(cond)) == var  # `o` is `o != 0`
+    if not bare and (test is None or text(strip(test[0])) != var):
         return None
     if _value(start) == 16 and (op, right) in ((">>=", 1), ("/=", 2)) and \
-            (test[1], _value(test[2])) in ((">", 0), (">=", 1), ("!=", 0)):
+            (bare or (test is not None and
+                      (test[1], _value(test[2])) in ((">", 0), (">=", 1), ("!=", 0)))):
         return strip(start), "(LANES / 2)", False
-    if _value(start) == 1 and (op, right) in (("<<=", 1), ("*=", 2)):
+    if _value(start) == 1 and (op, right) in (("<<=", 1), ("*=", 2)) and test is not None:
         if (test[1], _value(test[2])) == ("<", 32):
             return strip(test[2]), "LANES", True
         if (test[1], _value(test[2])) == ("<=", 16):
