@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, line, mentions, shares_or_syncs, strip, text, walk
+from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
 from workbench.templater.regtile import Refused, fresh_names
@@ -48,6 +49,7 @@ from workbench.templater.rewrite import Rewriter, TextFn
 from workbench.templater.rules import literal
 
 KNOB = "CO_PER_THREAD"
+UNROLL = "MIX_UNROLL"
 #: Output channels per thread offered (those that divide the grid's extent): up to 16
 #: accumulators per thread, the usual register-blocking range of channel-mixing kernels.
 CHOICES = (1, 2, 4, 8, 16)
@@ -259,7 +261,7 @@ def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
     for stmt in _statements(body):
         _visit(plan, mix, stmt)
     _check_writes(plan, mix)
-    names = fresh_names(plan, [KNOB, "wb_q", "wb_v"])
+    names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll"])
 
     def emit() -> None:
         _emit(plan, mix, names, extent, choices)
@@ -450,7 +452,9 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
     co, q, v = n[KNOB], n["wb_q"], n["wb_v"]
     arrays = {_declared(d) for d in mix.arrays}
     loop = f"\n#pragma unroll\n  for (int {q} = 0; {q} < {co}; ++{q})"
-    plan.rw.replace(mix.use, f"(blockIdx.{mix.dim} * {co})")
+    # all the channels in one thread: the first is 0, a constant, so a filter indexed by
+    # it at unrolled loop counters is read at constant places (an operand, no load)
+    plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : blockIdx.{mix.dim} * {co})")
     for scope in [*mix.units, *mix.arrays]:
         for ident in walk(scope):
             if ident.type != "identifier":  # a member's name is a field_identifier
@@ -485,10 +489,56 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
         per = len(arrays)
         plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
                        f"({per} * {co} + {_BASE_REGS}) <= 65536")
+    _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"])
     plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
               f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
               f"one copy per channel, {count} read(s) loaded once for all channels; grid "
               f"{mix.dim} = {extent} // {co}", mix.decl)
+
+
+def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
+    """MIX_UNROLL: ``#pragma unroll (N)`` on the outermost loop around the channels'
+    accumulation (the input channels' loop of a convolution; known practice: unrolled
+    channel and tap loops put the filter reads at constant offsets). 0 leaves the compiler's
+    choice, as written; any value is correct. nvcc reads a constexpr there, not a macro."""
+    loops = [_outermost_loop(u, plan.body) for u in mix.units]
+    loop = next((lp for lp in loops if lp is not None), None)
+    if loop is None:
+        return
+    prev = loop.prev_sibling
+    if prev is not None and prev.type in ("preproc_call", "comment") and \
+            text(prev).startswith("#pragma") and "unroll" in text(prev):
+        plan.note(UNROLL, False, "the loop has its own #pragma unroll", loop)
+        return
+    values = [0, 1, 2, 4, 8]
+    trips = trip_count(loop)
+    if trips is not None and 8 < trips <= MAX_FULL_UNROLL:
+        values.append(trips)  # the whole loop
+    plan.helper(f"constexpr int {const} = {name};  // #pragma unroll reads a constant, "
+                "not a macro")
+    plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll ({const})\n#endif\n")
+    plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
+                          "description": "unroll factor of the loop around the channels' "
+                                         "accumulation (0: the compiler's choice, as written)"},
+                   f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
+    if plan.launch_bounds is not None:
+        # unrolled 8 or more trips keep that many loads in flight; ptxas -v showed spills
+        # at blocks of 992 and 1024 threads (it keeps those to 32 registers), none at 768
+        threads = plan.launch_bounds if " " not in plan.launch_bounds else \
+            f"({plan.launch_bounds})"
+        plan.constrain(f"{name} < 8 or {threads} <= 768")
+    plan.note(UNROLL, True, "unroll factor of the loop around the channels' accumulation "
+              "(any value is correct)", loop)
+
+
+def _outermost_loop(n: Node, body: Node) -> Node | None:
+    found = None
+    up = n.parent
+    while up is not None and up != body:
+        if up.type in _LOOPS:
+            found = up
+        up = up.parent
+    return found
 
 
 def _author_minimum(plan: Plan) -> bool:
