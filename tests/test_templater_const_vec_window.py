@@ -159,6 +159,21 @@ def test_a_row_the_kernel_offsets_refuses_out_y_with_the_line(tmp_path: Path) ->
     assert "is not the row alone" in note and "(line 11)" in note, note
 
 
+def test_the_window_is_kept_within_the_register_file(tmp_path: Path) -> None:
+    """60 window slots (8 items, 4 rows) fit 512 threads a block, not 1024, and not under a
+    minimum of 4 resident blocks of 512 threads (32 registers a thread); at 1 block they fit."""
+    kf, result = _lift("dwconv3_nhwc", tmp_path)
+    space = result.template.space(kf.env("large", "fp32"))
+    widest = {**result.template.default_config(), "LANE_WINDOW": 1, "ITEMS_PER_THREAD": 8,
+              "OUT_Y": 4}
+    assert space.rejection({**widest, "OUTER_THREADS": 16}) is None
+    assert space.rejection({**widest, "OUTER_THREADS": 32}) is not None
+    assert space.rejection({**widest, "OUTER_THREADS": 16, "MIN_BLOCKS_PER_SM": 4}) is not None
+    assert space.rejection({**widest, "OUTER_THREADS": 16, "MIN_BLOCKS_PER_SM": 1}) is None
+    # the window off: the block and the cap as before
+    assert space.rejection({**widest, "LANE_WINDOW": 0, "OUTER_THREADS": 32}) is None
+
+
 def test_a_while_loop_over_the_taps_refuses_the_window_with_the_line(tmp_path: Path) -> None:
     result = offline_template(_folder("row3", tmp_path))
     assert "LANE_WINDOW" not in _knobs(result)

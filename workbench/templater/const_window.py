@@ -67,6 +67,9 @@ KNOB = "LANE_WINDOW"
 MAX_WORDS = 64
 #: 32-bit registers of an SM's register file (every GPU since sm_50).
 REGISTERS = 65536
+#: Registers a thread of the lane-inner layout keeps beside its window (indices, the sum,
+#: the taps' addresses).
+OWN_REGS = 32
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
@@ -138,11 +141,25 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) 
         # a value and a flag a slot, the block's threads at most half the register file
         # (64 K registers an SM): the kernel's own registers keep the other half
         plan.constrain(f"{KNOB} == 0 or ({rule}) * ({plan.launch_bounds}) <= {REGISTERS // 2}")
+        if _min_blocks_follow(plan):
+            # under a minimum of resident blocks the cap is the register file over their
+            # threads: the window beside the kernel's own registers must fit it (82
+            # registers at 60 slots, 54 at 24; ptxas -v, sm_90)
+            plan.constrain(f"{KNOB} == 0 or MIN_BLOCKS_PER_SM == 0 or {rule} + {OWN_REGS} <= "
+                           f"{REGISTERS} // (({plan.launch_bounds}) * MIN_BLOCKS_PER_SM)")
     walks = ", ".join(f"`{a.local}` along `{c.name}`" if c is not None else
                       f"`{a.local}` (a slot per step)" for a, c in first.along)
     plan.note(KNOB, True, f"{len(reads)} input read(s) move with {walks}: 1 walks "
               "consecutive outputs and loads each shared value once (a register window)",
               first.read)
+
+
+def _min_blocks_follow(plan: Plan) -> bool:
+    """MIN_BLOCKS_PER_SM will be lifted with the block's ``__launch_bounds__``
+    (:func:`.semantic._launch_bounds`): the author gave no minimum of their own."""
+    fn = plan.source.function_node(plan.kernel)
+    bounds = next((c for c in fn.children if c.type == "launch_bounds"), None)
+    return bounds is None or len(bounds.named_children) <= 1
 
 
 def _local(decl: Node) -> str:
