@@ -22,7 +22,12 @@ unrolled loop over ``q < CO`` at the place it was written, reading ``o + q``; th
 channel the statements run in the written order on the same values, so every output is the
 same sum in the same order: bit for bit the kernel as written. The grid's dimension divides
 by ``CO`` (the choices are the divisors of its literal extent, so no guard is needed);
-``CO = 1`` is the kernel as written.
+``CO = 1`` is the kernel as written. Where one thread takes all the channels, the first is
+the constant 0. Two unroll knobs go with it (known practice for these loops; any value is
+correct, 0 is the compiler's choice, as written): ``MIX_UNROLL`` on the outermost loop around
+the accumulation (the input channels), ``TAP_UNROLL`` unrolling whole the loops of known
+trips inside it (the taps); with both and a constant first channel, a filter indexed by the
+loop counters is read at constant places (an operand of the multiply-add, no load).
 
 Legal only where the analysis shows (refusals name the line): ``blockIdx.d`` read once, in
 the declaration of ``o``, never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
@@ -50,6 +55,7 @@ from workbench.templater.rules import literal
 
 KNOB = "CO_PER_THREAD"
 UNROLL = "MIX_UNROLL"
+TAPS = "TAP_UNROLL"
 #: Output channels per thread offered (those that divide the grid's extent): up to 16
 #: accumulators per thread, the usual register-blocking range of channel-mixing kernels.
 CHOICES = (1, 2, 4, 8, 16)
@@ -261,7 +267,7 @@ def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
     for stmt in _statements(body):
         _visit(plan, mix, stmt)
     _check_writes(plan, mix)
-    names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll"])
+    names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll", TAPS])
 
     def emit() -> None:
         _emit(plan, mix, names, extent, choices)
@@ -490,6 +496,7 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
         plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
                        f"({per} * {co} + {_BASE_REGS}) <= 65536")
     _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"])
+    _tap_knob(plan, mix, n[TAPS])
     plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
               f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
               f"one copy per channel, {count} read(s) loaded once for all channels; grid "
@@ -510,9 +517,14 @@ def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
             text(prev).startswith("#pragma") and "unroll" in text(prev):
         plan.note(UNROLL, False, "the loop has its own #pragma unroll", loop)
         return
-    values = [0, 1, 2, 4, 8]
+    # unrolled 8 or more trips keep that many loads in flight: ptxas -v spilled them at its
+    # own register choice (MIN_BLOCKS_PER_SM 0: 32 registers at blocks of 224 to 1024
+    # threads) and under caps of 64; so they come with a cap of 128 or more registers
+    # (MIN_BLOCKS_PER_SM set, at most 512 threads an SM), where none spilled
+    budget = plan.launch_bounds is not None and not _author_minimum(plan)
+    values = [0, 1, 2, 4, 8] if budget else [0, 1, 2, 4]
     trips = trip_count(loop)
-    if trips is not None and 8 < trips <= MAX_FULL_UNROLL:
+    if budget and trips is not None and 8 < trips <= MAX_FULL_UNROLL:
         values.append(trips)  # the whole loop
     plan.helper(f"constexpr int {const} = {name};  // #pragma unroll reads a constant, "
                 "not a macro")
@@ -521,14 +533,43 @@ def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
                           "description": "unroll factor of the loop around the channels' "
                                          "accumulation (0: the compiler's choice, as written)"},
                    f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
-    if plan.launch_bounds is not None:
-        # unrolled 8 or more trips keep that many loads in flight; ptxas -v showed spills
-        # at blocks of 992 and 1024 threads (it keeps those to 32 registers), none at 768
+    if budget:
+        assert plan.launch_bounds is not None
         threads = plan.launch_bounds if " " not in plan.launch_bounds else \
             f"({plan.launch_bounds})"
-        plan.constrain(f"{name} < 8 or {threads} <= 768")
+        plan.constrain(f"{name} < 8 or (MIN_BLOCKS_PER_SM > 0 and {threads} * "
+                       "MIN_BLOCKS_PER_SM <= 512)")
     plan.note(UNROLL, True, "unroll factor of the loop around the channels' accumulation "
               "(any value is correct)", loop)
+
+
+def _tap_knob(plan: Plan, mix: _Mix, name: str) -> None:
+    """TAP_UNROLL: 1 unrolls whole the loops inside the outermost one around the channels'
+    accumulation (the taps) whose trips are known and few: with them and the channel loop
+    unrolled, a filter indexed by loop counters and a constant channel is read at constant
+    places. 0 leaves the compiler's choice, as written; any value is correct."""
+    inner: list[Node] = []
+    for u in mix.units:
+        outer = _outermost_loop(u, plan.body)
+        up = u.parent
+        while up is not None and up != outer:
+            trips = trip_count(up) if up.type == "for_statement" else None
+            prev = up.prev_sibling
+            own = prev is not None and prev.type in ("preproc_call", "comment") and \
+                text(prev).startswith("#pragma")
+            if trips is not None and 1 < trips <= MAX_FULL_UNROLL and not own and up not in inner:
+                inner.append(up)
+            up = up.parent
+    if not inner:
+        return
+    for loop in inner:
+        plan.rw.insert(loop.start_byte, f"\n#if {name}\n#pragma unroll\n#endif\n")
+    plan.add_param(name, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": "1: the tap loops inside the channel loop unrolled "
+                                         "whole (0: the compiler's choice, as written)"},
+                   f"{line(inner[0])}: {text(inner[0]).splitlines()[0][:60]}")
+    plan.note(TAPS, True, f"{len(inner)} loop(s) of known trips inside the channel loop "
+              "unrolled whole at 1 (any value is correct)", inner[0])
 
 
 def _outermost_loop(n: Node, body: Node) -> Node | None:

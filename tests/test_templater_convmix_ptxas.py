@@ -1,0 +1,55 @@
+"""conv1d_mix7's CO_PER_THREAD space under ptxas -v (workbench/templater/conv_mix.py): its
+corners compile without spills, and the configs its register constraints drop do spill
+(the constraints say why they are there). The host checks of the same lift:
+tests/test_templater_convmix_channels.py."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from held_back_unseen7 import _folder
+from helpers_templater import FULL_MATRIX, end_configs
+from test_corpus_unseen3 import NVCC, _ptxas_log
+
+from workbench.templater import offline_template
+
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="needs nvcc")
+
+
+_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_conv1d_mix7_corners_compile_without_spills_and_the_cap_drops_spilling_ones(
+        tmp_path: Path) -> None:
+    plain = _folder("conv1d_mix7")
+    template = offline_template(plain).template
+    env = plain.env("large", "fp32")
+    space = template.space(env)
+    ends = end_configs(template, env)
+    # 16 channels and 8 items a thread take ptxas 20 s: the default run checks the largest
+    # corner with one item (WORKBENCH_FULL_MATRIX=1: every corner)
+    checked = ends if FULL_MATRIX else [ends[0], max(
+        (c for c in ends if c["ITEMS_PER_THREAD"] == 1),
+        key=lambda c: (c["CO_PER_THREAD"], c["MIX_UNROLL"], c["TAP_UNROLL"],
+                       c["BLOCK_THREADS"]))]
+    for i, config in enumerate(checked):
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"end{i}")
+        assert _SPILLS.findall(log) == [("0", "0")], f"{config}:\n{log}"
+    # 16 channels under a 32-register cap (2048 threads an SM): ptxas spills, and the
+    # register constraint keeps the config out of the space
+    default = template.default_config()
+    capped = {**default, "BLOCK_THREADS": 1024, "CO_PER_THREAD": 16, "MIN_BLOCKS_PER_SM": 2}
+    # the channel loop unrolled whole at ptxas's own register choice (MIN_BLOCKS_PER_SM
+    # 0): over 1024 threads it keeps 32 registers and spills; over 768 with the taps
+    # unrolled too, 40 registers, and spills
+    unrolled = {**default, "BLOCK_THREADS": 1024, "ITEMS_PER_THREAD": 8, "MIX_UNROLL": 16}
+    taps = {**default, "BLOCK_THREADS": 768, "CO_PER_THREAD": 8, "MIX_UNROLL": 16,
+            "TAP_UNROLL": 1}
+    for label, config in (("capped", capped), ("unrolled", unrolled), ("taps", taps)):
+        assert space.rejection(config) is not None, config
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, label)
+        assert any(s != ("0", "0") for s in _SPILLS.findall(log)), log
