@@ -18,6 +18,7 @@ analysis cannot follow are refused with their line.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -201,21 +202,48 @@ extern "C" __global__ void mm_tanh(const float* A, const float* W, const float* 
         "mm_tanh(A, W, bias, C, M, N, K, lda, ldw, ldc)", "mm_tanh"),
 }
 
-_MAIN = r"""
-int main() {
-  const int M = %(M)d, N = %(N)d, K = %(K)d, lda = %(lda)d, ldw = %(ldw)d, ldc = %(ldc)d;
+_INPUTS = r"""
+static void wb_fill(float* A, float* W, float* C, float* bias, int M, int N, int K, int lda,
+                    int ldw, int ldc) {
   const int rows_w = (K > N ? K : N);
-  std::vector<float> Av(M * lda), Wv(rows_w * ldw), Cv(M * ldc), bv(N);
-  float* A = Av.data(); float* W = Wv.data(); float* C = Cv.data(); float* bias = bv.data();
-  for (int i = 0; i < M * lda; ++i) A[i] = (float)((i * 37) %% 17 - 8) / 8.0f;
-  for (int i = 0; i < rows_w * ldw; ++i) W[i] = (float)((i * 29) %% 13 - 6) / 4.0f;
-  for (int i = 0; i < M * ldc; ++i) C[i] = (float)((i * 11) %% 7 - 3) / 2.0f;
-  for (int i = 0; i < N; ++i) bias[i] = (float)((i * 5) %% 9 - 4) / 4.0f;
-  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1}, [&] { %(call)s; });
-  for (int i = 0; i < M * ldc; ++i) std::printf("%%a\n", C[i]);
-  return 0;
+  for (int i = 0; i < M * lda; ++i) A[i] = (float)((i * 37) % 17 - 8) / 8.0f;
+  for (int i = 0; i < rows_w * ldw; ++i) W[i] = (float)((i * 29) % 13 - 6) / 4.0f;
+  for (int i = 0; i < M * ldc; ++i) C[i] = (float)((i * 11) % 7 - 3) / 2.0f;
+  for (int i = 0; i < N; ++i) bias[i] = (float)((i * 5) % 9 - 4) / 4.0f;
 }
 """
+
+#: One launch of a merged host program: every array filled afresh (C is read under beta),
+#: the launch, every element of C (the ldc padding included) in hex floats, then a mark.
+_LAUNCH = r"""  {
+    const int M = %(M)d, N = %(N)d, K = %(K)d, lda = %(lda)d, ldw = %(ldw)d, ldc = %(ldc)d;
+    std::vector<float> Av(M * lda), Wv((K > N ? K : N) * ldw), Cv(M * ldc), bv(N);
+    float* A = Av.data(); float* W = Wv.data(); float* C = Cv.data(); float* bias = bv.data();
+    wb_fill(A, W, C, bias, M, N, K, lda, ldw, ldc);
+    wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1}, [&] { %(ns)s::%(call)s; });
+    for (int i = 0; i < M * ldc; ++i) std::printf("%%a\n", C[i]);
+    std::printf("--\n");
+  }
+"""
+
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
+
+
+def _isolated(source: str, ns: str) -> str:
+    """``source`` in its own namespace (``extern "C"`` dropped: one C name each) with every
+    macro it defines undefined after it, so the next kernel in the program sees none."""
+    undefs = "".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINED.findall(source)))
+    body = source.replace('extern "C" ', "")
+    return f"namespace {ns} {{\n{body}\n}}\n{undefs}"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel source to run on the host with its grid and block."""
+
+    source: str
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
 
 
 def lift(s: Gemm, source: str | None = None) -> LiftedSource:
@@ -223,19 +251,33 @@ def lift(s: Gemm, source: str | None = None) -> LiftedSource:
                        grid=list(s.grid), block=list(s.block), scalars=SCALARS)
 
 
-def host(s: Gemm, source: str, grid: list[int], block: list[int], work: Path) -> str:
-    """Every element of C (the ldc padding included), in hex floats, after one host run."""
-    main = _MAIN % {**ENV, "gx": grid[0], "gy": grid[1], "bx": block[0],
-                    "by": ([*block, 1])[1], "call": s.call}
-    return run_on_host(work, "sim", COOPERATIVE_BLOCK + HOST_VECTOR + source + main)
+def host_runs(s: Gemm, launches: list[Launch], work: Path) -> list[str]:
+    """Every element of C after each launch, one host program compiling them all (each
+    source isolated: :func:`_isolated`)."""
+    kernels = [_isolated(run.source, f"wb_v{i}") for i, run in enumerate(launches)]
+    body = [_LAUNCH % {**ENV, "gx": run.grid[0], "gy": run.grid[1], "bx": run.block[0],
+                       "by": ([*run.block, 1])[1], "ns": f"wb_v{i}", "call": s.call}
+            for i, run in enumerate(launches)]
+    program = "".join([COOPERATIVE_BLOCK, HOST_VECTOR, *kernels, _INPUTS, "int main() {\n",
+                       *body, "  return 0;\n}\n"])
+    printed = run_on_host(work, "sim", program).split("--\n")
+    assert printed[-1] == "" and len(printed) == len(launches) + 1, printed[-1][:200]
+    return printed[:-1]
 
 
-def as_written(s: Gemm, work: Path) -> str:
-    block = [int(b) for b in s.block]
+def written_launch(s: Gemm) -> Launch:
+    """The kernel as written, launched as written."""
     tiles = {"fc_relu_bt": (32, 8), "gemm_tall": (16, 32), "fc_sigmoid": (32, 8),
              "mm_bias": (16, 16), "mm_tanh": (16, 16)}[s.entry]
-    grid = [-(-ENV["N"] // tiles[0]), -(-ENV["M"] // tiles[1])]
-    return host(s, s.source, grid, block, work)
+    grid = (-(-ENV["N"] // tiles[0]), -(-ENV["M"] // tiles[1]))
+    return Launch(s.source, grid, tuple(int(b) for b in s.block))
+
+
+def lifted_launch(template: Any, config: dict[str, Any]) -> Launch:
+    """``config`` of ``template`` rendered, launched as the template says at ENV."""
+    launch = template.launch_for(config, {**ENV, "elem_bytes": 4})
+    return Launch(template.render(config, "fp32").source, tuple(launch.grid),
+                  tuple(launch.block))
 
 
 def configs(s: Gemm) -> list[dict[str, Any]]:
@@ -275,24 +317,25 @@ def test_each_guarded_spelling_prints_what_the_kernel_as_written_prints(name: st
     template = lifted_template(lift(s), s.entry)
     listed = configs(s)
     assert_rotation_covers(len(SPELLINGS), listed)
+    picked = rotating_sample(listed, sorted(SPELLINGS).index(name))
     with tempfile.TemporaryDirectory() as tmp:
-        want = as_written(s, Path(tmp))
-        assert len(want.split()) == ENV["M"] * ENV["ldc"]
-        for config in rotating_sample(listed, sorted(SPELLINGS).index(name)):
-            launch = template.launch_for(config, {**ENV, "elem_bytes": 4})
-            source = template.render(config, "fp32").source
-            got = host(s, source, list(launch.grid), list(launch.block), Path(tmp))
-            assert got == want, config
+        want, *got = host_runs(s, [written_launch(s),
+                                   *(lifted_launch(template, c) for c in picked)], Path(tmp))
+    assert len(want.split()) == ENV["M"] * ENV["ldc"]
+    for config, printed in zip(picked, got, strict=True):
+        assert printed == want, config
 
 
 def test_the_host_check_can_fail() -> None:
     """A guard that lets half the threads through leaves half of A's slice stale: the kernel
-    as written, so edited, prints something else."""
+    as written, so edited, prints something else, both run in one merged program (each
+    kernel's macros undefined after it, so the edit is not masked by the other's)."""
     s = SPELLINGS["define_bt_guard_x_relu"]
     broken = Gemm(s.source.replace("if (threadIdx.x < TK)", "if (threadIdx.x < TK / 2)"),
                   s.grid, s.block, s.call, s.entry)
     with tempfile.TemporaryDirectory() as tmp:
-        assert as_written(broken, Path(tmp)) != as_written(s, Path(tmp))
+        fine, edited = host_runs(s, [written_launch(s), written_launch(broken)], Path(tmp))
+    assert fine != edited
 
 
 _ROW_LOOP = """    for (int rr = threadIdx.y; rr < Cfg::COLS; rr += Cfg::ROWS) {
@@ -310,11 +353,10 @@ def test_a_guard_around_the_loop_storing_a_tile_is_read_as_one_inside_it() -> No
 """), s.grid, s.block, s.call, s.entry)
     template = lifted_template(lift(moved), moved.entry)
     config = configs(moved)[1]
-    launch = template.launch_for(config, {**ENV, "elem_bytes": 4})
     with tempfile.TemporaryDirectory() as tmp:
-        got = host(moved, template.render(config, "fp32").source, list(launch.grid),
-                   list(launch.block), Path(tmp))
-        assert got == as_written(moved, Path(tmp)), config
+        want, got = host_runs(moved, [written_launch(moved), lifted_launch(template, config)],
+                              Path(tmp))
+    assert got == want, config
 
 
 # -- refusals ------------------------------------------------------------------------------
