@@ -30,23 +30,9 @@ from typing import Any
 import numpy as np
 import pytest
 from held_back_unseen6 import host_source
-from helpers_templater import (
-    COOPERATIVE_BLOCK,
-    end_configs,
-    host_sample,
-    lifted_template,
-    run_on_host,
-)
-from test_corpus_unseen3 import (
-    _SPILLS,
-    HOST_PRELUDE,
-    NVCC,
-    _assert_same,
-    _inputs,
-    _ptxas_log,
-    _run,
-    host_flags,  # noqa: F401  (session fixture)
-)
+from helpers_templater import end_configs, host_sample, lifted_template
+from test_corpus_unseen3 import _SPILLS, NVCC, _assert_same, _inputs, _ptxas_log
+from test_templater_warp_rows_csr import FOLDER_PREFIX, folder_runs, run_merged_on_host
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import lift_kernel, offline_template
@@ -188,17 +174,18 @@ def test_a_sum_read_after_the_loop_keeps_vec_off() -> None:
     assert "FINAL" in {p.name for p in lifted.params}
 
 
-def _host_check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path,
-                flags: tuple[str, ...]) -> None:
+def _host_check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path) -> None:
+    """Each of ``configs`` of ``kf``'s lift totals what reference.py totals, all run in one
+    host program."""
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     inputs = _inputs(kf)
     want = kf.load_reference().reference(dict(inputs), kf.shape_values(kf.check_shape), "fp32")
-    for i, config in enumerate(configs):
+    for config in configs:
         assert template.space(env).rejection(config) is None, config
-        source = _FLOAT_ATOMIC + template.render(config, "fp32").source
-        got = _run(kf, host_source(source), template.launch_for(config, env), inputs,
-                   work / f"c{i}", flags)
+    runs = [(host_source(_FLOAT_ATOMIC + template.render(c, "fp32").source),
+             template.launch_for(c, env)) for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, work), strict=True):
         _assert_same(kf, got, want, f"{kf.name} lifted at {config}")
 
 
@@ -214,23 +201,21 @@ def _configs(kf: KernelFolder, sampled: list[dict[str, int]]) -> list[dict[str, 
 
 
 @pytest.mark.timeout(120)
-def test_the_folder_lifted_totals_right_on_host(tmp_path: Path,
-                                                host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def test_the_folder_lifted_totals_right_on_host(tmp_path: Path) -> None:
     kf = load_kernel_folder(MOMENTS)
     # 8 chunks a block: one block of 8 slots, 7 zeroed; 2 chunks: 4 blocks
     sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4, "CHUNKS": 8},
                {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2, "CHUNKS": 2}]
-    _host_check(kf, _configs(kf, sampled), tmp_path, host_flags)
+    _host_check(kf, _configs(kf, sampled), tmp_path)
 
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", sorted(SPELLINGS))
-def test_each_spelling_lifted_totals_right_on_host(
-        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def test_each_spelling_lifted_totals_right_on_host(name: str, tmp_path: Path) -> None:
     kf = _spelled(tmp_path, SPELLINGS[name], _BLOCKS[name])
     # another block size than written (the step follows it), the shuffles, float4 loads
     _host_check(kf, _configs(kf, [{"BLOCK_THREADS": 160, "FINAL": 1, "UNROLL": 8, "VEC": 4,
-                                   "CHUNKS": 4}]), tmp_path, host_flags)
+                                   "CHUNKS": 4}]), tmp_path)
 
 
 def _dot_main(n: int, grid: int, block: int, a: np.ndarray, b: np.ndarray) -> str:
@@ -244,7 +229,7 @@ def _dot_main(n: int, grid: int, block: int, a: np.ndarray, b: np.ndarray) -> st
             f"k(part.data(), wb_in, wb_in + {n}, {n}); }});\n"
             "  double total = 0.0;\n"
             "  for (float v : part) total += v;\n"
-            "  std::printf(\"%a\\n\", total);\n}\n")
+            "  std::printf(\"%a\\n\", total);\n  return 0;\n}\n")
 
 
 @pytest.mark.timeout(120)
@@ -266,13 +251,16 @@ def test_dot_product_partials_lift_final_and_add_up_on_host(tmp_path: Path) -> N
     default = dict(template.default_config())
     # the last all-ends config, and 2 chunks a block with the shuffles at 64 threads (every
     # all-ends config but the first, near the kernel as written, under FULL_MATRIX)
-    for i, config in enumerate([*host_sample(end_configs(template, env))[1:],
-                                {**default, "CHUNKS": 2, "FINAL": 1, "BLOCK_THREADS": 64}]):
+    configs = [*host_sample(end_configs(template, env))[1:],
+               {**default, "CHUNKS": 2, "FINAL": 1, "BLOCK_THREADS": 64}]
+    programs = []
+    for config in configs:
         launch = template.launch_for(config, env)
-        program = (COOPERATIVE_BLOCK + HOST_PRELUDE + _FLOAT_ATOMIC +
-                   template.render(config, "fp32").source +
-                   _dot_main(n, launch.grid[0], launch.block[0], a, b))
-        got = float.fromhex(run_on_host(tmp_path, f"dot{i}", program).split()[0])
+        programs.append(FOLDER_PREFIX + _FLOAT_ATOMIC + template.render(config, "fp32").source
+                        + _dot_main(n, launch.grid[0], launch.block[0], a, b))
+    for config, printed in zip(configs, run_merged_on_host(tmp_path, "dot", FOLDER_PREFIX,
+                                                           programs), strict=True):
+        got = float.fromhex(printed.split()[0])
         assert abs(got - want) <= 1e-5 * abs(want), (config, got, want)
 
 
@@ -309,18 +297,22 @@ def test_a_chunk_given_as_an_argument_lifts_final_only_and_adds_up_on_host(
     want = float(np.sum(x.astype(np.float64) ** 2))
     env = {"n": n, "span": span}
     default = dict(template.default_config())
-    for i, config in enumerate([default, {**default, "FINAL": 1, "BLOCK_THREADS": 96}]):
+    configs = [default, {**default, "FINAL": 1, "BLOCK_THREADS": 96}]
+    values = ", ".join(float(v).hex() for v in x)
+    programs = []
+    for config in configs:
         launch = template.launch_for(config, env)
-        values = ", ".join(float(v).hex() for v in x)
         main = (f"\nstatic const float wb_x[] = {{{values}}};\nint main() {{\n"
                 f"  std::vector<float> part({launch.grid[0]}, NAN);\n"
                 f"  wb_launch({{{launch.grid[0]}u, 1u, 1u}}, {{{launch.block[0]}u, 1u, 1u}}, "
                 f"[&] {{ k(part.data(), wb_x, {n}, {span}); }});\n"
                 "  double total = 0.0;\n  for (float v : part) total += v;\n"
-                "  std::printf(\"%a\\n\", total);\n}\n")
-        program = (COOPERATIVE_BLOCK + HOST_PRELUDE + host_source(
-            template.render(config, "fp32").source) + main)
-        got = float.fromhex(run_on_host(tmp_path, f"sq{i}", program).split()[0])
+                "  std::printf(\"%a\\n\", total);\n  return 0;\n}\n")
+        programs.append(FOLDER_PREFIX + host_source(template.render(config, "fp32").source)
+                        + main)
+    for config, printed in zip(configs, run_merged_on_host(tmp_path, "sq", FOLDER_PREFIX,
+                                                           programs), strict=True):
+        got = float.fromhex(printed.split()[0])
         assert abs(got - want) <= 1e-6 * want, (config, got, want)
 
 

@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import COOPERATIVE_BLOCK, corner_configs, host_sample, run_on_host
-
-from tests.test_corpus_unseen3 import (
+from test_corpus_unseen3 import (
     _SPILLS,
     C_TYPES,
     HOST_PRELUDE,
@@ -31,6 +30,7 @@ from tests.test_corpus_unseen3 import (
     _inputs,
     _ptxas_log,
 )
+
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import offline_template
 
