@@ -27,13 +27,15 @@ from helpers_templater import (
     corner_configs,
     host_sample,
     lifted_template,
-    run_on_host,
 )
+from test_corpus_unseen3 import HOST_PRELUDE
+from test_templater_warp_rows_csr import run_merged_on_host
 
-from tests.test_corpus_unseen3 import HOST_PRELUDE
 from workbench.templater import LiftedSource, lift_kernel
 
 WARP_SIZE = "static const int warpSize = 32;\n"
+#: What every host program of :func:`_program` opens with.
+_PREFIX = "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE, WARP_SIZE]) + "\n"
 
 # segmented sum: the segment is the global warp index (>> 5, terms in another order), the
 # lane `& 31` in place, the offset `offs[s]` read in the loop's start, doubling xor loop, an
@@ -109,10 +111,13 @@ def _program(source: str, case: str, grid: Sequence[int], block: Sequence[int]) 
                       *lines, "  return 0;", "}"])
 
 
-def _host(work: Path, label: str, source: str, case: str, grid: Sequence[int],
-          block: Sequence[int]) -> np.ndarray:
-    printed = run_on_host(work, label, _program(source, case, grid, block)).split()
-    return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in printed])
+def _host(work: Path, label: str, case: str,
+          runs: Sequence[tuple[str, Sequence[int], Sequence[int]]]) -> list[np.ndarray]:
+    """What each (source, grid, block) of ``runs`` writes on ``case``'s inputs, from one
+    host program (each run's kernel in a namespace of its own)."""
+    programs = [_program(source, case, grid, block) for source, grid, block in runs]
+    return [np.array([float.fromhex(v) if "nan" not in v else np.nan for v in out.split()])
+            for out in run_merged_on_host(work, label, _PREFIX, programs)]
 
 
 CASES: dict[str, tuple[str, list[str], list[str], dict[str, str], str]] = {
@@ -160,15 +165,17 @@ def test_own_spellings_compute_as_written_on_host(name: str, tmp_path: Path) -> 
     template = lifted_template(_lift(name))
     items = NSEG if name == "segsum" else ROWS
     blocks = -(-items // (int(block[0]) // 32))
-    want = _host(tmp_path, "as_written", source, name, [blocks], [int(block[0])])
-    assert want.shape == (items,) and not np.isnan(want).any()
     space = template.space(dict(ENVS[name]))
-    for i, config in enumerate(host_sample(_configs(name, template))):
+    configs = host_sample(_configs(name, template))
+    runs: list[tuple[str, Sequence[int], Sequence[int]]] = [(source, [blocks], [int(block[0])])]
+    for config in configs:
         assert space.rejection(config) is None, config
         launch = template.launch_for(config, ENVS[name])
-        got = _host(tmp_path, f"c{i}", template.render(config, "fp32").source, name,
-                    launch.grid, launch.block)
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5, err_msg=str(config))
+        runs.append((template.render(config, "fp32").source, launch.grid, launch.block))
+    want, *got = _host(tmp_path, name, name, runs)
+    assert want.shape == (items,) and not np.isnan(want).any()
+    for config, outputs in zip(configs, got, strict=True):
+        np.testing.assert_allclose(outputs, want, rtol=1e-5, atol=2e-5, err_msg=str(config))
 
 
 # -- refused: offsets the analysis cannot show the same for every lane of a row -----------
