@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from helpers_templater import end_configs
 
-from tests.test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 from tests.test_templater_const_via import _knobs, assert_prints_as_written, write_folder
 from workbench.templater import offline_template
 
@@ -62,7 +61,7 @@ CASES: dict[str, tuple[str, list[str], list[str], set[str], dict[str, Any]]] = {
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_copy_composes_with_the_generic_families(
-        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+        name: str, tmp_path: Path) -> None:
     source, grid, block, others, mixed = CASES[name]
     kf = write_folder(tmp_path / name, source, grid, block, _FLAT, {"n": 1000}, [])
     result = offline_template(kf)
@@ -74,4 +73,4 @@ def test_the_copy_composes_with_the_generic_families(
     ends = end_configs(template, kf.env(kf.check_shape, "fp32"))
     assert ends[-1]["CONST_VIA"] == 1
     configs = [ends[-1], {**template.default_config(), **mixed}]
-    assert_prints_as_written(kf, result, configs, tmp_path, host_flags)
+    assert_prints_as_written(kf, result, configs, tmp_path)

@@ -22,7 +22,6 @@ import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample
 
-from tests.test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 from tests.test_templater_const_via import (
     DWCONV,
     _folder,
@@ -154,14 +153,13 @@ def test_an_index_past_the_table_for_some_lane_refuses_lane_regs(tmp_path: Path)
     ("row3", {"CONST_VIA": 1, "ITEMS_PER_THREAD": 2, "OUTER_THREADS": 2}),
 ])
 def test_each_spelling_prints_what_the_kernel_as_written_prints(
-        name: str, mixed: dict[str, int], tmp_path: Path,
-        host_flags: tuple[str, ...]) -> None:  # noqa: F811
+        name: str, mixed: dict[str, int], tmp_path: Path) -> None:
     kf, result = _lift(name, tmp_path / "folders")
     template = result.template
     env = kf.env(kf.check_shape, "fp32")
     configs = [*host_sample(corner_configs(template, env)),
                {**template.default_config(), **mixed}]
-    assert_prints_as_written(kf, result, configs, tmp_path, host_flags)
+    assert_prints_as_written(kf, result, configs, tmp_path)
 
 
 @needs_nvcc

@@ -23,12 +23,8 @@ from typing import Any
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 
-from tests.test_corpus_unseen3 import (  # noqa: F401  (host_flags: the session fixture)
-    _SPILLS,
-    _ptxas_log,
-    host_flags,
-)
 from tests.test_templater_const_via import (
     _folder,
     _knobs,
@@ -212,14 +208,13 @@ def _window_configs(kf: KernelFolder, result: TemplaterResult) -> dict[str, dict
                                              ("dw64", ("widest",)),
                                              ("row5", ("mixed",))])
 def test_each_spelling_prints_what_the_kernel_as_written_prints(
-        name: str, which: tuple[str, ...], tmp_path: Path,
-        host_flags: tuple[str, ...]) -> None:  # noqa: F811
+        name: str, which: tuple[str, ...], tmp_path: Path) -> None:
     """The default is the kernel as written (LANE_WINDOW = 0); here the window's configs,
     split over the spellings to keep the file fast (dwconv3_nhwc's default and corners run
     in tests/test_templater_const_via.py)."""
     kf, result = _lift(name, tmp_path / "folders")
     configs = _window_configs(kf, result)
-    assert_prints_as_written(kf, result, [configs[w] for w in which], tmp_path, host_flags)
+    assert_prints_as_written(kf, result, [configs[w] for w in which], tmp_path)
 
 
 @needs_nvcc

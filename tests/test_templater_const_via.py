@@ -28,14 +28,9 @@ import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, end_configs, host_sample
+from test_corpus_unseen3 import _SPILLS, _inputs, _ptxas_log
+from test_templater_warp_rows_csr import folder_runs
 
-from tests.test_corpus_unseen3 import (  # noqa: F401  (host_flags: the session fixture)
-    _SPILLS,
-    _inputs,
-    _ptxas_log,
-    _run,
-    host_flags,
-)
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.write_policy import write_file
 from workbench.templater import offline_template
@@ -240,28 +235,27 @@ def test_a_shared_copy_past_48_kib_is_refused(tmp_path: Path) -> None:
 
 
 def assert_prints_as_written(kf: KernelFolder, result: TemplaterResult,
-                             configs: list[dict[str, Any]], work: Path,
-                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
+                             configs: list[dict[str, Any]], work: Path) -> None:
     """Each config of ``result``'s template prints, bit for bit, what ``kf``'s kernel as
-    written prints on the check shape's inputs (g++, the cooperative block)."""
+    written prints on the check shape's inputs (g++, the cooperative block; all of them
+    from one merged host program)."""
     env = kf.env(kf.check_shape, "fp32")
-    inputs = _inputs(kf)
-    want = _run(kf, kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env),
-                inputs, work / "written", host_flags)
-    assert all(not np.isnan(v).any() for v in want.values())
     template = result.template
-    for i, config in enumerate(configs):
+    for config in configs:
         assert template.space(env).rejection(config) is None, config
-        got = _run(kf, template.render(config, "fp32").source,
-                   template.launch_for(config, env), inputs, work / f"c{i}", host_flags)
+    runs = [(kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env)),
+            *((template.render(c, "fp32").source, template.launch_for(c, env))
+              for c in configs)]
+    want, *got = folder_runs(kf, runs, _inputs(kf), work)
+    assert all(not np.isnan(v).any() for v in want.values())
+    for config, outputs in zip(configs, got, strict=True):
         for arg, values in want.items():
-            assert np.array_equal(got[arg].view(np.uint32), values.view(np.uint32)), \
+            assert np.array_equal(outputs[arg].view(np.uint32), values.view(np.uint32)), \
                 f"{kf.name} {arg} at {config}"
 
 
 @pytest.mark.timeout(240)
-def test_dwconv3_prints_what_the_kernel_as_written_prints(
-        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def test_dwconv3_prints_what_the_kernel_as_written_prints(tmp_path: Path) -> None:
     """At the default, the last all-ends corner and the constant read as written with the
     taps in registers over two pixels a thread and 64 threads a block."""
     kf, result = _lift("dwconv3_nhwc", tmp_path)
@@ -270,7 +264,7 @@ def test_dwconv3_prints_what_the_kernel_as_written_prints(
     mixed = {**template.default_config(), "CONST_VIA": 0, "LANE_REGS": 1,
              "ITEMS_PER_THREAD": 2, "OUTER_THREADS": 2}
     configs = [*host_sample(corner_configs(template, env)), mixed]
-    assert_prints_as_written(kf, result, configs, tmp_path, host_flags)
+    assert_prints_as_written(kf, result, configs, tmp_path)
 
 
 def test_the_all_ends_corners_flip_every_knob(tmp_path: Path) -> None:
