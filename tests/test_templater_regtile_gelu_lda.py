@@ -21,13 +21,8 @@ import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import end_configs, host_sample
-from test_corpus_unseen3 import (  # noqa: F401  (host_flags: the session fixture)
-    _SPILLS,
-    _inputs,
-    _ptxas_log,
-    _run,
-    host_flags,
-)
+from test_corpus_unseen3 import _SPILLS, _inputs, _ptxas_log
+from test_templater_warp_rows_csr import folder_runs
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.template import KernelTemplate
@@ -72,28 +67,31 @@ def test_the_struct_sized_tiles_lift_a_register_tile_launching_as_written() -> N
 
 
 @pytest.mark.timeout(300)
-def test_the_template_prints_what_the_kernel_as_written_prints(
-        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def _as_written(kf: Any, env: Any) -> tuple[str, Any]:
+    """The kernel as written as the host compiles it, with its launch."""
+    return (held_back_unseen6.host_source(kf.baseline.render({}, "fp32").source),
+            kf.baseline.launch_for({}, env))
+
+
+def test_the_template_prints_what_the_kernel_as_written_prints(tmp_path: Path) -> None:
     """Default and coarse on every run, the corners between them under
-    ``WORKBENCH_FULL_MATRIX=1`` (host_sample keeps the first and the last otherwise)."""
+    ``WORKBENCH_FULL_MATRIX=1`` (host_sample keeps the first and the last otherwise); the
+    kernel as written and every config in one merged host program."""
     kf = load_kernel_folder(FOLDER)
     env = kf.env(kf.check_shape, "fp32")
-    inputs = _inputs(kf)
-    want = held_back_unseen6.SET.plain_outputs("linear_gelu_lda", tmp_path / "plain",
-                                               host_flags)
     template = lifted().template
     listed = _configs(template)
     picked = host_sample(listed[:2]) + host_sample(listed[2:])
-    for i, config in enumerate(picked):
-        source = held_back_unseen6.host_source(template.render(config, "fp32").source)
-        got = _run(kf, source, template.launch_for(config, env), inputs,
-                   tmp_path / f"config{i}", host_flags)
+    runs = [_as_written(kf, env),
+            *((held_back_unseen6.host_source(template.render(c, "fp32").source),
+               template.launch_for(c, env)) for c in picked)]
+    want, *got = folder_runs(kf, runs, _inputs(kf), tmp_path)
+    for config, outputs in zip(picked, got, strict=True):
         # the same products added in the same order of k: bit-identical
-        assert np.array_equal(got["Y"], want["Y"]), config
+        assert np.array_equal(outputs["Y"], want["Y"]), config
 
 
-def test_the_host_check_can_fail(tmp_path: Path,
-                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def test_the_host_check_can_fail(tmp_path: Path) -> None:
     """A template whose epilogue drops the bias prints something else."""
     kf = load_kernel_folder(FOLDER)
     env = kf.env(kf.check_shape, "fp32")
@@ -103,10 +101,9 @@ def test_the_host_check_can_fail(tmp_path: Path,
     assert "gelu_tanh(acc[wb_i][wb_j] + bias[" in source
     broken = source.replace("gelu_tanh(acc[wb_i][wb_j] + bias[",
                             "gelu_tanh(acc[wb_i][wb_j] + 0 * bias[")
-    got = _run(kf, held_back_unseen6.host_source(broken), template.launch_for(config, env),
-               _inputs(kf), tmp_path / "broken", host_flags)
-    want = held_back_unseen6.SET.plain_outputs("linear_gelu_lda", tmp_path / "plain",
-                                               host_flags)
+    want, got = folder_runs(kf, [_as_written(kf, env),
+                                 (held_back_unseen6.host_source(broken),
+                                  template.launch_for(config, env))], _inputs(kf), tmp_path)
     assert not np.array_equal(got["Y"], want["Y"])
 
 
