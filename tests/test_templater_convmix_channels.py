@@ -133,9 +133,11 @@ def test_conv1d_mix7_lifts_output_channels_per_thread_with_its_register_cap() ->
     spec = next(p.spec for p in lifted.params if p.name == KNOB)
     assert spec["values"] == [1, 2, 4, 8, 16] and spec["default"] == 1
     assert lifted.grid[1] == "16 // CO_PER_THREAD"
-    # one accumulator per channel: a register cap that leaves it 24 more registers
-    assert "MIN_BLOCKS_PER_SM == 0 or BLOCK_THREADS * MIN_BLOCKS_PER_SM * " \
-        "(1 * CO_PER_THREAD + 24) <= 65536" in lifted.constraints
+    # one accumulator per channel and item, the items' tap offsets and their input window
+    # (tests/test_templater_convmix_window.py): a register cap that leaves 24 more
+    assert "MIN_BLOCKS_PER_SM == 0 or (BLOCK_THREADS * MIN_BLOCKS_PER_SM + 127) // 128 * " \
+        "128 * (CO_PER_THREAD * T_ITEMS + T_ITEMS + 2 * (T_ITEMS + 6) + 2 * CO_PER_THREAD " \
+        "+ 24) <= 65536" in lifted.constraints
     # the channel loop's unroll; at 8 trips or more, with a cap of 128 registers or more
     assert next(p.spec["values"] for p in lifted.params if p.name == "MIX_UNROLL") == \
         [0, 1, 2, 4, 8, 16]
@@ -144,14 +146,14 @@ def test_conv1d_mix7_lifts_output_channels_per_thread_with_its_register_cap() ->
     assert "#pragma unroll (wb_mix_unroll)\n#endif\nfor (int c = 0; c < CH; ++c)" in \
         lifted.source
     # the tap loop inside it: unrolled whole at 1
-    assert "#if TAP_UNROLL\n#pragma unroll\n#endif\nfor (int k = 0; k < TAPS; ++k)" in \
-        lifted.source
+    assert "#if TAP_UNROLL || T_ITEMS > 1\n#pragma unroll\n#endif\n" \
+        "for (int k = 0; k < TAPS; ++k)" in lifted.source
     # all 16 channels in one thread: the first channel is the constant 0
     assert "const int o = (CO_PER_THREAD == 16 ? 0 : blockIdx.y * CO_PER_THREAD);" in \
         lifted.source
-    # the input sample is loaded once for every channel of the thread
-    assert "const auto wb_v0 = src[(size_t)c * T + s];" in lifted.source
-    assert "acc[wb_q] += weights[((o + wb_q) * CH + c) * TAPS + k] * wb_v0;" in lifted.source
+    # the input sample is loaded once (into the items' window) for every channel
+    assert "acc[wb_q][wb_u] += weights[((o + wb_q) * CH + c) * TAPS + k] * " \
+        "wb_win[wb_u + (k) - (0)];" in lifted.source
 
 
 def test_the_spellings_lift_the_channels_on_their_grid_dimension() -> None:
@@ -301,9 +303,9 @@ def test_channel_spellings_give_the_kernels_output_bit_for_bit(
 
 
 #: conv1d_mix7's configs beyond the corners: two channels a thread over 96 threads, two
-#: items; eight channels over 160 threads with a register cap of two blocks, the channel
+#: consecutive items; eight channels over 160 threads with a register cap of two blocks, the channel
 #: loop unrolled eight times and the taps whole.
-MIX7_EXTRAS = [{"BLOCK_THREADS": 96, "CO_PER_THREAD": 2, "ITEMS_PER_THREAD": 2},
+MIX7_EXTRAS = [{"BLOCK_THREADS": 96, "CO_PER_THREAD": 2, "T_ITEMS": 2},
                {"BLOCK_THREADS": 160, "CO_PER_THREAD": 8, "MIN_BLOCKS_PER_SM": 2,
                 "MIX_UNROLL": 8, "TAP_UNROLL": 1}]
 

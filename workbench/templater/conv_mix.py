@@ -46,12 +46,15 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, line, mentions, shares_or_syncs, strip, text, walk
+from workbench.templater.conv_mix_window import CHOICES as T_CHOICES
+from workbench.templater.conv_mix_window import KNOB as T_KNOB
+from workbench.templater.conv_mix_window import Slide, find_slide, grid_bound
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
-from workbench.templater.regtile import Refused, fresh_names
+from workbench.templater.regtile import Refused, fresh_names, render
 from workbench.templater.rewrite import Rewriter, TextFn
-from workbench.templater.rules import literal
+from workbench.templater.rules import literal, scale_divisor
 
 KNOB = "CO_PER_THREAD"
 UNROLL = "MIX_UNROLL"
@@ -140,7 +143,8 @@ def _candidate(plan: Plan, dim: str) -> _Mix | None:
 
 
 def _closure(body: Node, seed: set[str], own: set[str],
-             root: Callable[[Node], bool], *, control: bool) -> set[str]:
+             root: Callable[[Node], bool], *, control: bool,
+             skip: Node | None = None) -> set[str]:
     """The locals that depend on ``seed`` or on a node ``root`` accepts: assigned from such
     a value or (``control``) under a condition reading one."""
     found = set(seed)
@@ -156,7 +160,7 @@ def _closure(body: Node, seed: set[str], own: set[str],
             target, value = _definition(n)
             if target is None or target in found or target not in own:
                 continue
-            if hit(value) or (control and _controlled(n, body, hit)):
+            if hit(value) or (control and _controlled(n, body, hit, skip)):
                 found.add(target)
                 changed = True
     return found
@@ -180,9 +184,13 @@ def _definition(n: Node) -> tuple[str | None, Node | None]:
     return None, None
 
 
-def _controlled(n: Node, body: Node, hit: Callable[[Node | None], bool]) -> bool:
+def _controlled(n: Node, body: Node, hit: Callable[[Node | None], bool],
+                skip: Node | None = None) -> bool:
     up = n.parent
     while up is not None and up != body:
+        if up == skip:
+            up = up.parent
+            continue
         if up.type in ("if_statement", "while_statement", "do_statement", "switch_statement") \
                 and hit(up.child_by_field_name("condition")):
             return True
@@ -267,11 +275,56 @@ def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
     for stmt in _statements(body):
         _visit(plan, mix, stmt)
     _check_writes(plan, mix)
-    names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll", TAPS])
+    names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll", TAPS, T_KNOB,
+                               "wb_u", "wb_win", "wb_j", "wb_ur"])
+    try:
+        slide = _slide(plan, mix)
+    except Refused as exc:
+        plan.note(T_KNOB, False, exc.reason, exc.node)
+        slide = None
 
     def emit() -> None:
-        _emit(plan, mix, names, extent, choices)
+        _emit(plan, mix, names, extent, choices, slide)
     return emit
+
+
+def _slide(plan: Plan, mix: _Mix) -> tuple[Slide, _Mix] | None:
+    """T_ITEMS along the sliding axis (:mod:`.conv_mix_window`): its analysis and the
+    statements that run per item (sorted as the channels' are)."""
+    own = set(plan.facts.defs)
+    stmts = _statements(plan.body)
+    decls = [s for s in stmts if s.type == "declaration"]
+    var = None
+    for d in decls:
+        if any(builtin(n, "threadIdx") == "x" for n in walk(d) if n.type == "field_expression"):
+            var = _declared(d)
+            break
+    if var is None:
+        return None
+    slide = find_slide(plan, lambda v, check: _closure(plan.body, {v}, own, lambda n: False,
+                                                        control=True, skip=check))
+    if slide is None:
+        return None
+    dep = slide.dep
+    if slide.var != var:
+        return None
+    if mix.var in dep or var in mix.dep:
+        raise Refused(f"the channel `{mix.var}` and the sliding index `{var}` depend on each "
+                      "other", slide.decl)
+    grid = grid_bound(plan.grid[0], plan.block[0])
+    if grid is None or grid.replace(" ", "") != \
+            plan.scalars.get(slide.bound, slide.bound).replace(" ", ""):
+        raise Refused(f"the grid's x `{plan.grid[0]}` is not ceil_div(`{slide.bound}`, "
+                      f"{plan.block[0]}): items past the check's bound would be written",
+                      slide.guard)
+    axis = _Mix("x", slide.decl, slide.decl, var, dep)
+    for s in slide.region:
+        _visit(plan, axis, s)
+    _check_writes(plan, axis)
+    if any(inside_node(slide.loop, u) for u in axis.units):
+        raise Refused("the tap loop runs inside a statement that depends on the sliding "
+                      f"index `{var}`: the window would be loaded per item", slide.loop)
+    return slide, axis
 
 
 def _statements(block: Node) -> list[Node]:
@@ -416,9 +469,10 @@ def inside_node(n: Node, outer: Node) -> bool:
 # -- the rewrite ------------------------------------------------------------------------
 
 
-def _hoists(mix: _Mix, stmt: Node) -> list[Node]:
+def _hoists(mix: _Mix, stmt: Node, skip: Node | None = None) -> list[Node]:
     """The maximal channel-independent reads of an expression statement's value that run
-    unconditionally: loaded once, before the loop over the channels."""
+    unconditionally: loaded once, before the loop over the channels (``skip``, the read the
+    window replaces, left out)."""
     if stmt.type != "expression_statement":
         return []
     expr = stmt.named_children[0] if stmt.named_children else None
@@ -428,6 +482,11 @@ def _hoists(mix: _Mix, stmt: Node) -> list[Node]:
     out: list[Node] = []
 
     def visit(n: Node) -> None:
+        if skip is not None and inside_node(skip, n):
+            if n != skip:
+                for c in n.named_children:
+                    visit(c)
+            return
         if not mentions(n, mix.dep) and _reads(n) and not any(
                 m.type in ("call_expression", *_ASSIGN, "comma_expression") for m in walk(n)) \
                 and n.type not in ("identifier", "number_literal"):
@@ -454,13 +513,23 @@ def _hoists(mix: _Mix, stmt: Node) -> list[Node]:
     return out
 
 
-def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[int]) -> None:
-    co, q, v = n[KNOB], n["wb_q"], n["wb_v"]
-    arrays = {_declared(d) for d in mix.arrays}
+def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[int],
+          slide: tuple[Slide, _Mix] | None = None) -> None:
+    co, q = n[KNOB], n["wb_q"]
     loop = f"\n#pragma unroll\n  for (int {q} = 0; {q} < {co}; ++{q})"
     # all the channels in one thread: the first is 0, a constant, so a filter indexed by
     # it at unrolled loop counters is read at constant places (an operand, no load)
     plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : blockIdx.{mix.dim} * {co})")
+    if slide is not None:
+        count = _emit_both(plan, mix, slide, n, loop)
+    else:
+        count = _emit_channels(plan, mix, n, loop)
+    _emit_tail(plan, mix, n, extent, choices, slide, count)
+
+
+def _emit_channels(plan: Plan, mix: _Mix, n: dict[str, str], loop: str) -> int:
+    co, q, v = n[KNOB], n["wb_q"], n["wb_v"]
+    arrays = {_declared(d) for d in mix.arrays}
     for scope in [*mix.units, *mix.arrays]:
         for ident in walk(scope):
             if ident.type != "identifier":  # a member's name is a field_identifier
@@ -482,6 +551,13 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
                              make=_unit_text(unit, list(zip(hoisted, names, strict=True)), loop))
     for decl in mix.arrays:
         plan.rw.replace_span(decl.start_byte, decl.end_byte, make=_array_text(decl, co, q, loop))
+    return count
+
+
+def _emit_tail(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[int],
+               slide: tuple[Slide, _Mix] | None, count: int) -> None:
+    co = n[KNOB]
+    arrays = {_declared(d) for d in mix.arrays}
     g = "xyz".index(mix.dim)
     plan.grid[g] = f"{extent} // {co}"
     plan.add_param(co, {"kind": "choice", "values": choices, "default": 1,
@@ -493,10 +569,27 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
         threads = plan.launch_bounds if " " not in plan.launch_bounds else \
             f"({plan.launch_bounds})"
         per = len(arrays)
-        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
-                       f"({per} * {co} + {_BASE_REGS}) <= 65536")
+        if slide is None:
+            plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
+                           f"({per} * {co} + {_BASE_REGS}) <= 65536")
+        else:
+            # the register cap of __launch_bounds__ (BLOCK threads, or a minimum of blocks)
+            # must hold the copies and the window. ptxas splits an SM's 65536 registers over
+            # its 4 quarters, a warp in one: the cap is 512 / ceil(threads / 128) (320
+            # threads: 168). 8 items over 1024 threads (64 registers) spilled, at 768 (80)
+            # not; 16 channels x 4 items under 128 spilled, 16 x 8 under 256 not (ptxas -v,
+            # sm_90)
+            regs = f"{_slide_regs(mix, slide, co, n[T_KNOB])} + {_BASE_REGS}"
+            plan.constrain(f"({threads} + 127) // 128 * 128 * ({regs}) <= 65536")
+            plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or ({threads} * MIN_BLOCKS_PER_SM + 127) "
+                           f"// 128 * 128 * ({regs}) <= 65536")
+    if slide is not None:
+        _slide_param(plan, slide, n[T_KNOB])
     _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"])
-    _tap_knob(plan, mix, n[TAPS])
+    # the window's slots are registers only at constant indices: its tap loop is unrolled
+    # whole wherever a thread takes more than one item
+    _tap_knob(plan, mix, n[TAPS], f"{n[T_KNOB]} > 1" if slide is not None else "",
+              slide[0].loop if slide is not None else None)
     plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
               f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
               f"one copy per channel, {count} read(s) loaded once for all channels; grid "
@@ -543,7 +636,8 @@ def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
               "(any value is correct)", loop)
 
 
-def _tap_knob(plan: Plan, mix: _Mix, name: str) -> None:
+def _tap_knob(plan: Plan, mix: _Mix, name: str, also: str = "",
+              window: Node | None = None) -> None:
     """TAP_UNROLL: 1 unrolls whole the loops inside the outermost one around the channels'
     accumulation (the taps) whose trips are known and few: with them and the channel loop
     unrolled, a filter indexed by loop counters and a constant channel is read at constant
@@ -563,7 +657,8 @@ def _tap_knob(plan: Plan, mix: _Mix, name: str) -> None:
     if not inner:
         return
     for loop in inner:
-        plan.rw.insert(loop.start_byte, f"\n#if {name}\n#pragma unroll\n#endif\n")
+        when = f"{name} || {also}" if also and loop == window else name
+        plan.rw.insert(loop.start_byte, f"\n#if {when}\n#pragma unroll\n#endif\n")
     plan.add_param(name, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": "1: the tap loops inside the channel loop unrolled "
                                          "whole (0: the compiler's choice, as written)"},
@@ -628,3 +723,178 @@ def _array_text(decl: Node, co: str, q: str, loop: str) -> TextFn:
             return head
         return f"{head}{loop} {name}[{q}] = {rw.render(value.start_byte, value.end_byte)};\n"
     return make
+
+
+# -- T_ITEMS with the channels (:mod:`.conv_mix_window`) ---------------------------------
+
+
+def _emit_both(plan: Plan, mix: _Mix, both: tuple[Slide, _Mix], n: dict[str, str],
+               loop: str) -> int:
+    """The channels' rewrite with the sliding axis's items: a statement that depends on the
+    item runs per item ``u`` under the item's own check, one that depends on the channel per
+    channel ``q`` inside it; a local gets one copy per channel and/or item."""
+    slide, axis = both
+    co, q, v, ti, u = n[KNOB], n["wb_q"], n["wb_v"], n[T_KNOB], n["wb_u"]
+    chans = {_declared(d) for d in mix.arrays}
+    items = {_declared(d) for d in axis.arrays}
+    data = plan.source.data
+    live = _live(data, slide, lambda: f"({slide.var} * {ti} + {u})")
+    per_item = f"\n#pragma unroll\n  for (int {u} = 0; {u} < {ti}; ++{u})"
+    # the check at the thread's first item guards the rest (it bounds from above)
+    for ident in walk(slide.cond):
+        if ident.type == "identifier" and text(ident) == slide.var:
+            plan.rw.replace(ident, f"({slide.var} * {ti})")
+    done: set[tuple[int, int]] = set()
+    for scope in [*mix.units, *mix.arrays, *axis.units, *axis.arrays]:
+        for ident in walk(scope):
+            key = (ident.start_byte, ident.end_byte)
+            if ident.type != "identifier" or key in done:
+                continue
+            name = text(ident)
+            if name in chans | items and _is_declarator(ident):
+                continue
+            if name == mix.var:
+                new = f"({mix.var} + {q})"
+            elif name == slide.var:
+                new = f"({slide.var} * {ti} + {u})"
+            elif name in chans | items:
+                new = name + (f"[{q}]" if name in chans else "") + \
+                    (f"[{u}]" if name in items else "")
+            else:
+                continue
+            done.add(key)
+            plan.rw.replace(ident, new)
+    plan.rw.replace(slide.read, f"{n['wb_win']}[{u} + ({slide.k}) - ({slide.lo})]")
+    count = 0
+    item_ids = {(x.start_byte, x.end_byte) for x in axis.units}
+    for unit in mix.units:
+        hoisted = _hoists(mix, unit, slide.read)
+        names = [f"{v}{count + i}" for i in range(len(hoisted))]
+        count += len(hoisted)
+        for h, name in zip(hoisted, names, strict=True):
+            plan.rw.replace(h, name)
+        make = _unit_text(unit, list(zip(hoisted, names, strict=True)), loop)
+        if (unit.start_byte, unit.end_byte) in item_ids:
+            make = _per_item(make, per_item, live)
+        plan.rw.replace_span(unit.start_byte, unit.end_byte, make=make)
+    chan_ids = {(x.start_byte, x.end_byte) for x in mix.units}
+    for unit in axis.units:
+        if (unit.start_byte, unit.end_byte) not in chan_ids:
+            plan.rw.replace_span(unit.start_byte, unit.end_byte, make=_per_item(
+                _plain(unit), per_item, live))
+    decls = {(d.start_byte, d.end_byte): d for d in [*mix.arrays, *axis.arrays]}
+    for decl in decls.values():
+        plan.rw.replace_span(decl.start_byte, decl.end_byte, make=_array_both(
+            decl, (co if _declared(decl) in chans else "", ti if _declared(decl) in items
+                   else ""), (loop, q), (per_item, u, live)))
+    _window_text(plan, slide, n)
+    return count
+
+
+def _live(data: bytes, slide: Slide, at: Callable[[], str]) -> str:
+    """The item's own check: the bounds check at ``at()`` (negated where it leaves)."""
+    c = render(data, slide.cond, lambda m: at() if m.type == "identifier" and
+               text(m) == slide.var else None)
+    return f"!({c})" if slide.exits else f"({c})"
+
+
+def _plain(unit: Node) -> TextFn:
+    def make(rw: Rewriter) -> str:
+        return rw.render(unit.start_byte, unit.end_byte)
+    return make
+
+
+def _per_item(inner: TextFn, per_item: str, live: str) -> TextFn:
+    def make(rw: Rewriter) -> str:
+        return f"{{ {per_item} {{ if ({live}) {{ {inner(rw)} }} }}\n  }}"
+    return make
+
+
+def _array_both(decl: Node, dims: tuple[str, str], chan: tuple[str, str],
+                item: tuple[str, str, str]) -> TextFn:
+    """A local with one copy per channel and/or item, its value set per copy."""
+    def make(rw: Rewriter) -> str:
+        d = decl.child_by_field_name("declarator")
+        assert d is not None
+        inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        assert inner is not None
+        name = _declared(decl)
+        pointer = inner.type == "pointer_declarator"
+        typ = " ".join(text(c) for c in decl.children
+                       if c != d and c.type != ";" and (pointer or text(c) != "const"))
+        extent = "".join(f"[{x}]" for x in dims if x)
+        index = (f"[{chan[1]}]" if dims[0] else "") + (f"[{item[1]}]" if dims[1] else "")
+        head = f"{typ} {text(inner).replace(name, name + extent, 1)};"
+        if value is None:
+            return head
+        body = f"{name}{index} = {rw.render(value.start_byte, value.end_byte)};"
+        if dims[0]:
+            body = f"{chan[0]} {{ {body} }}\n"
+        if dims[1]:
+            body = f"{item[0]} {{ if ({item[2]}) {{ {body} }} }}\n"
+        return f"{head}{body}"
+    return make
+
+
+def _window_text(plan: Plan, slide: Slide, n: dict[str, str]) -> None:
+    """Before the tap loop: the window's slots, each loaded where the first item that reads
+    it is live and passes the read's conditions (those of the kernel as written)."""
+    data = plan.source.data
+    ti, win, j, ur = n[T_KNOB], n["wb_win"], n["wb_j"], n["wb_ur"]
+    last = slide.count - 1
+
+    def sub(m: Node, depth: int = 0) -> str | None:
+        if m.type != "identifier":
+            return None
+        if text(m) == slide.var:
+            return f"({slide.var} * {ti} + {ur})"
+        held = slide.expand.get(text(m))
+        if held is None or depth > 12:
+            return None
+        return f"(({held[0]})({render(data, held[1], lambda x: sub(x, depth + 1))}))"
+
+    checks = [_live(data, slide, lambda: f"({slide.var} * {ti} + {ur})")]
+    checks += [f"({render(data, c, sub)})" if holds else f"!({render(data, c, sub)})"
+               for c, holds in slide.conds]
+    size = f"{ti} + {last}"
+    text_ = (
+        f"{{  // {slide.count} + {ti} - 1 inputs feed the {ti} items: each loaded once\n"
+        f"  {slide.elem} {win}[{size}];\n"
+        f"#pragma unroll\n  for (int {j} = 0; {j} < {size}; ++{j}) {{\n"
+        f"    const int {ur} = {j} > {last} ? {j} - {last} : 0;  // the first item reading it\n"
+        f"    const {slide.k_type} {slide.k} = ({slide.lo}) + {j} - {ur};\n"
+        f"    {win}[{j}] = ({slide.elem})0;\n"
+        f"    if ({' && '.join(checks)}) {win}[{j}] = {render(data, slide.read, sub)};\n"
+        f"  }}\n")
+    plan.rw.insert(slide.loop.start_byte, text_)
+    plan.rw.insert(slide.loop.end_byte, "\n  }")
+
+
+def _slide_regs(mix: _Mix, both: tuple[Slide, _Mix], co: str, ti: str) -> str:
+    """Registers the copies and the window hold: the register budget of a capped thread.
+    A window slot counts twice (its value and its guarded load's address in flight), a
+    channel twice (its filter's place and the weight loaded for the tap)."""
+    slide, axis = both
+    chans = {_declared(d) for d in mix.arrays}
+    items = {_declared(d) for d in axis.arrays}
+    terms = [f"{co} * {ti}" if x in chans and x in items else co if x in chans else ti
+             for x in sorted(chans | items)]
+    return " + ".join([*terms, f"2 * ({ti} + {slide.count - 1})", f"2 * {co}"])
+
+
+def _slide_param(plan: Plan, both: tuple[Slide, _Mix], ti: str) -> None:
+    slide, axis = both
+    block = plan.block[0]
+    scaled = scale_divisor(plan.grid[0], block, f"{block} * {ti}")
+    assert scaled is not None  # checked by the analysis
+    plan.grid[0] = scaled
+    plan.add_param(ti, {"kind": "choice", "values": list(T_CHOICES), "default": 1,
+                        "description": f"consecutive outputs along {slide.var} per thread; "
+                                       f"the {slide.count} + {ti} - 1 inputs their taps read "
+                                       "are loaded once per window (as written: 1)"},
+                   f"{line(slide.decl)}: {text(slide.decl)[:60]}")
+    plan.note(T_KNOB, True, f"`{slide.var}` slides: {len(axis.units)} statement(s) run per "
+              f"item, {len(axis.arrays)} local(s) become one copy per item, "
+              f"`{text(slide.read)[:50]}` read through a window of {slide.count} + {ti} - 1 "
+              f"values; grid x = {plan.grid[0]}", slide.loop)
