@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
+from test_corpus_unseen3 import _inputs
+from test_templater_const_via import FOLDERS, _folder
+from test_templater_warp_rows_csr import folder_runs
 
-from tests.test_corpus_unseen3 import _inputs, _run, host_flags  # noqa: F401
-from tests.test_templater_const_via import FOLDERS, _folder
 from workbench.templater import offline_template
 
 CROSSED = FOLDERS["scale_shift"][0].replace("4 * blockIdx.x + threadIdx.y",
@@ -31,16 +31,17 @@ def test_the_grid_follows_a_block_size_that_steps_another_dimension(tmp_path: Pa
     assert result.lifted.grid == ("ceil_div(npix, BLOCK_Y)",)
     template = result.template
     env = kf.env(kf.check_shape, "fp32")
-    inputs = _inputs(kf)
-    want = _run(kf, kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env),
-                inputs, tmp_path / "written")
-    for block_y in (1, 2, 8):
-        config = {**template.default_config(), "BLOCK_Y": block_y}
+    configs = [{**template.default_config(), "BLOCK_Y": block_y} for block_y in (1, 2, 8)]
+    for config in configs:
         assert template.space(env).rejection(config) is None
-        got = _run(kf, template.render(config, "fp32").source,
-                   template.launch_for(config, env), inputs, tmp_path / f"y{block_y}")
-        assert not np.isnan(got["y"]).any(), f"BLOCK_Y={block_y}: outputs never written"
-        assert np.array_equal(got["y"], want["y"]), f"BLOCK_Y={block_y}"
+    runs = [(kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env)),
+            *((template.render(c, "fp32").source, template.launch_for(c, env))
+              for c in configs)]
+    want, *got = folder_runs(kf, runs, _inputs(kf), tmp_path)
+    for config, outputs in zip(configs, got, strict=True):
+        block_y = config["BLOCK_Y"]
+        assert not np.isnan(outputs["y"]).any(), f"BLOCK_Y={block_y}: outputs never written"
+        assert np.array_equal(outputs["y"], want["y"]), f"BLOCK_Y={block_y}"
 
 
 def test_a_grid_that_cannot_follow_keeps_the_block_size_with_the_line(tmp_path: Path) -> None:
@@ -57,5 +58,3 @@ def test_a_grid_that_cannot_follow_keeps_the_block_size_with_the_line(tmp_path: 
     notes = " ".join(str(n) for n in result.notes) if hasattr(result, "notes") else str(result)
     assert "offsets blocks by the block's y size" in notes, notes
 
-
-pytestmark = pytest.mark.usefixtures("host_flags")
