@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template
+from test_templater_warp_rows_csr import run_merged_on_host
 
 from workbench.templater import LiftedSource, lift_kernel
 
@@ -116,7 +117,7 @@ def _main(x: np.ndarray, block: int) -> str:
             f"  std::vector<float> out({_ROWS}, NAN);\n"
             f"  wb_launch({{{_ROWS}u, 1u, 1u}}, {{{block}u, 1u, 1u}}, [&] {{ "
             f"k(out.data(), wb_x, {_M}); }});\n"
-            "  for (float v : out) std::printf(\"%a\\n\", (double)v);\n}\n")
+            "  for (float v : out) std::printf(\"%a\\n\", (double)v);\n  return 0;\n}\n")
 
 
 @pytest.mark.timeout(120)
@@ -129,11 +130,14 @@ def test_the_lifted_tree_sums_rows_right_on_host(name: str, tmp_path: Path) -> N
     env = {"rows": _ROWS, "m": _M}
     default = dict(template.default_config())
     ends = [{**default, "BLOCK_THREADS": 32}, {**default, "BLOCK_THREADS": 1024}]
-    for i, config in enumerate([default, *host_sample(ends)]):
+    configs = [default, *host_sample(ends)]
+    programs = []
+    for config in configs:
         launch = template.launch_for(config, env)
         assert launch.block[0] == config["BLOCK_THREADS"]
-        program = COOPERATIVE_BLOCK + template.render(config, "fp32").source + \
-            _main(x, launch.block[0])
-        got = np.array([float.fromhex(v) for v in
-                        run_on_host(tmp_path, f"{name}{i}", program).split()])
+        programs.append(COOPERATIVE_BLOCK + template.render(config, "fp32").source +
+                        _main(x, launch.block[0]))
+    printed = run_merged_on_host(tmp_path, name, COOPERATIVE_BLOCK, programs)
+    for config, out in zip(configs, printed, strict=True):
+        got = np.array([float.fromhex(v) for v in out.split()])
         assert np.allclose(got, want, rtol=1e-5, atol=1e-3), (config, got, want)
