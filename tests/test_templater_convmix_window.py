@@ -175,6 +175,16 @@ REFUSED: dict[str, tuple[str, str, int]] = {
       for (int k = 0; k < 3; ++k) acc += f[(o * 4 + c) * 3 + k] * in[c * n + t + k - 2];
     out[o * n + t] = acc;
   }""", "does not bound `t` from above only", 5),
+    "a_skip_at_the_edges": ("""if (t < n) {
+    float acc = 0.0f;
+    for (int c = 0; c < 4; ++c)
+      for (int k = 0; k < 3; ++k) {
+        const int s = t + k - 1;
+        if (s < 0 || s >= n) continue;
+        acc += f[(o * 4 + c) * 3 + k] * in[c * n + s];
+      }
+    out[o * n + t] = acc;
+  }""", "`continue;` under the item's statement would leave the loop over its items", 10),
     "a_bound_the_grid_does_not_follow": ("""if (t < n / 2) {
     float acc = 0.0f;
     for (int c = 0; c < 4; ++c)

@@ -84,6 +84,7 @@ class _Mix:
     dep: set[str]  # o and the locals that depend on it
     units: list[Node] = field(default_factory=list)  # statements run once per channel
     arrays: list[Node] = field(default_factory=list)  # declarations that become arrays
+    role: str = "channel"  # what one copy is, in refusals ("item" along the sliding axis)
 
 
 def apply_channel_items(plan: Plan) -> bool:
@@ -317,7 +318,7 @@ def _slide(plan: Plan, mix: _Mix) -> tuple[Slide, _Mix] | None:
         raise Refused(f"the grid's x `{plan.grid[0]}` is not ceil_div(`{slide.bound}`, "
                       f"{plan.block[0]}): items past the check's bound would be written",
                       slide.guard)
-    axis = _Mix("x", slide.decl, slide.decl, var, dep)
+    axis = _Mix("x", slide.decl, slide.decl, var, dep, role="item")
     for s in slide.region:
         _visit(plan, axis, s)
     _check_writes(plan, axis)
@@ -359,32 +360,33 @@ def _visit(plan: Plan, mix: _Mix, stmt: Node) -> None:
         for part in ("condition", "initializer", "update"):
             head = stmt.child_by_field_name(part)
             if head is not None and mentions(head, mix.dep):
-                raise Refused(f"the loop's {part} `{text(head)[:50]}` depends on the channel "
-                              f"`{mix.var}`: the channels of a thread would loop differently",
+                raise Refused(f"the loop's {part} `{text(head)[:50]}` depends on the "
+                              f"{mix.role} `{mix.var}`: the {mix.role}s of a thread would loop "
+                              "differently",
                               stmt)
         sub = stmt.child_by_field_name("body")
         if sub is not None:
             _visit(plan, mix, sub)
     else:
-        raise Refused(f"a `{stmt.type.replace('_', ' ')}` that depends on the channel "
+        raise Refused(f"a `{stmt.type.replace('_', ' ')}` that depends on the {mix.role} "
                       f"`{mix.var}` is not modelled", stmt)
 
 
 def _array_decl(body: Node, mix: _Mix, decl: Node) -> None:
     declarators = decl.children_by_field_name("declarator")
     if len(declarators) != 1:
-        raise Refused("a declaration of several locals that depend on the channel", decl)
+        raise Refused(f"a declaration of several locals that depend on the {mix.role}", decl)
     d = declarators[0]
     inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
     if inner is None or inner.type not in ("identifier", "pointer_declarator") or any(
             c.type == "type_qualifier" for c in walk(inner)):
-        raise Refused(f"`{text(decl)[:60]}` depends on the channel and is not a plain local "
-                      "(an array or a const pointer)", decl)
+        raise Refused(f"`{text(decl)[:60]}` depends on the {mix.role} and is not a plain "
+                      "local (an array or a const pointer)", decl)
     typ = decl.child_by_field_name("type")
     if typ is None or text(typ) == "auto" or any(
             text(c) in ("static", "extern", "constexpr") for c in decl.children):
-        raise Refused(f"`{text(decl)[:60]}` depends on the channel: an `auto`, static or "
-                      "constexpr local cannot become one copy per channel", decl)
+        raise Refused(f"`{text(decl)[:60]}` depends on the {mix.role}: an `auto`, static or "
+                      f"constexpr local cannot become one copy per {mix.role}", decl)
     name = _declared(decl)
     if sum(1 for n in walk(body) if n.type == "declaration" and
            _declared(n) == name) > 1:
@@ -397,13 +399,13 @@ def _unit(plan: Plan, mix: _Mix, stmt: Node) -> None:
     for n in walk(stmt):
         if n.type in _ESCAPES and (n.type in ("return_statement", "goto_statement") or
                                    not _loop_inside(n, stmt)):
-            raise Refused(f"`{text(n)}` under the channel's statement would leave the loop "
-                          "over its channels", n)
+            raise Refused(f"`{text(n)}` under the {mix.role}'s statement would leave the loop "
+                          f"over its {mix.role}s", n)
         if n.type == "call_expression":
             fn = text(n.child_by_field_name("function"))
             if fn not in pure_calls(plan.source):
                 raise Refused(f"a call of {why_not_pure(plan.source, fn)} would run once per "
-                              "channel, in another order", n)
+                              f"{mix.role}, in another order", n)
     mix.units.append(stmt)
 
 
@@ -435,16 +437,16 @@ def _check_writes(plan: Plan, mix: _Mix) -> None:
         if base and base <= local:
             continue  # a local array of the thread
         if not any(inside_node(n, u) for u in mix.units):
-            raise Refused(f"`{text(n)[:60]}` writes memory once per thread, not per channel: "
-                          "the write does not depend on the channel", n)
+            raise Refused(f"`{text(n)[:60]}` writes memory once per thread, not per "
+                          f"{mix.role}: the write does not depend on the {mix.role}", n)
         if not mentions(target, mix.dep):
             raise Refused(f"`{text(target)[:60]}` is written at a place that does not depend "
-                          f"on the channel `{mix.var}`: every channel would write it", n)
+                          f"on the {mix.role} `{mix.var}`: every {mix.role} would write it", n)
         written |= base - local
     for r in _reads(plan.body):
         if _roots(plan, r) & written:
             raise Refused(f"`{text(r)[:60]}` reads memory the kernel writes: another "
-                          "block's channels would see it in another order", r)
+                          f"block's {mix.role}s would see it in another order", r)
 
 
 def _roots(plan: Plan, target: Node, depth: int = 0) -> set[str]:
