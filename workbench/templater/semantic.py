@@ -22,8 +22,8 @@ from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.block import lift_block
 from workbench.templater.colreduce import lift_colreduce
-from workbench.templater.conv import lift_conv
 from workbench.templater.const_via import apply_const
+from workbench.templater.conv import lift_conv
 from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
