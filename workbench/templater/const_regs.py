@@ -51,7 +51,9 @@ MAX_WORDS = 64
 
 @dataclass(frozen=True)
 class Counter:
-    """A constant-trip loop around a read: its counter, first value and trips."""
+    """A constant-trip loop around a read (its counter, first value and trips): the taps'
+    loops the register preload walks, and those inside the items that index a window
+    (const_window)."""
 
     name: str
     start: int

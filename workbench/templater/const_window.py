@@ -52,6 +52,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import declared_name, int_value, text, walk
 from workbench.templater.const_items import THREADS, LaneLayout, items_name
 from workbench.templater.const_lanes import declaration_of
+from workbench.templater.const_regs import Counter
 from workbench.templater.const_rows import Rows
 from workbench.templater.item_state import assigned_names, trip_count
 from workbench.templater.plan import Plan
@@ -71,16 +72,6 @@ REGISTERS = 65536
 #: the taps' addresses).
 OWN_REGS = 32
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
-
-
-@dataclass(frozen=True)
-class Counter:
-    """A constant-trip ``for`` loop inside the items whose counter indexes a window."""
-
-    name: str
-    start: int
-    trips: int
-    loop: Node
 
 
 @dataclass(frozen=True)

@@ -708,17 +708,24 @@ def _unit_text(unit: Node, hoisted: list[tuple[Node, str]], loop: str) -> TextFn
     return make
 
 
+def _local_parts(decl: Node) -> tuple[str, Node, Node | None, str]:
+    """A local's declaration split for copies: its type (``const`` dropped unless it
+    declares a pointer: the copies are set one by one), its declarator without the value,
+    the value (None: none) and the name."""
+    d = decl.child_by_field_name("declarator")
+    assert d is not None
+    inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+    assert inner is not None
+    pointer = inner.type == "pointer_declarator"
+    typ = " ".join(text(c) for c in decl.children
+                   if c != d and c.type != ";" and (pointer or text(c) != "const"))
+    return typ, inner, value, _declared(decl)
+
+
 def _array_text(decl: Node, co: str, q: str, loop: str) -> TextFn:
     def make(rw: Rewriter) -> str:
-        d = decl.child_by_field_name("declarator")
-        assert d is not None
-        inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-        assert inner is not None
-        name = _declared(decl)
-        pointer = inner.type == "pointer_declarator"
-        typ = " ".join(text(c) for c in decl.children
-                       if c != d and c.type != ";" and (pointer or text(c) != "const"))
+        typ, inner, value, name = _local_parts(decl)
         shape = text(inner).replace(name, f"{name}[{co}]", 1)
         head = f"{typ} {shape};"
         if value is None:
@@ -816,15 +823,7 @@ def _array_both(decl: Node, dims: tuple[str, str], chan: tuple[str, str],
                 item: tuple[str, str, str]) -> TextFn:
     """A local with one copy per channel and/or item, its value set per copy."""
     def make(rw: Rewriter) -> str:
-        d = decl.child_by_field_name("declarator")
-        assert d is not None
-        inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
-        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
-        assert inner is not None
-        name = _declared(decl)
-        pointer = inner.type == "pointer_declarator"
-        typ = " ".join(text(c) for c in decl.children
-                       if c != d and c.type != ";" and (pointer or text(c) != "const"))
+        typ, inner, value, name = _local_parts(decl)
         extent = "".join(f"[{x}]" for x in dims if x)
         index = (f"[{chan[1]}]" if dims[0] else "") + (f"[{item[1]}]" if dims[1] else "")
         head = f"{typ} {text(inner).replace(name, name + extent, 1)};"
