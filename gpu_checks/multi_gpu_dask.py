@@ -65,6 +65,7 @@ import json
 import os
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -111,11 +112,7 @@ def scaling(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def median(values: Sequence[float]) -> float | None:
     """The middle value (the mean of the two middle ones for an even count); None: none."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return statistics.median(values) if values else None
 
 
 def stored_once(space_keys: Sequence[str], stored_keys: Sequence[str]) -> dict[str, Any]:
@@ -603,34 +600,31 @@ def set_measures_per_gpu(n: int) -> None:
 def set_queued_per_gpu(n: int) -> None:
     """The experiment's other knob: measure tasks queued per GPU worker beyond its running
     ones (0: only the running slots are filled)."""
-    from workbench.engine import dask_runner
-
-    if n < 0:
-        raise SystemExit(f"--queued-per-gpu: got {n}; expected 0 or a positive integer")
-    dask_runner.QUEUED_PER_GPU = n
+    _set_runner_knob("QUEUED_PER_GPU", "--queued-per-gpu", n)
 
 
 def set_boundary_reserve_per_gpu(n: int) -> None:
     """The experiment's third knob: next-batch measure tasks per GPU worker sent at a
     batch's end beyond the in-flight limit (the design before the queue: 0 queued, 4 here)."""
+    _set_runner_knob("BOUNDARY_RESERVE_PER_GPU", "--boundary-reserve-per-gpu", n)
+
+
+def _set_runner_knob(name: str, flag: str, n: int) -> None:
     from workbench.engine import dask_runner
 
     if n < 0:
-        raise SystemExit(f"--boundary-reserve-per-gpu: got {n}; expected 0 or a positive "
-                         f"integer")
-    dask_runner.BOUNDARY_RESERVE_PER_GPU = n
+        raise SystemExit(f"{flag}: got {n}; expected 0 or a positive integer")
+    setattr(dask_runner, name, n)
+
+
+def _runner_knob(name: str) -> int:
+    from workbench.engine import dask_runner
+
+    return int(getattr(dask_runner, name))
 
 
 def queued_per_gpu() -> int:
-    from workbench.engine import dask_runner
-
-    return int(dask_runner.QUEUED_PER_GPU)
-
-
-def _boundary_reserve() -> int:
-    from workbench.engine import dask_runner
-
-    return int(dask_runner.BOUNDARY_RESERVE_PER_GPU)
+    return _runner_knob("QUEUED_PER_GPU")
 
 
 def measures_per_gpu() -> int:
@@ -809,7 +803,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                               "nvrtc": nvrtc_setting, "sweeps": [], "skipped": [],
                               "measures_per_gpu": measures_per_gpu(),
                               "queued_per_gpu": queued_per_gpu(),
-                              "boundary_reserve_per_gpu": _boundary_reserve(),
+                              "boundary_reserve_per_gpu": _runner_knob("BOUNDARY_RESERVE_PER_GPU"),
                               "repeat": args.repeat}
     problems = doc_problems(RESULTS / rel, report)
     if problems:

@@ -6,6 +6,7 @@ entry here; to add data, drop a file under the schema (benchmarks/results_schema
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -139,10 +140,9 @@ def _multi_gpu(results: list[Result]) -> str:
                          sweep.get("speedup") if sweep.get("repeat", 0) in paired else None,
                          ", ".join(f"{v:.2f}" for v in busy.values()) or None])
         targets = doc.get("targets") or {}
-        twos = sorted(s["speedup"] for s in sweeps
-                      if s.get("gpus") == 2 and s.get("repeat", 0) in paired)
-        middle = (None if not twos else twos[len(twos) // 2] if len(twos) % 2
-                  else (twos[len(twos) // 2 - 1] + twos[len(twos) // 2]) / 2)
+        twos = [s["speedup"] for s in sweeps
+                if s.get("gpus") == 2 and s.get("repeat", 0) in paired]
+        middle = statistics.median(twos) if twos else None
         runs.append([r.run.get("date"), middle,
                      ", ".join(str(s["speedup"]) for s in sweeps if s.get("gpus") == 2
                                and s.get("repeat", 0) in paired) if len(twos) > 1 else None,

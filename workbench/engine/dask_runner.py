@@ -46,9 +46,9 @@ batch's candidates (those :meth:`DaskRunner.compile_ahead` queued, compiled), an
 of them (:data:`BOUNDARY_RESERVE_PER_GPU`) waits in the workers' queues, so the devices do
 not drain at the batch's end while the caller stores its last results and plans the next
 batch; the next ``measure`` call takes those tasks as they are and cancels any for
-candidates it does not hold. Nothing more is dispatched while the caller holds: a paused search pauses every worker
-after the tasks in flight, a stopped one (closing the iterator) cancels those, and a range
-edit applies to every task dispatched after it.
+candidates it does not hold. Nothing more is dispatched while the caller holds: a paused
+search pauses every worker after the tasks in flight, a stopped one (closing the iterator)
+cancels those, and a range edit applies to every task dispatched after it.
 """
 
 from __future__ import annotations
