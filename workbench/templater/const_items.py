@@ -48,7 +48,7 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
-from workbench.templater.wrap import inside_loop
+from workbench.templater.wrap import in_loop_or_switch
 
 THREADS = "OUTER_THREADS"
 #: The items loop's counter (the window of :mod:`.const_window` indexes by it).
@@ -274,7 +274,7 @@ def _returns(plan: Plan, rest: list[Node]) -> None:
     """Early returns become ``continue``; a top-level break or continue is refused."""
     for stmt in rest:
         for n in walk(stmt):
-            inner = inside_loop(n, stmt)
+            inner = in_loop_or_switch(n, stmt)
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
                     not inner:
                 raise Illegal(f"`{text(n)}` at the top level would change meaning", n)

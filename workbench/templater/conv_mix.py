@@ -45,7 +45,17 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, line, mentions, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import (
+    LOOPS,
+    builtin,
+    inside_loop,
+    line,
+    mentions,
+    shares_or_syncs,
+    strip,
+    text,
+    walk,
+)
 from workbench.templater.conv_mix_window import CHOICES as T_CHOICES
 from workbench.templater.conv_mix_window import KNOB as T_KNOB
 from workbench.templater.conv_mix_window import Slide, find_slide, grid_bound
@@ -66,7 +76,6 @@ CHOICES = (1, 2, 4, 8, 16)
 #: loaded value): with ``MIN_BLOCKS_PER_SM`` capping registers, the copies must still fit.
 _BASE_REGS = 24
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _ESCAPES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 _WARP = ("__shfl", "__ballot", "__any", "__all", "__activemask", "__syncwarp", "atomic",
          "__reduce")
@@ -138,7 +147,7 @@ def _candidate(plan: Plan, dim: str) -> _Mix | None:
                        control=False)
     # the reads of the innermost loop around an accumulation (its locals' values included)
     if not any(_reuse(_loop_of(s, body), dep, varying) for s in walk(body)
-               if s.type == "expression_statement" and _in_loop(s, body) and mentions(s, dep)):
+               if s.type == "expression_statement" and inside_loop(s, body) and mentions(s, dep)):
         return None
     return _Mix(dim, uses[0], decl.parent, var, dep)
 
@@ -206,18 +215,9 @@ def _controlled(n: Node, body: Node, hit: Callable[[Node | None], bool],
 
 def _loop_of(n: Node, body: Node) -> Node:
     up = n.parent
-    while up is not None and up != body and up.type not in _LOOPS:
+    while up is not None and up != body and up.type not in LOOPS:
         up = up.parent
     return up if up is not None else body
-
-
-def _in_loop(n: Node, body: Node) -> bool:
-    up = n.parent
-    while up is not None and up != body:
-        if up.type in _LOOPS:
-            return True
-        up = up.parent
-    return False
 
 
 def _reads(n: Node) -> list[Node]:
@@ -356,7 +356,7 @@ def _visit(plan: Plan, mix: _Mix, stmt: Node) -> None:
                 sub = next((c for c in sub.named_children if c.type != "comment"), None)
             if sub is not None:
                 _visit(plan, mix, sub)
-    elif stmt.type in _LOOPS:
+    elif stmt.type in LOOPS:
         for part in ("condition", "initializer", "update"):
             head = stmt.child_by_field_name(part)
             if head is not None and mentions(head, mix.dep):
@@ -412,7 +412,7 @@ def _unit(plan: Plan, mix: _Mix, stmt: Node) -> None:
 def _loop_inside(n: Node, top: Node) -> bool:
     up = n.parent
     while up is not None and up != top:
-        if up.type in (*_LOOPS, "switch_statement"):
+        if up.type in (*LOOPS, "switch_statement"):
             return True
         up = up.parent
     return False
@@ -673,7 +673,7 @@ def _outermost_loop(n: Node, body: Node) -> Node | None:
     found = None
     up = n.parent
     while up is not None and up != body:
-        if up.type in _LOOPS:
+        if up.type in LOOPS:
             found = up
         up = up.parent
     return found

@@ -86,10 +86,10 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
     for stmt in rest:
         for n in walk(stmt):
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
-                    not inside_loop(n, stmt):
+                    not in_loop_or_switch(n, stmt):
                 raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
             if n.type == "return_statement":
-                if inside_loop(n, stmt):
+                if in_loop_or_switch(n, stmt):
                     raise Illegal("`return` inside a loop cannot become `continue`", n)
                 plan.rw.replace(n, "continue;  // next item")
     plan.grid[g] = new
@@ -107,7 +107,7 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
               "(early returns become `continue`)")
 
 
-def inside_loop(node: Node, top: Node) -> bool:
+def in_loop_or_switch(node: Node, top: Node) -> bool:
     """Whether a loop or switch inside ``top`` (``top`` included) holds ``node``."""
     up = node.parent
     while up is not None and up != top.parent:
