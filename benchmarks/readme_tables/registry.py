@@ -16,7 +16,7 @@ from typing import Any
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
 
-from readme_tables import core, dirty_l2, peers_tune, shapes  # noqa: E402
+from readme_tables import core, dirty_l2, peers_tune, shapes, stage1_summary  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,9 @@ RENDERERS: dict[str, Renderer] = {
                               _fixed(core.dask_section)),
     "multi_gpu_dask": Renderer("Multi-GPU: exhaustive sweeps on 1 and 2 GPUs through Dask",
                                _multi_gpu),
-    "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert", _each(_stage1)),
+    "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert",
+                              lambda results: stage1_summary.render(results) + "\n\n"
+                              + _each(_stage1)(results)),
     "lab_latency": Renderer("Lab endpoints' latency beside hostile inits", _each(_lab_latency)),
     "panel_lab_browser": Renderer("Sidebar on a 60k-trial store and five panels open, in "
                                   "JupyterLab and Chromium", _each(_lab_browser)),
