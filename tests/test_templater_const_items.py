@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample
-
-from tests.test_templater_const_via import (
+from test_templater_const_via import (
     DWCONV,
     _folder,
     _knobs,
@@ -30,6 +29,7 @@ from tests.test_templater_const_via import (
     assert_corners_do_not_spill,
     assert_prints_as_written,
 )
+
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.write_policy import write_file
 from workbench.templater import offline_template
@@ -45,10 +45,10 @@ def test_a_1d_lane_inner_layout_gets_items_and_outer_threads(name: str, lanes: i
     assert knobs["ITEMS_PER_THREAD"]["default"] == 1, result.notes
     assert knobs["OUTER_THREADS"]["default"] == written
     assert max(knobs["OUTER_THREADS"]["values"]) * lanes == 1024
-    assert result.lifted.block[0] == f"{lanes} * OUTER_THREADS"
+    assert result.lifted.block[0] == f"({lanes} // LANE_VEC) * OUTER_THREADS"  # lane_vec.py
     assert result.lifted.grid[0].endswith("OUTER_THREADS * ITEMS_PER_THREAD)")
     assert f"{lanes} * OUTER_THREADS <= 1024" in result.lifted.constraints
-    assert f"__launch_bounds__({lanes} * OUTER_THREADS" in result.lifted.source
+    assert f"__launch_bounds__(({lanes} / LANE_VEC) * OUTER_THREADS" in result.lifted.source
     assert "blockIdx.x * ITEMS_PER_THREAD + wb_" in result.lifted.source
     assert "return;" not in result.lifted.source[result.lifted.source.index("extern"):]
 
@@ -57,7 +57,7 @@ def test_the_2d_spelling_keeps_the_wrap_and_adds_outer_threads(tmp_path: Path) -
     _kf, result = _lift("scale_shift", tmp_path)
     knobs = _knobs(result)
     assert knobs["OUTER_THREADS"]["default"] == 4 and knobs["ITEMS_X"]["default"] == 1
-    assert result.lifted.block == ("32", "OUTER_THREADS")
+    assert result.lifted.block == ("32 // LANE_VEC", "OUTER_THREADS")
     assert result.lifted.grid[0] == "ceil_div(npix, OUTER_THREADS * ITEMS_X)"
     assert "OUTER_THREADS * blockIdx.x" in result.lifted.source or \
         "(blockIdx.x * ITEMS_X + wb_item_x)" in result.lifted.source
@@ -69,7 +69,7 @@ def test_lane_regs_preload_the_item_invariant_reads(tmp_path: Path) -> None:
     assert _knobs(result)["LANE_REGS"]["values"] == [0, 1]
     # the 9 taps of the channel as a 3 x 3 register array, filled before the items loop
     assert "float wb_taps_r0[3][3];" in source
-    assert source.index("wb_taps_r0[(dy) - (-1)][(dx) - (-1)] = wb_taps_via[") < \
+    assert source.index("wb_taps_r0[(dy) - (-1)][(dx) - (-1)] = wb_lv_gather(&(wb_taps_via[") < \
         source.index("for (int wb_outer_item")
     assert "* wb_taps_lane0(dy, dx);" in source and "wb_bias_lane1()" in source
 
@@ -85,7 +85,7 @@ def test_a_while_loop_counter_refuses_lane_regs_with_the_line(tmp_path: Path) ->
 def test_a_two_index_table_in_a_for_loop_gets_lane_regs(tmp_path: Path) -> None:
     """row3 with its tap loop written as a ``for``: the lane's three taps ``w3[t][lane]``
     go to registers (a 3-entry array over the counter), read through CONST_VIA's macro."""
-    from tests.test_templater_const_via import FOLDERS
+    from test_templater_const_via import FOLDERS
     source = FOLDERS["row3"][0].replace("int t = 0;\n  while (t < 3) {", "for (int t = 0; t < 3; "
                                         "++t) {").replace("    t++;\n", "")
     assert "while" not in source
@@ -93,14 +93,14 @@ def test_a_two_index_table_in_a_for_loop_gets_lane_regs(tmp_path: Path) -> None:
     assert _knobs(result)["LANE_REGS"]["default"] == 0, result.notes
     lifted = result.lifted.source
     assert "float wb_w3_r0[3];" in lifted
-    assert "wb_w3_r0[(t) - (0)] = wb_w3_via[t][lane];" in lifted
+    assert "wb_w3_r0[(t) - (0)] = wb_lv_gather(&(wb_w3_via[t][lane]));" in lifted
     assert "acc += wb_w3_lane0(t) * " in lifted  # the read of in: as written or windowed
 
 
 def test_a_grid_stride_walk_refuses_outer_threads_with_the_line(tmp_path: Path) -> None:
     """A block that strides by gridDim.x * 4 pixels keeps 4 as written: a wider block would
     walk overlapping pixels; refused, CONST_VIA still offered."""
-    from tests.test_templater_const_via import FOLDERS
+    from test_templater_const_via import FOLDERS
     source = FOLDERS["stray_lane"][0].replace(
         "  const int p = blockIdx.x * 4 + threadIdx.x / C;\n"
         "  if (p >= npix || threadIdx.x == 5) return;\n"
@@ -139,7 +139,7 @@ def test_a_block_offset_macro_used_elsewhere_refuses_outer_threads(tmp_path: Pat
 def test_an_index_past_the_table_for_some_lane_refuses_lane_regs(tmp_path: Path) -> None:
     """scale[ch + 1] reads past a 32-entry table at lane 31: the kernel never reads there
     (the launch has 31 lanes a pixel) but the preload would; refused."""
-    from tests.test_templater_const_via import FOLDERS
+    from test_templater_const_via import FOLDERS
     source = FOLDERS["scale_shift"][0].replace("scale[ch]", "scale[ch + 1]")
     kf = _folder("scale_shift", tmp_path, source=source)
     result = offline_template(kf)

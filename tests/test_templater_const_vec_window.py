@@ -24,13 +24,13 @@ import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample
 from test_corpus_unseen3 import _SPILLS, _ptxas_log
-
-from tests.test_templater_const_via import (
+from test_templater_const_via import (
     _folder,
     _knobs,
     assert_prints_as_written,
     write_folder,
 )
+
 from workbench.core.kernel_folder import KernelFolder
 from workbench.templater import offline_template
 from workbench.templater.records import TemplaterResult
@@ -122,7 +122,7 @@ def test_the_shared_input_reads_go_through_a_window(name: str, items: str, along
     assert f"move with {along}:" in note, note
     source = result.lifted.source
     assert f"wb_win0{window};" in source and f"bool wb_win0_has{window} = {{}};" in source
-    assert "#define wb_win0_read(at) (*(at))" in source  # 0: the read as written
+    assert "#define wb_win0_read(at) (*(wb_lv_ptr(at)))" in source  # 0: the read as written
     # 1: the thread's items are consecutive outer elements (its outer index times the items)
     assert re.search(rf"wb_lane_outer\(.*, \(.*OUTER_THREADS.*\) \* {items} \+ wb_\w+\);",
                      source)

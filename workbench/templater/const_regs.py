@@ -38,14 +38,22 @@ from workbench.templater.const_lanes import (
     element_bytes,
 )
 from workbench.templater.item_state import assigned_names, trip_count
+from workbench.templater.lane_vec import FLOAT, LaneVec
+from workbench.templater.lane_vec import KNOB as VEC_KNOB
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
+from workbench.templater.warp_regs import _min_blocks_follows
 
 KNOB = "LANE_REGS"
 #: Registers (32-bit words) the preloaded tables may take a thread: a depthwise 3x3 filter's
 #: taps are 9; 64 leaves room for the accumulators of 8 items.
 MAX_WORDS = 64
+#: 32-bit registers of an SM's register file (every GPU since sm_50).
+REGISTERS = 65536
+#: Registers a thread of the lane-inner layout keeps beside its window or its preloaded
+#: entries (indices, the sum, the taps' addresses).
+OWN_REGS = 32
 
 
 
@@ -72,8 +80,9 @@ class Preload:
 
 
 def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
-                    via: dict[str, str]) -> None:
-    """Offer LANE_REGS for the lane-indexed reads inside the items loop of ``layout``."""
+                    via: dict[str, str], vec: LaneVec | None = None) -> None:
+    """Offer LANE_REGS for the lane-indexed reads inside the items loop of ``layout``;
+    where LANE_VEC (``vec``) covers a read, its registers hold the lane's channels."""
     start = layout.outer_decl.start_byte
     lane = plan.facts.defs.get(layout.lane_name)
     if layout.lane_decl.start_byte >= start or lane is None or lane.assigned:
@@ -100,7 +109,10 @@ def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
                   f"over {MAX_WORDS}", loads[0].read.node)
         return
     before = [c for c in plan.body.children if c.end_byte <= start]
-    _emit(plan, loads, before[-1].end_byte if before else plan.body.start_byte + 1)
+    _emit(plan, loads, before[-1].end_byte if before else plan.body.start_byte + 1, vec)
+    wide = sum(_words(p) for p in loads if vec is not None and vec.covers(p.read.node))
+    if vec is not None and wide:
+        _wide_constraints(plan, words - wide, wide, max(vec.values))
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": "1: each thread loads its lane's entries of "
                           f"{', '.join(sorted({p.array.name for p in loads}))} into "
@@ -109,6 +121,20 @@ def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
                    f"{text(loads[0].read.node)[:60]}")
     plan.note(KNOB, True, f"{len(loads)} lane-indexed read(s) ({words} registers a thread) "
               "do not depend on the item: 1 loads them once per thread", loads[0].read.node)
+
+
+def _wide_constraints(plan: Plan, narrow: int, wide: int, most: int) -> None:
+    """A lane's LANE_VEC channels take LANE_VEC registers an entry: within MAX_WORDS, and
+    under a minimum of resident blocks (lifted with the block's ``__launch_bounds__``) the
+    entries beside the thread's own registers within the cap (at 4 channels, 40 entries and
+    8 items x 4 rows under a 64-register cap spilled 220 bytes; ptxas -v, sm_90)."""
+    words = f"{narrow} + {wide} * {VEC_KNOB}"
+    if narrow + wide * most > MAX_WORDS:
+        plan.constrain(f"{KNOB} == 0 or {words} <= {MAX_WORDS}")
+    if plan.launch_bounds is not None and _min_blocks_follows(plan):
+        plan.constrain(f"{KNOB} == 0 or {VEC_KNOB} == 1 or MIN_BLOCKS_PER_SM == 0 or {words} + "
+                       f"{OWN_REGS} <= {REGISTERS} // (({plan.launch_bounds}) * "
+                       "MIN_BLOCKS_PER_SM)")
 
 
 def _words(p: Preload) -> int:
@@ -160,16 +186,16 @@ def _in_bounds(r: ConstRead, counters: tuple[Counter, ...], extents: tuple[int, 
                           "counter value and lane (the preload reads them all)", index)
 
 
-def _emit(plan: Plan, loads: list[Preload], at: int) -> None:
+def _emit(plan: Plan, loads: list[Preload], at: int, vec: LaneVec | None) -> None:
     """The preload before the items loop (rendered last: the edits inside the indices and
     loop headers show) and each read replaced by its macro."""
     for k, p in enumerate(loads):
         names = ", ".join(c.name for c in p.counters)
         plan.rw.replace(p.read.node, f"wb_{p.array.name}_lane{k}({names})")
-    plan.rw.replace_span(at, at, make=lambda rw: _preload(rw, loads))
+    plan.rw.replace_span(at, at, make=lambda rw: _preload(rw, loads, vec))
 
 
-def _preload(rw: Rewriter, loads: list[Preload]) -> str:
+def _preload(rw: Rewriter, loads: list[Preload], vec: LaneVec | None) -> str:
     lines = [f"\n#if {KNOB} == 1  // the lane's table entries, in registers across its "
              "items"]
     other: list[str] = []
@@ -179,7 +205,10 @@ def _preload(rw: Rewriter, loads: list[Preload]) -> str:
         dims = "".join(f"[{c.trips}]" for c in p.counters) or "[1]"
         slot = "".join(f"[({c.name}) - ({c.start})]" for c in p.counters) or "[0]"
         read = p.via + "".join(f"[{rw.text(i)}]" for i in p.read.indices)
-        lines.append(f"  {p.array.source.ctype} {reg}{dims};")
+        ctype = p.array.source.ctype
+        if vec is not None and vec.covers(p.read.node):  # the lane's channels
+            read, ctype = vec.access(p.read.node, read), FLOAT
+        lines.append(f"  {ctype} {reg}{dims};")
         for depth, c in enumerate(p.counters):
             body = c.loop.child_by_field_name("body")
             assert body is not None

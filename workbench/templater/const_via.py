@@ -37,6 +37,7 @@ from workbench.templater.const_lanes import (
 from workbench.templater.const_regs import apply_lane_regs
 from workbench.templater.const_rows import apply_lane_rows
 from workbench.templater.const_window import apply_lane_window
+from workbench.templater.lane_vec import emit_lane_vec, plan_lane_vec
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
@@ -213,12 +214,16 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     CONST_VIA for lane-indexed ``__constant__`` arrays; where they have one, several outer
     elements per thread of the lane-inner layout (:mod:`.const_items`) and the lane's
     entries in registers across them (:mod:`.const_regs`), consecutive rows where a block
-    row is the row (:mod:`.const_rows`), and consecutive elements whose shared input values
-    go through a register window (:mod:`.const_window`)."""
+    row is the row (:mod:`.const_rows`), consecutive elements whose shared input values
+    go through a register window (:mod:`.const_window`), and several consecutive channels a
+    lane (:mod:`.lane_vec`)."""
     lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
                  and not _shadowed(plan, a.name)]
     layout = apply_const_items(plan) if lane_read else None
     via = apply_const_via(plan, smem_bytes)
     if layout is not None:
-        apply_lane_regs(plan, layout, lane_read, via)
-        apply_lane_window(plan, layout, apply_lane_rows(plan, layout))
+        vec = plan_lane_vec(plan, layout)  # before the register families: they read it
+        apply_lane_regs(plan, layout, lane_read, via, vec)
+        apply_lane_window(plan, layout, apply_lane_rows(plan, layout), vec)
+        if vec is not None:
+            emit_lane_vec(plan, vec)

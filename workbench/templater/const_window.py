@@ -52,9 +52,11 @@ from tree_sitter import Node
 from workbench.templater.analysis import declared_name, int_value, text, walk
 from workbench.templater.const_items import THREADS, LaneLayout, items_name
 from workbench.templater.const_lanes import declaration_of
-from workbench.templater.const_regs import Counter
+from workbench.templater.const_regs import OWN_REGS, REGISTERS, Counter
 from workbench.templater.const_rows import Rows
 from workbench.templater.item_state import assigned_names, trip_count
+from workbench.templater.lane_vec import FLOAT, LaneVec
+from workbench.templater.lane_vec import KNOB as VEC_KNOB
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import single_assignment_values
 from workbench.templater.rewrite import Rewriter
@@ -66,11 +68,6 @@ KNOB = "LANE_WINDOW"
 #: Window values a thread may hold at the largest items count (each with a predicate flag):
 #: a 3 x 3 filter over 8 pixels holds 3 x 10.
 MAX_WORDS = 64
-#: 32-bit registers of an SM's register file (every GPU since sm_50).
-REGISTERS = 65536
-#: Registers a thread of the lane-inner layout keeps beside its window (indices, the sum,
-#: the taps' addresses).
-OWN_REGS = 32
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
@@ -95,10 +92,12 @@ class Windowed:
     key: tuple[object, ...]
 
 
-def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) -> None:
+def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
+                      vec: LaneVec | None = None) -> None:
     """Offer LANE_WINDOW where the items loop runs over blockIdx.x and some input read is
     shared between neighbouring pixels (and rows, where :mod:`.const_rows` gave the thread
-    several); note why not otherwise."""
+    several); note why not otherwise. Where LANE_VEC (``vec``) covers a read, its slots hold
+    the lane's channels (LANE_VEC registers each)."""
     try:
         value, item = _outer_value(plan, layout)
         axes = [Axis(_local(layout.outer_decl), item, items_name(plan))]
@@ -111,13 +110,15 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) 
     windows: dict[tuple[object, ...], list[Windowed]] = {}
     for r in reads:
         windows.setdefault(r.key, []).append(r)
+    wide = max(vec.values) if vec is not None else 1
     least = sum(_slots(plan, group[0], min) for group in windows.values())
-    most = sum(_slots(plan, group[0], max) for group in windows.values())
+    most = sum(_slots(plan, group[0], max) * (wide if _wide(vec, group[0]) else 1)
+               for group in windows.values())
     if least > MAX_WORDS:
         plan.note(KNOB, False, f"the window takes {least} registers a thread at one item, "
                   f"over {MAX_WORDS}", reads[0].read)
         return
-    _emit(plan, layout, (value, item), list(windows.values()))
+    _emit(plan, layout, (value, item), list(windows.values()), vec)
     first = reads[0]
     items = axes[0].knob
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
@@ -125,7 +126,8 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) 
                           "consecutive and the input values their taps share are loaded "
                           "once, into a register window (0: a block apart, as written)"},
                    f"{first.read.start_point.row + 1}: {text(first.read)[:60]}")
-    rule = " + ".join(f"({_slots_rule(group[0])})" for group in windows.values())
+    rule = " + ".join(f"({_slots_rule(group[0])})" + (f" * {VEC_KNOB}" if _wide(vec, group[0])
+                                                       else "") for group in windows.values())
     if most > MAX_WORDS:
         plan.constrain(f"{KNOB} == 0 or {rule} <= {MAX_WORDS}")
     if plan.launch_bounds is not None:
@@ -143,6 +145,11 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None) 
     plan.note(KNOB, True, f"{len(reads)} input read(s) move with {walks}: 1 walks "
               "consecutive outputs and loads each shared value once (a register window)",
               first.read)
+
+
+def _wide(vec: LaneVec | None, w: Windowed) -> bool:
+    """The window's slots hold a lane's LANE_VEC channels."""
+    return vec is not None and vec.covers(w.read)
 
 
 def _min_blocks_follow(plan: Plan) -> bool:
@@ -384,11 +391,11 @@ def _name_invariant(plan: Plan, name: str, at: Node, start: int) -> bool:
 
 
 def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
-          windows: list[list[Windowed]]) -> None:
+          windows: list[list[Windowed]], vec: LaneVec | None) -> None:
     data = plan.source.data
     value, item = outer
     items = items_name(plan)
-    consecutive = _consecutive(data, value, layout)
+    consecutive = _consecutive(data, value, layout, vec)
     plan.rw.replace_span(value.start_byte, value.end_byte, make=lambda rw: (
         f"wb_lane_outer({rw.render(value.start_byte, value.end_byte)}, ({consecutive}) * "
         f"{items} + {item})"))
@@ -403,6 +410,9 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         elem = _element(plan, pointer)
         ldg = elem in _LDG_TYPES and "const" in \
             plan.kernel.param(pointer).type_text.split("*")[0].split()
+        addr = "at"
+        if _wide(vec, w):  # the lane's channels, one vector load a slot
+            elem, addr = FLOAT, "wb_lv_ptr(at)"
         # the axes' dimensions last, the row's before the outer index's (x fastest)
         walks = list(reversed(w.along))
         dims = "".join(f"[{c.trips}]" for c in w.others) + \
@@ -413,8 +423,8 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         once = "wb_once_ldg" if ldg else "wb_once"
         plan.helper(_ONCE_LDG if ldg else _ONCE)
         lines += [f"  {elem} wb_win{k}{dims};", f"  bool wb_win{k}_has{dims} = {{}};",
-                  f"#define wb_win{k}_read(at) {once}(wb_win{k}_has{slot}, wb_win{k}{slot}, at)"]
-        other.append(f"#define wb_win{k}_read(at) (*(at))")
+                  f"#define wb_win{k}_read(at) {once}(wb_win{k}_has{slot}, wb_win{k}{slot}, {addr})"]
+        other.append(f"#define wb_win{k}_read(at) (*({addr}))")
         for r in group:
             plan.rw.replace_span(r.read.start_byte, r.read.end_byte,
                                  make=_through(f"wb_win{k}_read", r.read))
@@ -467,11 +477,14 @@ def _element(plan: Plan, pointer: str) -> str:
     return " ".join(words)
 
 
-def _consecutive(data: bytes, value: Node, layout: LaneLayout) -> str:
-    """The outer value as written, P made OUTER_THREADS (const_items' knob)."""
+def _consecutive(data: bytes, value: Node, layout: LaneLayout, vec: LaneVec | None) -> str:
+    """The outer value as written, P made OUTER_THREADS (const_items' knob), the thread
+    part as LANE_VEC makes it."""
     rw = Rewriter(data)
     if layout.p_node is not None:
         rw.replace(layout.p_node, THREADS)
+    if vec is not None:
+        vec.consecutive(rw)
     return rw.render(value.start_byte, value.end_byte)
 
 
