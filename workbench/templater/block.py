@@ -27,6 +27,7 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import tree_halving
+from workbench.templater.regtile_blockdim import block_tie
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.warp_shuffles import warp_collective
 
@@ -188,6 +189,10 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       f"{int_value(unread)} (the block size {size} or half of it) in a shape "
                       "the lift does not read as the block's tree; the block size stays as "
                       "written", unread)
+            continue
+        tie = block_tie(plan, dim)  # a blockDim-derived tile (regtile_blockdim)
+        if tie is not None:
+            plan.note(name, False, tie.reason, tie.node)
             continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)

@@ -1,0 +1,119 @@
+"""Tiles whose side is the block's size read at run time (``blockDim``): what the block lift
+must not change alone (issue 28, first contact with the tiled-product family).
+
+A product that takes its tile from the launch, ``const int ts = blockDim.x;`` then
+``row = blockIdx.y * ts + threadIdx.y``, offsets the block's rows by its x size while its y
+threads number them: the kernel is right only for a square block (rows ``ts`` .. the y size
+are never computed when x grows, or are computed twice when it shrinks). Lifting the x size
+alone, as an independent range, writes wrong configs; so does the grid along y, which the
+launch as written divides by the literal. And a kernel whose shared tiles live in
+``extern __shared__`` memory is launched with kernel.toml's ``smem_bytes``, which a lifted
+block size does not follow: a larger block indexes past it.
+
+:func:`block_tie` finds either use (through single-assignment aliases of ``blockDim`` and
+``blockIdx`` too) so the block lift refuses with the line instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import DIMS, binary, builtin, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.rules import literal
+
+
+@dataclass(frozen=True)
+class BlockTie:
+    """Why the block's ``dim`` size cannot be lifted alone, and the node it is about."""
+
+    reason: str
+    node: Node
+
+
+def _aliases(plan: Plan, name: str) -> dict[str, str]:
+    """Local -> dimension, for the locals declared once and never assigned whose value is
+    ``name.<dim>`` (``const int ts = blockDim.x``), followed through local copies."""
+    # regtile imports the analysis helpers this module's callers already import
+    from workbench.templater.regtile import single_assignment_values
+    values = single_assignment_values(plan.body, set())
+    out: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for local, value in values.items():
+            if local in out:
+                continue
+            v = strip(value)
+            dim = builtin(v, name) or (out.get(text(v)) if v.type == "identifier" else None)
+            if dim is not None:
+                out[local] = dim
+                changed = True
+    return out
+
+
+def _dim_of(node: Node, name: str, aliases: dict[str, str]) -> str | None:
+    node = strip(node)
+    d = builtin(node, name)
+    if d is None and node.type == "identifier":
+        d = aliases.get(text(node))
+    return d
+
+
+def _threads(plan: Plan, dim: str) -> int:
+    """Threads of the launch as written along ``dim`` (1 where not written or not literal
+    1: a block dimension given by an expression counts as several)."""
+    i = DIMS.index(dim)
+    if i >= len(plan.block):
+        return 1
+    value = literal(plan.block[i])
+    return 2 if value is None else value
+
+
+def _reads_dim(plan: Plan, dim: str, aliases: dict[str, str]) -> Node | None:
+    for n in walk(plan.body):
+        if builtin(n, "blockDim") == dim or (n.type == "identifier" and
+                                             aliases.get(text(n)) == dim):
+            return n
+    return None
+
+
+def _dynamic_shared(plan: Plan) -> Node | None:
+    """The first ``extern __shared__`` declaration of the kernel's file."""
+    for n in walk(plan.source.tree.root_node):
+        if n.type == "declaration" and {"extern", "__shared__"} <= {text(c) for c in n.children}:
+            return n
+    return None
+
+
+def block_tie(plan: Plan, dim: str) -> BlockTie | None:
+    """Why the block's ``dim`` size may not be lifted as an independent range (None: no
+    reason found here)."""
+    dims = _aliases(plan, "blockDim")
+    blocks = _aliases(plan, "blockIdx")
+    for n in walk(plan.body):
+        parts = binary(n)
+        if parts is None or parts[1] != "*":
+            continue
+        for a, b in ((parts[0], parts[2]), (parts[2], parts[0])):
+            grid_dim = _dim_of(a, "blockIdx", blocks)
+            if grid_dim is None or grid_dim == dim or _dim_of(b, "blockDim", dims) != dim:
+                continue
+            if _threads(plan, grid_dim) > 1:
+                return BlockTie(
+                    f"`{text(n)}` offsets the blocks along {grid_dim} by the block's {dim} "
+                    f"size while threadIdx.{grid_dim} numbers the rows inside: the block's "
+                    f"{dim} and {grid_dim} sizes are tied (a square tile), which an "
+                    "independent range per dimension would break; the block stays as written",
+                    n)
+    read = _reads_dim(plan, dim, dims)
+    extern = _dynamic_shared(plan)
+    if read is not None and extern is not None:
+        return BlockTie(
+            f"`{text(extern).strip()}` is sized at launch (kernel.toml's smem_bytes), which a "
+            f"lifted block size would not follow, and the kernel reads blockDim.{dim} "
+            f"(`{text(read)}`, line {read.start_point.row + 1}): the block stays as written",
+            extern)
+    return None
