@@ -145,9 +145,9 @@ def test_conv1d_mix7_lifts_output_channels_per_thread_with_its_register_cap() ->
         "MIN_BLOCKS_PER_SM <= 512)" in lifted.constraints
     assert "#pragma unroll (wb_mix_unroll)\n#endif\nfor (int c = 0; c < CH; ++c)" in \
         lifted.source
-    # the tap loop inside it: unrolled whole at 1
-    assert "#if TAP_UNROLL || T_ITEMS > 1\n#pragma unroll\n#endif\n" \
-        "for (int k = 0; k < TAPS; ++k)" in lifted.source
+    # the tap loop inside it, the window's: unrolled whole in every config (no knob)
+    assert "\n#pragma unroll\nfor (int k = 0; k < TAPS; ++k)" in lifted.source
+    assert "TAP_UNROLL" not in {p.name for p in lifted.params}
     # all 16 channels in one thread: the first channel is the constant 0
     assert "const int o = (CO_PER_THREAD == 16 ? 0 : blockIdx.y * CO_PER_THREAD);" in \
         lifted.source
@@ -303,11 +303,11 @@ def test_channel_spellings_give_the_kernels_output_bit_for_bit(
 
 
 #: conv1d_mix7's configs beyond the corners: two channels a thread over 96 threads, two
-#: consecutive items; eight channels over 160 threads with a register cap of two blocks, the channel
-#: loop unrolled eight times and the taps whole.
+#: consecutive items; eight channels over 160 threads with a register cap of two blocks and
+#: the channel loop unrolled eight times.
 MIX7_EXTRAS = [{"BLOCK_THREADS": 96, "CO_PER_THREAD": 2, "T_ITEMS": 2},
                {"BLOCK_THREADS": 160, "CO_PER_THREAD": 8, "MIN_BLOCKS_PER_SM": 2,
-                "MIX_UNROLL": 8, "TAP_UNROLL": 1}]
+                "MIX_UNROLL": 8}]
 
 
 @pytest.mark.timeout(300)

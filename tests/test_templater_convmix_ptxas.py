@@ -34,8 +34,7 @@ def test_conv1d_mix7_corners_compile_without_spills_and_the_cap_drops_spilling_o
     # corner with one item (WORKBENCH_FULL_MATRIX=1: every corner)
     checked = ends if FULL_MATRIX else [ends[0], max(
         (c for c in ends if c["T_ITEMS"] == 1),
-        key=lambda c: (c["CO_PER_THREAD"], c["MIX_UNROLL"], c["TAP_UNROLL"],
-                       c["BLOCK_THREADS"]))]
+        key=lambda c: (c["CO_PER_THREAD"], c["MIX_UNROLL"], c["BLOCK_THREADS"]))]
     for i, config in enumerate(checked):
         log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"end{i}")
         assert _SPILLS.findall(log) == [("0", "0")], f"{config}:\n{log}"

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from workbench.templater import conv_mix_interior as interior
 from workbench.templater.analysis import (
     LOOPS,
     builtin,
@@ -277,7 +278,7 @@ def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
         _visit(plan, mix, stmt)
     _check_writes(plan, mix)
     names = fresh_names(plan, [KNOB, "wb_q", "wb_v", UNROLL, "wb_mix_unroll", TAPS, T_KNOB,
-                               "wb_u", "wb_win", "wb_j", "wb_ur"])
+                               "wb_u", "wb_win", "wb_j", "wb_ur", interior.FLAG])
     try:
         slide = _slide(plan, mix)
     except Refused as exc:
@@ -523,10 +524,10 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
     # it at unrolled loop counters is read at constant places (an operand, no load)
     plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : blockIdx.{mix.dim} * {co})")
     if slide is not None:
-        count = _emit_both(plan, mix, slide, n, loop)
+        count, edges = _emit_both(plan, mix, slide, n, loop)
     else:
-        count = _emit_channels(plan, mix, n, loop)
-    _emit_tail(plan, mix, n, extent, choices, slide, count)
+        count, edges = _emit_channels(plan, mix, n, loop), None
+    _emit_tail(plan, mix, n, extent, choices, slide, count, edges)
 
 
 def _emit_channels(plan: Plan, mix: _Mix, n: dict[str, str], loop: str) -> int:
@@ -557,7 +558,8 @@ def _emit_channels(plan: Plan, mix: _Mix, n: dict[str, str], loop: str) -> int:
 
 
 def _emit_tail(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[int],
-               slide: tuple[Slide, _Mix] | None, count: int) -> None:
+               slide: tuple[Slide, _Mix] | None, count: int,
+               edges: interior.Copy | None = None) -> None:
     co = n[KNOB]
     arrays = {_declared(d) for d in mix.arrays}
     g = "xyz".index(mix.dim)
@@ -587,22 +589,27 @@ def _emit_tail(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: l
                            f"// 128 * 128 * ({regs}) <= 65536")
     if slide is not None:
         _slide_param(plan, slide, n[T_KNOB])
-    _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"])
-    # the window's slots are registers only at constant indices: its tap loop is unrolled
-    # whole wherever a thread takes more than one item
-    _tap_knob(plan, mix, n[TAPS], f"{n[T_KNOB]} > 1" if slide is not None else "",
-              slide[0].loop if slide is not None else None)
+    _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"],
+                 (edges, slide[0].loop) if edges is not None and slide is not None else None)
+    _tap_knob(plan, mix, n[TAPS], slide[0].loop if slide is not None else None)
     plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
               f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
               f"one copy per channel, {count} read(s) loaded once for all channels; grid "
               f"{mix.dim} = {extent} // {co}", mix.decl)
 
 
-def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
+def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str,
+                 edges: tuple[interior.Copy, Node] | None = None) -> None:
     """MIX_UNROLL: ``#pragma unroll (N)`` on the outermost loop around the channels'
     accumulation (the input channels' loop of a convolution; known practice: unrolled
     channel and tap loops put the filter reads at constant offsets). 0 leaves the compiler's
-    choice, as written; any value is correct. nvcc reads a constexpr there, not a macro."""
+    choice, as written; any value is correct. nvcc reads a constexpr there, not a macro.
+
+    ``edges``: the loop has an interior copy (:mod:`.conv_mix_interior`; with the tap loop
+    inside it): the knob unrolls that copy, and the general one, run only by the threads
+    whose window crosses the signal's ends, keeps ``#pragma unroll 1`` (unrolled it would
+    buy nothing and double the code ptxas compiles: 16 channels unrolled 16 times took
+    ptxas twice as long)."""
     loops = [_outermost_loop(u, plan.body) for u in mix.units]
     loop = next((lp for lp in loops if lp is not None), None)
     if loop is None:
@@ -623,7 +630,15 @@ def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
         values.append(trips)  # the whole loop
     plan.helper(f"constexpr int {const} = {name};  // #pragma unroll reads a constant, "
                 "not a macro")
-    plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll ({const})\n#endif\n")
+    knob = f"\n#if {name} > 0\n#pragma unroll ({const})\n#endif\n"
+    if edges is not None and edges[1] != loop:
+        copy = edges[0]
+
+        def pragma(_rw: Rewriter) -> str:
+            return knob if copy.interior else "\n#pragma unroll 1\n"
+        plan.rw.replace_span(loop.start_byte, loop.start_byte, make=pragma)
+    else:
+        plan.rw.insert(loop.start_byte, knob)
     plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
                           "description": "unroll factor of the loop around the channels' "
                                          "accumulation (0: the compiler's choice, as written)"},
@@ -638,12 +653,16 @@ def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str) -> None:
               "(any value is correct)", loop)
 
 
-def _tap_knob(plan: Plan, mix: _Mix, name: str, also: str = "",
-              window: Node | None = None) -> None:
+def _tap_knob(plan: Plan, mix: _Mix, name: str, window: Node | None = None) -> None:
     """TAP_UNROLL: 1 unrolls whole the loops inside the outermost one around the channels'
     accumulation (the taps) whose trips are known and few: with them and the channel loop
     unrolled, a filter indexed by loop counters and a constant channel is read at constant
-    places. 0 leaves the compiler's choice, as written; any value is correct."""
+    places. 0 leaves the compiler's choice, as written; any value is correct.
+
+    A sliding window's tap loop (``window``) is unrolled whole in every config, no knob:
+    the window's slots are registers only at constant indices, and a K-tap loop of few
+    known trips unrolled whole (its slot and filter offsets constants) is the family's known
+    practice, so the choice would only double the space the tuner searches."""
     inner: list[Node] = []
     for u in mix.units:
         outer = _outermost_loop(u, plan.body)
@@ -656,11 +675,13 @@ def _tap_knob(plan: Plan, mix: _Mix, name: str, also: str = "",
             if trips is not None and 1 < trips <= MAX_FULL_UNROLL and not own and up not in inner:
                 inner.append(up)
             up = up.parent
+    if window is not None and window in inner:
+        inner.remove(window)
+        plan.rw.insert(window.start_byte, "\n#pragma unroll\n")
     if not inner:
         return
     for loop in inner:
-        when = f"{name} || {also}" if also and loop == window else name
-        plan.rw.insert(loop.start_byte, f"\n#if {when}\n#pragma unroll\n#endif\n")
+        plan.rw.insert(loop.start_byte, f"\n#if {name}\n#pragma unroll\n#endif\n")
     plan.add_param(name, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": "1: the tap loops inside the channel loop unrolled "
                                          "whole (0: the compiler's choice, as written)"},
@@ -738,7 +759,7 @@ def _array_text(decl: Node, co: str, q: str, loop: str) -> TextFn:
 
 
 def _emit_both(plan: Plan, mix: _Mix, both: tuple[Slide, _Mix], n: dict[str, str],
-               loop: str) -> int:
+               loop: str) -> tuple[int, interior.Copy | None]:
     """The channels' rewrite with the sliding axis's items: a statement that depends on the
     item runs per item ``u`` under the item's own check, one that depends on the channel per
     channel ``q`` inside it; a local gets one copy per channel and/or item."""
@@ -748,6 +769,7 @@ def _emit_both(plan: Plan, mix: _Mix, both: tuple[Slide, _Mix], n: dict[str, str
     items = {_declared(d) for d in axis.arrays}
     data = plan.source.data
     live = _live(data, slide, lambda: f"({slide.var} * {ti} + {u})")
+    copy = interior.Copy()
     per_item = f"\n#pragma unroll\n  for (int {u} = 0; {u} < {ti}; ++{u})"
     # the check at the thread's first item guards the rest (it bounds from above)
     for ident in walk(slide.cond):
@@ -784,20 +806,33 @@ def _emit_both(plan: Plan, mix: _Mix, both: tuple[Slide, _Mix], n: dict[str, str
             plan.rw.replace(h, name)
         make = _unit_text(unit, list(zip(hoisted, names, strict=True)), loop)
         if (unit.start_byte, unit.end_byte) in item_ids:
-            make = _per_item(make, per_item, live)
+            make = _per_item(make, per_item, live, copy)
         plan.rw.replace_span(unit.start_byte, unit.end_byte, make=make)
     chan_ids = {(x.start_byte, x.end_byte) for x in mix.units}
     for unit in axis.units:
         if (unit.start_byte, unit.end_byte) not in chan_ids:
             plan.rw.replace_span(unit.start_byte, unit.end_byte, make=_per_item(
-                _plain(unit), per_item, live))
+                _plain(unit), per_item, live, copy))
     decls = {(d.start_byte, d.end_byte): d for d in [*mix.arrays, *axis.arrays]}
     for decl in decls.values():
         plan.rw.replace_span(decl.start_byte, decl.end_byte, make=_array_both(
             decl, (co if _declared(decl) in chans else "", ti if _declared(decl) in items
-                   else ""), (loop, q), (per_item, u, live)))
-    _window_text(plan, slide, n)
-    return count
+                   else ""), (loop, q), (per_item, u, live), copy))
+    outer = _outermost_loop(slide.loop, plan.body) or slide.loop
+    why = interior.refusal(plan, slide, outer, mix.dep)
+    if why is not None:
+        plan.note(interior.NOTE, False, why[0], why[1])
+    else:
+        head, checks = _slots(plan, slide, n)
+        interior.open_copies(plan, slide, outer, copy, n[interior.FLAG], head, checks)
+    _window_text(plan, slide, n, copy)
+    if why is not None:
+        return count, None
+    interior.close_copies(plan, outer, copy)
+    plan.note(interior.NOTE, True, "the loop around the taps runs without the items' "
+              "checks and the reads' conditions where every slot of the thread's window "
+              "passes them (a test per thread before it)", outer)
+    return count, copy
 
 
 def _live(data: bytes, slide: Slide, at: Callable[[], str]) -> str:
@@ -813,14 +848,17 @@ def _plain(unit: Node) -> TextFn:
     return make
 
 
-def _per_item(inner: TextFn, per_item: str, live: str) -> TextFn:
+def _per_item(inner: TextFn, per_item: str, live: str, copy: interior.Copy) -> TextFn:
+    """``inner`` per item under the item's check (known true in the interior copy)."""
     def make(rw: Rewriter) -> str:
+        if copy.interior:
+            return f"{{ {per_item} {{ {{ {inner(rw)} }} }}\n  }}"
         return f"{{ {per_item} {{ if ({live}) {{ {inner(rw)} }} }}\n  }}"
     return make
 
 
 def _array_both(decl: Node, dims: tuple[str, str], chan: tuple[str, str],
-                item: tuple[str, str, str]) -> TextFn:
+                item: tuple[str, str, str], copy: interior.Copy) -> TextFn:
     """A local with one copy per channel and/or item, its value set per copy."""
     def make(rw: Rewriter) -> str:
         typ, inner, value, name = _local_parts(decl)
@@ -833,17 +871,50 @@ def _array_both(decl: Node, dims: tuple[str, str], chan: tuple[str, str],
         if dims[0]:
             body = f"{chan[0]} {{ {body} }}\n"
         if dims[1]:
-            body = f"{item[0]} {{ if ({item[2]}) {{ {body} }} }}\n"
+            check = "" if copy.interior else f"if ({item[2]}) "
+            body = f"{item[0]} {{ {check}{{ {body} }} }}\n"
         return f"{head}{body}"
     return make
 
 
-def _window_text(plan: Plan, slide: Slide, n: dict[str, str]) -> None:
+def _window_text(plan: Plan, slide: Slide, n: dict[str, str], copy: interior.Copy) -> None:
     """Before the tap loop: the window's slots, each loaded where the first item that reads
-    it is live and passes the read's conditions (those of the kernel as written)."""
+    it is live and passes the read's conditions (those of the kernel as written); in the
+    interior copy (:mod:`.conv_mix_interior`) every slot passes them."""
+    ti, win, j = n[T_KNOB], n["wb_win"], n["wb_j"]
+    head, checks = _slots(plan, slide, n)
+    read = render(plan.source.data, slide.read, _slot_sub(plan, slide, n))
+
+    def make(_rw: Rewriter) -> str:
+        load = f"    {win}[{j}] = {read};\n" if copy.interior else (
+            f"    {win}[{j}] = ({slide.elem})0;\n    if ({checks}) {win}[{j}] = {read};\n")
+        return (f"{{  // {slide.count} + {ti} - 1 inputs feed the {ti} items: each loaded "
+                f"once\n  {slide.elem} {win}[{ti} + {slide.count - 1}];\n{head}{load}  }}\n")
+    plan.rw.replace_span(slide.loop.start_byte, slide.loop.start_byte, make=make)
+    plan.rw.insert(slide.loop.end_byte, "\n  }")
+
+
+def _slots(plan: Plan, slide: Slide, n: dict[str, str]) -> tuple[str, str]:
+    """The loop over the window's slots up to its body (the slot's first item ``ur`` and
+    tap declared), and the checks a slot's load is made under."""
     data = plan.source.data
-    ti, win, j, ur = n[T_KNOB], n["wb_win"], n["wb_j"], n["wb_ur"]
+    ti, j, ur = n[T_KNOB], n["wb_j"], n["wb_ur"]
     last = slide.count - 1
+    sub = _slot_sub(plan, slide, n)
+    checks = [_live(data, slide, lambda: f"({slide.var} * {ti} + {ur})")]
+    checks += [f"({render(data, c, sub)})" if holds else f"!({render(data, c, sub)})"
+               for c, holds in slide.conds]
+    head = (f"#pragma unroll\n  for (int {j} = 0; {j} < {ti} + {last}; ++{j}) {{\n"
+            f"    const int {ur} = {j} > {last} ? {j} - {last} : 0;  // the first item "
+            "reading it\n"
+            f"    const {slide.k_type} {slide.k} = ({slide.lo}) + {j} - {ur};\n")
+    return head, " && ".join(checks)
+
+
+def _slot_sub(plan: Plan, slide: Slide, n: dict[str, str]) -> Callable[[Node], str | None]:
+    """The index at a slot's first item, the locals the read expands, spelled out."""
+    data = plan.source.data
+    ti, ur = n[T_KNOB], n["wb_ur"]
 
     def sub(m: Node, depth: int = 0) -> str | None:
         if m.type != "identifier":
@@ -854,22 +925,7 @@ def _window_text(plan: Plan, slide: Slide, n: dict[str, str]) -> None:
         if held is None or depth > 12:
             return None
         return f"(({held[0]})({render(data, held[1], lambda x: sub(x, depth + 1))}))"
-
-    checks = [_live(data, slide, lambda: f"({slide.var} * {ti} + {ur})")]
-    checks += [f"({render(data, c, sub)})" if holds else f"!({render(data, c, sub)})"
-               for c, holds in slide.conds]
-    size = f"{ti} + {last}"
-    text_ = (
-        f"{{  // {slide.count} + {ti} - 1 inputs feed the {ti} items: each loaded once\n"
-        f"  {slide.elem} {win}[{size}];\n"
-        f"#pragma unroll\n  for (int {j} = 0; {j} < {size}; ++{j}) {{\n"
-        f"    const int {ur} = {j} > {last} ? {j} - {last} : 0;  // the first item reading it\n"
-        f"    const {slide.k_type} {slide.k} = ({slide.lo}) + {j} - {ur};\n"
-        f"    {win}[{j}] = ({slide.elem})0;\n"
-        f"    if ({' && '.join(checks)}) {win}[{j}] = {render(data, slide.read, sub)};\n"
-        f"  }}\n")
-    plan.rw.insert(slide.loop.start_byte, text_)
-    plan.rw.insert(slide.loop.end_byte, "\n  }")
+    return sub
 
 
 def _slide_regs(mix: _Mix, both: tuple[Slide, _Mix], co: str, ti: str) -> str:
