@@ -28,6 +28,7 @@ from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
+from workbench.templater.inline_calls import inline_calls
 from workbench.templater.macros import (
     follow_named,
     integer_macros,
@@ -62,7 +63,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     ``compared_by_total`` names the outputs the kernel folder compares by a reduced
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
-    members = spell_members(source_text, file)  # Tile::ROWS read as a named constant
+    inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
+    members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
@@ -94,11 +96,11 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     _launch_bounds(plan)
     _header(plan)
     rendered = members.restore(plan.rw.render())
-    return LiftedSource(source=rendered, params=tuple(plan.params.values()),
-                        constraints=tuple(plan.constraints), grid=tuple(plan.grid),
-                        block=tuple(plan.block), smem_bytes=str(smem_bytes),
-                        notes=tuple(members.restore(str(f)) for f in plan.findings),
-                        findings=tuple(plan.findings))
+    return inlined.restore(LiftedSource(
+        source=rendered, params=tuple(plan.params.values()),
+        constraints=tuple(plan.constraints), grid=tuple(plan.grid), block=tuple(plan.block),
+        smem_bytes=str(smem_bytes), notes=tuple(members.restore(str(f)) for f in plan.findings),
+        findings=tuple(plan.findings)))
 
 
 #: Declarators a kernel's parameters and locals name (a name declared there shadows a

@@ -1,0 +1,232 @@
+"""What inlining a ``__device__`` body into its kernel must bind: the callee's template and
+call parameters, each to what the call site gives it, and the names the callee declares.
+
+Read on the parse only (:mod:`workbench.core.cuda_source`); :mod:`.inline_calls` decides
+whether the inlining is legal and writes it. A binding is one of: a *rename* (the callee's
+name reads the caller's: a pointer or reference parameter bound to a plain identifier, a
+value parameter bound to a caller variable of the same type it never writes, a template
+parameter bound to a named integer constant of its type), a *copy* (a ``const`` local of
+the parameter's type initialised with the argument, evaluated once, as the call did), a
+*define* (a non-type template parameter bound to an integer: ``#define TILE 16``, the record
+a ``#define`` the author wrote produces, so every family reads it) or a *type* (a template
+type parameter bound to ``float``: substituted where the callee names it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import text, walk
+
+#: Spellings of one integer type, read as one (``unsigned`` is ``unsigned int``).
+_ALIASES = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
+            "long int": "long", "long long int": "long long", "short int": "short",
+            "unsigned long int": "unsigned long", "unsigned long long int": "unsigned long long",
+            "unsigned short int": "unsigned short", "int32_t": "int", "uint32_t": "unsigned int",
+            "int64_t": "long", "uint64_t": "unsigned long", "size_t": "unsigned long"}
+#: The literal suffix that gives an integer literal a template parameter's type.
+_SUFFIX = {"int": "", "short": "", "char": "", "long": "l", "long long": "ll",
+           "unsigned int": "u", "unsigned short": "u", "unsigned long": "ul",
+           "unsigned long long": "ull"}
+_QUALIFIERS = ("const", "volatile", "__restrict__", "__restrict", "restrict")
+_DECLARATORS = ("pointer_declarator", "reference_declarator", "array_declarator",
+                "init_declarator", "parenthesized_declarator", "function_declarator")
+
+
+class Refused(Exception):
+    """Inlining is not legal here: ``reason``, about ``node``'s line (internal: it becomes a
+    finding, never reaches a user as an exception)."""
+
+    def __init__(self, reason: str, node: Node) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.line = node.start_point.row + 1
+
+
+@dataclass(frozen=True)
+class TemplateParam:
+    """One parameter of ``template <...>``: a type (``typename T``) or a value (``int TILE``,
+    its type normalised), with its default's node."""
+
+    name: str
+    is_type: bool
+    type_key: str
+    default: Node | None
+    node: Node
+
+
+@dataclass(frozen=True)
+class CallParam:
+    """One parameter of the callee: name, normalised type, pointer/reference, its node."""
+
+    name: str
+    type_key: str
+    indirect: bool  # a pointer, an array (a pointer) or a reference
+    reference: bool
+    node: Node  # the parameter declaration
+    declarator: Node  # its declarator (the span a copy's declaration takes)
+    default: Node | None
+
+
+def type_key(type_node: Node | None, declarator: Node | None) -> str:
+    """A declaration's type without qualifiers, aliases normalised, one ``*`` per pointer or
+    array level and ``&`` for a reference (``const float* __restrict__ x`` -> ``float*``)."""
+    words = [w for w in text(type_node).split() if w not in _QUALIFIERS]
+    base = " ".join(words)
+    base = _ALIASES.get(base, base)
+    stars = ""
+    d = declarator
+    while d is not None and d.type in _DECLARATORS:
+        if d.type in ("pointer_declarator", "array_declarator"):
+            stars += "*"
+        elif d.type == "reference_declarator":
+            stars += "&"
+        d = d.child_by_field_name("declarator") or (d.named_children[0] if d.type in (
+            "reference_declarator", "parenthesized_declarator") and d.named_children else None)
+    return base + stars
+
+
+def declarator_name(d: Node | None) -> Node | None:
+    """The identifier a declarator chain declares (``*x``, ``x[16]``, ``&x``, ``x = 0``)."""
+    while d is not None and d.type != "identifier":
+        if d.type not in _DECLARATORS:
+            return None
+        inner = d.child_by_field_name("declarator")
+        if inner is None and d.type in ("reference_declarator", "parenthesized_declarator"):
+            inner = next((c for c in d.named_children if c.type != "type_qualifier"), None)
+        d = inner
+    return d
+
+
+def template_params(outer: Node) -> list[TemplateParam]:
+    """The ``template <...>`` parameters of a definition (``outer``: its template
+    declaration; none when it is a plain function); refuses a parameter pack."""
+    if outer.type != "template_declaration":
+        return []
+    plist = outer.child_by_field_name("parameters")
+    out: list[TemplateParam] = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type in ("variadic_type_parameter_declaration", "variadic_parameter_declaration"):
+            raise Refused(f"its template parameter `{text(p)}` is a pack", p)
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name = p.child_by_field_name("name") or next(
+                (c for c in p.named_children if c.type == "type_identifier"), None)
+            out.append(TemplateParam(text(name), True, "", p.child_by_field_name("default_type"),
+                                     p))
+        elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            decl = p.child_by_field_name("declarator")
+            key = type_key(p.child_by_field_name("type"), decl)
+            out.append(TemplateParam(text(declarator_name(decl)), False, key,
+                                     p.child_by_field_name("default_value"), p))
+        else:
+            raise Refused(f"its template parameter `{text(p)}` is not a type or an integer", p)
+    return out
+
+
+def call_params(fn: Node) -> list[CallParam]:
+    """The callee's parameters in order (``void`` alone: none); refuses ``...``."""
+    decl = fn.child_by_field_name("declarator")
+    while decl is not None and decl.type != "function_declarator":
+        decl = decl.child_by_field_name("declarator")
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    out: list[CallParam] = []
+    for p in plist.named_children if plist is not None else []:
+        if p.type == "variadic_parameter" or text(p) == "...":
+            raise Refused("it takes a variable argument list", p)
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        d = p.child_by_field_name("declarator")
+        name = declarator_name(d)
+        if d is None or name is None:
+            if text(p.child_by_field_name("type")) == "void":
+                continue
+            raise Refused(f"its parameter `{text(p)}` has no name", p)
+        key = type_key(p.child_by_field_name("type"), d)
+        out.append(CallParam(text(name), key, key.endswith(("*", "&")), key.endswith("&"), p, d,
+                             p.child_by_field_name("default_value")))
+    return out
+
+
+def declared(scope: Node) -> dict[str, list[Node]]:
+    """Every name declared under ``scope`` (locals, loop variables, parameters) -> the
+    identifier nodes that declare it."""
+    out: dict[str, list[Node]] = {}
+    for n in walk(scope):
+        if n.type not in ("declaration", "parameter_declaration", "optional_parameter_declaration",
+                          "for_range_loop", "condition_clause"):
+            continue
+        for d in n.children_by_field_name("declarator"):
+            name = declarator_name(d)
+            if name is not None:
+                out.setdefault(text(name), []).append(name)
+    return out
+
+
+def declared_types(fn: Node) -> dict[str, str]:
+    """A function's parameters and locals -> their type (:func:`type_key`); a name declared
+    twice with different types is left out (which one a use reads needs scopes)."""
+    out: dict[str, str] = {}
+    twice: set[str] = set()
+    for n in walk(fn):
+        if n.type not in ("declaration", "parameter_declaration", "optional_parameter_declaration"):
+            continue
+        for d in n.children_by_field_name("declarator"):
+            name = declarator_name(d)
+            if name is None:
+                continue
+            key = type_key(n.child_by_field_name("type"), d)
+            if out.setdefault(text(name), key) != key:
+                twice.add(text(name))
+    return {k: v for k, v in out.items() if k not in twice}
+
+
+def names_in(node: Node) -> Iterator[Node]:
+    """The identifiers and type names under ``node`` (not members: ``p.x``'s ``x``)."""
+    return (n for n in walk(node) if n.type in ("identifier", "type_identifier"))
+
+
+def written(body: Node, name: str) -> bool:
+    """Whether ``body`` assigns ``name``, steps it (``++``) or takes its address."""
+    for n in walk(body):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "update_expression" or (
+                n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&"):
+            target = n.child_by_field_name("argument")
+        while target is not None and target.type == "parenthesized_expression" and \
+                target.named_child_count == 1:
+            target = target.named_children[0]
+        if target is not None and target.type == "identifier" and text(target) == name:
+            return True
+    return False
+
+
+def integer_literal(value: str, key: str) -> str | None:
+    """``value`` (an integer literal, ``true``/``false`` for a bool) spelled as a literal of
+    the template parameter's type ``key`` (``16`` as ``16u`` for ``unsigned``), or None."""
+    if key == "bool" and value in ("true", "false"):
+        return value
+    m = re.fullmatch(r"(0[xX][0-9a-fA-F]+|\d+)([uUlL]*)", value)
+    if m is None or key not in _SUFFIX:
+        return None
+    return value if m.group(2) else m.group(1) + _SUFFIX[key]
+
+
+def signed_int(key: str) -> bool:
+    """Whether a parameter of type ``key`` reads a plain ``int`` constant without a change
+    of type (a named ``#define`` or ``constexpr int`` stands for it by name)."""
+    return key == "int"
+
+
+def fresh(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``... the first not in ``taken`` (which it joins)."""
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    taken.add(name)
+    return name
