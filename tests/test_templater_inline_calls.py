@@ -401,3 +401,77 @@ def test_the_value_of_a_final_return_initialises_the_callers_variable() -> None:
                            body="  const float v = tile<64>(y, x, n);\n  y[0] = v;")
     text = inline_calls(source, "k", "k.cu").text
     assert "  const float v = s[threadIdx.x] * 2.0f;\n  y[0] = v;" in text
+
+
+def test_a_template_parameter_whose_name_the_file_uses_is_defined_under_another() -> None:
+    source = """
+__device__ int twice(int BS) { return 2 * BS; }
+template <int BS>
+__device__ void tile(float* y, int n) {
+  int i = blockIdx.x * BS + threadIdx.x;
+  #pragma unroll BS
+  for (int r = 0; r < BS; ++r) if (i < n) y[i] += twice(r);
+}
+extern "C" __global__ void k(float* y, int n) { tile<64>(y, n); }
+"""
+    text = inline_calls(source, "k", "k.cu").text
+    assert "#define TILE_BS 64\n" in text and "#pragma unroll TILE_BS\n" in text
+    assert "for (int r = 0; r < TILE_BS; ++r) if (i < n) y[i] += twice(r);" in text
+    assert "__device__ int twice(int BS) { return 2 * BS; }" in text
+
+
+def test_a_variable_whose_address_the_kernel_passes_is_copied_for_a_value_parameter() -> None:
+    source = """
+__device__ void body(float* acc, float v, const float* x) {
+  __shared__ float s[32];
+  s[threadIdx.x] = x[threadIdx.x];
+  *acc += s[threadIdx.x];
+  acc[0] += v;  // v is the value at the call, not what *acc made of it
+}
+extern "C" __global__ void k(const float* x, float* y) {
+  float t = y[0];
+  float* pt = &t;
+  body(pt, t, x);
+  y[0] = t;
+}
+"""
+    text = inline_calls(source, "k", "k.cu").text
+    assert "const float v = t;" in text and "pt[0] += v;" in text
+
+
+def test_sibling_callees_are_each_inlined_and_a_later_definition_is_declared_first() -> None:
+    source = """
+template <int T> __device__ void load(float* s, const float* x);
+__device__ void store(float* y, const float* s) { y[threadIdx.x] = s[threadIdx.x]; }
+extern "C" __global__ void k(const float* x, float* y) {
+  __shared__ float s[128];
+  load<128>(s, x);
+  __syncthreads();
+  store(y, s);
+}
+template <int T> __device__ void load(float* s, const float* x) {
+  if (threadIdx.x < T) s[threadIdx.x] = x[threadIdx.x];
+}
+"""
+    done = inline_calls(source, "k", "k.cu")
+    assert [f.applied for f in done.findings] == [True, True], done.findings
+    assert done.text.index("#define T 128") < done.text.index('extern "C"')
+    assert "template <int T>" not in done.text and "void store" not in done.text
+    assert "  if (threadIdx.x < T) s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n" \
+        "  // store(y, s): store's body, inlined\n  y[threadIdx.x] = s[threadIdx.x];" \
+        in done.text
+    # each line is told in the baseline's: the inlined load is line 11, store's line 3
+    lines = done.text.splitlines()
+    at = lines.index("  if (threadIdx.x < T) s[threadIdx.x] = x[threadIdx.x];") + 1
+    assert done.baseline_line(at) == 11
+    assert done.baseline_line(at + 3) == 3
+
+
+def test_a_pointer_type_argument_is_refused() -> None:
+    source = """
+template <typename P> __device__ void body(P p) { p[threadIdx.x] = 0; }
+extern "C" __global__ void k(float* y) { body<float*>(y); }
+"""
+    done = inline_calls(source, "k", "k.cu")
+    assert done.text == source and "bound to the pointer type float*" in \
+        done.findings[0].reason and done.findings[0].line == 3

@@ -15,7 +15,7 @@ type parameter bound to ``float``: substituted where the callee names it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -197,13 +197,19 @@ def written(body: Node, name: str) -> bool:
             target = n.child_by_field_name("left")
         elif n.type == "update_expression" or (
                 n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&"):
-            target = n.child_by_field_name("argument")
+            target = n.child_by_field_name("argument")  # an address taken: may be written
         while target is not None and target.type == "parenthesized_expression" and \
                 target.named_child_count == 1:
             target = target.named_children[0]
         if target is not None and target.type == "identifier" and text(target) == name:
             return True
     return False
+
+
+def addressed(scope: Node, name: str) -> bool:
+    """Whether ``scope`` takes ``name``'s address (``&name``): a pointer may then write it."""
+    return any(n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&"
+               and text(n.child_by_field_name("argument")) == name for n in walk(scope))
 
 
 def integer_literal(value: str, key: str) -> str | None:
@@ -230,3 +236,47 @@ def fresh(base: str, taken: set[str]) -> str:
         name, i = f"{base}_{i}", i + 1
     taken.add(name)
     return name
+
+
+def callee_name(call: Node) -> str:
+    """The called function's plain name (``f`` of ``f(x)`` and of ``f<16>(x)``; "" for a
+    qualified or computed callee)."""
+    function = call.child_by_field_name("function")
+    if function is not None and function.type == "template_function":
+        function = function.child_by_field_name("name")
+    return text(function) if function is not None and function.type == "identifier" else ""
+
+
+def template_arguments(call: Node) -> list[Node]:
+    """The template arguments a call names (``<16, float>``)."""
+    function = call.child_by_field_name("function")
+    args = function.child_by_field_name("arguments") if function is not None and \
+        function.type == "template_function" else None
+    return list(args.named_children) if args is not None else []
+
+
+def spelled_targs(call: Node) -> str:
+    """The call's template argument list as written (``<16>``; "" when none)."""
+    function = call.child_by_field_name("function")
+    args = function.child_by_field_name("arguments") if function is not None and \
+        function.type == "template_function" else None
+    return "" if args is None else flat(args)
+
+
+def statements(body: Node, comments: bool = False) -> list[Node]:
+    """A compound statement's statements (and its comments, with ``comments``)."""
+    return [c for c in body.children if c.type not in ("{", "}") and
+            (comments or c.type != "comment")]
+
+
+def flat(node: Node) -> str:
+    """``node``'s text on one line."""
+    return " ".join(text(node).split())
+
+
+def words(raw: str, subs: Mapping[str, str]) -> str:
+    """``raw`` with each whole word in ``subs`` replaced (a type's or a macro's text)."""
+    if not subs:
+        return raw
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, subs)) + r")\b")
+    return pattern.sub(lambda m: subs[m[1]], raw)

@@ -1,0 +1,394 @@
+"""Whether one ``__device__`` callee may be inlined into its kernel, and how it is bound.
+
+:func:`find_site` checks the callee and its one call (raising :class:`~.inline_bind.Refused`
+with the reason and the line otherwise); :func:`bind` decides what each of the callee's
+names becomes in the kernel (see :mod:`.inline_bind` for the kinds of binding).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from workbench.core.cuda_source import function_definitions
+from workbench.templater.analysis import inside, text, walk
+from workbench.templater.inline_bind import (
+    CallParam,
+    Refused,
+    addressed,
+    call_params,
+    callee_name,
+    declared,
+    declared_types,
+    flat,
+    fresh,
+    integer_literal,
+    names_in,
+    signed_int,
+    spelled_targs,
+    statements,
+    template_arguments,
+    template_params,
+    type_key,
+    words,
+    written,
+)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One callee and its one call in the kernel: the file's bytes and tree, the entry's
+    definition, the callee's (``outer``: with its ``template <...>``) and body, the call, the
+    statement it stands in and, when its result initialises a variable, that declarator."""
+
+    data: bytes
+    root: Node
+    entry: Node
+    entry_name: str
+    name: str
+    fn: Node
+    outer: Node
+    body: Node
+    call: Node
+    statement: Node
+    init: Node | None
+
+    def prototypes(self) -> list[Node]:
+        """The callee's declarations without a body (with their ``template <...>``)."""
+        out: list[Node] = []
+        for n in walk(self.root):
+            if n.type != "declaration" or n.parent is None or n.parent.type not in (
+                    "translation_unit", "template_declaration", "declaration_list"):
+                continue
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "function_declarator" and \
+                    text(d.child_by_field_name("declarator")) == self.name:
+                out.append(n.parent if n.parent.type == "template_declaration" else n)
+        return out
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What each of the callee's names is inlined as (``subs``: name -> text), the
+    ``#define`` lines of its template parameters, the parameters bound to locals with their
+    arguments, and what to tell the reviewer."""
+
+    subs: Mapping[str, str]
+    defines: tuple[tuple[str, str], ...]
+    copies: tuple[tuple[CallParam, str], ...]
+    told: tuple[str, ...]
+
+
+def find_site(data: bytes, root: Node, entry: Node, entry_name: str, name: str) -> Site:
+    """The site of ``name``'s call in ``entry`` when inlining it is legal (see the module
+    doc of :mod:`.inline_calls`); raises Refused otherwise."""
+    defs = [fn for n, fn in function_definitions(root) if n == name]
+    if len(defs) != 1:
+        lines = ", ".join(str(d.start_point.row + 1) for d in defs)
+        raise Refused(f"it is defined {len(defs)} times (lines {lines}): an overload or a "
+                      "specialisation, which one a call reaches is the compiler's choice",
+                      defs[-1])
+    fn = defs[0]
+    outer = fn.parent if fn.parent is not None and fn.parent.type == "template_declaration" \
+        else fn
+    _same_scope(outer, entry)
+    _not_recursive(root, fn, name)
+    call = _only_call(entry, name)
+    statement, init = _statement(call)
+    body = fn.child_by_field_name("body")
+    assert body is not None  # function_definitions lists definitions only
+    site = Site(data, root, entry, entry_name, name, fn, outer, body, call, statement, init)
+    _returns(site)
+    return site
+
+
+def _same_scope(outer: Node, entry: Node) -> None:
+    """The callee is declared where the entry is (the file, the same namespace, or an
+    anonymous namespace in it): its free names then resolve alike inlined."""
+    scope, home = _scope(outer), _scope(entry)
+    while scope is not None and scope != home and scope.type == "namespace_definition" and \
+            scope.child_by_field_name("name") is None:
+        # an anonymous namespace's names are its enclosing scope's too (an ambiguity with
+        # one there does not compile: it cannot silently read another)
+        scope = _scope(scope)
+    if scope != home:
+        raise Refused(f"it is defined {_scope_name(scope)} and the kernel "
+                      f"{_scope_name(home)}: its names would resolve otherwise", outer)
+
+
+def _scope(node: Node) -> Node | None:
+    """The namespace, class, function or file ``node`` is declared in."""
+    scope = node.parent
+    while scope is not None and scope.type not in (
+            "translation_unit", "namespace_definition", "class_specifier", "struct_specifier",
+            "function_definition"):
+        scope = scope.parent
+    return scope
+
+
+def _scope_name(scope: Node | None) -> str:
+    if scope is None or scope.type == "translation_unit":
+        return "at file scope"
+    name = scope.child_by_field_name("name")
+    kind = scope.type.split("_")[0]
+    return f"in {kind} {text(name)}" if name is not None else f"in an anonymous {kind}"
+
+
+def _not_recursive(root: Node, fn: Node, name: str) -> None:
+    defs = dict(function_definitions(root))
+    todo, seen = [fn], set()
+    while todo:
+        f = todo.pop()
+        for n in walk(f):
+            callee = callee_name(n) if n.type == "call_expression" else ""
+            if callee == name:
+                via = "" if f is fn else f" through {text(f.child_by_field_name('declarator'))}"
+                raise Refused(f"it calls itself{via} (recursion has no inlined form)", n)
+            if callee in defs and callee not in seen:
+                seen.add(callee)
+                todo.append(defs[callee])
+
+
+def _only_call(entry: Node, name: str) -> Node:
+    calls = [n for n in walk(entry) if n.type == "call_expression" and callee_name(n) == name]
+    if len(calls) == 1:
+        return calls[0]
+    where = ", ".join(f"{spelled_targs(c) or '()'} at line {c.start_point.row + 1}"
+                      for c in calls)
+    if len({spelled_targs(c) for c in calls}) > 1:
+        raise Refused(f"it is called {len(calls)} times with different template arguments "
+                      f"({where}): one inlined body takes one set", calls[1])
+    raise Refused(f"it is called {len(calls)} times ({where}): each call would need its own "
+                  "copy, and its __shared__ memory is one per block; inlined only where the "
+                  "kernel calls it once", calls[-1])
+
+
+def _statement(call: Node) -> tuple[Node, Node | None]:
+    """The statement the body replaces, and the init declarator of a result's variable."""
+    parent = call.parent
+    if parent is not None and parent.type == "expression_statement":
+        return parent, None
+    if parent is not None and parent.type == "init_declarator" and \
+            parent.child_by_field_name("value") == call and parent.parent is not None and \
+            parent.parent.type == "declaration" and \
+            len(parent.parent.children_by_field_name("declarator")) == 1:
+        return parent.parent, parent
+    raise Refused(f"its result is used in an expression (`{flat(parent or call)}`); inlined "
+                  "only as a statement or as one variable's initializer", call)
+
+
+def _returns(site: Site) -> None:
+    """A void callee's return ends the kernel too only when the call is its last statement;
+    a result is inlined from one final ``return``."""
+    returns = [n for n in walk(site.body) if n.type == "return_statement"]
+    declarator = site.fn.child_by_field_name("declarator")
+    kind = text(site.fn.child_by_field_name("type"))
+    void = kind == "void" and declarator is not None and declarator.type == "function_declarator"
+    if site.init is None:
+        if not void:
+            raise Refused(f"it returns {kind} and the call discards it", site.statement)
+        entry_body = site.entry.child_by_field_name("body")
+        last = statements(entry_body) if entry_body is not None else []
+        if returns and (not last or last[-1] != site.statement):
+            raise Refused(f"it returns early (line {returns[0].start_point.row + 1}), and the "
+                          "call is not the kernel's last statement: inlined, that return "
+                          "would end the kernel", site.statement)
+        return
+    if void:
+        raise Refused("its void result initialises a variable", site.statement)
+    if not returns:
+        raise Refused("it has no return", site.fn)
+    own = statements(site.body)
+    if len(returns) != 1 or not own or own[-1] != returns[0] or \
+            returns[0].named_child_count != 1:
+        raise Refused(f"it returns at line {returns[0].start_point.row + 1} before its end: "
+                      "a result is inlined only from one final return", returns[0])
+
+
+# -- the bindings ----------------------------------------------------------------------------
+
+
+def bind(site: Site) -> Binding:
+    """What each of the callee's names becomes in the kernel (raises Refused where no
+    binding keeps the meaning)."""
+    binder = _Binder(site)
+    binder.templates()
+    binder.params()
+    binder.locals()
+    binder.not_captured()
+    return Binding(dict(binder.subs), tuple(binder.defines), tuple(binder.copies),
+                   tuple(binder.told))
+
+
+@dataclass
+class _Binder:
+    site: Site
+    subs: dict[str, str] = field(default_factory=dict)
+    defines: list[tuple[str, str]] = field(default_factory=list)
+    copies: list[tuple[CallParam, str]] = field(default_factory=list)
+    told: list[str] = field(default_factory=list)
+
+    def templates(self) -> None:
+        """Template parameters: a type substituted; an integer ``#define``-d (or, bound to
+        the author's ``int`` constant, read by that name, so its lifts follow)."""
+        site = self.site
+        params = template_params(site.outer)
+        args = template_arguments(site.call)
+        if len(args) > len(params):
+            raise Refused(f"the call names {len(args)} template arguments for {len(params)} "
+                          "parameters", site.call)
+        outside = _names_outside(site)
+        ints = _int_constants(site.root)
+        for i, p in enumerate(params):
+            arg = args[i] if i < len(args) else p.default
+            if arg is None:
+                raise Refused(f"its template parameter {p.name} is deduced from the call's "
+                              f"arguments; name it at the call ({site.name}<...>(...))",
+                              site.call)
+            raw = words(flat(arg), self.subs)
+            if p.is_type:
+                if "*" in raw or "&" in raw:
+                    raise Refused(f"its template parameter {p.name} is bound to the pointer "
+                                  f"type {raw}: substituted, a const would move", arg)
+                self.subs[p.name] = raw
+                self.told.append(f"{p.name} = {raw}")
+                continue
+            literal = integer_literal(raw, p.type_key)
+            if literal is None and raw in ints and signed_int(p.type_key):
+                self.subs[p.name] = raw
+                self.told.append(f"{p.name} is {raw}")
+                continue
+            value = literal or (f"({raw})" if signed_int(p.type_key) else
+                                f"(({text(p.node.child_by_field_name('type'))})({raw}))")
+            name = p.name if p.name not in outside else \
+                fresh(f"{site.name.upper()}_{p.name}", outside)
+            outside.add(name)
+            self.defines.append((name, value))
+            if name != p.name:
+                self.subs[p.name] = name
+            if literal is not None and signed_int(p.type_key):
+                ints.add(name)
+            self.told.append(f"{p.name} = {raw}" + (f" (as {name})" if name != p.name else ""))
+
+    def params(self) -> None:
+        """Call parameters: renamed to a plain-identifier argument where that keeps the
+        meaning (same type, never written, its variable's address never taken), else a
+        local initialised once with the argument; pointers and references by name only."""
+        site = self.site
+        params = call_params(site.fn)
+        given = site.call.child_by_field_name("arguments")
+        args = list(given.named_children) if given is not None else []
+        if len(args) > len(params):
+            raise Refused(f"the call passes {len(args)} arguments for {len(params)} "
+                          "parameters", site.call)
+        caller = declared_types(site.entry)
+        referenced = {text(a) for p, a in zip(params, args, strict=False) if p.reference}
+        for i, p in enumerate(params):
+            arg = args[i] if i < len(args) else p.default
+            if arg is None:
+                raise Refused(f"the call gives no argument for {p.name}", site.call)
+            raw, want = flat(arg), words(p.type_key, self.subs)
+            has = caller.get(raw) if arg.type == "identifier" else None
+            if p.indirect:
+                kind = "reference" if p.reference else "pointer"
+                if arg.type != "identifier":
+                    raise Refused(f"its {kind} parameter {p.name} is bound to the expression "
+                                  f"`{raw}`: pointers and references are bound by name only "
+                                  "(a plain identifier of the kernel)", arg)
+                if has is not None and has.rstrip("*&") != want.rstrip("*&"):
+                    raise Refused(f"its {kind} parameter {p.name} ({want}) is bound to {raw} "
+                                  f"({has}): renamed, its element type would change", arg)
+                if p.reference or not written(site.body, p.name):
+                    self.subs[p.name] = raw
+                    continue
+            elif has == want and not written(site.body, p.name) and \
+                    not addressed(site.entry, raw) and raw not in referenced:
+                self.subs[p.name] = raw
+                continue
+            self.copies.append((p, raw))
+
+    def locals(self) -> None:
+        """The callee's locals (and its parameters bound to locals) renamed where the kernel
+        names them too."""
+        site = self.site
+        own = declared(site.body)
+        params = {p.name for p in call_params(site.fn)}
+        for name, nodes in own.items():
+            if name in params:
+                raise Refused(f"it declares {name} again, over its parameter", nodes[0])
+        avoid = {text(n) for n in names_in(site.entry)} | set(self.subs.values()) | \
+            {d for d, _ in self.defines}
+        taken = {text(n) for n in names_in(site.root)} | avoid
+        file_names = _file_scope_names(site.root)
+        copied = [p.name for p, _ in self.copies]
+        renamed: list[str] = []
+        for name in [*own, *copied]:
+            if name not in avoid:
+                continue
+            if name in file_names:
+                raise Refused(f"its local {name} collides with the kernel's and also names a "
+                              "file-scope declaration it may read: not renamed", site.outer)
+            self.subs[name] = fresh(f"{site.name}_{name}", taken)
+            renamed.append(f"{name} as {self.subs[name]}")
+        if renamed:
+            self.told.append(f"renamed {', '.join(renamed)} (the kernel names them too)")
+
+    def not_captured(self) -> None:
+        """No name the callee reads from its file is one the kernel declares again."""
+        site = self.site
+        own = set(declared(site.body)) | {p.name for p in call_params(site.fn)} | \
+            {p.name for p in template_params(site.outer)}
+        kernel_names = set(declared(site.entry))
+        for n in names_in(site.body):
+            if text(n) not in own and text(n) in kernel_names:
+                raise Refused(f"it reads {text(n)}, a name the kernel declares too: inlined, "
+                              "it would read the kernel's", n)
+
+
+def _names_outside(site: Site) -> set[str]:
+    """Names the file uses outside the callee (a macro's text included): a ``#define`` of a
+    template parameter must not change them."""
+    spans = [site.outer, *site.prototypes()]
+    names = {text(n) for n in names_in(site.root) if not any(inside(n, s) for s in spans)}
+    for n in walk(site.root):
+        if n.type == "preproc_arg":
+            names |= set(re.findall(r"[A-Za-z_]\w*", text(n)))
+    return names
+
+
+def _int_constants(root: Node) -> set[str]:
+    """Names of ``int`` constants: macros defined once as a plain ``int`` literal, and
+    ``const``/``constexpr int`` with a literal value."""
+    values: dict[str, list[str]] = {}
+    for n in walk(root):
+        if n.type == "preproc_def":
+            value = re.sub(r"//[^\n]*|/\*.*?\*/", "", text(n.child_by_field_name("value")),
+                           flags=re.S).strip().strip("()").strip()
+            values.setdefault(text(n.child_by_field_name("name")), []).append(value)
+    ints = {k for k, v in values.items()
+            if len(v) == 1 and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", v[0])}
+    for decl in walk(root):
+        if decl.type != "declaration" or not {"const", "constexpr"} & {
+                text(c) for c in decl.children}:
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if init is not None and init.type == "number_literal" and text(init).isdigit() and \
+                    type_key(decl.child_by_field_name("type"), d) == "int":
+                ints.add(text(d.child_by_field_name("declarator")))
+    return ints
+
+
+def _file_scope_names(root: Node) -> set[str]:
+    """Macros, functions and file-scope declarations: what a callee may read by name."""
+    names = {n for n, _ in function_definitions(root)}
+    for top in root.children:
+        for n in walk(top):
+            if n.type in ("preproc_def", "preproc_function_def"):
+                names.add(text(n.child_by_field_name("name")))
+        if top.type == "declaration":
+            names |= set(declared(top))
+    return names
