@@ -475,3 +475,12 @@ extern "C" __global__ void k(float* y) { body<float*>(y); }
     done = inline_calls(source, "k", "k.cu")
     assert done.text == source and "bound to the pointer type float*" in \
         done.findings[0].reason and done.findings[0].line == 3
+
+
+def test_a_call_that_is_the_lone_body_of_an_if_is_inlined_as_a_block() -> None:
+    source = KERNEL.format(ret="void", tail="if (i < n) y[i] = s[threadIdx.x];",
+                           body="  if (n > 0)\n    tile<64>(y, x, n);\n  y[0] = 1.0f;")
+    text = inline_calls(source, "k", "k.cu").text
+    assert "  if (n > 0)\n    {\n      // tile<64>(y, x, n): tile's body, inlined\n" \
+        "      __shared__ float s[BS];\n" in text
+    assert "      if (i < n) y[i] = s[threadIdx.x];\n    }\n  y[0] = 1.0f;\n" in text

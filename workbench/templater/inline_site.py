@@ -167,17 +167,40 @@ def _only_call(entry: Node, name: str) -> Node:
 
 
 def _statement(call: Node) -> tuple[Node, Node | None]:
-    """The statement the body replaces, and the init declarator of a result's variable."""
+    """The statement the body replaces, and the init declarator of a result's variable: a
+    statement of a block, or (a statement only) the lone body of an ``if``, a loop or a
+    ``case``, which the body then fills as a block."""
     parent = call.parent
     if parent is not None and parent.type == "expression_statement":
-        return parent, None
-    if parent is not None and parent.type == "init_declarator" and \
+        if _in_block(parent) or _lone_body(parent):
+            return parent, None
+    elif parent is not None and parent.type == "init_declarator" and \
             parent.child_by_field_name("value") == call and parent.parent is not None and \
             parent.parent.type == "declaration" and \
             len(parent.parent.children_by_field_name("declarator")) == 1:
-        return parent.parent, parent
+        if _in_block(parent.parent):
+            return parent.parent, parent
+        raise Refused("its result initialises a variable outside a block "
+                      f"(`{flat(parent.parent.parent or parent)}`)", call)
     raise Refused(f"its result is used in an expression (`{flat(parent or call)}`); inlined "
                   "only as a statement or as one variable's initializer", call)
+
+
+def _in_block(statement: Node) -> bool:
+    return statement.parent is not None and statement.parent.type == "compound_statement"
+
+
+def _lone_body(statement: Node) -> bool:
+    """``statement`` is the body of an ``if``/``else``, a loop or a ``case`` label."""
+    parent = statement.parent
+    if parent is None:
+        return False
+    if parent.type in ("case_statement", "else_clause", "labeled_statement"):
+        return True
+    index = next(i for i, c in enumerate(parent.children) if c == statement)
+    return parent.type in ("if_statement", "for_statement", "while_statement",
+                           "do_statement", "for_range_loop") and \
+        parent.field_name_for_child(index) in ("consequence", "alternative", "body")
 
 
 def _returns(site: Site) -> None:

@@ -47,6 +47,9 @@ class _Edit:
 def write(site: Site, binding: Binding) -> Written:
     """The file with ``site``'s callee inlined as ``binding`` says."""
     indent = _indent(site.data, site.statement.start_byte)
+    block = site.statement.parent is not None and \
+        site.statement.parent.type != "compound_statement"  # a lone body: made a block
+    outside, indent = indent, indent + "  " if block else indent
     lines = [f"// {flat(site.call)}: {site.name}'s body, inlined"]
     for p, arg in binding.copies:
         decl = site.data[p.node.start_byte:p.declarator.end_byte].decode()
@@ -54,7 +57,7 @@ def write(site: Site, binding: Binding) -> Written:
         const = "" if written(site.body, p.name) or "const" in decl.split() or p.indirect \
             else "const "
         lines.append(f"{const}{decl} = {arg};")
-    head = "".join(f"{line}\n{indent}" for line in lines)
+    head = ("{\n" + indent if block else "") + "".join(f"{line}\n{indent}" for line in lines)
     inner = statements(site.body, comments=True)
     row = site.statement.start_point.row + 1
     edits = [_Edit(site.statement.start_byte, site.statement.end_byte, head, row)]
@@ -65,6 +68,9 @@ def write(site: Site, binding: Binding) -> Written:
                            inner[0].start_point.row + 1, copied=True))
     else:
         edits[0] = replace(edits[0], text=head.rstrip())
+    if block:
+        edits.append(_Edit(site.statement.end_byte, site.statement.end_byte,
+                           f"\n{outside}}}", row))
     edits += _callee_edits(site, binding)
     out, origin = _assemble(site.data, edits)
     summary = f"{site.name}{spelled_targs(site.call)} inlined into {site.entry_name}"
@@ -136,9 +142,10 @@ def _callee_edits(site: Site, binding: Binding) -> list[_Edit]:
 
 
 def _indent(data: bytes, pos: int) -> str:
-    """The blanks before ``pos`` on its line ("" when text precedes it)."""
-    lead = data[data.rfind(b"\n", 0, pos) + 1:pos].decode()
-    return lead if not lead.strip() else ""
+    """The blanks that open ``pos``'s line."""
+    start = data.rfind(b"\n", 0, pos) + 1
+    line = data[start:pos].decode()
+    return line[:len(line) - len(line.lstrip())]
 
 
 def _reindent(body: str, old: str, new: str) -> str:
