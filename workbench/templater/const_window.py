@@ -110,10 +110,8 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
     windows: dict[tuple[object, ...], list[Windowed]] = {}
     for r in reads:
         windows.setdefault(r.key, []).append(r)
-    wide = max(vec.values) if vec is not None else 1
     least = sum(_slots(plan, group[0], min) for group in windows.values())
-    most = sum(_slots(plan, group[0], max) * (wide if _wide(vec, group[0]) else 1)
-               for group in windows.values())
+    most = sum(_slots(plan, group[0], max) for group in windows.values())
     if least > MAX_WORDS:
         plan.note(KNOB, False, f"the window takes {least} registers a thread at one item, "
                   f"over {MAX_WORDS}", reads[0].read)
@@ -126,10 +124,16 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
                           "consecutive and the input values their taps share are loaded "
                           "once, into a register window (0: a block apart, as written)"},
                    f"{first.read.start_point.row + 1}: {text(first.read)[:60]}")
-    rule = " + ".join(f"({_slots_rule(group[0])})" + (f" * {VEC_KNOB}" if _wide(vec, group[0])
-                                                       else "") for group in windows.values())
+    rule = " + ".join(f"({_slots_rule(group[0])})" for group in windows.values())
     if most > MAX_WORDS:
         plan.constrain(f"{KNOB} == 0 or {rule} <= {MAX_WORDS}")
+    # LANE_VEC's slots hold the lane's channels: LANE_VEC registers a slot against the
+    # register file, not against MAX_WORDS (the slots a thread walks): a slot lives from its
+    # first read to its last in the unrolled walk (dwconv3_nhwc's 60 slots x 4 channels took
+    # 107 registers, no spill; ptxas -v, sm_90)
+    if any(_wide(vec, group[0]) for group in windows.values()):
+        rule = " + ".join(f"({_slots_rule(group[0])})" + (
+            f" * {VEC_KNOB}" if _wide(vec, group[0]) else "") for group in windows.values())
     if plan.launch_bounds is not None:
         # a value and a flag a slot, the block's threads at most half the register file
         # (64 K registers an SM): the kernel's own registers keep the other half
