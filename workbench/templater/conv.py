@@ -613,8 +613,7 @@ def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
     used = {n for part in [*value_parts, *nest_decls] for n in expr.names(part)}
     late = sorted(name for name in used if name in expr.locals and any(
         d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
-        and name in {text(c.child_by_field_name("declarator") or c)
-                     for c in d.children_by_field_name("declarator")}
+        and name in {_declared(c) for c in d.children_by_field_name("declarator")}
         and not inside(d, nest[0].loop)))
     if late:
         plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "

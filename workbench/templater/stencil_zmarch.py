@@ -7,8 +7,9 @@ loop around it); one output array stored at one index ``C``, linear in ``z`` wit
 ``S`` (index expressions compared as polynomials over the kernel's names, single-assignment
 locals expanded: ``out[i]``, ``out[z * sz + y * nx + x]`` alike); and a const input read at
 ``C + d * S`` for every ``d`` from ``-R`` to ``R`` (``R`` a compile-time radius: the planes
-a point reads are fixed by its text). Reads at other offsets (x / y neighbours) are left as
-written.
+a point reads are fixed by its text; the point's own plane ``d = 0`` may go unread, as in a
+7-point Jacobi step: the output is stored there). Reads at other offsets (x / y neighbours)
+are left as written.
 
 The rewrite keeps the 2R + 1 planes ``z - R .. z + R`` of the thread's column in a register
 queue: at the first plane of the walk the queue is filled (planes outside ``0 .. NZ - 1``
@@ -21,6 +22,13 @@ untouched; the input's other reads (x / y neighbours) go through the read-only p
 planes, one per grid z slice (grid z = Z_SPLIT; the last chunks may be shorter or empty);
 each chunk fills its own queue (2R planes read again at each cut). The block sizes are
 lifted as a 2-D block (:func:`.block.lift_block`).
+
+An interior walk ``for (z = LO; z < HI; ++z)`` (``LO`` a compile-time integer, ``HI`` an
+expression of kernel arguments, unassigned locals and constants: ``for (int k = 1; k < nz -
+1; ++k)``) is marched the same way over ``LO .. HI`` where every queued read is made on
+every plane the walk visits (outside any branch, with no ``continue`` before it): the
+kernel as written then reads planes ``LO - R .. HI - 1 + R`` itself, so the queue, which
+loads no plane outside those, needs no test of where the planes end.
 
 Legal only where the thread's column is a valid index at every plane: the body stores the
 output at ``C`` or reads the input at ``C`` on every path of every plane (then, with the
@@ -56,7 +64,15 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, _locals, apply_or_note, fresh_names
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal
-from workbench.templater.stencil import Poly, Polys, add, derivative, scale, statements
+from workbench.templater.stencil import (
+    Poly,
+    Polys,
+    add,
+    derivative,
+    poly_text,
+    scale,
+    statements,
+)
 from workbench.templater.stencil_zgrid import lift_zgrid, reads_block_z
 
 Z_SPLIT = "Z_SPLIT"
@@ -83,11 +99,13 @@ class ZWalk:
     by_shift: dict[int, Node]
     reads: tuple[tuple[Node, int], ...]
     at: Node
+    interior: bool = False  # LO .. HI, every queued read made on every plane: no plane tests
+    step: str = ""  # the index's step per plane (a plane no read spells is rendered with it)
 
 
 def _z_loop(plan: Plan) -> Node | None:
-    """The first loop ``for (v = 0; v < N; ++v)`` of the body (not inside another loop) whose
-    body uses ``v`` and indexes an array."""
+    """The first loop ``for (v = LO; v < N; ++v)`` (``LO`` a compile-time integer >= 0) of
+    the body (not inside another loop) whose body uses ``v`` and indexes an array."""
     for n in walk(plan.body):
         if n.type != "for_statement" or inside_loop(n, plan.body):
             continue
@@ -98,7 +116,8 @@ def _z_loop(plan: Plan) -> Node | None:
             continue
         var, _d, start = declared_name(init)
         parts = binary(cond)
-        if int_value(start) != 0 or parts is None or parts[1] != "<" or \
+        first = int_value(start)
+        if first is None or first < 0 or parts is None or parts[1] != "<" or \
                 text(strip(parts[0])) != var or not _unit_step(update, var):
             continue
         if any(m.type == "identifier" and text(m) == var for m in walk(body)) and \
@@ -162,10 +181,24 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
     parts = binary(cond)
     assert parts is not None and start is not None
     bound = strip(parts[2])
-    if bound.type != "identifier" or (text(bound) not in plan.scalars and (
-            text(bound) not in plan.facts.defs or plan.facts.defs[text(bound)].assigned)):
+    # 0 .. NZ (NZ one name) tests the planes against NZ; any other range is an interior walk
+    interior = int_value(start) != 0 or bound.type != "identifier"
+
+    def runtime(n: Node) -> bool:
+        return text(n) in plan.scalars or (
+            text(n) in plan.facts.defs and not plan.facts.defs[text(n)].assigned)
+    # a walk over a compile-time count is a window (a convolution's taps), not the planes
+    if not any(n.type == "identifier" and runtime(n) for n in walk(bound)):
         raise Refused(f"the z bound `{text(bound)}` is not a kernel argument or an unassigned "
                       "local", bound)
+    for n in walk(bound):
+        if n.type == "identifier" and int_value(n) is None and not runtime(n):
+            raise Refused(f"the z bound `{text(bound)}` is not a kernel argument, an unassigned "
+                          "local or an expression of them", bound)
+        if n.type in ("call_expression", "subscript_expression", "field_expression",
+                      "pointer_expression", "assignment_expression", "update_expression"):
+            raise Refused(f"the z bound `{text(bound)}` reads `{text(n)}`: arguments, unassigned "
+                          "locals and constants are modelled", n)
     for n in walk(plan.body):
         if n.type == "field_expression" and any(builtin(n, b) == "z" for b in
                                                 ("blockIdx", "threadIdx", "gridDim")):
@@ -203,7 +236,10 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
         raise Refused(f"{src} is not a const input (its planes are kept in registers)", loop)
     shifts = {d for _n, d in planes[src]}
     radius = max(abs(d) for d in shifts)
-    missing = sorted(set(range(-radius, radius + 1)) - shifts)
+    # the point's own plane may go unread (a 7-point Jacobi step reads z - 1 and z + 1, not
+    # z): the output is stored at the point and the input has the output's layout (assumed
+    # above), so the queue may load it; any other plane it would load is refused
+    missing = sorted(set(range(-radius, radius + 1)) - shifts - {0})
     if missing:
         raise Refused(f"{src} is not read at plane offset(s) {missing} of the radius "
                       f"{radius}: the queue needs every plane between", loop)
@@ -220,8 +256,39 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
     if not _surely(stmts, src, out, store, planes[src]):
         raise Refused(f"no statement of the walk stores {out} or reads {src} at the point on "
                       "every path: the column is not known to be inside the grid", loop)
+    if interior:
+        for n, _shift in planes[src]:
+            why = _not_every_plane(body, n)
+            if why:
+                raise Refused(f"the walk runs {text(start)} .. {text(bound)} and `{text(n)}` "
+                              f"{why}: which planes exist is known only where the kernel reads "
+                              "every queued plane on every plane it visits", n)
     return ZWalk(loop, var, text(init.child_by_field_name("type")), start, bound, src,
-                 param.base_type, radius, by_shift, tuple(planes[src]), at)
+                 param.base_type, radius, by_shift, tuple(planes[src]), at, interior,
+                 poly_text(step))
+
+
+_BRANCHES = ("if_statement", "conditional_expression", "for_statement", "while_statement",
+             "do_statement", "switch_statement", "case_statement")
+
+
+def _not_every_plane(body: Node, read: Node) -> str:
+    """Why ``read`` may be skipped on some plane of the walk whose body is ``body`` (a
+    branch, a short-circuit operand or a ``continue`` before it); "" when it is made on
+    every plane."""
+    if any(n.type == "continue_statement" and n.start_byte < read.start_byte
+           for n in walk(body)):
+        return "comes after a `continue`"
+    node = read
+    while node.parent is not None and node.parent != body:
+        up = node.parent
+        if up.type in _BRANCHES:
+            return f"is under `{text(up).splitlines()[0][:50]}`"
+        parts = binary(up) if up.type == "binary_expression" else None
+        if parts is not None and parts[1] in ("&&", "||") and node == parts[2]:
+            return f"is the right side of `{text(up)[:50]}`"
+        node = up
+    return ""
 
 
 def inside_node(node: Node, outer: Node) -> bool:
@@ -293,23 +360,37 @@ def _emit(plan: Plan, w: ZWalk) -> None:
     ldg = w.elem in _LDG_TYPES
 
     def load(d: int) -> str:
-        sub = w.by_shift[d]
-        at = rw.render(sub.start_byte, sub.end_byte)
+        if d in w.by_shift:
+            sub = w.by_shift[d]
+            at = rw.render(sub.start_byte, sub.end_byte)
+        else:  # the point's plane, unread: the nearest read, moved by whole planes
+            near = min(w.by_shift, key=lambda e: (abs(e - d), e))
+            index = _index(w.by_shift[near])
+            at = (f"{w.src}[{rw.render(index.start_byte, index.end_byte)} + "
+                  f"({d - near}) * ({w.step})]")
         return f"__ldg(&{at})" if ldg else at
 
     zero = f"({w.elem})0"
+    lo = rw.text(w.start)
+    span, first = (f"{nz} - ({lo})", f"({lo}) + ") if w.interior else (nz, "")
     rw.insert(w.loop.start_byte, (
         f"// {zs} chunks of the {z} walk, one per grid z slice; the planes {z} - {r} .. "
         f"{z} + {r} of the column in a register queue\n"
-        f"  const {typ} wb_zchunk = ({nz} + {zs} - 1) / {zs};\n"
-        f"  const {typ} wb_z0 = ({typ})blockIdx.z * wb_zchunk;\n"
+        f"  const {typ} wb_zchunk = ({span} + {zs} - 1) / {zs};\n"
+        f"  const {typ} wb_z0 = {first}({typ})blockIdx.z * wb_zchunk;\n"
         f"  const {typ} wb_z1 = ({nz}) < wb_z0 + wb_zchunk ? ({nz}) : wb_z0 + wb_zchunk;\n"
         f"  {w.elem} wb_q[{slots}];\n  "))
     rw.replace(w.start, "wb_z0")
     rw.replace(w.bound, "wb_z1")
-    fill = "".join(f"      wb_q[{r + d}] = ({z} + {d} >= 0 && {z} + {d} < {nz}) ? "
-                   f"{load(d)} : {zero};\n".replace("+ -", "- ") for d in range(-r, r))
+
+    def planes_test(d: int, value: str) -> str:
+        # an interior walk: the kernel as written reads every queued plane (no test)
+        if w.interior:
+            return value
+        return f"({z} + {d} >= 0 && {z} + {d} < {nz}) ? {value} : {zero}".replace("+ -", "- ")
+    fill = "".join(f"      wb_q[{r + d}] = {planes_test(d, load(d))};\n" for d in range(-r, r))
     shift = "".join(f"      wb_q[{k}] = wb_q[{k + 1}];\n" for k in range(slots - 1))
+    top = load(r) if w.interior else f"{z} + {r} < {nz} ? {load(r)} : {zero}"
     body = w.loop.child_by_field_name("body")
     if body is not None and body.type != "compound_statement":
         rw.insert(body.start_byte, "{\n    ")
@@ -317,7 +398,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
     rw.insert(w.at.start_byte, (
         f"if ({z} == wb_z0) {{  // the chunk's first plane: the queue's lower planes\n{fill}"
         f"    }} else {{  // one plane up\n{shift}    }}\n"
-        f"    wb_q[{slots - 1}] = {z} + {r} < {nz} ? {load(r)} : {zero};\n    "))
+        f"    wb_q[{slots - 1}] = {top};\n    "))
     for n, d in w.reads:
         rw.replace(n, f"wb_q[{r + d}]")
     if ldg:
@@ -333,7 +414,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
         plan.grid[2] = zs
     else:
         plan.grid.append(zs)
-    size = plan.scalars.get(text(w.bound))
+    size = _planes(plan, w)
     plan.add_param(zs, {"kind": "choice", "values": [1, 2, 4, 8, 16], "default": 1,
                         "description": f"chunks of the {z} walk marched by separate blocks "
                                        f"(grid z), each refilling its {slots}-plane queue (as "
@@ -347,6 +428,30 @@ def _emit(plan: Plan, w: ZWalk) -> None:
               f"planes {z} - {r} .. {z} + {r} in a {slots}-register queue (one load per "
               f"plane; {len(w.reads)} reads become queue slots); {zs} chunks of {z} on the "
               "grid's z", w.loop)
+
+
+def _planes(plan: Plan, w: ZWalk) -> str | None:
+    """The number of planes the walk visits as a shape expression (None: not one of the
+    launch's scalars and constants)."""
+    if not w.interior:
+        return plan.scalars.get(text(w.bound))
+    parts: list[str] = []
+    for n in walk(w.bound):
+        if n.child_count:
+            continue
+        if n.type == "identifier":
+            value = int_value(n)
+            shape = plan.scalars.get(text(n)) if value is None else str(value)
+            if shape is None:
+                return None
+            parts.append(f"({shape})")
+        elif n.type == "number_literal" and int_value(n) is not None:
+            parts.append(str(int_value(n)))
+        elif text(n) in ("+", "-", "*", "(", ")"):
+            parts.append(text(n))
+        else:
+            return None
+    return f"({' '.join(parts)} - {int_value(w.start)})"
 
 
 def _read_only(sub: Node) -> Callable[[Rewriter], str]:
