@@ -482,6 +482,10 @@ def fresh_names(plan: Plan, wanted: list[str]) -> dict[str, str]:
 def lift_regtile(plan: Plan) -> bool:
     """Register tiling of a shared-memory tiled GEMM; False when the kernel is not of the
     family (or is, and the analysis refused it: the finding says why)."""
+    if not any(d.type == "declaration" and any(text(c) == "__shared__" for c in d.children)
+               for d in walk(plan.body)):
+        from workbench.templater.regtile_naive import lift_naive  # it imports this module
+        return lift_naive(plan)  # the product without shared tiles
     if not 1 <= len(plan.block) <= 3 or any(literal(b) != 1 for b in plan.block[2:]):
         return False
     side = square_side(rule_threads(plan.block[0]))
