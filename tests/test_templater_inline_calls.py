@@ -20,6 +20,7 @@ from typing import Any
 import held_back_unseen7
 import numpy as np
 import pytest
+from helpers_nvcc import needs_nvcc
 from helpers_templater import (
     COOPERATIVE_BLOCK,
     FULL_MATRIX,
@@ -31,8 +32,10 @@ from helpers_templater import (
     run_on_host,
 )
 from test_corpus_unseen3 import (
+    _SPILLS,
     _assert_same,
     _inputs,
+    _ptxas_log,
     _run,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -91,6 +94,19 @@ def test_rbf_gram_template_computes_what_the_kernel_as_written_computes(
         got = _run(kf, source, template.launch_for(config, env), _inputs(kf),
                    tmp_path / f"c{i}", host_flags)
         _assert_same(kf, got, want, f"lifted rbf_gram at {config}")
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_rbf_gram_at_its_last_corner_compiles_without_spills(tmp_path: Path) -> None:
+    kf = held_back_unseen7.SET.folder("rbf_gram")
+    template = offline_template(kf).template
+    corner = end_configs(template, kf.env("large", "fp32"))[-1]
+    assert (corner["BM"], corner["BN"], corner["TM"], corner["TN"]) == (128, 128, 8, 8)
+    log = _ptxas_log(template.render(corner, "fp32").source, tmp_path, "corner")
+    spills = _SPILLS.findall(log)
+    assert spills and all(s == ("0", "0") for s in spills), log
 
 
 # -- spellings of our own --------------------------------------------------------------------
