@@ -725,8 +725,22 @@ def _unit_text(unit: Node, hoisted: list[tuple[Node, str]], loop: str) -> TextFn
     def make(rw: Rewriter) -> str:
         loads = "".join(f"const auto {name} = {rw.render(h.start_byte, h.end_byte)}; "
                         for h, name in hoisted)
-        return f"{{ {loads}{loop} {{ {rw.render(unit.start_byte, unit.end_byte)} }}\n  }}"
+        return f"{{ {loads}{loop} {{ {_inside(rw, unit)} }}\n  }}"
     return make
+
+
+def _inside(rw: Rewriter, unit: Node) -> str:
+    """``unit``'s text with the edits inside it, but not the insertions at its two ends:
+    those stand before or after it (the window's closing brace where ``unit`` is the tap
+    loop's whole body, ``for (...) acc += ...;``), and the text around the unit's
+    replacement renders them once already."""
+    saved = rw.edits
+    rw.edits = [e for e in saved if e.start != e.end or
+                e.start not in (unit.start_byte, unit.end_byte)]
+    try:
+        return rw.render(unit.start_byte, unit.end_byte)
+    finally:
+        rw.edits = saved
 
 
 def _local_parts(decl: Node) -> tuple[str, Node, Node | None, str]:
@@ -844,7 +858,7 @@ def _live(data: bytes, slide: Slide, at: Callable[[], str]) -> str:
 
 def _plain(unit: Node) -> TextFn:
     def make(rw: Rewriter) -> str:
-        return rw.render(unit.start_byte, unit.end_byte)
+        return _inside(rw, unit)
     return make
 
 
