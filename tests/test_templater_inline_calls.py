@@ -500,3 +500,22 @@ def test_a_call_that_is_the_lone_body_of_an_if_is_inlined_as_a_block() -> None:
     assert "  if (n > 0)\n    {\n      // tile<64>(y, x, n): tile's body, inlined\n" \
         "      __shared__ float s[BS];\n" in text
     assert "      if (i < n) y[i] = s[threadIdx.x];\n    }\n  y[0] = 1.0f;\n" in text
+
+
+def test_a_callee_another_kernel_calls_stays_and_its_parameter_is_defined_apart() -> None:
+    source = """
+template <int TILE> __device__ void body(float* y);
+extern "C" __global__ void k(float* y) { body<32>(y); }
+extern "C" __global__ void k2(float* y) { body<64>(y); }
+template <int TILE> __device__ void body(float* y) {
+  __shared__ float s[TILE];
+  s[threadIdx.x % TILE] = 1.0f;
+  __syncthreads();
+  y[threadIdx.x] = s[0];
+}
+"""
+    done = inline_calls(source, "k", "k.cu")
+    assert done.findings[0].reason == "body<32> inlined into k: TILE = 32 (as BODY_TILE)"
+    assert "#define BODY_TILE 32\n" in done.text and "s[threadIdx.x % BODY_TILE]" in done.text
+    assert done.text.count("template <int TILE>") == 2  # the prototype and the definition
+    assert "extern \"C\" __global__ void k2(float* y) { body<64>(y); }" in done.text

@@ -69,6 +69,14 @@ class Site:
                 out.append(n.parent if n.parent.type == "template_declaration" else n)
         return out
 
+    def kept(self) -> bool:
+        """Whether something besides the kernel's call names the callee (another function
+        calls it): its definition then stays in the file."""
+        prototypes = self.prototypes()
+        return any(text(n) == self.name and not inside(n, self.entry) and
+                   not inside(n, self.outer) and not any(inside(n, p) for p in prototypes)
+                   for n in names_in(self.root))
+
 
 @dataclass(frozen=True)
 class Binding:
@@ -372,9 +380,10 @@ class _Binder:
 
 
 def _names_outside(site: Site) -> set[str]:
-    """Names the file uses outside the callee (a macro's text included): a ``#define`` of a
-    template parameter must not change them."""
-    spans = [site.outer, *site.prototypes()]
+    """Names the file uses outside the callee (a macro's text included), and the callee's
+    own where it stays in the file: a ``#define`` of a template parameter must not change
+    them."""
+    spans = [] if site.kept() else [site.outer, *site.prototypes()]
     names = {text(n) for n in names_in(site.root) if not any(inside(n, s) for s in spans)}
     for n in walk(site.root):
         if n.type == "preproc_arg":

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
-from workbench.templater.analysis import inside, text, walk
+from workbench.templater.analysis import text, walk
 from workbench.templater.inline_bind import (
     flat,
     names_in,
@@ -115,15 +115,12 @@ def _callee_edits(site: Site, binding: Binding) -> list[_Edit]:
     defined after it, or kept)."""
     defines = "\n".join(f"#define {n} {v}" for n, v in binding.defines)
     line = site.outer.start_point.row + 1
-    prototypes = site.prototypes()
-    others = [n for n in names_in(site.root) if text(n) == site.name and
-              not inside(n, site.entry) and not inside(n, site.outer) and
-              not any(inside(n, p) for p in prototypes)]
+    kept = site.kept()
     edits: list[_Edit] = []
     before = site.outer.start_byte < site.entry.start_byte
     data, outer = site.data, site.outer
-    if not others:
-        for p in prototypes:
+    if not kept:
+        for p in site.prototypes():
             edits.append(_Edit(p.start_byte, _line_end(data, p.end_byte)))
         if before and defines:
             edits.append(_Edit(outer.start_byte, outer.end_byte, defines, line))
@@ -132,7 +129,7 @@ def _callee_edits(site: Site, binding: Binding) -> list[_Edit]:
             if data[end:end + 1] == b"\n" and data[:outer.start_byte].endswith(b"\n\n"):
                 end += 1  # one blank line where it stood between two
             edits.append(_Edit(outer.start_byte, end))
-    if defines and (others or not before):
+    if defines and (kept or not before):
         top = site.entry
         while top.parent is not None and top.parent.type != "translation_unit":
             top = top.parent
