@@ -519,3 +519,30 @@ template <int TILE> __device__ void body(float* y) {
     assert "#define BODY_TILE 32\n" in done.text and "s[threadIdx.x % BODY_TILE]" in done.text
     assert done.text.count("template <int TILE>") == 2  # the prototype and the definition
     assert "extern \"C\" __global__ void k2(float* y) { body<64>(y); }" in done.text
+
+
+DEDUCED = """
+template <typename T, int THREADS = 128>
+__device__ void body(T* __restrict__ y, const T* __restrict__ x, T s, int n) {
+  int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i < n) y[i] = s * x[i];
+}
+extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ x, float s, int n) {
+  body(y, x, s, n);
+}
+"""
+
+
+def test_a_type_parameter_the_arguments_give_is_deduced_and_a_disagreement_refused() -> None:
+    done = inline_calls(DEDUCED, "k", "k.cu")
+    assert done.findings[0].reason == "body inlined into k: T = float (from y); THREADS = 128"
+    assert "  int i = blockIdx.x * THREADS + threadIdx.x;\n  if (i < n) y[i] = s * x[i];\n" \
+        in done.text
+    lifted = lift_kernel(DEDUCED, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n", "s": "2"})
+    assert {"BLOCK_THREADS", "VEC"} <= {p.name for p in lifted.params}, lifted.notes
+    two = DEDUCED.replace("float s, int n) {", "double s, int n) {")
+    refused = inline_calls(two, "k", "k.cu").findings[0]
+    assert not refused.applied and refused.line == 8
+    assert "T is deduced from the call's arguments and the arguments give double, float" in \
+        refused.reason

@@ -19,9 +19,10 @@ Legal only when (else refused with the reason and the line): the callee is defin
 file scope (no overloads or specialisations), not recursive, called once by the entry;
 called as a statement (a ``void`` callee; a ``return`` in it then must end the kernel too,
 so the call must be the kernel's last statement) or as one variable's initializer (its only
-``return`` its last statement); each template argument named at the call or defaulted (not
-deduced); pointer and reference parameters bound to plain identifiers; and its names
-neither captured by the entry's nor capturing them (:mod:`.inline_bind` binds them).
+``return`` its last statement); each template argument named at the call, defaulted, or (a
+type) deduced from arguments of known type; pointer and reference parameters bound to plain
+identifiers; and its names neither captured by the entry's nor capturing them
+(:mod:`.inline_site` binds them).
 """
 
 from __future__ import annotations

@@ -275,6 +275,9 @@ class _Binder:
         ints = _int_constants(site.root)
         for i, p in enumerate(params):
             arg = args[i] if i < len(args) else p.default
+            if arg is None and p.is_type and i >= len(args):
+                self._deduced(p.name)
+                continue
             if arg is None:
                 raise Refused(f"its template parameter {p.name} is deduced from the call's "
                               f"arguments; name it at the call ({site.name}<...>(...))",
@@ -303,6 +306,34 @@ class _Binder:
             if literal is not None and signed_int(p.type_key):
                 ints.add(name)
             self.told.append(f"{p.name} = {raw}" + (f" (as {name})" if name != p.name else ""))
+
+    def _deduced(self, name: str) -> None:
+        """A type parameter the call's arguments give: each parameter spelled ``T``, ``T*``
+        or ``T&`` (qualifiers aside) bound to a kernel variable of a known type says what
+        ``T`` is; they must agree, and one must say."""
+        site = self.site
+        given = site.call.child_by_field_name("arguments")
+        args = list(given.named_children) if given is not None else []
+        caller = declared_types(site.entry)
+        found: dict[str, Node] = {}
+        for p, arg in zip(call_params(site.fn), args, strict=False):
+            base = p.type_key.rstrip("*&")
+            has = caller.get(text(arg)) if arg.type == "identifier" else None
+            suffix = p.type_key[len(base):].replace("&", "")
+            if base != name or has is None or not has.endswith(suffix):
+                continue
+            found.setdefault(has[:len(has) - len(suffix)] if suffix else has, arg)
+        if len(found) != 1:
+            why = "no argument names it" if not found else \
+                f"the arguments give {', '.join(sorted(found))}"
+            raise Refused(f"its template parameter {name} is deduced from the call's arguments "
+                          f"and {why}; name it at the call ({site.name}<...>(...))", site.call)
+        kind, arg = next(iter(found.items()))
+        if "*" in kind or "&" in kind:
+            raise Refused(f"its template parameter {name} is deduced as the pointer type "
+                          f"{kind}: substituted, a const would move", arg)
+        self.subs[name] = kind
+        self.told.append(f"{name} = {kind} (from {text(arg)})")
 
     def params(self) -> None:
         """Call parameters: renamed to a plain-identifier argument where that keeps the
