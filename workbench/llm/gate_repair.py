@@ -62,18 +62,43 @@ class GatedProposal:
 def _rules_at_another_shape(space: SearchSpace, bad: Sequence[Config], found: Sequence[str],
                             gate: GateReport, shape: str, dtype: str) -> list[str]:
     """Rules for the configs that failed at one of the gate's other shapes and that the
-    rules ``found`` so far let through: keeping every config that passed anywhere where
-    a rule can, else only those that passed at that shape (the few defaults and extremes
-    run there; a config that passed at the check shape is then given up)."""
+    rules ``found`` so far let through. An extreme that failed there, one parameter moved
+    from the defaults that passed there, excludes that value (``P != v``): the shape's runs
+    say nothing else (a relation fitted to the check shape's passes, such as ``FAST_MATH <=
+    MIN_BLOCKS_PER_SM`` for pendulum_settle's FAST_MATH wrong at its large shape, kept most
+    of the value's configs, wrong there too). The rest: keeping every config that passed
+    anywhere where a rule can, else only those that passed at that shape (a config that
+    passed at the check shape is then given up)."""
     ruled = SearchSpace(space.params, [*space.constraints, *found], space.env)
     left = [c for c in bad if ruled.rejection(c) is None]
     if not left:
         return []
-    rules, unexplained = tighten(space, left, [*gate.passing_at(shape, dtype),
-                                               *gate.passing_configs(dtype)])
+    rules = _moved_values(left, gate.default_config, gate.passing_at(shape, dtype))
+    ruled = SearchSpace(space.params, [*space.constraints, *found, *rules], space.env)
+    left = [c for c in left if ruled.rejection(c) is None]
+    if not left:
+        return rules
+    more, unexplained = tighten(space, left, [*gate.passing_at(shape, dtype),
+                                              *gate.passing_configs(dtype)])
     if unexplained:
-        rules, _ = tighten(space, left, gate.passing_at(shape, dtype),
-                           prefer=gate.passing_configs(dtype))
+        more, _ = tighten(space, left, gate.passing_at(shape, dtype),
+                          prefer=gate.passing_configs(dtype))
+    return [*rules, *more]
+
+
+def _moved_values(bad: Sequence[Config], defaults: Config | None,
+                  passed: Sequence[Config]) -> list[str]:
+    """``P != v`` for each failing config that is the passing defaults with one parameter
+    ``P`` moved to ``v``."""
+    if defaults is None or defaults not in passed:
+        return []
+    rules: list[str] = []
+    for config in bad:
+        moved = [k for k in defaults if config.get(k) != defaults[k]]
+        if len(moved) == 1:
+            v = config[moved[0]]
+            rule = f"{moved[0]} != {int(v) if isinstance(v, bool) else v}"
+            rules += [rule] if rule not in rules else []
     return rules
 
 

@@ -58,6 +58,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.ilp_calls import callee_name, effect_free, loop_in_call
 from workbench.templater.ilp_exits import (
     SharedExit,
     keep_at_exit,
@@ -65,6 +66,7 @@ from workbench.templater.ilp_exits import (
     restore,
     shared_exit,
 )
+from workbench.templater.ilp_gridstride import OnceLoop, once_loop
 from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
 from workbench.templater.item_state import (
     CONTROL,
@@ -122,6 +124,8 @@ class _Scan:
     region: list[Node] = field(default_factory=list)  # the statements from the index on
     # loops on the item's state the items cannot share: each item runs them whole
     refused: list[LoopRefusal] = field(default_factory=list)
+    # top-level `if (C) { A...; return; }`: the item's own exit after its last actions
+    exit_returns: set[tuple[int, int]] = field(default_factory=set)
 
 
 def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
@@ -131,14 +135,19 @@ def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
         if stmt.type != "declaration":
             continue
         name, _d, value = declared_name(stmt)
-        if value is None:
-            continue
-        parts = terms(value)
-        offs = [t for _s, t in parts if block_offset(t, "x") is not None or
-                _blockdim_offset(t)]
-        if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
-                                                      for _s, t in parts):
-            return k, stmt, name, offs[0]
+        off = _index_offset(plan, value) if value is not None else None
+        if off is not None:
+            return k, stmt, name, off
+    return None
+
+
+def _index_offset(plan: Plan, value: Node) -> Node | None:
+    """The block-offset term of ``blockIdx.x * B + threadIdx.x`` (either order), else None."""
+    parts = terms(value)
+    offs = [t for _s, t in parts if block_offset(t, "x") is not None or _blockdim_offset(t)]
+    if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
+                                                  for _s, t in parts):
+        return offs[0]
     return None
 
 
@@ -171,6 +180,37 @@ def _guards(region: list[Node], index_items: set[str]) -> tuple[list[Node], list
     return returns, region
 
 
+def _exit_return(stmt: Node, items: set[str]) -> bool:
+    """``if (C) { A...; return; }`` on the item (no else; its one ``return``, with no value,
+    last; A leaves nothing else: no ``break``/``continue`` outside its own loops)."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None \
+            or _is_return_guard(stmt):
+        return False
+    cond, body = stmt.child_by_field_name("condition"), stmt.child_by_field_name("consequence")
+    if cond is None or body is None or body.type != "compound_statement" or \
+            not mentions(cond, items):
+        return False
+    inner = statements(body)
+    if not inner or inner[-1].type != "return_statement" or inner[-1].named_children:
+        return False
+    for n in walk(body):
+        if n.type == "return_statement" and n != inner[-1]:
+            return False
+        if n.type in ("break_statement", "continue_statement", "goto_statement") and \
+                not _owned_inside(n, body):
+            return False
+    return True
+
+
+def _owned_inside(jump: Node, body: Node) -> bool:
+    up = jump.parent
+    while up is not None and up != body:
+        if up.type in (*LOOPS, "switch_statement"):
+            return True
+        up = up.parent
+    return False
+
+
 def _is_return_guard(stmt: Node) -> bool:
     """``if (C) return;`` (no value, no else)."""
     if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
@@ -188,7 +228,9 @@ def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> 
         for n in walk(stmt):
             if n.type == "return_statement" and not any(n.start_byte >= r.start_byte and
                                                         n.end_byte <= r.end_byte
-                                                        for r in returns):
+                                                        for r in returns) and \
+                    not (n.parent is not None and n.parent.parent is not None and
+                         span(n.parent.parent) in scan.exit_returns):
                 raise Illegal("`return` other than a top-level `if (...) return;` guard", n)
             if n.type == "break_statement" and n.parent is not None and \
                     span(escape_if_of(n)) in scan.escape_ifs:
@@ -404,6 +446,8 @@ class _Render:
                 cond = stmt.child_by_field_name("condition")
                 assert cond is not None
                 test = self.plan.rw.text(cond)
+                if stmt.type == "for_statement":  # a grid-stride loop run once: its test
+                    test = f"({test})"
                 if (stmt.start_byte, stmt.end_byte) in self.final:
                     test = f"(!{test})"
                 # the item's remaining statements of this run must not execute either
@@ -413,6 +457,9 @@ class _Render:
                 pure = False
             elif span(stmt) in self.scan.escape_ifs:
                 body += self.exit_test(stmt, straight, indent + "    ")
+            elif span(stmt) in self.scan.exit_returns:
+                body.append(self.exit_return(stmt, indent + "    "))
+                pure = False
             else:
                 rendered = self.plan.rw.text(stmt)
                 body.append(indent + "    " + rendered + "\n")
@@ -448,6 +495,16 @@ class _Render:
                 "  // this item leaves the loop\n",
                 f"{indent}if ({LEAVE}) {{ " + " ".join(actions) + " }\n", *keep,
                 f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | {LEAVE};\n{indent}}}\n"]
+
+    def exit_return(self, stmt: Node, indent: str) -> str:
+        """``if (C) { A...; return; }`` -> the item does A and is done (its later statements
+        test its ``live`` flag)."""
+        cond, body = stmt.child_by_field_name("condition"), stmt.child_by_field_name("consequence")
+        assert cond is not None and body is not None
+        actions = "".join(f"{indent}  {self.plan.rw.text(a)}\n"
+                          for a in _statements_with_comments(body)[:-1])
+        return (f"{indent}if {self.plan.rw.text(cond)} {{\n{actions}"
+                f"{indent}  {LIVE}[{IT}] = false; continue;  // this item is done\n{indent}}}\n")
 
     def array_declaration(self, stmt: Node) -> tuple[str, list[str]]:
         """``float x = a, y = b;`` -> (``float x[N] = {}, y[N] = {};``, [``x[it] = a;``...])."""
@@ -518,17 +575,29 @@ def apply_ilp(plan: Plan) -> bool:
     if len(plan.block) != 1 or NAME in plan.params:
         return False
     found = _index_declaration(plan)
+    once: OnceLoop | None = None
     if found is None:
-        return False
+        try:  # a grid-stride loop the launch runs once per thread: the guarded item it is
+            once = once_loop(plan, lambda value: _index_offset(plan, value))
+        except Illegal as exc:
+            plan.note(NAME, False, f"items with independent state: {exc.reason}",
+                      exc.node)
+            return False
+        if once is None:
+            return False
+        off = _index_offset(plan, once.start)
+        assert off is not None
+        found = (once.position, once.decl, once.index, off)
     k, decl, index, off = found
     stmts = statements(plan.body)
     try:
-        scan, returns, arrays, region = _analyse(plan, stmts, k, index)
+        scan, returns, arrays, region = _analyse(plan, stmts, k, index, once)
     except Illegal as exc:
         plan.note(NAME, False, f"items with independent state: {exc.reason}",
                   exc.node or decl)
         return False
-    if not scan.compute_loops:
+    called = _called_loops(plan, region, scan.items) if not scan.compute_loops else []
+    if not scan.compute_loops and not called:
         for refusal in scan.refused:  # why the loop on the item's state is not shared
             plan.note(NAME, False, f"items with independent state: the loop at line "
                       f"{line(refusal.loop)} is not shared: {refusal}", refusal.node)
@@ -553,11 +622,12 @@ def apply_ilp(plan: Plan) -> bool:
         if n.type == "identifier" and text(n) in arrays and n.parent is not None and \
                 not _is_declarator_name(n):
             plan.rw.replace(n, f"{text(n)}[{IT}]")
-    render = _Render(plan, scan, arrays, returns, guarded=bool(returns))
+    exits = bool(returns) or bool(scan.exit_returns)
+    render = _Render(plan, scan, arrays, returns, guarded=exits)
     start, end = stmts[k].start_byte, stmts[-1].end_byte
     live = (f"bool {LIVE}[{NAME}];  // items still running (the guard below)\n"
             f"#pragma unroll\n  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {LIVE}[{IT}] = true;\n  "
-            if returns else "")
+            if exits else "")
     plan.rw.replace_span(start, end, make=lambda rw: live + render.block(region, "  ").lstrip())
     # 1 to 8 items: the practice for compute-bound per-element kernels (each item keeps its
     # locals in registers; past 8 the registers of a long loop body spill or cap occupancy),
@@ -576,13 +646,35 @@ def apply_ilp(plan: Plan) -> bool:
         # within the 2048 threads' worth of an SM's registers (past it, the items spill)
         block = plan.block[0] if " " not in plan.block[0] else f"({plan.block[0]})"
         plan.constrain(f"{block} * {NAME} <= 2048")
+    work = f"{len(scan.compute_loops)} {INTERLEAVE}" if scan.compute_loops else \
+        "the items' calls of " + ", ".join(f"`{callee_name(c)}` (its loop at line {line(lp)})"
+                                           for c, lp in called) + \
+        " run in one unrolled loop over the items"
     plan.note(NAME, True, f"{len(arrays)} item-dependent local(s) ({', '.join(sorted(arrays))})"
-              f" get one copy per item; {len(scan.compute_loops)} {INTERLEAVE}" +
+              f" get one copy per item; {work}" +
               "".join(f"; the {e.kind} loop at line {line(e.loop)} is left by each item on its"
                       f" own ({'a select keeps' if e.straight else 'a branch skips'} an item"
                       " that left)" for e in own), decl)
-    _unroll_knobs(plan, scan)
+    if scan.compute_loops:
+        _unroll_knobs(plan, scan)
     return True
+
+
+def _called_loops(plan: Plan, region: list[Node], items: set[str]) -> list[tuple[Node, Node]]:
+    """(call, loop) for each call in an item's statement of a file function whose loop is
+    the item's work (``x = kepler<24>(m, e)``, a series in a helper): straight-line in the
+    kernel, so wrapping would apply, but the work per item is a loop the compiler inlines;
+    the items' calls in one unrolled loop are independent chains it may interleave."""
+    out = []
+    for stmt in region:
+        if not is_item_stmt(stmt, items):
+            continue
+        for n in walk(stmt):
+            if n.type == "call_expression" and mentions(n, items):
+                loop = loop_in_call(plan.source, n)
+                if loop is not None:
+                    out.append((n, loop))
+    return out
 
 
 def _region_nodes(body: Node, start: int, end: int) -> list[Node]:
@@ -605,7 +697,7 @@ def _offset_divisor(off: Node) -> Node:
     return strip(parts[2] if builtin(parts[0], "blockIdx") == "x" else parts[0])
 
 
-def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
+def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop | None = None
              ) -> tuple[_Scan, list[Node], set[str], list[Node]]:
     bad = sorted(c for c in calls(plan.body) if c.startswith(_WARP))
     if bad:
@@ -613,11 +705,14 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
     if any(d.is_shared for d in plan.facts.defs.values()):
         raise Illegal("the block shares __shared__ memory")
     purity = device_purity(plan.source)
+    free = effect_free(plan.source)
     for n in walk(plan.body):
-        callee = n.child_by_field_name("function") if n.type == "call_expression" else None
-        if callee is not None and purity.get(text(callee)) is not None:
-            # its effects would run once per thread where shared, or interleaved across items
-            raise Illegal(f"the kernel calls {why_not_pure(plan.source, text(callee))}", n)
+        callee = callee_name(n) if n.type == "call_expression" else None
+        if callee is not None and purity.get(callee) is not None and free.get(callee):
+            # its effects would run once per thread where shared, or interleaved across
+            # items (a call free of effects runs per live item: safe_when_done guards it)
+            raise Illegal(f"the kernel calls {why_not_pure(plan.source, callee)}; it is not "
+                          f"free of effects either: {free[callee]}", n)
     uses = [n for n in walk(plan.body) if builtin(n, "blockIdx") == "x" and
             n.type == "field_expression"]
     if len(uses) != 1:
@@ -625,13 +720,20 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
     if any(builtin(n, "blockIdx") in ("y", "z") for n in walk(plan.body)):
         raise Illegal("the kernel reads blockIdx.y/z")
     d = plan.facts.defs.get(index)
-    if d is None or d.assigned:
+    if d is None or (d.assigned and once is None):  # (once_loop: only its step assigns it)
         raise Illegal(f"the index `{index}` is reassigned", stmts[k])
     for stmt in stmts[:k]:
         for n in walk(stmt):
             if n.type in ("assignment_expression", "update_expression", "return_statement"):
                 raise Illegal(f"`{text(n)[:60]}` runs before the index is known", n)
-    returns, region = _guards(stmts[k:], {index})
+    if once is not None:  # `T i = g; if (i < n) BODY`: the loop's test is the final guard
+        body = once.loop.child_by_field_name("body")
+        assert body is not None
+        inner = _statements_with_comments(body) if body.type == "compound_statement" \
+            else [body]
+        returns, region = [once.loop], [once.decl, once.loop, *inner]
+    else:
+        returns, region = _guards(stmts[k:], {index})
     plain = [s for s in region if not any(s == r for r in returns)]
     local_arrays = frozenset(d.name for d in plan.facts.defs.values()
                              if not d.is_pointer and not d.is_shared)
@@ -662,6 +764,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str
         else:
             shapes.append(found)
     scan = _Scan(index, items, region=region, refused=refused)
+    scan.exit_returns = {span(s) for s in plain if _exit_return(s, items)}
     scan.escapes = set(escapes)
     scan.escape_ifs = {span(i) for _loop, ifs in escapes.values() for i in ifs} | \
         {span(i) for shape in shapes for i in shape.exits}

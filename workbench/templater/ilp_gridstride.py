@@ -1,0 +1,197 @@
+"""A grid-stride loop that the launch runs at most once per thread, read as the guarded item
+it is, so items with independent state (:mod:`.ilp`) apply to it.
+
+``for (T i = blockIdx.x * B + threadIdx.x; i < n; i += S) BODY`` with ``S`` every thread of
+the grid (``blockDim.x * gridDim.x``, ``B * gridDim.x``, in either order, through a
+``const`` local holding it) launched on ``ceil_div(n, B)`` blocks of ``B`` threads: the
+first ``i`` of a thread is below ``gridDim.x * B``, the next at least ``S = gridDim.x * B >=
+n``, so the loop runs ``BODY`` once where ``i < n`` and never again; it means exactly
+``T i = blockIdx.x * B + threadIdx.x; if (i < n) BODY``. Authors write the loop so any grid
+covers the data; the folder's launch rule says which grid runs. Legal only where the analysis
+shows it (each refusal names the line): the loop is the body's last statement, its bound is
+a kernel argument the grid's ``ceil_div`` divides (the same shape, the same block size), the
+body neither assigns ``i`` nor leaves the loop (``break``/``continue``), and ``gridDim`` is read
+only by the step. Pure functions of the parse.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    LOOPS,
+    binary,
+    builtin,
+    declared_name,
+    int_value,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.item_state import assigned_names, statements
+from workbench.templater.plan import Plan
+from workbench.templater.rules import scale_divisor
+from workbench.templater.vector import Illegal
+
+
+@dataclass(frozen=True)
+class OnceLoop:
+    """The loop, its index declaration (the initializer), its test, and the statement's
+    position among the body's top-level statements."""
+
+    loop: Node
+    decl: Node
+    index: str
+    start: Node
+    cond: Node
+    position: int
+
+
+def once_loop(plan: Plan, index_start: object) -> OnceLoop | None:
+    """The body's last statement when it is a grid-stride loop whose initializer
+    ``index_start`` (a callable: value node -> block-offset node or None) accepts; None when
+    it is no such loop; raises :class:`Illegal` (with the line) where it is one the launch
+    may run more than once, or whose body is not one item's work."""
+    stmts = statements(plan.body)
+    if not stmts or stmts[-1].type != "for_statement":
+        return None
+    loop = stmts[-1]
+    init = loop.child_by_field_name("initializer")
+    cond = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or init.type != "declaration" or cond is None or update is None:
+        return None
+    index, _d, start = declared_name(init)
+    if start is None or not callable(index_start) or index_start(start) is None:
+        return None
+    if not _grid_step(plan, update, index):
+        return None  # not a grid-stride loop (a walk of its own: other transforms)
+    bound = _bound(cond, index)
+    if bound is None:
+        raise Illegal(f"the grid-stride loop's test `{text(cond)}` is not `{index} < n`", loop)
+    _covered(plan, bound, loop)
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    if index in assigned_names(body):
+        raise Illegal(f"the grid-stride loop's body assigns its index `{index}`", loop)
+    for n in walk(body):
+        if n.type in ("break_statement", "continue_statement") and _owner(n) == loop:
+            raise Illegal(f"`{text(n)}` leaves the grid-stride loop (its trip is the item)", n)
+    readers = [n for n in walk(plan.body) if builtin(n, "gridDim") is not None and
+               not _inside(n, update) and not _in_stride_local(plan, n)]
+    if readers:
+        raise Illegal("the kernel reads gridDim other than in the grid-stride step",
+                      readers[0])
+    return OnceLoop(loop, init, index, start, cond, len(stmts) - 1)
+
+
+def _owner(jump: Node) -> Node | None:
+    up = jump.parent
+    while up is not None and up.type not in (*LOOPS, "switch_statement"):
+        up = up.parent
+    return up
+
+
+def _inside(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _bound(cond: Node, index: str) -> Node | None:
+    parts = binary(cond)
+    if parts is None or parts[1] != "<" or text(strip(parts[0])) != index:
+        return None
+    return strip(parts[2])
+
+
+def _is_total_threads(plan: Plan, node: Node) -> bool:
+    """``node`` is the grid's thread count: gridDim.x times the block (blockDim.x or the
+    launch's literal block size), in either order, under casts."""
+    parts = binary(node)
+    if parts is None or parts[1] != "*":
+        return False
+    left, _op, right = parts
+    return any(builtin(a, "gridDim") == "x" and is_block(plan, b)
+               for a, b in ((left, right), (right, left)))
+
+
+def is_block(plan: Plan, node: Node) -> bool:
+    """``node`` is the block's size: ``blockDim.x``, or the launch's block (its literal, or
+    the literal a lifted block size stands for)."""
+    if builtin(node, "blockDim") == "x":
+        return True
+    if not plan.block:
+        return False
+    block = plan.block[0]
+    value = int_value(node)
+    lifted = plan.params.get(block)
+    written = int(lifted.spec["default"]) if lifted is not None else \
+        int(block) if block.isdigit() else None
+    return text(strip(node)) == block or (value is not None and value == written)
+
+
+def _stride_local(plan: Plan, node: Node) -> Node | None:
+    """The declaration of a never-assigned local ``node`` names whose value is the grid's
+    thread count."""
+    node = strip(node)
+    if node.type != "identifier":
+        return None
+    d = plan.facts.defs.get(text(node))
+    if d is None or d.assigned or d.value is None or d.is_pointer or d.is_shared:
+        return None
+    return d.decl if _is_total_threads(plan, d.value) else None
+
+
+def _in_stride_local(plan: Plan, node: Node) -> bool:
+    """``node`` sits in the initializer of a const local holding the grid's thread count."""
+    up = node.parent
+    while up is not None and up.type != "declaration":
+        up = up.parent
+    if up is None:
+        return False
+    name, _d, value = declared_name(up)
+    d = plan.facts.defs.get(name)
+    return value is not None and d is not None and not d.assigned and \
+        _is_total_threads(plan, value)
+
+
+def _grid_step(plan: Plan, update: Node, index: str) -> bool:
+    """``index += S`` (or ``index = index + S``) with S the grid's thread count."""
+    if update.type != "assignment_expression":
+        return False
+    left, right = update.child_by_field_name("left"), update.child_by_field_name("right")
+    op = text(update.child_by_field_name("operator"))
+    if left is None or right is None or text(strip(left)) != index:
+        return False
+    if op == "=":
+        parts = binary(right)
+        if parts is None or parts[1] != "+":
+            return False
+        if text(strip(parts[0])) == index:
+            right = parts[2]
+        elif text(strip(parts[2])) == index:
+            right = parts[0]
+        else:
+            return False
+    elif op != "+=":
+        return False
+    return _is_total_threads(plan, strip(right)) or _stride_local(plan, right) is not None
+
+
+def _covered(plan: Plan, bound: Node, loop: Node) -> None:
+    """The launch's grid is ``ceil_div(N, B)`` with N the shape ``bound`` is launched with
+    and B the block: the grid's threads cover the bound, so no thread takes a second trip."""
+    name = text(bound)
+    shape = plan.scalars.get(name)
+    block = plan.block[0] if plan.block else ""
+    if shape is None or len(plan.grid) != 1 or not block:
+        raise Illegal(f"the grid-stride loop's bound `{name}` is not a kernel argument the "
+                      "1-D grid is known to cover", loop)
+    rule = scale_divisor(plan.grid[0], block, block)  # (X + L - 1) // L read as ceil_div
+    want = f"ceil_div({shape}, {block})"
+    if rule is None or ast.dump(ast.parse(rule, mode="eval")) != \
+            ast.dump(ast.parse(want, mode="eval")):
+        raise Illegal(f"the grid `{plan.grid[0]}` is not {want}: a thread may take more than "
+                      "one trip of the grid-stride loop", loop)
