@@ -9,8 +9,9 @@ two spellings of our own: a 'valid' convolution (no padding test: the interior i
 live) with the input channels a kernel argument, the filter in global memory, a channel
 row pointer and the index ``blockDim.x * blockIdx.x + threadIdx.x``; and a 'same' one whose
 read lies on the false side of ``(src < 0 || src >= len) ? 0.0f : in[...]``, a
-``__constant__`` 3-D filter, ``#define`` and ``constexpr`` sizes, an early return and the
-output channel on grid z. Each gives the kernel's outputs bit for bit on the host (g++) at
+``__constant__`` 3-D filter, ``#define`` and ``constexpr`` sizes, an early return, the
+author's ``#pragma unroll`` on the channel loop (it goes with each copy) and the output
+channel on grid z. Each gives the kernel's outputs bit for bit on the host (g++) at
 the default, the all-ends corners and a sampled config, with the number of threads that took
 the interior copy counted and compared with the count the window's extent gives; ptxas -v at
 the corners: no spills. Conditions the thread cannot test before the loop are refused with
@@ -87,6 +88,7 @@ extern "C" __global__ void k(float* out, const float* in, int len) {
   int och = blockIdx.z;
   if (pos >= len) return;
   float total = 0.25f;
+#pragma unroll
   for (int ic = 0; ic < IN_CH; ic++) {
     for (int tap = 0; tap < KS; tap++) {
       int src = pos - HALF + tap;
@@ -154,6 +156,8 @@ def test_the_spellings_lift_an_interior_copy() -> None:
     # the read on the false side: the condition known false in the interior copy
     assert "(false && ((src[wb_u] < 0 || src[wb_u] >= len))) ? 0.0f : wb_win[" in same.source
     assert "&& !((((int)((pos * T_ITEMS + wb_ur) - HALF + tap)) < 0 || " in same.source
+    # the author's pragma on the channel loop stays with it in each copy
+    assert same.source.count("#pragma unroll\n  for (int ic = 0; ic < IN_CH; ic++)") == 2
 
 
 _ONE = """

@@ -114,12 +114,14 @@ def open_copies(plan: Plan, slide: Slide, outer: Node, copy: Copy, flag: str,
     each condition on the way to the read known true in the interior copy. Call before the
     window's own text is inserted at the tap loop (the test encloses it where the tap loop
     is ``outer``), and :func:`close_copies` after it."""
+    start = _pragma_start(outer)
+
     def opening(rw: Rewriter) -> str:
         if copy.interior:
             return ""  # the interior copy's own rendering of this span
         copy.interior = True
         try:
-            fast = rw.render(outer.start_byte, outer.end_byte)
+            fast = rw.render(start, outer.end_byte)
         finally:
             copy.interior = False
         return (f"{{  // the window inside the signal: the loop without its tests\n"
@@ -127,7 +129,7 @@ def open_copies(plan: Plan, slide: Slide, outer: Node, copy: Copy, flag: str,
                 f"    {flag} = {flag} && {checks};\n  }}\n"
                 f"  if ({flag}) {{\n{fast}\n  }} else {{\n")
 
-    plan.rw.replace_span(outer.start_byte, outer.start_byte, make=opening)
+    plan.rw.replace_span(start, start, make=opening)
     for cond, holds in slide.conds:
         plan.rw.replace_span(cond.start_byte, cond.start_byte,
                              make=_interior_only(copy, "(true || (" if holds else "(false && ("))
@@ -138,6 +140,15 @@ def _interior_only(copy: Copy, words: str) -> TextFn:
     def make(_rw: Rewriter) -> str:
         return words if copy.interior else ""
     return make
+
+
+def _pragma_start(loop: Node) -> int:
+    """Where ``loop`` starts with the author's ``#pragma`` line before it (it goes with
+    each copy)."""
+    prev = loop.prev_sibling
+    if prev is not None and prev.type == "preproc_call" and text(prev).startswith("#pragma"):
+        return prev.start_byte
+    return loop.start_byte
 
 
 def close_copies(plan: Plan, outer: Node, copy: Copy) -> None:
