@@ -370,7 +370,7 @@ class _Binder:
                     not addressed(site.entry, raw) and raw not in referenced:
                 self.subs[p.name] = raw
                 continue
-            self.copies.append((p, raw))
+            self.copies.append((p, text(arg)))  # as written: evaluated once, here
 
     def locals(self) -> None:
         """The callee's locals (and its parameters bound to locals) renamed where the kernel
