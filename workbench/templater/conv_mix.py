@@ -27,7 +27,11 @@ the constant 0. Two unroll knobs go with it (known practice for these loops; any
 correct, 0 is the compiler's choice, as written): ``MIX_UNROLL`` on the outermost loop around
 the accumulation (the input channels), ``TAP_UNROLL`` unrolling whole the loops of known
 trips inside it (the taps); with both and a constant first channel, a filter indexed by the
-loop counters is read at constant places (an operand of the multiply-add, no load).
+loop counters is read at constant places (an operand of the multiply-add, no load). With
+T_ITEMS (:mod:`.conv_mix_window`) the window's tap loop is unrolled whole in every config
+(no knob: its slots are registers only at constant indices), and the loop around the taps
+gets an interior copy without the items' checks and the padding tests, run by the threads
+whose whole window passes them (:mod:`.conv_mix_interior`).
 
 Legal only where the analysis shows (refusals name the line): ``blockIdx.d`` read once, in
 the declaration of ``o``, never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;

@@ -26,7 +26,9 @@ that reads it (``u = max(0, j - K + 1)``, tap ``k = lo + j - u``) is live and pa
 read's conditions (they depend on ``t + k`` only: the same for every item reading the slot),
 so nothing is read that the kernel as written does not read. The read becomes the slot
 ``u + k - lo``: each output sums the same values in the same order, bit for bit. The grid's
-x divides by ``B * T_ITEMS``; ``T_ITEMS = 1`` is the kernel as written.
+x divides by ``B * T_ITEMS``; ``T_ITEMS = 1`` is the kernel as written. Where the thread
+can test its whole window before the loop around the taps, that loop is written twice: an
+interior copy with the checks known true and the general one (:mod:`.conv_mix_interior`).
 """
 
 from __future__ import annotations
