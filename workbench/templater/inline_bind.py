@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from workbench.core.cuda_source import function_definitions
 from workbench.templater.analysis import text, walk
 
 #: Spellings of one integer type, read as one (``unsigned`` is ``unsigned int``).
@@ -280,3 +281,38 @@ def words(raw: str, subs: Mapping[str, str]) -> str:
         return raw
     pattern = re.compile(r"\b(" + "|".join(map(re.escape, subs)) + r")\b")
     return pattern.sub(lambda m: subs[m[1]], raw)
+
+
+def int_constants(root: Node) -> set[str]:
+    """Names of ``int`` constants: macros defined once as a plain ``int`` literal, and
+    ``const``/``constexpr int`` with a literal value."""
+    values: dict[str, list[str]] = {}
+    for n in walk(root):
+        if n.type == "preproc_def":
+            value = re.sub(r"//[^\n]*|/\*.*?\*/", "", text(n.child_by_field_name("value")),
+                           flags=re.S).strip().strip("()").strip()
+            values.setdefault(text(n.child_by_field_name("name")), []).append(value)
+    ints = {k for k, v in values.items()
+            if len(v) == 1 and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", v[0])}
+    for decl in walk(root):
+        if decl.type != "declaration" or not {"const", "constexpr"} & {
+                text(c) for c in decl.children}:
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            init = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            if init is not None and init.type == "number_literal" and text(init).isdigit() and \
+                    type_key(decl.child_by_field_name("type"), d) == "int":
+                ints.add(text(d.child_by_field_name("declarator")))
+    return ints
+
+
+def file_scope_names(root: Node) -> set[str]:
+    """Macros, functions and file-scope declarations: what a callee may read by name."""
+    names = {n for n, _ in function_definitions(root)}
+    for top in root.children:
+        for n in walk(top):
+            if n.type in ("preproc_def", "preproc_function_def"):
+                names.add(text(n.child_by_field_name("name")))
+        if top.type == "declaration":
+            names |= set(declared(top))
+    return names

@@ -23,8 +23,10 @@ from workbench.templater.inline_bind import (
     callee_name,
     declared,
     declared_types,
+    file_scope_names,
     flat,
     fresh,
+    int_constants,
     integer_literal,
     names_in,
     signed_int,
@@ -32,7 +34,6 @@ from workbench.templater.inline_bind import (
     statements,
     template_arguments,
     template_params,
-    type_key,
     words,
     written,
 )
@@ -272,7 +273,7 @@ class _Binder:
             raise Refused(f"the call names {len(args)} template arguments for {len(params)} "
                           "parameters", site.call)
         outside = _names_outside(site)
-        ints = _int_constants(site.root)
+        ints = int_constants(site.root)
         for i, p in enumerate(params):
             arg = args[i] if i < len(args) else p.default
             if arg is None and p.is_type and i >= len(args):
@@ -384,7 +385,7 @@ class _Binder:
         avoid = {text(n) for n in names_in(site.entry)} | set(self.subs.values()) | \
             {d for d, _ in self.defines}
         taken = {text(n) for n in names_in(site.root)} | avoid
-        file_names = _file_scope_names(site.root)
+        file_names = file_scope_names(site.root)
         copied = [p.name for p, _ in self.copies]
         renamed: list[str] = []
         for name in [*own, *copied]:
@@ -419,39 +420,4 @@ def _names_outside(site: Site) -> set[str]:
     for n in walk(site.root):
         if n.type == "preproc_arg":
             names |= set(re.findall(r"[A-Za-z_]\w*", text(n)))
-    return names
-
-
-def _int_constants(root: Node) -> set[str]:
-    """Names of ``int`` constants: macros defined once as a plain ``int`` literal, and
-    ``const``/``constexpr int`` with a literal value."""
-    values: dict[str, list[str]] = {}
-    for n in walk(root):
-        if n.type == "preproc_def":
-            value = re.sub(r"//[^\n]*|/\*.*?\*/", "", text(n.child_by_field_name("value")),
-                           flags=re.S).strip().strip("()").strip()
-            values.setdefault(text(n.child_by_field_name("name")), []).append(value)
-    ints = {k for k, v in values.items()
-            if len(v) == 1 and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", v[0])}
-    for decl in walk(root):
-        if decl.type != "declaration" or not {"const", "constexpr"} & {
-                text(c) for c in decl.children}:
-            continue
-        for d in decl.children_by_field_name("declarator"):
-            init = d.child_by_field_name("value") if d.type == "init_declarator" else None
-            if init is not None and init.type == "number_literal" and text(init).isdigit() and \
-                    type_key(decl.child_by_field_name("type"), d) == "int":
-                ints.add(text(d.child_by_field_name("declarator")))
-    return ints
-
-
-def _file_scope_names(root: Node) -> set[str]:
-    """Macros, functions and file-scope declarations: what a callee may read by name."""
-    names = {n for n, _ in function_definitions(root)}
-    for top in root.children:
-        for n in walk(top):
-            if n.type in ("preproc_def", "preproc_function_def"):
-                names.add(text(n.child_by_field_name("name")))
-        if top.type == "declaration":
-            names |= set(declared(top))
     return names
