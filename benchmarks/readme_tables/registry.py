@@ -68,6 +68,19 @@ def _stage1(r: Result) -> str:
     return head + "\n\n" + stage1_corpus.markdown(r.doc)
 
 
+def _stage1_probe(r: Result) -> str:
+    """Results of gpu_checks/*_probe.py: named configs of a lift and of the expert, timed in one
+    run at one shape (each group's entries that carry a median)."""
+    rows = [[group, name, json.dumps(e.get("config", {}), sort_keys=True), e.get("status"),
+             e.get("median_us"), e.get("regs"), e.get("speedup")]
+            for group, entries in r.doc.items() if isinstance(entries, dict)
+            for name, e in entries.items() if isinstance(e, dict) and "median_us" in e]
+    head = (f"`{r.doc.get('kernel')}` at `{r.doc.get('shape')}` ({r.doc.get('dtype')}); "
+            "speedup over the kernel as written in the same run")
+    return head + "\n\n" + core.table(
+        ["route", "variant", "config", "status", "median us", "registers", "speedup"], rows)
+
+
 def _lab_latency(r: Result) -> str:
     """Results of benchmarks/lab_latency.py: p50/p99/max per endpoint and phase."""
     rows = [[phase, endpoint, v.get("n"), v.get("p50_ms"), v.get("p99_ms"), v.get("max_ms")]
@@ -198,6 +211,8 @@ RENDERERS: dict[str, Renderer] = {
     "stage1_corpus": Renderer("Stage 1 on the corpus: templater vs expert",
                               lambda results: stage1_summary.render(results) + "\n\n"
                               + _each(_stage1)(results)),
+    "stage1_probe": Renderer("Stage 1 probes: named configs of a lift against its expert",
+                             _each(_stage1_probe)),
     "lab_latency": Renderer("Lab endpoints' latency beside hostile inits", _each(_lab_latency)),
     "panel_lab_browser": Renderer("Sidebar on a 60k-trial store and five panels open, in "
                                   "JupyterLab and Chromium", _each(_lab_browser)),
