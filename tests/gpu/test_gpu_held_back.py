@@ -1,8 +1,8 @@
 """GPU tier for the held-back compute corpora (benchmarks/corpus_compute_unseen3 to
-corpus_compute_unseen8): on the device, each plain kernel passes its reference.py at the check shape and runs at least 20 us at
-every timed shape (so its timings are not launch overhead), and each expert template is
-correct at the configs the host simulation checks (tests/test_corpus_unseen3.py,
-tests/test_held_back_host.py) and at every all-ends config.
+corpus_compute_unseen8): on the device, each plain kernel passes its reference.py at the
+check shape and runs at least 20 us at every timed shape (so its timings are not launch
+overhead), and each expert template is correct at the configs the host simulation checks
+(tests/test_corpus_unseen3.py, tests/test_held_back_host.py) and at every all-ends config.
 Run on the GPU machine:
 ``python -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_gpu_held_back.py``."""
 
