@@ -69,7 +69,7 @@ def test_lane_regs_preload_the_item_invariant_reads(tmp_path: Path) -> None:
     assert _knobs(result)["LANE_REGS"]["values"] == [0, 1]
     # the 9 taps of the channel as a 3 x 3 register array, filled before the items loop
     assert "float wb_taps_r0[3][3];" in source
-    assert source.index("wb_taps_r0[(dy) - (-1)][(dx) - (-1)] = wb_lv_gather(&(wb_taps_via[") < \
+    assert source.index("wb_taps_r0[(dy) - (-1)][(dx) - (-1)] = wb_lv_tab_taps(&(wb_taps_via[") < \
         source.index("for (int wb_outer_item")
     assert "* wb_taps_lane0(dy, dx);" in source and "wb_bias_lane1()" in source
 
@@ -93,7 +93,7 @@ def test_a_two_index_table_in_a_for_loop_gets_lane_regs(tmp_path: Path) -> None:
     assert _knobs(result)["LANE_REGS"]["default"] == 0, result.notes
     lifted = result.lifted.source
     assert "float wb_w3_r0[3];" in lifted
-    assert "wb_w3_r0[(t) - (0)] = wb_lv_gather(&(wb_w3_via[t][lane]));" in lifted
+    assert "wb_w3_r0[(t) - (0)] = wb_lv_tab_w3(&(wb_w3_via[t][lane]));" in lifted
     assert "acc += wb_w3_lane0(t) * " in lifted  # the read of in: as written or windowed
 
 

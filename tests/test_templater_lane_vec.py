@@ -139,12 +139,17 @@ def test_a_lane_owns_lane_vec_channels(name: str, block: tuple[str, ...], lane: 
 
 def test_global_accesses_are_vectors_and_constant_tables_gathered(tmp_path: Path) -> None:
     """act64: src, gain and dst through one vector access each; scale and shift entry by
-    entry (constant memory's 4-byte alignment); fminf / fmaxf channel by channel."""
+    entry from constant memory (4-byte aligned), as one vector from CONST_VIA's 16-byte
+    aligned shared copy; fminf / fmaxf channel by channel."""
     _kf, result = _lift("act64", tmp_path)
     source = result.lifted.source
     for access in ("src[base + lane]", "gain[lane]", "dst[base + lane]"):
         assert f"(*wb_lv_ptr(&({access})))" in source, access
-    assert "wb_lv_gather(&(wb_scale_via[lane]))" in source
+    assert "wb_lv_tab_scale(&(wb_scale_via[lane]))" in source
+    assert "#if CONST_VIA == 1 && LANE_VEC > 1  // the 16-byte aligned shared copy of scale\n" \
+        "#define wb_lv_tab_scale(p) (*wb_lv_ptr(p))\n#else\n" \
+        "#define wb_lv_tab_scale(p) wb_lv_gather(p)\n#endif" in source
+    assert "alignas(16) __shared__ float wb_scale_s[64];" in source
     assert "wb_lv_float v = " in source
     assert "wb_lv_fminf(wb_lv_fmaxf(v, 0.0f), 6.0f)" in source
     assert "#define wb_lv_fmaxf fmaxf" in source  # LANE_VEC = 1: the call as written
@@ -221,18 +226,28 @@ def test_the_2d_spelling_does_not_spill_at_its_last_corner(tmp_path: Path) -> No
 @pytest.mark.timeout(300)
 def test_four_channels_a_lane_are_one_16_byte_load_and_store(tmp_path: Path) -> None:
     """dwconv3_nhwc at LANE_VEC = 4: every global access of the lane is 16 bytes (9 input
-    loads, 1 store a pixel), the 9 taps' multiply-adds stay fused, 4 a pixel each."""
+    loads, 1 store a pixel), the 9 taps' multiply-adds stay fused, 4 a pixel each; with
+    CONST_VIA = 1 the 9 taps and the bias are 16-byte shared reads."""
     _kf, result = _lift("dwconv3_nhwc", tmp_path)
     config = {**result.template.default_config(), "LANE_VEC": 4}
-    src = write_file(tmp_path, tmp_path / "v4.cu", result.template.render(config, "fp32").source)
-    assert NVCC is not None
-    subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-O3", "-o", str(tmp_path / "v4.ptx"),
-                    str(src)], check=True, capture_output=True, timeout=120)
-    ptx = (tmp_path / "v4.ptx").read_text()
+    ptx = _ptx(config, result, tmp_path)
     assert len(re.findall(r"ld\.global(\.nc)?\.v4\.f32", ptx)) == 9
     assert len(re.findall(r"st\.global\.v4\.f32", ptx)) == 1
     assert not re.search(r"(ld|st)\.global(\.nc)?\.f32", ptx)
     assert len(re.findall(r"fma\.rn\.f32", ptx)) == 36
+    # the taps and the bias from the aligned shared copy: one 16-byte read each
+    shared = _ptx({**config, "CONST_VIA": 1}, result, tmp_path)
+    assert len(re.findall(r"ld\.shared\.v4\.f32", shared)) == 10
+    assert not re.search(r"ld\.shared\.f32", shared)
+
+
+def _ptx(config: dict[str, Any], result: TemplaterResult, work: Path) -> str:
+    label = f"c{abs(hash(tuple(sorted(config.items()))))}"
+    src = write_file(work, work / f"{label}.cu", result.template.render(config, "fp32").source)
+    assert NVCC is not None
+    subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-O3", "-o", str(work / f"{label}.ptx"),
+                    str(src)], check=True, capture_output=True, timeout=120)
+    return (work / f"{label}.ptx").read_text()
 
 
 # -- refusals, each with its line --------------------------------------------------------

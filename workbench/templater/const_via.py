@@ -47,10 +47,12 @@ KNOB = "CONST_VIA"
 STATIC_SMEM = 49152
 
 
-def apply_const_via(plan: Plan, smem_bytes: str) -> dict[str, str]:
+def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, str]:
     """Offer CONST_VIA where a ``__constant__`` array's reads vary over a warp's lanes;
     note every array considered. Returns each staged array's name -> the macro its reads
-    go through (the copy under CONST_VIA = 1, the array under 0)."""
+    go through (the copy under CONST_VIA = 1, the array under 0). ``aligned``: the copies'
+    alignment in bytes (LANE_VEC reads a lane's channels of them as one vector), 0: the
+    element's."""
     arrays = [a for a in constant_arrays(plan) if not _shadowed(plan, a.name)]
     staged: list[ConstArray] = []
     for a in arrays:
@@ -88,7 +90,7 @@ def apply_const_via(plan: Plan, smem_bytes: str) -> dict[str, str]:
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node or staged[0].reads[0].node)
         return {}
-    via = _emit(plan, staged, at)
+    via = _emit(plan, staged, at, aligned)
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": "where the lane-indexed __constant__ arrays "
                           f"({', '.join(a.name for a in staged)}) are read: 0 constant memory "
@@ -172,7 +174,7 @@ def _opening(plan: Plan) -> int:
     return at
 
 
-def _emit(plan: Plan, staged: list[ConstArray], at: int) -> dict[str, str]:
+def _emit(plan: Plan, staged: list[ConstArray], at: int, aligned: int) -> dict[str, str]:
     taken = {text(n) for n in walk(plan.source.tree.root_node) if n.type == "identifier"}
     lines = [f"\n#if {KNOB} == 1  // the lane-indexed constant arrays, copied once per block"]
     alias: list[tuple[str, str]] = []
@@ -183,7 +185,9 @@ def _emit(plan: Plan, staged: list[ConstArray], at: int) -> dict[str, str]:
         flat = "" if len(extents) == 1 else "[0]" * len(extents)
         at_copy, at_arr = (f"(&{copy}{flat})", f"(&{a.name}{flat})") if flat else (copy,
                                                                                  a.name)
-        lines += [f"  __shared__ {a.source.ctype} {copy}{''.join(f'[{e}]' for e in extents)};",
+        align = f"alignas({aligned}) " if aligned else ""
+        lines += [f"  {align}__shared__ {a.source.ctype} {copy}"
+                  f"{''.join(f'[{e}]' for e in extents)};",
                   "  for (int wb_e = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                   f"threadIdx.z); wb_e < {n};",
                   "       wb_e += blockDim.x * blockDim.y * blockDim.z)",
@@ -220,10 +224,11 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
                  and not _shadowed(plan, a.name)]
     layout = apply_const_items(plan) if lane_read else None
-    via = apply_const_via(plan, smem_bytes)
+    # LANE_VEC before the copies (aligned for its vector reads) and the register families
+    vec = plan_lane_vec(plan, layout) if layout is not None else None
+    via = apply_const_via(plan, smem_bytes, aligned=16 if vec is not None else 0)
     if layout is not None:
-        vec = plan_lane_vec(plan, layout)  # before the register families: they read it
         apply_lane_regs(plan, layout, lane_read, via, vec)
         apply_lane_window(plan, layout, apply_lane_rows(plan, layout), vec)
         if vec is not None:
-            emit_lane_vec(plan, vec)
+            emit_lane_vec(plan, vec, via, KNOB)

@@ -28,7 +28,9 @@ The rule, checked on the parse (else refused with the reason and the line):
 - per-channel tables in ``__constant__`` memory (``taps[k * C + c]``, ``scale[c]``,
   ``w[k][c]``): the lane only in the last index, at unit stride; a constant array is 4-byte
   aligned (its declaration cannot carry an alignment the folder loader reads), so its
-  LANE_VEC entries are read one by one and assembled (no alignment needed);
+  LANE_VEC entries are read one by one and assembled (no alignment needed); CONST_VIA's
+  shared copy is declared 16-byte aligned, so where the other coefficients of the index (and
+  the row of a 2-D table) divide by the widest LANE_VEC it is read as one vector;
 - the lane's values are ``float`` locals (one declarator, not arrays) and flow only through
   ``+ - * /``, unary minus, the float math functions of :data:`MATH` and assignments to
   such locals or to the accesses above (never into a condition, a comparison, an index, a
@@ -40,7 +42,7 @@ The rule, checked on the parse (else refused with the reason and the line):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -76,6 +78,7 @@ class Site:
 
     node: Node
     gather: bool
+    offsets: int = 0  # the gcd of the index's other coefficients (0: none)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class LaneVec:
     locals_: tuple[Node, ...]  # the type nodes of the lane's float locals
     calls: tuple[Node, ...]  # the function names of math calls on the lane's values
     thread: Node | None  # ``threadIdx.x / K`` of the outer index (None: a 2-D block)
+    #: the constant tables with an aligned shared copy -> the macro that reads a lane's
+    #: channels of it (filled by :func:`emit_lane_vec`, read when the file is rendered)
+    staged: dict[str, str] = field(default_factory=dict)
 
     def covers(self, node: Node) -> bool:
         return any(_same(s.node, node) for s in self.sites)
@@ -96,6 +102,9 @@ class LaneVec:
     def access(self, node: Node, written: str) -> str:
         """The lane's channels at the access ``node`` (``written`` its text as rendered)."""
         site = next(s for s in self.sites if _same(s.node, node))
+        table = self.staged.get(_indices(site.node)[0])
+        if site.gather and table is not None and site.offsets % max(self.values) == 0:
+            return f"{table}(&({written}))"
         if site.gather:
             return f"wb_lv_gather(&({written}))"
         return f"(*wb_lv_ptr(&({written})))"
@@ -207,18 +216,20 @@ def _sites(plan: Plan, layout: LaneLayout, values: dict[str, Node],
         if any(_mentions(o, names) for o in opaque) or derivative(p, lane) != {(): 1}:
             raise Illegal(f"the lane `{lane}` is not the unit-stride (fastest) index of "
                           f"{shown}: its channels are not consecutive in memory", sub)
+        g = 0
+        for c in add(p, {(lane,): -1}).values():
+            g = math.gcd(g, c)
         gather = array in constants and not _shadowed(plan, array)
         if gather:
-            if constants[array].ctype != "float":
-                raise Illegal(f"{array} holds {constants[array].ctype}, not float", sub)
+            table = constants[array]
+            if table.ctype != "float":
+                raise Illegal(f"{array} holds {table.ctype}, not float", sub)
+            if len(indices) > 1:  # the outer indices step by whole rows of the last extent
+                g = math.gcd(g, table.counts[-1] if table.counts else 1)
         else:
             _global_float(plan, array, sub)
-            rest = add(p, {(lane,): -1})
-            g = 0
-            for c in rest.values():
-                g = math.gcd(g, c)
             widths = [v for v in widths if g % v == 0]
-        found.append(Site(sub, gather))
+        found.append(Site(sub, gather, g))
     return found, widths
 
 
@@ -513,9 +524,10 @@ def _rest_of(rule: str, k: int) -> str:
     return rule[len(head):] if rule.startswith(head) else f"({rule}) / {k}"
 
 
-def emit_lane_vec(plan: Plan, vec: LaneVec) -> None:
+def emit_lane_vec(plan: Plan, vec: LaneVec, staged: dict[str, str], switch: str) -> None:
     """The sites the register families did not take, the locals' types, the math calls and
-    the helpers."""
+    the helpers. ``staged``: the constant tables ``switch`` = 1 reads from a 16-byte aligned
+    shared copy (CONST_VIA's), whose lane's channels are then one vector read."""
     for typ in vec.locals_:
         plan.rw.replace(typ, FLOAT)
     for fn in vec.calls:
@@ -526,6 +538,12 @@ def emit_lane_vec(plan: Plan, vec: LaneVec) -> None:
             plan.rw.replace_span(s.node.start_byte, s.node.end_byte,
                                  make=_access(vec, s.node))
     plan.helper(_HELPERS)
+    for name in sorted(staged):
+        if any(s.gather and _indices(s.node)[0] == name for s in vec.sites):
+            vec.staged[name] = f"wb_lv_tab_{name}"
+            plan.helper(f"#if {switch} == 1 && {KNOB} > 1  // the 16-byte aligned shared "
+                        f"copy of {name}\n#define wb_lv_tab_{name}(p) (*wb_lv_ptr(p))\n"
+                        f"#else\n#define wb_lv_tab_{name}(p) wb_lv_gather(p)\n#endif")
     for name, arity in sorted({(text(f), _arity(f)) for f in vec.calls}):
         plan.helper(_math(name, arity))
 
