@@ -31,7 +31,14 @@ known only at run time. The loops around the taps hold only declarations and the
 (a write there, or any other statement, is refused with its line). USE_SMEM = 1 stages a
 tile per channel before the check (compile-time count; the bytes of all of them
 constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
-channel loop is outermost. The accumulation may also be ``acc = acc + w * v`` or ``acc =
+channel loop is outermost.
+
+Zero padding written as skips: ``if (C) continue;`` in any loop of the nest (``int yy = y + i;
+if (yy < 0 || yy >= h) continue;``) skips the taps after it in that loop, so it is the
+accumulation under ``!C`` (each skip a conjunct of its condition, as an ``if (C)`` around
+it), where what the skip jumps over is declarations that read no memory and call nothing
+(they now run for every tap), the loops below and the accumulation; ``C`` reads and writes
+no memory. Anything else with a ``continue`` is refused as before. The accumulation may also be ``acc = acc + w * v`` or ``acc =
 fmaf(w, v, acc)`` (kept fused); calls in the tap value must be pure or read-only
 (:mod:`.conv_reads`).
 """
@@ -41,7 +48,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from tree_sitter import Node
@@ -85,7 +92,7 @@ from workbench.templater.stencil import (
     _guard,
     _index,
     derivative,
-    index_decls,
+    point_decls,
     poly_of,
     poly_text,
     statements,
@@ -122,7 +129,7 @@ def _lift_window(plan: Plan) -> bool:
     if shares_or_syncs(plan.body):
         return False
     stmts = statements(plan.body)
-    idx = index_decls(plan, stmts, "xy")
+    idx = point_decls(plan, stmts, "xy", "OUT_Y")
     if set(idx) != {"x", "y"}:
         return False
     windows = [n for s in stmts for n in walk(s) if n.type == "for_statement"]
@@ -272,6 +279,63 @@ def _pragma(stmt: Node) -> bool:
     return stmt.type == "preproc_call" and text(stmt).lstrip().startswith("#pragma")
 
 
+def skip_condition(stmt: Node) -> Node | None:
+    """``C`` of ``if (C) continue;`` (or ``{ continue; }``) with no else, else None."""
+    if stmt.type != "if_statement" or stmt.child_by_field_name("alternative") is not None:
+        return None
+    c, cons = stmt.child_by_field_name("condition"), stmt.child_by_field_name("consequence")
+    if c is not None and c.type == "condition_clause" and c.named_child_count == 1:
+        c = c.named_children[0]
+    inner = statements(cons) if cons is not None and cons.type == "compound_statement" \
+        else [cons]
+    if c is None or len(inner) != 1 or inner[0] is None or \
+            inner[0].type != "continue_statement":
+        return None
+    return c
+
+
+#: Calls a skipped declaration or a skip's condition may make (pure, no memory read).
+_PURE_CALLS = ("min", "max", "abs", "fminf", "fmaxf", "umin", "umax", "llmin", "llmax")
+
+
+def _impure(node: Node) -> Node | None:
+    """The first part of ``node`` that reads or writes memory or calls a function other than
+    a pure integer/float helper (None: pure arithmetic on locals and arguments)."""
+    for n in walk(node):
+        if n.type in ("subscript_expression", "assignment_expression", "update_expression",
+                      "field_expression") or (
+                n.type == "pointer_expression" and
+                text(n.child_by_field_name("operator")) == "*"):
+            return n
+        if n.type == "call_expression" and \
+                text(n.child_by_field_name("function")) not in _PURE_CALLS:
+            return n
+    return None
+
+
+def _skips(nest: list[_Window]) -> tuple[Node, ...]:
+    """The conditions of the nest's ``if (C) continue;`` statements, outermost first;
+    refused where a skip's condition or a declaration it jumps over is not pure."""
+    found: list[Node] = []
+    skipping = False  # a skip jumps over the rest of its loop and the loops inside it
+    for w in nest:
+        for s in w.body:
+            cond = skip_condition(s)
+            if cond is not None:
+                bad = _impure(cond)
+                if bad is not None:
+                    raise Refused(f"the skip `{text(s)}` reads `{text(bad)}`: a skip is "
+                                  "modelled as a condition on the tap, pure arithmetic", bad)
+                found.append(cond)
+                skipping = True
+            elif skipping and s.type == "declaration":
+                bad = _impure(s)
+                if bad is not None:
+                    raise Refused(f"`{text(s)}` after a `continue` reads `{text(bad)}`: it "
+                                  "would run for the taps the skip jumps over", bad)
+    return tuple(found)
+
+
 def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
     """The loops around the taps, outermost first: a 2-D window, or a 2-D window and one
     channel loop at any depth (None: a single loop, not this family). Each loop but the
@@ -289,7 +353,8 @@ def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
         return None
     for loop, next_loop in pairwise(nest):
         for s in loop.body:
-            if s is next_loop.loop or s.type == "declaration" or _pragma(s):
+            if s is next_loop.loop or s.type == "declaration" or _pragma(s) or \
+                    skip_condition(s) is not None:
                 continue
             writes = any(n.type in ("assignment_expression", "update_expression")
                          for n in walk(s))
@@ -353,6 +418,14 @@ class _Accumulate:
     weight: list[Node]  # the other factors
     stmt: Node
     fused: str = ""  # `acc = fmaf(w, v, acc)`: the call (the rewrite keeps it fused)
+    skips: tuple[Node, ...] = ()  # conditions of `if (C) continue;` around it (taps skipped)
+
+    def condition(self) -> str:
+        """The condition the tap is added under, as text ("" when always)."""
+        parts = [f"!({text(c)})" for c in self.skips]
+        parts += [f"({text(self.cond)})"] if self.cond is not None else []
+        return text(self.cond) if self.cond is not None and not self.skips else \
+            " && ".join(parts)
 
 
 def _accumulation(stmt: Node, expr: _Expr, y: str) -> _Accumulate:
@@ -446,15 +519,16 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     keep = {x, y, *(w.var for w in nest)}
     expr = _Expr(plan, keep)
     body_decls = [s for s in nest[-1].body if s.type == "declaration"]
-    rest = [s for s in nest[-1].body if s.type != "declaration"]
+    rest = [s for s in nest[-1].body if s.type != "declaration" and skip_condition(s) is None]
     if len(rest) != 1 or nest[-1].body[-1] is not rest[0]:
         raise Refused("the innermost loop's body is not declarations followed by one "
                       "accumulation", rest[1] if len(rest) > 1 else nest[-1].loop)
     acc = _accumulation(rest[0], expr, y)
+    acc = replace(acc, skips=_skips(nest))
     if not acc.value:
         raise Refused(f"the accumulation `{text(rest[0])}` reads nothing that depends on {y}",
                       rest[0])
-    value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else [])]
+    value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else []), *acc.skips]
     outer, inner, channel = _roles(nest, expr, value_parts, y, x)
     j = inner.var
     if channel is not None:
@@ -508,7 +582,10 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                     not inside(n, acc.stmt):
                 raise Refused(f"`{text(n)}` writes the accumulator a second time", n)
         if n.type in ("return_statement", "break_statement", "continue_statement",
-                      "goto_statement"):
+                      "goto_statement") and not (
+                n.parent is not None and skip_condition(n.parent) is not None) and not (
+                n.parent is not None and n.parent.parent is not None and
+                skip_condition(n.parent.parent) is not None):
             raise Refused(f"`{text(n)}` leaves the loop nest early", n)
     # the guard, the accumulator's declaration and the store
     guard_stmt, cond, out_when_true, guarded = _guard(region)
@@ -896,8 +973,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
 
     n, m = f.outer.count, f.inner.count
     value = " * ".join(f"({text(v)})" for v in f.acc.value)
-    if f.acc.cond is not None:
-        value = f"({text(f.acc.cond)}) ? ({value}) : ({f.elem})0"
+    if f.acc.condition():
+        value = f"({f.acc.condition()}) ? ({value}) : ({f.elem})0"
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
     target = f"{acc}[wb_k][wb_q]"
     update = f"{target} = {f.acc.fused}({weight}, wb_v, {target})" if f.acc.fused \

@@ -62,7 +62,7 @@ from workbench.templater.stencil import (
     _bounds_from_above,
     _guard,
     _index,
-    index_decls,
+    point_decls,
     poly_text,
     statements,
 )
@@ -125,7 +125,7 @@ def lift_line(plan: Plan) -> bool:
     if shape is None or _shares(plan):
         return False
     stmts = statements(plan.body)
-    idx = index_decls(plan, stmts, "xy" if len(plan.block) == 2 else "x")
+    idx = point_decls(plan, stmts, "xy" if len(plan.block) == 2 else "x", "OUT_Y")
     if "x" not in idx:
         return False
     if "y" not in idx:

@@ -37,6 +37,7 @@ from workbench.templater.macros import (
 )
 from workbench.templater.named import lift_named
 from workbench.templater.plan import Plan
+from workbench.templater.point_split import split_points
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
@@ -64,6 +65,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
     inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
+    inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)

@@ -199,6 +199,19 @@ def index_decls(plan: Plan, stmts: list[Node], dims: str) -> dict[str, tuple[Nod
     return out
 
 
+def point_decls(plan: Plan, stmts: list[Node], dims: str, knob: str
+                ) -> dict[str, tuple[Node, str, Node]]:
+    """:func:`index_decls`; where it refuses (a point declared with other variables), the
+    refusal is noted against ``knob`` with its line and no index is returned, so a family
+    that looks for the point before its own analysis passes the kernel on instead of
+    failing the whole lift."""
+    try:
+        return index_decls(plan, stmts, dims)
+    except Refused as exc:
+        plan.note(knob, False, exc.reason, exc.node)
+        return {}
+
+
 def _comparisons(cond: Node, joiner: str) -> list[Node]:
     parts = binary(cond)
     if parts is not None and parts[1] == joiner:

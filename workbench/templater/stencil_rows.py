@@ -11,7 +11,9 @@ Recognised by roles, not by one spelling: a 2-D launch block of literal sizes; t
 indices ``v = blockIdx.d * L + threadIdx.d`` (``L`` the literal or ``blockDim.d``) for x and y
 at the top level; no loop, barrier or shared memory; one output array, stored at one index
 ``C`` (index expressions compared as polynomials over the kernel's names, single-assignment
-locals expanded) and never read; one input array, read at least once at ``C + d * S + e`` with ``d != 0`` (``S`` the
+locals expanded) and never read; one input array (the only one read at a neighbour row:
+a time step's other inputs, the previous step or a source term, are read as written by each
+output), read at least once at ``C + d * S + e`` with ``d != 0`` (``S`` the
 derivative of ``C`` in y, ``d``, ``e`` integer offsets, |d|, |e| <= MAX_REACH); its other
 reads (a clamped row, an index the polynomials do not follow) stay as written. The boundary handling is the kernel's own (a boundary
 copy, a guarded interior, clamps in the bounds check): it is kept as written, per output.
@@ -46,6 +48,7 @@ from workbench.templater.stencil import (
     add,
     derivative,
     index_decls,
+    point_decls,
     poly_text,
     scale,
     statements,
@@ -112,7 +115,7 @@ def lift_rows(plan: Plan) -> bool:
             any(literal(b) is None for b in plan.block):
         return False
     stmts = statements(plan.body)
-    idx = index_decls(plan, stmts, "xy")
+    idx = point_decls(plan, stmts, "xy", "OUT_Y")
     if set(idx) != {"x", "y"}:
         return False
     return apply_or_note(plan, "OUT_Y", lambda: _analyse(plan, stmts, idx))
@@ -323,15 +326,19 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     stride = stride_of(center)
     if stride is None:
         return None
-    read_arrays = {_base(n) for n in subs if not _is_store(n)}
-    if len(read_arrays - {out}) != 1:
-        return None
-    src = next(iter(read_arrays - {out}))
-    found: list[tuple[Node, tuple[int, int] | None]] = [
-        (n, _offsets(add(polys.of(_index_node(n)), scale(center, -1)), stride))
-        for n in subs if _base(n) == src]
-    if not any(o is not None and o[0] != 0 for _, o in found):
+    read_arrays = sorted({_base(n) for n in subs if not _is_store(n)} - {out})
+    offsets = {a: [(n, _offsets(add(polys.of(_index_node(n)), scale(center, -1)), stride))
+                   for n in subs if _base(n) == a] for a in read_arrays}
+    # the windowed input is the one read at a neighbour row; a time step's other inputs (the
+    # previous step, a source term) are read as written by each output at its own point
+    rowed = [a for a in read_arrays if any(o is not None and o[0] != 0 for _, o in offsets[a])]
+    if len(rowed) != 1:
+        if len(rowed) > 1:
+            raise Refused(f"several inputs ({', '.join(rowed)}) are read at neighbour rows: "
+                          "one register window is modelled", stores[0])
         return None  # no neighbour row read: not a 2-D stencil
+    src = rowed[0]
+    found = offsets[src]
     for n in stores:
         if polys.of(_index_node(n)) != center:
             raise Refused(f"`{out}` is stored at `{text(_index_node(n))}` and at "
