@@ -572,7 +572,14 @@ def interleaves(plan: Plan) -> bool:
 
 def apply_ilp(plan: Plan) -> bool:
     """Apply where legal and useful (see the module doc); True when applied."""
-    if len(plan.block) != 1 or NAME in plan.params:
+    if NAME in plan.params:
+        return False
+    loop = next((n for n in walk(plan.body) if n.type in LOOPS), None)
+    if len(plan.block) != 1:
+        if loop is not None:  # a compute loop this transform would interleave items in
+            plan.note(NAME, False, f"items with independent state: the block is "
+                      f"{len(plan.block)}-D ({' x '.join(plan.block)}); the items' place "
+                      "is lifted for 1-D blocks only", loop)
         return False
     found = _index_declaration(plan)
     once: OnceLoop | None = None
@@ -584,6 +591,10 @@ def apply_ilp(plan: Plan) -> bool:
                       exc.node)
             return False
         if once is None:
+            if loop is not None:
+                plan.note(NAME, False, "items with independent state: no top-level `T i = "
+                          "blockIdx.x * B + threadIdx.x` (nor a grid-stride loop from it) "
+                          "gives the item's place", loop)
             return False
         off = _index_offset(plan, once.start)
         assert off is not None

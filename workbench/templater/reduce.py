@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from workbench.templater.analysis import line
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_match import is_candidate, recognise
@@ -92,13 +93,26 @@ def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) ->
                   "keep its committed template", red.final)
         return False
     written_grid = plan.grid[0]
-    lift_block(plan)
-    plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`, a "
-              f"shared tree over `{red.buf}`, thread 0 "
-              f"{'adds atomically' if red.atomic else 'stores one partial per block'}; "
-              f"{exactness(red)}", red.loop)
+    if red.kept_tail:  # the author's own block stage (reduce_tail): the block as written
+        plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`; "
+                  f"the block's stage after the loop (line {line(red.store)} to line "
+                  f"{line(red.final)}) reduces each warp by shuffles, then the warps: "
+                  f"every accumulator once, by the loop's {red.op.kind}; kept as written, "
+                  "the block size with it; it "
+                  f"{'adds atomically to' if red.atomic else 'stores one partial per block in'}"
+                  f" `{red.out}`; {exactness(red)}", red.loop)
+    else:
+        lift_block(plan)
+        plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`, a "
+                  f"shared tree over `{red.buf}`, thread 0 "
+                  f"{'adds atomically' if red.atomic else 'stores one partial per block'}; "
+                  f"{exactness(red)}", red.loop)
     lift_grid_blocks(plan, red, written_grid)
     lift_loads(plan, red)
-    lift_final(plan, red)
+    if red.kept_tail:
+        plan.note("FINAL", False, "the block's last stage is the author's own (kept as "
+                  "written); the choice of tree or shuffles is not offered", red.store)
+    else:
+        lift_final(plan, red)
     return True
 

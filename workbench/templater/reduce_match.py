@@ -24,7 +24,8 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
-from workbench.templater.reduce_records import ARITHMETIC, Op, Reduction
+from workbench.templater.reduce_records import ARITHMETIC, Head, Op, Reduction
+from workbench.templater.reduce_tail import kept_tail
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
 
@@ -43,8 +44,9 @@ def is_candidate(plan: Plan) -> bool:
     """A grid-stride step somewhere and a shared array: the family, maybe misspelled. The
     step reads ``gridDim.x``, or, where the grid is a literal G, is the product of G and the
     block size (``NUM_BLOCKS * BLOCK``, ``264 * 256``, ``67584``) in a top-level loop."""
-    if not any(d.is_shared for d in plan.facts.defs.values()):
-        return False
+    if not any(d.is_shared for d in plan.facts.defs.values()) and \
+            not any(c.startswith("__shfl") for c in calls(plan.body)):
+        return False  # (a block stage in shuffles alone: reduce_tail)
     if any(builtin(n, "gridDim") == "x" for n in walk(plan.body)):
         return True
     size, grid = block_size(plan), grid_count(plan)
@@ -213,15 +215,54 @@ def recognise(plan: Plan) -> Reduction:
             raise Illegal(f"`{text(s)[:60]}` before the grid-stride loop is not a declaration",
                           s)
     tail = stmts[loop_at:]
-    if len(tail) != 5:
-        raise Illegal("after the grid-stride loop the kernel must be exactly `buf[tid] = s;`, "
-                      "`__syncthreads();`, the halving tree and thread 0's store",
-                      tail[min(len(tail) - 1, 4)] if len(tail) > 5 else tail[0])
-    loop, store, sync, tree, final = tail
-    for n in walk(plan.body):
-        if n.type in ("return_statement", "goto_statement"):
-            raise Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
+    early = next((Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
                           "barriers the block's tree needs)", n)
+                  for n in walk(plan.body) if n.type in ("return_statement", "goto_statement")),
+                 None)
+    if len(tail) != 5:
+        shape = Illegal("after the grid-stride loop the kernel must be exactly `buf[tid] = s;`, "
+                        "`__syncthreads();`, the halving tree and thread 0's store",
+                        tail[min(len(tail) - 1, 4)] if len(tail) > 5 else tail[0])
+        try:
+            if early is not None:
+                raise early
+            head = _head(plan, stmts, loop_at, size)
+        except Illegal:
+            raise shape from None
+        return _with_kept_tail(plan, head, tail, shape)
+    if early is not None:
+        raise early
+    head = _head(plan, stmts, loop_at, size)
+    _loop, store, sync, tree, final = tail
+    try:
+        buf = _store(plan, store, head.acc)
+        if text(_expression(sync)) != "__syncthreads()":
+            raise Illegal(f"`{text(sync)[:60]}` is not the barrier after the store", sync)
+        _tree(plan, tree, buf, head.op, size)
+        out, atomic = _final_store(plan, final, buf, head.op)
+    except Illegal as exc:
+        return _with_kept_tail(plan, head, tail, exc)
+    return Reduction(head.acc, head.acc_type, head.var, head.var_type, head.loop, head.decl,
+                     head.bound, head.update, head.value, head.op, buf, store, tree, final, out,
+                     atomic, head.walk_base)
+
+
+def _with_kept_tail(plan: Plan, head: Head, tail: list[Node], refusal: Illegal) -> Reduction:
+    """The reduction with the author's own block stage (:mod:`.reduce_tail`), or
+    ``refusal`` raised where that is not one either."""
+    kept = kept_tail(plan, tail[1:], head)
+    if isinstance(kept, str):
+        raise Illegal(f"{refusal.reason}; nor is it a block stage kept as written: {kept}",
+                      refusal.node)
+    out, atomic = kept
+    return Reduction(head.acc, head.acc_type, head.var, head.var_type, head.loop, head.decl,
+                     head.bound, head.update, head.value, head.op, "", tail[1], tail[-1],
+                     tail[-1], out, atomic, head.walk_base, kept_tail=True)
+
+
+def _head(plan: Plan, stmts: list[Node], loop_at: int, size: int | None) -> Head:
+    """The grid-stride loop and its accumulation, or :class:`Illegal` naming what differs."""
+    loop = stmts[loop_at]
     decl: Node | None = None
     walk_base: str | None = None
     chunks = _chunk_loop(plan, loop, size) if loop.type == "for_statement" else None
@@ -263,13 +304,7 @@ def recognise(plan: Plan) -> Reduction:
         raise Illegal(f"`{text(value)[:60]}` calls a warp or atomic function", value)
     if any(text(n) in (acc, var) for n in walk(bound) if n.type == "identifier"):
         raise Illegal(f"the bound `{text(bound)}` changes in the loop", bound)
-    buf = _store(plan, store, acc)
-    if text(_expression(sync)) != "__syncthreads()":
-        raise Illegal(f"`{text(sync)[:60]}` is not the barrier after the store", sync)
-    _tree(plan, tree, buf, op, size)
-    out, atomic = _final_store(plan, final, buf, op)
-    return Reduction(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, buf,
-                     store, tree, final, out, atomic, walk_base)
+    return Head(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, walk_base)
 
 
 def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]:

@@ -61,6 +61,26 @@ class Reduction:
     out: str
     atomic: bool
     walk_base: str | None = None  # a pointer walk: the array the pointer ``var`` walks
+    # the author's own block stage, kept as written (:mod:`.reduce_tail`): ``buf`` is empty,
+    # ``store`` its first statement, ``tree`` and ``final`` its last; no FINAL, no block size
+    kept_tail: bool = False
+
+
+@dataclass(frozen=True)
+class Head:
+    """The grid-stride loop and its accumulation: what every block stage starts from."""
+
+    acc: str
+    acc_type: str
+    var: str
+    var_type: str
+    loop: Node
+    decl: Node | None
+    bound: Node
+    update: Node
+    value: Node
+    op: Op
+    walk_base: str | None = None
 
 
 def identity(op: Op, typ: str) -> str | None:
