@@ -230,6 +230,9 @@ BASE = PRODUCTS["blockdim_return_alpha_beta"]
     (("  for (int k = 0; k < K; ++k)\n    sum +=",
       "  for (int k = 0; k < K; ++k)\n    if (sum > 1e30f) break; else sum +="),
      "leaves the loop early", 11),
+    # a return after the loop: inside the tile's loops it would end the other outputs
+    (("  C[row * N + col] = alpha", "  if (sum == 0.0f) return;\n  C[row * N + col] = alpha"),
+     "would end every output of the thread", 12),
     # a triangular loop: its trip count differs by output
     (("for (int k = 0; k < K; ++k)", "for (int k = 0; k <= row; ++k)"),
      "the loop's header", 10),

@@ -236,6 +236,7 @@ def analyse(g: Gemm, loop: Node) -> None:
                    if any(lo.decl.start_byte >= c.start_byte and lo.decl.end_byte <= c.end_byte
                           for c in parts.compute)}
     accs = writes - inner_decls
+    k_reads: list[tuple[Node, Node]] = []  # (a tile read, its index along k)
     for n in (m for c in parts.compute for m in walk(c)):
         if n.type == "assignment_expression":
             left = n.child_by_field_name("left")
@@ -261,6 +262,7 @@ def analyse(g: Gemm, loop: Node) -> None:
         if tile.roles and tile.roles != roles:
             raise Refused(f"{sub[0]} is read along different roles", n)
         tile.roles = roles
+        k_reads.append((n, sub[1][roles.index("k")]))
     if any(not tl.roles for tl in tiles.values()):
         raise Refused("a shared tile is stored but not read between the barriers", loop)
     if {r for tl in tiles.values() for r in tl.roles} != {"x", "y", "k"}:
@@ -282,6 +284,7 @@ def analyse(g: Gemm, loop: Node) -> None:
     g.roles_known = True
     if g.rect:
         _rect_extents(g, loop)
+    _check_k_index(g, k_reads)
     # the stores: each tile covered once, one element per thread at thread-index positions
     # (or several, a loop of each thread over the rows or columns it stores)
     stored: dict[str, list[str]] = {}
@@ -413,6 +416,20 @@ def analyse(g: Gemm, loop: Node) -> None:
         if scale_divisor(plan.grid[g_rule], str(divisor), want) is None:
             raise Refused(f"grid rule {plan.grid[g_rule]!r} does not divide by the tile "
                           f"{divisor}")
+
+
+def _check_k_index(g: Gemm, reads: list[tuple[Node, Node]]) -> None:
+    """Every tile read of the compute indexes k by one loop variable running 0 .. depth - 1:
+    the product pairs the tiles' elements at the same k, whatever the depth. An index such
+    as ``(t + 1) % T`` or ``T - 1 - t`` pairs them by the written depth, which a lifted BK
+    would change (seen: wrong results at every tiled config)."""
+    names = {text(strip(k)) for _, k in reads}
+    for read, k in sorted(reads, key=lambda rk: strip(rk[1]).type == "identifier"):
+        if strip(k).type != "identifier" or len(names) != 1 or \
+                not counts_below(strip(k), read, g.k_size):
+            raise Refused(f"`{text(read)}` reads the tile along k at `{text(k)}`, not the "
+                          f"one loop variable running 0 .. {g.k_size} - 1 every tile read "
+                          "shares: its pairing of the tiles depends on the tile's depth", read)
 
 
 def _check_inlined_values(g: Gemm, prologue: list[Node]) -> None:

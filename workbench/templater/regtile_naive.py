@@ -276,6 +276,8 @@ def _check(n: Naive, locals_: dict[str, Local], assigned: set[str],
             target = m.child_by_field_name("left") or m.child_by_field_name("argument")
             if target is None or strip(target).type != "identifier":
                 raise Refused(f"`{text(m)}` writes memory inside the loop over k", m)
+    for s in n.after:
+        _check_epilogue_exits(s)
     threaded = _closure(set(n.coords) | set(thread_alias), locals_, n.plan.body)
     for s in n.before:
         if s.type != "declaration":
@@ -304,6 +306,22 @@ def _check(n: Naive, locals_: dict[str, Local], assigned: set[str],
             n.inlined.add(k)
     _check_declarations(n, locals_, thread_alias)
     _check_header(n, threaded)
+
+
+def _check_epilogue_exits(statement: Node) -> None:
+    """The epilogue runs once per virtual thread inside the tile's loops: a ``return`` (or a
+    ``break`` / ``continue`` of no loop of its own) would end the others' too."""
+    for m in walk(statement):
+        if m.type == "return_statement":
+            raise Refused(f"`{text(m)}` after the loop would end every output of the thread",
+                          m)
+        if m.type in ("break_statement", "continue_statement"):
+            up = m.parent
+            while up is not None and up.id != statement.id and \
+                    up.type not in (*_LOOPS, "switch_statement"):
+                up = up.parent
+            if up is None or up.type not in (*_LOOPS, "switch_statement"):
+                raise Refused(f"`{text(m)}` after the loop leaves the tile's loop", m)
 
 
 def _declares(use: Node) -> bool:
