@@ -29,6 +29,7 @@ written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -61,7 +62,7 @@ from workbench.templater.warp_regs import (
     find_row_cache,
 )
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
-from workbench.templater.warp_shuffles import shuffle_loops
+from workbench.templater.warp_shuffles import collective_helper, shuffle_loops
 
 LANES = "LANES"
 _UNSAFE = ("__syncthreads", "__ballot", "__any", "__all", "__activemask", "__match",
@@ -71,20 +72,27 @@ GROUP_MASK = ("__device__ __forceinline__ unsigned wb_group_mask() {  // the lan
               " << ((threadIdx.x & 31u) & ~(unsigned)(LANES - 1));\n}")
 
 
-def _lane_split(node: Node, op_div: bool) -> Node | None:
-    """The literal of ``threadIdx.x / 32`` | ``>> 5`` (op_div) or ``% 32`` | ``& 31``."""
+def _thread_x(plan: Plan, node: Node) -> bool:
+    """``node`` is ``threadIdx.x`` or a local copy of it (``const int tid = threadIdx.x;``:
+    the same value under another name, read as threadIdx.x by every test below)."""
+    return plan.facts.is_thread(node, "x")
+
+
+def _lane_split(plan: Plan, node: Node, op_div: bool) -> Node | None:
+    """``threadIdx.x / 32`` | ``>> 5`` (op_div) or ``% 32`` | ``& 31`` (threadIdx.x or a copy
+    of it), stripped, else None."""
     parts = binary(node)
-    if parts is None or builtin(parts[0], "threadIdx") != "x":
+    if parts is None or not _thread_x(plan, parts[0]):
         return None
     value = int_value(parts[2])
     ops = {("/", 32), (">>", 5)} if op_div else {("%", 32), ("&", 31)}
     return strip(node) if (parts[1], value) in ops else None
 
 
-def _lane_value(node: Node, two_d: bool) -> Node | None:
+def _lane_value(plan: Plan, node: Node, two_d: bool) -> Node | None:
     """``node`` when it is the lane: ``threadIdx.x % 32`` (or ``& 31``), or, in a block of
     (32, R) threads, ``threadIdx.x`` itself."""
-    if _lane_split(node, op_div=False) is not None:
+    if _lane_split(plan, node, op_div=False) is not None:
         return strip(node)
     if two_d and strip(node).type == "field_expression" and builtin(node, "threadIdx") == "x":
         return strip(node)
@@ -105,7 +113,7 @@ def _warp_term(plan: Plan, node: Node, two_d: bool) -> tuple[Node, Node | None] 
         inner = strip(node)
         return (inner, local) if builtin(inner, "threadIdx") == "y" and \
             inner.type == "field_expression" else None
-    div = _lane_split(node, op_div=True)
+    div = _lane_split(plan, node, op_div=True)
     return (div, local) if div is not None else None
 
 
@@ -128,7 +136,8 @@ def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
         return False
     defs = [(d, d.value) for d in plan.facts.defs.values()
             if d.value is not None and not d.assigned]
-    lane_def = next((d for d, v in reversed(defs) if _lane_value(v, two_d) is not None), None)
+    lane_def = next((d for d, v in reversed(defs) if _lane_value(plan, v, two_d) is not None),
+                    None)
     item_def = None
     for d, value in defs:
         for _s, t in terms(value):
@@ -176,11 +185,36 @@ def _block_warps(node: Node) -> bool:
         (parts[1], int_value(parts[2])) in (("/", 32), (">>", 5))
 
 
+def _block_rows(plan: Plan, node: Node) -> bool:
+    """``node`` is ``blockDim.y`` of a (32, R) block: its R rows, a warp each."""
+    return builtin(node, "blockDim") == "y" and len(plan.block) == 2 and \
+        literal(plan.block[0]) == 32
+
+
+def _warp_step(plan: Plan, node: Node | None) -> bool:
+    """``node`` steps a lane loop by a warp: 32, or ``blockDim.x`` of a (32, R) block."""
+    if node is None:
+        return False
+    return int_value(node) == 32 or (builtin(node, "blockDim") == "x" and
+                                     len(plan.block) == 2 and literal(plan.block[0]) == 32)
+
+
 def _factor_value(plan: Plan, node: Node) -> int | None:
+    if _block_rows(plan, node):
+        return literal(plan.block[1])
     if _block_warps(node):
         size = literal(plan.block[0]) if len(plan.block) == 1 else None
         return size // 32 if size is not None and size % 32 == 0 else None
-    return constant(plan, node)
+    value = constant(plan, node)
+    if value is None and strip(node).type == "identifier":
+        # a constant of the kernel's own body (``constexpr int kWarps = 2;``, a const local
+        # never assigned): the same number as the file-scope constexpr
+        d = plan.facts.defs.get(text(strip(node)))
+        words = {text(c) for c in d.decl.children} if d is not None else set()
+        if d is not None and not d.assigned and not d.is_pointer and \
+                words & {"const", "constexpr"}:
+            value = int_value(d.value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -222,7 +256,8 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
     f_value = _factor_value(plan, factor)
-    allowed = (factor,) if _block_warps(factor) else ()  # blockDim.x / 32: the block's warps
+    # blockDim.x / 32 (a 1-D block's warps) or blockDim.y (a (32, R) block's rows)
+    allowed = (factor,) if _block_warps(factor) or _block_rows(plan, factor) else ()
     if two_d:
         if f_value is None or literal(plan.block[1]) != f_value:
             raise Illegal(f"the block ({', '.join(plan.block)}) is not (32, `{text(factor)}`)",
@@ -233,7 +268,8 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     if macro is not None and len(plan.uses(macro.name)) != 1:
         raise Illegal(f"`{macro.name}` has other uses; its meaning with fewer lanes per item "
                       "is not modelled", macro.definition)
-    if macro is None and factor.type == "identifier" and len(plan.uses(text(factor))) != 1:
+    if macro is None and factor.type == "identifier" and \
+            len([u for u in plan.uses(text(factor)) if not _declares(u)]) != 1:
         raise Illegal(f"`{text(factor)}` has other uses in the kernel; its meaning with fewer "
                       "lanes per item is not modelled", factor)
     return _Shape(d.decl, warp, factor, f_value, macro, allowed, (), None)
@@ -255,30 +291,81 @@ def _inline_lanes(plan: Plan, two_d: bool, skip: list[Node]) -> list[Node]:
     ``threadIdx.x``) outside the spans in ``skip``."""
     spans = [(n.start_byte, n.end_byte) for n in skip]
     out: list[Node] = []
-    for n in walk(plan.body):
-        if n.type != "field_expression" or builtin(n, "threadIdx") != "x" or \
-                any(a <= n.start_byte and n.end_byte <= b for a, b in spans):
+    for n in _thread_reads(plan):
+        if any(a <= n.start_byte and n.end_byte <= b for a, b in spans):
             continue
         up = n.parent
         while up is not None and up.type == "parenthesized_expression":
             up = up.parent
-        if up is not None and _lane_split(up, op_div=False) is not None:
+        if up is not None and _lane_split(plan, up, op_div=False) is not None:
             out.append(strip(up))
         elif two_d:
             out.append(n)
     return out
 
 
+def _is_mask_argument(node: Node) -> bool:
+    """``node`` is the first argument (the mask) of a warp shuffle."""
+    up = node.parent
+    while up is not None and up.type == "parenthesized_expression":
+        node, up = up, up.parent
+    call = up.parent if up is not None and up.type == "argument_list" else None
+    return call is not None and up is not None and up.named_children[0] == node and \
+        text(call.child_by_field_name("function")).startswith("__shfl")
+
+
+def _masks_only(plan: Plan) -> bool:
+    """Every ``__activemask()`` of the kernel is a shuffle's mask, in place or through an
+    unassigned local read only as one. Such a shuffle is one the family models (an offset
+    loop or a broadcast, reached by every lane of the item: the item's guard is the same for
+    its lanes and lane loops rejoin), so the active mask there is the whole warp, exactly what
+    ``0xffffffff`` says; the rewrite names the item's group either way."""
+    for c in walk(plan.body):
+        if c.type != "call_expression" or text(c.child_by_field_name("function")) != \
+                "__activemask":
+            continue
+        if _is_mask_argument(c):
+            continue
+        holder = next((d for d in plan.facts.defs.values() if d.value is not None and
+                       strip(d.value) == c and not d.assigned), None)
+        if holder is None or not all(_is_mask_argument(u) for u in plan.uses(holder.name)
+                                     if not _declares(u)):
+            return False
+    return True
+
+
+def _aliases(plan: Plan) -> list[Node]:
+    """The values (``threadIdx.x``) of the kernel's local copies of threadIdx.x."""
+    names = plan.facts.thread_alias["x"] - {"threadIdx.x"}
+    return [strip(d.value) for n in sorted(names)
+            if (d := plan.facts.defs.get(n)) is not None and d.value is not None]
+
+
+def _thread_reads(plan: Plan) -> list[Node]:
+    """Every read of threadIdx.x: the built-in, and each use of a local copy of it (the
+    copies' own declarations excluded)."""
+    names = plan.facts.thread_alias["x"] - {"threadIdx.x"}
+    return [n for n in walk(plan.body)
+            if (n.type == "field_expression" and builtin(n, "threadIdx") == "x") or
+            (n.type == "identifier" and text(n) in names and not _declares(n))]
+
+
 def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     warp, factor, f_value, macro = shape.warp, shape.factor, shape.f_value, shape.macro
     spans = [(n.start_byte, n.end_byte) for n in shape.allowed]
-    bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE))
+    bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE) and
+                 not (c == "__activemask" and _masks_only(plan)))
     if bad or any(x.is_shared for x in plan.facts.defs.values()):
         raise Illegal(f"the warps cooperate through {bad[0] if bad else '__shared__ memory'}")
+    helper = collective_helper(plan, _UNSAFE)
+    if helper is not None:
+        raise Illegal(f"`{text(helper)[:50]}` calls a function that combines a warp's lanes "
+                      "(its shuffles would still span 32 lanes with fewer lanes an item; only "
+                      "shuffles written in the kernel are modelled)", helper)
     for n in walk(plan.body):
         if n.type == "field_expression" and builtin(n, "blockDim") is not None and \
-                not (builtin(n, "blockDim") == "x" and
-                     any(a <= n.start_byte and n.end_byte <= b for a, b in spans)):
+                not any(a <= n.start_byte and n.end_byte <= b for a, b in spans) and \
+                not (two_d and _is_loop_step(n) and _warp_step(plan, n)):
             raise Illegal(f"`{text(n)}` is read; the block's shape changes with "
                           "WARPS_PER_BLOCK and LANES, which this lift does not model", n)
         if n.type == "field_expression" and builtin(n, "threadIdx") in ("y", "z") and \
@@ -287,12 +374,10 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                           "index is modelled)", n)
     lane_value = lane_def.value if lane_def is not None else None  # type: ignore[attr-defined]
     lane = lane_def.name if lane_def is not None else None  # type: ignore[attr-defined]
-    skip = [n for n in (lane_value, warp, *shape.allowed) if n is not None]
+    skip = [n for n in (lane_value, warp, *shape.allowed, *_aliases(plan)) if n is not None]
     inline = [*_inline_lanes(plan, two_d, skip), *shape.lanes]
     allowed = {(n.start_byte, n.end_byte) for n in [*skip, *inline]}
-    for n in walk(plan.body):
-        if n.type != "field_expression" or builtin(n, "threadIdx") != "x":
-            continue
+    for n in _thread_reads(plan):
         up: Node | None = n
         while up is not None and (up.start_byte, up.end_byte) not in allowed and up != plan.body:
             up = up.parent
@@ -417,8 +502,8 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
             segments.append(n)
             start = at
         step = update.child_by_field_name("right")
-        if text(update.child_by_field_name("operator")) != "+=" or int_value(step) != 32 or \
-                step is None:
+        if text(update.child_by_field_name("operator")) != "+=" or not _warp_step(plan, step) \
+                or step is None:
             raise Illegal(f"the lane loop `{text(n).splitlines()[0][:60]}` does not step by "
                           "32", n)
         loops.append(n)
@@ -426,6 +511,9 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
         starts.append(lane if lane is not None and strip(start).type == "identifier"
                       else f"(threadIdx.x % {LANES})")
         ok.add(strip(start).start_byte)
+    for start, step in _while_lane_loops(plan, lambda x: _is_lane(x, lane, inline)):
+        steps.append(step)
+        ok.add(start.start_byte)
     uses = [n for n in plan.uses(lane) if not _declares(n)] if lane is not None else []
     for n in [*uses, *inline]:
         if n.start_byte in ok:
@@ -441,6 +529,55 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
         raise Illegal(f"the lane is used in `{text(up)[:50]}` (only lane loops and "
                       "lane == 0 are modelled)", n)
     return loops, steps, starts, segments
+
+
+def _is_loop_step(node: Node) -> bool:
+    """``node`` is the right side of a ``for`` loop's ``v += node`` update."""
+    up = node.parent
+    loop = up.parent if up is not None else None
+    return up is not None and up.type == "assignment_expression" and \
+        up.child_by_field_name("right") == node and loop is not None and \
+        loop.type == "for_statement" and loop.child_by_field_name("update") == up
+
+
+def _while_lane_loops(plan: Plan, is_lane: Callable[[Node], bool]) -> list[tuple[Node, Node]]:
+    """(lane, step literal) of each lane loop written as ``T c = lane; while (c < n) { ...;
+    c += 32; }``: the same walk as the ``for`` form when ``c`` is assigned only by that last
+    statement and the body has no ``continue`` (which would skip the step). Such loops follow
+    LANES through their step; they are not vectorized nor kept in registers."""
+    out: list[tuple[Node, Node]] = []
+    for n in walk(plan.body):
+        if n.type != "declaration":
+            continue
+        var, _d, start = declared_name(n)
+        after = n.next_named_sibling
+        if start is None or not is_lane(start) or after is None or \
+                after.type != "while_statement":
+            continue
+        cond, body = after.child_by_field_name("condition"), after.child_by_field_name("body")
+        cond = cond.child_by_field_name("value") or cond if cond is not None else None
+        parts = binary(strip(cond)) if cond is not None else None
+        if parts is None or parts[1] not in ("<", "<=") or text(strip(parts[0])) != var or \
+                body is None:
+            continue
+        last = body.named_children[-1] if body.named_children else None
+        update = last.named_children[0] if last is not None and \
+            last.type == "expression_statement" and last.named_children else None
+        if update is None or update.type != "assignment_expression" or \
+                text(update.child_by_field_name("left")) != var or \
+                text(update.child_by_field_name("operator")) != "+=":
+            continue
+        step = update.child_by_field_name("right")
+        writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
+                                                           "update_expression") and
+                  text(w.child_by_field_name("left") or
+                       w.child_by_field_name("argument")) == var]
+        if int_value(step) != 32 or step is None or len(writes) != 1 or \
+                any(w.type == "continue_statement" for w in walk(body)):
+            raise Illegal(f"the lane loop `while {text(cond)[:40]}` is not stepped only by "
+                          f"`{var} += 32` as its last statement", after)
+        out.append((strip(start), strip(step)))
+    return out
 
 
 def _declares(n: Node) -> bool:

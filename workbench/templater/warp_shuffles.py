@@ -146,10 +146,32 @@ WARP_COLLECTIVES = ("__shfl", "__ballot", "__any_sync", "__all_sync", "__reduce_
 
 def warp_collective(plan: Plan) -> Node | None:
     """The first call of the kernel that combines the lanes of a warp (a shuffle, vote,
-    match or warp reduce), else None: the threads it combines are fixed by the block's
-    shape, so a block lift that regroups them changes what it computes."""
+    match or warp reduce), in place or inside a function of the file it calls (directly or
+    through others: ``s = warp_sum(s);``), else None: the threads it combines are fixed by
+    the block's shape, so a block lift that regroups them changes what it computes."""
     for c in walk(plan.body):
         if c.type == "call_expression" and \
                 text(c.child_by_field_name("function")).startswith(WARP_COLLECTIVES):
+            return c
+    return collective_helper(plan)
+
+
+def collective_helper(plan: Plan, more: tuple[str, ...] = ()) -> Node | None:
+    """The first call of the kernel to a function of the file that (itself or through the
+    functions it calls) calls a warp collective or one of ``more``; None when none does."""
+    defined = plan.source.function_definitions()
+
+    def collective(name: str, seen: frozenset[str]) -> bool:
+        fn = defined.get(name)
+        if fn is None or name in seen:
+            return False
+        names = {text(n.child_by_field_name("function")) for n in walk(fn)
+                 if n.type == "call_expression"}
+        return any(c.startswith((*WARP_COLLECTIVES, *more)) for c in names) or \
+            any(collective(c, seen | {name}) for c in names)
+
+    for c in walk(plan.body):
+        if c.type == "call_expression" and \
+                collective(text(c.child_by_field_name("function")), frozenset()):
             return c
     return None

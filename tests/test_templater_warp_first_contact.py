@@ -1,0 +1,383 @@
+"""Warp-per-row kernels on first contact (issue 28, session 19): spellings written for this
+test, none a copy of the corpus's, each the way another programmer would put it.
+
+Lifted (LANES, the rows a block and, where legal, VEC / REG_ROW / ILP): threadIdx.x through a
+local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffles masked with
+``__activemask()``, a function-scope ``constexpr`` for the warps a block, unsigned indices,
+``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
+the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
+group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
+computes at its default and far configs what the kernel as written computes.
+
+Refused, with the reason and the line: a shuffle inside a ``__device__`` helper (its 32-lane
+offsets would span several items), a pointer walk from the lane, a row grid-stride loop and
+a lane declared with other variables in one statement (see the report: a respelling the
+shared analysis does not split yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers_nvcc import needs_nvcc
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_merged_on_host,
+)
+from test_corpus_unseen3 import _SPILLS, HOST_PRELUDE, _ptxas_log
+from test_templater_warp2 import SHFL_SYNC
+
+from workbench.templater import LiftedSource, lift_kernel
+
+ROWS, COLS = 37, 384  # rows no multiple of any block's rows; ROWS * COLS a multiple of 128
+SIZES = {"R": ROWS, "C": COLS, "RC": ROWS * COLS, "G": ROWS * COLS // 128}
+ENV: Mapping[str, Any] = {"rows": ROWS, "cols": COLS}
+
+#: What the host needs of CUDA beyond HOST_PRELUDE and SHFL_SYNC.
+EXTRA = r"""
+static const int warpSize = 32;
+#define __expf(v) std::exp(v)
+static inline unsigned __activemask() { return 0xffffffffu; }
+"""
+PREFIX = "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE, SHFL_SYNC, EXTRA]) + "\n"
+
+# name -> (source, grid, block, (role, size key) per pointer argument)
+Case = tuple[str, list[str], list[str], list[tuple[str, str]]]
+LIFTS: dict[str, Case] = {
+    # a WARP macro, threadIdx.x through `tid`, a while lane loop, __activemask() masks
+    "softmax_while_activemask": (r"""
+#define WARP 32
+#define ROWS_PER_BLOCK 4
+extern "C" __global__ void k(float* y, const float* x, int rows, int cols) {
+  const int tid = threadIdx.x;
+  const int lane = tid % WARP;
+  const int row = blockIdx.x * ROWS_PER_BLOCK + tid / WARP;
+  if (row >= rows) return;
+  const float* xr = x + (size_t)row * cols;
+  float mx = -INFINITY;
+  int c = lane;
+  while (c < cols) { mx = fmaxf(mx, xr[c]); c += WARP; }
+  for (int off = WARP / 2; off > 0; off >>= 1)
+    mx = fmaxf(mx, __shfl_xor_sync(__activemask(), mx, off));
+  float sum = 0.f;
+  for (int j = lane; j < cols; j += WARP) sum += __expf(xr[j] - mx);
+  for (int off = WARP / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(__activemask(), sum, off);
+  const float inv = 1.f / sum;
+  for (int j = lane; j < cols; j += WARP) y[(size_t)row * cols + j] = __expf(xr[j] - mx) * inv;
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "RC"), ("in", "RC")]),
+    # a constexpr of the body for the warps, unsigned lane and row, warpSize steps, shfl_down
+    # then broadcasts from lane 0
+    "layernorm_constexpr_unsigned": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  constexpr int kWarps = 2;
+  const unsigned lane = threadIdx.x & 31u;
+  const unsigned wid = threadIdx.x >> 5;
+  const unsigned row = blockIdx.x * kWarps + wid;
+  if (row >= (unsigned)rows) return;
+  const float* p = in + (size_t)row * cols;
+  float s = 0.f, s2 = 0.f;
+  for (unsigned c = lane; c < (unsigned)cols; c += warpSize) { float v = p[c]; s += v; s2 += v * v; }
+  #pragma unroll
+  for (int m = 16; m >= 1; m /= 2) {
+    s += __shfl_down_sync(0xffffffff, s, m);
+    s2 += __shfl_down_sync(0xffffffff, s2, m);
+  }
+  s = __shfl_sync(0xffffffff, s, 0);
+  s2 = __shfl_sync(0xffffffff, s2, 0);
+  const float mean = s / cols;
+  const float rstd = rsqrtf(s2 / cols - mean * mean + 1e-5f);
+  for (unsigned c = lane; c < (unsigned)cols; c += warpSize)
+    out[(size_t)row * cols + c] = (p[c] - mean) * rstd;
+}
+""", ["ceil_div(rows, 2)"], ["64"], [("out", "RC"), ("in", "RC")]),
+    # the global warp index over warpSize; value and index shuffled as a pair (first max)
+    "argmax_global_warpsize": (r"""
+extern "C" __global__ void k(float* best_idx, const float* __restrict__ a, int rows, int cols) {
+  const int gw = (blockIdx.x * blockDim.x + threadIdx.x) / warpSize;
+  const int lane = threadIdx.x % warpSize;
+  if (gw >= rows) return;
+  float bv = -INFINITY; int bi = 0x7fffffff;
+  for (int c = lane; c < cols; c += warpSize) {
+    float v = a[(size_t)gw * cols + c];
+    if (v > bv) { bv = v; bi = c; }
+  }
+  for (int o = warpSize / 2; o; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+    int oi = __shfl_xor_sync(0xffffffffu, bi, o);
+    if (ov > bv || (ov == bv && oi < bi)) { bv = ov; bi = oi; }
+  }
+  if (lane == 0) best_idx[gw] = (float)bi;
+}
+""", ["ceil_div(rows, 8)"], ["256"], [("out", "R"), ("in", "RC")]),
+    # (32, 4) block: the row `ty + 4 * blockIdx.x`, the lane threadIdx.x in place, a double
+    # accumulator, 4-argument shuffles, an alpha epilogue
+    "l2norm_2d_double_acc": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int ty = threadIdx.y;
+  const int row = ty + 4 * blockIdx.x;
+  if (row >= rows) return;
+  double acc = 0.0;
+  for (int c = threadIdx.x; c < cols; c += 32) { double v = in[row * cols + c]; acc += v * v; }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o, 32);
+  const float inv = (float)(1.0 / sqrt(acc + 1e-12));
+  for (int c = threadIdx.x; c < cols; c += 32) out[row * cols + c] = 2.0f * in[row * cols + c] * inv;
+}
+""", ["ceil_div(rows, 4)"], ["32", "4"], [("out", "RC"), ("in", "RC")]),
+    # file-scope constexprs for the warp size and the warps, an if-block guard, max then
+    # a second pass subtracting it
+    "rowmax_sub_file_constexpr": (r"""
+constexpr int WARP_SIZE = 32;
+constexpr int WARPS = 4;
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int warp = threadIdx.x / WARP_SIZE;
+  const int lane = threadIdx.x % WARP_SIZE;
+  const int row = blockIdx.x * WARPS + warp;
+  if (row < rows) {
+    float m = -INFINITY;
+    for (int c = lane; c < cols; c += WARP_SIZE) m = fmaxf(m, in[row * cols + c]);
+    for (int s = WARP_SIZE / 2; s > 0; s /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, s));
+    for (int c = lane; c < cols; c += WARP_SIZE) out[row * cols + c] = in[row * cols + c] - m;
+  }
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "RC"), ("in", "RC")]),
+    # (32, 8) block read through blockDim: rows `blockIdx.x * blockDim.y + threadIdx.y`,
+    # lane loops stepped by blockDim.x, a gamma epilogue
+    "rmsnorm_2d_blockdim": (r"""
+extern "C" __global__ void k(float* __restrict__ out, const float* __restrict__ in,
+                             const float* __restrict__ gamma, int rows, int cols) {
+  int row = blockIdx.x * blockDim.y + threadIdx.y;
+  if (row < rows) {
+    const float* r = in + (long)row * cols;
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) ss += r[c] * r[c];
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    float scale = rsqrtf(ss / (float)cols + 1e-6f);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+      out[(long)row * cols + c] = r[c] * scale * gamma[c];
+  }
+}
+""", ["ceil_div(rows, 8)"], ["32", "8"], [("out", "RC"), ("in", "RC"), ("in", "C")]),
+    # a warp per quantisation group of GROUP values (#ifndef sizes), amax then the codes
+    "group_quant_ifndef": (r"""
+#ifndef GROUP
+#define GROUP 128
+#endif
+#ifndef WPB
+#define WPB 4
+#endif
+extern "C" __global__ void k(float* q, float* scales, const float* x, int rows, int cols) {
+  int lane = threadIdx.x % 32;
+  int g = blockIdx.x * WPB + threadIdx.x / 32;
+  int groups = rows * cols / GROUP;
+  if (g >= groups) return;
+  const float* src = x + (size_t)g * GROUP;
+  float amax = 0.f;
+  for (int i = lane; i < GROUP; i += 32) amax = fmaxf(amax, fabsf(src[i]));
+  for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, o));
+  float s = amax > 0.f ? amax / 127.f : 1.f;
+  for (int i = lane; i < GROUP; i += 32) q[(size_t)g * GROUP + i] = rintf(src[i] / s);
+  if (!lane) scales[g] = s;
+}
+""", ["ceil_div(rows * cols / 128, 4)"], ["128"], [("out", "RC"), ("out", "G"), ("in", "RC")]),
+    # a segment per row from its begin and end locals, `tid & 0x1f`, shfl_down masked with
+    # __activemask()
+    "segsum_offsets": (r"""
+extern "C" __global__ void k(float* sums, const float* v, int rows, int cols) {
+  const int tid = threadIdx.x;
+  const int lane = tid & 0x1f;
+  const int seg = blockIdx.x * 4 + (tid >> 5);
+  if (seg >= rows) return;
+  const int begin = seg * cols;
+  const int end = begin + cols;
+  float acc = 0.0f;
+  for (int j = begin + lane; j < end; j += 32) acc += v[j];
+  for (int d = 16; d > 0; d >>= 1) acc += __shfl_down_sync(__activemask(), acc, d);
+  if (lane == 0) sums[seg] = acc;
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
+}
+
+#: name -> (source, grid, block, the LANES refusal's text, its line)
+REFUSALS: dict[str, tuple[str, list[str], list[str], str, int]] = {
+    # the reduction in a helper: its shuffles would span 32 lanes whatever LANES is
+    "helper_warp_reduce": (r"""
+__device__ float warpReduceSum(float val) {
+  for (int offset = 16; offset > 0; offset /= 2) val += __shfl_down_sync(0xffffffff, val, offset);
+  return val;
+}
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  int lane = threadIdx.x % 32;
+  int row = blockIdx.x * 4 + threadIdx.x / 32;
+  if (row >= rows) return;
+  float s = 0.f;
+  for (int c = lane; c < cols; c += 32) s += in[row * cols + c] * in[row * cols + c];
+  s = warpReduceSum(s);
+  if (lane == 0) out[row] = sqrtf(s);
+}
+""", ["ceil_div(rows, 4)"], ["128"], "`warpReduceSum(s)` calls a function that combines", 12),
+    # pointers started at the lane and advanced by 32 a step
+    "gemv_pointer_walk": (r"""
+extern "C" __global__ void k(float* y, const float* A, const float* x, int rows, int cols) {
+  int warp_id = threadIdx.x / 32;
+  int lane = threadIdx.x % 32;
+  int r = warp_id + blockIdx.x * 8;
+  if (r >= rows) return;
+  const float* a = A + (size_t)r * cols + lane;
+  const float* xv = x + lane;
+  float acc = 0.f;
+  for (int c = lane; c < cols; c += 32) { acc += *a * *xv; a += 32; xv += 32; }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) y[r] = acc;
+}
+""", ["ceil_div(rows, 8)"], ["256"], "the lane is used in `A + (size_t)r * cols + lane`", 7),
+    # the lane declared with the warp in one statement
+    "quant_two_declarators": (r"""
+extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int g = blockIdx.x * 4 + warp;
+  if (g >= rows) return;
+  float amax = 0.f;
+  for (int i = lane; i < cols; i += 32) amax = fmaxf(amax, fabsf(x[g * cols + i]));
+  for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, o));
+  if (lane == 0) q[g] = amax;
+}
+""", ["ceil_div(rows, 4)"], ["128"], "the lane is used in `lane = threadIdx.x % 32`", 3),
+}
+
+
+def _lift(source: str, grid: list[str], block: list[str]) -> LiftedSource:
+    return lift_kernel(source, entry="k", grid=grid, block=block, scalars=dict(ENV))
+
+
+def _program(source: str, grid: Sequence[int], block: Sequence[int],
+             args: Sequence[tuple[str, str]]) -> str:
+    """PREFIX, ``source``, and a main that fills the inputs (a pattern scaled per row),
+    launches ``k`` once and prints every output element in hex (NaN where unwritten)."""
+    lines, names = [], []
+    for i, (role, key) in enumerate(args):
+        count = SIZES[key]
+        fill = (f"std::sin(0.37f * j) * (1.0f + (j / {COLS}) % 5)" if role == "in" else "NAN")
+        lines += [f"  std::vector<float> a{i}({count});",
+                  f"  for (int j = 0; j < {count}; ++j) a{i}[j] = {fill};"]
+        names.append(f"a{i}.data()")
+    dims = [", ".join(f"{int(n)}u" for n in (*d, 1, 1)[:3]) for d in (grid, block)]
+    lines.append(f"  wb_launch({{{dims[0]}}}, {{{dims[1]}}}, [&] {{ "
+                 f"k({', '.join(names)}, {ROWS}, {COLS}); }});")
+    lines += [f"  for (float v : a{i}) std::printf(\"%a\\n\", (double)v);"
+              for i, (role, _key) in enumerate(args) if role == "out"]
+    return PREFIX + source + "\nint main() {\n" + "\n".join(lines) + "\n  return 0;\n}\n"
+
+
+def _printed(text: str) -> np.ndarray:
+    return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in text.split()])
+
+
+def _configs(template: Any) -> list[dict[str, Any]]:
+    """The default, 4 lanes an item with the most of every other knob, then the corners
+    (host_sample keeps the default and the last corner)."""
+    default = dict(template.default_config())
+    corners = corner_configs(template, ENV)
+    space = template.space(dict(ENV))
+    mid = {**default, "LANES": 4}
+    for knob, value in (("VEC", 4), ("ITEMS_PER_THREAD", 2), ("ILP", 2)):
+        if knob in default and space.rejection({**mid, knob: value}) is None:
+            mid[knob] = value
+    return [default, mid, *corners[1:]]
+
+
+@pytest.mark.parametrize("name", sorted(LIFTS))
+def test_first_contact_spellings_lift_lanes_and_rows(name: str) -> None:
+    source, grid, block, _args = LIFTS[name]
+    lifted = _lift(source, grid, block)
+    knobs = {p.name: dict(p.spec) for p in lifted.params}
+    assert "LANES" in knobs, lifted.notes
+    assert knobs["LANES"]["default"] == 32 and knobs["LANES"]["min"] <= 4
+    assert lifted.grid[0].endswith("* (32 // LANES))"), lifted.grid
+    body = lifted.source.split("extern")[-1]
+    assert "% LANES)" in body and "wb_group_mask()" in body
+    assert "__activemask" not in body.split("wb_group_mask")[-1]
+
+
+def test_first_contact_spellings_compute_as_written_on_host(tmp_path: Path) -> None:
+    """Every lifted spelling at its default and its far configs, against the kernel as
+    written, in one host program (one compile for all: the file's time budget)."""
+    programs: list[str] = []
+    checks: list[tuple[str, dict[str, Any] | None]] = []
+    for name, (source, grid, block, args) in sorted(LIFTS.items()):
+        template = lifted_template(_lift(source, grid, block))
+        per_block = int(block[0]) // 32 if len(block) == 1 else int(block[1])
+        items = SIZES["G"] if "GROUP" in source else ROWS
+        programs.append(_program(source, [-(-items // per_block)], [int(b) for b in block],
+                                 args))
+        checks.append((name, None))
+        space = template.space(dict(ENV))
+        for config in host_sample(_configs(template)):
+            assert space.rejection(config) is None, (name, config)
+            launch = template.launch_for(config, ENV)
+            programs.append(_program(template.render(config, "fp32").source, launch.grid,
+                                     launch.block, args))
+            checks.append((name, config))
+    printed = run_merged_on_host(tmp_path, "first_contact", PREFIX, programs)
+    want = np.empty(0)
+    for (name, checked), text in zip(checks, printed, strict=True):
+        out = _printed(text)
+        if checked is None:  # the kernel as written: what its configs must compute
+            want = out
+            assert not np.isnan(want).any(), name
+            continue
+        np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6, err_msg=f"{name} {checked}")
+
+
+@pytest.mark.parametrize("name", sorted(REFUSALS))
+def test_spellings_not_modelled_are_refused_with_the_line(name: str) -> None:
+    source, grid, block, why, at = REFUSALS[name]
+    lifted = _lift(source, grid, block)
+    assert "LANES" not in {p.name for p in lifted.params}
+    found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
+    assert found and why in found[0] and f"(line {at})" in found[0], lifted.notes
+
+
+def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
+    """The (32, R) block's x is the warp the helper's shuffles combine: neither LANES nor
+    the block's x size is lifted."""
+    source = LIFTS["rmsnorm_2d_blockdim"][0].replace(
+        "for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);",
+        "ss = warp_sum(ss);")
+    helper = ("__device__ __forceinline__ float warp_sum(float v) {\n"
+              "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+              "  return v;\n}\n")
+    lifted = _lift(helper + source, ["ceil_div(rows, 8)"], ["32", "8"])
+    names = {p.name for p in lifted.params}
+    assert not names & {"LANES", "BLOCK_X"}, lifted.notes
+    assert any(n.startswith("BLOCK_X: not applied") and "`warp_sum(ss)`" in n
+               for n in lifted.notes), lifted.notes
+
+
+def test_activemask_used_beyond_a_shuffle_mask_is_refused() -> None:
+    source = LIFTS["segsum_offsets"][0].replace(
+        "if (lane == 0) sums[seg] = acc;",
+        "if (lane == 0) sums[seg] = acc + (float)__popc(__activemask());")
+    lifted = _lift(source, ["ceil_div(rows, 4)"], ["128"])
+    found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
+    assert found and "__activemask" in found[0], lifted.notes
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_first_contact_corners_build_without_spills(tmp_path: Path) -> None:
+    """The (32, R) block read through blockDim builds for sm_90 at its corners, no spill."""
+    name = "rmsnorm_2d_blockdim"
+    source, grid, block, _args = LIFTS[name]
+    template = lifted_template(_lift(source, grid, block))
+    for i, config in enumerate(host_sample(corner_configs(template, ENV))):
+        log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"{name}_{i}")
+        spills = _SPILLS.findall(log)
+        assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"
