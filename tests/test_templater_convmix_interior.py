@@ -30,6 +30,7 @@ import pytest
 from held_back_unseen7 import _folder
 from helpers_templater import (
     COOPERATIVE_BLOCK,
+    FULL_MATRIX,
     end_configs,
     host_sample,
     lifted_template,
@@ -302,6 +303,7 @@ _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 def test_interior_spellings_corners_compile_without_spills(name: str, tmp_path: Path) -> None:
     template = lifted_template(lift_spelling(name))
     ends = end_configs(template, SPELLINGS[name].env)
-    for i, config in enumerate(host_sample(ends)):
+    # the default run: the last corner (every knob at its far end the space admits)
+    for i, config in enumerate(ends if FULL_MATRIX else ends[-1:]):
         log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"end{i}")
         assert _SPILLS.findall(log) == [("0", "0")], f"{config}:\n{log}"
