@@ -76,10 +76,11 @@ def timed(folder: Any, template: KernelTemplate, configs: dict[str, dict[str, in
             out["baseline"] = row(b, base_us)
         default = dict(template.default_config())
         full = {label: Config({**default, **c}) for label, c in configs.items()}
-        results = {r.config: r for r in runner.measure(
-            [Candidate(c, SHAPE, DTYPE) for c in full.values()])}
+        results = list(runner.measure([Candidate(c, SHAPE, DTYPE) for c in full.values()]))
         for label, config in full.items():
-            out[label] = row(results[config], base_us)
+            match = next((r for r in results if dict(r.config) == dict(config)), None)
+            out[label] = row(match, base_us) if match is not None else \
+                {"config": dict(config), "status": "missing", "median_us": None}
         out["device"] = runner.device.name
         out["timer"] = runner.timer_note
     return out, base_us
@@ -109,8 +110,8 @@ def main() -> int:
     for section in ("lift", "lift_per_lane", "expert"):
         for label, r in doc.get(section, {}).items():
             if isinstance(r, dict) and "status" in r:
-                print(f"{section:9s} {label:18s} {r['status']:6s} {r['median_us']} us "
-                      f"x{r['speedup'] or 0:.2f} regs {r['regs']}")
+                print(f"{section:13s} {label:18s} {r['status']:7s} {r.get('median_us')} us "
+                      f"x{r.get('speedup') or 0:.2f} regs {r.get('regs')}")
     return 0 if all(r.get("status") == Status.OK.value for s in ("lift", "expert")
                     for r in doc[s].values() if isinstance(r, dict) and "status" in r) else 1
 
