@@ -3,14 +3,15 @@ test, none a copy of the corpus's, each the way another programmer would put it.
 
 Lifted (LANES, the rows a block and, where legal, VEC / REG_ROW / ILP): threadIdx.x through a
 local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffles masked with
-``__activemask()``, a function-scope ``constexpr`` for the warps a block, unsigned indices,
+``__activemask()``, reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
 ``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
 the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
 group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
 computes at its default and far configs what the kernel as written computes.
 
-Refused, with the reason and the line: a shuffle inside a ``__device__`` helper (its 32-lane
-offsets would span several items), a pointer walk from the lane, a row grid-stride loop and
+CSR rows whose gathers go through ``__ldg`` split their sums (ILP). Refused, with the reason
+and the line: a shuffle inside a ``__device__`` helper (its 32-lane offsets would span
+several items), a pointer walk from the lane, a row grid-stride loop and
 a lane declared with other variables in one statement (see the report: a respelling the
 shared analysis does not split yet).
 """
@@ -203,6 +204,18 @@ extern "C" __global__ void k(float* sums, const float* v, int rows, int cols) {
   if (lane == 0) sums[seg] = acc;
 }
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
+    # operands reversed: `rows <= row`, `cols > c`, `c = c + 32`, `0 == lane`; size_t index
+    "rowsum_reversed_operands": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int lane = threadIdx.x & 31;
+  const int row = (threadIdx.x >> 5) + blockIdx.x * 4;
+  if (rows <= row) return;
+  float s = 0.f;
+  for (size_t c = lane; cols > c; c = c + 32) s += in[(size_t)row * cols + c];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (0 == lane) out[row] = s;
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
 }
 
 #: name -> (source, grid, block, the LANES refusal's text, its line)
@@ -250,7 +263,38 @@ extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
   if (lane == 0) q[g] = amax;
 }
 """, ["ceil_div(rows, 4)"], ["128"], "the lane is used in `lane = threadIdx.x % 32`", 3),
+    # rows walked by a grid-stride loop over the block's warps
+    "rowdot_row_gridstride": (r"""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int rows, int cols) {
+  const int lane = threadIdx.x % 32;
+  const int wpb = blockDim.x / 32;
+  for (int row = blockIdx.x * wpb + threadIdx.x / 32; row < rows; row += gridDim.x * wpb) {
+    float s = 0.f;
+    for (int c = lane; c < cols; c += 32) s += a[row * cols + c] * b[row * cols + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (lane == 0) out[row] = s;
+  }
 }
+""", ["ceil_div(rows, 4)"], ["128"], "the warp `threadIdx.x / 32` names no item", 5),
+}
+
+#: CSR rows with __ldg gathers: the segment loop's sums split (ILP), int index arrays
+CSR_LDG = r"""
+extern "C" __global__ void k(float* y, const int* __restrict__ rowptr,
+                             const int* __restrict__ colidx, const float* __restrict__ vals,
+                             const float* __restrict__ x, int rows, int cols) {
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row < rows) {
+    const int start = rowptr[row];
+    const int stop = rowptr[row + 1];
+    float dot = 0.f;
+    for (int jj = start + lane; jj < stop; jj += 32) dot += vals[jj] * __ldg(&x[colidx[jj]]);
+    for (int off = 16; off; off >>= 1) dot += __shfl_down_sync(0xffffffffu, dot, off);
+    if (!lane) y[row] = dot;
+  }
+}
+"""
 
 
 def _lift(source: str, grid: list[str], block: list[str]) -> LiftedSource:
@@ -359,6 +403,17 @@ def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
     assert not names & {"LANES", "BLOCK_X"}, lifted.notes
     assert any(n.startswith("BLOCK_X: not applied") and "`warp_sum(ss)`" in n
                for n in lifted.notes), lifted.notes
+
+
+def test_csr_rows_with_ldg_gathers_split_their_sums() -> None:
+    """``__ldg(&x[col[j]])`` is a load like ``x[col[j]]``: the segment sum takes ILP; a term
+    that calls what is not pure is still refused."""
+    lifted = _lift(CSR_LDG, ["ceil_div(rows, 4)"], ["128"])
+    assert {"LANES", "ILP", "LDG"} <= {p.name for p in lifted.params}, lifted.notes
+    impure = _lift(CSR_LDG.replace("__ldg(&x[colidx[jj]])", "atomicAdd(&y[0], x[colidx[jj]])"),
+                   ["ceil_div(rows, 4)"], ["128"])
+    assert "ILP" not in {p.name for p in impure.params}
+    assert any(n.startswith("ILP: not applied") and "not pure" in n for n in impure.notes)
 
 
 def test_activemask_used_beyond_a_shuffle_mask_is_refused() -> None:

@@ -62,7 +62,7 @@ from workbench.templater.warp_regs import (
     find_row_cache,
 )
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
-from workbench.templater.warp_shuffles import collective_helper, shuffle_loops
+from workbench.templater.warp_shuffles import collective_helper, shuffle_calls, shuffle_loops
 
 LANES = "LANES"
 _UNSAFE = ("__syncthreads", "__ballot", "__any", "__all", "__activemask", "__match",
@@ -155,6 +155,7 @@ def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
         else:
             found = None if two_d else find_global_item(plan)
             if found is None:
+                _note_no_item(plan)
                 return False
             shape = _global_shape(plan, found)
             lane_def = lane_def or found.lane_def
@@ -163,6 +164,17 @@ def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
         decl = item_def[0].decl if item_def is not None else None
         plan.note(LANES, False, exc.reason, exc.node or decl)
         return False
+
+
+def _note_no_item(plan: Plan) -> None:
+    """Say why LANES is not lifted where the kernel splits threadIdx.x into warps and
+    shuffles but names no item as this family reads one (a loop over rows, say)."""
+    warp = next((n for n in walk(plan.body) if _lane_split(plan, n, op_div=True) is not None),
+                None)
+    if warp is not None and shuffle_calls(plan.body):
+        plan.note(LANES, False, f"the warp `{text(warp)}` names no item `blockIdx.x * F + "
+                  "warp` read once (nor the global warp index `(blockIdx.x * blockDim.x + "
+                  "threadIdx.x) / 32`); other item walks are not modelled", warp)
 
 
 def _block_factor(plan: Plan, node: Node) -> int | None:
@@ -492,7 +504,7 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
         init, update = n.child_by_field_name("initializer"), n.child_by_field_name("update")
         if init is None or update is None or init.type != "declaration":
             continue
-        _var, _d, start = declared_name(init)
+        var, _d, start = declared_name(init)
         if start is None:
             continue
         if not _is_lane(start, lane, inline):
@@ -501,9 +513,8 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
                 continue
             segments.append(n)
             start = at
-        step = update.child_by_field_name("right")
-        if text(update.child_by_field_name("operator")) != "+=" or not _warp_step(plan, step) \
-                or step is None:
+        step = _step(update, var)
+        if not _warp_step(plan, step) or step is None:
             raise Illegal(f"the lane loop `{text(n).splitlines()[0][:60]}` does not step by "
                           "32", n)
         loops.append(n)
@@ -522,7 +533,8 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
         while up is not None and up.type == "parenthesized_expression":
             up = up.parent
         parts = binary(up) if up is not None else None
-        if parts is not None and parts[1] in ("==", "!=") and int_value(parts[2]) == 0:
+        if parts is not None and parts[1] in ("==", "!=") and \
+                0 in (int_value(parts[2]), int_value(parts[0])):  # lane == 0, 0 == lane
             continue
         if up is not None and up.type == "unary_expression" and text(up).startswith("!"):
             continue
@@ -531,13 +543,38 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
     return loops, steps, starts, segments
 
 
+def _step(update: Node, var: str) -> Node | None:
+    """K of an update that adds K to ``var``: ``var += K``, ``var = var + K`` or ``var = K +
+    var`` (one meaning, three spellings); None for any other update."""
+    update = strip(update)
+    if update.type != "assignment_expression" or \
+            text(strip(update.child_by_field_name("left") or update)) != var:
+        return None
+    op, right = text(update.child_by_field_name("operator")), update.child_by_field_name("right")
+    if op == "+=":
+        return strip(right) if right is not None else None
+    parts = binary(right) if op == "=" and right is not None else None
+    if parts is None or parts[1] != "+":
+        return None
+    names = [text(strip(parts[0])), text(strip(parts[2]))]
+    if names.count(var) != 1:
+        return None
+    return strip(parts[2] if names[0] == var else parts[0])
+
+
 def _is_loop_step(node: Node) -> bool:
     """``node`` is the right side of a ``for`` loop's ``v += node`` update."""
     up = node.parent
+    while up is not None and up.type in ("binary_expression", "parenthesized_expression"):
+        up = up.parent
     loop = up.parent if up is not None else None
-    return up is not None and up.type == "assignment_expression" and \
-        up.child_by_field_name("right") == node and loop is not None and \
-        loop.type == "for_statement" and loop.child_by_field_name("update") == up
+    if up is None or up.type != "assignment_expression" or loop is None or \
+            loop.type != "for_statement" or loop.child_by_field_name("update") != up:
+        return False
+    init = loop.child_by_field_name("initializer")
+    var = declared_name(init)[0] if init is not None and init.type == "declaration" else ""
+    found = _step(up, var)
+    return found is not None and found == node
 
 
 def _while_lane_loops(plan: Plan, is_lane: Callable[[Node], bool]) -> list[tuple[Node, Node]]:
@@ -563,11 +600,9 @@ def _while_lane_loops(plan: Plan, is_lane: Callable[[Node], bool]) -> list[tuple
         last = body.named_children[-1] if body.named_children else None
         update = last.named_children[0] if last is not None and \
             last.type == "expression_statement" and last.named_children else None
-        if update is None or update.type != "assignment_expression" or \
-                text(update.child_by_field_name("left")) != var or \
-                text(update.child_by_field_name("operator")) != "+=":
+        step = _step(update, var) if update is not None else None
+        if step is None:
             continue
-        step = update.child_by_field_name("right")
         writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
                                                            "update_expression") and
                   text(w.child_by_field_name("left") or
@@ -596,6 +631,10 @@ def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> s
         if init is None or parts is None or body is None:
             continue
         var, _d, _start = declared_name(init)
+        if parts[1] != "<" or text(strip(parts[0])) != var:
+            plan.note("VEC", False, f"the lane loop's condition `{text(cond)[:40]}` is not "
+                      f"`{var} < bound`", loop)
+            continue
         region = Region(var, text(init.child_by_field_name("type")), body, parts[2], lane,
                         LANES, True, loop)
         try:

@@ -11,7 +11,9 @@ gate's tolerance checks, as LANES does). ILP 1 is the loop as written.
 
 Legal where the loop body is the one statement ``acc += E;`` with ``acc`` a scalar local of
 an arithmetic type declared outside the loop, ``E`` free of ``acc``, assignments and calls
-that are not pure (:func:`.purity.side_effect_free`), and the loop ``j < bound`` with ``j``
+that are not pure (:func:`.purity.side_effect_free`; a read-only load ``__ldg(&p[k])`` is a
+read like ``p[k]``: the loop writes no memory, so its terms read the same values in any
+order), and the loop ``j < bound`` with ``j``
 declared in its header; refused with the line otherwise.
 """
 
@@ -23,7 +25,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import binary, declared_name, line, mentions, strip, text, walk
 from workbench.templater.plan import Plan
-from workbench.templater.purity import side_effect_free
+from workbench.templater.purity import pure_calls, side_effect_free
 from workbench.templater.rewrite import Rewriter, TextFn
 from workbench.templater.vector import Illegal
 
@@ -108,11 +110,27 @@ def _chain(plan: Plan, loop: Node) -> _Chain:
     if d is None or acc_type is None or d.decl.start_byte >= loop.start_byte:
         raise Illegal(f"`{acc}` is not a scalar local of an arithmetic type declared before "
                       "the loop", target)
-    if mentions(term, {acc}) or not side_effect_free(plan.source, term) or \
+    if mentions(term, {acc}) or not _reads_only(plan, term) or \
             not side_effect_free(plan.source, bound):
         raise Illegal(f"the term `{text(term)[:40]}` reads `{acc}`, assigns or calls what is "
                       "not pure", term)
     return _Chain(loop, var, var_type, start, bound, acc, acc_type, term)
+
+
+#: Loads through the read-only or cache-hinted paths: reads of memory, as ``p[k]`` is.
+_LOADS = ("__ldg", "__ldca", "__ldcg", "__ldcs", "__ldlu")
+
+
+def _reads_only(plan: Plan, term: Node) -> bool:
+    """``term`` is side-effect free, its load intrinsics read as the loads they are (their
+    arguments checked in turn)."""
+    pure = pure_calls(plan.source) | frozenset(_LOADS)
+    for n in walk(term):
+        if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
+            return False
+        if n.type in ("assignment_expression", "update_expression", "comma_expression"):
+            return False
+    return True
 
 
 def _scalar_type(decl: Node) -> str | None:

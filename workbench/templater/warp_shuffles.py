@@ -36,7 +36,8 @@ class OffsetLoop:
     shuffles: tuple[Node, ...]
 
 
-def _shuffle_calls(node: Node) -> list[Node]:
+def shuffle_calls(node: Node) -> list[Node]:
+    """The warp shuffles of ``node``, in source order."""
     return [c for c in walk(node) if c.type == "call_expression" and
             text(c.child_by_field_name("function")).startswith("__shfl")]
 
@@ -112,7 +113,7 @@ def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]
         if n.type != "for_statement":
             continue
         body = n.child_by_field_name("body")
-        shuffles = _shuffle_calls(body) if body is not None else []
+        shuffles = shuffle_calls(body) if body is not None else []
         start = _offset_start(n)
         if not shuffles or start is None:
             continue
@@ -125,7 +126,7 @@ def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]
             seen.add(call.start_byte)
         loops.append(OffsetLoop(node, replacement, tuple(shuffles)))
     broadcasts: list[Node] = []
-    for c in _shuffle_calls(plan.body):
+    for c in shuffle_calls(plan.body):
         if c.start_byte in seen:
             continue
         fn = _check_call(c, widths)
