@@ -317,3 +317,37 @@ def test_a_fast_math_value_wrong_at_the_large_shape_is_excluded_there() -> None:
     space: SearchSpace = gated.template.space(folder.env("large", "fp32"))
     assert not [c for c in space if c["FAST_MATH"] == 1]
     assert any("gate repair added FAST_MATH != 1" in n for n in gated.notes)
+
+
+@pytest.mark.parametrize(("source", "grid", "block", "why"), [
+    # a 2-D block whose threads are numbered by hand
+    ("""
+#define TB_X 32
+#define TB_Y 8
+extern "C" __global__ void k(double* root, const double* ca, int n) {
+  const int e = blockIdx.x * (TB_X * TB_Y) + threadIdx.y * TB_X + threadIdx.x;
+  if (e >= n) return;
+  double lo = 0.0, hi = 4.0;
+  for (int it = 0; it < 60; ++it) {
+    const double mid = 0.5 * (lo + hi);
+    if (mid * mid * mid - ca[e] > 0.0) hi = mid; else lo = mid;
+  }
+  root[e] = 0.5 * (lo + hi);
+}
+""", ["ceil_div(n, 256)"], ["32", "8"], "the block is 2-D (32 x 8)"),
+    # a 2-D grid flattened into the item's index
+    ("""
+extern "C" __global__ void k(float* out, const float* th0, int n) {
+  int i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float th = th0[i], om = 0.0f;
+  for (int s = 0; s < 200; ++s) { om -= 0.005f * sinf(th); th += 0.005f * om; }
+  out[i] = th;
+}
+""", ["ceil_div(n, 128)", "1"], ["128"], "no top-level `T i = blockIdx.x * B + threadIdx.x`"),
+])
+def test_a_compute_loop_the_items_cannot_reach_says_why(source: str, grid: list[str],
+                                                         block: list[str], why: str) -> None:
+    lifted = lift_kernel(source, entry="k", grid=grid, block=block, scalars={"n": "n"})
+    found = [n for n in lifted.notes if n.startswith("ITEMS_PER_THREAD: not applied")]
+    assert found and why in found[0] and "(line " in found[0], lifted.notes

@@ -574,9 +574,13 @@ def apply_ilp(plan: Plan) -> bool:
     """Apply where legal and useful (see the module doc); True when applied."""
     if NAME in plan.params:
         return False
-    loop = next((n for n in walk(plan.body) if n.type in LOOPS), None)
+    # a compute loop this transform would interleave items in, in a per-element kernel (no
+    # shared memory or warp intrinsic): where it does not apply, the note says why
+    loop = next((n for n in walk(plan.body) if n.type in LOOPS), None) if not (
+        any(d.is_shared for d in plan.facts.defs.values()) or
+        any(c.startswith(_WARP) for c in calls(plan.body))) else None
     if len(plan.block) != 1:
-        if loop is not None:  # a compute loop this transform would interleave items in
+        if loop is not None:
             plan.note(NAME, False, f"items with independent state: the block is "
                       f"{len(plan.block)}-D ({' x '.join(plan.block)}); the items' place "
                       "is lifted for 1-D blocks only", loop)
