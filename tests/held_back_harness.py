@@ -78,3 +78,12 @@ class HeldBackSet:
             if config not in configs:
                 configs.append(config)
         return configs
+
+
+def prepended(extras: str, dropped: str = "") -> Callable[[str], str]:
+    """A set's ``host_source``: a kernel's source as the host program compiles it, ``extras``
+    (host forms of the CUDA built-ins it uses) before it and the line ``dropped`` (a device
+    header ``extras`` stands for), if any, taken out."""
+    def host_source(source: str) -> str:
+        return extras + (source.replace(dropped, "") if dropped else source)
+    return host_source

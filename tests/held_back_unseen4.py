@@ -6,15 +6,10 @@ the folder checks, tests/gpu/test_gpu_held_back.py the GPU tier."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-from held_back_harness import HeldBackSet
+from held_back_harness import HeldBackSet, prepended
 from test_corpus_unseen3 import C_TYPES
 
-from workbench.core.kernel_folder import KernelFolder
-
-ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen4"
 #: A tiled product, a multi-plane filter in constant memory, a per-element solver with an
 #: early exit, int8 partials over a fixed grid (verify()), a warp-per-row reduction, a 3-D
 #: stencil.
@@ -65,21 +60,11 @@ static inline int __dp4a(int a, int b, int c) {
 # the int8 inputs of s8_dot_blocks (the unseen3 table has no 8-bit type)
 C_TYPES.setdefault("i8", ("signed char", np.int8))
 
-
-def host_source(source: str) -> str:
-    """A kernel's source as the host program compiles it."""
-    return HOST_EXTRAS + source
-
-
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
 MEMORY_BOUND = {"s8_dot_blocks", "row_logsumexp", "diffuse7_var"}
 
 SET = HeldBackSet(key="unseen4", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
-                  corners_every_run=CORNERS_EVERY_RUN,
-                  memory_bound=frozenset(MEMORY_BOUND), host_source=host_source)
-assert SET.root == ROOT
-checked_configs = SET.checked_configs
-
-
-def _folder(name: str, expert: bool = False) -> KernelFolder:
-    return SET.folder(name, expert)
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(HOST_EXTRAS))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder

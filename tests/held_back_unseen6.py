@@ -6,13 +6,8 @@ the folder checks, tests/gpu/test_gpu_held_back.py the GPU tier."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from held_back_harness import HeldBackSet, prepended
 
-from held_back_harness import HeldBackSet
-
-from workbench.core.kernel_folder import KernelFolder
-
-ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen6"
 #: A tiled product with a fused epilogue over a strided operand, a channels-last depthwise
 #: filter in constant memory, an integration loop with a per-element early exit, two sums
 #: per chunk (verify()), a block-per-row top-1, a 27-point 3-D stencil.
@@ -60,21 +55,11 @@ static inline double atomicAdd(double* p, double v) {
 #define __sinf(v) sinf(v)
 """
 
-
-def host_source(source: str) -> str:
-    """A kernel's source as the host program compiles it."""
-    return HOST_EXTRAS + source
-
-
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
 MEMORY_BOUND = {"dwconv3_nhwc", "moments_partials", "row_top1", "box27_smooth"}
 
 SET = HeldBackSet(key="unseen6", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
-                  corners_every_run=CORNERS_EVERY_RUN,
-                  memory_bound=frozenset(MEMORY_BOUND), host_source=host_source)
-assert SET.root == ROOT
-checked_configs = SET.checked_configs
-
-
-def _folder(name: str, expert: bool = False) -> KernelFolder:
-    return SET.folder(name, expert)
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(HOST_EXTRAS))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder

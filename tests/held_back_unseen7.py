@@ -6,13 +6,8 @@ the folder checks."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from held_back_harness import HeldBackSet, prepended
 
-from held_back_harness import HeldBackSet
-
-from workbench.core.kernel_folder import KernelFolder
-
-ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen7"
 #: A tiled Gaussian kernel matrix from a template-parameter tile, a channel-mixing 1-D
 #: convolution in constant memory, a two-method special function with early exits, histogram
 #: rows per chunk (verify()), a warp-per-row CSR product, a batched transpose with an affine.
@@ -54,21 +49,11 @@ static inline int atomicAdd(int* p, int v) { const int old = *p; *p = old + v; r
 #define __fdividef(a, b) ((a) / (b))
 """
 
-
-def host_source(source: str) -> str:
-    """A kernel's source as the host program compiles it."""
-    return HOST_EXTRAS + source
-
-
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
 MEMORY_BOUND = {"hist64_partials", "csr_spmv_warp", "nchw_to_nhwc_affine"}
 
 SET = HeldBackSet(key="unseen7", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
-                  corners_every_run=CORNERS_EVERY_RUN,
-                  memory_bound=frozenset(MEMORY_BOUND), host_source=host_source)
-assert SET.root == ROOT
-checked_configs = SET.checked_configs
-
-
-def _folder(name: str, expert: bool = False) -> KernelFolder:
-    return SET.folder(name, expert)
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(HOST_EXTRAS))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder

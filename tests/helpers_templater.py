@@ -6,12 +6,15 @@ from __future__ import annotations
 import atexit
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from helpers_session_cache import flags_key, shared_output
 
 from workbench.core.params import parameter_from_dict
 from workbench.core.template import KernelTemplate
@@ -186,14 +189,53 @@ def _precompiled_header(program: str, flags: tuple[str, ...]) -> tuple[str, ...]
 
 def run_on_host(work: Path, name: str, program: str, *, flags: tuple[str, ...] = (),
                 run_timeout_s: int = 120) -> str:
-    """Compile ``program`` (C++) with g++ -O1 in ``work`` as ``name``.cpp, run it, and return
-    what it printed (the compile and the run must succeed). The standard headers it opens
-    with come precompiled (:func:`_precompiled_header`)."""
+    """Compile ``program`` (C++) with g++ -O1, written to ``work`` as ``name``.cpp, run it,
+    and return what it printed (the compile and the run must succeed). The standard headers
+    it opens with come precompiled (:func:`_precompiled_header`); a program this test run
+    compiled before with the same flags is not compiled again (tests/helpers_session_cache.py),
+    but every call runs it."""
     cpp = write_file(work, work / f"{name}.cpp", program, overwrite=True)
-    exe = work / name
-    pch = _precompiled_header(program, flags)
-    subprocess.run(["g++", *HOST_GXX_FLAGS, *flags, *pch, "-o", str(exe), str(cpp)],
-                   check=True, capture_output=True, timeout=120)
+
+    def compile_to(exe: Path) -> None:
+        pch = _precompiled_header(program, flags)
+        subprocess.run(["g++", *HOST_GXX_FLAGS, *flags, *pch, "-o", str(exe), str(cpp)],
+                       check=True, capture_output=True, timeout=120)
+
+    exe = shared_output("gxx-exe", [*HOST_GXX_FLAGS, *flags_key(flags), program], compile_to)
     done = subprocess.run([str(exe)], check=True, capture_output=True, text=True,
                           timeout=run_timeout_s)
     return done.stdout
+
+
+# -- several host runs, one compile -------------------------------------------------------
+
+_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
+_MAIN = "\nint main() {\n"
+_MARK = "--wb-run-end--"
+
+
+def merged_program(prefix: str, programs: Sequence[str]) -> str:
+    """One C++ program that does what each of ``programs`` does, in turn, printing a mark
+    line after each. Each must open with ``prefix`` (kept once) and hold one ``int main()
+    {``; the rest of each goes in a namespace of its own with ``main`` renamed and
+    ``extern "C"`` dropped (one C name a program), every macro it defines undefined after
+    it, so no program sees another's macros, names or constants."""
+    parts, calls = [prefix], []
+    for i, program in enumerate(programs):
+        assert program.startswith(prefix), f"program {i} does not open with the prefix"
+        rest = program[len(prefix):]
+        assert rest.count(_MAIN) == 1, f"program {i} holds {rest.count(_MAIN)} mains"
+        undefs = "".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINED.findall(rest)))
+        body = rest.replace('extern "C" ', "").replace(_MAIN, "\nint wb_main() {\n")
+        parts.append(f"namespace wb_p{i} {{\n{body}\n}}\n{undefs}")
+        calls.append(f"  wb_p{i}::wb_main(); std::printf(\"{_MARK}\\n\");\n")
+    return "".join([*parts, "int main() {\n", *calls, "  return 0;\n}\n"])
+
+
+def run_merged_on_host(work: Path, name: str, prefix: str,
+                       programs: Sequence[str]) -> list[str]:
+    """What each of ``programs`` prints, from one compile and run of
+    :func:`merged_program`."""
+    printed = run_on_host(work, name, merged_program(prefix, programs)).split(f"{_MARK}\n")
+    assert printed[-1] == "" and len(printed) == len(programs) + 1, printed[-1][-300:]
+    return printed[:-1]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_nvcc import needs_nvcc
 
-from tests.helpers_nvcc import needs_nvcc
 from workbench.cli import build_parser, main
 from workbench.core.errors import KernelFolderError
 from workbench.core.kernel_folder import PLACEHOLDER, load_kernel_folder

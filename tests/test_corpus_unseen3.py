@@ -21,14 +21,15 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from helpers_nvcc import NVCC, needs_nvcc
-from helpers_templater import COOPERATIVE_BLOCK, end_configs, run_on_host
+from helpers_session_cache import shared_output
+from helpers_templater import COOPERATIVE_BLOCK, end_configs, run_merged_on_host, run_on_host
 
 from workbench.core.identifiers import identifier_problem
 from workbench.core.inputs import complete_inputs, default_inputs
@@ -219,21 +220,41 @@ def _run(kf: KernelFolder, source: str, launch: Any, inputs: Mapping[str, np.nda
          work: Path, flags: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
     """Every output of one host run of ``source`` at the check shape."""
     work.mkdir(parents=True, exist_ok=True)
-    env = kf.env(kf.check_shape, "fp32")
     printed = run_on_host(work, "kernel", _host_program(kf, source, launch, inputs),
-                          flags=flags).split()
-    outputs, at = {}, 0
+                          flags=flags)
+    return _outputs(kf, printed)
+
+
+def _outputs(kf: KernelFolder, printed: str) -> dict[str, np.ndarray]:
+    """The outputs of one run at the check shape from what its program printed: each
+    output argument's elements in argument order, NaN where no thread wrote."""
+    env = kf.env(kf.check_shape, "fp32")
+    values, outputs, at = printed.split(), {}, 0
     for arg in kf.args:
         if arg.role in ("out", "inout"):
             shape = arg.shape_for(env)
             count = int(np.prod(shape))
             _, np_type = C_TYPES[arg.resolved_dtype("fp32")]
-            values = [float.fromhex(v) if v not in ("nan", "-nan") else float("nan")
-                      for v in printed[at:at + count]]
-            outputs[arg.name] = np.array(values).astype(np_type).reshape(shape)
+            read = [float.fromhex(v) if v not in ("nan", "-nan") else float("nan")
+                    for v in values[at:at + count]]
+            outputs[arg.name] = np.array(read).astype(np_type).reshape(shape)
             at += count
-    assert at == len(printed), f"printed {len(printed)} values, expected {at}"
+    assert at == len(values), f"printed {len(values)} values, expected {at}"
     return outputs
+
+
+#: What :func:`_host_program` opens every program with.
+FOLDER_PREFIX = "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE]) + "\n"
+
+
+def folder_runs(kf: KernelFolder, runs: Sequence[tuple[str, Any]],
+                inputs: Mapping[str, np.ndarray], work: Path) -> list[dict[str, np.ndarray]]:
+    """Every output of each (source, launch) of ``runs`` at ``kf``'s check shape, as
+    :func:`_run` reads them, from one host compile (:func:`run_merged_on_host`)."""
+    work.mkdir(parents=True, exist_ok=True)
+    programs = [_host_program(kf, source, launch, inputs) for source, launch in runs]
+    return [_outputs(kf, printed)
+            for printed in run_merged_on_host(work, "merged", FOLDER_PREFIX, programs)]
 
 
 _PLAIN_OUTPUTS: dict[str, dict[str, np.ndarray]] = {}
@@ -327,16 +348,25 @@ def test_expert_template_computes_what_the_plain_kernel_computes(
 # -- nvcc ----------------------------------------------------------------------------------
 
 
+_PTXAS_FLAGS = ("-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v")
+
+
 def _ptxas_log(source: str, work: Path, label: str) -> str:
-    """Compile ``source`` to an sm_90 cubin with ``ptxas -v``; its log (asserts it built)."""
+    """Compile ``source`` (written to ``work`` as ``label``.cu) to an sm_90 cubin with
+    ``ptxas -v``; its log (asserts it built). A source this test run compiled before is read
+    back, not compiled again (tests/helpers_session_cache.py)."""
     assert NVCC is not None
     src = write_file(work, work / f"{label}.cu", source, overwrite=True)
-    done = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-O3", "-Xptxas", "-v",
-                           "-o", str(work / f"{label}.cubin"), str(src)],
-                          capture_output=True, text=True, timeout=100, check=False)
-    log = done.stdout + done.stderr
-    assert done.returncode == 0, f"{label}:\n{log[-3000:]}"
-    return log
+
+    def compile_to(log_file: Path) -> None:
+        done = subprocess.run([NVCC, *_PTXAS_FLAGS, "-o", str(work / f"{label}.cubin"),
+                               str(src)], capture_output=True, text=True, timeout=100,
+                              check=False)
+        log = done.stdout + done.stderr
+        assert done.returncode == 0, f"{label}:\n{log[-3000:]}"
+        log_file.write_text(log)
+
+    return shared_output("ptxas-log", [NVCC, *_PTXAS_FLAGS, source], compile_to).read_text()
 
 
 @needs_nvcc

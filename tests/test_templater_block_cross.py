@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from test_corpus_unseen3 import _inputs
+from test_corpus_unseen3 import _inputs, folder_runs
 from test_templater_const_via import FOLDERS, _folder
-from test_templater_warp_rows_csr import folder_runs
 
 from workbench.templater import offline_template
 

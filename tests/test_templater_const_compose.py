@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from helpers_templater import end_configs
+from test_templater_const_via import _knobs, assert_prints_as_written, write_folder
 
-from tests.test_templater_const_via import _knobs, assert_prints_as_written, write_folder
 from workbench.templater import offline_template
 
 GAIN = """

@@ -28,8 +28,7 @@ import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, end_configs, host_sample
-from test_corpus_unseen3 import _SPILLS, _inputs, _ptxas_log
-from test_templater_warp_rows_csr import folder_runs
+from test_corpus_unseen3 import _SPILLS, _inputs, _ptxas_log, folder_runs
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.write_policy import write_file

@@ -30,9 +30,16 @@ from typing import Any
 import numpy as np
 import pytest
 from held_back_unseen6 import host_source
-from helpers_templater import end_configs, host_sample, lifted_template
-from test_corpus_unseen3 import _SPILLS, NVCC, _assert_same, _inputs, _ptxas_log
-from test_templater_warp_rows_csr import FOLDER_PREFIX, folder_runs, run_merged_on_host
+from helpers_templater import end_configs, host_sample, lifted_template, run_merged_on_host
+from test_corpus_unseen3 import (
+    _SPILLS,
+    FOLDER_PREFIX,
+    NVCC,
+    _assert_same,
+    _inputs,
+    _ptxas_log,
+    folder_runs,
+)
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import lift_kernel, offline_template

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template
-from test_templater_warp_rows_csr import run_merged_on_host
+from helpers_templater import COOPERATIVE_BLOCK, host_sample, lifted_template, run_merged_on_host
 
 from workbench.templater import LiftedSource, lift_kernel
 

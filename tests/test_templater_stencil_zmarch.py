@@ -29,14 +29,14 @@ from helpers_templater import (
     lifted_template,
     run_on_host,
 )
-
-from tests.test_corpus_unseen3 import (  # noqa: F401  (host_flags: the fixture)
+from test_corpus_unseen3 import (  # noqa: F401  (host_flags: the fixture)
     _folder,
     _inputs,
     _plain_outputs,
     _run,
     host_flags,
 )
+
 from workbench.templater import LiftedSource, lift_kernel
 from workbench.templater.offline import offline_template
 

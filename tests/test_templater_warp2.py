@@ -28,8 +28,8 @@ from helpers_templater import (
     rotating_sample,
     run_on_host,
 )
+from test_corpus_unseen3 import HOST_PRELUDE
 
-from tests.test_corpus_unseen3 import HOST_PRELUDE
 from workbench.core.identifiers import identifier_problem
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.engine.compiler import Compiler

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import corner_configs, host_sample, lifted_template
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 from test_templater_warp2 import COLS, ENV, ROWS, host_outputs, lift, params
 
-from tests.test_corpus_unseen3 import _SPILLS, _ptxas_log
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import lift_kernel, offline_template
 

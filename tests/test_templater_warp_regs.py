@@ -36,9 +36,9 @@ from helpers_templater import (
     lifted_template,
     run_on_host,
 )
+from test_corpus_unseen3 import HOST_PRELUDE, host_flags  # noqa: F401  (the fixture)
+from test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
 
-from tests.test_corpus_unseen3 import HOST_PRELUDE, host_flags  # noqa: F401  (the fixture)
-from tests.test_templater_warp2 import COLS, ENV, ROWS, SHFL_SYNC, lift, params, refusals
 from workbench.core.write_policy import write_file
 from workbench.templater import semantic
 from workbench.templater.vector import apply_vector

@@ -11,24 +11,20 @@ spellings: tests/test_templater_warp_rows_segments.py.
 
 from __future__ import annotations
 
-import re
 import subprocess
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import COOPERATIVE_BLOCK, corner_configs, host_sample, run_on_host
+from helpers_templater import corner_configs, host_sample, run_merged_on_host
 from test_corpus_unseen3 import (
     _SPILLS,
-    C_TYPES,
-    HOST_PRELUDE,
+    FOLDER_PREFIX,
     _assert_same,
-    _host_program,
     _inputs,
     _ptxas_log,
+    folder_runs,
 )
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -36,72 +32,6 @@ from workbench.templater import offline_template
 
 CSR = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen7" / \
     "csr_spmv_warp"
-
-
-# -- several host runs, one compile -------------------------------------------------------
-
-_DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)", re.MULTILINE)
-_MAIN = "\nint main() {\n"
-_MARK = "--wb-run-end--"
-
-
-def merged_program(prefix: str, programs: Sequence[str]) -> str:
-    """One C++ program that does what each of ``programs`` does, in turn, printing a mark
-    line after each. Each must open with ``prefix`` (kept once) and hold one ``int main()
-    {``; the rest of each goes in a namespace of its own with ``main`` renamed and
-    ``extern "C"`` dropped (one C name a program), every macro it defines undefined after
-    it, so no program sees another's macros, names or constants."""
-    parts, calls = [prefix], []
-    for i, program in enumerate(programs):
-        assert program.startswith(prefix), f"program {i} does not open with the prefix"
-        rest = program[len(prefix):]
-        assert rest.count(_MAIN) == 1, f"program {i} holds {rest.count(_MAIN)} mains"
-        undefs = "".join(f"#undef {m}\n" for m in dict.fromkeys(_DEFINED.findall(rest)))
-        body = rest.replace('extern "C" ', "").replace(_MAIN, "\nint wb_main() {\n")
-        parts.append(f"namespace wb_p{i} {{\n{body}\n}}\n{undefs}")
-        calls.append(f"  wb_p{i}::wb_main(); std::printf(\"{_MARK}\\n\");\n")
-    return "".join([*parts, "int main() {\n", *calls, "  return 0;\n}\n"])
-
-
-def run_merged_on_host(work: Path, name: str, prefix: str,
-                       programs: Sequence[str]) -> list[str]:
-    """What each of ``programs`` prints, from one compile and run of
-    :func:`merged_program`."""
-    printed = run_on_host(work, name, merged_program(prefix, programs)).split(f"{_MARK}\n")
-    assert printed[-1] == "" and len(printed) == len(programs) + 1, printed[-1][-300:]
-    return printed[:-1]
-
-
-#: What ``_host_program`` of tests/test_corpus_unseen3.py opens every program with.
-FOLDER_PREFIX = "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE]) + "\n"
-
-
-def folder_runs(kf: Any, runs: Sequence[tuple[str, Any]], inputs: dict[str, Any],
-                work: Path) -> list[dict[str, Any]]:
-    """Every output of each (source, launch) of ``runs`` at ``kf``'s check shape, as
-    ``_run`` of tests/test_corpus_unseen3.py reads them, from one host compile."""
-    work.mkdir(parents=True, exist_ok=True)
-    env = kf.env(kf.check_shape, "fp32")
-    programs = [_host_program(kf, source, launch, inputs) for source, launch in runs]
-    return [_outputs(kf, env, printed.split())
-            for printed in run_merged_on_host(work, "merged", FOLDER_PREFIX, programs)]
-
-
-def _outputs(kf: Any, env: dict[str, Any], printed: list[str]) -> dict[str, Any]:
-    """The outputs of one run from what it printed: each output argument's elements in
-    argument order, NaN where no thread wrote."""
-    outputs, at = {}, 0
-    for arg in kf.args:
-        if arg.role in ("out", "inout"):
-            shape = arg.shape_for(env)
-            count = int(np.prod(shape))
-            np_type = C_TYPES[arg.resolved_dtype("fp32")][1]
-            values = [float.fromhex(v) if v not in ("nan", "-nan") else float("nan")
-                      for v in printed[at:at + count]]
-            outputs[arg.name] = np.array(values).astype(np_type).reshape(shape)
-            at += count
-    assert at == len(printed), f"printed {len(printed)} values, expected {at}"
-    return outputs
 
 
 def test_a_merged_run_keeps_each_program_apart(tmp_path: Path) -> None:

@@ -27,9 +27,9 @@ from helpers_templater import (
     corner_configs,
     host_sample,
     lifted_template,
+    run_merged_on_host,
 )
 from test_corpus_unseen3 import HOST_PRELUDE
-from test_templater_warp_rows_csr import run_merged_on_host
 
 from workbench.templater import LiftedSource, lift_kernel
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from helpers_templater import lifted_template
+from test_templater_flat import ROOT, compiles, params
 
-from tests.test_templater_flat import ROOT, compiles, params
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.engine.compiler import Compiler
 from workbench.templater import LiftedSource, lift_kernel

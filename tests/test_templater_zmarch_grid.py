@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_templater import corner_configs, host_sample, lifted_template
+from test_corpus_unseen3 import _inputs, _run, host_flags  # noqa: F401  (the fixture)
+from test_templater_stencil_zmarch import ENV, NX, NY, NZ, SHAPE, host
 
-from tests.test_corpus_unseen3 import _inputs, _run, host_flags  # noqa: F401  (the fixture)
-from tests.test_templater_stencil_zmarch import ENV, NX, NY, NZ, SHAPE, host
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import LiftedSource, lift_kernel
 from workbench.templater.offline import offline_template
