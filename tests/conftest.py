@@ -10,31 +10,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_session_cache import COMPILES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_kernels"
 
 
 _CACHE_ENV = "WORKBENCH_CACHE_DIR"
-_RUN_CACHE: list[str] = []  # the cubin cache this run made (removed at its end)
+_RUN_CACHE: list[tuple[str, str]] = []  # (variable, folder) this run made, removed at its end
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Tests never write into the user's cubin cache unless CI chose one: without
     ``WORKBENCH_CACHE_DIR`` the run gets a fresh one. It is set before pytest-xdist starts
     its workers, which inherit it, so a cubin two workers or modules need is compiled once
-    (entries are renamed into place whole: parallel writers are safe)."""
-    if _CACHE_ENV in os.environ or hasattr(config, "workerinput"):
+    (entries are renamed into place whole: parallel writers are safe). The same goes for
+    ``WORKBENCH_TEST_COMPILES``, the run's host and ptxas compiles
+    (tests/helpers_session_cache.py)."""
+    if hasattr(config, "workerinput"):
         return
-    os.environ[_CACHE_ENV] = tempfile.mkdtemp(prefix="workbench-test-cubins-")
-    _RUN_CACHE.append(os.environ[_CACHE_ENV])
+    for env, prefix in ((_CACHE_ENV, "workbench-test-cubins-"),
+                        (COMPILES_ENV, "workbench-test-compiles-")):
+        if env not in os.environ:
+            os.environ[env] = tempfile.mkdtemp(prefix=prefix)
+            _RUN_CACHE.append((env, os.environ[env]))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for folder in _RUN_CACHE:
+    for env, folder in _RUN_CACHE:
         shutil.rmtree(folder, ignore_errors=True)
-        if os.environ.get(_CACHE_ENV) == folder:
-            del os.environ[_CACHE_ENV]
+        if os.environ.get(env) == folder:
+            del os.environ[env]
     _RUN_CACHE.clear()
 
 
@@ -48,13 +54,21 @@ def _has_gpu() -> bool:
     return os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl")
 
 
+BROWSER_TIER = Path(__file__).parent / "browser"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every browser test is seen here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The README's test command runs the browser tier in a process of its own after the rest
-    # (`-n 2 -m "not browser"`, then `-m browser`); should the whole suite run under
-    # pytest-xdist with `--dist loadgroup`, the browser tests still stay on one worker, one
-    # JupyterLab and one Chromium at a time.
+    # (`-n 2 -m "not browser"`, then `-m browser tests/browser`, which collects that folder
+    # alone); a browser test elsewhere would run in neither, so collecting one is an error.
+    # Should the whole suite run under pytest-xdist with `--dist loadgroup`, the browser
+    # tests still stay on one worker, one JupyterLab and one Chromium at a time.
     for item in items:
-        if "browser" in item.keywords:
+        if item.get_closest_marker("browser") is not None:
+            if BROWSER_TIER not in item.path.parents:
+                raise pytest.UsageError(f"{item.nodeid} is marked browser but is not in "
+                                        f"{BROWSER_TIER}: the browser tier would not run it")
             item.add_marker(pytest.mark.xdist_group("browser"))
     if _has_gpu():
         return
