@@ -3,7 +3,7 @@ test, none a copy of the corpus's, each the way another programmer would put it.
 
 Lifted (LANES, the rows a block and, where legal, VEC / REG_ROW / ILP): threadIdx.x through a
 local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffles masked with
-``__activemask()``, reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
+``__activemask()``, the lane and warp from ``lane_id()`` / ``warp_id()`` helpers, reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
 ``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
 the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
 group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
@@ -216,6 +216,20 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   if (0 == lane) out[row] = s;
 }
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
+    # the lane and the warp from helpers returning them, a mean epilogue
+    "rowmean_lane_helpers": (r"""
+__device__ __forceinline__ int lane_id() { return threadIdx.x & 31; }
+__device__ __forceinline__ int warp_id() { return threadIdx.x >> 5; }
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int lane = lane_id();
+  const int row = blockIdx.x * 4 + warp_id();
+  if (row >= rows) return;
+  float s = 0.f;
+  for (int c = lane; c < cols; c += 32) s += in[row * cols + c];
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) out[row] = s / cols;
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
 }
 
 #: name -> (source, grid, block, the LANES refusal's text, its line)
@@ -403,6 +417,16 @@ def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
     assert not names & {"LANES", "BLOCK_X"}, lifted.notes
     assert any(n.startswith("BLOCK_X: not applied") and "`warp_sum(ss)`" in n
                for n in lifted.notes), lifted.notes
+
+
+def test_a_lane_helper_read_anywhere_else_is_refused() -> None:
+    """``lane_id()`` called in place of the modelled lane would keep 32 lanes a row."""
+    source = LIFTS["rowmean_lane_helpers"][0].replace("if (lane == 0)", "if (lane_id() == 0)")
+    lifted = _lift(source, ["ceil_div(rows, 4)"], ["128"])
+    assert "LANES" not in {p.name for p in lifted.params}
+    found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
+    assert found and "`lane_id()` calls a function that reads the thread's place" in found[0]
+    assert "(line 11)" in found[0], found
 
 
 def test_csr_rows_with_ldg_gathers_split_their_sums() -> None:

@@ -81,12 +81,50 @@ def _thread_x(plan: Plan, node: Node) -> bool:
 def _lane_split(plan: Plan, node: Node, op_div: bool) -> Node | None:
     """``threadIdx.x / 32`` | ``>> 5`` (op_div) or ``% 32`` | ``& 31`` (threadIdx.x or a copy
     of it), stripped, else None."""
+    ret = _helper_return(plan, node)
+    if ret is not None:  # lane_id() / warp_id(): a helper returning the split
+        return strip(node) if _lane_split(plan, ret, op_div) is not None else None
     parts = binary(node)
     if parts is None or not _thread_x(plan, parts[0]):
         return None
     value = int_value(parts[2])
     ops = {("/", 32), (">>", 5)} if op_div else {("%", 32), ("&", 31)}
     return strip(node) if (parts[1], value) in ops else None
+
+
+def _helper_return(plan: Plan, node: Node) -> Node | None:
+    """E of a call ``f()`` (no arguments) to a function of the file whose body is the one
+    statement ``return E;`` (``__device__ int lane_id() { return threadIdx.x & 31; }``): the
+    call is E wherever the kernel reads it. None for anything else."""
+    node = strip(node)
+    args = node.child_by_field_name("arguments") if node.type == "call_expression" else None
+    if args is None or args.named_child_count:
+        return None
+    fn = plan.source.function_definitions().get(text(node.child_by_field_name("function")))
+    body = fn.child_by_field_name("body") if fn is not None else None
+    stmts = [c for c in body.named_children if c.type != "comment"] if body is not None else []
+    if len(stmts) != 1 or stmts[0].type != "return_statement" or \
+            not stmts[0].named_children:
+        return None
+    return strip(stmts[0].named_children[0])
+
+
+def _thread_helpers(plan: Plan) -> list[Node]:
+    """The kernel's calls to functions of the file that read threadIdx or blockDim
+    (themselves or through the functions they call)."""
+    defined = plan.source.function_definitions()
+
+    def reads(name: str, seen: frozenset[str]) -> bool:
+        fn = defined.get(name)
+        if fn is None or name in seen:
+            return False
+        if any(n.type == "field_expression" and (builtin(n, "threadIdx") or
+                                                 builtin(n, "blockDim")) for n in walk(fn)):
+            return True
+        return any(reads(c, seen | {name}) for c in calls(fn))
+
+    return [c for c in walk(plan.body) if c.type == "call_expression" and
+            reads(text(c.child_by_field_name("function")), frozenset())]
 
 
 def _lane_value(plan: Plan, node: Node, two_d: bool) -> Node | None:
@@ -121,7 +159,9 @@ def apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     """Apply where the kernel has the shape above; notes why not where it almost has
     (``warpSize`` read as the 32 it is on every NVIDIA GPU)."""
     known = {m.name: m.value for m in macros.values()}
-    if "warpSize" in known or not plan.uses("warpSize"):
+    helpers = plan.source.function_definitions().values()
+    if "warpSize" in known or not (plan.uses("warpSize") or
+                                   any("warpSize" in text(fn) for fn in helpers)):
         return _apply_warp(plan, macros)
     with integer_macros({**known, "warpSize": 32}):
         return _apply_warp(plan, macros)
@@ -386,6 +426,12 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                           "index is modelled)", n)
     lane_value = lane_def.value if lane_def is not None else None  # type: ignore[attr-defined]
     lane = lane_def.name if lane_def is not None else None  # type: ignore[attr-defined]
+    modelled = {strip(n).start_byte for n in (lane_value, warp) if n is not None}
+    for c in _thread_helpers(plan):
+        if c.start_byte not in modelled:
+            raise Illegal(f"`{text(c)[:50]}` calls a function that reads the thread's place "
+                          "(only `lane = f()` and the item's warp `f()` returning the lane or "
+                          "the warp are modelled)", c)
     skip = [n for n in (lane_value, warp, *shape.allowed, *_aliases(plan)) if n is not None]
     inline = [*_inline_lanes(plan, two_d, skip), *shape.lanes]
     allowed = {(n.start_byte, n.end_byte) for n in [*skip, *inline]}
