@@ -5,7 +5,11 @@ Each goes through :func:`lift_kernel` as a new user's kernel would; what lifts a
 refused (with its reason and line) is asserted kernel by kernel (TABLE). The lifted ones
 run on the host (g++, every block's threads as coroutines, barriers as switches) at the
 default, the all-ends and sampled configs and give the kernel's outputs bit for bit; two
-compile with ``nvcc -Xptxas -v`` at their corners without spilling.
+compile with ``nvcc -Xptxas -v`` at their corners without spilling. The two respellings
+before the analysis (a point declared with another variable split per index,
+workbench/templater/point_split.py; a counted ``while`` read as its ``for``,
+workbench/templater/loop_forms.py) are checked on their own: lines keep their numbers, and
+what is not the same program is left as written.
 
 Spellings: a Sobel magnitude over pitched rows with a clamping ``__device__`` helper; a
 constexpr-sized box filter whose tile loads are ``while`` loops and the same filter with
@@ -14,7 +18,8 @@ and a 3x3 one with global weights, ``fmaf`` and split skips;
 an NCHW 3x3 'valid' convolution with the filter in global memory and ``unsigned``
 indices; a 7-point Jacobi step in ``double`` whose threads walk the interior planes
 ``1 .. nz - 1`` without reading their own plane, and a radius-2 z stencil walking ``R .. nz -
-R`` with ``size_t`` indices; a 27-point box over a 3-D block; a wave-equation time step
+R`` with ``size_t`` indices, a z walk written as a ``while`` loop; a heat step with a source
+term (a second input read at the point); a 27-point box over a 3-D block; a wave-equation time step
 reading two arrays over a flat index; a 4-channel 3x3 convolution with its point declared
 in one statement (``int x = .., y = ..;``) and ``continue`` padding in the nest; a
 convolution whose radius is a kernel argument; a half-precision row pass with taps in
@@ -47,6 +52,7 @@ from workbench.core.template import KernelTemplate
 from workbench.core.write_policy import write_file
 from workbench.templater import LiftedSource, lift_kernel
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.point_split import split_points
 
 SOBEL = """
@@ -231,6 +237,19 @@ extern "C" __global__ void k(float* __restrict__ o, const float* __restrict__ a,
 }
 """
 
+ZWALK_WHILE = """
+extern "C" __global__ void k(float* o, const float* a, int nx, int ny, int nz) {
+  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 4 + threadIdx.y;
+  if (x >= nx || y >= ny) return;
+  int z = 1;
+  while (z < nz - 1) {
+    int c = (z * ny + y) * nx + x;
+    o[c] = a[c - nx * ny] + 0.5f * a[c] + a[c + nx * ny];
+    ++z;
+  }
+}
+"""
+
 BOX27 = """
 #define NB 1
 extern "C" __global__ void k(float* out, const float* in, int nx, int ny, int nz) {
@@ -370,6 +389,9 @@ KERNELS: dict[str, tuple[str, list[str], list[str], dict[str, str]]] = {
     "z_radius2_interior_walk_size_t": (ZR2_INTERIOR, ["64", "2"],
                                        ["ceil_div(nx, 64)", "ceil_div(ny, 2)"],
                                        {"nx": "nx", "ny": "ny", "nz": "nz"}),
+    "z_walk_while_one_declaration": (ZWALK_WHILE, ["32", "4"],
+                                     ["ceil_div(nx, 32)", "ceil_div(ny, 4)"],
+                                     {"nx": "nx", "ny": "ny", "nz": "nz"}),
     "box27_3d_block_loops": (BOX27, ["8", "8", "4"],
                              ["ceil_div(nx, 8)", "ceil_div(ny, 8)", "ceil_div(nz, 4)"],
                              {"nx": "nx", "ny": "ny", "nz": "nz"}),
@@ -391,8 +413,10 @@ KERNELS: dict[str, tuple[str, list[str], list[str], dict[str, str]]] = {
 # name -> (knobs the lift must hold, refusals as (transform, part of the reason, line))
 TABLE: dict[str, tuple[set[str], list[tuple[str, str, int]]]] = {
     "sobel_pitch_clamp_helper": ({"BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y"}, []),
-    "box_constexpr_while_tile": (set(), [
-        ("OUT_XY", "is neither a declaration, a tile load loop nor a store", 8)]),
+    "box_constexpr_while_tile": ({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "LOAD_FLAT"},
+                                 []),
+    # a while walk fills no shared tile: read as written, as other families' whiles are
+    "z_walk_while_one_declaration": ({"BLOCK_X", "BLOCK_Y"}, []),
     "box_constexpr_for_tile": ({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "LOAD_FLAT"},
                                []),
     "conv_const_ifndef_continue": ({"BLOCK_X", "BLOCK_Y", "OUT_Y", "OUT_X", "USE_SMEM"}, []),
@@ -529,6 +553,44 @@ def test_a_point_declared_with_another_variable_is_split_with_its_line_kept() ->
     assert split_points(unparsed, None) is unparsed
 
 
+_WHILE = """__global__ void k(float* o, const float* a, int n) {
+  __shared__ float t[64];
+  int v = threadIdx.x;
+  while (v < n) {
+    t[v] = a[v];
+    v += 32;
+  }
+  __syncthreads();
+  o[threadIdx.x] = t[threadIdx.x];
+}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "rewritten"), [
+    ("", "", True),
+    # a continue of this loop would run the step in a for loop
+    ("    t[v] = a[v];\n", "    if (a[v] < 0.0f) continue;\n    t[v] = a[v];\n", False),
+    # a bound the body changes: not a counted loop
+    ("    t[v] = a[v];\n", "    t[v] = a[v];\n    n -= 1;\n", False),
+    # the variable read after the loop (a for would scope it)
+    ("    v += 32;\n  }\n", "    v += 32;\n  }\n  o[1] = v;\n", False),
+    # the step is not the body's last statement
+    ("    t[v] = a[v];\n    v += 32;\n", "    v += 32;\n    t[v] = a[v];\n", False),
+    # a loop that fills no shared tile is another family's (left as written)
+    ("    t[v] = a[v];\n", "    o[v] = a[v];\n", False),
+    # a continue of an inner loop is that loop's
+    ("    t[v] = a[v];\n",
+     "    for (int q = 0; q < 2; ++q) { if (q) continue; t[v] = a[v]; }\n", True),
+])
+def test_a_counted_while_is_read_as_its_for_loop_where_they_are_the_same_program(
+        old: str, new: str, rewritten: bool) -> None:
+    source = _WHILE.replace(old, new) if old else _WHILE
+    done = counted_whiles(InlinedSource(source, "k.cu"), "k").text
+    assert done.count("\n") == source.count("\n")  # every line keeps its number
+    assert ("for (int v = threadIdx.x; v < n; v += 32) {" in done) == rewritten, done
+    assert ("while" in done) != rewritten
+
+
 # -- host runs -----------------------------------------------------------------------------
 
 #: name -> (the sizes, the kernel's arguments: (C++ type, name, element count or value))
@@ -537,6 +599,10 @@ HOST: dict[str, tuple[dict[str, int], list[tuple[str, str, str]]]] = {
                                  [("float*", "dst", "rows * pitch"),
                                   ("const float*", "src", "rows * pitch"),
                                   ("int", "rows", ""), ("int", "cols", ""), ("int", "pitch", "")]),
+    "box_constexpr_while_tile": ({"height": 29, "width": 53},
+                                 [("float*", "out", "height * width"),
+                                  ("const float*", "in", "height * width"),
+                                  ("int", "height", ""), ("int", "width", "")]),
     "box_constexpr_for_tile": ({"height": 29, "width": 53},
                                [("float*", "out", "height * width"),
                                 ("const float*", "in", "height * width"),

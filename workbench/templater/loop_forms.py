@@ -1,0 +1,175 @@
+"""Counted ``while`` loops that fill a shared tile read as the ``for`` loops they are, before
+the analysis (issue 28: first contact).
+
+``int ly = threadIdx.y; while (ly < H) { ...; ly += BH; }`` is the tile-load loop ``for (int
+ly = threadIdx.y; ly < H; ly += BH) { ... }`` written by another hand; the tile families
+read a tile's load loops through a ``for``'s initializer, condition and update, so the same
+kernel lifted or was refused by the spelling of its loop alone. Only loops whose body stores
+into a ``__shared__`` array are respelled (a cooperative tile load): other families read
+their own ``while`` loops (an iteration run until it settles, a tap counter) as written.
+
+Rewritten only where the two are the same program and the loop is counted: the declaration
+of one plain variable with a value is the statement right before the ``while`` in the same
+block; the condition compares the variable with a bound that reads nothing the body assigns
+and calls nothing (a loop run until a value settles stays a ``while``); the loop's body
+is a block whose last statement steps the variable (``v += s``, ``v -= s``, ``++v``,
+``v++``, ``--v``, ``v--``, ``v = v + s``); no ``continue`` in the body belongs to this loop
+(in a ``for`` it would run the step, in the ``while`` it skips it); and nothing after the
+loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
+the step's statement empty, on their own lines, so every line keeps its number.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.core.cuda_source import CudaSourceError, parse_cuda
+from workbench.templater.analysis import strip, text, walk
+from workbench.templater.inline_calls import InlinedSource
+
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
+    """``current`` with each counted ``while`` loop of ``entry`` written as its ``for``
+    loop (unchanged when there is none, or the kernel cannot be found: the analysis reports
+    that itself)."""
+    try:
+        source = parse_cuda(current.text, current.file)
+        body = source.body(source.kernel(entry))
+    except CudaSourceError:
+        return current
+    data = current.text.encode()
+    shared = {text(d) for n in walk(body) if n.type == "declaration" and
+              "__shared__" in text(n).split("=")[0] for d in _declared(n)}
+    edits: list[tuple[int, int, str]] = []
+    for loop in walk(body):
+        found = _counted(data, loop) if loop.type == "while_statement" and \
+            _fills(loop, shared) else None
+        if found is not None:
+            edits.extend(found)
+    for start, end, new in sorted(edits, reverse=True):
+        data = data[:start] + new.encode() + data[end:]
+    return InlinedSource(data.decode(), current.file, current.findings, current.origin) \
+        if edits else current
+
+
+def _declared(decl: Node) -> list[Node]:
+    """The names ``decl`` declares (``t[16][18]`` declares ``t``)."""
+    out = []
+    for d in decl.children_by_field_name("declarator"):
+        while d.type in ("init_declarator", "array_declarator", "pointer_declarator"):
+            inner = d.child_by_field_name("declarator")
+            if inner is None:
+                break
+            d = inner
+        out.append(d)
+    return out
+
+
+def _fills(loop: Node, shared: set[str]) -> bool:
+    """``loop`` stores into one of the ``shared`` arrays."""
+    for n in walk(loop):
+        if n.type == "assignment_expression":
+            left = n.child_by_field_name("left")
+            while left is not None and left.type == "subscript_expression":
+                left = left.child_by_field_name("argument")
+            if left is not None and text(left) in shared:
+                return True
+    return False
+
+
+def _reads(node: Node, name: str) -> bool:
+    return any(n.type == "identifier" and text(n) == name for n in walk(node))
+
+
+def _step(stmt: Node, var: str) -> bool:
+    """``stmt`` only steps ``var`` by a value that does not read it."""
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return False
+    e = strip(stmt.named_children[0])
+    if e.type == "update_expression":
+        arg = e.child_by_field_name("argument")
+        return arg is not None and text(strip(arg)) == var
+    if e.type != "assignment_expression":
+        return False
+    left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
+    op = text(e.child_by_field_name("operator"))
+    if left is None or right is None or text(strip(left)) != var:
+        return False
+    if op in ("+=", "-="):
+        return not _reads(right, var)
+    r = strip(right)
+    if op != "=" or r.type != "binary_expression":
+        return False
+    a, b = r.child_by_field_name("left"), r.child_by_field_name("right")
+    return text(r.child_by_field_name("operator")) in ("+", "-") and a is not None and \
+        b is not None and text(strip(a)) == var and not _reads(b, var)
+
+
+def _assigned(body: Node) -> set[str]:
+    out = set()
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None:
+                out |= {text(m) for m in walk(target) if m.type == "identifier"}
+    return out
+
+
+def _bounded(cond: Node, var: str, body: Node) -> bool:
+    """``cond`` is ``var OP bound`` (either side) with a bound that calls nothing and reads
+    nothing ``body`` assigns."""
+    cond = strip(cond)
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    op = text(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
+    if op not in ("<", "<=", ">", ">=", "!=") or left is None or right is None:
+        return False
+    sides = {text(strip(left)): right, text(strip(right)): left}
+    bound = sides.get(var)
+    if bound is None or _reads(bound, var) or any(n.type == "call_expression"
+                                                  for n in walk(bound)):
+        return False
+    return not {text(n) for n in walk(bound) if n.type == "identifier"} & _assigned(body)
+
+
+def _own_continue(body: Node) -> bool:
+    """A ``continue`` in ``body`` that belongs to the loop ``body`` is the body of."""
+    def visit(n: Node) -> bool:
+        if n.type == "continue_statement":
+            return True
+        return any(visit(c) for c in n.children if c.type not in _LOOPS)
+    return visit(body)
+
+
+def _counted(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+    """The edits writing ``loop`` as a ``for`` loop, or None where it is not counted."""
+    block = loop.parent
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    if block is None or block.type != "compound_statement" or cond is None or body is None \
+            or body.type != "compound_statement":
+        return None
+    siblings = [c for c in block.named_children if c.type != "comment"]
+    at = siblings.index(loop)
+    decl = siblings[at - 1] if at > 0 else None
+    ds = decl.children_by_field_name("declarator") if decl is not None and \
+        decl.type == "declaration" else []
+    if decl is None or len(ds) != 1 or ds[0].type != "init_declarator":
+        return None
+    name = ds[0].child_by_field_name("declarator")
+    if name is None or name.type != "identifier":
+        return None
+    var = text(name)
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    inner = cond.named_children[0] if cond.type in (
+        "parenthesized_expression", "condition_clause") and cond.named_child_count == 1 \
+        else cond
+    if not stmts or not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
+            _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
+        return None
+    step = text(strip(stmts[-1].named_children[0]))
+    head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} "
+            f"{data[inner.start_byte:inner.end_byte].decode()}; {step}) ")
+    return [(decl.start_byte, decl.end_byte, ""),
+            (loop.start_byte, body.start_byte, head),
+            (stmts[-1].start_byte, stmts[-1].end_byte, "")]
