@@ -64,6 +64,19 @@ extern "C" __global__ void k(float* y, const float* x, int n) {
   }
 }
 """, ["(n + 127) // 128"], ["128"], ["out", "in", "n"]),
+    # __restrict__ pointers, a flat guard: VEC would apply, but the body is a compute loop
+    "cbrt_newton_restrict_flat": ("""
+extern "C" __global__ void k(float* __restrict__ out, const float* __restrict__ in, int n) {
+  const int t = blockIdx.x * 128 + threadIdx.x;
+  if (t < n) {
+    const float a = fabsf(in[t]) + 1.0f;
+    float r = a;
+    #pragma unroll 2
+    for (int it = 0; it < 10; ++it) r = (2.0f * r + a / (r * r)) / 3.0f;
+    out[t] = r;
+  }
+}
+""", ["ceil_div(n, 128)"], ["128"], ["out", "in", "n"]),
     # the item's loop in a template helper
     "kepler_template_helper": ("""
 template <int ITERS>
@@ -351,3 +364,21 @@ def test_a_compute_loop_the_items_cannot_reach_says_why(source: str, grid: list[
     lifted = lift_kernel(source, entry="k", grid=grid, block=block, scalars={"n": "n"})
     found = [n for n in lifted.notes if n.startswith("ITEMS_PER_THREAD: not applied")]
     assert found and why in found[0] and "(line " in found[0], lifted.notes
+
+
+def test_a_compute_loop_goes_to_the_items_not_to_vector_lanes() -> None:
+    """With __restrict__ pointers VEC could apply to the element; its lanes would run the
+    Newton loop one after another, the items interleave it (vector.py leaves it to ilp)."""
+    lifted = lift("cbrt_newton_restrict_flat")
+    found = [n for n in lifted.notes if n.startswith("VEC: not applied")]
+    assert found and "runs a compute loop (line 8)" in found[0], lifted.notes
+    applied = [f.reason for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"
+               and f.applied]
+    assert applied and "interleave the items" in applied[0], lifted.notes
+    # a memory-bound element keeps VEC
+    source = KERNELS["cbrt_newton_restrict_flat"][0].replace(
+        "    #pragma unroll 2\n    for (int it = 0; it < 10; ++it) r = (2.0f * r + a / (r * r)) / 3.0f;\n",
+        "")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "VEC" in {p.name for p in lifted.params}, lifted.notes

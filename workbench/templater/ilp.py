@@ -692,6 +692,31 @@ def _called_loops(plan: Plan, region: list[Node], items: set[str]) -> list[tuple
     return out
 
 
+def would_interleave(plan: Plan) -> Node | None:
+    """The compute loop items with independent state would interleave in, were this
+    transform applied to ``plan`` now (the analysis only: nothing is rewritten), else None.
+    A per-element body with such a loop is compute-bound: VEC's lanes would run it one after
+    another, where the items' chains interleave (vector.py leaves it to this transform)."""
+    if len(plan.block) != 1 or NAME in plan.params:
+        return None
+    found = _index_declaration(plan)
+    once = None
+    if found is None:
+        try:
+            once = once_loop(plan, lambda value: _index_offset(plan, value))
+        except Illegal:
+            return None
+        if once is None:
+            return None
+        found = (once.position, once.decl, once.index, once.start)
+    k, _decl, index, _off = found
+    try:
+        scan, *_rest = _analyse(plan, statements(plan.body), k, index, once)
+    except Illegal:
+        return None
+    return scan.compute_loops[0] if scan.compute_loops else None
+
+
 def _region_nodes(body: Node, start: int, end: int) -> list[Node]:
     return [c for c in body.named_children if c.start_byte >= start and c.end_byte <= end]
 

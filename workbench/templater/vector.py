@@ -399,6 +399,14 @@ def apply_vector(plan: Plan) -> bool:
         plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-thread "
                   "region (i = blockIdx.x * B + threadIdx.x; if (i < n) ...)")
         return False
+    from workbench.templater.ilp import would_interleave  # ilp reads this module
+
+    compute = would_interleave(plan)
+    if compute is not None:  # compute-bound: items with independent state interleave it
+        plan.note("VEC", False, "the per-element work runs a compute loop (line "
+                  f"{compute.start_point.row + 1}): ITEMS_PER_THREAD interleaves the items' "
+                  "chains in it, where vector lanes would run it one after another", compute)
+        return False
     done = 0
     for region in regions:
         try:
