@@ -7,7 +7,8 @@ local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffle
 ``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
 the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
 group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
-computes at its default and far configs what the kernel as written computes.
+computes at its default and far configs what the kernel as written computes
+(tests/test_templater_warp_first_contact_host.py).
 
 CSR rows whose gathers go through ``__ldg`` split their sums (ILP). Refused, with the reason
 and the line: a shuffle inside a ``__device__`` helper (its 32-lane offsets would span
@@ -18,36 +19,24 @@ shared analysis does not split yet).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
 from helpers_templater import (
-    COOPERATIVE_BLOCK,
     corner_configs,
     host_sample,
     lifted_template,
-    run_merged_on_host,
 )
-from test_corpus_unseen3 import _SPILLS, HOST_PRELUDE, _ptxas_log
-from test_templater_warp2 import SHFL_SYNC
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 
 from workbench.templater import LiftedSource, lift_kernel
 
 ROWS, COLS = 37, 384  # rows no multiple of any block's rows; ROWS * COLS a multiple of 128
 SIZES = {"R": ROWS, "C": COLS, "RC": ROWS * COLS, "G": ROWS * COLS // 128}
 ENV: Mapping[str, Any] = {"rows": ROWS, "cols": COLS}
-
-#: What the host needs of CUDA beyond HOST_PRELUDE and SHFL_SYNC.
-EXTRA = r"""
-static const int warpSize = 32;
-#define __expf(v) std::exp(v)
-static inline unsigned __activemask() { return 0xffffffffu; }
-"""
-PREFIX = "\n".join([COOPERATIVE_BLOCK, HOST_PRELUDE, SHFL_SYNC, EXTRA]) + "\n"
 
 # name -> (source, grid, block, (role, size key) per pointer argument)
 Case = tuple[str, list[str], list[str], list[tuple[str, str]]]
@@ -311,50 +300,14 @@ extern "C" __global__ void k(float* y, const int* __restrict__ rowptr,
 """
 
 
-def _lift(source: str, grid: list[str], block: list[str]) -> LiftedSource:
+def lift(source: str, grid: list[str], block: list[str]) -> LiftedSource:
     return lift_kernel(source, entry="k", grid=grid, block=block, scalars=dict(ENV))
-
-
-def _program(source: str, grid: Sequence[int], block: Sequence[int],
-             args: Sequence[tuple[str, str]]) -> str:
-    """PREFIX, ``source``, and a main that fills the inputs (a pattern scaled per row),
-    launches ``k`` once and prints every output element in hex (NaN where unwritten)."""
-    lines, names = [], []
-    for i, (role, key) in enumerate(args):
-        count = SIZES[key]
-        fill = (f"std::sin(0.37f * j) * (1.0f + (j / {COLS}) % 5)" if role == "in" else "NAN")
-        lines += [f"  std::vector<float> a{i}({count});",
-                  f"  for (int j = 0; j < {count}; ++j) a{i}[j] = {fill};"]
-        names.append(f"a{i}.data()")
-    dims = [", ".join(f"{int(n)}u" for n in (*d, 1, 1)[:3]) for d in (grid, block)]
-    lines.append(f"  wb_launch({{{dims[0]}}}, {{{dims[1]}}}, [&] {{ "
-                 f"k({', '.join(names)}, {ROWS}, {COLS}); }});")
-    lines += [f"  for (float v : a{i}) std::printf(\"%a\\n\", (double)v);"
-              for i, (role, _key) in enumerate(args) if role == "out"]
-    return PREFIX + source + "\nint main() {\n" + "\n".join(lines) + "\n  return 0;\n}\n"
-
-
-def _printed(text: str) -> np.ndarray:
-    return np.array([float.fromhex(v) if "nan" not in v else np.nan for v in text.split()])
-
-
-def _configs(template: Any) -> list[dict[str, Any]]:
-    """The default, 4 lanes an item with the most of every other knob, then the corners
-    (host_sample keeps the default and the last corner)."""
-    default = dict(template.default_config())
-    corners = corner_configs(template, ENV)
-    space = template.space(dict(ENV))
-    mid = {**default, "LANES": 4}
-    for knob, value in (("VEC", 4), ("ITEMS_PER_THREAD", 2), ("ILP", 2)):
-        if knob in default and space.rejection({**mid, knob: value}) is None:
-            mid[knob] = value
-    return [default, mid, *corners[1:]]
 
 
 @pytest.mark.parametrize("name", sorted(LIFTS))
 def test_first_contact_spellings_lift_lanes_and_rows(name: str) -> None:
     source, grid, block, _args = LIFTS[name]
-    lifted = _lift(source, grid, block)
+    lifted = lift(source, grid, block)
     knobs = {p.name: dict(p.spec) for p in lifted.params}
     assert "LANES" in knobs, lifted.notes
     assert knobs["LANES"]["default"] == 32 and knobs["LANES"]["min"] <= 4
@@ -364,40 +317,10 @@ def test_first_contact_spellings_lift_lanes_and_rows(name: str) -> None:
     assert "__activemask" not in body.split("wb_group_mask")[-1]
 
 
-def test_first_contact_spellings_compute_as_written_on_host(tmp_path: Path) -> None:
-    """Every lifted spelling at its default and its far configs, against the kernel as
-    written, in one host program (one compile for all: the file's time budget)."""
-    programs: list[str] = []
-    checks: list[tuple[str, dict[str, Any] | None]] = []
-    for name, (source, grid, block, args) in sorted(LIFTS.items()):
-        template = lifted_template(_lift(source, grid, block))
-        per_block = int(block[0]) // 32 if len(block) == 1 else int(block[1])
-        items = SIZES["G"] if "GROUP" in source else ROWS
-        programs.append(_program(source, [-(-items // per_block)], [int(b) for b in block],
-                                 args))
-        checks.append((name, None))
-        space = template.space(dict(ENV))
-        for config in host_sample(_configs(template)):
-            assert space.rejection(config) is None, (name, config)
-            launch = template.launch_for(config, ENV)
-            programs.append(_program(template.render(config, "fp32").source, launch.grid,
-                                     launch.block, args))
-            checks.append((name, config))
-    printed = run_merged_on_host(tmp_path, "first_contact", PREFIX, programs)
-    want = np.empty(0)
-    for (name, checked), text in zip(checks, printed, strict=True):
-        out = _printed(text)
-        if checked is None:  # the kernel as written: what its configs must compute
-            want = out
-            assert not np.isnan(want).any(), name
-            continue
-        np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-6, err_msg=f"{name} {checked}")
-
-
 @pytest.mark.parametrize("name", sorted(REFUSALS))
 def test_spellings_not_modelled_are_refused_with_the_line(name: str) -> None:
     source, grid, block, why, at = REFUSALS[name]
-    lifted = _lift(source, grid, block)
+    lifted = lift(source, grid, block)
     assert "LANES" not in {p.name for p in lifted.params}
     found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
     assert found and why in found[0] and f"(line {at})" in found[0], lifted.notes
@@ -412,7 +335,7 @@ def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
     helper = ("__device__ __forceinline__ float warp_sum(float v) {\n"
               "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
               "  return v;\n}\n")
-    lifted = _lift(helper + source, ["ceil_div(rows, 8)"], ["32", "8"])
+    lifted = lift(helper + source, ["ceil_div(rows, 8)"], ["32", "8"])
     names = {p.name for p in lifted.params}
     assert not names & {"LANES", "BLOCK_X"}, lifted.notes
     assert any(n.startswith("BLOCK_X: not applied") and "`warp_sum(ss)`" in n
@@ -422,7 +345,7 @@ def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
 def test_a_lane_helper_read_anywhere_else_is_refused() -> None:
     """``lane_id()`` called in place of the modelled lane would keep 32 lanes a row."""
     source = LIFTS["rowmean_lane_helpers"][0].replace("if (lane == 0)", "if (lane_id() == 0)")
-    lifted = _lift(source, ["ceil_div(rows, 4)"], ["128"])
+    lifted = lift(source, ["ceil_div(rows, 4)"], ["128"])
     assert "LANES" not in {p.name for p in lifted.params}
     found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
     assert found and "`lane_id()` calls a function that reads the thread's place" in found[0]
@@ -432,9 +355,9 @@ def test_a_lane_helper_read_anywhere_else_is_refused() -> None:
 def test_csr_rows_with_ldg_gathers_split_their_sums() -> None:
     """``__ldg(&x[col[j]])`` is a load like ``x[col[j]]``: the segment sum takes ILP; a term
     that calls what is not pure is still refused."""
-    lifted = _lift(CSR_LDG, ["ceil_div(rows, 4)"], ["128"])
+    lifted = lift(CSR_LDG, ["ceil_div(rows, 4)"], ["128"])
     assert {"LANES", "ILP", "LDG"} <= {p.name for p in lifted.params}, lifted.notes
-    impure = _lift(CSR_LDG.replace("__ldg(&x[colidx[jj]])", "atomicAdd(&y[0], x[colidx[jj]])"),
+    impure = lift(CSR_LDG.replace("__ldg(&x[colidx[jj]])", "atomicAdd(&y[0], x[colidx[jj]])"),
                    ["ceil_div(rows, 4)"], ["128"])
     assert "ILP" not in {p.name for p in impure.params}
     assert any(n.startswith("ILP: not applied") and "not pure" in n for n in impure.notes)
@@ -444,7 +367,7 @@ def test_activemask_used_beyond_a_shuffle_mask_is_refused() -> None:
     source = LIFTS["segsum_offsets"][0].replace(
         "if (lane == 0) sums[seg] = acc;",
         "if (lane == 0) sums[seg] = acc + (float)__popc(__activemask());")
-    lifted = _lift(source, ["ceil_div(rows, 4)"], ["128"])
+    lifted = lift(source, ["ceil_div(rows, 4)"], ["128"])
     found = [n for n in lifted.notes if n.startswith("LANES: not applied")]
     assert found and "__activemask" in found[0], lifted.notes
 
@@ -455,7 +378,7 @@ def test_first_contact_corners_build_without_spills(tmp_path: Path) -> None:
     """The (32, R) block read through blockDim builds for sm_90 at its corners, no spill."""
     name = "rmsnorm_2d_blockdim"
     source, grid, block, _args = LIFTS[name]
-    template = lifted_template(_lift(source, grid, block))
+    template = lifted_template(lift(source, grid, block))
     for i, config in enumerate(host_sample(corner_configs(template, ENV))):
         log = _ptxas_log(template.render(config, "fp32").source, tmp_path, f"{name}_{i}")
         spills = _SPILLS.findall(log)

@@ -9,11 +9,17 @@ namespace, or ``blockDim.x / 32``: :mod:`.reduce_consts`); or the global warp in
 block's warps, which the kernel never names); ``warpSize`` read as 32; a grid rule dividing
 by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
 (32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
-``for (c = l; c < n; c += 32)`` or segment loops ``for (c = base + l; c < end; c += 32)``
+``for (c = l; c < n; c += 32)`` (the step also ``c = c + 32``, or ``blockDim.x`` in a (32, F)
+block; a ``T c = l; while (c < n) { ...; c += 32; }`` alike) or segment loops ``for (c = base + l; c < end; c += 32)``
 whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP and
 LDG over them: :mod:`.warp_chains`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
 No other ``threadIdx`` or ``blockDim`` read, no shared memory, barrier or vote.
+Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
+warp returned by a helper (``lane_id()``; any other call of a function reading the thread's
+place is refused), F a ``constexpr`` of the body or ``blockDim.y`` of a (32, F) block,
+``0 == lane``, and ``__activemask()`` as a shuffle's mask (see :func:`_masks_only`). A shuffle
+inside a called function is refused (its offsets and mask would stay a warp's).
 
 The transform gives each item ``LANES`` lanes (32 / LANES items per warp): the lane and the
 item index divide by LANES, lane loops step by LANES, the offset loops start at LANES / 2,
@@ -498,7 +504,7 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
                    f"{line(lane_value if lane_value is not None else shape.decl)}: lane")
-    plan.note(LANES, True, f"{len(loops)} lane loop(s), {len(offsets)} shuffle loop(s) and "
+    plan.note(LANES, True, f"{len(steps)} lane loop(s), {len(offsets)} shuffle loop(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
               "the item's group (mask and width)", shape.decl)
     for seg in segments:
