@@ -708,12 +708,20 @@ def would_interleave(plan: Plan) -> Node | None:
             return None
         if once is None:
             return None
-        found = (once.position, once.decl, once.index, once.start)
-    k, _decl, index, _off = found
+        off = _index_offset(plan, once.start)
+        if off is None:
+            return None
+        found = (once.position, once.decl, once.index, off)
+    k, _decl, index, off = found
     try:
         scan, *_rest = _analyse(plan, statements(plan.body), k, index, once)
     except Illegal:
         return None
+    divisor_node = _offset_divisor(off)
+    divisor = plan.block[0] if builtin(divisor_node, "blockDim") == "x" else \
+        plan.rw.text(divisor_node)
+    if not plan.grid or scale_divisor(plan.grid[0], divisor, f"{divisor} * {NAME}") is None:
+        return None  # the items' grid could not be written: VEC keeps the element
     return scan.compute_loops[0] if scan.compute_loops else None
 
 
