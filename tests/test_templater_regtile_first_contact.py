@@ -4,13 +4,15 @@ authors other than the corpus's would, each lifted and checked against itself as
 A squared-distance matrix through a ``sq()`` helper over padded tiles that both read along k
 (``X . Y^T`` shaped); an L1 distance with a ``constexpr`` tile on a 1-D block split by
 ``tid / kTile`` and ``tid % kTile``, ``fabsf`` and ``#pragma unroll``; an int8 x int8 -> int32
-product with an ``#ifndef`` tile, unsigned indices, ``size_t`` offsets and int tiles; a
-batched ``A^T . B`` with strides as kernel arguments, a count-down tile loop that steps k in
-its header and a leaky-ReLU epilogue; a half-input product over a rectangular 32 x 8 block
-whose deep tile is loaded by a loop of each thread over rows and an alpha. Each lifts the register tile
-(BM / BN / BK / TM / TN) with a derived launch whose default is the kernel as written, and on
-the host (g++) its default, its corners and a tiled config write the bits the kernel as
-written writes. Kernels the family's analyses refuse are asserted with their reason.
+product with an ``#ifndef`` tile, unsigned indices, ``size_t`` offsets, int tiles and a
+``kk != TILE_DIM`` inner loop; a batched ``A^T . B`` with strides as kernel arguments, a
+count-down tile loop that steps k in its header and a leaky-ReLU epilogue; a loop over k
+unrolled by hand by four (the depth stays a multiple of four); a half-input product with an
+alpha over a rectangular 32 x 8 block whose deep tile is loaded by a loop of each thread over
+rows. Each lifts the register tile (BM / BN / BK / TM / TN) with a derived launch whose
+default is the kernel as written, and on the host (g++) its default, its corners and a tiled
+config write the bits the kernel as written writes. Reads along k the analysis cannot pair
+at every depth are refused with their reason and line.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ extern "C" __global__ void igemm(const int8_t* a, const int8_t* b, int32_t* c,
     sa[ty][tx] = (r < M && k0 + tx < K) ? (int)a[(size_t)r * K + k0 + tx] : 0;
     sb[ty][tx] = (k0 + ty < K && cc < N) ? (int)b[(size_t)(k0 + ty) * N + cc] : 0;
     __syncthreads();
-    for (unsigned kk = 0; kk < TILE_DIM; ++kk) total += sa[ty][kk] * sb[kk][tx];
+    for (unsigned kk = 0; kk != TILE_DIM; ++kk) total += sa[ty][kk] * sb[kk][tx];
     __syncthreads();
   }
   if (r < M && cc < N) c[(size_t)r * N + cc] = total;
@@ -169,6 +171,32 @@ __global__ void hgemm_rect(const __half* __restrict__ A, const __half* __restric
         {"M": "M", "N": "N", "K": "K", "alpha": "1"},
         (("A", "__half", "M * K"), ("B", "__half", "K * N"), ("C", "float", "M * N")),
         "hgemm_rect(A, B, C, M, N, K, 0.75f)", "C"),
+    "hand_unrolled_by_four_aliases": Product(r"""
+#define TS 16
+extern "C" __global__ void mmu(const float* A, const float* B, float* C, int M, int N, int K) {
+  __shared__ float As[TS][TS];
+  __shared__ float Bs[TS][TS];
+  int ty = threadIdx.y, tx = threadIdx.x;
+  int row = blockIdx.y * TS + ty, col = blockIdx.x * TS + tx;
+  float acc = 0.0f;
+  for (int t = 0; t < K; t += TS) {
+    As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+    Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+    __syncthreads();
+    for (int k = 0; k < TS; k += 4) {
+      acc += As[ty][k] * Bs[k][tx];
+      acc += As[ty][k + 1] * Bs[k + 1][tx];
+      acc += As[ty][k + 2] * Bs[k + 2][tx];
+      acc += As[ty][k + 3] * Bs[k + 3][tx];
+    }
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+""", "mmu", ("ceil_div(N, 16)", "ceil_div(M, 16)"), ("16", "16"),
+        {"M": "M", "N": "N", "K": "K"},
+        (("A", "float", "M * K"), ("B", "float", "K * N"), ("C", "float", "M * N")),
+        "mmu(A, B, C, M, N, K)", "C"),
 }
 
 
@@ -226,3 +254,16 @@ def test_a_tile_read_along_k_other_than_by_the_loop_variable_is_refused(index: s
     assert found and not any(f.applied for f in found), lifted.notes
     assert f"along k at `{index}`" in found[0].reason and found[0].line == 18, found[0]
     assert not {"BK", "TM"} & {q.name for q in lifted.params}
+
+
+def test_a_hand_unrolled_loop_over_k_keeps_the_depth_a_multiple_of_its_step() -> None:
+    """``for (k = 0; k < TS; k += 4)`` reading k .. k + 3: any depth that is a multiple of 4
+    pairs the same elements; the space says so, and an offset past the step is refused."""
+    p = PRODUCTS["hand_unrolled_by_four_aliases"]
+    lifted = p.lift()
+    assert "BK % 4 == 0" in lifted.constraints
+    past = p.lift(p.source.replace("As[ty][k + 3] * Bs[k + 3][tx]",
+                                   "As[ty][k + 4] * Bs[k + 4][tx]"))
+    found = [f for f in past.findings if f.transform == "REGISTER_TILE"]
+    assert found and not any(f.applied for f in found), past.notes
+    assert "along k at `k + 4`" in found[0].reason and found[0].line == 17, found[0]

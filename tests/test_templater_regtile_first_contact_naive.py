@@ -272,3 +272,36 @@ def test_a_square_tile_read_from_blockdim_keeps_the_block_as_written() -> None:
     tie = next(f for f in lifted.findings if f.transform == "BLOCK_X")
     assert not tie.applied and "are tied" in tie.reason and tie.line == 4, tie
     assert lifted.block == ("16", "16")
+
+
+FLAT = Product(r"""
+__global__ void abt_naive(const float* __restrict__ a, const float* __restrict__ bt,
+                          float* __restrict__ out, int M, int N, int K) {
+  int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= M * N) return;
+  int i = idx / N, j = idx % N;
+  const float* pa = a + (size_t)i * K;
+  const float* pb = bt + (size_t)j * K;
+  float s = 0.f;
+  for (int k = 0; k < K; ++k) s += pa[k] * pb[k];
+  out[idx] = s;
+}
+""", "abt_naive", ("ceil_div(M * N, 256)",), ("256",), MNK,
+    (("a", "float", "M * K"), ("bt", "float", "N * K"), ("o", "float", "M * N")),
+    "abt_naive(a, bt, o, M, N, K)", "o")
+
+
+@needs_gxx
+@pytest.mark.timeout(180)
+@pytest.mark.xfail(raises=subprocess.CalledProcessError, strict=True,
+                   reason="items per thread (workbench/templater/ilp*.py) runs the shared "
+                          "loop for items that returned early, reading through their null "
+                          "pointers: the default config crashes on the host")
+def test_a_flat_naive_product_on_a_1d_block_runs_as_written_at_its_default(
+        tmp_path: Path) -> None:
+    """A product on a 1-D block (``idx / N``, ``idx % N``) is not the register tile's 2-D
+    shape; what the other families lift must still run as written at its default."""
+    template = FLAT.template()
+    written, outputs = host_outputs(FLAT, template, [dict(template.default_config())], ENV,
+                                    tmp_path)
+    assert outputs[0] == written

@@ -271,6 +271,9 @@ class Gemm:
         # initial value at the virtual thread plus a uniform offset
         self.walks: dict[str, Walk] = {}
         self.not_walks: dict[str, NotWalk] = {}
+        # the step of a hand-unrolled loop over k (``k += 4`` reading k .. k + 3): the
+        # depth BK stays a multiple of it
+        self.k_step = 1
 
     # -- facts -------------------------------------------------------------------------
     def unguarded(self, s: Node) -> Node:

@@ -419,17 +419,93 @@ def analyse(g: Gemm, loop: Node) -> None:
 
 
 def _check_k_index(g: Gemm, reads: list[tuple[Node, Node]]) -> None:
-    """Every tile read of the compute indexes k by one loop variable running 0 .. depth - 1:
-    the product pairs the tiles' elements at the same k, whatever the depth. An index such
-    as ``(t + 1) % T`` or ``T - 1 - t`` pairs them by the written depth, which a lifted BK
-    would change (seen: wrong results at every tiled config)."""
-    names = {text(strip(k)) for _, k in reads}
-    for read, k in sorted(reads, key=lambda rk: strip(rk[1]).type == "identifier"):
-        if strip(k).type != "identifier" or len(names) != 1 or \
-                not counts_below(strip(k), read, g.k_size):
+    """Every tile read of the compute indexes k by one loop variable ``v`` running 0 ..
+    depth - 1, or ``v + c`` of a loop stepping ``v += s`` by hand-unrolled steps
+    (``0 <= c < s``; the depth then stays a multiple of s, ``g.k_step``): the product pairs
+    the tiles' elements at the same k, whatever the depth. An index such as ``(t + 1) % T``
+    or ``T - 1 - t`` pairs them by the written depth, which a lifted BK would change (seen:
+    wrong results at every tiled config)."""
+    parsed = [(read, k, _k_offset(k)) for read, k in reads]
+    names = {o[0] for _, _, o in parsed if o is not None}
+    steps: set[int] = set()
+    for read, k, offset in sorted(parsed, key=lambda r: r[2] is not None):
+        step = _k_loop_step(offset[0], read, g.k_size) if offset is not None else None
+        if offset is None or len(names) != 1 or step is None or not 0 <= offset[1] < step:
             raise Refused(f"`{text(read)}` reads the tile along k at `{text(k)}`, not the "
-                          f"one loop variable running 0 .. {g.k_size} - 1 every tile read "
-                          "shares: its pairing of the tiles depends on the tile's depth", read)
+                          f"one loop variable running 0 .. {g.k_size} - 1 (or v + c under a "
+                          "step of more than c) every tile read shares: its pairing of the "
+                          "tiles depends on the tile's depth", read)
+        steps.add(step)
+    g.k_step = max(steps, default=1)
+
+
+def _k_offset(k: Node) -> tuple[str, int] | None:
+    """(v, c) of a tile's index along k written ``v`` or ``v + c`` (c a constant)."""
+    k = strip(k)
+    if k.type == "identifier":
+        return text(k), 0
+    parts = binary(k)
+    if parts is None or parts[1] != "+":
+        return None
+    for a, b in ((parts[0], parts[2]), (parts[2], parts[0])):
+        c = const_value(b)
+        if strip(a).type == "identifier" and c is not None:
+            return text(strip(a)), c
+    return None
+
+
+def _k_loop_step(name: str, at: Node, depth: int) -> int | None:
+    """The step s of the enclosing ``for (int name = 0; name < depth; name += s)`` (``++``,
+    ``+= 1``: 1) whose body never assigns ``name``, where depth is a multiple of s."""
+    loop = at.parent
+    while loop is not None:
+        init = loop.child_by_field_name("initializer") if loop.type == "for_statement" \
+            else None
+        decls = init.children_by_field_name("declarator") \
+            if init is not None and init.type == "declaration" else []
+        if len(decls) == 1 and decls[0].type == "init_declarator" and \
+                text(decls[0].child_by_field_name("declarator")) == name:
+            break
+        loop = loop.parent
+    if loop is None:
+        return None
+    step = _step_of(loop, name)
+    if step is None or depth % step or not _counts_from_zero(loop, name, depth):
+        return None
+    return step
+
+
+def _step_of(loop: Node, name: str) -> int | None:
+    update = loop.child_by_field_name("update")
+    if update is None:
+        return None
+    spelled = " ".join(text(update).split())
+    if spelled in (f"++{name}", f"{name}++"):
+        return 1
+    parts = [p.strip() for p in spelled.split("+=")]
+    if len(parts) == 2 and parts[0] == name:
+        return const_value(strip(update.child_by_field_name("right") or update))
+    return None
+
+
+def _counts_from_zero(loop: Node, name: str, depth: int) -> bool:
+    """Whether ``loop`` starts ``name`` at 0, runs while ``name < depth`` (or ``!=``: its step
+    divides the depth) and its body never assigns ``name``."""
+    decl = loop.child_by_field_name("initializer")
+    value = decl.children_by_field_name("declarator")[0].child_by_field_name("value") \
+        if decl is not None else None
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    parts = binary(cond) if cond is not None else None
+    if const_value(value) != 0 or parts is None or body is None or \
+            text(strip(parts[0])) != name or parts[1] not in ("<", "!=") or \
+            const_value(parts[2]) != depth:
+        return False
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) == name:
+                return False
+    return True
 
 
 def _check_inlined_values(g: Gemm, prologue: list[Node]) -> None:

@@ -78,6 +78,8 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
               acc_name=g.accumulators[0].name, vectorized=w.vectorized, staged=w.staged,
               smem=w.smem_bytes(),
               vec_width=w.vec_width or VEC_WIDTH)
+    if g.k_step > 1:  # a hand-unrolled loop over k reads k .. k + step - 1 of each tile
+        plan.constrain(f"{n['BK']} % {g.k_step} == 0")
     _findings(g, n, loop)
 
 
