@@ -1,0 +1,165 @@
+"""The register tile of a product written without shared memory (workbench/templater/
+regtile_naive.py, issue 28) on the GPU: a naive ``C = alpha * A.B + beta * C`` (one output per
+thread of a 16 x 16 block, each looping over K) as a kernel folder written here, its
+offline lift timed at its default (the kernel as written), at register tiles of 2 x 2 to
+8 x 8 over a few block shapes, next to the kernel as written, by the runner the stage-1
+benchmark's tunes use (LocalRunner.measure; every config is also checked against the
+baseline's output by the runner).
+
+Settles whether thread coarsening with fused k loops pays on the H100 before anyone counts
+on it (host checks show only that every config computes the same bits).
+
+    python3 gpu_checks/naive_regtile_probe.py      # writes $OUT/naive_regtile_probe.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
+from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
+from workbench.engine.runner import LocalRunner  # noqa: E402
+from workbench.templater import offline_template  # noqa: E402
+
+SOURCE = r"""
+extern "C" __global__ void gemm_naive(int M, int N, int K, float alpha,
+                                      const float* __restrict__ A,
+                                      const float* __restrict__ B, float beta,
+                                      float* __restrict__ C) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= M || col >= N) return;
+  float sum = 0.0f;
+  for (int k = 0; k < K; ++k)
+    sum += A[row * K + k] * B[k * N + col];
+  C[row * N + col] = alpha * sum + beta * C[row * N + col];
+}
+"""
+
+TOML = """name = "gemm_naive"
+description = "C = alpha * A.B + beta * C, fp32 row-major, one output per thread, no shared memory"
+dtypes = ["fp32"]
+check_shape = "small"
+
+[shapes]
+small = { M = 97, N = 76, K = 52 }
+large = { M = 2048, N = 2048, K = 2048 }
+
+[tolerances]
+fp32 = { rtol = 1e-4, atol = 1e-4 }
+""" + "".join(f"""
+[[args]]
+name = "{n}"
+dtype = "i32"
+role = "scalar"
+value = "{n}"
+""" for n in "MNK") + """
+[[args]]
+name = "alpha"
+dtype = "f32"
+role = "scalar"
+value = "1.5"
+
+[[args]]
+name = "A"
+dtype = "f32"
+role = "in"
+shape = ["M", "K"]
+
+[[args]]
+name = "B"
+dtype = "f32"
+role = "in"
+shape = ["K", "N"]
+
+[[args]]
+name = "beta"
+dtype = "f32"
+role = "scalar"
+value = "-0.5"
+
+[[args]]
+name = "C"
+dtype = "f32"
+role = "inout"
+shape = ["M", "N"]
+
+[baseline]
+source = "baseline.cu"
+entry = "gemm_naive"
+grid = ["ceil_div(N, 16)", "ceil_div(M, 16)"]
+block = ["16", "16"]
+"""
+
+SHAPE, DTYPE = "large", "fp32"
+#: threads (x, y) and register tile (TM, TN): the default, then tiles that GEMM practice
+#: uses for a coarsened product, over a few block shapes
+CONFIGS = {
+    "as_written": {},
+    "16x16_t2x2": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 2, "TN": 2},
+    "16x16_t4x4": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 4, "TN": 4},
+    "32x8_t4x4": {"THREADS_X": 32, "THREADS_Y": 8, "TM": 4, "TN": 4},
+    "16x16_t8x8": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 8, "TN": 8},
+    "32x8_t8x8": {"THREADS_X": 32, "THREADS_Y": 8, "TM": 8, "TN": 8},
+    "16x8_t8x4": {"THREADS_X": 16, "THREADS_Y": 8, "TM": 8, "TN": 4},
+}
+
+
+def _row(result: TrialResult, base_us: float | None) -> dict[str, Any]:
+    t = result.timing
+    median = t.median_us if t is not None else None
+    usage = result.usage
+    return {"config": dict(result.config), "status": result.status.value,
+            "reason": result.reason[:300], "median_us": median,
+            "regs": usage.regs_per_thread if usage is not None else None,
+            "spill_bytes": (usage.spill_store_bytes + usage.spill_load_bytes)
+            if usage is not None else None,
+            "speedup": base_us / median if base_us and median else None}
+
+
+def main() -> int:
+    out_dir = Path(os.environ.get("OUT", "."))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder_dir = Path(tmp) / "gemm_naive"
+        folder_dir.mkdir()
+        (folder_dir / "baseline.cu").write_text(SOURCE)
+        (folder_dir / "kernel.toml").write_text(TOML)
+        folder = load_kernel_folder(folder_dir)
+        template = offline_template(folder).template
+        doc: dict[str, Any] = {"kernel": "gemm_naive", "shape": SHAPE, "dtype": DTYPE,
+                               "knobs": list(template.param_names)}
+        default = dict(template.default_config())
+        full = {label: Config({**default, **c}) for label, c in CONFIGS.items()}
+        space = template.space(folder.env(SHAPE, DTYPE))
+        with LocalRunner(folder, template) as runner:
+            b = runner.baseline(SHAPE, DTYPE)
+            base_us = b.timing.median_us if b.timing is not None else None
+            doc["baseline"] = _row(b, base_us)
+            inside = {k: v for k, v in full.items() if space.rejection(v) is None}
+            for k in set(full) - set(inside):
+                doc[k] = {"config": dict(full[k]), "status": "outside the space",
+                          "reason": space.rejection(full[k])}
+            results = {r.config: r for r in runner.measure(
+                [Candidate(c, SHAPE, DTYPE) for c in inside.values()])}
+            for label, config in inside.items():
+                doc[label] = _row(results[config], base_us)
+            doc["device"] = runner.device.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "naive_regtile_probe.json").write_text(json.dumps(doc, indent=1))
+    rows = {k: v for k, v in doc.items() if isinstance(v, dict) and "status" in v}
+    for label, r in rows.items():
+        print(f"{label:14s} {r['status']:18s} {r.get('median_us')} us "
+              f"x{r.get('speedup') or 0:.2f} regs {r.get('regs')} spill {r.get('spill_bytes')}")
+    return 0 if all(r["status"] == Status.OK.value for r in rows.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
