@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import host_sample, lifted_template, run_merged_on_host
+from helpers_nvcc import needs_nvcc
+from helpers_templater import end_configs, host_sample, lifted_template, run_merged_on_host
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 from test_templater_ilp_spellings import _HOST, N, checked_configs, program
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -382,3 +384,14 @@ def test_a_compute_loop_goes_to_the_items_not_to_vector_lanes() -> None:
     lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
                          scalars={"n": "n"})
     assert "VEC" in {p.name for p in lifted.params}, lifted.notes
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_the_items_compile_without_spills_at_the_last_corner(tmp_path: Path) -> None:
+    template = lifted_template(lift("piecewise_store_return"))
+    config = end_configs(template, ENV)[-1]
+    assert config["ITEMS_PER_THREAD"] == 8
+    log = _ptxas_log(template.render(config, "fp32").source, tmp_path, "corner")
+    spills = _SPILLS.findall(log)
+    assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"

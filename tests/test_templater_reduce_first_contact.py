@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers_nvcc import needs_nvcc
 from helpers_templater import FULL_MATRIX, lifted_template, run_merged_on_host
+from test_corpus_unseen3 import _SPILLS, _ptxas_log
 from test_templater_reduce_spellings import _HARNESS, _MAIN, _WANT, _corner
 
 from workbench.core.template import KernelTemplate
@@ -291,3 +293,13 @@ def test_each_stage_reduces_to_the_exact_answer_on_host(tmp_path: Path) -> None:
     for (name, config), out in zip(runs, printed, strict=True):
         got, want = map(int, out.split())
         assert got == want, (name, config)
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+def test_a_kept_stage_compiles_without_spills_at_its_far_corner(tmp_path: Path) -> None:
+    template = lifted_template(lift("shuffle_two_level_macros"), "k")
+    config = _corner(template, {"n": 1 << 24, "elem_bytes": 4})
+    log = _ptxas_log(template.render(config, "fp32").source, tmp_path, "corner")
+    spills = _SPILLS.findall(log)
+    assert spills and all(s == ("0", "0") for s in spills), f"{config} spills:\n{log}"
