@@ -3,7 +3,8 @@ test, none a copy of the corpus's, each the way another programmer would put it.
 
 Lifted (LANES, the rows a block and, where legal, VEC / REG_ROW / ILP): threadIdx.x through a
 local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffles masked with
-``__activemask()``, the lane and warp from ``lane_id()`` / ``warp_id()`` helpers, reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
+``__activemask()``, the lane and warp from ``lane_id()`` / ``warp_id()`` helpers, rows walked
+by a grid-stride loop (``row += gridDim.x * wpb``, ``wpb = blockDim.x / 32``), reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
 ``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
 the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
 group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
@@ -12,7 +13,7 @@ computes at its default and far configs what the kernel as written computes
 
 CSR rows whose gathers go through ``__ldg`` split their sums (ILP). Refused, with the reason
 and the line: a shuffle inside a ``__device__`` helper (its 32-lane offsets would span
-several items), a pointer walk from the lane, a row grid-stride loop and
+several items), a pointer walk from the lane, a row loop stepping by other than the grid's items and
 a lane declared with other variables in one statement (see the report: a respelling the
 shared analysis does not split yet).
 """
@@ -219,6 +220,32 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   if (lane == 0) out[row] = s / cols;
 }
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
+    # rows walked by a grid-stride loop over the block's warps
+    "rowdot_row_gridstride": (r"""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int rows, int cols) {
+  const int lane = threadIdx.x % 32;
+  const int wpb = blockDim.x / 32;
+  for (int row = blockIdx.x * wpb + threadIdx.x / 32; row < rows; row += gridDim.x * wpb) {
+    float s = 0.f;
+    for (int c = lane; c < cols; c += 32) s += a[row * cols + c] * b[row * cols + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (lane == 0) out[row] = s;
+  }
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC"), ("in", "RC")]),
+    # a (32, RPB) block whose rows walk the grid: `r += RPB * gridDim.x`, unsigned
+    "absmax_scale_row_gridstride_2d": (r"""
+#define RPB 2
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  for (unsigned r = blockIdx.x * RPB + threadIdx.y; r < (unsigned)rows; r += RPB * gridDim.x) {
+    float m = 0.f;
+    for (int c = threadIdx.x; c < cols; c += 32) m = fmaxf(m, fabsf(in[(size_t)r * cols + c]));
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    for (int c = threadIdx.x; c < cols; c += 32)
+      out[(size_t)r * cols + c] = in[(size_t)r * cols + c] / (m + 1e-6f);
+  }
+}
+""", ["ceil_div(rows, 2)"], ["32", "2"], [("out", "RC"), ("in", "RC")]),
 }
 
 #: name -> (source, grid, block, the LANES refusal's text, its line)
@@ -266,19 +293,18 @@ extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
   if (lane == 0) q[g] = amax;
 }
 """, ["ceil_div(rows, 4)"], ["128"], "the lane is used in `lane = threadIdx.x % 32`", 3),
-    # rows walked by a grid-stride loop over the block's warps
-    "rowdot_row_gridstride": (r"""
-extern "C" __global__ void k(float* out, const float* a, const float* b, int rows, int cols) {
+    # a row loop whose stride is not the grid's items (a fixed 64 rows)
+    "row_loop_fixed_stride": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   const int lane = threadIdx.x % 32;
-  const int wpb = blockDim.x / 32;
-  for (int row = blockIdx.x * wpb + threadIdx.x / 32; row < rows; row += gridDim.x * wpb) {
+  for (int row = blockIdx.x * 4 + threadIdx.x / 32; row < rows; row += 64) {
     float s = 0.f;
-    for (int c = lane; c < cols; c += 32) s += a[row * cols + c] * b[row * cols + c];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    for (int c = lane; c < cols; c += 32) s += in[row * cols + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0) out[row] = s;
   }
 }
-""", ["ceil_div(rows, 4)"], ["128"], "the warp `threadIdx.x / 32` names no item", 5),
+""", ["16"], ["128"], "the row loop steps by `64`, not gridDim.x * `4`", 4),
 }
 
 #: CSR rows with __ldg gathers: the segment loop's sums split (ILP), int index arrays

@@ -184,6 +184,8 @@ def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
             if d.value is not None and not d.assigned]
     lane_def = next((d for d, v in reversed(defs) if _lane_value(plan, v, two_d) is not None),
                     None)
+    defs += [(d, d.value) for d in plan.facts.defs.values()
+             if d.value is not None and d.assigned and _row_loop(plan, d) is not None]
     item_def = None
     for d, value in defs:
         for _s, t in terms(value):
@@ -272,6 +274,9 @@ def _factor_value(plan: Plan, node: Node) -> int | None:
         if d is not None and not d.assigned and not d.is_pointer and \
                 words & {"const", "constexpr"}:
             value = int_value(d.value)
+        if d is not None and not d.assigned and d.value is not None and \
+                _block_warps(d.value):  # `wpb = blockDim.x / 32`
+            value = _factor_value(plan, d.value)
     return value
 
 
@@ -291,6 +296,7 @@ class _Shape:
     allowed: tuple[Node, ...]
     lanes: tuple[Node, ...]
     index: Node | None  # X of the global form's X / 32
+    more: tuple[Node, ...] = ()  # F again, in a row loop's stride gridDim.x * F
 
 
 def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
@@ -313,6 +319,12 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     assert factor_parts is not None
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
+    stride = _row_loop(plan, d)
+    more = _stride_factors(plan, d, factor, stride) if stride is not None else ()
+    local = plan.facts.defs.get(text(factor)) if factor.type == "identifier" else None
+    if local is not None and not local.assigned and local.value is not None and \
+            _block_warps(local.value):  # `wpb = blockDim.x / 32`: the local's value follows
+        factor, more = strip(local.value), ()
     f_value = _factor_value(plan, factor)
     # blockDim.x / 32 (a 1-D block's warps) or blockDim.y (a (32, R) block's rows)
     allowed = (factor,) if _block_warps(factor) or _block_rows(plan, factor) else ()
@@ -323,14 +335,55 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     elif f_value is None or literal(plan.block[0]) != 32 * f_value:
         raise Illegal(f"the block ({plan.block[0]}) is not 32 x `{text(factor)}` warps", d.decl)
     macro = macros.get(text(factor)) if factor.type == "identifier" else None
-    if macro is not None and len(plan.uses(macro.name)) != 1:
+    read = 1 + len(more)  # the item's factor and the row loop's stride
+    if local is not None and factor.type != "identifier":
+        read = 2 if stride is not None else 1
+        if len([u for u in plan.uses(local.name) if not _declares(u)]) != read:
+            raise Illegal(f"`{local.name}` has other uses in the kernel; its meaning with "
+                          "fewer lanes per item is not modelled", local.decl)
+    elif macro is not None and len(plan.uses(macro.name)) != read:
         raise Illegal(f"`{macro.name}` has other uses; its meaning with fewer lanes per item "
                       "is not modelled", macro.definition)
-    if macro is None and factor.type == "identifier" and \
-            len([u for u in plan.uses(text(factor)) if not _declares(u)]) != 1:
+    elif macro is None and factor.type == "identifier" and \
+            len([u for u in plan.uses(text(factor)) if not _declares(u)]) != read:
         raise Illegal(f"`{text(factor)}` has other uses in the kernel; its meaning with fewer "
                       "lanes per item is not modelled", factor)
-    return _Shape(d.decl, warp, factor, f_value, macro, allowed, (), None)
+    return _Shape(d.decl, warp, factor, f_value, macro, (*allowed, *more), (), None, more)
+
+
+def _row_loop(plan: Plan, d: object) -> Node | None:
+    """The stride S of a row loop ``for (T row = START; row < n; row += S)`` whose variable
+    is ``d`` and is assigned nowhere else (each item walks rows START, START + S, ...), else
+    None."""
+    decl = d.decl  # type: ignore[attr-defined]
+    loop = decl.parent
+    if loop is None or loop.type != "for_statement" or \
+            loop.child_by_field_name("initializer") != decl:
+        return None
+    update, cond = loop.child_by_field_name("update"), loop.child_by_field_name("condition")
+    name = d.name  # type: ignore[attr-defined]
+    step = _step(update, name) if update is not None else None
+    parts = binary(cond) if cond is not None else None
+    writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
+                                                       "update_expression") and
+              text(w.child_by_field_name("left") or w.child_by_field_name("argument")) == name]
+    if step is None or len(writes) != 1 or parts is None or parts[1] != "<" or \
+            text(strip(parts[0])) != name:
+        return None
+    return step
+
+
+def _stride_factors(plan: Plan, d: object, factor: Node, stride: Node) -> tuple[Node, ...]:
+    """The F of a row loop's stride ``gridDim.x * F`` (either order), F spelled as the
+    item's: then every item of every block walks its own rows once, for any items per block
+    (the stride is the grid's items). Raises Illegal for any other stride."""
+    parts = binary(stride)
+    if parts is not None and parts[1] == "*":
+        for grid, f in ((parts[0], parts[2]), (parts[2], parts[0])):
+            if builtin(grid, "gridDim") == "x" and text(strip(f)) == text(factor):
+                return (strip(f),)
+    raise Illegal(f"the row loop steps by `{text(stride)}`, not gridDim.x * `{text(factor)}` "
+                  "(the grid's items)", d.decl)  # type: ignore[attr-defined]
 
 
 def _global_shape(plan: Plan, found: GlobalItem) -> _Shape:
@@ -474,8 +527,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
         plan.block[0] = f"32 * {name}"
         plan.rw.replace(warp, f"(threadIdx.x / {LANES})")
     plan.launch_bounds = f"32 * {name}"
-    if factor is not None:
-        plan.rw.replace(factor, f"({per_block})")
+    for f in ([factor] if factor is not None else []) + list(shape.more):
+        plan.rw.replace(f, f"({per_block})")
     for n in [*([strip(lane_value)] if lane_value is not None else []), *inline]:
         plan.rw.replace(n, f"(threadIdx.x % {LANES})")
     for step in steps:
