@@ -1,16 +1,17 @@
 """Register tiling of products written without shared memory (issue 28, first contact).
 
-Five authors' naive products, none of them the corpus's spelling: ``blockDim`` offsets and an
-early return with alpha / beta; a batch on ``blockIdx.z`` with A stored K x M, ``size_t``
+Six authors' naive products, none of them the corpus's spelling: ``blockDim`` offsets and
+an early return with alpha / beta; a batch on ``blockIdx.z`` with A stored K x M, ``size_t``
 offsets, ``__ldg``, unsigned thread aliases, a 32 x 8 block and the rest inside an if; a
-double-precision linear layer with two early returns, pointers walked along k, a
-count-down loop and a bias + ReLU; a squared distance through a ``sq()`` helper with a
-negated guard and ``blockDim.x * blockIdx.x``; an int8 L1 distance to int32 with a 32 x 4
-block. Each lifts a TM x TN register tile (workbench/templater/regtile_naive.py) whose
-default launches the kernel as written, and on the host its default, its corners and a
-tiled mid-space config write the bits the kernel as written writes. Spellings whose
-legality the analysis cannot show are refused with the reason and the line; a tile side
-the block's size ties (``blockIdx.y * blockDim.x``) is never lifted as a free range.
+double-precision linear layer with two early returns, pointers walked along k, a count-down
+loop and a bias + ReLU; a squared distance through a ``sq()`` helper with a negated guard
+and ``blockDim.x * blockIdx.x``; an int8 L1 distance to int32 with a 32 x 4 block; an 8 x 8
+block launched 3-D with ``#pragma unroll 4`` on the loop. Each lifts a TM x TN register tile
+(workbench/templater/regtile_naive.py) whose default launches the kernel as written, and on
+the host its default, its corners and a tiled mid-space config write the bits the kernel as
+written writes. Spellings whose legality the analysis cannot show are refused with the
+reason and the line; a tile side the block's size ties (``blockIdx.y * blockDim.x``) is
+never lifted as a free range.
 """
 
 from __future__ import annotations
@@ -133,6 +134,22 @@ extern "C" __global__ void l1_i8(const int8_t* u, const int8_t* v, int32_t* out,
         {"nu": "M", "nv": "N", "len": "K"},
         (("u", "int8_t", "M * K"), ("v", "int8_t", "N * K"), ("out", "int32_t", "M * N")),
         "l1_i8(u, v, out, M, N, K)", "out"),
+    "pragma_unroll_3d_launch_8x8": Product(r"""
+#define BLK 8
+__global__ void mm3(const float* __restrict__ A, const float* __restrict__ B,
+                    float* __restrict__ C, int M, int N, int K) {
+  int r = blockIdx.y * BLK + threadIdx.y;
+  int c = blockIdx.x * BLK + threadIdx.x;
+  if (r < M && c < N) {
+    float acc = 0;
+#pragma unroll 4
+    for (int k = 0; k < K; k++) acc += A[r * K + k] * B[k * N + c];
+    C[r * N + c] = acc;
+  }
+}
+""", "mm3", ("ceil_div(N, 8)", "ceil_div(M, 8)", "1"), ("8", "8", "1"), MNK,
+        (("A", "float", "M * K"), ("B", "float", "K * N"), ("C", "float", "M * N")),
+        "mm3(A, B, C, M, N, K)", "C"),
 }
 
 
@@ -156,7 +173,7 @@ def test_each_naive_product_lifts_a_register_tile_launching_as_written(name: str
     default = template.default_config()
     assert (default["TM"], default["TN"]) == (1, 1)
     launch = template.launch_for(default, {**ENV, "elem_bytes": 4})
-    assert [str(b) for b in launch.block[:2]] == list(p.block)
+    assert [str(b) for b in launch.block[:2]] == list(p.block[:2])
     written = KernelTemplate.build(name=p.entry, source=p.source, entry=p.entry, params=[],
                                    constraints=[], grid=list(p.grid), block=list(p.block))
     assert launch.grid == written.launch_for({}, {**ENV, "elem_bytes": 4}).grid

@@ -78,6 +78,7 @@ class Naive:
     after: list[Node] = field(default_factory=list)  # the epilogue
     states: list[str] = field(default_factory=list)  # locals each virtual thread keeps
     inlined: set[str] = field(default_factory=set)  # thread-dependent, set once
+    pragma: Node | None = None  # a directive on the loop (``#pragma unroll``)
 
 
 def _block_sizes(plan: Plan) -> tuple[int, int] | None:
@@ -174,6 +175,8 @@ def _split(n: Naive, statements: list[Node]) -> None:
         if s.type in _LOOPS:
             n.loop = s
             n.after = statements[i + 1:]
+            if n.before and n.before[-1].type == "preproc_call":  # ``#pragma unroll 4``
+                n.pragma = n.before.pop()
             return
         if s.type == "if_statement" and not n.bounds and i == len(statements) - 1 and \
                 s.child_by_field_name("alternative") is None:
@@ -501,6 +504,8 @@ class _Emit:
                    "dropped; none runs past (0, 0)")
         out.append(f"  if ({self.live(first=True)}) {{")
         out += starts
+        if n.pragma is not None:
+            out.append(text(n.pragma).strip())
         out.append(f"    {header} {{")
         out += self.tiled(["{", *self.opening(True), render(self.data, loop_body, sub), "}"],
                           "      ")
