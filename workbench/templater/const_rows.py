@@ -20,7 +20,7 @@ same statements from the same values: bit-identical at every value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -33,14 +33,18 @@ KNOB = "OUT_Y"
 ROW = "wb_row"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Rows:
-    """The row's local and the rows loop's counter (the window's y axis)."""
+    """The row's local and the rows loop's counter (the window's y axis), the argument that
+    bounds the rows, and whether the copy being rendered knows every row inside it
+    (:mod:`.const_inner` sets ``inside[0]`` while it renders its interior copy)."""
 
     name: str
     decl: Node
     counter: str = ROW
     knob: str = KNOB
+    bound: str = ""
+    inside: list[bool] = field(default_factory=lambda: [False])
 
 
 def apply_lane_rows(plan: Plan, layout: LaneLayout) -> Rows | None:
@@ -50,11 +54,11 @@ def apply_lane_rows(plan: Plan, layout: LaneLayout) -> Rows | None:
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node)
         return None
-    name = declared_name(decl)[0]
-    _emit(plan, decl, name, bound)
-    plan.note(KNOB, True, f"`{name}` is the block's row (grid y = `{bound}`): each thread "
-              f"walks {KNOB} consecutive rows (those past `{bound}` skipped)", decl)
-    return Rows(name, decl)
+    rows = Rows(name=declared_name(decl)[0], decl=decl, bound=bound)
+    _emit(plan, rows)
+    plan.note(KNOB, True, f"`{rows.name}` is the block's row (grid y = `{bound}`): each "
+              f"thread walks {KNOB} consecutive rows (those past `{bound}` skipped)", decl)
+    return rows
 
 
 def _row(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
@@ -92,7 +96,8 @@ def _row(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
     return decl, bound
 
 
-def _emit(plan: Plan, decl: Node, name: str, bound: str) -> None:
+def _emit(plan: Plan, rows: Rows) -> None:
+    decl = rows.decl
     value = decl.child_by_field_name("declarator")
     assert value is not None
     init = value.child_by_field_name("value")
@@ -104,9 +109,16 @@ def _emit(plan: Plan, decl: Node, name: str, bound: str) -> None:
     plan.rw.replace_span(start, end, make=lambda rw: (
         f"#pragma unroll\n  for (int {ROW} = 0; {ROW} < {KNOB}; ++{ROW}) {{  // consecutive "
         f"rows of this thread\n  {rw.render(decl.start_byte, decl.end_byte)}\n"
-        f"  if ({name} >= {bound}) continue;  // a row past the image\n"
+        f"  if ({_skip(rows)}) continue;  // a row past the image\n"
         f"  {rw.render(decl.end_byte, end)}\n  }}"))
     plan.grid[1] = f"ceil_div({plan.grid[1]}, {KNOB})"
     plan.add_param(KNOB, {"kind": "choice", "values": [1, 2, 4], "default": 1,
                           "description": "consecutive rows per thread (as written: 1, the "
                           "block's row)"}, f"{decl.start_point.row + 1}: {text(decl)[:60]}")
+
+
+def _skip(rows: Rows) -> str:
+    """The test of a row past the image (known false in :mod:`.const_inner`'s interior
+    copy, whose thread tested every row of its own first)."""
+    test = f"{rows.name} >= {rows.bound}"
+    return f"false && ({test})" if rows.inside[0] else test

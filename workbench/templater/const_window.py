@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import declared_name, int_value, text, walk
+from workbench.templater.const_inner import Walk, emit_interior, plan_interior
 from workbench.templater.const_items import THREADS, LaneLayout, items_name
 from workbench.templater.const_lanes import declaration_of
 from workbench.templater.const_regs import OWN_REGS, REGISTERS, Counter
@@ -65,6 +66,7 @@ from workbench.templater.stencil_rows import _LDG_TYPES, _ONCE, _ONCE_LDG
 from workbench.templater.vector import Illegal
 
 KNOB = "LANE_WINDOW"
+INNER_NOTE = "WINDOW_INTERIOR"
 #: Window values a thread may hold at the largest items count (each with a predicate flag):
 #: a 3 x 3 filter over 8 pixels holds 3 x 10.
 MAX_WORDS = 64
@@ -117,6 +119,7 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
                   f"over {MAX_WORDS}", reads[0].read)
         return
     _emit(plan, layout, (value, item), list(windows.values()), vec)
+    _interior(plan, layout, rows, item, [r.read for r in reads])
     first = reads[0]
     items = axes[0].knob
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
@@ -149,6 +152,28 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
     plan.note(KNOB, True, f"{len(reads)} input read(s) move with {walks}: 1 walks "
               "consecutive outputs and loads each shared value once (a register window)",
               first.read)
+
+
+def _interior(plan: Plan, layout: LaneLayout, rows: Rows | None, item: str,
+              reads: list[Node]) -> None:
+    """The interior copy of the walk (:mod:`.const_inner`): without it every slot's flag is
+    a runtime value; noted either way."""
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    header = f"for (int {item} = 0; {item} < {items_name(plan)}; ++{item})"
+    row = None if rows is None else (
+        f"for (int {rows.counter} = 0; {rows.counter} < {rows.knob}; ++{rows.counter})",
+        rows.decl, f"{rows.name} >= {rows.bound}", rows.inside)
+    walk_ = Walk(layout.outer_decl, stmts[-1], header, row)
+    try:
+        tests = plan_interior(plan, walk_, reads)
+        emit_interior(plan, walk_, tests, KNOB)
+    except Illegal as exc:
+        plan.note(INNER_NOTE, False, f"{exc.reason} (the window keeps one copy, its flags "
+                  "runtime values)", exc.node)
+        return
+    plan.note(INNER_NOTE, True, f"with {KNOB} 1 a thread whose {len(tests)} bounds test(s) "
+              "hold at every item, row and tap (a warp's vote on the device) runs the walk "
+              "without them: the window's flags are constants there", layout.outer_decl)
 
 
 def _wide(vec: LaneVec | None, w: Windowed) -> bool:
