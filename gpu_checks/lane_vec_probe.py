@@ -9,6 +9,14 @@ Settles what a lane's 2 or 4 consecutive channels (one 8- or 16-byte access) buy
 OUT_Y 4: 650 us against the expert's 356 us, the copy 352 us) and with the register window
 over 4 x 4 outputs, whose slots LANE_VEC now counts against the register file.
 
+``inner_*`` (added after the 15:49Z run): the window's walk now has an interior copy
+(workbench/templater/const_inner.py): a thread whose bounds tests hold at every item, row and
+tap (a warp's vote) runs it without them, its load-once flags constants (sm_90 SASS at
+LANE_VEC 2, 4 x 4: 36 loads, as the expert's window, instead of 144 guarded ones). The
+configs: the expert's pick in the lift's knobs (2 channels, 8 pixels' lanes, 4 x 4 outputs,
+the taps in shared memory) with the taps read per use and held in registers, the taps from
+constant memory, 4 channels at 4 x 4 and 2 x 2, 1 channel at 4 x 4.
+
     python3 gpu_checks/lane_vec_probe.py      # writes $OUT/lane_vec_probe.json
 """
 
@@ -41,6 +49,18 @@ LIFT = {**{f"pick_vec{v}": {**_PICK, "LANE_VEC": v} for v in (1, 2, 4)},
         "window_vec2_regs": {**_WINDOW, "LANE_VEC": 2, "LANE_REGS": 1},
         "window_vec4_2x2": {**_WINDOW, "LANE_VEC": 4, "ITEMS_PER_THREAD": 2, "OUT_Y": 2,
                             "OUTER_THREADS": 16}}
+_INNER = {"CONST_VIA": 1, "ITEMS_PER_THREAD": 4, "LANE_REGS": 0, "LANE_WINDOW": 1,
+          "OUTER_THREADS": 8, "OUT_Y": 4, "LANE_VEC": 2}
+LIFT.update({
+    "inner_vec2_4x4": _INNER,
+    "inner_vec2_4x4_regs": {**_INNER, "LANE_REGS": 1},
+    "inner_vec2_4x4_const": {**_INNER, "CONST_VIA": 0},
+    "inner_vec2_4x4_16px": {**_INNER, "OUTER_THREADS": 16},
+    "inner_vec4_4x4": {**_INNER, "LANE_VEC": 4},
+    "inner_vec4_2x2": {**_INNER, "LANE_VEC": 4, "ITEMS_PER_THREAD": 2, "OUT_Y": 2,
+                       "OUTER_THREADS": 16},
+    "inner_vec1_4x4": {**_INNER, "LANE_VEC": 1, "OUTER_THREADS": 4},
+})
 EXPERT_PICK = {"VEC": 2, "PIX": 8, "ITEMS_X": 4, "ITEMS_Y": 4, "USE_SMEM": 0, "TAPS": 1}
 
 
