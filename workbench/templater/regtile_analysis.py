@@ -284,7 +284,6 @@ def analyse(g: Gemm, loop: Node) -> None:
     g.roles_known = True
     if g.rect:
         _rect_extents(g, loop)
-    _check_k_index(g, k_reads)
     # the stores: each tile covered once, one element per thread at thread-index positions
     # (or several, a loop of each thread over the rows or columns it stores)
     stored: dict[str, list[str]] = {}
@@ -393,6 +392,7 @@ def analyse(g: Gemm, loop: Node) -> None:
             spans |= {(m.start_byte, m.end_byte) for m in walk(n)}
     _read_pairing(g, parts)
     g.classify(spans)
+    _check_k_index(g, k_reads)  # after the tile size's uses are read (a blockDim bound)
     epi_roles = [n for s in parts.epilogue for n in walk(s)
                  if g.roles.get((n.start_byte, n.end_byte)) == "BK"]
     if epi_roles:
