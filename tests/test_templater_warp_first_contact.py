@@ -4,7 +4,8 @@ test, none a copy of the corpus's, each the way another programmer would put it.
 Lifted (LANES, the rows a block and, where legal, VEC / REG_ROW / ILP): threadIdx.x through a
 local copy (``tid``), a ``WARP`` macro, lane loops written as ``while``, shuffles masked with
 ``__activemask()``, the lane and warp from ``lane_id()`` / ``warp_id()`` helpers, rows walked
-by a grid-stride loop (``row += gridDim.x * wpb``, ``wpb = blockDim.x / 32``), reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
+by a grid-stride loop (``row += gridDim.x * wpb``, ``wpb = blockDim.x / 32``, or the global
+warp index stepping by the grid's warps), reversed operands (``cols > c``, ``c = c + 32``, ``0 == lane``), a function-scope ``constexpr`` for the warps a block, unsigned indices,
 ``blockIdx.x * blockDim.y + threadIdx.y`` rows stepped by ``blockDim.x`` in a (32, R) block,
 the global warp index over ``warpSize`` (value/index argmax pairs), a warp per quantisation
 group of a macro's size, a segment from item-uniform offsets. Each compiles for the host and
@@ -246,6 +247,19 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   }
 }
 """, ["ceil_div(rows, 2)"], ["32", "2"], [("out", "RC"), ("in", "RC")]),
+    # the global warp index walking the grid's warps, `nwarps` a local, `>> 5` and `& 31`
+    "rowsum_global_row_gridstride": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int lane = threadIdx.x & 31;
+  const int nwarps = (gridDim.x * blockDim.x) >> 5;
+  for (int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < rows; row += nwarps) {
+    float s = 0.f;
+    for (int c = lane; c < cols; c += 32) s += in[row * cols + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[row] = s;
+  }
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
 }
 
 #: name -> (source, grid, block, the LANES refusal's text, its line)
@@ -305,6 +319,19 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   }
 }
 """, ["16"], ["128"], "the row loop steps by `64`, not gridDim.x * `4`", 4),
+    # the global warp index stepping by the grid's threads, not its warps
+    "global_row_loop_thread_stride": (r"""
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  const int lane = threadIdx.x & 31;
+  for (int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < rows;
+       row += gridDim.x * blockDim.x) {
+    float s = 0.f;
+    for (int c = lane; c < cols; c += 32) s += in[row * cols + c];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0) out[row] = s;
+  }
+}
+""", ["ceil_div(rows, 4)"], ["128"], "not the grid's warps", 4),
 }
 
 #: CSR rows with __ldg gathers: the segment loop's sums split (ILP), int index arrays

@@ -59,7 +59,13 @@ from workbench.templater.reduce_consts import constant
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
 from workbench.templater.warp_chains import apply_chains
-from workbench.templater.warp_global import GlobalItem, find_global_item
+from workbench.templater.warp_global import (
+    GlobalItem,
+    GridWarps,
+    find_global_item,
+    row_loop,
+    step_of,
+)
 from workbench.templater.warp_ldg import apply_ldg
 from workbench.templater.warp_regs import (
     REG_ROW,
@@ -185,7 +191,7 @@ def _apply_warp(plan: Plan, macros: dict[str, IntegerMacro]) -> bool:
     lane_def = next((d for d, v in reversed(defs) if _lane_value(plan, v, two_d) is not None),
                     None)
     defs += [(d, d.value) for d in plan.facts.defs.values()
-             if d.value is not None and d.assigned and _row_loop(plan, d) is not None]
+             if d.value is not None and d.assigned and row_loop(plan, d) is not None]
     item_def = None
     for d, value in defs:
         for _s, t in terms(value):
@@ -251,7 +257,7 @@ def _block_rows(plan: Plan, node: Node) -> bool:
         literal(plan.block[0]) == 32
 
 
-def _warp_step(plan: Plan, node: Node | None) -> bool:
+def _warpstep_of(plan: Plan, node: Node | None) -> bool:
     """``node`` steps a lane loop by a warp: 32, or ``blockDim.x`` of a (32, R) block."""
     if node is None:
         return False
@@ -297,6 +303,7 @@ class _Shape:
     lanes: tuple[Node, ...]
     index: Node | None  # X of the global form's X / 32
     more: tuple[Node, ...] = ()  # F again, in a row loop's stride gridDim.x * F
+    totals: tuple[GridWarps, ...] = ()  # the grid's warps, a global row loop's stride
 
 
 def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
@@ -319,7 +326,7 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     assert factor_parts is not None
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
-    stride = _row_loop(plan, d)
+    stride = row_loop(plan, d)
     more = _stride_factors(plan, d, factor, stride) if stride is not None else ()
     local = plan.facts.defs.get(text(factor)) if factor.type == "identifier" else None
     if local is not None and not local.assigned and local.value is not None and \
@@ -351,28 +358,6 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     return _Shape(d.decl, warp, factor, f_value, macro, (*allowed, *more), (), None, more)
 
 
-def _row_loop(plan: Plan, d: object) -> Node | None:
-    """The stride S of a row loop ``for (T row = START; row < n; row += S)`` whose variable
-    is ``d`` and is assigned nowhere else (each item walks rows START, START + S, ...), else
-    None."""
-    decl = d.decl  # type: ignore[attr-defined]
-    loop = decl.parent
-    if loop is None or loop.type != "for_statement" or \
-            loop.child_by_field_name("initializer") != decl:
-        return None
-    update, cond = loop.child_by_field_name("update"), loop.child_by_field_name("condition")
-    name = d.name  # type: ignore[attr-defined]
-    step = _step(update, name) if update is not None else None
-    parts = binary(cond) if cond is not None else None
-    writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
-                                                       "update_expression") and
-              text(w.child_by_field_name("left") or w.child_by_field_name("argument")) == name]
-    if step is None or len(writes) != 1 or parts is None or parts[1] != "<" or \
-            text(strip(parts[0])) != name:
-        return None
-    return step
-
-
 def _stride_factors(plan: Plan, d: object, factor: Node, stride: Node) -> tuple[Node, ...]:
     """The F of a row loop's stride ``gridDim.x * F`` (either order), F spelled as the
     item's: then every item of every block walks its own rows once, for any items per block
@@ -393,8 +378,9 @@ def _global_shape(plan: Plan, found: GlobalItem) -> _Shape:
         raise Illegal(f"the block ({plan.block[0]}) is not whole warps", found.item.decl)
     allowed = [found.index] + ([found.thread.value] if found.thread is not None and
                                found.thread.value is not None else [])
+    allowed += [t.division for t in found.totals]
     return _Shape(found.item.decl, found.division, None, size // 32, None, tuple(allowed),
-                  found.lanes, found.index)
+                  found.lanes, found.index, (), found.totals)
 
 
 def _inline_lanes(plan: Plan, two_d: bool, skip: list[Node]) -> list[Node]:
@@ -476,7 +462,7 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     for n in walk(plan.body):
         if n.type == "field_expression" and builtin(n, "blockDim") is not None and \
                 not any(a <= n.start_byte and n.end_byte <= b for a, b in spans) and \
-                not (two_d and _is_loop_step(n) and _warp_step(plan, n)):
+                not (two_d and _is_loopstep_of(n) and _warpstep_of(plan, n)):
             raise Illegal(f"`{text(n)}` is read; the block's shape changes with "
                           "WARPS_PER_BLOCK and LANES, which this lift does not model", n)
         if n.type == "field_expression" and builtin(n, "threadIdx") in ("y", "z") and \
@@ -529,6 +515,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     plan.launch_bounds = f"32 * {name}"
     for f in ([factor] if factor is not None else []) + list(shape.more):
         plan.rw.replace(f, f"({per_block})")
+    for total in shape.totals:  # the grid's warps X / 32 -> its items X / LANES
+        plan.rw.replace(total.division, f"(({text(total.index)}) / {LANES})")
     for n in [*([strip(lane_value)] if lane_value is not None else []), *inline]:
         plan.rw.replace(n, f"(threadIdx.x % {LANES})")
     for step in steps:
@@ -618,8 +606,8 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
                 continue
             segments.append(n)
             start = at
-        step = _step(update, var)
-        if not _warp_step(plan, step) or step is None:
+        step = step_of(update, var)
+        if not _warpstep_of(plan, step) or step is None:
             raise Illegal(f"the lane loop `{text(n).splitlines()[0][:60]}` does not step by "
                           "32", n)
         loops.append(n)
@@ -648,26 +636,7 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
     return loops, steps, starts, segments
 
 
-def _step(update: Node, var: str) -> Node | None:
-    """K of an update that adds K to ``var``: ``var += K``, ``var = var + K`` or ``var = K +
-    var`` (one meaning, three spellings); None for any other update."""
-    update = strip(update)
-    if update.type != "assignment_expression" or \
-            text(strip(update.child_by_field_name("left") or update)) != var:
-        return None
-    op, right = text(update.child_by_field_name("operator")), update.child_by_field_name("right")
-    if op == "+=":
-        return strip(right) if right is not None else None
-    parts = binary(right) if op == "=" and right is not None else None
-    if parts is None or parts[1] != "+":
-        return None
-    names = [text(strip(parts[0])), text(strip(parts[2]))]
-    if names.count(var) != 1:
-        return None
-    return strip(parts[2] if names[0] == var else parts[0])
-
-
-def _is_loop_step(node: Node) -> bool:
+def _is_loopstep_of(node: Node) -> bool:
     """``node`` is the right side of a ``for`` loop's ``v += node`` update."""
     up = node.parent
     while up is not None and up.type in ("binary_expression", "parenthesized_expression"):
@@ -678,7 +647,7 @@ def _is_loop_step(node: Node) -> bool:
         return False
     init = loop.child_by_field_name("initializer")
     var = declared_name(init)[0] if init is not None and init.type == "declaration" else ""
-    found = _step(up, var)
+    found = step_of(up, var)
     return found is not None and found == node
 
 
@@ -705,7 +674,7 @@ def _while_lane_loops(plan: Plan, is_lane: Callable[[Node], bool]) -> list[tuple
         last = body.named_children[-1] if body.named_children else None
         update = last.named_children[0] if last is not None and \
             last.type == "expression_statement" and last.named_children else None
-        step = _step(update, var) if update is not None else None
+        step = step_of(update, var) if update is not None else None
         if step is None:
             continue
         writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",

@@ -25,12 +25,22 @@ from workbench.templater.analysis import (
     strip,
     terms,
     text,
+    walk,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
 
 _DIVIDES = {("/", 32), (">>", 5)}
 _LANE_OPS = {("%", 32), ("&", 31)}
+
+
+@dataclass(frozen=True)
+class GridWarps:
+    """The grid's warps ``X / 32`` (or ``>> 5``) with X ``gridDim.x * blockDim.x``: a global
+    row loop's stride, which becomes the grid's items ``X / LANES``."""
+
+    division: Node
+    index: Node
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,7 @@ class GlobalItem:
     thread: Definition | None
     lanes: tuple[Node, ...]
     lane_def: Definition | None
+    totals: tuple[GridWarps, ...] = ()
 
 
 def is_global_thread(node: Node) -> bool:
@@ -82,7 +93,10 @@ def find_global_item(plan: Plan) -> GlobalItem | None:
     """The item defined as the global warp index, else None; raises Illegal where the global
     thread index is also used in ways the rewrite does not model."""
     for d in plan.facts.defs.values():
-        if d.value is None or d.assigned or d.is_pointer or d.is_shared:
+        if d.value is None or d.is_pointer or d.is_shared:
+            continue
+        stride = row_loop(plan, d) if d.assigned else None
+        if d.assigned and stride is None:
             continue
         index = _split(strip(d.value), _DIVIDES)
         if index is None:
@@ -90,9 +104,74 @@ def find_global_item(plan: Plan) -> GlobalItem | None:
         thread = _thread_local(plan, index)
         if thread is None and not is_global_thread(index):
             continue
+        totals = _grid_warps(plan, d, stride) if stride is not None else ()
         lanes, lane_def = _lanes(plan, thread, index) if thread is not None else ((), None)
-        return GlobalItem(d, strip(d.value), index, thread, lanes, lane_def)
+        return GlobalItem(d, strip(d.value), index, thread, lanes, lane_def, totals)
     return None
+
+
+def _grid_warps(plan: Plan, d: Definition, stride: Node) -> tuple[GridWarps, ...]:
+    """The grid's warps a global row loop steps by (in place or through a local read only
+    there): each warp then walks its own rows once, as each group of LANES lanes does when
+    the stride is the grid's items. Raises Illegal for any other stride."""
+    node, local = strip(stride), None
+    if node.type == "identifier":
+        local = plan.facts.defs.get(text(node))
+        if local is None or local.value is None or local.assigned or \
+                len([u for u in plan.uses(local.name) if u.parent is None or
+                     u.parent.type != "init_declarator"]) != 1:
+            raise Illegal(f"the row loop steps by `{text(node)}`, not the grid's warps "
+                          "(gridDim.x * blockDim.x) / 32 read only there", d.decl)
+        node = strip(local.value)
+    index = _split(node, _DIVIDES)
+    fs = factors(index) if index is not None else []
+    if index is None or sorted(str(builtin(f, "gridDim")) + str(builtin(f, "blockDim"))
+                               for f in fs) != ["Nonex", "xNone"]:
+        raise Illegal(f"the row loop steps by `{text(stride)}`, not the grid's warps "
+                      "(gridDim.x * blockDim.x) / 32", d.decl)
+    return (GridWarps(node, index),)
+
+
+def step_of(update: Node, var: str) -> Node | None:
+    """K of an update that adds K to ``var``: ``var += K``, ``var = var + K`` or ``var = K +
+    var`` (one meaning, three spellings); None for any other update."""
+    update = strip(update)
+    if update.type != "assignment_expression" or \
+            text(strip(update.child_by_field_name("left") or update)) != var:
+        return None
+    op, right = text(update.child_by_field_name("operator")), update.child_by_field_name("right")
+    if op == "+=":
+        return strip(right) if right is not None else None
+    parts = binary(right) if op == "=" and right is not None else None
+    if parts is None or parts[1] != "+":
+        return None
+    names = [text(strip(parts[0])), text(strip(parts[2]))]
+    if names.count(var) != 1:
+        return None
+    return strip(parts[2] if names[0] == var else parts[0])
+
+
+def row_loop(plan: Plan, d: object) -> Node | None:
+    """The stride S of a row loop ``for (T row = START; row < n; row += S)`` whose variable
+    is ``d`` and is assigned nowhere else (each item walks rows START, START + S, ...), else
+    None."""
+    decl = d.decl  # type: ignore[attr-defined]
+    loop = decl.parent
+    if loop is None or loop.type != "for_statement" or \
+            loop.child_by_field_name("initializer") != decl:
+        return None
+    update, cond = loop.child_by_field_name("update"), loop.child_by_field_name("condition")
+    name = d.name  # type: ignore[attr-defined]
+    step = step_of(update, name) if update is not None else None
+    parts = binary(cond) if cond is not None else None
+    writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
+                                                       "update_expression") and
+              text(w.child_by_field_name("left") or w.child_by_field_name("argument")) == name]
+    if step is None or len(writes) != 1 or parts is None or parts[1] != "<" or \
+            text(strip(parts[0])) != name:
+        return None
+    return step
+
 
 
 def _lanes(plan: Plan, thread: Definition, index: Node) -> tuple[tuple[Node, ...],
