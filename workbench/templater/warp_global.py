@@ -8,6 +8,11 @@ index modulo ``LANES``, both exact because every block the template launches hol
 groups (``32 * WARPS_PER_BLOCK`` threads, LANES dividing 32). :func:`find_global_item`
 returns what :mod:`.warp` rewrites; uses of the global thread index other than the division
 and ``g % 32`` / ``g & 31`` (a lane) are refused with the line.
+
+The item may also be a row loop's variable, ``for (row = START; row < n; row += S)``
+(:func:`row_loop`), assigned nowhere else: here S must be the grid's warps ``(gridDim.x *
+blockDim.x) / 32`` (in place or a local read only there), which becomes the grid's items
+``/ LANES``, so every group walks its own rows once whatever LANES is.
 """
 
 from __future__ import annotations
