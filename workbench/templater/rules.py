@@ -7,6 +7,7 @@ a block does scales the divisor of the grid's ``ceil_div`` (or ``(X + L - 1) // 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 
@@ -36,11 +37,21 @@ class _Divisor(ast.NodeTransformer):
 
 
 def scale_divisor(rule: str, old: str, new: str) -> str | None:
-    """``rule`` with every ``ceil_div(X, old)`` made ``ceil_div(X, new)``; None if none."""
+    """``rule`` with every ``ceil_div(X, old)`` made ``ceil_div(X, new)``; None if none (or
+    ``old`` is not an expression of the rules' language). ``old`` and ``new`` are CUDA text:
+    an integer literal's suffix (``4u``, ``8UL``) is dropped, its value is the rules'."""
+    old, new = _plain_ints(old), _plain_ints(new)
     tree = ast.parse(rule, mode="eval")
-    fix = _Divisor(ast.parse(old, mode="eval").body, ast.parse(new, mode="eval").body)
+    try:
+        fix = _Divisor(ast.parse(old, mode="eval").body, ast.parse(new, mode="eval").body)
+    except SyntaxError:
+        return None
     out = fix.visit(tree)
     return ast.unparse(out) if fix.hits else None
+
+
+def _plain_ints(expr: str) -> str:
+    return re.sub(r"\b(\d+)[uUlL]+\b", r"\1", expr)
 
 
 def min_cap(rule: str, name: str) -> tuple[str, int] | None:
