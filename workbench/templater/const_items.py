@@ -46,6 +46,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.plan import Plan
+from workbench.templater.regtile_split import const_value
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
 from workbench.templater.wrap import in_loop_or_switch
@@ -102,6 +103,16 @@ def apply_const_items(plan: Plan) -> LaneLayout | None:
         _emit_items(plan, layout, rest, name)
     _emit_threads(plan, layout, grid, name)
     return layout
+
+
+def lane_layout(plan: Plan) -> LaneLayout | None:
+    """The lane-inner layout where the kernel has it (None: not; nothing noted)."""
+    if any(literal(b) is None for b in plan.block):
+        return None
+    try:
+        return _layout(plan)
+    except Illegal:
+        return None
 
 
 def items_name(plan: Plan) -> str:
@@ -175,7 +186,7 @@ def _lane(tx: list[Node], decls: list[Node], two_d: bool,
             continue
         parts = binary(v)
         if parts is not None and builtin(parts[0], "threadIdx") == "x":
-            k = int_value(parts[2])
+            k = const_value(parts[2])  # `& (CH - 1)`: the expression's value
             if k is not None and parts[1] == "%" and k > 0:
                 lanes.append((k, d))
             elif k is not None and parts[1] == "&" and k > 0 and (k + 1) & k == 0:
@@ -242,7 +253,7 @@ def _outer_thread(node: Node, two_d: bool, k: int) -> bool:
     parts = binary(node)
     if parts is None or builtin(parts[0], "threadIdx") != "x":
         return False
-    v = int_value(parts[2])
+    v = const_value(parts[2])
     return (parts[1] == "/" and v == k) or (parts[1] == ">>" and v is not None and
                                             1 << v == k)
 

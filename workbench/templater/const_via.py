@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from workbench.templater.analysis import text, walk
-from workbench.templater.const_items import apply_const_items
+from workbench.templater.const_items import apply_const_items, lane_layout
 from workbench.templater.const_lanes import (
     ConstArray,
     const_eval,
@@ -213,6 +213,27 @@ def _fresh(name: str, taken: set[str]) -> str:
     return out
 
 
+def _channels_last(plan: Plan) -> bool:
+    """The lane-inner layout with the lane in the index of a global array (a per-channel
+    kernel whose tables live in global memory, or that has none): the layout's transforms
+    (items, outer threads, rows, window, LANE_VEC) are legal on the layout and the accesses
+    alone, constant memory or not (a 3 x 3 depthwise filter with its taps in global memory
+    is the same walk as dwconv3_nhwc's)."""
+    layout = lane_layout(plan)
+    if layout is None:
+        return False
+    pointers = {p.name for p in plan.kernel.params if p.is_pointer}
+    for n in walk(plan.body):
+        if n.type != "subscript_expression":
+            continue
+        array = n.child_by_field_name("argument")
+        index = n.child_by_field_name("indices")
+        if array is not None and text(array) in pointers and index is not None and any(
+                m.type == "identifier" and text(m) == layout.lane_name for m in walk(index)):
+            return True
+    return False
+
+
 def apply_const(plan: Plan, smem_bytes: str) -> None:
     """The constant-memory family's hook in the semantic pass (after every other family):
     CONST_VIA for lane-indexed ``__constant__`` arrays; where they have one, several outer
@@ -223,7 +244,7 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     lane (:mod:`.lane_vec`)."""
     lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
                  and not _shadowed(plan, a.name)]
-    layout = apply_const_items(plan) if lane_read else None
+    layout = apply_const_items(plan) if lane_read or _channels_last(plan) else None
     # LANE_VEC before the copies (aligned for its vector reads) and the register families
     vec = plan_lane_vec(plan, layout) if layout is not None else None
     via = apply_const_via(plan, smem_bytes, aligned=16 if vec is not None else 0)
