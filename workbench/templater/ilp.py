@@ -17,7 +17,9 @@ atomic, no call of a ``__device__`` function of the file that :mod:`.purity` doe
 pure (its effects would run once per thread, or in another order); ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
 top-level ``if (C) return;`` or one final ``if (C) {...}`` (both become a per-item ``live``
 flag); no ``break``/``continue``/``return`` under item-dependent control inside a shared
-loop; statements that do not depend on the item assign only locals; memory written only at
+loop; statements that do not depend on the item assign only locals; a name that
+takes the item's value is declared from the index on (a parameter advanced to the
+item's row would be one variable the items share); memory written only at
 item-dependent places. Applied only where a loop of item-independent length does
 item-dependent work (the compute loop the items interleave in); straight-line kernels keep
 items by wrapping (:mod:`.wrap`). The shared loops get an unroll knob (``UNROLL``:
@@ -25,7 +27,8 @@ items by wrapping (:mod:`.wrap`). The shared loops get an unroll knob (``UNROLL`
 unrolled whole, so a table read at a constant place becomes an operand).
 
 An item past the end runs the statements that are safe for it (:func:`_safe_when_done`:
-arithmetic, known pure math, loads at shared places) on its zeroed locals without testing
+arithmetic, known pure math, loads at shared places; never a load through the item's
+own pointer, which is null for an item that ended) on its zeroed locals without testing
 its ``live`` flag, so the items' statements stay one block the compiler interleaves.
 Escape-time loops (a ``for`` of item-independent length with ``if (C) break;`` or
 ``if (C) { A...; break; }`` on the item's state directly in its body, its counter declared in
@@ -83,6 +86,7 @@ from workbench.templater.item_state import (
     item_names,
     mentions,
     safe_when_done,
+    shared_holder,
     span,
     statements,
     trip_count,
@@ -224,6 +228,11 @@ def _is_return_guard(stmt: Node) -> bool:
 
 def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> None:
     items = scan.items
+    holder = shared_holder(region, items)
+    if holder is not None:
+        raise Illegal(f"`{text(holder)[:60]}` gives the item's value to a name declared "
+                      "outside the item's statements (a parameter, or a local before the "
+                      "index): the thread's items would share it", holder)
     for stmt in region:
         for n in walk(stmt):
             if n.type == "return_statement" and not any(n.start_byte >= r.start_byte and

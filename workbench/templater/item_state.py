@@ -93,6 +93,21 @@ def item_names(region: list[Node], index: str, local_arrays: frozenset[str],
     return items
 
 
+def shared_holder(region: list[Node], items: set[str]) -> Node | None:
+    """The first assignment in ``region`` of an item-dependent name declared outside it (a
+    parameter advanced to the item's row, ``a += i * K``; a local declared before the index;
+    a file-scope variable), else None. Only a name declared in the region gets one copy per
+    item: such a name would be one variable the thread's items overwrite in turn."""
+    declared = {declarator_name(d) for stmt in region for n in walk(stmt)
+                if n.type == "declaration" for d in n.children_by_field_name("declarator")}
+    for stmt in region:
+        for n in walk(stmt):
+            if n.type in ("assignment_expression", "update_expression") and \
+                    (assigned_names(n) & items) - declared:
+                return n
+    return None
+
+
 def under_item_control(node: Node, top: Node, items: set[str]) -> bool:
     up = node.parent
     while up is not None and up != top.parent:
@@ -121,7 +136,7 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
     proved pure by :mod:`.purity`); loads whose place does not
     depend on the item and that are not under item-dependent control (the loads every live
     item makes) or are in bounds of a device array (:mod:`.bounds`); float division. Not allowed: a memory write, a load at an item-dependent
-    place, an integer division or remainder by an item-dependent value, a loop with an
+    place (its index, or its base: an item pointer's ``p[k]``), an integer division or remainder by an item-dependent value, a loop with an
     item-dependent header, ``return``/``break``/``continue``, any other call."""
     from workbench.templater.bounds import in_bounds  # bounds reads this module
 
@@ -147,6 +162,8 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
             place = n.child_by_field_name("indices") if t == "subscript_expression" else n
             if mentions(place if place is not None else n, items):
                 return False
+            if t == "subscript_expression" and _through_item_pointer(plan, n, items):
+                return False
             if (under_item_control(n, stmt, items) or _under_item_choice(n, stmt, items)) \
                     and not in_bounds(plan, n):
                 return False
@@ -156,6 +173,26 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
                     text(n.child_by_field_name("operator")) == "%" or
                     not float_valued(plan, right, items)):
                 return False
+    return True
+
+
+def _through_item_pointer(plan: Plan, load: Node, items: set[str]) -> bool:
+    """``load`` (``p[k]``) reads memory through a base that depends on the item: an item
+    pointer (``const float* p = a + i * K``), or any expression of the item, except the
+    item's own local array (registers, ``acc[k]``). The place is the item's even when the
+    index is shared: a done item's pointer holds its zero start (null), or the value of an
+    item past the end, so the load would fault (issue 28: a naive product's shared k loop
+    read ``pa[k]`` for items that had returned)."""
+    base = n = load.child_by_field_name("argument")
+    while base is not None and strip(base).type == "subscript_expression":
+        base = strip(base).child_by_field_name("argument")  # x[a][b]: the array x
+    if n is None or base is None or not mentions(n, items):
+        return False
+    if strip(base).type == "identifier":
+        d = plan.facts.defs.get(text(strip(base)))
+        if d is not None and not d.is_pointer and not d.is_shared and any(
+                c.type == "array_declarator" for c in walk(d.decl)):
+            return False  # the item's own registers: a shared index reads its own element
     return True
 
 
