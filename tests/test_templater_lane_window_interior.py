@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_nvcc import NVCC, needs_nvcc
-from test_corpus_unseen3 import _inputs, folder_runs
+from test_corpus_unseen3 import _SPILLS, _inputs, _ptxas_log, folder_runs
 from test_templater_const_via import DWCONV, assert_prints_as_written, write_folder
 from test_templater_lane_vec import TAP5
 
@@ -130,7 +130,9 @@ def test_the_window_walk_gets_an_interior_copy(name: str, tests: int, tmp_path: 
     assert note.startswith("WINDOW_INTERIOR: applied") and \
         f"whose {tests} bounds test(s) hold" in note, note
     source = result.lifted.source
-    assert "#if LANE_WINDOW == 1  // the thread's window inside the image" in source
+    # written only where its registers fit the launch's cap (the preprocessor decides)
+    assert re.search(r"#if LANE_WINDOW == 1 && \(.* \+ 32 <= 255 && .* <= 65536 / .*\)  "
+                     r"// the thread's window inside the image", source), source
     assert "if (__all_sync(__activemask(), wb_inner)) {" in source
     # the rows past the image: a test of the thread's own, known false in the copy
     assert re.search(r"wb_inner = wb_inner && !\(\w+ >= \w+\);", source), source
@@ -194,3 +196,25 @@ def test_the_interior_copy_loads_each_window_slot_once(tmp_path: Path) -> None:
     assert len(re.findall(r"ld\.global\.nc\.v2\.f32", ptx)) == 36
     assert len(re.findall(r"st\.global\.v2\.f32", ptx)) == 16
     assert not re.search(r"(ld|st)\.global(\.nc)?\.f32", ptx)
+
+
+@needs_nvcc
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("config", [
+    # one channel, 8 x 1 outputs, 256 threads x 4 blocks (a 64-register cap): the interior
+    # copy alone spilled 16 bytes, so it is not written there
+    {"LANE_VEC": 1, "ITEMS_PER_THREAD": 8, "OUT_Y": 1, "OUTER_THREADS": 8,
+     "MIN_BLOCKS_PER_SM": 4, "CONST_VIA": 1},
+    # 8 x 4 with the taps in registers under a 128-register cap (spilled 8 bytes)
+    {"LANE_VEC": 1, "ITEMS_PER_THREAD": 8, "OUT_Y": 4, "OUTER_THREADS": 4,
+     "MIN_BLOCKS_PER_SM": 4, "LANE_REGS": 1},
+    # the expert's pick in the lift's knobs: the interior copy is written, no spill
+    {"LANE_VEC": 2, "ITEMS_PER_THREAD": 4, "OUT_Y": 4, "OUTER_THREADS": 8, "CONST_VIA": 1},
+])
+def test_register_capped_windows_do_not_spill(config: dict[str, int], tmp_path: Path) -> None:
+    kf, result = _lift("dwconv3_nhwc", tmp_path)
+    full = {**result.template.default_config(), "LANE_WINDOW": 1, **config}
+    assert result.template.space(kf.env(kf.check_shape, "fp32")).rejection(full) is None
+    log = _ptxas_log(result.template.render(full, "fp32").source, tmp_path, "capped")
+    spills = _SPILLS.findall(log)
+    assert spills and all(sp == ("0", "0") for sp in spills), f"{full}:\n{log}"

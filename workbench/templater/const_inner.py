@@ -249,8 +249,10 @@ def _pure(plan: Plan, value: Node, pure: frozenset[str]) -> bool:
     return True
 
 
-def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str) -> None:
-    """``#if knob == 1``: the test, then ``if (vote) { interior copy } else`` around the
+def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str,
+                  fits: str = "1") -> None:
+    """``#if knob == 1 && (fits)`` (``fits``: a preprocessor test of the copy's registers
+    against the launch's cap): the test, then ``if (vote) { interior copy } else`` around the
     items' walk; the known conditions rewritten in the interior copy only."""
     known = Known()
     start, end = walk_.first.start_byte, walk_.last.end_byte
@@ -271,8 +273,8 @@ def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str) -> None
             fast = items(rw)
         finally:
             _set(known, walk_, False)
-        return (f"\n#if {knob} == 1  // the thread's window inside the image: the walk "
-                f"without its checks\n  bool {FLAG} = true;\n{check}\n"
+        return (f"\n#if {knob} == 1 && ({fits})  // the thread's window inside the image: "
+                f"the walk without its checks\n  bool {FLAG} = true;\n{check}\n"
                 f"{_vote(FLAG)}  {fast}\n  }} else\n#endif\n  {{\n  {items(rw)}\n  }}")
 
     plan.rw.discard([loop])

@@ -80,15 +80,17 @@ class Preload:
 
 
 def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
-                    via: dict[str, str], vec: LaneVec | None = None) -> None:
+                    via: dict[str, str], vec: LaneVec | None = None) -> str | None:
     """Offer LANE_REGS for the lane-indexed reads inside the items loop of ``layout``;
-    where LANE_VEC (``vec``) covers a read, its registers hold the lane's channels."""
+    where LANE_VEC (``vec``) covers a read, its registers hold the lane's channels. Returns
+    the registers a thread's entries take with LANE_REGS 1 (a rule in the knobs; None where
+    not lifted): the register window counts them beside its own."""
     start = layout.outer_decl.start_byte
     lane = plan.facts.defs.get(layout.lane_name)
     if layout.lane_decl.start_byte >= start or lane is None or lane.assigned:
         plan.note(KNOB, False, f"the lane `{layout.lane_name}` is not declared once before "
                   "the items, never assigned", layout.lane_decl)
-        return
+        return None
     loads: list[Preload] = []
     for a in arrays:
         for r in a.reads:
@@ -102,12 +104,12 @@ def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
                 continue
             loads.append(Preload(a, r, counters, via.get(a.name, a.name)))
     if not loads:
-        return
+        return None
     words = sum(_words(p) for p in loads)
     if words > MAX_WORDS:
         plan.note(KNOB, False, f"the lane's table entries take {words} registers a thread, "
                   f"over {MAX_WORDS}", loads[0].read.node)
-        return
+        return None
     before = [c for c in plan.body.children if c.end_byte <= start]
     _emit(plan, loads, before[-1].end_byte if before else plan.body.start_byte + 1, vec)
     wide = sum(_words(p) for p in loads if vec is not None and vec.covers(p.read.node))
@@ -121,6 +123,7 @@ def apply_lane_regs(plan: Plan, layout: LaneLayout, arrays: list[ConstArray],
                    f"{text(loads[0].read.node)[:60]}")
     plan.note(KNOB, True, f"{len(loads)} lane-indexed read(s) ({words} registers a thread) "
               "do not depend on the item: 1 loads them once per thread", loads[0].read.node)
+    return f"{words - wide} + {wide} * {VEC_KNOB}" if vec is not None and wide else str(words)
 
 
 def _wide_constraints(plan: Plan, narrow: int, wide: int, most: int) -> None:

@@ -249,7 +249,7 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     vec = plan_lane_vec(plan, layout) if layout is not None else None
     via = apply_const_via(plan, smem_bytes, aligned=16 if vec is not None else 0)
     if layout is not None:
-        apply_lane_regs(plan, layout, lane_read, via, vec)
-        apply_lane_window(plan, layout, apply_lane_rows(plan, layout), vec)
+        regs = apply_lane_regs(plan, layout, lane_read, via, vec)
+        apply_lane_window(plan, layout, apply_lane_rows(plan, layout), vec, regs)
         if vec is not None:
             emit_lane_vec(plan, vec, via, KNOB)

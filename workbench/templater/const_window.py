@@ -95,7 +95,7 @@ class Windowed:
 
 
 def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
-                      vec: LaneVec | None = None) -> None:
+                      vec: LaneVec | None = None, regs: str | None = None) -> None:
     """Offer LANE_WINDOW where the items loop runs over blockIdx.x and some input read is
     shared between neighbouring pixels (and rows, where :mod:`.const_rows` gave the thread
     several); note why not otherwise. Where LANE_VEC (``vec``) covers a read, its slots hold
@@ -119,7 +119,9 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
                   f"over {MAX_WORDS}", reads[0].read)
         return
     _emit(plan, layout, (value, item), list(windows.values()), vec)
-    _interior(plan, layout, rows, item, [r.read for r in reads])
+    plain = " + ".join(f"({_slots_rule(group[0])})" for group in windows.values())
+    _interior(plan, layout, rows, item, [r.read for r in reads],
+              _interior_fits(plan, plain, vec, list(windows.values()), regs))
     first = reads[0]
     items = axes[0].knob
     plan.add_param(KNOB, {"kind": "choice", "values": [0, 1], "default": 0,
@@ -145,8 +147,15 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
             # under a minimum of resident blocks the cap is the register file over their
             # threads: the window beside the kernel's own registers must fit it (82
             # registers at 60 slots, 54 at 24; ptxas -v, sm_90)
-            plan.constrain(f"{KNOB} == 0 or MIN_BLOCKS_PER_SM == 0 or {rule} + {OWN_REGS} <= "
-                           f"{REGISTERS} // (({plan.launch_bounds}) * MIN_BLOCKS_PER_SM)")
+            # LANE_REGS's entries (``regs``) live across the same walk: they count too (the
+            # interior copy keeps every slot live in straight-line code: 2 channels, 2 x 2
+            # outputs, 512 threads x 2 blocks with the taps in registers spilled 12 bytes
+            # under the 64-register cap; without them 61 registers; ptxas -v, sm_90)
+            held = f" + LANE_REGS * ({regs})" if regs is not None and "LANE_REGS" in \
+                plan.params else ""
+            plan.constrain(f"{KNOB} == 0 or MIN_BLOCKS_PER_SM == 0 or {rule}{held} + "
+                           f"{OWN_REGS} <= {REGISTERS} // (({plan.launch_bounds}) * "
+                           "MIN_BLOCKS_PER_SM)")
     walks = ", ".join(f"`{a.local}` along `{c.name}`" if c is not None else
                       f"`{a.local}` (a slot per step)" for a, c in first.along)
     plan.note(KNOB, True, f"{len(reads)} input read(s) move with {walks}: 1 walks "
@@ -154,8 +163,30 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
               first.read)
 
 
+def _interior_fits(plan: Plan, plain: str, vec: LaneVec | None, windows: list[list[Windowed]],
+                   regs: str | None) -> str:
+    """The preprocessor test under which the interior copy is written: its straight-line
+    walk issues every slot's load early, each holding its value (LANE_VEC registers) and its
+    64-bit address's share while in flight, beside LANE_REGS's entries and the thread's own
+    registers, all within the cap the launch bounds set (65536 over the block's threads
+    times the minimum of resident blocks). Above it the window keeps its one general copy,
+    as before (at one channel, 8 x 1 outputs under a 64-register cap the interior copy alone
+    spilled 16 bytes, 8 x 4 with the taps under 128 spilled 8; ptxas -v, sm_90)."""
+    if plan.launch_bounds is None:
+        return "1"
+    wide = " + ".join(f"({_slots_rule(g[0])})" + (f" * {VEC_KNOB}" if _wide(vec, g[0]) else "")
+                      for g in windows)
+    held = f" + LANE_REGS * ({regs})" if regs is not None and "LANE_REGS" in plan.params \
+        else ""
+    blocks = "(MIN_BLOCKS_PER_SM > 0 ? MIN_BLOCKS_PER_SM : 1)" if _min_blocks_follow(plan) \
+        else "1"
+    need = f"{wide} + {plain}{held} + {OWN_REGS}"
+    # 255: the registers a thread can address at all
+    return f"{need} <= 255 && {need} <= {REGISTERS} / (({plan.launch_bounds}) * {blocks})"
+
+
 def _interior(plan: Plan, layout: LaneLayout, rows: Rows | None, item: str,
-              reads: list[Node]) -> None:
+              reads: list[Node], fits: str) -> None:
     """The interior copy of the walk (:mod:`.const_inner`): without it every slot's flag is
     a runtime value; noted either way."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
@@ -166,7 +197,7 @@ def _interior(plan: Plan, layout: LaneLayout, rows: Rows | None, item: str,
     walk_ = Walk(layout.outer_decl, stmts[-1], header, row)
     try:
         tests = plan_interior(plan, walk_, reads)
-        emit_interior(plan, walk_, tests, KNOB)
+        emit_interior(plan, walk_, tests, KNOB, fits)
     except Illegal as exc:
         plan.note(INNER_NOTE, False, f"{exc.reason} (the window keeps one copy, its flags "
                   "runtime values)", exc.node)
