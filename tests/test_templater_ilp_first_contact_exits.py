@@ -3,11 +3,12 @@ item's own pointer (issue 28): a row dot behind ``if (r >= rows) return;`` and a
 block, a product behind an exit that stores and returns, a double product behind a negated
 guard and a return on the data, an escape-time loop over the item's row inside a final
 ``if (i < n)``, a grid-stride loop the covering grid runs once with its row pointer a
-``typedef``'s. An item that ended holds a zeroed (null) pointer, so the shared loop's load
+``typedef``'s; an item's own register array read at a shared index, which stays
+unguarded. An item that ended holds a zeroed (null) pointer, so the shared loop's load
 through it must run only for a live item: each lift runs on the host (g++, every thread of
 the launch in turn, rows not a multiple of any block so the last block has dead items) at its
 default, its first and last all-ends corners and a mid-space config, and must print exactly
-what the kernel as written prints (before the rule, each of them died on a null read at its
+what the kernel as written prints (before the rule, each but the last died on a null read at its
 largest item count). Forms the analysis cannot show safe are refused with the reason and the
 line: ``continue`` in a grid-stride loop, a ``return`` in an ``else`` (of the guard, or of a
 final ``if (r < rows)``), a parameter advanced to the item's row (the items would share it).
@@ -111,6 +112,22 @@ __global__ void gated(const double* x, const double* g, double* y, int rows, int
 """, "gated", ("ceil_div(M, 64)",), ("64",), {"rows": "M", "cols": "K"},
         (("x", "double", "M * K"), ("g", "double", "M * K"), ("y", "double", "M")),
         "gated(x, g, y, M, K)", "y"),
+    # the item's own register array read at a shared index: no load through memory
+    "own_register_array": Product(r"""
+constexpr int kTaps = 8;
+__global__ void taps(const float* __restrict__ x, const float* __restrict__ w,
+                     float* __restrict__ y, int rows, int K) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float v[kTaps];
+  for (int k = 0; k < kTaps; ++k) v[k] = x[r * K + k];
+  float s = 0.f;
+  for (int k = 0; k < kTaps; ++k) s += v[k] * w[k];
+  y[r] = s;
+}
+""", "taps", ("ceil_div(M, 128)",), ("128",), {"rows": "M", "K": "K"},
+        (("x", "float", "M * K"), ("w", "float", "8"), ("y", "float", "M")),
+        "taps(x, w, y, M, K)", "y"),
 }
 
 REFUSED: dict[str, tuple[Product, str, int]] = {
@@ -219,6 +236,18 @@ def test_the_shared_loop_reads_the_items_row_only_for_a_live_item() -> None:
     source = template.render({**dict(template.default_config()), NAME: 2}, "fp32").source
     loop = source[source.index("for (int d = 0"):]
     assert loop.index("if (wb_live[wb_it])") < loop.index("xr[wb_it][d]"), loop
+
+
+def test_the_items_own_registers_stay_unguarded() -> None:
+    """``v[k]`` reads the item's own register array (``v[ITEMS][8]``), not memory: a done
+    item reads its zeros, so the shared loop's items stay one block the compiler
+    interleaves, where the loop filling ``v`` from the item's row is under the test."""
+    template = LIFTED["own_register_array"].template()
+    source = template.render({**dict(template.default_config()), NAME: 2}, "fp32").source
+    fill = source[source.index("v[wb_it][k] = x[") - 120:source.index("v[wb_it][k] = x[")]
+    assert "if (wb_live[wb_it])" in fill, source
+    use = source[source.index("s[wb_it] += v[wb_it][k]") - 120:]
+    assert "wb_live" not in use[:use.index("s[wb_it] += v[wb_it][k]")], source
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
