@@ -8,8 +8,8 @@ unguarded. An item that ended holds a zeroed (null) pointer, so the shared loop'
 through it must run only for a live item: each lift runs on the host (g++, every thread of
 the launch in turn, rows not a multiple of any block so the last block has dead items) at its
 default, its first and last all-ends corners and a mid-space config, and must print exactly
-what the kernel as written prints (before the rule, each but the last died on a null read at its
-largest item count). Forms the analysis cannot show safe are refused with the reason and the
+what the kernel as written prints (before the rule, each but the last died on a null read,
+at its default already). Forms the analysis cannot show safe are refused with the reason and the
 line: ``continue`` in a grid-stride loop, a ``return`` in an ``else`` (of the guard, or of a
 final ``if (r < rows)``), a parameter advanced to the item's row (the items would share it).
 """
