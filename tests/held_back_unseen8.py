@@ -6,15 +6,10 @@ the folder checks."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-from held_back_harness import HeldBackSet
+from held_back_harness import HeldBackSet, prepended
 from test_corpus_unseen3 import C_TYPES
 
-from workbench.core.kernel_folder import KernelFolder
-
-ROOT = Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute_unseen8"
 #: An int32 tiled product with a bias from a constexpr tile, a dilated multi-channel
 #: correlation in constant memory behind #ifndef defaults, a Lambert W Halley iteration in a
 #: __device__ helper, half-precision absolute maxima per block from a template function
@@ -70,21 +65,11 @@ _HALF_HEADER = "#include <cuda_fp16.h>"
 # the half-precision arguments (the unseen3 table has no 16-bit float type)
 C_TYPES.setdefault("fp16", ("__half", np.float16))
 
-
-def host_source(source: str) -> str:
-    """A kernel's source as the host program compiles it (half precision from HOST_EXTRAS)."""
-    return HOST_EXTRAS + source.replace(_HALF_HEADER, "")
-
-
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
 MEMORY_BOUND = {"dilated_corr4", "amax_f16_partials", "row_cosine", "row_cumsum"}
 
 SET = HeldBackSet(key="unseen8", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
-                  corners_every_run=CORNERS_EVERY_RUN,
-                  memory_bound=frozenset(MEMORY_BOUND), host_source=host_source)
-assert SET.root == ROOT
-checked_configs = SET.checked_configs
-
-
-def _folder(name: str, expert: bool = False) -> KernelFolder:
-    return SET.folder(name, expert)
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(HOST_EXTRAS, _HALF_HEADER))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder
