@@ -258,17 +258,15 @@ def test_an_exit_the_analysis_cannot_show_safe_is_refused_with_its_line(name: st
         note.endswith(f"(line {at})"), note
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="wrap.py's ITEMS_PER_THREAD (the items one after another) runs "
-                          "`a += t * K` on the parameter once per item: the second item "
-                          "reads the first item's row advanced again")
 def test_a_parameter_advanced_per_item_is_not_wrapped_either(tmp_path: Path) -> None:
+    """wrap.py's ITEMS_PER_THREAD (the items one after another) gives each item the
+    parameters as they were at the index: `a += t * K` advances from the start per item."""
     product = REFUSED["param_advanced"][0]
     template = product.template()
-    configs = [dict(template.default_config())]
-    if NAME in template.param_names:
-        # 32 apart: two of a thread's items are rows (37 of them), the second reads wrong
-        configs.append({**configs[0], NAME: 8, "BLOCK_THREADS": 32})
+    assert NAME in template.param_names  # the wrap applies (the items loop is checked)
+    # 32 apart: two of a thread's items are rows (37 of them); before, the second read wrong
+    configs = [dict(template.default_config()),
+               {**dict(template.default_config()), NAME: 8, "BLOCK_THREADS": 32}]
     try:
         written, outputs = host_outputs(product, template, configs, ENV, tmp_path)
     except subprocess.CalledProcessError as exc:  # a read past the buffers may fault

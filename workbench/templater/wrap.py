@@ -1,6 +1,9 @@
 """Work per block without vectorizing: the grid cap of grid-stride kernels (GRID_BLOCKS) and
 items per thread by wrapping the code after ``v = ... blockIdx.d * B + threadIdx.d ...`` in
-a loop over items (``ITEMS_<dim>``), with early returns turned into ``continue``.
+a loop over items (``ITEMS_<dim>``), with early returns turned into ``continue``. A name
+declared before the index that the items assign (a parameter advanced to the item's row) is
+given back its value at the index at each item's start, or the wrap is refused with the line
+(:mod:`.wrap_state`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.rules import min_cap, scale_divisor
 from workbench.templater.vector import Illegal, stride_loops
+from workbench.templater.wrap_state import item_state
 
 
 def apply_grid_cap(plan: Plan) -> None:
@@ -60,14 +64,15 @@ def apply_wrap_items(plan: Plan, done_dims: set[str]) -> None:
         if name in plan.params:
             continue
         try:
-            _wrap(plan, stmts[k:], offs[0], dim, name)
+            _wrap(plan, stmts[:k], stmts[k:], offs[0], dim, name)
         except Illegal as exc:
             plan.note(name, False, exc.reason, exc.node or decl)
             continue
         done_dims.add(dim)
 
 
-def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
+def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
+          name: str) -> None:
     if any(d.is_shared for d in plan.facts.defs.values()) or "__syncthreads" in calls(plan.body):
         raise Illegal("the block synchronises over shared memory; items cannot be wrapped")
     uses = [n for n in walk(plan.body) if builtin(n, "blockIdx") == dim and
@@ -83,6 +88,7 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
     if new is None:
         raise Illegal(f"grid rule {plan.grid[g]!r} does not divide by the block offset "
                       f"{divisor}")
+    kept = item_state(plan.body, plan.kernel, prefix, rest).kept
     for stmt in rest:
         for n in walk(stmt):
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
@@ -96,15 +102,19 @@ def _wrap(plan: Plan, rest: list[Node], off: Node, dim: str, name: str) -> None:
     item = f"wb_item_{dim}"
     plan.rw.replace(uses[0], f"(blockIdx.{dim} * {name} + {item})")
     start, end = rest[0].start_byte, rest[-1].end_byte
+    keep = "".join(f"auto wb_at_index_{v} = {v};  // each item starts from it\n  "
+                   for v in kept)
+    give = "".join(f"{v} = wb_at_index_{v};\n  " for v in kept)
     plan.rw.replace_span(start, end, make=lambda rw: (
-        f"for (int {item} = 0; {item} < {name}; ++{item}) {{  // items of this thread\n"
-        f"  {rw.render(start, end)}\n  }}"))
+        f"{keep}for (int {item} = 0; {item} < {name}; ++{item}) {{  // items of this thread\n"
+        f"  {give}{rw.render(start, end)}\n  }}"))
     plan.add_param(name, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": f"consecutive blocks' work done by one block along "
                                          f"{dim} (as written: 1)"},
                    f"{rest[0].start_point.row + 1}: {text(rest[0])[:60]}")
     plan.note(name, True, f"the work after `{text(rest[0])}` repeats per item "
-              "(early returns become `continue`)")
+              "(early returns become `continue`" +
+              (f"; each item starts from {', '.join(kept)} as at the index)" if kept else ")"))
 
 
 def in_loop_or_switch(node: Node, top: Node) -> bool:
