@@ -136,8 +136,8 @@ def test_conv1d_mix7_has_an_interior_copy_without_the_tests() -> None:
     # the thread's test: every slot under the window loads' own checks; on the device
     # the warp's vote (a uniform branch), on the host (no warps) the lane's own
     assert "wb_full = wb_full && ((t * T_ITEMS + wb_ur) < (size_t)T) && " in head
-    assert head.endswith("#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), wb_full)) "
-                         "{\n#else\n")
+    assert head.endswith("#ifdef __CUDA_ARCH__\n  wb_full = __all_sync(__activemask(), "
+                         "wb_full);\n#endif\n")
     # the interior copy: slots loaded unconditionally, no item check, the padding test
     # known true; the knob's unroll on its channel loop
     assert "wb_win[wb_j] = src[(size_t)c * T + " in fast

@@ -133,7 +133,8 @@ def test_the_window_walk_gets_an_interior_copy(name: str, tests: int, tmp_path: 
     # written only where its registers fit the launch's cap (the preprocessor decides)
     assert re.search(r"#if LANE_WINDOW == 1 && \(.* \+ 32 <= 255 && .* <= 65536 / .*\)  "
                      r"// the thread's window inside the image", source), source
-    assert "if (__all_sync(__activemask(), wb_inner)) {" in source
+    assert "wb_inner = __all_sync(__activemask(), wb_inner);\n#endif\n#else\n" \
+        "  const bool wb_inner = false;" in source and "  if (wb_inner) {\n" in source
     # the rows past the image: a test of the thread's own, known false in the copy
     assert re.search(r"wb_inner = wb_inner && !\(\w+ >= \w+\);", source), source
     assert source.count("(false && (") + source.count("(true || (") >= tests

@@ -40,7 +40,7 @@ from workbench.templater.analysis import declared_name, text, walk
 from workbench.templater.item_state import assigned_names, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
-from workbench.templater.rewrite import Rewriter
+from workbench.templater.rewrite import Rewriter, warp_all
 from workbench.templater.vector import Illegal
 
 FLAG = "wb_inner"
@@ -275,7 +275,9 @@ def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str,
             _set(known, walk_, False)
         return (f"\n#if {knob} == 1 && ({fits})  // the thread's window inside the image: "
                 f"the walk without its checks\n  bool {FLAG} = true;\n{check}\n"
-                f"{_vote(FLAG)}  {fast}\n  }} else\n#endif\n  {{\n  {items(rw)}\n  }}")
+                f"{warp_all(FLAG)}#else\n  const bool {FLAG} = false;  // the walk with its "
+                f"checks only (the copy below is dead code)\n#endif\n"
+                f"  if ({FLAG}) {{\n  {fast}\n  }} else {{\n  {items(rw)}\n  }}")
 
     plan.rw.discard([loop])
     plan.rw.replace_span(loop.start, loop.end, make=both)
@@ -297,12 +299,6 @@ def _interior_only(known: Known, words: str) -> Callable[[Rewriter], str]:
     def make(_rw: Rewriter) -> str:
         return words if known.interior else ""
     return make
-
-
-def _vote(flag: str) -> str:
-    """``if (flag) {`` taken by a whole warp on the device (its lanes vote)."""
-    return (f"#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), {flag})) {{\n#else\n"
-            f"  if ({flag}) {{\n#endif\n")
 
 
 def _test_text(plan: Plan, rw: Rewriter, walk_: Walk, tests: list[Test]) -> str:

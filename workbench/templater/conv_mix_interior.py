@@ -37,7 +37,7 @@ from workbench.templater.analysis import mentions, text, walk
 from workbench.templater.conv_mix_window import Slide
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
-from workbench.templater.rewrite import Rewriter, TextFn
+from workbench.templater.rewrite import Rewriter, TextFn, warp_all
 
 NOTE = "INTERIOR"
 FLAG = "wb_full"  # the thread's window lies inside: the interior copy runs
@@ -149,8 +149,7 @@ def _uniform_test(flag: str) -> str:
     datapath (conv1d_mix7 at 8 channels x 4 items, ptxas -v sm_90: 80 registers, ULDC;
     per lane: 92, LDC). A lane whose own window lies inside but whose warp's does not runs
     the general copy, as correct. The host simulation, which has no warps, tests the lane."""
-    return (f"#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), {flag})) {{\n#else\n"
-            f"  if ({flag}) {{\n#endif\n")
+    return f"{warp_all(flag)}  if ({flag}) {{\n"
 
 
 def _pragma_start(loop: Node) -> int:

@@ -3,6 +3,7 @@ kernel folder's baseline, checked to launch like the kernel as written at its de
 
 from __future__ import annotations
 
+from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import ExpressionError, TemplateError
 from workbench.core.hardware import DEVICES, device_env
 from workbench.core.kernel_folder import KernelFolder
@@ -51,7 +52,8 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
         name=folder.name, source=lifted.source, entry=base.entry, params=params,
         constraints=list(lifted.constraints), grid=list(lifted.grid), block=list(lifted.block),
         smem_bytes=lifted.smem_bytes, source_name=source_name, known_names=known)
-    problem = defaults_launch_problem(template, folder)
+    problem = entry_problem(lifted.source, base.entry, source_name) or \
+        defaults_launch_problem(template, folder)
     if problem is not None:
         raise TemplateError(f"the offline templater's lift of {folder.name} is refused: "
                             f"{problem}", kernel=folder.name, findings=[*lifted.notes, problem])
@@ -64,6 +66,17 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
                            diff=unified_diff(base.source, lifted.source, base.source_name,
                                              source_name),
                            lifted=lifted, notes=tuple(lifted.notes))
+
+
+def entry_problem(source: str, entry: str, file: str) -> str | None:
+    """Why the kernel folder's reader would not find ``entry`` as an ``extern "C"`` kernel in
+    the lifted source (the check ``propose --write`` makes before it writes), or None. A
+    lift whose text the reader cannot follow (a brace opened inside a preprocessor
+    conditional, say) is refused here, where the host's tests see it, not on the GPU."""
+    if any(k.name == entry and k.extern_c for k in parse_cuda(source, file).kernels):
+        return None
+    return (f'{file}: the lifted source does not read as an extern "C" __global__ function '
+            f"named {entry} (the kernel folder's reader would refuse the written template)")
 
 
 def defaults_launch_problem(template: KernelTemplate, folder: KernelFolder) -> str | None:

@@ -73,3 +73,13 @@ class Rewriter:
             pos = edit.end
         out.append(self.data[pos:stop].decode())
         return "".join(out)
+
+
+def warp_all(flag: str) -> str:
+    """Lines that make ``flag`` (a ``bool`` local) the vote of a warp's active lanes on the
+    device, so a following ``if (flag)`` is warp-uniform; the host simulation, which has no
+    warps, keeps the lane's own flag. The ``#ifdef`` holds a whole statement: a branch whose
+    braces open inside a preprocessor conditional does not parse (the kernel folder's
+    reader then finds no kernel in the written template)."""
+    return (f"#ifdef __CUDA_ARCH__\n  {flag} = __all_sync(__activemask(), {flag});\n"
+            "#endif\n")
