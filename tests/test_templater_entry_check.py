@@ -2,7 +2,7 @@
 
 `propose --write` checks that the written template holds an ``extern "C"`` kernel named as
 the folder's entry; a lift whose text the reader misreads passed the gate on the GPU and was
-then refused at the write (dwconv3_nhwc on the H100, 2026-11-27 16:45Z: a branch whose brace
+then refused at the write (dwconv3_nhwc on the H100, 2026-11-27 16:34Z: a branch whose brace
 opened inside ``#ifdef __CUDA_ARCH__ ... #else ... #endif``). offline.entry_problem makes the
 same check when the lift is made, where the host's tests see it."""
 
