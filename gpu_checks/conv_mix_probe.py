@@ -24,14 +24,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from probe_common import ROOT, Probe, add_speedups, dry, dry_run, report, timed
 
-from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
-from workbench.core.template import KernelTemplate  # noqa: E402
-from workbench.engine.runner import LocalRunner  # noqa: E402
-from workbench.templater import offline_template  # noqa: E402
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.templater import offline_template
 
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen7" / "conv1d_mix7"
 SHAPE, DTYPE = "large", "fp32"
@@ -52,68 +48,28 @@ VOTE = ("#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), wb_full)) {\n#el
         "  if (wb_full) {\n#endif\n")
 
 
-def row(result: TrialResult, base_us: float | None) -> dict[str, Any]:
-    t = result.timing
-    median = t.median_us if t is not None else None
-    usage = result.usage
-    return {"config": dict(result.config), "status": result.status.value,
-            "reason": result.reason[:300], "median_us": median,
-            "rse_median_pct": t.rse_median_pct if t is not None else None,
-            "regs": usage.regs_per_thread if usage is not None else None,
-            "spill_bytes": (usage.spill_store_bytes + usage.spill_load_bytes)
-            if usage is not None else None,
-            "speedup": base_us / median if base_us and median else None}
-
-
-def timed(folder: Any, template: KernelTemplate, configs: dict[str, dict[str, int]],
-          base: bool) -> tuple[dict[str, Any], float | None]:
-    out: dict[str, Any] = {}
-    with LocalRunner(folder, template) as runner:
-        base_us = None
-        if base:
-            b = runner.baseline(SHAPE, DTYPE)
-            base_us = b.timing.median_us if b.timing is not None else None
-            out["baseline"] = row(b, base_us)
-        default = dict(template.default_config())
-        full = {label: Config({**default, **c}) for label, c in configs.items()}
-        results = list(runner.measure([Candidate(c, SHAPE, DTYPE) for c in full.values()]))
-        for label, config in full.items():
-            match = next((r for r in results if dict(r.config) == dict(config)), None)
-            out[label] = row(match, base_us) if match is not None else \
-                {"config": dict(config), "status": "missing", "median_us": None}
-        out["device"] = runner.device.name
-        out["timer"] = runner.timer_note
-    return out, base_us
-
-
 def main() -> int:
     out_dir = Path(os.environ.get("OUT", "."))
     plain = load_kernel_folder(FOLDER)
-    lift = offline_template(plain).template
+    lift = Probe(plain, offline_template(plain).template, SHAPE, DTYPE)
+    expert_folder = load_kernel_folder(FOLDER / "expert")
+    expert = Probe(expert_folder, expert_folder.template, SHAPE, DTYPE)
+    if dry(sys.argv):
+        return dry_run({"lift": (lift, LIFT), "expert": (expert, {"pick": EXPERT_PICK})})
     doc: dict[str, Any] = {"kernel": "conv1d_mix7", "shape": SHAPE, "dtype": DTYPE,
-                           "knobs": list(lift.param_names)}
-    lifted, base_us = timed(plain, lift, LIFT, base=True)
-    doc["lift"] = lifted
-    if VOTE in lift.source:
-        per_lane = dataclasses.replace(lift, source=lift.source.replace(
+                           "knobs": list(lift.template.param_names)}
+    doc["lift"], base_us = timed(lift, LIFT, base=True)
+    if VOTE in lift.template.source:
+        per_lane = dataclasses.replace(lift.template, source=lift.template.source.replace(
             VOTE, "  if (wb_full) {\n"))
-        doc["lift_per_lane"], _ = timed(plain, per_lane, {
+        doc["lift_per_lane"], _ = timed(dataclasses.replace(lift, template=per_lane), {
             "expert_like": LIFT["expert_like"], "pick_1504": LIFT["pick_1504"]}, base=False)
-    expert = load_kernel_folder(FOLDER / "expert")
-    doc["expert"], _ = timed(expert, expert.template, {"pick": EXPERT_PICK}, base=False)
-    for section in ("lift", "lift_per_lane", "expert"):
-        for r in doc.get(section, {}).values():
-            if isinstance(r, dict) and r.get("median_us") and base_us:
-                r["speedup"] = base_us / r["median_us"]
+    doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)
+    groups: dict[str, dict[str, Any]] = {s: doc[s] for s in ("lift", "lift_per_lane", "expert") if s in doc}
+    add_speedups(groups.values(), base_us)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "conv_mix_probe.json").write_text(json.dumps(doc, indent=1))
-    for section in ("lift", "lift_per_lane", "expert"):
-        for label, r in doc.get(section, {}).items():
-            if isinstance(r, dict) and "status" in r:
-                print(f"{section:13s} {label:18s} {r['status']:7s} {r.get('median_us')} us "
-                      f"x{r.get('speedup') or 0:.2f} regs {r.get('regs')}")
-    return 0 if all(r.get("status") == Status.OK.value for s in ("lift", "expert")
-                    for r in doc[s].values() if isinstance(r, dict) and "status" in r) else 1
+    return report(groups)
 
 
 if __name__ == "__main__":

@@ -28,14 +28,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from probe_common import (
+    OUTSIDE,
+    ROOT,
+    Probe,
+    add_speedups,
+    dry,
+    dry_run,
+    report,
+    rows,
+    timed,
+)
 
-from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
-from workbench.core.template import KernelTemplate  # noqa: E402
-from workbench.engine.runner import LocalRunner  # noqa: E402
-from workbench.templater import offline_template  # noqa: E402
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.templater import offline_template
 
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen6" / "dwconv3_nhwc"
 SHAPE, DTYPE = "large", "fp32"
@@ -64,67 +70,27 @@ LIFT.update({
 EXPERT_PICK = {"VEC": 2, "PIX": 8, "ITEMS_X": 4, "ITEMS_Y": 4, "USE_SMEM": 0, "TAPS": 1}
 
 
-def row(result: TrialResult, base_us: float | None) -> dict[str, Any]:
-    t = result.timing
-    median = t.median_us if t is not None else None
-    usage = result.usage
-    return {"config": dict(result.config), "status": result.status.value,
-            "reason": result.reason[:300], "median_us": median,
-            "rse_median_pct": t.rse_median_pct if t is not None else None,
-            "regs": usage.regs_per_thread if usage is not None else None,
-            "spill_bytes": (usage.spill_store_bytes + usage.spill_load_bytes)
-            if usage is not None else None,
-            "speedup": base_us / median if base_us and median else None}
-
-
-def timed(folder: Any, template: KernelTemplate, configs: dict[str, dict[str, int]],
-          base: bool) -> tuple[dict[str, Any], float | None]:
-    out: dict[str, Any] = {}
-    with LocalRunner(folder, template) as runner:
-        base_us = None
-        if base:
-            b = runner.baseline(SHAPE, DTYPE)
-            base_us = b.timing.median_us if b.timing is not None else None
-            out["baseline"] = row(b, base_us)
-            copy = runner.copy_timing(SHAPE, DTYPE)
-            out["copy_us"] = copy.timing.median_us
-        default = dict(template.default_config())
-        full = {label: Config({**default, **c}) for label, c in configs.items()}
-        space = template.space(folder.env(SHAPE, DTYPE))
-        out["rejected"] = {label: str(space.rejection(dict(c))) for label, c in full.items()
-                           if space.rejection(dict(c)) is not None}
-        kept = {label: c for label, c in full.items() if label not in out["rejected"]}
-        results = {r.config: r for r in runner.measure(
-            [Candidate(c, SHAPE, DTYPE) for c in kept.values()])}
-        for label, config in kept.items():
-            out[label] = row(results[config], base_us)
-        out["device"] = runner.device.name
-        out["timer"] = runner.timer_note
-    return out, base_us
-
-
 def main() -> int:
     out_dir = Path(os.environ.get("OUT", "."))
     plain = load_kernel_folder(FOLDER)
-    lift = offline_template(plain).template
+    lift = Probe(plain, offline_template(plain).template, SHAPE, DTYPE)
+    expert_folder = load_kernel_folder(FOLDER / "expert")
+    expert = Probe(expert_folder, expert_folder.template, SHAPE, DTYPE)
+    if dry(sys.argv):
+        return dry_run({"lift": (lift, LIFT), "expert": (expert, {"pick": EXPERT_PICK})})
     doc: dict[str, Any] = {"kernel": "dwconv3_nhwc", "shape": SHAPE, "dtype": DTYPE,
-                           "knobs": list(lift.param_names)}
-    doc["lift"], base_us = timed(plain, lift, LIFT, base=True)
-    expert = load_kernel_folder(FOLDER / "expert")
-    doc["expert"], _ = timed(expert, expert.template, {"pick": EXPERT_PICK}, base=False)
-    for r in doc["expert"].values():
-        if isinstance(r, dict) and r.get("median_us") and base_us:
-            r["speedup"] = base_us / r["median_us"]
+                           "knobs": list(lift.template.param_names)}
+    doc["lift"], base_us = timed(lift, LIFT, base=True, copy=True)
+    doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)
+    groups = {"lift": doc["lift"], "expert": doc["expert"]}
+    add_speedups(groups.values(), base_us)
+    for group in groups.values():  # the listing the 15:49Z and 16:34Z documents carry
+        group["rejected"] = {label: r["reason"] for label, r in rows(group).items()
+                             if r["status"] == OUTSIDE}
+    print("copy", doc["lift"].get("copy_us"), "rejected", doc["lift"]["rejected"])
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "lane_vec_probe.json").write_text(json.dumps(doc, indent=1, default=str))
-    for section in ("lift", "expert"):
-        for label, r in doc[section].items():
-            if isinstance(r, dict) and "status" in r:
-                print(f"{section:7s} {label:18s} {r['status']:6s} {r['median_us']} us "
-                      f"x{r['speedup'] or 0:.2f} regs {r['regs']}")
-    print("copy", doc["lift"].get("copy_us"), "rejected", doc["lift"]["rejected"])
-    return 0 if all(r.get("status") == Status.OK.value for s in ("lift", "expert")
-                    for r in doc[s].values() if isinstance(r, dict) and "status" in r) else 1
+    return report(groups)
 
 
 if __name__ == "__main__":

@@ -21,13 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from probe_common import Probe, dry, dry_run, report, timed
 
-from workbench.core.kernel_folder import load_kernel_folder  # noqa: E402
-from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
-from workbench.engine.runner import LocalRunner  # noqa: E402
-from workbench.templater import offline_template  # noqa: E402
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.templater import offline_template
 
 SOURCE = r"""
 extern "C" __global__ void gemm_naive(int M, int N, int K, float alpha,
@@ -113,17 +110,6 @@ CONFIGS = {
 }
 
 
-def _row(result: TrialResult, base_us: float | None) -> dict[str, Any]:
-    t = result.timing
-    median = t.median_us if t is not None else None
-    usage = result.usage
-    return {"config": dict(result.config), "status": result.status.value,
-            "reason": result.reason[:300], "median_us": median,
-            "regs": usage.regs_per_thread if usage is not None else None,
-            "spill_bytes": (usage.spill_store_bytes + usage.spill_load_bytes)
-            if usage is not None else None,
-            "speedup": base_us / median if base_us and median else None}
-
 
 def main() -> int:
     out_dir = Path(os.environ.get("OUT", "."))
@@ -133,32 +119,16 @@ def main() -> int:
         (folder_dir / "baseline.cu").write_text(SOURCE)
         (folder_dir / "kernel.toml").write_text(TOML)
         folder = load_kernel_folder(folder_dir)
-        template = offline_template(folder).template
+        lift = Probe(folder, offline_template(folder).template, SHAPE, DTYPE)
+        if dry(sys.argv):
+            return dry_run({"lift": (lift, CONFIGS)})
         doc: dict[str, Any] = {"kernel": "gemm_naive", "shape": SHAPE, "dtype": DTYPE,
-                               "knobs": list(template.param_names)}
-        default = dict(template.default_config())
-        full = {label: Config({**default, **c}) for label, c in CONFIGS.items()}
-        space = template.space(folder.env(SHAPE, DTYPE))
-        with LocalRunner(folder, template) as runner:
-            b = runner.baseline(SHAPE, DTYPE)
-            base_us = b.timing.median_us if b.timing is not None else None
-            doc["baseline"] = _row(b, base_us)
-            inside = {k: v for k, v in full.items() if space.rejection(v) is None}
-            for k in set(full) - set(inside):
-                doc[k] = {"config": dict(full[k]), "status": "outside the space",
-                          "reason": space.rejection(full[k])}
-            results = {r.config: r for r in runner.measure(
-                [Candidate(c, SHAPE, DTYPE) for c in inside.values()])}
-            for label, config in inside.items():
-                doc[label] = _row(results[config], base_us)
-            doc["device"] = runner.device.name
+                               "knobs": list(lift.template.param_names)}
+        group, _ = timed(lift, CONFIGS, base=True)
+        doc.update(group)  # one template: its rows at the document's top level
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "naive_regtile_probe.json").write_text(json.dumps(doc, indent=1))
-    rows = {k: v for k, v in doc.items() if isinstance(v, dict) and "status" in v}
-    for label, r in rows.items():
-        print(f"{label:14s} {r['status']:18s} {r.get('median_us')} us "
-              f"x{r.get('speedup') or 0:.2f} regs {r.get('regs')} spill {r.get('spill_bytes')}")
-    return 0 if all(r["status"] == Status.OK.value for r in rows.values()) else 1
+    return report({"lift": doc})
 
 
 if __name__ == "__main__":
