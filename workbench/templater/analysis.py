@@ -9,7 +9,7 @@ offset or ``__launch_bounds__``; elsewhere (a group size, a head dim) it only lo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -98,6 +98,37 @@ def int_value(node: Node | None) -> int | None:
         return int(raw, 0)
     except ValueError:
         return None
+
+
+#: The operators :func:`int_expr_value` folds, on operands that are not negative (so ``/`` is
+#: C's); a shift by a count outside 0..30, or a division by zero, folds to None.
+_INT_OPS: dict[str, Callable[[int, int], int | None]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a // b if b else None,
+    "<<": lambda a, b: a << b if b < 31 else None,
+    ">>": lambda a, b: a >> b if b < 31 else None,
+}
+
+
+def int_expr_value(node: Node | None, names: Mapping[str, int] | None = None) -> int | None:
+    """The value of a constant integer expression of literals, integer macros and ``names``
+    (``BLOCKSIZE * BLOCKSIZE``, ``TILE - 1``, ``warpSize / 2`` with ``warpSize`` named) over
+    + - * / << >>, else None (an operand that is negative, or an operator not listed)."""
+    if node is None:
+        return None
+    node = strip(node)
+    if names and text(node) in names:
+        return names[text(node)]
+    value = int_value(node)
+    if value is not None:
+        return value
+    parts = binary(node)
+    if parts is None or parts[1] not in _INT_OPS:
+        return None
+    left, right = int_expr_value(parts[0], names), int_expr_value(parts[2], names)
+    if left is None or right is None or left < 0 or right < 0:
+        return None
+    return _INT_OPS[parts[1]](left, right)
 
 
 def builtin(node: Node, name: str) -> str | None:

@@ -33,7 +33,7 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     declared_name,
-    int_value,
+    int_expr_value,
     line,
     strip,
     text,
@@ -112,27 +112,14 @@ class _Names:
             _value(right) == 32
 
 
+#: Names the tail's integer constants may use beside literals and integer macros.
+_WARP_SIZE = {"warpSize": 32}
+
+
 def _value(node: Node | None) -> int | None:
     """An integer constant expression of literals and integer macros (``THREADS / 32``,
     ``warpSize / 2``), else None."""
-    if node is None:
-        return None
-    node = strip(node)
-    if text(node) == "warpSize":
-        return 32
-    direct = int_value(node)
-    if direct is not None:
-        return direct
-    parts = binary(node)
-    if parts is None:
-        return None
-    a, b = _value(parts[0]), _value(parts[2])
-    if a is None or b is None:
-        return None
-    ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-           "/": lambda: a // b if b else None, ">>": lambda: a >> b, "<<": lambda: a << b}
-    fn = ops.get(parts[1])
-    return fn() if fn is not None else None
+    return int_expr_value(node, _WARP_SIZE)
 
 
 def kept_tail(plan: Plan, stmts: list[Node], head: Head) -> tuple[str, bool] | str:

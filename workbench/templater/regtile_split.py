@@ -24,6 +24,7 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     factors,
+    int_expr_value,
     int_value,
     strip,
     terms,
@@ -31,27 +32,8 @@ from workbench.templater.analysis import (
     walk,
 )
 
-_ARITH = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-          "/": lambda a, b: a // b if b else None, "<<": lambda a, b: a << b if 0 <= b < 31
-          else None, ">>": lambda a, b: a >> b if 0 <= b < 31 else None}
-
-
-def const_value(node: Node | None) -> int | None:
-    """The value of a constant integer expression of literals and integer macros
-    (``BLOCKSIZE * BLOCKSIZE``, ``TILE - 1``), else None."""
-    if node is None:
-        return None
-    node = strip(node)
-    value = int_value(node)
-    if value is not None:
-        return value
-    parts = binary(node)
-    if parts is None or parts[1] not in _ARITH:
-        return None
-    left, right = const_value(parts[0]), const_value(parts[2])
-    if left is None or right is None or left < 0 or right < 0:
-        return None
-    return _ARITH[parts[1]](left, right)
+#: Constant integer expressions (``BLOCKSIZE * BLOCKSIZE``, ``TILE - 1``): analysis's folding.
+const_value = int_expr_value
 
 
 def rule_threads(rule: str) -> int | None:

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, declared_name, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    declared_name,
+    int_expr_value,
+    int_value,
+    strip,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
 
@@ -42,25 +50,6 @@ def shuffle_calls(node: Node) -> list[Node]:
             text(c.child_by_field_name("function")).startswith("__shfl")]
 
 
-def _value(node: Node | None) -> int | None:
-    """An integer constant expression of literals and integer macros (``WARP / 2``,
-    ``32 >> 1``), else None."""
-    if node is None:
-        return None
-    direct = int_value(node)
-    if direct is not None:
-        return direct
-    parts = binary(node)
-    if parts is None:
-        return None
-    left, right = _value(parts[0]), _value(parts[2])
-    if left is None or right is None:
-        return None
-    ops = {"+": lambda: left + right, "-": lambda: left - right, "*": lambda: left * right,
-           "/": lambda: left // right if right else None, ">>": lambda: left >> right,
-           "<<": lambda: left << right}
-    return ops[parts[1]]() if parts[1] in ops else None
-
 
 def _offset_start(loop: Node) -> tuple[Node, str, bool] | None:
     """(literal, replacement, xor only) of a halving or doubling offset loop, else None."""
@@ -78,14 +67,14 @@ def _offset_start(loop: Node) -> tuple[Node, str, bool] | None:
     bare = strip(cond).type == "identifier" and text(strip(cond)) == var  # `o` is `o != 0`
     if not bare and (test is None or text(strip(test[0])) != var):
         return None
-    if _value(start) == 16 and (op, right) in ((">>=", 1), ("/=", 2)) and \
+    if int_expr_value(start) == 16 and (op, right) in ((">>=", 1), ("/=", 2)) and \
             (bare or (test is not None and
-                      (test[1], _value(test[2])) in ((">", 0), (">=", 1), ("!=", 0)))):
+                      (test[1], int_expr_value(test[2])) in ((">", 0), (">=", 1), ("!=", 0)))):
         return strip(start), "(LANES / 2)", False
-    if _value(start) == 1 and (op, right) in (("<<=", 1), ("*=", 2)) and test is not None:
-        if (test[1], _value(test[2])) == ("<", 32):
+    if int_expr_value(start) == 1 and (op, right) in (("<<=", 1), ("*=", 2)) and test is not None:
+        if (test[1], int_expr_value(test[2])) == ("<", 32):
             return strip(test[2]), "LANES", True
-        if (test[1], _value(test[2])) == ("<=", 16):
+        if (test[1], int_expr_value(test[2])) == ("<=", 16):
             return strip(test[2]), "(LANES / 2)", True
     return None
 
@@ -97,7 +86,7 @@ def _check_call(call: Node, widths: list[Node]) -> str:
     if fn not in _SHUFFLES or len(named) not in (3, 4):
         raise Illegal(f"`{text(call)[:50]}` is not a 3-argument xor/down shuffle", call)
     if len(named) == 4:
-        if _value(named[3]) != 32:
+        if int_expr_value(named[3]) != 32:
             raise Illegal(f"`{text(call)[:50]}` names a width other than 32", call)
         widths.append(strip(named[3]))
     return fn
