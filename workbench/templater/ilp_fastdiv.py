@@ -46,8 +46,10 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     constants = {**_macro_types(plan.source.tree.root_node),
                  **_types(plan.source.tree.root_node, top_only=True)}
     count = 0
+    per_helper: list[str] = []
     looped = _called_in_loops(plan.body, functions)
     for name, body in functions.items():
+        before = count
         fn = body.parent
         types = {**constants, **_types(fn if fn is not None else body, top_only=False)}
         for n in walk(body):
@@ -57,6 +59,8 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
                     _fp32_division(plan, n, types):
                 _rewrite(plan, n)
                 count += 1
+        if name != plan.kernel.name and count > before:
+            per_helper.append(f"`{name}` {count - before}")
     if not count:
         return False
     plan.helper(_MACRO)
@@ -65,8 +69,9 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
                                          "(2 ulp; 0 for divisors above 2^126; the gate "
                                          "checks the tolerance); 0: IEEE division, as "
                                          "written"}, f"{plan.kernel.line}: fp32 divisions")
-    plan.note(NAME, True, f"{count} fp32 division(s) as __fdividef behind the knob (the "
-              "gate checks the tolerance)")
+    where = f" ({', '.join(per_helper)} in the helpers the kernel calls)" if per_helper else ""
+    plan.note(NAME, True, f"{count} fp32 division(s){where} as __fdividef behind the knob "
+              "(the gate checks the tolerance)")
     return True
 
 

@@ -20,6 +20,10 @@ instruction and a multiply is one. With ``FAST_MATH = 1``:
 
 fp32 divisions in the repeated work get a knob of their own, FAST_DIV (:mod:`.ilp_fastdiv`).
 
+The sites are read in the kernel's body and in the ``__device__`` functions of the file it
+calls, directly or through one another (:mod:`.ilp_fastmath_helpers`: a helper another
+kernel also calls is refused with the line); the finding counts each helper's rewrites.
+
 ``FAST_MATH = 0`` is the kernel as written. Only the fp32 functions are touched (``sqrt``,
 ``pow`` of doubles never are: the results would not be the same). The results differ from
 the written ones by a few units in the last place (``x = 0`` gives NaN where ``sqrtf``
@@ -37,6 +41,7 @@ from workbench.templater.analysis import declared_name, int_value, line, strip, 
 from workbench.templater.ilp import NAME as ILP_NAME
 from workbench.templater.ilp import interleaves
 from workbench.templater.ilp_fastdiv import apply_fastdiv
+from workbench.templater.ilp_fastmath_helpers import helper_scope
 from workbench.templater.ilp_intrinsics import FAST, fast_calls, fast_macros, pair_sincos
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, side_effect_free
@@ -45,6 +50,8 @@ from workbench.templater.table_terms import assigned_in
 
 NAME = "FAST_MATH"
 MAX_POWER = 8
+#: the ITEMS_PER_THREAD finding's words where the items call helpers with loops (ilp.py)
+_CALLED_LOOPS = "run in one unrolled loop over the items"
 _ONE = ("1.0f", "1.f", "1.0F", "1.F", "1f")
 _MACROS = (f"#if {NAME}\n#define WB_SQRT(x) ((x) * rsqrtf(x))\n#define WB_OVER(r, inv) * (inv)\n"
            "#define WB_RSQRT_OF(x) rsqrtf(x)\n#define WB_SQ_ARG(x) (x)\n"
@@ -67,9 +74,14 @@ class _Sites:
     powers: int = 0
     sincos: int = 0  # sinf/cosf pairs made one sincosf
     fast: set[str] = field(default_factory=set)  # calls routed to hardware approximations
+    helpers: list[str] = field(default_factory=list)  # per helper: name, line, rewrites
 
     def total(self) -> int:
         return self.rsqrt + self.root_locals + self.calls + self.powers + len(self.fast)
+
+    def rewrites(self) -> int:
+        """The rewrites counted so far, the calls routed to approximations aside."""
+        return self.rsqrt + self.root_locals + self.calls + self.powers + self.sincos
 
     def replaces(self) -> str:
         """What FAST_MATH 1 replaces, for the knob's description."""
@@ -88,17 +100,30 @@ def apply_fastmath(plan: Plan) -> bool:
     """Give every site (see the module doc) a FAST_MATH form; True when one did."""
     if NAME in plan.params or ILP_NAME not in plan.params:
         return False  # compute-bound per-element kernels only (a loop the items share)
-    applied = _fastmath(plan)
+    scope = helper_scope(plan)
+    applied = _fastmath(plan, scope.functions)
+    for name, why, fn in scope.refused:
+        plan.note(NAME, False, f"`{name}` (line {line(fn)}), called by the kernel: {why}; "
+                  "its calls stay as written", fn)
     # after FAST_MATH: the divisions it rewrites are its own; only where the items share
-    # compute loops (a memory walk's ITEMS_PER_THREAD: the division is not the cost)
-    return (interleaves(plan) and apply_fastdiv(plan, _functions(plan))) or applied
+    # compute loops, in the body or in a helper each item calls (a memory walk's
+    # ITEMS_PER_THREAD: the division is not the cost)
+    return ((interleaves(plan) or _items_call_loops(plan)) and
+            apply_fastdiv(plan, scope.functions)) or applied
 
 
-def _fastmath(plan: Plan) -> bool:
+def _items_call_loops(plan: Plan) -> bool:
+    """ITEMS_PER_THREAD runs the items' calls of helpers with compute loops (the solve is in
+    the helper: its loop is the repeated work, as a loop in the body is)."""
+    return any(f.transform == ILP_NAME and f.applied and _CALLED_LOOPS in f.reason
+               for f in plan.findings)
+
+
+def _fastmath(plan: Plan, functions: dict[str, Node]) -> bool:
     sites = _Sites()
-    functions = _functions(plan)
     specialized: set[str] = set()
-    for body in functions.values():
+    for name, body in functions.items():
+        before = sites.rewrites()
         _reciprocal_roots(plan, body, sites)
         _root_locals(plan, body, sites)
         _powers(plan, body, sites)
@@ -106,7 +131,12 @@ def _fastmath(plan: Plan) -> bool:
         # sinf(x) and cosf(x) as one sincosf (exact: not a knob, see ilp_intrinsics)
         paired = pair_sincos(plan, body, fast=True, first=sites.sincos)
         sites.sincos += len(paired) // 2
-        sites.fast |= fast_calls(plan, body, paired | _integer_powers(body))
+        routed = fast_calls(plan, body, paired | _integer_powers(body))
+        sites.fast |= set(routed)
+        count = sites.rewrites() - before + len(routed)
+        if name != plan.kernel.name and count:
+            sites.helpers.append(f"`{name}` (line {line(body.parent or body)}) {count}" +
+                                 (f" ({', '.join(sorted(set(routed)))})" if routed else ""))
     if sites.sincos:
         sites.fast.add("sincosf")
     if not sites.total():
@@ -123,7 +153,9 @@ def _fastmath(plan: Plan) -> bool:
     plan.note(NAME, True, f"{sites.rsqrt} 1/sqrtf, {sites.root_locals} square-root local(s) "
               f"divided by, {sites.calls} call(s) of a function dividing by a square root, "
               f"{sites.powers} powf of an integer power, hardware approximations of "
-              f"{', '.join(sorted(sites.fast)) or 'no call'}; the gate checks the tolerance")
+              f"{', '.join(sorted(sites.fast)) or 'no call'}"
+              + (f"; rewritten calls in the helpers the kernel calls: {', '.join(sites.helpers)}"
+                 if sites.helpers else "") + "; the gate checks the tolerance")
     if sites.sincos:
         plan.note("SINCOS", True, f"{sites.sincos} sinf/cosf pair(s) of one argument as one "
                   "sincosf (the same results, one range reduction: applied, not a knob)")
@@ -135,17 +167,6 @@ def _integer_powers(body: Node) -> set[tuple[int, int]]:
     return {(n.start_byte, n.end_byte) for n in walk(body) if n.type == "call_expression"
             and text(n.child_by_field_name("function")) == "powf" and
             len(_call_args(n)) == 2 and _integer_power(_call_args(n)[1]) is not None}
-
-
-def _functions(plan: Plan) -> dict[str, Node]:
-    """The kernel's body and every pure ``__device__`` function's body, by name."""
-    out = {plan.kernel.name: plan.body}
-    verdict = device_purity(plan.source)
-    for name, fn in plan.source.function_definitions().items():
-        body = fn.child_by_field_name("body")
-        if verdict.get(name, "no") is None and body is not None:
-            out[name] = body
-    return out
 
 
 def _call_args(call: Node) -> list[Node]:

@@ -48,16 +48,16 @@ def fast_macros(names: set[str]) -> str:
     return f"#if FAST_MATH\n{on}\n#else\n{off}\n#endif"
 
 
-def fast_calls(plan: Plan, body: Node, skip: set[tuple[int, int]]) -> set[str]:
+def fast_calls(plan: Plan, body: Node, skip: set[tuple[int, int]]) -> list[str]:
     """Route every listed call in ``body`` (not a ``powf`` in ``skip``) through its
-    ``WB_F_`` macro; the names routed."""
-    found: set[str] = set()
+    ``WB_F_`` macro; the name of each call routed (once per call)."""
+    found: list[str] = []
     for n in walk(body):
         callee = n.child_by_field_name("function") if n.type == "call_expression" else None
         if callee is None or text(callee) not in FAST or (n.start_byte, n.end_byte) in skip:
             continue
         plan.rw.replace(callee, f"WB_F_{text(callee)}")
-        found.add(text(callee))
+        found.append(text(callee))
     return found
 
 
