@@ -25,13 +25,10 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.reduce_records import ARITHMETIC, Head, Op, Reduction
-from workbench.templater.reduce_tail import kept_tail
+from workbench.templater.reduce_tail import ATOMICS, MAX_CALLS, MIN_CALLS, kept_tail
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
 
-_MAX_CALLS = frozenset({"fmaxf", "fmax", "max"})
-_MIN_CALLS = frozenset({"fminf", "fmin", "min"})
-_ATOMICS = {"sum": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
 _UNSAFE_CALLS = ("atomic", "__shfl", "__syncthreads", "__syncwarp", "__ballot", "__any",
                  "__all", "__reduce", "__match", "printf")
 
@@ -187,7 +184,7 @@ def _accumulation(expr: Node | None, target: str) -> tuple[Op, Node] | None:
         func = text(r.child_by_field_name("function"))
         args = r.child_by_field_name("arguments")
         argv = [] if args is None else list(args.named_children)
-        kind = "max" if func in _MAX_CALLS else "min" if func in _MIN_CALLS else None
+        kind = "max" if func in MAX_CALLS else "min" if func in MIN_CALLS else None
         if kind is not None and len(argv) == 2:
             if _norm(argv[0]) == target:
                 return Op(kind, func), argv[1]
@@ -608,8 +605,8 @@ def _final_store(plan: Plan, final: Node, buf: str, op: Op) -> tuple[str, bool]:
         func = text(expr.child_by_field_name("function"))
         args = expr.child_by_field_name("arguments")
         argv = [] if args is None else list(args.named_children)
-        if func != _ATOMICS[op.kind] or len(argv) != 2 or _norm(argv[1]) != f"{buf}[0]":
-            raise Illegal(f"`{text(expr)}` is not {_ATOMICS[op.kind]}(out, {buf}[0])", expr)
+        if func != ATOMICS[op.kind] or len(argv) != 2 or _norm(argv[1]) != f"{buf}[0]":
+            raise Illegal(f"`{text(expr)}` is not {ATOMICS[op.kind]}(out, {buf}[0])", expr)
         target = strip(argv[0])
         if target.type == "pointer_expression":
             inner = strip(target.named_children[0]) if target.named_children else target

@@ -44,9 +44,10 @@ from workbench.templater.plan import Plan
 from workbench.templater.reduce_records import Head
 from workbench.templater.rules import literal
 
-_MAX = frozenset({"fmaxf", "fmax", "max"})
-_MIN = frozenset({"fminf", "fmin", "min"})
-_ATOMIC = {"sum": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
+#: The calls a max or min reduction is written with, and each reduction's atomic.
+MAX_CALLS = frozenset({"fmaxf", "fmax", "max"})
+MIN_CALLS = frozenset({"fminf", "fmin", "min"})
+ATOMICS = {"sum": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}
 _SHUFFLES = ("__shfl_down_sync", "__shfl_xor_sync")
 _FULL = 0xFFFFFFFF
 
@@ -200,7 +201,7 @@ def _combined(expr: Node | None, target: str, head: Head) -> Node | None:
             if text(strip(parts[2])) == target:
                 return strip(parts[0])
         return None
-    funcs = _MAX if head.op.kind == "max" else _MIN
+    funcs = MAX_CALLS if head.op.kind == "max" else MIN_CALLS
     args = right.child_by_field_name("arguments") if right.type == "call_expression" else None
     argv = [] if args is None else list(args.named_children)
     if op != "=" or callee_name(right) not in funcs or len(argv) != 2:
@@ -264,7 +265,7 @@ def _output(plan: Plan, stmt: Node, value: str, head: Head, *,
     if expr is not None and expr.type == "call_expression":
         args = expr.child_by_field_name("arguments")
         argv = [] if args is None else list(args.named_children)
-        if callee_name(expr) == _ATOMIC[head.op.kind] and len(argv) == 2 and \
+        if callee_name(expr) == ATOMICS[head.op.kind] and len(argv) == 2 and \
                 text(strip(argv[1])) == value:
             target = strip(argv[0])
             if target.type == "pointer_expression" and target.named_children:
@@ -286,7 +287,7 @@ def _output(plan: Plan, stmt: Node, value: str, head: Head, *,
             if plan.pointer(out):
                 return out, False
     raise _No(f"`{text(stmt)[:50]}` is not `out[blockIdx.x] = {value}` or "
-              f"{_ATOMIC[head.op.kind]}(out, {value})", stmt)
+              f"{ATOMICS[head.op.kind]}(out, {value})", stmt)
 
 
 def _lane0_slot(plan: Plan, stmt: Node, value: str, names: _Names) -> str:
