@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSourceError, parse_cuda
 from workbench.templater.analysis import strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.point_split import entry_body
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 
@@ -34,10 +34,8 @@ def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each counted ``while`` loop of ``entry`` written as its ``for``
     loop (unchanged when there is none, or the kernel cannot be found: the analysis reports
     that itself)."""
-    try:
-        source = parse_cuda(current.text, current.file)
-        body = source.body(source.kernel(entry))
-    except CudaSourceError:
+    body = entry_body(current, entry)
+    if body is None:
         return current
     data = current.text.encode()
     shared = {text(d) for n in walk(body) if n.type == "declaration" and

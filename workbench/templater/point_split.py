@@ -27,15 +27,23 @@ from workbench.templater.analysis import text, walk
 from workbench.templater.inline_calls import InlinedSource
 
 
+def entry_body(current: InlinedSource, entry: str | None) -> Node | None:
+    """The body of ``entry`` in ``current``, the source a rewrite before the analysis edits;
+    None when the kernel cannot be found (the analysis reports that itself)."""
+    try:
+        source = parse_cuda(current.text, current.file)
+        return source.body(source.kernel(entry))
+    except CudaSourceError:
+        return None
+
+
 def split_points(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each top-level point declaration of ``entry`` that declares other
     variables too split into one declaration per variable, each on its own line, the line
     map following (unchanged when there is none, or when the kernel cannot be found: the
     analysis reports that itself)."""
-    try:
-        source = parse_cuda(current.text, current.file)
-        body = source.body(source.kernel(entry))
-    except CudaSourceError:
+    body = entry_body(current, entry)
+    if body is None:
         return current
     data = current.text.encode()
     edits = [(s, split) for s in body.named_children if (split := _split(data, s)) is not None]
