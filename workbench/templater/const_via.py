@@ -37,7 +37,7 @@ from workbench.templater.const_lanes import (
 from workbench.templater.const_regs import apply_lane_regs
 from workbench.templater.const_rows import apply_lane_rows
 from workbench.templater.const_window import apply_lane_window
-from workbench.templater.lane_vec import emit_lane_vec, plan_lane_vec
+from workbench.templater.lane_vec import emit_lane_vec, plan_lane_vec, shadowed
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
@@ -53,7 +53,7 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
     go through (the copy under CONST_VIA = 1, the array under 0). ``aligned``: the copies'
     alignment in bytes (LANE_VEC reads a lane's channels of them as one vector), 0: the
     element's."""
-    arrays = [a for a in constant_arrays(plan) if not _shadowed(plan, a.name)]
+    arrays = [a for a in constant_arrays(plan) if not shadowed(plan, a.name)]
     staged: list[ConstArray] = []
     for a in arrays:
         line_node = a.reads[0].node if a.reads else None
@@ -106,14 +106,6 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
                   "read once per address; 1 copies it to shared memory once per block",
                   r.node)
     return via
-
-
-def _shadowed(plan: Plan, name: str) -> bool:
-    try:
-        plan.kernel.param(name)
-        return True
-    except KeyError:
-        return name in plan.facts.defs
 
 
 def _check(a: ConstArray) -> None:
@@ -243,7 +235,7 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     go through a register window (:mod:`.const_window`), and several consecutive channels a
     lane (:mod:`.lane_vec`)."""
     lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
-                 and not _shadowed(plan, a.name)]
+                 and not shadowed(plan, a.name)]
     layout = apply_const_items(plan) if lane_read or _channels_last(plan) else None
     # LANE_VEC before the copies (aligned for its vector reads) and the register families
     vec = plan_lane_vec(plan, layout) if layout is not None else None

@@ -219,7 +219,7 @@ def _sites(plan: Plan, layout: LaneLayout, values: dict[str, Node],
         g = 0
         for c in add(p, {(lane,): -1}).values():
             g = math.gcd(g, c)
-        gather = array in constants and not _shadowed(plan, array)
+        gather = array in constants and not shadowed(plan, array)
         if gather:
             table = constants[array]
             if table.ctype != "float":
@@ -233,7 +233,9 @@ def _sites(plan: Plan, layout: LaneLayout, values: dict[str, Node],
     return found, widths
 
 
-def _shadowed(plan: Plan, name: str) -> bool:
+def shadowed(plan: Plan, name: str) -> bool:
+    """Whether a kernel parameter or one of its locals is named ``name`` (a module constant
+    of that name is not what the kernel reads)."""
     try:
         plan.kernel.param(name)
         return True
