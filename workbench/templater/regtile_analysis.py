@@ -45,7 +45,7 @@ from workbench.templater.regtile_pairing import (
     pairing,
     same_move,
 )
-from workbench.templater.regtile_split import const_value, counts_below
+from workbench.templater.regtile_split import assigns, const_value, counts_below
 from workbench.templater.regtile_vec import _Unknown, evaluate
 from workbench.templater.regtile_walk import (
     NotWalk,
@@ -500,12 +500,7 @@ def _counts_from_zero(loop: Node, name: str, depth: int) -> bool:
             text(strip(parts[0])) != name or parts[1] not in ("<", "!=") or \
             const_value(parts[2]) != depth:
         return False
-    for n in walk(body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == name:
-                return False
-    return True
+    return not assigns(body, name)
 
 
 def _check_inlined_values(g: Gemm, prologue: list[Node]) -> None:

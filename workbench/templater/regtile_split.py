@@ -36,6 +36,16 @@ from workbench.templater.analysis import (
 const_value = int_expr_value
 
 
+def assigns(body: Node, name: str) -> bool:
+    """Whether ``body`` assigns ``name`` (``name = ...``, ``name += ...``, ``++name``)."""
+    for n in walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and text(strip(target)) == name:
+                return True
+    return False
+
+
 def rule_threads(rule: str) -> int | None:
     """A launch rule's value when it is a product of integer literals (``1024``,
     ``32 * 32``), else None."""
@@ -162,9 +172,4 @@ def _runs_to(loop: Node, name: str, start: Node | None, tile: int) -> bool:
     step = " ".join(text(update).split())
     if step not in (f"++{name}", f"{name}++", f"{name} += 1"):
         return False
-    for n in walk(body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == name:
-                return False
-    return True
+    return not assigns(body, name)
