@@ -18,16 +18,10 @@ through the uniform datapath, 80 registers at the expert's region); the variant
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from probe_common import ROOT, Probe, add_speedups, dry, dry_run, report, timed
-
-from workbench.core.kernel_folder import load_kernel_folder
-from workbench.templater import offline_template
+from probe_common import ROOT, dry, dry_run, finish, lift_and_expert, timed
 
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen7" / "conv1d_mix7"
 SHAPE, DTYPE = "large", "fp32"
@@ -49,11 +43,7 @@ VOTE = ("#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), wb_full)) {\n#el
 
 
 def main() -> int:
-    out_dir = Path(os.environ.get("OUT", "."))
-    plain = load_kernel_folder(FOLDER)
-    lift = Probe(plain, offline_template(plain).template, SHAPE, DTYPE)
-    expert_folder = load_kernel_folder(FOLDER / "expert")
-    expert = Probe(expert_folder, expert_folder.template, SHAPE, DTYPE)
+    lift, expert = lift_and_expert(FOLDER, SHAPE, DTYPE)
     if dry(sys.argv):
         return dry_run({"lift": (lift, LIFT), "expert": (expert, {"pick": EXPERT_PICK})})
     doc: dict[str, Any] = {"kernel": "conv1d_mix7", "shape": SHAPE, "dtype": DTYPE,
@@ -65,11 +55,9 @@ def main() -> int:
         doc["lift_per_lane"], _ = timed(dataclasses.replace(lift, template=per_lane), {
             "expert_like": LIFT["expert_like"], "pick_1504": LIFT["pick_1504"]}, base=False)
     doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)
-    groups: dict[str, dict[str, Any]] = {s: doc[s] for s in ("lift", "lift_per_lane", "expert") if s in doc}
-    add_speedups(groups.values(), base_us)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "conv_mix_probe.json").write_text(json.dumps(doc, indent=1))
-    return report(groups)
+    groups: dict[str, dict[str, Any]] = {
+        s: doc[s] for s in ("lift", "lift_per_lane", "expert") if s in doc}
+    return finish(doc, groups, base_us, "conv_mix_probe.json")
 
 
 if __name__ == "__main__":

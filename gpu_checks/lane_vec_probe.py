@@ -22,26 +22,10 @@ constant memory, 4 channels at 4 x 4 and 2 x 2, 1 channel at 4 x 4.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from probe_common import (
-    OUTSIDE,
-    ROOT,
-    Probe,
-    add_speedups,
-    dry,
-    dry_run,
-    report,
-    rows,
-    timed,
-)
-
-from workbench.core.kernel_folder import load_kernel_folder
-from workbench.templater import offline_template
+from probe_common import OUTSIDE, ROOT, dry, dry_run, finish, lift_and_expert, rows, timed
 
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen6" / "dwconv3_nhwc"
 SHAPE, DTYPE = "large", "fp32"
@@ -71,11 +55,7 @@ EXPERT_PICK = {"VEC": 2, "PIX": 8, "ITEMS_X": 4, "ITEMS_Y": 4, "USE_SMEM": 0, "T
 
 
 def main() -> int:
-    out_dir = Path(os.environ.get("OUT", "."))
-    plain = load_kernel_folder(FOLDER)
-    lift = Probe(plain, offline_template(plain).template, SHAPE, DTYPE)
-    expert_folder = load_kernel_folder(FOLDER / "expert")
-    expert = Probe(expert_folder, expert_folder.template, SHAPE, DTYPE)
+    lift, expert = lift_and_expert(FOLDER, SHAPE, DTYPE)
     if dry(sys.argv):
         return dry_run({"lift": (lift, LIFT), "expert": (expert, {"pick": EXPERT_PICK})})
     doc: dict[str, Any] = {"kernel": "dwconv3_nhwc", "shape": SHAPE, "dtype": DTYPE,
@@ -83,14 +63,11 @@ def main() -> int:
     doc["lift"], base_us = timed(lift, LIFT, base=True, copy=True)
     doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)
     groups = {"lift": doc["lift"], "expert": doc["expert"]}
-    add_speedups(groups.values(), base_us)
     for group in groups.values():  # the listing the 15:49Z and 16:34Z documents carry
         group["rejected"] = {label: r["reason"] for label, r in rows(group).items()
                              if r["status"] == OUTSIDE}
     print("copy", doc["lift"].get("copy_us"), "rejected", doc["lift"]["rejected"])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "lane_vec_probe.json").write_text(json.dumps(doc, indent=1, default=str))
-    return report(groups)
+    return finish(doc, groups, base_us, "lane_vec_probe.json", default=str)
 
 
 if __name__ == "__main__":

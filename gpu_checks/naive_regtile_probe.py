@@ -14,17 +14,14 @@ on it (host checks show only that every config computes the same bits).
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from probe_common import Probe, dry, dry_run, report, timed
+from probe_common import dry, dry_run, finish, lifted, timed
 
 from workbench.core.kernel_folder import load_kernel_folder
-from workbench.templater import offline_template
 
 SOURCE = r"""
 extern "C" __global__ void gemm_naive(int M, int N, int K, float alpha,
@@ -112,23 +109,19 @@ CONFIGS = {
 
 
 def main() -> int:
-    out_dir = Path(os.environ.get("OUT", "."))
     with tempfile.TemporaryDirectory() as tmp:
         folder_dir = Path(tmp) / "gemm_naive"
         folder_dir.mkdir()
         (folder_dir / "baseline.cu").write_text(SOURCE)
         (folder_dir / "kernel.toml").write_text(TOML)
-        folder = load_kernel_folder(folder_dir)
-        lift = Probe(folder, offline_template(folder).template, SHAPE, DTYPE)
+        lift = lifted(load_kernel_folder(folder_dir), SHAPE, DTYPE)
         if dry(sys.argv):
             return dry_run({"lift": (lift, CONFIGS)})
         doc: dict[str, Any] = {"kernel": "gemm_naive", "shape": SHAPE, "dtype": DTYPE,
                                "knobs": list(lift.template.param_names)}
-        group, _ = timed(lift, CONFIGS, base=True)
+        group, base_us = timed(lift, CONFIGS, base=True)
         doc.update(group)  # one template: its rows at the document's top level
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "naive_regtile_probe.json").write_text(json.dumps(doc, indent=1))
-    return report({"lift": doc})
+    return finish(doc, {"lift": doc}, base_us, "naive_regtile_probe.json")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ host, without a GPU (:func:`dry_run`).
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -26,10 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from workbench.core.kernel_folder import KernelFolder  # noqa: E402
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder  # noqa: E402
 from workbench.core.records import Candidate, Config, Status, TrialResult  # noqa: E402
 from workbench.core.template import KernelTemplate  # noqa: E402
 from workbench.engine.runner import LocalRunner  # noqa: E402
+from workbench.templater import offline_template  # noqa: E402
 
 #: A row's status for a named config the template's space rejects.
 OUTSIDE = "outside the space"
@@ -58,6 +61,19 @@ class Probe:
         """Why each named config is outside the template's space at this shape, or None."""
         space = self.template.space(self.folder.env(self.shape, self.dtype))
         return {label: space.rejection(c) for label, c in self.configs(named).items()}
+
+
+def lifted(folder: KernelFolder, shape: str, dtype: str) -> Probe:
+    """The offline templater's lift of ``folder``."""
+    return Probe(folder, offline_template(folder).template, shape, dtype)
+
+
+def lift_and_expert(path: Path, shape: str, dtype: str) -> tuple[Probe, Probe]:
+    """The lift of the kernel folder at ``path`` and the expert template of its ``expert``
+    folder."""
+    expert = load_kernel_folder(path / "expert")
+    return lifted(load_kernel_folder(path), shape, dtype), \
+        Probe(expert, expert.template, shape, dtype)
 
 
 def trial_row(result: TrialResult, base_us: float | None) -> Row:
@@ -154,3 +170,14 @@ def dry_run(groups: Mapping[str, tuple[Probe, Named]]) -> int:
             bad += reason is not None
             print(f"  {label}: {'inside' if reason is None else OUTSIDE + ': ' + reason}")
     return 1 if bad else 0
+
+
+def finish(doc: Mapping[str, Any], groups: Mapping[str, dict[str, Any]],
+           base_us: float | None, name: str, **dumps: Any) -> int:
+    """Each group's speedups over ``base_us``, ``doc`` written to ``$OUT/name`` (``dumps``:
+    json.dumps's options), the rows printed; the exit status :func:`report` gives."""
+    add_speedups(groups.values(), base_us)
+    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / name).write_text(json.dumps(doc, indent=1, **dumps))
+    return report(groups)

@@ -14,16 +14,10 @@ what a guided tune of 40 evaluations happens to reach.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from probe_common import ROOT, Probe, add_speedups, dry, dry_run, report, timed
-
-from workbench.core.kernel_folder import load_kernel_folder
-from workbench.templater import offline_template
+from probe_common import ROOT, dry, dry_run, finish, lift_and_expert, timed
 
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen7" / "rbf_gram"
 SHAPE, DTYPE = "large", "fp32"
@@ -42,22 +36,15 @@ EXPERT_PICK = {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "PAD": 1}
 
 
 def main() -> int:
-    out_dir = Path(os.environ.get("OUT", "."))
-    plain = load_kernel_folder(FOLDER)
-    lift = Probe(plain, offline_template(plain).template, SHAPE, DTYPE)
-    expert_folder = load_kernel_folder(FOLDER / "expert")
-    expert = Probe(expert_folder, expert_folder.template, SHAPE, DTYPE)
+    lift, expert = lift_and_expert(FOLDER, SHAPE, DTYPE)
     if dry(sys.argv):
         return dry_run({"lift": (lift, LIFT), "expert": (expert, {"pick": EXPERT_PICK})})
     doc: dict[str, Any] = {"kernel": "rbf_gram", "shape": SHAPE, "dtype": DTYPE,
                            "knobs": list(lift.template.param_names)}
     doc["lift"], base_us = timed(lift, LIFT, base=True)
     doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)
-    groups = {"lift": doc["lift"], "expert": doc["expert"]}
-    add_speedups(groups.values(), base_us)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "rbf_inline_probe.json").write_text(json.dumps(doc, indent=1))
-    return report(groups)
+    return finish(doc, {"lift": doc["lift"], "expert": doc["expert"]}, base_us,
+                  "rbf_inline_probe.json")
 
 
 if __name__ == "__main__":
