@@ -213,7 +213,11 @@ def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
         # one `r` and one of each name in x in the function: the `r` divided by and the x
         # written at the division are the ones declared here
         changing = assigned - _fixed_counters(n)
-        if name in assigned or declared.get(name, 0) != 1 or \
+        # in a helper, x reads no memory: the division re-reads x, and a write through
+        # another pointer between the two may alias it (the helper's scope is new; the
+        # kernel's body keeps its earlier rule)
+        if (body != plan.body and _reads_memory(arg)) or \
+                name in assigned or declared.get(name, 0) != 1 or \
                 not side_effect_free(plan.source, arg) or \
                 any(m.type == "identifier" and (text(m) in changing or
                                                 declared.get(text(m), 0) > 1)
@@ -228,6 +232,12 @@ def _root_locals(plan: Plan, body: Node, sites: _Sites) -> None:
         for div in divisions:
             _over(plan.rw, div, arg)
         sites.root_locals += 1
+
+
+def _reads_memory(node: Node) -> bool:
+    return any(m.type in ("subscript_expression", "field_expression") or
+               (m.type == "pointer_expression" and text(m).startswith("*"))
+               for m in walk(node))
 
 
 def _fixed_counters(node: Node) -> set[str]:
