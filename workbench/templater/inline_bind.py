@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.core.cuda_source import function_definitions
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import text, walk
 
 #: Spellings of one integer type, read as one (``unsigned`` is ``unsigned int``).
@@ -38,12 +39,12 @@ _DECLARATORS = ("pointer_declarator", "reference_declarator", "array_declarator"
                 "init_declarator", "parenthesized_declarator", "function_declarator")
 
 
-class Refused(Exception):
+class Refused(WorkbenchError):
     """Inlining is not legal here: ``reason``, about ``node``'s line (internal: it becomes a
     finding, never reaches a user as an exception)."""
 
     def __init__(self, reason: str, node: Node) -> None:
-        super().__init__(reason)
+        super().__init__(reason, reason=reason)
         self.reason = reason
         self.line = node.start_point.row + 1
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import (
     binary,
     builtin,
@@ -52,11 +53,12 @@ _SHUFFLES = ("__shfl_down_sync", "__shfl_xor_sync")
 _FULL = 0xFFFFFFFF
 
 
-class _No(Exception):
-    """Why the stage is not one of the accepted forms, with the node."""
+class _No(WorkbenchError):
+    """Why the stage is not one of the accepted forms, with the node (internal: it becomes a
+    refusal's finding)."""
 
     def __init__(self, why: str, node: Node) -> None:
-        super().__init__(why)
+        super().__init__(why, reason=why)
         self.why, self.node = why, node
 
 

@@ -88,6 +88,21 @@ def _dynamic_shared(plan: Plan) -> Node | None:
     return None
 
 
+def _own_threads_inside(product: Node, dim: str) -> bool:
+    """Whether ``product`` (blockIdx.<g> * blockDim.<dim>) is added to threadIdx.<dim>: the
+    threads along ``dim`` number the positions inside each block's offset, so the offset
+    follows the size it multiplies (``px = blockIdx.x * blockDim.y + threadIdx.y``, the
+    crossed grid block.py's grid rule follows) and nothing is tied."""
+    parent = product.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        product, parent = parent, parent.parent
+    parts = binary(parent) if parent is not None else None
+    if parts is None or parts[1] != "+":
+        return False
+    other = parts[2] if parts[0] == product else parts[0]
+    return builtin(strip(other), "threadIdx") == dim
+
+
 def block_tie(plan: Plan, dim: str) -> BlockTie | None:
     """Why the block's ``dim`` size may not be lifted as an independent range (None: no
     reason found here)."""
@@ -101,7 +116,7 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
             grid_dim = _dim_of(a, "blockIdx", blocks)
             if grid_dim is None or grid_dim == dim or _dim_of(b, "blockDim", dims) != dim:
                 continue
-            if _threads(plan, grid_dim) > 1:
+            if _threads(plan, grid_dim) > 1 and not _own_threads_inside(n, dim):
                 return BlockTie(
                     f"`{text(n)}` offsets the blocks along {grid_dim} by the block's {dim} "
                     f"size while threadIdx.{grid_dim} numbers the rows inside: the block's "
