@@ -71,9 +71,14 @@ def _stage1(r: Result) -> str:
 def _stage1_probe(r: Result) -> str:
     """Results of gpu_checks/*_probe.py: named configs of a lift and of the expert, timed in one
     run at one shape (each group's entries that carry a median)."""
+    # a probe keeps its entries in route groups ({"lift": {name: entry}}) or, with one
+    # route, at the top level of the document (drawn as the lift's)
+    top = {k: v for k, v in r.doc.items() if isinstance(v, dict) and "median_us" in v}
+    groups = {**({"lift": top} if top else {}),
+              **{k: v for k, v in r.doc.items() if isinstance(v, dict) and k not in top}}
     rows = [[group, name, json.dumps(e.get("config", {}), sort_keys=True), e.get("status"),
              e.get("median_us"), e.get("regs"), e.get("speedup")]
-            for group, entries in r.doc.items() if isinstance(entries, dict)
+            for group, entries in groups.items()
             for name, e in entries.items() if isinstance(e, dict) and "median_us" in e]
     head = (f"`{r.doc.get('kernel')}` at `{r.doc.get('shape')}` ({r.doc.get('dtype')}); "
             "speedup over the kernel as written in the same run")
