@@ -89,10 +89,7 @@ def _dynamic_shared(plan: Plan) -> Node | None:
 
 
 def _own_threads_inside(product: Node, dim: str) -> bool:
-    """Whether ``product`` (blockIdx.<g> * blockDim.<dim>) is added to threadIdx.<dim>: the
-    threads along ``dim`` number the positions inside each block's offset, so the offset
-    follows the size it multiplies (``px = blockIdx.x * blockDim.y + threadIdx.y``, the
-    crossed grid block.py's grid rule follows) and nothing is tied."""
+    """Whether ``product`` (blockIdx.<g> * blockDim.<dim>) is added to threadIdx.<dim>."""
     parent = product.parent
     while parent is not None and parent.type == "parenthesized_expression":
         product, parent = parent, parent.parent
@@ -116,7 +113,17 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
             grid_dim = _dim_of(a, "blockIdx", blocks)
             if grid_dim is None or grid_dim == dim or _dim_of(b, "blockDim", dims) != dim:
                 continue
-            if _threads(plan, grid_dim) > 1 and not _own_threads_inside(n, dim):
+            if _threads(plan, grid_dim) > 1:
+                if _own_threads_inside(n, dim):
+                    # a crossed grid (px = blockIdx.x * blockDim.y + threadIdx.y) whose x
+                    # threads are lanes: the lane layout's transforms size the y threads
+                    # (OUTER_THREADS) and add what BLOCK_Y alone cannot (vectors across the
+                    # lanes, items, a register window), so the block lift leaves it to them
+                    return BlockTie(
+                        f"`{text(n)}` offsets the blocks along {grid_dim} by the block's "
+                        f"{dim} size, numbered inside by threadIdx.{dim}, while the "
+                        f"{grid_dim} threads are lanes: the lane layout's transforms size "
+                        f"the block's {dim} threads; the block lift leaves it as written", n)
                 return BlockTie(
                     f"`{text(n)}` offsets the blocks along {grid_dim} by the block's {dim} "
                     f"size while threadIdx.{grid_dim} numbers the rows inside: the block's "
