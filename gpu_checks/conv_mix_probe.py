@@ -23,6 +23,8 @@ from typing import Any
 
 from probe_common import ROOT, dry, dry_run, finish, lift_and_expert, timed
 
+from workbench.templater.rewrite import warp_all
+
 FOLDER = ROOT / "benchmarks" / "corpus_compute_unseen7" / "conv1d_mix7"
 SHAPE, DTYPE = "large", "fp32"
 #: The lift's configs: the expert's region, the 15:04Z pick, and neighbours along each knob.
@@ -38,8 +40,8 @@ LIFT = {
     "co8_t4_256": {"BLOCK_THREADS": 256, "CO_PER_THREAD": 8, "T_ITEMS": 4, "MIX_UNROLL": 4},
 }
 EXPERT_PICK = {"THREADS": 192, "T_ITEMS": 4, "CO": 8, "C_UNROLL": 2, "USE_SMEM": 0}
-VOTE = ("#ifdef __CUDA_ARCH__\n  if (__all_sync(__activemask(), wb_full)) {\n#else\n"
-        "  if (wb_full) {\n#endif\n")
+#: The lift's warp vote (the lines rewrite.warp_all writes before ``if (wb_full)``).
+VOTE = warp_all("wb_full")
 
 
 def main() -> int:
@@ -50,8 +52,8 @@ def main() -> int:
                            "knobs": list(lift.template.param_names)}
     doc["lift"], base_us = timed(lift, LIFT, base=True)
     if VOTE in lift.template.source:
-        per_lane = dataclasses.replace(lift.template, source=lift.template.source.replace(
-            VOTE, "  if (wb_full) {\n"))
+        per_lane = dataclasses.replace(lift.template,
+                                       source=lift.template.source.replace(VOTE, ""))
         doc["lift_per_lane"], _ = timed(dataclasses.replace(lift, template=per_lane), {
             "expert_like": LIFT["expert_like"], "pick_1504": LIFT["pick_1504"]}, base=False)
     doc["expert"], _ = timed(expert, {"pick": EXPERT_PICK}, base=False)

@@ -130,7 +130,8 @@ def test_the_window_walk_gets_an_interior_copy(name: str, tests: int, tmp_path: 
     assert note.startswith("WINDOW_INTERIOR: applied") and \
         f"whose {tests} bounds test(s) hold" in note, note
     source = result.lifted.source
-    # written only where its registers fit the launch's cap (the preprocessor decides)
+    # taken only where its registers fit the launch's cap (the preprocessor decides; the
+    # flag is a constant false elsewhere)
     assert re.search(r"#if LANE_WINDOW == 1 && \(.* \+ 32 <= 255 && .* <= 65536 / .*\)  "
                      r"// the thread's window inside the image", source), source
     assert "wb_inner = __all_sync(__activemask(), wb_inner);\n#endif\n#else\n" \

@@ -252,8 +252,10 @@ def _pure(plan: Plan, value: Node, pure: frozenset[str]) -> bool:
 def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str,
                   fits: str = "1") -> None:
     """``#if knob == 1 && (fits)`` (``fits``: a preprocessor test of the copy's registers
-    against the launch's cap): the test, then ``if (vote) { interior copy } else`` around the
-    items' walk; the known conditions rewritten in the interior copy only."""
+    against the launch's cap): the test and the warp's vote set the flag, ``#else`` the flag
+    is a constant false (the copy below is then dead code the compiler drops); then
+    ``if (flag) { interior copy } else { items' walk }``; the known conditions rewritten in
+    the interior copy only."""
     known = Known()
     start, end = walk_.first.start_byte, walk_.last.end_byte
     outer = [e for e in plan.rw.edits if e.make is not None and e.start <= start and
