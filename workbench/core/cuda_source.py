@@ -361,6 +361,11 @@ class CudaSource:
 
     # ---- kernels ---------------------------------------------------------------------------
 
+    def launches_by_name(self, entry: str) -> bool:
+        """Whether ``entry`` is an ``extern "C"`` kernel of this source: the worker looks a
+        kernel up by its plain name, so a kernel folder's entry must be one."""
+        return any(k.name == entry and k.extern_c for k in self.kernels)
+
     def kernel(self, entry: str | None = None) -> KernelSignature:
         """The kernel named ``entry``, or the only kernel when ``entry`` is None.
 

@@ -73,7 +73,7 @@ def entry_problem(source: str, entry: str, file: str) -> str | None:
     the lifted source (the check ``propose --write`` makes before it writes), or None. A
     lift whose text the reader cannot follow (a brace opened inside a preprocessor
     conditional, say) is refused here, where the host's tests see it, not on the GPU."""
-    if any(k.name == entry and k.extern_c for k in parse_cuda(source, file).kernels):
+    if parse_cuda(source, file).launches_by_name(entry):
         return None
     return (f'{file}: the lifted source does not read as an extern "C" __global__ function '
             f"named {entry} (the kernel folder's reader would refuse the written template)")

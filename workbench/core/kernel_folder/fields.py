@@ -106,7 +106,7 @@ def read_entry(c: Collector, section: Mapping[str, Any], key: str, parsed: CudaS
     if not isinstance(entry, str) or not IDENT.fullmatch(entry):
         c.add("kernel.toml", f"{key}.entry", entry, "the kernel function's name (a C identifier)")
         return None
-    if parsed is not None and not any(k.name == entry and k.extern_c for k in parsed.kernels):
+    if parsed is not None and not parsed.launches_by_name(entry):
         c.add(file, key + ".entry", entry, f'an extern "C" __global__ function named {entry}')
     return entry
 
