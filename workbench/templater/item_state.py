@@ -5,6 +5,8 @@ Pure functions of the parse."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import LOOPS, binary, declared_name, int_value, strip, text, walk
@@ -93,13 +95,23 @@ def item_names(region: list[Node], index: str, local_arrays: frozenset[str],
     return items
 
 
+def declarators(stmts: Sequence[Node]) -> dict[str, Node]:
+    """Each name a declaration among ``stmts`` (nested ones too) declares -> its declarator."""
+    out: dict[str, Node] = {}
+    for stmt in stmts:
+        for n in walk(stmt):
+            if n.type == "declaration":
+                for d in n.children_by_field_name("declarator"):
+                    out[declarator_name(d)] = d
+    return out
+
+
 def shared_holder(region: list[Node], items: set[str]) -> Node | None:
     """The first assignment in ``region`` of an item-dependent name declared outside it (a
     parameter advanced to the item's row, ``a += i * K``; a local declared before the index;
     a file-scope variable), else None. Only a name declared in the region gets one copy per
     item: such a name would be one variable the thread's items overwrite in turn."""
-    declared = {declarator_name(d) for stmt in region for n in walk(stmt)
-                if n.type == "declaration" for d in n.children_by_field_name("declarator")}
+    declared = set(declarators(region))
     for stmt in region:
         for n in walk(stmt):
             if n.type in ("assignment_expression", "update_expression") and \

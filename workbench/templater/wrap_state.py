@@ -24,7 +24,7 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import KernelSignature
 from workbench.templater.analysis import text, walk
-from workbench.templater.item_state import assigned_names, declarator_name
+from workbench.templater.item_state import assigned_names, declarator_name, declarators
 from workbench.templater.vector import Illegal
 
 
@@ -33,17 +33,6 @@ class ItemState:
     """Names the items assign that live before them: ``kept`` (given back per item)."""
 
     kept: tuple[str, ...]
-
-
-def _declared(stmts: Sequence[Node]) -> dict[str, Node]:
-    """Each name a declaration among ``stmts`` (nested ones too) declares -> its declarator."""
-    out: dict[str, Node] = {}
-    for stmt in stmts:
-        for n in walk(stmt):
-            if n.type == "declaration":
-                for d in n.children_by_field_name("declarator"):
-                    out[declarator_name(d)] = d
-    return out
 
 
 def _plain(declarator: Node) -> bool:
@@ -75,11 +64,11 @@ def item_state(body: Node, kernel: KernelSignature, prefix: Sequence[Node],
                rest: Sequence[Node]) -> ItemState:
     """The names the items ``rest`` assign that are declared before them, each checked
     kept-able (module rule); raises :class:`Illegal` with the first assignment otherwise."""
-    inner = _declared(rest)
+    inner = declarators(rest)
     top = {name: d for stmt in prefix if stmt.type == "declaration"
            for d in stmt.children_by_field_name("declarator")
            for name in (declarator_name(d),)}
-    nested = set(_declared(prefix)) - set(top)
+    nested = set(declarators(prefix)) - set(top)
     arrays = frozenset(n for n, d in top.items() if not _plain(d))
     params = {p.name for p in kernel.params}
     assigned = sorted(set().union(*(assigned_names(s, arrays) for s in rest)) - set(inner))
