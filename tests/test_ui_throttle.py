@@ -135,6 +135,35 @@ def test_flush_pushes_pending_state_synchronously(clock: FakeClock) -> None:
     assert len(pushes.times) == 2
 
 
+@pytest.mark.timeout(20)
+def test_flush_waits_for_a_push_the_worker_already_took(clock: FakeClock) -> None:
+    """CI saw a panel read its progress before the push that drew it: the worker had taken
+    the pending mark, so flush found nothing pending and returned on the old state."""
+    started, release = threading.Event(), threading.Event()
+    events: list[str] = []
+
+    def blocked() -> None:
+        started.set()
+        assert release.wait(10)
+
+    pushes = Pushes(clock, blocked)
+    pusher = CoalescingPusher(pushes, max_per_s=4.0)
+    try:
+        pusher.notify()
+        assert started.wait(10)  # the worker's push is under way, the mark taken
+        flusher = threading.Thread(target=lambda: (pusher.flush(), events.append("flushed")))
+        flusher.start()
+        flusher.join(0.3)  # the old flush returned here at once
+        events.append("released")
+        release.set()
+        flusher.join(10)
+        assert not flusher.is_alive()
+    finally:
+        pusher.close(flush=False)
+    assert events == ["released", "flushed"]
+    assert len(pushes.times) == 1  # it waited for the worker's push, it did not push twice
+
+
 @pytest.mark.timeout(10)
 def test_push_error_is_reported_and_pusher_survives(clock: FakeClock) -> None:
     errors: list[BaseException] = []

@@ -50,6 +50,7 @@ class CoalescingPusher:
         self._dirty = False
         self._urgent = False  # the next push answers a person: no gate before it
         self._closed = False
+        self._in_flight = False  # the worker took the dirty mark and has not pushed yet
         self._last_push_end = 0.0
         self.push_count = 0
         self.push_times_s: list[float] = []  # wall time of each push, for benchmarks
@@ -66,7 +67,7 @@ class CoalescingPusher:
         with self._cond:
             self._dirty = True
             self._urgent = self._urgent or urgent
-            self._cond.notify()
+            self._cond.notify_all()
 
     def _do_push(self) -> None:
         start = time.perf_counter()
@@ -83,10 +84,15 @@ class CoalescingPusher:
         self._last_push_end = end
 
     def flush(self) -> None:
-        """Push immediately (on the caller's thread) if a notify is pending."""
+        """Push immediately (on the caller's thread) if a notify is pending; when the worker
+        has already taken the pending mark, wait until its push has ended. Either way every
+        notify before this call is drawn when it returns (a worker push that took the mark
+        but had not drawn yet let a flush return on the old state)."""
         with self._cond:
             pending = self._dirty
             self._dirty = False
+            if not pending:  # bounded: a caller holding the figure lock never hangs
+                self._cond.wait_for(lambda: not self._in_flight or self._closed, timeout=10.0)
         if pending:
             self._do_push()
 
@@ -109,7 +115,13 @@ class CoalescingPusher:
                 if not self._dirty:
                     continue
                 self._dirty = False
-            self._do_push()
+                self._in_flight = True
+            try:
+                self._do_push()
+            finally:
+                with self._cond:
+                    self._in_flight = False
+                    self._cond.notify_all()
 
     def close(self, *, flush: bool = True) -> None:
         """Stop the worker thread (pushing pending state first if ``flush``)."""
@@ -117,5 +129,5 @@ class CoalescingPusher:
             self.flush()
         with self._cond:
             self._closed = True
-            self._cond.notify()
+            self._cond.notify_all()
         self._thread.join(timeout=5)
