@@ -22,7 +22,9 @@ block, ITEMS_X for a 2-D one, as the generic wrap of :mod:`.wrap` names it; wher
 already applied, its loop is kept) wraps the statements from the ``outer`` declaration on
 in a loop over items: item i of a block takes the outer elements of block
 ``blockIdx.x * ITEMS + i`` as written (a warp's accesses per item are what they were),
-early returns become ``continue``. OUTER_THREADS replaces P in the offset, the block rule
+early returns become ``continue``; a name declared before it that the items assign (a
+pointer advanced to the element) starts each item from its value there, or the loop is
+refused with the line (:mod:`.wrap_state`). OUTER_THREADS replaces P in the offset, the block rule
 and the grid's divisor (``ceil_div(N, OUTER_THREADS * ITEMS)``). Each output is computed
 by the same statements from the same values: bit-identical at every config.
 """
@@ -50,6 +52,7 @@ from workbench.templater.regtile_split import const_value
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
 from workbench.templater.wrap import in_loop_or_switch
+from workbench.templater.wrap_state import ItemState, item_state
 
 THREADS = "OUTER_THREADS"
 #: The items loop's counter (the window of :mod:`.const_window` indexes by it).
@@ -92,15 +95,16 @@ def apply_const_items(plan: Plan) -> LaneLayout | None:
         if grid is None:
             raise Illegal(f"the grid's x rule {plan.grid[0]!r} does not divide by the outer "
                           f"threads per block {divisor}", layout.outer_decl)
-        rest = _rest(plan, layout.outer_decl)
+        prefix, rest = _split(plan, layout.outer_decl)
         if not wrapped:
+            state = item_state(plan.body, plan.kernel, prefix, rest)
             _untouched(plan, rest)
             _returns(plan, rest)
     except Illegal as exc:
         plan.note(THREADS, False, exc.reason, exc.node)
         return None
     if not wrapped:
-        _emit_items(plan, layout, rest, name)
+        _emit_items(plan, layout, rest, name, state)
     _emit_threads(plan, layout, grid, name)
     return layout
 
@@ -267,9 +271,10 @@ def _top_decl(node: Node, decls: list[Node]) -> Node | None:
     return next((d for d in decls if d.start_byte <= node.start_byte < d.end_byte), None)
 
 
-def _rest(plan: Plan, outer_decl: Node) -> list[Node]:
+def _split(plan: Plan, outer_decl: Node) -> tuple[list[Node], list[Node]]:
+    """The body's statements before the outer declaration, and from it on (the items')."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    return stmts[stmts.index(outer_decl):]
+    return stmts[:stmts.index(outer_decl)], stmts[stmts.index(outer_decl):]
 
 
 def _untouched(plan: Plan, rest: list[Node]) -> None:
@@ -297,20 +302,24 @@ def _returns(plan: Plan, rest: list[Node]) -> None:
                 plan.rw.replace(n, "continue;  // the next outer item")
 
 
-def _emit_items(plan: Plan, lay: LaneLayout, rest: list[Node], name: str) -> None:
+def _emit_items(plan: Plan, lay: LaneLayout, rest: list[Node], name: str,
+                state: ItemState) -> None:
     item = ITEM
     plan.rw.replace(lay.block_idx, f"(blockIdx.x * {name} + {item})")
     start, end = rest[0].start_byte, rest[-1].end_byte
     plan.rw.replace_span(start, end, make=lambda rw: (
-        f"#pragma unroll\n  for (int {item} = 0; {item} < {name}; ++{item}) {{  "
-        f"// outer items of this thread, its lane kept\n  {rw.render(start, end)}\n  }}"))
+        f"{state.keep('outer')}#pragma unroll\n  for (int {item} = 0; {item} < {name}; "
+        f"++{item}) {{  // outer items of this thread, its lane kept\n  "
+        f"{state.give('outer')}{rw.render(start, end)}\n  }}"))
     where = f"{lay.outer_decl.start_point.row + 1}: {text(lay.outer_decl)[:60]}"
     plan.add_param(name, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": "outer elements per thread, the lane kept (as "
                           "written: 1)"}, where)
+    kept = f"; each item starts from {', '.join(state.kept)} as at the index" \
+        if state.kept else ""
     plan.note(name, True, f"{lay.k} lanes x {lay.p} outer threads a block: each thread "
               f"keeps its lane and walks {name} outer elements (early returns become "
-              "`continue`)", lay.outer_decl)
+              f"`continue`{kept})", lay.outer_decl)
 
 
 def _emit_threads(plan: Plan, lay: LaneLayout, grid: str, name: str) -> None:

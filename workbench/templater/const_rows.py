@@ -14,7 +14,9 @@ the grid's y rule is a kernel argument's own value (the kernel bounds its rows b
 launch: ``grid = [..., "h"]`` with the argument ``h``), so the added rows past it are
 skipped by ``if (y >= h) continue;``. The statements from ``y``'s declaration on run once
 per row, as written (an early exit already made ``continue`` by the items loop now skips
-that row's output, which is what it skipped as written). Each output is computed by the
+that row's output, which is what it skipped as written); a name declared before ``y`` that
+those statements assign (a pointer advanced to the row) starts each row from its value
+there, or OUT_Y is refused with the line (:mod:`.wrap_state`). Each output is computed by the
 same statements from the same values: bit-identical at every value.
 """
 
@@ -28,6 +30,7 @@ from workbench.templater.analysis import builtin, declared_name, text, walk
 from workbench.templater.const_items import LaneLayout
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
+from workbench.templater.wrap_state import ItemState, item_state
 
 KNOB = "OUT_Y"
 ROW = "wb_row"
@@ -51,13 +54,19 @@ def apply_lane_rows(plan: Plan, layout: LaneLayout) -> Rows | None:
     """Lift OUT_Y where the lane-inner layout's row is the block's row; note why not."""
     try:
         decl, bound = _row(plan, layout)
+        stmts = [c for c in plan.body.named_children if c.type != "comment"]
+        at = stmts.index(decl)
+        state = item_state(plan.body, plan.kernel, stmts[:at], stmts[at:])
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node)
         return None
     rows = Rows(name=declared_name(decl)[0], decl=decl, bound=bound)
-    _emit(plan, rows)
+    _emit(plan, rows, state)
+    kept = f"; each row starts from {', '.join(state.kept)} as at the row" \
+        if state.kept else ""
     plan.note(KNOB, True, f"`{rows.name}` is the block's row (grid y = `{bound}`): each "
-              f"thread walks {KNOB} consecutive rows (those past `{bound}` skipped)", decl)
+              f"thread walks {KNOB} consecutive rows (those past `{bound}` skipped{kept})",
+              decl)
     return rows
 
 
@@ -96,7 +105,7 @@ def _row(plan: Plan, layout: LaneLayout) -> tuple[Node, str]:
     return decl, bound
 
 
-def _emit(plan: Plan, rows: Rows) -> None:
+def _emit(plan: Plan, rows: Rows, state: ItemState) -> None:
     decl = rows.decl
     value = decl.child_by_field_name("declarator")
     assert value is not None
@@ -107,8 +116,9 @@ def _emit(plan: Plan, rows: Rows) -> None:
     last = [c for c in body.named_children][-1]
     start, end = decl.start_byte, last.end_byte
     plan.rw.replace_span(start, end, make=lambda rw: (
-        f"#pragma unroll\n  for (int {ROW} = 0; {ROW} < {KNOB}; ++{ROW}) {{  // consecutive "
-        f"rows of this thread\n  {rw.render(decl.start_byte, decl.end_byte)}\n"
+        f"{state.keep('row')}#pragma unroll\n  for (int {ROW} = 0; {ROW} < {KNOB}; ++{ROW}) "
+        f"{{  // consecutive rows of this thread\n  {state.give('row')}"
+        f"{rw.render(decl.start_byte, decl.end_byte)}\n"
         f"  if ({_skip(rows)}) continue;  // a row past the image\n"
         f"  {rw.render(decl.end_byte, end)}\n  }}"))
     plan.grid[1] = f"ceil_div({plan.grid[1]}, {KNOB})"

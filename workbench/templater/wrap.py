@@ -88,7 +88,7 @@ def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
     if new is None:
         raise Illegal(f"grid rule {plan.grid[g]!r} does not divide by the block offset "
                       f"{divisor}")
-    kept = item_state(plan.body, plan.kernel, prefix, rest).kept
+    state = item_state(plan.body, plan.kernel, prefix, rest)
     for stmt in rest:
         for n in walk(stmt):
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
@@ -102,19 +102,17 @@ def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
     item = f"wb_item_{dim}"
     plan.rw.replace(uses[0], f"(blockIdx.{dim} * {name} + {item})")
     start, end = rest[0].start_byte, rest[-1].end_byte
-    keep = "".join(f"auto wb_at_index_{v} = {v};  // each item starts from it\n  "
-                   for v in kept)
-    give = "".join(f"{v} = wb_at_index_{v};\n  " for v in kept)
     plan.rw.replace_span(start, end, make=lambda rw: (
-        f"{keep}for (int {item} = 0; {item} < {name}; ++{item}) {{  // items of this thread\n"
-        f"  {give}{rw.render(start, end)}\n  }}"))
+        f"{state.keep('index')}for (int {item} = 0; {item} < {name}; ++{item}) {{  "
+        f"// items of this thread\n  {state.give('index')}{rw.render(start, end)}\n  }}"))
     plan.add_param(name, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": f"consecutive blocks' work done by one block along "
                                          f"{dim} (as written: 1)"},
                    f"{rest[0].start_point.row + 1}: {text(rest[0])[:60]}")
     plan.note(name, True, f"the work after `{text(rest[0])}` repeats per item "
               "(early returns become `continue`" +
-              (f"; each item starts from {', '.join(kept)} as at the index)" if kept else ")"))
+              (f"; each item starts from {', '.join(state.kept)} as at the index)"
+               if state.kept else ")"))
 
 
 def in_loop_or_switch(node: Node, top: Node) -> bool:

@@ -34,6 +34,16 @@ class ItemState:
 
     kept: tuple[str, ...]
 
+    def keep(self, tag: str) -> str:
+        """The statements before the items' loop that save each kept name (``wb_at_<tag>_``
+        locals: a nested loop's tag differs from its enclosing loop's)."""
+        return "".join(f"auto wb_at_{tag}_{v} = {v};  // each item starts from it\n  "
+                       for v in self.kept)
+
+    def give(self, tag: str) -> str:
+        """The statements at each item's start that give each kept name its saved value."""
+        return "".join(f"{v} = wb_at_{tag}_{v};\n  " for v in self.kept)
+
 
 def _plain(declarator: Node) -> bool:
     """The declarator declares a scalar or a pointer (no array, no reference)."""
