@@ -516,9 +516,9 @@ def test_a_time_step_with_two_inputs_read_at_neighbour_rows_is_refused() -> None
 
 
 def test_a_point_declared_with_another_variable_is_split_with_its_line_kept() -> None:
-    """``int x = .., y = ..;`` becomes one declaration per index, each on a line of its own
-    that maps to the declaration's line; a declaration with no point index, or with a pointer
-    declarator, is left as written."""
+    """``int x = .., y = ..;`` becomes one declaration per variable, each on a line of its
+    own that maps to the declaration's line; so does any other declaration of several
+    variables (a pointer declarator keeps its ``*``)."""
     source = ("__global__ void k(float* o, const float* a, int w) {\n"
               "  const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;\n"
               "  int tx = threadIdx.x, ty = threadIdx.y;\n"
@@ -528,8 +528,10 @@ def test_a_point_declared_with_another_variable_is_split_with_its_line_kept() ->
     lines = split.text.splitlines()
     assert lines[1:3] == ["  const int x = blockIdx.x * 32 + threadIdx.x;",
                           "  const int y = blockIdx.y * 8 + threadIdx.y;"]
-    assert lines[3:] == source.splitlines()[2:]
-    assert [split.baseline_line(n) for n in range(1, 7)] == [1, 2, 2, 3, 4, 5]
+    assert lines[3:7] == ["  int tx = threadIdx.x;", "  int ty = threadIdx.y;",
+                          "  int i = blockIdx.x * 32 + threadIdx.x;", "  int *p = 0;"]
+    assert lines[7:] == source.splitlines()[4:]
+    assert [split.baseline_line(n) for n in range(1, 10)] == [1, 2, 2, 3, 3, 4, 4, 5, 6]
     unparsed = InlinedSource("not a kernel", "k.cu")
     assert split_points(unparsed, None) is unparsed
 

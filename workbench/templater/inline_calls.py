@@ -44,7 +44,8 @@ TRANSFORM = "INLINE"
 _GEOMETRY = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
 _SYNCS = frozenset({"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                     "__syncthreads_or", "__syncwarp"})
-_NOTE_LINE = re.compile(r"\(line (\d+)\)$")
+#: A line a note names, in its text or at its end (``the loop at line 44 ... (line 39)``).
+_NOTE_LINE = re.compile(r"\bline (\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -74,9 +75,12 @@ class InlinedSource:
             return replace(p, origin=origin.sub(
                 lambda m: f"{self.file}:{self.baseline_line(int(m[1]))}:", p.origin))
 
-        findings = tuple(replace(f, line=self.baseline_line(f.line)) for f in lifted.findings)
-        notes = tuple(_NOTE_LINE.sub(lambda m: f"(line {self.baseline_line(int(m[1]))})", n)
-                      for n in lifted.notes)
+        def lines(note: str) -> str:
+            return _NOTE_LINE.sub(lambda m: f"line {self.baseline_line(int(m[1]))}", note)
+
+        findings = tuple(replace(f, line=self.baseline_line(f.line), reason=lines(f.reason))
+                         for f in lifted.findings)
+        notes = tuple(lines(n) for n in lifted.notes)
         return replace(lifted, params=tuple(param(p) for p in lifted.params),
                        findings=self.findings + findings,
                        notes=tuple(str(f) for f in self.findings) + notes)

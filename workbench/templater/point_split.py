@@ -23,7 +23,7 @@ from dataclasses import replace
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSourceError, parse_cuda
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import walk
 from workbench.templater.inline_calls import InlinedSource
 
 
@@ -38,46 +38,37 @@ def entry_body(current: InlinedSource, entry: str | None) -> Node | None:
 
 
 def split_points(current: InlinedSource, entry: str | None) -> InlinedSource:
-    """``current`` with each top-level point declaration of ``entry`` that declares other
-    variables too split into one declaration per variable, each on its own line, the line
-    map following (unchanged when there is none, or when the kernel cannot be found: the
-    analysis reports that itself)."""
+    """``current`` with each declaration of ``entry``'s body that declares several variables
+    split into one declaration per variable, each on its own line, the line map following
+    (unchanged when there is none, or when the kernel cannot be found: the analysis reports
+    that itself)."""
     body = entry_body(current, entry)
     if body is None:
         return current
     data = current.text.encode()
-    edits = [(s, split) for s in body.named_children if (split := _split(data, s)) is not None]
+    edits = [(s, split) for s in walk(body) if (split := _split(data, s)) is not None]
     if not edits:
         return current
     lines = current.text.count("\n") + 1
     origin = [current.baseline_line(n) for n in range(1, lines + 1)]
-    for s, parts in reversed(edits):
+    for s, parts in sorted(edits, key=lambda e: e[0].start_byte, reverse=True):
         row = s.start_point[0]  # 0-based line of the declaration (one line: see _split)
         indent = data[data.rfind(b"\n", 0, s.start_byte) + 1:s.start_byte].decode()
+        indent = indent if not indent.strip() else " " * len(indent)
         new = f"\n{indent}".join(parts)
         data = data[:s.start_byte] + new.encode() + data[s.end_byte:]
         origin[row + 1:row + 1] = [origin[row]] * (len(parts) - 1)
     return replace(current, text=data.decode(), origin=tuple(origin))
 
 
-def _reads(node: Node, name: str) -> bool:
-    return any(n.type == "identifier" and text(n) == name for n in walk(node))
-
-
 def _split(data: bytes, s: Node) -> list[str] | None:
-    """The declarations ``s`` splits into, or None where it is not a point declaration
-    with other variables on one line."""
-    if s.type != "declaration" or s.start_point[0] != s.end_point[0]:
+    """The declarations ``s`` splits into, or None where it is not a statement of a block
+    declaring several variables on one line after nothing but its type and qualifiers."""
+    if s.type != "declaration" or s.parent is None or \
+            s.parent.type != "compound_statement" or s.start_point[0] != s.end_point[0]:
         return None
     decls = s.children_by_field_name("declarator")
-    if len(decls) < 2 or any(d.type != "init_declarator" for d in decls):
-        return None
-    names = [d.child_by_field_name("declarator") for d in decls]
-    values = [d.child_by_field_name("value") for d in decls]
-    if any(n is None or n.type != "identifier" for n in names) or None in values:
-        return None
-    if not any(v is not None and _reads(v, "blockIdx") and _reads(v, "threadIdx")
-               for v in values):
+    if len(decls) < 2:
         return None
     head = data[s.start_byte:decls[0].start_byte].decode().rstrip()
     if "," in head or "(" in head:

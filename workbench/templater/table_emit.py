@@ -246,7 +246,7 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
             mine = list(dict.fromkeys(s for s, each in zip(slots, t.types, strict=True)
                                       if each == kind))
             parts.append(f"  __shared__ {kind} {', '.join(f'{s}[{extent}]' for s in mine)};"
-                         f"  // the loop at line {line(t.loop)}\n")
+                         f"  // the loop `{_loop_head(t.loop)}`\n")
         parts.append(f"  for ({t.counter_type} {t.counter} = {tid}; {bound}; "
                      f"{t.counter} += {nthreads}) {{\n")
         parts += [f"    {text(d)}\n" for d in t.locals]
@@ -260,6 +260,14 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
     # transform rewriting the first statement (`{int i = ...` written tight) leaves it be
     start = plan.body.start_byte
     plan.rw.replace_span(start, start + 1, "{" + "".join(parts))
+
+
+def _loop_head(loop: Node) -> str:
+    """``for (...)`` of ``loop``: the comment names the loop as written (a line of the
+    parsed source need not be the kernel's: the passes before the analysis respell it)."""
+    body = loop.child_by_field_name("body")
+    head = text(loop)[:body.start_byte - loop.start_byte] if body is not None else text(loop)
+    return " ".join(head.split())
 
 
 def _replace_term(rw: Rewriter, term: Node, slot: str) -> None:
