@@ -182,10 +182,12 @@ def _elem_type(plan: Plan, array: str) -> str:
 def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False) -> list[str]:
     """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited).
 
-    ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized when
-    every access of the region sits at the same index; the vector path then runs only where,
-    at run time, each written range and each other range are the same elements (exact
-    in-place) or do not overlap, and the loop as written runs otherwise (:func:`_guarded`).
+    ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized; the
+    vector path then runs only where, at run time, each written range and each other range
+    are the same elements (exact in-place) or do not overlap, and the loop as written runs
+    otherwise (:func:`_guarded`). Every access being ``offset + var`` (:func:`_accesses`),
+    two ranges that start at the same address meet only at the same ``var``, whatever the
+    offsets' spelling (``y[j]`` with ``yr = y + row * n`` and ``x[row * n + j]``).
     """
     accesses = _accesses(plan, region)
     # one stream per (array, offset): a gate and an up half of one input are two streams
@@ -216,12 +218,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
             raise Illegal(f"`{w}` is written but declared const", region.body)
         others = read - {w}
         if others and not p.is_restrict:
-            indices = {" ".join(text(a.index).split()) for a in accesses}
-            if not alias_guard or len(indices) != 1:
-                more = "" if not alias_guard else \
-                    f" and is accessed at different indices ({', '.join(sorted(indices))})"
+            if not alias_guard:
                 raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
-                              f"{', '.join(sorted(others))}{more}", region.body)
+                              f"{', '.join(sorted(others))}", region.body)
             guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
     bound = strip(region.bound)
     if bound.type != "identifier" or text(bound) not in plan.scalars:
@@ -258,7 +257,7 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
     """``vector`` behind a per-item run-time test, the loop as written (with every other
     transform's edits) otherwise. Each stream's range is ``[&A[index at var = 0], + bound
     elements)``; the vector path needs every written range to be equal to (same address and
-    element size: exact in-place, every access being at the same index) or disjoint from
+    element size: exact in-place, each access being ``offset + var``) or disjoint from
     every other range. Addresses are compared as integers."""
     rw = plan.rw
     saved = rw.edits
@@ -409,8 +408,11 @@ def apply_vector(plan: Plan) -> bool:
         return False
     done = 0
     for region in regions:
+        split = split_ok and region.loop
         try:
-            for c in vectorize(plan, region, split=split_ok and region.loop):
+            # the run-time alias test falls back to the loop as written: a whole row per
+            # thread stride, which a split row's blocks would each run again
+            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split):
                 plan.constrain(c)
             done += 1
             plan.note("VEC", True, f"{'loop' if region.loop else 'region'} over {region.var} "
