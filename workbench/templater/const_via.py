@@ -226,6 +226,19 @@ def _channels_last(plan: Plan) -> bool:
     return False
 
 
+def _lane_read(plan: Plan) -> list[ConstArray]:
+    """The ``__constant__`` arrays a warp's lanes read at different indices."""
+    return [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
+            and not shadowed(plan, a.name)]
+
+
+def takes_lanes(plan: Plan) -> bool:
+    """Whether this family takes the kernel's lane-inner layout (:func:`apply_const` sizes
+    its outer threads): the layout, and lane-read constant arrays or a channels-last
+    access."""
+    return lane_layout(plan) is not None and (bool(_lane_read(plan)) or _channels_last(plan))
+
+
 def apply_const(plan: Plan, smem_bytes: str) -> None:
     """The constant-memory family's hook in the semantic pass (after every other family):
     CONST_VIA for lane-indexed ``__constant__`` arrays; where they have one, several outer
@@ -234,8 +247,7 @@ def apply_const(plan: Plan, smem_bytes: str) -> None:
     row is the row (:mod:`.const_rows`), consecutive elements whose shared input values
     go through a register window (:mod:`.const_window`), and several consecutive channels a
     lane (:mod:`.lane_vec`)."""
-    lane_read = [a for a in constant_arrays(plan) if a.kind == "lane" and not a.problem
-                 and not shadowed(plan, a.name)]
+    lane_read = _lane_read(plan)
     layout = apply_const_items(plan) if lane_read or _channels_last(plan) else None
     # LANE_VEC before the copies (aligned for its vector reads) and the register families
     vec = plan_lane_vec(plan, layout) if layout is not None else None

@@ -100,6 +100,12 @@ def _own_threads_inside(product: Node, dim: str) -> bool:
     return builtin(strip(other), "threadIdx") == dim
 
 
+def _lanes(plan: Plan) -> bool:
+    """The lane family takes the kernel (its x threads are lanes, :mod:`.const_via`)."""
+    from workbench.templater.const_via import takes_lanes  # it imports the block's rules
+    return takes_lanes(plan)
+
+
 def block_tie(plan: Plan, dim: str) -> BlockTie | None:
     """Why the block's ``dim`` size may not be lifted as an independent range (None: no
     reason found here)."""
@@ -114,6 +120,14 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
             if grid_dim is None or grid_dim == dim or _dim_of(b, "blockDim", dims) != dim:
                 continue
             if _threads(plan, grid_dim) > 1:
+                if _own_threads_inside(n, dim) and not _lanes(plan):
+                    if _threads(plan, grid_dim) != _threads(plan, dim):
+                        continue  # the block lift's grid follows the size (_cross_grids)
+                    return BlockTie(
+                        f"`{text(n)}` offsets the blocks along {grid_dim} by the block's "
+                        f"{dim} size, and the block is {_threads(plan, dim)} threads along "
+                        f"both {dim} and {grid_dim} as written: the grid rules' divisor "
+                        f"cannot tell which size each follows; the block stays as written", n)
                 if _own_threads_inside(n, dim):
                     # a crossed grid (px = blockIdx.x * blockDim.y + threadIdx.y) whose x
                     # threads are lanes: the lane layout's transforms size the y threads
