@@ -1,0 +1,93 @@
+"""Memory-bound kernels below their experts' % of a copy (issue 28): is the gap the lift's code
+or the tune's reach? Each kernel's lift is timed at its last tune's pick and at the expert's
+pick spelled in the lift's knobs, beside the expert at its pick, the kernel as written and a
+copy of the bytes, in one LocalRunner run a route (the runner the stage-1 tunes use).
+
+What the host showed before this probe (sm_90 ptxas, nvdisasm):
+
+- row_l2norm: the lift keeps the row in registers (REG_ROW) as the expert does (REG_STEPS);
+  at the expert's pick (the row of 2560 in 24 float4 steps a lane, 16 warps a block) both
+  compile to 112 registers, no spills, 34 128-bit loads; the lift's loads are not
+  read-only (x is not __restrict__). The 40-trial tune picked REG_ROW 0 (86 % of a copy,
+  the expert's pick 98 %): 90 of the lift's 918 configs at the large shape keep the row,
+  5 of the expert's 77.
+- warp_row: REG_ROW 4096 (a row of 4096 floats in 32 float4 steps a lane: 145 registers,
+  no spills) is in the space but 39 of its 867 configs; the tune picked REG_ROW 0 (67 %).
+- rmsnorm_f16w: the write pass (y = x * inv * w) now takes VEC behind the run-time alias
+  test (it was refused: y may alias x and w); the last tune's pick (512 threads, VEC 4,
+  4 items) had vector loads in the first pass only (90 %, the expert 99 %).
+- wave2d_o4: the expert's pick (128 x 1 threads, 4 rows a thread from global memory) is in
+  the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs against the expert's 40
+  read-only ones; 3868 configs against the expert's 128.
+
+    python3 gpu_checks/memgap_probe.py row_l2norm warp_row rmsnorm_f16w wave2d_o4
+    # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from probe_common import ROOT, Named, dry, dry_run, finish, lift_and_expert, timed
+
+SHAPE, DTYPE = "large", "fp32"
+BENCH = ROOT / "benchmarks"
+
+#: kernel -> (its folder, the lift's named configs, the expert's pick)
+KERNELS: dict[str, tuple[str, Named, Named]] = {
+    "row_l2norm": ("corpus_compute_unseen3", {
+        "tune_pick": {"ROWS_PER_BLOCK": 16, "LANES": 32, "VEC": 4, "ITEMS_PER_THREAD": 1,
+                      "REG_ROW": 0, "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick": {"ROWS_PER_BLOCK": 16, "LANES": 32, "VEC": 4, "REG_ROW": 3072},
+        "kept_8_warps": {"ROWS_PER_BLOCK": 8, "LANES": 32, "VEC": 4, "REG_ROW": 3072},
+    }, {"pick": {"LANES": 32, "REG_STEPS": 24, "VEC": 4, "WARPS_PER_BLOCK": 16}}),
+    "warp_row": ("corpus_compute", {
+        "tune_pick": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 4, "ITEMS_PER_THREAD": 1,
+                      "REG_ROW": 0, "MIN_BLOCKS_PER_SM": 2},
+        "kept_2_warps": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 4, "REG_ROW": 4096},
+        "kept_4_warps": {"WARPS_PER_BLOCK": 4, "LANES": 32, "VEC": 4, "REG_ROW": 4096},
+        "kept_8_warps": {"WARPS_PER_BLOCK": 8, "LANES": 32, "VEC": 4, "REG_ROW": 4096},
+    }, {"pick": {"LANES": 32, "VEC": 8, "WARPS_PER_BLOCK": 1}}),
+    "rmsnorm_f16w": ("corpus_compute_unseen5", {
+        "tune_pick": {"BLOCK_THREADS": 512, "VEC": 4, "ITEMS_PER_THREAD": 4},
+        "expert_pick": {"BLOCK_THREADS": 256, "VEC": 4, "ITEMS_PER_THREAD": 1},
+        "vec8_256": {"BLOCK_THREADS": 256, "VEC": 8, "ITEMS_PER_THREAD": 1},
+        "vec8_512_2": {"BLOCK_THREADS": 512, "VEC": 8, "ITEMS_PER_THREAD": 2},
+        "vec8_1024": {"BLOCK_THREADS": 1024, "VEC": 8, "ITEMS_PER_THREAD": 1},
+    }, {"pick": {"REDUCE": 1, "ROWS": 2, "THREADS": 256, "VEC": 4}}),
+    "wave2d_o4": ("corpus_compute_unseen5", {
+        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 2, "PAD": 0,
+                      "USE_SMEM": 0},
+        "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 4, "PAD": 0,
+                        "USE_SMEM": 0},
+    }, {"pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 4, "USE_SMEM": 0}}),
+}
+
+
+def probe(kernel: str, host_only: bool) -> int:
+    """One kernel's document (or, ``host_only``, its configs' places in the spaces)."""
+    folder, lift_named, expert_named = KERNELS[kernel]
+    lift, expert = lift_and_expert(BENCH / folder / kernel, SHAPE, DTYPE)
+    if host_only:
+        return dry_run({"lift": (lift, lift_named), "expert": (expert, expert_named)})
+    doc: dict[str, Any] = {"kernel": kernel, "shape": SHAPE, "dtype": DTYPE,
+                           "knobs": list(lift.template.param_names)}
+    doc["lift"], base_us = timed(lift, lift_named, base=True, copy=True)
+    doc["expert"], _ = timed(expert, expert_named, base=False)
+    print(kernel, "copy", doc["lift"].get("copy_us"), "us")
+    return finish(doc, {"lift": doc["lift"], "expert": doc["expert"]}, base_us,
+                  f"memgap_probe_{kernel}.json")
+
+
+def main() -> int:
+    names = [a for a in sys.argv[1:] if not a.startswith("--")] or list(KERNELS)
+    unknown = sorted(set(names) - set(KERNELS))
+    if unknown:
+        print(f"unknown kernels {unknown}; known: {sorted(KERNELS)}")
+        return 2
+    return max(probe(name, dry(sys.argv)) for name in names)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
