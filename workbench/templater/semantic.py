@@ -44,6 +44,7 @@ from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
+from workbench.templater.scan import lift_scan
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
 from workbench.templater.stencil import lift_stencil
@@ -76,7 +77,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     constants = file_constants(plan, members.values)
     with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
-                lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
+                lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or lift_rows(plan) or
                 apply_warp(plan, macros)):
             lift_block(plan)
