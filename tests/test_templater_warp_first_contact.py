@@ -260,6 +260,18 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   }
 }
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
+    # the lane declared with the warp in one statement (point_split: one declaration each)
+    "quant_two_declarators": (r"""
+extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  int g = blockIdx.x * 4 + warp;
+  if (g >= rows) return;
+  float amax = 0.f;
+  for (int i = lane; i < cols; i += 32) amax = fmaxf(amax, fabsf(x[g * cols + i]));
+  for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, o));
+  if (lane == 0) q[g] = amax;
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
 }
 
 #: name -> (source, grid, block, the LANES refusal's text, its line)
@@ -295,18 +307,6 @@ extern "C" __global__ void k(float* y, const float* A, const float* x, int rows,
   if (lane == 0) y[r] = acc;
 }
 """, ["ceil_div(rows, 8)"], ["256"], "the lane is used in `A + (size_t)r * cols + lane`", 7),
-    # the lane declared with the warp in one statement
-    "quant_two_declarators": (r"""
-extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
-  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  int g = blockIdx.x * 4 + warp;
-  if (g >= rows) return;
-  float amax = 0.f;
-  for (int i = lane; i < cols; i += 32) amax = fmaxf(amax, fabsf(x[g * cols + i]));
-  for (int o = 16; o > 0; o /= 2) amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, o));
-  if (lane == 0) q[g] = amax;
-}
-""", ["ceil_div(rows, 4)"], ["128"], "the lane is used in `lane = threadIdx.x % 32`", 3),
     # a row loop whose stride is not the grid's items (a fixed 64 rows)
     "row_loop_fixed_stride": (r"""
 extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
