@@ -98,7 +98,7 @@ class _Sites:
 
 def apply_fastmath(plan: Plan) -> bool:
     """Give every site (see the module doc) a FAST_MATH form; True when one did."""
-    if NAME in plan.params or ILP_NAME not in plan.params:
+    if NAME in plan.params or not (interleaves(plan) or _items_call_loops(plan)):
         return False  # compute-bound per-element kernels only (a loop the items share)
     scope = helper_scope(plan)
     applied = _fastmath(plan, scope.functions)

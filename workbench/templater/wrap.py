@@ -55,8 +55,8 @@ def apply_wrap_items(plan: Plan, done_dims: set[str]) -> None:
         _var, _d, value = declared_name(decl)
         if value is None:
             continue
-        offs = [n for n in walk(value) if any(block_offset(n, d) is not None for d in "xyz")]
-        dims = [d for d in "xyz" if offs and block_offset(offs[0], d) is not None]
+        offs = [n for n in walk(value) if any(_step(plan, n, d) is not None for d in "xyz")]
+        dims = [d for d in "xyz" if offs and _step(plan, offs[0], d) is not None]
         if len(offs) != 1 or not dims or dims[0] in done_dims:
             continue
         dim = dims[0]
@@ -79,8 +79,8 @@ def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
             n.type == "field_expression"]
     if len(uses) != 1:
         raise Illegal(f"blockIdx.{dim} is read more than once", uses[1] if uses else None)
-    divisor = plan.rw.text(binary(off)[2] if builtin(binary(off)[0], "blockIdx") else  # type: ignore[index]
-                           binary(off)[0])  # type: ignore[index]
+    divisor = _step(plan, off, dim)
+    assert divisor is not None  # apply_wrap_items found the offset by it
     g = "xyz".index(dim)
     if g >= len(plan.grid):
         raise Illegal(f"no grid rule for dimension {dim}")
@@ -113,6 +113,25 @@ def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
               "(early returns become `continue`" +
               (f"; each item starts from {', '.join(state.kept)} as at the index)"
                if state.kept else ")"))
+
+
+def _step(plan: Plan, node: Node, dim: str) -> str | None:
+    """The block offset's step as the grid rule divides by it, for ``blockIdx.dim * L``
+    (L a constant: its text) or ``blockIdx.dim * blockDim.dim`` (the launch's block size
+    along ``dim``: its rule, a literal or a lifted knob); None for any other node."""
+    if block_offset(node, dim) is not None:
+        parts = binary(node)
+        assert parts is not None
+        return plan.rw.text(parts[2] if builtin(parts[0], "blockIdx") else parts[0])
+    parts = binary(node)
+    g = "xyz".index(dim)
+    if parts is None or parts[1] != "*" or g >= len(plan.block):
+        return None
+    left, _op, right = parts
+    if {builtin(left, "blockIdx"), builtin(right, "blockDim")} == {dim} or \
+            {builtin(right, "blockIdx"), builtin(left, "blockDim")} == {dim}:
+        return plan.block[g]
+    return None
 
 
 def in_loop_or_switch(node: Node, top: Node) -> bool:
