@@ -68,7 +68,7 @@ class Window:
     taps: tuple[tuple[int, int], ...] = ()
 
 
-def _loop_range(loop: Node) -> tuple[str, range] | None:
+def loop_range(loop: Node) -> tuple[str, range] | None:
     """(variable, values) of ``for (int v = c0; v < c1 | v <= c1; ++v | v++ | v += 1)``."""
     if loop.type != "for_statement":
         return None
@@ -187,7 +187,7 @@ def analyse_window(deps: Deps, reads: list[Node], top: list[Node], halo_y: int,
         p = read.parent
         while p is not None:
             if p.type in ("for_statement", "while_statement", "do_statement"):
-                got = _loop_range(p)
+                got = loop_range(p)
                 if got is None:
                     raise Refused(f"`{text(p).splitlines()[0][:60]}` around a tile read is not "
                                   "a loop with constant bounds", p)
