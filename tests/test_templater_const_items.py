@@ -75,11 +75,22 @@ def test_lane_regs_preload_the_item_invariant_reads(tmp_path: Path) -> None:
 
 
 def test_a_while_loop_counter_refuses_lane_regs_with_the_line(tmp_path: Path) -> None:
-    _kf, result = _lift("row3", tmp_path)
+    """row3's tap loop steps ``t`` before its read (``t++`` first, the tap ``t - 1``): no
+    counted ``while`` (the step is not the body's last statement), so no ``for`` counter;
+    as written (step last) it reads as its ``for`` (loop_forms) and gets LANE_REGS."""
+    from test_templater_const_via import FOLDERS
+    written = FOLDERS["row3"][0]
+    _kf, counted = _lift("row3", tmp_path / "counted")
+    assert "LANE_REGS" in _knobs(counted), counted.notes
+    source = written.replace("    int q = pix + t - 1;\n", "    t++;\n    int q = pix + t - 2;\n")
+    source = source.replace("acc += w3[t][lane]", "acc += w3[t - 1][lane]").replace(
+        "    t++;\n  }", "  }")
+    assert source.count("t++") == 1 and source != written
+    result = offline_template(_folder("row3", tmp_path, source=source))
     assert "LANE_REGS" not in _knobs(result)
     note = next(n for n in result.notes if n.startswith("LANE_REGS"))
-    assert "`t` in `w3[t][lane]` is neither the lane nor the counter" in note
-    assert "(line 18)" in note
+    assert "`t` in `w3[t - 1][lane]` is neither the lane nor the counter" in note
+    assert "(line 19)" in note
 
 
 def test_a_two_index_table_in_a_for_loop_gets_lane_regs(tmp_path: Path) -> None:
@@ -115,7 +126,9 @@ def test_a_grid_stride_walk_refuses_outer_threads_with_the_line(tmp_path: Path) 
     knobs = _knobs(result)
     assert "CONST_VIA" in knobs and "OUTER_THREADS" not in knobs
     note = next(n for n in result.notes if n.startswith("OUTER_THREADS"))
-    assert "reads gridDim" in note and "(line 10)" in note  # p += gridDim.x * 4
+    # p += gridDim.x * 4 (line 10) is the step of the counted while at line 8: the loop's
+    # line, the while read as its for (loop_forms)
+    assert "reads gridDim" in note and "(line 8)" in note
 
 
 def test_a_block_offset_macro_used_elsewhere_refuses_outer_threads(tmp_path: Path) -> None:

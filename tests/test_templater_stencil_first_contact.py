@@ -559,8 +559,8 @@ _WHILE = """__global__ void k(float* o, const float* a, int n) {
     ("    v += 32;\n  }\n", "    v += 32;\n  }\n  o[1] = v;\n", False),
     # the step is not the body's last statement
     ("    t[v] = a[v];\n    v += 32;\n", "    v += 32;\n    t[v] = a[v];\n", False),
-    # a loop that fills no shared tile is another family's (left as written)
-    ("    t[v] = a[v];\n", "    o[v] = a[v];\n", False),
+    # a loop that fills no shared tile is counted alike (a grid-stride walk, a tap loop)
+    ("    t[v] = a[v];\n", "    o[v] = a[v];\n", True),
     # a continue of an inner loop is that loop's
     ("    t[v] = a[v];\n",
      "    for (int q = 0; q < 2; ++q) { if (q) continue; t[v] = a[v]; }\n", True),

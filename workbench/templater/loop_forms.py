@@ -1,12 +1,14 @@
-"""Counted ``while`` loops that fill a shared tile read as the ``for`` loops they are, before
-the analysis (issue 28: first contact).
+"""Counted ``while`` loops read as the ``for`` loops they are, before the analysis (issue 28:
+first contact).
 
 ``int ly = threadIdx.y; while (ly < H) { ...; ly += BH; }`` is the tile-load loop ``for (int
-ly = threadIdx.y; ly < H; ly += BH) { ... }`` written by another hand; the tile families
-read a tile's load loops through a ``for``'s initializer, condition and update, so the same
-kernel lifted or was refused by the spelling of its loop alone. Only loops whose body stores
-into a ``__shared__`` array are respelled (a cooperative tile load): other families read
-their own ``while`` loops (an iteration run until it settles, a tap counter) as written.
+ly = threadIdx.y; ly < H; ly += BH) { ... }`` written by another hand; ``int t = 0; while (t
+< 3) { ...; t++; }`` is a tap loop, ``int i = tid; while (i < n) { ...; i += stride; }`` a
+grid-stride walk. The families read such loops through a ``for``'s initializer, condition
+and update, so the same kernel lifted or was refused by the spelling of its loop alone.
+Every counted ``while`` of the kernel is respelled; a loop that is not counted (run until a
+value settles, a step that is not its last statement) stays a ``while``, which the families
+that model such loops (escape-time items) read as written.
 
 Rewritten only where the two are the same program and the loop is counted: the declaration
 of one plain variable with a value is the statement right before the ``while`` in the same
@@ -38,43 +40,15 @@ def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     if body is None:
         return current
     data = current.text.encode()
-    shared = {text(d) for n in walk(body) if n.type == "declaration" and
-              "__shared__" in text(n).split("=")[0] for d in _declared(n)}
     edits: list[tuple[int, int, str]] = []
     for loop in walk(body):
-        found = _counted(data, loop) if loop.type == "while_statement" and \
-            _fills(loop, shared) else None
+        found = _counted(data, loop) if loop.type == "while_statement" else None
         if found is not None:
             edits.extend(found)
     for start, end, new in sorted(edits, reverse=True):
         data = data[:start] + new.encode() + data[end:]
     return InlinedSource(data.decode(), current.file, current.findings, current.origin) \
         if edits else current
-
-
-def _declared(decl: Node) -> list[Node]:
-    """The names ``decl`` declares (``t[16][18]`` declares ``t``)."""
-    out = []
-    for d in decl.children_by_field_name("declarator"):
-        while d.type in ("init_declarator", "array_declarator", "pointer_declarator"):
-            inner = d.child_by_field_name("declarator")
-            if inner is None:
-                break
-            d = inner
-        out.append(d)
-    return out
-
-
-def _fills(loop: Node, shared: set[str]) -> bool:
-    """``loop`` stores into one of the ``shared`` arrays."""
-    for n in walk(loop):
-        if n.type == "assignment_expression":
-            left = n.child_by_field_name("left")
-            while left is not None and left.type == "subscript_expression":
-                left = left.child_by_field_name("argument")
-            if left is not None and text(left) in shared:
-                return True
-    return False
 
 
 def _reads(node: Node, name: str) -> bool:
