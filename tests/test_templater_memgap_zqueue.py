@@ -223,6 +223,9 @@ def test_the_folder_loads_each_value_a_chunk_reads_once(
     ("box27", "for (int dz = -1; dz <= 1; dz++)", "for (int dz = -1; dz <= nz / nz; dz++)",
      "`dz` in `in[c + dz * plane + (long)dy * nx + dx]` is neither a counter of a loop "
      "with constant bounds nor a name a plane leaves unchanged"),
+    # a stencil of its own plane only: nothing one plane could hand the next
+    ("seven_point", "in[at - s] + in[at + s]", "in[at] + in[at]",
+     "every queued read is of the walk's own plane"),
     # a neighbour at a plane computed through a clamp: not a whole plane from the walk's
     ("seven_point", "in[at + s]", "in[at + s * (blockIdx.z % 2)]",
      "is neither a counter of a loop with constant bounds nor a name"),

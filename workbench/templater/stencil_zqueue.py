@@ -145,6 +145,9 @@ def analyse_queues(plan: Plan) -> list[Queue]:
         if moving:
             out.append(_queue(plan, param.name, param.base_type, f"wb_zq{len(out)}", moving,
                               set(locals_)))
+    if out and all(q.rows == 1 for q in out):
+        raise Refused("every queued read is of the walk's own plane: no value is shared "
+                      "between planes", out[0].sites[0].node)
     return out
 
 
