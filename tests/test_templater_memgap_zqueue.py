@@ -242,11 +242,19 @@ def test_what_cannot_be_shown_legal_is_refused_with_the_line(name: str, old: str
 
 @pytest.mark.skipif(NVCC is None, reason="needs nvcc")
 @pytest.mark.timeout(120)
-def test_the_widest_queue_compiles_without_spills(tmp_path: Path) -> None:
+def test_the_widest_queue_compiles_without_spills_and_the_cap_drops_spilling_ones(tmp_path: Path) -> None:
     kf = load_kernel_folder(BOX27)
     template = offline_template(kf).template
     config: dict[str, Any] = {**template.default_config(), "Z_QUEUE": 1, "Z_ITEMS": 32,
                               "BLOCK_THREADS": 1024}
+    spills = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
     log = _ptxas_log(template.render(config, "fp32").source, tmp_path, "widest")
-    assert re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log) == \
-        [("0", "0")], log
+    assert spills.findall(log) == [("0", "0")], log
+    # 512 threads: 2 blocks an SM (a cap of 64 registers) keep the 27 values; 4 (a cap of 32)
+    # spill them, and the register constraint keeps that config out of the space
+    space = template.space(kf.env("large", "fp32"))
+    for blocks, spilled in ((2, False), (4, True)):
+        capped = {**config, "BLOCK_THREADS": 64, "BLOCK_Y": 8, "MIN_BLOCKS_PER_SM": blocks}
+        assert (space.rejection(capped) is not None) == spilled, capped
+        log = _ptxas_log(template.render(capped, "fp32").source, tmp_path, f"cap{blocks}")
+        assert (spills.findall(log) != [("0", "0")]) == spilled, log

@@ -47,6 +47,7 @@ from workbench.templater.regtile import Refused, _locals
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.stencil import Poly, Polys, add, derivative, mul, scale
 from workbench.templater.stencil_rows import _LDG_TYPES
+from workbench.templater.warp_regs import _min_blocks_follows
 
 KNOB = "Z_QUEUE"
 #: an in-plane offset: its polynomial's (monomial, coefficient) pairs, sorted
@@ -357,6 +358,12 @@ def emit_queues(plan: Plan, queues: list[Queue], items: str) -> None:
                                          "at each plane, as written)"},
                    f"{first.start_point.row + 1}: {text(first)}")
     plan.constrain(f"{KNOB} == 0 or {items} > 1")
+    if _min_blocks_follows(plan):
+        # the queues' values and about 32 working registers under MIN_BLOCKS_PER_SM's cap
+        # (else they spill: a cap of 32 at 512 threads x 4 blocks)
+        kept = sum(q.rows * q.slots for q in queues)
+        plan.constrain(f"{KNOB} == 0 or MIN_BLOCKS_PER_SM == 0 or {kept} + 32 <= 65536 // "
+                       f"(({plan.launch_bounds}) * MIN_BLOCKS_PER_SM)")
     for q in queues:
         plan.note(KNOB, True, f"{len(q.sites)} read(s) of {q.array} move with the plane: "
                   f"{q.rows} planes of {q.slots} in-plane offset(s) queued in registers, "
