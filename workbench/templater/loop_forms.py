@@ -30,6 +30,8 @@ from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
+#: Reads of the launch's geometry (``blockIdx.x``): no memory, the same value anywhere.
+_GEOMETRY = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.")
 
 
 def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
@@ -114,6 +116,41 @@ def _own_continue(body: Node) -> bool:
     return visit(body)
 
 
+def _declaration(siblings: list[Node], at: int, var: str) -> Node | None:
+    """The declaration of ``var`` alone with a value among ``siblings`` before ``at`` that may
+    move to ``at``: the statements between neither mention ``var`` nor assign a name its
+    value reads, and where there are some the value reads no memory and calls nothing."""
+    for k in range(at - 1, -1, -1):
+        decl = siblings[k]
+        ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
+        name = ds[0].child_by_field_name("declarator") if len(ds) == 1 and \
+            ds[0].type == "init_declarator" else None
+        if name is None or name.type != "identifier" or text(name) != var:
+            if _reads(decl, var):
+                return None
+            continue
+        value = ds[0].child_by_field_name("value")
+        between = siblings[k + 1:at]
+        if value is None or (between and any(
+                n.type in ("call_expression", "subscript_expression", "pointer_expression",
+                           "field_expression") and not text(n).startswith(_GEOMETRY)
+                for n in walk(value))):
+            return None
+        read = {text(n) for n in walk(value) if n.type == "identifier"}
+        if any(_assigned(b) & read for b in between):
+            return None
+        return decl
+    return None
+
+
+def _loop_var(cond: Node) -> list[str]:
+    """The names a loop's comparison compares (either side)."""
+    cond = strip(cond)
+    sides = [cond.child_by_field_name("left"), cond.child_by_field_name("right")] \
+        if cond.type == "binary_expression" else []
+    return [text(strip(n)) for n in sides if n is not None and strip(n).type == "identifier"]
+
+
 def _counted(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
     """The edits writing ``loop`` as a ``for`` loop, or None where it is not counted."""
     block = loop.parent
@@ -123,20 +160,15 @@ def _counted(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
         return None
     siblings = [c for c in block.named_children if c.type != "comment"]
     at = siblings.index(loop)
-    decl = siblings[at - 1] if at > 0 else None
-    ds = decl.children_by_field_name("declarator") if decl is not None and \
-        decl.type == "declaration" else []
-    if decl is None or len(ds) != 1 or ds[0].type != "init_declarator":
-        return None
-    name = ds[0].child_by_field_name("declarator")
-    if name is None or name.type != "identifier":
-        return None
-    var = text(name)
-    stmts = [c for c in body.named_children if c.type != "comment"]
     inner = cond.named_children[0] if cond.type in (
         "parenthesized_expression", "condition_clause") and cond.named_child_count == 1 \
         else cond
-    if not stmts or not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    found = [(d, v) for v in _loop_var(inner) if (d := _declaration(siblings, at, v))]
+    if len(found) != 1 or not stmts:
+        return None
+    decl, var = found[0]
+    if not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
             _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
         return None
     step = text(strip(stmts[-1].named_children[0]))
