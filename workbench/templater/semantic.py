@@ -29,6 +29,7 @@ from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.inline_calls import inline_calls
+from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
 from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.macros import (
@@ -70,6 +71,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
+    inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
