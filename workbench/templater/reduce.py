@@ -59,7 +59,12 @@ from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_match import is_candidate, recognise
 from workbench.templater.reduce_records import exactness
-from workbench.templater.reduce_rewrite import lift_final, lift_grid_blocks, lift_loads
+from workbench.templater.reduce_rewrite import (
+    final_refusal,
+    lift_final,
+    lift_grid_blocks,
+    lift_loads,
+)
 from workbench.templater.rules import min_cap
 from workbench.templater.vector import Illegal
 
@@ -93,12 +98,18 @@ def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) ->
                   "keep its committed template", red.final)
         return False
     written_grid = plan.grid[0]
-    if red.kept_tail:  # the author's own block stage (reduce_tail): the block as written
+    # the author's own block stage (reduce_tail): written anew under FINAL where the
+    # family's stages can move the accumulator, else kept as written with the block size
+    kept = final_refusal(plan, red, red.acc_type) if red.kept_tail else None
+    if red.kept_tail:
+        if kept is None:
+            lift_block(plan)
         plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`; "
                   f"the block's stage after the loop (line {line(red.store)} to line "
                   f"{line(red.final)}) reduces each warp by shuffles, then the warps: "
-                  f"every accumulator once, by the loop's {red.op.kind}; kept as written, "
-                  "the block size with it; it "
+                  f"every accumulator once, by the loop's {red.op.kind}; " + (
+                      "written anew (FINAL), the block size lifted" if kept is None else
+                      f"kept as written, the block size with it ({kept})") + "; it "
                   f"{'adds atomically to' if red.atomic else 'stores one partial per block in'}"
                   f" `{red.out}`; {exactness(red)}", red.loop)
     else:
@@ -109,9 +120,9 @@ def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) ->
                   f"{exactness(red)}", red.loop)
     lift_grid_blocks(plan, red, written_grid)
     lift_loads(plan, red)
-    if red.kept_tail:
-        plan.note("FINAL", False, "the block's last stage is the author's own (kept as "
-                  "written); the choice of tree or shuffles is not offered", red.store)
+    if kept is not None:
+        plan.note("FINAL", False, f"the block's last stage is the author's own, kept as "
+                  f"written: {kept}", red.store)
     else:
         lift_final(plan, red)
     return True

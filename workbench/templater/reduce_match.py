@@ -266,11 +266,16 @@ def _head(plan: Plan, stmts: list[Node], loop_at: int, size: int | None) -> Head
     if chunks is not None:
         var, var_type, bound, update = chunks
     else:
-        if loop.type == "for_statement":
+        if loop.type == "for_statement" and \
+                loop.child_by_field_name("initializer") is not None:
             var, var_type, start, bound, step, update = _for_loop(plan, loop)
-        else:
+        else:  # ``while (i < n)`` or ``for (; i < n; i += S)``: i declared before the loop
             decl = _while_declaration(plan, stmts[:loop_at], loop)
             var, var_type, start, bound, step, update = _while_loop(plan, loop, decl)
+        if any(n.type == "identifier" and text(n) == var for s in stmts[loop_at + 1:]
+               for n in walk(s)):
+            raise Illegal(f"`{var}` is read after the loop, which the rewrite scopes to it",
+                          loop)
         walk_base = _walked_array(plan, loop if decl is None else decl)
         if walk_base is not None:
             bound = _pointer_walk(plan, loop, var, walk_base, start, bound, update, size)
@@ -322,24 +327,38 @@ def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]
     return var, typ, start, parts[2], step, update
 
 
+def _condition(loop: Node) -> Node | None:
+    """The comparison a ``while`` or ``for`` loop tests (its condition clause unwrapped)."""
+    cond = loop.child_by_field_name("condition")
+    if cond is not None and cond.type == "condition_clause":
+        cond = cond.named_children[0] if cond.named_children else None
+    return cond
+
+
 def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, Node, Node,
                                                                      Node, Node]:
-    cond = loop.child_by_field_name("condition")
-    parts = binary(cond.named_children[0] if cond is not None and cond.named_children
-                   else loop) if cond is not None else None
+    """``T i = g; while (i < n) { s OP= E; i += S; }``, or its ``for (; i < n; i += S) s OP=
+    E;`` (the step in the header): the same walk from the declaration before the loop."""
+    cond = _condition(loop)
+    parts = binary(cond) if cond is not None else None
     if parts is None or parts[1] != "<" or strip(parts[0]).type != "identifier":
-        raise Illegal("the loop is not `while (i < n)`", loop)
+        raise Illegal("the loop is not `while (i < n)` or `for (; i < n; i += stride)`", loop)
     var = text(strip(parts[0]))
     if decl is None or decl.type != "declaration" or declared_name(decl)[0] != var or \
             declared_name(decl)[2] is None:
-        raise Illegal(f"`{var}` is not declared with its start right before the loop", loop)
+        raise Illegal(f"`{var}` is not declared with its start before the loop", loop)
     start = declared_name(decl)[2]
     assert start is not None
     body = loop.child_by_field_name("body")
-    inner = [] if body is None else [c for c in body.named_children if c.type != "comment"]
-    if len(inner) != 2 or _expression(inner[0]) is None or _expression(inner[1]) is None:
+    inner = [] if body is None else [c for c in body.named_children if c.type != "comment"] \
+        if body.type == "compound_statement" else [body]
+    header = loop.child_by_field_name("update") if loop.type == "for_statement" else None
+    if header is not None:  # the for form: the body one accumulation, the step the update
+        inner = [*inner, header]
+    if len(inner) != 2 or _expression(inner[0]) is None or (
+            header is None and _expression(inner[1]) is None):
         raise Illegal("the loop body is not an accumulation then `i += stride`", loop)
-    step = _increment(_expression(inner[1]), var)  # type: ignore[arg-type]
+    step = _increment(header if header is not None else _expression(inner[1]), var)  # type: ignore[arg-type]
     if step is None:
         raise Illegal(f"the loop does not end with `{var} += stride`", inner[1])
     if sum(1 for n in walk(plan.body) if n.type in ("assignment_expression",
@@ -489,9 +508,8 @@ def _while_declaration(plan: Plan, before: list[Node], loop: Node) -> Node | Non
     """The declaration of the ``while`` loop's variable among the declarations before it
     (the last one, or an earlier one whose variable no declaration after it reads: the
     rewrite moves it into the loop), else the statement right before the loop."""
-    cond = loop.child_by_field_name("condition")
-    parts = binary(cond.named_children[0]) if cond is not None and cond.named_children \
-        else None
+    cond = _condition(loop)
+    parts = binary(cond) if cond is not None else None
     var = text(strip(parts[0])) if parts is not None else ""
     for k, s in enumerate(before):
         if declared_name(s)[0] != var:

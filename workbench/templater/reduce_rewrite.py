@@ -18,6 +18,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.reduce_dp4a import Dp4a, find_dp4a, packed_step
 from workbench.templater.reduce_match import block_size
 from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
+from workbench.templater.reduce_tail import ATOMICS
 from workbench.templater.rules import literal, min_cap
 from workbench.templater.vector import VEC_STRUCT
 
@@ -286,40 +287,89 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool,
 
 # -- FINAL -----------------------------------------------------------------------------------
 
-def lift_final(plan: Plan, red: Reduction) -> None:
+def final_refusal(plan: Plan, red: Reduction, buf_type: str) -> str | None:
+    """Why FINAL cannot offer the shuffle stage (``buf_type``: the shared slots' type)."""
     t = red.acc_type
-    fill = identity(red.op, t)
-    buf_type = " ".join(text(plan.facts.defs[red.buf].decl.child_by_field_name("type")).split())
-    why = None
     if t not in SHUFFLED or buf_type != t:
-        why = f"`{red.acc}` is a {t} (shared {buf_type}), which the shuffle stage does not move"
-    elif fill is None:
-        why = f"the identity of {red.op.kind} for {t} is not known"
-    else:
-        size = block_size(plan)
-        if plan.block[0] not in plan.params and (size is None or size % 32):
-            why = f"the block `{plan.block[0]}` is not known to be whole warps"
+        return f"`{red.acc}` is a {t} (shared {buf_type}), which the shuffle stage does not move"
+    if identity(red.op, t) is None:
+        return f"the identity of {red.op.kind} for {t} is not known"
+    size = block_size(plan)
+    if plan.block[0] not in plan.params and (size is None or size % 32):
+        return f"the block `{plan.block[0]}` is not known to be whole warps"
+    return None
+
+
+def _shuffles(red: Reduction, buf: str) -> str:
+    """Each warp's ``acc`` by __shfl_down_sync, one slot of ``buf`` per warp, warp 0 over
+    the slots: the block's result in ``buf[0]`` for thread 0 (any block of whole warps)."""
+    t, comb = red.acc_type, red.op.combine
+    step = (f"for (int wb_o = 16; wb_o > 0; wb_o >>= 1) wb_r = "
+            f"{comb('wb_r', '__shfl_down_sync(0xffffffffu, wb_r, wb_o)')};\n")
+    return (f"  {{  // warp shuffles, then one shared slot per warp, reduced by warp 0\n"
+            f"    {t} wb_r = {red.acc};\n#pragma unroll\n    {step}"
+            f"    if (threadIdx.x % 32 == 0) {buf}[threadIdx.x / 32] = wb_r;\n"
+            f"    __syncthreads();\n"
+            f"    if (threadIdx.x < 32) {{\n"
+            f"      wb_r = threadIdx.x < blockDim.x / 32 ? {buf}[threadIdx.x] : "
+            f"{identity(red.op, t)};\n"
+            f"#pragma unroll\n      {step}"
+            f"      if (threadIdx.x == 0) {buf}[0] = wb_r;\n    }}\n  }}\n")
+
+
+def _tree(red: Reduction, buf: str) -> str:
+    """The shared tree over ``buf`` for any block size: the largest power of two below it
+    first (that step folds the threads past it onto the first ones), then halving to 1."""
+    return (f"  {buf}[threadIdx.x] = {red.acc};\n  __syncthreads();\n"
+            f"  int wb_k = 1;\n  while (2 * wb_k < (int)blockDim.x) wb_k *= 2;\n"
+            f"  for (; wb_k > 0; wb_k >>= 1) {{\n"
+            f"    if ((int)threadIdx.x < wb_k && (int)threadIdx.x + wb_k < (int)blockDim.x)\n"
+            f"      {buf}[threadIdx.x] = "
+            f"{red.op.combine(f'{buf}[threadIdx.x]', f'{buf}[threadIdx.x + wb_k]')};\n"
+            f"    __syncthreads();\n  }}\n")
+
+
+def lift_final(plan: Plan, red: Reduction) -> None:
+    """FINAL over the author's tree (kept at 0) or, where the author's stage is shuffles
+    (``red.kept_tail``, read by :mod:`.reduce_tail`), over both stages written anew: the
+    author's combines every accumulator once with the loop's operator into one value a
+    block, as each of them does at any block size of whole warps."""
+    if red.kept_tail:
+        _regenerate(plan, red)
+        return
+    buf_type = " ".join(text(plan.facts.defs[red.buf].decl.child_by_field_name("type")).split())
+    why = final_refusal(plan, red, buf_type)
     if why is not None:
         plan.note("FINAL", False, why, red.tree)
         return
-    buf, comb = red.buf, red.op.combine
-    step = (f"for (int wb_o = 16; wb_o > 0; wb_o >>= 1) wb_r = "
-            f"{comb('wb_r', '__shfl_down_sync(0xffffffffu, wb_r, wb_o)')};\n")
-    shuffle = f"#pragma unroll\n    {step}"
     a, b = red.store.start_byte, red.tree.end_byte
     plan.rw.replace_span(a, b, make=lambda rw: (
-        f"#if FINAL == 0\n  {rw.render(a, b)}\n#else\n"
-        f"  {{  // warp shuffles, then one shared slot per warp, reduced by warp 0\n"
-        f"    {t} wb_r = {red.acc};\n{shuffle}"
-        f"    if (threadIdx.x % 32 == 0) {buf}[threadIdx.x / 32] = wb_r;\n"
-        f"    __syncthreads();\n"
-        f"    if (threadIdx.x < 32) {{\n"
-        f"      wb_r = threadIdx.x < blockDim.x / 32 ? {buf}[threadIdx.x] : {fill};\n"
-        f"#pragma unroll\n      {step}"
-        f"      if (threadIdx.x == 0) {buf}[0] = wb_r;\n    }}\n  }}\n#endif"))
+        f"#if FINAL == 0\n  {rw.render(a, b)}\n#else\n{_shuffles(red, red.buf)}#endif"))
     plan.add_param("FINAL", {"kind": "choice", "values": [0, 1], "default": 0,
                              "description": "the block's last stage: 0 the shared-memory tree "
                                             "(as written), 1 warp shuffles"},
                    f"{line(red.tree)}: {text(red.tree).splitlines()[0][:60]}")
     plan.note("FINAL", True, "the tree or warp shuffles (__shfl_down_sync, one shared slot "
               "per warp); thread 0's store reads the same slot", red.tree)
+
+
+def _regenerate(plan: Plan, red: Reduction) -> None:
+    """The author's shuffle stage (``red.store`` .. ``red.final``) replaced by the family's
+    tree (FINAL 0) or shuffles (FINAL 1, the default: as written), thread 0 writing the
+    block's value as the author's stage did."""
+    out = f"{red.out}[blockIdx.x] = wb_red[0]" if not red.atomic else \
+        f"{ATOMICS[red.op.kind]}({red.out}, wb_red[0])"
+    a, b = red.store.start_byte, red.final.end_byte
+    plan.rw.replace_span(a, b, (
+        f"{{  // the block's combine (the author's: lines {line(red.store)} to "
+        f"{line(red.final)}), FINAL 0 a shared tree, 1 warp shuffles\n"
+        f"  __shared__ {red.acc_type} wb_red[{plan.block[0]}];\n"
+        f"#if FINAL == 0\n{_tree(red, 'wb_red')}#else\n{_shuffles(red, 'wb_red')}#endif\n"
+        f"  if (threadIdx.x == 0) {out};\n  }}"))
+    plan.add_param("FINAL", {"kind": "choice", "values": [0, 1], "default": 1,
+                             "description": "the block's last stage: 0 a shared-memory tree, "
+                                            "1 warp shuffles (as written)"},
+                   f"{line(red.store)}: {text(red.store).splitlines()[0][:60]}")
+    plan.note("FINAL", True, "the author's stage written anew: a shared tree (any block size) "
+              "or warp shuffles (__shfl_down_sync, one shared slot per warp); thread 0 "
+              f"{'adds' if red.atomic else 'stores'} the block's value", red.store)

@@ -25,7 +25,7 @@ stage counts the warps), and FINAL does not apply (the stage is the author's).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
@@ -69,6 +69,8 @@ class _Names:
     plan: Plan
     lane: set[str] = field(default_factory=set)
     warp: set[str] = field(default_factory=set)
+    # inside warp 0 (threads 0 .. 31) the thread index is the lane: ``slot[threadIdx.x]``
+    warp0: bool = False
 
     def read(self, decl: Node) -> bool:
         """Record the declaration's lane / warp locals; True when it declares only those."""
@@ -86,6 +88,8 @@ class _Names:
 
     def kind(self, node: Node) -> str | None:
         node = strip(node)
+        if self.warp0 and self.plan.facts.is_thread(node, "x"):
+            return "lane"
         if node.type == "identifier":
             return "lane" if text(node) in self.lane else "warp" if text(node) in self.warp \
                 else None
@@ -119,10 +123,11 @@ class _Names:
 _WARP_SIZE = {"warpSize": 32}
 
 
-def _value(node: Node | None) -> int | None:
+def _value(node: Node | None, block: int | None = None) -> int | None:
     """An integer constant expression of literals and integer macros (``THREADS / 32``,
-    ``warpSize / 2``), else None."""
-    return int_expr_value(node, _WARP_SIZE)
+    ``warpSize / 2``; ``blockDim.x / 32`` where the ``block`` size is given), else None."""
+    return int_expr_value(node, _WARP_SIZE if block is None else
+                          {**_WARP_SIZE, "blockDim.x": block})
 
 
 def kept_tail(plan: Plan, stmts: list[Node], head: Head) -> tuple[str, bool] | str:
@@ -136,6 +141,10 @@ def kept_tail(plan: Plan, stmts: list[Node], head: Head) -> tuple[str, bool] | s
     seq = [s for s in stmts if s.type not in ("comment", "preproc_call") and
            not (s.type == "declaration" and names.read(s))]
     try:
+        for n in (n for s in stmts for n in walk(s) if n.type == "call_expression"):
+            if callee_name(n).split("::")[-1] in ("reduce", "reduce_store_async"):
+                raise _No(f"`{text(n)[:50]}` is cooperative groups' reduce, whose order and "
+                          "coverage are the library's: the analysis does not read it", n)
         return _stage(plan, seq, head, names, block // 32)
     except _No as no:
         return f"{no.why} (line {line(no.node)})"
@@ -145,7 +154,7 @@ def _stage(plan: Plan, seq: list[Node], head: Head, names: _Names,
            warps: int) -> tuple[str, bool]:
     if not seq:
         raise _No("nothing follows the loop", head.loop)
-    _warp_loop(seq[0], head.acc, head)
+    seq = seq[_warp_steps(seq, 0, head.acc, head) - 1:]  # one statement for the steps
     if len(seq) == 2:  # lane 0 of each warp adds its result atomically
         return _lane0_out(plan, seq[1], head.acc, head, names, atomic_only=True)
     if len(seq) != 4:
@@ -161,7 +170,7 @@ def _stage(plan: Plan, seq: list[Node], head: Head, names: _Names,
             or not body:
         raise _No(f"`{text(last)[:50]}` is not warp 0's or thread 0's last step", last)
     if names.is_zero(cond, "warp"):
-        return _warp0(plan, body, slot, head, names, warps)
+        return _warp0(plan, body, slot, head, replace(names, warp0=True), warps)
     if names.is_zero(cond, "thread"):
         return _thread0(plan, body, slot, head, warps)
     raise _No(f"`{text(cond)}` is not warp 0 or thread 0", last)
@@ -215,6 +224,39 @@ def _combined(expr: Node | None, target: str, head: Head) -> Node | None:
     return None
 
 
+def _warp_steps(seq: list[Node], at: int, value: str, head: Head) -> int:
+    """How many statements from ``seq[at]`` reduce each warp's ``value`` (checked): a warp
+    loop, or the five shuffles unrolled, ``value = value OP __shfl_*_sync(full, value, o)``
+    with the offsets 16, 8, 4, 2, 1 each once (in any order lane 0 then holds the sum over
+    the lanes 0 + any sum of distinct offsets: every lane once)."""
+    if seq[at].type == "for_statement":
+        _warp_loop(seq[at], value, head)
+        return 1
+    offsets: list[int | None] = []
+    for stmt in seq[at:at + 5]:
+        argv = _shuffle_args(_combined(_expression(stmt), value, head), value)
+        if argv is None:
+            break
+        offsets.append(_value(argv[2]))
+    if sorted(o or 0 for o in offsets) != [1, 2, 4, 8, 16]:
+        raise _No(f"`{text(seq[at])[:50]}` is not a warp loop over `{value}` (nor the five "
+                  "shuffles 16, 8, 4, 2, 1 unrolled)", seq[at])
+    return 5
+
+
+def _shuffle_args(operand: Node | None, value: str) -> list[Node] | None:
+    """The arguments of ``__shfl_down_sync(full, value, o)`` / ``__shfl_xor_sync`` (an
+    optional width 32), else None."""
+    args = operand.child_by_field_name("arguments") if operand is not None and \
+        operand.type == "call_expression" else None
+    argv = [] if args is None else list(args.named_children)
+    if operand is None or callee_name(operand) not in _SHUFFLES or len(argv) not in (3, 4) \
+            or _value(argv[0]) != _FULL or text(strip(argv[1])) != value or \
+            (len(argv) == 4 and _value(argv[3]) != 32):
+        return None
+    return argv
+
+
 def _warp_loop(loop: Node, value: str, head: Head) -> None:
     """``for (o = 16; o > 0; o >>= 1) value = value OP __shfl_*_sync(full, value, o);``"""
     init = loop.child_by_field_name("initializer")
@@ -241,12 +283,8 @@ def _warp_loop(loop: Node, value: str, head: Head) -> None:
     inner = [c for c in (body.named_children if body.type == "compound_statement" else [body])
              if c.type not in ("comment", "preproc_call")]
     operand = _combined(_expression(inner[0]), value, head) if len(inner) == 1 else None
-    args = operand.child_by_field_name("arguments") if operand is not None and \
-        operand.type == "call_expression" else None
-    argv = [] if args is None else list(args.named_children)
-    if operand is None or callee_name(operand) not in _SHUFFLES or len(argv) not in (3, 4) \
-            or _value(argv[0]) != _FULL or text(strip(argv[1])) != value or \
-            text(strip(argv[2])) != o or (len(argv) == 4 and _value(argv[3]) != 32):
+    argv = _shuffle_args(operand, value)
+    if argv is None or text(strip(argv[2])) != o:
         raise _No(f"the warp loop's body is not `{value} = {value} {head.op.kind} "
                   f"__shfl_down_sync(0xffffffff, {value}, {o})` (or __shfl_xor_sync)", loop)
 
@@ -324,7 +362,7 @@ def _identity(node: Node, head: Head) -> bool:
 def _warp0(plan: Plan, body: list[Node], slot: str, head: Head, names: _Names,
            warps: int) -> tuple[str, bool]:
     """``v = lane < W ? slot[lane] : identity;``, the warp loop, lane 0's output."""
-    if len(body) != 3:
+    if len(body) < 3:
         raise _No("warp 0 does not read the slots, run the warp loop and store",
                   body[0] if body else head.loop)
     first = body[0]
@@ -347,14 +385,16 @@ def _warp0(plan: Plan, body: list[Node], slot: str, head: Head, names: _Names,
         taken.type == "subscript_expression" else None
     array = taken.child_by_field_name("argument") if index is not None else None  # type: ignore[union-attr]
     if parts is None or parts[1] != "<" or names.kind(parts[0]) != "lane" or \
-            _value(parts[2]) != warps or index is None or array is None or \
+            _value(parts[2], 32 * warps) != warps or index is None or array is None or \
             text(array) != slot or not index.named_children or \
             names.kind(index.named_children[0]) != "lane" or other is None or \
             not _identity(other, head):
         raise _No(f"`{text(first)[:60]}` is not `v = lane < {warps} ? {slot}[lane] : "
                   "identity` (every warp's slot, the block's warps)", first)
-    _warp_loop(body[1], value, head)
-    return _lane0_out(plan, body[2], value, head, names, atomic_only=False)
+    if len(body) != 2 + _warp_steps(body, 1, value, head):
+        raise _No("warp 0 does more than read the slots, run the warp loop and store",
+                  body[-1])
+    return _lane0_out(plan, body[-1], value, head, names, atomic_only=False)
 
 
 def _thread0(plan: Plan, body: list[Node], slot: str, head: Head,
@@ -390,7 +430,8 @@ def _thread0(plan: Plan, body: list[Node], slot: str, head: Head,
     steps = update is not None and text(update) in (f"++{w}", f"{w}++", f"{w} += 1")
     array = operand.child_by_field_name("argument") if operand is not None else None
     if first is None or c is None or c[1] != "<" or text(strip(c[0])) != w or \
-            _value(c[2]) != warps or _value(w0) != first or not steps or idx is None or \
+            _value(c[2], 32 * warps) != warps or _value(w0) != first or not steps or \
+            idx is None or \
             array is None or text(array) != slot or not idx.named_children or \
             text(strip(idx.named_children[0])) != w:
         raise _No(f"thread 0's fold does not add each of the {warps} slots of `{slot}` once "
