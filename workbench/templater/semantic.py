@@ -47,6 +47,7 @@ from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.scan import lift_scan
+from workbench.templater.select_stores import select_stores
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
 from workbench.templater.stencil import lift_stencil
@@ -73,6 +74,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
+    inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)
