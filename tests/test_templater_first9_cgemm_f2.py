@@ -9,8 +9,9 @@ Pure: the knobs, the rewrite's text (lines kept, order kept, braces where the if
 loop's body, comments kept) and the forms it leaves as written. Host (g++): the lift at its
 default, every all-ends config, the expert's tuned pick spelled in the lift's knobs and two
 mixes, each against the plain kernel within the folder's tolerance; two real-GEMM spellings
-of the fill (an unbraced inverted if / else; bool flags with braces and comments) compute the
-product at their default and every all-ends config.
+of the fill (an unbraced inverted if / else, written load first; bool flags with braces and
+comments) lift the register tile with its vector loads and compute the product at their
+default and every all-ends config.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ def test_a_fill_becomes_one_select_per_element_on_its_line() -> None:
     assert [ln.strip() for ln in lines[6:10]] == ["", "", "", ""]
 
 
+def test_a_fill_whose_else_side_loads_is_written_load_first() -> None:
+    source = ("__global__ void k(const float* a, int n) {\n  __shared__ float s[8];\n"
+              "  if (threadIdx.x >= n) s[threadIdx.x] = 0.0f; else s[threadIdx.x] = "
+              "__ldg(a + threadIdx.x);\n}\n")
+    assert _selects(source)[2] == \
+        "  s[threadIdx.x] = !(threadIdx.x >= n) ? __ldg(a + threadIdx.x) : 0.0f;"
+
+
 def test_an_if_that_is_a_loops_whole_body_keeps_its_braces() -> None:
     source = ("__global__ void k(const float* a, int n) {\n  __shared__ float s[8];\n"
               "  for (int i = 0; i < 2; ++i)\n    if (i < n) s[i] = a[i];\n"
@@ -140,9 +149,12 @@ SPELLINGS = ("ifelse_inverted_unbraced", "ifelse_bool_flags_constexpr")
 
 
 @pytest.mark.parametrize("name", SPELLINGS)
-def test_other_spellings_of_the_fill_lift_the_register_tile(name: str) -> None:
+def test_other_spellings_of_the_fill_lift_the_register_tile_and_its_vector_loads(
+        name: str) -> None:
+    """The inverted fill (zero when out of range, else the load) too: its select is written
+    load first, so the vector loads read its bounds."""
     lifted = lift(_spelling(name))
-    assert {p.name for p in lifted.params} >= set(GEMM_KNOBS), lifted.notes
+    assert [p.name for p in lifted.params] == [*GEMM_KNOBS, "VEC"], lifted.notes
     assert lifted.block == ("BN // TN", "BM // TM")
 
 

@@ -16,9 +16,12 @@ none of the arrays the branches store; each branch is one or more ``L = v;`` sta
 same order, each once. Each select then runs where the taken branch's store ran, after the
 same earlier stores, with the condition's value unchanged (nothing it reads was written), and
 evaluates only the taken side, so it makes the loads the kernel as written makes and no
-other. The ``if`` line and the ``else`` lines become blank and each select keeps its
-statement's line, so every line keeps its number; an ``if`` that is the whole body of a loop
-or another ``if`` keeps its braces. Comments inside stay on their lines.
+other. Where only the ``else`` side loads (``if (out of range) s[i] = 0; else s[i] =
+A[j];``) the condition is negated and the load written first, as a fill in range is
+spelled, so the families reading the select read the load and its bounds alike. The ``if``
+line and the ``else`` lines become blank and each select keeps its statement's line, so
+every line keeps its number; an ``if`` that is the whole body of a loop or another ``if``
+keeps its braces. Comments inside stay on their lines.
 """
 
 from __future__ import annotations
@@ -132,7 +135,10 @@ def _rewritten(stmt: Node, shared: set[str]) -> str | None:
         rows[row] += lead + piece
 
     for (s, target, value), (_s, _t, zero) in zip(then, other, strict=True):
-        put(s, f"{text(target)} = ({condition}) ? {_arm(value)} : {_arm(zero)};")
+        if _reads_memory(zero) and not _reads_memory(value):  # the load first, as written
+            put(s, f"{text(target)} = !({condition}) ? {_arm(zero)} : {_arm(value)};")
+        else:
+            put(s, f"{text(target)} = ({condition}) ? {_arm(value)} : {_arm(zero)};")
     for n in walk(stmt):
         if n.type == "comment":
             put(n, text(n))
@@ -140,6 +146,13 @@ def _rewritten(stmt: Node, shared: set[str]) -> str | None:
         rows[0] = "{ " + rows[0]
         rows[-1] += " }"
     return "\n".join(rows)
+
+
+def _reads_memory(value: Node) -> bool:
+    """``value`` loads (``a[i]``, ``*p``, ``p->f``) or calls a function (``__ldg(p)``)."""
+    return any(n.type in ("subscript_expression", "call_expression", "field_expression")
+               or (n.type == "pointer_expression" and text(n).startswith("*"))
+               for n in walk(value))
 
 
 def _arm(value: Node) -> str:
