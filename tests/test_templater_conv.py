@@ -146,18 +146,6 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   out[y * w + x] = acc;
 }
 """, "is neither a declaration nor the inner window loop", 11),
-    "two_inputs": ("""
-extern "C" __global__ void k(float* out, const float* a, const float* b, int h, int w) {
-  int x = blockIdx.x * 16 + threadIdx.x;
-  int y = blockIdx.y * 16 + threadIdx.y;
-  if (x >= w || y >= h) return;
-  float acc = 0.0f;
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j)
-      if (y + i < h && x + j < w) acc += a[(y + i) * w + x + j] * b[(y + i) * w + x + j];
-  out[y * w + x] = acc;
-}
-""", "one input is modelled", 9),
     "row_loop_inside": ("""
 extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   int x = blockIdx.x * 16 + threadIdx.x;

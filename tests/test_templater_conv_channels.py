@@ -237,7 +237,7 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   }
   out[y * w + x] = acc;
 }
-""", "a write there would move with the taps", 13),
+""", "the fold writes `out[(c + 1) * h * w + y * w + x]`: it may write only locals", 13),
     "accumulator_scaled_between_channels": ("""
 #define CH 3
 __constant__ float wt[CH * 9];

@@ -10,7 +10,8 @@ f(acc)`` after the loops, with ``IDX`` linear in y. ``E``'s factors are split in
 *value* (the factors that depend on y: they must depend on y and i only through ``y + i``,
 checked on polynomials of the index expressions, clamps and bounds checks included) and the
 *weight* (the rest: it must not depend on y). Zero padding (``if (C)`` or a ternary) and
-clamped edges both qualify; the value reads one array.
+clamped edges both qualify; the value may read several arrays (``|l - r|``: no shared tile
+then, a tile holds one input's elements).
 
 The rewrite makes each thread compute ``OUT_Y`` consecutive output rows: the ``KS + OUT_Y
 - 1`` input rows ``r`` are walked once, each input value is loaded once per ``(r, j)`` and
@@ -28,7 +29,10 @@ planes: ``for (c) for (i) for (j)``, ``for (i) for (j) for (c)``, ``for (i) for 
 (j)``). That loop is kept as written at its depth, so each output still sums its taps in
 the written order (channel by channel, never reordered across channels); its bound may be
 known only at run time. The loops around the taps hold only declarations and the next loop
-(a write there, or any other statement, is refused with its line). USE_SMEM = 1 stages a
+(a write there, or any other statement, is refused with its line), except that an
+outermost channel loop may end in a fold of its window sum into locals (the accumulator
+then may be declared in it: a best match over candidates, :mod:`.conv_fold`), run per
+output on its own copy of them. USE_SMEM = 1 stages a
 tile per channel before the check (compile-time count; the bytes of all of them
 constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
 channel loop is outermost.
@@ -64,6 +68,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.conv_fold import Fold, fold_text, per_output, read_fold, state_arrays
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.conv_refill import (
     Refill,
@@ -356,6 +361,8 @@ def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
             if s is next_loop.loop or s.type == "declaration" or _pragma(s) or \
                     skip_condition(s) is not None:
                 continue
+            if loop is nest[0] and len(nest) == 3 and s.start_byte > next_loop.loop.end_byte:
+                continue  # a fold after a channel's taps (_fold checks it)
             writes = any(n.type in ("assignment_expression", "update_expression")
                          for n in walk(s))
             raise Refused(f"`{text(s)}` in the loop over {loop.var} is neither a declaration "
@@ -563,13 +570,16 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     arrays |= {n for part in acc.value for arg in call_arguments(plan.source, part)
                for n in expr.names(arg) if plan.pointer(n)}
     inputs = sorted(a for a in arrays if plan.pointer(a))
-    if len(inputs) != 1:
-        raise Refused(f"the value read per window point reads {inputs or 'no input'}: one "
-                      "input is modelled", rest[0])
+    if not inputs:
+        raise Refused("the value read per window point reads no input", rest[0])
     src = inputs[0]
+    fold = _fold(nest, channel, acc.acc, region, expr, {x, y, outer.var, inner.var} |
+                 (loop_locals - {acc.acc}))
     # writes: only the accumulator and the window loops' own locals inside the loop
     top = nest[0].loop
     for n in walk(top):
+        if fold is not None and any(inside(n, s) for s in fold.stmts):
+            continue  # read_fold checked it
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             t = strip(target) if target is not None else n
@@ -597,7 +607,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
             raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
     if top not in guarded:
         raise Refused("the window loop is not inside the bounds check", top)
-    decl = _acc_decl(region + guarded, acc.acc)
+    decl = _acc_decl(region + guarded, acc.acc) or \
+        (_acc_decl(nest[0].body, acc.acc) if fold is not None else None)
     if decl is None:
         raise Refused(f"no `T {acc.acc} = init;` declares the accumulator before the loop",
                       outer.loop)
@@ -605,12 +616,16 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if len(after) != 1:
         raise Refused("the window loop is not followed by exactly one store", top)
     store_stmt = after[0]
-    target, rhs, out, step, init = checked_store(plan, expr, store_stmt, decl, src, (x, y))
+    target, rhs, out, step, init = checked_store(plan, expr, store_stmt, decl, src, (x, y),
+                                                 frozenset(inputs[1:]))
+    if out in inputs:
+        raise Refused(f"the store writes {out}, which the taps read", store_stmt)
     grid_y = scale_divisor(plan.grid[1], plan.block[1], "BLOCK_Y * OUT_Y")
     grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X")
     if grid_y is None or grid_x is None:
         raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block}", ydecl)
-    elem = plan.kernel.param(src).base_type
+    # the tap value's type: the input's element, or as the expression gives it (several)
+    elem = plan.kernel.param(src).base_type if len(inputs) == 1 else ""
     x_step, x_refused = _columns(expr, x, j, value_parts, acc.weight, cond, out_when_true,
                                  target, rhs, init)
     if x_refused is not None:
@@ -621,7 +636,10 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                  if n in expr.values and n not in loop_locals and n not in (x, y) and
                  expr.names(expr.values[n]) & {x, y})
     refill = None
-    if channel is not None:
+    staged = _staged_refusal(inputs, fold)
+    if staged:
+        plan.note("USE_SMEM", False, staged, top)
+    elif channel is not None:
         why = refill_refusal(plan.source, out_when_true, guarded[:guarded.index(top)],
                              channel is nest[0], own)
         if why is None:
@@ -632,14 +650,42 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
+                   None if staged else
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
-                   tuple(nest), channel, refill)
+                   tuple(nest), channel, refill, fold, tuple(inputs))
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
     def emit() -> None:
         _emit(plan, idx, facts, expr, grid_x, grid_y)
     return emit
+
+
+def _fold(nest: list[_Window], channel: _Window | None, acc: str, region: list[Node],
+          expr: _Expr, point: set[str]) -> Fold | None:
+    """The statements after the taps in the outermost loop, read as a fold of each
+    channel's window sum (:mod:`.conv_fold`); None where there are none."""
+    after = [s for s in nest[0].body if s.start_byte > nest[1].loop.end_byte]
+    if not after:
+        return None
+    if channel is not nest[0]:
+        raise Refused(f"`{text(after[0])}` after the window in the loop over {nest[0].var}: "
+                      "a fold is modelled in a channel loop around the window only", after[0])
+    before = [s for s in region if s.end_byte <= nest[0].loop.start_byte]
+    return read_fold(after, acc, before, lambda n: expr.names(n) & point,
+                     _PURE_CALLS)
+
+
+def _staged_refusal(inputs: list[str], fold: Fold | None) -> str:
+    """Why no USE_SMEM tile is offered ("" where one may be): a tile holds one input's
+    elements, and a fold's channels are staged one after another."""
+    if len(inputs) > 1:
+        return (f"the tap value reads {', '.join(inputs)}: a tile stages one input's "
+                "elements")
+    if fold is not None:
+        return ("a fold after the taps: the tiles' fill and refill are modelled for an "
+                "accumulation only")
+    return ""
 
 
 def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list[Node],
@@ -803,13 +849,25 @@ class _Facts:
     nest: tuple[_Window, ...] = ()  # the loops around the taps, outermost first
     channel: _Window | None = None  # the channel loop among them, kept as written
     refill: Refill | None = None  # USE_SMEM = 2 (one tile refilled per channel) offered
+    fold: Fold | None = None  # what the channel loop does with each channel's window sum
+    reads: tuple[str, ...] = ()  # the inputs the tap value reads
+
+    @property
+    def tap_value(self) -> str:
+        """The value one window point reads, in a note's words."""
+        return f"{self.src}'s value" if len(self.reads) < 2 else \
+            f"the tap value (of {', '.join(self.reads)})"
 
 
-def _decls(w: _Window) -> str:
-    return "\n    ".join(text(s) for s in w.body if s.type == "declaration")
+def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None) -> str:
+    """The loop's declarations as written; ``acc_decl``: (the accumulator's declaration,
+    the text it becomes) where the loop declares it."""
+    return "\n    ".join(acc_decl[1] if acc_decl is not None and s is acc_decl[0] else text(s)
+                        for s in w.body if s.type == "declaration")
 
 
-def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "") -> str:
+def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "",
+            acc_decl: tuple[Node, str] | None = None) -> str:
     """The head of one loop of the rewritten nest: the window rows walk the OUT_Y + n - 1
     input rows, the window columns the OUT_X + m - 1 input columns, and a channel loop is
     kept as written, each with its declarations, in the written order."""
@@ -830,7 +888,8 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
     body = w.loop.child_by_field_name("body")
     assert body is not None
     head = data[w.loop.start_byte:body.start_byte].decode().rstrip()
-    return f"  {head} {{  // the channels in the written order\n{refill}    {_decls(w)}\n"
+    return (f"  {head} {{  // the channels in the written order\n{refill}    "
+            f"{_decls(w, acc_decl)}\n")
 
 
 def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
@@ -946,11 +1005,19 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     y, i, x, j = f.y, f.outer.var, f.x, f.inner.var
     acc = "wb_acc"
     typ = text(f.decl.child_by_field_name("type"))
-    rw.replace(f.decl, f"{typ} {acc}[{oy}][{ox}];  // {oy} rows x {ox} columns of outputs of "
-                       f"this thread\n"
-                       f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
-                       f"#pragma unroll\n    for (int wb_q = 0; wb_q < {ox}; ++wb_q) "
-                       f"{acc}[wb_k][wb_q] = {text(f.init)};")
+    acc_text = (f"{typ} {acc}[{oy}][{ox}];  // {oy} rows x {ox} columns of outputs of "
+                f"this thread\n"
+                f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
+                f"#pragma unroll\n    for (int wb_q = 0; wb_q < {ox}; ++wb_q) "
+                f"{acc}[wb_k][wb_q] = {text(f.init)};")
+    # a fold's accumulator may be declared in the channel loop (a sum per channel)
+    acc_decl = (f.decl, acc_text) if inside(f.decl, f.nest[0].loop) else None
+    if acc_decl is None:
+        rw.replace(f.decl, acc_text)
+    copies = {f.acc.acc: acc}
+    for st in f.fold.state if f.fold is not None else ():
+        rw.replace(st.decl, state_arrays(st, oy, ox))
+        copies[st.name] = st.name
 
     def passes(shift_y: str, shift_x: str) -> str:
         shifts = {y: shift_y, x: shift_x}
@@ -973,15 +1040,18 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
 
     n, m = f.outer.count, f.inner.count
     value = " * ".join(f"({text(v)})" for v in f.acc.value)
+    zero = f"({f.elem})0" if f.elem else "0"  # no element type: as the value's (several inputs)
     if f.acc.condition():
-        value = f"({f.acc.condition()}) ? ({value}) : ({f.elem})0"
+        value = f"({f.acc.condition()}) ? ({value}) : {zero}"
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
     target = f"{acc}[wb_k][wb_q]"
     update = f"{target} = {f.acc.fused}({weight}, wb_v, {target})" if f.acc.fused \
         else f"{target} += {weight} * wb_v"
     bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
-    read_value = (f"      const {f.elem} wb_v = {passes('wb_first', 'wb_first_c')} ? "
-                  f"({f.elem})({value}) : ({f.elem})0;\n")
+    read_value = (f"      const {f.elem or 'auto'} wb_v = {passes('wb_first', 'wb_first_c')} "
+                  f"? ({f.elem})({value}) : {zero};\n" if f.elem else
+                  f"      const auto wb_v = {passes('wb_first', 'wb_first_c')} ? ({value}) : "
+                  f"{zero};\n")
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
         if (f.smem_at is not None or f.refill is not None) and ox != "1" else ""
     modes = [1] * (f.smem_at is not None) + [2] * (f.refill is not None) if smem else []
@@ -1015,18 +1085,18 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     loop = (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
         f"each input value is loaded once\n" +
-        "".join(_opener(data, f, w, oy, ox, refill_head) for w in f.nest) +
+        "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl) for w in f.nest) +
         f"{read_value}"
         f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
         f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
         f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
         f"wb_c - wb_q < {m}) {update};\n"
         f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
-        (refill_close(smem) if refill_head else "") + "  }")
+        (refill_close(smem) if refill_head else "") +
+        (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
     rw.replace(f.nest[0].loop, loop)
     index = text(_index(f.target))
-    rhs = render(data, f.rhs, lambda m_: f"{acc}[wb_k][wb_q]" if m_.type == "identifier"
-                 and text(m_) == f.acc.acc else None)
+    rhs = per_output(data, f.rhs, copies)
     x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""
     store = (f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"
              f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{  // guarded per "
@@ -1059,8 +1129,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                            "accumulator from registers (as written: 1)"},
                        f"{line(idx['x'][0])}: {text(idx['x'][0])}")
         plan.constrain(f"{ox} * {oy} <= 16")
-        plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; {f.src}'s "
-                  f"value at input column {x} + {j} is loaded once per row and feeds every "
+        plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; "
+                  f"{f.tap_value} at input column {x} + {j} is loaded once per row and feeds every "
                   f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
     plan.block = [bx, by, *plan.block[2:]]
     # the launch rule in the lifted names (a block the author named TX stays TX)
@@ -1073,6 +1143,9 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     per = f" per channel (the loop over {ch.var} kept as written: each output sums its " \
         "taps in the written order)" if ch is not None else ""
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {n} x "
-              f"{f.inner.count} window sum; {f.src}'s value at input row {y} + {i} is loaded "
+              f"{f.inner.count} window sum; {f.tap_value} at input row {y} + {i} is loaded "
               f"once per row and column{per} and feeds every output row's accumulator; the "
-              f"grid's y divisor is {by} * {oy}", f.outer.loop)
+              f"grid's y divisor is {by} * {oy}" + (
+                  f"; the fold after each channel's taps (line {line(f.fold.stmts[0])}) runs "
+                  f"per output on its own {', '.join(sorted(f.fold.names))}"
+                  if f.fold is not None else ""), f.outer.loop)

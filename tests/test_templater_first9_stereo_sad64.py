@@ -1,0 +1,229 @@
+"""stereo_sad64 at first contact (issue 28, held-back set 9): a window sum per candidate,
+folded into a best match, lifts the register window (:mod:`workbench.templater.conv` with
+:mod:`workbench.templater.conv_fold`).
+
+As measured on the H100 the lift was the generic BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y,
+BRANCHLESS, MIN_BLOCKS_PER_SM (0.99x) against the expert's 4.56x (16 x 8 threads, 8 pixels a
+thread sharing their window's differences, shared tiles). The window family refused the
+kernel three times over: the argmin after each disparity's taps (line 33: only
+declarations were modelled around the taps), the cost declared in the disparity loop, and
+the tap |left - right| reading two inputs. Now each thread takes OUT_Y x OUT_X pixels whose
+differences it forms once per window row and column, and folds each pixel's cost into its
+own best_cost, best_d after each disparity. Two other spellings (a running maximum through
+fmaxf over scales of a zero-padded float window; a nearest-integer count with the cost
+declared before the loop) lift the same knobs, and so does a window over the product of two
+inputs (test_templater_conv's refusal "one input is modelled" until now; no shared tile:
+a tile holds one input's elements); folds that read memory, write the output or sit in a
+loop that is not a channel loop are refused with the line. Every checked config prints,
+bit for bit, what the kernel as written prints on the host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen9
+import pytest
+from helpers_templater import FULL_MATRIX, end_configs
+from test_templater_const_via import assert_prints_as_written, write_folder
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.records import TemplaterResult
+
+STEREO = held_back_unseen9.ROOT / "stereo_sad64"
+WINDOW = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "MIN_BLOCKS_PER_SM"}
+
+#: the best scale of a zero-padded 3 x 3 float window, a running maximum through fmaxf
+MAX_SCALE = r"""
+constexpr int SCALES = 6;
+extern "C" __global__ void k(float* out, const float* img, const float* gain, int h, int w) {
+  int col = blockIdx.x * 32 + threadIdx.x;
+  int row = blockIdx.y * 4 + threadIdx.y;
+  if (row >= h || col >= w) return;
+  float best = -1e30f;
+  for (int s = 0; s < SCALES; ++s) {
+    float resp = 0.0f;
+    for (int i = -1; i <= 1; ++i) {
+      for (int j = -1; j <= 1; ++j) {
+        int r = row + i, c = col + j;
+        if (r >= 0 && r < h && c >= 0 && c < w)
+          resp += gain[s * 9 + (i + 1) * 3 + (j + 1)] * img[r * w + c];
+      }
+    }
+    best = fmaxf(best, resp);
+  }
+  out[row * w + col] = best;
+}
+"""
+MAX_SCALE_FOLDER = (["ceil_div(w, 32)", "ceil_div(h, 4)"], ["32", "4"],
+                    [("out", "f32", "out", ["h", "w"]), ("img", "f32", "in", ["h", "w"]),
+                     ("gain", "f32", "in", [54]), ("h", "i32", "scalar", "h"),
+                     ("w", "i32", "scalar", "w")], {"h": 13, "w": 70})
+
+#: how many of 8 thresholds a clamped 3 x 5 window's running total passes (the total is
+#: declared before the loop and kept across thresholds; the count is the state)
+COUNT_PASSES = r"""
+#define T 8
+__device__ int clamp_hi(int v, int hi) { return v < 0 ? 0 : (v > hi ? hi : v); }
+extern "C" __global__ void k(int* hits, const float* a, const float* b, int h, int w) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= w || y >= h) return;
+  float total = 0.0f;
+  int count = 0;
+  for (int t = 0; t < T; t++) {
+    for (int dy = 0; dy < 3; dy++) {
+      for (int dx = 0; dx < 5; dx++) {
+        total += fabsf(a[clamp_hi(y + dy - 1, h - 1) * w + clamp_hi(x + dx - 2, w - 1)] -
+                       b[clamp_hi(y + dy - 1, h - 1) * w + clamp_hi(x + dx - 2 - t, w - 1)]);
+      }
+    }
+    count += total > 4.0f * (float)t ? 1 : 0;
+  }
+  hits[y * w + x] = count;
+}
+"""
+COUNT_FOLDER = (["ceil_div(w, 16)", "ceil_div(h, 8)"], ["16", "8"],
+                [("hits", "i32", "out", ["h", "w"]), ("a", "f32", "in", ["h", "w"]),
+                 ("b", "f32", "in", ["h", "w"]), ("h", "i32", "scalar", "h"),
+                 ("w", "i32", "scalar", "w")], {"h": 11, "w": 37})
+
+
+#: a zero-padded 3 x 3 window of the product of two inputs, no fold (test_templater_conv's
+#: refusal "one input is modelled" before this change)
+TWO_INPUTS = r"""
+extern "C" __global__ void k(float* out, const float* a, const float* b, int h, int w) {
+  int x = blockIdx.x * 16 + threadIdx.x;
+  int y = blockIdx.y * 16 + threadIdx.y;
+  if (x >= w || y >= h) return;
+  float acc = 0.0f;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j)
+      if (y + i < h && x + j < w) acc += a[(y + i) * w + x + j] * b[(y + i) * w + x + j];
+  out[y * w + x] = acc;
+}
+"""
+TWO_INPUTS_FOLDER = (["ceil_div(w, 16)", "ceil_div(h, 16)"], ["16", "16"],
+                     [("out", "f32", "out", ["h", "w"]), ("a", "f32", "in", ["h", "w"]),
+                      ("b", "f32", "in", ["h", "w"]), ("h", "i32", "scalar", "h"),
+                      ("w", "i32", "scalar", "w")], {"h": 21, "w": 35})
+
+
+Folder = tuple[list[str], list[str], list[tuple[str, str, str, Any]], dict[str, int]]
+#: name -> (source, (grid, block, arguments, check-shape sizes))
+SPELLINGS: dict[str, tuple[str, Folder]] = {
+    "max_scale": (MAX_SCALE, MAX_SCALE_FOLDER), "count_passes": (COUNT_PASSES, COUNT_FOLDER),
+    "two_inputs": (TWO_INPUTS, TWO_INPUTS_FOLDER),
+}
+
+
+def _spelling(root: Path, name: str) -> tuple[KernelFolder, TemplaterResult]:
+    source, (grid, block, args, sizes) = SPELLINGS[name]
+    kf = write_folder(root / name, source, grid, block, args, sizes, [])
+    return kf, offline_template(kf)
+
+
+def _lift(root: Path, name: str) -> tuple[KernelFolder, TemplaterResult]:
+    if name == "stereo_sad64":
+        kf = load_kernel_folder(STEREO)
+        return kf, offline_template(kf)
+    return _spelling(root, name)
+
+
+def _note(result: TemplaterResult, head: str) -> str:
+    found = [n for n in result.notes if n.startswith(head)]
+    assert found, (head, result.notes)
+    return found[0]
+
+
+def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
+    result = offline_template(load_kernel_folder(STEREO))
+    assert {p.name for p in result.lifted.params} == WINDOW
+    note = _note(result, "OUT_Y: applied")
+    assert "the fold after each channel's taps (line 33) runs per output on its own " \
+           "best_cost, best_d" in note
+    assert "the tap value (of left, right)" in _note(result, "OUT_X: applied")
+    # a shared tile holds one input's elements: the expert's two tiles are not lifted
+    assert "reads left, right: a tile stages one input's elements (line 21)" in \
+        _note(result, "USE_SMEM: not applied")
+    body = result.lifted.source
+    assert "int best_d[OUT_Y][OUT_X];" in body and "int wb_acc[OUT_Y][OUT_X];" in body
+    assert "if (wb_acc[wb_k][wb_q] < best_cost[wb_k][wb_q]) {" in body
+    assert result.lifted.grid == ("ceil_div(W, BLOCK_X * OUT_X)", "ceil_div(H, BLOCK_Y * OUT_Y)") \
+        or list(result.lifted.grid) == ["ceil_div(W, BLOCK_X * OUT_X)",
+                                        "ceil_div(H, BLOCK_Y * OUT_Y)"]
+
+
+@pytest.mark.parametrize("name", ["max_scale", "count_passes"])
+def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
+    _kf, result = _spelling(tmp_path, name)
+    assert {p.name for p in result.lifted.params} >= WINDOW, result.notes
+    state = {"max_scale": "best", "count_passes": "count"}[name]
+    assert f"runs per output on its own {state}" in _note(result, "OUT_Y: applied")
+
+
+def test_a_tap_of_two_inputs_lifts_the_window_without_a_tile(tmp_path: Path) -> None:
+    _kf, result = _spelling(tmp_path, "two_inputs")
+    assert {p.name for p in result.lifted.params} == WINDOW
+    assert "the tap value (of a, b)" in _note(result, "OUT_Y: applied")
+    assert "reads a, b: a tile stages one input's elements (line 7)" in \
+        _note(result, "USE_SMEM: not applied")
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    # the fold reads memory: it would run once per output where it ran once per pixel
+    (("best = fmaxf(best, resp);", "best = fmaxf(best, resp * gain[s]);"),
+     "the fold `best = fmaxf(best, resp * gain[s]);` after the taps reads memory "
+     "(`gain[s]`): a fold of the window sums into locals is modelled (line 17)"),
+    # the fold writes the output: a second store
+    (("best = fmaxf(best, resp);", "out[row * w + col] = resp;"),
+     "the fold writes `out[row * w + col]`: it may write only locals declared before the "
+     "loops (the state it keeps) (line 17)"),
+    # a fold after the column loop inside the row loop: not a channel loop
+    (("      }\n    }\n    best", "      }\n      resp *= 0.5f;\n    }\n    best"),
+     "`resp *= 0.5f;` in the loop over i is neither a declaration nor the inner window "
+     "loop: a write there would move with the taps"),
+])
+def test_folds_outside_the_model_are_refused_with_the_line(
+        edit: tuple[str, str], reason: str, tmp_path: Path) -> None:
+    grid, block, args, sizes = MAX_SCALE_FOLDER
+    assert edit[0] in MAX_SCALE
+    kf = write_folder(tmp_path / "k", MAX_SCALE.replace(edit[0], edit[1]), grid, block, args,
+                      sizes, [])
+    result = offline_template(kf)
+    assert "OUT_Y" not in {p.name for p in result.lifted.params}
+    assert reason in _note(result, "OUT_Y: not applied")
+
+
+def _configs(kf: KernelFolder, result: TemplaterResult,
+             mixes: list[dict[str, int]]) -> list[dict[str, Any]]:
+    """The default, the first and last all-ends configs (every one under
+    WORKBENCH_FULL_MATRIX=1) and the mixes over the default."""
+    template = result.template
+    ends = end_configs(template, kf.env(kf.check_shape, "fp32"))
+    default = dict(template.default_config())
+    picked = [default, *(ends if FULL_MATRIX else [ends[0], ends[-1]]),
+              *({**default, **m} for m in mixes)]
+    return [c for i, c in enumerate(picked) if c not in picked[:i]]
+
+
+#: mixes the all-ends corners do not reach: a wide flat block of 4 pixels a row, a narrow
+#: one of 2 x 2 pixels; each name's knobs only
+MIXES: dict[str, list[dict[str, int]]] = {
+    "stereo_sad64": [{"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 1},
+                     {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 2,
+                      "MIN_BLOCKS_PER_SM": 2}],
+    "max_scale": [{"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 2}],
+    "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4}],
+    "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
+}
+
+
+@pytest.mark.timeout(600 if FULL_MATRIX else 300)
+@pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs"])
+def test_every_checked_config_prints_what_the_kernel_as_written_prints(
+        name: str, tmp_path: Path) -> None:
+    kf, result = _lift(tmp_path, name)
+    assert_prints_as_written(kf, result, _configs(kf, result, MIXES[name]), tmp_path / "run")
