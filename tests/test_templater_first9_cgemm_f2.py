@@ -11,7 +11,9 @@ default, every all-ends config, the expert's tuned pick spelled in the lift's kn
 mixes, each against the plain kernel within the folder's tolerance; two real-GEMM spellings
 of the fill (an unbraced inverted if / else, written load first; bool flags with braces and
 comments) lift the register tile with its vector loads and compute the product at their
-default and every all-ends config.
+default and every all-ends config; a spelling with float2 tiles (its element size now known)
+lifts the register tile and computes the complex product at the default, every all-ends
+config and the mixes.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from typing import Any
 
 import held_back_unseen9
 import pytest
-from helpers_templater import end_configs, lifted_template
+from helpers_templater import COOPERATIVE_BLOCK, end_configs, lifted_template, run_on_host
 from regtile_spellings import Spelling, lift, worst_error
 from test_corpus_unseen3 import (
+    HOST_PRELUDE,
     _assert_same,
     _inputs,
     _run,
@@ -36,6 +39,7 @@ from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.select_stores import select_stores
+from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen9.ROOT / "cgemm_f2"
 HERE = Path(__file__).resolve().parent / "spellings_f9c"
@@ -200,3 +204,73 @@ def test_the_lift_matches_the_plain_kernel_at_every_end_and_the_mixes(
         got = _run(kf, source, template.launch_for(config, env), inputs,
                    tmp_path / f"config{i}", host_flags)
         _assert_same(kf, got, want, f"cgemm_f2's lift at {config}")
+
+
+def _float2_tiles(pair: str = "float2") -> Any:
+    source = (HERE / "cgemm_float2_tiles.cu").read_text()
+    if pair == "double2":  # the same kernel over double pairs
+        source = source.replace("float2", "double2").replace("float re", "double re") \
+            .replace("float* C", "double* C").replace("0.0f", "0.0")
+    return lift_kernel(source, entry="k", grid=["ceil_div(N, 16)", "ceil_div(M, 16)"],
+                       block=["16", "16"], scalars={"M": "M", "N": "N", "K": "K"})
+
+
+def test_float2_tiles_lift_the_register_tile_sized_in_pairs() -> None:
+    """A tile of float2 (double2: a complex pair an element) has a known size: 8 (16) bytes
+    an element in the shared-memory bound (before: 'a shared tile has an element type of unknown
+    size')."""
+    lifted = _float2_tiles()
+    assert [p.name for p in lifted.params] == list(GEMM_KNOBS), lifted.notes
+    assert "8 * BK * (BM + 1) + 8 * BK * BN <= 49152" in lifted.constraints
+    lifted = _float2_tiles("double2")
+    assert [p.name for p in lifted.params] == list(GEMM_KNOBS), lifted.notes
+    assert "16 * BK * (BM + 1) + 16 * BK * BN <= 49152" in lifted.constraints
+
+
+_COMPLEX_MAIN = r"""
+int main() {
+  const int M = %(M)d, N = %(N)d, K = %(K)d;
+  std::vector<float2> A(M * K), B(K * N);
+  std::vector<float> C(2 * M * N, std::nanf(""));
+  for (int i = 0; i < M * K; ++i)
+    A[i] = make_float2((float)((i * 37) %% 17 - 8) / 8.0f, (float)((i * 13) %% 11 - 5) / 4.0f);
+  for (int i = 0; i < K * N; ++i)
+    B[i] = make_float2((float)((i * 29) %% 13 - 6) / 4.0f, (float)((i * 7) %% 5 - 2) / 2.0f);
+  wb_launch({%(gx)d, %(gy)d, 1}, {%(bx)d, %(by)d, 1},
+            [&] { k(C.data(), A.data(), B.data(), M, N, K); });
+  double worst = 0.0;
+  for (int r = 0; r < M; ++r)
+    for (int c = 0; c < N; ++c) {
+      double re = 0.0, im = 0.0;
+      for (int q = 0; q < K; ++q) {
+        const float2 a = A[r * K + q], b = B[q * N + c];
+        re += (double)a.x * b.x - (double)a.y * b.y;
+        im += (double)a.x * b.y + (double)a.y * b.x;
+      }
+      const float got_re = C[2 * (r * N + c)], got_im = C[2 * (r * N + c) + 1];
+      worst = std::max(worst, std::max(std::fabs(re - got_re), std::fabs(im - got_im)));
+      if (got_re != got_re || got_im != got_im) worst = 1e30;  // an output never written
+    }
+  std::printf("%%.9g\n", worst);
+  return 0;
+}
+"""
+
+
+@needs_gxx
+@pytest.mark.timeout(900)
+def test_float2_tiles_compute_the_complex_product_at_every_end_and_the_mixes(
+        tmp_path: Path) -> None:
+    template = lifted_template(_float2_tiles(), "k")
+    env = {"M": 37, "N": 29, "K": 21}
+    configs = _checked(template, {**env, "elem_bytes": 4})
+    assert len(configs) >= 8, configs
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, {**env, "elem_bytes": 4})
+        main = _COMPLEX_MAIN % {**env, "gx": launch.grid[0], "gy": launch.grid[1],
+                                "bx": launch.block[0], "by": launch.block[1]}
+        program = COOPERATIVE_BLOCK + HOST_PRELUDE + template.render(config, "fp32").source + main
+        work = tmp_path / f"config{i}"
+        work.mkdir()
+        worst = float(run_on_host(work, "cgemm", program))
+        assert worst < 1e-3, (config, worst)

@@ -77,7 +77,8 @@ from workbench.templater.rules import literal
 if TYPE_CHECKING:
     from workbench.templater.regtile_guard import Guard
 
-_ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4}
+_ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4,
+         "float2": 8, "double2": 16}  # a complex pair an element (cuComplex, cuDoubleComplex)
 _MAX_SMEM = 49152  # static shared memory per block, bytes
 
 
