@@ -10,11 +10,13 @@ declarations were modelled around the taps), the cost declared in the disparity 
 the tap |left - right| reading two inputs. Now each thread takes OUT_Y x OUT_X pixels whose
 differences it forms once per window row and column, and folds each pixel's cost into its
 own best_cost, best_d after each disparity. Two other spellings (a running maximum through
-fmaxf over scales of a zero-padded float window; a nearest-integer count with the cost
-declared before the loop) lift the same knobs, and so does a window over the product of two
+fmaxf over scales of a zero-padded float window; a threshold count over a running total
+declared before the loop; the folder's kernel with its body in the guard's block, the
+state declared there) lift the same knobs, and so does a window over the product of two
 inputs (test_templater_conv's refusal "one input is modelled" until now; no shared tile:
-a tile holds one input's elements); folds that read memory, write the output or sit in a
-loop that is not a channel loop are refused with the line. Every checked config prints,
+a tile holds one input's elements); folds that read memory, write the output, keep a state
+the kernel also sets elsewhere or sit in a loop that is not a channel loop are refused with
+the line. Every checked config prints,
 bit for bit, what the kernel as written prints on the host.
 """
 
@@ -111,11 +113,25 @@ TWO_INPUTS_FOLDER = (["ceil_div(w, 16)", "ceil_div(h, 16)"], ["16", "16"],
                       ("w", "i32", "scalar", "w")], {"h": 21, "w": 35})
 
 
+#: the folder's kernel with the rest of the body in the guard's block (`if (x < W && y <
+#: H) { ... }`): the state is declared in that block
+STEREO_SOURCE = (STEREO / "stereo_sad64.cu").read_text()
+_RETURN = "  if (x >= W || y >= H) return;\n"
+GUARD_BLOCK = (STEREO_SOURCE[:STEREO_SOURCE.index(_RETURN)] + "  if (x < W && y < H) {\n" +
+               STEREO_SOURCE[STEREO_SOURCE.index(_RETURN) + len(_RETURN):
+                             STEREO_SOURCE.rindex("}")] + "  }\n}\n").replace(
+    "void stereo_sad64(", "void k(")
+GUARD_BLOCK_FOLDER = (["ceil_div(W, 16)", "ceil_div(H, 16)"], ["16", "16"],
+                      [("disp", "i32", "out", ["H", "W"]), ("left", "u8", "in", ["H", "W"]),
+                       ("right", "u8", "in", ["H", "W"]), ("H", "i32", "scalar", "H"),
+                       ("W", "i32", "scalar", "W")], {"H": 19, "W": 83})
+
 Folder = tuple[list[str], list[str], list[tuple[str, str, str, Any]], dict[str, int]]
 #: name -> (source, (grid, block, arguments, check-shape sizes))
 SPELLINGS: dict[str, tuple[str, Folder]] = {
     "max_scale": (MAX_SCALE, MAX_SCALE_FOLDER), "count_passes": (COUNT_PASSES, COUNT_FOLDER),
     "two_inputs": (TWO_INPUTS, TWO_INPUTS_FOLDER),
+    "guard_block": (GUARD_BLOCK, GUARD_BLOCK_FOLDER),
 }
 
 
@@ -156,11 +172,11 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
                                         "ceil_div(H, BLOCK_Y * OUT_Y)"]
 
 
-@pytest.mark.parametrize("name", ["max_scale", "count_passes"])
+@pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block"])
 def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
     _kf, result = _spelling(tmp_path, name)
     assert {p.name for p in result.lifted.params} >= WINDOW, result.notes
-    state = {"max_scale": "best", "count_passes": "count"}[name]
+    state = {"max_scale": "best", "count_passes": "count", "guard_block": "best_cost"}[name]
     assert f"runs per output on its own {state}" in _note(result, "OUT_Y: applied")
 
 
@@ -181,6 +197,10 @@ def test_a_tap_of_two_inputs_lifts_the_window_without_a_tile(tmp_path: Path) -> 
     (("best = fmaxf(best, resp);", "out[row * w + col] = resp;"),
      "the fold writes `out[row * w + col]`: it may write only locals declared before the "
      "loops (the state it keeps) (line 17)"),
+    # the state is set from the point before the loop: one variable for the thread's outputs
+    (("  float best = -1e30f;\n", "  float best = -1e30f;\n  if (row == 0) best = 0.0f;\n"),
+     "the fold's best is used outside the fold and the store: each output keeps its own "
+     "copy (line 8)"),
     # a fold after the column loop inside the row loop: not a channel loop
     (("      }\n    }\n    best", "      }\n      resp *= 0.5f;\n    }\n    best"),
      "`resp *= 0.5f;` in the loop over i is neither a declaration nor the inner window "
@@ -218,11 +238,13 @@ MIXES: dict[str, list[dict[str, int]]] = {
     "max_scale": [{"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 2}],
     "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4}],
     "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
+    "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2}],
 }
 
 
 @pytest.mark.timeout(600 if FULL_MATRIX else 300)
-@pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs"])
+@pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs",
+                                  "guard_block"])
 def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf, result = _lift(tmp_path, name)

@@ -68,7 +68,15 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.conv_fold import Fold, fold_text, per_output, read_fold, state_arrays
+from workbench.templater.conv_fold import (
+    Fold,
+    check_uses,
+    enclosing_before,
+    fold_text,
+    per_output,
+    read_fold,
+    state_arrays,
+)
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.conv_refill import (
     Refill,
@@ -573,7 +581,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if not inputs:
         raise Refused("the value read per window point reads no input", rest[0])
     src = inputs[0]
-    fold = _fold(nest, channel, acc.acc, region, expr, {x, y, outer.var, inner.var} |
+    fold = _fold(nest, channel, acc.acc, expr, {x, y, outer.var, inner.var} |
                  (loop_locals - {acc.acc}))
     # writes: only the accumulator and the window loops' own locals inside the loop
     top = nest[0].loop
@@ -616,6 +624,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if len(after) != 1:
         raise Refused("the window loop is not followed by exactly one store", top)
     store_stmt = after[0]
+    if fold is not None:
+        check_uses(plan.body, fold, store_stmt)
     target, rhs, out, step, init = checked_store(plan, expr, store_stmt, decl, src, (x, y),
                                                  frozenset(inputs[1:]))
     if out in inputs:
@@ -661,8 +671,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     return emit
 
 
-def _fold(nest: list[_Window], channel: _Window | None, acc: str, region: list[Node],
-          expr: _Expr, point: set[str]) -> Fold | None:
+def _fold(nest: list[_Window], channel: _Window | None, acc: str, expr: _Expr,
+          point: set[str]) -> Fold | None:
     """The statements after the taps in the outermost loop, read as a fold of each
     channel's window sum (:mod:`.conv_fold`); None where there are none."""
     after = [s for s in nest[0].body if s.start_byte > nest[1].loop.end_byte]
@@ -671,8 +681,7 @@ def _fold(nest: list[_Window], channel: _Window | None, acc: str, region: list[N
     if channel is not nest[0]:
         raise Refused(f"`{text(after[0])}` after the window in the loop over {nest[0].var}: "
                       "a fold is modelled in a channel loop around the window only", after[0])
-    before = [s for s in region if s.end_byte <= nest[0].loop.start_byte]
-    return read_fold(after, acc, before, lambda n: expr.names(n) & point,
+    return read_fold(after, acc, enclosing_before(nest[0].loop), lambda n: expr.names(n) & point,
                      _PURE_CALLS)
 
 

@@ -5,10 +5,11 @@ arg = d; } } out[i] = arg;``: a best match over candidates, a running maximum, a
 
 Read by roles: the statements after the window loop in the outermost loop of a
 three-loop nest whose channel loop that is. They write only *state*: locals declared once
-each, with a value that does not depend on the point, in the kernel's top-level
-statements before the nest; they read the accumulator, the state, the channel's variable
-and names that do not depend on the point, read no memory, call only pure helpers and do
-not leave the loop. Each output of a thread then keeps its own copy of the state
+each, with a value that does not depend on the point, before the nest in its block or a
+block around it (the kernel's body, a guard's block), and used nowhere but in the fold and
+the store; they read the accumulator, the state, the channel's variable and names that do
+not depend on the point, read no memory, call only pure helpers and do not leave the
+loop. Each output of a thread then keeps its own copy of the state
 (``best[OUT_Y][OUT_X]``) and runs the fold as written on its own accumulator after each
 channel, so every output folds the same values in the same order as the kernel as written.
 Anything else is refused with the line."""
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import strip, text, walk
+from workbench.templater.analysis import inside, strip, text, walk
 from workbench.templater.regtile import Refused, render
 
 
@@ -47,8 +48,8 @@ class Fold:
 def read_fold(stmts: list[Node], acc: str, before: list[Node],
               point_names: Callable[[Node], set[str]], pure: tuple[str, ...]) -> Fold:
     """The fold ``stmts`` (after the window loop in the channel loop) of the accumulator
-    ``acc``, checked; ``before`` are the kernel's statements before the nest (where the state is
-    declared), ``point_names(node)`` the point's coordinates and the nest's own locals
+    ``acc``, checked; ``before`` are the statements before the nest in the blocks around it
+    (where the state is declared, :func:`enclosing_before`), ``point_names(node)`` the point's coordinates and the nest's own locals
     ``node`` depends on, ``pure`` the calls a fold may make."""
     written: set[str] = set()
     for s in stmts:
@@ -84,6 +85,18 @@ def read_fold(stmts: list[Node], acc: str, before: list[Node],
     return Fold(tuple(stmts), state)
 
 
+def enclosing_before(loop: Node) -> list[Node]:
+    """The statements before ``loop`` in its block and in every block around it (the
+    places a local the loop sees may be declared: the kernel's body, a guard's block)."""
+    out: list[Node] = []
+    n = loop
+    while n.parent is not None:
+        if n.parent.type == "compound_statement":
+            out += [s for s in n.parent.named_children if s.end_byte <= n.start_byte]
+        n = n.parent
+    return out
+
+
 def _state(name: str, before: list[Node], point_names: Callable[[Node], set[str]],
            at: Node) -> State:
     for s in before:
@@ -105,6 +118,17 @@ def _state(name: str, before: list[Node], point_names: Callable[[Node], set[str]
             return State(name, s, text(typ), value)
     raise Refused(f"the fold writes {name}, which is not declared (once, with a value) "
                   "before the loops", at)
+
+
+def check_uses(body: Node, fold: Fold, store: Node) -> None:
+    """The state is used only by its declarations, the fold and the store: elsewhere each
+    output's copy would be read or written as one variable."""
+    own = (*fold.stmts, store, *(st.decl for st in fold.state))
+    for n in walk(body):
+        if n.type == "identifier" and text(n) in fold.names and \
+                not any(inside(n, s) for s in own):
+            raise Refused(f"the fold's {text(n)} is used outside the fold and the store: "
+                          "each output keeps its own copy", n)
 
 
 def per_output(data: bytes, node: Node, copies: dict[str, str]) -> str:
