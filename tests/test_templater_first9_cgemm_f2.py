@@ -274,3 +274,58 @@ def test_float2_tiles_compute_the_complex_product_at_every_end_and_the_mixes(
         work.mkdir()
         worst = float(run_on_host(work, "cgemm", program))
         assert worst < 1e-3, (config, worst)
+
+
+def _view_folder(root: Path) -> Path:
+    """cgemm_f2's folder (shapes, arguments, launch, reference) with
+    tests/spellings_f9c/cgemm_float2_view.cu as the kernel as written."""
+    folder = root / "cgemm_f2"
+    folder.mkdir()
+    for name in ("kernel.toml", "reference.py"):
+        shutil.copy(FOLDER / name, folder / name)
+    view = (HERE / "cgemm_float2_view.cu").read_text()
+    for name in ("baseline.cu", "cgemm_f2.cu"):
+        (folder / name).write_text(view)
+    return folder
+
+
+def test_a_float2_view_of_the_float_arguments_lifts_the_register_tile(tmp_path: Path) -> None:
+    """``const float2* A2 = reinterpret_cast<const float2*>(A)``: the tile loads' addresses
+    are read in pairs from the parameter's base (before: 'the load `A2[..]` of tile as
+    cannot be shown to move by one block along rows')."""
+    result = offline_template(load_kernel_folder(_view_folder(tmp_path)))
+    assert [p.name for p in result.lifted.params] == list(GEMM_KNOBS), result.notes
+    assert "as[BK][BM + 1]" in result.lifted.source
+
+
+@pytest.mark.parametrize("view", [
+    "reinterpret_cast<const float2*>(A + 2 * blockIdx.y)",  # offset in floats, not pairs
+    "reinterpret_cast<const float2*>(A) + threadIdx.x",  # not a plain view
+])
+def test_a_view_of_anything_but_a_parameter_is_not_read(view: str, tmp_path: Path) -> None:
+    folder = _view_folder(tmp_path)
+    for name in ("baseline.cu", "cgemm_f2.cu"):
+        source = (folder / name).read_text()
+        (folder / name).write_text(source.replace("reinterpret_cast<const float2*>(A)", view))
+    result = offline_template(load_kernel_folder(folder))
+    assert "BM" not in [p.name for p in result.lifted.params]
+    assert any("A2" in n and "REGISTER_TILE: not applied" in n for n in result.notes), \
+        result.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_float2_view_matches_the_plain_kernel_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(_view_folder(tmp_path))
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    assert len(configs) == 1 + 7 + len(MIXES), configs
+    inputs = _inputs(kf)
+    want = held_back_unseen9.SET.plain_outputs("cgemm_f2", tmp_path / "plain", host_flags)
+    for i, config in enumerate(configs):
+        source = held_back_unseen9.host_source(template.render(config, "fp32").source)
+        got = _run(kf, source, template.launch_for(config, env), inputs,
+                   tmp_path / f"config{i}", host_flags)
+        _assert_same(kf, got, want, f"the float2 view's lift at {config}")

@@ -96,6 +96,25 @@ class Indexing:
         return self.block[dim] if self.block is not None else self.tile
 
 
+def _parameter_viewed(base: Node, ix: Indexing) -> Node | None:
+    """The kernel parameter ``p`` of ``reinterpret_cast<const T*>(p)`` (the pointer viewed as
+    other elements: ``const float2* A2 = reinterpret_cast<const float2*>(A)``), else None.
+    The probe compares the moves of one access in its own elements; the view of a parameter
+    adds no offset, so its base is the parameter's block-uniform value. A view of anything
+    else (a pointer already offset in the other elements) is left to the evaluation, which
+    does not read it."""
+    if base.type != "call_expression" or \
+            not text(base.child_by_field_name("function")).startswith("reinterpret_cast<"):
+        return None
+    args = base.child_by_field_name("arguments")
+    arg = strip(args.named_children[0]) if args is not None and \
+        args.named_child_count == 1 else None
+    if arg is None or arg.type != "identifier" or ix.initial_value(text(arg)) is not None \
+            or ix.varying_local(text(arg)):
+        return None
+    return arg
+
+
 def same_move(access: tuple[Node, Node | None], prologue: list[Node], body: Node, ix: Indexing,
               thread: str, block: str, step: int | None = None) -> bool | None:
     """Whether the address ``array[index]`` moves as far when the thread index ``thread``
@@ -199,6 +218,7 @@ class _Probe:
         seen, rng = self.seen, self.rng
         base = (ix.initial_value(text(self.array)) if self.array.type == "identifier" else
                 None) or self.array
+        base = _parameter_viewed(base, ix) or base
         index = evaluate(self.index, leaf, seen, rng) if self.index is not None else 0
         return evaluate(base, leaf, seen, rng) + index + \
             sum(sign * evaluate(v, leaf, seen, rng) for sign, v in self.steps)
