@@ -13,7 +13,13 @@ of the fill (an unbraced inverted if / else, written load first; bool flags with
 comments) lift the register tile with its vector loads and compute the product at their
 default and every all-ends config; a spelling with float2 tiles (its element size now known)
 lifts the register tile and computes the complex product at the default, every all-ends
-config and the mixes.
+config and the mixes; the kernel written as its expert reads A and B (a float2 view,
+``reinterpret_cast<const float2*>(A)``, and float2 tiles) lifts it too and matches the plain
+kernel at the same configs, while views of anything but a bare parameter stay refused.
+
+Not lifted yet: VEC on the interleaved pairs (regtile_vec: "the index of A[2 * (row * K +
+ka)] does not step by one element along the tile's row"); the re and im tiles stay two
+scalar loads and two 4-byte shared reads where the expert loads and reads one float2.
 """
 
 from __future__ import annotations
