@@ -165,6 +165,10 @@ of each host compile was this code generated again (0.2 s of g++ CPU a program).
 #: g++'s options for every host program (a precompiled header is used only under the same).
 HOST_GXX_FLAGS = ("-O1", "-w")
 
+#: How host programs are linked: with gold where binutils has it (0.04 s of CPU a program
+#: against ld.bfd's 0.12 s; the same objects and libraries, so the same program).
+HOST_LINK_FLAGS = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
+
 #: (opening ``#include`` lines, extra flags) -> that header, precompiled, once per process.
 _PRECOMPILED: dict[tuple[str, tuple[str, ...]], Path] = {}
 
@@ -222,11 +226,11 @@ def run_on_host(work: Path, name: str, program: str, *, flags: tuple[str, ...] =
 
     def compile_to(exe: Path) -> None:
         pch = _precompiled_header(program, flags)
-        subprocess.run(["g++", *HOST_GXX_FLAGS, *flags, *pch, "-o", str(exe), str(cpp),
-                        *links], check=True, capture_output=True, timeout=120)
+        subprocess.run(["g++", *HOST_GXX_FLAGS, *HOST_LINK_FLAGS, *flags, *pch, "-o", str(exe),
+                        str(cpp), *links], check=True, capture_output=True, timeout=120)
 
-    exe = shared_output("gxx-exe", [*HOST_GXX_FLAGS, *flags_key(flags), program, *links],
-                        compile_to)
+    exe = shared_output("gxx-exe", [*HOST_GXX_FLAGS, *HOST_LINK_FLAGS, *flags_key(flags),
+                                    program, *links], compile_to)
     done = subprocess.run([str(exe)], check=True, capture_output=True, text=True,
                           timeout=run_timeout_s)
     return done.stdout
