@@ -379,8 +379,6 @@ extern "C" __global__ void k(float* y, const float* x, int n) {{
      "called 2 times"),
     ("float", "return s[threadIdx.x];", "  y[0] = 2.0f * tile<64>(y, x, n);", 11,
      "its result is used in an expression"),
-    ("void", "if (i < n) y[i] = s[threadIdx.x];", "  tile<64>(y + 1, x, n);", 11,
-     "pointer parameter y is bound to the expression `y + 1`"),
     ("void", "if (i >= n) return;\n  y[i] = s[threadIdx.x];",
      "  tile<64>(y, x, n);\n  y[0] = 1.0f;", 12, "it returns early (line 8)"),
     ("void", "if (i < n) y[i] = s[threadIdx.x];", "  tile(y, x, n);", 11,
@@ -394,6 +392,30 @@ def test_calls_inlining_cannot_keep_are_refused_with_the_line(
     assert len(done.findings) == 1 and not done.findings[0].applied
     assert reason in done.findings[0].reason, done.findings[0].reason
     assert done.findings[0].line == line, done.findings[0]
+
+
+def test_a_pointer_bound_to_an_expression_is_a_local_holding_the_address() -> None:
+    """The call passes the pointer's value: a local initialised once with it reads and
+    writes what the callee's parameter did (renamed where the kernel names it too)."""
+    source = KERNEL.format(ret="void", tail="if (i < n) y[i] = s[threadIdx.x];",
+                           body="  tile<64>(y + 1, x, n);")
+    done = inline_calls(source, "k", "k.cu")
+    assert done.findings[0].applied, done.findings
+    assert "  float* tile_y = y + 1;\n" in done.text
+    assert "if (i < n) tile_y[i] = s[threadIdx.x];" in done.text
+
+
+@pytest.mark.parametrize("declared,kind", [("float y[]", "array"), ("float& y", "reference")])
+def test_an_array_or_reference_bound_to_an_expression_is_refused(declared: str,
+                                                                  kind: str) -> None:
+    source = KERNEL.replace("{ret} tile(float* y", "void tile(" + declared).format(
+        tail="if (i < n) y[0] = s[threadIdx.x];",
+        body="  tile<64>(y[1], x, n);" if kind == "reference" else "  tile<64>(y + 1, x, n);")
+    done = inline_calls(source, "k", "k.cu")
+    assert done.text == source
+    assert f"its {kind} parameter y is bound to the expression" in done.findings[0].reason, \
+        done.findings
+    assert done.findings[0].line == 11
 
 
 def test_a_kernel_that_indexes_its_threads_itself_keeps_its_helpers() -> None:

@@ -34,8 +34,14 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import CudaSourceError
-from workbench.templater.analysis import text, walk
-from workbench.templater.inline_bind import Refused, TemplateParam, callee_name, template_params
+from workbench.templater.analysis import declared_name, mentions, text, walk
+from workbench.templater.inline_bind import (
+    Refused,
+    TemplateParam,
+    call_params,
+    callee_name,
+    template_params,
+)
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
 from workbench.templater.records import Finding, LiftedParameter, LiftedSource
@@ -118,18 +124,67 @@ def _safe_template_params(outer: Node) -> list[TemplateParam]:
 
 
 def launch_callees(defs: dict[str, Node], body: Node) -> list[str]:
-    """The functions ``body`` calls that carry its launch, in call order; none when the
-    body reads a thread or block index itself (see the module doc)."""
-    if any(text(n) in _GEOMETRY for n in walk(body) if n.type == "identifier"):
-        return []
+    """The functions ``body`` calls that carry its launch, in call order: when the body
+    reads no thread or block index itself, those that read one (see the module doc);
+    otherwise those that walk a coordinate the body passes them (:func:`_walks_coordinate`)."""
+    indexed = any(text(n) in _GEOMETRY for n in walk(body) if n.type == "identifier")
+    coordinates = _coordinates(body) if indexed else frozenset()
     found: list[str] = []
     for n in walk(body):
         name = callee_name(n) if n.type == "call_expression" else ""
         fn = defs.get(name)
-        if fn is not None and name not in found and not _is_kernel(fn) and \
+        if fn is None or name in found or _is_kernel(fn):
+            continue
+        if _walks_coordinate(fn, n, coordinates) if indexed else \
                 _carries_launch(defs, name, set()):
             found.append(name)
     return found
+
+
+def _coordinates(body: Node, seed: frozenset[str] = _GEOMETRY) -> frozenset[str]:
+    """The locals of ``body`` whose value reads a thread or block index (or a name of
+    ``seed``), directly or through another such local (``lane = threadIdx.x``, ``row =
+    blockIdx.x * 8 + ..``)."""
+    values = [(name, value) for d in walk(body) if d.type == "declaration"
+              for name, _, value in [declared_name(d)] if value is not None]
+    found: set[str] = set(seed)
+    grown = True
+    while grown:
+        grown = False
+        for name, value in values:
+            if name not in found and mentions(value, found):
+                found.add(name)
+                grown = True
+    return frozenset(found)
+
+
+def _walks_coordinate(fn: Node, call: Node, coordinates: frozenset[str]) -> bool:
+    """Whether ``fn`` (called at ``call``) holds the thread's walk of the kernel: a loop
+    of it starts, ends or steps by a parameter the call binds to a thread coordinate, or by
+    a local computed from one (``for (int w = lane; w < n; w += 32)``, ``int c = first;
+    while (c < n)`` with ``lane``, ``first`` passed from ``threadIdx.x``). The
+    families read a walk in the kernel's body, so such a callee is inlined like one that
+    reads the launch itself; a value helper given an index (``f(x, i)``) loops over no
+    parameter that way and stays a call."""
+    given = call.child_by_field_name("arguments")
+    args = list(given.named_children) if given is not None else []
+    try:
+        params = call_params(fn)
+    except Refused:
+        return False
+    walked = _coordinates(fn, frozenset(p.name for p, a in zip(params, args, strict=False)
+                                        if mentions(a, coordinates)))
+    for loop in walk(fn):
+        if loop.type == "for_statement":
+            header = [loop.child_by_field_name(f) for f in ("initializer", "condition",
+                                                             "update")]
+        elif loop.type in ("while_statement", "do_statement"):
+            header = [loop.child_by_field_name("condition")]
+        else:
+            continue
+        if any(h is not None and mentions(h, walked) for h in header):
+            return True
+    return False
 
 
 def _is_kernel(fn: Node) -> bool:

@@ -355,11 +355,16 @@ class _Binder:
                 raise Refused(f"the call gives no argument for {p.name}", site.call)
             raw, want = flat(arg), words(p.type_key, self.subs)
             has = caller.get(raw) if arg.type == "identifier" else None
+            if p.indirect and arg.type != "identifier" and _pointer_value(p):
+                # a pointer passed by value: a local initialised once with the argument
+                # holds the address the call passed (wq + row * words)
+                self.copies.append((p, text(arg)))
+                continue
             if p.indirect:
-                kind = "reference" if p.reference else "pointer"
+                kind = "reference" if p.reference else "array"
                 if arg.type != "identifier":
                     raise Refused(f"its {kind} parameter {p.name} is bound to the expression "
-                                  f"`{raw}`: pointers and references are bound by name only "
+                                  f"`{raw}`: references and arrays are bound by name only "
                                   "(a plain identifier of the kernel)", arg)
                 if has is not None and has.rstrip("*&") != want.rstrip("*&"):
                     raise Refused(f"its {kind} parameter {p.name} ({want}) is bound to {raw} "
@@ -409,6 +414,17 @@ class _Binder:
             if text(n) not in own and text(n) in kernel_names:
                 raise Refused(f"it reads {text(n)}, a name the kernel declares too: inlined, "
                               "it would read the kernel's", n)
+
+
+def _pointer_value(p: CallParam) -> bool:
+    """Whether ``p`` is declared as a pointer (``const float* x``), which a local of its
+    declaration can hold; not a reference or an array (``float a[]``)."""
+    d = p.declarator
+    while d.type in ("pointer_declarator", "parenthesized_declarator"):
+        if d.type == "pointer_declarator":
+            return True
+        d = d.named_children[0]
+    return False
 
 
 def _names_outside(site: Site) -> set[str]:
