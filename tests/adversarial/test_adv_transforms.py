@@ -79,8 +79,9 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(("case", "restrict", "index", "x_shape", "reason"), [
     ("aliasing", "", "i", '["n"]', "VEC: not applied: `y` is written, is not __restrict__ "
                                    "and may alias x (line 4)"),
-    ("strided", "__restrict__ ", "2 * i", '["2 * n"]',
-     "VEC: not applied: `x[2 * i]` is not a unit-stride access"),
+    ("strided", "", "2 * i", '["2 * n"]',
+     "VEC: not applied: `y` is written and not __restrict__, and `i` is also read as a "
+     "value (`2 * i`)"),
 ])
 def test_vector_width_is_refused_through_propose_write(case: str, restrict: str, index: str,
                                                        x_shape: str, reason: str,

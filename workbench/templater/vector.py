@@ -3,13 +3,17 @@ one-element-per-thread kernels, blocks per row, and items per thread by wrapping
 
 Vectorizing a region whose variable ``j`` walks consecutive elements (a thread-stride loop
 ``for (j = threadIdx.x; j < n; j += B)`` or a guarded ``i = blockIdx.x * B + threadIdx.x``)
-is legal when, in its body, ``j`` only ever appears as ``A[offset + j]`` with one offset per
-array, every access runs unconditionally (no branches or nested loops around it), no
-barrier, atomic, shuffle or early exit is inside, and a written array cannot alias another
-one read. The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per array
+is legal when, in its body, the accesses ``A[offset + j]`` (one offset per array: the
+streams) run unconditionally (no branches or nested loops around them), no barrier, atomic,
+shuffle or early exit is inside, and a written array cannot alias another one read. ``j``
+may also be read otherwise (``x + 8 * j``, ``s[j / 4]``): each lane reads it at its own
+element, ``j + wb_v``, where the body writes only locals and the streams (written streams
+``__restrict__``) and never ``j`` itself. A one-element region writes no local declared
+before it. The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream
 before any is used, runs the original body once per lane on registers, and stores the
-written vectors; constraints keep it correct: the bound and every offset multiples of VEC
-(alignment, no tail), ``VEC * bytes <= 16``.
+written vectors; constraints keep it correct: the bound (a size argument or a local
+computed from them, ``cols / 8``) and every offset multiples of VEC (alignment, no tail),
+``VEC * bytes <= 16``.
 """
 
 from __future__ import annotations
@@ -89,7 +93,10 @@ def _is_write(sub: Node) -> tuple[bool, bool]:
     return False, True
 
 
-def _accesses(plan: Plan, region: Region) -> list[Access]:
+def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
+    """The unit-stride accesses ``A[offset + var]`` of ``region`` (the vector streams) and
+    the other reads of ``var`` (as a value, ``x + 8 * w``, or in another index,
+    ``s[w / 4]``): each lane evaluates those at its own element, ``var + wb_v``."""
     body, var = region.body, region.var
     for n in walk(body):
         if n.type in _EXITS:
@@ -99,6 +106,7 @@ def _accesses(plan: Plan, region: Region) -> list[Access]:
     if bad:
         raise Illegal(f"the body calls {bad[0]}, which must run once per thread", body)
     out: list[Access] = []
+    values: list[Node] = []
     for n in walk(body):
         if n.type != "identifier" or text(n) != var:
             continue
@@ -106,8 +114,9 @@ def _accesses(plan: Plan, region: Region) -> list[Access]:
         while sub is not None and sub.type != "subscript_expression":
             sub = sub.parent
         if sub is None or sub.start_byte < body.start_byte:
-            raise Illegal(f"`{var}` is used as a value in `{text(n.parent)}`, not only as an "
-                          "index", n)
+            _read_only(n, var)
+            values.append(n)
+            continue
         idx = sub.child_by_field_name("indices")
         index = idx.named_children[0] if idx is not None and idx.named_children else None
         if index is None:
@@ -115,7 +124,8 @@ def _accesses(plan: Plan, region: Region) -> list[Access]:
         hits = [t for s, t in terms(index) if text(t) == var and s == 1]
         if len(hits) != 1 or sum(1 for m in walk(index) if text(m) == var and
                                  m.type == "identifier") != 1:
-            raise Illegal(f"`{text(sub)}` is not a unit-stride access in {var}", sub)
+            values.append(n)
+            continue
         up = sub.parent
         while up is not None and up != body:
             if up.type in _CONTROL:
@@ -126,7 +136,59 @@ def _accesses(plan: Plan, region: Region) -> list[Access]:
         out.append(Access(sub, array, index, write, read))
     if not out:
         raise Illegal(f"no array is indexed by {var}", body)
-    return out
+    if values:
+        _writes_streams_or_locals(region, out, values[0])
+    if not region.loop:
+        _keeps_outer_locals(region)
+    return out, values
+
+
+def _keeps_outer_locals(region: Region) -> None:
+    """A one-element region's body writes no local declared before it: each of the VEC
+    lanes' bodies would start from the previous lane's value, not from the value every
+    thread as written starts from (``base += i``)."""
+    own = {declared_name(d)[0] for d in walk(region.body) if d.type == "declaration"}
+    for n in walk(region.body):
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is not None and strip(target).type == "identifier" and \
+                text(strip(target)) not in own:
+            raise Illegal(f"`{text(n)}` writes {text(strip(target))}, declared before the "
+                          "element's body: each vector lane would start from the previous "
+                          "lane's value", n)
+
+
+def _read_only(n: Node, var: str) -> None:
+    """``n`` (a use of ``var`` outside a unit-stride index) reads it: not assigned,
+    stepped or its address taken, which would change the walk itself."""
+    parent = n.parent
+    assert parent is not None  # an identifier inside the region's body
+    written = (parent.type == "assignment_expression" and
+               parent.child_by_field_name("left") == n) or \
+        parent.type == "update_expression" or \
+        (parent.type == "pointer_expression" and
+         text(parent.child_by_field_name("operator")) == "&")
+    if written:
+        raise Illegal(f"the body writes `{var}` (`{text(parent)}`): the walk is not a "
+                      "unit-stride loop", n)
+
+
+def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node) -> None:
+    """Where ``var`` is also read as a value, the body writes only locals and the streams:
+    a lane's other reads then see what they saw in the loop as written, though every
+    vector loads before the first lane's body and stores after the last."""
+    for n in walk(region.body):
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        if target is None:
+            continue
+        target = strip(target)
+        if target.type != "identifier" and not any(a.node == target for a in streams):
+            raise Illegal(f"`{region.var}` is read as a value in `{text(value.parent)}` and "
+                          f"the body writes `{text(target)}`, which the vector loads and "
+                          "stores would reorder against that read", n)
 
 
 def _offset_constraints(plan: Plan, access: Access, var: str) -> list[str]:
@@ -157,11 +219,45 @@ def _offset_constraints(plan: Plan, access: Access, var: str) -> list[str]:
         if found is None:
             found = next((f"{int_value(f)} % VEC == 0" for f in fs
                           if (int_value(f) or 0) > 1), None)
+        if found is None:  # a local size (words = cols / 8)
+            found = next((f"{size} % VEC == 0" for f in fs if f.type == "identifier"
+                          for size in [size_expression(plan, f)] if size is not None), None)
         if found is None:
             raise Illegal(f"offset `{text(piece)}` of `{text(access.node)}` is not known to be "
                           "a multiple of the vector width (alignment)", access.node)
         out.append(found)
     return out
+
+
+_SIZE_OPS = {"+": "+", "-": "-", "*": "*", "/": "//"}
+
+
+def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
+    """``node``'s value as a launch expression over the shape names: a size argument
+    (``n``), an integer literal, a local never assigned after its initializer, and +, -,
+    * and / (integer division, ``//``) of those (``cols / 8`` -> ``(cols // 8)``); None
+    for anything else."""
+    node = strip(node)
+    if node.type == "cast_expression":
+        value = node.child_by_field_name("value")
+        return size_expression(plan, value, depth) if value is not None else None
+    if node.type == "identifier":
+        name = text(node)
+        if name in plan.scalars:
+            return plan.scalars[name]
+        d = plan.facts.defs.get(name)
+        if d is None or d.assigned or d.is_pointer or d.value is None or depth > 4:
+            return None
+        return size_expression(plan, d.value, depth + 1)
+    if int_value(node) is not None:
+        return str(int_value(node))
+    parts = binary(node)
+    if parts is None or parts[1] not in _SIZE_OPS:
+        return None
+    left, right = (size_expression(plan, side, depth) for side in (parts[0], parts[2]))
+    if left is None or right is None:
+        return None
+    return f"({left} {_SIZE_OPS[parts[1]]} {right})"
 
 
 def _root(plan: Plan, array: str) -> str:
@@ -189,7 +285,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     two ranges that start at the same address meet only at the same ``var``, whatever the
     offsets' spelling (``y[j]`` with ``yr = y + row * n`` and ``x[row * n + j]``).
     """
-    accesses = _accesses(plan, region)
+    accesses, values = _accesses(plan, region)
     # one stream per (array, offset): a gate and an up half of one input are two streams
     by_array: dict[str, list[Access]] = {}
     names: dict[tuple[str, str], str] = {}
@@ -217,16 +313,20 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         if p.is_const:
             raise Illegal(f"`{w}` is written but declared const", region.body)
         others = read - {w}
+        if values and not p.is_restrict:
+            raise Illegal(f"`{w}` is written and not __restrict__, and `{region.var}` is "
+                          f"also read as a value (`{text(values[0].parent)}`): a read at "
+                          "that value would run before the vectors' stores", region.body)
         if others and not p.is_restrict:
             if not alias_guard:
                 raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
                               f"{', '.join(sorted(others))}", region.body)
             guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
-    bound = strip(region.bound)
-    if bound.type != "identifier" or text(bound) not in plan.scalars:
+    bound = size_expression(plan, region.bound)
+    if bound is None:
         raise Illegal(f"the bound `{text(region.bound)}` is not a kernel argument with a known "
                       "size, so its divisibility by VEC cannot be required", region.bound)
-    constraints.append(f"{plan.scalars[text(bound)]} % VEC == 0")
+    constraints.append(f"{bound} % VEC == 0")
     widths = [plan.elem_bytes(_root(plan, g[0].array)) for g in by_array.values()]
     if any(w is None for w in widths):
         raise Illegal("an accessed array has no known element size", region.body)
@@ -237,6 +337,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     for stream, group in by_array.items():
         for a in group:
             plan.rw.replace(a.node, f"wb_{stream}[wb_i].v[wb_v]")
+    for n in values:  # the lane's own element
+        plan.rw.replace(n, f"({region.var} + wb_v)")
     mine = plan.rw.edits[before:]
 
     def make(rw: Rewriter) -> str:
