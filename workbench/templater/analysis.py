@@ -35,6 +35,13 @@ def line(node: Node) -> int:
     return node.start_point.row + 1
 
 
+def tree_root(node: Node) -> Node:
+    """The translation unit ``node`` belongs to (the file's own declarations live there)."""
+    while node.parent is not None:
+        node = node.parent
+    return node
+
+
 def shares_or_syncs(body: Node) -> bool:
     """Whether ``body`` calls ``__syncthreads`` or declares ``__shared__`` memory (the
     one-thread-per-output transforms leave such kernels alone)."""

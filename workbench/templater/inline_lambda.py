@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import line, text, tree_root, walk
 from workbench.templater.inline_bind import (
     Refused,
     callee_name,
@@ -81,9 +81,7 @@ def expand_lambdas(current: InlinedSource, entry: str | None) -> InlinedSource:
         body = entry_body(current, entry)
         if body is None or body.parent is None:
             break
-        root = body
-        while root.parent is not None:
-            root = root.parent
+        root = tree_root(body)
         found = _callables(root, body.parent, body, notes, current)
         edits: list[tuple[int, int, str]] = []
         taken = {text(n) for n in walk(root) if n.type == "identifier"}

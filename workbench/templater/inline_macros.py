@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import text, tree_root, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
@@ -77,9 +77,7 @@ def expand_macros(current: InlinedSource, entry: str | None) -> InlinedSource:
         body = entry_body(current, entry)
         if body is None:
             return current
-        root = body
-        while root.parent is not None:
-            root = root.parent
+        root = tree_root(body)
         macros = function_macros(root)
         calls = [(n, macros[text(fn)]) for n in walk(body) if n.type == "call_expression"
                  and (fn := n.child_by_field_name("function")) is not None

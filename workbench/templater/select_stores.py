@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import strip, text, walk
+from workbench.templater.analysis import strip, text, tree_root, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
@@ -40,9 +40,7 @@ def select_stores(current: InlinedSource, entry: str | None) -> InlinedSource:
     body = entry_body(current, entry)
     if body is None:
         return current
-    root = body
-    while root.parent is not None:
-        root = root.parent
+    root = tree_root(body)
     shared = _shared_arrays(root)  # the kernel's own and file-scope ones
     data = current.text.encode()
     edits = [(n, new) for n in walk(body) if n.type == "if_statement"
