@@ -170,8 +170,24 @@ def test_the_window_is_kept_within_the_register_file(tmp_path: Path) -> None:
     assert space.rejection({**widest, "LANE_WINDOW": 0, "OUTER_THREADS": 32}) is None
 
 
+@pytest.mark.timeout(240)
 def test_a_while_loop_over_the_taps_refuses_the_window_with_the_line(tmp_path: Path) -> None:
-    result = offline_template(_folder("row3", tmp_path))
+    """row3's tap loop as written is a counted while (step last), read as its for since
+    ada1dd2: it gets the window, and prints as written at the window's mixed config. With the
+    step first (``t++`` before the tap ``t - 1``) it is not counted and stays a while: refused
+    at the while's line."""
+    from test_templater_const_via import FOLDERS
+    written = FOLDERS["row3"][0]
+    kf = _folder("row3", tmp_path / "counted")
+    counted = offline_template(kf)
+    assert "LANE_WINDOW" in _knobs(counted), counted.notes
+    assert_prints_as_written(kf, counted, [_window_configs(kf, counted)["mixed"]],
+                             tmp_path / "host")
+    source = written.replace("    int q = pix + t - 1;\n", "    t++;\n    int q = pix + t - 2;\n")
+    source = source.replace("acc += w3[t][lane]", "acc += w3[t - 1][lane]").replace(
+        "    t++;\n  }", "  }")
+    assert source.count("t++") == 1 and source != written
+    result = offline_template(_folder("row3", tmp_path / "stepped", source=source))
     assert "LANE_WINDOW" not in _knobs(result)
     note = next(n for n in result.notes if n.startswith("LANE_WINDOW"))
     assert "inside a while loop" in note and "(line 16)" in note, note  # the while
