@@ -26,6 +26,7 @@ from typing import Any
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import text
 from workbench.templater.regtile import Refused
 
@@ -119,9 +120,12 @@ def _short(node: Lite) -> str:
     return " ".join(_t(node).split())[:60]
 
 
-class _Exit(Exception):
+class _Exit(WorkbenchError):
+    """A thread's run left the block early (``return``, ``break``, ``continue``): control
+    flow inside the simulation, caught there; a WorkbenchError as every error of the tree."""
+
     def __init__(self, kind: str) -> None:
-        super().__init__(kind)
+        super().__init__(f"the simulated thread left its block by {kind}", kind=kind)
         self.kind = kind
 
 
