@@ -41,7 +41,7 @@ from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
-from workbench.core.kernel_folder import load_kernel_folder
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.select_stores import select_stores
@@ -194,22 +194,29 @@ def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-@needs_gxx
-@pytest.mark.timeout(1200)
-def test_the_lift_matches_the_plain_kernel_at_every_end_and_the_mixes(
-        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = load_kernel_folder(FOLDER)
+def _matches_the_plain_kernel(kf: KernelFolder, what: str, tmp_path: Path,
+                              flags: tuple[str, ...]) -> None:
+    """``kf``'s lift at the default, the 7 all-ends configs and MIXES computes what
+    cgemm_f2 as written computes, on the host."""
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     configs = _checked(template, env)
     assert len(configs) == 1 + 7 + len(MIXES), configs
     inputs = _inputs(kf)
-    want = held_back_unseen9.SET.plain_outputs("cgemm_f2", tmp_path / "plain", host_flags)
+    want = held_back_unseen9.SET.plain_outputs("cgemm_f2", tmp_path / "plain", flags)
     for i, config in enumerate(configs):
         source = held_back_unseen9.host_source(template.render(config, "fp32").source)
         got = _run(kf, source, template.launch_for(config, env), inputs,
-                   tmp_path / f"config{i}", host_flags)
-        _assert_same(kf, got, want, f"cgemm_f2's lift at {config}")
+                   tmp_path / f"config{i}", flags)
+        _assert_same(kf, got, want, f"{what} at {config}")
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_lift_matches_the_plain_kernel_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    _matches_the_plain_kernel(load_kernel_folder(FOLDER), "cgemm_f2's lift", tmp_path,
+                              host_flags)
 
 
 def _float2_tiles(pair: str = "float2") -> Any:
@@ -323,15 +330,5 @@ def test_a_view_of_anything_but_a_parameter_is_not_read(view: str, tmp_path: Pat
 @pytest.mark.timeout(1200)
 def test_the_float2_view_matches_the_plain_kernel_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = load_kernel_folder(_view_folder(tmp_path))
-    template = offline_template(kf).template
-    env = kf.env(kf.check_shape, "fp32")
-    configs = _checked(template, env)
-    assert len(configs) == 1 + 7 + len(MIXES), configs
-    inputs = _inputs(kf)
-    want = held_back_unseen9.SET.plain_outputs("cgemm_f2", tmp_path / "plain", host_flags)
-    for i, config in enumerate(configs):
-        source = held_back_unseen9.host_source(template.render(config, "fp32").source)
-        got = _run(kf, source, template.launch_for(config, env), inputs,
-                   tmp_path / f"config{i}", host_flags)
-        _assert_same(kf, got, want, f"the float2 view's lift at {config}")
+    _matches_the_plain_kernel(load_kernel_folder(_view_folder(tmp_path)),
+                              "the float2 view's lift", tmp_path, host_flags)
