@@ -120,7 +120,8 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
             if grid_dim is None or grid_dim == dim or _dim_of(b, "blockDim", dims) != dim:
                 continue
             if _threads(plan, grid_dim) > 1:
-                if _own_threads_inside(n, dim) and not _lanes(plan):
+                crossed = _own_threads_inside(n, dim)
+                if crossed and not _lanes(plan):
                     if _threads(plan, grid_dim) != _threads(plan, dim):
                         continue  # the block lift's grid follows the size (_cross_grids)
                     return BlockTie(
@@ -128,7 +129,7 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
                         f"{dim} size, and the block is {_threads(plan, dim)} threads along "
                         f"both {dim} and {grid_dim} as written: the grid rules' divisor "
                         f"cannot tell which size each follows; the block stays as written", n)
-                if _own_threads_inside(n, dim):
+                if crossed:
                     # a crossed grid (px = blockIdx.x * blockDim.y + threadIdx.y) whose x
                     # threads are lanes: the lane layout's transforms size the y threads
                     # (OUTER_THREADS) and add what BLOCK_Y alone cannot (vectors across the
