@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.core.cuda_source import function_definitions
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import line, walk
+from workbench.templater.inline_bind import callee_name
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity
 
@@ -40,14 +41,8 @@ class HelperScope:
 
 def callees(body: Node) -> set[str]:
     """The names ``body`` calls (``f(x)`` and ``f<float>(x)`` alike)."""
-    out: set[str] = set()
-    for n in walk(body):
-        callee = n.child_by_field_name("function") if n.type == "call_expression" else None
-        if callee is not None and callee.type == "template_function":
-            callee = callee.child_by_field_name("name")
-        if callee is not None and callee.type == "identifier":
-            out.add(text(callee))
-    return out
+    return {name for n in walk(body) if n.type == "call_expression"
+            and (name := callee_name(n))}
 
 
 def _qualifiers(fn: Node) -> set[str]:
