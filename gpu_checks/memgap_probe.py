@@ -16,9 +16,11 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
 - rmsnorm_f16w: the write pass (y = x * inv * w) now takes VEC behind the run-time alias
   test (it was refused: y may alias x and w); the last tune's pick (512 threads, VEC 4,
   4 items) had vector loads in the first pass only (90 %, the expert 99 %).
-- box27_smooth: Z_QUEUE (new) keeps the planes a thread's walk shares in registers, 9 new
-  loads an output where the lift read 27 (56 registers at 64 x 8 threads and 32 planes, no
-  spills); the expert keeps plane sums instead (65 %, the lift's pick 54 %).
+- box27_smooth: a Z_QUEUE knob (the planes a thread's walk shares kept in registers, 9 new
+  loads an output where the lift read 27) was timed here on the H100 (2026-11-27 21:13Z) and
+  removed: 490.6 us at the tune's pick against 266.5 us without it, 1.8-2.0x slower at every
+  named config (56-57 registers against 32); the expert keeps plane sums instead (65 % of a
+  copy, the lift's pick 54 %).
 - wave2d_o4: the expert's pick (128 x 1 threads, 4 rows a thread from global memory) is in
   the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs against the expert's 40
   read-only ones; 3868 configs against the expert's 128.
@@ -66,11 +68,8 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                         "USE_SMEM": 0},
     }, {"pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 4, "USE_SMEM": 0}}),
     "box27_smooth": ("corpus_compute_unseen6", {
-        "tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16, "Z_QUEUE": 0},
-        "queued_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16, "Z_QUEUE": 1},
-        "queued_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "Z_QUEUE": 1},
-        "queued_128x4_32": {"BLOCK_THREADS": 128, "BLOCK_Y": 4, "Z_ITEMS": 32, "Z_QUEUE": 1},
-        "plain_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "Z_QUEUE": 0},
+        "tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16},
+        "plain_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32},
     }, {"pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "USE_SMEM": 0}}),
 }
 

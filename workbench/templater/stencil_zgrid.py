@@ -32,8 +32,6 @@ from workbench.templater.analysis import builtin, inside_loop, line, shares_or_s
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names
-from workbench.templater.stencil_zqueue import KNOB as ZQ_KNOB
-from workbench.templater.stencil_zqueue import Queue, analyse_queues, emit_queues
 
 Z_ITEMS = "Z_ITEMS"
 BLOCK_Y = "BLOCK_Y"
@@ -153,16 +151,12 @@ def _emit(plan: Plan, uses: list[Node], nz: str) -> None:
     body = plan.body
     if rows is not None:
         _lift_rows(plan, rows)
-    queues = _queues(plan)
     rw.insert(body.start_byte + 1, (
-        f"\n{_queued(queues, ''.join(q.declare() for q in queues))}"
-        f"  for (int wb_zi = 0; wb_zi < {zi}; ++wb_zi) {{  // {zi} planes of the grid's z "
+        f"\n  for (int wb_zi = 0; wb_zi < {zi}; ++wb_zi) {{  // {zi} planes of the grid's z "
         "per block, one after another\n"
         f"  const unsigned wb_zp = blockIdx.z * {zi} + wb_zi;  // this plane's blockIdx.z "
         "as written\n"
-        f"  if (wb_zp >= (unsigned)({nz})) break;  // past the grid's last plane\n"
-        + _queued(queues, "  if (wb_zi > 0) {  // one plane up: each queue moves down a row\n"
-                  + "".join(q.shift() for q in queues) + "  }\n")))
+        f"  if (wb_zp >= (unsigned)({nz})) break;  // past the grid's last plane\n"))
     for n in uses:
         rw.replace(n, "wb_zp")
     for n in walk(body):
@@ -177,20 +171,3 @@ def _emit(plan: Plan, uses: list[Node], nz: str) -> None:
     plan.note(Z_ITEMS, True, f"the body repeats for {zi} consecutive planes per block "
               f"(`blockIdx.z` -> the plane, grid z = ceil({nz} / {zi}), returns become "
               "`continue`)", uses[0])
-    if queues:
-        emit_queues(plan, queues, zi)
-
-
-def _queues(plan: Plan) -> list[Queue]:
-    """The Z_QUEUE queues of the planes' walk ([] when no read moves with the plane, or a
-    refusal, noted with its reason)."""
-    try:
-        return analyse_queues(plan)
-    except Refused as exc:
-        plan.note(ZQ_KNOB, False, exc.reason, exc.node)
-        return []
-
-
-def _queued(queues: list[Queue], lines: str) -> str:
-    """``lines`` under ``#if Z_QUEUE`` where there are queues, else nothing."""
-    return f"#if {ZQ_KNOB}\n{lines}#endif\n" if queues else ""
