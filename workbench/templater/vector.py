@@ -191,9 +191,10 @@ def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node
                           "stores would reorder against that read", n)
 
 
-def _offset_constraints(plan: Plan, access: Access, var: str) -> list[str]:
+def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") -> list[str]:
     """Constraints making ``offset`` (index minus var, plus a local pointer's offset) a
-    multiple of VEC; raises Illegal when a term cannot be shown to be one."""
+    multiple of ``knob`` (a vector width); raises Illegal when a term cannot be shown to be
+    one."""
     pieces = [t for s, t in terms(access.index) if text(t) != var]
     d = plan.facts.defs.get(access.array)
     if d is not None:
@@ -214,13 +215,13 @@ def _offset_constraints(plan: Plan, access: Access, var: str) -> list[str]:
     for piece in expanded:
         fs = factors(piece)
         # a size argument first (d % VEC), then a literal (2 % VEC)
-        found = next((f"{plan.scalars[text(f)]} % VEC == 0" for f in fs
+        found = next((f"{plan.scalars[text(f)]} % {knob} == 0" for f in fs
                       if f.type == "identifier" and text(f) in plan.scalars), None)
         if found is None:
-            found = next((f"{int_value(f)} % VEC == 0" for f in fs
+            found = next((f"{int_value(f)} % {knob} == 0" for f in fs
                           if (int_value(f) or 0) > 1), None)
         if found is None:  # a local size (words = cols / 8)
-            found = next((f"{size} % VEC == 0" for f in fs if f.type == "identifier"
+            found = next((f"{size} % {knob} == 0" for f in fs if f.type == "identifier"
                           for size in [size_expression(plan, f)] if size is not None), None)
         if found is None:
             raise Illegal(f"offset `{text(piece)}` of `{text(access.node)}` is not known to be "
@@ -304,7 +305,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
             raise Illegal(f"`{array}` is written and accessed at more than one offset "
                           f"({', '.join(sorted({text(a.node) for a in accesses if a.array == array}))})",
                           group[0].node)
-        constraints += _offset_constraints(plan, group[0], region.var)
+        constraints += offset_constraints(plan, group[0], region.var)
     written = {_root(plan, g[0].array) for g in by_array.values() if any(x.write for x in g)}
     read = {_root(plan, g[0].array) for g in by_array.values() if any(x.read for x in g)}
     guarded: list[str] = []  # written pointers whose overlap is checked at run time
