@@ -10,8 +10,9 @@ benchmarks/corpus_compute_unseen4 (``--set unseen4``: six more, held back the sa
 benchmarks/corpus_compute_unseen5 (``--set unseen5``: six more, held back the same way),
 benchmarks/corpus_compute_unseen6 (``--set unseen6``: six more, held back the same way),
 benchmarks/corpus_compute_unseen7 (``--set unseen7``: six more, held back the same way),
-benchmarks/corpus_compute_unseen8 (``--set unseen8``: six more, held back the same way) and
-benchmarks/corpus_compute_unseen9 (``--set unseen9``: six more, held back the same way):
+benchmarks/corpus_compute_unseen8 (``--set unseen8``: six more, held back the same way),
+benchmarks/corpus_compute_unseen9 (``--set unseen9``: six more, held back the same way) and
+benchmarks/corpus_compute_unseen10 (``--set unseen10``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -60,7 +61,8 @@ SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen6": ROOT / "benchmarks" / "corpus_compute_unseen6",
         "unseen7": ROOT / "benchmarks" / "corpus_compute_unseen7",
         "unseen8": ROOT / "benchmarks" / "corpus_compute_unseen8",
-        "unseen9": ROOT / "benchmarks" / "corpus_compute_unseen9"}
+        "unseen9": ROOT / "benchmarks" / "corpus_compute_unseen9",
+        "unseen10": ROOT / "benchmarks" / "corpus_compute_unseen10"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
                           "sse_partials", "row_l2norm", "heat_step13",
@@ -69,7 +71,8 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "dwconv3_nhwc", "moments_partials", "row_top1", "box27_smooth",
                           "hist64_partials", "csr_spmv_warp", "nchw_to_nhwc_affine",
                           "dilated_corr4", "amax_f16_partials", "row_cosine", "row_cumsum",
-                          "lse_partials", "gemv_q4_rows"})
+                          "lse_partials", "gemv_q4_rows", "gemvt_f16_batched",
+                          "segment_sums"})
 PROPOSE_TIMEOUT_S = 240
 
 
@@ -201,7 +204,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--set", default="compute,unseen",
                     help="compute, unseen, unseen2, unseen3, unseen4, unseen5, unseen6, unseen7, "
-                         "unseen8, unseen9, or "
+                         "unseen8, unseen9, unseen10, or "
                          "several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
