@@ -96,9 +96,10 @@ class _Sites:
         return "; ".join(parts)
 
 
-def apply_fastmath(plan: Plan) -> bool:
-    """Give every site (see the module doc) a FAST_MATH form; True when one did."""
-    if NAME in plan.params or not (interleaves(plan) or _items_call_loops(plan)):
+def apply_fastmath(plan: Plan, *, taps: bool = False) -> bool:
+    """Give every site (see the module doc) a FAST_MATH form; True when one did. ``taps``:
+    the caller's rewrite runs a compute loop per output (a window's taps, :mod:`.conv_centre`)."""
+    if NAME in plan.params or not (taps or interleaves(plan) or _items_call_loops(plan)):
         return False  # compute-bound per-element kernels only (a loop the items share)
     scope = helper_scope(plan)
     applied = _fastmath(plan, scope.functions)
