@@ -24,6 +24,7 @@ from workbench.templater.block import lift_block
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
 from workbench.templater.conv import lift_conv
+from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
@@ -84,7 +85,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
-                lift_stencil(plan) or lift_zmarch(plan) or lift_conv(plan) or lift_rows(plan) or
+                lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
+                lift_rows(plan) or
                 apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
