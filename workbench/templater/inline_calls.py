@@ -18,8 +18,8 @@ reduction), stay calls, as the families already read them.
 Legal only when (else refused with the reason and the line): the callee is defined once, at
 file scope (no overloads or specialisations), not recursive, called once by the entry;
 called as a statement (a ``void`` callee; a ``return`` in it then must end the kernel too,
-so the call must be the kernel's last statement) or as one variable's initializer (its only
-``return`` its last statement); each template argument named at the call, defaulted, or (a
+so the call must be the kernel's last statement), as one variable's initializer or as the
+value a statement assigns (``out[i] = f(..)``; its only ``return`` its last statement); each template argument named at the call, defaulted, or (a
 type) deduced from arguments of known type; pointer and reference parameters bound to plain
 identifiers; and its names neither captured by the entry's nor capturing them
 (:mod:`.inline_site` binds them).
@@ -165,7 +165,9 @@ def _walks_coordinate(fn: Node, call: Node, coordinates: frozenset[str]) -> bool
     while (c < n)`` with ``lane``, ``first`` passed from ``threadIdx.x``). The
     families read a walk in the kernel's body, so such a callee is inlined like one that
     reads the launch itself; a value helper given an index (``f(x, i)``) loops over no
-    parameter that way and stays a call."""
+    parameter that way and stays a call. A loop that reads a window around a coordinate
+    (:func:`_window_read`) holds the kernel's work too: a per-pixel filter helper
+    (``bilateral_pixel(img, x, y, ..)``) is inlined so the window families read its taps."""
     given = call.child_by_field_name("arguments")
     args = list(given.named_children) if given is not None else []
     try:
@@ -182,7 +184,27 @@ def _walks_coordinate(fn: Node, call: Node, coordinates: frozenset[str]) -> bool
             header = [loop.child_by_field_name("condition")]
         else:
             continue
-        if any(h is not None and mentions(h, walked) for h in header):
+        if any(h is not None and mentions(h, walked) for h in header) or \
+                _window_read(loop, walked):
+            return True
+    return False
+
+
+def _window_read(loop: Node, walked: frozenset[str]) -> bool:
+    """Whether ``loop`` (a ``for``) reads memory at an index that combines a thread
+    coordinate with its own counter (``img[(y + dy) * w + x + dx]``, through locals too):
+    a window around the thread's point, the work a window family reads in the kernel."""
+    init = loop.child_by_field_name("initializer")
+    counter = {declared_name(init)[0]} if init is not None and init.type == "declaration" \
+        else set()
+    body = loop.child_by_field_name("body")
+    if not counter or body is None:
+        return False
+    moved = _coordinates(body, frozenset(counter))
+    for n in walk(body):
+        index = n.child_by_field_name("index") or n.child_by_field_name("indices") \
+            if n.type == "subscript_expression" else None
+        if index is not None and mentions(index, walked) and mentions(index, moved):
             return True
     return False
 

@@ -43,7 +43,8 @@ from workbench.templater.inline_bind import (
 class Site:
     """One callee and its one call in the kernel: the file's bytes and tree, the entry's
     definition, the callee's (``outer``: with its ``template <...>``) and body, the call, the
-    statement it stands in and, when its result initialises a variable, that declarator."""
+    statement it stands in and, when its result initialises a variable or is assigned, that
+    declarator or assignment."""
 
     data: bytes
     root: Node
@@ -176,9 +177,10 @@ def _only_call(entry: Node, name: str) -> Node:
 
 
 def _statement(call: Node) -> tuple[Node, Node | None]:
-    """The statement the body replaces, and the init declarator of a result's variable: a
-    statement of a block, or (a statement only) the lone body of an ``if``, a loop or a
-    ``case``, which the body then fills as a block."""
+    """The statement the body replaces, and the init declarator of a result's variable (or
+    the assignment ``lhs = f(..)`` of the result): a statement of a block, or (a statement
+    or an assignment only) the lone body of an ``if``, a loop or a ``case``, which the body
+    then fills as a block."""
     parent = call.parent
     if parent is not None and parent.type == "expression_statement":
         if _in_block(parent) or _lone_body(parent):
@@ -191,8 +193,17 @@ def _statement(call: Node) -> tuple[Node, Node | None]:
             return parent.parent, parent
         raise Refused("its result initialises a variable outside a block "
                       f"(`{flat(parent.parent.parent or parent)}`)", call)
+    elif parent is not None and parent.type == "assignment_expression" and \
+            parent.child_by_field_name("right") == call and \
+            text(parent.child_by_field_name("operator")) == "=" and \
+            parent.parent is not None and parent.parent.type == "expression_statement" and \
+            (_in_block(parent.parent) or _lone_body(parent.parent)):
+        # `out[i] = f(..)`: the body runs, then its final return's value is assigned (the
+        # right side of `=` is sequenced before the left, as inlined)
+        return parent.parent, parent
     raise Refused(f"its result is used in an expression (`{flat(parent or call)}`); inlined "
-                  "only as a statement or as one variable's initializer", call)
+                  "only as a statement, one variable's initializer or the value a statement "
+                  "assigns", call)
 
 
 def _in_block(statement: Node) -> bool:
