@@ -24,6 +24,11 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
 - wave2d_o4: the expert's pick (128 x 1 threads, 4 rows a thread from global memory) is in
   the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs against the expert's 40
   read-only ones; 3868 configs against the expert's 128.
+- bilateral5 (compute-bound, set 9): the lift at the expert's pick (32 x 4, 8 rows a thread,
+  __expf) compiles to 56 registers, no spills, 2664 SASS instructions for 8 pixels; the
+  expert 2696 (48 registers, global reads) and 2560 (32, its shared tile), with the same
+  808 FMUL, 444 FFMA, 402 FADD, 210 MUFU. Its expf pick (FAST_MATH 0) tells how much of
+  the expert's 1.59x is the hardware exponential (an approximation the gate accepts).
 
     python3 gpu_checks/memgap_probe.py row_l2norm box27_smooth rmsnorm_f16w warp_row wave2d_o4
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
@@ -71,6 +76,16 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16},
         "plain_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32},
     }, {"pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "USE_SMEM": 0}}),
+    # compute-bound: the lift (conv_centre's OUT_Y, FAST_MATH) at the expert's pick, with and
+    # without __expf; the expert with and without its __expf and its shared tile
+    "bilateral5": ("corpus_compute_unseen9", {
+        "expert_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 8, "FAST_MATH": 1},
+        "expert_pick_expf": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 8, "FAST_MATH": 0},
+        "rows_4_of_32x8": {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_Y": 4, "FAST_MATH": 1},
+        "fast_only": {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_Y": 1, "FAST_MATH": 1},
+    }, {"pick": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 1, "FAST_EXP": 1},
+        "pick_expf": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 1, "FAST_EXP": 0},
+        "pick_global": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 0, "FAST_EXP": 1}}),
 }
 
 
