@@ -18,6 +18,17 @@ a tile holds one input's elements); folds that read memory, write the output, ke
 the kernel also sets elsewhere or sit in a loop that is not a channel loop are refused with
 the line. Every checked config prints,
 bit for bit, what the kernel as written prints on the host.
+
+Measured on the H100 (21:09Z) that lift tuned to 2.35x against the expert's 4.56x: every
+disparity re-read the left window (20 loads a pixel a disparity at 4 pixels a thread, the
+expert 7.5), OUT_X stopped at 4 (the expert takes 8) and a bounds test per tap and
+disparity made sm_90 ptxas keep predicates (772 instructions a disparity at the expert's 16
+x 8 threads, 8 pixels a thread, against the expert's 562 from global memory). Now the reads
+the disparity does not change are kept in registers across it (KEPT_READS,
+:mod:`workbench.templater.conv_fold_keep`), OUT_X reaches 8 where the registers the thread
+keeps fit, and a thread whose every output passes the check runs the taps without the
+test (519 instructions there). A sum of squared differences through a clamped read-only
+helper, its state in a guard's block, lifts the same way.
 """
 
 from __future__ import annotations
@@ -126,12 +137,52 @@ GUARD_BLOCK_FOLDER = (["ceil_div(W, 16)", "ceil_div(H, 16)"], ["16", "16"],
                        ("right", "u8", "in", ["H", "W"]), ("H", "i32", "scalar", "H"),
                        ("W", "i32", "scalar", "W")], {"H": 19, "W": 83})
 
+#: block matching written otherwise: squared differences, the target shifted right, both
+#: images read through a clamping read-only helper into locals, an unsigned cost, the body
+#: in the guard's block
+SSD_HELPER = r"""
+#define NDISP 24
+#define HALF 1
+__device__ __forceinline__ int px(const unsigned char* img, int r, int c, int h, int w) {
+  return img[min(max(r, 0), h - 1) * w + min(max(c, 0), w - 1)];
+}
+extern "C" __global__ void k(int* disp, const unsigned char* ref, const unsigned char* tgt,
+                             int h, int w) {
+  int col = blockIdx.x * 32 + threadIdx.x;
+  int row = blockIdx.y * 4 + threadIdx.y;
+  if (row < h && col < w) {
+    unsigned best = 0xffffffffu;
+    int arg = 0;
+    for (int s = 0; s < NDISP; ++s) {
+      unsigned ssd = 0u;
+      for (int i = -HALF; i <= HALF; ++i) {
+        for (int j = -HALF; j <= HALF; ++j) {
+          const int a = px(ref, row + i, col + j, h, w);
+          const int b = px(tgt, row + i, col + j + s, h, w);
+          ssd += (unsigned)((a - b) * (a - b));
+        }
+      }
+      if (ssd < best) {
+        best = ssd;
+        arg = s;
+      }
+    }
+    disp[row * w + col] = arg;
+  }
+}
+"""
+SSD_FOLDER = (["ceil_div(w, 32)", "ceil_div(h, 4)"], ["32", "4"],
+              [("disp", "i32", "out", ["h", "w"]), ("ref", "u8", "in", ["h", "w"]),
+               ("tgt", "u8", "in", ["h", "w"]), ("h", "i32", "scalar", "h"),
+               ("w", "i32", "scalar", "w")], {"h": 13, "w": 45})
+
 Folder = tuple[list[str], list[str], list[tuple[str, str, str, Any]], dict[str, int]]
 #: name -> (source, (grid, block, arguments, check-shape sizes))
 SPELLINGS: dict[str, tuple[str, Folder]] = {
     "max_scale": (MAX_SCALE, MAX_SCALE_FOLDER), "count_passes": (COUNT_PASSES, COUNT_FOLDER),
     "two_inputs": (TWO_INPUTS, TWO_INPUTS_FOLDER),
     "guard_block": (GUARD_BLOCK, GUARD_BLOCK_FOLDER),
+    "ssd_helper": (SSD_HELPER, SSD_FOLDER),
 }
 
 
@@ -154,6 +205,10 @@ def _note(result: TemplaterResult, head: str) -> str:
     return found[0]
 
 
+def _values(result: TemplaterResult, knob: str) -> list[int]:
+    return list(dict(next(p for p in result.lifted.params if p.name == knob).spec)["values"])
+
+
 def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
     result = offline_template(load_kernel_folder(STEREO))
     assert {p.name for p in result.lifted.params} == WINDOW
@@ -161,23 +216,77 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
     assert "the fold after each channel's taps (line 33) runs per output on its own " \
            "best_cost, best_d" in note
     assert "the tap value (of left, right)" in _note(result, "OUT_X: applied")
+    # the left window is read once, not once per disparity; 8 pixels a thread where they fit
+    assert "`lrow[xl]` (line 30) does not depend on d: loaded once per window input before " \
+        "the loop over d" in _note(result, "KEPT_READS: applied")
+    assert _values(result, "OUT_X") == [1, 2, 4, 8]
+    live = "2 * (5 + OUT_Y - 1) * (5 + OUT_X - 1) + 3 * OUT_Y * OUT_X + 16"
+    assert f"BLOCK_X * BLOCK_Y * ({live}) <= 65536" in result.lifted.constraints
+    assert f"MIN_BLOCKS_PER_SM == 0 or {live} <= 65536 // ((BLOCK_X * BLOCK_Y) * " \
+        "MIN_BLOCKS_PER_SM)" in result.lifted.constraints
     # a shared tile holds one input's elements: the expert's two tiles are not lifted
     assert "reads left, right: a tile stages one input's elements (line 21)" in \
         _note(result, "USE_SMEM: not applied")
     body = result.lifted.source
     assert "int best_d[OUT_Y][OUT_X];" in body and "int wb_acc[OUT_Y][OUT_X];" in body
+    assert "unsigned char wb_keep0[5 + OUT_Y - 1][5 + OUT_X - 1];" in body
+    assert "abs((int)wb_keep0[wb_r][wb_c] - (int)rrow[xr])" in body and "lrow[xl] -" not in body
+    # the copy without the test per tap runs where the thread's last output passes
+    assert "if (!((x + OUT_X - 1) >= W || (y + OUT_Y - 1) >= H)) {" in body
+    assert body.count("for (int d = 0; d < MAX_DISP; d++)") == 2
     assert "if (wb_acc[wb_k][wb_q] < best_cost[wb_k][wb_q]) {" in body
     assert result.lifted.grid == ("ceil_div(W, BLOCK_X * OUT_X)", "ceil_div(H, BLOCK_Y * OUT_Y)") \
         or list(result.lifted.grid) == ["ceil_div(W, BLOCK_X * OUT_X)",
                                         "ceil_div(H, BLOCK_Y * OUT_Y)"]
 
 
-@pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block"])
+@pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block", "ssd_helper"])
 def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
     _kf, result = _spelling(tmp_path, name)
     assert {p.name for p in result.lifted.params} >= WINDOW, result.notes
-    state = {"max_scale": "best", "count_passes": "count", "guard_block": "best_cost"}[name]
+    state = {"max_scale": "best", "count_passes": "count", "guard_block": "best_cost",
+             "ssd_helper": "arg, best"}[name]
     assert f"runs per output on its own {state}" in _note(result, "OUT_Y: applied")
+    # the read the channel does not move is kept across the channels
+    kept = {"max_scale": "`img[r * w + c]` (line 14) does not depend on s",
+            # clamp_hi expanded at its calls: a's read (b's moves with t)
+            "count_passes": "(x + dx - 2))))]` (line 13) does not depend on t",
+            "guard_block": "`lrow[xl]` (line 30) does not depend on d",
+            "ssd_helper": "`px(ref, row + i, col + j, h, w)` (line 18) does not depend on s"}
+    assert kept[name] in _note(result, "KEPT_READS: applied")
+    assert _values(result, "OUT_X") == [1, 2, 4, 8]
+
+
+#: reads KEPT_READS leaves per channel, in the folder's kernel: (edit, the finding)
+KEPT_REFUSALS = [
+    # the tap is added only for some disparities: a left read kept for every d would be
+    # read where the kernel does not read it
+    (("        cost += abs(", "        if (x + dx - d >= 0) cost += abs("),
+     "the tap is added under `x + dx - d >= 0`, which depends on d"),
+    # the left read on one side of a ?: whose test reads d: no read is taken on every tap
+    (("cost += abs((int)lrow[xl] - (int)rrow[xr]);",
+      "cost += d > 0 ? abs((int)lrow[xl] - (int)rrow[xr]) : 0;"),
+     "no read of the tap is both the same for every d and read on every tap"),
+    # the row pointer moves with the disparity: the left read depends on d
+    (("const unsigned char* lrow = left + yy * W;",
+      "const unsigned char* lrow = left + yy * W + (d & 1);"),
+     "no read of the tap is both the same for every d and read on every tap"),
+]
+
+
+@pytest.mark.parametrize(("edit", "reason"), KEPT_REFUSALS)
+def test_reads_that_move_with_the_channel_are_not_kept(edit: tuple[str, str], reason: str,
+                                                       tmp_path: Path) -> None:
+    grid, block, args, sizes = GUARD_BLOCK_FOLDER
+    source = STEREO_SOURCE.replace("void stereo_sad64(", "void k(")
+    assert edit[0] in source
+    kf = write_folder(tmp_path / "k", source.replace(edit[0], edit[1]), grid, block, args,
+                      sizes, [])
+    result = offline_template(kf)
+    assert {p.name for p in result.lifted.params} == WINDOW
+    assert reason in _note(result, "KEPT_READS: not applied")
+    assert "wb_keep" not in result.lifted.source
+    assert _values(result, "OUT_X") == [1, 2, 4]
 
 
 def test_a_tap_of_two_inputs_lifts_the_window_without_a_tile(tmp_path: Path) -> None:
@@ -234,17 +343,27 @@ def _configs(kf: KernelFolder, result: TemplaterResult,
 MIXES: dict[str, list[dict[str, int]]] = {
     "stereo_sad64": [{"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 1},
                      {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 2,
-                      "MIN_BLOCKS_PER_SM": 2}],
+                      "MIN_BLOCKS_PER_SM": 2},
+                     # the expert's pick (16 x 8 threads, 8 pixels a row), the last tune's
+                     # pick, 8 rows of 2 and 2 rows of 8 pixels a thread
+                     {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1},
+                     {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4,
+                      "MIN_BLOCKS_PER_SM": 2},
+                     {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 8},
+                     {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 8, "OUT_Y": 2,
+                      "MIN_BLOCKS_PER_SM": 1}],
     "max_scale": [{"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 2}],
     "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4}],
     "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
     "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2}],
+    "ssd_helper": [{"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 1},
+                   {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4}],
 }
 
 
 @pytest.mark.timeout(600 if FULL_MATRIX else 300)
 @pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs",
-                                  "guard_block"])
+                                  "guard_block", "ssd_helper"])
 def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf, result = _lift(tmp_path, name)

@@ -77,6 +77,15 @@ from workbench.templater.conv_fold import (
     read_fold,
     state_arrays,
 )
+from workbench.templater.conv_fold_keep import (
+    Kept,
+    fill,
+    interior_split,
+    kept_constraints,
+    kept_note,
+    kept_reads,
+    live_registers,
+)
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.conv_refill import (
     Refill,
@@ -573,7 +582,9 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
             arrays |= _read_bases(plan, value) | {n for n in expr.names(value)
                                                   if plan.pointer(n)}
     for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
-        arrays |= _read_bases(plan, expr.values[name])
+        arrays |= _read_bases(plan, expr.values[name]) | {
+            m for arg in call_arguments(plan.source, expr.values[name])
+            for m in expr.names(arg) if plan.pointer(m)}  # `int a = pixel(img, ..);`
     # pointers handed to a read-only helper (`pixel_or_zero(plane, ...)`) are what it reads
     arrays |= {n for part in acc.value for arg in call_arguments(plan.source, part)
                for n in expr.names(arg) if plan.pointer(n)}
@@ -663,6 +674,13 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                    None if staged else
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
                    tuple(nest), channel, refill, fold, tuple(inputs))
+    if channel is nest[0] and facts.smem_at is None and refill is None:
+        try:
+            facts = replace(facts, keep=kept_reads(
+                plan, expr.names, channel.var, (channel.body, outer.body, inner.body),
+                acc.value, [*([acc.cond] if acc.cond is not None else []), *acc.skips]))
+        except Refused as why:
+            plan.note("KEPT_READS", False, why.reason, why.node)
     if x_refused is None:
         grid_x = scale_divisor(plan.grid[0], plan.block[0], "BLOCK_X * OUT_X") or grid_x
 
@@ -860,6 +878,7 @@ class _Facts:
     refill: Refill | None = None  # USE_SMEM = 2 (one tile refilled per channel) offered
     fold: Fold | None = None  # what the channel loop does with each channel's window sum
     reads: tuple[str, ...] = ()  # the inputs the tap value reads
+    keep: Kept | None = None  # reads the same for every channel, kept in registers
 
     @property
     def tap_value(self) -> str:
@@ -868,15 +887,18 @@ class _Facts:
             f"the tap value (of {', '.join(self.reads)})"
 
 
-def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None) -> str:
-    """The loop's declarations as written; ``acc_decl``: (the accumulator's declaration,
-    the text it becomes) where the loop declares it."""
-    return "\n    ".join(acc_decl[1] if acc_decl is not None and s is acc_decl[0] else text(s)
+def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None,
+           show: Callable[[Node], str] = text) -> str:
+    """The loop's declarations as written (``show``: a declaration's text, kept reads read
+    from their registers); ``acc_decl``: (the accumulator's declaration, the text it
+    becomes) where the loop declares it."""
+    return "\n    ".join(acc_decl[1] if acc_decl is not None and s is acc_decl[0] else show(s)
                         for s in w.body if s.type == "declaration")
 
 
 def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "",
-            acc_decl: tuple[Node, str] | None = None) -> str:
+            acc_decl: tuple[Node, str] | None = None, show: Callable[[Node], str] = text
+            ) -> str:
     """The head of one loop of the rewritten nest: the window rows walk the OUT_Y + n - 1
     input rows, the window columns the OUT_X + m - 1 input columns, and a channel loop is
     kept as written, each with its declarations, in the written order."""
@@ -884,7 +906,7 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
     if w is f.outer:
         return (f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
                 f"    const int {w.var} = ({w.lo_text}) + wb_r;  // window row of output row 0\n"
-                f"    {_decls(w)}\n"
+                f"    {_decls(w, show=show)}\n"
                 f"    // the first output row / column that needs this input (past the check: "
                 f"no read)\n"
                 f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n")
@@ -893,7 +915,7 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
                 f"      const int {w.var} = ({w.lo_text}) + wb_c;  // window column of output "
                 f"column 0\n"
                 f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
-                f"      {_decls(w)}\n")
+                f"      {_decls(w, show=show)}\n")
     body = w.loop.child_by_field_name("body")
     assert body is not None
     head = data[w.loop.start_byte:body.start_byte].decode().rstrip()
@@ -1048,7 +1070,12 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         return None
 
     n, m = f.outer.count, f.inner.count
-    value = " * ".join(f"({text(v)})" for v in f.acc.value)
+    kept = f.keep
+
+    def show(node: Node) -> str:
+        """``node``'s text, each kept read taken from its registers."""
+        return render(data, node, kept.array) if kept is not None else text(node)
+    value = " * ".join(f"({show(v)})" for v in f.acc.value)
     zero = f"({f.elem})0" if f.elem else "0"  # no element type: as the value's (several inputs)
     if f.acc.condition():
         value = f"({f.acc.condition()}) ? ({value}) : {zero}"
@@ -1057,10 +1084,12 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     update = f"{target} = {f.acc.fused}({weight}, wb_v, {target})" if f.acc.fused \
         else f"{target} += {weight} * wb_v"
     bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
-    read_value = (f"      const {f.elem or 'auto'} wb_v = {passes('wb_first', 'wb_first_c')} "
-                  f"? ({f.elem})({value}) : {zero};\n" if f.elem else
-                  f"      const auto wb_v = {passes('wb_first', 'wb_first_c')} ? ({value}) : "
-                  f"{zero};\n")
+
+    def read_line(check: str) -> str:
+        """The tap value, read where ``check`` (the first output that needs it passes)."""
+        return (f"      const {f.elem} wb_v = {check} ? ({f.elem})({value}) : {zero};\n"
+                if f.elem else f"      const auto wb_v = {check} ? ({value}) : {zero};\n")
+    read_value = read_line(passes('wb_first', 'wb_first_c'))
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] \
         if (f.smem_at is not None or f.refill is not None) and ox != "1" else ""
     modes = [1] * (f.smem_at is not None) + [2] * (f.refill is not None) if smem else []
@@ -1091,19 +1120,35 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                    _refill_body(f, (bx_name, by_name), (oy, ox),
                                                 passes('wb_first', 'wb_first_c'), value),
                                    f.refill.live)
-    loop = (
+    kept_fill = "" if kept is None else fill(
+        kept, (f"    const int {i} = ({f.outer.lo_text}) + wb_r;\n"
+               f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n",
+               f"        const int {j} = ({f.inner.lo_text}) + wb_c;\n"
+               f"        const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"),
+        ("\n    ".join(text(s) for s in kept.row_decls),
+         "\n        ".join(text(s) for s in kept.col_decls)),
+        passes("wb_first", "wb_first_c") +
+        (f" && ({f.acc.condition()})" if f.acc.condition() else ""),
+        (f"{n} + {oy} - 1", f"{m} + {ox} - 1"))
+
+    def nest_text(read: str) -> str:
+        return (
+            "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl, show) for w in f.nest) +
+            f"{read}"
+            f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
+            f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
+            f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
+            f"wb_c - wb_q < {m}) {update};\n"
+            f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
+            (refill_close(smem) if refill_head else "") +
+            (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
+    nest = nest_text(read_value)
+    if ch is f.nest[0] and not modes:
+        nest = interior_split(passes(f"{oy} - 1", f"{ox} - 1"), nest_text(read_line("true")),
+                              nest)
+    rw.replace(f.nest[0].loop, (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
-        f"each input value is loaded once\n" +
-        "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl) for w in f.nest) +
-        f"{read_value}"
-        f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
-        f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
-        f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
-        f"wb_c - wb_q < {m}) {update};\n"
-        f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
-        (refill_close(smem) if refill_head else "") +
-        (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
-    rw.replace(f.nest[0].loop, loop)
+        f"each input value is loaded once\n" + kept_fill + nest))
     index = text(_index(f.target))
     rhs = per_output(data, f.rhs, copies)
     x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""
@@ -1132,7 +1177,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     if smem:
         _smem_param(plan, f, smem, modes, (tile_h, tile_w))
     if ox != "1":
-        plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
+        plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES + [8] * (kept is not None),
+                            "default": 1,
                             "description": f"consecutive output columns ({x}) per thread; "
                                            "each input value of a row feeds every column's "
                                            "accumulator from registers (as written: 1)"},
@@ -1147,6 +1193,13 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     plan.grid = [re.sub(r"\b(BLOCK_X|BLOCK_Y|OUT_Y|OUT_X)\b", lambda m_: renamed[m_.group(1)], g)
                  for g in (grid_x, grid_y)] + plan.grid[2:]
     plan.launch_bounds = f"{bx} * {by}"
+    if kept is not None:
+        live = live_registers(kept, len(f.fold.state) if f.fold is not None else 0,
+                              (n, m), (oy, ox))
+        for rule in kept_constraints(plan, live, f"{bx} * {by}"):
+            plan.constrain(rule)
+        plan.note("KEPT_READS", True, kept_note(kept, ch.var if ch is not None else "",
+                                                live), f.outer.loop)
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
     per = f" per channel (the loop over {ch.var} kept as written: each output sums its " \
