@@ -27,6 +27,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, int_value, strip, text, walk
+from workbench.templater.ilp_calls import callee_name
 from workbench.templater.plan import Plan
 
 #: How deep helper calls are followed (kernel -> helper -> helper -> helper).
@@ -171,13 +172,6 @@ def _carried(call: Node, fn: Node, size: int, names: frozenset[str]) -> frozense
     return frozenset(held)
 
 
-def _callee(call: Node) -> str:
-    function = call.child_by_field_name("function")
-    if function is not None and function.type == "template_function":
-        function = function.child_by_field_name("name")
-    return text(function)
-
-
 def tree_halving(plan: Plan, size: int, names: frozenset[str]) -> Node | None:
     """A tree that halves the block of ``size`` threads in the kernel or a helper it calls
     (``names``: the macros and constants equal to ``size``), else None."""
@@ -195,7 +189,7 @@ def tree_halving(plan: Plan, size: int, names: frozenset[str]) -> Node | None:
         for call in walk(fn):
             if call.type != "call_expression":
                 continue
-            callee = _callee(call)
+            callee = callee_name(call)
             helper = defs.get(callee)
             if helper is None or helper.child_by_field_name("body") is None:
                 continue
