@@ -49,7 +49,9 @@ from workbench.templater.semantic import lift_kernel
 GEMV = BENCHMARKS / "corpus_compute_unseen9" / "gemv_q4_rows"
 # dequant_int8's codes (the unseen3 table has no signed 8-bit type)
 C_TYPES.setdefault("i8", ("signed char", np.int8))
-KNOBS = ["WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"]
+KNOBS = ["WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD", "RUN_VEC", "MIN_BLOCKS_PER_SM"]
+#: ENERGY's lane loop has no inner loop: no run
+NO_RUNS = [k for k in KNOBS if k != "RUN_VEC"]
 
 #: A warp a row again, spelled otherwise: a plain helper walks the lane's columns with a
 #: while loop from a 1-D block of four warps, xor shuffles, the row pointer an expression.
@@ -138,6 +140,10 @@ def test_the_folder_lifts_the_experts_knobs() -> None:
     assert _knobs(result) == KNOBS
     assert "(cols // 8) % VEC == 0" in result.lifted.constraints
     assert "VEC * 4 <= 16" in result.lifted.constraints
+    # a word's eight activations x + w * 8 in float2 / float4 loads (warp_runs)
+    assert "8 % RUN_VEC == 0" in result.lifted.constraints
+    assert dict(next(p for p in result.lifted.params if p.name == "RUN_VEC").spec)[
+        "values"] == [1, 2, 4]
     assert result.lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK * (32 // LANES))",)
     notes = "\n".join(result.notes)
     assert "INLINE: applied: dot_q4_row<32> inlined into gemv_q4_rows" in notes
@@ -149,14 +155,16 @@ def test_the_folder_lifts_the_experts_knobs() -> None:
     # in the lift's knobs is in its space at the timed shape
     kf = load_kernel_folder(GEMV)
     pick = {"LANES": 8, "WARPS_PER_BLOCK": 4, "VEC": 4, "ITEMS_PER_THREAD": 2,
-            "MIN_BLOCKS_PER_SM": 0}
+            "RUN_VEC": 4, "MIN_BLOCKS_PER_SM": 0}
     assert result.template.space(kf.env("mlp", "fp32")).rejection(pick) is None
 
 
-@pytest.mark.parametrize("make", [_energy, _codes8], ids=["energy", "codes8"])
-def test_other_spellings_lift_the_same_knobs(make: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("make", "knobs"), [(_energy, NO_RUNS), (_codes8, KNOBS)],
+                         ids=["energy", "codes8"])
+def test_other_spellings_lift_the_same_knobs(make: Any, knobs: list[str],
+                                             tmp_path: Path) -> None:
     result = offline_template(make(tmp_path))
-    assert _knobs(result) == KNOBS, result.notes
+    assert _knobs(result) == knobs, result.notes
     assert any(n.startswith("INLINE: applied") for n in result.notes)
 
 
@@ -288,13 +296,15 @@ def _host_runs(kf: KernelFolder, result: TemplaterResult, configs: list[dict[str
 @pytest.mark.timeout(600)
 def test_the_folder_computes_what_the_kernel_as_written_computes(tmp_path: Path) -> None:
     """The expert's two hand-picked mixes in the lift's knobs (8 lanes, 16 rows, a group a
-    load two deep; 16 lanes, 2 rows, two words a load four deep: the second row past the
-    13 rows in the last block) and 4 lanes a row."""
+    load two deep, x in float4; 16 lanes, 2 rows, two words a load four deep, x in float2:
+    the second row past the 13 rows in the last block), its tuned pick (a warp a row, one
+    warp a block, two words in flight, x in float4) and 4 lanes a row."""
     kf = load_kernel_folder(GEMV)
     result = offline_template(kf)
     configs = _checked(result, kf, [
-        {"LANES": 8, "WARPS_PER_BLOCK": 4, "VEC": 4, "ITEMS_PER_THREAD": 2},
-        {"LANES": 16, "WARPS_PER_BLOCK": 1, "VEC": 2, "ITEMS_PER_THREAD": 4},
+        {"LANES": 8, "WARPS_PER_BLOCK": 4, "VEC": 4, "ITEMS_PER_THREAD": 2, "RUN_VEC": 4},
+        {"LANES": 16, "WARPS_PER_BLOCK": 1, "VEC": 2, "ITEMS_PER_THREAD": 4, "RUN_VEC": 2},
+        {"LANES": 32, "WARPS_PER_BLOCK": 1, "VEC": 1, "ITEMS_PER_THREAD": 2, "RUN_VEC": 4},
         {"LANES": 4, "WARPS_PER_BLOCK": 2, "VEC": 1, "ITEMS_PER_THREAD": 4,
          "MIN_BLOCKS_PER_SM": 2}])
     plain, *got = _host_runs(kf, result, configs, tmp_path,
@@ -310,8 +320,9 @@ def test_the_spellings_compute_what_they_compute_as_written(make: Any,
                                                            tmp_path: Path) -> None:
     kf = make(tmp_path)
     result = offline_template(kf)
+    runs = {"RUN_VEC": 4} if "RUN_VEC" in _knobs(result) else {}
     configs = _checked(result, kf, [
-        {"LANES": 8, "WARPS_PER_BLOCK": 2, "VEC": 4, "ITEMS_PER_THREAD": 2},
+        {"LANES": 8, "WARPS_PER_BLOCK": 2, "VEC": 4, "ITEMS_PER_THREAD": 2, **runs},
         {"LANES": 16, "WARPS_PER_BLOCK": 1, "VEC": 2, "ITEMS_PER_THREAD": 4}])
     plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     assert not np.isnan(plain["out"]).any()

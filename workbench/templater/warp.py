@@ -28,9 +28,10 @@ never waits for another. ``WARPS_PER_BLOCK`` (the author's macro where F is one)
 block (``32 * W`` threads, or (32, W) with row ``threadIdx.y * (32 / LANES) + threadIdx.x /
 LANES`` of the block's rows); ``VEC`` vectorizes lane loops (:func:`.vector.vectorize`), a loop writing a pointer
 that is not ``__restrict__`` behind a run-time test per item (its written and read ranges the
-same elements or disjoint, the loop as written otherwise). Items are assumed independent (the
-warp-to-item mapping changes with LANES). LANES = 32 and the written F are the kernel as
-written.
+same elements or disjoint, the loop as written otherwise); ``RUN_VEC`` loads the runs a lane
+loop's fixed-trip inner loops read as vectors before each loop (:mod:`.warp_runs`). Items are
+assumed independent (the warp-to-item mapping changes with LANES). LANES = 32 and the written
+F are the kernel as written.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from workbench.templater.warp_regs import (
     apply_row_cache,
     find_row_cache,
 )
+from workbench.templater.warp_runs import apply_runs
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
 from workbench.templater.warp_shuffles import collective_helper, shuffle_calls, shuffle_loops
 
@@ -563,6 +565,7 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     if cache is not None:
         apply_row_cache(plan, cache, lanes=LANES, vectorized=vectorized,
                         foreign=plan.rw.edits[before:], threads=f"32 * {name}")
+    apply_runs(plan, loops)  # after the row cache: its kept passes read the runs too
     return True
 
 
