@@ -7,10 +7,12 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
 
 - row_l2norm: the lift keeps the row in registers (REG_ROW) as the expert does (REG_STEPS);
   at the expert's pick (the row of 2560 in 24 float4 steps a lane, 16 warps a block) both
-  compile to 112 registers, no spills, 34 128-bit loads; the lift's loads are not
-  read-only (x is not __restrict__). The 40-trial tune picked REG_ROW 0 (86 % of a copy,
-  the expert's pick 98 %): 90 of the lift's 918 configs at the large shape keep the row,
-  5 of the expert's 77.
+  compile to 112 registers, no spills; timed here (21:13Z) the lift was 278.5 us against
+  the expert's 222.3 us (copy 216.9). The SASS told why: the lift's fill stepped with
+  ``if (wb_at >= cols) break;``, so each LDG.128 waited behind the previous step's four
+  FFMAs and a branch (one load in flight a warp), where the expert's predicated steps ran 6
+  loads ahead; the fill now loads all its steps first (20 LDG.128 before the first FFMA).
+  The lift's loads are still not read-only (x is not __restrict__).
 - warp_row: REG_ROW 4096 (a row of 4096 floats in 32 float4 steps a lane: 145 registers,
   no spills) is in the space but 39 of its 867 configs; the tune picked REG_ROW 0 (67 %).
 - rmsnorm_f16w: the write pass (y = x * inv * w) now takes VEC behind the run-time alias
@@ -29,8 +31,14 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   expert 2696 (48 registers, global reads) and 2560 (32, its shared tile), with the same
   808 FMUL, 444 FFMA, 402 FADD, 210 MUFU. Its expf pick (FAST_MATH 0) tells how much of
   the expert's 1.59x is the hardware exponential (an approximation the gate accepts).
+- gemv_q4_rows (set 9): a word's eight activations were eight 4-byte loads a lane (the lanes
+  32 bytes apart, each load touching all eight lines of the warp's span), the expert's two
+  float4; RUN_VEC 4 loads them as two float4 before the inner loop (at the expert's pick
+  4 LDG.128 + 4 LDG for two words, 32 registers, was 20 LDG). RUN_VEC 1 is the old code's
+  loads (the tune's pick: 72 LDG; RUN_VEC 4: 16 LDG.128 + 8).
 
     python3 gpu_checks/memgap_probe.py row_l2norm box27_smooth rmsnorm_f16w warp_row wave2d_o4
+    python3 gpu_checks/memgap_probe.py gemv_q4_rows
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -51,7 +59,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                       "REG_ROW": 0, "MIN_BLOCKS_PER_SM": 1},
         "expert_pick": {"ROWS_PER_BLOCK": 16, "LANES": 32, "VEC": 4, "REG_ROW": 3072},
         "kept_8_warps": {"ROWS_PER_BLOCK": 8, "LANES": 32, "VEC": 4, "REG_ROW": 3072},
+        "kept_4_warps": {"ROWS_PER_BLOCK": 4, "LANES": 32, "VEC": 4, "REG_ROW": 3072},
+        "kept_16_lanes": {"ROWS_PER_BLOCK": 8, "LANES": 16, "VEC": 4, "REG_ROW": 3072},
     }, {"pick": {"LANES": 32, "REG_STEPS": 24, "VEC": 4, "WARPS_PER_BLOCK": 16}}),
+    "gemv_q4_rows": ("corpus_compute_unseen9", {
+        "tune_pick": {"WARPS_PER_BLOCK": 4, "LANES": 4, "VEC": 2, "ITEMS_PER_THREAD": 4,
+                      "RUN_VEC": 1, "MIN_BLOCKS_PER_SM": 4},
+        "tune_pick_run4": {"WARPS_PER_BLOCK": 4, "LANES": 4, "VEC": 2, "ITEMS_PER_THREAD": 4,
+                           "RUN_VEC": 4, "MIN_BLOCKS_PER_SM": 4},
+        "expert_pick": {"WARPS_PER_BLOCK": 1, "LANES": 32, "VEC": 1, "ITEMS_PER_THREAD": 2,
+                        "RUN_VEC": 1},
+        "expert_pick_run4": {"WARPS_PER_BLOCK": 1, "LANES": 32, "VEC": 1,
+                             "ITEMS_PER_THREAD": 2, "RUN_VEC": 4},
+        "expert_hand_run4": {"WARPS_PER_BLOCK": 4, "LANES": 8, "VEC": 4, "ITEMS_PER_THREAD": 2,
+                             "RUN_VEC": 4},
+    }, {"pick": {"LANES": 32, "ROWS": 1, "UNROLL": 2, "VEC": 1}}),
     "warp_row": ("corpus_compute", {
         "tune_pick": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 4, "ITEMS_PER_THREAD": 1,
                       "REG_ROW": 0, "MIN_BLOCKS_PER_SM": 2},
