@@ -72,7 +72,7 @@ def _knobs(result: TemplaterResult) -> dict[str, dict[str, Any]]:
 def test_the_folder_loads_a_words_activations_before_its_loop() -> None:
     result = offline_template(load_kernel_folder(GEMV))
     assert _knobs(result)["RUN_VEC"] == {
-        "kind": "choice", "values": [1, 2, 4], "default": 1,
+        "kind": "choice", "values": [1, 4], "default": 1,
         "description": "elements of xw each load of an inner loop's run moves, the run loaded "
                        "before the loop (as written: 1)"}
     source = result.lifted.source
@@ -90,7 +90,7 @@ def test_the_folder_loads_a_words_activations_before_its_loop() -> None:
 def test_a_second_spelling_lifts_two_runs_with_their_constraints(tmp_path: Path) -> None:
     result = offline_template(_grouped(tmp_path))
     knobs = _knobs(result)
-    assert knobs["RUN_VEC"]["values"] == [1, 2, 4], result.notes
+    assert knobs["RUN_VEC"]["values"] == [1, 4], result.notes
     # the row at r * n (a size argument), the group at g * 4, the weights at 0
     assert "n % RUN_VEC == 0" in result.lifted.constraints
     assert "4 % RUN_VEC == 0" in result.lifted.constraints
@@ -103,14 +103,24 @@ def test_a_second_spelling_lifts_two_runs_with_their_constraints(tmp_path: Path)
     assert head.count("#pragma unroll") == 3, head  # two load loops, the author's
 
 
+def test_the_knob_offers_the_widest_width_the_runs_allow() -> None:
+    """Windows of four columns every two (overlapping): a run of four floats at a multiple
+    of two only, so float2 is the widest aligned load (offered beside 1); a float4 at an
+    odd group would be 8 bytes off its alignment."""
+    lifted = _lift(GROUPED.replace("row[g * GW + t]", "row[2 * g + t]"))
+    knobs = {p.name: dict(p.spec) for p in lifted.params}
+    assert knobs["RUN_VEC"]["values"] == [1, 2], lifted.notes
+    assert "2 % RUN_VEC == 0" in lifted.constraints
+
+
 @pytest.mark.timeout(600)
 def test_the_second_spelling_computes_what_it_computes_as_written(tmp_path: Path) -> None:
     kf = _grouped(tmp_path)
     result = offline_template(kf)
     configs = _checked(result, kf, [
         {"LANES": 8, "WARPS_PER_BLOCK": 2, "RUN_VEC": 4},
-        {"LANES": 32, "WARPS_PER_BLOCK": 1, "RUN_VEC": 2, "MIN_BLOCKS_PER_SM": 2}])
-    assert {c["RUN_VEC"] for c in configs} == {1, 2, 4}
+        {"LANES": 32, "WARPS_PER_BLOCK": 1, "RUN_VEC": 1, "MIN_BLOCKS_PER_SM": 2}])
+    assert {c["RUN_VEC"] for c in configs} == {1, 4}
     plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     assert not np.isnan(plain["out"]).any()
     for config, outputs in zip(configs, got, strict=True):

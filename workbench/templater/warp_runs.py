@@ -22,9 +22,11 @@ same ``rest`` each time, no name of ``rest`` assigned in the body) by a read eve
 executes (no ``if``, ``?:``, ``&&`` or ``||`` around it). Alignment: a kernel pointer starts
 256-byte aligned (the runner allocates each argument on its own), and every term of the
 offset (``rest``, the local pointer's offset, the loop's start) must be a multiple of
-``RUN_VEC`` (:func:`.vector.offset_constraints`; the values offered are those the literal
-factors and the run's length allow). Loops whose reads are no run are left as written, noted
-with the line.
+``RUN_VEC`` (:func:`.vector.offset_constraints`). The knob offers 1 and the widest width
+(8 or 16 bytes) that the runs' starts, lengths and literal factors allow (a narrower one
+moves the same bytes in more loads and would only grow the space); a size argument's
+factor stays a constraint (``n % RUN_VEC == 0``). Loops whose reads are no run are left as
+written, noted with the line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from workbench.core.expr import parse_expr
 from workbench.templater.analysis import (
     binary,
     declared_name,
@@ -103,6 +106,9 @@ def apply_runs(plan: Plan, lane_loops: list[Node]) -> None:
                 runs.append(run)
     if not runs:
         return
+    # a constraint of the width alone (8 % RUN_VEC == 0) decides here which widths fit
+    alone = [e for e in map(parse_expr, dict.fromkeys(constraints)) if e.names <= {KNOB}]
+    widths = {w for w in widths if all(e.evaluate({KNOB: w}) for e in alone)}
     if widths <= {1}:
         plan.note(KNOB, False, "no vector width of 8 or 16 bytes divides the starts and lengths "
                   "of the runs of " + ", ".join(sorted({text(_array(r.reads[0])) for r in runs})),
@@ -114,7 +120,8 @@ def apply_runs(plan: Plan, lane_loops: list[Node]) -> None:
     for c in dict.fromkeys(constraints):
         plan.constrain(c)
     names = sorted({text(_array(r.reads[0])) for r in runs})
-    plan.add_param(KNOB, {"kind": "choice", "values": sorted(widths), "default": 1,
+    # the widest and 1: a narrower vector moves the same bytes in more loads
+    plan.add_param(KNOB, {"kind": "choice", "values": [1, max(widths)], "default": 1,
                           "description": f"elements of {', '.join(names)} each load of an inner "
                                          "loop's run moves, the run loaded before the loop "
                                          "(as written: 1)"}, f"{line(runs[0].loop)}: inner loop")
