@@ -211,7 +211,7 @@ def _values(result: TemplaterResult, knob: str) -> list[int]:
 
 def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
     result = offline_template(load_kernel_folder(STEREO))
-    assert {p.name for p in result.lifted.params} == WINDOW
+    assert {p.name for p in result.lifted.params} == WINDOW | {"USE_SMEM"}
     note = _note(result, "OUT_Y: applied")
     assert "the fold after each channel's taps (line 33) runs per output on its own " \
            "best_cost, best_d" in note
@@ -224,16 +224,28 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
     assert f"BLOCK_X * BLOCK_Y * ({live}) <= 65536" in result.lifted.constraints
     assert f"MIN_BLOCKS_PER_SM == 0 or {live} <= 65536 // ((BLOCK_X * BLOCK_Y) * " \
         "MIN_BLOCKS_PER_SM)" in result.lifted.constraints
-    # a shared tile holds one input's elements: the expert's two tiles are not lifted
-    assert "reads left, right: a tile stages one input's elements (line 21)" in \
-        _note(result, "USE_SMEM: not applied")
+    # a tile per input read, each with its halo; right's 63 columns more for the disparities
+    tiles = _note(result, "USE_SMEM: applied")
+    assert "`lrow[xl]` (BLOCK_Y * OUT_Y + 4 x BLOCK_X * OUT_X + 4); `rrow[xr]` (BLOCK_Y * " \
+        "OUT_Y + 4 x BLOCK_X * OUT_X + 4, 63 more columns for the loop over d)" in tiles
+    assert "USE_SMEM == 0 or 1 * (BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4 + 0) + 1 * " \
+        "(BLOCK_Y * OUT_Y + 4) * (BLOCK_X * OUT_X + 4 + 63) <= 49152" in \
+        result.lifted.constraints
     body = result.lifted.source
     assert "int best_d[OUT_Y][OUT_X];" in body and "int wb_acc[OUT_Y][OUT_X];" in body
     assert "unsigned char wb_keep0[5 + OUT_Y - 1][5 + OUT_X - 1];" in body
     assert "abs((int)wb_keep0[wb_r][wb_c] - (int)rrow[xr])" in body and "lrow[xl] -" not in body
+    # with USE_SMEM the kept reads are filled from left's tile, right is read from its own at
+    # the disparity's column; the fill evaluates the reads at the tile's first disparity
+    assert "(unsigned char)(wb_stage0[(int)threadIdx.y * OUT_Y + wb_r][(int)threadIdx.x * " \
+        "OUT_X + wb_c])" in body
+    assert "(int)wb_stage1[(int)threadIdx.y * OUT_Y + wb_r][(int)threadIdx.x * OUT_X + wb_c + " \
+        "-1 * ((d) - ((0) + 63))]" in body
+    assert "const int d = (0) + 63;" in body and "wb_first_c = wb_pc > 67 ? wb_pc - 67 : 0;" \
+        in body
     # the copy without the test per tap runs where the thread's last output passes
     assert "if (!((x + OUT_X - 1) >= W || (y + OUT_Y - 1) >= H)) {" in body
-    assert body.count("for (int d = 0; d < MAX_DISP; d++)") == 2
+    assert body.count("for (int d = 0; d < MAX_DISP; d++)") == 4  # (tiles, as read) x 2
     assert "if (wb_acc[wb_k][wb_q] < best_cost[wb_k][wb_q]) {" in body
     assert result.lifted.grid == ("ceil_div(W, BLOCK_X * OUT_X)", "ceil_div(H, BLOCK_Y * OUT_Y)") \
         or list(result.lifted.grid) == ["ceil_div(W, BLOCK_X * OUT_X)",
@@ -255,6 +267,12 @@ def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
             "ssd_helper": "`px(ref, row + i, col + j, h, w)` (line 18) does not depend on s"}
     assert kept[name] in _note(result, "KEPT_READS: applied")
     assert _values(result, "OUT_X") == [1, 2, 4, 8]
+    # a tile per read where no tap is added under a test (max_scale's zero padding is)
+    if name == "max_scale":
+        assert "a tile per read: the tap is added under `r >= 0 && r < h && c >= 0 && c < w`" \
+            in _note(result, "USE_SMEM: not applied")
+    else:
+        assert "USE_SMEM" in {p.name for p in result.lifted.params}
 
 
 #: reads KEPT_READS leaves per channel, in the folder's kernel: (edit, the finding)
@@ -293,8 +311,9 @@ def test_a_tap_of_two_inputs_lifts_the_window_without_a_tile(tmp_path: Path) -> 
     _kf, result = _spelling(tmp_path, "two_inputs")
     assert {p.name for p in result.lifted.params} == WINDOW
     assert "the tap value (of a, b)" in _note(result, "OUT_Y: applied")
-    assert "reads a, b: a tile stages one input's elements (line 7)" in \
-        _note(result, "USE_SMEM: not applied")
+    assert "reads a, b: a tile stages one input's elements; a tile per read: the tap is " \
+        "added under `y + i < h && x + j < w`: a tile stages the bare reads of each input " \
+        "(line 9)" in _note(result, "USE_SMEM: not applied")
 
 
 @pytest.mark.parametrize(("edit", "reason"), [
@@ -347,17 +366,23 @@ MIXES: dict[str, list[dict[str, int]]] = {
                      # the expert's pick (16 x 8 threads, 8 pixels a row), the last tune's
                      # pick, 8 rows of 2 and 2 rows of 8 pixels a thread
                      {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1},
+                     {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1},
                      {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4,
                       "MIN_BLOCKS_PER_SM": 2},
-                     {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 8},
+                     {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 8, "USE_SMEM": 1},
                      {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 8, "OUT_Y": 2,
-                      "MIN_BLOCKS_PER_SM": 1}],
+                      "MIN_BLOCKS_PER_SM": 1, "USE_SMEM": 1},
+                     {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 1, "USE_SMEM": 1}],
     "max_scale": [{"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 2}],
-    "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4}],
+    "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4},
+                     {"BLOCK_X": 16, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1}],
     "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
-    "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2}],
+    "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2},
+                    {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1}],
     "ssd_helper": [{"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 1},
-                   {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4}],
+                   {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4},
+                   {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1},
+                   {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1}],
 }
 
 

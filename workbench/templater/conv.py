@@ -86,6 +86,14 @@ from workbench.templater.conv_fold_keep import (
     kept_reads,
     live_registers,
 )
+from workbench.templater.conv_fold_tiles import (
+    Channel,
+    Tiles,
+    staged_reads,
+    tile_bytes,
+    tile_fill,
+    tile_note,
+)
 from workbench.templater.conv_reads import call_arguments, unmovable_call, why_unmovable
 from workbench.templater.conv_refill import (
     Refill,
@@ -659,7 +667,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     refill = None
     staged = _staged_refusal(inputs, fold)
     if staged:
-        plan.note("USE_SMEM", False, staged, top)
+        pass  # a tile per read is tried below, once the facts are read
     elif channel is not None:
         why = refill_refusal(plan.source, out_when_true, guarded[:guarded.index(top)],
                              channel is nest[0], own)
@@ -674,6 +682,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                    None if staged else
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
                    tuple(nest), channel, refill, fold, tuple(inputs))
+    if staged:
+        facts = replace(facts, staged=_tiles(plan, expr, facts, guard_stmt, staged, own))
     if channel is nest[0] and facts.smem_at is None and refill is None:
         try:
             facts = replace(facts, keep=kept_reads(
@@ -879,6 +889,7 @@ class _Facts:
     fold: Fold | None = None  # what the channel loop does with each channel's window sum
     reads: tuple[str, ...] = ()  # the inputs the tap value reads
     keep: Kept | None = None  # reads the same for every channel, kept in registers
+    staged: tuple[Tiles, Node] | None = None  # a shared tile per read, filled before the node
 
     @property
     def tap_value(self) -> str:
@@ -1007,6 +1018,52 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
         f"  }}\n  __syncthreads();\n#endif\n  ")
 
 
+def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
+           own: list[str]) -> tuple[Tiles, Node] | None:
+    """A shared tile per read of the tap (:mod:`.conv_fold_tiles`) where a tile of the tap
+    value is not offered (``staged``: why not), with where its fill goes; None, noted,
+    where refused."""
+    ch = f.channel
+    if ch is not None and ch is not f.nest[0]:
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read is modelled for a channel "
+                  "loop around the window", ch.loop)
+        return None
+    try:
+        tiles = staged_reads(plan, expr.names, expr.poly, (f.x, f.inner.var),
+                             Channel(ch.var, ch.lo_text, ch.count) if ch is not None else None,
+                             [w.body for w in f.nest], f.acc.value,
+                             f.acc.cond if f.acc.cond is not None or not f.acc.skips
+                             else f.acc.skips[0])
+    except Refused as why:
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read: {why.reason}", why.node)
+        return None
+    at = _smem_refusal(plan, expr, guard, list(f.nest), ch, f.acc.value, own)
+    return None if at is None else (tiles, at)
+
+
+def _stage(plan: Plan, f: _Facts, knob: str, sizes: tuple[str, str, str, str],
+           passes: Callable[[str, str], str]) -> None:
+    """USE_SMEM for a tile per read: the fill before the bounds check, the knob, the shared
+    bytes and the finding."""
+    assert f.staged is not None
+    tiles, at = f.staged
+    bx, by, oy, ox = sizes
+    n, m = f.outer.count, f.inner.count
+    plan.rw.insert(at.start_byte, tile_fill(
+        tiles, knob, (f.y, f.x, f"(int)blockIdx.y * ({by} * {oy})",
+                      f"(int)blockIdx.x * ({bx} * {ox})"),
+        ((f.outer.var, f.outer.lo_text, n), (f.inner.var, f.inner.lo_text, m)), passes,
+        sizes))
+    plan.add_param(knob, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": "1: each input read of the taps staged for the block "
+                                         "in a shared tile of its own before the bounds check "
+                                         "(clamps as written); 0: read per thread (as written)"},
+                   f"{line(f.outer.loop)}: {text(f.outer.loop).splitlines()[0]}")
+    rows, cols = f"{by} * {oy} + {n - 1}", f"{bx} * {ox} + {m - 1}"
+    plan.constrain(f"{knob} == 0 or {tile_bytes(tiles, rows, cols)} <= {_MAX_SMEM}")
+    plan.note("USE_SMEM", True, tile_note(tiles, rows, cols), f.outer.loop)
+
+
 # -- the rewrite ---------------------------------------------------------------------------
 
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _Expr,
@@ -1070,22 +1127,29 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         return None
 
     n, m = f.outer.count, f.inner.count
-    kept = f.keep
+    kept, tiles = f.keep, f.staged[0] if f.staged is not None else None
 
-    def show(node: Node) -> str:
-        """``node``'s text, each kept read taken from its registers."""
-        return render(data, node, kept.array) if kept is not None else text(node)
-    value = " * ".join(f"({show(v)})" for v in f.acc.value)
+    def show_with(staged: bool) -> Callable[[Node], str]:
+        """A node's text, each kept read taken from its registers and (``staged``) each
+        staged read from its shared tile."""
+        def sub(m: Node) -> str | None:
+            return (kept.array(m) if kept is not None else None) or \
+                (tiles.at(m, (oy, ox)) if staged and tiles is not None else None)
+        return lambda node: render(data, node, sub)
     zero = f"({f.elem})0" if f.elem else "0"  # no element type: as the value's (several inputs)
-    if f.acc.condition():
-        value = f"({f.acc.condition()}) ? ({value}) : {zero}"
+
+    def tap(show: Callable[[Node], str]) -> str:
+        value = " * ".join(f"({show(v)})" for v in f.acc.value)
+        return f"({f.acc.condition()}) ? ({value}) : {zero}" if f.acc.condition() else value
+    show = show_with(False)
+    value = tap(show)
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
     target = f"{acc}[wb_k][wb_q]"
     update = f"{target} = {f.acc.fused}({weight}, wb_v, {target})" if f.acc.fused \
         else f"{target} += {weight} * wb_v"
     bx_name, by_name = names["BLOCK_X"], names["BLOCK_Y"]
 
-    def read_line(check: str) -> str:
+    def read_line(check: str, value: str = value) -> str:
         """The tap value, read where ``check`` (the first output that needs it passes)."""
         return (f"      const {f.elem} wb_v = {check} ? ({f.elem})({value}) : {zero};\n"
                 if f.elem else f"      const auto wb_v = {check} ? ({value}) : {zero};\n")
@@ -1120,18 +1184,24 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                                    _refill_body(f, (bx_name, by_name), (oy, ox),
                                                 passes('wb_first', 'wb_first_c'), value),
                                    f.refill.live)
-    kept_fill = "" if kept is None else fill(
-        kept, (f"    const int {i} = ({f.outer.lo_text}) + wb_r;\n"
-               f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n",
-               f"        const int {j} = ({f.inner.lo_text}) + wb_c;\n"
-               f"        const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"),
-        ("\n    ".join(text(s) for s in kept.row_decls),
-         "\n        ".join(text(s) for s in kept.col_decls)),
-        passes("wb_first", "wb_first_c") +
-        (f" && ({f.acc.condition()})" if f.acc.condition() else ""),
-        (f"{n} + {oy} - 1", f"{m} + {ox} - 1"))
 
-    def nest_text(read: str) -> str:
+    def kept_fill(staged: bool) -> str:
+        if kept is None:
+            return ""
+        tiled = (lambda m: tiles.at(m, (oy, ox))) if staged and tiles is not None else \
+            (lambda m: None)
+        return fill(
+            kept, (f"    const int {i} = ({f.outer.lo_text}) + wb_r;\n"
+                   f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n",
+                   f"        const int {j} = ({f.inner.lo_text}) + wb_c;\n"
+                   f"        const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"),
+            ("\n    ".join(text(s) for s in kept.row_decls),
+             "\n        ".join(text(s) for s in kept.col_decls)),
+            passes("wb_first", "wb_first_c") +
+            (f" && ({f.acc.condition()})" if f.acc.condition() else ""),
+            (f"{n} + {oy} - 1", f"{m} + {ox} - 1"), lambda r: render(data, r, tiled))
+
+    def nest_text(read: str, show: Callable[[Node], str] = show) -> str:
         return (
             "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl, show) for w in f.nest) +
             f"{read}"
@@ -1142,13 +1212,25 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
             f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
             (refill_close(smem) if refill_head else "") +
             (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
-    nest = nest_text(read_value)
-    if ch is f.nest[0] and not modes:
-        nest = interior_split(passes(f"{oy} - 1", f"{ox} - 1"), nest_text(read_line("true")),
-                              nest)
+
+    def loop_text(staged: bool) -> str:
+        """The loops over the taps (``staged``: the staged reads from their tiles)."""
+        show = show_with(staged)
+        value = tap(show)
+        nest = nest_text(read_line(passes("wb_first", "wb_first_c"), value) if staged
+                         else read_value, show)
+        if ch is f.nest[0] and not modes:
+            nest = interior_split(passes(f"{oy} - 1", f"{ox} - 1"),
+                                  nest_text(read_line("true", value), show), nest)
+        return kept_fill(staged) + nest
+    tknob = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if f.staged is not None else ""
+    loops = loop_text(False) if not tknob else \
+        f"#if {tknob}\n{loop_text(True)}\n#else\n{loop_text(False)}\n#endif\n"
     rw.replace(f.nest[0].loop, (
         f"// {n} + {oy} - 1 input rows and {m} + {ox} - 1 columns feed {oy} x {ox} outputs: "
-        f"each input value is loaded once\n" + kept_fill + nest))
+        f"each input value is loaded once\n" + loops))
+    if f.staged is not None:
+        _stage(plan, f, tknob, (names["BLOCK_X"], names["BLOCK_Y"], oy, ox), passes)
     index = text(_index(f.target))
     rhs = per_output(data, f.rhs, copies)
     x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""

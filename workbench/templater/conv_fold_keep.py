@@ -75,15 +75,13 @@ def kept_reads(plan: Plan, names: NamesOf, channel: str, bodies: tuple[list[Node
                           "a read kept for every channel would be read where the kernel "
                           "does not", c)
     decls = [s for s in [*row_body, *col_body] if s.type == "declaration"]
-    declared = {_name(d): s for s in decls for d in s.children_by_field_name("declarator")}
+    declared = {declared_name(d): s for s in decls for d in s.children_by_field_name("declarator")}
     found: dict[str, tuple[Node, str]] = {}
     for part in [*parts, *decls]:
         for n in walk(part):
-            if text(n) in found or not (_is_read(n) or n.type == "call_expression") or \
-                    channel in names(n) or _conditional(n, part):
+            if text(n) in found or channel in names(n) or conditional(n, part):
                 continue
-            elem = _returned(plan, names, n) if n.type == "call_expression" else \
-                _element(plan, names, n)
+            elem = read_type(plan, names, n)
             if elem is not None:
                 found[text(n)] = (n, elem)
     if not found:
@@ -92,15 +90,13 @@ def kept_reads(plan: Plan, names: NamesOf, channel: str, bodies: tuple[list[Node
     needed = {m for n, _ in found.values() for m in names(n)}
     for s in channel_body:
         if s.type == "declaration" and needed & {
-                _name(d) for d in s.children_by_field_name("declarator")}:
+                declared_name(d) for d in s.children_by_field_name("declarator")}:
             raise Refused(f"`{text(s)}` in the channel loop declares what a read kept "
                           "across the channels needs: the fill runs before that loop", s)
     needed &= set(declared)
     for name in sorted(needed):
         s = declared[name]
-        if channel in names(s) or any(_is_read(m) or (m.type == "call_expression" and
-                                                      _returned(plan, names, m) is not None)
-                                      for m in walk(s)):
+        if channel in names(s) or reads_memory(plan, names, s):
             raise Refused(f"`{text(s)}` declares {name}, which a read kept across the "
                           f"channels needs, with a value that depends on {channel} or reads "
                           "memory (the fill repeats it for every window input)", s)
@@ -111,7 +107,7 @@ def kept_reads(plan: Plan, names: NamesOf, channel: str, bodies: tuple[list[Node
                 tuple(s for s in col_body if s.id in keep))
 
 
-def _name(declarator: Node) -> str:
+def declared_name(declarator: Node) -> str:
     d = declarator.child_by_field_name("declarator") or declarator
     while d.child_by_field_name("declarator") is not None:
         d = d.child_by_field_name("declarator")  # type: ignore[assignment]
@@ -131,7 +127,21 @@ def _is_read(n: Node) -> bool:
                 text(up.child_by_field_name("operator")) == "&")
 
 
-def _conditional(n: Node, top: Node) -> bool:
+def read_type(plan: Plan, names: NamesOf, n: Node) -> str | None:
+    """The type of the value ``n`` reads from an input (None: ``n`` is not such a read): an
+    element read's element type, a read-only helper's return type."""
+    if n.type == "call_expression":
+        return _returned(plan, names, n)
+    return _element(plan, names, n) if _is_read(n) else None
+
+
+def reads_memory(plan: Plan, names: NamesOf, node: Node) -> bool:
+    """``node`` reads an input (an element, or through a read-only helper)."""
+    return any(_is_read(m) or (m.type == "call_expression" and
+                               _returned(plan, names, m) is not None) for m in walk(node))
+
+
+def conditional(n: Node, top: Node) -> bool:
     """``n`` is evaluated on some taps only: a branch of ``?:`` or the right side of
     ``&&`` / ``||`` between it and ``top``."""
     child, up = n, n.parent
@@ -172,16 +182,16 @@ def _element(plan: Plan, names: NamesOf, read: Node) -> str | None:
 
 
 def fill(kept: Kept, heads: tuple[str, str], decls: tuple[str, str], tap: str,
-         arrays: tuple[str, str]) -> str:
+         arrays: tuple[str, str], show: Callable[[Node], str] = text) -> str:
     """The arrays of kept reads, filled before the channel loop: ``heads`` open the row and
     column loops (their variables and ``wb_first``, ``wb_first_c``), ``decls`` are the
     declarations each repeats, ``tap`` the condition a read is taken under, ``arrays`` the
-    arrays' row and column counts."""
+    arrays' row and column counts, ``show`` a read's text (from a shared tile)."""
     rows, cols = arrays
     declare = "".join(f"  {e} wb_keep{k}[{rows}][{cols}];  // `{text(r)}`: the same for "
                       "every channel\n" for k, (r, e) in enumerate(zip(kept.reads, kept.elems,
                                                                         strict=True)))
-    loads = "".join(f"        wb_keep{k}[wb_r][wb_c] = {tap} ? ({e})({text(r)}) : ({e})0;\n"
+    loads = "".join(f"        wb_keep{k}[wb_r][wb_c] = {tap} ? ({e})({show(r)}) : ({e})0;\n"
                     for k, (r, e) in enumerate(zip(kept.reads, kept.elems, strict=True)))
     return (f"{declare}#pragma unroll\n  for (int wb_r = 0; wb_r < {rows}; ++wb_r) {{\n"
             f"{heads[0]}    {decls[0]}\n"
