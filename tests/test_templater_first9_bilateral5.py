@@ -130,6 +130,18 @@ def test_bilateral5_lifts_rows_per_thread_and_the_fast_exponential() -> None:
     assert "#define WB_F_expf __expf" in source
 
 
+def test_a_result_added_into_the_output_stays_a_call() -> None:
+    """``out[i] += f(..)`` reads the output before the body would run: not an assignment of
+    the result, so the helper is not inlined (the reason names the expression)."""
+    source = FOLDER.joinpath("bilateral5.cu").read_text().replace(
+        "out[y * W + x] = bilateral_pixel", "out[y * W + x] += bilateral_pixel")
+    lifted = _lift(source)
+    assert any(n.startswith("INLINE: not applied: bilateral_pixel is not inlined into "
+                            "bilateral5: its result is used in an expression") for n in
+               lifted.notes), lifted.notes
+    assert "OUT_Y" not in {p.name for p in lifted.params}
+
+
 @pytest.mark.parametrize(("source", "state"), [(RANGE3, "c, acc, wsum"),
                                                (TABLE7, "mid, top, bottom")],
                          ids=["range3", "table7"])
