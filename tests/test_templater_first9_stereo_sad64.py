@@ -224,6 +224,10 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
     assert f"BLOCK_X * BLOCK_Y * ({live}) <= 65536" in result.lifted.constraints
     assert f"MIN_BLOCKS_PER_SM == 0 or {live} <= 65536 // ((BLOCK_X * BLOCK_Y) * " \
         "MIN_BLOCKS_PER_SM)" in result.lifted.constraints
+    assert "MIN_BLOCKS_PER_SM <= 1 or (BLOCK_X * BLOCK_Y) * MIN_BLOCKS_PER_SM > 256" in \
+        result.lifted.constraints
+    env = load_kernel_folder(STEREO).env("large", "fp32")
+    assert len(result.template.space(env)) == 1188
     # a tile per input read, each with its halo; right's 63 columns more for the disparities
     tiles = _note(result, "USE_SMEM: applied")
     assert "`lrow[xl]` (BLOCK_Y * OUT_Y + 4 x BLOCK_X * OUT_X + 4); `rrow[xr]` (BLOCK_Y * " \
@@ -362,17 +366,25 @@ def _configs(kf: KernelFolder, result: TemplaterResult,
 MIXES: dict[str, list[dict[str, int]]] = {
     "stereo_sad64": [{"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 1},
                      {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 2,
-                      "MIN_BLOCKS_PER_SM": 2},
+                      "MIN_BLOCKS_PER_SM": 1},
                      # the expert's pick (16 x 8 threads, 8 pixels a row), the last tune's
-                     # pick, 8 rows of 2 and 2 rows of 8 pixels a thread
+                     # pick (its MIN 2 is MIN 1's twin at 64 threads: left out of the space),
+                     # 8 rows of 2 and 2 rows of 8 pixels a thread, 2 blocks of 256 an SM
                      {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1},
                      {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1},
                      {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4,
-                      "MIN_BLOCKS_PER_SM": 2},
+                      "MIN_BLOCKS_PER_SM": 1},
+                     {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 1, "OUT_Y": 1,
+                      "MIN_BLOCKS_PER_SM": 2, "USE_SMEM": 1},
                      {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 8, "USE_SMEM": 1},
                      {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 8, "OUT_Y": 2,
                       "MIN_BLOCKS_PER_SM": 1, "USE_SMEM": 1},
-                     {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 1, "USE_SMEM": 1}],
+                     {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 1, "USE_SMEM": 1},
+                     # gpu_checks/memgap_probe.py's other stereo_sad64 configs
+                     {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4,
+                      "MIN_BLOCKS_PER_SM": 1, "USE_SMEM": 1},
+                     {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1},
+                     {"BLOCK_X": 16, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 2, "USE_SMEM": 1}],
     "max_scale": [{"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 2}],
     "count_passes": [{"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 4},
                      {"BLOCK_X": 16, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1}],
