@@ -108,6 +108,25 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 1, "FAST_EXP": 1},
         "pick_expf": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 1, "FAST_EXP": 0},
         "pick_global": {"BX": 32, "BY": 4, "ITEMS_Y": 8, "USE_SMEM": 0, "FAST_EXP": 1}}),
+    # compute-bound: the lift with the left window kept across disparities, 8 pixels a row
+    # and a tile per image (conv_fold_keep, conv_fold_tiles) at the expert's pick, the last
+    # tune's pick (its MIN 2 is MIN 1's twin at 64 threads) with and without the tiles, and
+    # two 2-D pickings of 8 and 16 pixels a thread; the expert with and without its tiles
+    "stereo_sad64": ("corpus_compute_unseen9", {
+        "expert_pick": {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_global": {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1,
+                               "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0,
+                      "MIN_BLOCKS_PER_SM": 1},
+        "tune_pick_tiles": {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4,
+                            "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 1},
+        "tiles_4x2_16x8": {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1,
+                           "MIN_BLOCKS_PER_SM": 0},
+        "tiles_8x2_16x4": {"BLOCK_X": 16, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 2, "USE_SMEM": 1,
+                           "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 1},
+        "pick_global": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 0}}),
 }
 
 
