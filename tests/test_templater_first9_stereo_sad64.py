@@ -19,16 +19,20 @@ the kernel also sets elsewhere or sit in a loop that is not a channel loop are r
 the line. Every checked config prints,
 bit for bit, what the kernel as written prints on the host.
 
-Measured on the H100 (21:09Z) that lift tuned to 2.35x against the expert's 4.56x: every
-disparity re-read the left window (20 loads a pixel a disparity at 4 pixels a thread, the
-expert 7.5), OUT_X stopped at 4 (the expert takes 8) and a bounds test per tap and
-disparity made sm_90 ptxas keep predicates (772 instructions a disparity at the expert's 16
-x 8 threads, 8 pixels a thread, against the expert's 562 from global memory). Now the reads
-the disparity does not change are kept in registers across it (KEPT_READS,
-:mod:`workbench.templater.conv_fold_keep`), OUT_X reaches 8 where the registers the thread
-keeps fit, and a thread whose every output passes the check runs the taps without the
-test (519 instructions there). A sum of squared differences through a clamped read-only
-helper, its state in a guard's block, lifts the same way.
+Measured on the H100 (21:09Z) that lift tuned to 2.35x against the expert's 4.56x (sm_90
+ptxas, the disparity loop: at the tune's pick, 32 x 2 threads of 2 x 4 pixels, 568
+instructions and 91 global loads for 8 pixels; the expert at its pick, 16 x 8 threads of 8
+pixels from its shared tiles, 325 instructions and 60 shared loads): every disparity
+re-read the left window, OUT_X stopped at 4 (the expert takes 8), a bounds test per tap and
+disparity kept predicates live, and the two images had no shared tiles ("a tile stages one
+input's elements"). Now the reads the disparity does not change are kept in registers
+across it (KEPT_READS, :mod:`workbench.templater.conv_fold_keep`), OUT_X reaches 8 where
+the registers the thread keeps fit, a thread whose every output passes the check runs the
+taps without the test, and each image read gets a shared tile with its own halo (right's
+63 columns wider for the disparities, :mod:`workbench.templater.conv_fold_tiles`): at the
+tune's pick 412 instructions and 48 global loads (293 and 48 shared loads tiled), at the
+expert's pick 322 instructions and 60 shared loads. A sum of squared differences through a
+clamped read-only helper, its state in a guard's block, lifts the same way.
 """
 
 from __future__ import annotations

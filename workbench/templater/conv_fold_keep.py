@@ -245,7 +245,7 @@ def interior_split(last_passes: str, interior: str, general: str) -> str:
     every window input is one a passing output reads, as the kernel as written does) the
     copy whose taps are read without the per-tap test, else the loop as lifted. The test
     is the same for every channel: evaluated per tap inside the loop it cost sm_90 ptxas
-    772 instructions a disparity of stereo_sad64 at 16 x 8 threads, 8 pixels a thread (510
+    772 instructions a disparity of stereo_sad64 at 16 x 8 threads, 8 pixels a thread (519
     without it)."""
     return (f"if ({last_passes}) {{  // every output of this thread passes the check: no "
             f"test per tap\n  {interior}\n  }} else {{\n  {general}\n  }}")
