@@ -10,8 +10,9 @@ f(acc)`` after the loops, with ``IDX`` linear in y. ``E``'s factors are split in
 *value* (the factors that depend on y: they must depend on y and i only through ``y + i``,
 checked on polynomials of the index expressions, clamps and bounds checks included) and the
 *weight* (the rest: it must not depend on y). Zero padding (``if (C)`` or a ternary) and
-clamped edges both qualify; the value may read several arrays (``|l - r|``: no shared tile
-then, a tile holds one input's elements).
+clamped edges both qualify; the value may read several arrays (``|l - r|``: a tile of the
+value holds one input's elements, so USE_SMEM stages a tile per read there instead,
+:mod:`.conv_fold_tiles`).
 
 The rewrite makes each thread compute ``OUT_Y`` consecutive output rows: the ``KS + OUT_Y
 - 1`` input rows ``r`` are walked once, each input value is loaded once per ``(r, j)`` and
@@ -35,7 +36,10 @@ then may be declared in it: a best match over candidates, :mod:`.conv_fold`), ru
 output on its own copy of them. USE_SMEM = 1 stages a
 tile per channel before the check (compile-time count; the bytes of all of them
 constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
-channel loop is outermost.
+channel loop is outermost. Around an outermost channel loop the reads it does not move are
+kept in registers across it (:mod:`.conv_fold_keep`, OUT_X then reaches 8 where the kept
+registers fit) and the loop is written twice: without the per-tap test where the thread's
+last output passes the check.
 
 Zero padding written as skips: ``if (C) continue;`` in any loop of the nest (``int yy = y + i;
 if (yy < 0 || yy >= h) continue;``) skips the taps after it in that loop, so it is the
