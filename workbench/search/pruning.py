@@ -170,9 +170,17 @@ class NeighbourModel:
         self._numeric = np.asarray([bool(p.is_numeric) for p in self.params], dtype=bool)
         self._points: list[np.ndarray] = []
         self._costs: list[float] = []
+        self._vectors: dict[Config, np.ndarray] = {}  # a config's coordinates, computed once
 
     def vector(self, config: Mapping[str, Value]) -> np.ndarray:
         """The config's coordinates (normalised index per numeric parameter)."""
+        key = config if isinstance(config, Config) else Config(config)
+        cached = self._vectors.get(key)
+        if cached is None:
+            cached = self._vectors[key] = self._coordinates(key)
+        return cached
+
+    def _coordinates(self, config: Config) -> np.ndarray:
         out = np.empty(len(self.params))
         for i, (p, vals) in enumerate(zip(self.params, self._values, strict=True)):
             index = vals.index(config[p.name])

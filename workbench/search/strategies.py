@@ -16,6 +16,7 @@ is only marked as seen (it says nothing about speed).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -24,6 +25,10 @@ import numpy as np
 from workbench.core.errors import SearchError, UnknownStrategyError
 from workbench.core.records import Config, Status, TrialResult, Value
 from workbench.core.space import SearchSpace
+
+#: Every space's feasible configs, enumerated once however many strategies (rebuilt from
+#: history on resume or range edits, one per seed in the replays) search it.
+_SPACE_CONFIGS: weakref.WeakKeyDictionary[SearchSpace, list[Config]] = weakref.WeakKeyDictionary()
 
 
 def trial_cost_us(result: TrialResult) -> float | None:
@@ -82,7 +87,9 @@ class BaseStrategy:
     def configs(self) -> list[Config]:
         """Every feasible config of the space, in the space's stable order (computed once)."""
         if self._configs_cache is None:
-            self._configs_cache = list(self.space)
+            self._configs_cache = _SPACE_CONFIGS.get(self.space)
+        if self._configs_cache is None:
+            self._configs_cache = _SPACE_CONFIGS[self.space] = list(self.space)
         return self._configs_cache
 
     def is_available(self, config: Config) -> bool:
@@ -263,6 +270,12 @@ class GuidedStrategy(RandomStrategy):
 StrategyFactory = Callable[..., BaseStrategy]
 
 
+def _local_search(space: SearchSpace, seed: int = 0, **options: Any) -> BaseStrategy:
+    from workbench.search.local_search import LocalSearchStrategy  # it builds on this module
+
+    return LocalSearchStrategy(space, seed, **options)
+
+
 def _optuna_factory(sampler: str) -> StrategyFactory:
     def make(space: SearchSpace, seed: int = 0, **options: Any) -> BaseStrategy:
         from workbench.search.optuna_adapter import OptunaStrategy  # optuna is optional
@@ -276,6 +289,7 @@ STRATEGIES: dict[str, StrategyFactory] = {
     "exhaustive": ExhaustiveStrategy,
     "random": RandomStrategy,
     "guided": GuidedStrategy,
+    "local": _local_search,
     "tpe": _optuna_factory("tpe"),
     "gp": _optuna_factory("gp"),
     "cmaes": _optuna_factory("cmaes"),
