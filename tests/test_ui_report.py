@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from types import ModuleType
 
-import nbformat
 import pytest
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -13,6 +13,15 @@ from workbench.core.records import Config, Status, Timing, TrialResult
 from workbench.ui.report import ReportContent, build_report, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def nbformat() -> ModuleType:
+    """nbformat, imported by the tests that read notebooks rather than at collection: its
+    import costs ~2 CPU s (jsonschema builds its IRI grammar), which every pytest-xdist
+    worker would pay although one runs these tests."""
+    import nbformat as module
+    return module
 
 
 def _t(us: float | None, block: int) -> TrialResult:
@@ -36,7 +45,7 @@ def _content() -> ReportContent:
         baseline_us={"decode/bf16": 8.0})
 
 
-def test_report_is_static_and_complete(tmp_path: Path) -> None:
+def test_report_is_static_and_complete(tmp_path: Path, nbformat: ModuleType) -> None:
     path = write_report(tmp_path / "r.ipynb", _content(), sign=False)
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -58,7 +67,8 @@ def test_report_is_static_and_complete(tmp_path: Path) -> None:
 
 @pytest.mark.replay
 @pytest.mark.timeout(120)
-def test_report_of_ten_thousand_recorded_trials_is_under_one_megabyte(tmp_path: Path) -> None:
+def test_report_of_ten_thousand_recorded_trials_is_under_one_megabyte(
+        tmp_path: Path, nbformat: ModuleType) -> None:
     from workbench.engine.recording import load_recording
 
     recs = sorted((ROOT / "sample_kernels" / "silu_and_mul" / "recordings").glob("*.json"))
@@ -79,7 +89,7 @@ def test_report_of_ten_thousand_recorded_trials_is_under_one_megabyte(tmp_path: 
     assert "Results (10000 trials — the 200 listed are the fastest" in md
 
 
-def test_report_without_trials_is_still_valid() -> None:
+def test_report_without_trials_is_still_valid(nbformat: ModuleType) -> None:
     content = _content()
     empty = ReportContent(**{**content.__dict__, "results": [], "reviews": []})
     nb = build_report(empty)
@@ -88,7 +98,7 @@ def test_report_without_trials_is_still_valid() -> None:
 
 
 @pytest.mark.timeout(60)
-def test_workbench_review_and_report_use_the_store(tmp_path: Path,
+def test_workbench_review_and_report_use_the_store(tmp_path: Path, nbformat: ModuleType,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.api import Workbench
     from workbench.core.errors import ReviewError
