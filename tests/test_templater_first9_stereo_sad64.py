@@ -32,7 +32,8 @@ taps without the test, and each image read gets a shared tile with its own halo 
 63 columns wider for the disparities, :mod:`workbench.templater.conv_fold_tiles`): at the
 tune's pick 412 instructions and 48 global loads (293 and 48 shared loads tiled), at the
 expert's pick 322 instructions and 60 shared loads. A sum of squared differences through a
-clamped read-only helper, its state in a guard's block, lifts the same way.
+clamped read-only helper, its state in a guard's block, and the folder's kernel with the
+disparities counted down lift the same way (a window loop counted down is refused).
 """
 
 from __future__ import annotations
@@ -180,6 +181,11 @@ SSD_FOLDER = (["ceil_div(w, 32)", "ceil_div(h, 4)"], ["32", "4"],
                ("tgt", "u8", "in", ["h", "w"]), ("h", "i32", "scalar", "h"),
                ("w", "i32", "scalar", "w")], {"h": 13, "w": 45})
 
+#: the folder's kernel with the disparities counted down, the smallest winning a tie by <=
+DESCENDING = STEREO_SOURCE.replace("void stereo_sad64(", "void k(").replace(
+    "for (int d = 0; d < MAX_DISP; d++) {", "for (int d = MAX_DISP - 1; d >= 0; --d) {").replace(
+    "if (cost < best_cost) {", "if (cost <= best_cost) {")
+
 Folder = tuple[list[str], list[str], list[tuple[str, str, str, Any]], dict[str, int]]
 #: name -> (source, (grid, block, arguments, check-shape sizes))
 SPELLINGS: dict[str, tuple[str, Folder]] = {
@@ -187,6 +193,7 @@ SPELLINGS: dict[str, tuple[str, Folder]] = {
     "two_inputs": (TWO_INPUTS, TWO_INPUTS_FOLDER),
     "guard_block": (GUARD_BLOCK, GUARD_BLOCK_FOLDER),
     "ssd_helper": (SSD_HELPER, SSD_FOLDER),
+    "descending": (DESCENDING, GUARD_BLOCK_FOLDER),
 }
 
 
@@ -260,19 +267,21 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
                                         "ceil_div(H, BLOCK_Y * OUT_Y)"]
 
 
-@pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block", "ssd_helper"])
+@pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block", "ssd_helper",
+                                  "descending"])
 def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
     _kf, result = _spelling(tmp_path, name)
     assert {p.name for p in result.lifted.params} >= WINDOW, result.notes
     state = {"max_scale": "best", "count_passes": "count", "guard_block": "best_cost",
-             "ssd_helper": "arg, best"}[name]
+             "ssd_helper": "arg, best", "descending": "best_cost"}[name]
     assert f"runs per output on its own {state}" in _note(result, "OUT_Y: applied")
     # the read the channel does not move is kept across the channels
     kept = {"max_scale": "`img[r * w + c]` (line 14) does not depend on s",
             # clamp_hi expanded at its calls: a's read (b's moves with t)
             "count_passes": "(x + dx - 2))))]` (line 13) does not depend on t",
             "guard_block": "`lrow[xl]` (line 30) does not depend on d",
-            "ssd_helper": "`px(ref, row + i, col + j, h, w)` (line 18) does not depend on s"}
+            "ssd_helper": "`px(ref, row + i, col + j, h, w)` (line 18) does not depend on s",
+            "descending": "`lrow[xl]` (line 30) does not depend on d"}
     assert kept[name] in _note(result, "KEPT_READS: applied")
     assert _values(result, "OUT_X") == [1, 2, 4, 8]
     # a tile per read where no tap is added under a test (max_scale's zero padding is)
@@ -281,6 +290,8 @@ def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
             in _note(result, "USE_SMEM: not applied")
     else:
         assert "USE_SMEM" in {p.name for p in result.lifted.params}
+    if name == "descending":  # right's tile starts at the largest disparity, 0 + 63
+        assert "const int d = (0) + 63;" in result.lifted.source
 
 
 #: reads KEPT_READS leaves per channel, in the folder's kernel: (edit, the finding)
@@ -293,11 +304,25 @@ KEPT_REFUSALS = [
     (("cost += abs((int)lrow[xl] - (int)rrow[xr]);",
       "cost += d > 0 ? abs((int)lrow[xl] - (int)rrow[xr]) : 0;"),
      "no read of the tap is both the same for every d and read on every tap"),
-    # the row pointer moves with the disparity: the left read depends on d
+    # the row pointer moves with the disparity: the left read depends on d (and a tile per
+    # read refuses `d & 1`: it moves other than along the columns)
     (("const unsigned char* lrow = left + yy * W;",
       "const unsigned char* lrow = left + yy * W + (d & 1);"),
      "no read of the tap is both the same for every d and read on every tap"),
 ]
+
+
+def test_a_window_loop_counted_down_is_refused(tmp_path: Path) -> None:
+    """Only the channel loop may count down: the window's rows are walked upwards."""
+    grid, block, args, sizes = GUARD_BLOCK_FOLDER
+    source = STEREO_SOURCE.replace("void stereo_sad64(", "void k(").replace(
+        "for (int dy = -RADIUS; dy <= RADIUS; dy++) {",
+        "for (int dy = RADIUS; dy >= -RADIUS; dy--) {")
+    kf = write_folder(tmp_path / "k", source, grid, block, args, sizes, [])
+    result = offline_template(kf)
+    assert "OUT_Y" not in {p.name for p in result.lifted.params}
+    assert "the window loop over dy counts down: the window's rows and columns are walked " \
+        "upwards (a channel loop may count down) (line 23)" in _note(result, "OUT_Y: not applied")
 
 
 @pytest.mark.parametrize(("edit", "reason"), KEPT_REFUSALS)
@@ -395,6 +420,8 @@ MIXES: dict[str, list[dict[str, int]]] = {
     "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
     "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2},
                     {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1}],
+    "descending": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1},
+                   {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0}],
     "ssd_helper": [{"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 1},
                    {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4},
                    {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 2, "USE_SMEM": 1},
@@ -404,7 +431,7 @@ MIXES: dict[str, list[dict[str, int]]] = {
 
 @pytest.mark.timeout(600 if FULL_MATRIX else 300)
 @pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs",
-                                  "guard_block", "ssd_helper"])
+                                  "guard_block", "ssd_helper", "descending"])
 def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf, result = _lift(tmp_path, name)

@@ -29,7 +29,7 @@ Channels: the window may sit inside, around or between one more loop (over chann
 planes: ``for (c) for (i) for (j)``, ``for (i) for (j) for (c)``, ``for (i) for (c) for
 (j)``). That loop is kept as written at its depth, so each output still sums its taps in
 the written order (channel by channel, never reordered across channels); its bound may be
-known only at run time. The loops around the taps hold only declarations and the next loop
+known only at run time, and it may count down (``for (int c = hi; c >= lo; --c)``). The loops around the taps hold only declarations and the next loop
 (a write there, or any other statement, is refused with its line), except that an
 outermost channel loop may end in a fold of its window sum into locals (the accumulator
 then may be declared in it: a best match over candidates, :mod:`.conv_fold`), run per
@@ -145,6 +145,7 @@ class _Window:
     lo_text: str
     count: int  # 0: a bound only known at run time (a channel loop kept as written)
     body: list[Node]
+    downward: bool = False  # from lo + count - 1 down to lo (a channel loop only)
 
 
 def lift_conv(plan: Plan) -> bool:
@@ -250,8 +251,10 @@ class _Expr:
 
 # -- the analysis --------------------------------------------------------------------------
 
-def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True) -> _Window:
-    """The loop's parts; ``sized=False`` accepts a bound known only at run time (count 0)."""
+def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True,
+            downward: bool = False) -> _Window:
+    """The loop's parts; ``sized=False`` accepts a bound known only at run time (count 0),
+    ``downward`` a loop ``for (int v = hi; v >= lo; --v)`` (lo_text: its last value)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if init is None or cond is None or update is None or body is None or \
@@ -261,6 +264,10 @@ def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True)
     value = d.child_by_field_name("value")
     var = text(d.child_by_field_name("declarator"))
     parts = binary(strip(cond))
+    if downward and value is not None and parts is not None and \
+            text(strip(parts[0])) == var and parts[1] in (">", ">=") and \
+            text(update).replace(" ", "") in (f"--{var}", f"{var}--", f"{var}-=1"):
+        return _down(loop, var, (text(value), text(parts[2]), parts[1] == ">"), body, defs)
     if value is None or parts is None or text(strip(parts[0])) != var or \
             parts[1] not in ("<", "<=") or text(update).replace(" ", "") not in (
                 f"++{var}", f"{var}++", f"{var}+=1"):
@@ -281,6 +288,21 @@ def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True)
         raise Refused(f"the window loop's {var} is assigned inside the loop", body)
     inner = statements(body) if body.type == "compound_statement" else [body]
     return _Window(loop, var, text(value), count, inner)
+
+
+def _down(loop: Node, var: str, bounds: tuple[str, str, bool], body: Node,
+          defs: dict[str, str]) -> _Window:
+    """A channel loop counted down from ``bounds[0]`` while ``var >= bounds[1]`` (``>``
+    where ``bounds[2]``): its values are lo .. lo + count - 1, visited from the top."""
+    first, last, strict = bounds
+    lo_text = f"({last}) + 1" if strict else last
+    hi, lo = _const(first, defs), _const(last, defs)
+    count = 0 if hi is None or lo is None else hi - lo - (1 if strict else 0) + 1
+    if count < 0 or count > 64 or var in _assigned(body):
+        raise Refused(f"the loop over {var} counted down is not `for (int {var} = hi; {var} "
+                      f">= lo; --{var})` of 1 .. 64 steps, {var} not assigned in it", loop)
+    inner = statements(body) if body.type == "compound_statement" else [body]
+    return _Window(loop, var, lo_text, count, inner, downward=True)
 
 
 def _compile_time_defs(plan: Plan) -> dict[str, str]:
@@ -374,7 +396,7 @@ def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
     """The loops around the taps, outermost first: a 2-D window, or a 2-D window and one
     channel loop at any depth (None: a single loop, not this family). Each loop but the
     innermost holds only declarations and the next loop."""
-    nest = [_window(plan, top, defs, sized=False)]
+    nest = [_window(plan, top, defs, sized=False, downward=True)]
     while True:
         loops = [s for s in nest[-1].body if s.type == "for_statement"]
         if len(loops) != 1:
@@ -382,7 +404,7 @@ def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
         if len(nest) == 3:
             raise Refused("four loops nest around the taps: a 2-D window inside at most one "
                           "channel loop is modelled", loops[0])
-        nest.append(_window(plan, loops[0], defs, sized=False))
+        nest.append(_window(plan, loops[0], defs, sized=False, downward=True))
     if len(nest) < 2:
         return None
     for loop, next_loop in pairwise(nest):
@@ -566,6 +588,10 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                       rest[0])
     value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else []), *acc.skips]
     outer, inner, channel = _roles(nest, expr, value_parts, y, x)
+    for w in (outer, inner):
+        if w.downward:
+            raise Refused(f"the window loop over {w.var} counts down: the window's rows and "
+                          "columns are walked upwards (a channel loop may count down)", w.loop)
     j = inner.var
     if channel is not None:
         _check_channel(channel, expr, {x, y, acc.acc})
