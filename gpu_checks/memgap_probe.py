@@ -24,8 +24,22 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   named config (56-57 registers against 32); the expert keeps plane sums instead (65 % of a
   copy, the lift's pick 54 %).
 - wave2d_o4: the expert's pick (128 x 1 threads, 4 rows a thread from global memory) is in
-  the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs against the expert's 40
-  read-only ones; 3868 configs against the expert's 128.
+  the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs, 24 of them issued before
+  the first FP op (40 registers), against the expert's 40 (9 before, 28 registers); the
+  lift's are LDG.E, the expert's LDG.E.CONSTANT (its inputs are const __restrict__). Group
+  lift_ro times the lift with its const inputs __restrict__ (28 LDG.E.CONSTANT, the same
+  536 instructions otherwise): the load path alone. 3868 configs against the expert's 128.
+- gauss5: at the expert's block and rows (64 x 8 threads, 8 rows a thread) both fill the
+  68 x 68 tile with the same loop (unrolled by 4, 4 loads in flight, 18496 bytes); the lift
+  reads its 8 rows from a 12 x 5 register window (60 LDS, 40 registers), the expert 25 LDS
+  an output (200, 32 registers; 185 with its row sums first, SEPARABLE 1, another order of
+  the sum); the lift's loads LDG.E, the expert's LDG.E.CONSTANT (lift_ro as for wave2d_o4).
+- dwconv3_nhwc: at the expert's pick (8 pixels x 16 lanes of 2 channels, 4 x 4 pixels a
+  thread, taps copied to shared memory, __launch_bounds__(128, 1)) the lift's walk without
+  checks (taken where the whole warp is inside) has the expert's 36 LDG.E.64.CONSTANT and
+  288 FFMA, no branch, 33 loads issued before the first FFMA at MIN_BLOCKS_PER_SM 1 (115
+  registers; the expert 35 of 36, 126) but 21 at MIN 0 (96 registers: ptxas's own register
+  target); the last tune's pick (MIN 0, 2 x 2 rows of 8 pixels) 19 of 40.
 - bilateral5 (compute-bound, set 9): the lift at the expert's pick (32 x 4, 8 rows a thread,
   __expf) compiles to 56 registers, no spills, 2664 SASS instructions for 8 pixels; the
   expert 2696 (48 registers, global reads) and 2560 (32, its shared tile), with the same
@@ -39,18 +53,41 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
 
     python3 gpu_checks/memgap_probe.py row_l2norm box27_smooth rmsnorm_f16w warp_row wave2d_o4
     python3 gpu_checks/memgap_probe.py gemv_q4_rows
+    python3 gpu_checks/memgap_probe.py dwconv3_nhwc wave2d_o4 gauss5
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from dataclasses import replace
 from typing import Any
 
-from probe_common import ROOT, Named, dry, dry_run, finish, lift_and_expert, timed
+from probe_common import ROOT, Named, Probe, dry, dry_run, finish, lift_and_expert, timed
 
 SHAPE, DTYPE = "large", "fp32"
 BENCH = ROOT / "benchmarks"
+
+WAVE2D_LIFT: Named = {
+    "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 2, "PAD": 0,
+                  "USE_SMEM": 0},
+    "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 4, "PAD": 0,
+                    "USE_SMEM": 0},
+    "expert_pick_min1": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 4, "PAD": 0,
+                         "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 1},
+    "expert_pick_tile": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 4, "PAD": 0,
+                         "USE_SMEM": 1},
+}
+GAUSS5_LIFT: Named = {
+    "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 16, "OUT_X": 2, "OUT_Y": 4, "PAD": 1,
+                  "MIN_BLOCKS_PER_SM": 2},
+    "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
+                    "MIN_BLOCKS_PER_SM": 0},
+}
+DWCONV3_EXPERT_PICK = {"OUTER_THREADS": 8, "LANE_VEC": 2, "ITEMS_PER_THREAD": 4, "OUT_Y": 4,
+                       "LANE_WINDOW": 1, "CONST_VIA": 1, "LANE_REGS": 1,
+                       "MIN_BLOCKS_PER_SM": 1}
 
 #: kernel -> (its folder, the lift's named configs, the expert's pick)
 KERNELS: dict[str, tuple[str, Named, Named]] = {
@@ -88,12 +125,26 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "vec8_512_2": {"BLOCK_THREADS": 512, "VEC": 8, "ITEMS_PER_THREAD": 2},
         "vec8_1024": {"BLOCK_THREADS": 1024, "VEC": 8, "ITEMS_PER_THREAD": 1},
     }, {"pick": {"REDUCE": 1, "ROWS": 2, "THREADS": 256, "VEC": 4}}),
-    "wave2d_o4": ("corpus_compute_unseen5", {
-        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 2, "PAD": 0,
-                      "USE_SMEM": 0},
-        "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 4, "PAD": 0,
-                        "USE_SMEM": 0},
-    }, {"pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 4, "USE_SMEM": 0}}),
+    "wave2d_o4": ("corpus_compute_unseen5", WAVE2D_LIFT,
+                  {"pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 4, "USE_SMEM": 0}}),
+    # the lift's row window (OUT_Y consecutive rows from registers) at the expert's block and
+    # rows; the expert at its pick (row sums first) and summing the 25 terms as written
+    "gauss5": ("corpus_compute_unseen2", GAUSS5_LIFT,
+               {"pick": {"TILE_W": 64, "TILE_H": 8, "ROWS": 8, "SEPARABLE": 1},
+                "pick_direct": {"TILE_W": 64, "TILE_H": 8, "ROWS": 8, "SEPARABLE": 0}}),
+    # the register window (4 x 4 pixels, two channels a lane) at the expert's pick with its
+    # __launch_bounds__ minimum (MIN 1) and without it (MIN 0, ptxas's own register target),
+    # the taps read from the shared copy in every tap (LANE_REGS 0, as the expert does) and
+    # from constant memory (CONST_VIA 0); the expert at its pick
+    "dwconv3_nhwc": ("corpus_compute_unseen6", {
+        "tune_pick": {"OUTER_THREADS": 2, "LANE_VEC": 2, "ITEMS_PER_THREAD": 8, "OUT_Y": 2,
+                      "LANE_WINDOW": 1, "CONST_VIA": 0, "LANE_REGS": 1,
+                      "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": DWCONV3_EXPERT_PICK,
+        "expert_pick_min0": {**DWCONV3_EXPERT_PICK, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_taps_shared": {**DWCONV3_EXPERT_PICK, "LANE_REGS": 0},
+        "expert_pick_taps_const": {**DWCONV3_EXPERT_PICK, "CONST_VIA": 0},
+    }, {"pick": {"PIX": 8, "VEC": 2, "ITEMS_X": 4, "ITEMS_Y": 4, "TAPS": 1, "USE_SMEM": 0}}),
     "box27_smooth": ("corpus_compute_unseen6", {
         "tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16},
         "plain_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32},
@@ -129,19 +180,50 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_global": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 0}}),
 }
 
+#: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
+#: (group lift_ro): the lift's loads are LDG.E where the expert's are LDG.E.CONSTANT
+READ_ONLY: dict[str, tuple[str, ...]] = {
+    "wave2d_o4": ("tune_pick", "expert_pick"),
+    "gauss5": ("tune_pick", "expert_pick"),
+}
+
+
+def read_only(probe: Probe) -> Probe:
+    """``probe`` with its kernel's pointer-to-const parameters ``__restrict__`` (ptxas then
+    reads them as LDG.E.CONSTANT, the read-only path the experts' ``__restrict__`` /
+    ``__ldg`` take): a research variant that isolates the load path, not a lift."""
+    source = probe.template.source
+    head = re.search(r"__global__.*?\b" + re.escape(probe.template.entry) + r"\s*\(",
+                     source, re.DOTALL)
+    if head is None:
+        raise ValueError(f"{probe.folder.name}: no __global__ {probe.template.entry}( in the "
+                         "lift's source")
+    close = source.index(")", head.end())
+    params = re.sub(r"\bconst\s+(\w+)\s*\*\s*(?!__restrict__)(\w+)",
+                    r"const \1* __restrict__ \2", source[head.end():close])
+    if params == source[head.end():close]:
+        raise ValueError(f"{probe.folder.name}: {probe.template.entry} has no pointer-to-const "
+                         f"parameter without __restrict__: ({source[head.end():close]})")
+    restricted = source[:head.end()] + params + source[close:]
+    return replace(probe, template=replace(probe.template, source=restricted))
+
 
 def probe(kernel: str, host_only: bool) -> int:
     """One kernel's document (or, ``host_only``, its configs' places in the spaces)."""
     folder, lift_named, expert_named = KERNELS[kernel]
     lift, expert = lift_and_expert(BENCH / folder / kernel, SHAPE, DTYPE)
+    groups = {"lift": (lift, lift_named), "expert": (expert, expert_named)}
+    if kernel in READ_ONLY:
+        groups["lift_ro"] = (read_only(lift), {k: lift_named[k] for k in READ_ONLY[kernel]})
     if host_only:
-        return dry_run({"lift": (lift, lift_named), "expert": (expert, expert_named)})
+        return dry_run(groups)
     doc: dict[str, Any] = {"kernel": kernel, "shape": SHAPE, "dtype": DTYPE,
                            "knobs": list(lift.template.param_names)}
     doc["lift"], base_us = timed(lift, lift_named, base=True, copy=True)
-    doc["expert"], _ = timed(expert, expert_named, base=False)
+    for name, (template, named) in list(groups.items())[1:]:
+        doc[name], _ = timed(template, named, base=False)
     print(kernel, "copy", doc["lift"].get("copy_us"), "us")
-    return finish(doc, {"lift": doc["lift"], "expert": doc["expert"]}, base_us,
+    return finish(doc, {name: doc[name] for name in groups}, base_us,
                   f"memgap_probe_{kernel}.json")
 
 
