@@ -59,10 +59,11 @@ from workbench.templater.item_state import assigned_names, trip_count
 from workbench.templater.lane_vec import FLOAT, LaneVec
 from workbench.templater.lane_vec import KNOB as VEC_KNOB
 from workbench.templater.plan import Plan
+from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.regtile import single_assignment_values
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.stencil import Poly, add, derivative, mul, poly_of, scale
-from workbench.templater.stencil_rows import _LDG_TYPES, _ONCE, _ONCE_LDG
+from workbench.templater.stencil_rows import _ONCE, _ONCE_LDG
 from workbench.templater.vector import Illegal
 
 KNOB = "LANE_WINDOW"
@@ -468,7 +469,7 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         w = group[0]
         pointer = text(w.read.child_by_field_name("argument"))
         elem = _element(plan, pointer)
-        ldg = elem in _LDG_TYPES and "const" in \
+        ldg = elem in LDG_TYPES and "const" in \
             plan.kernel.param(pointer).type_text.split("*")[0].split()
         addr = "at"
         if _wide(vec, w):  # the lane's channels, one vector load a slot

@@ -40,6 +40,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import binary, builtin, shares_or_syncs, strip, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names, render
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import (
@@ -468,7 +469,7 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
     # by the kernel; an output aliasing it would race between the kernel's own threads (a
     # neighbour's point is stored by another thread), so the path changes no defined result.
     ro = "const" in plan.kernel.param(f.src).type_text.split("*")[0] and \
-        f.elem in _LDG_TYPES
+        f.elem in LDG_TYPES
     if any(r.e in window and (ro or r.node.type == "call_expression") for r in f.reads):
         plan.helper(_ONCE_LDG)
     if any(r.e in window and not ro and r.node.type != "call_expression" for r in f.reads):
@@ -517,11 +518,6 @@ __device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
   if (!have) { slot = __ldg(at); have = true; }
   return slot;
 }"""
-
-
-#: Element types ``__ldg`` has an overload for (CUDA's read-only load intrinsics).
-_LDG_TYPES = {"float", "double", "int", "unsigned", "unsigned int", "short", "char",
-              "long long", "unsigned long long", "__half", "__nv_bfloat16"}
 
 
 def _window(e: int) -> str:

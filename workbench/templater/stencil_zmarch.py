@@ -61,6 +61,7 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
+from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.regtile import Refused, _locals, apply_or_note, fresh_names
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal
@@ -78,8 +79,6 @@ from workbench.templater.stencil_zgrid import lift_zgrid, reads_block_z
 Z_SPLIT = "Z_SPLIT"
 MAX_RADIUS = 4
 _LEAVES = ("break_statement", "return_statement", "goto_statement")
-_LDG_TYPES = ("float", "double", "int", "unsigned", "unsigned int", "long long", "short",
-              "char", "signed char", "unsigned char")
 
 
 @dataclass(frozen=True)
@@ -357,7 +356,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
     z, typ, r = w.var, w.var_type, w.radius
     nz = rw.text(w.bound)
     slots = 2 * r + 1
-    ldg = w.elem in _LDG_TYPES
+    ldg = w.elem in LDG_TYPES
 
     def load(d: int) -> str:
         if d in w.by_shift:

@@ -20,13 +20,10 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.rewrite import TextFn
 
 NAME = "LDG"
-#: Element types ``__ldg`` has an overload for (CUDA's read-only load intrinsics).
-_LDG_TYPES = frozenset({"float", "double", "int", "unsigned", "unsigned int", "long long",
-                        "unsigned long long", "short", "unsigned short", "char",
-                        "signed char", "unsigned char"})
 READ_ONLY = ("#if LDG\n#define WB_RO(x) __ldg(&(x))\n#else\n#define WB_RO(x) (x)\n#endif")
 
 
@@ -68,7 +65,7 @@ def _reads(plan: Plan, loop: Node) -> list[Node]:
             param = plan.kernel.param(text(array))
         except KeyError:
             continue
-        if param.is_pointer and param.is_const and param.base_type in _LDG_TYPES and \
+        if param.is_pointer and param.is_const and param.base_type in LDG_TYPES and \
                 not _written(n):
             out.append(n)
     return out
