@@ -186,6 +186,25 @@ DESCENDING = STEREO_SOURCE.replace("void stereo_sad64(", "void k(").replace(
     "for (int d = 0; d < MAX_DISP; d++) {", "for (int d = MAX_DISP - 1; d >= 0; --d) {").replace(
     "if (cost < best_cost) {", "if (cost <= best_cost) {")
 
+#: the folder's kernel with the window's columns outside its rows, the images indexed in
+#: the tap (each output still sums its taps in the written order: columns, then rows)
+_ROWS_FIRST = """    for (int dy = -RADIUS; dy <= RADIUS; dy++) {
+      const int yy = clampi(y + dy, 0, H - 1);
+      const unsigned char* lrow = left + yy * W;
+      const unsigned char* rrow = right + yy * W;
+      for (int dx = -RADIUS; dx <= RADIUS; dx++) {
+        const int xl = clampi(x + dx, 0, W - 1);
+        const int xr = clampi(x + dx - d, 0, W - 1);
+        cost += abs((int)lrow[xl] - (int)rrow[xr]);"""
+_COLUMNS_FIRST = """    for (int dx = -RADIUS; dx <= RADIUS; dx++) {
+      const int xl = clampi(x + dx, 0, W - 1);
+      const int xr = clampi(x + dx - d, 0, W - 1);
+      for (int dy = -RADIUS; dy <= RADIUS; dy++) {
+        const int yy = clampi(y + dy, 0, H - 1);
+        cost += abs((int)left[yy * W + xl] - (int)right[yy * W + xr]);"""
+COLUMNS_FIRST = STEREO_SOURCE.replace("void stereo_sad64(", "void k(").replace(
+    _ROWS_FIRST, _COLUMNS_FIRST)
+
 Folder = tuple[list[str], list[str], list[tuple[str, str, str, Any]], dict[str, int]]
 #: name -> (source, (grid, block, arguments, check-shape sizes))
 SPELLINGS: dict[str, tuple[str, Folder]] = {
@@ -194,6 +213,7 @@ SPELLINGS: dict[str, tuple[str, Folder]] = {
     "guard_block": (GUARD_BLOCK, GUARD_BLOCK_FOLDER),
     "ssd_helper": (SSD_HELPER, SSD_FOLDER),
     "descending": (DESCENDING, GUARD_BLOCK_FOLDER),
+    "columns_first": (COLUMNS_FIRST, GUARD_BLOCK_FOLDER),
 }
 
 
@@ -268,12 +288,13 @@ def test_stereo_lifts_the_window_with_the_argmin_folded_per_pixel() -> None:
 
 
 @pytest.mark.parametrize("name", ["max_scale", "count_passes", "guard_block", "ssd_helper",
-                                  "descending"])
+                                  "descending", "columns_first"])
 def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
     _kf, result = _spelling(tmp_path, name)
     assert {p.name for p in result.lifted.params} >= WINDOW, result.notes
     state = {"max_scale": "best", "count_passes": "count", "guard_block": "best_cost",
-             "ssd_helper": "arg, best", "descending": "best_cost"}[name]
+             "ssd_helper": "arg, best", "descending": "best_cost",
+             "columns_first": "best_cost"}[name]
     assert f"runs per output on its own {state}" in _note(result, "OUT_Y: applied")
     # the read the channel does not move is kept across the channels
     kept = {"max_scale": "`img[r * w + c]` (line 14) does not depend on s",
@@ -281,7 +302,8 @@ def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
             "count_passes": "(x + dx - 2))))]` (line 13) does not depend on t",
             "guard_block": "`lrow[xl]` (line 30) does not depend on d",
             "ssd_helper": "`px(ref, row + i, col + j, h, w)` (line 18) does not depend on s",
-            "descending": "`lrow[xl]` (line 30) does not depend on d"}
+            "descending": "`lrow[xl]` (line 30) does not depend on d",
+            "columns_first": "`left[yy * W + xl]` (line 28) does not depend on d"}
     assert kept[name] in _note(result, "KEPT_READS: applied")
     assert _values(result, "OUT_X") == [1, 2, 4, 8]
     # a tile per read where no tap is added under a test (max_scale's zero padding is)
@@ -292,6 +314,12 @@ def test_other_folds_lift_the_same_window(name: str, tmp_path: Path) -> None:
         assert "USE_SMEM" in {p.name for p in result.lifted.params}
     if name == "descending":  # right's tile starts at the largest disparity, 0 + 63
         assert "const int d = (0) + 63;" in result.lifted.source
+    if name == "columns_first":  # the window's columns walked outside its rows, as written
+        body = result.lifted.source
+        body = body[body.index("for (int d = 0; d < MAX_DISP; d++)"):]
+        assert body.index("for (int wb_c = 0; wb_c < 5 + OUT_X - 1; ++wb_c) {\n      const "
+                          "int dx") < body.index("for (int wb_r = 0; wb_r < 5 + OUT_Y - 1; "
+                                                 "++wb_r) {\n    const int dy")
 
 
 #: reads KEPT_READS leaves per channel, in the folder's kernel: (edit, the finding)
@@ -310,6 +338,22 @@ KEPT_REFUSALS = [
       "const unsigned char* lrow = left + yy * W + (d & 1);"),
      "no read of the tap is both the same for every d and read on every tap"),
 ]
+
+
+def test_a_kept_read_indexed_in_the_rows_from_the_columns_is_not_kept(tmp_path: Path) -> None:
+    """Columns outside rows, left's index formed in the rows' loop from the column's xl: the
+    fill walks rows outside columns, so the read stays per disparity (the tiles take it)."""
+    grid, block, args, sizes = GUARD_BLOCK_FOLDER
+    source = COLUMNS_FIRST.replace(
+        "        cost += abs((int)left[yy * W + xl]",
+        "        const int li = yy * W + xl;\n        cost += abs((int)left[li]")
+    assert source != COLUMNS_FIRST
+    kf = write_folder(tmp_path / "k", source, grid, block, args, sizes, [])
+    result = offline_template(kf)
+    assert {p.name for p in result.lifted.params} == WINDOW | {"USE_SMEM"}
+    assert "`const int li = yy * W + xl;` (the window rows' loop) reads the column of a read " \
+        "kept across the channels: the fill walks the rows outside the columns (line 28)" in \
+        _note(result, "KEPT_READS: not applied")
 
 
 def test_a_window_loop_counted_down_is_refused(tmp_path: Path) -> None:
@@ -420,6 +464,9 @@ MIXES: dict[str, list[dict[str, int]]] = {
     "two_inputs": [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 4, "OUT_Y": 4}],
     "guard_block": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2},
                     {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1}],
+    "columns_first": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1},
+                      {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0},
+                      {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 4, "USE_SMEM": 1}],
     "descending": [{"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 8, "OUT_Y": 1, "USE_SMEM": 1},
                    {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0}],
     "ssd_helper": [{"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 8, "OUT_Y": 1},
@@ -431,7 +478,8 @@ MIXES: dict[str, list[dict[str, int]]] = {
 
 @pytest.mark.timeout(600 if FULL_MATRIX else 300)
 @pytest.mark.parametrize("name", ["stereo_sad64", "max_scale", "count_passes", "two_inputs",
-                                  "guard_block", "ssd_helper", "descending"])
+                                  "guard_block", "ssd_helper", "descending",
+                                  "columns_first"])
 def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf, result = _lift(tmp_path, name)

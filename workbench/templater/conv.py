@@ -434,7 +434,7 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
     picks: list[tuple[_Window | None, _Window, _Window]] = [(None, nest[0], nest[1])]
     if len(nest) == 3:
         picks = [(nest[0], nest[1], nest[2]), (nest[2], nest[0], nest[1]),
-                 (nest[1], nest[0], nest[2])]
+                 (nest[1], nest[0], nest[2]), (nest[0], nest[2], nest[1])]
 
     def first_bad(v: str, loop_var: str) -> Node | None:
         return next((b for part in value_parts
@@ -717,7 +717,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if channel is nest[0] and facts.smem_at is None and refill is None:
         try:
             facts = replace(facts, keep=kept_reads(
-                plan, expr.names, channel.var, (channel.body, outer.body, inner.body),
+                plan, expr.names, (channel.var, inner.var), (channel.body, outer.body,
+                                                             inner.body),
                 acc.value, [*([acc.cond] if acc.cond is not None else []), *acc.skips]))
         except Refused as why:
             plan.note("KEPT_READS", False, why.reason, why.node)

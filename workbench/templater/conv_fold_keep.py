@@ -62,12 +62,15 @@ class Kept:
             and text(node) in keys else None
 
 
-def kept_reads(plan: Plan, names: NamesOf, channel: str, bodies: tuple[list[Node], ...],
-               parts: list[Node], conditions: list[Node]) -> Kept:
+def kept_reads(plan: Plan, names: NamesOf, loops: tuple[str, str],
+               bodies: tuple[list[Node], ...], parts: list[Node], conditions: list[Node]
+               ) -> Kept:
     """The reads of ``parts`` (the tap value's factors) and of the window loops'
     declarations that do not depend on ``channel``; ``bodies``: the channel loop's, the
-    row loop's and the column loop's statements. Refused (with the first node in the way)
-    where none is kept or the fill cannot repeat what the reads need."""
+    row loop's and the column loop's statements; ``loops``: the channel's and the columns'
+    variables. Refused (with the first node in the way) where none is kept or the fill
+    cannot repeat what the reads need."""
+    channel, column = loops
     channel_body, row_body, col_body = bodies
     for c in conditions:
         if channel in names(c):
@@ -101,6 +104,13 @@ def kept_reads(plan: Plan, names: NamesOf, channel: str, bodies: tuple[list[Node
                           f"channels needs, with a value that depends on {channel} or reads "
                           "memory (the fill repeats it for every window input)", s)
     keep = {declared[m].id for m in needed}
+    cols = {declared_name(d) for s in col_body if s.type == "declaration"
+            for d in s.children_by_field_name("declarator")} | {column}
+    for s in row_body:  # the fill opens the rows first: a row's declaration sees no column
+        if s.id in keep and names(s) & cols:
+            raise Refused(f"`{text(s)}` (the window rows' loop) reads the column of a read "
+                          "kept across the channels: the fill walks the rows outside the "
+                          "columns", s)
     reads = tuple(n for n, _ in found.values())
     return Kept(reads, tuple(e for _, e in found.values()),
                 tuple(s for s in row_body if s.id in keep),
