@@ -39,7 +39,10 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   checks (taken where the whole warp is inside) has the expert's 36 LDG.E.64.CONSTANT and
   288 FFMA, no branch, 33 loads issued before the first FFMA at MIN_BLOCKS_PER_SM 1 (115
   registers; the expert 35 of 36, 126) but 21 at MIN 0 (96 registers: ptxas's own register
-  target); the last tune's pick (MIN 0, 2 x 2 rows of 8 pixels) 19 of 40.
+  target); the last tune's pick (MIN 0, 2 x 2 rows of 8 pixels) 19 of 40. The expert
+  without its minimum (__launch_bounds__(128)) drops to 72 registers and 18 of 36 loads
+  first: the load order is the register target, which the lift spells MIN_BLOCKS_PER_SM 1
+  (group expert_nomin times it).
 - bilateral5 (compute-bound, set 9): the lift at the expert's pick (32 x 4, 8 rows a thread,
   __expf) compiles to 56 registers, no spills, 2664 SASS instructions for 8 pixels; the
   expert 2696 (48 registers, global reads) and 2560 (32, its shared tile), with the same
@@ -208,6 +211,22 @@ def read_only(probe: Probe) -> Probe:
     return replace(probe, template=replace(probe.template, source=restricted))
 
 
+#: kernel -> the expert's configs timed again without its __launch_bounds__ minimum of
+#: blocks (group expert_nomin): ptxas's own register target, the lift's MIN_BLOCKS_PER_SM 0
+NO_MIN_BLOCKS: dict[str, tuple[str, ...]] = {"dwconv3_nhwc": ("pick",)}
+
+
+def without_min_blocks(probe: Probe) -> Probe:
+    """``probe`` with every ``__launch_bounds__(threads, min_blocks)`` in its source written
+    ``__launch_bounds__(threads)`` (a research variant, as :func:`read_only`)."""
+    source, count = re.subn(r"__launch_bounds__\(([^,()]*(?:\([^()]*\)[^,()]*)*),[^()]*\)",
+                            r"__launch_bounds__(\1)", probe.template.source)
+    if count == 0:
+        raise ValueError(f"{probe.folder.name}: no __launch_bounds__ with a minimum of blocks "
+                         f"in {probe.template.source_name}")
+    return replace(probe, template=replace(probe.template, source=source))
+
+
 def probe(kernel: str, host_only: bool) -> int:
     """One kernel's document (or, ``host_only``, its configs' places in the spaces)."""
     folder, lift_named, expert_named = KERNELS[kernel]
@@ -215,6 +234,9 @@ def probe(kernel: str, host_only: bool) -> int:
     groups = {"lift": (lift, lift_named), "expert": (expert, expert_named)}
     if kernel in READ_ONLY:
         groups["lift_ro"] = (read_only(lift), {k: lift_named[k] for k in READ_ONLY[kernel]})
+    if kernel in NO_MIN_BLOCKS:
+        groups["expert_nomin"] = (without_min_blocks(expert),
+                                  {k: expert_named[k] for k in NO_MIN_BLOCKS[kernel]})
     if host_only:
         return dry_run(groups)
     doc: dict[str, Any] = {"kernel": kernel, "shape": SHAPE, "dtype": DTYPE,
