@@ -226,15 +226,12 @@ def live_registers(kept: Kept, states: int, window: tuple[int, int],
 def kept_constraints(plan: Plan, live: str, threads: str) -> list[str]:
     """The block's threads keep ``live`` registers each without spilling: at most 65536 a
     block, 255 a thread, and under a minimum of resident blocks (MIN_BLOCKS_PER_SM, where
-    the block's ``__launch_bounds__`` lifts it) its share of the SM's registers; a minimum
-    whose share is 255 registers anyway is MIN 1's twin and left out."""
+    the block's ``__launch_bounds__`` lifts it) its share of the SM's registers (a minimum whose
+    share is 255 registers anyway, MIN 1's twin, leaves every space in semantic)."""
     rules = [f"{threads} * ({live}) <= 65536", f"{live} <= 255"]
     if _min_blocks_follows(plan):
         rules.append(f"MIN_BLOCKS_PER_SM == 0 or {live} <= 65536 // (({threads}) * "
                      "MIN_BLOCKS_PER_SM)")
-        # a minimum whose share is still 255 registers a thread caps nothing MIN 1 does not:
-        # the same code (sm_90 nvdisasm: stereo_sad64 at 32 x 2 threads, MIN 1, 2 and 4)
-        rules.append(f"MIN_BLOCKS_PER_SM <= 1 or ({threads}) * MIN_BLOCKS_PER_SM > 256")
     return rules
 
 

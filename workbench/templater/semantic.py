@@ -171,6 +171,10 @@ def _launch_bounds(plan: Plan) -> None:
                    f"{plan.kernel.line}: __launch_bounds__")
     product = threads if " " not in threads else f"({threads})"
     plan.constrain(f"{product} * MIN_BLOCKS_PER_SM <= 2048")
+    # a minimum whose register share is still ptxas's 255 a thread (65536 / (threads * MIN)
+    # >= 256) caps nothing MIN 1 does not: the same code (sm_90 nvdisasm: stereo_sad64 at
+    # 32 x 2 threads, MIN 1, 2 and 4), so the twin leaves the space
+    plan.constrain(f"MIN_BLOCKS_PER_SM <= 1 or {product} * MIN_BLOCKS_PER_SM > 256")
     text = f"{threads}, MIN_BLOCKS_PER_SM"
     if bounds is not None and bounds.named_children:
         plan.rw.replace(bounds.named_children[0], text)
