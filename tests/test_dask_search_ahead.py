@@ -49,8 +49,11 @@ def _cluster() -> tuple[Any, Any]:
     return cluster, client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
+    """One cluster for the module (each start and stop costs about 3 CPU s). The test that
+    kills a worker waits for the nanny's fresh one before it ends, so every test starts on
+    both workers; each test's runner, store and compile cache are its own."""
     cluster, client = _cluster()
     yield client
     client.close()
