@@ -16,7 +16,14 @@ from typing import Any
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
 
-from readme_tables import core, dirty_l2, peers_tune, shapes, stage1_summary  # noqa: E402
+from readme_tables import (  # noqa: E402
+    core,
+    dirty_l2,
+    peers_tune,
+    shapes,
+    small_budget,
+    stage1_summary,
+)
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,8 @@ RENDERERS: dict[str, Renderer] = {
     "ncu_repeatability": Renderer("Kernel durations by Nsight Compute", _fixed(core.ncu_section)),
     "strategies": Renderer("Search strategies: sample efficiency",
                            _fixed(core.strategies_section)),
+    "strategies_small_budget": Renderer("Search strategies: quality at small budgets",
+                                        _each(lambda r: small_budget.render(r.doc))),
     "compile_throughput": Renderer("CPU-side costs (space, nvcc, check, panel)",
                                    _fixed(core.cpu_section)),
     "dask_overhead": Renderer("Dask runner: overhead and simulated scaling",

@@ -16,7 +16,8 @@ Held out: every problem of ``merge_attn_states_lse`` was chosen as the held-out 
 BEFORE any strategy was tuned on these replays; it is reported separately and took no part
 in choosing a strategy's settings.
 
-    python benchmarks/search/bench_small_budget.py [--seeds 20] [--strategies guided random]
+    python benchmarks/search/bench_small_budget.py [--seeds 20] [--strategies random knn guided]
+    python benchmarks/search/bench_small_budget.py --merge A.json B.json --out RESULT.json
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_strategies import Problem, recorded_problems  # noqa: E402
+from readme_tables.small_budget import render  # noqa: E402
+from results_schema import run_block  # noqa: E402
 
 from workbench.core.params import Choice, Parameter  # noqa: E402
 from workbench.core.records import Status  # noqa: E402
@@ -179,7 +182,7 @@ def _geomean(values: Sequence[float]) -> float:
 
 def print_summary(report: Mapping[str, Any], out: Callable[[str], None] = print) -> None:
     out(f"best found / optimum after {'/'.join(map(str, BUDGETS))} evaluations "
-        f"({report['seeds']} seeds): geomean over problems of the median | of the worst seed "
+        f"(seeds: {report['seeds']}): geomean over problems of the median | of the worst seed "
         "| worst single run")
     for group, by_strategy in report["summary"].items():
         out(f"-- {group}")
@@ -189,13 +192,45 @@ def print_summary(report: Mapping[str, Any], out: Callable[[str], None] = print)
             out(f"   {name:14s} " + "   ".join(parts))
 
 
+def merged(paths: Sequence[str]) -> dict[str, Any]:
+    """One report from several runs' ``--out`` files (e.g. tpe run with fewer seeds):
+    each problem keeps every strategy any run measured, with that run's seed count."""
+    rows: dict[str, dict[str, Any]] = {}
+    names: list[str] = []
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        for problem in doc["problems"]:
+            row = rows.setdefault(problem["name"], {**problem, "strategies": {}})
+            for name, stats in problem["strategies"].items():
+                row["strategies"][name] = {**stats, "seeds": doc["seeds"]}
+                if name not in names:
+                    names.append(name)
+    complete = [r for r in rows.values() if all(n in r["strategies"] for n in names)]
+    return {"seeds": {n: next(r["strategies"][n]["seeds"] for r in complete) for n in names},
+            "budgets": list(BUDGETS), "held_out": HELD_OUT, "problems": complete,
+            "summary": summary(complete, names)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--strategies", nargs="*", default=["random", "guided", "tpe"])
+    parser.add_argument("--strategies", nargs="*", default=["random", "knn", "guided", "tpe"])
     parser.add_argument("--only", nargs="*", default=[], help="problems whose name has this")
     parser.add_argument("--out", default="")
+    parser.add_argument("--merge", nargs="*", default=[], help="--out files to merge, "
+                        "written with a run block to --out; nothing is replayed")
+    parser.add_argument("--commands", nargs="*", help="with --merge: the runs' commands")
+    parser.add_argument("--date", default="", help="with --merge: the date in --out's name")
     args = parser.parse_args()
+    if args.merge:
+        merged_report = {"run": run_block("strategies_small_budget", " ; ".join(args.commands or []),
+                                   device="cpu: 2-core development machine (no GPU), replay "
+                                          "of H100 recordings", driver=None, cuda=None,
+                                   date=args.date), **merged(args.merge)}
+        Path(args.out).write_text(json.dumps(merged_report, indent=1) + "\n")
+        print_summary(merged_report)
+        print(render(merged_report))
+        return
     rows: list[dict[str, Any]] = []
     for replay in replays():
         if args.only and not any(o in replay.name for o in args.only):

@@ -38,7 +38,7 @@ from workbench.core.space import SearchSpace  # noqa: E402
 from workbench.search.strategies import make_strategy  # noqa: E402
 from workbench.store.exports import kernel_tuner_cache, write_json  # noqa: E402
 
-OURS = ("exhaustive", "random", "guided", "tpe", "cmaes", "gp")
+OURS = ("exhaustive", "random", "knn", "guided", "tpe", "cmaes", "gp")
 KT_STRATEGIES = ("random_sample", "genetic_algorithm", "simulated_annealing", "greedy_ils",
                  "diff_evo", "bayes_opt")
 TOLERANCE = 0.02
