@@ -41,9 +41,9 @@ class TestRandom(StrategyContract):
         assert self._drive(self.make(space, 1), 10) != self._drive(self.make(space, 2), 10)
 
 
-class TestGuided(StrategyContract):
+class TestNeighbourArgmin(StrategyContract):
     def make(self, space: SearchSpace, seed: int) -> BaseStrategy:
-        return make_strategy("guided", space, seed)
+        return make_strategy("knn", space, seed)
 
 
 @pytest.mark.skipif(not HAVE_OPTUNA, reason="optuna (extra 'search') not installed")

@@ -1,10 +1,11 @@
-"""The model-ranked local search: the strategy contract, and that it finds the optimum of
+"""The model-ranked local search (strategy "guided"): the strategy contract, and that it finds the optimum of
 SYNTHETIC landscapes (separable, and with interacting knobs) within a small budget. The
 landscapes are formulas, not measurements; no GPU, no clock."""
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 
 import pytest
@@ -19,9 +20,9 @@ from workbench.testing.strategy_contract import StrategyContract
 Landscape = Callable[[Config], float]
 
 
-class TestLocal(StrategyContract):
+class TestGuided(StrategyContract):
     def make(self, space: SearchSpace, seed: int) -> BaseStrategy:
-        return make_strategy("local", space, seed)
+        return make_strategy("guided", space, seed)
 
 
 def _space() -> SearchSpace:
@@ -74,11 +75,14 @@ def _asks_to_optimum(strategy: BaseStrategy, landscape: Landscape, limit: int) -
 
 
 @pytest.mark.parametrize("landscape", [separable, interacting], ids=["separable", "interacting"])
-@pytest.mark.parametrize("seed", range(5))
-def test_finds_the_optimum_within_48_asks(landscape: Landscape, seed: int) -> None:
+def test_finds_the_optimum_within_a_small_budget(landscape: Landscape) -> None:
+    """Median over 8 seeds within 48 asks, every seed within 96: uniform random draws of
+    one config in 816 need 408 on average."""
     space = _space()
-    assert space.size > 500  # large enough that 48 random asks mostly miss it
-    assert _asks_to_optimum(LocalSearchStrategy(space, seed), landscape, 48) is not None
+    asks = [_asks_to_optimum(LocalSearchStrategy(space, seed), landscape, 96)
+            for seed in range(8)]
+    assert None not in asks, asks
+    assert statistics.median(a for a in asks if a is not None) <= 48, asks
 
 
 def test_startup_covers_every_value_of_each_knob() -> None:
@@ -95,7 +99,7 @@ def test_startup_covers_every_value_of_each_knob() -> None:
 
 def test_moves_one_knob_from_the_best_after_startup() -> None:
     space = _space()
-    strategy = LocalSearchStrategy(space, 3, n_startup=6, explore=0.0)
+    strategy = LocalSearchStrategy(space, 3, n_startup=6, global_every=0)
     for config in strategy.ask(6):
         strategy.tell(_result(config, separable))
     best = min((r.config for r in strategy.history), key=separable)
