@@ -4,7 +4,8 @@ The dependency-aware transforms recognise the block size, vector width and items
 thread from how the kernel uses them. A hand-tuned kernel often says it instead: it names
 its constants (``constexpr int kVec = 16 / ELEM_BYTES``, ``#define THREADS 256``), reads
 ``blockDim`` and caps its block in the launch rules (``min(d // (16 // elem_bytes), 1024)``).
-Where no other transform lifted anything, this one trusts those names:
+Where no other transform lifted anything, this one trusts those names (the unroll pragma
+is lifted beside any other lift too):
 
 ===================================================  ======================================
 found in the parse of the kernel as written           becomes
@@ -273,10 +274,13 @@ class _Named:
 def lift_named(plan: Plan, macros: dict[str, IntegerMacro], smem_bytes: str) -> str:
     """Lift the constants the kernel names (see the module doc) where no transform before
     this one lifted anything, else bind its named block constants to the lifted block size
-    (:func:`bind_block_constants`); returns the shared-memory rule (its ``16 // elem_bytes``
-    follows VEC_BYTES)."""
+    (:func:`bind_block_constants`) and lift its ``#pragma unroll N`` alone (an unroll factor
+    changes no result, so it is a knob next to any lift: nbody_accel's tile walk, ``#pragma
+    unroll 8`` beside a lifted block, was left at 8); returns the shared-memory rule (its
+    ``16 // elem_bytes`` follows VEC_BYTES)."""
     if plan.params:
         bind_block_constants(plan)
+        _Named(plan, macros, smem_bytes).unroll()
         return smem_bytes
     named = _Named(plan, macros, smem_bytes)
     reads_block_dim = any(builtin(n, "blockDim") is not None for n in walk(named.root)
