@@ -185,6 +185,18 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                            "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 1},
         "pick_global": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 0}}),
+    # compute-bound (set 10): the lift (BLOCK_THREADS, UNROLL of the author's pragma,
+    # MIN_BLOCKS_PER_SM) at the first contact's tune pick and at the expert's 128 threads
+    # (its unroll 16 above the lift's range: 8 and 1); the expert at its pick and with one
+    # knob back to the kernel as written: JSPLIT 1 (a row of threads a tile, the lift's
+    # only form), UNROLL 8 (the lift's largest)
+    "nbody_accel": ("corpus_compute_unseen10", {
+        "tune_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "MIN_BLOCKS_PER_SM": 4},
+        "expert_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll1": {"BLOCK_THREADS": 128, "UNROLL": 1, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 16},
+        "pick_jsplit1": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 16},
+        "pick_unroll8": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 8}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
