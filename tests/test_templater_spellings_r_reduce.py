@@ -6,8 +6,9 @@ stride a local, ``gridDim.x * blockDim.x``), the block's stage (a shared tree fr
 or ``blockDim.x >> 1``; shuffles down or xor, a loop or unrolled, warp 0 over the warps'
 slots, the stage read by reduce_tail and written anew under FINAL) and the output (thread 0
 or lane 0 of warp 0 storing the partial, atomicAdd / atomicMax), for a float sum, a double
-sum and an int max. Every checked config (the default, every all-ends corner, a mix at a
-block of 96 threads: not a power of two, the regenerated tree's first step folds the rest)
+sum and an int max. Every checked config (the default, the first and the last all-ends
+corners, every one with WORKBENCH_FULL_MATRIX=1, a mix at a block of 96 threads: not a power
+of two, the regenerated tree's first step folds the rest)
 gives the kernel's outputs on the host, partials compared by their total. Cooperative
 groups' reduce is refused naming the line.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import end_configs, lifted_template, run_merged_on_host
+from helpers_templater import end_configs, host_sample, lifted_template, run_merged_on_host
 from test_corpus_unseen3 import _assert_same, _inputs, folder_runs
 from test_templater_const_via import _knobs, _toml
 from test_templater_reduce_first_contact import _XOR, _program
@@ -94,7 +95,8 @@ def test_every_config_gives_the_kernel_as_written(name: str, tmp_path: Path) -> 
     env = kf.env(kf.check_shape, "fp32")
     mixes = [{**template.default_config(), **_mix(knobs, 96 if SPELLINGS[name][4] else 64)},
              {**template.default_config(), **_mix(knobs, 512), "FINAL": 1, "VEC": 4}]
-    configs = [dict(template.default_config()), *end_configs(template, env), *mixes]
+    configs = [dict(template.default_config()), *host_sample(end_configs(template, env)),
+               *mixes]
     space = template.space(dict(env))
     assert all(space.rejection(c) is None for c in configs), configs
     runs = [(_ATOMICS + kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env)),
@@ -135,7 +137,7 @@ def test_the_double_sum_is_exact_at_every_checked_config(tmp_path: Path) -> None
     template = lifted_template(lifted, "k")
     knobs = {p.name: dict(p.spec) for p in lifted.params}
     env = {"n": 7003, "elem_bytes": 8}
-    configs = [dict(template.default_config()), *end_configs(template, env),
+    configs = [dict(template.default_config()), *host_sample(end_configs(template, env)),
                {**template.default_config(),
                 **{k: v for k, v in _mix(knobs, 96).items() if k in knobs}}]
     programs = [_program(template, c, n=7003, case=case) for c in configs]
