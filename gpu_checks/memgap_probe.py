@@ -197,6 +197,23 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 16},
         "pick_jsplit1": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 16},
         "pick_unroll8": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 8}}),
+    # memory-bound (set 10): the lift's WALK_SPLIT (lanes of a warp sharing a column's rows,
+    # shuffle-combined) at the expert's 32 x 8 threads, and with 2 and 4 lanes a column
+    # (a warp reads 32 / WALK_SPLIT halves of a row: 2 lanes fill a 32-byte sector, 8 use a
+    # quarter of it; the expert's rows of threads are whole warps); the first contact's
+    # tune pick (no split); the expert at its pick and with its rows split over 8 but one
+    # row loaded at a time (UNROLL 1: the lift's loop is nvcc's own unroll by 4)
+    "gemvt_f16_batched": ("corpus_compute_unseen10", {
+        "expert_pick": {"BLOCK_THREADS": 32, "WALK_SPLIT": 8, "ITEMS_PER_THREAD": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "split4_64": {"BLOCK_THREADS": 64, "WALK_SPLIT": 4, "ITEMS_PER_THREAD": 1,
+                      "MIN_BLOCKS_PER_SM": 0},
+        "split2_128": {"BLOCK_THREADS": 128, "WALK_SPLIT": 2, "ITEMS_PER_THREAD": 1,
+                       "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 96, "WALK_SPLIT": 1, "ITEMS_PER_THREAD": 1,
+                      "MIN_BLOCKS_PER_SM": 1},
+    }, {"pick": {"TX": 32, "VEC": 2, "RSPLIT": 8, "UNROLL": 4},
+        "pick_unroll1": {"TX": 32, "VEC": 2, "RSPLIT": 8, "UNROLL": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
