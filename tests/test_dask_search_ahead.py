@@ -75,10 +75,11 @@ class _Spy:
         self.ahead: list[int] = []
         measure, ahead = runner.measure, runner.compile_ahead
 
-        def spy_measure(candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+        def spy_measure(candidates: Sequence[Candidate], *,
+                        condition: str | None = None) -> Iterator[TrialResult]:
             self.batches.append(len(candidates))
             self.submitted_at_batch.append(runner.compiles.submitted)
-            return measure(candidates)
+            return measure(candidates, condition=condition)
 
         def spy_ahead(candidates: Sequence[Candidate]) -> int:
             self.ahead.append(len(candidates))
