@@ -335,7 +335,8 @@ def test_a_fast_math_value_wrong_at_the_large_shape_is_excluded_there() -> None:
 
 
 @pytest.mark.parametrize(("source", "grid", "block", "why"), [
-    # a 2-D block whose threads are numbered by hand
+    # a 2-D block whose threads are numbered by hand (the index is no block offset plus
+    # threadIdx.x: the items' x place cannot be lifted)
     ("""
 #define TB_X 32
 #define TB_Y 8
@@ -349,7 +350,7 @@ extern "C" __global__ void k(double* root, const double* ca, int n) {
   }
   root[e] = 0.5 * (lo + hi);
 }
-""", ["ceil_div(n, 256)"], ["32", "8"], "the block is 2-D (32 x 8)"),
+""", ["ceil_div(n, 256)"], ["32", "8"], "no top-level `T i = blockIdx.x * B + threadIdx.x`"),
     # a 2-D grid flattened into the item's index
     ("""
 extern "C" __global__ void k(float* out, const float* th0, int n) {

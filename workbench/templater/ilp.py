@@ -12,7 +12,10 @@ chains interleave. ``ITEMS_PER_THREAD = 1`` is the kernel as written.
 
 Item dependence is computed on the parse: the item index, and every local assigned from an
 item-dependent value or under item-dependent control. Legal only where the analysis shows
-(each refusal names the line): a 1-D block; no shared memory, barrier, warp intrinsic or
+(each refusal names the line): the items along x (on a 2-D or 3-D block they share the
+thread's y and z; a 1-D block reads no ``blockIdx.y/z``); statements before the index assign
+only the thread's own locals (their fields and elements), which its items share as the
+thread as written ran them once; no shared memory, barrier, warp intrinsic or
 atomic, no call of a ``__device__`` function of the file that :mod:`.purity` does not prove
 pure (its effects would run once per thread, or in another order); ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
 top-level ``if (C) return;`` or one final ``if (C) {...}`` (both become a per-item ``live``
@@ -579,6 +582,13 @@ def interleaves(plan: Plan) -> bool:
                for f in plan.findings)
 
 
+def gave_items(plan: Plan) -> bool:
+    """This transform gave each thread its items, in any form: the statements from the
+    index on are rewritten whole, so no other items loop may wrap them (a 2-D block's
+    ``ITEMS_Y`` would wrap the items' own statements)."""
+    return any(f.transform == NAME and f.applied for f in plan.findings)
+
+
 def apply_ilp(plan: Plan) -> bool:
     """Apply where legal and useful (see the module doc); True when applied."""
     if NAME in plan.params:
@@ -588,12 +598,6 @@ def apply_ilp(plan: Plan) -> bool:
     loop = next((n for n in walk(plan.body) if n.type in LOOPS), None) if not (
         any(d.is_shared for d in plan.facts.defs.values()) or
         any(c.startswith(_WARP) for c in calls(plan.body))) else None
-    if len(plan.block) != 1:
-        if loop is not None:
-            plan.note(NAME, False, f"items with independent state: the block is "
-                      f"{len(plan.block)}-D ({' x '.join(plan.block)}); the items' place "
-                      "is lifted for 1-D blocks only", loop)
-        return False
     found = _index_declaration(plan)
     once: OnceLoop | None = None
     if found is None:
@@ -668,7 +672,8 @@ def apply_ilp(plan: Plan) -> bool:
         # temporaries (a solve's call chain): about the registers of one thread as written.
         # __launch_bounds__(B) caps a thread at 65536 / B registers, so B * items stays
         # within the 2048 threads' worth of an SM's registers (past it, the items spill)
-        block = plan.block[0] if " " not in plan.block[0] else f"({plan.block[0]})"
+        # (B the block's threads: every dimension of a 2-D or 3-D block)
+        block = " * ".join(d if " " not in d else f"({d})" for d in plan.block)
         plan.constrain(f"{block} * {NAME} <= 2048")
     work = f"{len(scan.compute_loops)} {INTERLEAVE}" if scan.compute_loops else \
         "the items' calls of " + ", ".join(f"`{callee_name(c)}` (its loop at line {line(lp)})"
@@ -774,14 +779,19 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
             n.type == "field_expression"]
     if len(uses) != 1:
         raise Illegal("blockIdx.x is read more than once", uses[1] if len(uses) > 1 else None)
-    if any(builtin(n, "blockIdx") in ("y", "z") for n in walk(plan.body)):
+    if len(plan.block) == 1 and any(builtin(n, "blockIdx") in ("y", "z") for n in walk(plan.body)):
+        # (legal too: the items share the thread's y and z; kept for the 1-D block, whose
+        # batch index the generic wrap gives its items as before)
         raise Illegal("the kernel reads blockIdx.y/z")
     d = plan.facts.defs.get(index)
     if d is None or (d.assigned and once is None):  # (once_loop: only its step assigns it)
         raise Illegal(f"the index `{index}` is reassigned", stmts[k])
+    before = {name for stmt in stmts[:k] for name in _declared(stmt)}
     for stmt in stmts[:k]:
         for n in walk(stmt):
-            if n.type in ("assignment_expression", "update_expression", "return_statement"):
+            if n.type == "return_statement" or (
+                    n.type in ("assignment_expression", "update_expression") and
+                    _local_root(plan, n) not in before):
                 raise Illegal(f"`{text(n)[:60]}` runs before the index is known", n)
     if once is not None:  # `T i = g; if (i < n) BODY`: the loop's test is the final guard
         body = once.loop.child_by_field_name("body")
@@ -845,6 +855,23 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
     return scan, returns, arrays, region
 
 
+def _local_root(plan: Plan, assignment: Node) -> str | None:
+    """The local an assignment changes, through its fields (``v.step = ..``) and its
+    elements: the thread's own register state, which the thread's items share as the
+    thread as written ran it once (None for memory: a pointer's target, a reference's, a
+    parameter's, a shared array's)."""
+    target = assignment.child_by_field_name("left") or \
+        assignment.child_by_field_name("argument")
+    while target is not None and (
+            target.type in ("parenthesized_expression", "subscript_expression") or
+            (target.type == "field_expression" and text(target.child(1)) == ".")):
+        target = target.named_children[0] if target.named_children else None
+    d = plan.facts.defs.get(text(target)) if target is not None and \
+        target.type == "identifier" else None
+    return d.name if d is not None and not d.is_pointer and not d.is_shared and not any(
+        n.type == "reference_declarator" for n in walk(d.decl)) else None
+
+
 def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
     """The loop reads or writes memory at item-dependent places (a walk over memory per
     item: memory-bound, left to WALK_SPLIT / VEC), rather than computing on the item's
@@ -852,6 +879,11 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
     moving = assigned_names(loop)  # a place that changes with the trips is a walk; one
     # that does not (the item's own input, read each trip) is a repeated load
     for n in walk(loop):
+        # `*p` with p an item's pointer the trips step (`p += cols`): the same walk
+        if n.type == "pointer_expression" and text(n).startswith("*") and \
+                (ptr := n.child_by_field_name("argument")) is not None and \
+                mentions(ptr, items) and mentions(ptr, moving):
+            return True
         if n.type == "subscript_expression":
             array = text(n.child_by_field_name("argument"))
             local = plan.facts.defs.get(array)

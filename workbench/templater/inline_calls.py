@@ -13,7 +13,9 @@ Which calls: those of the entry to a function defined in the file that carries t
 or synchronises, itself or through what it calls), when the entry reads no thread or block
 index itself: the kernel's decomposition then lives in the callee. Value helpers (``sq(x)``,
 ``dist2(a, b)``), and helpers of a kernel that indexes its threads itself (a block
-reduction), stay calls, as the families already read them.
+reduction), stay calls, as the families already read them; a helper whose loop walks a
+coordinate, reads a window around it, or tests state it steps from it (an escape-time
+count, a Newton solve: the loop the items of :mod:`.ilp` share) is inlined.
 
 Legal only when (else refused with the reason and the line): the callee is defined once, at
 file scope (no overloads or specialisations), not recursive, called once by the entry;
@@ -44,6 +46,7 @@ from workbench.templater.inline_bind import (
 )
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
+from workbench.templater.item_state import item_names
 from workbench.templater.records import Finding, LiftedParameter, LiftedSource
 
 TRANSFORM = "INLINE"
@@ -185,9 +188,21 @@ def _walks_coordinate(fn: Node, call: Node, coordinates: frozenset[str]) -> bool
         else:
             continue
         if any(h is not None and mentions(h, walked) for h in header) or \
-                _window_read(loop, walked):
+                _window_read(loop, walked) or _steps_point(loop, header, walked):
             return True
     return False
+
+
+def _steps_point(loop: Node, header: list[Node | None], walked: frozenset[str]) -> bool:
+    """Whether ``loop``'s test reads state its body computes from a thread coordinate
+    (``z = z * z + c`` with ``c`` the pixel's point, until ``|z| > 2``; a Newton step from
+    the element's value until it converges): a loop on the item's own state, whose trips
+    the thread's items share once it is in the kernel's body (:mod:`.ilp_loops`); as a
+    call, each item's loop runs whole in its turn."""
+    if not walked:
+        return False
+    state = item_names([loop], next(iter(walked)), frozenset(), walked)
+    return any(h is not None and mentions(h, state) for h in header)
 
 
 def _window_read(loop: Node, walked: frozenset[str]) -> bool:

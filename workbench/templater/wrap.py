@@ -19,6 +19,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.ilp import gave_items
 from workbench.templater.plan import Plan
 from workbench.templater.rules import min_cap, scale_divisor
 from workbench.templater.vector import Illegal, stride_loops
@@ -48,6 +49,8 @@ def apply_grid_cap(plan: Plan) -> None:
 def apply_wrap_items(plan: Plan, done_dims: set[str]) -> None:
     """ITEMS_<dim>: several blocks' worth of work per block, by wrapping the code that
     follows ``T v = ... blockIdx.d * B + threadIdx.d ...`` in a loop over items."""
+    if gave_items(plan):  # items with independent state took the statements already
+        return
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
     for k, decl in enumerate(stmts):
         if decl.type != "declaration":
