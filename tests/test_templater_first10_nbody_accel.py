@@ -13,6 +13,11 @@ it needs.
 On the host (g++) the folder and a second spelling (a device helper instead of a lambda, a
 constexpr block, ``#pragma unroll(4)``, an if / else tile load) compute at every checked
 config what they compute as written.
+
+A third spelling, every size the literal 128, showed a wrong lift: the block lift resized
+the shared tile and its load but left the walk's ``start += 128`` and ``q < 128``, so at 64
+threads half the outputs were wrong on the host. A block whose lift would resize a shared
+array while a literal of its size stays in the kernel is now kept as written, with the line.
 """
 
 from __future__ import annotations
@@ -181,5 +186,82 @@ def test_the_second_spelling_computes_what_it_computes_as_written(tmp_path: Path
     configs = _checked(result, kf, [MIXES[0], {**MIXES[1], "BLOCK_THREADS": 64}])
     plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     assert not np.isnan(plain["field"]).any() and np.abs(plain["field"]).max() > 0
+    for config, outputs in zip(configs, got, strict=True):
+        _assert_same(kf, outputs, plain, f"lift at {config}")
+
+
+# -- a tile the block lift would leave half lifted -----------------------------------------
+
+#: The all-pairs walk with every size a literal: the tile's extent is the block's size, but
+#: so are the walk over tiles (``start += 128``) and the loop over a tile (``q < 128``).
+LITERAL = """\
+extern "C" __global__ void k(float* phi, const float* pts, int n) {
+  __shared__ float stage[128];
+  int t = threadIdx.x;
+  int p = t + 128 * blockIdx.x;
+  const float self = p < n ? pts[p] : 0.0f;
+  float sum = 0.0f;
+  for (int start = 0; start < n; start += 128) {
+    stage[t] = start + t < n ? pts[start + t] : 0.0f;
+    __syncthreads();
+    for (int q = 0; q < 128; q++) sum += self * stage[q];
+    __syncthreads();
+  }
+  if (p < n) {
+    phi[2 * p] = sum;
+    phi[2 * p + 1] = self;
+  }
+}
+"""
+
+
+def test_a_tile_whose_walk_keeps_the_literal_block_size_keeps_the_block() -> None:
+    """Lifted, the tile and its load followed BLOCK_THREADS while the walk kept 128: at 64
+    threads half of the 600 outputs were wrong on the host (the walk read past the tile and
+    loaded half of each 128)."""
+    lifted = lift_kernel(LITERAL, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "BLOCK_THREADS" not in [p.name for p in lifted.params]
+    assert lifted.block == ("128",) and "__shared__ float stage[128];" in lifted.source
+    assert any(n.startswith("BLOCK_THREADS: not applied: `start += 128` keeps the literal "
+                            "128 in a kernel whose shared array of 128 would follow the "
+                            "block") and "(line 7)" in n for n in lifted.notes), lifted.notes
+
+
+def test_the_literal_tile_lifts_once_its_walk_says_the_block_size() -> None:
+    """The same kernel with the walk's sizes spelled by the thread count: all follow."""
+    source = LITERAL.replace("start += 128", "start += blockDim.x").replace(
+        "q < 128", "q < blockDim.x")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "BLOCK_THREADS" in [p.name for p in lifted.params], lifted.notes
+    assert "__shared__ float stage[BLOCK_THREADS];" in lifted.source
+
+
+def test_a_stray_literal_without_a_lifted_tile_still_lets_the_block_lift() -> None:
+    """No shared array follows the block: the literal is a number, listed and kept."""
+    source = """\
+extern "C" __global__ void k(float* y, const float* x, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i < n) y[i] = x[i] + (float)(i % 128);
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "BLOCK_THREADS" in [p.name for p in lifted.params]
+    assert "(float)(i % 128)" in lifted.source
+
+
+@pytest.mark.timeout(600)
+def test_the_tile_spelled_by_the_thread_count_computes_as_written(tmp_path: Path) -> None:
+    source = LITERAL.replace("start += 128", "start += blockDim.x").replace(
+        "q < 128", "q < blockDim.x")
+    kf = write_folder(tmp_path / "tiles", source, ["ceil_div(n, 128)"], ["128"],
+                      [("phi", "f32", "out", ["n", 2]), ("pts", "f32", "in", ["n"]),
+                       ("n", "i32", "scalar", "n")], {"n": 300}, [])
+    result = offline_template(kf)
+    configs = _checked(result, kf, [{"BLOCK_THREADS": 64}])
+    assert {c["BLOCK_THREADS"] for c in configs} >= {32, 64, 1024}
+    plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     for config, outputs in zip(configs, got, strict=True):
         _assert_same(kf, outputs, plain, f"lift at {config}")

@@ -4,7 +4,9 @@ A launch block dimension written as a literal B (``block = ["256"]``) becomes a 
 together with the uses of B in the kernel that mean "the block size": thread-stride loop
 steps, ``blockIdx.x * B`` block offsets, shared arrays indexed by the thread, tree-reduction
 starts ``B / 2``, ``__launch_bounds__`` and the grid rule's ``ceil_div(X, B)``. Any other B
-in the kernel is left alone and listed. A comparison of the thread index with B or B / 2
+in the kernel is left alone and listed, except where the lift would resize a shared array of
+B: such a B (a walk over tiles ``start += B``, a loop over one ``q < B``) would not follow
+the tile, so the block size stays as written. A comparison of the thread index with B or B / 2
 outside a reduction loop is a dependency the analysis does not model: the block size is then
 not lifted at all.
 """
@@ -190,6 +192,12 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       "the lift does not read as the block's tree; the block size stays as "
                       "written", unread)
             continue
+        stray = _half_lifted_tile(plan, dim, sizes, uses + halves + claimed)
+        if stray is not None:
+            plan.note(name, False, f"`{_context(stray)}` keeps the literal {size} in a kernel "
+                      f"whose shared array of {size} would follow the block: the tile would "
+                      "be lifted without it, so the block size stays as written", stray)
+            continue
         tie = block_tie(plan, dim)  # a blockDim-derived tile (regtile_blockdim)
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
@@ -254,6 +262,27 @@ def lift_block(plan: Plan) -> dict[str, str]:
         plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
                                         if literal(plan.block[i]) != 1)
     return lifted
+
+
+def _half_lifted_tile(plan: Plan, dim: str, sizes: dict[str, int | None],
+                      taken: list[Node]) -> Node | None:
+    """A literal block size the lift would leave as written (no use it governs in any
+    dimension of that size) in a kernel where it lifts a shared array of that extent: a loop
+    over the tile (``q < 128``) or a walk over tiles (``start += 128``) that would not
+    follow the tile, wrong at every other size. None when no shared extent is lifted."""
+    size = sizes[dim]
+    assert size is not None
+    extents = {(strip(e).start_byte, strip(e).end_byte)
+               for _name, _decl, found in _shared_arrays(plan) for e in found}
+    if not any((n.start_byte, n.end_byte) in extents for n in taken):
+        return None
+    governed: list[Node] = []
+    for other, other_size in sizes.items():
+        if other != dim and other_size == size:
+            uses, halves = _governed(plan, other, size)
+            governed += uses + halves
+    stray = _look_alikes(plan, {size}, [*taken, *governed])
+    return stray[0] if stray else None
 
 
 def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
