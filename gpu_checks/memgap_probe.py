@@ -61,6 +61,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py row_l2norm box27_smooth rmsnorm_f16w warp_row wave2d_o4
     python3 gpu_checks/memgap_probe.py gemv_q4_rows
     python3 gpu_checks/memgap_probe.py dwconv3_nhwc wave2d_o4 gauss5
+    python3 gpu_checks/memgap_probe.py mandel_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -214,6 +215,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                       "MIN_BLOCKS_PER_SM": 1},
     }, {"pick": {"TX": 32, "VEC": 2, "RSPLIT": 8, "UNROLL": 4},
         "pick_unroll1": {"TX": 32, "VEC": 2, "RSPLIT": 8, "UNROLL": 1}}),
+    # compute-bound (set 10): the expert's pick is one pixel a thread on 8 x 16 threads with
+    # its squares kept and the interior test (1.87x; the first contact's lift tuned to the
+    # same block, 1.01x). The lift (items of a 2-D block's x stepped in one loop) at that
+    # block with 1, 2 and 4 pixels a thread; the expert at its pick, with one knob back to
+    # the kernel as written (INTERIOR 0: the shortcut no analysis may take; SQUARES 0), with
+    # both (its block alone) and with 2 pixels a thread (its form of the lift's items)
+    "mandel_f64": ("corpus_compute_unseen10", {
+        "expert_pick": {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "items2": {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 0},
+        "items4": {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 1, "INTERIOR": 1},
+        "pick_no_interior": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 1, "INTERIOR": 0},
+        "pick_no_squares": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 0, "INTERIOR": 1},
+        "block_only": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 0, "INTERIOR": 0},
+        "items2_only": {"BX": 8, "BY": 16, "ITEMS": 2, "SQUARES": 0, "INTERIOR": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
