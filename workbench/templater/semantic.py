@@ -33,6 +33,7 @@ from workbench.templater.inline_calls import inline_calls
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
 from workbench.templater.loop_forms import counted_whiles
+from workbench.templater.loop_forms_open import open_loops
 from workbench.templater.macros import (
     follow_named,
     integer_macros,
@@ -75,6 +76,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
+    inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)

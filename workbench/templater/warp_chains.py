@@ -78,8 +78,10 @@ def _chain(plan: Plan, loop: Node) -> _Chain:
     body = loop.child_by_field_name("body")
     if init is None or cond is None or body is None:
         raise Illegal("the segment loop has no initializer, condition or body", loop)
-    var, _d, start = declared_name(init)
-    var_type = text(init.child_by_field_name("type"))
+    var, name, start = declared_name(init)
+    # the words before the name: `int`, or `const float*` for a pointer walk
+    var_type = text(init).encode()[:name.start_byte - init.start_byte].decode().strip() \
+        if name is not None else text(init.child_by_field_name("type"))
     before = loop.prev_named_sibling
     if before is not None and before.type.startswith("preproc") and "pragma" in text(before):
         raise Illegal(f"`{text(before).strip()}` applies to the loop as written (the split "
@@ -166,6 +168,7 @@ def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
     bound = render(c.bound.start_byte, c.bound.end_byte)
     term = render(c.term.start_byte, c.term.end_byte)
     t, v, acc = c.acc_type, c.var_type, c.acc
+    frozen = f"{v} const" if v.endswith("*") else f"const {v}"  # a copy of the counter
     return (f"#if {NAME} > 1\n"
             "  {  // ILP independent sums a lane, the steps ILP * LANES apart\n"
             f"    {t} wb_part[{NAME} - 1];\n"
@@ -177,8 +180,8 @@ def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
             f"      {acc} += {term};\n"
             "#pragma unroll\n"
             f"      for (int wb_u = 1; wb_u < {NAME}; ++wb_u) {{\n"
-            f"        const {v} wb_at = {c.var} + wb_u * {lanes};\n"
-            f"        {{ const {v} {c.var} = wb_at; wb_part[wb_u - 1] += {term}; }}\n"
+            f"        {frozen} wb_at = {c.var} + wb_u * {lanes};\n"
+            f"        {{ {frozen} {c.var} = wb_at; wb_part[wb_u - 1] += {term}; }}\n"
             "      }\n"
             "    }\n"
             f"    for (; {c.var} < {bound}; {c.var} += {lanes}) {acc} += {term};\n"

@@ -1,0 +1,186 @@
+"""First contact with held-back set 10's segmented sum (issue 28): benchmarks/
+corpus_compute_unseen10/segment_sums gives each segment a warp whose lanes walk it through a
+pointer declared before an open ``for`` (``const float* p = values + offsets[seg] + lane;
+... for (; p < end; p += 32) s += *p;``) and fold their sums with xor shuffles in a
+``do``/``while``. The warp-per-item family reads loops through a ``for``'s initializer, so
+the pointer walk read as a use of the lane outside a lane loop and nothing lifted (1.00x on
+the H100; the expert's LANES / THREADS / UNROLL 1.45x). Now loop_forms_open respells both
+loops as the ``for`` loops they are, and the family lifts WARPS_PER_BLOCK, LANES (2 .. 32, a
+segment walk) and ILP over the pointer walk (warp_chains keeps the counter's pointer type).
+
+Pure: the knobs, the respelled loops, a second spelling of the same pattern (an index walk
+declared before an open ``for``, ``& 31`` / ``>> 5``, a ``do`` of down shuffles halving by
+``>>= 1``, the work under ``if (seg < segments)``), and the loops left as written where the
+two are not the same program. Host (g++): each lift at its default, every all-ends config
+and mixes (the expert's H100 pick, LANES 8, THREADS 128, UNROLL 4, spelled in the lift's
+knobs first) against the kernel as written, within the folder's tolerance (LANES and ILP
+change the order of a segment's terms).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen10
+import pytest
+from helpers_templater import end_configs
+from test_corpus_unseen3 import (
+    _assert_same,
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen10.ROOT / "segment_sums"
+KNOBS = ("WARPS_PER_BLOCK", "LANES", "ILP", "MIN_BLOCKS_PER_SM")
+#: The expert's tuned pick on the H100 (THREADS 128, LANES 8, UNROLL 4, VEC 1) in the lift's
+#: knobs, then two lanes a segment in a wide block, a warp a segment with two sums a lane,
+#: and four lanes at the largest register cap (the all-ends configs keep MIN_BLOCKS_PER_SM 0).
+MIXES = [{"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4},
+         {"WARPS_PER_BLOCK": 16, "LANES": 2, "ILP": 2, "MIN_BLOCKS_PER_SM": 2},
+         {"WARPS_PER_BLOCK": 2, "LANES": 32, "ILP": 2},
+         {"WARPS_PER_BLOCK": 4, "LANES": 4, "ILP": 1, "MIN_BLOCKS_PER_SM": 4}]
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: The same segmented sum by another hand: an index walk declared before an open ``for``
+#: (with a declaration between), the lane and warp as ``& 31`` / ``>> 5``, a constexpr
+#: warps a block, the fold a ``do`` of down shuffles halving by ``>>= 1`` until zero, and
+#: the work under ``if (seg < segments)``.
+INDEX_WALK = """constexpr int kWarps = 8;
+
+extern "C" __global__ void segment_sums(float* sums, const float* values, const int* offsets,
+                                        int segments) {
+  const int lane = threadIdx.x & 31;
+  const int seg = (threadIdx.x >> 5) + kWarps * blockIdx.x;
+  if (seg < segments) {
+    int i = offsets[seg] + lane;
+    const int stop = offsets[seg + 1];
+    float acc = 0.f;
+    for (; i < stop; i += 32) {
+      acc += values[i];
+    }
+    int o = 16;
+    do {
+      acc += __shfl_down_sync(0xffffffff, acc, o);
+      o >>= 1;
+    } while (o != 0);
+    if (!lane) sums[seg] = acc;
+  }
+}
+"""
+
+
+def _lift(source: str) -> Any:
+    return lift_kernel(source, entry="segment_sums", grid=["ceil_div(segments, 8)"],
+                       block=["256"], scalars={"segments": "segments"})
+
+
+def test_segment_sums_lifts_lanes_warps_and_ilp_over_the_pointer_walk() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    assert tuple(p.name for p in result.lifted.params) == KNOBS, result.notes
+    lanes = next(p for p in result.lifted.params if p.name == "LANES")
+    assert (lanes.spec["min"], lanes.spec["max"]) == (2, 32)
+    assert result.lifted.grid == ("ceil_div(segments, WARPS_PER_BLOCK * (32 // LANES))",)
+    assert result.lifted.block == ("32 * WARPS_PER_BLOCK",)
+    source = result.lifted.source
+    assert "for (const float* p = values + offsets[seg] + lane; p < end; p += LANES)" in source
+    assert "for (int step = (LANES / 2); step > 0; step /= 2) {" in source
+    assert "do {" not in source and "while (step > 0)" not in source
+    # ILP's copies of the counter keep its pointer type
+    assert "const float* const wb_at = p + wb_u * LANES;" in source
+    # every line keeps its number: the shuffle and the store stay on the lines they were on
+    assert source.splitlines().index("  if (lane == 0) sums[seg] = s;") - \
+        source.splitlines().index("  float s = 0.0f;") == 27
+
+
+def test_an_index_walk_and_a_down_shuffle_do_loop_lift_the_same_knobs() -> None:
+    lifted = _lift(INDEX_WALK)
+    # and LDG: `values[i]` is a subscript of a const parameter (the pointer walk's `*p` is not
+    # modelled by warp_ldg)
+    assert tuple(p.name for p in lifted.params) == (*KNOBS[:3], "LDG", KNOBS[3]), lifted.notes
+    assert "for (int i = offsets[seg] + lane; i < stop; i += LANES) {" in lifted.source
+    assert "for (int o = (LANES / 2); o != 0; o >>= 1) {" in lifted.source
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # a do whose first test fails runs its body once; the for would not
+    ("int o = 16;\n    do", "int o = 0;\n    do", "outside an offset loop"),
+    # the counter read after the loop: a for would scope it away
+    ("if (!lane) sums[seg] = acc;", "if (!lane) sums[seg] = acc + i;", "the lane is used in"),
+    # a store between the declaration and the loop: the offset's read may not move past it
+    ("float acc = 0.f;", "float acc = 0.f; sums[seg] = 0.f;", "the lane is used in"),
+], ids=["do-first-test-fails", "counter-read-after", "store-between"])
+def test_loops_that_are_not_the_same_program_stay_as_written(old: str, new: str,
+                                                            why: str) -> None:
+    assert old in INDEX_WALK
+    lifted = _lift(INDEX_WALK.replace(old, new))
+    assert "LANES" not in {p.name for p in lifted.params}
+    assert any(n.startswith("LANES: not applied") and why in n for n in lifted.notes), \
+        lifted.notes
+
+
+def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, the mixes (over the default) and every all-ends config, each once."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    out: list[dict[str, Any]] = []
+    for config in [default, *({**default, **m} for m in MIXES), *end_configs(template, env)]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
+def _same_sums(kf: KernelFolder, source: str, tmp_path: Path, flags: tuple[str, ...]) -> int:
+    """Runs ``kf``'s lift at :func:`_checked`'s configs and the kernel ``source`` as written
+    on the host; asserts every sum within the folder's tolerance; the configs run."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    inputs = _inputs(kf)
+    host = held_back_unseen10.host_source
+    want = _run(kf, host(source), kf.baseline.launch_for({}, env), inputs,
+                tmp_path / "plain", flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        _assert_same(kf, got, want, f"segment_sums at {config}")
+    return len(configs)
+
+
+def _spelling_folder(root: Path, source: str) -> KernelFolder:
+    """segment_sums's folder (shapes, arguments, launch) with ``source`` as the kernel."""
+    folder = root / "segment_sums"
+    folder.mkdir(parents=True)
+    for name in ("kernel.toml", "reference.py"):
+        shutil.copy(FOLDER / name, folder / name)
+    for name in ("baseline.cu", "segment_sums.cu"):
+        (folder / name).write_text(source)
+    return load_kernel_folder(folder)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_lift_sums_every_segment_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER)
+    ran = _same_sums(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
+    assert ran == 1 + len(MIXES) + 8  # 8 all-ends configs (2 ends of 3 knobs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_index_walk_sums_every_segment_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling_folder(tmp_path / "spelling", INDEX_WALK)
+    ran = _same_sums(kf, INDEX_WALK, tmp_path / "runs", host_flags)
+    assert ran == 1 + len(MIXES) + 16  # LDG has two ends too

@@ -1,0 +1,167 @@
+"""Two more spellings of a counted ``for`` loop read as the ``for`` they are, before the
+analysis (issue 28: first contact, segment_sums of held-back set 10).
+
+* A ``for`` whose initializer is empty and whose variable is declared before it: ``const
+  float* p = values + offsets[seg] + lane; const float* end = ...; for (; p < end; p += 32)
+  s += *p;`` is the lane loop ``for (const float* p = values + offsets[seg] + lane; p < end;
+  p += 32)`` (a pointer walk as well as an index walk).
+* A counted ``do``/``while`` whose first test holds: ``int step = 16; do { ...; step /= 2; }
+  while (step > 0);`` runs its body for 16, 8, 4, 2, 1, as ``for (int step = 16; step > 0;
+  step /= 2) { ... }`` does (an offset loop of warp shuffles).
+
+The families read a loop through a ``for``'s initializer, condition and update, so a kernel
+lifted or was refused by the spelling of its loop alone. Rewritten only where the two are
+the same program: the variable is declared alone, with a value, in the same block before the
+loop; the statements between neither mention it nor assign a name its value reads, and
+where there are some they are declarations that call nothing and assign nothing (so they
+write no memory and a read of memory in the value may move past them); nothing after the
+loop reads the variable (the ``for`` scopes it to the loop). The ``for``'s condition
+compares the variable with a bound, and its update steps the variable. A ``do`` loop
+further needs: its body a block whose last statement only updates the variable (an
+assignment to it, ``v /= 2`` or ``v >>= 1`` as well as a step) and no ``continue`` of its
+own (in the ``for`` it would run the update, in the ``do`` it runs the test without it); a
+condition comparing the variable with a bound that reads nothing the body assigns; and the
+value and the bound constant integers for which the first test holds (the ``do`` runs its
+body once before testing, the ``for`` tests first). Moved text leaves blanks on their own
+lines, so every line keeps its number.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import int_expr_value, strip, text, walk
+from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.loop_forms import _assigned, _bounded, _loop_var, _own_continue, _reads
+from workbench.templater.point_split import entry_body
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+            "!=": operator.ne}
+_WRITES = ("call_expression", "assignment_expression", "update_expression")
+
+
+def open_loops(current: InlinedSource, entry: str | None) -> InlinedSource:
+    """``current`` with each open ``for`` and counted ``do`` loop of ``entry`` written as
+    its ``for`` loop (unchanged when there is none or the kernel cannot be found)."""
+    body = entry_body(current, entry)
+    if body is None:
+        return current
+    data = current.text.encode()
+    edits: list[tuple[int, int, str]] = []
+    for loop in walk(body):
+        found = _open_for(data, loop) if loop.type == "for_statement" else \
+            _counted_do(data, loop) if loop.type == "do_statement" else None
+        if found is not None:
+            edits.extend(found)
+    for start, end, new in sorted(edits, reverse=True):
+        data = data[:start] + new.encode() + data[end:]
+    return InlinedSource(data.decode(), current.file, current.findings, current.origin) \
+        if edits else current
+
+
+def _declared(decl: Node) -> tuple[str, Node] | None:
+    """(name, value) of a declaration of one variable with a value, else None."""
+    ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
+    if len(ds) != 1 or ds[0].type != "init_declarator":
+        return None
+    name, value = ds[0].child_by_field_name("declarator"), ds[0].child_by_field_name("value")
+    while name is not None and name.type == "pointer_declarator":
+        name = name.child_by_field_name("declarator")
+    if name is None or name.type != "identifier" or value is None:
+        return None
+    return text(name), value
+
+
+def _movable(siblings: list[Node], at: int, var: str) -> Node | None:
+    """The declaration of ``var`` among ``siblings`` before ``at`` that may move to ``at``
+    (see the module doc), else None."""
+    for k in range(at - 1, -1, -1):
+        found = _declared(siblings[k])
+        if found is None or found[0] != var:
+            if _reads(siblings[k], var):
+                return None
+            continue
+        between = siblings[k + 1:at]
+        read = {text(n) for n in walk(found[1]) if n.type == "identifier"}
+        if any(b.type != "declaration" or any(n.type in _WRITES for n in walk(b)) or
+               _assigned(b) & read for b in between):
+            return None
+        return siblings[k]
+    return None
+
+
+def _place(loop: Node) -> tuple[list[Node], int] | None:
+    """(the statements of ``loop``'s block, its index there), or None outside a block."""
+    block = loop.parent
+    if block is None or block.type != "compound_statement":
+        return None
+    siblings = [c for c in block.named_children if c.type != "comment"]
+    return siblings, siblings.index(loop)
+
+
+def _updates(node: Node | None, var: str) -> bool:
+    """``node`` assigns or updates ``var`` and nothing else."""
+    if node is None:
+        return False
+    e = strip(node)
+    target = e.child_by_field_name("left") if e.type == "assignment_expression" else \
+        e.child_by_field_name("argument") if e.type == "update_expression" else None
+    return target is not None and text(strip(target)) == var and \
+        not any(n.type in _WRITES for n in walk(e) if n != e)
+
+
+def _open_for(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+    """The edits declaring an open ``for``'s variable in its initializer, or None."""
+    cond, update = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
+    place = _place(loop)
+    if loop.child_by_field_name("initializer") is not None or cond is None or place is None:
+        return None
+    siblings, at = place
+    names = [v for v in _loop_var(cond) if _updates(update, v)]
+    decl = _movable(siblings, at, names[0]) if len(names) == 1 else None
+    if decl is None or any(_reads(s, names[0]) for s in siblings[at + 1:]):
+        return None
+    semi = next(c for c in loop.children if c.type == ";")
+    return [(decl.start_byte, decl.end_byte, ""),
+            (semi.start_byte, semi.end_byte, data[decl.start_byte:decl.end_byte].decode())]
+
+
+def _counted_do(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+    """The edits writing a counted ``do`` loop as its ``for`` loop, or None."""
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    place = _place(loop)
+    if cond is None or body is None or body.type != "compound_statement" or place is None:
+        return None
+    siblings, at = place
+    inner = strip(cond)
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    names = _loop_var(inner)
+    decl = _movable(siblings, at, names[0]) if len(names) == 1 and stmts else None
+    if decl is None:
+        return None
+    var, value = _declared(decl) or ("", None)
+    last = stmts[-1]
+    if last.type != "expression_statement" or last.named_child_count != 1 or \
+            not _updates(last.named_children[0], var) or not _bounded(inner, var, body) or \
+            _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]) or \
+            not _first_test_holds(inner, var, value):
+        return None
+    head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} {text(inner)}; "
+            f"{text(strip(last.named_children[0]))}) ")
+    return [(decl.start_byte, decl.end_byte, ""),
+            (loop.start_byte, body.start_byte, head),
+            (last.start_byte, last.end_byte, ""),
+            (body.end_byte, loop.end_byte, "")]
+
+
+def _first_test_holds(cond: Node, var: str, value: Node | None) -> bool:
+    """``cond`` (``var OP bound`` either way round) holds for the constant ``value``."""
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    compare = _COMPARE.get(text(cond.child_by_field_name("operator")))
+    if left is None or right is None or compare is None:
+        return False
+    names = {var: v} if (v := int_expr_value(value)) is not None else {}
+    a, b = int_expr_value(left, names), int_expr_value(right, names)
+    return a is not None and b is not None and bool(compare(a, b))
