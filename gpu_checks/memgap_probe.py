@@ -231,6 +231,17 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_no_squares": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 0, "INTERIOR": 1},
         "block_only": {"BX": 8, "BY": 16, "ITEMS": 1, "SQUARES": 0, "INTERIOR": 0},
         "items2_only": {"BX": 8, "BY": 16, "ITEMS": 2, "SQUARES": 0, "INTERIOR": 0}}),
+    # memory-bound (set 10): the first contact lifted nothing (the walk through a pointer
+    # declared before an open for, the fold in a do-while); now WARPS_PER_BLOCK, LANES (2 ..
+    # 32), ILP. The lift at the expert's pick (128 threads, 8 lanes a segment, 4 loads in
+    # flight a lane) and with one knob back (ILP 1; LANES 32, a warp a segment as written);
+    # the expert at its pick and with its float4 middle (VEC 4, no counterpart in the lift)
+    "segment_sums": ("corpus_compute_unseen10", {
+        "expert_pick": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "MIN_BLOCKS_PER_SM": 0},
+        "ilp1": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 1, "MIN_BLOCKS_PER_SM": 0},
+        "lanes32": {"WARPS_PER_BLOCK": 4, "LANES": 32, "ILP": 4, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "LANES": 8, "UNROLL": 4, "VEC": 1},
+        "pick_vec4": {"THREADS": 128, "LANES": 8, "UNROLL": 4, "VEC": 4}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
