@@ -17,6 +17,10 @@ lanes sharing one thread's serial sum); it never looked at this walk, whose body
 - the summand could call nothing: a call now only has to be pure (:mod:`.purity`:
   ``__half2float``, the file's pure helpers) or ``__ldg``.
 
+Items with independent state (:mod:`.ilp`) leave a walk over memory to WALK_SPLIT; they read
+``*p`` with ``p`` stepped by the trips as one too (the folder's walk with a 1-D grid, where
+they took it as a compute loop to interleave).
+
 Refused, with the line: a step whose amount the loop changes, a stepped local read after the
 walk. A walk an earlier transform regenerates whole is refused too, rather than split
 inside text that transform renders itself.
@@ -80,6 +84,23 @@ extern "C" __global__ void k(float* y, const float* __restrict__ A,
 }
 """
 
+#: The folder's walk with one matrix (a 1-D grid): no blockIdx.y keeps items with
+#: independent state from it, so they must read `*p` with `p += cols` as a walk over memory
+#: (left to WALK_SPLIT) rather than a compute loop to interleave.
+POINTER_1D = """\
+extern "C" __global__ void k(float* out, const float* W, const float* v, int rows, int cols) {
+  const int c = blockIdx.x * 128 + threadIdx.x;
+  if (c >= cols) return;
+  const float* p = W + c;
+  float acc = 0.0f;
+  for (int r = 0; r < rows; ++r) {
+    acc += *p * v[r];
+    p += cols;
+  }
+  out[c] = acc;
+}
+"""
+
 
 def _with_tolerance(kf: KernelFolder, tol: str) -> KernelFolder:
     """``kf`` written again with fp32 tolerance ``tol`` (write_folder's is bit-exact: a
@@ -97,6 +118,15 @@ def _index_step(root: Path) -> KernelFolder:
          ("v", "f32", "in", ["rows"]), ("rows", "i32", "scalar", "rows"),
          ("cols", "i32", "scalar", "cols")],
         {"rows": 45, "cols": 300}, []), "{ rtol = 1e-5, atol = 1e-4 }")
+
+
+def _pointer_1d(root: Path) -> KernelFolder:
+    return _with_tolerance(write_folder(
+        root / "pointer_1d", POINTER_1D, ["ceil_div(cols, 128)"], ["128"],
+        [("out", "f32", "out", ["cols"]), ("W", "f32", "in", ["rows", "cols"]),
+         ("v", "f32", "in", ["rows"]), ("rows", "i32", "scalar", "rows"),
+         ("cols", "i32", "scalar", "cols")],
+        {"rows": 29, "cols": 200}, []), "{ rtol = 1e-5, atol = 1e-4 }")
 
 
 def _ldg_step(root: Path) -> KernelFolder:
@@ -135,10 +165,13 @@ def test_the_folder_lifts_the_split_of_the_walk() -> None:
     assert result.template.space(kf.env("large", "fp32")).rejection(pick) is None
 
 
-@pytest.mark.parametrize("make", [_index_step, _ldg_step], ids=["index_step", "ldg_step"])
+@pytest.mark.parametrize("make", [_index_step, _ldg_step, _pointer_1d],
+                         ids=["index_step", "ldg_step", "pointer_1d"])
 def test_other_spellings_lift_the_split(make: Any, tmp_path: Path) -> None:
     result = offline_template(make(tmp_path))
     assert "WALK_SPLIT" in _knobs(result), result.notes
+    # the walk is left to the split, not interleaved as items with independent state
+    assert "wb_it]" not in result.lifted.source
 
 
 def _refusal(source: str) -> list[str]:
@@ -169,25 +202,27 @@ extern "C" __global__ void k(float* out, const float* W, int rows, int cols) {
 
 
 def test_a_walk_items_per_thread_rewrote_is_left_to_them() -> None:
-    """``stride += 1`` makes the walk a compute loop the items interleave (their own text
-    for each item's copy of ``p``, ``acc`` and ``stride``): the split is not made inside
-    it."""
-    notes = _refusal("""\
-extern "C" __global__ void k(float* out, const float* W, int rows, int cols) {
+    """A walk over a shared table (``tab[r]`` times the item's value: no memory at the
+    item's place) is a compute loop the items interleave, in their own text for each item's
+    ``acc``. Split inside it as well (the transform before this check), the lanes' partial
+    sums were each stored: the shuffle and the first-lane guard were lost in that text."""
+    lifted = lift_kernel("""\
+extern "C" __global__ void k(float* out, const float* W, const float* tab, int rows,
+                             int cols) {
   const int c = blockIdx.x * 128 + threadIdx.x;
   if (c >= cols) return;
-  const float* p = W + c;
-  int stride = cols;
+  const float xc = W[c];
   float acc = 0.0f;
-  for (int r = 0; r < rows; ++r) {
-    acc += *p;
-    p += stride;
-    stride += 1;
-  }
+  for (int r = 0; r < rows; ++r) acc += tab[r] * xc;
   out[c] = acc;
 }
-""")
-    assert notes and "an earlier transform rewrites lines 2..12 whole" in notes[0] and \
+""", entry="k", grid=["ceil_div(cols, 128)"], block=["128"],
+                         scalars={"rows": "rows", "cols": "cols"})
+    knobs = [p.name for p in lifted.params]
+    assert "ITEMS_PER_THREAD" in knobs and "WALK_SPLIT" not in knobs, lifted.notes
+    assert "WALK_SPLIT" not in lifted.source
+    notes = [n for n in lifted.notes if n.startswith("WALK_SPLIT")]
+    assert notes and "an earlier transform rewrites lines 3..8 whole" in notes[0] and \
         "(line 7)" in notes[0], notes
 
 
@@ -258,7 +293,8 @@ def test_the_folder_computes_what_the_kernel_as_written_computes(tmp_path: Path)
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("make", [_index_step, _ldg_step], ids=["index_step", "ldg_step"])
+@pytest.mark.parametrize("make", [_index_step, _ldg_step, _pointer_1d],
+                         ids=["index_step", "ldg_step", "pointer_1d"])
 def test_the_spellings_compute_what_they_compute_as_written(make: Any,
                                                            tmp_path: Path) -> None:
     kf = make(tmp_path)
