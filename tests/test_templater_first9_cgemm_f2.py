@@ -332,3 +332,26 @@ def test_the_float2_view_matches_the_plain_kernel_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     _matches_the_plain_kernel(load_kernel_folder(_view_folder(tmp_path)),
                               "the float2 view's lift", tmp_path, host_flags)
+
+
+def test_the_lift_is_the_same_under_any_hash_seed() -> None:
+    """The accumulators were declared in a set's order, so the written template changed with
+    PYTHONHASHSEED (acc_im before or after acc_re): two processes of different seeds write
+    the same text."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    script = ("import hashlib, sys; from pathlib import Path; "
+              "from workbench.core.kernel_folder import load_kernel_folder; "
+              "from workbench.templater.offline import offline_template; "
+              "r = offline_template(load_kernel_folder(Path(sys.argv[1]))); "
+              "print(hashlib.sha256(r.lifted.source.encode()).hexdigest())")
+    folder = str(held_back_unseen9.ROOT / "cgemm_f2")
+    digests = {subprocess.run([sys.executable, "-c", script, folder], check=True,
+                              capture_output=True, text=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("1", "2")}
+    assert len(digests) == 1, digests
+    assert len(digests.pop().strip()) == len(hashlib.sha256().hexdigest())

@@ -269,7 +269,9 @@ def analyse(g: Gemm, loop: Node) -> None:
         raise Refused("the tiles are not read along both output dimensions", loop)
     if any(tl.elem_bytes == 0 for tl in tiles.values()):
         raise Refused("a shared tile has an element type of unknown size", loop)
-    for name in accs:
+    # in the order the kernel declares them (a set's order changes with the hash seed)
+    for name in sorted(accs, key=lambda n: (g.locals[n].decl.start_byte
+                                            if n in g.locals else -1, n)):
         acc = g.locals.get(name)
         if acc is None or acc.count > 1 or not any(acc.decl == p for p in parts.prologue) or \
                 name in g.threaded:
