@@ -265,3 +265,71 @@ def test_the_tile_spelled_by_the_thread_count_computes_as_written(tmp_path: Path
     plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     for config, outputs in zip(configs, got, strict=True):
         _assert_same(kf, outputs, plain, f"lift at {config}")
+
+
+# -- a one-element region after per-thread work -------------------------------------------
+
+#: The walk with the tile spelled by the thread count and one output a body: the store
+#: ``if (p < n) phi[p] = sum;`` looks like a one-element region, but the body's place is read
+#: before it (``if (p < n) self = pts[p];``) and its sum was made from it.
+PLACED = """\
+extern "C" __global__ void k(float* phi, const float* pts, int n) {
+  __shared__ float stage[128];
+  int t = threadIdx.x;
+  int p = t + 128 * blockIdx.x;
+  float self = 0.0f;
+  if (p < n) self = pts[p];
+  float sum = 0.0f;
+  for (int start = 0; start < n; start += blockDim.x) {
+    stage[t] = start + t < n ? pts[start + t] : 0.0f;
+    __syncthreads();
+    for (int q = 0; q < blockDim.x; q++) sum += self * stage[q];
+    __syncthreads();
+  }
+  if (p < n) phi[p] = sum;
+}
+"""
+
+
+def _vec_notes(source: str, block: str = "128") -> tuple[list[str], list[str]]:
+    lifted = lift_kernel(source, entry="k", grid=[f"ceil_div(n, {block})"], block=[block],
+                         scalars={"n": "n"})
+    return [p.name for p in lifted.params], [n for n in lifted.notes if n.startswith("VEC")]
+
+
+def test_a_store_after_the_walk_is_no_one_element_region() -> None:
+    """Vectorized, the index's declaration moved into the store (``p`` undeclared where the
+    body is read: no config compiled) and every lane stored the thread's one sum."""
+    params, notes = _vec_notes(PLACED)
+    assert params[0] == "BLOCK_THREADS" and "VEC" not in params
+    assert notes == ["VEC: not applied: `if (p < n) self = pts[p];` reads p before its "
+                     "guard: the index becomes each item's own inside the region (line 6)"]
+
+
+def test_a_sum_made_from_the_threads_place_keeps_its_element() -> None:
+    """The body read through its own expression (no read of ``p`` before the guard): the
+    sum still holds the thread's one body."""
+    source = PLACED.replace("if (p < n) self = pts[p];",
+                            "self = pts[min(t + 128 * (int)blockIdx.x, n - 1)];")
+    params, notes = _vec_notes(source)
+    assert "VEC" not in params
+    assert notes == ["VEC: not applied: the region reads sum, set before it from the "
+                     "thread's place: each vector lane and item would read the thread's one "
+                     "value (line 14)"]
+
+
+def test_locals_every_lane_shares_still_let_the_region_vectorize() -> None:
+    """A scale from the parameters and a row from blockIdx.y are every element's."""
+    source = """\
+extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ x,
+                             float alpha, int n) {
+  const float a = 2.0f * alpha;
+  const int row = blockIdx.y;
+  const int i = blockIdx.x * 256 + threadIdx.x;
+  if (i < n) y[row * n + i] = a * x[row * n + i];
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 256)", "4"], block=["256"],
+                         scalars={"n": "n", "alpha": "1"})
+    assert "VEC" in [p.name for p in lifted.params], lifted.notes
+    assert "VEC: applied: region over i vectorized (line 6)" in lifted.notes

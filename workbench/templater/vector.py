@@ -38,6 +38,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.rules import literal, scale_divisor
@@ -474,6 +475,36 @@ def flat_region(plan: Plan) -> tuple[Node, Node, Node, Node] | None:
     return None
 
 
+def _thread_state_before(plan: Plan, flat: tuple[Node, Node, Node, Node]) -> \
+        tuple[str, Node] | None:
+    """Why a one-element region cannot take several elements a thread: its index's
+    declaration moves into the region (items and lanes each get their own), so a statement
+    before the guard that reads the index would lose it, and a local set before the guard
+    from the thread's place along x (``threadIdx``, ``blockIdx.x``, or a local set from them:
+    a sum over a tile with ``self = pts[t + 128 * blockIdx.x]``) holds the thread's one
+    element where each lane needs its own (``blockIdx.y`` is every lane's). None when
+    neither."""
+    decl, _lit, guard, _bound = flat
+    var = declared_name(decl)[0]
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    at = next(k for k, c in enumerate(stmts) if c.start_byte == guard.start_byte)
+    placed: set[str] = set()  # locals whose value depends on the thread's place
+    for s in stmts[:at]:
+        names = {text(n) for n in walk(s) if n.type == "identifier"}
+        if s.start_byte > decl.start_byte and var in names:
+            return (f"`{text(s).splitlines()[0][:60]}` reads {var} before its guard: the "
+                    f"index becomes each item's own inside the region", s)
+        if s.start_byte != decl.start_byte and (names & placed or any(
+                builtin(n, "threadIdx") or builtin(n, "blockIdx") == "x" for n in walk(s))):
+            placed |= assigned_names(s)
+    body = guard.child_by_field_name("consequence")
+    for n in walk(body) if body is not None else []:
+        if n.type == "identifier" and text(n) in placed:
+            return (f"the region reads {text(n)}, set before it from the thread's place: "
+                    "each vector lane and item would read the thread's one value", n)
+    return None
+
+
 def apply_vector(plan: Plan) -> bool:
     """VEC and ITEMS_PER_THREAD (and ROW_SPLIT where legal) on every unit-stride region."""
     if len(plan.block) != 1:
@@ -488,6 +519,10 @@ def apply_vector(plan: Plan) -> bool:
         regions.append(Region(var, loop.var_type, loop.node.child_by_field_name("body"),  # type: ignore[arg-type]
                               loop.bound, plan.rw.text(loop.start), step, True, loop.node))
     flat = flat_region(plan) if not regions else None
+    kept = _thread_state_before(plan, flat) if flat is not None else None
+    if kept is not None:
+        plan.note("VEC", False, kept[0], kept[1])
+        return False
     if flat is not None:
         decl, _lit, guard, bound = flat
         var, _d, _v = declared_name(decl)
