@@ -18,6 +18,10 @@ A third spelling, every size the literal 128, showed a wrong lift: the block lif
 the shared tile and its load but left the walk's ``start += 128`` and ``q < 128``, so at 64
 threads half the outputs were wrong on the host. A block whose lift would resize a shared
 array while a literal of its size stays in the kernel is now kept as written, with the line.
+A fourth, one output a body, was vectorized at its store after the walk (the index's
+declaration moved into the store, the sum the thread's one value): a one-element region now
+needs nothing before its guard to read its index or set a local it reads from the thread's
+place.
 """
 
 from __future__ import annotations
@@ -308,7 +312,8 @@ def test_a_store_after_the_walk_is_no_one_element_region() -> None:
 
 def test_a_sum_made_from_the_threads_place_keeps_its_element() -> None:
     """The body read through its own expression (no read of ``p`` before the guard): the
-    sum still holds the thread's one body."""
+    sum still holds the thread's one body. Vectorized (before this rule), 299 of 300
+    outputs were wrong at VEC 2 and 172 at ITEMS_PER_THREAD 2 on the host."""
     source = PLACED.replace("if (p < n) self = pts[p];",
                             "self = pts[min(t + 128 * (int)blockIdx.x, n - 1)];")
     params, notes = _vec_notes(source)
