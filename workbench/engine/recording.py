@@ -202,7 +202,9 @@ def share_parse(original: str | Path, copy: str | Path) -> None:
     first; a later change to ``copy`` reads it afresh, as for any file."""
     source, target = Path(original), Path(copy)
     if source.read_bytes() != target.read_bytes():
-        raise ValueError(f"{target} is not a byte-for-byte copy of {source}: it must be read")
+        raise RecordingError(f"{target} is not a byte-for-byte copy of {source}: it must be "
+                             "read", file=str(target), key="", value=str(source),
+                             expected="a byte-for-byte copy")
     _remember(_identity(target), replace(load_recording(source), path=target))
 
 
