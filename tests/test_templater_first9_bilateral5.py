@@ -45,7 +45,7 @@ KNOBS = ("BLOCK_X", "BLOCK_Y", "OUT_Y", "FAST_MATH", "MIN_BLOCKS_PER_SM")
 #: no counterpart), then a flat wide block of two rows and a narrow tall one of four.
 MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 8, "FAST_MATH": 1},
          {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 2, "FAST_MATH": 0},
-         {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_Y": 4, "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 2}]
+         {"BLOCK_X": 8, "BLOCK_Y": 32, "OUT_Y": 4, "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 2}]
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 

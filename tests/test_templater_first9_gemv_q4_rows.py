@@ -305,7 +305,7 @@ def test_the_folder_computes_what_the_kernel_as_written_computes(tmp_path: Path)
         {"LANES": 8, "WARPS_PER_BLOCK": 4, "VEC": 4, "ITEMS_PER_THREAD": 2, "RUN_VEC": 4},
         {"LANES": 16, "WARPS_PER_BLOCK": 1, "VEC": 2, "ITEMS_PER_THREAD": 4, "RUN_VEC": 4},
         {"LANES": 32, "WARPS_PER_BLOCK": 1, "VEC": 1, "ITEMS_PER_THREAD": 2, "RUN_VEC": 4},
-        {"LANES": 4, "WARPS_PER_BLOCK": 2, "VEC": 1, "ITEMS_PER_THREAD": 4,
+        {"LANES": 4, "WARPS_PER_BLOCK": 8, "VEC": 1, "ITEMS_PER_THREAD": 4,
          "MIN_BLOCKS_PER_SM": 2}])
     plain, *got = _host_runs(kf, result, configs, tmp_path,
                              held_back_unseen9.SET.host_source)

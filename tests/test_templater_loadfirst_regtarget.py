@@ -58,7 +58,9 @@ def _window_configs(result: TemplaterResult, kf: KernelFolder) -> list[dict[str,
     base = result.template.default_config()
     names = set(result.template.param_names)
     picks = [{**EXPERT, "MIN_BLOCKS_PER_SM": 1, "LANE_REGS": 1},
-             {**EXPERT, "MIN_BLOCKS_PER_SM": 4, "OUTER_THREADS": 2},
+             # 128 threads a block either way: four such blocks leave 128 registers a thread
+             # (at 64 threads or fewer, four blocks are one block's twin, out of the space)
+             {**EXPERT, "MIN_BLOCKS_PER_SM": 4, "OUTER_THREADS": 8 if "LANE_VEC" in names else 4},
              {"LANE_WINDOW": 1, "ITEMS_PER_THREAD": 2, "OUT_Y": 2, "MIN_BLOCKS_PER_SM": 1}]
     out = [{**base, **{k: v for k, v in p.items() if k in names}} for p in picks]
     return out + corner_configs(result.template, kf.env(kf.check_shape, "fp32"))

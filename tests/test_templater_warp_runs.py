@@ -119,7 +119,7 @@ def test_the_second_spelling_computes_what_it_computes_as_written(tmp_path: Path
     result = offline_template(kf)
     configs = _checked(result, kf, [
         {"LANES": 8, "WARPS_PER_BLOCK": 2, "RUN_VEC": 4},
-        {"LANES": 32, "WARPS_PER_BLOCK": 1, "RUN_VEC": 1, "MIN_BLOCKS_PER_SM": 2}])
+        {"LANES": 32, "WARPS_PER_BLOCK": 8, "RUN_VEC": 1, "MIN_BLOCKS_PER_SM": 2}])
     assert {c["RUN_VEC"] for c in configs} == {1, 4}
     plain, *got = _host_runs(kf, result, configs, tmp_path / "runs")
     assert not np.isnan(plain["out"]).any()
