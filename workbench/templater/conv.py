@@ -1097,6 +1097,24 @@ def _stage(plan: Plan, f: _Facts, knob: str, sizes: tuple[str, str, str, str],
 
 # -- the rewrite ---------------------------------------------------------------------------
 
+def block_params(plan: Plan, idx: dict[str, tuple[Node, str, Node]],
+                 names: dict[str, str]) -> None:
+    """BLOCK_X (8 .. 256) and BLOCK_Y (1 .. 32) of a 2-D window kernel, each a power of two
+    range around the block as written (a written size that is no power of two stays a value
+    among the powers)."""
+    for axis, hi in (("X", 256), ("Y", 32)):
+        written = literal(plan.block["XY".index(axis)]) or 1
+        lo = min(1 if axis == "Y" else 8, written)
+        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
+            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
+                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
+        at = idx[axis.lower()][0]
+        plan.add_param(names[f"BLOCK_{axis}"], {
+            **spec, "default": written,
+            "description": f"threads per block along {axis.lower()} (as written: {written})"},
+            f"{line(at)}: {text(at)}")
+
+
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _Expr,
           grid_x: str, grid_y: str) -> None:
     data, rw = plan.source.data, plan.rw
@@ -1271,17 +1289,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
              f"({poly_text(f.step)}){x_term}] = {rhs};\n  }}")
     rw.replace(f.store_stmt, store)
     bx, by = names["BLOCK_X"], names["BLOCK_Y"]
-    for axis, hi in (("X", 256), ("Y", 32)):
-        written = literal(plan.block["XY".index(axis)]) or 1
-        lo = min(1 if axis == "Y" else 8, written)
-        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
-            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
-                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
-        at = idx[axis.lower()][0]
-        plan.add_param(names[f"BLOCK_{axis}"], {
-            **spec, "default": written,
-            "description": f"threads per block along {axis.lower()} (as written: {written})"},
-            f"{line(at)}: {text(at)}")
+    block_params(plan, idx, names)
     plan.add_param(oy, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
                         "description": f"consecutive output rows ({y}) per thread; each input "
                                        "row is loaded once and feeds every row's accumulator "

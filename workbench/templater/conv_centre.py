@@ -48,6 +48,7 @@ from workbench.templater.conv import (
     _pragma,
     _Window,
     _window,
+    block_params,
 )
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.macros import integer_macros
@@ -439,17 +440,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
 def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
             names: dict[str, str], oy: str, grid: tuple[str, str]) -> None:
     bx, by = names["BLOCK_X"], names["BLOCK_Y"]
-    for axis, hi in (("X", 256), ("Y", 32)):
-        written = literal(plan.block["XY".index(axis)]) or 1
-        lo = min(1 if axis == "Y" else 8, written)
-        spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
-            if written & (written - 1) == 0 else {"kind": "choice", "values": sorted(
-                {written} | {1 << e for e in range(11) if lo <= 1 << e <= max(hi, written)})}
-        at = idx[axis.lower()][0]
-        plan.add_param(names[f"BLOCK_{axis}"], {
-            **spec, "default": written,
-            "description": f"threads per block along {axis.lower()} (as written: {written})"},
-            f"{line(at)}: {text(at)}")
+    block_params(plan, idx, names)
     plan.add_param(oy, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
                         "description": f"consecutive output rows ({f.y}) per thread; each "
                                        "tap read is loaded once per input row and feeds every "
