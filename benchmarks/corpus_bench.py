@@ -69,7 +69,8 @@ def llm_template(folder: KernelFolder, transcript: Path) -> tuple[KernelTemplate
 
 
 def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = None,
-                 conditions: tuple[str, ...] | None = None) -> dict[str, Any]:
+                 conditions: tuple[str, ...] | None = None,
+                 strategy: str = "guided") -> dict[str, Any]:
     t0 = time.monotonic()
     folder = load_kernel_folder(path)
     llm_info: dict[str, Any] = {}
@@ -98,7 +99,7 @@ def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = N
         tag = "_llm" if transcript is not None else ""
         wb = Workbench(folder, store=out / f"{folder.name}{tag}.sqlite", runner=runner)
         wb.adopt_template(template, origin="offline")  # the template under test
-        outcome = wb.tune(large, dtype, strategy="guided", budget=budget, confirm=5,
+        outcome = wb.tune(large, dtype, strategy=strategy, budget=budget, confirm=5,
                           conditions=conditions)
         statuses: dict[str, int] = {}
         failures: list[dict[str, Any]] = []
@@ -112,7 +113,7 @@ def bench_kernel(path: Path, out: Path, budget: int, transcript: Path | None = N
         best_us = head.median_us if head is not None else None
         base_us = outcome.baseline_us
         doc["tune"] = {
-            "shape": large, "sizes": dict(folder.shapes[large]), "strategy": "guided",
+            "shape": large, "sizes": dict(folder.shapes[large]), "strategy": strategy,
             "budget": budget, "evaluated": len(outcome.results), "statuses": statuses,
             "failures": failures,
             "baseline_us": base_us, "best_us": best_us,

@@ -52,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 
 from corpus_bench import bench_kernel, environment  # noqa: E402
 
+from workbench.search.strategies import DEFAULT_STRATEGY, strategy_names  # noqa: E402
+
 SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen": ROOT / "benchmarks" / "corpus_compute_unseen",
         "unseen2": ROOT / "benchmarks" / "corpus_compute_unseen2",
@@ -121,7 +123,8 @@ def speedup(route: dict[str, Any]) -> float | None:
 
 def bench_pair(name: str, root: Path, work: Path, budget: int,
                conditions: tuple[str, ...] | None,
-               routes: tuple[str, ...] = ("templater", "expert")) -> dict[str, Any]:
+               routes: tuple[str, ...] = ("templater", "expert"),
+               strategy: str = "guided") -> dict[str, Any]:
     """One kernel: the templater's route (b) and the expert's (c), each tuned at the large
     shape with the same budget; (a) is each tune's own baseline timing. ``routes`` limits
     the run to one of them (``expert`` alone checks the hand-written spaces first)."""
@@ -134,7 +137,7 @@ def bench_pair(name: str, root: Path, work: Path, budget: int,
     elif proposed["written"]:
         try:
             templater.update(bench_kernel(Path(proposed["folder"]), _dir(work / "templater"),
-                                          budget, None, conditions))
+                                          budget, None, conditions, strategy))
         except Exception as exc:  # one route's failure is data; the other still runs
             templater["error"] = f"{type(exc).__name__}: {exc}"[:2000]
     else:
@@ -144,7 +147,7 @@ def bench_pair(name: str, root: Path, work: Path, budget: int,
     if "expert" in routes:
         try:
             doc["expert"] = bench_kernel(root / name / "expert", _dir(work / "expert"),
-                                         budget, None, conditions)
+                                         budget, None, conditions, strategy)
         except Exception as exc:
             doc["expert"] = {"error": f"{type(exc).__name__}: {exc}"[:2000]}
     s_b, s_c = speedup(doc["templater"]), speedup(doc["expert"])
@@ -215,6 +218,8 @@ def main() -> int:
                     help="start no kernel after this many seconds (recorded as skipped)")
     ap.add_argument("--routes", default="templater,expert",
                     help="which routes to run: templater, expert or both")
+    ap.add_argument("--strategy", default=DEFAULT_STRATEGY, choices=strategy_names(),
+                    help="the tunes' search strategy (both routes)")
     ap.add_argument("--table", type=Path, help="print the README table of a results file")
     args = ap.parse_args()
     if args.table is not None:
@@ -231,7 +236,7 @@ def main() -> int:
         report: dict[str, Any] = {
             "set": which, "environment": environment(), "kernels": [],
             "settings": {"budget": args.budget, "conditions": list(conditions or ["all"]),
-                         "deadline_s": args.deadline_s, "strategy": "guided", "confirm": 5}}
+                         "deadline_s": args.deadline_s, "strategy": args.strategy, "confirm": 5}}
         dest = args.out / f"stage1_{which}.json"
         for name in kernel_names(SETS[which], args.kernels):
             elapsed = time.monotonic() - started
@@ -241,7 +246,8 @@ def main() -> int:
             else:
                 try:
                     doc = bench_pair(name, SETS[which], work / which, args.budget, conditions,
-                                     tuple(r for r in args.routes.split(",") if r))
+                                     tuple(r for r in args.routes.split(",") if r),
+                                     args.strategy)
                 except Exception as exc:
                     doc = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"[:2000]}
                 doc["wall_s"] = round(time.monotonic() - started - elapsed, 1)
