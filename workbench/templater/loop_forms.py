@@ -23,6 +23,8 @@ the step's statement empty, on their own lines, so every line keeps its number.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import strip, text, walk
@@ -34,17 +36,29 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 _GEOMETRY = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.")
 
 
+#: (start byte, end byte, new text) of one edit of the source
+Edit = tuple[int, int, str]
+
+
 def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each counted ``while`` loop of ``entry`` written as its ``for``
     loop (unchanged when there is none, or the kernel cannot be found: the analysis reports
     that itself)."""
+    return rewrite_loops(current, entry, lambda data, loop: _counted(data, loop)
+                         if loop.type == "while_statement" else None)
+
+
+def rewrite_loops(current: InlinedSource, entry: str | None,
+                  edits_of: Callable[[bytes, Node], list[Edit] | None]) -> InlinedSource:
+    """``current`` with the edits ``edits_of`` gives each node of ``entry``'s body applied
+    (None: that node stays), ``current`` itself where there are none."""
     body = entry_body(current, entry)
     if body is None:
         return current
     data = current.text.encode()
-    edits: list[tuple[int, int, str]] = []
+    edits: list[Edit] = []
     for loop in walk(body):
-        found = _counted(data, loop) if loop.type == "while_statement" else None
+        found = edits_of(data, loop)
         if found is not None:
             edits.extend(found)
     for start, end, new in sorted(edits, reverse=True):
@@ -151,7 +165,7 @@ def _loop_var(cond: Node) -> list[str]:
     return [text(strip(n)) for n in sides if n is not None and strip(n).type == "identifier"]
 
 
-def _counted(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+def _counted(data: bytes, loop: Node) -> list[Edit] | None:
     """The edits writing ``loop`` as a ``for`` loop, or None where it is not counted."""
     block = loop.parent
     cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")

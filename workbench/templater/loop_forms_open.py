@@ -34,8 +34,15 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import int_expr_value, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
-from workbench.templater.loop_forms import _assigned, _bounded, _loop_var, _own_continue, _reads
-from workbench.templater.point_split import entry_body
+from workbench.templater.loop_forms import (
+    Edit,
+    _assigned,
+    _bounded,
+    _loop_var,
+    _own_continue,
+    _reads,
+    rewrite_loops,
+)
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "!=": operator.ne}
@@ -45,20 +52,9 @@ _WRITES = ("call_expression", "assignment_expression", "update_expression")
 def open_loops(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each open ``for`` and counted ``do`` loop of ``entry`` written as
     its ``for`` loop (unchanged when there is none or the kernel cannot be found)."""
-    body = entry_body(current, entry)
-    if body is None:
-        return current
-    data = current.text.encode()
-    edits: list[tuple[int, int, str]] = []
-    for loop in walk(body):
-        found = _open_for(data, loop) if loop.type == "for_statement" else \
-            _counted_do(data, loop) if loop.type == "do_statement" else None
-        if found is not None:
-            edits.extend(found)
-    for start, end, new in sorted(edits, reverse=True):
-        data = data[:start] + new.encode() + data[end:]
-    return InlinedSource(data.decode(), current.file, current.findings, current.origin) \
-        if edits else current
+    return rewrite_loops(current, entry, lambda data, loop: _open_for(data, loop)
+                         if loop.type == "for_statement" else _counted_do(data, loop)
+                         if loop.type == "do_statement" else None)
 
 
 def _declared(decl: Node) -> tuple[str, Node] | None:
@@ -112,7 +108,7 @@ def _updates(node: Node | None, var: str) -> bool:
         not any(n.type in _WRITES for n in walk(e) if n != e)
 
 
-def _open_for(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+def _open_for(data: bytes, loop: Node) -> list[Edit] | None:
     """The edits declaring an open ``for``'s variable in its initializer, or None."""
     cond, update = loop.child_by_field_name("condition"), loop.child_by_field_name("update")
     place = _place(loop)
@@ -128,7 +124,7 @@ def _open_for(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
             (semi.start_byte, semi.end_byte, data[decl.start_byte:decl.end_byte].decode())]
 
 
-def _counted_do(data: bytes, loop: Node) -> list[tuple[int, int, str]] | None:
+def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
     """The edits writing a counted ``do`` loop as its ``for`` loop, or None."""
     cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
     place = _place(loop)
