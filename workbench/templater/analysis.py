@@ -169,6 +169,14 @@ def terms(node: Node) -> list[tuple[int, Node]]:
     return terms(left) + [(s if op == "+" else -s, t) for s, t in terms(right)]
 
 
+def added_once(index: Node, var: str) -> Node | None:
+    """The term ``var`` of ``index`` when ``index`` is ``rest + var``: ``var`` a term of
+    sign + and named nowhere else in ``index``; else None."""
+    hits = [t for sign, t in terms(index) if sign == 1 and text(strip(t)) == var]
+    uses = [n for n in walk(index) if n.type == "identifier" and text(n) == var]
+    return hits[0] if len(hits) == 1 and len(uses) == 1 else None
+
+
 def factors(node: Node) -> list[Node]:
     """Multiplicative factors: ``a * (long long)b * 4`` -> [a, b, 4]."""
     parts = binary(node)

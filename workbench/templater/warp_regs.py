@@ -46,7 +46,16 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, declared_name, line, strip, terms, text, walk
+from workbench.templater.analysis import (
+    added_once,
+    binary,
+    declared_name,
+    line,
+    strip,
+    terms,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.table_terms import assigned_in
@@ -114,12 +123,11 @@ def _key(sub: Node, var: str) -> str | None:
     index = _index(sub)
     if index is None:
         return None
-    hits = [t for sign, t in terms(index) if sign == 1 and text(strip(t)) == var]
-    uses = [n for n in walk(index) if n.type == "identifier" and text(n) == var]
-    if len(hits) != 1 or len(uses) != 1:
+    hit = added_once(index, var)
+    if hit is None:
         return None
     out = text(index)
-    at = uses[0].start_byte - index.start_byte
+    at = strip(hit).start_byte - index.start_byte
     out = out[:at] + "@" + out[at + len(var):]
     return "".join(out.split())
 

@@ -37,6 +37,7 @@ from tree_sitter import Node
 
 from workbench.core.expr import parse_expr
 from workbench.templater.analysis import (
+    added_once,
     binary,
     declared_name,
     int_expr_value,
@@ -272,12 +273,11 @@ def _rest(plan: Plan, sub: Node, var: str) -> str | None:
     index = _index(plan, sub)
     if index is None:
         return None
-    hits = [t for sign, t in terms(index) if sign == 1 and text(strip(t)) == var]
-    uses = [m for m in walk(index) if m.type == "identifier" and text(m) == var]
-    if len(hits) != 1 or len(uses) != 1:
+    hit = added_once(index, var)
+    if hit is None:
         return None
     return "".join(f"{'+' if s == 1 else '-'}{text(t)}" for s, t in terms(index)
-                   if t != hits[0]).replace(" ", "")
+                   if t != hit).replace(" ", "")
 
 
 def _every_trip(sub: Node, body: Node) -> bool:
