@@ -339,6 +339,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     param = plan.kernel.param(src)
     if not param.is_const or src in writes:
         raise Refused(f"{src} is not a const input (its planes are kept in registers)", zdecl)
+    planes[src] = [(_ldg_call(n), d) for n, d in planes[src]]
     for n, _d in planes[src]:
         if n.parent is not None and n.parent.type == "pointer_expression":
             raise Refused(f"`{text(n.parent)}` takes the address of a plane read", n)
@@ -378,6 +379,22 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         _emit(plan, idx, guard, cond, out_when_true, region, at, src, planes[src], step,
               stores[0][1], [grid_xy[0], grid_xy[1], grid_z])  # type: ignore[list-item]
     return emit
+
+
+def _ldg_call(read: Node) -> Node:
+    """``__ldg(&A[i])`` where ``read`` (``A[i]``) is that call's one argument's operand, else
+    ``read``: the call loads what the subscript reads (through the read-only path, which the
+    plane registers' own loads take), so its register replaces the whole call."""
+    amp = read.parent
+    args = amp.parent if amp is not None else None
+    call = args.parent if args is not None else None
+    if amp is None or amp.type != "pointer_expression" or \
+            text(amp.child_by_field_name("operator")) != "&" or args is None or \
+            args.type != "argument_list" or args.named_child_count != 1 or call is None or \
+            call.type != "call_expression" or \
+            text(call.child_by_field_name("function")) != "__ldg":
+        return read
+    return call
 
 
 def _index(sub: Node) -> Node:

@@ -1,0 +1,110 @@
+"""First contact with per-element, reduction, warp, scan and stencil kernels as other people
+write them (issue 28, tests/spellings_v2/): each folder's kernel lifted by the offline
+templater as the corpus's folders are (``offline_template``), the knobs it lifts compared
+with what the family lifts for the corpus's own spelling of the same kernel, and every
+checked config of the lift computing on the host (g++) what the kernel as written computes,
+within the folder's tolerance (partial sums by their total, as the folder compares them).
+
+Spellings (one folder each): a double Newton solver taking a settings struct by value in a
+``do``/``while``, the array walked grid-stride in a ``while`` (corpus: kepler_solve); an odd
+power series under ``#pragma unroll`` over a literal count, the index from a lambda and a
+constexpr block (percell_compute); partial sums in a ``template <int NT>`` helper with a
+grid-stride ``while`` and a ``do``/``while`` tree (partial_sum); partial sums of squared
+differences through ``__ldg``, down shuffles, a warp's shared slot and an early ``return``
+of the lanes past the first warp (sse_partials); a warp a row on a 2-D block whose sum of
+squares walks a bumped pointer (warp_row); a row scan bumping both row pointers and counting
+down what is left (row_cumsum); a batched 5-point smoothing with ``blockIdx.z`` the image
+and an index helper (stencil5); a 7-point Jacobi step with constexpr block sizes, an
+``IDX`` macro, ``__ldg(&src[..])`` and early returns (stencil3d).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers_templater import FULL_MATRIX, end_configs
+from test_corpus_unseen3 import (
+    _assert_same,
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+
+HERE = Path(__file__).resolve().parent / "spellings_v2"
+
+#: The CUDA built-ins these kernels use that the unseen3 host prelude has no form of.
+HOST_EXTRAS = r"""
+static const int warpSize = 32;
+#define __expf(v) expf(v)
+#define __fdividef(a, b) ((a) / (b))
+"""
+
+#: folder -> the knobs its lift holds, in order, and hand-picked mixes (over the default)
+#: the all-ends configs do not reach.
+LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
+    "v2_jacobi3d_macro_ldg": (("BLOCK_X", "BLOCK_Y", "BLOCK_Z", "Z_ITEMS", "MIN_BLOCKS_PER_SM"),
+                              [{"BLOCK_X": 16, "BLOCK_Y": 2, "BLOCK_Z": 4, "Z_ITEMS": 4},
+                               {"BLOCK_X": 8, "BLOCK_Y": 8, "BLOCK_Z": 1, "Z_ITEMS": 32}]),
+    "v2_blur5_batched_helper": (("BLOCK_X", "BLOCK_Y", "Z_ITEMS", "MIN_BLOCKS_PER_SM"),
+                                [{"BLOCK_X": 16, "BLOCK_Y": 4, "Z_ITEMS": 2}]),
+    "v2_series_lambda_unroll": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_MATH", "FAST_DIV",
+                                 "MIN_BLOCKS_PER_SM"),
+                                [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "FAST_MATH": 1}]),
+    "v2_kepler_struct_do": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"),
+                            [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2}]),
+}
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _folder(name: str) -> KernelFolder:
+    return load_kernel_folder(HERE / name)
+
+
+def _checked(name: str, template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, the mixes, then the first and last all-ends configs (every one under
+    WORKBENCH_FULL_MATRIX=1), each once and each inside the space."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    ends = end_configs(template, env)
+    assert ends, "no all-ends config is valid"
+    mixes = [{**default, **m} for m in LIFTS[name][1]]
+    out: list[dict[str, Any]] = []
+    for config in [default, *mixes, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(LIFTS))
+def test_the_lift_holds_the_family_knobs(name: str) -> None:
+    result = offline_template(_folder(name))
+    assert tuple(p.name for p in result.lifted.params) == LIFTS[name][0], result.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(LIFTS))
+def test_every_checked_config_computes_what_the_kernel_as_written_computes(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _folder(name)
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(name, template, env)
+    inputs = _inputs(kf)
+    want = _run(kf, HOST_EXTRAS + kf.baseline.render({}, "fp32").source,
+                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
+    runs = [(HOST_EXTRAS + template.render(c, "fp32").source, template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        _assert_same(kf, got, want, f"{name} at {config}")
