@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing"]
+KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "wht1024_rows"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -25,12 +25,16 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # thread over 32 threads (the one block partly past the 301), four cosines, unrolled by 4
     "rk4_duffing": [{"THREADS": 64, "ITEMS": 2, "REUSE": 1, "UNROLL": 2, "MIN_BLOCKS": 2},
                     {"THREADS": 32, "ITEMS": 4, "REUSE": 0, "UNROLL": 4, "MIN_BLOCKS": 4}],
+    # 8 elements a thread, 2 rows a block (the last block half past the 5 rows), shuffles,
+    # padded, float4; 4 a thread, 4 rows a block, shared stages only, float2
+    "wht1024_rows": [{"V": 8, "ROWS": 2, "SHFL": 1, "PAD": 1, "VEC": 4},
+                     {"V": 4, "ROWS": 4, "SHFL": 0, "PAD": 0, "VEC": 2}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "syrk_lower"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND: set[str] = set()
+MEMORY_BOUND = {"wht1024_rows"}
 
 SET = HeldBackSet(key="unseen11", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
