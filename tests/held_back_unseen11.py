@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "wht1024_rows"]
+KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "sym3_jacobi", "wht1024_rows"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -25,6 +25,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # thread over 32 threads (the one block partly past the 301), four cosines, unrolled by 4
     "rk4_duffing": [{"THREADS": 64, "ITEMS": 2, "REUSE": 1, "UNROLL": 2, "MIN_BLOCKS": 2},
                     {"THREADS": 32, "ITEMS": 4, "REUSE": 0, "UNROLL": 4, "MIN_BLOCKS": 4}],
+    # two matrices a thread over 128 staged, one block short of its 256 at the check shape;
+    # one a thread over 64 in place (the last block partly past the 301) with rsqrtf
+    "sym3_jacobi": [{"THREADS": 128, "ITEMS": 2, "STAGE": 1, "RSQRT": 0, "MIN_BLOCKS": 4},
+                    {"THREADS": 64, "ITEMS": 1, "STAGE": 0, "RSQRT": 1, "MIN_BLOCKS": 2}],
     # 8 elements a thread, 2 rows a block (the last block half past the 5 rows), shuffles,
     # padded, float4; 4 a thread, 4 rows a block, shared stages only, float2
     "wht1024_rows": [{"V": 8, "ROWS": 2, "SHFL": 1, "PAD": 1, "VEC": 4},
