@@ -29,6 +29,7 @@ from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
+from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import inline_calls
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
@@ -74,6 +75,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
+    inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
