@@ -82,6 +82,7 @@ class _Reader:
         self.loop_var: str | None = None
         self.first: str | None = None
         self.chunk_locals: dict[str, Node] = {}
+        self.bumped: set[str] = set()
         self.anchor: Node | None = None
 
     # -- what the kernel reads and writes -------------------------------------------------
@@ -194,6 +195,34 @@ class _Reader:
                     assigned = self.plan.facts.defs.get(name)
                     if v is not None and assigned is not None and not assigned.assigned:
                         self.chunk_locals[name] = v
+        self.bumped = self._bumped(body) if body is not None else set()
+
+    def _bumped(self, body: Node) -> set[str]:
+        """The row pointers the chunk loop bumps a chunk at a time (``xr += CHUNK;``): locals
+        declared before the loop whose only assignments are ``p += E`` (``E`` a constant)
+        among the loop body's last statements, after every other statement that reads them.
+        In each chunk they hold their value at the chunk's start, so the first chunk reads
+        them as declared; the runs on symbols check that the bumps walk the row a chunk at
+        a time (each column loaded and stored once)."""
+        stmts = [c for c in body.named_children if c.type != "comment"]
+        tail: list[Node] = []
+        for stmt in reversed(stmts):
+            if _bump(stmt) is None:
+                break
+            tail.append(stmt)
+        found = {_bump(stmt) for stmt in tail}
+        out = set()
+        for name in filter(None, found):
+            d = self.plan.facts.defs.get(name)
+            assigns = [n for n in walk(self.plan.body) if n.type in (
+                "assignment_expression", "update_expression") and text(
+                    n.child_by_field_name("left") or n.child_by_field_name("argument") or n)
+                == name]
+            if d is None or not d.is_pointer or d.is_shared or self.loop is None or \
+                    _inside(d.decl, self.loop) or any(a.parent not in tail for a in assigns):
+                continue
+            out.add(name)
+        return out
 
     def column_text(self, node: Node, depth: int = 0) -> str:
         """``node`` with the column as ``wb_col`` (the thread index), the loop counter its
@@ -214,7 +243,7 @@ class _Reader:
             if name in self.chunk_locals and depth < 6:
                 return f"({self.column_text(self.chunk_locals[name], depth + 1)})"
             d = self.plan.facts.defs.get(name)
-            if d is not None and (d.assigned or d.is_shared or (
+            if d is not None and ((d.assigned and name not in self.bumped) or d.is_shared or (
                     self.loop is not None and _inside(d.decl, self.loop))):
                 raise Refused(f"`{_short(node)}` reads `{name}`, which changes within the "
                               "scan", n)
@@ -276,7 +305,7 @@ class _Reader:
                     continue
                 if any(n in shared for n in names):
                     return kept, s
-                if not any(d.assigned for d in declared):
+                if not any(d.assigned and d.name not in self.bumped for d in declared):
                     kept.append(self._written_out(s))
             elif text(s.child_by_field_name("consequence")).strip(" {};") == "return" and \
                     not self.plan.facts.mentions_thread(s, "x") and \
@@ -526,6 +555,18 @@ def _affine(read: Node) -> None:
                 raise Refused(f"`{_short(read)}` reaches the column through `{_short(up)}` "
                               "(only + - * are followed)")
             up = up.parent
+
+
+def _bump(node: Node | None) -> str | None:
+    """``p`` of a statement ``p += E;`` with ``E`` a constant integer, else None."""
+    if node is None or node.type != "expression_statement" or node.named_child_count != 1:
+        return None
+    step = node.named_children[0]
+    left, right = step.child_by_field_name("left"), step.child_by_field_name("right")
+    if step.type != "assignment_expression" or left is None or left.type != "identifier" or \
+            text(step.child_by_field_name("operator")) != "+=" or int_expr_value(right) is None:
+        return None
+    return text(left)
 
 
 def _inside(node: Node, outer: Node) -> bool:
