@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "sym3_jacobi", "wht1024_rows"]
+KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "sym3_jacobi", "jacobi9_torus",
+           "wht1024_rows"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -29,6 +30,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # one a thread over 64 in place (the last block partly past the 301) with rsqrtf
     "sym3_jacobi": [{"THREADS": 128, "ITEMS": 2, "STAGE": 1, "RSQRT": 0, "MIN_BLOCKS": 4},
                     {"THREADS": 64, "ITEMS": 1, "STAGE": 0, "RSQRT": 1, "MIN_BLOCKS": 2}],
+    # 4 rows a thread on a 16 x 4 block (the 19 rows uneven over it), by compare; 8 rows a
+    # thread on a 64 x 2 block, by modulo (one block's rows past the end)
+    "jacobi9_torus": [{"BX": 16, "BY": 4, "ITEMS_Y": 4, "WRAP": 1},
+                      {"BX": 64, "BY": 2, "ITEMS_Y": 8, "WRAP": 0}],
     # 8 elements a thread, 2 rows a block (the last block half past the 5 rows), shuffles,
     # padded, float4; 4 a thread, 4 rows a block, shared stages only, float2
     "wht1024_rows": [{"V": 8, "ROWS": 2, "SHFL": 1, "PAD": 1, "VEC": 4},
@@ -38,7 +43,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
 CORNERS_EVERY_RUN = "syrk_lower"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND = {"wht1024_rows"}
+MEMORY_BOUND = {"jacobi9_torus", "wht1024_rows"}
 
 SET = HeldBackSet(key="unseen11", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
