@@ -118,8 +118,11 @@ def _thread_compare(plan: Plan, values: set[int]) -> Node | None:
     return None
 
 
-def _governed(plan: Plan, dim: str, size: int) -> tuple[list[Node], list[Node]]:
+def _governed(plan: Plan, dim: str,
+              sizes: dict[str, int | None]) -> tuple[list[Node], list[Node]]:
     """(literal nodes meaning "block size", reduction-start literals meaning size / 2)."""
+    size = sizes[dim]
+    assert size is not None
     uses: list[Node] = []
     halves: list[Node] = []
     for n in walk(plan.body):
@@ -127,16 +130,9 @@ def _governed(plan: Plan, dim: str, size: int) -> tuple[list[Node], list[Node]]:
             parts = binary(n)
             assert parts is not None
             uses.append(parts[2] if builtin(parts[0], "blockIdx") == dim else parts[0])
+        if n.type == "for_statement":
+            uses += _stride_factor(plan, n, dim, sizes)
         if n.type == "for_statement" and dim == "x":
-            update = n.child_by_field_name("update")
-            init = n.child_by_field_name("initializer")
-            if update is not None and init is not None and text(
-                    update.child_by_field_name("operator")) == "+=" and \
-                    plan.facts.mentions_thread(init, dim):
-                step = update.child_by_field_name("right")
-                for f in [step] if step is None else _factors_of(step):
-                    if f is not None and int_value(f) == size:
-                        uses.append(strip(f))
             start = _reduction_start(plan, n, size // 2, dim)
             if start is not None:
                 (uses if int_value(start) == size else halves).append(start)
@@ -145,6 +141,32 @@ def _governed(plan: Plan, dim: str, size: int) -> tuple[list[Node], list[Node]]:
                 _indexed_by_thread(plan, name, dim):
             uses.append(strip(extents[0]))
     return uses, halves
+
+
+def _stride_factor(plan: Plan, loop: Node, dim: str,
+                   sizes: dict[str, int | None]) -> list[Node]:
+    """The factor of a thread-stride loop's step (``for (t = tid; ..; t += STEP)``) that is
+    the block's ``dim`` size. A flat index over a 2-D block (``threadIdx.y * TW +
+    threadIdx.x``) steps by the block's thread count, one factor a dimension (``TW * TH``):
+    x takes the first factor of its size and y the last other one of its size, so a square
+    block's two factors follow BLOCK_X and BLOCK_Y, not BLOCK_X twice (a step missing either
+    is read by neither); an index of x alone takes every factor of x's size as before."""
+    update = loop.child_by_field_name("update")
+    init = loop.child_by_field_name("initializer")
+    if dim not in ("x", "y") or update is None or init is None or \
+            text(update.child_by_field_name("operator")) != "+=" or \
+            not plan.facts.mentions_thread(init, dim):
+        return []
+    step = update.child_by_field_name("right")
+    found = [] if step is None else [strip(f) for f in _factors_of(step)]
+    if not plan.facts.mentions_thread(init, "y" if dim == "x" else "x"):
+        return [f for f in found if int_value(f) == sizes[dim]] if dim == "x" else []
+    x = next((f for f in found if int_value(f) == sizes["x"]), None)
+    y = next((f for f in reversed(found) if f is not x and int_value(f) == sizes.get("y")),
+             None)
+    if x is None or y is None:
+        return []
+    return [x if dim == "x" else y]
 
 
 def _factors_of(node: Node) -> list[Node]:
@@ -184,7 +206,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       "regroups the threads it combines, which this lift does not model",
                       collective)
             continue
-        uses, halves = _governed(plan, dim, size)
+        uses, halves = _governed(plan, dim, sizes)
         unread = _unread_tree_start(plan, size, uses + halves)
         if unread is not None:
             plan.note(name, False, f"`{_context(unread)}` starts a halving loop from the literal "
@@ -279,7 +301,7 @@ def _half_lifted_tile(plan: Plan, dim: str, sizes: dict[str, int | None],
     governed: list[Node] = []
     for other, other_size in sizes.items():
         if other != dim and other_size == size:
-            uses, halves = _governed(plan, other, size)
+            uses, halves = _governed(plan, other, sizes)
             governed += uses + halves
     stray = _look_alikes(plan, {size}, [*taken, *governed])
     return stray[0] if stray else None
