@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["syrk_lower", "fir64_const", "rk4_duffing", "sym3_jacobi", "jacobi9_torus",
+KERNELS = ["syrk_lower", "fir128_const", "rk4_duffing", "sym3_jacobi", "jacobi9_torus",
            "wht1024_rows"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
@@ -20,7 +20,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
                    {"BT": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 0, "SAME": 0}],
     # interleaved outputs through the cache, three blocks a channel at the check shape; a
     # register window of 4 over staged inputs, the channel's one block partly past its end
-    "fir64_const": [{"THREADS": 64, "ITEMS": 2, "SMEM": 0, "CONTIG": 0},
+    "fir128_const": [{"THREADS": 64, "ITEMS": 2, "SMEM": 0, "CONTIG": 0},
                     {"THREADS": 128, "ITEMS": 4, "SMEM": 1, "CONTIG": 1}],
     # two oscillators a thread over 64 threads, the forcing carried, unrolled by 2; four a
     # thread over 32 threads (the one block partly past the 301), four cosines, unrolled by 4

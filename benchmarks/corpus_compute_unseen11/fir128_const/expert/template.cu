@@ -1,7 +1,7 @@
-// y[c][i] = sum_t taps[t] * x[c][i + t], 64 taps in constant memory, x [ch, n + 63].
+// y[c][i] = sum_t taps[t] * x[c][i + t], 128 taps in constant memory, x [ch, n + 127].
 // Expert parameterization (hand-written): a block of THREADS threads computes THREADS *
 // ITEMS consecutive outputs of one channel (blockIdx.y). SMEM 1 stages the block's inputs
-// (its outputs plus 63) in shared memory once, zeros past the channel's end; SMEM 0 reads
+// (its outputs plus 127) in shared memory once, zeros past the channel's end; SMEM 0 reads
 // them through the cache. CONTIG 0 gives a thread the outputs threadIdx.x + m * THREADS (a
 // tap read once for ITEMS multiply-adds, neighbouring threads on neighbouring words);
 // CONTIG 1 gives it ITEMS consecutive outputs and slides a window of ITEMS inputs through
@@ -22,13 +22,13 @@
 #ifndef CONTIG
 #define CONTIG 0
 #endif
-#define FIR_TAPS 64
+#define FIR_TAPS 128
 #define SPAN (THREADS * ITEMS)
 
 __constant__ float taps[FIR_TAPS];
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-fir64_const(float* __restrict__ y, const float* __restrict__ x, int n) {
+fir128_const(float* __restrict__ y, const float* __restrict__ x, int n) {
   const int total = n + FIR_TAPS - 1;
   const float* xc = x + (size_t)blockIdx.y * total;
   float* yc = y + (size_t)blockIdx.y * n;

@@ -1,10 +1,10 @@
-// A 64-tap FIR filter over many channels: y[c][i] = sum_t taps[t] * x[c][i + t] for each
-// output i < n of channel c (x [ch, n + 63] holds each channel's n outputs plus the filter's
-// 63 extra inputs). The taps live in constant memory; the channel is blockIdx.y; the sizes
+// A 128-tap FIR filter over many channels: y[c][i] = sum_t taps[t] * x[c][i + t] for each
+// output i < n of channel c (x [ch, n + 127] holds each channel's n outputs plus the filter's
+// 127 extra inputs). The taps live in constant memory; the channel is blockIdx.y; the sizes
 // travel in a struct passed by value to the routine that computes one output.
 // Launch: grid = ((n + 255) / 256, ch), block = 256.
 
-#define FIR_TAPS 64
+#define FIR_TAPS 128
 
 __constant__ float taps[FIR_TAPS];
 
@@ -21,7 +21,7 @@ __device__ float filter_at(Signal s, int i) {
   return acc;
 }
 
-extern "C" __global__ void fir64_const(float* y, const float* x, int n) {
+extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
   Signal s;
   s.n = n;
   s.x = x + (size_t)blockIdx.y * (n + FIR_TAPS - 1);
