@@ -215,6 +215,7 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     convert = _conversion(value)
     if convert is not None:
         value = strip(value.child_by_field_name("arguments").named_children[0])  # type: ignore[union-attr]
+    value = _read_only_load(value)
     array, index = _load_parts(value)
     halves = halves or set()
     width = HALF_WIDTH if text(array) in halves else VEC_WIDTH
@@ -248,6 +249,22 @@ def _conversion(value: Node) -> str | None:
             args.named_child_count != 1:
         return None
     return text(fn)
+
+
+def _read_only_load(value: Node) -> Node:
+    """The load ``X[index]`` (or ``*p``) of ``__ldg(&X[index])``, ``value`` itself otherwise:
+    the read-only path's hint names the same element, and the 16-byte load takes the element's
+    address (the store as written, which the ragged runs keep, keeps the hint)."""
+    fn, args = value.child_by_field_name("function"), value.child_by_field_name("arguments")
+    if value.type != "call_expression" or fn is None or args is None or \
+            text(fn) != "__ldg" or args.named_child_count != 1:
+        return value
+    address = strip(args.named_children[0])
+    if address.type != "pointer_expression" or \
+            text(address.child_by_field_name("operator")) != "&":
+        return value
+    load = strip(address.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return load if load.type in ("subscript_expression", "pointer_expression") else value
 
 
 def _load_parts(value: Node) -> tuple[Node, Node | None]:
