@@ -507,6 +507,14 @@ def lift_regtile(plan: Plan) -> bool:
              and "__syncthreads" in calls(s)]
     shared = [d for d in walk(plan.body) if d.type == "declaration" and
               any(text(c) == "__shared__" for c in d.children)]
+    staged_do = next((s for s in _statements(plan.body) if s.type == "do_statement"
+                      and "__syncthreads" in calls(s)), None)
+    if not loops and staged_do is not None and len(shared) >= 2:
+        plan.note("REGISTER_TILE", False, "the walk over the shared tiles is a do-while: its "
+                  "first pass runs before its test (at a reduction length of 0 too), the loop "
+                  "over k the register tile writes does not; a for or while loop is read",
+                  staged_do)
+        return False
     if len(loops) != 1 or len(shared) < 2:
         return False
     # both import this module
