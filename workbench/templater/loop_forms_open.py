@@ -32,7 +32,9 @@ import operator
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_expr_value, strip, text, walk
+from workbench.core.cuda_source import CudaSourceError, parse_cuda
+from workbench.templater.analysis import _CONSTANTS, int_expr_value, strip, text, walk
+from workbench.templater.analysis import integer_macros as reading_constants
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import (
     Edit,
@@ -43,6 +45,7 @@ from workbench.templater.loop_forms import (
     _reads,
     rewrite_loops,
 )
+from workbench.templater.macros import integer_macros
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "!=": operator.ne}
@@ -51,10 +54,17 @@ _WRITES = ("call_expression", "assignment_expression", "update_expression")
 
 def open_loops(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each open ``for`` and counted ``do`` loop of ``entry`` written as
-    its ``for`` loop (unchanged when there is none or the kernel cannot be found)."""
-    return rewrite_loops(current, entry, lambda data, loop: _open_for(data, loop)
-                         if loop.type == "for_statement" else _counted_do(data, loop)
-                         if loop.type == "do_statement" else None)
+    its ``for`` loop (unchanged when there is none or the kernel cannot be found). A start
+    or bound spelled through the file's integer macros (``int fy = -KR; do {..} while (fy
+    <= KR)``) is read as the value the macro stands for, as the analysis reads it."""
+    try:
+        defined = integer_macros(parse_cuda(current.text, current.file))
+    except CudaSourceError:
+        return current
+    with reading_constants({m.name: m.value for m in defined.values()}):
+        return rewrite_loops(current, entry, lambda data, loop: _open_for(data, loop)
+                             if loop.type == "for_statement" else _counted_do(data, loop)
+                             if loop.type == "do_statement" else None)
 
 
 def _declared(decl: Node) -> tuple[str, Node] | None:
@@ -133,7 +143,8 @@ def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
     siblings, at = place
     inner = strip(cond)
     stmts = [c for c in body.named_children if c.type != "comment"]
-    names = _loop_var(inner)
+    constants = _CONSTANTS.get() or {}
+    names = [v for v in _loop_var(inner) if v not in constants]  # ``fy <= KR``: fy
     decl = _movable(siblings, at, names[0]) if len(names) == 1 and stmts else None
     if decl is None:
         return None
@@ -158,6 +169,16 @@ def _first_test_holds(cond: Node, var: str, value: Node | None) -> bool:
     compare = _COMPARE.get(text(cond.child_by_field_name("operator")))
     if left is None or right is None or compare is None:
         return False
-    names = {var: v} if (v := int_expr_value(value)) is not None else {}
+    names = {var: v} if (v := _signed_value(value)) is not None else {}
     a, b = int_expr_value(left, names), int_expr_value(right, names)
     return a is not None and b is not None and bool(compare(a, b))
+
+
+def _signed_value(node: Node | None) -> int | None:
+    """The constant integer ``node`` spells, a negated one (``-KR``, ``-(R + 1)``) too."""
+    node = None if node is None else strip(node)
+    if node is not None and node.type == "unary_expression" and \
+            text(node.child_by_field_name("operator")) == "-":
+        value = int_expr_value(node.child_by_field_name("argument"))
+        return None if value is None else -value
+    return int_expr_value(node)
