@@ -50,8 +50,10 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
     "v2_jacobi3d_macro_ldg": (("BLOCK_X", "BLOCK_Y", "BLOCK_Z", "Z_ITEMS", "MIN_BLOCKS_PER_SM"),
                               [{"BLOCK_X": 16, "BLOCK_Y": 2, "BLOCK_Z": 4, "Z_ITEMS": 4},
                                {"BLOCK_X": 8, "BLOCK_Y": 8, "BLOCK_Z": 1, "Z_ITEMS": 32}]),
-    "v2_blur5_batched_helper": (("BLOCK_X", "BLOCK_Y", "Z_ITEMS", "MIN_BLOCKS_PER_SM"),
-                                [{"BLOCK_X": 16, "BLOCK_Y": 4, "Z_ITEMS": 2}]),
+    "v2_blur5_batched_helper": (("BLOCK_X", "BLOCK_Y", "OUT_Y", "OUT_X", "MIN_BLOCKS_PER_SM"),
+                                [{"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 4, "OUT_X": 2},
+                                 {"BLOCK_X": 32, "BLOCK_Y": 16, "OUT_Y": 8, "OUT_X": 1,
+                                  "MIN_BLOCKS_PER_SM": 2}]),
     "v2_series_lambda_unroll": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_MATH", "FAST_DIV",
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "FAST_MATH": 1}]),
@@ -168,3 +170,14 @@ def test_a_row_pointer_bumped_other_than_at_the_chunk_end_stays_as_written(
     assert any(n.startswith(("ROW_SCAN: not applied: `yr[t]` reads `yr`, which changes",
                              "ROW_SCAN: not applied: `xr[t]` reads `xr`, which changes"))
                and "(line " in n for n in lifted.notes), lifted.notes
+
+
+def test_a_row_pointer_that_moves_with_the_row_is_no_batch_alias(tmp_path: Path) -> None:
+    """``src`` set from the point's row differs between a thread's outputs: the register
+    window (keyed by offsets from the point) would hand one row's values to the next, so
+    the rows lift does not read through it (the batch's Z_ITEMS still applies)."""
+    kf = _respelled(tmp_path, "v2_blur5_batched_helper",
+                    "const float* src = img + (size_t)blockIdx.z * w * h;",
+                    "const float* src = img + (size_t)blockIdx.z * w * h + 0 * y;")
+    knobs = {p.name for p in offline_template(kf).lifted.params}
+    assert "OUT_Y" not in knobs and "Z_ITEMS" in knobs, knobs

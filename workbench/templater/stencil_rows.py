@@ -112,8 +112,9 @@ def lift_rows(plan: Plan) -> bool:
         return False
     if len(plan.block) == 1:
         return apply_or_note(plan, "OUT_Y", lambda: _flat_index(plan))
-    if len(plan.block) != 2 or len(plan.grid) != 2 or \
-            any(literal(b) is None for b in plan.block):
+    if len(plan.block) != len(plan.grid) or len(plan.block) not in (2, 3) or \
+            any(literal(b) is None for b in plan.block) or \
+            (len(plan.block) == 3 and literal(plan.block[2]) != 1):
         return False
     stmts = statements(plan.body)
     idx = point_decls(plan, stmts, "xy", "OUT_Y")
@@ -243,6 +244,36 @@ def _emit_flat(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, wi
               f"ceil({rows} / {oy}) rows of {width}", f.ydecl)
 
 
+def _array_type(plan: Plan, name: str) -> str | None:
+    """The pointer type ``name`` is declared with: a kernel pointer argument's, or a local
+    pointer's set once from one (``const float* src = img + blockIdx.z * w * h;``, never
+    assigned, its value reading kernel arguments, constants and the block's z only: the same
+    array at one offset for every output of the thread); None for anything else."""
+    if plan.pointer(name):
+        return plan.kernel.param(name).type_text
+    d = plan.facts.defs.get(name)
+    if d is None or not d.is_pointer or d.is_shared or d.assigned or d.value is None:
+        return None
+    if any((n.type == "identifier" and text(n) in plan.facts.defs) or
+           builtin(n, "threadIdx") is not None or builtin(n, "blockDim") in ("x", "y") or
+           builtin(n, "blockIdx") in ("x", "y") for n in walk(d.value)):
+        return None
+    bases = [text(n) for n in walk(d.value) if n.type == "identifier" and plan.pointer(text(n))]
+    kind = d.decl.child_by_field_name("type")
+    if len(bases) != 1 or kind is None:
+        return None
+    return text(d.decl)[:kind.end_byte - d.decl.start_byte] + "*"
+
+
+def _element_type(plan: Plan, name: str) -> str:
+    """The element type of the array ``name`` (:func:`_array_type`)."""
+    if plan.pointer(name):
+        return plan.kernel.param(name).base_type
+    kind = plan.facts.defs[name].decl.child_by_field_name("type")
+    assert kind is not None
+    return text(kind)
+
+
 def _base(sub: Node) -> str:
     arg = sub.child_by_field_name("argument")
     return text(strip(arg)) if arg is not None else ""
@@ -317,7 +348,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     stride's text) of a stencil over the work ``rest``; None when it is none."""
     polys = Polys(plan.body, keep)
     subs = [n for n in walk(plan.body) if n.type == "subscript_expression"
-            and plan.pointer(_base(n))]
+            and _array_type(plan, _base(n)) is not None]
     stores = [n for n in subs if _is_store(n)]
     outs = {_base(n) for n in stores}
     if len(outs) != 1:
@@ -354,7 +385,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     for r in reads:
         lo, hi = columns.get(r.e, (r.d, r.d))
         columns[r.e] = (min(lo, r.d), max(hi, r.d))
-    return (rest, src, out, tuple(reads), columns, plan.kernel.param(src).base_type,
+    return (rest, src, out, tuple(reads), columns, _element_type(plan, src),
             poly_text(stride))
 
 
@@ -380,7 +411,8 @@ def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: st
             node = call
         out.append(_Read(node, o[0], o[1]))
     uses = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == src
-            and (n.parent is None or n.parent.type != "subscript_expression")]
+            and (n.parent is None or n.parent.type not in ("subscript_expression",
+                                                          "pointer_declarator"))]
     if uses:
         raise Refused(f"`{src}` is used other than by reading `{src}[...]` "
                       f"(`{text(uses[0].parent or uses[0])}`)", uses[0])
@@ -391,11 +423,14 @@ def _check_rows(plan: Plan, ydecl: Node, later: Node, x: str, y: str) -> None:
     """The per-output work may read ``y`` but not assign it, and no one reads the block's or
     the grid's y (they change with BLOCK_Y and OUT_Y); statements between the two index
     declarations do not read ``y``."""
+    batch = len(plan.block) == 3  # a block of one z, the grid's z the batch: z as written
     for n in walk(plan.body):
         if n.type == "field_expression" and not (ydecl.start_byte <= n.start_byte
                                                  < ydecl.end_byte):
             for name in ("threadIdx", "blockDim", "blockIdx", "gridDim"):
-                if builtin(n, name) in ("y", "z") or (name == "gridDim" and builtin(n, name)):
+                dim = builtin(n, name)
+                if (dim == "y" or (dim == "z" and not batch) or (
+                        name == "gridDim" and dim is not None and dim != "z")):
                     raise Refused(f"`{text(n)}` is read outside the row's declaration: the "
                                   "block's rows change with BLOCK_Y and OUT_Y", n)
         if n.type in ("assignment_expression", "update_expression"):
@@ -468,7 +503,7 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
     # Read-only loads (the non-coherent path): the input is const-qualified and never stored
     # by the kernel; an output aliasing it would race between the kernel's own threads (a
     # neighbour's point is stored by another thread), so the path changes no defined result.
-    ro = "const" in plan.kernel.param(f.src).type_text.split("*")[0] and \
+    ro = "const" in (_array_type(plan, f.src) or "").split("*")[0] and \
         f.elem in LDG_TYPES
     if any(r.e in window and (ro or r.node.type == "call_expression") for r in f.reads):
         plan.helper(_ONCE_LDG)
@@ -556,8 +591,8 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
     if gy is None:
         raise Refused(f"the grid's y extent `{plan.grid[1]}` is not a division by the block's "
                       f"rows {plan.block[1]}", f.ydecl)
-    plan.grid = [gx, gy]
-    plan.block = [bx, by]
+    plan.grid = [gx, gy, *plan.grid[2:]]
+    plan.block = [bx, by, *plan.block[2:]]
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")

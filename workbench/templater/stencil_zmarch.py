@@ -74,6 +74,7 @@ from workbench.templater.stencil import (
     scale,
     statements,
 )
+from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zgrid import lift_zgrid, reads_block_z
 
 Z_SPLIT = "Z_SPLIT"
@@ -136,7 +137,9 @@ def lift_zmarch(plan: Plan) -> bool:
     reads ``blockIdx.z`` goes to :func:`.stencil_zgrid.lift_zgrid` instead (one plane per
     block z is marched there; the walk this module queues is not written there)."""
     if len(plan.grid) == 3 and reads_block_z(plan):
-        return lift_zgrid(plan)
+        # a batch of 2-D grids (block z 1, blockIdx.z the image): rows down a column share
+        # their neighbour rows, the batch's planes share nothing, so OUT_Y goes first
+        return (literal(plan.block[-1]) == 1 and lift_rows(plan)) or lift_zgrid(plan)
     if len(plan.block) != 2 or any(literal(b) is None for b in plan.block) or \
             len(plan.grid) not in (2, 3) or (len(plan.grid) == 3 and literal(plan.grid[2]) != 1):
         return False
