@@ -22,6 +22,8 @@ import held_back_unseen11
 import pytest
 import test_corpus_unseen3
 
+from workbench.engine.source_policy import check_source
+
 #: each held-back set's harness (its ROOT, KERNELS and _folder)
 SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_back_unseen5,
                                 held_back_unseen6, held_back_unseen7, held_back_unseen8,
@@ -47,6 +49,15 @@ def test_plain_folder_is_init_shaped_and_expert_is_its_copy(corpus: ModuleType, 
     assert expert.args == plain.args and expert.shapes == plain.shapes
     assert expert.constants == plain.constants
     assert "large" in plain.shapes and len(plain.shapes) >= 3  # check shape + two timed
+
+
+@pytest.mark.parametrize(("corpus", "name"), FOLDERS)
+def test_sources_pass_the_source_policy(corpus: ModuleType, name: str) -> None:
+    """The compiler refuses a source the policy refuses before nvcc runs (rk4_duffing's
+    expert reached the H100 with a stringizing _Pragma macro the host checks never met):
+    the plain kernel and the expert template pass it here."""
+    for path in (corpus.ROOT / name / f"{name}.cu", corpus.ROOT / name / "expert" / "template.cu"):
+        assert check_source(path.read_text(), file_name=path.name).refusals == (), path
 
 
 @pytest.mark.parametrize(("corpus", "name"), FOLDERS)

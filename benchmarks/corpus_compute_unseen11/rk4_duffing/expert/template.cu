@@ -25,8 +25,8 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#define STR(x) #x
-#define PRAGMA_UNROLL(n) _Pragma(STR(unroll n))
+// #pragma unroll takes a constant expression, not a macro (nvcc does not expand it there)
+constexpr int kUnrollSteps = UNROLL;
 
 constexpr float DAMP = 0.25f;
 constexpr float STIFF = 0.5f;
@@ -52,7 +52,7 @@ rk4_duffing(float* __restrict__ x_end, float* __restrict__ v_end,
   const float half = 0.5f * dt;
   float f_start = cosf(OMEGA * 0.0f);
   int s = 0;
-  PRAGMA_UNROLL(UNROLL)
+#pragma unroll (kUnrollSteps)
   do {
     const float t = s * dt;
 #if !REUSE
