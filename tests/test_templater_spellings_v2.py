@@ -34,6 +34,7 @@ from test_corpus_unseen3 import (
     folder_runs,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
+from test_templater_warp2 import SHFL_SYNC
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
@@ -41,8 +42,9 @@ from workbench.templater import offline_template
 HERE = Path(__file__).resolve().parent / "spellings_v2"
 
 #: The CUDA built-ins these kernels and their lifts use that the unseen3 host prelude has no
-#: form of (held-back set 8's: the up shuffle a regenerated scan takes, the fast intrinsics).
-HOST_EXTRAS = "static const int warpSize = 32;\n" + held_back_unseen8.HOST_EXTRAS
+#: form of (held-back set 8's: the up shuffle a regenerated scan takes, the fast intrinsics;
+#: a broadcast's __shfl_sync).
+HOST_EXTRAS = "static const int warpSize = 32;\n" + held_back_unseen8.HOST_EXTRAS + SHFL_SYNC
 
 #: folder -> the knobs its lift holds, in order, and hand-picked mixes (over the default)
 #: the all-ends configs do not reach.
@@ -69,6 +71,12 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 96, "VEC": 2, "ITEMS_PER_THREAD": 4}]),
     "v2_rownorm_warp2d": (("BLOCK_Y", "MIN_BLOCKS_PER_SM"), [{"BLOCK_Y": 2}]),
+    "v2_logistic_template_iters": (("BLOCK_THREADS", "UNROLL", "MIN_BLOCKS_PER_SM"),
+                                   [{"BLOCK_THREADS": 128}]),
+    "v2_rowsoftmax_warp_macro": (("ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD",
+                                  "MIN_BLOCKS_PER_SM"),
+                                 [{"ROWS_PER_BLOCK": 2, "LANES": 8, "VEC": 4,
+                                   "ITEMS_PER_THREAD": 2}]),
     "v2_kepler_struct_do": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"),
                             [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2}]),
 }
@@ -125,9 +133,20 @@ def test_no_config_launches_more_than_1024_threads(name: str) -> None:
     assert not over, over[:3]
 
 
+#: Lifts with a wrong config in their space, found here, in a module this test's author does
+#: not own (issue 28: the lead's to route).
+WRONG = {"v2_logistic_template_iters": (
+    "block.lift_block lifts BLOCK_THREADS of a flattened 2-D grid of 1-D blocks ((blockIdx.y * "
+    "gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x) but leaves the grid's y "
+    "'ceil_div(n, 64 * 256)' as written (_cross_grids follows only a direct blockIdx.y * "
+    "blockDim.x): at BLOCK_THREADS 128 half of y is never written")}
+
+
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("name", sorted(LIFTS))
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=WRONG[n])) if n in WRONG else n
+    for n in sorted(LIFTS)])
 def test_every_checked_config_computes_what_the_kernel_as_written_computes(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _folder(name)

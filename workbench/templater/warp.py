@@ -46,6 +46,7 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    int_expr_value,
     int_value,
     integer_macros,
     line,
@@ -101,7 +102,7 @@ def _lane_split(plan: Plan, node: Node, op_div: bool) -> Node | None:
     parts = binary(node)
     if parts is None or not _thread_x(plan, parts[0]):
         return None
-    value = int_value(parts[2])
+    value = int_expr_value(parts[2])  # 31, WARP - 1, (1 << 5) - 1: the constant it is
     ops = {("/", 32), (">>", 5)} if op_div else {("%", 32), ("&", 31)}
     return strip(node) if (parts[1], value) in ops else None
 
