@@ -21,6 +21,7 @@ from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.block import lift_block
+from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
 from workbench.templater.conv import lift_conv
@@ -53,6 +54,7 @@ from workbench.templater.scan import lift_scan
 from workbench.templater.select_stores import select_stores
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
+from workbench.templater.staged_walk import apply_staged_walk
 from workbench.templater.stencil import lift_stencil
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
@@ -90,7 +92,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
-                lift_rows(plan) or
+                lift_rows(plan) or lift_phases(plan) or
                 apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
@@ -105,6 +107,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
+            apply_staged_walk(plan)  # rows of threads split a staged tile's walk
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
