@@ -252,9 +252,10 @@ class _Expr:
 # -- the analysis --------------------------------------------------------------------------
 
 def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True,
-            downward: bool = False) -> _Window:
+            downward: bool = False, most: int = 64) -> _Window:
     """The loop's parts; ``sized=False`` accepts a bound known only at run time (count 0),
-    ``downward`` a loop ``for (int v = hi; v >= lo; --v)`` (lo_text: its last value)."""
+    ``downward`` a loop ``for (int v = hi; v >= lo; --v)`` (lo_text: its last value);
+    ``most``: the steps a compile-time window may have (its family unrolls them)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if init is None or cond is None or update is None or body is None or \
@@ -281,9 +282,9 @@ def _window(plan: Plan, loop: Node, defs: dict[str, str], *, sized: bool = True,
         count = 0  # known at run time
     else:
         count = hi - lo + (1 if parts[1] == "<=" else 0)
-        if count < 1 or count > 64:
-            raise Refused(f"the window over {var} has {count} steps (1 .. 64 are unrolled)",
-                          loop)
+        if count < 1 or count > most:
+            raise Refused(f"the window over {var} has {count} steps (1 .. {most} are "
+                          "unrolled)", loop)
     if var in _assigned(body):
         raise Refused(f"the window loop's {var} is assigned inside the loop", body)
     inner = statements(body) if body.type == "compound_statement" else [body]

@@ -73,11 +73,13 @@ class Slide:
     dep: set[str]  # the locals that depend on the index
 
 
-def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]]) -> Slide | None:
+def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]], *,
+               most: int = 64) -> Slide | None:
     """The sliding axis of the family, or None where the kernel has none (silently);
     raises Refused where it has one the analysis cannot follow. ``depending(t, check)``:
     the locals that depend on ``t`` (assigned from it or under a condition on it other than
-    the bounds check ``check``: a value set under it alone is the same for every item)."""
+    the bounds check ``check``: a value set under it alone is the same for every item);
+    ``most``: the taps a tap loop may have (1 .. 64 where the window holds them all)."""
     if len(plan.grid) < 1 or len(plan.block) < 1:
         return None
     stmts = statements(plan.body)
@@ -125,7 +127,7 @@ def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]]) -> Slide 
                               n)
     loop, read, conds = _windowed_read(plan, region, dep, var)
     defs = _compile_time_defs(plan)
-    w = _window(plan, loop, defs)
+    w = _window(plan, loop, defs, most=most)
     k = w.var
     init = loop.child_by_field_name("initializer")
     typ = init.child_by_field_name("type") if init is not None else None
