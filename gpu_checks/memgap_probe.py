@@ -57,11 +57,17 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   float4; RUN_VEC 4 loads them as two float4 before the inner loop (at the expert's pick
   4 LDG.128 + 4 LDG for two words, 32 registers, was 20 LDG). RUN_VEC 1 is the old code's
   loads (the tune's pick: 72 LDG; RUN_VEC 4: 16 LDG.128 + 8).
+- nbody_accel (compute-bound, set 10): the staged walk's JSPLIT and ITEMS (the pair term, a
+  statement lambda, written into its call). At the expert's pick (128 threads, a body a
+  thread, four rows a tile) sm_90 ptxas -O3 gives the lift 32 registers and 9728 bytes of
+  shared memory, no spills, as the expert's pick (UNROLL 16 or 8); at 4 bodies a thread
+  and 8 rows of 64, 63 registers. Its expert_pick_jsplit1 is the first contact's form.
 
     python3 gpu_checks/memgap_probe.py row_l2norm box27_smooth rmsnorm_f16w warp_row wave2d_o4
     python3 gpu_checks/memgap_probe.py gemv_q4_rows
     python3 gpu_checks/memgap_probe.py dwconv3_nhwc wave2d_o4 gauss5
     python3 gpu_checks/memgap_probe.py mandel_f64
+    python3 gpu_checks/memgap_probe.py nbody_accel
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -186,15 +192,25 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                            "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 1},
         "pick_global": {"BX": 16, "BY": 8, "ITEMS_X": 8, "USE_SMEM": 0}}),
-    # compute-bound (set 10): the lift (BLOCK_THREADS, UNROLL of the author's pragma,
-    # MIN_BLOCKS_PER_SM) at the first contact's tune pick and at the expert's 128 threads
-    # (its unroll 16 above the lift's range: 8 and 1); the expert at its pick and with one
-    # knob back to the kernel as written: JSPLIT 1 (a row of threads a tile, the lift's
-    # only form), UNROLL 8 (the lift's largest)
+    # compute-bound (set 10): the lift (BLOCK_THREADS, UNROLL of the author's pragma, ITEMS
+    # and JSPLIT of the staged walk, MIN_BLOCKS_PER_SM) at the expert's pick (128 threads, a
+    # body a thread, four rows a tile; its unroll 16 above the lift's range: 8), with one
+    # knob back (JSPLIT 1: the first contact's form; UNROLL 1), with two bodies a thread, and
+    # eight rows of 32; the first contact's tune pick (no rows). The expert at its pick and
+    # with one knob back to the kernel as written: JSPLIT 1, UNROLL 8 (the lift's largest)
     "nbody_accel": ("corpus_compute_unseen10", {
-        "tune_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "MIN_BLOCKS_PER_SM": 4},
-        "expert_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_unroll1": {"BLOCK_THREADS": 128, "UNROLL": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "ITEMS": 1, "JSPLIT": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_jsplit1": {"BLOCK_THREADS": 128, "UNROLL": 8, "ITEMS": 1, "JSPLIT": 1,
+                                "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll1": {"BLOCK_THREADS": 128, "UNROLL": 1, "ITEMS": 1, "JSPLIT": 4,
+                                "MIN_BLOCKS_PER_SM": 0},
+        "items2_rows4": {"BLOCK_THREADS": 128, "UNROLL": 8, "ITEMS": 2, "JSPLIT": 4,
+                         "MIN_BLOCKS_PER_SM": 0},
+        "rows8_32": {"BLOCK_THREADS": 32, "UNROLL": 8, "ITEMS": 1, "JSPLIT": 8,
+                     "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 128, "UNROLL": 8, "ITEMS": 1, "JSPLIT": 1,
+                      "MIN_BLOCKS_PER_SM": 4},
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 16},
         "pick_jsplit1": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 16},
         "pick_unroll8": {"THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 8}}),
