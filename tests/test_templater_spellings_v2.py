@@ -15,7 +15,15 @@ of the lanes past the first warp (sse_partials); a warp a row on a 2-D block who
 squares walks a bumped pointer (warp_row); a row scan bumping both row pointers and counting
 down what is left (row_cumsum); a batched 5-point smoothing with ``blockIdx.z`` the image
 and an index helper (stencil5); a 7-point Jacobi step with constexpr block sizes, an
-``IDX`` macro, ``__ldg(&src[..])`` and early returns (stencil3d).
+``IDX`` macro, ``__ldg(&src[..])`` and early returns (stencil3d); a row softmax, a warp a
+row, the lane ``threadIdx.x & (WARP - 1)`` under ``#define WARP 32``, ``__ldg(xr + c)``
+and ``__shfl_sync`` broadcasts (row_logsumexp); the logistic map iterated in a ``template
+<int ITERS>`` helper under ``#pragma unroll 4`` on a flattened 2-D grid of 1-D blocks
+(percell_compute).
+
+Two lifts hold configs that are not correct, both from block.lift_block (recorded as strict
+xfails, with the reason): a multi-D block's thread count is unconstrained where one
+dimension alone is lifted, and a flattened grid's y does not follow BLOCK_THREADS.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from test_corpus_unseen3 import (
 )
 from test_templater_warp2 import SHFL_SYNC
 
+from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 
@@ -200,3 +209,24 @@ def test_a_row_pointer_that_moves_with_the_row_is_no_batch_alias(tmp_path: Path)
                     "const float* src = img + (size_t)blockIdx.z * w * h + 0 * y;")
     knobs = {p.name for p in offline_template(kf).lifted.params}
     assert "OUT_Y" not in knobs and "Z_ITEMS" in knobs, knobs
+
+
+def test_a_mask_that_is_not_31_is_no_lane(tmp_path: Path) -> None:
+    """``threadIdx.x & (WARP - 2)`` folds to 30: not the lane, so nothing lifts and the
+    refusal names the read."""
+    kf = _respelled(tmp_path, "v2_rowsoftmax_warp_macro", "threadIdx.x & (WARP - 1)",
+                    "threadIdx.x & (WARP - 2)")
+    with pytest.raises(TemplateError, match=r"LANES: not applied: threadIdx.x is read in "
+                                            r"`threadIdx.x & \(WARP - 2\)`"):
+        offline_template(kf)
+
+
+def test_a_plane_address_taken_other_than_by_ldg_stays_refused(tmp_path: Path) -> None:
+    """``*(&src[..])`` reads the plane too, but only ``__ldg(&src[..])`` is read as the load:
+    the z-march still refuses the address with its line."""
+    kf = _respelled(tmp_path, "v2_jacobi3d_macro_ldg", "__ldg(&src[IDX(i, j, k - 1)])",
+                    "*(&src[IDX(i, j, k - 1)])")
+    lifted = offline_template(kf).lifted
+    assert "Z_ITEMS" not in {p.name for p in lifted.params}
+    assert any(n.startswith("Z_ITEMS: not applied: `&src[") and "takes the address of a "
+               "plane read (line 19)" in n for n in lifted.notes), lifted.notes
