@@ -230,3 +230,11 @@ def test_a_plane_address_taken_other_than_by_ldg_stays_refused(tmp_path: Path) -
     assert "Z_ITEMS" not in {p.name for p in lifted.params}
     assert any(n.startswith("Z_ITEMS: not applied: `&src[") and "takes the address of a "
                "plane read (line 19)" in n for n in lifted.notes), lifted.notes
+
+
+def test_a_1d_block_laid_out_as_rows_of_points_is_refused_with_its_line() -> None:
+    """v2_lap9_flat_tile's 256 threads are 32 x 8 points (``threadIdx.x % TX``, ``/ TX``):
+    the rows lift takes a 2-D block, so nothing lifts, and the refusal names the split."""
+    with pytest.raises(TemplateError, match=r"OUT_Y: not applied: the 1-D block of 256 "
+                       r"threads is laid out as rows of points by `threadIdx.x / TX`.*\(line 11\)"):
+        offline_template(_folder("v2_lap9_flat_tile"))

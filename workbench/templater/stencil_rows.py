@@ -110,6 +110,13 @@ def lift_rows(plan: Plan) -> bool:
     if shares_or_syncs(plan.body) or any(n.type in ("for_statement", "while_statement",
                                                     "do_statement") for n in walk(plan.body)):
         return False
+    if len(plan.block) == 1 and len(plan.grid) == 2:
+        split = _split_block(plan)
+        if split is not None:
+            plan.note("OUT_Y", False, f"the 1-D block of {plan.block[0]} threads is laid out "
+                      f"as rows of points by `{text(split)}`: the rows lift takes a 2-D block "
+                      "(threadIdx.x, threadIdx.y) and a split block is not modelled", split)
+        return False
     if len(plan.block) == 1:
         return apply_or_note(plan, "OUT_Y", lambda: _flat_index(plan))
     if len(plan.block) != len(plan.grid) or len(plan.block) not in (2, 3) or \
@@ -121,6 +128,22 @@ def lift_rows(plan: Plan) -> bool:
     if set(idx) != {"x", "y"}:
         return False
     return apply_or_note(plan, "OUT_Y", lambda: _analyse(plan, stmts, idx))
+
+
+def _split_block(plan: Plan) -> Node | None:
+    """``threadIdx.x / E`` in a top-level declaration of the point's row that reads
+    ``blockIdx.y`` too (``y = blockIdx.y * TY + threadIdx.x / TX``: a 1-D block laid out as
+    rows of ``E`` threads), else None."""
+    for s in statements(plan.body):
+        if s.type != "declaration":
+            continue
+        rows = any(builtin(n, "blockIdx") == "y" for n in walk(s))
+        for n in walk(s):
+            parts = binary(n)
+            if rows and parts is not None and parts[1] == "/" and \
+                    builtin(parts[0], "threadIdx") == "x":
+                return n
+    return None
 
 
 def _flat_index(plan: Plan) -> Callable[[], None] | None:
