@@ -182,6 +182,7 @@ def test_every_spelling_lifts_the_rows_and_the_items() -> None:
                                         "MIN_BLOCKS_PER_SM"], lifted.notes
         assert _knobs(lifted)["JSPLIT"]["values"] == [1, 2, 4, 8]
         assert _knobs(lifted)["ITEMS"]["values"] == [1, 2, 4]
+        assert _knobs(lifted)["BLOCK_THREADS"]["kind"] == "pow2"  # the space's size
         assert lifted.block == ("BLOCK_THREADS", "JSPLIT")
         assert lifted.grid == ("ceil_div(n, BLOCK_THREADS * ITEMS)",)
         assert "BLOCK_THREADS * JSPLIT <= 1024" in lifted.constraints
@@ -281,11 +282,12 @@ def _folder(root: Path, source: str, sizes: dict[str, int], tolerance: str) -> K
 
 
 #: Mixes over the default (each valid for every spelling): two rows of 64 threads with two
-#: items, four rows of 32 with four items, eight rows of 32 with one item, a block of 96.
+#: items, four rows of 32 with four items, eight rows of 32 with one item, four rows of 256
+#: with two items (1024 threads).
 MIXES = [{"BLOCK_THREADS": 64, "ITEMS": 2, "JSPLIT": 2},
          {"BLOCK_THREADS": 32, "ITEMS": 4, "JSPLIT": 4, "MIN_BLOCKS_PER_SM": 4},
          {"BLOCK_THREADS": 32, "ITEMS": 1, "JSPLIT": 8},
-         {"BLOCK_THREADS": 96, "ITEMS": 2, "JSPLIT": 4}]
+         {"BLOCK_THREADS": 256, "ITEMS": 2, "JSPLIT": 4}]
 
 SPELLINGS = {"helper": (HELPER, {"n": 300}, {"n": 5}),
              "density": (DENSITY, {"n": 300}, {"n": 7}),

@@ -52,6 +52,7 @@ from workbench.templater.analysis import builtin, declared_name, int_value, line
 from workbench.templater.inline_bind import declared, statements, written
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
+from workbench.templater.records import LiftedParameter
 from workbench.templater.rewrite import Rewriter, TextFn
 from workbench.templater.staged_walk_items import NAME as ITEMS
 from workbench.templater.staged_walk_items import Items, apply_items, find_items
@@ -404,6 +405,7 @@ def _rewrite(plan: Plan, w: _Walk, items: Items | None) -> None:
         apply_items(plan, items, loop)
     plan.block = [*plan.block, "JSPLIT"]
     plan.launch_bounds = "BLOCK_THREADS * JSPLIT"
+    _powers_of_two(plan)
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": "rows of threads splitting the walk of each staged "
                                          "tile, their sums added in row order (1: as "
@@ -419,6 +421,23 @@ def _rewrite(plan: Plan, w: _Walk, items: Items | None) -> None:
               f"sums of {', '.join(n for n, _ in w.sums)} added in row order by row 0"
               + (" (floats within the folder's tolerances: the gate checks them)"
                  if floats else " (integer sums: exact)"), loop)
+
+
+def _powers_of_two(plan: Plan) -> None:
+    """The rows and items multiply the block's sizes by 12: a block lifted to any multiple
+    of 32 (32 sizes) keeps to powers of two (6), where the kernel as written is one, so the
+    space stays hundreds of configs (nbody_accel: 708 at its shapes, 2400 with any multiple;
+    the kernel's lift before the rows had 424)."""
+    block = plan.params["BLOCK_THREADS"]
+    default = block.spec.get("default")
+    if block.spec.get("kind") == "pow2" or not isinstance(default, int) or \
+            default & (default - 1):
+        return
+    spec = {**block.spec, "kind": "pow2", "min": 32, "max": 1024,
+            "description": f"threads per block along x (as written: {default}; powers of "
+                           "two beside the rows of JSPLIT)"}
+    spec.pop("step", None)
+    plan.params["BLOCK_THREADS"] = LiftedParameter(block.name, spec, block.origin)
 
 
 def _rows(t: _Tile) -> TextFn:
