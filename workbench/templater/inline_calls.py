@@ -44,6 +44,7 @@ from workbench.templater.inline_bind import (
     callee_name,
     template_params,
 )
+from workbench.templater.inline_members import free_members
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
 from workbench.templater.item_state import item_names
@@ -98,14 +99,16 @@ class InlinedSource:
 def inline_calls(source_text: str, entry: str | None, file: str) -> InlinedSource:
     """``source_text`` with the ``__device__`` functions that carry ``entry``'s launch
     written into it (see the module doc); unchanged where there are none or the source
-    does not parse (the analysis then reports that itself)."""
+    does not parse (the analysis then reports that itself). A class's static members are
+    read as free functions first (:mod:`.inline_members`)."""
+    source_text, members = free_members(source_text, entry, file)
     try:
         source = parse_cuda(source_text, file)
         kernel = source.kernel(entry)
     except CudaSourceError:
         return InlinedSource(source_text, file)
     fn = source.function_node(kernel)
-    current = InlinedSource(source_text, file)
+    current = InlinedSource(source_text, file, members)
     if fn.parent is not None and fn.parent.type == "template_declaration" and \
             any(not p.is_type for p in _safe_template_params(fn.parent)):
         return replace(current, findings=(Finding(
