@@ -21,6 +21,7 @@ from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.block import lift_block
+from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
 from workbench.templater.conv import lift_conv
@@ -91,7 +92,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
                 lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
-                lift_rows(plan) or
+                lift_rows(plan) or lift_phases(plan) or
                 apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None

@@ -1,0 +1,248 @@
+"""First contact with held-back set 11's Walsh-Hadamard rows (issue 28): benchmarks/
+corpus_compute_unseen11/wht1024_rows gives each 1024-float row a block of 512 threads that
+never reads ``blockDim`` (each thread owns elements ``t`` and ``t + 512``; ten butterfly
+stages in shared memory, ``__syncthreads()`` between them, ``h`` doubling in a ``while``).
+Nothing lifted on the H100 (1.00x against the expert's 1.77x): every family refused, the
+block-size lift because the block size is written nowhere. Now :mod:`.block_phases` reads
+the barriers' level of the body (uniform locals such as ``h``, thread-derived locals such as
+``t``, per-thread work in runs between barriers), turns each run into a block-stride loop
+over the 512 work items (BLOCK_THREADS) and gives a block ROWS_PER_BLOCK rows on
+``threadIdx.y`` (each its slice of the shared row; the row guard a per-row flag, so rows
+past the end still meet every barrier).
+
+Pure: the knobs, the launch, the per-row flag; a second spelling of the same pattern (a
+bitonic sort of 1024 keys a row: two ``for`` stage loops, bit-twiddled pair indices, an
+``unsigned`` thread alias declared before an ``if (row < rows) { .. }`` guard around all
+the barriers, ``#define`` sizes); refusals with their lines (a per-thread value read past a
+barrier, a warp shuffle, a barrier under a per-thread branch) and ROWS_PER_BLOCK alone
+refused where a barrier loop's trip count reads the row. Host (g++): each lift at its
+default, mixes and every all-ends config against the kernel as written (the transform
+bit for bit; the check shape's 5 rows leave blocks partly past the end at 2, 4 and 8 rows).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen11
+import pytest
+from helpers_templater import end_configs
+from test_corpus_unseen3 import (
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen11.ROOT / "wht1024_rows"
+KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "MIN_BLOCKS_PER_SM")
+#: 128 threads of 4 items over 2 rows (the last block half past the 5 rows); 32 threads of
+#: 16 items over 8 rows (one block, 3 rows dead) at the largest register cap; a full
+#: 256-thread row pair of 4 rows.
+MIXES = [{"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2},
+         {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "MIN_BLOCKS_PER_SM": 4},
+         {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 4, "MIN_BLOCKS_PER_SM": 2}]
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: The same pattern by another hand: a bitonic sort of each 1024-key row, 512 threads a row
+#: in shared memory (one compare-exchange a thread a stage), the thread an ``unsigned``
+#: alias declared before the row guard, the guard a block around every barrier, the stages
+#: two ``for`` loops with shifts, the pair's low index by masks.
+BITONIC = """#define N_KEYS 1024
+#define HALF (N_KEYS / 2)
+
+extern "C" __global__ void bitonic_rows(float* __restrict__ y, const float* __restrict__ x,
+                                        int rows) {
+  __shared__ float keys[N_KEYS];
+  unsigned tid = threadIdx.x;
+  if (blockIdx.x < rows) {
+    const float* in = x + (size_t)blockIdx.x * N_KEYS;
+    keys[tid] = in[tid];
+    keys[tid + HALF] = in[tid + HALF];
+    __syncthreads();
+    for (int k = 2; k <= N_KEYS; k <<= 1) {
+      for (int j = k >> 1; j > 0; j >>= 1) {
+        unsigned i = ((tid & ~(unsigned)(j - 1)) << 1) | (tid & (unsigned)(j - 1));
+        bool up = (i & (unsigned)k) == 0;
+        float a = keys[i], b = keys[i + j];
+        if ((a > b) == up) {
+          keys[i] = b;
+          keys[i + j] = a;
+        }
+        __syncthreads();
+      }
+    }
+    float* out = y + (size_t)blockIdx.x * N_KEYS;
+    out[tid] = keys[tid];
+    out[tid + HALF] = keys[tid + HALF];
+  }
+}
+"""
+
+BITONIC_REFERENCE = '''"""numpy reference for bitonic_rows: each row sorted ascending."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def make_inputs(shape: dict[str, int], dtype: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {"x": rng.uniform(-1.0, 1.0, size=(shape["rows"], 1024)).astype(np.float32)}
+
+
+def reference(inputs: dict[str, np.ndarray], shape: dict[str, int], dtype: str) -> dict[str, np.ndarray]:
+    return {"y": np.sort(np.asarray(inputs["x"]).reshape(shape["rows"], 1024), axis=1)}
+'''
+
+
+def _lift(source: str, entry: str = "bitonic_rows") -> Any:
+    return lift_kernel(source, entry=entry, grid=["rows"], block=["512"],
+                       scalars={"rows": "rows"})
+
+
+def _notes(lifted: Any, transform: str) -> list[str]:
+    return [n for n in lifted.notes if n.startswith(transform + ":")]
+
+
+def test_wht_lifts_threads_and_rows_per_block() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    lifted = result.lifted
+    assert tuple(p.name for p in lifted.params) == KNOBS, result.notes
+    threads = lifted.params[0].spec
+    assert threads["values"] == [32, 64, 128, 256, 512] and threads["default"] == 512
+    assert lifted.grid == ("ceil_div(rows, ROWS_PER_BLOCK)",)
+    assert lifted.block == ("BLOCK_THREADS", "ROWS_PER_BLOCK")
+    assert "BLOCK_THREADS * ROWS_PER_BLOCK <= 1024" in lifted.constraints
+    assert "4096 * ROWS_PER_BLOCK <= 49152" in lifted.constraints
+    source = lifted.source
+    assert "__shared__ float buf[ROWS_PER_BLOCK][ROW];" in source
+    # the row guard is the per-row flag every phase's loop tests; no thread returns
+    assert "return" not in source.split("wb_live", 1)[1]
+    assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 3
+    # t, the thread's alias, is recomputed from the item in each of the three phases
+    assert source.count("const int t = wb_t;") == 3
+    assert "const int t = threadIdx.x;" not in source
+    assert any("3 phases between barriers" in n for n in _notes(lifted, "BLOCK_THREADS"))
+
+
+def test_a_bitonic_sort_guarded_by_a_block_lifts_the_same_knobs() -> None:
+    lifted = _lift(BITONIC)
+    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    source = lifted.source
+    # the guard block's header is the flag; its braces stay as a plain block
+    assert "const bool wb_live = (blockIdx.x * ROWS_PER_BLOCK + threadIdx.y) < rows;\n  {" \
+        in source
+    assert "if (blockIdx.x" not in source
+    assert source.count("unsigned tid = wb_t;") == 3
+    assert "__shared__ float keys[ROWS_PER_BLOCK][N_KEYS];" in source
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # a key read before the barrier and stored after it: the value lives across the barrier
+    ("        if ((a > b) == up) {", "        __syncthreads();\n        if ((a > b) == up) {",
+     "`a` (line 17), a per-thread value, is read at line 19 past a barrier"),
+    # lanes of a warp exchange keys without a barrier
+    ("bool up = (i & (unsigned)k) == 0;",
+     "bool up = __shfl_xor_sync(0xffffffffu, (int)((i & (unsigned)k) == 0), 1);",
+     "threads talk outside the barriers"),
+    # a barrier only some threads reach
+    ("        __syncthreads();\n      }\n    }",
+     "        if (tid < 256) __syncthreads();\n      }\n    }",
+     "a barrier under `if (tid < 256) __syncthreads();`"),
+], ids=["value-across-barrier", "warp-shuffle", "barrier-under-thread-branch"])
+def test_what_is_not_the_same_program_is_refused_with_its_line(old: str, new: str,
+                                                              why: str) -> None:
+    assert old in BITONIC
+    lifted = _lift(BITONIC.replace(old, new))
+    assert "BLOCK_THREADS" not in {p.name for p in lifted.params}
+    assert any(why in n for n in _notes(lifted, "BLOCK_THREADS")), lifted.notes
+
+
+def test_a_barrier_loop_counted_by_the_row_keeps_one_row_a_block() -> None:
+    # rows of one block would leave the stage loop after different counts of barriers
+    source = BITONIC.replace("for (int k = 2; k <= N_KEYS; k <<= 1)",
+                             "for (int k = 2; k <= N_KEYS >> (blockIdx.x & 1); k <<= 1)")
+    lifted = _lift(source)
+    assert tuple(p.name for p in lifted.params) == ("BLOCK_THREADS", "MIN_BLOCKS_PER_SM")
+    assert any("runs as many times as its row says" in n
+               for n in _notes(lifted, "ROWS_PER_BLOCK")), lifted.notes
+    # one row a block: the guard stays as written
+    assert "if (blockIdx.x < rows) {" in lifted.source
+
+
+def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, the mixes (over the default) and every all-ends config, each once."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    out: list[dict[str, Any]] = []
+    for config in [default, *({**default, **m} for m in MIXES), *end_configs(template, env)]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
+def _same_outputs(kf: KernelFolder, source: str, tmp_path: Path,
+                  flags: tuple[str, ...]) -> int:
+    """Runs ``kf``'s lift at :func:`_checked`'s configs and the kernel ``source`` as written
+    on the host; asserts every output bit for bit; the configs run."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    inputs = _inputs(kf)
+    host = held_back_unseen11.host_source
+    want = _run(kf, host(source), kf.baseline.launch_for({}, env), inputs,
+                tmp_path / "plain", flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        for name, values in want.items():
+            assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
+    return len(configs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_wht_lift_computes_as_written_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER)
+    ran = _same_outputs(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
+    # of the 8 all-ends configs, 512 x 8 rows passes 1024 threads (twice), 32 x 1 at 4
+    # blocks an SM caps nothing 1 does not, 512 x 1 x 0 is the default, 32 x 8 x 4 a mix
+    assert ran == 1 + len(MIXES) + 3
+
+
+def _bitonic_folder(root: Path) -> KernelFolder:
+    """wht1024_rows's folder (shapes, arguments, launch) with the bitonic sort as its
+    kernel and reference."""
+    folder = root / "bitonic_rows"
+    folder.mkdir(parents=True)
+    toml = (FOLDER / "kernel.toml").read_text().replace("wht1024_rows", "bitonic_rows")
+    (folder / "kernel.toml").write_text(toml)
+    (folder / "reference.py").write_text(BITONIC_REFERENCE)
+    for name in ("baseline.cu", "bitonic_rows.cu"):
+        (folder / name).write_text(BITONIC)
+    return load_kernel_folder(folder)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_bitonic_lift_sorts_as_written_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _bitonic_folder(tmp_path / "spelling")
+    ran = _same_outputs(kf, BITONIC, tmp_path / "runs", host_flags)
+    assert ran == 1 + len(MIXES) + 3  # the same space as the wht's
+    want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
+                                         "fp32")["y"]
+    got = _run(kf, held_back_unseen11.host_source(BITONIC),
+               kf.baseline.launch_for({}, kf.env(kf.check_shape, "fp32")), _inputs(kf),
+               tmp_path / "as_written", host_flags)["y"]
+    assert (got == want).all()  # the spelling sorts (the lift is checked against it)
