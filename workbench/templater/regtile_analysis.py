@@ -9,7 +9,7 @@ index offsets the output's rows (:mod:`.regtile_pairing`). Anything not modelled
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -35,6 +35,7 @@ from workbench.templater.regtile import (
     _statements,
     subscript,
 )
+from workbench.templater.regtile_exit import BlockExit, block_exit
 from workbench.templater.regtile_guard import guarded_store
 from workbench.templater.regtile_pairing import (
     ROWS_FROM_X,
@@ -91,6 +92,7 @@ class Parts:
     compute: list[Node]
     after: list[Node]
     epilogue: list[Node]
+    exits: list[BlockExit] = field(default_factory=list)
 
 
 def store_target(stmt: Node) -> list[Node]:
@@ -182,6 +184,9 @@ def analyse(g: Gemm, loop: Node) -> None:
     parts = Parts(top[:k], stores, [c for c in compute if c not in moved],
                   moved + stmts[syncs[1] + 1:], top[k + 1:])
     for s in parts.prologue + parts.epilogue:
+        if s in parts.prologue and (leave := block_exit(g, s)) is not None:
+            parts.exits.append(leave)  # a whole block's exit (:mod:`.regtile_exit`)
+            continue
         for n in walk(s):
             if n.type in ("return_statement", "goto_statement"):
                 raise Refused(f"`{text(n)}` outside the loop over tiles: an early exit the "
@@ -344,7 +349,8 @@ def analyse(g: Gemm, loop: Node) -> None:
         if "__syncthreads" in calls(s):
             raise Refused("a barrier after the loop over tiles", s)
     for s in parts.prologue:
-        if s.type == "declaration" or not g.mentions_thread(s):
+        if s.type == "declaration" or not g.mentions_thread(s) or \
+                any(s == leave.statement for leave in parts.exits):
             continue
         raise Refused(f"`{text(s)}` before the loop depends on the thread index", s)
     # blockIdx.z (a batch or any outer index) is uniform over the block and the grid's z is

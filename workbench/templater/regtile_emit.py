@@ -22,6 +22,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import int_value, line, strip, text, walk
 from workbench.templater.regtile import Gemm, Tile, fresh_names, render
 from workbench.templater.regtile_analysis import Parts, decl_name, loop_header, store_target
+from workbench.templater.regtile_exit import BlockExit, constrain_exits
 from workbench.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.templater.regtile_space import (
     KMAJOR_PAD,
@@ -78,6 +79,7 @@ def emit_register_tile(g: Gemm, loop: Node) -> None:
               acc_name=g.accumulators[0].name, vectorized=w.vectorized, staged=w.staged,
               smem=w.smem_bytes(),
               vec_width=w.vec_width or VEC_WIDTH)
+    constrain_exits(plan, w.parts.exits, n["BM"], n["BN"])
     if g.k_step > 1:  # a hand-unrolled loop over k reads k .. k + step - 1 of each tile
         plan.constrain(f"{n['BK']} % {g.k_step} == 0")
     _findings(g, n, loop)
@@ -131,6 +133,10 @@ class _Writer:
         out = []
         acc_decls = {a.decl for a in g.accumulators}
         for s in self.parts.prologue:
+            leave = next((ex for ex in self.parts.exits if ex.statement == s), None)
+            if leave is not None:
+                out += self.block_exit(leave)
+                continue
             if s.type == "declaration" and (
                     any(text(c) == "__shared__" for c in s.children) or s in acc_decls):
                 continue
@@ -156,6 +162,16 @@ class _Writer:
             "threadIdx.x;" if self.one_d else f"threadIdx.y * {self.n['THREADS_X']} + "
                                               "threadIdx.x;"))
         return out
+
+    def block_exit(self, leave: BlockExit) -> list[str]:
+        """A whole block's exit: each virtual thread's statements, then the return."""
+        ind, ind2 = self.ind, self.ind2
+        per_item = self.per_item()
+        body = [*(ind2 + x for x in self.loops_ij()),
+                *(ind2 + "  " + render(self.data, s, per_item) for s in leave.body),
+                f"{ind2}}}"] if leave.body else []
+        return [f"{ind}if ({render(self.data, leave.test, self.g.role_sub)}) {{", *body,
+                f"{ind2}return;", f"{ind}}}"]
 
     def stores(self) -> list[str]:
         """The cooperative stores in order; consecutive ones that take the float4 path share

@@ -1,0 +1,103 @@
+"""A whole block's early exit before the register-tiled product (a triangular output).
+
+A kernel that computes one triangle of its output often lets the blocks whose tile lies
+wholly on the other side of the diagonal leave at once: ``if (blockIdx.x > blockIdx.y) {
+if (i < n && j < n) C[i * n + j] = 0.0f; return; }`` before the loop over tiles, every
+thread writing its element's fill. The test reads no thread's place, so every thread of a
+block takes the same side: the block leaves as one, before any barrier. Coarsened
+(:mod:`.regtile`), a real thread runs the exit's statements once per virtual thread of its
+TM x TN register tile, as it runs the epilogue, then returns.
+
+What the test means depends on the block's tile: ``blockIdx.x > blockIdx.y`` says "above
+the diagonal" only where a block's rows and columns are one square tile, as written. A test
+that reads a block index or the grid's size, or any local (``bi > bj`` with ``bi =
+blockIdx.y``), keeps the template's block tile square (BM == BN): the kernel's
+blocks then own the outputs they own as written at that tile, which is the kernel as written
+at that tile size (the assumption every tile-size knob of the kernel rests on).
+
+Recognised (else the statement is no exit, or refused with the reason and the line): an
+``if`` with no ``else`` among the statements before the loop over tiles whose body is
+``return;`` or a block ending in ``return;``; the test reads no thread index, no local set
+from one and not the tile size (its role, rows or columns or depth, is not read from a
+comparison); the statements before the return write no shared memory, synchronise nothing,
+leave no other way (``return``, ``break``, ``goto``) and read no local the kernel
+assigns (an accumulator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import builtin, int_value, strip, text, walk
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Gemm, Refused, _statements
+
+_EXITS = ("return_statement", "goto_statement", "break_statement", "continue_statement")
+
+
+@dataclass(frozen=True)
+class BlockExit:
+    """``if (test) { body; return; }``: the test (read once per block) and the statements
+    each virtual thread runs before the block returns."""
+
+    statement: Node
+    test: Node
+    body: tuple[Node, ...]
+    reads_block: bool  # the test reads a block index or grid size, or a local (which may)
+
+
+def block_exit(g: Gemm, s: Node) -> BlockExit | None:
+    """``s`` (a statement before the loop over tiles) as a whole block's exit; None when it
+    is no ``if (..) return;``; raises Refused when it is one the coarsened threads cannot
+    share."""
+    if s.type != "if_statement" or s.child_by_field_name("alternative") is not None:
+        return None
+    then = s.child_by_field_name("consequence")
+    condition = s.child_by_field_name("condition")
+    if then is None or condition is None:
+        return None
+    body = _statements(then) if then.type == "compound_statement" else [then]
+    if not body or body[-1].type != "return_statement" or body[-1].named_child_count:
+        return None
+    test = strip(condition.named_children[-1]) if condition.named_children else condition
+    if g.mentions_thread(test):
+        raise Refused(f"the early exit's test `{text(test)}` reads the thread's place: the "
+                      "coarsened threads would leave for some of their outputs only", s)
+    for n in walk(test):
+        if int_value(n) == g.tile:  # a literal or a named constant (a macro) of its value
+            raise Refused(f"the early exit's test `{text(test)}` reads the tile size "
+                          f"`{text(n)}`: its role in a comparison (rows, columns or depth) "
+                          "is not read", n)
+    for stmt in body[:-1]:
+        for n in walk(stmt):
+            if n.type in _EXITS:
+                raise Refused(f"the early exit leaves by `{text(n)}` before its return", n)
+            if n.type == "call_expression" and "sync" in text(n.child_by_field_name("function")):
+                raise Refused(f"the early exit synchronises (`{text(n)}`)", n)
+            if n.type == "identifier" and text(n) in g.assigned:
+                raise Refused(f"the early exit reads {text(n)}, which the kernel assigns (an "
+                              "accumulator's value is not one per virtual thread there)", n)
+            if n.type == "subscript_expression" and (a := g.access(n)) is not None and \
+                    a[0] in g.tiles:
+                raise Refused(f"the early exit touches the shared tile `{text(n)}`", n)
+    reads_block = any(builtin(n, "blockIdx") is not None or builtin(n, "gridDim") is not None
+                      or (n.type == "identifier" and text(n) in g.locals) for n in walk(test))
+    if reads_block and g.rect:
+        raise Refused(f"the early exit's test `{text(test)}` reads the block's place on a "
+                      f"{g.block_size['y']} x {g.block_size['x']} tile: kept square, the "
+                      "template's default would not be the kernel as written", s)
+    return BlockExit(s, test, tuple(body[:-1]), reads_block)
+
+
+def constrain_exits(plan: Plan, exits: list[BlockExit], rows: str, columns: str) -> None:
+    """Keep the block tile square where an exit's test reads a block index (module doc)."""
+    for ex in exits:
+        if ex.reads_block:
+            plan.constrain(f"{rows} == {columns}")
+            plan.note("REGISTER_TILE", True, f"the block's early exit `if "
+                      f"({text(ex.test)})` runs each virtual thread's statements, then "
+                      f"returns; its test reads the block's index, so the block tile stays "
+                      f"square ({rows} == {columns}), as written", ex.statement)
+            return
