@@ -68,6 +68,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py dwconv3_nhwc wave2d_o4 gauss5
     python3 gpu_checks/memgap_probe.py mandel_f64
     python3 gpu_checks/memgap_probe.py nbody_accel
+    python3 gpu_checks/memgap_probe.py syrk_lower
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -270,6 +271,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"V": 4, "ROWS": 1, "SHFL": 1, "PAD": 0, "VEC": 4},
         "pick_no_shfl_vec": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 1}}),
+    # compute-bound (set 11): the first contact lifted nothing (a class template's static
+    # tile routine, blocks above the diagonal leaving early; expert 2.04x at BT 64, BK 32,
+    # TM 4, TN 2, PAD 1, SAME 1); now BM == BN, BK, TM, TN, VEC. The expert's 4 x 2 register
+    # tile on a 64 tile is outside the lift's space (regtile_space: a 4 x 2 tile to 1024
+    # outputs a block), so the lift at its nearest (64, 32, 4 x 4), with 16-deep slices, at
+    # 4 x 2 on a 32 tile, and at 128 of 8 x 8; the expert at its pick, with one staged copy
+    # per tile back to two (SAME 0: the lift stages both), and at the lift's 4 x 4
+    "syrk_lower": ("corpus_compute_unseen11", {
+        "expert_pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4},
+        "bk16": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "VEC": 4},
+        "t32_4x2": {"BM": 32, "BN": 32, "BK": 32, "TM": 4, "TN": 2, "VEC": 4},
+        "t128_8x8": {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "VEC": 4},
+    }, {"pick": {"BT": 64, "BK": 32, "TM": 4, "TN": 2, "PAD": 1, "SAME": 1},
+        "pick_same0": {"BT": 64, "BK": 32, "TM": 4, "TN": 2, "PAD": 1, "SAME": 0},
+        "pick_4x4": {"BT": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1, "SAME": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
