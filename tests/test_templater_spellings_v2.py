@@ -238,3 +238,13 @@ def test_a_1d_block_laid_out_as_rows_of_points_is_refused_with_its_line() -> Non
     with pytest.raises(TemplateError, match=r"OUT_Y: not applied: the 1-D block of 256 "
                        r"threads is laid out as rows of points by `threadIdx.x / TX`.*\(line 11\)"):
         offline_template(_folder("v2_lap9_flat_tile"))
+
+
+def test_items_name_the_index_they_miss_where_the_loop_is_in_a_helper() -> None:
+    """The logistic map's loop is in ``logistic<64>``; the flattened 2-D grid's point is no
+    ``blockIdx.x * B + threadIdx.x``: ITEMS_PER_THREAD says so (it was silent)."""
+    lifted = offline_template(_folder("v2_logistic_template_iters")).lifted
+    assert "ITEMS_PER_THREAD" not in {p.name for p in lifted.params}
+    assert any(n.startswith("ITEMS_PER_THREAD: not applied: items with independent state: no "
+                            "top-level `T i = blockIdx.x * B + threadIdx.x`") and
+               n.endswith("(line 8)") for n in lifted.notes), lifted.notes

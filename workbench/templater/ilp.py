@@ -595,7 +595,9 @@ def apply_ilp(plan: Plan) -> bool:
         return False
     # a compute loop this transform would interleave items in, in a per-element kernel (no
     # shared memory or warp intrinsic): where it does not apply, the note says why
-    loop = next((n for n in walk(plan.body) if n.type in LOOPS), None) if not (
+    loop = next((n for n in walk(plan.body) if n.type in LOOPS), None) or next(
+        (m for n in walk(plan.body) if n.type == "call_expression"
+         and (m := loop_in_call(plan.source, n)) is not None), None) if not (
         any(d.is_shared for d in plan.facts.defs.values()) or
         any(c.startswith(_WARP) for c in calls(plan.body))) else None
     found = _index_declaration(plan)
