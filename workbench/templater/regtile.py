@@ -64,6 +64,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile_pairing import (
     ROWS_FROM_Y,
 )
+from workbench.templater.regtile_shapes import constrain_unguarded
 from workbench.templater.regtile_split import (
     ThreadSplit,
     const_value,
@@ -538,6 +539,8 @@ def lift_regtile(plan: Plan) -> bool:
             plan.note("REGISTER_TILE", False, exc.reason, exc.node)
             return False
         emit_register_tile(g, loops[0])
+        constrain_unguarded(plan, {"y": g.names["BM"], "x": g.names["BN"], "k": g.names["BK"]},
+                            loops[0].child_by_field_name("condition"))
     return True
 
 

@@ -1,0 +1,115 @@
+"""The shapes a tiled kernel as written is correct at (:mod:`.regtile`, :mod:`.smem_tiles`).
+
+A kernel that never bounds its rows by the matrix's row count (``if (row < M)``, ``r < M ?
+A[..] : 0``) reads and writes whole tiles only: as written it is correct where M is a
+multiple of its tile (the CUDA samples' ``matrixMul`` is the best known), and nowhere else.
+The lift's tiles are other sizes, so a config whose BM does not divide M would read rows
+past the matrix and write rows past C, at a shape where the kernel as written is right. Per
+dimension, the space then keeps the size a multiple of the lifted tile: ``M % BM == 0`` for
+rows (the grid's y rule ``ceil_div(M, BM)`` names M), ``N % BN == 0`` for columns (its x
+rule), ``K % BK == 0`` for the depth (the loop over k's bound) — the same assumption the
+kernel as written makes of its own tile, now of the config's.
+
+A tile tied to a square block through one macro (:mod:`.smem_tiles`, the samples' own
+``matrixMul``: ``for (a = aBegin, b = bBegin; a <= aEnd; a += aStep, b += bStep)``) follows
+the same rule with its one TILE: each size a grid rule divides by the tile, and each size
+an index reads, that the kernel bounds nothing by, stays a multiple of TILE.
+
+A size counts as bounded when a comparison of the kernel names it, a local set from it
+(``const int rows = M;``) included, other than the test of a loop over tiles (a loop that
+synchronises the block: its test bounds the tile's start, not its elements). A clamp
+(``min(r, M - 1)``) is no comparison: such a kernel gets the constraint too, which keeps
+only configs that are right either way.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import calls, text, walk
+from workbench.templater.plan import Plan
+
+_COMPARISONS = ("<", "<=", ">", ">=")
+
+
+def constrain_unguarded(plan: Plan, tiles: dict[str, str], k_test: Node | None) -> None:
+    """Keep each size the kernel never bounds a multiple of its lifted tile. ``tiles``: the
+    parameter of the rows, columns and depth (``{"y": "BM", "x": "BN", "k": "BK"}``) as the
+    grid rules (y, x) and the loop over k (its test ``k_test``) name them."""
+    sizes: dict[str, str] = {}
+    for i, dim in enumerate(("x", "y")):
+        shape = _grid_size(plan, i, tiles[dim])
+        if shape is not None:
+            sizes[dim] = shape
+    depth = _depth(k_test)
+    if depth is not None and depth in plan.scalars:
+        sizes["k"] = plan.scalars[depth].strip()
+    for dim, shape in sizes.items():
+        what = {"y": "rows", "x": "columns", "k": "depth along k"}[dim]
+        _whole(plan, shape, tiles[dim], what)
+
+
+def constrain_whole_tiles(plan: Plan, tile: str) -> None:
+    """Keep each size a multiple of ``tile`` that a grid rule divides by it or an index
+    reads, where the kernel bounds nothing by that size."""
+    shapes = [s for i in range(min(2, len(plan.grid))) if (s := _grid_size(plan, i, tile))]
+    indexed = {text(n) for n in walk(plan.body) if n.type == "subscript_expression"
+               for n in walk(n.child_by_field_name("indices") or n) if n.type == "identifier"}
+    shapes += [plan.scalars[a].strip() for a in sorted(indexed) if a in plan.scalars]
+    for shape in dict.fromkeys(shapes):
+        _whole(plan, shape, tile, "extent")
+
+
+def _grid_size(plan: Plan, dim: int, tile: str) -> str | None:
+    """S of the grid rule ``ceil_div(S, tile)`` along ``dim``, or None."""
+    rule = plan.grid[dim].strip() if dim < len(plan.grid) else ""
+    found = re.fullmatch(rf"ceil_div\((.+), {tile}\)", rule)
+    return found.group(1).strip() if found else None
+
+
+def _whole(plan: Plan, shape: str, tile: str, what: str) -> None:
+    args = {a for a, s in plan.scalars.items() if s.strip() == shape}
+    if not args or _compared(plan, args):
+        return
+    plan.constrain(f"({shape}) % {tile} == 0")
+    plan.note(tile, True, f"no comparison bounds the {what} by {' or '.join(sorted(args))}: "
+              f"the kernel as written reads and writes whole tiles only (correct where {shape} "
+              f"is a multiple of its tile), so the space keeps {shape} a multiple of {tile}",
+              plan.body)
+
+
+def _depth(test: Node | None) -> str | None:
+    """The size the loop over k runs to: the name ``k < K`` compares with."""
+    if test is None:
+        return None
+    names = [text(n) for n in walk(test) if n.type == "identifier"]
+    return names[-1] if test.type == "binary_expression" and len(names) == 2 else None
+
+
+def _compared(plan: Plan, args: set[str]) -> bool:
+    """Whether a comparison in the kernel, other than a loop over tiles' test, reads one of
+    ``args`` or a local set from one."""
+    names = set(args)
+    grew = True
+    while grew:
+        grew = False
+        for d in plan.facts.defs.values():
+            if d.name not in names and d.value is not None and \
+                    any(n.type == "identifier" and text(n) in names for n in walk(d.value)):
+                names.add(d.name)
+                grew = True
+    walks = {(t.start_byte, t.end_byte) for n in walk(plan.body)
+             if n.type in ("for_statement", "while_statement", "do_statement")
+             and "__syncthreads" in calls(n)
+             and (t := n.child_by_field_name("condition")) is not None}
+    for n in walk(plan.body):
+        if n.type != "binary_expression" or \
+                any(a <= n.start_byte and n.end_byte <= b for a, b in walks):
+            continue
+        op = n.child_by_field_name("operator")
+        if op is not None and text(op) in _COMPARISONS and \
+                any(m.type == "identifier" and text(m) in names for m in walk(n)):
+            return True
+    return False
