@@ -21,6 +21,7 @@ from workbench.templater.apron import lift_apron
 from workbench.templater.block import _shared_arrays
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import fresh_names
+from workbench.templater.regtile_shapes import constrain_whole_tiles
 from workbench.templater.rules import literal, scale_divisor
 
 
@@ -79,6 +80,7 @@ def lift_tied_tiles(plan: Plan) -> bool:
     plan.note(name, True, f"{macro} sizes the block, the grid and the shared array {array} "
               f"(`{text(extent)}`): one parameter, so the tile, its halo and its load loops "
               "follow the block", decl)
+    constrain_whole_tiles(plan, name)  # a kernel that bounds no index by a size
     return True
 
 
