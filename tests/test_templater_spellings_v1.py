@@ -18,7 +18,13 @@ staging its apron in a 1-D shared tile by a flat strided loop over a square bloc
 workbench/templater/block.py read the loop's ``TW * TH`` step as one factor a dimension,
 both factors followed BLOCK_X: wrong at every non-square block); a 5 x 5 ``__constant__``
 filter on a 1-D block split into 32 x 8 by ``%`` and ``/`` with ``while`` loops over the
-taps and two early returns (items only: the 2-D families read a 2-D block); A^T.B with a bias
+taps and two early returns (items only: the 2-D families read a 2-D block); a product with
+no bounds test at all, right only where M, N, K are multiples of its tile (before
+workbench/templater/regtile_shapes.py kept them multiples of the lifted tile, a 32-tile
+config read past A and B at 48 x 80 x 48); the samples' matrixMul, its indices walked in
+the loop's header (the register tile refuses it with the line; the tied tile lifts TILE, whose
+32 read and wrote past C at 48 x 80 x 48 before the same rule kept the sizes multiples of
+it); A^T.B with a bias
 and ReLU in the store, a function-like index macro and a ``while`` over a precomputed count of
 k-tiles; a 7 x 7 clamped ``__constant__`` filter walked by ``do``-``while`` loops from ``-KR``
 to ``KR`` (before workbench/templater/loop_forms_open.py read the macro, the loops stayed
@@ -103,6 +109,60 @@ def test_every_checked_gemm_config_computes_the_product(name: str, tmp_path: Pat
     ends = end_configs(template, {**ENV, "elem_bytes": 4})
     for config in [dict(template.default_config()), *host_sample(ends)]:
         assert worst_error(s, template, config, ENV, tmp_path) < 1e-3, config
+
+
+UNGUARDED = Spelling(_source("gemm_unguarded_whole_tiles"), GRID, ("16", "16"), MNK,
+                     "k(C, A, B, M, N, K)", a_index="(size_t)r * K + k",
+                     b_index="(size_t)k * N + c", c_index="(size_t)r * N + c")
+#: multiples of the tile as written (16), of no larger tile: 48 rows, 80 columns, depth 48
+WHOLE = {"batch": 1, "M": 48, "N": 80, "K": 48}
+
+
+def test_an_unguarded_product_keeps_each_size_a_multiple_of_the_lifted_tile() -> None:
+    """As written it is right only where M, N, K are multiples of 16; before the space said
+    so, BM = BN = BK = 32 at this shape read past A and B (a crash on the host)."""
+    lifted = lift(UNGUARDED)
+    assert {p.name for p in lifted.params} == GEMM_KNOBS, lifted.notes
+    assert {"(M) % BM == 0", "(N) % BN == 0", "(K) % BK == 0"} <= set(lifted.constraints)
+    template = lifted_template(lifted, "k")
+    wide = {**template.default_config(), "BM": 32, "BN": 32, "BK": 32}
+    assert template.space({**WHOLE, "elem_bytes": 4}).rejection(wide) == "(N) % BN == 0"
+    guarded = lift(GEMMS["gemm_1d_tiles_pointer_bump"]).constraints  # bounds every size
+    assert not any(c.endswith(("% BM == 0", "% BN == 0", "% BK == 0")) for c in guarded)
+
+
+@pytest.mark.timeout(900)
+def test_every_checked_unguarded_config_computes_the_product(tmp_path: Path) -> None:
+    template = lifted_template(lift(UNGUARDED), "k")
+    ends = end_configs(template, {**WHOLE, "elem_bytes": 4})
+    mix = {**template.default_config(), "BM": 16, "BN": 16, "BK": 16, "TM": 2, "TN": 2}
+    for config in [dict(template.default_config()), *host_sample(ends), mix]:
+        assert worst_error(UNGUARDED, template, config, WHOLE, tmp_path) < 1e-3, config
+
+
+SAMPLES = Spelling(_source("gemm_samples_walked_indices"), GRID, ("16", "16"), MNK,
+                   "k(C, A, B, M, N, K)", a_index="(size_t)r * K + k",
+                   b_index="(size_t)k * N + c", c_index="(size_t)r * N + c")
+
+
+def test_the_samples_walk_lifts_its_tile_with_whole_tiles_only() -> None:
+    """The register tile refuses the walked indices (the line named); the tied tile lifts
+    TILE, each size a multiple of it (before, TILE 32 at N = 80 read and wrote past C)."""
+    lifted = lift(SAMPLES)
+    assert {p.name for p in lifted.params} == {"TILE", "MIN_BLOCKS_PER_SM"}, lifted.notes
+    assert "REGISTER_TILE: not applied: the load `A[a + K * ty + tx]` of tile sA cannot be " \
+        "shown to move by one block along rows when the tile position moves by 16 (line 12)" \
+        in lifted.notes
+    assert {"(N) % TILE == 0", "(M) % TILE == 0", "(K) % TILE == 0"} <= set(lifted.constraints)
+
+
+@pytest.mark.timeout(600)
+def test_every_checked_samples_config_computes_the_product(tmp_path: Path) -> None:
+    template = lifted_template(lift(SAMPLES), "k")
+    ends = end_configs(template, {**WHOLE, "elem_bytes": 4})
+    assert {c["TILE"] for c in ends} == {8}  # the ends 8 and 32: 32 divides neither 48 nor 80
+    for config in [dict(template.default_config()), *ends]:  # the default: TILE 16
+        assert worst_error(SAMPLES, template, config, WHOLE, tmp_path) < 1e-3, config
 
 
 HALF_ABT = HalfGemm(_source("gemm_abt_lambda_half"), "k", MNK, "k(c, a, b, M, N, K)", "c")
