@@ -11,9 +11,12 @@ workbench/templater/regtile_exit.py lets a whole block's exit before the loop ov
 run each virtual thread's statements and return, its block test keeping the block tile
 square (BM == BN). The lift now gets BM, BN, BK, TM, TN, VEC.
 
-Pure: the knobs and the square tile; the member rewrite keeps every line's number; forms it
+Pure: the knobs and the square tile; the member rewrite keeps every line's number, a class's
+static constants become constants at the top of each member (a class whose padding is its
+``static constexpr int kPad`` lifts the same knobs, host-checked at its corners); forms it
 refuses, with the reason (a data member, a specialisation, a sibling call, the class named
-as a type, an exit whose test reads the thread or the tile size). Host (g++): the folder's
+as a type, a constant shadowed or naming the class, an exit whose test reads the thread or
+the tile size). Host (g++): the folder's
 lift at its default, every all-ends config and three mixes against the plain kernel; a
 second spelling (the upper triangle, a plain struct's member function template called
 ``UpperSyrk::tile<8>(..)``, block indices named first, if / else fills) against the product
@@ -115,7 +118,52 @@ def test_a_member_becomes_a_free_template_on_the_same_lines() -> None:
     assert found[0].line == 8
 
 
+_CONSTANTS = """template <int T> struct S {
+  static constexpr int PAD = 1, N = T * T;
+  static const int Q = 3;
+  __device__ static void f(float* x) { __shared__ float t[T][T + PAD]; x[0] = N + Q + t[0][0]; }
+};
+__global__ void k(float* x) { S<4>::f(x); }
+"""
+
+
+def test_a_classs_constants_become_locals_at_the_top_of_each_member() -> None:
+    text, found = free_members(_CONSTANTS, "k", "k.cu")
+    lines = text.splitlines()
+    assert len(lines) == len(_CONSTANTS.splitlines())
+    assert [ln.strip() for ln in lines[:3]] == ["", "", ""]
+    assert lines[3].strip().startswith(
+        "template <int T> __device__  void S_f(float* x) { constexpr int PAD = 1, N = T * T; "
+        "const int Q = 3; __shared__ float t[T][T + PAD];")
+    assert [f.applied for f in found] == [True]
+
+
+def _with_constant(source: str) -> str:
+    """syrk_lower as a class whose padding is its static constant (two more lines)."""
+    return source.replace("struct LowerTile {\n", "class LowerTile {\n public:\n"
+                          "  static constexpr int kPad = 1;\n") \
+        .replace("rows_j[TILE][TILE + 1]", "rows_j[TILE][TILE + kPad]")
+
+
+def _lift_with_constant() -> Any:
+    return lift_kernel(_with_constant((FOLDER / "baseline.cu").read_text()),
+                       entry="syrk_lower", grid=["ceil_div(n, 16)", "ceil_div(n, 16)"],
+                       block=["16", "16"], scalars={"n": "n", "k": "k"})
+
+
+def test_a_class_with_a_constant_lifts_the_same_knobs() -> None:
+    lifted = _lift_with_constant()
+    assert [p.name for p in lifted.params] == KNOBS, lifted.notes
+    assert "BM == BN" in lifted.constraints
+
+
 @pytest.mark.parametrize(("why", "source", "reason"), [
+    ("a constant shadowed at a member's top", "struct S { static constexpr int P = 2;\n"
+     "__device__ static void f(float* x) { int P = 3; x[threadIdx.x] = P; } };\n"
+     "__global__ void k(float* x) { S::f(x); }\n", "declares P"),
+    ("a constant naming a member", "struct S { static constexpr int P = sizeof(S);\n"
+     "__device__ static void f(float* x) { x[threadIdx.x] = P; } };\n"
+     "__global__ void k(float* x) { S::f(x); }\n", "names S"),
     ("a data member", "struct S { float scale; __device__ static void f(float* x) "
      "{ x[threadIdx.x] = 1.0f; } };\n__global__ void k(float* x) { S::f(x); }\n",
      "is not a static member function"),
@@ -160,6 +208,24 @@ def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
         if config not in out:
             out.append(config)
     return out
+
+
+@needs_gxx
+@pytest.mark.timeout(900)
+def test_the_class_with_a_constant_matches_the_plain_kernel_at_its_corners(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """The default, the last all-ends config and the last mix."""
+    kf = load_kernel_folder(FOLDER)
+    template = lifted_template(_lift_with_constant(), "syrk_lower")
+    env = kf.env(kf.check_shape, "fp32")
+    configs = [dict(template.default_config()), end_configs(template, env)[-1], MIXES[-1]]
+    want = held_back_unseen11.SET.plain_outputs("syrk_lower", tmp_path / "plain", host_flags)
+    for i, config in enumerate(configs):
+        assert template.space(env).rejection(config) is None, config
+        source = held_back_unseen11.host_source(template.render(config, "fp32").source)
+        got = _run(kf, source, template.launch_for(config, env), _inputs(kf),
+                   tmp_path / f"config{i}", host_flags)
+        _assert_same(kf, got, want, f"the class with a constant at {config}")
 
 
 @needs_gxx

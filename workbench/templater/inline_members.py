@@ -14,8 +14,10 @@ its closing brace become blank text on their lines).
 
 Legal only when (else refused with the reason and the line, the source kept as written):
 the class is defined once at file scope (no specialisation, no object of it declared with
-the definition); its members are static member functions only (access labels aside: a data
-member, a type or a constant is something the free functions would not see); no member
+the definition); its members are static member functions and static constants of a plain
+type (``static constexpr int PAD = 1;``, written at the top of each free function's body;
+a data member or a type is something the free functions would not see), no member
+declaring a constant's name at its top; no member
 names the class or another member (a sibling call would need the class's scope); the class
 is named nowhere but at the scope of calls ``Class<..>::member(..)``; a call whose class
 arguments lean on defaults names no member arguments (the free function's parameters are
@@ -31,7 +33,13 @@ from tree_sitter import Node
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import CudaSourceError
 from workbench.templater.analysis import inside, text, walk
-from workbench.templater.inline_bind import Refused, fresh, names_in, template_params
+from workbench.templater.inline_bind import (
+    Refused,
+    declared,
+    fresh,
+    names_in,
+    template_params,
+)
 from workbench.templater.records import Finding
 
 TRANSFORM = "INLINE"
@@ -121,6 +129,7 @@ def _free(root: Node, name: str) -> tuple[list[_Edit], str]:
     tparams = outer.child_by_field_name("parameters") if outer is not spec else None
     class_params = template_params(outer)
     members = _members(body)
+    constants = _constants(body, name, set(members))
     taken = {text(n) for n in names_in(root)} | \
         {text(n) for n in walk(root) if n.type == "field_identifier"}
     renamed = {m: fresh(f"{name}_{m}", taken) for m in members}
@@ -130,12 +139,21 @@ def _free(root: Node, name: str) -> tuple[list[_Edit], str]:
     for child in body.children:
         if child.type in ("access_specifier", ":", "}"):
             edits.append(_Edit(child.start_byte, child.end_byte, _blank(text(child))))
+    for decl in constants:
+        edits.append(_Edit(decl.start_byte, decl.end_byte, _blank(text(decl))))
+    local = " ".join(_local_constant(d) for d in constants)
     after = spec.next_sibling
     if after is not None and after.type == ";":
         edits.append(_Edit(after.start_byte, after.end_byte, " "))
     head = text(tparams)[1:-1].strip() if tparams is not None else ""
     for member, (fn, own) in members.items():
         edits += _member_edits(fn, own, head, renamed[member])
+        if local:
+            _not_shadowed(fn, constants)
+            inner = fn.child_by_field_name("body")
+            assert inner is not None
+            edits.append(_Edit(inner.children[0].end_byte, inner.children[0].end_byte,
+                               f" {local}"))
     calls = _calls_of(root, spec, name)
     for call in calls:
         edits.append(_call_edit(call, renamed, len(class_params)))
@@ -183,7 +201,7 @@ def _members(body: Node) -> dict[str, tuple[Node, Node]]:
     ``template_declaration`` of its own or the definition); refuses any other member."""
     out: dict[str, tuple[Node, Node]] = {}
     for child in body.children:
-        if child.type in _LABELS:
+        if child.type in _LABELS or _is_constant(child):
             continue
         fn = child.children[-1] if child.type == "template_declaration" else child
         if fn.type != "function_definition" or not any(
@@ -197,6 +215,49 @@ def _members(body: Node) -> dict[str, tuple[Node, Node]]:
     if not out:
         raise Refused("it has no static member function", body)
     return out
+
+
+def _is_constant(child: Node) -> bool:
+    """``static constexpr int PAD = 1, N = T * T;`` (or ``static const``): a static data
+    member of a plain type, every name given its value where it is declared."""
+    if child.type != "field_declaration":
+        return False
+    words = {text(c) for c in child.children if c.type in ("storage_class_specifier",
+                                                           "type_qualifier")}
+    kind = child.child_by_field_name("type")
+    names = child.children_by_field_name("declarator")
+    return "static" in words and bool({"const", "constexpr"} & words) and kind is not None \
+        and kind.type in ("primitive_type", "sized_type_specifier") and bool(names) and \
+        all(n.type == "field_identifier" for n in names) and \
+        len(child.children_by_field_name("default_value")) == len(names)
+
+
+def _constants(body: Node, name: str, members: set[str]) -> list[Node]:
+    """The class's static constants (:func:`_is_constant`); their values name neither the
+    class nor a member function."""
+    out = [c for c in body.children if _is_constant(c)]
+    for decl in out:
+        for value in decl.children_by_field_name("default_value"):
+            for n in names_in(value):
+                if text(n) in members | {name}:
+                    raise Refused(f"its constant `{' '.join(text(decl).split())}` names "
+                                  f"{text(n)}: read in the class's scope", n)
+    return out
+
+
+def _local_constant(decl: Node) -> str:
+    """The constant as a local of each free function (``constexpr int PAD = 1;``)."""
+    return " ".join(text(c) for c in decl.children if c.type != "storage_class_specifier")\
+        .replace(" ,", ",").replace(" ;", ";")
+
+
+def _not_shadowed(fn: Node, constants: list[Node]) -> None:
+    """No parameter or local of ``fn`` is named like a constant put at its top."""
+    names = {text(n) for d in constants for n in d.children_by_field_name("declarator")}
+    for found, nodes in declared(fn).items():
+        if found in names:
+            raise Refused(f"its member {_function_name(fn)} declares {found}, a name of the "
+                          "class's constants put at the top of its body", nodes[0])
 
 
 def _function_name(fn: Node) -> str:
@@ -219,7 +280,7 @@ def _name_node(fn: Node) -> Node:
 def _own_names(body: Node, name: str, members: set[str]) -> None:
     """No member's body names its class or a member (a sibling call, ``Class::member``)."""
     for child in body.children:
-        if child.type in _LABELS:
+        if child.type in _LABELS or _is_constant(child):
             continue
         fn = child.children[-1] if child.type == "template_declaration" else child
         inner = fn.child_by_field_name("body")
