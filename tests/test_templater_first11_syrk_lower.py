@@ -290,6 +290,27 @@ def test_the_second_spelling_computes_the_upper_product_at_every_end_and_the_mix
 
 @needs_gxx
 @pytest.mark.timeout(600)
+def test_an_exit_declaring_its_own_local_declares_it_per_virtual_thread(
+        tmp_path: Path) -> None:
+    """``const size_t at = (size_t)r * n + c;`` in the exit's body is declared inside the
+    loop over the register tile, as an epilogue's local is (it was inlined as a value of the
+    prologue: its declaration then read ``const size_t (..) = ..``, no config compiled)."""
+    source = SPELLING.read_text().replace(
+        "      if (r < n && c < n) out[(size_t)r * n + c] = 0.0f;\n",
+        "      const size_t at = (size_t)r * n + c;\n      if (r < n && c < n) out[at] = 0.0f;\n")
+    assert "out[at]" in source
+    lifted = lift_kernel(source, entry="syrk_upper", grid=["ceil_div(n, 8)", "ceil_div(n, 8)"],
+                         block=["8", "8"], scalars={"n": "n", "k": "k"})
+    template = lifted_template(lifted, "syrk_upper")
+    assert "const size_t at = " in template.source
+    env = {"n": 45, "k": 37, "elem_bytes": 4}
+    for i, config in enumerate([dict(template.default_config()), MIXES[1],
+                                end_configs(template, env)[-1]]):
+        assert _upper_error(template, config, tmp_path / f"config{i}") < 1e-3, config
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
 def test_a_tile_forced_past_the_square_constraint_computes_wrong_outputs() -> None:
     """BM 8, BN 16 (the space rejects it: BM == BN): a block whose row index passes its
     column index is no longer wholly below the diagonal (rows 16..23, columns 16..31), and

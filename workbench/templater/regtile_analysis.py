@@ -215,7 +215,10 @@ def analyse(g: Gemm, loop: Node) -> None:
                 g.thread_alias[found[0]] = found[1].dim
     # thread-dependent locals declared outside the per-thread code are inlined there: they
     # must be single definitions that are never reassigned
-    outside = [c for c in parts.prologue + parts.stores]
+    # (an early exit's locals are declared where each virtual thread runs it, as the
+    # epilogue's are)
+    outside = [c for c in parts.prologue + parts.stores
+               if not any(c == leave.statement for leave in parts.exits)]
     g.inlinable = {x for x in g.threaded if any(
         c.start_byte <= g.locals[x].decl.start_byte < c.end_byte for c in outside)} - loop_vars
     for s in outside:
