@@ -41,13 +41,15 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen11.ROOT / "wht1024_rows"
-KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "MIN_BLOCKS_PER_SM")
-#: 128 threads of 4 items over 2 rows (the last block half past the 5 rows); 32 threads of
-#: 16 items over 8 rows (one block, 3 rows dead) at the largest register cap; a full
-#: 256-thread row pair of 4 rows.
-MIXES = [{"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2},
-         {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "MIN_BLOCKS_PER_SM": 4},
-         {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 4, "MIN_BLOCKS_PER_SM": 2}]
+KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "VEC", "MIN_BLOCKS_PER_SM")
+#: The expert's H100 pick in the lift's knobs (V 4: 256 threads a row, float4 copies);
+#: 128 threads of 4 items over 2 rows (the last block half past the 5 rows), float2; 32
+#: threads of 16 items over 8 rows (one block, 3 rows dead) at the largest register cap; 64
+#: threads over 4 rows, float4.
+MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4},
+         {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "VEC": 2},
+         {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "VEC": 1, "MIN_BLOCKS_PER_SM": 4},
+         {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 2}]
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
@@ -125,11 +127,17 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
     assert "__shared__ float buf[ROWS_PER_BLOCK][ROW];" in source
     # the row guard is the per-row flag every phase's loop tests; no thread returns
     assert "return" not in source.split("wb_live", 1)[1]
-    assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 3
-    # t, the thread's alias, is recomputed from the item in each of the three phases
-    assert source.count("const int t = wb_t;") == 3
+    # the butterflies: a block-stride loop over the 512 items, t recomputed from the item
+    assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 1
+    assert source.count("const int t = wb_t;") == 1
     assert "const int t = threadIdx.x;" not in source
+    # the load and the store copy the row, VEC consecutive floats a thread an access
+    assert "for (int wb_e = threadIdx.x * VEC; wb_live && wb_e < 1024; " \
+        "wb_e += BLOCK_THREADS * VEC) {" in source
+    assert "*reinterpret_cast<const WbVec<float, VEC>*>(src + wb_e);" in source
+    assert "wb_v.v[wb_j] = buf[threadIdx.y][wb_at] * scale;" in source
     assert any("3 phases between barriers" in n for n in _notes(lifted, "BLOCK_THREADS"))
+    assert any("2 phases move a row of 1024 elements" in n for n in _notes(lifted, "VEC"))
 
 
 def test_a_bitonic_sort_guarded_by_a_block_lifts_the_same_knobs() -> None:
@@ -140,7 +148,8 @@ def test_a_bitonic_sort_guarded_by_a_block_lifts_the_same_knobs() -> None:
     assert "const bool wb_live = (blockIdx.x * ROWS_PER_BLOCK + threadIdx.y) < rows;\n  {" \
         in source
     assert "if (blockIdx.x" not in source
-    assert source.count("unsigned tid = wb_t;") == 3
+    assert source.count("unsigned tid = wb_t;") == 1  # the stages; the copies per VEC
+    assert "*reinterpret_cast<WbVec<float, VEC>*>(out + wb_e) = wb_v;" in source
     assert "__shared__ float keys[ROWS_PER_BLOCK][N_KEYS];" in source
 
 
@@ -170,11 +179,32 @@ def test_a_barrier_loop_counted_by_the_row_keeps_one_row_a_block() -> None:
     source = BITONIC.replace("for (int k = 2; k <= N_KEYS; k <<= 1)",
                              "for (int k = 2; k <= N_KEYS >> (blockIdx.x & 1); k <<= 1)")
     lifted = _lift(source)
-    assert tuple(p.name for p in lifted.params) == ("BLOCK_THREADS", "MIN_BLOCKS_PER_SM")
+    assert tuple(p.name for p in lifted.params) == ("BLOCK_THREADS", "VEC", "MIN_BLOCKS_PER_SM")
     assert any("runs as many times as its row says" in n
                for n in _notes(lifted, "ROWS_PER_BLOCK")), lifted.notes
     # one row a block: the guard stays as written
     assert "if (blockIdx.x < rows) {" in lifted.source
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # the load moves each key to its neighbour's place: no longer a row copy
+    ("keys[tid] = in[tid];", "keys[tid] = in[tid ^ 1u];", "are not the same element"),
+    # a row whose length is an argument: its start's alignment is not known
+    ("const float* in = x + (size_t)blockIdx.x * N_KEYS;",
+     "const float* in = x + (size_t)blockIdx.x * (unsigned)rows;", "the alignment of in"),
+], ids=["permuted-load", "row-offset-by-argument"])
+def test_a_load_that_is_no_aligned_row_copy_keeps_its_items(old: str, new: str,
+                                                           why: str) -> None:
+    assert old in BITONIC
+    # the store stays a row copy: VEC still lifts for it, the load keeps its item loop
+    lifted = _lift(BITONIC.replace(old, new))
+    assert "VEC" in {p.name for p in lifted.params}, lifted.notes
+    assert lifted.source.count("unsigned tid = wb_t;") == 2
+    only_load = BITONIC.replace(old, new).replace("out[tid] = keys[tid];",
+                                                  "out[tid] = keys[tid ^ 1u];")
+    refused = _lift(only_load)
+    assert "VEC" not in {p.name for p in refused.params}
+    assert any(why in n for n in _notes(refused, "VEC")), refused.notes
 
 
 def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
@@ -215,9 +245,10 @@ def test_the_wht_lift_computes_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(FOLDER)
     ran = _same_outputs(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
-    # of the 8 all-ends configs, 512 x 8 rows passes 1024 threads (twice), 32 x 1 at 4
-    # blocks an SM caps nothing 1 does not, 512 x 1 x 0 is the default, 32 x 8 x 4 a mix
-    assert ran == 1 + len(MIXES) + 3
+    # of the 16 all-ends configs, 512 x 8 rows passes 1024 threads (4), 32 x 1 at 4 blocks
+    # an SM caps nothing 1 does not (2), 512 x 1 x VEC 1 x 0 is the default, 32 x 8 x VEC 1
+    # x 4 a mix
+    assert ran == 1 + len(MIXES) + 8
 
 
 def _bitonic_folder(root: Path) -> KernelFolder:
@@ -239,7 +270,7 @@ def test_the_bitonic_lift_sorts_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _bitonic_folder(tmp_path / "spelling")
     ran = _same_outputs(kf, BITONIC, tmp_path / "runs", host_flags)
-    assert ran == 1 + len(MIXES) + 3  # the same space as the wht's
+    assert ran == 1 + len(MIXES) + 8  # the same space as the wht's
     want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
                                          "fp32")["y"]
     got = _run(kf, held_back_unseen11.host_source(BITONIC),

@@ -44,6 +44,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, text, walk
 from workbench.templater.block import _governed
+from workbench.templater.block_phases_vec import RowCopy, emit_copy, row_copy
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
@@ -114,7 +115,12 @@ def lift_phases(plan: Plan) -> bool:
     except Refused as exc:
         plan.note(ROWS, False, exc.reason, exc.node)
         row = None
-    _emit_threads(plan, layout, items, threads, live=row is not None)
+    copies = _row_copies(plan, layout, items, row)
+    vec = fresh_names(plan, ["VEC"])["VEC"] if copies else ""
+    _emit_threads(plan, layout, items, threads, live=row is not None,
+                  skip={c.run[0].id for c in copies})
+    for copy in copies:
+        emit_copy(plan, copy, threads, vec, "wb_live && " if row is not None else "")
     values = [v for v in (32, 64, 128, 256, 512, 1024) if v < items] + [items]
     anchor = layout.runs[0][0]
     plan.add_param(threads, {"kind": "choice", "values": values, "default": items,
@@ -130,7 +136,39 @@ def lift_phases(plan: Plan) -> bool:
               anchor)
     if row is not None:
         _emit_rows(plan, layout, row, threads, rows)
+    if copies:
+        step = min(c.step for c in copies)
+        plan.add_param(vec, {"kind": "choice", "values": [v for v in (1, 2, 4) if v <= step],
+                             "default": 1, "description": "consecutive elements a thread moves "
+                             "in one access in the phases that copy a row (as written: 1)"},
+                       f"{copies[0].run[0].start_point.row + 1}: "
+                       f"{text(copies[0].run[0]).splitlines()[0].strip()}")
+        plan.note(vec, True, f"{len(copies)} phases move a row of {copies[0].length} elements "
+                  f"between shared memory and {', '.join(c.pointer for c in copies)}: "
+                  f"{vec} consecutive elements a thread an access", copies[0].run[0])
     return True
+
+
+def _row_copies(plan: Plan, layout: Layout, items: int, row: RowPlan | None) -> list[RowCopy]:
+    """The runs that copy a row (VEC), each aligned for a vector of 2 or more; the others'
+    reasons noted."""
+    shared = {text(n) for d in walk(plan.body) if d.type == "declaration" and _shared(d)
+              for c in d.children_by_field_name("declarator")
+              if (n := _declarator_name(c)) is not None}
+
+    def varies(name: str) -> bool:
+        return name in layout.locals and name not in layout.uniform and name not in shared
+    copies, reasons = [], []
+    for run in layout.runs:
+        found = row_copy(plan, run, layout.derived, shared, items, layout.uniform, varies)
+        if isinstance(found, RowCopy) and found.step > 1:
+            copies.append(found)
+        else:
+            reasons.append(f"line {run[0].start_point.row + 1}: "
+                           f"{found if isinstance(found, str) else 'offsets not aligned'}")
+    if not copies:
+        plan.note("VEC", False, "no phase copies a row: " + "; ".join(reasons), plan.body)
+    return copies
 
 
 # -- the analysis --------------------------------------------------------------------------
@@ -562,16 +600,19 @@ def _needed(run: list[Node], derived: list[Node]) -> list[Node]:
     return [d for d in derived if _writes(d)[0][0] in want]
 
 
-def _emit_threads(plan: Plan, layout: Layout, items: int, threads: str, live: bool) -> None:
-    """Each run a block-stride loop over the items; ``threadIdx.x`` in it (and in the
-    thread-derived declarations, moved into the runs that read them) the item."""
-    for node in [*layout.derived, *(s for run in layout.runs for s in run)]:
+def _emit_threads(plan: Plan, layout: Layout, items: int, threads: str, live: bool,
+                  skip: set[int]) -> None:
+    """Each run (but those starting at a node of ``skip``: row copies) a block-stride loop
+    over the items; ``threadIdx.x`` in it (and in the thread-derived declarations, moved
+    into the runs that read them) the item."""
+    runs = [r for r in layout.runs if r[0].id not in skip]
+    for node in [*layout.derived, *(s for run in runs for s in run)]:
         for n in _thread_spans(node):
             plan.rw.replace(n, "wb_t")
     for decl in layout.derived:
         plan.rw.replace(decl, "")
     flag = "wb_live && " if live else ""
-    for run in layout.runs:
+    for run in runs:
         needed = _needed(run, layout.derived)
         opening = (f"{{\n#pragma unroll\nfor (int wb_k = 0; wb_k < ({items} + {threads} - 1) / "
                    f"{threads}; ++wb_k) {{ const int wb_t = threadIdx.x + wb_k * {threads}; "
