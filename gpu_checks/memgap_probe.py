@@ -261,14 +261,18 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_vec4": {"THREADS": 128, "LANES": 8, "UNROLL": 4, "VEC": 4}}),
     # memory-bound (set 11): the first contact lifted nothing (512 threads a 1024-float row,
     # the block size implied; expert 1.77x at V 4, ROWS 1, SHFL 1, VEC 4, 98 % of a copy);
-    # now BLOCK_THREADS (the phases' 512 work items a block stride apart), ROWS_PER_BLOCK.
-    # The lift at the expert's pick in its knobs (256 threads a row, one row a block), at
-    # 128 x 2 rows and 64 x 4; the expert at its pick and with its stages between threads
-    # all through shared memory and scalar loads (SHFL 0, VEC 1: its register stages alone)
+    # now BLOCK_THREADS (the phases' 512 work items a block stride apart), ROWS_PER_BLOCK,
+    # VEC (the row's load and store phases). The lift at the expert's pick in its knobs (256
+    # threads a row, one row a block, float4), with scalar copies (VEC 1), at 128 x 2 rows
+    # and 64 x 4; the expert at its pick and with its stages between threads all through
+    # shared memory and scalar loads (SHFL 0, VEC 1: its register stages alone)
     "wht1024_rows": ("corpus_compute_unseen11", {
-        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "MIN_BLOCKS_PER_SM": 0},
-        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "MIN_BLOCKS_PER_SM": 0},
-        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "vec1": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 1, "MIN_BLOCKS_PER_SM": 0},
+        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "VEC": 4,
+                    "MIN_BLOCKS_PER_SM": 0},
+        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"V": 4, "ROWS": 1, "SHFL": 1, "PAD": 0, "VEC": 4},
         "pick_no_shfl_vec": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 1}}),
     # compute-bound (set 11): the first contact lifted nothing (a class template's static
