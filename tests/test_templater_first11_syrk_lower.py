@@ -16,7 +16,9 @@ static constants become constants at the top of each member (a class whose paddi
 ``static constexpr int kPad`` lifts the same knobs, host-checked at its corners); forms it
 refuses, with the reason (a data member, a specialisation, a sibling call, the class named
 as a type, a constant shadowed or naming the class, an exit whose test reads the thread or
-the tile size). Host (g++): the folder's
+the tile size but as a block's offset); the exit's test spelled through named block offsets
+(``col0 > row0``) or with the tile size as a block offset's factor lifts the same knobs (the
+latter host-checked at its corners). Host (g++): the folder's
 lift at its default, every all-ends config and three mixes against the plain kernel; a
 second spelling (the upper triangle, a plain struct's member function template called
 ``UpperSyrk::tile<8>(..)``, block indices named first, if / else fills) against the product
@@ -187,7 +189,8 @@ def test_members_that_are_not_free_functions_stay_as_written(why: str, source: s
 
 @pytest.mark.parametrize(("why", "test", "reason"), [
     ("the thread's place", "threadIdx.x > blockIdx.y", "reads the thread's place"),
-    ("the tile size", "blockIdx.x * 8 > n", "reads the tile size"),
+    ("the tile size but as a block's offset", "blockIdx.x * 8 + 8 > n",
+     "reads the tile size"),
 ])
 def test_an_exit_whose_test_is_not_the_blocks_keeps_the_register_tile_refused(
         why: str, test: str, reason: str) -> None:
@@ -197,6 +200,55 @@ def test_an_exit_whose_test_is_not_the_blocks_keeps_the_register_tile_refused(
     assert "TM" not in [p.name for p in lifted.params], why
     assert any(n.startswith("REGISTER_TILE: not applied") and reason in n
                for n in lifted.notes), lifted.notes
+
+
+_OFFSETS = "const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;\n"
+EXIT_TESTS = {
+    # the expert's spelling: the tile's first row and column named first
+    "named_offsets": ("    const int i = blockIdx.y * TILE + ty;\n"
+                      "    const int j = blockIdx.x * TILE + tx;\n"
+                      "    if (blockIdx.x > blockIdx.y) {",
+                      "    " + _OFFSETS + "    const int i = row0 + ty;\n"
+                      "    const int j = col0 + tx;\n    if (col0 > row0) {"),
+    # the first column past the first row, the tile size a block offset's factor
+    "block_offsets": ("if (blockIdx.x > blockIdx.y) {",
+                      "if ((TILE) * blockIdx.x > blockIdx.y * TILE) {"),
+}
+
+
+def _exit_spelling(name: str) -> Any:
+    old, new = EXIT_TESTS[name]
+    source = (FOLDER / "baseline.cu").read_text()
+    assert old in source
+    return lift_kernel(source.replace(old, new), entry="syrk_lower",
+                       grid=["ceil_div(n, 16)", "ceil_div(n, 16)"], block=["16", "16"],
+                       scalars={"n": "n", "k": "k"})
+
+
+@pytest.mark.parametrize("name", list(EXIT_TESTS))
+def test_other_spellings_of_the_exit_test_lift_the_square_register_tile(name: str) -> None:
+    lifted = _exit_spelling(name)
+    assert [p.name for p in lifted.params] == KNOBS, lifted.notes
+    assert "BM == BN" in lifted.constraints
+
+
+@needs_gxx
+@pytest.mark.timeout(900)
+def test_the_block_offset_exit_matches_the_plain_kernel_at_its_corners(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """``(TILE) * blockIdx.x > blockIdx.y * TILE`` reads ``(BN) * blockIdx.x > blockIdx.y *
+    BM``: the default, a 32 tile of 4 x 2 and the last all-ends config."""
+    kf = load_kernel_folder(FOLDER)
+    template = lifted_template(_exit_spelling("block_offsets"), "syrk_lower")
+    assert "if ((BN) * blockIdx.x > blockIdx.y * BM) {" in template.source
+    env = kf.env(kf.check_shape, "fp32")
+    want = held_back_unseen11.SET.plain_outputs("syrk_lower", tmp_path / "plain", host_flags)
+    for i, config in enumerate([dict(template.default_config()), MIXES[2],
+                                end_configs(template, env)[-1]]):
+        source = held_back_unseen11.host_source(template.render(config, "fp32").source)
+        got = _run(kf, source, template.launch_for(config, env), _inputs(kf),
+                   tmp_path / f"config{i}", host_flags)
+        _assert_same(kf, got, want, f"the block-offset exit at {config}")
 
 
 def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:

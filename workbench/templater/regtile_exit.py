@@ -18,8 +18,8 @@ at that tile size (the assumption every tile-size knob of the kernel rests on).
 Recognised (else the statement is no exit, or refused with the reason and the line): an
 ``if`` with no ``else`` among the statements before the loop over tiles whose body is
 ``return;`` or a block ending in ``return;``; the test reads no thread index, no local set
-from one and not the tile size (its role, rows or columns or depth, is not read from a
-comparison); the statements before the return write no shared memory, synchronise nothing,
+from one and not the tile size but as a block's offset (``blockIdx.x * TILE``; elsewhere its
+role, rows or columns or depth, is not read from a comparison); the statements before the return write no shared memory, synchronise nothing,
 leave no other way (``return``, ``break``, ``goto``) and read no local the kernel
 assigns (an accumulator).
 """
@@ -66,7 +66,7 @@ def block_exit(g: Gemm, s: Node) -> BlockExit | None:
         raise Refused(f"the early exit's test `{text(test)}` reads the thread's place: the "
                       "coarsened threads would leave for some of their outputs only", s)
     for n in walk(test):
-        if int_value(n) == g.tile:  # a literal or a named constant (a macro) of its value
+        if int_value(n) == g.tile and not _block_offset(n):  # a literal or a named constant
             raise Refused(f"the early exit's test `{text(test)}` reads the tile size "
                           f"`{text(n)}`: its role in a comparison (rows, columns or depth) "
                           "is not read", n)
@@ -89,6 +89,21 @@ def block_exit(g: Gemm, s: Node) -> BlockExit | None:
                       f"{g.block_size['y']} x {g.block_size['x']} tile: kept square, the "
                       "template's default would not be the kernel as written", s)
     return BlockExit(s, test, tuple(body[:-1]), reads_block)
+
+
+def _block_offset(size: Node) -> bool:
+    """Whether the tile size ``size`` multiplies a block index (``blockIdx.x * TILE``: the
+    tile's first column, which the rewrite reads as ``blockIdx.x * BN``)."""
+    parent = size.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        size, parent = parent, parent.parent
+    if parent is None or parent.type != "binary_expression" or \
+            text(parent.child_by_field_name("operator")) != "*":
+        return False
+    other = parent.child_by_field_name("left")
+    if other == size:
+        other = parent.child_by_field_name("right")
+    return other is not None and builtin(other, "blockIdx") in ("x", "y")
 
 
 def constrain_exits(plan: Plan, exits: list[BlockExit], rows: str, columns: str) -> None:
