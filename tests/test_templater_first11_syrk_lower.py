@@ -120,6 +120,25 @@ def test_a_member_becomes_a_free_template_on_the_same_lines() -> None:
     assert found[0].line == 8
 
 
+def test_a_namespaces_function_is_no_member_and_leaves_no_note() -> None:
+    source = ("namespace ns { __device__ float f(float x) { return x; } }\n__global__ void "
+              "k(float* x) { x[0] = ns::f(1.0f); x[1] = std::min(1.0f, 2.0f); }\n")
+    assert free_members(source, "k", "k.cu") == (source, ())
+
+
+def test_the_tile_routine_as_a_function_template_lifts_the_same_knobs() -> None:
+    """``template <int TILE> __device__ void lower_tile(..)`` called ``lower_tile<16>(..)``
+    (inline_calls' own form): the exit alone stood in the register tile's way."""
+    source = (FOLDER / "baseline.cu").read_text() \
+        .replace("struct LowerTile {\n  __device__ static void run(", "__device__ void lower_tile(") \
+        .replace("  }\n};\n", "  }\n").replace("LowerTile<16>::run(", "lower_tile<16>(")
+    assert "lower_tile<16>(C, A, n, k);" in source and "struct" not in source
+    lifted = lift_kernel(source, entry="syrk_lower", grid=["ceil_div(n, 16)", "ceil_div(n, 16)"],
+                         block=["16", "16"], scalars={"n": "n", "k": "k"})
+    assert [p.name for p in lifted.params] == KNOBS, lifted.notes
+    assert "BM == BN" in lifted.constraints
+
+
 _CONSTANTS = """template <int T> struct S {
   static constexpr int PAD = 1, N = T * T;
   static const int Q = 3;

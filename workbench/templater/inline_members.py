@@ -68,7 +68,7 @@ def free_members(source_text: str, entry: str | None, file: str) -> tuple[str, t
     root = source.tree.root_node
     data = source.data
     findings: list[Finding] = []
-    for name in _called_classes(kernel):
+    for name in _called_classes(kernel, _classes(root)):
         try:
             edits, told = _free(root, name)
         except Refused as refused:
@@ -110,12 +110,19 @@ def _class_name(call: Node) -> str:
     return text(scope)
 
 
-def _called_classes(kernel: Node) -> list[str]:
+def _called_classes(kernel: Node, classes: set[str]) -> list[str]:
+    """The classes of the file whose members ``kernel`` calls (a namespace's function,
+    ``std::min``, is no member)."""
     found: list[str] = []
     for call in _member_calls(kernel):
-        if _class_name(call) not in found:
+        if _class_name(call) in classes and _class_name(call) not in found:
             found.append(_class_name(call))
     return found
+
+
+def _classes(root: Node) -> set[str]:
+    return {_base_name(n.child_by_field_name("name")) for n in walk(root)
+            if n.type in _CLASSES and n.child_by_field_name("body") is not None}
 
 
 def _free(root: Node, name: str) -> tuple[list[_Edit], str]:
