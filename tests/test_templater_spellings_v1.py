@@ -244,6 +244,14 @@ def test_the_apron_tiles_flat_stride_follows_both_block_sizes(tmp_path: Path) ->
     assert "t += TW * TH" in source
 
 
+def test_the_hand_indexed_apron_tile_is_named_with_its_line(tmp_path: Path) -> None:
+    """The apron family reads 2-D tiles: the 1-D one is left with the line, not silently."""
+    notes = offline_template(_conv("dwconv_apron_tile_zbatch", tmp_path)).notes
+    assert "OUT_XY: not applied: the shared tile tile[AH * AW] is one array indexed by hand " \
+        "(`tile[(threadIdx.y + dy) * AW + threadIdx.x + dx]`): the apron tile is read as a " \
+        "2-D array [rows][columns] (line 9)" in notes
+
+
 def test_a_template_conv_kernel_is_refused_with_its_line(tmp_path: Path) -> None:
     """The folder refuses it (its entry is no extern "C" kernel), and so does the lift."""
     source = _source("conv_global_filter_template_ldg")

@@ -98,9 +98,29 @@ def lift_apron(plan: Plan) -> bool:
         return False
     tiles = [(n, d, e) for n, d, e in _shared_arrays(plan) if len(e) == 2]
     syncs = [s for s in statements(plan.body) if _is_sync(s)]
+    if syncs and not tiles:
+        _note_flat_tile(plan)
     if not tiles or not syncs:
         return False
     return apply_or_note(plan, KNOB, lambda: _analyse(plan))
+
+
+def _note_flat_tile(plan: Plan) -> None:
+    """Name a one-dimensional shared tile read at both thread coordinates (``tile[(ty + dy)
+    * AW + tx + dx]`` over ``tile[AH * AW]``): an apron tile spelled by hand, which the
+    family reads only as a 2-D array."""
+    arrays = _shared_arrays(plan)
+    if len(arrays) != 1 or len(arrays[0][2]) != 1:
+        return
+    name, decl, (extent,) = arrays[0]
+    reads = [n for n in walk(plan.body) if n.type == "subscript_expression"
+             and text(n.child_by_field_name("argument")) == name
+             and all(any(builtin(m, "threadIdx") == d for m in walk(n)) for d in "xy")]
+    parts = binary(strip(extent))
+    if reads and parts is not None and parts[1] == "*":
+        plan.note(KNOB, False, f"the shared tile {name}[{text(extent)}] is one array indexed by "
+                  f"hand (`{text(reads[0])}`): the apron tile is read as a 2-D array "
+                  "[rows][columns]", decl)
 
 
 def _analyse(plan: Plan) -> Callable[[], None] | None:
