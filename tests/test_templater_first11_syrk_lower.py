@@ -210,6 +210,8 @@ def test_members_that_are_not_free_functions_stay_as_written(why: str, source: s
     ("the thread's place", "threadIdx.x > blockIdx.y", "reads the thread's place"),
     ("the tile size but as a block's offset", "blockIdx.x * 8 + 8 > n",
      "reads the tile size"),
+    ("a block index against a number", "blockIdx.x > 3", "does not compare the block's row"),
+    ("a row against a row", "bi > blockIdx.y", "does not compare the block's row"),
 ])
 def test_an_exit_whose_test_is_not_the_blocks_keeps_the_register_tile_refused(
         why: str, test: str, reason: str) -> None:

@@ -10,10 +10,15 @@ TM x TN register tile, as it runs the epilogue, then returns.
 
 What the test means depends on the block's tile: ``blockIdx.x > blockIdx.y`` says "above
 the diagonal" only where a block's rows and columns are one square tile, as written. A test
-that reads a block index or the grid's size, or any local (``bi > bj`` with ``bi =
-blockIdx.y``), keeps the template's block tile square (BM == BN): the kernel's
-blocks then own the outputs they own as written at that tile, which is the kernel as written
-at that tile size (the assumption every tile-size knob of the kernel rests on).
+that reads a block index, the grid's size or a local must compare the block's row of tiles
+with its column (``blockIdx.x > blockIdx.y``, ``col0 > row0`` with ``col0 = blockIdx.x *
+TILE``, joined by ``&&`` / ``||``): on a square tile of any size it selects the tiles past
+the diagonal (or a band of them), and the template keeps its block tile square (BM == BN).
+The kernel's blocks then own the outputs they own as written at that tile size, the
+assumption every tile-size knob of the kernel rests on (its epilogue masks the triangle: the
+tiles a larger tile no longer skips compute what the skipped ones wrote). A test of one
+block index against a number (``blockIdx.x > 3``) would select other outputs at another
+tile: refused. A test of the kernel's arguments alone (``n == 0``) leaves the tile free.
 
 Recognised (else the statement is no exit, or refused with the reason and the line): an
 ``if`` with no ``else`` among the statements before the loop over tiles whose body is
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, int_value, strip, text, walk
+from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Gemm, Refused, _statements
 
@@ -84,11 +89,56 @@ def block_exit(g: Gemm, s: Node) -> BlockExit | None:
                 raise Refused(f"the early exit touches the shared tile `{text(n)}`", n)
     reads_block = any(builtin(n, "blockIdx") is not None or builtin(n, "gridDim") is not None
                       or (n.type == "identifier" and text(n) in g.locals) for n in walk(test))
+    if reads_block and not _row_against_column(g, test, set()):
+        raise Refused(f"the early exit's test `{text(test)}` does not compare the block's "
+                      "row of tiles with its column (a triangle or band of tiles): which "
+                      "outputs it selects would change with the tile", s)
     if reads_block and g.rect:
         raise Refused(f"the early exit's test `{text(test)}` reads the block's place on a "
                       f"{g.block_size['y']} x {g.block_size['x']} tile: kept square, the "
                       "template's default would not be the kernel as written", s)
     return BlockExit(s, test, tuple(body[:-1]), reads_block)
+
+
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+
+
+def _row_against_column(g: Gemm, test: Node, seen: set[str]) -> bool:
+    """Whether ``test`` compares the block's row of tiles with its column only: comparisons
+    of one side along x with one along y (:func:`_block_dim`), joined by ``&&`` / ``||``.
+    On a square tile of any size ``bx > by`` selects the tiles past the diagonal."""
+    test = strip(test)
+    parts = binary(test)
+    if parts is None:
+        return False
+    left, op, right = parts
+    if op in ("&&", "||"):
+        return _row_against_column(g, left, seen) and _row_against_column(g, right, seen)
+    return op in _COMPARISONS and \
+        {_block_dim(g, left, seen), _block_dim(g, right, seen)} == {"x", "y"}
+
+
+def _block_dim(g: Gemm, node: Node, seen: set[str]) -> str | None:
+    """"x" / "y" for a block index (``blockIdx.x``), its tile offset (``blockIdx.x * TILE``,
+    ``(TILE) * blockIdx.x``) or a local set once from one (``col0``), else None."""
+    node = strip(node)
+    d = builtin(node, "blockIdx")
+    if d in ("x", "y"):
+        return d
+    parts = binary(node)
+    if parts is not None and parts[1] == "*":
+        dims = [_block_dim(g, side, seen) for side in (parts[0], parts[2])]
+        sizes = [int_value(strip(side)) == g.tile for side in (parts[0], parts[2])]
+        for dim, other in ((dims[0], sizes[1]), (dims[1], sizes[0])):
+            if dim is not None and other:
+                return dim
+        return None
+    name = text(node) if node.type == "identifier" else ""
+    local = g.locals.get(name)
+    if local is None or local.value is None or local.count > 1 or name in g.assigned or \
+            name in seen:
+        return None
+    return _block_dim(g, local.value, seen | {name})
 
 
 def _block_offset(size: Node) -> bool:
