@@ -27,6 +27,7 @@ from workbench.templater.const_via import apply_const
 from workbench.templater.conv import lift_conv
 from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
+from workbench.templater.fir_slide import lift_fir
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -58,6 +59,7 @@ from workbench.templater.staged_walk import apply_staged_walk
 from workbench.templater.stencil import lift_stencil
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
+from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
 from workbench.templater.tile import lift_tile
 from workbench.templater.vector import apply_vector, flat_region
@@ -76,6 +78,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     parsed."""
     inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
+    inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
@@ -93,7 +96,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                 lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
                 lift_rows(plan) or lift_phases(plan) or
-                apply_warp(plan, macros)):
+                lift_fir(plan) or apply_warp(plan, macros)):
             lift_block(plan)
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)

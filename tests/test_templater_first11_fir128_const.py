@@ -1,0 +1,199 @@
+"""First contact with held-back set 11's FIR filter (issue 28): benchmarks/
+corpus_compute_unseen11/fir128_const correlates each channel (blockIdx.y) with 128 taps in
+``__constant__`` memory, one output a thread, through a struct of the channel's pointers and
+size passed by value to the routine that computes an output. On the H100 (23:59Z) the lift
+was BLOCK_THREADS, ITEMS_PER_THREAD (items a block apart), UNROLL, MIN_BLOCKS_PER_SM: 2.96x,
+the expert's THREADS / ITEMS / SMEM / CONTIG 9.72x. The struct's fields hid the read's
+element type and the check's bound (``s.n`` is the launch's ``n``), and no family gave a
+filter with no channel loop consecutive outputs (conv_mix's T_ITEMS needs an output channel
+on the grid, its window every tap: 64 at most). Now struct_locals reads the fields as locals
+and fir_slide lifts T_ITEMS (consecutive outputs sliding a register window over the taps)
+and USE_SMEM (the block's inputs staged once).
+
+Pure: the knobs and the grid, a second spelling of the same filter (no struct, an early
+return, the index ``threadIdx.x + blockDim.x * blockIdx.x``, a ``constexpr`` tap count, a
+tap loop to ``<= NT - 1`` through a local and ``fmaf``, the read under a condition), and
+refusals with their lines. Host (g++): each lift at its default, every all-ends config and
+mixes (the expert's H100 pick THREADS 64, ITEMS 8, SMEM 1, CONTIG 1 in the lift's knobs
+first) against the kernel as written, bit for bit.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen11
+import numpy as np
+import pytest
+from helpers_templater import end_configs
+from test_corpus_unseen3 import (
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen11.ROOT / "fir128_const"
+KNOBS = ("BLOCK_THREADS", "T_ITEMS", "USE_SMEM", "MIN_BLOCKS_PER_SM")
+#: The expert's H100 pick in the lift's knobs, then a window of 4 through the cache over
+#: 96 threads (no power of two), 2 items staged at the widest block, 8 items over 128 threads
+#: under a register cap (the check shape's 301 outputs end inside every block's span).
+MIXES = [{"BLOCK_THREADS": 64, "T_ITEMS": 8, "USE_SMEM": 1},
+         {"BLOCK_THREADS": 96, "T_ITEMS": 4, "USE_SMEM": 0},
+         {"BLOCK_THREADS": 1024, "T_ITEMS": 2, "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 2},
+         {"BLOCK_THREADS": 128, "T_ITEMS": 8, "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 4}]
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: The same filter by another hand: no struct, the channel's rows through two locals, an
+#: early return, the index ``threadIdx.x + blockDim.x * blockIdx.x``, a ``constexpr`` tap
+#: count, the tap loop to ``<= NT - 1`` reading through a local ``p`` under a condition that
+#: always holds, and ``fmaf``.
+PLAIN = """constexpr int NT = 128;
+
+__constant__ float taps[NT];
+
+extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
+  const float* src = x + (size_t)blockIdx.y * (n + NT - 1);
+  float* dst = y + (size_t)blockIdx.y * n;
+  const int idx = threadIdx.x + blockDim.x * blockIdx.x;
+  if (idx >= n) return;
+  float sum = 0.f;
+  for (int j = 0; j <= NT - 1; j += 1) {
+    const int p = idx + j;
+    sum = fmaf(taps[j], p < n + NT - 1 ? src[p] : 0.f, sum);
+  }
+  dst[idx] = sum;
+}
+"""
+
+
+def _lift(source: str) -> Any:
+    return lift_kernel(source, entry="fir128_const", grid=["ceil_div(n, 256)", "ch"],
+                       block=["256"], scalars={"n": "n"})
+
+
+def test_fir128_const_lifts_a_sliding_window_and_a_staged_span() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    lifted = result.lifted
+    assert tuple(p.name for p in lifted.params) == KNOBS, result.notes
+    assert lifted.grid == ("ceil_div(n, BLOCK_THREADS * T_ITEMS)", "ch")
+    assert "USE_SMEM == 0 or (BLOCK_THREADS * T_ITEMS + 127) * 4 <= 49152" in \
+        lifted.constraints
+    source = lifted.source
+    # the struct's fields as locals; its size as the launch's n
+    assert "const float * s_x = x + (size_t)blockIdx.y * (n + FIR_TAPS - 1);" in source
+    assert "if (i < n) {" in source
+    assert "const int i = (blockIdx.x * blockDim.x + threadIdx.x) * T_ITEMS;" in source
+    assert "acc[wb_u] += taps[t] * wb_w[wb_u];" in source
+    assert "#pragma unroll 16" not in source  # the taps are unrolled whole
+    assert any(n.startswith("STRUCT_LOCALS: applied") for n in result.notes)
+
+
+def test_a_second_spelling_lifts_the_same_knobs() -> None:
+    lifted = _lift(PLAIN)
+    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    # the read's condition stays around the slot; the window's loads test it at the slot
+    assert "sum[wb_u] = fmaf(taps[j], p < n + NT - 1 ? wb_w[wb_u] : 0.f, sum[wb_u]);" in \
+        lifted.source
+
+
+@pytest.mark.parametrize(("old", "new", "knob", "why"), [
+    # a store in the tap loop: the items past the bound would store too
+    ("    const int p = idx + j;", "    const int p = idx + j; dst[idx] = 0.f;", "T_ITEMS",
+     "writes memory in the tap loop"),
+    # a tap count shared by the thread's items
+    ("  float sum = 0.f;", "  float sum = 0.f; int hits = 0;",
+     "T_ITEMS", None),
+    # the input is the output (x and y one pointer here): the window would keep values
+    # read before the writes
+    ("  dst[idx] = sum;", "  dst[idx] = sum; dst[-n] = sum;", "T_ITEMS",
+     "writes through the windowed input"),
+    # the input pointer is set after the index: the stage is loaded before the check
+    ("  const float* src = x + (size_t)blockIdx.y * (n + NT - 1);\n", "", "USE_SMEM",
+     "is declared after `idx`"),
+], ids=["store-in-taps", "shared-counter", "in-place", "pointer-after-index"])
+def test_filters_the_rewrite_cannot_keep_exactly_are_refused_with_the_line(
+        old: str, new: str, knob: str, why: str | None) -> None:
+    assert old in PLAIN
+    source = PLAIN.replace(old, new)
+    if old.startswith("  const float* src"):
+        source = source.replace("  if (idx >= n) return;",
+                                "  const float* src = x + (size_t)blockIdx.y * (n + NT - 1);"
+                                "\n  if (idx >= n) return;")
+    if new.endswith("dst[-n] = sum;"):
+        source = source.replace("float* dst = y + ", "float* dst = (float*)x + ")
+    if why is None:  # the counter counted per tap, shared by the items
+        source = source.replace("    const int p = idx + j;", "    const int p = idx + j; hits++;")
+        why = "writes `hits`, one local shared by the thread's items"
+    lifted = _lift(source)
+    assert knob not in {p.name for p in lifted.params}, lifted.notes
+    assert any(n.startswith(f"{knob}: not applied") and why in n and "(line " in n
+               for n in lifted.notes), lifted.notes
+
+
+def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, the mixes (over the default) and every all-ends config, each once."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    out: list[dict[str, Any]] = []
+    for config in [default, *({**default, **m} for m in MIXES), *end_configs(template, env)]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
+def _same_outputs(kf: KernelFolder, source: str, tmp_path: Path,
+                  flags: tuple[str, ...]) -> int:
+    """Runs ``kf``'s lift at :func:`_checked`'s configs and the kernel ``source`` as written
+    on the host; asserts every output bit for bit; the configs run."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    inputs = _inputs(kf)
+    host = held_back_unseen11.host_source
+    want = _run(kf, host(source), kf.baseline.launch_for({}, env), inputs,
+                tmp_path / "plain", flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        for name, values in want.items():
+            assert np.array_equal(got[name], values), (config, name)
+    return len(configs)
+
+
+def _spelling_folder(root: Path, source: str) -> KernelFolder:
+    """fir128_const's folder (shapes, arguments, launch) with ``source`` as the kernel."""
+    folder = root / "fir128_const"
+    folder.mkdir(parents=True)
+    for name in ("kernel.toml", "reference.py"):
+        shutil.copy(FOLDER / name, folder / name)
+    for name in ("baseline.cu", "fir128_const.cu"):
+        (folder / name).write_text(source)
+    return load_kernel_folder(folder)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_lift_gives_every_output_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER)
+    ran = _same_outputs(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
+    assert ran == 1 + len(MIXES) + 8  # 8 all-ends configs (2 ends of 3 knobs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_second_spelling_gives_every_output_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling_folder(tmp_path / "spelling", PLAIN)
+    ran = _same_outputs(kf, PLAIN, tmp_path / "runs", host_flags)
+    assert ran == 1 + len(MIXES) + 8
