@@ -290,6 +290,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"BT": 64, "BK": 32, "TM": 4, "TN": 2, "PAD": 1, "SAME": 1},
         "pick_same0": {"BT": 64, "BK": 32, "TM": 4, "TN": 2, "PAD": 1, "SAME": 0},
         "pick_4x4": {"BT": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1, "SAME": 1}}),
+    # compute-bound (set 11): the first contact lifted items a block apart (2.96x at 1024
+    # threads x 2; expert 9.72x at THREADS 64, ITEMS 8, SMEM 1, CONTIG 1); now T_ITEMS
+    # (consecutive outputs sliding a register window over the 128 taps) and USE_SMEM (the
+    # block's span staged once). The lift at the expert's pick in its knobs, through the
+    # cache, at 256 x 8 through the cache and 128 x 4 staged; the expert at its pick,
+    # through the cache (SMEM 0) and with its outputs a block apart (CONTIG 0)
+    "fir128_const": ("corpus_compute_unseen11", {
+        "expert_pick": {"BLOCK_THREADS": 64, "T_ITEMS": 8, "USE_SMEM": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_cached": {"BLOCK_THREADS": 64, "T_ITEMS": 8, "USE_SMEM": 0,
+                               "MIN_BLOCKS_PER_SM": 0},
+        "t256_8_cached": {"BLOCK_THREADS": 256, "T_ITEMS": 8, "USE_SMEM": 0,
+                          "MIN_BLOCKS_PER_SM": 0},
+        "t128_4_staged": {"BLOCK_THREADS": 128, "T_ITEMS": 4, "USE_SMEM": 1,
+                          "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 64, "ITEMS": 8, "SMEM": 1, "CONTIG": 1},
+        "pick_cached": {"THREADS": 64, "ITEMS": 8, "SMEM": 0, "CONTIG": 1},
+        "pick_interleaved": {"THREADS": 64, "ITEMS": 8, "SMEM": 1, "CONTIG": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
