@@ -165,7 +165,17 @@ def test_a_bitonic_sort_guarded_by_a_block_lifts_the_same_knobs() -> None:
     ("        __syncthreads();\n      }\n    }",
      "        if (tid < 256) __syncthreads();\n      }\n    }",
      "a barrier under `if (tid < 256) __syncthreads();`"),
-], ids=["value-across-barrier", "warp-shuffle", "barrier-under-thread-branch"])
+    # a thread's array declared among the uniform locals: its elements would be shared by
+    # the thread's items
+    ("    for (int k = 2; k <= N_KEYS; k <<= 1) {",
+     "    int k = 2, seen[2];\n    for (; k <= N_KEYS; k <<= 1) {\n      seen[tid & 1u] = k;",
+     "`seen` (line 13), a per-thread value, is read at line 15"),
+    # the stage's stride changed through a pointer the analysis does not follow
+    ("        bool up = (i & (unsigned)k) == 0;",
+     "        int* jp = &j;\n        bool up = (i & (unsigned)k) == 0;",
+     "reached through a reference or its address"),
+], ids=["value-across-barrier", "warp-shuffle", "barrier-under-thread-branch",
+        "array-among-uniforms", "address-of-a-uniform"])
 def test_what_is_not_the_same_program_is_refused_with_its_line(old: str, new: str,
                                                               why: str) -> None:
     assert old in BITONIC

@@ -184,6 +184,13 @@ def _layout(plan: Plan) -> Layout:
                                       builtin(n, "threadIdx") in ("y", "z")):
             raise Refused(f"`{text(n)[:50]}`: the kernel reads more than a 1-D block's "
                           "thread index or relies on warp-synchronous memory", n)
+    for n in walk(plan.body):
+        if n.type == "reference_declarator" or (
+                n.type == "pointer_expression" and
+                text(n.child_by_field_name("operator")) == "&" and
+                text(n.child_by_field_name("argument")).isidentifier()):
+            raise Refused(f"`{text(n)[:50]}`: a local reached through a reference or its "
+                          "address may change where the analysis does not see it", n)
     layout = Layout()
     layout.locals = _declared(plan.body)
     levels: list[list[Node]] = []
@@ -357,9 +364,11 @@ def _kind(stmt: Node, layout: Layout) -> str:
     if stmt.type == "declaration" and _shared(stmt):
         return "uniform"
     writes = _writes(stmt)
+    declarators = stmt.children_by_field_name("declarator")
     if stmt.type in ("declaration", "expression_statement") and writes and all(
             name in layout.uniform for name, _ in writes) and (
-            stmt.type == "declaration" or _only_writes(stmt)):
+            len(writes) == len(declarators) if stmt.type == "declaration"
+            else _only_writes(stmt)):
         return "uniform"
     cond = _guard_return(stmt)
     if cond is not None and _pure(cond, layout.uniform, layout.locals):
