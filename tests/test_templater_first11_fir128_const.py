@@ -12,8 +12,9 @@ and USE_SMEM (the block's inputs staged once).
 
 Pure: the knobs and the grid, a second spelling of the same filter (no struct, an early
 return, the index ``threadIdx.x + blockDim.x * blockIdx.x``, a ``constexpr`` tap count, a
-tap loop to ``<= NT - 1`` through a local and ``fmaf``, the read under a condition), and
-refusals with their lines. Host (g++): each lift at its default, every all-ends config and
+tap loop to ``<= NT - 1`` through a local and ``fmaf``, the read under a condition), a
+third with "same" zero padding (taps -64 .. 63, an ``if`` skipping inputs outside the
+signal), and refusals with their lines. Host (g++): each lift at its default, every all-ends config and
 mixes (the expert's H100 pick THREADS 64, ITEMS 8, SMEM 1, CONTIG 1 in the lift's knobs
 first) against the kernel as written, bit for bit.
 """
@@ -73,6 +74,27 @@ extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
 }
 """
 
+#: A third hand: "same" zero padding (taps -64 .. 63 around the output, inputs outside
+#: 0 .. n - 1 skipped by an ``if`` in the tap loop, so the window's loads test it too), the
+#: channel a local ``c = blockIdx.y`` indexing the row inline, ``#define`` sizes, the index
+#: ``blockDim.x * blockIdx.x + threadIdx.x`` and the work under ``if (i < n)``.
+PADDED = """#define TAPS 128
+#define HALF 64
+__constant__ float taps[TAPS];
+extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
+  int c = blockIdx.y;
+  int i = blockDim.x * blockIdx.x + threadIdx.x;
+  if (i < n) {
+    float acc = 0.0f;
+    for (int k = -HALF; k < HALF; ++k) {
+      int p = i + k;
+      if (p >= 0 && p < n) acc += taps[k + HALF] * x[c * (n + TAPS - 1) + p];
+    }
+    y[c * n + i] = acc;
+  }
+}
+"""
+
 
 def _lift(source: str) -> Any:
     return lift_kernel(source, entry="fir128_const", grid=["ceil_div(n, 256)", "ch"],
@@ -102,6 +124,14 @@ def test_a_second_spelling_lifts_the_same_knobs() -> None:
     # the read's condition stays around the slot; the window's loads test it at the slot
     assert "sum[wb_u] = fmaf(taps[j], p < n + NT - 1 ? wb_w[wb_u] : 0.f, sum[wb_u]);" in \
         lifted.source
+
+
+def test_a_zero_padded_spelling_lifts_the_same_knobs_and_tests_its_slots() -> None:
+    lifted = _lift(PADDED)
+    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    assert "if (p >= 0 && p < n) acc[wb_u] += taps[k + HALF] * wb_w[wb_u];" in lifted.source
+    # a slot is loaded only where its first reader's own skip lets the kernel read it
+    assert "((int)((i + wb_ur) + k)) >= 0 && ((int)((i + wb_ur) + k)) < n" in lifted.source
 
 
 @pytest.mark.parametrize(("old", "new", "knob", "why"), [
@@ -196,4 +226,13 @@ def test_the_second_spelling_gives_every_output_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _spelling_folder(tmp_path / "spelling", PLAIN)
     ran = _same_outputs(kf, PLAIN, tmp_path / "runs", host_flags)
+    assert ran == 1 + len(MIXES) + 8
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_zero_padded_spelling_gives_every_output_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling_folder(tmp_path / "spelling", PADDED)
+    ran = _same_outputs(kf, PADDED, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 8
