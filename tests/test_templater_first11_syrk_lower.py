@@ -382,6 +382,41 @@ def test_an_exit_declaring_its_own_local_declares_it_per_virtual_thread(
         assert _upper_error(template, config, tmp_path / f"config{i}") < 1e-3, config
 
 
+_ZERO_AT = ("__device__ void zero_at(float* o, int r, int c, int n) {{ if (r < n && c < n) "
+            "o[(size_t)r * n + c{extra}] = 0.0f; }}\n")
+
+
+def _zero_at_exit(extra: str) -> str:
+    """The upper spelling whose exit fills through a helper of the file."""
+    old = "      if (r < n && c < n) out[(size_t)r * n + c] = 0.0f;\n"
+    assert old in SPELLING.read_text()
+    return _ZERO_AT.format(extra=extra) + SPELLING.read_text().replace(
+        old, "      zero_at(out, r, c, n);\n")
+
+
+def test_an_exit_calling_a_helper_that_reads_the_thread_is_refused() -> None:
+    lifted = lift_kernel(_zero_at_exit(" + 0 * threadIdx.x"), entry="syrk_upper",
+                         grid=["ceil_div(n, 8)", "ceil_div(n, 8)"], block=["8", "8"],
+                         scalars={"n": "n", "k": "k"})
+    assert "TM" not in [p.name for p in lifted.params]
+    assert any("the early exit calls zero_at, which reads the thread's place itself" in n
+               for n in lifted.notes), lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_an_exit_calling_a_helper_of_its_arguments_runs_it_per_virtual_thread(
+        tmp_path: Path) -> None:
+    lifted = lift_kernel(_zero_at_exit(""), entry="syrk_upper",
+                         grid=["ceil_div(n, 8)", "ceil_div(n, 8)"], block=["8", "8"],
+                         scalars={"n": "n", "k": "k"})
+    template = lifted_template(lifted, "syrk_upper")
+    assert [p.name for p in lifted.params] == KNOBS, lifted.notes
+    env = {"n": 45, "k": 37, "elem_bytes": 4}
+    for i, config in enumerate([MIXES[2], end_configs(template, env)[-1]]):
+        assert _upper_error(template, config, tmp_path / f"config{i}") < 1e-3, config
+
+
 @needs_gxx
 @pytest.mark.timeout(600)
 def test_a_tile_forced_past_the_square_constraint_computes_wrong_outputs() -> None:

@@ -25,17 +25,20 @@ Recognised (else the statement is no exit, or refused with the reason and the li
 ``return;`` or a block ending in ``return;``; the test reads no thread index, no local set
 from one and not the tile size but as a block's offset (``blockIdx.x * TILE``; elsewhere its
 role, rows or columns or depth, is not read from a comparison); the statements before the return write no shared memory, synchronise nothing,
-leave no other way (``return``, ``break``, ``goto``) and read no local the kernel
+call no function of the file that reads the thread's place itself (that would not follow
+the virtual thread), leave no other way (``return``, ``break``, ``goto``) and read no local the kernel
 assigns (an accumulator).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
 from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
+from workbench.templater.inline_bind import callee_name
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Gemm, Refused, _statements
 
@@ -75,12 +78,17 @@ def block_exit(g: Gemm, s: Node) -> BlockExit | None:
             raise Refused(f"the early exit's test `{text(test)}` reads the tile size "
                           f"`{text(n)}`: its role in a comparison (rows, columns or depth) "
                           "is not read", n)
+    defined = g.plan.source.function_definitions()
     for stmt in body[:-1]:
         for n in walk(stmt):
             if n.type in _EXITS:
                 raise Refused(f"the early exit leaves by `{text(n)}` before its return", n)
             if n.type == "call_expression" and "sync" in text(n.child_by_field_name("function")):
                 raise Refused(f"the early exit synchronises (`{text(n)}`)", n)
+            if n.type == "call_expression" and _reads_thread(defined, callee_name(n), set()):
+                raise Refused(f"the early exit calls {callee_name(n)}, which reads the "
+                              "thread's place itself: that would not follow the virtual "
+                              "thread", n)
             if n.type == "identifier" and text(n) in g.assigned:
                 raise Refused(f"the early exit reads {text(n)}, which the kernel assigns (an "
                               "accumulator's value is not one per virtual thread there)", n)
@@ -98,6 +106,18 @@ def block_exit(g: Gemm, s: Node) -> BlockExit | None:
                       f"{g.block_size['y']} x {g.block_size['x']} tile: kept square, the "
                       "template's default would not be the kernel as written", s)
     return BlockExit(s, test, tuple(body[:-1]), reads_block)
+
+
+def _reads_thread(defined: Mapping[str, Node], name: str, seen: set[str]) -> bool:
+    """Whether the file's function ``name`` reads ``threadIdx``, itself or through a
+    function of the file it calls."""
+    fn = defined.get(name)
+    if fn is None or name in seen:
+        return False
+    seen.add(name)
+    return any(builtin(n, "threadIdx") is not None or (
+        n.type == "call_expression" and _reads_thread(defined, callee_name(n), seen))
+        for n in walk(fn))
 
 
 _COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
