@@ -21,9 +21,11 @@ and ``__shfl_sync`` broadcasts (row_logsumexp); the logistic map iterated in a `
 <int ITERS>`` helper under ``#pragma unroll 4`` on a flattened 2-D grid of 1-D blocks
 (percell_compute).
 
-Two lifts hold configs that are not correct, both from block.lift_block (recorded as strict
-xfails, with the reason): a multi-D block's thread count is unconstrained where one
-dimension alone is lifted, and a flattened grid's y does not follow BLOCK_THREADS.
+Two lifts held configs that were not correct, both from block.lift_block: a multi-D block's
+thread count was unconstrained where one dimension alone is lifted (now its product of
+names and literals is at most 1024), and a flattened grid's y did not follow BLOCK_THREADS
+(now every grid dimension of a linear block id times the block size follows it, or the
+block size stays as written with the line).
 """
 
 from __future__ import annotations
@@ -106,9 +108,6 @@ def _checked(name: str, template: Any, env: dict[str, Any]) -> list[dict[str, An
     ends = end_configs(template, env)
     assert ends, "no all-ends config is valid"
     mixes = [{**default, **m} for m in LIFTS[name][1]]
-    # a block past 1024 threads cannot launch: the space should not hold one
-    # (test_no_config_launches_more_than_1024_threads says where one does)
-    ends = [c for c in ends if _threads(template, c, env) <= 1024]
     out: list[dict[str, Any]] = []
     for config in [default, *mixes, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]:
         assert space.rejection(config) is None, (config, space.rejection(config))
@@ -128,12 +127,7 @@ def test_the_lift_holds_the_family_knobs(name: str) -> None:
     assert tuple(p.name for p in result.lifted.params) == LIFTS[name][0], result.notes
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(
-        strict=True, reason="block.lift_block constrains the product of a multi-D block only "
-        "where two or more dimensions are lifted: v2_rownorm_warp2d lifts BLOCK_Y alone "
-        "(1..64) over a literal 32, so 32 x 64 threads is in its space"))
-    if n == "v2_rownorm_warp2d" else n for n in sorted(LIFTS)])
+@pytest.mark.parametrize("name", sorted(LIFTS))
 def test_no_config_launches_more_than_1024_threads(name: str) -> None:
     kf = _folder(name)
     template = offline_template(kf).template
@@ -142,20 +136,9 @@ def test_no_config_launches_more_than_1024_threads(name: str) -> None:
     assert not over, over[:3]
 
 
-#: Lifts with a wrong config in their space, found here, in a module this test's author does
-#: not own (issue 28: the lead's to route).
-WRONG = {"v2_logistic_template_iters": (
-    "block.lift_block lifts BLOCK_THREADS of a flattened 2-D grid of 1-D blocks ((blockIdx.y * "
-    "gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x) but leaves the grid's y "
-    "'ceil_div(n, 64 * 256)' as written (_cross_grids follows only a direct blockIdx.y * "
-    "blockDim.x): at BLOCK_THREADS 128 half of y is never written")}
-
-
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=WRONG[n])) if n in WRONG else n
-    for n in sorted(LIFTS)])
+@pytest.mark.parametrize("name", sorted(LIFTS))
 def test_every_checked_config_computes_what_the_kernel_as_written_computes(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _folder(name)
@@ -172,15 +155,24 @@ def test_every_checked_config_computes_what_the_kernel_as_written_computes(
         _assert_same(kf, got, want, f"{name} at {config}")
 
 
-def _respelled(tmp_path: Path, name: str, old: str, new: str) -> KernelFolder:
+def _respelled(tmp_path: Path, name: str, old: str, new: str,
+               grid: str | None = None) -> KernelFolder:
     """``name``'s folder copied under ``tmp_path`` with ``old`` in its kernel (once) as
-    ``new``."""
+    ``new`` and, where given, ``grid`` as its launch's grid."""
     folder = shutil.copytree(HERE / name, tmp_path / name)
-    kernel = folder / f"{name}.cu"
-    source = kernel.read_text()
-    assert source.count(old) == 1, old
-    kernel.write_text(source.replace(old, new))
+    for file, was, now in ((folder / f"{name}.cu", old, new),
+                           (folder / "kernel.toml", *_grid_line(folder, grid))):
+        source = file.read_text()
+        assert source.count(was) == 1, was
+        file.write_text(source.replace(was, now))
     return load_kernel_folder(folder)
+
+
+def _grid_line(folder: Path, grid: str | None) -> tuple[str, str]:
+    """(the toml's grid line, its replacement): itself where ``grid`` is None."""
+    line = next(x for x in (folder / "kernel.toml").read_text().splitlines()
+                if x.startswith("grid = "))
+    return line, line if grid is None else f"grid = {grid}"
 
 
 @pytest.mark.parametrize(("old", "new"), [
@@ -248,3 +240,61 @@ def test_items_name_the_index_they_miss_where_the_loop_is_in_a_helper() -> None:
     assert any(n.startswith("ITEMS_PER_THREAD: not applied: items with independent state: no "
                             "top-level `T i = blockIdx.x * B + threadIdx.x`") and
                n.endswith("(line 8)") for n in lifted.notes), lifted.notes
+
+
+#: The logistic kernel's flattened point, as written.
+FLAT = "(blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x"
+#: Other spellings of a grid flattened into one index, each with its launch's grid: every
+#: grid dimension of the linear block id times the block size follows BLOCK_THREADS (a
+#: literal count of blocks along x or y stays).
+FLATTENINGS = {
+    "x-first": ("(blockIdx.x + gridDim.x * blockIdx.y) * blockDim.x", None),
+    "distributed": ("blockIdx.x * blockDim.x + gridDim.x * blockDim.x * blockIdx.y", None),
+    "size-first": ("blockDim.x * (64 * blockIdx.y + blockIdx.x)", None),
+    "3-d": ("((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x",
+            '["64", "2", "ceil_div(n, 64 * 2 * 256)"]'),
+    "y-first": ("(blockIdx.x * gridDim.y + blockIdx.y) * blockDim.x",
+                '["ceil_div(n, 64 * 256)", "64"]'),
+    # y's rule alone holds the block (x's 64 stays): more blocks than needed, every point
+    "y-over-block": (FLAT, '["64", "ceil_div(n, 256)"]'),
+}
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("spelling", sorted(FLATTENINGS))
+def test_a_flattened_grid_follows_the_block_size(
+        spelling: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    new, grid = FLATTENINGS[spelling]
+    kf = _respelled(tmp_path, "v2_logistic_template_iters", FLAT, new, grid)
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = [{**dict(template.default_config()), "BLOCK_THREADS": b} for b in (32, 128, 1024)]
+    inputs = _inputs(kf)
+    want = _run(kf, HOST_EXTRAS + kf.baseline.render({}, "fp32").source,
+                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
+    runs = [(HOST_EXTRAS + template.render(c, "fp32").source, template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        _assert_same(kf, got, want, f"{spelling} at {config}")
+
+
+@pytest.mark.parametrize("grid", ['["64", "ceil_div(n, 16384)"]', '["64", "2"]'],
+                         ids=["folded-divisor", "fixed-grid"])
+def test_a_flattened_grid_that_would_not_follow_keeps_the_block_size(
+        grid: str, tmp_path: Path) -> None:
+    """A y rule dividing by no factor of 256 (folded to 16384) and a grid of fixed counts
+    (none follows; at 32 threads 64 x 2 blocks would miss points) are refused with the
+    line."""
+    kf = _respelled(tmp_path, "v2_logistic_template_iters", FLAT, FLAT, grid)
+    lifted = offline_template(kf).lifted
+    assert "BLOCK_THREADS" not in {p.name for p in lifted.params}
+    # the block lift and the named constants' launch block (a lone 1-D block of a kernel
+    # reading blockDim) each refuse with the line
+    for start in ("BLOCK_THREADS: not applied: `(blockIdx.y * gridDim.x + blockIdx.x) * "
+                  "blockDim.x + threadI` offsets blocks by the block's x size",
+                  "named constants: not applied: `(blockIdx.y * gridDim.x + blockIdx.x) * "
+                  "blockDim.x` offsets blocks by the block size"):
+        assert any(n.startswith(start) and n.endswith("(line 14)") for n in lifted.notes), \
+            lifted.notes

@@ -13,6 +13,8 @@ not lifted at all.
 
 from __future__ import annotations
 
+import ast
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
@@ -21,12 +23,14 @@ from workbench.templater.analysis import (
     block_offset,
     builtin,
     declared_name,
+    factors,
     int_value,
     line,
     strip,
     text,
     walk,
 )
+from workbench.templater.block_outputs import per_block_store
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import tree_halving
 from workbench.templater.regtile_blockdim import block_tie
@@ -224,6 +228,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
             continue
+        once = per_block_store(plan, dim) if i < len(plan.grid) and \
+            scale_divisor(plan.grid[i], str(size), name) is not None else None
+        if once is not None:
+            plan.note(name, False, f"`{_context(once)}` stores one element a block along {dim} "
+                      f"and the grid's {dim} rule divides by {size}: the number of those "
+                      "elements would follow the block size, so it stays as written", once)
+            continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)
         if isinstance(crossed, Node):
@@ -245,9 +256,9 @@ def lift_block(plan: Plan) -> dict[str, str]:
         later.append((name, size))
         plan.block[i] = name
         for g, rule in enumerate(plan.grid):
-            if g == i or g in crossed:
-                new = scale_divisor(rule, str(size), name)
-                plan.grid[g] = new if new is not None else rule
+            new = _scaled(rule, size, name) if g in crossed else \
+                scale_divisor(rule, str(size), name) if g == i else None
+            plan.grid[g] = new if new is not None else rule
         if multi:
             plan.add_param(name, {"kind": "pow2", "min": 1 if dim != "x" else 4,
                                   "max": 1024 if dim == "x" else 64, "default": size,
@@ -276,10 +287,11 @@ def lift_block(plan: Plan) -> dict[str, str]:
         for other in _look_alikes(plan, {size}, claimed):
             plan.note(name, False, f"literal {size} in `{_context(other)}` is not governed "
                       "by the block size; left as written", other)
-    if len(lifted) > 1:
-        product = " * ".join(lifted[d] for d in DIMS if d in lifted)
+    if lifted and len(plan.block) > 1:  # a launch holds at most 1024 threads
+        product = " * ".join(b for b in plan.block if literal(b) != 1)
         plan.constrain(f"{product} <= 1024")
-        plan.constrain(f"{product} >= 32")
+    if len(lifted) > 1:
+        plan.constrain(f"{' * '.join(lifted[d] for d in DIMS if d in lifted)} >= 32")
     if lifted:
         plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
                                         if literal(plan.block[i]) != 1)
@@ -308,26 +320,80 @@ def _half_lifted_tile(plan: Plan, dim: str, sizes: dict[str, int | None],
 
 
 def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
-    """The grid dimensions other than ``dim`` whose block offset is ``blockDim.dim``
-    (``blockIdx.x * blockDim.y``: each block's x extent is its y size), each of whose grid
-    rule divides by the block size as written (``ceil_div(n, size)``), so the grid follows
-    the lifted size there too; the offending node when one does not (a grid that would not
-    follow)."""
+    """The grid dimensions whose blocks are offset by ``blockDim.dim`` times a linear block
+    id over other dimensions: ``blockIdx.y * blockDim.x`` (each block's x extent is its y
+    size) or a flattened grid's ``(blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x`` (the
+    linear block id times the block size, its x included), whose grid rules then divide by
+    the block size as written (``ceil_div(n, size)``, or a product holding it: ``ceil_div(n,
+    64 * size)``, the grid's x times the block), so the grid follows the lifted size; a
+    flattened dimension's literal rule is a fixed count of blocks that needs no change where
+    another one follows. The offending node where a rule would not follow (neither divides
+    by the size, or a rule that is no literal does not)."""
     out: set[int] = set()
     for n in walk(plan.body):
-        parts = binary(n)
-        if parts is None or parts[1] != "*":
+        fs = factors(n) if n.type == "binary_expression" else []
+        rest = [f for f in fs if builtin(f, "blockDim") != dim]
+        flat = _linear_product(rest) if len(rest) == len(fs) - 1 else set()
+        if not flat or flat == {dim}:
             continue
-        left, _op, right = parts
-        for a, b in ((left, right), (right, left)):
-            grid_dim = builtin(a, "blockIdx")
-            if grid_dim is None or grid_dim == dim or builtin(b, "blockDim") != dim:
-                continue
-            g = DIMS.index(grid_dim)
-            if g >= len(plan.grid) or scale_divisor(plan.grid[g], str(size), "B") is None:
-                return n
-            out.add(g)
+        grids = {DIMS.index(g) for g in flat}
+        follow = {g for g in grids if g < len(plan.grid) and
+                  _scaled(plan.grid[g], size, "B") is not None}
+        fixed = {g for g in grids if len(flat) > 1 and g < len(plan.grid) and
+                 literal(plan.grid[g]) is not None}
+        if not follow or grids - follow - fixed:
+            return n
+        out |= follow
     return out
+
+
+def _linear_block_id(node: Node) -> set[str]:
+    """The grid dimensions of a linear block id (``blockIdx.y * gridDim.x + blockIdx.x``: a
+    sum of block indices each times grid sizes, ``gridDim`` or literals), empty for anything
+    else (a thread index, a size, a constant term)."""
+    node = strip(node)
+    grid_dim = builtin(node, "blockIdx")
+    if grid_dim is not None:
+        return {grid_dim}
+    parts = binary(node)
+    if parts is not None and parts[1] == "+":
+        left, right = _linear_block_id(parts[0]), _linear_block_id(parts[2])
+        return left | right if left and right else set()
+    return _linear_product(factors(node)) if parts is not None and parts[1] == "*" else set()
+
+
+def _linear_product(fs: list[Node]) -> set[str]:
+    """The grid dimensions of a product of one linear block id and grid sizes (``gridDim``,
+    literals), empty for any other product."""
+    ids = [_linear_block_id(f) for f in fs if builtin(f, "gridDim") is None and
+           f.type != "number_literal"]
+    return ids[0] if len(ids) == 1 else set()
+
+
+def _scaled(rule: str, size: int, name: str) -> str | None:
+    """``rule`` with its divisor ``size`` made ``name`` (:func:`.rules.scale_divisor`), or
+    the factor ``size`` of a product divisor (``ceil_div(n, 64 * 256)``: the grid's x times
+    the block); None where no divisor holds the size."""
+    direct = scale_divisor(rule, str(size), name)
+    if direct is not None:
+        return direct
+    for call in ast.walk(ast.parse(rule, mode="eval")):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
+                call.func.id == "ceil_div" and len(call.args) == 2:
+            factors = _product(call.args[1])
+            at = next((i for i, f in enumerate(factors) if isinstance(f, ast.Constant) and
+                       f.value == size), None)
+            if at is not None and len(factors) > 1:
+                new = [ast.unparse(f) for f in factors]
+                new[at] = name
+                return scale_divisor(rule, ast.unparse(call.args[1]), " * ".join(new))
+    return None
+
+
+def _product(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _product(node.left) + _product(node.right)
+    return [node]
 
 
 def _halving_loop(plan: Plan, size: int) -> Node | None:

@@ -36,7 +36,8 @@ from tree_sitter import Node
 
 from workbench.core.code_mask import code_mask
 from workbench.core.identifiers import identifier_problem
-from workbench.templater.analysis import builtin, int_value, line, strip, text, walk
+from workbench.templater.analysis import DIMS, builtin, int_value, line, strip, text, walk
+from workbench.templater.block import _cross_grids, _scaled
 from workbench.templater.macros import IntegerMacro, guard_define
 from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedParameter
@@ -242,8 +243,19 @@ class _Named:
                            "kernel that never reads blockDim (its indexing would keep the "
                            "block size as written); left as written")
             return
+        crossed = [_cross_grids(self.plan, DIMS[i], found) for i, rule in enumerate(block)
+                   if rule != written[i]]  # a flattened grid follows too, or nothing lifts
+        stuck = next((c for c in crossed if isinstance(c, Node)), None)
+        if stuck is not None:
+            self.plan.note(TRANSFORM, False, f"`{text(stuck)[:60]}` offsets blocks by the block "
+                           f"size along a grid dimension whose rule does not divide by {found}: "
+                           "the grid would not follow the block; left as written", stuck)
+            return
+        follow = set().union(*(c for c in crossed if not isinstance(c, Node)))
+        self.plan.grid = [_or(_scaled(g, found, pname) if k in follow else
+                              replace_divisor(g, found, pname), g)
+                          for k, g in enumerate(self.plan.grid)]
         self.plan.block = block
-        self.plan.grid = [_or(replace_divisor(g, found, pname), g) for g in self.plan.grid]
         if named is None:
             self.add(pname, {"kind": "pow2", "min": 32, "max": 1024, "default": found,
                              "description": f"threads per block (baseline {found})"},
