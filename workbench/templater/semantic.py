@@ -28,6 +28,7 @@ from workbench.templater.conv import lift_conv
 from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.fir_slide import lift_fir
+from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -44,6 +45,7 @@ from workbench.templater.macros import (
     lift_switches,
 )
 from workbench.templater.named import lift_named
+from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
 from workbench.templater.records import LiftedSource
@@ -81,10 +83,12 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
+    inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
+    inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)
