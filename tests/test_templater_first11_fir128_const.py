@@ -14,7 +14,8 @@ Pure: the knobs and the grid, a second spelling of the same filter (no struct, a
 return, the index ``threadIdx.x + blockDim.x * blockIdx.x``, a ``constexpr`` tap count, a
 tap loop to ``<= NT - 1`` through a local and ``fmaf``, the read under a condition), a
 third with "same" zero padding (taps -64 .. 63, an ``if`` skipping inputs outside the
-signal), and refusals with their lines. Host (g++): each lift at its default, every all-ends config and
+signal), a fourth spelled as a convolution (``in[o - t]``: the window slides the other way),
+and refusals with their lines. Host (g++): each lift at its default, every all-ends config and
 mixes (the expert's H100 pick THREADS 64, ITEMS 8, SMEM 1, CONTIG 1 in the lift's knobs
 first) against the kernel as written, bit for bit.
 """
@@ -95,6 +96,20 @@ extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
 }
 """
 
+#: A fourth: the convolution's own spelling, ``in[o - t]`` with the row pointer set past the
+#: filter's reach (the taps meet the inputs in the other order: the window slides down).
+CONVOLVED = """#define K 128
+__constant__ float taps[K];
+extern "C" __global__ void fir128_const(float* y, const float* x, int n) {
+  const float* in = x + (size_t)blockIdx.y * (n + K - 1) + (K - 1);
+  int o = blockIdx.x * blockDim.x + threadIdx.x;
+  if (o >= n) return;
+  float s = 0.0f;
+  for (int t = 0; t < K; ++t) s += taps[t] * in[o - t];
+  y[(size_t)blockIdx.y * n + o] = s;
+}
+"""
+
 
 def _lift(source: str) -> Any:
     return lift_kernel(source, entry="fir128_const", grid=["ceil_div(n, 256)", "ch"],
@@ -124,6 +139,14 @@ def test_a_second_spelling_lifts_the_same_knobs() -> None:
     # the read's condition stays around the slot; the window's loads test it at the slot
     assert "sum[wb_u] = fmaf(taps[j], p < n + NT - 1 ? wb_w[wb_u] : 0.f, sum[wb_u]);" in \
         lifted.source
+
+
+def test_a_convolution_spelled_o_minus_t_slides_its_window_the_other_way() -> None:
+    lifted = _lift(CONVOLVED)
+    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    assert "for (int wb_u = T_ITEMS - 1; wb_u > 0; --wb_u) wb_w[wb_u] = wb_w[wb_u - 1];" in \
+        lifted.source
+    assert "wb_w[0] = wb_span[o - wb_base + (126 - wb_k)];" in lifted.source
 
 
 def test_a_zero_padded_spelling_lifts_the_same_knobs_and_tests_its_slots() -> None:
@@ -235,4 +258,13 @@ def test_the_zero_padded_spelling_gives_every_output_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _spelling_folder(tmp_path / "spelling", PADDED)
     ran = _same_outputs(kf, PADDED, tmp_path / "runs", host_flags)
+    assert ran == 1 + len(MIXES) + 8
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_convolution_gives_every_output_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling_folder(tmp_path / "spelling", CONVOLVED)
+    ran = _same_outputs(kf, CONVOLVED, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 8

@@ -228,14 +228,15 @@ class _Expr:
     def poly(self, node: Node, opaque: list[Node], depth: int = 0) -> Poly:
         return poly_of(node, self.values, opaque=opaque, depth=depth)
 
-    def via_sum(self, node: Node, y: str, i: str) -> Node | None:
+    def via_sum(self, node: Node, y: str, i: str, sign: int = 1) -> Node | None:
         """The first part of ``node`` that depends on ``y`` or ``i`` other than through
-        ``y + i`` (None when it depends on them only through their sum)."""
+        ``y + i`` (None when it depends on them only through their sum); ``sign`` -1: other
+        than through ``y - i`` (a convolution's ``x[n - k]``)."""
         if not self.names(node) & {y, i}:
             return None
         opaque: list[Node] = []
         p = self.poly(node, opaque)
-        if derivative(p, y) != derivative(p, i):
+        if derivative(p, y) != {m: sign * c for m, c in derivative(p, i).items()}:
             return node
         for o in opaque:
             if o.type == "identifier":  # a local assigned more than once, or y / i hidden
@@ -243,7 +244,7 @@ class _Expr:
                     return o
                 continue
             for child in o.named_children:
-                bad = self.via_sum(child, y, i)
+                bad = self.via_sum(child, y, i, sign)
                 if bad is not None:
                     return bad
         return None

@@ -71,15 +71,17 @@ class Slide:
     expand: dict[str, tuple[str, Node]]  # locals the window's loads expand: (type, value)
     bound: str  # X
     dep: set[str]  # the locals that depend on the index
+    sign: int = 1  # the read at ``t + k`` (1) or, a convolution's, at ``t - k`` (-1)
 
 
 def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]], *,
-               most: int = 64) -> Slide | None:
+               most: int = 64, mirrored: bool = False) -> Slide | None:
     """The sliding axis of the family, or None where the kernel has none (silently);
     raises Refused where it has one the analysis cannot follow. ``depending(t, check)``:
     the locals that depend on ``t`` (assigned from it or under a condition on it other than
     the bounds check ``check``: a value set under it alone is the same for every item);
-    ``most``: the taps a tap loop may have (1 .. 64 where the window holds them all)."""
+    ``most``: the taps a tap loop may have (1 .. 64 where the window holds them all);
+    ``mirrored``: a read through ``t - k`` is a slide too (:attr:`Slide.sign` -1)."""
     if len(plan.grid) < 1 or len(plan.block) < 1:
         return None
     stmts = statements(plan.body)
@@ -132,20 +134,23 @@ def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]], *,
     init = loop.child_by_field_name("initializer")
     typ = init.child_by_field_name("type") if init is not None else None
     expr = _Expr(plan, {var, k})
+    sign = -1 if mirrored and expr.via_sum(read, var, k) is not None and \
+        expr.via_sum(read, var, k, -1) is None else 1
     for part in [read, *(c for c, _ in conds)]:
         names = expr.names(part)
         if {var, k} - names and part is read:
             raise Refused(f"`{text(read)}` does not read along both `{var}` and the tap `{k}`",
                           read)
-        off = expr.via_sum(part, var, k)
+        off = expr.via_sum(part, var, k, sign)
         if off is not None:
             raise Refused(f"`{text(off)[:60]}` reads `{var}` and `{k}` other than through "
-                          f"`{var} + {k}`: the items would not share the values", off)
+                          f"`{var} {'+' if sign > 0 else '-'} {k}`: the items would not "
+                          "share the values", off)
     expand = _expansions(plan, expr, loop, dep, [read, *(c for c, _ in conds)], var, k)
     elem = _element_type(plan, read)
     return Slide(decl, var, guard, cond, exits, region, loop, k,
                  text(typ) if typ is not None else "int", w.lo_text, w.count, read, conds,
-                 elem, expand, bound, dep)
+                 elem, expand, bound, dep, sign)
 
 
 def _index_decl(plan: Plan, stmts: list[Node]) -> tuple[Node, str] | None:

@@ -5,8 +5,10 @@ span can be staged in shared memory (issue 28, first contact of fir128_const, se
 The family: ``i = blockIdx.x * B + threadIdx.x`` (any order, casts allowed) guarded by a
 check bounding it from above, and inside the check one loop over the taps ``t = lo ..
 lo + K - 1`` (compile-time, up to :data:`MAX_TAPS`) whose one read that depends on ``i``
-reads ``i`` and ``t`` only through ``i + t`` (:func:`.conv_mix_window.find_slide`, which
-reads the semantics: locals expanded, the conditions between the loop and the read kept).
+reads ``i`` and ``t`` only through ``i + t`` (a correlation), or only through ``i - t`` (a
+convolution, ``x[n - k]``: the window then slides the other way, its new input entering at
+the bottom) (:func:`.conv_mix_window.find_slide`, which reads the semantics: locals
+expanded, the conditions between the loop and the read kept).
 The taps live anywhere (``__constant__``, global, a literal table): their reads do not
 depend on ``i``. The grid's y and z may be anything the thread reads for its pointers (a
 channel on ``blockIdx.y``), since they are the same for a thread's items. A loop around the
@@ -75,7 +77,8 @@ def lift_fir(plan: Plan) -> bool:
     own = set(plan.facts.defs)
     try:
         slide = find_slide(plan, lambda v, check: _closure(
-            plan.body, {v}, own, lambda n: False, control=True, skip=check), most=MAX_TAPS)
+            plan.body, {v}, own, lambda n: False, control=True, skip=check), most=MAX_TAPS,
+            mirrored=True)
     except Refused:
         return False  # no filter of this family (a channel mix notes its own refusal)
     if slide is None or slide.loop not in slide.region or slide.count < 2:
@@ -324,10 +327,13 @@ def _load(data: bytes, slide: Slide, first: str, slot: str) -> str:
 
 
 def _slot(slide: Slide, j: str, ur: str) -> str:
-    """The lowest item ``ur`` reading window place ``j`` and its tap, declared."""
+    """The lowest item ``ur`` reading window place ``j`` and its tap, declared. Item ``u``
+    reads place ``u + kk`` at the ``kk``-th tap (a convolution, ``t - k``: ``u + K - 1 -
+    kk``), so the lowest is ``max(0, j - K + 1)`` either way."""
     last = slide.count - 1
+    kk = f"({j}) - {ur}" if slide.sign > 0 else f"{ur} + {last} - ({j})"
     return (f"const int {ur} = ({j}) > {last} ? ({j}) - {last} : 0;  // the first item "
-            f"reading it\n      const {slide.k_type} {slide.k} = ({slide.lo}) + ({j}) - {ur};")
+            f"reading it\n      const {slide.k_type} {slide.k} = ({slide.lo}) + {kk};")
 
 
 def _stage_text(plan: Plan, slide: Slide, n: dict[str, str], vtype: str) -> str:
@@ -363,17 +369,24 @@ def _walk(plan: Plan, slide: Slide, n: dict[str, str], smem: bool, live: str
         assert hasattr(rw, "render")
         inner = rw.render(body.start_byte, body.end_byte)
         item = f"if ({live}) {{ {inner} }}" if guarded else f"{{ {inner} }}"
+        last = slide.count - 1
+        if slide.sign > 0:  # the next tap's inputs one place up: the new one at the top
+            first = j
+            shift = (f"for (int {u} = 0; {u} + 1 < {ti}; ++{u}) {w}[{u}] = {w}[{u} + 1];\n"
+                     f"      {fill(f'{ti} + {k}', f'{w}[{ti} - 1]')}")
+        else:  # a convolution's: one place down, the new one at the bottom
+            first = f"{j} + {last}"
+            shift = (f"for (int {u} = {ti} - 1; {u} > 0; --{u}) {w}[{u}] = {w}[{u} - 1];\n"
+                     f"      {fill(f'{last - 1} - {k}', f'{w}[0]')}")
         return (f"{{  // {ti} consecutive outputs slide over the {slide.count} taps: {ti} "
                 f"inputs in registers, one load a tap\n  {slide.elem} {w}[{ti}];\n"
                 f"#pragma unroll\n  for (int {j} = 0; {j} < {ti}; ++{j}) "
-                f"{fill(j, f'{w}[{j}]')}\n"
+                f"{fill(first, f'{w}[{j}]')}\n"
                 f"#pragma unroll\n  for (int {k} = 0; {k} < {slide.count}; ++{k}) {{\n"
                 f"    const {slide.k_type} {slide.k} = ({slide.lo}) + {k};\n"
                 f"#pragma unroll\n    for (int {u} = 0; {u} < {ti}; ++{u}) {item}\n"
                 f"    if ({k} + 1 < {slide.count}) {{\n"
-                f"#pragma unroll\n      for (int {u} = 0; {u} + 1 < {ti}; ++{u}) "
-                f"{w}[{u}] = {w}[{u} + 1];\n"
-                f"      {fill(f'{ti} + {k}', f'{w}[{ti} - 1]')}\n    }}\n  }}\n}}")
+                f"#pragma unroll\n      {shift}\n    }}\n  }}\n}}")
     return make
 
 
