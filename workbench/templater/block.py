@@ -30,6 +30,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.block_outputs import per_block_store
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import tree_halving
 from workbench.templater.regtile_blockdim import block_tie
@@ -226,6 +227,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
         tie = block_tie(plan, dim)  # a blockDim-derived tile (regtile_blockdim)
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
+            continue
+        once = per_block_store(plan, dim) if i < len(plan.grid) and \
+            scale_divisor(plan.grid[i], str(size), name) is not None else None
+        if once is not None:
+            plan.note(name, False, f"`{_context(once)}` stores one element a block along {dim} "
+                      f"and the grid's {dim} rule divides by {size}: the number of those "
+                      "elements would follow the block size, so it stays as written", once)
             continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)

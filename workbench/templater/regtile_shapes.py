@@ -20,11 +20,18 @@ A size counts as bounded when a comparison of the kernel names it, a local set f
 synchronises the block: its test bounds the tile's start, not its elements). A clamp
 (``min(r, M - 1)``) is no comparison: such a kernel gets the constraint too, which keeps
 only configs that are right either way.
+
+The same holds of every family that resizes the work a block covers (the block size, items a
+thread, rows a block, 2-D items): once the lift is done, each grid rule ``ceil_div(S, E)``
+whose E reads a lifted parameter, where no comparison bounds S, keeps S a multiple of E
+(:func:`constrain_whole_blocks`): the kernel as written touches every element of the blocks
+it launches, so it is right only where they tile S exactly, and so is each config.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from tree_sitter import Node
 
@@ -32,6 +39,7 @@ from workbench.templater.analysis import calls, text, walk
 from workbench.templater.plan import Plan
 
 _COMPARISONS = ("<", "<=", ">", ">=")
+_CEIL_DIV = r"ceil_div\((.+), (.+)\)"  # ceil_div(S, E): S the extent, E the block's share
 
 
 def constrain_unguarded(plan: Plan, tiles: dict[str, str], k_test: Node | None) -> None:
@@ -62,6 +70,24 @@ def constrain_whole_tiles(plan: Plan, tile: str) -> None:
         _whole(plan, shape, tile, "extent")
 
 
+def constrain_whole_blocks(plan: Plan, written: Sequence[str]) -> None:
+    """Keep S a multiple of E for each grid rule ``ceil_div(S, E)`` whose E reads a lifted
+    parameter, where the rule as ``written`` tiles the same S (``ceil_div(S, 256)``: the
+    author's blocks cover S whole) and the kernel bounds nothing by S (run once every family
+    has lifted). A rule written as a count (``h``: a block a row, exact at every h) is left to
+    the family that tiles it, which bounds what it adds."""
+    for rule, before in zip(plan.grid, written, strict=False):
+        found = re.fullmatch(_CEIL_DIV, rule.strip())
+        was = re.fullmatch(_CEIL_DIV, before.strip())
+        if found is None or was is None or was.group(1).strip() != found.group(1).strip():
+            continue
+        tile = found.group(2).strip()
+        knobs = [w for w in re.findall(r"\w+", tile) if w in plan.params]
+        if knobs:
+            _whole(plan, found.group(1).strip(),
+                   tile if re.fullmatch(r"\w+", tile) else f"({tile})", "extent", knobs[0])
+
+
 def _grid_size(plan: Plan, dim: int, tile: str) -> str | None:
     """S of the grid rule ``ceil_div(S, tile)`` along ``dim``, or None."""
     rule = plan.grid[dim].strip() if dim < len(plan.grid) else ""
@@ -69,12 +95,12 @@ def _grid_size(plan: Plan, dim: int, tile: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def _whole(plan: Plan, shape: str, tile: str, what: str) -> None:
+def _whole(plan: Plan, shape: str, tile: str, what: str, knob: str | None = None) -> None:
     args = {a for a, s in plan.scalars.items() if s.strip() == shape}
-    if not args or _compared(plan, args):
+    if not args or _compared(plan, args) or f"({shape}) % {tile} == 0" in plan.constraints:
         return
     plan.constrain(f"({shape}) % {tile} == 0")
-    plan.note(tile, True, f"no comparison bounds the {what} by {' or '.join(sorted(args))}: "
+    plan.note(knob or tile, True, f"no comparison bounds the {what} by {' or '.join(sorted(args))}: "
               f"the kernel as written reads and writes whole tiles only (correct where {shape} "
               f"is a multiple of its tile), so the space keeps {shape} a multiple of {tile}",
               plan.body)

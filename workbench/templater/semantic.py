@@ -53,6 +53,7 @@ from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
+from workbench.templater.regtile_shapes import constrain_whole_blocks
 from workbench.templater.scan import lift_scan
 from workbench.templater.select_stores import select_stores
 from workbench.templater.smem_tiles import lift_tied_tiles
@@ -120,6 +121,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
         lift_macros(plan, macros)
         follow_named(plan, {n: members.values[n] for n in members.back}, members.back,
                      members.literals)
+    constrain_whole_blocks(plan, grid)  # a kernel that bounds no index by the size it tiles
     _launch_bounds(plan)
     _header(plan)
     rendered = members.restore(plan.rw.render())

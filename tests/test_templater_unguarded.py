@@ -1,0 +1,165 @@
+"""Kernels with no bounds test (issue 28): each touches every element of the blocks it
+launches, so as written it is right only where its blocks tile the size exactly (its author
+launches n a multiple of 256). A family that resizes the work a block covers (the block size,
+items a thread, rows a block, 2-D items) must keep the size a multiple of the config's share,
+or a config reads and writes past the arrays at a shape where the kernel as written is right
+(before workbench/templater/regtile_shapes.py's ``constrain_whole_blocks``: BLOCK_THREADS
+512 at n = 768 wrote past y).
+
+Spellings (tests/spellings_g2/): a 1-D scale with the block's 256 written into the index
+(BLOCK_THREADS, ITEMS_PER_THREAD); a 2-D 5-point Laplacian of a padded grid through an index
+helper (BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y); a warp a row, four rows a block, a shuffle sum
+(ITEMS_X over rows). Each: the constraint and its note, a config past the size pruned with the
+constraint's text, the space empty (and saying why) at a shape the kernel as written is
+wrong at, the guarded twin's space without it, and on the host (g++, the cooperative block)
+the default, every valid all-ends config and a mix printing what the kernel as written prints.
+
+A shared-tree sum to one partial a block (``partial[blockIdx.x] = s[0];``, a ``#define`` block
+size) is refused with the store's line, guarded or not (workbench/templater/block_outputs.py):
+another block size writes another number of partials (before, BLOCK_THREADS 32 at n = 768
+wrote 24 partials into the 3 the folder sizes: the host program aborted).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from helpers_templater import end_configs, host_sample
+from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
+from test_templater_const_via import assert_prints_as_written, write_folder
+
+from workbench.core.errors import EmptySpaceError, TemplateError
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+from workbench.templater.records import TemplaterResult
+
+HERE = Path(__file__).resolve().parent / "spellings_g2"
+
+
+class Unguarded(NamedTuple):
+    grid: list[str]
+    block: list[str]
+    args: list[tuple[str, str, str, Any]]
+    whole: dict[str, int]  # a shape whose sizes are multiples of the written tile only
+    ragged: dict[str, int]  # a shape no config tiles (the kernel as written is wrong there)
+    constraints: set[str]
+    wide: dict[str, int]  # a config whose share does not divide ``whole``
+    guard: tuple[str, str]  # (text, guarded text): the twin that bounds its accesses
+
+
+SPELLINGS: dict[str, Unguarded] = {
+    "scale_1d_fixed_block": Unguarded(
+        ["ceil_div(n, 256)"], ["256"],
+        [("y", "f32", "out", ["n"]), ("x", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
+        {"n": 768}, {"n": 700}, {"(n) % (BLOCK_THREADS * ITEMS_PER_THREAD) == 0"},
+        {"BLOCK_THREADS": 512},
+        ("  y[i] = 2.0f * x[i];", "  if (i < n) y[i] = 2.0f * x[i];")),
+    "laplace5_padded_2d": Unguarded(
+        ["ceil_div(w, 16)", "ceil_div(h, 16)"], ["16", "16"],
+        [("out", "f32", "out", ["h", "w"]), ("in", "f32", "in", ["h + 2", "w + 2"]),
+         ("h", "i32", "scalar", "h"), ("w", "i32", "scalar", "w")],
+        {"h": 48, "w": 80}, {"h": 47, "w": 80},
+        {"(w) % (BLOCK_X * ITEMS_X) == 0", "(h) % (BLOCK_Y * ITEMS_Y) == 0"},
+        {"BLOCK_X": 32, "BLOCK_Y": 8},
+        ("  const int p = w + 2;", "  if (r >= h || c >= w) return;\n  const int p = w + 2;")),
+    "rows_per_block_warp": Unguarded(
+        ["ceil_div(rows, 4)"], ["32", "4"],
+        [("out", "f32", "out", ["rows", 32]), ("in", "f32", "in", ["rows", 32]),
+         ("rows", "i32", "scalar", "rows")],
+        {"rows": 12}, {"rows": 10}, {"(rows) % (4 * ITEMS_X) == 0"}, {"ITEMS_X": 8},
+        ("  float v = in[row * 32 + threadIdx.x];",
+         "  if (row >= rows) return;\n  float v = in[row * 32 + threadIdx.x];")),
+}
+
+
+PARTIALS = Unguarded(
+    ["ceil_div(n, 256)"], ["256"],
+    [("partial", "f32", "out", ["ceil_div(n, 256)"]), ("x", "f32", "in", ["n"]),
+     ("n", "i32", "scalar", "n")],
+    {"n": 768}, {"n": 700}, set(), {},
+    ("s[t] = x[blockIdx.x * TPB + t];",
+     "s[t] = blockIdx.x * TPB + t < n ? x[blockIdx.x * TPB + t] : 0.0f;"))
+
+
+def _folder(name: str, root: Path, shape: dict[str, int], guarded: bool = False
+            ) -> KernelFolder:
+    s = PARTIALS if name == "partial_sums_tree" else SPELLINGS[name]
+    source = (HERE / f"{name}.cu").read_text()
+    if guarded:
+        assert s.guard[0] in source
+        source = source.replace(s.guard[0], s.guard[1])
+    tag = "_".join(f"{k}{v}" for k, v in shape.items())
+    return write_folder(root / f"{name}_{tag}{'_guarded' if guarded else ''}", source,
+                        s.grid, s.block, s.args, shape, [])
+
+
+def _lift(name: str, root: Path, shape: dict[str, int], guarded: bool = False
+          ) -> tuple[KernelFolder, TemplaterResult]:
+    kf = _folder(name, root, shape, guarded)
+    return kf, offline_template(kf)
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_the_space_keeps_each_unbounded_size_a_multiple_of_the_blocks_share(
+        name: str, tmp_path: Path) -> None:
+    s = SPELLINGS[name]
+    kf, result = _lift(name, tmp_path, s.whole)
+    assert s.constraints <= set(result.lifted.constraints), result.notes
+    for c in s.constraints:
+        size = c[1:c.index(")")]
+        assert any("no comparison bounds the extent by " + size in n and
+                   "the kernel as written reads and writes whole tiles only" in n
+                   for n in result.notes), result.notes
+    template = result.template
+    env = kf.env(kf.check_shape, "fp32")
+    assert template.space(env).rejection(template.default_config()) is None
+    wide = {**template.default_config(), **s.wide}
+    assert template.space(env).rejection(wide) in s.constraints
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_a_shape_no_config_tiles_is_an_empty_space_that_names_the_constraint(
+        name: str, tmp_path: Path) -> None:
+    """Where the kernel as written reads past its arrays too (a size no multiple of its own
+    tile), no config is left: the search's require_nonempty says which constraint emptied it."""
+    s = SPELLINGS[name]
+    kf, result = _lift(name, tmp_path, s.ragged)
+    with pytest.raises(EmptySpaceError) as raised:
+        result.template.space(kf.env(kf.check_shape, "fp32")).require_nonempty()
+    assert raised.value.binding in s.constraints
+    assert f"`{raised.value.binding}`" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_the_guarded_twin_keeps_its_space(name: str, tmp_path: Path) -> None:
+    s = SPELLINGS[name]
+    _kf, result = _lift(name, tmp_path, s.whole, guarded=True)
+    assert not any(" % " in c and c.endswith("== 0") for c in result.lifted.constraints), \
+        result.lifted.constraints
+    assert not any("whole tiles only" in n for n in result.notes)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_every_checked_config_prints_what_the_kernel_as_written_prints(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    s = SPELLINGS[name]
+    kf, result = _lift(name, tmp_path, s.whole)
+    template = result.template
+    env = kf.env(kf.check_shape, "fp32")
+    ends = end_configs(template, env)
+    configs = [dict(template.default_config()), *host_sample(ends)]
+    assert_prints_as_written(kf, result, configs, tmp_path / "host")
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_one_partial_a_block_keeps_its_block_and_says_which_store(guarded: bool,
+                                                                  tmp_path: Path) -> None:
+    kf = _folder("partial_sums_tree", tmp_path, PARTIALS.whole, guarded)
+    with pytest.raises(TemplateError) as raised:
+        offline_template(kf)
+    assert "BLOCK_THREADS: not applied: `partial[blockIdx.x] = s[0];` stores one element a " \
+        "block along x and the grid's x rule divides by 256: the number of those elements " \
+        "would follow the block size, so it stays as written (line 13)" in str(raised.value)
