@@ -80,6 +80,10 @@ def test_a_counter_declared_before_other_statements_moves_into_its_for() -> None
     # a statement between that reads the counter: left as written
     changed = source.replace("float acc = 0.0f;", "float acc = 0.0f * i;")
     assert "while (i < n)" in counted_whiles(InlinedSource(changed, "k.cu"), "k").text
-    # a value read from memory, statements between: left as written
+    # a value read from memory moves past declarations that write nothing (loop_forms._movable)
     reads = source.replace("int i = blockIdx.x * NT + threadIdx.x;", "int i = x[0] > 0;")
-    assert "while (i < n)" in counted_whiles(InlinedSource(reads, "k.cu"), "k").text
+    assert "for (int i = x[0] > 0; i < n; i += stride) {" in \
+        counted_whiles(InlinedSource(reads, "k.cu"), "k").text
+    # ... but not past a statement between that may write memory: left as written
+    stores = reads.replace("float acc = 0.0f;", "float acc = 0.0f; partials[0] = acc;")
+    assert "while (i < n)" in counted_whiles(InlinedSource(stores, "k.cu"), "k").text

@@ -49,6 +49,8 @@ from test_templater_warp2 import SHFL_SYNC
 from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
+from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.loop_forms import counted_whiles
 
 HERE = Path(__file__).resolve().parent / "spellings_v2"
 
@@ -81,7 +83,14 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
     "v2_sqdiff_warp_partials": (("BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD",
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 96, "VEC": 2, "ITEMS_PER_THREAD": 4}]),
-    "v2_rownorm_warp2d": (("BLOCK_Y", "MIN_BLOCKS_PER_SM"), [{"BLOCK_Y": 2}]),
+    # the sum of squares' pointer while reads as its for (loop_forms._movable: `end` and
+    # `ss` declared between), so the warp-row family lifts as for the corpus's warp_row
+    "v2_rownorm_warp2d": (("WARPS_PER_BLOCK", "LANES", "ILP", "VEC", "ITEMS_PER_THREAD",
+                           "MIN_BLOCKS_PER_SM"),
+                          [{"WARPS_PER_BLOCK": 2, "LANES": 8, "ILP": 2, "VEC": 4,
+                            "ITEMS_PER_THREAD": 2},
+                           {"WARPS_PER_BLOCK": 32, "LANES": 4, "ILP": 4, "VEC": 2,
+                            "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 2}]),
     "v2_logistic_template_iters": (("BLOCK_THREADS", "UNROLL", "MIN_BLOCKS_PER_SM"),
                                    [{"BLOCK_THREADS": 128}]),
     "v2_rowsoftmax_warp_macro": (("ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD",
@@ -298,3 +307,19 @@ def test_a_flattened_grid_that_would_not_follow_keeps_the_block_size(
                   "blockDim.x` offsets blocks by the block size"):
         assert any(n.startswith(start) and n.endswith("(line 14)") for n in lifted.notes), \
             lifted.notes
+
+
+def test_a_pointer_walk_with_declarations_between_reads_as_its_for() -> None:
+    """v2_rownorm_warp2d's ``const float* src = ..; const float* end = ..; float ss = 0.0f;
+    while (src < end) {..; src += 32;}``: src (the name the body steps; end is declared too)
+    moves into the for past two declarations that write nothing, every line kept."""
+    source = (HERE / "v2_rownorm_warp2d" / "v2_rownorm_warp2d.cu").read_text()
+    done = counted_whiles(InlinedSource(source, "k.cu"), "v2_rownorm_warp2d").text
+    assert "for (const float* src = x + (size_t)row * cols + threadIdx.x; src < end; " \
+        "src += 32) {" in done, done
+    assert done.count("\n") == source.count("\n")
+    # a store between may change what the value reads (y[0]): left as written
+    stored = source.replace("float ss = 0.0f;", "float ss = 0.0f; y[0] = ss;").replace(
+        "cols + threadIdx.x;", "cols + threadIdx.x + (int)y[0];")
+    assert "while (src < end)" in \
+        counted_whiles(InlinedSource(stored, "k.cu"), "v2_rownorm_warp2d").text

@@ -10,14 +10,18 @@ Every counted ``while`` of the kernel is respelled; a loop that is not counted (
 value settles, a step that is not its last statement) stays a ``while``, which the families
 that model such loops (escape-time items) read as written.
 
-Rewritten only where the two are the same program and the loop is counted: the declaration
-of one plain variable with a value is the statement right before the ``while`` in the same
-block; the condition compares the variable with a bound that reads nothing the body assigns
-and calls nothing (a loop run until a value settles stays a ``while``); the loop's body
-is a block whose last statement steps the variable (``v += s``, ``v -= s``, ``++v``,
-``v++``, ``--v``, ``v--``, ``v = v + s``); no ``continue`` in the body belongs to this loop
-(in a ``for`` it would run the step, in the ``while`` it skips it); and nothing after the
-loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
+Rewritten only where the two are the same program and the loop is counted: the variable
+(a number or a pointer) is declared alone, with a value, in the same block before the
+``while``, and the declaration may move to the loop (:func:`_movable`, the one rule the other
+loop spellings of :mod:`.loop_forms_open` use too): the statements between neither mention
+it nor assign a name its value reads, and where there are some, they are declarations that
+call and assign nothing or the value reads no memory and calls nothing; the condition
+compares the variable with a bound (another local: ``src < end``) that reads nothing the
+body assigns and calls nothing (a loop run until a value settles stays a ``while``); the
+loop's body is a block whose last statement steps the variable (``v += s``, ``v -= s``,
+``++v``, ``v++``, ``--v``, ``v--``, ``v = v + s``); no ``continue`` in the body belongs to
+this loop (in a ``for`` it would run the step, in the ``while`` it skips it); and nothing
+after the loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
 the step's statement empty, on their own lines, so every line keeps its number.
 """
 
@@ -34,6 +38,8 @@ from workbench.templater.point_split import entry_body
 _LOOPS = ("for_statement", "while_statement", "do_statement")
 #: Reads of the launch's geometry (``blockIdx.x``): no memory, the same value anywhere.
 _GEOMETRY = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.")
+#: Expressions that may write memory or a variable.
+_WRITES = ("call_expression", "assignment_expression", "update_expression")
 
 
 #: (start byte, end byte, new text) of one edit of the source
@@ -130,31 +136,48 @@ def _own_continue(body: Node) -> bool:
     return visit(body)
 
 
-def _declaration(siblings: list[Node], at: int, var: str) -> Node | None:
+def _declared(decl: Node) -> tuple[str, Node] | None:
+    """(name, value) of a declaration of one variable with a value, else None."""
+    ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
+    if len(ds) != 1 or ds[0].type != "init_declarator":
+        return None
+    name, value = ds[0].child_by_field_name("declarator"), ds[0].child_by_field_name("value")
+    while name is not None and name.type == "pointer_declarator":
+        name = name.child_by_field_name("declarator")
+    if name is None or name.type != "identifier" or value is None:
+        return None
+    return text(name), value
+
+
+def _movable(siblings: list[Node], at: int, var: str) -> Node | None:
     """The declaration of ``var`` alone with a value among ``siblings`` before ``at`` that may
     move to ``at``: the statements between neither mention ``var`` nor assign a name its
-    value reads, and where there are some the value reads no memory and calls nothing."""
+    value reads, and where there are some, either they are declarations that call and
+    assign nothing (they write no memory, so a read of memory in the value may move past
+    them) or the value reads no memory and calls nothing."""
     for k in range(at - 1, -1, -1):
-        decl = siblings[k]
-        ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
-        name = ds[0].child_by_field_name("declarator") if len(ds) == 1 and \
-            ds[0].type == "init_declarator" else None
-        if name is None or name.type != "identifier" or text(name) != var:
-            if _reads(decl, var):
+        found = _declared(siblings[k])
+        if found is None or found[0] != var:
+            if _reads(siblings[k], var):
                 return None
             continue
-        value = ds[0].child_by_field_name("value")
         between = siblings[k + 1:at]
-        if value is None or (between and any(
-                n.type in ("call_expression", "subscript_expression", "pointer_expression",
-                           "field_expression") and not text(n).startswith(_GEOMETRY)
-                for n in walk(value))):
+        read = {text(n) for n in walk(found[1]) if n.type == "identifier"}
+        quiet = all(b.type == "declaration" and not any(n.type in _WRITES for n in walk(b))
+                    for b in between)
+        if any(_assigned(b) & read for b in between) or \
+                (not quiet and _reads_memory(found[1])):
             return None
-        read = {text(n) for n in walk(value) if n.type == "identifier"}
-        if any(_assigned(b) & read for b in between):
-            return None
-        return decl
+        return siblings[k]
     return None
+
+
+def _reads_memory(value: Node) -> bool:
+    """``value`` calls a function or reads memory (a subscript, a dereference, a member that
+    is not the launch's geometry)."""
+    return any(n.type in ("call_expression", "subscript_expression", "pointer_expression",
+                          "field_expression") and not text(n).startswith(_GEOMETRY)
+               for n in walk(value))
 
 
 def _loop_var(cond: Node) -> list[str]:
@@ -178,8 +201,9 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
         "parenthesized_expression", "condition_clause") and cond.named_child_count == 1 \
         else cond
     stmts = [c for c in body.named_children if c.type != "comment"]
-    found = [(d, v) for v in _loop_var(inner) if (d := _declaration(siblings, at, v))]
-    if len(found) != 1 or not stmts:
+    found = [(d, v) for v in _loop_var(inner) if stmts and _step(stmts[-1], v) and
+             (d := _movable(siblings, at, v))]  # the name the body steps: i of i < end
+    if len(found) != 1:
         return None
     decl, var = found[0]
     if not _step(stmts[-1], var) or not _bounded(inner, var, body) or \

@@ -12,10 +12,11 @@ analysis (issue 28: first contact, segment_sums of held-back set 10).
 The families read a loop through a ``for``'s initializer, condition and update, so a kernel
 lifted or was refused by the spelling of its loop alone. Rewritten only where the two are
 the same program: the variable is declared alone, with a value, in the same block before the
-loop; the statements between neither mention it nor assign a name its value reads, and
-where there are some they are declarations that call nothing and assign nothing (so they
-write no memory and a read of memory in the value may move past them); nothing after the
-loop reads the variable (the ``for`` scopes it to the loop). The ``for``'s condition
+loop, and the declaration may move to it (:func:`.loop_forms._movable`, as a counted
+``while``'s: the statements between neither mention it nor assign a name its value reads,
+and where there are some they are declarations that call nothing and assign nothing, so a
+read of memory in the value may move past them, or the value reads no memory); nothing
+after the loop reads the variable (the ``for`` scopes it to the loop). The ``for``'s condition
 compares the variable with a bound, and its update steps the variable. A ``do`` loop
 further needs: its body a block whose last statement only updates the variable (an
 assignment to it, ``v /= 2`` or ``v >>= 1`` as well as a step) and no ``continue`` of its
@@ -37,10 +38,12 @@ from workbench.templater.analysis import _CONSTANTS, int_expr_value, strip, text
 from workbench.templater.analysis import integer_macros as reading_constants
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import (
+    _WRITES,
     Edit,
-    _assigned,
     _bounded,
+    _declared,
     _loop_var,
+    _movable,
     _own_continue,
     _reads,
     rewrite_loops,
@@ -49,7 +52,6 @@ from workbench.templater.macros import integer_macros
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
             "!=": operator.ne}
-_WRITES = ("call_expression", "assignment_expression", "update_expression")
 
 
 def open_loops(current: InlinedSource, entry: str | None) -> InlinedSource:
@@ -65,37 +67,6 @@ def open_loops(current: InlinedSource, entry: str | None) -> InlinedSource:
         return rewrite_loops(current, entry, lambda data, loop: _open_for(data, loop)
                              if loop.type == "for_statement" else _counted_do(data, loop)
                              if loop.type == "do_statement" else None)
-
-
-def _declared(decl: Node) -> tuple[str, Node] | None:
-    """(name, value) of a declaration of one variable with a value, else None."""
-    ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
-    if len(ds) != 1 or ds[0].type != "init_declarator":
-        return None
-    name, value = ds[0].child_by_field_name("declarator"), ds[0].child_by_field_name("value")
-    while name is not None and name.type == "pointer_declarator":
-        name = name.child_by_field_name("declarator")
-    if name is None or name.type != "identifier" or value is None:
-        return None
-    return text(name), value
-
-
-def _movable(siblings: list[Node], at: int, var: str) -> Node | None:
-    """The declaration of ``var`` among ``siblings`` before ``at`` that may move to ``at``
-    (see the module doc), else None."""
-    for k in range(at - 1, -1, -1):
-        found = _declared(siblings[k])
-        if found is None or found[0] != var:
-            if _reads(siblings[k], var):
-                return None
-            continue
-        between = siblings[k + 1:at]
-        read = {text(n) for n in walk(found[1]) if n.type == "identifier"}
-        if any(b.type != "declaration" or any(n.type in _WRITES for n in walk(b)) or
-               _assigned(b) & read for b in between):
-            return None
-        return siblings[k]
-    return None
 
 
 def _place(loop: Node) -> tuple[list[Node], int] | None:
