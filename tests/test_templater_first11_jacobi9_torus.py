@@ -55,13 +55,14 @@ MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 2},
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
-#: The same pattern by other hands: a periodic 1-D smoother, its neighbours wrapped by
-#: ``% n`` written inline, in a grid-stride loop.
+#: The same pattern by other hands: a periodic 1-D smoother in a grid-stride loop, its left
+#: neighbour wrapped by ``% n`` written inline, its right one by subtracting the periods a
+#: division counts.
 RING = """extern "C" __global__ void ring_smooth(float* __restrict__ y, const float* __restrict__ x,
                                        int n, float a) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     const float left = x[(i + n - 1) % n];
-    const float right = x[(i + 1) % n];
+    const float right = x[i + 1 - n * ((i + 1) / n)];
     y[i] = a * left + (1.0f - 2.0f * a) * x[i] + a * right;
   }
 }
@@ -221,7 +222,7 @@ def test_the_torus_lift_keeps_its_knobs_and_wraps_by_compare() -> None:
     assert "((r - 1) >= 0 ? (r - 1) : (r - 1) + H)" in body  # the row above
     assert "((r + 1) >= H ? (r + 1) - H : (r + 1))" in body  # the row below
     assert "((c - 1) >= 0 ? (c - 1) : (c - 1) + W)" in body
-    assert "const int here = (((r)) * W + (c));" in body  # (r + H) % H, (c + W) % W
+    assert "const int here = ((((r))) * W + ((c)));" in body  # (r + H) % H, (c + W) % W
     assert any("at (an object of Torus) read as the lambda" in n
                for n in _notes(lifted, "INLINE_FUNCTOR")), lifted.notes
     assert any("18 wrapped indices (lines 30, 31, 32, 33)" in n
@@ -237,7 +238,7 @@ def test_an_inline_modulo_in_a_grid_stride_loop_is_wrapped() -> None:
     # i + 1 in [1, n]
     body = _wrapped(RING, "ring_smooth")
     assert "x[((i - 1) >= 0 ? (i - 1) : (i - 1) + n)]" in body
-    assert "x[((i + 1) >= n ? (i + 1) - n : (i + 1))]" in body
+    assert "x[i + 1 - n * (((i + 1) >= n ? 1 : 0))]" in body
 
 
 def test_a_wrap_helper_under_a_guard_block_is_wrapped_in_three_dimensions() -> None:
@@ -263,12 +264,13 @@ def _ring(source: str) -> Any:
     # no + n: -1 % n is -1 in C, not n - 1 (the kernel's own bug is kept)
     ("x[(i + n - 1) % n]", "x[(i - 1) % n]", "`(i - 1)` may be negative (its lower bound -1)"),
     # a runtime offset of any sign
-    ("x[(i + 1) % n]", "x[(i + k) % n]", "`(i + k)` may be negative (its lower bound k)"),
+    ("x[i + 1 - n * ((i + 1) / n)]", "x[(i + k) % n]",
+     "`(i + k)` may be negative (its lower bound k)"),
     # three periods away
-    ("x[(i + 1) % n]", "x[(i + 3 * n) % n]",
-     "`(i + 3 * n)` may reach 3 * n (its upper bound 4 * n - 1)"),
+    ("x[i + 1 - n * ((i + 1) / n)]", "x[i + 1 - n * ((i + 1 + 2 * n) / n)]",
+     "`(i + 1 + 2 * n)` may reach 3 * n (its upper bound 3 * n)"),
     # a counter the body moves is no index the guards bound
-    ("const float right = x[(i + 1) % n];",
+    ("const float right = x[i + 1 - n * ((i + 1) / n)];",
      "int j = i; j += 1; const float right = x[(j + 1) % n];",
      "j is written in the kernel or declared more than once"),
 ], ids=["negative", "runtime-offset", "three-periods", "written-index"])
@@ -280,7 +282,7 @@ def test_what_is_not_one_period_stays_a_division_with_its_line(old: str, new: st
     at = 4 if "i - 1" in new else 5
     assert any(why in n and n.endswith(f"(line {at})") for n in _notes(lifted, "WRAP_INDEX")
                if "stays a division" in n), lifted.notes
-    kept = new.split("x[", 1)[1].split("]")[0]
+    kept = new.split("x[", 1)[1].rsplit("]", 1)[0]
     assert f"x[{kept}]" in _wrapped(source.replace(old, new), "ring_smooth")
 
 
@@ -288,8 +290,36 @@ def test_an_unsigned_divisor_or_dividend_is_left_as_written() -> None:
     # unsigned n: i + n - 1 is computed modulo 2^32; a compare of i - 1 with 0 would differ
     source = RING.replace("int n, float a)", "unsigned n, float a)")
     lifted = _ring(source)
-    assert lifted.source.count("% n]") == 2
+    assert "+ n - 1) % n]" in lifted.source and "+ 1) / n)]" in lifted.source
     assert not _notes(lifted, "WRAP_INDEX")
+
+
+def test_a_value_standing_for_a_division_keeps_its_precedence() -> None:
+    # (i - n + n) % n is (i - n) + n: one value, multiplied as the division was
+    source = RING.replace("x[(i + n - 1) % n]", "x[(i - n + n) % n * 1]")
+    assert "x[((i - n) + n) * 1]" in _wrapped(source, "ring_smooth")
+
+
+#: The torus index as an aggregate: a struct of public sizes with a const operator(), set
+#: by braces, called through a name declared ``auto .. = Wrap2{..}``-free: ``Wrap2 idx{H, W}``.
+AGGREGATE = """struct Wrap2 {
+  int h, w;
+  __device__ int operator()(int r, int c) const { return ((r + h) % h) * w + (c + w) % w; }
+};
+"""
+
+
+def test_an_aggregate_index_struct_is_read_as_a_function_too() -> None:
+    source = FOLDER.joinpath("jacobi9_torus.cu").read_text()
+    start, end = source.index("class Torus"), source.index("};", source.index("class Torus"))
+    source = source[:start] + AGGREGATE.rstrip("\n")[:-2] + source[end:]
+    source = source.replace("const Torus at(H, W);", "const Wrap2 at{H, W};")
+    lifted = lift_kernel(source, entry="jacobi9_torus", grid=["ceil_div(W, 32)",
+                         "ceil_div(H, 8)", "B"], block=["32", "8"],
+                         scalars={"H": "H", "W": "W"})
+    assert "%" not in _body(lifted.source, "jacobi9_torus"), lifted.notes
+    assert any("at (an object of Wrap2) read as the lambda" in n
+               for n in _notes(lifted, "INLINE_FUNCTOR")), lifted.notes
 
 
 def test_an_index_class_other_than_an_index_function_is_left_as_written() -> None:

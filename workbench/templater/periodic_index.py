@@ -199,7 +199,7 @@ def _rewrite(ctx: _Context, node: Node, op: str, left: Node, n: str) -> str:
     out = spell.value(q_lo, op)
     for q in range(q_lo + 1, q_hi + 1):
         out = f"({spell.at_least(q)} ? {spell.value(q, op)} : {out})"
-    return out if out.startswith("(") else f"({out})"
+    return out if q_hi > q_lo else f"({out})"  # it stands where the division stood
 
 
 class _Spelling:
@@ -293,7 +293,8 @@ class _Facts:
             else:
                 try:
                     r = self.range(init)
-                    lo, hi = r.lo or lo, r.hi or hi
+                    lo = r.lo if r.lo is not None else lo
+                    hi = r.hi if r.hi is not None else hi
                 except Refused:
                     pass  # the name stays a symbol
             self._seen.discard(name)
