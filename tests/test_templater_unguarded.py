@@ -14,10 +14,14 @@ constraint's text, the space empty (and saying why) at a shape the kernel as wri
 wrong at, the guarded twin's space without it, and on the host (g++, the cooperative block)
 the default, every valid all-ends config and a mix printing what the kernel as written prints.
 
-A shared-tree sum to one partial a block (``partial[blockIdx.x] = s[0];``, a ``#define`` block
-size) is refused with the store's line, guarded or not (workbench/templater/block_outputs.py):
-another block size writes another number of partials (before, BLOCK_THREADS 32 at n = 768
-wrote 24 partials into the 3 the folder sizes: the host program aborted).
+Refused with the line, guarded or not (workbench/templater/block_outputs.py), by the block
+lift and the named constants' alike: a shared-tree sum to one partial a block
+(``partial[blockIdx.x] = s[0];``, a ``#define`` block size): another block size writes another
+number of partials (before, BLOCK_THREADS 32 at n = 768 wrote 24 partials into the 3 the
+folder sizes: the host program aborted); four elements a thread from ``(blockIdx.x *
+blockDim.x + threadIdx.x) * 4`` under ``ceil_div(n, 512)`` for 128 threads: the grid did not
+follow the block (before, BLOCK_THREADS 32 .. 1024 with that grid: a quarter of y unwritten
+at 32, reads past x at 256).
 """
 
 from __future__ import annotations
@@ -74,18 +78,34 @@ SPELLINGS: dict[str, Unguarded] = {
 }
 
 
-PARTIALS = Unguarded(
-    ["ceil_div(n, 256)"], ["256"],
-    [("partial", "f32", "out", ["ceil_div(n, 256)"]), ("x", "f32", "in", ["n"]),
-     ("n", "i32", "scalar", "n")],
-    {"n": 768}, {"n": 700}, set(), {},
-    ("s[t] = x[blockIdx.x * TPB + t];",
-     "s[t] = blockIdx.x * TPB + t < n ? x[blockIdx.x * TPB + t] : 0.0f;"))
+#: spellings whose block lift is refused, guarded or not: (folder, the refusal's words)
+REFUSED: dict[str, tuple[Unguarded, str]] = {
+    "partial_sums_tree": (Unguarded(
+        ["ceil_div(n, 256)"], ["256"],
+        [("partial", "f32", "out", ["ceil_div(n, 256)"]), ("x", "f32", "in", ["n"]),
+         ("n", "i32", "scalar", "n")],
+        {"n": 768}, {"n": 700}, set(), {},
+        ("s[t] = x[blockIdx.x * TPB + t];",
+         "s[t] = blockIdx.x * TPB + t < n ? x[blockIdx.x * TPB + t] : 0.0f;")),
+        "BLOCK_THREADS: not applied: `partial[blockIdx.x] = s[0];` stores one element a block "
+        "along x and the grid's x rule divides by 256: the number of those elements would "
+        "follow the block size, so it stays as written (line 13)"),
+    "saxpy_items_blockdim": (Unguarded(
+        ["ceil_div(n, 512)"], ["128"],
+        [("y", "f32", "inout", ["n"]), ("x", "f32", "in", ["n"]),
+         ("a", "f32", "scalar", "1.5"), ("n", "i32", "scalar", "n")],
+        {"n": 1536}, {"n": 1500}, set(), {},
+        ("    y[base + j] = a", "    if (base + j < n) y[base + j] = a")),
+        "BLOCK_THREADS: not applied: `blockIdx.x * blockDim.x + threadIdx.x` offsets blocks by "
+        "blockDim.x and the grid's x rule `ceil_div(n, 512)` does not divide by 128: the grid "
+        "would stay while each block's share follows the block size, so it stays as written "
+        "(line 5)"),
+}
 
 
 def _folder(name: str, root: Path, shape: dict[str, int], guarded: bool = False
             ) -> KernelFolder:
-    s = PARTIALS if name == "partial_sums_tree" else SPELLINGS[name]
+    s = REFUSED[name][0] if name in REFUSED else SPELLINGS[name]
     source = (HERE / f"{name}.cu").read_text()
     if guarded:
         assert s.guard[0] in source
@@ -155,11 +175,15 @@ def test_every_checked_config_prints_what_the_kernel_as_written_prints(
 
 
 @pytest.mark.parametrize("guarded", [False, True])
-def test_one_partial_a_block_keeps_its_block_and_says_which_store(guarded: bool,
-                                                                  tmp_path: Path) -> None:
-    kf = _folder("partial_sums_tree", tmp_path, PARTIALS.whole, guarded)
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_block_the_grid_would_not_follow_is_refused_with_its_line(
+        name: str, guarded: bool, tmp_path: Path) -> None:
+    """Neither the block lift nor the named constants' lift resizes it (nothing else lifts)."""
+    spelling, refusal = REFUSED[name]
+    kf = _folder(name, tmp_path, spelling.whole, guarded)
     with pytest.raises(TemplateError) as raised:
         offline_template(kf)
-    assert "BLOCK_THREADS: not applied: `partial[blockIdx.x] = s[0];` stores one element a " \
-        "block along x and the grid's x rule divides by 256: the number of those elements " \
-        "would follow the block size, so it stays as written (line 13)" in str(raised.value)
+    assert refusal in str(raised.value)
+    if "blockDim" in (HERE / f"{name}.cu").read_text():  # else named never resizes it
+        assert "named constants: not applied: `blockIdx.x * blockDim.x` offsets blocks by " \
+            "blockDim.x" in str(raised.value)

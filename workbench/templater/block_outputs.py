@@ -1,4 +1,5 @@
-"""Outputs a block writes once, whatever its size (:mod:`.block`'s lift refuses on them).
+"""What a block covers where the grid would not follow its size (:mod:`.block`'s lift
+refuses on them).
 
 A reduction to partials stores one element a block (``partial[blockIdx.x] = s[0];``): the
 number of partials is the number of blocks, which a grid rule ``ceil_div(n, 256)`` ties to
@@ -8,14 +9,41 @@ overrun or left short, and its values differ from the kernel as written at every
 lift of that block dimension is refused where such a store exists (a store into a kernel
 pointer whose index reads the block's index along the dimension, and no thread index, also
 through the locals it is built from).
+
+A block offset read from the block's size (``(blockIdx.x * blockDim.x + threadIdx.x) * 4``)
+under a grid rule that does not divide by it (``ceil_div(n, 512)`` for 128 threads of four
+elements each) is the other case: the grid would stay while each block's share follows the
+block, so a smaller block leaves elements unwritten and a larger one runs past the arrays.
+Refused too, unless the kernel reads ``gridDim`` along that dimension (a grid-stride loop
+covers its work at any grid).
 """
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, text, walk
+from workbench.templater.analysis import binary, builtin, factors, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.rules import scale_divisor
+
+
+def unfollowed(plan: Plan, dim: str, rule: str, size: int) -> tuple[Node, str] | None:
+    """Why a block of another size than ``size`` along ``dim`` would be wrong under the
+    grid's ``rule`` there (the node, and the reason to follow its quoted text), or None: a
+    per-block store where the rule divides by ``size``, a block offset read from blockDim
+    where it does not."""
+    if scale_divisor(rule, str(size), "B") is not None:
+        once = per_block_store(plan, dim)
+        return None if once is None else (
+            once, f"stores one element a block along {dim} and the grid's {dim} rule divides by "
+                  f"{size}: the number of those elements would follow the block size")
+    fixed = unfollowed_offset(plan, dim, rule)
+    return None if fixed is None else (
+        fixed, f"offsets blocks by blockDim.{dim} and the grid's {dim} rule `{rule}` does not "
+               f"divide by {size}: the grid would stay while each block's share follows the "
+               "block size")
 
 
 def per_block_store(plan: Plan, dim: str) -> Node | None:
@@ -50,3 +78,21 @@ def _builtins(plan: Plan, node: Node, depth: int) -> set[str]:
         else:
             out |= _builtins(plan, found.value, depth + 1)
     return out
+
+
+def unfollowed_offset(plan: Plan, dim: str, rule: str) -> Node | None:
+    """The first ``blockIdx.dim * blockDim.dim`` product where the grid's ``rule`` along
+    ``dim`` tiles a size (``ceil_div(..)``, no divisor of the block size in it) and
+    ``gridDim.dim`` is never read; None otherwise."""
+    if re.fullmatch(r"ceil_div\(.+\)", rule.strip()) is None or \
+            any(builtin(n, "gridDim") == dim for n in walk(plan.body)):
+        return None
+    for n in walk(plan.body):
+        parts = binary(n)
+        if parts is None or parts[1] != "*":
+            continue
+        fs = factors(n)
+        if any(builtin(f, "blockIdx") == dim for f in fs) and \
+                any(builtin(f, "blockDim") == dim for f in fs):
+            return n
+    return None

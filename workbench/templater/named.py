@@ -38,6 +38,7 @@ from workbench.core.code_mask import code_mask
 from workbench.core.identifiers import identifier_problem
 from workbench.templater.analysis import DIMS, builtin, int_value, line, strip, text, walk
 from workbench.templater.block import _cross_grids, _scaled
+from workbench.templater.block_outputs import unfollowed
 from workbench.templater.macros import IntegerMacro, guard_define
 from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedParameter
@@ -252,6 +253,13 @@ class _Named:
                            "the grid would not follow the block; left as written", stuck)
             return
         follow = set().union(*(c for c in crossed if not isinstance(c, Node)))
+        wrong = next((w for k, rule in enumerate(block) if rule != written[k] and k not in follow
+                      and k < len(self.plan.grid) and
+                      (w := unfollowed(self.plan, DIMS[k], self.plan.grid[k], found))), None)
+        if wrong is not None:
+            self.plan.note(TRANSFORM, False, f"`{text(wrong[0])[:60]}` {wrong[1]}; left as "
+                           "written", wrong[0])
+            return
         self.plan.grid = [_or(_scaled(g, found, pname) if k in follow else
                               replace_divisor(g, found, pname), g)
                           for k, g in enumerate(self.plan.grid)]
