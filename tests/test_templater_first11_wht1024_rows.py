@@ -41,15 +41,22 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen11.ROOT / "wht1024_rows"
-KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "VEC", "MIN_BLOCKS_PER_SM")
-#: The expert's H100 pick in the lift's knobs (V 4: 256 threads a row, float4 copies);
-#: 128 threads of 4 items over 2 rows (the last block half past the 5 rows), float2; 32
-#: threads of 16 items over 8 rows (one block, 3 rows dead) at the largest register cap; 64
-#: threads over 4 rows, float4.
-MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4},
-         {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "VEC": 2},
-         {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "VEC": 1, "MIN_BLOCKS_PER_SM": 4},
-         {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 2}]
+KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "VEC", "MIN_BLOCKS_PER_SM")
+#: The expert's H100 pick in the lift's knobs (V 4: 256 threads a row, the first two stages
+#: in registers, float4 copies), the same through shared memory; 128 threads of 4 items over
+#: 2 rows (the last block half past the 5 rows), float2, three register stages; 32 threads
+#: of 16 items over 8 rows (one block, 3 rows dead) at the largest register cap, five
+#: register stages; 64 threads over 4 rows, float4; 512 threads with the first stage in
+#: registers (two elements a thread, float2 copies).
+MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "VEC": 4},
+         {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4},
+         {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "REG_STAGES": 1, "VEC": 2},
+         {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "REG_STAGES": 1, "VEC": 1,
+          "MIN_BLOCKS_PER_SM": 4},
+         {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 2},
+         {"BLOCK_THREADS": 512, "REG_STAGES": 1, "VEC": 2}]
+#: The bitonic sort's: REG_STAGES refused (its compare-exchange's direction reads the item).
+BITONIC_KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "VEC", "MIN_BLOCKS_PER_SM")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
@@ -87,6 +94,36 @@ extern "C" __global__ void bitonic_rows(float* __restrict__ y, const float* __re
   }
 }
 """
+
+#: The transform by a third hand: the stride's log the loop counter of a ``for`` (``h``
+#: declared in the body from it), an ``unsigned`` thread, the pair by shifts and masks, the
+#: row's offset inline, ``#define`` sizes.
+FWHT = """#define N 1024
+#define LOG_N 10
+
+extern "C" __global__ void fwht_rows(float* __restrict__ y, const float* __restrict__ x,
+                                     int rows) {
+  __shared__ float s[N];
+  const int row = blockIdx.x;
+  if (row >= rows) return;
+  const unsigned i = threadIdx.x;
+  s[i] = x[(size_t)row * N + i];
+  s[i + N / 2] = x[(size_t)row * N + i + N / 2];
+  __syncthreads();
+  for (int st = 0; st < LOG_N; ++st) {
+    const int h = 1 << st;
+    const unsigned p = ((i >> st) << (st + 1)) | (i & (unsigned)(h - 1));
+    const unsigned q = p | (unsigned)h;
+    float u = s[p], v = s[q];
+    s[p] = u + v;
+    s[q] = u - v;
+    __syncthreads();
+  }
+  y[(size_t)row * N + i] = s[i] * 0.03125f;
+  y[(size_t)row * N + i + N / 2] = s[i + N / 2] * 0.03125f;
+}
+"""
+
 
 BITONIC_REFERENCE = '''"""numpy reference for bitonic_rows: each row sorted ascending."""
 
@@ -129,8 +166,18 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
     assert "return" not in source.split("wb_live", 1)[1]
     # the butterflies: a block-stride loop over the 512 items, t recomputed from the item
     assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 1
-    assert source.count("const int t = wb_t;") == 1
+    assert source.count("const int t = wb_t;") == 1 + 5  # and each register stage's
     assert "const int t = threadIdx.x;" not in source
+    # REG_STAGES: thread 0's items of the leading stages on the thread's own elements,
+    # h a constant a stage; as many stages as keep every pair in one thread's chunk
+    assert "constexpr int wb_regs = (BLOCK_THREADS == 32 ? 5 : BLOCK_THREADS == 64 ? 4 : " \
+        "BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 ? 2 : 1);" in source
+    assert "if (4 < wb_regs) { const int h = 16;" in source and "const int h = 32;" not in source
+    assert source.count("wb_r[lo + h] = a - b;") == 5
+    # the loop goes on from the first stage through shared memory
+    assert "  __syncthreads();\n  h = (BLOCK_THREADS == 32 ? 32 : BLOCK_THREADS == 64 ? 16 : " \
+        "BLOCK_THREADS == 128 ? 8 : BLOCK_THREADS == 256 ? 4 : 2);\n#endif\n  while (h < ROW)" \
+        in source
     # the load and the store copy the row, VEC consecutive floats a thread an access
     assert "for (int wb_e = threadIdx.x * VEC; wb_live && wb_e < 1024; " \
         "wb_e += BLOCK_THREADS * VEC) {" in source
@@ -142,7 +189,7 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
 
 def test_a_bitonic_sort_guarded_by_a_block_lifts_the_same_knobs() -> None:
     lifted = _lift(BITONIC)
-    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    assert tuple(p.name for p in lifted.params) == BITONIC_KNOBS, lifted.notes
     source = lifted.source
     # the guard block's header is the flag; its braces stay as a plain block
     assert "const bool wb_live = (blockIdx.x * ROWS_PER_BLOCK + threadIdx.y) < rows;\n  {" \
@@ -217,12 +264,51 @@ def test_a_load_that_is_no_aligned_row_copy_keeps_its_items(old: str, new: str,
     assert any(why in n for n in _notes(refused, "VEC")), refused.notes
 
 
+def test_a_stage_loop_by_its_log_stride_lifts_the_register_stages() -> None:
+    lifted = _lift(FWHT, "fwht_rows")
+    assert tuple(p.name for p in lifted.params) == (
+        "BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "MIN_BLOCKS_PER_SM"), lifted.notes
+    source = lifted.source
+    # each stage's counter and stride constants; thread 0's pair by the same shifts
+    assert "if (4 < wb_regs) { const int st = 4; const int h = 16;" in source
+    assert source.count("wb_r[q] = u - v;") == 5
+    # the loop resumes at the first stage through shared memory: its counter's start
+    assert "for (int st = (REG_STAGES ? (BLOCK_THREADS == 32 ? 5 : BLOCK_THREADS == 64 ? 4 " \
+        ": BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 ? 2 : 1) : (0)); st < LOG_N; " \
+        "++st)" in source
+
+
+@pytest.mark.parametrize(("source", "entry", "old", "new", "why"), [
+    # the compare-exchange's direction reads the item's place: thread 0's items would sort
+    # every chunk the first chunk's way
+    (BITONIC, "bitonic_rows", "", "", "`up` at line 18 carries the item's place into what "
+     "the stage computes"),
+    # a butterfly reading its neighbour pair's element: the items overlap
+    (FWHT, "fwht_rows", "float u = s[p], v = s[q];", "float u = s[p], v = s[q ^ 2u];",
+     "items 0 and 1 both touch element 1 at {'st': 0, 'h': 1} (`s[q ^ 2u]`, line 17)"),
+    # a stage reading a table in global memory
+    (FWHT, "fwht_rows", "s[q] = u - v;", "s[q] = u - v * x[p];",
+     "a stage reads memory beyond its shared row"),
+    # a stride doubling by a value the loop cannot know
+    (FWHT, "fwht_rows", "for (int st = 0; st < LOG_N; ++st)",
+     "for (int st = 0; st < (LOG_N & rows); ++st)", "does not evaluate"),
+], ids=["bitonic-direction", "overlapping-items", "global-table", "runtime-stage-count"])
+def test_register_stages_are_refused_with_the_line(source: str, entry: str, old: str,
+                                                  new: str, why: str) -> None:
+    assert old in source
+    lifted = _lift(source.replace(old, new), entry)
+    assert "REG_STAGES" not in {p.name for p in lifted.params}
+    assert any(why in n for n in _notes(lifted, "REG_STAGES")), lifted.notes
+
+
 def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
-    """The default, the mixes (over the default) and every all-ends config, each once."""
+    """The default, the mixes (over the default; a knob the lift lacks dropped) and every
+    all-ends config, each once."""
     space = template.space(env)
     default = dict(template.default_config())
+    mixes = [{k: v for k, v in m.items() if k in template.param_names} for m in MIXES]
     out: list[dict[str, Any]] = []
-    for config in [default, *({**default, **m} for m in MIXES), *end_configs(template, env)]:
+    for config in [default, *({**default, **m} for m in mixes), *end_configs(template, env)]:
         assert space.rejection(config) is None, (config, space.rejection(config))
         if config not in out:
             out.append(config)
@@ -255,23 +341,27 @@ def test_the_wht_lift_computes_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(FOLDER)
     ran = _same_outputs(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
-    # of the 16 all-ends configs, 512 x 8 rows passes 1024 threads (4), 32 x 1 at 4 blocks
-    # an SM caps nothing 1 does not (2), 512 x 1 x VEC 1 x 0 is the default, 32 x 8 x VEC 1
-    # x 4 a mix
-    assert ran == 1 + len(MIXES) + 8
+    # of the 32 all-ends configs, 512 x 8 rows passes 1024 threads (8), 32 x 1 at 4 blocks
+    # an SM caps nothing 1 does not (4), 512 x 1 x REG 0 x VEC 1 x 0 is the default, 32 x 8
+    # x REG 1 x VEC 1 x 4 a mix
+    assert ran == 1 + len(MIXES) + 18
+
+
+def _spelling_folder(root: Path, name: str, source: str, reference: str) -> KernelFolder:
+    """wht1024_rows's folder (shapes, arguments, launch) with ``source`` as its kernel
+    ``name`` and ``reference``."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    toml = (FOLDER / "kernel.toml").read_text().replace("wht1024_rows", name)
+    (folder / "kernel.toml").write_text(toml)
+    (folder / "reference.py").write_text(reference)
+    for file in ("baseline.cu", f"{name}.cu"):
+        (folder / file).write_text(source)
+    return load_kernel_folder(folder)
 
 
 def _bitonic_folder(root: Path) -> KernelFolder:
-    """wht1024_rows's folder (shapes, arguments, launch) with the bitonic sort as its
-    kernel and reference."""
-    folder = root / "bitonic_rows"
-    folder.mkdir(parents=True)
-    toml = (FOLDER / "kernel.toml").read_text().replace("wht1024_rows", "bitonic_rows")
-    (folder / "kernel.toml").write_text(toml)
-    (folder / "reference.py").write_text(BITONIC_REFERENCE)
-    for name in ("baseline.cu", "bitonic_rows.cu"):
-        (folder / name).write_text(BITONIC)
-    return load_kernel_folder(folder)
+    return _spelling_folder(root, "bitonic_rows", BITONIC, BITONIC_REFERENCE)
 
 
 @needs_gxx
@@ -280,10 +370,31 @@ def test_the_bitonic_lift_sorts_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _bitonic_folder(tmp_path / "spelling")
     ran = _same_outputs(kf, BITONIC, tmp_path / "runs", host_flags)
-    assert ran == 1 + len(MIXES) + 8  # the same space as the wht's
+    # the wht's space without REG_STAGES: the mixes' two 256 x 1 x VEC 4 are one; of the 16
+    # all-ends configs 10 are valid, the default and 32 x 8 x VEC 1 x 4 among them
+    assert ran == 1 + (len(MIXES) - 1) + 8
     want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
                                          "fp32")["y"]
     got = _run(kf, held_back_unseen11.host_source(BITONIC),
                kf.baseline.launch_for({}, kf.env(kf.check_shape, "fp32")), _inputs(kf),
                tmp_path / "as_written", host_flags)["y"]
     assert (got == want).all()  # the spelling sorts (the lift is checked against it)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_log_stride_lift_computes_as_written_at_every_end_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling_folder(tmp_path / "spelling", "fwht_rows", FWHT,
+                          (FOLDER / "reference.py").read_text())
+    ran = _same_outputs(kf, FWHT, tmp_path / "runs", host_flags)
+    # the default and 6 mixes (no VEC: the two 256 x 1 differ by REG_STAGES alone); of the
+    # 16 all-ends configs 10 are valid, the default, 512 x 1 x REG 1 x 0 and 32 x 8 x REG 1
+    # x 4 among them
+    assert ran == 1 + 6 + 7
+    want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
+                                         "fp32")["y"]
+    got = _run(kf, held_back_unseen11.host_source(FWHT),
+               kf.baseline.launch_for({}, kf.env(kf.check_shape, "fp32")), _inputs(kf),
+               tmp_path / "as_written", host_flags)["y"]
+    assert abs(got - want).max() < 1e-5  # it transforms (the lift is checked against it)

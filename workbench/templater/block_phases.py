@@ -44,6 +44,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, text, walk
 from workbench.templater.block import _governed
+from workbench.templater.block_phases_regs import emit_register_stages, register_stages
 from workbench.templater.block_phases_vec import RowCopy, emit_copy, row_copy
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
@@ -136,6 +137,7 @@ def lift_phases(plan: Plan) -> bool:
               anchor)
     if row is not None:
         _emit_rows(plan, layout, row, threads, rows)
+    _lift_register_stages(plan, layout, items, values, threads)
     if copies:
         step = min(c.step for c in copies)
         plan.add_param(vec, {"kind": "choice", "values": [v for v in (1, 2, 4) if v <= step],
@@ -149,12 +151,37 @@ def lift_phases(plan: Plan) -> bool:
     return True
 
 
+def _lift_register_stages(plan: Plan, layout: Layout, items: int, values: list[int],
+                          threads: str) -> None:
+    """REG_STAGES where :mod:`.block_phases_regs` proves it legal, else its note."""
+    try:
+        regs = register_stages(plan, layout.barrier_loops, layout.runs, layout.derived,
+                               layout.uniform, _shared_names(plan), items, values)
+    except Refused as exc:
+        plan.note("REG_STAGES", False, exc.reason, exc.node)
+        return
+    knob = fresh_names(plan, ["REG_STAGES"])["REG_STAGES"]
+    emit_register_stages(plan, regs, threads, knob, _needed(list(regs.run), layout.derived))
+    run = regs.run[0]
+    plan.add_param(knob, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": f"1: each thread keeps {regs.length} / {threads} "
+                          "consecutive elements of the row in registers and runs the leading "
+                          "stages whose pairs stay in them with no shared memory or barrier "
+                          "(as written: 0)"}, f"{run.start_point.row + 1}: {text(run).strip()}")
+    plan.note(knob, True, f"{len(regs.stages)} stages, each a pairing of the {regs.length} "
+              f"elements; leading stages in registers by threads a row: {regs.regs}", run)
+
+
+def _shared_names(plan: Plan) -> set[str]:
+    return {text(n) for d in walk(plan.body) if d.type == "declaration" and _shared(d)
+            for c in d.children_by_field_name("declarator")
+            if (n := _declarator_name(c)) is not None}
+
+
 def _row_copies(plan: Plan, layout: Layout, items: int, row: RowPlan | None) -> list[RowCopy]:
     """The runs that copy a row (VEC), each aligned for a vector of 2 or more; the others'
     reasons noted."""
-    shared = {text(n) for d in walk(plan.body) if d.type == "declaration" and _shared(d)
-              for c in d.children_by_field_name("declarator")
-              if (n := _declarator_name(c)) is not None}
+    shared = _shared_names(plan)
 
     def varies(name: str) -> bool:
         return name in layout.locals and name not in layout.uniform and name not in shared

@@ -1,0 +1,421 @@
+"""REG_STAGES for :mod:`.block_phases`: the leading stages of a barrier loop in registers.
+
+A block-per-row kernel whose barrier loop runs a fixed sequence of stages over a shared row
+(a butterfly's ``h = 1, 2, .., 512``) is read by evaluating it, not its spelling: the loop's
+uniform locals are stepped from their first values through its condition and updates, and at
+every stage every work item's shared indices are evaluated. A stage qualifies when the
+items' index sets partition the row (each element read and written by exactly one item, an
+item touching only its own set: a pairing, so the items may run in any order on any thread).
+
+With REG_STAGES 1 and ``B`` threads a row, thread ``c`` owns the ``L / B`` consecutive
+elements from ``c * L / B`` in registers and runs the items ``c * I / B ..`` in turn (``I``
+items, consecutive chunks). A stage runs in registers, with no shared memory and no barrier,
+where for every thread and item of its chunk each shared index is the thread's first
+element plus the index of the same item of thread 0: the thread then runs thread 0's items
+(compile-time indices into its registers) on its own elements. The leading stages that do
+so run first; the thread then writes its chunk back and the loop goes on from the stage
+after them through shared memory as written. Legal only where the item's place is read in
+nothing but the shared indices (else thread 0's items would compute something else: a
+bitonic sort's direction ``(i & k) == 0``), refused with the line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, builtin, strip, text, walk
+from workbench.templater.block_phases_vec import Evaluator
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused
+from workbench.templater.rewrite import Rewriter
+
+NAME = "REG_STAGES"
+_MAX_STAGES = 64
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_UPDATE: dict[str, Callable[[int, int], int]] = {
+    "=": lambda a, b: b, "+=": lambda a, b: a + b, "-=": lambda a, b: a - b,
+    "*=": lambda a, b: a * b, "<<=": lambda a, b: a << b, ">>=": lambda a, b: a >> b,
+    "/=": lambda a, b: int(a / b), "|=": lambda a, b: a | b, "&=": lambda a, b: a & b,
+    "^=": lambda a, b: a ^ b}
+
+
+@dataclass(frozen=True)
+class RegStages:
+    """The barrier loop, its stage run, and per threads-a-row value how many leading stages
+    run in registers and the loop's locals after them."""
+
+    loop: Node
+    run: tuple[Node, ...]
+    shared: Node  # the shared array's identifier at the run's first access
+    length: int  # elements of the row
+    items: int
+    carried: tuple[str, ...]  # the locals the loop assigns, declared before it or in it
+    types: dict[str, str]  # a carried or stage-declared uniform local -> its declared type
+    stages: tuple[dict[str, int], ...]  # those locals' values at each stage
+    regs: dict[int, int]  # threads a row -> leading stages in registers
+    after: dict[int, dict[str, int]]  # threads a row -> the carried locals after those
+    in_header: dict[str, Node]  # a carried local declared in a for's init -> its value
+
+
+def register_stages(plan: Plan, loops: list[Node], runs: list[list[Node]],
+                    derived: list[Node], uniform: set[str], shared: set[str], items: int,
+                    threads: list[int]) -> RegStages:
+    """The stage loop's analysis (see the module); raises :class:`Refused` with the line."""
+    evaluator = Evaluator(plan.source.tree.root_node)
+    staged = [r for r in runs if any(_within(r[0], lp) for lp in loops)]
+    derived_names = {_decl_name(d) for d in derived}
+    for run in staged:
+        _check_places(run, derived_names, shared)
+    if len(loops) != 1 or len(staged) != 1:
+        raise Refused(f"{len(loops)} barrier loops with {len(staged)} runs of work: the "
+                      "stages are no single loop of one phase", loops[-1] if loops
+                      else plan.body)
+    loop, run = loops[0], staged[0]
+    fixed = _fixed_values(plan, evaluator, uniform, loop)
+    carried, types, in_header, env = _carried(plan, evaluator, loop, run, fixed)
+    stages, final = _stages(evaluator, loop, run, carried, {**fixed, **env}, types)
+    sites = [n for s in run for n in walk(s) if n.type == "subscript_expression" and
+             text(n.child_by_field_name("argument")) in shared]
+    array = sites[0].child_by_field_name("argument") if sites else None
+    if array is None:
+        raise Refused("the stage reads no shared row", run[0])
+    length = _row_length(plan, evaluator, text(array))
+    table = [_indices(evaluator, derived, run, sites, {**fixed, **stage}, items, length)
+             for stage in stages]
+    regs: dict[int, int] = {}
+    after: dict[int, dict[str, int]] = {}
+    for b in threads:
+        if length % b or items % b:
+            raise Refused(f"{b} threads do not split the {length} elements and {items} "
+                          "items of a row evenly", loop)
+        count = 0
+        while count < len(stages) and _in_chunks(table[count], b, length // b, items // b):
+            count += 1
+        regs[b] = count
+        after[b] = dict(stages[count]) if count < len(stages) else final
+    return RegStages(loop, tuple(run), array, length,
+                     items, tuple(carried), types, tuple(stages), regs, after, in_header)
+
+
+def _within(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
+
+
+def _decl_name(decl: Node) -> str:
+    d = decl.child_by_field_name("declarator")
+    while d is not None and d.type != "identifier":
+        d = d.child_by_field_name("declarator")
+    return text(d)
+
+
+def _check_places(run: list[Node], derived: set[str], shared: set[str]) -> None:
+    """The item's place (threadIdx.x, the thread-derived locals and the run's locals built
+    from them) is read only in the shared indices and those locals' own values."""
+    def index_spans(node: Node) -> list[Node]:
+        return [i for n in walk(node) if n.type == "subscript_expression" and
+                text(n.child_by_field_name("argument")) in shared
+                for i in [n.child_by_field_name("indices") or n.child_by_field_name("index")]
+                if i is not None]
+    spans = [s for stmt in run for s in index_spans(stmt)]
+    places = set(derived)
+    values: list[Node] = []
+    for stmt in run:
+        for n in walk(stmt):
+            if n.type in ("call_expression", "for_statement", "while_statement",
+                          "do_statement", "pointer_expression", "field_expression") and \
+                    not builtin(n, "threadIdx") == "x":
+                raise Refused(f"`{text(n)[:50]}` in a stage: only arithmetic on the shared "
+                              "row is evaluated", n)
+            if n.type == "subscript_expression" and \
+                    text(n.child_by_field_name("argument")) not in shared:
+                raise Refused(f"`{text(n)[:50]}`: a stage reads memory beyond its shared row",
+                              n)
+        if stmt.type == "declaration":
+            for d in stmt.children_by_field_name("declarator"):
+                value = d.child_by_field_name("value")
+                if value is not None and _reads_place(value, places, spans):
+                    places.add(_decl_name_of(d))
+                    values.append(value)
+    for stmt in run:
+        for n in walk(stmt):
+            if _is_place(n, places) and not any(_within(n, s) for s in spans + values):
+                raise Refused(f"`{text(n)}` at line {n.start_point.row + 1} carries the item's "
+                              "place into what the stage computes, not only into which "
+                              "elements it pairs: a thread's items would not compute as "
+                              "the first thread's", n)
+
+
+def _is_place(n: Node, places: set[str]) -> bool:
+    return (n.type == "identifier" and text(n) in places and
+            (n.parent is None or n.parent.type != "init_declarator" or
+             n.parent.child_by_field_name("declarator") != n)) or \
+        builtin(n, "threadIdx") == "x"
+
+
+def _reads_place(value: Node, places: set[str], spans: list[Node]) -> bool:
+    return any(_is_place(n, places) and not any(_within(n, s) for s in spans)
+               for n in walk(value))
+
+
+def _fixed_values(plan: Plan, evaluator: Evaluator, uniform: set[str],
+                  loop: Node) -> dict[str, int]:
+    """Uniform locals declared once before the loop and never assigned, evaluated."""
+    out: dict[str, int] = {}
+    for n in walk(plan.body):
+        if n.type != "init_declarator" or n.start_byte >= loop.start_byte:
+            continue
+        name, value = text(n.child_by_field_name("declarator")), n.child_by_field_name("value")
+        if name in uniform and value is not None and not _assigned(plan.body, name):
+            result = evaluator.value(value, out)
+            if result is not None:
+                out[name] = result
+    return out
+
+
+def _assigned(body: Node, name: str) -> bool:
+    return any(n.type in ("assignment_expression", "update_expression") and
+               text(n.child_by_field_name("left") or n.child_by_field_name("argument")) == name
+               for n in walk(body))
+
+
+def _carried(plan: Plan, evaluator: Evaluator, loop: Node, run: list[Node],
+             fixed: Mapping[str, int]
+             ) -> tuple[list[str], dict[str, str], dict[str, Node], dict[str, int]]:
+    """The locals the loop assigns outside its run: names, types, those its for-init
+    declares (their values), and their values on entry."""
+    names: list[str] = []
+    for n in walk(loop):
+        if any(_within(n, stmt) for stmt in run):
+            continue
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is not None and target.type == "identifier" and \
+                    text(target) not in names:
+                names.append(text(target))
+    types: dict[str, str] = {}
+    in_header: dict[str, Node] = {}
+    env: dict[str, int] = {}
+    init = loop.child_by_field_name("initializer")
+    for name in names:
+        decls = [d for d in walk(plan.body) if d.type == "declaration" and any(
+            _decl_name_of(x) == name for x in d.children_by_field_name("declarator"))]
+        if len(decls) != 1 or not (decls[0].end_byte <= loop.start_byte or
+                                   (init is not None and decls[0] == init)):
+            raise Refused(f"`{name}`, which the stage loop writes, is not declared once "
+                          "before it or in its header", loop)
+        d = next(x for x in decls[0].children_by_field_name("declarator")
+                 if _decl_name_of(x) == name)
+        value = d.child_by_field_name("value")
+        start = evaluator.value(value, {**fixed, **env}) if value is not None else None
+        if start is None or _writes_outside(plan.body, name, loop, d):
+            raise Refused(f"`{text(decls[0])[:50]}`: the stage loop's `{name}` has no "
+                          "value known on entry", decls[0])
+        env[name] = start
+        types[name] = text(decls[0].child_by_field_name("type"))
+        if init is not None and decls[0] == init:
+            in_header[name] = value  # type: ignore[assignment]
+    return names, types, in_header, env
+
+
+def _decl_name_of(d: Node) -> str:
+    while d is not None and d.type != "identifier":
+        d = d.child_by_field_name("declarator")  # type: ignore[assignment]
+    return text(d)
+
+
+def _writes_outside(body: Node, name: str, loop: Node, decl: Node) -> bool:
+    return any(n.type in ("assignment_expression", "update_expression") and
+               text(n.child_by_field_name("left") or n.child_by_field_name("argument")) ==
+               name and not _within(n, loop) for n in walk(body)) or decl is None
+
+
+def _stages(evaluator: Evaluator, loop: Node, run: list[Node], carried: list[str],
+            env: dict[str, int], types: dict[str, str]
+            ) -> tuple[list[dict[str, int]], dict[str, int]]:
+    """Steps the loop: the carried values and those of the uniform locals the body declares
+    before its run at each stage (their types into ``types``), and the carried after the
+    last."""
+    body = loop.child_by_field_name("body")
+    assert body is not None
+    steps = [c for c in body.named_children if c.type != "comment"]
+    cond = loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    stages: list[dict[str, int]] = []
+    while _truth(evaluator, cond, env):
+        fresh: list[str] = []
+        for stmt in steps:
+            if stmt == run[0]:
+                stages.append({c: env[c] for c in [*carried, *fresh]})
+            elif stmt.type == "declaration" and stmt not in run:
+                for d in stmt.children_by_field_name("declarator"):
+                    value = d.child_by_field_name("value")
+                    result = evaluator.value(value, env) if value is not None else None
+                    if result is None:
+                        raise Refused(f"the stage loop's `{text(d)[:50]}` does not evaluate",
+                                      stmt)
+                    env[_decl_name_of(d)] = result
+                    fresh.append(_decl_name_of(d))
+                    types[_decl_name_of(d)] = text(stmt.child_by_field_name("type"))
+            elif stmt.type == "expression_statement" and stmt not in run and \
+                    text(stmt).replace(" ", "") != "__syncthreads();":
+                _apply(evaluator, stmt.named_children[0], env, stmt)
+        if update is not None:
+            _apply(evaluator, update, env, loop)
+        if len(stages) > _MAX_STAGES:
+            raise Refused(f"the stage loop runs past {_MAX_STAGES} stages", loop)
+    return stages, {c: env[c] for c in carried}
+
+
+def _truth(evaluator: Evaluator, cond: Node | None, env: Mapping[str, int]) -> bool:
+    if cond is None:
+        raise Refused("a stage loop with no condition", cond)
+    node = strip(cond.named_children[0] if cond.type == "condition_clause" else cond)
+    parts = binary(node)
+    if parts is not None and parts[1] in ("&&", "||"):
+        left = _truth(evaluator, parts[0], env)
+        return (left and _truth(evaluator, parts[2], env)) if parts[1] == "&&" else \
+            (left or _truth(evaluator, parts[2], env))
+    if parts is not None and parts[1] in _COMPARE:
+        a, b = evaluator.value(parts[0], env), evaluator.value(parts[2], env)
+        if a is not None and b is not None:
+            return _COMPARE[parts[1]](a, b)
+    value = evaluator.value(node, env)
+    if value is None:
+        raise Refused(f"the stage loop's `{text(node)[:50]}` does not evaluate", node)
+    return value != 0
+
+
+def _apply(evaluator: Evaluator, expr: Node, env: dict[str, int], where: Node) -> None:
+    if expr.type == "comma_expression":
+        for part in expr.named_children:
+            _apply(evaluator, part, env, where)
+        return
+    if expr.type == "update_expression":
+        name = text(expr.child_by_field_name("argument"))
+        step = 1 if "++" in text(expr.child_by_field_name("operator")) else -1
+        env[name] += step
+        return
+    if expr.type == "assignment_expression":
+        name = text(expr.child_by_field_name("left"))
+        op = text(expr.child_by_field_name("operator"))
+        right = expr.child_by_field_name("right")
+        value = evaluator.value(right, env) if right is not None else None
+        if name in env and op in _UPDATE and value is not None:
+            env[name] = _UPDATE[op](env[name], value)
+            return
+    raise Refused(f"the stage loop's `{text(expr)[:50]}` does not evaluate", where)
+
+
+def _row_length(plan: Plan, evaluator: Evaluator, name: str) -> int:
+    for decl in walk(plan.body):
+        if decl.type == "declaration" and _decl_name(decl) == name:
+            d = decl.child_by_field_name("declarator")
+            size = d.child_by_field_name("size") if d is not None else None
+            inner = d.child_by_field_name("declarator") if d is not None else None
+            if d is not None and d.type == "array_declarator" and size is not None and \
+                    inner is not None and inner.type == "identifier":
+                value = evaluator.value(size, {})
+                if value is not None:
+                    return value
+            raise Refused(f"`{text(decl)[:50]}`: the shared row is not one array of a "
+                          "known length", decl)
+    raise Refused(f"`{name}` is not declared in the kernel", plan.body)
+
+
+def _indices(evaluator: Evaluator, derived: list[Node], run: list[Node], sites: list[Node],
+             stage: dict[str, int], items: int, length: int) -> list[list[int]]:
+    """Every item's shared index at each site; refused where the items do not partition
+    the row."""
+    out: list[list[int]] = []
+    owner: dict[int, int] = {}
+    for item in range(items):
+        env = {**stage, "threadIdx.x": item}
+        for decl in [*derived, *(s for s in run if s.type == "declaration")]:
+            for d in decl.children_by_field_name("declarator"):
+                value = d.child_by_field_name("value")
+                result = evaluator.value(value, env) if value is not None else None
+                if result is not None:
+                    env[_decl_name_of(d)] = result
+        row: list[int] = []
+        for site in sites:
+            index = site.child_by_field_name("indices") or site.child_by_field_name("index")
+            if index is not None and index.type == "subscript_argument_list":
+                index = index.named_children[0]
+            at = evaluator.value(index, env) if index is not None else None
+            if at is None or not 0 <= at < length:
+                raise Refused(f"`{text(site)}` at line {site.start_point.row + 1} does not "
+                              f"evaluate inside the row for item {item} at {stage}", site)
+            if owner.setdefault(at, item) != item:
+                raise Refused(f"items {owner[at]} and {item} both touch element {at} "
+                              f"at {stage} (`{text(site)}`, line {site.start_point.row + 1}):"
+                              " the stage is no pairing", site)
+            row.append(at)
+        out.append(row)
+    if len(owner) != length:
+        raise Refused(f"the items touch {len(owner)} of the {length} elements at {stage}",
+                      sites[0])
+    return out
+
+
+def _in_chunks(table: list[list[int]], threads: int, elems: int, per: int) -> bool:
+    """Every thread's items touch its own elements, each at thread 0's index plus its
+    first element."""
+    return all(table[c * per + k][s] == c * elems + table[k][s] and
+               0 <= table[k][s] < elems
+               for c in range(threads) for k in range(per) for s in range(len(table[k])))
+
+
+def _chain(threads: str, values: Mapping[int, int]) -> str:
+    pairs = sorted(values.items())
+    out = str(pairs[-1][1])
+    for b, v in reversed(pairs[:-1]):
+        out = f"{threads} == {b} ? {v} : {out}"
+    return f"({out})"
+
+
+def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str,
+                         needed: list[Node]) -> None:
+    """The register prefix before the loop (under ``#if knob``), the loop resumed after it."""
+    elems = f"({regs.length} / {threads})"
+    first, last = regs.run[0], regs.run[-1]
+    count = max(regs.regs.values())
+
+    def block(rw: Rewriter) -> str:
+        shared = rw.text(regs.shared)
+        sub = Rewriter(rw.data)
+        sub.edits = [e for e in rw.edits if not (e.start == e.end and (
+            e.start == first.start_byte or e.start == last.end_byte))]
+        body = sub.render(first.start_byte, last.end_byte)
+        body = re.sub(rf"(?<![\w.]){re.escape(shared)}\s*\[", "wb_r[", body)
+        decls = "".join(rw.render(d.start_byte, d.end_byte) + "\n" for d in needed)
+        lines = [f"\n#if {knob}\n  {{  // the leading stages in registers, "
+                 f"{elems} elements a thread\n",
+                 f"    constexpr int wb_regs = {_chain(threads, regs.regs)};\n",
+                 f"    float wb_r[{elems}];\n#pragma unroll\n",
+                 f"    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
+                 f"wb_r[wb_j] = {shared}[threadIdx.x * {elems} + wb_j];\n"]
+        for s in range(count):
+            consts = " ".join(f"const {regs.types[n]} {n} = {v};"
+                              for n, v in regs.stages[s].items())
+            lines.append(f"    if ({s} < wb_regs) {{ {consts}\n#pragma unroll\n"
+                         f"      for (int wb_k = 0; wb_k < {regs.items} / {threads}; ++wb_k) "
+                         f"{{ const int wb_t = wb_k;\n{decls}{body}\n      }}\n    }}\n")
+        lines.append(f"#pragma unroll\n    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
+                     f"{shared}[threadIdx.x * {elems} + wb_j] = wb_r[wb_j];\n  }}\n"
+                     "  __syncthreads();\n")
+        for name in regs.carried:
+            if name not in regs.in_header:
+                after = {b: v[name] for b, v in regs.after.items()}
+                lines.append(f"  {name} = {_chain(threads, after)};\n")
+        return "".join(lines) + "#endif\n  "
+
+    plan.rw.replace_span(regs.loop.start_byte, regs.loop.start_byte, make=block)
+    for name, value in regs.in_header.items():
+        after = {b: v[name] for b, v in regs.after.items()}
+        plan.rw.replace(value, f"({knob} ? {_chain(threads, after)} : ({text(value)}))")
