@@ -263,18 +263,26 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # memory-bound (set 11): the first contact lifted nothing (512 threads a 1024-float row,
     # the block size implied; expert 1.77x at V 4, ROWS 1, SHFL 1, VEC 4, 98 % of a copy);
     # now BLOCK_THREADS (the phases' 512 work items a block stride apart), ROWS_PER_BLOCK,
-    # VEC (the row's load and store phases). The lift at the expert's pick in its knobs (256
-    # threads a row, one row a block, float4), with scalar copies (VEC 1), at 128 x 2 rows
-    # and 64 x 4; the expert at its pick and with its stages between threads all through
-    # shared memory and scalar loads (SHFL 0, VEC 1: its register stages alone)
+    # REG_STAGES (1024 / BLOCK_THREADS elements a thread in registers for the leading
+    # stages that pair inside them), VEC (the row's load and store phases). The lift at the
+    # expert's pick in its knobs (256 threads a row: V 4, two stages in registers, float4),
+    # the same all through shared memory (REG_STAGES 0: the registers' share), 32 threads x
+    # 8 rows (V 32, five register stages), 64 x 4 and 128 x 2 in registers; the expert at its
+    # pick, without shuffles (SHFL 0: the lift's counterpart, its other stages through
+    # shared memory) and with scalar loads too (its register stages alone)
     "wht1024_rows": ("corpus_compute_unseen11", {
-        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4,
+        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "VEC": 4,
                         "MIN_BLOCKS_PER_SM": 0},
-        "vec1": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 1, "MIN_BLOCKS_PER_SM": 0},
-        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "VEC": 4,
+        "regs0": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 0, "VEC": 4,
+                  "MIN_BLOCKS_PER_SM": 0},
+        "t32_r8": {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "REG_STAGES": 1, "VEC": 4,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "REG_STAGES": 1, "VEC": 4,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "REG_STAGES": 1, "VEC": 4,
                     "MIN_BLOCKS_PER_SM": 0},
-        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"V": 4, "ROWS": 1, "SHFL": 1, "PAD": 0, "VEC": 4},
+        "pick_no_shfl": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 4},
         "pick_no_shfl_vec": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 1}}),
     # compute-bound (set 11): the first contact lifted nothing (a class template's static
     # tile routine, blocks above the diagonal leaving early; expert 2.04x at BT 64, BK 32,
