@@ -252,18 +252,22 @@ def test_items_name_the_index_they_miss_where_the_loop_is_in_a_helper() -> None:
 
 
 #: The logistic kernel's flattened point, as written.
-FLAT = "(blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x"
+FLAT = "const int i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x"
 #: Other spellings of a grid flattened into one index, each with its launch's grid: every
 #: grid dimension of the linear block id times the block size follows BLOCK_THREADS (a
 #: literal count of blocks along x or y stays).
 FLATTENINGS = {
-    "x-first": ("(blockIdx.x + gridDim.x * blockIdx.y) * blockDim.x", None),
-    "distributed": ("blockIdx.x * blockDim.x + gridDim.x * blockDim.x * blockIdx.y", None),
-    "size-first": ("blockDim.x * (64 * blockIdx.y + blockIdx.x)", None),
-    "3-d": ("((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * blockDim.x",
-            '["64", "2", "ceil_div(n, 64 * 2 * 256)"]'),
-    "y-first": ("(blockIdx.x * gridDim.y + blockIdx.y) * blockDim.x",
+    "x-first": ("const int i = (blockIdx.x + gridDim.x * blockIdx.y) * blockDim.x", None),
+    "distributed": ("const int i = blockIdx.x * blockDim.x + gridDim.x * blockDim.x * "
+                    "blockIdx.y", None),
+    "size-first": ("const int i = blockDim.x * (64 * blockIdx.y + blockIdx.x)", None),
+    "3-d": ("const int i = ((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) * "
+            "blockDim.x", '["64", "2", "ceil_div(n, 64 * 2 * 256)"]'),
+    "y-first": ("const int i = (blockIdx.x * gridDim.y + blockIdx.y) * blockDim.x",
                 '["ceil_div(n, 64 * 256)", "64"]'),
+    # the linear block id and the block size in locals, read through their values
+    "locals": ("const unsigned blk = blockIdx.y * gridDim.x + blockIdx.x;\n"
+               "  const unsigned bs = blockDim.x;\n  const int i = blk * bs", None),
     # y's rule alone holds the block (x's 64 stays): more blocks than needed, every point
     "y-over-block": (FLAT, '["64", "ceil_div(n, 256)"]'),
 }

@@ -30,7 +30,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.block_outputs import unfollowed
+from workbench.templater.block_outputs import per_block_store
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import tree_halving
 from workbench.templater.regtile_blockdim import block_tie
@@ -228,6 +228,13 @@ def lift_block(plan: Plan) -> dict[str, str]:
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
             continue
+        once = per_block_store(plan, dim) if i < len(plan.grid) and \
+            scale_divisor(plan.grid[i], str(size), name) is not None else None
+        if once is not None:
+            plan.note(name, False, f"`{_context(once)}` stores one element a block along {dim} "
+                      f"and the grid's {dim} rule divides by {size}: the number of those "
+                      "elements would follow the block size, so it stays as written", once)
+            continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)
         if isinstance(crossed, Node):
@@ -235,12 +242,6 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       f"size along another grid dimension, whose grid rule does not divide by "
                       f"{size}: the grid would not follow the block size, so it stays as "
                       "written", crossed)
-            continue
-        wrong = unfollowed(plan, dim, plan.grid[i], size) \
-            if i < len(plan.grid) and i not in crossed else None
-        if wrong is not None:
-            plan.note(name, False, f"`{_context(wrong[0])}` {wrong[1]}, so it stays as written",
-                      wrong[0])
             continue
         if not uses and not halves and not reads_dim:
             plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
@@ -330,9 +331,9 @@ def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
     by the size, or a rule that is no literal does not)."""
     out: set[int] = set()
     for n in walk(plan.body):
-        fs = factors(n) if n.type == "binary_expression" else []
+        fs = [_through(f, plan) for f in factors(n)] if n.type == "binary_expression" else []
         rest = [f for f in fs if builtin(f, "blockDim") != dim]
-        flat = _linear_product(rest) if len(rest) == len(fs) - 1 else set()
+        flat = _linear_product(rest, plan) if len(rest) == len(fs) - 1 else set()
         if not flat or flat == {dim}:
             continue
         grids = {DIMS.index(g) for g in flat}
@@ -346,27 +347,44 @@ def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
     return out
 
 
-def _linear_block_id(node: Node) -> set[str]:
+def _linear_block_id(node: Node, plan: Plan) -> set[str]:
     """The grid dimensions of a linear block id (``blockIdx.y * gridDim.x + blockIdx.x``: a
-    sum of block indices each times grid sizes, ``gridDim`` or literals), empty for anything
-    else (a thread index, a size, a constant term)."""
-    node = strip(node)
+    sum of block indices each times grid sizes, ``gridDim`` or literals; a local never
+    assigned is read through its value), empty for anything else (a thread index, a size, a
+    constant term)."""
+    node = _through(node, plan)
     grid_dim = builtin(node, "blockIdx")
     if grid_dim is not None:
         return {grid_dim}
     parts = binary(node)
     if parts is not None and parts[1] == "+":
-        left, right = _linear_block_id(parts[0]), _linear_block_id(parts[2])
+        left, right = _linear_block_id(parts[0], plan), _linear_block_id(parts[2], plan)
         return left | right if left and right else set()
-    return _linear_product(factors(node)) if parts is not None and parts[1] == "*" else set()
+    if parts is not None and parts[1] == "*":
+        return _linear_product([_through(f, plan) for f in factors(node)], plan)
+    return set()
 
 
-def _linear_product(fs: list[Node]) -> set[str]:
+def _linear_product(fs: list[Node], plan: Plan) -> set[str]:
     """The grid dimensions of a product of one linear block id and grid sizes (``gridDim``,
     literals), empty for any other product."""
-    ids = [_linear_block_id(f) for f in fs if builtin(f, "gridDim") is None and
+    ids = [_linear_block_id(f, plan) for f in fs if builtin(f, "gridDim") is None and
            f.type != "number_literal"]
     return ids[0] if len(ids) == 1 else set()
+
+
+def _through(node: Node, plan: Plan) -> Node:
+    """``node`` without parentheses and casts, a local that is never assigned read as its
+    value (``const int b = blockIdx.y * gridDim.x + blockIdx.x``; ``b`` -> its value)."""
+    node = strip(node)
+    seen: set[str] = set()
+    while node.type == "identifier" and text(node) not in seen:
+        seen.add(text(node))
+        d = plan.facts.defs.get(text(node))
+        if d is None or d.assigned or d.value is None or d.is_shared:
+            break
+        node = strip(d.value)
+    return node
 
 
 def _scaled(rule: str, size: int, name: str) -> str | None:
