@@ -30,7 +30,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.block_outputs import per_block_store
+from workbench.templater.block_outputs import unfollowed
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import tree_halving
 from workbench.templater.regtile_blockdim import block_tie
@@ -228,13 +228,6 @@ def lift_block(plan: Plan) -> dict[str, str]:
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
             continue
-        once = per_block_store(plan, dim) if i < len(plan.grid) and \
-            scale_divisor(plan.grid[i], str(size), name) is not None else None
-        if once is not None:
-            plan.note(name, False, f"`{_context(once)}` stores one element a block along {dim} "
-                      f"and the grid's {dim} rule divides by {size}: the number of those "
-                      "elements would follow the block size, so it stays as written", once)
-            continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)
         if isinstance(crossed, Node):
@@ -242,6 +235,12 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       f"size along another grid dimension, whose grid rule does not divide by "
                       f"{size}: the grid would not follow the block size, so it stays as "
                       "written", crossed)
+            continue
+        wrong = unfollowed(plan, dim, plan.grid[i], size) \
+            if i < len(plan.grid) and i not in crossed else None
+        if wrong is not None:
+            plan.note(name, False, f"`{_context(wrong[0])}` {wrong[1]}, so it stays as written",
+                      wrong[0])
             continue
         if not uses and not halves and not reads_dim:
             plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
