@@ -96,7 +96,11 @@ def _grid_size(plan: Plan, dim: int, tile: str) -> str | None:
 
 
 def _whole(plan: Plan, shape: str, tile: str, what: str, knob: str | None = None) -> None:
-    args = {a for a, s in plan.scalars.items() if s.strip() == shape}
+    """``(shape) % tile == 0`` where no comparison reads the arguments ``shape`` is (or, for
+    a product of sizes such as ``rows * cols``, those it names)."""
+    names = set(re.findall(r"[A-Za-z_]\w*", shape))
+    args = {a for a, s in plan.scalars.items() if s.strip() == shape} or \
+        {a for a, s in plan.scalars.items() if s.strip() in names}
     if not args or _compared(plan, args) or f"({shape}) % {tile} == 0" in plan.constraints:
         return
     plan.constrain(f"({shape}) % {tile} == 0")
