@@ -192,19 +192,26 @@ static void wb_thread_main() {
   std::abort();
 }
 static const size_t wb_stack_bytes = 1 << 16;
-static std::vector<char> wb_stacks;  // every thread's stack, kept from launch to launch
+// Every thread's stack, kept from launch to launch: malloc'd, not a zero-filled vector, so
+// only the pages a thread touches (its top few KiB) are ever faulted in.
+static char* wb_stacks;
+static size_t wb_stacks_bytes;
 void wb_launch(wb_dim3 grid, wb_dim3 block, std::function<void()> body) {
   wb_body = body; gridDim = grid; blockDim = block;
   const unsigned n = block.x * block.y * block.z;
   std::vector<wb_context> ctx(n);
-  if (wb_stacks.size() < n * wb_stack_bytes) wb_stacks.resize(n * wb_stack_bytes);
+  if (wb_stacks_bytes < n * wb_stack_bytes) {
+    std::free(wb_stacks);
+    wb_stacks_bytes = n * wb_stack_bytes;
+    wb_stacks = static_cast<char*>(std::malloc(wb_stacks_bytes));
+  }
   std::vector<char> done(n);
   for (unsigned bz = 0; bz < grid.z; ++bz)
   for (unsigned by = 0; by < grid.y; ++by)
   for (unsigned bx = 0; bx < grid.x; ++bx) {
     blockIdx = {bx, by, bz};
     for (unsigned i = 0; i < n; ++i) {
-      wb_start(&ctx[i], wb_stacks.data() + i * wb_stack_bytes, wb_stack_bytes);
+      wb_start(&ctx[i], wb_stacks + i * wb_stack_bytes, wb_stack_bytes);
       done[i] = 0;
     }
     unsigned left = n;
