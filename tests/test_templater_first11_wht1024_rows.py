@@ -41,20 +41,22 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen11.ROOT / "wht1024_rows"
-KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "VEC", "MIN_BLOCKS_PER_SM")
+KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "SHFL", "VEC", "MIN_BLOCKS_PER_SM")
 #: The expert's H100 pick in the lift's knobs (V 4: 256 threads a row, the first two stages
-#: in registers, float4 copies), the same through shared memory; 128 threads of 4 items over
-#: 2 rows (the last block half past the 5 rows), float2, three register stages; 32 threads
-#: of 16 items over 8 rows (one block, 3 rows dead) at the largest register cap, five
-#: register stages; 64 threads over 4 rows, float4; 512 threads with the first stage in
-#: registers (two elements a thread, float2 copies).
-MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "VEC": 4},
+#: in registers, the next five through warp shuffles, float4 copies), without shuffles, all
+#: through shared memory; 128 threads of 4 items over 2 rows (the last block half past the
+#: 5 rows), float2, three register stages; 32 threads of 16 items over 8 rows (one block, 3
+#: rows dead) at the largest register cap, five register stages; 64 threads over 4 rows,
+#: float4; 512 threads with the first stage in registers (two elements a thread, float2
+#: copies) and five in shuffles.
+MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "SHFL": 1, "VEC": 4},
+         {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "VEC": 4},
          {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "VEC": 4},
          {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "REG_STAGES": 1, "VEC": 2},
          {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "REG_STAGES": 1, "VEC": 1,
           "MIN_BLOCKS_PER_SM": 4},
          {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "VEC": 4, "MIN_BLOCKS_PER_SM": 2},
-         {"BLOCK_THREADS": 512, "REG_STAGES": 1, "VEC": 2}]
+         {"BLOCK_THREADS": 512, "REG_STAGES": 1, "SHFL": 1, "VEC": 2}]
 #: The bitonic sort's: REG_STAGES refused (its compare-exchange's direction reads the item).
 BITONIC_KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "VEC", "MIN_BLOCKS_PER_SM")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
@@ -166,18 +168,29 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
     assert "return" not in source.split("wb_live", 1)[1]
     # the butterflies: a block-stride loop over the 512 items, t recomputed from the item
     assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 1
-    assert source.count("const int t = wb_t;") == 1 + 5  # and each register stage's
+    # and each register stage's (h = 1 .. 16) and shuffle stage's (h = 2 .. 512)
+    assert source.count("const int t = wb_t;") == 1 + 5 + 9
     assert "const int t = threadIdx.x;" not in source
     # REG_STAGES: thread 0's items of the leading stages on the thread's own elements,
     # h a constant a stage; as many stages as keep every pair in one thread's chunk
-    assert "constexpr int wb_regs = (BLOCK_THREADS == 32 ? 5 : BLOCK_THREADS == 64 ? 4 : " \
-        "BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 ? 2 : 1);" in source
-    assert "if (4 < wb_regs) { const int h = 16;" in source and "const int h = 32;" not in source
+    assert "constexpr int wb_lead = (SHFL ? (BLOCK_THREADS == 32 ? 10 : BLOCK_THREADS == 64 " \
+        "? 9 : BLOCK_THREADS == 128 ? 8 : BLOCK_THREADS == 256 ? 7 : 6) : (BLOCK_THREADS == " \
+        "32 ? 5 : BLOCK_THREADS == 64 ? 4 : BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 " \
+        "? 2 : 1));" in source
+    assert "if (4 < wb_lead) { const int h = 16;" in source
     assert source.count("wb_r[lo + h] = a - b;") == 5
+    # SHFL: the stages whose pairs are one element of two lanes (h / V < 32) exchange it;
+    # both lanes compute the pair, each keeping its own
+    assert "if (5 < wb_lead) { const int h = 32;\n      constexpr int wb_d = (BLOCK_THREADS " \
+        "== 32 ? 1 : BLOCK_THREADS == 64 ? 2 : BLOCK_THREADS == 128 ? 4 : BLOCK_THREADS == " \
+        "256 ? 8 : 16);" in source
+    assert source.count("wb_hi = a - b;") == 9  # h = 2 .. 512 (h = 1 in registers at any V)
+    assert "SHFL <= REG_STAGES" in lifted.constraints
     # the loop goes on from the first stage through shared memory
-    assert "  __syncthreads();\n  h = (BLOCK_THREADS == 32 ? 32 : BLOCK_THREADS == 64 ? 16 : " \
-        "BLOCK_THREADS == 128 ? 8 : BLOCK_THREADS == 256 ? 4 : 2);\n#endif\n  while (h < ROW)" \
-        in source
+    assert "  __syncthreads();\n  h = (SHFL ? (BLOCK_THREADS == 32 ? 1024 : BLOCK_THREADS == " \
+        "64 ? 512 : BLOCK_THREADS == 128 ? 256 : BLOCK_THREADS == 256 ? 128 : 64) : " \
+        "(BLOCK_THREADS == 32 ? 32 : BLOCK_THREADS == 64 ? 16 : BLOCK_THREADS == 128 ? 8 : " \
+        "BLOCK_THREADS == 256 ? 4 : 2));\n#endif\n  while (h < ROW)" in source
     # the load and the store copy the row, VEC consecutive floats a thread an access
     assert "for (int wb_e = threadIdx.x * VEC; wb_live && wb_e < 1024; " \
         "wb_e += BLOCK_THREADS * VEC) {" in source
@@ -267,15 +280,17 @@ def test_a_load_that_is_no_aligned_row_copy_keeps_its_items(old: str, new: str,
 def test_a_stage_loop_by_its_log_stride_lifts_the_register_stages() -> None:
     lifted = _lift(FWHT, "fwht_rows")
     assert tuple(p.name for p in lifted.params) == (
-        "BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "MIN_BLOCKS_PER_SM"), lifted.notes
+        "BLOCK_THREADS", "ROWS_PER_BLOCK", "REG_STAGES", "SHFL", "MIN_BLOCKS_PER_SM"), \
+        lifted.notes
     source = lifted.source
     # each stage's counter and stride constants; thread 0's pair by the same shifts
-    assert "if (4 < wb_regs) { const int st = 4; const int h = 16;" in source
+    assert "if (4 < wb_lead) { const int st = 4; const int h = 16;" in source
     assert source.count("wb_r[q] = u - v;") == 5
     # the loop resumes at the first stage through shared memory: its counter's start
-    assert "for (int st = (REG_STAGES ? (BLOCK_THREADS == 32 ? 5 : BLOCK_THREADS == 64 ? 4 " \
-        ": BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 ? 2 : 1) : (0)); st < LOG_N; " \
-        "++st)" in source
+    assert "for (int st = (REG_STAGES ? (SHFL ? (BLOCK_THREADS == 32 ? 10 : BLOCK_THREADS " \
+        "== 64 ? 9 : BLOCK_THREADS == 128 ? 8 : BLOCK_THREADS == 256 ? 7 : 6) : (" \
+        "BLOCK_THREADS == 32 ? 5 : BLOCK_THREADS == 64 ? 4 : BLOCK_THREADS == 128 ? 3 : " \
+        "BLOCK_THREADS == 256 ? 2 : 1)) : (0)); st < LOG_N; ++st)" in source
 
 
 @pytest.mark.parametrize(("source", "entry", "old", "new", "why"), [
@@ -341,10 +356,10 @@ def test_the_wht_lift_computes_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(FOLDER)
     ran = _same_outputs(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
-    # of the 32 all-ends configs, 512 x 8 rows passes 1024 threads (8), 32 x 1 at 4 blocks
-    # an SM caps nothing 1 does not (4), 512 x 1 x REG 0 x VEC 1 x 0 is the default, 32 x 8
-    # x REG 1 x VEC 1 x 4 a mix
-    assert ran == 1 + len(MIXES) + 18
+    # of the 64 all-ends configs 30 are valid (512 x 8 rows passes 1024 threads, 32 x 1 at 4
+    # blocks an SM caps nothing 1 does not, SHFL 1 needs REG_STAGES 1); 512 x 1 x REG 0 x
+    # SHFL 0 x VEC 1 x 0 is the default, 32 x 8 x REG 1 x SHFL 0 x VEC 1 x 4 a mix
+    assert ran == 1 + len(MIXES) + 28
 
 
 def _spelling_folder(root: Path, name: str, source: str, reference: str) -> KernelFolder:
@@ -370,9 +385,9 @@ def test_the_bitonic_lift_sorts_as_written_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _bitonic_folder(tmp_path / "spelling")
     ran = _same_outputs(kf, BITONIC, tmp_path / "runs", host_flags)
-    # the wht's space without REG_STAGES: the mixes' two 256 x 1 x VEC 4 are one; of the 16
-    # all-ends configs 10 are valid, the default and 32 x 8 x VEC 1 x 4 among them
-    assert ran == 1 + (len(MIXES) - 1) + 8
+    # the wht's space without REG_STAGES and SHFL: the mixes' three 256 x 1 x VEC 4 are one;
+    # of the 16 all-ends configs 10 are valid, the default and 32 x 8 x VEC 1 x 4 among them
+    assert ran == 1 + (len(MIXES) - 2) + 8
     want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
                                          "fp32")["y"]
     got = _run(kf, held_back_unseen11.host_source(BITONIC),
@@ -388,10 +403,10 @@ def test_the_log_stride_lift_computes_as_written_at_every_end_and_the_mixes(
     kf = _spelling_folder(tmp_path / "spelling", "fwht_rows", FWHT,
                           (FOLDER / "reference.py").read_text())
     ran = _same_outputs(kf, FWHT, tmp_path / "runs", host_flags)
-    # the default and 6 mixes (no VEC: the two 256 x 1 differ by REG_STAGES alone); of the
-    # 16 all-ends configs 10 are valid, the default, 512 x 1 x REG 1 x 0 and 32 x 8 x REG 1
-    # x 4 among them
-    assert ran == 1 + 6 + 7
+    # the default and 7 mixes (no VEC: the three 256 x 1 differ by REG_STAGES and SHFL); of
+    # the 32 all-ends configs 15 are valid, the default, 512 x 1 x REG 1 x SHFL 1 x 0 and
+    # 32 x 8 x REG 1 x SHFL 0 x 4 among them
+    assert ran == 1 + 7 + 12
     want = kf.load_reference().reference(_inputs(kf), kf.shape_values(kf.check_shape),
                                          "fp32")["y"]
     got = _run(kf, held_back_unseen11.host_source(FWHT),

@@ -160,16 +160,34 @@ def _lift_register_stages(plan: Plan, layout: Layout, items: int, values: list[i
     except Refused as exc:
         plan.note("REG_STAGES", False, exc.reason, exc.node)
         return
-    knob = fresh_names(plan, ["REG_STAGES"])["REG_STAGES"]
-    emit_register_stages(plan, regs, threads, knob, _needed(list(regs.run), layout.derived))
+    names = fresh_names(plan, ["REG_STAGES", "SHFL"])
+    knob = names["REG_STAGES"]
+    shfl = names["SHFL"] if any(regs.lead[k] != regs.lead[k[0], 0] for k in regs.lead) \
+        else ""
+    emit_register_stages(plan, regs, threads, knob, shfl,
+                         _needed(list(regs.run), layout.derived))
     run = regs.run[0]
     plan.add_param(knob, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": f"1: each thread keeps {regs.length} / {threads} "
                           "consecutive elements of the row in registers and runs the leading "
                           "stages whose pairs stay in them with no shared memory or barrier "
                           "(as written: 0)"}, f"{run.start_point.row + 1}: {text(run).strip()}")
+    lead = {b: regs.lead[b, 0] for b, _ in regs.lead}
     plan.note(knob, True, f"{len(regs.stages)} stages, each a pairing of the {regs.length} "
-              f"elements; leading stages in registers by threads a row: {regs.regs}", run)
+              f"elements; leading stages in registers by threads a row: {lead}", run)
+    if not shfl:
+        plan.note("SHFL", False, "no stage pairs the same element of two lanes of a warp "
+                  "past the register stages", run)
+        return
+    plan.add_param(shfl, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": "1: the stages after the register ones whose pairs "
+                          "are the same element of two lanes of a warp exchange it through "
+                          "__shfl_xor_sync, each lane computing the pair (as written: 0)"},
+                   f"{run.start_point.row + 1}: {text(run).strip()}")
+    plan.constrain(f"{shfl} <= {knob}")
+    warp = {b: regs.lead[b, 1] for b, _ in regs.lead}
+    plan.note(shfl, True, f"leading stages in registers and warp shuffles by threads a row: "
+              f"{warp}", run)
 
 
 def _shared_names(plan: Plan) -> set[str]:

@@ -17,6 +17,14 @@ so run first; the thread then writes its chunk back and the loop goes on from th
 after them through shared memory as written. Legal only where the item's place is read in
 nothing but the shared indices (else thread 0's items would compute something else: a
 bitonic sort's direction ``(i & k) == 0``), refused with the line.
+
+SHFL (with REG_STAGES): a stage past the register ones where every item pairs the same
+element ``j`` of threads ``c`` and ``c ^ d`` (``d`` a power of two below 32: lanes of one
+warp, a row's threads a multiple of 32), the lower element in the thread with bit ``d``
+clear, and each shared access of the item is always its pair's lower or always its higher
+element, runs as ``__shfl_xor_sync`` by ``d``: both lanes hold the pair, run the item with
+its accesses on the pair's two values, and each keeps its own element (the same adds in the
+same order in both). The leading stages that run in registers or so continue the prefix.
 """
 
 from __future__ import annotations
@@ -47,8 +55,8 @@ _UPDATE: dict[str, Callable[[int, int], int]] = {
 
 @dataclass(frozen=True)
 class RegStages:
-    """The barrier loop, its stage run, and per threads-a-row value how many leading stages
-    run in registers and the loop's locals after them."""
+    """The barrier loop, its stage run, and per threads-a-row value (and SHFL) how many
+    leading stages run in registers or shuffles, which, and the loop's locals after them."""
 
     loop: Node
     run: tuple[Node, ...]
@@ -58,8 +66,13 @@ class RegStages:
     carried: tuple[str, ...]  # the locals the loop assigns, declared before it or in it
     types: dict[str, str]  # a carried or stage-declared uniform local -> its declared type
     stages: tuple[dict[str, int], ...]  # those locals' values at each stage
-    regs: dict[int, int]  # threads a row -> leading stages in registers
-    after: dict[int, dict[str, int]]  # threads a row -> the carried locals after those
+    lead: dict[tuple[int, int], int]  # (threads a row, SHFL) -> leading stages in a warp
+    in_regs: dict[int, int]  # threads a row -> bit s set: stage s in registers
+    dist: dict[int, dict[int, int]]  # stage -> threads a row -> its shuffle's lane distance
+    roles: tuple[tuple[str, ...] | None, ...]  # a stage -> each site's element: lo or hi
+    sites: tuple[Node, ...]  # the run's shared accesses
+    ctype: str  # the shared row's element type
+    after: dict[tuple[int, int], dict[str, int]]  # the carried locals after the lead
     in_header: dict[str, Node]  # a carried local declared in a for's init -> its value
 
 
@@ -88,19 +101,32 @@ def register_stages(plan: Plan, loops: list[Node], runs: list[list[Node]],
     length = _row_length(plan, evaluator, text(array))
     table = [_indices(evaluator, derived, run, sites, {**fixed, **stage}, items, length)
              for stage in stages]
-    regs: dict[int, int] = {}
-    after: dict[int, dict[str, int]] = {}
+    roles = tuple(_roles(rows) for rows in table)
+    lead: dict[tuple[int, int], int] = {}
+    in_regs: dict[int, int] = {}
+    dist: dict[int, dict[int, int]] = {}
+    after: dict[tuple[int, int], dict[str, int]] = {}
     for b in threads:
         if length % b or items % b:
             raise Refused(f"{b} threads do not split the {length} elements and {items} "
                           "items of a row evenly", loop)
-        count = 0
-        while count < len(stages) and _in_chunks(table[count], b, length // b, items // b):
-            count += 1
-        regs[b] = count
-        after[b] = dict(stages[count]) if count < len(stages) else final
-    return RegStages(loop, tuple(run), array, length,
-                     items, tuple(carried), types, tuple(stages), regs, after, in_header)
+        kinds: list[int | None] = []  # 0: in registers; d > 0: a shuffle d lanes apart
+        for s, rows in enumerate(table):
+            d = _in_warp(rows, roles[s], b, length // b)
+            kinds.append(0 if _in_chunks(rows, b, length // b, items // b) else d)
+            if d is not None:
+                dist.setdefault(s, {})[b] = d
+        in_regs[b] = sum(1 << s for s, k in enumerate(kinds) if k == 0)
+        for shfl in (0, 1):
+            count = 0
+            while count < len(kinds) and kinds[count] is not None and \
+                    (shfl or kinds[count] == 0):
+                count += 1
+            lead[b, shfl] = count
+            after[b, shfl] = dict(stages[count]) if count < len(stages) else final
+    return RegStages(loop, tuple(run), array, length, items, tuple(carried), types,
+                     tuple(stages), lead, in_regs, dist, roles, tuple(sites),
+                     _element_type(plan, text(array)), after, in_header)
 
 
 def _within(node: Node, outer: Node) -> bool:
@@ -371,6 +397,39 @@ def _in_chunks(table: list[list[int]], threads: int, elems: int, per: int) -> bo
                for c in range(threads) for k in range(per) for s in range(len(table[k])))
 
 
+def _roles(rows: list[list[int]]) -> tuple[str, ...] | None:
+    """Each site's element in every item's pair, the lower or the higher; None where an
+    item touches no pair or a site's role differs between items."""
+    out: set[tuple[str, ...]] = set()
+    for row in rows:
+        if len(set(row)) != 2:
+            return None
+        out.add(tuple("lo" if at == min(row) else "hi" for at in row))
+    return out.pop() if len(out) == 1 else None
+
+
+def _in_warp(rows: list[list[int]], roles: tuple[str, ...] | None, threads: int,
+             elems: int) -> int | None:
+    """The lane distance ``d`` (a power of two below 32) where every pair is the same
+    element of threads ``c`` and ``c ^ d`` of a warp, the lower in the thread with bit ``d``
+    clear; else None."""
+    if roles is None or threads % 32:
+        return None
+    ds = {(min(r) // elems) ^ (max(r) // elems) for r in rows}
+    d = ds.pop() if len(ds) == 1 else 0
+    if not 0 < d < 32 or d & (d - 1):
+        return None
+    ok = all(min(r) % elems == max(r) % elems and (min(r) // elems) & d == 0 for r in rows)
+    return d if ok else None
+
+
+def _element_type(plan: Plan, name: str) -> str:
+    for decl in walk(plan.body):
+        if decl.type == "declaration" and _decl_name(decl) == name:
+            return text(decl.child_by_field_name("type"))
+    raise Refused(f"`{name}` is not declared in the kernel", plan.body)
+
+
 def _chain(threads: str, values: Mapping[int, int]) -> str:
     pairs = sorted(values.items())
     out = str(pairs[-1][1])
@@ -379,43 +438,82 @@ def _chain(threads: str, values: Mapping[int, int]) -> str:
     return f"({out})"
 
 
-def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str,
+def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str, shfl: str,
                          needed: list[Node]) -> None:
-    """The register prefix before the loop (under ``#if knob``), the loop resumed after it."""
+    """The leading stages before the loop (under ``#if knob``): in registers, or with
+    ``shfl`` through warp shuffles; the loop resumed after them."""
     elems = f"({regs.length} / {threads})"
     first, last = regs.run[0], regs.run[-1]
-    count = max(regs.regs.values())
+    count = max(regs.lead.values())
 
-    def block(rw: Rewriter) -> str:
+    def lead(rw: Rewriter) -> str:
         shared = rw.text(regs.shared)
-        sub = Rewriter(rw.data)
-        sub.edits = [e for e in rw.edits if not (e.start == e.end and (
-            e.start == first.start_byte or e.start == last.end_byte))]
-        body = sub.render(first.start_byte, last.end_byte)
-        body = re.sub(rf"(?<![\w.]){re.escape(shared)}\s*\[", "wb_r[", body)
         decls = "".join(rw.render(d.start_byte, d.end_byte) + "\n" for d in needed)
+
+        def body(roles: tuple[str, ...] | None) -> str:
+            sub = Rewriter(rw.data)
+            sub.edits = [e for e in rw.edits if not (e.start == e.end and (
+                e.start == first.start_byte or e.start == last.end_byte))]
+            if roles is None:
+                out = sub.render(first.start_byte, last.end_byte)
+                return re.sub(rf"(?<![\w.]){re.escape(shared)}\s*\[", "wb_r[", out)
+            for site, role in zip(regs.sites, roles, strict=True):
+                sub.replace(site, f"wb_{role}")
+            return sub.render(first.start_byte, last.end_byte)
+        counts = {b: regs.lead[b, 0] for b, _ in regs.lead}
+        if shfl:
+            counts_shfl = {b: regs.lead[b, 1] for b, _ in regs.lead}
+            total = f"({shfl} ? {_chain(threads, counts_shfl)} : {_chain(threads, counts)})"
+        else:
+            total = _chain(threads, counts)
         lines = [f"\n#if {knob}\n  {{  // the leading stages in registers, "
                  f"{elems} elements a thread\n",
-                 f"    constexpr int wb_regs = {_chain(threads, regs.regs)};\n",
-                 f"    float wb_r[{elems}];\n#pragma unroll\n",
+                 f"    constexpr int wb_lead = {total};\n",
+                 f"    constexpr unsigned wb_in_regs = {_chain(threads, regs.in_regs)};\n",
+                 f"    {regs.ctype} wb_r[{elems}];\n#pragma unroll\n",
                  f"    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
                  f"wb_r[wb_j] = {shared}[threadIdx.x * {elems} + wb_j];\n"]
         for s in range(count):
             consts = " ".join(f"const {regs.types[n]} {n} = {v};"
                               for n, v in regs.stages[s].items())
-            lines.append(f"    if ({s} < wb_regs) {{ {consts}\n#pragma unroll\n"
-                         f"      for (int wb_k = 0; wb_k < {regs.items} / {threads}; ++wb_k) "
-                         f"{{ const int wb_t = wb_k;\n{decls}{body}\n      }}\n    }}\n")
+            in_regs = (f"#pragma unroll\n      for (int wb_k = 0; wb_k < {regs.items} / "
+                       f"{threads}; ++wb_k) {{ const int wb_t = wb_k;\n{decls}{body(None)}\n"
+                       "      }\n")
+            warp = ""
+            if shfl and s in regs.dist:
+                t = regs.ctype
+                warp = (f"      constexpr int wb_d = {_chain(threads, regs.dist[s])};  // lanes\n"
+                        f"      const bool wb_up = (threadIdx.x & wb_d) != 0;\n#pragma unroll\n"
+                        f"      for (int wb_j = 0; wb_j < {elems}; ++wb_j) {{\n"
+                        f"        const {t} wb_p = __shfl_xor_sync(0xffffffffu, wb_r[wb_j], "
+                        f"wb_d);\n        {t} wb_lo = wb_up ? wb_p : wb_r[wb_j];\n"
+                        f"        {t} wb_hi = wb_up ? wb_r[wb_j] : wb_p;\n"
+                        f"        {{ const int wb_t = 0;  // the pair's place reads no index now\n"
+                        f"{decls}{body(regs.roles[s])}\n        }}\n"
+                        f"        wb_r[wb_j] = wb_up ? wb_hi : wb_lo;\n      }}\n")
+            if not any(m >> s & 1 for m in regs.in_regs.values()):
+                stage = warp
+            elif warp:
+                stage = (f"      if ((wb_in_regs >> {s}) & 1u) {{\n{in_regs}      }} else {{\n"
+                         f"{warp}      }}\n")
+            else:
+                stage = in_regs
+            lines.append(f"    if ({s} < wb_lead) {{ {consts}\n{stage}    }}\n")
         lines.append(f"#pragma unroll\n    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
                      f"{shared}[threadIdx.x * {elems} + wb_j] = wb_r[wb_j];\n  }}\n"
                      "  __syncthreads();\n")
         for name in regs.carried:
             if name not in regs.in_header:
-                after = {b: v[name] for b, v in regs.after.items()}
-                lines.append(f"  {name} = {_chain(threads, after)};\n")
+                lines.append(f"  {name} = {resumed(name)};\n")
         return "".join(lines) + "#endif\n  "
 
-    plan.rw.replace_span(regs.loop.start_byte, regs.loop.start_byte, make=block)
+    def resumed(name: str) -> str:
+        plain = _chain(threads, {b: v[name] for (b, f), v in regs.after.items() if f == 0})
+        if not shfl:
+            return plain
+        warp = _chain(threads, {b: v[name] for (b, f), v in regs.after.items() if f == 1})
+        return f"({shfl} ? {warp} : {plain})"
+
+    plan.rw.replace_span(regs.loop.start_byte, regs.loop.start_byte, make=lead)
     for name, value in regs.in_header.items():
-        after = {b: v[name] for b, v in regs.after.items()}
-        plan.rw.replace(value, f"({knob} ? {_chain(threads, after)} : ({text(value)}))")
+        plan.rw.replace(value, f"({knob} ? {resumed(name)} : ({text(value)}))")
