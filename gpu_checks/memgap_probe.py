@@ -264,23 +264,26 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # the block size implied; expert 1.77x at V 4, ROWS 1, SHFL 1, VEC 4, 98 % of a copy);
     # now BLOCK_THREADS (the phases' 512 work items a block stride apart), ROWS_PER_BLOCK,
     # REG_STAGES (1024 / BLOCK_THREADS elements a thread in registers for the leading
-    # stages that pair inside them), VEC (the row's load and store phases). The lift at the
-    # expert's pick in its knobs (256 threads a row: V 4, two stages in registers, float4),
-    # the same all through shared memory (REG_STAGES 0: the registers' share), 32 threads x
-    # 8 rows (V 32, five register stages), 64 x 4 and 128 x 2 in registers; the expert at its
-    # pick, without shuffles (SHFL 0: the lift's counterpart, its other stages through
-    # shared memory) and with scalar loads too (its register stages alone)
+    # stages that pair inside them), SHFL (the next stages pairing lanes of a warp through
+    # __shfl_xor_sync), VEC (the row's load and store phases). The lift at the expert's pick
+    # in its knobs (256 threads a row: V 4, two stages in registers, five in shuffles,
+    # float4), without shuffles (SHFL 0), all through shared memory (REG_STAGES 0), 32
+    # threads x 8 rows (V 32, every stage in a warp), 64 x 4 and 128 x 2 with shuffles; the
+    # expert at its pick, without shuffles (SHFL 0) and with scalar loads too (its register
+    # stages alone)
     "wht1024_rows": ("corpus_compute_unseen11", {
-        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "VEC": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
-        "regs0": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 0, "VEC": 4,
-                  "MIN_BLOCKS_PER_SM": 0},
-        "t32_r8": {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "REG_STAGES": 1, "VEC": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
-        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "REG_STAGES": 1, "VEC": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
-        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "REG_STAGES": 1, "VEC": 4,
-                    "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "SHFL": 1,
+                        "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
+        "shfl0": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "SHFL": 0,
+                  "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
+        "regs0": {"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 0, "SHFL": 0,
+                  "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
+        "t32_r8": {"BLOCK_THREADS": 32, "ROWS_PER_BLOCK": 8, "REG_STAGES": 1, "SHFL": 1,
+                   "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
+        "t64_r4": {"BLOCK_THREADS": 64, "ROWS_PER_BLOCK": 4, "REG_STAGES": 1, "SHFL": 1,
+                   "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
+        "t128_r2": {"BLOCK_THREADS": 128, "ROWS_PER_BLOCK": 2, "REG_STAGES": 1, "SHFL": 1,
+                    "VEC": 4, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"V": 4, "ROWS": 1, "SHFL": 1, "PAD": 0, "VEC": 4},
         "pick_no_shfl": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 4},
         "pick_no_shfl_vec": {"V": 4, "ROWS": 1, "SHFL": 0, "PAD": 0, "VEC": 1}}),
