@@ -44,13 +44,14 @@ from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen11.ROOT / "jacobi9_torus"
-KNOBS = ("BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y", "MIN_BLOCKS_PER_SM")
+KNOBS = ("BLOCK_X", "BLOCK_Y", "OUT_Y", "OUT_X", "MIN_BLOCKS_PER_SM")
 #: The expert's H100 pick (BX 128, BY 1, ITEMS_Y 2) in the lift's knobs: two consecutive
-#: rows a thread (the rows of a 1-row block's items are adjacent); a 16 x 4 block of 2 x 4
-#: items (the 19 rows uneven over it); a 256 x 4 block at two blocks an SM.
-MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_Y": 2},
-         {"BLOCK_X": 16, "BLOCK_Y": 4, "ITEMS_X": 2, "ITEMS_Y": 4},
-         {"BLOCK_X": 256, "BLOCK_Y": 4, "MIN_BLOCKS_PER_SM": 2}]
+#: rows a thread sharing their rows in the register window (stencil_rows); a 32 x 4 block
+#: of 2 columns x 4 rows (the 19 rows uneven over it); a 128 x 2 block walking 8 rows at
+#: two blocks an SM.
+MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 2},
+         {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
+         {"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8, "MIN_BLOCKS_PER_SM": 2}]
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")

@@ -110,6 +110,19 @@ def reduce_periodic(current: InlinedSource, entry: str | None) -> InlinedSource:
     return replace(current, text=data.decode(), findings=(*current.findings, *notes))
 
 
+def below(body: Node, at: Node, name: str, bound: str) -> bool:
+    """``name <= bound - 1`` at ``at`` is proved by the range analysis (the guards around
+    ``at`` in the kernel whose body is ``body``; ``name`` and ``bound`` unchanging ints)."""
+    if body.parent is None:
+        return False
+    facts = _Facts(_Context(body, body.parent), at)
+    try:
+        hi = facts.range_of(name).hi
+    except Refused:
+        return False
+    return hi is not None and facts.proves(_sub(_sub({bound: 1}, {"": 1}), hi))
+
+
 def _bare(node: Node) -> Node:
     """The expression under parentheses (a condition's clause opened; casts kept: a cast
     changes the value)."""
@@ -277,6 +290,10 @@ class _Facts:
                     return Range(_scale(r.lo, int(text(k))), _scale(r.hi, int(text(k))))
         raise Refused(f"`{_flat(node)}` is not followed by the range analysis (sums, "
                       "differences and products by a literal of unchanging ints)", node)
+
+    def range_of(self, name: str) -> Range:
+        """The bounds of the name ``name`` at the use."""
+        return self._name(name)
 
     def _name(self, name: str) -> Range:
         lo: Lin | None = {name: 1}

@@ -29,6 +29,15 @@ array is ever loaded), in the order the kernel's sums read them; every value is 
 kernel reads and every sum is written as in the kernel, so the results are bit-identical.
 Anything else in the family is refused with the reason and the line; a kernel that is no 2-D
 stencil (no neighbour row read) is left to the other lifts.
+
+A batch of 2-D fields (grid z the field, a 2-D block or a block z of 1) walks its rows the
+same way, ``blockIdx.z`` read as written. An array may be a row pointer set once from one
+argument by a value uniform for a thread's outputs (arguments, constants, the block's z and
+locals of such values: ``U = u + plane``); its reads are placed against the output's index
+by their indices, else by their addresses (the pointers' offsets added: ``U[here]`` against
+``u_new[plane + here]``), one shift for every read either way. A row or column wrapped around
+a periodic field (the selects :mod:`.periodic_index` writes) is keyed at its offset with the
+wrap beside (:mod:`.stencil_rows_wrap`, which proves the reads sharing a slot agree).
 """
 
 from __future__ import annotations
@@ -53,6 +62,13 @@ from workbench.templater.stencil import (
     poly_text,
     scale,
     statements,
+)
+from workbench.templater.stencil_rows_wrap import (
+    Wrap,
+    Wraps,
+    check_shared,
+    split_wraps,
+    wraps_at,
 )
 from workbench.templater.warp_regs import _min_blocks_follows
 
@@ -81,11 +97,29 @@ MAX_WINDOW = 96
 WORKING_REGS = 16
 
 
+#: A column of the window: its offset from the point's and its wrap's key ("" unwrapped).
+_Column = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class _Place:
+    d: int  # row offset
+    e: int  # column offset
+    row: Wrap | None  # the row's wrap
+    col: str  # the column's wrap's key ("" unwrapped)
+
+
 @dataclass(frozen=True)
 class _Read:
     node: Node  # the subtree replaced by the window read (``src[i]`` or ``__ldg(&src[i])``)
     d: int  # row offset
     e: int  # column offset
+    row: Wrap | None = None  # the row's wrap (None: the row as the polynomials read it)
+    col: str = ""  # the column's wrap's key
+
+    @property
+    def column(self) -> _Column:
+        return self.e, self.col
 
 
 @dataclass(frozen=True)
@@ -98,7 +132,7 @@ class _Facts:
     src: str
     out: str
     reads: tuple[_Read, ...]
-    columns: dict[int, tuple[int, int]]  # column offset -> (lowest, highest) row offset
+    columns: dict[_Column, tuple[int, int]]  # column -> (lowest, highest) row offset
     elem: str
     stride: str  # the row stride (the rows' distance in the arrays)
     xdecl: Node | None = None  # the column's declaration where OUT_X applies (else None)
@@ -119,7 +153,9 @@ def lift_rows(plan: Plan) -> bool:
         return False
     if len(plan.block) == 1:
         return apply_or_note(plan, "OUT_Y", lambda: _flat_index(plan))
-    if len(plan.block) != len(plan.grid) or len(plan.block) not in (2, 3) or \
+    # a batch: the grid's z the image, the block of one z (2-D, or a literal 1)
+    batch = len(plan.grid) == 3 and len(plan.block) in (2, 3)
+    if not (batch or len(plan.block) == len(plan.grid) == 2) or \
             any(literal(b) is None for b in plan.block) or \
             (len(plan.block) == 3 and literal(plan.block[2]) != 1):
         return False
@@ -261,7 +297,7 @@ def _emit_flat(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, wi
     plan.constrain(f"{bt} >= 32")
     _min_blocks(plan, f, bt, oy)
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
-              f"{len({(r.d, r.e) for r in f.reads})}-point stencil at one column (thread T: "
+              f"{len({(r.d, r.column) for r in f.reads})}-point stencil at one column (thread T: "
               f"column T % {width}, rows T / {width} * {oy} + k); each value of {f.src} it reads "
               f"is loaded once and feeds every output that reads it; the grid covers "
               f"ceil({rows} / {oy}) rows of {width}", f.ydecl)
@@ -277,15 +313,28 @@ def _array_type(plan: Plan, name: str) -> str | None:
     d = plan.facts.defs.get(name)
     if d is None or not d.is_pointer or d.is_shared or d.assigned or d.value is None:
         return None
-    if any((n.type == "identifier" and text(n) in plan.facts.defs) or
-           builtin(n, "threadIdx") is not None or builtin(n, "blockDim") in ("x", "y") or
-           builtin(n, "blockIdx") in ("x", "y") for n in walk(d.value)):
+    if not _uniform(plan, d.value, 0):
         return None
     bases = [text(n) for n in walk(d.value) if n.type == "identifier" and plan.pointer(text(n))]
     kind = d.decl.child_by_field_name("type")
     if len(bases) != 1 or kind is None:
         return None
     return text(d.decl)[:kind.end_byte - d.decl.start_byte] + "*"
+
+
+def _uniform(plan: Plan, value: Node, depth: int) -> bool:
+    """``value`` is one value for every output of a thread: it reads kernel arguments,
+    constants, the block's z and locals declared once, never assigned, whose values are such
+    (``const size_t plane = (size_t)blockIdx.z * H * W;``), 8 levels at most."""
+    for n in walk(value):
+        if builtin(n, "threadIdx") is not None or builtin(n, "blockDim") in ("x", "y") or \
+                builtin(n, "blockIdx") in ("x", "y"):
+            return False
+        d = plan.facts.defs.get(text(n)) if n.type == "identifier" else None
+        if d is not None and (d.assigned or d.value is None or d.is_shared or depth >= 8 or
+                              not _uniform(plan, d.value, depth + 1)):
+            return False
+    return True
 
 
 def _element_type(plan: Plan, name: str) -> str:
@@ -321,15 +370,35 @@ def _mentions(node: Node, name: str) -> bool:
     return any(n.type == "identifier" and text(n) == name for n in walk(node))
 
 
-def _offsets(diff: Poly, stride: Poly) -> tuple[int, int] | None:
-    """(d, e) with ``diff == d * stride + e``, |d|, |e| <= MAX_REACH, or None."""
+def _offsets(diff: Poly, stride: Poly, wraps: Wraps, axes: tuple[str, str] | None
+             ) -> _Place | None:
+    """(d, e) with ``diff == d * stride + e``, |d|, |e| <= MAX_REACH, or None; with
+    ``axes`` (x, y) the row ``y + d`` and the column ``x + e`` may each be wrapped."""
+    split = split_wraps(diff, stride, wraps)
+    if split is None:
+        return None
+    diff, row, col = split
+    if (row or col) and axes is None:
+        return None
     for d in range(-MAX_REACH, MAX_REACH + 1):
         rest = add(diff, scale(stride, -d))
-        if not rest:
-            return d, 0
-        if set(rest) == {()} and abs(rest[()]) <= MAX_REACH:
-            return d, rest[()]
+        e = rest.get((), 0) if set(rest) <= {()} else None
+        if e is not None and abs(e) <= MAX_REACH and axes is not None and \
+                not (wraps_at(row, axes[1], d) and wraps_at(col, axes[0], e)):
+            return None
+        if e is not None and abs(e) <= MAX_REACH:
+            return _Place(d, e, row, col.key if col else "")
     return None
+
+
+def _shift(plan: Plan, polys: Wraps, name: str) -> Poly:
+    """The offset of the row pointer ``name`` from its argument (none for an argument)."""
+    if plan.pointer(name):
+        return {}
+    value = plan.facts.defs[name].value
+    assert value is not None  # an array of _array_type
+    base = next(text(n) for n in walk(value) if n.type == "identifier" and plan.pointer(text(n)))
+    return add(polys.of(value), {(base,): -1})
 
 
 def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node]]
@@ -344,7 +413,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                 derivative(center, x) != {(): 1}:
             return None
         return stride
-    found = _stencil(plan, {x, y}, stride_of, stmts[stmts.index(later) + 1:])
+    found = _stencil(plan, {x, y}, stride_of, stmts[stmts.index(later) + 1:], (x, y))
     if found is None:
         return None
     _check_rows(plan, ydecl, later, x, y)
@@ -365,11 +434,13 @@ def _columns_free(plan: Plan, xdecl: Node, later: Node, x: str) -> bool:
 
 
 def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None],
-             rest: list[Node]) -> tuple[list[Node], str, str, tuple[_Read, ...],
-                                        dict[int, tuple[int, int]], str, str] | None:
+             rest: list[Node], axes: tuple[str, str] | None = None
+             ) -> tuple[list[Node], str, str, tuple[_Read, ...], dict[_Column, tuple[int, int]],
+                        str, str] | None:
     """(rest, input, output, window reads, column -> row offsets, element type, the row
-    stride's text) of a stencil over the work ``rest``; None when it is none."""
-    polys = Polys(plan.body, keep)
+    stride's text) of a stencil over the work ``rest``; None when it is none. With ``axes``
+    (the point's x and y) a read may wrap its row and column (:mod:`.stencil_rows_wrap`)."""
+    polys = Wraps(Polys(plan.body, keep).values)
     subs = [n for n in walk(plan.body) if n.type == "subscript_expression"
             and _array_type(plan, _base(n)) is not None]
     stores = [n for n in subs if _is_store(n)]
@@ -382,11 +453,21 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     if stride is None:
         return None
     read_arrays = sorted({_base(n) for n in subs if not _is_store(n)} - {out})
-    offsets = {a: [(n, _offsets(add(polys.of(_index_node(n)), scale(center, -1)), stride))
-                   for n in subs if _base(n) == a] for a in read_arrays}
-    # the windowed input is the one read at a neighbour row; a time step's other inputs (the
-    # previous step, a source term) are read as written by each output at its own point
-    rowed = [a for a in read_arrays if any(o is not None and o[0] != 0 for _, o in offsets[a])]
+    # the input's index against the output's (a row pointer of each set once: the same
+    # offset a thread), else their addresses (``U = u + plane`` read at ``U[here]``, stored
+    # at ``u_new[plane + here]``): either way one shift for every read of the input
+    for view in (False, True):
+        def place(n: Node, view: bool = view) -> _Place | None:
+            at = add(polys.of(_index_node(n)), _shift(plan, polys, _base(n)) if view else {})
+            base = add(center, _shift(plan, polys, out) if view else {})
+            return _offsets(add(at, scale(base, -1)), stride, polys, axes)
+        offsets = {a: [(n, place(n)) for n in subs if _base(n) == a] for a in read_arrays}
+        # the windowed input is the one read at a neighbour row; a time step's other inputs
+        # (the previous step, a source term) are read as written by each output at its point
+        rowed = [a for a in read_arrays
+                 if any(o is not None and o.d != 0 for _, o in offsets[a])]
+        if rowed:
+            break
     if len(rowed) != 1:
         if len(rowed) > 1:
             raise Refused(f"several inputs ({', '.join(rowed)}) are read at neighbour rows: "
@@ -404,15 +485,19 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
             raise Refused(f"the output `{out}` is read (`{text(n)}`): the window would not see "
                           "what the thread's earlier outputs stored", n)
     reads = _reads(plan, found, src, rest)
-    columns: dict[int, tuple[int, int]] = {}
+    columns: dict[_Column, tuple[int, int]] = {}
     for r in reads:
-        lo, hi = columns.get(r.e, (r.d, r.d))
-        columns[r.e] = (min(lo, r.d), max(hi, r.d))
+        lo, hi = columns.get(r.column, (r.d, r.d))
+        columns[r.column] = (min(lo, r.d), max(hi, r.d))
+    if axes is not None:
+        for key in columns:
+            check_shared(plan.body, axes[1], [(r.node, r.d, r.row) for r in reads
+                                              if r.column == key])
     return (rest, src, out, tuple(reads), columns, _element_type(plan, src),
             poly_text(stride))
 
 
-def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: str,
+def _reads(plan: Plan, found: list[tuple[Node, _Place | None]], src: str,
            rest: list[Node]) -> list[_Read]:
     """The reads of ``src`` at constant offsets from the point in the per-output work (the
     window's); a read elsewhere stays as written (each output still reads it at its own y).
@@ -432,7 +517,7 @@ def _reads(plan: Plan, found: list[tuple[Node, tuple[int, int] | None]], src: st
                 raise Refused(f"the address `{text(parent)}` is taken: only loads are kept in "
                               "registers", parent)
             node = call
-        out.append(_Read(node, o[0], o[1]))
+        out.append(_Read(node, o.d, o.e, o.row, o.col))
     uses = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == src
             and (n.parent is None or n.parent.type not in ("subscript_expression",
                                                           "pointer_declarator"))]
@@ -446,7 +531,7 @@ def _check_rows(plan: Plan, ydecl: Node, later: Node, x: str, y: str) -> None:
     """The per-output work may read ``y`` but not assign it, and no one reads the block's or
     the grid's y (they change with BLOCK_Y and OUT_Y); statements between the two index
     declarations do not read ``y``."""
-    batch = len(plan.block) == 3  # a block of one z, the grid's z the batch: z as written
+    batch = len(plan.grid) == 3  # a block of one z, the grid's z the batch: z as written
     for n in walk(plan.body):
         if n.type == "field_expression" and not (ydecl.start_byte <= n.start_byte
                                                  < ydecl.end_byte):
@@ -528,9 +613,9 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
     # neighbour's point is stored by another thread), so the path changes no defined result.
     ro = "const" in (_array_type(plan, f.src) or "").split("*")[0] and \
         f.elem in LDG_TYPES
-    if any(r.e in window and (ro or r.node.type == "call_expression") for r in f.reads):
+    if any(r.column in window and (ro or r.node.type == "call_expression") for r in f.reads):
         plan.helper(_ONCE_LDG)
-    if any(r.e in window and not ro and r.node.type != "call_expression" for r in f.reads):
+    if any(r.column in window and not ro and r.node.type != "call_expression" for r in f.reads):
         plan.helper(_ONCE)
 
     def sub(n: Node) -> str | None:
@@ -543,17 +628,17 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
             address = text(args.named_children[0])
         else:
             address = f"&{text(r.node)}"
-        if r.e not in window:
+        if r.column not in window:
             return f"__ldg({address})" if ro else None
-        at = f"wb_k + {r.d - window[r.e][0]}"
-        name = _window(r.e)
+        at = f"wb_k + {r.d - window[r.column][0]}"
+        name = _window(r.column)
         once = "wb_once_ldg" if ro or r.node.type == "call_expression" else "wb_once"
         return f"{once}({name}_has[{at}], {name}[{at}], {address})"
 
     body = "\n".join("    " + render(data, s, sub) for s in f.rest)
     windows = "".join(
         f"  {f.elem} {_window(e)}[{oy} + {hi - lo}];  // rows {lo:+d} .. {hi:+d} of the "
-        f"outputs, column {e:+d}\n"
+        f"outputs, column {e[0]:+d}{' wrapped' if e[1] else ''}\n"
         f"  bool {_window(e)}_has[{oy} + {hi - lo}];\n"
         f"#pragma unroll\n  for (int wb_r = 0; wb_r < {oy} + {hi - lo}; ++wb_r) "
         f"{_window(e)}_has[wb_r] = false;\n"
@@ -578,8 +663,9 @@ __device__ __forceinline__ T wb_once_ldg(bool& have, T& slot, const T* at) {
 }"""
 
 
-def _window(e: int) -> str:
-    return f"wb_col_{'m' if e < 0 else 'p'}{abs(e)}"
+def _window(column: _Column) -> str:
+    e, wrap = column
+    return f"wb_col_{'m' if e < 0 else 'p'}{abs(e)}{'_' + wrap.replace(':', '_') if wrap else ''}"
 
 
 def _window_regs(f: _Facts, oy: int) -> int:
@@ -621,7 +707,7 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts,
     plan.constrain(f"{bx} * {by} <= 1024")
     _min_blocks(plan, f, f"{bx} * {by}", oy, ox if f.xdecl is not None else "1")
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the "
-              f"{len({(r.d, r.e) for r in f.reads})}-point stencil down its column; each "
+              f"{len({(r.d, r.column) for r in f.reads})}-point stencil down its column; each "
               f"value of {f.src} it reads is loaded once (a register window per column "
               f"offset) and feeds every output that reads it; the block is {bx} x {by} and the "
               f"grid's y divisor {by} * {oy}", f.ydecl)

@@ -139,7 +139,9 @@ def lift_zmarch(plan: Plan) -> bool:
     if len(plan.grid) == 3 and reads_block_z(plan):
         # a batch of 2-D grids (block z 1, blockIdx.z the image): rows down a column share
         # their neighbour rows, the batch's planes share nothing, so OUT_Y goes first
-        return (literal(plan.block[-1]) == 1 and lift_rows(plan)) or lift_zgrid(plan)
+        # (a 2-D block has one z; a 3-D one must be written 1)
+        one_z = len(plan.block) == 2 or literal(plan.block[-1]) == 1
+        return (one_z and lift_rows(plan)) or lift_zgrid(plan)
     if len(plan.block) != 2 or any(literal(b) is None for b in plan.block) or \
             len(plan.grid) not in (2, 3) or (len(plan.grid) == 3 and literal(plan.grid[2]) != 1):
         return False
