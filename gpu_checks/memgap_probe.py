@@ -322,20 +322,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_interleaved": {"THREADS": 64, "ITEMS": 8, "SMEM": 1, "CONTIG": 0}}),
     # memory-bound (set 11): the first contact wrapped its 9 neighbours by modulo through an
     # index class (1.21x, 58 % of a copy; expert 1.71x, 82 %, at BX 128, BY 1, ITEMS_Y 2,
-    # WRAP 1); now by compare (periodic_index), the knobs as before. The lift at the first
-    # contact's tune pick, at the expert's pick in its knobs (a 1-row block's two items are
-    # adjacent rows, each loading its 9 neighbours: no register window) and with 4 rows; the
-    # expert at its pick, by modulo (WRAP 0: the division's share) and one row a thread
-    # (ITEMS_Y 1: the register window's share)
+    # WRAP 1); now by compare (periodic_index) and walked by the rows family (OUT_Y: a
+    # thread's consecutive rows share their neighbour rows in a register window,
+    # stencil_rows_wrap keying the wrapped rows). The lift at the expert's pick in its knobs
+    # (128 x 1, two rows a thread), with 4 and 8 rows and one row a thread (the window's
+    # share); the expert at its pick, by modulo (WRAP 0: the division's share) and one row a
+    # thread (ITEMS_Y 1: the register window's share)
     "jacobi9_torus": ("corpus_compute_unseen11", {
-        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 2, "ITEMS_X": 2, "ITEMS_Y": 8,
-                      "MIN_BLOCKS_PER_SM": 1},
-        "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_X": 1, "ITEMS_Y": 2,
+        "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 2, "OUT_X": 1,
                         "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_y4": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_X": 1, "ITEMS_Y": 4,
+        "expert_pick_y4": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 4, "OUT_X": 1,
                            "MIN_BLOCKS_PER_SM": 0},
-        "one_point": {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_X": 1, "ITEMS_Y": 1,
-                      "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_y8": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 8, "OUT_X": 1,
+                           "MIN_BLOCKS_PER_SM": 0},
+        "one_row": {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 1, "OUT_X": 1,
+                    "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 128, "BY": 1, "ITEMS_Y": 2, "WRAP": 1},
         "pick_modulo": {"BX": 128, "BY": 1, "ITEMS_Y": 2, "WRAP": 0},
         "pick_one_row": {"BX": 128, "BY": 1, "ITEMS_Y": 1, "WRAP": 1}}),
