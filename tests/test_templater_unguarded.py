@@ -24,7 +24,9 @@ number of partials (before, BLOCK_THREADS 32 at n = 768 wrote 24 partials into t
 folder sizes: the host program aborted); four elements a thread from ``(blockIdx.x *
 blockDim.x + threadIdx.x) * 4`` under ``ceil_div(n, 512)`` for 128 threads: the grid did not
 follow the block (before, BLOCK_THREADS 32 .. 1024 with that grid: a quarter of y unwritten
-at 32, reads past x at 256).
+at 32, reads past x at 256); the same kernel, guarded or not, under a grid that keeps its
+count (``n // 256``, ``3``). The long spelling ``(n + 255) // 256`` tiles n as ``ceil_div``
+does.
 """
 
 from __future__ import annotations
@@ -127,8 +129,8 @@ REFUSED: dict[str, tuple[Unguarded, str]] = {
         {"n": 1536}, {"n": 1500}, set(), {},
         ("    y[base + j] = a", "    if (base + j < n) y[base + j] = a")),
         "BLOCK_THREADS: not applied: `blockIdx.x * blockDim.x + threadIdx.x` offsets blocks by "
-        "blockDim.x and the grid's x rule `ceil_div(n, 512)` does not divide by 128: the grid "
-        "would stay while each block's share follows the block size, so it stays as written "
+        "the block's x size and the grid's x rule `ceil_div(n, 512)` does not divide by 128: "
+        "the grid would stay while each block's share follows the block size, so it stays as written "
         "(line 5)"),
 }
 
@@ -218,4 +220,35 @@ def test_a_block_the_grid_would_not_follow_is_refused_with_its_line(
     assert refusal in str(raised.value)
     if "blockDim" in (HERE / f"{name}.cu").read_text():  # else named never resizes it
         assert "named constants: not applied: `blockIdx.x * blockDim.x` offsets blocks by " \
-            "blockDim.x" in str(raised.value)
+            "the block's x size" in str(raised.value)
+
+
+def _scale_with_grid(rule: str, guarded: bool, root: Path) -> KernelFolder:
+    s = SPELLINGS["scale_1d_fixed_block"]
+    source = (HERE / "scale_1d_fixed_block.cu").read_text()
+    if guarded:
+        source = source.replace(s.guard[0], s.guard[1])
+    return write_folder(root / f"scale_{'g' if guarded else 'u'}", source, [rule], s.block,
+                        s.args, s.whole, [])
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_the_long_spelling_of_ceil_div_tiles_the_size_too(guarded: bool, tmp_path: Path) -> None:
+    """``(n + 255) // 256`` is ``ceil_div(n, 256)``: the same constraint where unguarded."""
+    result = offline_template(_scale_with_grid("(n + 255) // 256", guarded, tmp_path))
+    whole = "(n) % (BLOCK_THREADS * ITEMS_PER_THREAD) == 0"
+    assert (whole in result.lifted.constraints) is not guarded, result.lifted.constraints
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+@pytest.mark.parametrize("rule", ["n // 256", "3"])
+def test_a_grid_that_keeps_its_count_keeps_the_block(rule: str, guarded: bool,
+                                                     tmp_path: Path) -> None:
+    """A floor division or a fixed count does not divide by the block size: resizing the
+    block would leave the grid as it is (before, BLOCK_THREADS 128 covered half of y)."""
+    with pytest.raises(TemplateError) as raised:
+        offline_template(_scale_with_grid(rule, guarded, tmp_path))
+    assert "BLOCK_THREADS: not applied: `blockIdx.x * 256 + threadIdx.x` offsets blocks by " \
+        f"the block's x size and the grid's x rule `{rule}` does not divide by 256: the grid " \
+        "would stay while each block's share follows the block size, so it stays as " \
+        "written (line 4)" in str(raised.value)

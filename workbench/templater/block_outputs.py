@@ -10,21 +10,20 @@ lift of that block dimension is refused where such a store exists (a store into 
 pointer whose index reads the block's index along the dimension, and no thread index, also
 through the locals it is built from).
 
-A block offset read from the block's size (``(blockIdx.x * blockDim.x + threadIdx.x) * 4``)
-under a grid rule that does not divide by it (``ceil_div(n, 512)`` for 128 threads of four
-elements each) is the other case: the grid would stay while each block's share follows the
-block, so a smaller block leaves elements unwritten and a larger one runs past the arrays.
-Refused too, unless the kernel reads ``gridDim`` along that dimension (a grid-stride loop
-covers its work at any grid).
+A block offset by the block's size (``(blockIdx.x * blockDim.x + threadIdx.x) * 4``, or the
+literal ``blockIdx.x * 256``) under a grid rule that does not divide by it (``ceil_div(n,
+512)`` for 128 threads of four elements each, ``n // 256``, a fixed count) is the other
+case: the grid would stay while each block's share follows the block, so a smaller block
+leaves elements unwritten and a larger one runs past the arrays.
+Refused too, unless the kernel reads ``gridDim`` along that dimension or the offset starts
+a ``for`` loop (a grid-stride loop covers its work at any grid, ``i += 264 * 256`` too).
 """
 
 from __future__ import annotations
 
-import re
-
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, factors, text, walk
+from workbench.templater.analysis import binary, builtin, factors, int_value, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.rules import scale_divisor
 
@@ -39,11 +38,11 @@ def unfollowed(plan: Plan, dim: str, rule: str, size: int) -> tuple[Node, str] |
         return None if once is None else (
             once, f"stores one element a block along {dim} and the grid's {dim} rule divides by "
                   f"{size}: the number of those elements would follow the block size")
-    fixed = unfollowed_offset(plan, dim, rule)
+    fixed = unfollowed_offset(plan, dim, size)
     return None if fixed is None else (
-        fixed, f"offsets blocks by blockDim.{dim} and the grid's {dim} rule `{rule}` does not "
-               f"divide by {size}: the grid would stay while each block's share follows the "
-               "block size")
+        fixed, f"offsets blocks by the block's {dim} size and the grid's {dim} rule `{rule}` "
+               f"does not divide by {size}: the grid would stay while each block's share "
+               "follows the block size")
 
 
 def per_block_store(plan: Plan, dim: str) -> Node | None:
@@ -80,12 +79,11 @@ def _builtins(plan: Plan, node: Node, depth: int) -> set[str]:
     return out
 
 
-def unfollowed_offset(plan: Plan, dim: str, rule: str) -> Node | None:
-    """The first ``blockIdx.dim * blockDim.dim`` product where the grid's ``rule`` along
-    ``dim`` tiles a size (``ceil_div(..)``, no divisor of the block size in it) and
-    ``gridDim.dim`` is never read; None otherwise."""
-    if re.fullmatch(r"ceil_div\(.+\)", rule.strip()) is None or \
-            any(builtin(n, "gridDim") == dim for n in walk(plan.body)):
+def unfollowed_offset(plan: Plan, dim: str, size: int) -> Node | None:
+    """The first block offset by the block's size (``blockIdx.dim * blockDim.dim``, or
+    ``blockIdx.dim * size`` as written) where ``gridDim.dim`` is never read; None otherwise.
+    The caller has found that the grid's rule along ``dim`` does not divide by ``size``."""
+    if any(builtin(n, "gridDim") == dim for n in walk(plan.body)):
         return None
     for n in walk(plan.body):
         parts = binary(n)
@@ -93,6 +91,20 @@ def unfollowed_offset(plan: Plan, dim: str, rule: str) -> Node | None:
             continue
         fs = factors(n)
         if any(builtin(f, "blockIdx") == dim for f in fs) and \
-                any(builtin(f, "blockDim") == dim for f in fs):
+                any(builtin(f, "blockDim") == dim or int_value(f) == size for f in fs) and \
+                not _starts_loop(n):
             return n
     return None
+
+
+def _starts_loop(node: Node) -> bool:
+    """``node`` is in a ``for`` loop's first value (``for (i = blockIdx.x * 256 + t; i < n;
+    i += 264 * 256)``: a strided loop covers its range at any block, its step followed by
+    the lift)."""
+    while node.parent is not None:
+        parent = node.parent
+        if parent.type == "for_statement":
+            init = parent.child_by_field_name("initializer")
+            return init is not None and init.start_byte <= node.start_byte < init.end_byte
+        node = parent
+    return False

@@ -30,6 +30,7 @@ it launches, so it is right only where they tile S exactly, and so is each confi
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 
@@ -78,14 +79,29 @@ def constrain_whole_blocks(plan: Plan, written: Sequence[str]) -> None:
     the family that tiles it, which bounds what it adds."""
     for rule, before in zip(plan.grid, written, strict=False):
         found = re.fullmatch(_CEIL_DIV, rule.strip())
-        was = re.fullmatch(_CEIL_DIV, before.strip())
-        if found is None or was is None or was.group(1).strip() != found.group(1).strip():
+        if found is None or _tiled_size(before) != _tiled_size(rule):
             continue
         tile = found.group(2).strip()
         knobs = [w for w in re.findall(r"\w+", tile) if w in plan.params]
         if knobs:
             _whole(plan, found.group(1).strip(),
                    tile if re.fullmatch(r"\w+", tile) else f"({tile})", "extent", knobs[0])
+
+
+def _tiled_size(rule: str) -> str | None:
+    """S of a grid rule that tiles S, ``ceil_div(S, L)`` or its long spelling ``(S + L - 1)
+    // L``, as the rules' language prints it; None for any other rule."""
+    try:
+        node = ast.parse(rule.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id == "ceil_div" and len(node.args) == 2:
+        return ast.unparse(node.args[0])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.FloorDiv) and \
+            isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Add):
+        return ast.unparse(node.left.left)
+    return None
 
 
 def _grid_size(plan: Plan, dim: int, tile: str) -> str | None:
