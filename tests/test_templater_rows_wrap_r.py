@@ -7,7 +7,9 @@ keys them in the register window).
 Pure: a second spelling (a 5-point heat step with ``% H`` inline, the image a local ``b =
 blockIdx.z``, the output indexed ``b * per + ..``) lifts OUT_Y with the wrapped rows in one
 window; an unwrapped read above the row that shares a slot with a wrapped one is refused with
-its line. Host (g++): the folder at H = 1 and 2 and the spelling at H = 19, 2 and 1, each at
+its line; a non-periodic batch (the plane a local of a local field, a __restrict__ row
+pointer, the border copied) walks its rows too. Host (g++): the folder at H = 1 and 2, the
+heat spelling at H = 19, 2 and 1 and the non-periodic one at H = 19, each at
 its default, mixes and the all-ends configs, bit for bit against the kernel as written.
 """
 
@@ -102,6 +104,39 @@ def reference(inputs: dict[str, np.ndarray], shape: dict[str, int], dtype: str) 
     return {"out": u + 0.2 * (s - 4.0 * u)}
 '''
 
+#: Non-periodic, by other hands: the field a local, its plane a local of it, the rows read
+#: through a pointer set from both, the border copied by an early exit.
+SMOOTH = """extern "C" __global__ void smooth5_batch(float* out, const float* in, int H, int W) {
+  const unsigned field = blockIdx.z;
+  const long long plane = (long long)field * H * W;
+  const float* __restrict__ src = in + plane;
+  const int col = blockIdx.x * 16 + threadIdx.x;
+  const int row = blockIdx.y * 16 + threadIdx.y;
+  if (col >= W || row >= H) return;
+  const int at = row * W + col;
+  if (row == 0 || col == 0 || row == H - 1 || col == W - 1) { out[plane + at] = src[at]; return; }
+  out[plane + at] = 0.5f * src[at] + 0.125f * (src[at - W] + src[at + W] + src[at - 1] + src[at + 1]);
+}
+"""
+
+K_ARG = """[[args]]
+name = "k"
+dtype = "f32"
+role = "scalar"
+value = "0.2"
+"""
+SMOOTH_TOML = HEAT_TOML.replace("heat5_wrap", "smooth5_batch").replace(K_ARG, "")
+
+
+def test_a_plane_from_locals_walks_its_rows_without_wraps() -> None:
+    lifted = lift_kernel(SMOOTH, entry="smooth5_batch", grid=["ceil_div(W, 16)",
+                         "ceil_div(H, 16)", "B"], block=["16", "16"],
+                         scalars={"H": "H", "W": "W"})
+    assert "OUT_Y" in [p.name for p in lifted.params], lifted.notes
+    assert "wb_col_p0[wb_k + 0], &src[at - W]" in lifted.source
+    assert "wb_col_p0[wb_k + 2], &src[at + W]" in lifted.source
+
+
 #: 32 x 2 threads of 8 rows (19 rows: the second block's walk stops mid-way), 16 x 4 of 2
 #: columns x 4 rows.
 HEAT_MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_Y": 8},
@@ -161,10 +196,14 @@ def test_the_torus_walk_computes_as_written_on_one_and_two_rows(
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("rows", [19, 2, 1])
-def test_the_heat_spelling_computes_as_written(rows: int, tmp_path: Path,
-                                               host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    toml = HEAT_TOML.replace("H = 19", f"H = {rows}")
-    kf = _folder(tmp_path / "folders", "heat5_wrap", toml, HEAT_REFERENCE, HEAT)
+@pytest.mark.parametrize(("name", "rows"), [("heat5_wrap", 19), ("heat5_wrap", 2),
+                                            ("heat5_wrap", 1), ("smooth5_batch", 19)])
+def test_the_spellings_compute_as_written(name: str, rows: int, tmp_path: Path,
+                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    toml, source = {"heat5_wrap": (HEAT_TOML, HEAT),
+                    "smooth5_batch": (SMOOTH_TOML, SMOOTH)}[name]
+    # the reference's inputs only: the lift is compared with the kernel as written
+    kf = _folder(tmp_path / "folders", name, toml.replace("H = 19", f"H = {rows}"),
+                 HEAT_REFERENCE, source)
     assert "OUT_Y" in {p.name for p in offline_template(kf).lifted.params}
     assert _same_outputs(kf, tmp_path, host_flags, HEAT_MIXES) >= 1 + len(HEAT_MIXES)
