@@ -168,8 +168,8 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
     assert "return" not in source.split("wb_live", 1)[1]
     # the butterflies: a block-stride loop over the 512 items, t recomputed from the item
     assert source.count("if (wb_live && (512 % BLOCK_THREADS == 0 || wb_t < 512))") == 1
-    # and each register stage's (h = 1 .. 16) and shuffle stage's (h = 2 .. 512)
-    assert source.count("const int t = wb_t;") == 1 + 5 + 9
+    # and each register stage's (h = 1 .. 16); a shuffle stage computes no index
+    assert source.count("const int t = wb_t;") == 1 + 5
     assert "const int t = threadIdx.x;" not in source
     # REG_STAGES: thread 0's items of the leading stages on the thread's own elements,
     # h a constant a stage; as many stages as keep every pair in one thread's chunk
@@ -177,13 +177,16 @@ def test_wht_lifts_threads_and_rows_per_block() -> None:
         "? 9 : BLOCK_THREADS == 128 ? 8 : BLOCK_THREADS == 256 ? 7 : 6) : (BLOCK_THREADS == " \
         "32 ? 5 : BLOCK_THREADS == 64 ? 4 : BLOCK_THREADS == 128 ? 3 : BLOCK_THREADS == 256 " \
         "? 2 : 1));" in source
-    assert "if (4 < wb_lead) { const int h = 16;" in source
+    assert "if (4 < wb_lead) {\n      if ((wb_in_regs >> 4) & 1u) {\n      const int h = 16;" \
+        in source
     assert source.count("wb_r[lo + h] = a - b;") == 5
     # SHFL: the stages whose pairs are one element of two lanes (h / V < 32) exchange it;
     # both lanes compute the pair, each keeping its own
-    assert "if (5 < wb_lead) { const int h = 32;\n      constexpr int wb_d = (BLOCK_THREADS " \
-        "== 32 ? 1 : BLOCK_THREADS == 64 ? 2 : BLOCK_THREADS == 128 ? 4 : BLOCK_THREADS == " \
-        "256 ? 8 : 16);" in source
+    assert "if (5 < wb_lead) {\n      constexpr int wb_d = (BLOCK_THREADS == 32 ? 1 : " \
+        "BLOCK_THREADS == 64 ? 2 : BLOCK_THREADS == 128 ? 4 : BLOCK_THREADS == 256 ? 8 : 16);" \
+        in source
+    assert "const float a = wb_lo;" in source and "int lo" not in source.split("wb_up")[1] \
+        .split("while (h < ROW)")[0]  # the pair's index locals left out of the shuffles
     assert source.count("wb_hi = a - b;") == 9  # h = 2 .. 512 (h = 1 in registers at any V)
     assert "SHFL <= REG_STAGES" in lifted.constraints
     # the loop goes on from the first stage through shared memory
@@ -284,7 +287,8 @@ def test_a_stage_loop_by_its_log_stride_lifts_the_register_stages() -> None:
         lifted.notes
     source = lifted.source
     # each stage's counter and stride constants; thread 0's pair by the same shifts
-    assert "if (4 < wb_lead) { const int st = 4; const int h = 16;" in source
+    assert "if (4 < wb_lead) {\n      if ((wb_in_regs >> 4) & 1u) {\n      const int st = 4; " \
+        "const int h = 16;" in source
     assert source.count("wb_r[q] = u - v;") == 5
     # the loop resumes at the first stage through shared memory: its counter's start
     assert "for (int st = (REG_STAGES ? (SHFL ? (BLOCK_THREADS == 32 ? 10 : BLOCK_THREADS " \

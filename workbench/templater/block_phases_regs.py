@@ -74,6 +74,7 @@ class RegStages:
     ctype: str  # the shared row's element type
     after: dict[tuple[int, int], dict[str, int]]  # the carried locals after the lead
     in_header: dict[str, Node]  # a carried local declared in a for's init -> its value
+    place_decls: tuple[Node, ...] | None  # the run's declarations of index locals
 
 
 def register_stages(plan: Plan, loops: list[Node], runs: list[list[Node]],
@@ -83,13 +84,12 @@ def register_stages(plan: Plan, loops: list[Node], runs: list[list[Node]],
     evaluator = Evaluator(plan.source.tree.root_node)
     staged = [r for r in runs if any(_within(r[0], lp) for lp in loops)]
     derived_names = {_decl_name(d) for d in derived}
-    for run in staged:
-        _check_places(run, derived_names, shared)
+    places = [_check_places(run, derived_names, shared) for run in staged]
     if len(loops) != 1 or len(staged) != 1:
         raise Refused(f"{len(loops)} barrier loops with {len(staged)} runs of work: the "
                       "stages are no single loop of one phase", loops[-1] if loops
                       else plan.body)
-    loop, run = loops[0], staged[0]
+    loop, run, place_decls = loops[0], staged[0], places[0]
     fixed = _fixed_values(plan, evaluator, uniform, loop)
     carried, types, in_header, env = _carried(plan, evaluator, loop, run, fixed)
     stages, final = _stages(evaluator, loop, run, carried, {**fixed, **env}, types)
@@ -126,7 +126,7 @@ def register_stages(plan: Plan, loops: list[Node], runs: list[list[Node]],
             after[b, shfl] = dict(stages[count]) if count < len(stages) else final
     return RegStages(loop, tuple(run), array, length, items, tuple(carried), types,
                      tuple(stages), lead, in_regs, dist, roles, tuple(sites),
-                     _element_type(plan, text(array)), after, in_header)
+                     _element_type(plan, text(array)), after, in_header, place_decls)
 
 
 def _within(node: Node, outer: Node) -> bool:
@@ -140,9 +140,11 @@ def _decl_name(decl: Node) -> str:
     return text(d)
 
 
-def _check_places(run: list[Node], derived: set[str], shared: set[str]) -> None:
+def _check_places(run: list[Node], derived: set[str], shared: set[str]
+                  ) -> tuple[Node, ...] | None:
     """The item's place (threadIdx.x, the thread-derived locals and the run's locals built
-    from them) is read only in the shared indices and those locals' own values."""
+    from them) is read only in the shared indices and those locals' own values; the run's
+    declarations of such locals (None where one also declares another: then they stay)."""
     def index_spans(node: Node) -> list[Node]:
         return [i for n in walk(node) if n.type == "subscript_expression" and
                 text(n.child_by_field_name("argument")) in shared
@@ -151,6 +153,8 @@ def _check_places(run: list[Node], derived: set[str], shared: set[str]) -> None:
     spans = [s for stmt in run for s in index_spans(stmt)]
     places = set(derived)
     values: list[Node] = []
+    decls: list[Node] = []
+    mixed = False
     for stmt in run:
         for n in walk(stmt):
             if n.type in ("call_expression", "for_statement", "while_statement",
@@ -168,6 +172,11 @@ def _check_places(run: list[Node], derived: set[str], shared: set[str]) -> None:
                 if value is not None and _reads_place(value, places, spans):
                     places.add(_decl_name_of(d))
                     values.append(value)
+            declared = [_decl_name_of(d) in places
+                        for d in stmt.children_by_field_name("declarator")]
+            if any(declared):
+                decls.append(stmt)
+                mixed = mixed or not all(declared)
     for stmt in run:
         for n in walk(stmt):
             if _is_place(n, places) and not any(_within(n, s) for s in spans + values):
@@ -175,6 +184,7 @@ def _check_places(run: list[Node], derived: set[str], shared: set[str]) -> None:
                               "place into what the stage computes, not only into which "
                               "elements it pairs: a thread's items would not compute as "
                               "the first thread's", n)
+    return None if mixed else tuple(decls)
 
 
 def _is_place(n: Node, places: set[str]) -> bool:
@@ -459,7 +469,17 @@ def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str, s
                 return re.sub(rf"(?<![\w.]){re.escape(shared)}\s*\[", "wb_r[", out)
             for site, role in zip(regs.sites, roles, strict=True):
                 sub.replace(site, f"wb_{role}")
+            for decl in regs.place_decls or ():
+                sub.replace(decl, "")  # the indices they computed are gone
             return sub.render(first.start_byte, last.end_byte)
+        def consts(s: int, read: set[str] | None) -> str:
+            """Stage ``s``'s uniform locals (those in ``read``, where given)."""
+            return " ".join(f"const {regs.types[n]} {n} = {v};"
+                            for n, v in regs.stages[s].items() if read is None or n in read)
+        kept = [x for x in [*regs.run, *needed] if regs.place_decls is None or
+                (x not in regs.place_decls and x not in needed)]
+        read = {text(n) for x in kept for n in walk(x) if n.type == "identifier" and
+                not any(_within(n, site) for site in regs.sites)}  # sites: the pair's values
         counts = {b: regs.lead[b, 0] for b, _ in regs.lead}
         if shfl:
             counts_shfl = {b: regs.lead[b, 1] for b, _ in regs.lead}
@@ -474,12 +494,12 @@ def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str, s
                  f"    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
                  f"wb_r[wb_j] = {shared}[threadIdx.x * {elems} + wb_j];\n"]
         for s in range(count):
-            consts = " ".join(f"const {regs.types[n]} {n} = {v};"
-                              for n, v in regs.stages[s].items())
-            in_regs = (f"#pragma unroll\n      for (int wb_k = 0; wb_k < {regs.items} / "
-                       f"{threads}; ++wb_k) {{ const int wb_t = wb_k;\n{decls}{body(None)}\n"
-                       "      }\n")
+            in_regs = (f"      {consts(s, None)}\n#pragma unroll\n      for (int wb_k = 0; "
+                       f"wb_k < {regs.items} / {threads}; ++wb_k) {{ const int wb_t = wb_k;\n"
+                       f"{decls}{body(None)}\n      }}\n")
             warp = ""
+            places = "" if regs.place_decls is not None else \
+                f" const int wb_t = 0;  // indices unread: the pair's values are given\n{decls}"
             if shfl and s in regs.dist:
                 t = regs.ctype
                 warp = (f"      constexpr int wb_d = {_chain(threads, regs.dist[s])};  // lanes\n"
@@ -488,8 +508,8 @@ def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str, s
                         f"        const {t} wb_p = __shfl_xor_sync(0xffffffffu, wb_r[wb_j], "
                         f"wb_d);\n        {t} wb_lo = wb_up ? wb_p : wb_r[wb_j];\n"
                         f"        {t} wb_hi = wb_up ? wb_r[wb_j] : wb_p;\n"
-                        f"        {{ const int wb_t = 0;  // the pair's place reads no index now\n"
-                        f"{decls}{body(regs.roles[s])}\n        }}\n"
+                        f"        {{ {consts(s, read)}\n"
+                        f"{places}{body(regs.roles[s])}\n        }}\n"
                         f"        wb_r[wb_j] = wb_up ? wb_hi : wb_lo;\n      }}\n")
             if not any(m >> s & 1 for m in regs.in_regs.values()):
                 stage = warp
@@ -498,7 +518,7 @@ def emit_register_stages(plan: Plan, regs: RegStages, threads: str, knob: str, s
                          f"{warp}      }}\n")
             else:
                 stage = in_regs
-            lines.append(f"    if ({s} < wb_lead) {{ {consts}\n{stage}    }}\n")
+            lines.append(f"    if ({s} < wb_lead) {{\n{stage}    }}\n")
         lines.append(f"#pragma unroll\n    for (int wb_j = 0; wb_j < {elems}; ++wb_j) "
                      f"{shared}[threadIdx.x * {elems} + wb_j] = wb_r[wb_j];\n  }}\n"
                      "  __syncthreads();\n")
