@@ -7,15 +7,17 @@ or a config reads and writes past the arrays at a shape where the kernel as writ
 512 at n = 768 wrote past y).
 
 Spellings (tests/spellings_g2/): a 1-D scale with the block's 256 written into the index
-(BLOCK_THREADS, ITEMS_PER_THREAD); the same over rows x cols flattened (a grid rule of a
-product of sizes: ``(rows * cols) % (BLOCK_THREADS * ITEMS_PER_THREAD) == 0``); a 2-D 5-point Laplacian of a padded grid through an index
-helper (BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y); a warp a row, four rows a block, a shuffle sum
-(ITEMS_X over rows); a 3 x 3 ``__constant__`` filter over a padded grid (BLOCK_X, BLOCK_Y,
-ITEMS_X, ITEMS_Y); a warp's row maximum, eight rows a block of 256 (the warp family's
-WARPS_PER_BLOCK and LANES: rows a block WARPS_PER_BLOCK * (32 // LANES)). Each: the constraint and its note, a config past the size pruned with the
-constraint's text, the space empty (and saying why) at a shape the kernel as written is
-wrong at, the guarded twin's space without it, and on the host (g++, the cooperative block)
-the default, every valid all-ends config and a mix printing what the kernel as written prints.
+(BLOCK_THREADS, ITEMS_PER_THREAD); the same over rows x cols flattened (a grid rule over a
+product of sizes); a 2-D 5-point Laplacian of a padded grid through an index helper
+(BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y); the same through a shared 18 x 18 apron tile (the
+apron family's BLOCK_X, BLOCK_Y, OUT_X, OUT_Y, PAD, LOAD_FLAT); a 3 x 3 ``__constant__``
+filter over a padded grid (BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y); a warp a row, four rows a
+block, a shuffle sum (ITEMS_X over rows); a warp's row maximum, eight rows a block of 256 (the
+warp family's WARPS_PER_BLOCK and LANES: WARPS_PER_BLOCK * (32 // LANES) rows a block).
+Each: the constraint and its note, a config past the size pruned with the constraint's
+text, the space empty (and saying why) at a shape the kernel as written is wrong at, the
+guarded twin's space without it, and on the host (g++, the cooperative block) the default
+and every valid all-ends config printing what the kernel as written prints.
 
 Refused with the line, guarded or not (workbench/templater/block_outputs.py), by the block
 lift and the named constants' alike: a shared-tree sum to one partial a block
@@ -58,6 +60,7 @@ class Unguarded(NamedTuple):
     constraints: set[str]
     wide: dict[str, int]  # a config whose share does not divide ``whole``
     guard: tuple[str, str]  # (text, guarded text): the twin that bounds its accesses
+    more_guards: tuple[tuple[str, str], ...] = ()  # the twin's other (text, guarded text)
     constants: tuple[tuple[str, list[int]], ...] = ()  # the __constant__ arrays
 
 
@@ -84,7 +87,7 @@ SPELLINGS: dict[str, Unguarded] = {
         {"(w) % (BLOCK_X * ITEMS_X) == 0", "(h) % (BLOCK_Y * ITEMS_Y) == 0"},
         {"BLOCK_X": 32, "BLOCK_Y": 32},
         ("  const int p = w + 2;", "  if (x >= w || y >= h) return;\n  const int p = w + 2;"),
-        (("wt", [9]),)),
+        constants=(("wt", [9]),)),
     "warp_row_max": Unguarded(
         ["ceil_div(rows, 8)"], ["256"],
         [("out", "f32", "out", ["rows"]), ("in", "f32", "in", ["rows", "cols"]),
@@ -92,6 +95,16 @@ SPELLINGS: dict[str, Unguarded] = {
         {"rows": 16, "cols": 70}, None, {"(rows) % (WARPS_PER_BLOCK * (32 // LANES)) == 0"},
         {"WARPS_PER_BLOCK": 32},
         ("  float s = -3.0e38f;", "  if (row >= rows) return;\n  float s = -3.0e38f;")),
+    "laplace5_apron_tile": Unguarded(
+        ["ceil_div(w, 16)", "ceil_div(h, 16)"], ["16", "16"],
+        [("out", "f32", "out", ["h", "w"]), ("in", "f32", "in", ["h + 2", "w + 2"]),
+         ("h", "i32", "scalar", "h"), ("w", "i32", "scalar", "w")],
+        {"h": 48, "w": 80}, {"h": 48, "w": 78},
+        {"(w) % (BLOCK_X * OUT_X) == 0", "(h) % (BLOCK_Y * OUT_Y) == 0"},
+        {"BLOCK_X": 32, "BLOCK_Y": 8},
+        ("  out[y * w + x] =", "  if (x < w && y < h) out[y * w + x] ="),
+        more_guards=(("      tile[j][i] = in[", "      if (blockIdx.y * 16 + j < h + 2 && "
+                      "blockIdx.x * 16 + i < w + 2) tile[j][i] = in["),)),
     "laplace5_padded_2d": Unguarded(
         ["ceil_div(w, 16)", "ceil_div(h, 16)"], ["16", "16"],
         [("out", "f32", "out", ["h", "w"]), ("in", "f32", "in", ["h + 2", "w + 2"]),
@@ -139,9 +152,9 @@ def _folder(name: str, root: Path, shape: dict[str, int], guarded: bool = False
             ) -> KernelFolder:
     s = REFUSED[name][0] if name in REFUSED else SPELLINGS[name]
     source = (HERE / f"{name}.cu").read_text()
-    if guarded:
-        assert s.guard[0] in source
-        source = source.replace(s.guard[0], s.guard[1])
+    for text, bounded in (s.guard, *s.more_guards) if guarded else ():
+        assert text in source
+        source = source.replace(text, bounded)
     tag = "_".join(f"{k}{v}" for k, v in shape.items())
     return write_folder(root / f"{name}_{tag}{'_guarded' if guarded else ''}", source,
                         s.grid, s.block, s.args, shape, list(s.constants))
