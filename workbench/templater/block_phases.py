@@ -708,8 +708,9 @@ def _emit_rows(plan: Plan, layout: Layout, row: RowPlan, threads: str, rows: str
             then = guard.child_by_field_name("consequence")
             assert then is not None
             plan.rw.replace_span(guard.start_byte, then.start_byte, "")
-    first = max((g.start_byte for g in row.guards), default=min(
-        layout.first_barrier, layout.runs[0][0].start_byte))
+    # no guard: the flag reads only the block, the thread and the row count, so it opens the
+    # body (at the first run's start it would land inside that run's block-stride loop)
+    first = max((g.start_byte for g in row.guards), default=plan.body.start_byte + 1)
     plan.rw.insert(first, f"const bool wb_live = {' && '.join(conditions)};\n  ")
     plan.grid = [f"ceil_div({plan.grid[0]}, {rows})"]
     plan.block = [threads, rows]
