@@ -265,3 +265,24 @@ def test_a_grid_that_keeps_its_count_keeps_the_block(rule: str, guarded: bool,
         f"the block's x size and the grid's x rule `{rule}` does not divide by 256: the grid " \
         "would stay while each block's share follows the block size, so it stays as " \
         "written (line 4)" in str(raised.value)
+
+
+@pytest.mark.timeout(600)
+def test_rows_a_block_over_a_grid_written_as_a_count_guard_the_rows_they_add(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """One block a row (grid ``rows``) needs no row test as written; ROWS_PER_BLOCK tiles the
+    rows and bounds them itself (its per-row flag), at rows = 5, no multiple of 2, 4 or 8.
+    Before, the flag of a kernel with no guard was declared inside the first phase's loop,
+    after its first use: no config compiled (g++: 'wb_live' was not declared)."""
+    kf = write_folder(tmp_path / "reverse", (HERE / "reverse_rows_block_per_row.cu").read_text(),
+                      ["rows"], ["256"], [("out", "f32", "out", ["rows", 512]),
+                                          ("in", "f32", "in", ["rows", 512]),
+                                          ("rows", "i32", "scalar", "rows")], {"rows": 5}, [])
+    result = offline_template(kf)
+    assert {"BLOCK_THREADS", "ROWS_PER_BLOCK"} <= {p.name for p in result.lifted.params}
+    assert not any(" % " in c for c in result.lifted.constraints), result.lifted.constraints
+    template = result.template
+    ends = end_configs(template, kf.env(kf.check_shape, "fp32"))
+    assert any(c["ROWS_PER_BLOCK"] == 8 for c in ends)
+    assert_prints_as_written(kf, result, [dict(template.default_config()), *host_sample(ends)],
+                             tmp_path / "host")
