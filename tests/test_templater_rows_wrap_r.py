@@ -207,3 +207,21 @@ def test_the_spellings_compute_as_written(name: str, rows: int, tmp_path: Path,
                  HEAT_REFERENCE, source)
     assert "OUT_Y" in {p.name for p in offline_template(kf).lifted.params}
     assert _same_outputs(kf, tmp_path, host_flags, HEAT_MIXES) >= 1 + len(HEAT_MIXES)
+
+
+def test_a_pointer_that_moves_with_the_row_is_named_with_its_line() -> None:
+    source = """extern "C" __global__ void rowptr5(float* out, const float* in, int H, int W) {
+  const int col = blockIdx.x * 16 + threadIdx.x;
+  const int row = blockIdx.y * 16 + threadIdx.y;
+  if (col < 1 || row < 1 || col >= W - 1 || row >= H - 1) return;
+  const float* at = in + row * W + col;
+  out[row * W + col] = at[-W] + at[W] + at[-1] + at[1];
+}
+"""
+    lifted = lift_kernel(source, entry="rowptr5", grid=["ceil_div(W, 16)", "ceil_div(H, 16)"],
+                         block=["16", "16"], scalars={"H": "H", "W": "W"})
+    assert "OUT_Y" not in [p.name for p in lifted.params]
+    assert "OUT_Y: not applied: `at` is set from `in + row * W + col`, which is not one array " \
+        "for every output of a thread (one kernel argument plus a value of arguments, " \
+        "constants, the block's z and locals of such values): its reads are not followed " \
+        "(line 5)" in lifted.notes, lifted.notes

@@ -337,6 +337,19 @@ def _uniform(plan: Plan, value: Node, depth: int) -> bool:
     return True
 
 
+def _note_moving_pointers(plan: Plan) -> None:
+    """A note for each local pointer read by subscript that :func:`_array_type` does not
+    take (its reads are not followed, so the kernel reads no neighbour row here)."""
+    for name in sorted({_base(n) for n in walk(plan.body) if n.type == "subscript_expression"}):
+        d = plan.facts.defs.get(name)
+        if d is not None and d.is_pointer and not d.is_shared and d.value is not None and \
+                _array_type(plan, name) is None:
+            plan.note("OUT_Y", False, f"`{name}` is set from `{text(d.value)}`, which is not one "
+                      "array for every output of a thread (one kernel argument plus a value of "
+                      "arguments, constants, the block's z and locals of such values): its "
+                      "reads are not followed", d.decl)
+
+
 def _element_type(plan: Plan, name: str) -> str:
     """The element type of the array ``name`` (:func:`_array_type`)."""
     if plan.pointer(name):
@@ -472,6 +485,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
         if len(rowed) > 1:
             raise Refused(f"several inputs ({', '.join(rowed)}) are read at neighbour rows: "
                           "one register window is modelled", stores[0])
+        _note_moving_pointers(plan)
         return None  # no neighbour row read: not a 2-D stencil
     src = rowed[0]
     found = offsets[src]
