@@ -225,3 +225,25 @@ def test_a_pointer_that_moves_with_the_row_is_named_with_its_line() -> None:
         "for every output of a thread (one kernel argument plus a value of arguments, " \
         "constants, the block's z and locals of such values): its reads are not followed " \
         "(line 5)" in lifted.notes, lifted.notes
+
+
+def _smooth(source: str) -> LiftedSource:
+    return lift_kernel(source, entry="smooth5_batch", grid=["ceil_div(W, 16)",
+                       "ceil_div(H, 16)", "B"], block=["16", "16"], scalars={"H": "H", "W": "W"})
+
+
+def test_an_exit_every_later_row_takes_too_stops_the_walk() -> None:
+    # row >= H holds for the rows below once it holds: the walk stops (the compiler then
+    # knows the slots an earlier output loaded are loaded); the border's exit does not
+    body = _smooth(SMOOTH).source
+    assert "if (col >= W || row >= H) break;" in body
+    assert "out[plane + at] = wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], " \
+        "&src[at]); continue; }" in body
+    # row < 1 fails again below: the walk goes on
+    falling = _smooth(SMOOTH.replace("if (col >= W || row >= H) return;",
+                                     "if (col >= W || row >= H || row < 1) return;")).source
+    assert "if (col >= W || row >= H || row < 1) continue;" in falling
+    # a bound read from memory is no bound of the rows below
+    loaded = _smooth(SMOOTH.replace("if (col >= W || row >= H) return;",
+                                    "if (col >= W || row >= (int)in[0]) return;")).source
+    assert "if (col >= W || row >= (int)in[0]) continue;" in loaded

@@ -632,10 +632,15 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
     if any(r.column in window and not ro and r.node.type != "call_expression" for r in f.reads):
         plan.helper(_ONCE)
 
+    last = _last_exit(plan, f)
+
     def sub(n: Node) -> str | None:
         r = read_at.get(n.start_byte)
         if r is None or n.end_byte != r.node.end_byte:
-            return "continue;" if n.type == "return_statement" else None
+            if n.type != "return_statement":
+                return None
+            return "break;" if last is not None and n.start_byte == last.start_byte \
+                else "continue;"
         if r.node.type == "call_expression":  # __ldg(&src[i])
             args = r.node.child_by_field_name("arguments")
             assert args is not None
@@ -661,6 +666,61 @@ def _walk(plan: Plan, f: _Facts, oy: str, each: str) -> str:
             f"output that reads it, and kept for the outputs below\n{windows}"
             f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
             f"    {each}\n{body}\n  }}")
+
+
+def _last_exit(plan: Plan, f: _Facts) -> Node | None:
+    """The ``return`` of the work's first statement ``if (C) return;`` where ``C`` holds for
+    every later output once it holds for one (an ``||`` / ``&&`` of tests ``y >= E``, ``y >
+    E`` and tests free of ``y``, ``E`` of the column, the kernel's unassigned arguments and
+    literals): the thread's outputs below fail it too, so the walk may stop there (the
+    compiler then knows each window slot an earlier output loaded is loaded); else None."""
+    first = f.rest[0] if f.rest else None
+    cond = first.child_by_field_name("condition") if first is not None and \
+        first.type == "if_statement" and first.child_by_field_name("alternative") is None \
+        else None
+    then = first.child_by_field_name("consequence") if first is not None else None
+    if then is not None and then.type == "compound_statement" and then.named_child_count == 1:
+        then = then.named_children[0]
+    if cond is None or then is None or then.type != "return_statement" or \
+            then.named_child_count or cond.named_child_count != 1 or \
+            not _rising(plan, f, strip(cond.named_children[0])):
+        return None
+    return then
+
+
+def _rising(plan: Plan, f: _Facts, cond: Node) -> bool:
+    """``cond`` stays true as ``f.y`` grows (see :func:`_last_exit`)."""
+    parts = binary(cond)
+    if parts is None:
+        return _fixed(plan, f, cond)
+    left, op, right = strip(parts[0]), parts[1], strip(parts[2])
+    if op in ("||", "&&"):
+        return _rising(plan, f, left) and _rising(plan, f, right)
+    if op in ("<=", "<"):
+        left, right, op = right, left, {"<=": ">=", "<": ">"}[op]
+    if op in (">=", ">") and left.type == "identifier" and text(left) == f.y and \
+            _fixed(plan, f, right):
+        return True
+    return _fixed(plan, f, cond)
+
+
+def _fixed(plan: Plan, f: _Facts, node: Node) -> bool:
+    """``node`` is one value for a thread's outputs of one column: it reads the column,
+    unassigned kernel arguments and literals only."""
+    params = {p.name for p in plan.kernel.params}
+    for n in walk(node):
+        if n.type in ("call_expression", "subscript_expression", "field_expression",
+                      "assignment_expression", "update_expression", "pointer_expression"):
+            return False
+        if n.type == "identifier" and text(n) != f.x and (
+                text(n) == f.y or text(n) not in params or
+                (text(n) in plan.facts.defs and plan.facts.defs[text(n)].assigned) or
+                any(a.type in ("assignment_expression", "update_expression") and
+                    _mentions(a.child_by_field_name("left") or
+                              a.child_by_field_name("argument") or a, text(n))
+                    for a in walk(plan.body))):
+            return False
+    return True
 
 
 #: A window slot read by the first output that needs it (function calls are sequenced, so

@@ -37,7 +37,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y, MIN_BLOCKS_PER_S
 #pragma unroll
   for (int wb_k = 0; wb_k < OUT_Y; ++wb_k) {
     int y = wb_y0 + wb_k;
-    if (x >= w || y >= h) continue;
+    if (x >= w || y >= h) break;
     int i = y * w + x;
     if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
     out[i] = wb_once_ldg(wb_col_p0_has[wb_k + 1], wb_col_p0[wb_k + 1], &in[i]);
