@@ -286,3 +286,24 @@ def test_rows_a_block_over_a_grid_written_as_a_count_guard_the_rows_they_add(
     assert any(c["ROWS_PER_BLOCK"] == 8 for c in ends)
     assert_prints_as_written(kf, result, [dict(template.default_config()), *host_sample(ends)],
                              tmp_path / "host")
+
+
+@pytest.mark.parametrize(("guard", "whole"), [
+    ("  if (i < LIMIT) y[i] = 2.0f * x[i];", False),  # the size by another name: guarded
+    ("  if (LIMIT > i) y[i] = 2.0f * x[i];", False),
+    ("  if (i > LIMIT - 768) y[i] = 2.0f * x[i];", True),  # a bound from below guards nothing
+    ("  if (threadIdx.x < LIMIT) y[i] = 2.0f * x[i];", True),  # no block index: no place
+])
+def test_a_place_bounded_from_above_by_any_name_is_guarded(guard: str, whole: bool,
+                                                          tmp_path: Path) -> None:
+    """A kernel that bounds its place by a macro (``gx < WIDTH``, the grid covering ``w``)
+    guards its points: a block past the extent writes nothing, so the space keeps configs
+    that do not tile n (before, tests/test_templater_stencil2d_rows.py's
+    heat_macros_zero_pad_clamped_row lost every config at w = 45). A bound from below, or a
+    bound on the thread's index within its block, bounds no place: the constraint stays."""
+    s = SPELLINGS["scale_1d_fixed_block"]
+    source = "#define LIMIT 768\n" + (HERE / "scale_1d_fixed_block.cu").read_text()
+    source = source.replace("  y[i] = 2.0f * x[i];", guard)
+    kf = write_folder(tmp_path / "k", source, s.grid, s.block, s.args, s.whole, [])
+    constraints = set(offline_template(kf).lifted.constraints)
+    assert bool(s.constraints & constraints) is whole, constraints

@@ -77,9 +77,10 @@ def constrain_whole_blocks(plan: Plan, written: Sequence[str]) -> None:
     author's blocks cover S whole) and the kernel bounds nothing by S (run once every family
     has lifted). A rule written as a count (``h``: a block a row, exact at every h) is left to
     the family that tiles it, which bounds what it adds."""
-    for rule, before in zip(plan.grid, written, strict=False):
+    for dim, (rule, before) in enumerate(zip(plan.grid, written, strict=False)):
         found = re.fullmatch(_CEIL_DIV, rule.strip())
-        if found is None or _tiled_size(before) != _tiled_size(rule):
+        if found is None or _tiled_size(before) != _tiled_size(rule) or \
+                _index_bounded(plan, "xyz"[dim]):
             continue
         tile = found.group(2).strip()
         knobs = [w for w in re.findall(r"\w+", tile) if w in plan.params]
@@ -137,7 +138,33 @@ def _depth(test: Node | None) -> str | None:
 def _compared(plan: Plan, args: set[str]) -> bool:
     """Whether a comparison in the kernel, other than a loop over tiles' test, reads one of
     ``args`` or a local set from one."""
-    names = set(args)
+    names = _set_from(plan, args)
+    return any(_reads(n, names) for n in _comparisons(plan))
+
+
+def _index_bounded(plan: Plan, dim: str) -> bool:
+    """Whether a comparison bounds the thread's place along ``dim`` from above: the smaller
+    side reads ``blockIdx.<dim>`` (or a local set from it), the larger no block or thread index
+    (``if (gx < WIDTH)`` with WIDTH a macro for the size the grid covers by ``w``): the kernel
+    guards its points, so a block that overhangs the extent writes nothing past it."""
+    seeds = {d.name for d in plan.facts.defs.values() if d.value is not None and
+             any(n.type == "field_expression" and text(n) == f"blockIdx.{dim}"
+                 for n in walk(d.value))}
+    places = _set_from(plan, seeds) | {f"blockIdx.{dim}"}
+    for n in _comparisons(plan):
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        op = text(n.child_by_field_name("operator") or n)
+        if left is None or right is None:
+            continue
+        near, far = (left, right) if op in ("<", "<=") else (right, left)  # place < bound
+        if _reads(near, places) and not _reads(far, places | {"blockIdx", "threadIdx"}):
+            return True
+    return False
+
+
+def _set_from(plan: Plan, names: set[str]) -> set[str]:
+    """``names`` and every local set, directly or through others, from one of them."""
+    names = set(names)
     grew = True
     while grew:
         grew = False
@@ -146,16 +173,23 @@ def _compared(plan: Plan, args: set[str]) -> bool:
                     any(n.type == "identifier" and text(n) in names for n in walk(d.value)):
                 names.add(d.name)
                 grew = True
+    return names
+
+
+def _comparisons(plan: Plan) -> list[Node]:
+    """The kernel's comparisons (<, <=, >, >=) other than a loop over tiles' test (a loop
+    that synchronises the block: its test bounds the tile's start, not its elements)."""
     walks = {(t.start_byte, t.end_byte) for n in walk(plan.body)
              if n.type in ("for_statement", "while_statement", "do_statement")
              and "__syncthreads" in calls(n)
              and (t := n.child_by_field_name("condition")) is not None}
-    for n in walk(plan.body):
-        if n.type != "binary_expression" or \
-                any(a <= n.start_byte and n.end_byte <= b for a, b in walks):
-            continue
-        op = n.child_by_field_name("operator")
-        if op is not None and text(op) in _COMPARISONS and \
-                any(m.type == "identifier" and text(m) in names for m in walk(n)):
-            return True
-    return False
+    return [n for n in walk(plan.body) if n.type == "binary_expression"
+            and not any(a <= n.start_byte and n.end_byte <= b for a, b in walks)
+            and (op := n.child_by_field_name("operator")) is not None
+            and text(op) in _COMPARISONS]
+
+
+def _reads(node: Node, names: set[str]) -> bool:
+    """Whether ``node`` reads one of ``names`` (identifiers, or ``blockIdx.x``-like fields)."""
+    return any((m.type == "identifier" and text(m) in names) or
+               (m.type == "field_expression" and text(m) in names) for m in walk(node))
