@@ -54,7 +54,7 @@ def constrain_unguarded(plan: Plan, tiles: dict[str, str], k_test: Node | None) 
             sizes[dim] = shape
     depth = _depth(k_test)
     if depth is not None and depth in plan.scalars:
-        sizes["k"] = plan.scalars[depth].strip()
+        sizes["k"] = str(plan.scalars[depth]).strip()
     for dim, shape in sizes.items():
         what = {"y": "rows", "x": "columns", "k": "depth along k"}[dim]
         _whole(plan, shape, tiles[dim], what)
@@ -66,7 +66,7 @@ def constrain_whole_tiles(plan: Plan, tile: str) -> None:
     shapes = [s for i in range(min(2, len(plan.grid))) if (s := _grid_size(plan, i, tile))]
     indexed = {text(n) for n in walk(plan.body) if n.type == "subscript_expression"
                for n in walk(n.child_by_field_name("indices") or n) if n.type == "identifier"}
-    shapes += [plan.scalars[a].strip() for a in sorted(indexed) if a in plan.scalars]
+    shapes += [str(plan.scalars[a]).strip() for a in sorted(indexed) if a in plan.scalars]
     for shape in dict.fromkeys(shapes):
         _whole(plan, shape, tile, "extent")
 
@@ -116,8 +116,8 @@ def _whole(plan: Plan, shape: str, tile: str, what: str, knob: str | None = None
     """``(shape) % tile == 0`` where no comparison reads the arguments ``shape`` is (or, for
     a product of sizes such as ``rows * cols``, those it names)."""
     names = set(re.findall(r"[A-Za-z_]\w*", shape))
-    args = {a for a, s in plan.scalars.items() if s.strip() == shape} or \
-        {a for a, s in plan.scalars.items() if s.strip() in names}
+    args = {a for a, s in plan.scalars.items() if str(s).strip() == shape} or \
+        {a for a, s in plan.scalars.items() if str(s).strip() in names}
     if not args or _compared(plan, args) or f"({shape}) % {tile} == 0" in plan.constraints:
         return
     plan.constrain(f"({shape}) % {tile} == 0")
