@@ -901,7 +901,7 @@ def _window_text(plan: Plan, slide: Slide, n: dict[str, str], copy: interior.Cop
     interior copy (:mod:`.conv_mix_interior`) every slot passes them."""
     ti, win, j = n[T_KNOB], n["wb_win"], n["wb_j"]
     head, checks = _slots(plan, slide, n)
-    read = render(plan.source.data, slide.read, _slot_sub(plan, slide, n))
+    read = render(plan.source.data, slide.read, slide.at(plan.source.data, f"({slide.var} * {n[T_KNOB]} + {n['wb_ur']})"))
 
     def make(_rw: Rewriter) -> str:
         load = f"    {win}[{j}] = {read};\n" if copy.interior else (
@@ -918,7 +918,7 @@ def _slots(plan: Plan, slide: Slide, n: dict[str, str]) -> tuple[str, str]:
     data = plan.source.data
     ti, j, ur = n[T_KNOB], n["wb_j"], n["wb_ur"]
     last = slide.count - 1
-    sub = _slot_sub(plan, slide, n)
+    sub = slide.at(plan.source.data, f"({slide.var} * {n[T_KNOB]} + {n['wb_ur']})")
     checks = [_live(data, slide, lambda: f"({slide.var} * {ti} + {ur})")]
     checks += [f"({render(data, c, sub)})" if holds else f"!({render(data, c, sub)})"
                for c, holds in slide.conds]
@@ -927,23 +927,6 @@ def _slots(plan: Plan, slide: Slide, n: dict[str, str]) -> tuple[str, str]:
             "reading it\n"
             f"    const {slide.k_type} {slide.k} = ({slide.lo}) + {j} - {ur};\n")
     return head, " && ".join(checks)
-
-
-def _slot_sub(plan: Plan, slide: Slide, n: dict[str, str]) -> Callable[[Node], str | None]:
-    """The index at a slot's first item, the locals the read expands, spelled out."""
-    data = plan.source.data
-    ti, ur = n[T_KNOB], n["wb_ur"]
-
-    def sub(m: Node, depth: int = 0) -> str | None:
-        if m.type != "identifier":
-            return None
-        if text(m) == slide.var:
-            return f"({slide.var} * {ti} + {ur})"
-        held = slide.expand.get(text(m))
-        if held is None or depth > 12:
-            return None
-        return f"(({held[0]})({render(data, held[1], lambda x: sub(x, depth + 1))}))"
-    return sub
 
 
 def _slide_regs(mix: _Mix, both: tuple[Slide, _Mix], co: str, ti: str) -> str:

@@ -42,7 +42,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import builtin, factors, line, mentions, strip, terms, text, walk
 from workbench.templater.conv import _compile_time_defs, _Expr, _window
 from workbench.templater.plan import Plan
-from workbench.templater.regtile import Refused
+from workbench.templater.regtile import Refused, render
 from workbench.templater.stencil import _bounds_from_above, _guard, statements
 
 KNOB = "T_ITEMS"
@@ -72,6 +72,20 @@ class Slide:
     bound: str  # X
     dep: set[str]  # the locals that depend on the index
     sign: int = 1  # the read at ``t + k`` (1) or, a convolution's, at ``t - k`` (-1)
+
+    def at(self, data: bytes, index: str) -> Callable[[Node], str | None]:
+        """A renderer's substitution: the slide's index spelled ``index``, and each local the
+        windowed read expands spelled out by its value (nested up to 12 deep)."""
+        def sub(m: Node, depth: int = 0) -> str | None:
+            if m.type != "identifier":
+                return None
+            if text(m) == self.var:
+                return index
+            held = self.expand.get(text(m))
+            if held is None or depth > 12:
+                return None
+            return f"(({held[0]})({render(data, held[1], lambda x: sub(x, depth + 1))}))"
+        return sub
 
 
 def find_slide(plan: Plan, depending: Callable[[str, Node], set[str]], *,

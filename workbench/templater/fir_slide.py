@@ -300,25 +300,10 @@ def _live(data: bytes, slide: Slide, at: str) -> str:
     return f"!({c})" if slide.exits else f"({c})"
 
 
-def _at(data: bytes, slide: Slide, first: str) -> Callable[[Node], str | None]:
-    """The index at output ``first`` (the tap a local of that name), the locals the read
-    expands spelled out."""
-    def sub(m: Node, depth: int = 0) -> str | None:
-        if m.type != "identifier":
-            return None
-        if text(m) == slide.var:
-            return f"({first})"
-        held = slide.expand.get(text(m))
-        if held is None or depth > 12:
-            return None
-        return f"(({held[0]})({render(data, held[1], lambda x: sub(x, depth + 1))}))"
-    return sub
-
-
 def _load(data: bytes, slide: Slide, first: str, slot: str) -> str:
     """``slot`` = the read at the lowest output (``first`` + ur) reading window place ``j``
     (declared before), where that output is live and the read's conditions hold."""
-    sub = _at(data, slide, first)
+    sub = slide.at(data, f"({first})")
     checks = [_live(data, slide, first)]
     checks += [f"({render(data, c, sub)})" if holds else f"!({render(data, c, sub)})"
                for c, holds in slide.conds]

@@ -90,7 +90,7 @@ def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
                 sites = _calls(c)
                 edits += [(s.start_byte, s.end_byte, _written(c, s, taken)) for s in sites]
             except Refused as refused:
-                _note(notes, current, False, f"{c.name} ({c.kind}) is not written into its "
+                current.note(notes, TRANSFORM, False, f"{c.name} ({c.kind}) is not written into its "
                       f"calls: {refused.reason}", refused.line)
                 continue
             if c.kind == "a lambda":
@@ -98,21 +98,12 @@ def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
                 edits.append((c.definition.start_byte, c.definition.end_byte,
                               f"// {c.name}: written into its calls" + "\n" * rows))
             at = ", ".join(str(current.baseline_line(line(s))) for s in sites)
-            _note(notes, current, True, f"{c.name} ({c.kind}) written into its calls (lines "
+            current.note(notes, TRANSFORM, True, f"{c.name} ({c.kind}) written into its calls (lines "
                   f"{at}): the analysis reads its statements", line(c.definition))
         if not edits:
             break
-        data = current.text.encode()
-        for start, end, new in sorted(edits, reverse=True):
-            data = data[:start] + new.encode() + data[end:]
-        current = replace(current, text=data.decode())
+        current = current.edited(edits)
     return replace(current, findings=(*current.findings, *notes.values()))
-
-
-def _note(notes: dict[tuple[int, str], Finding], current: InlinedSource, applied: bool,
-          reason: str, at: int) -> None:
-    finding = Finding(TRANSFORM, applied, reason, current.baseline_line(at))
-    notes.setdefault((finding.line, reason), finding)
 
 
 def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
@@ -127,7 +118,7 @@ def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
             try:
                 out[found[0]] = _lambda(found[0], n, found[1], names)
             except Refused as refused:
-                _note(notes, current, False, f"{found[0]} (a lambda) is not written into its "
+                current.note(notes, TRANSFORM, False, f"{found[0]} (a lambda) is not written into its "
                       f"calls: {refused.reason}", refused.line)
     for fn in root.children:
         name = _function_name(fn)
@@ -135,7 +126,7 @@ def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
             try:
                 out[name] = _helper(name, fn, root, body, names)
             except Refused as refused:
-                _note(notes, current, False, f"{name} (a __device__ function) is not written "
+                current.note(notes, TRANSFORM, False, f"{name} (a __device__ function) is not written "
                       f"into its calls: {refused.reason}", refused.line)
     return out
 

@@ -74,6 +74,21 @@ class InlinedSource:
             return line
         return self.origin[line - 1]
 
+    def edited(self, edits: list[tuple[int, int, str]]) -> InlinedSource:
+        """This source with each edit (start byte, end byte, new text) made, the last first
+        (the edits do not overlap)."""
+        data = self.text.encode()
+        for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+            data = data[:start] + new.encode() + data[end:]
+        return replace(self, text=data.decode())
+
+    def note(self, notes: dict[tuple[int, str], Finding], transform: str, applied: bool,
+             reason: str, at: int) -> None:
+        """Record ``transform``'s finding at this source's line ``at`` in ``notes`` once (by
+        the baseline's line and the reason)."""
+        finding = Finding(transform, applied, reason, self.baseline_line(at))
+        notes.setdefault((finding.line, reason), finding)
+
     def restore(self, lifted: LiftedSource) -> LiftedSource:
         """``lifted`` (the lift of :attr:`text`) with its lines told in the baseline's and
         this pass's findings first."""

@@ -97,7 +97,7 @@ def expand_lambdas(current: InlinedSource, entry: str | None) -> InlinedSource:
                 done = [(n, expand(n, c.params, c.body, c.result, types, taken, c.name))
                         for n in ready]
             except Refused as refused:
-                _note(notes, current, False, f"{c.name} ({c.kind}) is not expanded at its "
+                current.note(notes, TRANSFORM, False, f"{c.name} ({c.kind}) is not expanded at its "
                       f"calls: {refused.reason}", refused.line)
                 continue
             edits += [e for n, x in done for e in _call_edits(n, x)]
@@ -105,22 +105,13 @@ def expand_lambdas(current: InlinedSource, entry: str | None) -> InlinedSource:
             if len(ready) == len(calls):
                 edits += _definition_edits(c)
                 at = ", ".join(str(current.baseline_line(k)) for k in lines[c.name])
-                _note(notes, current, True, f"{c.name} ({c.kind}) expanded at its calls "
+                current.note(notes, TRANSFORM, True, f"{c.name} ({c.kind}) expanded at its calls "
                       f"(lines {at or 'none'}): the analysis reads the expression it returns",
                       line(c.definition))
         if not edits:
             break
-        data = current.text.encode()
-        for start, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-            data = data[:start] + new.encode() + data[end:]
-        current = replace(current, text=data.decode())
+        current = current.edited(edits)
     return replace(current, findings=(*current.findings, *notes.values()))
-
-
-def _note(notes: dict[tuple[int, str], Finding], current: InlinedSource, applied: bool,
-          reason: str, at: int) -> None:
-    finding = Finding(TRANSFORM, applied, reason, current.baseline_line(at))
-    notes.setdefault((finding.line, reason), finding)
 
 
 def _callables(root: Node, kernel: Node, body: Node, notes: dict[tuple[int, str], Finding],
@@ -135,7 +126,7 @@ def _callables(root: Node, kernel: Node, body: Node, notes: dict[tuple[int, str]
         if n.type == "lambda_expression":
             name = _bound_name(n)
             if name is None:
-                _note(notes, current, False, "a lambda not bound to a name by `auto name = "
+                current.note(notes, TRANSFORM, False, "a lambda not bound to a name by `auto name = "
                       "[...](...) {...};` is left as written", line(n))
             else:
                 candidates.append((name, n))
@@ -149,7 +140,7 @@ def _callables(root: Node, kernel: Node, body: Node, notes: dict[tuple[int, str]
                 if node.type == "lambda_expression" else _helper(name, node, root, names)
         except Refused as refused:
             kind = "a lambda" if node.type == "lambda_expression" else "a __device__ function"
-            _note(notes, current, False, f"{name} ({kind}) is not expanded at its calls: "
+            current.note(notes, TRANSFORM, False, f"{name} ({kind}) is not expanded at its calls: "
                   f"{refused.reason}", refused.line)
     return out
 
