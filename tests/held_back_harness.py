@@ -7,6 +7,7 @@ every set; each set's data lives in tests/held_back_unseenN.py."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,3 +88,16 @@ def prepended(extras: str, dropped: str = "") -> Callable[[str], str]:
     def host_source(source: str) -> str:
         return extras + (source.replace(dropped, "") if dropped else source)
     return host_source
+
+
+def respelled(folder: Path, root: Path, source: str) -> KernelFolder:
+    """A copy of the held-back ``folder`` under ``root`` (its kernel.toml and reference.py:
+    shapes, arguments, launch) with ``source`` as the kernel as written (its ``<name>.cu``
+    and baseline.cu): another spelling of the same kernel, checked as the folder's own is."""
+    copy = root / folder.name
+    copy.mkdir(parents=True)
+    for name in ("kernel.toml", "reference.py"):
+        shutil.copy(folder / name, copy / name)
+    for name in ("baseline.cu", f"{folder.name}.cu"):
+        (copy / name).write_text(source)
+    return load_kernel_folder(copy)

@@ -26,6 +26,7 @@ from typing import Any
 import held_back_unseen10
 import numpy as np
 import pytest
+from held_back_harness import respelled
 from helpers_templater import end_configs
 from test_corpus_unseen3 import (
     _inputs,
@@ -198,17 +199,6 @@ def _same_counts(kf: KernelFolder, source: str, tmp_path: Path,
     return configs
 
 
-def _spelling_folder(root: Path, source: str) -> KernelFolder:
-    """mandel_f64's folder (shapes, arguments, launch) with ``source`` as the kernel."""
-    folder = root / "mandel_f64"
-    folder.mkdir(parents=True)
-    for name in ("kernel.toml", "reference.py"):
-        shutil.copy(FOLDER / name, folder / name)
-    for name in ("baseline.cu", "mandel_f64.cu"):
-        (folder / name).write_text(source)
-    return load_kernel_folder(folder)
-
-
 def _reaches_both_ends(configs: list[dict[str, Any]]) -> None:
     for knob in KNOBS:
         values = {c[knob] for c in configs}
@@ -230,5 +220,5 @@ def test_the_lift_computes_the_same_counts_at_every_end_and_the_mixes(
 @pytest.mark.parametrize("source", [WHILE_HELPER, STRUCT_DO], ids=["while_helper", "struct_do"])
 def test_other_spellings_compute_the_same_counts_at_every_end_and_the_mixes(
         source: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", source)
+    kf = respelled(FOLDER, tmp_path / "spelling", source)
     _reaches_both_ends(_same_counts(kf, source, tmp_path / "runs", host_flags))

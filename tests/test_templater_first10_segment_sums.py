@@ -25,6 +25,7 @@ from typing import Any
 
 import held_back_unseen10
 import pytest
+from held_back_harness import respelled
 from helpers_templater import end_configs
 from test_corpus_unseen3 import (
     _assert_same,
@@ -157,17 +158,6 @@ def _same_sums(kf: KernelFolder, source: str, tmp_path: Path, flags: tuple[str, 
     return len(configs)
 
 
-def _spelling_folder(root: Path, source: str) -> KernelFolder:
-    """segment_sums's folder (shapes, arguments, launch) with ``source`` as the kernel."""
-    folder = root / "segment_sums"
-    folder.mkdir(parents=True)
-    for name in ("kernel.toml", "reference.py"):
-        shutil.copy(FOLDER / name, folder / name)
-    for name in ("baseline.cu", "segment_sums.cu"):
-        (folder / name).write_text(source)
-    return load_kernel_folder(folder)
-
-
 @needs_gxx
 @pytest.mark.timeout(1200)
 def test_the_lift_sums_every_segment_at_every_end_and_the_mixes(
@@ -181,6 +171,6 @@ def test_the_lift_sums_every_segment_at_every_end_and_the_mixes(
 @pytest.mark.timeout(1200)
 def test_the_index_walk_sums_every_segment_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", INDEX_WALK)
+    kf = respelled(FOLDER, tmp_path / "spelling", INDEX_WALK)
     ran = _same_sums(kf, INDEX_WALK, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 16  # LDG has two ends too

@@ -29,6 +29,7 @@ from typing import Any
 import held_back_unseen11
 import numpy as np
 import pytest
+from held_back_harness import respelled
 from helpers_templater import end_configs
 from test_corpus_unseen3 import (
     _inputs,
@@ -223,17 +224,6 @@ def _same_outputs(kf: KernelFolder, source: str, tmp_path: Path,
     return len(configs)
 
 
-def _spelling_folder(root: Path, source: str) -> KernelFolder:
-    """fir128_const's folder (shapes, arguments, launch) with ``source`` as the kernel."""
-    folder = root / "fir128_const"
-    folder.mkdir(parents=True)
-    for name in ("kernel.toml", "reference.py"):
-        shutil.copy(FOLDER / name, folder / name)
-    for name in ("baseline.cu", "fir128_const.cu"):
-        (folder / name).write_text(source)
-    return load_kernel_folder(folder)
-
-
 @needs_gxx
 @pytest.mark.timeout(1200)
 def test_the_lift_gives_every_output_at_every_end_and_the_mixes(
@@ -247,7 +237,7 @@ def test_the_lift_gives_every_output_at_every_end_and_the_mixes(
 @pytest.mark.timeout(1200)
 def test_the_second_spelling_gives_every_output_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", PLAIN)
+    kf = respelled(FOLDER, tmp_path / "spelling", PLAIN)
     ran = _same_outputs(kf, PLAIN, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 8
 
@@ -256,7 +246,7 @@ def test_the_second_spelling_gives_every_output_at_every_end_and_the_mixes(
 @pytest.mark.timeout(1200)
 def test_the_zero_padded_spelling_gives_every_output_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", PADDED)
+    kf = respelled(FOLDER, tmp_path / "spelling", PADDED)
     ran = _same_outputs(kf, PADDED, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 8
 
@@ -265,6 +255,6 @@ def test_the_zero_padded_spelling_gives_every_output_at_every_end_and_the_mixes(
 @pytest.mark.timeout(1200)
 def test_the_convolution_gives_every_output_at_every_end_and_the_mixes(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", CONVOLVED)
+    kf = respelled(FOLDER, tmp_path / "spelling", CONVOLVED)
     ran = _same_outputs(kf, CONVOLVED, tmp_path / "runs", host_flags)
     assert ran == 1 + len(MIXES) + 8

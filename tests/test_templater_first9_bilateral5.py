@@ -27,6 +27,7 @@ from typing import Any
 import held_back_unseen9
 import numpy as np
 import pytest
+from held_back_harness import respelled
 from helpers_templater import end_configs
 from test_corpus_unseen3 import (
     _inputs,
@@ -258,17 +259,6 @@ def _same_bits(kf: KernelFolder, source: str, tmp_path: Path, flags: tuple[str, 
     return len(configs)
 
 
-def _spelling_folder(root: Path, source: str) -> KernelFolder:
-    """bilateral5's folder (shapes, arguments, launch) with ``source`` as the kernel."""
-    folder = root / "bilateral5"
-    folder.mkdir(parents=True)
-    for name in ("kernel.toml", "reference.py"):
-        shutil.copy(FOLDER / name, folder / name)
-    for name in ("baseline.cu", "bilateral5.cu"):
-        (folder / name).write_text(source)
-    return load_kernel_folder(folder)
-
-
 @needs_gxx
 @pytest.mark.timeout(1200)
 def test_the_lift_computes_the_same_bits_at_every_end_and_the_mixes(
@@ -283,5 +273,5 @@ def test_the_lift_computes_the_same_bits_at_every_end_and_the_mixes(
 @pytest.mark.parametrize("source", [RANGE3, TABLE7], ids=["range3", "table7"])
 def test_other_spellings_compute_the_same_bits_at_every_end_and_the_mixes(
         source: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = _spelling_folder(tmp_path / "spelling", source)
+    kf = respelled(FOLDER, tmp_path / "spelling", source)
     assert _same_bits(kf, source, tmp_path / "runs", host_flags) == 1 + 16 + len(MIXES)
