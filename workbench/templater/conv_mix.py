@@ -63,7 +63,7 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.conv_mix_window import CHOICES as T_CHOICES
 from workbench.templater.conv_mix_window import KNOB as T_KNOB
-from workbench.templater.conv_mix_window import Slide, find_slide, grid_bound
+from workbench.templater.conv_mix_window import Slide, find_slide
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
@@ -317,12 +317,7 @@ def _slide(plan: Plan, mix: _Mix) -> tuple[Slide, _Mix] | None:
     if mix.var in dep or var in mix.dep:
         raise Refused(f"the channel `{mix.var}` and the sliding index `{var}` depend on each "
                       "other", slide.decl)
-    grid = grid_bound(plan.grid[0], plan.block[0])
-    if grid is None or grid.replace(" ", "") != \
-            plan.scalars.get(slide.bound, slide.bound).replace(" ", ""):
-        raise Refused(f"the grid's x `{plan.grid[0]}` is not ceil_div(`{slide.bound}`, "
-                      f"{plan.block[0]}): items past the check's bound would be written",
-                      slide.guard)
+    slide.require_grid(plan)
     axis = _Mix("x", slide.decl, slide.decl, var, dep, role="item")
     for s in slide.region:
         _visit(plan, axis, s)

@@ -73,6 +73,16 @@ class Slide:
     dep: set[str]  # the locals that depend on the index
     sign: int = 1  # the read at ``t + k`` (1) or, a convolution's, at ``t - k`` (-1)
 
+    def require_grid(self, plan: Plan) -> None:
+        """Refused unless the grid's x is ``ceil_div`` of the check's bound by the block: the
+        items a thread takes past the bound would otherwise be written."""
+        grid = grid_bound(plan.grid[0], plan.block[0])
+        if grid is None or grid.replace(" ", "") != \
+                plan.scalars.get(self.bound, self.bound).replace(" ", ""):
+            raise Refused(f"the grid's x `{plan.grid[0]}` is not ceil_div(`{self.bound}`, "
+                          f"{plan.block[0]}): items past the check's bound would be written",
+                          self.guard)
+
     def at(self, data: bytes, index: str) -> Callable[[Node], str | None]:
         """A renderer's substitution: the slide's index spelled ``index``, and each local the
         windowed read expands spelled out by its value (nested up to 12 deep)."""

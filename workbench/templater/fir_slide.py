@@ -51,7 +51,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import line, mentions, shares_or_syncs, strip, text, walk
 from workbench.templater.block import lift_block
 from workbench.templater.conv_mix import _closure
-from workbench.templater.conv_mix_window import CHOICES, KNOB, Slide, find_slide, grid_bound
+from workbench.templater.conv_mix_window import CHOICES, KNOB, Slide, find_slide
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
 from workbench.templater.regtile import Refused, fresh_names, render
@@ -101,12 +101,7 @@ def lift_fir(plan: Plan) -> bool:
 def _sort(plan: Plan, slide: Slide) -> tuple[list[Node], list[Node]]:
     """The check's statements that depend on the index: (declarations that become one copy
     per item, statements run per item); raises Refused where one breaks the rule."""
-    grid = grid_bound(plan.grid[0], plan.block[0])
-    if grid is None or grid.replace(" ", "") != \
-            plan.scalars.get(slide.bound, slide.bound).replace(" ", ""):
-        raise Refused(f"the grid's x `{plan.grid[0]}` is not ceil_div(`{slide.bound}`, "
-                      f"{plan.block[0]}): items past the check's bound would be written",
-                      slide.guard)
+    slide.require_grid(plan)
     arrays: list[Node] = []
     units: list[Node] = []
     for s in slide.region:

@@ -240,6 +240,16 @@ def fresh(base: str, taken: set[str]) -> str:
     return name
 
 
+def function_name(fn: Node) -> str:
+    """The plain name a ``function_definition`` declares (through pointer and reference
+    declarators); empty for anything else or a qualified name."""
+    d = fn.child_by_field_name("declarator") if fn.type == "function_definition" else None
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    name = d.child_by_field_name("declarator") if d is not None else None
+    return text(name) if name is not None and name.type == "identifier" else ""
+
+
 def callee_name(call: Node) -> str:
     """The called function's plain name (``f`` of ``f(x)`` and of ``f<16>(x)``; "" for a
     qualified or computed callee)."""

@@ -40,6 +40,7 @@ from workbench.templater.inline_bind import (
     declarator_name,
     declared,
     fresh,
+    function_name,
     statements,
 )
 from workbench.templater.inline_calls import InlinedSource
@@ -121,7 +122,7 @@ def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
                 current.note(notes, TRANSFORM, False, f"{found[0]} (a lambda) is not written into its "
                       f"calls: {refused.reason}", refused.line)
     for fn in root.children:
-        name = _function_name(fn)
+        name = function_name(fn)
         if name in called and name not in names and _void_updater(fn):
             try:
                 out[name] = _helper(name, fn, root, body, names)
@@ -146,14 +147,6 @@ def _bound(lam: Node) -> tuple[str, Node] | None:
         return None
     name = init.child_by_field_name("declarator")
     return (text(name), decl) if name is not None and name.type == "identifier" else None
-
-
-def _function_name(fn: Node) -> str:
-    d = fn.child_by_field_name("declarator") if fn.type == "function_definition" else None
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    name = d.child_by_field_name("declarator") if d is not None else None
-    return text(name) if name is not None and name.type == "identifier" else ""
 
 
 def _parameters(owner: Node) -> tuple[_Param, ...]:
@@ -232,7 +225,7 @@ def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _
 
 def _helper(name: str, fn: Node, root: Node, body: Node,
             names: dict[str, list[Node]]) -> _Body:
-    if sum(1 for f in root.children if _function_name(f) == name) != 1:
+    if sum(1 for f in root.children if function_name(f) == name) != 1:
         raise Refused(f"{name} is defined more than once", fn)
     params = _parameters(fn.child_by_field_name("declarator") or fn)
     block = fn.child_by_field_name("body")

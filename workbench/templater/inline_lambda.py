@@ -40,6 +40,7 @@ from workbench.templater.inline_bind import (
     declarator_name,
     declared,
     declared_types,
+    function_name,
     statements,
     type_key,
     written,
@@ -131,7 +132,7 @@ def _callables(root: Node, kernel: Node, body: Node, notes: dict[tuple[int, str]
             else:
                 candidates.append((name, n))
     for fn in root.children:
-        name = _function_name(fn)
+        name = function_name(fn)
         if name in called and name not in names and _integer_helper(fn):
             candidates.append((name, fn))
     for name, node in candidates:
@@ -155,14 +156,6 @@ def _bound_name(lam: Node) -> str | None:
         return None
     name = init.child_by_field_name("declarator")
     return text(name) if name is not None and name.type == "identifier" else None
-
-
-def _function_name(fn: Node) -> str:
-    d = fn.child_by_field_name("declarator") if fn.type == "function_definition" else None
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    name = d.child_by_field_name("declarator") if d is not None else None
-    return text(name) if name is not None and name.type == "identifier" else ""
 
 
 def _integer_helper(fn: Node) -> bool:
@@ -281,7 +274,7 @@ def _copies(lam: Node, expr: Node, params: set[str], names: dict[str, list[Node]
 
 
 def _helper(name: str, fn: Node, root: Node, names: dict[str, list[Node]]) -> Callable:
-    if sum(1 for f in root.children if _function_name(f) == name) != 1:
+    if sum(1 for f in root.children if function_name(f) == name) != 1:
         raise Refused(f"{name} is defined more than once", fn)
     if fn.parent is not None and fn.parent.type == "template_declaration":
         raise Refused(f"{name} is a template", fn)
