@@ -1,0 +1,31 @@
+"""The twelfth held-back compute corpus (issue 28): its kernels, the hand-picked configs its
+experts are checked at on the host, and its memory-bound kernels. Its kernels use no CUDA
+built-in beyond the unseen3 host prelude. tests/test_held_back_host.py runs the host checks
+of every set (tests/held_back_harness.py), tests/test_held_back_folders.py the folder
+checks."""
+
+from __future__ import annotations
+
+from held_back_harness import HeldBackSet, prepended
+
+KERNELS = ["gemm_bias_res"]
+#: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
+#: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
+#: host on every run.
+EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
+    # a tall block tile of 2 x 1 register tiles over shallow padded slices; a wide 32 x 64
+    # tile of 4 x 8 register tiles over deep slices (the check shape one block tall)
+    "gemm_bias_res": [{"BM": 32, "BN": 16, "BK": 8, "TM": 2, "TN": 1, "PAD": 1},
+                      {"BM": 32, "BN": 64, "BK": 32, "TM": 4, "TN": 8, "PAD": 0}],
+}
+#: The kernel whose default and last all-ends config are checked on every run too.
+CORNERS_EVERY_RUN = "gemm_bias_res"
+
+#: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
+MEMORY_BOUND: set[str] = set()
+
+SET = HeldBackSet(key="unseen12", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(""))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder
