@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_bias_res"]
+KERNELS = ["gemm_bias_res", "cheb128_f64"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -17,6 +17,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # tile of 4 x 8 register tiles over deep slices (the check shape one block tall)
     "gemm_bias_res": [{"BM": 32, "BN": 16, "BK": 8, "TM": 2, "TN": 1, "PAD": 1},
                       {"BM": 32, "BN": 64, "BK": 32, "TM": 4, "TN": 8, "PAD": 0}],
+    # two points a thread over 64 threads from global, unrolled by 4 (three blocks at the
+    # check shape, the last partly past the 301); four a thread over 128 from shared,
+    # unrolled by 2 (the one block mostly past the end)
+    "cheb128_f64": [{"THREADS": 64, "ITEMS": 2, "SMEM": 0, "UNROLL": 4},
+                    {"THREADS": 128, "ITEMS": 4, "SMEM": 1, "UNROLL": 2}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_bias_res"
