@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_bias_res", "cheb128_f64"]
+KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -22,6 +22,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # unrolled by 2 (the one block mostly past the end)
     "cheb128_f64": [{"THREADS": 64, "ITEMS": 2, "SMEM": 0, "UNROLL": 4},
                     {"THREADS": 128, "ITEMS": 4, "SMEM": 1, "UNROLL": 2}],
+    # a 32 x 2 block of 4 rows a thread, padded (the 21 rows uneven over its 8); a 16 x 8
+    # block of 2 rows a thread (two blocks down, the second partly past the 21 rows)
+    "corr9_bank8": [{"BX": 32, "BY": 2, "IY": 4, "PAD": 1},
+                    {"BX": 16, "BY": 8, "IY": 2, "PAD": 0}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_bias_res"
