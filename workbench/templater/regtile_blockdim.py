@@ -11,7 +11,11 @@ launch as written divides by the literal. And a kernel whose shared tiles live i
 block size does not follow: a larger block indexes past it.
 
 :func:`block_tie` finds either use (through single-assignment aliases of ``blockDim`` and
-``blockIdx`` too) so the block lift refuses with the line instead.
+``blockIdx`` too) so the block lift refuses with the line instead. The launch-sized buffer
+ties the block wherever it is read at blockDim or indexed at a place that depends on the
+thread, through pointers into it too (``float* Bs = smem + TILE * TILE; Bs[ty * TILE +
+tx]``): a tile of a literal 16 sized at launch as 2 * 16 * 16 floats is as tied to the
+block as one that reads blockDim.
 """
 
 from __future__ import annotations
@@ -88,6 +92,45 @@ def _dynamic_shared(plan: Plan) -> Node | None:
     return None
 
 
+def _dynamic_name(extern: Node) -> str:
+    """The array an ``extern __shared__`` declaration names (``smem`` of ``smem[]``)."""
+    node = extern.child_by_field_name("declarator")
+    while node is not None and node.type != "identifier":
+        node = node.child_by_field_name("declarator")
+    return "" if node is None else text(node)
+
+
+def _reaching(plan: Plan, seeds: set[str]) -> set[str]:
+    """``seeds`` and every local whose value reads one of them, transitively (a pointer into
+    the buffer, ``float* Bs = smem + TILE * TILE``; a column from the thread)."""
+    names = set(seeds)
+    changed = True
+    while changed:
+        changed = False
+        for d in plan.facts.defs.values():
+            if d.name not in names and d.value is not None and any(
+                    n.type in ("identifier", "field_expression") and text(n) in names
+                    for n in walk(d.value)):
+                names.add(d.name)
+                changed = True
+    return names
+
+
+def _thread_indexed_dynamic(plan: Plan, extern: Node, dim: str) -> Node | None:
+    """A subscript of the launch-sized buffer (or a pointer into it) at an index that
+    depends on threadIdx.<dim>: where a lifted block would index past or across it."""
+    buffers = _reaching(plan, {_dynamic_name(extern)})
+    threaded = _reaching(plan, {f"threadIdx.{dim}"})
+    for n in walk(plan.body):
+        array = n.child_by_field_name("argument")
+        if n.type != "subscript_expression" or array is None or text(strip(array)) not in buffers:
+            continue
+        index = n.child_by_field_name("indices") or n.child_by_field_name("index")
+        if index is not None and any(text(m) in threaded for m in walk(index)):
+            return n
+    return None
+
+
 def _own_threads_inside(product: Node, dim: str) -> bool:
     """Whether ``product`` (blockIdx.<g> * blockDim.<dim>) is added to threadIdx.<dim>."""
     parent = product.parent
@@ -152,5 +195,13 @@ def block_tie(plan: Plan, dim: str) -> BlockTie | None:
             f"`{text(extern).strip()}` is sized at launch (kernel.toml's smem_bytes), which a "
             f"lifted block size would not follow, and the kernel reads blockDim.{dim} "
             f"(`{text(read)}`, line {read.start_point.row + 1}): the block stays as written",
+            extern)
+    indexed = None if extern is None else _thread_indexed_dynamic(plan, extern, dim)
+    if extern is not None and indexed is not None:
+        return BlockTie(
+            f"`{text(extern).strip()}` is sized at launch (kernel.toml's smem_bytes), which a "
+            f"lifted block size would not follow, and `{text(indexed)}` (line "
+            f"{indexed.start_point.row + 1}) indexes it by threadIdx.{dim}: another block "
+            "would index past it or across another thread's part; the block stays as written",
             extern)
     return None

@@ -1,0 +1,151 @@
+"""First contact with tiled products, direct convolutions and per-element series as other
+people write them (issue 28, tests/spellings_s23a/): each kernel written into a folder and
+lifted by the offline templater (``offline_template``), the knobs it lifts compared with
+what the family lifts for the corpus's own spelling (gemm_smem: BM, BN, BK, TM, TN, VEC;
+conv2d_const: BLOCK_X, BLOCK_Y, OUT_X, OUT_Y, USE_SMEM; percell_compute and rk4_duffing:
+BLOCK_THREADS, ITEMS_PER_THREAD, UNROLL), and every checked config printing on the host
+(g++, the cooperative block) what the kernel as written prints, bit for bit.
+
+Spellings: a product under ``__launch_bounds__`` with unsigned indices walking A and B by
+pointer bumps (``A += TILE; B += TILE * N``); 1-D tiles indexed ``ty * TILE + tx``, a loop
+counting tiles and each load through a ``__device__ __forceinline__`` helper returning the
+element or zero through ``__ldg``; the tile a ``static constexpr`` struct member under
+``#pragma unroll`` with ``size_t`` offsets and an early ``return`` past C after the last
+barrier; a batch on ``blockIdx.z`` with leading dimensions and function-like index macros
+over the batch's base pointers; a rectangular 32 x 8 block over a k slice of 8 with a bias
+and tanh in the store; A.B^T through ``float4`` loads by a quarter of the threads; both
+tiles carved out of one ``extern __shared__`` buffer sized at launch; a 5 x 5
+``__constant__`` correlation with ``static constexpr`` extents, unsigned coordinates and two
+early returns; a 3 x 3 filter in global memory read through ``__ldg``, the image through a
+macro inside a helper returning the pixel or zero; a 31-tap ``__constant__`` 1-D filter over
+taps ``-R .. R`` through a sample helper; a cosine series in double with a ``break`` and a
+branch, a ``size_t`` index under ``__launch_bounds__``; a clipped map iterated through a
+branching step helper with an ``unsigned`` count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen4
+import numpy as np
+import pytest
+from helpers_templater import FULL_MATRIX, end_configs
+from test_corpus_unseen3 import _inputs, folder_runs
+from test_templater_const_via import _knobs, write_folder
+
+from workbench.core.errors import TemplateError
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+
+HERE = Path(__file__).resolve().parent / "spellings_s23a"
+
+GEMM = {"BM", "BN", "BK", "TM", "TN", "VEC"}
+CONV = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM", "MIN_BLOCKS_PER_SM"}
+ITEMS = {"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM"}
+
+MNK = [("M", "i32", "scalar", "M"), ("N", "i32", "scalar", "N"), ("K", "i32", "scalar", "K")]
+HW = [("h", "i32", "scalar", "h"), ("w", "i32", "scalar", "w")]
+PRODUCT = [("C", "f32", "out", ["M", "N"]), ("A", "f32", "in", ["M", "K"]),
+           ("B", "f32", "in", ["K", "N"]), *MNK]
+IMAGE = [("out", "f32", "out", ["h", "w"]), ("in", "f32", "in", ["h", "w"]), *HW]
+#: no size a multiple of 16 or 32; K a multiple of 4 (the float4 spelling's loads need it)
+SIZES = {"M": 37, "N": 45, "K": 28}
+GRID = ["ceil_div(N, 16)", "ceil_div(M, 16)"]
+PICTURE = ["ceil_div(w, 16)", "ceil_div(h, 16)"]
+
+
+#: name -> (grid, block, args, check sizes, constants, the knobs its lift holds)
+KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
+                         dict[str, int], list[tuple[str, list[int]]], set[str]]] = {
+    "gemm_bounds_bumped_2d": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
+    # VEC: the helper's value is not a load X[index] (the tile's loads stay scalar)
+    "gemm_flat_tiles_counted": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM - {"VEC"}),
+    "gemm_batched_macros_lds": (
+        [*GRID, "bt"], ["16", "16"],
+        [("C", "f32", "out", ["bt", "M", "N"]), ("A", "f32", "in", ["bt", "M", "K"]),
+         ("B", "f32", "in", ["bt", "K", "N"]), *MNK, ("lda", "i32", "scalar", "K"),
+         ("ldb", "i32", "scalar", "N"), ("ldc", "i32", "scalar", "N")],
+        {**SIZES, "bt": 2}, [], GEMM),
+    "gemm_rect_32x8_bias_tanh": (
+        ["ceil_div(N, 32)", "ceil_div(M, 8)"], ["32", "8"],
+        [*PRODUCT[:3], ("bias", "f32", "in", ["N"]), *MNK], SIZES, [], GEMM),
+    "series_f64_bounds_sizet": (
+        ["ceil_div(n, 128)"], ["128"],
+        [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
+        {"n": 1003}, [], ITEMS),
+    "iterate_f32_helper_unsigned": (
+        ["ceil_div(n, 256)"], ["256"],
+        [("out", "f32", "out", ["n"]), ("x0", "f32", "in", ["n"]),
+         ("rate", "f32", "in", ["n"]), ("n", "u32", "scalar", "n")],
+        {"n": 1003}, [], ITEMS | {"FAST_MATH"}),
+}
+
+
+def _folder(name: str, root: Path) -> KernelFolder:
+    grid, block, args, sizes, constants, _knobs_lifted = KERNELS[name]
+    return write_folder(root / name, (HERE / f"{name}.cu").read_text(), grid, block, args,
+                        sizes, constants)
+
+
+def _checked(kf: KernelFolder, template: Any) -> list[dict[str, Any]]:
+    """The default and the first and last all-ends configs (every one of them under
+    WORKBENCH_FULL_MATRIX=1), each once."""
+    ends = end_configs(template, kf.env(kf.check_shape, "fp32"))
+    assert ends, "no all-ends config is valid"
+    picked = [dict(template.default_config()), *(ends if FULL_MATRIX else [ends[0], ends[-1]])]
+    return [c for i, c in enumerate(picked) if c not in picked[:i]]
+
+
+def _assert_prints_as_written(kf: KernelFolder, template: Any,
+                              configs: list[dict[str, Any]], work: Path) -> None:
+    """Each config of ``template`` prints, bit for bit, what ``kf``'s kernel as written
+    prints on the check shape's inputs (one merged host program; the fast intrinsics a
+    FAST_MATH config writes as their libm forms, held-back set 4's host extras)."""
+    env = kf.env(kf.check_shape, "fp32")
+    for config in configs:
+        assert template.space(env).rejection(config) is None, config
+    host = held_back_unseen4.HOST_EXTRAS
+    runs = [(host + kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env)),
+            *((host + template.render(c, "fp32").source, template.launch_for(c, env))
+              for c in configs)]
+    want, *got = folder_runs(kf, runs, _inputs(kf), work)
+    assert all(not np.isnan(v).any() for v in want.values())
+    for config, outputs in zip(configs, got, strict=True):
+        for arg, values in want.items():
+            assert np.array_equal(outputs[arg].view(np.uint32), values.view(np.uint32)), \
+                f"{kf.name} {arg} at {config}"
+
+
+def test_a_tile_in_launch_sized_shared_memory_keeps_its_block(tmp_path: Path) -> None:
+    """Both tiles of a literal 16 carved out of ``extern __shared__`` memory: before, the
+    block lift took ``blockIdx.y * TILE`` as the block's size and lifted BLOCK_X and BLOCK_Y
+    alone, the tiles' 16 and the launch's buffer as written (at 32 x 32 the threads stored
+    across each other's rows of As). Now nothing is lifted, with the line."""
+    kf = write_folder(tmp_path / "gemm_extern_shared",
+                      (HERE / "gemm_extern_shared.cu").read_text(), GRID, ["16", "16"],
+                      PRODUCT, SIZES, [])
+    with pytest.raises(TemplateError) as raised:
+        offline_template(kf)
+    for dim in ("x", "y"):
+        assert f"BLOCK_{dim.upper()}: not applied: `extern __shared__ float smem[];` is sized " \
+            "at launch (kernel.toml's smem_bytes), which a lifted block size would not " \
+            f"follow, and `As[ty * TILE + tx]` (line 12) indexes it by threadIdx.{dim}: " \
+            "another block would index past it or across another thread's part; the block " \
+            "stays as written" in str(raised.value)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_each_spelling_lifts_what_the_family_lifts(name: str, tmp_path: Path) -> None:
+    result = offline_template(_folder(name, tmp_path))
+    assert set(_knobs(result)) == KERNELS[name][5], result.notes
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_checked_config_prints_what_the_kernel_as_written_prints(
+        name: str, tmp_path: Path) -> None:
+    kf = _folder(name, tmp_path / "folders")
+    result = offline_template(kf)
+    _assert_prints_as_written(kf, result.template, _checked(kf, result.template), tmp_path)
