@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8"]
+KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8", "softmax_lenmask"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -26,12 +26,16 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # block of 2 rows a thread (two blocks down, the second partly past the 21 rows)
     "corr9_bank8": [{"BX": 32, "BY": 2, "IY": 4, "PAD": 1},
                     {"BX": 16, "BY": 8, "IY": 2, "PAD": 0}],
+    # a warp a row, four rows a block (the 5 rows uneven over them), float4, one pass; two
+    # warps a row, two rows a block, scalar, two passes
+    "softmax_lenmask": [{"TPR": 32, "RPB": 4, "VEC": 4, "ONLINE": 1},
+                        {"TPR": 64, "RPB": 2, "VEC": 1, "ONLINE": 0}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_bias_res"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND: set[str] = set()
+MEMORY_BOUND = {"softmax_lenmask"}
 
 SET = HeldBackSet(key="unseen12", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
