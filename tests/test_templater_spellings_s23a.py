@@ -62,6 +62,7 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
     "gemm_bounds_bumped_2d": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     # VEC: the helper's value is not a load X[index] (the tile's loads stay scalar)
     "gemm_flat_tiles_counted": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM - {"VEC"}),
+    "gemm_struct_constexpr_sizet": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     "gemm_batched_macros_lds": (
         [*GRID, "bt"], ["16", "16"],
         [("C", "f32", "out", ["bt", "M", "N"]), ("A", "f32", "in", ["bt", "M", "K"]),
@@ -134,6 +135,19 @@ def test_a_tile_in_launch_sized_shared_memory_keeps_its_block(tmp_path: Path) ->
             f"follow, and `As[ty * TILE + tx]` (line 12) indexes it by threadIdx.{dim}: " \
             "another block would index past it or across another thread's part; the block " \
             "stays as written" in str(raised.value)
+
+
+def test_an_output_exit_after_the_last_barrier_is_each_virtual_threads(tmp_path: Path) -> None:
+    """``if (r >= M || c >= N) return;`` after the loop over tiles: before, the register
+    tile refused it (an early exit the coarsened threads cannot share) and only TILE lifted.
+    The epilogue runs once per output of the TM x TN tile in one loop: the exit is that
+    loop's ``continue`` (the next output's store still runs)."""
+    result = offline_template(_folder("gemm_struct_constexpr_sizet", tmp_path))
+    epilogue = result.lifted.source.rsplit("__syncthreads();", 1)[1]
+    assert "for (int wb_j = 0; wb_j < TN; ++wb_j) {\n    if ((blockIdx.y * BM + (threadIdx.y " \
+        "+ wb_i * THREADS_Y)) >= M || (blockIdx.x * BN + (threadIdx.x + wb_j * THREADS_X)) " \
+        ">= N) continue;\n    C[" in epilogue
+    assert "return" not in epilogue
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

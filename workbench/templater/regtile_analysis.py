@@ -188,6 +188,9 @@ def analyse(g: Gemm, loop: Node) -> None:
             parts.exits.append(leave)  # a whole block's exit (:mod:`.regtile_exit`)
             continue
         for n in walk(s):
+            if n.type == "return_statement" and s in parts.epilogue and \
+                    not _inside_loop(n, s):
+                continue  # this output's exit: the next virtual thread's (render_exit)
             if n.type in ("return_statement", "goto_statement"):
                 raise Refused(f"`{text(n)}` outside the loop over tiles: an early exit the "
                               "coarsened threads cannot share", n)
@@ -512,6 +515,28 @@ def _counts_from_zero(loop: Node, name: str, depth: int) -> bool:
             const_value(parts[2]) != depth:
         return False
     return not assigns(body, name)
+
+
+_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
+
+
+def _inside_loop(n: Node, top: Node) -> bool:
+    """Whether ``n`` sits in a loop (or switch) of the statement ``top``: a ``continue`` in
+    its place would not leave the virtual thread's epilogue."""
+    node = n.parent
+    while node is not None and node != top:
+        if node.type in _LOOPS:
+            return True
+        node = node.parent
+    return top.type in _LOOPS
+
+
+def render_exit(m: Node) -> str | None:
+    """An epilogue's ``return;`` (not in a loop of it, :func:`_inside_loop`) as the coarsened
+    thread runs it: the epilogue runs once per virtual thread in the loop over the TM x TN
+    outputs, so this output's exit is that loop's ``continue;`` (the next output's epilogue
+    runs as the next thread's would); the epilogue holds no barrier, so no thread waits."""
+    return "continue;" if m.type == "return_statement" else None
 
 
 def _check_inlined_values(g: Gemm, prologue: list[Node]) -> None:

@@ -21,7 +21,13 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import int_value, line, strip, text, walk
 from workbench.templater.regtile import Gemm, Tile, fresh_names, render
-from workbench.templater.regtile_analysis import Parts, decl_name, loop_header, store_target
+from workbench.templater.regtile_analysis import (
+    Parts,
+    decl_name,
+    loop_header,
+    render_exit,
+    store_target,
+)
 from workbench.templater.regtile_exit import BlockExit, constrain_exits
 from workbench.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.templater.regtile_space import (
@@ -273,8 +279,11 @@ class _Writer:
 
     def epilogue(self) -> list[str]:
         per_item = self.per_item()
+
+        def sub(m: Node) -> str | None:
+            return render_exit(m) or per_item(m)
         return [*(self.ind + x for x in self.loops_ij()),
-                *(self.ind + "  " + render(self.data, s, per_item) for s in self.parts.epilogue),
+                *(self.ind + "  " + render(self.data, s, sub) for s in self.parts.epilogue),
                 f"{self.ind}}}"]
 
 
