@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8", "softmax_lenmask"]
+KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8", "softmax_lenmask", "expm4_taylor"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -30,6 +30,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # warps a row, two rows a block, scalar, two passes
     "softmax_lenmask": [{"TPR": 32, "RPB": 4, "VEC": 4, "ONLINE": 1},
                         {"TPR": 64, "RPB": 2, "VEC": 1, "ONLINE": 0}],
+    # 64 matrices a block staged through shared memory with divisions (five blocks at the
+    # check shape, the last partly past the 301); 256 a block direct, reciprocals, two
+    # resident blocks (the second block mostly past the end)
+    "expm4_taylor": [{"THREADS": 64, "STAGE": 1, "RECIP": 0, "MIN_BLOCKS": 4},
+                     {"THREADS": 256, "STAGE": 0, "RECIP": 1, "MIN_BLOCKS": 2}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_bias_res"
