@@ -19,7 +19,8 @@ call and assign nothing or the value reads no memory and calls nothing; the cond
 compares the variable with a bound (another local: ``src < end``) that reads nothing the
 body assigns and calls nothing (a loop run until a value settles stays a ``while``); the
 loop's body is a block whose last statement steps the variable (``v += s``, ``v -= s``,
-``++v``, ``v++``, ``--v``, ``v--``, ``v = v + s``); no ``continue`` in the body belongs to
+``++v``, ``v++``, ``--v``, ``v--``, ``v = v + s``) or halves it (``v /= 2``, ``v >>= 1``: an
+offset loop, whose condition may be the variable alone, ``while (offset)``); no ``continue`` in the body belongs to
 this loop (in a ``for`` it would run the step, in the ``while`` it skips it); and nothing
 after the loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
 the step's statement empty, on their own lines, so every line keeps its number.
@@ -91,7 +92,7 @@ def _step(stmt: Node, var: str) -> bool:
     op = text(e.child_by_field_name("operator"))
     if left is None or right is None or text(strip(left)) != var:
         return False
-    if op in ("+=", "-="):
+    if op in ("+=", "-=", "/=", ">>="):  # a step, or a halving (an offset loop's)
         return not _reads(right, var)
     r = strip(right)
     if op != "=" or r.type != "binary_expression":
@@ -115,6 +116,8 @@ def _bounded(cond: Node, var: str, body: Node) -> bool:
     """``cond`` is ``var OP bound`` (either side) with a bound that calls nothing and reads
     nothing ``body`` assigns."""
     cond = strip(cond)
+    if cond.type == "identifier":  # while (v): v != 0, a bound of nothing the body assigns
+        return text(cond) == var
     left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
     op = text(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
     if op not in ("<", "<=", ">", ">=", "!=") or left is None or right is None:
@@ -183,6 +186,8 @@ def _reads_memory(value: Node) -> bool:
 def _loop_var(cond: Node) -> list[str]:
     """The names a loop's comparison compares (either side)."""
     cond = strip(cond)
+    if cond.type == "identifier":  # while (v)
+        return [text(cond)]
     sides = [cond.child_by_field_name("left"), cond.child_by_field_name("right")] \
         if cond.type == "binary_expression" else []
     return [text(strip(n)) for n in sides if n is not None and strip(n).type == "identifier"]
