@@ -140,6 +140,23 @@ extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
   }
 }
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "RC"), ("in", "RC")]),
+    # the reduction in a helper, called once: inlined, its shuffles follow LANES as the
+    # kernel's own do
+    "helper_warp_reduce": (r"""
+__device__ float warpReduceSum(float val) {
+  for (int offset = 16; offset > 0; offset /= 2) val += __shfl_down_sync(0xffffffff, val, offset);
+  return val;
+}
+extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
+  int lane = threadIdx.x % 32;
+  int row = blockIdx.x * 4 + threadIdx.x / 32;
+  if (row >= rows) return;
+  float s = 0.f;
+  for (int c = lane; c < cols; c += 32) s += in[row * cols + c] * in[row * cols + c];
+  s = warpReduceSum(s);
+  if (lane == 0) out[row] = sqrtf(s);
+}
+""", ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
     # (32, 8) block read through blockDim: rows `blockIdx.x * blockDim.y + threadIdx.y`,
     # lane loops stepped by blockDim.x, a gamma epilogue
     "rmsnorm_2d_blockdim": (r"""
@@ -274,24 +291,16 @@ extern "C" __global__ void k(float* q, const float* x, int rows, int cols) {
 """, ["ceil_div(rows, 4)"], ["128"], [("out", "R"), ("in", "RC")]),
 }
 
+LIFTS["rmsnorm_2d_helper"] = (
+    "__device__ __forceinline__ float warp_sum(float v) {\n"
+    "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "  return v;\n}\n" + LIFTS["rmsnorm_2d_blockdim"][0].replace(
+        "for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);",
+        "ss = warp_sum(ss);"), *LIFTS["rmsnorm_2d_blockdim"][1:])
+
+
 #: name -> (source, grid, block, the LANES refusal's text, its line)
 REFUSALS: dict[str, tuple[str, list[str], list[str], str, int]] = {
-    # the reduction in a helper: its shuffles would span 32 lanes whatever LANES is
-    "helper_warp_reduce": (r"""
-__device__ float warpReduceSum(float val) {
-  for (int offset = 16; offset > 0; offset /= 2) val += __shfl_down_sync(0xffffffff, val, offset);
-  return val;
-}
-extern "C" __global__ void k(float* out, const float* in, int rows, int cols) {
-  int lane = threadIdx.x % 32;
-  int row = blockIdx.x * 4 + threadIdx.x / 32;
-  if (row >= rows) return;
-  float s = 0.f;
-  for (int c = lane; c < cols; c += 32) s += in[row * cols + c] * in[row * cols + c];
-  s = warpReduceSum(s);
-  if (lane == 0) out[row] = sqrtf(s);
-}
-""", ["ceil_div(rows, 4)"], ["128"], "`warpReduceSum(s)` calls a function that combines", 12),
     # pointers started at the lane and advanced by 32 a step
     "gemv_pointer_walk": (r"""
 extern "C" __global__ void k(float* y, const float* A, const float* x, int rows, int cols) {
@@ -379,20 +388,14 @@ def test_spellings_not_modelled_are_refused_with_the_line(name: str) -> None:
     assert found and why in found[0] and f"(line {at})" in found[0], lifted.notes
 
 
-def test_a_helper_reduce_in_a_2d_block_keeps_its_block() -> None:
-    """The (32, R) block's x is the warp the helper's shuffles combine: neither LANES nor
-    the block's x size is lifted."""
-    source = LIFTS["rmsnorm_2d_blockdim"][0].replace(
-        "for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);",
-        "ss = warp_sum(ss);")
-    helper = ("__device__ __forceinline__ float warp_sum(float v) {\n"
-              "  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-              "  return v;\n}\n")
-    lifted = lift(helper + source, ["ceil_div(rows, 8)"], ["32", "8"])
-    names = {p.name for p in lifted.params}
-    assert not names & {"LANES", "BLOCK_X"}, lifted.notes
-    assert any(n.startswith("BLOCK_X: not applied") and "`warp_sum(ss)`" in n
-               for n in lifted.notes), lifted.notes
+def test_a_helper_reduce_in_a_2d_block_lifts_as_written_in_the_kernel() -> None:
+    """The (32, R) block's helper, called once, is inlined: the lift holds the knobs of the
+    same kernel with the shuffles written in it (the host checks its configs:
+    rmsnorm_2d_helper)."""
+    helper = lift(*LIFTS["rmsnorm_2d_helper"][:3])
+    inline = lift(*LIFTS["rmsnorm_2d_blockdim"][:3])
+    assert [p.name for p in helper.params] == [p.name for p in inline.params], helper.notes
+    assert any(n.startswith("INLINE: applied: warp_sum inlined into k") for n in helper.notes)
 
 
 def test_a_lane_helper_read_anywhere_else_is_refused() -> None:

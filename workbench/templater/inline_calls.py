@@ -15,7 +15,9 @@ index itself: the kernel's decomposition then lives in the callee. Value helpers
 ``dist2(a, b)``), and helpers of a kernel that indexes its threads itself (a block
 reduction), stay calls, as the families already read them; a helper whose loop walks a
 coordinate, reads a window around it, or tests state it steps from it (an escape-time
-count, a Newton solve: the loop the items of :mod:`.ilp` share) is inlined.
+count, a Newton solve: the loop the items of :mod:`.ilp` share) is inlined, and so is one
+that exchanges values between a warp's lanes (``s = warp_sum(s);``: the warp families read
+the shuffles in the kernel's body).
 
 Legal only when (else refused with the reason and the line): the callee is defined once, at
 file scope (no overloads or specialisations), not recursive, called once by the entry;
@@ -49,6 +51,7 @@ from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
 from workbench.templater.item_state import item_names
 from workbench.templater.records import Finding, LiftedParameter, LiftedSource
+from workbench.templater.warp_shuffles import WARP_COLLECTIVES
 
 TRANSFORM = "INLINE"
 _GEOMETRY = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
@@ -147,7 +150,8 @@ def _safe_template_params(outer: Node) -> list[TemplateParam]:
 def launch_callees(defs: dict[str, Node], body: Node) -> list[str]:
     """The functions ``body`` calls that carry its launch, in call order: when the body
     reads no thread or block index itself, those that read one (see the module doc);
-    otherwise those that walk a coordinate the body passes them (:func:`_walks_coordinate`)."""
+    otherwise those that walk a coordinate the body passes them (:func:`_walks_coordinate`)
+    or combine a warp's lanes (:func:`_combines_lanes`)."""
     indexed = any(text(n) in _GEOMETRY for n in walk(body) if n.type == "identifier")
     coordinates = _coordinates(body) if indexed else frozenset()
     found: list[str] = []
@@ -156,10 +160,24 @@ def launch_callees(defs: dict[str, Node], body: Node) -> list[str]:
         fn = defs.get(name)
         if fn is None or name in found or _is_kernel(fn):
             continue
-        if _walks_coordinate(fn, n, coordinates) if indexed else \
-                _carries_launch(defs, name, set()):
+        if _walks_coordinate(fn, n, coordinates) or _combines_lanes(defs, name, set()) \
+                if indexed else _carries_launch(defs, name, set()):
             found.append(name)
     return found
+
+
+def _combines_lanes(defs: dict[str, Node], name: str, seen: set[str]) -> bool:
+    """Whether ``name`` (itself or through what it calls) exchanges values between a warp's
+    lanes (a shuffle, a vote): the warp families read those exchanges in the kernel's body
+    and refuse a kernel that leaves them in a call (``s = warp_sum(s);`` with the shuffles
+    in ``warp_sum``), so such a callee is inlined like one that walks a coordinate."""
+    fn = defs.get(name)
+    if fn is None or name in seen:
+        return False
+    seen.add(name)
+    return any(n.type == "call_expression" and (
+        callee_name(n).startswith(WARP_COLLECTIVES) or _combines_lanes(defs, callee_name(n), seen))
+        for n in walk(fn))
 
 
 def _coordinates(body: Node, seed: frozenset[str] = _GEOMETRY) -> frozenset[str]:
