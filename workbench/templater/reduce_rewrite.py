@@ -20,6 +20,7 @@ from workbench.templater.reduce_match import block_size
 from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
 from workbench.templater.reduce_tail import ATOMICS
 from workbench.templater.rules import literal, min_cap
+from workbench.templater.stencil import ldg_call
 from workbench.templater.vector import VEC_STRUCT
 
 
@@ -135,7 +136,10 @@ def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[tuple[Node, str]], 
             return [], f"`{red.var}` is used in `{text(n.parent)}`, not only as `A[{red.var}]`"
         array = text(sub.child_by_field_name("argument"))
         if sub.parent is not None and sub.parent.type == "pointer_expression":
-            return [], f"the address of `{text(sub)}` is taken"
+            load = ldg_call(sub)  # __ldg(&A[i]): A[i] through the read-only path
+            if load is sub:
+                return [], f"the address of `{text(sub)}` is taken"
+            sub = load
         accesses.append((sub, array))
     for _node, array in accesses:
         if not plan.pointer(array) or array in written:

@@ -339,7 +339,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     param = plan.kernel.param(src)
     if not param.is_const or src in writes:
         raise Refused(f"{src} is not a const input (its planes are kept in registers)", zdecl)
-    planes[src] = [(_ldg_call(n), d) for n, d in planes[src]]
+    planes[src] = [(ldg_call(n), d) for n, d in planes[src]]
     for n, _d in planes[src]:
         if n.parent is not None and n.parent.type == "pointer_expression":
             raise Refused(f"`{text(n.parent)}` takes the address of a plane read", n)
@@ -381,7 +381,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     return emit
 
 
-def _ldg_call(read: Node) -> Node:
+def ldg_call(read: Node) -> Node:
     """``__ldg(&A[i])`` where ``read`` (``A[i]``) is that call's one argument's operand, else
     ``read``: the call loads what the subscript reads (through the read-only path, which the
     plane registers' own loads take), so its register replaces the whole call."""
