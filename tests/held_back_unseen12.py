@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8", "softmax_lenmask", "expm4_taylor"]
+KERNELS = ["gemm_bias_res", "cheb128_f64", "corr9_bank8", "softmax_lenmask", "expm4_taylor",
+           "argmin_chunks"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -35,12 +36,16 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # resident blocks (the second block mostly past the end)
     "expm4_taylor": [{"THREADS": 64, "STAGE": 1, "RECIP": 0, "MIN_BLOCKS": 4},
                      {"THREADS": 256, "STAGE": 0, "RECIP": 1, "MIN_BLOCKS": 2}],
+    # 128 threads, four pairs a thread over float2 loads, shuffles; 512 threads, two pairs
+    # over float4 loads (the short last chunk's 808 floats in part of a stride), the tree
+    "argmin_chunks": [{"THREADS": 128, "ITEMS": 4, "VEC": 2, "SHFL": 1},
+                      {"THREADS": 512, "ITEMS": 2, "VEC": 4, "SHFL": 0}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_bias_res"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND = {"softmax_lenmask"}
+MEMORY_BOUND = {"softmax_lenmask", "argmin_chunks"}
 
 SET = HeldBackSet(key="unseen12", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
