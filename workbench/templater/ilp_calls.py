@@ -9,8 +9,10 @@ among the items of a thread, is what the threads as written did. That holds when
 function changes nothing but its own locals: it may loop and read memory (a table in
 ``__constant__``, an argument array), but writes no memory (its locals' elements excepted),
 has no static or shared local, no asm, no non-const reference parameter, and calls only
-pure math or such functions (a fixpoint). Template functions are read by their name
-(``kepler<24>`` is ``kepler``). Pure functions of the parse.
+pure math or such functions (a fixpoint); an element of a local array of arrays is its own
+(``acc[i][j] = ..``). A method called on a local object (:mod:`.item_objects`) is read the
+same way, the object's value and array members counting as its locals. Template functions
+are read by their name (``kepler<24>`` is ``kepler``). Pure functions of the parse.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
 from workbench.templater.analysis import LOOPS, line, text, walk
+from workbench.templater.item_objects import called_object, method_of
 from workbench.templater.item_state import declarator_name
+from workbench.templater.plan import Plan
 from workbench.templater.purity import PURE_CALLS, device_purity
 
 _FORBIDDEN = {
@@ -69,6 +73,39 @@ def effect_free(source: CudaSource) -> dict[str, str | None]:
     return verdict
 
 
+def method_effects(source: CudaSource, object_type: str, call: Node) -> str | None:
+    """None when the method ``call`` reaches on an object of ``object_type`` changes nothing
+    but that object's value and array members and its own locals (:mod:`.item_objects`),
+    else why not, with the line."""
+    found = method_of(source, object_type, call)
+    if isinstance(found, str):
+        return found
+    method, members = found
+    verdict = effect_free(source)
+    free = (PURE_CALLS - verdict.keys()) | {n for n, why in verdict.items() if why is None}
+    return _effects(method, free, members)
+
+
+def method_call_refusal(plan: Plan, call: Node, declared: set[str]) -> str | None:
+    """Why the method call ``call`` may not run once per item, in any order among the
+    items (None for a call that is no method call): it must be made on a local object
+    ``declared`` from the item's index on (each item's own), of a class of the file, and
+    change nothing but that object (:func:`method_effects`)."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "field_expression":
+        return None
+    obj = called_object(call)
+    d = plan.facts.defs.get(text(obj)) if obj is not None else None
+    if obj is None or d is None or d.is_pointer or text(obj) not in declared:
+        return f"`{text(call)[:50]}` calls a method on no object declared from the " \
+            "item's index on"
+    typ = d.decl.child_by_field_name("type")
+    if typ is not None and typ.type in ("struct_specifier", "class_specifier"):
+        typ = typ.child_by_field_name("name")
+    why = method_effects(plan.source, text(typ) if typ is not None else "", call)
+    return None if why is None else f"`{text(call)[:50]}`: {why}"
+
+
 def loop_in_call(source: CudaSource, call: Node) -> Node | None:
     """The first loop of the file function ``call`` reaches (in its body or a function it
     calls), else None."""
@@ -89,7 +126,10 @@ def loop_in_call(source: CudaSource, call: Node) -> Node | None:
     return None
 
 
-def _effects(fn: Node, free: frozenset[str] | set[str]) -> str | None:
+def _effects(fn: Node, free: frozenset[str] | set[str],
+             members: frozenset[str] = frozenset()) -> str | None:
+    """Why ``fn`` changes more than its own locals (and, for a method, ``members``: its
+    object's data members that are values or arrays, not pointers), else None."""
     body = fn.child_by_field_name("body")
     if body is None:
         return "no body"
@@ -98,10 +138,10 @@ def _effects(fn: Node, free: frozenset[str] | set[str]) -> str | None:
                 p.parent.type == "parameter_declaration" and \
                 not any(text(c) == "const" for c in p.parent.children):
             return f"a reference parameter `{text(p.parent)[:40]}` (line {line(p)})"
-    local_arrays: set[str] = set()
+    local_arrays: set[str] = set(members)
     own = {declarator_name(d) for p in walk(fn.child_by_field_name("declarator") or fn)
            if p.type == "parameter_declaration"
-           for d in p.children_by_field_name("declarator")}
+           for d in p.children_by_field_name("declarator")} | members
     for n in walk(body):
         if n.type == "declaration":
             own.update(declarator_name(d) for d in n.children_by_field_name("declarator"))
@@ -125,7 +165,8 @@ def _effects(fn: Node, free: frozenset[str] | set[str]) -> str | None:
                                                          "subscript_expression"):
                 if target.type == "subscript_expression":
                     array = target.child_by_field_name("argument")
-                    if array is None or text(array) not in local_arrays:
+                    if array is None or (array.type != "subscript_expression" and
+                                         text(array) not in local_arrays):  # x[i][j]: x
                         return f"`{text(n)[:40]}` writes memory (line {line(n)})"
                     target = array
                 else:
