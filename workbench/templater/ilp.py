@@ -64,7 +64,12 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.ilp_calls import callee_name, effect_free, loop_in_call
+from workbench.templater.ilp_calls import (
+    callee_name,
+    effect_free,
+    loop_in_call,
+    method_call_refusal,
+)
 from workbench.templater.ilp_exits import (
     SharedExit,
     keep_at_exit,
@@ -81,6 +86,7 @@ from workbench.templater.item_state import (
     assigned_in_body,
     assigned_names,
     declarator_name,
+    declarators,
     escape_if_of,
     escape_loops,
     exit_actions,
@@ -257,6 +263,11 @@ def _check(plan: Plan, region: list[Node], scan: _Scan, returns: list[Node]) -> 
                                   "the items share", n)
     for stmt in region:
         _check_writes(stmt, items)
+    declared = set(declarators(region))
+    for n in walk(plan.body):
+        why = method_call_refusal(plan, n, declared) if n.type == "call_expression" else None
+        if why is not None:
+            raise Illegal(why, n)
 
 
 def _check_writes(stmt: Node, items: set[str]) -> None:
@@ -925,8 +936,6 @@ def _arrays(region: list[Node], items: set[str],
                     if c.type == "compound_statement" and c.parent is not None and \
                             (c.parent == s or c.parent.type == "else_clause"):
                         visit(statements(c))
-            elif s.type == "compound_statement":
-                visit(statements(s))
     visit(region)
     return out
 

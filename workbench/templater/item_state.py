@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from tree_sitter import Node
 
 from workbench.templater.analysis import LOOPS, binary, declared_name, int_value, strip, text, walk
+from workbench.templater.item_objects import called_object
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
 
@@ -22,8 +23,9 @@ def statements(node: Node) -> list[Node]:
 
 
 def assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> set[str]:
-    """Locals ``node`` assigns (a local array through its elements; a write through a
-    pointer changes memory, not the pointer)."""
+    """Locals ``node`` assigns (a local array or object through its elements and fields, an
+    object by a method called on it: :mod:`.item_objects`; a write through a pointer
+    changes memory, not the pointer)."""
     out = set()
     for n in walk(node):
         if n.type in ("assignment_expression", "update_expression"):
@@ -31,14 +33,21 @@ def assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> se
             while target is not None and target.type == "parenthesized_expression" and \
                     target.named_children:
                 target = target.named_children[0]
-            while target is not None and target.type == "subscript_expression" and \
-                    text(target.child_by_field_name("argument")) in local_arrays:
-                target = target.child_by_field_name("argument")
+            root = target
+            while root is not None and (root.type == "subscript_expression" or (
+                    root.type == "field_expression" and
+                    text(root.child_by_field_name("operator")) == ".")):
+                root = root.child_by_field_name("argument")
+            if root is not None and root.type == "identifier" and text(root) in local_arrays:
+                target = root
             if target is not None and target.type == "identifier":
                 out.add(text(target))
         elif n.type == "declaration":
             for d in n.children_by_field_name("declarator"):
                 out.add(declarator_name(d))
+        elif n.type == "call_expression" and (obj := called_object(n)) is not None and \
+                text(obj) in local_arrays:
+            out.add(text(obj))  # a method changes the object it is called on
     return out
 
 
@@ -81,6 +90,10 @@ def item_names(region: list[Node], index: str, local_arrays: frozenset[str],
                             else None
                         if value is not None and mentions(value, items):
                             found.add(declarator_name(d))
+                elif n.type == "call_expression" and called_object(n) is not None:
+                    # a method call: its object's value follows its arguments
+                    if mentions(n, items) or under_item_control(n, stmt, items):
+                        found |= assigned_names(n, local_arrays)
                 elif n.type in ("assignment_expression", "update_expression"):
                     value = n.child_by_field_name("right")
                     if (value is not None and mentions(value, items)) or under_item_control(
