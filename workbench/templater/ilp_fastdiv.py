@@ -26,6 +26,7 @@ import re
 from tree_sitter import Node
 
 from workbench.templater.analysis import inside_loop, text, walk
+from workbench.templater.item_objects import method_name
 from workbench.templater.item_state import declarator_name
 from workbench.templater.plan import Plan
 from workbench.templater.purity import FLOAT_CALLS
@@ -78,13 +79,13 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
 def _called_in_loops(body: Node, functions: dict[str, Node]) -> set[str]:
     """The functions the kernel ``body`` calls inside a loop, and those they call (a helper
     of a helper runs every trip too), among ``functions``."""
-    found = {text(n.child_by_field_name("function")) for n in walk(body)
+    found = {method_name(n) or text(n.child_by_field_name("function")) for n in walk(body)
              if n.type == "call_expression" and inside_loop(n, body)}
     todo = [f for f in found if f in functions]
     while todo:
         for n in walk(functions[todo.pop()]):
-            callee = text(n.child_by_field_name("function")) if n.type == "call_expression" \
-                else ""
+            callee = method_name(n) or text(n.child_by_field_name("function")) \
+                if n.type == "call_expression" else ""
             if callee in functions and callee not in found:
                 found.add(callee)
                 todo.append(callee)

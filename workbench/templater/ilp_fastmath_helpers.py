@@ -7,7 +7,8 @@ helper's ``expf`` and divisions are the kernel's work, so the family's rules
 body. Those rules are local to a function (a call renamed, a division by a local of that
 function), so they need no purity of the helper: a helper with a loop, a memory access or a
 template parameter is rewritten the same way. The pure ``__device__`` functions of the file
-are read as before (the family's earlier scope).
+are read as before (the family's earlier scope). A method the kernel calls on a local
+object (``A.rotate(p, q)``, :mod:`.item_objects`) is reached by its name, as a function is.
 
 Refused, with the line (the helper's calls stay as written):
 
@@ -26,6 +27,7 @@ from tree_sitter import Node
 from workbench.core.cuda_source import function_definitions
 from workbench.templater.analysis import line, walk
 from workbench.templater.inline_bind import callee_name
+from workbench.templater.item_objects import method_name
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity
 
@@ -40,9 +42,10 @@ class HelperScope:
 
 
 def callees(body: Node) -> set[str]:
-    """The names ``body`` calls (``f(x)`` and ``f<float>(x)`` alike)."""
+    """The names ``body`` calls (``f(x)`` and ``f<float>(x)`` alike, and the method of
+    ``x.m(..)``: :mod:`.item_objects`)."""
     return {name for n in walk(body) if n.type == "call_expression"
-            and (name := callee_name(n))}
+            and (name := callee_name(n) or method_name(n))}
 
 
 def _qualifiers(fn: Node) -> set[str]:
