@@ -8,11 +8,11 @@ SCALE = 0.125
 
 
 def make_inputs(shape: dict[str, int], dtype: str, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """s ~ U(-8, 8); lens[b] ~ U{1..cols}, batch 0 the full row and batch 1 (if any)
-    empty."""
+    """s ~ U(-8, 8); lens[b] ~ U{cols/2..cols} (padding short of half a row, as in a
+    batch of similar lengths), batch 0 the full row and batch 1 (if any) empty."""
     batch, rows, cols = shape["batch"], shape["rows"], shape["cols"]
     s = rng.uniform(-8.0, 8.0, size=(batch, rows, cols)).astype(np.float32)
-    lens = rng.integers(1, cols + 1, size=batch).astype(np.int32)
+    lens = rng.integers(cols // 2, cols + 1, size=batch).astype(np.int32)
     lens[0] = cols
     if batch > 1:
         lens[1] = 0
