@@ -70,6 +70,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py nbody_accel
     python3 gpu_checks/memgap_probe.py syrk_lower
     python3 gpu_checks/memgap_probe.py jacobi9_torus
+    python3 gpu_checks/memgap_probe.py sym3_jacobi
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -340,6 +341,28 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"BX": 128, "BY": 1, "ITEMS_Y": 2, "WRAP": 1},
         "pick_modulo": {"BX": 128, "BY": 1, "ITEMS_Y": 2, "WRAP": 0},
         "pick_one_row": {"BX": 128, "BY": 1, "ITEMS_Y": 1, "WRAP": 1}}),
+    # compute-bound (set 11): the first contact ran its items one after another (1.00x at
+    # 64 threads; expert 1.22x at THREADS 64, ITEMS 2, RSQRT 1, MIN_BLOCKS 1); now the items
+    # interleave (a Sym3 object per item, rotate called per item in the shared sweeps) and
+    # rotate's 1/sqrtf and one division are FAST_MATH and FAST_DIV. The lift at the expert's
+    # pick in its knobs, with FAST_DIV too, without FAST_MATH (the items' share), at one
+    # matrix a thread with FAST_MATH (rsqrtf's share), and at 4 a thread; the expert at its
+    # pick, with 1 / sqrtf (RSQRT 0) and one matrix a thread (ITEMS 1)
+    "sym3_jacobi": ("corpus_compute_unseen11", {
+        "expert_pick": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 0,
+                        "FAST_MATH": 1, "FAST_DIV": 0, "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick_div": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 0,
+                            "FAST_MATH": 1, "FAST_DIV": 1, "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick_exact": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 0,
+                              "FAST_MATH": 0, "FAST_DIV": 0, "MIN_BLOCKS_PER_SM": 1},
+        "one_item_rsqrt": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 1, "UNROLL": 0,
+                           "FAST_MATH": 1, "FAST_DIV": 0, "MIN_BLOCKS_PER_SM": 1},
+        "items4_div": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 0,
+                       "FAST_MATH": 1, "FAST_DIV": 1, "MIN_BLOCKS_PER_SM": 1},
+    }, {"pick": {"THREADS": 64, "ITEMS": 2, "STAGE": 0, "RSQRT": 1, "MIN_BLOCKS": 1},
+        "pick_exact": {"THREADS": 64, "ITEMS": 2, "STAGE": 0, "RSQRT": 0, "MIN_BLOCKS": 1},
+        "pick_one_item": {"THREADS": 64, "ITEMS": 1, "STAGE": 0, "RSQRT": 1,
+                          "MIN_BLOCKS": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
