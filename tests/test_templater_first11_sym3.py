@@ -216,12 +216,21 @@ def test_an_object_set_by_a_method_is_the_items_state_too() -> None:
     # an object declared before the item's index: one object the thread's items would share
     ("  int i = threadIdx.x + blockIdx.x * blockDim.x;\n  if (i < n) {\n    Osc o;\n",
      "  Osc o;\n  int i = threadIdx.x + blockIdx.x * blockDim.x;\n  if (i < n) {\n",
-     "`o.load(s + 2 * i)` calls a method on no object declared from the item's index on"),
-], ids=["writes-memory", "declared-before"])
+     "`o.load(s + 2 * i)` calls a method on no local object declared, without constructor "
+     "arguments, from the item's index on"),
+    # set by a constructor (not read: its effects, and one copy per item of its arguments)
+    ("    Osc o;\n    o.load(s + 2 * i);\n", "    Osc o(s[2 * i], s[2 * i + 1]);\n",
+     "`o.step(0.01f, w2)` calls a method on no local object declared, without constructor "
+     "arguments, from the item's index on"),
+], ids=["writes-memory", "declared-before", "constructor"])
 def test_a_method_that_may_not_run_per_item_is_refused_with_its_reason(
         old: str, new: str, why: str | None) -> None:
     assert old in LEAPFROG
     source = LEAPFROG.replace(old, new)
+    if "Osc o(" in new:  # the constructor the declaration calls
+        source = source.replace("  __device__ void load(",
+                                "  __device__ Osc(float x0, float v0) : x(x0), v(v0) {}\n"
+                                "  __device__ void load(")
     if why is None:  # the pointer member written by step
         source = source.replace("    x += h * half;\n", "    x += h * half;\n    trace[0] = x;\n")
         why = "`o.step(0.01f, w2)`: `trace[0] = x` writes memory (line 9)"

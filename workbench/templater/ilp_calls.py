@@ -97,8 +97,9 @@ def method_call_refusal(plan: Plan, call: Node, declared: set[str]) -> str | Non
     obj = called_object(call)
     d = plan.facts.defs.get(text(obj)) if obj is not None else None
     if obj is None or d is None or d.is_pointer or text(obj) not in declared:
-        return f"`{text(call)[:50]}` calls a method on no object declared from the " \
-            "item's index on"
+        # (``T x(a, b);`` reads as a function's declaration: a constructor is not read)
+        return f"`{text(call)[:50]}` calls a method on no local object declared, without " \
+            "constructor arguments, from the item's index on"
     typ = d.decl.child_by_field_name("type")
     if typ is not None and typ.type in ("struct_specifier", "class_specifier"):
         typ = typ.child_by_field_name("name")
