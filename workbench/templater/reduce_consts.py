@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.core.cuda_source import parse_cuda
-from workbench.templater.analysis import int_value, strip, text, walk
+from workbench.templater.analysis import int_expr_value, int_value, strip, text, walk
 from workbench.templater.macros import macro_integer
 from workbench.templater.plan import Plan
 
@@ -130,7 +130,8 @@ def member_constants(root: Node) -> dict[str, int]:
     ``static const``) as ``Tile::ROWS``, a namespace's ``constexpr int`` as ``cfg::BW``, an
     enumerator with an explicit value (``enum { DEPTH = 16 }`` in a struct: ``Tile::DEPTH``;
     ``enum class Dim { A = 8 }``: ``Dim::A``; a plain file-scope enum's also by its bare
-    name). Left out: a name defined more than once, a value that is not an integer literal,
+    name). Left out: a name defined more than once, a value that is not an integer literal or an integer
+    expression of literals and members defined before it (``W = 2 * R + 1``),
     anything inside a template (it may depend on a template parameter) or a function, an
     unnamed struct's members (no name reaches them)."""
     return {k: v for k, (v, _) in _member_table(root).items()}
@@ -145,10 +146,22 @@ def _member_table(root: Node) -> dict[str, tuple[int, Node]]:
             if scope is None:
                 continue
             value = _literal(literal)
+            if value is None and literal is not None:  # W = 2 * R + 1 over R = 2 before it
+                value = int_expr_value(literal, _siblings(found, scope))
             for key in _keys(node, scope, name):
                 found.setdefault(key, []).append(None if value is None or literal is None
                                                  else (value, literal))
     return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0] is not None}
+
+
+def _siblings(found: dict[str, list[tuple[int, Node] | None]],
+              scope: list[str]) -> dict[str, int]:
+    """The constants defined once so far that a member of ``scope`` reads: its siblings by
+    their bare names and every member by its qualified name."""
+    prefix = "::".join(scope) + "::"
+    known = {k: v[0][0] for k, v in found.items() if len(v) == 1 and v[0] is not None}
+    return {**known, **{k[len(prefix):]: v for k, v in known.items()
+                        if k.startswith(prefix) and "::" not in k[len(prefix):]}}
 
 
 def _member_values(node: Node) -> list[tuple[str, Node | None]]:
