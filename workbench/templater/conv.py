@@ -66,6 +66,7 @@ from workbench.templater.analysis import (
     builtin,
     factors,
     inside,
+    int_value,
     line,
     shares_or_syncs,
     strip,
@@ -309,7 +310,10 @@ def _down(loop: Node, var: str, bounds: tuple[str, str, bool], body: Node,
 
 def _compile_time_defs(plan: Plan) -> dict[str, str]:
     """Name -> value text of the file's object-like macros and its file-scope ``constexpr``
-    integers (``constexpr int R = 2;``): the names a window's bounds may be written with."""
+    integers (``constexpr int R = 2;``), and of the named constants the lift reads (a
+    struct's ``static constexpr int W = 2 * R + 1;`` read as ``Taps::W``,
+    :func:`~.reduce_consts.spell_members`): the names a window's bounds may be written
+    with."""
     root = plan.source.tree.root_node
     defs = {text(n.child_by_field_name("name")): text(n.child_by_field_name("value"))
             for n in walk(root)
@@ -321,6 +325,9 @@ def _compile_time_defs(plan: Plan) -> dict[str, str]:
             value = d.child_by_field_name("value") if d.type == "init_declarator" else None
             if value is not None:
                 defs.setdefault(text(d.child_by_field_name("declarator")), text(value))
+    for n in walk(plan.body):  # the named constants every transform reads (Taps::W)
+        if n.type == "identifier" and (known := int_value(n)) is not None:
+            defs.setdefault(text(n), str(known))
     return defs
 
 
@@ -666,6 +673,12 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
             raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
     if top not in guarded:
         raise Refused("the window loop is not inside the bounds check", top)
+    for n in (m for s in guarded[:guarded.index(top)] for m in walk(s)):
+        if n.type in ("return_statement", "goto_statement"):
+            # a second check the first one's outputs do not pass: OUT_Y's rows past the
+            # thread's first would be stored unread by it (inline_exits joins adjacent ones)
+            raise Refused(f"`{text(n.parent or n)}` leaves after the bounds check "
+                          f"`{text(guard_stmt)}`: the check is read from one statement", n)
     decl = _acc_decl(region + guarded, acc.acc) or \
         (_acc_decl(nest[0].body, acc.acc) if fold is not None else None)
     if decl is None:
