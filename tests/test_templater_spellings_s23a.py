@@ -72,6 +72,8 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
     "gemm_rect_32x8_bias_tanh": (
         ["ceil_div(N, 32)", "ceil_div(M, 8)"], ["32", "8"],
         [*PRODUCT[:3], ("bias", "f32", "in", ["N"]), *MNK], SIZES, [], GEMM),
+    "conv_const_struct_unroll_unsigned": (PICTURE, ["16", "16"], IMAGE, {"h": 37, "w": 53},
+                                          [("wts", [25])], CONV),
     "series_f64_bounds_sizet": (
         ["ceil_div(n, 128)"], ["128"],
         [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
@@ -148,6 +150,32 @@ def test_an_output_exit_after_the_last_barrier_is_each_virtual_threads(tmp_path:
         "+ wb_i * THREADS_Y)) >= M || (blockIdx.x * BN + (threadIdx.x + wb_j * THREADS_X)) " \
         ">= N) continue;\n    C[" in epilogue
     assert "return" not in epilogue
+
+
+def test_two_adjacent_exits_are_read_as_one_bounds_check(tmp_path: Path) -> None:
+    """``if (x >= w) return; if (y >= h) return;`` is the check ``x >= w || y >= h``
+    (inline_exits): each output of OUT_Y x OUT_X is stored under both. Before, the second
+    exit stayed a whole thread's return after the check OUT_Y read, so the rows past a
+    thread's first were stored past h (the host run aborted at OUT_Y 8)."""
+    source = offline_template(_folder("conv_const_struct_unroll_unsigned", tmp_path)).lifted.source
+    assert "  if ((x >= (unsigned)w) || (y >= (unsigned)h)) return;\n" in source
+    assert "if (!(((x + wb_q) >= (unsigned)w) || ((y + wb_k) >= (unsigned)h))) out[" in source
+
+
+def test_an_exit_after_the_convolutions_check_is_refused_with_its_line(tmp_path: Path) -> None:
+    """The second exit one statement later is not part of the check the family reads: the
+    window family refuses with the line (before, it lifted OUT_Y and stored past h)."""
+    grid, block, args, sizes, constants, _ = KERNELS["conv_const_struct_unroll_unsigned"]
+    written = (HERE / "conv_const_struct_unroll_unsigned.cu").read_text()
+    apart = written.replace("  if (y >= (unsigned)h) return;\n  float acc = 0.0f;\n",
+                            "  float acc = 0.0f;\n  if (y >= (unsigned)h) return;\n")
+    assert apart != written
+    result = offline_template(write_folder(tmp_path / "apart", apart, grid, block, args, sizes,
+                                           constants))
+    assert "OUT_Y" not in _knobs(result)
+    assert "OUT_Y: not applied: `if (y >= (unsigned)h) return;` leaves after the bounds " \
+        "check `if (x >= (unsigned)w) return;`: the check is read from one statement " \
+        "(line 15)" in result.notes, result.notes
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

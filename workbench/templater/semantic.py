@@ -34,6 +34,7 @@ from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import inline_calls
+from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
 from workbench.templater.loop_forms import counted_whiles
@@ -89,6 +90,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
+    inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
     inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
