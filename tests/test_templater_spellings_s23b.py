@@ -25,8 +25,9 @@ Spellings (one folder each; the corpus kernel of the family in brackets):
 - a 7-point 3-D Laplacian, zero outside through ternaries, ``size_t`` stride locals
   (stencil3d): as stencil3d;
 - a row argmax, a warp a row on a (32, 4) block, (value, index) pairs through xor shuffles,
-  ``__ldg(xr + c)`` (row_top1 / warp rows): WARPS_PER_BLOCK, LANES (VEC missing: the lane
-  loop reads ``__ldg(xr + c)``, not a subscript);
+  ``__ldg(xr + c)`` (row_top1 / warp rows): VEC and ITEMS_PER_THREAD were missing (the lane
+  loop's only read was not a subscript); ``__ldg(P + I)`` and ``*(P + I)`` now read as
+  ``P[I]``: WARPS_PER_BLOCK, LANES, VEC, ITEMS_PER_THREAD;
 - a gather of rows by index, ``float4`` through ``reinterpret_cast``, one block a row
   (embedding): BLOCK_THREADS only (ITEMS_PER_THREAD, ROW_SPLIT missing);
 - a transpose through a padded tile, ``#define TILE_DIM``, index macros, the tile's rows by
@@ -93,8 +94,10 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
     "s23b_lap3d_zero_ternary": (("BLOCK_X", "BLOCK_Y", "BLOCK_Z", "Z_ITEMS",
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_X": 16, "BLOCK_Y": 2, "BLOCK_Z": 4, "Z_ITEMS": 4}]),
-    "s23b_argmax_warp_pairs": (("WARPS_PER_BLOCK", "LANES", "MIN_BLOCKS_PER_SM"),
-                               [{"WARPS_PER_BLOCK": 2, "LANES": 8}]),
+    "s23b_argmax_warp_pairs": (("WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD",
+                                "MIN_BLOCKS_PER_SM"),
+                               [{"WARPS_PER_BLOCK": 2, "LANES": 8, "VEC": 4,
+                                 "ITEMS_PER_THREAD": 2}]),
     "s23b_gather_rows_float4": (("BLOCK_THREADS", "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 96}]),
     "s23b_bias_gelu_half": (("BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"),
@@ -216,3 +219,18 @@ def test_a_transpose_whose_tile_rows_start_at_zero_is_refused_with_the_loop() ->
         offline_template(_folder("s23b_transpose_macro_tile"))
     assert "`for (int k = 0; k < TILE_DIM; k += blockDim.y)` is not a tile load loop" \
         in str(refused.value)
+
+
+@pytest.mark.parametrize(("old", "new", "vec"), [
+    ("__ldg(xr + c)", "*(xr + c)", True),  # a dereference reads the element too
+    ("__ldg(xr + c)", "__ldg(xr + c + 0)", False),  # (xr + c) + 0: no P + I to read
+], ids=["deref", "offset-after"])
+def test_a_pointer_read_is_a_lane_of_the_vector_only_as_p_plus_i(old: str, new: str,
+                                                                 vec: bool,
+                                                                 tmp_path: Path) -> None:
+    folder = shutil.copytree(HERE / "s23b_argmax_warp_pairs", tmp_path / "argmax")
+    cu = folder / "s23b_argmax_warp_pairs.cu"
+    assert cu.read_text().count(old) == 1
+    cu.write_text(cu.read_text().replace(old, new))
+    lifted = offline_template(load_kernel_folder(folder)).lifted
+    assert ("VEC" in {p.name for p in lifted.params}) == vec, lifted.notes

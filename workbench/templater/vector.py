@@ -84,7 +84,8 @@ class Region:
 
 
 def _is_write(sub: Node) -> tuple[bool, bool]:
-    """(written, read) for a subscript expression by its parent."""
+    """(written, read) for a subscript expression (or a read :func:`_pointer_read` names) by
+    its parent."""
     parent = sub.parent
     if parent is not None and parent.type == "assignment_expression" and \
             parent.child_by_field_name("left") == sub:
@@ -92,6 +93,34 @@ def _is_write(sub: Node) -> tuple[bool, bool]:
     if parent is not None and parent.type == "update_expression":
         return True, True
     return False, True
+
+
+def _pointer_read(use: Node) -> tuple[Node, str, Node] | None:
+    """(the read, its pointer P, its offset I) where ``use`` is in I of ``__ldg(P + I)`` or
+    ``*(P + I)`` with P a name: the element ``P[I]``, read through the read-only path or
+    a dereference, which a vector lane replaces as it replaces the subscript; else None."""
+    up = use
+    while up.parent is not None and up.parent.type == "parenthesized_expression":
+        up = up.parent
+    total = up.parent
+    if total is None or total.type != "binary_expression" or \
+            text(total.child_by_field_name("operator")) != "+" or \
+            total.child_by_field_name("right") != up:
+        return None
+    base = total.child_by_field_name("left")
+    read = total.parent
+    while read is not None and read.type == "parenthesized_expression":
+        read = read.parent
+    if base is None or base.type != "identifier" or read is None:
+        return None
+    if read.type == "pointer_expression" and text(read).startswith("*"):
+        return read, text(base), up
+    call = read.parent
+    if read.type == "argument_list" and read.named_child_count == 1 and call is not None and \
+            call.type == "call_expression" and \
+            text(call.child_by_field_name("function")) == "__ldg":
+        return call, text(base), up
+    return None
 
 
 def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
@@ -111,8 +140,9 @@ def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
     for n in walk(body):
         if n.type != "identifier" or text(n) != var:
             continue
-        sub = n.parent
-        while sub is not None and sub.type != "subscript_expression":
+        loaded = _pointer_read(n)
+        sub = n.parent if loaded is None else loaded[0]
+        while sub is not None and sub.type != "subscript_expression" and loaded is None:
             sub = sub.parent
         if sub is None or sub.start_byte < body.start_byte:
             _read_only(n, var)
@@ -120,6 +150,8 @@ def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
             continue
         idx = sub.child_by_field_name("indices")
         index = idx.named_children[0] if idx is not None and idx.named_children else None
+        if loaded is not None:
+            index = loaded[2]
         if index is None:
             raise Illegal(f"cannot read the index of `{text(sub)}`", sub)
         hits = [t for s, t in terms(index) if text(t) == var and s == 1]
@@ -132,7 +164,7 @@ def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
             if up.type in _CONTROL:
                 raise Illegal(f"`{text(sub)}` runs under a branch or nested loop", sub)
             up = up.parent
-        array = text(sub.child_by_field_name("argument"))
+        array = text(sub.child_by_field_name("argument")) if loaded is None else loaded[1]
         write, read = _is_write(sub)
         out.append(Access(sub, array, index, write, read))
     if not out:
