@@ -74,6 +74,9 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
         [*PRODUCT[:3], ("bias", "f32", "in", ["N"]), *MNK], SIZES, [], GEMM),
     "conv_const_struct_unroll_unsigned": (PICTURE, ["16", "16"], IMAGE, {"h": 37, "w": 53},
                                           [("wts", [25])], CONV),
+    "conv_global_filter_ldg_macro": (
+        PICTURE, ["16", "16"],
+        [*IMAGE[:2], ("filt", "f32", "in", [9]), *HW], {"h": 37, "w": 53}, [], CONV),
     "series_f64_bounds_sizet": (
         ["ceil_div(n, 128)"], ["128"],
         [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],

@@ -12,8 +12,10 @@ program the compiler compiles.
 
 Expanded only where that is plainly so: a file-scope ``#define NAME(p, ...)`` on one line
 whose parameters are names (no ``...``), whose body has no ``#`` or ``##`` and does not name
-the macro itself, defined once, called in the kernel's body on one line with as many
-arguments as it has parameters. The definition stays; every line keeps its number.
+the macro itself, defined once, called on one line with as many arguments as it has
+parameters, in the kernel's body or any function of the file (a device helper the kernel
+calls reads its macros as the compiler does). The definition
+stays; every line keeps its number.
 """
 
 from __future__ import annotations
@@ -70,16 +72,19 @@ def _macro(n: Node, name: str) -> FunctionMacro | None:
 
 
 def expand_macros(current: InlinedSource, entry: str | None) -> InlinedSource:
-    """``current`` with the calls of function-like macros in ``entry``'s body expanded
-    (unchanged when there is none, or when the kernel cannot be found: the analysis reports
-    that itself)."""
+    """``current`` with the calls of function-like macros in ``entry``'s body and in every
+    other function of the file (a ``__device__`` helper's ``IN(r, c)``: the kernel reads the
+    helper as the compiler does) expanded (unchanged when there is none, or when the kernel
+    cannot be found: the analysis reports that itself)."""
     for _ in range(_ROUNDS):
         body = entry_body(current, entry)
         if body is None:
             return current
         root = tree_root(body)
         macros = function_macros(root)
-        calls = [(n, macros[text(fn)]) for n in walk(body) if n.type == "call_expression"
+        functions = [n for n in walk(root) if n.type == "function_definition"]
+        calls = [(n, macros[text(fn)]) for f in functions for n in walk(f)
+                 if n.type == "call_expression"
                  and (fn := n.child_by_field_name("function")) is not None
                  and fn.type == "identifier" and text(fn) in macros
                  and n.start_point[0] == n.end_point[0]]
