@@ -12,7 +12,9 @@ reached only free functions, never saw ``rotate``'s ``1.0f / sqrtf`` and divisio
 like a local array: a write through its fields and elements assigns it, a method call on it
 assigns it from its arguments, and a method may run per item when it changes nothing but
 its object's value and array members (ilp_calls.method_effects; otherwise refused with the
-line); FAST_MATH and FAST_DIV reach the methods the kernel calls on its objects.
+line); FAST_MATH and FAST_DIV reach the methods the kernel calls on its objects, and
+FAST_DIV reads an element of a local or member array as its declared type (``a[q][q]`` of
+``float a[3][3]`` is a float).
 
 Pure: the folder's lift (its knobs, one ``Sym3`` per item, ``rotate`` rewritten), a second
 spelling (a leapfrog oscillator whose state a ``load`` method sets from the item's place,
@@ -187,8 +189,9 @@ def test_the_jacobi_lift_rotates_one_matrix_per_item_side_by_side() -> None:
     assert any("(A, e, l0, l1, l2, src) get one copy per item" in n and
                "interleave the items" in n for n in _notes(lifted, "ITEMS_PER_THREAD")), \
         lifted.notes
-    # rotate's cosine and its division by |theta| + sqrt(theta^2 + 1)
+    # rotate's cosine and its two divisions (theta's reads the object's float elements)
     assert "const float c = WB_RSQRT_OF(t * t + 1.0f);" in lifted.source
+    assert "const float theta = WB_DIV((a[q][q] - a[p][p]), (2.0f * apq));" in lifted.source
     assert "WB_DIV(copysignf(1.0f, theta), (fabsf(theta) + sqrtf(theta * theta + 1.0f)))" \
         in lifted.source
     assert any("`rotate` (line 13) 1" in n for n in _notes(lifted, "FAST_MATH")), lifted.notes

@@ -11,8 +11,10 @@ argument may not be). ``FAST_DIV = 0`` is the kernel as written.
 
 Only a division in the repeated work (in a loop of the kernel, or in a function the kernel
 calls in a loop) that the parse proves fp32 is touched: each leaf of both operands a ``float``
-local, parameter or file constant, a float literal (``f`` suffix), an integer literal, or
-an fp32 math call; no cast, no memory access, no ``double`` anywhere; and at least one
+local, parameter or file constant, an element of an array declared ``float`` (in the
+function, its class for a method, or the file: ``a[q][q]`` of ``float a[3][3]``), a float
+literal (``f`` suffix), an integer literal, or an fp32 math call; no cast, no other memory
+access (through a pointer), no ``double`` anywhere; and at least one
 float leaf (so C's conversions make it a float division); a macro counts as the literal it
 pastes when every definition of it is the same ``f``-suffixed literal. The
 functions called in a loop include those they call in turn. A division an earlier FAST_MATH
@@ -52,7 +54,11 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     for name, body in functions.items():
         before = count
         fn = body.parent
-        types = {**constants, **_types(fn if fn is not None else body, top_only=False)}
+        # a method's object: its data members (a class's field declarations) are its own
+        members = _types(fn.parent, top_only=True) if fn is not None and \
+            fn.parent is not None and fn.parent.type == "field_declaration_list" else {}
+        types = {**constants, **members,
+                 **_types(fn if fn is not None else body, top_only=False)}
         for n in walk(body):
             if n.type == "binary_expression" and \
                     text(n.child_by_field_name("operator")) == "/" and \
@@ -110,13 +116,15 @@ def _macro_types(root: Node) -> dict[str, str]:
 
 
 def _types(scope: Node, *, top_only: bool) -> dict[str, str]:
-    """Name -> declared type of the plain scalar declarations (and parameters) in
-    ``scope``; a name declared twice with different types is left out."""
+    """Name -> declared type of the plain scalar declarations (and parameters, and a
+    class's data members) in ``scope``, a local array's with one ``[]`` a dimension
+    (``float a[3][3]``: ``float[][]``); a name declared twice with different types is left
+    out."""
     found: dict[str, str] = {}
     twice: set[str] = set()
     nodes = scope.named_children if top_only else list(walk(scope))
     for n in nodes:
-        if n.type not in ("declaration", "parameter_declaration"):
+        if n.type not in ("declaration", "parameter_declaration", "field_declaration"):
             continue
         typ = text(n.child_by_field_name("type"))
         for d in n.children_by_field_name("declarator"):
@@ -124,7 +132,14 @@ def _types(scope: Node, *, top_only: bool) -> dict[str, str]:
             if inner is None:
                 continue
             name = declarator_name(inner)
-            kind = typ if inner.type == "identifier" else "?"
+            dims = 0
+            while inner.type == "array_declarator" and \
+                    (within := inner.child_by_field_name("declarator")) is not None:
+                inner, dims = within, dims + 1
+            # (a parameter's array is a pointer: its elements are memory)
+            plain = inner.type in ("identifier", "field_identifier") and not (
+                dims and n.type == "parameter_declaration")
+            kind = typ + "[]" * dims if plain else "?"
             if found.get(name, kind) != kind:
                 twice.add(name)
             found[name] = kind
@@ -152,7 +167,8 @@ def _combine(*kinds: str) -> str:
 
 def _kind(node: Node, types: dict[str, str]) -> str:
     """"float", "int" or "bad" (anything else: double, a cast, a memory access, an
-    unknown name or call) for the value of ``node`` (see the module doc)."""
+    unknown name or call) for the value of ``node`` (see the module doc); an element of an
+    array declared in ``types`` is its declared element type."""
     t = node.type
     if t == "parenthesized_expression":
         inner = [c for c in node.named_children if c.type != "comment"]
@@ -192,13 +208,25 @@ def _kind(node: Node, types: dict[str, str]) -> str:
         if raw.endswith("f"):
             return "float"
         return "bad" if any(c in raw for c in ".e") else "int"
+    if t == "subscript_expression":  # an element of an array of a declared element type
+        root, dims = node, 0
+        while root.type == "subscript_expression" and \
+                (array := root.child_by_field_name("argument")) is not None:
+            root, dims = array, dims + 1
+        typ = types.get(text(root), "?") if root.type == "identifier" else "?"
+        return _kind_of(typ[:-2 * dims]) if typ.endswith("[]" * dims) and \
+            not typ.endswith("[]" * (dims + 1)) else "bad"
     if t == "identifier":
-        typ = types.get(text(node), "?")
-        for word in ("const", "constexpr", "static"):
-            typ = typ.replace(word, "")
-        typ = typ.strip()
-        return "float" if typ == "float" else "int" if typ in ("int", "unsigned") else "bad"
+        return _kind_of(types.get(text(node), "?"))
     return "bad"
+
+
+def _kind_of(typ: str) -> str:
+    """:func:`_kind` of a value declared ``typ``."""
+    for word in ("const", "constexpr", "static"):
+        typ = typ.replace(word, "")
+    typ = typ.strip()
+    return "float" if typ == "float" else "int" if typ in ("int", "unsigned") else "bad"
 
 
 def _rewrite(plan: Plan, div: Node) -> None:
