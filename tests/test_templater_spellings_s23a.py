@@ -6,21 +6,29 @@ conv2d_const: BLOCK_X, BLOCK_Y, OUT_X, OUT_Y, USE_SMEM; percell_compute and rk4_
 BLOCK_THREADS, ITEMS_PER_THREAD, UNROLL), and every checked config printing on the host
 (g++, the cooperative block) what the kernel as written prints, bit for bit.
 
-Spellings: a product under ``__launch_bounds__`` with unsigned indices walking A and B by
-pointer bumps (``A += TILE; B += TILE * N``); 1-D tiles indexed ``ty * TILE + tx``, a loop
-counting tiles and each load through a ``__device__ __forceinline__`` helper returning the
-element or zero through ``__ldg``; the tile a ``static constexpr`` struct member under
-``#pragma unroll`` with ``size_t`` offsets and an early ``return`` past C after the last
-barrier; a batch on ``blockIdx.z`` with leading dimensions and function-like index macros
-over the batch's base pointers; a rectangular 32 x 8 block over a k slice of 8 with a bias
-and tanh in the store; A.B^T through ``float4`` loads by a quarter of the threads; both
-tiles carved out of one ``extern __shared__`` buffer sized at launch; a 5 x 5
-``__constant__`` correlation with ``static constexpr`` extents, unsigned coordinates and two
-early returns; a 3 x 3 filter in global memory read through ``__ldg``, the image through a
-macro inside a helper returning the pixel or zero; a 31-tap ``__constant__`` 1-D filter over
-taps ``-R .. R`` through a sample helper; a cosine series in double with a ``break`` and a
-branch, a ``size_t`` index under ``__launch_bounds__``; a clipped map iterated through a
-branching step helper with an ``unsigned`` count.
+Spellings (each lifts what the corpus's spelling of its family lifts unless said):
+a product under ``__launch_bounds__`` with unsigned indices walking A and B by pointer bumps
+(``A += TILE; B += TILE * N``); 1-D tiles indexed ``ty * TILE + tx``, a loop counting tiles
+and each load through a ``__device__ __forceinline__`` helper returning the element or zero
+through ``__ldg`` (expanded at its calls now, inline_lambda; VEC still missing: the value
+``__ldg(A + i)`` is not read as the load ``A[i]``); the tile a ``static constexpr`` struct
+member under ``#pragma unroll`` with ``size_t`` offsets and an early ``return`` past C after
+the last barrier (was TILE only: the register tile refused the exit); a batch on
+``blockIdx.z`` with leading dimensions and function-like index macros over the batch's base
+pointers; a rectangular 32 x 8 block over a k slice of 8 with a bias and tanh in the store;
+A.B^T through ``float4`` loads by a quarter of the threads (the register tile refuses the
+fill with its line: TILE only); both tiles carved out of one ``extern __shared__`` buffer
+sized at launch (was BLOCK_X and BLOCK_Y alone, wrong: now refused); a 5 x 5
+``__constant__`` correlation with ``static constexpr`` extents (``W = 2 * R + 1``), unsigned
+coordinates, ``__launch_bounds__`` and two early returns (was ITEMS_X, ITEMS_Y; on the way an
+OUT_Y lift that stored past h); a 3 x 3 filter in global memory read through ``__ldg``, the
+image through a macro inside a helper returning the pixel or zero (was ITEMS_X, ITEMS_Y); a
+31-tap ``__constant__`` 1-D filter over taps ``-R .. R`` through a sample helper with an
+early return (fir128_const's T_ITEMS and USE_SMEM; was ITEMS_PER_THREAD, UNROLL); a cosine
+series in double with a ``break`` and a branch, a ``size_t`` index under
+``__launch_bounds__``; a clipped map iterated through a branching step helper with an
+``unsigned`` count; a Horner rule in double over a ``static constexpr`` count of
+``__constant__`` coefficients in an unsigned grid-stride loop.
 """
 
 from __future__ import annotations
@@ -72,15 +80,31 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
     "gemm_rect_32x8_bias_tanh": (
         ["ceil_div(N, 32)", "ceil_div(M, 8)"], ["32", "8"],
         [*PRODUCT[:3], ("bias", "f32", "in", ["N"]), *MNK], SIZES, [], GEMM),
+    # the register tile refuses the float4 fill under `if (tx < T / 4)` (not a store of a
+    # shared tile, with the line): the tied tile lifts TILE
+    "gemm_abt_float4_rows": (GRID, ["16", "16"],
+                             [*PRODUCT[:2], ("B", "f32", "in", ["N", "K"]), *MNK], SIZES, [],
+                             {"TILE", "MIN_BLOCKS_PER_SM"}),
     "conv_const_struct_unroll_unsigned": (PICTURE, ["16", "16"], IMAGE, {"h": 37, "w": 53},
                                           [("wts", [25])], CONV),
     "conv_global_filter_ldg_macro": (
         PICTURE, ["16", "16"],
         [*IMAGE[:2], ("filt", "f32", "in", [9]), *HW], {"h": 37, "w": 53}, [], CONV),
+    "conv1d_const_helper_early": (
+        ["ceil_div(n, 256)"], ["256"],
+        [("y", "f32", "out", ["n"]), ("x", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
+        {"n": 1003}, [("taps", [31])],
+        {"BLOCK_THREADS", "T_ITEMS", "USE_SMEM", "MIN_BLOCKS_PER_SM"}),
     "series_f64_bounds_sizet": (
         ["ceil_div(n, 128)"], ["128"],
         [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
         {"n": 1003}, [], ITEMS),
+    # the Horner loop keeps its own #pragma unroll (no UNROLL knob: it is unrolled whole)
+    "horner_f64_member_unroll": (
+        ["ceil_div(n, 256)"], ["256"],
+        [("out", "f32", "out", ["n"]), ("in", "f32", "in", ["n"]), ("n", "u32", "scalar", "n")],
+        {"n": 1003}, [("coef", [9])],
+        {"BLOCK_THREADS", "ITEMS_PER_THREAD", "BRANCHLESS", "MIN_BLOCKS_PER_SM"}),
     "iterate_f32_helper_unsigned": (
         ["ceil_div(n, 256)"], ["256"],
         [("out", "f32", "out", ["n"]), ("x0", "f32", "in", ["n"]),

@@ -20,8 +20,12 @@ Expanded (else left as written, with a note naming the line and the reason):
   ``[n]``) is not written from the definition to the end of its block;
 - a file-scope ``__device__`` function of integer result and integer parameters by value,
   defined once, not a template, its body one ``return`` that calls only pure math
-  (``min``/``max``...) and reads no name the kernel declares. Helpers of other types stay
-  calls: the families read them as calls (FAST_MATH, purity).
+  (``min``/``max``...) and reads no name the kernel declares;
+- the same of integer or floating result and parameters of those types or pointers to them
+  where its body loads through a pointer parameter (``return r < rows ? __ldg(p + r * ld +
+  c) : 0.0f;``, ``__ldg`` allowed): a tile's, a window's or a filter's load spelled as a
+  call, which the families read as the load it is. Other helpers stay calls: the families
+  read them as calls (FAST_MATH, purity).
 
 A call's arguments come from where it stands; a lambda calling another expands in a later
 round. A call through a struct's ``operator()`` is left as written with its reason.
@@ -56,6 +60,7 @@ TRANSFORM = "INLINE_EXPRESSION"
 _ROUNDS = 8
 _INTEGERS = frozenset({"int", "unsigned int", "long", "unsigned long", "long long",
                        "unsigned long long", "short", "unsigned short"})
+_VALUES = _INTEGERS | {"float", "double"}
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,8 @@ def _callables(root: Node, kernel: Node, body: Node, notes: dict[tuple[int, str]
                 candidates.append((name, n))
     for fn in root.children:
         name = function_name(fn)
-        if name in called and name not in names and _integer_helper(fn):
+        if name in called and name not in names and (_integer_helper(fn) or
+                                                      _load_helper(fn)):
             candidates.append((name, fn))
     for name, node in candidates:
         try:
@@ -167,6 +173,25 @@ def _integer_helper(fn: Node) -> bool:
         return False
     params = _params_or_none(fn)
     return params is not None and all(p.key in _INTEGERS for p in params)
+
+
+def _load_helper(fn: Node) -> bool:
+    """A ``__device__`` function of integer or floating result and parameters of those types
+    or pointers to them whose body loads through a pointer parameter (``return r < rows ?
+    __ldg(p + r * ld + c) : 0.0f;``): a tile's or a window's load spelled as a call."""
+    kinds = {c.type for c in fn.children}
+    if "__device__" not in kinds or "__global__" in kinds or \
+            type_key(fn.child_by_field_name("type"), None) not in _VALUES:
+        return False
+    params = _params_or_none(fn)
+    if params is None or any(p.key.rstrip("*") not in _VALUES or p.key.count("*") > 1
+                             for p in params):
+        return False
+    pointers = {p.name for p in params if p.key.endswith("*")}
+    return any(n.type in ("subscript_expression", "pointer_expression", "call_expression") and
+               (n.type != "call_expression" or callee_name(n) == "__ldg") and
+               any(m.type == "identifier" and text(m) in pointers for m in walk(n))
+               for n in walk(fn))
 
 
 def _params_or_none(fn: Node) -> list[_Declared] | None:
@@ -282,7 +307,7 @@ def _helper(name: str, fn: Node, root: Node, names: dict[str, list[Node]]) -> Ca
                            if d.type == "function_declarator"), None))
     expr = _returned(fn.child_by_field_name("body"), fn)
     for n in walk(expr):
-        if n.type == "call_expression" and callee_name(n) not in PURE_CALLS:
+        if n.type == "call_expression" and callee_name(n) not in PURE_CALLS | {"__ldg"}:
             raise Refused(f"its body calls {text(n.child_by_field_name('function'))}, "
                           "not a pure math function", n)
         if n.type == "identifier" and text(n) not in {p.name for p in params} and \
