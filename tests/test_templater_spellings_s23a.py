@@ -10,8 +10,8 @@ Spellings (each lifts what the corpus's spelling of its family lifts unless said
 a product under ``__launch_bounds__`` with unsigned indices walking A and B by pointer bumps
 (``A += TILE; B += TILE * N``); 1-D tiles indexed ``ty * TILE + tx``, a loop counting tiles
 and each load through a ``__device__ __forceinline__`` helper returning the element or zero
-through ``__ldg`` (expanded at its calls now, inline_lambda; VEC still missing: the value
-``__ldg(A + i)`` is not read as the load ``A[i]``); the tile a ``static constexpr`` struct
+through ``__ldg`` (was BM, BN, BK, TM, TN: the helper stayed a call, then ``__ldg(A + i)``
+was not read as the load ``A[i]``, so no VEC); the tile a ``static constexpr`` struct
 member under ``#pragma unroll`` with ``size_t`` offsets and an early ``return`` past C after
 the last barrier (was TILE only: the register tile refused the exit); a batch on
 ``blockIdx.z`` with leading dimensions and function-like index macros over the batch's base
@@ -68,8 +68,7 @@ PICTURE = ["ceil_div(w, 16)", "ceil_div(h, 16)"]
 KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
                          dict[str, int], list[tuple[str, list[int]]], set[str]]] = {
     "gemm_bounds_bumped_2d": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
-    # VEC: the helper's value is not a load X[index] (the tile's loads stay scalar)
-    "gemm_flat_tiles_counted": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM - {"VEC"}),
+    "gemm_flat_tiles_counted": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     "gemm_struct_constexpr_sizet": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     "gemm_batched_macros_lds": (
         [*GRID, "bt"], ["16", "16"],

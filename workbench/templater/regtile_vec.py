@@ -74,6 +74,11 @@ class VectorStore:
     statement: Node
     width: int = VEC_WIDTH  # elements per 16-byte load: 4 floats or 8 halves
     convert: str | None = None  # the conversion around a half load (``__half2float``)
+    address: bool = False  # ``load`` is the element's address (``__ldg(A + i)``'s ``A + i``)
+
+    def pointer(self, rendered: str) -> str:
+        """The element's address from ``load`` rendered at a position."""
+        return f"({rendered})" if self.address else f"&{rendered}"
 
     @property
     def elem(self) -> str:
@@ -216,7 +221,13 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     if convert is not None:
         value = strip(value.child_by_field_name("arguments").named_children[0])  # type: ignore[union-attr]
     value = _read_only_load(value)
-    array, index = _load_parts(value)
+    address = _ldg_address(value)
+    index: Node | None
+    if address is not None:  # __ldg(A + i): the element *(A + i), its address as written
+        value = address
+        array, index = _load_parts_of_address(address)
+    else:
+        array, index = _load_parts(value)
     halves = halves or set()
     width = HALF_WIDTH if text(array) in halves else VEC_WIDTH
     if array.type != "identifier" or text(array) in tiles or \
@@ -237,7 +248,7 @@ def analyse_store(stmt: Node, pointers: set[str], tiles: set[str],
     if guard is not None and any(n.type in ("call_expression", "assignment_expression",
                                             "update_expression") for n in walk(guard)):
         raise NotVector(f"the guard `{text(guard)}` has effects or calls")
-    return VectorStore(target, guard, value, stmt, width, convert)
+    return VectorStore(target, guard, value, stmt, width, convert, address is not None)
 
 
 def _conversion(value: Node) -> str | None:
@@ -267,6 +278,26 @@ def _read_only_load(value: Node) -> Node:
     return load if load.type in ("subscript_expression", "pointer_expression") else value
 
 
+def _ldg_address(value: Node) -> Node | None:
+    """The address ``__ldg(A + i)`` (or ``__ldg(p)``) loads through, where it is not
+    ``&X[index]`` (:func:`_read_only_load` reads that one as the load ``X[index]``)."""
+    fn, args = value.child_by_field_name("function"), value.child_by_field_name("arguments")
+    if value.type != "call_expression" or fn is None or args is None or \
+            text(fn) != "__ldg" or args.named_child_count != 1:
+        return None
+    return strip(args.named_children[0])
+
+
+def _load_parts_of_address(address: Node) -> tuple[Node, Node]:
+    """(pointer, address) of the element at ``address`` (``X``, ``X + e`` or ``X + e + f``:
+    the leftmost operand of its sums)."""
+    pointer = address
+    while pointer.type == "binary_expression" and \
+            text(pointer.child_by_field_name("operator")) == "+":
+        pointer = strip(pointer.child_by_field_name("left"))  # type: ignore[arg-type]
+    return pointer, address
+
+
 def _load_parts(value: Node) -> tuple[Node, Node | None]:
     """(pointer, index) of a load ``X[index]``, (pointer, address) of ``*X`` or
     ``*(X + e)``; NotVector for any other value."""
@@ -278,10 +309,8 @@ def _load_parts(value: Node) -> tuple[Node, Node | None]:
         return array, index
     if value.type == "pointer_expression" and \
             text(value.child_by_field_name("operator")) == "*":
-        address = strip(value.child_by_field_name("argument"))  # type: ignore[arg-type]
-        parts = address.named_children if address.type == "binary_expression" and \
-            text(address.child_by_field_name("operator")) == "+" else [address]
-        return strip(parts[0]), address
+        return _load_parts_of_address(
+            strip(value.child_by_field_name("argument")))  # type: ignore[arg-type]
     raise NotVector(f"the stored value `{text(value)}` is not a load `X[index]`")
 
 
@@ -330,7 +359,7 @@ def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, 
     checks = ["((unsigned long long)wb_p & 15) == 0"]
     if v.guard is not None:
         checks += [f"({at(v.guard, c)})" for c in pos]
-    checks += [f"&{at(v.load, c)} == wb_p + {q}" for q, c in enumerate(pos) if q]
+    checks += [f"{v.pointer(at(v.load, c))} == wb_p + {q}" for q, c in enumerate(pos) if q]
     ok = "\n    && ".join(checks)
     every = "\n    & ".join(f"({c})" for c in checks)  # no branch between the tests
     lanes = "xyzw"
@@ -338,7 +367,7 @@ def vector_loop(v: VectorStore, at: Callable[[Node, str], str], scalar: str, *, 
     # wb_e >= 0: unsigned / and % (a shift and a mask for power-of-two extents)
     place = [f"const int wb_r = (int)((unsigned)wb_e / (unsigned)(({cols}) / {w})), "
              f"wb_c4 = (int)((unsigned)wb_e % (unsigned)(({cols}) / {w})) * {w};",
-             f"const {v.elem}* wb_p = &{at(v.load, pos[0])};"]
+             f"const {v.elem}* wb_p = {v.pointer(at(v.load, pos[0]))};"]
 
     def element(src: str, q: int) -> str:
         if not half:
