@@ -15,10 +15,11 @@ Spellings (one folder each; the corpus kernel of the family in brackets):
   (the address of ``x[i]`` taken: the ``__ldg``'s); now as partial_sum;
 - partial sums of squares, constexpr warp and block sizes under ``#pragma unroll``, a shared
   slot a warp (partial_sum): BLOCK_THREADS, VEC, ITEMS_PER_THREAD by the per-element
-  families (GRID_BLOCKS, FINAL missing: the reduction reads neither a loop body that
-  declares a local before its accumulation, ``{ const float v = x[i]; acc += v * v; }``, nor
-  a last warp that declares the slot it reads, ``float s = lane < kWarps ? slots[lane] :
-  0.0f;``, where it reads ``v = lane < 16 ? slots[lane] : identity``);
+  families (GRID_BLOCKS, FINAL missing: the reduction does not read a loop body that
+  declares a local before its accumulation, ``{ const float v = x[i]; acc += v * v; }``; the
+  last warp's ``lane < kWarps`` with ``constexpr int kWarps = kThreads / kWarp;`` was a
+  second cause, now read: file constants fold over the others, and the kernel with the
+  squares summed in one statement lifts GRID_BLOCKS and FINAL);
 - a 5-point heat step, edges clamped through ``max``/``min``, an ``AT`` macro (stencil5):
   BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y (the rows family's OUT_Y, OUT_X missing: it reads no
   neighbour row through a clamped index, and says nothing);
@@ -234,3 +235,39 @@ def test_a_pointer_read_is_a_lane_of_the_vector_only_as_p_plus_i(old: str, new: 
     cu.write_text(cu.read_text().replace(old, new))
     lifted = offline_template(load_kernel_folder(folder)).lifted
     assert ("VEC" in {p.name for p in lifted.params}) == vec, lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_a_warp_count_folded_from_other_constants_reads_the_stage(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """``constexpr int kWarps = kThreads / kWarp;`` is 16 (file constants fold over the
+    others): with the squares summed in one statement the last warp's ``lane < kWarps``
+    stage is read and written anew (GRID_BLOCKS, FINAL), every checked config on the host
+    against the kernel as written. (As written, the loop body's local ``v`` still keeps the
+    reduction out: see the module doc.)"""
+    name = "s23b_sumsq_warp_slots_constexpr"
+    folder = shutil.copytree(HERE / name, tmp_path / name)
+    cu = folder / f"{name}.cu"
+    body = "{\n    const float v = x[i];\n    acc += v * v;\n  }"
+    assert cu.read_text().count(body) == 1
+    cu.write_text(cu.read_text().replace(body, "acc += x[i] * x[i];"))
+    kf = load_kernel_folder(folder)
+    template = offline_template(kf).template
+    assert [p.name for p in template.params] == [
+        "BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD", "FINAL",
+        "MIN_BLOCKS_PER_SM"]
+    env = kf.env(kf.check_shape, "fp32")
+    ends = end_configs(template, env)
+    mix = {**dict(template.default_config()), "BLOCK_THREADS": 128, "GRID_BLOCKS": 58,
+           "VEC": 4, "ITEMS_PER_THREAD": 2, "FINAL": 0}
+    assert template.space(env).rejection(mix) is None
+    configs = [dict(template.default_config()), mix, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]
+    inputs = _inputs(kf)
+    want = _run(kf, _host(kf.baseline.render({}, "fp32").source),
+                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
+    runs = [(_host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        _assert_same(kf, got, want, f"{name} (one statement) at {config}")

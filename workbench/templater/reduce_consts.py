@@ -38,8 +38,18 @@ def _definitions(plan: Plan, name: str) -> list[int | None]:
                         text(decl.child_by_field_name("declarator")) != name:
                     continue
                 ok = typ in _CONST_TYPES and words & {"constexpr", "const"}
-                found.append(int_value(decl.child_by_field_name("value")) if ok else None)
+                found.append(_folded(plan, decl.child_by_field_name("value")) if ok else None)
     return found
+
+
+def _folded(plan: Plan, value: Node | None) -> int | None:
+    """The integer ``value`` folds to: literals, macros and the file's other constants over
+    + - * / << >> (``constexpr int kWarps = kThreads / kWarp;``), else None."""
+    if value is None:
+        return None
+    names = {text(n): v for n in walk(value)
+             if n.type == "identifier" and (v := constant(plan, n)) is not None}
+    return int_expr_value(value, names)
 
 
 def _file_scope(node: Node, plan: Plan) -> bool:
