@@ -79,6 +79,7 @@ from workbench.templater.ilp_exits import (
 )
 from workbench.templater.ilp_gridstride import OnceLoop, once_loop
 from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
+from workbench.templater.item_objects import member_in_registers
 from workbench.templater.item_state import (
     CONTROL,
     LOOPS,
@@ -898,10 +899,14 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
                 mentions(ptr, items) and mentions(ptr, moving):
             return True
         if n.type == "subscript_expression":
-            array = text(n.child_by_field_name("argument"))
-            local = plan.facts.defs.get(array)
-            if local is not None and not local.is_pointer and not local.is_shared:
-                continue  # a local array (registers)
+            array = n.child_by_field_name("argument")
+            while array is not None and array.type == "subscript_expression":
+                array = array.child_by_field_name("argument")  # m[r][c]: an element of m
+            local = plan.facts.defs.get(text(array))
+            if (local is not None and not local.is_pointer and not local.is_shared) or (
+                    array is not None and member_in_registers(plan.source, plan.facts.defs,
+                                                              array)):
+                continue  # a local array, or a local object's array member (registers)
             index = n.child_by_field_name("indices")
             if index is not None and mentions(index, items) and mentions(index, moving):
                 return True

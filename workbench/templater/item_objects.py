@@ -15,10 +15,12 @@ member's target is memory). Pure functions of the parse.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import Definition, line, text, walk
 
 _CLASSES = ("struct_specifier", "class_specifier")
 
@@ -50,9 +52,7 @@ def method_of(source: CudaSource, type_name: str, call: Node) -> tuple[Node, fro
     """(the method ``call`` reaches on an object of ``type_name``, that class's value and
     array data members), else why it cannot be read, with the line."""
     name = method_name(call)
-    classes = [n for n in walk(source.tree.root_node) if n.type in _CLASSES and
-               (c := n.child_by_field_name("name")) is not None and text(c) == type_name and
-               n.child_by_field_name("body") is not None]
+    classes = _classes(source, type_name)
     if len(classes) != 1:
         return f"`{type_name}` is not a struct or class defined once in the file"
     body = classes[0].child_by_field_name("body")
@@ -63,6 +63,30 @@ def method_of(source: CudaSource, type_name: str, call: Node) -> tuple[Node, fro
         return f"`{type_name}` has {len(methods)} definitions of a method `{name}` " \
             f"(line {line(classes[0])})"
     return methods[0], _value_members(body)
+
+
+def member_in_registers(source: CudaSource, defs: Mapping[str, Definition], array: Node) -> bool:
+    """``array`` is ``x.m`` with ``x`` a local object (``defs``: the kernel's locals; not a
+    pointer, not ``__shared__``) of a struct or class defined once in the file and ``m`` one of
+    its value or array data members: ``x.m[i]`` is the thread's registers, as a local
+    array's element is, not memory (a pointer member's target is memory)."""
+    if array.type != "field_expression" or text(array.child_by_field_name("operator")) != ".":
+        return False
+    obj, member = array.child_by_field_name("argument"), array.child_by_field_name("field")
+    local = defs.get(text(obj)) if obj is not None and obj.type == "identifier" else None
+    if local is None or local.is_pointer or local.is_shared or member is None:
+        return False
+    typ = local.decl.child_by_field_name("type")
+    classes = _classes(source, text(typ)) if typ is not None else []
+    body = classes[0].child_by_field_name("body") if len(classes) == 1 else None
+    return body is not None and text(member) in _value_members(body)
+
+
+def _classes(source: CudaSource, type_name: str) -> list[Node]:
+    """The definitions (with a body) of the struct or class ``type_name`` in the file."""
+    return [n for n in walk(source.tree.root_node) if n.type in _CLASSES and
+            (c := n.child_by_field_name("name")) is not None and text(c) == type_name and
+            n.child_by_field_name("body") is not None]
 
 
 def _declared_name(fn: Node) -> str:
