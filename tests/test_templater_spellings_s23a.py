@@ -28,7 +28,10 @@ early return (fir128_const's T_ITEMS and USE_SMEM; was ITEMS_PER_THREAD, UNROLL)
 series in double with a ``break`` and a branch, a ``size_t`` index under
 ``__launch_bounds__``; a clipped map iterated through a branching step helper with an
 ``unsigned`` count; a Horner rule in double over a ``static constexpr`` count of
-``__constant__`` coefficients in an unsigned grid-stride loop.
+``__constant__`` coefficients in an unsigned grid-stride loop; a product with no bounds test
+counting ``K / TILE`` whole tiles in the loop's test (was the tied TILE: the register tile
+refused the count); a per-element rational sigmoid four elements a thread through ``float4``
+reinterpretation and a branching helper.
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
     "gemm_bounds_bumped_2d": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     "gemm_flat_tiles_counted": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
     "gemm_struct_constexpr_sizet": (GRID, ["16", "16"], PRODUCT, SIZES, [], GEMM),
+    # no bounds test: every size a multiple of the tile (M, N, K % BM, BN, BK kept)
+    "gemm_whole_tiles_counted_unroll": (GRID, ["16", "16"], PRODUCT,
+                                        {"M": 48, "N": 80, "K": 32}, [], GEMM),
     "gemm_batched_macros_lds": (
         [*GRID, "bt"], ["16", "16"],
         [("C", "f32", "out", ["bt", "M", "N"]), ("A", "f32", "in", ["bt", "M", "K"]),
@@ -104,6 +110,11 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
         [("out", "f32", "out", ["n"]), ("in", "f32", "in", ["n"]), ("n", "u32", "scalar", "n")],
         {"n": 1003}, [("coef", [9])],
         {"BLOCK_THREADS", "ITEMS_PER_THREAD", "BRANCHLESS", "MIN_BLOCKS_PER_SM"}),
+    # one float4 a thread (the grid as the author wrote it: n / 4 threads); items only
+    "sigmoid_poly_float4_items": (
+        ["ceil_div(n // 4, 256)"], ["256"],
+        [("out", "f32", "out", ["n"]), ("in", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
+        {"n": 4004}, [], {"BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"}),
     "iterate_f32_helper_unsigned": (
         ["ceil_div(n, 256)"], ["256"],
         [("out", "f32", "out", ["n"]), ("x0", "f32", "in", ["n"]),
@@ -202,6 +213,27 @@ def test_an_exit_after_the_convolutions_check_is_refused_with_its_line(tmp_path:
     assert "OUT_Y: not applied: `if (y >= (unsigned)h) return;` leaves after the bounds " \
         "check `if (x >= (unsigned)w) return;`: the check is read from one statement " \
         "(line 15)" in result.notes, result.notes
+
+
+def test_a_count_of_whole_tiles_follows_the_depth_it_divides(tmp_path: Path) -> None:
+    """``t < K / TILE`` over a product that bounds nothing by K: the register tile keeps K a
+    multiple of BK, so the count is exact at every BK (before: refused, `K / TILE` counts
+    whole tiles of the written size, and the tied tile lifted). The same count in a local
+    (``tiles = K / TILE``) is not the loop's test the depth is read from: still refused."""
+    result = offline_template(_folder("gemm_whole_tiles_counted_unroll", tmp_path))
+    assert "(K) % BK == 0" in result.lifted.constraints
+    assert "for (int t = 0; t < K / BK; ++t) {" in result.lifted.source
+    grid, block, args, sizes, constants, _ = KERNELS["gemm_whole_tiles_counted_unroll"]
+    written = (HERE / "gemm_whole_tiles_counted_unroll.cu").read_text()
+    local = written.replace("  for (int t = 0; t < K / TILE; ++t) {",
+                            "  const int tiles = K / TILE;\n  for (int t = 0; t < tiles; ++t) {")
+    assert local != written
+    kept = offline_template(write_folder(tmp_path / "local", local, grid, block, args, sizes,
+                                         constants))
+    assert "BM" not in _knobs(kept)
+    assert "REGISTER_TILE: not applied: `K / TILE` counts whole tiles of the written size (it " \
+        "assumes a multiple of 16); a deeper tile would drop the remainder (line 10)" \
+        in kept.notes
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

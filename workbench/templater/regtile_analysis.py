@@ -46,6 +46,7 @@ from workbench.templater.regtile_pairing import (
     pairing,
     same_move,
 )
+from workbench.templater.regtile_shapes import unbounded_size
 from workbench.templater.regtile_split import assigns, const_value, counts_below
 from workbench.templater.regtile_vec import _Unknown, evaluate
 from workbench.templater.regtile_walk import (
@@ -332,8 +333,14 @@ def analyse(g: Gemm, loop: Node) -> None:
             # a rounded-up count, ``(K + T - 1) / T`` or ``(K + 15) / 16``, covers the rest
             constant = [sign * (int_value(x) or 0) for sign, x in terms(parts_div[0])
                         if int_value(x) is not None]
-            if len(terms(parts_div[0])) - len(constant) != 1 or \
-                    sum(constant) != g.k_size - 1:
+            # t < K / T in the loop's own test, K bounded nowhere: K % BK == 0 is kept
+            # (regtile_shapes.constrain_unguarded), so the count is exact at every BK
+            test = loop.child_by_field_name("condition")
+            whole = test is not None and test.start_byte <= n.start_byte < test.end_byte and \
+                strip(parts_div[0]).type == "identifier" and \
+                unbounded_size(g.plan, text(strip(parts_div[0])))
+            if not whole and (len(terms(parts_div[0])) - len(constant) != 1 or
+                              sum(constant) != g.k_size - 1):
                 raise Refused(f"`{text(n)}` counts whole tiles of the written size (it assumes "
                               f"a multiple of {g.k_size}); a deeper tile would drop the "
                               "remainder", n)

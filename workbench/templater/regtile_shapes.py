@@ -128,11 +128,24 @@ def _whole(plan: Plan, shape: str, tile: str, what: str, knob: str | None = None
 
 
 def _depth(test: Node | None) -> str | None:
-    """The size the loop over k runs to: the name ``k < K`` compares with."""
-    if test is None:
+    """The size the loop over k runs to: the name ``k < K`` compares with, or the one a
+    count of whole tiles divides (``t < K / TILE``)."""
+    if test is None or test.type != "binary_expression":
         return None
+    right = test.child_by_field_name("right")
+    if right is not None and right.type == "binary_expression" and \
+            text(right.child_by_field_name("operator")) == "/":
+        right = right.child_by_field_name("left")
+        return text(right) if right is not None and right.type == "identifier" else None
     names = [text(n) for n in walk(test) if n.type == "identifier"]
-    return names[-1] if test.type == "binary_expression" and len(names) == 2 else None
+    return names[-1] if len(names) == 2 else None
+
+
+def unbounded_size(plan: Plan, name: str) -> bool:
+    """Whether ``name`` is a kernel argument no comparison reads (a loop over tiles' test
+    aside): the kernel as written is right only where it is a multiple of its tile, which
+    :func:`constrain_unguarded` keeps of the lifted one."""
+    return name in plan.scalars and not _compared(plan, {name})
 
 
 def _compared(plan: Plan, args: set[str]) -> bool:
