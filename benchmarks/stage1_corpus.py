@@ -81,7 +81,8 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "dilated_corr4", "amax_f16_partials", "row_cosine", "row_cumsum",
                           "lse_partials", "gemv_q4_rows", "gemvt_f16_batched",
                           "segment_sums", "wht1024_rows", "jacobi9_torus",
-                          "softmax_lenmask", "argmin_chunks", "dwconv5_nchw"})
+                          "softmax_lenmask", "argmin_chunks", "dwconv5_nchw",
+                          "maxpool3s2_nchw"})
 PROPOSE_TIMEOUT_S = 240
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["gemm_splitk4", "gauss16_quad", "conv3x3_c16_nchw",
-           "dwconv5_nchw"]
+KERNELS = ["gemm_splitk4", "gauss16_quad", "conv3x3_c16_nchw", "dwconv5_nchw",
+           "maxpool3s2_nchw", "bessel_i0_series"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -32,12 +32,21 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # rows, mostly past them); a 64 x 2 block of two rows a thread from global
     "dwconv5_nchw": [{"BX": 16, "BY": 4, "RY": 4, "SMEM": 1},
                      {"BX": 64, "BY": 2, "RY": 2, "SMEM": 0}],
+    # 32 threads of two rows by four columns (the 11 rows and 18 columns both uneven over
+    # the patch); 64 threads of four rows by two columns
+    "maxpool3s2_nchw": [{"THREADS": 32, "ITEMS": 4, "OY": 2},
+                        {"THREADS": 64, "ITEMS": 2, "OY": 4}],
+    # two points a thread over 128 threads, tested every 4 terms from the table (two blocks
+    # at the check shape, the second partly past the 301); four a thread over 64, tested
+    # every 2 terms, dividing
+    "bessel_i0_series": [{"THREADS": 128, "ITEMS": 2, "CHECK": 4, "RECIP": 1},
+                         {"THREADS": 64, "ITEMS": 4, "CHECK": 2, "RECIP": 0}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "gemm_splitk4"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND = {"dwconv5_nchw"}
+MEMORY_BOUND = {"dwconv5_nchw", "maxpool3s2_nchw"}
 
 SET = HeldBackSet(key="unseen13", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
