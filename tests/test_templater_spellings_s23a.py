@@ -16,7 +16,8 @@ member under ``#pragma unroll`` with ``size_t`` offsets and an early ``return`` 
 the last barrier (was TILE only: the register tile refused the exit); a batch on
 ``blockIdx.z`` with leading dimensions and function-like index macros over the batch's base
 pointers; a rectangular 32 x 8 block over a k slice of 8 with a bias and tanh in the store;
-A.B^T through ``float4`` loads by a quarter of the threads (the register tile refuses the
+A.B^T of ``__restrict__`` operands over a ``while`` on a running k offset, B's tile read
+transposed; A.B^T through ``float4`` loads by a quarter of the threads (the register tile refuses the
 fill with its line: TILE only); both tiles carved out of one ``extern __shared__`` buffer
 sized at launch (was BLOCK_X and BLOCK_Y alone, wrong: now refused); a 5 x 5
 ``__constant__`` correlation with ``static constexpr`` extents (``W = 2 * R + 1``), unsigned
@@ -76,6 +77,9 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
     # no bounds test: every size a multiple of the tile (M, N, K % BM, BN, BK kept)
     "gemm_whole_tiles_counted_unroll": (GRID, ["16", "16"], PRODUCT,
                                         {"M": 48, "N": 80, "K": 32}, [], GEMM),
+    "gemm_abt_scalar_restrict_while": (GRID, ["16", "16"],
+                                       [*PRODUCT[:2], ("B", "f32", "in", ["N", "K"]), *MNK],
+                                       SIZES, [], GEMM),
     "gemm_batched_macros_lds": (
         [*GRID, "bt"], ["16", "16"],
         [("C", "f32", "out", ["bt", "M", "N"]), ("A", "f32", "in", ["bt", "M", "K"]),
