@@ -1,6 +1,7 @@
 """FAST_DIV: the fp32 divisions of a compute-bound per-element kernel's repeated work as
 ``__fdividef``, one knob apart from FAST_MATH; only divisions the parse proves fp32 (not a
-double, an integer, a comparison's value, a cast, a memory access or an unknown name), in a
+double, an integer, a comparison's value, a cast of such a value, a memory access or an
+unknown name; an int or float value cast to float is a float), in a
 loop of the kernel or in a function the kernel calls in a loop. Lift-level checks; the host
 runs of these templates are in test_templater_ilp_exits.py (the host's ``__fdividef`` is the
 division: the gate checks the GPU's within the tolerance).
@@ -46,6 +47,8 @@ REWRITTEN = {
     "file_constant": ("    acc += kHalf / (v * v + 1.0f);", "WB_DIV(kHalf, "),
     "int_over_float": ("    acc += q / (v + 3.0f);", "WB_DIV(q[wb_it], "),
     "fp32_call": ("    acc += sinf(v) / (2.0f + cosf(v));", "WB_DIV("),
+    "int_cast_to_float": ("    acc += v / (float)t;", "WB_DIV(v[wb_it], (float)t)"),
+    "cast_over_float": ("    acc += (float)q / (v + 1.0f) + v;", "WB_DIV((float)q[wb_it], "),
     "in_a_function_called_in_the_loop": ("    acc += ratio(v, acc + 1.0f);",
                                          "return WB_DIV(a, b);"),
 }
@@ -68,7 +71,7 @@ LEFT = {
     "double": "    acc += (float)(w / (double)t);",
     "integer": "    acc += (float)(q / t) * v;",
     "comparison_value": "    acc += v * (float)((v > 0.0f) / t);",
-    "cast": "    acc += (float)q / (v + 1.0f) + v;",
+    "cast_of_a_double": "    acc += (float)w / (v + 1.0f) + v;",
     "memory": "    acc += v / x[t];",
     "unknown_macro": "    acc += v / SCALE;",
     "double_literal": "    acc += v / 2.0;",

@@ -118,9 +118,8 @@ def _items_note(notes: tuple[str, ...] | list[str]) -> str:
 def test_expm4_taylor_steps_its_matrices_series_in_one_loop() -> None:
     result = offline_template(load_kernel_folder(FOLDER))
     lifted = result.lifted
-    names = tuple(p.name for p in lifted.params)
-    assert names[:2] == ("BLOCK_THREADS", "ITEMS_PER_THREAD") and \
-        names[-1] == "MIN_BLOCKS_PER_SM", result.notes
+    assert tuple(p.name for p in lifted.params) == (
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_DIV", "MIN_BLOCKS_PER_SM"), result.notes
     assert lifted.grid == ("ceil_div(nb, BLOCK_THREADS * ITEMS_PER_THREAD)",)
     assert "BLOCK_THREADS * ITEMS_PER_THREAD <= 2048" in lifted.constraints
     note = _items_note(result.notes)
@@ -130,6 +129,21 @@ def test_expm4_taylor_steps_its_matrices_series_in_one_loop() -> None:
     body = lifted.source.split("expm4_taylor(float* E", 1)[1]
     assert "Mat4 sum[ITEMS_PER_THREAD] = {};" in body
     assert "sum[wb_it].v[e] += term[wb_it].v[e];" in body
+    # the term over the int counter converted to float: the expert's RECIP, as __fdividef
+    assert "next[wb_it].at(r, c) = WB_DIV(s, (float)k[wb_it]);" in body
+    assert any(n.startswith("FAST_DIV: applied: 1 fp32 division(s)") for n in result.notes)
+
+
+@pytest.mark.parametrize(("divisor", "fast"), [("(float)k", True), ("(float)(k + 1)", True),
+                                                ("(float)(double)k", False),
+                                                ("(float)A[0]", False)],
+                         ids=["int", "int_sum", "through_double", "memory"])
+def test_a_cast_divisor_is_fp32_only_from_an_int_or_float_value(divisor: str,
+                                                                fast: bool) -> None:
+    source = load_kernel_folder(FOLDER).baseline.source.replace("s / (float)k",
+                                                                f"s / {divisor}")
+    lifted = _lift(source)
+    assert ("FAST_DIV" in {p.name for p in lifted.params}) == fast, lifted.notes
 
 
 def test_a_2d_member_array_series_interleaves_and_gets_fast_div() -> None:
@@ -150,10 +164,11 @@ def test_a_pointer_members_target_is_still_a_walk_over_memory() -> None:
     assert "FAST_DIV" not in {p.name for p in lifted.params}
 
 
-#: Mixes over the default: 32 threads of 2 matrices with a register cap (the expert's pick's
-#: block), 256 threads of 4; for the second spelling, FAST_DIV on with a partial unroll, then
+#: Mixes over the default: 32 threads of 2 matrices, FAST_DIV, a register cap (the expert's
+#: pick's block and reciprocal), 256 threads of 4; for the second spelling, FAST_DIV on with a partial unroll, then
 #: with 4 items and a register cap.
-MIXES = {"folder": [{"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 1},
+MIXES = {"folder": [{"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
+                     "MIN_BLOCKS_PER_SM": 1},
                     {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 4}],
          "member_2d": [{"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
                         "UNROLL": 2},

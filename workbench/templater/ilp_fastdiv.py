@@ -13,8 +13,9 @@ Only a division in the repeated work (in a loop of the kernel, or in a function 
 calls in a loop) that the parse proves fp32 is touched: each leaf of both operands a ``float``
 local, parameter or file constant, an element of an array declared ``float`` (in the
 function, its class for a method, or the file: ``a[q][q]`` of ``float a[3][3]``), a float
-literal (``f`` suffix), an integer literal, or an fp32 math call; no cast, no other memory
-access (through a pointer), no ``double`` anywhere; and at least one
+literal (``f`` suffix), an integer literal, an fp32 math call, or such a value cast to
+``float`` (``s / (float)k``, a series' term over its int counter); no other cast, no other
+memory access (through a pointer), no ``double`` anywhere; and at least one
 float leaf (so C's conversions make it a float division); a macro counts as the literal it
 pastes when every definition of it is the same ``f``-suffixed literal. The
 functions called in a loop include those they call in turn. A division an earlier FAST_MATH
@@ -201,6 +202,10 @@ def _kind(node: Node, types: dict[str, str]) -> str:
         callee = node.child_by_field_name("function")
         return "float" if callee is not None and callee.type == "identifier" and \
             text(callee) in _FP32_CALLS else "bad"
+    if t == "cast_expression":  # (float)k: an int or float value converted to float
+        to, of = node.child_by_field_name("type"), node.child_by_field_name("value")
+        return "float" if to is not None and of is not None and \
+            _kind_of(text(to)) == "float" and _kind(of, types) != "bad" else "bad"
     if t == "number_literal":
         raw = text(node).lower()
         if raw.startswith("0x"):
