@@ -71,6 +71,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py syrk_lower
     python3 gpu_checks/memgap_probe.py jacobi9_torus
     python3 gpu_checks/memgap_probe.py sym3_jacobi
+    python3 gpu_checks/memgap_probe.py expm4_taylor
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -363,6 +364,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_exact": {"THREADS": 64, "ITEMS": 2, "STAGE": 0, "RSQRT": 0, "MIN_BLOCKS": 1},
         "pick_one_item": {"THREADS": 64, "ITEMS": 1, "STAGE": 0, "RSQRT": 1,
                           "MIN_BLOCKS": 1}}),
+    # compute-bound (set 12): the first contact wrapped its items (1.01x; the expert 1.50x at
+    # THREADS 32, STAGE 1, RECIP 1, MIN_BLOCKS 1); now the items interleave in the series
+    # (a Mat4 object per item) and the term's division by (float)k is FAST_DIV. The lift at
+    # the expert's pick in its knobs (no staging: the lift has none), without FAST_DIV (the
+    # reciprocal's share), at 2 matrices a thread; the expert at its pick, direct loads
+    # (STAGE 0: the staging's share, the part the lift cannot reach) and dividing (RECIP 0)
+    "expm4_taylor": ("corpus_compute_unseen12", {
+        "expert_pick": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 1, "FAST_DIV": 1,
+                        "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick_div": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 1, "FAST_DIV": 0,
+                            "MIN_BLOCKS_PER_SM": 1},
+        "items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
+                   "MIN_BLOCKS_PER_SM": 1},
+    }, {"pick": {"THREADS": 32, "STAGE": 1, "RECIP": 1, "MIN_BLOCKS": 1},
+        "pick_direct": {"THREADS": 32, "STAGE": 0, "RECIP": 1, "MIN_BLOCKS": 1},
+        "pick_div": {"THREADS": 32, "STAGE": 1, "RECIP": 0, "MIN_BLOCKS": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
