@@ -53,7 +53,8 @@ def test_each_member_spelling_is_read_and_the_others_are_not() -> None:
     found = member_constants(parse_cuda(MEMBERS).tree.root_node)
     assert found == {"Tile::ROWS": 16, "Tile::COLS": 32, "Tile::PAD": 1, "Tile::DEPTH": 8,
                      "Tile::Sub::WIDE": 4, "Tile::WIDE": 4, "cfg::BW": 64, "cfg::Dim::A": 2,
-                     "cfg::In::Q": 5, "Plain::kLanes": 32, "kLanes": 32, "Twice::X": 1}
+                     "cfg::In::Q": 5, "Plain::kLanes": 32, "kLanes": 32, "Twice::X": 1,
+                     "Expr::Z": 16}  # an integer expression of literals is its value
 
 
 def test_qualified_uses_are_read_as_one_name_and_written_back_as_the_author_spelled_them() -> None:
@@ -62,8 +63,8 @@ def test_qualified_uses_are_read_as_one_name_and_written_back_as_the_author_spel
     spelled = spell_members(source, "k.cu")
     assert len(spelled.source_text.encode()) == len(source.encode())
     assert spelled.values == {"Tile__ROWS": 16, "cfg____BW": 64, "cfg__Dim__A": 2,
-                              "kLanes": 32}
-    assert "Dep<1>::R + again::Y + Expr::Z" in spelled.source_text
+                              "Expr__Z": 16, "kLanes": 32}
+    assert "Dep<1>::R + again::Y + Expr__Z" in spelled.source_text
     assert spelled.restore(spelled.source_text) == source
 
 
