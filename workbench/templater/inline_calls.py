@@ -14,19 +14,22 @@ or synchronises, itself or through what it calls), when the entry reads no threa
 index itself: the kernel's decomposition then lives in the callee. Value helpers (``sq(x)``,
 ``dist2(a, b)``), and helpers of a kernel that indexes its threads itself (a block
 reduction), stay calls, as the families already read them; a helper whose loop walks a
-coordinate, reads a window around it, or tests state it steps from it (an escape-time
-count, a Newton solve: the loop the items of :mod:`.ilp` share) is inlined, and so is one
-that exchanges values between a warp's lanes (``s = warp_sum(s);``: the warp families read
-the shuffles in the kernel's body).
+coordinate, reads a window around it, tests state it steps from it (an escape-time
+count, a Newton solve: the loop the items of :mod:`.ilp` share), or carries such state from
+trip to trip with no early exit (a recurrence, a series' sum: called by every item, changing
+only its locals, :func:`_carries_point`) is inlined, and so is one that exchanges values
+between a warp's lanes (``s = warp_sum(s);``: the warp families read the shuffles in the
+kernel's body).
 
 Legal only when (else refused with the reason and the line): the callee is defined once, at
 file scope (no overloads or specialisations), not recursive, called once by the entry;
 called as a statement (a ``void`` callee; a ``return`` in it then must end the kernel too,
 so the call must be the kernel's last statement), as one variable's initializer or as the
-value a statement assigns (``out[i] = f(..)``; its only ``return`` its last statement); each template argument named at the call, defaulted, or (a
-type) deduced from arguments of known type; pointer and reference parameters bound to plain
-identifiers; and its names neither captured by the entry's nor capturing them
-(:mod:`.inline_site` binds them).
+value a statement assigns (``out[i] = f(..)``, or an operand of casts and arithmetic in that
+value: ``y[i] = (float)f(..)``; its only ``return`` its last statement); each template
+argument named at the call, defaulted, or (a type) deduced from arguments of known type;
+pointer and reference parameters bound to plain identifiers; and its names neither captured
+by the entry's nor capturing them (:mod:`.inline_site` binds them).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.core.errors import CudaSourceError
 from workbench.templater.analysis import declared_name, mentions, text, walk
 from workbench.templater.inline_bind import (
+    CallParam,
     Refused,
     TemplateParam,
     call_params,
@@ -49,7 +53,8 @@ from workbench.templater.inline_bind import (
 from workbench.templater.inline_members import free_members
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
-from workbench.templater.item_state import item_names
+from workbench.templater.item_state import declarator_name, item_names
+from workbench.templater.purity import PURE_CALLS
 from workbench.templater.records import Finding, LiftedParameter, LiftedSource
 from workbench.templater.warp_shuffles import WARP_COLLECTIVES
 
@@ -223,10 +228,83 @@ def _walks_coordinate(fn: Node, call: Node, coordinates: frozenset[str]) -> bool
             header = [loop.child_by_field_name("condition")]
         else:
             continue
+        carried = _carries_point(loop, walked) and _every_item_calls(call, coordinates) and \
+            _changes_only_locals(fn, params)
         if any(h is not None and mentions(h, walked) for h in header) or \
-                _window_read(loop, walked) or _steps_point(loop, header, walked):
+                _window_read(loop, walked) or _steps_point(loop, header, walked) or carried:
             return True
     return False
+
+
+def _changes_only_locals(fn: Node, params: list[CallParam]) -> bool:
+    """Whether ``fn`` writes only its own scalar locals, value parameters and local arrays'
+    elements, and calls only pure math. Inlined into a loop the items share, a statement no
+    item's value decides runs once a thread: a write to memory there (a call counter) would
+    run once a thread where the thread as written ran it once an item."""
+    scalars = {p.name for p in params if not p.indirect}
+    arrays: set[str] = set()
+    for decl in walk(fn):
+        if decl.type != "declaration" or any(text(c) in ("static", "__shared__")
+                                             for c in decl.children):
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            kind = inner.type if inner is not None else ""
+            if kind == "array_declarator":
+                arrays.add(declarator_name(d))
+            elif kind != "pointer_declarator":
+                scalars.add(declarator_name(d))
+    for n in walk(fn):
+        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
+            n.child_by_field_name("argument") if n.type == "update_expression" else None
+        owned = scalars
+        while target is not None and target.type == "subscript_expression":
+            target, owned = target.child_by_field_name("argument"), arrays  # its array
+        if target is not None and (target.type != "identifier" or text(target) not in owned):
+            return False
+        if n.type == "call_expression" and callee_name(n) not in PURE_CALLS:
+            return False
+    return True
+
+
+def _every_item_calls(call: Node, coordinates: frozenset[str]) -> bool:
+    """Whether every thread reaching the kernel's last statement makes ``call``: no branch,
+    loop or ``?:`` around it tests a thread coordinate, but for the bounds check that is
+    the kernel's last statement (``if (i < n) y[i] = f(..);``, an item's ``live`` flag to
+    :mod:`.ilp`). Only there can the items share the loop inlined (under a test of the
+    item's own value, each item would run it alone in its turn, as the call did)."""
+    node = call.parent
+    while node is not None and node.type != "function_definition":
+        tested = node.child_by_field_name("condition")
+        if tested is not None and mentions(tested, coordinates) and not (
+                node.type == "if_statement" and
+                node.child_by_field_name("alternative") is None and
+                node.parent is not None and node.parent.parent is not None and
+                node.parent.parent.type == "function_definition" and
+                node.parent.named_children[-1] == node):
+            return False
+        node = node.parent
+    return True
+
+
+def _carries_point(loop: Node, walked: frozenset[str]) -> bool:
+    """Whether ``loop`` carries state computed from a thread coordinate from one trip to
+    the next, every trip: its body assigns, from the coordinate, a local declared outside it
+    (Clenshaw's ``b2 = b1; b1 = 2 * t * b1 - b2 + c[j]`` from the point ``t``, a series'
+    running sum) and leaves by no ``break``, ``return`` or ``goto``. The loop is the item's
+    work, a chain of dependent steps whatever its counter walks; the thread's items
+    interleave their chains once it is in the kernel's body (:mod:`.ilp`), where each item's
+    call runs its loop whole in its turn. A loop an item may leave early (a solve's
+    convergence test) stays a call unless its test reads the state (:func:`_steps_point`)."""
+    body = loop.child_by_field_name("body")
+    if not walked or body is None or any(
+            n.type in ("break_statement", "return_statement", "goto_statement")
+            for n in walk(body)):
+        return False
+    inside = {declarator_name(d) for n in walk(body) if n.type == "declaration"
+              for d in n.children_by_field_name("declarator")}
+    state = item_names([body], next(iter(walked)), frozenset(), walked)
+    return bool(state - walked - inside)
 
 
 def _steps_point(loop: Node, header: list[Node | None], walked: frozenset[str]) -> bool:

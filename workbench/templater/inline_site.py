@@ -182,6 +182,10 @@ def _statement(call: Node) -> tuple[Node, Node | None]:
     or an assignment only) the lone body of an ``if``, a loop or a ``case``, which the body
     then fills as a block."""
     parent = call.parent
+    top = _operand_top(call)
+    if top is not call and top.parent is not None and \
+            top.parent.type in ("init_declarator", "assignment_expression"):
+        call, parent = top, top.parent  # `y[i] = (float)f(..)`: the value around the call
     if parent is not None and parent.type == "expression_statement":
         if _in_block(parent) or _lone_body(parent):
             return parent, None
@@ -204,6 +208,26 @@ def _statement(call: Node) -> tuple[Node, Node | None]:
     raise Refused(f"its result is used in an expression (`{flat(parent or call)}`); inlined "
                   "only as a statement, one variable's initializer or the value a statement "
                   "assigns", call)
+
+
+def _operand_top(call: Node) -> Node:
+    """The largest expression around ``call`` that evaluates it every time it is evaluated
+    (casts, parentheses, arithmetic: no ``&&``, ``||``, ``?:`` or comma between) and whose
+    other operands change nothing (no assignment, increment or call): inlined, the body
+    runs first and its value stands in the call, which is an order the call allowed (the
+    operands of an arithmetic operator are unsequenced against a call). ``call`` itself
+    where it is not such an operand."""
+    top = call
+    while top.parent is not None and (
+            top.parent.type in ("parenthesized_expression", "cast_expression") or
+            (top.parent.type in ("binary_expression", "unary_expression") and
+             text(top.parent.child_by_field_name("operator")) not in ("&&", "||", "&"))):
+        top = top.parent
+    if any(n.type in ("assignment_expression", "update_expression", "call_expression",
+                      "comma_expression") and not inside(n, call)
+           for n in walk(top)):
+        return call
+    return top
 
 
 def _in_block(statement: Node) -> bool:

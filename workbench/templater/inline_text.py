@@ -96,9 +96,12 @@ def _body_text(site: Site, binding: Binding) -> str:
         value = ret.named_children[0]
         before = site.data[site.statement.start_byte:site.call.start_byte].decode()
         after = site.data[site.call.end_byte:site.statement.end_byte].decode()
-        wrap = value.type == "comma_expression"
-        edits.append((ret.start_byte, value.start_byte, before + ("(" if wrap else "")))
-        edits.append((value.end_byte, ret.end_byte, (")" if wrap else "") + after))
+        opened, closed = ("(", ")") if value.type == "comma_expression" else ("", "")
+        if site.call.parent != site.init:  # an operand (`(float)f(..)`): the call's value
+            kind = text(site.fn.child_by_field_name("type"))
+            opened, closed = f"(({words(kind, binding.subs)})(", "))"
+        edits.append((ret.start_byte, value.start_byte, before + opened))
+        edits.append((value.end_byte, ret.end_byte, closed + after))
     pieces, pos = [], start
     for a, b, t in sorted(edits):
         if a < pos:
