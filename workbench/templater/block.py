@@ -32,7 +32,7 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.block_outputs import unfollowed
 from workbench.templater.plan import Plan
-from workbench.templater.reduce_tree import tree_halving
+from workbench.templater.reduce_tree import halving_update, tree_halving
 from workbench.templater.regtile_blockdim import block_tie
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.warp_shuffles import warp_collective
@@ -444,9 +444,10 @@ def _unread_tree_start(plan: Plan, size: int, claimed: list[Node]) -> Node | Non
         steps = [update] if update is not None else [
             m for m in walk(n) if m.type == "assignment_expression"]
         halved = [text(u.child_by_field_name("left")) for u in steps
-                  if u.type == "assignment_expression" and
-                  text(u.child_by_field_name("operator")) in (">>=", "/=") and
-                  int_value(u.child_by_field_name("right")) in (1, 2)]
+                  if u.type == "assignment_expression" and (
+                      (text(u.child_by_field_name("operator")) in (">>=", "/=") and
+                       int_value(u.child_by_field_name("right")) in (1, 2)) or
+                      halving_update(u) is not None)]  # h = h / 2, h = h >> 1 too
         starts = [n.child_by_field_name("initializer")] + [
             d.decl for d in (plan.facts.defs.get(v) for v in halved) if d is not None]
         for start in (s for s in starts if s is not None and halved):

@@ -44,7 +44,7 @@ def _mentions_size(node: Node | None, size: int, names: frozenset[str]) -> bool:
     return node is not None and any(_is_size(n, size, names) for n in walk(node))
 
 
-def _halving_update(node: Node) -> str | None:
+def halving_update(node: Node) -> str | None:
     """The variable an assignment halves (``s >>= 1``, ``s /= 2``, ``s = s / 2``, ``s = s >>
     1``), else None."""
     if node.type != "assignment_expression":
@@ -86,7 +86,7 @@ def _halving_loop(fn: Node, size: int, names: frozenset[str]) -> Node | None:
         if loop.type not in loops:
             continue
         for n in walk(loop):
-            var = _halving_update(n)
+            var = halving_update(n)
             if var is not None and any(_mentions_size(s, size, names)
                                        for s in _start_of(var, loop, fn)):
                 return loop
