@@ -14,12 +14,11 @@ Spellings (one folder each; the corpus kernel of the family in brackets):
   ``__ldg(&x[i])``, an unsigned tree from blockDim.x / 2 (partial_sum): VEC was missing
   (the address of ``x[i]`` taken: the ``__ldg``'s); now as partial_sum;
 - partial sums of squares, constexpr warp and block sizes under ``#pragma unroll``, a shared
-  slot a warp (partial_sum): BLOCK_THREADS, VEC, ITEMS_PER_THREAD by the per-element
-  families (GRID_BLOCKS, FINAL missing: the reduction does not read a loop body that
-  declares a local before its accumulation, ``{ const float v = x[i]; acc += v * v; }``; the
-  last warp's ``lane < kWarps`` with ``constexpr int kWarps = kThreads / kWarp;`` was a
-  second cause, now read: file constants fold over the others, and the kernel with the
-  squares summed in one statement lifts GRID_BLOCKS and FINAL);
+  slot a warp (partial_sum): the reduction read neither the loop body's local before its
+  accumulation, ``{ const float v = x[i]; acc += v * v; }``, nor the last warp's ``lane <
+  kWarps`` with ``constexpr int kWarps = kThreads / kWarp;`` (BLOCK_THREADS, VEC,
+  ITEMS_PER_THREAD by the per-element families, with n % VEC == 0); both read now:
+  BLOCK_THREADS, GRID_BLOCKS, VEC, ITEMS_PER_THREAD, FINAL as partial_sum;
 - a 5-point heat step, edges clamped through ``max``/``min``, an ``AT`` macro (stencil5):
   BLOCK_X, BLOCK_Y, ITEMS_X, ITEMS_Y (the rows family's OUT_Y, OUT_X missing: it reads no
   neighbour row through a clamped index, and says nothing);
@@ -85,10 +84,10 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                       "FINAL", "MIN_BLOCKS_PER_SM"),
                                      [{"BLOCK_THREADS": 64, "GRID_BLOCKS": 132, "VEC": 4,
                                        "ITEMS_PER_THREAD": 2, "FINAL": 1}]),
-    "s23b_sumsq_warp_slots_constexpr": (("BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD",
-                                         "MIN_BLOCKS_PER_SM"),
-                                        [{"BLOCK_THREADS": 128, "VEC": 2,
-                                          "ITEMS_PER_THREAD": 4}]),
+    "s23b_sumsq_warp_slots_constexpr": (("BLOCK_THREADS", "GRID_BLOCKS", "VEC",
+                                         "ITEMS_PER_THREAD", "FINAL", "MIN_BLOCKS_PER_SM"),
+                                        [{"BLOCK_THREADS": 128, "GRID_BLOCKS": 58, "VEC": 2,
+                                          "ITEMS_PER_THREAD": 4, "FINAL": 0}]),
     "s23b_heat2d_clamp_macro": (("BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y",
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_X": 16, "BLOCK_Y": 4, "ITEMS_X": 2, "ITEMS_Y": 4}]),
@@ -244,8 +243,8 @@ def test_a_warp_count_folded_from_other_constants_reads_the_stage(
     """``constexpr int kWarps = kThreads / kWarp;`` is 16 (file constants fold over the
     others): with the squares summed in one statement the last warp's ``lane < kWarps``
     stage is read and written anew (GRID_BLOCKS, FINAL), every checked config on the host
-    against the kernel as written. (As written, the loop body's local ``v`` still keeps the
-    reduction out: see the module doc.)"""
+    against the kernel as written (the folder's own spelling, with its body's local, is
+    checked by the tests above)."""
     name = "s23b_sumsq_warp_slots_constexpr"
     folder = shutil.copytree(HERE / name, tmp_path / name)
     cu = folder / f"{name}.cu"
@@ -271,3 +270,17 @@ def test_a_warp_count_folded_from_other_constants_reads_the_stage(
     for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
                            strict=True):
         _assert_same(kf, got, want, f"{name} (one statement) at {config}")
+
+
+def test_a_loop_body_local_that_is_not_const_keeps_the_reduction_out(tmp_path: Path) -> None:
+    """Only ``const`` locals are written before each copy of the accumulation (a local the
+    body may write is state the copies would share): ``float v`` leaves the reduction
+    refused with its loop, the per-element families lifting as before."""
+    name = "s23b_sumsq_warp_slots_constexpr"
+    folder = shutil.copytree(HERE / name, tmp_path / name)
+    cu = folder / f"{name}.cu"
+    assert cu.read_text().count("const float v = x[i];") == 1
+    cu.write_text(cu.read_text().replace("const float v = x[i];", "float v = x[i];"))
+    lifted = offline_template(load_kernel_folder(folder)).lifted
+    assert "GRID_BLOCKS" not in {p.name for p in lifted.params}
+    assert any(n.startswith("REDUCTION: not applied") for n in lifted.notes), lifted.notes

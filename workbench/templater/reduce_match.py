@@ -241,7 +241,7 @@ def recognise(plan: Plan) -> Reduction:
         return _with_kept_tail(plan, head, tail, exc)
     return Reduction(head.acc, head.acc_type, head.var, head.var_type, head.loop, head.decl,
                      head.bound, head.update, head.value, head.op, buf, store, tree, final, out,
-                     atomic, head.walk_base)
+                     atomic, head.walk_base, prelude=head.prelude)
 
 
 def _with_kept_tail(plan: Plan, head: Head, tail: list[Node], refusal: Illegal) -> Reduction:
@@ -254,7 +254,8 @@ def _with_kept_tail(plan: Plan, head: Head, tail: list[Node], refusal: Illegal) 
     out, atomic = kept
     return Reduction(head.acc, head.acc_type, head.var, head.var_type, head.loop, head.decl,
                      head.bound, head.update, head.value, head.op, "", tail[1], tail[-1],
-                     tail[-1], out, atomic, head.walk_base, kept_tail=True)
+                     tail[-1], out, atomic, head.walk_base, kept_tail=True,
+                     prelude=head.prelude)
 
 
 def _head(plan: Plan, stmts: list[Node], loop_at: int, size: int | None) -> Head:
@@ -289,6 +290,8 @@ def _head(plan: Plan, stmts: list[Node], loop_at: int, size: int | None) -> Head
     acc_expr = update.child_by_field_name("left")
     acc = text(acc_expr)
     found = _accumulation(update, acc)
+    prelude = body_locals(loop.child_by_field_name("body"))[0] \
+        if chunks is None and decl is None and walk_base is None else ()
     d = plan.facts.defs.get(acc)
     if found is None or d is None or d.is_shared or d.is_pointer or d.value is None:
         raise Illegal(f"`{text(update)[:60]}` is not a sum, max or min into a local "
@@ -297,16 +300,18 @@ def _head(plan: Plan, stmts: list[Node], loop_at: int, size: int | None) -> Head
     acc_type = " ".join(text(d.decl.child_by_field_name("type")).split())
     if acc_type not in ARITHMETIC:
         raise Illegal(f"the accumulator `{acc}` is a {acc_type}", d.decl)
-    for n in walk(value):
-        if n.type in ("assignment_expression", "update_expression"):
-            raise Illegal(f"`{text(value)[:60]}` has side effects", n)
-        if n.type == "identifier" and text(n) == acc:
-            raise Illegal(f"`{text(value)[:60]}` reads the accumulator", n)
-    if any(c.startswith(_UNSAFE_CALLS) for c in calls(value)):
-        raise Illegal(f"`{text(value)[:60]}` calls a warp or atomic function", value)
+    for term in (value, *prelude):
+        for n in walk(term):
+            if n.type in ("assignment_expression", "update_expression"):
+                raise Illegal(f"`{text(term)[:60]}` has side effects", n)
+            if n.type == "identifier" and text(n) == acc:
+                raise Illegal(f"`{text(term)[:60]}` reads the accumulator", n)
+        if any(c.startswith(_UNSAFE_CALLS) for c in calls(term)):
+            raise Illegal(f"`{text(term)[:60]}` calls a warp or atomic function", term)
     if any(text(n) in (acc, var) for n in walk(bound) if n.type == "identifier"):
         raise Illegal(f"the bound `{text(bound)}` changes in the loop", bound)
-    return Head(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, walk_base)
+    return Head(acc, acc_type, var, var_type, loop, decl, bound, update, value, op, walk_base,
+                prelude)
 
 
 def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]:
@@ -321,10 +326,31 @@ def _for_loop(plan: Plan, loop: Node) -> tuple[str, str, Node, Node, Node, Node]
     if start is None or step is None or parts is None or parts[1] != "<" or \
             text(strip(parts[0])) != var:
         raise Illegal("the loop is not `for (T i = start; i < n; i += stride)`", loop)
-    update = _expression(loop.child_by_field_name("body"))
+    _locals, last = body_locals(loop.child_by_field_name("body"))
+    update = _expression(last)
     if update is None:
-        raise Illegal("the loop body is not one accumulation", loop)
+        raise Illegal("the loop body is not one accumulation (after const locals)", loop)
     return var, typ, start, parts[2], step, update
+
+
+def body_locals(body: Node | None) -> tuple[tuple[Node, ...], Node | None]:
+    """(the ``const`` locals a loop body declares before its last statement, that
+    statement): ``{ const float v = x[i]; s += v * v; }``; ((), body) for any other body."""
+    inner = [c for c in body.named_children if c.type != "comment"] \
+        if body is not None and body.type == "compound_statement" else []
+    decls = inner[:-1]
+    if not decls or not all(_const_local(d) for d in decls):
+        return (), body
+    return tuple(decls), inner[-1]
+
+
+def _const_local(decl: Node) -> bool:
+    """``const T name = value;``: one name, with a value, never written."""
+    declarators = decl.children_by_field_name("declarator") \
+        if decl.type == "declaration" else []
+    return any(text(c) == "const" for c in decl.children if c.type == "type_qualifier") and \
+        len(declarators) == 1 and declarators[0].type == "init_declarator" and \
+        declared_name(decl)[0] != ""
 
 
 def _condition(loop: Node) -> Node | None:

@@ -64,6 +64,7 @@ class Reduction:
     # the author's own block stage, kept as written (:mod:`.reduce_tail`): ``buf`` is empty,
     # ``store`` its first statement, ``tree`` and ``final`` its last; no FINAL, no block size
     kept_tail: bool = False
+    prelude: tuple[Node, ...] = ()  # as Head's
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,9 @@ class Head:
     value: Node
     op: Op
     walk_base: str | None = None
+    # the const locals the loop body declares before its accumulation (``{ const float v =
+    # x[i]; s += v * v; }``), written before it in every copy of the accumulation
+    prelude: tuple[Node, ...] = ()
 
 
 def identity(op: Op, typ: str) -> str | None:

@@ -117,7 +117,7 @@ def _vector_arrays(plan: Plan, red: Reduction) -> tuple[list[tuple[Node, str]], 
                for n in walk(plan.body) if n.type == "assignment_expression" and
                (left := n.child_by_field_name("left")) is not None and
                left.type == "subscript_expression"}
-    for n in walk(red.value):
+    for n in (m for term in (red.value, *red.prelude) for m in walk(term)):
         if n.type != "identifier" or text(n) != red.var:
             continue
         if red.walk_base is not None:
@@ -229,6 +229,8 @@ def _loop_text(plan: Plan, red: Reduction, arrays: list[str], *, vector: bool,
     it, t, s = red.var_type, red.acc_type, red.acc
     bound = rw.text(red.bound)
     update = rw.text(red.update) + ";"
+    if red.prelude:  # the body's const locals before each copy of the accumulation
+        update = "{ " + " ".join(rw.text(d) for d in red.prelude) + f" {update} }}"
     ident = identity(red.op, t) if red.op.kind == "sum" else s  # max/min: idempotent
     head = (f"{{  // the grid-stride loop: {'VEC-wide loads, ' if vector else ''}"
             f"ITEMS_PER_THREAD independent accumulators\n"
