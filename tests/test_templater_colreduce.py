@@ -238,7 +238,8 @@ extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
   for (int r = blockIdx.y; r < rows; r += gridDim.y) s += m[r * cols + col];
   out[blockIdx.y * cols + col] = s;
 }
-""", "returns early other than for a column outside the matrix", 5),
+""", "the column is not checked against the matrix width", 7),  # the two exits read as one
+    # check, (col >= cols) || (blockIdx.y >= 40) (inline_exits), which is not `col >= W`
     "another_condition_on_the_walk": (r"""
 extern "C" __global__ void k(float* out, const float* m, int rows, int cols) {
   const int col = blockIdx.x * 64 + threadIdx.x;
