@@ -50,7 +50,7 @@ from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen12.ROOT / "cheb128_f64"
 DIGAMMA = held_back_unseen9.ROOT / "digamma_f64"
-KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM")
+KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "TABLE", "MIN_BLOCKS_PER_SM")
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
@@ -141,11 +141,19 @@ def test_cheb128_f64_steps_its_points_recurrences_in_one_loop() -> None:
     assert body.count("for (int j = NCOEF - 1; j > 0; --j) {") == 1
     loop = body.split("for (int j = NCOEF - 1; j > 0; --j) {", 1)[1].split("\n  }\n", 1)[0]
     assert "for (int wb_it = 0; wb_it < ITEMS_PER_THREAD; ++wb_it)" in loop
-    assert "b0[wb_it] = 2.0 * t[wb_it] * b1[wb_it] - b2[wb_it] + (double)c[j];" in loop
+    assert "b0[wb_it] = 2.0 * t[wb_it] * b1[wb_it] - b2[wb_it] + " \
+        "WB_TABLE(wb_tab0_0[j], (double)c[j]);" in loop
     assert "#pragma unroll (wb_unroll)" in body
     # the helper's value as its return type, then the kernel's cast
     assert "y[i[wb_it]] = (float)((double)(t[wb_it] * b1[wb_it] - b2[wb_it] + " \
         "(double)c[0]));" in body
+    # TABLE: the coefficients the loop reads (1 to 127, counting down) as doubles in shared
+    # memory, filled once a block before any item leaves
+    assert "__shared__ double wb_tab0_0[128];" in body
+    assert "for (int j = 1 + threadIdx.x; j < 128; j += blockDim.x) {\n" \
+        "    wb_tab0_0[j] = (double)c[j];" in body
+    assert _note(result.notes, "TABLE") == "TABLE: applied: 1 per-entry term(s) " \
+        "((double)c[j]) of 128 entries computed once per block (line 14)"
 
 
 def test_a_horner_sum_inside_arithmetic_interleaves_and_keeps_the_float_return() -> None:
@@ -200,6 +208,26 @@ def test_a_helper_writing_memory_or_called_under_an_items_test_stays_a_call(
     assert "clenshaw(c, t" in lifted.source.split("cheb128_f64(float* y", 1)[1]
 
 
+@pytest.mark.parametrize(("header", "fill"), [
+    ("for (int j = NCOEF - 1; j >= 2; j--)", "for (int j = 2 + threadIdx.x; j < 128; "),
+    ("for (int j = 40; j > 0; j -= 1)", "for (int j = 1 + threadIdx.x; j < 41; "),
+], ids=["inclusive_end", "literal_start"])
+def test_a_table_read_counting_down_is_staged_from_its_last_entry(header: str,
+                                                                  fill: str) -> None:
+    source = CALLED.replace("for (int j = NCOEF - 1; j > 0; --j)", header) % \
+        "(float)clenshaw(c, t)"
+    lifted = _lift(source)
+    assert "TABLE" in {p.name for p in lifted.params}, lifted.notes
+    assert fill in lifted.source, lifted.source
+
+
+def test_a_table_counting_down_from_a_run_time_value_is_not_staged() -> None:
+    source = CALLED.replace("int n) {\n  const int i", "int n, int m) {\n  const int i") \
+        .replace("for (int j = NCOEF - 1; j > 0; --j)", "for (int j = m; j > 0; --j)")
+    lifted = _lift(source % "(float)clenshaw(c, t)")
+    assert "TABLE" not in {p.name for p in lifted.params}, lifted.notes
+
+
 def test_digamma_f64_steps_its_recurrence_in_one_loop() -> None:
     result = offline_template(load_kernel_folder(DIGAMMA))
     assert tuple(p.name for p in result.lifted.params) == (
@@ -213,10 +241,10 @@ def test_digamma_f64_steps_its_recurrence_in_one_loop() -> None:
 
 
 #: Mixes over the default: the expert's pick spelled in the lift's knobs (128 threads of 8
-#: points, unrolled by 8), 96 threads of 2 unrolled by 4 with a register cap; the second
+#: points, unrolled by 8, the coefficients in shared memory), 96 threads of 2 unrolled by 4 with a register cap; the second
 #: spelling's table on; digamma's 96 threads of 4 with a cap.
-MIXES = {"folder": [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8},
-                    {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "UNROLL": 4,
+MIXES = {"folder": [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "TABLE": 1},
+                    {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "TABLE": 1,
                      "MIN_BLOCKS_PER_SM": 4}],
          "horner": [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "UNROLL": 2, "TABLE": 1},
                     {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "TABLE": 1}],

@@ -12,7 +12,8 @@ before any early return, so every thread reaches the barrier.
 Legal only where (each refusal names the line): the loop counts ``s`` from 0 up by one to a
 length that is a compile-time constant or a scalar parameter never assigned (then bounded by
 the extent of a ``__constant__`` table the terms read, else refused: the table would be
-unbounded); the counter is not assigned in the body; the body writes no memory and calls no
+unbounded), or down by one between compile-time constants (Clenshaw's ``for (j = N - 1; j >
+0; --j)``: the table holds entries 0 to N - 1, the fill writes those the loop reads); the counter is not assigned in the body; the body writes no memory and calls no
 barrier or atomic (no state other threads see changes while the table is in use); every
 table the terms read is read-only (``__constant__``, or a pointer the kernel never writes
 through nor passes on, and ``const`` where the kernel writes other memory: they might
@@ -22,7 +23,7 @@ of static shared memory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -72,6 +73,8 @@ class TableLoop:
     terms: tuple[Node, ...]
     types: tuple[str, ...]  # per term: float or double
     locals: tuple[Node, ...]  # the entry locals the terms read, in the body's order
+    low: int = 0  # the first entry the loop reads (a loop counting down: its last)
+    extent: int | None = None  # a loop counting down: its first entry + 1 (else length's)
 
 
 def apply_table(plan: Plan) -> bool:
@@ -81,10 +84,13 @@ def apply_table(plan: Plan) -> bool:
     found: list[TableLoop] = []
     for loop in walk(plan.body):
         header = _header(loop) if loop.type == "for_statement" else None
-        if header is None:
+        down = _down_header(loop, file_ints(plan)) if loop.type == "for_statement" and \
+            header is None else None
+        if header is None and down is None:
             continue
         try:
-            table = _table_loop(plan, loop, *header)
+            table = _table_loop(plan, loop, *header) if header is not None else \
+                _down_loop(plan, loop, *down) if down is not None else None
         except Illegal as exc:
             plan.note(NAME, False, f"per-entry terms in a per-block table: {exc.reason}",
                       exc.node or loop)
@@ -129,6 +135,37 @@ def _header(loop: Node) -> tuple[str, str, Node] | None:
                                              f"{counter}+=1"):
         return None
     return counter, text(init.child_by_field_name("type")), parts[2]
+
+
+def _down_header(loop: Node, ints: dict[str, int]) -> tuple[str, str, Node, int, int] | None:
+    """(counter, its type, first value, its value, the last entry) of ``for (T s = F; s > L;
+    --s | s-- | s -= 1)`` (or ``s >= L``) with F and L compile-time integers, 0 <= L <= F."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    update = loop.child_by_field_name("update")
+    if init is None or cond is None or update is None or init.type != "declaration":
+        return None
+    counter, _d, start = declared_name(init)
+    parts = binary(cond)
+    if not counter or start is None or parts is None or parts[1] not in (">", ">=") or \
+            text(strip(parts[0])) != counter or text(update).replace(" ", "") not in (
+                f"--{counter}", f"{counter}--", f"{counter}-=1"):
+        return None
+    first, end = const_int(start, ints), const_int(parts[2], ints)
+    if first is None or end is None:
+        return None
+    low = end + 1 if parts[1] == ">" else end
+    if not 0 <= low <= first:
+        return None
+    return counter, text(init.child_by_field_name("type")), start, first, low
+
+
+def _down_loop(plan: Plan, loop: Node, counter: str, kind: str, start: Node, first: int,
+               low: int) -> TableLoop | None:
+    """A loop counting down over the constant entries ``low`` to ``first``: the table holds
+    entries 0 to ``first`` and the fill writes those the loop reads."""
+    found = _table_loop(plan, loop, counter, kind, start)
+    return replace(found, low=low, extent=first + 1, capacity=first + 1) \
+        if found is not None else None
 
 
 def _table_loop(plan: Plan, loop: Node, counter: str, kind: str, length: Node
@@ -239,6 +276,8 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
         extent = text(t.length) if compile_time else str(t.capacity)
         bound = f"{t.counter} < {text(t.length)}" if compile_time else \
             f"{t.counter} < {text(t.length)} && {t.counter} < {t.capacity}"
+        if t.extent is not None:  # counting down: entries t.low to t.extent - 1
+            extent, bound = str(t.extent), f"{t.counter} < {t.extent}"
         # one slot per distinct term (`sig[g]` read twice is one slot)
         first = {text(term): j for j, term in reversed(list(enumerate(t.terms)))}
         slots = [f"wb_tab{k}_{first[text(term)]}" for term in t.terms]
@@ -247,7 +286,8 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
                                       if each == kind))
             parts.append(f"  __shared__ {kind} {', '.join(f'{s}[{extent}]' for s in mine)};"
                          f"  // the loop `{_loop_head(t.loop)}`\n")
-        parts.append(f"  for ({t.counter_type} {t.counter} = {tid}; {bound}; "
+        begin = f"{t.low} + {tid}" if t.low else tid
+        parts.append(f"  for ({t.counter_type} {t.counter} = {begin}; {bound}; "
                      f"{t.counter} += {nthreads}) {{\n")
         parts += [f"    {text(d)}\n" for d in t.locals]
         parts += [f"    {s}[{t.counter}] = {text(term)};\n" for s, term in
