@@ -72,6 +72,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py jacobi9_torus
     python3 gpu_checks/memgap_probe.py sym3_jacobi
     python3 gpu_checks/memgap_probe.py expm4_taylor
+    python3 gpu_checks/memgap_probe.py cheb128_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -380,6 +381,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 32, "STAGE": 1, "RECIP": 1, "MIN_BLOCKS": 1},
         "pick_direct": {"THREADS": 32, "STAGE": 0, "RECIP": 1, "MIN_BLOCKS": 1},
         "pick_div": {"THREADS": 32, "STAGE": 1, "RECIP": 0, "MIN_BLOCKS": 1}}),
+    # compute-bound (set 12): the first contact ran each item's Clenshaw loop whole in its
+    # turn (the helper stayed a call: 1.01x; the expert 1.61x at THREADS 128, ITEMS 8, SMEM 1,
+    # UNROLL 8); now the helper is inlined, the items share the loop (UNROLL) and TABLE
+    # stages the coefficients as doubles. The lift at the expert's pick in its knobs, with
+    # the coefficients from global memory (TABLE 0), at 4 points a thread; the expert at its
+    # pick and from global memory (SMEM 0)
+    "cheb128_f64": ("corpus_compute_unseen12", {
+        "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "TABLE": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_global": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8,
+                               "TABLE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "items4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "TABLE": 1,
+                   "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "ITEMS": 8, "SMEM": 1, "UNROLL": 8},
+        "pick_global": {"THREADS": 128, "ITEMS": 8, "SMEM": 0, "UNROLL": 8}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
