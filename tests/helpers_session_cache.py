@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -59,9 +60,9 @@ def _locked(lock: Path) -> Iterator[None]:
 
 
 def shared_output(kind: str, key: Sequence[str], make: Callable[[Path], object]) -> Path:
-    """The file ``make(path)`` writes at ``path`` for ``key``, made once a run: the first
-    asker makes it (under a lock, then renamed into place whole), the others get the same
-    path. ``kind`` names what it is (``gxx-exe``, ``ptxas-log``) for anyone reading the
+    """The file (or folder) ``make(path)`` writes at ``path`` for ``key``, made once a run:
+    the first asker makes it (under a lock, then renamed into place whole), the others get
+    the same path. ``kind`` names what it is (``gxx-exe``, ``ptxas-log``) for anyone reading the
     folder. Whatever ``make`` raises reaches the caller and nothing is kept."""
     root = compiles_root()
     digest = hashlib.sha256("\0".join([kind, *key]).encode()).hexdigest()[:40]
@@ -75,5 +76,7 @@ def shared_output(kind: str, key: Sequence[str], make: Callable[[Path], object])
                 make(partial)
                 os.replace(partial, final)
             finally:
+                if partial.is_dir():
+                    shutil.rmtree(partial)
                 partial.unlink(missing_ok=True)
     return final

@@ -3,7 +3,6 @@ host simulation that runs a rendered kernel with g++."""
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import os
 import re
@@ -240,10 +239,6 @@ HOST_GXX_FLAGS = ("-O1", "-w")
 #: against ld.bfd's 0.12 s; the same objects and libraries, so the same program).
 HOST_LINK_FLAGS = ("-fuse-ld=gold",) if shutil.which("ld.gold") else ()
 
-#: (opening ``#include`` lines, extra flags) -> that header, precompiled, once per process.
-_PRECOMPILED: dict[tuple[str, tuple[str, ...]], Path] = {}
-
-
 def _opening_includes(program: str) -> str:
     """The ``#include <...>`` lines ``program`` opens with (blank lines before them skipped)."""
     lines = program.lstrip("\n").splitlines()
@@ -251,26 +246,35 @@ def _opening_includes(program: str) -> str:
     return "\n".join(opening)
 
 
-def _precompiled_header(program: str, flags: tuple[str, ...]) -> tuple[str, ...]:
-    """``-include HEADER`` for a precompiled header of exactly the ``#include`` lines
-    ``program`` opens with, built with the same flags; () when it opens with none or ``flags``
-    already include a header. The program's own includes of the same headers, in the same
-    order, then read nothing new (include guards), so it compiles to what it did without;
-    g++ falls back to the header's text where the .gch does not fit (time, never meaning).
-    Half of a host program's compile was parsing these standard headers again."""
-    includes = _opening_includes(program)
-    if not includes or "-include" in flags:
-        return ()
-    key = (includes, flags)
-    if key not in _PRECOMPILED:
-        folder = Path(tempfile.mkdtemp(prefix="wb-host-pch-"))
-        atexit.register(shutil.rmtree, folder, True)
+def precompiled_header(includes: str, flags: tuple[str, ...] = ()) -> str:
+    """The path of a header holding ``includes`` (``#include`` lines) with its .gch beside
+    it, built with :data:`HOST_GXX_FLAGS` and ``flags`` once a test run and shared by the
+    xdist workers (tests/helpers_session_cache.py; g++ takes a .gch built elsewhere and
+    renamed into place). ``-include`` it with the same flags; g++ falls back to the header's
+    text where the .gch does not fit (time, never meaning). A build is about 1.7 s of g++
+    CPU: once a run instead of once a worker."""
+    def build(folder: Path) -> None:
+        folder.mkdir()
         header = write_file(folder, folder / "wb_host_headers.h", includes + "\n")
         subprocess.run(["g++", *HOST_GXX_FLAGS, *flags, "-x", "c++-header", "-o",
                         f"{header}.gch", str(header)], check=True, capture_output=True,
                        timeout=120)
-        _PRECOMPILED[key] = header
-    return ("-include", str(_PRECOMPILED[key]))
+
+    folder = shared_output("gxx-pch", [*HOST_GXX_FLAGS, *flags, includes], build)
+    return str(folder / "wb_host_headers.h")
+
+
+def _precompiled_header(program: str, flags: tuple[str, ...]) -> tuple[str, ...]:
+    """``-include HEADER`` for a precompiled header of exactly the ``#include`` lines
+    ``program`` opens with, built with the same flags (:func:`precompiled_header`); () when
+    it opens with none or ``flags`` already include a header. The program's own includes of
+    the same headers, in the same order, then read nothing new (include guards), so it
+    compiles to what it did without. Half of a host program's compile was parsing these
+    standard headers again."""
+    includes = _opening_includes(program)
+    if not includes or "-include" in flags:
+        return ()
+    return ("-include", precompiled_header(includes, flags))
 
 
 def _cooperative_runtime() -> Path:

@@ -29,7 +29,13 @@ import numpy as np
 import pytest
 from helpers_nvcc import NVCC, needs_nvcc
 from helpers_session_cache import shared_output
-from helpers_templater import COOPERATIVE_BLOCK, end_configs, run_merged_on_host, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    end_configs,
+    precompiled_header,
+    run_merged_on_host,
+    run_on_host,
+)
 
 from workbench.core.identifiers import identifier_problem
 from workbench.core.inputs import complete_inputs, default_inputs
@@ -119,31 +125,19 @@ C_TYPES = {"f32": ("float", np.float32), "f64": ("double", np.float64),
 #: about two thirds of each host compile on them).
 HOST_HEADERS = ("ucontext.h", "algorithm", "cmath", "cstdio", "cstring", "functional",
                 "vector", "cstdint", "cstdlib")
-HOST_FLAGS = ("-O1", "-w")  # run_on_host's: a precompiled header is used only under the same
-
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
-#: The precompiled HOST_HEADERS' flags, built once a process (:func:`host_flags`).
-_HOST_FLAGS: list[tuple[str, ...]] = []
-
-
 @pytest.fixture(scope="session")
-def host_flags(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, ...]:
-    """g++ flags that include the precompiled HOST_HEADERS (g++ falls back to the header's
-    text where the .gch does not fit, so a stale one costs time, never correctness). Each
-    module that imports this fixture holds a session fixture of its own (pytest keys one by
-    the module it is found in), so the header is built once a process and every copy hands
-    out the same flags (a build is about 1.7 s of g++ CPU and 33 MB written; 15 modules
-    import it)."""
-    if not _HOST_FLAGS:
-        work = tmp_path_factory.mktemp("host_headers")
-        header = write_file(work, work / "wb_host.h",
-                            "".join(f"#include <{h}>\n" for h in HOST_HEADERS))
-        subprocess.run(["g++", *HOST_FLAGS, "-x", "c++-header", "-o", f"{header}.gch",
-                        str(header)], check=True, capture_output=True, timeout=120)
-        _HOST_FLAGS.append(("-include", str(header)))
-    return _HOST_FLAGS[0]
+def host_flags() -> tuple[str, ...]:
+    """g++ flags that include the precompiled HOST_HEADERS, built with run_on_host's flags
+    once a test run and shared by the xdist workers (helpers_templater.precompiled_header;
+    g++ falls back to the header's text where the .gch does not fit, so a stale one costs
+    time, never correctness). A build is about 1.7 s of g++ CPU and 33 MB written; 15
+    modules import this fixture (each then holds a session fixture of its own: pytest keys
+    one by the module it is found in), all handed the same header."""
+    return ("-include",
+            precompiled_header("\n".join(f"#include <{h}>" for h in HOST_HEADERS)))
 
 
 def _folder(name: str, expert: bool = False) -> KernelFolder:
