@@ -49,7 +49,7 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen11.ROOT / "sym3_jacobi"
-KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_MATH", "FAST_DIV",
+KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_MATH", "FAST_DIV", "STAGE",
          "MIN_BLOCKS_PER_SM")
 #: The expert's H100 pick (THREADS 64, ITEMS 2, RSQRT 1, MIN_BLOCKS 1) in the lift's knobs;
 #: 96 threads of 4 matrices with every sweep unrolled twice, exact math (the 301 matrices

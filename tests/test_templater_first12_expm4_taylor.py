@@ -119,7 +119,8 @@ def test_expm4_taylor_steps_its_matrices_series_in_one_loop() -> None:
     result = offline_template(load_kernel_folder(FOLDER))
     lifted = result.lifted
     assert tuple(p.name for p in lifted.params) == (
-        "BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_DIV", "MIN_BLOCKS_PER_SM"), result.notes
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_DIV", "STAGE", "MIN_BLOCKS_PER_SM"), \
+        result.notes
     assert lifted.grid == ("ceil_div(nb, BLOCK_THREADS * ITEMS_PER_THREAD)",)
     assert "BLOCK_THREADS * ITEMS_PER_THREAD <= 2048" in lifted.constraints
     note = _items_note(result.notes)
@@ -149,7 +150,7 @@ def test_a_cast_divisor_is_fp32_only_from_an_int_or_float_value(divisor: str,
 def test_a_2d_member_array_series_interleaves_and_gets_fast_div() -> None:
     lifted = _lift(MEMBER_2D)
     assert tuple(p.name for p in lifted.params) == (
-        "BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_DIV", "MIN_BLOCKS_PER_SM"), \
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_DIV", "STAGE", "MIN_BLOCKS_PER_SM"), \
         lifted.notes
     note = _items_note(lifted.notes)
     assert ": applied: " in note and "interleave the items" in note, note

@@ -49,6 +49,7 @@ from workbench.templater.named import lift_named
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
+from workbench.templater.record_stage import apply_record_stage
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
@@ -118,6 +119,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
             apply_staged_walk(plan)  # rows of threads split a staged tile's walk
+            apply_record_stage(plan)  # per-thread records through shared memory
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
