@@ -361,6 +361,11 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                            "FAST_MATH": 1, "FAST_DIV": 0, "MIN_BLOCKS_PER_SM": 1},
         "items4_div": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 0,
                        "FAST_MATH": 1, "FAST_DIV": 1, "MIN_BLOCKS_PER_SM": 1},
+        # STAGE (record_stage.py): the upper triangles loaded through shared memory (rows
+        # of 7), at the expert's pick otherwise (whose own STAGE is 0)
+        "expert_pick_staged": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 0,
+                               "FAST_MATH": 1, "FAST_DIV": 0, "STAGE": 1,
+                               "MIN_BLOCKS_PER_SM": 1},
     }, {"pick": {"THREADS": 64, "ITEMS": 2, "STAGE": 0, "RSQRT": 1, "MIN_BLOCKS": 1},
         "pick_exact": {"THREADS": 64, "ITEMS": 2, "STAGE": 0, "RSQRT": 0, "MIN_BLOCKS": 1},
         "pick_one_item": {"THREADS": 64, "ITEMS": 1, "STAGE": 0, "RSQRT": 1,
@@ -378,6 +383,15 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                             "MIN_BLOCKS_PER_SM": 1},
         "items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
                    "MIN_BLOCKS_PER_SM": 1},
+        # STAGE (record_stage.py): the matrices loaded through shared memory, rows of 17
+        # (the stores stay direct: the expert stages both); at 2 matrices a thread; at the
+        # kernel's 128 threads
+        "staged": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 1, "FAST_DIV": 1, "STAGE": 1,
+                   "MIN_BLOCKS_PER_SM": 1},
+        "staged_items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
+                          "STAGE": 1, "MIN_BLOCKS_PER_SM": 1},
+        "staged_128": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "FAST_DIV": 1,
+                       "STAGE": 1, "MIN_BLOCKS_PER_SM": 1},
     }, {"pick": {"THREADS": 32, "STAGE": 1, "RECIP": 1, "MIN_BLOCKS": 1},
         "pick_direct": {"THREADS": 32, "STAGE": 0, "RECIP": 1, "MIN_BLOCKS": 1},
         "pick_div": {"THREADS": 32, "STAGE": 1, "RECIP": 0, "MIN_BLOCKS": 1}}),
