@@ -35,7 +35,7 @@ import held_back_unseen9
 import held_back_unseen12
 import numpy as np
 import pytest
-from held_back_harness import respelled
+from held_back_harness import prepended, respelled
 from helpers_templater import end_configs, host_sample
 from test_corpus_unseen3 import (
     _inputs,
@@ -73,6 +73,21 @@ extern "C" __global__ void cheb128_f64(float* y, const float* x, const float* c,
     const float u = fminf(fmaxf(0.4f * x[idx] - 0.2f, -1.0f), 1.0f);
     y[idx] = 0.5 * horner_series(c, u) + 0.25;
   }
+}
+"""
+
+#: A third: a fixed-count solve in a template helper, its state a local set from the point
+#: (E = m, then E = m + e sin E), the call the final guard's assignment.
+KEPLER = """template <int ITERS>
+__device__ float solve_kepler(float m, float e) {
+  float E = m;
+  for (int it = ITERS; it > 0; --it) E = m + e * sinf(E);
+  return E;
+}
+
+extern "C" __global__ void cheb128_f64(float* y, const float* x, const float* c, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = solve_kepler<24>(4.0f * x[i], 0.5f);
 }
 """
 
@@ -168,6 +183,16 @@ def test_a_horner_sum_inside_arithmetic_interleaves_and_keeps_the_float_return()
     assert "WB_TABLE(wb_tab0_0[k], (double)c[k])" in lifted.source
 
 
+def test_a_template_solve_whose_state_is_a_local_set_from_the_point_interleaves() -> None:
+    lifted = _lift(KEPLER)
+    assert tuple(p.name for p in lifted.params)[:3] == (
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL"), lifted.notes
+    assert _note(lifted.notes, "INLINE").startswith(
+        "INLINE: applied: solve_kepler<24> inlined into cheb128_f64"), lifted.notes
+    items = _note(lifted.notes, "ITEMS_PER_THREAD")
+    assert "1 loop(s) of item-independent length interleave the items" in items, items
+
+
 @pytest.mark.parametrize(("value", "why"), [
     ("n > 1 ? (float)clenshaw(c, t) : 0.0f", "its result is used in an expression "
      "(`(float)clenshaw(c, t)`)"),
@@ -248,6 +273,7 @@ MIXES = {"folder": [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "
                      "MIN_BLOCKS_PER_SM": 4}],
          "horner": [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "UNROLL": 2, "TABLE": 1},
                     {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "TABLE": 1}],
+         "kepler": [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 4}],
          "digamma": [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 4},
                      {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8}]}
 
@@ -299,6 +325,16 @@ def test_the_horner_spelling_computes_the_same_series(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "spelling", HORNER)
     _same_results(kf, HORNER, MIXES["horner"], "y", held_back_unseen12.host_source,
+                  tmp_path / "runs", host_flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_kepler_spelling_computes_the_same_values(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "spelling", KEPLER)
+    # the host's __sinf is sinf (FAST_MATH 1 checks the rewrite here, the gate the device's)
+    _same_results(kf, KEPLER, MIXES["kepler"], "y", prepended("#define __sinf(v) sinf(v)\n"),
                   tmp_path / "runs", host_flags)
 
 

@@ -53,7 +53,7 @@ from workbench.templater.inline_bind import (
 from workbench.templater.inline_members import free_members
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
-from workbench.templater.item_state import declarator_name, item_names
+from workbench.templater.item_state import assigned_names, declarator_name, item_names
 from workbench.templater.purity import PURE_CALLS
 from workbench.templater.records import Finding, LiftedParameter, LiftedSource
 from workbench.templater.warp_shuffles import WARP_COLLECTIVES
@@ -304,7 +304,7 @@ def _carries_point(loop: Node, walked: frozenset[str]) -> bool:
     inside = {declarator_name(d) for n in walk(body) if n.type == "declaration"
               for d in n.children_by_field_name("declarator")}
     state = item_names([body], next(iter(walked)), frozenset(), walked)
-    return bool(state - walked - inside)
+    return bool(assigned_names(body) & state - inside)
 
 
 def _steps_point(loop: Node, header: list[Node | None], walked: frozenset[str]) -> bool:
