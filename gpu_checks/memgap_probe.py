@@ -73,6 +73,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py sym3_jacobi
     python3 gpu_checks/memgap_probe.py expm4_taylor
     python3 gpu_checks/memgap_probe.py cheb128_f64
+    python3 gpu_checks/memgap_probe.py bessel_i0_series
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -410,6 +411,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                    "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "ITEMS": 8, "SMEM": 1, "UNROLL": 8},
         "pick_global": {"THREADS": 128, "ITEMS": 8, "SMEM": 0, "UNROLL": 8}}),
+    # compute-bound (set 13): a double power series per point, a do-while to a data-dependent
+    # stop, a double division a term (first contact 0.99x at 672 threads, 1 item; the expert
+    # 3.37x at THREADS 128, ITEMS 4, CHECK 4, RECIP 1). The lift at the expert's threads and
+    # items and its tune's pick; the expert at its pick and with each of its two series knobs
+    # off in turn (RECIP 0: a division a term; CHECK 1: a test a term) and both off: which
+    # knob holds the gap
+    "bessel_i0_series": ("corpus_compute_unseen13", {
+        "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 672, "ITEMS_PER_THREAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        "items1_128": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 1},
+        "pick_div": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 0},
+        "pick_check1": {"THREADS": 128, "ITEMS": 4, "CHECK": 1, "RECIP": 1},
+        "pick_plain": {"THREADS": 128, "ITEMS": 4, "CHECK": 1, "RECIP": 0},
+        "items1_recip": {"THREADS": 128, "ITEMS": 1, "CHECK": 4, "RECIP": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
