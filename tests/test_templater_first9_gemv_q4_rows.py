@@ -168,22 +168,32 @@ def test_other_spellings_lift_the_same_knobs(make: Any, knobs: list[str],
     assert any(n.startswith("INLINE: applied") for n in result.notes)
 
 
-def test_a_value_helper_given_an_index_stays_a_call() -> None:
+def test_a_value_helper_given_an_index_is_inlined_as_a_recurrence() -> None:
     """The loop of ``horner`` runs over its own constant bound, not over the index the
-    kernel passes: no walk of the kernel's lives in it."""
+    kernel passes: no walk of the kernel's lives in it. Its sum is carried from the point
+    (``v``) trip to trip, so it is inlined as a recurrence (a15ce6b) under the kernel's
+    guard; where its loop's ``k`` is also the kernel's name it stays a call, with why."""
     source = """\
 __device__ float horner(float v, int i) {
   float r = 0.0f;
   for (int k = 0; k < 4; ++k) r = r * v + (float)(i + k);
   return r;
 }
-extern "C" __global__ void k(float* y, const float* x, int n) {
+extern "C" __global__ void KERNEL(float* y, const float* x, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = horner(x[i], i);
 }
 """
-    done = inline_calls(source, "k", "k.cu")
-    assert done.text == source and not done.findings
+    done = inline_calls(source.replace("KERNEL", "scale"), "scale", "k.cu")
+    body = done.text[done.text.index("void scale"):]
+    assert "horner(x[i], i);" not in body.replace("// horner(x[i], i)", "")
+    assert "if (i < n) {" in body and "y[i] = r;" in body
+    assert [f.applied for f in done.findings] == [True]
+    clash = source.replace("KERNEL", "k")
+    refused = inline_calls(clash, "k", "k.cu")
+    assert refused.text == clash
+    assert [f.applied for f in refused.findings] == [False]
+    assert "collides" in refused.findings[0].reason
 
 
 def test_a_walk_that_writes_memory_at_another_index_keeps_its_scalar_loop() -> None:
