@@ -176,6 +176,10 @@ def _only_call(entry: Node, name: str) -> Node:
                   "kernel calls it once", calls[-1])
 
 
+#: The assignments whose right side may be an inlined call's value: plain and compound.
+_ASSIGNS = frozenset(("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="))
+
+
 def _statement(call: Node) -> tuple[Node, Node | None]:
     """The statement the body replaces, and the init declarator of a result's variable (or
     the assignment ``lhs = f(..)`` of the result): a statement of a block, or (a statement
@@ -199,11 +203,12 @@ def _statement(call: Node) -> tuple[Node, Node | None]:
                       f"(`{flat(parent.parent.parent or parent)}`)", call)
     elif parent is not None and parent.type == "assignment_expression" and \
             parent.child_by_field_name("right") == call and \
-            text(parent.child_by_field_name("operator")) == "=" and \
+            text(parent.child_by_field_name("operator")) in _ASSIGNS and \
             parent.parent is not None and parent.parent.type == "expression_statement" and \
             (_in_block(parent.parent) or _lone_body(parent.parent)):
-        # `out[i] = f(..)`: the body runs, then its final return's value is assigned (the
-        # right side of `=` is sequenced before the left, as inlined)
+        # `out[i] = f(..)`, `acc += f(..)`: the body runs, then its final return's value is
+        # assigned or combined (the right side of `=` and of a compound assignment is
+        # sequenced before the left, as inlined)
         return parent.parent, parent
     raise Refused(f"its result is used in an expression (`{flat(parent or call)}`); inlined "
                   "only as a statement, one variable's initializer or the value a statement "

@@ -1,0 +1,152 @@
+"""Set 13's conv3x3_c16_nchw (issue 28): a helper whose value a compound assignment takes
+(``acc += tap_sum(..)``) is inlined, the body first and then ``acc += s`` (the right side of
+a compound assignment is sequenced before the left, so the order is the call's).
+
+The folder's kernel and a second spelling (``-=`` of a scaled helper value inside a while
+loop, a 1-D block) are inlined; the second computes on the host what it computes as written
+at its default and its all-ends configs; a value used as an operand of a comparison is
+still refused with the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen13
+import numpy as np
+import pytest
+from helpers_templater import FULL_MATRIX, end_configs, lifted_template
+from test_corpus_unseen3 import (
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+from test_templater_inline_calls import Spelling, host_outputs, listed_configs, needs_gxx
+
+from workbench.core.kernel_folder import load_kernel_folder
+from workbench.templater import LiftedSource, lift_kernel, offline_template
+
+FOLDER = held_back_unseen13.ROOT / "conv3x3_c16_nchw"
+#: Mixes over the default (of the knobs the lift has): items along both axes on a flat and
+#: a tall block (capped registers), the 19 x 21 check shape uneven over each.
+MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 2, "ITEMS_X": 2, "ITEMS_Y": 8},
+         {"BLOCK_X": 8, "BLOCK_Y": 64, "ITEMS_X": 4, "ITEMS_Y": 2, "MIN_BLOCKS_PER_SM": 2}]
+
+# a 1-D block from a macro, the helper's value scaled and subtracted in a while loop, an
+# early exit in the helper's own loop
+DECAY = Spelling("""
+#define THREADS 64
+__device__ float window_energy(const float* v, int n, int at, int width) {
+  float e = 0.0f;
+  for (int j = 0; j < width; j++) {
+    if (at + j >= n) break;
+    e += v[at + j] * v[at + j];
+  }
+  return e;
+}
+
+extern "C" __global__ void decay(float* out, const float* v, int n, int rounds) {
+  const int i = blockIdx.x * THREADS + threadIdx.x;
+  if (i >= n) return;
+  float level = 1.0f;
+  int r = 0;
+  while (r < rounds) {
+    level -= 0.125f * window_energy(v, n, i + r, 4);
+    r++;
+  }
+  out[i] = level;
+}
+""", "decay", ("ceil_div(N, 64)",), ("64",), {"n": "N", "rounds": "R"},
+    {"out": ("N", True), "v": ("N", False)}, "decay(out, v, N, R)", {"N": 203, "R": 5},
+    frozenset({"BLOCK_THREADS"}))
+
+
+def lift(s: Spelling) -> LiftedSource:
+    return lift_kernel(s.source, entry=s.entry, grid=list(s.grid), block=list(s.block),
+                       scalars=dict(s.scalars))
+
+
+def inline_findings(lifted: LiftedSource) -> list[tuple[bool, int | None, str]]:
+    return [(f.applied, f.line, f.reason) for f in lifted.findings if f.transform == "INLINE"]
+
+
+def test_the_folders_tap_sum_is_inlined_into_its_compound_assignment() -> None:
+    made = offline_template(load_kernel_folder(FOLDER))
+    assert inline_findings(made.lifted) == [
+        (True, 39, "tap_sum inlined into conv3x3_c16_nchw")], made.notes
+    source = made.lifted.source
+    assert "__device__ float tap_sum" not in source and "= tap_sum(" not in source
+    assert "    acc += s;\n" in source  # the body's value, combined after the body ran
+
+
+def test_a_scaled_value_subtracted_in_a_while_loop_is_inlined() -> None:
+    lifted = lift(DECAY)
+    assert inline_findings(lifted)[0][:2] == (True, 18), lifted.notes
+    assert "level -= 0.125f * ((float)(e));" in lifted.source
+    assert DECAY.lifts <= {p.name for p in lifted.params}, lifted.notes
+
+
+def test_a_value_compared_is_still_refused_with_the_line() -> None:
+    source = DECAY.source.replace("level -= 0.125f * window_energy(v, n, i + r, 4);",
+                                  "if (window_energy(v, n, i + r, 4) > 1.0f) level -= 0.125f;")
+    (applied, at, reason), = inline_findings(lift(Spelling(source, *[
+        getattr(DECAY, f) for f in ("entry", "grid", "block", "scalars", "buffers", "call",
+                                     "env", "lifts")])))
+    assert not applied and at == 18
+    assert "its result is used in an expression" in reason
+
+
+@needs_gxx
+@pytest.mark.timeout(240)
+def test_the_second_spelling_computes_what_it_computes_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """The default, every all-ends config and a sampled one, bit for bit (one order of the
+    same float operations)."""
+    s = DECAY
+    env = dict(s.env)
+    want = host_outputs(s, s.source, [-(-env["N"] // 64)], [64], tmp_path / "plain", host_flags)
+    assert not np.isnan(want).any()
+    template = lifted_template(lift(s), s.entry)
+    for i, config in enumerate(listed_configs(template, {**env, "elem_bytes": 4})):
+        launch = template.launch_for(config, {**env, "elem_bytes": 4})
+        got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),
+                           list(launch.block), tmp_path / f"c{i}", host_flags)
+        np.testing.assert_array_equal(got, want, err_msg=str(config))
+
+
+def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, the mixes and the all-ends configs (their first and last without
+    WORKBENCH_FULL_MATRIX=1), each once and inside the space."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    ends = end_configs(template, env)
+    ends = ends if FULL_MATRIX else [ends[0], ends[-1]]
+    mixes = [{**default, **{k: v for k, v in m.items() if k in default}} for m in MIXES]
+    out: list[dict[str, Any]] = []
+    for config in [default, *mixes, *ends]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_folder_lift_computes_as_written(tmp_path: Path,
+                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER)
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    assert len(configs) >= 4, configs
+    inputs = _inputs(kf)
+    host = held_back_unseen13.host_source
+    want = _run(kf, host(kf.baseline.render({}, "fp32").source),
+                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        for name, values in want.items():
+            assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
