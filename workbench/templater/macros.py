@@ -65,6 +65,9 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
     """Make each macro the parameter its uses were lifted to (see the module doc)."""
     for macro in macros.values():
         uses = plan.uses(macro.name)
+        if macro.name in plan.params and not _edited(plan, macro):
+            guard_define(plan, macro, macro.value)  # a family named its knob after the macro
+            continue  # (conv's BLOCK_X as ``TW``): the -D must win, not be redefined
         if not uses or macro.name in plan.params or _edited(plan, macro):
             continue  # a switch (lift_switches) or lifted already (:mod:`.named`)
         spans = {(n.start_byte, n.end_byte) for n in uses}
