@@ -443,6 +443,20 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_cot1": {"BX": 64, "BY": 8, "COT": 1, "SMEM": 0},
         "pick_cot4": {"BX": 64, "BY": 8, "COT": 4, "SMEM": 0},
         "pick_smem": {"BX": 64, "BY": 8, "COT": 16, "SMEM": 1}}),
+    # memory-bound (set 13): a depthwise 5 x 5 convolution, one plane per block z, taps
+    # walked by pointer (first contact 1.00x, 27 % of a copy; the expert 2.29x, 62 %, at BX
+    # 128, BY 2, RY 8, SMEM 1). The lift (pointer_taps then conv's OUT_Y / OUT_X; no shared
+    # tile yet) at the expert's pick in its knobs, with two columns too, and as written; the
+    # expert at its pick and from global memory (SMEM 0): how much of the gap is the tile
+    "dwconv5_nchw": ("corpus_compute_unseen13", {
+        "expert_pick": {"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8, "OUT_X": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_x2": {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 8, "OUT_X": 2,
+                           "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_Y": 1, "OUT_X": 1,
+                       "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 128, "BY": 2, "RY": 8, "SMEM": 1},
+        "pick_global": {"BX": 128, "BY": 2, "RY": 8, "SMEM": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
