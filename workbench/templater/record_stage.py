@@ -1,27 +1,33 @@
-"""STAGE: a block's per-thread records loaded through shared memory (issue 28).
+"""STAGE: a block's per-thread records moved through shared memory (issue 28).
 
-A thread that owns a contiguous record of R elements of an input (``A[b * R + c]``, ``c <
-R``; a 4 x 4 matrix is R = 16) reads it with loads R elements apart across a warp: each
-load touches R times the sectors it needs. STAGE 1 copies the block's records into
-``__shared__ T wb_st_A[records][R + pad]`` with block-stride (coalesced) loads at the top
-of the body, before any exit (every thread reaches the barrier), then each read becomes
-``wb_st_A[b - first][c]``; the row gets one element of padding where R is even so that a
-warp's reads of one column fall in distinct banks. STAGE 0 is the kernel as written.
+A thread that owns a contiguous record of R elements (``A[b * R + c]``, ``c < R``; a 4 x 4
+matrix is R = 16) reads and writes it with accesses R elements apart across a warp: each
+touches R times the sectors it needs. STAGE 1 copies the block's input records into
+``__shared__ T wb_st_A[records][R + pad]`` with block-stride (coalesced) loads at the top of
+the body, before any exit (every thread reaches the barrier), and each read becomes
+``wb_st_A[b - first][c]``; an output's stores go to its own staged rows, and after a barrier
+at the end of the body the block stores them with block-stride (coalesced) copies. A row
+gets one element of padding where R is even so that a warp's accesses of one column fall in
+distinct banks. STAGE 0 is the kernel as written.
 
 Legal where the analysis shows: a 1-D index ``b = blockIdx.x * B + threadIdx.x`` (never
 assigned) bounded by a top-level guard ``if (b >= n) return;`` or ``if (b < n) {..}``; the
-input pointer read only at ``P[R * b + c]`` or through a local ``q = P + R * b`` (never
+pointer accessed only at ``P[R * b + c]`` or through a local ``q = P + R * b`` (never
 reassigned) as ``q[c]``, R a compile-time constant and every ``c`` inside ``[0, R)`` for
-each value the loops around it give (:func:`.bounds.interval`); the pointer never written;
-the launch ``grid = ceil_div(n, X)`` so that block ``k`` owns records ``[k X, k X + X)``
-(X is the block size times the items a thread takes, :mod:`.ilp`'s mapping). Outputs are
-not staged (stores through shared memory need every exit turned into a flag first); an
-output written under a condition is reported as such. Kernels that already share memory
-or synchronise are left alone.
+each value the loops around it give (:func:`.bounds.interval`); the launch ``grid =
+ceil_div(n, X)`` so that block ``k`` owns records ``[k X, k X + X)`` (X is the block size
+times the items a thread takes, :mod:`.ilp`'s and :mod:`.wrap`'s mappings). An input is only
+read. An output is only assigned with ``=``, outside any condition or loop of unknown trips
+or left early, no exit but the guard's in the body, and its stores' columns (enumerated over
+their loops' counters) cover the whole record, so every thread past the guard writes all of
+its row; and the body as rendered so far has no ``return`` left (the items turn the guard's
+into a flag), so every thread reaches the barrier before the stores. Kernels that already
+share memory or synchronise are left alone.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -66,12 +72,17 @@ class Staged:
     pointer: str
     ctype: str
     width: int  # R
-    reads: tuple[Read, ...]
+    reads: tuple[Read, ...]  # the accesses wrapped (reads of an input, stores of an output)
+    output: bool = False
+
+
+#: Bound on the loop-counter combinations enumerated to show an output's record is covered.
+_MAX_COMBINATIONS = 4096
 
 
 def apply_record_stage(plan: Plan) -> bool:
-    """Lift STAGE where every read-only pointer is read as per-thread records (notes the
-    reason otherwise); True when it applied."""
+    """Lift STAGE where pointers are read, or written whole, as per-thread records (notes
+    the reason otherwise); True when it applied."""
     found = _index_and_bound(plan)
     if isinstance(found, str):
         plan.note(NAME, False, found)
@@ -86,11 +97,14 @@ def apply_record_stage(plan: Plan) -> bool:
     for param in plan.kernel.params:
         if not param.is_pointer:
             continue
-        got = _record_reads(plan, param.name, index)
+        got = _record_uses(plan, param.name, index)
         if isinstance(got, str):
             plan.note(NAME, False, got)
         elif got is not None:
             staged.append(got)
+    if any(s.output for s in staged) and (exit_ := _exit_left(plan)) is not None:
+        plan.note(NAME, False, f"outputs not staged: {exit_}")
+        staged = [s for s in staged if not s.output]
     if not staged:
         return False
     _emit(plan, staged, index, bound, records)
@@ -168,44 +182,71 @@ def _width(plan: Plan, offset: Node, index: str) -> int | str | None:
     return None
 
 
-def _record_reads(plan: Plan, pointer: str, index: str) -> Staged | str | None:
-    """The reads of ``pointer`` when every use is one of its thread's record; a reason
-    when one is not; None when the pointer is written (an output)."""
+def _record_uses(plan: Plan, pointer: str, index: str) -> Staged | str | None:
+    """``pointer``'s accesses when every one is its thread's record: read only, or (an
+    output) assigned only, every element of the record by every thread past the guard;
+    a reason when not; None when the kernel does not name it."""
     uses = plan.uses(pointer)
-    written = [u for u in uses if _written(plan, u)]
-    if written:
-        return _output_reason(plan, pointer, written)
-    reads: list[Read] = []
+    output = any(_written(plan, u) for u in uses)
+    accesses: list[Read] = []
+    elements: list[tuple[Node, list[tuple[int, Node]]]] = []
     width: int | None = None
     for use in uses:
-        got = _record_read(plan, use, index)
+        got = _record_access(plan, use, index, output)
         if isinstance(got, str):
             return f"{pointer} (line {use.start_point.row + 1}): {got}"
-        read, r = got
+        access, r, touched = got
         if width is not None and r != width:
             return f"{pointer}: records of {width} and of {r} elements"
         width = r
-        reads.append(read)
+        accesses.append(access)
+        elements += touched
     if width is None:
         return None
+    if output and (gap := _uncovered(plan, pointer, elements, width)) is not None:
+        return gap
     param = plan.source.function_node(plan.kernel)
     ctype = _element_type(param, pointer)
     if ctype not in _C_BYTES:
         return f"{pointer}: element type {ctype!r} has no known size"
-    return Staged(pointer, ctype, width, tuple(reads))
+    return Staged(pointer, ctype, width, tuple(accesses), output)
 
 
-def _record_read(plan: Plan, use: Node, index: str) -> tuple[Read, int] | str:
+def _column(sub_parent: Node) -> Node | None:
+    sub = sub_parent.child_by_field_name("indices") or sub_parent.child_by_field_name("index")
+    if sub is not None and sub.type == "subscript_argument_list":
+        return sub.named_children[0] if sub.named_children else None
+    return sub
+
+
+def _assigned(element: Node) -> bool:
+    """``element`` (a subscript) is the left side of a plain ``=``."""
+    parent = element.parent
+    return parent is not None and parent.type == "assignment_expression" and \
+        parent.child_by_field_name("left") == element and \
+        text(parent.child_by_field_name("operator")) == "="
+
+
+def _record_access(plan: Plan, use: Node, index: str, output: bool
+                   ) -> tuple[Read, int, list[tuple[Node, list[tuple[int, Node]]]]] | str:
+    """One use of a record pointer -> (the access to wrap, R, the elements it touches with
+    their column terms), or the reason it is no record access."""
+    verb = "assigned" if output else "read"
     up = use.parent
     while up is not None and up.type in ("parenthesized_expression", "cast_expression"):
         up = up.parent
     if up is not None and up.type == "subscript_expression":
-        sub = up.child_by_field_name("indices") or up.child_by_field_name("index")
-        inner = sub.named_children[0] if sub is not None and sub.type == "subscript_argument_list" \
-            else sub
+        inner = _column(up)
         if inner is None:
             return "a subscript it cannot read"
-        return _split(plan, inner, index, up, column_node=True)
+        if output != _assigned(up):
+            return f"`{text(up)}` is not {verb} alone (an input read, an output assigned " \
+                "with =)"
+        got = _split(plan, inner, index, up, column_node=True)
+        if isinstance(got, str):
+            return got
+        return got[0], got[1], [(up, [t for t in terms(inner) if _width(plan, t[1], index)
+                                      is None])]
     if up is not None and up.type == "binary_expression" and binary(up)[1] == "+":  # type: ignore[index]
         decl = up.parent
         if decl is None or decl.type != "init_declarator" or decl.parent is None:
@@ -218,19 +259,20 @@ def _record_read(plan: Plan, use: Node, index: str) -> tuple[Read, int] | str:
         got = _split(plan, up, index, up, column_node=False, offset=other)
         if isinstance(got, str):
             return got
+        touched: list[tuple[Node, list[tuple[int, Node]]]] = []
         for q in plan.uses(name):
             if declarator is not None and q.start_byte == declarator.start_byte:
                 continue  # its declaration
-            if q.parent is None or q.parent.type != "subscript_expression" or _written(plan, q):
-                return f"the local pointer {name} is used other than read as {name}[c] " \
+            if q.parent is None or q.parent.type != "subscript_expression" or \
+                    output != _assigned(q.parent):
+                return f"the local pointer {name} is used other than {verb} as {name}[c] " \
                     f"(line {q.start_point.row + 1})"
-            sub = q.parent.child_by_field_name("indices") or q.parent.child_by_field_name("index")
-            column = sub.named_children[0] if sub is not None and \
-                sub.type == "subscript_argument_list" else sub
+            column = _column(q.parent)
             if column is None or not _in_record([(1, column)], got[1]):
                 return f"{name}[{text(column)}] is not inside [0, {got[1]}) for every value"
-        return got
-    return f"`{text(up) if up is not None else text(use)}` is not a record read"
+            touched.append((q.parent, [(1, column)]))
+        return got[0], got[1], touched
+    return f"`{text(up) if up is not None else text(use)}` is not a record access"
 
 
 def _split(plan: Plan, expr: Node, index: str, node: Node, *, column_node: bool,
@@ -264,7 +306,7 @@ def _in_record(column: list[tuple[int, Node]], width: int) -> bool:
             return False
         low, high = (low + span[0], high + span[1]) if sign == 1 else \
             (low - span[1], high - span[0])
-    return bool(column) and low >= 0 and high < width
+    return low >= 0 and high < width  # no column terms: column 0
 
 
 def _written(plan: Plan, use: Node) -> bool:
@@ -279,29 +321,103 @@ def _written(plan: Plan, use: Node) -> bool:
                      parent.child_by_field_name("argument")) == up:
             return up.type == "subscript_expression"
         if parent is not None and parent.type == "init_declarator":
-            name, _d, _v = declared_name(parent.parent) if parent.parent else ("", None, None)
-            return any(_written(plan, q) for q in plan.uses(name)) if name else False
+            name, d, _v = declared_name(parent.parent) if parent.parent else ("", None, None)
+            return any(_written(plan, q) for q in plan.uses(name)
+                       if d is None or q.start_byte != d.start_byte) if name else False
         up = parent
     return False
 
 
-def _output_reason(plan: Plan, pointer: str, written: list[Node]) -> str:
-    for w in written:
-        up = w.parent
+def _uncovered(plan: Plan, pointer: str, elements: list[tuple[Node, list[tuple[int, Node]]]],
+               width: int) -> str | None:
+    """Why the stores ``elements`` (with their column terms) may leave an element of a
+    thread's record unwritten: one under a condition or a loop of unknown trips, a loop left
+    early around one, columns that do not cover ``[0, width)``; None when they cover it."""
+    exits = [n for n in walk(plan.body) if n.type in ("return_statement", "goto_statement")
+             and not _guard_exit(plan, n)]
+    if exits:
+        return (f"{pointer}: the exit at line {exits[0].start_point.row + 1} may leave its "
+                "stores undone")
+    columns: set[int] = set()
+    for element, column in elements:
+        line = element.start_point.row + 1
+        up = element.parent
         while up is not None and up != plan.body:
             if (up.type in ("if_statement", "conditional_expression", "while_statement",
-                            "do_statement") and not _is_guard(plan, up)) or \
-                    (up.type == "for_statement" and trip_count(up) is None):
-                return (f"{pointer} (line {w.start_point.row + 1}) is written conditionally: "
-                        "an output is staged only where every thread past the guard writes "
-                        "all of its record")
+                            "do_statement", "switch_statement") and not _is_guard(plan, up)) \
+                    or (up.type == "for_statement" and trip_count(up) is None):
+                return (f"{pointer} (line {line}) is written conditionally: an output is "
+                        "staged only where every thread past the guard writes all of its "
+                        "record")
+            if up.type == "for_statement" and any(
+                    n.type in ("break_statement", "continue_statement", "goto_statement")
+                    for n in walk(up)):
+                return f"{pointer} (line {line}): a loop around its store is left early"
             up = up.parent
-    return (f"{pointer} is an output: stores are not staged (the loads are; a staged store "
-            "needs every exit made a flag first)")
+        values = _values(column)
+        if values is None:
+            return f"{pointer} (line {line}): the columns it writes are not enumerable"
+        columns |= values
+    if columns != set(range(width)):
+        missing = sorted(set(range(width)) - columns)
+        return f"{pointer}: its stores leave columns {missing} of the {width} unwritten"
+    return None
+
+
+def _values(column: list[tuple[int, Node]]) -> set[int] | None:
+    """Every value the signed terms ``column`` take over their loops' counters."""
+    if not column:
+        return {0}
+    counters = _counters(column[0][1])
+    names = sorted(counters)
+    combos = 1
+    for n in names:
+        combos *= counters[n][1] - counters[n][0] + 1
+    if combos > _MAX_COMBINATIONS:
+        return None
+    out: set[int] = set()
+    for point in itertools.product(*(range(counters[n][0], counters[n][1] + 1) for n in names)):
+        fixed = {n: (v, v) for n, v in zip(names, point, strict=True)}
+        total = 0
+        for sign, term in column:
+            span = interval(term, fixed)
+            if span is None or span[0] != span[1]:
+                return None
+            total += sign * span[0]
+        out.add(total)
+    return out
+
+
+def _exit_left(plan: Plan) -> str | None:
+    """An exit the body still takes before its end (a ``return`` in its rendering so far):
+    the stores' barrier at the end would not see that thread."""
+    rendered = plan.rw.render(plan.body.start_byte, plan.body.end_byte)
+    rendered = re.sub(r"//[^\n]*|/\*.*?\*/", "", rendered, flags=re.DOTALL)
+    if re.search(r"\breturn\b", rendered):
+        return ("a return is left in the body (no items lifted to make the guard a flag), "
+                "which the stores' barrier at its end would not see")
+    return None
+
+
+def _guard_exit(plan: Plan, exit_: Node) -> bool:
+    """``exit_`` is the guard's own ``return`` (``if (b >= n) return;``)."""
+    up = exit_.parent
+    if up is not None and up.type == "compound_statement" and up.named_child_count == 1:
+        up = up.parent
+    return up is not None and exit_.type == "return_statement" and _is_guard(plan, up)
 
 
 def _is_guard(plan: Plan, node: Node) -> bool:
-    return node.type == "if_statement" and node.parent == plan.body
+    """``node`` is the guard on the index at the body's top level."""
+    if node.type != "if_statement" or node.parent != plan.body:
+        return False
+    found = _index_and_bound(plan)
+    cond = node.child_by_field_name("condition")
+    if cond is not None and cond.type == "condition_clause" and cond.named_child_count == 1:
+        cond = cond.named_children[0]
+    parts = binary(cond) if cond is not None else None
+    return not isinstance(found, str) and parts is not None and \
+        text(strip(parts[0])) == found[0] and text(parts[2]) == found[1]
 
 
 def _element_type(function: Node, pointer: str) -> str:
@@ -314,41 +430,60 @@ def _element_type(function: Node, pointer: str) -> str:
 
 
 def _emit(plan: Plan, staged: list[Staged], index: str, bound: str, records: str) -> None:
-    bytes_total = []
-    lines = ["\n#if STAGE  // the block's records through shared memory (coalesced loads)",
+    inputs = [s for s in staged if not s.output]
+    outputs = [s for s in staged if s.output]
+    lines = ["\n#if STAGE  // the block's records through shared memory (coalesced copies)",
              f"  const size_t wb_first = (size_t)blockIdx.x * ({records});"]
     for s in staged:
-        pad = 1 if s.width % 2 == 0 else 0
-        row = s.width + pad
-        bytes_total.append(f"{row * _C_BYTES[s.ctype]}")
-        lines += [f"  __shared__ {s.ctype} wb_st_{s.pointer}[{records}][{row}];",
-                  f"  for (int wb_f = threadIdx.x; wb_f < ({records}) * {s.width}; "
-                  "wb_f += blockDim.x) {",
-                  f"    const size_t wb_g = wb_first * {s.width} + wb_f;",
-                  f"    if (wb_g < (size_t)({bound}) * {s.width}) "
-                  f"wb_st_{s.pointer}[wb_f / {s.width}][wb_f % {s.width}] = {s.pointer}[wb_g];",
-                  "  }"]
+        lines.append(f"  __shared__ {s.ctype} wb_st_{s.pointer}[{records}][{_row(s)}];")
+    for s in inputs:
+        lines += _copy(s, records, bound, f"wb_st_{s.pointer}[wb_f / {s.width}]"
+                       f"[wb_f % {s.width}] = {s.pointer}[wb_g];")
+    if inputs:
+        lines.append("  __syncthreads();")
+    lines.append("#endif")
+    plan.rw.insert(plan.body.start_byte + 1, "\n".join(lines))
+    if outputs:
+        tail = ["#if STAGE  // the block's output records, stored coalesced", "  __syncthreads();"]
+        for s in outputs:
+            tail += _copy(s, records, bound, f"{s.pointer}[wb_g] = wb_st_{s.pointer}"
+                          f"[wb_f / {s.width}][wb_f % {s.width}];")
+        plan.rw.insert(plan.body.end_byte - 1, "\n".join(tail) + "\n#endif\n")
+    for s in staged:
         for r in s.reads:
             _rewrite(plan, s, r, index)
-    lines += ["  __syncthreads();", "#endif"]
-    plan.rw.insert(plan.body.start_byte + 1, "\n".join(lines))
     plan.helper("#if STAGE\n#define WB_RECORD(st, direct, b) (&st[(b) - wb_first][0])\n"
                 "#define WB_RECORD_AT(st, direct, b, r, i) (st[(b) - wb_first][(i) - (r) * (b)])\n"
                 "#else\n"
                 "#define WB_RECORD(st, direct, b) (direct)\n"
                 "#define WB_RECORD_AT(st, direct, b, r, i) (direct)\n#endif")
-    per = " + ".join(bytes_total)
+    per = " + ".join(str(_row(s) * _C_BYTES[s.ctype]) for s in staged)
+    names = ", ".join(f"{s.pointer}: {s.width}" for s in staged)
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
-                          "description": "1: each block's per-thread records "
-                          f"({', '.join(f'{s.pointer}: {s.width}' for s in staged)} elements) "
-                          "loaded through shared memory with coalesced block-stride copies; "
-                          "0: each thread reads its own record, as written"},
+                          "description": f"1: each block's per-thread records ({names} "
+                          "elements) moved through shared memory with coalesced block-stride "
+                          "copies; 0: each thread reads and writes its own record, as written"},
                    f"{plan.kernel.line}: {NAME}")
     plan.constrain(f"{NAME} == 0 or ({records}) * ({per}) <= {STATIC_SMEM}")
-    plan.note(NAME, True, f"{len(staged)} input(s) read as per-thread records "
-              f"({', '.join(f'{s.pointer}[{index} * {s.width} + c]' for s in staged)}) staged "
-              f"through shared memory, {records} records a block (outputs are stored as "
-              "written)")
+    plan.note(NAME, True, f"{len(inputs)} input(s) and {len(outputs)} output(s) accessed as "
+              "per-thread records ("
+              f"{', '.join(f'{s.pointer}[{index} * {s.width} + c]' for s in staged)}) staged "
+              f"through shared memory, {records} records a block")
+
+
+def _row(s: Staged) -> int:
+    """Elements of a staged row: R, padded to odd so a column's accesses fall in distinct
+    banks."""
+    return s.width + (1 if s.width % 2 == 0 else 0)
+
+
+def _copy(s: Staged, records: str, bound: str, move: str) -> list[str]:
+    """A block-stride loop over the block's records' elements, inside the n records."""
+    return [f"  for (int wb_f = threadIdx.x; wb_f < ({records}) * {s.width}; "
+            "wb_f += blockDim.x) {",
+            f"    const size_t wb_g = wb_first * {s.width} + wb_f;",
+            f"    if (wb_g < (size_t)({bound}) * {s.width}) {move}",
+            "  }"]
 
 
 def _rewrite(plan: Plan, s: Staged, read: Read, index: str) -> None:
@@ -369,5 +504,14 @@ def _rewrite(plan: Plan, s: Staged, read: Read, index: str) -> None:
         finally:
             rendering.clear()
 
-    plan.rw.insert(node.start_byte, f"WB_RECORD{at}(wb_st_{s.pointer}, ")
+    opening = f"WB_RECORD{at}(wb_st_{s.pointer}, "
+    first = node
+    while first.child_count:
+        first = first.children[0]
+    if first.type == "identifier" and text(first) == s.pointer:
+        # a statement rewritten as a whole from this very byte (an item loop around it)
+        # renders the pointer's edit inside it, where an insert here would render twice
+        plan.rw.replace(first, opening + s.pointer)
+    else:
+        plan.rw.insert(node.start_byte, opening)
     plan.rw.replace_span(node.end_byte, node.end_byte, make=closing)
