@@ -363,7 +363,8 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "items4_div": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 0,
                        "FAST_MATH": 1, "FAST_DIV": 1, "MIN_BLOCKS_PER_SM": 1},
         # STAGE (record_stage.py): the upper triangles loaded through shared memory (rows
-        # of 7), at the expert's pick otherwise (whose own STAGE is 0)
+        # of 7) and the eigenvalues stored through it (rows of 3), at the expert's pick
+        # otherwise (whose own STAGE is 0)
         "expert_pick_staged": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 0,
                                "FAST_MATH": 1, "FAST_DIV": 0, "STAGE": 1,
                                "MIN_BLOCKS_PER_SM": 1},
@@ -384,9 +385,9 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                             "MIN_BLOCKS_PER_SM": 1},
         "items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
                    "MIN_BLOCKS_PER_SM": 1},
-        # STAGE (record_stage.py): the matrices loaded through shared memory, rows of 17
-        # (the stores stay direct: the expert stages both); at 2 matrices a thread; at the
-        # kernel's 128 threads
+        # STAGE (record_stage.py): the matrices loaded and stored through shared memory,
+        # rows of 17 (a buffer each way: 4352 B at 32 threads, the expert's one 2176 B); at 2
+        # matrices a thread; at the kernel's 128 threads
         "staged": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 1, "FAST_DIV": 1, "STAGE": 1,
                    "MIN_BLOCKS_PER_SM": 1},
         "staged_items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
