@@ -34,8 +34,12 @@ from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
+from workbench.core.cuda_source import parse_cuda
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
+from workbench.templater.analysis import integer_macros
+from workbench.templater.plan import Plan
+from workbench.templater.record_stage import apply_record_stage
 from workbench.templater.semantic import lift_kernel
 
 EXPM4 = held_back_unseen12.ROOT / "expm4_taylor"
@@ -236,3 +240,35 @@ def test_staged_lifts_compute_what_the_kernel_as_written_does(
     else:
         kf = respelled(SYM3, tmp_path / "spelling", SYM3_DOUBLE)
         _same_results(kf, SYM3_DOUBLE, "w", tmp_path / "runs")
+
+
+#: A record width named by a constexpr, the output's columns through a loop.
+CONSTEXPR_WIDTH = """constexpr int REC = 6;
+extern "C" __global__ void k(float* w, const float* m, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float* p = m + REC * i;
+  float s = 0.0f;
+  for (int c = 0; c < REC; ++c) s += p[c] * p[c];
+  for (int c = 0; c < 3; ++c) w[3 * i + c] = s * c;
+}
+"""
+
+
+def test_a_constexpr_width_stages_and_a_return_left_keeps_the_stores_direct() -> None:
+    lifted = lift_kernel(CONSTEXPR_WIDTH, entry="k", grid=["ceil_div(n, 128)"],
+                         block=["128"], scalars={"n": "n"})
+    assert "__shared__ float wb_st_m[BLOCK_THREADS * ITEMS_PER_THREAD][7];" in lifted.source
+    assert "__shared__ float wb_st_w[BLOCK_THREADS * ITEMS_PER_THREAD][3];" in lifted.source
+    # STAGE alone on the kernel as written (no items: the guard's return is still there)
+    source = parse_cuda(CONSTEXPR_WIDTH, "k.cu")
+    plan = Plan(source, source.kernel("k"), grid=["ceil_div(n, BLOCK)"], block=["BLOCK"],
+                scalars={"n": "n"})
+    plan.add_param("BLOCK", {"kind": "choice", "values": [128], "default": 128}, "test")
+    with integer_macros({"REC": 6}):
+        assert apply_record_stage(plan)
+    notes = [str(f) for f in plan.findings]
+    assert any("outputs not staged: a return is left in the body" in n for n in notes), notes
+    rendered = plan.rw.render()
+    assert "__shared__ float wb_st_m[BLOCK][7];" in rendered
+    assert "wb_st_w" not in rendered and "w[3 * i + c] = s * c;" in rendered
