@@ -67,6 +67,12 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
                     _fp32_division(plan, n, types):
                 _rewrite(plan, n)
                 count += 1
+            elif n.type == "binary_expression" and \
+                    text(n.child_by_field_name("operator")) == "/" and \
+                    (name in looped or inside_loop(n, body)) and _double_leaf(n, types):
+                plan.note(NAME, False, f"`{text(n)[:50]}` is a double division "
+                          f"(`{_double_leaf(n, types)}` is double): __fdividef is fp32 "
+                          "only", n)
         if name != plan.kernel.name and count > before:
             per_helper.append(f"`{name}` {count - before}")
     if not count:
@@ -224,6 +230,19 @@ def _kind(node: Node, types: dict[str, str]) -> str:
     if t == "identifier":
         return _kind_of(types.get(text(node), "?"))
     return "bad"
+
+
+def _double_leaf(node: Node, types: dict[str, str]) -> str:
+    """The first leaf of ``node`` that is a ``double``: a cast to it, a name declared
+    ``double``, an unsuffixed floating literal; "" when none is."""
+    for n in walk(node):
+        typ = text(n.child_by_field_name("type")) if n.type == "cast_expression" else \
+            types.get(text(n), "") if n.type == "identifier" else ""
+        raw = text(n).lower() if n.type == "number_literal" else ""
+        if "double" in typ.split() or (raw and not raw.startswith("0x") and
+                                       not raw.endswith("f") and any(c in raw for c in ".e")):
+            return text(n)
+    return ""
 
 
 def _kind_of(typ: str) -> str:

@@ -19,6 +19,11 @@ table the terms read is read-only (``__constant__``, or a pointer the kernel nev
 through nor passes on, and ``const`` where the kernel writes other memory: they might
 alias); the kernel declares no ``__shared__`` memory of its own; the tables fit in 48 KiB
 of static shared memory.
+
+A loop that is not a counted ``for`` but steps an open counter (a series ``do { term *= q /
+(k * k); .. ++k; } while (term > eps * sum);``) gets, under the same knob, a table of ``1 /
+d(k)`` for its division by a function of the counter (:mod:`.table_open`: the rule that
+allows the reciprocal, the fill, the rewrite); one that has no such division is noted.
 """
 
 from __future__ import annotations
@@ -38,6 +43,15 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
+from workbench.templater.table_open import (
+    CAP,
+    TABLE_BYTES,
+    OpenTable,
+    note_open,
+    open_fill,
+    open_table,
+    rewrite_open,
+)
 from workbench.templater.table_terms import (
     EntryScope,
     assigned_in,
@@ -82,13 +96,15 @@ def apply_table(plan: Plan) -> bool:
     if NAME in plan.params:
         return False
     found: list[TableLoop] = []
+    opened: list[OpenTable] = []
     for loop in walk(plan.body):
         header = _header(loop) if loop.type == "for_statement" else None
         down = _down_header(loop, file_ints(plan)) if loop.type == "for_statement" and \
             header is None else None
-        if header is None and down is None:
-            continue
         try:
+            if header is None and down is None:
+                opened += _open_loop(plan, loop)
+                continue
             table = _table_loop(plan, loop, *header) if header is not None else \
                 _down_loop(plan, loop, *down) if down is not None else None
         except Illegal as exc:
@@ -97,17 +113,18 @@ def apply_table(plan: Plan) -> bool:
             continue
         if table is not None:
             found.append(table)
-    if not found:
+    if not found and not opened:
         return False
     total = sum(_BYTES[kind] * t.capacity for t in found
-                for kind in dict(zip(map(text, t.terms), t.types, strict=True)).values())
+                for kind in dict(zip(map(text, t.terms), t.types, strict=True)).values()) + \
+        TABLE_BYTES * len(opened)
     if total > STATIC_SMEM_BYTES:
         plan.note(NAME, False, f"per-entry terms in a per-block table: {total} bytes of "
                   f"tables exceed {STATIC_SMEM_BYTES} bytes of static shared memory",
-                  found[0].loop)
+                  (found or opened)[0].loop)
         return False
-    _emit(plan, found)
-    first = found[0].loop
+    _emit(plan, found, opened)
+    first = (found or opened)[0].loop
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": "1: the loop's per-entry terms computed once per "
                                          "block into a shared table; 0: per pair, as "
@@ -117,7 +134,25 @@ def apply_table(plan: Plan) -> bool:
         plan.note(NAME, True, f"{len(t.terms)} per-entry term(s) "
                   f"({'; '.join(text(n)[:40] for n in t.terms)}) of {t.capacity} entries "
                   "computed once per block", t.loop)
+    for o in opened:
+        plan.note(NAME, True, f"`{text(o.division)[:40]}` as a product with 1 / "
+                  f"({text(o.divisor)[:30]}) from a table of {CAP} entries of the "
+                  f"{o.counter.form} loop's counter `{o.counter.name}` (a double series of "
+                  "terms >= 0 stored as float)", o.loop)
     return True
+
+
+def _open_loop(plan: Plan, loop: Node) -> list[OpenTable]:
+    """The reciprocal table of a loop with an open counter (:mod:`.table_open`), [] where it
+    has none (noted where it counts)."""
+    table = open_table(plan, loop)
+    body = loop.child_by_field_name("body")
+    if table is None:
+        note_open(plan, loop, NAME)
+        return []
+    assert body is not None
+    _check_shared_state(plan, body)
+    return [table]
 
 
 def _header(loop: Node) -> tuple[str, str, Node] | None:
@@ -265,7 +300,7 @@ def _needed_locals(terms: list[Node], scope: EntryScope) -> list[Node]:
     return [decl for name, decl in scope.locals.items() if name in needed]
 
 
-def _emit(plan: Plan, found: list[TableLoop]) -> None:
+def _emit(plan: Plan, found: list[TableLoop], opened: list[OpenTable]) -> None:
     plan.helper(_MACRO)
     tid, nthreads = ("threadIdx.x", "blockDim.x") if len(plan.block) == 1 else (
         "(threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x",
@@ -295,6 +330,9 @@ def _emit(plan: Plan, found: list[TableLoop]) -> None:
         parts.append("  }\n")
         for s, term in zip(slots, t.terms, strict=True):
             _replace_term(plan.rw, term, f"{s}[{t.counter}]")
+    for k, o in enumerate(opened, len(found)):
+        parts.append(open_fill(o, f"wb_tab{k}_0", tid, nthreads))
+        rewrite_open(plan.rw, o, f"wb_tab{k}_0")
     parts.append("  __syncthreads();\n#endif\n")
     # the kernel body's `{` replaced by `{` + the fill: outside every statement, so a
     # transform rewriting the first statement (`{int i = ...` written tight) leaves it be

@@ -1,0 +1,217 @@
+"""First contact with held-back set 13's Bessel series (issue 28): benchmarks/
+corpus_compute_unseen13/bessel_i0_series sums I0's power series in double, a ``do ... while``
+whose every term divides by ``(double)k * (double)k`` until the term falls below 1e-17 of the
+sum. The lift had BLOCK_THREADS, ITEMS_PER_THREAD and MIN_BLOCKS_PER_SM (0.99x on the H100,
+the expert 3.37x): the kernel is bound by FP64 throughput, the division is most of it, and
+TABLE took only a counted ``for`` (a do-while was skipped without a word) while FAST_DIV
+is fp32 only (a double division skipped without a word).
+
+Now a loop with an open counter (table_open.py: a local int set to a constant before the
+loop, stepped once a trip unconditionally, assigned nowhere else) that divides by a function
+of the counter alone gets TABLE: ``1 / d(k)`` in a per-block shared table of entries up to
+128, ``a / d(k)`` read as ``k <= 128 ? a * tab[k] : a / d(k)``, where the rule holds (a
+double series of terms >= 0 summed by ``+=`` and stored as float); else a note names the
+line. FAST_DIV notes a double division in a loop.
+
+Pure: the folder's rewrite and notes, a second spelling (``for (;;)`` with a ``break``, the
+counter from 0, the divisor ``(2m + 2)(2m + 3)``, sinh(x)/x), the refusals. Host (g++): each
+lift at its default, every all-ends config and mixes, against the kernel as written within
+the folder's tolerance (TABLE 0 bit for bit: the kernel as written).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen13
+import numpy as np
+import pytest
+from held_back_harness import respelled
+from helpers_templater import end_configs, host_sample
+from test_corpus_unseen3 import (
+    _assert_same,
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen13.ROOT / "bessel_i0_series"
+KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "TABLE", "MIN_BLOCKS_PER_SM")
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: sinh(x) / x = sum x^2k / (2k + 1)!: a for (;;) leaving by a break, its counter from 0.
+SINHC = """extern "C" __global__ void bessel_i0_series(float* __restrict__ y,
+                                            const float* __restrict__ x, int n) {
+  int idx = threadIdx.x + blockIdx.x * blockDim.x;
+  if (idx < n) {
+    const double xx = (double)x[idx] * (double)x[idx];
+    double t = 1.0;
+    double s = 1.0;
+    int m = 0;
+    for (;;) {
+      t *= xx / ((double)(2 * m + 2) * (double)(2 * m + 3));
+      s += t;
+      m++;
+      if (t <= 1e-17 * s) break;
+    }
+    y[idx] = (float)s;
+  }
+}
+"""
+
+#: The folder's loop as a ``while``, with a change spliced in (see the refusals).
+WHILE = """extern "C" __global__ void bessel_i0_series(float* __restrict__ y,
+                                            const float* __restrict__ x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double half = 0.5 * (double)x[i];
+  const double q = %(q)s;
+  double term = 1.0, sum = 1.0;
+  int k = 1;
+  while (term > 1e-17 * sum) {
+    term *= %(term)s;
+    sum += term;
+    %(step)s
+  }
+  y[i] = (float)sum;
+}
+"""
+PLAIN = {"q": "half * half", "term": "q / ((double)k * (double)k)", "step": "++k;"}
+
+
+def _lift(source: str) -> Any:
+    return lift_kernel(source, entry="bessel_i0_series", grid=["ceil_div(n, 256)"],
+                       block=["256"], scalars={"n": "n"})
+
+
+def _note(notes: tuple[str, ...] | list[str], name: str) -> str:
+    found = [n for n in notes if n.startswith(f"{name}: ")]
+    assert len(found) == 1, notes
+    return found[0]
+
+
+def test_bessel_i0_series_reads_its_divisions_from_a_reciprocal_table() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    lifted = result.lifted
+    assert tuple(p.name for p in lifted.params) == KNOBS, result.notes
+    body = lifted.source.split("bessel_i0_series(float* __restrict__ y", 1)[1]
+    # filled once a block, before the guard's return, entries 1 to 128
+    assert body.index("__syncthreads();") < body.index("if (i[wb_it] >= n)")
+    assert "__shared__ double wb_tab0_0[129];" in body
+    assert "for (int k = 1 + threadIdx.x; k <= 128; k += blockDim.x) wb_tab0_0[k] = " \
+        "1.0 / (((double)k * (double)k));" in body
+    # each item's own counter indexes the table
+    assert "term[wb_it] *= WB_TABLE((k[wb_it] <= 128 ? (q[wb_it]) * wb_tab0_0[k[wb_it]] : " \
+        "q[wb_it] / ((double)k[wb_it] * (double)k[wb_it])), q[wb_it] / ((double)k[wb_it] " \
+        "* (double)k[wb_it]));" in body
+    assert _note(result.notes, "TABLE") == (
+        "TABLE: applied: `q / ((double)k * (double)k)` as a product with 1 / (((double)k * "
+        "(double)k)) from a table of 128 entries of the do-while loop's counter `k` (a "
+        "double series of terms >= 0 stored as float) (line 17)")
+    assert _note(result.notes, "FAST_DIV") == (
+        "FAST_DIV: not applied: `q / ((double)k * (double)k)` is a double division (`q` "
+        "is double): __fdividef is fp32 only (line 18)")
+
+
+def test_a_for_ever_series_counting_from_zero_gets_the_table() -> None:
+    lifted = _lift(SINHC)
+    assert "TABLE" in {p.name for p in lifted.params}, lifted.notes
+    assert "for (int m = 0 + threadIdx.x; m <= 128; m += blockDim.x) wb_tab0_0[m] = " \
+        "1.0 / (((double)(2 * m + 2) * (double)(2 * m + 3)));" in lifted.source
+    assert "the for loop's counter `m`" in _note(lifted.notes, "TABLE")
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    ({"q": "-half * half"}, "the dividend `q` is not provably >= 0"),
+    ({"term": "q / ((double)k * (double)k - 0.5)"},
+     "the divisor `((double)k * (double)k - 0.5)` is not provably > 0"),
+    ({"term": "(float)q / ((float)k * (float)k)"}, "is not a double division"),
+    ({"step": "++k; sum -= 0.0;"}, "changes the sum `sum` by other than `+= term`"),
+], ids=["signed_dividend", "signed_divisor", "fp32", "sum_subtracted"])
+def test_a_series_the_rule_cannot_bound_is_refused_naming_the_line(change: dict[str, str],
+                                                                    why: str) -> None:
+    lifted = _lift(WHILE % {**PLAIN, **change})
+    assert "TABLE" not in {p.name for p in lifted.params}
+    note = _note(lifted.notes, "TABLE")
+    assert note.startswith("TABLE: not applied: per-entry terms in a per-block table: ") \
+        and why in note, note
+
+
+@pytest.mark.parametrize(("change", "noted"), [
+    ({"term": "q * (double)k"}, True),  # counted, but no division by the counter
+    ({"step": "k += (sum > 2.0) ? 1 : 1;"}, False),  # not stepped by a constant one
+    ({"step": "if (sum > 2.0) ++k;"}, False),  # stepped under a test
+], ids=["no_division", "stepped_by_a_value", "stepped_conditionally"])
+def test_an_open_loop_with_no_table_is_noted_where_it_counts(change: dict[str, str],
+                                                             noted: bool) -> None:
+    lifted = _lift(WHILE % {**PLAIN, **change})
+    assert "TABLE" not in {p.name for p in lifted.params}
+    notes = [n for n in lifted.notes if n.startswith("TABLE: ")]
+    if noted:
+        assert notes == ["TABLE: not applied: per-entry terms in a per-block table: the "
+                         "while loop counts `k` from 1 with no length (not a counted `for`): "
+                         "its terms of the counter stay per step (line 9)"], notes
+    else:
+        assert not notes, notes
+
+
+MIXES = [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "TABLE": 1},
+         {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "TABLE": 1, "MIN_BLOCKS_PER_SM": 4}]
+
+
+def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
+    """The default, every all-ends config and the mixes, each once (host_sample's share)."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    out: list[dict[str, Any]] = []
+    for config in [default, *end_configs(template, env), *({**default, **m} for m in MIXES)]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return host_sample(out)
+
+
+def _same_results(kf: KernelFolder, source: str, tmp_path: Path,
+                  flags: tuple[str, ...]) -> None:
+    """``kf``'s lift at :func:`_checked`'s configs against ``source`` as written on the
+    host: TABLE 0 bit for bit, TABLE 1 within the folder's tolerance."""
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = _checked(template, env)
+    assert any(c["TABLE"] for c in configs)
+    inputs = _inputs(kf)
+    want = _run(kf, held_back_unseen13.host_source(source), kf.baseline.launch_for({}, env),
+                inputs, tmp_path / "plain", flags)
+    assert np.isfinite(want["y"]).all() and np.abs(want["y"]).max() > 1.5
+    runs = [(held_back_unseen13.host_source(template.render(c, "fp32").source),
+             template.launch_for(c, env)) for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
+                           strict=True):
+        if config["TABLE"]:
+            _assert_same(kf, got, want, str(config))
+        else:
+            assert np.array_equal(got["y"], want["y"]), config
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_lift_computes_the_series_at_the_ends_and_the_mixes(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER)
+    _same_results(kf, kf.baseline.render({}, "fp32").source, tmp_path, host_flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_for_ever_spelling_computes_its_series(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "spelling", SINHC)
+    _same_results(kf, SINHC, tmp_path / "runs", host_flags)
