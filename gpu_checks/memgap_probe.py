@@ -422,6 +422,13 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 0},
         "tune_pick": {"BLOCK_THREADS": 672, "ITEMS_PER_THREAD": 1, "MIN_BLOCKS_PER_SM": 0},
         "items1_128": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        # TABLE (table_open.py): 1 / k^2 from a shared table, as the expert's RECIP
+        "expert_pick_table": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "TABLE": 1,
+                              "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick_table": {"BLOCK_THREADS": 672, "ITEMS_PER_THREAD": 1, "TABLE": 1,
+                            "MIN_BLOCKS_PER_SM": 0},
+        "items1_128_table": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "TABLE": 1,
+                             "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 1},
         "pick_div": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 0},
         "pick_check1": {"THREADS": 128, "ITEMS": 4, "CHECK": 1, "RECIP": 1},
