@@ -5,7 +5,11 @@ a compound assignment is sequenced before the left, so the order is the call's).
 The folder's kernel and a second spelling (``-=`` of a scaled helper value inside a while
 loop, a 1-D block) are inlined; the second computes on the host what it computes as written
 at its default and its all-ends configs; a value used as an operand of a comparison is
-still refused with the line."""
+still refused with the line. CO_PER_THREAD (:mod:`.conv_mix`) takes the output channel
+along the grid's z on a 2-D block of threads (a one-image 3 x 3 channel mix, bit for bit on
+the host at the default, every all-ends config and a sample); the folder's kernel is not
+yet in it (blockIdx.z = image * 16 + channel: the batch index depends on the channel's
+grid index, and the grid's z `nb * 16` is no literal)."""
 
 from __future__ import annotations
 
@@ -150,3 +154,58 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
                            strict=True):
         for name, values in want.items():
             assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
+
+
+# -- output channels a thread on a 2-D block (CO_PER_THREAD along z) ---------------------------
+
+# one image, 8 channels into 4, the output channel the grid's z on a 2-D block of threads; a
+# constexpr channel count, the window's bounds as one test a tap
+MIX2D = Spelling("""
+constexpr int CIN = 8;
+constexpr int COUT = 4;
+
+extern "C" __global__ void mix3(float* y, const float* x, const float* f, int rows, int cols) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  const int r = blockIdx.y * blockDim.y + threadIdx.y;
+  const int k = blockIdx.z;
+  if (r < rows && c < cols) {
+    float sum = 0.0f;
+    for (int i = 0; i < CIN; i++) {
+      for (int t = 0; t < 9; t++) {
+        const int rr = r + t / 3 - 1, cc = c + t % 3 - 1;
+        const bool in = rr >= 0 && rr < rows && cc >= 0 && cc < cols;
+        sum += f[(k * CIN + i) * 9 + t] * (in ? x[(i * rows + rr) * cols + cc] : 0.0f);
+      }
+    }
+    y[(k * rows + r) * cols + c] = sum;
+  }
+}
+""", "mix3", ("ceil_div(C, 8)", "ceil_div(R, 8)", "4"), ("8", "8"), {"rows": "R", "cols": "C"},
+    {"y": ("4 * R * C", True), "x": ("8 * R * C", False), "f": ("4 * 8 * 9", False)},
+    "mix3(y, x, f, R, C)", {"R": 13, "C": 19}, frozenset({"BLOCK_X", "BLOCK_Y", "CO_PER_THREAD"}))
+
+
+def test_a_2d_block_takes_output_channels_along_z() -> None:
+    lifted = lift(MIX2D)
+    assert MIX2D.lifts <= {p.name for p in lifted.params}, lifted.notes
+    assert lifted.grid[2] == "4 // CO_PER_THREAD"
+    co = next(p for p in lifted.params if p.name == "CO_PER_THREAD")
+    assert co.spec["values"] == [1, 2, 4]
+
+
+@needs_gxx
+@pytest.mark.timeout(240)
+def test_the_2d_block_channels_compute_what_they_compute_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    s = MIX2D
+    env = dict(s.env)
+    want = host_outputs(s, s.source, [3, 2, 4], [8, 8], tmp_path / "plain", host_flags)
+    assert not np.isnan(want).any()
+    template = lifted_template(lift(s), s.entry)
+    configs = listed_configs(template, {**env, "elem_bytes": 4})
+    assert any(c["CO_PER_THREAD"] == 4 for c in configs), configs
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, {**env, "elem_bytes": 4})
+        got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),
+                           list(launch.block), tmp_path / f"c{i}", host_flags)
+        np.testing.assert_array_equal(got, want, err_msg=str(config))

@@ -104,9 +104,10 @@ class _Mix:
 def apply_channel_items(plan: Plan) -> bool:
     """CO_PER_THREAD along the first grid dimension (y, then z) of the family; False where
     none is (silently) or the analysis refused (noted with the line)."""
-    if len(plan.block) > 1 and any(literal(b) != 1 for b in plan.block[1:]):
-        return False
     for dim in ("y", "z"):
+        g = "xyz".index(dim)
+        if any(literal(b) != 1 for b in plan.block[g:]):
+            continue  # threads along the channel's dimension (or past it): not the family
         mix = _candidate(plan, dim)
         if mix is None:
             continue
