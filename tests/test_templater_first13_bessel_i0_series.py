@@ -14,7 +14,8 @@ double series of terms >= 0 summed by ``+=`` and stored as float); else a note n
 line. FAST_DIV notes a double division in a loop.
 
 Pure: the folder's rewrite and notes, a second spelling (``for (;;)`` with a ``break``, the
-counter from 0, the divisor ``(2m + 2)(2m + 3)``, sinh(x)/x), the refusals. Host (g++): each
+counter from 0, the divisor ``(2m + 2)(2m + 3)``, sinh(x)/x), a third whose series runs
+past the table (exp(x^2 / 16), a ``while``, the divisor ``k``), the refusals. Host (g++): each
 lift at its default, every all-ends config and mixes, against the kernel as written within
 the folder's tolerance (TABLE 0 bit for bit: the kernel as written).
 """
@@ -64,6 +65,25 @@ SINHC = """extern "C" __global__ void bessel_i0_series(float* __restrict__ y,
     }
     y[idx] = (float)s;
   }
+}
+"""
+
+#: exp(x^2 / 16) = sum (x^2 / 16)^k / k!: a ``while`` whose series runs past the table (about
+#: 150 terms at |x| = 30 where the table holds 128), the divisor the counter itself.
+EXPQ = """extern "C" __global__ void bessel_i0_series(float* __restrict__ y,
+                                            const float* __restrict__ x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double v = (double)x[i];
+  const double q = 0.0625 * (v * v);
+  double term = 1.0, sum = 1.0;
+  int k = 1;
+  while (term > 1e-17 * sum) {
+    term *= q / (double)k;
+    sum += term;
+    k += 1;
+  }
+  y[i] = (float)sum;
 }
 """
 
@@ -215,3 +235,13 @@ def test_the_for_ever_spelling_computes_its_series(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "spelling", SINHC)
     _same_results(kf, SINHC, tmp_path / "runs", host_flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_a_series_longer_than_the_table_divides_past_it(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    assert "k[wb_it] <= 128 ? (q[wb_it]) * wb_tab0_0[k[wb_it]] : q[wb_it] / (double)k[wb_it]" \
+        in _lift(EXPQ).source
+    kf = respelled(FOLDER, tmp_path / "spelling", EXPQ)
+    _same_results(kf, EXPQ, tmp_path / "runs", host_flags)
