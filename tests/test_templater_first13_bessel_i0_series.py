@@ -167,9 +167,10 @@ def test_a_series_the_rule_cannot_bound_is_refused_naming_the_line(change: dict[
 
 @pytest.mark.parametrize(("change", "noted"), [
     ({"term": "q * (double)k"}, True),  # counted, but no division by the counter
+    ({"term": "q * 0.25"}, False),  # the counter only counts the trips: no term of it
     ({"step": "k += (sum > 2.0) ? 1 : 1;"}, False),  # not stepped by a constant one
     ({"step": "if (sum > 2.0) ++k;"}, False),  # stepped under a test
-], ids=["no_division", "stepped_by_a_value", "stepped_conditionally"])
+], ids=["no_division", "trips_only", "stepped_by_a_value", "stepped_conditionally"])
 def test_an_open_loop_with_no_table_is_noted_where_it_counts(change: dict[str, str],
                                                              noted: bool) -> None:
     lifted = _lift(WHILE % {**PLAIN, **change})

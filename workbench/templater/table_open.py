@@ -36,6 +36,7 @@ class OpenCounter:
     name: str
     start: int
     form: str  # do-while, while, for
+    step: Node  # its ``++k``
 
 
 def open_counter(plan: Plan, loop: Node) -> OpenCounter | None:
@@ -48,17 +49,18 @@ def open_counter(plan: Plan, loop: Node) -> OpenCounter | None:
     steps = [s.named_children[0] for s in body.named_children
              if s.type == "expression_statement" and s.named_children]
     update = loop.child_by_field_name("update") if loop.type == "for_statement" else None
-    names = [name for name in map(_stepped, [*steps, *([update] if update else [])]) if name]
-    if len(names) != 1:
+    stepped = [(node, name) for node in [*steps, *([update] if update else [])]
+               if (name := _stepped(node))]
+    if len(stepped) != 1:
         return None
-    name = names[0]
+    step, name = stepped[0]
     found = plan.facts.defs.get(name)
     decl_type = text(found.decl.child_by_field_name("type")) if found is not None else ""
     start = int_expr_value(found.value) if found is not None else None
     if found is None or start is None or found.is_pointer or decl_type not in _INT_TYPES or \
             found.decl.start_byte > loop.start_byte or _assignments(plan.body, name) != 1:
         return None
-    return OpenCounter(name, start, _FORMS[loop.type])
+    return OpenCounter(name, start, _FORMS[loop.type], step)
 
 
 def _stepped(node: Node) -> str:
@@ -86,9 +88,14 @@ def _assignments(body: Node, name: str) -> int:
 
 
 def note_open(plan: Plan, loop: Node, family: str) -> None:
-    """The refusal of a loop that is not a counted ``for`` but has an open counter."""
+    """The refusal of a loop that is not a counted ``for`` but has an open counter its body
+    reads besides stepping it (a loop that only counts its trips has no terms of it)."""
     counter = open_counter(plan, loop)
-    if counter is not None:
+    body = loop.child_by_field_name("body")
+    if counter is not None and body is not None and any(
+            n.type == "identifier" and text(n) == counter.name and not (
+                counter.step.start_byte <= n.start_byte < counter.step.end_byte)
+            for n in walk(body)):  # a term of it besides its step
         plan.note(family, False, f"per-entry terms in a per-block table: the {counter.form} "
                   f"loop counts `{counter.name}` from {counter.start} with no length (not a "
                   "counted `for`): its terms of the counter stay per step", loop)
