@@ -37,6 +37,7 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     declared_name,
+    inside,
     int_value,
     shares_or_syncs,
     strip,
@@ -74,6 +75,7 @@ class Staged:
     width: int  # R
     reads: tuple[Read, ...]  # the accesses wrapped (reads of an input, stores of an output)
     output: bool = False
+    elements: tuple[Node, ...] = ()  # every element access (q[c] through a local pointer)
 
 
 #: Bound on the loop-counter combinations enumerated to show an output's record is covered.
@@ -209,7 +211,8 @@ def _record_uses(plan: Plan, pointer: str, index: str) -> Staged | str | None:
     ctype = _element_type(param, pointer)
     if ctype not in _C_BYTES:
         return f"{pointer}: element type {ctype!r} has no known size"
-    return Staged(pointer, ctype, width, tuple(accesses), output)
+    return Staged(pointer, ctype, width, tuple(accesses), output,
+                  tuple(e for e, _c in elements))
 
 
 def _column(sub_parent: Node) -> Node | None:
@@ -434,8 +437,10 @@ def _emit(plan: Plan, staged: list[Staged], index: str, bound: str, records: str
     outputs = [s for s in staged if s.output]
     lines = ["\n#if STAGE  // the block's records through shared memory (coalesced copies)",
              f"  const size_t wb_first = (size_t)blockIdx.x * ({records});"]
+    buffers = _buffers(plan, staged)
     for s in staged:
-        lines.append(f"  __shared__ {s.ctype} wb_st_{s.pointer}[{records}][{_row(s)}];")
+        if buffers[s.pointer] == s.pointer:
+            lines.append(f"  __shared__ {s.ctype} wb_st_{s.pointer}[{records}][{_row(s)}];")
     for s in inputs:
         lines += _copy(s, records, bound, f"wb_st_{s.pointer}[wb_f / {s.width}]"
                        f"[wb_f % {s.width}] = {s.pointer}[wb_g];")
@@ -446,18 +451,20 @@ def _emit(plan: Plan, staged: list[Staged], index: str, bound: str, records: str
     if outputs:
         tail = ["#if STAGE  // the block's output records, stored coalesced", "  __syncthreads();"]
         for s in outputs:
-            tail += _copy(s, records, bound, f"{s.pointer}[wb_g] = wb_st_{s.pointer}"
+            tail += _copy(s, records, bound, f"{s.pointer}[wb_g] = wb_st_{buffers[s.pointer]}"
                           f"[wb_f / {s.width}][wb_f % {s.width}];")
         plan.rw.insert(plan.body.end_byte - 1, "\n".join(tail) + "\n#endif\n")
     for s in staged:
         for r in s.reads:
-            _rewrite(plan, s, r, index)
+            _rewrite(plan, s, r, index, buffers[s.pointer])
     plan.helper("#if STAGE\n#define WB_RECORD(st, direct, b) (&st[(b) - wb_first][0])\n"
                 "#define WB_RECORD_AT(st, direct, b, r, i) (st[(b) - wb_first][(i) - (r) * (b)])\n"
                 "#else\n"
                 "#define WB_RECORD(st, direct, b) (direct)\n"
                 "#define WB_RECORD_AT(st, direct, b, r, i) (direct)\n#endif")
-    per = " + ".join(str(_row(s) * _C_BYTES[s.ctype]) for s in staged)
+    per = " + ".join(str(_row(s) * _C_BYTES[s.ctype]) for s in staged
+                     if buffers[s.pointer] == s.pointer)
+    shared = [f"{p} in {b}'s rows" for p, b in buffers.items() if p != b]
     names = ", ".join(f"{s.pointer}: {s.width}" for s in staged)
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": f"1: each block's per-thread records ({names} "
@@ -468,7 +475,45 @@ def _emit(plan: Plan, staged: list[Staged], index: str, bound: str, records: str
     plan.note(NAME, True, f"{len(inputs)} input(s) and {len(outputs)} output(s) accessed as "
               "per-thread records ("
               f"{', '.join(f'{s.pointer}[{index} * {s.width} + c]' for s in staged)}) staged "
-              f"through shared memory, {records} records a block")
+              f"through shared memory, {records} records a block"
+              + (f" ({', '.join(shared)}: its thread reads its input row before it writes "
+                 "the output's)" if shared else ""))
+
+
+def _buffers(plan: Plan, staged: list[Staged]) -> dict[str, str]:
+    """Each staged pointer -> the pointer whose rows it uses: an output takes an input's
+    rows (the expert's one buffer) where they hold the same type and width and every access
+    of the input comes before the output's first in the body, no loop around both (each
+    thread reads its own row whole before it writes it; the rows are the thread's alone)."""
+    out = {s.pointer: s.pointer for s in staged}
+    taken: set[str] = set()
+    for o in (s for s in staged if s.output):
+        for i in (s for s in staged if not s.output and s.pointer not in taken):
+            if (i.ctype, i.width) == (o.ctype, o.width) and _before(plan, i, o):
+                out[o.pointer] = i.pointer
+                taken.add(i.pointer)
+                break
+    return out
+
+
+def _before(plan: Plan, first: Staged, then: Staged) -> bool:
+    """Every access of ``first`` ends before ``then``'s first starts, no loop around both."""
+    a = [n for r in first.reads for n in (r.node,)] + list(first.elements)
+    b = [n for r in then.reads for n in (r.node,)] + list(then.elements)
+    if not a or not b or max(n.end_byte for n in a) > min(n.start_byte for n in b):
+        return False
+    loops = ("for_statement", "while_statement", "do_statement")
+    return not any(up.type in loops and any(inside(n, up) for n in b)
+                   for n in a for up in _ancestors(n, plan.body))
+
+
+def _ancestors(node: Node, top: Node) -> list[Node]:
+    out = []
+    up = node.parent
+    while up is not None and up != top:
+        out.append(up)
+        up = up.parent
+    return out
 
 
 def _row(s: Staged) -> int:
@@ -486,7 +531,7 @@ def _copy(s: Staged, records: str, bound: str, move: str) -> list[str]:
             "  }"]
 
 
-def _rewrite(plan: Plan, s: Staged, read: Read, index: str) -> None:
+def _rewrite(plan: Plan, s: Staged, read: Read, index: str, buffer: str) -> None:
     """Wrap ``read`` in the macro that reads the staged copy under STAGE: text inserted
     around it, so that the edits inside it (an item's renamed index) render in both."""
     node, sub = read.node, read.subscript
@@ -504,7 +549,7 @@ def _rewrite(plan: Plan, s: Staged, read: Read, index: str) -> None:
         finally:
             rendering.clear()
 
-    opening = f"WB_RECORD{at}(wb_st_{s.pointer}, "
+    opening = f"WB_RECORD{at}(wb_st_{buffer}, "
     first = node
     while first.child_count:
         first = first.children[0]
