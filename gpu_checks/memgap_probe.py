@@ -386,8 +386,8 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
                    "MIN_BLOCKS_PER_SM": 1},
         # STAGE (record_stage.py): the matrices loaded and stored through shared memory,
-        # rows of 17 (a buffer each way: 4352 B at 32 threads, the expert's one 2176 B); at 2
-        # matrices a thread; at the kernel's 128 threads
+        # rows of 17, E in A's rows (2176 B and 72 registers at 32 threads, the expert's
+        # pick's own); at 2 matrices a thread; at the kernel's 128 threads
         "staged": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 1, "FAST_DIV": 1, "STAGE": 1,
                    "MIN_BLOCKS_PER_SM": 1},
         "staged_items2": {"BLOCK_THREADS": 32, "ITEMS_PER_THREAD": 2, "FAST_DIV": 1,
