@@ -129,8 +129,11 @@ BASE = STENCILS["corpus_literals_early_return"]
      "stored at more than one index", 10),
     (("    out[i] = in[i];\n", "    out[i] = in[i];\n    ((float*)in)[i] = 0.0f;\n"),
      "one output array is modelled", 11),
-    (("  long long plane", "  if (x == 3) return;\n  long long plane"),
-     "returns before the planes are loaded", 7),
+    # a second exit after the bounds check is read with it as one check (inline_exits,
+    # 0954725): one on z alone is refused where the check is (an exit on x is every plane's
+    # of a thread, below)
+    (("  long long plane", "  if (z == 5) return;\n  long long plane"),
+     "does not bound z from above only", 6),
 ])
 def test_stencils_the_analysis_cannot_follow_are_refused_with_the_line(
         edit: tuple[str, str], reason: str, line: int) -> None:
@@ -138,6 +141,17 @@ def test_stencils_the_analysis_cannot_follow_are_refused_with_the_line(
     got, at = _refusal(BASE.replace(edit[0], edit[1], 1))
     assert reason in got
     assert at == line
+
+
+def test_an_exit_on_x_after_the_check_skips_every_plane_of_its_thread() -> None:
+    """``if (x == 3) return;`` after the bounds check joins it (0954725): the same for every
+    plane a thread walks, so the march applies and its planes' loads are guarded by it."""
+    lifted = lift_stencil(BASE.replace("  long long plane", "  if (x == 3) return;\n  long long plane",
+                                       1))
+    assert "Z_ITEMS" in {p.name for p in lifted.params}
+    body = lifted.source[lifted.source.index('extern "C"'):]
+    assert "if ((x >= nx || y >= ny || z >= nz) || (x == 3)) continue;" in body
+    assert "!((x >= nx || y >= ny || (z + 1) >= nz) || (x == 3))" in body
 
 
 def test_a_3d_kernel_without_neighbour_planes_is_not_marched() -> None:
