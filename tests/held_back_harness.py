@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 from helpers_templater import FULL_MATRIX, end_configs
-from test_corpus_unseen3 import _inputs, _run
+from test_corpus_unseen3 import _inputs, _run, folder_runs
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.core.template import KernelTemplate
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -101,3 +102,20 @@ def respelled(folder: Path, root: Path, source: str) -> KernelFolder:
     for name in ("baseline.cu", f"{folder.name}.cu"):
         (copy / name).write_text(source)
     return load_kernel_folder(copy)
+
+
+def same_as_written(kf: KernelFolder, template: KernelTemplate, configs: list[dict[str, Any]],
+                    host: Callable[[str], str], work: Path, flags: tuple[str, ...]) -> int:
+    """Runs ``template`` (a lift of ``kf``) at ``configs`` and ``kf``'s kernel as written on
+    the host, each source through ``host`` (the set's built-ins); asserts every output bit
+    for bit; the configs run."""
+    env = kf.env(kf.check_shape, "fp32")
+    inputs = _inputs(kf)
+    want = _run(kf, host(kf.baseline.render({}, "fp32").source),
+                kf.baseline.launch_for({}, env), inputs, work / "plain", flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, work / "lift"), strict=True):
+        for name, values in want.items():
+            assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
+    return len(configs)

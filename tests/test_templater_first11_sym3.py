@@ -36,11 +36,9 @@ from typing import Any
 
 import held_back_unseen11
 import pytest
+from held_back_harness import same_as_written
 from helpers_templater import FULL_MATRIX, end_configs
 from test_corpus_unseen3 import (
-    _inputs,
-    _run,
-    folder_runs,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
@@ -263,18 +261,9 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],
     """Runs ``kf``'s lift at :func:`_checked`'s configs and its kernel as written on the
     host; asserts every output bit for bit; the configs run."""
     template = offline_template(kf).template
-    env = kf.env(kf.check_shape, "fp32")
-    configs = _checked(template, env, mixes)
-    inputs = _inputs(kf)
-    want = _run(kf, kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env),
-                inputs, tmp_path / "plain", flags)
-    runs = [(HOST_EXTRAS + template.render(c, "fp32").source, template.launch_for(c, env))
-            for c in configs]
-    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
-                           strict=True):
-        for name, values in want.items():
-            assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
-    return len(configs)
+    configs = _checked(template, kf.env(kf.check_shape, "fp32"), mixes)
+    return same_as_written(kf, template, configs, lambda source: HOST_EXTRAS + source,
+                           tmp_path, flags)
 
 
 def _folder(root: Path, name: str, toml: str, reference: str, source: str) -> KernelFolder:
