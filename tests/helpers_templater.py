@@ -61,6 +61,23 @@ def host_sample(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [first] if first == last else [first, last]
 
 
+def checked_configs(template: KernelTemplate, env: Mapping[str, Any],
+                    mixes: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The default, each of ``mixes`` over the default, and the all-ends configs (their
+    first and last without ``WORKBENCH_FULL_MATRIX=1``: :func:`host_sample`), each once and
+    each asserted inside the space."""
+    space = template.space(env)
+    default = dict(template.default_config())
+    ends = end_configs(template, env)
+    assert ends, "no all-ends config is valid"
+    out: list[dict[str, Any]] = []
+    for config in [default, *({**default, **m} for m in mixes), *host_sample(ends)]:
+        assert space.rejection(config) is None, (config, space.rejection(config))
+        if config not in out:
+            out.append(config)
+    return out
+
+
 def rotating_sample(configs: Sequence[Mapping[str, Any]], index: int,
                     keep: int = 1) -> list[dict[str, Any]]:
     """``configs`` under ``WORKBENCH_FULL_MATRIX=1``; else its first ``keep`` (the default,

@@ -37,7 +37,7 @@ from typing import Any
 import held_back_unseen11
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import checked_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -240,28 +240,12 @@ def test_a_method_that_may_not_run_per_item_is_refused_with_its_reason(
     assert "Osc o[ITEMS_PER_THREAD]" not in lifted.source
 
 
-def _checked(template: Any, env: dict[str, Any],
-             mixes: list[dict[str, int]]) -> list[dict[str, Any]]:
-    """The default, the mixes (over the default) and every all-ends config, each once
-    (without WORKBENCH_FULL_MATRIX=1 the all-ends configs' first and last)."""
-    space = template.space(env)
-    default = dict(template.default_config())
-    ends = end_configs(template, env)
-    ends = ends if FULL_MATRIX else [ends[0], ends[-1]]
-    out: list[dict[str, Any]] = []
-    for config in [default, *({**default, **m} for m in mixes), *ends]:
-        assert space.rejection(config) is None, (config, space.rejection(config))
-        if config not in out:
-            out.append(config)
-    return out
-
-
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],
                   mixes: list[dict[str, int]]) -> int:
-    """Runs ``kf``'s lift at :func:`_checked`'s configs and its kernel as written on the
+    """Runs ``kf``'s lift at :func:`checked_configs`' configs and its kernel as written on the
     host; asserts every output bit for bit; the configs run."""
     template = offline_template(kf).template
-    configs = _checked(template, kf.env(kf.check_shape, "fp32"), mixes)
+    configs = checked_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     return same_as_written(kf, template, configs, lambda source: HOST_EXTRAS + source,
                            tmp_path, flags)
 

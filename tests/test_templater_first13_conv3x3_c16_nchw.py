@@ -14,12 +14,11 @@ grid index, and the grid's z `nb * 16` is no literal)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import held_back_unseen13
 import numpy as np
 import pytest
-from helpers_templater import FULL_MATRIX, end_configs, lifted_template
+from helpers_templater import checked_configs, lifted_template
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -119,22 +118,6 @@ def test_the_second_spelling_computes_what_it_computes_as_written(
         np.testing.assert_array_equal(got, want, err_msg=str(config))
 
 
-def _checked(template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
-    """The default, the mixes and the all-ends configs (their first and last without
-    WORKBENCH_FULL_MATRIX=1), each once and inside the space."""
-    space = template.space(env)
-    default = dict(template.default_config())
-    ends = end_configs(template, env)
-    ends = ends if FULL_MATRIX else [ends[0], ends[-1]]
-    mixes = [{**default, **{k: v for k, v in m.items() if k in default}} for m in MIXES]
-    out: list[dict[str, Any]] = []
-    for config in [default, *mixes, *ends]:
-        assert space.rejection(config) is None, (config, space.rejection(config))
-        if config not in out:
-            out.append(config)
-    return out
-
-
 @needs_gxx
 @pytest.mark.timeout(1200)
 def test_the_folder_lift_computes_as_written(tmp_path: Path,
@@ -142,7 +125,9 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
     kf = load_kernel_folder(FOLDER)
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
-    configs = _checked(template, env)
+    default = template.default_config()
+    configs = checked_configs(template, env, [{k: v for k, v in m.items() if k in default}
+                                              for m in MIXES])
     assert len(configs) >= 4, configs
     inputs = _inputs(kf)
     host = held_back_unseen13.host_source

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import held_back_unseen13
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import checked_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -196,29 +195,13 @@ def test_a_walk_that_is_not_the_nests_count_stays_as_written(old: str, new: str)
     assert _walked(source, "dw3_taps") == _body(source, "dw3_taps")
 
 
-def _checked(template: Any, env: dict[str, Any],
-             mixes: list[dict[str, int]]) -> list[dict[str, Any]]:
-    """The default, the mixes (over the default) and every all-ends config, each once
-    (without WORKBENCH_FULL_MATRIX=1 the all-ends configs' first and last)."""
-    space = template.space(env)
-    default = dict(template.default_config())
-    ends = end_configs(template, env)
-    ends = ends if FULL_MATRIX else [ends[0], ends[-1]]
-    out: list[dict[str, Any]] = []
-    for config in [default, *({**default, **m} for m in mixes), *ends]:
-        assert space.rejection(config) is None, (config, space.rejection(config))
-        if config not in out:
-            out.append(config)
-    return out
-
-
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],
                   mixes: list[dict[str, int]]) -> int:
-    """Runs ``kf``'s lift at :func:`_checked`'s configs and its kernel as written on the
+    """Runs ``kf``'s lift at :func:`checked_configs`' configs and its kernel as written on the
     host; asserts every output bit for bit; the configs run."""
     template = offline_template(kf).template
     assert "OUT_Y" in template.param_names
-    configs = _checked(template, kf.env(kf.check_shape, "fp32"), mixes)
+    configs = checked_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     return same_as_written(kf, template, configs, held_back_unseen13.host_source, tmp_path,
                            flags)
 

@@ -43,7 +43,7 @@ from typing import Any
 import held_back_unseen4
 import numpy as np
 import pytest
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import checked_configs
 from test_corpus_unseen3 import _inputs, folder_runs
 from test_templater_const_via import _knobs, write_folder
 
@@ -131,15 +131,6 @@ def _folder(name: str, root: Path) -> KernelFolder:
     grid, block, args, sizes, constants, _knobs_lifted = KERNELS[name]
     return write_folder(root / name, (HERE / f"{name}.cu").read_text(), grid, block, args,
                         sizes, constants)
-
-
-def _checked(kf: KernelFolder, template: Any) -> list[dict[str, Any]]:
-    """The default and the first and last all-ends configs (every one of them under
-    WORKBENCH_FULL_MATRIX=1), each once."""
-    ends = end_configs(template, kf.env(kf.check_shape, "fp32"))
-    assert ends, "no all-ends config is valid"
-    picked = [dict(template.default_config()), *(ends if FULL_MATRIX else [ends[0], ends[-1]])]
-    return [c for i, c in enumerate(picked) if c not in picked[:i]]
 
 
 def _assert_prints_as_written(kf: KernelFolder, template: Any,
@@ -252,4 +243,4 @@ def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf = _folder(name, tmp_path / "folders")
     result = offline_template(kf)
-    _assert_prints_as_written(kf, result.template, _checked(kf, result.template), tmp_path)
+    _assert_prints_as_written(kf, result.template, checked_configs(result.template, kf.env(kf.check_shape, "fp32")), tmp_path)

@@ -50,7 +50,7 @@ from typing import Any
 
 import held_back_unseen8
 import pytest
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, checked_configs, end_configs
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -124,22 +124,6 @@ def _host(source: str) -> str:
     return HOST_EXTRAS + source.replace(_HALF_HEADER, "")
 
 
-def _checked(name: str, template: Any, env: dict[str, Any]) -> list[dict[str, Any]]:
-    """The default, the mixes, then the first and last all-ends configs (every one under
-    WORKBENCH_FULL_MATRIX=1), each once and each inside the space."""
-    space = template.space(env)
-    default = dict(template.default_config())
-    ends = end_configs(template, env)
-    assert ends, "no all-ends config is valid"
-    mixes = [{**default, **m} for m in LIFTS[name][1]]
-    out: list[dict[str, Any]] = []
-    for config in [default, *mixes, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]:
-        assert space.rejection(config) is None, (config, space.rejection(config))
-        if config not in out:
-            out.append(config)
-    return out
-
-
 def _threads(template: Any, config: dict[str, Any], env: dict[str, Any]) -> int:
     x, y, z = template.launch_for(config, env).block
     return int(x) * int(y) * int(z)
@@ -168,7 +152,7 @@ def test_every_checked_config_computes_what_the_kernel_as_written_computes(
     kf = _folder(name)
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
-    configs = _checked(name, template, env)
+    configs = checked_configs(template, env, LIFTS[name][1])
     inputs = _inputs(kf)
     want = _run(kf, _host(kf.baseline.render({}, "fp32").source),
                 kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
