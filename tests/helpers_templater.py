@@ -61,7 +61,7 @@ def host_sample(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [first] if first == last else [first, last]
 
 
-def checked_configs(template: KernelTemplate, env: Mapping[str, Any],
+def host_configs(template: KernelTemplate, env: Mapping[str, Any],
                     mixes: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """The default, each of ``mixes`` over the default, and the all-ends configs (their
     first and last without ``WORKBENCH_FULL_MATRIX=1``: :func:`host_sample`), each once and

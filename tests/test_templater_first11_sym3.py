@@ -37,7 +37,7 @@ from typing import Any
 import held_back_unseen11
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import checked_configs
+from helpers_templater import host_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -242,10 +242,10 @@ def test_a_method_that_may_not_run_per_item_is_refused_with_its_reason(
 
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],
                   mixes: list[dict[str, int]]) -> int:
-    """Runs ``kf``'s lift at :func:`checked_configs`' configs and its kernel as written on the
+    """Runs ``kf``'s lift at :func:`host_configs`' configs and its kernel as written on the
     host; asserts every output bit for bit; the configs run."""
     template = offline_template(kf).template
-    configs = checked_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     return same_as_written(kf, template, configs, lambda source: HOST_EXTRAS + source,
                            tmp_path, flags)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import held_back_unseen13
 import numpy as np
 import pytest
-from helpers_templater import checked_configs, lifted_template
+from helpers_templater import host_configs, lifted_template
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -126,7 +126,7 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     default = template.default_config()
-    configs = checked_configs(template, env, [{k: v for k, v in m.items() if k in default}
+    configs = host_configs(template, env, [{k: v for k, v in m.items() if k in default}
                                               for m in MIXES])
     assert len(configs) >= 4, configs
     inputs = _inputs(kf)

@@ -24,7 +24,7 @@ from pathlib import Path
 import held_back_unseen13
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import checked_configs
+from helpers_templater import host_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -197,11 +197,11 @@ def test_a_walk_that_is_not_the_nests_count_stays_as_written(old: str, new: str)
 
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],
                   mixes: list[dict[str, int]]) -> int:
-    """Runs ``kf``'s lift at :func:`checked_configs`' configs and its kernel as written on the
+    """Runs ``kf``'s lift at :func:`host_configs`' configs and its kernel as written on the
     host; asserts every output bit for bit; the configs run."""
     template = offline_template(kf).template
     assert "OUT_Y" in template.param_names
-    configs = checked_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     return same_as_written(kf, template, configs, held_back_unseen13.host_source, tmp_path,
                            flags)
 

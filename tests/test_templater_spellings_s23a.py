@@ -43,7 +43,7 @@ from typing import Any
 import held_back_unseen4
 import numpy as np
 import pytest
-from helpers_templater import checked_configs
+from helpers_templater import host_configs
 from test_corpus_unseen3 import _inputs, folder_runs
 from test_templater_const_via import _knobs, write_folder
 
@@ -243,4 +243,5 @@ def test_every_checked_config_prints_what_the_kernel_as_written_prints(
         name: str, tmp_path: Path) -> None:
     kf = _folder(name, tmp_path / "folders")
     result = offline_template(kf)
-    _assert_prints_as_written(kf, result.template, checked_configs(result.template, kf.env(kf.check_shape, "fp32")), tmp_path)
+    configs = host_configs(result.template, kf.env(kf.check_shape, "fp32"))
+    _assert_prints_as_written(kf, result.template, configs, tmp_path)

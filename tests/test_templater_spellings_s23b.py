@@ -50,7 +50,7 @@ from typing import Any
 
 import held_back_unseen8
 import pytest
-from helpers_templater import FULL_MATRIX, checked_configs, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, host_configs
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -152,7 +152,7 @@ def test_every_checked_config_computes_what_the_kernel_as_written_computes(
     kf = _folder(name)
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
-    configs = checked_configs(template, env, LIFTS[name][1])
+    configs = host_configs(template, env, LIFTS[name][1])
     inputs = _inputs(kf)
     want = _run(kf, _host(kf.baseline.render({}, "fp32").source),
                 kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
