@@ -14,8 +14,9 @@ benchmarks/corpus_compute_unseen8 (``--set unseen8``: six more, held back the sa
 benchmarks/corpus_compute_unseen9 (``--set unseen9``: six more, held back the same way),
 benchmarks/corpus_compute_unseen10 (``--set unseen10``: six more, held back the same way),
 benchmarks/corpus_compute_unseen11 (``--set unseen11``: six more, held back the same way),
-benchmarks/corpus_compute_unseen12 (``--set unseen12``: six more, held back the same way) and
-benchmarks/corpus_compute_unseen13 (``--set unseen13``: six more, held back the same way):
+benchmarks/corpus_compute_unseen12 (``--set unseen12``: six more, held back the same way),
+benchmarks/corpus_compute_unseen13 (``--set unseen13``: six more, held back the same way) and
+benchmarks/corpus_compute_unseen14 (``--set unseen14``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -70,7 +71,8 @@ SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen10": ROOT / "benchmarks" / "corpus_compute_unseen10",
         "unseen11": ROOT / "benchmarks" / "corpus_compute_unseen11",
         "unseen12": ROOT / "benchmarks" / "corpus_compute_unseen12",
-        "unseen13": ROOT / "benchmarks" / "corpus_compute_unseen13"}
+        "unseen13": ROOT / "benchmarks" / "corpus_compute_unseen13",
+        "unseen14": ROOT / "benchmarks" / "corpus_compute_unseen14"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
                           "sse_partials", "row_l2norm", "heat_step13",
@@ -215,7 +217,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--set", default="compute,unseen",
                     help="compute, unseen, unseen2, unseen3, unseen4, unseen5, unseen6, unseen7, "
-                         "unseen8, unseen9, unseen10, unseen11, unseen12, unseen13, or "
+                         "unseen8, unseen9, unseen10, unseen11, unseen12, unseen13, unseen14, "
+                         "or "
                          "several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
