@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["mc_hits_xorshift", "nearest_centroid_d2"]
+KERNELS = ["mc_hits_xorshift", "dft64_batched", "nearest_centroid_d2"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -17,6 +17,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # the last partly past the 301); four a thread over 256 unrolled by 2 (one block)
     "mc_hits_xorshift": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4},
                          {"THREADS": 256, "ITEMS": 4, "UNROLL": 2}],
+    # two signals a block of two bins a thread staged in shared memory, unrolled by 4 (the
+    # 7 signals uneven over the blocks); eight a block of four bins a thread from global,
+    # unrolled by 16 (one block, one signal past the end)
+    "dft64_batched": [{"BATCHES": 2, "KT": 2, "STAGE": 1, "UNROLL": 4},
+                      {"BATCHES": 8, "KT": 4, "STAGE": 0, "UNROLL": 16}],
     # two points a thread over 128 threads by float4 from constant memory (two blocks, the
     # second partly past the 301); four a thread over 64 by scalars from shared memory
     "nearest_centroid_d2": [{"THREADS": 128, "ITEMS": 2, "VEC": 1, "SMEM": 0},
