@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["mc_hits_xorshift", "dft64_batched", "nearest_centroid_d2"]
+KERNELS = ["mc_hits_xorshift", "dft64_batched", "median3x3_clamp", "nearest_centroid_d2"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -22,6 +22,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # unrolled by 16 (one block, one signal past the end)
     "dft64_batched": [{"BATCHES": 2, "KT": 2, "STAGE": 1, "UNROLL": 4},
                       {"BATCHES": 8, "KT": 4, "STAGE": 0, "UNROLL": 16}],
+    # a 32 x 2 block of four rows a thread from a shared tile (the 19 rows and 37 columns
+    # both uneven over it); a 16 x 8 block of two rows a thread from global
+    "median3x3_clamp": [{"BX": 32, "BY": 2, "RY": 4, "SMEM": 1},
+                        {"BX": 16, "BY": 8, "RY": 2, "SMEM": 0}],
     # two points a thread over 128 threads by float4 from constant memory (two blocks, the
     # second partly past the 301); four a thread over 64 by scalars from shared memory
     "nearest_centroid_d2": [{"THREADS": 128, "ITEMS": 2, "VEC": 1, "SMEM": 0},
@@ -31,7 +35,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
 CORNERS_EVERY_RUN = "mc_hits_xorshift"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND: set[str] = set()
+MEMORY_BOUND = {"median3x3_clamp"}
 
 SET = HeldBackSet(key="unseen14", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
