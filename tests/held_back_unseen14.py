@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["mc_hits_xorshift", "dft64_batched", "median3x3_clamp", "nearest_centroid_d2"]
+KERNELS = ["mc_hits_xorshift", "dft64_batched", "median3x3_clamp", "cdist_l1_tiled",
+           "nearest_centroid_d2"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -26,6 +27,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # both uneven over it); a 16 x 8 block of two rows a thread from global
     "median3x3_clamp": [{"BX": 32, "BY": 2, "RY": 4, "SMEM": 1},
                         {"BX": 16, "BY": 8, "RY": 2, "SMEM": 0}],
+    # a 32 x 32 tile of 2 x 4 register tiles over 8-deep unpadded slices (the 45 features
+    # end mid-slice, the 37 x 29 pairs uneven over the tile); a 64 x 64 tile of 8 x 4
+    # register tiles over 32-deep padded slices (one block past all three ends)
+    "cdist_l1_tiled": [{"BM": 32, "BN": 32, "BK": 8, "TM": 2, "TN": 4, "PAD": 0},
+                       {"BM": 64, "BN": 64, "BK": 32, "TM": 8, "TN": 4, "PAD": 1}],
     # two points a thread over 128 threads by float4 from constant memory (two blocks, the
     # second partly past the 301); four a thread over 64 by scalars from shared memory
     "nearest_centroid_d2": [{"THREADS": 128, "ITEMS": 2, "VEC": 1, "SMEM": 0},
