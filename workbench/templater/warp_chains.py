@@ -159,6 +159,15 @@ def _maker(c: _Chain, lanes: str, indent: str, opening: str) -> TextFn:
     return lambda rw: opening + _split(rw, c, lanes, indent)
 
 
+def _whole(rw: Rewriter, node: Node) -> str:
+    """``node``'s text with an edit replacing all of it applied (LDG's ``WB_RO(*p)`` around
+    the term), else with the edits inside it: ``render`` leaves out an edit of its own span."""
+    for e in reversed(rw.edits):
+        if (e.start, e.end) == (node.start_byte, node.end_byte) and e.start != e.end:
+            return e.make(rw) if e.make is not None else e.text
+    return rw.render(node.start_byte, node.end_byte)
+
+
 def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
     """The text put before the loop: the split loops under ``#if ILP > 1``, then ``#else``
     and the loop's indent (the loop as written follows, closed by the ``#endif`` inserted
@@ -166,7 +175,7 @@ def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
     render = rw.render
     start = render(c.start.start_byte, c.start.end_byte)
     bound = render(c.bound.start_byte, c.bound.end_byte)
-    term = render(c.term.start_byte, c.term.end_byte)
+    term = _whole(rw, c.term)
     t, v, acc = c.acc_type, c.var_type, c.acc
     frozen = f"{v} const" if v.endswith("*") else f"const {v}"  # a copy of the counter
     return (f"#if {NAME} > 1\n"

@@ -9,8 +9,9 @@ the order of a reduction's terms changes with LANES, as in every lane loop).
 
 The offset is shown item-uniform on the parse: it is built only from literals, named
 constants, kernel parameters the body never assigns, the item itself and locals defined once
-and never assigned whose values are item-uniform in turn, through arithmetic, casts and
-subscripts (a load at an item-uniform address reads one value for every lane). Calls (a
+and never assigned whose values are item-uniform in turn, through arithmetic, casts,
+subscripts (a load at an item-uniform address reads one value for every lane) and element
+addresses (``&values[offsets[seg]]``, a row pointer). Calls (a
 shuffle's result differs per lane), ``threadIdx`` and anything else are refused with the line.
 
 Practice of the family (CSR-vector sparse kernels, e.g. CUSP's ``spmv_csr_vector`` and
@@ -95,7 +96,7 @@ def _assigned(plan: Plan) -> set[str]:
 def _not_uniform(plan: Plan, node: Node, item: str | None, seen: set[str]) -> Node | None:
     """The first node of ``node`` not shown item-uniform, or None."""
     for n in walk(node):
-        if n.is_named and n.type not in _UNIFORM_NODES:
+        if n.is_named and n.type not in _UNIFORM_NODES and not _element_address(n):
             return n
         if n.type == "unary_expression" and not text(n).startswith(_SAFE_UNARY):
             return n  # a dereference or an address: not modelled
@@ -115,6 +116,15 @@ def _not_uniform(plan: Plan, node: Node, item: str | None, seen: set[str]) -> No
         if _not_uniform(plan, d.value, item, seen | {name}) is not None:
             return ident
     return None
+
+
+def _element_address(node: Node) -> bool:
+    """``&a[k]``: the address of an element, item-uniform where ``a`` and ``k`` are (a row
+    pointer ``&values[offsets[seg]]``); a dereference ``*p`` is not."""
+    arg = node.child_by_field_name("argument")
+    return node.type == "pointer_expression" and arg is not None and \
+        text(node.child_by_field_name("operator")) == "&" and \
+        strip(arg).type == "subscript_expression"
 
 
 def _is_param(plan: Plan, name: str) -> bool:
