@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.core.errors import EmptySpaceError, ExpressionError, SpaceError
-from workbench.core.expr import parse_constraint
+from workbench.core.expr import Constraint, parse_constraint
 from workbench.core.params import Choice, IntRange, Parameter, Pow2Range
 from workbench.core.records import Config
 from workbench.core.space import MAX_RAW_SIZE, SearchSpace
@@ -185,6 +185,31 @@ def test_division_by_zero_rejects_the_point() -> None:
     assert [c["X"] for c in space] == [1, 2, 3]
     assert "division" in (space.rejection({"X": 0}) or "") or "modulo" in (
         space.rejection({"X": 0}) or "")
+
+
+def _scalar_rejection(constraints: list[Constraint], point: dict[str, int]) -> str | None:
+    """Independent reference: the first constraint (declared order) that is false or cannot
+    be evaluated at ``point``, evaluated one scalar at a time."""
+    for constraint in constraints:
+        try:
+            if not constraint.holds(point):
+                return constraint.text
+        except ExpressionError as exc:
+            return f"{constraint.text} (cannot be evaluated: {exc.message})"
+    return None
+
+
+def test_rejection_names_the_first_failing_constraint_in_every_chunk() -> None:
+    # 600 * 500 raw points span two vectorized chunks; `B % A` cannot be evaluated at A == 0
+    constraints = [parse_constraint(text)
+                   for text in ("A + B < 900", "B % A == 0 or A > 400", "A * B != 12")]
+    space = SearchSpace([IntRange("A", 0, 599), IntRange("B", 0, 499)], constraints)
+    points = [{"A": 0, "B": 3}, {"A": 3, "B": 4}, {"A": 599, "B": 499}]
+    points += [{"A": raw // 500, "B": raw % 500} for raw in range(0, space.raw_size, 599)]
+    for point in points:
+        expected = _scalar_rejection(constraints, point)
+        assert space.rejection(point) == expected, point
+        assert (point in space) == (expected is None)
 
 
 def test_with_params_keeps_constraints_and_env() -> None:

@@ -5,6 +5,11 @@ digit and each digit indexes that parameter's ``values()``. Raw index order is t
 stable lexicographic iteration order. Filtering runs once, at construction, over chunks of
 raw indices with every constraint evaluated vectorized (numpy); only the raw indices of the
 feasible points are kept (8 bytes each), and :class:`Config` objects are made on demand.
+
+:meth:`SearchSpace.rejection` answers from the same vectorized pass: the first failing
+constraint of every raw point of a chunk is found once, when a point of that chunk is first
+asked about, and kept (4 bytes a point of the chunks asked about), so asking about every
+raw config costs one more filtering pass instead of a scalar evaluation per config.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ __all__ = ["MAX_RAW_SIZE", "SearchSpace"]
 
 MAX_RAW_SIZE = 20_000_000
 _CHUNK = 1 << 18  # raw points per vectorized pass: bounds temporary memory to a few MB
+_FEASIBLE = -1  # first-failing code of a point no constraint rejects
+_UNEVALUABLE = -2  # first-failing code where that constraint cannot be evaluated
 
 
 class SearchSpace:
@@ -80,31 +87,48 @@ class SearchSpace:
             stride *= size
         self._strides: tuple[int, ...] = tuple(reversed(strides))
         self._arrays = {p.name: np.asarray(p.values()) for p in self.params}
+        # (exact type, value) -> digit: a hit is a value `Parameter.index` accepts, found
+        # without its validation (numpy scalars and misses take `index`)
+        self._digit_of: tuple[dict[tuple[type, Value], int], ...] = tuple(
+            {(type(v), v): i for i, v in enumerate(p.values())} for p in self.params)
         self._feasible: np.ndarray | None = None  # sorted raw indices; None = every point
         self._rejections = {c.text: 0 for c in self.constraints}
         self._sole_rejections = {c.text: 0 for c in self.constraints}
+        self._first_failing_by_chunk: dict[int, np.ndarray] = {}
         self._filter()
         self.size: int = self.raw_size if self._feasible is None else int(self._feasible.size)
 
     # ------------------------------------------------------------------ enumeration
 
+    def _chunk_raw(self, chunk: int) -> np.ndarray:
+        start = chunk * _CHUNK
+        return np.arange(start, min(start + _CHUNK, self.raw_size), dtype=np.int64)
+
+    def _fails(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(fails, invalid)``, each (constraints, points): constraint i rejects the raw
+        point j (false or not evaluable), and constraint i cannot be evaluated there."""
+        used = set().union(*(c.names for c in self.constraints))
+        env: dict[str, Any] = dict(self.env)
+        for p, stride, size in zip(self.params, self._strides, self._sizes, strict=True):
+            if p.name in used:
+                env[p.name] = self._arrays[p.name][(raw // stride) % size]
+        fails = np.empty((len(self.constraints), raw.size), dtype=bool)
+        invalids = np.empty((len(self.constraints), raw.size), dtype=bool)
+        for i, constraint in enumerate(self.constraints):
+            satisfied, invalid = constraint.holds_masked(env)
+            invalids[i] = np.broadcast_to(invalid, raw.shape)
+            fails[i] = np.broadcast_to(~satisfied, raw.shape) | invalids[i]
+        return fails, invalids
+
     def _filter(self) -> None:
         if not self.constraints:
             return
-        used = set().union(*(c.names for c in self.constraints))
         kept: list[np.ndarray] = []
         rejections = np.zeros(len(self.constraints), dtype=np.int64)
         sole = np.zeros(len(self.constraints), dtype=np.int64)
-        for start in range(0, self.raw_size, _CHUNK):
-            raw = np.arange(start, min(start + _CHUNK, self.raw_size), dtype=np.int64)
-            env: dict[str, Any] = dict(self.env)
-            for p, stride, size in zip(self.params, self._strides, self._sizes, strict=True):
-                if p.name in used:
-                    env[p.name] = self._arrays[p.name][(raw // stride) % size]
-            fails = np.empty((len(self.constraints), raw.size), dtype=bool)
-            for i, constraint in enumerate(self.constraints):
-                satisfied, invalid = constraint.holds_masked(env)
-                fails[i] = np.broadcast_to(~satisfied | invalid, raw.shape)
+        for chunk in range(-(-self.raw_size // _CHUNK)):
+            raw = self._chunk_raw(chunk)
+            fails, _ = self._fails(raw)
             rejections += fails.sum(axis=1)
             fail_count = fails.sum(axis=0)
             sole += fails[:, fail_count == 1].sum(axis=1)
@@ -113,6 +137,22 @@ class SearchSpace:
         for i, constraint in enumerate(self.constraints):
             self._rejections[constraint.text] = int(rejections[i])
             self._sole_rejections[constraint.text] = int(sole[i])
+
+    def _first_failing(self, raw: int) -> int:
+        """Index of the first constraint (declared order) rejecting the raw point, or
+        _FEASIBLE, or _UNEVALUABLE where that constraint cannot be evaluated there."""
+        if self._feasible is None:
+            return _FEASIBLE
+        chunk, offset = divmod(raw, _CHUNK)
+        codes = self._first_failing_by_chunk.get(chunk)
+        if codes is None:
+            fails, invalid = self._fails(self._chunk_raw(chunk))
+            first = fails.argmax(axis=0)
+            points = np.arange(first.size)
+            codes = np.where(invalid[first, points], _UNEVALUABLE, first).astype(np.int32)
+            codes[~fails.any(axis=0)] = _FEASIBLE
+            self._first_failing_by_chunk[chunk] = codes
+        return int(codes[offset])
 
     def _raw_at(self, position: int) -> int:
         return position if self._feasible is None else int(self._feasible[position])
@@ -133,31 +173,40 @@ class SearchSpace:
 
     def _digits(self, config: Mapping[str, object]) -> list[int]:
         """Value indices of ``config`` (SpaceError naming the parameter if out of range)."""
-        problem = self._range_problem(config)
-        if problem is not None:
-            raise SpaceError(problem, config=dict(config))
-        return [p.index(config[p.name]) for p in self.params]
+        digits = self._digits_or_problem(config)
+        if isinstance(digits, str):
+            raise SpaceError(digits, config=dict(config))
+        return digits
 
     def _raw_index(self, config: Mapping[str, object]) -> int:
         digits = self._digits(config)
         return sum(d * s for d, s in zip(digits, self._strides, strict=True))
 
-    def _range_problem(self, config: object) -> str | None:
+    def _digits_or_problem(self, config: object) -> list[int] | str:
+        """Value indices of ``config``, or the message naming why it is out of range."""
         if not isinstance(config, Mapping):
             return f"not a mapping of parameter values: {config!r}"
-        extra = sorted(set(config) - set(self._by_name))
+        values = dict(config)
+        extra = sorted(set(values) - set(self._by_name))
         if extra:
             return (f"unknown parameter {extra[0]}; parameters: "
                     f"{', '.join(p.name for p in self.params) or '(none)'}")
-        for p in self.params:
-            if p.name not in config:
+        digits = []
+        for p, digit_of in zip(self.params, self._digit_of, strict=True):
+            if p.name not in values:
                 return f"missing parameter {p.name} ({p.describe_values()})"
-            value = config[p.name]
+            value = values[p.name]
             try:
-                p.validate(value)
-            except ParameterError:
-                return f"{p.name}={value!r} is outside its values ({p.describe_values()})"
-        return None
+                digit = digit_of.get((type(value), value))
+            except TypeError:  # unhashable, so not one of the values; index names why
+                digit = None
+            if digit is None:
+                try:
+                    digit = p.index(value)
+                except ParameterError:
+                    return f"{p.name}={value!r} is outside its values ({p.describe_values()})"
+            digits.append(digit)
+        return digits
 
     # ------------------------------------------------------------------ public API
 
@@ -171,10 +220,11 @@ class SearchSpace:
         return self.size
 
     def __contains__(self, config: object) -> bool:
-        if self._range_problem(config) is not None:
+        digits = self._digits_or_problem(config)
+        if isinstance(digits, str):
             return False
-        assert isinstance(config, Mapping)
-        return self._position_of_raw(self._raw_index(config)) is not None
+        raw = sum(d * s for d, s in zip(digits, self._strides, strict=True))
+        return self._position_of_raw(raw) is not None
 
     def __repr__(self) -> str:
         return (f"SearchSpace({', '.join(p.name for p in self.params)}; "
@@ -197,9 +247,16 @@ class SearchSpace:
     def rejection(self, config: Mapping[str, object]) -> str | None:
         """Why ``config`` is not in the space: the text of the first constraint (declared
         order) that rejects it, a range message naming the parameter, or None if feasible."""
-        problem = self._range_problem(config)
-        if problem is not None:
-            return problem
+        digits = self._digits_or_problem(config)
+        if isinstance(digits, str):
+            return digits
+        first = self._first_failing(sum(d * s for d, s in zip(digits, self._strides,
+                                                                strict=True)))
+        if first == _FEASIBLE:
+            return None
+        if first != _UNEVALUABLE:
+            return self.constraints[first].text
+        # the scalar evaluation names why the constraint cannot be evaluated here
         env: dict[str, Any] = dict(self.env)
         env.update(config)
         for constraint in self.constraints:
