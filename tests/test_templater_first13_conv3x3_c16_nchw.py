@@ -7,18 +7,23 @@ loop, a 1-D block) are inlined; the second computes on the host what it computes
 at its default and its all-ends configs; a value used as an operand of a comparison is
 still refused with the line. CO_PER_THREAD (:mod:`.conv_mix`) takes the output channel
 along the grid's z on a 2-D block of threads (a one-image 3 x 3 channel mix, bit for bit on
-the host at the default, every all-ends config and a sample); the folder's kernel is not
-yet in it (blockIdx.z = image * 16 + channel: the batch index depends on the channel's
-grid index, and the grid's z `nb * 16` is no literal)."""
+the host at the default, every all-ends config and a sample), and where the grid's z
+carries the image too (``b = z / C``, ``co = z % C``, grid z ``nb * 16``): the folder's
+kernel (CO_PER_THREAD 1..16, grid z ``(nb * 16) // CO_PER_THREAD``, bit for bit on the host
+at the expert's pick in the lift's knobs and a mix) and a second hand's (the index named
+first, a constexpr modulus, the grid's z ``8 * B``); a grid's z not a multiple of C is
+refused with the line, and an index split by two moduli, read whole or assigned takes no
+channels."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import held_back_unseen13
 import numpy as np
 import pytest
-from helpers_templater import host_configs, lifted_template
+from helpers_templater import FULL_MATRIX, host_configs, lifted_template
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -31,10 +36,15 @@ from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 
 FOLDER = held_back_unseen13.ROOT / "conv3x3_c16_nchw"
-#: Mixes over the default (of the knobs the lift has): items along both axes on a flat and
-#: a tall block (capped registers), the 19 x 21 check shape uneven over each.
-MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 2, "ITEMS_X": 2, "ITEMS_Y": 8},
-         {"BLOCK_X": 8, "BLOCK_Y": 64, "ITEMS_X": 4, "ITEMS_Y": 2, "MIN_BLOCKS_PER_SM": 2}]
+#: Mixes over the default (of the knobs the lift has): the expert's pick in the lift's knobs
+#: (64 x 8 threads, all 16 channels a thread), and items along both axes on a flat and a
+#: tall block with 4 and 2 channels a thread (capped registers, the channel loop unrolled
+#: whole), the 19 x 21 check shape uneven over each; the last only under FULL_MATRIX.
+MIXES = [{"BLOCK_X": 64, "BLOCK_Y": 8, "CO_PER_THREAD": 16},
+         {"BLOCK_X": 32, "BLOCK_Y": 2, "ITEMS_X": 2, "ITEMS_Y": 8, "CO_PER_THREAD": 4,
+          "MIX_UNROLL": 16, "MIN_BLOCKS_PER_SM": 1},
+         *([{"BLOCK_X": 8, "BLOCK_Y": 64, "ITEMS_X": 4, "ITEMS_Y": 2, "CO_PER_THREAD": 2,
+             "MIN_BLOCKS_PER_SM": 2}] if FULL_MATRIX else [])]
 
 # a 1-D block from a macro, the helper's value scaled and subtracted in a while loop, an
 # early exit in the helper's own loop
@@ -80,7 +90,8 @@ def test_the_folders_tap_sum_is_inlined_into_its_compound_assignment() -> None:
         (True, 39, "tap_sum inlined into conv3x3_c16_nchw")], made.notes
     source = made.lifted.source
     assert "__device__ float tap_sum" not in source and "= tap_sum(" not in source
-    assert "    acc += s;\n" in source  # the body's value, combined after the body ran
+    # the body's value, combined after the body ran (a sum a channel: CO_PER_THREAD)
+    assert "{ acc[wb_q] += s[wb_q]; }" in source
 
 
 def test_a_scaled_value_subtracted_in_a_while_loop_is_inlined() -> None:
@@ -189,6 +200,124 @@ def test_the_2d_block_channels_compute_what_they_compute_as_written(
     template = lifted_template(lift(s), s.entry)
     configs = listed_configs(template, {**env, "elem_bytes": 4})
     assert any(c["CO_PER_THREAD"] == 4 for c in configs), configs
+    for i, config in enumerate(configs):
+        launch = template.launch_for(config, {**env, "elem_bytes": 4})
+        got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),
+                           list(launch.block), tmp_path / f"c{i}", host_flags)
+        np.testing.assert_array_equal(got, want, err_msg=str(config))
+
+
+# -- the grid's z carrying (image, output channel): b = z / C, co = z % C ----------------------
+
+# another hand: the block index named first (zi), image and channel read from it by / and %
+# of a constexpr, the window as dy/dx offsets from -1 to 1 with the padding a select, a bias,
+# a while over the input channels, the grid's z written literal first (8 * B)
+BATCHED = Spelling("""
+constexpr int K_IN = 4;
+constexpr int K_OUT = 8;
+
+extern "C" __global__ void mix_nchw(float* y, const float* x, const float* f, const float* beta,
+                                    int rows, int cols) {
+  const int c = threadIdx.x + blockIdx.x * blockDim.x;
+  const int r = threadIdx.y + blockIdx.y * blockDim.y;
+  const int zi = blockIdx.z;
+  const int n = zi / K_OUT;
+  const int k = zi % K_OUT;
+  if (c < cols && r < rows) {
+    const int hw = rows * cols;
+    float sum = beta[k];
+    int i = 0;
+    while (i < K_IN) {
+      const float* plane = x + (n * K_IN + i) * hw;
+      for (int dy = -1; dy <= 1; ++dy) {
+        for (int dx = -1; dx <= 1; ++dx) {
+          const int rr = r + dy, cc = c + dx;
+          const float v = (rr >= 0 && rr < rows && cc >= 0 && cc < cols) ? plane[rr * cols + cc]
+                                                                         : 0.0f;
+          sum += v * f[((k * K_IN + i) * 3 + dy + 1) * 3 + dx + 1];
+        }
+      }
+      ++i;
+    }
+    y[(n * K_OUT + k) * hw + r * cols + c] = sum;
+  }
+}
+""", "mix_nchw", ("ceil_div(C, 8)", "ceil_div(R, 4)", "8 * B"), ("8", "4"),
+    {"rows": "R", "cols": "C"},
+    {"y": ("B * 8 * R * C", True), "x": ("B * 4 * R * C", False), "f": ("8 * 4 * 9", False),
+     "beta": ("8", False)},
+    "mix_nchw(y, x, f, beta, R, C)", {"B": 3, "R": 11, "C": 13},
+    frozenset({"BLOCK_X", "BLOCK_Y", "CO_PER_THREAD", "MIX_UNROLL"}))
+
+
+def channel_findings(lifted: LiftedSource) -> list[tuple[bool, int | None, str]]:
+    return [(f.applied, f.line, f.reason) for f in lifted.findings
+            if f.transform == "CO_PER_THREAD"]
+
+
+def test_the_folders_image_and_channel_split_of_z_takes_channels_a_thread() -> None:
+    made = offline_template(load_kernel_folder(FOLDER))
+    lifted = made.lifted
+    co = next(p for p in lifted.params if p.name == "CO_PER_THREAD")
+    assert co.spec["values"] == [1, 2, 4, 8, 16], made.notes
+    assert lifted.grid[2] == "(nb * 16) // CO_PER_THREAD"
+    (applied, at, reason), = channel_findings(lifted)
+    assert applied and at == 33 and "`co` = blockIdx.z % CH" in reason, reason
+    # the image over 16 / CO groups a z, the first channel a multiple of CO (0 at all 16)
+    assert "const int b = (blockIdx.z / (16 / CO_PER_THREAD));" in lifted.source
+    assert "const int co = (CO_PER_THREAD == 16 ? 0 : blockIdx.z % (16 / CO_PER_THREAD) * " \
+        "CO_PER_THREAD);" in lifted.source
+
+
+def test_a_named_block_index_split_by_a_constexpr_takes_channels_a_thread() -> None:
+    lifted = lift(BATCHED)
+    assert BATCHED.lifts <= {p.name for p in lifted.params}, lifted.notes
+    assert lifted.grid[2] == "(8 * B) // CO_PER_THREAD"
+    co = next(p for p in lifted.params if p.name == "CO_PER_THREAD")
+    assert co.spec["values"] == [1, 2, 4, 8]
+    assert "const int n = (zi / (8 / CO_PER_THREAD));" in lifted.source
+    assert channel_findings(lifted)[0][:2] == (True, 11)
+
+
+def test_a_grid_z_not_a_multiple_of_the_channels_is_refused_with_the_line() -> None:
+    lifted = lift(replace(BATCHED, grid=("ceil_div(C, 8)", "ceil_div(R, 4)", "8 * B + 4")))
+    (applied, at, reason), = channel_findings(lifted)
+    assert not applied and at == 11
+    assert "`8 * B + 4` is not a multiple of 8" in reason
+
+
+@pytest.mark.parametrize("edits", [
+    # the image from another modulus: a block of channels would change image
+    [("zi / K_OUT", "zi / K_IN")],
+    # the index read whole besides its split
+    [("y[(n * K_OUT + k) * hw", "y[zi * hw")],
+    # the named index assigned again
+    [("const int zi = blockIdx.z;", "int zi = blockIdx.z;"), ("if (c < cols", "zi += 0;\n  if (c < cols")],
+])
+def test_a_block_index_not_split_by_one_modulus_takes_no_channels(
+        edits: list[tuple[str, str]]) -> None:
+    source = BATCHED.source
+    for old, new in edits:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    lifted = lift(replace(BATCHED, source=source))
+    assert "CO_PER_THREAD" not in {p.name for p in lifted.params}, lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_the_named_split_computes_what_it_computes_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """Bit for bit at the default, 8 channels a thread with the channel loop unrolled whole
+    on a flat block with items, and the all-ends configs (host_sample)."""
+    s = BATCHED
+    env = dict(s.env)
+    want = host_outputs(s, s.source, [2, 3, 24], [8, 4], tmp_path / "plain", host_flags)
+    assert not np.isnan(want).any()
+    template = lifted_template(lift(s), s.entry)
+    mix = {"BLOCK_X": 16, "BLOCK_Y": 2, "CO_PER_THREAD": 8, "MIX_UNROLL": 4, "ITEMS_Y": 2}
+    configs = host_configs(template, {**env, "elem_bytes": 4}, [mix])
+    assert any(c["CO_PER_THREAD"] == 8 for c in configs), configs
     for i, config in enumerate(configs):
         launch = template.launch_for(config, {**env, "elem_bytes": 4})
         got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),

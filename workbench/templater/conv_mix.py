@@ -22,7 +22,10 @@ unrolled loop over ``q < CO`` at the place it was written, reading ``o + q``; th
 channel the statements run in the written order on the same values, so every output is the
 same sum in the same order: bit for bit the kernel as written. The grid's dimension divides
 by ``CO`` (the choices are the divisors of its literal extent, so no guard is needed);
-``CO = 1`` is the kernel as written. Where one thread takes all the channels, the first is
+``CO = 1`` is the kernel as written. A grid index that carries an outer index too (NCHW
+batches: ``b = z / C``, ``o = z % C``, C a constant, the grid's extent a product with a
+multiple of C) takes the divisors of C: a thread's ``CO`` consecutive channels never cross a
+multiple of C, and the index reads ``b = z / (C / CO)``, ``o = z % (C / CO) * CO``. Where one thread takes all the channels, the first is
 the constant 0. Two unroll knobs go with it (known practice for these loops; any value is
 correct, 0 is the compiler's choice, as written): ``MIX_UNROLL`` on the outermost loop around
 the accumulation (the input channels), ``TAP_UNROLL`` unrolling whole the loops of known
@@ -34,7 +37,8 @@ gets an interior copy without the items' checks and the padding tests, run by th
 whose whole window passes them (:mod:`.conv_mix_interior`).
 
 Legal only where the analysis shows (refusals name the line): ``blockIdx.d`` read once, in
-the declaration of ``o``, never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
+the declaration of ``o`` (or, split, only as ``z / C`` and one ``z % C`` declaring ``o``,
+``z`` the index or a local naming it alone), never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
 no shared memory, barrier, atomic or warp intrinsic; loop headers that do not depend on
 ``o``; no ``return``/``break``/``continue``/``goto`` leaving a statement that depends on
 ``o``; memory written only by statements that depend on ``o``, at places that do, and never
@@ -44,6 +48,7 @@ read by the kernel; calls in those statements pure (:mod:`.purity`); a local tha
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,8 +57,10 @@ from tree_sitter import Node
 from workbench.templater import conv_mix_interior as interior
 from workbench.templater.analysis import (
     LOOPS,
+    binary,
     builtin,
     inside_loop,
+    int_expr_value,
     line,
     mentions,
     shares_or_syncs,
@@ -99,6 +106,19 @@ class _Mix:
     units: list[Node] = field(default_factory=list)  # statements run once per channel
     arrays: list[Node] = field(default_factory=list)  # declarations that become arrays
     role: str = "channel"  # what one copy is, in refusals ("item" along the sliding axis)
+    split: _Split | None = None  # the grid index read as (outer, channel) = (z / C, z % C)
+
+
+@dataclass
+class _Split:
+    """A grid index that carries two: ``z / C`` (an outer index, the image) and ``z % C``
+    (the channel), C a constant. Blocks of ``CO`` consecutive channels (``CO`` dividing C)
+    never cross a multiple of C, so the outer index is the same for a thread's channels."""
+
+    channel: Node  # the one ``z % C``, the value of the channel's declaration
+    outer: list[Node]  # every ``z / C``
+    modulus: int
+    index: str  # z as written: ``blockIdx.z`` or a local that only names it
 
 
 def apply_channel_items(plan: Plan) -> bool:
@@ -123,21 +143,96 @@ def apply_channel_items(plan: Plan) -> bool:
 
 
 def _candidate(plan: Plan, dim: str) -> _Mix | None:
-    """The family's shape along ``dim``: ``T o = blockIdx.dim;`` read once, no thread or
-    block extent along it, an accumulation in a loop that depends on ``o`` and reads a
-    thread-varying value that does not."""
+    """The family's shape along ``dim``: ``T o = blockIdx.dim;`` read once (or ``T o = z %
+    C;`` with every other read of the index ``z / C``), no thread or block extent along it,
+    an accumulation in a loop that depends on ``o`` and reads a thread-varying value that
+    does not."""
     g = "xyz".index(dim)
     if g >= len(plan.grid):
         return None
     body = plan.body
     uses = [n for n in walk(body) if n.type == "field_expression" and builtin(n, "blockIdx") == dim]
-    if len(uses) != 1 or any(builtin(n, b) == dim for n in walk(body)
-                             if n.type == "field_expression"
-                             for b in ("threadIdx", "blockDim", "gridDim")):
+    if not uses or any(builtin(n, b) == dim for n in walk(body)
+                       if n.type == "field_expression"
+                       for b in ("threadIdx", "blockDim", "gridDim")):
         return None
-    decl = uses[0].parent
-    while decl is not None and decl.type in ("parenthesized_expression", "cast_expression"):
-        decl = decl.parent
+    starts: list[tuple[Node, _Split | None]] = [(uses[0], None)] if len(uses) == 1 else []
+    split = _split_reads(body, uses)
+    if split is not None:
+        starts.append((split.channel, split))
+    for start, how in starts:
+        mix = _channel_of(plan, dim, start, how)
+        if mix is not None:
+            return mix
+    return None
+
+
+def _split_reads(body: Node, uses: list[Node]) -> _Split | None:
+    """The grid index read only as ``z / C`` and ``z % C`` (one ``%``, one constant C >= 2),
+    ``z`` the index itself or a local declared from it alone and never assigned."""
+    reads, index = uses, text(uses[0])
+    if len(uses) == 1:
+        alias = _value_parent(uses[0])
+        if alias.type == "init_declarator" and alias.child_by_field_name("value") == \
+                _value_top(uses[0]):
+            name = _declared_name(alias)
+            if name is None or any(_definition(n)[0] == name for n in walk(body)
+                                   if n.type in _ASSIGN):
+                return None
+            index = name
+            reads = [n for n in walk(body) if n.type == "identifier" and text(n) == name
+                     and not _is_declarator(n)]
+    channel: list[Node] = []
+    outer: list[Node] = []
+    moduli: set[int] = set()
+    for r in reads:
+        top = _value_top(r)
+        op = top.parent
+        parts = binary(op) if op is not None else None
+        if op is None or parts is None or parts[0] != top or parts[1] not in ("/", "%"):
+            return None
+        modulus = int_expr_value(parts[2])
+        if modulus is None or modulus < 2:
+            return None
+        moduli.add(modulus)
+        (channel if parts[1] == "%" else outer).append(op)
+    if len(channel) != 1 or len(moduli) != 1:
+        return None
+    return _Split(channel[0], outer, moduli.pop(), index)
+
+
+def _multiple(expr: ast.expr, of: int) -> bool:
+    """The grid's extent (the rules' language) is a multiple of ``of``: a literal one, or a
+    product with such a factor."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, int) and expr.value % of == 0
+    return isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult) and (
+        _multiple(expr.left, of) or _multiple(expr.right, of))
+
+
+def _value_top(n: Node) -> Node:
+    """``n`` with the parentheses and casts around it."""
+    while n.parent is not None and n.parent.type in ("parenthesized_expression",
+                                                     "cast_expression"):
+        n = n.parent
+    return n
+
+
+def _value_parent(n: Node) -> Node:
+    top = _value_top(n)
+    return top.parent if top.parent is not None else top
+
+
+def _declared_name(d: Node) -> str | None:
+    name = d.child_by_field_name("declarator")
+    return text(name) if name is not None and name.type == "identifier" else None
+
+
+def _channel_of(plan: Plan, dim: str, start: Node, split: _Split | None) -> _Mix | None:
+    """The family from the channel's read ``start`` (``blockIdx.dim``, or ``z % C``): its
+    declaration ``T o = start;``, what depends on ``o``, and the reuse it buys."""
+    body = plan.body
+    decl = _value_parent(start)
     if decl is None or decl.type != "init_declarator" or decl.parent is None or \
             decl.parent.type != "declaration":
         return None
@@ -155,7 +250,7 @@ def _candidate(plan: Plan, dim: str) -> _Mix | None:
     if not any(_reuse(_loop_of(s, body), dep, varying) for s in walk(body)
                if s.type == "expression_statement" and inside_loop(s, body) and mentions(s, dep)):
         return None
-    return _Mix(dim, uses[0], decl.parent, var, dep)
+    return _Mix(dim, start, decl.parent, var, dep, split=split)
 
 
 def _closure(body: Node, seed: set[str], own: set[str],
@@ -273,10 +368,16 @@ def _analyse(plan: Plan, mix: _Mix) -> Callable[[], None] | None:
             raise Refused(f"`{mix.var}` (blockIdx.{mix.dim}) is assigned again", n)
         if n.type == "declaration" and n != mix.decl and _declared(n) == mix.var:
             raise Refused(f"`{mix.var}` (blockIdx.{mix.dim}) is declared again", n)
-    extent = literal(plan.grid["xyz".index(mix.dim)])
+    grid = plan.grid["xyz".index(mix.dim)]
+    extent = literal(grid) if mix.split is None else mix.split.modulus
+    if mix.split is not None and not _multiple(ast.parse(grid, mode="eval").body,
+                                               mix.split.modulus):
+        raise Refused(f"the grid's {mix.dim} `{grid}` is not a multiple of {extent} (the "
+                      f"channel's `{text(mix.split.channel)}`): a block of channels could "
+                      "cross into the next outer index", mix.decl)
     choices = [c for c in CHOICES if extent is not None and extent % c == 0]
     if extent is None or len(choices) < 2:
-        raise Refused(f"the grid's {mix.dim} `{plan.grid['xyz'.index(mix.dim)]}` is no literal "
+        raise Refused(f"the grid's {mix.dim} `{grid}` is no literal "
                       "with a divisor in 2..16: channels per thread could not divide it",
                       mix.decl)
     for stmt in _statements(body):
@@ -522,7 +623,14 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: list[i
     loop = f"\n#pragma unroll\n  for (int {q} = 0; {q} < {co}; ++{q})"
     # all the channels in one thread: the first is 0, a constant, so a filter indexed by
     # it at unrolled loop counters is read at constant places (an operand, no load)
-    plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : blockIdx.{mix.dim} * {co})")
+    split = mix.split
+    if split is None:
+        plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : blockIdx.{mix.dim} * {co})")
+    else:  # the thread's first channel and the outer index over extent / co groups a z
+        groups = f"({extent} / {co})"
+        plan.rw.replace(mix.use, f"({co} == {extent} ? 0 : {split.index} % {groups} * {co})")
+        for outer in split.outer:
+            plan.rw.replace(outer, f"({split.index} / {groups})")
     if slide is not None:
         count, edges = _emit_both(plan, mix, slide, n, loop)
     else:
@@ -563,7 +671,9 @@ def _emit_tail(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: l
     co = n[KNOB]
     arrays = {_declared(d) for d in mix.arrays}
     g = "xyz".index(mix.dim)
-    plan.grid[g] = f"{extent} // {co}"
+    grid = plan.grid[g]
+    plan.grid[g] = f"{extent} // {co}" if mix.split is None else \
+        f"{grid if grid.isidentifier() else f'({grid})'} // {co}"
     plan.add_param(co, {"kind": "choice", "values": choices, "default": 1,
                         "description": f"output channels per thread along grid {mix.dim} "
                                        "(each input value loaded once feeds them all; as "
@@ -592,10 +702,10 @@ def _emit_tail(plan: Plan, mix: _Mix, n: dict[str, str], extent: int, choices: l
     _unroll_knob(plan, mix, n[UNROLL], n["wb_mix_unroll"],
                  (edges, slide[0].loop) if edges is not None and slide is not None else None)
     _tap_knob(plan, mix, n[TAPS], slide[0].loop if slide is not None else None)
-    plan.note(KNOB, True, f"`{mix.var}` = blockIdx.{mix.dim} is the output channel: "
+    plan.note(KNOB, True, f"`{mix.var}` = {text(mix.use)} is the output channel: "
               f"{len(mix.units)} statement(s) run per channel, {len(arrays)} local(s) become "
               f"one copy per channel, {count} read(s) loaded once for all channels; grid "
-              f"{mix.dim} = {extent} // {co}", mix.decl)
+              f"{mix.dim} = {plan.grid[g]}", mix.decl)
 
 
 def _unroll_knob(plan: Plan, mix: _Mix, name: str, const: str,
