@@ -440,18 +440,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_plain": {"THREADS": 128, "ITEMS": 4, "CHECK": 1, "RECIP": 0},
         "items1_recip": {"THREADS": 128, "ITEMS": 1, "CHECK": 4, "RECIP": 1}}),
     # compute-bound (set 13): a 16 -> 16 channel 3 x 3 convolution, blockIdx.z = image * 16 +
-    # output channel (first contact 0.49x: the lift 1.26x, the expert 2.56x at BX 64, BY 8,
-    # COT 16, SMEM 0). The lift (tap_sum inlined, ITEMS_X / ITEMS_Y) at the expert's block,
-    # with two rows a thread, and as written; the expert at its pick, with one, four and
-    # sixteen channels a thread and from shared memory: how much of the gap is COT (the
-    # lift has no output channels a thread)
+    # output channel (0.51x at 04:15Z: the lift 1.31x, the expert 2.56x at BX 64, BY 8, COT 16,
+    # SMEM 0). The lift now takes output channels a thread along the split z (CO_PER_THREAD,
+    # 3b48dc9: b = z / (16 / CO), co = z % (16 / CO) * CO): at the expert's pick in its knobs
+    # (58 registers on sm_90, no spills; the expert's 64), with the channel loop unrolled
+    # whole under MIN 1 (64), with four channels a thread, and as written; the expert at its
+    # pick, with one, four and sixteen channels a thread and from shared memory
     "conv3x3_c16_nchw": ("corpus_compute_unseen13", {
-        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "ITEMS_X": 1, "ITEMS_Y": 1,
-                        "MIN_BLOCKS_PER_SM": 0},
-        "expert_block_rows2": {"BLOCK_X": 64, "BLOCK_Y": 8, "ITEMS_X": 1, "ITEMS_Y": 2,
-                               "MIN_BLOCKS_PER_SM": 0},
-        "as_written": {"BLOCK_X": 16, "BLOCK_Y": 16, "ITEMS_X": 1, "ITEMS_Y": 1,
-                       "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "CO_PER_THREAD": 16, "MIX_UNROLL": 0,
+                        "ITEMS_X": 1, "ITEMS_Y": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll16": {"BLOCK_X": 64, "BLOCK_Y": 8, "CO_PER_THREAD": 16,
+                                 "MIX_UNROLL": 16, "ITEMS_X": 1, "ITEMS_Y": 1,
+                                 "MIN_BLOCKS_PER_SM": 1},
+        "expert_block_co4": {"BLOCK_X": 64, "BLOCK_Y": 8, "CO_PER_THREAD": 4, "MIX_UNROLL": 0,
+                             "ITEMS_X": 1, "ITEMS_Y": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_block_co1": {"BLOCK_X": 64, "BLOCK_Y": 8, "CO_PER_THREAD": 1, "MIX_UNROLL": 0,
+                             "ITEMS_X": 1, "ITEMS_Y": 1, "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_X": 16, "BLOCK_Y": 16, "CO_PER_THREAD": 1, "MIX_UNROLL": 0,
+                       "ITEMS_X": 1, "ITEMS_Y": 1, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 64, "BY": 8, "COT": 16, "SMEM": 0},
         "pick_cot1": {"BX": 64, "BY": 8, "COT": 1, "SMEM": 0},
         "pick_cot4": {"BX": 64, "BY": 8, "COT": 4, "SMEM": 0},
