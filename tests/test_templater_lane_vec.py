@@ -190,8 +190,10 @@ def _configs(name: str, kf: KernelFolder, result: TemplaterResult) -> list[dict[
                           "LANE_REGS": 1, "OUTER_THREADS": 2, "CONST_VIA": 1}],
         "act64": [{**base, "LANE_VEC": 4, "LANE_REGS": 1, "OUTER_THREADS": 2, items: 2},
                   {**base, "LANE_VEC": 2, "CONST_VIA": 1}],
+        # 8 lanes of 4 channels x 4 outer threads: one whole warp (2 would be half of one,
+        # out of the space)
         "tap5": [{**base, "LANE_VEC": 4, "LANE_WINDOW": 1, items: 4, "OUT_Y": 2,
-                  "OUTER_THREADS": 2},
+                  "OUTER_THREADS": 4},
                  {**base, "LANE_VEC": 2, "CONST_VIA": 1, "LANE_REGS": 1, "OUT_Y": 4}],
     }[name]
     if name == "dwconv3_nhwc":  # its default and corners: tests/test_templater_const_via.py

@@ -117,7 +117,7 @@ def _configs(result: TemplaterResult) -> list[dict[str, Any]]:
     return [{**base, "LANE_WINDOW": 1, items: 4, "OUT_Y": 4, "LANE_VEC": 2,
              "OUTER_THREADS": 2, "CONST_VIA": 1},
             {**base, "LANE_WINDOW": 1, items: 4, "OUT_Y": 4, "LANE_VEC": 4,
-             "OUTER_THREADS": 1},
+             "OUTER_THREADS": 4},  # 8 lanes of 4 channels: 4 outer threads fill a warp
             {**base, "LANE_WINDOW": 1, items: 2, "OUT_Y": 2, "LANE_REGS": 1,
              "OUTER_THREADS": 4},
             {**base, "LANE_WINDOW": 1, items: 2, "OUT_Y": 1}]

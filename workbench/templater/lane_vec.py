@@ -499,6 +499,11 @@ def _launch(plan: Plan, vec: LaneVec) -> None:
         plan.rw.replace(vec.thread, vec.thread_text)
         plan.block[0] = f"({k} // {KNOB}) * {_rest_of(plan.block[0], k)}"
     plan.launch_bounds = f"({k} / {KNOB}) * {_rest_of(plan.launch_bounds or str(k), k)}"
+    # a pixel of k / LANE_VEC lanes: a block that is not whole warps leaves lanes of its last
+    # warp idle (16 or 8 threads at 32 channels and one outer thread), where more outer
+    # threads run the same code on whole warps; with LANE_VEC the block keeps whole warps
+    threads = " * ".join(f"({b})" for b in plan.block)
+    plan.constrain(f"{KNOB} == 1 or {threads} % 32 == 0")
     if _min_blocks_follows(plan):
         # a lane's channels each keep a sum, a loaded value and a table entry live across
         # the unrolled taps: under a register cap below 64 (the block's threads times the
