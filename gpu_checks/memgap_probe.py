@@ -483,6 +483,9 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
 READ_ONLY: dict[str, tuple[str, ...]] = {
     "wave2d_o4": ("tune_pick", "expert_pick"),
     "gauss5": ("tune_pick", "expert_pick"),
+    # the lift's 169 loads a channel are ld.global, the expert's ld.global.nc (sm_90 PTX at
+    # the pick, 144 fma each: the same loop otherwise)
+    "conv3x3_c16_nchw": ("expert_pick",),
 }
 
 
