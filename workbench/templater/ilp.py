@@ -79,6 +79,8 @@ from workbench.templater.ilp_exits import (
 )
 from workbench.templater.ilp_gridstride import OnceLoop, once_loop
 from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
+from workbench.templater.ilp_series_exit import GROUP, SeriesExit, group_series_exits
+from workbench.templater.ilp_series_exit import NAME as CHECK_EVERY
 from workbench.templater.item_objects import member_in_registers
 from workbench.templater.item_state import (
     CONTROL,
@@ -300,6 +302,8 @@ class _Render:
         self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
         self.exit: SharedExit | None = None  # the loop whose body is being rendered
         self.pragmas: dict[tuple[int, int], str] = {}  # own loop -> its `#pragma unroll`
+        # a series loop testing its convergence once every CHECK_EVERY trips
+        self.grouped: dict[tuple[int, int], SeriesExit] = {}
 
     def carried_pragma(self, stmt: Node, rest: list[Node]) -> bool:
         """``stmt`` is the ``#pragma unroll`` of the next statement, a loop on the items'
@@ -428,16 +432,31 @@ class _Render:
                      f" if (!{DONE}[{IT}]) {run}  // its initializer, as written\n")
         update = (f"{indent}  {each}if (!{DONE}[{IT}]) {rw.text(found.update)};"
                   "  // its update, as written\n") if found.update is not None else ""
+        series = self.grouped.get(span(loop))
+        inner = [s for s in _statements_with_comments(body)
+                 if series is None or s != series.exit_if]
+        deeper = indent + ("    " if series is not None else "  ")
         outer, self.exit = self.exit, found
         self.escape_depth += 1
-        rendered = self.block(_statements_with_comments(body), indent + "  ")
+        rendered = self.block(inner, deeper)
         self.escape_depth -= 1
         self.exit = outer
+        if series is not None:  # the trips of a group between two tests, as written
+            update = update.replace(f"\n{indent}  ", f"\n{deeper}")
+            update = (deeper + update[len(indent) + 2:]) if update else ""
+            rendered = (f"{indent}  #pragma unroll\n{indent}  for (int {GROUP} = 0; {GROUP} < "
+                        f"{CHECK_EVERY}; ++{GROUP}) {{\n" + rendered + update + f"{indent}  }}\n")
+            update = ""
         # rotated: the first test before the loop, each trip's test at its end, so a trip's
         # body runs whenever the loop is entered and nvcc hoists the item's loop-invariant
         # work out of it as it does for the loop as written (a `while (true)` testing first
         # kept sqrtf, logf and expf of the item's inputs in the loop: implied_vol_bisect)
         first = "" if found.kind == "do" else test.replace(f"\n{indent}  ", f"\n{indent}")[2:]
+        if series is not None and series.exit_if is not None:  # its exit after the group
+            exit_cond = series.exit_if.child_by_field_name("condition")
+            assert exit_cond is not None
+            test = (f"{indent}  {each}{DONE}[{IT}] = {DONE}[{IT}] | (bool){rw.text(exit_cond)};"
+                    "  // its exit, as written\n")
         carried = self.pragmas.get(span(loop))
         pragma = f"{carried}  // as written, on the loop\n" if carried else ""
         ends = (f"{indent}  {ALL_DONE} = true;\n{indent}  #pragma unroll\n"
@@ -698,6 +717,7 @@ def apply_ilp(plan: Plan) -> bool:
               "".join(f"; the {e.kind} loop at line {line(e.loop)} is left by each item on its"
                       f" own ({'a select keeps' if e.straight else 'a branch skips'} an item"
                       " that left)" for e in own), decl)
+    render.grouped = group_series_exits(plan, own, scan.escape_ifs)
     if scan.compute_loops:
         _unroll_knobs(plan, scan)
     return True

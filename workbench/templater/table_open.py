@@ -111,6 +111,7 @@ class OpenTable:
     division: Node
     left: Node
     divisor: Node
+    chain: str  # ``t`` of ``t *= a / d``
 
 
 def open_table(plan: Plan, loop: Node) -> OpenTable | None:
@@ -153,7 +154,7 @@ def open_table(plan: Plan, loop: Node) -> OpenTable | None:
                       "literal >= 0, or a product of such): the terms might cancel", left)
     _check_chain(plan, chain, div)
     _check_float_stores(plan)
-    return OpenTable(loop, counter, div, left, right)
+    return OpenTable(loop, counter, div, left, right, chain)
 
 
 def _of_counter(node: Node | None, counter: str) -> bool:
