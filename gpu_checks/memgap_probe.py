@@ -434,6 +434,15 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                             "MIN_BLOCKS_PER_SM": 0},
         "items1_128_table": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "TABLE": 1,
                              "MIN_BLOCKS_PER_SM": 0},
+        # CHECK_EVERY (ilp_series_exit.py): the convergence test once every few trips, as the
+        # expert's CHECK; at the expert's pick in the lift's knobs (56 registers on sm_90, no
+        # spills, the expert's 56), at every 8 trips, and at one item a thread
+        "expert_pick_check": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 4,
+                              "TABLE": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_check8": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 8,
+                               "TABLE": 1, "MIN_BLOCKS_PER_SM": 0},
+        "items1_128_check": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 4,
+                             "TABLE": 1, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 1},
         "pick_div": {"THREADS": 128, "ITEMS": 4, "CHECK": 4, "RECIP": 0},
         "pick_check1": {"THREADS": 128, "ITEMS": 4, "CHECK": 1, "RECIP": 1},
