@@ -11,9 +11,10 @@ the host at the default, every all-ends config and a sample), and where the grid
 carries the image too (``b = z / C``, ``co = z % C``, grid z ``nb * 16``): the folder's
 kernel (CO_PER_THREAD 1..16, grid z ``(nb * 16) // CO_PER_THREAD``, bit for bit on the host
 at the expert's pick in the lift's knobs and a mix) and a second hand's (the index named
-first, a constexpr modulus, the grid's z ``8 * B``); a grid's z not a multiple of C is
-refused with the line, and an index split by two moduli, read whole or assigned takes no
-channels."""
+first, a constexpr modulus, the grid's z ``8 * B``), also with the channel spelled as the
+index less its image's channels (``z - n * C``, ``z - (z / C) * C``, ``z - C * n``); a
+grid's z not a multiple of C is refused with the line, and an index split by two moduli,
+read whole or assigned, or less another quotient's channels, takes no channels."""
 
 from __future__ import annotations
 
@@ -279,6 +280,41 @@ def test_a_named_block_index_split_by_a_constexpr_takes_channels_a_thread() -> N
     assert channel_findings(lifted)[0][:2] == (True, 11)
 
 
+#: the channel as the index less its image's channels (z % C for z >= 0), three hands
+REMAINDERS = {
+    "blockIdx, held quotient": ("const int zi = blockIdx.z;\n  const int n = zi / K_OUT;\n"
+                                "  const int k = zi % K_OUT;",
+                                "const int n = blockIdx.z / K_OUT;\n"
+                                "  const int k = blockIdx.z - n * K_OUT;"),
+    "alias, quotient inline": ("const int k = zi % K_OUT;",
+                               "const int k = zi - (zi / K_OUT) * K_OUT;"),
+    "alias, constant first": ("const int k = zi % K_OUT;", "const int k = zi - K_OUT * n;"),
+}
+
+
+def _remainder_spelling(name: str) -> Spelling:
+    old, new = REMAINDERS[name]
+    assert BATCHED.source.count(old) == 1, old
+    return replace(BATCHED, source=BATCHED.source.replace(old, new))
+
+
+@pytest.mark.parametrize("name", sorted(REMAINDERS))
+def test_the_channel_as_the_index_less_its_images_channels_takes_channels(name: str) -> None:
+    lifted = lift(_remainder_spelling(name))
+    assert BATCHED.lifts <= {p.name for p in lifted.params}, lifted.notes
+    assert lifted.grid[2] == "(8 * B) // CO_PER_THREAD"
+    z = "blockIdx.z" if name.startswith("blockIdx") else "zi"
+    assert f"const int k = (CO_PER_THREAD == 8 ? 0 : {z} % (8 / CO_PER_THREAD) * " \
+        "CO_PER_THREAD);" in lifted.source, lifted.source
+
+
+def test_a_difference_by_another_quotient_takes_no_channels() -> None:
+    """``zi - n * K_IN`` with n = zi / K_OUT is no remainder (nor a split by one modulus)."""
+    s = replace(BATCHED, source=BATCHED.source.replace("const int k = zi % K_OUT;",
+                                                       "const int k = zi - n * K_IN;"))
+    assert "CO_PER_THREAD" not in {p.name for p in lift(s).params}
+
+
 def test_a_grid_z_not_a_multiple_of_the_channels_is_refused_with_the_line() -> None:
     lifted = lift(replace(BATCHED, grid=("ceil_div(C, 8)", "ceil_div(R, 4)", "8 * B + 4")))
     (applied, at, reason), = channel_findings(lifted)
@@ -310,16 +346,30 @@ def test_the_named_split_computes_what_it_computes_as_written(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     """Bit for bit at the default, 8 channels a thread with the channel loop unrolled whole
     on a flat block with items, and the all-ends configs (host_sample)."""
-    s = BATCHED
+    _same_on_host(BATCHED, tmp_path, host_flags, ends=True)
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_the_channel_as_a_difference_computes_what_it_computes_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """``k = blockIdx.z - n * K_OUT``: bit for bit at the default and the mix (every
+    all-ends config under FULL_MATRIX)."""
+    _same_on_host(_remainder_spelling("blockIdx, held quotient"), tmp_path, host_flags,
+                  ends=FULL_MATRIX)
+
+
+def _same_on_host(s: Spelling, work: Path, flags: tuple[str, ...], *, ends: bool) -> None:
     env = dict(s.env)
-    want = host_outputs(s, s.source, [2, 3, 24], [8, 4], tmp_path / "plain", host_flags)
+    want = host_outputs(s, s.source, [2, 3, 24], [8, 4], work / "plain", flags)
     assert not np.isnan(want).any()
     template = lifted_template(lift(s), s.entry)
     mix = {"BLOCK_X": 16, "BLOCK_Y": 2, "CO_PER_THREAD": 8, "MIX_UNROLL": 4, "ITEMS_Y": 2}
     configs = host_configs(template, {**env, "elem_bytes": 4}, [mix])
+    configs = configs if ends else configs[:2]
     assert any(c["CO_PER_THREAD"] == 8 for c in configs), configs
     for i, config in enumerate(configs):
         launch = template.launch_for(config, {**env, "elem_bytes": 4})
         got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),
-                           list(launch.block), tmp_path / f"c{i}", host_flags)
+                           list(launch.block), work / f"c{i}", flags)
         np.testing.assert_array_equal(got, want, err_msg=str(config))

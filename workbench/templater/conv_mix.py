@@ -37,8 +37,9 @@ gets an interior copy without the items' checks and the padding tests, run by th
 whose whole window passes them (:mod:`.conv_mix_interior`).
 
 Legal only where the analysis shows (refusals name the line): ``blockIdx.d`` read once, in
-the declaration of ``o`` (or, split, only as ``z / C`` and one ``z % C`` declaring ``o``,
-``z`` the index or a local naming it alone), never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
+the declaration of ``o`` (or, split, only as ``z / C`` and once as ``o``'s value ``z % C``
+or ``z - q * C``, ``q`` = ``z / C`` or a local holding it, ``z`` the index or a local naming
+it alone), never reassigned; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``;
 no shared memory, barrier, atomic or warp intrinsic; loop headers that do not depend on
 ``o``; no ``return``/``break``/``continue``/``goto`` leaving a statement that depends on
 ``o``; memory written only by statements that depend on ``o``, at places that do, and never
@@ -168,24 +169,29 @@ def _candidate(plan: Plan, dim: str) -> _Mix | None:
 
 
 def _split_reads(body: Node, uses: list[Node]) -> _Split | None:
-    """The grid index read only as ``z / C`` and ``z % C`` (one ``%``, one constant C >= 2),
-    ``z`` the index itself or a local declared from it alone and never assigned."""
+    """The grid index read only as ``z / C`` and once as the channel, ``z % C`` or ``z - q *
+    C`` (``q`` = ``z / C`` or a local holding it: ``z % C`` for ``z >= 0``), one constant
+    C >= 2; ``z`` the index itself or a local declared from it alone and never assigned."""
     reads, index = uses, text(uses[0])
     if len(uses) == 1:
         alias = _value_parent(uses[0])
         if alias.type == "init_declarator" and alias.child_by_field_name("value") == \
                 _value_top(uses[0]):
             name = _declared_name(alias)
-            if name is None or any(_definition(n)[0] == name for n in walk(body)
-                                   if n.type in _ASSIGN):
+            if name is None or _assigned(body, name):
                 return None
             index = name
             reads = [n for n in walk(body) if n.type == "identifier" and text(n) == name
                      and not _is_declarator(n)]
-    channel: list[Node] = []
+    held = _held_quotients(body, reads)
+    remainders = [found for r in reads
+                  if (found := _remainder(_value_top(r), index, held)) is not None]
+    channel = [op for op, _ in remainders]
+    moduli = {m for _, m in remainders}
     outer: list[Node] = []
-    moduli: set[int] = set()
     for r in reads:
+        if any(inside_node(r, c) for c in channel):
+            continue  # z - (z / C) * C: the channel's own value
         top = _value_top(r)
         op = top.parent
         parts = binary(op) if op is not None else None
@@ -199,6 +205,49 @@ def _split_reads(body: Node, uses: list[Node]) -> _Split | None:
     if len(channel) != 1 or len(moduli) != 1:
         return None
     return _Split(channel[0], outer, moduli.pop(), index)
+
+
+def _assigned(body: Node, name: str) -> bool:
+    return any(_definition(n)[0] == name for n in walk(body) if n.type in _ASSIGN)
+
+
+def _held_quotients(body: Node, reads: list[Node]) -> dict[str, int]:
+    """The locals declared ``T q = z / C;`` and never assigned: name -> C."""
+    out: dict[str, int] = {}
+    for r in reads:
+        top = _value_top(r)
+        op = top.parent
+        parts = binary(op) if op is not None else None
+        if op is None or parts is None or parts[0] != top or parts[1] != "/":
+            continue
+        holder = _value_parent(op)
+        name = _declared_name(holder) if holder.type == "init_declarator" and \
+            holder.child_by_field_name("value") == _value_top(op) else None
+        modulus = int_expr_value(parts[2])
+        if name is not None and modulus is not None and not _assigned(body, name):
+            out[name] = modulus
+    return out
+
+
+def _remainder(top: Node, index: str, held: dict[str, int]) -> tuple[Node, int] | None:
+    """``z - q * C`` (or ``C * q``) around the read ``top``, ``q`` = ``z / C`` or a local
+    holding it: (the difference, C)."""
+    op = top.parent
+    parts = binary(op) if op is not None else None
+    if op is None or parts is None or parts[0] != top or parts[1] != "-":
+        return None
+    product = binary(parts[2])
+    if product is None or product[1] != "*":
+        return None
+    for q, c in ((strip(product[0]), product[2]), (strip(product[2]), product[0])):
+        modulus = int_expr_value(c)
+        quotient = binary(q)
+        if modulus is not None and modulus >= 2 and (
+                (q.type == "identifier" and held.get(text(q)) == modulus) or
+                (quotient is not None and quotient[1] == "/" and
+                 text(strip(quotient[0])) == index and int_expr_value(quotient[2]) == modulus)):
+            return op, modulus
+    return None
 
 
 def _multiple(expr: ast.expr, of: int) -> bool:
