@@ -29,7 +29,7 @@ from workbench.core.records import Occupancy, ResourceUsage, Value
 # "families": the transform families the offline templater applies, named in the template
 # and plan prompts (one text, substituted into both)
 PROMPT_VERSIONS: Mapping[str, str] = {"system": "v1", "template": "v2", "plan": "v2",
-                                      "repair": "v1", "families": "v1"}
+                                      "repair": "v1", "families": "v2"}
 
 Messages = list[dict[str, str]]
 
