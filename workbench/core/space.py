@@ -6,10 +6,9 @@ stable lexicographic iteration order. Filtering runs once, at construction, over
 raw indices with every constraint evaluated vectorized (numpy); only the raw indices of the
 feasible points are kept (8 bytes each), and :class:`Config` objects are made on demand.
 
-:meth:`SearchSpace.rejection` answers from the same vectorized pass: the first failing
-constraint of every raw point of a chunk is found once, when a point of that chunk is first
-asked about, and kept (4 bytes a point of the chunks asked about), so asking about every
-raw config costs one more filtering pass instead of a scalar evaluation per config.
+:meth:`SearchSpace.rejection` answers from the same pass: it also keeps, for every raw point,
+the index of the first constraint that rejects it (1 byte a point while there are fewer than
+128 constraints), so naming why a config is out costs a lookup, not a scalar evaluation.
 """
 
 from __future__ import annotations
@@ -94,15 +93,11 @@ class SearchSpace:
         self._feasible: np.ndarray | None = None  # sorted raw indices; None = every point
         self._rejections = {c.text: 0 for c in self.constraints}
         self._sole_rejections = {c.text: 0 for c in self.constraints}
-        self._first_failing_by_chunk: dict[int, np.ndarray] = {}
+        self._first_failing_codes: np.ndarray | None = None  # per raw point; None = none fail
         self._filter()
         self.size: int = self.raw_size if self._feasible is None else int(self._feasible.size)
 
     # ------------------------------------------------------------------ enumeration
-
-    def _chunk_raw(self, chunk: int) -> np.ndarray:
-        start = chunk * _CHUNK
-        return np.arange(start, min(start + _CHUNK, self.raw_size), dtype=np.int64)
 
     def _fails(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(fails, invalid)``, each (constraints, points): constraint i rejects the raw
@@ -124,16 +119,24 @@ class SearchSpace:
         if not self.constraints:
             return
         kept: list[np.ndarray] = []
+        codes: list[np.ndarray] = []
+        code_type = np.min_scalar_type(-max(len(self.constraints), 2))  # holds -2..n-1
         rejections = np.zeros(len(self.constraints), dtype=np.int64)
         sole = np.zeros(len(self.constraints), dtype=np.int64)
-        for chunk in range(-(-self.raw_size // _CHUNK)):
-            raw = self._chunk_raw(chunk)
-            fails, _ = self._fails(raw)
+        for start in range(0, self.raw_size, _CHUNK):
+            raw = np.arange(start, min(start + _CHUNK, self.raw_size), dtype=np.int64)
+            fails, invalid = self._fails(raw)
             rejections += fails.sum(axis=1)
             fail_count = fails.sum(axis=0)
             sole += fails[:, fail_count == 1].sum(axis=1)
             kept.append(raw[fail_count == 0])
+            code = np.full(raw.size, _FEASIBLE, dtype=code_type)
+            for i in reversed(range(len(self.constraints))):  # the first failing one wins
+                np.putmask(code, fails[i], i)
+                np.putmask(code, invalid[i], _UNEVALUABLE)
+            codes.append(code)
         self._feasible = np.concatenate(kept)
+        self._first_failing_codes = np.concatenate(codes)
         for i, constraint in enumerate(self.constraints):
             self._rejections[constraint.text] = int(rejections[i])
             self._sole_rejections[constraint.text] = int(sole[i])
@@ -141,18 +144,9 @@ class SearchSpace:
     def _first_failing(self, raw: int) -> int:
         """Index of the first constraint (declared order) rejecting the raw point, or
         _FEASIBLE, or _UNEVALUABLE where that constraint cannot be evaluated there."""
-        if self._feasible is None:
+        if self._first_failing_codes is None:
             return _FEASIBLE
-        chunk, offset = divmod(raw, _CHUNK)
-        codes = self._first_failing_by_chunk.get(chunk)
-        if codes is None:
-            fails, invalid = self._fails(self._chunk_raw(chunk))
-            first = fails.argmax(axis=0)
-            points = np.arange(first.size)
-            codes = np.where(invalid[first, points], _UNEVALUABLE, first).astype(np.int32)
-            codes[~fails.any(axis=0)] = _FEASIBLE
-            self._first_failing_by_chunk[chunk] = codes
-        return int(codes[offset])
+        return int(self._first_failing_codes[raw])
 
     def _raw_at(self, position: int) -> int:
         return position if self._feasible is None else int(self._feasible[position])
