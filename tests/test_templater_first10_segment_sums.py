@@ -10,7 +10,9 @@ segment walk) and ILP over the pointer walk (warp_chains keeps the counter's poi
 LDG reads the walk's ``*p`` through ``__ldg`` (the pointer's every value points into the
 ``const float*`` parameter ``values``), in ILP's split loops too: the expert's pick reads
 every value through ``__ldg`` (on the H100 the lift at the same pick without it took 178.1
-us against the expert's 152.4).
+us against the expert's 152.4). VEC 4 reads each segment's 16-byte-aligned middle as
+``float4`` with a scalar head and tail (:mod:`workbench.templater.warp_seg_vec`), as the
+expert's VEC does.
 
 Pure: the knobs, the respelled loops, a second spelling of the same pattern (an index walk
 declared before an open ``for``, ``& 31`` / ``>> 5``, a ``do`` of down shuffles halving by
@@ -19,8 +21,9 @@ walked by a pointer bounded by ``row + len``, read ``*q``), and the loops left a
 where the two are not the same program. Host (g++): each lift at its default, mixes (the
 expert's H100 pick, LANES 8, THREADS 128, UNROLL 4, __ldg, spelled in the lift's knobs
 first) and the all-ends configs (:func:`helpers_templater.host_configs`) against the kernel
-as written, within the folder's tolerance (LANES and ILP change the order of a segment's
-terms).
+as written, within the folder's tolerance (LANES, ILP and VEC change the order of a
+segment's terms); VEC 4 also on segments of every length 0 .. 9 and 15 .. 17 starting at
+every residue mod 4 (:func:`_edge_inputs`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import held_back_unseen10
+import numpy as np
 import pytest
 from held_back_harness import respelled
 from helpers_templater import host_configs
@@ -46,7 +50,7 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen10.ROOT / "segment_sums"
-KNOBS = ("WARPS_PER_BLOCK", "LANES", "ILP", "LDG", "MIN_BLOCKS_PER_SM")
+KNOBS = ("WARPS_PER_BLOCK", "LANES", "ILP", "VEC", "LDG", "MIN_BLOCKS_PER_SM")
 #: The expert's tuned pick on the H100 (THREADS 128, LANES 8, UNROLL 4, VEC 1, its reads
 #: __ldg) in the lift's knobs, then two lanes a segment in a wide block, a warp a segment
 #: with two sums a lane, and four lanes at the largest register cap (the all-ends configs
@@ -125,9 +129,13 @@ def test_segment_sums_lifts_lanes_warps_and_ilp_over_the_pointer_walk() -> None:
     assert source.count("WB_RO(*p)") == 4
     assert "LDG: applied: 1 read(s) of values through p in the segment loops" in \
         "\n".join(result.notes)
+    # VEC's float4 middle from the segment's first element (the start less the lane)
+    assert "const float* const wb_lo = ((values + offsets[seg] + lane) - " \
+        "(int)(threadIdx.x % LANES));" in source
+    assert "wb_q[wb_u] = WB_RO(*(wb_v + wb_u * LANES));" in source
     # every line keeps its number: the shuffle and the store stay on the lines they were on
     assert source.splitlines().index("  if (lane == 0) sums[seg] = s;") - \
-        source.splitlines().index("  float s = 0.0f;") == 27
+        source.splitlines().index("  float s = 0.0f;") == 49  # the VEC and ILP branches
 
 
 def test_an_index_walk_and_a_down_shuffle_do_loop_lift_the_same_knobs() -> None:
@@ -136,6 +144,8 @@ def test_an_index_walk_and_a_down_shuffle_do_loop_lift_the_same_knobs() -> None:
     assert "for (int i = offsets[seg] + lane; i < stop; i += LANES) {" in lifted.source
     assert "for (int o = (LANES / 2); o != 0; o >>= 1) {" in lifted.source
     assert lifted.source.count("WB_RO(values[i])") == 4
+    assert "const float* const wb_lo = values + ((offsets[seg] + lane) - " \
+        "(int)(threadIdx.x % LANES));" in lifted.source
 
 
 def test_a_row_pointer_walk_lifts_the_same_knobs_and_reads_through_ldg() -> None:
@@ -182,14 +192,15 @@ def test_loops_that_are_not_the_same_program_stay_as_written(old: str, new: str,
 
 
 def _same_sums(kf: KernelFolder, source: str, tmp_path: Path, flags: tuple[str, ...],
-               mixes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+               mixes: list[dict[str, Any]], inputs: dict[str, np.ndarray] | None = None
+               ) -> list[dict[str, Any]]:
     """Runs ``kf``'s lift at :func:`host_configs` (the default, ``mixes``, the all-ends
-    configs) and the kernel ``source`` as written on the host; asserts every sum within the
-    folder's tolerance; the configs run."""
+    configs) and the kernel ``source`` as written on the host on ``inputs`` (the folder's by
+    default); asserts every sum within the folder's tolerance; the configs run."""
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     configs = host_configs(template, env, mixes)
-    inputs = _inputs(kf)
+    inputs = _inputs(kf) if inputs is None else inputs
     host = held_back_unseen10.host_source
     want = _run(kf, host(source), kf.baseline.launch_for({}, env), inputs,
                 tmp_path / "plain", flags)
@@ -202,7 +213,7 @@ def _same_sums(kf: KernelFolder, source: str, tmp_path: Path, flags: tuple[str, 
 
 
 #: The expert's pick in the lift's knobs over the default: ILP 4 and LDG 1 in one config.
-_PICK = {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "LDG": 1, "MIN_BLOCKS_PER_SM": 0}
+_PICK = {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "VEC": 1, "LDG": 1, "MIN_BLOCKS_PER_SM": 0}
 
 
 @needs_gxx
@@ -222,3 +233,48 @@ def test_other_spellings_sum_every_segment_at_the_ends_and_the_pick(
     kf = respelled(FOLDER, tmp_path / "spelling", source)
     ran = _same_sums(kf, source, tmp_path / "runs", host_flags, MIXES[:1])
     assert _PICK in ran
+
+
+def _edge_inputs(kf: KernelFolder) -> dict[str, np.ndarray]:
+    """The check shape's inputs with its first segments of lengths 0 .. 9 and 15 .. 17
+    (shorter than a float4, one, none, a quad and a bit), each starting at every residue
+    mod 4 (a filler segment of 0 .. 3 floats before each: short segments too), the rest cut
+    at random as the folder's are."""
+    sizes = kf.shape_values(kf.check_shape)
+    segments, n = sizes["segments"], sizes["n"]
+    lengths: list[int] = []
+    for length in (*range(10), 15, 16, 17):
+        for residue in range(4):
+            lengths += [(residue - sum(lengths)) % 4, length]
+    rng = np.random.default_rng(7)
+    head = int(np.sum(lengths))
+    cuts = np.sort(rng.integers(head, n + 1, size=segments - len(lengths) - 1))
+    offsets = np.concatenate([[0], np.cumsum(lengths), cuts, [n]]).astype(np.int32)
+    starts, sizes_ = offsets[:-1], np.diff(offsets)
+    for length in (*range(10), 15, 16, 17):  # every short length at every residue
+        assert set(starts[sizes_ == length] % 4) == {0, 1, 2, 3}, length
+    values = rng.uniform(-1.0, 1.0, size=n).astype(np.float32)
+    return {"values": values, "offsets": offsets}
+
+
+#: VEC 4 at the expert's pick, at 2 lanes a segment (one float4 a lane a step), at a warp a
+#: segment with 2 float4s in flight and at 4 lanes with plain loads (LDG 0).
+VEC_MIXES = [{**_PICK, "VEC": 4},
+             {"WARPS_PER_BLOCK": 2, "LANES": 2, "ILP": 1, "VEC": 4, "LDG": 1},
+             {"WARPS_PER_BLOCK": 1, "LANES": 32, "ILP": 2, "VEC": 4, "LDG": 1},
+             {"WARPS_PER_BLOCK": 8, "LANES": 4, "ILP": 4, "VEC": 4, "LDG": 0}]
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("source", [None, INDEX_WALK, ROW_POINTER],
+                         ids=["folder", "index-walk", "row-pointer"])
+def test_vec_sums_short_segments_at_every_start_residue(
+        source: str | None, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER) if source is None else \
+        respelled(FOLDER, tmp_path / "spelling", source)
+    written = kf.baseline.render({}, "fp32").source if source is None else source
+    mixes = VEC_MIXES if source is None else VEC_MIXES[:1]
+    ran = _same_sums(kf, written, tmp_path / "runs", host_flags, mixes,
+                     inputs=_edge_inputs(kf))
+    assert {**_PICK, "VEC": 4} in ran

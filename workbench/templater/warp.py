@@ -11,8 +11,8 @@ by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
 (32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
 ``for (c = l; c < n; c += 32)`` (the step also ``c = c + 32``, or ``blockDim.x`` in a (32, F)
 block; a ``T c = l; while (c < n) { ...; c += 32; }`` alike) or segment loops ``for (c = base + l; c < end; c += 32)``
-whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP and
-LDG over them: :mod:`.warp_chains`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
+whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP,
+VEC and LDG over them: :mod:`.warp_chains`, :mod:`.warp_seg_vec`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
 No other ``threadIdx`` or ``blockDim`` read, no shared memory, barrier or vote.
 Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
@@ -551,11 +551,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     plan.note(LANES, True, f"{len(steps)} lane loop(s), {len(offsets)} shuffle loop(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
               "the item's group (mask and width)", shape.decl)
-    for seg in segments:
-        plan.note("VEC", False, f"the lane loop `{text(seg).splitlines()[0][:50]}` walks a "
-                  "segment from a run-time offset (its vectors' alignment is not known)", seg)
     if segments:
-        apply_chains(plan, segments, LANES)
+        apply_chains(plan, segments, LANES, vec=len(segments) == len(loops))
         apply_ldg(plan, segments)
     cut = {s.start_byte for s in segments}
     whole = [(lp, st) for lp, st in zip(loops, starts, strict=True) if lp.start_byte not in cut]

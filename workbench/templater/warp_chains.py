@@ -14,12 +14,14 @@ an arithmetic type declared outside the loop, ``E`` free of ``acc``, assignments
 that are not pure (:func:`.purity.side_effect_free`; a read-only load ``__ldg(&p[k])`` is a
 read like ``p[k]``: the loop writes no memory, so its terms read the same values in any
 order), and the loop ``j < bound`` with ``j``
-declared in its header; refused with the line otherwise.
+declared in its header; refused with the line otherwise. Where the term is the float
+element the counter walks, VEC reads the segment's aligned middle as float4 ahead of these
+loops (:mod:`.warp_seg_vec`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
@@ -28,6 +30,8 @@ from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, side_effect_free
 from workbench.templater.rewrite import Rewriter, TextFn
 from workbench.templater.vector import Illegal
+from workbench.templater.warp_seg_vec import NAME as VEC
+from workbench.templater.warp_seg_vec import SegmentWalk, segment_walk, vector_walk
 
 NAME = "ILP"
 _ARITHMETIC = ("float", "double", "int", "unsigned", "long", "long long", "unsigned int",
@@ -47,19 +51,25 @@ class _Chain:
     acc: str
     acc_type: str
     term: Node
+    vec: SegmentWalk | None  # the float4 middle's walk (VEC), None where refused
 
 
-def apply_chains(plan: Plan, segments: list[Node], lanes: str) -> None:
-    """Give every segment loop of the shape above ILP independent sums (notes why not)."""
+def apply_chains(plan: Plan, segments: list[Node], lanes: str, vec: bool) -> None:
+    """Give every segment loop of the shape above ILP independent sums and, where ``vec``
+    (every lane loop a segment loop) and each adds the float element it walks, VEC's float4
+    middle (:mod:`.warp_seg_vec`); notes why not."""
     chains: list[_Chain] = []
     for loop in segments:
         try:
-            chains.append(_chain(plan, loop))
+            chains.append(_chain(plan, loop, vec))
         except Illegal as exc:
             plan.note(NAME, False, exc.reason, exc.node or loop)
+            plan.note(VEC, False, exc.reason, exc.node or loop)
     if not chains or len(chains) != len(segments):
         return
+    vectors = all(c.vec is not None for c in chains)
     for c in chains:
+        c = c if vectors else replace(c, vec=None)
         head = _line_start(plan, c.loop)
         indent = plan.rw.data[head:c.loop.start_byte].decode()
         opening = "" if plan.rw.data[head - 1:head] in (b"\n", b"") else "\n"
@@ -71,9 +81,18 @@ def apply_chains(plan: Plan, segments: list[Node], lanes: str) -> None:
                           "description": "terms of a segment loop each lane loads a step, "
                                          "each into its own sum (as written: 1)"},
                    f"{line(chains[0].loop)}: segment loop")
+    if vectors:
+        for c in chains:
+            plan.note(VEC, True, f"`{c.acc} +=` over the segment loop: its 16-byte-aligned "
+                      "middle as float4 (ILP in flight a lane), the head before it and the "
+                      "tail after it one float a lane", c.loop)
+        plan.add_param(VEC, {"kind": "choice", "values": [1, 4], "default": 1,
+                             "description": "floats a load in a segment's aligned middle: 1 "
+                                            "(as written) or 4 (float4)"},
+                       f"{line(chains[0].loop)}: segment loop")
 
 
-def _chain(plan: Plan, loop: Node) -> _Chain:
+def _chain(plan: Plan, loop: Node, vec: bool) -> _Chain:
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     body = loop.child_by_field_name("body")
     if init is None or cond is None or body is None:
@@ -116,7 +135,15 @@ def _chain(plan: Plan, loop: Node) -> _Chain:
             not side_effect_free(plan.source, bound):
         raise Illegal(f"the term `{text(term)[:40]}` reads `{acc}`, assigns or calls what is "
                       "not pure", term)
-    return _Chain(loop, var, var_type, start, bound, acc, acc_type, term)
+    walk: SegmentWalk | None = None
+    if not vec:
+        plan.note(VEC, False, "the kernel's other lane loops take the family's VEC", loop)
+    else:
+        try:
+            walk = segment_walk(plan, var, var_type, term)
+        except Illegal as exc:
+            plan.note(VEC, False, exc.reason, exc.node or loop)
+    return _Chain(loop, var, var_type, start, bound, acc, acc_type, term, walk)
 
 
 #: Loads through the read-only or cache-hinted paths: reads of memory, as ``p[k]`` is.
@@ -169,7 +196,8 @@ def _whole(rw: Rewriter, node: Node) -> str:
 
 
 def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
-    """The text put before the loop: the split loops under ``#if ILP > 1``, then ``#else``
+    """The text put before the loop: the float4 walk under ``#if VEC > 1`` where the loop
+    has one, the split loops under ``#if ILP > 1`` (``#elif``), then ``#else``
     and the loop's indent (the loop as written follows, closed by the ``#endif`` inserted
     after it)."""
     render = rw.render
@@ -178,7 +206,10 @@ def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
     term = _whole(rw, c.term)
     t, v, acc = c.acc_type, c.var_type, c.acc
     frozen = f"{v} const" if v.endswith("*") else f"const {v}"  # a copy of the counter
-    return (f"#if {NAME} > 1\n"
+    opening = f"#if {NAME} > 1\n" if c.vec is None else (
+        f"#if {VEC} > 1\n" + vector_walk(rw, c.vec, c.start, c.bound, acc, term, lanes, NAME)
+        + f"#elif {NAME} > 1\n")
+    return opening + (
             "  {  // ILP independent sums a lane, the steps ILP * LANES apart\n"
             f"    {t} wb_part[{NAME} - 1];\n"
             "#pragma unroll\n"

@@ -17,8 +17,9 @@ shuffle's result differs per lane), ``threadIdx`` and anything else are refused 
 Practice of the family (CSR-vector sparse kernels, e.g. CUSP's ``spmv_csr_vector`` and
 Bell & Garland's 2008 report): the threads per row are chosen from 2 to 32 by the mean row
 length, since a warp on a row of a few nonzeros leaves most lanes idle; :data:`SEGMENT_LANES`
-is that range. Segment loops are not vectorized (the offset's alignment is a run-time value)
-nor kept in registers (:mod:`.warp_regs` models rows that start at the lane).
+is that range. Segment loops are vectorized by peeling to their run-time alignment
+(:mod:`.warp_seg_vec`), not by the family's VEC, and not kept in registers
+(:mod:`.warp_regs` models rows that start at the lane).
 """
 
 from __future__ import annotations
