@@ -255,17 +255,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "items2_only": {"BX": 8, "BY": 16, "ITEMS": 2, "SQUARES": 0, "INTERIOR": 0}}),
     # memory-bound (set 10): the first contact lifted nothing (the walk through a pointer
     # declared before an open for, the fold in a do-while); now WARPS_PER_BLOCK, LANES (2 ..
-    # 32), ILP, LDG (the walk's *p through __ldg, as the expert reads every value). The lift
-    # at the expert's pick (128 threads, 8 lanes a segment, 4 loads in flight a lane, __ldg)
-    # and with one knob back (LDG 0: 178.1 us at 22:39Z; ILP 1; LANES 32, a warp a segment
-    # as written); the expert at its pick and with its float4 middle (VEC 4, no counterpart
-    # in the lift)
+    # 32), ILP, VEC (the segment's aligned middle as float4, a scalar head and tail, as the
+    # expert's VEC), LDG (the walk's *p through __ldg, as the expert reads every value). The
+    # lift at the expert's pick (128 threads, 8 lanes a segment, 4 loads in flight a lane,
+    # __ldg, VEC 1), with its float4 middle (VEC 4, beside the expert's pick_vec4) and with
+    # one knob back (LDG 0: 178.1 us at 22:39Z; ILP 1; LANES 32, a warp a segment as
+    # written); the expert at its pick and with its float4 middle
     "segment_sums": ("corpus_compute_unseen10", {
-        "expert_pick": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "LDG": 1,
+        "expert_pick": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "VEC": 1, "LDG": 1,
                         "MIN_BLOCKS_PER_SM": 0},
-        "ldg0": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
-        "ilp1": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 1, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
-        "lanes32": {"WARPS_PER_BLOCK": 4, "LANES": 32, "ILP": 4, "LDG": 1,
+        "vec4": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "VEC": 4, "LDG": 1,
+                 "MIN_BLOCKS_PER_SM": 0},
+        "ldg0": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "VEC": 1, "LDG": 0,
+                 "MIN_BLOCKS_PER_SM": 0},
+        "ilp1": {"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 1, "VEC": 1, "LDG": 1,
+                 "MIN_BLOCKS_PER_SM": 0},
+        "lanes32": {"WARPS_PER_BLOCK": 4, "LANES": 32, "ILP": 4, "VEC": 1, "LDG": 1,
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "LANES": 8, "UNROLL": 4, "VEC": 1},
         "pick_vec4": {"THREADS": 128, "LANES": 8, "UNROLL": 4, "VEC": 4}}),
