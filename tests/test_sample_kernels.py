@@ -6,6 +6,7 @@ reference.py with an independent float64 formula written element by element here
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -23,6 +24,7 @@ import pytest
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.records import Config
+from workbench.core.space import SearchSpace
 
 ROOT = Path(__file__).resolve().parent.parent / "sample_kernels"
 KERNELS = ("silu_and_mul", "fused_add_rmsnorm", "merge_attn_states_lse")
@@ -38,8 +40,17 @@ _USAGE = re.compile(r"Used (\d+) registers")
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
+@functools.cache
 def _folder(name: str) -> KernelFolder:
+    """The sample folder, loaded once a session (0.13-0.27 s a load; the tests only read it)."""
     return load_kernel_folder(ROOT / name)
+
+
+@functools.cache
+def _spaces(name: str, dtype: str) -> dict[str, SearchSpace]:
+    """The folder's space at each of its shapes for ``dtype``, built once a session."""
+    kf = _folder(name)
+    return {shape: kf.space(shape, dtype) for shape in kf.shapes}
 
 
 def _reference(name: str) -> ModuleType:
@@ -66,7 +77,7 @@ def _nvcc_all(sources: dict[str, str]) -> dict[str, tuple[int, str]]:
 
 
 def _feasible_somewhere(kf: KernelFolder, config: Mapping[str, int], dtype: str) -> bool:
-    return any(Config(config) in kf.space(shape, dtype) for shape in kf.shapes)
+    return any(Config(config) in space for space in _spaces(kf.name, dtype).values())
 
 
 # --- folders and spaces -------------------------------------------------------------------
@@ -86,8 +97,7 @@ def test_folder_loads_with_every_default_feasible(name: str) -> None:
 def test_space_sizes_stay_sweepable(name: str) -> None:
     kf = _folder(name)
     for dtype in kf.dtypes:
-        for shape in kf.shapes:
-            space = kf.space(shape, dtype)
+        for shape, space in _spaces(name, dtype).items():
             # exhaustive sweeps on the GPU machine cost the feasible size; the product only
             # costs enumeration (10^6 points in ~0.1 s, benchmarks/search/bench_space.py); at the
             # sweeps' ~32 ms per config (7,560 in 244 s) 3,200 configs are 100 s per shape
