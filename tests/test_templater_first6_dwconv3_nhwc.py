@@ -1,4 +1,5 @@
-"""dwconv3_nhwc (set 6, memory-bound; issue 28): LANE_VEC keeps the block's warps whole.
+"""dwconv3_nhwc (set 6, memory-bound; issue 28): LANE_VEC keeps the block's warps whole, and
+the register window's checked copy loads its slots first (LOADS_FIRST, const_inner.py).
 
 The lift reaches the expert's pick (VEC 2, PIX 8, ITEMS_X 4, ITEMS_Y 4, TAPS 1 is LANE_VEC 2,
 OUTER_THREADS 8, ITEMS_PER_THREAD 4, OUT_Y 4, LANE_WINDOW 1, CONST_VIA 1: 374.6 us at
@@ -15,6 +16,13 @@ a global [9][64] table, the padding nested ifs from a 0-based window): its 16-th
 (LANE_VEC 4, one outer thread) is out, the smallest whole warp in. Both print, bit for bit on
 the host, what the kernel as written prints at the default, the all-ends configs and mixes
 at the smallest whole warp.
+
+LOADS_FIRST: threads at the image's edge (the grid's first and last block rows and columns)
+ran the window's checked copy, one load in flight at a time (each load's sum read it before
+the next check); they now walk their items once with the stores dead code, loading the
+slots, then sum from them. On the host the pass runs (a lift without it, its slots read
+unloaded, prints other values) and every config prints what the kernel as written prints;
+a walk that reads its output or calls what is not pure is refused with the line.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from helpers_templater import host_configs
+from test_corpus_unseen3 import _inputs, folder_runs
 from test_templater_const_via import assert_prints_as_written, write_folder
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -136,3 +146,52 @@ def test_a_64_channel_spelling_keeps_whole_warps_on_the_host(tmp_path: Path) -> 
     configs = host_configs(result.template, env, mixes)
     assert any(c["LANE_VEC"] == 4 and _threads(c, 64) == 32 for c in configs)
     assert_prints_as_written(kf, result, configs, tmp_path)
+
+
+def _loads_first_note(result: TemplaterResult) -> str:
+    return next(n for n in result.notes if n.startswith("LOADS_FIRST"))
+
+
+def test_edge_threads_load_their_window_before_summing(tmp_path: Path) -> None:
+    """At the expert's pick on the 7 x 13 check image (every thread touches an edge), the
+    lift prints what the kernel as written prints; without its loads-first pass (the slots
+    then read unloaded) it does not: the pass is what the checked copy reads."""
+    kf = load_kernel_folder(FOLDER)
+    result = offline_template(kf)
+    assert _loads_first_note(result).startswith("LOADS_FIRST: applied"), result.notes
+    config = {**result.template.default_config(), **EXPERT_PICK}
+    source = result.template.render(config, "fp32").source
+    assert source.count("if (false) {") == 1  # the one store, dead in the pass
+    head, sep, rest = source.partition("  // LOADS_FIRST:")
+    _pass, undef, tail = rest.partition("#undef wb_win0_read")
+    assert sep and undef and "wb_win0_read(" in _pass
+    skipped = head + "\n" + undef + tail
+    env = kf.env(kf.check_shape, "fp32")
+    launch = result.template.launch_for(config, env)
+    runs = [(kf.baseline.render({}, "fp32").source, kf.baseline.launch_for({}, env)),
+            (source, launch), (skipped, launch)]
+    want, good, bad = folder_runs(kf, runs, _inputs(kf), tmp_path)
+    assert np.array_equal(good["out"].view(np.uint32), want["out"].view(np.uint32))
+    assert not np.array_equal(bad["out"], want["out"])
+
+
+def test_a_walk_that_reads_its_output_or_calls_out_keeps_first_use_loads(
+        tmp_path: Path) -> None:
+    reads = DW64.replace("float acc = b[ch];",
+                         "float acc = b[ch] + 0.5f * o[(py * W + px) * 64 + ch];")
+    calls = DW64.replace("o[(py * W + px) * 64 + ch] = acc;",
+                         "atomicAdd(&o[(py * W + px) * 64 + ch], acc);")
+    for name, source, why, line in (
+            ("reads", reads, "`o` is read in the walk besides its stores", 11),
+            ("calls", calls, "calls what is not pure", 22)):
+        kf = write_folder(tmp_path / name, source, ["ceil_div(W, 2)", "H"], ["128"],
+                          [("o", "f32", "out", ["H", "W", 64]),
+                           ("im", "f32", "in", ["H", "W", 64]), ("wt", "f32", "in", [9, 64]),
+                           ("H", "i32", "scalar", "H"), ("W", "i32", "scalar", "W")],
+                          {"H": 5, "W": 11}, [("b", [64])])
+        result = offline_template(kf)
+        note = _loads_first_note(result)
+        assert note.startswith("LOADS_FIRST: not applied") and why in note and \
+            f"(line {line})" in note, note
+        assert "WINDOW_INTERIOR: applied" in " ".join(result.notes)
+        assert "LOADS_FIRST:" not in result.lifted.source

@@ -27,6 +27,22 @@ Only with ``LANE_WINDOW == 1`` (the window's flags are what the copy resolves).
 
 Refused (noted with the line; the window keeps its single, general copy) where an ``if`` on
 the way fails the rule.
+
+LOADS_FIRST, the checked copy's loads ahead of its sums: in that copy every load sits behind
+its own checks and its sum reads it at once, so a thread at the image's edge has one load
+in flight at a time (dwconv3_nhwc at the expert's pick, sm_90 SASS: each LDG.E.64 followed
+by its two FFMAs before the next branch); those threads are the grid's first and last block
+rows and columns, and the last row is the last the device schedules. Under the interior
+copy's own register test the checked copy is preceded by a pass that walks the same items,
+rows and taps with the same checks and the window's load-once reads, its stores to the
+kernel's pointer parameters ``if (false)`` (dead code, and with them the sums): it loads
+exactly the slots the checked copy reads, all before the first sum. The checked copy then
+reads the slots alone (``#undef``/``#define`` of the window's read). Legal on the parse:
+every call in the walk is pure, every assignment is to a local declared in the walk (an
+element of a local array of the walk) or a store statement to a pointer parameter that the
+walk reads nowhere else, so the pass takes the checked copy's branches and touches no
+memory but the window's (read-only) slots; refused with the line otherwise (the checked
+copy keeps its first-use loads).
 """
 
 from __future__ import annotations
@@ -44,15 +60,18 @@ from workbench.templater.rewrite import Rewriter, warp_all
 from workbench.templater.vector import Illegal
 
 FLAG = "wb_inner"
+FIRST_NOTE = "LOADS_FIRST"
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _EXITS = ("continue_statement", "break_statement", "return_statement")
 
 
 @dataclass
 class Known:
-    """Which copy is being rendered: the interior one (its conditions known) or not."""
+    """Which copy is being rendered: the interior one (its conditions known) or not, and
+    whether it is the checked copy's loads-first pass (its stores dead code)."""
 
     interior: bool = False
+    loads_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,75 @@ def plan_interior(plan: Plan, walk_: Walk, reads: list[Node]) -> list[Test]:
         need = _check(plan, cond, pure, start)
         tests.append(Test(cond, guard and not _skips(n), frozenset(need)))
     return tests
+
+
+def plan_loads_first(plan: Plan, walk_: Walk) -> list[Node]:
+    """The statements the checked copy's loads-first pass makes dead code: each an
+    expression statement that stores to a pointer parameter's memory (Illegal where the
+    pass could do anything else than the window's loads: see the module doc)."""
+    start, end = walk_.first.start_byte, walk_.last.end_byte
+    region = _statements(plan, start, end)
+    pure = pure_calls(plan.source)
+    pointers = {p.name for p in plan.kernel.params if p.is_pointer}
+    inside: dict[str, bool] = {}  # a local declared in the walk: whether it is an array
+    for n in region:
+        if n.type == "declaration":
+            for d in n.children_by_field_name("declarator"):
+                inner = d.child_by_field_name("declarator") if d.type == "init_declarator" \
+                    else d
+                if inner is not None and inner.type == "identifier":
+                    inside[text(inner)] = False
+                elif inner is not None and inner.type == "array_declarator":
+                    name = next((text(x) for x in walk(inner) if x.type == "identifier"), "")
+                    inside[name] = True
+    stores: list[Node] = []
+    stored: set[str] = set()
+    for n in region:
+        if n.type == "call_expression" and \
+                text(n.child_by_field_name("function")) not in pure:
+            raise Illegal(f"`{text(n)[:50]}` calls what is not pure: a loads-first pass "
+                          "would call it twice", n)
+        if n.type not in ("assignment_expression", "update_expression"):
+            continue
+        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+        while target is not None and target.type == "parenthesized_expression" and \
+                target.named_children:
+            target = target.named_children[0]
+        assert target is not None
+        root, memory = target, False
+        while root.type in ("subscript_expression", "field_expression",
+                            "pointer_expression"):
+            memory = True
+            nxt = root.child_by_field_name("argument")
+            if nxt is None:
+                break
+            root = nxt
+        name = text(root)
+        if root.type == "identifier" and name in inside and inside[name] == memory:
+            continue  # a local of the walk (an element of a local array)
+        up = n.parent
+        if memory and root.type == "identifier" and name in pointers and \
+                up is not None and up.type == "expression_statement":
+            stores.append(up)
+            stored.add(name)
+            continue
+        raise Illegal(f"`{text(n)[:50]}` changes what the walk does not own (not a local "
+                      "of the walk, nor a store statement to a pointer parameter): a "
+                      "loads-first pass would change it", n)
+    for n in region:
+        if n.type == "identifier" and text(n) in stored and not any(
+                s.start_byte <= n.start_byte and n.end_byte <= _target_end(s) for s in stores):
+            raise Illegal(f"`{text(n)}` is read in the walk besides its stores: a "
+                          "loads-first pass, its stores dead, could read other values", n)
+    return stores
+
+
+def _target_end(store: Node) -> int:
+    """The end of the stored-to side of an expression statement's assignment."""
+    expr = store.named_children[0]
+    target = expr.child_by_field_name("left") or expr.child_by_field_name("argument")
+    assert target is not None
+    return target.end_byte
 
 
 def _statements(plan: Plan, start: int, end: int) -> list[Node]:
@@ -250,12 +338,15 @@ def _pure(plan: Plan, value: Node, pure: frozenset[str]) -> bool:
 
 
 def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str,
-                  fits: str = "1") -> None:
+                  fits: str = "1", first: tuple[list[Node], str] | None = None) -> None:
     """``#if knob == 1 && (fits)`` (``fits``: a preprocessor test of the copy's registers
     against the launch's cap): the test and the warp's vote set the flag, ``#else`` the flag
     is a constant false (the copy below is then dead code the compiler drops); then
     ``if (flag) { interior copy } else { items' walk }``; the known conditions rewritten in
-    the interior copy only."""
+    the interior copy only. ``first`` (None: none): the stores of :func:`plan_loads_first`
+    and the lines that make the window's reads its slots alone; under the same test the
+    checked copy is preceded by its loads-first pass (the same walk, those stores
+    ``if (false)``), then reads the slots it loaded through those lines."""
     known = Known()
     start, end = walk_.first.start_byte, walk_.last.end_byte
     outer = [e for e in plan.rw.edits if e.make is not None and e.start <= start and
@@ -275,14 +366,27 @@ def emit_interior(plan: Plan, walk_: Walk, tests: list[Test], knob: str,
             fast = items(rw)
         finally:
             _set(known, walk_, False)
+        loads = ""
+        if first is not None:
+            known.loads_only = True
+            try:
+                loads = (f"\n#if {knob} == 1 && ({fits})  // {FIRST_NOTE}: the window's loads "
+                         f"of this thread first, no output written\n  {items(rw)}\n"
+                         f"{first[1]}  // the walk below reads what that pass loaded\n"
+                         "#endif\n")
+            finally:
+                known.loads_only = False
         return (f"\n#if {knob} == 1 && ({fits})  // the thread's window inside the image: "
                 f"the walk without its checks\n  bool {FLAG} = true;\n{check}\n"
                 f"{warp_all(FLAG)}#else\n  const bool {FLAG} = false;  // the walk with its "
                 f"checks only (the copy below is dead code)\n#endif\n"
-                f"  if ({FLAG}) {{\n  {fast}\n  }} else {{\n  {items(rw)}\n  }}")
+                f"  if ({FLAG}) {{\n  {fast}\n  }} else {{{loads}\n  {items(rw)}\n  }}")
 
     plan.rw.discard([loop])
     plan.rw.replace_span(loop.start, loop.end, make=both)
+    for store in first[0] if first is not None else []:
+        plan.rw.replace_span(store.start_byte, store.end_byte,
+                             make=_loads_only(known, store.start_byte, store.end_byte))
     for t in tests:
         words = "(true || (" if t.holds else "(false && ("
         plan.rw.replace_span(t.cond.start_byte, t.cond.start_byte,
@@ -295,6 +399,16 @@ def _set(known: Known, walk_: Walk, value: bool) -> None:
     known.interior = value
     if walk_.rows is not None:
         walk_.rows[3][0] = value
+
+
+def _loads_only(known: Known, start: int, end: int) -> Callable[[Rewriter], str]:
+    """The statement at ``[start, end)`` as rendered, dead code in the loads-first pass (a
+    whole-statement edit: an insert at its first byte would repeat inside an edit of its
+    target that starts there too)."""
+    def make(rw: Rewriter) -> str:
+        inner = rw.render(start, end)
+        return f"if (false) {{ {inner} }}" if known.loads_only else inner
+    return make
 
 
 def _interior_only(known: Known, words: str) -> Callable[[Rewriter], str]:

@@ -50,7 +50,13 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import declared_name, int_value, text, walk
-from workbench.templater.const_inner import Walk, emit_interior, plan_interior
+from workbench.templater.const_inner import (
+    FIRST_NOTE,
+    Walk,
+    emit_interior,
+    plan_interior,
+    plan_loads_first,
+)
 from workbench.templater.const_items import THREADS, LaneLayout, items_name
 from workbench.templater.const_lanes import declaration_of
 from workbench.templater.const_regs import OWN_REGS, REGISTERS, Counter
@@ -121,7 +127,7 @@ def apply_lane_window(plan: Plan, layout: LaneLayout, rows: Rows | None = None,
         return
     _emit(plan, layout, (value, item), list(windows.values()), vec)
     plain = " + ".join(f"({_slots_rule(group[0])})" for group in windows.values())
-    _interior(plan, layout, rows, item, [r.read for r in reads],
+    _interior(plan, layout, rows, item, list(windows.values()),
               _interior_fits(plan, plain, vec, list(windows.values()), regs))
     first = reads[0]
     items = axes[0].knob
@@ -187,9 +193,10 @@ def _interior_fits(plan: Plan, plain: str, vec: LaneVec | None, windows: list[li
 
 
 def _interior(plan: Plan, layout: LaneLayout, rows: Rows | None, item: str,
-              reads: list[Node], fits: str) -> None:
+              windows: list[list[Windowed]], fits: str) -> None:
     """The interior copy of the walk (:mod:`.const_inner`): without it every slot's flag is
     a runtime value; noted either way."""
+    reads = [r.read for group in windows for r in group]
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
     header = f"for (int {item} = 0; {item} < {items_name(plan)}; ++{item})"
     row = None if rows is None else (
@@ -198,14 +205,34 @@ def _interior(plan: Plan, layout: LaneLayout, rows: Rows | None, item: str,
     walk_ = Walk(layout.outer_decl, stmts[-1], header, row)
     try:
         tests = plan_interior(plan, walk_, reads)
-        emit_interior(plan, walk_, tests, KNOB, fits)
     except Illegal as exc:
         plan.note(INNER_NOTE, False, f"{exc.reason} (the window keeps one copy, its flags "
                   "runtime values)", exc.node)
         return
+    stores = _loads_first(plan, walk_)
+    # after the loads-first pass every slot the checked copy reads is loaded: it reads them
+    kept = "\n".join(f"#undef wb_win{k}_read\n#define wb_win{k}_read(at) wb_win{k}{_slot(g[0])}"
+                     for k, g in enumerate(windows))
+    emit_interior(plan, walk_, tests, KNOB, fits, None if stores is None else (stores, kept))
     plan.note(INNER_NOTE, True, f"with {KNOB} 1 a thread whose {len(tests)} bounds test(s) "
               "hold at every item, row and tap (a warp's vote on the device) runs the walk "
               "without them: the window's flags are constants there", layout.outer_decl)
+
+
+def _loads_first(plan: Plan, walk_: Walk) -> list[Node] | None:
+    """The checked copy's loads-first pass (:func:`.const_inner.plan_loads_first`): its
+    stores, or None where it is refused (noted either way)."""
+    try:
+        stores = plan_loads_first(plan, walk_)
+    except Illegal as exc:
+        plan.note(FIRST_NOTE, False, f"{exc.reason} (the checked copy loads each slot at its "
+                  "first use)", exc.node)
+        return None
+    plan.note(FIRST_NOTE, True, f"with {KNOB} 1 a thread at the image's edge walks its "
+              f"items once with its {len(stores)} store(s) dead code first, so each slot its "
+              "checks let through is loaded before the walk that uses it (the loads in "
+              "flight together, not one at a time behind its sums)", walk_.first)
+    return stores
 
 
 def _wide(vec: LaneVec | None, w: Windowed) -> bool:
@@ -479,8 +506,7 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
         dims = "".join(f"[{c.trips}]" for c in w.others) + \
             "".join(f"[{a.knob} + {_reach(c)}]" if c is not None else f"[{a.knob}]"
                     for a, c in walks)
-        slot = "".join(f"[({c.name}) - ({c.start})]" for c in w.others) + \
-            "".join(_at(a, c) for a, c in walks)
+        slot = _slot(w)
         once = "wb_once_ldg" if ldg else "wb_once"
         plan.helper(_ONCE_LDG if ldg else _ONCE)
         lines += [f"  {elem} wb_win{k}{dims};", f"  bool wb_win{k}_has{dims} = {{}};",
@@ -500,6 +526,12 @@ def _emit(plan: Plan, layout: LaneLayout, outer: tuple[Node, str],
     at = before[-1].end_byte if before else plan.body.start_byte + 1
     plan.rw.insert(at, "\n".join([*lines, *other, "#endif"]))
     _unroll_items(plan, layout.outer_decl, item, at)
+
+
+def _slot(w: Windowed) -> str:
+    """The slot a read takes in its window: ``[..]`` per dimension, as ``_emit`` lays them."""
+    return "".join(f"[({c.name}) - ({c.start})]" for c in w.others) + \
+        "".join(_at(a, c) for a, c in reversed(w.along))
 
 
 def _unroll_items(plan: Plan, outer_decl: Node, item: str, at: int) -> None:
