@@ -29,6 +29,7 @@ from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.fir_slide import lift_fir
 from workbench.templater.functor_calls import functors_as_lambdas
+from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -115,6 +116,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_channel_items(plan)  # output channels on the grid per thread
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
+            apply_gather_stage(plan)  # a 2-D window gather's tile in shared memory
             apply_table(plan)
             apply_fastmath(plan)
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
