@@ -46,6 +46,11 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   first: the load order is the register target, which the lift spells MIN_BLOCKS_PER_SM 1
   (group expert_nomin times it). The lift's walk with checks (warps at the image's edge)
   makes the kernel 4432 instructions against the expert's 1040 (predicated loads, one walk).
+  In that checked walk each load's sum read it before the next check (one load in flight
+  a thread at the image's edge: the grid's first and last block rows and columns, the last
+  row scheduled last); since 9dbec2e a loads-first pass issues them together (sm_90 at the
+  pick: 149 registers at MIN 1, 124 with LANE_REGS 0, 142 at MIN 0, no spills); group
+  lift_nofirst times the pick without it (the lift as before, the same run).
   4278 configs against the expert's 394.
 - bilateral5 (compute-bound, set 9): the lift at the expert's pick (32 x 4, 8 rows a thread,
   __expf) compiles to 56 registers, no spills, 2664 SASS instructions for 8 pixels; the
@@ -539,6 +544,25 @@ def without_min_blocks(probe: Probe) -> Probe:
     return replace(probe, template=replace(probe.template, source=source))
 
 
+#: kernel -> the lift's configs timed again without the window's loads-first pass (group
+#: lift_nofirst): the checked copy loading each slot at its first use, as before 9dbec2e
+NO_LOADS_FIRST: dict[str, tuple[str, ...]] = {
+    "dwconv3_nhwc": ("expert_pick", "expert_pick_taps_shared", "expert_pick_min0"),
+}
+
+
+def without_loads_first(probe: Probe) -> Probe:
+    """``probe`` with the register window's loads-first pass (templater/const_inner.py's
+    LOADS_FIRST: its ``#if .. // LOADS_FIRST:`` block, the pass and the lines that make the
+    checked copy read the slots it loaded) taken out: the checked copy then loads each slot
+    at its first use through the window's flags (a research variant, as :func:`read_only`)."""
+    source, count = re.subn(r"\n#if [^\n]*// LOADS_FIRST:.*?\n#endif\n", "\n",
+                            probe.template.source, flags=re.DOTALL)
+    if count == 0:
+        raise ValueError(f"{probe.folder.name}: no LOADS_FIRST pass in the lift's source")
+    return replace(probe, template=replace(probe.template, source=source))
+
+
 def probe(kernel: str, host_only: bool) -> int:
     """One kernel's document (or, ``host_only``, its configs' places in the spaces)."""
     folder, lift_named, expert_named = KERNELS[kernel]
@@ -546,6 +570,9 @@ def probe(kernel: str, host_only: bool) -> int:
     groups = {"lift": (lift, lift_named), "expert": (expert, expert_named)}
     if kernel in READ_ONLY:
         groups["lift_ro"] = (read_only(lift), {k: lift_named[k] for k in READ_ONLY[kernel]})
+    if kernel in NO_LOADS_FIRST:
+        groups["lift_nofirst"] = (without_loads_first(lift),
+                                  {k: lift_named[k] for k in NO_LOADS_FIRST[kernel]})
     if kernel in NO_MIN_BLOCKS:
         groups["expert_nomin"] = (without_min_blocks(expert),
                                   {k: expert_named[k] for k in NO_MIN_BLOCKS[kernel]})
