@@ -79,6 +79,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py expm4_taylor
     python3 gpu_checks/memgap_probe.py cheb128_f64
     python3 gpu_checks/memgap_probe.py bessel_i0_series
+    python3 gpu_checks/memgap_probe.py median3x3_clamp
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -495,6 +496,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                        "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 128, "BY": 2, "RY": 8, "SMEM": 1},
         "pick_global": {"BX": 128, "BY": 2, "RY": 8, "SMEM": 0}}),
+    # memory-bound (set 14): a 3 x 3 edge-clamped median through a helper class (first
+    # contact 1.24x, 47 % of a copy, at 64 x 16, ITEMS_Y 8, from global; the expert 1.51x,
+    # 57 %, at BX 32, BY 4, RY 4, SMEM 1). The lift (gather_stage's USE_SMEM) at the
+    # expert's pick in its knobs, staged and from global, and the first contact's pick; the
+    # expert at its pick and from global: how much of the gap the tile closes
+    "median3x3_clamp": ("corpus_compute_unseen14", {
+        "expert_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 1, "ITEMS_Y": 4,
+                        "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_global": {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 1, "ITEMS_Y": 4,
+                               "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_X": 64, "BLOCK_Y": 16, "ITEMS_X": 1, "ITEMS_Y": 8,
+                      "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 2},
+        "tune_pick_tile": {"BLOCK_X": 64, "BLOCK_Y": 16, "ITEMS_X": 1, "ITEMS_Y": 2,
+                           "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 2},
+    }, {"pick": {"BX": 32, "BY": 4, "RY": 4, "SMEM": 1},
+        "pick_global": {"BX": 32, "BY": 4, "RY": 4, "SMEM": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
