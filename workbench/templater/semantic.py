@@ -30,6 +30,7 @@ from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.fir_slide import lift_fir
 from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
+from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -113,7 +114,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             apply_ilp(plan)
-            apply_channel_items(plan)  # output channels on the grid per thread
+            # output channels on the grid per thread, else outer indices sharing index math
+            apply_channel_items(plan) or apply_grid_planes(plan)
             apply_split_walk(plan)
             apply_wrap_items(plan, {"x"} if vectorized and flat else set())
             apply_gather_stage(plan)  # a 2-D window gather's tile in shared memory
