@@ -94,6 +94,8 @@ def _wrap(plan: Plan, prefix: list[Node], rest: list[Node], off: Node, dim: str,
     state = item_state(plan.body, plan.kernel, prefix, rest)
     for stmt in rest:
         for n in walk(stmt):
+            if in_lambda(n, stmt):
+                continue  # a lambda's own return or loop exit: the items' loop never sees it
             if n.type in ("break_statement", "continue_statement", "goto_statement") and \
                     not in_loop_or_switch(n, stmt):
                 raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
@@ -135,6 +137,16 @@ def _step(plan: Plan, node: Node, dim: str) -> str | None:
             {builtin(right, "blockIdx"), builtin(left, "blockDim")} == {dim}:
         return plan.block[g]
     return None
+
+
+def in_lambda(node: Node, top: Node) -> bool:
+    """Whether a lambda inside ``top`` holds ``node`` (its ``return`` leaves the lambda)."""
+    up = node.parent
+    while up is not None and up != top.parent:
+        if up.type == "lambda_expression":
+            return True
+        up = up.parent
+    return False
 
 
 def in_loop_or_switch(node: Node, top: Node) -> bool:
