@@ -8,7 +8,9 @@ in the kernel is left alone and listed, except where the lift would resize a sha
 B: such a B (a walk over tiles ``start += B``, a loop over one ``q < B``) would not follow
 the tile, so the block size stays as written. A comparison of the thread index with B or B / 2
 outside a reduction loop is a dependency the analysis does not model: the block size is then
-not lifted at all.
+not lifted at all. A table a guard on the thread index fills (:mod:`.block_table`) keeps its
+extent, constrained to stay covered; ``blockIdx.x * 4 + threadIdx.y`` (items of the grid on
+the y threads) is a use of the y size.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.block_outputs import unfollowed
+from workbench.templater.block_table import (
+    guarded_tables,
+    row_offsets,
+    table_constraints,
+    table_tie,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import halving_update, tree_halving
 from workbench.templater.regtile_blockdim import block_tie
@@ -140,11 +148,12 @@ def _governed(plan: Plan, dim: str,
             start = _reduction_start(plan, n, size // 2, dim)
             if start is not None:
                 (uses if int_value(start) == size else halves).append(start)
+    tables = guarded_tables(plan)  # an extent its fill's guard gives, not the block
     for name, _decl, extents in _shared_arrays(plan):
-        if len(extents) == 1 and int_value(extents[0]) == size and \
+        if len(extents) == 1 and int_value(extents[0]) == size and name not in tables and \
                 _indexed_by_thread(plan, name, dim):
             uses.append(strip(extents[0]))
-    return uses, halves
+    return uses + row_offsets(plan, dim, size)[0], halves
 
 
 def _stride_factor(plan: Plan, loop: Node, dim: str,
@@ -224,7 +233,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       f"whose shared array of {size} would follow the block: the tile would "
                       "be lifted without it, so the block size stays as written", stray)
             continue
-        tie = block_tie(plan, dim)  # a blockDim-derived tile (regtile_blockdim)
+        tie = block_tie(plan, dim) or table_tie(plan, dim, size, uses + halves)
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
             continue
@@ -291,6 +300,8 @@ def lift_block(plan: Plan) -> dict[str, str]:
         plan.constrain(f"{product} <= 1024")
     if len(lifted) > 1:
         plan.constrain(f"{' * '.join(lifted[d] for d in DIMS if d in lifted)} >= 32")
+    for covered in table_constraints(plan, guarded_tables(plan)):
+        plan.constrain(covered)
     if lifted:
         plan.launch_bounds = " * ".join(plan.block[i] for i in range(len(plan.block))
                                         if literal(plan.block[i]) != 1)
@@ -343,7 +354,7 @@ def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
         if not follow or grids - follow - fixed:
             return n
         out |= follow
-    return out
+    return out | row_offsets(plan, dim, size)[1]
 
 
 def _linear_block_id(node: Node, plan: Plan) -> set[str]:

@@ -19,6 +19,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import int_value, text, walk
 from workbench.templater.apron import lift_apron
 from workbench.templater.block import _shared_arrays
+from workbench.templater.block_table import guarded_tables
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import fresh_names
 from workbench.templater.regtile_shapes import constrain_whole_tiles
@@ -26,9 +27,11 @@ from workbench.templater.rules import literal, scale_divisor
 
 
 def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
-    """(array, declaration, extent) of the first shared extent written with a block size."""
+    """(array, declaration, extent) of the first shared extent written with a block size;
+    a table a guard on the thread index fills (:mod:`.block_table`) is no tile."""
+    tables = guarded_tables(plan)
     for name, decl, extents in _shared_arrays(plan):
-        for e in extents:
+        for e in extents if name not in tables else []:
             if any(n.type in ("number_literal", "identifier") and int_value(n) in sizes
                    for n in walk(e)):
                 return name, decl, e
