@@ -159,10 +159,10 @@ def test_bessel_i0_series_reads_its_divisions_from_a_reciprocal_table() -> None:
     assert "__shared__ double wb_tab0_0[129];" in body
     assert "for (int k = 1 + threadIdx.x; k <= 128; k += blockDim.x) wb_tab0_0[k] = " \
         "1.0 / (((double)k * (double)k));" in body
-    # each item's own counter indexes the table
-    assert "term[wb_it] *= WB_TABLE((k[wb_it] <= 128 ? (q[wb_it]) * wb_tab0_0[k[wb_it]] : " \
-        "q[wb_it] / ((double)k[wb_it] * (double)k[wb_it])), q[wb_it] / ((double)k[wb_it] " \
-        "* (double)k[wb_it]));" in body
+    # the items share the counter (every live item is on the same trip): one factor a trip
+    assert "int k = 1;" in body and "k[" not in body
+    assert "term[wb_it] *= WB_TABLE((q[wb_it]) * (k <= 128 ? wb_tab0_0[k] : 1.0 / " \
+        "(((double)k * (double)k))), q[wb_it] / ((double)k * (double)k));" in body
     assert _note(result.notes, "TABLE") == (
         "TABLE: applied: `q / ((double)k * (double)k)` as a product with 1 / (((double)k * "
         "(double)k)) from a table of 128 entries of the do-while loop's counter `k` (a "
@@ -176,8 +176,8 @@ def test_the_series_tests_its_convergence_once_every_few_terms() -> None:
     result = offline_template(load_kernel_folder(FOLDER))
     body = result.lifted.source.split("while (true) {", 1)[1]
     group = body.index("for (int wb_chk = 0; wb_chk < CHECK_EVERY; ++wb_chk) {")
-    # the trip (its counter step too) CHECK_EVERY times, then each item's test once
-    assert group < body.index("++k[wb_it];") < body.index(
+    # the trip (the shared counter's step too) CHECK_EVERY times, then each item's test once
+    assert group < body.index("sum[wb_it] += term[wb_it];") < body.index("++k;") < body.index(
         "wb_done[wb_it] = wb_done[wb_it] | !(term[wb_it] > TERM_EPS * sum[wb_it]);")
     assert _note(result.notes, "CHECK_EVERY") == (
         "CHECK_EVERY: applied: the convergence test `term > 1e-17 * sum` once every "
@@ -192,7 +192,7 @@ def test_a_cosh_series_added_before_its_update_groups_its_test() -> None:
     head, loop = lifted.source.split("while (true) {", 1)
     # a while tests first, as written, then once a group
     assert head.count("!(fabs(t[wb_it]) >= TOL * fabs(acc[wb_it]))") == 1
-    assert loop.index("wb_chk < CHECK_EVERY") < loop.index("j[wb_it]++;") < loop.index(
+    assert loop.index("wb_chk < CHECK_EVERY") < loop.index("j++;") < loop.index(
         "!(fabs(t[wb_it]) >= TOL * fabs(acc[wb_it]))")
 
 
@@ -203,7 +203,7 @@ def test_a_for_ever_series_counting_from_zero_gets_the_table() -> None:
     # its break leaves after a group: no test before the first trip, none inside the group
     exit_test = "wb_done[wb_it] = wb_done[wb_it] | (bool)(t[wb_it] <= 1e-17 * s[wb_it]);"
     assert exit_test not in head and "break; }" not in loop
-    assert loop.index("m[wb_it]++;") < loop.index(exit_test)
+    assert loop.index("m++;") < loop.index(exit_test)
     assert "for (int m = 0 + threadIdx.x; m <= 128; m += blockDim.x) wb_tab0_0[m] = " \
         "1.0 / (((double)(2 * m + 2) * (double)(2 * m + 3)));" in lifted.source
     assert "the for loop's counter `m`" in _note(lifted.notes, "TABLE")
@@ -256,8 +256,10 @@ def test_an_open_loop_with_no_table_is_noted_where_it_counts(change: dict[str, s
      "reads the sum `sum` other than into a store through casts", 22),
     ("y[i] = (float)sum;", "y[i] = (float)(sum * (double)(k > 0));",
      "the counter `k` is read after the loop", 22),
+    ("y[i] = (float)sum;", "const int terms = k;\n  y[i] = (float)(sum * (terms > 0));",
+     "the counter `k` is read after the loop", 22),
 ], ids=["counter_bound", "loose_eps", "other_sum", "sum_ahead", "cancels_after",
-        "counter_after"])
+        "counter_after", "counter_declared_after"])
 def test_a_series_whose_extra_terms_are_unbounded_keeps_its_test(old: str, new: str, why: str,
                                                                  at: int) -> None:
     source = (FOLDER / "bessel_i0_series.cu").read_text()
@@ -267,6 +269,18 @@ def test_a_series_whose_extra_terms_are_unbounded_keeps_its_test(old: str, new: 
     note = _note(lifted.notes, "CHECK_EVERY")
     assert note.startswith("CHECK_EVERY: not applied: the exit test once every few trips: ") \
         and why in note and note.endswith(f"(line {at})"), note
+
+
+def test_a_counter_read_after_its_loop_stays_each_items_own() -> None:
+    source = (FOLDER / "bessel_i0_series.cu").read_text()
+    shared = _lift(source).source
+    # an item that left would see a shared counter run on: each keeps its own (read in a
+    # store, or by a declaration after the loop: a helper's `return k;` inlined)
+    assert "int k = 1;" in shared
+    for read in ("y[i] = (float)(sum * (double)(k > 0));",
+                 "const int terms = k;\n  y[i] = (float)(sum * (terms > 0));"):
+        own = _lift(source.replace("y[i] = (float)sum;", read)).source
+        assert "int k[ITEMS_PER_THREAD] = {};" in own and "++k[wb_it];" in own
 
 
 MIXES = [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 4, "TABLE": 1},
@@ -328,8 +342,7 @@ def test_the_for_ever_spelling_computes_its_series(
 @pytest.mark.timeout(1200)
 def test_a_series_longer_than_the_table_divides_past_it(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    assert "k[wb_it] <= 128 ? (q[wb_it]) * wb_tab0_0[k[wb_it]] : q[wb_it] / (double)k[wb_it]" \
-        in _lift(EXPQ).source
+    assert "(q[wb_it]) * (k <= 128 ? wb_tab0_0[k] : 1.0 / ((double)k))" in _lift(EXPQ).source
     kf = respelled(FOLDER, tmp_path / "spelling", EXPQ)
     _same_results(kf, EXPQ, tmp_path / "runs", host_flags)
 

@@ -79,7 +79,12 @@ from workbench.templater.ilp_exits import (
 )
 from workbench.templater.ilp_gridstride import OnceLoop, once_loop
 from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
-from workbench.templater.ilp_series_exit import GROUP, SeriesExit, group_series_exits
+from workbench.templater.ilp_series_exit import (
+    GROUP,
+    SeriesExit,
+    group_series_exits,
+    shared_counters,
+)
 from workbench.templater.ilp_series_exit import NAME as CHECK_EVERY
 from workbench.templater.item_objects import member_in_registers
 from workbench.templater.item_state import (
@@ -852,6 +857,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
             own += [lp for lp, _ifs in escapes.values()]  # its own control is per item
             escapes = {}
         items = grown
+    items -= shared_counters(plan, own)  # one per thread: every live item's trip count
     shapes: list[ItemLoop] = []
     refused: list[LoopRefusal] = []
     for loop in own:

@@ -48,6 +48,7 @@ from workbench.templater.item_state import (
     declarator_name,
     is_item_stmt,
     local_type,
+    mentions,
     safe_when_done,
     span,
     statements,
@@ -79,7 +80,7 @@ def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
     exit's actions run under its own test, so they need not be safe for an item that left;
     its test must be."""
     body = loop.child_by_field_name("body")
-    state = _state(plan, loop, arrays)
+    state = _state(plan, loop, items, arrays)
     straight = body is not None and state is not None and \
         (header_exit is None or safe_when_done(header_exit, items, plan))
     for stmt in statements(body) if body is not None else []:
@@ -90,6 +91,8 @@ def shared_exit(plan: Plan, loop: Node, items: set[str], arrays: set[str],
             cond = stmt.child_by_field_name("condition")
             straight = cond is not None and not _writes(cond) and \
                 safe_when_done(cond, items, plan)
+        elif stmt.type == "expression_statement" and not mentions(stmt, items):
+            continue  # the step of a counter the items share: once a trip, per thread
         else:
             straight = is_item_stmt(stmt, items) and stmt.type not in (
                 "preproc_if", "preproc_ifdef") and safe_when_done(stmt, items, plan)
@@ -104,13 +107,15 @@ def _writes(node: Node) -> bool:
     return any(n.type in ("assignment_expression", "update_expression") for n in walk(node))
 
 
-def _state(plan: Plan, loop: Node, arrays: set[str]) -> tuple[str, ...] | None:
+def _state(plan: Plan, loop: Node, items: set[str], arrays: set[str]
+           ) -> tuple[str, ...] | None:
     """The item locals declared before ``loop`` that its body assigns, or None when one of
-    them is not a plain scalar item local."""
+    them is not a plain scalar item local (a counter the items share, one per thread, is
+    not an item's: :func:`.ilp_series_exit.shared_counters`)."""
     body = loop.child_by_field_name("body")
     inside = {declarator_name(d) for n in walk(body) if n.type == "declaration"
               for d in n.children_by_field_name("declarator")} if body is not None else set()
-    names = sorted(assigned_in_body(loop, frozenset()) - inside)
+    names = sorted((assigned_in_body(loop, frozenset()) - inside) & items)
     if any(name not in arrays or local_type(plan.body, name) is None for name in names):
         return None
     return tuple(names)

@@ -44,11 +44,11 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, line, strip, text, walk
+from workbench.templater.analysis import LOOPS, binary, line, strip, text, walk
 from workbench.templater.ilp_exits import SharedExit
 from workbench.templater.item_state import assigned_in_body, exit_actions, span, statements
 from workbench.templater.plan import Plan
-from workbench.templater.table_open import open_table
+from workbench.templater.table_open import open_counter, open_table
 from workbench.templater.vector import Illegal
 
 NAME = "CHECK_EVERY"
@@ -95,6 +95,39 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
               f"{NAME} - 1 extra terms, each at most {series.eps:g} of the sum: within one "
               "float rounding of the result)", series.loop)
     return grouped
+
+
+def shared_counters(plan: Plan, loops: list[Node]) -> set[str]:
+    """The open counters (:func:`.table_open.open_counter`) of ``loops`` (loops the items
+    share and leave one by one) that stay one per thread: each is ``start + t`` on trip
+    ``t`` of every item still in its loop, and the items run their trips together, so one
+    counter stepped once a shared trip is every live item's. Only where the step is a
+    statement of the body (a ``for``'s update runs per item), the loop and the counter's
+    declaration are in no loop, and nothing outside the loop reads the counter (an item that
+    left would see it run on). The table's entry and its fallback test are then one per
+    trip, not one per item."""
+    out = set()
+    for loop in loops:
+        counter = open_counter(plan, loop)
+        if counter is None or counter.step == loop.child_by_field_name("update"):
+            continue
+        found = plan.facts.defs.get(counter.name)
+        if found is None or _in_loop(loop) or _in_loop(found.decl):
+            continue
+        if not any(n.type == "identifier" and text(n) == counter.name and _read(n) and
+                   not loop.start_byte <= n.start_byte < loop.end_byte
+                   for n in walk(plan.body)):
+            out.add(counter.name)
+    return out
+
+
+def _in_loop(node: Node) -> bool:
+    up = node.parent
+    while up is not None:
+        if up.type in LOOPS:
+            return True
+        up = up.parent
+    return False
 
 
 def series_exit(plan: Plan, found: SharedExit, escape_ifs: set[tuple[int, int]]
@@ -254,9 +287,16 @@ def _check_after(plan: Plan, loop: Node, counter: str, total: str) -> None:
 
 
 def _read(n: Node) -> bool:
+    """The identifier ``n`` is read: not a declarator's name nor a plain assignment's
+    target (``int s = k;`` reads ``k``)."""
     parent = n.parent
-    return parent is not None and parent.type not in ("init_declarator", "declaration") and \
-        not (parent.type == "assignment_expression" and parent.child_by_field_name("left") == n)
+    if parent is None or parent.type == "declaration":
+        return False
+    if parent.type == "init_declarator":
+        return parent.child_by_field_name("value") == n
+    return not (parent.type == "assignment_expression" and
+                parent.child_by_field_name("left") == n and
+                text(parent.child_by_field_name("operator")) == "=")
 
 
 def _stored(n: Node) -> bool:
