@@ -80,6 +80,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py cheb128_f64
     python3 gpu_checks/memgap_probe.py bessel_i0_series
     python3 gpu_checks/memgap_probe.py median3x3_clamp
+    python3 gpu_checks/memgap_probe.py resize_bilinear_f16
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -446,8 +447,9 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "items1_128_table": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "TABLE": 1,
                              "MIN_BLOCKS_PER_SM": 0},
         # CHECK_EVERY (ilp_series_exit.py): the convergence test once every few trips, as the
-        # expert's CHECK; at the expert's pick in the lift's knobs (56 registers on sm_90, no
-        # spills, the expert's 56), at every 8 trips, and at one item a thread
+        # expert's CHECK; at the expert's pick in the lift's knobs (64 registers on sm_90, no
+        # spills; the expert's 56: the items' counter one per thread and the factor past the
+        # table 1.0 / d(k) as the expert's, since 4577b4f), at every 8 trips, at one item
         "expert_pick_check": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 4,
                               "TABLE": 1, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_check8": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 8,
@@ -512,6 +514,28 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                            "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 2},
     }, {"pick": {"BX": 32, "BY": 4, "RY": 4, "SMEM": 1},
         "pick_global": {"BX": 32, "BY": 4, "RY": 4, "SMEM": 0}}),
+    # memory-bound (set 14): a bilinear resize of half planes, blockIdx.y the plane (first
+    # contact 1.46x, 42 % of a copy, at 64 threads x 8 items; the expert 1.78x, 51 %, at
+    # THREADS 256, ITEMS 8, PLANES 4). The lift (grid_planes' PLANES_PER_THREAD: every
+    # plane's taps loaded before its stores, 74 registers at the pick, no spills; the expert
+    # 32) at the expert's pick in its knobs, at one and eight planes, under a 128-register
+    # cap (MIN 2: 92, no spills), and the first contact's pick with and without 4 planes; the
+    # expert at its pick and at one plane: how much of the gap the planes close
+    "resize_bilinear_f16": ("corpus_compute_unseen14", {
+        "expert_pick": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 8, "PLANES_PER_THREAD": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_planes1": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 8,
+                                "PLANES_PER_THREAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_planes8": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 8,
+                                "PLANES_PER_THREAD": 8, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_min2": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 8,
+                             "PLANES_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 2},
+        "tune_pick": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8, "PLANES_PER_THREAD": 1,
+                      "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick_planes4": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8,
+                              "PLANES_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 256, "ITEMS": 8, "PLANES": 4},
+        "pick_planes1": {"THREADS": 256, "ITEMS": 8, "PLANES": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
