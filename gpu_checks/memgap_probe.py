@@ -449,7 +449,7 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         # CHECK_EVERY (ilp_series_exit.py): the convergence test once every few trips, as the
         # expert's CHECK; at the expert's pick in the lift's knobs (64 registers on sm_90, no
         # spills; the expert's 56: the items' counter one per thread and the factor past the
-        # table 1.0 / d(k) as the expert's, since 4577b4f), at every 8 trips, at one item
+        # table 1.0 / d(k) as the expert's, since 0820d99), at every 8 trips, at one item
         "expert_pick_check": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 4,
                               "TABLE": 1, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_check8": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 8,
