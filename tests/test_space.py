@@ -199,17 +199,28 @@ def _scalar_rejection(constraints: list[Constraint], point: dict[str, int]) -> s
     return None
 
 
-def test_rejection_names_the_first_failing_constraint_in_every_chunk() -> None:
-    # 600 * 500 raw points span two vectorized chunks; `B % A` cannot be evaluated at A == 0
-    constraints = [parse_constraint(text)
-                   for text in ("A + B < 900", "B % A == 0 or A > 400", "A * B != 12")]
-    space = SearchSpace([IntRange("A", 0, 599), IntRange("B", 0, 499)], constraints)
-    points = [{"A": 0, "B": 3}, {"A": 3, "B": 4}, {"A": 599, "B": 499}]
-    points += [{"A": raw // 500, "B": raw % 500} for raw in range(0, space.raw_size, 599)]
+def test_rejection_names_the_first_failing_constraint_in_every_block() -> None:
+    # 3 * 600 * 500 raw points: blocks fix C and take runs of A's values (the last run
+    # shorter); `B % A` cannot be evaluated at A == 0
+    constraints = [parse_constraint(text) for text in (
+        "A + B < 900 - C", "B % A == 0 or A > 400", "A * B != 12", "C != 1 or B > 2")]
+    space = SearchSpace([IntRange("C", 0, 2), IntRange("A", 0, 599), IntRange("B", 0, 499)],
+                        constraints)
+    points = [{"C": 0, "A": 0, "B": 3}, {"C": 2, "A": 3, "B": 4}, {"C": 2, "A": 599, "B": 499}]
+    points += [{"C": raw // 300_000, "A": raw // 500 % 600, "B": raw % 500}
+               for raw in range(0, space.raw_size, 1499)]
+    feasible = 0
     for point in points:
         expected = _scalar_rejection(constraints, point)
         assert space.rejection(point) == expected, point
         assert (point in space) == (expected is None)
+        if expected is None:
+            feasible += 1
+            assert space.config_at(space.index_of(point)) == Config(point)
+    assert feasible > 10
+    assert space.rejections_by_constraint()["C != 1 or B > 2"] == 600 * 3  # C = 1, B <= 2
+    assert [dict(c) for c in itertools.islice(space, 3)] == [
+        {"C": 0, "A": 1, "B": b} for b in (0, 1, 2)]
 
 
 def test_with_params_keeps_constraints_and_env() -> None:

@@ -2,9 +2,10 @@
 
 Points are numbered in a mixed radix: the first declared parameter is the most significant
 digit and each digit indexes that parameter's ``values()``. Raw index order is therefore the
-stable lexicographic iteration order. Filtering runs once, at construction, over chunks of
-raw indices with every constraint evaluated vectorized (numpy); only the raw indices of the
-feasible points are kept (8 bytes each), and :class:`Config` objects are made on demand.
+stable lexicographic iteration order. Filtering runs once, at construction, over blocks of
+consecutive raw indices with every constraint evaluated vectorized (numpy) over a broadcast
+grid of the parameters it names; only the raw indices of the feasible points are kept (8
+bytes each), and :class:`Config` objects are made on demand.
 
 :meth:`SearchSpace.rejection` answers from the same pass: it also keeps, for every raw point,
 the index of the first constraint that rejects it (1 byte a point while there are fewer than
@@ -13,6 +14,7 @@ the index of the first constraint that rejects it (1 byte a point while there ar
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -27,7 +29,7 @@ from workbench.core.records import Config, Value
 __all__ = ["MAX_RAW_SIZE", "SearchSpace"]
 
 MAX_RAW_SIZE = 20_000_000
-_CHUNK = 1 << 18  # raw points per vectorized pass: bounds temporary memory to a few MB
+_CHUNK = 1 << 18  # raw points per block (about): bounds temporary memory to a few MB
 _FEASIBLE = -1  # first-failing code of a point no constraint rejects
 _UNEVALUABLE = -2  # first-failing code where that constraint cannot be evaluated
 
@@ -99,20 +101,50 @@ class SearchSpace:
 
     # ------------------------------------------------------------------ enumeration
 
-    def _fails(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(fails, invalid)``, each (constraints, points): constraint i rejects the raw
-        point j (false or not evaluable), and constraint i cannot be evaluated there."""
+    def _blocks(self) -> Iterator[tuple[int, dict[str, Any], tuple[int, ...]]]:
+        """``(first raw index, env, shape)`` of each block of raw points, in raw order.
+
+        A block fixes the leading parameters, takes a run of values of one parameter and
+        every value of the trailing ones (up to about _CHUNK points): its points are
+        consecutive raw indices. Each parameter a constraint reads is one axis of a
+        broadcast grid, so a constraint is evaluated over the values of the parameters it
+        names, not over every point.
+        """
+        if not self.params:
+            yield 0, dict(self.env), ()
+            return
+        axis = len(self.params) - 1  # the parameter whose values a block takes a run of
+        while axis > 0 and self._strides[axis - 1] <= _CHUNK:
+            axis -= 1
+        step = max(1, _CHUNK // self._strides[axis])
         used = set().union(*(c.names for c in self.constraints))
-        env: dict[str, Any] = dict(self.env)
-        for p, stride, size in zip(self.params, self._strides, self._sizes, strict=True):
-            if p.name in used:
-                env[p.name] = self._arrays[p.name][(raw // stride) % size]
-        fails = np.empty((len(self.constraints), raw.size), dtype=bool)
-        invalids = np.empty((len(self.constraints), raw.size), dtype=bool)
+        for leading in itertools.product(*(range(size) for size in self._sizes[:axis])):
+            for first in range(0, self._sizes[axis], step):
+                digits = (*leading, first)
+                runs = [slice(d, d + 1) for d in leading]
+                runs += [slice(first, first + step), *(slice(None) for _ in self._sizes[axis + 1:])]
+                env: dict[str, Any] = dict(self.env)
+                for a, (p, run) in enumerate(zip(self.params, runs, strict=True)):
+                    if p.name in used:
+                        values = self._arrays[p.name][run]
+                        env[p.name] = values.reshape([-1 if a == b else 1
+                                                      for b in range(len(runs))])
+                shape = (*([1] * axis), min(step, self._sizes[axis] - first),
+                         *self._sizes[axis + 1:])
+                yield sum(d * s for d, s in zip(digits, self._strides, strict=False)), env, shape
+
+    def _fails(self, env: Mapping[str, Any], shape: tuple[int, ...],
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``(fails, invalid)``, each (constraints, points of the block ``shape``, in raw
+        order): constraint i rejects point j (false or not evaluable), and constraint i
+        cannot be evaluated there."""
+        points = int(np.prod(shape))
+        fails = np.empty((len(self.constraints), points), dtype=bool)
+        invalids = np.empty((len(self.constraints), points), dtype=bool)
         for i, constraint in enumerate(self.constraints):
             satisfied, invalid = constraint.holds_masked(env)
-            invalids[i] = np.broadcast_to(invalid, raw.shape)
-            fails[i] = np.broadcast_to(~satisfied, raw.shape) | invalids[i]
+            invalids[i] = np.broadcast_to(invalid, shape).reshape(-1)
+            fails[i] = np.broadcast_to(~satisfied | invalid, shape).reshape(-1)
         return fails, invalids
 
     def _filter(self) -> None:
@@ -123,14 +155,13 @@ class SearchSpace:
         code_type = np.min_scalar_type(-max(len(self.constraints), 2))  # holds -2..n-1
         rejections = np.zeros(len(self.constraints), dtype=np.int64)
         sole = np.zeros(len(self.constraints), dtype=np.int64)
-        for start in range(0, self.raw_size, _CHUNK):
-            raw = np.arange(start, min(start + _CHUNK, self.raw_size), dtype=np.int64)
-            fails, invalid = self._fails(raw)
+        for start, env, shape in self._blocks():
+            fails, invalid = self._fails(env, shape)
             rejections += fails.sum(axis=1)
             fail_count = fails.sum(axis=0)
             sole += fails[:, fail_count == 1].sum(axis=1)
-            kept.append(raw[fail_count == 0])
-            code = np.full(raw.size, _FEASIBLE, dtype=code_type)
+            kept.append(start + np.flatnonzero(fail_count == 0))
+            code = np.full(fail_count.size, _FEASIBLE, dtype=code_type)
             for i in reversed(range(len(self.constraints))):  # the first failing one wins
                 np.putmask(code, fails[i], i)
                 np.putmask(code, invalid[i], _UNEVALUABLE)
