@@ -24,6 +24,20 @@ and in both: parameters named, by value or by reference (no arrays), no ``return
 ``goto``, label, preprocessor line, string or lambda in the body, and no local of the body
 named like a name the kernel declares outside it (a read could then mean either). A
 parameter whose name an argument mentions is bound under a fresh name.
+
+A lambda whose body ends in its one ``return expr;`` (``auto dist2 = [&](int c) { const
+float* q = cs + c * 4; ...; return a * a + b * b; };``) is a value: each call's statements
+go just before the statement that holds the call, on its line (a statement that is a loop's
+or an ``if``'s body becomes a block), parameters and locals under fresh names, and the call
+becomes ``(expr)`` (``((T)(expr))`` with a declared result type ``-> T``): the call's body
+ran before the rest of its statement could read its value, as it does written there. Where
+the statement evaluates more (another such call, ``=``, ``++``, a call not known pure), the
+value is kept first in a ``const`` local of its type (declared, or plain from the
+expression's names), so nothing runs between the body and its value; a call runs
+indeterminately sequenced with the rest of its statement, so running it first is one order
+the statement allows. Only a call in an expression statement or in the first value of a
+declaration of a block, not under ``?:``, ``&&``, ``||`` or ``,`` (it would run only
+sometimes, or after what the statement sequences first), one call a statement a round.
 """
 
 from __future__ import annotations
@@ -33,18 +47,21 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, text, tree_root, walk
+from workbench.templater.analysis import inside, line, text, tree_root, walk
 from workbench.templater.inline_bind import (
     Refused,
     callee_name,
     declarator_name,
     declared,
+    declared_types,
     fresh,
     function_name,
     statements,
 )
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.inline_lambda_call import value_type
 from workbench.templater.point_split import entry_body
+from workbench.templater.purity import PURE_CALLS
 from workbench.templater.records import Finding
 
 TRANSFORM = "INLINE_BODY"
@@ -70,12 +87,15 @@ class _Body:
     body: Node  # the compound statement
     definition: Node  # the lambda's declaration or the function's definition
     scope: Node  # where its calls lie
+    result: Node | None = None  # a value lambda's returned expression (None: void)
+    result_type: str = ""  # its declared result type (`-> T`; "" when deduced)
 
 
 def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with the calls of ``entry``'s statement-bodied callables written in
     (see the module doc); unchanged where there are none or the kernel cannot be found."""
     notes: dict[tuple[int, str], Finding] = {}
+    lines: dict[str, list[int]] = {}
     for _ in range(_ROUNDS):
         body = entry_body(current, entry)
         if body is None or body.parent is None:
@@ -84,21 +104,32 @@ def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
         edits: list[tuple[int, int, str]] = []
         found = _candidates(root, body, notes, current)
         taken = {text(n) for n in walk(root) if n.type == "identifier"}
+        types = declared_types(body.parent)
+        busy: set[int] = set()  # statements a value call is written before this round
         for c in found.values():
             if any(callee_name(n) in found for n in walk(c.body) if n.type == "call_expression"):
                 continue  # its body's calls are written first
             try:
-                sites = _calls(c)
-                edits += [(s.start_byte, s.end_byte, _written(c, s, taken)) for s in sites]
+                if c.result is None:
+                    sites, waiting = _calls(c), False
+                    edits += [(s.start_byte, s.end_byte, _written(c, s, taken)) for s in sites]
+                else:
+                    sites, waiting = _value_calls(c, found, busy)
+                    edits += [e for s in sites for e in
+                              _value_written(c, s, taken, _alone(s, found), types)]
+                    busy.update(_host_statement(s).start_byte for s in sites)
             except Refused as refused:
                 current.note(notes, TRANSFORM, False, f"{c.name} ({c.kind}) is not written into its "
                       f"calls: {refused.reason}", refused.line)
                 continue
+            lines.setdefault(c.name, []).extend(current.baseline_line(line(s)) for s in sites)
+            if waiting:
+                continue  # a call waits for a later round: the definition stays
             if c.kind == "a lambda":
                 rows = c.definition.end_point[0] - c.definition.start_point[0]
                 edits.append((c.definition.start_byte, c.definition.end_byte,
                               f"// {c.name}: written into its calls" + "\n" * rows))
-            at = ", ".join(str(current.baseline_line(line(s))) for s in sites)
+            at = ", ".join(str(k) for k in sorted(set(lines[c.name])))
             current.note(notes, TRANSFORM, True, f"{c.name} ({c.kind}) written into its calls (lines "
                   f"{at}): the analysis reads its statements", line(c.definition))
         if not edits:
@@ -178,10 +209,12 @@ def _void_updater(fn: Node) -> bool:
         return True  # a candidate: the refusal is noted with its parameter
 
 
-def _checked_body(block: Node, params: tuple[_Param, ...], outside: set[str]) -> None:
-    """Refuses a body the block at a call would not run as the call does."""
+def _checked_body(block: Node, params: tuple[_Param, ...], outside: set[str],
+                  result: Node | None = None) -> None:
+    """Refuses a body the block at a call would not run as the call does (``result``: a
+    value lambda's final ``return``, its one allowed)."""
     for n in walk(block):
-        if n.type in _BARRED and n.type != "comment":
+        if n.type in _BARRED and n.type != "comment" and n != result:
             raise Refused(f"its body holds {_BARRED[n.type]} (`{' '.join(text(n).split())[:40]}`)",
                           n)
         if n.type.startswith("preproc"):
@@ -202,15 +235,19 @@ def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _
     if len(names.get(name, [])) != 1:
         raise Refused(f"the name {name} is declared more than once in the kernel", lam)
     declarator = lam.child_by_field_name("declarator")
-    if declarator is not None and any(c.type == "trailing_return_type"
-                                      for c in declarator.children):
-        raise Refused("it declares a result type: its calls are values", lam)
     params = _parameters(declarator) if declarator is not None else ()
     block = lam.child_by_field_name("body")
     assert block is not None
+    last = statements(block)[-1] if statements(block) else None
+    final = last if last is not None and last.type == "return_statement" and \
+        last.named_children else None
+    trailing = [c for c in (declarator.children if declarator is not None else [])
+                if c.type == "trailing_return_type"]
+    if trailing and final is None:
+        raise Refused("it declares a result type but ends in no `return` of a value", lam)
     inner = {n.start_byte for d in declared(lam).values() for n in d}
     outside = {k for k, v in names.items() if any(n.start_byte not in inner for n in v)}
-    _checked_body(block, params, outside)
+    _checked_body(block, params, outside, final)
     local = set(declared(lam))
     for n in walk(block):
         if n.type == "identifier" and text(n) in outside and text(n) not in local:
@@ -220,7 +257,9 @@ def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _
                               f"{'more than once' if len(found) != 1 else 'after it'}: a call "
                               "may not read the variable the lambda reads", n)
     scope = decl.parent if decl.parent is not None else decl
-    return _Body(name, "a lambda", params, block, decl, scope)
+    result_type = " ".join(text(trailing[0]).removeprefix("->").split()) if trailing else ""
+    return _Body(name, "a lambda", params, block, decl, scope,
+                 final.named_children[0] if final is not None else None, result_type)
 
 
 def _helper(name: str, fn: Node, root: Node, body: Node,
@@ -259,24 +298,130 @@ def _calls(c: _Body) -> list[Node]:
 
 def _written(c: _Body, statement: Node, taken: set[str]) -> str:
     """The block the call ``statement`` becomes, on one line."""
-    call = statement.named_children[0]
+    renames: dict[str, str] = {}
+    bindings = _bindings(c, statement.named_children[0], renames, taken)
+    inner = " ".join(_spelled(s, renames) for s in statements(c.body))
+    return "{ " + " ".join([*bindings, inner]) + " }"
+
+
+def _bindings(c: _Body, call: Node, renames: dict[str, str], taken: set[str]) -> list[str]:
+    """The declarations binding ``c``'s parameters to ``call``'s arguments; a parameter
+    named in ``renames`` (or one an argument mentions) is declared under that name."""
     arguments = call.child_by_field_name("arguments")
     args = [a for a in (arguments.named_children if arguments else []) if a.type != "comment"]
     if len(args) != len(c.params):
         raise Refused(f"`{text(call)}` passes {len(args)} argument(s) for "
                       f"{len(c.params)} parameter(s)", call)
     mentioned = {text(n) for a in args for n in walk(a) if n.type == "identifier"}
-    renames: dict[str, str] = {}
     bindings: list[str] = []
     for p, arg in zip(c.params, args, strict=True):
         if p.reference and arg.type == "identifier":
             renames[p.name] = text(arg)  # the caller's variable itself
             continue
-        if p.name in mentioned:
+        if p.name in mentioned and p.name not in renames:
             renames[p.name] = fresh(f"wb_{p.name}", taken)
         bindings.append(f"{_spelled(p.declaration, renames)} = {_one_line(text(arg))};")
-    inner = " ".join(_spelled(s, renames) for s in statements(c.body))
-    return "{ " + " ".join([*bindings, inner]) + " }"
+    return bindings
+
+
+def _value_calls(c: _Body, found: dict[str, _Body], busy: set[int]) -> tuple[list[Node], bool]:
+    """The calls of the value lambda ``c`` to write this round, and whether any waits for
+    a later one (its arguments call a lambda still to write, or its statement takes
+    another call this round); refused where its name is used other than as a call."""
+    ready: list[Node] = []
+    waiting = False
+    for n in walk(c.scope):
+        if n.type != "identifier" or text(n) != c.name or n.start_byte < c.definition.end_byte:
+            continue
+        call = n.parent
+        if call is None or call.type != "call_expression" or \
+                call.child_by_field_name("function") != n:
+            raise Refused(f"`{' '.join(text(call or n).split())[:80]}` uses {c.name} other "
+                          "than as a call", n)
+        at = _host_statement(call).start_byte
+        nested = any(callee_name(m) in found for m in walk(call) if m != call and
+                     m.type == "call_expression")
+        if nested or at in busy or any(_host_statement(r).start_byte == at for r in ready):
+            waiting = True
+            continue
+        ready.append(call)
+    return ready, waiting
+
+
+def _host_statement(call: Node) -> Node:
+    """The statement of a block that the value ``call``'s body can run just before: an
+    expression statement, or a declaration whose first value holds the call; refused where
+    the call runs only sometimes or after what its statement sequences first."""
+    n, below = call.parent, call
+    while n is not None and n.type not in ("expression_statement", "declaration"):
+        if n.type in ("conditional_expression", "comma_expression", "lambda_expression") or \
+                (n.type == "binary_expression" and
+                 text(n.child_by_field_name("operator")) in ("&&", "||")):
+            raise Refused(f"the call `{_one_line(text(call))}` is inside "
+                          f"`{_one_line(text(n))[:60]}`: it runs only sometimes or after "
+                          "another part of it", call)
+        if n.type.endswith(("_statement", "_clause")) or n.type == "for_range_loop":
+            header = n.parent if n.type.endswith("_clause") and n.parent is not None else n
+            raise Refused(f"the call `{_one_line(text(call))}` is in the header of "
+                          f"`{_one_line(text(header))[:40]}`: its statements have no place "
+                          "before each evaluation", call)
+        below, n = n, n.parent
+    if n is None or n.parent is None:
+        raise Refused(f"the call `{_one_line(text(call))}` is in no statement", call)
+    values = n.children_by_field_name("declarator")
+    if n.type == "declaration" and (n.parent.type != "compound_statement" or values[0] != below):
+        raise Refused(f"the call `{_one_line(text(call))}` is in `{_one_line(text(n))[:60]}`, "
+                      "not the first value of a declaration of a block", call)
+    return n
+
+
+def _alone(call: Node, found: dict[str, _Body]) -> bool:
+    """Whether nothing else in ``call``'s statement calls a lambda still to write or writes
+    (``=`` below the statement's own, ``++``, a call not known pure): then no other
+    evaluation can come between the call's statements and its value read in place."""
+    statement = _host_statement(call)
+    top = statement.named_children[0] if statement.type == "expression_statement" else None
+    for n in walk(statement):
+        if inside(n, call) or n == top:
+            continue
+        if n.type in ("assignment_expression", "update_expression") or (
+                n.type == "call_expression" and (callee_name(n) in found or
+                                                 callee_name(n) not in PURE_CALLS)):
+            return False
+    return True
+
+
+def _value_written(c: _Body, call: Node, taken: set[str], alone: bool,
+                   types: dict[str, str]) -> list[tuple[int, int, str]]:
+    """The edits writing the value ``call`` of ``c``: its statements before its host
+    statement (a block where that is a loop's or an ``if``'s body), the call its value:
+    read in place where the call is ``alone`` in its statement, else a ``const`` local of
+    the result's type written after them (refused where no type is declared or plain)."""
+    assert c.result is not None
+    statement = _host_statement(call)
+    renames = {name: fresh(f"wb_{name}", taken) for name in
+               [*(p.name for p in c.params), *declared(c.body)]}
+    bindings = _bindings(c, call, renames, taken)
+    inner = [_spelled(s, renames) for s in statements(c.body)[:-1]]
+    value = f"({_spelled(c.result, renames)})"
+    if c.result_type:
+        value = f"(({c.result_type}){value})"
+    if not alone:
+        kind = c.result_type or value_type(c.result, types)
+        if kind is None:
+            raise Refused(f"`{_one_line(text(_host_statement(call)))[:60]}` evaluates more "
+                          f"than the call, and the type of `{_one_line(text(c.result))[:40]}` "
+                          "(its value, kept in a local before the statement) is not plain",
+                          call)
+        result = fresh(f"wb_{c.name}", taken)
+        inner.append(f"const {kind} {result} = {value};")
+        value = result
+    before = " ".join([*bindings, *inner]) + " "
+    edits = [(call.start_byte, call.end_byte, value)]
+    if statement.parent is not None and statement.parent.type == "compound_statement":
+        return [*edits, (statement.start_byte, statement.start_byte, before)]
+    return [*edits, (statement.start_byte, statement.start_byte, "{ " + before),
+            (statement.end_byte, statement.end_byte, " }")]
 
 
 def _spelled(node: Node, renames: dict[str, str]) -> str:
