@@ -2,11 +2,12 @@
 values of an outer grid index a thread with the index math shared (the expert's PLANES).
 
 The folder's kernel (the plane blockIdx.y read directly, its bound a disjunct of the early
-return) and a second hand's (float planes, the plane named first, the bound a conjunct of an
-enclosing ``if``, ``%`` for the column, ``floorf``/``min`` clamps, a lerp helper) lift
+return), a second hand's (float planes, the plane named first, the bound a conjunct of an
+enclosing ``if``, ``%`` for the column, ``floorf``/``min`` clamps, a lerp helper) and a
+third (the bound an early return of its own, a nearest-tap weight product) lift
 PLANES_PER_THREAD {1, 2, 4, 8} with grid y ``ceil_div(extent, PLANES_PER_THREAD)``: the
 coordinates and weights once, the loads and the store once a plane, each plane's statements
-under the plane's bound. Both compute on the host bit for bit what they compute as written
+under the plane's bound. All three compute on the host bit for bit what they compute as written
 (the default and the expert's pick in the lift's knobs; under WORKBENCH_FULL_MATRIX=1 also a
 mix past the planes and the all-ends configs). A bound that is not the grid's extent, a
 store that does not depend on the plane, a loop bounded by the plane and a read of what the
@@ -75,6 +76,27 @@ extern "C" __global__ void scale_planes(const float* __restrict__ src, float* __
     "scale_planes(src, dst, P, H, W, OH, OW)", {"P": 3, "H": 7, "W": 11, "OH": 10, "OW": 17},
     frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", KNOB}))
 
+# a third: the plane's bound its own early return before the index's, a nearest-tap weight
+# product in one store, the column by %
+GUARDED = Spelling("""
+extern "C" __global__ void rz(float* out, const float* in, int p, int h, int w, int ho, int wo) {
+  const int plane = blockIdx.y;
+  if (plane >= p) return;
+  const int idx = blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= ho * wo) return;
+  const int oy = idx / wo, ox = idx % wo;
+  const float sy = fmaxf((oy + 0.5f) * h / ho - 0.5f, 0.0f);
+  const float sx = fmaxf((ox + 0.5f) * w / wo - 0.5f, 0.0f);
+  const int y0 = min((int)sy, h - 1), x0 = min((int)sx, w - 1);
+  const float* s = in + (size_t)plane * h * w;
+  out[(size_t)plane * ho * wo + idx] = s[y0 * w + x0] * (1.0f - (sy - y0)) * (1.0f - (sx - x0));
+}
+""", "rz", ("ceil_div(OH * OW, 128)", "P"), ("128",),
+    {"p": "P", "h": "H", "w": "W", "ho": "OH", "wo": "OW"},
+    {"out": ("P * OH * OW", True), "in": ("P * H * W", False)},
+    "rz(out, in, P, H, W, OH, OW)", {"P": 3, "H": 7, "W": 11, "OH": 10, "OW": 17},
+    frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", KNOB}))
+
 
 def lift(s: Spelling) -> LiftedSource:
     return lift_kernel(s.source, entry=s.entry, grid=list(s.grid), block=list(s.block),
@@ -117,6 +139,15 @@ def test_a_second_hands_planes_are_lifted_from_the_enclosing_if() -> None:
     assert lifted.source.count("floorf(fy)") == 1
     (applied, at, reason), = plane_findings(lifted)
     assert applied and at == 6 and "bounded by `planes` a plane" in reason
+
+
+def test_a_bound_of_its_own_leaves_with_its_return() -> None:
+    lifted = lift(GUARDED)
+    assert GUARDED.lifts <= {p.name for p in lifted.params}, lifted.notes
+    assert "plane >= p" not in lifted.source and "if (idx >= ho * wo) continue;" in \
+        lifted.source
+    (applied, at, reason), = plane_findings(lifted)
+    assert applied and at == 3 and "7 local(s) of index math shared" in reason
 
 
 @pytest.mark.parametrize(("old", "new", "at", "why"), [
@@ -183,9 +214,9 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 
 @needs_gxx
 @pytest.mark.timeout(600)
-def test_the_second_spelling_computes_what_it_computes_as_written(
-        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    s = SCALE
+@pytest.mark.parametrize("s", [SCALE, GUARDED], ids=["scale", "guarded"])
+def test_the_other_spellings_compute_what_they_compute_as_written(
+        s: Spelling, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     env = {**s.env, "elem_bytes": 4}
     want = host_outputs(s, s.source, [-(-env["OH"] * env["OW"] // 128), env["P"]], [128],
                         tmp_path / "plain", host_flags)
