@@ -81,6 +81,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py bessel_i0_series
     python3 gpu_checks/memgap_probe.py median3x3_clamp
     python3 gpu_checks/memgap_probe.py resize_bilinear_f16
+    python3 gpu_checks/memgap_probe.py nearest_centroid_d2
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -536,6 +537,27 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                               "PLANES_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 256, "ITEMS": 8, "PLANES": 4},
         "pick_planes1": {"THREADS": 256, "ITEMS": 8, "PLANES": 1}}),
+    # compute-bound (set 14): each point's nearest of 64 __constant__ centroids through a
+    # statement lambda (first contact: no template, the lift did not compile; the expert
+    # 1.30x at THREADS 64, ITEMS 8, SMEM 0, VEC 0). The lift now writes the lambda into its
+    # calls and the items share the centroid loop (4 ld.const a centroid for all 8 items,
+    # as the expert's): at the expert's pick in its knobs (63 registers on sm_90, no spills;
+    # the expert's 56), unrolled by 4 as the expert's loop, staged, and at 4 items; the
+    # expert at its pick and with its float4 load and shared centroids
+    "nearest_centroid_d2": ("corpus_compute_unseen14", {
+        "expert_pick": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8, "UNROLL": 8, "STAGE": 0,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll4": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8, "UNROLL": 4,
+                                "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_stage": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8, "UNROLL": 8,
+                              "STAGE": 1, "MIN_BLOCKS_PER_SM": 0},
+        "items4_128": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "STAGE": 0,
+                       "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "UNROLL": 8, "STAGE": 0,
+                       "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 64, "ITEMS": 8, "VEC": 0, "SMEM": 0},
+        "pick_vec": {"THREADS": 64, "ITEMS": 8, "VEC": 1, "SMEM": 0},
+        "pick_smem": {"THREADS": 64, "ITEMS": 8, "VEC": 0, "SMEM": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
