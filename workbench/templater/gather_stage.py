@@ -55,7 +55,14 @@ from workbench.templater.regtile import (
     fresh_names,
     single_assignment_values,
 )
-from workbench.templater.stencil import _guard, derivative, index_decls, poly_of, statements
+from workbench.templater.stencil import (
+    _comparisons,
+    _guard,
+    derivative,
+    index_decls,
+    poly_of,
+    statements,
+)
 
 #: Taps a thread may read (a window of up to 7 x 7).
 MAX_TAPS = 49
@@ -421,21 +428,50 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,
             pos = e
         return "".join(out) + data[pos:node.end_byte].decode()
 
-    def live(yy: str, xx: str) -> str:
-        spots = {(n.start_byte, n.end_byte): f"({yy if text(n) == y else xx})"
-                 for n in walk(cond) if n.type == "identifier" and text(n) in (x, y)}
-        c = spelled(cond, spots)
-        return f"!({c})" if out_when_true else f"({c})"
+    def live(parts: list[Node], yy: str, xx: str) -> str:
+        """The check's ``parts`` (its terms that leave the output out, or keep it) at the
+        output ``(yy, xx)``: whether that output passes them."""
+        if not parts:
+            return "true"
+        terms = []
+        for part in parts:
+            spots = {(n.start_byte, n.end_byte): f"({yy if text(n) == y else xx})"
+                     for n in walk(part) if n.type == "identifier" and text(n) in (x, y)}
+            terms.append(f"({spelled(part, spots)})")
+        return f"!({' || '.join(terms)})" if out_when_true else " && ".join(terms)
 
     def at(t: _Tap, row: str, col: str) -> str:
         return spelled(t.call, {(t.row.start_byte, t.row.end_byte): row,
                                 (t.col.start_byte, t.col.end_byte): col})
 
     y0, x0 = f"(int)(blockIdx.y * {span_y})", f"(int)(blockIdx.x * {span_x})"
-    needed = " ||\n        ".join(
-        f"({ty_} - ({a}) < {y0} + {span_y} && {tx_} - ({b}) >= {x0} && "
-        f"{tx_} - ({b}) < {x0} + {span_x} && {ty_} - ({a}) >= {y0} && "
-        f"{live(f'{ty_} - ({a})', f'{tx_} - ({b})')})" for a, b in offsets)
+    parts = _comparisons(cond, "||" if out_when_true else "&&")
+    reads = [{text(n) for n in walk(part) if n.type == "identifier"} & {x, y}
+             for part in parts]
+    rows_of = sorted({a for a, _ in offsets})
+    cols_of = sorted({b for _, b in offsets})
+
+    def rows_in(a: object) -> str:
+        return f"{ty_} - ({a}) >= {y0} && {ty_} - ({a}) < {y0} + {span_y}"
+
+    def cols_in(b: object) -> str:
+        return f"{tx_} - ({b}) >= {x0} && {tx_} - ({b}) < {x0} + {span_x}"
+
+    if len(offsets) == len(rows_of) * len(cols_of) and all(r != {x, y} for r in reads):
+        # a full product of taps and a check of a row part and a column part: a position is
+        # read by a checked output iff its row is by some row tap and its column by some
+        # column tap
+        row_parts = [p for p, r in zip(parts, reads, strict=True) if r != {x}]
+        col_parts = [p for p, r in zip(parts, reads, strict=True) if r == {x}]
+        needed = "(" + " ||\n        ".join(
+            f"({rows_in(a)} && {live(row_parts, f'{ty_} - ({a})', '')})"
+            for a in rows_of) + ") &&\n        (" + " ||\n        ".join(
+            f"({cols_in(b)} && {live(col_parts, '', f'{tx_} - ({b})')})"
+            for b in cols_of) + ")"
+    else:
+        needed = " ||\n        ".join(
+            f"({rows_in(a)} && {cols_in(b)} && "
+            f"{live(parts, f'{ty_} - ({a})', f'{tx_} - ({b})')})" for a, b in offsets)
     copies = "".join(f"  {spelled(s, {})}\n" for s in uniform.copies)
     bx, by = plan.block
     first = taps[0]
