@@ -245,8 +245,8 @@ def test_an_open_loop_with_no_table_is_noted_where_it_counts(change: dict[str, s
 
 
 @pytest.mark.parametrize(("old", "new", "why", "at"), [
-    ("while (term > TERM_EPS * sum);", "while (term > TERM_EPS * sum && k < 200);",
-     "joins the convergence test with another (a counter bound)", 21),
+    ("while (term > TERM_EPS * sum);", "while (term > TERM_EPS * sum && sum < 1e30);",
+     "joins the convergence test with another that is not one bound of a counter", 21),
     ("#define TERM_EPS 1e-17", "#define TERM_EPS 1e-7", "E is not a literal in (0, 1e-10]", 21),
     ("while (term > TERM_EPS * sum);", "while (term > TERM_EPS * q);",
      "the test's sum `q` is not the one sum of the chain `term`", 21),
@@ -258,7 +258,7 @@ def test_an_open_loop_with_no_table_is_noted_where_it_counts(change: dict[str, s
      "the counter `k` is read after the loop", 22),
     ("y[i] = (float)sum;", "const int terms = k;\n  y[i] = (float)(sum * (terms > 0));",
      "the counter `k` is read after the loop", 22),
-], ids=["counter_bound", "loose_eps", "other_sum", "sum_ahead", "cancels_after",
+], ids=["not_a_counter_bound", "loose_eps", "other_sum", "sum_ahead", "cancels_after",
         "counter_after", "counter_declared_after"])
 def test_a_series_whose_extra_terms_are_unbounded_keeps_its_test(old: str, new: str, why: str,
                                                                  at: int) -> None:
@@ -269,6 +269,23 @@ def test_a_series_whose_extra_terms_are_unbounded_keeps_its_test(old: str, new: 
     note = _note(lifted.notes, "CHECK_EVERY")
     assert note.startswith("CHECK_EVERY: not applied: the exit test once every few trips: ") \
         and why in note and note.endswith(f"(line {at})"), note
+
+
+#: The folder's series cut at 20 terms by a bound of its counter (|x| > ~6 needs more):
+#: the bound ends the loop on its trip as written, whatever the group.
+BOUNDED = (FOLDER / "bessel_i0_series.cu").read_text().replace(
+    "while (term > TERM_EPS * sum);", "while (term > TERM_EPS * sum && k < KMAX);").replace(
+    "#define TERM_EPS 1e-17", "#define TERM_EPS 1e-17\n#define KMAX 20")
+
+
+def test_a_bound_of_the_shared_counter_is_tested_before_every_trip() -> None:
+    lifted = _lift(BOUNDED)
+    assert "CHECK_EVERY" in {p.name for p in lifted.params}, lifted.notes
+    assert "its counter's bound `k < KMAX` before every trip" in _note(lifted.notes,
+                                                                       "CHECK_EVERY")
+    loop = lifted.source.split("while (true) {", 1)[1]
+    assert loop.index("wb_chk < CHECK_EVERY") < loop.index(
+        "if (wb_chk > 0 && !(k < KMAX)) break;") < loop.index("sum[wb_it] += term[wb_it];")
 
 
 def test_a_counter_read_after_its_loop_stays_each_items_own() -> None:
@@ -353,3 +370,11 @@ def test_the_cosh_spelling_computes_its_series(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "spelling", COSH)
     _same_results(kf, COSH, tmp_path / "runs", host_flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_series_cut_by_its_counter_stops_where_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "spelling", BOUNDED)
+    _same_results(kf, BOUNDED, tmp_path / "runs", host_flags)

@@ -449,8 +449,12 @@ class _Render:
         if series is not None:  # the trips of a group between two tests, as written
             update = update.replace(f"\n{indent}  ", f"\n{deeper}")
             update = (deeper + update[len(indent) + 2:]) if update else ""
+            bound = "" if series.bound is None else (
+                f"{deeper}if ({GROUP} > 0 && {'!' if series.bound_goes_on else ''}"
+                f"({rw.text(series.bound)})) break;  // its counter's bound, every trip\n")
             rendered = (f"{indent}  #pragma unroll\n{indent}  for (int {GROUP} = 0; {GROUP} < "
-                        f"{CHECK_EVERY}; ++{GROUP}) {{\n" + rendered + update + f"{indent}  }}\n")
+                        f"{CHECK_EVERY}; ++{GROUP}) {{\n" + bound + rendered + update
+                        + f"{indent}  }}\n")
             update = ""
         # rotated: the first test before the loop, each trip's test at its end, so a trip's
         # body runs whenever the loop is entered and nvcc hoists the item's loop-invariant

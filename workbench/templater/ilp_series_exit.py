@@ -23,6 +23,9 @@ rule, read on the parse (each refusal names the line):
   its braces): it goes on while ``t > E * s`` (``>=``, either side, ``fabs`` of either, or
   ``t / s > E``), ``s`` the one sum of the chain, ``E`` a literal (or a macro of the
   file that is one) with ``0 < E <= 1e-10``, the chain's start ``t0`` >= the sum's ``s0``;
+* a bound of the counter joined to the test (``t > E * s && k < K``, ``K`` a value nothing
+  assigns) where the items share the counter: tested before each extra trip, so the loop
+  ends by it on the trip it did as written;
 * the body only steps the chain, its sum and the counter (declarations of per-trip locals
   besides); the counter is read nowhere after the loop and the sum only in stores, through
   casts, ``*`` and ``/`` (no cancellation after the loop).
@@ -34,8 +37,8 @@ so would every ratio before it be (they never grow), the terms would rise from `
 (a chain started at 0 stays 0 and adds nothing). So every extra term is at most ``E s``, the
 extra trips add at most ``7 E s <= 7e-10 s``, below the float result's rounding (2^-24):
 within one float rounding of the kernel as written. ``CHECK_EVERY = 1`` is the kernel as
-written. A counter bound beside the test (``&& k < KMAX``) is refused: each extra step would
-need its own guard by the bound.
+written. A bound of a counter each item keeps (read after the loop) is refused: its guard
+would be per item.
 """
 
 from __future__ import annotations
@@ -67,6 +70,10 @@ class SeriesExit:
     chain: str
     total: str
     eps: float
+    # a bound of the items' shared counter joined to the test (``&& k < K``), tested before
+    # each extra trip of a group, so the loop ends by it on the trip it did as written
+    bound: Node | None = None
+    bound_goes_on: bool = True  # the loop goes on while the bound holds (else: leaves)
 
 
 def group_series_exits(plan: Plan, exits: list[SharedExit],
@@ -93,7 +100,10 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
     plan.note(NAME, True, f"the convergence test `{series.chain} > {series.eps:g} * "
               f"{series.total}` once every {NAME} trips of the series loop (up to "
               f"{NAME} - 1 extra terms, each at most {series.eps:g} of the sum: within one "
-              "float rounding of the result)", series.loop)
+              "float rounding of the result)" + (
+                  "" if series.bound is None else f"; its counter's bound "
+                  f"`{text(series.bound)}` before every trip (the loop ends by it as written)"),
+              series.loop)
     return grouped
 
 
@@ -161,7 +171,9 @@ def series_exit(plan: Plan, found: SharedExit, escape_ifs: set[tuple[int, int]]
             raise Illegal(f"the dividend `{text(table.left)[:40]}` may change from trip to "
                           f"trip (`{text(n)[:30]}`): the ratio might grow past the exit",
                           table.left)
-    total, eps = _convergence(plan, test, goes_on, chain)
+    shared = counter in shared_counters(plan, [loop])
+    total, eps, bound, bound_goes_on = _convergence(plan, test, goes_on, chain,
+                                                    counter if shared else None)
     sums = {text(n.child_by_field_name("left")) for n in walk(body)
             if n.type == "assignment_expression"
             and text(n.child_by_field_name("operator")) == "+="
@@ -181,7 +193,7 @@ def series_exit(plan: Plan, found: SharedExit, escape_ifs: set[tuple[int, int]]
             raise Illegal(f"`{text(stmt)[:40]}` does more than step the chain, its sum or "
                           "the counter: an extra trip would change it", stmt)
     _check_after(plan, loop, counter, total)
-    return SeriesExit(loop, exit_if, chain, total, eps)
+    return SeriesExit(loop, exit_if, chain, total, eps, bound, bound_goes_on)
 
 
 def assigned_in_body_of(stmt: Node) -> set[str]:
@@ -195,9 +207,12 @@ def assigned_in_body_of(stmt: Node) -> set[str]:
     return out
 
 
-def _convergence(plan: Plan, test: Node, goes_on: bool, chain: str) -> tuple[str, float]:
-    """(the sum, E) of a convergence test on ``chain`` (``goes_on``: the loop continues
-    while ``test`` holds, else it leaves when it does), or Illegal."""
+def _convergence(plan: Plan, test: Node, goes_on: bool, chain: str, counter: str | None
+                 ) -> tuple[str, float, Node | None, bool]:
+    """(the sum, E, a bound of ``counter`` joined to it or None, whether the loop goes on
+    while that bound holds) of a convergence test on ``chain`` (``goes_on``: the loop
+    continues while ``test`` holds, else it leaves when it does), or Illegal. ``counter``:
+    the items' shared counter (None where it is each item's own: no bound is read)."""
     node = strip(test)
     if node.type == "condition_clause":  # `while (C)`, `if (C)`: C
         node = strip(node.child_by_field_name("value") or node.named_children[-1])
@@ -206,9 +221,19 @@ def _convergence(plan: Plan, test: Node, goes_on: bool, chain: str) -> tuple[str
         assert inner is not None
         node, goes_on = strip(inner), not goes_on
     parts = binary(node)
+    bound, bound_goes_on = None, goes_on
     if parts is not None and parts[1] in ("&&", "||"):
-        raise Illegal(f"`{text(test)[:50]}` joins the convergence test with another "
-                      "(a counter bound): each extra trip would need its own guard", test)
+        sides = [strip(parts[0]), strip(parts[2])]
+        # the loop goes on while both hold (&&), or leaves when either does (||)
+        found = [n for n in sides if _counter_bound(plan, n, counter)] \
+            if parts[1] == ("&&" if goes_on else "||") else []
+        if len(found) != 1:
+            raise Illegal(f"`{text(test)[:50]}` joins the convergence test with another that "
+                          "is not one bound of a counter the items share (each extra trip "
+                          "would need its own guard)", test)
+        bound = found[0]
+        node = next(n for n in sides if n != bound)
+        parts = binary(node)
     if parts is None or parts[1] not in _MORE:
         raise Illegal(f"`{text(test)[:50]}` is not a comparison of a term with a fraction of "
                       "the sum", test)
@@ -231,7 +256,27 @@ def _convergence(plan: Plan, test: Node, goes_on: bool, chain: str) -> tuple[str
     if total.type != "identifier" or value is None or not 0 < value <= MAX_EPS:
         raise Illegal(f"`{text(test)[:50]}`: E is not a literal in (0, {MAX_EPS:g}] times a "
                       "sum", test)
-    return text(total), value
+    return text(total), value, bound, bound_goes_on
+
+
+def _counter_bound(plan: Plan, node: Node, counter: str | None) -> bool:
+    """``node`` compares ``counter`` with a value no local changes (literals, macros, the
+    kernel's parameters, locals never assigned), and reads nothing else."""
+    parts = binary(node)
+    if counter is None or parts is None or parts[1] not in ("<", "<=", ">", ">=", "!="):
+        return False
+    sides = [strip(parts[0]), strip(parts[2])]
+    if [text(n) for n in sides].count(counter) != 1:
+        return False
+    other = next(n for n in sides if text(n) != counter)
+    for n in walk(other):
+        if n.type in ("call_expression", "subscript_expression", "field_expression",
+                      "pointer_expression", "assignment_expression", "update_expression"):
+            return False
+        found = plan.facts.defs.get(text(n)) if n.type == "identifier" else None
+        if found is not None and (found.assigned or text(n) == counter):
+            return False
+    return True
 
 
 def _unabs(node: Node) -> Node:
