@@ -95,7 +95,7 @@ class SearchSpace:
         self._feasible: np.ndarray | None = None  # sorted raw indices; None = every point
         self._rejections = {c.text: 0 for c in self.constraints}
         self._sole_rejections = {c.text: 0 for c in self.constraints}
-        self._first_failing_codes: np.ndarray | None = None  # per raw point; None = none fail
+        self._first_failing_codes: np.ndarray | None = None  # per raw point; None: no constraints
         self._filter()
         self.size: int = self.raw_size if self._feasible is None else int(self._feasible.size)
 
