@@ -374,8 +374,14 @@ def _emit(plan: Plan, mix: _Mix, n: dict[str, str], bounds: tuple[_Bound | None,
     if plan.launch_bounds is not None and not _author_minimum(plan):
         threads = plan.launch_bounds if " " not in plan.launch_bounds else \
             f"({plan.launch_bounds})"
-        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * "
-                       f"({len(arrays)} * {per} + {_BASE_REGS}) <= 65536")
+        # the copies under the register cap of __launch_bounds__ (the block's threads, or a
+        # minimum of blocks): a copy a register and half again for the addresses and the
+        # loads in flight (sm_90 ptxas, resize_bilinear_f16's 7 copies a plane over 8 items:
+        # 43, 74 and 109 registers at 2, 4 and 8 planes; 4 planes spilled under a 64 cap)
+        regs = f"({(3 * len(arrays) + 1) // 2} * {per} + {_BASE_REGS})"
+        plan.constrain(f"{threads} * {regs} <= 65536")
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {threads} * MIN_BLOCKS_PER_SM * {regs} "
+                       "<= 65536")
     how = f"bounded by `{limit}` a plane" if limit is not None else "the grid's extent divided"
     plan.note(KNOB, True, f"blockIdx.{mix.dim} is an outer index: {len(mix.units)} "
               f"statement(s) run per plane, {len(arrays)} local(s) become one copy per "
