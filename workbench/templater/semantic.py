@@ -69,6 +69,7 @@ from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
 from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
+from workbench.templater.table_items import apply_table_items
 from workbench.templater.tile import lift_tile
 from workbench.templater.vector import apply_vector, flat_region
 from workbench.templater.warp import apply_warp
@@ -110,6 +111,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                 lift_rows(plan) or lift_phases(plan) or
                 lift_fir(plan) or apply_warp(plan, macros)):
             lift_block(plan)
+            apply_table_items(plan)  # outputs a thread along a row a block's table serves
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
