@@ -31,7 +31,8 @@ from typing import Any
 import held_back_unseen14
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_nvcc import needs_nvcc, ptx_of
+from helpers_templater import FULL_MATRIX, end_configs, lifted_template
 from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -192,6 +193,37 @@ def test_a_lambda_left_as_written_keeps_its_return_when_the_items_wrap() -> None
     body = source[source.index("auto dist2 = [=](int c) {"):source.index("float best")]
     assert "return a * a + b * b + e * e + f * f;" in body and "continue" not in body, body
     assert source.count("continue;  // next item") == 1  # the guard's exit only
+
+
+#: A per-channel lane layout (a 32 x P block, const_items.py's own item loop, not the wrap's)
+#: calling a by-copy lambda with two returns: they stay the lambda's.
+LANES = """extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ x,
+                             const float* __restrict__ s, int npix) {
+  const int lane = threadIdx.x;
+  const int outer = blockIdx.x * blockDim.y + threadIdx.y;
+  if (outer >= npix) return;
+  auto relu_scale = [=](float v) {
+    if (v < 0.0f) return 0.0f;
+    return v * s[lane];
+  };
+  y[outer * 32 + lane] = relu_scale(x[outer * 32 + lane]);
+}
+"""
+
+
+@needs_nvcc
+def test_the_lane_items_leave_a_lambda_its_returns() -> None:
+    lifted = lift_kernel(LANES, entry="k", grid=["ceil_div(npix, 8)"], block=["32", "8"],
+                         scalars={"npix": "npix"})
+    assert "ITEMS_X: applied: 32 lanes x 8 outer threads a block: each thread keeps its lane" \
+        in _note(lifted.notes, "ITEMS_X")
+    source = lifted.source
+    body = source[source.index("auto relu_scale"):source.index("y[outer * 32 + lane] =")]
+    assert "if (v < 0.0f) return 0.0f;" in body and "return v * s[lane];" in body and \
+        "continue" not in body, body
+    assert source.count("continue;  // the next outer item") == 1
+    ptx_of(lifted_template(lifted), {"ITEMS_X": 4, "OUTER_THREADS": 4, "MIN_BLOCKS_PER_SM": 0},
+           "fp32")  # compiles
 
 
 def _configs(kf: KernelFolder, mixes: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:

@@ -51,7 +51,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile_split import const_value
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
-from workbench.templater.wrap import in_loop_or_switch
+from workbench.templater.wrap import in_lambda, in_loop_or_switch
 from workbench.templater.wrap_state import ItemState, item_state
 
 THREADS = "OUTER_THREADS"
@@ -287,19 +287,19 @@ def _untouched(plan: Plan, rest: list[Node]) -> None:
 
 
 def _returns(plan: Plan, rest: list[Node]) -> None:
-    """Early returns become ``continue``; a top-level break or continue is refused."""
-    for stmt in rest:
-        for n in walk(stmt):
-            inner = in_loop_or_switch(n, stmt)
-            if n.type in ("break_statement", "continue_statement", "goto_statement") and \
-                    not inner:
-                raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
-            if n.type == "return_statement" and inner:
-                raise Illegal("`return` inside a loop cannot become `continue`", n)
-    for stmt in rest:
-        for n in walk(stmt):
-            if n.type == "return_statement":
-                plan.rw.replace(n, "continue;  // the next outer item")
+    """Early returns become ``continue``; a top-level break or continue is refused (a
+    lambda's own are the lambda's)."""
+    exits = [(stmt, n) for stmt in rest for n in walk(stmt) if not in_lambda(n, stmt)]
+    for stmt, n in exits:
+        inner = in_loop_or_switch(n, stmt)
+        if n.type in ("break_statement", "continue_statement", "goto_statement") and \
+                not inner:
+            raise Illegal(f"`{text(n)}` at the top level would change meaning", n)
+        if n.type == "return_statement" and inner:
+            raise Illegal("`return` inside a loop cannot become `continue`", n)
+    for _stmt, n in exits:
+        if n.type == "return_statement":
+            plan.rw.replace(n, "continue;  // the next outer item")
 
 
 def _emit_items(plan: Plan, lay: LaneLayout, rest: list[Node], name: str,
