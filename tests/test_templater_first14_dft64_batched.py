@@ -40,17 +40,18 @@ from workbench.templater import LiftedSource, offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen14.ROOT / "dft64_batched"
-#: The expert's H100 pick (BATCHES 4, KT 4) in the lift's knobs; four signals a block of two
-#: bins a thread at four blocks an SM (the 7 signals uneven over the blocks); 16 signals of 8
-#: bins a thread (one block, 9 rows past the end: the all-ends configs stop at BLOCK_Y 1,
-#: the range's other end, 64, being past 1024 threads); one signal of 8 threads (the table's
-#: 64 entries in 8 trips a thread).
-MIXES = [{"BLOCK_Y": 4, "ITEMS_X": 4}, {"BLOCK_Y": 4, "ITEMS_X": 2, "MIN_BLOCKS_PER_SM": 4},
-         {"BLOCK_Y": 16, "ITEMS_X": 8}, {"BLOCK_Y": 1, "ITEMS_X": 8}]
+#: The expert's H100 pick (BATCHES 4, KT 4, UNROLL 4) in the lift's knobs; four signals a
+#: block of two bins a thread, the sum unrolled whole, at four blocks an SM (the 7 signals
+#: uneven over the blocks); 16 signals of 8 bins a thread (one block, 9 rows past the end:
+#: the all-ends configs stop at BLOCK_Y 1, the range's other end, 64, being past 1024
+#: threads); one signal of 8 threads (the table's 64 entries in 8 trips a thread).
+MIXES = [{"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4},
+         {"BLOCK_Y": 4, "ITEMS_X": 2, "UNROLL": 64, "MIN_BLOCKS_PER_SM": 4},
+         {"BLOCK_Y": 16, "ITEMS_X": 8, "UNROLL": 8}, {"BLOCK_Y": 1, "ITEMS_X": 8}]
 
-#: BLOCK_Y {1..16} x ITEMS_X {1, 2, 4, 8} x MIN_BLOCKS_PER_SM at the large shape (the
-#: expert's 5 x 3 x 2 x 3 = 90, less its block rules).
-SPACE = 55
+#: BLOCK_Y {1..16} x ITEMS_X {1, 2, 4, 8} x UNROLL {0, 1, 2, 4, 8, 64} x MIN_BLOCKS_PER_SM
+#: at the large shape (the expert's 5 x 3 x 2 x 3 = 90, less its block rules).
+SPACE = 330
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -102,9 +103,13 @@ def _lift(source: str) -> LiftedSource:
 
 
 def _the_rows_lift(lifted: LiftedSource, table: str) -> None:
-    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "MIN_BLOCKS_PER_SM"]
+    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "UNROLL",
+                                               "MIN_BLOCKS_PER_SM"]
     assert dict(lifted.params[0].spec)["default"] == 4
     assert dict(lifted.params[1].spec)["values"] == [1, 2, 4, 8]
+    assert dict(lifted.params[2].spec)["values"] == [0, 1, 2, 4, 8, 64]  # the shared sum
+    assert "#if UNROLL > 0\n#pragma unroll (wb_unroll_x)\n#endif\nfor (int j = 0;" in \
+        lifted.source
     assert lifted.grid == ("ceil_div(batch, BLOCK_Y)",)
     assert lifted.block == ("64 / ITEMS_X", "BLOCK_Y")
     assert f"wb_f < {'64' if table == 'tw' else 'PTS'}; wb_f += (64 / ITEMS_X) * BLOCK_Y)" \
@@ -126,7 +131,7 @@ def test_the_folder_lifts_its_signals_a_block_past_its_twiddle_table() -> None:
     assert "const float2 w = tw[(j * k[wb_m]) & (N - 1)];" in source  # an item's scalar
     space = result.template.space(load_kernel_folder(FOLDER).env("large", "fp32"))
     assert sorted({c["BLOCK_Y"] for c in space}) == [1, 2, 4, 8, 16]
-    assert {"BLOCK_Y": 4, "ITEMS_X": 4, "MIN_BLOCKS_PER_SM": 0} in space
+    assert {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 0} in space
     assert len(space) == SPACE
 
 

@@ -33,6 +33,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, declared_name, text, walk
 from workbench.templater.block_table import GuardedTable, guarded_tables
+from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.rules import literal
@@ -108,6 +109,33 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
     plan.note(name, True, f"the table fill is a block-stride loop; after the barrier "
               f"{renders.runs} run(s) of statements per item, the rest shared; arrays "
               f"{sorted(renders.arrays) or 'none'}", stmts[barriers[0]])
+    if renders.loops:
+        _unroll(plan, renders.loops[-1])
+
+
+def _unroll(plan: Plan, loop: Node) -> None:
+    """UNROLL: ``#pragma unroll (N)`` on the outermost shared loop the items interleave in
+    (0: the compiler's choice, as written; any value computes the same)."""
+    prev = loop.prev_sibling
+    if prev is not None and prev.type in ("preproc_call", "comment") and \
+            text(prev).startswith("#pragma") and "unroll" in text(prev):
+        plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
+        return
+    name = fresh_names(plan, ["UNROLL"])["UNROLL"]
+    if name in plan.params:
+        return
+    plan.helper(f"constexpr int wb_unroll_x = {name};  // #pragma unroll reads a constant, "
+                "not a macro")
+    plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll (wb_unroll_x)\n#endif\n")
+    trips = trip_count(loop)
+    values = [0, 1, 2, 4, 8] + ([trips] if trips is not None and
+                                8 < trips <= MAX_FULL_UNROLL else [])
+    plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
+                          "description": "unroll factor of the loop the items share (0: the "
+                                         "compiler's choice, as written)"},
+                   f"{loop.start_point.row + 1}: {text(loop).splitlines()[0][:60]}")
+    plan.note(name, True, "unroll factor of the loop the items share (any value computes "
+              "the same)", loop)
 
 
 def _is_barrier(stmt: Node) -> bool:
@@ -267,6 +295,7 @@ class _Tail:
         self.name = tx.split("/")[1].strip(" )")
         self.arrays: set[str] = set()
         self.runs = 0
+        self.loops: list[Node] = []  # shared for loops holding item runs, innermost first
 
     def block(self, stmts: list[Node]) -> None:
         run: list[Node] = []
@@ -280,7 +309,10 @@ class _Tail:
                 body = stmt.child_by_field_name("body") or \
                     stmt.child_by_field_name("consequence")
                 assert body is not None
+                before = self.runs
                 self.block([s for s in body.named_children if s.type != "comment"])
+                if stmt.type == "for_statement" and self.runs > before:
+                    self.loops.append(stmt)
                 continue
             self._flush(run)
             run = []
