@@ -81,6 +81,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py bessel_i0_series
     python3 gpu_checks/memgap_probe.py median3x3_clamp
     python3 gpu_checks/memgap_probe.py resize_bilinear_f16
+    python3 gpu_checks/memgap_probe.py dft64_batched
     python3 gpu_checks/memgap_probe.py nearest_centroid_d2
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
@@ -558,6 +559,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 64, "ITEMS": 8, "VEC": 0, "SMEM": 0},
         "pick_vec": {"THREADS": 64, "ITEMS": 8, "VEC": 1, "SMEM": 0},
         "pick_smem": {"THREADS": 64, "ITEMS": 8, "VEC": 0, "SMEM": 1}}),
+    # compute-bound (set 14): a direct 64-point DFT a signal, twiddles in a per-block shared
+    # table, a bin a thread, 4 signals a block on threadIdx.y (first contact: nothing lifted,
+    # 1.00x; the expert 1.43x at BATCHES 4, KT 4, STAGE 1, UNROLL 4). The lift (block_table's
+    # BLOCK_Y, table_items' ITEMS_X and UNROLL; no STAGE) at the expert's pick in its knobs
+    # (sm_90: 40 registers, 4 B spilled under its __launch_bounds__(64, 0); at MIN 1 60, no
+    # spills), with the compiler's unrolling, and as written; the expert at its pick, from
+    # global memory (STAGE 0) and at a bin a thread: how much of the gap STAGE holds
+    "dft64_batched": ("corpus_compute_unseen14", {
+        "expert_pick": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_min1": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick_unroll0": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 0,
+                                "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_Y": 4, "ITEMS_X": 1, "UNROLL": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BATCHES": 4, "KT": 4, "STAGE": 1, "UNROLL": 4},
+        "pick_stage0": {"BATCHES": 4, "KT": 4, "STAGE": 0, "UNROLL": 4},
+        "pick_kt1": {"BATCHES": 4, "KT": 1, "STAGE": 1, "UNROLL": 4}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
