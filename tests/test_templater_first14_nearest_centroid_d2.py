@@ -226,6 +226,46 @@ def test_the_lane_items_leave_a_lambda_its_returns() -> None:
            "fp32")  # compiles
 
 
+#: A Laplacian over a shared apron tile (apron.py's outputs a thread) whose result goes
+#: through a by-copy lambda with two returns: they stay the lambda's.
+APRON = """extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float t[8 + 2][32 + 2];
+  const int x = blockIdx.x * 32 + threadIdx.x;
+  const int y = blockIdx.y * 8 + threadIdx.y;
+  for (int c = threadIdx.x; c < 34; c += 32)
+    for (int r = threadIdx.y; r < 10; r += 8) {
+      const int gr = (int)blockIdx.y * 8 + r - 1;
+      const int gc = (int)blockIdx.x * 32 + c - 1;
+      t[r][c] = (gr >= 0 && gr < h && gc >= 0 && gc < w) ? in[gr * w + gc] : 0.0f;
+    }
+  __syncthreads();
+  if (x >= w || y >= h) return;
+  auto clamped = [=](float v) {
+    if (v < 0.0f) return 0.0f;
+    return v;
+  };
+  float s = 0.0f;
+  for (int dy = -1; dy <= 1; dy++)
+    for (int dx = -1; dx <= 1; dx++)
+      s += ((dy == 0 && dx == 0) ? -4.0f : 1.0f) * t[threadIdx.y + 1 + dy][threadIdx.x + 1 + dx];
+  out[y * w + x] = clamped(s);
+}
+"""
+
+
+@needs_nvcc
+def test_the_apron_outputs_leave_a_lambda_its_returns() -> None:
+    lifted = lift_kernel(APRON, entry="k", grid=["ceil_div(w, 32)", "ceil_div(h, 8)"],
+                         block=["32", "8"], scalars={"h": "h", "w": "w"})
+    assert _note(lifted.notes, "OUT_XY").startswith("OUT_XY: applied: apron tile t")
+    source = lifted.source
+    body = source[source.index("auto clamped"):source.index("float s = 0.0f;")]
+    assert "if (v < 0.0f) return 0.0f;" in body and "return v;" in body and \
+        "continue" not in body, body
+    template = lifted_template(lifted)
+    ptx_of(template, {**template.default_config(), "OUT_X": 2, "OUT_Y": 2}, "fp32")  # compiles
+
+
 def _configs(kf: KernelFolder, mixes: list[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
     """The lift of ``kf`` and its default with ``mixes`` over it (every all-ends config
     too under WORKBENCH_FULL_MATRIX=1), each inside the space."""

@@ -80,6 +80,7 @@ from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import derivative, statements
 from workbench.templater.warp_regs import _min_blocks_follows
+from workbench.templater.wrap import in_lambda
 
 KNOB = "OUT_XY"
 OUT_X_VALUES = [1, 2, 4]
@@ -418,7 +419,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
             d = builtin(n, "threadIdx") if n.type == "field_expression" else None
             if d is not None:
                 rw.replace(n, local[d])
-            if n.type == "return_statement":
+            if n.type == "return_statement" and not in_lambda(n, s):  # a lambda's its own
                 rw.replace(n, "continue;  // this output is outside: the next one")
     again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
     ctype = text(f.decl.child_by_field_name("type")).replace("__shared__", "").strip()
