@@ -10,13 +10,16 @@ import pytest
 from workbench.core.feasibility import (
     Rejection,
     config_rejection,
+    config_rejections,
     launch_rejection,
     needs_smem_optin,
     occupancy,
     resource_rejection,
 )
 from workbench.core.hardware import get_device
+from workbench.core.kernel_folder import load_kernel_folder
 from workbench.core.records import Config, ResourceUsage
+from workbench.core.space import SearchSpace
 from workbench.core.template import LaunchRules
 from workbench.search.pruning import LaunchPruner, launch_decision, resource_decision
 
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 
 H100 = get_device("h100")
 ROOT = Path(__file__).resolve().parents[1] / "workbench"
+REPO = ROOT.parent
 
 
 @pytest.mark.parametrize(("grid", "block", "smem", "limit", "value", "allowed"), [
@@ -100,6 +104,60 @@ def test_unevaluable_rules_are_a_rejection_not_an_exception() -> None:
     launch, refused = config_rejection(rules, Config(BLOCK=256), {"n": 4096}, H100)
     assert launch is None and refused is not None and refused.limit == "launch_rules"
     assert "cannot be evaluated" in refused.reason
+
+
+def test_config_rejections_over_arrays_match_the_scalar_path() -> None:
+    """Every kind of verdict, in its scalar text: launchable, each limit, rules that cannot
+    be evaluated (division by zero, 64-bit overflow), a fractional, a negative and an
+    infinite dimension, a pdl rule failing, bools as 0/1."""
+    rules = LaunchRules.parse(
+        grid=["n // (B - 256) if W else (n + 0.5 * B * Z * (Z - 1)) / B", "2 ** 62 * Z + 1"],
+        block=["B * (1 + W)", "1 - Z - W if B == 96 else 1"],
+        smem_bytes="S * 1e400 if S == 3 else S * 60000")
+    rules = LaunchRules(rules.grid, rules.block, rules.smem_bytes,
+                        pdl=LaunchRules.parse(["1 // (B - 128)"], ["1"]).grid[0])
+    configs = [Config(B=b, W=w, Z=z, S=s) for b in (32, 96, 128, 256, 1024)
+               for w in (False, True) for z in (0, 1, 2) for s in (0, 1, 3, 4)]
+    env = {"n": 4096}
+    expected = [config_rejection(rules, c, env, H100)[1] for c in configs]
+    assert config_rejections(rules, configs, env, H100) == expected
+    limits = {r.limit if r else None for r in expected}
+    assert limits >= {None, "launch_rules", "max_threads_per_block", "max_grid_dim_y",
+                      "smem_per_block_optin_bytes"}
+    assert config_rejections(rules, [], env, H100) == []
+    # a rule that cannot be evaluated over the arrays at all (a missing name)
+    missing = LaunchRules.parse(grid=["m // B"], block=["B"])
+    assert config_rejections(missing, configs[:3], env, H100) == [
+        config_rejection(missing, c, env, H100)[1] for c in configs[:3]]
+
+
+def _kernel_folders() -> list[Path]:
+    return sorted(p.parent for root in ("sample_kernels", "benchmarks")
+                  for p in (REPO / root).rglob("kernel.toml"))
+
+
+@pytest.mark.timeout(300)
+def test_config_rejections_match_the_scalar_path_over_every_folder() -> None:
+    """Every sample and corpus folder at every shape x dtype on the H100: the verdicts over
+    its feasible configs equal config_rejection's, each config that any limit refuses and
+    every config of the smaller spaces (at most 50 configs a space otherwise, spread)."""
+    spaces = refused = 0
+    for path in _kernel_folders():
+        folder = load_kernel_folder(path)
+        template = folder.template
+        for shape in folder.shapes:
+            for dtype in folder.dtypes:
+                env = folder.env(shape, dtype, H100)
+                configs = list(SearchSpace(template.params, template.constraints, env))
+                verdicts = config_rejections(template.launch, configs, env, H100)
+                step = max(1, len(configs) // 50)
+                for i, (config, verdict) in enumerate(zip(configs, verdicts, strict=True)):
+                    if verdict is not None or i % step == 0:
+                        assert verdict == config_rejection(template.launch, config, env,
+                                                           H100)[1], (path, shape, dtype, config)
+                refused += sum(v is not None for v in verdicts)
+                spaces += 1
+    assert spaces > 500 and refused > 0
 
 
 def test_prune_decisions_carry_the_rejection() -> None:

@@ -8,7 +8,9 @@ from one place):
 * launch limits: threads per block, each block and grid dimension, dynamic + static
   shared memory per block against the opt-in maximum (:func:`launch_rejection`);
 * the template's launch rules evaluated for (config, environment) by the one evaluator,
-  :meth:`~workbench.core.template.LaunchRules.evaluate_config` (:func:`config_rejection`);
+  :meth:`~workbench.core.template.LaunchRules.evaluate_config` (:func:`config_rejection`),
+  or for many configs at once (:func:`config_rejections`: each rule evaluated once over
+  arrays of the configs' values, the same verdicts and texts);
 * resources once ptxas has reported a :class:`ResourceUsage`: shared memory, registers,
   no resident block, an occupancy floor, spills (:func:`resource_rejection`);
 * the occupancy arithmetic itself (:func:`occupancy`).
@@ -22,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from workbench.core.errors import ExpressionError, TemplateError, WorkbenchError
 from workbench.core.hardware import DeviceSpec
@@ -185,6 +189,74 @@ def config_rejection(rules: LaunchRules, config: Mapping[str, Value], env: Mappi
                                "an evaluable launch",
                                f"launch rules cannot be evaluated: {exc.message}")
     return launch, evaluated_launch_rejection(spec, launch)
+
+
+def config_rejections(rules: LaunchRules, configs: Sequence[Mapping[str, Value]],
+                      env: Mapping[str, Any], spec: DeviceSpec) -> list[Rejection | None]:
+    """:func:`config_rejection`'s rejection of each of ``configs``, in order.
+
+    Each launch expression is evaluated once over arrays of the configs' values (numpy),
+    and :func:`launch_rejection` runs once per distinct launch; a config where a rule
+    cannot be evaluated, or gives what is not a non-negative integer (a rules rejection
+    whose text names the config), takes the scalar path, so every text is the scalar one.
+    """
+    if not configs:
+        return []
+    dims = _launch_dims(rules, configs, env)
+    if dims is None:  # a rule cannot be evaluated over arrays at all
+        return [config_rejection(rules, c, env, spec)[1] for c in configs]
+    launches, scalar = dims
+    distinct, inverse = np.unique(launches, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    verdicts = [launch_rejection(spec, [int(v) for v in row[:3]], [int(v) for v in row[3:6]],
+                                 int(row[6])) for row in distinct]
+    return [config_rejection(rules, c, env, spec)[1] if scalar[i] else verdicts[inverse[i]]
+            for i, c in enumerate(configs)]
+
+
+def _launch_dims(rules: LaunchRules, configs: Sequence[Mapping[str, Value]],
+                 env: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(launches, scalar)``: per config, grid x/y/z, block x/y/z and dynamic shared
+    bytes as int64 (configs, 7), and whether that config must take the scalar path (a
+    rule invalid there, a non-finite, fractional, negative or out-of-int64 value). None
+    when a rule raises over the arrays as a whole (a missing name, a type error)."""
+    columns: dict[str, Any] = dict(env)
+    for name in rules.names:
+        if name in configs[0]:
+            columns[name] = np.asarray([int(v) if isinstance(v, bool) else v
+                                        for v in (c[name] for c in configs)])
+    count = len(configs)
+    exprs = [*rules.grid, *[None] * (3 - len(rules.grid)),
+             *rules.block, *[None] * (3 - len(rules.block)), rules.smem_bytes]
+    launches = np.ones((count, 7), dtype=np.int64)
+    scalar = np.zeros(count, dtype=bool)
+    try:
+        for column, expr in enumerate(exprs):
+            if expr is None:  # a dimension the rules leave out is 1
+                continue
+            values, invalid = expr.evaluate_masked(columns)
+            values = np.broadcast_to(values, (count,))
+            scalar |= np.broadcast_to(invalid, (count,))
+            if values.dtype.kind == "f":
+                finite = np.isfinite(values)
+                bad = ~finite | (np.abs(np.where(finite, values, 0)) >= 2.0 ** 62)
+                bad |= np.where(finite, values, 0) % 1 != 0
+                scalar |= bad
+                values = np.where(bad, 0, values)
+            elif values.dtype.kind not in "biu":
+                return None
+            values = values.astype(np.int64)
+            scalar |= values < 0
+            launches[:, column] = values
+        if rules.pdl is not None:  # read only for whether it can be evaluated
+            values, invalid = rules.pdl.evaluate_masked(columns)
+            scalar |= np.broadcast_to(invalid, (count,))
+            if values.dtype.kind == "f":
+                scalar |= ~np.isfinite(np.broadcast_to(values, (count,)))
+    except ExpressionError:
+        return None
+    launches[scalar] = 1
+    return launches, scalar
 
 
 def resource_rejection(spec: DeviceSpec, usage: ResourceUsage, threads_per_block: int, *,

@@ -136,7 +136,8 @@ def summarize_space(template: Any, params: Sequence[Any], env: Mapping[str, Any]
     """Size of the space the edited ranges leave, and what prunes the rest.
 
     Constraints are counted over raw configs by the space itself; hardware limits
-    (:func:`~workbench.core.feasibility.config_rejection`) over feasible configs.
+    (:func:`~workbench.core.feasibility.config_rejections`, the launch rules evaluated
+    once over every feasible config) over feasible configs.
     """
     from workbench.core.space import SearchSpace
 
@@ -147,11 +148,10 @@ def summarize_space(template: Any, params: Sequence[Any], env: Mapping[str, Any]
     launchable: int | None = None
     note = ""
     if device is not None and size <= MAX_HARDWARE_CHECK:
-        from workbench.core.feasibility import config_rejection
+        from workbench.core.feasibility import config_rejections
 
         launchable = 0
-        for config in space:
-            refused = config_rejection(template.launch, config, env, device)[1]
+        for refused in config_rejections(template.launch, list(space), env, device):
             if refused is None:
                 launchable += 1
             else:
