@@ -9,8 +9,9 @@ lambda returned nothing and ``fminf(best, dist2(c))`` read a void (template.cu(6
 expert's main knob (several points a thread, each centroid read shared by them inside the
 loop over centroids) was refused by ilp.py on that same ``return``.
 
-Now a ``return`` inside a lambda is the lambda's: the wrap leaves it (a lambda the inlining
-refuses still lifts and compiles), and a lambda whose body ends in its one ``return
+Now a ``return`` inside a lambda is the lambda's: the wrap, the lane items (const_items.py)
+and the apron outputs (apron.py) leave it (a lambda the inlining refuses still lifts and
+compiles), and a lambda whose body ends in its one ``return
 expr;`` is a value that INLINE_BODY writes into its calls (its statements just before the
 statement holding the call, under fresh names, the call ``(expr)``), so the items share the
 centroid loop. A second spelling (a point array, a ``-> float`` lambda looping over the
@@ -19,7 +20,8 @@ coordinates, the minimum by a compare, one ``if`` around the body) lifts the sam
 Pure: the lifts' knobs and notes, the refusals of calls the statements cannot run before.
 Host (g++): each lift against its kernel as written, bit for bit, at the default and the
 expert's pick in the lift's knobs (every all-ends config and two more mixes under
-WORKBENCH_FULL_MATRIX=1), and the refused lambda wrapped at 8 items.
+WORKBENCH_FULL_MATRIX=1), and the refused lambda wrapped at 8 items; nvcc: the lane and
+apron spellings' lifts compile with their by-copy lambdas.
 """
 
 from __future__ import annotations
