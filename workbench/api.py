@@ -36,21 +36,20 @@ _EXPORT_NAMES = 999  # an export takes <stem>, <stem>-2 ... <stem>-999 before re
 
 
 def newest_recording(folder: Path) -> Path:
-    """The newest ``recordings/*.json`` of a kernel folder (by its ``date``, then name)."""
+    """The newest ``recordings/*.json`` of a kernel folder (by its ``date``, then name).
+
+    A folder's one recording is not read here at all; among several, each date is read
+    from the file's head (:func:`~workbench.engine.recording.recording_date`), so only the
+    one chosen is parsed, by the runner that replays it."""
+    from workbench.engine.recording import recording_date
+
     files = sorted((folder / "recordings").glob("*.json"))
     if not files:
         raise RecordingError(f"no recording in {folder / 'recordings'}; run on a GPU to record one",
                              folder=str(folder), expected="recordings/<device>-<date>.json")
-
-    def key(path: Path) -> tuple[str, str]:
-        try:
-            with path.open(encoding="utf-8") as fh:
-                date = str(json.load(fh).get("date", ""))
-        except (OSError, ValueError):
-            date = ""
-        return (date, path.name)
-
-    return max(files, key=key)
+    if len(files) == 1:
+        return files[0]
+    return max(files, key=lambda path: (recording_date(path), path.name))
 
 
 class Workbench:

@@ -244,6 +244,72 @@ def _read_recording(source: Path) -> Recording:
                      carried_over=data.get("carried_over") or {}, path=source)
 
 
+#: Bytes read from a recording's start to find its date: the keys before it (format,
+#: kernel, template hash, device) take well under 1 KiB as save_recording writes them.
+_HEAD_BYTES = 1 << 16
+
+
+def recording_date(path: Path) -> str:
+    """``str(json.load(file).get("date", ""))``, or "" where the file cannot be read or is
+    not JSON, without parsing a whole recording (5-11 MB of trials): the top-level keys
+    are read from the file's first 64 KiB up to the first "date" (save_recording writes
+    each key once), and a file that does not end in "}" has no date (a truncated
+    recording; one broken between its head and its end still gives its date). Where the
+    head does not say (no "date" in it, not an object, not UTF-8), the whole file is
+    parsed."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_HEAD_BYTES)
+            fh.seek(max(0, fh.seek(0, 2) - 16))
+            tail = fh.read()
+    except OSError:
+        return ""
+    if not tail.rstrip().endswith(b"}"):
+        return ""
+    date = _head_date(head)
+    return date if date is not None else _parsed_date(path)
+
+
+def _head_date(head: bytes) -> str | None:
+    """The first top-level "date" of the JSON object that ``head`` starts, or None where
+    ``head`` does not hold it (cut before it, malformed, not an object)."""
+    try:
+        text = head.decode("utf-8")  # a character cut at the end: the whole file says
+        decoder = json.JSONDecoder()
+        at = _skip_space(text, 0)
+        if text[at:at + 1] != "{":
+            return None
+        at += 1
+        while True:
+            key, at = decoder.raw_decode(text, _skip_space(text, at))
+            at = _skip_space(text, at)
+            if not isinstance(key, str) or text[at:at + 1] != ":":
+                return None
+            value, at = decoder.raw_decode(text, _skip_space(text, at + 1))
+            if key == "date":
+                return str(value)
+            at = _skip_space(text, at)
+            if text[at:at + 1] != ",":
+                return None
+            at += 1
+    except ValueError:  # cut inside a value, or not JSON (UnicodeDecodeError too)
+        return None
+
+
+def _skip_space(text: str, at: int) -> int:
+    while text[at:at + 1] in (" ", "\t", "\n", "\r"):
+        at += 1
+    return at
+
+
+def _parsed_date(path: Path) -> str:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return str(json.load(fh).get("date", ""))
+    except (OSError, ValueError):
+        return ""
+
+
 def recording_paths(folder: str | Path) -> list[Path]:
     """The recordings of a kernel folder, newest name last."""
     return sorted((Path(folder) / "recordings").glob("*.json"))
