@@ -12,14 +12,20 @@ no tile, its extent no block-size use, covered at any block of ``E`` threads or 
 constraint where the lift changes the block). The y threads numbering the grid's items
 (``blockIdx.x * 4 + threadIdx.y``, the grid ``ceil_div(batch, 4)``) lift as BLOCK_Y (the
 expert's BATCHES, {1, 2, 4, 8, 16}). The x size stays, with its reason: the x threads number a
-row as long as the table and nothing offsets them by the block size.
+row as long as the table and nothing offsets them by the block size. workbench/templater/
+table_items.py then gives a thread ITEMS_X of the row's outputs (the expert's KT): the fill a
+block-stride loop, the statements reading the output's place once an item in an unrolled
+loop, the input's load in the sum shared by the items; UNROLL on that sum (the expert's).
 
 Pure: the folder's lift; a second spelling (two float tables in one declaration filled under
 a macro bound by ``lane + blockDim.x * threadIdx.y``, the row ``threadIdx.y + 4 *
-blockIdx.x``, a ``while`` over the inputs, the work inside ``if (sig < batch)``); fills that
-are no table (an atomic, a value of the thread's row, a guard short of the extent) keep the
-block as written. Host (g++): both lifts at the default, a mix and the all-ends configs against
-the kernel as written, bit for bit.
+blockIdx.x``, a ``while`` over the inputs, the work inside ``if (sig < batch)``); a third (a
+fill guarded by threadIdx.x alone, a __device__ helper, a float2 accumulator stepped by its
+fields); fills that are no table (an atomic, a value of the thread's row, a guard short of
+the extent) keep the block as written; items refused with their reason (a store the items
+share, blockDim.x after the barrier, a helper writing memory in a shared statement, the
+fill's index read again). Host (g++): the three lifts at the default, the expert's pick in
+the lift's knobs, mixes and the all-ends configs against the kernel as written, bit for bit.
 """
 
 from __future__ import annotations
@@ -91,6 +97,35 @@ extern "C" __global__ void dft64_batched(float* __restrict__ out, const float* _
 }
 """
 
+#: A third hand: a fill guarded by threadIdx.x alone (every row fills the same table), a
+#: complex product through a __device__ helper, a float2 accumulator stepped by its fields.
+FIELDS = """__device__ __forceinline__ float2 cmul(float2 a, float2 b) {
+  return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+extern "C" __global__ void dft64_batched(float* __restrict__ out, const float* __restrict__ in,
+                                         int batch) {
+  __shared__ float2 w64[64];
+  if (threadIdx.x < 64) {
+    const float ang = -6.28318530717958647f * (float)threadIdx.x / 64.0f;
+    w64[threadIdx.x] = make_float2(cosf(ang), sinf(ang));
+  }
+  __syncthreads();
+  const int row = 4 * blockIdx.x + threadIdx.y;
+  if (row < batch) {
+    const float2* src = (const float2*)in + row * 64;
+    const int bin = threadIdx.x;
+    float2 acc = make_float2(0.0f, 0.0f);
+    for (int j = 0; j < 64; j++) {
+      const float2 p = cmul(src[j], w64[(j * bin) % 64]);
+      acc.x += p.x;
+      acc.y += p.y;
+    }
+    ((float2*)out)[row * 64 + bin] = acc;
+  }
+}
+"""
+
 TIED = "is tied to the block size"
 KEPT_X = ("BLOCK_X: not applied: the x threads number a row as long as the table {} (64 "
           "entries, filled under a guard on the thread index) and nothing offsets them by the "
@@ -141,6 +176,14 @@ def test_two_tables_of_one_declaration_lift_the_same_way() -> None:
     assert "const int sig = threadIdx.y + BLOCK_Y * blockIdx.x;" in lifted.source
 
 
+def test_an_accumulator_stepped_by_its_fields_is_each_items_own() -> None:
+    lifted = _lift(FIELDS)
+    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "UNROLL",
+                                               "MIN_BLOCKS_PER_SM"]
+    assert "float2 acc[ITEMS_X];" in lifted.source and "acc[wb_m].x += p.x;" in lifted.source
+    assert "w64[wb_f] = make_float2(cosf(ang), sinf(ang));" in lifted.source
+
+
 @pytest.mark.parametrize("old, new", [
     # an atomic writes the array where no guard is seen: a tile as before
     ("    sn[flat] = sinf(a);\n", "    sn[flat] = sinf(a);\n    atomicAdd(&cs[0], 0.0f);\n"),
@@ -162,12 +205,16 @@ def test_a_fill_that_is_no_table_keeps_the_block(old: str, new: str) -> None:
     # the block's x size read after the barrier would shrink with the items
     ("const float* x = in + (size_t)sig * 2 * PTS;",
      "const float* x = in + (size_t)sig * 2 * blockDim.x;", "reads the block's x size"),
+    # a helper that writes memory, in a statement the items would share
+    ("    float re = 0.0f, im = 0.0f;\n",
+     "    float re = 0.0f, im = 0.0f;\n    mark(out, sig);\n", "not pure"),
     # the fill's flat index read again past the fill
     ("re += xr * cs[t]", "re += (float)flat + xr * cs[t]", "the fill's index `flat` is read"),
 ])
 def test_items_along_the_row_are_refused_naming_why(old: str, new: str, why: str) -> None:
     assert old in SPELLING
-    lifted = _lift(SPELLING.replace(old, new))
+    helper = "__device__ void mark(float* o, int s) { o[s] = 1.0f; }\n"
+    lifted = _lift(helper + SPELLING.replace(old, new))
     assert "ITEMS_X" not in [p.name for p in lifted.params]
     assert any(n.startswith("ITEMS_X: not applied") and why in n for n in lifted.notes), \
         lifted.notes
@@ -196,4 +243,12 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 def test_the_spelling_computes_as_written(tmp_path: Path,
                                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "spelling", SPELLING)
+    assert _same_outputs(kf, tmp_path / "runs", host_flags) >= 6
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_field_accumulator_computes_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "spelling", FIELDS)
     assert _same_outputs(kf, tmp_path / "runs", host_flags) >= 6

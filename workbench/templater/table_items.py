@@ -33,8 +33,10 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, declared_name, text, walk
 from workbench.templater.block_table import GuardedTable, guarded_tables
+from workbench.templater.ilp_calls import callee_name
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
+from workbench.templater.purity import device_purity, why_not_pure
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.rules import literal
 
@@ -246,9 +248,9 @@ def _items(plan: Plan, tail: list[Node], aliases: set[str]) -> set[str]:
         grown = set(items)
         for stmt in tail:
             for n in walk(stmt):
-                target, value = _assigned(n)
+                target, value = _assigned(plan, n)
                 if target is None:
-                    continue
+                    continue  # memory, not a local's state
                 if (value is not None and _mentions(value, grown, aliases)) or \
                         _under_item_control(n, stmt, grown, aliases):
                     grown.add(target)
@@ -257,7 +259,10 @@ def _items(plan: Plan, tail: list[Node], aliases: set[str]) -> set[str]:
         items = grown
 
 
-def _assigned(n: Node) -> tuple[str | None, Node | None]:
+def _assigned(plan: Plan, n: Node) -> tuple[str | None, Node | None]:
+    """(the local ``n`` declares or assigns, its value): a name, or the local value under a
+    target's fields and elements (``acc.x += ..``); None for memory (a pointer's place, an
+    argument's, a shared array's)."""
     if n.type == "declaration":
         name, _d, value = declared_name(n)
         return (name or None), value
@@ -265,7 +270,22 @@ def _assigned(n: Node) -> tuple[str | None, Node | None]:
         t = n.child_by_field_name("left") or n.child_by_field_name("argument")
         if t is not None and t.type == "identifier":
             return text(t), n.child_by_field_name("right")
+        root = _root(t) if t is not None else None
+        d = plan.facts.defs.get(text(root)) if root is not None else None
+        if d is not None and not d.is_pointer and not d.is_shared:
+            return d.name, n.child_by_field_name("right")
     return None, None
+
+
+def _root(target: Node) -> Node:
+    """The name under a target's fields and elements (``acc.x``, ``v[2]`` -> ``acc``,
+    ``v``)."""
+    while target.type in ("field_expression", "subscript_expression"):
+        inner = target.child_by_field_name("argument")
+        if inner is None:
+            break
+        target = inner
+    return target
 
 
 def _under_item_control(n: Node, top: Node, items: set[str], aliases: set[str]) -> bool:
@@ -332,10 +352,17 @@ class _Tail:
             stmt.child_by_field_name("alternative") is None
 
     def _check_shared(self, stmt: Node) -> None:
+        purity = device_purity(self.plan.source)
         for n in walk(stmt):
+            callee = callee_name(n) if n.type == "call_expression" else None
+            if callee is not None and purity.get(callee) is not None:
+                raise Refused(f"{why_not_pure(self.plan.source, callee)}: a statement the "
+                              "items share would run it once a thread", n)
             target = n.child_by_field_name("left") or n.child_by_field_name("argument") \
                 if n.type in ("assignment_expression", "update_expression") else None
-            if target is not None and target.type != "identifier":
+            d = self.plan.facts.defs.get(text(_root(target))) if target is not None else None
+            if target is not None and target.type != "identifier" and \
+                    (d is None or d.is_pointer or d.is_shared):
                 raise Refused(f"`{text(n)[:60]}` writes memory once a thread, where the "
                               "threads as written wrote it once each", n)
 
@@ -414,14 +441,12 @@ class _Tail:
                 target = n.child_by_field_name("left") or n.child_by_field_name("argument")
                 if target is None:
                     continue
-                if target.type == "identifier":
-                    continue  # an item's local (checked declared after the barrier) or not
-                root = target
-                while root.type in ("subscript_expression", "field_expression"):
-                    root = root.child_by_field_name("argument") or root
-                    if root.type not in ("subscript_expression", "field_expression"):
-                        break
+                root = _root(target)
                 d = self.plan.facts.defs.get(text(root))
+                if target.type == "identifier" or (
+                        d is not None and not d.is_pointer and not d.is_shared and
+                        text(root) in self.items):
+                    continue  # a local (an item's: checked declared after the barrier)
                 if d is not None and d.is_shared:
                     raise Refused(f"`{text(n)[:60]}` writes shared memory after the barrier",
                                   n)
