@@ -93,8 +93,9 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
         raise Refused(f"`{sorted(items - local)[0]}` takes an item's value but is declared "
                       "before the barrier or is an argument: the items would share it",
                       plan.body)
-    _Tail(plan, items, aliases, tx, dry=True).block(tail)  # refuses before any edit
-    renders = _Tail(plan, items, aliases, tx, dry=False)
+    start = stmts[barriers[0]].end_byte
+    _Tail(plan, items, aliases, tx, dry=True, start=start).block(tail)  # refuses, edits none
+    renders = _Tail(plan, items, aliases, tx, dry=False, start=start)
     renders.block(tail)
     for fill, index in fills:
         _fill(plan, fill, index, tx)
@@ -309,8 +310,9 @@ class _Tail:
     """Renders the statements after the barrier: item runs in unrolled loops over items."""
 
     def __init__(self, plan: Plan, items: set[str], aliases: set[str], tx: str,
-                 dry: bool) -> None:
+                 dry: bool, start: int) -> None:
         self.plan, self.items, self.aliases, self.tx = plan, items, aliases, tx
+        self.start = start  # the first byte after the barrier
         self.dry = dry  # check every statement, edit nothing
         self.name = tx.split("/")[1].strip(" )")
         self.arrays: set[str] = set()
@@ -380,8 +382,8 @@ class _Tail:
                 if name:
                     declared[name] = stmt
         arrays = {n for n, decl in declared.items() if n in self.items and
-                  any(u.type == "identifier" and text(u) == n and
-                      not spans[0] <= u.start_byte < spans[1]
+                  any(u.type == "identifier" and text(u) == n and u.start_byte >= self.start
+                      and not spans[0] <= u.start_byte < spans[1]
                       for u in walk(self.plan.body))}
         hoisted = []
         for local in sorted(arrays):
@@ -389,8 +391,9 @@ class _Tail:
         self.arrays |= arrays
         if self.dry:
             return
-        for n in walk(self.plan.body):
-            if n.type == "identifier" and text(n) in arrays and not _declares(n):
+        for n in walk(self.plan.body):  # the tail's uses only: a name may recur before
+            if n.type == "identifier" and text(n) in arrays and not _declares(n) and \
+                    n.start_byte >= self.start:
                 self.plan.rw.replace(n, f"{text(n)}[{IT}]")
         for stmt in run:
             for n in walk(stmt):
