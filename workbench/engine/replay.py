@@ -85,7 +85,7 @@ class ReplayRunner:
         self.differences: tuple[str, ...] = ()
         self._check_template()
         self.pace_s = self._pace_s(pace)
-        self._trials = {(t.config.key(), t.shape, t.dtype): t for t in rec.trials}
+        self._trials = rec.trial_index
         self._baselines = {(t.shape, t.dtype): t for t in rec.baseline}
         self._copies = {(c.shape, c.dtype): c for c in rec.copy}
 
@@ -287,8 +287,7 @@ def template_differences(recording: Recording, template: KernelTemplate,
                    f"{template.source_sha256[:12]} (any byte counts, comments and "
                    f"whitespace included)")
         return out  # names, entry and launch of another text say nothing more
-    recorded_names = {name for t in (*recording.trials, *recording.confirmed)
-                      for name in t.config}
+    recorded_names = recording.config_names
     names = set(template.param_names)
     if recording.trials and recorded_names != names:
         out.append(f"parameters: the recorded configs have {sorted(recorded_names)}; the "
