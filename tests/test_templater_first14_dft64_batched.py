@@ -46,18 +46,18 @@ from workbench.templater import LiftedSource, offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen14.ROOT / "dft64_batched"
-#: The expert's H100 pick (BATCHES 4, KT 4, UNROLL 4) in the lift's knobs; four signals a
-#: block of two bins a thread, the sum unrolled whole, at four blocks an SM (the 7 signals
-#: uneven over the blocks); 16 signals of 8 bins a thread (one block, 9 rows past the end:
-#: the all-ends configs stop at BLOCK_Y 1, the range's other end, 64, being past 1024
-#: threads); one signal of 8 threads (the table's 64 entries in 8 trips a thread).
-MIXES = [{"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4},
-         {"BLOCK_Y": 4, "ITEMS_X": 2, "UNROLL": 64, "MIN_BLOCKS_PER_SM": 4},
-         {"BLOCK_Y": 16, "ITEMS_X": 8, "UNROLL": 8}, {"BLOCK_Y": 1, "ITEMS_X": 8}]
+#: The expert's H100 pick (BATCHES 4, KT 4, STAGE 1, UNROLL 4) in the lift's knobs; four
+#: signals a block of two bins a thread, staged, the sum unrolled whole, at four blocks an SM
+#: (the 7 signals uneven over the blocks); 16 signals of 8 bins a thread (one block, 9 rows
+#: past the end: the all-ends configs stop at BLOCK_Y 1, the range's other end, 64, being
+#: past 1024 threads); one signal of 8 threads, staged (the table's 64 entries in 8 trips).
+MIXES = [{"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 4},
+         {"BLOCK_Y": 4, "ITEMS_X": 2, "STAGE": 1, "UNROLL": 64, "MIN_BLOCKS_PER_SM": 4},
+         {"BLOCK_Y": 16, "ITEMS_X": 8, "UNROLL": 8}, {"BLOCK_Y": 1, "ITEMS_X": 8, "STAGE": 1}]
 
-#: BLOCK_Y {1..16} x ITEMS_X {1, 2, 4, 8} x UNROLL {0, 1, 2, 4, 8, 64} x MIN_BLOCKS_PER_SM
-#: at the large shape (the expert's 5 x 3 x 2 x 3 = 90, less its block rules).
-SPACE = 330
+#: BLOCK_Y {1..16} x ITEMS_X {1, 2, 4, 8} x STAGE {0, 1} x UNROLL {0, 1, 2, 4, 8, 64} x
+#: MIN_BLOCKS_PER_SM at the large shape (the expert's 5 x 3 x 2 x 3 = 90, less its rules).
+SPACE = 660
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -138,11 +138,11 @@ def _lift(source: str) -> LiftedSource:
 
 
 def _the_rows_lift(lifted: LiftedSource, table: str) -> None:
-    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "UNROLL",
+    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "STAGE", "UNROLL",
                                                "MIN_BLOCKS_PER_SM"]
     assert dict(lifted.params[0].spec)["default"] == 4
     assert dict(lifted.params[1].spec)["values"] == [1, 2, 4, 8]
-    assert dict(lifted.params[2].spec)["values"] == [0, 1, 2, 4, 8, 64]  # the shared sum
+    assert dict(lifted.params[3].spec)["values"] == [0, 1, 2, 4, 8, 64]  # the shared sum
     assert "#if UNROLL > 0\n#pragma unroll (wb_unroll_x)\n#endif\nfor (int j = 0;" in \
         lifted.source
     assert lifted.grid == ("ceil_div(batch, BLOCK_Y)",)
@@ -162,11 +162,16 @@ def test_the_folder_lifts_its_signals_a_block_past_its_twiddle_table() -> None:
     assert "__shared__ float2 tw[64];" in source and "tid" not in source
     assert "k[wb_m] = (threadIdx.x + wb_m * (64 / ITEMS_X));" in source
     # the input's load, shared by the items, stays before their loop in the sum
-    assert "const float2 v = xb[j];\n    #pragma unroll\n    for (int wb_m = 0;" in source
+    assert "const float2 v = (STAGE ? wb_st[threadIdx.y * 64 + (j)] : xb[j]);\n" \
+        "    #pragma unroll\n    for (int wb_m = 0;" in source
+    # STAGE: the block's rows copied before the barrier, rows past the batch left unread
+    assert "if (wb_r < (batch)) wb_st[wb_e] = (reinterpret_cast<const float2*>(in) + " \
+        "(size_t)wb_r * 64)[wb_e % 64];" in source
     assert "const float2 w = tw[(j * k[wb_m]) & (N - 1)];" in source  # an item's scalar
     space = result.template.space(load_kernel_folder(FOLDER).env("large", "fp32"))
     assert sorted({c["BLOCK_Y"] for c in space}) == [1, 2, 4, 8, 16]
-    assert {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 0} in space
+    assert {"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 0} \
+        in space
     assert len(space) == SPACE
 
 
@@ -178,7 +183,7 @@ def test_two_tables_of_one_declaration_lift_the_same_way() -> None:
 
 def test_an_accumulator_stepped_by_its_fields_is_each_items_own() -> None:
     lifted = _lift(FIELDS)
-    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "UNROLL",
+    assert [p.name for p in lifted.params] == ["BLOCK_Y", "ITEMS_X", "STAGE", "UNROLL",
                                                "MIN_BLOCKS_PER_SM"]
     assert "float2 acc[ITEMS_X];" in lifted.source and "acc[wb_m].x += p.x;" in lifted.source
     assert "w64[wb_f] = make_float2(cosf(ang), sinf(ang));" in lifted.source
@@ -226,7 +231,7 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> i
     template = offline_template(kf).template
     configs = host_configs(template, kf.env(kf.check_shape, "fp32"), MIXES)
     assert {1, 16} <= {c["BLOCK_Y"] for c in configs}
-    assert {1, 8} <= {c["ITEMS_X"] for c in configs}
+    assert {1, 8} <= {c["ITEMS_X"] for c in configs} and {0, 1} <= {c["STAGE"] for c in configs}
     return same_as_written(kf, template, configs, held_back_unseen14.host_source, tmp_path,
                            flags)
 

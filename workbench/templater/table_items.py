@@ -39,6 +39,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, why_not_pure
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.rules import literal
+from workbench.templater.table_stage import apply_stage, staged_row
 
 NAME = "ITEMS_X"
 IT = "wb_m"
@@ -95,6 +96,14 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
                       plan.body)
     start = stmts[barriers[0]].end_byte
     _Tail(plan, items, aliases, tx, dry=True, start=start).block(tail)  # refuses, edits none
+    y_size = literal(plan.block[1])
+    if y_size is None and plan.block[1] in plan.params:
+        y_size = plan.params[plan.block[1]].spec.get("default")
+    try:
+        staged = staged_row(plan, tail, int(y_size or 0))
+    except Refused as exc:
+        plan.note("STAGE", False, exc.reason, exc.node)
+        staged = None
     renders = _Tail(plan, items, aliases, tx, dry=False, start=start)
     renders.block(tail)
     for fill, index in fills:
@@ -112,6 +121,8 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
     plan.note(name, True, f"the table fill is a block-stride loop; after the barrier "
               f"{renders.runs} run(s) of statements per item, the rest shared; arrays "
               f"{sorted(renders.arrays) or 'none'}", stmts[barriers[0]])
+    if staged is not None:
+        apply_stage(plan, staged, stmts[barriers[0]], tx, plan.block[1])
     if renders.loops:
         _unroll(plan, renders.loops[-1])
 
