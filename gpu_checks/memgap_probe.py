@@ -562,16 +562,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # compute-bound (set 14): a direct 64-point DFT a signal, twiddles in a per-block shared
     # table, a bin a thread, 4 signals a block on threadIdx.y (first contact: nothing lifted,
     # 1.00x; the expert 1.43x at BATCHES 4, KT 4, STAGE 1, UNROLL 4). The lift (block_table's
-    # BLOCK_Y, table_items' ITEMS_X and UNROLL; no STAGE) at the expert's pick in its knobs
-    # (sm_90: 40 registers, 4 B spilled under its __launch_bounds__(64, 0); at MIN 1 60, no
-    # spills), with the compiler's unrolling, and as written; the expert at its pick, from
-    # global memory (STAGE 0) and at a bin a thread: how much of the gap STAGE holds
+    # BLOCK_Y, table_items' ITEMS_X and UNROLL, table_stage's STAGE) at the expert's pick in
+    # its knobs (sm_90: 40 registers, 2560 B smem, no spills; the expert 50), at MIN 1 (59),
+    # from global memory (STAGE 0: 4 B spilled under __launch_bounds__(64, 0)), with the
+    # compiler's unrolling, and as written; the expert at its pick, from global memory and at
+    # a bin a thread
     "dft64_batched": ("corpus_compute_unseen14", {
-        "expert_pick": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_min1": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 4, "MIN_BLOCKS_PER_SM": 1},
-        "expert_pick_unroll0": {"BLOCK_Y": 4, "ITEMS_X": 4, "UNROLL": 0,
+        "expert_pick": {"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_min1": {"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 4,
+                             "MIN_BLOCKS_PER_SM": 1},
+        "expert_pick_stage0": {"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 0, "UNROLL": 4,
+                               "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll0": {"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 0,
                                 "MIN_BLOCKS_PER_SM": 0},
-        "as_written": {"BLOCK_Y": 4, "ITEMS_X": 1, "UNROLL": 0, "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_Y": 4, "ITEMS_X": 1, "STAGE": 0, "UNROLL": 0,
+                       "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BATCHES": 4, "KT": 4, "STAGE": 1, "UNROLL": 4},
         "pick_stage0": {"BATCHES": 4, "KT": 4, "STAGE": 0, "UNROLL": 4},
         "pick_kt1": {"BATCHES": 4, "KT": 1, "STAGE": 1, "UNROLL": 4}}),
