@@ -240,7 +240,12 @@ def row_offsets(plan: Plan, dim: str, size: int) -> tuple[list[Node], set[int]]:
     items 4 a block, the y threads taking one each, so the 4 is the y size and the grid's x
     rule divides by it (``ceil_div(batch, 4)``). Only where no other block dimension has
     that size (which one the literal means would be a guess) and every such grid rule
-    divides by it; else nothing."""
+    divides by it; else nothing. Only in a kernel with a guarded table (its threads along x
+    number the table's entries, so only y can take more items): elsewhere the same offset is
+    a lane layout's outer threads (const_items' OUTER_THREADS with its vector width) or an
+    unguarded row family's ITEMS_X, which a block lift here would take first."""
+    if not guarded_tables(plan):
+        return [], set()
     sizes = [literal(b) for b in plan.block]
     if sizes.count(size) != 1:
         return [], set()
