@@ -28,8 +28,9 @@ its divisors (no test needed). ``PLANES_PER_THREAD = 1`` is the kernel as writte
 Legal only where the analysis shows (refusals name the line): no shared memory, barrier,
 atomic or warp intrinsic; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``; loop headers that
 do not depend on the plane; no ``return``/``break``/``continue``/``goto`` leaving a
-statement that depends on it; memory written only by statements that depend on the plane, at
-places that do, and never read by the kernel; calls in those statements pure; a local that
+statement that depends on it; no statement that depends on it inside a loop (a window along
+the index: the row families' shape, OUT_Y's and CO_PER_THREAD's); memory written only by
+statements that depend on the plane, at places that do, and never read by the kernel; calls in those statements pure; a local that
 depends on it declared once, one to a declaration, not ``auto``, not an array. Offered only
 where the planes share index math (at least :data:`SHARED_MIN` thread-varying locals that
 the per-plane statements read and that do not depend on the plane); a plain batched copy
@@ -47,6 +48,7 @@ from workbench.templater.analysis import (
     LOOPS,
     binary,
     builtin,
+    inside_loop,
     line,
     mentions,
     shares_or_syncs,
@@ -194,6 +196,11 @@ def _analyse(plan: Plan, dim: str) -> Callable[[], None] | None:
                role="plane")
     for stmt in _statements(body):
         _sort(plan, mix, stmt, bound, depends)
+    looped = next((u for u in [*mix.units, *mix.arrays] if inside_loop(u, body)), None)
+    if looped is not None:
+        raise Refused(f"`{text(looped)[:60]}` depends on blockIdx.{dim} inside a loop: a window "
+                      "along the grid's index (its rows' families), not a gather's planes",
+                      looped)
     shared = _shared(plan, mix, dep)
     if len(shared) < SHARED_MIN:
         return None  # a batched copy: nothing but the index to share
