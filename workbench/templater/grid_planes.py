@@ -30,8 +30,9 @@ atomic or warp intrinsic; no ``threadIdx.d``/``blockDim.d``/``gridDim.d``; loop 
 do not depend on the plane; no ``return``/``break``/``continue``/``goto`` leaving a
 statement that depends on it; no statement that depends on it inside a loop (a window along
 the index: the row families' shape, OUT_Y's and CO_PER_THREAD's); memory written only by
-statements that depend on the plane, at places that do, and never read by the kernel; calls in those statements pure; a local that
-depends on it declared once, one to a declaration, not ``auto``, not an array. Offered only
+statements that depend on the plane, at places that do, and never read by the kernel; calls
+in those statements pure; a local that depends on it declared once, one to a declaration,
+not ``auto``, not an array. Offered only
 where the planes share index math (at least :data:`SHARED_MIN` thread-varying locals that
 the per-plane statements read and that do not depend on the plane); a plain batched copy
 shares only its index and is left alone.
