@@ -1,0 +1,33 @@
+"""The fifteenth held-back compute corpus (issue 28): its kernels, the hand-picked configs its
+experts are checked at on the host, and its memory-bound kernels. Its kernels use no CUDA
+built-in beyond the unseen3 host prelude and unseen10's half type (its HOST_EXTRAS).
+tests/test_held_back_host.py runs the host checks of every set (tests/held_back_harness.py),
+tests/test_held_back_folders.py the folder checks."""
+
+from __future__ import annotations
+
+from held_back_harness import HeldBackSet, prepended
+from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
+
+KERNELS = ["poly_quad_rect"]
+#: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
+#: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
+#: host on every run.
+EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
+    # two intervals a thread over 64 threads unrolled by 4 from constant memory (three
+    # blocks at the check shape, the last partly past the 301); four a thread over 128
+    # unrolled by 2 from registers (one block)
+    "poly_quad_rect": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4, "COEF_REGS": 0},
+                      {"THREADS": 128, "ITEMS": 4, "UNROLL": 2, "COEF_REGS": 1}],
+}
+#: The kernel whose default and last all-ends config are checked on every run too.
+CORNERS_EVERY_RUN = "poly_quad_rect"
+
+#: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
+MEMORY_BOUND: set[str] = set()
+
+SET = HeldBackSet(key="unseen15", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
+                  corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
+                  host_source=prepended(HOST_EXTRAS, _HALF_HEADER))
+ROOT, host_source = SET.root, SET.host_source
+checked_configs, _folder = SET.checked_configs, SET.folder
