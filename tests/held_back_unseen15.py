@@ -9,7 +9,7 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
 
-KERNELS = ["poly_quad_rect"]
+KERNELS = ["poly_quad_rect", "lj_energy_tiles"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -19,6 +19,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # unrolled by 2 from registers (one block)
     "poly_quad_rect": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4, "COEF_REGS": 0},
                       {"THREADS": 128, "ITEMS": 4, "UNROLL": 2, "COEF_REGS": 1}],
+    # two particles a thread over 64 threads unrolled by 4 (tiles of 128: three, the last
+    # of 45, which the unrolled loop leaves 1 of); four over 128 unrolled by 8 (one tile of
+    # 512 holding all 301, 5 left after the unrolled groups)
+    "lj_energy_tiles": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4},
+                        {"THREADS": 128, "ITEMS": 4, "UNROLL": 8}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "poly_quad_rect"
