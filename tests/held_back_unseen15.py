@@ -9,7 +9,7 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
 
-KERNELS = ["poly_quad_rect", "lj_energy_tiles"]
+KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -24,6 +24,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # 512 holding all 301, 5 left after the unrolled groups)
     "lj_energy_tiles": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4},
                         {"THREADS": 128, "ITEMS": 4, "UNROLL": 8}],
+    # two outputs a thread over 64 threads in groups of 7 taps (three spans of 128 a row,
+    # the last holding 45); four over 128 in groups of 21 (one span of 512 past the 301)
+    "corr1d_taps63": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 7},
+                      {"THREADS": 128, "ITEMS": 4, "UNROLL": 21}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "poly_quad_rect"
