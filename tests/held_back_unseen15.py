@@ -9,7 +9,7 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
 
-KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63"]
+KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63", "gemm_atb_tiled"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -28,6 +28,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # the last holding 45); four over 128 in groups of 21 (one span of 512 past the 301)
     "corr1d_taps63": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 7},
                       {"THREADS": 128, "ITEMS": 4, "UNROLL": 21}],
+    # a 32 x 64 tile of 2 x 4 register tiles over 8-deep unpadded slices (the 45 of k end
+    # mid-slice, the 37 x 29 uneven over the tile); a 64 x 32 tile of 8 x 2 over 32-deep
+    # padded slices (one block past all three ends)
+    "gemm_atb_tiled": [{"BM": 32, "BN": 64, "BK": 8, "TM": 2, "TN": 4, "PAD": 0},
+                       {"BM": 64, "BN": 32, "BK": 32, "TM": 8, "TN": 2, "PAD": 1}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "poly_quad_rect"
