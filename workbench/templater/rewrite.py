@@ -4,6 +4,13 @@ Transforms record edits against the baseline's bytes (tree-sitter offsets). A st
 edit (a loop rewritten as a whole) is *lazy*: its text is produced when the file is
 rendered, through :meth:`Rewriter.render`, so the literal edits made inside the loop (a
 stride that became ``BLOCK_THREADS``) appear in the rewritten loop too.
+
+``render(a, b)`` is what the whole file's render puts in place of the bytes ``[a, b)``: the
+edits inside them, the insertions at either end, and the edit made over exactly ``[a, b)``
+(a family copying a term that another replaced whole copies the replacement). Edits over one
+span stack, the last made outermost: inside a lazy edit's ``make`` its own span renders as it
+stood under that edit (the edits made over it before, else the edits inside it), so a wrap
+of its own span (``WB_RO(...)`` around a read) neither recurses nor drops what lies under it.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ class Edit:
     make: TextFn | None = None
 
     def inside(self, start: int, end: int) -> bool:
+        """A replacement strictly within ``[start, end)`` (not all of it), an insertion at any
+        of its points (both ends included)."""
         if self.start == self.end:
             return start <= self.start <= end
         return start <= self.start and self.end <= end and (self.start, self.end) != (start, end)
@@ -37,6 +46,7 @@ class Rewriter:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.edits: list[Edit] = []
+        self._making: list[Edit] = []  # the lazy edits being made, outermost first
 
     def replace(self, node: Node, text: str) -> None:
         self.edits.append(Edit(node.start_byte, node.end_byte, text))
@@ -52,27 +62,54 @@ class Rewriter:
         self.edits.append(Edit(pos, pos, text))
 
     def text(self, node: Node) -> str:
-        """``node``'s text with every edit inside it (or replacing all of it) applied."""
-        for e in self.edits:
-            if (e.start, e.end) == (node.start_byte, node.end_byte) and e.make is None \
-                    and e.start != e.end:
-                return e.text
-        return self.render(node.start_byte, node.end_byte)
+        """``node`` as the file renders it: the last edit made over exactly its span, eager or
+        lazy (inside that edit's own ``make``: the one made before it), else :meth:`render`."""
+        start, end = node.start_byte, node.end_byte
+        whole = [e for e in self._visible() if (e.start, e.end) == (start, end) != (end, end)]
+        return self._made(whole[-1]) if whole else self.render(start, end)
 
     def render(self, start: int = 0, end: int | None = None) -> str:
+        """The bytes ``[start, end)`` with the edits inside them (over one span: the last
+        made) and the insertions at either end; not an edit over exactly ``[start, end)``:
+        this is what such an edit replaces (a wrap of its own span renders it here)."""
         stop = len(self.data) if end is None else end
-        inner = sorted((e for e in self.edits if e.inside(start, stop)),
-                       key=lambda e: (e.start, e.start != e.end, -(e.end - e.start)))
+        inner = sorted(((i, e) for i, e in enumerate(self._visible()) if e.inside(start, stop)),
+                       key=lambda p: (p[1].start, p[1].start != p[1].end,
+                                      -(p[1].end - p[1].start),
+                                      -p[0] if p[1].start != p[1].end else p[0]))
         out: list[str] = []
         pos = start
-        for edit in inner:
-            if edit.start < pos or (edit.start == edit.end and edit.start < pos):
-                continue  # covered by an outer edit already taken
+        for _i, edit in inner:
+            if edit.start < pos:
+                continue  # covered by an outer edit, or by one made later over the same span
             out.append(self.data[pos:edit.start].decode())
-            out.append(edit.make(self) if edit.make is not None else edit.text)
+            out.append(self._made(edit))
             pos = edit.end
         out.append(self.data[pos:stop].decode())
         return "".join(out)
+
+    def _visible(self) -> list[Edit]:
+        """The edits in the order made, less the lazy ones being made and, over a span one of
+        them replaces, those made after it: a ``make`` sees what stands under its edit (a
+        caller that swapped ``edits`` inside a ``make`` may have left that edit out)."""
+        if not self._making:
+            return self.edits
+        cut: dict[tuple[int, int], int] = {}
+        for m in self._making:
+            at = next((i for i, e in enumerate(self.edits) if e is m), None)
+            if at is not None and m.start != m.end:
+                cut[(m.start, m.end)] = min(at, cut.get((m.start, m.end), at))
+        return [e for i, e in enumerate(self.edits) if i < cut.get((e.start, e.end), i + 1)
+                and not any(e is m for m in self._making)]
+
+    def _made(self, edit: Edit) -> str:
+        if edit.make is None:
+            return edit.text
+        self._making.append(edit)
+        try:
+            return edit.make(self)
+        finally:
+            self._making.pop()
 
 
 def warp_all(flag: str) -> str:
