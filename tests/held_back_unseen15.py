@@ -9,7 +9,8 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
 
-KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63", "gemm_atb_tiled"]
+KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63", "gemm_atb_tiled",
+           "redblack_red_sweep"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -33,12 +34,16 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # padded slices (one block past all three ends)
     "gemm_atb_tiled": [{"BM": 32, "BN": 64, "BK": 8, "TM": 2, "TN": 4, "PAD": 0},
                        {"BM": 64, "BN": 32, "BK": 32, "TM": 8, "TN": 2, "PAD": 1}],
+    # a 16 x 4 block of two rows a thread (the 19 rows and 37 columns both uneven over it);
+    # a 64 x 2 block of four rows a thread (the last thread row past the bottom edge)
+    "redblack_red_sweep": [{"BX": 16, "BY": 4, "RY": 2},
+                           {"BX": 64, "BY": 2, "RY": 4}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "poly_quad_rect"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND: set[str] = set()
+MEMORY_BOUND = {"redblack_red_sweep"}
 
 SET = HeldBackSet(key="unseen15", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
