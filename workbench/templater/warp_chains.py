@@ -186,24 +186,12 @@ def _maker(c: _Chain, lanes: str, indent: str, opening: str) -> TextFn:
     return lambda rw: opening + _split(rw, c, lanes, indent)
 
 
-def _whole(rw: Rewriter, node: Node) -> str:
-    """``node``'s text with an edit replacing all of it applied (LDG's ``WB_RO(*p)`` around
-    the term), else with the edits inside it: ``render`` leaves out an edit of its own span."""
-    for e in reversed(rw.edits):
-        if (e.start, e.end) == (node.start_byte, node.end_byte) and e.start != e.end:
-            return e.make(rw) if e.make is not None else e.text
-    return rw.render(node.start_byte, node.end_byte)
-
-
 def _split(rw: Rewriter, c: _Chain, lanes: str, indent: str) -> str:
     """The text put before the loop: the float4 walk under ``#if VEC > 1`` where the loop
     has one, the split loops under ``#if ILP > 1`` (``#elif``), then ``#else``
     and the loop's indent (the loop as written follows, closed by the ``#endif`` inserted
     after it)."""
-    render = rw.render
-    start = render(c.start.start_byte, c.start.end_byte)
-    bound = render(c.bound.start_byte, c.bound.end_byte)
-    term = _whole(rw, c.term)
+    start, bound, term = rw.text(c.start), rw.text(c.bound), rw.text(c.term)
     t, v, acc = c.acc_type, c.var_type, c.acc
     frozen = f"{v} const" if v.endswith("*") else f"const {v}"  # a copy of the counter
     opening = f"#if {NAME} > 1\n" if c.vec is None else (
