@@ -84,10 +84,11 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                  "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 96, "VEC": 2, "ITEMS_PER_THREAD": 4}]),
     # the sum of squares' pointer while reads as its for (loop_forms._movable: `end` and
-    # `ss` declared between), so the warp-row family lifts as for the corpus's warp_row
-    "v2_rownorm_warp2d": (("WARPS_PER_BLOCK", "LANES", "ILP", "VEC", "ITEMS_PER_THREAD",
+    # `ss` declared between), so the warp-row family lifts as for the corpus's warp_row;
+    # its walk pointer into the const x reads through __ldg under LDG (warp_ldg)
+    "v2_rownorm_warp2d": (("WARPS_PER_BLOCK", "LANES", "ILP", "LDG", "VEC", "ITEMS_PER_THREAD",
                            "MIN_BLOCKS_PER_SM"),
-                          [{"WARPS_PER_BLOCK": 2, "LANES": 8, "ILP": 2, "VEC": 4,
+                          [{"WARPS_PER_BLOCK": 2, "LANES": 8, "ILP": 2, "LDG": 1, "VEC": 4,
                             "ITEMS_PER_THREAD": 2},
                            {"WARPS_PER_BLOCK": 32, "LANES": 4, "ILP": 4, "VEC": 2,
                             "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 2}]),
