@@ -87,7 +87,8 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "segment_sums", "wht1024_rows", "jacobi9_torus",
                           "softmax_lenmask", "argmin_chunks", "dwconv5_nchw",
                           "maxpool3s2_nchw", "median3x3_clamp",
-                          "resize_bilinear_f16", "redblack_red_sweep"})
+                          "resize_bilinear_f16", "redblack_red_sweep",
+                          "xent_rows_f16"})
 PROPOSE_TIMEOUT_S = 240
 
 

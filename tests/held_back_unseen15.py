@@ -10,7 +10,7 @@ from held_back_harness import HeldBackSet, prepended
 from held_back_unseen10 import _HALF_HEADER, HOST_EXTRAS
 
 KERNELS = ["poly_quad_rect", "lj_energy_tiles", "corr1d_taps63", "gemm_atb_tiled",
-           "redblack_red_sweep"]
+           "redblack_red_sweep", "xent_rows_f16"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -38,12 +38,16 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # a 64 x 2 block of four rows a thread (the last thread row past the bottom edge)
     "redblack_red_sweep": [{"BX": 16, "BY": 4, "RY": 2},
                            {"BX": 64, "BY": 2, "RY": 4}],
+    # two warps a block of four logits a lane in one online pass (the 301 columns end inside
+    # the second group, 13 rows uneven over the blocks); eight warps of two a lane in two passes
+    "xent_rows_f16": [{"WARPS": 2, "UNROLL": 4, "ONLINE": 1},
+                      {"WARPS": 8, "UNROLL": 2, "ONLINE": 0}],
 }
 #: The kernel whose default and last all-ends config are checked on every run too.
 CORNERS_EVERY_RUN = "poly_quad_rect"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND = {"redblack_red_sweep"}
+MEMORY_BOUND = {"redblack_red_sweep", "xent_rows_f16"}
 
 SET = HeldBackSet(key="unseen15", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
