@@ -13,7 +13,10 @@ b)``.
 Pure: the folder's lift gains USE_SMEM with a shared-memory bound; a second spelling (a free
 helper with a clamp function, nested tap loops, an ``if`` around the work, blockDim sizes)
 gains it too; kernels whose reads are not one function of the position stay without it,
-each refusal with its line. Host (g++): the folder's lift and the spelling at the default,
+each refusal with its line. Helpers that clamp into the array (a method, a clamp function,
+min/max, mirrored ?:) fill the tile with no per-element load test (workbench/templater/
+clamped_reads.py); helpers not proven inside the array (no clamp, one side, one past the
+end, the wrong extent) keep it. Host (g++): the folder's lift and the spelling at the default,
 the expert's pick in the lift's knobs, a mix and the all-ends configs against the kernel as
 written, bit for bit.
 """
@@ -88,11 +91,55 @@ def test_the_folder_lift_gains_a_shared_tile() -> None:
     assert "USE_SMEM == 0 or ((BLOCK_Y * ITEMS_Y) + 2) * ((BLOCK_X * ITEMS_X) + 2) * 4 <= " \
         "49152" in lifted.constraints, lifted.constraints
     assert "wb_tile[wb_e] = wb_img.at(wb_Y, wb_X);" in lifted.source
+    # the helper clamps into the array, so the fill has no per-element load test (which
+    # made each load wait for the one before it: one LDG in flight a thread, 94 us against
+    # the expert's 71 at its pick on the H100); only the extents it clamps against >= 1
+    assert "    if (h >= 1 && w >= 1)\n      wb_tile[wb_e] = wb_img.at(wb_Y, wb_X);" in \
+        lifted.source, lifted.source
+
+
+def _fill_test(source: str) -> str:
+    lifted = lift_kernel(source, entry="median3x3_clamp", grid=["ceil_div(w, 16)",
+                         "ceil_div(h, 16)"], block=["16", "16"], scalars={"h": "h", "w": "w"})
+    assert "USE_SMEM" in [p.name for p in lifted.params], lifted.notes
+    fill = lifted.source.split("wb_e += ")[1].split("wb_tile[wb_e] =")[0]
+    return fill.split("    if (")[1].rsplit(")", 1)[0]
 
 
 def test_the_spelling_gains_a_shared_tile() -> None:
     names, notes = _lift(SPELLING)
     assert "USE_SMEM" in names, notes
+    assert _fill_test(SPELLING) == "h >= 1 && w >= 1"
+
+
+CLAMP = "  return src[clampi(r, 0, rows - 1) * cols + clampi(c, 0, cols - 1)];"
+
+
+def _reading(rr: str, cc: str) -> str:
+    """The spelling with ``pix``'s body in statements (the row and the column as locals)."""
+    return SPELLING.replace(CLAMP, f"  int rr = {rr};\n  const int cc = {cc};\n"
+                                   "  return src[(size_t)rr * cols + cc];")
+
+
+@pytest.mark.parametrize(("rr", "cc"), [
+    ("min(max(r, 0), rows - 1)", "max(0, min(c, cols - 1))"),
+    ("r < 0 ? 0 : r > rows - 1 ? rows - 1 : r", "cols <= c ? cols - 1 : (0 > c ? 0 : c)"),
+], ids=["min-max", "ternary-mirrored"])
+def test_other_clamps_fill_without_a_load_test(rr: str, cc: str) -> None:
+    assert CLAMP in SPELLING
+    assert _fill_test(_reading(rr, cc)) == "h >= 1 && w >= 1"
+
+
+@pytest.mark.parametrize(("rr", "cc"), [
+    ("r", "c"),  # no clamp: a halo position may be outside
+    ("clampi(r, 0, rows - 1)", "c"),  # the column not clamped
+    ("clampi(r, 0, rows)", "clampi(c, 0, cols - 1)"),  # one row past the end
+    ("clampi(r, 0, cols - 1)", "clampi(c, 0, cols - 1)"),  # the row by the width
+    ("clampi(r, -1, rows - 1)", "clampi(c, 0, cols - 1)"),  # one row before the start
+], ids=["unclamped", "row-only", "past-the-end", "wrong-extent", "before-start"])
+def test_reads_not_proven_inside_keep_the_load_test(rr: str, cc: str) -> None:
+    test = _fill_test(_reading(rr, cc))
+    assert "wb_Y - (-1) >=" in test and "(wb_X - (1)) < w" in test, test
 
 
 @pytest.mark.parametrize(("old", "new", "why"), [

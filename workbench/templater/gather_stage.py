@@ -26,8 +26,14 @@ bmin`` columns with ``F`` at each tile position, then one barrier; each tap read
 at its position. A position is loaded only where some output of the block that passes the
 bounds check reads it through some tap (the check and the tap offsets evaluated there), so
 ``F`` runs only at positions the kernel as written runs it; the rest of the tile is never
-read. Each output reads the same values in the same order: bit for bit the kernel's.
-Refused, naming the line, where any part of this does not hold.
+read. Where ``F`` is proven safe at any position (:mod:`.clamped_reads`: it clamps its
+coordinates into the ``R x C`` array the kernel's check bounds the point by, and the
+kernel reads its own position), every position is loaded with no per-element test, only
+the uniform one that the extents it clamps against are at least 1: the test's branches
+kept each thread to one load in flight (sm_90 SASS at 32 x 4, ITEMS_Y 4: one LDG then its
+STS an element; without the test, four LDGs before their four STS, as the expert's fill).
+Each output reads the same values in the same order: bit for bit the kernel's. Refused,
+naming the line, where any part of this does not hold.
 """
 
 from __future__ import annotations
@@ -41,7 +47,8 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import binary, shares_or_syncs, strip, text, walk
+from workbench.templater.clamped_reads import total_helper
 from workbench.templater.conv import _compile_time_defs, _Window, _window
 from workbench.templater.conv_reads import read_only_functions
 from workbench.templater.plan import Plan
@@ -56,6 +63,7 @@ from workbench.templater.regtile import (
     single_assignment_values,
 )
 from workbench.templater.stencil import (
+    Poly,
     _comparisons,
     _guard,
     derivative,
@@ -118,7 +126,43 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                       f"`{text(taps[0].call)}`: one tile holds one", other.call)
     size = _tap_bytes(plan, taps[0].call)
     spans = (_span(plan, idx, "y"), _span(plan, idx, "x"))
-    return lambda: _emit(plan, idx, cond, out_when_true, taps, uniform, size, spans)
+    anywhere = _anywhere(plan, taps, cond, out_when_true, uniform, x, y)
+    return lambda: _emit(plan, idx, cond, out_when_true, taps, uniform, size, spans, anywhere)
+
+
+def _anywhere(plan: Plan, taps: list[_Tap], cond: Node, out_when_true: bool,
+              uniform: _Uniform, x: str, y: str) -> tuple[str, ...] | None:
+    """The kernel scalars that must be at least 1 for the taps' function to be read at any
+    position (:mod:`.clamped_reads`), or None where it is not proven: the kernel's check
+    must bound the point by ``y < R`` and ``x < C`` and read its own position (tap 0, 0)."""
+    if not any((0, 0) in t.offsets for t in taps):
+        return None
+    extents: dict[str, Poly] = {}
+    keep, out = ("<",), (">=",)
+    for part in _comparisons(cond, "||" if out_when_true else "&&"):
+        parts = binary(part)
+        if parts is None:
+            continue
+        left, op, right = parts
+        if strip(right).type == "identifier" and text(strip(right)) in (x, y):
+            left, op, right = right, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op), \
+                left
+        point = text(strip(left))
+        if point in (x, y) and op in (out if out_when_true else keep) and \
+                all(uniform.name(text(n)) for n in walk(right) if n.type == "identifier"):
+            extents[point] = poly_of(right, uniform.values)
+    if set(extents) != {x, y}:
+        return None
+    first = taps[0]
+    fn = first.call.child_by_field_name("function")
+    obj = strip(fn.child_by_field_name("argument") or fn) if fn is not None and \
+        fn.type == "field_expression" else None
+    decl = None if obj is None else next(
+        (s for s in uniform.copies if any(_declared(d) == text(obj)
+                                          for d in s.children_by_field_name("declarator"))),
+        None)
+    return total_helper(plan, first.call, first.row, first.col, uniform.values, decl,
+                        (extents[y], extents[x]))
 
 
 class _Uniform:
@@ -400,7 +444,7 @@ def _tap_bytes(plan: Plan, call: Node) -> int:
 
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,
           out_when_true: bool, taps: list[_Tap], uniform: _Uniform, size: int,
-          spans: tuple[str, str]) -> None:
+          spans: tuple[str, str], anywhere: tuple[str, ...] | None) -> None:
     names = fresh_names(plan, ["USE_SMEM", "wb_tile", "wb_Y", "wb_X", "wb_e"])
     smem, tile, ty_, tx_, e = (names[k] for k in ("USE_SMEM", "wb_tile", "wb_Y", "wb_X",
                                                   "wb_e"))
@@ -457,7 +501,11 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,
     def cols_in(b: object) -> str:
         return f"{tx_} - ({b}) >= {x0} && {tx_} - ({b}) < {x0} + {span_x}"
 
-    if len(offsets) == len(rows_of) * len(cols_of) and all(r != {x, y} for r in reads):
+    if anywhere is not None:
+        # the helper clamps into the array: any position is safe, the scalars it clamps
+        # against at least 1 (one uniform test)
+        needed = " && ".join(f"{s} >= 1" for s in anywhere) or "true"
+    elif len(offsets) == len(rows_of) * len(cols_of) and all(r != {x, y} for r in reads):
         # a full product of taps and a check of a row part and a column part: a position is
         # read by a checked output iff its row is by some row tap and its column by some
         # column tap
@@ -484,7 +532,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,
         f"    const int {ty_} = {y0} + ({amin}) + {e} / {cols}, "
         f"{tx_} = {x0} + ({bmin}) + {e} % {cols};\n"
         f"    if ({needed})\n      {tile}[{e}] = {at(first, ty_, tx_)};  "
-        "// read by a checked output\n"
+        f"{'// safe at any position' if anywhere is not None else '// read by a checked output'}\n"
         f"  }}\n  __syncthreads();\n#endif\n")
     plan.rw.insert(plan.body.start_byte + 1, stage)
     for t in taps:
@@ -499,8 +547,10 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,
     plan.constrain(f"{smem} == 0 or {rows} * {cols} * {size} <= {_MAX_SMEM}")
     plan.note(smem, True, f"{len(taps)} tap(s) like `{text(first.call)}` read one function "
               f"of the position, rows {amin} .. {amax}, columns {bmin} .. {bmax} around the "
-              "point: 1 stages the block's tile with its halo in shared memory, loading only "
-              "positions a checked output reads", first.call)
+              "point: 1 stages the block's tile with its halo in shared memory, " +
+              ("loading every position (the helper clamps into the array: safe at any)"
+               if anywhere is not None else "loading only positions a checked output reads"),
+              first.call)
 
 
 def _span(plan: Plan, idx: dict[str, tuple[Node, str, Node]], dim: str) -> str:
