@@ -6,8 +6,9 @@ another family replaced whole, as warp_chains' split loops copy LDG's ``WB_RO(*p
 the replacement). ``render(a, b)`` is what an edit over exactly ``[a, b)`` replaces: the bytes
 with the edits inside them and the insertions at either end (a wrap of its own span renders
 it; a hoist declares its name equal to it: conv_mix's ``const auto wb_v0 = img[...]``).
-Inside a lazy edit's own ``make`` its node's text is what stood under that edit (the edit
-made over it before, else the render), so wraps over one span stack, the last outermost."""
+Inside a lazy edit's own ``make`` its span's text and render are what stood under that edit
+(the edit made over it before, else the bytes with the edits inside), so wraps over one span
+stack, the last outermost, and a wrap keeps an edit another family made over its span."""
 
 from __future__ import annotations
 
@@ -73,6 +74,20 @@ def test_edits_over_one_span_stack_the_last_outermost() -> None:
     rw.replace(term, f"[{rw.text(term)}]")  # an eager edit written over what stood
     assert _span(rw, stmt) == "o[0] = [(WB_RO(t[0]) * 2)] + 2.0f;"
     assert _span(rw, term) == "a[i]"
+
+
+def test_a_wrap_that_renders_its_own_span_wraps_what_stood_under_it() -> None:
+    """A wrap of its own span (warp_ldg's ``WB_RO(render)``) over a term another family
+    replaced whole before keeps that family's edit inside it."""
+    rw, term, _index, stmt = _setup()
+    a, b = term.start_byte, term.end_byte
+    rw.replace(term, "t[0]")
+    rw.replace_span(a, b, make=lambda r: f"WB_RO({r.render(a, b)})")
+    assert rw.text(term) == "WB_RO(t[0])"
+    assert _span(rw, stmt) == "o[0] = WB_RO(t[0]) + 2.0f;"
+    assert _span(rw, term) == "a[i]"  # outside the wrap's make: what the first edit replaced
+    rw.replace_span(a, b, make=lambda r: f"({r.render(a, b)} * 2)")
+    assert rw.text(term) == "(WB_RO(t[0]) * 2)"
 
 
 def test_insertions_at_either_end_are_not_replacements() -> None:

@@ -5,12 +5,14 @@ edit (a loop rewritten as a whole) is *lazy*: its text is produced when the file
 rendered, through :meth:`Rewriter.render`, so the literal edits made inside the loop (a
 stride that became ``BLOCK_THREADS``) appear in the rewritten loop too.
 
-``render(a, b)`` is what the whole file's render puts in place of the bytes ``[a, b)``: the
-edits inside them, the insertions at either end, and the edit made over exactly ``[a, b)``
-(a family copying a term that another replaced whole copies the replacement). Edits over one
-span stack, the last made outermost: inside a lazy edit's ``make`` its own span renders as it
-stood under that edit (the edits made over it before, else the edits inside it), so a wrap
-of its own span (``WB_RO(...)`` around a read) neither recurses nor drops what lies under it.
+Two views of a span. :meth:`Rewriter.text` is a node as the file renders it: the last edit
+made over exactly its span, eager or lazy (a family copying a term that another replaced
+whole copies the replacement), else its render. :meth:`Rewriter.render` is what an edit over
+exactly ``[a, b)`` replaces: the bytes with the edits inside them and the insertions at either
+end (a hoist declares its name equal to it). Edits over one span stack, the last made
+outermost: inside a lazy edit's ``make`` its own span, text or render, is what stood under
+that edit (the edit made over it before, else the bytes with the edits inside), so a wrap of
+its own span (``WB_RO(...)`` around a read) neither recurses nor drops another's edit.
 """
 
 from __future__ import annotations
@@ -65,14 +67,20 @@ class Rewriter:
         """``node`` as the file renders it: the last edit made over exactly its span, eager or
         lazy (inside that edit's own ``make``: the one made before it), else :meth:`render`."""
         start, end = node.start_byte, node.end_byte
-        whole = [e for e in self._visible() if (e.start, e.end) == (start, end) != (end, end)]
-        return self._made(whole[-1]) if whole else self.render(start, end)
+        whole = self._whole(start, end)
+        return whole if whole is not None else self.render(start, end)
 
     def render(self, start: int = 0, end: int | None = None) -> str:
         """The bytes ``[start, end)`` with the edits inside them (over one span: the last
         made) and the insertions at either end; not an edit over exactly ``[start, end)``:
-        this is what such an edit replaces (a wrap of its own span renders it here)."""
+        this is what such an edit replaces. Inside the ``make`` of a lazy edit over exactly
+        ``[start, end)`` (a wrap of its own span) what it replaces is the edit made over the
+        span before it, where one was: another family's edit stays inside the wrap."""
         stop = len(self.data) if end is None else end
+        if any((m.start, m.end) == (start, stop) for m in self._making):
+            whole = self._whole(start, stop)
+            if whole is not None:
+                return whole
         inner = sorted(((i, e) for i, e in enumerate(self._visible()) if e.inside(start, stop)),
                        key=lambda p: (p[1].start, p[1].start != p[1].end,
                                       -(p[1].end - p[1].start),
@@ -87,6 +95,11 @@ class Rewriter:
             pos = edit.end
         out.append(self.data[pos:stop].decode())
         return "".join(out)
+
+    def _whole(self, start: int, end: int) -> str | None:
+        """The last visible edit over exactly ``[start, end)`` made, None where none is."""
+        whole = [e for e in self._visible() if (e.start, e.end) == (start, end) != (end, end)]
+        return self._made(whole[-1]) if whole else None
 
     def _visible(self) -> list[Edit]:
         """The edits in the order made, less the lazy ones being made and, over a span one of
