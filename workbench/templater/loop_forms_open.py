@@ -7,7 +7,10 @@ analysis (issue 28: first contact, segment_sums of held-back set 10).
   p += 32)`` (a pointer walk as well as an index walk).
 * A counted ``do``/``while`` whose first test holds: ``int step = 16; do { ...; step /= 2; }
   while (step > 0);`` runs its body for 16, 8, 4, 2, 1, as ``for (int step = 16; step > 0;
-  step /= 2) { ... }`` does (an offset loop of warp shuffles).
+  step /= 2) { ... }`` does (an offset loop of warp shuffles). Where the first test is not
+  known (``int t0 = 0; do { ...; t0 += TILE; } while (t0 < k);``, a bound that is a kernel
+  argument), the ``for`` keeps the first pass in its test: ``for (int t0 = 0; t0 == 0 || (t0
+  < k); t0 += TILE)``, the loop over K tiles of held-back set 15's gemm_atb_tiled.
 
 The families read a loop through a ``for``'s initializer, condition and update, so a kernel
 lifted or was refused by the spelling of its loop alone. Rewritten only where the two are
@@ -23,8 +26,11 @@ assignment to it, ``v /= 2`` or ``v >>= 1`` as well as a step) and no ``continue
 own (in the ``for`` it would run the update, in the ``do`` it runs the test without it); a
 condition comparing the variable with a bound that reads nothing the body assigns; and the
 value and the bound constant integers for which the first test holds (the ``do`` runs its
-body once before testing, the ``for`` tests first). Moved text leaves blanks on their own
-lines, so every line keeps its number.
+body once before testing, the ``for`` tests first), or else a constant value and a last
+statement that moves the variable by a nonzero constant (``v += 16``, ``++v``, ``v = v -
+S``): the variable holds its start on the first pass only, so ``v == start ||`` before the
+test runs that pass whatever the bound. Moved text leaves blanks on their own lines, so
+every line keeps its number.
 """
 
 from __future__ import annotations
@@ -115,23 +121,47 @@ def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
     inner = strip(cond)
     stmts = [c for c in body.named_children if c.type != "comment"]
     constants = _CONSTANTS.get() or {}
-    names = [v for v in _loop_var(inner) if v not in constants]  # ``fy <= KR``: fy
-    decl = _movable(siblings, at, names[0]) if len(names) == 1 and stmts else None
+    last = stmts[-1] if stmts else None  # the name its last statement updates: t of t < k
+    names = [v for v in _loop_var(inner) if v not in constants and last is not None and
+             last.type == "expression_statement" and last.named_child_count == 1 and
+             _updates(last.named_children[0], v)]  # ``fy <= KR``: fy
+    decl = _movable(siblings, at, names[0]) if len(names) == 1 else None
     if decl is None:
         return None
     var, value = _declared(decl) or ("", None)
-    last = stmts[-1]
-    if last.type != "expression_statement" or last.named_child_count != 1 or \
-            not _updates(last.named_children[0], var) or not _bounded(inner, var, body) or \
-            _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]) or \
-            not _first_test_holds(inner, var, value):
+    if last is None or not _bounded(inner, var, body) or _own_continue(body) or \
+            any(_reads(s, var) for s in siblings[at + 1:]):
         return None
-    head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} {text(inner)}; "
+    test = text(inner)
+    if not _first_test_holds(inner, var, value):
+        start = _signed_value(value)
+        if start is None or not _strict_step(last.named_children[0], var):
+            return None
+        test = f"{var} == {start} || ({test})"  # the first pass, whatever the bound
+    head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} {test}; "
             f"{text(strip(last.named_children[0]))}) ")
     return [(decl.start_byte, decl.end_byte, ""),
             (loop.start_byte, body.start_byte, head),
             (last.start_byte, last.end_byte, ""),
             (body.end_byte, loop.end_byte, "")]
+
+
+def _strict_step(node: Node, var: str) -> bool:
+    """``node`` moves ``var`` by a nonzero constant (``v += 16``, ``v -= S``, ``++v``, ``v =
+    v + 4``): after its first pass the variable never holds its start again."""
+    e = strip(node)
+    if e.type == "update_expression":
+        return True  # _updates read its argument as var
+    op = text(e.child_by_field_name("operator"))
+    right = e.child_by_field_name("right")
+    if op == "=" and right is not None and strip(right).type == "binary_expression":
+        r = strip(right)
+        op = text(r.child_by_field_name("operator")) + "="
+        left = r.child_by_field_name("left")
+        if left is None or text(strip(left)) != var:
+            return False
+        right = r.child_by_field_name("right")
+    return op in ("+=", "-=") and right is not None and int_expr_value(right) not in (None, 0)
 
 
 def _first_test_holds(cond: Node, var: str, value: Node | None) -> bool:
