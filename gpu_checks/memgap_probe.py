@@ -581,6 +581,20 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"BATCHES": 4, "KT": 4, "STAGE": 1, "UNROLL": 4},
         "pick_stage0": {"BATCHES": 4, "KT": 4, "STAGE": 0, "UNROLL": 4},
         "pick_kt1": {"BATCHES": 4, "KT": 1, "STAGE": 1, "UNROLL": 4}}),
+    # compute-bound (set 15): c = a^T b over padded 16 x 16 shared tiles walked by a
+    # do-while (first contact 1.14x: the register tile refused the do-while, only TUNED_TILE
+    # lifted, 319.0 us; the expert 2.89x, 125.6 us at BM 64, BN 64, BK 32, TM 4, TN 4, PAD
+    # 1). The lift (649501d: the do-while read as the for keeping its first pass, then
+    # regtile) at the expert's pick in its knobs (sm_90: 48 registers, 16 KB smem, no
+    # spills; the expert 43), a 128 x 64 tile of 8 x 4 a thread (76, no spills), and as
+    # written; the expert
+    # at its pick and unpadded
+    "gemm_atb_tiled": ("corpus_compute_unseen15", {
+        "expert_pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4},
+        "tile128x64": {"BM": 128, "BN": 64, "BK": 32, "TM": 8, "TN": 4, "VEC": 4},
+        "as_written": {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "VEC": 1},
+    }, {"pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1},
+        "pick_pad0": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
