@@ -587,8 +587,7 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # 1). The lift (649501d: the do-while read as the for keeping its first pass, then
     # regtile) at the expert's pick in its knobs (sm_90: 48 registers, 16 KB smem, no
     # spills; the expert 43), a 128 x 64 tile of 8 x 4 a thread (76, no spills), and as
-    # written; the expert
-    # at its pick and unpadded
+    # written; the expert at its pick and unpadded
     "gemm_atb_tiled": ("corpus_compute_unseen15", {
         "expert_pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4},
         "tile128x64": {"BM": 128, "BN": 64, "BK": 32, "TM": 8, "TN": 4, "VEC": 4},
