@@ -13,10 +13,11 @@ The register tile then reads the loop as any other loop over tiles.
 
 Pure: the folder's lift and a second spelling (no struct, if/else stores, ``base = base +
 BS``) gain BM, BN, BK, TM, TN with the first-pass test in the rewritten loop; do loops the
-rule cannot read (a start that is not a constant, a step that is not a nonzero constant)
-stay refused with their line. Host (g++): the folder's lift and the spelling at the default,
-the expert's pick in the lift's knobs, a mix and the all-ends configs against the kernel as
-written, bit for bit.
+rule cannot read (a start that is not a constant, a step that is not a nonzero constant,
+a test of a value the loop computes) stay refused with their line; tests/
+test_templater_spellings_v1.py's do-while counting stages (``t * T < K``) lifts too. Host
+(g++): the folder's lift and the spelling at the default, the expert's pick in the lift's
+knobs and the all-ends configs against the kernel as written, bit for bit.
 """
 
 from __future__ import annotations
@@ -98,7 +99,8 @@ def test_the_spelling_gains_the_register_tile() -> None:
     ("int base = 0;", "int base = blockIdx.z * BS;"),  # a start that is not a constant
     ("base = base + BS;", "base = base + k / 4;"),  # a step that may be 0
     ("base = base + BS;", "base = base * 2 + BS;"),  # not a step
-], ids=["start-not-constant", "step-not-constant", "not-a-step"])
+    ("while (base < k);", "while (base < k && sum < 1e30f);"),  # a value the loop computes
+], ids=["start-not-constant", "step-not-constant", "not-a-step", "not-a-count"])
 def test_do_loops_the_rule_cannot_read_stay_refused(old: str, new: str) -> None:
     assert old in SPELLING
     names, notes, _ = _lift(SPELLING.replace(old, new))

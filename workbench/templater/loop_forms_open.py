@@ -28,8 +28,10 @@ condition comparing the variable with a bound that reads nothing the body assign
 value and the bound constant integers for which the first test holds (the ``do`` runs its
 body once before testing, the ``for`` tests first), or else a constant value and a last
 statement that moves the variable by a nonzero constant (``v += 16``, ``++v``, ``v = v -
-S``): the variable holds its start on the first pass only, so ``v == start ||`` before the
-test runs that pass whatever the bound. Moved text leaves blanks on their own lines, so
+S``), which nothing else in the body assigns, and a test comparing a count of it (``t``, ``t *
+T``: the variable and constants) with a bound as above: the variable holds its start on the
+first pass only, so ``v == start ||`` before the test runs that pass whatever the bound (a
+test of a value the loop computes, ``err > tol && k <= 40``, stays a ``do``). Moved text leaves blanks on their own lines, so
 every line keeps its number.
 """
 
@@ -46,6 +48,7 @@ from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import (
     _WRITES,
     Edit,
+    _assigned,
     _bounded,
     _declared,
     _loop_var,
@@ -122,20 +125,22 @@ def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
     stmts = [c for c in body.named_children if c.type != "comment"]
     constants = _CONSTANTS.get() or {}
     last = stmts[-1] if stmts else None  # the name its last statement updates: t of t < k
-    names = [v for v in _loop_var(inner) if v not in constants and last is not None and
+    read = sorted({text(n) for n in walk(inner) if n.type == "identifier"})
+    names = [v for v in read if v not in constants and last is not None and
              last.type == "expression_statement" and last.named_child_count == 1 and
-             _updates(last.named_children[0], v)]  # ``fy <= KR``: fy
+             _updates(last.named_children[0], v)]  # ``fy <= KR``: fy; ``t * T < K``: t
     decl = _movable(siblings, at, names[0]) if len(names) == 1 else None
-    if decl is None:
+    if decl is None or last is None:
         return None
     var, value = _declared(decl) or ("", None)
-    if last is None or not _bounded(inner, var, body) or _own_continue(body) or \
-            any(_reads(s, var) for s in siblings[at + 1:]):
+    if _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
         return None
     test = text(inner)
-    if not _first_test_holds(inner, var, value):
+    if not (_bounded(inner, var, body) and _first_test_holds(inner, var, value)):
         start = _signed_value(value)
-        if start is None or not _strict_step(last.named_children[0], var):
+        if start is None or not _strict_step(last.named_children[0], var) or \
+                any(var in _assigned(s) for s in stmts[:-1]) or \
+                not _counts(inner, var, body, set(constants)):
             return None
         test = f"{var} == {start} || ({test})"  # the first pass, whatever the bound
     head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} {test}; "
@@ -144,6 +149,22 @@ def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
             (loop.start_byte, body.start_byte, head),
             (last.start_byte, last.end_byte, ""),
             (body.end_byte, loop.end_byte, "")]
+
+
+def _counts(cond: Node, var: str, body: Node, constants: set[str]) -> bool:
+    """``cond`` compares a count of ``var`` (``t``, ``t * T``: ``var`` and constants) with a
+    bound that does not read it, calls and writes nothing and reads nothing ``body`` assigns
+    (a test of a value the loop computes, ``err > tol && k < 40``, is not a count)."""
+    left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+    if cond.type != "binary_expression" or left is None or right is None or \
+            text(cond.child_by_field_name("operator")) not in _COMPARE:
+        return False
+    count, bound = (left, right) if _reads(left, var) else (right, left)
+    names = {text(n) for n in walk(count) if n.type == "identifier"}
+    return names - constants == {var} and not _reads(bound, var) and \
+        not any(n.type in (*_WRITES, "subscript_expression", "pointer_expression")
+                for n in walk(cond)) and \
+        not {text(n) for n in walk(bound) if n.type == "identifier"} & _assigned(body)
 
 
 def _strict_step(node: Node, var: str) -> bool:
