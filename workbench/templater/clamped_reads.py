@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import binary, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.stencil import Poly, poly_of
@@ -61,8 +62,12 @@ class _Proof:
     used: set[str] = field(default_factory=set)
 
 
-class _NotTotal(Exception):
-    """The helper's reads are not proven inside the array."""
+class _NotTotal(WorkbenchError):
+    """The helper's reads are not proven inside the array (internal: caught in
+    total_helper, which answers None)."""
+
+    def __init__(self) -> None:
+        super().__init__("a read of the helper is not proven inside the array")
 
 
 def total_helper(plan: Plan, call: Node, row: Node, col: Node, values: dict[str, Node],
