@@ -574,8 +574,11 @@ def _local_arrays(plan: Plan) -> set[str]:
             if n.type == "array_declarator"}
 
 
-def _check_writes(plan: Plan, mix: _Mix) -> None:
-    """Memory is written only per channel, at places that depend on it, and never read."""
+def _check_writes(plan: Plan, mix: _Mix,
+                  depends: Callable[[Node], bool] | None = None) -> None:
+    """Memory is written only per channel (the mix's role), at places that depend on it
+    (``depends``; by default, places that mention the mix's dependents), and never read."""
+    depends = depends or (lambda target: mentions(target, mix.dep))
     local = _local_arrays(plan) | {d.name for d in plan.facts.defs.values() if not d.is_pointer}
     written: set[str] = set()
     for n in walk(plan.body):
@@ -590,7 +593,7 @@ def _check_writes(plan: Plan, mix: _Mix) -> None:
         if not any(inside_node(n, u) for u in mix.units):
             raise Refused(f"`{text(n)[:60]}` writes memory once per thread, not per "
                           f"{mix.role}: the write does not depend on the {mix.role}", n)
-        if not mentions(target, mix.dep):
+        if not depends(target):
             raise Refused(f"`{text(target)[:60]}` is written at a place that does not depend "
                           f"on the {mix.role} `{mix.var}`: every {mix.role} would write it", n)
         written |= base - local

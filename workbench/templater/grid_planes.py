@@ -58,24 +58,20 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.conv_mix import (
-    _ASSIGN,
     _BASE_REGS,
     _WARP,
     _array_decl,
     _array_text,
     _author_minimum,
+    _check_writes,
     _closure,
     _declared,
     _definition,
     _is_declarator,
-    _local_arrays,
     _Mix,
-    _reads,
-    _roots,
     _statements,
     _unit,
     _unit_text,
-    inside_node,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
@@ -319,32 +315,6 @@ def _shared(plan: Plan, mix: _Mix, dep: set[str]) -> set[str]:
         found.add(name)
         todo += [text(n) for v in values.get(name, []) for n in walk(v) if n.type == "identifier"]
     return found
-
-
-def _check_writes(plan: Plan, mix: _Mix, depends: Callable[[Node], bool]) -> None:
-    """Memory is written only per plane, at places that depend on it, and never read."""
-    local = _local_arrays(plan) | {d.name for d in plan.facts.defs.values() if not d.is_pointer}
-    written: set[str] = set()
-    for n in walk(plan.body):
-        if n.type not in _ASSIGN:
-            continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        if target is None or target.type == "identifier":
-            continue
-        base = _roots(plan, target)
-        if base and base <= local:
-            continue  # a local array of the thread
-        if not any(inside_node(n, u) for u in mix.units):
-            raise Refused(f"`{text(n)[:60]}` writes memory once per thread, not per plane: "
-                          "the write does not depend on the plane", n)
-        if not depends(target):
-            raise Refused(f"`{text(target)[:60]}` is written at a place that does not depend "
-                          "on the plane: every plane would write it", n)
-        written |= base - local
-    for r in _reads(plan.body):
-        if _roots(plan, r) & written:
-            raise Refused(f"`{text(r)[:60]}` reads memory the kernel writes: another "
-                          "block's planes would see it in another order", r)
 
 
 def _emit(plan: Plan, mix: _Mix, n: dict[str, str], bounds: tuple[_Bound | None, str | None],
