@@ -38,6 +38,7 @@ from workbench.templater.block_table import (
     row_offsets,
     table_constraints,
     table_tie,
+    through_locals,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_tree import halving_update, tree_halving
@@ -341,7 +342,7 @@ def _cross_grids(plan: Plan, dim: str, size: int) -> set[int] | Node:
     by the size, or a rule that is no literal does not)."""
     out: set[int] = set()
     for n in walk(plan.body):
-        fs = [_through(f, plan) for f in factors(n)] if n.type == "binary_expression" else []
+        fs = [through_locals(plan, f) for f in factors(n)] if n.type == "binary_expression" else []
         rest = [f for f in fs if builtin(f, "blockDim") != dim]
         flat = _linear_product(rest, plan) if len(rest) == len(fs) - 1 else set()
         if not flat or flat == {dim}:
@@ -362,7 +363,7 @@ def _linear_block_id(node: Node, plan: Plan) -> set[str]:
     sum of block indices each times grid sizes, ``gridDim`` or literals; a local never
     assigned is read through its value), empty for anything else (a thread index, a size, a
     constant term)."""
-    node = _through(node, plan)
+    node = through_locals(plan, node)
     grid_dim = builtin(node, "blockIdx")
     if grid_dim is not None:
         return {grid_dim}
@@ -371,7 +372,7 @@ def _linear_block_id(node: Node, plan: Plan) -> set[str]:
         left, right = _linear_block_id(parts[0], plan), _linear_block_id(parts[2], plan)
         return left | right if left and right else set()
     if parts is not None and parts[1] == "*":
-        return _linear_product([_through(f, plan) for f in factors(node)], plan)
+        return _linear_product([through_locals(plan, f) for f in factors(node)], plan)
     return set()
 
 
@@ -381,20 +382,6 @@ def _linear_product(fs: list[Node], plan: Plan) -> set[str]:
     ids = [_linear_block_id(f, plan) for f in fs if builtin(f, "gridDim") is None and
            f.type != "number_literal"]
     return ids[0] if len(ids) == 1 else set()
-
-
-def _through(node: Node, plan: Plan) -> Node:
-    """``node`` without parentheses and casts, a local that is never assigned read as its
-    value (``const int b = blockIdx.y * gridDim.x + blockIdx.x``; ``b`` -> its value)."""
-    node = strip(node)
-    seen: set[str] = set()
-    while node.type == "identifier" and text(node) not in seen:
-        seen.add(text(node))
-        d = plan.facts.defs.get(text(node))
-        if d is None or d.assigned or d.value is None or d.is_shared:
-            break
-        node = strip(d.value)
-    return node
 
 
 def _scaled(rule: str, size: int, name: str) -> str | None:

@@ -174,17 +174,17 @@ def _bounds(cond: Node, index: str, extent: int) -> bool:
 def _flat(plan: Plan, index: Node) -> tuple[str, int | None] | None:
     """("x", None) for ``threadIdx.x``, ("xy", X) for ``threadIdx.y * X + threadIdx.x``
     (X None for ``blockDim.x``), through never-assigned locals; else None."""
-    value = _value(plan, index)
+    value = through_locals(plan, index)
     if builtin(value, "threadIdx") == "x":
         return "x", None
     parts = terms(value)
     if len(parts) != 2 or any(sign != 1 for sign, _ in parts):
         return None
-    xs = [t for _s, t in parts if builtin(_value(plan, t), "threadIdx") == "x"]
+    xs = [t for _s, t in parts if builtin(through_locals(plan, t), "threadIdx") == "x"]
     rows = [t for _s, t in parts if t not in xs]
     if len(xs) != 1 or len(rows) != 1:
         return None
-    fs = [_value(plan, f) for f in factors(rows[0])]
+    fs = [through_locals(plan, f) for f in factors(rows[0])]
     if len(fs) != 2 or sum(builtin(f, "threadIdx") == "y" for f in fs) != 1:
         return None
     stride = next(f for f in fs if builtin(f, "threadIdx") != "y")
@@ -194,7 +194,9 @@ def _flat(plan: Plan, index: Node) -> tuple[str, int | None] | None:
     return ("xy", size) if size is not None and size == literal(plan.block[0]) else None
 
 
-def _value(plan: Plan, node: Node) -> Node:
+def through_locals(plan: Plan, node: Node) -> Node:
+    """``node`` without parentheses and casts, a local that is never assigned read as its
+    value (``const int b = blockIdx.y * gridDim.x + blockIdx.x``; ``b`` -> its value)."""
     node = strip(node)
     seen: set[str] = set()
     while node.type == "identifier" and text(node) not in seen:
@@ -254,7 +256,7 @@ def row_offsets(plan: Plan, dim: str, size: int) -> tuple[list[Node], set[int]]:
     for n in walk(plan.body):
         parts = terms(n) if n.type == "binary_expression" and \
             text(n.child_by_field_name("operator")) == "+" else []
-        if not any(builtin(_value(plan, t), "threadIdx") == dim for _s, t in parts):
+        if not any(builtin(through_locals(plan, t), "threadIdx") == dim for _s, t in parts):
             continue
         for _sign, term in parts:
             fs = factors(term)
