@@ -90,7 +90,7 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "softmax_lenmask", "argmin_chunks", "dwconv5_nchw",
                           "maxpool3s2_nchw", "median3x3_clamp",
                           "resize_bilinear_f16", "redblack_red_sweep",
-                          "xent_rows_f16"})
+                          "xent_rows_f16", "corr5x5_perimg", "lnbwd_colpartials"})
 PROPOSE_TIMEOUT_S = 240
 
 
