@@ -32,6 +32,7 @@ from workbench.templater.analysis import builtin, inside_loop, line, shares_or_s
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names
+from workbench.templater.stencil_zsums import lift_zsums
 
 Z_ITEMS = "Z_ITEMS"
 BLOCK_Y = "BLOCK_Y"
@@ -151,6 +152,7 @@ def _emit(plan: Plan, uses: list[Node], nz: str) -> None:
     body = plan.body
     if rows is not None:
         _lift_rows(plan, rows)
+    close_sums = lift_zsums(plan, zi, nz)  # its march goes before the planes' loop
     rw.insert(body.start_byte + 1, (
         f"\n  for (int wb_zi = 0; wb_zi < {zi}; ++wb_zi) {{  // {zi} planes of the grid's z "
         "per block, one after another\n"
@@ -171,3 +173,5 @@ def _emit(plan: Plan, uses: list[Node], nz: str) -> None:
     plan.note(Z_ITEMS, True, f"the body repeats for {zi} consecutive planes per block "
               f"(`blockIdx.z` -> the plane, grid z = ceil({nz} / {zi}), returns become "
               "`continue`)", uses[0])
+    if close_sums is not None:
+        close_sums()
