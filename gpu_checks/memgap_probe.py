@@ -22,7 +22,10 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   loads an output where the lift read 27) was timed here on the H100 (2026-11-27 21:13Z) and
   removed: 490.6 us at the tune's pick against 266.5 us without it, 1.8-2.0x slower at every
   named config (56-57 registers against 32); the expert keeps plane sums instead (65 % of a
-  copy, the lift's pick 54 %).
+  copy, the lift's pick 54 %). Z_SUMS (stencil_zsums, 2026-11-28) carries the plane sums:
+  each plane read once, three outputs' sums in registers; at the expert's block and planes
+  (64 x 8, 32 planes) sm_90 32 registers, no spills, 10 global loads in the PTX (9 and the
+  boundary copy) against 28 at Z_SUMS 0. Groups sums_64x8_32 and sums_tune_pick time it.
 - wave2d_o4: the expert's pick (128 x 1 threads, 4 rows a thread from global memory) is in
   the lift's space (OUT_Y 4, USE_SMEM 0): 28 loads for 4 outputs, 24 of them issued before
   the first FP op (40 registers), against the expert's 40 (9 before, 28 registers); the
@@ -177,6 +180,8 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     "box27_smooth": ("corpus_compute_unseen6", {
         "tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16},
         "plain_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32},
+        "sums_64x8_32": {"BLOCK_THREADS": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "Z_SUMS": 1},
+        "sums_tune_pick": {"BLOCK_THREADS": 128, "BLOCK_Y": 2, "Z_ITEMS": 16, "Z_SUMS": 1},
     }, {"pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "Z_ITEMS": 32, "USE_SMEM": 0}}),
     # compute-bound: the lift (conv_centre's OUT_Y, FAST_MATH) at the expert's pick, with and
     # without __expf; the expert with and without its __expf and its shared tile
