@@ -86,6 +86,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py resize_bilinear_f16
     python3 gpu_checks/memgap_probe.py dft64_batched
     python3 gpu_checks/memgap_probe.py nearest_centroid_d2
+    python3 gpu_checks/memgap_probe.py redblack_red_sweep
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -599,6 +600,19 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "as_written": {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "VEC": 1},
     }, {"pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1},
         "pick_pad0": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
+    # memory-bound (set 15): the red half of a red-black sweep, 0.93 of its expert at 07:24Z
+    # (the tune's pick 128 x 2 threads, 8 rows a thread: 79.2 us; the expert 73.5 at 64 x 2,
+    # 2 rows). Search or code? The lift (stencil_rows' OUT_Y: the column's values loaded
+    # once, where the kernel reads them) at the expert's pick in its knobs (sm_90: 22
+    # registers, 12 ld.global in the PTX; the expert 28 and 10) and at the tune's pick (32,
+    # 48); the expert at its pick and at 8 rows a thread
+    "redblack_red_sweep": ("corpus_compute_unseen15", {
+        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 2, "OUT_X": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8, "OUT_X": 1,
+                      "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 64, "BY": 2, "RY": 2},
+        "pick_rows8": {"BX": 128, "BY": 2, "RY": 8}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
