@@ -190,3 +190,16 @@ def test_a_plane_sum_of_explicit_terms_is_left_to_z_items() -> None:
     lifted = lift("box27", explicit)
     assert "Z_ITEMS" in params(lifted) and "Z_SUMS" not in params(lifted)
     assert not [f for f in lifted.findings if f.transform == "Z_SUMS"]
+
+
+def test_a_macro_reading_the_plane_keeps_the_march_off() -> None:
+    """An object-like macro's text is not parsed: one reading ``blockIdx.z`` would read the
+    block's z inside a march (a weight of the plane added at another plane's step)."""
+    source = CASES["box27"][0].replace(
+        "__device__ __forceinline__ float weight_for",
+        "#define PLANE_BIAS (0.001f * blockIdx.z)\n__device__ __forceinline__ float weight_for"
+    ).replace("acc += weight_for(nonzero) *", "acc += (weight_for(nonzero) + PLANE_BIAS) *")
+    lifted = lift("box27", source)
+    assert not {"Z_ITEMS", "Z_SUMS"} & set(params(lifted))
+    assert any("Z_ITEMS: not applied: the macro `PLANE_BIAS` reads the grid's z" in n
+               for n in lifted.notes), lifted.notes

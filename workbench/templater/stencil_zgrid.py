@@ -24,6 +24,7 @@ with the reason and the line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from tree_sitter import Node
@@ -81,6 +82,10 @@ def _analyse(plan: Plan, uses: list[Node]) -> str:
                       "independent planes", uses[0])
     root = plan.source.tree.root_node
     for n in walk(root):
+        if n.type == "preproc_def" and re.search(r"\b(blockIdx|gridDim)\s*\.\s*z\b", text(n)):
+            # an object-like macro's text is not parsed: it reads the block's own z
+            raise Refused(f"the macro `{text(n.child_by_field_name('name'))}` reads the grid's z "
+                          "in its text", n)
         if n.type != "field_expression":
             continue
         if builtin(n, "gridDim") == "z":
