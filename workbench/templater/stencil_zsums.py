@@ -152,7 +152,6 @@ def _analyse(plan: Plan) -> Sums | None:
                     n.type in ("break_statement", "continue_statement") and
                     _enclosing_loop(n, s) is None):
                 raise Refused(f"`{text(n)}` after the nest leaves the plane", n)
-    tainted = _plane_names(plan, [*prefix, *decls])
     polys = Polys(plan.body, set())
     body_locals = set(_locals(plan.body))
     stride: Poly | None = None
@@ -160,7 +159,8 @@ def _analyse(plan: Plan) -> Sums | None:
     kept: list[Term] = []
     for t in terms:
         reads = []
-        for r in t.reads:
+        # X's reads and those of the nest's declarations X reads (const float v = in[..])
+        for r in [*t.reads, *(r for d in _needed(decls, _names(t.value)) for r in _reads(plan, d))]:
             p = polys.of(_index(r))
             slope = derivative(p, PLANE)
             if not slope:
@@ -175,8 +175,11 @@ def _analyse(plan: Plan) -> Sums | None:
         if not reads:
             raise Refused(f"`{text(t.value)}` reads no plane of the input", t.stmt)
         kept.append(replace(t, reads=tuple(reads)))
-        _plane_free(plan, kept[-1], tainted)
     terms = tuple(kept)
+    spans = tuple(r for t in terms for r in t.reads)
+    tainted = _plane_names(plan, [*prefix, *decls], spans)
+    for t in terms:
+        _plane_free(plan, t, tainted)
     assert stride is not None
     lead = max(stride, key=lambda m: (len(m), m))
     cells, values = _cells(plan, counters, terms, moving, stride, lead, body_locals)
@@ -242,6 +245,7 @@ def _nest(plan: Plan, outer: Node, acc: str
         if any(text(n) == acc for n in walk(d) if n.type == "identifier") or \
                 not side_effect_free(plan.source, d.child_by_field_name("declarator") or d):
             raise Refused(f"`{text(d)}` in the nest reads the accumulator or has an effect", d)
+        _reads(plan, d)
     return tuple(counters), tuple(decls), tuple(terms)
 
 
@@ -262,9 +266,15 @@ def _term(plan: Plan, stmt: Node, acc: str) -> Term:
         raise Refused(f"`{text(stmt)}` is not `{acc} += X` with X free of `{acc}`", stmt)
     if not side_effect_free(plan.source, value):
         raise Refused(f"`{text(value)}` has an effect or an impure call", value)
+    return Term(stmt, value, tuple(_reads(plan, value)))  # _analyse keeps the moving ones
+
+
+def _reads(plan: Plan, node: Node) -> list[Node]:
+    """The reads of ``node``: each of a const input at an index that reads no memory (read
+    at another plane's step, nothing the thread stores may change them)."""
     consts = {p.name for p in plan.kernel.params if p.is_pointer and p.is_const}
     reads: list[Node] = []
-    for n in walk(value):
+    for n in walk(node):
         if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "*":
             raise Refused(f"`{text(n)}` reads memory through a pointer", n)
         if n.type == "subscript_expression":
@@ -273,7 +283,7 @@ def _term(plan: Plan, stmt: Node, acc: str) -> Term:
                 raise Refused(f"`{text(n)}` is not a read of a const input at an index that "
                               "reads no memory", n)
             reads.append(n)
-    return Term(stmt, value, tuple(reads))  # every read; _analyse keeps the moving ones
+    return reads
 
 
 def _index(sub: Node) -> Node:
@@ -315,8 +325,9 @@ def _prefix_ok(plan: Plan, s: Node) -> None:
                   "a guard that returns", s)
 
 
-def _plane_names(plan: Plan, decls: list[Node]) -> set[str]:
-    """The locals whose values depend on the plane (``blockIdx.z``, or such a local)."""
+def _plane_names(plan: Plan, decls: list[Node], skip: tuple[Node, ...]) -> set[str]:
+    """The locals whose values depend on the plane (``blockIdx.z``, or such a local) other
+    than through the reads ``skip`` (each replaced by the plane's value it names)."""
     out: set[str] = set()
     for s in decls:
         if s.type != "declaration":
@@ -327,9 +338,11 @@ def _plane_names(plan: Plan, decls: list[Node]) -> set[str]:
             name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
             if name is None or value is None:
                 continue
-            if any(builtin(n, "blockIdx") == "z" for n in walk(value)
-                   if n.type == "field_expression") or any(
-                    n.type == "identifier" and text(n) in out for n in walk(value)):
+            inside = [n for n in walk(value)
+                      if not any(r.start_byte <= n.start_byte < r.end_byte for r in skip)]
+            if any(n.type == "field_expression" and builtin(n, "blockIdx") == "z"
+                   for n in inside) or any(n.type == "identifier" and text(n) in out
+                                           for n in inside):
                 out.add(text(name))
     return out
 
@@ -439,14 +452,16 @@ def _names(node: Node, skip: tuple[Node, ...] = ()) -> set[str]:
             not any(r.start_byte <= n.start_byte < r.end_byte for r in skip)}
 
 
-def _needed(decls: tuple[Node, ...], used: set[str]) -> list[Node]:
-    """The declarations of ``decls`` whose names ``used`` reads, and those they read."""
+def _needed(decls: tuple[Node, ...], used: set[str], skip: tuple[Node, ...] = ()
+            ) -> list[Node]:
+    """The declarations of ``decls`` whose names ``used`` reads, and those they read
+    (outside the reads ``skip``, each replaced by a value)."""
     used = set(used)
     kept = []
     for d in reversed(decls):
         if _declared(d) & used:
             kept.append(d)
-            used |= _names(d)
+            used |= _names(d, skip)
     return kept[::-1]
 
 
@@ -494,28 +509,36 @@ def _finish(rw: Rewriter, sums: Sums, slot: str) -> str:
     return "".join(out)
 
 
-def _cell(rw: Rewriter, sums: Sums, at: tuple[int, ...], used: set[str]) -> str:
-    """The counters at ``at`` and the nest's declarations ``used`` needs."""
+def _cell(rw: Rewriter, sums: Sums, at: tuple[int, ...], used: set[str],
+          values: dict[Node, int] | None = None) -> str:
+    """The counters at ``at`` and the nest's declarations ``used`` needs, the reads in
+    ``values`` replaced by the plane's values."""
+    values = values or {}
     consts = "".join(f"const {c.type} {c.name} = {v}; "
                      for c, v in zip(sums.counters, at, strict=True))
-    return consts + "".join(rw.text(d) + " " for d in _needed(sums.decls, used))
+    return consts + "".join(_replaced(rw, d, values) + " "
+                            for d in _needed(sums.decls, used, tuple(values)))
 
 
 def _uses(sums: Sums, node: Node, skip: tuple[Node, ...] = ()) -> set[str]:
     """What ``node`` reads (outside ``skip``) with the nest's declarations it needs."""
     used = _names(node, skip)
-    for d in _needed(sums.decls, used):
-        used |= _names(d)
+    for d in _needed(sums.decls, used, skip):
+        used |= _names(d, skip)
     return used
 
 
-def _value_text(rw: Rewriter, term: Term, slots: tuple[int, ...]) -> str:
-    """``X`` as rendered, its moving reads replaced by the plane's values."""
-    out, pos = [], term.value.start_byte
-    for r, s in sorted(zip(term.reads, slots, strict=True), key=lambda p: p[0].start_byte):
-        out += [rw.render(pos, r.start_byte), f"wb_zv{s}"]
+def _replaced(rw: Rewriter, node: Node, values: dict[Node, int]) -> str:
+    """``node`` as rendered, its reads in ``values`` replaced by the plane's values."""
+    inside = sorted((r for r in values if node.start_byte <= r.start_byte < node.end_byte),
+                    key=lambda r: r.start_byte)
+    if not inside:
+        return rw.text(node)
+    out, pos = [], node.start_byte
+    for r in inside:
+        out += [rw.render(pos, r.start_byte), f"wb_zv{values[r]}"]
         pos = r.end_byte
-    return "".join([*out, rw.render(pos, term.value.end_byte)])
+    return "".join([*out, rw.render(pos, node.end_byte)])
 
 
 def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
@@ -546,14 +569,15 @@ def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
         out.append("    }\n")
     used = set().union(*(_uses(sums, t.value, t.reads) for t in sums.terms))
     decls = _decls(rw, sums, used)
-    out.append("    {\n" + (f"    {_plane(rw, 'wb_zq')}{decls}" if decls else ""))
+    out.append("    {  // each output adds its terms of plane wb_zq\n" +
+               (f"    {_plane(rw, 'wb_zq')}{decls}" if decls else ""))
     for j in range(n):
         for at, ti, d, vals in sums.cells:
             term = sums.terms[ti]
             if d == j - r:
-                out.append(f"    {{ {_cell(rw, sums, at, _names(term.value, term.reads))}"
-                           f"{slots[j]} += "
-                           f"{_value_text(rw, sums.terms[ti], vals)}; }}\n")
+                given = dict(zip(term.reads, vals, strict=True))
+                out.append(f"    {{ {_cell(rw, sums, at, _names(term.value, term.reads), given)}"
+                           f"{slots[j]} += {_replaced(rw, term.value, given)}; }}\n")
     out.append("    }\n")
     out.append(f"    if (wb_zq - {r} >= wb_zk0) {{  // output wb_zq - {r}: its sum is done\n"
                "      " + _plane(rw, f"wb_zq - {r}") + _finish(rw, sums, slots[-1]) + "    }\n")
