@@ -39,6 +39,7 @@ from workbench.templater.inline_calls import inline_calls
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
+from workbench.templater.launch_minimum import bounds_by_minimum
 from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.loop_forms_open import open_loops
 from workbench.templater.macros import (
@@ -206,9 +207,10 @@ def _launch_bounds(plan: Plan) -> None:
     text = f"{threads}, MIN_BLOCKS_PER_SM"
     if bounds is not None and bounds.named_children:
         plan.rw.replace(bounds.named_children[0], text)
-    else:
+    else:  # at 0 none, as written, where the preprocessor can tell (launch_minimum)
         decl = next(n for n in walk(fn) if n.type == "function_declarator")
-        plan.rw.insert(decl.start_byte, f"__launch_bounds__({text}) ")
+        if not bounds_by_minimum(plan, threads, fn):
+            plan.rw.insert(decl.start_byte, f"__launch_bounds__({text}) ")
     plan.note("MIN_BLOCKS_PER_SM", True, f"__launch_bounds__({threads}) with a minimum of "
               "resident blocks per SM (register cap); correct at every value")
 

@@ -15,7 +15,14 @@
 #define MIN_BLOCKS_PER_SM 0
 #endif
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) quant_int8(int8_t* __restrict__ q, float* __restrict__ scales,
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
+extern "C" __global__ WB_BLOCK_BOUNDS void quant_int8(int8_t* __restrict__ q, float* __restrict__ scales,
                                       const float* __restrict__ x, int n_groups) {
   for (int wb_item_x = 0; wb_item_x < ITEMS_PER_THREAD; ++wb_item_x) {  // items of this thread
   int warp = ((blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + threadIdx.x) / 32;

@@ -24,7 +24,14 @@ struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
 
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) silu_mul(__nv_bfloat16* __restrict__ out,
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
+extern "C" __global__ WB_BLOCK_BOUNDS void silu_mul(__nv_bfloat16* __restrict__ out,
                                     const __nv_bfloat16* __restrict__ in, int d) {
   int row = blockIdx.x;
   for (int wb_j0 = (threadIdx.x + blockIdx.y * (BLOCK_THREADS)) * VEC; wb_j0 < d; wb_j0 += ((BLOCK_THREADS) * ROW_SPLIT) * (VEC * ITEMS_PER_THREAD)) {

@@ -1,5 +1,12 @@
 // out[r, c] = max(x[r, c] + bias[c], 0) for x [rows, cols] (float).
 // Launch: grid = rows, block = 128.
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -21,7 +28,7 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM) bias_relu(float* __restrict__ out, const float* __restrict__ x,
+extern "C" __global__ WB_BLOCK_BOUNDS void bias_relu(float* __restrict__ out, const float* __restrict__ x,
                                      const float* __restrict__ bias, int cols) {
   long long base = (long long)blockIdx.x * cols;
   for (int wb_c0 = (threadIdx.x + blockIdx.y * (BLOCK_THREADS)) * VEC; wb_c0 < cols; wb_c0 += ((BLOCK_THREADS) * ROW_SPLIT) * (VEC * ITEMS_PER_THREAD)) {

@@ -1,5 +1,12 @@
 // Column sums of x [rows, cols] (float): one thread per column walks down the rows.
 // Launch: grid = (cols + 255) / 256, block = 256.
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS * WALK_SPLIT) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -14,7 +21,7 @@
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
 #endif
-extern "C" __global__ void __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM) col_sum(float* __restrict__ out, const float* __restrict__ x,
+extern "C" __global__ WB_BLOCK_BOUNDS void col_sum(float* __restrict__ out, const float* __restrict__ x,
                                    int rows, int cols) {
   for (int wb_item_x = 0; wb_item_x < ITEMS_PER_THREAD; ++wb_item_x) {  // items of this thread
   int c = (blockIdx.x * ITEMS_PER_THREAD + wb_item_x) * BLOCK_THREADS + (threadIdx.x / WALK_SPLIT);
