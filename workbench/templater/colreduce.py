@@ -19,11 +19,19 @@ stride), so every knob below is a property of that one body:
   rows as written is the column's sum at every config (the sum's order changes; integer
   valued inputs stay exact). The layout of the partials changes with the config: the
   folder compares them by their sum (``compare = "sum"``) or reference.py's ``verify``.
+  Where it compares a fixed slice's partial rows element by element, the slice is kept as
+  written (no ROWS_PER_CHUNK): each partial row adds the rows it adds as written, only in
+  another order (the other knobs); a grid-stride walk's is refused (BLOCK_Y moves rows
+  between partial rows).
 * VEC: each thread sums VEC adjacent columns, each matrix row's VEC elements read as one
   aligned vector where the row stride is a multiple of VEC and the pointer is aligned
   (tested at run time), element by element otherwise and at the right edge.
 * ROW_UNROLL: rows in flight per thread per step, each into its own accumulators, added at
   the end.
+
+One row walk may feed several sums (LayerNorm backward's ``sg += dy * xhat; sb += dy;``),
+each stored directly to its own partial rows: they share the loads, each has its own
+accumulators, fold and store.
 
 At the defaults (the block, the grid, one column and one row at a time) each thread adds
 the same rows of the same column as the kernel as written, and the same slots are written.
@@ -36,7 +44,7 @@ from collections.abc import Collection
 from tree_sitter import Node
 
 from workbench.templater.analysis import text, walk
-from workbench.templater.colreduce_match import ColumnReduction, recognise
+from workbench.templater.colreduce_match import ColumnReduction, PartialSum, recognise
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
     Refused,
@@ -105,23 +113,31 @@ def lift_colreduce(plan: Plan, compared_by_total: Collection[str] | None = None)
         return False
     try:
         red = recognise(plan)
-        if compared_by_total is not None and red.out not in compared_by_total:
-            raise Refused(f"the partial rows `{red.out}` are compared element by element "
+        outs = [ps.out for ps in red.sums]
+        by_element = [o for o in outs if compared_by_total is not None and
+                      o not in compared_by_total]
+        if by_element and red.mode != "slice":
+            raise Refused(f"the partial rows `{by_element[0]}` are compared element by element "
                           "(kernel.toml has no compare = \"sum\" for it and reference.py no "
-                          "verify()), and which rows a partial adds changes with the block "
-                          "rows and the block's rows: compare them by their sum or verify() "
-                          "to lift the family", red.store)
-        _emit(plan, red)
+                          "verify()), and which rows a partial of a grid-stride walk adds "
+                          "changes with the block's rows: compare them by their sum or "
+                          "verify() to lift the family", red.sums[outs.index(by_element[0])].store)
+        _emit(plan, red, fixed_slice=bool(by_element))
     except Refused as exc:
         plan.note(NAME, False, exc.reason, exc.node)
         return False
     return True
 
 
-def _emit(plan: Plan, red: ColumnReduction) -> None:
+def _emit(plan: Plan, red: ColumnReduction, fixed_slice: bool) -> None:
+    """``fixed_slice``: the partial rows are compared element by element, so each keeps the
+    slice of rows it adds as written (ROWS_PER_CHUNK is not lifted; only the order of the
+    adds changes with the block's rows and the rows in flight)."""
     slice_mode = red.mode == "slice"
     names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "ROWS_PER_CHUNK" if slice_mode
                                else "CHUNKS", "VEC", "ROW_UNROLL"])
+    if fixed_slice:
+        names["ROWS_PER_CHUNK"] = str(red.rows_per_chunk)
     bx, by, rows_knob, vec, unroll = names.values()
     grid_x = scale_divisor(plan.grid[0], str(red.block_x), f"{bx} * {vec}")
     if grid_x is None:
@@ -147,10 +163,10 @@ def _emit(plan: Plan, red: ColumnReduction) -> None:
     plan.block = [bx, by]
     if any(c.type == "launch_bounds" for c in plan.source.function_node(plan.kernel).children):
         plan.launch_bounds = f"{bx} * {by}"
-    _params(plan, red, names, widest)
+    _params(plan, red, names, widest, fixed_slice)
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
-    plan.constrain(f"{acc_bytes} * {by} * {bx} * {vec} <= 49152")
+    plan.constrain(f"{acc_bytes * len(red.sums)} * {by} * {bx} * {vec} <= 49152")
     plan.constrain(f"{vec} * {unroll} <= 16")
     plan.constrain(f"{vec} * {widest} <= 16")
     where = "a grid-stride walk over rows" if not slice_mode else \
@@ -158,15 +174,18 @@ def _emit(plan: Plan, red: ColumnReduction) -> None:
     fold = {"none": "stored directly", "halving": "folded by a halving tree",
             "serial": "folded by thread row 0"}[red.tree]
     plan.note(NAME, True, f"each thread sums one column over {where} into a partial row of "
-              f"`{red.out}` (the block's row sums {fold}); the kernel is regenerated with "
+              f"`{'`, `'.join(ps.out for ps in red.sums)}` (the block's row sums {fold}); the kernel is regenerated with "
               f"the block ({bx} x {by}), the partial rows ({rows_knob}), {vec} adjacent "
-              f"columns per thread and {unroll} rows in flight; block row 0 writes zero into "
-              "the partial rows not launched, so each column's total over the partial rows "
-              "as written is unchanged (compare the partials by their sum or verify())",
-              red.loop)
+              f"columns per thread and {unroll} rows in flight; " + (
+                  "block row 0 writes zero into the partial rows not launched, so each "
+                  "column's total over the partial rows as written is unchanged (compare the "
+                  "partials by their sum or verify())" if not fixed_slice else
+                  "each partial row adds the rows it adds as written (the slice is not "
+                  "lifted: the partials are compared element by element)"), red.loop)
 
 
-def _params(plan: Plan, red: ColumnReduction, names: dict[str, str], widest: int) -> None:
+def _params(plan: Plan, red: ColumnReduction, names: dict[str, str], widest: int,
+            fixed_slice: bool) -> None:
     bx, by, rows_knob, vec, unroll = names.values()
     origin = f"{red.loop.start_point.row + 1}: {text(red.loop).splitlines()[0].strip()}"
     plan.add_param(bx, {"kind": "choice", "values": sorted({16, 32, 64, 128, 256,
@@ -179,7 +198,7 @@ def _params(plan: Plan, red: ColumnReduction, names: dict[str, str], widest: int
                         "description": f"threads per block down the rows, their sums folded "
                                        f"through shared memory (as written: {red.block_y})"},
                    origin)
-    if red.mode == "slice":
+    if red.mode == "slice" and not fixed_slice:
         k = red.rows_per_chunk
         plan.add_param(rows_knob, {"kind": "choice", "values": [k, 2 * k, 4 * k, 8 * k],
                                    "default": k,
@@ -187,7 +206,7 @@ def _params(plan: Plan, red: ColumnReduction, names: dict[str, str], widest: int
                                                   f"each; as written: {k}); more rows, fewer "
                                                   "partial rows, the rest written as zero"},
                        origin)
-    else:
+    elif red.mode != "slice":
         c = red.chunks
         values = sorted({v for v in (c // 8, c // 4, c // 2, c) if v >= 1})
         plan.add_param(rows_knob, {"kind": "choice", "values": values, "default": c,
@@ -207,10 +226,13 @@ def _params(plan: Plan, red: ColumnReduction, names: dict[str, str], widest: int
 
 
 def _body(plan: Plan, red: ColumnReduction, names: dict[str, str], written: str) -> str:
+    """The regenerated kernel body; the first sum's locals are ``wb_acc``, ``wb_tot`` and
+    ``wb_red``, the k-th's more carry ``k`` (``wb_acc1``): one row walk feeds them all."""
     bx, by, rows_knob, vec, unroll = names.values()
     a = red.acc_type
     data = plan.source.data
     reads = {r.node.start_byte: k for k, r in enumerate(red.reads)}
+    tags = [str(k) if k else "" for k in range(len(red.sums))]
 
     def sub(n: Node) -> str | None:
         k = reads.get(n.start_byte)
@@ -218,7 +240,7 @@ def _body(plan: Plan, red: ColumnReduction, names: dict[str, str], written: str)
             return f"wb_v{k}[wb_e]"
         return None
 
-    value = render(data, red.value, sub)
+    values = [render(data, ps.value, sub) for ps in red.sums]
     locals_ = [render(data, d, sub).strip() for d in red.locals_]
     loads = "\n".join(
         f"        {r.c_type} wb_v{k}[{vec}];\n"
@@ -228,14 +250,16 @@ def _body(plan: Plan, red: ColumnReduction, names: dict[str, str], written: str)
         [f"({r.ld}) % {vec} == 0 && (size_t)({r.ptr}) % ({vec} * sizeof({r.c_type})) == 0"
          for r in red.reads])
     inner = "\n".join(f"          {lo}" for lo in locals_)
+    zeros = " ".join(f"wb_acc{t}[wb_u][wb_e] = ({a})0;" for t in tags)
 
     def step(u: str) -> str:
         return (f"        const int wb_row = wb_r + {u} * wb_step;\n{loads}\n"
                 f"#pragma unroll\n"
                 f"        for (int wb_e = 0; wb_e < {vec}; ++wb_e) {{\n"
                 + (inner + "\n" if inner else "") +
-                f"          wb_acc[{u}][wb_e] += {value};\n"
-                f"        }}\n")
+                "".join(f"          wb_acc{t}[{u}][wb_e] += {v};\n"
+                        for t, v in zip(tags, values, strict=True)) +
+                "        }\n")
 
     if red.mode == "slice":
         rows = (f"    const int wb_first = (int)blockIdx.y * {rows_knob};\n"
@@ -246,19 +270,19 @@ def _body(plan: Plan, red: ColumnReduction, names: dict[str, str], written: str)
         rows = (f"    const int wb_step = (int)gridDim.y * {by};\n"
                 f"    const int wb_end = {red.rows};\n"
                 f"    int wb_r = (int)blockIdx.y * {by} + (int)threadIdx.y;\n")
-    out_at = f"{red.out}[(size_t)wb_chunk * ({red.out_ld}) + wb_col + wb_e]"
     return (
         "{\n"
         f"  // one partial row per block row: {bx} x {by} threads, {vec} adjacent columns per "
         f"thread, {unroll} rows in flight\n"
-        f"  __shared__ {a} wb_red[{by}][{bx} * {vec}];\n"
+        + "".join(f"  __shared__ {a} wb_red{t}[{by}][{bx} * {vec}];\n" for t in tags) +
         f"  const int wb_col = ((int)blockIdx.x * {bx} + (int)threadIdx.x) * {vec};\n"
         f"  const int wb_left = (int)({red.width}) - wb_col;  // columns inside the matrix\n"
-        f"  {a} wb_acc[{unroll}][{vec}];\n"
+        + "".join(f"  {a} wb_acc{t}[{unroll}][{vec}];\n" for t in tags) +
         "#pragma unroll\n"
         f"  for (int wb_u = 0; wb_u < {unroll}; ++wb_u)\n"
         "#pragma unroll\n"
-        f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e) wb_acc[wb_u][wb_e] = ({a})0;\n"
+        f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e) "
+        + (zeros if len(tags) == 1 else f"{{ {zeros} }}") + "\n"
         "  if (wb_left > 0) {\n"
         + rows +
         f"    const bool wb_packed = {vec} > 1 && wb_left >= {vec} && {packed};\n"
@@ -274,43 +298,56 @@ def _body(plan: Plan, red: ColumnReduction, names: dict[str, str], written: str)
         "      }\n"
         "    }\n"
         "  }\n"
-        f"  {a} wb_tot[{vec}];\n"
+        + "".join(_sum_tail(red, ps, t, names, written) for ps, t in zip(red.sums, tags,
+                                                                          strict=True)) +
+        "}")
+
+
+def _sum_tail(red: ColumnReduction, ps: PartialSum, t: str, names: dict[str, str],
+              written: str) -> str:
+    """One sum's end: its rows in flight added, the block's rows folded, the partial row
+    stored (and block row 0 zeroing the partial rows not launched)."""
+    by, vec, unroll = names["BLOCK_Y"], names["VEC"], names["ROW_UNROLL"]
+    a = red.acc_type
+    out_at = f"{ps.out}[(size_t)wb_chunk * ({ps.out_ld}) + wb_col + wb_e]"
+    return (
+        f"  {a} wb_tot{t}[{vec}];\n"
         "#pragma unroll\n"
         f"  for (int wb_e = 0; wb_e < {vec}; ++wb_e) {{\n"
-        f"    wb_tot[wb_e] = wb_acc[0][wb_e];\n"
+        f"    wb_tot{t}[wb_e] = wb_acc{t}[0][wb_e];\n"
         "#pragma unroll\n"
-        f"    for (int wb_u = 1; wb_u < {unroll}; ++wb_u) wb_tot[wb_e] += wb_acc[wb_u][wb_e];\n"
+        f"    for (int wb_u = 1; wb_u < {unroll}; ++wb_u) wb_tot{t}[wb_e] += "
+        f"wb_acc{t}[wb_u][wb_e];\n"
         "  }\n"
         f"  if ({by} > 1) {{  // the block's row sums of a column, folded\n"
         "#pragma unroll\n"
         f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e)\n"
-        f"      wb_red[threadIdx.y][threadIdx.x * {vec} + wb_e] = wb_tot[wb_e];\n"
+        f"      wb_red{t}[threadIdx.y][threadIdx.x * {vec} + wb_e] = wb_tot{t}[wb_e];\n"
         "    __syncthreads();\n"
         f"    for (int wb_n = {by}; wb_n > 1;) {{\n"
         "      const int wb_h = (wb_n + 1) / 2;\n"
         "      if ((int)threadIdx.y < wb_n - wb_h) {\n"
         "#pragma unroll\n"
         f"        for (int wb_e = 0; wb_e < {vec}; ++wb_e)\n"
-        f"          wb_red[threadIdx.y][threadIdx.x * {vec} + wb_e] += "
-        f"wb_red[threadIdx.y + wb_h][threadIdx.x * {vec} + wb_e];\n"
+        f"          wb_red{t}[threadIdx.y][threadIdx.x * {vec} + wb_e] += "
+        f"wb_red{t}[threadIdx.y + wb_h][threadIdx.x * {vec} + wb_e];\n"
         "      }\n"
         "      __syncthreads();\n"
         "      wb_n = wb_h;\n"
         "    }\n"
         "#pragma unroll\n"
-        f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e) wb_tot[wb_e] = "
-        f"wb_red[0][threadIdx.x * {vec} + wb_e];\n"
+        f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e) wb_tot{t}[wb_e] = "
+        f"wb_red{t}[0][threadIdx.x * {vec} + wb_e];\n"
         "  }\n"
         "  if (threadIdx.y == 0) {\n"
         "    const int wb_chunk = blockIdx.y;\n"
         "#pragma unroll\n"
         f"    for (int wb_e = 0; wb_e < {vec}; ++wb_e)\n"
-        f"      if (wb_e < wb_left) {out_at} = wb_tot[wb_e];\n"
+        f"      if (wb_e < wb_left) {out_at} = wb_tot{t}[wb_e];\n"
         "    if (blockIdx.y == 0) {  // the partial rows of block rows not launched: zero\n"
         f"      for (int wb_chunk = gridDim.y; wb_chunk < (int)({written}); ++wb_chunk)\n"
         "#pragma unroll\n"
         f"        for (int wb_e = 0; wb_e < {vec}; ++wb_e)\n"
-        f"          if (wb_e < wb_left) {out_at} = ({red.out_type})0;\n"
+        f"          if (wb_e < wb_left) {out_at} = ({ps.out_type})0;\n"
         "    }\n"
-        "  }\n"
-        "}")
+        "  }\n")

@@ -15,14 +15,16 @@ pointers such as ``const float* row = m + r * ld`` and macros expanded, casts ig
   RPB)``); ``for`` or ``while``; ``BY`` the block's y size (1 for a 1-D block);
 * one accumulation ``acc += E`` (or ``acc = acc + E``) into a local that starts at zero, E
   reading kernel pointers only at ``(r, col)`` (``r * LD + col``) and otherwise only
-  kernel scalars, macros and literals;
+  kernel scalars, macros and literals; or
+  several such sums in the same row loop (``sg += v * x[..]; sb += v;``) are one walk
+  feeding several partial rows, each sum then stored directly (no fold) and all of one type;
 * the column checked against the width (``if (col < W) {...}`` around the walk, or
   ``if (col >= W) return;`` before it where the kernel has no barrier);
 * the block's ``BY`` sums of a column folded through one ``__shared__`` array at
   ``[threadIdx.y][threadIdx.x]`` (or the flat ``[threadIdx.y * BX + threadIdx.x]``) by a
   halving tree over ``threadIdx.y`` or by thread row 0 adding the ``BY`` slots in order;
   with ``BY = 1`` the accumulator is stored directly;
-* one store to global memory: ``out[blockIdx.y * LD + col]``, by thread row 0, under the
+* one store to global memory a sum: ``out[blockIdx.y * LD + col]``, by thread row 0, under the
   column check.
 
 Every other top-level statement must be a declaration free of side effects: a statement
@@ -48,6 +50,7 @@ from workbench.templater.colreduce_parts import (
     _PURE_CALLS,
     ColumnRead,
     ColumnReduction,
+    PartialSum,
     _c_type,
     _ceil_div_by,
     _column_poly,
@@ -85,9 +88,9 @@ class _Matcher:
 
     # -- the accumulation and its loop ----------------------------------------------------
 
-    def accumulation(self) -> tuple[Node, str, Node]:
-        """(the ``acc += E`` expression, acc, E): the only update of a zero-started local
-        scalar inside a loop."""
+    def accumulations(self) -> list[tuple[Node, str, Node]]:
+        """(the ``acc += E`` expression, acc, E) of each update of a local scalar inside a
+        loop (one row walk may feed several sums), all in the same loop."""
         found = []
         for n in walk(self.plan.body):
             if n.type != "assignment_expression":
@@ -112,50 +115,81 @@ class _Matcher:
                 elif parts is not None and parts[1] == "+" and text(strip(parts[2])) == acc:
                     found.append((n, acc, parts[0]))
         loops = [f for f in found if _enclosing_loop(f[0], self.plan.body) is not None]
-        if len(loops) != 1:
-            raise Refused(f"expected one sum into a local accumulator inside a loop, found "
-                          f"{len(loops)}", loops[1][0] if len(loops) > 1 else None)
-        return loops[0]
+        if not loops:
+            raise Refused("expected a sum into a local accumulator inside a loop, found none")
+        first = _enclosing_loop(loops[0][0], self.plan.body)
+        for f in loops[1:]:
+            if _enclosing_loop(f[0], self.plan.body) != first:
+                raise Refused(f"`{text(f[0])}` sums in another loop than `{text(loops[0][0])}`"
+                              " (one row walk is modelled)", f[0])
+        accs = [acc for _n, acc, _v in loops]
+        for _n, acc, _v in loops:
+            if accs.count(acc) != 1:
+                raise Refused(f"`{acc}` is summed into twice in the row loop", _n)
+        return loops
 
     def run(self) -> ColumnReduction:
         plan = self.plan
         if not self.bx or not self.by:
             raise Refused("the block size is not a literal")
-        update, acc, value = self.accumulation()
-        loop = _enclosing_loop(update, plan.body)
+        found = self.accumulations()
+        loop = _enclosing_loop(found[0][0], plan.body)
         assert loop is not None
-        d = plan.facts.defs[acc]
-        acc_type = " ".join(text(d.decl.child_by_field_name("type")).split())
-        if acc_type not in ("float", "double", "int", "unsigned", "unsigned int", "long long",
-                            "unsigned long long"):
-            raise Refused(f"the accumulator `{acc}` is a {acc_type}", d.decl)
-        if not _zero(d.value) or sum(1 for n in walk(plan.body)
-                                      if n.type in ("assignment_expression",
-                                                    "update_expression")
-                                      and text(n.child_by_field_name("left") or
-                                               n.child_by_field_name("argument")) == acc) != 1:
-            raise Refused(f"`{acc}` must start at zero and change only by the sum", d.decl)
-        var, start, bound_cond, step, body_locals = self.loop_parts(loop, update)
+        acc_type = self.acc_type([acc for _u, acc, _v in found])
+        values = [value for _u, _acc, value in found]
+        var, start, bound_cond, step, body_locals = self.loop_parts(
+            loop, {u.start_byte for u, _acc, _v in found})
         ix = _Index(plan, {var})
         col = _column_poly(ix)
-        reads = self.reads(ix, value, var, col, body_locals)
+        reads = self.reads(ix, values, var, col, body_locals)
         if acc_type not in ("float", "double"):
-            _integer_sum(acc_type, value, reads, [v for _d, v in body_locals])
+            for value in values:
+                _integer_sum(acc_type, value, reads, [v for _d, v in body_locals])
         mode, chunks, rpb, rows = self.rows(ix, loop, var, start, bound_cond, step)
-        out, out_ld, out_type, final = self.store(ix, acc, col)
-        if not self.guarded(ix, loop, col) or not self.guarded(ix, final, col, row0=True):
-            raise Refused("the column is not checked against the matrix width (`if (col < "
-                          "W)` around the walk and the store, or `if (col >= W) return;`)",
-                          loop)
-        tree, fold_parts = FoldCheck(plan, self.bx, self.by).fold(ix, acc, final)
-        self.others(loop, final, fold_parts)
+        stores = self.stores(ix, [acc for _u, acc, _v in found], col)
+        sums, fold_parts, trees = [], [], set()
+        for (_u, acc, value), (out, out_ld, out_type, final) in zip(found, stores, strict=True):
+            if not self.guarded(ix, loop, col) or not self.guarded(ix, final, col, row0=True):
+                raise Refused("the column is not checked against the matrix width (`if (col "
+                              "< W)` around the walk and the store, or `if (col >= W) "
+                              "return;`)", loop)
+            tree, parts = FoldCheck(plan, self.bx, self.by).fold(ix, acc, final)
+            trees.add(tree)
+            fold_parts += parts
+            sums.append(PartialSum(value, out, out_ld, out_type, final))
+        if len(sums) > 1 and trees != {"none"}:
+            raise Refused("several sums whose block rows are folded through shared memory "
+                          "(only several sums each stored directly are modelled)", loop)
+        self.others(loop, [s.store for s in sums], fold_parts)
         assert self.width is not None
-        return ColumnReduction(acc_type, value, tuple(reads), tuple(d for d, _v in body_locals),
-                               self.width, rows, out, out_ld, out_type, self.bx, self.by,
-                               mode, chunks, rpb, loop, tree, final)
+        return ColumnReduction(acc_type, tuple(sums), tuple(reads),
+                               tuple(d for d, _v in body_locals), self.width, rows, self.bx,
+                               self.by, mode, chunks, rpb, loop, trees.pop())
 
-    def loop_parts(self, loop: Node, update: Node) -> tuple[str, Node, Node, Node | str,
-                                                            list[tuple[Node, Node]]]:
+    def acc_type(self, accs: list[str]) -> str:
+        """The accumulators' one C type; each starts at zero and changes only by its sum."""
+        types = set()
+        for acc in accs:
+            d = self.plan.facts.defs[acc]
+            acc_type = " ".join(text(d.decl.child_by_field_name("type")).split())
+            if acc_type not in ("float", "double", "int", "unsigned", "unsigned int",
+                                "long long", "unsigned long long"):
+                raise Refused(f"the accumulator `{acc}` is a {acc_type}", d.decl)
+            if not _zero(d.value) or sum(1 for n in walk(self.plan.body)
+                                          if n.type in ("assignment_expression",
+                                                        "update_expression")
+                                          and text(n.child_by_field_name("left") or
+                                                   n.child_by_field_name("argument")) == acc
+                                          ) != 1:
+                raise Refused(f"`{acc}` must start at zero and change only by the sum", d.decl)
+            types.add(acc_type)
+        if len(types) != 1:
+            raise Refused(f"the sums `{'`, `'.join(accs)}` are of different types "
+                          f"({', '.join(sorted(types))})", self.plan.facts.defs[accs[0]].decl)
+        return types.pop()
+
+    def loop_parts(self, loop: Node, updates: set[int]) -> tuple[str, Node, Node, Node | str,
+                                                                 list[tuple[Node, Node]]]:
         """(row variable, start, condition, step, the loop body's value locals as
         (declaration, initialiser)); its pointer locals are read through as addresses."""
         body = loop.child_by_field_name("body")
@@ -203,16 +237,16 @@ class _Matcher:
                 if not (self.plan.facts.defs.get(name) and self.plan.facts.defs[name]
                         .is_pointer):
                     locals_.append((s, v))
-            elif _expression(s) != update:
+            elif (e := _expression(s)) is None or e.start_byte not in updates:
                 raise Refused(f"`{text(s)[:60]}` in the row loop is neither a local nor the "
                               "sum", s)
         return var, start, cond, step, locals_
 
-    def reads(self, ix: _Index, value: Node, var: str, col: Poly,
+    def reads(self, ix: _Index, values: list[Node], var: str, col: Poly,
               body_locals: list[tuple[Node, Node]]) -> list[ColumnRead]:
         local_names = {declared_name(d)[0] for d, _v in body_locals}
         out: list[ColumnRead] = []
-        scan = [*(v for _d, v in body_locals), value]
+        scan = [*(v for _d, v in body_locals), *values]
         covered: list[Node] = []
         for root in scan:
             for n in walk(root):
@@ -253,8 +287,8 @@ class _Matcher:
                     raise Refused(f"the summed value reads `{name}`, which is neither a "
                                   "kernel argument, a macro nor the matrix at (row, column)", n)
         if not out:
-            raise Refused(f"the sum `{text(value)[:60]}` reads no kernel array at (row, "
-                          "column)", value)
+            raise Refused(f"the sum `{text(values[0])[:60]}` reads no kernel array at (row, "
+                          "column)", values[0])
         return out
 
     def rows(self, ix: _Index, loop: Node, var: str, start: Node, cond: Node,
@@ -377,17 +411,31 @@ class _Matcher:
         self.width = width
         return True
 
-    def store(self, ix: _Index, acc: str, col: Poly) -> tuple[str, str, str, Node]:
+    def stores(self, ix: _Index, accs: list[str], col: Poly) -> list[tuple[str, str, str,
+                                                                           Node]]:
+        """The partial row each sum of ``accs`` is stored to (out, LD, type, the store), in
+        their order: one store to global memory a sum; with several sums, each stores its
+        accumulator itself (``out[blockIdx.y * LD + col] = acc``)."""
         stores = [n for n in walk(self.plan.body) if n.type == "assignment_expression"
                   and ix.element(n.child_by_field_name("left")) is not None]  # type: ignore[arg-type]
-        if len(stores) != 1:
+        if len(stores) != len(accs):
             def partial_row(n: Node) -> bool:
                 el = ix.element(n.child_by_field_name("left"))  # type: ignore[arg-type]
                 return el is not None and derivative(el[1], "blockIdx.y") != {}
             odd = [n for n in stores if not partial_row(n)] or stores
-            raise Refused(f"expected one store to global memory (the partial row), found "
-                          f"{len(stores)}", odd[0] if stores else None)
-        st = stores[0]
+            raise Refused(f"expected one store to global memory (the partial row) a sum, "
+                          f"found {len(stores)} for {len(accs)}", odd[0] if stores else None)
+        if len(accs) == 1:
+            return [self.store(ix, stores[0], col)]
+        by_acc = {text(strip(n.child_by_field_name("right"))): n  # type: ignore[arg-type]
+                  for n in stores}
+        for acc in accs:
+            if acc not in by_acc:
+                raise Refused(f"no store of `{acc}` itself to a partial row (each of several "
+                              "sums stored directly is modelled)", stores[0])
+        return [self.store(ix, by_acc[acc], col) for acc in accs]
+
+    def store(self, ix: _Index, st: Node, col: Poly) -> tuple[str, str, str, Node]:
         if text(st.child_by_field_name("operator")) != "=":
             raise Refused(f"`{text(st)}` is not a plain store", st)
         el = ix.element(st.child_by_field_name("left"))  # type: ignore[arg-type]
@@ -403,13 +451,14 @@ class _Matcher:
             raise Refused(f"`{out}` is const", st)
         return out, _poly_c(ld), param.base_type, st
 
-    def others(self, loop: Node, final: Node, fold_parts: list[Node]) -> None:
-        """Every statement is a part the analysis knows (the walk, the fold, the store, the
+    def others(self, loop: Node, finals: list[Node], fold_parts: list[Node]) -> None:
+        """Every statement is a part the analysis knows (the walk, the fold, the stores, the
         checks around them) or a declaration free of side effects."""
-        known = {loop.start_byte, final.start_byte, *(n.start_byte for n in fold_parts)}
-        final_stmt = final.parent if final.parent is not None and \
-            final.parent.type == "expression_statement" else final
-        known.add(final_stmt.start_byte)
+        known = {loop.start_byte, *(n.start_byte for n in fold_parts)}
+        for final in finals:
+            final_stmt = final.parent if final.parent is not None and \
+                final.parent.type == "expression_statement" else final
+            known |= {final.start_byte, final_stmt.start_byte}
         self._only_known(self.plan.body, known)
 
     def _only_known(self, node: Node, known: set[int]) -> None:
@@ -479,4 +528,4 @@ def _integer_sum(acc_type: str, value: Node, reads: list[ColumnRead],
                               "value", n)
 
 
-__all__ = ["ColumnRead", "ColumnReduction", "recognise"]
+__all__ = ["ColumnRead", "ColumnReduction", "PartialSum", "recognise"]

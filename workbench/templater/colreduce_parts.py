@@ -30,18 +30,28 @@ class ColumnRead:
 
 
 @dataclass(frozen=True)
+class PartialSum:
+    """One sum of the row walk, ``acc += value``, and the partial row it is stored to."""
+
+    value: Node  # E of ``acc += E``
+    out: str
+    out_ld: str  # C text of the partial row stride
+    out_type: str
+    store: Node  # the partial row's store
+
+
+@dataclass(frozen=True)
 class ColumnReduction:
-    """A recognised column reduction: what the regenerated kernel needs, as C text."""
+    """A recognised column reduction: what the regenerated kernel needs, as C text. One row
+    walk may feed several sums (``sg += dy * x; sb += dy;``), each to its own partial rows,
+    all in the accumulator type ``acc_type``."""
 
     acc_type: str
-    value: Node  # E of ``acc += E``
+    sums: tuple[PartialSum, ...]
     reads: tuple[ColumnRead, ...]
     locals_: tuple[Node, ...]  # the row loop's value locals (declarations), in order
     width: str  # C text of the column bound W (``col < W``)
     rows: str  # C text of the row bound N
-    out: str
-    out_ld: str  # C text of the partial row stride
-    out_type: str
     block_x: int
     block_y: int
     mode: str  # "stride" | "slice"
@@ -49,7 +59,6 @@ class ColumnReduction:
     rows_per_chunk: int  # slice: rows per block as written
     loop: Node
     tree: str  # "none" | "halving" | "serial"
-    store: Node  # the partial row's store
 
 
 def _c_type(plan: Plan, ptr: str) -> str:
