@@ -49,6 +49,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import LOOPS, binary, line, strip, text, walk
 from workbench.templater.ilp_exits import SharedExit
+from workbench.templater.ilp_guarded_trips import guarded_trips
 from workbench.templater.item_state import assigned_in_body, exit_actions, span, statements
 from workbench.templater.plan import Plan
 from workbench.templater.table_open import open_counter, open_table
@@ -63,7 +64,8 @@ _ABS = ("fabs", "abs", "fabsf", "std::abs", "std::fabs")
 
 @dataclass(frozen=True)
 class SeriesExit:
-    """A series loop whose convergence test may run once every CHECK_EVERY trips."""
+    """A series loop whose convergence test may run once every CHECK_EVERY trips (or, with
+    no chain, sum or E, a loop whose trips group exactly: :mod:`.ilp_guarded_trips`)."""
 
     loop: Node
     exit_if: Node | None  # a last ``if (C) break;`` moved to the group's end (None: the test)
@@ -79,8 +81,10 @@ class SeriesExit:
 def group_series_exits(plan: Plan, exits: list[SharedExit],
                        escape_ifs: set[tuple[int, int]]) -> dict[tuple[int, int], SeriesExit]:
     """The shared item loops whose test may run every CHECK_EVERY trips (by loop span), with
-    the knob and a note for each; a note naming the line for each series loop refused."""
+    the knob and a note for each; a note naming the line for each series loop refused.
+    Where no loop is a series, the one loop :mod:`.ilp_guarded_trips` groups exactly."""
     grouped: dict[tuple[int, int], SeriesExit] = {}
+    refused: list[SharedExit] = []
     for found in exits:
         if found.kind == "escape":
             continue
@@ -89,6 +93,9 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
         except Illegal as exc:
             plan.note(NAME, False, f"the exit test once every few trips: {exc.reason}",
                       exc.node or found.loop)
+            refused.append(found)
+    if not grouped:  # no series: a loop whose every trip tests its exits per item
+        return _guarded_groups(plan, refused)
     if len(grouped) != 1:  # one knob for one loop: two series would each want their own
         return {}
     series = next(iter(grouped.values()))
@@ -104,6 +111,35 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
                   "" if series.bound is None else f"; its counter's bound "
                   f"`{text(series.bound)}` before every trip (the loop ends by it as written)"),
               series.loop)
+    return grouped
+
+
+def _guarded_groups(plan: Plan, exits: list[SharedExit]) -> dict[tuple[int, int], SeriesExit]:
+    """The one loop of ``exits`` whose trips group exactly (:mod:`.ilp_guarded_trips`: its
+    exits stay in every trip, none moves after the group), with the knob and a note; a
+    note naming the line for each refused."""
+    grouped: dict[tuple[int, int], SeriesExit] = {}
+    for found in exits:
+        if found.header_exit is not None:  # tested once a group: not read (module doc)
+            continue
+        try:
+            guarded_trips(found, shared_counters(plan, [found.loop]))
+        except Illegal as exc:
+            plan.note(NAME, False, f"guarded trips between exit checks: {exc.reason}",
+                      exc.node or found.loop)
+            continue
+        grouped[span(found.loop)] = SeriesExit(found.loop, None, "", "", 0.0)
+    if len(grouped) != 1:
+        return {}
+    loop = next(iter(grouped.values())).loop
+    plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                          "description": "trips of the loop between its checks that every "
+                                         "item has left, each trip's exits still tested per "
+                                         "item (as written: 1)"},
+                   f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
+    plan.note(NAME, True, f"{NAME} trips of the loop between its checks that every item has "
+              "left; each item's exits are tested in every trip and an item that left keeps "
+              "its state, so no extra trip changes a result", loop)
     return grouped
 
 

@@ -1,0 +1,138 @@
+"""First contact with held-back set 16's Collatz step counts (issue 28):
+benchmarks/corpus_compute_unseen16/collatz_steps runs ``for (;;) { if (v <= 1ull || count ==
+MAX_STEPS) break; collatz_step(v, count); }``. The items family shares that loop (each item
+leaves it by its own exit, a select keeps the state it left with), but CHECK_EVERY read only
+series loops (:mod:`workbench.templater.ilp_series_exit`: the exit not one test at the end of
+a trip, line 22), so the lift had no knob for the expert's UNROLL (guarded steps between
+checks of the exit).
+workbench/templater/ilp_guarded_trips.py: a loop with no header test, left only by ``if (C)
+break;`` exits in its body, runs CHECK_EVERY trips between its all-items-left tests, every
+trip testing each item's exits in place: exact, no extra trip changes an item (refused: a
+counter the items share, a barrier; a header test is not read).
+Pure: the folder's lift and a second spelling (``while (true)``, two exits, a ternary step,
+``if (tid < n) { ... }``, a cap of 100 the check shape's orbits reach) gain CHECK_EVERY;
+refusals name their line. Host (g++): both lifts at the default, the expert's pick in the
+lift's knobs and a mix of every knob, and the all-ends corners (first and last; every one
+under WORKBENCH_FULL_MATRIX=1), bit for bit against the kernel as written.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import held_back_unseen16
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import host_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen16.SET.root / "collatz_steps"
+KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "CHECK_EVERY", "BRANCHLESS", "MIN_BLOCKS_PER_SM")
+#: The expert's H200 pick without its domain shortcut (128 threads, one orbit, one step a
+#: check), then two orbits of 64 threads four steps a check, both sides of the step selected
+#: (three blocks at the check shape's 301 starts, the last partly past them); a spelling
+#: without one of these knobs takes the rest.
+MIXES = [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 1},
+         {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "CHECK_EVERY": 4, "BRANCHLESS": 1}]
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: The same count by another hand: a ``while (true)`` left by two exits, the step a ternary
+#: on ``x % 2``, the work under ``if (tid < n)``, and a cap of 100 steps that about half the
+#: check shape's orbits reach (so the cap's exit runs inside grouped trips too).
+SPELLING = """#define CAP 100
+extern "C" __global__ void collatz_steps(int* steps, const unsigned* start, int n) {
+  int tid = threadIdx.x + blockDim.x * blockIdx.x;
+  if (tid < n) {
+    unsigned long long x = (unsigned long long)start[tid];
+    int k = 0;
+    while (true) {
+      if (x == 1ull || x == 0ull) break;
+      x = (x % 2ull == 0ull) ? x / 2ull : 3ull * x + 1ull;
+      k++;
+      if (k >= CAP) break;
+    }
+    steps[tid] = k;
+  }
+}
+"""
+
+
+def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
+    lifted = lift_kernel(source, entry="collatz_steps", grid=["ceil_div(n, 128)"],
+                         block=["128"], scalars={"n": "n"})
+    return [p.name for p in lifted.params], lifted.notes, lifted.source
+
+
+def test_the_folder_lift_groups_the_guarded_steps() -> None:
+    lifted = offline_template(load_kernel_folder(FOLDER)).lifted
+    assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
+    assert "for (int wb_chk = 0; wb_chk < CHECK_EVERY; ++wb_chk) {" in lifted.source
+    assert any(n.startswith("CHECK_EVERY: applied: CHECK_EVERY trips of the loop") and
+               n.endswith("(line 21)") for n in lifted.notes), lifted.notes
+
+
+def test_the_spelling_groups_the_guarded_steps() -> None:
+    names, notes, source = _lift(SPELLING)
+    assert "CHECK_EVERY" in names and "ITEMS_PER_THREAD" in names, notes
+    group = source.index("for (int wb_chk = 0; wb_chk < CHECK_EVERY; ++wb_chk) {")
+    # both exits stay inside every trip of the group, tested per item
+    assert source.index("x[wb_it] == 1ull", group) < source.index("if (wb_all_done) break;",
+                                                                   group)
+    assert source.index("k[wb_it] >= CAP", group) < source.index("if (wb_all_done) break;",
+                                                                  group)
+
+
+def test_a_loop_with_a_header_test_stays_ungrouped() -> None:
+    """The group would test ``while (C)`` once after its trips, not after each: no knob,
+    and the one CHECK_EVERY note is the series reading's (this loop is no series)."""
+    names, notes, _ = _lift(SPELLING.replace("while (true) {", "while (x > 1ull) {"))
+    assert "ITEMS_PER_THREAD" in names and "CHECK_EVERY" not in names, notes
+    assert [n for n in notes if n.startswith("CHECK_EVERY")] == [
+        "CHECK_EVERY: not applied: the exit test once every few trips: the loop's exit is not "
+        "one test at the end of a trip (a condition, or a last `if (C) break;`) (line 8)"]
+
+
+def test_a_counter_the_items_share_stays_ungrouped() -> None:
+    """``t`` steps once a shared trip, unread after the loop: extra trips after every item
+    left would step it past every trip an item ran."""
+    source = SPELLING.replace("    int k = 0;\n", "    int k = 0;\n    int t = 0;\n").replace(
+        "      k++;\n      if (k >= CAP) break;\n",
+        "      k = k + 1;\n      t++;\n      if (t >= CAP || x == 7ull) break;\n")
+    names, notes, _ = _lift(source)
+    assert "ITEMS_PER_THREAD" in names and "CHECK_EVERY" not in names, notes
+    assert "CHECK_EVERY: not applied: guarded trips between exit checks: `t` is a counter the " \
+        "items share: a trip after every item left would step it past every trip an item " \
+        "ran (a read it indexes could leave its table) (line 8)" in notes, notes
+
+
+def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> int:
+    template = offline_template(kf).template
+    assert "CHECK_EVERY" in template.param_names
+    mixes = [{k: v for k, v in m.items() if k in template.param_names} for m in MIXES]
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    return same_as_written(kf, template, configs, held_back_unseen16.SET.host_source, tmp_path,
+                           flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_folder_lift_computes_as_written(tmp_path: Path,
+                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    assert _same_outputs(load_kernel_folder(FOLDER), tmp_path, host_flags) >= 4
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_spelling_computes_as_written(tmp_path: Path,
+                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
+    assert _same_outputs(kf, tmp_path, host_flags) >= 4
