@@ -87,6 +87,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py dft64_batched
     python3 gpu_checks/memgap_probe.py nearest_centroid_d2
     python3 gpu_checks/memgap_probe.py redblack_red_sweep
+    python3 gpu_checks/memgap_probe.py collatz_steps
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -613,6 +614,26 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                       "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 64, "BY": 2, "RY": 2},
         "pick_rows8": {"BX": 128, "BY": 2, "RY": 8}}),
+    # compute-bound (set 16): Collatz step counts, a for (;;) left by one break (first
+    # contact 0.66 of its expert on the H200: the lift's pick 0.76x of the kernel as
+    # written at 64 threads, one item; the expert 1.15x at 128 threads, one orbit, UNROLL 1,
+    # SHORTCUT 1). The lift (3a54a16: CHECK_EVERY guarded trips, the expert's UNROLL) at the
+    # expert's pick in its knobs (its default; no shortcut: domain math the lift does not
+    # invent; sm_90 14 registers, the expert 12), at CHECK_EVERY 4 and at 4 items x 4 (15
+    # and 32, no spills), and at the tune's pick; the expert at its pick, without the
+    # shortcut, and at UNROLL 4
+    "collatz_steps": ("corpus_compute_unseen16", {
+        "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 1,
+                        "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "check4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 4,
+                   "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "items4_check4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "CHECK_EVERY": 4,
+                          "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 1,
+                      "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "ITEMS": 1, "UNROLL": 1, "SHORTCUT": 1},
+        "pick_no_shortcut": {"THREADS": 128, "ITEMS": 1, "UNROLL": 1, "SHORTCUT": 0},
+        "unroll4": {"THREADS": 128, "ITEMS": 1, "UNROLL": 4, "SHORTCUT": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
