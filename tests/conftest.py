@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from full_tier import listed as full_tier_listed
 from helpers_session_cache import COMPILES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,8 +61,9 @@ BROWSER_TIER = Path(__file__).parent / "browser"
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every browser test is seen here
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The README's test command runs the browser tier in a process of its own after the rest
-    # (`-n 2 -m "not browser"`, then `-m browser tests/browser`, which collects that folder
-    # alone); a browser test elsewhere would run in neither, so collecting one is an error.
+    # (`-n 2 -m "not browser and not full"`, then `-m browser tests/browser`, which collects
+    # that folder alone); a browser test elsewhere would run in neither, so collecting one is
+    # an error.
     # Should the whole suite run under pytest-xdist with `--dist loadgroup`, the browser
     # tests still stay on one worker, one JupyterLab and one Chromium at a time.
     for item in items:
@@ -70,6 +72,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 raise pytest.UsageError(f"{item.nodeid} is marked browser but is not in "
                                         f"{BROWSER_TIER}: the browser tier would not run it")
             item.add_marker(pytest.mark.xdist_group("browser"))
+    # The full tier (tests/full_tier.py): slow repeats the README's command leaves out.
+    full = full_tier_listed()
+    for item in items:
+        if item.nodeid in full:
+            item.add_marker(pytest.mark.full)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda (run gpu_checks/run_gpu.sh on the GPU machine)")
