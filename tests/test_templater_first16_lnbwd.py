@@ -2,14 +2,20 @@
 lnbwd_colpartials: one row walk feeding two sums (LayerNorm backward's dgamma and dbeta
 partials over slices of 64 rows), the partial rows compared element by element.
 
-Two spellings another hand would write, each in a copy of the held-back folder (its
-kernel.toml and reference.py): a ``for`` over the slice's rows with a value local and
-``min`` for the slice's end, and a ``while`` stepping the row by ``r++`` with the stores
-under the column check. Each lifts BLOCK_X / BLOCK_Y / VEC / ROW_UNROLL with the slice of
-64 rows kept (the partials' layout is fixed: they are compared element by element), and
-computes what the held-back kernel as written computes on the host at the default and a
-mix of every knob (``WORKBENCH_FULL_MATRIX=1``: every all-ends config and more mixes),
-within the folder's tolerance (the rows are added in another order)."""
+Four spellings, each in a copy of the held-back folder (its kernel.toml and reference.py):
+the held-back kernel as written (a pointer walk ``while (g < end) {..; g += cols; x +=
+cols;}`` whose end row is clamped by an ``if``), a pointer walk written by another hand
+(``pd[0]``, the terms of each pointer in another order, ``if (rows < last) last = rows;``,
+the walked pointer stepped last, which makes the ``while`` a counted ``for`` first), a
+``for`` over the slice's rows with a value local and ``min``, and a ``while`` stepping the
+row by ``r++`` with the stores under the column check. Each lifts BLOCK_X / BLOCK_Y / VEC
+/ ROW_UNROLL with the slice of 64 rows kept (the partials' layout is fixed: they are
+compared element by element), and computes what the held-back kernel as written computes
+on the host at the default and a mix of every knob (``WORKBENCH_FULL_MATRIX=1``: every
+all-ends config and more mixes), within the folder's tolerance (the rows are added in
+another order). pointer_rows.py's reading of the walk is checked on its text, and its near
+misses (the stride's sign unknown, the end at another column, two strides, the end row
+moving) stay as written."""
 
 from __future__ import annotations
 
@@ -28,12 +34,38 @@ from test_corpus_unseen3 import (
 )
 
 from workbench.core.kernel_folder import KernelFolder
+from workbench.templater.inline_calls import inline_calls
 from workbench.templater.offline import offline_template
+from workbench.templater.pointer_rows import pointer_rows
 
 SET = held_back_unseen16.SET
 NAME = "lnbwd_colpartials"
 
 SPELLINGS = {
+    "held_back_pointer_walk": (SET.root / NAME / "baseline.cu").read_text(),
+    "pointer_subscripts_clamp_below": r"""
+extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
+                                             const float* dy, const float* xhat, int rows,
+                                             int cols) {
+  int col = blockIdx.x * 256 + threadIdx.x;
+  if (col >= cols) return;
+  int first = blockIdx.y * 64;
+  int last = first + 64;
+  if (rows < last) last = rows;
+  const float* pd = dy + col + first * cols;
+  const float* px = xhat + cols * first + col;
+  const float* stop = dy + col + last * cols;
+  float gsum = 0.f, bsum = 0.f;
+  while (pd < stop) {
+    gsum += pd[0] * px[0];
+    bsum += pd[0];
+    px += cols;
+    pd += cols;
+  }
+  dgamma_part[blockIdx.y * cols + col] = gsum;
+  dbeta_part[blockIdx.y * cols + col] = bsum;
+}
+""",
     "for_min_value_local": r"""
 #define ROWS_PER_BLOCK 64
 extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
@@ -84,8 +116,43 @@ FULL_MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 8, "VEC": 4, "ROW_UNROLL": 4},
               {"BLOCK_X": 16, "BLOCK_Y": 32, "VEC": 4, "ROW_UNROLL": 1}]
 
 
+#: Near misses of the pointer walk (held-back kernel as written, one edit each) that
+#: pointer_rows.py leaves as written: (what is replaced, by what).
+NEAR_MISSES = {
+    # the stride's sign unknown: no column check returns the threads past cols
+    "no_column_check": ("  if (c >= cols) return;\n", "\n"),
+    # the end at another column than the walked pointer
+    "end_off_column": ("dy + r1 * cols + c;", "dy + r1 * cols + c + 1;"),
+    # a pointer stepped by another stride than the walked one
+    "strides_differ": ("    x += cols;", "    x += rows;"),
+    # the walk's end row assigned in the walk
+    "end_row_moves": ("    sb += v;", "    sb += v;\n    r1 -= 0;"),
+}
+
+
 def _folder(tmp_path: Path, spelling: str) -> KernelFolder:
     return respelled(SET.root / NAME, tmp_path / spelling, SPELLINGS[spelling])
+
+
+def test_the_pointer_walk_reads_as_its_row_loop() -> None:
+    written = SPELLINGS["held_back_pointer_walk"]
+    rows = pointer_rows(inline_calls(written, NAME, "baseline.cu"), NAME).text
+    assert rows.count("\n") == written.count("\n")  # every line keeps its number
+    assert "for (size_t wb_walk_row = r0; wb_walk_row < r1; ++wb_walk_row) {" in rows
+    assert "const float v = dy[wb_walk_row * (cols) + (c)];" in rows
+    assert "sg += v * xhat[wb_walk_row * (cols) + (c)];" in rows
+    assert "const size_t r1 = min((size_t)(r0 + ROWS_PER_BLOCK), (size_t)(rows));" in rows
+    assert "g += cols" not in rows and "end" not in rows.split("extern")[1]
+
+
+@pytest.mark.parametrize("miss", sorted(NEAR_MISSES))
+def test_near_misses_of_the_walk_stay_as_written(miss: str) -> None:
+    old, new = NEAR_MISSES[miss]
+    written = SPELLINGS["held_back_pointer_walk"]
+    assert old in written
+    source = written.replace(old, new)
+    rows = pointer_rows(inline_calls(source, NAME, "baseline.cu"), NAME).text
+    assert "while (g < end) {" in rows and "g += cols;" in rows
 
 
 @pytest.mark.parametrize("spelling", sorted(SPELLINGS))

@@ -52,6 +52,7 @@ from workbench.templater.named import lift_named
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
+from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.record_stage import apply_record_stage
 from workbench.templater.records import LiftedSource
@@ -96,6 +97,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = pointer_taps(inlined, entry)  # for (..; ++dx, ++tap) acc += *tap * v: tap[idx]
+    inlined = pointer_rows(inlined, entry)  # while (p < end) {..; p += ld; q += ld;}: rows
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
     inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
