@@ -221,9 +221,13 @@ def _configs(template: KernelTemplate) -> list[dict[str, Any]]:
     space = list(template.space(ENV))
     rng = random.Random(28)
     default = dict(template.default_config())
+    # bit for bit: a separable window's row sums (SEPARABLE 1, another order of the float
+    # additions) are checked within tolerances in tests/test_templater_separable.py
+    ends = [c for c in end_configs(template, ENV) if not c.get("SEPARABLE")]
     # every all-ends config under WORKBENCH_FULL_MATRIX=1, else the first and the last
-    return [default, *host_sample(end_configs(template, ENV)),
-            *(dict(c) for c in rng.sample(space, 3 if FULL_MATRIX else 1)),
+    return [default, *host_sample(ends),
+            *({**c, "SEPARABLE": 0} if "SEPARABLE" in c else dict(c)
+              for c in rng.sample(space, 3 if FULL_MATRIX else 1)),
             {**default, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
             # read straight from the source: with the row window, and one output a thread
             {**default, "BLOCK_X": 32, "BLOCK_Y": 2, "OUT_Y": 4, "USE_SMEM": 0},

@@ -27,7 +27,10 @@ that output and an early ``return`` made ``continue``; the columns are the outer
 column's OUT_Y rows read each tile row once from a register window where the reads allow it
 (ROW_REUSE, :mod:`.apron_window`). Each output is computed by the same code from the same
 tile values, so every config gives the kernel's results; the defaults are the kernel as
-written. Anything else is refused with the reason and the line.
+written. Where the window's weights factor exactly, SEPARABLE 1 shares the window rows'
+horizontal sums between a thread's rows (:mod:`.apron_separable`: the float additions in
+another order, within the folder's tolerances). Anything else is refused with the reason
+and the line.
 
 A tile stored by per-thread branches (the point, then the halo under ``if``s on the thread
 index) is read as one function of the global position (:mod:`.apron_branches`) and filled by
@@ -63,6 +66,7 @@ from workbench.templater.apron_loads import (
     is_flat,
     nest_load,
 )
+from workbench.templater.apron_separable import separable_rows
 from workbench.templater.apron_window import MAX_WINDOW, Window, analyse_window
 from workbench.templater.block import _shared_arrays
 from workbench.templater.plan import Plan
@@ -598,4 +602,4 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
                                     f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
                                     tapped_test(w.taps, oy_n)) + "\n"
-            "    }\n")
+            "    }\n" + separable_rows(plan, w, oy_n, ctype, rows))
