@@ -48,6 +48,7 @@ chains stay one block the compiler interleaves (:mod:`.ilp_exits`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -119,6 +120,7 @@ IT = "wb_it"
 LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
+ALL_LIVE = "wb_all_live"
 LEAVE = "wb_leave"
 INTERLEAVE = "loop(s) of item-independent length interleave the items"  # the finding
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
@@ -305,6 +307,7 @@ class _Render:
         self.safe = {span(n): safe_when_done(n, scan.items, plan)
                      for stmt in scan.region for n in walk(stmt) if n.type in _STATEMENTS}
         self.escape_depth = 0  # inside an escape-time loop: items test their `done` flag
+        self.split_depth = 0  # inside a loop split on the items' `live` flags (split_live)
         self.exit: SharedExit | None = None  # the loop whose body is being rendered
         self.pragmas: dict[tuple[int, int], str] = {}  # own loop -> its `#pragma unroll`
         # a series loop testing its convergence once every CHECK_EVERY trips
@@ -365,6 +368,8 @@ class _Render:
             return self.item_while(found, indent)
         if stmt.type in CONTROL and mentions(stmt, self.scan.items):
             escape = span(stmt) in self.scan.escapes
+            split = self.splits(stmt)
+            self.split_depth += split
             parts: list[str] = []
             pos = stmt.start_byte
             for body in _bodies(stmt):
@@ -390,11 +395,63 @@ class _Render:
                 parts.append("{\n" + rendered + indent + "}")
                 pos = body.end_byte
             parts.append(rw.render(pos, stmt.end_byte))
+            self.split_depth -= split
             if escape:  # in a block of its own: the next such loop declares its own flags
                 return (f"{indent}{{\n" + self.done_flags(indent) + indent + "".join(parts)
                         + f"\n{indent}}}\n")
+            if split:
+                return self.split_live("".join(parts), indent)
             return indent + "".join(parts) + "\n"
         return indent + rw.text(stmt) + "\n"
+
+    def splits(self, stmt: Node) -> bool:
+        """``stmt`` is a loop the items share in which some item statement runs under its
+        ``live`` flag: it is rendered twice (:meth:`split_live`), the flags tested once
+        before it. Not inside another split loop or a loop the items leave one by one, not
+        after the author's own ``#pragma`` (it stays on its loop), and not where the two
+        copies would differ in what threads share: a barrier or warp collective (threads of
+        a block may take either copy), a ``__shared__`` or ``static`` local, a label."""
+        if not self.guarded or self.split_depth or self.escape_depth or \
+                self.exit is not None or stmt.type not in LOOPS:
+            return False
+        before = stmt.prev_sibling
+        if before is not None and text(before).lstrip().startswith("#pragma"):
+            return False
+        if any(c.startswith(_WARP) for c in calls(stmt)) or any(
+                n.type in ("labeled_statement", "goto_statement") or
+                (n.type == "declaration" and re.search(r"\b(__shared__|static)\b", text(n)))
+                for n in walk(stmt)):
+            return False
+        return any(span(s) in self.returns or span(s) in self.scan.exit_returns or
+                   not self.safe.get(span(s), False) for s in self.item_statements(stmt))
+
+    def item_statements(self, stmt: Node) -> list[Node]:
+        """The item statements a shared control statement holds, through the shared control
+        statements inside it (each rendered in an item loop of its own)."""
+        found: list[Node] = []
+        for body in _bodies(stmt):
+            inner = _statements_with_comments(body) if body.type == "compound_statement" \
+                else [body]
+            for s in inner:
+                if s.type == "comment" or s.type in _PREPROC:
+                    continue
+                if self.is_item(s):
+                    found.append(s)
+                elif s.type in CONTROL:
+                    found += self.item_statements(s)
+        return found
+
+    def split_live(self, loop: str, indent: str) -> str:
+        """``loop`` once for every item running, with no test of the items' flags left in it
+        (nvcc folds each ``if (wb_live[...])`` to true there: at one item the loop as
+        written), and once, as rendered, for the others (at one item: its shared
+        statements only). Either way the loop runs once, as written."""
+        return (f"{indent}{{\n{indent}bool {ALL_LIVE} = true;\n"
+                f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+                f"{ALL_LIVE} = {ALL_LIVE} && {LIVE}[{IT}];\n"
+                f"{indent}if ({ALL_LIVE}) {{  // every item running: no item test in the loop\n"
+                f"{indent}{loop}\n{indent}}} else {{\n{indent}{loop}\n"
+                f"{indent}}}\n{indent}}}\n")
 
     def done_flags(self, indent: str) -> str:
         start = f"!{LIVE}[{IT}]" if self.guarded else "false"

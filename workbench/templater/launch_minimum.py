@@ -11,9 +11,10 @@ macro chosen by the preprocessor:
   (at most 65536 / T registers a thread; up to 256 threads ptxas's 255 always fit);
 - 0 and ``T <= 256``: none, the kernel as written.
 
-The preprocessor must read ``T``: every name in it a parameter or one of the file's integer
-macros defined above the kernel. Otherwise (a ``constexpr``, a template argument) the caller
-keeps ``__launch_bounds__(T, MIN_BLOCKS_PER_SM)``.
+The choice sits in the header, after the parameters' ``#define`` lines, so every name in
+``T`` must be a parameter (the header comes before the file's own macros). Otherwise (a
+macro of the file, a ``constexpr``, a template argument) the caller keeps
+``__launch_bounds__(T, MIN_BLOCKS_PER_SM)``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import re
 
 from tree_sitter import Node
 
-from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 
 MACRO = "WB_BLOCK_BOUNDS"
@@ -33,38 +33,18 @@ ANY_REGISTERS_THREADS = 256
 
 
 def bounds_by_minimum(plan: Plan, threads: str, fn: Node) -> bool:
-    """Bound ``fn`` by :data:`MACRO` as the module doc says; False
-    (nothing edited) where the preprocessor cannot read ``threads`` or no line of its own
-    is free above the kernel."""
-    at, kind = _line_start(plan, fn), fn.child_by_field_name("type")
-    if at is None or kind is None or not _preprocessor_reads(plan, threads, fn):
+    """Bound ``fn`` by :data:`MACRO` as the module doc says; False (nothing edited) where
+    a name in ``threads`` is not a parameter."""
+    kind = fn.child_by_field_name("type")
+    names = set(re.findall(r"[A-Za-z_]\w*", threads))
+    choice = (f"#if {KNOB} > 0\n#define {MACRO} __launch_bounds__({threads}, {KNOB})\n"
+              f"#elif ({threads}) > {ANY_REGISTERS_THREADS}\n"
+              f"#define {MACRO} __launch_bounds__({threads})\n"
+              f"#else\n#define {MACRO}  // no bounds, as written\n#endif")
+    if kind is None or not names <= set(plan.params):
         return False
-    product = f"({threads})"
-    plan.rw.insert(at, f"#if {KNOB} > 0\n#define {MACRO} __launch_bounds__({threads}, {KNOB})\n"
-                       f"#elif {product} > {ANY_REGISTERS_THREADS}\n"
-                       f"#define {MACRO} __launch_bounds__({threads})\n"
-                       f"#else\n#define {MACRO}  // no bounds, as written\n#endif\n")
+    plan.helper(choice)  # in the header, after the parameters' #defines
     # before the return type (``__global__ WB_BLOCK_BOUNDS void k(...)``): nvcc takes the
     # bounds there, and the folder's reader reads the kernel's name past a macro there only
     plan.rw.insert(kind.start_byte, f"{MACRO} ")
     return True
-
-
-def _preprocessor_reads(plan: Plan, threads: str, fn: Node) -> bool:
-    """Every name in ``threads`` is a parameter or an integer macro defined above ``fn``."""
-    macros = {name for name, m in integer_macros(plan.source).items()
-              if m.definition.end_byte <= fn.start_byte}
-    names = set(re.findall(r"[A-Za-z_]\w*", threads))
-    return names <= set(plan.params) | macros
-
-
-def _line_start(plan: Plan, fn: Node) -> int | None:
-    """Where a line above the kernel starts: the start of the line holding the top-level
-    declaration ``fn`` belongs to, when nothing but blanks precede it there."""
-    top = fn
-    while top.parent is not None and top.parent.type not in ("translation_unit",
-                                                             "declaration_list"):
-        top = top.parent
-    data = plan.source.data
-    at = data.rfind(b"\n", 0, top.start_byte) + 1
-    return at if not data[at:top.start_byte].strip() else None

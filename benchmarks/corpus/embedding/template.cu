@@ -1,12 +1,5 @@
 // Embedding lookup: out[t, :] = table[ids[t], :] for table [vocab, d] (float).
 // Launch: grid = tokens, block = 256.
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -28,6 +21,13 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 extern "C" __global__ WB_BLOCK_BOUNDS void embedding(float* __restrict__ out, const float* __restrict__ table,
                                      const int* __restrict__ ids, int d) {
   int t = blockIdx.x;

@@ -14,7 +14,6 @@
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
 #endif
-
 #if MIN_BLOCKS_PER_SM > 0
 #define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
 #elif (BLOCK_THREADS) > 256
@@ -22,6 +21,7 @@
 #else
 #define WB_BLOCK_BOUNDS  // no bounds, as written
 #endif
+
 extern "C" __global__ WB_BLOCK_BOUNDS void quant_int8(int8_t* __restrict__ q, float* __restrict__ scales,
                                       const float* __restrict__ x, int n_groups) {
   for (int wb_item_x = 0; wb_item_x < ITEMS_PER_THREAD; ++wb_item_x) {  // items of this thread

@@ -1,12 +1,5 @@
 // RMS norm over the rows of x [rows, d]: out = x / sqrt(mean(x^2) + eps) * w.
 // Launch: grid = rows, block = 256.
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -25,6 +18,13 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 extern "C" __global__ WB_BLOCK_BOUNDS void rms_norm(float* __restrict__ out, const float* __restrict__ x,
                                     const float* __restrict__ w, int d, float eps) {
   __shared__ float partial[BLOCK_THREADS];

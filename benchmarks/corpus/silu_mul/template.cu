@@ -23,7 +23,6 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
-
 #if MIN_BLOCKS_PER_SM > 0
 #define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
 #elif (BLOCK_THREADS) > 256
@@ -31,6 +30,7 @@ struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
 #else
 #define WB_BLOCK_BOUNDS  // no bounds, as written
 #endif
+
 extern "C" __global__ WB_BLOCK_BOUNDS void silu_mul(__nv_bfloat16* __restrict__ out,
                                     const __nv_bfloat16* __restrict__ in, int d) {
   int row = blockIdx.x;

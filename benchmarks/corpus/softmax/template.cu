@@ -1,12 +1,5 @@
 // Row softmax of x [rows, cols] (float), numerically stable (max subtracted).
 // Launch: grid = rows, block = 256.
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -25,6 +18,13 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 extern "C" __global__ WB_BLOCK_BOUNDS void softmax(float* __restrict__ y, const float* __restrict__ x, int cols) {
   __shared__ float red[BLOCK_THREADS];
   const float* xr = x + (long long)blockIdx.x * cols;

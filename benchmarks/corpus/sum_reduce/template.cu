@@ -1,13 +1,6 @@
 // Sum of a float array into one scalar: block partial sums in shared memory, then one
 // atomicAdd per block (result is accumulated into, so it is an in/out argument).
 // Launch: grid = min((n + 255) / 256, 1024), block = 256 (grid-stride loop).
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -30,6 +23,13 @@ struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
 static_assert(GRID_BLOCKS >= 1, "GRID_BLOCKS caps the grid (launch rule); the grid-stride loops cover any grid");
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 extern "C" __global__ WB_BLOCK_BOUNDS void sum_reduce(float* result, const float* __restrict__ x, int n) {
   __shared__ float partial[BLOCK_THREADS];
   float s = 0.0f;

@@ -1,12 +1,5 @@
 // out [cols, rows] = transpose of in [rows, cols] (float), through a 32x32 shared tile.
 // Launch: grid = ((cols + 31) / 32, (rows + 31) / 32), block = (32, 8).
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(TILE * BLOCK_ROWS, MIN_BLOCKS_PER_SM)
-#elif (TILE * BLOCK_ROWS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(TILE * BLOCK_ROWS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef TILE
@@ -26,6 +19,13 @@
 #endif
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
+#endif
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(TILE * BLOCK_ROWS, MIN_BLOCKS_PER_SM)
+#elif (TILE * BLOCK_ROWS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(TILE * BLOCK_ROWS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
 #endif
 extern "C" __global__ WB_BLOCK_BOUNDS void transpose(float* __restrict__ out, const float* __restrict__ in,
                                      int rows, int cols) {

@@ -1,12 +1,5 @@
 // out[r, c] = max(x[r, c] + bias[c], 0) for x [rows, cols] (float).
 // Launch: grid = rows, block = 128.
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -28,6 +21,13 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
+#endif
 extern "C" __global__ WB_BLOCK_BOUNDS void bias_relu(float* __restrict__ out, const float* __restrict__ x,
                                      const float* __restrict__ bias, int cols) {
   long long base = (long long)blockIdx.x * cols;

@@ -1,12 +1,5 @@
 // Column sums of x [rows, cols] (float): one thread per column walks down the rows.
 // Launch: grid = (cols + 255) / 256, block = 256.
-#if MIN_BLOCKS_PER_SM > 0
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM)
-#elif (BLOCK_THREADS * WALK_SPLIT) > 256
-#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT)
-#else
-#define WB_BLOCK_BOUNDS  // no bounds, as written
-#endif
 // Tuning parameters lifted by the Kernel Workbench offline templater;
 // the defaults are the kernel as written.
 #ifndef BLOCK_THREADS
@@ -20,6 +13,13 @@
 #endif
 #ifndef MIN_BLOCKS_PER_SM
 #define MIN_BLOCKS_PER_SM 0
+#endif
+#if MIN_BLOCKS_PER_SM > 0
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT, MIN_BLOCKS_PER_SM)
+#elif (BLOCK_THREADS * WALK_SPLIT) > 256
+#define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS * WALK_SPLIT)
+#else
+#define WB_BLOCK_BOUNDS  // no bounds, as written
 #endif
 extern "C" __global__ WB_BLOCK_BOUNDS void col_sum(float* __restrict__ out, const float* __restrict__ x,
                                    int rows, int cols) {

@@ -20,7 +20,6 @@ template <typename T, int N>
 struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
   T v[N];
 };
-
 #if MIN_BLOCKS_PER_SM > 0
 #define WB_BLOCK_BOUNDS __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
 #elif (BLOCK_THREADS) > 256
@@ -28,6 +27,7 @@ struct alignas(sizeof(T) * N) WbVec {  // N elements moved as one aligned access
 #else
 #define WB_BLOCK_BOUNDS  // no bounds, as written
 #endif
+
 extern "C" __global__ WB_BLOCK_BOUNDS void dequant_int8(float* __restrict__ out, const int8_t* __restrict__ q,
                                         const float* __restrict__ scales, int n) {
   // int i = blockIdx.x * 256 + threadIdx.x;  (now per item, below)
