@@ -88,6 +88,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py nearest_centroid_d2
     python3 gpu_checks/memgap_probe.py redblack_red_sweep
     python3 gpu_checks/memgap_probe.py collatz_steps
+    python3 gpu_checks/memgap_probe.py lnbwd_colpartials
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -634,6 +635,16 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "UNROLL": 1, "SHORTCUT": 1},
         "pick_no_shortcut": {"THREADS": 128, "ITEMS": 1, "UNROLL": 1, "SHORTCUT": 0},
         "unroll4": {"THREADS": 128, "ITEMS": 1, "UNROLL": 4, "SHORTCUT": 0}}),
+    # set 16 at 08:48Z: 0.84 of its expert (84 % of a copy, the lift then BLOCK_THREADS and
+    # items only); the column-partials lift (pointer_rows) at the expert's pick spelled in
+    # its knobs (sm_90: 40 registers, no spills, 60 ld.global in the PTX, 12 of them v4;
+    # the expert at its pick 33 registers, 24, 8 v4), with 4 thread rows and 2 rows in
+    # flight, and at its default, beside the expert's pick (TX 32, TY 1, VEC 4, UNROLL 1)
+    "lnbwd_colpartials": ("corpus_compute_unseen16", {
+        "expert_pick": {"BLOCK_X": 32, "BLOCK_Y": 1, "VEC": 4, "ROW_UNROLL": 1},
+        "split4_unroll2": {"BLOCK_X": 64, "BLOCK_Y": 4, "VEC": 4, "ROW_UNROLL": 2},
+        "default": {"BLOCK_X": 256, "BLOCK_Y": 1, "VEC": 1, "ROW_UNROLL": 1},
+    }, {"pick": {"TX": 32, "TY": 1, "VEC": 4, "UNROLL": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
