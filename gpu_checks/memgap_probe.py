@@ -38,7 +38,10 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
   reads its 8 rows from a 12 x 5 register window (60 LDS, 40 registers), the expert 25 LDS
   an output (200, 32 registers; 185 with its row sums first, SEPARABLE 1, another order of
   the sum); the lift's loads LDG.E, the expert's LDG.E.CONSTANT (lift_ro as for wave2d_o4).
-  1592 configs against the expert's 157.
+  1592 configs against the expert's 157. SEPARABLE (apron_separable, 2026-11-28) sums each
+  window row once for the thread's rows (12 row sums, then 5 a row: PTX 60 fma + 40 add
+  against 168 + 32; 32 registers against 40, no spills): config expert_pick_sep; 2740
+  configs.
 - dwconv3_nhwc: at the expert's pick (8 pixels x 16 lanes of 2 channels, 4 x 4 pixels a
   thread, taps copied to shared memory, __launch_bounds__(128, 1)) the lift's walk without
   checks (taken where the whole warp is inside) has the expert's 36 LDG.E.64.CONSTANT and
@@ -118,7 +121,10 @@ GAUSS5_LIFT: Named = {
     "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 16, "OUT_X": 2, "OUT_Y": 4, "PAD": 1,
                   "MIN_BLOCKS_PER_SM": 2},
     "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
-                    "MIN_BLOCKS_PER_SM": 0},
+                    "MIN_BLOCKS_PER_SM": 0, "SEPARABLE": 0},
+    # the window rows' horizontal sums shared by the thread's 8 rows (the expert's order)
+    "expert_pick_sep": {"BLOCK_X": 64, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
+                        "MIN_BLOCKS_PER_SM": 0, "SEPARABLE": 1},
 }
 DWCONV3_EXPERT_PICK = {"OUTER_THREADS": 8, "LANE_VEC": 2, "ITEMS_PER_THREAD": 4, "OUT_Y": 4,
                        "LANE_WINDOW": 1, "CONST_VIA": 1, "LANE_REGS": 1,
