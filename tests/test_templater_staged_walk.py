@@ -178,9 +178,13 @@ def test_every_spelling_lifts_the_rows_and_the_items() -> None:
     for source, block, count in [(HELPER, "128", "128"), (DENSITY, "64", "BLOCK_THREADS"),
                                  (COUNT, "128", "BLOCK_THREADS")]:
         lifted = _lift(source, block)
-        assert list(_knobs(lifted)) == ["BLOCK_THREADS", "ITEMS", "JSPLIT",
+        assert list(_knobs(lifted)) == ["BLOCK_THREADS", "ITEMS", "JSPLIT", "UNROLL",
                                         "MIN_BLOCKS_PER_SM"], lifted.notes
         assert _knobs(lifted)["JSPLIT"]["values"] == [1, 2, 4, 8]
+        # the walk's loop, with no pragma of the author's: any factor computes the same (a
+        # loop of constant trips, 64, whole too)
+        assert _knobs(lifted)["UNROLL"]["values"][:5] == [0, 1, 2, 4, 8]
+        assert _knobs(lifted)["UNROLL"]["default"] == 0
         assert _knobs(lifted)["ITEMS"]["values"] == [1, 2, 4]
         assert _knobs(lifted)["BLOCK_THREADS"]["kind"] == "pow2"  # the space's size
         assert lifted.block == ("BLOCK_THREADS", "JSPLIT")
@@ -190,7 +194,8 @@ def test_every_spelling_lifts_the_rows_and_the_items() -> None:
                               "else 0) <= 49152") for c in lifted.constraints), lifted.constraints
     gemv = lift_kernel(GEMV, entry="k", grid=["ceil_div(rows, 256)"], block=["256"],
                        scalars={"rows": "rows", "cols": "cols"})
-    assert list(_knobs(gemv)) == ["BLOCK_THREADS", "ITEMS", "JSPLIT", "MIN_BLOCKS_PER_SM"]
+    assert list(_knobs(gemv)) == ["BLOCK_THREADS", "ITEMS", "JSPLIT", "UNROLL",
+                                  "MIN_BLOCKS_PER_SM"]
     assert "4 * BLOCK_THREADS * JSPLIT + (4 * BLOCK_THREADS * ITEMS if JSPLIT > 1 else 0) " \
         "<= 49152" in gemv.constraints
 
@@ -248,7 +253,7 @@ def test_a_walk_reading_what_the_load_declared_is_refused() -> None:
 def test_items_refused_where_the_block_index_is_read_again_keep_the_rows() -> None:
     source = COUNT.replace("  int near = 0;", "  const int first = blockIdx.x;\n  int near = 0;")
     lifted = _lift(source)
-    assert list(_knobs(lifted)) == ["BLOCK_THREADS", "JSPLIT", "MIN_BLOCKS_PER_SM"]
+    assert list(_knobs(lifted)) == ["BLOCK_THREADS", "JSPLIT", "UNROLL", "MIN_BLOCKS_PER_SM"]
     assert "ITEMS: not applied: `const int first = blockIdx.x;` reads blockIdx.x besides the " \
         "output index: the items' blocks would be told apart otherwise (line 6)" in lifted.notes
 

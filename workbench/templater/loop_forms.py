@@ -24,6 +24,12 @@ offset loop, whose condition may be the variable alone, ``while (offset)``); no 
 this loop (in a ``for`` it would run the step, in the ``while`` it skips it); and nothing
 after the loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
 the step's statement empty, on their own lines, so every line keeps its number.
+
+A ``while`` whose last statements step two or more pointers one element each (``while (p <
+end) { ...; ++p; ++pw; }``: a tile walked with its weights beside it, held-back set 16's
+kde2d_tiles) is the index loop ``for (int wb_k = 0; wb_k < (end) - p; ++wb_k)`` with each
+pointer read at its base plus ``wb_k`` (:func:`_pointer_walk`): the families that run a
+loop's statements once an item then find no step among them.
 """
 
 from __future__ import annotations
@@ -49,10 +55,11 @@ Edit = tuple[int, int, str]
 
 def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each counted ``while`` loop of ``entry`` written as its ``for``
-    loop (unchanged when there is none, or the kernel cannot be found: the analysis reports
-    that itself)."""
-    return rewrite_loops(current, entry, lambda data, loop: _counted(data, loop)
-                         if loop.type == "while_statement" else None)
+    loop, a walk of pointers in step as an index loop (unchanged when there is none, or the
+    kernel cannot be found: the analysis reports that itself)."""
+    return rewrite_loops(current, entry, lambda data, loop: (
+        _pointer_walk(data, loop) or _counted(data, loop))
+        if loop.type == "while_statement" else None)
 
 
 def rewrite_loops(current: InlinedSource, entry: str | None,
@@ -220,3 +227,109 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
     return [(decl.start_byte, decl.end_byte, ""),
             (loop.start_byte, body.start_byte, head),
             (stmts[-1].start_byte, stmts[-1].end_byte, "")]
+
+
+def _unit_step(stmt: Node) -> str | None:
+    """The name ``stmt`` moves one element on (``++p``, ``p++``, ``p += 1``, ``p = p + 1``)."""
+    if stmt.type != "expression_statement" or stmt.named_child_count != 1:
+        return None
+    e = strip(stmt.named_children[0])
+    target = e.child_by_field_name("argument" if e.type == "update_expression" else "left")
+    right = e.child_by_field_name("right")
+    op = text(e.child_by_field_name("operator"))
+    if target is None or strip(target).type != "identifier" or not _step(stmt, text(target)):
+        return None
+    if e.type == "update_expression":
+        return text(target) if op == "++" else None
+    if op == "=" and right is not None:
+        r = strip(right)
+        op = text(r.child_by_field_name("operator")) + "="
+        right = r.child_by_field_name("right")
+    return text(target) if op == "+=" and right is not None and text(strip(right)) == "1" \
+        else None
+
+
+def _pointer_decl(siblings: list[Node], at: int, var: str) -> Node | None:
+    """The declaration of the pointer ``var`` alone with a value among ``siblings`` before
+    ``at``, nothing between assigning it."""
+    for k in range(at - 1, -1, -1):
+        found = _declared(siblings[k])
+        if found is not None and found[0] == var:
+            d = siblings[k].children_by_field_name("declarator")[0]
+            name = d.child_by_field_name("declarator")
+            pointer = name is not None and name.type == "pointer_declarator"
+            between = siblings[k + 1:at]
+            return siblings[k] if pointer and not any(var in _assigned(b) for b in between) \
+                else None
+    return None
+
+
+def _indexed(use: Node, var: str, k: str) -> Edit:
+    """The edit reading the walked pointer ``var`` at ``use`` as its base and the count
+    ``k``: ``*p`` -> ``p[k]``, ``p->x`` -> ``p[k].x``, ``p[j]`` -> ``p[k + (j)]``, else ``(p +
+    k)``."""
+    read = use.parent
+    if read is not None and read.type == "pointer_expression" and \
+            text(read.child_by_field_name("operator")) == "*":
+        return read.start_byte, read.end_byte, f"{var}[{k}]"
+    if read is not None and read.type == "field_expression" and \
+            text(read.child_by_field_name("operator")) == "->":
+        field = read.child_by_field_name("field")
+        return read.start_byte, read.end_byte, f"{var}[{k}].{text(field)}"
+    at = read.child_by_field_name("indices") if read is not None and \
+        read.type == "subscript_expression" else None
+    if at is not None and read is not None and read.child_by_field_name("argument") == use:
+        index = strip(at.named_children[0]) if at.type == "subscript_argument_list" else at
+        return read.start_byte, read.end_byte, f"{var}[{k} + ({text(index)})]"
+    return use.start_byte, use.end_byte, f"({var} + {k})"
+
+
+def _pointer_walk(data: bytes, loop: Node) -> list[Edit] | None:
+    """The edits writing a walk of pointers in step as an index loop, or None.
+
+    ``const float2* p = tile; const float2* end = tile + count; const float* pw = weights;
+    while (p < end) { ...; ++p; ++pw; }`` visits ``[tile, end)`` one element a pass with
+    ``pw`` beside ``p``: it is ``for (int wb_k = 0; wb_k < end - p; ++wb_k) { ... }`` with
+    each read of a walked pointer at its base plus ``wb_k`` (``*pw`` -> ``pw[wb_k]``, ``p->x``
+    -> ``p[wb_k].x``), the pointers keeping their first values. Rewritten where the body's
+    last statements step two or more pointers by one each and nothing else (one walk, its
+    companions beside it), the condition is ``p < bound`` or ``p != bound`` (either way
+    round) with a bound that reads nothing the body assigns and calls nothing; each walked
+    pointer is a local declared alone with a value in the block before the loop, nothing
+    between assigning it, the rest of the body assigns none, nothing after the loop names
+    one; no ``continue`` of the loop's own (it would skip the steps). A walk of one pointer
+    is a counted ``while`` (:func:`_counted`)."""
+    block = loop.parent
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    if block is None or block.type != "compound_statement" or cond is None or body is None \
+            or body.type != "compound_statement" or _own_continue(body):
+        return None
+    inner = strip(cond.named_children[0]) if cond.named_child_count == 1 else cond
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    last = len(stmts)
+    while last > 0 and _unit_step(stmts[last - 1]) is not None:
+        last -= 1
+    walked = [_unit_step(s) or "" for s in stmts[last:]]
+    left, right = inner.child_by_field_name("left"), inner.child_by_field_name("right")
+    op = text(inner.child_by_field_name("operator")) if inner.type == "binary_expression" \
+        else ""
+    var = text(strip(left)) if left is not None and op in ("<", "!=") else \
+        text(strip(right)) if right is not None and op in (">", "!=") else ""
+    bound = right if var and left is not None and text(strip(left)) == var else left
+    if len(walked) < 2 or len(set(walked)) != len(walked) or var not in walked or \
+            bound is None or not _bounded(inner, var, body) or \
+            any(n in _assigned(s) for s in stmts[:last] for n in walked):
+        return None
+    siblings = [c for c in block.named_children if c.type != "comment"]
+    at = siblings.index(loop)
+    if any(_pointer_decl(siblings, at, n) is None or
+           any(_reads(s, n) for s in siblings[at + 1:]) for n in walked):
+        return None
+    k = next(f"wb_k{i}" if i else "wb_k" for i in range(len(data) + 1)
+             if (f"wb_k{i}" if i else "wb_k").encode() not in data)
+    edits: list[Edit] = [(loop.start_byte, body.start_byte,
+                          f"for (int {k} = 0; {k} < ({text(strip(bound))}) - {var}; ++{k}) ")]
+    edits += [(s.start_byte, s.end_byte, "") for s in stmts[last:]]
+    edits += [_indexed(n, text(n), k) for s in stmts[:last] for n in walk(s)
+              if n.type == "identifier" and text(n) in walked]
+    return edits

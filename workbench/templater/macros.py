@@ -8,7 +8,9 @@ itself becomes that parameter (``#define BLOCK BLOCK_THREADS``) and the uses kee
 author's name: every use of the macro follows, including the ones no transform had to
 recognise (``BLOCK / 32`` warps, ``tid < BLOCK / 2``), because the author's naming says they
 are one quantity. A macro whose uses map to different parameters is left as written and
-reported.
+reported. A file-scope integer constant (``constexpr int kTile = 128;``, ``const int``), which
+every transform reads as its value too (:func:`.semantic.file_constants`), follows by the
+same rule: its definition reads the parameter (``constexpr int kTile = BLOCK_THREADS;``).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import _CONSTANTS, text, walk
 from workbench.templater.plan import Plan
+from workbench.templater.rewrite import Edit
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ def integer_macros(source: CudaSource) -> dict[str, IntegerMacro]:
 
 
 def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
-    """Make each macro the parameter its uses were lifted to (see the module doc)."""
+    """Make each macro, then each file-scope integer constant, the parameter its uses were
+    lifted to (see the module doc)."""
     for macro in macros.values():
         uses = plan.uses(macro.name)
         if macro.name in plan.params and not _edited(plan, macro):
@@ -70,9 +74,7 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
             continue  # (conv's BLOCK_X as ``TW``): the -D must win, not be redefined
         if not uses or macro.name in plan.params or _edited(plan, macro):
             continue  # a switch (lift_switches) or lifted already (:mod:`.named`)
-        spans = {(n.start_byte, n.end_byte) for n in uses}
-        edits = [e for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None]
-        targets = {e.text for e in edits}
+        edits, targets = _use_edits(plan, macro.name)
         if not targets:
             plan.note(f"#define {macro.name}", False, f"{macro.name} = {macro.value} governs "
                       "nothing a transform lifted; left as written", macro.definition)
@@ -92,6 +94,68 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
         plan.note(f"#define {macro.name}", True, f"{macro.name} = {macro.value} is {param}: "
                   f"the #define now reads {param}, so its {len(uses)} use(s) follow",
                   macro.definition)
+    _follow_file_constants(plan, macros)
+
+
+def _use_edits(plan: Plan, name: str) -> tuple[list[Edit], set[str]]:
+    """(the edits that replaced a use of ``name`` in the kernel, the texts they put there)."""
+    spans = {(n.start_byte, n.end_byte) for n in plan.uses(name)}
+    edits = [e for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None]
+    return edits, {e.text for e in edits}
+
+
+def followed_parameter(plan: Plan, name: str, value: int) -> str | None:
+    """The parameter a named constant of ``value`` (a ``#define``, a file-scope constant, a
+    qualified member) will read once :func:`lift_macros` and :func:`follow_named` have run:
+    the one parameter its uses were lifted to, where its default is ``value``; else None
+    (the constant stays as written; a bare enumerator, which no rule rewrites, too)."""
+    if any(n.type == "enumerator" and text(n.child_by_field_name("name")) == name
+           for n in walk(plan.source.tree.root_node)):
+        return None
+    _, targets = _use_edits(plan, name)
+    param = next(iter(targets)) if len(targets) == 1 else ""
+    lifted = plan.params.get(param)
+    return param if lifted is not None and lifted.spec.get("default") == value else None
+
+
+def file_constant_values(plan: Plan, macros: dict[str, IntegerMacro]) -> dict[str, Node]:
+    """name -> value node of each file-scope integer constant defined once that the
+    transforms read as its value (not a macro's name)."""
+    root = plan.source.tree.root_node
+    functions = [(n.start_byte, n.end_byte) for n in walk(root)
+                 if n.type == "function_definition"]
+    known = _CONSTANTS.get() or {}
+    found: dict[str, list[Node]] = {}
+    for d in walk(root):
+        name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+        if d.type == "init_declarator" and name is not None and name.type == "identifier" and \
+                value is not None and text(name) in known and text(name) not in macros and \
+                not any(a <= d.start_byte < b for a, b in functions):
+            found.setdefault(text(name), []).append(value)
+    return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+
+def _follow_file_constants(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
+    """The macros' rule for file-scope constants: where transforms lifted the uses of one to
+    one parameter at its value, its definition reads that parameter and the uses keep the
+    author's name, so every use follows (a walk over tiles ``base += kTile`` beside a tile
+    ``tile[kTile]`` the block lift resized)."""
+    known = _CONSTANTS.get() or {}
+    for name, value in file_constant_values(plan, macros).items():
+        edits, targets = _use_edits(plan, name)
+        param = followed_parameter(plan, name, known[name])
+        if any((e.start, e.end) == (value.start_byte, value.end_byte) for e in plan.rw.edits):
+            continue  # bound to its parameter already (:func:`.named.bind_block_constants`)
+        if param is None:
+            if len(targets) > 1:
+                plan.note(name, False, f"its uses were lifted to different parameters "
+                          f"({', '.join(sorted(targets))}); left as written, so the gate "
+                          "decides", value)
+            continue
+        plan.rw.discard(edits)  # the uses keep the author's name
+        plan.rw.replace(value, param)
+        plan.note(name, True, f"{name} = {known[name]} is {param}: its definition now reads "
+                  f"{param}, so its {len(plan.uses(name))} use(s) follow", value)
 
 
 def _edited(plan: Plan, macro: IntegerMacro) -> bool:

@@ -36,7 +36,9 @@ before the loop as ``T s = 0`` (float, double or an integer), not written betwee
 and the loop, updated in the walk only by ``s += term`` or ``s -= term`` with terms that
 read no running sum (so the rows' partial sums add up to the sum); nothing before the loop
 writes memory, nothing after it synchronises. Where these hold, :mod:`.staged_walk_items`
-adds ITEMS (outputs a thread sharing each staged element) if its own rules hold.
+adds ITEMS (outputs a thread sharing each staged element) if its own rules hold, and a walk
+whose one loop (over the tile) has no unroll pragma of the author's gets UNROLL
+(:func:`.table_items.unroll_shared_loop`: any factor computes the same).
 
 The sums are taken in another order (row by row), so float outputs move by rounding: the
 space-wide gate checks them against the folder's tolerances; integer sums are exact.
@@ -50,13 +52,14 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, declared_name, int_value, line, text, walk
 from workbench.templater.inline_bind import declared, statements, written
-from workbench.templater.macros import integer_macros
+from workbench.templater.macros import followed_parameter
 from workbench.templater.plan import Plan
 from workbench.templater.records import LiftedParameter
 from workbench.templater.rewrite import Rewriter, TextFn
 from workbench.templater.staged_walk_items import NAME as ITEMS
 from workbench.templater.staged_walk_items import Items, apply_items, find_items
 from workbench.templater.staged_walk_items import target as written_name
+from workbench.templater.table_items import unroll_shared_loop
 from workbench.templater.vector import Illegal
 
 NAME = "JSPLIT"
@@ -120,6 +123,9 @@ def apply_staged_walk(plan: Plan) -> bool:
     except Illegal as why:
         plan.note(ITEMS, False, why.reason, why.node)
     _rewrite(plan, found, items)
+    walks = [s for s in found.steps if s.type == "for_statement"]
+    if len(walks) == 1:  # the loop over the tile, which every item and row runs
+        unroll_shared_loop(plan, walks[0])
     return True
 
 
@@ -273,9 +279,10 @@ def _count(plan: Plan, step: Node, tiles: list[_Tile]) -> str:
 
 def _reads(plan: Plan, node: Node) -> str:
     """What ``node`` reads in every config: its lifted text; for a name, the parameter its
-    definition was bound to (:func:`.named.bind_block_constants`), or for a ``#define`` the
-    one parameter its uses were lifted to at its value (:func:`.macros.lift_macros` then
-    makes it read that); else its constant value."""
+    definition was bound to (:func:`.named.bind_block_constants`), or for a ``#define``, a
+    file-scope constant or a named member the one parameter its uses were lifted to at its
+    value (:func:`.macros.lift_macros` and :func:`.macros.follow_named` then make it read
+    that); else its constant value."""
     now = " ".join(plan.rw.text(node).split())
     if now != " ".join(text(node).split()):
         return now
@@ -283,12 +290,9 @@ def _reads(plan: Plan, node: Node) -> str:
     if value is None or node.type != "identifier":
         return str(value) if value is not None else now
     name = text(node)
-    if name in integer_macros(plan.source):
-        spans = {(n.start_byte, n.end_byte) for n in plan.uses(name)}
-        targets = {e.text for e in plan.rw.edits if (e.start, e.end) in spans and e.make is None}
-        param = next(iter(targets)) if len(targets) == 1 else ""
-        lifted = plan.params.get(param)
-        return param if lifted is not None and lifted.spec.get("default") == value else str(value)
+    followed = followed_parameter(plan, name, value)  # a named constant: each kind follows
+    if followed is not None:
+        return followed
     for d in walk(plan.source.tree.root_node):
         init = d.child_by_field_name("value") if d.type == "init_declarator" else None
         if init is None or text(d.child_by_field_name("declarator")) != name:

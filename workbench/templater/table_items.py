@@ -124,10 +124,10 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
     if staged is not None:
         apply_stage(plan, staged, stmts[barriers[0]], tx, plan.block[1])
     if renders.loops:
-        _unroll(plan, renders.loops[-1])
+        unroll_shared_loop(plan, renders.loops[-1])
 
 
-def _unroll(plan: Plan, loop: Node) -> None:
+def unroll_shared_loop(plan: Plan, loop: Node) -> None:
     """UNROLL: ``#pragma unroll (N)`` on the outermost shared loop the items interleave in
     (0: the compiler's choice, as written; any value computes the same)."""
     prev = loop.prev_sibling
