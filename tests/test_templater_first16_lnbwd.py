@@ -66,6 +66,31 @@ extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_pa
   dbeta_part[blockIdx.y * cols + col] = bsum;
 }
 """,
+    "pointer_walk_inside_column_check": r"""
+extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
+                                             const float* dy, const float* xhat, int rows,
+                                             int cols) {
+  const int j = threadIdx.x + 256 * blockIdx.x;
+  if (j < cols) {
+    const int top = 64 * blockIdx.y;
+    const int bottom = min(top + 64, rows);
+    const float* a = dy + top * cols + j;
+    const float* b = xhat + top * cols + j;
+    const float* const a_end = dy + bottom * cols + j;
+    float dg = 0.0f;
+    float db = 0.0f;
+    while (a < a_end) {
+      float t = *a;
+      db += t;
+      dg += t * *b;
+      b += cols;
+      a += cols;
+    }
+    dgamma_part[blockIdx.y * cols + j] = dg;
+    dbeta_part[blockIdx.y * cols + j] = db;
+  }
+}
+""",
     "for_min_value_local": r"""
 #define ROWS_PER_BLOCK 64
 extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
@@ -121,6 +146,11 @@ FULL_MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 8, "VEC": 4, "ROW_UNROLL": 4},
 NEAR_MISSES = {
     # the stride's sign unknown: no column check returns the threads past cols
     "no_column_check": ("  if (c >= cols) return;\n", "\n"),
+    # the column the check bounds reassigned after it
+    "column_reassigned": ("  const int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                          "  if (c >= cols) return;\n",
+                          "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                          "  if (c >= cols) return;\n  c = c - 1;\n"),
     # the end at another column than the walked pointer
     "end_off_column": ("dy + r1 * cols + c;", "dy + r1 * cols + c + 1;"),
     # a pointer stepped by another stride than the walked one

@@ -15,10 +15,10 @@ Rewritten only where the two are the same program (:func:`_walk`): the loop is a
 statements step pointers, each by the same stride ``s`` (``q += s``), ``p`` among them,
 and no ``continue`` of the loop's own skips them; ``s`` is a literal, a macro or a name
 nothing in the kernel assigns, and is positive: a positive literal, or a column check
-before the loop in the same block returns every thread whose column (a local built from
-the launch's geometry, literals, ``+`` and ``*`` only: never negative) is at least ``s``
-(``if (c >= s) return;``), so a row walk of a matrix ``s`` wide that the thread's column is
-inside; each stepped pointer and the end ``e`` are declared alone, with a value, in the
+keeps every thread whose column (a local nothing reassigns, built from the launch's
+geometry, literals, ``+`` and ``*`` only: never negative) is at least ``s`` out of the loop
+(``if (c >= s) return;`` before it in its block, or ``if (c < s && ..) {..}`` around it),
+so a row walk of a matrix ``s`` wide that the thread's column is inside; each stepped pointer and the end ``e`` are declared alone, with a value, in the
 block of the loop, before it, as ``base + R * s + C`` (the terms in any order, ``s * R`` as
 well), the stepped pointers all at the same row ``R``, the end at ``base_p + R_e * s +
 C_p``; nothing but the loop mentions them after their declarations, the loop's body only
@@ -201,30 +201,55 @@ def _nonnegative(value: Node) -> bool:
 
 
 def _positive(stride: str, loop: Node) -> bool:
-    """``stride`` is a positive literal, or an earlier statement of the loop's block returns
-    every thread whose never-negative column is at least ``stride``."""
+    """``stride`` is a positive literal, or the thread's never-negative column (a local
+    nothing reassigns) is below ``stride`` wherever the loop runs: an earlier statement of
+    the loop's block returns the threads where it is not (``if (c >= s) return;``), or an
+    ``if`` around the loop tests it (``if (c < s && ..) {..}``)."""
     try:
         if int(stride, 0) > 0:
             return True
     except ValueError:
         pass
+    kernel = loop
+    while kernel.parent is not None and kernel.type != "function_definition":
+        kernel = kernel.parent
+    changed = _reassigned(kernel)
+    found = [f for d in walk(kernel) if d.type == "declaration" and
+             (f := _declared(d)) is not None]
+    names = [name for name, _v in found]
+    values = {name: v for name, v in found if names.count(name) == 1 and name not in changed}
+
+    def column_against(cond: Node, op: str) -> bool:
+        left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
+        col = strip(left) if left is not None and cond.type == "binary_expression" and \
+            text(cond.child_by_field_name("operator")) == op else None
+        return col is not None and right is not None and text(strip(right)) == stride and \
+            col.type == "identifier" and text(col) in values and _nonnegative(values[text(col)])
+
     siblings = _siblings(loop)
-    values = {f[0]: f[1] for d in siblings if (f := _declared(d)) is not None}
     for s in siblings[:siblings.index(loop)]:
-        if s.type != "if_statement" or s.child_by_field_name("alternative") is not None:
-            continue
-        then = s.child_by_field_name("consequence")
-        cond = _condition(s)
-        if then is None or then.type != "return_statement" or \
-                cond.type != "binary_expression" or \
-                text(cond.child_by_field_name("operator")) != ">=":
-            continue
-        col = strip(cond.child_by_field_name("left"))  # type: ignore[arg-type]
-        bound = text(strip(cond.child_by_field_name("right")))  # type: ignore[arg-type]
-        if bound == stride and col.type == "identifier" and text(col) in values and \
-                _nonnegative(values[text(col)]):
+        then = s.child_by_field_name("consequence") if s.type == "if_statement" else None
+        if then is not None and then.type == "return_statement" and \
+                s.child_by_field_name("alternative") is None and \
+                column_against(_condition(s), ">="):
             return True
+    up = loop.parent
+    while up is not None and up != kernel:
+        then = up.child_by_field_name("consequence") if up.type == "if_statement" else None
+        if then is not None and then.start_byte <= loop.start_byte < then.end_byte and \
+                any(column_against(c, "<") for c in _conjuncts(_condition(up))):
+            return True
+        up = up.parent
     return False
+
+
+def _conjuncts(cond: Node) -> list[Node]:
+    """The operands of a chain of ``&&``."""
+    cond = strip(cond)
+    if cond.type == "binary_expression" and text(cond.child_by_field_name("operator")) == "&&":
+        return [*_conjuncts(cond.child_by_field_name("left")),  # type: ignore[arg-type]
+                *_conjuncts(cond.child_by_field_name("right"))]  # type: ignore[arg-type]
+    return [cond]
 
 
 def _walk(loop: Node) -> list[Edit] | None:
