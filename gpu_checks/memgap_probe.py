@@ -651,6 +651,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "split4_unroll2": {"BLOCK_X": 64, "BLOCK_Y": 4, "VEC": 4, "ROW_UNROLL": 2},
         "default": {"BLOCK_X": 256, "BLOCK_Y": 1, "VEC": 1, "ROW_UNROLL": 1},
     }, {"pick": {"TX": 32, "TY": 1, "VEC": 4, "UNROLL": 1}}),
+    # compute-bound (set 16): a weighted Gaussian sum over shared point tiles, 0.69 of its
+    # expert at 08:48Z (the lift then BLOCK_THREADS only: 0.98x; the expert 1.42x at 512
+    # threads, a query a thread, unrolled by 4, exp2f). The lift (f0d269b: kTile follows the
+    # block, the pointer walk an index loop: ITEMS, JSPLIT, UNROLL) at the expert's pick in
+    # its knobs (sm_90 31 registers, no spills; the expert 24 with exp2f, 29 with expf),
+    # with two queries a thread, with four rows a tile, and at the first contact's tune
+    # pick; the expert at its pick and with expf (the lift's exponential)
+    "kde2d_tiles": ("corpus_compute_unseen16", {
+        "expert_pick": {"BLOCK_THREADS": 512, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "items2": {"BLOCK_THREADS": 256, "ITEMS": 2, "JSPLIT": 1, "UNROLL": 4,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "rows4": {"BLOCK_THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 4,
+                  "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 256, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 0,
+                      "MIN_BLOCKS_PER_SM": 1},
+    }, {"pick": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 1},
+        "pick_expf": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
