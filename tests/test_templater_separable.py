@@ -8,11 +8,12 @@ factors, read with the column loop outside and the tile filled by nested strided
 clamped reads; a blur whose weights are a product of two local tables over counters from -2
 to 2, parenthesised, the tile read first; tests/test_templater_apron_branches.py's 3 x 3
 mean over a tile stored by per-thread branches (its window read from the source at
-USE_SMEM 0). A table that does not factor (a Laplacian) and a
-weight that is not a constant are refused with their line. The knob defaults to 0 (the sum
-as written, bit for bit); at 1 the additions change order, so its outputs are compared with
-the kernel as written within gauss5's folder tolerances (rtol = atol = 1e-5) on the host,
-at both ends of every range and a mix; ptxas -v at the expert-equivalent pick: no spills.
+USE_SMEM 0). A table that does not factor (a Laplacian), a weight that is not a constant
+and a table whose name is declared twice are refused with their line. The knob defaults to
+0 (the sum as written, bit for bit); at 1 the additions change order, so its outputs are
+compared with the kernel as written within gauss5's folder tolerances (rtol = atol = 1e-5)
+on the host, at both ends of every range and a mix; ptxas -v at the expert-equivalent pick:
+no spills.
 box_blur (corpus_compute_unseen: 25 unit weights) is separable too and checked the same way.
 """
 
@@ -116,6 +117,12 @@ REFUSED: dict[str, tuple[str, str]] = {
         KERNELS["blur_product_of_local_tables_signed_counters"].replace(
             "(down[dy + RAD] * across[RAD + dx])", "(down[dy + RAD] * (float)h)"),
         "(float)h"),
+    # a file-level table of the name a kernel-local one shadows: which one is read is not
+    # followed
+    "table_shadowed_by_a_local": (
+        "__constant__ float across[5] = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};\n" +
+        KERNELS["blur_product_of_local_tables_signed_counters"],
+        "(down[dy + RAD] * across[RAD + dx])"),
 }
 # a mean over a tile stored by per-thread branches (USE_SMEM 0 reads the window from the
 # source): unit weights
@@ -168,6 +175,7 @@ def test_weights_that_do_not_factor_are_refused_with_the_line(name: str) -> None
     note = next(n for n in lifted.notes if n.startswith("SEPARABLE: not applied"))
     assert note.endswith(f"(line {_line(source, needle)})"), note
     assert ("do not factor" in note) == ("laplacian" in name), note
+    assert ("declared 2 times" in note) == ("shadowed" in name), note
 
 
 def _configs(template: KernelTemplate, env: dict[str, Any],

@@ -7,9 +7,9 @@ statement of two loops with constant bounds (one counter in the read's row, the 
 column, either loop outside), and every factor ``Fk`` is a constant (a float or integer
 literal, or an element of a table with a literal initializer: a kernel-local ``const``
 array, or a file-level ``const``/``constexpr``/``__constant__`` one that no
-``cudaMemcpyToSymbol`` in the file writes), indexed by a constant expression of the
-counters, the weight ``W(r, c)`` of every tap is known exactly. It is separable where
-``W(r, c) = wy[r] * wx[c]`` exactly, both factors float values and ``W`` itself exact in
+``cudaMemcpyToSymbol`` in the file writes; the name's one declaration in the file),
+indexed by a constant expression of the counters, the weight ``W(r, c)`` of every tap is
+known exactly. It is separable where ``W(r, c) = wy[r] * wx[c]`` exactly, both factors float values and ``W`` itself exact in
 float (so the kernel as written multiplies by exactly ``W``): checked on rationals. Then
 SEPARABLE 1 sums each window row once, ``h[k] = sum_c wx[c] * win[k][c]`` in the column
 counter's order, and each output adds ``wy[r] * h[oy + row(r)]`` in the row counter's
@@ -20,8 +20,8 @@ where the kernel as written makes ``OUT_Y * rows * width`` (gauss5 at OUT_Y 8: 1
 The additions are made in another order (row sums first), so float outputs move by
 rounding: the folder's tolerances decide (the gate checks every config), which is why the
 knob defaults to 0, the sum as written. SEPARABLE 1 is constrained to the configs where the
-window is in use. A table that does not factor, a weight that is not a constant, a double
-weight or accumulator are refused with the line.
+window is in use. A table that does not factor, a weight that is not a constant, a table
+name declared more than once, a double weight or accumulator are refused with the line.
 """
 
 from __future__ import annotations
@@ -213,29 +213,34 @@ def _weight(plan: Plan, node: Node) -> _Weight:
 
 
 def _table(plan: Plan, name: str, use: Node) -> list[object]:
-    """The literal initializer of the constant float table ``name`` (nested lists)."""
+    """The literal initializer of the constant float table ``name`` (nested lists): its one
+    declaration in the file (a parameter or another declaration of the name is refused)."""
     data = plan.source.data.decode("utf-8", "replace")
-    for decl in walk(plan.source.tree.root_node):
-        if decl.type != "declaration":
-            continue
-        init = next((d for d in decl.children_by_field_name("declarator")
-                     if d.type == "init_declarator" and _declarator_name(d) == name), None)
-        if init is None:
-            continue
-        head = text(decl)[:text(decl).find(name)]
-        at_file = decl.parent is not None and decl.parent.type == "translation_unit"
-        if text(decl.child_by_field_name("type")) != "float":
-            raise Refused(f"the table {name} is not float", decl)
-        if not ("const" in head.split() or "constexpr" in head.split() or
-                (at_file and "__constant__" in head.split() and
-                 f"cudaMemcpyToSymbol({name}" not in data.replace(" ", ""))):
-            raise Refused(f"the table {name} may be written (not const)", decl)
-        value = init.child_by_field_name("value")
-        got = _literals(value) if value is not None else None
-        if not isinstance(got, list):
-            raise Refused(f"the table {name}'s initializer is not literal numbers", decl)
-        return got
-    raise Refused(f"`{text(use)}` reads {name}, not a table with a literal initializer", use)
+    decls = [d for d in walk(plan.source.tree.root_node)
+             if d.type in ("declaration", "parameter_declaration", "field_declaration")
+             and any(_declarator_name(x) == name or text(x) == name
+                     for x in d.children_by_field_name("declarator"))]
+    if len(decls) != 1:
+        raise Refused(f"`{text(use)}` reads {name}, declared {len(decls)} times in the file: "
+                      "not one table with a literal initializer", use)
+    decl = decls[0]
+    init = next((d for d in decl.children_by_field_name("declarator")
+                 if d.type == "init_declarator" and _declarator_name(d) == name), None)
+    if decl.type != "declaration" or init is None:
+        raise Refused(f"`{text(use)}` reads {name}, not a table with a literal initializer", use)
+    head = text(decl)[:text(decl).find(name)]
+    at_file = decl.parent is not None and decl.parent.type == "translation_unit"
+    if text(decl.child_by_field_name("type")) != "float":
+        raise Refused(f"the table {name} is not float", decl)
+    if not ("const" in head.split() or "constexpr" in head.split() or
+            (at_file and "__constant__" in head.split() and
+             f"cudaMemcpyToSymbol({name}" not in data.replace(" ", ""))):
+        raise Refused(f"the table {name} may be written (not const)", decl)
+    value = init.child_by_field_name("value")
+    got = _literals(value) if value is not None else None
+    if not isinstance(got, list):
+        raise Refused(f"the table {name}'s initializer is not literal numbers", decl)
+    return got
 
 
 def _index(node: Node, env: dict[str, int]) -> int | None:
