@@ -8,7 +8,8 @@ factors, read with the column loop outside and the tile filled by nested strided
 clamped reads; a blur whose weights are a product of two local tables over counters from -2
 to 2, parenthesised, the tile read first; tests/test_templater_apron_branches.py's 3 x 3
 mean over a tile stored by per-thread branches (its window read from the source at
-USE_SMEM 0). A table that does not factor (a Laplacian), a weight that is not a constant
+USE_SMEM 0); integer binomial taps from an int table, the read first, the tile filled with
+the column loop outside. A table that does not factor (a Laplacian), a weight that is not a constant
 and a table whose name is declared twice are refused with their line. The knob defaults to
 0 (the sum as written, bit for bit); at 1 the additions change order, so its outputs are
 compared with the kernel as written within gauss5's folder tolerances (rtol = atol = 1e-5)
@@ -103,6 +104,30 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   }
 }
 """,
+    # integer binomial taps (an int table: the products are ints, converted to float) over
+    # 0-based counters, the weights multiplied after the read, the scale after the sum
+    "binomial_int_table_read_first": r"""
+#define T 3
+#define N 16
+extern "C" __global__ void k(float* out, const float* in, int h, int w) {
+  __shared__ float buf[N + T - 1][N + T - 1];
+  const int ox = blockIdx.x * N - 1, oy = blockIdx.y * N - 1;
+  for (int q = threadIdx.x; q < N + T - 1; q += N)
+    for (int p = threadIdx.y; p < N + T - 1; p += N) {
+      const int gy = oy + p, gx = ox + q;
+      buf[p][q] = (gy < 0 || gx < 0 || gy >= h || gx >= w) ? 0.0f : in[gy * w + gx];
+    }
+  __syncthreads();
+  const int cx = blockIdx.x * N + threadIdx.x, cy = blockIdx.y * N + threadIdx.y;
+  if (cx < w && cy < h) {
+    const int b[T] = {1, 2, 1};
+    float acc = 0.0f;
+    for (int r = 0; r < T; r++)
+      for (int c = 0; c < T; c++) acc += buf[threadIdx.y + r][threadIdx.x + c] * (b[r] * b[c]);
+    out[cy * w + cx] = acc * 0.0625f;
+  }
+}
+""",
 }
 
 # name -> (source, the refused statement's text): the sum as written stays
@@ -129,13 +154,15 @@ REFUSED: dict[str, tuple[str, str]] = {
 MEAN3X3 = "mean3x3_with_corner_stores_zero_padded"
 KERNELS[MEAN3X3] = BRANCHES[MEAN3X3][0]
 BLOCKS = {"sobel_x_constant_table_columns_outer": ["16", "16"],
-          "blur_product_of_local_tables_signed_counters": ["32", "4"], MEAN3X3: ["32", "8"]}
+          "blur_product_of_local_tables_signed_counters": ["32", "4"], MEAN3X3: ["32", "8"],
+          "binomial_int_table_read_first": ["16", "16"]}
 # name -> a mix of the knobs (at SEPARABLE 1 and 0)
 MIXES = {"sobel_x_constant_table_columns_outer":
          {"BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "LOAD_FLAT": 1},
          "blur_product_of_local_tables_signed_counters":
          {"BLOCK_X": 8, "BLOCK_Y": 8, "OUT_X": 4, "OUT_Y": 2, "PAD": 1},
-         MEAN3X3: {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0}}
+         MEAN3X3: {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0},
+         "binomial_int_table_read_first": {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 8}}
 
 
 def _line(source: str, needle: str) -> int:
@@ -160,7 +187,8 @@ def test_other_spellings_factor_their_weights(name: str) -> None:
     want = {"sobel_x_constant_table_columns_outer": "(1 2 1) (rows) times (1/8 0 -1/8)",
             "blur_product_of_local_tables_signed_counters":
                 "(1 1/2 1/4 1/8 1/8) (rows) times (3/2 -1/2 1 1/4 -3/4)",
-            MEAN3X3: "(1 1 1) (rows) times (1 1 1) (columns)"}[name]
+            MEAN3X3: "(1 1 1) (rows) times (1 1 1) (columns)",
+            "binomial_int_table_read_first": "(1 2 1) (rows) times (1 2 1) (columns)"}[name]
     assert want in note, note
 
 
@@ -243,7 +271,7 @@ def test_every_end_and_a_mix_match_the_kernel_on_the_host(name: str) -> None:
         program += _VARIANT % {
             "defines": "\n".join(f"#define {k} {v}" for k, v in config.items()),
             "undefs": "\n".join(f"#undef {k}" for k in config) +
-            "\n#undef BW\n#undef BH\n#undef RAD\n#undef TX\n#undef TY",
+            "\n#undef BW\n#undef BH\n#undef RAD\n#undef TX\n#undef TY\n#undef T\n#undef N",
             "n": n, "source": text.replace('extern "C" ', ""),
             "gx": grid[0], "gy": grid[1], "bx": block[0], "by": block[1]}
     checks = "\n".join(f"  check({n}, v{n}::run(), want);" for n in range(1, len(configs) + 1))

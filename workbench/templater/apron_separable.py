@@ -9,7 +9,8 @@ literal, or an element of a table with a literal initializer: a kernel-local ``c
 array, or a file-level ``const``/``constexpr``/``__constant__`` one that no
 ``cudaMemcpyToSymbol`` in the file writes; the name's one declaration in the file),
 indexed by a constant expression of the counters, the weight ``W(r, c)`` of every tap is
-known exactly. It is separable where ``W(r, c) = wy[r] * wx[c]`` exactly, both factors float values and ``W`` itself exact in
+known exactly (float or int tables: an int product converts to float exactly where it is a
+float value). It is separable where ``W(r, c) = wy[r] * wx[c]`` exactly, both factors float values and ``W`` itself exact in
 float (so the kernel as written multiplies by exactly ``W``): checked on rationals. Then
 SEPARABLE 1 sums each window row once, ``h[k] = sum_c wx[c] * win[k][c]`` in the column
 counter's order, and each output adds ``wy[r] * h[oy + row(r)]`` in the row counter's
@@ -144,7 +145,7 @@ def analyse_separable(plan: Plan, w: Window, ctype: str) -> Separable:
         value = Fraction(1)
         for f in factors:
             value *= f({row_var: r, col_var: c})
-            if not _is_f32(value):
+            if not _is_f32(value) or abs(value) >= 2 ** 31:
                 raise Refused(f"the weight of `{text(stmt)}` at {row_var} = {r}, {col_var} = "
                               f"{c} ({value}) is rounded in float as written", stmt)
         table[(r, c)] = value
@@ -230,8 +231,8 @@ def _table(plan: Plan, name: str, use: Node) -> list[object]:
         raise Refused(f"`{text(use)}` reads {name}, not a table with a literal initializer", use)
     head = text(decl)[:text(decl).find(name)]
     at_file = decl.parent is not None and decl.parent.type == "translation_unit"
-    if text(decl.child_by_field_name("type")) != "float":
-        raise Refused(f"the table {name} is not float", decl)
+    if text(decl.child_by_field_name("type")) not in ("float", "int"):
+        raise Refused(f"the table {name} is not float or int", decl)
     if not ("const" in head.split() or "constexpr" in head.split() or
             (at_file and "__constant__" in head.split() and
              f"cudaMemcpyToSymbol({name}" not in data.replace(" ", ""))):
