@@ -91,6 +91,27 @@ extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_pa
   }
 }
 """,
+    "for_comma_steps": r"""
+#define RPB 64
+extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
+                                             const float* dy, const float* xhat, int rows,
+                                             int cols) {
+  const long long col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  const long long lo = (long long)blockIdx.y * RPB;
+  const long long hi = min(lo + RPB, (long long)rows);
+  const float* grad = dy + lo * cols + col;
+  const float* norm = xhat + lo * cols + col;
+  const float* const stop = dy + hi * cols + col;
+  float acc_g = 0.0f, acc_b = 0.0f;
+  for (; grad < stop; grad += cols, norm += cols) {
+    acc_g += *grad * *norm;
+    acc_b += *grad;
+  }
+  dgamma_part[(size_t)blockIdx.y * cols + col] = acc_g;
+  dbeta_part[(size_t)blockIdx.y * cols + col] = acc_b;
+}
+""",
     "for_min_value_local": r"""
 #define ROWS_PER_BLOCK 64
 extern "C" __global__ void lnbwd_colpartials(float* dgamma_part, float* dbeta_part,
@@ -151,6 +172,8 @@ NEAR_MISSES = {
                           "  if (c >= cols) return;\n",
                           "  int c = blockIdx.x * blockDim.x + threadIdx.x;\n"
                           "  if (c >= cols) return;\n  c = c - 1;\n"),
+    # an unsigned column: compared with it, a negative cols passes the check
+    "unsigned_column": ("  const int c = ", "  const unsigned c = "),
     # the end at another column than the walked pointer
     "end_off_column": ("dy + r1 * cols + c;", "dy + r1 * cols + c + 1;"),
     # a pointer stepped by another stride than the walked one

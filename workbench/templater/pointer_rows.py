@@ -11,21 +11,23 @@ the spelling of its walk alone. A row end clamped by hand (``size_t r1 = r0 + 64
 rows) r1 = rows;``) is read as the ``min`` it is first (:func:`_clamp`).
 
 Rewritten only where the two are the same program (:func:`_walk`): the loop is a ``while``
-(or a ``for`` with no initializer) comparing a pointer ``p < e``; its body's last
-statements step pointers, each by the same stride ``s`` (``q += s``), ``p`` among them,
+or a ``for`` comparing a pointer ``p < e``; its body's last statements and the ``for``'s
+update (``p += s, q += s``) step pointers, each once, by the same stride ``s``, ``p`` among
+them (a ``for`` that declares ``p`` steps it in its update: a counted ``while`` respelled),
 and no ``continue`` of the loop's own skips them; ``s`` is a literal, a macro or a name
-nothing in the kernel assigns, and is positive: a positive literal, or a column check
-keeps every thread whose column (a local nothing reassigns, built from the launch's
+nothing in the kernel assigns, and is positive: a positive literal, or a column check keeps
+every thread whose column (a signed local nothing reassigns, built from the launch's
 geometry, literals, ``+`` and ``*`` only: never negative) is at least ``s`` out of the loop
 (``if (c >= s) return;`` before it in its block, or ``if (c < s && ..) {..}`` around it),
-so a row walk of a matrix ``s`` wide that the thread's column is inside; each stepped pointer and the end ``e`` are declared alone, with a value, in the
-block of the loop, before it, as ``base + R * s + C`` (the terms in any order, ``s * R`` as
-well), the stepped pointers all at the same row ``R``, the end at ``base_p + R_e * s +
-C_p``; nothing but the loop mentions them after their declarations, the loop's body only
-reading the stepped pointers (``*q``, ``q[k]``) and never assigning ``s``, ``R`` or
-``R_e``. Then ``p < e`` is ``R + k < R_e`` at the k-th pass (``s > 0``), and ``*q`` is
-``base_q[(R + k) * s + C_q]``. The declarations become blank and the steps empty, so every
-line keeps its number. Anything else stays as written.
+so a row walk of a matrix ``s`` wide that the thread's column is inside; each stepped
+pointer and the end ``e`` are declared alone, with a value, in the block of the loop,
+before it, as ``base + R * s + C`` (base first, the rest in any order, ``s * R`` too), the stepped
+pointers all at the same row ``R``, the end at ``base_p + R_e * s + C_p``; nothing but the
+loop mentions them after their declarations, the loop's body only reading the stepped
+pointers (``*q``, ``q[k]``) and never assigning ``s``, ``R`` or ``R_e``. Then ``p < e`` is
+``R + k < R_e`` at the k-th pass (``s > 0``), and ``*q`` is ``base_q[(R + k) * s + C_q]``.
+The declarations become blank and the steps empty, so every line keeps its number. Anything
+else stays as written.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _INTEGER = ("int", "unsigned", "unsigned int", "long", "long long", "unsigned lo
             "unsigned long long", "size_t", "ptrdiff_t", "int64_t", "uint64_t", "int32_t",
             "uint32_t")
 _GEOMETRY = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.")
+_SIGNED = ("int", "signed", "signed int", "long", "long long", "int32_t", "int64_t",
+           "ptrdiff_t")
 
 
 def pointer_rows(current: InlinedSource, entry: str | None) -> InlinedSource:
@@ -214,10 +218,12 @@ def _positive(stride: str, loop: Node) -> bool:
     while kernel.parent is not None and kernel.type != "function_definition":
         kernel = kernel.parent
     changed = _reassigned(kernel)
-    found = [f for d in walk(kernel) if d.type == "declaration" and
+    found = [(f[0], f[1], _type(d)) for d in walk(kernel) if d.type == "declaration" and
              (f := _declared(d)) is not None]
-    names = [name for name, _v in found]
-    values = {name: v for name, v in found if names.count(name) == 1 and name not in changed}
+    names = [name for name, _v, _t in found]
+    # a signed column: compared with an unsigned one, a negative stride would pass the check
+    values = {name: v for name, v, t in found if names.count(name) == 1 and
+              name not in changed and t in _SIGNED}
 
     def column_against(cond: Node, op: str) -> bool:
         left, right = cond.child_by_field_name("left"), cond.child_by_field_name("right")
@@ -258,19 +264,22 @@ def _walk(loop: Node) -> list[Edit] | None:
     siblings = _siblings(loop)
     init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
     if body is None or body.type != "compound_statement" or loop not in siblings or \
-            _own_continue(body) or (init is None) != (update is None) or \
+            _own_continue(body) or (init is not None and update is None) or \
             cond.type != "binary_expression" or \
             text(cond.child_by_field_name("operator")) != "<":
         return None
     p, e = (text(strip(cond.child_by_field_name(f))) for f in ("left", "right"))  # type: ignore[arg-type]
-    # a for loop that declares and steps p itself (a counted while respelled)
-    own = _step_of(update) if update is not None else None
-    if init is not None and (own is None or own[0] != p or _pointer(init) != p):
+    # a for loop's update steps (``p += s, q += s``); with an initializer it declares p (a
+    # counted while respelled)
+    own = [_step_of(u) for u in _comma_parts(update)] if update is not None else []
+    heads = [o for o in own if o is not None]
+    if len(heads) != len(own) or (init is not None and (
+            _pointer(init) != p or p not in [n for n, _s in heads])):
         return None
     statements = [c for c in body.named_children if c.type != "comment"]
     at = siblings.index(loop)
     pointers = {name for d in siblings[:at] if (name := _pointer(d)) is not None}
-    last = own or (_step(statements[-1]) if statements else None)
+    last = heads[0] if heads else (_step(statements[-1]) if statements else None)
     if last is None:
         return None
     stride = last[1]
@@ -280,7 +289,10 @@ def _walk(loop: Node) -> list[Edit] | None:
         if step is None or step[0] in steps or step[0] not in pointers or step[1] != stride:
             break
         steps[step[0]] = stmt
-    if p not in steps and init is None:
+    stepped = [n for n, _s in heads]
+    walked = [*steps, *stepped]
+    if p not in walked or len(set(walked)) != len(walked) or \
+            any(st != stride for _n, st in heads):
         return None
     kernel = loop
     while kernel.parent is not None and kernel.type != "function_definition":
@@ -288,7 +300,7 @@ def _walk(loop: Node) -> list[Edit] | None:
     if stride in _reassigned(kernel) or not _positive(stride, loop):
         return None
     decls: dict[str, tuple[Node, tuple[str, str, str]]] = {}
-    for name in [*steps, p, e]:
+    for name in [*walked, e]:
         found = [(d, f[1]) for d in ([init] if init is not None and name == p else
                                      siblings[:at])
                  if (f := _declared(d)) is not None and f[0] == name and _pointer(d) == name]
@@ -296,7 +308,7 @@ def _walk(loop: Node) -> list[Edit] | None:
         if rows is None:
             return None
         decls[name] = (found[0][0], rows)
-    first = {decls[q][1][1] for q in [*steps, p]}
+    first = {decls[q][1][1] for q in walked}
     base, end_rows, end_rest = decls[e][1]
     if len(first) != 1 or (base, end_rest) != (decls[p][1][0], decls[p][1][2]):
         return None
@@ -313,7 +325,7 @@ def _walk(loop: Node) -> list[Edit] | None:
                   and text(n) == name):
             if any(a <= n.start_byte < b for a, b in skipped):
                 continue
-            read = _read(n, body, decls[name][1], stride, name in steps or name == p)
+            read = _read(n, body, decls[name][1], stride, name in walked)
             if read is None:
                 return None
             edits.append(read)
@@ -321,6 +333,14 @@ def _walk(loop: Node) -> list[Edit] | None:
     edits.append((*header, f"for ({row_type} {_ROW} = {start}; {_ROW} < {end_rows}; "
                            f"++{_ROW}) "))
     return edits
+
+
+def _comma_parts(node: Node) -> list[Node]:
+    """The expressions of a comma chain (``p += s, q += s``), or ``[node]``."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if node.type != "comma_expression" or left is None or right is None:
+        return [node]
+    return [*_comma_parts(left), *_comma_parts(right)]
 
 
 def _pointer(decl: Node) -> str | None:
