@@ -19,16 +19,18 @@ unrolled by 4, exp2f). Two causes:
   once an item). A ``while`` walking pointers in step one element a pass is the index loop
   it counts (:func:`.loop_forms._pointer_walk`), each read at its base plus the count, so
   the staged walk's items share each staged point (ITEMS) and the loop they share gets the
-  unroll knob (UNROLL) where the author wrote none.
+  unroll knob (UNROLL) where the author wrote none. The walk is each output's compute loop,
+  so FAST_MATH (:mod:`.ilp_fastmath`: ``expf`` as ``__expf``, the hardware ``ex2`` of the
+  argument times log2(e), as the expert's EXP2) applies to it.
 
 Pure: the folder's lift and two other spellings (a namespace ``const int`` with an index
 loop; a struct's ``static constexpr`` with ``while (pp != stop)``, ``(*pp).x``, ``wp[0]``,
-``wp += 1``, ``pp++``) gain BLOCK_THREADS, ITEMS, JSPLIT, UNROLL; walks the rule cannot read
-are not indexed (no ITEMS). Host (g++): each lift at the default, the expert's pick in the lift's
-knobs, mixes and the all-ends configs (their first and last; all 16 with
-``WORKBENCH_FULL_MATRIX=1``) against the kernel as written: bit for bit with one row (every
-query sums its points in point order), within the folder's tolerance with rows (their sums
-added row by row).
+``wp += 1``, ``pp++``) gain BLOCK_THREADS, ITEMS, JSPLIT, UNROLL, FAST_MATH; walks the rule
+cannot read are not indexed (no ITEMS). Host (g++): each lift at the default, the expert's
+pick in the lift's knobs, mixes and the all-ends configs (their first and last; all of them
+with ``WORKBENCH_FULL_MATRIX=1``) against the kernel as written: bit for bit with one row
+(every query sums its points in point order), within the folder's tolerance with rows
+(their sums added row by row).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from typing import Any
 import held_back_unseen16
 import numpy as np
 import pytest
-from held_back_harness import respelled
+from held_back_harness import prepended, respelled
 from helpers_templater import host_configs
 from test_corpus_unseen3 import _assert_same, _inputs, folder_runs
 
@@ -130,13 +132,15 @@ extern "C" __global__ void kde2d_tiles(float* density, const float* query, const
 }
 """
 
-KNOBS = ["BLOCK_THREADS", "ITEMS", "JSPLIT", "UNROLL", "MIN_BLOCKS_PER_SM"]
+KNOBS = ["BLOCK_THREADS", "ITEMS", "JSPLIT", "UNROLL", "FAST_MATH", "MIN_BLOCKS_PER_SM"]
 #: Mixes over the default: the expert's H200 pick in the lift's knobs (512 threads, a query
-#: a thread, unrolled by 4); 64 threads (wrong before the constant followed the block) of
-#: two queries; 128 threads in two rows of two queries, not unrolled.
-MIXES = [{"BLOCK_THREADS": 512, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 4},
+#: a thread, unrolled by 4, __expf for its exp2f); 64 threads (wrong before the constant
+#: followed the block) of two queries; 128 threads in two rows of two queries, not unrolled.
+#: The host reads __expf as expf: FAST_MATH's numbers are the GPU gate's to check.
+MIXES = [{"BLOCK_THREADS": 512, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 4, "FAST_MATH": 1},
          {"BLOCK_THREADS": 64, "ITEMS": 2, "UNROLL": 4},
-         {"BLOCK_THREADS": 128, "ITEMS": 2, "JSPLIT": 2, "UNROLL": 1, "MIN_BLOCKS_PER_SM": 2}]
+         {"BLOCK_THREADS": 128, "ITEMS": 2, "JSPLIT": 2, "UNROLL": 1, "MIN_BLOCKS_PER_SM": 2,
+          "FAST_MATH": 1}]
 
 
 def _knobs(result: TemplaterResult) -> list[str]:
@@ -153,7 +157,7 @@ def test_the_folder_lift_reads_the_tile_constant_and_the_walk() -> None:
     assert any(n.startswith("kTile: applied: kTile = 128 is BLOCK_THREADS") and "(line 8)" in n
                for n in result.notes), result.notes
     assert "for (int wb_k = 0; wb_k < (end) - p; ++wb_k) {" in source
-    assert "me[wb_u].x - p[wb_k].x" in source and "acc[wb_u] += pw[wb_k] * expf(" in source
+    assert "me[wb_u].x - p[wb_k].x" in source and "acc[wb_u] += pw[wb_k] * WB_F_expf(" in source
     assert result.lifted.grid == ("ceil_div(nq, BLOCK_THREADS * ITEMS)",)
     pick = {**dict(result.template.default_config()), **MIXES[0]}
     assert result.template.space(kf.env("large", "fp32")).rejection(pick) is None
@@ -186,7 +190,7 @@ def _computes_as_written(kf: KernelFolder, work: Path) -> int:
     result = offline_template(kf)
     env = kf.env(kf.check_shape, "fp32")
     configs = host_configs(result.template, env, MIXES)
-    host = held_back_unseen16.SET.host_source
+    host = prepended("#define __expf(v) expf(v)\n")  # FAST_MATH's call, expf on the host
     runs = [(host(kf.baseline.render({}, "fp32").source), kf.baseline.launch_for({}, env))]
     runs += [(host(result.template.render(c, "fp32").source), result.template.launch_for(c, env))
              for c in configs]

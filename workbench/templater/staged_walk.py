@@ -38,7 +38,8 @@ read no running sum (so the rows' partial sums add up to the sum); nothing befor
 writes memory, nothing after it synchronises. Where these hold, :mod:`.staged_walk_items`
 adds ITEMS (outputs a thread sharing each staged element) if its own rules hold, and a walk
 whose one loop (over the tile) has no unroll pragma of the author's gets UNROLL
-(:func:`.table_items.unroll_shared_loop`: any factor computes the same).
+(:func:`.table_items.unroll_shared_loop`: any factor computes the same); the walk is each
+output's compute loop, so FAST_MATH (:mod:`.ilp_fastmath`) applies to it.
 
 The sums are taken in another order (row by row), so float outputs move by rounding: the
 space-wide gate checks them against the folder's tolerances; integer sums are exact.
@@ -51,6 +52,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, declared_name, int_value, line, text, walk
+from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.inline_bind import declared, statements, written
 from workbench.templater.macros import followed_parameter
 from workbench.templater.plan import Plan
@@ -126,6 +128,7 @@ def apply_staged_walk(plan: Plan) -> bool:
     walks = [s for s in found.steps if s.type == "for_statement"]
     if len(walks) == 1:  # the loop over the tile, which every item and row runs
         unroll_shared_loop(plan, walks[0])
+    apply_fastmath(plan, taps=True)  # the walk is each output's compute loop
     return True
 
 
