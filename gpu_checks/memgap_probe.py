@@ -654,19 +654,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # compute-bound (set 16): a weighted Gaussian sum over shared point tiles, 0.69 of its
     # expert at 08:48Z (the lift then BLOCK_THREADS only: 0.98x; the expert 1.42x at 512
     # threads, a query a thread, unrolled by 4, exp2f). The lift (f0d269b: kTile follows the
-    # block, the pointer walk an index loop: ITEMS, JSPLIT, UNROLL) at the expert's pick in
-    # its knobs (sm_90 31 registers, no spills; the expert 24 with exp2f, 29 with expf),
-    # with two queries a thread, with four rows a tile, and at the first contact's tune
-    # pick; the expert at its pick and with expf (the lift's exponential)
+    # block, the pointer walk an index loop: ITEMS, JSPLIT, UNROLL; 00502df: FAST_MATH, its
+    # __expf for the expert's exp2f) at the expert's pick in its knobs (sm_90 32 registers,
+    # no spills, 14 fma + 21 mul + 7 ex2 in the PTX; the expert 24, 14 + 14 + 7), with expf
+    # (31, 35 fma), with two queries a thread, with four rows a tile, and at the first
+    # contact's tune pick; the expert at its pick and with expf
     "kde2d_tiles": ("corpus_compute_unseen16", {
         "expert_pick": {"BLOCK_THREADS": 512, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
+                        "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_expf": {"BLOCK_THREADS": 512, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 4,
+                             "FAST_MATH": 0, "MIN_BLOCKS_PER_SM": 0},
         "items2": {"BLOCK_THREADS": 256, "ITEMS": 2, "JSPLIT": 1, "UNROLL": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
+                   "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 0},
         "rows4": {"BLOCK_THREADS": 128, "ITEMS": 1, "JSPLIT": 4, "UNROLL": 4,
-                  "MIN_BLOCKS_PER_SM": 0},
+                  "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 0},
         "tune_pick": {"BLOCK_THREADS": 256, "ITEMS": 1, "JSPLIT": 1, "UNROLL": 0,
-                      "MIN_BLOCKS_PER_SM": 1},
+                      "FAST_MATH": 0, "MIN_BLOCKS_PER_SM": 1},
     }, {"pick": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 1},
         "pick_expf": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 0}}),
 }
