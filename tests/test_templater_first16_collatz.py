@@ -18,12 +18,16 @@ under WORKBENCH_FULL_MATRIX=1), bit for bit against the kernel as written.
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import held_back_unseen16
 import pytest
 from held_back_harness import respelled, same_as_written
+from helpers_nvcc import needs_nvcc
 from helpers_templater import host_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
@@ -32,6 +36,9 @@ from test_corpus_unseen3 import (
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import lift_default_shape
 
 FOLDER = held_back_unseen16.SET.root / "collatz_steps"
 KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "CHECK_EVERY", "BRANCHLESS", "MIN_BLOCKS_PER_SM")
@@ -112,6 +119,73 @@ def test_a_counter_the_items_share_stays_ungrouped() -> None:
     assert "CHECK_EVERY: not applied: guarded trips between exit checks: `t` is a counter the " \
         "items share: a trip after every item left would step it past every trip an item " \
         "ran (a read it indexes could leave its table) (line 8)" in notes, notes
+
+
+ONE = "ITEMS_PER_THREAD == 1 && CHECK_EVERY == 1"
+
+
+@pytest.mark.parametrize("source", [
+    pytest.param(None, id="folder"), pytest.param(SPELLING, id="spelling")])
+def test_one_item_one_trip_a_check_is_the_loop_as_written(source: str | None) -> None:
+    """At ITEMS_PER_THREAD 1 and CHECK_EVERY 1 (the default) an exit jumps past the loop
+    before the step, as ``break`` does as written (no step is run and taken back), and the
+    select that restores a left item's state runs only at other configs (the H200 ran the default 0.75x of the kernel: 21 SASS a
+    step against 17)."""
+    text = offline_template(load_kernel_folder(FOLDER)).lifted.source if source is None \
+        else _lift(source)[2]
+    group = text.index("for (int wb_chk = 0; wb_chk < CHECK_EVERY; ++wb_chk) {")
+    jump = text.index(f"if (({ONE}) && wb_done[wb_it]) goto wb_left_", group)
+    label = text[jump:].split("goto ", 1)[1].split(";", 1)[0]
+    step = "collatz_step" if source is None else "x[wb_it] = (x[wb_it] % 2ull"
+    assert jump < text.index("++count[wb_it]" if source is None else step, group)
+    assert text.count(f"goto {label};") == (1 if source is None else 2)
+    assert text.index(f"goto {label};") < text.index(f"{label}:;") < text.index(
+        "steps[", group)
+    restore = text.index(f"if (!({ONE})) {{  // one item: it is in the loop here", group)
+    assert text.index(" ? wb_keep_", restore) < text.index("if (wb_all_done) break;", group)
+
+
+def _step_loop(source: str, work: Path) -> int:
+    """SASS instructions (NOPs left out) of the innermost loop of ``source``'s
+    collatz_steps on sm_90: from a label to the branch back to it (nvdisasm's labels)."""
+    cu, cubin = work / "k.cu", work / "k.cubin"
+    cu.write_text(source)
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-O3", "--std=c++17", "-o", str(cubin),
+                    str(cu)], check=True, capture_output=True)
+    sass = subprocess.run(["nvdisasm", "-c", str(cubin)], check=True, capture_output=True,
+                          text=True).stdout
+    at: dict[str, int] = {}
+    loops: list[int] = []
+    count = 0
+    for line in sass.splitlines():
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            at[label.group(1)] = count
+        elif re.search(r"/\*[0-9a-f]{4,}\*/\s+(?!NOP)", line):
+            count += 1
+            back = re.search(r"\bBRA\b[^`]*`\((\.L_x_\d+)\)", line)
+            if back and back.group(1) in at and count - at[back.group(1)] > 2:
+                loops.append(count - at[back.group(1)])
+    assert loops, sass
+    return min(loops)
+
+
+@needs_nvcc
+@pytest.mark.skipif(shutil.which("nvdisasm") is None, reason="needs nvdisasm (SASS labels)")
+def test_the_default_steps_as_the_kernel_as_written(tmp_path: Path) -> None:
+    """sm_90: the default's step loop is the plain kernel's instruction for instruction in
+    count (before: 21 a step against 17, the select restoring a left item's state and its
+    copies), and its registers are the plain kernel's."""
+    kf = load_kernel_folder(FOLDER)
+    template = offline_template(kf).template
+    default = template.render(template.default_config(), "fp32").source
+    plain = kf.baseline.render({}, "fp32").source
+    (tmp_path / "lift").mkdir()
+    (tmp_path / "plain").mkdir()
+    assert _step_loop(default, tmp_path / "lift") == _step_loop(plain, tmp_path / "plain")
+    row = lift_default_shape.compare_folder(FOLDER, "sm_90", tmp_path)
+    assert row.default.regs_per_thread == row.plain.regs_per_thread, \
+        lift_default_shape.format_rows([row])
 
 
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> int:

@@ -121,6 +121,8 @@ LIVE = "wb_live"
 DONE = "wb_done"
 ALL_DONE = "wb_all_done"
 ALL_LIVE = "wb_all_live"
+#: the label after an own loop, where an exit jumps at one item (_Render.one_item)
+LEFT = "wb_left_"
 LEAVE = "wb_leave"
 INTERLEAVE = "loop(s) of item-independent length interleave the items"  # the finding
 _PREPROC = ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif")
@@ -312,6 +314,19 @@ class _Render:
         self.pragmas: dict[tuple[int, int], str] = {}  # own loop -> its `#pragma unroll`
         # a series loop testing its convergence once every CHECK_EVERY trips
         self.grouped: dict[tuple[int, int], SeriesExit] = {}
+        self.left: set[tuple[int, int]] = set()  # own loops an exit leaves by their label
+
+    def one_item(self, found: SharedExit) -> str:
+        """The config at which ``found``'s loop is the loop as written: one item, and one
+        trip between the all-left tests. There an item's trip starts only while it is in
+        the loop, so an exit leaves by a jump (:meth:`exit_test`) and nothing is restored."""
+        grouped = f" && {CHECK_EVERY} == 1" if span(found.loop) in self.grouped else ""
+        return f"{NAME} == 1{grouped}"
+
+    @staticmethod
+    def label(found: SharedExit) -> str:
+        """Where an exit of ``found``'s loop jumps at :meth:`one_item`: after the loop."""
+        return f"{LEFT}{found.loop.start_byte}"
 
     def carried_pragma(self, stmt: Node, rest: list[Node]) -> bool:
         """``stmt`` is the ``#pragma unroll`` of the next statement, a loop on the items'
@@ -397,8 +412,10 @@ class _Render:
             parts.append(rw.render(pos, stmt.end_byte))
             self.split_depth -= split
             if escape:  # in a block of its own: the next such loop declares its own flags
+                left = f"{indent}{self.label(found)}:;\n" \
+                    if found is not None and span(stmt) in self.left else ""
                 return (f"{indent}{{\n" + self.done_flags(indent) + indent + "".join(parts)
-                        + f"\n{indent}}}\n")
+                        + f"\n{left}{indent}}}\n")
             if split:
                 return self.split_live("".join(parts), indent)
             return indent + "".join(parts) + "\n"
@@ -445,12 +462,14 @@ class _Render:
         """``loop`` once for every item running, with no test of the items' flags left in it
         (nvcc folds each ``if (wb_live[...])`` to true there: at one item the loop as
         written), and once, as rendered, for the others (at one item: its shared
-        statements only). Either way the loop runs once, as written."""
+        statements only). Either way the loop runs once, as written. The second copy's
+        labels (:meth:`label`) get names of their own."""
+        copy = loop.replace(LEFT, f"{LEFT}else_")
         return (f"{indent}{{\n{indent}bool {ALL_LIVE} = true;\n"
                 f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
                 f"{ALL_LIVE} = {ALL_LIVE} && {LIVE}[{IT}];\n"
                 f"{indent}if ({ALL_LIVE}) {{  // every item running: no item test in the loop\n"
-                f"{indent}{loop}\n{indent}}} else {{\n{indent}{loop}\n"
+                f"{indent}{loop}\n{indent}}} else {{\n{indent}{copy}\n"
                 f"{indent}}}\n{indent}}}\n")
 
     def done_flags(self, indent: str) -> str:
@@ -533,7 +552,9 @@ class _Render:
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
                 f"{ALL_DONE} = {ALL_DONE} && {DONE}[{IT}];\n"
                 f"{indent}if (!{ALL_DONE})\n{pragma}{indent}while (true) {{\n"
-                + rendered + update + test + ends + f"{indent}}}\n{indent}}}\n")
+                + rendered + update + test + ends + f"{indent}}}\n"
+                + (f"{indent}{self.label(found)}:;\n" if span(loop) in self.left else "")
+                + f"{indent}}}\n")
 
     def item_loop(self, run: list[Node], indent: str) -> str:
         hoisted: list[str] = []
@@ -579,7 +600,10 @@ class _Render:
         if self.escape_depth:  # an item that left the loop must not change its state
             guard = (f"{indent}  if (!{DONE}[{IT}]) {{\n", f"{indent}  }}\n")
         if straight is not None:  # ... by a select at the end, not a branch
-            body += [indent + "    " + r + "\n" for r in restore(straight.state, DONE, IT)]
+            restores = "".join(indent + "      " + r + "\n"
+                               for r in restore(straight.state, DONE, IT))
+            body.append(f"{indent}    if (!({self.one_item(straight)})) {{  // one item: "
+                        f"it is in the loop here\n{restores}{indent}    }}\n")
             guard = ("", "")
         return ("".join(hoisted) + f"{indent}#pragma unroll\n"
                 f"{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {{\n" + guard[0]
@@ -595,15 +619,18 @@ class _Render:
             return [f"{indent}if {test} {{ " + "".join(a + " " for a in actions) +
                     f"{DONE}[{IT}] = true; continue; }}  // this item leaves the loop\n"]
         keep = [indent + k + "\n" for k in keep_at_exit(straight.state, DONE, IT)]
+        self.left.add(span(straight.loop))
+        leave = (f"{indent}if (({self.one_item(straight)}) && {DONE}[{IT}]) "
+                 f"goto {self.label(straight)};  // one item: it leaves here, as written\n")
         if not actions:
             # `|`, not `||`: the test is safe for any state, and no branch is made
             return [*keep, f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | (bool){test};"
-                    "  // this item leaves the loop\n"]
+                    "  // this item leaves the loop\n", leave]
         # the actions only for the item leaving here; then the state it leaves with is kept
         return [f"{indent}{{\n{indent}const bool {LEAVE} = !{DONE}[{IT}] & (bool){test};"
                 "  // this item leaves the loop\n",
                 f"{indent}if ({LEAVE}) {{ " + " ".join(actions) + " }\n", *keep,
-                f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | {LEAVE};\n{indent}}}\n"]
+                f"{indent}{DONE}[{IT}] = {DONE}[{IT}] | {LEAVE};\n{indent}}}\n", leave]
 
     def exit_return(self, stmt: Node, indent: str) -> str:
         """``if (C) { A...; return; }`` -> the item does A and is done (its later statements
