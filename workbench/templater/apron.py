@@ -115,17 +115,21 @@ def _note_flat_tile(plan: Plan) -> None:
     * AW + tx + dx]`` over ``tile[AH * AW]``): an apron tile spelled by hand, which the
     family reads only as a 2-D array."""
     arrays = _shared_arrays(plan)
-    if len(arrays) != 1 or len(arrays[0][2]) != 1:
-        return
-    name, decl, (extent,) = arrays[0]
-    reads = [n for n in walk(plan.body) if n.type == "subscript_expression"
-             and text(n.child_by_field_name("argument")) == name
-             and all(any(builtin(m, "threadIdx") == d for m in walk(n)) for d in "xy")]
-    parts = binary(strip(extent))
-    if reads and parts is not None and parts[1] == "*":
-        plan.note(KNOB, False, f"the shared tile {name}[{text(extent)}] is one array indexed by "
-                  f"hand (`{text(reads[0])}`): the apron tile is read as a 2-D array "
-                  "[rows][columns]", decl)
+    for name, decl, extents in arrays:
+        reads = [n for n in walk(plan.body) if n.type == "subscript_expression"
+                 and text(n.child_by_field_name("argument")) == name
+                 and not (n.parent is not None and n.parent.type == "assignment_expression"
+                          and n.parent.child_by_field_name("left") == n)
+                 and all(any(builtin(m, "threadIdx") == d for m in walk(n)) for d in "xy")]
+        parts = binary(strip(extents[0])) if len(extents) == 1 else None
+        if not reads or parts is None or parts[1] != "*":
+            continue
+        others = ", ".join(f"{o}[{']['.join(text(e) for e in oe)}] (line "
+                           f"{od.start_point.row + 1})" for o, od, oe in arrays if o != name)
+        plan.note(KNOB, False, f"the shared tile {name}[{text(extents[0])}] is one array "
+                  f"indexed by hand (`{text(reads[0])}`): the apron tile is read as a 2-D array "
+                  "[rows][columns]" + (f"; the kernel also shares {others}: one apron tile is "
+                                       "modelled" if others else ""), decl)
 
 
 def _analyse(plan: Plan) -> Callable[[], None] | None:
@@ -133,7 +137,10 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     sizes = {"x": bx, "y": by}
     arrays = _shared_arrays(plan)
     if len(arrays) != 1:
-        raise Refused(f"{len(arrays)} shared arrays: one apron tile is modelled", arrays[1][1])
+        named = ", ".join(f"{n}[{']['.join(text(e) for e in es)}] (line "
+                          f"{d.start_point.row + 1})" for n, d, es in arrays)
+        raise Refused(f"{len(arrays)} shared arrays ({named}): one apron tile is modelled",
+                      arrays[1][1])
     tile, tdecl, extents = arrays[0]
     ctype = text(tdecl.child_by_field_name("type"))
     elem = _ELEM.get(ctype)
