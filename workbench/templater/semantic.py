@@ -73,6 +73,7 @@ from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
 from workbench.templater.tile import lift_tile
+from workbench.templater.value_casts import value_casts
 from workbench.templater.vector import apply_vector, flat_region
 from workbench.templater.warp import apply_warp
 from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
@@ -91,6 +92,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
+    inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
