@@ -34,6 +34,7 @@ from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
 from workbench.templater.ilp_fastmath import apply_fastmath
+from workbench.templater.ilp_rcp_counter import apply_rcp
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import inline_calls
 from workbench.templater.inline_exits import joined_exits
@@ -128,6 +129,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_gather_stage(plan)  # a 2-D window gather's tile in shared memory
             apply_table(plan)
             apply_fastmath(plan)
+            apply_rcp(plan)  # double divisions by a loop counter's function
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
