@@ -78,6 +78,7 @@ from workbench.templater.warp_regs import (
 from workbench.templater.warp_runs import apply_runs
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
 from workbench.templater.warp_shuffles import collective_helper, shuffle_calls, shuffle_loops
+from workbench.templater.warp_slots import BARRIER, barrier_problem, warp_slots
 
 LANES = "LANES"
 _UNSAFE = ("__syncthreads", "__ballot", "__any", "__all", "__activemask", "__match",
@@ -307,6 +308,7 @@ class _Shape:
     index: Node | None  # X of the global form's X / 32
     more: tuple[Node, ...] = ()  # F again, in a row loop's stride gridDim.x * F
     totals: tuple[GridWarps, ...] = ()  # the grid's warps, a global row loop's stride
+    slots: tuple[Node, ...] = ()  # sizes of per-item __shared__ slots (in more too)
 
 
 def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
@@ -320,17 +322,23 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     if found is None:
         raise Illegal(f"`{text(d.value)}` is not blockIdx.x * F + {shape}", d.decl)
     warp, warp_local = found
-    if warp_local is not None:
+    slots: tuple[Node, ...] = ()
+    if warp_local is not None:  # beyond the item only as a per-item shared slot s[w]
         wname, _n, _v = declared_name(warp_local)
-        if len([u for u in plan.uses(wname) if not _declares(u)]) != 1:
-            raise Illegal(f"the warp index `{wname}` is used beyond the item index; its "
-                          "meaning with fewer lanes per item is not modelled", warp_local)
+        beyond = [u for u in plan.uses(wname) if not _declares(u) and
+                  not (d.value.start_byte <= u.start_byte < d.value.end_byte)]
+        slots = warp_slots(plan, wname, beyond)
     factor_parts = binary(offset)
     assert factor_parts is not None
     factor = strip(factor_parts[2] if builtin(factor_parts[0], "blockIdx") == "x"
                    else factor_parts[0])
     stride = row_loop(plan, d)
     more = _stride_factors(plan, d, factor, stride) if stride is not None else ()
+    for size in slots:  # a slot an item: the array's size is the block's items
+        if _factor_value(plan, size) != _factor_value(plan, factor):
+            raise Illegal(f"the shared slots `{text(size)}` are not the items per block "
+                          f"`{text(factor)}`", size)
+    more = (*more, *slots)
     local = plan.facts.defs.get(text(factor)) if factor.type == "identifier" else None
     if local is not None and not local.assigned and local.value is not None and \
             _block_warps(local.value):  # `wpb = blockDim.x / 32`: the local's value follows
@@ -345,7 +353,7 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
     elif f_value is None or literal(plan.block[0]) != 32 * f_value:
         raise Illegal(f"the block ({plan.block[0]}) is not 32 x `{text(factor)}` warps", d.decl)
     macro = macros.get(text(factor)) if factor.type == "identifier" else None
-    read = 1 + len(more)  # the item's factor and the row loop's stride
+    read = 1 + len([m for m in more if text(m) == text(factor)])  # item, stride, slots
     if local is not None and factor.type != "identifier":
         read = 2 if stride is not None else 1
         if len([u for u in plan.uses(local.name) if not _declares(u)]) != read:
@@ -358,7 +366,8 @@ def _offset_shape(plan: Plan, macros: dict[str, IntegerMacro], item: tuple,
             len([u for u in plan.uses(text(factor)) if not _declares(u)]) != read:
         raise Illegal(f"`{text(factor)}` has other uses in the kernel; its meaning with fewer "
                       "lanes per item is not modelled", factor)
-    return _Shape(d.decl, warp, factor, f_value, macro, (*allowed, *more), (), None, more)
+    return _Shape(d.decl, warp, factor, f_value, macro, (*allowed, *more), (), None, more,
+                  slots=slots)
 
 
 def _stride_factors(plan: Plan, d: object, factor: Node, stride: Node) -> tuple[Node, ...]:
@@ -453,9 +462,11 @@ def _thread_reads(plan: Plan) -> list[Node]:
 def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     warp, factor, f_value, macro = shape.warp, shape.factor, shape.f_value, shape.macro
     spans = [(n.start_byte, n.end_byte) for n in shape.allowed]
+    slotted = {n.start_byte for n in shape.slots}  # a shared slot an item (.warp_slots)
     bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE) and
-                 not (c == "__activemask" and _masks_only(plan)))
-    if bad or any(x.is_shared for x in plan.facts.defs.values()):
+                 not (c == "__activemask" and _masks_only(plan)) and
+                 not (c == BARRIER and slotted and barrier_problem(plan) is None))
+    if bad or any(x.is_shared and not _slot_array(x, slotted) for x in plan.facts.defs.values()):
         raise Illegal(f"the warps cooperate through {bad[0] if bad else '__shared__ memory'}")
     helper = collective_helper(plan, _UNSAFE)
     if helper is not None:
@@ -688,6 +699,12 @@ def _while_lane_loops(plan: Plan, is_lane: Callable[[Node], bool]) -> list[tuple
                           f"`{var} += 32` as its last statement", after)
         out.append((strip(start), strip(step)))
     return out
+
+
+def _slot_array(d: object, slotted: set[int]) -> bool:
+    """Whether the shared array ``d`` is one of the shape's per-item slots."""
+    return any(d.decl.start_byte <= b < d.decl.end_byte  # type: ignore[attr-defined]
+               for b in slotted)
 
 
 def _declares(n: Node) -> bool:
