@@ -92,6 +92,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py redblack_red_sweep
     python3 gpu_checks/memgap_probe.py collatz_steps
     python3 gpu_checks/memgap_probe.py lnbwd_colpartials
+    python3 gpu_checks/memgap_probe.py erf_series_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -674,6 +675,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                       "FAST_MATH": 0, "MIN_BLOCKS_PER_SM": 1},
     }, {"pick": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 1},
         "pick_expf": {"THREADS": 512, "ITEMS": 1, "UNROLL": 4, "EXP2": 0}}),
+    # compute-bound (set 17): erf's 64-term series in double in a helper, 0.23 of its expert
+    # at 09:53Z (the lift then BLOCK_THREADS, items, MIN_BLOCKS_PER_SM: 1.03x; the expert
+    # 4.41x at 128 threads, 4 items, unrolled by 2, reciprocals). The lift (ilp_rcp_counter:
+    # RCP, TERM_UNROLL) at the expert's pick in its knobs (sm_90 28 registers, no spills;
+    # the expert 46), the term loop unrolled whole (its reciprocals constants: 16 registers,
+    # no division call) at 4 items and at 1, the default, and the first contact's tune pick
+    "erf_series_f64": ("corpus_compute_unseen17", {
+        "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "RCP": 1,
+                        "TERM_UNROLL": 2, "MIN_BLOCKS_PER_SM": 0},
+        "whole_items4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "RCP": 1,
+                         "TERM_UNROLL": 64, "MIN_BLOCKS_PER_SM": 0},
+        "whole_items1": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "RCP": 1,
+                         "TERM_UNROLL": 64, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "RCP": 0,
+                    "TERM_UNROLL": 0, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 960, "ITEMS_PER_THREAD": 1, "RCP": 0,
+                      "TERM_UNROLL": 0, "MIN_BLOCKS_PER_SM": 2},
+    }, {"pick": {"THREADS": 128, "ITEMS": 4, "UNROLL": 2, "RCP": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
