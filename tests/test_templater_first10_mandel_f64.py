@@ -40,12 +40,16 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen10.ROOT / "mandel_f64"
-KNOBS = ("BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM")
+#: CHECK_EVERY: the orbit loop's header test (``while (C)``, ``do .. while (C)``) runs in every
+#: trip of a group, per item (ilp_guarded_trips' exact reading; before, a header test was
+#: not read and the loop had no knob)
+KNOBS = ("BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "CHECK_EVERY", "MIN_BLOCKS_PER_SM")
 #: The expert's checked mixes spelled in the lift's knobs (64 x 2 threads of 4 pixels; 8 x
-#: 16 of 2, here with a register cap of 4 blocks an SM), then a row of 8 pixels a thread.
+#: 16 of 2, here with a register cap of 4 blocks an SM), then a row of 8 pixels a thread,
+#: four trips between its all-left tests.
 MIXES = [{"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_PER_THREAD": 4},
          {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 4},
-         {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_PER_THREAD": 8}]
+         {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_PER_THREAD": 8, "CHECK_EVERY": 4}]
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 

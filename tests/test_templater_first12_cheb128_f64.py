@@ -255,8 +255,9 @@ def test_a_table_counting_down_from_a_run_time_value_is_not_staged() -> None:
 
 def test_digamma_f64_steps_its_recurrence_in_one_loop() -> None:
     result = offline_template(load_kernel_folder(DIGAMMA))
+    # CHECK_EVERY: the recurrence's header test runs in every trip of a group, per item
     assert tuple(p.name for p in result.lifted.params) == (
-        "BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"), result.notes
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "CHECK_EVERY", "MIN_BLOCKS_PER_SM"), result.notes
     assert _note(result.notes, "INLINE").startswith(
         "INLINE: applied: digamma inlined into digamma_f64")
     items = _note(result.notes, "ITEMS_PER_THREAD")

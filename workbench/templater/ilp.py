@@ -528,8 +528,11 @@ class _Render:
             bound = "" if series.bound is None else (
                 f"{deeper}if ({GROUP} > 0 && {'!' if series.bound_goes_on else ''}"
                 f"({rw.text(series.bound)})) break;  // its counter's bound, every trip\n")
+            # an exact group tests each item's header after every trip, not after the group
+            each_trip = (deeper + test[len(indent) + 2:].replace(
+                f"\n{indent}  ", f"\n{deeper}")) if series.exact and test else ""
             rendered = (f"{indent}  #pragma unroll\n{indent}  for (int {GROUP} = 0; {GROUP} < "
-                        f"{CHECK_EVERY}; ++{GROUP}) {{\n" + bound + rendered + update
+                        f"{CHECK_EVERY}; ++{GROUP}) {{\n" + bound + rendered + update + each_trip
                         + f"{indent}  }}\n")
             update = ""
         # rotated: the first test before the loop, each trip's test at its end, so a trip's
@@ -537,6 +540,8 @@ class _Render:
         # work out of it as it does for the loop as written (a `while (true)` testing first
         # kept sqrtf, logf and expf of the item's inputs in the loop: implied_vol_bisect)
         first = "" if found.kind == "do" else test.replace(f"\n{indent}  ", f"\n{indent}")[2:]
+        if series is not None and series.exact:
+            test = ""  # tested in every trip of the group
         if series is not None and series.exit_if is not None:  # its exit after the group
             exit_cond = series.exit_if.child_by_field_name("condition")
             assert exit_cond is not None

@@ -76,6 +76,8 @@ class SeriesExit:
     # each extra trip of a group, so the loop ends by it on the trip it did as written
     bound: Node | None = None
     bound_goes_on: bool = True  # the loop goes on while the bound holds (else: leaves)
+    # every trip of a group tests each item's exits and header (:mod:`.ilp_guarded_trips`)
+    exact: bool = False
 
 
 def group_series_exits(plan: Plan, exits: list[SharedExit],
@@ -84,18 +86,19 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
     the knob and a note for each; a note naming the line for each series loop refused.
     Where no loop is a series, the one loop :mod:`.ilp_guarded_trips` groups exactly."""
     grouped: dict[tuple[int, int], SeriesExit] = {}
-    refused: list[SharedExit] = []
+    refused: list[tuple[SharedExit, Illegal]] = []
     for found in exits:
         if found.kind == "escape":
             continue
         try:
             grouped[span(found.loop)] = series_exit(plan, found, escape_ifs)
-        except Illegal as exc:
-            plan.note(NAME, False, f"the exit test once every few trips: {exc.reason}",
-                      exc.node or found.loop)
-            refused.append(found)
+        except Illegal as why:
+            refused.append((found, why))
     if not grouped:  # no series: a loop whose every trip tests its exits per item
         return _guarded_groups(plan, refused)
+    for found, cause in refused:
+        plan.note(NAME, False, f"the exit test once every few trips: {cause.reason}",
+                  cause.node or found.loop)
     if len(grouped) != 1:  # one knob for one loop: two series would each want their own
         return {}
     series = next(iter(grouped.values()))
@@ -114,21 +117,23 @@ def group_series_exits(plan: Plan, exits: list[SharedExit],
     return grouped
 
 
-def _guarded_groups(plan: Plan, exits: list[SharedExit]) -> dict[tuple[int, int], SeriesExit]:
-    """The one loop of ``exits`` whose trips group exactly (:mod:`.ilp_guarded_trips`: its
-    exits stay in every trip, none moves after the group), with the knob and a note; a
-    note naming the line for each refused."""
+def _guarded_groups(plan: Plan, refused: list[tuple[SharedExit, Illegal]]
+                    ) -> dict[tuple[int, int], SeriesExit]:
+    """The one loop of ``refused`` (each with why it is no series) whose trips group exactly
+    (:mod:`.ilp_guarded_trips`: its tests stay in every trip), with the knob and a note; for
+    each loop neither reading takes, one note naming the series refusal's line, both
+    reasons."""
     grouped: dict[tuple[int, int], SeriesExit] = {}
-    for found in exits:
-        if found.header_exit is not None:  # tested once a group: not read (module doc)
-            continue
+    for found, cause in refused:
         try:
             guarded_trips(found, shared_counters(plan, [found.loop]))
-        except Illegal as exc:
-            plan.note(NAME, False, f"guarded trips between exit checks: {exc.reason}",
-                      exc.node or found.loop)
+        except Illegal as guarded:
+            at = line(guarded.node or found.loop)
+            plan.note(NAME, False, f"the exit test once every few trips: {cause.reason}; "
+                      f"guarded trips between exit checks (line {at}): {guarded.reason}",
+                      cause.node or found.loop)
             continue
-        grouped[span(found.loop)] = SeriesExit(found.loop, None, "", "", 0.0)
+        grouped[span(found.loop)] = SeriesExit(found.loop, None, "", "", 0.0, exact=True)
     if len(grouped) != 1:
         return {}
     loop = next(iter(grouped.values())).loop
