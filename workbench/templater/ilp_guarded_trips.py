@@ -1,6 +1,7 @@
-"""CHECK_EVERY, exact: a loop the items share with no test in its header (``for (;;)``,
-``while (true)``), left only by exits ``if (C) break;`` in its body, runs ``CHECK_EVERY``
-trips between its all-items-left tests, each trip's exits still tested per item (issue 28,
+"""CHECK_EVERY, exact: a loop the items share (``for (;;)``, ``while (true)``, or one with a
+test in its header, below), left by that test or by exits ``if (C) break;`` in its body, runs
+``CHECK_EVERY`` trips between its all-items-left tests, each trip's exits still tested per
+item (issue 28,
 set 16's collatz_steps: the expert's UNROLL, guarded steps between checks of the exit).
 
 Where :mod:`.ilp_series_exit` lets extra trips run unguarded (their terms fall below the
@@ -16,9 +17,9 @@ is refused, naming the line:
   would step it past every trip an item ran, and a read it indexes could leave its table;
 * a barrier (``__syncthreads``): the group would change how many a thread reaches.
 
-A loop with a header test (``while (C)``, ``for (; C; )``, ``do ... while (C)``) is not read
-here: ilp.py's group renders that test once after its trips, not after each (what it would
-need: the header's per-item test inside the group's ``for``); its series note stands.
+A loop with a header test (``while (C)``, ``for (; C; )``, ``do ... while (C)``) is read too:
+ilp.py's exact group (``SeriesExit.exact``) runs each item's header test after every trip of
+the group, not once after it.
 
 The loop's body as written is one trip; the knob only decides how many of those trips run
 before the thread asks whether any item is still in the loop (a branch, taken once a group,
@@ -35,7 +36,7 @@ _BARRIERS = ("__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syn
 
 
 def guarded_trips(found: SharedExit, shared: set[str]) -> None:
-    """Nothing where ``found``'s loop (no header test) may run CHECK_EVERY trips between its
+    """Nothing where ``found``'s loop may run CHECK_EVERY trips between its
     all-left tests with no trip changing a result (the module doc), else Illegal naming the
     line.
     ``shared``: the loop's counters the items share (:func:`.ilp_series_exit.shared_counters`,
