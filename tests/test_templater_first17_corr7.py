@@ -6,19 +6,36 @@ thread over a shared window, :mod:`workbench.templater.apron`) reads one 2-D til
 the kernel without a word; the expert's rows a thread (RY) and padding (PAD) were out of
 reach and the lift had the block sizes only.
 
+The block lift made the written ``BS`` (one constant for both block sizes, also read by the
+flat thread index and, through ``WIN``, the tile's extent) two knobs, BLOCK_X and BLOCK_Y,
+and left ``BS`` at 16 "so the gate decides": every block but 16 x 16 computed wrong outputs
+(host: 32 x 8, 16 x 8, 32 x 16, 8 x 32 and 8 x 8 differ), and the H200 gate's repair kept
+8 x 8 in the written space. :mod:`workbench.templater.macros` now holds each such knob at the
+constant's value where the constant is read anywhere no transform rewrote it.
+
 Pure: the refusal is now a note with the line, naming the hand-indexed tile and the other
 shared array, for the folder and for a second spelling (constexpr sizes, a nest of loads, the
 filters in a 2-D shared array, the tile read inline: the family's two-arrays refusal, which
-now names both arrays and their lines).
+now names both arrays and their lines); both lifts hold the block at 16 x 16 with the line.
+Host (g++): both lifts at the default and the last config of their space (its every config
+has the 16 x 16 block) bit for bit against the kernel as written, and
+the 8 x 8 block the constraints now exclude differs (the check can fail).
 """
 
 from __future__ import annotations
 
+import itertools
+import shutil
 from pathlib import Path
 
 import held_back_unseen17
-from held_back_harness import respelled
+import pytest
+from held_back_harness import respelled, same_as_written
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
 
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 
 FOLDER = held_back_unseen17.SET.root / "corr7x7_bank4"
@@ -57,8 +74,11 @@ def _apron_notes(notes: tuple[str, ...]) -> list[str]:
     return [n for n in notes if n.startswith("OUT_XY: ")]
 
 
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
 def test_the_folders_flat_window_and_shared_filters_are_named_with_the_line() -> None:
-    from workbench.core.kernel_folder import load_kernel_folder
     notes = _apron_notes(offline_template(load_kernel_folder(FOLDER)).notes)
     assert notes == [
         "OUT_XY: not applied: the shared tile tile[WIN * WIN] is one array indexed by hand "
@@ -73,3 +93,43 @@ def test_a_second_spelling_is_named_the_same_way(tmp_path: Path) -> None:
     assert notes == [
         "OUT_XY: not applied: 2 shared arrays (win[SW * SW] (line 4), wt[NW][K * K] (line 5)): "
         "one apron tile is modelled (line 5)"], notes
+
+
+def _spelling(tmp_path: Path) -> KernelFolder:
+    return respelled(FOLDER, tmp_path / "spelling", SPELLING)
+
+
+@pytest.mark.parametrize(("which", "held"), [
+    ("folder", "#define BS: not applied: its uses were lifted to different parameters "
+               "(BLOCK_X, BLOCK_Y); left as written, so BLOCK_X, BLOCK_Y held at 16: `BS` is "
+               "also read where no transform lifted it (line 16) (line 7)"),
+    ("spelling", "T: not applied: its uses were lifted to different parameters (BLOCK_X, "
+                 "BLOCK_Y); left as written, so BLOCK_X, BLOCK_Y held at 16: `T` is also read "
+                 "where no transform lifted it (line 4) (line 1)")])
+def test_one_constant_for_both_block_sizes_holds_them_at_its_value(
+        tmp_path: Path, which: str, held: str) -> None:
+    kf = load_kernel_folder(FOLDER) if which == "folder" else _spelling(tmp_path)
+    result = offline_template(kf)
+    assert held in result.notes, result.notes
+    assert {"BLOCK_X == 16", "BLOCK_Y == 16"} <= set(result.lifted.constraints)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("which", ["folder", "spelling"])
+def test_the_lift_computes_as_written_and_the_excluded_block_does_not(
+        tmp_path: Path, which: str, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER) if which == "folder" else _spelling(tmp_path)
+    template = offline_template(kf).template
+    space = template.space(dict(kf.env(kf.check_shape, "fp32")))
+    valid = [c for c in (dict(zip(template.param_names, combo, strict=True)) for combo in
+                         itertools.product(*(p.values() for p in template.params)))
+             if space.rejection(c) is None]
+    assert {(c["BLOCK_X"], c["BLOCK_Y"]) for c in valid} == {(16, 16)}
+    configs = [dict(template.default_config()), valid[-1]]
+    assert same_as_written(kf, template, configs, held_back_unseen17.SET.host_source,
+                           tmp_path / "ok", host_flags) == 2
+    excluded = {**template.default_config(), "BLOCK_X": 8, "BLOCK_Y": 8}
+    with pytest.raises(AssertionError, match="out differs"):
+        same_as_written(kf, template, [excluded], held_back_unseen17.SET.host_source,
+                        tmp_path / "excluded", host_flags)

@@ -82,9 +82,10 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
         param = next(iter(targets))
         if len(targets) > 1 or param not in plan.params or \
                 plan.params[param].spec.get("default") != macro.value:
+            held = _hold_at_value(plan, macro.name, macro.value, targets)
             plan.note(f"#define {macro.name}", False, f"its uses were lifted to different "
-                      f"parameters ({', '.join(sorted(targets))}); left as written, so the "
-                      "gate decides", macro.definition)
+                      f"parameters ({', '.join(sorted(targets))}); left as written, so "
+                      + (held or "the gate decides"), macro.definition)
             continue
         plan.rw.discard(edits)  # the uses keep the author's name
         if param == macro.name:  # the parameter is the macro itself: a guarded default
@@ -95,6 +96,39 @@ def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
                   f"the #define now reads {param}, so its {len(uses)} use(s) follow",
                   macro.definition)
     _follow_file_constants(plan, macros)
+
+
+def _hold_at_value(plan: Plan, name: str, value: int, targets: set[str]) -> str:
+    """Where a constant left as written (a ``#define``, a file-scope constant) is still read
+    where no transform rewrote it (in the kernel, or through another constant read there: a
+    tile extent ``WIN = (BS + 2 * R)``, a flat thread index ``ty * BS + tx``), a config that
+    moves a parameter its other uses were lifted to mixes two sizes: each such parameter is
+    held at ``value`` (a constraint), and the reason is returned; "" where every read
+    follows its parameter."""
+    def unrewritten(constant: str) -> list[Node]:
+        return [n for n in plan.uses(constant) if not any(
+            e.start <= n.start_byte and n.end_byte <= e.end for e in plan.rw.edits)]
+
+    root = plan.source.tree.root_node
+    functions = [(f.start_byte, f.end_byte) for f in walk(root) if f.type == "function_definition"]
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    through = {text(n) for d in walk(root)
+               if d.type in ("preproc_def", "init_declarator")
+               and not any(a <= d.start_byte < b for a, b in functions)
+               and (n := d.child_by_field_name("name" if d.type == "preproc_def"
+                                               else "declarator")) is not None
+               and text(n) != name and (v := d.child_by_field_name("value")) is not None
+               and word.search(text(v))}
+    left = sorted(unrewritten(name) + [n for other in through for n in unrewritten(other)],
+                  key=lambda n: n.start_byte)
+    held = sorted(t for t in targets if t in plan.params
+                  and plan.params[t].spec.get("default") == value)
+    if not left or not held:
+        return ""
+    for t in held:
+        plan.constrain(f"{t} == {value}")
+    return (f"{', '.join(held)} held at {value}: `{name}` is also read where no transform "
+            f"lifted it (line {left[0].start_point.row + 1})")
 
 
 def _use_edits(plan: Plan, name: str) -> tuple[list[Edit], set[str]]:
@@ -148,9 +182,10 @@ def _follow_file_constants(plan: Plan, macros: dict[str, IntegerMacro]) -> None:
             continue  # bound to its parameter already (:func:`.named.bind_block_constants`)
         if param is None:
             if len(targets) > 1:
+                held = _hold_at_value(plan, name, known[name], targets)
                 plan.note(name, False, f"its uses were lifted to different parameters "
-                          f"({', '.join(sorted(targets))}); left as written, so the gate "
-                          "decides", value)
+                          f"({', '.join(sorted(targets))}); left as written, so "
+                          + (held or "the gate decides"), value)
             continue
         plan.rw.discard(edits)  # the uses keep the author's name
         plan.rw.replace(value, param)
