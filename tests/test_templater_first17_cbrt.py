@@ -5,11 +5,16 @@ expansion opens ``((y) - (...) / (...))``. tree-sitter reads ``(y) - d`` as a ca
 a type ``y``, so the items' rewrite gave every read of ``y`` its item but that one and the
 lift did not compile (nvcc: syntax). workbench/templater/value_casts.py writes such a cast
 as the variable (the file declares ``y`` a variable and never a type) before the analysis.
+The expert's RCP (one reciprocal of ``3 y^2`` and a multiply) is
+workbench/templater/ilp_div_rcp.py's DIV_RCP: a double division in a loop by a value the
+loop recomputes, where every store is a float.
 Pure: the folder's lift and a second spelling (another macro, its parameters named
 otherwise, no outer parentheses, a ``for`` with an int counter, the work under ``if (t <
-n)``, the zero selected at the store) read every ``y`` per item; a typedef'd name keeps its cast. nvcc: the lift compiles at
-its default and at the expert's pick spelled in its knobs. Host (g++): both lifts at the
-default and a mix bit for bit against the kernel as written (the all-ends corners too under
+n)``, the zero selected at the store) read every ``y`` per item and gain DIV_RCP; a
+typedef'd or struct-named name keeps its cast; a double store refuses DIV_RCP with its
+line. nvcc: the lift compiles at its default and at the expert's pick spelled in its knobs.
+Host (g++): both lifts at the default and the expert's pick (DIV_RCP 1) bit for bit
+against the kernel as written (a mix and the all-ends corners too under
 WORKBENCH_FULL_MATRIX=1).
 """
 
@@ -35,11 +40,13 @@ from workbench.templater.semantic import lift_kernel
 from workbench.templater.value_casts import value_casts
 
 FOLDER = held_back_unseen17.SET.root / "cbrt_newton_f64"
-KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM")
+KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "DIV_RCP", "MIN_BLOCKS_PER_SM")
 #: The expert's H200 pick spelled in the lift's knobs (512 threads, one item, 8 steps a
-#: trip), then two items over 64 threads, the whole 40 steps unrolled, a minimum of 2 blocks.
-MIXES = [{"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8},
-         {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 40, "MIN_BLOCKS_PER_SM": 2}]
+#: trip, the reciprocal), then two items over 192 threads (8 blocks at the check shape's
+#: 3001, the last partly), the whole 40 steps unrolled, dividing, a minimum of 2 blocks.
+MIXES = [{"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8, "DIV_RCP": 1},
+         {"BLOCK_THREADS": 192, "ITEMS_PER_THREAD": 2, "UNROLL": 40, "DIV_RCP": 0,
+          "MIN_BLOCKS_PER_SM": 2}]
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -75,16 +82,38 @@ def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
 def test_the_folder_lift_reads_every_y_per_item() -> None:
     lifted = offline_template(load_kernel_folder(FOLDER)).lifted
     assert tuple(p.name for p in lifted.params) == KNOBS, lifted.notes
-    assert "y[wb_it] = (y[wb_it] - ((y[wb_it]) * (y[wb_it]) * (y[wb_it]) - (x[wb_it])) / " \
-        "(3.0 * (y[wb_it]) * (y[wb_it])));" in lifted.source
+    assert "y[wb_it] = (y[wb_it] - WB_DRCP(((y[wb_it]) * (y[wb_it]) * (y[wb_it]) - " \
+        "(x[wb_it])), (3.0 * (y[wb_it]) * (y[wb_it]))));" in lifted.source
     assert "(y)" not in lifted.source.split("extern", 1)[1]
 
 
 def test_the_spelling_reads_every_r_per_item() -> None:
     names, notes, source = _lift(SPELLING)
-    assert "ITEMS_PER_THREAD" in names and "UNROLL" in names, notes
-    assert "r[wb_it] = r[wb_it] - ((r[wb_it]) * (r[wb_it]) * (r[wb_it]) - (a[wb_it])) / " \
-        "(3.0 * (r[wb_it]) * (r[wb_it]));" in source
+    assert {"ITEMS_PER_THREAD", "UNROLL", "DIV_RCP"} <= set(names), notes
+    assert "r[wb_it] = r[wb_it] - WB_DRCP(((r[wb_it]) * (r[wb_it]) * (r[wb_it]) - " \
+        "(a[wb_it])), (3.0 * (r[wb_it]) * (r[wb_it])));" in source
+
+
+def test_a_reciprocal_as_written_gets_no_knob() -> None:
+    """``* (1.0 / d)`` is the reciprocal already: DIV_RCP would multiply it by one."""
+    names, notes, _ = _lift(SPELLING.replace(
+        "(g) - ((g) * (g) * (g) - (a)) / (3.0 * (g) * (g))",
+        "(g) - ((g) * (g) * (g) - (a)) * (1.0 / (3.0 * (g) * (g)))"))
+    assert "ITEMS_PER_THREAD" in names and "DIV_RCP" not in names, notes
+
+
+def test_a_double_store_keeps_the_division() -> None:
+    """Stored as double, the reciprocal's extra rounding is not hidden by a float's:
+    refused with the line of the store."""
+    source = SPELLING.replace("float* out", "double* out").replace(
+        "0.0f : (float)(s * r)", "0.0 : s * r")
+    names, notes, text = _lift(source)
+    assert "ITEMS_PER_THREAD" in names and "DIV_RCP" not in names, notes
+    assert "WB_DRCP" not in text
+    assert [n for n in notes if n.startswith("DIV_RCP")] == [
+        "DIV_RCP: not applied: a double division by a value the loop recomputes as a "
+        "reciprocal: `out[t] = a == 0.0 ? 0.0 : s * r` stores other than a float (the rule "
+        "covers a double series rounded to float) (line 13)"]
 
 
 def _rewritten(source: str) -> str:
@@ -127,8 +156,9 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> i
     template = offline_template(kf).template
     assert "ITEMS_PER_THREAD" in template.param_names
     env = kf.env(kf.check_shape, "fp32")
-    configs = host_configs(template, env, MIXES) if FULL_MATRIX else \
-        [dict(template.default_config()), {**template.default_config(), **MIXES[-1]}]
+    configs = host_configs(template, env, MIXES)
+    if not FULL_MATRIX:  # the default and the expert's pick (the all-ends corners: slow)
+        configs = configs[:2]
     return same_as_written(kf, template, configs, held_back_unseen17.SET.host_source,
                            tmp_path, flags)
 

@@ -33,6 +33,7 @@ from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp
+from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
 from workbench.templater.inline_bodies import expand_bodies
@@ -130,6 +131,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_table(plan)
             apply_fastmath(plan)
             apply_rcp(plan)  # double divisions by a loop counter's function
+            apply_div_rcp(plan)  # double divisions by a value the loop recomputes
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted

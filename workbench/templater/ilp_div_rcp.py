@@ -1,0 +1,115 @@
+"""DIV_RCP: a double division by a value the loop recomputes each trip (a Newton step's
+slope ``3 y^2``) as one reciprocal and a multiply, a knob of compute-bound per-element
+kernels (issue 28: set 17's cbrt_newton_f64, whose expert's RCP is this).
+
+A double division is a long software sequence on the GPU (a reciprocal seed, refinement
+steps, a test branching to a slow path for extreme operands); ``a * (1.0 / d)`` is nvcc's
+double reciprocal sequence, shorter, and a multiply. Where the divisor reads only a loop's
+counter, :mod:`.ilp_rcp_counter` owns the division (its reciprocals fold or are shared by
+every thread: its ``_counter_division`` and ``_owned`` leave those to it); this module takes
+the divisions whose divisor reads a local the loop assigns (a value per item and per trip).
+
+Which divisions: a ``/`` in the kernel's body inside a loop, whose value is double (a leaf
+a ``double`` local or parameter, a cast to ``double``, an unsuffixed floating literal:
+:func:`.ilp_fastdiv._double_leaf`), whose divisor reads a local assigned in the body of a
+loop around it (by ``=`` or a compound assignment), and whose dividend is not the literal one
+(``1.0 / d`` is the reciprocal already). ``DIV_RCP = 0`` is the kernel as written.
+
+How far the result moves: ``1.0 / d`` and the product are two roundings where ``a / d`` is
+one, so each quotient is within 1 ulp of double (2^-52 relative) of the quotient as written,
+and it is allowed only where every store of the kernel is to a ``float`` array (a rounding of
+2^-24, 2^28 times coarser). A zero divisor gives an infinity or NaN either way. The gate
+checks the folder's tolerance at ``DIV_RCP = 1`` on the GPU; the host tests check it
+against the kernel as written.
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import inside_loop, strip, text, walk
+from workbench.templater.ilp_fastdiv import _double_leaf, _types
+from workbench.templater.ilp_rcp_counter import _counter_division, _owned
+from workbench.templater.plan import Plan
+from workbench.templater.table_open import _check_float_stores
+from workbench.templater.vector import Illegal
+
+NAME = "DIV_RCP"
+_MACRO = (f"#if {NAME}\n#define WB_DRCP(a, d) ((a) * (1.0 / (d)))\n#else\n"
+          "#define WB_DRCP(a, d) ((a) / (d))\n#endif")
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+
+
+def apply_div_rcp(plan: Plan) -> bool:
+    """Route every double division of the kernel's loops by a value a loop recomputes
+    through ``WB_DRCP``; True when one was."""
+    if NAME in plan.params:
+        return False
+    types = {**_types(plan.source.tree.root_node, top_only=True),
+             **_types(plan.body.parent or plan.body, top_only=False)}
+    fn = plan.body.parent or plan.body
+    divisions = [n for n in walk(plan.body) if n.type == "binary_expression"
+                 and text(n.child_by_field_name("operator")) == "/"
+                 and inside_loop(n, plan.body) and _double_leaf(n, types)
+                 and not _one(n.child_by_field_name("left")) and _recomputed(n)
+                 and _counter_division(n, fn) is None and not _owned(plan, n)]
+    if not divisions:
+        return False
+    try:
+        _check_float_stores(plan)
+    except Illegal as e:
+        plan.note(NAME, False, f"a double division by a value the loop recomputes as a "
+                  f"reciprocal: {e}", e.node if isinstance(e.node, Node) else divisions[0])
+        return False
+    for div in divisions:
+        if not any(d.start_byte < div.start_byte and div.end_byte < d.end_byte
+                   for d in divisions):  # an inner one rides in its outer one's operands
+            _rewrite(plan, div)
+    plan.helper(_MACRO)
+    plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": f"1: the {len(divisions)} double division(s) by a "
+                                         "value the loop recomputes as a multiply by its "
+                                         "reciprocal (1 ulp of double a quotient; the gate "
+                                         "checks the tolerance); 0: as written"},
+                   f"{plan.kernel.line}: double divisions")
+    plan.note(NAME, True, f"{len(divisions)} double division(s) by a value the loop "
+              "recomputes as a multiply by its reciprocal behind the knob (every store a "
+              "float; the gate checks the tolerance)", divisions[0])
+    return True
+
+
+def _one(left: Node | None) -> bool:
+    """``left`` is the literal one (``1.0 / d`` is already the reciprocal)."""
+    if left is None or strip(left).type != "number_literal":
+        return False
+    try:
+        return float(text(strip(left)).rstrip("fFlLuU")) == 1.0
+    except ValueError:
+        return False
+
+
+def _recomputed(div: Node) -> bool:
+    """The divisor of ``div`` reads a local assigned (``=``, ``op=``) in the body of a loop
+    around ``div``."""
+    right = div.child_by_field_name("right")
+    names = {text(n) for n in walk(right)} if right is not None else set()
+    loop = div.parent
+    while loop is not None:
+        if loop.type in _LOOPS:
+            body = loop.child_by_field_name("body")
+            for n in walk(body) if body is not None else ():
+                left = n.child_by_field_name("left") if n.type == "assignment_expression" \
+                    else None
+                if left is not None and left.type == "identifier" and text(left) in names:
+                    return True
+        loop = loop.parent
+    return False
+
+
+def _rewrite(plan: Plan, div: Node) -> None:
+    """``a / d`` -> ``WB_DRCP(a, d)``."""
+    left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
+    assert left is not None and right is not None
+    plan.rw.insert(div.start_byte, "WB_DRCP(")
+    plan.rw.replace_span(left.end_byte, right.start_byte, ", ")
+    plan.rw.insert(div.end_byte, ")")
