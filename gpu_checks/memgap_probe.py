@@ -93,6 +93,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py collatz_steps
     python3 gpu_checks/memgap_probe.py lnbwd_colpartials
     python3 gpu_checks/memgap_probe.py erf_series_f64
+    python3 gpu_checks/memgap_probe.py cbrt_newton_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -693,6 +694,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "tune_pick": {"BLOCK_THREADS": 960, "ITEMS_PER_THREAD": 1, "RCP": 0,
                       "TERM_UNROLL": 0, "MIN_BLOCKS_PER_SM": 2},
     }, {"pick": {"THREADS": 128, "ITEMS": 4, "UNROLL": 2, "RCP": 1}}),
+    # compute-bound (set 17): cube roots by 40 double Newton steps, 0.73 of its expert at
+    # 09:53Z (the lift did not compile: tree-sitter read the step macro's (y) - (..) as a
+    # cast; the expert 1.36x at 512 threads, one item, unrolled by 8, RCP). The lift
+    # (value_casts; ilp_div_rcp's DIV_RCP for the expert's RCP) at the expert's pick in its
+    # knobs (sm_90 25 registers, no spills, 8 rcp.rn.f64 + 40 mul.f64; the expert 24, the
+    # same), the same dividing, four items of 128 threads (52 registers, no spills), the
+    # default; the expert at its pick and dividing
+    "cbrt_newton_f64": ("corpus_compute_unseen17", {
+        "expert_pick": {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8,
+                        "DIV_RCP": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_div": {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8,
+                            "DIV_RCP": 0, "MIN_BLOCKS_PER_SM": 0},
+        "items4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "UNROLL": 8,
+                   "DIV_RCP": 1, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "UNROLL": 0,
+                    "DIV_RCP": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "RCP": 1},
+        "pick_div": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "RCP": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
