@@ -2,11 +2,12 @@
 scale to a ``__shared__`` slot of its warp (``scale[warp]``), a barrier, every lane reading
 it back. The warp family models such per-item slots (workbench/templater/warp_slots.py):
 with LANES lanes a row the slot is the row's index in the block and the array the block's
-rows. Two spellings of the pattern that the family otherwise reads (offset-loop shuffles,
-``for`` lane loops) lift LANES and the warps a block, and compute on the host what they
-compute as written at the default, the all-ends corners and a mix; the folder's own
-spelling still refuses (its unrolled shuffle tree and its ``while`` / reused-index lane
-loops), with the reason.
+rows; an unrolled shuffle tree (16 .. 1 as straight statements, warp_shuffles.py) keeps its
+steps below LANES. Three spellings (an offset loop, an xor butterfly with a constexpr, the
+folder's unrolled tree), each with ``for`` lane loops, lift LANES and the warps a block and
+compute on the host what they compute as written at the default and a mix (every end and
+more under WORKBENCH_FULL_MATRIX=1); the folder's own spelling still refuses on its
+``while`` / reused-index lane loops, with the line.
 """
 
 from __future__ import annotations
@@ -72,8 +73,14 @@ extern "C" __global__ void rowl1_scale_warp(float* __restrict__ out, const float
 }
 """
 
+#: The folder's shuffle tree as written: unrolled, literal offsets 16 .. 1.
+LOOP = "  for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);\n"
+TREE = "".join(f"  s += __shfl_down_sync(0xffffffffu, s, {o});\n" for o in (16, 8, 4, 2, 1))
+UNROLLED_TREE = MACRO_SLOTS.replace(LOOP, TREE)
+
 SPELLINGS = {"macro": (MACRO_SLOTS, "ROWS_PER_BLOCK"),
-             "constexpr": (CONSTEXPR_SLOTS, "WARPS_PER_BLOCK")}
+             "constexpr": (CONSTEXPR_SLOTS, "WARPS_PER_BLOCK"),
+             "unrolled": (UNROLLED_TREE, "ROWS_PER_BLOCK")}
 
 
 def _lift(source: str) -> Any:
@@ -112,6 +119,26 @@ def test_slots_refuse_what_they_do_not_model(change: tuple[str, str], reason: st
         assert "LANES" in names, lifted.notes
         return
     assert "LANES" not in names
+    assert any(n.startswith("LANES: not applied") and reason in n for n in lifted.notes), \
+        lifted.notes
+
+
+def test_an_unrolled_tree_keeps_its_steps_below_lanes() -> None:
+    lifted = _lift(UNROLLED_TREE)
+    assert "LANES" in {p.name for p in lifted.params}, lifted.notes
+    for o in (16, 8, 4, 2, 1):
+        assert f"if ({o} < LANES) s += __shfl_down_sync(wb_group_mask(), s, {o}, LANES);" \
+            in lifted.source
+
+
+@pytest.mark.parametrize(("tree", "reason"), [
+    ((16, 8), "take the offsets 16, 8, not a whole tree"),  # a partial sum: not a tree
+    ((1, 2, 4, 8, 16), "take the offsets 1, 2, 4, 8, 16"),  # down shuffles doubling
+])
+def test_a_partial_or_misordered_tree_is_refused(tree: tuple[int, ...], reason: str) -> None:
+    steps = "".join(f"  s += __shfl_down_sync(0xffffffffu, s, {o});\n" for o in tree)
+    lifted = _lift(MACRO_SLOTS.replace(LOOP, steps))
+    assert "LANES" not in {p.name for p in lifted.params}
     assert any(n.startswith("LANES: not applied") and reason in n for n in lifted.notes), \
         lifted.notes
 

@@ -503,7 +503,7 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                           "the warp index are modelled)", n)
     item, _n, _v = declared_name(shape.decl)
     loops, steps, starts, segments = _lane_loops(plan, lane, inline, item)
-    offsets, widths, broadcasts = shuffle_loops(plan)
+    offsets, widths, broadcasts, tree = shuffle_loops(plan)
     # grid: ceil_div(X, F) -> ceil_div(X, W * (32 // LANES))
     name = macro.name if macro is not None else "WARPS_PER_BLOCK"
     per_block = f"{name} * (32 / {LANES})"
@@ -537,7 +537,10 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
         plan.rw.replace(step, LANES)
     for start in offsets:
         plan.rw.replace(start.node, start.replacement)
-    for call in [*(c for s in offsets for c in s.shuffles), *broadcasts]:
+    for t in tree:  # an unrolled tree: the steps at offsets below LANES
+        plan.rw.insert(t.statement.start_byte, f"if ({t.offset} < {LANES}) ")
+    for call in [*(c for s in offsets for c in s.shuffles), *broadcasts,
+                 *(s.shuffle for s in tree)]:
         args = call.child_by_field_name("arguments")
         assert args is not None
         plan.rw.replace(args.named_children[0], "wb_group_mask()")
@@ -559,7 +562,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                            "description": "lanes per item, 32 / LANES items per warp "
                                           "(as written: 32, a warp per item)"},
                    f"{line(lane_value if lane_value is not None else shape.decl)}: lane")
-    plan.note(LANES, True, f"{len(steps)} lane loop(s), {len(offsets)} shuffle loop(s) and "
+    plan.note(LANES, True, f"{len(steps)} lane loop(s), {len(offsets)} shuffle loop(s), "
+              f"{len(tree)} unrolled tree step(s) and "
               f"{len(broadcasts)} broadcast(s) follow the lanes per item; shuffles name only "
               "the item's group (mask and width)", shape.decl)
     if segments:

@@ -6,7 +6,11 @@ Legal shapes (anything else holding a shuffle is refused with its line):
   ``o != 0`` or a bare ``o`` alike; start -> LANES / 2);
 * an offset loop doubling from 1: ``for (o = 1; o < 32; o <<= 1 | o *= 2)`` (the bound 32 ->
   LANES; ``o <= 16`` -> LANES / 2), xor shuffles only (a butterfly in either order);
-* a broadcast from the item's first lane outside such loops: ``__shfl_sync(mask, v, 0)``.
+* a broadcast from the item's first lane outside such loops: ``__shfl_sync(mask, v, 0)``;
+* an unrolled tree: consecutive statements ``s += __shfl_down_sync(mask, s, 16);`` .. ``1``
+  (down or xor), or ``1`` .. ``16`` (xor), one shuffle a statement, literal offsets; each
+  step whose offset is not below LANES is skipped (``if (16 < LANES) ...``), leaving the
+  tree over LANES / 2 .. 1 that the offset loop would run.
 
 Each shuffle is a 3-argument ``__shfl_xor_sync`` / ``__shfl_down_sync`` / ``__shfl_sync``, or a
 4-argument one whose width is 32 (the width then becomes LANES). The width of a shuffle
@@ -42,6 +46,20 @@ class OffsetLoop:
     node: Node
     replacement: str
     shuffles: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class TreeStep:
+    """One statement of an unrolled offset tree: the statement, its offset, its shuffle."""
+
+    statement: Node
+    offset: int
+    shuffle: Node
+
+
+#: The offsets of a whole unrolled tree, in order, and the shuffles that may walk it.
+_TREES = {(16, 8, 4, 2, 1): ("__shfl_xor_sync", "__shfl_down_sync"),
+          (1, 2, 4, 8, 16): ("__shfl_xor_sync",)}
 
 
 def shuffle_calls(node: Node) -> list[Node]:
@@ -92,9 +110,10 @@ def _check_call(call: Node, widths: list[Node]) -> str:
     return fn
 
 
-def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]:
-    """(offset loops, 4th-argument widths, broadcasts) of the kernel; raises Illegal for a
-    shuffle in any other shape."""
+def shuffle_loops(plan: Plan
+                  ) -> tuple[list[OffsetLoop], list[Node], list[Node], list[TreeStep]]:
+    """(offset loops, 4th-argument widths, broadcasts, unrolled trees' steps) of the kernel;
+    raises Illegal for a shuffle in any other shape."""
     loops: list[OffsetLoop] = []
     widths: list[Node] = []
     seen: set[int] = set()
@@ -115,6 +134,7 @@ def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]
             seen.add(call.start_byte)
         loops.append(OffsetLoop(node, replacement, tuple(shuffles)))
     broadcasts: list[Node] = []
+    rest: list[Node] = []
     for c in shuffle_calls(plan.body):
         if c.start_byte in seen:
             continue
@@ -123,10 +143,42 @@ def shuffle_loops(plan: Plan) -> tuple[list[OffsetLoop], list[Node], list[Node]]
         source = args.named_children[2] if args is not None else None
         if fn == "__shfl_sync" and int_value(source) == 0:
             broadcasts.append(c)
-            continue
-        raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
-                      "`for (o = 16; o > 0; o >>= 1)` and is not a broadcast from lane 0", c)
-    return loops, widths, broadcasts
+        elif fn == "__shfl_sync":
+            raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
+                          "`for (o = 16; o > 0; o >>= 1)` and is not a broadcast from lane 0", c)
+        else:
+            rest.append(c)
+    return loops, widths, broadcasts, _tree_steps(rest)
+
+
+def _tree_steps(calls: list[Node]) -> list[TreeStep]:
+    """The steps of the unrolled trees ``calls`` make (consecutive statements, one shuffle
+    each, offsets a whole tree of :data:`_TREES`); raises Illegal naming a call that is not."""
+    runs: list[list[TreeStep]] = []
+    for c in calls:
+        statement = c.parent
+        while statement is not None and not statement.type.endswith("statement"):
+            statement = statement.parent
+        args = c.child_by_field_name("arguments")
+        offset = int_value(args.named_children[2]) if args is not None else None
+        if statement is None or statement.type != "expression_statement" or offset is None or \
+                len(shuffle_calls(statement)) != 1:
+            raise Illegal(f"the shuffle `{text(c)[:50]}` is outside an offset loop "
+                          "`for (o = 16; o > 0; o >>= 1)`, is not a broadcast from lane 0 and "
+                          "not a statement of an unrolled tree with a literal offset", c)
+        step = TreeStep(statement, offset, c)
+        if runs and runs[-1][-1].statement.next_named_sibling == statement:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    for run in runs:
+        fns = {text(s.shuffle.child_by_field_name("function")) for s in run}
+        order = tuple(s.offset for s in run)
+        if order not in _TREES or not fns <= set(_TREES[order]):
+            raise Illegal(f"the unrolled shuffles `{text(run[0].shuffle)[:50]}` .. take the "
+                          f"offsets {', '.join(map(str, order))}, not a whole tree 16 .. 1 "
+                          "(down or xor) or 1 .. 16 (xor)", run[0].shuffle)
+    return [s for run in runs for s in run]
 
 
 #: Intrinsics whose result depends on which threads share a warp.
