@@ -222,6 +222,12 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
 
     work = Check(deps, [Pair("threadIdx.y", "blockIdx.y", by),
                          Pair("threadIdx.x", "blockIdx.x", bx)], set(), tile, tile_index)
+    # arrays of values the work declares (``float acc[NF];``, not of pointers): per thread
+    arrays_after = {text(d.child_by_field_name("declarator") or d) for s in post
+                    for d in walk(s) if d.type == "array_declarator"
+                    and d.parent is not None and d.parent.type in ("declaration",
+                                                                   "init_declarator")
+                    and (d.child_by_field_name("declarator") or d).type == "identifier"}
     for s in post:
         bad = work.bad(s)
         if bad is not None:
@@ -239,7 +245,8 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                     base = strip(base.child_by_field_name("argument") or base)
                     if base == t:
                         break
-                if t.type != "identifier" and not plan.pointer(text(base)):
+                if t.type != "identifier" and not plan.pointer(text(base)) and \
+                        text(base) not in arrays_after:  # a thread's own array: no alias
                     raise Refused(f"`{text(n)}` writes through `{text(base)}`, not a kernel "
                                   "argument (it may point into the tile)", n)
             if n.type in ("goto_statement",):
