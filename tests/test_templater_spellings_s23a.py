@@ -104,10 +104,11 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
         [("y", "f32", "out", ["n"]), ("x", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
         {"n": 1003}, [("taps", [31])],
         {"BLOCK_THREADS", "T_ITEMS", "USE_SMEM", "MIN_BLOCKS_PER_SM"}),
+    # a double division by a function of the series' counter: RCP (ilp_rcp_counter)
     "series_f64_bounds_sizet": (
         ["ceil_div(n, 128)"], ["128"],
         [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
-        {"n": 1003}, [], ITEMS),
+        {"n": 1003}, [], ITEMS | {"RCP"}),
     # the Horner loop keeps its own #pragma unroll (no UNROLL knob: it is unrolled whole)
     "horner_f64_member_unroll": (
         ["ceil_div(n, 256)"], ["256"],

@@ -103,7 +103,9 @@ def test_a_plane_per_block_z_lifts_z_items(name: str) -> None:
     if name == "box27":
         assert knobs["BLOCK_Y"]["default"] == 1 and lifted.grid[1] == "ceil_div(ny, BLOCK_Y)"
         assert "BLOCK_THREADS * BLOCK_Y <= 1024" in lifted.constraints
-        assert "__launch_bounds__(BLOCK_THREADS * BLOCK_Y," in body
+        # the block's bounds follow both knobs (launch_minimum's macro, before the body)
+        assert "__global__ WB_BLOCK_BOUNDS void" in body
+        assert "__launch_bounds__(BLOCK_THREADS * BLOCK_Y," in lifted.source
     else:
         assert "wb_yp" not in body and "blockIdx.y" in body  # (BLOCK_Y: its own block y)
 
