@@ -29,7 +29,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import inside_loop, strip, text, walk
 from workbench.templater.ilp_fastdiv import _double_leaf, _types
-from workbench.templater.ilp_rcp_counter import _counter_division, _owned
+from workbench.templater.ilp_rcp_counter import _counter_division, _owned, _rewrite
 from workbench.templater.plan import Plan
 from workbench.templater.table_open import _check_float_stores
 from workbench.templater.vector import Illegal
@@ -64,7 +64,7 @@ def apply_div_rcp(plan: Plan) -> bool:
     for div in divisions:
         if not any(d.start_byte < div.start_byte and div.end_byte < d.end_byte
                    for d in divisions):  # an inner one rides in its outer one's operands
-            _rewrite(plan, div)
+            _rewrite(plan, div, "WB_DRCP")
     plan.helper(_MACRO)
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": f"1: the {len(divisions)} double division(s) by a "
@@ -106,10 +106,3 @@ def _recomputed(div: Node) -> bool:
     return False
 
 
-def _rewrite(plan: Plan, div: Node) -> None:
-    """``a / d`` -> ``WB_DRCP(a, d)``."""
-    left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
-    assert left is not None and right is not None
-    plan.rw.insert(div.start_byte, "WB_DRCP(")
-    plan.rw.replace_span(left.end_byte, right.start_byte, ", ")
-    plan.rw.insert(div.end_byte, ")")

@@ -51,7 +51,7 @@ from workbench.templater.analysis import (
 from workbench.templater.ilp_fastmath_helpers import helper_scope
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
 from workbench.templater.plan import Plan
-from workbench.templater.table_open import _check_float_stores
+from workbench.templater.table_open import _assignments, _check_float_stores
 from workbench.templater.vector import Illegal
 
 NAME = "RCP"
@@ -156,7 +156,7 @@ def _counter_loop(loop: Node, fn: Node) -> CounterLoop | None:
         return None
     steps = [name for s in body.named_children if s.type == "expression_statement" and
              s.named_children and (name := _stepped(s.named_children[0]))]
-    if len(steps) != 1 or _writes(fn, steps[0]) != 1:
+    if len(steps) != 1 or _assignments(fn, steps[0]) != 1:
         return None
     counter = steps[0]
     start = _start(fn, counter, loop)
@@ -183,16 +183,6 @@ def _stepped(node: Node) -> str:
         target = node.child_by_field_name("left")
         return text(target) if target is not None and target.type == "identifier" else ""
     return ""
-
-
-def _writes(fn: Node, name: str) -> int:
-    """Assignments and updates of ``name`` in ``fn`` (its declaration not counted)."""
-    count = 0
-    for n in walk(fn):
-        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
-            n.child_by_field_name("argument") if n.type == "update_expression" else None
-        count += target is not None and text(strip(target)) == name
-    return count
 
 
 def _start(fn: Node, name: str, loop: Node) -> int | None:
@@ -239,11 +229,11 @@ def _declared(fn: Node, name: str) -> str:
     return "double" if types == {"double"} else ""
 
 
-def _rewrite(plan: Plan, div: Node) -> None:
-    """``a / d`` -> ``WB_RCP(a, d)``."""
+def _rewrite(plan: Plan, div: Node, macro: str = "WB_RCP") -> None:
+    """``a / d`` -> ``macro(a, d)`` (``WB_RCP`` here, ilp_div_rcp's ``WB_DRCP``)."""
     left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
     assert left is not None and right is not None
-    plan.rw.insert(div.start_byte, "WB_RCP(")
+    plan.rw.insert(div.start_byte, f"{macro}(")
     plan.rw.replace_span(left.end_byte, right.start_byte, ", ")
     plan.rw.insert(div.end_byte, ")")
 
