@@ -160,6 +160,14 @@ def binary(node: Node) -> tuple[Node, str, Node] | None:
     return left, text(op), right
 
 
+def chain(node: Node, op: str) -> list[Node]:
+    """The operands of a chain of ``op``, each stripped (``a && (b) && c`` -> a, b, c)."""
+    parts = binary(node)
+    if parts is not None and parts[1] == op:
+        return [*chain(parts[0], op), *chain(parts[2], op)]
+    return [strip(node)]
+
+
 def terms(node: Node) -> list[tuple[int, Node]]:
     """Additive terms with their sign: ``a + b - c`` -> [(1, a), (1, b), (-1, c)]."""
     parts = binary(node)

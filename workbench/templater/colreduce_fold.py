@@ -10,6 +10,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import (
     binary,
     calls,
+    chain,
     declared_name,
     int_value,
     strip,
@@ -18,7 +19,6 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.colreduce_parts import (
     _condition,
-    _conjuncts,
     _expression,
     _extents,
     _Index,
@@ -194,7 +194,7 @@ class FoldCheck:
         p = final.parent
         while p is not None and p != self.plan.body:
             if p.type == "if_statement" and inside_consequence(final, p) and \
-                    any(_is_row0(self.plan, c) for c in _conjuncts(_condition(p))):
+                    any(_is_row0(self.plan, c) for c in chain(_condition(p), "&&")):
                 return
             p = p.parent
         raise Refused("the partial row is not stored by thread row 0 alone "

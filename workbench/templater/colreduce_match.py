@@ -39,6 +39,7 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     calls,
+    chain,
     declared_name,
     int_value,
     strip,
@@ -55,7 +56,6 @@ from workbench.templater.colreduce_parts import (
     _ceil_div_by,
     _column_poly,
     _condition,
-    _conjuncts,
     _enclosing_loop,
     _expression,
     _free,
@@ -302,7 +302,7 @@ class _Matcher:
         if add(sp, scale({("blockIdx.y",): per_block}, -1)) != thread or per_block <= 0:
             raise Refused(f"the row walk starts at `{text(start)}`, not blockIdx.y * R + "
                           "threadIdx.y", loop)
-        bounds = [b for b in _conjuncts(cond)]
+        bounds = [b for b in chain(cond, "&&")]
         ends: list[Node] = []
         for b in bounds:
             parts = binary(b)
@@ -378,7 +378,7 @@ class _Matcher:
         p = node.parent
         while p is not None and p != self.plan.body:
             if p.type == "if_statement" and inside_consequence(node, p):
-                for c in _conjuncts(_condition(p)):
+                for c in chain(_condition(p), "&&"):
                     if self.column_check(ix, c, col, "<"):
                         found = True
                     elif not (row0 and _is_row0(self.plan, c)):

@@ -172,13 +172,6 @@ def _is_sync(stmt: Node) -> bool:
         text(e.child_by_field_name("function")) == "__syncthreads"
 
 
-def _conjuncts(cond: Node) -> list[Node]:
-    parts = binary(cond)
-    if parts is not None and parts[1] == "&&":
-        return _conjuncts(parts[0]) + _conjuncts(parts[2])
-    return [strip(cond)]
-
-
 def _condition(stmt: Node) -> Node:
     cond = stmt.child_by_field_name("condition")
     assert cond is not None

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_value, strip, text, walk
+from workbench.templater.analysis import chain, int_value, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import Edit, _declared, _own_continue, rewrite_loops
 
@@ -144,18 +144,9 @@ def _typed(bound: Node, t: str, decl: Node) -> bool:
     return types == {t}
 
 
-def _terms(node: Node) -> list[Node]:
-    """The operands of a chain of ``+`` (``a + b * c + d``: a, b * c, d)."""
-    node = strip(node)
-    if node.type == "binary_expression" and text(node.child_by_field_name("operator")) == "+":
-        return [*_terms(node.child_by_field_name("left")),  # type: ignore[arg-type]
-                *_terms(node.child_by_field_name("right"))]  # type: ignore[arg-type]
-    return [node]
-
-
 def _rows(value: Node, stride: str) -> tuple[str, str, str] | None:
     """(base, R, C) of ``base + R * stride + C``, else None."""
-    terms = _terms(value)
+    terms = chain(value, "+")
     if len(terms) < 2 or terms[0].type != "identifier":
         return None
     rows, rest = [], []
@@ -243,19 +234,10 @@ def _positive(stride: str, loop: Node) -> bool:
     while up is not None and up != kernel:
         then = up.child_by_field_name("consequence") if up.type == "if_statement" else None
         if then is not None and then.start_byte <= loop.start_byte < then.end_byte and \
-                any(column_against(c, "<") for c in _conjuncts(_condition(up))):
+                any(column_against(c, "<") for c in chain(_condition(up), "&&")):
             return True
         up = up.parent
     return False
-
-
-def _conjuncts(cond: Node) -> list[Node]:
-    """The operands of a chain of ``&&``."""
-    cond = strip(cond)
-    if cond.type == "binary_expression" and text(cond.child_by_field_name("operator")) == "&&":
-        return [*_conjuncts(cond.child_by_field_name("left")),  # type: ignore[arg-type]
-                *_conjuncts(cond.child_by_field_name("right"))]  # type: ignore[arg-type]
-    return [cond]
 
 
 def _walk(loop: Node) -> list[Edit] | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, strip, text
+from workbench.templater.analysis import binary, chain, text
 from workbench.templater.regtile import Gemm, Refused, _statements
 from workbench.templater.regtile_split import const_value
 
@@ -51,7 +51,7 @@ def guarded_store(g: Gemm, stmt: Node, is_store: Callable[[Node], bool]) -> Guar
     assert cond is not None  # an if statement has one
     limits: dict[str, int] = {}
     expr = cond.named_children[-1] if cond.type == "condition_clause" else cond
-    for leaf in _conjuncts(expr):
+    for leaf in chain(expr, "&&"):
         bound = _thread_bound(g, leaf)
         if bound is None or bound[0] in limits:
             raise Refused(f"the guard `{' '.join(text(expr).split())[:60]}` of a tile store "
@@ -71,14 +71,6 @@ def _consequence(stmt: Node) -> Node | None:
         inner = _statements(cons)
         return inner[0] if len(inner) == 1 else None
     return cons
-
-
-def _conjuncts(node: Node) -> list[Node]:
-    node = strip(node)
-    parts = binary(node)
-    if parts and parts[1] == "&&":
-        return _conjuncts(parts[0]) + _conjuncts(parts[2])
-    return [node]
 
 
 def _thread_bound(g: Gemm, node: Node) -> tuple[str, int] | None:
