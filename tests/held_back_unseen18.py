@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["haversine_nearest", "raysphere_f64"]
+KERNELS = ["haversine_nearest", "dilate5_tile", "dct8x8_blocks", "raysphere_f64"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -18,6 +18,15 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # blocks, the second partly)
     "haversine_nearest": [{"THREADS": 128, "ITEMS": 2, "TILE": 256, "HMIN": 0},
                           {"THREADS": 64, "ITEMS": 4, "TILE": 128, "HMIN": 1}],
+    # a 32 x 4 block of two rows a thread, padded, in two passes (37 x 45 uneven over it);
+    # a 16 x 4 block of four rows a thread in one pass (37 rows over three blocks, the last
+    # partly; 45 columns over three, the last partly)
+    "dilate5_tile": [{"BX": 32, "BY": 4, "RY": 2, "PAD": 1, "SEP": 1},
+                     {"BX": 16, "BY": 4, "RY": 4, "PAD": 0, "SEP": 0}],
+    # 2 x 4 image blocks a CTA, two rows a thread, padded (56 columns over 16: four CTAs,
+    # the last half; 40 rows over 32: two, the second partly); 4 x 1 with four rows a thread
+    "dct8x8_blocks": [{"TX": 2, "TY": 4, "RPT": 2, "PAD": 1},
+                      {"TX": 4, "TY": 1, "RPT": 4, "PAD": 0}],
     # two rays a thread over 256 threads with the spheres staged, unrolled by 4 (1000 rays
     # over 512: two blocks, the second partly); four over 64 from global, unrolled by 2
     "raysphere_f64": [{"THREADS": 256, "ITEMS": 2, "SMEM": 1, "UNROLL": 4},
@@ -27,7 +36,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
 CORNERS_EVERY_RUN = "haversine_nearest"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND: set[str] = set()
+MEMORY_BOUND = {"dilate5_tile", "dct8x8_blocks"}
 
 SET = HeldBackSet(key="unseen18", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
