@@ -96,7 +96,7 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "resize_bilinear_f16", "redblack_red_sweep",
                           "xent_rows_f16", "corr5x5_perimg", "lnbwd_colpartials",
                           "star13_o2", "rowl1_scale_warp", "dilate5_tile",
-                          "dct8x8_blocks"})
+                          "dct8x8_blocks", "welford_rows_warp"})
 PROPOSE_TIMEOUT_S = 240
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from held_back_harness import HeldBackSet, prepended
 
-KERNELS = ["haversine_nearest", "dilate5_tile", "dct8x8_blocks", "raysphere_f64"]
+KERNELS = ["haversine_nearest", "dilate5_tile", "dct8x8_blocks", "welford_rows_warp",
+           "raysphere_f64"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -27,6 +28,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # the last half; 40 rows over 32: two, the second partly); 4 x 1 with four rows a thread
     "dct8x8_blocks": [{"TX": 2, "TY": 4, "RPT": 2, "PAD": 1},
                       {"TX": 4, "TY": 1, "RPT": 4, "PAD": 0}],
+    # 8 lanes a row over two warps with two accumulators and float4s (100 columns: 25
+    # float4s, 11 rows over two blocks of eight, the second partly); 16 lanes over four warps
+    # with four accumulators, scalar loads (one block of eight rows and one of three)
+    "welford_rows_warp": [{"WARPS": 2, "LANES": 8, "ACC": 2, "VEC": 1},
+                          {"WARPS": 4, "LANES": 16, "ACC": 4, "VEC": 0}],
     # two rays a thread over 256 threads with the spheres staged, unrolled by 4 (1000 rays
     # over 512: two blocks, the second partly); four over 64 from global, unrolled by 2
     "raysphere_f64": [{"THREADS": 256, "ITEMS": 2, "SMEM": 1, "UNROLL": 4},
@@ -36,7 +42,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
 CORNERS_EVERY_RUN = "haversine_nearest"
 
 #: The kernels bounded by DRAM bandwidth (stage1_corpus reports them as % of a copy too).
-MEMORY_BOUND = {"dilate5_tile", "dct8x8_blocks"}
+MEMORY_BOUND = {"dilate5_tile", "dct8x8_blocks", "welford_rows_warp"}
 
 SET = HeldBackSet(key="unseen18", kernels=tuple(KERNELS), extra_configs=EXTRA_CONFIGS,
                   corners_every_run=CORNERS_EVERY_RUN, memory_bound=frozenset(MEMORY_BOUND),
