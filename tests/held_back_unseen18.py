@@ -9,7 +9,7 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 
 KERNELS = ["haversine_nearest", "dilate5_tile", "dct8x8_blocks", "welford_rows_warp",
-           "raysphere_f64"]
+           "besselj0_miller_f64", "raysphere_f64"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -33,6 +33,10 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # with four accumulators, scalar loads (one block of eight rows and one of three)
     "welford_rows_warp": [{"WARPS": 2, "LANES": 8, "ACC": 2, "VEC": 1},
                           {"WARPS": 4, "LANES": 16, "ACC": 4, "VEC": 0}],
+    # two elements a thread over 128 threads with the reciprocal, two orders a step (3001
+    # over 256: twelve blocks, the last partly); eight over 64 dividing, one order a step
+    "besselj0_miller_f64": [{"THREADS": 128, "ITEMS": 2, "RCP": 1, "PAIR": 1},
+                            {"THREADS": 64, "ITEMS": 8, "RCP": 0, "PAIR": 0}],
     # two rays a thread over 256 threads with the spheres staged, unrolled by 4 (1000 rays
     # over 512: two blocks, the second partly); four over 64 from global, unrolled by 2
     "raysphere_f64": [{"THREADS": 256, "ITEMS": 2, "SMEM": 1, "UNROLL": 4},
