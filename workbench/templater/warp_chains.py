@@ -55,9 +55,11 @@ class _Chain:
 
 
 def apply_chains(plan: Plan, segments: list[Node], lanes: str, vec: bool) -> None:
-    """Give every segment loop of the shape above ILP independent sums and, where ``vec``
-    (every lane loop a segment loop) and each adds the float element it walks, VEC's float4
-    middle (:mod:`.warp_seg_vec`); notes why not."""
+    """Give each segment loop of the shape above ILP independent sums (the others, a
+    pass scaling the row after its sum, say, stay as written: each of their steps is
+    independent of the last already) and, where ``vec`` (every lane loop a segment loop)
+    and every segment loop adds the float element it walks, VEC's float4 middle
+    (:mod:`.warp_seg_vec`); notes why not."""
     chains: list[_Chain] = []
     for loop in segments:
         try:
@@ -65,9 +67,10 @@ def apply_chains(plan: Plan, segments: list[Node], lanes: str, vec: bool) -> Non
         except Illegal as exc:
             plan.note(NAME, False, exc.reason, exc.node or loop)
             plan.note(VEC, False, exc.reason, exc.node or loop)
-    if not chains or len(chains) != len(segments):
+    if not chains:
         return
-    vectors = all(c.vec is not None for c in chains)
+    # VEC's float4 middle only where every segment loop is a sum it reads (warp_seg_vec)
+    vectors = len(chains) == len(segments) and all(c.vec is not None for c in chains)
     for c in chains:
         c = c if vectors else replace(c, vec=None)
         head = _line_start(plan, c.loop)
