@@ -24,9 +24,24 @@ tile, the filters read from global memory and the block sizes spelled inline gai
 OUT_Y, PAD (the expert's BX, RY, PAD) and computes as written at the expert's H200 pick
 spelled in its knobs (64 x 2, 8 rows, padded) and the default (every all-ends corner under
 WORKBENCH_FULL_MATRIX=1).
-Host (g++): both lifts at the default and the last config of their space (its every config
-has the 16 x 16 block) bit for bit against the kernel as written, and
-the 8 x 8 block the constraints now exclude differs (the check can fail).
+Host (g++): the e604c78 spelling's lift at the default and the last config of its space (its
+every config has the 16 x 16 block) bit for bit against the kernel as written, and the 8 x 8
+block the constraints exclude differs (the check can fail).
+
+The folder itself now lifts (:mod:`workbench.templater.apron_flat`, :mod:`.apron_side`, the
+expression macros of :class:`~workbench.templater.apron_loads.Deps`): the flat window
+``tile[WIN * WIN]`` read at ``(ty + dy) * WIN + (tx + dx)`` is read as ``tile[WIN][WIN]``
+(the load's ``tile[e]`` as ``[e / WIN][e % WIN]``), its extent ``WIN = (BS + 2 * R)`` is
+22, and the filters' ``taps[NF * TAPS]`` beside it are a table every output reads alike,
+filled as written for every flat index of the written 16 x 16 block at any block shape
+(``tid < 196`` with 128 threads is still filled whole). The lift has OUT_X, OUT_Y, PAD (the
+expert's RY, PAD beside BX, BY) and its shared memory counts the taps' 784 bytes. A second
+spelling (the window through ``#define IDX(r, c)`` and a nest of loads strided by the block,
+the filters by a loop strided by the block's threads, locals for the thread index) lifts the
+same knobs. Host (g++), bit for bit against the kernel as written: both at the default, the
+expert's H200 pick in the lift's knobs (64 x 2, OUT_Y 8, PAD 1: 128 threads for 196 taps) and
+a mix (8 x 4, 2 x 4 outputs, padded, LOAD_FLAT 1 where lifted), every all-ends corner under
+WORKBENCH_FULL_MATRIX=1.
 """
 
 from __future__ import annotations
@@ -78,6 +93,45 @@ extern "C" __global__ void corr7x7_bank4(float* __restrict__ out, const float* _
 """
 
 
+#: Another hand: the flat window through an index macro, loaded by a nest of loops strided by
+#: the block, the filters by a loop strided by the block's threads, the thread's indices in
+#: locals.
+SECOND = """#define TS 16
+#define HALO 3
+#define SPAN (TS + 2 * HALO)
+#define NFILT 4
+#define KW 7
+#define IDX(r, c) ((r) * SPAN + (c))
+extern "C" __global__ void corr7x7_bank4(float* __restrict__ out, const float* __restrict__ img,
+                                         const float* __restrict__ filt, int H, int W) {
+  __shared__ float patch[SPAN * SPAN];
+  __shared__ float bank[NFILT * KW * KW];
+  const int ly = threadIdx.y, lx = threadIdx.x;
+  for (int r = ly; r < SPAN; r += TS)
+    for (int c = lx; c < SPAN; c += TS) {
+      const int gr = blockIdx.y * TS + r - HALO, gc = blockIdx.x * TS + c - HALO;
+      const bool in = gr >= 0 && gr < H && gc >= 0 && gc < W;
+      patch[IDX(r, c)] = in ? img[gr * W + gc] : 0.0f;
+    }
+  for (int k = ly * TS + lx; k < NFILT * KW * KW; k += TS * TS) bank[k] = filt[k];
+  __syncthreads();
+  const int row = blockIdx.y * TS + ly, col = blockIdx.x * TS + lx;
+  if (row < H && col < W) {
+    float sum[NFILT];
+    for (int f = 0; f < NFILT; f++) sum[f] = 0.0f;
+    for (int i = 0; i < KW; i++)
+      for (int j = 0; j < KW; j++) {
+        const float p = patch[IDX(ly + i, lx + j)];
+        for (int f = 0; f < NFILT; f++) sum[f] += bank[(f * KW + i) * KW + j] * p;
+      }
+    for (int f = 0; f < NFILT; f++) out[((size_t)f * H + row) * W + col] = sum[f];
+  }
+}
+"""
+#: A mix: fewer threads than taps (32 for 196), two columns and four rows a thread, padded.
+MIX = {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "PAD": 1}
+
+
 #: The window a 2-D tile loaded by a flat loop, the four filters read from global memory, the
 #: sums in a thread's own array: the apron family's form, the accumulators as the folder's.
 TILED = """#define TX 16
@@ -117,48 +171,74 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
 
-def test_the_folders_flat_window_and_shared_filters_are_named_with_the_line() -> None:
-    notes = _apron_notes(offline_template(load_kernel_folder(FOLDER)).notes)
-    assert notes == [
-        "OUT_XY: not applied: the shared tile tile[WIN * WIN] is one array indexed by hand "
-        "(`tile[(threadIdx.y + dy) * WIN + (threadIdx.x + dx)]`): the apron tile is read as a "
-        "2-D array [rows][columns]; the kernel also shares taps[NF * TAPS] (line 17): one "
-        "apron tile is modelled (line 16)"], notes
+def test_the_folders_flat_window_and_shared_filters_lift_the_experts_knobs() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    assert {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"} <= set(result.template.param_names), \
+        result.notes
+    assert result.lifted.grid == ("ceil_div(W, BLOCK_X * OUT_X)", "ceil_div(H, BLOCK_Y * OUT_Y)")
+    assert "4 * (BLOCK_Y * OUT_Y + 6) * (BLOCK_X * OUT_X + 6 + PAD) + 784 <= 49152" in \
+        result.lifted.constraints
+    assert not {"BLOCK_X == 16", "BLOCK_Y == 16"} & set(result.lifted.constraints)
+    src = result.lifted.source
+    assert "__shared__ float tile[BLOCK_Y * OUT_Y + 6][BLOCK_X * OUT_X + 6 + PAD];" in src
+    # the taps' fill as written, run for each of the written block's 256 flat indices
+    assert ("for (int wb_s = (int)threadIdx.y * BLOCK_X + (int)threadIdx.x; wb_s < 256; "
+            "wb_s += BLOCK_X * BLOCK_Y) { const int tid = wb_s; if (tid < NF * TAPS) "
+            "taps[tid] = filt[tid]; }") in src
 
 
-def test_a_second_spelling_is_named_the_same_way(tmp_path: Path) -> None:
+def test_a_second_hands_flat_window_lifts_the_same_knobs(tmp_path: Path) -> None:
+    result = offline_template(respelled(FOLDER, tmp_path, SECOND))
+    assert {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"} <= set(result.template.param_names), \
+        result.notes
+    src = result.lifted.source
+    assert "__shared__ float patch[BLOCK_Y * OUT_Y + 6][BLOCK_X * OUT_X + 6 + PAD];" in src
+    assert ("for (int k = (int)threadIdx.y * BLOCK_X + (int)threadIdx.x; k < NFILT * KW * KW; "
+            "k += BLOCK_X * BLOCK_Y) bank[k] = filt[k];") in src
+
+
+def test_a_spelling_whose_load_branches_is_named_with_the_line(tmp_path: Path) -> None:
     kf = respelled(FOLDER, tmp_path, SPELLING)
     notes = _apron_notes(offline_template(kf).notes)
-    assert notes == [
-        "OUT_XY: not applied: 2 shared arrays (win[SW * SW] (line 4), wt[NW][K * K] (line 5)): "
-        "one apron tile is modelled (line 5)"], notes
+    assert notes == ["OUT_XY: not applied: the tile load's body is not declarations and one "
+                     "store (line 11)"], notes
 
 
 def _spelling(tmp_path: Path) -> KernelFolder:
     return respelled(FOLDER, tmp_path / "spelling", SPELLING)
 
 
-@pytest.mark.parametrize(("which", "held"), [
-    ("folder", "#define BS: not applied: its uses were lifted to different parameters "
-               "(BLOCK_X, BLOCK_Y); left as written, so BLOCK_X, BLOCK_Y held at 16: `BS` is "
-               "also read where no transform lifted it (line 16) (line 7)"),
-    ("spelling", "T: not applied: its uses were lifted to different parameters (BLOCK_X, "
-                 "BLOCK_Y); left as written, so BLOCK_X, BLOCK_Y held at 16: `T` is also read "
-                 "where no transform lifted it (line 4) (line 1)")])
-def test_one_constant_for_both_block_sizes_holds_them_at_its_value(
-        tmp_path: Path, which: str, held: str) -> None:
-    kf = load_kernel_folder(FOLDER) if which == "folder" else _spelling(tmp_path)
-    result = offline_template(kf)
+def test_one_constant_for_both_block_sizes_holds_them_at_its_value(tmp_path: Path) -> None:
+    held = ("T: not applied: its uses were lifted to different parameters (BLOCK_X, BLOCK_Y); "
+            "left as written, so BLOCK_X, BLOCK_Y held at 16: `T` is also read where no "
+            "transform lifted it (line 4) (line 1)")
+    result = offline_template(_spelling(tmp_path))
     assert held in result.notes, result.notes
     assert {"BLOCK_X == 16", "BLOCK_Y == 16"} <= set(result.lifted.constraints)
 
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("which", ["folder", "spelling"])
-def test_the_lift_computes_as_written_and_the_excluded_block_does_not(
-        tmp_path: Path, which: str, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = load_kernel_folder(FOLDER) if which == "folder" else _spelling(tmp_path)
+@pytest.mark.parametrize("which", ["folder", "second"])
+def test_the_apron_lift_computes_as_written(tmp_path: Path, which: str,
+                                            host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = load_kernel_folder(FOLDER) if which == "folder" else \
+        respelled(FOLDER, tmp_path / "second", SECOND)
+    template = offline_template(kf).template
+    default = dict(template.default_config())
+    mix = {**default, **MIX, **({"LOAD_FLAT": 1} if "LOAD_FLAT" in default else {})}
+    configs = [default, {**default, **EXPERT_PICK}, mix]
+    if FULL_MATRIX:
+        configs += end_configs(template, kf.env(kf.check_shape, "fp32"))
+    assert same_as_written(kf, template, configs, held_back_unseen17.SET.host_source,
+                           tmp_path / "runs", host_flags) == len(configs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_held_lift_computes_as_written_and_the_excluded_block_does_not(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _spelling(tmp_path)
     template = offline_template(kf).template
     space = template.space(dict(kf.env(kf.check_shape, "fp32")))
     valid = [c for c in (dict(zip(template.param_names, combo, strict=True)) for combo in

@@ -242,12 +242,14 @@ def test_the_apron_tiles_flat_stride_follows_both_block_sizes(tmp_path: Path) ->
     assert "t += TW * TH" in source
 
 
-def test_the_hand_indexed_apron_tile_is_named_with_its_line(tmp_path: Path) -> None:
-    """The apron family reads 2-D tiles: the 1-D one is left with the line, not silently."""
-    notes = offline_template(_conv("dwconv_apron_tile_zbatch", tmp_path)).notes
-    assert "OUT_XY: not applied: the shared tile tile[AH * AW] is one array indexed by hand " \
-        "(`tile[(threadIdx.y + dy) * AW + threadIdx.x + dx]`): the apron tile is read as a " \
-        "2-D array [rows][columns] (line 9)" in notes
+def test_the_hand_indexed_apron_tile_is_read_as_rows_and_refused_with_its_line(
+        tmp_path: Path) -> None:
+    """The 1-D tile indexed by hand is read as the 2-D one it is (:mod:`.apron_flat`); the
+    apron family then names its refusal, the channel's z index, with the line."""
+    result = offline_template(_conv("dwconv_apron_tile_zbatch", tmp_path))
+    assert "__shared__ float tile[AH][AW];" in result.lifted.source
+    assert "OUT_XY: not applied: `blockIdx.z`: a z index is not modelled (line 10)" in \
+        result.notes
 
 
 def test_a_template_conv_kernel_is_refused_with_its_line(tmp_path: Path) -> None:

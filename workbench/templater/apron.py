@@ -67,6 +67,7 @@ from workbench.templater.apron_loads import (
     nest_load,
 )
 from workbench.templater.apron_separable import separable_rows
+from workbench.templater.apron_side import SideFill, side_arrays, side_fill, wrap
 from workbench.templater.apron_window import MAX_WINDOW, Window, analyse_window
 from workbench.templater.block import _shared_arrays
 from workbench.templater.plan import Plan
@@ -136,16 +137,6 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     bx, by = (literal(b) or 0 for b in plan.block)
     sizes = {"x": bx, "y": by}
     arrays = _shared_arrays(plan)
-    if len(arrays) != 1:
-        named = ", ".join(f"{n}[{']['.join(text(e) for e in es)}] (line "
-                          f"{d.start_point.row + 1})" for n, d, es in arrays)
-        raise Refused(f"{len(arrays)} shared arrays ({named}): one apron tile is modelled",
-                      arrays[1][1])
-    tile, tdecl, extents = arrays[0]
-    ctype = text(tdecl.child_by_field_name("type"))
-    elem = _ELEM.get(ctype)
-    if elem is None:
-        raise Refused(f"the tile's element type `{ctype}` has no known size", tdecl)
     stmts = statements(plan.body)
     syncs = [k for k, s in enumerate(stmts) if _is_sync(s)]
     all_syncs = [n for n in walk(plan.body) if n.type == "call_expression"
@@ -166,6 +157,21 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     locals_ = _locals(plan.body)
     keep: set[str] = set()
     deps = Deps(plan, keep)
+    # -- the tile, and the tables every output reads alike (filled as written) --------------
+    sides = side_arrays(plan, arrays, post, deps)
+    rest = [a for a in arrays if a[0] not in {sd.name for sd in sides}]
+    if len(rest) != 1 or len(rest[0][2]) != 2:
+        named = ", ".join(f"{n}[{']['.join(text(e) for e in es)}] (line "
+                          f"{d.start_point.row + 1})" for n, d, es in rest)
+        raise Refused(f"{len(rest)} shared arrays read at the thread's point ({named}): one "
+                      "2-D apron tile is modelled", (rest[1] if len(rest) > 1 else arrays[0])[1])
+    tile, tdecl, extents = rest[0]
+    ctype = text(tdecl.child_by_field_name("type"))
+    elem = _ELEM.get(ctype)
+    if elem is None:
+        raise Refused(f"the tile's element type `{ctype}` has no known size", tdecl)
+    fills = [f for st in pre if (f := side_fill(plan, st, sides, tile, bx, by)) is not None]
+    pre = [st for st in pre if st not in {f.stmt for f in fills}]
     # -- the load phase: declarations and the load nest -------------------------------------
     loads: list[Load] = []
     branches = [s for s in pre if s.type not in ("declaration", "for_statement")]
@@ -256,13 +262,19 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     # pre-barrier locals the work reads: single-assignment only (re-declared per output)
     post_reads = {text(n) for s in post for n in walk(s) if n.type == "identifier"}
     redeclare: list[Node] = []
+    needed = set(post_reads)  # read after the barrier, or by a local that is
+    for s in reversed(pre):
+        if s.type == "declaration" and needed & {
+                text(d.child_by_field_name("declarator") or d)
+                for d in s.children_by_field_name("declarator")}:
+            needed |= {text(n) for n in walk(s) if n.type == "identifier"}
     for s in pre:
         if s.type != "declaration" or s == tdecl:
             continue
         names = [text(d.child_by_field_name("declarator") or d)
                  for d in s.children_by_field_name("declarator")]
         threaded = any(_mentions_thread(deps, d) for d in s.children_by_field_name("declarator"))
-        if not threaded:
+        if not threaded or not needed & set(names):
             continue
         for name in names:
             if name not in deps.values and name in post_reads:
@@ -292,6 +304,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     replaced = [(e.start_byte, e.end_byte) for e in extents] + \
         [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
         [(n.start_byte, n.end_byte) for ld in loads for n in ld.fill_nodes] + \
+        [(n.start_byte, n.end_byte) for fl in fills for n, _key in fl.edits] + \
         list(offsets)
     for n in walk(plan.body):
         size_like = (n.type in ("number_literal", "identifier") and int_value(n) in (bx, by)
@@ -315,7 +328,8 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
 
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
-                           pre, post, redeclare, len(unique), window, tuple(unique)),
+                           pre, post, redeclare, len(unique), window, tuple(unique),
+                           tuple(fills), sum(sd.nbytes for sd in sides)),
               grid_x, grid_y)
     return emit
 
@@ -368,6 +382,8 @@ class _Facts:
     reads: int
     window: Window | Refused  # the row reuse, or why there is none
     read_nodes: tuple[Node, ...] = ()  # the tile reads after the barrier
+    fills: tuple[SideFill, ...] = ()  # the tables beside the tile: their fills
+    side_bytes: int = 0  # and their shared memory
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -393,6 +409,13 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     for ld in f.loads:
         for node, key in ld.edits:
             rw.replace(node, new[key])
+    for fl in f.fills:
+        for node, key in fl.edits:
+            rw.replace(node, new[key])
+        if fl.local:
+            def wrapped(r: Rewriter, fl: SideFill = fl) -> str:
+                return wrap(fl, r.render(fl.stmt.start_byte, fl.stmt.end_byte), new)
+            rw.replace_span(fl.stmt.start_byte, fl.stmt.end_byte, make=wrapped)
     origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
     spans = {span: origin[dim] for span, dim in f.offsets.items()}
     for ld in f.loads:
@@ -514,7 +537,8 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     plan.constrain(f"{bx_n} * {by_n} <= 1024")
     plan.constrain(f"{ox_n} * {oy_n} <= 16")
     plan.constrain(("" if not smem else f"{smem} == 0 or ") +
-                   f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n}) <= {_MAX_SMEM}")
+                   f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n})" +
+                   (f" + {f.side_bytes}" if f.side_bytes else "") + f" <= {_MAX_SMEM}")
     if smem and isinstance(f.window, Window):
         # read from the source, the window's values are all loaded before the outputs use
         # them, the OUT_X columns' windows together (from the tile the compiler streams

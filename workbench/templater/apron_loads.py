@@ -4,12 +4,15 @@ strided by the block, one flat loop over the tile's elements)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, strip, text, walk
+from workbench.core.cuda_source import parse_cuda
+from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, single_assignment_values
 from workbench.templater.rules import literal
@@ -21,7 +24,8 @@ class Deps:
     locals expanded; the rest of an expression is opaque (its parts checked one by one)."""
 
     def __init__(self, plan: Plan, keep: set[str]) -> None:
-        self.values = single_assignment_values(plan.body, keep)
+        self.values = {**expression_macros(plan.source.tree.root_node),
+                       **single_assignment_values(plan.body, keep)}
         # blockDim is the written block here: the analysis reads the kernel as launched
         self.block = {d: literal(b) or 0 for d, b in zip("xy", plan.block, strict=False)}
 
@@ -39,6 +43,37 @@ class Deps:
             if d is not None:
                 return {(f"{name}.{d}",): 1}
         return None
+
+
+def expression_macros(root: Node) -> dict[str, Node]:
+    """Name -> value of each object-like macro of the file defined once whose text is an
+    integer expression of literals and other such macros (``#define WIN (BS + 2 * R)``):
+    a tile's extent read as the number it is."""
+    raw: dict[str, list[str]] = {}
+    for n in walk(root):
+        name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
+        if n.type == "preproc_def" and name is not None and value is not None:
+            raw.setdefault(text(name), []).append(_COMMENT.sub(" ", text(value)).strip())
+    once = tuple(sorted((k, v[0]) for k, v in raw.items() if len(v) == 1 and v[0]))
+    parsed = dict(_parsed(once)) if once else {}
+    return {k: v for k, v in parsed.items()
+            if not set(poly_of(v, parsed)) - {()} and int_value(v) is None}
+
+
+@lru_cache(maxsize=32)
+def _parsed(macros: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Node], ...]:
+    """Each macro's text parsed as an expression (those that parse), once per file."""
+    snippet = parse_cuda("".join(f"int {k} = ({v});\n" for k, v in macros))
+    out = []
+    for d in walk(snippet.tree.root_node):
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        if value is not None and d.parent is not None and d.parent.parent is not None and \
+                d.parent.parent.type == "translation_unit" and not value.has_error:
+            out.append((text(d.child_by_field_name("declarator")), value))
+    return tuple(out)
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 @dataclass(frozen=True)

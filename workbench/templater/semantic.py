@@ -20,6 +20,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
+from workbench.templater.apron_flat import flat_windows
 from workbench.templater.block import lift_block
 from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
@@ -100,6 +101,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
+    inlined = flat_windows(inlined, entry)  # tile[(ty + dy) * W + tx + dx]: tile[ty + dy][..]
     inlined = pointer_taps(inlined, entry)  # for (..; ++dx, ++tap) acc += *tap * v: tap[idx]
     inlined = pointer_rows(inlined, entry)  # while (p < end) {..; p += ld; q += ld;}: rows
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
