@@ -94,6 +94,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py lnbwd_colpartials
     python3 gpu_checks/memgap_probe.py erf_series_f64
     python3 gpu_checks/memgap_probe.py cbrt_newton_f64
+    python3 gpu_checks/memgap_probe.py corr7x7_bank4
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -712,6 +713,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                     "DIV_RCP": 0, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "RCP": 1},
         "pick_div": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "RCP": 0}}),
+    # compute-bound (set 17): a 7 x 7 correlation with four filters over a flat shared
+    # window, 0.47 of its expert at 09:53Z (the lift then BLOCK_X/Y held at 16; the expert
+    # 2.11x with BX, BY, RY rows a thread, PAD). The lift (3f3e972: the flat window read as
+    # rows, the filter table beside it: OUT_X, OUT_Y, PAD) at the expert's pick in its knobs
+    # (sm_90 122 registers, no spills, 7032 B smem; the expert 204, no spills, 7032 B), the
+    # same unpadded, four rows of a 16 x 8 block, and the default; the expert at its pick
+    "corr7x7_bank4": ("corpus_compute_unseen17", {
+        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_X": 1, "OUT_Y": 8, "PAD": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_nopad": {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
+                              "MIN_BLOCKS_PER_SM": 0},
+        "rows4": {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 4, "PAD": 1,
+                  "MIN_BLOCKS_PER_SM": 0},
+        "default": {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 1, "OUT_Y": 1, "PAD": 0,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 64, "BY": 2, "RY": 8, "PAD": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
