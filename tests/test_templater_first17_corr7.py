@@ -271,3 +271,26 @@ def test_the_tiled_spelling_computes_as_written(tmp_path: Path,
         configs += end_configs(template, kf.env(kf.check_shape, "fp32"))
     assert same_as_written(kf, template, configs, held_back_unseen17.SET.host_source,
                            tmp_path / "runs", host_flags) == len(configs)
+
+
+@pytest.mark.parametrize(("fill", "reason"), [
+    # a table per block: the lifted block covers other outputs, so it is no table
+    ("if (tid < NF * TAPS) taps[tid] = filt[tid + blockIdx.x];",
+     "`blockIdx.x` in a shared table's fill reads the thread or the block (each entry is "
+     "filled by the same code at any block shape only through the flat thread index) "
+     "(line 26)"),
+    # the thread read by its coordinates: which entries a thread fills follows the block
+    ("if (threadIdx.y == 0 && threadIdx.x < 14) for (int k = 0; k < 14; ++k) "
+     "taps[threadIdx.x * 14 + k] = filt[threadIdx.x * 14 + k];",
+     "`if (threadIdx.y == 0 && threadIdx.x < 14) for (int k = 0; k < 14; ++k) "
+     "taps[threadIdx.x * 14 + k] = filt[threadIdx.x * 14 + k];` fills a shared table but "
+     "reads the thread other than through one local holding its flat index (threadIdx.y * "
+     "16 + threadIdx.x) (line 26)")])
+def test_a_table_filled_other_than_by_the_flat_index_refuses_with_the_line(
+        tmp_path: Path, fill: str, reason: str) -> None:
+    source = FOLDER.joinpath("corr7x7_bank4.cu").read_text()
+    written = "if (tid < NF * TAPS) taps[tid] = filt[tid];"
+    assert written in source
+    result = offline_template(respelled(FOLDER, tmp_path, source.replace(written, fill)))
+    assert "OUT_X" not in result.template.param_names
+    assert _apron_notes(result.notes) == [f"OUT_XY: not applied: {reason}"], result.notes

@@ -1,8 +1,10 @@
 """Apron tiles: outputs per thread over a shared tile with a halo, the block apart from it.
 
 Recognised by roles, not by one spelling: a 2-D launch block of literal sizes ``(BX, BY)``;
-one ``__shared__`` 2-D array ``[EY][EX]``; before the one top-level ``__syncthreads()``
-only declarations and a load nest ``for (py = threadIdx.y; py < LY; py += BY) for (px =
+one ``__shared__`` 2-D array ``[EY][EX]`` (a flat one indexed by hand is read as rows before
+the analysis, :mod:`.apron_flat`), beside it only tables every output reads alike, filled as
+written (:mod:`.apron_side`: a filter bank); before the one top-level ``__syncthreads()``
+only declarations, the tables' fills and a load nest ``for (py = threadIdx.y; py < LY; py += BY) for (px =
 threadIdx.x; px < LX; px += BX) tile[py][px] = V;`` (either loop outside, braces and locals
 optional); after it the per-point work. The halo is ``H = L - B`` per dimension, the
 author's padding ``E - L``. Legal when (checked on integer polynomials of the expressions,
