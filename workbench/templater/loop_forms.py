@@ -12,7 +12,9 @@ that model such loops (escape-time items) read as written.
 
 Rewritten only where the two are the same program and the loop is counted: the variable
 (a number or a pointer) is declared alone, with a value, in the same block before the
-``while``, and the declaration may move to the loop (:func:`_movable`, the one rule the other
+``while`` (or assigned there, ``v = e;``, where a block around declares it: a counter reused
+by several loops, :mod:`.loop_forms_reuse`), and the declaration may move to the loop
+(:func:`_movable`, the one rule the other
 loop spellings of :mod:`.loop_forms_open` use too): the statements between neither mention
 it nor assign a name its value reads, and where there are some, they are declarations that
 call and assign nothing or the value reads no memory and calls nothing; the condition
@@ -22,7 +24,9 @@ loop's body is a block whose last statement steps the variable (``v += s``, ``v 
 ``++v``, ``v++``, ``--v``, ``v--``, ``v = v + s``) or halves it (``v /= 2``, ``v >>= 1``: an
 offset loop, whose condition may be the variable alone, ``while (offset)``); no ``continue`` in the body belongs to
 this loop (in a ``for`` it would run the step, in the ``while`` it skips it); and nothing
-after the loop reads the variable (a ``for`` scopes it to the loop). The declaration becomes blank and
+after the loop reads the value it leaves (a ``for`` scopes it to the loop; a later loop
+restarting the variable reads its own: :func:`.loop_forms_reuse.dead_after`, which also gives
+``for (v = e; ...)`` its own ``T v``). The declaration becomes blank and
 the step's statement empty, on their own lines, so every line keeps its number.
 
 A ``while`` whose last statements step two or more pointers one element each (``while (p <
@@ -40,6 +44,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.loop_forms_reuse import assigned_for, assignment, dead_after, declared_type
 from workbench.templater.point_split import entry_body
 
 _LOOPS = ("for_statement", "while_statement", "do_statement")
@@ -59,7 +64,8 @@ def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     kernel cannot be found: the analysis reports that itself)."""
     return rewrite_loops(current, entry, lambda data, loop: (
         _pointer_walk(data, loop) or _counted(data, loop))
-        if loop.type == "while_statement" else None)
+        if loop.type == "while_statement" else assigned_for(data, loop, _counted)
+        if loop.type == "for_statement" else None)
 
 
 def rewrite_loops(current: InlinedSource, entry: str | None,
@@ -159,14 +165,16 @@ def _declared(decl: Node) -> tuple[str, Node] | None:
     return text(name), value
 
 
-def _movable(siblings: list[Node], at: int, var: str) -> Node | None:
-    """The declaration of ``var`` alone with a value among ``siblings`` before ``at`` that may
-    move to ``at``: the statements between neither mention ``var`` nor assign a name its
-    value reads, and where there are some, either they are declarations that call and
-    assign nothing (they write no memory, so a read of memory in the value may move past
-    them) or the value reads no memory and calls nothing."""
+def _movable(siblings: list[Node], at: int, var: str,
+             start: Callable[[Node], tuple[str, Node] | None] = _declared) -> Node | None:
+    """The declaration of ``var`` alone with a value among ``siblings`` before ``at`` (or
+    the statement ``start`` reads as (name, value) for it: :func:`.loop_forms_reuse.assignment`'s
+    ``v = e;``) that may move to ``at``: the statements between neither mention ``var`` nor
+    assign a name its value reads, and where there are some, either they are declarations
+    that call and assign nothing (they write no memory, so a read of memory in the value may
+    move past them) or the value reads no memory and calls nothing."""
     for k in range(at - 1, -1, -1):
-        found = _declared(siblings[k])
+        found = start(siblings[k])
         if found is None or found[0] != var:
             if _reads(siblings[k], var):
                 return None
@@ -214,15 +222,17 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
         else cond
     stmts = [c for c in body.named_children if c.type != "comment"]
     found = [(d, v) for v in _loop_var(inner) if stmts and _step(stmts[-1], v) and
-             (d := _movable(siblings, at, v))]  # the name the body steps: i of i < end
+             (d := _movable(siblings, at, v) or
+              _movable(siblings, at, v, assignment))]  # the name the body steps: i of i < end
     if len(found) != 1:
         return None
     decl, var = found[0]
-    if not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
-            _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
+    kind = "" if decl.type == "declaration" else declared_type(loop, var)  # v = e; restarts
+    if kind is None or not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
+            _own_continue(body) or not dead_after(data, loop, var, _counted):
         return None
     step = text(strip(stmts[-1].named_children[0]))
-    head = (f"for ({data[decl.start_byte:decl.end_byte].decode()} "
+    head = (f"for ({kind + ' ' if kind else ''}{data[decl.start_byte:decl.end_byte].decode()} "
             f"{data[inner.start_byte:inner.end_byte].decode()}; {step}) ")
     return [(decl.start_byte, decl.end_byte, ""),
             (loop.start_byte, body.start_byte, head),

@@ -19,7 +19,8 @@ loop, and the declaration may move to it (:func:`.loop_forms._movable`, as a cou
 ``while``'s: the statements between neither mention it nor assign a name its value reads,
 and where there are some they are declarations that call nothing and assign nothing, so a
 read of memory in the value may move past them, or the value reads no memory); nothing
-after the loop reads the variable (the ``for`` scopes it to the loop). The ``for``'s condition
+after the loop reads the value it leaves (the ``for`` scopes it to the loop; a later loop
+restarting the variable reads its own: :func:`.loop_forms_reuse.dead_after`). The ``for``'s condition
 compares the variable with a bound, and its update steps the variable. A ``do`` loop
 further needs: its body a block whose last statement only updates the variable (an
 assignment to it, ``v /= 2`` or ``v >>= 1`` as well as a step) and no ``continue`` of its
@@ -50,6 +51,7 @@ from workbench.templater.loop_forms import (
     Edit,
     _assigned,
     _bounded,
+    _counted,
     _declared,
     _loop_var,
     _movable,
@@ -57,6 +59,7 @@ from workbench.templater.loop_forms import (
     _reads,
     rewrite_loops,
 )
+from workbench.templater.loop_forms_reuse import dead_after
 from workbench.templater.macros import integer_macros
 
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -107,7 +110,7 @@ def _open_for(data: bytes, loop: Node) -> list[Edit] | None:
     siblings, at = place
     names = [v for v in _loop_var(cond) if _updates(update, v)]
     decl = _movable(siblings, at, names[0]) if len(names) == 1 else None
-    if decl is None or any(_reads(s, names[0]) for s in siblings[at + 1:]):
+    if decl is None or not dead_after(data, loop, names[0], _counted):
         return None
     semi = next(c for c in loop.children if c.type == ";")
     return [(decl.start_byte, decl.end_byte, ""),
