@@ -95,6 +95,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py erf_series_f64
     python3 gpu_checks/memgap_probe.py cbrt_newton_f64
     python3 gpu_checks/memgap_probe.py corr7x7_bank4
+    python3 gpu_checks/memgap_probe.py rowl1_scale_warp
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -729,6 +730,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "default": {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 1, "OUT_Y": 1, "PAD": 0,
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 64, "BY": 2, "RY": 8, "PAD": 1}}),
+    # set 17, memory-bound; nothing lifted at first contact (74 % of a copy; the expert 78 %
+    # at WARPS 1, LANES 32, ACC 1): the lift (its reused counter read as each loop's own,
+    # ILP on the summing pass) at the expert's pick spelled in its knobs (sm_90 32
+    # registers, no spills; the expert at its pick 48, no spills), the same with 4 sums a
+    # lane, 8 lanes a row with 4 sums and __ldg, and the default (the kernel as written)
+    "rowl1_scale_warp": ("corpus_compute_unseen17", {
+        "expert_pick": {"ROWS_PER_BLOCK": 1, "LANES": 32, "ILP": 1, "LDG": 0,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_ilp4": {"ROWS_PER_BLOCK": 1, "LANES": 32, "ILP": 4, "LDG": 0,
+                             "MIN_BLOCKS_PER_SM": 0},
+        "lanes8_ilp4_ldg": {"ROWS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "LDG": 1,
+                            "MIN_BLOCKS_PER_SM": 0},
+        "default": {"ROWS_PER_BLOCK": 4, "LANES": 32, "ILP": 1, "LDG": 0,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"WARPS": 1, "LANES": 32, "ACC": 1},
+        "default": {"WARPS": 4, "LANES": 32, "ACC": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
