@@ -38,7 +38,8 @@ filled as written for every flat index of the written 16 x 16 block at any block
 expert's RY, PAD beside BX, BY) and its shared memory counts the taps' 784 bytes. A second
 spelling (the window through ``#define IDX(r, c)`` and a nest of loads strided by the block,
 the filters by a loop strided by the block's threads, locals for the thread index) lifts the
-same knobs. Host (g++), bit for bit against the kernel as written: both at the default, the
+same knobs, and so does it with the index a ``__device__`` helper (inlined as ``(int)(r * SPAN
++ c)``). Host (g++), bit for bit against the kernel as written: both at the default, the
 expert's H200 pick in the lift's knobs (64 x 2, OUT_Y 8, PAD 1: 128 threads for 196 taps) and
 a mix (8 x 4, 2 x 4 outputs, padded, LOAD_FLAT 1 where lifted), every all-ends corner under
 WORKBENCH_FULL_MATRIX=1.
@@ -60,6 +61,8 @@ from test_corpus_unseen3 import (
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
+from workbench.templater.apron_flat import flat_windows
+from workbench.templater.inline_calls import InlinedSource
 
 FOLDER = held_back_unseen17.SET.root / "corr7x7_bank4"
 
@@ -128,6 +131,10 @@ extern "C" __global__ void corr7x7_bank4(float* __restrict__ out, const float* _
   }
 }
 """
+#: The second hand's index as a helper function (inlined as ``(int)(r * SPAN + c)``).
+HELPER = SECOND.replace("#define IDX(r, c) ((r) * SPAN + (c))",
+                        "__device__ __forceinline__ int idx(int r, int c) { return r * SPAN + c; }"
+                        ).replace("IDX(", "idx(")
 #: A mix: fewer threads than taps (32 for 196), two columns and four rows a thread, padded.
 MIX = {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "PAD": 1}
 
@@ -187,8 +194,10 @@ def test_the_folders_flat_window_and_shared_filters_lift_the_experts_knobs() -> 
             "taps[tid] = filt[tid]; }") in src
 
 
-def test_a_second_hands_flat_window_lifts_the_same_knobs(tmp_path: Path) -> None:
-    result = offline_template(respelled(FOLDER, tmp_path, SECOND))
+@pytest.mark.parametrize("which", ["second", "helper"])
+def test_a_second_hands_flat_window_lifts_the_same_knobs(tmp_path: Path, which: str) -> None:
+    result = offline_template(respelled(FOLDER, tmp_path, SECOND if which == "second"
+                                        else HELPER))
     assert {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"} <= set(result.template.param_names), \
         result.notes
     src = result.lifted.source
@@ -219,11 +228,11 @@ def test_one_constant_for_both_block_sizes_holds_them_at_its_value(tmp_path: Pat
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("which", ["folder", "second"])
+@pytest.mark.parametrize("which", ["folder", "second", "helper"])
 def test_the_apron_lift_computes_as_written(tmp_path: Path, which: str,
                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = load_kernel_folder(FOLDER) if which == "folder" else \
-        respelled(FOLDER, tmp_path / "second", SECOND)
+        respelled(FOLDER, tmp_path / which, SECOND if which == "second" else HELPER)
     template = offline_template(kf).template
     default = dict(template.default_config())
     mix = {**default, **MIX, **({"LOAD_FLAT": 1} if "LOAD_FLAT" in default else {})}
@@ -294,3 +303,20 @@ def test_a_table_filled_other_than_by_the_flat_index_refuses_with_the_line(
     result = offline_template(respelled(FOLDER, tmp_path, source.replace(written, fill)))
     assert "OUT_X" not in result.template.param_names
     assert _apron_notes(result.notes) == [f"OUT_XY: not applied: {reason}"], result.notes
+
+
+def test_a_row_or_column_with_a_subtraction_is_its_own_int_index() -> None:
+    """``threadIdx.x - 1`` is unsigned: as its own index it would wrap to 2^32 - 1, where the
+    flat sum's 32-bit arithmetic wrapped back; cast to int it is -1, the same element."""
+    source = """#define S 18
+extern "C" __global__ void k(float* out, const float* in) {
+  __shared__ float t[S * S];
+  t[threadIdx.y * S + threadIdx.x] = in[threadIdx.y * S + threadIdx.x];
+  __syncthreads();
+  out[threadIdx.y * 16 + threadIdx.x] = t[(threadIdx.y + 1) * S + threadIdx.x - 1 + 2];
+}
+"""
+    text = flat_windows(InlinedSource(source, "k.cu"), "k").text
+    assert "__shared__ float t[S][S];" in text
+    assert "t[threadIdx.y][threadIdx.x] = in[" in text
+    assert "t[(threadIdx.y + 1)][(int)(threadIdx.x - 1 + 2)]" in text

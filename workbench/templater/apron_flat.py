@@ -6,8 +6,10 @@ of WH rows of WW values: the apron family (:mod:`.apron`) reads a tile as ``[row
 and knows its extents, its loads and its reads by that shape. Each access is rewritten to
 the same element of ``tile[WH][WW]``:
 
-- ``r * WW + c`` (either operand order, a product either way round) as ``[r][c]``: the
-  address ``r * WW + c`` in both, whatever ``c``'s range;
+- ``r * WW + c`` (terms in any order, a product either way round, under a cast to ``int``
+  or not) as ``[r][c]``: the address ``r * WW + c`` in both, whatever ``c``'s range; a row
+  or column with a subtraction is cast to ``int`` (``threadIdx.x - 1`` is unsigned: on its
+  own it would wrap, where the flat sum's 32-bit arithmetic wrapped back);
 - the flat counter of the ``for`` loop around the access, ``tile[e]``, as ``[e / WW][e %
   WW]``: two locals at the top of the loop's body, and every ``e / WW`` and ``e % WW`` of the
   body read as them (the same values); C's division keeps ``(e / WW) * WW + e % WW == e``
@@ -116,7 +118,7 @@ def _window_edits(body: Node, decl: Node, name: str, extent: Node,
         row = rows.get(s.start_byte)
         if row is not None:
             edits.append((idx.start_byte, idx.end_byte,
-                          f"{text(row.row)}][{row.col}"))
+                          f"{_signed(text(row.row))}][{_signed(row.col)}"))
             continue
         loop = _counter_loop(s, idx)
         if loop is None:
@@ -181,8 +183,8 @@ def _counter_loop(access: Node, idx: Node) -> Node | None:
 def _row_form(idx: Node, stride: Node) -> _Row | None:
     """``idx`` as ``row * stride + col``: one added term of a sum a product with the stride
     (either way round), the column the other terms in their order (``(ty + i) * SW + tx +
-    j``), else None."""
-    terms = _terms(idx, "+")
+    j``; under a cast to ``int``, as an inlined helper's ``(int)(r * SW + c)``), else None."""
+    terms = _terms(_int_core(idx), "+")
     if len(terms) < 2:
         return None
     for k, (sign, term) in enumerate(terms):
@@ -208,6 +210,24 @@ def _terms(node: Node, sign: str) -> list[tuple[str, Node]]:
     flip = {"+": "-", "-": "+"}
     right = sign if parts[1] == "+" else flip[sign]
     return _terms(parts[0], sign) + _terms(parts[2], right)
+
+
+def _int_core(node: Node) -> Node:
+    """``node`` under its parentheses and casts to ``int``."""
+    while True:
+        node = _bare(node)
+        kind = node.child_by_field_name("type") if node.type == "cast_expression" else None
+        value = node.child_by_field_name("value")
+        if kind is None or text(kind) != "int" or value is None:
+            return node
+        node = value
+
+
+def _signed(part: str) -> str:
+    """A row or column with a subtraction as ``(int)(part)``: where it is unsigned
+    (``threadIdx.x - 1``), its own index must not wrap to 2^32 - 1 as the flat sum's
+    32-bit arithmetic did harmlessly."""
+    return f"(int)({part})" if "-" in part else part
 
 
 def _bare(node: Node) -> Node:
