@@ -81,6 +81,7 @@ class Region:
     step: str  # rendered distance between a thread's items (elements, before VEC)
     loop: bool  # a loop (True) or one guarded item per thread (False)
     node: Node  # what the rewrite replaces
+    guards: tuple[Node, ...] = ()  # a loop's invariant conjuncts beside var < bound (.lane_bound)
 
 
 def _is_write(sub: Node) -> tuple[bool, bool]:
@@ -453,7 +454,8 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
              f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
              f"{stores}      }}\n    }}\n")
     if region.loop:
-        return (f"for ({typ} wb_{var}0 = ({start}) * VEC; wb_{var}0 < {bound}; "
+        guards = "".join(f"({rw.text(g)}) && " for g in region.guards)
+        return (f"for ({typ} wb_{var}0 = ({start}) * VEC; {guards}wb_{var}0 < {bound}; "
                 f"wb_{var}0 += ({step}) * (VEC * ITEMS_PER_THREAD)) {{\n{inner}  }}")
     return f"{{\n    const {typ} wb_{var}0 = ({start}) * VEC;\n{inner}  }}"
 
