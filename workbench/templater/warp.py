@@ -10,7 +10,8 @@ block's warps, which the kernel never names); ``warpSize`` read as 32; a grid ru
 by F; the lane ``threadIdx.x % 32`` (or ``& 31``; in a
 (32, F) block ``threadIdx.x`` itself), as a local or in place, used only to start lane loops
 ``for (c = l; c < n; c += 32)`` (the step also ``c = c + 32``, or ``blockDim.x`` in a (32, F)
-block; a ``T c = l; while (c < n) { ...; c += 32; }`` alike) or segment loops ``for (c = base + l; c < end; c += 32)``
+block; the condition also ``live && c < n``, guards the loop cannot change: :mod:`.lane_bound`;
+a ``T c = l; while (c < n) { ...; c += 32; }`` alike) or segment loops ``for (c = base + l; c < end; c += 32)``
 whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP,
 VEC and LDG over them: :mod:`.warp_chains`, :mod:`.warp_seg_vec`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
@@ -55,6 +56,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.lane_bound import lane_bound
 from workbench.templater.macros import IntegerMacro, guard_define
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
@@ -722,17 +724,17 @@ def _vectorize_lane_loops(plan: Plan, loops: list[Node], starts: list[str]) -> s
     done: set[int] = set()
     for loop, lane in zip(loops, starts, strict=True):
         init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
-        parts = binary(cond) if cond is not None else None
         body = loop.child_by_field_name("body")
-        if init is None or parts is None or body is None:
+        if init is None or cond is None or body is None:
             continue
         var, _d, _start = declared_name(init)
-        if parts[1] != "<" or text(strip(parts[0])) != var:
+        found = lane_bound(plan, loop)
+        if found is None:
             plan.note("VEC", False, f"the lane loop's condition `{text(cond)[:40]}` is not "
-                      f"`{var} < bound`", loop)
+                      f"`{var} < bound` (beside guards the loop cannot change)", loop)
             continue
-        region = Region(var, text(init.child_by_field_name("type")), body, parts[2], lane,
-                        LANES, True, loop)
+        region = Region(var, text(init.child_by_field_name("type")), body, found.bound, lane,
+                        LANES, True, loop, found.guards)
         try:
             for c in vectorize(plan, region, split=False, alias_guard=True):
                 plan.constrain(c)

@@ -48,7 +48,6 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import (
     added_once,
-    binary,
     declared_name,
     line,
     strip,
@@ -56,6 +55,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.lane_bound import lane_bound
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.table_terms import assigned_in
@@ -82,6 +82,7 @@ class Pass:
     body: Node
     start: str
     reads: tuple[Node, ...]
+    guards: tuple[Node, ...] = ()  # invariant conjuncts beside var < bound (.lane_bound)
 
 
 @dataclass(frozen=True)
@@ -162,16 +163,15 @@ def _written(sub: Node) -> bool:
 
 
 def _pass(plan: Plan, loop: Node, start: str) -> Pass:
-    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
-    body = loop.child_by_field_name("body")
-    parts = binary(cond) if cond is not None else None
+    init, body = loop.child_by_field_name("initializer"), loop.child_by_field_name("body")
     assert init is not None and body is not None
     var, _d, _v = declared_name(init)
-    if parts is None or parts[1] != "<" or text(strip(parts[0])) != var:
+    found = lane_bound(plan, loop)
+    if found is None:
         raise Illegal(f"the lane loop `{text(loop).splitlines()[0][:60]}` is not bounded by "
                       f"`{var} < n`", loop)
-    return Pass(loop, var, text(init.child_by_field_name("type")), strip(parts[2]), body,
-                start, ())
+    return Pass(loop, var, text(init.child_by_field_name("type")), found.bound, body,
+                start, (), found.guards)
 
 
 def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> RowCache | None:
@@ -206,6 +206,10 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
         if text(p.bound) != bound:
             raise Illegal(f"the lane loops over {pointer} have different bounds (`{bound}`, "
                           f"`{text(p.bound)}`)", p.loop)
+        if p.guards:
+            raise Illegal(f"the lane loop over {pointer} runs under the guard "
+                          f"`{text(p.guards[0])}` beside `{p.var} < {bound}`, which the kept "
+                          "row's fill and passes do not carry", p.loop)
         _check_body(plan, p)
         # stores to the row are _stores' to judge (the last pass's own element only)
         reads = [s for s in _subscripts(p.body) if _array(s) == pointer and not _written(s)]

@@ -1,0 +1,80 @@
+"""A counted loop's bound under loop-invariant guards: ``for (j = s; live && j < n; j += k)``.
+
+A loop condition that is a conjunction (``&&``, either order, any nesting of parentheses)
+of exactly one ``j < n`` (``j`` the counter the header declares) and other conjuncts that
+the loop cannot change is the loop ``j < n`` run only where those guards hold: the guards
+are evaluated afresh each step, but each step sees the same value, so the loop either runs
+as ``j < n`` would or not at all. A guard is loop-invariant here when it names neither the
+counter nor any local the loop assigns (:func:`.item_state.assigned_names` over the body
+and the header's update), reads no memory (no subscript, no dereference, no ``->``: the
+body could store to it) and has no side effect (:func:`.purity.side_effect_free`). A
+per-item ``const bool live = row < rows;`` is the usual one: a row past the end still walks
+the shuffle tree with its lanes, but loads nothing.
+
+Families that walk such a loop with their own loops (the warp family's vector lanes,
+:mod:`.vector`) keep the guards in their loop's condition; one that cannot (a row kept in
+registers, :mod:`.warp_regs`) refuses with the guard named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import binary, chain, declared_name, strip, text, walk
+from workbench.templater.item_state import assigned_names
+from workbench.templater.plan import Plan
+from workbench.templater.purity import side_effect_free
+
+#: Expressions that may read memory: a guard holding one may change with the body's stores.
+_MEMORY = ("subscript_expression", "pointer_expression", "call_expression")
+
+
+@dataclass(frozen=True)
+class LaneBound:
+    """A counted loop's counter, its bound ``n`` of ``var < n`` and the invariant guards
+    conjoined with it (empty where the condition is ``var < n`` alone)."""
+
+    var: str
+    bound: Node
+    guards: tuple[Node, ...]
+
+
+def lane_bound(plan: Plan, loop: Node) -> LaneBound | None:
+    """The bound and guards of ``loop``'s condition (above), or None where the condition is
+    not ``var < n`` conjoined with invariant guards."""
+    init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    body, update = loop.child_by_field_name("body"), loop.child_by_field_name("update")
+    if init is None or cond is None or body is None or init.type != "declaration":
+        return None
+    var = declared_name(init)[0]
+    bounds, guards = [], []
+    for part in chain(cond, "&&"):
+        parts = binary(part)
+        if parts is not None and parts[1] == "<" and text(strip(parts[0])) == var:
+            bounds.append(strip(parts[2]))
+        else:
+            guards.append(part)
+    if len(bounds) != 1:
+        return None
+    written = assigned_names(body) | {var}
+    if update is not None:
+        written |= assigned_names(update)
+    if any(not _invariant(plan, g, written) for g in guards):
+        return None
+    return LaneBound(var, bounds[0], tuple(guards))
+
+
+def _invariant(plan: Plan, node: Node, written: set[str]) -> bool:
+    """``node`` names no local in ``written``, reads no memory (a call may: refused too) and
+    has no side effect."""
+    for n in walk(node):
+        if n.type == "identifier" and text(n) in written:
+            return False
+        if n.type in _MEMORY and not (n.type == "pointer_expression" and
+                                      text(n).startswith("&")):
+            return False
+        if n.type == "field_expression" and "->" in text(n):
+            return False
+    return side_effect_free(plan.source, node)
