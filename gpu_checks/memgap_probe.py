@@ -96,6 +96,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py cbrt_newton_f64
     python3 gpu_checks/memgap_probe.py corr7x7_bank4
     python3 gpu_checks/memgap_probe.py rowl1_scale_warp
+    python3 gpu_checks/memgap_probe.py welford_rows_warp
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -746,6 +747,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 1, "LANES": 32, "ACC": 1},
         "default": {"WARPS": 4, "LANES": 32, "ACC": 1}}),
+    # set 18, memory-bound; 54 % of a copy at first contact (11:45Z: WARPS_PER_BLOCK, LANES
+    # only; the expert 92 % at WARPS 2, LANES 32, ACC 1, VEC 1 = float4): the lift (8d5d92c:
+    # the lane loop `live && j < cols` read as `j < cols` under `live`, so VEC and
+    # ITEMS_PER_THREAD) at the expert's pick spelled in its knobs (sm_90 28 registers, no
+    # spills, one ld.global.v4.f32; the expert at its pick 29, no spills), the chain's loads
+    # ahead without vectors (4 floats a lane in flight, bit for bit with the kernel: 30
+    # registers), float4 with two ahead, and the default (the kernel as written)
+    "welford_rows_warp": ("corpus_compute_unseen18", {
+        "expert_pick": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 4, "ITEMS_PER_THREAD": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "loads_ahead4": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 1, "ITEMS_PER_THREAD": 4,
+                         "MIN_BLOCKS_PER_SM": 0},
+        "vec4_ahead2": {"WARPS_PER_BLOCK": 2, "LANES": 32, "VEC": 4, "ITEMS_PER_THREAD": 2,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "default": {"WARPS_PER_BLOCK": 8, "LANES": 32, "VEC": 1, "ITEMS_PER_THREAD": 1,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"WARPS": 2, "LANES": 32, "ACC": 1, "VEC": 1},
+        "default": {"WARPS": 8, "LANES": 32, "ACC": 1, "VEC": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -756,6 +775,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     # the lift's 169 loads a channel are ld.global, the expert's ld.global.nc (sm_90 PTX at
     # the pick, 144 fma each: the same loop otherwise)
     "conv3x3_c16_nchw": ("expert_pick",),
+    # the lift's row loads are ld.global, the expert's ld.global.nc (x __restrict__)
+    "welford_rows_warp": ("expert_pick",),
 }
 
 
