@@ -76,6 +76,7 @@ from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
 from workbench.templater.tile import lift_tile
+from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.value_casts import value_casts
 from workbench.templater.vector import apply_vector, flat_region
 from workbench.templater.warp import apply_warp
@@ -115,7 +116,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     constants = file_constants(plan, members.values)
     with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
         if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
-                lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tied_tiles(plan) or
+                lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tile_batch(plan) or
+                lift_tied_tiles(plan) or
                 lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
                 lift_rows(plan) or lift_phases(plan) or
                 lift_fir(plan) or apply_warp(plan, macros)):

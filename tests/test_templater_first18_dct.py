@@ -1,0 +1,173 @@
+"""First contact with held-back set 18's 8 x 8 block DCT (issue 28):
+benchmarks/corpus_compute_unseen18/dct8x8_blocks runs one 8 x 8 image block a CTA of 8 x 8
+threads (three 8 x 8 ``__shared__`` arrays: a cosine table every CTA computes, the pixels,
+the row transforms; two barriers; two 8-term dot products across the tile). Nothing was
+lifted (the block lift: "the block size 8 appears nowhere in the kernel and blockDim.x is not
+read"); the expert's knobs are image tiles a CTA across and down (TX, TY), rows a thread (RPT)
+and shared-row padding (PAD). Spelled with a plain ``#define N 8``, the tied-tiles family
+made N a tile knob (TILE 8, 16, 32): a 16 x 16 DCT is another transform, wrong wherever the
+shape admits it.
+
+:mod:`workbench.templater.tile_batch` (a CTA per fixed-size data tile) now lifts TX, TY, RPT,
+PAD for the plain spelling and for a second hand's (an 8 x 8 Walsh-Hadamard transform over
+flat ``t[S * S]`` tiles, ``constexpr`` sizes, ``blockDim`` read for the row stride and the loop
+bounds, no table). Host (g++): both at the default, the expert's H200 pick (TX 4, TY 8, RPT 8,
+PAD 0) and a mix (TX 2, TY 4, RPT 2, PAD 1: 56 columns over 16, the last CTA half past the
+image, its tiles clamped), bit for bit against the kernel as written; every all-ends corner
+under WORKBENCH_FULL_MATRIX=1.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import held_back_unseen18
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import FULL_MATRIX, end_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.errors import TemplateError
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+
+FOLDER = held_back_unseen18.SET.root / "dct8x8_blocks"
+
+#: The folder's kernel with its body in the kernel and the block's edge a macro.
+PLAIN = """#define N 8
+extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int W) {
+  __shared__ float ctab[N][N];
+  __shared__ float pix[N][N];
+  __shared__ float rows[N][N];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const size_t at = (size_t)(blockIdx.y * N + ty) * W + blockIdx.x * N + tx;
+  ctab[ty][tx] = (ty == 0 ? 0.35355339f : 0.5f) * cosf((2 * tx + 1) * ty * 3.14159265f / (2 * N));
+  pix[ty][tx] = in[at];
+  __syncthreads();
+  float s = 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; ++k) s += pix[ty][k] * ctab[tx][k];
+  rows[ty][tx] = s;
+  __syncthreads();
+  float t = 0.0f;
+#pragma unroll
+  for (int k = 0; k < N; ++k) t += ctab[ty][k] * rows[k][tx];
+  out[at] = t;
+}
+"""
+
+#: Another hand, another per-tile transform: an 8 x 8 Walsh-Hadamard (signs by the parity of
+#: the index's bits) over flat tiles, constexpr sizes, blockDim read, no table.
+SECOND = """constexpr int S = 8;
+extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int W) {
+  __shared__ float t[S * S];
+  __shared__ float u[S * S];
+  const int c = threadIdx.x, r = threadIdx.y;
+  const int w = blockDim.x;
+  int gr = blockIdx.y * blockDim.y + r;
+  int gc = blockIdx.x * blockDim.x + c;
+  t[r * w + c] = in[gr * W + gc] * 0.125f;
+  __syncthreads();
+  float across = 0.f;
+  for (int k = 0; k < blockDim.x; k++) {
+    int p = c & k;
+    p ^= p >> 2;
+    p ^= p >> 1;
+    across += (p & 1) ? -t[r * w + k] : t[r * w + k];
+  }
+  u[r * w + c] = across;
+  __syncthreads();
+  float down = 0.f;
+  for (int k = 0; k < blockDim.y; k++) {
+    int p = r & k;
+    p ^= p >> 2;
+    p ^= p >> 1;
+    down += (p & 1) ? -u[k * w + c] : u[k * w + c];
+  }
+  out[gr * W + gc] = down;
+}
+"""
+
+#: The expert's H200 pick (PAD 0, RPT 8, TX 4, TY 8), spelled in the lift's knobs alike.
+EXPERT_PICK = {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0}
+#: Two tiles across (56 columns over 16: the last CTA's second tile clamped), four down over
+#: 16 threads of two rows each, padded.
+MIX = {"TX": 2, "TY": 4, "RPT": 2, "PAD": 1}
+KNOBS = {"TX", "TY", "RPT", "PAD"}
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _folder(which: str, root: Path) -> KernelFolder:
+    return respelled(FOLDER, root / which, PLAIN if which == "plain" else SECOND)
+
+
+def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path: Path) -> None:
+    result = offline_template(_folder("plain", tmp_path))
+    assert set(result.template.param_names) >= KNOBS, result.notes
+    assert "TILE" not in result.template.param_names
+    assert result.lifted.grid == ("ceil_div(ceil_div(W, 8), TX)", "ceil_div(ceil_div(H, 8), TY)")
+    assert result.lifted.block == ("8 * TX", "8 * TY / RPT")
+    src = result.lifted.source
+    assert "__shared__ float ctab[N][N];" in src  # the table: one a CTA
+    assert "__shared__ float pix[8 * TY][8 * TX + PAD];" in src
+    assert "if (wb_tx == 0 && wb_ty == 0) ctab[ty][tx] = " in src
+    assert "rows[wb_ty * 8 + (k)][wb_tx * 8 + (tx)]" in src
+    assert "#define N 8" in src
+
+
+def test_a_second_hands_flat_tiles_lift_the_same_knobs(tmp_path: Path) -> None:
+    result = offline_template(_folder("second", tmp_path))
+    assert set(result.template.param_names) >= KNOBS, result.notes
+    src = result.lifted.source
+    assert "__shared__ float t[(64 + PAD) * TX * TY];" in src
+    assert "for (int k = 0; k < 8; k++)" in src  # blockDim.x: the tile's edge
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ("  out[at] = t;\n", "  out[at] += t;\n"),
+    ("  __syncthreads();\n  float t", "  if (H > 0) __syncthreads();\n  float t"),
+])
+def test_what_the_virtual_ctas_cannot_be_refuses_with_the_line(tmp_path: Path, change: str,
+                                                               reason: str) -> None:
+    assert change in PLAIN
+    try:
+        result = offline_template(respelled(FOLDER, tmp_path, PLAIN.replace(change, reason)))
+        assert "TX" not in result.template.param_names
+        all_notes = list(result.notes)
+    except TemplateError as nothing:  # no other family lifts it either
+        all_notes = list(nothing.details["findings"])
+    notes = [n for n in all_notes if n.startswith("TX: not applied")]
+    want = ("TX: not applied: `out` is read and written: a CTA's clamped duplicate of the last "
+            "tile would read what it stored (line 19)" if "+=" in reason else
+            "TX: not applied: a barrier inside a statement (each must be a top-level statement "
+            "for the tiles of a CTA to meet it alike) (line 15)")
+    assert notes == [want], all_notes
+
+
+def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path) -> None:
+    source = PLAIN.replace("  float t = 0.0f;\n", "  float t = s - s;\n")
+    result = offline_template(respelled(FOLDER, tmp_path, source))
+    assert {"TX", "TY", "PAD"} <= set(result.template.param_names), result.notes
+    assert "RPT" not in result.template.param_names
+    assert ("RPT: not applied: `s` (line 11) lives across a barrier: rows a thread would need "
+            "one a row (line 16)") in result.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("which", ["plain", "second"])
+def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
+                                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _folder(which, tmp_path)
+    template = offline_template(kf).template
+    default = dict(template.default_config())
+    configs = [default, {**default, **EXPERT_PICK}, {**default, **MIX}]
+    if FULL_MATRIX:
+        configs += end_configs(template, kf.env(kf.check_shape, "fp32"))
+    assert same_as_written(kf, template, configs, held_back_unseen18.SET.host_source,
+                           tmp_path / "runs", host_flags) == len(configs)

@@ -1,0 +1,522 @@
+"""A CTA per fixed-size data tile: tiles a CTA across and down, rows a thread, shared padding.
+
+The family: a 2-D launch block of literal sizes ``(NX, NY)`` whose CTA works on one tile of
+the data whose extent is part of what the kernel computes (an 8 x 8 block transform, a
+per-tile Walsh-Hadamard): the thread is the tile's element, the block the tile's index, and
+some loop ``for (k = 0; k < E; ..)`` with ``E`` the block's extent reads a ``__shared__``
+array at ``k`` (a dot product across the tile). Unlike a stencil's or a GEMM's tile, the
+tile's edge is no knob here (a 16 x 16 DCT is another transform), so :mod:`.block` and
+:mod:`.smem_tiles` must not resize it; 64-thread CTAs of tiny tiles starve the machine. The
+knobs (the hand-written expert's of unseen18/dct8x8_blocks):
+
+- TX, TY: tiles a CTA across and down. The CTA of ``NX TX x NY TY / RPT`` threads is TX x TY
+  virtual CTAs of the kernel as written: thread ``(x, y)`` is element ``(x % NX, y % NY)`` of
+  tile ``(x / NX, y / NY)``, whose block index is ``blockIdx * T + tile`` clamped to the
+  grid as written (a CTA past the edge recomputes the last tile and stores what it stored:
+  legal because no global array is both read and written and nothing is atomic). Every
+  ``threadIdx``/``blockIdx``/``blockDim`` is read through these; each ``__shared__`` array
+  gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX + PAD]``, tile ``(i, j)``'s
+  rows and columns interleaved as the threads are; a 1-D ``[E]`` becomes ``(E + PAD) TX
+  TY``), except a *table*: an array every tile fills alike (each write a top-level
+  ``T[..] = v;`` reading no memory and no block index) and reads only after a barrier, which
+  stays one copy a CTA, filled by tile 0 alone. The grid counts the written grid's tiles by
+  CTAs: ``ceil_div(G, T)``.
+- RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
+  + j NY TY / RPT``; the locals a later phase reads are recomputed there, legal where each
+  is declared once with a value that reads no memory and is never assigned (else the note
+  names the local and its line, and RPT is not lifted).
+- PAD: floats of padding a shared tile's row (or a 1-D tile).
+
+Legal where the analysis shows (else a note with the line, and nothing is lifted here): every
+barrier a top-level statement, no ``return``, no ``z`` index, ``gridDim`` unread, no
+atomics or fences, no pointer locals, each shared array declared at the top level with
+constant extents and read only through whole subscripts, the written grid's rules in the
+kernel's scalar arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    builtin,
+    calls,
+    declared_name,
+    int_expr_value,
+    line,
+    strip,
+    text,
+    walk,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.rules import literal
+
+#: Bytes of a shared array's element type.
+_ELEM_BYTES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8,
+               "char": 1, "short": 2, "__half": 2, "half": 2}
+_TILES = [1, 2, 4, 8]
+_BARRIER = "__syncthreads"
+
+
+@dataclass(frozen=True)
+class _Array:
+    """A ``__shared__`` array: its declaration, extents (values and nodes), element bytes."""
+
+    name: str
+    decl: Node
+    extents: tuple[int, ...]
+    sizes: tuple[Node, ...]
+    elem: int
+    table: bool
+
+
+@dataclass(frozen=True)
+class _Local:
+    """A top-level local: the phase that declares it, whether its value is recomputable
+    (declared with a value reading no memory, never assigned) and whether it reads the
+    block index."""
+
+    name: str
+    stmt: Node
+    phase: int
+    derived: bool
+    by_block: bool
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, node: Node) -> None:
+        super().__init__(reason)
+        self.reason, self.node = reason, node
+
+
+def lift_tile_batch(plan: Plan) -> bool:
+    """Apply the family where the kernel is a CTA per fixed-size data tile; False (with a
+    note where the kernel has the family's shape but the lift is not legal) otherwise."""
+    shape = _tile_shape(plan)
+    if shape is None:
+        return False
+    try:
+        _lift(plan, *shape)
+    except _Refused as no:
+        plan.note("TX", False, no.reason, no.node)
+        return False
+    return True
+
+
+def _tile_shape(plan: Plan) -> tuple[int, int] | None:
+    """(NX, NY) of a 2-D literal block with a barrier whose CTA reads a shared array across a
+    tile extent (a loop ``k < NX``, ``k < NY`` or ``k < blockDim.x`` indexing it by ``k``)."""
+    if len(plan.block) != 2 or len(plan.grid) != 2 or _BARRIER not in calls(plan.body):
+        return None
+    nx, ny = literal(plan.block[0]), literal(plan.block[1])
+    if nx is None or ny is None:
+        return None
+    shared = {d.name for d in plan.facts.defs.values() if d.is_shared}
+    for loop in walk(plan.body):
+        if loop.type != "for_statement":
+            continue
+        cond = loop.child_by_field_name("condition")
+        init = loop.child_by_field_name("initializer")
+        if cond is None or init is None or init.type != "declaration" or \
+                cond.type != "binary_expression" or \
+                text(cond.child_by_field_name("operator")) != "<":
+            continue
+        var, bound = declared_name(init)[0], cond.child_by_field_name("right")
+        extent = {"x": nx, "y": ny}.get(builtin(bound, "blockDim") or "") if bound else None
+        if text(strip(cond.child_by_field_name("left") or cond)) != var or \
+                (extent or int_expr_value(bound)) not in (nx, ny):
+            continue
+        if any(n.type == "subscript_expression" and _base(n) in shared and
+               any(text(i) == var for i in walk(n) if i.type == "identifier")
+               for n in walk(loop)):
+            return nx, ny
+    return None
+
+
+def _base(subscript: Node) -> str:
+    node = subscript
+    while node.type == "subscript_expression":
+        node = node.child_by_field_name("argument")  # type: ignore[assignment]
+    return text(node)
+
+
+def _chain(ident: Node) -> tuple[Node, list[Node]]:
+    """The outermost subscript over ``ident`` and its index expressions in source order."""
+    node, indices = ident, []
+    while node.parent is not None and node.parent.type == "subscript_expression" and \
+            node.parent.child_by_field_name("argument") == node:
+        node = node.parent
+        args = node.child_by_field_name("indices")
+        assert args is not None
+        indices.append(args.named_children[0])
+    return node, indices
+
+
+def _written(access: Node) -> bool:
+    parent = access.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment_expression":
+        return parent.child_by_field_name("left") == access
+    return parent.type == "update_expression"
+
+
+def _statements(plan: Plan) -> list[Node]:
+    return [c for c in plan.body.children if c.type not in ("{", "}")]
+
+
+def _is_barrier(stmt: Node) -> bool:
+    return stmt.type == "expression_statement" and text(stmt).replace(" ", "") == \
+        f"{_BARRIER}();"
+
+
+def _phases(stmts: Sequence[Node]) -> list[list[Node]]:
+    out: list[list[Node]] = [[]]
+    for s in stmts:
+        if _is_barrier(s):
+            out.append([])
+        else:
+            out[-1].append(s)
+    return out
+
+
+def _check_shape(plan: Plan) -> None:
+    """Raise with the line where the virtual CTAs could not be the kernel as written."""
+    for n in walk(plan.body):
+        if n.type == "return_statement":
+            raise _Refused("a `return` (a tile's threads leaving before its CTA's barriers)",
+                           n)
+        name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
+        if name == _BARRIER and (n.parent is None or n.parent.parent != plan.body):
+            raise _Refused("a barrier inside a statement (each must be a top-level statement "
+                           "for the tiles of a CTA to meet it alike)", n)
+        if name.startswith("atomic") or name.startswith("__threadfence"):
+            raise _Refused(f"`{name}`: a CTA's clamped duplicate of the last tile would "
+                           "repeat it", n)
+        if builtin(n, "gridDim") or builtin(n, "threadIdx") == "z" or \
+                builtin(n, "blockIdx") == "z" or builtin(n, "blockDim") == "z":
+            raise _Refused(f"`{text(n)}`: the tiles' grid is modelled in x and y only", n)
+    for d in plan.facts.defs.values():
+        if d.is_pointer and not d.is_shared:
+            raise _Refused(f"the pointer local `{d.name}` (what it writes is not followed)",
+                           d.decl)
+    for p in plan.kernel.params:
+        if not p.is_pointer:
+            continue
+        uses = [_chain(u)[0] for u in plan.uses(p.name)]
+        writes = [u for u in uses if _written(u)]
+        if (writes and len(writes) < len(uses)) or any(
+                u.parent is not None and u.parent.type == "assignment_expression" and
+                text(u.parent.child_by_field_name("operator")) != "=" for u in writes):
+            raise _Refused(f"`{p.name}` is read and written: a CTA's clamped duplicate of "
+                           "the last tile would read what it stored", writes[0])
+
+
+def _arrays(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) -> list[_Array]:
+    top = {s.start_byte for s in _statements(plan)}
+    out = []
+    for d in plan.facts.defs.values():
+        if not d.is_shared:
+            continue
+        if d.decl.start_byte not in top:
+            raise _Refused(f"the shared array `{d.name}` is declared inside a statement", d.decl)
+        sizes: list[Node] = []
+        node = d.decl.child_by_field_name("declarator")
+        while node is not None and node.type == "array_declarator":
+            size = node.child_by_field_name("size")
+            if size is None:
+                raise _Refused(f"`{d.name}` has an open extent", d.decl)
+            sizes.insert(0, size)
+            node = node.child_by_field_name("declarator")
+        values = [int_expr_value(s) for s in sizes]
+        kind = text(d.decl.child_by_field_name("type"))
+        if not 1 <= len(sizes) <= 2 or None in values or kind not in _ELEM_BYTES:
+            raise _Refused(f"the shared array `{d.name}` is not a 1-D or 2-D array of a "
+                           "scalar type with constant extents", d.decl)
+        for use in plan.uses(d.name):
+            if use.parent == node or (use.parent is not None and \
+                    use.parent.type == "array_declarator"):
+                continue
+            if len(_chain(use)[1]) != len(sizes):
+                raise _Refused(f"`{text(use.parent)}` reads the shared array `{d.name}` other "
+                               "than through a whole subscript", use)
+        out.append(_Array(d.name, d.decl, tuple(v for v in values if v is not None),
+                          tuple(sizes), _ELEM_BYTES[kind],
+                          _table(plan, d.name, phases, locals_)))
+    return out
+
+
+def _phase_of(node: Node, phases: list[list[Node]]) -> int:
+    return next(k for k, stmts in enumerate(phases)
+                if any(s.start_byte <= node.start_byte < s.end_byte for s in stmts))
+
+
+def _table(plan: Plan, name: str, phases: list[list[Node]], locals_: dict[str, _Local]) -> bool:
+    """Whether every tile fills ``name`` alike (each write a top-level ``T[..] = v;`` reading
+    no memory, no block index and no local that does) and reads it only in later phases."""
+    accesses = [_chain(u)[0] for u in plan.uses(name) if _chain(u)[1]]
+    writes = [a for a in accesses if _written(a)]
+    reads = [a for a in accesses if not _written(a)]
+    if not writes:
+        return False
+    for w in writes:
+        assign = w.parent
+        if assign is None or assign.type != "assignment_expression" or \
+                text(assign.child_by_field_name("operator")) != "=" or \
+                assign.parent is None or assign.parent.parent != plan.body:
+            return False
+        value = assign.child_by_field_name("right")
+        parts = [value, *_chain_indices(w)]
+        if any(p is None or not _same_in_every_tile(p, locals_) for p in parts):
+            return False
+    last_fill = max(_phase_of(w, phases) for w in writes)
+    return all(_phase_of(r, phases) > last_fill for r in reads)
+
+
+def _chain_indices(access: Node) -> list[Node]:
+    out = []
+    while access.type == "subscript_expression":
+        args = access.child_by_field_name("indices")
+        assert args is not None
+        out.append(args.named_children[0])
+        access = access.child_by_field_name("argument")  # type: ignore[assignment]
+    return out
+
+
+def _same_in_every_tile(expr: Node, locals_: dict[str, _Local]) -> bool:
+    for n in walk(expr):
+        if n.type == "subscript_expression" or builtin(n, "blockIdx") or \
+                n.type == "pointer_expression":
+            return False
+        if n.type == "identifier" and text(n) in locals_:
+            loc = locals_[text(n)]
+            if not loc.derived or loc.by_block:
+                return False
+    return True
+
+
+def _locals(plan: Plan, phases: list[list[Node]]) -> dict[str, _Local]:
+    assigned = {text(t) for n in walk(plan.body)
+                if n.type in ("assignment_expression", "update_expression")
+                for t in [n.child_by_field_name("left") or n.child_by_field_name("argument")]
+                if t is not None and t.type == "identifier"}
+    out: dict[str, _Local] = {}
+    for k, stmts in enumerate(phases):
+        for s in stmts:
+            if s.type != "declaration" or any(text(c) == "__shared__" for c in s.children):
+                continue
+            declarators = s.children_by_field_name("declarator")
+            names = [_declared(d) for d in declarators]
+            values = [d.child_by_field_name("value") if d.type == "init_declarator" else None
+                      for d in declarators]
+            reads = [n for v in values if v is not None for n in walk(v)]
+            derived = None not in values and not (set(names) & assigned) and not any(
+                n.type in ("subscript_expression", "pointer_expression") or
+                (n.type == "identifier" and text(n) in out and not out[text(n)].derived)
+                for n in reads)
+            by_block = any(builtin(n, "blockIdx") or (n.type == "identifier" and
+                           text(n) in out and out[text(n)].by_block) for n in reads)
+            for name in names:
+                out[name] = _Local(name, s, k, derived, bool(by_block))
+    return out
+
+
+def _declared(declarator: Node) -> str:
+    node: Node | None = declarator
+    while node is not None and node.type != "identifier":
+        node = node.child_by_field_name("declarator")
+    return text(node)
+
+
+def _carried(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) -> list[Node]:
+    """The declarations later phases read (recomputed there); raises where one is no
+    recomputable value."""
+    carried: list[Node] = []
+    for k, stmts in enumerate(phases):
+        for s in stmts:
+            for n in walk(s):
+                loc = locals_.get(text(n)) if n.type == "identifier" else None
+                if loc is None or loc.phase >= k:
+                    continue
+                if not loc.derived:
+                    raise _Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
+                                   "barrier: rows a thread would need one a row", n)
+                if loc.stmt not in carried:
+                    carried.append(loc.stmt)
+    return sorted(carried, key=lambda s: s.start_byte)
+
+
+def _in_c(rule: str, plan: Plan) -> str:
+    """A grid rule of the rules' language in C over the kernel's scalar arguments."""
+    args = {str(shape).strip(): arg for arg, shape in plan.scalars.items()}
+
+    def c(node: ast.expr) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return str(node.value)
+        if isinstance(node, ast.Name) and node.id in args:
+            return args[node.id]
+        ops: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return f"({c(node.left)} {ops[type(node.op)]} {c(node.right)})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "ceil_div" and len(node.args) == 2:
+            a, b = c(node.args[0]), c(node.args[1])
+            return f"(({a} + {b} - 1) / {b})"
+        raise _Refused(f"the grid rule `{rule}` reads `{ast.unparse(node)}`, no scalar "
+                       "argument of the kernel (the last tile is clamped to it)", plan.body)
+
+    return c(ast.parse(rule.strip(), mode="eval").body)
+
+
+Item = tuple[int, int, int, Callable[[str], str]]
+
+
+def _render(data: bytes, start: int, end: int, items: list[Item]) -> str:
+    """``data[start:end]`` with ``items`` (start, end, rank, make over the inner text) applied,
+    nested ones inside their container (sorted by start, longest first, wraps before
+    replacements of the same span)."""
+    out, pos, i = [], start, 0
+    while i < len(items):
+        s, e, _rank, make = items[i]
+        inner = [it for it in items[i + 1:] if it[0] >= s and it[1] <= e]
+        out.append(data[pos:s].decode())
+        out.append(make(_render(data, s, e, inner)))
+        pos, i = e, i + 1 + len(inner)
+    out.append(data[pos:end].decode())
+    return "".join(out)
+
+
+def _lift(plan: Plan, nx: int, ny: int) -> None:
+    _check_shape(plan)
+    stmts = _statements(plan)
+    phases = _phases(stmts)
+    locals_ = _locals(plan, phases)
+    arrays = _arrays(plan, phases, locals_)
+    gx, gy = _in_c(plan.grid[0], plan), _in_c(plan.grid[1], plan)
+    try:
+        carried: list[Node] | None = _carried(plan, phases, locals_)
+        rows_note = None
+    except _Refused as no:
+        carried, rows_note = None, no
+    items: list[Item] = []
+
+    def put(node: Node, new: str, rank: int = 1) -> None:
+        items.append((node.start_byte, node.end_byte, rank, lambda _inner: new))
+
+    def wrap(node: Node, prefix: str, suffix: str = "") -> None:
+        items.append((node.start_byte, node.end_byte, 0,
+                      lambda inner: f"{prefix}{inner}{suffix}"))
+
+    for n in walk(plan.body):
+        for name, dims in (("threadIdx", "wb_e"), ("blockIdx", "wb_b")):
+            dim = builtin(n, name) if n.type == "field_expression" else None
+            if dim is not None:
+                put(n, f"{dims}{dim}")
+        dim = builtin(n, "blockDim") if n.type == "field_expression" else None
+        if dim is not None:
+            put(n, str(nx if dim == "x" else ny))
+    smem = []
+    for a in arrays:
+        if a.table:
+            for use in plan.uses(a.name):
+                access, indices = _chain(use)
+                if indices and _written(access):
+                    assert access.parent is not None and access.parent.parent is not None
+                    wrap(access.parent.parent, "if (wb_tx == 0 && wb_ty == 0) ")
+            smem.append(f"{a.elem} * {' * '.join(map(str, a.extents))}")
+            continue
+        if len(a.extents) == 2:
+            put(a.sizes[0], f"{a.extents[0]} * TY")
+            put(a.sizes[1], f"{a.extents[1]} * TX + PAD")
+            smem.append(f"{a.elem} * {a.extents[0]} * TY * ({a.extents[1]} * TX + PAD)")
+        else:
+            put(a.sizes[0], f"({a.extents[0]} + PAD) * TX * TY")
+            smem.append(f"{a.elem} * ({a.extents[0]} + PAD) * TX * TY")
+        for use in plan.uses(a.name):
+            access, indices = _chain(use)
+            if not indices:
+                continue
+            if len(indices) == 2:  # [row][column]
+                wrap(indices[0], f"wb_ty * {a.extents[0]} + (", ")")
+                wrap(indices[1], f"wb_tx * {a.extents[1]} + (", ")")
+            else:
+                wrap(indices[0], f"(wb_ty * TX + wb_tx) * ({a.extents[0]} + PAD) + (", ")")
+    items.sort(key=lambda it: (it[0], -it[1], it[2]))
+    data = plan.source.data
+
+    def show(stmt: Node) -> str:
+        return _render(data, stmt.start_byte, stmt.end_byte,
+                       [it for it in items if stmt.start_byte <= it[0] and
+                        it[1] <= stmt.end_byte])
+
+    shared = [s for s in stmts if any(a.decl == s for a in arrays)]
+    x_decl = (f"const unsigned wb_tx = threadIdx.x / {nx}, wb_ex = threadIdx.x % {nx};\n"
+              f"  const unsigned wb_bxv = blockIdx.x * TX + wb_tx, wb_gx = {gx};\n"
+              "  const unsigned wb_bx = wb_bxv < wb_gx ? wb_bxv : wb_gx - 1;")
+
+    def y_decl(row: str) -> str:
+        return (f"const unsigned wb_ty = ({row}) / {ny}, wb_ey = ({row}) % {ny};\n"
+                f"  const unsigned wb_byv = blockIdx.y * TY + wb_ty, wb_gy = {gy};\n"
+                "  const unsigned wb_by = wb_byv < wb_gy ? wb_byv : wb_gy - 1;")
+
+    lines = [show(s) for s in shared] + [x_decl]
+    if carried is None:
+        lines.append(y_decl("threadIdx.y"))
+        lines += [f"{_BARRIER}();" if _is_barrier(s) else show(s)
+                  for s in stmts if s not in shared]
+    else:
+        for k, phase in enumerate(phases):
+            if k:
+                lines.append(f"{_BARRIER}();")
+            body = [y_decl(f"threadIdx.y + wb_j * ({ny} * TY / RPT)")]
+            body += [show(s) for s in carried if _phase_of(s, phases) < k]
+            body += [show(s) for s in phase if s not in shared]
+            lines.append("#pragma unroll\n  for (int wb_j = 0; wb_j < RPT; ++wb_j) {\n  " +
+                         "\n  ".join(body) + "\n  }")
+    plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
+    _space(plan, nx, ny, smem, carried is not None, arrays)
+    if rows_note is not None:
+        plan.note("RPT", False, rows_note.reason, rows_note.node)
+
+
+def _space(plan: Plan, nx: int, ny: int, smem: list[str], rows: bool,
+           arrays: list[_Array]) -> None:
+    where = f"{plan.source.line_of(plan.body)}"
+    grid = list(plan.grid)
+    plan.grid = [f"ceil_div({grid[0]}, TX)", f"ceil_div({grid[1]}, TY)"]
+    for name, axis, n in (("TX", "across", nx), ("TY", "down", ny)):
+        plan.add_param(name, {"kind": "choice", "values": _TILES, "default": 1,
+                              "description": f"{n}-wide data tiles a CTA {axis} "
+                                             "(as written: 1)"},
+                       f"{where}: block {nx} x {ny}")
+    y_threads = f"{ny} * TY / RPT" if rows else f"{ny} * TY"
+    if rows:
+        plan.add_param("RPT", {"kind": "choice", "values": _TILES, "default": 1,
+                               "description": "tile rows a thread, strided by the block's "
+                                              "height (as written: 1)"},
+                       f"{where}: block y {ny}")
+        plan.constrain(f"({ny} * TY) % RPT == 0")
+    tiles = [a for a in arrays if not a.table]
+    if tiles:
+        plan.add_param("PAD", {"kind": "choice", "values": [0, 1], "default": 0,
+                               "description": "floats of padding a shared tile's row "
+                                              f"({', '.join(a.name for a in tiles)}; "
+                                              "as written: 0)"},
+                       f"{where}: __shared__ {tiles[0].name}")
+    plan.block = [f"{nx} * TX", y_threads]
+    threads = f"{nx} * TX * ({y_threads})"
+    plan.constrain(f"{threads} <= 1024")
+    plan.constrain(f"{threads} >= 32 or TX * TY == 1")
+    if smem:
+        plan.constrain(f"{' + '.join(smem)} <= 49152")
+    plan.launch_bounds = threads
+    tables = [a.name for a in arrays if a.table]
+    shared = ", ".join(a.name for a in arrays if not a.table) or "none"
+    kept = f", tables {', '.join(tables)} one a CTA, filled by tile 0" if tables else ""
+    plan.note("TX", True, f"a CTA per {nx} x {ny} data tile: TX x TY tiles a CTA, each "
+              "thread an element of its tile, the tile's block index clamped to the written "
+              f"grid; shared tiles {shared} gain the tile's index{kept}", plan.body)
