@@ -13,8 +13,8 @@ LANES < 32) give a lane other elements, merged by the kernel's own shuffle tree:
 the kernel's tolerance. A row kept in registers (REG_ROW) refuses a guarded loop.
 Pure: the folder's lift and a second spelling (a running maximum and its first index, the
 guard after the bound, ``warpSize``, a row pointer, a device ``if`` in the chain) gain VEC
-and ITEMS_PER_THREAD with the guard in the vector loop; a guard the loop writes or a load
-in the guard refuses VEC with the line.
+and ITEMS_PER_THREAD with the guard in the vector loop; a guard the loop writes, a load in
+the guard or a file-scope flag refuses VEC with the line.
 Host (g++): the folder's lift at the default and the chain's loads ahead bit for bit, the
 expert's pick (float4) within the folder's tolerance; the spelling bit for bit at the
 default and the float4 pick (the argmax is exact in any partition). The all-ends corners and
@@ -129,13 +129,17 @@ def test_the_spelling_loads_ahead_under_its_guard() -> None:
     (("if (v > best) {", "ok = v < 1e30f;\n    if (v > best) {"), "ok"),
     # the guard loads memory the loop could store to
     (("c < cols && ok;", "c < cols && rowp[0] > LOWEST;"), "rowp[0] > LOWEST"),
+    # a file-scope flag: another thread may store to it while the loop runs
+    (("c < cols && ok;", "c < cols && g_scan;"), "g_scan"),
 ])
 def test_a_guard_the_loop_may_change_refuses_vec(change: tuple[str, str],
                                                  conjunct: str) -> None:
-    names, notes, _ = _lift(SPELLING.replace("const int ok", "int ok").replace(*change))
+    source = SPELLING.replace("const int ok", "int ok").replace(
+        "#define LOWEST", "__device__ int g_scan = 1;\n#define LOWEST", 1)
+    names, notes, _ = _lift(source.replace(*change))
     assert "VEC" not in names and "LANES" in names, notes
     assert f"VEC: not applied: the lane loop's condition `c < cols && {conjunct}` is not " \
-        "`c < bound` (beside guards the loop cannot change) (line 12)" in notes, notes
+        "`c < bound` (beside guards the loop cannot change) (line 13)" in notes, notes
 
 
 def test_a_guarded_row_read_twice_is_not_kept() -> None:

@@ -6,8 +6,10 @@ the loop cannot change is the loop ``j < n`` run only where those guards hold: t
 are evaluated afresh each step, but each step sees the same value, so the loop either runs
 as ``j < n`` would or not at all. A guard is loop-invariant here when it names neither the
 counter nor any local the loop assigns (:func:`.item_state.assigned_names` over the body
-and the header's update), reads no memory (no subscript, no dereference, no ``->``: the
-body could store to it) and has no side effect (:func:`.purity.side_effect_free`). A
+and the header's update), names only kernel parameters and the thread's own locals (not a
+``__shared__`` or file-scope variable another thread may store to), reads no memory (no
+subscript, no dereference, no ``->``: the body could store to it) and has no side effect
+(:func:`.purity.side_effect_free`). A
 per-item ``const bool live = row < rows;`` is the usual one: a row past the end still walks
 the shuffle tree with its lanes, but loads nothing.
 
@@ -67,10 +69,11 @@ def lane_bound(plan: Plan, loop: Node) -> LaneBound | None:
 
 
 def _invariant(plan: Plan, node: Node, written: set[str]) -> bool:
-    """``node`` names no local in ``written``, reads no memory (a call may: refused too) and
-    has no side effect."""
+    """``node`` names only kernel parameters and locals that are not ``__shared__`` (another
+    thread may store to a shared or file-scope variable while the loop runs), none in
+    ``written``, reads no memory (a call may: refused too) and has no side effect."""
     for n in walk(node):
-        if n.type == "identifier" and text(n) in written:
+        if n.type == "identifier" and (text(n) in written or not _own_value(plan, text(n))):
             return False
         if n.type in _MEMORY and not (n.type == "pointer_expression" and
                                       text(n).startswith("&")):
@@ -78,3 +81,11 @@ def _invariant(plan: Plan, node: Node, written: set[str]) -> bool:
         if n.type == "field_expression" and "->" in text(n):
             return False
     return side_effect_free(plan.source, node)
+
+
+def _own_value(plan: Plan, name: str) -> bool:
+    """``name`` is a kernel parameter or a thread's own (not ``__shared__``) local."""
+    d = plan.facts.defs.get(name)
+    if d is not None:
+        return not d.is_shared
+    return any(p.name == name for p in plan.kernel.params)
