@@ -207,6 +207,10 @@ def _check_shape(plan: Plan) -> None:
     for p in plan.kernel.params:
         if not p.is_pointer:
             continue
+        bare = [u for u in plan.uses(p.name) if not _chain(u)[1]]
+        if bare:
+            raise _Refused(f"`{text(bare[0].parent)}` reads the argument `{p.name}` other than "
+                           f"through a subscript (what it writes is not followed)", bare[0])
         uses = [_chain(u)[0] for u in plan.uses(p.name)]
         writes = [u for u in uses if _written(u)]
         if (writes and len(writes) < len(uses)) or any(
