@@ -295,14 +295,20 @@ def words(raw: str, subs: Mapping[str, str]) -> str:
 
 
 def int_constants(root: Node) -> set[str]:
-    """Names of ``int`` constants: macros defined once as a plain ``int`` literal, and
-    ``const``/``constexpr int`` with a literal value."""
+    """Names of ``int`` constants: macros and unscoped enumerators defined once as a plain
+    ``int`` literal, and ``const``/``constexpr int`` with a literal value."""
     values: dict[str, list[str]] = {}
     for n in walk(root):
         if n.type == "preproc_def":
             value = re.sub(r"//[^\n]*|/\*.*?\*/", "", text(n.child_by_field_name("value")),
                            flags=re.S).strip().strip("()").strip()
             values.setdefault(text(n.child_by_field_name("name")), []).append(value)
+    for n in walk(root):  # an unscoped enum's enumerator reads as an int where it is bound
+        if n.type == "enumerator" and n.child_by_field_name("value") is not None and \
+                n.parent is not None and n.parent.parent is not None and not any(
+                    c.type in ("class", "struct") for c in n.parent.parent.children):
+            values.setdefault(text(n.child_by_field_name("name")), []).append(
+                text(n.child_by_field_name("value")))
     ints = {k for k, v in values.items()
             if len(v) == 1 and re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", v[0])}
     for decl in walk(root):

@@ -51,6 +51,7 @@ from workbench.templater.inline_bind import (
     template_params,
 )
 from workbench.templater.inline_members import free_members
+from workbench.templater.inline_namespaces import open_namespaces
 from workbench.templater.inline_site import bind, find_site
 from workbench.templater.inline_text import write
 from workbench.templater.item_state import assigned_names, declarator_name, item_names
@@ -122,9 +123,12 @@ class InlinedSource:
 def inline_calls(source_text: str, entry: str | None, file: str) -> InlinedSource:
     """``source_text`` with the ``__device__`` functions that carry ``entry``'s launch
     written into it (see the module doc); unchanged where there are none or the source
-    does not parse (the analysis then reports that itself). A class's static members are
-    read as free functions first (:mod:`.inline_members`)."""
+    does not parse (the analysis then reports that itself). The file's namespaces are
+    opened first (:mod:`.inline_namespaces`), then a class's static members read as free
+    functions (:mod:`.inline_members`)."""
+    source_text, opened = open_namespaces(source_text, entry, file)
     source_text, members = free_members(source_text, entry, file)
+    members = opened + members
     try:
         source = parse_cuda(source_text, file)
         kernel = source.kernel(entry)

@@ -142,9 +142,10 @@ def followed_parameter(plan: Plan, name: str, value: int) -> str | None:
     """The parameter a named constant of ``value`` (a ``#define``, a file-scope constant, a
     qualified member) will read once :func:`lift_macros` and :func:`follow_named` have run:
     the one parameter its uses were lifted to, where its default is ``value``; else None
-    (the constant stays as written; a bare enumerator, which no rule rewrites, too)."""
-    if any(n.type == "enumerator" and text(n.child_by_field_name("name")) == name
-           for n in walk(plan.source.tree.root_node)):
+    (the constant stays as written; a bare enumerator no rule rewrites, one not of a
+    file-scope enum, too)."""
+    if any(n.type == "enumerator" and text(n.child_by_field_name("name")) == name and
+           not _file_scope_enum(n) for n in walk(plan.source.tree.root_node)):
         return None
     _, targets = _use_edits(plan, name)
     param = next(iter(targets)) if len(targets) == 1 else ""
@@ -153,8 +154,9 @@ def followed_parameter(plan: Plan, name: str, value: int) -> str | None:
 
 
 def file_constant_values(plan: Plan, macros: dict[str, IntegerMacro]) -> dict[str, Node]:
-    """name -> value node of each file-scope integer constant defined once that the
-    transforms read as its value (not a macro's name)."""
+    """name -> value node of each file-scope integer constant (``constexpr int``, an
+    unscoped enum's enumerator) defined once that the transforms read as its value (not a
+    macro's name)."""
     root = plan.source.tree.root_node
     functions = [(n.start_byte, n.end_byte) for n in walk(root)
                  if n.type == "function_definition"]
@@ -162,11 +164,24 @@ def file_constant_values(plan: Plan, macros: dict[str, IntegerMacro]) -> dict[st
     found: dict[str, list[Node]] = {}
     for d in walk(root):
         name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
-        if d.type == "init_declarator" and name is not None and name.type == "identifier" and \
-                value is not None and text(name) in known and text(name) not in macros and \
-                not any(a <= d.start_byte < b for a, b in functions):
+        if d.type == "enumerator":  # enum { BLOCK = 256 }; read by its bare name
+            name = d.child_by_field_name("name") if _file_scope_enum(d) else None
+        if d.type in ("init_declarator", "enumerator") and name is not None and \
+                name.type == "identifier" and value is not None and text(name) in known and \
+                text(name) not in macros and not any(a <= d.start_byte < b for a, b in functions):
             found.setdefault(text(name), []).append(value)
     return {name: values[0] for name, values in found.items() if len(values) == 1}
+
+
+def _file_scope_enum(enumerator: Node) -> bool:
+    """Whether ``enumerator`` belongs to an unscoped enum declared at file scope (its bare
+    name is the file's constant; a struct's or namespace's enumerator is read qualified)."""
+    up = enumerator.parent.parent if enumerator.parent is not None else None
+    if up is None or any(c.type in ("class", "struct") for c in up.children):
+        return False
+    while up is not None and up.type in ("enum_specifier", "declaration"):
+        up = up.parent
+    return up is not None and up.type == "translation_unit"
 
 
 def _follow_file_constants(plan: Plan, macros: dict[str, IntegerMacro]) -> None:

@@ -61,6 +61,13 @@ def lift_tied_tiles(plan: Plan) -> bool:
                   "macro the block, the grid and the tile's loads all follow: the block size is "
                   "kept as written", decl)
         return True
+    whole = _sum_over_tile(plan, macro)
+    if whole is not None:
+        plan.note("BLOCK_X", False, f"`{text(whole.child_by_field_name('condition'))}`: the "
+                  f"loop sums over the whole extent {macro} and no loop around it walks "
+                  f"tiles, so {macro} is what is summed, not a tile size: the block size is "
+                  "kept as written", whole)
+        return True
     grid = [scale_divisor(rule, str(value), "P") for rule in plan.grid[:2]]
     if any(g is None for g in grid):
         plan.note("BLOCK_X", False, f"the grid rules {plan.grid[:2]} do not divide by the "
@@ -96,3 +103,28 @@ def _one_macro(plan: Plan, value: int) -> str | None:
         if n.type == "identifier" and int_value(n) == value:
             names.add(text(n))
     return next(iter(names)) if len(names) == 1 else None
+
+
+def _sum_over_tile(plan: Plan, macro: str) -> Node | None:
+    """A loop bounded by ``macro`` (``for (k = 0; k < N; ++k) s += ..``) that accumulates
+    into a value declared outside it, with no loop around it: a transform of the whole
+    extent (a DCT's row), whose result the extent changes. Inside a loop that walks tiles
+    (a tiled product's ``for (t = 0; t < K; t += TILE)``) the sum is one tile's share."""
+    for loop in walk(plan.body):
+        cond = loop.child_by_field_name("condition") if loop.type == "for_statement" else None
+        body = loop.child_by_field_name("body")
+        if cond is None or body is None or macro not in {text(n) for n in walk(cond)}:
+            continue
+        up = loop.parent
+        while up is not None and up is not plan.body and up.type not in _LOOPS:
+            up = up.parent
+        if up is not None and up.type in _LOOPS:
+            continue
+        if any(n.type == "assignment_expression" and
+               text(n.child_by_field_name("operator")) in _ACCUMULATE for n in walk(body)):
+            return loop
+    return None
+
+
+_LOOPS = ("for_statement", "while_statement", "do_statement")
+_ACCUMULATE = ("+=", "-=", "*=", "|=", "^=", "&=")
