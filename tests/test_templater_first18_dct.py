@@ -60,7 +60,8 @@ extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int
 """
 
 #: Another hand, another per-tile transform: an 8 x 8 Walsh-Hadamard (signs by the parity of
-#: the index's bits) over flat tiles, constexpr sizes, blockDim read, no table.
+#: the index's bits) over flat tiles, constexpr sizes, blockDim read, no table; the last
+#: phase reads ``at``, which reads ``gr`` and ``gc`` (recomputed there too).
 SECOND = """constexpr int S = 8;
 extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int W) {
   __shared__ float t[S * S];
@@ -69,7 +70,8 @@ extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int
   const int w = blockDim.x;
   int gr = blockIdx.y * blockDim.y + r;
   int gc = blockIdx.x * blockDim.x + c;
-  t[r * w + c] = in[gr * W + gc] * 0.125f;
+  const int at = gr * W + gc;
+  t[r * w + c] = in[at] * 0.125f;
   __syncthreads();
   float across = 0.f;
   for (int k = 0; k < blockDim.x; k++) {
@@ -87,7 +89,7 @@ extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int
     p ^= p >> 1;
     down += (p & 1) ? -u[k * w + c] : u[k * w + c];
   }
-  out[gr * W + gc] = down;
+  out[at] = down;
 }
 """
 

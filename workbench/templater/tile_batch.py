@@ -337,20 +337,21 @@ def _declared(declarator: Node) -> str:
 
 
 def _carried(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) -> list[Node]:
-    """The declarations later phases read (recomputed there); raises where one is no
-    recomputable value."""
+    """The declarations later phases read, with those their values read (recomputed there);
+    raises where one is no recomputable value."""
     carried: list[Node] = []
     for k, stmts in enumerate(phases):
-        for s in stmts:
-            for n in walk(s):
-                loc = locals_.get(text(n)) if n.type == "identifier" else None
-                if loc is None or loc.phase >= k:
-                    continue
-                if not loc.derived:
-                    raise _Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
-                                   "barrier: rows a thread would need one a row", n)
-                if loc.stmt not in carried:
-                    carried.append(loc.stmt)
+        todo = [n for s in stmts for n in walk(s) if n.type == "identifier"]
+        while todo:
+            n = todo.pop()
+            loc = locals_.get(text(n))
+            if loc is None or loc.phase >= k or loc.stmt in carried:
+                continue
+            if not loc.derived:
+                raise _Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
+                               "barrier: rows a thread would need one a row", n)
+            carried.append(loc.stmt)
+            todo += [i for i in walk(loc.stmt) if i.type == "identifier"]
     return sorted(carried, key=lambda s: s.start_byte)
 
 
