@@ -62,9 +62,7 @@ def open_namespaces(source_text: str, entry: str | None,
         return source_text, ()
     root = source.tree.root_node
     spaces = [n for n in walk(root) if n.type == "namespace_definition"]
-    names = {text(n.child_by_field_name("name")) for n in walk(root)
-             if n.type in ("namespace_definition", "namespace_alias_definition") and
-             n.child_by_field_name("name") is not None}
+    names = _own_names(root, spaces)
     if not any(n.type == "call_expression" and _dropped(n.child_by_field_name("function"),
                                                         names) for n in walk(kernel)):
         return source_text, ()
@@ -88,10 +86,8 @@ def _opened(root: Node, spaces: list[Node]) -> tuple[list[_Edit], str]:
     if nested is not None:
         raise Refused(f"namespace {text(nested.child_by_field_name('name'))} is nested in "
                       "one definition (a::b): open each level in its own", nested)
-    names = {text(n.child_by_field_name("name")) for n in spaces
-             if n.child_by_field_name("name") is not None}
-    aliases = [n for n in walk(root) if n.type == "namespace_alias_definition"]
-    names |= {text(n.child_by_field_name("name")) for n in aliases}
+    names = _own_names(root, spaces)
+    aliases = _own_aliases(root, spaces)
     _unique([root, *spaces])
     edits = [e for n in spaces for e in _braces(n)]
     blanked = aliases + [n for n in walk(root) if n.type == "using_declaration" and
@@ -111,6 +107,20 @@ def _opened(root: Node, spaces: list[Node]) -> tuple[list[_Edit], str]:
     return edits, (f"namespace(s) {spelled} opened into the file scope: {len(uses)} qualified "
                    f"use(s) read by their names" + (f", {len(aliases)} alias(es) dropped"
                                                     if aliases else ""))
+
+
+def _own_aliases(root: Node, spaces: list[Node]) -> list[Node]:
+    """The file's ``namespace a = N;`` whose ``N`` is a namespace the file defines (an alias
+    of a header's namespace, ``namespace cg = cooperative_groups;``, stays as written)."""
+    own = {text(name) for n in spaces if (name := n.child_by_field_name("name")) is not None}
+    return [n for n in walk(root) if n.type == "namespace_alias_definition" and
+            text(n.named_children[-1]).removeprefix("::") in own]
+
+
+def _own_names(root: Node, spaces: list[Node]) -> set[str]:
+    """The qualifiers this pass drops: the file's namespaces and its aliases of them."""
+    return {text(n.child_by_field_name("name")) for n in [*spaces, *_own_aliases(root, spaces)]
+            if n.child_by_field_name("name") is not None}
 
 
 def _unique(scopes: list[Node]) -> None:
