@@ -3,8 +3,11 @@ kernel folder's baseline, checked to launch like the kernel as written at its de
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 from workbench.core.cuda_source import parse_cuda
-from workbench.core.errors import ExpressionError, TemplateError
+from workbench.core.errors import ExpressionError, TemplateError, WorkbenchError
 from workbench.core.hardware import DEVICES, device_env
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.params import parameter_from_dict
@@ -38,10 +41,19 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
     base = folder.baseline
     rules = base.launch.to_dict()
     shape_names = sorted({n for sizes in folder.shapes.values() for n in sizes})
-    lifted: LiftedSource = lift_kernel(
-        base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
-        smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder), file=base.source_name,
-        compared_by_total=compared_by_total(folder))
+    try:
+        lifted: LiftedSource = lift_kernel(
+            base.source, entry=base.entry, grid=rules["grid"], block=rules["block"],
+            smem_bytes=rules["smem_bytes"], scalars=folder_scalars(folder),
+            file=base.source_name, compared_by_total=compared_by_total(folder))
+    except WorkbenchError:
+        raise
+    except Exception as exc:  # a templater defect: said with where, never a raw traceback
+        raise TemplateError(
+            f"the offline templater failed on {folder.name}'s {base.source_name} (a defect of "
+            f"the templater, not of the kernel; nothing was written): "
+            f"{type(exc).__name__}: {exc} at {_innermost(exc)}",
+            kernel=folder.name, error=type(exc).__name__, where=_innermost(exc)) from exc
     if not lifted.params:
         raise TemplateError(f"the offline templater found nothing to lift in {folder.name}'s "
                             f"{base.source_name}: " + "; ".join(lifted.notes), kernel=folder.name,
@@ -66,6 +78,13 @@ def offline_template(folder: KernelFolder, *, source_name: str = "template.cu") 
                            diff=unified_diff(base.source, lifted.source, base.source_name,
                                              source_name),
                            lifted=lifted, notes=tuple(lifted.notes))
+
+
+def _innermost(exc: BaseException) -> str:
+    """``module.py:line`` where ``exc`` was raised (the deepest frame of its traceback)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = frames[-1] if frames else None
+    return f"{Path(last.filename).name}:{last.lineno}" if last else "an unknown place"
 
 
 def entry_problem(source: str, entry: str, file: str) -> str | None:
