@@ -10,15 +10,20 @@ lanes (VEC, ITEMS_PER_THREAD: :mod:`.vector`) keep the guards in their loop's co
 ITEMS_PER_THREAD at VEC 1 loads that many elements a lane before it applies any, then runs
 the updates in the order as written: the chain's loads ahead, bit for bit. VEC > 1 (and
 LANES < 32) give a lane other elements, merged by the kernel's own shuffle tree: as close as
-the kernel's tolerance. A row kept in registers (REG_ROW) refuses a guarded loop.
+the kernel's tolerance. A row kept in registers (REG_ROW) refuses a guarded loop. Where VEC
+refuses the loop (no unit-stride stream: a column-major matrix's row), AHEAD
+(workbench/templater/warp_ahead.py) loads the next AHEAD steps' reads, then runs their
+bodies in order: bit for bit at every AHEAD; a read under a branch, a store in the loop or an
+index the chain computes refuses it with the line.
 Pure: the folder's lift and a second spelling (a running maximum and its first index, the
 guard after the bound, ``warpSize``, a row pointer, a device ``if`` in the chain) gain VEC
 and ITEMS_PER_THREAD with the guard in the vector loop; a guard the loop writes, a load in
 the guard or a file-scope flag refuses VEC with the line.
 Host (g++): the folder's lift at the default and the chain's loads ahead bit for bit, the
 expert's pick (float4) within the folder's tolerance; the spelling bit for bit at the
-default and the float4 pick (the argmax is exact in any partition). The all-ends corners and
-more mixes under WORKBENCH_FULL_MATRIX=1.
+default and the float4 pick (the argmax is exact in any partition); the column-major
+spelling at the default, 8 steps ahead (bit for bit) and 4 ahead at 8 lanes. The all-ends
+corners and more mixes under WORKBENCH_FULL_MATRIX=1.
 """
 
 from __future__ import annotations
@@ -101,6 +106,50 @@ extern "C" __global__ void welford_rows_warp(float* mean_out, float* var_out, co
 """
 
 
+#: The same statistics by a third hand over a column-major matrix (a row's element j at
+#: ``x[j * rows + r]``): no unit-stride stream for VEC, so the chain's loads ahead (AHEAD);
+#: the merge written inline under ``if (ct > 0.0f)``, ``>>`` for the warp, a clamped row.
+COLUMN_MAJOR = """#define WARPS 8
+
+extern "C" __global__ void welford_rows_warp(float* mean_out, float* var_out, const float* x,
+                                             int rows, int cols) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * WARPS + (threadIdx.x >> 5);
+  const bool live = row < rows;
+  const int r = live ? row : 0;
+  float cnt = 0.0f, mu = 0.0f, ss = 0.0f;
+  for (int j = lane; live && j < cols; j += 32) {
+    const float v = x[(size_t)j * rows + r];
+    cnt += 1.0f;
+    const float delta = v - mu;
+    mu += delta / cnt;
+    ss += delta * (v - mu);
+  }
+  for (int off = 16; off > 0; off >>= 1) {
+    const float cb = __shfl_down_sync(0xffffffffu, cnt, off);
+    const float mb = __shfl_down_sync(0xffffffffu, mu, off);
+    const float sb = __shfl_down_sync(0xffffffffu, ss, off);
+    const float ct = cnt + cb;
+    if (ct > 0.0f) {
+      const float delta = mb - mu;
+      mu += delta * (cb / ct);
+      ss += sb + delta * delta * (cnt * cb / ct);
+      cnt = ct;
+    }
+  }
+  if (live && lane == 0) {
+    mean_out[row] = mu;
+    var_out[row] = ss / (float)cols;
+  }
+}
+"""
+#: Its configs: eight steps ahead over two warps, four at 8 lanes a row (the default and
+#: the first in every run; all of them and the all-ends corners under FULL_MATRIX).
+AHEAD_MIXES = [{"WARPS": 2, "LANES": 32, "AHEAD": 8},
+               {"WARPS": 8, "LANES": 8, "AHEAD": 4, "MIN_BLOCKS_PER_SM": 2},
+               {"AHEAD": 2}]
+
+
 def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
     lifted = lift_kernel(source, entry="welford_rows_warp", grid=["ceil_div(rows, 8)"],
                          block=["256"], scalars={"rows": "rows", "cols": "cols"})
@@ -155,6 +204,37 @@ def test_a_guarded_row_read_twice_is_not_kept() -> None:
         "`c < cols`, which the kept row's fill and passes do not carry (line 12)" in notes
 
 
+def test_a_strided_chain_loads_ahead() -> None:
+    names, notes, source = _lift(COLUMN_MAJOR)
+    assert names == ["WARPS", "LANES", "AHEAD", "MIN_BLOCKS_PER_SM"], notes
+    assert "VEC: not applied: no array is indexed by j (line 10)" in notes
+    assert "AHEAD: applied: lane loop over j: 1 read(s) a step loaded AHEAD steps ahead, the " \
+        "steps' bodies then in the order as written (line 10)" in notes
+    assert "for (int wb_j0 = lane; (live) && wb_j0 < cols; wb_j0 += (LANES) * AHEAD) {" \
+        in source
+    assert "wb_ahead0[wb_u] = x[(size_t)j * rows + r];" in source
+    assert "#else\n  for (int j = lane; live && j < cols; j += LANES) {" in source
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    # a read only some steps make: loading it early could read past what the loop reads
+    (("const float v = x[(size_t)j * rows + r];",
+      "const float v = (j & 1) ? x[(size_t)j * rows + r] : 0.0f;"),
+     "`x[(size_t)j * rows + r]` is read under a branch or inner loop of the body (line 11)"),
+    # a store in the loop: an early load could miss it
+    (("    cnt += 1.0f;\n", "    cnt += 1.0f;\n    mean_out[r] = v;\n"),
+     "`mean_out[r] = v` writes memory in the lane loop (line 13)"),
+    # an index the chain computes: not known a step ahead
+    (("x[(size_t)j * rows + r]", "x[(size_t)j * rows + (int)cnt % rows]"),
+     "the index of `x[(size_t)j * rows + (int)cnt % rows]` reads `cnt`, which the loop "
+     "assigns (the load would not be known a step ahead) (line 11)"),
+])
+def test_loads_that_may_not_move_refuse_ahead(change: tuple[str, str], reason: str) -> None:
+    names, notes, _ = _lift(COLUMN_MAJOR.replace(*change))
+    assert "AHEAD" not in names and "LANES" in names, notes
+    assert f"AHEAD: not applied: {reason}" in notes, notes
+
+
 @needs_nvcc
 @pytest.mark.parametrize("config", [{}, EXPERT_PICK], ids=["default", "expert_pick"])
 def test_the_folder_lift_compiles(tmp_path: Path, config: dict[str, int]) -> None:
@@ -171,7 +251,7 @@ _HOST = prepended("static const int warpSize = 32;\n")
 
 def _same_walk(config: dict[str, Any]) -> bool:
     """Each lane reads the elements it reads as written, in the same order."""
-    return config["LANES"] == 32 and config["VEC"] == 1
+    return config["LANES"] == 32 and config.get("VEC", 1) == 1
 
 
 def _check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path,
@@ -196,14 +276,15 @@ def _check(kf: KernelFolder, configs: list[dict[str, Any]], work: Path,
                                            err_msg=f"{config}: {name}")
 
 
-def _configs(kf: KernelFolder, picked: list[dict[str, int]]) -> list[dict[str, Any]]:
+def _configs(kf: KernelFolder, picked: list[dict[str, int]],
+             every: list[dict[str, int]] = MIXES) -> list[dict[str, Any]]:
     """The default and ``picked`` (every mix and the all-ends corners under
     WORKBENCH_FULL_MATRIX=1), the warps knob named as the lift names it (the author's
     macro: ``ROWS_PER_CTA`` in the spelling)."""
     template = offline_template(kf).template
     warps = template.param_names[0]
     mixes = [{warps if k == "WARPS_PER_BLOCK" else k: v for k, v in m.items()}
-             for m in (MIXES if FULL_MATRIX else picked)]
+             for m in (every if FULL_MATRIX else picked)]
     configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     return configs if FULL_MATRIX else configs[:1 + len(mixes)]
 
@@ -222,3 +303,11 @@ def test_the_spelling_computes_as_written(tmp_path: Path,
                                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
     _check(kf, _configs(kf, [EXPERT_PICK]), tmp_path, host_flags, exact=True)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_strided_chain_computes_as_written(tmp_path: Path,
+                                               host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "folders", COLUMN_MAJOR)
+    _check(kf, _configs(kf, AHEAD_MIXES[:2], AHEAD_MIXES), tmp_path, host_flags, exact=False)

@@ -30,7 +30,9 @@ block (``32 * W`` threads, or (32, W) with row ``threadIdx.y * (32 / LANES) + th
 LANES`` of the block's rows); ``VEC`` vectorizes lane loops (:func:`.vector.vectorize`), a loop writing a pointer
 that is not ``__restrict__`` behind a run-time test per item (its written and read ranges the
 same elements or disjoint, the loop as written otherwise); ``RUN_VEC`` loads the runs a lane
-loop's fixed-trip inner loops read as vectors before each loop (:mod:`.warp_runs`). Items are
+loop's fixed-trip inner loops read as vectors before each loop (:mod:`.warp_runs`); ``AHEAD``
+loads a lane loop's next steps' reads before their bodies where VEC refuses the loop (a column
+of a column-major matrix: :mod:`.warp_ahead`). Items are
 assumed independent (the warp-to-item mapping changes with LANES). LANES = 32 and the written
 F are the kernel as written.
 """
@@ -62,6 +64,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
+from workbench.templater.warp_ahead import apply_ahead
 from workbench.templater.warp_chains import apply_chains
 from workbench.templater.warp_global import (
     GlobalItem,
@@ -580,6 +583,10 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     if cache is not None:
         apply_row_cache(plan, cache, lanes=LANES, vectorized=vectorized,
                         foreign=plan.rw.edits[before:], threads=f"32 * {name}")
+    kept = {p.loop.start_byte for p in cache.passes} if cache is not None else set()
+    for lp in loops:  # the loops VEC refused and the row cache keeps no pass of
+        if lp.start_byte not in vectorized | kept and (found := lane_bound(plan, lp)):
+            apply_ahead(plan, lp, found)
     apply_runs(plan, loops)  # after the row cache: its kept passes read the runs too
     return True
 
