@@ -130,9 +130,10 @@ extern "C" __global__ void haversine_nearest(float* out, const float* a, const f
 """
 
 #: Knob mixes over the default, in the lifts' knobs: four items over 96 threads, the
-#: branch as selects (3001 over 384: eight blocks, the last partly); the tile and block of
+#: branch as selects, the reciprocal of x (3001 over 384: eight blocks, the last partly);
+#: the tile and block of
 #: 64 (300 of a over five blocks, 333 of b over six rounds, the last partial).
-BESSEL_MIXES = [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "BRANCHLESS": 1}]
+BESSEL_MIXES = [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "BRANCHLESS": 1, "DIV_RCP": 1}]
 HAVERSINE_MIXES = [{"BLOCK_THREADS": 64}]
 
 
@@ -143,7 +144,8 @@ def _notes(folder: KernelFolder) -> tuple[list[str], tuple[str, ...], str]:
 
 def test_the_bessel_folder_inlines_its_namespaced_template() -> None:
     names, notes, source = _notes(load_kernel_folder(BESSEL))
-    assert {"BLOCK_THREADS", "ITEMS_PER_THREAD", "BRANCHLESS"} <= set(names), notes
+    assert {"BLOCK_THREADS", "ITEMS_PER_THREAD", "BRANCHLESS", "DIV_RCP"} <= set(names), notes
+    assert "WB_DRCP(2.0 * k, j0_miller_x[wb_it])" in source
     assert notes[0] == ("NAMESPACE: applied: namespace(s) bessel opened into the file scope: "
                         "1 qualified use(s) read by their names (line 7)")
     assert notes[1].startswith("INLINE: applied: j0_miller<60> inlined into besselj0_miller_f64")
@@ -162,7 +164,8 @@ def test_the_haversine_folder_follows_its_enumerator() -> None:
 
 def test_the_spellings_inline_and_lift(tmp_path: Path) -> None:
     names, notes, source = _notes(respelled(BESSEL, tmp_path / "b", BESSEL_SPELLING))
-    assert {"ITEMS_PER_THREAD", "BRANCHLESS"} <= set(names), notes
+    assert {"ITEMS_PER_THREAD", "BRANCHLESS", "DIV_RCP"} <= set(names), notes
+    assert "WB_DRCP(2.0 * m, v[wb_it])" in source
     assert any(n.startswith("INLINE: applied: j0<Order::kStart, 60> inlined") for n in notes), \
         notes
     assert "sm::" not in source and "special::" not in source

@@ -7,13 +7,18 @@ steps, a test branching to a slow path for extreme operands); ``a * (1.0 / d)`` 
 double reciprocal sequence, shorter, and a multiply. Where the divisor reads only a loop's
 counter, :mod:`.ilp_rcp_counter` owns the division (its reciprocals fold or are shared by
 every thread: its ``_counter_division`` and ``_owned`` leave those to it); this module takes
-the divisions whose divisor reads a local the loop assigns (a value per item and per trip).
+the divisions whose divisor reads a local the loop assigns (a value per item and per trip),
+and those whose divisor reads only variables the kernel never writes (set 18's
+besselj0_miller_f64: ``2.0 * k / x`` a trip, the expert's RCP taking ``2 / x`` once): the
+reciprocal is then loop-invariant and the compiler takes it once, outside the loop.
 
 Which divisions: a ``/`` in the kernel's body inside a loop, whose value is double (a leaf
 a ``double`` local or parameter, a cast to ``double``, an unsuffixed floating literal:
-:func:`.ilp_fastdiv._double_leaf`), whose divisor reads a local assigned in the body of a
-loop around it (by ``=`` or a compound assignment), and whose dividend is not the literal one
-(``1.0 / d`` is the reciprocal already). ``DIV_RCP = 0`` is the kernel as written.
+:func:`.ilp_fastdiv._double_leaf`), whose dividend is not the literal one, and whose divisor
+reads a local assigned in the body of a loop around it (by ``=`` or a compound assignment)
+(``1.0 / d`` is the reciprocal already); or whose divisor reads variables only (no call, no
+element) none of which the kernel's body writes after its declaration.
+``DIV_RCP = 0`` is the kernel as written.
 
 How far the result moves: ``1.0 / d`` and the product are two roundings where ``a / d`` is
 one, so each quotient is within 1 ulp of double (2^-52 relative) of the quotient as written,
@@ -41,8 +46,8 @@ _LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
 def apply_div_rcp(plan: Plan) -> bool:
-    """Route every double division of the kernel's loops by a value a loop recomputes
-    through ``WB_DRCP``; True when one was."""
+    """Route every double division of the kernel's loops by a value a loop recomputes, or
+    by variables the kernel never writes, through ``WB_DRCP``; True when one was."""
     if NAME in plan.params:
         return False
     types = {**_types(plan.source.tree.root_node, top_only=True),
@@ -51,7 +56,8 @@ def apply_div_rcp(plan: Plan) -> bool:
     divisions = [n for n in walk(plan.body) if n.type == "binary_expression"
                  and text(n.child_by_field_name("operator")) == "/"
                  and inside_loop(n, plan.body) and _double_leaf(n, types)
-                 and not _one(n.child_by_field_name("left")) and _recomputed(n)
+                 and not _one(n.child_by_field_name("left"))
+                 and (_recomputed(n) or _invariant(n, plan.body))
                  and _counter_division(n, fn) is None and not _owned(plan, n)]
     if not divisions:
         return False
@@ -68,13 +74,14 @@ def apply_div_rcp(plan: Plan) -> bool:
     plan.helper(_MACRO)
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
                           "description": f"1: the {len(divisions)} double division(s) by a "
-                                         "value the loop recomputes as a multiply by its "
-                                         "reciprocal (1 ulp of double a quotient; the gate "
-                                         "checks the tolerance); 0: as written"},
+                                         "value the loop recomputes (or never changes) as a "
+                                         "multiply by its reciprocal (1 ulp of double a "
+                                         "quotient; the gate checks the tolerance); 0: as "
+                                         "written"},
                    f"{plan.kernel.line}: double divisions")
     plan.note(NAME, True, f"{len(divisions)} double division(s) by a value the loop "
-              "recomputes as a multiply by its reciprocal behind the knob (every store a "
-              "float; the gate checks the tolerance)", divisions[0])
+              "recomputes (or never changes) as a multiply by its reciprocal behind the knob "
+              "(every store a float; the gate checks the tolerance)", divisions[0])
     return True
 
 
@@ -86,6 +93,31 @@ def _one(left: Node | None) -> bool:
         return float(text(strip(left)).rstrip("fFlLuU")) == 1.0
     except ValueError:
         return False
+
+
+def _invariant(div: Node, body: Node) -> bool:
+    """The divisor of ``div`` reads variables only (no call, no element, no literal alone)
+    that no statement of the kernel's body writes after their declaration: its reciprocal
+    is the same every trip (a Miller recurrence's ``2k / x``), taken once where the compiler
+    hoists it."""
+    right = div.child_by_field_name("right")
+    if right is None or any(n.type in ("call_expression", "subscript_expression",
+                                       "field_expression", "pointer_expression")
+                            for n in walk(right)):
+        return False
+    names = {text(n) for n in walk(right) if n.type == "identifier"}
+    return bool(names) and not any(_writes(n, names) for n in walk(body))
+
+
+def _writes(node: Node, names: set[str]) -> bool:
+    """``node`` assigns (``=``, ``op=``), increments or takes the address of one of
+    ``names``."""
+    target = node.child_by_field_name("left") if node.type == "assignment_expression" else \
+        node.child_by_field_name("argument") if node.type == "update_expression" or (
+            node.type == "pointer_expression" and
+            text(node.child_by_field_name("operator")) == "&") else None
+    return target is not None and strip(target).type == "identifier" and \
+        text(strip(target)) in names
 
 
 def _recomputed(div: Node) -> bool:

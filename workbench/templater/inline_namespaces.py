@@ -113,8 +113,9 @@ def _own_aliases(root: Node, spaces: list[Node]) -> list[Node]:
     """The file's ``namespace a = N;`` whose ``N`` is a namespace the file defines (an alias
     of a header's namespace, ``namespace cg = cooperative_groups;``, stays as written)."""
     own = {text(name) for n in spaces if (name := n.child_by_field_name("name")) is not None}
-    return [n for n in walk(root) if n.type == "namespace_alias_definition" and
-            text(n.named_children[-1]).removeprefix("::") in own]
+    return [n for n in walk(root) if n.type == "namespace_alias_definition" and all(
+        part in own for part in "".join(text(n.named_children[-1]).split())
+        .removeprefix("::").split("::"))]  # a nested one's path too (sm = special::miller)
 
 
 def _own_names(root: Node, spaces: list[Node]) -> set[str]:
