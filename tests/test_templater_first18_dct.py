@@ -93,6 +93,31 @@ extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int
 }
 """
 
+#: A third hand: the table flat, filled as the expert fills it (a guard on the flat thread
+#: index, the entry's indices in locals the guard's block declares), the tiles 2-D.
+THIRD = """#define B 8
+extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int W) {
+  __shared__ float cosv[B * B];
+  __shared__ float px[B][B];
+  __shared__ float tmp[B][B];
+  const int tid = threadIdx.y * B + threadIdx.x;
+  if (tid < B * B) {
+    const int u = tid / B, k = tid % B;
+    cosv[u * B + k] = (u == 0 ? 0.35355339f : 0.5f) * cosf((2 * k + 1) * u * 3.14159265f / 16);
+  }
+  const int gx = blockIdx.x * B + threadIdx.x, gy = blockIdx.y * B + threadIdx.y;
+  px[threadIdx.y][threadIdx.x] = in[(size_t)gy * W + gx];
+  __syncthreads();
+  float s = 0.0f;
+  for (int k = 0; k < B; ++k) s += px[threadIdx.y][k] * cosv[threadIdx.x * B + k];
+  tmp[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  float t = 0.0f;
+  for (int k = 0; k < B; ++k) t += cosv[threadIdx.y * B + k] * tmp[k][threadIdx.x];
+  out[(size_t)gy * W + gx] = t;
+}
+"""
+
 #: The expert's H200 pick (PAD 0, RPT 8, TX 4, TY 8), spelled in the lift's knobs alike.
 EXPERT_PICK = {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0}
 #: Two tiles across (56 columns over 16: the last CTA's second tile clamped), four down over
@@ -105,7 +130,7 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
 
 
 def _folder(which: str, root: Path) -> KernelFolder:
-    return respelled(FOLDER, root / which, PLAIN if which == "plain" else SECOND)
+    return respelled(FOLDER, root / which, {"plain": PLAIN, "second": SECOND, "third": THIRD}[which])
 
 
 def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path: Path) -> None:
@@ -117,7 +142,7 @@ def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path:
     src = result.lifted.source
     assert "__shared__ float ctab[N][N];" in src  # the table: one a CTA
     assert "__shared__ float pix[8 * TY][8 * TX + PAD];" in src
-    assert "if (wb_tx == 0 && wb_ty == 0) ctab[ty][tx] = " in src
+    assert "if (wb_tx == 0 && wb_ty == 0) { ctab[ty][tx] = " in src
     assert "rows[wb_ty * 8 + (k)][wb_tx * 8 + (tx)]" in src
     assert "#define N 8" in src
 
@@ -128,6 +153,15 @@ def test_a_second_hands_flat_tiles_lift_the_same_knobs(tmp_path: Path) -> None:
     src = result.lifted.source
     assert "__shared__ float t[(64 + PAD) * TX * TY];" in src
     assert "for (int k = 0; k < 8; k++)" in src  # blockDim.x: the tile's edge
+
+
+def test_a_table_filled_under_a_guard_stays_one_a_cta(tmp_path: Path) -> None:
+    result = offline_template(_folder("third", tmp_path))
+    assert set(result.template.param_names) >= KNOBS, result.notes
+    src = result.lifted.source
+    assert "__shared__ float cosv[B * B];" in src
+    assert "if (wb_tx == 0 && wb_ty == 0) { if (tid < B * B) {" in src
+    assert "__shared__ float tmp[8 * TY][8 * TX + PAD];" in src
 
 
 @pytest.mark.parametrize(("change", "spelled", "want"), [
@@ -165,7 +199,7 @@ def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path)
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("which", ["plain", "second"])
+@pytest.mark.parametrize("which", ["plain", "second", "third"])
 def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
                                                  host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _folder(which, tmp_path)

@@ -17,9 +17,10 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
   ``threadIdx``/``blockIdx``/``blockDim`` is read through these; each ``__shared__`` array
   gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX + PAD]``, tile ``(i, j)``'s
   rows and columns interleaved as the threads are; a 1-D ``[E]`` becomes ``(E + PAD) TX
-  TY``), except a *table*: an array every tile fills alike (each write a top-level
-  ``T[..] = v;`` reading no memory and no block index) and reads only after a barrier, which
-  stays one copy a CTA, filled by tile 0 alone. The grid counts the written grid's tiles by
+  TY``), except a *table*: an array every tile fills alike (each top-level statement
+  writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, reads no memory and no
+  block index and assigns nothing else declared outside it) and reads only after a barrier,
+  which stays one copy a CTA, filled by tile 0 alone. The grid counts the written grid's tiles by
   CTAs: ``ceil_div(G, T)``.
 - RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
   + j NY TY / RPT``; the locals a later phase reads are recomputed there, legal where each
@@ -71,7 +72,11 @@ class _Array:
     extents: tuple[int, ...]
     sizes: tuple[Node, ...]
     elem: int
-    table: bool
+    fills: tuple[Node, ...]  # a table's fills (every tile's alike); () for a tile
+
+    @property
+    def table(self) -> bool:
+        return bool(self.fills)
 
 
 @dataclass(frozen=True)
@@ -138,10 +143,7 @@ def _tile_shape(plan: Plan) -> tuple[int, int] | None:
 
 
 def _base(subscript: Node) -> str:
-    node = subscript
-    while node.type == "subscript_expression":
-        node = node.child_by_field_name("argument")  # type: ignore[assignment]
-    return text(node)
+    return text(_name_node(subscript))
 
 
 def _chain(ident: Node) -> tuple[Node, list[Node]]:
@@ -259,48 +261,57 @@ def _phase_of(node: Node, phases: list[list[Node]]) -> int:
                 if any(s.start_byte <= node.start_byte < s.end_byte for s in stmts))
 
 
-def _table(plan: Plan, name: str, phases: list[list[Node]], locals_: dict[str, _Local]) -> bool:
-    """Whether every tile fills ``name`` alike (each write a top-level ``T[..] = v;`` reading
-    no memory, no block index and no local that does) and reads it only in later phases."""
+def _table(plan: Plan, name: str, phases: list[list[Node]],
+           locals_: dict[str, _Local]) -> tuple[Node, ...]:
+    """The top-level statements filling ``name`` where every tile fills it alike (each
+    statement writing ``name`` reads no memory, no block index and no local that does, and
+    writes nothing else declared outside it) and reads it only in later phases; else ()."""
     accesses = [_chain(u)[0] for u in plan.uses(name) if _chain(u)[1]]
     writes = [a for a in accesses if _written(a)]
+    fills = tuple(sorted({_top(plan, w) for w in writes}, key=lambda f: f.start_byte))
+    if not writes or not all(_fills_alike(f, name, locals_) for f in fills):
+        return ()
+    last_fill = max(_phase_of(f, phases) for f in fills)
     reads = [a for a in accesses if not _written(a)]
-    if not writes:
-        return False
-    for w in writes:
-        assign = w.parent
-        if assign is None or assign.type != "assignment_expression" or \
-                text(assign.child_by_field_name("operator")) != "=" or \
-                assign.parent is None or assign.parent.parent != plan.body:
+    return fills if all(_phase_of(r, phases) > last_fill for r in reads) else ()
+
+
+def _top(plan: Plan, node: Node) -> Node:
+    """The top-level statement of the body holding ``node``."""
+    while node.parent is not None and node.parent != plan.body:
+        node = node.parent
+    return node
+
+
+def _fills_alike(stmt: Node, name: str, locals_: dict[str, _Local]) -> bool:
+    """Whether ``stmt`` does the same in every tile: reads only ``name``'s entries it writes
+    (no other subscript, no dereference, no block index, no local reading either) and assigns
+    only ``name``'s entries and names it declares."""
+    own = {_declared(d) for n in walk(stmt) if n.type == "declaration"
+           for d in n.children_by_field_name("declarator")}
+    for n in walk(stmt):
+        if n.type == "subscript_expression" and (_base(n) != name or not _written(_chain(
+                _name_node(n))[0])):
             return False
-        value = assign.child_by_field_name("right")
-        parts = [value, *_chain_indices(w)]
-        if any(p is None or not _same_in_every_tile(p, locals_) for p in parts):
+        if builtin(n, "blockIdx") or n.type == "pointer_expression":
             return False
-    last_fill = max(_phase_of(w, phases) for w in writes)
-    return all(_phase_of(r, phases) > last_fill for r in reads)
-
-
-def _chain_indices(access: Node) -> list[Node]:
-    out = []
-    while access.type == "subscript_expression":
-        args = access.child_by_field_name("indices")
-        assert args is not None
-        out.append(args.named_children[0])
-        access = access.child_by_field_name("argument")  # type: ignore[assignment]
-    return out
-
-
-def _same_in_every_tile(expr: Node, locals_: dict[str, _Local]) -> bool:
-    for n in walk(expr):
-        if n.type == "subscript_expression" or builtin(n, "blockIdx") or \
-                n.type == "pointer_expression":
-            return False
-        if n.type == "identifier" and text(n) in locals_:
+        if n.type == "identifier" and text(n) in locals_ and text(n) not in own:
             loc = locals_[text(n)]
             if not loc.derived or loc.by_block:
                 return False
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            if target is None or (target.type == "identifier" and text(target) not in own) or \
+                    (target.type != "identifier" and _base(target) != name):
+                return False
     return True
+
+
+def _name_node(subscript: Node) -> Node:
+    node = subscript
+    while node.type == "subscript_expression":
+        node = node.child_by_field_name("argument")  # type: ignore[assignment]
+    return node
 
 
 def _locals(plan: Plan, phases: list[list[Node]]) -> dict[str, _Local]:
@@ -427,11 +438,8 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
     smem = []
     for a in arrays:
         if a.table:
-            for use in plan.uses(a.name):
-                access, indices = _chain(use)
-                if indices and _written(access):
-                    assert access.parent is not None and access.parent.parent is not None
-                    wrap(access.parent.parent, "if (wb_tx == 0 && wb_ty == 0) ")
+            for fill in a.fills:
+                wrap(fill, "if (wb_tx == 0 && wb_ty == 0) { ", " }")
             smem.append(f"{a.elem} * {' * '.join(map(str, a.extents))}")
             continue
         if len(a.extents) == 2:
@@ -442,7 +450,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
             put(a.sizes[0], f"({a.extents[0]} + PAD) * TX * TY")
             smem.append(f"{a.elem} * ({a.extents[0]} + PAD) * TX * TY")
         for use in plan.uses(a.name):
-            access, indices = _chain(use)
+            indices = _chain(use)[1]
             if not indices:
                 continue
             if len(indices) == 2:  # [row][column]
