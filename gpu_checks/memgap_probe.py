@@ -97,6 +97,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py corr7x7_bank4
     python3 gpu_checks/memgap_probe.py rowl1_scale_warp
     python3 gpu_checks/memgap_probe.py welford_rows_warp
+    python3 gpu_checks/memgap_probe.py dct8x8_blocks
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -765,6 +766,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 2, "LANES": 32, "ACC": 1, "VEC": 1},
         "default": {"WARPS": 8, "LANES": 32, "ACC": 1, "VEC": 0}}),
+    # set 18, memory-bound; nothing lifted at first contact (19 % of a copy; the expert 68 %
+    # at TX 4, TY 8, RPT 8, PAD 0): the lift (tile_batch: a CTA per fixed-size data tile,
+    # TX x TY 8 x 8 tiles a CTA, RPT rows a thread, PAD) at the expert's pick spelled in its
+    # knobs (sm_90 61 registers, no spills, 16640 B smem, PTX 8 pixel loads, 8 stores, 144
+    # ld.shared as the expert's; the expert at its pick 40, no spills, 16640 B; the lift's
+    # table fill, tile 0's alone, sits in the unrolled row loop: 8 cosf slow paths against
+    # the expert's 1), the same padded (56), a 2 x 4 mix of two rows a thread, padded (36),
+    # and the default (the kernel as written: 29)
+    "dct8x8_blocks": ("corpus_compute_unseen18", {
+        "expert_pick": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_pad": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        "mix": {"TX": 2, "TY": 4, "RPT": 2, "PAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"TX": 1, "TY": 1, "RPT": 1, "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0},
+        "default": {"TX": 1, "TY": 1, "RPT": 1, "PAD": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
