@@ -11,7 +11,9 @@ shape admits it.
 :mod:`workbench.templater.tile_batch` (a CTA per fixed-size data tile) now lifts TX, TY, RPT,
 PAD for the plain spelling and for a second hand's (an 8 x 8 Walsh-Hadamard transform over
 flat ``t[S * S]`` tiles, ``constexpr`` sizes, ``blockDim`` read for the row stride and the loop
-bounds, no table). Host (g++): both at the default, the expert's H200 pick (TX 4, TY 8, RPT 8,
+bounds, no table), a third's (the table flat and filled under the expert's ``if (tid < 64)``)
+and the folder itself (its ``jpeg::dct_block<8>`` opened and inlined by
+:mod:`workbench.templater.inline_namespaces`). Host (g++): each at the default, the expert's H200 pick (TX 4, TY 8, RPT 8,
 PAD 0) and a mix (TX 2, TY 4, RPT 2, PAD 1: 56 columns over 16, the last CTA half past the
 image, its tiles clamped), bit for bit against the kernel as written; every all-ends corner
 under WORKBENCH_FULL_MATRIX=1.
@@ -31,7 +33,7 @@ from test_corpus_unseen3 import (
 )
 
 from workbench.core.errors import TemplateError
-from workbench.core.kernel_folder import KernelFolder
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 
 FOLDER = held_back_unseen18.SET.root / "dct8x8_blocks"
@@ -130,7 +132,18 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
 
 
 def _folder(which: str, root: Path) -> KernelFolder:
+    if which == "folder":
+        return load_kernel_folder(FOLDER)
     return respelled(FOLDER, root / which, {"plain": PLAIN, "second": SECOND, "third": THIRD}[which])
+
+
+def test_the_folders_template_function_lifts_the_experts_knobs(tmp_path: Path) -> None:
+    result = offline_template(_folder("folder", tmp_path))
+    assert set(result.template.param_names) >= KNOBS, result.notes
+    assert result.lifted.block == ("8 * TX", "8 * TY / RPT")
+    src = result.lifted.source
+    assert "__shared__ float ctab[N][N];" in src and "jpeg::" not in src
+    assert "__shared__ float rows[8 * TY][8 * TX + PAD];" in src
 
 
 def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path: Path) -> None:
@@ -199,7 +212,7 @@ def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path)
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("which", ["plain", "second", "third"])
+@pytest.mark.parametrize("which", ["folder", "plain", "second", "third"])
 def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
                                                  host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _folder(which, tmp_path)
