@@ -184,6 +184,9 @@ def test_a_table_filled_under_a_guard_stays_one_a_cta(tmp_path: Path) -> None:
     ("  out[at] = t;\n", "  *(out + at) = t;\n",
      "`out + at` reads the argument `out` other than through a subscript (what it writes is "
      "not followed) (line 19)"),
+    ("  out[at] = t;\n", "  out[at] = t;\n  hits[0] = 1;\n",
+     "`hits[0]` writes `hits`, no argument, local or shared array of the kernel (a clamped "
+     "duplicate tile would write it again) (line 21)"),
     ("  __syncthreads();\n  float t", "  if (H > 0) __syncthreads();\n  float t",
      "a barrier inside a statement (each must be a top-level statement for the tiles of a CTA "
      "to meet it alike) (line 15)"),
@@ -191,8 +194,10 @@ def test_a_table_filled_under_a_guard_stays_one_a_cta(tmp_path: Path) -> None:
 def test_what_the_virtual_ctas_cannot_be_refuses_with_the_line(tmp_path: Path, change: str,
                                                                spelled: str, want: str) -> None:
     assert change in PLAIN
+    source = ("__device__ int hits[1];\n" if "hits" in spelled else "") + \
+        PLAIN.replace(change, spelled)
     try:
-        result = offline_template(respelled(FOLDER, tmp_path, PLAIN.replace(change, spelled)))
+        result = offline_template(respelled(FOLDER, tmp_path, source))
         assert "TX" not in result.template.param_names
         all_notes = list(result.notes)
     except TemplateError as nothing:  # no other family lifts it either

@@ -206,6 +206,12 @@ def _check_shape(plan: Plan) -> None:
         if d.is_pointer and not d.is_shared:
             raise _Refused(f"the pointer local `{d.name}` (what it writes is not followed)",
                            d.decl)
+    known = set(plan.facts.defs) | {p.name for p in plan.kernel.params if p.is_pointer}
+    for n in walk(plan.body):
+        if n.type == "subscript_expression" and _written(n) and _base(n) not in known:
+            raise _Refused(f"`{text(n)}` writes `{_base(n)}`, no argument, local or shared "
+                           "array of the kernel (a clamped duplicate tile would write it "
+                           "again)", n)
     for p in plan.kernel.params:
         if not p.is_pointer:
             continue
