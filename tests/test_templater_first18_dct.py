@@ -13,10 +13,10 @@ PAD for the plain spelling and for a second hand's (an 8 x 8 Walsh-Hadamard tran
 flat ``t[S * S]`` tiles, ``constexpr`` sizes, ``blockDim`` read for the row stride and the loop
 bounds, no table), a third's (the table flat and filled under the expert's ``if (tid < 64)``)
 and the folder itself (its ``jpeg::dct_block<8>`` opened and inlined by
-:mod:`workbench.templater.inline_namespaces`). Host (g++): each at the default, the expert's H200 pick (TX 4, TY 8, RPT 8,
-PAD 0) and a mix (TX 2, TY 4, RPT 2, PAD 1: 56 columns over 16, the last CTA half past the
-image, its tiles clamped), bit for bit against the kernel as written; every all-ends corner
-under WORKBENCH_FULL_MATRIX=1.
+:mod:`workbench.templater.inline_namespaces`). Host (g++): each at the default, the
+expert's H200 pick (TX 4, TY 8, RPT 8, PAD 0) and a mix (TX 2, TY 4, RPT 2, PAD 1: 56 columns
+over 16, the last CTA half past the image, its tiles clamped), bit for bit against the
+kernel as written; every all-ends corner under WORKBENCH_FULL_MATRIX=1.
 """
 
 from __future__ import annotations

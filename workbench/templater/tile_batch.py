@@ -30,9 +30,10 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
 
 Legal where the analysis shows (else a note with the line, and nothing is lifted here): every
 barrier a top-level statement, no ``return``, no ``z`` index, ``gridDim`` unread, no
-atomics or fences, no pointer locals, each shared array declared at the top level with
-constant extents and read only through whole subscripts, the written grid's rules in the
-kernel's scalar arguments.
+atomics or fences, no pointer locals, pointer arguments read and written only through
+subscripts and none both, no array written but the kernel's arguments, locals and shared
+arrays, each shared array declared at the top level with constant extents and read only
+through whole subscripts, the written grid's rules in the kernel's scalar arguments.
 """
 
 from __future__ import annotations
