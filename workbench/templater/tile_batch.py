@@ -395,13 +395,13 @@ def _in_c(rule: str, plan: Plan) -> str:
     return c(ast.parse(rule.strip(), mode="eval").body)
 
 
-Item = tuple[int, int, int, Callable[[str], str]]
+#: An edit of :func:`_render`: (start, end, rank, make over the inner text).
+_Item = tuple[int, int, int, Callable[[str], str]]
 
 
-def _render(data: bytes, start: int, end: int, items: list[Item]) -> str:
-    """``data[start:end]`` with ``items`` (start, end, rank, make over the inner text) applied,
-    nested ones inside their container (sorted by start, longest first, wraps before
-    replacements of the same span)."""
+def _render(data: bytes, start: int, end: int, items: list[_Item]) -> str:
+    """``data[start:end]`` with ``items`` applied, nested ones inside their container (sorted
+    by start, longest first, wraps (rank 0) before replacements (1) of the same span)."""
     out, pos, i = [], start, 0
     while i < len(items):
         s, e, _rank, make = items[i]
@@ -411,6 +411,14 @@ def _render(data: bytes, start: int, end: int, items: list[Item]) -> str:
         pos, i = e, i + 1 + len(inner)
     out.append(data[pos:end].decode())
     return "".join(out)
+
+
+def _put(node: Node, new: str) -> _Item:
+    return (node.start_byte, node.end_byte, 1, lambda _inner: new)
+
+
+def _wrap(node: Node, prefix: str, suffix: str = "") -> _Item:
+    return (node.start_byte, node.end_byte, 0, lambda inner: f"{prefix}{inner}{suffix}")
 
 
 def _lift(plan: Plan, nx: int, ny: int) -> None:
@@ -425,51 +433,11 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
         rows_note = None
     except _Refused as no:
         carried, rows_note = None, no
-    items: list[Item] = []
-
-    def put(node: Node, new: str, rank: int = 1) -> None:
-        items.append((node.start_byte, node.end_byte, rank, lambda _inner: new))
-
-    def wrap(node: Node, prefix: str, suffix: str = "") -> None:
-        items.append((node.start_byte, node.end_byte, 0,
-                      lambda inner: f"{prefix}{inner}{suffix}"))
-
-    for n in walk(plan.body):
-        for name, dims in (("threadIdx", "wb_e"), ("blockIdx", "wb_b")):
-            dim = builtin(n, name) if n.type == "field_expression" else None
-            if dim is not None:
-                put(n, f"{dims}{dim}")
-        dim = builtin(n, "blockDim") if n.type == "field_expression" else None
-        if dim is not None:
-            put(n, str(nx if dim == "x" else ny))
-    smem = []
-    for a in arrays:
-        if a.table:
-            for fill in a.fills:
-                wrap(fill, "if (wb_tx == 0 && wb_ty == 0) { ", " }")
-            smem.append(f"{a.elem} * {' * '.join(map(str, a.extents))}")
-            continue
-        if len(a.extents) == 2:
-            put(a.sizes[0], f"{a.extents[0]} * TY")
-            put(a.sizes[1], f"{a.extents[1]} * TX + PAD")
-            smem.append(f"{a.elem} * {a.extents[0]} * TY * ({a.extents[1]} * TX + PAD)")
-        else:
-            put(a.sizes[0], f"({a.extents[0]} + PAD) * TX * TY")
-            smem.append(f"{a.elem} * ({a.extents[0]} + PAD) * TX * TY")
-        for use in plan.uses(a.name):
-            indices = _chain(use)[1]
-            if not indices:
-                continue
-            if len(indices) == 2:  # [row][column]
-                wrap(indices[0], f"wb_ty * {a.extents[0]} + (", ")")
-                wrap(indices[1], f"wb_tx * {a.extents[1]} + (", ")")
-            else:
-                wrap(indices[0], f"(wb_ty * TX + wb_tx) * ({a.extents[0]} + PAD) + (", ")")
-    items.sort(key=lambda it: (it[0], -it[1], it[2]))
-    data = plan.source.data
+    items = sorted(_builtins(plan, nx, ny) + [it for a in arrays for it in _array_edits(plan, a)],
+                   key=lambda it: (it[0], -it[1], it[2]))
 
     def show(stmt: Node) -> str:
-        return _render(data, stmt.start_byte, stmt.end_byte,
+        return _render(plan.source.data, stmt.start_byte, stmt.end_byte,
                        [it for it in items if stmt.start_byte <= it[0] and
                         it[1] <= stmt.end_byte])
 
@@ -498,13 +466,58 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
             lines.append("#pragma unroll\n  for (int wb_j = 0; wb_j < RPT; ++wb_j) {\n  " +
                          "\n  ".join(body) + "\n  }")
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
-    _space(plan, nx, ny, smem, carried is not None, arrays)
+    _space(plan, nx, ny, carried is not None, arrays)
     if rows_note is not None:
         plan.note("RPT", False, rows_note.reason, rows_note.node)
 
 
-def _space(plan: Plan, nx: int, ny: int, smem: list[str], rows: bool,
-           arrays: list[_Array]) -> None:
+def _builtins(plan: Plan, nx: int, ny: int) -> list[_Item]:
+    """``threadIdx``/``blockIdx`` read as the tile's element and block, ``blockDim`` as the
+    tile's extent."""
+    out = []
+    for n in walk(plan.body):
+        if n.type != "field_expression":
+            continue
+        for name, spelled in (("threadIdx", "wb_e"), ("blockIdx", "wb_b")):
+            dim = builtin(n, name)
+            if dim is not None:
+                out.append(_put(n, f"{spelled}{dim}"))
+        dim = builtin(n, "blockDim")
+        if dim is not None:
+            out.append(_put(n, str(nx if dim == "x" else ny)))
+    return out
+
+
+def _array_edits(plan: Plan, a: _Array) -> list[_Item]:
+    """A table's fills run by tile 0; a tile's extents and subscripts with the tile's index."""
+    if a.table:
+        return [_wrap(fill, "if (wb_tx == 0 && wb_ty == 0) { ", " }") for fill in a.fills]
+    if len(a.extents) == 2:
+        out = [_put(a.sizes[0], f"{a.extents[0]} * TY"),
+               _put(a.sizes[1], f"{a.extents[1]} * TX + PAD")]
+    else:
+        out = [_put(a.sizes[0], f"({a.extents[0]} + PAD) * TX * TY")]
+    for use in plan.uses(a.name):
+        indices = _chain(use)[1]
+        if len(indices) == 2:  # [row][column]
+            out += [_wrap(indices[0], f"wb_ty * {a.extents[0]} + (", ")"),
+                    _wrap(indices[1], f"wb_tx * {a.extents[1]} + (", ")")]
+        elif indices:
+            out.append(_wrap(indices[0], f"(wb_ty * TX + wb_tx) * ({a.extents[0]} + PAD) + (",
+                             ")"))
+    return out
+
+
+def _smem(a: _Array) -> str:
+    """Bytes of ``a`` as lifted."""
+    if a.table:
+        return f"{a.elem} * {' * '.join(map(str, a.extents))}"
+    if len(a.extents) == 2:
+        return f"{a.elem} * {a.extents[0]} * TY * ({a.extents[1]} * TX + PAD)"
+    return f"{a.elem} * ({a.extents[0]} + PAD) * TX * TY"
+
+
+def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array]) -> None:
     where = f"{plan.source.line_of(plan.body)}"
     grid = list(plan.grid)
     plan.grid = [f"ceil_div({grid[0]}, TX)", f"ceil_div({grid[1]}, TY)"]
@@ -531,8 +544,8 @@ def _space(plan: Plan, nx: int, ny: int, smem: list[str], rows: bool,
     threads = f"{nx} * TX * ({y_threads})"
     plan.constrain(f"{threads} <= 1024")
     plan.constrain(f"{threads} >= 32 or TX * TY == 1")
-    if smem:
-        plan.constrain(f"{' + '.join(smem)} <= 49152")
+    if arrays:
+        plan.constrain(f"{' + '.join(_smem(a) for a in arrays)} <= 49152")
     plan.launch_bounds = threads
     tables = [a.name for a in arrays if a.table]
     shared = ", ".join(a.name for a in arrays if not a.table) or "none"
