@@ -29,7 +29,7 @@ from typing import Any
 
 import held_back_unseen18
 import pytest
-from held_back_harness import respelled, same_as_written
+from held_back_harness import prepended, respelled, same_as_written
 from helpers_templater import FULL_MATRIX, host_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
@@ -42,6 +42,7 @@ from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.inline_namespaces import open_namespaces
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
+from workbench.templater.semantic import lift_kernel
 from workbench.templater.smem_tiles import lift_tied_tiles
 
 BESSEL = held_back_unseen18.SET.root / "besselj0_miller_f64"
@@ -86,7 +87,8 @@ extern "C" __global__ void besselj0_miller_f64(float* __restrict__ out,
 
 #: The nearest neighbour by another hand: the block a namespace's ``constexpr int`` in a
 #: nested namespace, the body a template of two ints (the tile and the floats a point),
-#: called through an alias after ``using namespace``, the distance helper named otherwise.
+#: called through an alias after ``using namespace``, the distance helper named otherwise,
+#: the running min with its term first.
 HAVERSINE_SPELLING = """namespace sphere {
 namespace cfg { constexpr int kThreads = 256; }
 __device__ inline float arc(float p1, float l1, float cp1, float p2, float l2, float cp2) {
@@ -114,7 +116,7 @@ __device__ void closest(float* out, const float* a, const float* b, int na, int 
     }
     __syncthreads();
     const int m = T < nb - base ? T : nb - base;
-    for (int q = 0; q < m; q++) d = fminf(d, arc(myphi, mylam, mycos, phi[q], lam[q], cph[q]));
+    for (int q = 0; q < m; q++) d = fminf(arc(myphi, mylam, mycos, phi[q], lam[q], cph[q]), d);
     __syncthreads();
   }
   if (p < na) out[p] = d;
@@ -131,10 +133,11 @@ extern "C" __global__ void haversine_nearest(float* out, const float* a, const f
 
 #: Knob mixes over the default, in the lifts' knobs: four items over 96 threads, the
 #: branch as selects, the reciprocal of x (3001 over 384: eight blocks, the last partly);
-#: the tile and block of
-#: 64 (300 of a over five blocks, 333 of b over six rounds, the last partial).
+#: two points a thread over 64 threads, two rows a block splitting each staged tile of 64,
+#: the walk unrolled by 4 (300 of a over three blocks, the last partly; 333 of b over six
+#: tiles, three rounds, the last tile partial).
 BESSEL_MIXES = [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4, "BRANCHLESS": 1, "DIV_RCP": 1}]
-HAVERSINE_MIXES = [{"BLOCK_THREADS": 64}]
+HAVERSINE_MIXES = [{"BLOCK_THREADS": 64, "ITEMS": 2, "JSPLIT": 2, "UNROLL": 4}]
 
 
 def _notes(folder: KernelFolder) -> tuple[list[str], tuple[str, ...], str]:
@@ -154,12 +157,16 @@ def test_the_bessel_folder_inlines_its_namespaced_template() -> None:
 
 def test_the_haversine_folder_follows_its_enumerator() -> None:
     names, notes, source = _notes(load_kernel_folder(HAVERSINE))
-    assert "BLOCK_THREADS" in names, notes
+    assert {"BLOCK_THREADS", "ITEMS", "JSPLIT", "UNROLL"} <= set(names), notes
     assert "enum { BLOCK = BLOCK_THREADS };" in source
     assert "BLOCK: applied: BLOCK = 256 is BLOCK_THREADS: its definition now reads " \
         "BLOCK_THREADS, so its 7 use(s) follow (line 9)" in notes
     body = source.split("extern \"C\"", 1)[1]
-    assert "256" not in body and "start += BLOCK)" in body and "lat_s[BLOCK]" in body
+    assert "256" not in body and "wb_rows_lat_s[BLOCK * JSPLIT]" in body
+    assert "const int count = nb - start < BLOCK ? nb - start : BLOCK;" in body
+    # the nearest so far, a min: the rows' partials combine by the same fminf
+    assert "best[wb_u] = fminf(best[wb_u], wb_part_best[wb_u * BLOCK_THREADS + threadIdx.x]);" \
+        in body
 
 
 def test_the_spellings_inline_and_lift(tmp_path: Path) -> None:
@@ -170,7 +177,7 @@ def test_the_spellings_inline_and_lift(tmp_path: Path) -> None:
         notes
     assert "sm::" not in source and "special::" not in source
     names, notes, source = _notes(respelled(HAVERSINE, tmp_path / "h", HAVERSINE_SPELLING))
-    assert "BLOCK_THREADS" in names, notes
+    assert {"BLOCK_THREADS", "ITEMS", "JSPLIT"} <= set(names), notes
     assert "constexpr int kThreads = BLOCK_THREADS;" in source
     assert "S::" not in source and "using namespace" not in source
 
@@ -206,6 +213,18 @@ def test_a_shadowed_qualified_name_keeps_the_namespaces() -> None:
         "where N is declared again: unqualified, it would read that one (line 7)"]
     assert open_namespaces(source.replace("const int N = 2;", "const int M = 2;").replace(
         "* N;", "* M;"), "k", "k.cu")[0].count("cfg") == 0
+
+
+def test_a_min_also_summed_keeps_one_row() -> None:
+    """A running value the walk both mins and adds to: the rows' partials would combine by
+    neither, so JSPLIT (and the items it carries) is refused with the line."""
+    source = HAVERSINE_SPELLING.replace(
+        "cph[q]), d);", "cph[q]), d);\n    for (int q = 0; q < m; q++) d += phi[q];")
+    lifted = lift_kernel(source, entry="haversine_nearest", grid=["ceil_div(na, 256)"],
+                         block=["256"], scalars={"na": "na", "nb": "nb"})
+    assert "JSPLIT" not in {p.name for p in lifted.params}
+    assert "JSPLIT: not applied: `d += phi[q]` updates d by +, and the walk elsewhere by " \
+        "fminf (line 29)" in lifted.notes, lifted.notes
 
 
 #: A row sum over a 16 x 16 shared tile: ``N`` sizes the block, the grid and the tile, and
@@ -263,6 +282,11 @@ def test_a_sum_inside_a_tile_walk_still_lifts() -> None:
     assert "TILE" in _tied_tiles(walked).params
 
 
+#: Host forms of the fast intrinsics FAST_MATH writes (the host runs the libm calls: the
+#: GPU gate checks the approximations against the folder's tolerance).
+HOST_SOURCE = prepended("#define __sinf(v) sinf(v)\n#define __cosf(v) cosf(v)\n")
+
+
 def _same_outputs(kf: KernelFolder, mixes: list[dict[str, Any]], tmp_path: Path,
                   flags: tuple[str, ...]) -> int:
     template = offline_template(kf).template
@@ -270,8 +294,7 @@ def _same_outputs(kf: KernelFolder, mixes: list[dict[str, Any]], tmp_path: Path,
     configs = host_configs(template, env, mixes)
     if not FULL_MATRIX:  # the default and the mix (the all-ends corners: slow)
         configs = configs[:2]
-    return same_as_written(kf, template, configs, held_back_unseen18.SET.host_source,
-                           tmp_path, flags)
+    return same_as_written(kf, template, configs, HOST_SOURCE, tmp_path, flags)
 
 
 @needs_gxx

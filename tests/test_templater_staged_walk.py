@@ -220,13 +220,20 @@ def _refused(source: str, name: str = "JSPLIT") -> list[str]:
     return [n for n in lifted.notes if n.startswith(f"{name}:")]
 
 
-def test_a_running_maximum_is_no_sum_the_rows_can_split() -> None:
+def test_a_running_maximum_combines_by_its_max() -> None:
+    """A running max (from any start) splits over the rows: their partials combine by the
+    same fmaxf, exactly; one the walk also adds to is refused (neither combine is right)."""
     source = COUNT.replace("int near = 0;", "float near = 0.0f;").replace(
         "near += dx * dx + dy * dy + dz * dz < 0.25f ? 1 : 0;",
         "near = fmaxf(near, dx * dx + dy * dy + dz * dz);")
-    assert _refused(source) == ["JSPLIT: not applied: `near = fmaxf(near, dx * dx + dy * dy + "
-                                "dz * dz)` updates the running sum near other than by += or "
-                                "-= of a term (line 13)"]
+    assert [n for n in _lift(source.replace("0.0f;", "-1.0f;")).notes
+            if n.startswith("JSPLIT")] == [
+        "JSPLIT: applied: the walk over each tile split over JSPLIT rows of threads, near by "
+        "fmaxf combined in row order by row 0 (exact: a min or max of the same values, in any "
+        "order) (line 7)"]
+    mixed = source.replace("dz * dz);", "dz * dz);\n      near += dx;")
+    assert _refused(mixed) == ["JSPLIT: not applied: `near += dx` updates near by +, and the "
+                               "walk elsewhere by fmaxf (line 14)"]
 
 
 def test_a_term_reading_another_sum_or_a_sum_not_from_zero_is_refused() -> None:

@@ -34,7 +34,10 @@ declares are not read by the walk); the load writes only the shared arrays and i
 names; the walk writes only its own names and the running sums, each a local declared
 before the loop as ``T s = 0`` (float, double or an integer), not written between there
 and the loop, updated in the walk only by ``s += term`` or ``s -= term`` with terms that
-read no running sum (so the rows' partial sums add up to the sum); nothing before the loop
+read no running sum (so the rows' partial sums add up to the sum), or a running min or max
+(``best = fminf(best, term)``, ``fmaxf``, ``min``, ``max``: set 18's haversine_nearest),
+declared with any value and updated only so, whose rows' partials combine by the same
+function to the same value, exactly, whatever each row started from; nothing before the loop
 writes memory, nothing after it synchronises. Where these hold, :mod:`.staged_walk_items`
 adds ITEMS (outputs a thread sharing each staged element) if its own rules hold, and a walk
 whose one loop (over the tile) has no unroll pragma of the author's gets UNROLL
@@ -42,7 +45,8 @@ whose one loop (over the tile) has no unroll pragma of the author's gets UNROLL
 output's compute loop, so FAST_MATH (:mod:`.ilp_fastmath`) applies to it.
 
 The sums are taken in another order (row by row), so float outputs move by rounding: the
-space-wide gate checks them against the folder's tolerances; integer sums are exact.
+space-wide gate checks them against the folder's tolerances; integer sums, mins and maxes
+are exact.
 """
 
 from __future__ import annotations
@@ -102,6 +106,10 @@ class _Walk:
     load: tuple[Node, ...]  # and those after the loop
     steps: tuple[Node, ...]
     after: tuple[Node, ...]
+    ops: tuple[tuple[str, str], ...] = ()  # (name, "+" or the min/max function) per sum
+
+    def op(self, name: str) -> str:
+        return dict(self.ops).get(name, "+")
 
 
 def apply_staged_walk(plan: Plan) -> bool:
@@ -161,7 +169,7 @@ def _staged_walk(plan: Plan) -> _Walk | None:
                           "rows run the load apart", hit)
     for s in load:
         _writes_only(s, shared | loaded, "the tile's load")
-    sums = _sums(before, steps, outer)
+    sums, ops = _sums(before, steps, outer)
     for s in steps:
         _writes_only(s, {n for x in steps for n in declared(x)} | {name for name, _ in sums},
                      "the walk")
@@ -178,7 +186,7 @@ def _staged_walk(plan: Plan) -> _Walk | None:
                           "what follows it", hit)
     return _Walk(loop, var, var_type, start, bound, step, count, inner[syncs[0]], inner[syncs[1]],
                  tuple(sums), tuple(tiles), tuple(before), tuple(load), tuple(steps),
-                 tuple(after))
+                 tuple(after), tuple(ops.items()))
 
 
 def _block(loop: Node) -> Node:
@@ -324,8 +332,15 @@ def _writes_no_memory(s: Node) -> None:
                               "would write it", n)
 
 
-def _sums(before: list[Node], steps: list[Node], outer: set[str]) -> list[tuple[str, str]]:
-    """The running sums: the kernel's locals the walk writes, each checked (module doc)."""
+#: Running values a walk may keep besides sums: a min or a max, whose partials combine in
+#: any order to the same value (no rounding), whatever value each row starts from.
+_EXTREMA = frozenset({"fminf", "fmaxf", "fmin", "fmax", "min", "max"})
+
+
+def _sums(before: list[Node], steps: list[Node],
+          outer: set[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The running values: the kernel's locals the walk writes, each checked (module doc),
+    and how each is updated: "+" (``s += term``) or the function of ``s = fminf(s, term)``."""
     updated: list[str] = []
     for s in steps:
         for n in walk(s):
@@ -335,6 +350,7 @@ def _sums(before: list[Node], steps: list[Node], outer: set[str]) -> list[tuple[
                         text(target) not in updated:
                     updated.append(text(target))
     found: dict[str, tuple[str, str]] = {}
+    starts: dict[str, Node] = {}
     for i, s in enumerate(before):
         if s.type != "declaration":
             continue
@@ -342,17 +358,17 @@ def _sums(before: list[Node], steps: list[Node], outer: set[str]) -> list[tuple[
         if name not in updated:
             continue
         kind = " ".join(w for w in text(s.child_by_field_name("type")).split())
-        if kind not in _SUM_BYTES or d is None or d.type != "identifier" or value is None or \
-                _zero(value) is False:
+        if kind not in _SUM_BYTES or d is None or d.type != "identifier" or value is None:
             raise Illegal(f"`{' '.join(text(s).split())}`: the walk updates {name}, which is "
                           "not a number declared as 0", s)
         if any(written(x, name) for x in before[i + 1:]):
             raise Illegal(f"{name} is written between its declaration and the walk", s)
-        found[name] = (name, kind)
+        found[name], starts[name] = (name, kind), s
     missing = [u for u in updated if u not in found]
     if missing:
         raise Illegal(f"the walk writes {missing[0]}, not a running sum declared before the "
                       "loop", steps[0])
+    ops: dict[str, str] = {}
     for s in steps:
         for n in walk(s):
             if n.type not in ("assignment_expression", "update_expression"):
@@ -360,18 +376,46 @@ def _sums(before: list[Node], steps: list[Node], outer: set[str]) -> list[tuple[
             target = written_name(n)
             if target is None or text(target) not in found:
                 continue
-            op = text(n.child_by_field_name("operator"))
-            term = n.child_by_field_name("right")
-            if n.type != "assignment_expression" or op not in ("+=", "-=") or term is None or \
-                    n.child_by_field_name("left") != target:
+            op, term = _update(n, target)
+            if op is None or term is None:
                 raise Illegal(f"`{text(n)}` updates the running sum {text(target)} other "
-                              "than by += or -= of a term", n)
+                              "than by += or -= of a term (or by a min or max of it and a "
+                              "term)", n)
+            if ops.setdefault(text(target), op) != op:
+                raise Illegal(f"`{text(n)}` updates {text(target)} by {op}, and the walk "
+                              f"elsewhere by {ops[text(target)]}", n)
             hit = next((m for m in walk(term) if m.type == "identifier" and
                         text(m) in found), None)
             if hit is not None:
                 raise Illegal(f"`{text(n)}`: its term reads the running sum {text(hit)}: "
                               "the rows' partial sums would not add up to it", n)
-    return [found[name] for name in _declared_order(before, found)]
+    for name, decl in starts.items():
+        value = declared_name(decl)[2]
+        if ops.get(name) == "+" and (value is None or not _zero(value)):
+            raise Illegal(f"`{' '.join(text(decl).split())}`: the walk updates {name}, which "
+                          "is not a number declared as 0", decl)
+    return [found[name] for name in _declared_order(before, found)], ops
+
+
+def _update(n: Node, target: Node) -> tuple[str | None, Node | None]:
+    """("+", term) of ``s += term`` / ``s -= term``; (f, term) of ``s = f(s, term)`` or
+    ``s = f(term, s)`` with ``f`` a min or max; (None, None) otherwise."""
+    if n.type != "assignment_expression" or n.child_by_field_name("left") != target:
+        return None, None
+    op, right = text(n.child_by_field_name("operator")), n.child_by_field_name("right")
+    if op in ("+=", "-="):
+        return "+", right
+    args = right.child_by_field_name("arguments") if right is not None and \
+        right.type == "call_expression" else None
+    fn = text(right.child_by_field_name("function")) if right is not None else ""
+    if op != "=" or args is None or fn not in _EXTREMA or len(args.named_children) != 2:
+        return None, None
+    first, second = args.named_children
+    if first.type == "identifier" and text(first) == text(target):
+        return fn, second
+    if second.type == "identifier" and text(second) == text(target):
+        return fn, first
+    return None, None
 
 
 def _declared_order(before: list[Node], found: dict[str, tuple[str, str]]) -> list[str]:
@@ -413,9 +457,13 @@ def _rewrite(plan: Plan, w: _Walk, items: Items | None) -> None:
     plan.block = [*plan.block, "JSPLIT"]
     plan.launch_bounds = "BLOCK_THREADS * JSPLIT"
     _powers_of_two(plan)
+    extrema = sorted({w.op(name) for name, _ in w.sums} - {"+"})
+    ops = ["+"] * any(w.op(name) == "+" for name, _ in w.sums) + extrema
+    joined = f"their partial values combined ({', '.join(ops)})" if extrema else \
+        "their sums added"
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": "rows of threads splitting the walk of each staged "
-                                         "tile, their sums added in row order (1: as "
+                                         f"tile, {joined} in row order (1: as "
                                          "written)"}, f"{line(loop)}: {_head(loop)}")
     tile_bytes = sum(t.elem_bytes for t in w.tiles)
     sum_bytes = sum(_SUM_BYTES[kind] for _, kind in w.sums)
@@ -423,7 +471,15 @@ def _rewrite(plan: Plan, w: _Walk, items: Items | None) -> None:
     per = f" * {ITEMS}" if items is not None else ""
     plan.constrain(f"{tile_bytes} * {w.count} * JSPLIT + ({sum_bytes} * BLOCK_THREADS{per} "
                    f"if JSPLIT > 1 else 0) <= {_STATIC_SMEM}")
-    floats = [name for name, kind in w.sums if kind in ("float", "double")]
+    floats = [name for name, kind in w.sums if kind in ("float", "double") and
+              w.op(name) == "+"]
+    if extrema:
+        plan.note(NAME, True, "the walk over each tile split over JSPLIT rows of threads, "
+                  + ", ".join(f"{n} by {w.op(n)}" for n, _ in w.sums) + " combined in row "
+                  "order by row 0" + (" (float sums within the folder's tolerances: the gate "
+                                      "checks them)" if floats else " (exact: a min or max "
+                                      "of the same values, in any order)"), loop)
+        return
     plan.note(NAME, True, f"the walk over each tile split over JSPLIT rows of threads, the "
               f"sums of {', '.join(n for n, _ in w.sums)} added in row order by row 0"
               + (" (floats within the folder's tolerances: the gate checks them)"
@@ -467,7 +523,9 @@ def _combine(w: _Walk, items: bool) -> str:
     loop = f"\n#pragma unroll\n        for (int wb_u = 0; wb_u < {ITEMS}; ++wb_u)" if items else ""
     decls = "".join(f"\n    __shared__ {kind} wb_part_{name}[{count}];" for name, kind in w.sums)
     give = " ".join(f"wb_part_{name}[{at}] = {name}{mine};" for name, _ in w.sums)
-    take = " ".join(f"{name}{mine} += wb_part_{name}[{at}];" for name, _ in w.sums)
+    take = " ".join(f"{name}{mine} += wb_part_{name}[{at}];" if w.op(name) == "+" else
+                    f"{name}{mine} = {w.op(name)}({name}{mine}, wb_part_{name}[{at}]);"
+                    for name, _ in w.sums)
     return (f"\n#if JSPLIT > 1\n  {{{decls}\n    for (int wb_r = 1; wb_r < JSPLIT; ++wb_r) {{\n"
             f"      if (threadIdx.y == wb_r) {{{loop} {{ {give} }}\n      }}\n"
             "      __syncthreads();\n"
