@@ -206,9 +206,12 @@ def test_what_the_virtual_ctas_cannot_be_refuses_with_the_line(tmp_path: Path, c
     assert notes == [f"TX: not applied: {want}"], all_notes
 
 
+#: ``s`` read after the second barrier: no rows a thread, one pass (tiles past the grid clamped).
+ACROSS = PLAIN.replace("  float t = 0.0f;\n", "  float t = s - s;\n")
+
+
 def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path) -> None:
-    source = PLAIN.replace("  float t = 0.0f;\n", "  float t = s - s;\n")
-    result = offline_template(respelled(FOLDER, tmp_path, source))
+    result = offline_template(respelled(FOLDER, tmp_path, ACROSS))
     assert {"TX", "TY", "PAD"} <= set(result.template.param_names), result.notes
     assert "RPT" not in result.template.param_names
     assert ("RPT: not applied: `s` (line 11) lives across a barrier: rows a thread would need "
@@ -228,3 +231,16 @@ def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
         configs += end_configs(template, kf.env(kf.check_shape, "fp32"))
     assert same_as_written(kf, template, configs, held_back_unseen18.SET.host_source,
                            tmp_path / "runs", host_flags) == len(configs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_one_pass_lift_clamps_the_tiles_past_the_grid(tmp_path: Path,
+                                                         host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "across", ACROSS)
+    template = offline_template(kf).template
+    src = template.render(dict(template.default_config()), "fp32").source
+    assert "const unsigned wb_by = wb_byv < wb_gy ? wb_byv : wb_gy - 1;" in src
+    mix = {**template.default_config(), "TX": 2, "TY": 4, "PAD": 1}  # 56 x 40 over 16 x 32
+    assert same_as_written(kf, template, [mix], held_back_unseen18.SET.host_source,
+                           tmp_path / "runs", host_flags) == 1
