@@ -25,6 +25,7 @@ from workbench.templater.block import lift_block
 from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
+from workbench.templater.coop_groups import coop_groups
 from workbench.templater.conv import lift_conv
 from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
@@ -93,6 +94,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
     inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
+    inlined = coop_groups(inlined, entry, block)  # block.sync(), tile.shfl_down(v, 16)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
