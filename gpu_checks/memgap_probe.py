@@ -98,6 +98,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py rowl1_scale_warp
     python3 gpu_checks/memgap_probe.py welford_rows_warp
     python3 gpu_checks/memgap_probe.py dct8x8_blocks
+    python3 gpu_checks/memgap_probe.py besselj0_miller_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -781,6 +782,26 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "default": {"TX": 1, "TY": 1, "RPT": 1, "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0},
         "default": {"TX": 1, "TY": 1, "RPT": 1, "PAD": 0}}),
+    # compute-bound (set 18): J0 by Miller's backward recurrence in double, 0.28 of its
+    # expert at first contact (11:45Z: BLOCK_THREADS, ITEMS_PER_THREAD over the uninlined
+    # bessel::j0_miller<60> call; the expert 3.62x at 128 threads, 4 items, RCP, PAIR). The
+    # lift (6e1f7d1: the namespace opened and the template inlined, items interleaved in the
+    # recurrence; c270e92: DIV_RCP on 2.0 * k / x, x never written) at the expert's pick in
+    # its knobs (sm_90 54 registers, no spills, PTX 4 rcp.rn.f64 hoisted + 4 div.rn.f64
+    # (the final normalisation) + 40 mul.f64; the expert at its pick 44, no spills, 8 div +
+    # 52 mul), the same dividing, with the branch as selects, and the default (32); the
+    # expert at its pick and without PAIR (its two orders a step, which the lift lacks)
+    "besselj0_miller_f64": ("corpus_compute_unseen18", {
+        "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "DIV_RCP": 1,
+                        "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_div": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "DIV_RCP": 0,
+                            "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_branchless": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4,
+                                   "DIV_RCP": 1, "BRANCHLESS": 1, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "DIV_RCP": 0,
+                    "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 128, "ITEMS": 4, "RCP": 1, "PAIR": 1},
+        "pick_nopair": {"THREADS": 128, "ITEMS": 4, "RCP": 1, "PAIR": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
