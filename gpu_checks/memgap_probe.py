@@ -770,11 +770,12 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # set 18, memory-bound; nothing lifted at first contact (19 % of a copy; the expert 68 %
     # at TX 4, TY 8, RPT 8, PAD 0): the lift (tile_batch: a CTA per fixed-size data tile,
     # TX x TY 8 x 8 tiles a CTA, RPT rows a thread, PAD) at the expert's pick spelled in its
-    # knobs (sm_90 61 registers, no spills, 16640 B smem, PTX 8 pixel loads, 8 stores, 144
-    # ld.shared as the expert's; the expert at its pick 40, no spills, 16640 B; the lift's
-    # table fill, tile 0's alone, sits in the unrolled row loop: 8 cosf slow paths against
-    # the expert's 1), the same padded (56), a 2 x 4 mix of two rows a thread, padded (36),
-    # and the default (the kernel as written: 29)
+    # knobs (sm_90 40 registers, no spills, 16640 B smem; its loop for CTAs inside the grid
+    # has the expert's 8 pixel loads, 8 stores and 144 ld.shared; the expert at its pick 40,
+    # no spills, 16640 B; the lift's table fill, tile 0's alone, sits in the unrolled row
+    # loop: cosf's slow path 8 times (its table reads and a 32-byte stack frame, never taken
+    # at these arguments), the expert's once), the same padded (40), a 2 x 4 mix of two rows
+    # a thread, padded (32), and the default (32)
     "dct8x8_blocks": ("corpus_compute_unseen18", {
         "expert_pick": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_pad": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 1, "MIN_BLOCKS_PER_SM": 0},
