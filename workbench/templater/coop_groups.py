@@ -136,6 +136,20 @@ def coop_groups(current: InlinedSource, entry: str | None,
         current.baseline_line(line(body)))))
 
 
+def inlined_after_groups(source_text: str, entry: str | None, file: str,
+                         block: Sequence[str],
+                         inline: Callable[[str, str | None, str], InlinedSource]
+                         ) -> InlinedSource:
+    """``inline`` (the inliner, :func:`.inline_calls.inline_calls`) of ``source_text`` with
+    its cooperative groups written as built-ins first (:func:`coop_groups`; every line keeps
+    its number), this pass's finding told before the inliner's: a ``__device__`` function the
+    kernel passes its tile to then shuffles through the built-ins, which the inliner reads as
+    work to inline."""
+    grouped = coop_groups(InlinedSource(source_text, file), entry, block)
+    inlined = inline(grouped.text, entry, file)
+    return replace(inlined, findings=(*grouped.findings, *inlined.findings))
+
+
 def _spelling(source: str) -> _Spelling:
     aliases = re.findall(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*cooperative_groups\s*;", source)
     opened = re.search(r"\busing\s+namespace\s+(?:::)?\s*cooperative_groups\s*;", source)
@@ -197,30 +211,122 @@ def _rewrite(body: Node, spelling: _Spelling,
         edits.append((g.statement.start_byte, g.statement.end_byte,
                       "\n" * text(g.statement).count("\n")))
         done.update(n.id for n in walk(g.statement))
+    told = [f"{g.name} ({'the block' if not g.size else f'a tile of {g.size}'})"
+            for g in groups.values()]
+    for callee in _followed(body, groups, spelling):
+        for arg in callee.arguments:
+            edits.append(_dropped(arg))
+            done.update(n.id for n in walk(arg))
+        edits.append(_dropped(callee.group.statement))
+        inner = callee.function.child_by_field_name("body")
+        assert inner is not None  # a definition
+        edits += _uses(inner, {callee.group.name: callee.group}, spelling, rank, set())
+        told.append(f"{callee.group.name} of {callee.name}, followed into it")
+    edits += _uses(body, groups, spelling, rank, done)
+    return edits, ", ".join(told)
+
+
+def _uses(scope: Node, groups: dict[str, Group], spelling: _Spelling, rank: Launch,
+          done: set[int]) -> list[tuple[int, int, str]]:
+    """The edits writing ``groups``' uses in ``scope`` as built-ins (``done``: nodes already
+    taken care of); refused where ``scope`` holds a use or a group not modelled."""
     spans: dict[tuple[int, int], str] = {}  # a call's bytes -> its built-in spelling
-    for n in sorted((c for c in walk(body) if c.type == "call_expression" and c.id not in done),
+    for n in sorted((c for c in walk(scope) if c.type == "call_expression" and c.id not in done),
                     key=lambda c: c.end_byte - c.start_byte):  # the innermost first
-        new = _call(n, groups, spelling, rank, body, partial(_render, spans=spans))
+        new = _call(n, groups, spelling, rank, scope, partial(_render, spans=spans))
         if new is not None:
             spans = {k: t for k, t in spans.items()
                      if not (new[0].start_byte <= k[0] and k[1] <= new[0].end_byte)}
             spans[(new[0].start_byte, new[0].end_byte)] = new[1]
-            done.update(c.id for c in walk(new[0]))
-    edits += [(a, b, t) for (a, b), t in spans.items()]
-    for n in walk(body):
+            done = done | {c.id for c in walk(new[0])}
+    for n in walk(scope):
         if n.id in done:
             continue
         if n.type == "identifier" and text(n) in groups:
             raise Refused(f"the group `{text(n)}` is used as `{_flat(_user(n))}`, not one of "
-                          "its modelled members (a group passed to a function or copied is "
-                          "not followed)", line(n))
+                          "its modelled members (a group copied, or passed to a function the "
+                          "pass cannot follow, is not read)", line(n))
         if n.type in ("identifier", "qualified_identifier", "type_identifier",
                       "namespace_identifier") and _cg_name(n, spelling):
             raise Refused(f"`{_flat(_user(n))}` is a cooperative group the pass does not "
                           "model (a block and static tiles of up to 32 only)", line(n))
-    told = ", ".join(f"{g.name} ({'the block' if not g.size else f'a tile of {g.size}'})"
-                     for g in groups.values())
-    return edits, told
+    return [(a, b, t) for (a, b), t in spans.items()]
+
+
+@dataclass(frozen=True)
+class _Callee:
+    """A ``__device__`` function the entry passes one of its groups to: its definition, its
+    name, the group as its parameter names it (the parameter its statement) and the
+    arguments at its calls."""
+
+    function: Node
+    name: str
+    group: Group
+    arguments: tuple[Node, ...]
+
+
+def _followed(body: Node, groups: dict[str, Group], spelling: _Spelling) -> list[_Callee]:
+    """The functions of the file the entry passes a group to that the pass follows: one
+    group parameter of a group type (thread_group takes the argument's), every call of the
+    function in the entry's body passing the same group there (a function the file calls
+    elsewhere is not followed: its signature changes)."""
+    root = body
+    while root.parent is not None:
+        root = root.parent
+    kernel = body.parent
+    found: dict[str, _Callee] = {}
+    for fn in (c for c in root.children if c.type == "function_definition" and c != kernel):
+        decl = fn.child_by_field_name("declarator")
+        name = decl.child_by_field_name("declarator") if decl is not None else None
+        params = decl.child_by_field_name("parameters") if decl is not None else None
+        if name is None or params is None or name.type != "identifier":
+            continue
+        typed = [(i, m) for i, p in enumerate(params.named_children)
+                 if (m := re.fullmatch(
+                     rf"(?:const\s+)?{spelling.pattern()}(thread_block|thread_group|"
+                     rf"thread_block_tile\s*<\s*(\d+)\s*>)\s*(?:const\s*)?&?\s*(\w+)",
+                     " ".join(text(p).split()))) is not None]
+        calls = [c for c in walk(root) if c.type == "call_expression" and
+                 text(c.child_by_field_name("function")) == text(name)]
+        if len(typed) != 1 or not calls:
+            continue
+        index, m = typed[0]
+        args = []
+        for call in calls:
+            values = [a for a in call.child_by_field_name("arguments").named_children  # type: ignore[union-attr]
+                      if a.type != "comment"]
+            arg = values[index] if index < len(values) else None
+            if not (body.start_byte <= call.start_byte < body.end_byte) or arg is None or \
+                    text(arg) not in groups:
+                break
+            args.append(arg)
+        sizes = {groups[text(a)].size for a in args}
+        want = 0 if m.group(1) == "thread_block" else \
+            int(m.group(2)) if m.group(2) is not None else None
+        if len(args) != len(calls) or len(sizes) != 1 or \
+                (want is not None and sizes != {want}):
+            continue
+        found[text(name)] = _Callee(fn, text(name), Group(m.group(3), sizes.pop(),
+                                                          params.named_children[index]),
+                                    tuple(args))
+    return list(found.values())
+
+
+def _dropped(item: Node) -> tuple[int, int, str]:
+    """The edit taking ``item`` (a parameter or an argument) out of its list with its comma,
+    its lines kept."""
+    siblings = [c for c in item.parent.named_children if c.type != "comment"] \
+        if item.parent is not None else [item]
+    at = siblings.index(item)
+    if len(siblings) == 1:
+        start, end = item.start_byte, item.end_byte
+    elif at + 1 < len(siblings):
+        start, end = item.start_byte, siblings[at + 1].start_byte
+    else:
+        start, end = siblings[at - 1].end_byte, item.end_byte
+    parent = item.parent if item.parent is not None else item
+    gone = (parent.text or b"")[start - parent.start_byte:end - parent.start_byte]
+    return start, end, "\n" * gone.count(b"\n")
 
 
 def _cg_name(n: Node, spelling: _Spelling) -> bool:

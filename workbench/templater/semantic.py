@@ -25,10 +25,10 @@ from workbench.templater.block import lift_block
 from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
-from workbench.templater.coop_groups import coop_groups
 from workbench.templater.conv import lift_conv
 from workbench.templater.conv_centre import lift_centre
 from workbench.templater.conv_mix import apply_channel_items
+from workbench.templater.coop_groups import inlined_after_groups
 from workbench.templater.fir_slide import lift_fir
 from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
@@ -93,8 +93,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     ``compared_by_total`` names the outputs the kernel folder compares by a reduced
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
-    inlined = inline_calls(source_text, entry, file)  # a body in a __device__ function
-    inlined = coop_groups(inlined, entry, block)  # block.sync(), tile.shfl_down(v, 16)
+    # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
+    inlined = inlined_after_groups(source_text, entry, file, block, inline_calls)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
