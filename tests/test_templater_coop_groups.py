@@ -223,6 +223,41 @@ extern "C" __global__ void row_sums(float* out, const float* x, int rows, int co
 }
 """
 
+#: A tile passed to a __device__ function (the CUDA samples' warp reduction helper).
+ROW_SUM_CALLEE = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+#define WARPS 8
+__device__ float warp_sum(const cg::thread_block_tile<32>& g, float v) {
+  for (int o = g.size() / 2; o > 0; o /= 2) v += g.shfl_down(v, o);
+  return v;
+}
+extern "C" __global__ void row_sums(float* out, const float* x, int rows, int cols) {
+  cg::thread_block block = cg::this_thread_block();
+  cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+  int row = blockIdx.x * WARPS + warp.meta_group_rank();
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int c = warp.thread_rank(); c < cols; c += 32) s += x[(long long)row * cols + c];
+  s = warp_sum(warp, s);
+  if (warp.thread_rank() == 0) out[row] = s;
+}
+"""
+
+ROW_SUM_CALLEE_BUILTINS = """#define WARPS 8
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_down_sync(0xffffffff, v, o);
+  return v;
+}
+extern "C" __global__ void row_sums(float* out, const float* x, int rows, int cols) {
+  int row = blockIdx.x * WARPS + threadIdx.x / 32;
+  if (row >= rows) return;
+  float s = 0.0f;
+  for (int c = threadIdx.x % 32; c < cols; c += 32) s += x[(long long)row * cols + c];
+  s = warp_sum(s);
+  if (threadIdx.x % 32 == 0) out[row] = s;
+}
+"""
+
 ROW_SUM = """#include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 namespace cg = cooperative_groups;
@@ -262,6 +297,8 @@ _PAIRS = {
     "row_sum": (ROW_SUM, ROW_SUM_BUILTINS, "row_sums", ["ceil_div(rows, 8)"], ["256"], _ROWS),
     "row_sum_down": (ROW_SUM_DOWN, ROW_SUM_DOWN_BUILTINS, "row_sums", ["ceil_div(rows, 8)"],
                      ["256"], _ROWS),
+    "row_sum_callee": (ROW_SUM_CALLEE, ROW_SUM_CALLEE_BUILTINS, "row_sums",
+                       ["ceil_div(rows, 8)"], ["256"], _ROWS),
     "row_l2norm": (ROW_L2NORM, (BENCHMARKS / "corpus_compute_unseen3/row_l2norm/baseline.cu")
                    .read_text(), "row_l2norm", ["ceil_div(rows, 8)"], ["32", "8"], _ROWS),
     "axpy": (AXPY, AXPY_BUILTINS, "axpy_sum", ["ceil_div(n, 256)"], ["256"], {"n": "n"}),
@@ -315,6 +352,16 @@ def test_the_cooperative_spelling_lifts_what_the_built_ins_lift(name: str) -> No
         assert cg.params
 
 
+def test_a_tile_passed_to_a_function_is_followed_into_it() -> None:
+    out = _rewritten(ROW_SUM_CALLEE, "row_sums", ["256"])
+    assert "__device__ float warp_sum(float v) {" in out.text
+    assert "v += __shfl_down_sync(0xffffffff, v, o);" in out.text
+    assert "s = warp_sum(s);" in out.text
+    lifted = lift_kernel(ROW_SUM_CALLEE, entry="row_sums", grid=["ceil_div(rows, 8)"],
+                         block=["256"], scalars=_ROWS)
+    assert any(n.startswith("INLINE: applied: warp_sum inlined") for n in lifted.notes)
+
+
 def test_the_reduce_is_the_unrolled_tree_the_warp_family_reads() -> None:
     cg = lift_kernel(ROW_SUM, entry="row_sums", grid=["ceil_div(rows, 8)"], block=["256"],
                      scalars=_ROWS)
@@ -335,7 +382,8 @@ def test_what_is_not_modelled_is_refused_with_its_line(change: tuple[str, str], 
                                                       reason: str) -> None:
     source = AXPY.replace(*change)
     assert source != AXPY
-    source = "__device__ void settle(cooperative_groups::thread_block b) { b.sync(); }\n" + \
+    # a template's parameter is no group type the pass can follow
+    source = "template <class G> __device__ void settle(G g) { g.sync(); }\n" + \
         source if "settle" in source else source
     line += "settle" in source
     out = _rewritten(source, "axpy_sum", ["256"])
@@ -351,6 +399,7 @@ _MIXES = {"warp_row": {"WARPS_PER_BLOCK": 2, "LANES": 8, "VEC": 4},
                        "PAD": 1},
           "row_sum": {"WARPS": 4, "LANES": 16, "VEC": 2},
           "row_sum_down": {"WARPS": 2, "LANES": 8, "VEC": 4, "ITEMS_PER_THREAD": 2},
+          "row_sum_callee": {"WARPS": 1, "LANES": 4, "VEC": 1, "ITEMS_PER_THREAD": 4},
           "row_l2norm": {"ROWS_PER_BLOCK": 4, "LANES": 8, "VEC": 4}}
 
 
@@ -468,6 +517,7 @@ _FOLDERS: dict[str, tuple[str | Path, str]] = {  # warp_row's int8 output: no ho
     "box_blur": (BENCHMARKS / "corpus_compute_unseen/box_blur", BOX_BLUR),
     "row_sum": (_ROW_SUM_TOML, ROW_SUM),
     "row_sum_down": (_ROW_SUM_TOML, ROW_SUM_DOWN),
+    "row_sum_callee": (_ROW_SUM_TOML, ROW_SUM_CALLEE),
     "row_l2norm": (BENCHMARKS / "corpus_compute_unseen3/row_l2norm", ROW_L2NORM),
 }
 
