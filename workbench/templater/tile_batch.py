@@ -11,22 +11,20 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
 
 - TX, TY: tiles a CTA across and down. The CTA of ``NX TX x NY TY / RPT`` threads is TX x TY
   virtual CTAs of the kernel as written: thread ``(x, y)`` is element ``(x % NX, y % NY)`` of
-  tile ``(x / NX, y / NY)``, whose block index is ``blockIdx * T + tile``. A tile past the
-  grid as written (the last CTA's, where T does not divide it) skips its rows where rows a
-  thread are lifted (each phase's row loop ``continue``s; tile 0 never is one, so a table
-  is always filled), else its block index is clamped to the grid's last (it recomputes the
-  last tile and stores what it stored: legal because no global array is both read and
-  written and nothing is atomic; the clamp costs registers, 61 against 40 at the expert's
-  pick with rows, so the skip is taken wherever it can be, and only in the CTAs at the
-  grid's edge: :func:`_rows`). Every
-  ``threadIdx``/``blockIdx``/``blockDim`` is read through these; each ``__shared__`` array
-  gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX + PAD]``, tile ``(i, j)``'s
-  rows and columns interleaved as the threads are; a 1-D ``[E]`` becomes ``(E + PAD) TX
-  TY``), except a *table*: an array every tile fills alike (each top-level statement
-  writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, reads no memory and no
-  block index and assigns nothing else declared outside it) and reads only after a barrier,
-  which stays one copy a CTA, filled by tile 0 alone. The grid counts the written grid's tiles by
-  CTAs: ``ceil_div(G, T)``.
+  tile ``(x / NX, y / NY)``, whose block index is ``blockIdx * T + tile``; every
+  ``threadIdx``/``blockIdx``/``blockDim`` is read through these. The grid counts the written
+  grid's tiles by CTAs, ``ceil_div(G, T)``. A tile past the written grid (the last CTA's,
+  where T does not divide it) skips its rows where rows a thread are lifted, and only the
+  CTAs at the grid's edge test for it (:func:`_rows`; tile 0 never is one, so a table is
+  always filled); else its block index is clamped to the grid's last (it recomputes the last
+  tile and stores what it stored: legal because no global array is both read and written
+  and nothing is atomic; the clamp costs registers: 61 against 40 at the expert's pick).
+  Each ``__shared__`` array gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX +
+  PAD]``, tile ``(i, j)``'s rows and columns interleaved as the threads are; a 1-D ``[E]``
+  becomes ``(E + PAD) TX TY``), except a *table*: an array every tile fills alike (each
+  top-level statement writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, reads
+  no memory and no block index and assigns nothing else declared outside it) and reads only
+  after a barrier, which stays one copy a CTA, filled by tile 0 alone.
 - RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
   + j NY TY / RPT``; the locals a later phase reads are recomputed there, legal where each
   is declared once with a value that reads no memory and is never assigned (else the note
