@@ -568,4 +568,5 @@ def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array]) -> No
     kept = f", tables {', '.join(tables)} one a CTA, filled by tile 0" if tables else ""
     plan.note("TX", True, f"a CTA per {nx} x {ny} data tile: TX x TY tiles a CTA, each "
               "thread an element of its tile, a tile past the written grid skipping its rows "
-              f"(or clamped to it without rows a thread); shared tiles {shared} gain the tile's index{kept}", plan.body)
+              f"(or clamped to it without rows a thread); shared tiles {shared} gain the "
+              f"tile's index{kept}", plan.body)
