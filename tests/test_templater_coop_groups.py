@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import host_configs
+from helpers_templater import FULL_MATRIX, host_configs
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -337,6 +337,36 @@ def test_a_tile_below_a_warp_names_its_own_lanes() -> None:
     assert "total, 16" not in out.text  # a tile of 16 combines over 8 .. 1
 
 
+#: The other members, the block named in place (``cg::this_thread_block().sync()``) and a
+#: tile of 8 by the run-time-size spelling with a literal size.
+MEMBERS = """#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void members(float* out, const float* x, int n) {
+  auto tile = cg::tiled_partition(cg::this_thread_block(), 8);
+  unsigned i = blockIdx.x * cg::this_thread_block().size() + cg::this_thread_block().thread_rank();
+  float v = i < n ? x[i] : 0.0f;
+  tile.sync();
+  float first = tile.shfl(v, 0);
+  float up = tile.shfl_up(v, 1);
+  unsigned tiles = tile.meta_group_size() + cg::this_thread_block().num_threads();
+  cg::this_thread_block().sync();
+  if (i < n) out[i] = first + up + tiles + tile.num_threads();
+}
+"""
+
+
+def test_each_member_is_its_built_in() -> None:
+    out = _rewritten(MEMBERS, "members", ["128"]).text
+    lanes = "(0xffu << (threadIdx.x & 24u))"  # the header's build_mask() for a tile of 8
+    for spelled in ("unsigned i = blockIdx.x * blockDim.x + threadIdx.x;",
+                    f"__syncwarp({lanes});", f"float first = __shfl_sync({lanes}, v, 0, 8);",
+                    f"float up = __shfl_up_sync({lanes}, v, 1, 8);",
+                    "unsigned tiles = ((blockDim.x + 7) / 8) + blockDim.x;",
+                    "  __syncthreads();", "out[i] = first + up + tiles + 8u;"):
+        assert spelled in out, spelled
+    assert "cg" not in out and "cooperative" not in out
+
+
 @pytest.mark.parametrize("name", sorted(_PAIRS))
 def test_the_cooperative_spelling_lifts_what_the_built_ins_lift(name: str) -> None:
     source, builtins, entry, grid, block, scalars = _PAIRS[name]
@@ -401,6 +431,15 @@ _MIXES = {"warp_row": {"WARPS_PER_BLOCK": 2, "LANES": 8, "VEC": 4},
           "row_sum_down": {"WARPS": 2, "LANES": 8, "VEC": 4, "ITEMS_PER_THREAD": 2},
           "row_sum_callee": {"WARPS": 1, "LANES": 4, "VEC": 1, "ITEMS_PER_THREAD": 4},
           "row_l2norm": {"ROWS_PER_BLOCK": 4, "LANES": 8, "VEC": 4}}
+
+
+@needs_nvcc
+def test_the_members_compile(tmp_path: Path) -> None:
+    cu = tmp_path / "members.cu"
+    cu.write_text(_rewritten(MEMBERS, "members", ["128"]).text)
+    done = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-o", str(tmp_path / "m.cubin"),
+                           str(cu)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 @needs_nvcc
@@ -537,7 +576,7 @@ def _folder(root: Path, name: str) -> KernelFolder:
 
 
 @needs_gxx
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("name", sorted(_FOLDERS))
 def test_the_lift_computes_what_the_kernel_as_written_computes(
         name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
@@ -548,8 +587,9 @@ def test_the_lift_computes_what_the_kernel_as_written_computes(
                 kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
     if name in _MIXES:
         template = offline_template(kf).template
-        # the default and the mix (the all-ends corners: the families' own tests)
-        configs: list[dict[str, Any]] = host_configs(template, env, [_MIXES[name]])[:2]
+        # the default and the mix; every all-ends config too under WORKBENCH_FULL_MATRIX=1
+        configs: list[dict[str, Any]] = host_configs(template, env, [_MIXES[name]])
+        configs = configs if FULL_MATRIX else configs[:2]
         runs = [(_lift_on_host(template.render(c, "fp32").source), template.launch_for(c, env))
                 for c in configs]
     else:  # nothing lifted (as its built-ins): the rewritten kernel at the folder's launch
