@@ -157,7 +157,7 @@ def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path:
     src = result.lifted.source
     assert "__shared__ float ctab[N][N];" in src  # the table: one a CTA
     assert "__shared__ float pix[8 * TY][8 * TX + PAD];" in src
-    assert "if (wb_tx == 0 && wb_ty == 0) { ctab[ty][tx] = " in src
+    assert "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { ctab[ty][tx] = " in src
     assert "rows[wb_ty * 8 + (k)][wb_tx * 8 + (tx)]" in src
     assert "#define N 8" in src
 
@@ -175,7 +175,7 @@ def test_a_table_filled_under_a_guard_stays_one_a_cta(tmp_path: Path) -> None:
     assert set(result.template.param_names) >= KNOBS, result.notes
     src = result.lifted.source
     assert "__shared__ float cosv[B * B];" in src
-    assert "if (wb_tx == 0 && wb_ty == 0) { if (tid < B * B) {" in src
+    assert "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { if (tid < B * B) {" in src
     assert "__shared__ float tmp[8 * TY][8 * TX + PAD];" in src
 
 
@@ -241,12 +241,12 @@ def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-def test_the_one_pass_lift_clamps_the_tiles_past_the_grid(tmp_path: Path,
-                                                         host_flags: tuple[str, ...]) -> None:  # noqa: F811
+def test_the_one_pass_lift_clamps_the_tiles_past_the_grid(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "across", ACROSS)
     template = offline_template(kf).template
     src = template.render(dict(template.default_config()), "fp32").source
-    assert "const unsigned wb_by = wb_byv < wb_gy ? wb_byv : wb_gy - 1;" in src
+    assert "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;" in src
     mix = {**template.default_config(), "TX": 2, "TY": 4, "PAD": 1}  # 56 x 40 over 16 x 32
     assert same_as_written(kf, template, [mix], held_back_unseen18.SET.host_source,
                            tmp_path / "runs", host_flags) == 1

@@ -449,17 +449,17 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
     x = f"const unsigned wb_tx = threadIdx.x / {nx}, wb_ex = threadIdx.x % {nx};"
     if carried is None:  # one pass: a tile past the written grid redoes the last one
         lines += [x, f"const unsigned wb_bxv = blockIdx.x * TX + wb_tx, wb_gx = {gx};",
-                  "const unsigned wb_bx = wb_bxv < wb_gx ? wb_bxv : wb_gx - 1;",
+                  "const unsigned wb_bx = TX == 1 || wb_bxv < wb_gx ? wb_bxv : wb_gx - 1;",
                   f"const unsigned wb_ty = threadIdx.y / {ny}, wb_ey = threadIdx.y % {ny};",
                   f"const unsigned wb_byv = blockIdx.y * TY + wb_ty, wb_gy = {gy};",
-                  "const unsigned wb_by = wb_byv < wb_gy ? wb_byv : wb_gy - 1;"]
+                  "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;"]
         lines += [f"{_BARRIER}();" if _is_barrier(s) else show(s)
                   for s in stmts if s not in shared]
     else:  # rows a thread: a tile past the written grid skips its rows (tile 0 never does)
         lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
                   f"const bool wb_in_x = wb_bx < {gx};",
-                  f"const bool wb_whole = (blockIdx.x + 1) * TX <= {gx} && "
-                  f"(blockIdx.y + 1) * TY <= {gy};"]
+                  f"const bool wb_whole = TX * TY == 1 || ((blockIdx.x + 1) * TX <= {gx} && "
+                  f"(blockIdx.y + 1) * TY <= {gy});"]
         row = f"(threadIdx.y + wb_j * ({ny} * TY / RPT))"
         for k, phase in enumerate(phases):
             if k:
@@ -507,7 +507,8 @@ def _builtins(plan: Plan, nx: int, ny: int) -> list[_Item]:
 def _array_edits(plan: Plan, a: _Array) -> list[_Item]:
     """A table's fills run by tile 0; a tile's extents and subscripts with the tile's index."""
     if a.table:
-        return [_wrap(fill, "if (wb_tx == 0 && wb_ty == 0) { ", " }") for fill in a.fills]
+        return [_wrap(fill, "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { ", " }")
+                for fill in a.fills]
     if len(a.extents) == 2:
         out = [_put(a.sizes[0], f"{a.extents[0]} * TY"),
                _put(a.sizes[1], f"{a.extents[1]} * TX + PAD")]
