@@ -775,7 +775,7 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # no spills, 16640 B; the lift's table fill, tile 0's alone, sits in the unrolled row
     # loop: cosf's slow path 8 times (its table reads and a 32-byte stack frame, never taken
     # at these arguments), the expert's once), the same padded (40), a 2 x 4 mix of two rows
-    # a thread, padded (32), and the default (32)
+    # a thread, padded (32), and the default (31; the kernel as written 30)
     "dct8x8_blocks": ("corpus_compute_unseen18", {
         "expert_pick": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_pad": {"TX": 4, "TY": 8, "RPT": 8, "PAD": 1, "MIN_BLOCKS_PER_SM": 0},
