@@ -1,5 +1,5 @@
 // partials[b] = sum of x over block b's share, each warp's sum by cooperative groups'
-// reduce: refused with the line (the library's order and coverage are not read)
+// reduce (once refused; read since coop_groups as the header's shuffle butterfly)
 #include <cooperative_groups.h>
 #include <cooperative_groups/reduce.h>
 namespace cg = cooperative_groups;

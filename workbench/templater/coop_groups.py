@@ -517,7 +517,7 @@ def _reduce(n: Node, values: list[str], groups: dict[str, Group], spelling: _Spe
     else:
         if _declared_type(body, r) != unit:
             raise Refused(f"`{r}` is not declared a {unit} here", at)
-        head = f"{r} = {value};"
+        head = "" if value == r else f"{r} = {value};"  # r = reduce(tile, r, ..): in place
     mask, width = _mask(tile.size, rank), "" if tile.size == 32 else f", {tile.size}"
     steps = []
     o = tile.size // 2
@@ -530,7 +530,8 @@ def _reduce(n: Node, values: list[str], groups: dict[str, Group], spelling: _Spe
                 f"({r} < wb_o) ? wb_o : {r}"
             steps.append(f"{{ {unit} wb_o = {shuffle}; {r} = {pick}; }}")
         o //= 2
-    return statement, " ".join([head, *steps]) + "\n" * text(statement).count("\n")
+    return statement, " ".join([h for h in (head,) if h] + steps) + \
+        "\n" * text(statement).count("\n")
 
 
 def _reduced_into(n: Node) -> tuple[Node | None, Node | None, Node | None]:
