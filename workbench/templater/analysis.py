@@ -69,6 +69,17 @@ def strip(node: Node) -> Node:
             return node
 
 
+def subscript_index(sub: Node) -> Node:
+    """The index of the subscript ``sub`` (``a[i]`` -> ``i``; tree-sitter wraps it in a
+    one-entry argument list, or names it ``index``, by grammar version)."""
+    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
+    if idx is None:
+        idx = sub.named_children[-1]
+    if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
+        idx = idx.named_children[0]
+    return idx
+
+
 def _args(call: Node) -> list[Node]:
     args = call.child_by_field_name("arguments")
     return [] if args is None else list(args.named_children)

@@ -30,7 +30,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    int_value,
+    strip,
+    subscript_index,
+    text,
+    walk,
+)
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
@@ -97,7 +105,7 @@ def _window_edits(body: Node, decl: Node, name: str, extent: Node,
     for s in subs:
         assert s is not None
         for k, f in enumerate((factors[0], factors[2])):
-            row = _row_form(_index(s), f)
+            row = _row_form(subscript_index(s), f)
             if row is not None:
                 rows[s.start_byte] = row
                 strides.add(k)
@@ -114,7 +122,7 @@ def _window_edits(body: Node, decl: Node, name: str, extent: Node,
     loops: dict[int, tuple[str, str]] = {}
     for s in subs:
         assert s is not None
-        idx = _index(s)
+        idx = subscript_index(s)
         row = rows.get(s.start_byte)
         if row is not None:
             edits.append((idx.start_byte, idx.end_byte,
@@ -245,13 +253,6 @@ def _same(a: Node, b: Node) -> bool:
     return va is not None and va == vb
 
 
-def _index(sub: Node) -> Node:
-    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-    if idx is None:
-        idx = sub.named_children[-1]
-    if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
-        idx = idx.named_children[0]
-    return idx
 
 
 def _reads(sub: Node) -> bool:

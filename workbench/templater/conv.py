@@ -70,6 +70,7 @@ from workbench.templater.analysis import (
     line,
     shares_or_syncs,
     strip,
+    subscript_index,
     text,
     walk,
 )
@@ -125,7 +126,6 @@ from workbench.templater.stencil import (
     Poly,
     _bounds_from_above,
     _guard,
-    _index,
     derivative,
     point_decls,
     poly_of,
@@ -792,7 +792,7 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
         if n.type == "identifier" and text(n) in expr.values and x in expr.names(n):
             return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}", n)
     opaque: list[Node] = []
-    step = derivative(expr.poly(_index(target), opaque), x)
+    step = derivative(expr.poly(subscript_index(target), opaque), x)
     if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
         return {}, Refused(f"the index of the store is not linear in {x}", target)
     return step, None
@@ -884,7 +884,7 @@ def checked_store(plan: Plan, expr: _Expr, store_stmt: Node, decl: Node, src: st
         raise Refused("the kernel stores to memory more than once", writes[-1] if writes
                       else store_stmt)
     opaque: list[Node] = []
-    step = derivative(expr.poly(_index(target), opaque), y)
+    step = derivative(expr.poly(subscript_index(target), opaque), y)
     if not step or any(y in m for m in step) or any(y in expr.names(o) for o in opaque):
         raise Refused(f"the index of {out} is not linear in {y}", target)
     init = decl.children_by_field_name("declarator")[0].child_by_field_name("value")
@@ -1295,7 +1295,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         f"each input value is loaded once\n" + loops))
     if f.staged is not None:
         _stage(plan, f, tknob, (names["BLOCK_X"], names["BLOCK_Y"], oy, ox), passes)
-    index = text(_index(f.target))
+    index = text(subscript_index(f.target))
     rhs = per_output(data, f.rhs, copies)
     x_term = f" + (long long)wb_q * ({poly_text(f.x_step)})" if f.x_step else ""
     store = (f"#pragma unroll\n  for (int wb_k = 0; wb_k < {oy}; ++wb_k)\n"

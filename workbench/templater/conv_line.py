@@ -38,7 +38,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    shares_or_syncs,
+    strip,
+    subscript_index,
+    text,
+    walk,
+)
 from workbench.templater.conv import (
     _acc_decl,
     _Accumulate,
@@ -61,7 +69,6 @@ from workbench.templater.stencil import (
     Poly,
     _bounds_from_above,
     _guard,
-    _index,
     point_decls,
     poly_text,
     statements,
@@ -504,7 +511,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts) -> None
         f"        {addend}\n"
         f"      }}\n    }}\n  }}")
     rw.replace(f.taps.loop, loop)
-    index = text(_index(f.target))
+    index = text(subscript_index(f.target))
     rhs = render(data, f.rhs, lambda m: "wb_acc[wb_k]" if m.type == "identifier"
                  and text(m) == f.acc.acc else None)
     rw.replace(f.store_stmt,

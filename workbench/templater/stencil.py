@@ -39,6 +39,7 @@ from workbench.templater.analysis import (
     line,
     shares_or_syncs,
     strip,
+    subscript_index,
     terms,
     text,
     walk,
@@ -301,8 +302,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         raise Refused(f"the point's work stores to {sorted(writes) or 'nothing'}: one output "
                       "array is modelled", other[0] if other else zdecl)
     out = next(iter(writes))
-    center = polys.of(_index(stores[0][1]))
-    if any(polys.of(_index(s)) != center for _a, s in stores):
+    center = polys.of(subscript_index(stores[0][1]))
+    if any(polys.of(subscript_index(s)) != center for _a, s in stores):
         raise Refused(f"{out} is stored at more than one index", stores[0][1])
     step: Poly = {}
     for m, c in center.items():
@@ -322,7 +323,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         arr = text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
         if not plan.pointer(arr) or arr == out:
             continue
-        diff = add(polys.of(_index(n)), scale(center, -1))
+        diff = add(polys.of(subscript_index(n)), scale(center, -1))
         for d in range(-MAX_RADIUS, MAX_RADIUS + 1):
             if diff == scale(step, d):
                 planes.setdefault(arr, []).append((n, d))
@@ -363,7 +364,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     for s in before:
         if any(n.type == "return_statement" for n in walk(s)) and s is not guard:
             raise Refused(f"`{text(s)}` returns before the planes are loaded", s)
-    names_needed = {text(n) for n in walk(_index(stores[0][1])) if n.type == "identifier"}
+    names_needed = {text(n) for n in walk(subscript_index(stores[0][1])) if n.type == "identifier"}
     local_decls = {lo.name: lo.decl for lo in _locals(plan.body).values()}
     for name in names_needed:
         decl = local_decls.get(name)
@@ -397,12 +398,6 @@ def ldg_call(read: Node) -> Node:
     return call
 
 
-def _index(sub: Node) -> Node:
-    i = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-    assert i is not None
-    if i.type == "subscript_argument_list" and i.named_child_count == 1:
-        return i.named_children[0]
-    return i
 
 
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond: Node,
@@ -449,7 +444,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], guard: Node, cond:
         c = render(data, cond, lambda m: f"({z} {shift})" if m.type == "identifier"
                    and text(m) == z else None)
         return f"!({c})" if out_when_true else f"({c})"
-    at_index = text(_index(store))
+    at_index = text(subscript_index(store))
     s_text = poly_text(step)
     load = (f"if (wb_k == 0) {{\n"
             f"      wb_center = __ldg(&{src}[{at_index}]);\n"

@@ -47,7 +47,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    shares_or_syncs,
+    strip,
+    subscript_index,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names, render
@@ -364,13 +372,6 @@ def _base(sub: Node) -> str:
     return text(strip(arg)) if arg is not None else ""
 
 
-def _index_node(sub: Node) -> Node:
-    idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-    if idx is None:
-        idx = sub.named_children[-1]
-    if idx.type == "subscript_argument_list" and idx.named_child_count == 1:
-        idx = idx.named_children[0]
-    return idx
 
 
 def _is_store(sub: Node) -> bool:
@@ -461,7 +462,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     if len(outs) != 1:
         return None
     out = next(iter(outs))
-    center = polys.of(_index_node(stores[0]))
+    center = polys.of(subscript_index(stores[0]))
     stride = stride_of(center)
     if stride is None:
         return None
@@ -471,7 +472,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     # at ``u_new[plane + here]``): either way one shift for every read of the input
     for view in (False, True):
         def place(n: Node, view: bool = view) -> _Place | None:
-            at = add(polys.of(_index_node(n)), _shift(plan, polys, _base(n)) if view else {})
+            at = add(polys.of(subscript_index(n)), _shift(plan, polys, _base(n)) if view else {})
             base = add(center, _shift(plan, polys, out) if view else {})
             return _offsets(add(at, scale(base, -1)), stride, polys, axes)
         offsets = {a: [(n, place(n)) for n in subs if _base(n) == a] for a in read_arrays}
@@ -490,9 +491,9 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     src = rowed[0]
     found = offsets[src]
     for n in stores:
-        if polys.of(_index_node(n)) != center:
-            raise Refused(f"`{out}` is stored at `{text(_index_node(n))}` and at "
-                          f"`{text(_index_node(stores[0]))}`: a thread's outputs must be one "
+        if polys.of(subscript_index(n)) != center:
+            raise Refused(f"`{out}` is stored at `{text(subscript_index(n))}` and at "
+                          f"`{text(subscript_index(stores[0]))}`: a thread's outputs must be one "
                           "point each", n)
     for n in subs:
         if _base(n) == out and not _is_store(n):
@@ -520,7 +521,7 @@ def _reads(plan: Plan, found: list[tuple[Node, _Place | None]], src: str,
     out: list[_Read] = []
     for n, o in found:
         if o is None or not span[0] <= n.start_byte < span[1] or \
-                any(c.type == "subscript_expression" for c in walk(_index_node(n))):
+                any(c.type == "subscript_expression" for c in walk(subscript_index(n))):
             continue  # not at a constant offset from the point (a clamped row): as written
         node = n
         parent = n.parent

@@ -56,6 +56,7 @@ from workbench.templater.analysis import (
     line,
     shares_or_syncs,
     strip,
+    subscript_index,
     text,
     walk,
 )
@@ -170,9 +171,9 @@ def _store_index(plan: Plan, body: Node, polys: Polys) -> tuple[str, Node, Poly]
     if len(names) != 1:
         raise Refused(f"the z walk stores to {names or 'nothing'}: one output array is "
                       "modelled", stores[0][1] if stores else body)
-    center = polys.of(_index(stores[0][1]))
+    center = polys.of(subscript_index(stores[0][1]))
     for _a, s in stores:
-        if polys.of(_index(s)) != center:
+        if polys.of(subscript_index(s)) != center:
             raise Refused(f"{names[0]} is stored at more than one index", s)
     return names[0], stores[0][1], center
 
@@ -224,7 +225,7 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
     for n in walk(body):
         if n.type != "subscript_expression" or _array(n) == out or not plan.pointer(_array(n)):
             continue
-        diff = add(polys.of(_index(n)), scale(center, -1))
+        diff = add(polys.of(subscript_index(n)), scale(center, -1))
         for d in range(-MAX_RADIUS, MAX_RADIUS + 1):
             if diff == scale(step, d):
                 planes.setdefault(_array(n), []).append((n, d))
@@ -303,7 +304,7 @@ def _check_scope(plan: Plan, body: Node, at: Node, by_shift: dict[int, Node]) ->
     """Every local in the queued reads' indices is declared before ``at``."""
     decls = {lo.name: lo.decl for lo in _locals(plan.body).values()}
     for n in by_shift.values():
-        for m in walk(_index(n)):
+        for m in walk(subscript_index(n)):
             decl = decls.get(text(m)) if m.type == "identifier" else None
             if decl is not None and inside_node(decl, body) and decl.start_byte >= at.start_byte:
                 raise Refused(f"`{text(m)}` (in `{text(n)}`) is declared after the first read "
@@ -313,7 +314,7 @@ def _check_scope(plan: Plan, body: Node, at: Node, by_shift: dict[int, Node]) ->
 def _touches(node: Node, src: str, out: str, center_reads: set[int], store: Node) -> bool:
     return any((m.type == "subscript_expression" and m.start_byte in center_reads) or
                (m.type == "subscript_expression" and _array(m) == out and
-                text(_index(m)) == text(_index(store))) for m in walk(node))
+                text(subscript_index(m)) == text(subscript_index(store))) for m in walk(node))
 
 
 def _surely(stmts: list[Node], src: str, out: str, store: Node,
@@ -346,12 +347,6 @@ def _array(sub: Node) -> str:
     return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
 
 
-def _index(sub: Node) -> Node:
-    i = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
-    assert i is not None
-    if i.type == "subscript_argument_list" and i.named_child_count == 1:
-        return i.named_children[0]
-    return i
 
 
 def _emit(plan: Plan, w: ZWalk) -> None:
@@ -369,7 +364,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
             at = rw.render(sub.start_byte, sub.end_byte)
         else:  # the point's plane, unread: the nearest read, moved by whole planes
             near = min(w.by_shift, key=lambda e: (abs(e - d), e))
-            index = _index(w.by_shift[near])
+            index = subscript_index(w.by_shift[near])
             at = (f"{w.src}[{rw.render(index.start_byte, index.end_byte)} + "
                   f"({d - near}) * ({w.step})]")
         return f"__ldg(&{at})" if ldg else at
