@@ -10,7 +10,9 @@ the tile, so the block size stays as written. A comparison of the thread index w
 outside a reduction loop is a dependency the analysis does not model: the block size is then
 not lifted at all. A table a guard on the thread index fills (:mod:`.block_table`) keeps its
 extent, constrained to stay covered; ``blockIdx.x * 4 + threadIdx.y`` (items of the grid on
-the y threads) is a use of the y size.
+the y threads) is a use of the y size. Shared slots the thread indexes (one per warp,
+``slot[threadIdx.x / 32]``) follow the block with their counts and the bounds that read them,
+or keep the block size as written (:mod:`.block_slots`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.block_outputs import unfollowed
+from workbench.templater.block_slots import slot_lift
 from workbench.templater.block_table import (
     guarded_tables,
     row_offsets,
@@ -238,6 +241,12 @@ def lift_block(plan: Plan) -> dict[str, str]:
         if tie is not None:
             plan.note(name, False, tie.reason, tie.node)
             continue
+        tables = guarded_tables(plan)
+        slots = slot_lift(plan, dim, size, [a for a in _shared_arrays(plan) if a[0] not in tables],
+                          uses + halves + claimed, multi)
+        if slots.refusal is not None:
+            plan.note(name, False, slots.refusal[1], slots.refusal[0])
+            continue
         reads_dim = any(builtin(n, "blockDim") == dim for n in walk(plan.body))
         crossed = _cross_grids(plan, dim, size)
         if isinstance(crossed, Node):
@@ -252,7 +261,7 @@ def lift_block(plan: Plan) -> dict[str, str]:
             plan.note(name, False, f"`{_context(wrong[0])}` {wrong[1]}, so it stays as written",
                       wrong[0])
             continue
-        if not uses and not halves and not reads_dim:
+        if not uses and not halves and not slots.ties and not reads_dim:
             plan.note(name, False, f"the block size {size} appears nowhere in the kernel and "
                       f"blockDim.{dim} is not read: the kernel does not say how its indexing "
                       "depends on the block size")
@@ -261,7 +270,14 @@ def lift_block(plan: Plan) -> dict[str, str]:
             plan.rw.replace(n, name)
         for n in halves:
             plan.rw.replace(n, f"({name} / 2)")
-        claimed += uses + halves
+        for n, d in slots.ties:
+            plan.rw.replace(n, f"({name} / {d})" if d > 1 else name)
+        for most in slots.bounds:
+            plan.constrain(f"{name} <= {most}")
+        for d in sorted(slots.multiples):
+            plan.constrain(f"{name} % {d} == 0")
+        claimed += uses + halves + [m for n, _d in slots.ties for m in walk(n)
+                                    if m.type == "number_literal"]
         later.append((name, size))
         plan.block[i] = name
         for g, rule in enumerate(plan.grid):
@@ -289,7 +305,8 @@ def lift_block(plan: Plan) -> dict[str, str]:
                                   "description": f"threads per block (as written: {size})"},
                            f"{line(plan.body)}: block = {size}")
             plan.note(name, True, f"block sizes: {why}")
-        what = [f"{len(uses)} use(s)"] + ([f"{len(halves)} reduction start(s)"] if halves else [])
+        what = [f"{len(uses)} use(s)"] + ([f"{len(halves)} reduction start(s)"] if halves else []) \
+            + ([f"{len(slots.ties)} shared slot count(s)"] if slots.ties else [])
         plan.note(name, True, f"block size {size} lifted with {', '.join(what)}")
         lifted[dim] = name
     for name, size in later:
