@@ -28,6 +28,7 @@ from workbench.templater.analysis import (
     binary,
     int_expr_value,
     strip,
+    subscript_index,
     text,
     walk,
 )
@@ -112,15 +113,9 @@ def _flat_refusal(plan: Plan, name: str, extents: list[Node], subscripts: list[t
 
 def _subscripts(plan: Plan, array: str) -> list[tuple[Node, Node]]:
     """(subscript, index) of each ``array[index]`` in the kernel."""
-    out = []
-    for n in walk(plan.body):
-        if n.type == "subscript_expression" and text(n.child_by_field_name("argument")) == array:
-            idx = n.child_by_field_name("indices") or n.child_by_field_name("index")
-            inner = [c for c in idx.named_children if c.type != "comment"] \
-                if idx is not None and idx.type == "subscript_argument_list" else [idx]
-            if len(inner) == 1 and inner[0] is not None:
-                out.append((n, strip(inner[0])))
-    return out
+    return [(n, strip(subscript_index(n))) for n in walk(plan.body)
+            if n.type == "subscript_expression" and
+            text(n.child_by_field_name("argument")) == array]
 
 
 def _edit_site(plan: Plan, node: Node, divisor: int) -> Node:
