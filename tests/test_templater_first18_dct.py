@@ -11,14 +11,18 @@ shape admits it.
 :mod:`workbench.templater.tile_batch` (a CTA per fixed-size data tile) now lifts TX, TY, RPT,
 PAD for the plain spelling and for a second hand's (an 8 x 8 Walsh-Hadamard transform over
 flat ``t[S * S]`` tiles, ``constexpr`` sizes, ``blockDim`` read for the row stride and the loop
-bounds, no table), a third's (the table flat and filled under the expert's ``if (tid < 64)``)
-and the folder itself (its ``jpeg::dct_block<8>`` opened and inlined by
-:mod:`workbench.templater.inline_namespaces`). Host (g++): each at the default and a mix
-(TX 2, TY 4, RPT 2, PAD 1: 56 columns over 16, the last CTA half past the image, its tiles
-skipped), the folder at the expert's H200 pick (TX 4, TY 8, RPT 8, PAD 0) too, bit for bit
-against the kernel as written; under WORKBENCH_FULL_MATRIX=1 each at the pick and every
-all-ends corner. Without rows a thread (a local read across a barrier) the lift is one pass,
-the tiles past the grid clamped: host at the mix.
+bounds, no table), a third's (the table flat and filled under the expert's ``if (tid < 64)``),
+a fourth's (two tables: one filled by a loop in the first thread row, one after the first
+barrier) and the folder itself (its ``jpeg::dct_block<8>`` opened and inlined by
+:mod:`workbench.templater.inline_namespaces`). Each table is filled once a CTA, every thread
+of the written CTA by the CTA's flat index, ahead of its phase's rows (filled by tile 0 inside
+the rows, each of the RPT row copies carried a cosf; the H200 probe of 12:32Z had the lift at
+the expert's pick 1.6x the expert's time). Host (g++): each at the default and a mix (TX 2,
+TY 4, RPT 2, PAD 1: 56 columns over 16, the last CTA half past the image, its tiles skipped),
+the folder at the expert's H200 pick (TX 4, TY 8, RPT 8, PAD 0) too, bit for bit against the
+kernel as written; under WORKBENCH_FULL_MATRIX=1 each at the pick and every all-ends corner.
+Without rows a thread (a local read across a barrier) the lift is one pass, the tiles past
+the grid clamped: host at the mix.
 """
 
 from __future__ import annotations
@@ -122,12 +126,44 @@ extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int
 }
 """
 
+#: A fourth hand: two tables, the cosines ``cosT[x][u]`` filled by the first thread row, a
+#: loop of eight a thread, and the scales ``amp`` filled after the first barrier (read after
+#: the second) by the first eight flat indices; flat pixel tiles, a long index.
+FOURTH = """#define BS 8
+extern "C" __global__ void dct8x8_blocks(float* out, const float* in, int H, int W) {
+  __shared__ float cosT[BS][BS];  // cosT[x][u]: the cosine, the scale apart
+  __shared__ float amp[BS];
+  __shared__ float blk[BS * BS];
+  __shared__ float mid[BS * BS];
+  const int x = threadIdx.x, y = threadIdx.y;
+  const int lin = y * BS + x;
+  if (y == 0) {
+    for (int u = 0; u < BS; u++) cosT[x][u] = cosf((2 * x + 1) * u * 3.14159265f / 16);
+  }
+  const long g = (long)(blockIdx.y * BS + y) * W + (blockIdx.x * BS + x);
+  blk[lin] = in[g];
+  __syncthreads();
+  if (lin < BS) amp[lin] = lin == 0 ? 0.35355339f : 0.5f;
+  float acc = 0.f;
+  for (int k = 0; k < BS; k++) acc += blk[y * BS + k] * cosT[k][x];
+  mid[lin] = acc;
+  __syncthreads();
+  float res = 0.f;
+  for (int k = 0; k < BS; k++) res += cosT[k][y] * mid[k * BS + x];
+  out[g] = amp[y] * amp[x] * res;
+}
+"""
+
 #: The expert's H200 pick (PAD 0, RPT 8, TX 4, TY 8), spelled in the lift's knobs alike.
 EXPERT_PICK = {"TX": 4, "TY": 8, "RPT": 8, "PAD": 0}
 #: Two tiles across (56 columns over 16: the last CTA's second tile clamped), four down over
 #: 16 threads of two rows each, padded.
 MIX = {"TX": 2, "TY": 4, "RPT": 2, "PAD": 1}
 KNOBS = {"TX", "TY", "RPT", "PAD"}
+
+#: A table's fill as lifted: every thread of the written 8 x 8 CTA, by the CTA's flat index.
+FILL = ("for (int wb_e = threadIdx.y * (8 * TX) + threadIdx.x; wb_e < 64; "
+        "wb_e += 8 * TX * (8 * TY / RPT)) {")
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -136,7 +172,8 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
 def _folder(which: str, root: Path) -> KernelFolder:
     if which == "folder":
         return load_kernel_folder(FOLDER)
-    return respelled(FOLDER, root / which, {"plain": PLAIN, "second": SECOND, "third": THIRD}[which])
+    return respelled(FOLDER, root / which, {"plain": PLAIN, "second": SECOND, "third": THIRD,
+                                             "fourth": FOURTH}[which])
 
 
 def test_the_folders_template_function_lifts_the_experts_knobs(tmp_path: Path) -> None:
@@ -157,7 +194,8 @@ def test_the_plain_spelling_lifts_the_experts_knobs_and_keeps_the_tile(tmp_path:
     src = result.lifted.source
     assert "__shared__ float ctab[N][N];" in src  # the table: one a CTA
     assert "__shared__ float pix[8 * TY][8 * TX + PAD];" in src
-    assert "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { ctab[ty][tx] = " in src
+    assert FILL in src and "wb_tx == 0" not in src  # once a CTA, outside the rows
+    assert src.index(FILL) < src.index("#pragma unroll\n    for (int wb_j")
     assert "rows[wb_ty * 8 + (k)][wb_tx * 8 + (tx)]" in src
     assert "#define N 8" in src
 
@@ -175,8 +213,24 @@ def test_a_table_filled_under_a_guard_stays_one_a_cta(tmp_path: Path) -> None:
     assert set(result.template.param_names) >= KNOBS, result.notes
     src = result.lifted.source
     assert "__shared__ float cosv[B * B];" in src
-    assert "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { if (tid < B * B) {" in src
+    assert f"{FILL}\n    const unsigned wb_ex = wb_e % 8, wb_ey = wb_e / 8;\n" \
+        "    const int tid = wb_ey * B + wb_ex;\n    if (tid < B * B) {" in src
     assert "__shared__ float tmp[8 * TY][8 * TX + PAD];" in src
+
+
+def test_tables_are_filled_once_a_cta_at_the_head_of_their_phase(tmp_path: Path) -> None:
+    result = offline_template(_folder("fourth", tmp_path))
+    assert set(result.template.param_names) >= KNOBS, result.notes
+    assert "tables cosT, amp one a CTA, filled once by its threads" in result.notes[0]
+    src = result.lifted.source
+    cos_fill = src.index(FILL)
+    amp_fill = src.index(FILL, cos_fill + 1)
+    barriers = [i for i in range(len(src)) if src.startswith("__syncthreads();", i)]
+    assert cos_fill < barriers[0] < amp_fill < barriers[1]  # each fill in its own phase
+    assert src.index("    if (y == 0) {\n    for (int u = 0; u < BS; u++) cosT[x][u]") > cos_fill
+    assert ("const int lin = y * BS + x;\n    if (lin < BS) amp[lin] = "
+            "lin == 0 ? 0.35355339f : 0.5f;\n  }\n  if (wb_whole) {") in src
+    assert src.count("cosf(") == 1  # neither in the rows nor in the edge CTAs' copy
 
 
 @pytest.mark.parametrize(("change", "spelled", "want"), [
@@ -222,7 +276,7 @@ def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path)
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("which", ["folder", "plain", "second", "third"])
+@pytest.mark.parametrize("which", ["folder", "plain", "second", "third", "fourth"])
 def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
                                                  host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _folder(which, tmp_path)

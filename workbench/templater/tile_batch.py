@@ -22,9 +22,13 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
   Each ``__shared__`` array gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX +
   PAD]``, tile ``(i, j)``'s rows and columns interleaved as the threads are; a 1-D ``[E]``
   becomes ``(E + PAD) TX TY``), except a *table*: an array every tile fills alike (each
-  top-level statement writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, reads
-  no memory and no block index and assigns nothing else declared outside it) and reads only
-  after a barrier, which stays one copy a CTA, filled by tile 0 alone.
+  top-level statement writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, is no
+  declaration, reads no memory and no block index and assigns nothing else declared outside
+  it) and reads only after a barrier, which stays one copy a CTA, filled once: each fill runs
+  for every thread of the written CTA, by the CTA's flat thread index strided over its
+  threads, at the head of its phase, outside the rows (:func:`_fill`). Filled by tile 0
+  inside the rows, each of its RPT row copies carried a cosf (sm_90 at the expert's pick 16
+  copies of its slow path, a 32-byte stack frame; the expert's one).
 - RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
   + j NY TY / RPT``; the locals a later phase reads are recomputed there, legal where each
   is declared once with a value that reads no memory and is never assigned (else the note
@@ -294,9 +298,11 @@ def _top(plan: Plan, node: Node) -> Node:
 
 
 def _fills_alike(stmt: Node, name: str, locals_: dict[str, _Local]) -> bool:
-    """Whether ``stmt`` does the same in every tile: reads only ``name``'s entries it writes
-    (no other subscript, no dereference, no block index, no local reading either) and assigns
-    only ``name``'s entries and names it declares."""
+    """Whether ``stmt`` does the same in every tile: no declaration, reads only ``name``'s
+    entries it writes (no other subscript, no dereference, no block index, no local reading
+    either) and assigns only ``name``'s entries and names it declares inside it."""
+    if stmt.type == "declaration":  # its names would outlive the fill's own loop
+        return False
     own = {_declared(d) for n in walk(stmt) if n.type == "declaration"
            for d in n.children_by_field_name("declarator")}
     for n in walk(stmt):
@@ -445,6 +451,13 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                         it[1] <= stmt.end_byte])
 
     shared = [s for s in stmts if any(a.decl == s for a in arrays)]
+    fills = {f for a in arrays for f in a.fills}
+    threads = f"{nx} * TX * {ny} * TY" if carried is None else f"{nx} * TX * ({ny} * TY / RPT)"
+
+    def fill(stmt: Node) -> str:
+        return _fill(stmt, [show(s) for s in _fill_locals(stmt, locals_)], show(stmt), nx, ny,
+                     threads)
+
     lines = [show(s) for s in shared]
     x = f"const unsigned wb_tx = threadIdx.x / {nx}, wb_ex = threadIdx.x % {nx};"
     if carried is None:  # one pass: a tile past the written grid redoes the last one
@@ -453,7 +466,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                   f"const unsigned wb_ty = threadIdx.y / {ny}, wb_ey = threadIdx.y % {ny};",
                   f"const unsigned wb_byv = blockIdx.y * TY + wb_ty, wb_gy = {gy};",
                   "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;"]
-        lines += [f"{_BARRIER}();" if _is_barrier(s) else show(s)
+        lines += [f"{_BARRIER}();" if _is_barrier(s) else fill(s) if s in fills else show(s)
                   for s in stmts if s not in shared]
     else:  # rows a thread: a tile past the written grid skips its rows (tile 0 never does)
         lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
@@ -464,13 +477,42 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
         for k, phase in enumerate(phases):
             if k:
                 lines.append(f"{_BARRIER}();")
+            lines += [fill(s) for s in phase if s in fills]
             work = [show(s) for s in carried if _phase_of(s, phases) < k]
-            work += [show(s) for s in phase if s not in shared]
+            work += [show(s) for s in phase if s not in shared and s not in fills]
             lines.append(_rows(row, ny, work, f"wb_by >= {gy}"))
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
     _space(plan, nx, ny, carried is not None, arrays)
     if rows_note is not None:
         plan.note("RPT", False, rows_note.reason, rows_note.node)
+
+
+def _fill_locals(stmt: Node, locals_: dict[str, _Local]) -> list[Node]:
+    """The declarations before ``stmt`` of the locals a table's fill reads, with those their
+    values read (each recomputable and reading no block index: :func:`_fills_alike`)."""
+    own = {_declared(d) for n in walk(stmt) if n.type == "declaration"
+           for d in n.children_by_field_name("declarator")}
+    out: list[Node] = []
+    todo = [n for n in walk(stmt) if n.type == "identifier" and text(n) not in own]
+    while todo:
+        loc = locals_.get(text(todo.pop()))
+        if loc is None or loc.stmt in out or loc.stmt.start_byte >= stmt.start_byte:
+            continue
+        out.append(loc.stmt)
+        todo += [i for i in walk(loc.stmt) if i.type == "identifier"]
+    return sorted(out, key=lambda s: s.start_byte)
+
+
+def _fill(stmt: Node, decls: list[str], fill: str, nx: int, ny: int, threads: str) -> str:
+    """A table's fill once a CTA: the statement run for every thread ``(wb_ex, wb_ey)`` of
+    the written ``nx x ny`` CTA, by the CTA's flat thread index strided over its threads,
+    with the locals it reads (``decls``) recomputed for that thread. The same entries with
+    the same values as one tile's threads write, whatever TX, TY and RPT, outside the rows
+    and before the phase's barrier."""
+    body = "\n    ".join([f"const unsigned wb_ex = wb_e % {nx}, wb_ey = wb_e / {nx};", *decls,
+                          fill])
+    return (f"for (int wb_e = threadIdx.y * ({nx} * TX) + threadIdx.x; wb_e < {nx * ny}; "
+            f"wb_e += {threads}) {{\n    {body}\n  }}")
 
 
 def _rows(row: str, ny: int, work: list[str], past_y: str) -> str:
@@ -505,10 +547,9 @@ def _builtins(plan: Plan, nx: int, ny: int) -> list[_Item]:
 
 
 def _array_edits(plan: Plan, a: _Array) -> list[_Item]:
-    """A table's fills run by tile 0; a tile's extents and subscripts with the tile's index."""
-    if a.table:
-        return [_wrap(fill, "if (TX * TY == 1 || (wb_tx == 0 && wb_ty == 0)) { ", " }")
-                for fill in a.fills]
+    """A tile's extents and subscripts with the tile's index."""
+    if a.table:  # filled once a CTA by :func:`_fill`
+        return []
     if len(a.extents) == 2:
         out = [_put(a.sizes[0], f"{a.extents[0]} * TY"),
                _put(a.sizes[1], f"{a.extents[1]} * TX + PAD")]
@@ -566,7 +607,8 @@ def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array]) -> No
     plan.launch_bounds = threads
     tables = [a.name for a in arrays if a.table]
     shared = ", ".join(a.name for a in arrays if not a.table) or "none"
-    kept = f", tables {', '.join(tables)} one a CTA, filled by tile 0" if tables else ""
+    kept = f", tables {', '.join(tables)} one a CTA, filled once by its threads" if tables \
+        else ""
     plan.note("TX", True, f"a CTA per {nx} x {ny} data tile: TX x TY tiles a CTA, each "
               "thread an element of its tile, a tile past the written grid skipping its rows "
               f"(or clamped to it without rows a thread); shared tiles {shared} gain the "
