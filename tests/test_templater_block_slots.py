@@ -9,7 +9,9 @@ definition follows), and the block size stays as written, with the line, where i
 Host checks (g++, the cooperative block as on the GPU): each lifted spelling against the
 kernel as written, bit for bit at the default, within the folder's tolerance elsewhere (a
 block of another size sums in another order); by default the default and one or two mixes,
-every all-ends config under ``WORKBENCH_FULL_MATRIX=1``."""
+every all-ends config under ``WORKBENCH_FULL_MATRIX=1``. On the lift before session 26 five
+of the six host cases fail (the repro at 512, the first-warp spelling at 512, the
+``#define``/``while`` spelling at 1024, the wider array at 512, an entry per thread at 480)."""
 
 from __future__ import annotations
 
@@ -119,6 +121,21 @@ extern "C" __global__ void rowsum(float* out, const float* x, int cols) {
 # a slot array wider than the block needs: it stays, and bounds the block
 WIDE = REPRO.replace("slot[8];", "slot[16];")
 
+# one entry per thread in an array of 512 under a block of 256, thread 0 summing the first 256
+PER_THREAD = """extern "C" __global__ void rowsum(float* out, const float* x, int cols) {
+  __shared__ float part[512];
+  float v = 0.0f;
+  for (int j = threadIdx.x; j < cols; j += 256) v += x[(size_t)blockIdx.x * cols + j];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.0f;
+    for (int i = 0; i < 256; ++i) s += part[i];
+    out[blockIdx.x] = s;
+  }
+}
+"""
+
 # one slot per two warps, zeroed by the threads below the count, each pair's warps adding
 # their partials in turn (a count a block of 32 or 96 would not divide)
 PAIRS = REPRO.replace("__shared__ float slot[8];",
@@ -161,6 +178,13 @@ def test_a_wider_array_bounds_the_block_and_its_loop_follows() -> None:
     lifted = _lift(WIDE)
     assert "__shared__ float slot[16];" in lifted.source
     assert "w < (BLOCK_THREADS / 32)" in lifted.source
+    assert "BLOCK_THREADS <= 512" in lifted.constraints
+
+
+def test_an_entry_per_thread_bounds_the_block_by_the_array() -> None:
+    lifted = _lift(PER_THREAD)
+    assert "__shared__ float part[512];" in lifted.source
+    assert "for (int i = 0; i < BLOCK_THREADS; ++i) s += part[i];" in lifted.source
     assert "BLOCK_THREADS <= 512" in lifted.constraints
 
 
@@ -216,9 +240,10 @@ def _folder(root: Path, source: str) -> KernelFolder:
 
 _MIXES: dict[str, tuple[str, list[dict[str, Any]]]] = {
     "repro": (REPRO, [{"BLOCK_THREADS": 128}, {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2}]),
-    "first_warp": (FIRST_WARP, [{"BLOCK_THREADS": 96, "VEC": 2}]),
+    "first_warp": (FIRST_WARP, [{"BLOCK_THREADS": 96, "VEC": 2}, {"BLOCK_THREADS": 512}]),
     "while_define": (WHILE_DEFINE, [{"BLOCK_THREADS": 1024}]),
     "wide": (WIDE, [{"BLOCK_THREADS": 512}]),
+    "per_thread": (PER_THREAD, [{"BLOCK_THREADS": 480, "ITEMS_PER_THREAD": 2}]),
     "pairs": (PAIRS, [{"BLOCK_THREADS": 192, "ITEMS_PER_THREAD": 4}]),
 }
 
