@@ -201,7 +201,14 @@ def test_a_count_of_two_warps_keeps_the_block_a_multiple_of_64() -> None:
     (("w < 8", "w <= 7"), 12, "`w <= 7` bounds an index of `slot` by 7, one short of the 8"),
     (("int w = 0; w < 8; ++w", "int w = 7; w >= 0; --w"), 12,
      "`w = 7` starts an index of `slot` at 7"),
-], ids=["unrolled", "inclusive_bound", "downward"])
+    (("float s = 0.0f;\n    for (int w = 0; w < 8; ++w) s += slot[w];",
+      "float s = 0.0f;\n    const float* q = slot;\n    for (int w = 0; w < 8; ++w) s += q[w];"),
+     12, "`* q = slot` reads `slot` (one entry per 32 threads) other than by a subscript"),
+    (("float s = 0.0f;", "float s = 0.0f;\n    float acc[8];\n"
+      "    for (int w = 0; w < 8; ++w) acc[w] = 1.0f;"), 13,
+     "`w < 8` compares an index of `slot` with 8, the block's count of its entries, away from "
+     "its accesses"),
+], ids=["unrolled", "inclusive_bound", "downward", "through_a_pointer", "another_loops_w"])
 def test_a_reading_that_is_not_certain_keeps_the_block_with_its_line(
         change: tuple[str, str], line: int, reason: str) -> None:
     source = REPRO.replace(*change)

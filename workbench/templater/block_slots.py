@@ -11,7 +11,8 @@ A ``__shared__`` array written at an index the thread gives (``threadIdx.x``, th
   local constant, a ``#define`` or a file-scope constant equal to ``B / d``, follows it (the
   constant's definition where it is named, so every use follows);
 * where the reading is not certain the block size stays as written, with the line: an entry
-  read at a fixed index past the first (an unrolled ``slot[0] + ... + slot[7]``), a bound or
+  read at a fixed index past the first (an unrolled ``slot[0] + ... + slot[7]``), per-warp
+  slots read other than by a subscript (``const float* q = slot``), a bound or
   a start one short of ``B / d`` (``w <= 7``, ``for (w = 7; w >= 0; --w)``), or a warp id of
   a 2-D block (``(threadIdx.y * 32 + threadIdx.x) / 32``), whose count the lift of one
   dimension does not model.
@@ -155,12 +156,28 @@ def _same(plan: Plan, a: Node, b: Node) -> bool:
         plan.facts.is_thread(a, d) and plan.facts.is_thread(b, d) for d in DIMS)
 
 
-def _bounds(plan: Plan, variables: list[Node],
-            names: dict[str, int]) -> list[tuple[Node, str, Node, int]]:
-    """(comparison, operator with the variable on the left, constant side, its value) of each
-    comparison of one of ``variables`` with a constant."""
+_GUARDS = ("for_statement", "while_statement", "do_statement", "if_statement",
+           "conditional_expression")
+
+
+def _conditions(plan: Plan, node: Node) -> list[Node]:
+    """The conditions of the loops, ``if``s and ``?:`` around ``node`` in the kernel."""
     out = []
-    for n in walk(plan.body):
+    while node.parent is not None and node != plan.body:
+        parent = node.parent
+        cond = parent.child_by_field_name("condition") if parent.type in _GUARDS else None
+        if cond is not None and cond != node:
+            out.append(cond)
+        node = parent
+    return out
+
+
+def _bounds(plan: Plan, variables: list[Node], names: dict[str, int],
+            roots: list[Node] | None = None) -> list[tuple[Node, str, Node, int]]:
+    """(comparison, operator with the variable on the left, constant side, its value) of each
+    comparison of one of ``variables`` with a constant in ``roots`` (the kernel's body)."""
+    out = []
+    for n in (m for root in (roots or [plan.body]) for m in walk(root)):
         parts = binary(n)
         if parts is None or parts[1] not in _COMPARE:
             continue
@@ -237,11 +254,13 @@ def slot_lift(plan: Plan, dim: str, size: int, arrays: list[tuple[str, Node, lis
             tie(extents[0], d)
         elif extent is not None and extent > size // d and extent * d < 1024:
             out.bounds.append(extent * d)
-        variables = [v for _s, i in subscripts for v in _variables(plan, i, names)]
-        for _n, _op, other, value in _bounds(plan, variables, names):
-            for d in ds:
-                if size % d == 0 and value == size // d and value > 1:
-                    tie(other, d)
+        for sub, index in subscripts:  # a bound around the access: the count it reads
+            around = _conditions(plan, sub)
+            for _n, _op, other, value in _bounds(plan, _variables(plan, index, names), names,
+                                                 around) if around else []:
+                for d in ds:
+                    if size % d == 0 and value == size // d and value > 1:
+                        tie(other, d)
     return out
 
 
@@ -251,6 +270,14 @@ def _slot_refusal(plan: Plan, name: str, subscripts: list[tuple[Node, Node]], si
     the block size (see the module doc), or None."""
     counts = {size // d for d in ds if size % d == 0 and size // d > 1}
     if max(ds) > 1:
+        decl = plan.facts.defs[name].decl
+        subs = {s.start_byte for s, _i in subscripts}  # a subscript starts with its array
+        for use in plan.uses(name):
+            if use.start_byte not in subs and not decl.start_byte <= use.start_byte < decl.end_byte:
+                return use.parent or use, (
+                    f"`{text(use.parent or use)}` reads `{name}` (one entry per {max(ds)} "
+                    "threads) other than by a subscript: the lift does not follow its entries "
+                    "there, so the block size stays as written")
         for sub, index in subscripts:
             k = int_expr_value(through_locals(plan, index), names)
             if k is not None and k >= 1:
@@ -259,11 +286,17 @@ def _slot_refusal(plan: Plan, name: str, subscripts: list[tuple[Node, Node]], si
                              "block fills another count of entries, so the block size stays "
                              "as written")
     variables = [v for _s, i in subscripts for v in _variables(plan, i, names)]
+    around = {(c.start_byte, c.end_byte) for s, _i in subscripts for c in _conditions(plan, s)}
     for n, op, _other, value in _bounds(plan, variables, names):
         if value + 1 in counts and op in ("<=", ">") and value > 0:
             return n, (f"`{text(n)}` bounds an index of `{name}` by {value}, one short of the "
                        f"{value + 1} entries the block fills: a form the lift does not read, "
                        "so the block size stays as written")
+        if value in counts and not any(a <= n.start_byte and n.end_byte <= b for a, b in around):
+            return n, (f"`{text(n)}` compares an index of `{name}` with {value}, the block's "
+                       "count of its entries, away from its accesses (an early exit, another "
+                       "loop's counter): the lift does not read which, so the block size stays "
+                       "as written")
     for n, value in _starts(plan, [v for v in variables if v.type == "identifier"], names):
         if value > 1 and (value in counts or value + 1 in counts):
             return n, (f"`{text(n)}` starts an index of `{name}` at {value}, the block's count "
