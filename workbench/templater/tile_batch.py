@@ -363,23 +363,27 @@ def _declared(declarator: Node) -> str:
     return text(node)
 
 
-def _carried(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) -> list[Node]:
-    """The declarations later phases read, with those their values read (recomputed there);
+def _carried(phases: list[list[Node]], locals_: dict[str, _Local],
+             fills: set[Node]) -> list[list[Node]]:
+    """Each phase's rows' declarations of earlier phases that it reads, with those their
+    values read (recomputed there; a table's fill recomputes its own, :func:`_fill_locals`);
     raises where one is no recomputable value."""
-    carried: list[Node] = []
+    out: list[list[Node]] = []
     for k, stmts in enumerate(phases):
-        todo = [n for s in stmts for n in walk(s) if n.type == "identifier"]
+        need: list[Node] = []
+        todo = [n for s in stmts if s not in fills for n in walk(s) if n.type == "identifier"]
         while todo:
             n = todo.pop()
             loc = locals_.get(text(n))
-            if loc is None or loc.phase >= k or loc.stmt in carried:
+            if loc is None or loc.phase >= k or loc.stmt in need:
                 continue
             if not loc.derived:
                 raise _Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
                                "barrier: rows a thread would need one a row", n)
-            carried.append(loc.stmt)
+            need.append(loc.stmt)
             todo += [i for i in walk(loc.stmt) if i.type == "identifier"]
-    return sorted(carried, key=lambda s: s.start_byte)
+        out.append(sorted(need, key=lambda s: s.start_byte))
+    return out
 
 
 def _in_c(rule: str, plan: Plan) -> str:
@@ -437,8 +441,9 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
     locals_ = _locals(plan, phases)
     arrays = _arrays(plan, phases, locals_)
     gx, gy = _in_c(plan.grid[0], plan), _in_c(plan.grid[1], plan)
+    fills = {f for a in arrays for f in a.fills}
     try:
-        carried: list[Node] | None = _carried(plan, phases, locals_)
+        carried: list[list[Node]] | None = _carried(phases, locals_, fills)
         rows_note = None
     except _Refused as no:
         carried, rows_note = None, no
@@ -451,7 +456,6 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                         it[1] <= stmt.end_byte])
 
     shared = [s for s in stmts if any(a.decl == s for a in arrays)]
-    fills = {f for a in arrays for f in a.fills}
     threads = f"{nx} * TX * {ny} * TY" if carried is None else f"{nx} * TX * ({ny} * TY / RPT)"
 
     def fill(stmt: Node) -> str:
@@ -478,7 +482,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
             if k:
                 lines.append(f"{_BARRIER}();")
             lines += [fill(s) for s in phase if s in fills]
-            work = [show(s) for s in carried if _phase_of(s, phases) < k]
+            work = [show(s) for s in carried[k]]
             work += [show(s) for s in phase if s not in shared and s not in fills]
             lines.append(_rows(row, ny, work, f"wb_by >= {gy}"))
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
@@ -520,12 +524,12 @@ def _rows(row: str, ny: int, work: list[str], past_y: str) -> str:
     written grid runs it without a test (ptxas then reads a table's entries once for all
     rows: sm_90 at unseen18/dct8x8_blocks' expert pick 144 ld.shared and 40 registers, with
     the test 256 and 44), the last CTAs skipping the rows of tiles past the grid."""
-    head = (f"const unsigned wb_ty = {row} / {ny}, wb_ey = {row} % {ny};\n"
-            "    const unsigned wb_by = blockIdx.y * TY + wb_ty;")
+    head = f"const unsigned wb_ty = {row} / {ny}, wb_ey = {row} % {ny};"
+    by = "const unsigned wb_by = blockIdx.y * TY + wb_ty;"  # the rows' tile's, where read
     body = "\n    ".join(work)
     loop = "#pragma unroll\n    for (int wb_j = 0; wb_j < RPT; ++wb_j) {{\n    {}\n    }}"
-    whole = loop.format(f"{head}\n    {body}")
-    edge = loop.format(f"{head}\n    if (!wb_in_x || {past_y}) continue;\n    {body}")
+    whole = loop.format("\n    ".join([head, *[by] * ("wb_by" in body), body]))
+    edge = loop.format(f"{head}\n    {by}\n    if (!wb_in_x || {past_y}) continue;\n    {body}")
     return f"if (wb_whole) {{\n    {whole}\n  }} else {{\n    {edge}\n  }}"
 
 
