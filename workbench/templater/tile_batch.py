@@ -15,24 +15,25 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
   ``threadIdx``/``blockIdx``/``blockDim`` is read through these. The grid counts the written
   grid's tiles by CTAs, ``ceil_div(G, T)``. A tile past the written grid (the last CTA's,
   where T does not divide it) skips its rows where rows a thread are lifted, and only the
-  CTAs at the grid's edge test for it (:func:`_rows`; tile 0 never is one, so a table is
-  always filled); else its block index is clamped to the grid's last (it recomputes the last
-  tile and stores what it stored: legal because no global array is both read and written
-  and nothing is atomic; the clamp costs registers: 61 against 40 at the expert's pick).
-  Each ``__shared__`` array gains the tile's index (a 2-D ``[A][B]`` becomes ``[A TY][B TX +
-  PAD]``, tile ``(i, j)``'s rows and columns interleaved as the threads are; a 1-D ``[E]``
-  becomes ``(E + PAD) TX TY``), except a *table*: an array every tile fills alike (each
-  top-level statement writing it, ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, is no
-  declaration, reads no memory and no block index and assigns nothing else declared outside
-  it) and reads only after a barrier, which stays one copy a CTA, filled once: each fill runs
-  for every thread of the written CTA, by the CTA's flat thread index strided over its
-  threads, at the head of its phase, outside the rows (:func:`_fill`). Filled by tile 0
-  inside the rows, each of its RPT row copies carried a cosf (sm_90 at the expert's pick 16
-  copies of its slow path, a 32-byte stack frame; the expert's one).
+  CTAs at the grid's edge test for it (:func:`_rows`); else its block index is clamped to
+  the grid's last (it recomputes the last tile and stores what it stored: legal because no
+  global array is both read and written and nothing is atomic; the clamp costs registers:
+  61 against 40 at the expert's pick). Each ``__shared__`` array gains the tile's index (a
+  2-D ``[A][B]`` becomes ``[A TY][B TX + PAD]``, tile ``(i, j)``'s rows and columns
+  interleaved as the threads are; a 1-D ``[E]`` becomes ``(E + PAD) TX TY``), except a
+  *table*: an array every tile fills alike (each top-level statement writing it,
+  ``T[ty][tx] = v;`` or ``if (tid < 64) T[..] = v;``, is no declaration, reads no memory and
+  no block index and assigns nothing else declared outside it) and reads only after a
+  barrier, which stays one copy a CTA, filled once: each fill runs for every thread of the
+  written CTA, by the CTA's flat thread index strided over its threads (:func:`_fill`), in
+  its place in one pass, at the head of its phase outside the rows with rows a thread.
+  Filled by tile 0 inside the rows, each of its RPT row copies carried a cosf (sm_90 at the
+  expert's pick 16 copies of its slow path, a 32-byte stack frame; the expert's one).
 - RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
-  + j NY TY / RPT``; the locals a later phase reads are recomputed there, legal where each
-  is declared once with a value that reads no memory and is never assigned (else the note
-  names the local and its line, and RPT is not lifted).
+  + j NY TY / RPT``; the locals a later phase's rows read are recomputed there (and those a
+  table's fill reads, in its loop), legal where each is declared once with a value that
+  reads no memory and is never assigned (else the note names the local and its line, and
+  RPT is not lifted).
 - PAD: floats of padding a shared tile's row (or a 1-D tile).
 
 Legal where the analysis shows (else a note with the line, and nothing is lifted here): every
