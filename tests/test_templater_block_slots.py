@@ -219,6 +219,12 @@ def test_a_reading_that_is_not_certain_keeps_the_block_with_its_line(
     assert f"BLOCK_THREADS: not applied: {reason}" in notes and f"(line {line})" in notes, notes
 
 
+def test_a_block_of_one_row_ties_its_x_size_to_whole_warps() -> None:
+    lifted = _lift(REPRO, ("256", "1"))
+    assert "__shared__ float slot[(BLOCK_X / 32)];" in lifted.source
+    assert "BLOCK_X % 32 == 0" in lifted.constraints  # a 2-D block's x size starts at 4
+
+
 def test_a_2d_warp_id_over_a_constant_count_keeps_both_dimensions() -> None:
     # before session 26: BLOCK_X, BLOCK_Y lifted "with 0 use(s)" over slot[8] and w < 8
     source = REPRO.replace("__shared__ float slot[8];", "__shared__ float slot[8];\n"
@@ -238,14 +244,17 @@ def test_a_2d_warp_id_over_a_constant_count_keeps_both_dimensions() -> None:
     assert {"BLOCK_X", "BLOCK_Y"} <= {p.name for p in free.params}, _block_notes(free)
 
 
-def _folder(root: Path, source: str) -> KernelFolder:
+def _folder(root: Path, source: str, block: str = '["256"]') -> KernelFolder:
     root.mkdir(parents=True)
-    (root / "kernel.toml").write_text(TOML)
+    (root / "kernel.toml").write_text(TOML.replace('block = ["256"]', f"block = {block}"))
     (root / "baseline.cu").write_text(source)
     return load_kernel_folder(root)
 
 
+_BLOCKS = {"block_256x1": '["256", "1"]'}  # a y size of 1: BLOCK_X is a 2-D block's x size
+
 _MIXES: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "block_256x1": (REPRO, [{"BLOCK_X": 32}, {"BLOCK_X": 1024}]),
     "repro": (REPRO, [{"BLOCK_THREADS": 128}, {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2}]),
     "first_warp": (FIRST_WARP, [{"BLOCK_THREADS": 96, "VEC": 2}, {"BLOCK_THREADS": 512}]),
     "while_define": (WHILE_DEFINE, [{"BLOCK_THREADS": 1024}]),
@@ -261,7 +270,7 @@ _MIXES: dict[str, tuple[str, list[dict[str, Any]]]] = {
 def test_every_block_size_sums_what_the_kernel_as_written_sums(name: str,
                                                                tmp_path: Path) -> None:
     source, mixes = _MIXES[name]
-    kf = _folder(tmp_path / name, source)
+    kf = _folder(tmp_path / name, source, _BLOCKS.get(name, '["256"]'))
     env = kf.env(kf.check_shape, "fp32")
     template = offline_template(kf).template
     configs = host_configs(template, env, mixes)

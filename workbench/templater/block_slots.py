@@ -44,7 +44,7 @@ _COMPARE = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 class SlotLift:
     """What the block lift must also do for the shared slots: ``ties`` (node, divisor d: the
     node becomes ``B / d``), ``bounds`` (largest block sizes an extent holds), ``multiples``
-    (the ``d`` of a tie a block of any multiple of 32 would not divide), or why it cannot
+    (the ``d`` of a tie the block's sizes would not all divide), or why it cannot
     (``refusal``: the node and the reason)."""
 
     ties: list[tuple[Node, int]] = field(default_factory=list)
@@ -227,7 +227,7 @@ def slot_lift(plan: Plan, dim: str, size: int, arrays: list[tuple[str, Node, lis
             return
         tied.add(key)
         out.ties.append((site, d))
-        if 32 % d:
+        if 32 % d or (multi and d > 1):  # a 2-D block's x size may be 4
             out.multiples.add(d)
 
     for name, _decl, extents in arrays:
@@ -237,14 +237,10 @@ def slot_lift(plan: Plan, dim: str, size: int, arrays: list[tuple[str, Node, lis
             out.refusal = flat
             return out
         ds = {d for _s, i in subscripts if (d := _divisor(plan, i, dim, names)) is not None}
-        if multi:
+        if multi:  # an entry per thread of a 2-D block: the tile lift's (:mod:`.block`)
             ds = {d for d in ds if d > 1}
         if not ds or len(extents) != 1:
             continue
-        if multi:
-            out.refusal = (extents[0], f"`{name}` holds one entry per {max(ds)} threads of a "
-                           "2-D block, which the lift of one block dimension does not model")
-            return out
         refusal = _slot_refusal(plan, name, subscripts, size, ds, names)
         if refusal is not None:
             out.refusal = refusal
