@@ -188,6 +188,16 @@ def test_an_entry_per_thread_bounds_the_block_by_the_array() -> None:
     assert "BLOCK_THREADS <= 512" in lifted.constraints
 
 
+def test_an_entry_offset_by_the_block_keeps_it_with_its_line() -> None:
+    source = PER_THREAD.replace("part[threadIdx.x] = v;", "part[threadIdx.x] = v;\n"
+                                "  part[threadIdx.x + 256] = 2.0f * v;").replace("i < 256", "i < 512")
+    lifted = _lift(source)
+    assert "BLOCK_THREADS" not in [p.name for p in lifted.params]
+    assert "BLOCK_THREADS: not applied: `part[threadIdx.x + 256]` offsets an index of `part` by " \
+        "`256`, the block's count of its entries as written" in _block_notes(lifted)
+    assert "(line 6)" in _block_notes(lifted)
+
+
 def test_a_count_of_two_warps_keeps_the_block_a_multiple_of_64() -> None:
     lifted = _lift(PAIRS)
     assert "slot[(BLOCK_THREADS / 64)]" in lifted.source

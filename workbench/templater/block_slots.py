@@ -281,6 +281,13 @@ def _slot_refusal(plan: Plan, name: str, subscripts: list[tuple[Node, Node]], si
                              f"{max(ds)} threads) at a fixed index: at another block size the "
                              "block fills another count of entries, so the block size stays "
                              "as written")
+    for sub, index in subscripts:
+        inner = [n for n in walk(index) if n is not index and
+                 int_expr_value(through_locals(plan, n), names) in counts]
+        if inner:
+            return sub, (f"`{text(sub)}` offsets an index of `{name}` by `{text(inner[0])}`, "
+                         "the block's count of its entries as written: the lift does not read "
+                         "which entries it means, so the block size stays as written")
     variables = [v for _s, i in subscripts for v in _variables(plan, i, names)]
     around = {(c.start_byte, c.end_byte) for s, _i in subscripts for c in _conditions(plan, s)}
     for n, op, _other, value in _bounds(plan, variables, names):
