@@ -43,7 +43,9 @@ trip's at the end) so nvcc still hoists each item's loop-invariant work, and whe
 share one, ``B * ITEMS_PER_THREAD <= 2048`` keeps each item about the registers of a thread
 as written. Where every statement of the body is safe for an item in any state, the items'
 statements run unguarded and an item that left keeps its state by a select, so the items'
-chains stay one block the compiler interleaves (:mod:`.ilp_exits`).
+chains stay one block the compiler interleaves (:mod:`.ilp_exits`). A per-item ``if`` of a
+shared loop may have its items' tests OR-ed ahead of its item loop, which then runs only when
+one holds (``ANY_BRANCH``: :mod:`.ilp_any_branch`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.ilp_any_branch import any_parts, find_any_ifs, wrapped
 from workbench.templater.ilp_calls import (
     callee_name,
     effect_free,
@@ -315,6 +318,7 @@ class _Render:
         # a series loop testing its convergence once every CHECK_EVERY trips
         self.grouped: dict[tuple[int, int], SeriesExit] = {}
         self.left: set[tuple[int, int]] = set()  # own loops an exit leaves by their label
+        self.any_ifs: dict[tuple[int, int], Node] = {}  # ANY_BRANCH's ifs -> conditions
 
     def one_item(self, found: SharedExit) -> str:
         """The config at which ``found``'s loop is the loop as written: one item, and one
@@ -346,9 +350,11 @@ class _Render:
         run: list[Node] = []
 
         def flush() -> None:
-            if run:
-                out.append(self.item_loop(run, indent))
-                run.clear()
+            for part, cond in any_parts(run, self.any_ifs):
+                loop = self.item_loop(part, indent)
+                out.append(loop if cond is None else
+                           wrapped(loop, self.plan.rw.text(cond), IT, NAME, indent))
+            run.clear()
 
         for k, stmt in enumerate(stmts):
             if self.carried_pragma(stmt, stmts[k + 1:]):
@@ -816,6 +822,9 @@ def apply_ilp(plan: Plan) -> bool:
                       f" own ({'a select keeps' if e.straight else 'a branch skips'} an item"
                       " that left)" for e in own), decl)
     render.grouped = group_series_exits(plan, own, scan.escape_ifs)
+    render.any_ifs = find_any_ifs(plan, scan.compute_loops, scan.items, arrays,
+                                  {*render.returns, *scan.exits, *scan.escape_ifs,
+                                   *scan.exit_returns}, NAME)
     if scan.compute_loops:
         _unroll_knobs(plan, scan)
     return True
