@@ -104,11 +104,12 @@ def _flat_refusal(plan: Plan, name: str, extents: list[Node], subscripts: list[t
         return None
     extent = int_expr_value(through_locals(plan, extents[0]), names) if extents else None
     variables = [v for _s, i in subscripts for v in _variables(plan, i, names)]
-    if (extent is not None and extent * flat[1] < 1024) or any(
+    sub, d = flat
+    if (extent is not None and extent * d < 1024) or any(
             value > 1 for _n, _op, _o, value in _bounds(plan, variables, names)):
-        return flat[0], (f"`{text(flat[0])}` indexes `{name}` by a warp id over a 2-D block, and a "
-                      "constant sizes or bounds its entries: their count follows the block's "
-                      "thread count, which the lift of one block dimension does not model")
+        return sub, (f"`{text(sub)}` indexes `{name}` by a warp id over a 2-D block, and a "
+                     "constant sizes or bounds its entries: their count follows the block's "
+                     "thread count, which the lift of one block dimension does not model")
     return None
 
 
