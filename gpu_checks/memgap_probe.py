@@ -797,6 +797,12 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     "besselj0_miller_f64": ("corpus_compute_unseen18", {
         "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "DIV_RCP": 1,
                         "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        # the rescale's four tests OR-ed, its item loop behind one branch (ANY_BRANCH: sm_90
+        # 46 registers, no spills; the trip without a rescale has no DMUL or FSEL of it)
+        "expert_pick_any": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "DIV_RCP": 1,
+                            "ANY_BRANCH": 1, "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_any_i8": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 8, "DIV_RCP": 1,
+                               "ANY_BRANCH": 1, "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_div": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "DIV_RCP": 0,
                             "BRANCHLESS": 0, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_branchless": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4,
