@@ -19,7 +19,10 @@ loop spellings of :mod:`.loop_forms_open` use too): the statements between neith
 it nor assign a name its value reads, and where there are some, they are declarations that
 call and assign nothing or the value reads no memory and calls nothing; the condition
 compares the variable with a bound (another local: ``src < end``) that reads nothing the
-body assigns and calls nothing (a loop run until a value settles stays a ``while``); the
+body assigns and calls nothing (a loop run until a value settles stays a ``while``), alone
+or beside guards (``c < n && live``: conjuncts naming neither the variable nor anything the
+body assigns, reading no memory and calling nothing, so the loop runs whole or not at all,
+:mod:`.lane_bound` reads the ``for``); the
 loop's body is a block whose last statement steps the variable (``v += s``, ``v -= s``,
 ``++v``, ``v++``, ``--v``, ``v--``, ``v = v + s``) or halves it (``v /= 2``, ``v >>= 1``: an
 offset loop, whose condition may be the variable alone, ``while (offset)``); no ``continue`` in the body belongs to
@@ -42,7 +45,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import strip, text, walk
+from workbench.templater.analysis import chain, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms_reuse import assigned_for, assignment, dead_after, declared_type
 from workbench.templater.point_split import entry_body
@@ -190,6 +193,14 @@ def _movable(siblings: list[Node], at: int, var: str,
     return None
 
 
+def _steady(guard: Node, var: str, body: Node) -> bool:
+    """``guard``, a conjunct beside the loop's comparison, has one value for the whole loop:
+    it names neither ``var`` nor anything ``body`` assigns, reads no memory and calls
+    nothing."""
+    names = {text(n) for n in walk(guard) if n.type == "identifier"}
+    return var not in names and not names & _assigned(body) and not _reads_memory(guard)
+
+
 def _reads_memory(value: Node) -> bool:
     """``value`` calls a function or reads memory (a subscript, a dereference, a member that
     is not the launch's geometry)."""
@@ -221,14 +232,16 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
         "parenthesized_expression", "condition_clause") and cond.named_child_count == 1 \
         else cond
     stmts = [c for c in body.named_children if c.type != "comment"]
-    found = [(d, v) for v in _loop_var(inner) if stmts and _step(stmts[-1], v) and
-             (d := _movable(siblings, at, v) or
-              _movable(siblings, at, v, assignment))]  # the name the body steps: i of i < end
+    parts = chain(inner, "&&")  # the comparison and the guards beside it (live && i < n)
+    found = [(d, v, p) for p in parts for v in _loop_var(p) if stmts and _step(stmts[-1], v)
+             and (d := _movable(siblings, at, v) or
+                  _movable(siblings, at, v, assignment))]  # the name the body steps
     if len(found) != 1:
         return None
-    decl, var = found[0]
+    decl, var, compare = found[0]
     kind = "" if decl.type == "declaration" else declared_type(loop, var)  # v = e; restarts
-    if kind is None or not _step(stmts[-1], var) or not _bounded(inner, var, body) or \
+    if kind is None or not _step(stmts[-1], var) or not _bounded(compare, var, body) or \
+            not all(_steady(g, var, body) for g in parts if g != compare) or \
             _own_continue(body) or not dead_after(data, loop, var, _counted):
         return None
     step = text(strip(stmts[-1].named_children[0]))
