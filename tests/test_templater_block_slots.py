@@ -235,6 +235,17 @@ def test_a_block_of_one_row_ties_its_x_size_to_whole_warps() -> None:
     assert "BLOCK_X % 32 == 0" in lifted.constraints  # a 2-D block's x size starts at 4
 
 
+def test_rows_of_warp_slots_keep_the_block_with_its_line() -> None:
+    source = REPRO.replace("slot[8]", "slot[2][8]").replace(
+        "slot[threadIdx.x / 32] = v", "slot[blockIdx.x & 1][threadIdx.x / 32] = v").replace(
+        "s += slot[w]", "s += slot[blockIdx.x & 1][w]")
+    lifted = _lift(source)
+    assert "BLOCK_THREADS" not in [p.name for p in lifted.params]
+    notes = _block_notes(lifted)
+    assert "BLOCK_THREADS: not applied: `slot[blockIdx.x & 1][threadIdx.x / 32]` indexes the " \
+        "many-dimensional shared array `slot` by the warp" in notes and "(line 8)" in notes, notes
+
+
 def test_a_2d_warp_id_over_a_constant_count_keeps_both_dimensions() -> None:
     # before session 26: BLOCK_X, BLOCK_Y lifted "with 0 use(s)" over slot[8] and w < 8
     source = REPRO.replace("__shared__ float slot[8];", "__shared__ float slot[8];\n"

@@ -113,6 +113,27 @@ def _flat_refusal(plan: Plan, name: str, extents: list[Node], subscripts: list[t
     return None
 
 
+def _rows_of_slots(plan: Plan, name: str, dim: str,
+                   names: dict[str, int]) -> tuple[Node, str] | None:
+    """A subscript of the many-dimensional shared array ``name`` (``slot[buf][warp]``) at an
+    index the warp gives (the thread divided by more than 1): its entry count follows the
+    block, which this lift ties for one-dimensional arrays only."""
+    for n in walk(plan.body):
+        if n.type != "subscript_expression":
+            continue
+        root = n.child_by_field_name("argument")
+        while root is not None and root.type == "subscript_expression":
+            root = root.child_by_field_name("argument")
+        index = strip(subscript_index(n))
+        if root is not None and text(root) == name and \
+                (_divisor(plan, index, dim, names) or 1) > 1:
+            return n, (f"`{text(n)}` indexes the many-dimensional shared array `{name}` by the "
+                       f"warp (`{text(index)}`): its count of entries follows the block, which "
+                       "the lift ties in one-dimensional arrays only, so the block size stays "
+                       "as written")
+    return None
+
+
 def _subscripts(plan: Plan, array: str) -> list[tuple[Node, Node]]:
     """(subscript, index) of each ``array[index]`` in the kernel."""
     return [(n, strip(subscript_index(n))) for n in walk(plan.body)
@@ -240,6 +261,10 @@ def slot_lift(plan: Plan, dim: str, size: int, arrays: list[tuple[str, Node, lis
         ds = {d for _s, i in subscripts if (d := _divisor(plan, i, dim, names)) is not None}
         if multi:  # an entry per thread of a 2-D block: the tile lift's (:mod:`.block`)
             ds = {d for d in ds if d > 1}
+        if len(extents) > 1:
+            out.refusal = _rows_of_slots(plan, name, dim, names)
+            if out.refusal is not None:
+                return out
         if not ds or len(extents) != 1:
             continue
         refusal = _slot_refusal(plan, name, subscripts, size, ds, names)
