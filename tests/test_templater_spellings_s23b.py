@@ -50,6 +50,7 @@ from typing import Any
 
 import held_back_unseen8
 import pytest
+from held_back_harness import same_as_written
 from helpers_templater import FULL_MATRIX, end_configs, host_configs
 from test_corpus_unseen3 import (
     _assert_same,
@@ -60,7 +61,6 @@ from test_corpus_unseen3 import (
 )
 from test_templater_warp2 import SHFL_SYNC
 
-from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.inline_calls import InlinedSource, inline_calls
@@ -198,11 +198,23 @@ def test_a_warp_helper_called_twice_stays_a_call() -> None:
     assert any("warp_sum is not inlined" in n for n in found), found
 
 
-def test_a_transpose_whose_tile_rows_start_at_zero_is_refused_with_the_loop() -> None:
-    with pytest.raises(TemplateError) as refused:
-        offline_template(_folder("s23b_transpose_macro_tile"))
-    assert "`for (int k = 0; k < TILE_DIM; k += blockDim.y)` is not a tile load loop" \
-        in str(refused.value)
+@needs_gxx
+def test_a_transpose_whose_tile_rows_start_at_zero_batches_its_tiles(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """The tied-tile family refused its load loop (``k`` from 0 by blockDim.y); a CTA per
+    data tile is a tile batch now (tile_batch, 191c333): TX x TY of the written CTAs in one,
+    each the kernel as written, bit for bit on the host at the default, a mix and the first and
+    last all-ends configs (every one under WORKBENCH_FULL_MATRIX=1)."""
+    kf = _folder("s23b_transpose_macro_tile")
+    result = offline_template(kf)
+    assert {"TX", "TY", "PAD"} <= {p.name for p in result.lifted.params}, result.notes
+    template = result.template
+    env = kf.env(kf.check_shape, "fp32")
+    ends = end_configs(template, env)
+    mix = {**dict(template.default_config()), "TX": 2, "TY": 2, "PAD": 1}
+    assert template.space(env).rejection(mix) is None
+    configs = [dict(template.default_config()), mix, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]
+    assert same_as_written(kf, template, configs, _host, tmp_path, host_flags) == len(configs)
 
 
 @pytest.mark.parametrize(("old", "new", "vec"), [
