@@ -63,6 +63,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused
 from workbench.templater.rules import literal
 
 #: Bytes of a shared array's element type.
@@ -101,12 +102,6 @@ class _Local:
     by_block: bool
 
 
-class _Refused(Exception):
-    def __init__(self, reason: str, node: Node) -> None:
-        super().__init__(reason)
-        self.reason, self.node = reason, node
-
-
 def lift_tile_batch(plan: Plan) -> bool:
     """Apply the family where the kernel is a CTA per fixed-size data tile; False (with a
     note where the kernel has the family's shape but the lift is not legal) otherwise."""
@@ -115,7 +110,7 @@ def lift_tile_batch(plan: Plan) -> bool:
         return False
     try:
         _lift(plan, *shape)
-    except _Refused as no:
+    except Refused as no:
         plan.note("TX", False, no.reason, no.node)
         return False
     return True
@@ -199,26 +194,26 @@ def _check_shape(plan: Plan) -> None:
     """Raise with the line where the virtual CTAs could not be the kernel as written."""
     for n in walk(plan.body):
         if n.type == "return_statement":
-            raise _Refused("a `return` (a tile's threads leaving before its CTA's barriers)",
+            raise Refused("a `return` (a tile's threads leaving before its CTA's barriers)",
                            n)
         name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
         if name == _BARRIER and (n.parent is None or n.parent.parent != plan.body):
-            raise _Refused("a barrier inside a statement (each must be a top-level statement "
+            raise Refused("a barrier inside a statement (each must be a top-level statement "
                            "for the tiles of a CTA to meet it alike)", n)
         if name.startswith("atomic") or name.startswith("__threadfence"):
-            raise _Refused(f"`{name}`: a CTA's clamped duplicate of the last tile would "
+            raise Refused(f"`{name}`: a CTA's clamped duplicate of the last tile would "
                            "repeat it", n)
         if builtin(n, "gridDim") or builtin(n, "threadIdx") == "z" or \
                 builtin(n, "blockIdx") == "z" or builtin(n, "blockDim") == "z":
-            raise _Refused(f"`{text(n)}`: the tiles' grid is modelled in x and y only", n)
+            raise Refused(f"`{text(n)}`: the tiles' grid is modelled in x and y only", n)
     for d in plan.facts.defs.values():
         if d.is_pointer and not d.is_shared:
-            raise _Refused(f"the pointer local `{d.name}` (what it writes is not followed)",
+            raise Refused(f"the pointer local `{d.name}` (what it writes is not followed)",
                            d.decl)
     known = set(plan.facts.defs) | {p.name for p in plan.kernel.params if p.is_pointer}
     for n in walk(plan.body):
         if n.type == "subscript_expression" and _written(n) and _base(n) not in known:
-            raise _Refused(f"`{text(n)}` writes `{_base(n)}`, no argument, local or shared "
+            raise Refused(f"`{text(n)}` writes `{_base(n)}`, no argument, local or shared "
                            "array of the kernel (a clamped duplicate tile would write it "
                            "again)", n)
     for p in plan.kernel.params:
@@ -226,14 +221,14 @@ def _check_shape(plan: Plan) -> None:
             continue
         bare = [u for u in plan.uses(p.name) if not _chain(u)[1]]
         if bare:
-            raise _Refused(f"`{text(bare[0].parent)}` reads the argument `{p.name}` other than "
+            raise Refused(f"`{text(bare[0].parent)}` reads the argument `{p.name}` other than "
                            f"through a subscript (what it writes is not followed)", bare[0])
         uses = [_chain(u)[0] for u in plan.uses(p.name)]
         writes = [u for u in uses if _written(u)]
         if (writes and len(writes) < len(uses)) or any(
                 u.parent is not None and u.parent.type == "assignment_expression" and
                 text(u.parent.child_by_field_name("operator")) != "=" for u in writes):
-            raise _Refused(f"`{p.name}` is read and written: a CTA's clamped duplicate of "
+            raise Refused(f"`{p.name}` is read and written: a CTA's clamped duplicate of "
                            "the last tile would read what it stored", writes[0])
 
 
@@ -244,26 +239,26 @@ def _arrays(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) ->
         if not d.is_shared:
             continue
         if d.decl.start_byte not in top:
-            raise _Refused(f"the shared array `{d.name}` is declared inside a statement", d.decl)
+            raise Refused(f"the shared array `{d.name}` is declared inside a statement", d.decl)
         sizes: list[Node] = []
         node = d.decl.child_by_field_name("declarator")
         while node is not None and node.type == "array_declarator":
             size = node.child_by_field_name("size")
             if size is None:
-                raise _Refused(f"`{d.name}` has an open extent", d.decl)
+                raise Refused(f"`{d.name}` has an open extent", d.decl)
             sizes.insert(0, size)
             node = node.child_by_field_name("declarator")
         values = [int_expr_value(s) for s in sizes]
         kind = text(d.decl.child_by_field_name("type"))
         if not 1 <= len(sizes) <= 2 or None in values or kind not in _ELEM_BYTES:
-            raise _Refused(f"the shared array `{d.name}` is not a 1-D or 2-D array of a "
+            raise Refused(f"the shared array `{d.name}` is not a 1-D or 2-D array of a "
                            "scalar type with constant extents", d.decl)
         for use in plan.uses(d.name):
             if use.parent == node or (use.parent is not None and \
                     use.parent.type == "array_declarator"):
                 continue
             if len(_chain(use)[1]) != len(sizes):
-                raise _Refused(f"`{text(use.parent)}` reads the shared array `{d.name}` other "
+                raise Refused(f"`{text(use.parent)}` reads the shared array `{d.name}` other "
                                "than through a whole subscript", use)
         out.append(_Array(d.name, d.decl, tuple(v for v in values if v is not None),
                           tuple(sizes), _ELEM_BYTES[kind],
@@ -379,7 +374,7 @@ def _carried(phases: list[list[Node]], locals_: dict[str, _Local],
             if loc is None or loc.phase >= k or loc.stmt in need:
                 continue
             if not loc.derived:
-                raise _Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
+                raise Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
                                "barrier: rows a thread would need one a row", n)
             need.append(loc.stmt)
             todo += [i for i in walk(loc.stmt) if i.type == "identifier"]
@@ -403,7 +398,7 @@ def _in_c(rule: str, plan: Plan) -> str:
                 node.func.id == "ceil_div" and len(node.args) == 2:
             a, b = c(node.args[0]), c(node.args[1])
             return f"(({a} + {b} - 1) / {b})"
-        raise _Refused(f"the grid rule `{rule}` reads `{ast.unparse(node)}`, no scalar "
+        raise Refused(f"the grid rule `{rule}` reads `{ast.unparse(node)}`, no scalar "
                        "argument of the kernel (the last tile is clamped to it)", plan.body)
 
     return c(ast.parse(rule.strip(), mode="eval").body)
@@ -446,7 +441,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
     try:
         carried: list[list[Node]] | None = _carried(phases, locals_, fills)
         rows_note = None
-    except _Refused as no:
+    except Refused as no:
         carried, rows_note = None, no
     items = sorted(_builtins(plan, nx, ny) + [it for a in arrays for it in _array_edits(plan, a)],
                    key=lambda it: (it[0], -it[1], it[2]))
