@@ -842,6 +842,9 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "welford_rows_warp": ("expert_pick",),
     # the lift's pixel loads are ld.global, the expert's ld.global.nc (in __restrict__)
     "dct8x8_blocks": ("expert_pick",),
+    # the lift's charge loads are ld.global, the expert's ld.global.nc (charges __restrict__;
+    # with the probe's __restrict__ the lift's 8 loads at the pick are ld.global.nc, sm_90)
+    "coulomb_pot_tiles": ("expert_pick",),
 }
 
 
