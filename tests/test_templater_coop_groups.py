@@ -321,9 +321,17 @@ def test_the_init_kernel_is_written_with_built_ins() -> None:
 def test_a_2d_block_ranks_its_threads_flat() -> None:
     source = AXPY.replace("cg::thread_block block", "auto block")
     out = _rewritten(source, "axpy_sum", ["16", "16"])
-    flat = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
-    assert f"s[{flat}] = v;" in out.text
+    flat = "(threadIdx.x + blockDim.x * threadIdx.y)"  # no z extent: no z term to model
+    assert f"s[{flat}] = v;" in out.text and "threadIdx.z" not in out.text
     assert f"blockIdx.x * blockDim.x + {flat};" in out.text
+    for block in (["16", "16", "1"], ["16", "16"]):
+        assert _rewritten(source, "axpy_sum", block).text == out.text
+    three_d = _rewritten(source, "axpy_sum", ["8", "8", "4"]).text
+    assert "s[(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))] = v;" \
+        in three_d
+    sizes = _rewritten(MEMBERS, "members", ["32", "4"]).text
+    assert "blockIdx.x * (blockDim.x * blockDim.y) + (threadIdx.x + blockDim.x * " \
+        "threadIdx.y);" in sizes
     one_d = _rewritten(source, "axpy_sum", ["256", "1", "1"])  # trailing 1s: still 1-D
     assert "s[threadIdx.x] = v;" in one_d.text
 

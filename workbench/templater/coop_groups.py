@@ -15,10 +15,13 @@ namespace written in full, through an alias, or opened by ``using namespace``):
 * a tile of S threads, ``= tiled_partition<S>(B)`` or ``tiled_partition(B, S)`` of the block
   (B the block's name or ``this_thread_block()``), S a literal power of two up to 32.
 
-Their uses, in place (T the block's flat rank: ``threadIdx.x`` in a 1-D launch block, else
-``threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)``; where the launch
-block's x extent is a literal multiple of S, a tile's rank is ``threadIdx.x % S``, and in a
-(S, F) block its index is ``threadIdx.y``: the same numbers, as the families read them):
+Their uses, in place (T the block's flat rank: ``threadIdx.x`` in a 1-D launch block;
+``threadIdx.x + blockDim.x * threadIdx.y`` in a 2-D one, its z extent 1 or absent, where the
+header's ``threadIdx.z`` is 0 and ``blockDim.z`` 1; else ``threadIdx.x + blockDim.x *
+(threadIdx.y + blockDim.y * threadIdx.z)``; the block's size the product of as many extents;
+where the launch block's x extent is a literal multiple of S, a tile's rank is ``threadIdx.x
+% S``, and in a (S, F) block its index is ``threadIdx.y``: the same numbers, as the families
+read them):
 
 * block: ``sync()`` (and ``sync(block)``) -> ``__syncthreads()``; ``thread_rank()`` -> T;
   ``group_index()`` / ``thread_index()`` / ``group_dim()`` / ``dim_threads()`` ->
@@ -169,7 +172,9 @@ class Launch:
 
     @property
     def product(self) -> str:
-        return "blockDim.x" if self.one_d else "(blockDim.x * blockDim.y * blockDim.z)"
+        if self.dims <= 2:
+            return "blockDim.x" if self.one_d else "(blockDim.x * blockDim.y)"
+        return "(blockDim.x * blockDim.y * blockDim.z)"
 
     def tile_rank(self, size: int) -> str:
         """The rank in its tile of ``size``: ``threadIdx.x % S`` where the block's x extent is
@@ -198,6 +203,8 @@ def _launch(block: Sequence[str]) -> Launch:
     x = int(dims[0]) if dims and dims[0].isdigit() else None
     if len(dims) == 1:
         return Launch("threadIdx.x", True, x, 1)
+    if len(dims) == 2:  # no z extent: threadIdx.z is 0 and blockDim.z 1
+        return Launch("(threadIdx.x + blockDim.x * threadIdx.y)", False, x, 2)
     return Launch("(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))",
                   False, x, len(dims))
 
