@@ -90,10 +90,13 @@ def _block_sizes(plan: Plan) -> tuple[int, int] | None:
     return bx, by
 
 
-def _coordinate(value: Node, size: dict[str, int], aliases: dict[str, str]) -> str | None:
+def _coordinate(value: Node, size: dict[str, int], aliases: dict[str, str],
+                uniform: set[str]) -> str | None:
     """"x" / "y" when ``value`` is ``blockIdx.d * S + threadIdx.d`` (S the block's size
-    along d, literal or ``blockDim.d``; casts and either order), else None."""
-    parts = terms(value)
+    along d, literal or ``blockDim.d``; casts and either order), shifted or not by terms the
+    same for every thread (``+ 1`` of a 1-based index, ``- lo``, a scalar ``uniform``
+    names), else None. A shift moves every virtual thread's coordinate alike."""
+    parts = [(sign, t) for sign, t in terms(value) if not _shift(t, uniform)]
     if len(parts) != 2 or any(sign != 1 for sign, _ in parts):
         return None
     dims: set[str] = set()
@@ -114,6 +117,15 @@ def _coordinate(value: Node, size: dict[str, int], aliases: dict[str, str]) -> s
     if offset is None or dims != {offset}:
         return None
     return offset
+
+
+def _shift(term: Node, uniform: set[str]) -> bool:
+    """Whether ``term`` is the same for every thread: literals and ``uniform`` names joined
+    by arithmetic (no builtin index, no call, no memory read)."""
+    return not _thread_uses(term) and all(
+        m.type in ("number_literal", "binary_expression", "parenthesized_expression",
+                   "unary_expression", "+", "-", "*", "/", "(", ")") or
+        (m.type == "identifier" and text(m) in uniform) for m in walk(term))
 
 
 def _thread_uses(node: Node) -> list[Node]:
@@ -206,7 +218,8 @@ def analyse(plan: Plan, size: dict[str, int]) -> Naive | None:
                     (d := builtin(lo.value, "threadIdx")) in ("x", "y")}
     n = Naive(plan)
     for k, lo in single.items():
-        if lo.value is not None and (d := _coordinate(lo.value, size, thread_alias)):
+        if lo.value is not None and (d := _coordinate(lo.value, size, thread_alias,
+                                                      set(plan.scalars))):
             n.coords[k] = d
     if sorted(n.coords.values()) != ["x", "y"]:
         return None
