@@ -100,6 +100,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py dct8x8_blocks
     python3 gpu_checks/memgap_probe.py besselj0_miller_f64
     python3 gpu_checks/memgap_probe.py coulomb_pot_tiles
+    python3 gpu_checks/memgap_probe.py gemm_cm_bt_rowscale
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -828,6 +829,19 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "TILE": 512, "UNROLL": 4},
         "pick_global": {"THREADS": 128, "ITEMS": 1, "TILE": 0, "UNROLL": 4},
         "items4_tile": {"THREADS": 128, "ITEMS": 4, "TILE": 512, "UNROLL": 4}}),
+    # compute-bound (set 19): C = diag(s) A B^T column-major, 1-based (first contact 1.16x:
+    # BLOCK_X/Y, ITEMS_X/Y only; the expert 2.66x at BM 32, BN 128, BK 32, TM 4, TN 4, PAD
+    # 0). The naive product's register tile (no shared tiles) lifted through the + 1 shift:
+    # the lift at the expert's pick in its knobs (x runs over C's rows: 8 x 32 threads of
+    # 4 x 4; sm_90 48 registers, no spills; the expert at its pick 48, 20480 B smem, no
+    # spills), a 2 x 2 tile over 16 x 16 and the default; the expert at its pick
+    "gemm_cm_bt_rowscale": ("corpus_compute_unseen19", {
+        "expert_pick": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "tile2": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 2, "TN": 2, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BM": 32, "BN": 128, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -845,6 +859,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     # the lift's charge loads are ld.global, the expert's ld.global.nc (charges __restrict__;
     # with the probe's __restrict__ the lift's 8 loads at the pick are ld.global.nc, sm_90)
     "coulomb_pot_tiles": ("expert_pick",),
+    # the lift's A and B loads are ld.global, the expert's __restrict__ ones ld.global.nc
+    "gemm_cm_bt_rowscale": ("expert_pick",),
 }
 
 
