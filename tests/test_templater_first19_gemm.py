@@ -30,7 +30,7 @@ from test_corpus_unseen3 import (
 
 from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
-from workbench.templater import offline_template
+from workbench.templater import lift_kernel, offline_template
 
 FOLDER = held_back_unseen19.SET.root / "gemm_cm_bt_rowscale"
 KNOBS = {"THREADS_X", "THREADS_Y", "TM", "TN"}
@@ -104,3 +104,33 @@ def test_a_shift_by_a_thread_dependent_term_is_not_a_shift(tmp_path: Path) -> No
     except TemplateError:  # nothing lifted at all is also "no register tile"
         return
     assert not {p.name for p in result.lifted.params} >= KNOBS, result.notes
+
+
+#: A 0-based product whose row is shifted by a kernel scalar (``row0``): the same mapping.
+SHIFTED_BY_SCALAR = """
+__global__ void mm_window(const float* A, const float* B, float* C, int M, int N, int K,
+                          int row0) {
+  int col = threadIdx.x + blockIdx.x * 16;
+  int row = blockIdx.y * 16 + threadIdx.y - row0;
+  if (col >= N || row >= M) return;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];
+  C[row * N + col] = acc;
+}
+"""
+
+
+def _lift_window(source: str) -> set[str]:
+    lifted = lift_kernel(source, entry="mm_window", grid=["ceil_div(N, 16)", "ceil_div(M, 16)"],
+                         block=["16", "16"],
+                         scalars={"M": "M", "N": "N", "K": "K", "row0": "0"})
+    return {p.name for p in lifted.params}
+
+
+def test_a_shift_by_a_scalar_is_read_and_one_the_kernel_writes_is_not() -> None:
+    """``- row0`` is the same for every thread: the register tile is lifted. With ``row0``
+    reassigned in the loop (each virtual thread's coordinate is recomputed where it is used,
+    and would read the new value) the coordinate is not read as a shift."""
+    assert _lift_window(SHIFTED_BY_SCALAR) >= KNOBS
+    written = SHIFTED_BY_SCALAR.replace("B[k * N + col];", "B[k * N + col], row0 = 0;")
+    assert not _lift_window(written) >= KNOBS

@@ -219,7 +219,7 @@ def analyse(plan: Plan, size: dict[str, int]) -> Naive | None:
     n = Naive(plan)
     for k, lo in single.items():
         if lo.value is not None and (d := _coordinate(lo.value, size, thread_alias,
-                                                      set(plan.scalars))):
+                                                      set(plan.scalars) - assigned)):
             n.coords[k] = d
     if sorted(n.coords.values()) != ["x", "y"]:
         return None
