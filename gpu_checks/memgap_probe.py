@@ -842,6 +842,20 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1,
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BM": 32, "BN": 128, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
+    # memory-bound (set 19): the 9-point anisotropic step through cooperative groups (first
+    # contact: nothing lifted, 61 % of a copy; the expert 87 % at BX 32, BY 4, RY 4, PAD 1).
+    # The apron lift (6392864: the block's rank without the z term) at the expert's pick in
+    # its knobs (OUT_Y 4 consecutive rows from a register window, where the expert strides
+    # its rows by BY; sm_90 32 registers, 2520 B smem, no spills, as the expert's pick), at
+    # eight rows (40 registers, no spills) and as written; the expert at its pick
+    "aniso9_diffuse_cg": ("corpus_compute_unseen19", {
+        "expert_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 4, "PAD": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "rows8": {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 1, "OUT_Y": 8, "PAD": 1,
+                  "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 1, "PAD": 0,
+                       "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 32, "BY": 4, "RY": 4, "PAD": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -861,6 +875,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "coulomb_pot_tiles": ("expert_pick",),
     # the lift's A and B loads are ld.global, the expert's __restrict__ ones ld.global.nc
     "gemm_cm_bt_rowscale": ("expert_pick",),
+    # the lift's loads are ld.global (13 at the pick, sm_90 PTX), the expert's ld.global.nc (17)
+    "aniso9_diffuse_cg": ("expert_pick",),
 }
 
 
