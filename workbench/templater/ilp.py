@@ -26,8 +26,9 @@ item's row would be one variable the items share); memory written only at
 item-dependent places. Applied only where a loop of item-independent length does
 item-dependent work (the compute loop the items interleave in); straight-line kernels keep
 items by wrapping (:mod:`.wrap`). The shared loops get an unroll knob (``UNROLL``:
-0 leaves the compiler's choice, as written; a loop of constant trip count up to 64 may be
-unrolled whole, so a table read at a constant place becomes an operand).
+0 leaves the compiler's choice or the author's bare ``#pragma unroll``, as written; a loop
+of constant trip count up to 64 may be unrolled whole, so a table read at a constant place
+becomes an operand).
 
 An item past the end runs the statements that are safe for it (:func:`_safe_when_done`:
 arithmetic, known pure math, loads at shared places; never a load through the item's
@@ -61,6 +62,7 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    inside,
     line,
     strip,
     terms,
@@ -706,6 +708,25 @@ def _declared(stmt: Node) -> set[str]:
     return {declarator_name(d) for d in stmt.children_by_field_name("declarator")}
 
 
+def _refuse_shadowed(region: list[Node], arrays: set[str]) -> None:
+    """Illegal where an inner block declares a name an item local already holds: the items'
+    rewrite reads names, so it would index the inner variable as the item's array."""
+    seen: list[tuple[str, Node]] = []
+    for stmt in region:
+        for n in walk(stmt):
+            if n.type not in ("declaration", "parameter_declaration") or \
+                    any(d.start_byte == n.start_byte for _k, d in seen):
+                continue  # (a statement the region also holds unwrapped: walked once)
+            for name in _declared(n) & arrays:
+                outer = next((d for k, d in seen if k == name and d.parent is not None and
+                              inside(n, d.parent)), None)
+                if outer is not None:
+                    raise Illegal(f"`{' '.join(text(n).split())[:60]}` declares `{name}` again "
+                                  f"inside the scope of the item local declared at line "
+                                  f"{line(outer)} (a name for two variables)", n)
+                seen.append((name, n))
+
+
 def _statements_with_comments(body: Node) -> list[Node]:
     return [c for c in body.named_children]
 
@@ -989,6 +1010,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
     arrays = _arrays(plain, items, frozenset(span(shape.loop) for shape in shapes))
     arrays |= {name for shape in shapes if shape.init is not None and
                shape.init.type == "declaration" for name in _declared(shape.init)}
+    _refuse_shadowed(region, arrays)
     for loop, _ifs in escapes.values():
         scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, scan.escape_ifs, None)
     for shape in shapes:
@@ -1084,14 +1106,22 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
         return
     prev = loop.prev_sibling
     # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
+    bare = None  # the author's `#pragma unroll` with no factor: 0 keeps it (as written)
     if prev is not None and prev.type in ("preproc_call", "comment") and \
             text(prev).startswith("#pragma") and "unroll" in text(prev):
-        plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
-        return
+        if text(prev).split() != ["#pragma", "unroll"]:
+            plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
+            return
+        bare = prev
     name = "UNROLL" if "UNROLL" not in plan.params else "UNROLL_2"
     plan.helper(f"constexpr int wb_unroll = {name};  // #pragma unroll reads a constant, "
                 "not a macro")
-    plan.rw.insert(loop.start_byte, f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n#endif\n")
+    unroll = f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n" + \
+        ("#else\n#pragma unroll\n" if bare is not None else "") + "#endif\n"
+    if bare is not None:
+        plan.rw.replace_span(bare.start_byte, bare.end_byte, unroll.lstrip("\n"))
+    else:
+        plan.rw.insert(loop.start_byte, unroll)
     values = [0, 1, 2, 4, 8]
     trips = trip_count(loop)
     whole = ""
@@ -1100,8 +1130,10 @@ def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
         values.append(trips)
         whole = f"; {trips}: the whole loop"
     plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
-                          "description": "unroll factor of the shared loop (0: the "
-                                         f"compiler's choice, as written{whole})"},
+                          "description": "unroll factor of the shared loop (0: "
+                                         + ("its bare #pragma unroll" if bare is not None
+                                            else "the compiler's choice")
+                                         + f", as written{whole})"},
                    f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
     plan.note(name, True, "unroll factor of the loop the items share (any value is correct)"
               + (f"; its {trips} trips known, so the whole loop is one of the values"

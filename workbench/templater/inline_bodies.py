@@ -23,7 +23,7 @@ Written into its calls (else left as written, with a note naming the line and th
 and in both: parameters named, by value or by reference (no arrays), no ``return``,
 ``goto``, label, preprocessor line, string or lambda in the body, and no local of the body
 named like a name the kernel declares outside it (a read could then mean either). A
-parameter whose name an argument mentions is bound under a fresh name.
+parameter whose name an argument or the caller mentions is bound under a fresh name.
 
 A lambda whose body ends in its one ``return expr;`` (``auto dist2 = [&](int c) { const
 float* q = cs + c * 4; ...; return a * a + b * b; };``) is a value: each call's statements
@@ -313,6 +313,10 @@ def _bindings(c: _Body, call: Node, renames: dict[str, str], taken: set[str]) ->
         raise Refused(f"`{text(call)}` passes {len(args)} argument(s) for "
                       f"{len(c.params)} parameter(s)", call)
     mentioned = {text(n) for a in args for n in walk(a) if n.type == "identifier"}
+    # a parameter named like a name of the caller would shadow it in the block: a later pass
+    # reading the caller's name (the items' rewrite) would read the parameter as it
+    mentioned |= {text(n) for n in walk(c.scope)
+                  if n.type == "identifier" and not inside(n, c.definition)}
     bindings: list[str] = []
     for p, arg in zip(c.params, args, strict=True):
         if p.reference and arg.type == "identifier":
