@@ -101,6 +101,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py besselj0_miller_f64
     python3 gpu_checks/memgap_probe.py coulomb_pot_tiles
     python3 gpu_checks/memgap_probe.py gemm_cm_bt_rowscale
+    python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -856,6 +857,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "as_written": {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 1, "OUT_Y": 1, "PAD": 0,
                        "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 32, "BY": 4, "RY": 4, "PAD": 1}}),
+    # compute-bound (set 19): Lorenz RK2 in double, a helper for the right-hand side (first
+    # contact: the lift did not compile, nothing written; the expert 1.07x at THREADS 256,
+    # ITEMS 1, UNROLL 8, STAGE 0). The helper bound under fresh names (a316be9): the lift at
+    # the expert's pick in its knobs (sm_90 24 registers, no spills, as the expert's), at
+    # four items (56 registers, no spills; the expert 48) and as written; the expert at its
+    # pick and at four items
+    "lorenz_rk2_f64": ("corpus_compute_unseen19", {
+        "expert_pick": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "UNROLL": 8, "STAGE": 0,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "items4": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "STAGE": 0,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "default": {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "UNROLL": 2, "STAGE": 0,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 256, "ITEMS": 1, "UNROLL": 8, "STAGE": 0},
+        "items4": {"THREADS": 256, "ITEMS": 4, "UNROLL": 8, "STAGE": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
