@@ -13,8 +13,8 @@ the apron family (workbench/templater/apron.py) then reads the flat fill as the 
 Pure: the folder's lift has the block apart from the tile (BLOCK_X, BLOCK_Y), outputs a
 thread (OUT_X, OUT_Y: the expert's RY), PAD, with the expert's pick in its space; a second
 spelling (built-in indices, constexpr sizes, a clamp helper, the fill over
-``threadIdx.y * blockDim.x + threadIdx.x`` through a local, the update inside a bounds test)
-lifts the same knobs. Host (g++): the folder's lift at the default and the expert's pick in
+``threadIdx.y * blockDim.x + threadIdx.x`` through a local, the column ``i - r * W``, the
+update inside a bounds test) lifts the same knobs; a column by another width is refused. Host (g++): the folder's lift at the default and the expert's pick in
 its knobs, the spelling at the default and a mix, against the kernel as written, bit for bit
 (every all-ends config and every mix under WORKBENCH_FULL_MATRIX=1).
 """
@@ -49,7 +49,8 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
 
 #: The same step by another hand: built-in indices, constexpr sizes, a clamp helper, the
-#: flat fill over the block's linear thread id (a local), the update inside a bounds test.
+#: flat fill over the block's linear thread id (a local), its column ``i - r * W`` (the
+#: remainder by a subtraction), the update inside a bounds test.
 SPELLING = """constexpr int BW = 32;
 constexpr int BH = 8;
 
@@ -64,7 +65,7 @@ extern "C" __global__ void aniso9_diffuse_cg(float* out, const float* u, const f
   const int tid = threadIdx.y * blockDim.x + threadIdx.x;
   for (int i = tid; i < (BH + 2) * (BW + 2); i += blockDim.x * blockDim.y) {
     int r = i / (BW + 2);
-    int c = i % (BW + 2);
+    int c = i - r * (BW + 2);
     s[r][c] = u[clampi(by + r - 1, ny - 1) * nx + clampi(bx + c - 1, nx - 1)];
   }
   __syncthreads();
@@ -101,6 +102,21 @@ def test_the_spelling_lifts_the_same_knobs() -> None:
                          grid=["ceil_div(nx, 32)", "ceil_div(ny, 8)"], block=["32", "8"],
                          scalars={"nx": "nx", "ny": "ny"})
     assert [p.name for p in lifted.params] == KNOBS, lifted.notes
+
+
+@pytest.mark.parametrize("column", [
+    "int c = i - r * (BW + 1);",  # a width other than the row's divisor
+    "int c0 = i / (BW + 2) + 1;\n    int c = i - c0 * (BW + 2);",  # not the row local
+], ids=["other-width", "not-the-row"])
+def test_a_column_not_the_remainder_is_refused(column: str) -> None:
+    source = SPELLING.replace("int c = i - r * (BW + 2);", column)
+    assert source != SPELLING
+    lifted = lift_kernel(source, entry="aniso9_diffuse_cg",
+                         grid=["ceil_div(nx, 32)", "ceil_div(ny, 8)"], block=["32", "8"],
+                         scalars={"nx": "nx", "ny": "ny"})
+    assert "OUT_Y" not in [p.name for p in lifted.params]
+    assert any(n.startswith("OUT_XY: not applied") and "is not a flat tile load" in n and
+               "(line 13)" in n for n in lifted.notes), lifted.notes
 
 
 def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...],

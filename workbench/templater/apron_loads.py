@@ -299,6 +299,10 @@ def flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> Load:
             q = binary(value) if value is not None else None
             if q is not None and q[1] in ("/", "%") and text(strip(q[0])) == var:
                 coords[q[1]] = (text(dd.child_by_field_name("declarator")), strip(q[2]))
+            elif q is not None and q[1] == "-" and text(strip(q[0])) == var and "/" in coords:
+                times = _times_row(strip(q[2]), coords["/"][0])  # e - (e / LX) * LX
+                if times is not None:
+                    coords["%"] = (text(dd.child_by_field_name("declarator")), times)
     consts = Deps(plan, {var})
     width = {c.get((), 0) if not set(c) - {()} else None
              for c in (consts.poly(n, []) for _v, n in coords.values())}
@@ -324,6 +328,17 @@ def flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> Load:
     return Load(total.get((), 0) // lx, lx,
                  [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
                   *((n, "WX") for _v, n in coords.values())])
+
+
+def _times_row(product: Node, row: str) -> Node | None:
+    """The width ``LX`` of ``row * LX`` (either way round): ``e - row * LX`` with ``row = e /
+    LX`` is ``e % LX`` (C's division keeps ``(e / LX) * LX + e % LX == e``); the two
+    widths' equality is checked as the ``%`` form's is."""
+    parts = binary(product)
+    if parts is None or parts[1] != "*":
+        return None
+    left, right = strip(parts[0]), strip(parts[2])
+    return right if text(left) == row else left if text(right) == row else None
 
 
 def only_statements(node: Node | None) -> list[Node]:
