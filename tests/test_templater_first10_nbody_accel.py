@@ -124,8 +124,11 @@ def test_another_spelling_lifts_the_same_knobs(tmp_path: Path) -> None:
     assert list(knobs) == ["BLOCK_THREADS", "UNROLL", "ITEMS", "JSPLIT", "MIN_BLOCKS_PER_SM"], \
         result.notes
     assert knobs["UNROLL"]["values"] == [1, 2, 4, 8] and knobs["UNROLL"]["default"] == 4
-    assert "#pragma unroll (wb_unroll)\n    for (int q = 0; q < kBlock; q++)" in \
+    # the walk's bound over the staged slots follows the block (block_slots, 6225b47): the
+    # same number kBlock names, now that kBlock reads BLOCK_THREADS
+    assert "#pragma unroll (wb_unroll)\n    for (int q = 0; q < BLOCK_THREADS; q++)" in \
         result.lifted.source
+    assert "constexpr int kBlock = BLOCK_THREADS;" in result.lifted.source
 
 
 def test_a_bare_unroll_pragma_beside_a_lifted_block_stays_the_compilers_choice() -> None:
