@@ -52,6 +52,7 @@ from functools import partial
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import line, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
@@ -76,11 +77,12 @@ _SHUFFLES = {"shfl": "__shfl_sync", "shfl_down": "__shfl_down_sync",
 _REDUCE_OPS = ("plus", "less", "greater")
 
 
-class Refused(Exception):
-    """A cooperative-groups use the pass does not model, with its line."""
+class Refused(WorkbenchError):
+    """A cooperative-groups use the pass does not model, with its line (caught inside the
+    pass and recorded as a finding)."""
 
     def __init__(self, reason: str, at: int) -> None:
-        super().__init__(reason)
+        super().__init__(reason, reason=reason, line=at)
         self.reason, self.line = reason, at
 
 
