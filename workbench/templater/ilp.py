@@ -442,7 +442,8 @@ class _Render:
         before = stmt.prev_sibling
         if before is not None and text(before).lstrip().startswith("#pragma"):
             return False
-        if any(c.startswith(_WARP) for c in calls(stmt)) or any(
+        if any(c.startswith(_WARP) for c in calls(stmt)) or \
+                "__syncthreads" in self.plan.rw.text(stmt) or any(
                 n.type in ("labeled_statement", "goto_statement") or
                 (n.type == "declaration" and re.search(r"\b(__shared__|static)\b", text(n)))
                 for n in walk(stmt)):
