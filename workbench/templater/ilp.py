@@ -443,7 +443,8 @@ class _Render:
         if before is not None and text(before).lstrip().startswith("#pragma"):
             return False
         if any(c.startswith(_WARP) for c in calls(stmt)) or \
-                "__syncthreads" in self.plan.rw.text(stmt) or any(
+                any("__syncthreads" in e.text for e in self.plan.rw.edits
+                    if stmt.start_byte <= e.start and e.end <= stmt.end_byte) or any(
                 n.type in ("labeled_statement", "goto_statement") or
                 (n.type == "declaration" and re.search(r"\b(__shared__|static)\b", text(n)))
                 for n in walk(stmt)):
