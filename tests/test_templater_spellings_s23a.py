@@ -109,13 +109,14 @@ KERNELS: dict[str, tuple[list[str], list[str], list[tuple[str, str, str, Any]],
         ["ceil_div(n, 128)"], ["128"],
         [("out", "f32", "out", ["n"]), ("xs", "f32", "in", ["n"]), ("n", "i32", "scalar", "n")],
         {"n": 1003}, [], ITEMS | {"RCP"}),
-    # the Horner loop keeps its own #pragma unroll (no UNROLL knob: it is unrolled whole);
-    # the double division by 1 + x * x, which the kernel never writes: DIV_RCP (c270e92)
+    # the Horner loop keeps its own #pragma unroll; the items' loop's bare pragma gains
+    # UNROLL (0 keeps it as written; a316be9); the double division by 1 + x * x, which the kernel never writes: DIV_RCP (c270e92)
     "horner_f64_member_unroll": (
         ["ceil_div(n, 256)"], ["256"],
         [("out", "f32", "out", ["n"]), ("in", "f32", "in", ["n"]), ("n", "u32", "scalar", "n")],
         {"n": 1003}, [("coef", [9])],
-        {"BLOCK_THREADS", "ITEMS_PER_THREAD", "BRANCHLESS", "DIV_RCP", "MIN_BLOCKS_PER_SM"}),
+        {"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "BRANCHLESS", "DIV_RCP",
+         "MIN_BLOCKS_PER_SM"}),
     # one float4 a thread (the grid as the author wrote it: n / 4 threads); items only
     "sigmoid_poly_float4_items": (
         ["ceil_div(n // 4, 256)"], ["256"],

@@ -69,8 +69,9 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                 [{"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 4, "OUT_X": 2},
                                  {"BLOCK_X": 32, "BLOCK_Y": 16, "OUT_Y": 8, "OUT_X": 1,
                                   "MIN_BLOCKS_PER_SM": 2}]),
-    "v2_series_lambda_unroll": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "FAST_MATH", "FAST_DIV",
-                                 "MIN_BLOCKS_PER_SM"),
+    # the items' loop's bare #pragma unroll gains UNROLL (0 keeps it as written; a316be9)
+    "v2_series_lambda_unroll": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_MATH",
+                                 "FAST_DIV", "MIN_BLOCKS_PER_SM"),
                                 [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "FAST_MATH": 1}]),
     "v2_rowscan_bumped": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "PAD", "MIN_BLOCKS_PER_SM"),
                           [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 3, "PAD": 1}]),
@@ -194,12 +195,19 @@ def _grid_line(folder: Path, grid: str | None) -> tuple[str, str]:
 ], ids=["bump-before-read", "bump-not-constant"])
 def test_a_row_pointer_bumped_other_than_at_the_chunk_end_stays_as_written(
         old: str, new: str, tmp_path: Path) -> None:
-    lifted = offline_template(_respelled(tmp_path, "v2_rowscan_bumped", old, new)).lifted
-    assert "ITEMS_PER_THREAD" not in {p.name for p in lifted.params}
+    # since block_slots (6225b47) the block size stays as written too (`tile[kChunk - 1]`
+    # offsets the slots by their count), so nothing may lift at all: the refusal then
+    # carries the same notes
+    try:
+        lifted = offline_template(_respelled(tmp_path, "v2_rowscan_bumped", old, new)).lifted
+        names, notes = {p.name for p in lifted.params}, list(lifted.notes)
+    except TemplateError as refused:
+        names, notes = set(), [str(n) for n in refused.details["findings"]]
+    assert "ITEMS_PER_THREAD" not in names
     # the bumps read from the loop's end stop at the first that is not one: xr's is after it
     assert any(n.startswith(("ROW_SCAN: not applied: `yr[t]` reads `yr`, which changes",
                              "ROW_SCAN: not applied: `xr[t]` reads `xr`, which changes"))
-               and "(line " in n for n in lifted.notes), lifted.notes
+               and "(line " in n for n in notes), notes
 
 
 def test_a_row_pointer_that_moves_with_the_row_is_no_batch_alias(tmp_path: Path) -> None:
