@@ -13,8 +13,7 @@ Legal only where the analysis shows (else a note with the line): a 1-D block
 (``BLOCK_THREADS``); ITEMS_PER_THREAD gave the thread its items (:func:`.ilp.gave_items`), so
 a guard's ``return`` is a live flag and every thread reaches the walk; a top-level
 ``for (int j = 0; j < m; ++j | j++ | j += 1)``, ``m`` a scalar kernel parameter never assigned
-(a walk of a fixed count reads a small table the cache holds), ``j`` not written, the body a
-block, no jump in the body; every read of a walked pointer
+or an integer literal, ``j`` not written, no jump in the body; every read of a walked pointer
 is ``P[j]``, ``P[C * j + c]`` or ``P[j * C + c]`` (integer literals ``0 <= c < C``, one ``C`` a
 pointer), a pointer no statement of the kernel writes through; the body writes no memory and
 calls no barrier, atomic or warp intrinsic; the kernel has no shared memory of its own. The
@@ -122,10 +121,9 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, str]:
     scalar = bound.type == "identifier" and any(
         p.name == text(bound) and p.is_scalar for p in plan.kernel.params) and \
         text(bound) not in plan.facts.defs
-    if not scalar:
-        raise Illegal(f"the walk's bound `{text(bound)}` is not a scalar parameter (the same "
-                      "in every thread; a walk of a fixed count reads a table the cache "
-                      "holds)", bound)
+    if not scalar and int_value(bound) is None:
+        raise Illegal(f"the walk's bound `{text(bound)}` is not a scalar parameter or a "
+                      "literal (the same in every thread)", bound)
     assigned = [n for n in walk(plan.body)
                 if n.type in ("assignment_expression", "update_expression") and
                 text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
@@ -133,8 +131,7 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, str]:
     if assigned:
         raise Illegal(f"the walk's bound `{text(bound)}` is assigned", assigned[0])
     body = loop.child_by_field_name("body")
-    if body is None or body.type != "compound_statement":
-        raise Illegal("the walk's body is not a block `{ .. }`", loop)
+    assert body is not None
     for n in walk(body):
         if n.type in _JUMPS:
             raise Illegal(f"`{text(n)[:40]}` leaves the walk (its trips would differ by "
