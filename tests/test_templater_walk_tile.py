@@ -5,12 +5,10 @@ charges TILE at a time (4.03x at TILE 512 against 1.00x at TILE 0 on the H200; t
 the expert's pick 1.00x).
 Pure: the folder's lift and a second spelling (plain float pointers read at ``4 * j + c``,
 ``++j``, the work under ``if (t < n)``, no struct or helpers) lift TILE (default 0) beside ITEMS_PER_THREAD and UNROLL;
-refusals with the line: a walked pointer written, an index other than ``C * j + c``, two
-strides; a write or a barrier in the walk and shared memory of the kernel's own stage nothing
-(the interleaved items refuse them first); with STAGE the tile joins its shared memory
-limit. Host (g++): both lifts at the default and two mixes bit for bit against the kernel as
-written, m = 200 a multiple of no TILE (the ends of every range under
-WORKBENCH_FULL_MATRIX=1).
+refusals with the line: a walked pointer written, a barrier in the walk, an index other than
+``j``, shared memory already present. Host (g++): both lifts at the default and a mix bit
+for bit against the kernel as written, m = 200 a multiple of no TILE (the ends of every
+range under WORKBENCH_FULL_MATRIX=1).
 """
 
 from __future__ import annotations
