@@ -57,7 +57,7 @@ _LIMIT = re.compile(r"(?:(\w+) == 0 or )?(.+) <= 49152")
 def apply_walk_tile(plan: Plan) -> None:
     """Apply TILE where legal; otherwise note why not (only for a kernel with a candidate:
     a top-level counted walk after ITEMS_PER_THREAD applied)."""
-    if plan.block != ["BLOCK_THREADS"] or not gave_items(plan) or NAME in plan.params:
+    if plan.block != ["BLOCK_THREADS"] or not gave_items(plan):
         return
     loop = next((s for s in _top_level(plan) if s.type == "for_statement"), None)
     if loop is None:
