@@ -23,12 +23,9 @@ copy of a loop (:meth:`.ilp._Render.splits`) is not made for a loop holding a ba
 
 from __future__ import annotations
 
-import re
-
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
-    builtin,
     calls,
     declared_name,
     int_value,
@@ -50,8 +47,6 @@ _SYNC_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__ballot", "_
                "__reduce", "__match", "__activemask")
 _JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 _SHARED_BYTES = 48 * 1024
-#: Another transform's static shared memory limit: ``[K == 0 or ]E <= 49152``.
-_LIMIT = re.compile(r"(?:(\w+) == 0 or )?(.+) <= 49152")
 
 
 def apply_walk_tile(plan: Plan) -> None:
@@ -59,45 +54,16 @@ def apply_walk_tile(plan: Plan) -> None:
     a top-level counted walk after ITEMS_PER_THREAD applied)."""
     if plan.block != ["BLOCK_THREADS"] or not gave_items(plan):
         return
-    loop = next((s for s in _top_level(plan) if s.type == "for_statement"), None)
+    loop = next((s for s in plan.body.named_children if s.type == "for_statement"), None)
     if loop is None:
         return
     try:
         var, bound = _counted(plan, loop)
         walked = _walked(plan, loop, var)
-        budget = _budget(plan, " + ".join(f"{_BYTES[t]} * {c}" for c, t, _r in walked.values()))
     except Illegal as exc:
         plan.note(NAME, False, exc.reason, exc.node or loop)
         return
     _rewrite(plan, loop, var, bound, walked)
-    for limit in budget:
-        plan.constrain(limit)
-
-
-def _top_level(plan: Plan) -> list[Node]:
-    """The kernel's top-level statements, a closing ``if (C) { rest }`` guard unwrapped (no
-    else, ``C`` reading the thread's index ``blockIdx.x * B + threadIdx.x``): ITEMS renders
-    ``rest`` at the top level, under live flags, as it does after ``if (!C) return;``."""
-    stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    last = stmts[-1] if stmts else None
-    cond = last.child_by_field_name("condition") if last is not None and \
-        last.type == "if_statement" else None
-    body = last.child_by_field_name("consequence") if last is not None and \
-        cond is not None else None
-    if last is None or cond is None or body is None or body.type != "compound_statement" or \
-            last.child_by_field_name("alternative") is not None or \
-            not any(_thread_index(plan, n) for n in walk(cond)):
-        return stmts
-    return [*stmts[:-1], *(c for c in body.named_children if c.type != "comment")]
-
-
-def _thread_index(plan: Plan, node: Node) -> bool:
-    """``node`` names a local set once to an expression of blockIdx.x and threadIdx.x."""
-    d = plan.facts.defs.get(text(node)) if node.type == "identifier" else None
-    if d is None or d.assigned or d.value is None:
-        return False
-    found = {(b, builtin(n, b)) for n in walk(d.value) for b in ("blockIdx", "threadIdx")}
-    return ("blockIdx", "x") in found and ("threadIdx", "x") in found
 
 
 def _counted(plan: Plan, loop: Node) -> tuple[str, str]:
@@ -148,24 +114,6 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, str]:
     if any(d.is_shared for d in plan.facts.defs.values()):
         raise Illegal("the kernel has shared memory of its own", loop)
     return var, text(bound)
-
-
-def _budget(plan: Plan, elements: str) -> list[str]:
-    """The static shared memory limits with this tile's bytes (``TILE * (elements)``) added:
-    its own, and each other transform's ``[K == 0 or ]E <= 49152`` (their arrays and the
-    tile share the block's 48 KiB); another form of limit is refused."""
-    mine = f"{NAME} * ({elements})"
-    limits = [f"{mine} <= {_SHARED_BYTES}"]
-    for c in plan.constraints:
-        if str(_SHARED_BYTES) not in c:
-            continue
-        m = _LIMIT.fullmatch(c)
-        if m is None or " or " in m.group(2):
-            raise Illegal(f"another transform's shared memory limit `{c}` is not one the "
-                          "tile's bytes can be added to")
-        guard = f"{m.group(1)} == 0 or " if m.group(1) else ""
-        limits.append(f"{NAME} == 0 or {guard}({m.group(2)}) + {mine} <= {_SHARED_BYTES}")
-    return limits
 
 
 def _stride(index: Node, var: str) -> tuple[int, int] | None:
@@ -264,6 +212,8 @@ def _rewrite(plan: Plan, loop: Node, var: str, bound: str,
                                f"{tile}) * {c}] : {text(r)})")
     plan.rw.insert(first.start_byte, "".join(fills))
     plan.helper(f"constexpr int {tile} = {NAME} > 0 ? {NAME} : 1;  // staged walk elements")
+    elements = " + ".join(f"{_BYTES[t]} * {c}" for c, t, _r in walked.values())
+    plan.constrain(f"{NAME} * ({elements}) <= {_SHARED_BYTES}")
     plan.add_param(NAME, {"kind": "choice", "values": [0, 128, 256, 512, 1024], "default": 0,
                           "description": f"elements of the walk over `{var}` staged in shared "
                                          "memory a round by the whole block (0: read from "
