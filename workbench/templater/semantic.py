@@ -130,6 +130,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             apply_ilp(plan)
+            apply_walk_tile(plan)  # a walk every thread reads at one index: staged
             # output channels on the grid per thread, else outer indices sharing index math
             apply_channel_items(plan) or apply_grid_planes(plan)
             apply_split_walk(plan)
@@ -144,7 +145,6 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
             apply_staged_walk(plan)  # rows of threads split a staged tile's walk
             apply_record_stage(plan)  # per-thread records through shared memory
-            apply_walk_tile(plan)  # a walk every thread reads at one index: staged
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
