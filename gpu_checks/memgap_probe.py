@@ -816,19 +816,17 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_nopair": {"THREADS": 128, "ITEMS": 4, "RCP": 1, "PAIR": 0}}),
     # compute-bound (set 19): a probe a thread walks every charge straight from global memory
     # (first contact 1.83x at 160 threads, 1 item, UNROLL 8, MIN 4; the expert 4.01x at
-    # THREADS 128, ITEMS 1, TILE 512, UNROLL 4). walk_tile stages the walk in shared tiles
-    # (TILE): the lift at the expert's pick in its knobs (sm_90 24 registers, no spills, 8 KiB
-    # smem; the expert 40, no spills), the same from global memory (TILE 0), the tune's
-    # first-contact pick and four items; the expert at its pick and from global memory
+    # THREADS 128, ITEMS 1, TILE 512, UNROLL 4). No family stages a walk read from global
+    # memory in shared tiles: the lift at the expert's pick in its knobs and at the tune's
+    # pick; the expert at its pick and from global memory (TILE 0), which times what the
+    # missing tile is worth
     "coulomb_pot_tiles": ("corpus_compute_unseen19", {
         "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
-                        "TILE": 512, "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_global": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
-                               "TILE": 0, "MIN_BLOCKS_PER_SM": 0},
+                        "MIN_BLOCKS_PER_SM": 0},
         "tune_pick": {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 1, "UNROLL": 8,
-                      "TILE": 0, "MIN_BLOCKS_PER_SM": 4},
+                      "MIN_BLOCKS_PER_SM": 4},
         "items4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
-                   "TILE": 512, "MIN_BLOCKS_PER_SM": 0},
+                   "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "TILE": 512, "UNROLL": 4},
         "pick_global": {"THREADS": 128, "ITEMS": 1, "TILE": 0, "UNROLL": 4},
         "items4_tile": {"THREADS": 128, "ITEMS": 4, "TILE": 512, "UNROLL": 4}}),
