@@ -80,7 +80,6 @@ from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.value_casts import value_casts
 from workbench.templater.vector import apply_vector, flat_region
-from workbench.templater.walk_tile import apply_walk_tile
 from workbench.templater.warp import apply_warp
 from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
 
@@ -130,7 +129,6 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             apply_ilp(plan)
-            apply_walk_tile(plan)  # a walk every thread reads at one index: staged
             # output channels on the grid per thread, else outer indices sharing index math
             apply_channel_items(plan) or apply_grid_planes(plan)
             apply_split_walk(plan)
