@@ -39,6 +39,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.inline_bind import fresh
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
@@ -134,7 +135,7 @@ def _window_edits(body: Node, decl: Node, name: str, extent: Node,
                           f"({text(idx)}) / {wide}][({text(idx)}) % {wide}"))
             continue
         if loop.start_byte not in loops:
-            names = _fresh(taken, f"wb_{text(idx)}_row", f"wb_{text(idx)}_col")
+            names = (fresh(f"wb_{text(idx)}_row", taken), fresh(f"wb_{text(idx)}_col", taken))
             loops[loop.start_byte] = names
             edits += _counter_edits(loop, text(idx), stride, wide, names, s)
         rn, cn = loops[loop.start_byte]
@@ -295,15 +296,3 @@ def _single_values(body: Node) -> dict[str, Node]:
 
 def _declares(n: Node, decl: Node) -> bool:
     return decl.start_byte <= n.start_byte < decl.end_byte
-
-
-def _fresh(taken: set[str], *names: str) -> tuple[str, str]:
-    out = []
-    for name in names:
-        k, new = 0, name
-        while new in taken:
-            k += 1
-            new = f"{name}{k}"
-        taken.add(new)
-        out.append(new)
-    return out[0], out[1]

@@ -54,7 +54,7 @@ from tree_sitter import Node
 
 from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import line, text, walk
-from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.inline_calls import InlinedSource, inline_calls
 from workbench.templater.point_split import entry_body
 from workbench.templater.records import Finding
 
@@ -142,16 +142,14 @@ def coop_groups(current: InlinedSource, entry: str | None,
 
 
 def inlined_after_groups(source_text: str, entry: str | None, file: str,
-                         block: Sequence[str],
-                         inline: Callable[[str, str | None, str], InlinedSource]
-                         ) -> InlinedSource:
-    """``inline`` (the inliner, :func:`.inline_calls.inline_calls`) of ``source_text`` with
-    its cooperative groups written as built-ins first (:func:`coop_groups`; every line keeps
+                         block: Sequence[str]) -> InlinedSource:
+    """:func:`.inline_calls.inline_calls` of ``source_text`` with its cooperative groups
+    written as built-ins first (:func:`coop_groups`; every line keeps
     its number), this pass's finding told before the inliner's: a ``__device__`` function the
     kernel passes its tile to then shuffles through the built-ins, which the inliner reads as
     work to inline."""
     grouped = coop_groups(InlinedSource(source_text, file), entry, block)
-    inlined = inline(grouped.text, entry, file)
+    inlined = inline_calls(grouped.text, entry, file)
     return replace(inlined, findings=(*grouped.findings, *inlined.findings))
 
 

@@ -39,7 +39,6 @@ from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
 from workbench.templater.inline_bodies import expand_bodies
-from workbench.templater.inline_calls import inline_calls
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
@@ -94,7 +93,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
     parsed."""
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
-    inlined = inlined_after_groups(source_text, entry, file, block, inline_calls)
+    inlined = inlined_after_groups(source_text, entry, file, block)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
