@@ -37,6 +37,7 @@ from workbench.templater.const_lanes import (
 from workbench.templater.const_regs import apply_lane_regs
 from workbench.templater.const_rows import apply_lane_rows
 from workbench.templater.const_window import apply_lane_window
+from workbench.templater.inline_bind import fresh
 from workbench.templater.lane_vec import emit_lane_vec, plan_lane_vec, shadowed
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
@@ -171,7 +172,7 @@ def _emit(plan: Plan, staged: list[ConstArray], at: int, aligned: int) -> dict[s
     lines = [f"\n#if {KNOB} == 1  // the lane-indexed constant arrays, copied once per block"]
     alias: list[tuple[str, str]] = []
     for a in staged:
-        copy, via = _fresh(f"wb_{a.name}_s", taken), _fresh(f"wb_{a.name}_via", taken)
+        copy, via = fresh(f"wb_{a.name}_s", taken), fresh(f"wb_{a.name}_via", taken)
         extents = _extents(a)
         n = math.prod(extents)
         flat = "" if len(extents) == 1 else "[0]" * len(extents)
@@ -194,15 +195,6 @@ def _emit(plan: Plan, staged: list[ConstArray], at: int, aligned: int) -> dict[s
     lines.append("#endif")
     plan.rw.insert(at, "\n".join(lines))
     return {a.name: via for (via, _c), a in zip(alias, staged, strict=True)}
-
-
-def _fresh(name: str, taken: set[str]) -> str:
-    out, k = name, 1
-    while out in taken:
-        k += 1
-        out = f"{name}{k}"
-    taken.add(out)
-    return out
 
 
 def _channels_last(plan: Plan) -> bool:

@@ -31,6 +31,7 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSourceError, parse_cuda
 from workbench.templater.analysis import text, walk
+from workbench.templater.inline_bind import fresh
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.records import Finding
 
@@ -191,7 +192,7 @@ def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field], param
         if "*" not in fields[field].declarator:
             kept = True  # a value the families read as the thread's own: left as the field
             continue
-        local = _fresh(f"{name}_{field}", taken)
+        local = fresh(f"{name}_{field}", taken)
         f = fields[field]
         # the value keeps its place: the reads of other fields in it are edited too
         edits.append((stmt.start_byte, value.start_byte,
@@ -200,11 +201,3 @@ def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field], param
     if not edits:
         return None
     return edits if kept else [(decl.start_byte, decl.end_byte, ""), *edits]
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}{k}", k + 1
-    taken.add(name)
-    return name
