@@ -369,3 +369,33 @@ def inside_loop(node: Node, body: Node) -> bool:
             return True
         up = up.parent
     return False
+
+
+def writer(place: Node, *, address: bool = False) -> Node | None:
+    """The expression that writes ``place`` (a name, a subscript ``a[i]``, a member): the
+    assignment whose left side it is, or its step (``++``/``--``), through parentheses
+    (``(a[i]) += v``); with ``address`` also ``&place`` (a pointer may write it then). None
+    where ``place`` is only read."""
+    node, up = place, place.parent
+    while up is not None and up.type == "parenthesized_expression":
+        node, up = up, up.parent
+    if up is None:
+        return None
+    if up.type == "assignment_expression":
+        return up if up.child_by_field_name("left") == node else None
+    if up.type == "update_expression" or (address and up.type == "pointer_expression" and
+                                          text(up.child_by_field_name("operator")) == "&"):
+        return up
+    return None
+
+
+def write_target(expr: Node) -> Node | None:
+    """The place an assignment or a step ``expr`` writes, under parentheses and casts
+    (``(a[i]) += v`` -> ``a[i]``, ``++(n)`` -> ``n``); None for any other expression."""
+    if expr.type == "assignment_expression":
+        target = expr.child_by_field_name("left")
+    elif expr.type == "update_expression":
+        target = expr.child_by_field_name("argument")
+    else:
+        return None
+    return None if target is None else strip(target)
