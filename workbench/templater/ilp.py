@@ -425,13 +425,13 @@ class _Render:
                 return (f"{indent}{{\n" + self.done_flags(indent) + indent + "".join(parts)
                         + f"\n{left}{indent}}}\n")
             if split:
-                return self.split_live("".join(parts), indent)
+                return split_live("".join(parts), indent)
             return indent + "".join(parts) + "\n"
         return indent + rw.text(stmt) + "\n"
 
     def splits(self, stmt: Node) -> bool:
         """``stmt`` is a loop the items share in which some item statement runs under its
-        ``live`` flag: it is rendered twice (:meth:`split_live`), the flags tested once
+        ``live`` flag: it is rendered twice (:func:`split_live`), the flags tested once
         before it. Not inside another split loop or a loop the items leave one by one, not
         after the author's own ``#pragma`` (it stays on its loop), and not where the two
         copies would differ in what threads share: a barrier or warp collective (threads of
@@ -467,20 +467,6 @@ class _Render:
                 elif s.type in CONTROL:
                     found += self.item_statements(s)
         return found
-
-    def split_live(self, loop: str, indent: str) -> str:
-        """``loop`` once for every item running, with no test of the items' flags left in it
-        (nvcc folds each ``if (wb_live[...])`` to true there: at one item the loop as
-        written), and once, as rendered, for the others (at one item: its shared
-        statements only). Either way the loop runs once, as written. The second copy's
-        labels (:meth:`label`) get names of their own."""
-        copy = loop.replace(LEFT, f"{LEFT}else_")
-        return (f"{indent}{{\n{indent}bool {ALL_LIVE} = true;\n"
-                f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
-                f"{ALL_LIVE} = {ALL_LIVE} && {LIVE}[{IT}];\n"
-                f"{indent}if ({ALL_LIVE}) {{  // every item running: no item test in the loop\n"
-                f"{indent}{loop}\n{indent}}} else {{\n{indent}{copy}\n"
-                f"{indent}}}\n{indent}}}\n")
 
     def done_flags(self, indent: str) -> str:
         start = f"!{LIVE}[{IT}]" if self.guarded else "false"
@@ -680,6 +666,22 @@ class _Render:
             if value is not None:
                 assigns.append(f"{name}[{IT}] = {rw.text(value)};")
         return " ".join(prefix) + " " + ", ".join(names) + ";", assigns
+
+
+def split_live(loop: str, indent: str) -> str:
+    """``loop`` once for every item running, with no test of the items' flags left in it
+    (nvcc folds each ``if (wb_live[...])`` to true there: at one item the loop as written),
+    and once, as rendered, for the others (at one item: its shared statements only). Either
+    way the loop runs once, as written. The second copy's labels (:meth:`_Render.label`) get
+    names of their own. (Also :mod:`.walk_rounds`' walk inside a round, whose barriers stay
+    outside the split.)"""
+    copy = loop.replace(LEFT, f"{LEFT}else_")
+    return (f"{indent}{{\n{indent}bool {ALL_LIVE} = true;\n"
+            f"{indent}#pragma unroll\n{indent}for (int {IT} = 0; {IT} < {NAME}; ++{IT}) "
+            f"{ALL_LIVE} = {ALL_LIVE} && {LIVE}[{IT}];\n"
+            f"{indent}if ({ALL_LIVE}) {{  // every item running: no item test in the loop\n"
+            f"{indent}{loop}\n{indent}}} else {{\n{indent}{copy}\n"
+            f"{indent}}}\n{indent}}}\n")
 
 
 def _with_items(declarator: Node) -> str:
