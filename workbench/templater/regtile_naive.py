@@ -18,6 +18,7 @@ schedules. A virtual thread past the guard's bound runs the loop at its coordina
 to the last row (column) the guard lets through, so it reads only what a live thread reads,
 and its results are dropped (the epilogue runs under the guard, at the true coordinates);
 the loop runs only where the first virtual thread is live (each later one lies further out).
+With ``BK > 0`` the fused loop runs in rounds of shared k slices (:mod:`.regtile_kslice`).
 
 Refused with the reason and line: a thread index used other than through the two
 coordinates, a bound that is not uniform or missing, a loop that writes memory or leaves
@@ -553,7 +554,10 @@ def lift_naive(plan: Plan) -> bool:
                   f"the block's size ({size['x']}, {size['y']}): a block tile would not "
                   "follow", plan.body)
         return False
-    plan.rw.replace(plan.body, _Emit(n, names, size).body())
+    from workbench.templater import regtile_kslice  # it imports this module
+    emit = _Emit(n, names, size)
+    slices = regtile_kslice.analyse(plan, n)
+    plan.rw.replace(plan.body, emit.body() if slices is None else regtile_kslice.body(slices, emit))
     plan.grid[0], plan.grid[1] = grid[0], grid[1]
     tx, ty, tm, tn = (names[k] for k in ("THREADS_X", "THREADS_Y", "TM", "TN"))
     plan.block[0], plan.block[1] = tx, ty
@@ -575,6 +579,8 @@ def lift_naive(plan: Plan) -> bool:
     # GEMM practice: a tile more than 2:1 (1 x 4, 2 x 8) reads more operands per
     # multiply-add than a near-square one of as many outputs
     plan.constrain(f"{tm} <= 2 * {tn} and {tn} <= 2 * {tm}")
+    if slices is not None:
+        regtile_kslice.declare(plan, slices, emit)
     plan.launch_bounds = f"{tx} * {ty}"
     assert n.loop is not None
     plan.note("REGISTER_TILE", True, f"product without shared memory: each thread computes "
