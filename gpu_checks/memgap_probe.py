@@ -835,12 +835,18 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # 0). The naive product's register tile (no shared tiles) lifted through the + 1 shift:
     # the lift at the expert's pick in its knobs (x runs over C's rows: 8 x 32 threads of
     # 4 x 4; sm_90 48 registers, no spills; the expert at its pick 48, 20480 B smem, no
-    # spills), a 2 x 2 tile over 16 x 16 and the default; the expert at its pick
+    # spills), a 2 x 2 tile over 16 x 16 and the default; the expert at its pick. The k
+    # slices (regtile_kslice: BK, PAD): the expert's pick in the lift's knobs from shared
+    # slices of 32 (sm_90 72 registers, 20480 B smem, no spills), the same capped at four
+    # blocks an SM (64 registers, no spills), and from global memory (BK 0: 1.05x, as before)
     "gemm_cm_bt_rowscale": ("corpus_compute_unseen19", {
-        "expert_pick": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
-        "tile2": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 2, "TN": 2, "MIN_BLOCKS_PER_SM": 0},
-        "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1,
+        "expert_pick": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 32,
+                        "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_min4": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 32,
+                             "PAD": 0, "MIN_BLOCKS_PER_SM": 4},
+        "expert_pick_bk0": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 0,
+                            "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1, "BK": 0, "PAD": 0,
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BM": 32, "BN": 128, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
     # memory-bound (set 19): the 9-point anisotropic step through cooperative groups (first
