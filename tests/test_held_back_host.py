@@ -31,6 +31,7 @@ import held_back_unseen16
 import held_back_unseen17
 import held_back_unseen18
 import held_back_unseen19
+import held_back_unseen20
 import pytest
 from held_back_harness import BENCHMARKS, HeldBackSet
 from helpers_nvcc import needs_nvcc
@@ -51,7 +52,8 @@ SETS: tuple[HeldBackSet, ...] = (held_back_unseen4.SET, held_back_unseen5.SET,
                                  held_back_unseen12.SET, held_back_unseen13.SET,
                                  held_back_unseen14.SET, held_back_unseen15.SET,
                                  held_back_unseen16.SET, held_back_unseen17.SET,
-                                 held_back_unseen18.SET, held_back_unseen19.SET)
+                                 held_back_unseen18.SET, held_back_unseen19.SET,
+                                 held_back_unseen20.SET)
 KERNELS = [pytest.param(s, name, id=f"{s.key}-{name}") for s in SETS for name in s.kernels]
 _FULL_ONLY = [pytest.mark.slow, pytest.mark.skipif(
     not FULL_MATRIX, reason="each set's first and last kernel by default; "
