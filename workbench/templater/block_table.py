@@ -42,6 +42,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    writer,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.regtile_blockdim import BlockTie
@@ -231,9 +232,8 @@ def _index_only(plan: Plan, body: Node | None, index: str) -> bool:
 
 def _write_target(name: Node) -> bool:
     sub = name.parent
-    return sub is not None and sub.type == "subscript_expression" and \
-        sub.parent is not None and sub.parent.type == "assignment_expression" and \
-        sub.parent.child_by_field_name("left") == sub
+    w = writer(sub) if sub is not None and sub.type == "subscript_expression" else None
+    return w is not None and w.type == "assignment_expression"
 
 
 def row_offsets(plan: Plan, dim: str, size: int) -> tuple[list[Node], set[int]]:

@@ -55,6 +55,8 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    write_target,
+    writer,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.read_only_loads import LDG_TYPES
@@ -221,8 +223,8 @@ def _flat_index(plan: Plan) -> Callable[[], None] | None:
             raise Refused(f"`{text(n)}` is read outside the point's declaration: a thread's "
                           "points change with OUT_Y", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == t:
+            target = write_target(n)
+            if target is not None and text(target) == t:
                 raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
     facts = _Facts(t, t, tdecl, tdecl, *found)
     return lambda: _emit_flat(plan, idx, facts, text(strip(width)), rows)
@@ -375,9 +377,9 @@ def _base(sub: Node) -> str:
 
 
 def _is_store(sub: Node) -> bool:
-    parent = sub.parent
-    return parent is not None and parent.type == "assignment_expression" and \
-        parent.child_by_field_name("left") == sub
+    """``sub`` is assigned (``=`` or ``+=``); a step (``++``) reads it too."""
+    w = writer(sub)
+    return w is not None and w.type == "assignment_expression"
 
 
 def _mentions(node: Node, name: str) -> bool:
@@ -557,8 +559,8 @@ def _check_rows(plan: Plan, ydecl: Node, later: Node, x: str, y: str) -> None:
                     raise Refused(f"`{text(n)}` is read outside the row's declaration: the "
                                   "block's rows change with BLOCK_Y and OUT_Y", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) in (x, y):
+            target = write_target(n)
+            if target is not None and text(target) in (x, y):
                 raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
     between = [s for s in statements(plan.body)
                if ydecl.end_byte <= s.start_byte < later.start_byte]

@@ -61,6 +61,8 @@ from workbench.templater.analysis import (
     strip,
     text,
     walk,
+    write_target,
+    writer,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
@@ -162,15 +164,6 @@ def _chain(ident: Node) -> tuple[Node, list[Node]]:
     return node, indices
 
 
-def _written(access: Node) -> bool:
-    parent = access.parent
-    if parent is None:
-        return False
-    if parent.type == "assignment_expression":
-        return parent.child_by_field_name("left") == access
-    return parent.type == "update_expression"
-
-
 def _statements(plan: Plan) -> list[Node]:
     return [c for c in plan.body.children if c.type not in ("{", "}")]
 
@@ -212,7 +205,8 @@ def _check_shape(plan: Plan) -> None:
                            d.decl)
     known = set(plan.facts.defs) | {p.name for p in plan.kernel.params if p.is_pointer}
     for n in walk(plan.body):
-        if n.type == "subscript_expression" and _written(n) and _base(n) not in known:
+        if n.type == "subscript_expression" and writer(n) is not None and \
+                _base(n) not in known:
             raise Refused(f"`{text(n)}` writes `{_base(n)}`, no argument, local or shared "
                            "array of the kernel (a clamped duplicate tile would write it "
                            "again)", n)
@@ -224,12 +218,11 @@ def _check_shape(plan: Plan) -> None:
             raise Refused(f"`{text(bare[0].parent)}` reads the argument `{p.name}` other than "
                            f"through a subscript (what it writes is not followed)", bare[0])
         uses = [_chain(u)[0] for u in plan.uses(p.name)]
-        writes = [u for u in uses if _written(u)]
+        writes = [(u, w) for u in uses if (w := writer(u)) is not None]
         if (writes and len(writes) < len(uses)) or any(
-                u.parent is not None and u.parent.type == "assignment_expression" and
-                text(u.parent.child_by_field_name("operator")) != "=" for u in writes):
+                text(w.child_by_field_name("operator")) != "=" for _u, w in writes):
             raise Refused(f"`{p.name}` is read and written: a CTA's clamped duplicate of "
-                           "the last tile would read what it stored", writes[0])
+                           "the last tile would read what it stored", writes[0][0])
 
 
 def _arrays(plan: Plan, phases: list[list[Node]], locals_: dict[str, _Local]) -> list[_Array]:
@@ -277,12 +270,12 @@ def _table(plan: Plan, name: str, phases: list[list[Node]],
     statement writing ``name`` reads no memory, no block index and no local that does, and
     writes nothing else declared outside it) and reads it only in later phases; else ()."""
     accesses = [_chain(u)[0] for u in plan.uses(name) if _chain(u)[1]]
-    writes = [a for a in accesses if _written(a)]
+    writes = [a for a in accesses if writer(a) is not None]
     fills = tuple(sorted({_top(plan, w) for w in writes}, key=lambda f: f.start_byte))
     if not writes or not all(_fills_alike(f, name, locals_) for f in fills):
         return ()
     last_fill = max(_phase_of(f, phases) for f in fills)
-    reads = [a for a in accesses if not _written(a)]
+    reads = [a for a in accesses if writer(a) is None]
     return fills if all(_phase_of(r, phases) > last_fill for r in reads) else ()
 
 
@@ -302,8 +295,8 @@ def _fills_alike(stmt: Node, name: str, locals_: dict[str, _Local]) -> bool:
     own = {_declared(d) for n in walk(stmt) if n.type == "declaration"
            for d in n.children_by_field_name("declarator")}
     for n in walk(stmt):
-        if n.type == "subscript_expression" and (_base(n) != name or not _written(_chain(
-                _name_node(n))[0])):
+        if n.type == "subscript_expression" and (_base(n) != name or writer(_chain(
+                _name_node(n))[0]) is None):
             return False
         if builtin(n, "blockIdx") or n.type == "pointer_expression":
             return False
@@ -312,7 +305,7 @@ def _fills_alike(stmt: Node, name: str, locals_: dict[str, _Local]) -> bool:
             if not loc.derived or loc.by_block:
                 return False
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            target = write_target(n)
             if target is None or (target.type == "identifier" and text(target) not in own) or \
                     (target.type != "identifier" and _base(target) != name):
                 return False
@@ -327,10 +320,8 @@ def _name_node(subscript: Node) -> Node:
 
 
 def _locals(plan: Plan, phases: list[list[Node]]) -> dict[str, _Local]:
-    assigned = {text(t) for n in walk(plan.body)
-                if n.type in ("assignment_expression", "update_expression")
-                for t in [n.child_by_field_name("left") or n.child_by_field_name("argument")]
-                if t is not None and t.type == "identifier"}
+    assigned = {text(t) for n in walk(plan.body) if (t := write_target(n)) is not None
+                and t.type == "identifier"}
     out: dict[str, _Local] = {}
     for k, stmts in enumerate(phases):
         for s in stmts:

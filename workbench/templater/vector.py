@@ -37,6 +37,8 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
+    writer,
 )
 from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
@@ -87,13 +89,10 @@ class Region:
 def _is_write(sub: Node) -> tuple[bool, bool]:
     """(written, read) for a subscript expression (or a read :func:`_pointer_read` names) by
     its parent."""
-    parent = sub.parent
-    if parent is not None and parent.type == "assignment_expression" and \
-            parent.child_by_field_name("left") == sub:
-        return True, text(parent.child_by_field_name("operator")) != "="
-    if parent is not None and parent.type == "update_expression":
-        return True, True
-    return False, True
+    w = writer(sub)
+    if w is None:
+        return False, True
+    return True, text(w.child_by_field_name("operator")) != "="
 
 
 def _pointer_read(use: Node) -> tuple[Node, str, Node] | None:
@@ -183,12 +182,9 @@ def _keeps_outer_locals(region: Region) -> None:
     thread as written starts from (``base += i``)."""
     own = {declared_name(d)[0] for d in walk(region.body) if d.type == "declaration"}
     for n in walk(region.body):
-        if n.type not in ("assignment_expression", "update_expression"):
-            continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        if target is not None and strip(target).type == "identifier" and \
-                text(strip(target)) not in own:
-            raise Illegal(f"`{text(n)}` writes {text(strip(target))}, declared before the "
+        target = write_target(n)
+        if target is not None and target.type == "identifier" and text(target) not in own:
+            raise Illegal(f"`{text(n)}` writes {text(target)}, declared before the "
                           "element's body: each vector lane would start from the previous "
                           "lane's value", n)
 
@@ -196,15 +192,9 @@ def _keeps_outer_locals(region: Region) -> None:
 def _read_only(n: Node, var: str) -> None:
     """``n`` (a use of ``var`` outside a unit-stride index) reads it: not assigned,
     stepped or its address taken, which would change the walk itself."""
-    parent = n.parent
-    assert parent is not None  # an identifier inside the region's body
-    written = (parent.type == "assignment_expression" and
-               parent.child_by_field_name("left") == n) or \
-        parent.type == "update_expression" or \
-        (parent.type == "pointer_expression" and
-         text(parent.child_by_field_name("operator")) == "&")
-    if written:
-        raise Illegal(f"the body writes `{var}` (`{text(parent)}`): the walk is not a "
+    w = writer(n, address=True)
+    if w is not None:
+        raise Illegal(f"the body writes `{var}` (`{text(w)}`): the walk is not a "
                       "unit-stride loop", n)
 
 
@@ -213,13 +203,9 @@ def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node
     a lane's other reads then see what they saw in the loop as written, though every
     vector loads before the first lane's body and stores after the last."""
     for n in walk(region.body):
-        if n.type not in ("assignment_expression", "update_expression"):
-            continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        if target is None:
-            continue
-        target = strip(target)
-        if target.type != "identifier" and not any(a.node == target for a in streams):
+        target = write_target(n)
+        if target is not None and target.type != "identifier" and \
+                not any(a.node == target for a in streams):
             raise Illegal(f"`{region.var}` is read as a value in `{text(value.parent)}` and "
                           f"the body writes `{text(target)}`, which the vector loads and "
                           "stores would reorder against that read", n)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import declared_name, line, text, walk
+from workbench.templater.analysis import declared_name, line, text, walk, writer
 from workbench.templater.item_state import assigned_names
 from workbench.templater.lane_bound import LaneBound
 from workbench.templater.plan import Plan
@@ -110,7 +110,7 @@ def _loads(plan: Plan, loop: Node, found: LaneBound) -> list[Node]:
             raise Illegal(f"`{text(n)[:50]}` reads memory other than a subscript", n)
         if n.type != "subscript_expression":
             continue
-        if _target(n):
+        if writer(n, address=True) is not None:
             raise Illegal(f"`{text(n.parent)[:50]}` writes memory in the lane loop", n)
         _check_load(plan, n, body, written - {found.var})
         loads.append(n)
@@ -139,18 +139,6 @@ def _check_load(plan: Plan, sub: Node, body: Node, written: set[str]) -> None:
             raise Illegal(f"`{text(sub)}` is read under a branch or inner loop of the body",
                           sub)
         up = up.parent
-
-
-def _target(sub: Node) -> bool:
-    parent = sub.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        sub, parent = parent, parent.parent
-    if parent is None:
-        return False
-    if parent.type == "assignment_expression":
-        return parent.child_by_field_name("left") == sub
-    return parent.type == "update_expression" or (
-        parent.type == "pointer_expression" and text(parent).startswith("&"))
 
 
 def _pointer(plan: Plan, name: str) -> bool:

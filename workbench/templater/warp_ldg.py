@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, strip, terms, text, walk
+from workbench.templater.analysis import line, strip, terms, text, walk, writer
 from workbench.templater.plan import Plan
 from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.rewrite import TextFn
@@ -76,7 +76,7 @@ def _reads(plan: Plan, loop: Node) -> list[Node]:
                 == "*"):
             array = strip(n.child_by_field_name("argument") or n)
             if array.type == "identifier" and _read_only(plan, text(array)) is not None and \
-                    not _written(n):
+                    writer(n, address=True) is None and not _dereferenced(n):
                 out.append(n)
     return out
 
@@ -169,12 +169,10 @@ def _reads_pointer(plan: Plan, node: Node) -> bool:
     return False
 
 
-def _written(sub: Node) -> bool:
-    parent = sub.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        parent = parent.parent
-    if parent is None:
-        return False
-    if parent.type == "assignment_expression":
-        return parent.child_by_field_name("left") == sub
-    return parent.type in ("update_expression", "pointer_expression")
+def _dereferenced(read: Node) -> bool:
+    """``*p[i]`` (through parentheses): the read is itself a pointer, which has no __ldg."""
+    up = read.parent
+    while up is not None and up.type == "parenthesized_expression":
+        up = up.parent
+    return up is not None and up.type == "pointer_expression" and \
+        text(up.child_by_field_name("operator")) == "*"

@@ -54,6 +54,8 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
+    writer,
 )
 from workbench.templater.lane_bound import lane_bound
 from workbench.templater.plan import Plan
@@ -152,16 +154,6 @@ def _array(sub: Node) -> str:
     return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
 
 
-def _written(sub: Node) -> bool:
-    up = sub.parent
-    while up is not None and up.type == "parenthesized_expression":
-        up = up.parent
-    if up is not None and up.type == "assignment_expression":
-        left = up.child_by_field_name("left")
-        return left is not None and strip(left) == sub
-    return up is not None and up.type == "update_expression"
-
-
 def _pass(plan: Plan, loop: Node, start: str) -> Pass:
     init, body = loop.child_by_field_name("initializer"), loop.child_by_field_name("body")
     assert init is not None and body is not None
@@ -181,7 +173,7 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
     pointer, first, key = None, None, None
     for k, p in enumerate(passes):
         streams = sorted({(_array(s), at) for s in _subscripts(p.body)
-                          if (at := _key(s, p.var)) is not None and not _written(s)})
+                          if (at := _key(s, p.var)) is not None and writer(s) is None})
         for name, at in streams:
             later = [q for q in passes[k + 1:] if _rereads(q, name, at)]
             if later and _root(plan, name) is not None:
@@ -194,7 +186,7 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
     root = _root(plan, pointer)
     assert root is not None
     chosen = [passes[first], *(q for q in passes[first + 1:] if any(
-        _array(s) == pointer and not _written(s) for s in _subscripts(q.body)))]
+        _array(s) == pointer and writer(s) is None for s in _subscripts(q.body)))]
     bound = text(chosen[0].bound)
     out: list[Pass] = []
     for p in chosen:
@@ -212,7 +204,7 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
                           "row's fill and passes do not carry", p.loop)
         _check_body(plan, p)
         # stores to the row are _stores' to judge (the last pass's own element only)
-        reads = [s for s in _subscripts(p.body) if _array(s) == pointer and not _written(s)]
+        reads = [s for s in _subscripts(p.body) if _array(s) == pointer and writer(s) is None]
         for s in reads:
             if _key(s, p.var) != key:
                 raise Illegal(f"`{text(s)}` is not a read of the row at the loop's own "
@@ -227,7 +219,7 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
 def _rereads(p: Pass, name: str, key: str) -> bool:
     """``p`` reads ``name`` at the element ``key`` (a compound ``name[c] *= s`` is a store
     here: it reads what it then writes, as written)."""
-    return any(_array(s) == name and _key(s, p.var) == key and not _written(s)
+    return any(_array(s) == name and _key(s, p.var) == key and writer(s) is None
                for s in _subscripts(p.body))
 
 
@@ -252,8 +244,8 @@ def _check_body(plan: Plan, p: Pass) -> None:
         if n.type in _EXITS:
             raise Illegal(f"`{text(n)}` leaves the pass over the row early", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == p.var:
+            target = write_target(n)
+            if target is not None and text(target) == p.var:
                 raise Illegal(f"the loop variable `{p.var}` is assigned in the pass", n)
         if n.type == "call_expression" and text(n.child_by_field_name("function")).startswith(
                 ("__shfl", "__syncthreads", "__syncwarp", "atomic")):
@@ -267,7 +259,7 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Nod
     restrict = plan.kernel.param(root).is_restrict
     checked: list[Node] = []
     for n in walk(plan.body):
-        if n.type != "subscript_expression" or not _written(n) or \
+        if n.type != "subscript_expression" or writer(n) is None or \
                 not start <= n.start_byte < last.loop.end_byte:
             continue
         local = plan.facts.defs.get(_array(n))
@@ -388,13 +380,13 @@ def _vector_stores(plan: Plan, p: Pass) -> dict[Node, str]:
     out: dict[Node, str] = {}
     for s in subs:
         parent = s.parent
-        if not _written(s) or parent is None or parent.type != "assignment_expression" or \
+        if parent is None or writer(s) != parent or parent.type != "assignment_expression" or \
                 text(parent.child_by_field_name("operator")) != "=":
             continue
         same = [t for t in subs if _array(t) == _array(s) and t not in p.reads]
         root, key = _root(plan, _array(s)), _key(s, p.var)
         if root is not None and key is not None and \
-                all(t == s or (_written(t) and _key(t, p.var) == key) for t in same):
+                all(t == s or (writer(t) is not None and _key(t, p.var) == key) for t in same):
             out[s] = plan.kernel.param(root).base_type
     return out
 
