@@ -79,6 +79,7 @@ from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.value_casts import value_casts
 from workbench.templater.vector import apply_vector, flat_region
+from workbench.templater.walk_rounds import apply_walk_rounds
 from workbench.templater.warp import apply_warp
 from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
 
@@ -142,6 +143,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
             apply_staged_walk(plan)  # rows of threads split a staged tile's walk
             apply_record_stage(plan)  # per-thread records through shared memory
+            apply_walk_rounds(plan)  # a walk every thread reads at one index: in rounds
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
