@@ -816,17 +816,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "pick_nopair": {"THREADS": 128, "ITEMS": 4, "RCP": 1, "PAIR": 0}}),
     # compute-bound (set 19): a probe a thread walks every charge straight from global memory
     # (first contact 1.83x at 160 threads, 1 item, UNROLL 8, MIN 4; the expert 4.01x at
-    # THREADS 128, ITEMS 1, TILE 512, UNROLL 4). No family stages a walk read from global
-    # memory in shared tiles: the lift at the expert's pick in its knobs and at the tune's
-    # pick; the expert at its pick and from global memory (TILE 0), which times what the
-    # missing tile is worth
+    # THREADS 128, ITEMS 1, TILE 512, UNROLL 4). walk_rounds walks the charges in rounds of
+    # TILE staged in shared memory (TILE): the lift at the expert's pick in its knobs (sm_90
+    # 30 registers, no spills, 8 KiB smem; its loop 4 LDS.128 then the pairs, as the
+    # expert's at 40 registers), the same from global memory (TILE 0), the tune's
+    # first-contact pick (TILE 0) and four items in rounds of 512; the expert at its pick
+    # and from global memory
     "coulomb_pot_tiles": ("corpus_compute_unseen19", {
         "expert_pick": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
+                        "TILE": 512, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_global": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
+                               "TILE": 0, "MIN_BLOCKS_PER_SM": 0},
         "tune_pick": {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 1, "UNROLL": 8,
-                      "MIN_BLOCKS_PER_SM": 4},
+                      "TILE": 0, "MIN_BLOCKS_PER_SM": 4},
         "items4": {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
+                   "TILE": 512, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 128, "ITEMS": 1, "TILE": 512, "UNROLL": 4},
         "pick_global": {"THREADS": 128, "ITEMS": 1, "TILE": 0, "UNROLL": 4},
         "items4_tile": {"THREADS": 128, "ITEMS": 4, "TILE": 512, "UNROLL": 4}}),
@@ -837,13 +841,13 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # 4 x 4; sm_90 48 registers, no spills; the expert at its pick 48, 20480 B smem, no
     # spills), a 2 x 2 tile over 16 x 16 and the default; the expert at its pick. The k
     # slices (regtile_kslice: BK, PAD): the expert's pick in the lift's knobs from shared
-    # slices of 32 (sm_90 72 registers, 20480 B smem, no spills), the same capped at four
-    # blocks an SM (64 registers, no spills), and from global memory (BK 0: 1.05x, as before)
+    # slices of 32 (sm_90 56 registers, 20480 B smem, no spills), from slices of 16 padded
+    # (56 registers, 10368 B, no spills), and from global memory (BK 0: 1.05x, as before)
     "gemm_cm_bt_rowscale": ("corpus_compute_unseen19", {
         "expert_pick": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 32,
                         "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_min4": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 32,
-                             "PAD": 0, "MIN_BLOCKS_PER_SM": 4},
+        "expert_pick_bk16": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 16,
+                             "PAD": 1, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_bk0": {"THREADS_X": 8, "THREADS_Y": 32, "TM": 4, "TN": 4, "BK": 0,
                             "PAD": 0, "MIN_BLOCKS_PER_SM": 0},
         "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1, "BK": 0, "PAD": 0,
