@@ -156,14 +156,28 @@ def test_refusals_name_the_line_and_reason() -> None:
     params, notes, _text, _c = _lift(by_thread)
     assert notes == ["TILE: not applied: `row` differs by thread (`q + t`): threads read "
                      "different elements at one index (line 8)"], notes
+    # a return before the index, a call ilp cannot prove pure: the items wrap the work (an
+    # ended item's `continue` skips the rest), so no barrier may sit in it
     early = _kernel("acc += q[j]" + work, before="  if (threadIdx.x == 7) return;\n")
     params, notes, _text, _c = _lift(early)
-    assert "TILE" not in params
-    assert all("TILE: applied" not in n for n in notes), notes
-    # a bound the walk assigns, a barrier or a write in the walk, shared memory of the
-    # kernel's own: nothing staged (ilp or the walk's own check refuses)
-    for source in (_kernel("acc += q[j]" + work + "\n    m = m - 1;"),
-                   _kernel("q[j] = x;\n    acc += q[j]" + work),
+    assert notes == ["TILE: not applied: the items run the work one after another (a wrap), "
+                     "where an item that ended skips the rest: it would skip the rounds' "
+                     "barriers (line 7)"], notes
+    impure = "__device__ int hits;\n__device__ float seen(float v) {\n  hits = 1;\n  " \
+        "return v;\n}\n" + _kernel("acc += seen(q[j])" + work)
+    params, notes, _text, _c = _lift(impure)
+    assert notes == ["TILE: not applied: the items run the work one after another (a wrap), "
+                     "where an item that ended skips the rest: it would skip the rounds' "
+                     "barriers (line 11)"], notes
+    pragma = _kernel("acc += q[j]" + work).replace("  for (int j", "  #pragma unroll 2\n  for (int j")
+    params, notes, _text, _c = _lift(pragma)
+    assert notes == ["TILE: not applied: the walk has the author's `#pragma unroll 2` (the "
+                     "rounds would come between it and its loop) (line 6)"], notes
+    params, notes, _text, _c = _lift(_kernel("acc += q[j]" + work + "\n    m = m - 1;"))
+    assert notes == ["TILE: not applied: the walk's bound `m` is assigned (line 8)"], notes
+    # a write or a barrier in the walk, shared memory of the kernel's own: nothing staged
+    # (ilp or the walk's own check refuses)
+    for source in (_kernel("q[j] = x;\n    acc += q[j]" + work),
                    _kernel("acc += q[j]" + work + "\n    __syncthreads();"),
                    _kernel("acc += q[j] * s[0]" + work).replace(
                        "float x = out[t];", "float x = out[t];\n  __shared__ float s[1];")):

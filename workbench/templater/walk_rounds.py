@@ -12,21 +12,22 @@ arithmetic are unchanged (bit for bit). ``TILE = 0`` (the default) is one round 
 elements with no fill, reading ``P`` as written; every ``TILE > 0`` test is of a constant.
 
 Legal only where the analysis shows (else a note with the line): a 1-D block
-(``BLOCK_THREADS``); ITEMS_PER_THREAD gave the thread its items (:func:`.ilp.gave_items`), so
-the guard's ``return`` (or a closing ``if (t < n) { .. }``) is a live flag and every thread
-reaches the walk: dead threads fill and sync, their items skip the work, and the fill and
-barriers are the thread's, shared by its items; no ``return`` before the thread's index; a
-top-level ``for (int j = 0; j < m; ++j | j++ | j += 1)`` after the index, ``m`` a scalar
-kernel parameter never assigned, ``j`` not written, the body a block with no jump and no
-barrier, warp intrinsic or atomic, no ``#pragma`` of the author's before it; every read of a
-walked pointer at ``j`` is ``P[j]``, ``P[C * j + c]`` or ``P[j * C + c]`` (integer literals
-``0 <= c < C``, one ``C`` a pointer, ``c = C - 1`` read, so the fill reads no element the
-walk does not), ``P`` a parameter or a local set once before the walk from parameters only
-(the same in every thread), written nowhere; the walk writes no memory; shared memory the
-kernel already has only where its limit is one the tile's bytes join. The barriers sit in
-the round loop, which every thread runs the same number of times; ITEMS' all-live copy of a
-loop (:meth:`.ilp._Render.splits`) is not made for a loop holding a barrier, so none sits
-under a divergent branch.
+(``BLOCK_THREADS``); ITEMS_PER_THREAD interleaves the thread's items in the walk
+(:func:`.ilp.interleaves`; not a wrap, whose ended items skip the rest), so the guard's
+``return`` (or a closing ``if (t < n) { .. }``) is a live flag, every thread reaches the walk
+(dead threads fill and sync, their items skip the work; the fill and barriers are the
+thread's, shared by its items) and every call in the walk is pure (no ``return`` before the
+thread's index); a top-level ``for (int j = 0; j < m; ++j | j++ | j += 1)`` after the index,
+``m`` a scalar kernel parameter never assigned, ``j`` not written, the body a block with no
+jump and no barrier, warp intrinsic or atomic, no ``#pragma`` of the author's before it;
+every read of a walked pointer at ``j`` is ``P[j]``, ``P[C * j + c]`` or ``P[j * C + c]``
+(integer literals ``0 <= c < C``, one ``C`` a pointer, ``c = C - 1`` read, so the fill reads
+no element the walk does not), ``P`` a parameter or a local set once before the walk from
+parameters only (the same in every thread), written nowhere; the walk writes no memory; no
+shared memory of the kernel's own, and other transforms' limits of a form the tile's bytes
+join. The barriers sit in the round loop, which every thread runs the same number of times:
+ITEMS' all-live copy of a loop (:meth:`.ilp._Render.splits`) is not made for a loop holding a
+barrier, and the walk inside the round is split here instead, the barriers outside it.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from workbench.templater.analysis import (
     walk,
 )
 from workbench.templater.const_via import STATIC_SMEM
-from workbench.templater.ilp import LIVE, gave_items, split_live
+from workbench.templater.ilp import LIVE, gave_items, interleaves, split_live
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
@@ -88,6 +89,10 @@ def apply_walk_rounds(plan: Plan) -> None:
     stmts = _top_level(plan)
     loop = next((s for s in stmts if s.type == "for_statement"), None)
     if loop is None:
+        return
+    if not interleaves(plan):
+        plan.note(NAME, False, "the items run the work one after another (a wrap), where an "
+                  "item that ended skips the rest: it would skip the rounds' barriers", loop)
         return
     try:
         _after_index(plan, stmts, loop)
@@ -129,19 +134,14 @@ def _thread_index(plan: Plan, node: Node) -> bool:
 
 
 def _after_index(plan: Plan, stmts: list[Node], loop: Node) -> None:
-    """The walk comes after the thread's index (ITEMS' region, where its returns are live
-    flags), and no ``return`` comes before it (a thread leaving there misses the barriers)."""
+    """The walk comes after the thread's index: in ITEMS' region, where its returns are live
+    flags (the interleaved items refuse a ``return`` before the index)."""
     index = next((s for s in stmts if s.type == "declaration" and
                   any(_thread_index(plan, n) for n in walk(s) if n.type == "identifier")),
                  None)
     if index is None or index.start_byte > loop.start_byte:
         raise Illegal("the walk does not come after the thread's index "
                       "`blockIdx.x * B + threadIdx.x`", loop)
-    early = next((n for n in walk(plan.body)
-                  if n.type == "return_statement" and n.start_byte < index.start_byte), None)
-    if early is not None:
-        raise Illegal("a `return` before the thread's index: a thread leaving there would "
-                      "miss the rounds' barriers", early)
 
 
 def _counted(plan: Plan, loop: Node) -> tuple[str, Node]:
