@@ -23,10 +23,12 @@ from pathlib import Path
 import held_back_unseen19
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, host_sample
+from regtile_first_contact import host_outputs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
+from test_templater_regtile_first_contact_naive import ENV, PRODUCTS, SAMPLED
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
@@ -85,7 +87,7 @@ def test_slices_lifted_with_the_register_tile(spelling: str, tmp_path: Path) -> 
     order = "wb_e % BK" if spelling == "second" else "wb_e / BK"
     assert order in source.replace("(THREADS_X * TN)", "BK").replace("(THREADS_Y * TM)",
                                                                     "BK")
-    assert source.count("__syncthreads()") == 2
+    assert source.count("__syncthreads()") == 4  # two a round: the full ones and the last
 
 
 def _configs(kf: KernelFolder) -> list[dict[str, int]]:
@@ -129,3 +131,35 @@ def test_refused_with_the_reason(loop: str, reason: str, tmp_path: Path) -> None
     assert {"TM", "TN"} <= names and not {"BK", "PAD"} & names, result.notes
     refused = [n for n in result.notes if n.startswith("K_SLICE: not applied")]
     assert refused and reason in refused[0], result.notes
+
+
+#: The naive products of tests/test_templater_regtile_first_contact_naive.py (other hands:
+#: blockDim offsets and alpha / beta, a batch through local pointers and ``__ldg``, a
+#: ``sq()`` helper, int8 to int32, a 3-D launch with ``#pragma unroll 4``) whose loop over k
+#: is a counted ascending ``for``: each lifts the slices too.
+STAGED = ["batched_tn_ldg_if", "blockdim_return_alpha_beta", "int8_l1_aliases_32x4",
+          "pragma_unroll_3d_launch_8x8", "sqdist_helper_negated_guard"]
+
+
+@pytest.mark.parametrize("name", STAGED)
+def test_other_products_staged_bit_for_bit(name: str, tmp_path: Path) -> None:
+    """A padded slice of 8 over the sampled 32 x 4 block of 2 x 4 tiles, and the all-ends
+    configs with slices (their first and last without WORKBENCH_FULL_MATRIX=1), bit for bit
+    against the kernel as written (37 x 45 over 29: a multiple of no tile or slice)."""
+    p = PRODUCTS[name]
+    template = p.template()
+    env = {**ENV, "elem_bytes": 4}
+    default = dict(template.default_config())
+    staged = [c for c in end_configs(template, env) if c["BK"] > 0]
+    configs = host_sample([{**default, **SAMPLED, "BK": 8, "PAD": 1}, *staged])
+    assert all(template.space(env).rejection(c) is None for c in configs)
+    written, outputs = host_outputs(p, template, configs, ENV, tmp_path)
+    for config, got in zip(configs, outputs, strict=True):
+        assert got == written, config
+
+
+def test_a_count_down_loop_keeps_the_register_tile_alone() -> None:
+    lifted = PRODUCTS["double_walk_two_returns_relu"].lift()
+    assert not {"BK", "PAD"} & {q.name for q in lifted.params}
+    assert any(f.transform == "K_SLICE" and not f.applied and "ascending" in f.reason
+               for f in lifted.findings), lifted.notes

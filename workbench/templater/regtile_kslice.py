@@ -351,32 +351,17 @@ class _Expand:
 def body(s: Slices, emit: _Emit) -> str:
     """The product's body: the register tile from global memory (as before) under ``BK ==
     0``, the rounds of k slices otherwise."""
-    return "\n".join(["{", f"#if {s.names['BK']} > 0", _staged(s, emit, s.names), "#else",
+    return "\n".join(["{", f"#if {s.names['BK']} > 0", _staged(s, emit), "#else",
                       emit.body(), "#endif", "}"])
 
 
-def _staged(s: Slices, emit: _Emit, names: dict[str, str]) -> str:
+def _staged(s: Slices, emit: _Emit) -> str:
     n, loop = s.n, s.loop
     assert n.loop is not None
-    bk, pad = names["BK"], names["PAD"]
+    bk, pad = s.names["BK"], s.names["PAD"]
     threads = f"({emit.names['THREADS_X']} * {emit.names['THREADS_Y']})"
-    sub_states = emit.states()
-    state_ids = {emit.locals[k].decl.id for k in n.states}
-    dropped = {emit.locals[k].decl.id for k in (*n.coords, *n.inlined, *emit.alias)}
-    out = ["{"]
-    starts: list[str] = []
-    for st in n.before:
-        if st.id in state_ids:
-            lo = next(emit.locals[k] for k in n.states if emit.locals[k].decl.id == st.id)
-            head = text(lo.decl)[:lo.declarator.start_byte - lo.decl.start_byte]
-            inner = lo.declarator.child_by_field_name("declarator") \
-                if lo.value is not None else lo.declarator
-            out.append(f"  {head}{text(inner)}[{emit.names['TM']}][{emit.names['TN']}];")
-            if lo.value is not None:
-                init = f"{lo.name}[wb_i][wb_j] = {render(emit.data, lo.value, sub_states)};"
-                starts += emit.tiled([*emit.opening(True), init], "    ")
-        elif st.id not in dropped:
-            out.append("  " + text(st))
+    declared, starts = emit.prologue()
+    out = ["{", *declared]
     for op in s.operands:
         out.append(f"  __shared__ {op.ctype} wb_slice{op.slot}[{bk}][{emit.tile(op.dim)} + "
                    f"{pad}];")
@@ -385,47 +370,51 @@ def _staged(s: Slices, emit: _Emit, names: dict[str, str]) -> str:
     out.append("  if (wb_live) {")
     out += starts
     out.append("  }")
-    out.append("  // every thread loads its part of each k slice and reaches both barriers")
-    out.append(f"  for ({loop.ctype} wb_k0 = {loop.start}; wb_k0 < {loop.end}; "
-               f"wb_k0 += {bk}) {{")
-    for op in s.operands:
-        out += _load(s, op, emit, names, threads)
-    out.append("    __syncthreads();")
-    out.append("    if (wb_live) {")
-    out.append(f"      if ({loop.end} - wb_k0 >= {bk}) {{")
-    out += _round(s, emit, f"{bk}", "        ", True)
-    out.append("      } else {")
-    out += _round(s, emit, f"{loop.end} - wb_k0", "        ", False)
-    out.append("      }")
-    out.append("    }")
-    out.append("    __syncthreads();")
+    out.append("  // every thread loads its part of each k slice and reaches both barriers: the "
+               "full rounds, then the last (partial) one")
+    out.append(f"  {loop.ctype} wb_k0 = {loop.start};")
+    out.append(f"  for (; wb_k0 < {loop.end} && {loop.end} - wb_k0 >= {bk}; wb_k0 += {bk}) {{")
+    out += _rounds(s, emit, threads, False)
     out.append("  }")
-    epilogue = [render(emit.data, st, sub_states) for st in n.after]
+    out.append(f"  if (wb_k0 < {loop.end}) {{")
+    out += _rounds(s, emit, threads, True)
+    out.append("  }")
+    epilogue = [render(emit.data, st, emit.states()) for st in n.after]
     out += emit.tiled([*emit.opening(False), f"if ({emit.live()}) {{", *epilogue, "}"], "  ")
     out.append("}")
     return "\n".join(out)
 
 
-def _load(s: Slices, op: Operand, emit: _Emit, names: dict[str, str],
-          threads: str) -> list[str]:
+def _rounds(s: Slices, emit: _Emit, threads: str, last: bool) -> list[str]:
+    """One round: the loads, a barrier, the inner products under the guard (over ``BK`` k
+    unrolled, or the ``last`` round's rest), a barrier."""
+    bk, end = s.names["BK"], s.loop.end
+    out = [row for op in s.operands for row in _load(s, op, emit, threads, last)]
+    out += ["    __syncthreads();", "    if (wb_live) {"]
+    out += _round(s, emit, f"{end} - wb_k0" if last else bk, "      ", not last)
+    return [*out, "    }", "    __syncthreads();"]
+
+
+def _load(s: Slices, op: Operand, emit: _Emit, threads: str, last: bool) -> list[str]:
     """The cooperative load of ``op``'s slice: position (kk, p) holds the read at k = k0 +
     kk and the coordinate of the tile's p-th virtual thread along ``op.dim``, zero past the
-    guard or the loop's end."""
-    bk, tile = names["BK"], emit.tile(op.dim)
+    guard or (the ``last`` round) the loop's end."""
+    bk, tile = s.names["BK"], emit.tile(op.dim)
     loop = s.loop
     kk, p = (f"wb_e % {bk}", f"wb_e / {bk}") if op.k_fastest else \
         (f"wb_e / {tile}", f"wb_e % {tile}")
     coord = emit.coordinate(op.coordinate).replace(emit.virtual(op.dim), "(wb_p)")
     cmp, bound = s.n.bounds[op.dim]
     read = _Expand(s.n.plan, emit.locals, s.n, loop.var).text(op.reads[0])
+    within = f"{loop.var} < {loop.end} && " if last else ""
     return [
         f"    for (int wb_e = wb_tid; wb_e < {bk} * {tile}; wb_e += {threads}) {{",
         f"      const int wb_kk = {kk};",
         f"      const int wb_p = {p};",
         f"      const {loop.ctype} {loop.var} = wb_k0 + wb_kk;",
         f"      const {emit.ctype(op.coordinate)} {op.coordinate} = {coord};",
-        f"      wb_slice{op.slot}[wb_kk][wb_p] = {loop.var} < {loop.end} && "
-        f"{op.coordinate} {cmp} ({text(bound)}) ? {read} : ({op.ctype})0;",
+        f"      wb_slice{op.slot}[wb_kk][wb_p] = {within}{op.coordinate} {cmp} "
+        f"({text(bound)}) ? {read} : ({op.ctype})0;",
         "    }"]
 
 

@@ -491,12 +491,13 @@ class _Emit:
             conds.append(f"{coord} {op} ({text(bound)})")
         return " && ".join(conds)
 
-    def body(self) -> str:
+    def prologue(self) -> tuple[list[str], list[str]]:
+        """The statements before the loop (the uniform ones as written, each state an array
+        of the tile) and each state's value at the start, per virtual thread."""
         n = self.n
-        assert n.loop is not None
         sub = self.states()
-        out = ["{"]
-        starts: list[str] = []  # each state's value at the start, per virtual thread
+        out: list[str] = []
+        starts: list[str] = []
         state_ids = {self.locals[k].decl.id for k in n.states}
         dropped = {self.locals[k].decl.id for k in (*n.coords, *n.inlined, *self.alias)}
         for s in n.before:
@@ -511,6 +512,14 @@ class _Emit:
                     starts += self.tiled([*self.opening(True), init], "    ")
             elif s.id not in dropped:
                 out.append("  " + text(s))
+        return out, starts
+
+    def body(self) -> str:
+        n = self.n
+        assert n.loop is not None
+        sub = self.states()
+        declared, starts = self.prologue()
+        out = ["{", *declared]
         loop_body = n.loop.child_by_field_name("body")
         assert loop_body is not None
         header = render(self.data, n.loop, lambda m: "" if m == loop_body else None).rstrip()
