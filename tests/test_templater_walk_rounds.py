@@ -3,19 +3,20 @@ at the same index, staged in shared memory a round at a time. Held-back set 19's
 coulomb_pot_tiles reads ``charges[j]`` (float4) in every thread straight from global memory;
 its expert stages the charges in rounds of TILE (H200: 186.5 us at TILE 512 against 752.8 at
 TILE 0, the lift without TILE at the expert's pick 751.9).
-Pure: the folder's lift and two other spellings lift TILE (default 0) beside
+Pure: the folder's lift and three other spellings lift TILE (default 0) beside
 ITEMS_PER_THREAD and UNROLL, the barriers in the round loop and the walk inside the round
 split on the items' live flags (never a barrier under the split): raw float pointers read at
 ``4 * j + c``, ``++j``, the work under ``if (t < n) { .. }``; a ``while`` with its own
 counter after a ``return`` guard, a local float4 pointer and a helper function computing the
-term. With STAGE the tile joins its shared memory limit. Refusals with the line: a walked
-pointer written, an index other than ``C * j + c``, two strides, a fill past what the walk
-reads, a pointer that differs by thread, a bound assigned, a return before the index, the
-kernel's own shared memory; a barrier or a write in the walk stage nothing (ilp refuses the
-items first). Host (g++), bit for bit against the kernel as written at n = 300 probes over
-m = 200 charges (a multiple of no block, no block's items and no TILE; below TILE 256 to
-1024): the folder at the default and a mix, each spelling at a mix; under
-WORKBENCH_FULL_MATRIX=1 every all-ends config and every mix of each.
+term; the author's ``#pragma unroll 4`` on the walk (after the rounds' header). With STAGE
+the tile joins its shared memory limit. Refusals with the line: a walked pointer written, an
+index other than ``C * j + c``, two strides, a fill past what the walk reads, a pointer that
+differs by thread, a bound assigned, items that wrap the work (a return before the index, an
+impure call); a write or a barrier in the walk and shared memory of the kernel's own stage
+nothing (ilp refuses the items first). Host (g++), bit for bit against the kernel as written
+at n = 300 probes over m = 200 charges (a multiple of no block, no block's items and no
+TILE; below TILE 256 to 1024): the folder at the default and a mix, each other spelling at a
+mix; under WORKBENCH_FULL_MATRIX=1 every all-ends config and every mix of each.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ FOLDER = held_back_unseen19.SET.root / "coulomb_pot_tiles"
 #: partial one; 300 probes over 192 a block: the second block partly), unrolled by 2; the
 #: expert's H200 pick (THREADS 128, ITEMS 1, TILE 512, UNROLL 4) spelled in the lift's knobs
 #: (one round, partial); four items over 64 threads in rounds of 1024 unrolled by 8 (m <
-#: TILE); 160 threads, a minimum of 2 blocks, rounds of 256, the compiler's unroll.
+#: TILE); 160 threads, a minimum of 2 blocks, rounds of 256, not unrolled.
 MIXES = [{"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "UNROLL": 2, "TILE": 128},
          {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "UNROLL": 4, "TILE": 512},
          {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "TILE": 1024},
-         {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 1, "UNROLL": 0, "TILE": 256,
+         {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 1, "UNROLL": 1, "TILE": 256,
           "MIN_BLOCKS_PER_SM": 2}]
 
 #: The same potential by another hand: the raw float pointers read at 4 * j + c, ++j, the
@@ -89,6 +90,12 @@ extern "C" __global__ void coulomb_pot_tiles(float* out, const float* probes,
 """
 
 
+#: The folder's kernel with the author's unroll on the walk (its factor becomes UNROLL's
+#: default): the rounds go before the pragma, which stays on the walk.
+PRAGMA = load_kernel_folder(FOLDER).baseline.source.replace(
+    "  for (int j = 0; j < m; j++)", "  #pragma unroll 4\n  for (int j = 0; j < m; j++)")
+
+
 def _lift(source: str, entry: str = "k") -> tuple[dict[str, dict], list[str], str,
                                                    tuple[str, ...]]:
     lifted = lift_kernel(source, entry=entry, grid=["ceil_div(n, 128)"], block=["128"],
@@ -127,6 +134,10 @@ def test_the_folder_and_two_spellings_lift_the_rounds() -> None:
         assert ("wb_all_live" in text) == (source is not RAW_FLOATS), text
         assert "TILE * (16 * 1) <= 49152" in constraints or \
             "TILE * (4 * 4) <= 49152" in constraints, constraints
+    params, notes, text, _c = _lift(PRAGMA, "coulomb_pot_tiles")
+    assert notes[0].startswith("TILE: applied") and params["UNROLL"]["default"] == 4, notes
+    assert text.index("the round is staged") < text.index("#pragma unroll (wb_unroll)\n\n"
+                                                          "  for (int j = wb_base;"), text
     # the spellings' probes are staged too (STAGE): the tile's bytes join their limit
     _params, _notes, _text, constraints = _lift(RAW_FLOATS, "coulomb_pot_tiles")
     assert "TILE == 0 or STAGE == 0 or ((BLOCK_THREADS * ITEMS_PER_THREAD) * (12)) + " \
@@ -169,10 +180,6 @@ def test_refusals_name_the_line_and_reason() -> None:
     assert notes == ["TILE: not applied: the items run the work one after another (a wrap), "
                      "where an item that ended skips the rest: it would skip the rounds' "
                      "barriers (line 11)"], notes
-    pragma = _kernel("acc += q[j]" + work).replace("  for (int j", "  #pragma unroll 2\n  for (int j")
-    params, notes, _text, _c = _lift(pragma)
-    assert notes == ["TILE: not applied: the walk has the author's `#pragma unroll 2` (the "
-                     "rounds would come between it and its loop) (line 6)"], notes
     params, notes, _text, _c = _lift(_kernel("acc += q[j]" + work + "\n    m = m - 1;"))
     assert notes == ["TILE: not applied: the walk's bound `m` is assigned (line 8)"], notes
     # a write or a barrier in the walk, shared memory of the kernel's own: nothing staged
@@ -201,8 +208,8 @@ def test_host_the_folder_bit_for_bit(tmp_path: Path,
     assert _host(load_kernel_folder(FOLDER), tmp_path / "folder", host_flags, True) >= 2
 
 
-def test_host_two_spellings_bit_for_bit(tmp_path: Path,
+def test_host_three_spellings_bit_for_bit(tmp_path: Path,
                                         host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    for name, source in (("raw", RAW_FLOATS), ("while", HELPER_WHILE)):
+    for name, source in (("raw", RAW_FLOATS), ("while", HELPER_WHILE), ("pragma", PRAGMA)):
         kf = respelled(FOLDER, tmp_path / f"spelled_{name}", source)
         assert _host(kf, tmp_path / name, host_flags, False) >= 1

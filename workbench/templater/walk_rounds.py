@@ -19,7 +19,7 @@ Legal only where the analysis shows (else a note with the line): a 1-D block
 thread's, shared by its items) and every call in the walk is pure (no ``return`` before the
 thread's index); a top-level ``for (int j = 0; j < m; ++j | j++ | j += 1)`` after the index,
 ``m`` a scalar kernel parameter never assigned, ``j`` not written, the body a block with no
-jump and no barrier, warp intrinsic or atomic, no ``#pragma`` of the author's before it;
+jump and no barrier, warp intrinsic or atomic (the author's ``#pragma`` before it stays on it);
 every read of a walked pointer at ``j`` is ``P[j]``, ``P[C * j + c]`` or ``P[j * C + c]``
 (integer literals ``0 <= c < C``, one ``C`` a pointer, ``c = C - 1`` read, so the fill reads
 no element the walk does not), ``P`` a parameter or a local set once before the walk from
@@ -176,9 +176,10 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, Node]:
     if assigned:
         raise Illegal(f"the walk's bound `{text(bound)}` is assigned", assigned[0])
     before = loop.prev_sibling
-    if before is not None and text(before).lstrip().startswith("#pragma"):
-        raise Illegal(f"the walk has the author's `{text(before).strip()[:40]}` (the rounds "
-                      "would come between it and its loop)", before)
+    if before is not None and before.type == "comment" and \
+            text(before).lstrip().startswith("#pragma"):
+        raise Illegal(f"the walk has the author's `{text(before).strip()[:40]}` where the "
+                      "rounds cannot go before it", before)
     body = loop.child_by_field_name("body")
     if body is None or body.type != "compound_statement":
         raise Illegal("the walk's body is not a block `{ .. }`", loop)
@@ -339,13 +340,17 @@ def _rewrite(plan: Plan, loop: Node, var: str, bound: Node,
               f"    if ({NAME} > 0) {{\n"
               "      __syncthreads();  // every thread is done with the previous round\n"
               f"{fills}      __syncthreads();  // the round is staged\n    }}\n{_BEGIN}")
-    # the insertions already at the walk (UNROLL's pragma) belong to the walk: after the
-    # rounds' header
-    lead = [e for e in plan.rw.edits if e.start == e.end == loop.start_byte]
-    plan.rw.discard(lead)
-    plan.rw.insert(loop.start_byte, rounds)
-    for e in lead:
-        plan.rw.replace_span(e.start, e.end, e.text, e.make)
+    pragma = loop.prev_sibling
+    if pragma is not None and pragma.type == "preproc_call" and \
+            text(pragma).startswith("#pragma"):  # the author's, on the walk: after the rounds'
+        plan.rw.replace_span(pragma.start_byte, pragma.end_byte,
+                             make=lambda rw: rounds + rw.text(pragma))
+    else:  # the insertions already at the walk (UNROLL's pragma) go after the rounds' header
+        lead = [e for e in plan.rw.edits if e.start == e.end == loop.start_byte]
+        plan.rw.discard(lead)
+        plan.rw.insert(loop.start_byte, rounds)
+        for e in lead:
+            plan.rw.replace_span(e.start, e.end, e.text, e.make)
     plan.rw.insert(loop.end_byte, f"{_END}\n  }}  // the round")
     body = plan.body
     plan.rw.replace_span(body.start_byte, body.end_byte,
