@@ -55,6 +55,7 @@ from workbench.templater.analysis import (
     strip,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.apron_branches import branch_load
 from workbench.templater.apron_loads import (
@@ -244,8 +245,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                           "[threadIdx.y + a][threadIdx.x + b])", bad)
         for n in walk(s):
             if n.type in ("assignment_expression", "update_expression"):
-                t = strip(n.child_by_field_name("left") or n.child_by_field_name("argument")
-                          or n)
+                t = write_target(n) or n
                 if base_array(t) == tile:
                     raise Refused(f"`{text(n)}` writes the tile after the barrier", n)
                 base = t

@@ -38,6 +38,7 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.inline_bind import fresh
 from workbench.templater.inline_calls import InlinedSource
@@ -287,9 +288,9 @@ def _single_values(body: Node) -> dict[str, Node]:
             if d is not None and d.type == "identifier":
                 declared.setdefault(text(d), []).append(n.child_by_field_name("value"))
         elif n.type in ("assignment_expression", "update_expression"):
-            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if t is not None and strip(t).type == "identifier":
-                written.add(text(strip(t)))
+            t = write_target(n)
+            if t is not None and t.type == "identifier":
+                written.add(text(t))
     return {k: v[0] for k, v in declared.items()
             if len(v) == 1 and v[0] is not None and k not in written}
 

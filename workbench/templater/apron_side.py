@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, strip, text, walk
+from workbench.templater.analysis import binary, builtin, strip, text, walk, write_target
 from workbench.templater.apron_loads import Check, Deps, base_array, indices
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import _ELEM, Refused
@@ -83,8 +83,7 @@ def side_fill(plan: Plan, stmt: Node, sides: list[Side], tile: str, bx: int, by:
     """How ``stmt`` (before the barrier) fills side arrays at any block shape; None when it
     writes none; Refused when it does in a way not modelled."""
     names = {s.name for s in sides}
-    targets = [_target(n) for n in walk(stmt)
-               if n.type in ("assignment_expression", "update_expression")]
+    targets = [write_target(n) for n in walk(stmt)]
     if not any(base_array(t) in names for t in targets if t is not None):
         return None
     if any(text(n) == tile for n in walk(stmt) if n.type == "identifier"):
@@ -143,7 +142,7 @@ def _check_body(stmt: Node, names: set[str], deps: Deps, own: set[str]) -> None:
     and writes only the side arrays ``names`` and its own counters ``own``."""
     for n in walk(stmt):
         if n.type in ("assignment_expression", "update_expression"):
-            t = _target(n)
+            t = write_target(n)
             if t is None or not (base_array(t) in names or text(strip(t)) in own):
                 raise Refused(f"`{text(n)}` in a shared table's fill writes other than the "
                               "table", n)
@@ -159,8 +158,3 @@ def _check_body(stmt: Node, names: set[str], deps: Deps, own: set[str]) -> None:
             raise Refused(f"`{text(n)}` in a shared table's fill reads the thread or the "
                           "block (each entry is filled by the same code at any block shape "
                           "only through the flat thread index)", n)
-
-
-def _target(n: Node) -> Node | None:
-    t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-    return strip(t) if t is not None else None

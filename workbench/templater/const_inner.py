@@ -52,7 +52,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import declared_name, text, walk
+from workbench.templater.analysis import declared_name, text, walk, write_target
 from workbench.templater.item_state import assigned_names, trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
@@ -142,13 +142,9 @@ def plan_loads_first(plan: Plan, walk_: Walk) -> list[Node]:
                 text(n.child_by_field_name("function")) not in pure:
             raise Illegal(f"`{text(n)[:50]}` calls what is not pure: a loads-first pass "
                           "would call it twice", n)
-        if n.type not in ("assignment_expression", "update_expression"):
+        target = write_target(n)
+        if target is None:
             continue
-        target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-        while target is not None and target.type == "parenthesized_expression" and \
-                target.named_children:
-            target = target.named_children[0]
-        assert target is not None
         root, memory = target, False
         while root.type in ("subscript_expression", "field_expression",
                             "pointer_expression"):

@@ -46,6 +46,7 @@ from workbench.templater.analysis import (
     strip,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
@@ -263,11 +264,9 @@ class LaneAnalysis:
         if scope is None:
             return Verdict("unknown", decl, f"`{name}`'s scope")
         for n in walk(scope):
-            if n.start_byte < decl.start_byte or n.type not in ("assignment_expression",
-                                                                "update_expression"):
+            if n.start_byte < decl.start_byte:
                 continue
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            t = strip(target) if target is not None else None
+            t = write_target(n)
             if t is None or t.type != "identifier" or text(t) != name or \
                     declaration_of(t) != decl:
                 continue

@@ -73,6 +73,7 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.conv_fold import (
     Fold,
@@ -647,8 +648,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         if fold is not None and any(inside(n, s) for s in fold.stmts):
             continue  # read_fold checked it
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            t = strip(target) if target is not None else n
+            t = write_target(n) or n
             if t.type != "identifier" or text(t) not in {acc.acc, *(w.var for w in nest)}:
                 where = f"the channel loop over {channel.var}" if channel is not None \
                     else "the window loop"

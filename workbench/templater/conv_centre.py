@@ -39,7 +39,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, line, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import (
+    builtin,
+    line,
+    shares_or_syncs,
+    strip,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.conv import (
     OUT_Y_VALUES,
     _compile_time_defs,
@@ -195,10 +203,9 @@ def _targets(stmt: Node) -> set[str]:
     """The identifiers ``stmt`` assigns or increments."""
     out: set[str] = set()
     for n in walk(stmt):
-        if n.type in _WRITES:
-            t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if t is not None and strip(t).type == "identifier":
-                out.add(text(strip(t)))
+        t = write_target(n)
+        if t is not None and t.type == "identifier":
+            out.add(text(t))
     return out
 
 
@@ -214,8 +221,7 @@ def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Nod
             if n.type in _LEAVES:
                 raise Refused(f"`{text(n)}` leaves the window early", n)
             if n.type in _WRITES:
-                t = n.child_by_field_name("left") or n.child_by_field_name("argument")
-                t = strip(t) if t is not None else n
+                t = write_target(n) or n
                 if t.type != "identifier" or text(t) not in state | tap_locals:
                     raise Refused(f"`{text(n)}` writes inside the window: the taps may write "
                                   "the output's state and their own locals only", n)

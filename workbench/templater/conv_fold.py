@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import inside, strip, text, walk
+from workbench.templater.analysis import inside, text, walk, write_target
 from workbench.templater.regtile import Refused, render
 
 
@@ -68,8 +68,7 @@ def read_fold(stmts: list[Node], acc: str, before: list[Node],
                           "goto_statement"):
                 raise Refused(f"`{text(n)}` in the fold leaves the channel loop early", n)
             if n.type in ("assignment_expression", "update_expression"):
-                target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-                t = strip(target) if target is not None else n
+                t = write_target(n) or n
                 if t.type != "identifier" or text(t) == acc:
                     raise Refused(f"the fold writes `{text(t)}`: it may write only locals "
                                   "declared before the loops (the state it keeps)", n)

@@ -46,6 +46,7 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.conv import (
     _acc_decl,
@@ -210,8 +211,8 @@ def _taps(plan: Plan, loop: Node, defs: dict[str, str], region: list[Node]) -> _
     for n in walk(plan.body):
         if n.type in ("assignment_expression", "update_expression") and \
                 not (inside_node(n, inner[-1])):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == var:
+            target = write_target(n)
+            if target is not None and text(target) == var:
                 raise Refused(f"`{text(n)}` assigns the tap counter {var} besides its step", n)
     after = [n for s in region if s.start_byte >= loop.end_byte for n in walk(s)
              if n.type == "identifier" and text(n) == var]
@@ -271,8 +272,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     src = _input(plan, expr, value)
     for n in walk(loop):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            tt = strip(target) if target is not None else n
+            tt = write_target(n) or n
             if tt.type != "identifier" or text(tt) not in {acc.acc, t}:
                 raise Refused(f"`{text(n)}` writes inside the tap loop", n)
         if n.type in ("return_statement", "break_statement", "continue_statement",

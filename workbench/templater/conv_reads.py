@@ -18,7 +18,7 @@ import weakref
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
-from workbench.templater.analysis import line, strip, text, walk
+from workbench.templater.analysis import line, text, walk, write_target
 from workbench.templater.purity import _defined_more_than_once, pure_calls
 
 #: Read-only built-ins besides the pure math (a cached global load).
@@ -71,8 +71,8 @@ def _writes(fn: Node, name: str, allowed: frozenset[str] | set[str]) -> str | No
                 text(c) in ("static", "__shared__", "extern") for c in n.children):
             return f"a static or shared local (line {line(n)})"
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is None or strip(target).type != "identifier":
+            target = write_target(n)
+            if target is None or target.type != "identifier":
                 return f"`{text(n)[:40]}` writes memory (line {line(n)})"
         if n.type == "call_expression":
             callee = n.child_by_field_name("function")

@@ -48,7 +48,14 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, mentions, shares_or_syncs, strip, text, walk
+from workbench.templater.analysis import (
+    line,
+    mentions,
+    shares_or_syncs,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.block import lift_block
 from workbench.templater.conv_mix import _closure
 from workbench.templater.conv_mix_window import CHOICES, KNOB, Slide, find_slide
@@ -178,7 +185,7 @@ def _locals_only(plan: Plan, part: Node, copies: set[str], taps: bool) -> None:
                               "item", n)
         if n.type not in _ASSIGN:
             continue
-        target = strip(n.child_by_field_name("left") or n.child_by_field_name("argument") or n)
+        target = write_target(n) or n
         if target.type == "identifier":
             if text(target) not in copies | declared:
                 raise Refused(f"`{text(n)[:50]}` writes `{text(target)}`, one local shared by "

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.core.identifiers import identifier_problem
-from workbench.templater.analysis import LOOPS, inside_loop, line, text, walk
+from workbench.templater.analysis import LOOPS, inside_loop, line, text, walk, write_target
 from workbench.templater.bounds import in_bounds
 from workbench.templater.ilp import IT
 from workbench.templater.plan import Plan
@@ -135,10 +135,7 @@ def _check_side(plan: Plan, stmt: Node, side: Node) -> list[str]:
             if name not in pure_calls(plan.source):
                 raise Illegal(f"a side calls {why_not_pure(plan.source, text(fn))}", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            while target is not None and target.type == "parenthesized_expression" and \
-                    target.named_children:
-                target = target.named_children[0]
+            target = write_target(n)
             if target is None or target.type != "identifier":
                 raise Illegal(f"`{text(n)[:60]}` writes memory (a side may assign only "
                               "thread-local scalars)", n)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, text, walk
+from workbench.templater.analysis import line, text, walk, write_target
 from workbench.templater.item_state import declarators, is_item_stmt, span
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
@@ -152,10 +152,7 @@ def _check_side(plan: Plan, side: Node, arrays: set[str], pure: frozenset[str]) 
             if name not in pure:
                 raise Illegal(f"its body calls {why_not_pure(plan.source, name)}", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            while target is not None and target.type == "parenthesized_expression" and \
-                    target.named_children:
-                target = target.named_children[0]
+            target = write_target(n)
             if target is not None and target.type == "identifier" and \
                     text(target) not in arrays and text(target) not in own:
                 raise Illegal(f"`{text(n)[:50]}` assigns `{text(target)}`, which every "

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, binary, line, strip, text, walk
+from workbench.templater.analysis import LOOPS, binary, line, strip, text, walk, write_target
 from workbench.templater.ilp_exits import SharedExit
 from workbench.templater.ilp_guarded_trips import guarded_trips
 from workbench.templater.item_state import assigned_in_body, exit_actions, span, statements
@@ -241,10 +241,9 @@ def assigned_in_body_of(stmt: Node) -> set[str]:
     """The names ``stmt`` assigns or updates (a store through memory by its root's text)."""
     out = set()
     for n in walk(stmt):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None:
-                out.add(text(strip(target)))
+        target = write_target(n)
+        if target is not None:
+            out.add(text(target))
     return out
 
 

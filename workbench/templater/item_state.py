@@ -9,7 +9,16 @@ from collections.abc import Sequence
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, binary, declared_name, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    LOOPS,
+    binary,
+    declared_name,
+    int_value,
+    strip,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.item_objects import called_object
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
@@ -29,10 +38,7 @@ def assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> se
     out = set()
     for n in walk(node):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            while target is not None and target.type == "parenthesized_expression" and \
-                    target.named_children:
-                target = target.named_children[0]
+            target = write_target(n)
             root = target
             while root is not None and (root.type == "subscript_expression" or (
                     root.type == "field_expression" and
@@ -177,8 +183,8 @@ def safe_when_done(stmt: Node, items: set[str], plan: Plan) -> bool:
             if fn is None or fn.type != "identifier" or text(fn) not in pure:
                 return False
         elif t in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is None or strip(target).type != "identifier":
+            target = write_target(n)
+            if target is None or target.type != "identifier":
                 return False
         elif t in ("subscript_expression", "pointer_expression") or (
                 t == "field_expression" and text(n.child_by_field_name("operator")) == "->"):

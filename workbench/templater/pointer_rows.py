@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import chain, int_value, strip, text, walk
+from workbench.templater.analysis import chain, int_value, strip, text, walk, write_target
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import Edit, _declared, _own_continue, rewrite_loops
 
@@ -336,9 +336,8 @@ def _pointer(decl: Node) -> str | None:
 
 def _reassigned(node: Node) -> set[str]:
     """The variables ``node`` assigns or steps (not the arrays it stores to)."""
-    targets = [n.child_by_field_name("left") or n.child_by_field_name("argument")
-               for n in walk(node) if n.type in ("assignment_expression", "update_expression")]
-    return {text(strip(t)) for t in targets if t is not None and strip(t).type == "identifier"}
+    targets = [write_target(n) for n in walk(node)]
+    return {text(t) for t in targets if t is not None and t.type == "identifier"}
 
 
 def _words(expr: str) -> set[str]:

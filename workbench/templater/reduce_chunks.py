@@ -34,7 +34,17 @@ from collections.abc import Collection
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, factors, int_value, line, strip, terms, text, walk
+from workbench.templater.analysis import (
+    builtin,
+    factors,
+    int_value,
+    line,
+    strip,
+    terms,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_rewrite import c_rule
 from workbench.templater.rules import literal, scale_divisor
@@ -126,9 +136,9 @@ def _stored(plan: Plan) -> set[str]:
                 "atomic") and any(m.type == "identifier" and plan.pointer(text(m))
                                   for m in walk(n)):
             raise Illegal(f"`{text(n)[:40]}` updates global memory by an atomic", n)
-        if n.type not in ("assignment_expression", "update_expression"):
+        target = write_target(n)
+        if target is None:
             continue
-        target = strip(n.child_by_field_name("left") or n.child_by_field_name("argument"))  # type: ignore[arg-type]
         if target.type == "pointer_expression":
             raise Illegal(f"`{text(n)[:40]}` stores through a pointer", n)
         if target.type != "subscript_expression":

@@ -43,6 +43,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
@@ -291,8 +292,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     writes: set[str] = set()
     for n in (m for s in region for m in walk(s)):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            left = strip(target) if target is not None else n
+            left = write_target(n) or n
             if left.type == "subscript_expression":
                 arr = text(strip(left.child_by_field_name("argument")))  # type: ignore[arg-type]
                 writes.add(arr)

@@ -59,6 +59,7 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
@@ -163,8 +164,7 @@ def _store_index(plan: Plan, body: Node, polys: Polys) -> tuple[str, Node, Poly]
     stores: list[tuple[str, Node]] = []
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            left = strip(target) if target is not None else n
+            left = write_target(n) or n
             if left.type == "subscript_expression":
                 stores.append((_array(left), left))
     names = sorted({a for a, _s in stores})
@@ -213,8 +213,8 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
             raise Refused(f"`{text(n)}` leaves the z walk early (a chunk would stop where the "
                           "next one goes on)", n)
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) == var:
+            target = write_target(n)
+            if target is not None and text(target) == var:
                 raise Refused(f"the z variable `{var}` is assigned in the walk", n)
     polys = Polys(plan.body, {var})
     out, store, center = _store_index(plan, body, polys)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_expr_value, strip, text, walk
+from workbench.templater.analysis import binary, int_expr_value, strip, text, walk, write_target
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
@@ -292,9 +292,9 @@ def _check_chain(plan: Plan, chain: str, div: Node) -> None:
         _check_start(plan, name)
         for n in walk(plan.body):
             if n.type in ("assignment_expression", "update_expression"):
-                target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+                target = write_target(n)
                 right = n.child_by_field_name("right")
-                if target is not None and text(strip(target)) == name and not (
+                if target is not None and text(target) == name and not (
                         right is not None and text(strip(right)) == chain and
                         text(n.child_by_field_name("operator")) == "+="):
                     raise Illegal(f"`{text(n)[:40]}` changes the sum `{name}` by other than "

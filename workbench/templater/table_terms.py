@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_value, strip, text, walk
+from workbench.templater.analysis import binary, int_value, strip, text, walk, write_target
 from workbench.templater.item_state import declarator_name, statements
 from workbench.templater.plan import Plan
 from workbench.templater.purity import FLOAT_CALLS, constant_macros, pure_calls
@@ -167,13 +167,7 @@ def assigned_in(node: Node) -> set[str]:
 
 
 def _assign_targets(node: Node) -> list[Node]:
-    out = []
-    for n in walk(node):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None:
-                out.append(strip(target))
-    return out
+    return [t for n in walk(node) if (t := write_target(n)) is not None]
 
 
 def write_targets(node: Node) -> list[Node]:

@@ -47,6 +47,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
@@ -218,8 +219,8 @@ def _runs(plan: Plan, loop: Node) -> tuple[list[Run], list[Illegal]]:
         raise Illegal(f"the loop variable `{var}` is assigned in the loop", loop)
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and strip(target).type != "identifier":
+            target = write_target(n)
+            if target is not None and target.type != "identifier":
                 raise Illegal(f"`{text(n)[:50]}` stores to memory in the loop (the run's loads "
                               "would move before it)", n)
     by_array: dict[str, list[Node]] = {}
