@@ -327,30 +327,7 @@ def _element(plan: Plan, name: str, node: Node) -> str:
 def _rewrite(plan: Plan, loop: Node, var: str, bound: Node,
              walked: dict[str, _Walked]) -> None:
     """The round loop around the walk, the walk over the round, its reads from the tiles."""
-    m = text(bound)
-    fills = "".join(
-        f"      for (int wb_k = threadIdx.x; wb_k < {_times('wb_count', w.stride)}; "
-        f"wb_k += blockDim.x)\n        wb_tile_{name}[wb_k] = "
-        f"{name}[{_times('wb_base', w.stride)} + wb_k];\n" for name, w in walked.items())
-    tiles = "".join(f"__shared__ {w.element} wb_tile_{name}[{_times('wb_tile', w.stride)}];  "
-                    f"// the round's `{name}` ({NAME} > 0)\n  " for name, w in walked.items())
-    rounds = (f"{tiles}for (int wb_base = 0; wb_base < ({NAME} > 0 ? {m} : 1); "
-              f"wb_base += wb_tile) {{  // {NAME} 0: one round, the walk as written\n"
-              f"    const int wb_count = {NAME} > 0 ? min({NAME}, {m} - wb_base) : {m};\n"
-              f"    if ({NAME} > 0) {{\n"
-              "      __syncthreads();  // every thread is done with the previous round\n"
-              f"{fills}      __syncthreads();  // the round is staged\n    }}\n{_BEGIN}")
-    pragma = loop.prev_sibling
-    if pragma is not None and pragma.type == "preproc_call" and \
-            text(pragma).startswith("#pragma"):  # the author's, on the walk: after the rounds'
-        plan.rw.replace_span(pragma.start_byte, pragma.end_byte,
-                             make=lambda rw: rounds + rw.text(pragma))
-    else:  # the insertions already at the walk (UNROLL's pragma) go after the rounds' header
-        lead = [e for e in plan.rw.edits if e.start == e.end == loop.start_byte]
-        plan.rw.discard(lead)
-        plan.rw.insert(loop.start_byte, rounds)
-        for e in lead:
-            plan.rw.replace_span(e.start, e.end, e.text, e.make)
+    _before_walk(plan, loop, _round_header(text(bound), walked))
     plan.rw.insert(loop.end_byte, f"{_END}\n  }}  // the round")
     body = plan.body
     plan.rw.replace_span(body.start_byte, body.end_byte,
@@ -374,6 +351,39 @@ def _rewrite(plan: Plan, loop: Node, var: str, bound: Node,
     plan.note(NAME, True, f"the walk over `{var}` reads {', '.join(walked)} at the same index "
               f"in every thread: staged in rounds of {NAME} elements in shared memory, the "
               "walk as written over each round (same order, bit for bit)", loop)
+
+
+def _round_header(m: str, walked: dict[str, _Walked]) -> str:
+    """The tiles, the round loop's header and the round's fill, up to the walk."""
+    fills = "".join(
+        f"      for (int wb_k = threadIdx.x; wb_k < {_times('wb_count', w.stride)}; "
+        f"wb_k += blockDim.x)\n        wb_tile_{name}[wb_k] = "
+        f"{name}[{_times('wb_base', w.stride)} + wb_k];\n" for name, w in walked.items())
+    tiles = "".join(f"__shared__ {w.element} wb_tile_{name}[{_times('wb_tile', w.stride)}];  "
+                    f"// the round's `{name}` ({NAME} > 0)\n  " for name, w in walked.items())
+    return (f"{tiles}for (int wb_base = 0; wb_base < ({NAME} > 0 ? {m} : 1); "
+            f"wb_base += wb_tile) {{  // {NAME} 0: one round, the walk as written\n"
+            f"    const int wb_count = {NAME} > 0 ? min({NAME}, {m} - wb_base) : {m};\n"
+            f"    if ({NAME} > 0) {{\n"
+            "      __syncthreads();  // every thread is done with the previous round\n"
+            f"{fills}      __syncthreads();  // the round is staged\n    }}\n{_BEGIN}")
+
+
+def _before_walk(plan: Plan, loop: Node, header: str) -> None:
+    """``header`` before the walk and before what belongs to it: the author's ``#pragma``
+    line (a lazy edit over its span, so UNROLL's edit of it shows), else the insertions
+    already at the loop (UNROLL's pragma), moved after ``header``."""
+    pragma = loop.prev_sibling
+    if pragma is not None and pragma.type == "preproc_call" and \
+            text(pragma).startswith("#pragma"):
+        plan.rw.replace_span(pragma.start_byte, pragma.end_byte,
+                             make=lambda rw: header + rw.text(pragma))
+        return
+    lead = [e for e in plan.rw.edits if e.start == e.end == loop.start_byte]
+    plan.rw.discard(lead)
+    plan.rw.insert(loop.start_byte, header)
+    for e in lead:
+        plan.rw.replace_span(e.start, e.end, e.text, e.make)
 
 
 def _split_walk(kernel: str) -> str:
