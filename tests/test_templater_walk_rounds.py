@@ -11,8 +11,8 @@ counter after a ``return`` guard, a local float4 pointer and a helper function c
 term; the author's ``#pragma unroll 4`` on the walk (after the rounds' header). With STAGE
 the tile joins its shared memory limit. Refusals with the line: a walked pointer written, an
 index other than ``C * j + c``, two strides, a fill past what the walk reads, a pointer that
-differs by thread, a bound assigned, items that wrap the work (a return before the index, an
-impure call); a write or a barrier in the walk and shared memory of the kernel's own stage
+differs by thread, a bound assigned, a counter not an int, items that wrap the work (a
+return before the index, an impure call); a write or a barrier in the walk and shared memory of the kernel's own stage
 nothing (ilp refuses the items first). Host (g++), bit for bit against the kernel as written
 at n = 300 probes over m = 200 charges (a multiple of no block, no block's items and no
 TILE; below TILE 256 to 1024): the folder at the default and a mix, each other spelling at a
@@ -182,6 +182,10 @@ def test_refusals_name_the_line_and_reason() -> None:
                      "barriers (line 11)"], notes
     params, notes, _text, _c = _lift(_kernel("acc += q[j]" + work + "\n    m = m - 1;"))
     assert notes == ["TILE: not applied: the walk's bound `m` is assigned (line 8)"], notes
+    wide = _kernel("acc += q[j]" + work).replace("int j = 0", "size_t j = 0")
+    params, notes, _text, _c = _lift(wide)
+    assert notes == ["TILE: not applied: the walk counts in `int and size_t`, not `int` (the "
+                     "rounds count in int) (line 6)"], notes
     # a write or a barrier in the walk, shared memory of the kernel's own: nothing staged
     # (ilp or the walk's own check refuses)
     for source in (_kernel("q[j] = x;\n    acc += q[j]" + work),

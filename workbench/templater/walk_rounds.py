@@ -169,6 +169,13 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, Node]:
         raise Illegal(f"the walk's bound `{text(bound)}` is not a scalar parameter (the same "
                       "in every thread; a walk of a fixed count reads a table the cache "
                       "holds)", bound)
+    # the rounds count in int (min(TILE, m - base)): another type's bound or counter is not
+    # one they count in
+    types = {_int_type(text(init.child_by_field_name("type"))),
+             *(_int_type(p.type_text) for p in plan.kernel.params if p.name == text(bound))}
+    if types != {"int"}:
+        raise Illegal(f"the walk counts in `{' and '.join(sorted(types))}`, not `int` (the "
+                      "rounds count in int)", loop)
     assigned = [n for n in walk(plan.body)
                 if n.type in ("assignment_expression", "update_expression") and
                 text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
@@ -197,6 +204,11 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, Node]:
     if used:
         raise Illegal(f"the walk calls {used[0]} (a barrier, shuffle or atomic)", body)
     return var, bound
+
+
+def _int_type(written: str) -> str:
+    """``const int`` -> ``int``: the type less its qualifiers."""
+    return " ".join(w for w in written.split() if w not in ("const", "volatile"))
 
 
 def _budget(plan: Plan, elements: str) -> list[str]:
