@@ -37,6 +37,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import binary, builtin, strip, text, walk
 from workbench.templater.block_phases_vec import Evaluator
+from workbench.templater.inline_bind import written
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
 from workbench.templater.rewrite import Rewriter
@@ -207,17 +208,11 @@ def _fixed_values(plan: Plan, evaluator: Evaluator, uniform: set[str],
         if n.type != "init_declarator" or n.start_byte >= loop.start_byte:
             continue
         name, value = text(n.child_by_field_name("declarator")), n.child_by_field_name("value")
-        if name in uniform and value is not None and not _assigned(plan.body, name):
+        if name in uniform and value is not None and not written(plan.body, name, address=False):
             result = evaluator.value(value, out)
             if result is not None:
                 out[name] = result
     return out
-
-
-def _assigned(body: Node, name: str) -> bool:
-    return any(n.type in ("assignment_expression", "update_expression") and
-               text(n.child_by_field_name("left") or n.child_by_field_name("argument")) == name
-               for n in walk(body))
 
 
 def _carried(plan: Plan, evaluator: Evaluator, loop: Node, run: list[Node],

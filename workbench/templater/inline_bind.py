@@ -22,7 +22,7 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import function_definitions
 from workbench.core.errors import WorkbenchError
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import inside, text, walk, writer
 
 #: Spellings of one integer type, read as one (``unsigned`` is ``unsigned int``).
 _ALIASES = {"unsigned": "unsigned int", "signed": "int", "signed int": "int",
@@ -191,21 +191,12 @@ def names_in(node: Node) -> Iterator[Node]:
     return (n for n in walk(node) if n.type in ("identifier", "type_identifier"))
 
 
-def written(body: Node, name: str) -> bool:
-    """Whether ``body`` assigns ``name``, steps it (``++``) or takes its address."""
-    for n in walk(body):
-        target = None
-        if n.type == "assignment_expression":
-            target = n.child_by_field_name("left")
-        elif n.type == "update_expression" or (
-                n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&"):
-            target = n.child_by_field_name("argument")  # an address taken: may be written
-        while target is not None and target.type == "parenthesized_expression" and \
-                target.named_child_count == 1:
-            target = target.named_children[0]
-        if target is not None and target.type == "identifier" and text(target) == name:
-            return True
-    return False
+def written(body: Node, name: str, *, address: bool = True) -> bool:
+    """Whether ``body`` assigns ``name``, steps it (``++``) or, with ``address``, takes its
+    address (a pointer may write it then)."""
+    return any(n.type == "identifier" and text(n) == name and
+               (w := writer(n, address=address)) is not None and inside(w, body)
+               for n in walk(body))
 
 
 def addressed(scope: Node, name: str) -> bool:
