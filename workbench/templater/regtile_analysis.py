@@ -247,7 +247,7 @@ def analyse(g: Gemm, loop: Node) -> None:
     inner_decls = {lo.name for lo in g.locals.values()
                    if any(lo.decl.start_byte >= c.start_byte and lo.decl.end_byte <= c.end_byte
                           for c in parts.compute)}
-    accs = writes - inner_decls
+    accs = writes - inner_decls - _own_counters(parts.compute)
     k_reads: list[tuple[Node, Node]] = []  # (a tile read, its index along k)
     for n in (m for c in parts.compute for m in walk(c)):
         if n.type == "assignment_expression":
@@ -477,23 +477,77 @@ def _k_offset(k: Node) -> tuple[str, int] | None:
 
 def _k_loop_step(name: str, at: Node, depth: int) -> int | None:
     """The step s of the enclosing ``for (int name = 0; name < depth; name += s)`` (``++``,
-    ``+= 1``: 1) whose body never assigns ``name``, where depth is a multiple of s."""
+    ``+= 1``: 1) whose body never assigns ``name``, where depth is a multiple of s. The
+    header may start a local declared before it (``int k; ... for (k = 0; ...)``) where
+    nothing outside such headers' loops reads it (:func:`_only_in_own_loops`): its value
+    after the loop, the depth, is then read nowhere."""
     loop = at.parent
-    while loop is not None:
-        init = loop.child_by_field_name("initializer") if loop.type == "for_statement" \
-            else None
-        decls = init.children_by_field_name("declarator") \
-            if init is not None and init.type == "declaration" else []
-        if len(decls) == 1 and decls[0].type == "init_declarator" and \
-                text(decls[0].child_by_field_name("declarator")) == name:
-            break
+    while loop is not None and _started(loop, name) is None:
         loop = loop.parent
     if loop is None:
+        return None
+    start = _started(loop, name)
+    if start is not None and start.parent is not None and \
+            start.parent.type == "assignment_expression" and not _only_in_own_loops(name, loop):
         return None
     step = _step_of(loop, name)
     if step is None or depth % step or not _counts_from_zero(loop, name, depth):
         return None
     return step
+
+
+def _started(loop: Node, name: str) -> Node | None:
+    """The value a ``for`` header starts ``name`` at, ``int name = v`` or ``name = v``; None
+    for any other node or header."""
+    init = loop.child_by_field_name("initializer") if loop.type == "for_statement" else None
+    if init is None:
+        return None
+    if init.type == "assignment_expression":
+        left = init.child_by_field_name("left")
+        return init.child_by_field_name("right") if left is not None and \
+            text(strip(left)) == name and text(init.child_by_field_name("operator")) == "=" \
+            else None
+    decls = init.children_by_field_name("declarator") if init.type == "declaration" else []
+    if len(decls) == 1 and decls[0].type == "init_declarator" and \
+            text(decls[0].child_by_field_name("declarator")) == name:
+        return decls[0].child_by_field_name("value")
+    return None
+
+
+def _own_counters(compute: list[Node]) -> set[str]:
+    """The locals declared before the loop over tiles that a ``for`` of the compute starts in
+    its header and nothing reads outside such loops (``int k; ... for (k = 0; ...)``): each
+    loop's own counter, not state the threads carry across tiles."""
+    out: set[str] = set()
+    for n in (m for c in compute for m in walk(c) if m.type == "for_statement"):
+        init = n.child_by_field_name("initializer")
+        left = init.child_by_field_name("left") \
+            if init is not None and init.type == "assignment_expression" else None
+        name = text(strip(left)) if left is not None else ""
+        if left is not None and strip(left).type == "identifier" and \
+                _started(n, name) is not None and _only_in_own_loops(name, n):
+            out.add(name)
+    return out
+
+
+def _only_in_own_loops(name: str, loop: Node) -> bool:
+    """Whether every use of ``name`` in the kernel body around ``loop`` is its declaration
+    without a value or sits in a ``for`` whose header starts it (:func:`_started`): no
+    value the loop leaves behind is read."""
+    body = loop
+    while body.parent is not None and body.parent.type != "function_definition":
+        body = body.parent
+    for n in walk(body):
+        if n.type != "identifier" or text(n) != name:
+            continue
+        declared = n.parent is not None and n.parent.type == "declaration"
+        node: Node | None = n.parent
+        while node is not None and not declared:
+            declared = node.type == "for_statement" and _started(node, name) is not None
+            node = node.parent
+        if not declared:
+            return False
+    return True
 
 
 def _step_of(loop: Node, name: str) -> int | None:
@@ -512,9 +566,7 @@ def _step_of(loop: Node, name: str) -> int | None:
 def _counts_from_zero(loop: Node, name: str, depth: int) -> bool:
     """Whether ``loop`` starts ``name`` at 0, runs while ``name < depth`` (or ``!=``: its step
     divides the depth) and its body never assigns ``name``."""
-    decl = loop.child_by_field_name("initializer")
-    value = decl.children_by_field_name("declarator")[0].child_by_field_name("value") \
-        if decl is not None else None
+    value = _started(loop, name)
     cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
     parts = binary(cond) if cond is not None else None
     if const_value(value) != 0 or parts is None or body is None or \
