@@ -101,6 +101,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py besselj0_miller_f64
     python3 gpu_checks/memgap_probe.py coulomb_pot_tiles
     python3 gpu_checks/memgap_probe.py gemm_cm_bt_rowscale
+    python3 gpu_checks/memgap_probe.py gram_ata_ridge
     python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
@@ -853,6 +854,20 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "default": {"THREADS_X": 16, "THREADS_Y": 16, "TM": 1, "TN": 1, "BK": 0, "PAD": 0,
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BM": 32, "BN": 128, "BK": 32, "TM": 4, "TN": 4, "PAD": 0}}),
+    # compute-bound (set 20): C = A^T A / K + 0.01 I over 16 x 16 shared tiles read k-major,
+    # its counters declared before their loops (first contact: nothing lifted, 0.38; the
+    # expert 2.66x at BM 64, BN 64, BK 32, TM 4, TN 4, PAD 1). The register tile over a
+    # counter declared before its loop (b8ae40c): the lift at the expert's pick in its knobs
+    # (VEC 4, the lift's float4 loads where aligned and in bounds; sm_90 64 registers, 16384 B
+    # smem, no spills; the expert 48, 16640 B, no spills; both loops 256 LDS and 512 FFMA at
+    # k 32), the same from slices of 16, an 8 x 4 tile over 128 x 64 (109 registers, no
+    # spills) and the default; the expert at its pick
+    "gram_ata_ridge": ("corpus_compute_unseen20", {
+        "expert_pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4},
+        "expert_pick_bk16": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4, "VEC": 4},
+        "tile8x4": {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4, "VEC": 4},
+        "default": {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "VEC": 1},
+    }, {"pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1}}),
     # memory-bound (set 19): the 9-point anisotropic step through cooperative groups (first
     # contact: nothing lifted, 61 % of a copy; the expert 87 % at BX 32, BY 4, RY 4, PAD 1).
     # The apron lift (6392864: the block's rank without the z term) at the expert's pick in
