@@ -15,7 +15,10 @@ a ``T c = l; while (c < n) { ...; c += 32; }`` alike) or segment loops ``for (c 
 whose base and end are the same for every lane of the item (:mod:`.warp_segments`; ILP,
 VEC and LDG over them: :mod:`.warp_chains`, :mod:`.warp_seg_vec`, :mod:`.warp_ldg`) and in ``l == 0`` / ``!l`` tests; warp shuffles only in the
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
-No other ``threadIdx`` or ``blockDim`` read, no shared memory, barrier or vote.
+No other ``threadIdx`` or ``blockDim`` read, no shared memory or barrier. A vote
+(``__ballot_sync``, ``__any_sync``), a shuffle of another shape or a helper calling one
+combines the 32 lanes of one warp only: there the items stay a warp each and only the warps
+per block are lifted, with the loads of the warp's loops AHEAD (:func:`_apply_whole_warps`).
 Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
 warp returned by a helper (``lane_id()``; any other call of a function reading the thread's
 place is refused), F a ``constexpr`` of the body or ``blockDim.y`` of a (32, F) block,
@@ -471,13 +474,15 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     bad = sorted(c for c in calls(plan.body) if c.startswith(_UNSAFE) and
                  not (c == "__activemask" and _masks_only(plan)) and
                  not (c == BARRIER and slotted and barrier_problem(plan) is None))
-    if bad or any(x.is_shared and not _slot_array(x, slotted) for x in plan.facts.defs.values()):
-        raise Illegal(f"the warps cooperate through {bad[0] if bad else '__shared__ memory'}")
+    across = [c for c in bad if c.startswith(BARRIER)]
+    if across or any(x.is_shared and not _slot_array(x, slotted)
+                     for x in plan.facts.defs.values()):
+        raise Illegal(f"the warps cooperate through {across[0] if across else '__shared__ memory'}")
     helper = collective_helper(plan, _UNSAFE)
-    if helper is not None:
-        raise Illegal(f"`{text(helper)[:50]}` calls a function that combines a warp's lanes "
-                      "(its shuffles would still span 32 lanes with fewer lanes an item; only "
-                      "shuffles written in the kernel are modelled)", helper)
+    if helper is not None and _reaches_barrier(plan, helper):
+        raise Illegal(f"`{text(helper)[:50]}` calls a function that reaches {BARRIER} (the "
+                      "warps of a block cooperate there)", helper)
+    local = _call_node(plan, bad[0]) if bad else helper  # a vote: one warp's lanes only
     for n in walk(plan.body):
         if n.type == "field_expression" and builtin(n, "blockDim") is not None and \
                 not any(a <= n.start_byte and n.end_byte <= b for a, b in spans) and \
@@ -506,6 +511,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
         if up is None or up == plan.body:
             raise Illegal(f"threadIdx.x is read in `{text(n.parent)[:50]}` (only the lane and "
                           "the warp index are modelled)", n)
+    if local is not None:
+        return _apply_whole_warps(plan, shape, two_d, local)
     item, _n, _v = declared_name(shape.decl)
     loops, steps, starts, segments = _lane_loops(plan, lane, inline, item)
     offsets, widths, broadcasts, tree = shuffle_loops(plan)
@@ -589,6 +596,79 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
             apply_ahead(plan, lp, found)
     apply_runs(plan, loops)  # after the row cache: its kept passes read the runs too
     return True
+
+
+def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> bool:
+    """Items per block alone where a warp's lanes combine (a vote ``__ballot_sync``, a
+    ``__popc`` of it, ``__any_sync``, a shuffle of any shape, or a helper calling one):
+    every such collective reaches the 32 lanes of one warp and none of another, so a block of
+    W warps runs each item on the same 32 lanes, in the same order, as the written block
+    does; only which block holds the item changes. The items stay a warp each (no LANES:
+    a vote's bits are a warp's lanes), the grid divides by W and the block is W warps."""
+    name = shape.macro.name if shape.macro is not None else "WARPS_PER_BLOCK"
+    grid = scale_divisor(plan.grid[0], str(shape.f_value), name)
+    if grid is None and shape.macro is not None:
+        grid = scale_divisor(plan.grid[0], shape.macro.name, name)
+    if grid is None:
+        raise Illegal(f"grid rule {plan.grid[0]!r} does not divide by the items per block "
+                      f"({shape.f_value})")
+    plan.grid[0] = grid
+    if two_d:
+        plan.block[1] = name
+    else:
+        plan.block[0] = f"32 * {name}"
+    plan.launch_bounds = f"32 * {name}"
+    for f in ([shape.factor] if shape.factor is not None else []) + list(shape.more):
+        if text(f) != name:
+            plan.rw.replace(f, name)
+    if shape.macro is not None:
+        guard_define(plan, shape.macro, shape.f_value)
+    plan.add_param(name, {"kind": "pow2", "min": 1, "max": 32, "default": shape.f_value,
+                          "description": f"warps per block, an item a warp (as written: "
+                                         f"{shape.f_value})"},
+                   f"{line(shape.decl)}: {text(shape.decl)[:60]}")
+    plan.note(LANES, False, f"`{text(local)[:50]}` combines the 32 lanes of one warp (warp-"
+              "local: no lane of another warp takes part); an item keeps its warp, so the "
+              f"warps per block ({name}) are lifted, not the lanes per item", local)
+    for lp in _outer_loops(plan):  # its steps' loads ahead (AHEAD), each lane's own reads
+        if (found := lane_bound(plan, lp)) is not None:
+            apply_ahead(plan, lp, found, whole_warp=True)
+    return True
+
+
+def _outer_loops(plan: Plan) -> list[Node]:
+    """The kernel's ``for`` loops inside no other loop."""
+    kinds = ("for_statement", "while_statement", "do_statement")
+    out = []
+    for n in walk(plan.body):
+        up = n.parent
+        while up is not None and up != plan.body and up.type not in kinds:
+            up = up.parent
+        if n.type == "for_statement" and (up is None or up == plan.body):
+            out.append(n)
+    return out
+
+
+def _call_node(plan: Plan, name: str) -> Node | None:
+    """The kernel's first call of ``name``."""
+    return next((c for c in walk(plan.body) if c.type == "call_expression" and
+                 text(c.child_by_field_name("function")) == name), None)
+
+
+def _reaches_barrier(plan: Plan, call: Node) -> bool:
+    """The function ``call`` calls reaches a block barrier (itself or through its calls)."""
+    defined = plan.source.function_definitions()
+    todo, seen = [text(call.child_by_field_name("function"))], set()
+    while todo:
+        fn = defined.get(name := todo.pop())
+        if fn is None or name in seen:
+            continue
+        seen.add(name)
+        found = calls(fn)
+        if any(c.startswith(BARRIER) for c in found):
+            return True
+        todo += sorted(found)
+    return False
 
 
 def _row_cache(plan: Plan, loops: list[Node], starts: list[str]) -> RowCache | None:

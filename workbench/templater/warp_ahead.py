@@ -15,12 +15,15 @@ it is a subscript ``A[I]`` outside any branch or inner loop of the body (it runs
 so reading it early reads nothing the loop as written does not) with ``A`` a kernel pointer
 or a local fixed offset of one and ``A`` and ``I`` naming only the counter and names the
 loop does not assign, no read nested in another; the bound names nothing the loop assigns.
-Refused with the line otherwise.
+Refused with the line otherwise. A loop of a warp whose lanes stay a warp (a vote in its
+body, :func:`.warp._apply_whole_warps`) may also vote, store to another element type than it
+reads and read under a guard (:func:`_step_loads`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -32,6 +35,7 @@ from workbench.templater.purity import pure_calls
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
 from workbench.templater.warp_global import step_of
+from workbench.templater.warp_shuffles import WARP_COLLECTIVES
 
 NAME = "AHEAD"
 _EXITS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
@@ -39,9 +43,11 @@ _CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement",
             "switch_statement", "conditional_expression")
 
 
-def apply_ahead(plan: Plan, loop: Node, found: LaneBound) -> None:
+def apply_ahead(plan: Plan, loop: Node, found: LaneBound, whole_warp: bool = False) -> None:
     """Give ``loop`` (a lane loop bounded as ``found`` reads it) its loads ahead under
-    ``#if AHEAD > 1``, or note why not."""
+    ``#if AHEAD > 1``, or note why not. ``whole_warp``: a loop of a warp that keeps its 32 lanes
+    (:func:`.warp._apply_whole_warps`), whose body may also store, vote and read under a
+    guard (:func:`_step_loads`)."""
     init, body = loop.child_by_field_name("initializer"), loop.child_by_field_name("body")
     update = loop.child_by_field_name("update")
     assert init is not None and body is not None and update is not None
@@ -49,19 +55,26 @@ def apply_ahead(plan: Plan, loop: Node, found: LaneBound) -> None:
     step = step_of(update, var)
     assert start is not None and step is not None  # a lane loop (warp._lane_loops)
     try:
-        loads = _loads(plan, loop, found)
+        loads = _step_loads(plan, loop, found) if whole_warp else _loads(plan, loop, found)
     except Illegal as exc:
         plan.note(NAME, False, exc.reason, exc.node or loop)
         return
     kind = text(init.child_by_field_name("type"))
     names: dict[str, str] = {}
-    for sub in loads:
-        key = " ".join(text(sub).split())
-        names.setdefault(key, f"wb_ahead{len(names)}")
-    for sub in loads:
-        plan.rw.replace(sub, f"{names[' '.join(text(sub).split())]}[wb_u]")
-    firsts = {names[" ".join(text(s).split())]: s for s in reversed(loads)}
-    types = {n: _elem_type(plan, s) for n, s in firsts.items()}
+    for ld in loads:
+        names.setdefault(ld.key, f"wb_ahead{len(names)}")
+    for ld in loads:
+        plan.rw.replace(ld.sub, f"{names[ld.key]}[wb_u]")
+    firsts = {names[ld.key]: ld for ld in reversed(loads)}
+    types = {n: _elem_type(plan, ld.sub) for n, ld in firsts.items()}
+    before = sorted({d.start_byte: d for ld in loads for d in ld.before}.items())
+
+    def fill(rw: Rewriter, n: str, ld: _Load) -> str:
+        read = _original(rw, ld.sub)
+        if not ld.guards:
+            return f"        {n}[wb_u] = {read};\n"
+        test = " && ".join(f"({rw.text(g)})" for g in ld.guards)
+        return f"        {n}[wb_u] = {test} ? {read} : {types[n]}();\n"
 
     def make(rw: Rewriter) -> str:
         bound, first = rw.text(found.bound), rw.text(start)
@@ -69,7 +82,8 @@ def apply_ahead(plan: Plan, loop: Node, found: LaneBound) -> None:
         stride = rw.text(step)
         at = f"      const {kind} {var} = wb_{var}0 + wb_u * ({stride});\n"
         decls = "".join(f"    {types[n]} {n}[{NAME}];\n" for n in firsts)
-        fills = "".join(f"        {n}[wb_u] = {_original(rw, s)};\n" for n, s in firsts.items())
+        fills = "".join(f"        {rw.text(d)}\n" for _b, d in before) + \
+            "".join(fill(rw, n, ld) for n, ld in firsts.items())
         return (f"for ({kind} wb_{var}0 = {first}; {guards}wb_{var}0 < {bound}; "
                 f"wb_{var}0 += ({stride}) * {NAME}) {{  // AHEAD steps' loads, then their bodies\n"
                 f"{decls}#pragma unroll\n    for (int wb_u = 0; wb_u < {NAME}; ++wb_u) {{\n{at}"
@@ -81,7 +95,8 @@ def apply_ahead(plan: Plan, loop: Node, found: LaneBound) -> None:
     plan.rw.replace_span(loop.start_byte, loop.end_byte,
                          make=lambda rw: f"\n#if {NAME} > 1\n  {make(rw)}\n#else\n  "
                                          f"{scalar(rw)}\n#endif\n")
-    plan.note(NAME, True, f"lane loop over {var}: {len(firsts)} read(s) a step loaded AHEAD "
+    what = "loop" if whole_warp else "lane loop"
+    plan.note(NAME, True, f"{what} over {var}: {len(firsts)} read(s) a step loaded AHEAD "
               "steps ahead, the steps' bodies then in the order as written", loop)
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                           "description": "steps of a lane loop whose reads each lane loads "
@@ -89,7 +104,22 @@ def apply_ahead(plan: Plan, loop: Node, found: LaneBound) -> None:
                    f"{line(loop)}: lane loop")
 
 
-def _loads(plan: Plan, loop: Node, found: LaneBound) -> list[Node]:
+@dataclass(frozen=True)
+class _Load:
+    """A read ``A[I]`` loaded ahead: its subscript, the conjuncts ``G`` of ``G && A[I]``
+    that guard it, and the body's declarations before it that ``G`` and ``I`` read."""
+
+    sub: Node
+    guards: tuple[Node, ...] = ()
+    before: tuple[Node, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """One buffer per read and guard, however spaced."""
+        return " ".join(" && ".join(text(n) for n in (*self.guards, self.sub)).split())
+
+
+def _loads(plan: Plan, loop: Node, found: LaneBound) -> list[_Load]:
     """The body's memory reads (see the module doc), or Illegal."""
     body = loop.child_by_field_name("body")
     update = loop.child_by_field_name("update")
@@ -99,7 +129,7 @@ def _loads(plan: Plan, loop: Node, found: LaneBound) -> list[Node]:
     if {text(n) for n in walk(found.bound) if n.type == "identifier"} & written:
         raise Illegal(f"the bound `{text(found.bound)}` names what the loop assigns", loop)
     pure = pure_calls(plan.source)
-    loads: list[Node] = []
+    loads: list[_Load] = []
     for n in walk(body):
         if n.type in _EXITS:
             raise Illegal(f"`{text(n)}` leaves the lane loop early", n)
@@ -113,10 +143,128 @@ def _loads(plan: Plan, loop: Node, found: LaneBound) -> list[Node]:
         if writer(n, address=True) is not None:
             raise Illegal(f"`{text(n.parent)[:50]}` writes memory in the lane loop", n)
         _check_load(plan, n, body, written - {found.var})
-        loads.append(n)
+        loads.append(_Load(n))
     if not loads:
         raise Illegal("the lane loop reads no memory", body)
     return loads
+
+
+def _step_loads(plan: Plan, loop: Node, found: LaneBound) -> list[_Load]:
+    """The reads of a whole warp's loop (``for (b = 0; b < n; b += 32)``, its 32 lanes
+    voting on each step): as :func:`_loads`, but the body may also call warp collectives
+    (each thread still runs the same calls in the same order, one step after another), store
+    through pointers to another element type than every read's (C++ forbids a store of an
+    ``int`` to change what a ``float`` read reads, so no store of an earlier step changes a
+    read ahead) and read under a guard ``G && A[I]`` (loaded only where ``G`` holds); ``G``
+    and ``I`` may read the body's declarations before the read (``const int j = b + lane;``,
+    copied before the load). Raises Illegal otherwise."""
+    body = loop.child_by_field_name("body")
+    update = loop.child_by_field_name("update")
+    assert body is not None and update is not None
+    written = assigned_names(body) | assigned_names(update) | {found.var}
+    if {text(n) for n in walk(found.bound) if n.type == "identifier"} & written:
+        raise Illegal(f"the bound `{text(found.bound)}` names what the loop assigns", loop)
+    if found.var in assigned_names(body):
+        raise Illegal(f"the body assigns the counter `{found.var}`", loop)
+    pure = pure_calls(plan.source)
+    stores: set[str] = set()
+    reads: list[Node] = []
+    for n in walk(body):
+        if n.type in _EXITS and n.type != "continue_statement":  # continue: the next step
+            raise Illegal(f"`{text(n)}` leaves the loop early", n)
+        name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
+        if name and name not in pure and not name.startswith(WARP_COLLECTIVES):
+            raise Illegal(f"`{text(n)[:50]}` calls what is neither pure nor a warp "
+                          "collective", n)
+        if (n.type == "pointer_expression" and text(n).startswith("*")) or \
+                (n.type == "field_expression" and "->" in text(n)):
+            raise Illegal(f"`{text(n)[:50]}` reaches memory other than by a subscript", n)
+        if n.type == "subscript_expression":
+            if writer(n, address=True) is not None:
+                stores.add(_elem_type(plan, n))
+            else:
+                reads.append(n)
+    local = {declared_name(d)[0] for d in walk(body) if d.type == "declaration"}
+    loads = [_guarded(plan, sub, body, (written | local) - {found.var}) for sub in reads]
+    for ld in loads:
+        kind = _elem_type(plan, ld.sub)
+        if kind in stores or kind in _ANY_TYPE or stores & set(_ANY_TYPE):
+            raise Illegal(f"`{text(ld.sub)}` reads {kind}, which a store of the loop may "
+                          "write (the same element type)", ld.sub)
+    if not loads:
+        raise Illegal("the loop reads no memory", body)
+    return loads
+
+
+#: Element types whose stores may change any object (C++'s character types).
+_ANY_TYPE = ("char", "unsigned char", "signed char", "void")
+
+
+def _guarded(plan: Plan, sub: Node, body: Node, written: set[str]) -> _Load:
+    """``sub`` as a load of a whole warp's loop (:func:`_step_loads`): read by a top-level
+    statement of the body, outside branches and loops, optionally as the right side of
+    ``G && ..`` (any depth); ``G`` and the index read the counter, names the loop does not assign and
+    the top-level declarations before the statement (never assigned, their values pure and
+    memory-free), which the load copies. ``G ? A[I] : E`` is guarded by ``G`` alike."""
+    guards: list[Node] = []
+    node, up = sub, sub.parent
+    while up is not None and up != body:
+        op = up.child_by_field_name("operator") if up.type == "binary_expression" else None
+        left = up.child_by_field_name("left")
+        test = up.child_by_field_name("condition")
+        if op is not None and text(op) == "&&" and up.child_by_field_name("right") == node \
+                and left is not None:
+            guards.insert(0, left)
+        elif up.type == "conditional_expression" and test is not None and \
+                up.child_by_field_name("consequence") == node:  # G ? A[I] : other
+            guards.insert(0, test)
+        elif up.type in _CONTROL or (op is not None and text(op) in ("&&", "||")):
+            raise Illegal(f"`{text(sub)}` is read under a branch or inner loop of the body",
+                          sub)
+        node, up = up, up.parent
+    statement = node
+    tops = {declared_name(d)[0]: d for d in body.named_children
+            if d.type == "declaration" and d.start_byte < statement.start_byte}
+    needed: dict[int, Node] = {}
+
+    def check(expr: Node) -> None:
+        for n in walk(expr):
+            if n.type in ("subscript_expression", "call_expression", "pointer_expression",
+                          "field_expression", "assignment_expression", "update_expression"):
+                if n.type == "call_expression" and \
+                        text(n.child_by_field_name("function")) in pure_calls(plan.source):
+                    continue
+                raise Illegal(f"`{text(n)[:50]}` guards or indexes `{text(sub)}` with a read "
+                              "or an assignment", sub)
+            if n.type != "identifier" or text(n) not in written:
+                continue
+            d = tops.get(text(n))
+            value = declared_name(d)[2] if d is not None else None
+            if d is None or value is None or _assigned_after(body, d, text(n)):
+                raise Illegal(f"`{text(sub)}` reads `{text(n)}`, which the loop assigns "
+                              "(the load would not be known a step ahead)", sub)
+            if d.start_byte not in needed:
+                needed[d.start_byte] = d
+                check(value)
+
+    index = sub.child_by_field_name("indices")
+    array = sub.child_by_field_name("argument")
+    if array is None or index is None or array.type != "identifier" or \
+            not _pointer(plan, text(array)) or text(array) in written:
+        raise Illegal(f"`{text(sub)}` reads no kernel pointer or fixed offset of one", sub)
+    for g in guards:
+        check(g)
+    check(index)
+    return _Load(sub, tuple(guards), tuple(needed[b] for b in sorted(needed)))
+
+
+def _assigned_after(body: Node, decl: Node, name: str) -> bool:
+    """``name`` (declared by ``decl``) is assigned in ``body`` beyond its declaration."""
+    return any(n.type in ("assignment_expression", "update_expression") and
+               name in {text(t) for t in walk(n.child_by_field_name("left") or
+                                              n.child_by_field_name("argument") or n)
+                        if t.type == "identifier"}
+               for n in walk(body) if not (decl.start_byte <= n.start_byte < decl.end_byte))
 
 
 def _check_load(plan: Plan, sub: Node, body: Node, written: set[str]) -> None:

@@ -1,0 +1,147 @@
+"""First contact with held-back set 20's first hits a row (issue 28):
+benchmarks/corpus_compute_unseen20/row_firsthits_warp runs a warp a row and votes on each
+32-column chunk with ``__ballot_sync`` and ``__popc``. The warp family refused the whole
+kernel ("the warps cooperate through __ballot_sync"): a vote combines the 32 lanes of one
+warp, never a lane of another, so nothing was lifted (first contact 0.48 of the expert).
+workbench/templater/warp.py now lifts the warps per block alone where a warp's lanes combine
+(the items stay a warp each: no LANES), the grid dividing by them; a block barrier or shared
+memory still refuses. workbench/templater/warp_ahead.py loads the chunks of such a warp's
+loops AHEAD before their bodies: the body may vote, store through a pointer of another
+element type than the reads' and read under a guard (``j < cols && rp[j] > t``, ``c < cols
+? x[..] : 0``), the declarations the guard and the index read copied before the load.
+Pure: the folder's lift and a second spelling (a file-scope ``constexpr`` warps a block, the
+lane from a helper, the work under ``if (row < rows)``, a ternary guarded read, restrict
+pointers) lift WARPS_PER_BLOCK and AHEAD with the warp-local note; a store of the reads'
+element type refuses AHEAD with its reason; a block barrier still refuses the warps. Host
+(g++): both lifts at the default and the expert's pick spelled in the lift's knobs, bit for
+bit against the kernel as written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import held_back_unseen20
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import FULL_MATRIX, host_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.semantic import lift_kernel
+
+FOLDER = held_back_unseen20.SET.root / "row_firsthits_warp"
+#: The expert's H200 pick (WARPS 2, ROWS 1, UNROLL 8) spelled in the lift's knobs.
+EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "AHEAD": 8}
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+#: The same kernel by another hand: a file-scope ``constexpr`` for the warps a block (on the
+#: right of the product), the lane from a helper, the row's work under ``if (row < rows)``,
+#: the element read under a ternary, the vote's prefix through a named mask, restrict
+#: pointers and literals inline.
+SPELLING = """namespace {
+constexpr int kWarps = 8;
+constexpr int kKeep = 16;
+}
+
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x % 32; }
+
+extern "C" __global__ void row_firsthits_warp(int* __restrict__ hits, int* __restrict__ count,
+                                              const float* __restrict__ x, int rows,
+                                              int cols) {
+  int row = threadIdx.x / 32 + blockIdx.x * kWarps;
+  unsigned lane = lane_id();
+  if (row < rows) {
+    int seen = 0;
+    for (int c0 = 0; c0 < cols; c0 += 32) {
+      int c = c0 + (int)lane;
+      float v = (c < cols) ? x[(size_t)row * cols + c] : 0.0f;
+      bool above = c < cols && v > 0.95f;
+      unsigned ballot = __ballot_sync(0xffffffffu, above);
+      unsigned earlier = ballot & ((1u << lane) - 1u);
+      int rank = seen + __popc(earlier);
+      if (above && rank < kKeep) hits[row * kKeep + rank] = c;
+      seen += __popc(ballot);
+    }
+    if ((int)lane < kKeep && (int)lane >= seen) hits[row * kKeep + lane] = -1;
+    if (lane == 0) count[row] = seen;
+  }
+}
+"""
+
+
+def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
+    lifted = lift_kernel(source, entry="row_firsthits_warp", grid=["ceil_div(rows, 8)"],
+                         block=["256"], scalars={"rows": "rows", "cols": "cols"})
+    return [p.name for p in lifted.params], lifted.notes, lifted.source
+
+
+def test_the_folder_lift_has_warps_and_chunks_ahead() -> None:
+    result = offline_template(load_kernel_folder(FOLDER))
+    lifted = result.lifted
+    names = [p.name for p in lifted.params]
+    assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(names) and "LANES" not in names, lifted.notes
+    assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK)",)
+    assert lifted.block == ("32 * WARPS_PER_BLOCK",)
+    assert any(n.startswith("LANES: not applied: `__ballot_sync(FULL_MASK, hit)` combines the "
+                            "32 lanes of one warp (warp-local") for n in lifted.notes)
+    assert "wb_ahead0[wb_u] = (j < cols) ? rp[j] : float();" in lifted.source
+
+
+def test_the_spelling_lifts_the_same_knobs() -> None:
+    names, notes, source = _lift(SPELLING)
+    assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(names) and "LANES" not in names, notes
+    assert "constexpr int kWarps = WARPS_PER_BLOCK;" in source, source
+    assert "? x[(size_t)row * cols + c] : float();" in source, source
+
+
+def test_a_store_of_the_read_type_keeps_the_loads_in_order() -> None:
+    """A store through a float pointer may change what a later step reads: no AHEAD."""
+    source = SPELLING.replace("float* __restrict__ x", "float* x").replace(
+        "if (above && rank < kKeep) hits[row * kKeep + rank] = c;",
+        "if (above && rank < kKeep) x[row * kKeep + rank] = 0.0f;")
+    names, notes, _text = _lift(source)
+    assert "WARPS_PER_BLOCK" in names and "AHEAD" not in names, notes
+    assert any(n.startswith("AHEAD: not applied: `x[(size_t)row * cols + c]` reads float, "
+                            "which a store of the loop may write") for n in notes), notes
+
+
+def test_a_block_barrier_still_refuses_the_warps() -> None:
+    source = SPELLING.replace("seen += __popc(ballot);", "seen += __popc(ballot);\n"
+                              "      __syncthreads();")
+    names, notes, _text = _lift(source)
+    assert "WARPS_PER_BLOCK" not in names
+    assert any(n.startswith("LANES: not applied: the warps cooperate through __syncthreads")
+               for n in notes), notes
+
+
+def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> int:
+    template = offline_template(kf).template
+    assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(template.param_names)
+    env = kf.env(kf.check_shape, "fp32")
+    configs = host_configs(template, env, [EXPERT_PICK])
+    if not FULL_MATRIX:  # the default and the expert's pick (the all-ends corners: slow)
+        configs = configs[:2]
+    return same_as_written(kf, template, configs, held_back_unseen20.SET.host_source,
+                           tmp_path, flags)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_folder_lift_computes_as_written(tmp_path: Path,
+                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    assert _same_outputs(load_kernel_folder(FOLDER), tmp_path, host_flags) >= 2
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_spelling_computes_as_written(tmp_path: Path,
+                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
+    assert _same_outputs(kf, tmp_path, host_flags) >= 2
