@@ -103,6 +103,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py gemm_cm_bt_rowscale
     python3 gpu_checks/memgap_probe.py gram_ata_ridge
     python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
+    python3 gpu_checks/memgap_probe.py row_firsthits_warp
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -897,6 +898,17 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                     "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 256, "ITEMS": 1, "UNROLL": 8, "STAGE": 0},
         "items4": {"THREADS": 256, "ITEMS": 4, "UNROLL": 8, "STAGE": 0}}),
+    # memory-bound (set 20): a warp a row votes on 32-column chunks with __ballot_sync (first
+    # contact: nothing lifted, 0.48; the expert 2.08x, 91 % of a copy, at WARPS 2, ROWS 1,
+    # UNROLL 8). The vote read as warp-local (3d0afbd): the warps per block and the chunks'
+    # loads AHEAD; the lift at the expert's pick in its knobs (sm_90 30 registers, no spills;
+    # the expert 29; PTX: 8 ld.global before the 8 votes), eight chunks ahead over 8 warps and
+    # as written; the expert at its pick
+    "row_firsthits_warp": ("corpus_compute_unseen20", {
+        "expert_pick": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "MIN_BLOCKS_PER_SM": 0},
+        "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "AHEAD": 8, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"WARPS_PER_BLOCK": 8, "AHEAD": 1, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"WARPS": 2, "ROWS": 1, "UNROLL": 8}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -918,6 +930,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "gemm_cm_bt_rowscale": ("expert_pick",),
     # the lift's loads are ld.global (13 at the pick, sm_90 PTX), the expert's ld.global.nc (17)
     "aniso9_diffuse_cg": ("expert_pick",),
+    # the lift's row loads are ld.global, the expert's __ldg ones ld.global.nc
+    "row_firsthits_warp": ("expert_pick",),
 }
 
 
