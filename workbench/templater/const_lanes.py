@@ -17,7 +17,9 @@ The analysis classifies every index expression of a read on the parse:
   block, the verdict holds at its default, the launch as written), and locals and loop
   counters whose every value (the initial one and each assignment's) is uniform and whose
   assignments no lane-dependent condition decides (an ``if`` around them, a loop's
-  condition, an ``if`` that leaves or skips an iteration of a loop around them);
+  condition, an ``if`` that leaves or skips an iteration of a loop around them; a
+  ``continue`` skips the rest of an iteration, not a ``for`` header's step, so a counter
+  stepped there stays uniform: ``for (dy..; ++dy) { if (y < 0) continue; .. }``);
 - *lane*: any other use of the thread index (``threadIdx.x``, ``% 32``, ``& 31``,
   ``threadIdx.y`` under a block narrower than a warp), through arithmetic;
 - *unknown*: what the analysis cannot follow: a pointer, a value read from memory (also in
@@ -440,7 +442,10 @@ _JUMPS = ("break_statement", "continue_statement", "goto_statement")
 
 def _deciding(node: Node, scope: Node) -> list[Node]:
     """The conditions between ``node`` and ``scope`` that decide whether ``node`` runs, and
-    in each loop around it the conditions of the ifs that leave or skip an iteration."""
+    in each loop around it the conditions of the ifs that leave or skip one of its
+    iterations (a jump of that loop: a ``break`` or ``continue`` of a loop or ``switch``
+    inside it leaves that one; a ``continue`` never decides whether a ``for`` header's step
+    runs, each iteration ends there)."""
     out: list[Node] = []
     up = node
     while up.parent is not None and up != scope:
@@ -449,13 +454,32 @@ def _deciding(node: Node, scope: Node) -> list[Node]:
             cond = p.child_by_field_name("condition")
             if cond is not None and cond != up:
                 out.append(cond)
-        if p.type in ("while_statement", "for_statement", "do_statement"):
+        if p.type in _LOOPS:
             body = p.child_by_field_name("body")
             for j in walk(body) if body is not None else []:
-                if j.type in _JUMPS:
+                if j.type in _JUMPS and _leaves(j, p) and not (
+                        j.type == "continue_statement" and up != body):
                     out += _ifs_around(j, body)  # type: ignore[arg-type]
         up = p
     return out
+
+
+_LOOPS = ("while_statement", "for_statement", "do_statement")
+
+
+def _leaves(jump: Node, loop: Node) -> bool:
+    """Whether ``jump`` (inside ``loop``'s body) leaves or skips an iteration of ``loop``:
+    a ``goto`` may; a ``break`` or ``continue`` does when no loop (nor, for a ``break``, a
+    ``switch``) between them takes it."""
+    if jump.type == "goto_statement":
+        return True
+    takers = _LOOPS + (("switch_statement",) if jump.type == "break_statement" else ())
+    up = jump.parent
+    while up is not None and up != loop:
+        if up.type in takers:
+            return False
+        up = up.parent
+    return True
 
 
 def _ifs_around(node: Node, top: Node) -> list[Node]:
