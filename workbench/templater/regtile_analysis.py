@@ -479,17 +479,21 @@ def _k_loop_step(name: str, at: Node, depth: int) -> int | None:
     """The step s of the enclosing ``for (int name = 0; name < depth; name += s)`` (``++``,
     ``+= 1``: 1) whose body never assigns ``name``, where depth is a multiple of s. The
     header may start a local declared before it (``int k; ... for (k = 0; ...)``) where
-    nothing outside such headers' loops reads it (:func:`_only_in_own_loops`): its value
-    after the loop, the depth, is then read nowhere."""
+    nothing outside such headers' loops reads it (:func:`_read_outside_own_loops`): its value
+    after the loop, the depth, is then read nowhere; Refused naming the read otherwise."""
     loop = at.parent
     while loop is not None and _started(loop, name) is None:
         loop = loop.parent
     if loop is None:
         return None
     start = _started(loop, name)
-    if start is not None and start.parent is not None and \
-            start.parent.type == "assignment_expression" and not _only_in_own_loops(name, loop):
-        return None
+    outside = _read_outside_own_loops(name, loop) if start is not None and \
+        start.parent is not None and start.parent.type == "assignment_expression" else None
+    if outside is not None:
+        raise Refused(f"the counter `{name}` of the loop over k is declared before it and "
+                      f"read at `{text(outside.parent or outside)}` outside the loops that "
+                      f"start it: its value after the loop is the depth {depth}, which a "
+                      "lifted BK would change", outside)
     step = _step_of(loop, name)
     if step is None or depth % step or not _counts_from_zero(loop, name, depth):
         return None
@@ -525,15 +529,15 @@ def _own_counters(compute: list[Node]) -> set[str]:
             if init is not None and init.type == "assignment_expression" else None
         name = text(strip(left)) if left is not None else ""
         if left is not None and strip(left).type == "identifier" and \
-                _started(n, name) is not None and _only_in_own_loops(name, n):
+                _started(n, name) is not None and _read_outside_own_loops(name, n) is None:
             out.add(name)
     return out
 
 
-def _only_in_own_loops(name: str, loop: Node) -> bool:
-    """Whether every use of ``name`` in the kernel body around ``loop`` is its declaration
-    without a value or sits in a ``for`` whose header starts it (:func:`_started`): no
-    value the loop leaves behind is read."""
+def _read_outside_own_loops(name: str, loop: Node) -> Node | None:
+    """The first use of ``name`` in the kernel body around ``loop`` that is neither its
+    declaration nor inside a ``for`` whose header starts it (:func:`_started`), else None:
+    None where no value such a loop leaves behind is read."""
     body = loop
     while body.parent is not None and body.parent.type != "function_definition":
         body = body.parent
@@ -546,8 +550,8 @@ def _only_in_own_loops(name: str, loop: Node) -> bool:
             declared = node.type == "for_statement" and _started(node, name) is not None
             node = node.parent
         if not declared:
-            return False
-    return True
+            return n
+    return None
 
 
 def _step_of(loop: Node, name: str) -> int | None:
