@@ -14,17 +14,42 @@ declarator is a plain name with a value (no pointers, arrays or references, whos
 split statement gets a line of its own (a rewrite may end one with a ``//`` comment); the
 line map of :class:`.inline_calls.InlinedSource` tells every later line's place in the
 kernel as written, so findings keep the kernel's lines.
+
+A point (or any value) kept in a CUDA vector local, ``const int2 o = make_int2(blockIdx.x *
+blockDim.x + threadIdx.x, blockIdx.y * blockDim.y + threadIdx.y);`` read as ``o.x`` and
+``o.y``, is the same as one scalar local per component (issue 28, first contact of
+conv3x3_s2_sat, set 20): the families read locals, so a field was an index they could not
+follow (no point index, a ``__constant__`` read at an index of unknown lanes). Such a local
+is read as ``const int o_x = ...; const int o_y = ...;`` and each ``o.x`` as ``o_x``, one
+statement a line. Legal only where (else left as written, silently): the local is one
+declarator of a vector type (``int2``, ``uint3``, ``float4`` ..., or ``auto``) set by
+``make_<type>(...)`` of that type or a braced list, one value per component; its values
+assign nothing and call only pure functions (:func:`.purity.side_effect_free`: run in
+order, one statement each, they give the same values), and hold no comment; the name is
+declared nowhere else in the kernel, no macro names it, and every use of it reads a
+component (never the whole value, never a write, a step or an address).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSourceError, parse_cuda
-from workbench.templater.analysis import walk
+from workbench.core.cuda_source import CudaSource, CudaSourceError, parse_cuda
+from workbench.templater.analysis import text, walk
+from workbench.templater.inline_bind import declared, fresh
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.purity import side_effect_free
+
+#: the scalar type of each CUDA vector type's prefix (``uint`` of ``uint2``)
+_COMPONENT = {
+    "char": "signed char", "uchar": "unsigned char", "short": "short",
+    "ushort": "unsigned short", "int": "int", "uint": "unsigned int", "long": "long",
+    "ulong": "unsigned long", "longlong": "long long", "ulonglong": "unsigned long long",
+    "float": "float", "double": "double"}
+_FIELDS = "xyzw"
 
 
 def entry_body(current: InlinedSource, entry: str | None) -> Node | None:
@@ -48,7 +73,7 @@ def split_points(current: InlinedSource, entry: str | None) -> InlinedSource:
     data = current.text.encode()
     edits = [(s, split) for s in walk(body) if (split := _split(data, s)) is not None]
     if not edits:
-        return current
+        return _split_vectors(current, entry)
     lines = current.text.count("\n") + 1
     origin = [current.baseline_line(n) for n in range(1, lines + 1)]
     for s, parts in sorted(edits, key=lambda e: e[0].start_byte, reverse=True):
@@ -58,7 +83,113 @@ def split_points(current: InlinedSource, entry: str | None) -> InlinedSource:
         new = f"\n{indent}".join(parts)
         data = data[:s.start_byte] + new.encode() + data[s.end_byte:]
         origin[row + 1:row + 1] = [origin[row]] * (len(parts) - 1)
-    return replace(current, text=data.decode(), origin=tuple(origin))
+    return _split_vectors(replace(current, text=data.decode(), origin=tuple(origin)), entry)
+
+
+def _split_vectors(current: InlinedSource, entry: str | None) -> InlinedSource:
+    """``current`` with each vector local of ``entry`` that qualifies (see the module doc)
+    read as one scalar local per component, one at a time (a later one's values may read an
+    earlier one's components)."""
+    while True:
+        try:
+            source = parse_cuda(current.text, current.file)
+            body = source.body(source.kernel(entry))
+        except CudaSourceError:
+            return current
+        data = current.text.encode()
+        found = next((v for s in walk(body)
+                      if (v := _vector(source, data, body, s)) is not None), None)
+        if found is None:
+            return current
+        decl, parts, reads = found
+        edits = [(r.start_byte, r.end_byte, name) for r, name in reads]
+        for start, end, new in sorted(edits, reverse=True):
+            data = data[:start] + new.encode() + data[end:]
+        indent = data[data.rfind(b"\n", 0, decl.start_byte) + 1:decl.start_byte].decode()
+        indent = indent if not indent.strip() else " " * len(indent)
+        data = data[:decl.start_byte] + f"\n{indent}".join(p for p, _ in parts).encode() + \
+            data[decl.end_byte:]
+        lines = current.text.count("\n") + 1
+        origin = [current.baseline_line(n) for n in range(1, lines + 1)]
+        first, last = decl.start_point[0], decl.end_point[0]
+        origin[first:last + 1] = [origin[row] for _, row in parts]
+        current = replace(current, text=data.decode(), origin=tuple(origin))
+
+
+def _vector(source: CudaSource, data: bytes, body: Node, s: Node
+            ) -> tuple[Node, list[tuple[str, int]], list[tuple[Node, str]]] | None:
+    """For a qualifying vector local's declaration ``s``: ``s``, the scalar declarations it
+    becomes (text, the 0-based line of its value) and the component reads with the local
+    each becomes; None for anything else."""
+    if s.type != "declaration" or s.parent is None or s.parent.type != "compound_statement":
+        return None
+    decls = s.children_by_field_name("declarator")
+    typ = s.child_by_field_name("type")
+    if len(decls) != 1 or decls[0].type != "init_declarator" or typ is None:
+        return None
+    ident, value = decls[0].child_by_field_name("declarator"), \
+        decls[0].child_by_field_name("value")
+    if ident is None or ident.type != "identifier" or value is None:
+        return None
+    if value.type == "call_expression":
+        made = text(value.child_by_field_name("function")).removeprefix("make_")
+        args = value.child_by_field_name("arguments")
+        values = [] if args is None else list(args.named_children)
+        vtype = made if typ.type == "placeholder_type_specifier" else text(typ)
+        if made != vtype:
+            return None
+    else:
+        values, vtype = list(value.named_children), text(typ)
+        if value.type != "initializer_list":
+            return None
+    component = _COMPONENT.get(vtype[:-1])
+    if component is None or vtype[-1:] != str(len(values)) or len(values) > 4 or any(
+            n.type == "comment" for n in walk(s)) or not all(
+            side_effect_free(source, v) for v in values):
+        return None
+    name = text(ident)
+    fn = body.parent
+    if fn is None or len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
+        return None
+    fields = _FIELDS[:len(values)]
+    reads = _component_reads(fn, ident, name, fields)
+    if reads is None:
+        return None
+    taken = {text(n) for n in walk(fn) if n.type in ("identifier", "type_identifier")}
+    head = data[s.start_byte:typ.start_byte].decode() + component
+    locals_ = {f: fresh(f"{name}_{f}", taken) for f in fields}
+    parts = [(f"{head} {locals_[f]} = {' '.join(text(v).split())};", v.start_point[0])
+             for f, v in zip(fields, values, strict=True)]
+    return s, parts, [(r, locals_[f]) for r, f in reads]
+
+
+def _in_macros(source: CudaSource, name: str) -> bool:
+    """Whether a macro of the file names ``name`` (its uses there would lose the local)."""
+    word = re.compile(rf"\b{re.escape(name)}\b")
+    return any(n.type in ("preproc_def", "preproc_function_def") and word.search(text(n))
+               for n in walk(source.tree.root_node))
+
+
+def _component_reads(fn: Node, ident: Node, name: str, fields: str
+                     ) -> list[tuple[Node, str]] | None:
+    """Every use of ``name`` in ``fn`` but its declarator ``ident``, as (the ``name.f``
+    read, ``f``); None where a use is not a read of one of ``fields``."""
+    reads: list[tuple[Node, str]] = []
+    for n in walk(fn):
+        if n.type != "identifier" or text(n) != name or n == ident:
+            continue
+        use, field = n.parent, n.parent and n.parent.child_by_field_name("field")
+        if use is None or use.type != "field_expression" or field is None or \
+                text(use.child_by_field_name("operator")) != "." or text(field) not in fields:
+            return None
+        up = use.parent
+        if up is not None and (
+                (up.type == "assignment_expression" and up.child_by_field_name("left") == use)
+                or up.type == "update_expression" or
+                (up.type == "pointer_expression" and text(up).startswith("&"))):
+            return None
+        reads.append((use, text(field)))
+    return reads
 
 
 def _split(data: bytes, s: Node) -> list[str] | None:
