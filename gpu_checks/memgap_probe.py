@@ -102,6 +102,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py coulomb_pot_tiles
     python3 gpu_checks/memgap_probe.py gemm_cm_bt_rowscale
     python3 gpu_checks/memgap_probe.py gram_ata_ridge
+    python3 gpu_checks/memgap_probe.py conv3x3_s2_sat
     python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
     python3 gpu_checks/memgap_probe.py row_firsthits_warp
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
@@ -869,6 +870,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "tile8x4": {"BM": 128, "BN": 64, "BK": 16, "TM": 8, "TN": 4, "VEC": 4},
         "default": {"BM": 16, "BN": 16, "BK": 16, "TM": 1, "TN": 1, "VEC": 1},
     }, {"pick": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1}}),
+    # memory-bound (set 20): a stride-2 3x3 filter, weights in __constant__, its point in an
+    # int2 (first contact: BLOCK_X/Y only, 71 % of a copy at 32 x 4; the expert 89 % at BX 64,
+    # BY 2, RY 4, SMEM 0). The int2 point read as two locals (point_split): ITEMS_X/Y; the
+    # lift at the expert's pick in its knobs (ITEMS_Y the expert's RY: rows a block's height
+    # apart; sm_90 22 registers, no spills; the expert 32), eight rows a thread, the
+    # first-contact pick; the expert at its pick and staged in shared memory
+    "conv3x3_s2_sat": ("corpus_compute_unseen20", {
+        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_X": 1, "ITEMS_Y": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "rows8": {"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_X": 1, "ITEMS_Y": 8,
+                  "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 1, "ITEMS_Y": 1,
+                      "MIN_BLOCKS_PER_SM": 4},
+    }, {"pick": {"BX": 64, "BY": 2, "RY": 4, "SMEM": 0, "PAD": 0},
+        "pick_smem": {"BX": 64, "BY": 2, "RY": 4, "SMEM": 1, "PAD": 1}}),
     # memory-bound (set 19): the 9-point anisotropic step through cooperative groups (first
     # contact: nothing lifted, 61 % of a copy; the expert 87 % at BX 32, BY 4, RY 4, PAD 1).
     # The apron lift (6392864: the block's rank without the z term) at the expert's pick in
@@ -932,6 +948,9 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "aniso9_diffuse_cg": ("expert_pick",),
     # the lift's row loads are ld.global, the expert's __ldg ones ld.global.nc
     "row_firsthits_warp": ("expert_pick",),
+    # the lift's 36 loads at the pick are ld.global, each row's after the row before's store
+    # (src not __restrict__), the expert's ld.global.nc (sm_90 PTX)
+    "conv3x3_s2_sat": ("expert_pick", "rows8"),
 }
 
 
