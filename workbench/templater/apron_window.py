@@ -32,8 +32,9 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_value, strip, text, walk
+from workbench.templater.analysis import binary, int_value, strip, text
 from workbench.templater.apron_loads import Deps, indices
+from workbench.templater.inline_bind import written
 from workbench.templater.regtile import Refused
 from workbench.templater.stencil import Poly, add, scale
 
@@ -94,10 +95,7 @@ def loop_range(loop: Node) -> tuple[str, range] | None:
     if step not in (f"++{var}", f"{var}++", f"{var}+=1"):
         return None
     body = loop.child_by_field_name("body")
-    if body is None or any(
-            n.type in ("assignment_expression", "update_expression") and
-            text(n.child_by_field_name("left") or n.child_by_field_name("argument")) == var
-            for n in walk(body)):
+    if body is None or written(body, var, address=False):
         return None
     return var, range(c0, c1 + (1 if parts[1] == "<=" else 0))
 

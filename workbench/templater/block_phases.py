@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, text, walk
+from workbench.templater.analysis import builtin, text, walk, write_target
 from workbench.templater.block import _governed
 from workbench.templater.block_phases_regs import emit_register_stages, register_stages
 from workbench.templater.block_phases_vec import RowCopy, emit_copy, row_copy
@@ -316,10 +316,8 @@ def _writes(node: Node) -> list[tuple[str, Node]]:
             name = _declarator_name(n)
             if name is not None:
                 out.append((text(name), n))
-        elif n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier":
-                out.append((text(target), n))
+        elif (target := write_target(n)) is not None and target.type == "identifier":
+            out.append((text(target), n))
     return out
 
 

@@ -23,6 +23,7 @@ from tree_sitter import Node
 from workbench.core.cuda_source import parse_cuda
 from workbench.templater.analysis import binary, builtin, factors, strip, terms, text, walk
 from workbench.templater.const_lanes import const_eval, element_bytes
+from workbench.templater.inline_bind import written
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import VEC_STRUCT
@@ -250,9 +251,7 @@ def _offset_factors(plan: Plan, pointer: str, uniform: set[str]) -> list[int] | 
     init = next((n for n in walk(decl) if n.type == "init_declarator"), None)
     value = init.child_by_field_name("value") if init is not None else None
     if value is None or pointer not in uniform or \
-            any(n.type in ("assignment_expression", "update_expression") and
-                text(n.child_by_field_name("left") or n.child_by_field_name("argument")) ==
-                pointer for n in walk(plan.body)):
+            written(plan.body, pointer, address=False):
         return None
     parts = terms(value)
     base = [t for s, t in parts if t.type == "identifier" and plan.pointer(text(t)) and s == 1]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, int_value, strip, text
+from workbench.templater.analysis import binary, builtin, int_value, strip, text, write_target
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import single_assignment_values
 from workbench.templater.rules import literal
@@ -196,7 +196,7 @@ def _increment(node: Node, var: str) -> Node | str | None:
 
 
 def _target(node: Node) -> str | None:
-    left = node.child_by_field_name("left") or node.child_by_field_name("argument")
+    left = write_target(node)
     return text(left) if left is not None and left.type == "identifier" else None
 
 

@@ -115,10 +115,7 @@ def _clamp(decl: Node) -> list[Edit] | None:
     t = _type(decl)
     block = decl.parent
     assert block is not None  # a sibling of the block's statements
-    writes = [n for n in walk(block) if n.type in ("assignment_expression",
-                                                   "update_expression")
-              and text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
-              == var]
+    writes = [n for n in walk(block) if (w := write_target(n)) is not None and text(w) == var]
     if not _typed(bound, t, decl) or len(writes) != 1:
         return None
     return [(decl.start_byte, decl.end_byte,

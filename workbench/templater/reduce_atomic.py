@@ -41,7 +41,7 @@ from collections.abc import Collection
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, strip, text, walk
+from workbench.templater.analysis import line, strip, text, walk, write_target
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_atomic_vec import vec_count_loop
 from workbench.templater.reduce_chunks import lift_chunks
@@ -191,9 +191,7 @@ def _stride_loop(plan: Plan, stmts: list[Node], k: int, values: list[Node]) -> N
         if not _walks_from_thread(plan, stmt):
             continue
         body = stmt.child_by_field_name("body")
-        assigned = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
-                    for n in walk(body) if n.type in ("assignment_expression",
-                                                      "update_expression")} \
+        assigned = {text(t) for n in walk(body) if (t := write_target(n)) is not None} \
             if body is not None else set()
         if assigned & reads:
             return stmt

@@ -29,7 +29,16 @@ import re
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, factors, line, strip, terms, text, walk
+from workbench.templater.analysis import (
+    binary,
+    factors,
+    line,
+    strip,
+    terms,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.vector import Illegal
@@ -167,9 +176,7 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
             raise Illegal(f"`{root}` is written by the kernel", loop)
         _aligned(plan, offsets, array, loop)
         _accumulates(plan, body, loop, _integer_locals(plan), floating)
-        changed = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
-                   for n in walk(body) if n.type in ("assignment_expression",
-                                                     "update_expression")}
+        changed = {text(t) for n in walk(body) if (t := write_target(n)) is not None}
         if any(n.type == "identifier" and text(n) in changed
                for n in [*walk(bound), *walk(step)]):
             raise Illegal("the loop's bound or step changes in its body", loop)

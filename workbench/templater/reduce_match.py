@@ -21,6 +21,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
@@ -387,10 +388,8 @@ def _while_loop(plan: Plan, loop: Node, decl: Node | None) -> tuple[str, str, No
     step = _increment(header if header is not None else _expression(inner[1]), var)  # type: ignore[arg-type]
     if step is None:
         raise Illegal(f"the loop does not end with `{var} += stride`", inner[1])
-    if sum(1 for n in walk(plan.body) if n.type in ("assignment_expression",
-                                                    "update_expression")
-           and text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
-           == var) != 1:
+    if sum(1 for n in walk(plan.body)
+           if (t := write_target(n)) is not None and text(t) == var) != 1:
         raise Illegal(f"`{var}` is assigned outside the loop's step", loop)
     typ = " ".join(text(decl.child_by_field_name("type")).split())
     return var, typ, start, parts[2], step, _expression(inner[0])  # type: ignore[return-value]

@@ -31,6 +31,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
@@ -169,9 +170,8 @@ def row_loop(plan: Plan, d: object) -> Node | None:
     name = d.name  # type: ignore[attr-defined]
     step = step_of(update, name) if update is not None else None
     parts = binary(cond) if cond is not None else None
-    writes = [w for w in walk(plan.body) if w.type in ("assignment_expression",
-                                                       "update_expression") and
-              text(w.child_by_field_name("left") or w.child_by_field_name("argument")) == name]
+    writes = [w for w in walk(plan.body) if (t := write_target(w)) is not None and
+              text(t) == name]
     if step is None or len(writes) != 1 or parts is None or parts[1] != "<" or \
             text(strip(parts[0])) != name:
         return None

@@ -34,6 +34,7 @@ from workbench.templater.analysis import (
     strip,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.vector import Illegal
@@ -85,13 +86,8 @@ def segment_lane(plan: Plan, loop: Node, start: Node, is_lane: object,
 
 def _assigned(plan: Plan) -> set[str]:
     """Names the kernel body assigns or updates (a parameter among them is not uniform)."""
-    out: set[str] = set()
-    for n in walk(plan.body):
-        if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and target.type == "identifier":
-                out.add(text(target))
-    return out
+    return {text(t) for n in walk(plan.body)
+            if (t := write_target(n)) is not None and t.type == "identifier"}
 
 
 def _not_uniform(plan: Plan, node: Node, item: str | None, seen: set[str]) -> Node | None:
