@@ -8,10 +8,12 @@ workbench/templater/warp.py now lifts the warps per block alone where a warp's l
 memory still refuses. workbench/templater/warp_ahead.py loads the chunks of such a warp's
 loops AHEAD before their bodies: the body may vote, store through a pointer of another
 element type than the reads' and read under a guard (``j < cols && rp[j] > t``, ``c < cols
-? x[..] : 0``), the declarations the guard and the index read copied before the load.
+? x[..] : 0``), the declarations the guard and the index read copied before the load;
+``LDG`` reads a pointer-to-const input of such a loop through ``__ldg`` (warp_ldg.py's rule:
+the pointee is not written while the kernel runs), in the loads ahead too.
 Pure: the folder's lift and a second spelling (a file-scope ``constexpr`` warps a block, the
 lane from a helper, the work under ``if (row < rows)``, a ternary guarded read, restrict
-pointers) lift WARPS_PER_BLOCK and AHEAD with the warp-local note; a store of the reads'
+pointers) lift WARPS_PER_BLOCK, AHEAD and LDG with the warp-local note; a store of the reads'
 element type refuses AHEAD with its reason; a block barrier still refuses the warps. Host
 (g++): both lifts at the default and the expert's pick spelled in the lift's knobs, bit for
 bit against the kernel as written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
@@ -35,8 +37,9 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen20.SET.root / "row_firsthits_warp"
-#: The expert's H200 pick (WARPS 2, ROWS 1, UNROLL 8) spelled in the lift's knobs.
-EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "AHEAD": 8}
+#: The expert's H200 pick (WARPS 2, ROWS 1, UNROLL 8, its loads through __ldg) spelled in
+#: the lift's knobs.
+EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 1}
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -86,28 +89,30 @@ def test_the_folder_lift_has_warps_and_chunks_ahead() -> None:
     result = offline_template(load_kernel_folder(FOLDER))
     lifted = result.lifted
     names = [p.name for p in lifted.params]
-    assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(names) and "LANES" not in names, lifted.notes
+    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, \
+        lifted.notes
     assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK)",)
     assert lifted.block == ("32 * WARPS_PER_BLOCK",)
     assert any(n.startswith("LANES: not applied: `__ballot_sync(FULL_MASK, hit)` combines the "
                             "32 lanes of one warp (warp-local") for n in lifted.notes)
-    assert "wb_ahead0[wb_u] = (j < cols) ? rp[j] : float();" in lifted.source
+    assert "wb_ahead0[wb_u] = (j < cols) ? WB_RO(rp[j]) : float();" in lifted.source
+    assert "const bool hit = j < cols && WB_RO(rp[j]) > THRESHOLD;" in lifted.source  # AHEAD 1
 
 
 def test_the_spelling_lifts_the_same_knobs() -> None:
     names, notes, source = _lift(SPELLING)
-    assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(names) and "LANES" not in names, notes
+    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
     assert "constexpr int kWarps = WARPS_PER_BLOCK;" in source, source
-    assert "? x[(size_t)row * cols + c] : float();" in source, source
+    assert "? WB_RO(x[(size_t)row * cols + c]) : float();" in source, source
 
 
 def test_a_store_of_the_read_type_keeps_the_loads_in_order() -> None:
     """A store through a float pointer may change what a later step reads: no AHEAD."""
-    source = SPELLING.replace("float* __restrict__ x", "float* x").replace(
+    source = SPELLING.replace("const float* __restrict__ x", "float* x").replace(
         "if (above && rank < kKeep) hits[row * kKeep + rank] = c;",
         "if (above && rank < kKeep) x[row * kKeep + rank] = 0.0f;")
     names, notes, _text = _lift(source)
-    assert "WARPS_PER_BLOCK" in names and "AHEAD" not in names, notes
+    assert "WARPS_PER_BLOCK" in names and not {"AHEAD", "LDG"} & set(names), notes
     assert any(n.startswith("AHEAD: not applied: `x[(size_t)row * cols + c]` reads float, "
                             "which a store of the loop may write") for n in notes), notes
 

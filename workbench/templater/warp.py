@@ -18,7 +18,8 @@ shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast f
 No other ``threadIdx`` or ``blockDim`` read, no shared memory or barrier. A vote
 (``__ballot_sync``, ``__any_sync``), a shuffle of another shape or a helper calling one
 combines the 32 lanes of one warp only: there the items stay a warp each and only the warps
-per block are lifted, with the loads of the warp's loops AHEAD (:func:`_apply_whole_warps`).
+per block are lifted, with the read-only inputs of the warp's loops through ``__ldg`` (LDG)
+and their loads AHEAD (:func:`_apply_whole_warps`).
 Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
 warp returned by a helper (``lane_id()``; any other call of a function reading the thread's
 place is refused), F a ``constexpr`` of the body or ``blockDim.y`` of a (32, F) block,
@@ -630,7 +631,9 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> b
     plan.note(LANES, False, f"`{text(local)[:50]}` combines the 32 lanes of one warp (warp-"
               "local: no lane of another warp takes part); an item keeps its warp, so the "
               f"warps per block ({name}) are lifted, not the lanes per item", local)
-    for lp in _outer_loops(plan):  # its steps' loads ahead (AHEAD), each lane's own reads
+    loops = _outer_loops(plan)
+    apply_ldg(plan, loops, "warp's loop")  # read-only inputs through __ldg (LDG)
+    for lp in loops:  # its steps' loads ahead (AHEAD), each lane's own reads
         if (found := lane_bound(plan, lp)) is not None:
             apply_ahead(plan, lp, found, whole_warp=True)
     return True

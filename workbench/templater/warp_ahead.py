@@ -318,11 +318,13 @@ def _elem_type(plan: Plan, sub: Node) -> str:
 
 
 def _original(rw: Rewriter, sub: Node) -> str:
-    """``sub`` as the file renders it without the load's own replacement (the read itself)."""
+    """``sub`` as the file renders it without the load's own replacement (the read itself,
+    with another transform's wrapping of it: ``WB_RO(p[i])``)."""
     saved = rw.edits
-    rw.edits = [e for e in saved if (e.start, e.end) != (sub.start_byte, sub.end_byte)]
+    rw.edits = [e for e in saved if (e.start, e.end) != (sub.start_byte, sub.end_byte) or
+                not e.text.startswith("wb_ahead") or e.make is not None]
     try:
-        return rw.render(sub.start_byte, sub.end_byte)
+        return rw.text(sub)
     finally:
         rw.edits = saved
 

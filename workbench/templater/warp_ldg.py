@@ -34,12 +34,14 @@ NAME = "LDG"
 READ_ONLY = ("#if LDG\n#define WB_RO(x) __ldg(&(x))\n#else\n#define WB_RO(x) (x)\n#endif")
 
 
-def apply_ldg(plan: Plan, segments: list[Node]) -> None:
-    """Offer LDG over the read-only input reads of the segment loops (notes why not)."""
+def apply_ldg(plan: Plan, segments: list[Node], what: str = "segment loop") -> None:
+    """Offer LDG over the read-only input reads of the segment loops (notes why not);
+    ``what``: the loops' kind as the notes name it (a whole warp's loop reads alike:
+    :func:`.warp._apply_whole_warps`)."""
     reads = [s for loop in segments for s in _reads(plan, loop)]
     if not reads:
         if segments:
-            plan.note(NAME, False, "the segment loops read no array of a pointer-to-const "
+            plan.note(NAME, False, f"the {what}s read no array of a pointer-to-const "
                       "parameter, directly or through a local pointer into one", segments[0])
         return
     for sub in reads:
@@ -47,12 +49,12 @@ def apply_ldg(plan: Plan, segments: list[Node]) -> None:
     plan.helper(READ_ONLY)
     names = sorted({_named(plan, text(strip(sub.child_by_field_name("argument") or sub)))
                     for sub in reads})
-    plan.note(NAME, True, f"{len(reads)} read(s) of {', '.join(names)} in the segment loops "
+    plan.note(NAME, True, f"{len(reads)} read(s) of {', '.join(names)} in the {what}s "
               "may go through the read-only path", segments[0])
     plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
-                          "description": f"1: the segment loops read {', '.join(names)} "
+                          "description": f"1: the {what}s read {', '.join(names)} "
                                          "through the read-only cache (__ldg) (as written: "
-                                         "0)"}, f"{line(segments[0])}: segment loop")
+                                         "0)"}, f"{line(segments[0])}: {what}")
 
 
 def _named(plan: Plan, array: str) -> str:
