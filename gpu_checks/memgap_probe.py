@@ -916,14 +916,17 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "items4": {"THREADS": 256, "ITEMS": 4, "UNROLL": 8, "STAGE": 0}}),
     # memory-bound (set 20): a warp a row votes on 32-column chunks with __ballot_sync (first
     # contact: nothing lifted, 0.48; the expert 2.08x, 91 % of a copy, at WARPS 2, ROWS 1,
-    # UNROLL 8). The vote read as warp-local (3d0afbd): the warps per block and the chunks'
-    # loads AHEAD; the lift at the expert's pick in its knobs (sm_90 30 registers, no spills;
-    # the expert 29; PTX: 8 ld.global before the 8 votes), eight chunks ahead over 8 warps and
-    # as written; the expert at its pick
+    # UNROLL 8, its loads through __ldg). The vote read as warp-local (3d0afbd): the warps
+    # per block, the chunks' loads AHEAD and LDG; the lift at the expert's pick in its knobs
+    # (sm_90 29 registers, no spills, as the expert's; PTX: 8 ld.global.nc before the 8
+    # votes), the same without LDG (30 registers, 8 ld.global), eight chunks ahead over 8
+    # warps and as written; the expert at its pick
     "row_firsthits_warp": ("corpus_compute_unseen20", {
-        "expert_pick": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "MIN_BLOCKS_PER_SM": 0},
-        "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "AHEAD": 8, "MIN_BLOCKS_PER_SM": 0},
-        "default": {"WARPS_PER_BLOCK": 8, "AHEAD": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_ldg0": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 0,
+                             "MIN_BLOCKS_PER_SM": 0},
+        "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "AHEAD": 8, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
+        "default": {"WARPS_PER_BLOCK": 8, "AHEAD": 1, "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 2, "ROWS": 1, "UNROLL": 8}}),
 }
 
@@ -946,8 +949,6 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "gemm_cm_bt_rowscale": ("expert_pick",),
     # the lift's loads are ld.global (13 at the pick, sm_90 PTX), the expert's ld.global.nc (17)
     "aniso9_diffuse_cg": ("expert_pick",),
-    # the lift's row loads are ld.global, the expert's __ldg ones ld.global.nc
-    "row_firsthits_warp": ("expert_pick",),
     # the lift's 36 loads at the pick are ld.global, each row's after the row before's store
     # (src not __restrict__), the expert's ld.global.nc (sm_90 PTX)
     "conv3x3_s2_sat": ("expert_pick", "rows8"),
