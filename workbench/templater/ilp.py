@@ -118,6 +118,7 @@ from workbench.templater.item_state import (
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, why_not_pure
 from workbench.templater.rules import scale_divisor
+from workbench.templater.table_lookup import walks
 from workbench.templater.vector import Illegal
 
 NAME = "ITEMS_PER_THREAD"
@@ -1062,7 +1063,7 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
                                                               array)):
                 continue  # a local array, or a local object's array member (registers)
             index = n.child_by_field_name("indices")
-            if index is not None and mentions(index, items) and mentions(index, moving):
+            if index is not None and walks(plan, index, items, moving):  # not a lookup
                 return True
     return False
 

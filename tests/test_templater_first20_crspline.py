@@ -1,0 +1,142 @@
+"""Set 20's crspline_rotmean (issue 28): a loop that reads a small table at a place a float of
+each trip picks (a spline's knots, a lookup table's cells) is a compute loop the items with
+independent state interleave (:mod:`workbench.templater.table_lookup`), not a walk over
+memory per item (left to VEC, whose lanes would run the 64 trips one after another).
+
+Two spellings of the pattern, as two people write it: the spline of the corpus kernel with its
+loop in the kernel, once a thread under ``if (i < n)`` (``%`` wraps, a clamp by ``?:``); and a
+lookup table read by linear interpolation in a grid-stride loop launched once a thread
+(``#define`` sizes, ``unsigned`` cells masked by ``&``). Each lifts ITEMS_PER_THREAD and
+UNROLL, and runs on the host (g++, every thread of the launch) at its default, one mix and
+its all-ends configs, printing exactly what the kernel as written prints. A row a float of
+the item picks and the counter walks is still a walk: no items interleave there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from helpers_templater import host_configs, lifted_template
+from test_templater_ilp_spellings import ENV, N, run
+
+from workbench.core.template import KernelTemplate
+from workbench.templater import LiftedSource, lift_kernel
+
+pytestmark = [pytest.mark.timeout(600),
+              pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
+
+# name -> (source, grid, block, arguments: "in" a float input of 2N (the items' values, or
+# the table), "out" a float output of N, a scalar of the ilp spellings' ENV)
+KERNELS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
+    "spline_guarded_modulo": ("""
+constexpr int kKnots = 64;
+constexpr int kSamples = 64;
+constexpr float kStep = 0.61803398875f;
+extern "C" __global__ void k(float* out, const float* u, const float* __restrict__ knots,
+                             int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float x = u[i] - floorf(u[i]);
+    float total = 0.0f;
+    float offset = 0.0f;
+    for (int k = 0; k < kSamples; ++k) {
+      const float t0 = x + offset;
+      const float t = t0 >= 1.0f ? t0 - 1.0f : t0;
+      const float s = t * kKnots;
+      const int seg = static_cast<int>(s);
+      const int c = seg < kKnots ? seg : kKnots - 1;
+      const float f = s - c;
+      const float p0 = knots[(c + kKnots - 1) % kKnots];
+      const float p1 = knots[c];
+      const float p2 = knots[(c + 1) % kKnots];
+      const float p3 = knots[(c + 2) % kKnots];
+      const float c1 = 0.5f * (p2 - p0);
+      const float c2 = p0 - 2.5f * p1 + 2.0f * p2 - 0.5f * p3;
+      const float c3 = 0.5f * (p3 - p0) + 1.5f * (p1 - p2);
+      total += ((c3 * f + c2) * f + c1) * f + p1;
+      const float o = offset + kStep;
+      offset = o >= 1.0f ? o - 1.0f : o;
+    }
+    out[i] = total * (1.0f / kSamples);
+  }
+}
+""", ["ceil_div(n, 256)"], ["256"], ["out", "in", "in", "n"]),
+    "lut_lerp_gridstride_mask": ("""
+#define CELLS 32
+#define STEPS 40
+extern "C" __global__ void k(float* y, const float* x, const float* lut, int n) {
+  for (int e = threadIdx.x + blockIdx.x * blockDim.x; e < n; e += blockDim.x * gridDim.x) {
+    float phase = fabsf(x[e]);
+    float acc = 0.0f;
+    for (int s = 0; s < STEPS; s++) {
+      float pos = phase * (float)CELLS;
+      unsigned cell = (unsigned)pos;
+      float w = pos - (float)cell;
+      float lo = lut[cell & (CELLS - 1)];
+      float hi = lut[(cell + 1u) & (CELLS - 1)];
+      acc += lo + w * (hi - lo);
+      phase = phase * 0.75f + 0.125f;
+    }
+    y[e] = acc / STEPS;
+  }
+}
+""", ["ceil_div(n, 128)"], ["128"], ["out", "in", "in", "n"]),
+}
+
+# A row that a float of the item picks, walked by the counter: a walk, not a lookup.
+ROW_WALK = """
+#define K 16
+extern "C" __global__ void k(float* out, const float* x, const float* w, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  const float v = x[i];
+  const int row = (int)(fabsf(v) * 8.0f);
+  float acc = 0.0f;
+  for (int j = 0; j < K; ++j) acc += w[row * K + j] * v;
+  out[i] = acc;
+}
+"""
+
+
+def lift(name: str) -> LiftedSource:
+    source, grid, block, args = KERNELS[name]
+    return lift_kernel(source, entry="k", grid=grid, block=block,
+                       scalars={a: a for a in args if a in ENV})
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_table_lookup_loop_interleaves_items_with_an_unroll(name: str) -> None:
+    lifted = lift(name)
+    names = [p.name for p in lifted.params]
+    assert "ITEMS_PER_THREAD" in names and "UNROLL" in names and "VEC" not in names, \
+        lifted.notes
+    applied = [f.reason for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"
+               and f.applied]
+    assert applied and "interleave the items" in applied[0], lifted.notes
+    assert "ITEMS_PER_THREAD" in lifted.grid[0], lifted.grid
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_checked_config_prints_what_the_kernel_as_written_prints(name: str) -> None:
+    source, grid, block, args = KERNELS[name]
+    written = KernelTemplate.build(name="k", source=source, entry="k", grid=grid, block=block)
+    template = lifted_template(lift(name))
+    mix = {"ITEMS_PER_THREAD": 4, "UNROLL": 4, "BLOCK_THREADS": 96}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        want = run(written, {}, args, work, "written")
+        assert len(want) == N and "-7" not in want  # every output written
+        assert len(set(want)) > 50  # the values differ (101 inputs): the table is read
+        for k, config in enumerate(host_configs(template, ENV, [mix])):
+            assert run(template, config, args, work, f"c{k}") == want, config
+
+
+def test_a_row_the_item_picks_and_the_counter_walks_is_not_interleaved() -> None:
+    lifted = lift_kernel(ROW_WALK, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert not any(f.transform == "ITEMS_PER_THREAD" and f.applied and
+                   "interleave the items" in f.reason for f in lifted.findings), lifted.notes
+    assert "UNROLL" not in {p.name for p in lifted.params}, lifted.notes

@@ -1,0 +1,71 @@
+"""A read whose place the item's data picks (a table lookup), told from a walk over memory
+(issue 28, set 20's crspline_rotmean: a spline's knots read at the segment of each sample).
+
+Items with independent state (:mod:`.ilp`) leave a loop that reads memory at a place that
+moves with the trips and the item (a row walked per item: memory-bound, VEC and WALK_SPLIT
+serve it) and interleave the items in a loop that computes on their registers. A lookup is
+neither a walk nor a register operand: ``const int seg = min((int)(t * 64), 63); ..
+knots[(seg + 1) % 64]`` reads a small table at a place a float of the item's state selects,
+each trip anew; the trips' chain is arithmetic (the cubic), each load one operand of it, so
+the items' chains interleave like any compute loop's, and vector lanes would run them one
+after another.
+
+The read walks when its place reads an item's name and moves with the trips through integer
+arithmetic: the place's names are read through the locals it is computed from (a local
+declared once and never assigned stands for its value), an integer local followed into its
+value, a floating one (``float``, ``double``, ``half``) taken as data, not a place, naming
+nothing; any other name (the loop's counter, a stepped pointer, a parameter) is itself. A row
+a float of the item picks and the counter walks (``hist[(int)(x * 64) * K + k]``) walks; a
+knot a float of each trip picks does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import mentions, text, walk
+from workbench.templater.plan import Plan
+
+#: Declared types (their last word: ``unsigned int``, ``long long``) of the integer locals a
+#: place is followed through, and of the floating ones that are data.
+_INTEGER = frozenset({"int", "unsigned", "long", "short", "char", "size_t", "int32_t",
+                      "uint32_t", "int64_t", "uint64_t", "ptrdiff_t"})
+_FLOATING = frozenset({"float", "double", "half", "__half", "__nv_bfloat16"})
+_DEPTH = 8  # locals followed from one place (a chain of index helpers)
+
+
+def place_names(plan: Plan, index: Node) -> set[str]:
+    """The names the place ``index`` is computed from (see the module doc)."""
+    out: set[str] = set()
+    todo = [(index, 0)]
+    while todo:
+        node, depth = todo.pop()
+        for n in walk(node):
+            if n.type != "identifier":
+                continue
+            name = text(n)
+            d = plan.facts.defs.get(name)
+            kind = _kind(d.decl) if d is not None and d.value is not None and \
+                not d.assigned and not d.is_pointer and depth < _DEPTH else None
+            if kind == "floating":
+                continue
+            if kind == "integer" and d is not None and d.value is not None:
+                todo.append((d.value, depth + 1))
+            else:
+                out.add(name)
+    return out
+
+
+def walks(plan: Plan, index: Node, items: Collection[str], moving: Collection[str]) -> bool:
+    """Whether a read at ``index`` walks memory per item: it reads an item's name and its
+    place moves with the trips (``moving``) through integer locals (see the module doc)."""
+    return mentions(index, set(items)) and bool(place_names(plan, index) & set(moving))
+
+
+def _kind(decl: Node) -> str | None:
+    typ = decl.child_by_field_name("type")
+    words = text(typ).split() if typ is not None else []
+    last = words[-1] if words else ""
+    return "floating" if last in _FLOATING else "integer" if last in _INTEGER else None
