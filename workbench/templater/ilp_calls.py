@@ -26,7 +26,7 @@ from workbench.templater.analysis import LOOPS, line, text, walk
 from workbench.templater.item_objects import called_object, method_of
 from workbench.templater.item_state import declarator_name
 from workbench.templater.plan import Plan
-from workbench.templater.purity import PURE_CALLS, device_purity
+from workbench.templater.purity import PURE_CALLS, conversion, conversion_types, device_purity
 
 _FORBIDDEN = {
     "gnu_asm_expression": "inline asm", "asm_statement": "inline asm",
@@ -65,7 +65,7 @@ def effect_free(source: CudaSource) -> dict[str, str | None]:
         for name, fn in functions.items():
             if verdict[name] is None:
                 continue
-            why = _effects(fn, free)
+            why = _effects(source, fn, free)
             if why != verdict[name]:
                 verdict[name] = why
                 changed = changed or why is None
@@ -83,7 +83,7 @@ def method_effects(source: CudaSource, object_type: str, call: Node) -> str | No
     method, members = found
     verdict = effect_free(source)
     free = (PURE_CALLS - verdict.keys()) | {n for n, why in verdict.items() if why is None}
-    return _effects(method, free, members)
+    return _effects(source, method, free, members)
 
 
 def method_call_refusal(plan: Plan, call: Node, declared: set[str]) -> str | None:
@@ -127,7 +127,7 @@ def loop_in_call(source: CudaSource, call: Node) -> Node | None:
     return None
 
 
-def _effects(fn: Node, free: frozenset[str] | set[str],
+def _effects(source: CudaSource, fn: Node, free: frozenset[str] | set[str],
              members: frozenset[str] = frozenset()) -> str | None:
     """Why ``fn`` changes more than its own locals (and, for a method, ``members``: its
     object's data members that are values or arrays, not pointers), else None."""
@@ -140,6 +140,7 @@ def _effects(fn: Node, free: frozenset[str] | set[str],
                 not any(text(c) == "const" for c in p.parent.children):
             return f"a reference parameter `{text(p.parent)[:40]}` (line {line(p)})"
     local_arrays: set[str] = set(members)
+    types = conversion_types(source, fn)
     own = {declarator_name(d) for p in walk(fn.child_by_field_name("declarator") or fn)
            if p.type == "parameter_declaration"
            for d in p.children_by_field_name("declarator")} | members
@@ -157,7 +158,8 @@ def _effects(fn: Node, free: frozenset[str] | set[str],
     for n in walk(body):
         if n.type in _FORBIDDEN:
             return f"{_FORBIDDEN[n.type]}: `{text(n)[:40]}` (line {line(n)})"
-        if n.type == "call_expression" and callee_name(n) not in free:
+        if n.type == "call_expression" and callee_name(n) not in free and \
+                not conversion(n, types):
             return f"it calls `{callee_name(n)[:40]}`, not shown free of effects " \
                 f"(line {line(n)})"
         if n.type in ("assignment_expression", "update_expression"):

@@ -43,6 +43,7 @@ from workbench.templater.ilp import interleaves
 from workbench.templater.ilp_fastdiv import apply_fastdiv
 from workbench.templater.ilp_fastmath_helpers import helper_scope
 from workbench.templater.ilp_intrinsics import FAST, fast_calls, fast_macros, pair_sincos
+from workbench.templater.ilp_recip_root import typed_reciprocal_roots
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, side_effect_free
 from workbench.templater.rewrite import Rewriter
@@ -126,6 +127,7 @@ def _fastmath(plan: Plan, functions: dict[str, Node]) -> bool:
     for name, body in functions.items():
         before = sites.rewrites()
         _reciprocal_roots(plan, body, sites)
+        sites.rsqrt += typed_reciprocal_roots(plan, body)
         _root_locals(plan, body, sites)
         _powers(plan, body, sites)
         _root_calls(plan, body, sites, specialized)

@@ -6,12 +6,16 @@ trap or run forever, whatever its arguments (a dead item's zeroed locals, or the
 ``if`` the condition did not take): BRANCHLESS (:mod:`.ifconv`) may then run it on the side
 not taken, and ITEMS_PER_THREAD (:mod:`.ilp`, :func:`.item_state.safe_when_done`) on an
 item past the end. A ``__device__`` function of the file is pure when its body, read on the
-parse (not pasted), uses only its value parameters, its own scalar locals, object-like
-macros of constants, and pure calls (a fixpoint, so a helper calling a pure helper is pure,
-recursion never is, nor a name defined more than once: an overload); it has no loop, ``goto``, asm, memory read or write (``a[i]``, ``*p``,
-``p->f``, ``&x``), pointer or reference parameter, static or shared local; and every
-``/`` or ``%`` divides by a float value or a nonzero integer constant (an integer division
-by zero traps on the host and is garbage on the GPU).
+parse (not pasted), uses only its value parameters (a ``const`` reference to a value,
+``const Vec2<T>& r``, reads the argument's value as a copy would), its own locals and their
+members (``r.x``), object-like macros of constants, conversions (``float(x)``, ``T(1)`` of a
+template's type parameter, ``static_cast<T>(x)``: :func:`conversion_types`) and pure calls
+(a fixpoint, so a helper calling a pure helper is pure, recursion never is, nor a name
+defined more than once: an overload); it has no loop, ``goto``, asm, memory read or write
+(``a[i]``, ``*p``, ``p->f``, ``&x``), pointer or non-const reference parameter, static or
+shared local; a class value only where every operator the file defines is pure (``a + b``
+may run one); and every ``/`` or ``%`` divides by a float value or a nonzero integer
+constant (an integer division by zero traps on the host and is garbage on the GPU).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ _FORBIDDEN = {
     "goto_statement": "`goto`", "gnu_asm_expression": "inline asm",
     "asm_statement": "inline asm", "new_expression": "`new`", "delete_expression": "`delete`",
     "lambda_expression": "a lambda", "subscript_expression": "a memory access",
-    "field_expression": "a member access", "throw_statement": "`throw`",
+    "throw_statement": "`throw`",
 }
 _NUMBER = re.compile(r"(?<![\w.])(?:\d[\w.]*|\.\d[\w.]*)(?:[eE][+-]?\d+[\w]*)?")
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -80,7 +84,7 @@ def device_purity(source: CudaSource) -> dict[str, str | None]:
                 continue
             # a call may resolve to any of the overloads: none is shown pure by one body
             why = f"defined more than once (line {line(fn)})" if name in overloads \
-                else _impurity(fn, macros, pure)
+                else _impurity(source, fn, macros, pure)
             if why != verdict[name]:
                 verdict[name] = why
                 changed = changed or why is None
@@ -108,6 +112,58 @@ def side_effect_free(source: CudaSource, node: Node) -> bool:
         if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
             return False
     return True
+
+#: scalar types a functional cast (``float(x)``) or ``static_cast`` converts to
+_SCALAR_TYPES = frozenset((
+    "float", "double", "int", "unsigned", "long", "short", "char", "bool", "signed",
+    "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t"))
+
+
+def conversion_types(source: CudaSource, fn: Node) -> frozenset[str]:
+    """The type names a call in ``fn`` may name to convert its one argument, not to call a
+    function: the scalar types, and the type parameters of the templates around ``fn``
+    (``T(1)`` under ``template <typename T>``) where no class of the file writes a
+    constructor (a type parameter bound to such a class would run it)."""
+    params: set[str] = set()
+    up = fn.parent
+    while up is not None:
+        if up.type == "template_declaration":
+            plist = up.child_by_field_name("parameters")
+            params.update(text(c) for d in (plist.named_children if plist is not None else [])
+                          if d.type == "type_parameter_declaration"
+                          for c in d.named_children if c.type == "type_identifier")
+        up = up.parent
+    return _SCALAR_TYPES | (frozenset() if _constructors(source) else frozenset(params))
+
+
+def conversion(call: Node, types: frozenset[str]) -> bool:
+    """``call`` converts at most one value to one of ``types`` (:func:`conversion_types`):
+    ``float(x)``, ``T(1)``, ``static_cast<T>(x)``; a cast, not a call."""
+    function = call.child_by_field_name("function")
+    arguments = call.child_by_field_name("arguments")
+    if function is None or arguments is None or len(arguments.named_children) > 1:
+        return False
+    if function.type == "template_function" and \
+            text(function.child_by_field_name("name")) == "static_cast":
+        targets = function.child_by_field_name("arguments")
+        return targets is not None and text(targets)[1:-1].strip() in types
+    return function.type in ("identifier", "primitive_type", "sized_type_specifier") and \
+        text(function) in types
+
+
+def _constructors(source: CudaSource) -> bool:
+    """A class or struct of the file declares a constructor (a member function of its
+    name)."""
+    for cls in walk(source.tree.root_node):
+        name = cls.child_by_field_name("name") if cls.type in ("struct_specifier",
+                                                                "class_specifier") else None
+        body = cls.child_by_field_name("body") if name is not None else None
+        if body is not None and any(n.type == "function_declarator" and
+                                    text(n.child_by_field_name("declarator")) == text(name)
+                                    for n in walk(body)):
+            return True
+    return False
+
 
 def _defined_more_than_once(source: CudaSource) -> set[str]:
     seen: set[str] = set()
@@ -148,7 +204,9 @@ def constant_macros(source: CudaSource) -> set[str]:
     return ok
 
 
-def _impurity(fn: Node, macros: set[str], pure: frozenset[str] | set[str]) -> str | None:
+def _impurity(source: CudaSource, fn: Node, macros: set[str], pure: frozenset[str] | set[str]
+              ) -> str | None:
+    types = conversion_types(source, fn)
     params: dict[str, str] = {}
     decl = fn.child_by_field_name("declarator")
     while decl is not None and decl.type != "function_declarator":
@@ -158,6 +216,9 @@ def _impurity(fn: Node, macros: set[str], pure: frozenset[str] | set[str]) -> st
         if p.type == "comment":
             continue
         d = p.child_by_field_name("declarator")
+        if p.type == "parameter_declaration" and d is not None and \
+                d.type == "reference_declarator" and _read_only(p):
+            d = d.named_children[-1]  # `const Vec2<T>& r`: reads the argument's value
         if p.type != "parameter_declaration" or d is None or d.type != "identifier":
             return f"parameter `{text(p)[:40]}` is not a value (line {line(p)})"
         params[text(d)] = text(p.child_by_field_name("type"))
@@ -176,6 +237,13 @@ def _impurity(fn: Node, macros: set[str], pure: frozenset[str] | set[str]) -> st
                     return f"a local that is not a scalar: `{text(d)[:40]}` (line {line(d)})"
                 locals_[text(inner)] = text(n.child_by_field_name("type"))
     names = {**params, **locals_}
+    overloads = sorted(o for o in source.function_definitions()
+                       if o.startswith("operator") and o not in pure)
+    valued = sorted(n for n, typ in names.items()
+                    if typ.replace("const", "").strip() not in types)
+    if overloads and valued:  # `a + b` of class values may run the file's operator
+        return f"`{valued[0]}` is a class value and the file's `{overloads[0]}` is not " \
+            f"shown pure (line {line(fn)})"
     for n in walk(body):
         t = n.type
         if t in _FORBIDDEN:
@@ -184,17 +252,20 @@ def _impurity(fn: Node, macros: set[str], pure: frozenset[str] | set[str]) -> st
             return f"a pointer: `{text(n)[:40]}` (line {line(n)})"
         if t == "call_expression":
             callee = n.child_by_field_name("function")
+            if conversion(n, types):
+                continue
             if callee is None or callee.type != "identifier" or text(callee) not in pure:
                 return f"it calls `{text(callee)[:40]}`, not shown pure (line {line(n)})"
+        elif t == "field_expression" and _value_root(n) not in names:
+            return f"a member access through memory: `{text(n)[:40]}` (line {line(n)})"
         elif t in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is None or target.type != "identifier" or text(target) not in names:
+            target = _value_root(n.child_by_field_name("left") or
+                                 n.child_by_field_name("argument"))
+            if target not in names:
                 return f"`{text(n)[:40]}` writes outside its locals (line {line(n)})"
         elif t == "identifier":
-            up = n.parent
-            if up is not None and up.type == "call_expression" and \
-                    up.child_by_field_name("function") == n:
-                continue
+            if _is_callee(n):
+                continue  # checked as a call (``static_cast`` a conversion)
             if text(n) not in names and text(n) not in macros:
                 return f"it reads `{text(n)}`, neither a parameter, a local nor a constant " \
                     f"macro (line {line(n)})"
@@ -202,6 +273,32 @@ def _impurity(fn: Node, macros: set[str], pure: frozenset[str] | set[str]) -> st
                 and not _float_or_nonzero(n, names):
             return f"`{text(n)[:40]}` may divide an integer by zero (line {line(n)})"
     return None
+
+
+def _is_callee(name: Node) -> bool:
+    """``name`` names the function a call calls (``f(x)``, ``static_cast<T>(x)``)."""
+    up = name.parent
+    if up is not None and up.type == "template_function" and \
+            up.child_by_field_name("name") == name:
+        name, up = up, up.parent
+    return up is not None and up.type == "call_expression" and \
+        up.child_by_field_name("function") == name
+
+
+def _read_only(param: Node) -> bool:
+    """``param`` declares a const reference to a value (``const Vec2<T>& r``)."""
+    return any(c.type == "type_qualifier" and text(c) == "const" for c in param.children)
+
+
+def _value_root(node: Node | None) -> str | None:
+    """The name whose value ``node`` is, or a member of (``x``, ``x.a.b``, ``(x).a``); None
+    for anything read through memory (``p->a``, ``a[i].b``)."""
+    while node is not None and (node.type == "parenthesized_expression" or (
+            node.type == "field_expression" and
+            text(node.child_by_field_name("operator")) == ".")):
+        node = node.named_children[0] if node.type == "parenthesized_expression" else \
+            node.child_by_field_name("argument")
+    return text(node) if node is not None and node.type == "identifier" else None
 
 
 def _float_or_nonzero(division: Node, names: dict[str, str]) -> bool:
@@ -216,8 +313,12 @@ def _float_or_nonzero(division: Node, names: dict[str, str]) -> bool:
 
 def _float_valued(node: Node | None, names: dict[str, str]) -> bool:
     """Float by C's promotions: a float or double local, float literal or float math call
-    in it, and no cast (which may make it an integer)."""
-    if node is None or any(n.type == "cast_expression" for n in walk(node)):
+    in it, and no cast (which may make it an integer: ``(int)x``, ``int(x)``, ``T(x)``,
+    ``static_cast<int>(x)``) nor a call of a function of the file (its value's type is not
+    read)."""
+    if node is None or any(n.type == "cast_expression" or (
+            n.type == "call_expression" and
+            text(n.child_by_field_name("function")) not in PURE_CALLS) for n in walk(node)):
         return False
     for n in walk(node):
         if n.type == "identifier":
