@@ -13,10 +13,11 @@ element type than the reads' and read under a guard (``j < cols && rp[j] > t``, 
 the pointee is not written while the kernel runs), in the loads ahead too.
 Pure: the folder's lift and a second spelling (a file-scope ``constexpr`` warps a block, the
 lane from a helper, the work under ``if (row < rows)``, a ternary guarded read, restrict
-pointers) lift WARPS_PER_BLOCK, AHEAD and LDG with the warp-local note; a store of the reads'
-element type refuses AHEAD with its reason; a block barrier still refuses the warps. Host
-(g++): both lifts at the default and the expert's pick spelled in the lift's knobs, bit for
-bit against the kernel as written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
+pointers) lift WARPS_PER_BLOCK, AHEAD and LDG with the warp-local note, and so does a third
+(the global warp index, the block's warps never named); a store of the reads' element type
+refuses AHEAD with its reason; a block barrier still refuses the warps. Host (g++): the three
+lifts at the default and the expert's pick spelled in the lift's knobs, bit for bit against
+the kernel as written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 """
 
 from __future__ import annotations
@@ -79,6 +80,28 @@ extern "C" __global__ void row_firsthits_warp(int* __restrict__ hits, int* __res
 """
 
 
+#: A third hand: the global warp index ``(blockIdx.x * blockDim.x + threadIdx.x) / 32`` (the
+#: block's warps never named), the read in place under ``&&``, literals for the 16 slots.
+GLOBAL_WARP = """extern "C" __global__ void row_firsthits_warp(int* hits, int* count, const float* x,
+                                              int rows, int cols) {
+  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  unsigned lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  int seen = 0;
+  for (int c0 = 0; c0 < cols; c0 += 32) {
+    int c = c0 + (int)lane;
+    bool above = c < cols && x[(size_t)row * cols + c] > 0.95f;
+    unsigned ballot = __ballot_sync(0xffffffffu, above);
+    int rank = seen + __popc(ballot & ((1u << lane) - 1u));
+    if (above && rank < 16) hits[row * 16 + rank] = c;
+    seen += __popc(ballot);
+  }
+  if ((int)lane < 16 && (int)lane >= seen) hits[row * 16 + lane] = -1;
+  if (lane == 0) count[row] = seen;
+}
+"""
+
+
 def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
     lifted = lift_kernel(source, entry="row_firsthits_warp", grid=["ceil_div(rows, 8)"],
                          block=["256"], scalars={"rows": "rows", "cols": "cols"})
@@ -104,6 +127,12 @@ def test_the_spelling_lifts_the_same_knobs() -> None:
     assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
     assert "constexpr int kWarps = WARPS_PER_BLOCK;" in source, source
     assert "? WB_RO(x[(size_t)row * cols + c]) : float();" in source, source
+
+
+def test_the_global_warp_index_lifts_the_same_knobs() -> None:
+    names, notes, source = _lift(GLOBAL_WARP)
+    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
+    assert "(blockIdx.x * blockDim.x + threadIdx.x) / 32" in source  # 32 * W threads a block
 
 
 def test_a_store_of_the_read_type_keeps_the_loads_in_order() -> None:
@@ -146,7 +175,8 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-def test_the_spelling_computes_as_written(tmp_path: Path,
-                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
+@pytest.mark.parametrize("source", [SPELLING, GLOBAL_WARP], ids=["constexpr", "global_warp"])
+def test_the_spellings_compute_as_written(tmp_path: Path, host_flags: tuple[str, ...],  # noqa: F811
+                                          source: str) -> None:
+    kf = respelled(FOLDER, tmp_path / "folders", source)
     assert _same_outputs(kf, tmp_path, host_flags) >= 2
