@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, host_sample, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    corner_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
 
 from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel
@@ -214,18 +220,8 @@ extern "C" __global__ void k(float* out, const float* x, int n) {
 """, ["ceil_div(n, 128)"], ["128"], ["out", "in", "n", "const:coef:16"]),
 }
 
-_HOST = r"""
-#include <cmath>
-#include <cstdio>
-#include <vector>
-struct wb_dim3 { unsigned x, y, z; };
-static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
-#define __global__
-#define __device__
+_HOST = COOPERATIVE_BLOCK + r"""
 #define __constant__
-#define __restrict__
-#define __forceinline__ inline
-#define __launch_bounds__(...)
 #define __expf expf
 #define __sinf sinf
 #define __cosf cosf
@@ -243,8 +239,9 @@ def lift(name: str) -> LiftedSource:
 
 
 def program(source: str, args: list[str], grid: int, block: int) -> str:
-    """The kernel, then a main that fills the inputs and constants (fixed values), runs every
-    thread of the launch in turn and prints the outputs."""
+    """The kernel, then a main that fills the inputs and constants (fixed values), runs the
+    launch on the cooperative host block (barriers and shared memory as on the GPU: the
+    items' walks may be staged in rounds through shared tiles) and prints the outputs."""
     lines = ["int main() {"]
     call = []
     for k, a in enumerate(args):
@@ -261,10 +258,7 @@ def program(source: str, args: list[str], grid: int, block: int) -> str:
             call.append(f"a{k}.data()")
         else:
             call.append(str(ENV[a]))
-    lines += [f"  gridDim = {{{grid}, 1, 1}}; blockDim = {{{block}, 1, 1}};",
-              f"  for (unsigned b = 0; b < {grid}; ++b) for (unsigned t = 0; t < {block}; ++t) {{",
-              "    blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0};",
-              f"    k({', '.join(call)});", "  }"]
+    lines.append(f"  wb_launch({{{grid}, 1, 1}}, {{{block}, 1, 1}}, [&] {{ k({', '.join(call)}); }});")
     for k, a in enumerate(args):
         if a in ("out", "iout"):
             lines.append(f"  for (int j = 0; j < {N}; ++j) std::printf(\"%.9g\\n\", "
