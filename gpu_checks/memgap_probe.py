@@ -928,6 +928,27 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "AHEAD": 8, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
         "default": {"WARPS_PER_BLOCK": 8, "AHEAD": 1, "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 2, "ROWS": 1, "UNROLL": 8}}),
+    # compute-bound (set 20): velocity Verlet in a template over Steps, Block and T, its force
+    # a helper gravity(const Vec2<T>&) of T(1) / sqrt(..) (first contact: items as a per-item
+    # wrap, 1.06x at 672 threads, MIN 2; the expert 2.08x at THREADS 512, ITEMS 2, UNROLL 8,
+    # VEC 1, RSQRT 1). The helper read as pure (const reference, members, T(1) a conversion)
+    # and the typed reciprocal root as FAST_MATH (60c7761): the lift at the expert's pick in
+    # its knobs (sm_90 24 registers, no spills, 34 rsqrt.approx: its loop twice, all-live and
+    # not; the expert 21, 18), the same with the written roots (FAST_MATH 0: 32, sqrt.rn;
+    # the expert's RSQRT 0: 29), one item (16; the expert's 16) and the first-contact tune
+    # pick; the expert at its pick, with RSQRT 0 and at one item
+    "verlet_orbit_tpl": ("corpus_compute_unseen20", {
+        "expert_pick": {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2, "UNROLL": 8,
+                        "FAST_MATH": 1, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_fm0": {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2, "UNROLL": 8,
+                            "FAST_MATH": 0, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_items1": {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8,
+                               "FAST_MATH": 1, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 672, "ITEMS_PER_THREAD": 1, "UNROLL": 0,
+                      "FAST_MATH": 0, "STAGE": 0, "MIN_BLOCKS_PER_SM": 2},
+    }, {"pick": {"THREADS": 512, "ITEMS": 2, "UNROLL": 8, "VEC": 1, "RSQRT": 1},
+        "pick_rsqrt0": {"THREADS": 512, "ITEMS": 2, "UNROLL": 8, "VEC": 1, "RSQRT": 0},
+        "pick_items1": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "VEC": 1, "RSQRT": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
