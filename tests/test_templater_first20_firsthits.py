@@ -40,7 +40,10 @@ from workbench.templater.semantic import lift_kernel
 FOLDER = held_back_unseen20.SET.root / "row_firsthits_warp"
 #: The expert's H200 pick (WARPS 2, ROWS 1, UNROLL 8, its loads through __ldg) spelled in
 #: the lift's knobs.
-EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 1}
+EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "ROWS": 1, "AHEAD": 8, "LDG": 1}
+#: One warp a block walking four rows, two chunks ahead (37 rows: ten blocks, the last warp's
+#: last three rows past the end; 100 columns: two rounds, the second partial).
+MIX = {"WARPS_PER_BLOCK": 1, "ROWS": 4, "AHEAD": 2, "LDG": 0}
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -112,9 +115,10 @@ def test_the_folder_lift_has_warps_and_chunks_ahead() -> None:
     result = offline_template(load_kernel_folder(FOLDER))
     lifted = result.lifted
     names = [p.name for p in lifted.params]
-    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, \
-        lifted.notes
-    assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK)",)
+    assert {"WARPS_PER_BLOCK", "ROWS", "AHEAD", "LDG"} <= set(names) and \
+        "LANES" not in names, lifted.notes
+    assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK * ROWS)",)
+    assert "const int row = wb_item * ROWS + wb_r;" in lifted.source
     assert lifted.block == ("32 * WARPS_PER_BLOCK",)
     assert any(n.startswith("LANES: not applied: `__ballot_sync(FULL_MASK, hit)` combines the "
                             "32 lanes of one warp (warp-local") for n in lifted.notes)
@@ -124,14 +128,14 @@ def test_the_folder_lift_has_warps_and_chunks_ahead() -> None:
 
 def test_the_spelling_lifts_the_same_knobs() -> None:
     names, notes, source = _lift(SPELLING)
-    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
+    assert {"WARPS_PER_BLOCK", "ROWS", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
     assert "constexpr int kWarps = WARPS_PER_BLOCK;" in source, source
     assert "? WB_RO(x[(size_t)row * cols + c]) : float();" in source, source
 
 
 def test_the_global_warp_index_lifts_the_same_knobs() -> None:
     names, notes, source = _lift(GLOBAL_WARP)
-    assert {"WARPS_PER_BLOCK", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
+    assert {"WARPS_PER_BLOCK", "ROWS", "AHEAD", "LDG"} <= set(names) and "LANES" not in names, notes
     assert "(blockIdx.x * blockDim.x + threadIdx.x) / 32" in source  # 32 * W threads a block
 
 
@@ -144,6 +148,16 @@ def test_a_store_of_the_read_type_keeps_the_loads_in_order() -> None:
     assert "WARPS_PER_BLOCK" in names and not {"AHEAD", "LDG"} & set(names), notes
     assert any(n.startswith("AHEAD: not applied: `x[(size_t)row * cols + c]` reads float, "
                             "which a store of the loop may write") for n in notes), notes
+
+
+def test_a_return_on_the_data_keeps_a_row_a_warp() -> None:
+    """Leaving when a row has no hit would skip the warp's later rows: no ROWS."""
+    source = GLOBAL_WARP.replace("  if ((int)lane < 16", "  if (seen == 0) return;\n"
+                                 "  if ((int)lane < 16")
+    names, notes, _text = _lift(source)
+    assert "WARPS_PER_BLOCK" in names and "ROWS" not in names, notes
+    assert any(n.startswith("ROWS: not applied: `if (seen == 0) return;` leaves the kernel "
+                            "under a test other than `row >= N`") for n in notes), notes
 
 
 def test_a_block_barrier_still_refuses_the_warps() -> None:
@@ -159,9 +173,9 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> i
     template = offline_template(kf).template
     assert {"WARPS_PER_BLOCK", "AHEAD"} <= set(template.param_names)
     env = kf.env(kf.check_shape, "fp32")
-    configs = host_configs(template, env, [EXPERT_PICK])
-    if not FULL_MATRIX:  # the default and the expert's pick (the all-ends corners: slow)
-        configs = configs[:2]
+    configs = host_configs(template, env, [EXPERT_PICK, MIX])
+    if not FULL_MATRIX:  # the default, the expert's pick, the mix (the all-ends corners: slow)
+        configs = configs[:3]
     return same_as_written(kf, template, configs, held_back_unseen20.SET.host_source,
                            tmp_path, flags)
 
@@ -170,7 +184,7 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> i
 @pytest.mark.timeout(1200)
 def test_the_folder_lift_computes_as_written(tmp_path: Path,
                                              host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    assert _same_outputs(load_kernel_folder(FOLDER), tmp_path, host_flags) >= 2
+    assert _same_outputs(load_kernel_folder(FOLDER), tmp_path, host_flags) >= 3
 
 
 @needs_gxx
@@ -179,4 +193,4 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 def test_the_spellings_compute_as_written(tmp_path: Path, host_flags: tuple[str, ...],  # noqa: F811
                                           source: str) -> None:
     kf = respelled(FOLDER, tmp_path / "folders", source)
-    assert _same_outputs(kf, tmp_path, host_flags) >= 2
+    assert _same_outputs(kf, tmp_path, host_flags) >= 3

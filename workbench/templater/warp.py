@@ -84,6 +84,7 @@ from workbench.templater.warp_regs import (
     apply_row_cache,
     find_row_cache,
 )
+from workbench.templater.warp_row_items import apply_rows
 from workbench.templater.warp_runs import apply_runs
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
 from workbench.templater.warp_shuffles import collective_helper, shuffle_calls, shuffle_loops
@@ -607,6 +608,7 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> b
     does; only which block holds the item changes. The items stay a warp each (no LANES:
     a vote's bits are a warp's lanes), the grid divides by W and the block is W warps."""
     name = shape.macro.name if shape.macro is not None else "WARPS_PER_BLOCK"
+    written = plan.grid[0]
     grid = scale_divisor(plan.grid[0], str(shape.f_value), name)
     if grid is None and shape.macro is not None:
         grid = scale_divisor(plan.grid[0], shape.macro.name, name)
@@ -631,6 +633,7 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> b
     plan.note(LANES, False, f"`{text(local)[:50]}` combines the 32 lanes of one warp (warp-"
               "local: no lane of another warp takes part); an item keeps its warp, so the "
               f"warps per block ({name}) are lifted, not the lanes per item", local)
+    apply_rows(plan, shape.decl, written, shape.f_value, name)  # consecutive rows a warp
     loops = _outer_loops(plan)
     apply_ldg(plan, loops, "warp's loop")  # read-only inputs through __ldg (LDG)
     for lp in loops:  # its steps' loads ahead (AHEAD), each lane's own reads
