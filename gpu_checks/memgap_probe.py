@@ -917,17 +917,24 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # memory-bound (set 20): a warp a row votes on 32-column chunks with __ballot_sync (first
     # contact: nothing lifted, 0.48; the expert 2.08x, 91 % of a copy, at WARPS 2, ROWS 1,
     # UNROLL 8, its loads through __ldg). The vote read as warp-local (3d0afbd): the warps
-    # per block, the chunks' loads AHEAD and LDG; the lift at the expert's pick in its knobs
-    # (sm_90 29 registers, no spills, as the expert's; PTX: 8 ld.global.nc before the 8
-    # votes), the same without LDG (30 registers, 8 ld.global), eight chunks ahead over 8
-    # warps and as written; the expert at its pick
+    # per block, the chunks' loads AHEAD, LDG and ROWS (f019ee6); the lift at the expert's
+    # pick in its knobs (sm_90 29 registers, no spills, as the expert's; PTX: 8 ld.global.nc
+    # before the 8 votes), the same without LDG (30 registers, 8 ld.global), 16 warps of 4
+    # rows (34 registers, no spills), eight chunks ahead over 8 warps and as written; the
+    # expert at its pick and at 16 warps of 4 rows
     "row_firsthits_warp": ("corpus_compute_unseen20", {
-        "expert_pick": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
-        "expert_pick_ldg0": {"WARPS_PER_BLOCK": 2, "AHEAD": 8, "LDG": 0,
+        "expert_pick": {"WARPS_PER_BLOCK": 2, "ROWS": 1, "AHEAD": 8, "LDG": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_ldg0": {"WARPS_PER_BLOCK": 2, "ROWS": 1, "AHEAD": 8, "LDG": 0,
                              "MIN_BLOCKS_PER_SM": 0},
-        "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "AHEAD": 8, "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
-        "default": {"WARPS_PER_BLOCK": 8, "AHEAD": 1, "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
-    }, {"pick": {"WARPS": 2, "ROWS": 1, "UNROLL": 8}}),
+        "warps16_rows4": {"WARPS_PER_BLOCK": 16, "ROWS": 4, "AHEAD": 8, "LDG": 1,
+                          "MIN_BLOCKS_PER_SM": 0},
+        "warps8_ahead8": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "AHEAD": 8, "LDG": 1,
+                          "MIN_BLOCKS_PER_SM": 0},
+        "default": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "AHEAD": 1, "LDG": 0,
+                    "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"WARPS": 2, "ROWS": 1, "UNROLL": 8},
+        "warps16_rows4": {"WARPS": 16, "ROWS": 4, "UNROLL": 8}}),
     # compute-bound (set 20): velocity Verlet in a template over Steps, Block and T, its force
     # a helper gravity(const Vec2<T>&) of T(1) / sqrt(..) (first contact: items as a per-item
     # wrap, 1.06x at 672 threads, MIN 2; the expert 2.08x at THREADS 512, ITEMS 2, UNROLL 8,
