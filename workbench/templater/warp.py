@@ -18,8 +18,9 @@ shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast f
 No other ``threadIdx`` or ``blockDim`` read, no shared memory or barrier. A vote
 (``__ballot_sync``, ``__any_sync``), a shuffle of another shape or a helper calling one
 combines the 32 lanes of one warp only: there the items stay a warp each and only the warps
-per block are lifted, with the read-only inputs of the warp's loops through ``__ldg`` (LDG)
-and their loads AHEAD (:func:`_apply_whole_warps`).
+per block are lifted, with consecutive rows a warp (ROWS: :mod:`.warp_row_items`), the
+read-only inputs of the warp's loops through ``__ldg`` (LDG) and their loads AHEAD
+(:func:`_apply_whole_warps`).
 Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
 warp returned by a helper (``lane_id()``; any other call of a function reading the thread's
 place is refused), F a ``constexpr`` of the body or ``blockDim.y`` of a (32, F) block,
@@ -606,7 +607,8 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> b
     every such collective reaches the 32 lanes of one warp and none of another, so a block of
     W warps runs each item on the same 32 lanes, in the same order, as the written block
     does; only which block holds the item changes. The items stay a warp each (no LANES:
-    a vote's bits are a warp's lanes), the grid divides by W and the block is W warps."""
+    a vote's bits are a warp's lanes), the grid divides by W and the block is W warps; then
+    ROWS, LDG and AHEAD where legal (each notes why not)."""
     name = shape.macro.name if shape.macro is not None else "WARPS_PER_BLOCK"
     written = plan.grid[0]
     grid = scale_divisor(plan.grid[0], str(shape.f_value), name)
