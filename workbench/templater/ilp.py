@@ -15,8 +15,8 @@ item-dependent value or under item-dependent control. Legal only where the analy
 (each refusal names the line): the items along x (on a 2-D or 3-D block they share the
 thread's y and z; a 1-D block reads no ``blockIdx.y/z``); statements before the index assign
 only the thread's own locals (their fields and elements), which its items share as the
-thread as written ran them once; no shared memory, barrier, warp intrinsic or
-atomic, no call of a ``__device__`` function of the file that :mod:`.purity` does not prove
+thread as written ran them once; no shared memory or barrier but a table the block
+stages before the index (:mod:`.table_prologue`), no warp intrinsic or atomic, no call of a ``__device__`` function of the file that :mod:`.purity` does not prove
 pure (its effects would run once per thread, or in another order); ``blockIdx.x`` read once; the index never reassigned; an early exit only as a
 top-level ``if (C) return;`` or one final ``if (C) {...}`` (both become a per-item ``live``
 flag); no ``break``/``continue``/``return`` under item-dependent control inside a shared
@@ -119,6 +119,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, why_not_pure
 from workbench.templater.rules import scale_divisor
 from workbench.templater.table_lookup import walks
+from workbench.templater.table_prologue import prologue_write, staged_tables
 from workbench.templater.vector import Illegal
 
 NAME = "ITEMS_PER_THREAD"
@@ -928,10 +929,12 @@ def _offset_divisor(off: Node) -> Node:
 
 def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop | None = None
              ) -> tuple[_Scan, list[Node], set[str], list[Node]]:
-    bad = sorted(c for c in calls(plan.body) if c.startswith(_WARP))
+    staged = staged_tables(plan, stmts[:k], stmts[k:])  # a table filled before the items
+    bad = sorted(c for c in calls(plan.body) if c.startswith(_WARP) and
+                 not (staged and c == "__syncthreads"))
     if bad:
         raise Illegal(f"the kernel calls {bad[0]}, which must run once per thread")
-    if any(d.is_shared for d in plan.facts.defs.values()):
+    if any(d.is_shared for d in plan.facts.defs.values()) and not staged:
         raise Illegal("the block shares __shared__ memory")
     purity = device_purity(plan.source)
     free = effect_free(plan.source)
@@ -958,7 +961,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
         for n in walk(stmt):
             if n.type == "return_statement" or (
                     n.type in ("assignment_expression", "update_expression") and
-                    _local_root(plan, n) not in before):
+                    _local_root(plan, n) not in before and not prologue_write(stmt, n, staged)):
                 raise Illegal(f"`{text(n)[:60]}` runs before the index is known", n)
     if once is not None:  # `T i = g; if (i < n) BODY`: the loop's test is the final guard
         body = once.loop.child_by_field_name("body")

@@ -1,0 +1,89 @@
+"""A table the block stages in ``__shared__`` memory before the items (issue 28, set 20's
+crspline_rotmean: 64 spline knots copied from global memory by the block, then a barrier).
+
+Items with independent state (:mod:`.ilp`) give a thread several items after the statement
+that places its item; the statements before it run once a thread, as written. A block that
+first fills a ``__shared__`` table (``for (j = threadIdx.x; j < 64; j += blockDim.x)
+knots[j] = table[j];``) and meets at ``__syncthreads();`` does that once a thread too, before
+any item: the items only read the table afterwards, so they may share it whatever their
+count, and every thread still reaches the one barrier once.
+
+Read so where (else :func:`staged_tables` gives None and the items refuse the shared memory):
+every ``__syncthreads();`` of the kernel is a top-level statement before the item's place
+(no other barrier); every write to a ``__shared__`` array is in a statement before the last
+of them; after it each ``__shared__`` name is only read, as ``name[..]`` (no pointer to it
+escapes into a local or a call).
+"""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import calls, text, walk
+from workbench.templater.item_state import write_target
+from workbench.templater.plan import Plan
+
+_BARRIER = "__syncthreads"
+
+
+def staged_tables(plan: Plan, before: list[Node], after: list[Node]) -> frozenset[str] | None:
+    """The ``__shared__`` arrays the statements ``before`` the item's place stage for the
+    statements ``after`` it to read (see the module doc); None where there are none or the
+    kernel shares memory otherwise."""
+    shared = frozenset(d.name for d in plan.facts.defs.values() if d.is_shared)
+    barriers = [k for k, s in enumerate(before) if _is_barrier(s)]
+    if not shared or not barriers:
+        return None
+    every = [n for n in walk(plan.body) if n.type == "call_expression" and
+             text(n.child_by_field_name("function")).startswith(_BARRIER)]
+    if len(every) != len(barriers) or any(c.startswith(_BARRIER) and c != _BARRIER
+                                          for c in calls(plan.body)):
+        return None  # a barrier inside a statement, after the place, or another kind
+    last = barriers[-1]
+    for stmt in [*before[last + 1:], *after]:
+        for n in walk(stmt):
+            if n.type in ("assignment_expression", "update_expression") and \
+                    _root(write_target(n)) in shared:
+                return None
+            if n.type == "identifier" and text(n) in shared and not _read_element(n):
+                return None
+    return shared
+
+
+def prologue_write(stmt: Node, write: Node, staged: frozenset[str] | None) -> bool:
+    """Whether ``write`` (an assignment or update in the statement ``stmt`` before the
+    item's place) fills a staged table or changes a local ``stmt`` itself declares (the
+    fill loop's counter)."""
+    if not staged:
+        return False
+    root = _root(write_target(write))
+    own = {text(d) for n in walk(stmt) if n.type == "init_declarator"
+           and (d := n.child_by_field_name("declarator")) is not None
+           and d.type == "identifier"}
+    return root is not None and (root in staged or root in own)
+
+
+def _is_barrier(stmt: Node) -> bool:
+    call = stmt.named_children[0] if stmt.type == "expression_statement" and \
+        stmt.named_children else None
+    return call is not None and call.type == "call_expression" and \
+        text(call.child_by_field_name("function")) == _BARRIER
+
+
+def _root(target: Node | None) -> str | None:
+    while target is not None and target.type in ("subscript_expression",
+                                                 "parenthesized_expression",
+                                                 "field_expression"):
+        target = target.named_children[0] if target.named_children else None
+    return text(target) if target is not None and target.type == "identifier" else None
+
+
+def _read_element(name: Node) -> bool:
+    """``name`` is the array of an element read (``knots[c]``, not ``&knots[c]``)."""
+    parent = name.parent
+    if parent is None or parent.type != "subscript_expression" or \
+            parent.child_by_field_name("argument") != name:
+        return False
+    up = parent.parent
+    return up is None or not (up.type == "pointer_expression" and
+                              text(up.child_by_field_name("operator")) == "&")
