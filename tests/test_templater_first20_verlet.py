@@ -95,6 +95,23 @@ extern "C" __global__ void verlet_orbit_tpl(float* out, const float* state, int 
 """
 
 
+#: The second spelling with a helper that loops, writing the members of its own local:
+#: free of effects, not pure.
+LOOP_SPELLING = SPELLING.replace(
+    """  const Real d2 = p.x * p.x + p.y * p.y;
+  const Real k = static_cast<Real>(1) / sqrt(d2);
+  return P2<Real>{-p.x * (k * k * k), -p.y * (k * k * k)};""",
+    """  P2<Real> g;
+  g.x = Real(0);
+  g.y = Real(0);
+  for (int m = 0; m < 1; ++m) {
+    const Real k = Real(1) / sqrt(p.x * p.x + p.y * p.y);
+    g.x -= p.x * k * k * k;
+    g.y -= p.y * k * k * k;
+  }
+  return g;""")
+
+
 def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
     lifted = lift_kernel(source, entry="verlet_orbit_tpl", grid=["ceil_div(n, 128)"],
                          block=["128"], scalars={"n": "n"})
@@ -115,6 +132,18 @@ def test_the_spelling_interleaves_the_items_with_fast_roots() -> None:
     assert set(names) >= KNOBS, notes
     assert "WB_RECIP_ROOT(static_cast<Real>(1), sqrt(d2), d2)" in source
     assert "acc[wb_it] = pull(pos[wb_it]);" in source
+
+
+def test_a_helper_with_a_loop_writing_its_own_object_runs_per_item() -> None:
+    """Not pure (a loop), but it changes nothing but its local ``g`` (members written):
+    the items interleave, the call under each item's test."""
+    source = LOOP_SPELLING
+    names, notes, text = _lift(source)
+    assert set(names) >= KNOBS, notes
+    assert device_purity(parse_cuda(source))["pull"] == "a loop: `for (int m = 0; m < 1; ++m) {" \
+        "\n    const ` (line 12)"
+    assert "WB_RECIP_ROOT(Real(1), sqrt(p.x * p.x + p.y * p.y), p.x * p.x + p.y * p.y)" in text
+    assert "acc[wb_it] = pull(pos[wb_it]);" in text
 
 
 def test_const_references_members_and_conversions_are_values() -> None:
@@ -183,4 +212,12 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 def test_the_spelling_computes_as_written(tmp_path: Path,
                                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
+    assert _same_outputs(kf, tmp_path, host_flags) >= 2
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_looping_helper_computes_as_written(tmp_path: Path,
+                                                host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "folders", LOOP_SPELLING)
     assert _same_outputs(kf, tmp_path, host_flags) >= 2

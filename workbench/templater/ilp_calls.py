@@ -26,7 +26,13 @@ from workbench.templater.analysis import LOOPS, line, text, walk
 from workbench.templater.item_objects import called_object, method_of
 from workbench.templater.item_state import declarator_name
 from workbench.templater.plan import Plan
-from workbench.templater.purity import PURE_CALLS, conversion, conversion_types, device_purity
+from workbench.templater.purity import (
+    PURE_CALLS,
+    conversion,
+    conversion_types,
+    device_purity,
+    value_root,
+)
 
 _FORBIDDEN = {
     "gnu_asm_expression": "inline asm", "asm_statement": "inline asm",
@@ -174,6 +180,7 @@ def _effects(source: CudaSource, fn: Node, free: frozenset[str] | set[str],
                     target = array
                 else:
                     target = target.named_children[0] if target.named_children else None
-            if target is None or target.type != "identifier" or text(target) not in own:
+            # `g.x = ..`: a member of a local object (value_root: None through memory)
+            if target is None or value_root(target) not in own:
                 return f"`{text(n)[:40]}` writes memory (line {line(n)})"
     return None

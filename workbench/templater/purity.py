@@ -256,11 +256,11 @@ def _impurity(source: CudaSource, fn: Node, macros: set[str], pure: frozenset[st
                 continue
             if callee is None or callee.type != "identifier" or text(callee) not in pure:
                 return f"it calls `{text(callee)[:40]}`, not shown pure (line {line(n)})"
-        elif t == "field_expression" and _value_root(n) not in names:
+        elif t == "field_expression" and value_root(n) not in names:
             return f"a member access through memory: `{text(n)[:40]}` (line {line(n)})"
         elif t in ("assignment_expression", "update_expression"):
-            target = _value_root(n.child_by_field_name("left") or
-                                 n.child_by_field_name("argument"))
+            target = value_root(n.child_by_field_name("left") or
+                                n.child_by_field_name("argument"))
             if target not in names:
                 return f"`{text(n)[:40]}` writes outside its locals (line {line(n)})"
         elif t == "identifier":
@@ -290,7 +290,7 @@ def _read_only(param: Node) -> bool:
     return any(c.type == "type_qualifier" and text(c) == "const" for c in param.children)
 
 
-def _value_root(node: Node | None) -> str | None:
+def value_root(node: Node | None) -> str | None:
     """The name whose value ``node`` is, or a member of (``x``, ``x.a.b``, ``(x).a``); None
     for anything read through memory (``p->a``, ``a[i].b``)."""
     while node is not None and (node.type == "parenthesized_expression" or (
