@@ -12,10 +12,12 @@ reciprocal root of any spelled type (workbench/templater/ilp_recip_root.py), lea
 choice of ``rsqrtf`` to the compiler's overload resolution.
 Pure: the folder's lift and a second spelling (a ``static_cast`` one, the root's argument a
 local, ``if (t < n)``, a macro step count) lift ITEMS_PER_THREAD interleaved, UNROLL and
-FAST_MATH (the expert's ITEMS, UNROLL, RSQRT); an impure operator of the file keeps a helper
-of class values impure, with the line. nvcc: the lift at the expert's pick in its knobs has
+FAST_MATH (the expert's ITEMS, UNROLL, RSQRT), and so does a third whose helper loops over
+its own local object (free of effects, not pure: workbench/templater/ilp_calls.py reads its
+member writes as its own); an impure operator of the file keeps a helper of class values
+impure, with the line; ``int(a) / int(b)`` still divides integers. nvcc: the lift at the expert's pick in its knobs has
 ``rsqrt.approx`` and no IEEE square root in its PTX, and the written roots at FAST_MATH 0.
-Host (g++): both lifts at the default and a mix bit for bit against the kernel as written
+Host (g++): the three lifts at the default and a mix bit for bit against the kernel as written
 (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 """
 
