@@ -105,6 +105,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py conv3x3_s2_sat
     python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
     python3 gpu_checks/memgap_probe.py row_firsthits_warp
+    python3 gpu_checks/memgap_probe.py crspline_rotmean
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -956,6 +957,22 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 512, "ITEMS": 2, "UNROLL": 8, "VEC": 1, "RSQRT": 1},
         "pick_rsqrt0": {"THREADS": 512, "ITEMS": 2, "UNROLL": 8, "VEC": 1, "RSQRT": 0},
         "pick_items1": {"THREADS": 512, "ITEMS": 1, "UNROLL": 8, "VEC": 1, "RSQRT": 1}}),
+    # compute-bound (set 20): the mean of a 64-knot Catmull-Rom spline (knots staged in
+    # shared memory) over 64 orbit points, functor objects in a grid-stride loop of 8 trips
+    # (first contact 1.07x at 608 threads, VEC 2, 1 item, MIN 2; the expert 1.50x at THREADS
+    # 512, SPAN 4, ITEMS 4, UNROLL 4). The lift still has no interleaved items (the functor's
+    # loop, the 8-trip grid-stride loop: see table_lookup / table_prologue): the lift at the
+    # expert's pick in its knobs (VEC's 4 vectors a thread, each value's 64 samples in turn;
+    # sm_90 32 registers, no spills; the expert 32), the tune's pick (31); the expert at its
+    # pick, with its items one at a time and with no unroll: how much of 1.50x each gives
+    "crspline_rotmean": ("corpus_compute_unseen20", {
+        "expert_pick": {"BLOCK_THREADS": 512, "VEC": 1, "ITEMS_PER_THREAD": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_THREADS": 608, "VEC": 2, "ITEMS_PER_THREAD": 1,
+                      "MIN_BLOCKS_PER_SM": 2},
+    }, {"pick": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 4},
+        "pick_items1": {"THREADS": 512, "SPAN": 4, "ITEMS": 1, "UNROLL": 4},
+        "pick_unroll1": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
