@@ -10,14 +10,17 @@ loops AHEAD before their bodies: the body may vote, store through a pointer of a
 element type than the reads' and read under a guard (``j < cols && rp[j] > t``, ``c < cols
 ? x[..] : 0``), the declarations the guard and the index read copied before the load;
 ``LDG`` reads a pointer-to-const input of such a loop through ``__ldg`` (warp_ldg.py's rule:
-the pointee is not written while the kernel runs), in the loads ahead too.
+the pointee is not written while the kernel runs), in the loads ahead too;
+workbench/templater/warp_row_items.py gives such a warp ROWS consecutive rows.
 Pure: the folder's lift and a second spelling (a file-scope ``constexpr`` warps a block, the
 lane from a helper, the work under ``if (row < rows)``, a ternary guarded read, restrict
-pointers) lift WARPS_PER_BLOCK, AHEAD and LDG with the warp-local note, and so does a third
-(the global warp index, the block's warps never named); a store of the reads' element type
-refuses AHEAD with its reason; a block barrier still refuses the warps. Host (g++): the three
-lifts at the default and the expert's pick spelled in the lift's knobs, bit for bit against
-the kernel as written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
+pointers) lift WARPS_PER_BLOCK, ROWS, AHEAD and LDG with the warp-local note, and so does a
+third (the global warp index, the block's warps never named); a store of the reads' element
+type refuses AHEAD with its reason; a return on the data refuses ROWS; a block barrier still
+refuses the warps. Host (g++): the folder, the second and third spellings and a fourth (a
+(32, 8) block, the warp its y index) at the default, the expert's pick spelled in the lift's
+knobs and a mix (one warp of four rows, two chunks ahead), bit for bit against the kernel as
+written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 """
 
 from __future__ import annotations
@@ -105,6 +108,22 @@ GLOBAL_WARP = """extern "C" __global__ void row_firsthits_warp(int* hits, int* c
 """
 
 
+#: A fourth: a (32, 8) block, the warp its y index, the lane threadIdx.x, ``blockDim.y`` the
+#: rows a block.
+TWO_D = GLOBAL_WARP.replace(
+    "  int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
+    "  unsigned lane = threadIdx.x % 32;\n",
+    "  int row = blockIdx.x * blockDim.y + threadIdx.y;\n  unsigned lane = threadIdx.x;\n")
+
+
+def _two_d_folder(root: Path) -> KernelFolder:
+    """The folder with TWO_D as its kernel, launched as (32, 8) blocks."""
+    respelled(FOLDER, root, TWO_D)
+    toml = root / FOLDER.name / "kernel.toml"
+    toml.write_text(toml.read_text().replace('block = ["256"]', 'block = ["32", "8"]'))
+    return load_kernel_folder(toml.parent)
+
+
 def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
     lifted = lift_kernel(source, entry="row_firsthits_warp", grid=["ceil_div(rows, 8)"],
                          block=["256"], scalars={"rows": "rows", "cols": "cols"})
@@ -185,6 +204,15 @@ def _same_outputs(kf: KernelFolder, tmp_path: Path, flags: tuple[str, ...]) -> i
 def test_the_folder_lift_computes_as_written(tmp_path: Path,
                                              host_flags: tuple[str, ...]) -> None:  # noqa: F811
     assert _same_outputs(load_kernel_folder(FOLDER), tmp_path, host_flags) >= 3
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_two_d_block_computes_as_written(tmp_path: Path,
+                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _two_d_folder(tmp_path / "folders")
+    assert offline_template(kf).lifted.block == ("32", "WARPS_PER_BLOCK")
+    assert _same_outputs(kf, tmp_path, host_flags) >= 3
 
 
 @needs_gxx
