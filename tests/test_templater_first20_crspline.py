@@ -114,6 +114,41 @@ extern "C" __global__ void k(float* out, const float* __restrict__ u,
   out[i] = sum * (1.0f / 48);
 }
 """, ["ceil_div(n, 128)"], ["128"], ["out", "in", "in", "n"]),
+    # the corpus kernel with its functors written into the loop: a table staged by the block,
+    # 8 trips a thread over a grid-stride loop (the expert's SPAN), as launched
+    "rotmean_staged_eight_trips": ("""
+constexpr int kKnots = 64;
+constexpr int kSamples = 64;
+constexpr float kStep = 0.61803398875f;
+extern "C" __global__ void k(float* out, const float* u, const float* table, int n) {
+  __shared__ float knots[kKnots];
+  for (int j = threadIdx.x; j < kKnots; j += blockDim.x) knots[j] = table[j];
+  __syncthreads();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float v = fabsf(u[i]) - (int)fabsf(u[i]);
+    float total = 0.0f;
+    float offset = 0.0f;
+    for (int k = 0; k < kSamples; ++k) {
+      const float w = v + offset;
+      const float t = w >= 1.0f ? w - 1.0f : w;
+      const float s = t * kKnots;
+      const int c = (int)s < kKnots - 1 ? (int)s : kKnots - 1;
+      const float f = s - c;
+      const float p0 = knots[(c + kKnots - 1) % kKnots];
+      const float p1 = knots[c];
+      const float p2 = knots[(c + 1) % kKnots];
+      const float p3 = knots[(c + 2) % kKnots];
+      const float c1 = 0.5f * (p2 - p0);
+      const float c2 = p0 - 2.5f * p1 + 2.0f * p2 - 0.5f * p3;
+      const float c3 = 0.5f * (p3 - p0) + 1.5f * (p1 - p2);
+      total += ((c3 * f + c2) * f + c1) * f + p1;
+      const float o = offset + kStep;
+      offset = o >= 1.0f ? o - 1.0f : o;
+    }
+    out[i] = total * (1.0f / kSamples);
+  }
+}
+""", ["ceil_div(n, 2048)"], ["256"], ["out", "in", "in", "n"]),
 }
 
 # A row that a float of the item picks, walked by the counter: a walk, not a lookup.
@@ -153,7 +188,9 @@ int main() {{
   return 0;
 }}
 """
-    program = COOPERATIVE_BLOCK + "#include <cstdio>\n#include <vector>\n" + source + main
+    # (the fast division's host form: the quotient, as the other host tests spell it)
+    program = COOPERATIVE_BLOCK + "#include <cstdio>\n#include <vector>\n" + \
+        "#define __fdividef(a, b) ((a) / (b))\n" + source + main
     return run_on_host(work, tag, program).split()
 
 
@@ -166,7 +203,10 @@ def test_a_table_lookup_loop_interleaves_items_with_an_unroll(name: str) -> None
     applied = [f.reason for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"
                and f.applied]
     assert applied and "interleave the items" in applied[0], lifted.notes
-    assert "ITEMS_PER_THREAD" in lifted.grid[0], lifted.grid
+    # the grid: the items' blocks, or (a multi-trip loop) SPAN values a thread in rounds
+    divisor = "SPAN" if "SPAN" in names else "ITEMS_PER_THREAD"
+    assert f"BLOCK_THREADS * {divisor})" in lifted.grid[0], lifted.grid
+    assert ("SPAN" in names) == (name == "rotmean_staged_eight_trips"), names
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -174,13 +214,15 @@ def test_every_checked_config_prints_what_the_kernel_as_written_prints(name: str
     source, grid, block, _args = KERNELS[name]
     written = KernelTemplate.build(name="k", source=source, entry="k", grid=grid, block=block)
     template = lifted_template(lift(name))
-    mix = {"ITEMS_PER_THREAD": 4, "UNROLL": 4, "BLOCK_THREADS": 96}
+    mixes = [{k: v for k, v in mix.items() if k in template.param_names} for mix in (
+        {"ITEMS_PER_THREAD": 4, "UNROLL": 4, "BLOCK_THREADS": 96, "SPAN": 4},
+        {"ITEMS_PER_THREAD": 2, "UNROLL": 2, "BLOCK_THREADS": 32, "SPAN": 16})]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         want = run(written, {}, work, "written")
         assert len(want) == N and "-7" not in want  # every output written
         assert len(set(want)) > N // 5  # the values differ: the table is read
-        for k, config in enumerate(host_configs(template, ENV, [mix])):
+        for k, config in enumerate(host_configs(template, ENV, mixes)):
             assert run(template, config, work, f"c{k}") == want, config
 
 
@@ -203,3 +245,17 @@ def test_a_table_written_after_the_items_place_is_not_staged() -> None:
                and not f.applied]
     assert any("__syncthreads" in r for r in refused), lifted.notes
     assert "UNROLL" not in {p.name for p in lifted.params}, lifted.notes
+
+
+def test_a_return_in_a_loop_of_several_trips_refuses_the_items() -> None:
+    """A ``return`` in a grid-stride loop a thread runs 8 times ends its later trips too:
+    not one item's exit (refused with its reason and the loop's line)."""
+    source, grid, block, _args = KERNELS["rotmean_staged_eight_trips"]
+    source = source.replace("    float total = 0.0f;\n",
+                            "    if (v > 0.99f) return;\n    float total = 0.0f;\n")
+    lifted = lift_kernel(source, entry="k", grid=grid, block=block, scalars={"n": "n"})
+    refused = [str(f) for f in lifted.findings if f.transform == "ITEMS_PER_THREAD"
+               and not f.applied]
+    assert any("ends the thread's later trips" in r and "line 9" in r for r in refused), \
+        lifted.notes
+    assert "SPAN" not in {p.name for p in lifted.params}, lifted.notes

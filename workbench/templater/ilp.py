@@ -83,7 +83,13 @@ from workbench.templater.ilp_exits import (
     restore,
     shared_exit,
 )
-from workbench.templater.ilp_gridstride import OnceLoop, once_loop
+from workbench.templater.ilp_gridstride import (
+    OnceLoop,
+    in_rounds,
+    item_block,
+    items_grid,
+    once_loop,
+)
 from workbench.templater.ilp_loops import ItemLoop, LoopRefusal, candidate, read_loop
 from workbench.templater.ilp_series_exit import (
     GROUP,
@@ -117,7 +123,6 @@ from workbench.templater.item_state import (
 )
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, why_not_pure
-from workbench.templater.rules import scale_divisor
 from workbench.templater.table_lookup import walks
 from workbench.templater.table_prologue import prologue_write, staged_tables
 from workbench.templater.vector import Illegal
@@ -800,7 +805,7 @@ def apply_ilp(plan: Plan) -> bool:
     divisor_node = _offset_divisor(off)
     divisor = plan.block[0] if builtin(divisor_node, "blockDim") == "x" else \
         plan.rw.text(divisor_node)
-    new = scale_divisor(plan.grid[0], divisor, f"{divisor} * {NAME}") if plan.grid else None
+    new = items_grid(plan, once, divisor, NAME)
     if new is None:
         plan.note(NAME, False, f"grid rule {plan.grid[0] if plan.grid else '?'} does not "
                   f"divide by the block offset {divisor}", decl)
@@ -809,7 +814,7 @@ def apply_ilp(plan: Plan) -> bool:
     # the item's place: (blockIdx.x * ITEMS + it) * B + threadIdx.x, B apart (coalesced)
     bid = next(n for n in walk(off) if builtin(n, "blockIdx") == "x" and
                n.type == "field_expression")
-    plan.rw.replace(bid, f"(blockIdx.x * {NAME} + {IT})")
+    plan.rw.replace(bid, item_block(once, NAME, IT))
     for n in walk(plan.body):
         if n.type == "identifier" and text(n) in arrays and n.parent is not None and \
                 not _is_declarator_name(n):
@@ -820,7 +825,8 @@ def apply_ilp(plan: Plan) -> bool:
     live = (f"bool {LIVE}[{NAME}];  // items still running (the guard below)\n"
             f"#pragma unroll\n  for (int {IT} = 0; {IT} < {NAME}; ++{IT}) {LIVE}[{IT}] = true;\n  "
             if exits else "")
-    plan.rw.replace_span(start, end, make=lambda rw: live + render.block(region, "  ").lstrip())
+    plan.rw.replace_span(start, end, make=lambda rw: in_rounds(
+        plan, once, divisor, NAME, live + render.block(region, "  ").lstrip()))
     # 1 to 8 items: the practice for compute-bound per-element kernels (each item keeps its
     # locals in registers; past 8 the registers of a long loop body spill or cap occupancy),
     # with the block size any multiple of 32 up to 1024 (lift_block) and UNROLL 0 to 8 or
@@ -902,7 +908,7 @@ def would_interleave(plan: Plan) -> Node | None:
     divisor_node = _offset_divisor(off)
     divisor = plan.block[0] if builtin(divisor_node, "blockDim") == "x" else \
         plan.rw.text(divisor_node)
-    if not plan.grid or scale_divisor(plan.grid[0], divisor, f"{divisor} * {NAME}") is None:
+    if items_grid(plan, once, divisor, NAME) is None:
         return None  # the items' grid could not be written: VEC keeps the element
     return scan.compute_loops[0] if scan.compute_loops else None
 

@@ -11,7 +11,15 @@ covers the data; the folder's launch rule says which grid runs. Legal only where
 shows it (each refusal names the line): the loop is the body's last statement, its bound is
 a kernel argument the grid's ``ceil_div`` divides (the same shape, the same block size), the
 body neither assigns ``i`` nor leaves the loop (``break``/``continue``), and ``gridDim`` is read
-only by the step. Pure functions of the parse.
+only by the step.
+
+Launched on ``ceil_div(n, L)`` blocks with ``L`` a literal ``S`` times the block (issue 28, set
+20's crspline_rotmean: ``ceil_div(n, 2048)`` blocks of 256, eight values a thread), a thread
+takes ``S`` trips: its items then run in rounds (:func:`in_rounds`), a round's ``ITEMS`` items
+at ``((blockIdx.x + r * gridDim.x) * ITEMS + it) * B + threadIdx.x`` while the round's first
+is below the bound, which covers every element once at any grid; ``SPAN`` (the expert's
+name: values a thread) makes the grid ``ceil_div(n, B * SPAN)``, ``S`` as written, with
+``ITEMS <= SPAN``. Such a loop holds no ``return`` (it would end the later trips too).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class OnceLoop:
     start: Node
     cond: Node
     position: int
+    span: int = 1  # trips a thread takes at the launch as written (grid ceil_div(n, B * span))
 
 
 def once_loop(plan: Plan, index_start: object) -> OnceLoop | None:
@@ -72,9 +81,12 @@ def once_loop(plan: Plan, index_start: object) -> OnceLoop | None:
     bound = _bound(cond, index)
     if bound is None:
         raise Illegal(f"the grid-stride loop's test `{text(cond)}` is not `{index} < n`", loop)
-    _covered(plan, bound, loop)
+    span = _covered(plan, bound, loop)
     body = loop.child_by_field_name("body")
     assert body is not None
+    if span > 1 and any(n.type == "return_statement" for n in walk(body)):
+        raise Illegal("a `return` in the grid-stride loop ends the thread's later trips, "
+                      f"{span} a thread as launched (a trip is not one item)", loop)
     if index in assigned_names(body):
         raise Illegal(f"the grid-stride loop's body assigns its index `{index}`", loop)
     for n in walk(body):
@@ -85,7 +97,7 @@ def once_loop(plan: Plan, index_start: object) -> OnceLoop | None:
     if readers:
         raise Illegal("the kernel reads gridDim other than in the grid-stride step",
                       readers[0])
-    return OnceLoop(loop, init, index, start, cond, len(stmts) - 1)
+    return OnceLoop(loop, init, index, start, cond, len(stmts) - 1, span)
 
 
 def _owner(jump: Node) -> Node | None:
@@ -180,9 +192,11 @@ def _grid_step(plan: Plan, update: Node, index: str) -> bool:
     return _is_total_threads(plan, strip(right)) or _stride_local(plan, right) is not None
 
 
-def _covered(plan: Plan, bound: Node, loop: Node) -> None:
-    """The launch's grid is ``ceil_div(N, B)`` with N the shape ``bound`` is launched with
-    and B the block: the grid's threads cover the bound, so no thread takes a second trip."""
+def _covered(plan: Plan, bound: Node, loop: Node) -> int:
+    """The trips a thread takes: 1 where the launch's grid is ``ceil_div(N, B)`` with N the
+    shape ``bound`` is launched with and B the block (the grid's threads cover the bound, so
+    no thread takes a second trip); S where it is ``ceil_div(N, L)`` with ``L`` a literal S
+    times the block as written (each thread's trips ``S`` items, ``gridDim.x * B`` apart)."""
     name = text(bound)
     shape = plan.scalars.get(name)
     block = plan.block[0] if plan.block else ""
@@ -191,7 +205,76 @@ def _covered(plan: Plan, bound: Node, loop: Node) -> None:
                       "1-D grid is known to cover", loop)
     rule = scale_divisor(plan.grid[0], block, block)  # (X + L - 1) // L read as ceil_div
     want = f"ceil_div({shape}, {block})"
-    if rule is None or ast.dump(ast.parse(rule, mode="eval")) != \
+    if rule is not None and ast.dump(ast.parse(rule, mode="eval")) == \
             ast.dump(ast.parse(want, mode="eval")):
+        return 1
+    span = _span(plan, shape, block)
+    if span is None:
         raise Illegal(f"the grid `{plan.grid[0]}` is not {want}: a thread may take more than "
                       "one trip of the grid-stride loop", loop)
+    return span
+
+
+def _span(plan: Plan, shape: str, block: str) -> int | None:
+    """S where the grid is ``ceil_div(shape, L)`` with ``L`` a literal S > 1 times the block
+    as written (its literal, or the literal a lifted block size stands for)."""
+    lifted = plan.params.get(block)
+    written = int(lifted.spec["default"]) if lifted is not None else \
+        int(block) if block.isdigit() else None
+    tree = ast.parse(plan.grid[0], mode="eval").body
+    if written is None or not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name)
+                               and tree.func.id == "ceil_div" and len(tree.args) == 2):
+        return None
+    num, den = tree.args
+    if ast.unparse(num) != shape or not isinstance(den, ast.Constant) or \
+            type(den.value) is not int or den.value % written or den.value // written < 2:
+        return None
+    return den.value // written
+
+
+#: The lifted trips a thread takes (a multi-trip grid-stride loop's grid divisor) and the
+#: local counting a thread's rounds of items.
+SPAN = "SPAN"
+TRIP = "wb_trip"
+
+
+def items_grid(plan: Plan, once: OnceLoop | None, divisor: str, items: str) -> str | None:
+    """The grid rule for ``items`` items a thread: the block's divisor scaled by ``items``
+    (one trip a thread), or, for a loop of ``once.span`` trips, ``ceil_div(n, B * SPAN)``
+    (every grid is covered: the thread's rounds of items step by the grid); None where the
+    rule does not divide so."""
+    if not plan.grid:
+        return None
+    if once is None or once.span == 1:
+        return scale_divisor(plan.grid[0], divisor, f"{divisor} * {items}")
+    written = plan.params[divisor].spec["default"] if divisor in plan.params else divisor
+    return scale_divisor(plan.grid[0], str(int(written) * once.span), f"{divisor} * {SPAN}")
+
+
+def item_block(once: OnceLoop | None, items: str, it: str) -> str:
+    """What ``blockIdx.x`` becomes in an item's place: the item's block of ``items`` (in the
+    thread's round ``TRIP`` of a multi-trip loop: ``gridDim.x`` blocks further a round)."""
+    block = "blockIdx.x" if once is None or once.span == 1 else \
+        f"(blockIdx.x + {TRIP} * gridDim.x)"
+    return f"({block} * {items} + {it})"
+
+
+def in_rounds(plan: Plan, once: OnceLoop | None, divisor: str, items: str, body: str) -> str:
+    """``body`` (the items' statements) as written for one trip, or in rounds of ``items``
+    items while the round's first item is below the loop's bound, with the SPAN knob and
+    its constraint added (a multi-trip loop)."""
+    if once is None or once.span == 1:
+        return body
+    parts = binary(once.cond)
+    assert parts is not None
+    bound = text(strip(parts[2]))
+    values = sorted({1, 2, 4, 8, 16, once.span})
+    plan.add_param(SPAN, {"kind": "choice", "values": values, "default": once.span,
+                          "description": f"items per thread over the grid-stride loop, the "
+                                         f"grid's divisor over {divisor} (as written: "
+                                         f"{once.span})"},
+                   f"{once.loop.start_point.row + 1}: grid-stride loop")
+    plan.constrain(f"{items} <= {SPAN}")
+    return (f"for (int {TRIP} = 0; (long long)(blockIdx.x + {TRIP} * gridDim.x) * ({items} * "
+            f"{divisor}) < ({bound}); ++{TRIP}) {{  // the thread's rounds of items\n  "
+            f"{body}\n  }}")
