@@ -13,6 +13,10 @@ table in ``__shared__`` memory before the item's place (a block-stride fill, a b
 :mod:`workbench.templater.table_prologue`), run with every thread of a block a context (its
 barrier as on the GPU). A row a float of the item picks and the counter walks is still a
 walk, and a table written again after the barrier is not staged: no items interleave there.
+A fourth runs its grid-stride loop 8 times a thread as launched (the expert's SPAN: the
+items in rounds), and the corpus kernel itself, its functors written as lambdas, lifts the
+expert's four knobs (BLOCK_THREADS, SPAN, ITEMS_PER_THREAD, UNROLL) and computes as written
+through the folder's own host harness.
 """
 
 from __future__ import annotations
@@ -22,11 +26,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from held_back_harness import respelled, same_as_written
+from held_back_unseen20 import SET
 from helpers_templater import COOPERATIVE_BLOCK, host_configs, lifted_template, run_on_host
+from test_corpus_unseen3 import host_flags  # noqa: F401  (a fixture)
 from test_templater_ilp_spellings import ENV, N
 
 from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel
+from workbench.templater.offline import offline_template
 
 pytestmark = [pytest.mark.timeout(600),
               pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")]
@@ -259,3 +267,61 @@ def test_a_return_in_a_loop_of_several_trips_refuses_the_items() -> None:
     assert any("ends the thread's later trips" in r and "line 9" in r for r in refused), \
         lifted.notes
     assert "SPAN" not in {p.name for p in lifted.params}, lifted.notes
+
+
+#: The corpus kernel with its functor objects written as lambdas (another hand's spelling of
+#: the same kernel: the constants, the staged knots and the 8-trip grid-stride loop as in
+#: the folder). The functor objects themselves are not read yet (the report's fourth cause).
+LAMBDAS = """
+namespace {
+constexpr int kKnots = 64;
+constexpr int kSamples = 64;
+constexpr float kStep = 0.61803398875f;
+}  // namespace
+
+extern "C" __global__ void crspline_rotmean(float* out, const float* u, const float* table,
+                                            int n) {
+  __shared__ float knots[kKnots];
+  for (int j = threadIdx.x; j < kKnots; j += blockDim.x) knots[j] = table[j];
+  __syncthreads();
+  auto op_wrap = [&](float t) -> float { return t >= 1.0f ? t - 1.0f : t; };
+  auto op_spline = [&](float t) -> float {
+    const float s = t * kKnots;
+    const int seg = min(static_cast<int>(s), kKnots - 1);
+    const float f = s - seg;
+    const float p0 = knots[(seg + kKnots - 1) % kKnots];
+    const float p1 = knots[seg];
+    const float p2 = knots[(seg + 1) % kKnots];
+    const float p3 = knots[(seg + 2) % kKnots];
+    const float c1 = 0.5f * (p2 - p0);
+    const float c2 = p0 - 2.5f * p1 + 2.0f * p2 - 0.5f * p3;
+    const float c3 = 0.5f * (p3 - p0) + 1.5f * (p1 - p2);
+    return ((c3 * f + c2) * f + c1) * f + p1;
+  };
+  auto op = [&](float u) -> float {
+    float total = 0.0f;
+    float offset = 0.0f;
+    for (int k = 0; k < kSamples; ++k) {
+      total += op_spline(op_wrap(u + offset));
+      offset = op_wrap(offset + kStep);
+    }
+    return total * (1.0f / kSamples);
+  };
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    out[i] = op(u[i]);
+  }
+}
+"""
+
+
+def test_the_corpus_kernel_spelled_with_lambdas_lifts_the_experts_knobs(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path / "folder", LAMBDAS)
+    template = offline_template(kf).template
+    assert {"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD", "UNROLL"} <= set(template.param_names)
+    assert "VEC" not in template.param_names
+    env = kf.env(kf.check_shape, "fp32")
+    pick = {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4}
+    configs = host_configs(template, env, [pick])
+    assert same_as_written(kf, template, configs, SET.host_source, tmp_path / "run",
+                           host_flags) == len(configs)
