@@ -31,6 +31,7 @@ from workbench.templater.conv_mix import apply_channel_items
 from workbench.templater.coop_groups import inlined_after_groups
 from workbench.templater.fir_slide import lift_fir
 from workbench.templater.functor_calls import functors_as_lambdas
+from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.ifconv import apply_ifconv
@@ -99,6 +100,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
+    inlined = functor_objects_as_lambdas(inlined, entry)  # const S op{..}; op(u[i])
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
