@@ -960,16 +960,18 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # compute-bound (set 20): the mean of a 64-knot Catmull-Rom spline (knots staged in
     # shared memory) over 64 orbit points, functor objects in a grid-stride loop of 8 trips
     # (first contact 1.07x at 608 threads, VEC 2, 1 item, MIN 2; the expert 1.50x at THREADS
-    # 512, SPAN 4, ITEMS 4, UNROLL 4). The lift still has no interleaved items (the functor's
-    # loop, the 8-trip grid-stride loop: see table_lookup / table_prologue): the lift at the
-    # expert's pick in its knobs (VEC's 4 vectors a thread, each value's 64 samples in turn;
-    # sm_90 32 registers, no spills; the expert 32), the tune's pick (31); the expert at its
-    # pick, with its items one at a time and with no unroll: how much of 1.50x each gives
+    # 512, SPAN 4, ITEMS 4, UNROLL 4). With its functor objects read as lambdas
+    # (functor_objects) the lift interleaves items in rounds of the grid-stride loop: the lift
+    # at the expert's pick in its knobs (sm_90 32 registers, no spills; the expert 32), with
+    # one item and with no unroll; the expert at its pick, with its items one at a time and
+    # with no unroll: how much of 1.50x each gives
     "crspline_rotmean": ("corpus_compute_unseen20", {
-        "expert_pick": {"BLOCK_THREADS": 512, "VEC": 1, "ITEMS_PER_THREAD": 4,
+        "expert_pick": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
                         "MIN_BLOCKS_PER_SM": 0},
-        "tune_pick": {"BLOCK_THREADS": 608, "VEC": 2, "ITEMS_PER_THREAD": 1,
-                      "MIN_BLOCKS_PER_SM": 2},
+        "items1": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "unroll1": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 1,
+                    "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 4},
         "pick_items1": {"THREADS": 512, "SPAN": 4, "ITEMS": 1, "UNROLL": 4},
         "pick_unroll1": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 1}}),
