@@ -271,7 +271,8 @@ def test_a_return_in_a_loop_of_several_trips_refuses_the_items() -> None:
 
 #: The corpus kernel with its functor objects written as lambdas (another hand's spelling of
 #: the same kernel: the constants, the staged knots and the 8-trip grid-stride loop as in
-#: the folder). The functor objects themselves are not read yet (the report's fourth cause).
+#: the folder). functor_objects.py writes the folder's functor objects as such lambdas
+#: (tests/test_templater_functor_objects.py runs the folder itself).
 LAMBDAS = """
 namespace {
 constexpr int kKnots = 64;
