@@ -153,8 +153,9 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                      members.literals)
     constrain_whole_blocks(plan, grid)  # a kernel that bounds no index by the size it tiles
     _launch_bounds(plan)
-    _header(plan)
-    rendered = members.restore(plan.rw.render())
+    defined = _header(plan)
+    rendered = _late_defaults(plan, defined, plan.rw.render())
+    rendered = members.restore(rendered)
     return inlined.restore(LiftedSource(
         source=rendered, params=tuple(plan.params.values()),
         constraints=tuple(plan.constraints), grid=tuple(plan.grid), block=tuple(plan.block),
@@ -232,11 +233,16 @@ def _launch_bounds(plan: Plan) -> None:
               "resident blocks per SM (register cap); correct at every value")
 
 
-def _header(plan: Plan) -> None:
+_HEADER_LAST = "// the defaults are the kernel as written."
+
+
+def _header(plan: Plan) -> set[str]:
+    """The lifted parameters' guarded defaults (and the families' helpers) at the top of the
+    file; returns the names it defined."""
     if not plan.params:
-        return
+        return set()
     lines = ["// Tuning parameters lifted by the Kernel Workbench offline templater;",
-             "// the defaults are the kernel as written."]
+             _HEADER_LAST]
     lines += define_lines([(p.name, p.spec["default"]) for p in plan.params.values()],
                           guarded=True)
     lines += plan.helpers
@@ -253,3 +259,21 @@ def _header(plan: Plan) -> None:
                 break
             at = c.end_byte + 1
         plan.rw.insert(at, block + ("\n" if at == 0 else ""))
+    return set(plan.params)
+
+
+def _late_defaults(plan: Plan, defined: set[str], rendered: str) -> str:
+    """``rendered`` with the guarded defaults of the parameters a lazy edit added while the
+    file rendered (after :func:`_header`: the grid-stride items' SPAN), right after the
+    header's first lines (or as a header of their own): every lifted parameter is named in
+    the source, as a kernel folder's template must."""
+    late = [(p.name, p.spec["default"]) for p in plan.params.values() if p.name not in defined]
+    if not late:
+        return rendered
+    block = "\n".join(define_lines(late, guarded=True)) + "\n"
+    at = rendered.find(_HEADER_LAST + "\n")
+    if at < 0:
+        return "// Tuning parameters lifted by the Kernel Workbench offline templater.\n" + \
+            block + rendered
+    at += len(_HEADER_LAST) + 1
+    return rendered[:at] + block + rendered[at:]
