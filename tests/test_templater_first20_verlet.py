@@ -223,3 +223,25 @@ def test_the_looping_helper_computes_as_written(tmp_path: Path,
                                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "folders", LOOP_SPELLING)
     assert _same_outputs(kf, tmp_path, host_flags) >= 2
+
+
+# -- a one spelled as a double divides as a double at every FAST_MATH: no knob -----------------
+
+_RECIP = """
+extern "C" __global__ void k(float* y, const float* x, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float v = x[i]; float a = 0.0f;
+  for (int r = 0; r < 64; ++r) a += ONE / sqrtf(v * v + r);
+  y[i] = a;
+}
+"""
+
+
+@pytest.mark.parametrize("one, lifted", [
+    ("1.0", False), ("1e0", False), ("(double)1", False), ("double(1)", False),
+    ("static_cast<double>(1)", False), ("1", True), ("(float)1", True), ("float(1)", True)])
+def test_fast_math_is_lifted_only_for_a_one_that_may_be_a_float(one: str, lifted: bool) -> None:
+    got = lift_kernel(_RECIP.replace("ONE", one), entry="k", grid=["ceil_div(n, 128)"],
+                      block=["128"], scalars={"n": "n"})
+    assert ("FAST_MATH" in {p.name for p in got.params}) is lifted, got.notes

@@ -17,6 +17,8 @@ float overload is a pure call the compiler drops.
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import strip, text, walk
@@ -36,6 +38,8 @@ HELPER = (
     "#define WB_RECIP_ROOT(one, root, x) wb_recip_root(one, root, x)\n"
     "#else\n#define WB_RECIP_ROOT(one, root, x) ((one) / (root))\n#endif")
 _ROOTS = ("sqrt", "sqrtf")
+#: a dividend converted to double ((double)1, double(1), static_cast<double>(1))
+_DOUBLE = re.compile(r"\bdouble\b")
 #: ``1.0f / sqrtf(x)``: :mod:`.ilp_fastmath`'s own site (float by its text)
 _FLOAT_ONES = ("1.0f", "1.f", "1.0F", "1.F", "1f")
 
@@ -57,7 +61,8 @@ def typed_reciprocal_roots(plan: Plan, body: Node) -> int:
         args = [a for a in arguments.named_children if a.type != "comment"] \
             if arguments is not None else []
         callee = text(root.child_by_field_name("function")) if arguments is not None else ""
-        if callee not in _ROOTS or len(args) != 1 or not _one(strip(left), types) or (
+        if callee not in _ROOTS or len(args) != 1 or _DOUBLE.search(text(left)) or \
+                not _one(strip(left), types) or (
                 callee == "sqrtf" and text(strip(left)) in _FLOAT_ONES) or \
                 not side_effect_free(plan.source, args[0]):
             continue
@@ -74,10 +79,17 @@ def _site(one: Node, root: Node, arg: Node) -> TextFn:
 
 
 def _one(node: Node, types: frozenset[str]) -> bool:
-    """``node`` is the value one: a literal (``1``, ``1.0f``), or one converted to a type
-    (``T(1)``, ``float(1)``, ``static_cast<T>(1)``, ``(T)1``)."""
+    """``node`` is the value one that may be a float: a literal (``1``, ``1.0f``), or one
+    converted to a type (``T(1)``, ``float(1)``, ``static_cast<T>(1)``, ``(T)1``). A one
+    whose spelling makes it a double (``1.0``, ``1e0``, ``(double)1``) is not: its division
+    is a double's at every FAST_MATH, so the knob would change nothing (a conversion to
+    double is refused by :func:`typed_reciprocal_roots` before the casts are stripped)."""
     if node.type == "number_literal":
-        raw = text(node).lower().rstrip("fl").rstrip("u")
+        lowered = text(node).lower()
+        if not lowered.startswith("0x") and any(c in lowered for c in ".e") and \
+                not lowered.endswith("f"):
+            return False  # a floating literal without its f: a double
+        raw = lowered.rstrip("fl").rstrip("u")
         try:
             return not raw.startswith("0x") and float(raw) == 1.0
         except ValueError:
