@@ -129,9 +129,10 @@ def test_the_folder_and_two_spellings_lift_the_rounds() -> None:
         assert notes[0].startswith("TILE: applied"), notes
         assert "for (int wb_base = 0; wb_base < (TILE > 0 ? m : 1); wb_base += wb_tile)" in text
         assert _barriers_outside_the_split(text), text
-        # the items' live tests (the helper calls are not safe for an item that ended) split
-        # the walk inside the round; the raw floats' arithmetic runs unguarded, unsplit
-        assert ("wb_all_live" in text) == (source is not RAW_FLOATS), text
+        # the items' live tests split the walk inside the round where a call is not shown
+        # safe for an item that ended (the folder's Vec3 operators on references); the raw
+        # floats' arithmetic and the helper of values (pure since 60c7761) run unguarded
+        assert ("wb_all_live" in text) == (source is folder), text
         assert "TILE * (16 * 1) <= 49152" in constraints or \
             "TILE * (4 * 4) <= 49152" in constraints, constraints
     params, notes, text, _c = _lift(PRAGMA, "coulomb_pot_tiles")
