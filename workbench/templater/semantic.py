@@ -35,10 +35,11 @@ from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.ifconv import apply_ifconv
-from workbench.templater.ilp import apply_ilp
+from workbench.templater.ilp import apply_ilp, interleaves
 from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
+from workbench.templater.index_mask import apply_index_mask
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
@@ -138,6 +139,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_gather_stage(plan)  # a 2-D window gather's tile in shared memory
             apply_table(plan)
             apply_fastmath(plan)
+            if interleaves(plan):  # compute loops the items share: their integer work counts
+                apply_index_mask(plan, [plan.body])
             apply_rcp(plan)  # double divisions by a loop counter's function
             apply_div_rcp(plan)  # double divisions by a value the loop recomputes
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
