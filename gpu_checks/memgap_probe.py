@@ -966,12 +966,15 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # one item and with no unroll; the expert at its pick, with its items one at a time and
     # with no unroll: how much of 1.50x each gives
     "crspline_rotmean": ("corpus_compute_unseen20", {
+        # INDEX_MASK 1: the knots' x % 64 as x & 63, as the expert writes them
         "expert_pick": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
+                        "INDEX_MASK": 1, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_mod": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4,
+                            "UNROLL": 4, "INDEX_MASK": 0, "MIN_BLOCKS_PER_SM": 0},
         "items1": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 1, "UNROLL": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
+                   "INDEX_MASK": 1, "MIN_BLOCKS_PER_SM": 0},
         "unroll1": {"BLOCK_THREADS": 512, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 1,
-                    "MIN_BLOCKS_PER_SM": 0},
+                    "INDEX_MASK": 1, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 4},
         "pick_items1": {"THREADS": 512, "SPAN": 4, "ITEMS": 1, "UNROLL": 4},
         "pick_unroll1": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 1}}),
