@@ -116,7 +116,7 @@ def _classes(root: Node) -> dict[str, Node]:
                 spec.child_by_field_name("body") is None:
             continue
         name = spec.child_by_field_name("name")
-        if name is not None and any(n.type == "function_definition" and _is_operator(n)
+        if name is not None and any(n.type == "function_definition" and is_call_operator(n)
                                     for n in spec.children_by_field_name("body")[0].children):
             found.setdefault(text(name), []).append(spec)
     return {k: v[0] for k, v in found.items() if len(v) == 1}
@@ -165,11 +165,11 @@ def _functor(spec: Node) -> Functor:
             continue
         if m.type == "field_declaration":
             members += _fields(m, cls)
-        elif m.type == "function_definition" and _is_operator(m):
+        elif m.type == "function_definition" and is_call_operator(m):
             if operator is not None:
                 raise Refused(f"{cls} has more than one operator()", m)
             operator = (_params(m, cls), _returned(m, cls))
-        elif m.type == "function_definition" and _function_name(m) == cls:
+        elif m.type == "function_definition" and member_name(m) == cls:
             if ctor is not None:
                 raise Refused(f"{cls} has more than one constructor", m)
             ctor, inits = _constructor(m, cls)
@@ -204,14 +204,17 @@ def _fields(m: Node, cls: str) -> list[tuple[str, str]]:
     return out
 
 
-def _function_name(fn: Node) -> str:
+def member_name(fn: Node) -> str:
+    """The name a member function's definition declares (a constructor's is its class's;
+    ``operator()`` spelled as written)."""
     d = fn.child_by_field_name("declarator")
     name = d.child_by_field_name("declarator") if d is not None and \
         d.type == "function_declarator" else None
     return text(name) if name is not None else ""
 
 
-def _is_operator(fn: Node) -> bool:
+def is_call_operator(fn: Node) -> bool:
+    """``fn`` defines ``operator()``."""
     d = fn.child_by_field_name("declarator")
     name = d.child_by_field_name("declarator") if d is not None else None
     return name is not None and name.type == "operator_name" and \

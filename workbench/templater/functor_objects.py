@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node
 
 from workbench.templater.analysis import line, text, tree_root, walk, writer
+from workbench.templater.functor_calls import is_call_operator, member_name
 from workbench.templater.inline_bind import (
     Refused,
     callee_name,
@@ -172,7 +173,7 @@ def _class_specs(root: Node) -> dict[str, Node]:
             up = up.parent
         if name is None or members is None or up is not None:
             continue
-        if any(m.type == "function_definition" and _is_operator(m) for m in members.children):
+        if any(m.type == "function_definition" and is_call_operator(m) for m in members.children):
             found.setdefault(text(name), []).append(spec)
     return {k: v[0] for k, v in found.items() if len(v) == 1}
 
@@ -183,7 +184,7 @@ def _holds_statements(cls: str, specs: dict[str, Node], seen: set[str]) -> bool:
         raise Refused(f"{cls} holds itself", specs[cls])
     body = specs[cls].child_by_field_name("body")
     for m in body.children if body is not None else []:
-        if m.type == "function_definition" and _is_operator(m):
+        if m.type == "function_definition" and is_call_operator(m):
             block = m.child_by_field_name("body")
             kids = statements(block) if block is not None else []
             if len(kids) != 1 or kids[0].type != "return_statement":
@@ -253,16 +254,16 @@ def _read_class(spec: Node, specs: dict[str, Node]) -> _Class:
             continue
         if m.type == "field_declaration":
             fields += _fields(m, cls, specs)
-        elif m.type == "function_definition" and _is_operator(m):
+        elif m.type == "function_definition" and is_call_operator(m):
             if operator is not None:
                 raise Refused(f"{cls} has more than one operator()", m)
             operator = m
-        elif m.type == "function_definition" and _function_name(m) == cls:
+        elif m.type == "function_definition" and member_name(m) == cls:
             if ctor is not None:
                 raise Refused(f"{cls} has more than one constructor", m)
             ctor, inits = _constructor(m, cls)
         elif m.type == "function_definition":
-            methods.add(_function_name(m))
+            methods.add(member_name(m))
         else:
             raise Refused(f"{cls}'s member `{_flat(m)[:60]}` is neither a data member, a "
                           "constructor nor a member function", m)
@@ -287,20 +288,6 @@ def _fields(m: Node, cls: str, specs: dict[str, Node]) -> list[_Field]:
         functor = text(kind) if text(kind) in specs and d.type == "field_identifier" else None
         out.append(_Field(text(name), m, d, type_key(kind, d), functor))
     return out
-
-
-def _function_name(fn: Node) -> str:
-    d = fn.child_by_field_name("declarator")
-    name = d.child_by_field_name("declarator") if d is not None and \
-        d.type == "function_declarator" else None
-    return text(name) if name is not None else ""
-
-
-def _is_operator(fn: Node) -> bool:
-    d = fn.child_by_field_name("declarator")
-    name = d.child_by_field_name("declarator") if d is not None else None
-    return name is not None and name.type == "operator_name" and \
-        "".join(text(name).split()) == "operator()"
 
 
 def _constructor(fn: Node, cls: str) -> tuple[tuple[str, ...], dict[str, str]]:
