@@ -285,7 +285,7 @@ def _lambda(f: Functor, obj: str, args: list[str], decl: Node, body: Node,
                           decl)
     values = {m: bound[f.inits[m]] for m, _ in f.members} if f.ctor is not None else \
         {m: bound[m] for m, _ in f.members}
-    _only_called(obj, decl, body)
+    only_called(obj, decl, body)
     own = {p for p, _ in f.params}
     pieces: list[tuple[int, int, str]] = []
     start = f.returned.start_byte
@@ -306,7 +306,9 @@ def _lambda(f: Functor, obj: str, args: list[str], decl: Node, body: Node,
     return f"auto {obj} = [&]({params}) {{ return {' '.join(expr.split())}; }};"
 
 
-def _only_called(obj: str, decl: Node, body: Node) -> None:
+def only_called(obj: str, decl: Node, body: Node) -> None:
+    """Refused unless ``obj`` is declared once and every later use calls it (not copied,
+    passed, stored, nor its address taken)."""
     if len(declared(body).get(obj, [])) > 1:
         raise Refused(f"the name {obj} is declared more than once in the kernel", decl)
     for n in walk(body):
@@ -316,4 +318,5 @@ def _only_called(obj: str, decl: Node, body: Node) -> None:
         if call is None or call.type != "call_expression" or \
                 call.child_by_field_name("function") != n:
             raise Refused(f"`{' '.join(text(call or n).split())[:80]}` uses {obj} other than "
-                          "as a call", n)
+                          "as a call (a function object copied, passed or its address taken)",
+                          n)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from tree_sitter import Node
 
 from workbench.templater.analysis import line, text, tree_root, walk, writer
-from workbench.templater.functor_calls import is_call_operator, member_name
+from workbench.templater.functor_calls import is_call_operator, member_name, only_called
 from workbench.templater.inline_bind import (
     Refused,
     callee_name,
@@ -127,7 +127,7 @@ def functor_objects_as_lambdas(current: InlinedSource, entry: str | None) -> Inl
         try:
             if not _holds_statements(cls, specs, set()):
                 continue  # one return: functor_calls reads it (or refuses)
-            _only_called(obj, decl, body)
+            only_called(obj, decl, body)
             _bind(obj, cls, args, decl, specs, site)
         except Refused as refused:
             notes.append(Finding(TRANSFORM, False, f"{obj} (an object of {cls}) is not read "
@@ -439,21 +439,6 @@ def _lambda(obj: str, c: _Class, values: dict[str, str], site: _Site) -> str:
     result = text(fn.child_by_field_name("type"))
     arrow = "" if result == "auto" else f" -> {result}"
     return f"auto {obj} = [&]{params}{arrow} {_renamed(block, {**renames, **values})};"
-
-
-def _only_called(obj: str, decl: Node, body: Node) -> None:
-    """Refused unless ``obj`` is declared once and every later use calls it (not copied,
-    passed, stored, nor its address taken)."""
-    if len(declared(body).get(obj, [])) > 1:
-        raise Refused(f"the name {obj} is declared more than once in the kernel", decl)
-    for n in walk(body):
-        if n.start_byte < decl.end_byte or n.type != "identifier" or text(n) != obj:
-            continue
-        call = n.parent
-        if call is None or call.type != "call_expression" or \
-                call.child_by_field_name("function") != n:
-            raise Refused(f"`{_flat(call or n)[:80]}` uses {obj} other than as a call "
-                          "(a function object copied, passed or its address taken)", n)
 
 
 def _flat(node: Node) -> str:
