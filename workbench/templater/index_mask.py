@@ -20,7 +20,15 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    inside,
+    int_value,
+    strip,
+    subscript_index,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import TextFn
 
@@ -30,31 +38,24 @@ HELPER = ("#if INDEX_MASK  // x % N of a power of two N indexing an array: x & (
           "#else\n#define WB_INDEX_MASK(x, n) ((x) % (n))\n#endif")
 
 
-def apply_index_mask(plan: Plan, bodies: list[Node]) -> int:
-    """Give each ``array[x % N]`` site of ``bodies`` (see the module doc) its INDEX_MASK form;
-    how many."""
+def apply_index_mask(plan: Plan) -> int:
+    """Give each ``array[x % N]`` site of the kernel's body (see the module doc) its
+    INDEX_MASK form; how many."""
     arrays = _arrays(plan)
     count = 0
-    for body in bodies:
-        for n in walk(body):
-            if n.type != "subscript_expression":
-                continue
-            target = n.child_by_field_name("argument")
-            index = _index(n)
-            if target is None or index is None or strip(target).type != "identifier" or \
-                    text(strip(target)) not in arrays:
-                continue
-            rem = strip(index)
-            if rem.type != "binary_expression" or \
-                    text(rem.child_by_field_name("operator")) != "%":
-                continue
-            left, right = rem.child_by_field_name("left"), rem.child_by_field_name("right")
-            modulus = int_value(right)
-            if left is None or right is None or modulus is None or modulus < 2 or \
-                    modulus & (modulus - 1):
-                continue
-            plan.rw.replace_span(rem.start_byte, rem.end_byte, make=_site(left, right))
-            count += 1
+    for n in walk(plan.body):
+        target = n.child_by_field_name("argument") if n.type == "subscript_expression" \
+            else None
+        if target is None or strip(target).type != "identifier" or \
+                text(strip(target)) not in arrays:
+            continue
+        rem = strip(subscript_index(n))
+        parts = binary(rem)
+        modulus = int_value(parts[2]) if parts is not None and parts[1] == "%" else None
+        if parts is None or modulus is None or modulus < 2 or modulus & (modulus - 1):
+            continue
+        plan.rw.replace_span(rem.start_byte, rem.end_byte, make=_site(parts[0], parts[2]))
+        count += 1
     if count:
         plan.helper(HELPER)
         plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
@@ -68,24 +69,16 @@ def apply_index_mask(plan: Plan, bodies: list[Node]) -> int:
     return count
 
 
-def _index(subscript: Node) -> Node | None:
-    index = subscript.child_by_field_name("index")
-    if index is not None:
-        return index
-    args = subscript.child_by_field_name("indices")
-    named = [a for a in args.named_children if a.type != "comment"] if args is not None else []
-    return named[0] if len(named) == 1 else None
-
-
 def _arrays(plan: Plan) -> set[str]:
     """Names the kernel sees as arrays: declared with an array declarator in the kernel (its
     parameters and body) or at file scope, and declared no other way there (a pointer or a
     scalar of the same name would make the name ambiguous)."""
+    root = plan.source.tree.root_node
+    functions = [n for n in walk(root) if n.type == "function_definition"]
     kernel = plan.body.parent
     nodes = list(walk(kernel)) if kernel is not None else []
-    for top in walk(plan.source.tree.root_node):
-        if top.type == "declaration" and not any(
-                a.type == "function_definition" for a in _ancestors(top)):
+    for top in walk(root):
+        if top.type == "declaration" and not any(inside(top, fn) for fn in functions):
             nodes += list(walk(top))
     arrays: set[str] = set()
     others: set[str] = set()
@@ -102,14 +95,6 @@ def _arrays(plan: Plan) -> set[str]:
             if d is not None and d.type == "identifier":
                 others.add(text(d))
     return arrays - others
-
-
-def _ancestors(node: Node) -> list[Node]:
-    out = []
-    while node.parent is not None:
-        node = node.parent
-        out.append(node)
-    return out
 
 
 def _site(left: Node, right: Node) -> TextFn:

@@ -140,7 +140,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_table(plan)
             apply_fastmath(plan)
             if interleaves(plan):  # compute loops the items share: their integer work counts
-                apply_index_mask(plan, [plan.body])
+                apply_index_mask(plan)
             apply_rcp(plan)  # double divisions by a loop counter's function
             apply_div_rcp(plan)  # double divisions by a value the loop recomputes
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
