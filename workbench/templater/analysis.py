@@ -55,6 +55,12 @@ def inside(node: Node, outer: Node) -> bool:
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
+def is_barrier(stmt: Node) -> bool:
+    """``stmt`` is the statement ``__syncthreads();`` (the block's barrier)."""
+    return stmt.type == "expression_statement" and \
+        text(stmt).replace(" ", "") == "__syncthreads();"
+
+
 def strip(node: Node) -> Node:
     """The expression under parentheses and casts (``(long long)row`` -> ``row``)."""
     while True:

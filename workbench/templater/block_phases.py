@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, text, walk, write_target
+from workbench.templater.analysis import builtin, is_barrier, text, walk, write_target
 from workbench.templater.block import _governed
 from workbench.templater.block_phases_regs import emit_register_stages, register_stages
 from workbench.templater.block_phases_vec import RowCopy, emit_copy, row_copy
@@ -274,11 +274,6 @@ def _statements(compound: Node) -> list[Node]:
     return [c for c in compound.named_children if c.type != "comment"]
 
 
-def _is_barrier(stmt: Node) -> bool:
-    return stmt.type == "expression_statement" and text(stmt).replace(" ", "") == \
-        "__syncthreads();"
-
-
 def _has_barrier(node: Node) -> bool:
     return any(n.type == "call_expression" and
                text(n.child_by_field_name("function")) == "__syncthreads" for n in walk(node))
@@ -294,7 +289,7 @@ def _levels(compound: Node, levels: list[list[Node]], layout: Layout) -> None:
             continue
         if not layout.first_barrier:
             layout.first_barrier = stmt.start_byte
-        if _is_barrier(stmt):
+        if is_barrier(stmt):
             continue
         inner = stmt.child_by_field_name("body") if stmt.type in _LOOPS else None
         if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
@@ -400,7 +395,7 @@ def _shared(decl: Node) -> bool:
 def _kind(stmt: Node, layout: Layout) -> str:
     """``barrier``, ``level`` (a barrier loop or guard), ``uniform``, ``derived`` or
     ``work`` for a statement at the barriers' level."""
-    if _is_barrier(stmt):
+    if is_barrier(stmt):
         return "barrier"
     if stmt in layout.barrier_loops or stmt in layout.guards:
         return "level"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, declared_name, text, walk
+from workbench.templater.analysis import builtin, declared_name, is_barrier, text, walk
 from workbench.templater.block_table import GuardedTable, guarded_tables
 from workbench.templater.ilp_calls import callee_name
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
@@ -67,7 +67,7 @@ def _lift(plan: Plan, x: int, tables: dict[str, GuardedTable]) -> None:
     name = fresh_names(plan, [NAME])[NAME]
     tx = f"({x} / {name})"
     stmts = [s for s in plan.body.named_children if s.type != "comment"]
-    barriers = [i for i, s in enumerate(stmts) if _is_barrier(s)]
+    barriers = [i for i, s in enumerate(stmts) if is_barrier(s)]
     calls = [n for n in walk(plan.body) if n.type == "call_expression"]
     if len(barriers) != 1 or sum(text(c.child_by_field_name("function")) == "__syncthreads"
                                  for c in calls) != 1:
@@ -150,11 +150,6 @@ def unroll_shared_loop(plan: Plan, loop: Node) -> None:
                    f"{loop.start_point.row + 1}: {text(loop).splitlines()[0][:60]}")
     plan.note(name, True, "unroll factor of the loop the items share (any value computes "
               "the same)", loop)
-
-
-def _is_barrier(stmt: Node) -> bool:
-    return stmt.type == "expression_statement" and \
-        text(stmt).replace(" ", "") == "__syncthreads();"
 
 
 def _prefix(plan: Plan, prefix: list[Node], tables: dict[str, GuardedTable]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import calls, text, walk
+from workbench.templater.analysis import calls, is_barrier, text, walk
 from workbench.templater.item_state import write_target
 from workbench.templater.plan import Plan
 
@@ -31,7 +31,7 @@ def staged_tables(plan: Plan, before: list[Node], after: list[Node]) -> frozense
     statements ``after`` it to read (see the module doc); None where there are none or the
     kernel shares memory otherwise."""
     shared = frozenset(d.name for d in plan.facts.defs.values() if d.is_shared)
-    barriers = [k for k, s in enumerate(before) if _is_barrier(s)]
+    barriers = [k for k, s in enumerate(before) if is_barrier(s)]
     if not shared or not barriers:
         return None
     every = [n for n in walk(plan.body) if n.type == "call_expression" and
@@ -61,13 +61,6 @@ def prologue_write(stmt: Node, write: Node, staged: frozenset[str] | None) -> bo
            and (d := n.child_by_field_name("declarator")) is not None
            and d.type == "identifier"}
     return root is not None and (root in staged or root in own)
-
-
-def _is_barrier(stmt: Node) -> bool:
-    call = stmt.named_children[0] if stmt.type == "expression_statement" and \
-        stmt.named_children else None
-    return call is not None and call.type == "call_expression" and \
-        text(call.child_by_field_name("function")) == _BARRIER
 
 
 def _root(target: Node | None) -> str | None:

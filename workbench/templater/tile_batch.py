@@ -57,6 +57,7 @@ from workbench.templater.analysis import (
     calls,
     declared_name,
     int_expr_value,
+    is_barrier,
     line,
     strip,
     text,
@@ -168,15 +169,10 @@ def _statements(plan: Plan) -> list[Node]:
     return [c for c in plan.body.children if c.type not in ("{", "}")]
 
 
-def _is_barrier(stmt: Node) -> bool:
-    return stmt.type == "expression_statement" and text(stmt).replace(" ", "") == \
-        f"{_BARRIER}();"
-
-
 def _phases(stmts: Sequence[Node]) -> list[list[Node]]:
     out: list[list[Node]] = [[]]
     for s in stmts:
-        if _is_barrier(s):
+        if is_barrier(s):
             out.append([])
         else:
             out[-1].append(s)
@@ -457,7 +453,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                   f"const unsigned wb_ty = threadIdx.y / {ny}, wb_ey = threadIdx.y % {ny};",
                   f"const unsigned wb_byv = blockIdx.y * TY + wb_ty, wb_gy = {gy};",
                   "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;"]
-        lines += [f"{_BARRIER}();" if _is_barrier(s) else fill(s) if s in fills else show(s)
+        lines += [f"{_BARRIER}();" if is_barrier(s) else fill(s) if s in fills else show(s)
                   for s in stmts if s not in shared]
     else:  # rows a thread: a tile past the written grid skips its rows (tile 0 never does)
         lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
