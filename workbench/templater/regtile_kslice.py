@@ -33,6 +33,7 @@ from workbench.templater.analysis import (
     binary,
     inside,
     line,
+    mentions,
     strip,
     subscript_index,
     terms,
@@ -111,15 +112,15 @@ def _analyse(plan: Plan, n: Naive) -> Slices:
     states = set(n.states)
     found: dict[str, Operand] = {}
     for read in _reads(body):
-        if not _names(read, steps):
+        if not mentions(read, steps):
             continue  # the same at every k: read as written
-        on = [d for d in ("x", "y") if _names(read, dims[d])]
+        on = [d for d in ("x", "y") if mentions(read, dims[d])]
         if not on:
             continue  # the same for every thread: read as written
         if len(on) != 1:
             raise Refused(f"`{text(read)}` reads both output coordinates at k: no slice of "
                           "one operand holds it", read)
-        if _names(read, states):
+        if mentions(read, states):
             raise Refused(f"`{text(read)}` reads state the loop updates", read)
         base, index = _address(read)
         ctype, size = _element(plan, base, locals_, read)
@@ -193,10 +194,6 @@ def _reads(body: Node) -> list[Node]:
                 text(m.child_by_field_name("function")) == "__ldg"):
             out.append(m)
     return out
-
-
-def _names(node: Node, names: set[str]) -> bool:
-    return any(m.type == "identifier" and text(m) in names for m in walk(node))
 
 
 def _address(read: Node) -> tuple[Node, Node | None]:
@@ -343,7 +340,7 @@ class _Expand:
             self._free(other, coordinate)
 
     def _free(self, node: Node, coordinate: set[str]) -> bool:
-        return not _names(node, coordinate | self.inline) and not any(
+        return not mentions(node, coordinate | self.inline) and not any(
             m.type in ("subscript_expression", "call_expression", "pointer_expression",
                        "field_expression") for m in walk(node))
 
