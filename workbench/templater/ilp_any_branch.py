@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import line, text, walk, write_target
+from workbench.templater.analysis import line, mentions, text, walk, write_target
 from workbench.templater.item_state import declarators, is_item_stmt, span
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls, why_not_pure
@@ -122,7 +122,7 @@ def _condition(plan: Plan, stmt: Node, arrays: set[str]) -> Node:
     if clause is None or len(values) != 1 or values[0].type in ("declaration",
                                                                 "init_statement"):
         raise Illegal("a condition it cannot read (a declaration or `constexpr`)", stmt)
-    if not any(n.type == "identifier" and text(n) in arrays for n in walk(values[0])):
+    if not mentions(values[0], arrays):
         raise Illegal("the condition is the same for every item", clause)
     pure = pure_calls(plan.source)
     for n in walk(values[0]):

@@ -59,6 +59,7 @@ from workbench.templater.analysis import (
     int_expr_value,
     is_barrier,
     line,
+    mentions,
     strip,
     text,
     walk,
@@ -143,8 +144,7 @@ def _tile_shape(plan: Plan) -> tuple[int, int] | None:
                 (extent or int_expr_value(bound)) not in (nx, ny):
             continue
         if any(n.type == "subscript_expression" and _base(n) in shared and
-               any(text(i) == var for i in walk(n) if i.type == "identifier")
-               for n in walk(loop)):
+               mentions(n, {var}) for n in walk(loop)):
             return nx, ny
     return None
 
