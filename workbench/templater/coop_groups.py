@@ -54,6 +54,7 @@ from tree_sitter import Node
 
 from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import line, text, walk
+from workbench.templater.inline_bind import flat
 from workbench.templater.inline_calls import InlinedSource, inline_calls
 from workbench.templater.point_split import entry_body
 from workbench.templater.records import Finding
@@ -250,12 +251,12 @@ def _uses(scope: Node, groups: dict[str, Group], spelling: _Spelling, rank: Laun
         if n.id in done:
             continue
         if n.type == "identifier" and text(n) in groups:
-            raise Refused(f"the group `{text(n)}` is used as `{_flat(_user(n))}`, not one of "
+            raise Refused(f"the group `{text(n)}` is used as `{flat(_user(n))}`, not one of "
                           "its modelled members (a group copied, or passed to a function the "
                           "pass cannot follow, is not read)", line(n))
         if n.type in ("identifier", "qualified_identifier", "type_identifier",
                       "namespace_identifier") and _cg_name(n, spelling):
-            raise Refused(f"`{_flat(_user(n))}` is a cooperative group the pass does not "
+            raise Refused(f"`{flat(_user(n))}` is a cooperative group the pass does not "
                           "model (a block and static tiles of up to 32 only)", line(n))
     return [(a, b, t) for (a, b), t in spans.items()]
 
@@ -358,10 +359,6 @@ def _user(n: Node) -> Node:
             return p.parent.parent  # the call it is passed to
         p = p.parent
     return p
-
-
-def _flat(n: Node) -> str:
-    return " ".join(text(n).split())
 
 
 def _groups(body: Node, spelling: _Spelling) -> dict[str, Group]:
@@ -473,7 +470,7 @@ def _member(g: Group, member: str, values: list[str], rank: Launch,
             call: Node) -> str:
     arity = 2 if member in _SHUFFLES else 0
     if len(values) != arity:
-        raise Refused(f"`{_flat(call)}`: {member} with {len(values)} argument(s) is not "
+        raise Refused(f"`{flat(call)}`: {member} with {len(values)} argument(s) is not "
                       "modelled", line(call))
     product = rank.product
     if g.size == 0:
@@ -490,7 +487,7 @@ def _member(g: Group, member: str, values: list[str], rank: Launch,
             spelled = f"{_SHUFFLES[member]}({mask}, {values[0]}, {values[1]}{width})"
     if spelled is None:
         what = "the block" if g.size == 0 else f"a tile of {g.size}"
-        raise Refused(f"`{_flat(call)}`: {member}() of {what} is not modelled", line(call))
+        raise Refused(f"`{flat(call)}`: {member}() of {what} is not modelled", line(call))
     return spelled
 
 
@@ -500,26 +497,26 @@ def _reduce(n: Node, values: list[str], groups: dict[str, Group], spelling: _Spe
     statement."""
     at = line(n)
     if len(values) != 3 or values[0] not in groups or groups[values[0]].size == 0:
-        raise Refused(f"`{_flat(n)}`: only a reduce over a tile of up to 32 is modelled", at)
+        raise Refused(f"`{flat(n)}`: only a reduce over a tile of up to 32 is modelled", at)
     tile, value = groups[values[0]], values[1]
     m = re.fullmatch(r"(.*)<\s*([\w\s]+?)\s*>\s*\(\s*\)", " ".join(values[2].split()))
     kind = next((k for k in _REDUCE_OPS if m is not None and re.fullmatch(
         spelling.pattern() + k, m.group(1).strip())), None)
     if m is None or kind is None:
-        raise Refused(f"`{_flat(n)}`: the operator `{values[2]}` is not plus, less or "
+        raise Refused(f"`{flat(n)}`: the operator `{values[2]}` is not plus, less or "
                       "greater of a type", at)
     unit = m.group(2)
     target, statement, declared = _reduced_into(n)
     if statement is None or target is None:
-        raise Refused(f"`{_flat(n)}` is not the value of a statement `r = reduce(..);`", at)
+        raise Refused(f"`{flat(n)}` is not the value of a statement `r = reduce(..);`", at)
     if not (re.fullmatch(r"\w+", value) and _declared_type(body, value) == unit):
-        raise Refused(f"`{_flat(n)}`: the value is not a variable of type {unit} (the "
+        raise Refused(f"`{flat(n)}`: the value is not a variable of type {unit} (the "
                       "header's accumulator takes the value's own type)", at)
     r = text(target)
     if declared is not None:
         kept = _type_text(declared)
         if kept not in ("auto", unit):
-            raise Refused(f"`{_flat(statement)}` keeps a {unit} reduction in a {kept}", at)
+            raise Refused(f"`{flat(statement)}` keeps a {unit} reduction in a {kept}", at)
         head = f"{unit} {r} = {value};"
     else:
         if _declared_type(body, r) != unit:

@@ -40,6 +40,7 @@ from workbench.templater.inline_bind import (
     declarator_name,
     declared,
     declared_types,
+    flat,
     statements,
     type_key,
     written,
@@ -317,6 +318,6 @@ def only_called(obj: str, decl: Node, body: Node) -> None:
         call = n.parent
         if call is None or call.type != "call_expression" or \
                 call.child_by_field_name("function") != n:
-            raise Refused(f"`{' '.join(text(call or n).split())[:80]}` uses {obj} other than "
+            raise Refused(f"`{flat(call or n)[:80]}` uses {obj} other than "
                           "as a call (a function object copied, passed or its address taken)",
                           n)

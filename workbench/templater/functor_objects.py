@@ -49,6 +49,7 @@ from workbench.templater.inline_bind import (
     declarator_name,
     declared,
     declared_types,
+    flat,
     fresh,
     statements,
     type_key,
@@ -249,7 +250,7 @@ def _read_class(spec: Node, specs: dict[str, Node]) -> _Class:
     for m in statements(spec.child_by_field_name("body") or spec):
         head = text(m).split("{")[0].split()
         if "virtual" in head or "mutable" in head or "static" in head:
-            raise Refused(f"{cls}'s member `{_flat(m)[:60]}` is virtual, mutable or static", m)
+            raise Refused(f"{cls}'s member `{flat(m)[:60]}` is virtual, mutable or static", m)
         if m.type in ("access_specifier", ":"):
             continue
         if m.type == "field_declaration":
@@ -265,7 +266,7 @@ def _read_class(spec: Node, specs: dict[str, Node]) -> _Class:
         elif m.type == "function_definition":
             methods.add(member_name(m))
         else:
-            raise Refused(f"{cls}'s member `{_flat(m)[:60]}` is neither a data member, a "
+            raise Refused(f"{cls}'s member `{flat(m)[:60]}` is neither a data member, a "
                           "constructor nor a member function", m)
     if operator is None:
         raise Refused(f"{cls} has no operator()", spec)
@@ -278,13 +279,13 @@ def _read_class(spec: Node, specs: dict[str, Node]) -> _Class:
 def _fields(m: Node, cls: str, specs: dict[str, Node]) -> list[_Field]:
     if any(c.type in ("=", "initializer_list", "default_value", "bitfield_clause")
            for c in m.children):
-        raise Refused(f"{cls}'s member `{_flat(m)}` has a default value", m)
+        raise Refused(f"{cls}'s member `{flat(m)}` has a default value", m)
     kind = m.child_by_field_name("type")
     out = []
     for d in m.children_by_field_name("declarator"):
         name = next((n for n in walk(d) if n.type == "field_identifier"), None)
         if name is None or any(n.type == "array_declarator" for n in walk(d)):
-            raise Refused(f"{cls}'s member `{_flat(d)}` is an array", m)
+            raise Refused(f"{cls}'s member `{flat(d)}` is an array", m)
         functor = text(kind) if text(kind) in specs and d.type == "field_identifier" else None
         out.append(_Field(text(name), m, d, type_key(kind, d), functor))
     return out
@@ -324,13 +325,13 @@ def _bind(obj: str, cls: str, args: list[Node], decl: Node, specs: dict[str, Nod
     c = _read_class(specs[cls], specs)
     if c.ctor is not None:
         if len(args) != len(c.ctor):
-            raise Refused(f"`{_flat(decl)}` passes {len(args)} values to {cls}'s "
+            raise Refused(f"`{flat(decl)}` passes {len(args)} values to {cls}'s "
                           f"{len(c.ctor)} constructor parameters", decl)
         given = dict(zip(c.ctor, args, strict=True))
         by_member: dict[str, Node | None] = {f.name: given[c.inits[f.name]] for f in c.fields}
     else:
         if len(args) > len(c.fields):
-            raise Refused(f"`{_flat(decl)}` passes {len(args)} values to {cls}'s "
+            raise Refused(f"`{flat(decl)}` passes {len(args)} values to {cls}'s "
                           f"{len(c.fields)} members", decl)
         by_member = {f.name: (args[k] if k < len(args) else None)
                      for k, f in enumerate(c.fields)}
@@ -351,11 +352,11 @@ def _member(obj: str, f: _Field, arg: Node | None, decl: Node, specs: dict[str, 
         elif arg is not None and arg.type in ("call_expression", "compound_literal_expression"):
             kind, listed = _constructed(arg)
             if kind != f.functor or listed is None:
-                raise Refused(f"member {f.name} of {f.functor} is built from `{_flat(arg)}`",
+                raise Refused(f"member {f.name} of {f.functor} is built from `{flat(arg)}`",
                               arg)
             inner = _arguments(listed)
         elif arg is not None:
-            raise Refused(f"member {f.name} copies the object `{_flat(arg)}` (a function "
+            raise Refused(f"member {f.name} copies the object `{flat(arg)}` (a function "
                           "object copied)", arg)
         name = fresh(f"{obj}_{f.name}", site.taken)
         _bind(name, f.functor, inner, decl, specs, site)
@@ -366,7 +367,7 @@ def _member(obj: str, f: _Field, arg: Node | None, decl: Node, specs: dict[str, 
             not written(site.body, text(arg)) and (site.types.get(text(arg)) == f.key):
         return text(arg)  # the name's value at every call is the one the object copied
     if f.key.endswith("&"):
-        raise Refused(f"reference member {f.name} is bound to `{_flat(arg)}`, not a name of "
+        raise Refused(f"reference member {f.name} is bound to `{flat(arg)}`, not a name of "
                       "its type", arg)
     name = fresh(f"{obj}_{f.name}", site.taken)
     spelled = _renamed(f.declarator, {f.name: name})
@@ -374,7 +375,7 @@ def _member(obj: str, f: _Field, arg: Node | None, decl: Node, specs: dict[str, 
     if f.declarator.type == "field_identifier" and "const" not in quals:
         quals.insert(0, "const")  # the object's member, never written (see _lambda)
     site.out.append(" ".join([*quals, text(f.decl.child_by_field_name("type")), spelled, "=",
-                              f"{_flat(arg)};"]))
+                              f"{flat(arg)};"]))
     return name
 
 
@@ -439,7 +440,3 @@ def _lambda(obj: str, c: _Class, values: dict[str, str], site: _Site) -> str:
     result = text(fn.child_by_field_name("type"))
     arrow = "" if result == "auto" else f" -> {result}"
     return f"auto {obj} = [&]{params}{arrow} {_renamed(block, {**renames, **values})};"
-
-
-def _flat(node: Node) -> str:
-    return " ".join(text(node).split())
