@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, is_barrier, text, walk, write_target
+from workbench.templater.analysis import LOOPS, builtin, is_barrier, text, walk, write_target
 from workbench.templater.block import _governed
 from workbench.templater.block_phases_regs import emit_register_stages, register_stages
 from workbench.templater.block_phases_vec import RowCopy, emit_copy, row_copy
@@ -54,7 +54,6 @@ from workbench.templater.rules import literal
 
 NAME = "BLOCK_THREADS"
 ROWS = "ROWS_PER_BLOCK"
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 #: Calls through which threads of a warp talk to each other without a barrier: the items
 #: of one thread would no longer be the threads they were.
 _WARP_CALLS = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask",
@@ -291,7 +290,7 @@ def _levels(compound: Node, levels: list[list[Node]], layout: Layout) -> None:
             layout.first_barrier = stmt.start_byte
         if is_barrier(stmt):
             continue
-        inner = stmt.child_by_field_name("body") if stmt.type in _LOOPS else None
+        inner = stmt.child_by_field_name("body") if stmt.type in LOOPS else None
         if stmt.type == "if_statement" and stmt.child_by_field_name("alternative") is None:
             inner = stmt.child_by_field_name("consequence")
             layout.guards.append(stmt)
@@ -531,7 +530,7 @@ def _leaves(jump: Node, top: Node) -> bool:
     """Whether ``break``/``continue`` ``jump`` targets a statement outside ``top``."""
     n = jump.parent
     while n is not None:
-        if n.type in _LOOPS or (n.type == "switch_statement" and
+        if n.type in LOOPS or (n.type == "switch_statement" and
                                 jump.type == "break_statement"):
             return False
         if n == top:

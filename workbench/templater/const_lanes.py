@@ -42,6 +42,7 @@ from tree_sitter import Node
 from workbench.core.module_constants import SourceGlobal, module_globals
 from workbench.templater.analysis import (
     DIMS,
+    LOOPS,
     binary,
     builtin,
     int_value,
@@ -454,7 +455,7 @@ def _deciding(node: Node, scope: Node) -> list[Node]:
             cond = p.child_by_field_name("condition")
             if cond is not None and cond != up:
                 out.append(cond)
-        if p.type in _LOOPS:
+        if p.type in LOOPS:
             body = p.child_by_field_name("body")
             for j in walk(body) if body is not None else []:
                 if j.type in _JUMPS and _leaves(j, p) and not (
@@ -464,16 +465,13 @@ def _deciding(node: Node, scope: Node) -> list[Node]:
     return out
 
 
-_LOOPS = ("while_statement", "for_statement", "do_statement")
-
-
 def _leaves(jump: Node, loop: Node) -> bool:
     """Whether ``jump`` (inside ``loop``'s body) leaves or skips an iteration of ``loop``:
     a ``goto`` may; a ``break`` or ``continue`` does when no loop (nor, for a ``break``, a
     ``switch``) between them takes it."""
     if jump.type == "goto_statement":
         return True
-    takers = _LOOPS + (("switch_statement",) if jump.type == "break_statement" else ())
+    takers = LOOPS + (("switch_statement",) if jump.type == "break_statement" else ())
     up = jump.parent
     while up is not None and up != loop:
         if up.type in takers:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import inside_loop, strip, text, walk
+from workbench.templater.analysis import LOOPS, inside_loop, strip, text, walk
 from workbench.templater.ilp_fastdiv import _double_leaf, _types
 from workbench.templater.ilp_rcp_counter import _counter_division, _owned, _rewrite
 from workbench.templater.plan import Plan
@@ -42,8 +42,6 @@ from workbench.templater.vector import Illegal
 NAME = "DIV_RCP"
 _MACRO = (f"#if {NAME}\n#define WB_DRCP(a, d) ((a) * (1.0 / (d)))\n#else\n"
           "#define WB_DRCP(a, d) ((a) / (d))\n#endif")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
-
 
 def apply_div_rcp(plan: Plan) -> bool:
     """Route every double division of the kernel's loops by a value a loop recomputes, or
@@ -127,7 +125,7 @@ def _recomputed(div: Node) -> bool:
     names = {text(n) for n in walk(right)} if right is not None else set()
     loop = div.parent
     while loop is not None:
-        if loop.type in _LOOPS:
+        if loop.type in LOOPS:
             body = loop.child_by_field_name("body")
             for n in walk(body) if body is not None else ():
                 left = n.child_by_field_name("left") if n.type == "assignment_expression" \

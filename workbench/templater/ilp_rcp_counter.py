@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    LOOPS,
     binary,
     declared_name,
     int_expr_value,
@@ -58,8 +59,6 @@ NAME = "RCP"
 UNROLL = "TERM_UNROLL"
 _MACRO = (f"#if {NAME}\n#define WB_RCP(a, d) ((a) * (1.0 / (d)))\n#else\n"
           "#define WB_RCP(a, d) ((a) / (d))\n#endif")
-_LOOPS = ("for_statement", "while_statement", "do_statement")
-
 
 @dataclass(frozen=True)
 class CounterLoop:
@@ -127,7 +126,7 @@ def _counter_division(div: Node, fn: Node) -> CounterLoop | None:
         return None
     node = div.parent
     while node is not None and node != fn:
-        if node.type in _LOOPS:
+        if node.type in LOOPS:
             found = _counter_loop(node, fn)
             if found is not None and found.counter in names and \
                     all(n == found.counter or int_expr_value(_ident(right, n)) is not None

@@ -45,12 +45,11 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import chain, strip, text, walk
+from workbench.templater.analysis import LOOPS, chain, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms_reuse import assigned_for, assignment, dead_after, declared_type
 from workbench.templater.point_split import entry_body
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 #: Reads of the launch's geometry (``blockIdx.x``): no memory, the same value anywhere.
 _GEOMETRY = ("threadIdx.", "blockIdx.", "blockDim.", "gridDim.")
 #: Expressions that may write memory or a variable.
@@ -151,7 +150,7 @@ def _own_continue(body: Node) -> bool:
     def visit(n: Node) -> bool:
         if n.type == "continue_statement":
             return True
-        return any(visit(c) for c in n.children if c.type not in _LOOPS)
+        return any(visit(c) for c in n.children if c.type not in LOOPS)
     return visit(body)
 
 

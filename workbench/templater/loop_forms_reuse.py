@@ -29,14 +29,13 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import strip, text, walk
+from workbench.templater.analysis import LOOPS, strip, text, walk
 
 #: (start byte, end byte, new text) of one edit of the source (as :mod:`.loop_forms`)
 Edit = tuple[int, int, str]
 #: The rewrite of a counted ``while`` (:func:`.loop_forms._counted`): its edits, or None.
 Counted = Callable[[bytes, Node], list[Edit] | None]
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _STORAGE = {"static", "extern", "__shared__", "__constant__", "__device__", "auto"}
 
 
@@ -73,7 +72,7 @@ def _declarator(d: Node, var: str) -> int | None:
 def _declaring_block(node: Node, var: str) -> tuple[Node, Node] | None:
     """(the block declaring ``var`` around ``node``, that declaration), no loop between."""
     child, up = node, node.parent
-    while up is not None and up.type not in _LOOPS and up.type != "function_definition":
+    while up is not None and up.type not in LOOPS and up.type != "function_definition":
         if up.type == "compound_statement":
             for s in up.named_children:
                 if s.start_byte >= child.start_byte:

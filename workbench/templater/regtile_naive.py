@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    LOOPS,
     binary,
     builtin,
     int_value,
@@ -56,7 +57,6 @@ from workbench.templater.regtile import (
 )
 from workbench.templater.rules import literal, scale_divisor
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 #: operations through which threads of a block talk to each other (or leave the schedule)
 _TALK = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__ballot", "__any", "__all",
          "__activemask", "__threadfence")
@@ -185,7 +185,7 @@ def _split(n: Naive, statements: list[Node]) -> None:
         if cond is not None:
             n.bounds.update(_guard(cond, True, coords))
             continue
-        if s.type in _LOOPS:
+        if s.type in LOOPS:
             n.loop = s
             n.after = statements[i + 1:]
             if n.before and n.before[-1].type == "preproc_call":  # ``#pragma unroll 4``
@@ -225,7 +225,7 @@ def analyse(plan: Plan, size: dict[str, int]) -> Naive | None:
     if sorted(n.coords.values()) != ["x", "y"]:
         return None
     _split(n, _statements(body))
-    if n.loop is None or any(s.type in _LOOPS for s in n.before):
+    if n.loop is None or any(s.type in LOOPS for s in n.before):
         return None
     if not _reuses(n, locals_):
         return None  # no operand shared along a row or a column: not a product
@@ -335,9 +335,9 @@ def _check_epilogue_exits(statement: Node) -> None:
         if m.type in ("break_statement", "continue_statement"):
             up = m.parent
             while up is not None and up.id != statement.id and \
-                    up.type not in (*_LOOPS, "switch_statement"):
+                    up.type not in (*LOOPS, "switch_statement"):
                 up = up.parent
-            if up is None or up.type not in (*_LOOPS, "switch_statement"):
+            if up is None or up.type not in (*LOOPS, "switch_statement"):
                 raise Refused(f"`{text(m)}` after the loop leaves the tile's loop", m)
 
 

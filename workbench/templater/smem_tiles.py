@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_value, text, walk
+from workbench.templater.analysis import LOOPS, int_value, text, walk
 from workbench.templater.apron import lift_apron
 from workbench.templater.block import _shared_arrays
 from workbench.templater.block_table import guarded_tables
@@ -116,9 +116,9 @@ def _sum_over_tile(plan: Plan, macro: str) -> Node | None:
         if cond is None or body is None or macro not in {text(n) for n in walk(cond)}:
             continue
         up = loop.parent
-        while up is not None and up is not plan.body and up.type not in _LOOPS:
+        while up is not None and up is not plan.body and up.type not in LOOPS:
             up = up.parent
-        if up is not None and up.type in _LOOPS:
+        if up is not None and up.type in LOOPS:
             continue
         if any(n.type == "assignment_expression" and
                text(n.child_by_field_name("operator")) in _ACCUMULATE for n in walk(body)):
@@ -126,5 +126,4 @@ def _sum_over_tile(plan: Plan, macro: str) -> Node | None:
     return None
 
 
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _ACCUMULATE = ("+=", "-=", "*=", "|=", "^=", "&=")

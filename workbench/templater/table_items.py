@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, declared_name, is_barrier, text, walk
+from workbench.templater.analysis import LOOPS, builtin, declared_name, is_barrier, text, walk
 from workbench.templater.block_table import GuardedTable, guarded_tables
 from workbench.templater.ilp_calls import callee_name
 from workbench.templater.item_state import MAX_FULL_UNROLL, trip_count
@@ -44,7 +44,6 @@ from workbench.templater.table_stage import apply_stage, staged_row
 NAME = "ITEMS_X"
 IT = "wb_m"
 FILL = "wb_f"
-_LOOPS = ("for_statement", "while_statement", "do_statement")
 _TALK = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__match",
          "__reduce_", "atomic", "__syncthreads_")
 
@@ -298,7 +297,7 @@ def _root(target: Node) -> Node:
 def _under_item_control(n: Node, top: Node, items: set[str], aliases: set[str]) -> bool:
     up = n.parent
     while up is not None and up != top.parent:
-        if up.type in ("if_statement", *_LOOPS):
+        if up.type in ("if_statement", *LOOPS):
             heads = [up.child_by_field_name(f) for f in ("condition", "initializer", "update")]
             if any(h is not None and _mentions(h, items, aliases) for h in heads):
                 return True
@@ -350,7 +349,7 @@ class _Tail:
     def _can_share(self, stmt: Node) -> bool:
         """A loop or ``if`` (no ``else``) whose header reads no item, its body a block: the
         items share it, its statements rendered in turn."""
-        if stmt.type not in (*_LOOPS, "if_statement"):
+        if stmt.type not in (*LOOPS, "if_statement"):
             return False
         heads = [stmt.child_by_field_name(f) for f in ("condition", "initializer", "update")]
         body = stmt.child_by_field_name("body") or stmt.child_by_field_name("consequence")
@@ -440,11 +439,11 @@ class _Tail:
                 raise Refused("`return` in a statement that reads the item", n)
             if n.type in ("break_statement", "continue_statement", "goto_statement"):
                 up = n.parent
-                while up is not None and up.type not in (*_LOOPS, "switch_statement") and \
+                while up is not None and up.type not in (*LOOPS, "switch_statement") and \
                         up != stmt:
                     up = up.parent
                 if n.type == "goto_statement" or up is None or \
-                        up.type not in (*_LOOPS, "switch_statement"):
+                        up.type not in (*LOOPS, "switch_statement"):
                     raise Refused(f"`{text(n)}` leaves a statement the items run in turn", n)
             if n.type in ("assignment_expression", "update_expression"):
                 target = n.child_by_field_name("left") or n.child_by_field_name("argument")
