@@ -23,7 +23,7 @@ benchmarks/corpus_compute_unseen17 (``--set unseen17``: six more, held back the 
 benchmarks/corpus_compute_unseen18 (``--set unseen18``: six more, held back the same way),
 benchmarks/corpus_compute_unseen19 (``--set unseen19``: six more, held back the same way),
 benchmarks/corpus_compute_unseen20 (``--set unseen20``: six more, held back the same way) and
-benchmarks/corpus_compute_unseen21 (``--set unseen21``: five more, held back the same way):
+benchmarks/corpus_compute_unseen21 (``--set unseen21``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from held_back_harness import HeldBackSet, prepended
 
 KERNELS = ["pearson_cm_tiled", "gmm_loglik_k16", "sobel_magdir_tile", "cummax_rows_cg",
-           "quintic_newton_f64"]
+           "upconv4x4_s2", "quintic_newton_f64"]
 #: Hand-picked configs the all-ends corners do not reach (each over the default): knob mixes
 #: whose index arithmetic differs from both ends; the last of each kernel's is checked on the
 #: host on every run.
@@ -32,6 +32,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # one column a lane (three full chunks and a partial one)
     "cummax_rows_cg": [{"WARPS": 2, "ROWS": 2, "VEC": 4},
                        {"WARPS": 4, "ROWS": 4, "VEC": 1}],
+    # 32 x 2 blocks of four output channels a thread, unrolled by 2 (18 columns over one
+    # block partly, 14 rows over seven; 5 channels over two layers, the last partly); 8 x 4
+    # of sixteen channels, unrolled by 4 (3 input channels: no full unrolled round)
+    "upconv4x4_s2": [{"BX": 32, "BY": 2, "KO": 4, "UNROLL": 2},
+                     {"BX": 8, "BY": 4, "KO": 16, "UNROLL": 4}],
     # three values a thread over 64 in one loop, two steps a test (1000 over 192: six
     # blocks, the last partly); two over 256 one after the other, three steps a test
     "quintic_newton_f64": [{"THREADS": 64, "ITEMS": 3, "LOCKSTEP": 1, "STEPS": 2},
