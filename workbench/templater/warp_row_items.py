@@ -19,15 +19,27 @@ alone); every statement before it is a declaration whose value has no side effec
 for all the rows, it holds what it would hold for each); and every ``return`` after it is
 the whole body of an ``if (row >= N)`` (``N <= row``, ``N`` a name the kernel never assigns):
 a row past ``N`` has every later row of the warp past it too, so leaving skips only rows the
-kernel as written skips. Items are independent (the family's assumption). Refused with the
-line otherwise; ROWS 1 is the kernel as written.
+kernel as written skips; and nothing after the item writes (or takes the address of) a name
+declared before it (``x += row * cols`` on a parameter: the next row would start from this
+row's pointer). Items are independent (the family's assumption). Refused with the line
+otherwise; ROWS 1 is the kernel as written.
 """
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, declared_name, line, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    declared_name,
+    line,
+    strip,
+    text,
+    walk,
+    write_target,
+)
+from workbench.templater.inline_bind import declared
 from workbench.templater.plan import Plan
 from workbench.templater.purity import side_effect_free
 from workbench.templater.rewrite import Rewriter
@@ -89,7 +101,17 @@ def _check(plan: Plan, decl: Node) -> Node:
         if s.type != "declaration" or (init is not None and
                                        not side_effect_free(plan.source, init)):
             raise Illegal(f"`{text(s)[:50]}` runs before the item (once for all its rows)", s)
+    kernel = plan.body.parent
+    before = {name for name, nodes in declared(kernel if kernel is not None else plan.body)
+              .items() if any(d.start_byte < decl.start_byte for d in nodes)}
     for n in walk(plan.body):
+        target = write_target(n) if n.start_byte > decl.start_byte else None
+        if n.type == "pointer_expression" and n.start_byte > decl.start_byte and \
+                text(n.child_by_field_name("operator")) == "&":
+            target = strip(n.child_by_field_name("argument") or n)
+        if target is not None and target.type == "identifier" and text(target) in before:
+            raise Illegal(f"`{text(n)[:50]}` writes {text(target)}, declared before the item: "
+                          "the warp's next row would start from this row's value", n)
         if n.type == "return_statement" and n.start_byte > decl.start_byte and \
                 not _past_the_end(plan, n, item):
             raise Illegal(f"`{text(n.parent)[:50]}` leaves the kernel under a test other "
