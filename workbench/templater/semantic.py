@@ -44,6 +44,7 @@ from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
+from workbench.templater.late_init import late_inits
 from workbench.templater.launch_minimum import bounds_by_minimum
 from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.loop_forms_open import open_loops
@@ -98,6 +99,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
     inlined = inlined_after_groups(source_text, entry, file, block)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
+    inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
