@@ -14,9 +14,14 @@ The read walks when its place reads an item's name and moves with the trips thro
 arithmetic: the place's names are read through the locals it is computed from (a local
 declared once and never assigned stands for its value), an integer local followed into its
 value, a floating one (``float``, ``double``, ``half``) taken as data, not a place, naming
-nothing; any other name (the loop's counter, a stepped pointer, a parameter) is itself. A row
-a float of the item picks and the counter walks (``hist[(int)(x * 64) * K + k]``) walks; a
-knot a float of each trip picks does not.
+nothing; any other name (the loop's counter, a stepped pointer, a parameter) is itself. An
+integer local the loop's body declares once (no trip reads another's value) and assigns
+stands for every value written to it there (a floating one is data): ``seg = (int)s; if
+(seg > 63) seg = 63;``, ``seg = seg > 63 ? 63 : seg``, ``seg = min(seg, 63)`` clamp a
+segment each trip picks anew. It is itself where its address is taken or a write lies in an
+inner loop it is declared outside of (an inner counter moves within the trip). A row a float
+of the item picks and the counter walks (``hist[(int)(x * 64) * K + k]``) walks; a knot a
+float of each trip picks does not.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from collections.abc import Collection
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import mentions, text, walk
+from workbench.templater.analysis import LOOPS, inside, mentions, text, walk, writer
+from workbench.templater.inline_bind import declared
 from workbench.templater.plan import Plan
 
 #: Declared types (their last word: ``unsigned int``, ``long long``) of the integer locals a
@@ -36,9 +42,11 @@ _FLOATING = frozenset({"float", "double", "half", "__half", "__nv_bfloat16"})
 _DEPTH = 8  # locals followed from one place (a chain of index helpers)
 
 
-def place_names(plan: Plan, index: Node) -> set[str]:
-    """The names the place ``index`` is computed from (see the module doc)."""
+def place_names(plan: Plan, index: Node, loop: Node | None = None) -> set[str]:
+    """The names the place ``index`` is computed from (see the module doc); ``loop`` the
+    loop whose own integer locals are followed into every value written to them."""
     out: set[str] = set()
+    followed: set[str] = set()
     todo = [(index, 0)]
     while todo:
         node, depth = todo.pop()
@@ -53,15 +61,48 @@ def place_names(plan: Plan, index: Node) -> set[str]:
                 continue
             if kind == "integer" and d is not None and d.value is not None:
                 todo.append((d.value, depth + 1))
+            elif name in followed:
+                continue
+            elif loop is not None and depth < _DEPTH and \
+                    (values := _trip_values(plan, name, loop)) is not None:
+                followed.add(name)
+                todo += [(v, depth + 1) for v in values]
             else:
                 out.add(name)
     return out
 
 
-def walks(plan: Plan, index: Node, items: Collection[str], moving: Collection[str]) -> bool:
+def _trip_values(plan: Plan, name: str, loop: Node) -> list[Node] | None:
+    """The values written to ``name``, a local ``loop``'s body declares once and assigns
+    (its initializer, every assignment's right side; none for a floating one: data); None
+    for any other name, or one written through a pointer or in an inner loop (module doc)."""
+    d = plan.facts.defs.get(name)
+    places = declared(plan.body).get(name, [])
+    kind = _kind(d.decl) if d is not None else None
+    trip = loop.child_by_field_name("body")  # not its header: a counter lives on
+    if d is None or not d.assigned or d.is_pointer or kind is None or trip is None or \
+            len(places) != 1 or not inside(places[0], trip):
+        return None
+    values = [d.value] if d.value is not None else []
+    for n in walk(loop):
+        if n.type != "identifier" or text(n) != name or (w := writer(n, address=True)) is None:
+            continue
+        if w.type == "pointer_expression" or any(
+                m.type in LOOPS and inside(w, m) and not inside(places[0], body)
+                for m in walk(trip) if (body := m.child_by_field_name("body")) is not None):
+            return None  # written through a pointer, or moving with an inner loop's trips
+        right = w.child_by_field_name("right")
+        if right is not None:
+            values.append(right)
+    return [] if kind == "floating" else values
+
+
+def walks(plan: Plan, index: Node, items: Collection[str], moving: Collection[str],
+          loop: Node | None = None) -> bool:
     """Whether a read at ``index`` walks memory per item: it reads an item's name and its
-    place moves with the trips (``moving``) through integer locals (see the module doc)."""
-    return mentions(index, set(items)) and bool(place_names(plan, index) & set(moving))
+    place moves with the trips (``moving``, assigned in ``loop``) through integer locals
+    (see the module doc)."""
+    return mentions(index, set(items)) and bool(place_names(plan, index, loop) & set(moving))
 
 
 def _kind(decl: Node) -> str | None:
