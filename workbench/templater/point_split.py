@@ -27,7 +27,11 @@ declarator of a vector type (``int2``, ``uint3``, ``float4`` ..., or ``auto``) s
 assign nothing and call only pure functions (:func:`.purity.side_effect_free`: run in
 order, one statement each, they give the same values), and hold no comment; the name is
 declared nowhere else in the kernel, no macro names it, and every use of it reads a
-component (never the whole value, never a write, a step or an address).
+component (never the whole value, never a write, a step or an address). A vector declared
+bare and set field by field, ``int2 o; o.x = ..; o.y = ..;``, is the same: each component
+set once, by ``=`` in a statement of the local's block, to a value that does not read the
+local, and read only after it is set; ``int o_x = ..;`` takes that statement's place (line
+for line) and the declaration goes.
 """
 
 from __future__ import annotations
@@ -100,7 +104,12 @@ def _split_vectors(current: InlinedSource, entry: str | None) -> InlinedSource:
         found = next((v for s in walk(body)
                       if (v := _vector(source, data, body, s)) is not None), None)
         if found is None:
-            return current
+            fields = next((f for s in walk(body)
+                           if (f := _fields_set(source, body, s)) is not None), None)
+            if fields is None:
+                return current
+            current = current.edited(fields)  # line for line: the map stays
+            continue
         decl, parts, reads = found
         edits = [(r.start_byte, r.end_byte, name) for r, name in reads]
         for start, end, new in sorted(edits, reverse=True):
@@ -163,6 +172,54 @@ def _vector(source: CudaSource, data: bytes, body: Node, s: Node
     return s, parts, [(r, locals_[f]) for r, f in reads]
 
 
+def _fields_set(source: CudaSource, body: Node, s: Node) -> list[tuple[int, int, str]] | None:
+    """For ``T v;`` (``s``, a vector type) whose components statements of its block set
+    one each, ``v.x = ..;`` (see the module doc): the edits (``s`` gone, each such
+    statement ``C v_x = ..;`` on its lines, each later ``v.x`` read ``v_x``); None for
+    anything else."""
+    typ = s.child_by_field_name("type")
+    decls = s.children_by_field_name("declarator")
+    block = s.parent
+    if s.type != "declaration" or block is None or block.type != "compound_statement" or \
+            typ is None or len(decls) != 1 or decls[0].type != "identifier" or \
+            any(c.type not in ("primitive_type", "type_identifier", "identifier", ";")
+                for c in s.children):
+        return None
+    vtype, name, fn = text(typ), text(decls[0]), body.parent
+    component = _COMPONENT.get(vtype[:-1])
+    width = int(vtype[-1]) if vtype[-1:] in "234" and vtype[-1:] else 0
+    if component is None or not width or fn is None or \
+            len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
+        return None
+    sets: dict[str, tuple[Node, Node, Node]] = {}  # field -> (statement, its target, value)
+    for stmt in block.named_children:
+        top = stmt.named_children[0] if stmt.type == "expression_statement" and \
+            stmt.named_children else None
+        left = top.child_by_field_name("left") if top is not None and \
+            top.type == "assignment_expression" and \
+            text(top.child_by_field_name("operator")) == "=" else None
+        if top is None or left is None or left.type != "field_expression" or \
+                text(left.child_by_field_name("argument")) != name:
+            continue
+        field, value = text(left.child_by_field_name("field")), top.child_by_field_name("right")
+        if stmt.start_byte < s.end_byte or field in sets or value is None or \
+                any(text(n) == name for n in walk(value)) or not side_effect_free(source, value):
+            return None  # before it, twice, or a value reading the vector or writing
+        sets[field] = (stmt, left, value)
+    if set(sets) != set(_FIELDS[:width]) or any(n.type == "comment" for n in walk(s)):
+        return None
+    reads = _component_reads(fn, decls[0], name, _FIELDS[:width],
+                             {left.start_byte for _stmt, left, _value in sets.values()})
+    if reads is None or any(r.start_byte < sets[f][0].end_byte for r, f in reads):
+        return None  # a component read before it is set
+    taken = {text(n) for n in walk(fn) if n.type in ("identifier", "type_identifier")}
+    local = {f: fresh(f"{name}_{f}", taken) for f in sets}
+    return [(s.start_byte, s.end_byte, ""),
+            *((stmt.start_byte, stmt.end_byte, f"{component} {local[f]} = {text(value)};")
+              for f, (stmt, _left, value) in sets.items()),
+            *((r.start_byte, r.end_byte, local[f]) for r, f in reads)]
+
+
 def _in_macros(source: CudaSource, name: str) -> bool:
     """Whether a macro of the file names ``name`` (its uses there would lose the local)."""
     word = re.compile(rf"\b{re.escape(name)}\b")
@@ -170,13 +227,14 @@ def _in_macros(source: CudaSource, name: str) -> bool:
                for n in walk(source.tree.root_node))
 
 
-def _component_reads(fn: Node, ident: Node, name: str, fields: str
-                     ) -> list[tuple[Node, str]] | None:
-    """Every use of ``name`` in ``fn`` but its declarator ``ident``, as (the ``name.f``
-    read, ``f``); None where a use is not a read of one of ``fields``."""
+def _component_reads(fn: Node, ident: Node, name: str, fields: str, setting: frozenset[int]
+                     | set[int] = frozenset()) -> list[tuple[Node, str]] | None:
+    """Every use of ``name`` in ``fn`` but its declarator ``ident`` and the targets that set
+    it (their start bytes: ``setting``), as (the ``name.f`` read, ``f``); None where a use
+    is not a read of one of ``fields``."""
     reads: list[tuple[Node, str]] = []
     for n in walk(fn):
-        if n.type != "identifier" or text(n) != name or n == ident:
+        if n.type != "identifier" or text(n) != name or n == ident or n.start_byte in setting:
             continue
         use, field = n.parent, n.parent and n.parent.child_by_field_name("field")
         if use is None or use.type != "field_expression" or field is None or \
