@@ -68,6 +68,7 @@ from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.regtile_shapes import constrain_whole_blocks
 from workbench.templater.scan import lift_scan
+from workbench.templater.scoped_names import scoped_names
 from workbench.templater.select_stores import select_stores
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
@@ -100,6 +101,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = inlined_after_groups(source_text, entry, file, block)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
+    inlined = scoped_names(inlined, entry)  # int gx in a loop, float gx after: two names
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
