@@ -60,6 +60,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
 from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
+from workbench.templater.reassigned_locals import split_reassigned
 from workbench.templater.record_stage import apply_record_stage
 from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
@@ -100,6 +101,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
     inlined = inlined_after_groups(source_text, entry, file, block)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
+    inlined = split_reassigned(inlined, entry)  # col = a; ..col..; col = b; ..: col, col_2
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
     inlined = scoped_names(inlined, entry)  # int gx in a loop, float gx after: two names
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]

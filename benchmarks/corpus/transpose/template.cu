@@ -51,9 +51,9 @@ extern "C" __global__ WB_BLOCK_BOUNDS void transpose(float* __restrict__ out, co
     if (x < cols && y + j < rows) tile[threadIdx.y + j][threadIdx.x] = in[(y + j) * cols + x];
   }
   __syncthreads();
-  x = wb_by * TILE + threadIdx.x;
-  y = wb_bx * TILE + threadIdx.y;
+  int x_2 = wb_by * TILE + threadIdx.x;
+  int y_2 = wb_bx * TILE + threadIdx.y;
   for (int j = 0; j < TILE; j += BLOCK_ROWS) {
-    if (x < rows && y + j < cols) out[(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
+    if (x_2 < rows && y_2 + j < cols) out[(y_2 + j) * rows + x_2] = tile[threadIdx.x][threadIdx.y + j];
   }
 }

@@ -1,0 +1,198 @@
+"""A local set again by later statements of its block, read as one local per value before
+the analysis (issue 28: first contact of held-back set 21's pearson_cm_tiled).
+
+A hand that declares its locals at the top reuses one for several values: the Pearson
+kernel loads two shared tiles with ``col = ib + threadIdx.y + 1; if (.. col <= p) xi[..] =
+X(.., col) ..; col = jb + threadIdx.y + 1; if (.. col <= p) xj[..] = ..;``. The families read
+a local by its one value, so the register tile refused ("`col` depends on the thread index
+and is reassigned") and the kernel kept one output a thread. Each value of such a local
+lives from its statement to the next one, so the uses each value reaches are read under a
+name of their own: the second ``col = v;`` becomes ``int col_2 = v;`` and the uses after it
+``col_2`` (the first value stays the local's own: :func:`.late_init.late_inits`, run next,
+declares a bare one where it is first set). The same program, every line in its place.
+
+Which locals (else left as written, silently): a declaration, a statement of a block,
+declaring one plain name (or a pointer to one) of a built-in type, with or without a value,
+no storage class nor qualifier; the name is declared nowhere else in the kernel and no macro
+names it; every use lies in one block B (the declaring one, or one inside it where the
+declaration has no value and the first use sets it) after the declaration; each use either
+sets it, as the statement ``x = v;`` of B itself with ``v`` not reading ``x`` (at least two
+values: the declared one, if any, counts), or only reads it: not written, stepped nor its
+address taken, not inside a lambda, not passed to a function of the file taking a reference
+nor to a macro whose body writes or takes the address of that parameter. A value set by a
+statement of B reaches exactly the uses up to B's next such statement (none lies in a loop
+or branch holding another: those are B's own statements), and the kernel has no ``goto``,
+label or ``case`` (nothing jumps between them).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tree_sitter import Node
+
+from workbench.core.cuda_source import CudaSource, CudaSourceError, parse_cuda
+from workbench.templater.analysis import text, walk
+from workbench.templater.inline_bind import declared
+from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.inline_macros import function_macros
+from workbench.templater.point_split import _in_macros
+
+#: Types whose local a statement ``x = v;`` sets whole.
+_BUILTIN_TYPES = ("primitive_type", "sized_type_specifier")
+#: Jumps that could pass a value's statement.
+_JUMPS = ("goto_statement", "labeled_statement", "case_statement")
+#: A write to or the address of the name ``{0}`` in a macro body.
+_WRITES = (r"(\+\+|--|&)\s*\(?\s*\b{0}\b", r"\b{0}\b\s*\)?\s*(\+\+|--|(?:[-+*/%&|^]|<<|>>)?=(?!=))")
+
+
+def split_reassigned(current: InlinedSource, entry: str | None) -> InlinedSource:
+    """``current`` with each qualifying local of ``entry`` (see the module doc) read as one
+    local per value, one local at a time (unchanged when there is none, or the kernel
+    cannot be found: the analysis reports that itself)."""
+    while True:
+        try:
+            source = parse_cuda(current.text, current.file)
+            body = source.body(source.kernel(entry))
+        except CudaSourceError:
+            return current
+        fn = body.parent
+        if fn is None or any(n.type in _JUMPS for n in walk(fn)):
+            return current
+        found = next((e for s in walk(body) if (e := _split(source, fn, s)) is not None), None)
+        if found is None:
+            return current
+        current = current.edited(found)
+
+
+def _split(source: CudaSource, fn: Node, s: Node) -> list[tuple[int, int, str]] | None:
+    """The edits that read the local ``s`` declares as one local per value (each later
+    value's statement declares its own, its uses renamed); None for anything else."""
+    parent = s.parent
+    if s.type != "declaration" or parent is None or parent.type != "compound_statement":
+        return None
+    typ, decls = s.child_by_field_name("type"), s.children_by_field_name("declarator")
+    if typ is None or typ.type not in _BUILTIN_TYPES or len(decls) != 1 or \
+            [c for c in s.named_children if c not in (typ, decls[0])]:
+        return None
+    valued = decls[0].type == "init_declarator"
+    shape = decls[0].child_by_field_name("declarator") if valued else decls[0]
+    ident = shape
+    while ident is not None and ident.type == "pointer_declarator":
+        ident = ident.child_by_field_name("declarator")
+    if shape is None or ident is None or ident.type != "identifier":
+        return None
+    name = text(ident)
+    if len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
+        return None
+    uses = [n for n in walk(fn) if n.type == "identifier" and text(n) == name and n != ident]
+    if not uses or uses[0].start_byte < s.end_byte:
+        return None
+    block = parent if valued else _set_in(uses[0], name)
+    if block is None or not parent.start_byte <= block.start_byte < parent.end_byte or \
+            any(not block.start_byte <= n.start_byte < block.end_byte for n in uses):
+        return None
+    sets = [u for u in uses if _set_in(u, name) == block]
+    if len(sets) + valued < 2 or \
+            any(u not in sets and not _only_read(source, u) for u in uses):
+        return None
+    free = _fresh(source, name, len(sets) - (not valued))
+    later = sets if valued else sets[1:]
+    head = source.data[s.start_byte:decls[0].start_byte].decode()
+    edits: list[tuple[int, int, str]] = []
+    for k, u in enumerate(later):
+        stmt = u.parent.parent  # type: ignore[union-attr]  # x = v;  (_set_in)
+        value = u.parent.child_by_field_name("right")  # type: ignore[union-attr]
+        new = free[k]
+        ends = later[k + 1].start_byte if k + 1 < len(later) else block.end_byte
+        declarator = text(shape)[:ident.start_byte - shape.start_byte] + new
+        edits.append((stmt.start_byte, stmt.end_byte,  # type: ignore[union-attr]
+                      f"{head}{declarator} = {text(value)};"))
+        edits += [(r.start_byte, r.end_byte, new) for r in uses
+                  if r not in sets and stmt.end_byte <= r.start_byte < ends]  # type: ignore[union-attr]
+    return edits
+
+
+def _set_in(use: Node, name: str) -> Node | None:
+    """The block whose statement ``name = v;`` (``v`` not reading ``name``) ``use`` is the
+    target of; None where ``use`` is anything else."""
+    assign = use.parent
+    stmt = assign.parent if assign is not None else None
+    block = stmt.parent if stmt is not None else None
+    if assign is None or stmt is None or block is None or \
+            assign.type != "assignment_expression" or \
+            assign.child_by_field_name("left") != use or \
+            text(assign.child_by_field_name("operator")) != "=" or \
+            stmt.type != "expression_statement" or block.type != "compound_statement":
+        return None
+    value = assign.child_by_field_name("right")
+    if value is None or any(n.type == "identifier" and text(n) == name for n in walk(value)):
+        return None
+    return block
+
+
+def _only_read(source: CudaSource, use: Node) -> bool:
+    """Whether ``use`` only reads its local's value where it stands (see the module doc)."""
+    at = use
+    while at.parent is not None and at.parent.type == "parenthesized_expression":
+        at = at.parent
+    up = at.parent
+    if up is None or any(a.type == "lambda_expression" for a in _ancestors(use)):
+        return False
+    if up.type in ("update_expression", "assignment_expression") and \
+            (up.type == "update_expression" or up.child_by_field_name("left") == at):
+        return False
+    if up.type == "pointer_expression" and text(up.child_by_field_name("operator")) == "&":
+        return False
+    if up.type != "argument_list" or up.parent is None:
+        return True
+    callee = text(up.parent.child_by_field_name("function"))
+    place = [c for c in up.named_children if c.type != "comment"].index(at)
+    root = source.tree.root_node
+    macro = function_macros(root).get(callee)
+    if macro is not None:
+        param = re.escape(macro.params[place]) if place < len(macro.params) else None
+        return param is not None and not any(
+            re.search(w.format(param), macro.body) for w in _WRITES)
+    if any(n.type in ("preproc_def", "preproc_function_def") and
+           text(n.child_by_field_name("name")) == callee for n in root.children):
+        return False  # a macro not read as an expansion: its body may write the argument
+    return all(_by_value(f, place) for f in walk(root) if f.type == "function_definition"
+               and _function_name(f) == callee)
+
+
+def _by_value(fn: Node, place: int) -> bool:
+    """Whether parameter ``place`` of the function ``fn`` takes its argument by value."""
+    decl = fn.child_by_field_name("declarator")
+    params = decl.child_by_field_name("parameters") if decl is not None else None
+    if params is None:
+        return False
+    named = [p for p in params.named_children if p.type != "comment"]
+    return place < len(named) and not any(
+        n.type == "reference_declarator" for n in walk(named[place]))
+
+
+def _function_name(fn: Node) -> str | None:
+    decl = fn.child_by_field_name("declarator")
+    inner = decl.child_by_field_name("declarator") if decl is not None else None
+    return text(inner) if inner is not None else None
+
+
+def _ancestors(n: Node) -> list[Node]:
+    out = []
+    while n.parent is not None:
+        n = n.parent
+        out.append(n)
+    return out
+
+
+def _fresh(source: CudaSource, name: str, count: int) -> list[str]:
+    """``count`` names ``name_2``, ``name_3`` .. that the file does not spell anywhere."""
+    taken = set(re.findall(r"[A-Za-z_]\w*", source.data.decode()))
+    out: list[str] = []
+    k = 2
+    while len(out) < count:
+        if f"{name}_{k}" not in taken:
+            out.append(f"{name}_{k}")
+        k += 1
+    return out
