@@ -68,6 +68,7 @@ from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.regtile_shapes import constrain_whole_blocks
+from workbench.templater.residue_taps import apply_residue_taps
 from workbench.templater.scan import lift_scan
 from workbench.templater.scoped_names import scoped_names
 from workbench.templater.select_stores import select_stores
@@ -155,6 +156,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_staged_walk(plan)  # rows of threads split a staged tile's walk
             apply_record_stage(plan)  # per-thread records through shared memory
             apply_walk_rounds(plan)  # a walk every thread reads at one index: in rounds
+        apply_residue_taps(plan)  # for (ky = (oy + 1) & 1; ky < 4; ky += 2), any family
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
