@@ -106,6 +106,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py lorenz_rk2_f64
     python3 gpu_checks/memgap_probe.py row_firsthits_warp
     python3 gpu_checks/memgap_probe.py crspline_rotmean
+    python3 gpu_checks/memgap_probe.py upconv4x4_s2
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -978,6 +979,23 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 4},
         "pick_items1": {"THREADS": 512, "SPAN": 4, "ITEMS": 1, "UNROLL": 4},
         "pick_unroll1": {"THREADS": 512, "SPAN": 4, "ITEMS": 4, "UNROLL": 1}}),
+    # compute-bound (set 21): a stride-2 transposed convolution whose taps a pixel's parity
+    # picks, `ky = (oy + 1) & 1; while (ky < 4) {..; ky += 2;}` (first contact 0.99x at 32 x
+    # 2; the expert 1.98x at BX 32, BY 4, KO 1, UNROLL 1: its four taps written out). With
+    # TAP_UNROLL (residue_taps: the loops' trips bounded by their start's range) the lift at
+    # the expert's pick in its knobs (sm_90 SASS: a channel 39 instructions, 8 LDG.E, no
+    # inner loop; TAP_UNROLL 0: about 98, the row loop run twice; the expert 43, 8
+    # LDG.E.CONSTANT; 32 registers each, no spills), the same without the unroll, and the
+    # first-contact tune pick; the expert at its pick and with four channels a thread
+    "upconv4x4_s2": ("corpus_compute_unseen21", {
+        "expert_pick": {"BLOCK_X": 32, "BLOCK_Y": 4, "Z_ITEMS": 1, "TAP_UNROLL": 1,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_taps0": {"BLOCK_X": 32, "BLOCK_Y": 4, "Z_ITEMS": 1, "TAP_UNROLL": 0,
+                              "MIN_BLOCKS_PER_SM": 0},
+        "tune_pick": {"BLOCK_X": 32, "BLOCK_Y": 2, "Z_ITEMS": 1, "TAP_UNROLL": 0,
+                      "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 32, "BY": 4, "KO": 1, "UNROLL": 1},
+        "pick_ko4": {"BX": 32, "BY": 4, "KO": 4, "UNROLL": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -1002,6 +1020,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     # the lift's 36 loads at the pick are ld.global, each row's after the row before's store
     # (src not __restrict__), the expert's ld.global.nc (sm_90 PTX)
     "conv3x3_s2_sat": ("expert_pick", "rows8"),
+    # the lift's 8 loads a channel at the pick are LDG.E, the expert's __ldg LDG.E.CONSTANT
+    "upconv4x4_s2": ("expert_pick",),
 }
 
 
