@@ -69,6 +69,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.auto_types import item_types
 from workbench.templater.ilp_any_branch import any_parts, find_any_ifs, wrapped
 from workbench.templater.ilp_calls import (
     callee_name,
@@ -163,6 +164,8 @@ class _Scan:
     refused: list[LoopRefusal] = field(default_factory=list)
     # top-level `if (C) { A...; return; }`: the item's own exit after its last actions
     exit_returns: set[tuple[int, int]] = field(default_factory=set)
+    # an item local declared `auto`: its placeholder's first byte -> the type written there
+    auto_types: dict[int, str] = field(default_factory=dict)
 
 
 def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
@@ -661,7 +664,7 @@ class _Render:
                 break
             if c.type == "type_qualifier" and text(c) == "const" and not any(pointers):
                 continue
-            prefix.append(rw.text(c))
+            prefix.append(self.scan.auto_types.get(c.start_byte, rw.text(c)))
         names, assigns = [], []
         for d in declarators:
             inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
@@ -1025,6 +1028,7 @@ def _analyse(plan: Plan, stmts: list[Node], k: int, index: str, once: OnceLoop |
     arrays |= {name for shape in shapes if shape.init is not None and
                shape.init.type == "declaration" for name in _declared(shape.init)}
     _refuse_shadowed(region, arrays)
+    scan.auto_types = item_types(plan, region, arrays)  # `auto x[N]` is not C++
     for loop, _ifs in escapes.values():
         scan.exits[span(loop)] = shared_exit(plan, loop, items, arrays, scan.escape_ifs, None)
     for shape in shapes:
