@@ -17,8 +17,9 @@ VEC and LDG over them: :mod:`.warp_chains`, :mod:`.warp_seg_vec`, :mod:`.warp_ld
 shapes of :mod:`.warp_shuffles` (halving or doubling offset loops, a broadcast from lane 0).
 No other ``threadIdx`` or ``blockDim`` read, no shared memory or barrier. A vote
 (``__ballot_sync``, ``__any_sync``), a shuffle of another shape or a helper calling one
-combines the 32 lanes of one warp only: there the items stay a warp each and only the warps
-per block are lifted, with consecutive rows a warp (ROWS: :mod:`.warp_row_items`), the
+combines the 32 lanes of one warp only: there, and where lanes that shuffle read the lane
+other than as modelled (``c = base + lane`` in a loop over a row's chunks: LANES cannot
+follow it), the items stay a warp each and only the warps per block are lifted, with consecutive rows a warp (ROWS: :mod:`.warp_row_items`), the
 read-only inputs of the warp's loops through ``__ldg`` (LDG) and their loads AHEAD
 (:func:`_apply_whole_warps`).
 Spellings read as the same meaning: threadIdx.x through a local copy (``tid``), the lane or
@@ -97,6 +98,12 @@ _UNSAFE = ("__syncthreads", "__ballot", "__any", "__all", "__activemask", "__mat
 GROUP_MASK = ("__device__ __forceinline__ unsigned wb_group_mask() {  // the lanes of this "
               "thread's group\n  return LANES == 32 ? 0xffffffffu : ((1u << (LANES % 32)) - 1u)"
               " << ((threadIdx.x & 31u) & ~(unsigned)(LANES - 1));\n}")
+
+
+class LaneUse(Illegal):
+    """The lane read other than as a lane loop's start or in ``lane == 0`` (``c = base +
+    lane`` in a loop over a row's chunks): LANES cannot follow it, but each item can keep
+    its warp, whose lanes read the same ``threadIdx.x % 32`` in a block of any warps."""
 
 
 def _thread_x(plan: Plan, node: Node) -> bool:
@@ -517,7 +524,14 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     if local is not None:
         return _apply_whole_warps(plan, shape, two_d, local)
     item, _n, _v = declared_name(shape.decl)
-    loops, steps, starts, segments = _lane_loops(plan, lane, inline, item)
+    try:
+        loops, steps, starts, segments = _lane_loops(plan, lane, inline, item)
+    except LaneUse as exc:  # a warp's lanes that combine stay a warp's: its warps per block
+        combined = shuffle_calls(plan.body) or helper is not None
+        if not combined:  # lanes that never exchange: other families model them
+            raise
+        plan.note(LANES, False, exc.reason, exc.node)
+        return _apply_whole_warps(plan, shape, two_d, None)
     offsets, widths, broadcasts, tree = shuffle_loops(plan)
     # grid: ceil_div(X, F) -> ceil_div(X, W * (32 // LANES))
     name = macro.name if macro is not None else "WARPS_PER_BLOCK"
@@ -601,14 +615,15 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
     return True
 
 
-def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> bool:
+def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node | None) -> bool:
     """Items per block alone where a warp's lanes combine (a vote ``__ballot_sync``, a
     ``__popc`` of it, ``__any_sync``, a shuffle of any shape, or a helper calling one):
     every such collective reaches the 32 lanes of one warp and none of another, so a block of
     W warps runs each item on the same 32 lanes, in the same order, as the written block
     does; only which block holds the item changes. The items stay a warp each (no LANES:
     a vote's bits are a warp's lanes), the grid divides by W and the block is W warps; then
-    ROWS, LDG and AHEAD where legal (each notes why not)."""
+    ROWS, LDG and AHEAD where legal (each notes why not). The same where the lane is read
+    in any other way (``local`` None: :class:`LaneUse`, already noted)."""
     name = shape.macro.name if shape.macro is not None else "WARPS_PER_BLOCK"
     written = plan.grid[0]
     grid = scale_divisor(plan.grid[0], str(shape.f_value), name)
@@ -632,9 +647,10 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node) -> b
                           "description": f"warps per block, an item a warp (as written: "
                                          f"{shape.f_value})"},
                    f"{line(shape.decl)}: {text(shape.decl)[:60]}")
-    plan.note(LANES, False, f"`{text(local)[:50]}` combines the 32 lanes of one warp (warp-"
-              "local: no lane of another warp takes part); an item keeps its warp, so the "
-              f"warps per block ({name}) are lifted, not the lanes per item", local)
+    if local is not None:
+        plan.note(LANES, False, f"`{text(local)[:50]}` combines the 32 lanes of one warp "
+                  "(warp-local: no lane of another warp takes part); an item keeps its warp, so "
+                  f"the warps per block ({name}) are lifted, not the lanes per item", local)
     apply_rows(plan, shape.decl, written, shape.f_value, name)  # consecutive rows a warp
     loops = _outer_loops(plan)
     apply_ldg(plan, loops, "warp's loop")  # read-only inputs through __ldg (LDG)
@@ -744,7 +760,7 @@ def _lane_loops(plan: Plan, lane: str | None, inline: list[Node], item: str | No
             continue
         if up is not None and up.type == "unary_expression" and text(up).startswith("!"):
             continue
-        raise Illegal(f"the lane is used in `{text(up)[:50]}` (only lane loops and "
+        raise LaneUse(f"the lane is used in `{text(up)[:50]}` (only lane loops and "
                       "lane == 0 are modelled)", n)
     return loops, steps, starts, segments
 
