@@ -151,10 +151,10 @@ def test_the_folder_lifts_the_split_of_the_walk() -> None:
     assert result.lifted.block == ("BLOCK_THREADS * WALK_SPLIT",)
     assert "BLOCK_THREADS * WALK_SPLIT <= 1024" in result.lifted.constraints
     source = result.lifted.source
-    # the lane starts its lane's rows on and steps WALK_SPLIT rows at a time
-    assert "a += (cols) * (int)(threadIdx.x % WALK_SPLIT);" in source
-    assert "a += (cols) * WALK_SPLIT;" in source
-    assert "i < rows; i += WALK_SPLIT)" in source
+    # the lane starts at its lane's row and steps WALK_SPLIT rows at a time; the walked
+    # pointer is read through the row (pointer_taps: a pointer stepped by a stride)
+    assert "i = (0) + (int)(threadIdx.x % WALK_SPLIT); i < rows; i += WALK_SPLIT)" in source
+    assert "sum += __half2float(a[(long long)i * cols]) * xb[i];" in source
     assert any(n.startswith("WALK_SPLIT: applied: the walk over `i` accumulating `sum`")
                for n in result.notes), result.notes
     # the expert's pick (8 x 32 threads on a column's rows) in the lift's knobs is in its

@@ -20,8 +20,9 @@ written by the author leaves FAST_MATH nothing to choose; a ``double`` integrato
 float reciprocal root (DIV_RCP instead); probes read as raw floats are records STAGE may
 stage. What is left: the float4 spelling's walk ``for (..) acc += term(p, q[c]);`` has one
 statement for a body, which walk_rounds refuses ("the walk's body is not a block"), so it
-lifts no TILE (where INLINE_BODY writes the helper in, its braces make it a block); the pointer walk's operands (``acc += *pa * *pb; pa += M;``) have no
-address affine in k that regtile_kslice reads, so it refuses BK/PAD with its note.
+lifts no TILE (where INLINE_BODY writes the helper in, its braces make it a block); the pointer walk's operands (``acc += *pa * *pb; pa += M;``) had no address affine in k
+that regtile_kslice reads (no BK, PAD) before workbench/templater/pointer_taps.py read a
+pointer stepped by a stride as its index (``a[row + (long long)k * M]``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from workbench.templater import offline_template
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.late_init import late_inits
 from workbench.templater.point_split import split_points
+from workbench.templater.pointer_taps import pointer_taps
 
 HERE = Path(__file__).resolve().parent / "spellings_r28a"
 
@@ -97,9 +99,8 @@ SPELLINGS = {
                                       held_back_unseen20.host_source),
     "gemm_c89_while": Spelling(HERE / "gemm_c89_while", "gemm", GEMM,
                                held_back_unseen19.host_source),
-    # left: no shared k slices for operands walked by pointers (the module doc)
-    "gemm_ptr_walk": Spelling(HERE / "gemm_ptr_walk", "gemm", ("THREADS_X", "THREADS_Y", "TM", "TN"),
-                              held_back_unseen19.host_source, absent=("BK", "PAD")),
+    "gemm_ptr_walk": Spelling(HERE / "gemm_ptr_walk", "gemm", GEMM,
+                              held_back_unseen19.host_source),
     "coulomb_c89_while": Spelling(HERE / "coulomb_c89_while", "coulomb", COULOMB,
                                   held_back_unseen19.host_source),
     # left: TILE (walk_rounds reads a walk whose body is one statement as refused)
@@ -125,9 +126,6 @@ def test_lifts_the_family_knobs(name: str) -> None:
     result = offline_template(kf)
     params = {p.name for p in result.lifted.params}
     assert params >= set(spelling.knobs) and not params & set(spelling.absent), result.notes
-    if name == "gemm_ptr_walk":
-        assert any(n.startswith("K_SLICE: not applied: no read in the loop depends on k")
-                   for n in result.notes), result.notes
 
 
 def _configs(spelling: Spelling) -> list[dict[str, Any]]:
@@ -196,3 +194,43 @@ def test_a_kernel_with_jumps_is_left_as_written(edit: tuple[str, str]) -> None:
     assert source != C89
     got = _late(source)
     assert "int i = " not in got and "float s = " not in got
+
+
+#: A column walked by a pointer stepped by its stride, read after the walk's other steps.
+STRIDED = """extern "C" __global__ void k(float* c, const float* a, const float* b, int M, int K) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= M) return;
+  const float* pa = a + row;
+  const float* pb = b;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) {
+    acc += *pa * pb[1];
+    pa += M;
+    pb += 2;
+  }
+  c[row] = acc;
+}
+"""
+
+
+def _taps(source: str) -> str:
+    return pointer_taps(InlinedSource(source, "k.cu"), "k").text
+
+
+def test_a_pointer_stepped_by_a_stride_is_read_through_its_index() -> None:
+    got = _taps(STRIDED)
+    assert "acc += a[row + (long long)k * M] * b[(long long)k * 2 + (1)];" in got, got
+    assert "pa" not in got and "pb" not in got  # both read from the parameters
+
+
+@pytest.mark.parametrize("edit", [
+    ("    pb += 2;\n", "    pb += 2;\n    M = M - 1;\n"),  # the stride changes in the walk
+    ("    pa += M;\n", "    pa += M;\n    acc += *pa;\n"),  # read after its step
+    ("    pa += M;\n", "    pa += c[k];\n"),  # a stride read from memory
+    ("  c[row] = acc;", "  c[row] = acc + *pa;"),  # read after the walk
+])
+def test_a_strided_walk_that_is_not_an_index_stays(edit: tuple[str, str]) -> None:
+    source = STRIDED.replace(*edit)
+    assert source != STRIDED
+    got = _taps(source)
+    assert "*pa" in got and "a[row + (long long)k" not in got, got

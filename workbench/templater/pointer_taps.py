@@ -9,14 +9,25 @@ output point), so the same convolution lifted or was refused by the spelling of 
 alone. Here the walk becomes that index: the step leaves the loop, and each read ``*p``
 becomes ``p[idx]`` (``p[k]``: ``p[idx + (k)]``), the pointer keeping its first value.
 
+The same holds for a pointer stepped by a stride, ``const float* pa = a + row; for (int k
+= 0; k < K; ++k) { acc += *pa * *pb; pa += M; pb += N; }`` (a column-major operand walked
+down its column, issue 28: a respelling of set 19's gemm_cm_bt_rowscale, whose k slices
+regtile_kslice reads only from an index): ``*pa`` is ``a[row + (long long)k * M]`` (the
+product as wide as the pointer's steps, which no int bounds; read from the pointer parameter
+where the pointer is one plus an offset whose names nothing after it assigns, and its
+declaration goes: the families read a parameter's index, :func:`_folded`).
+
 Rewritten only where the two are the same program: the pointer is declared alone, with a
-value, in a block; it is stepped in one place, by one (``++p``, ``p++``, ``p += 1``), either
-in the update of a ``for`` loop L beside the loop's own step (``++dx, ++p``) or as the last
-statement of L's body (then no ``continue`` of L's own skips it); L and every loop around it
-up to that block form a nest, each loop a direct statement of the one around it (it runs on
-every pass of its parent), each ``for (int v = lo; v < hi; ++v)`` (or ``<=``, ``v++``, ``v
-+= 1``) with constant bounds (the file's integer macros read as their values) and its
-variable never assigned in its body; no loop of the nest around L has a ``continue`` of its
+value, in a block; it is stepped in one place, by one (``++p``, ``p++``, ``p += 1``) or by a
+stride ``p += s`` that calls nothing, reads no memory and names neither the pointer nor
+anything the nest assigns (the same on every pass), either in the update of a ``for`` loop L
+beside the loop's own step (``++dx, ++p``) or as a statement of L's body that no later
+statement of the body mentions the pointer in (then no ``continue`` of L's own skips it); L
+and every loop around it up to that block form a nest, each loop a direct statement of the
+one around it (it runs on every pass of its parent), each ``for (int v = lo; v < hi; ++v)``
+(or ``<=``, ``v++``, ``v += 1``) with constant bounds (the file's integer macros read as
+their values; the outermost loop's bound may be a run-time value, which no index reads) and
+its variable never assigned in its body; no loop of the nest around L has a ``continue`` of its
 own (it would skip L's steps), and no ``break`` or ``goto`` sits anywhere in the nest;
 every other mention of the pointer is a read ``*p`` or ``p[k]`` inside L's body (so nothing
 reads the pointer's value before, between or after the steps). Anything else stays as
@@ -29,14 +40,15 @@ from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSourceError, parse_cuda
 from workbench.templater.analysis import integer_macros as reading_constants
-from workbench.templater.analysis import strip, text, walk
+from workbench.templater.analysis import strip, text, walk, writer
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import Edit, _assigned, _declared, _own_continue, rewrite_loops
 from workbench.templater.loop_forms_open import _signed_value
 from workbench.templater.macros import integer_macros
 
-#: (variable, first value, steps) of one counted loop of the nest
-_Counted = tuple[str, int, int]
+#: (variable, first value, steps) of one counted loop of the nest (steps None: a run-time
+#: bound, which only the outermost loop may have: no index multiplies by its count)
+_Counted = tuple[str, int, int | None]
 
 
 def pointer_taps(current: InlinedSource, entry: str | None) -> InlinedSource:
@@ -71,6 +83,18 @@ def _steps(node: Node, var: str) -> bool:
         by.strip() == "1"
 
 
+def _stride(node: Node, var: str) -> Node | None:
+    """The amount ``node`` steps the pointer ``var`` by (``++p``: the ``++``; ``p += s``:
+    ``s``), else None."""
+    e = strip(node)
+    if _steps(e, var):
+        return e
+    target, by = e.child_by_field_name("left"), e.child_by_field_name("right")
+    return by if e.type == "assignment_expression" and target is not None and \
+        text(strip(target)) == var and text(e.child_by_field_name("operator")) == "+=" \
+        else None
+
+
 def _comma_parts(node: Node) -> list[Node]:
     """The expressions of a comma chain (``++dx, ++p``), or ``[node]``."""
     if node.type != "comma_expression":
@@ -93,10 +117,10 @@ def _counted(loop: Node, update: list[Node]) -> _Counted | None:
     left = cond.child_by_field_name("left")
     lo, hi = _signed_value(value), _signed_value(cond.child_by_field_name("right"))
     if op not in ("<", "<=") or left is None or text(strip(left)) != var or lo is None or \
-            hi is None or not _steps(update[0], var) or var in _assigned(body):
+            not _steps(update[0], var) or var in _assigned(body):
         return None
-    count = hi - lo + (op == "<=")
-    return (var, lo, count) if count > 0 else None
+    count = None if hi is None else hi - lo + (op == "<=")
+    return (var, lo, count) if count is None or count > 0 else None
 
 
 def _site(step: Node, var: str) -> tuple[Node, Edit] | None:
@@ -109,14 +133,15 @@ def _site(step: Node, var: str) -> tuple[Node, Edit] | None:
         if loop is None or loop.type != "for_statement" or \
                 loop.child_by_field_name("update") != parent:
             return None
-        rest = [text(p) for p in _comma_parts(parent) if not _steps(p, var)]
+        rest = [text(p) for p in _comma_parts(parent) if _stride(p, var) is None]
         return loop, (parent.start_byte, parent.end_byte, ", ".join(rest))
     stmt = parent
     body = None if stmt is None else stmt.parent
     loop = None if body is None else body.parent
     if stmt is None or stmt.type != "expression_statement" or body is None or \
             body.type != "compound_statement" or loop is None or loop.type != "for_statement" \
-            or [c for c in body.named_children if c.type != "comment"][-1] != stmt or \
+            or any(n.type == "identifier" and text(n) == var for c in body.named_children
+                   if c.start_byte > stmt.start_byte for n in walk(c)) or \
             _own_continue(body):
         return None
     return loop, (stmt.start_byte, stmt.end_byte, "")
@@ -126,7 +151,8 @@ def _nest(inner: Node, block: Node, var: str) -> list[_Counted] | None:
     """The counted loops from the one in ``block`` down to ``inner`` (L), outermost first,
     where each runs on every pass of the one around it; else None."""
     update = inner.child_by_field_name("update")
-    own = [p for p in _comma_parts(update) if not _steps(p, var)] if update is not None else []
+    own = [p for p in _comma_parts(update) if _stride(p, var) is None] \
+        if update is not None else []
     loops: list[_Counted] = []
     loop: Node | None = inner
     while loop is not None:
@@ -146,14 +172,67 @@ def _nest(inner: Node, block: Node, var: str) -> list[_Counted] | None:
     return None
 
 
-def _index(loops: list[_Counted]) -> str:
-    """The tap the nest's loops stand at, counted from 0 (``(dy + 2) * 5 + (dx + 2)``)."""
+def _index(loops: list[_Counted]) -> str | None:
+    """The tap the nest's loops stand at, counted from 0 (``(dy + 2) * 5 + (dx + 2)``); None
+    where an inner loop's count is a run-time value."""
     def offset(v: str, lo: int) -> str:
         return v if lo == 0 else f"({v} - {lo})" if lo > 0 else f"({v} + {-lo})"
     out = offset(loops[0][0], loops[0][1])
     for v, lo, count in loops[1:]:
+        if count is None:
+            return None
         out = f"{out} * {count} + {offset(v, lo)}"
     return out
+
+
+def _invariant(by: Node, outer: Node, var: str) -> bool:
+    """The step ``by`` (a ``++`` or the ``s`` of ``p += s``) is the same on every pass of the
+    nest ``outer``: it calls nothing, reads no memory and names nothing the nest assigns nor
+    the pointer."""
+    if _steps(by, var):
+        return True
+    assigned = _assigned(outer)
+    return not any(n.type in ("call_expression", "subscript_expression", "pointer_expression",
+                              "field_expression", "assignment_expression", "update_expression")
+                   or (n.type == "identifier" and (text(n) == var or text(n) in assigned))
+                   for n in walk(by))
+
+
+def _folded(decl: Node, block: Node) -> tuple[str, str] | None:
+    """(base, offset) of a pointer declared ``T* p = base + off;`` (or ``= base;``: offset
+    "") where ``base`` is a pointer parameter of the kernel and the value calls nothing,
+    reads no memory and names nothing the block assigns after it: the pointer's first value
+    at every read, so a read may name ``base`` in its place; else None."""
+    found = _declared(decl)
+    fn = block.parent
+    if found is None or fn is None or fn.type != "function_definition":
+        return None
+    value = strip(found[1])
+    left, op = value.child_by_field_name("left"), text(value.child_by_field_name("operator"))
+    base, off = (value, None) if value.type == "identifier" else \
+        (strip(left), value.child_by_field_name("right")) \
+        if value.type == "binary_expression" and op == "+" and left is not None else (None, None)
+    params = fn.child_by_field_name("declarator")
+    pointers = {text(d.child_by_field_name("declarator")) for d in walk(params)
+                if d.type == "pointer_declarator" and d.parent is not None and
+                d.parent.type == "parameter_declaration"} if params is not None else set()
+    after = {text(n) for c in block.named_children if c.start_byte >= decl.end_byte
+             for n in walk(c) if n.type == "identifier" and writer(n, address=True)}
+    if base is None or base.type != "identifier" or text(base) not in pointers or any(
+            n.type in ("call_expression", "subscript_expression", "pointer_expression",
+                       "field_expression", "assignment_expression", "update_expression")
+            or (n.type == "identifier" and text(n) in after) for n in walk(value)):
+        return None
+    return text(base), "" if off is None else text(off)
+
+
+def _parenthesized(node: Node) -> str:
+    return text(node) if strip(node).type in ("identifier", "number_literal") \
+        else f"({text(node)})"
+
+
+def _parenthesized_text(index: str) -> str:
+    return index if index.isidentifier() else f"({index})"
 
 
 def _walked(decl: Node) -> list[Edit] | None:
@@ -163,7 +242,7 @@ def _walked(decl: Node) -> list[Edit] | None:
         return None
     mentions = [n for s in block.named_children if s.start_byte >= decl.end_byte
                 for n in walk(s) if n.type == "identifier" and text(n) == var]
-    steps = [n for n in mentions if n.parent is not None and _steps(n.parent, var)]
+    steps = [n for n in mentions if n.parent is not None and _stride(n.parent, var) is not None]
     step = steps[0].parent if len(steps) == 1 else None
     site = None if step is None else _site(step, var)
     if site is None:
@@ -178,7 +257,17 @@ def _walked(decl: Node) -> list[Edit] | None:
             n.type in ("break_statement", "goto_statement") for n in walk(outer)):
         return None
     index = _index(loops)
+    by = _stride(step, var) if step is not None else None
+    if index is None or by is None or not _invariant(by, outer, var):
+        return None
     edits = [removal]
+    if not _steps(by, var):  # p += s: the taps s apart, counted as wide as the pointer's
+        index = f"(long long){_parenthesized_text(index)} * {_parenthesized(by)}"
+        folded = _folded(decl, block)
+        if folded is not None:  # p = base + off: read from base (the families read params)
+            var, off = folded
+            index = f"{off} + {index}" if off else index
+            edits.append((decl.start_byte, decl.end_byte, ""))
     for n in mentions:
         if n == steps[0]:
             continue
