@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from workbench.core.cuda_source import function_definitions
 from workbench.templater.analysis import (
     binary,
     inside,
@@ -28,7 +29,9 @@ from workbench.templater.analysis import (
     subscript_index,
     text,
     walk,
+    writer,
 )
+from workbench.templater.inline_bind import declarator_name
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import TextFn
 
@@ -43,7 +46,26 @@ def apply_index_mask(plan: Plan) -> int:
     INDEX_MASK form; how many."""
     arrays = _arrays(plan)
     count = 0
-    for n in walk(plan.body):
+    for scope, names in [(plan.body, arrays), *_helpers(plan, arrays)]:
+        count += _apply(plan, scope, names)
+    if count:
+        plan.helper(HELPER)
+        plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
+                              "description": "1: x % N of a power of two N that indexes an "
+                                             "array as x & (N - 1) (the same wherever the "
+                                             "kernel is defined); 0: as written"},
+                       f"{plan.kernel.line}: array[x % N]")
+        plan.note(NAME, True, f"{count} array subscript(s) x % N of a power of two N: a "
+                  "negative x would read outside the array, so x & (N - 1) is the same value "
+                  "wherever the kernel as written is defined")
+    return count
+
+
+def _apply(plan: Plan, scope: Node, arrays: set[str]) -> int:
+    """Give each ``array[x % N]`` site in ``scope`` of an array named in ``arrays`` its
+    INDEX_MASK form; how many."""
+    count = 0
+    for n in walk(scope):
         target = n.child_by_field_name("argument") if n.type == "subscript_expression" \
             else None
         if target is None or strip(target).type != "identifier" or \
@@ -56,17 +78,68 @@ def apply_index_mask(plan: Plan) -> int:
             continue
         plan.rw.replace_span(rem.start_byte, rem.end_byte, make=_site(parts[0], parts[2]))
         count += 1
-    if count:
-        plan.helper(HELPER)
-        plan.add_param(NAME, {"kind": "choice", "values": [0, 1], "default": 0,
-                              "description": "1: x % N of a power of two N that indexes an "
-                                             "array as x & (N - 1) (the same wherever the "
-                                             "kernel is defined); 0: as written"},
-                       f"{plan.kernel.line}: array[x % N]")
-        plan.note(NAME, True, f"{count} array subscript(s) x % N of a power of two N: a "
-                  "negative x would read outside the array, so x & (N - 1) is the same value "
-                  "wherever the kernel as written is defined")
     return count
+
+
+def _helpers(plan: Plan, arrays: set[str]) -> list[tuple[Node, set[str]]]:
+    """The bodies of the file's helpers (defined once, named only by calls in the kernel's
+    body) with their pointer parameters that every call binds to one of ``arrays`` (a
+    ``__shared__`` table passed whole: ``spline_at(knots, t)``) and the body never writes
+    nor takes the address of: such a parameter is the array's start, so a negative
+    subscript of it reads outside the array too."""
+    root = plan.source.tree.root_node
+    found: dict[str, list[Node]] = {}
+    for name, fn in function_definitions(root):
+        found.setdefault(name, []).append(fn)
+    out: list[tuple[Node, set[str]]] = []
+    for name, fns in found.items():
+        fn, body = fns[0], fns[0].child_by_field_name("body")
+        declarator = fn.child_by_field_name("declarator")
+        if len(fns) != 1 or fn == plan.body.parent or body is None or declarator is None:
+            continue
+        uses = [n for n in walk(root) if n.type == "identifier" and text(n) == name and
+                not inside(n, declarator)]
+        calls = [u.parent for u in uses if u.parent is not None and
+                 u.parent.type == "call_expression" and
+                 u.parent.child_by_field_name("function") == u and inside(u, plan.body)]
+        if not calls or len(calls) != len(uses):
+            continue
+        names = {text(p) for k, p in _pointer_params(declarator) if
+                 all(_argument(c, k) in arrays for c in calls) and not _written(body, text(p))}
+        if names:
+            out.append((body, names))
+    return out
+
+
+def _pointer_params(declarator: Node) -> list[tuple[int, Node]]:
+    """(position, name) of each pointer parameter of a function's ``declarator``."""
+    plist = next((d.child_by_field_name("parameters") for d in walk(declarator)
+                  if d.type == "function_declarator"), None)
+    params = [c for c in plist.named_children if c.type != "comment"] if plist else []
+    out = []
+    for k, p in enumerate(params):
+        d = p.child_by_field_name("declarator")
+        name = declarator_name(d) if d is not None and d.type == "pointer_declarator" else None
+        if name is not None:
+            out.append((k, name))
+    return out
+
+
+def _argument(call: Node, k: int) -> str | None:
+    """The name ``call`` passes as its ``k``-th argument (None for anything else)."""
+    args = call.child_by_field_name("arguments")
+    values = [a for a in args.named_children if a.type != "comment"] if args else []
+    return text(strip(values[k])) if k < len(values) and \
+        strip(values[k]).type == "identifier" else None
+
+
+def _written(body: Node, name: str) -> bool:
+    """``body`` assigns, steps, takes the address of or declares ``name`` again."""
+    return any(n.type == "identifier" and text(n) == name and (
+        writer(n, address=True) is not None or
+        (n.parent is not None and n.parent.type in ("init_declarator", "declaration",
+                                                    "pointer_declarator", "array_declarator")))
+        for n in walk(body))
 
 
 def _arrays(plan: Plan) -> set[str]:
