@@ -1,0 +1,243 @@
+"""Set 20's fixes read the semantics, not the corpus's spelling (issue 28, session 28's
+RESPELL-B): each of crspline_rotmean, conv3x3_s2_sat and row_firsthits_warp written again by
+two other hands (tests/spellings_r28b/<spelling>/: the kernel as written and the corpus
+folder's kernel.toml), lifted by ``offline_template`` and compared with the knobs of the
+corpus kernel's own lift.
+
+What the respellings taught the templater:
+
+- crspline_c89 (C89 declarations, a ``__device__`` helper with statements returning the
+  spline, while loops, the segment clamped by ``if (seg > KNOTS - 1) seg = KNOTS - 1;``) and
+  crspline_tpl (a ``template <int N>`` helper, ``seg = min(seg, N - 1)``, restrict pointers,
+  the samples counted down): the block's staged knots reach the helper as an argument
+  (``spline_at(knots, ..)``), which table_prologue now reads as the staged table where the
+  helper's parameter is only read as ``k[..]``; the items interleave the samples' loop
+  through the helper's call. Before: BLOCK_THREADS, VEC, ITEMS_PER_THREAD (vectors) and
+  BLOCK_THREADS alone; now BLOCK_THREADS, SPAN, ITEMS_PER_THREAD, UNROLL. INDEX_MASK reads
+  a helper's pointer parameter that every call binds to a declared array (``knots``) as the
+  array: crspline_c89 has it too.
+- The spline written in the kernel with its segment clamped on the local (``if (seg > 63)
+  seg = 63;``, ``seg = seg > 63 ? 63 : seg;``, ``seg = min(seg, 63);``): table_lookup reads
+  the local as every value written to it in the trip, so the knots are a lookup, not a walk
+  (before: VEC took the items); a value that reads the counter stays a walk.
+- conv_fields (``int2 o; o.x = ..; o.y = ..;``): point_split reads a vector set field by
+  field as one local per component; before: BLOCK_X, BLOCK_Y alone; now ITEMS_X, ITEMS_Y.
+- firsthits_stepped (the parameters stepped to the row, ``x += (size_t)row * cols``): ROWS
+  repeated the step for each row (a wrong config: the host run aborted at ROWS 4); it is now
+  refused with the line. AHEAD is missing for its do-while over the chunks (read as ``for
+  (c0 = 0; c0 == 0 || c0 < cols; ..)``, whose bound warp_ahead does not read).
+- crspline_tpl has no INDEX_MASK: its remainders are ``i % N`` of a template parameter
+  inside ``ring<N>``, a modulus INDEX_MASK does not read as a power of two.
+
+Host (g++): every respelling's lift bit for bit against the respelling as written at the
+default and one mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import held_back_unseen20
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import FULL_MATRIX, host_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_r28b"
+SET = held_back_unseen20.SET
+
+#: spelling -> (the corpus kernel, the knobs its lift has, the corpus kernel's knobs it
+#: still misses, one mix over the default checked on the host).
+CASES: dict[str, tuple[str, frozenset[str], frozenset[str], dict[str, int]]] = {
+    "crspline_c89": ("crspline_rotmean", frozenset({"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD",
+                                                    "UNROLL", "INDEX_MASK"}), frozenset(),
+                     {"BLOCK_THREADS": 64, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
+                      "INDEX_MASK": 1}),
+    "crspline_tpl": ("crspline_rotmean",
+                     frozenset({"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD", "UNROLL"}),
+                     frozenset({"INDEX_MASK"}),
+                     {"BLOCK_THREADS": 96, "SPAN": 8, "ITEMS_PER_THREAD": 2, "UNROLL": 2}),
+    "conv_fields": ("conv3x3_s2_sat", frozenset({"BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y"}),
+                    frozenset(), {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 1, "ITEMS_Y": 4}),
+    "conv_flat": ("conv3x3_s2_sat", frozenset({"BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y"}),
+                  frozenset(), {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_X": 2, "ITEMS_Y": 8}),
+    "firsthits_any": ("row_firsthits_warp",
+                      frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
+                      {"WARPS_PER_BLOCK": 1, "ROWS": 4, "AHEAD": 2, "LDG": 0}),
+    "firsthits_stepped": ("row_firsthits_warp", frozenset({"WARPS_PER_BLOCK", "LDG"}),
+                          frozenset({"ROWS", "AHEAD"}), {"WARPS_PER_BLOCK": 2, "LDG": 1}),
+}
+
+#: What each short spelling's notes say where the missing knob stops (a prefix of a note).
+GAPS = {
+    "firsthits_stepped": "ROWS: not applied: `x += (size_t)row * cols` writes x, declared "
+                         "before the item: the warp's next row would start from this row's value",
+}
+
+#: Host forms of the built-ins the respellings and their lifts use beyond the set's
+#: (``__any_sync`` a vote of the set's ``__ballot_sync``; FAST_DIV's ``__fdividef`` the
+#: division, as other sets write it: the GPU's gate checks its tolerance).
+HOST_EXTRAS = """static const int warpSize = 32;
+static int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+#define __fdividef(a, b) ((a) / (b))
+"""
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _source(spelling: str) -> str:
+    return (SPELLINGS / spelling / f"{CASES[spelling][0]}.cu").read_text()
+
+
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_lifts_the_corpus_kernels_knobs(spelling: str) -> None:
+    corpus, knobs, missing, _mix = CASES[spelling]
+    lifted = offline_template(load_kernel_folder(SPELLINGS / spelling)).lifted
+    names = {p.name for p in lifted.params}
+    own = {p.name for p in offline_template(SET.folder(corpus)).lifted.params}
+    assert knobs <= names and knobs <= own, (names, lifted.notes)
+    assert not missing & names and missing <= own, (names, lifted.notes)
+    if spelling in GAPS:
+        assert any(n.startswith(GAPS[spelling]) for n in lifted.notes), lifted.notes
+
+
+@pytest.mark.parametrize("spelling", ["crspline_c89", "crspline_tpl"])
+def test_a_table_passed_to_a_helper_that_only_reads_it_stays_staged(spelling: str) -> None:
+    lifted = offline_template(load_kernel_folder(SPELLINGS / spelling)).lifted
+    assert "VEC" not in {p.name for p in lifted.params}  # the items interleave, not lanes
+    assert any(n.startswith("ITEMS_PER_THREAD: applied:") and "interleave the items" in n
+               for n in lifted.notes), lifted.notes
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    p1 = k[seg];", "    p1 = k[seg];\n    ((float *)k)[seg] = p1;"),  # written through
+    ("__device__ float spline_at(const float *k, float t)\n{",
+     "__device__ float spline_at(const float *k, float t)\n{\n    const float *q = k + 1;"),
+], ids=["written", "escapes"])
+def test_a_helper_that_writes_or_passes_on_the_table_does_not_stage_it(
+        tmp_path: Path, old: str, new: str) -> None:
+    source = _source("crspline_c89")
+    assert old in source
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path, source.replace(old, new))
+    lifted = offline_template(kf).lifted
+    assert not {"SPAN", "UNROLL"} & {p.name for p in lifted.params}, lifted.notes
+    assert not any(n.startswith("ITEMS_PER_THREAD: applied:") and "interleave the items" in n
+                   for n in lifted.notes), lifted.notes
+
+
+def test_a_helper_parameter_bound_to_a_pointer_keeps_its_remainders(tmp_path: Path) -> None:
+    """``table`` (a kernel pointer, which may point into the middle of a buffer) bound to the
+    helper's parameter: a negative subscript may be defined, so no mask."""
+    source = _source("crspline_c89").replace("spline_at(knots, ", "spline_at(table, ")
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path, source)
+    lifted = offline_template(kf).lifted
+    assert "ITEMS_PER_THREAD" in {p.name for p in lifted.params}, lifted.notes
+    assert "INDEX_MASK" not in {p.name for p in lifted.params}, lifted.notes
+    assert "WB_INDEX_MASK" not in lifted.source
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    o.y = blockIdx.y", "    const int early = o.y;\n    o.y = blockIdx.y"),  # read first
+    ("    int2 half;",  # set twice
+     "    o.x = blockIdx.x * blockDim.x + threadIdx.x;\n    int2 half;"),
+], ids=["read_before_set", "set_twice"])
+def test_a_vector_not_set_once_before_its_reads_stays_a_vector(
+        tmp_path: Path, old: str, new: str) -> None:
+    source = _source("conv_fields")
+    assert old in source
+    kf = respelled(SET.root / "conv3x3_s2_sat", tmp_path, source.replace(old, new))
+    names = {p.name for p in offline_template(kf).lifted.params}
+    assert not {"ITEMS_X", "ITEMS_Y"} & names, names
+
+
+#: crspline_rotmean with the spline in the kernel's loop, its segment clamped on the local
+#: (CLAMP below, three hands) as the kernel as written clamps it in its declaration.
+INLINE = """extern "C" __global__ void crspline_rotmean(float* out, const float* u, const float* table,
+                                            int n) {
+  __shared__ float knots[64];
+  for (int j = threadIdx.x; j < 64; j += blockDim.x) knots[j] = table[j];
+  __syncthreads();
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const float x = u[i];
+    float sum = 0.0f, phase = 0.0f;
+    for (int k = 0; k < 64; ++k) {
+      float t = x + phase;
+      t = t >= 1.0f ? t - 1.0f : t;
+      const float s = t * 64;
+      int seg = (int)s;
+      CLAMP
+      const float f = s - seg;
+      const float p0 = knots[(seg + 63) % 64], p1 = knots[seg];
+      const float p2 = knots[(seg + 1) % 64], p3 = knots[(seg + 2) % 64];
+      const float c1 = 0.5f * (p2 - p0);
+      const float c2 = p0 - 2.5f * p1 + 2.0f * p2 - 0.5f * p3;
+      const float c3 = 0.5f * (p3 - p0) + 1.5f * (p1 - p2);
+      sum += ((c3 * f + c2) * f + c1) * f + p1;
+      phase += 0.61803398875f;
+      if (phase >= 1.0f) phase -= 1.0f;
+    }
+    out[i] = sum * (1.0f / 64);
+  }
+}
+"""
+CLAMPS = {"if": "if (seg > 63) seg = 63;", "ternary": "seg = seg > 63 ? 63 : seg;",
+          "min": "seg = min(seg, 63);"}
+
+
+@pytest.mark.parametrize("clamp", sorted(CLAMPS))
+def test_a_segment_clamped_on_its_local_is_a_lookup(clamp: str, tmp_path: Path) -> None:
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path, INLINE.replace("CLAMP",
+                                                                           CLAMPS[clamp]))
+    names = {p.name for p in offline_template(kf).lifted.params}
+    assert {"SPAN", "ITEMS_PER_THREAD", "UNROLL"} <= names and "VEC" not in names, names
+
+
+def test_a_segment_the_counter_moves_is_a_walk(tmp_path: Path) -> None:
+    """The local's values are followed: one that reads the samples' counter moves with the
+    trips, so the knots' reads walk memory and the samples' loop is not interleaved."""
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path,
+                   INLINE.replace("CLAMP", "seg = (seg + k) % 64;"))
+    names = {p.name for p in offline_template(kf).lifted.params}
+    assert not {"SPAN", "UNROLL"} & names, names
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
+                                            host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    corpus, _knobs, _missing, mix = CASES[spelling]
+    kf = respelled(SET.root / corpus, tmp_path / "folder", _source(spelling))
+    assert _same_as_written(kf, mix, tmp_path, host_flags) >= 2
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_clamped_segment_computes_as_written(tmp_path: Path,
+                                                 host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path / "folder",
+                   INLINE.replace("CLAMP", CLAMPS["min"]))
+    mix = {"BLOCK_THREADS": 64, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4}
+    assert _same_as_written(kf, mix, tmp_path, host_flags) >= 2
+
+
+def _same_as_written(kf: KernelFolder, mix: dict[str, int], tmp_path: Path,
+                     flags: tuple[str, ...]) -> int:
+    """The lift of ``kf`` bit for bit with ``kf`` as written on the host at the default and
+    ``mix`` (and the all-ends configs under WORKBENCH_FULL_MATRIX=1); the configs run."""
+    template = offline_template(kf).template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
+    if not FULL_MATRIX:
+        configs = configs[:2]  # the default and the mix
+    return same_as_written(kf, template, configs, _host, tmp_path / "run", flags)
+
+
+def _host(source: str) -> str:
+    return SET.host_source(HOST_EXTRAS + source)
