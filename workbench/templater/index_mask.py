@@ -10,6 +10,10 @@ where the signed remainder costs several (a periodic table's neighbours,
 ``knots[(i + 1) % kKnots]``: crspline_rotmean's lift at the expert's pick had 612 integer
 instructions against 302 with the mask, the expert's 157 a copy; sm_90).
 
+A helper's pointer parameter that every call (all in the kernel's body) binds to such an
+array, and that the helper never writes, steps nor addresses, is the array's start
+(``spline_at(knots, t)``): its subscripts are masked the same way.
+
 Each site becomes ``WB_INDEX_MASK(x, N)``: ``INDEX_MASK = 0`` (the default) the remainder as
 written, ``1`` the mask. A knob rather than a rewrite, so the default stays the kernel as
 written; offered only where the items share compute loops (as FAST_MATH is: the integer
