@@ -8,7 +8,9 @@ not a store of a shared tile") and the lift kept one output a thread (TILE,
 MIN_BLOCKS_PER_SM: 1.20x against the expert's 2.04x on the H200). Each value of such a local
 reaches only the uses up to the next statement setting it, so each is read under a name of
 its own (:mod:`workbench.templater.reassigned_locals`); the family now lifts BM, BN, BK, TM,
-TN.
+TN. Its tiles' reads run down X's columns (k, a tile's row): the cooperative loads walk the
+tiles' rows first, as thread x does as written, into rows padded a word
+(:mod:`workbench.templater.regtile_order`), not 32 columns a warp.
 
 Host (g++): the folder and a second hand's spelling (the column declared with its first
 value inside the loop and set again, a bare ``long`` offset set twice, 0-based indices
@@ -99,6 +101,13 @@ def test_register_tile_lifted_over_a_reassigned_local(spelling: str, tmp_path: P
     result = offline_template(kf)
     assert {p.name for p in result.lifted.params} >= KNOBS, result.notes
     assert any(n.startswith("REGISTER_TILE: applied") for n in result.notes), result.notes
+    # the tiles' reads run down X's columns (k): each load walks a tile's rows first, as
+    # thread x does as written, the rows padded a word (regtile_order)
+    tiles = ("xi", "xj") if spelling == "folder" else ("ti", "tj")
+    assert f"{tiles[0]}[BK][BN + 1]" in result.lifted.source and \
+        f"{tiles[1]}[BK][BM + 1]" in result.lifted.source, result.lifted.source
+    assert result.lifted.source.count("const int wb_r = wb_e % (BK), wb_c = wb_e / (BK);") \
+        == 2, result.lifted.source
     space = result.template.space(kf.env(kf.check_shape, "fp32"))
     for config in (EXPERT_PICK, MIX):
         full = {**dict(result.template.default_config()), **config}

@@ -29,6 +29,7 @@ from workbench.templater.regtile_analysis import (
     store_target,
 )
 from workbench.templater.regtile_exit import BlockExit, constrain_exits
+from workbench.templater.regtile_order import walks_rows
 from workbench.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.templater.regtile_space import (
     KMAJOR_PAD,
@@ -107,12 +108,20 @@ class _Writer:
         # knob has one meaning, so a store of another width keeps its scalar loads
         self.vec_width: int | None = None
         self.one_d = g.split is not None  # a 1-D block of THREADS_X * THREADS_Y threads
+        # the tiles whose store walks their rows first, padded a word a row unless stored
+        # k-major (:mod:`.regtile_order`)
+        self.row_walks = {t[0] for s in self.parts.stores if s.type != "declaration"
+                          and (t := g.access(store_target(g.store_of(s))[0])) is not None
+                          and not g.tiles[t[0]].flat
+                          and walks_rows(g, g.store_of(s), g.position_dims(t[1]))}
 
     def extents(self, tl: Tile) -> list[str]:
         """The tile's extents as declared: ``[BK][rows + 1]`` stored k-major, else by the
         role of each index as written."""
         if tl.name in self.g.transposed:
             return [self.role_ext["k"], f"{self.role_ext[tl.roles[0]]} + {KMAJOR_PAD}"]
+        if tl.name in self.row_walks:
+            return [self.role_ext[tl.roles[0]], f"{self.role_ext[tl.roles[1]]} + {KMAJOR_PAD}"]
         return [self.role_ext[r] for r in tl.roles]
 
     def tile_decls(self) -> list[str]:
@@ -221,10 +230,13 @@ class _Writer:
         scalar = render(self.data, s, g.region({dims[0] or "y": "wb_r", dims[1] or "x": "wb_c"},
                                                acc=False))
         threads = f"({self.threads})"
-        loop_as_written = [ind2 + x for x in per_thread_loop(
-            e0, e1, threads, [f"const int wb_r = wb_e / ({e1}), wb_c = wb_e % ({e1});",
-                              scalar])]
-        vec = _vector_store(g, s, dims)
+        rows_first = tile.name in self.row_walks
+        position = f"const int wb_r = wb_e % ({e0}), wb_c = wb_e / ({e0});" if rows_first \
+            else f"const int wb_r = wb_e / ({e1}), wb_c = wb_e % ({e1});"
+        loop_as_written = [ind2 + x for x in per_thread_loop(e0, e1, threads, [position, scalar])]
+        vec = _vector_store(g, s, dims)  # None (noted) where the reads run down the columns
+        if rows_first:
+            return loop_as_written, None
         if vec is not None and self.vec_width not in (None, vec.width):
             g.plan.note("VEC", False, f"the store loads {vec.width} elements a 16-byte load "
                         f"where another tile's loads take {self.vec_width}: one VEC knob, one "
