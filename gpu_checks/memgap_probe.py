@@ -107,6 +107,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py row_firsthits_warp
     python3 gpu_checks/memgap_probe.py crspline_rotmean
     python3 gpu_checks/memgap_probe.py upconv4x4_s2
+    python3 gpu_checks/memgap_probe.py pearson_cm_tiled
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -996,6 +997,23 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                       "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"BX": 32, "BY": 4, "KO": 1, "UNROLL": 1},
         "pick_ko4": {"BX": 32, "BY": 4, "KO": 4, "UNROLL": 1}}),
+    # compute-bound (set 21): the Pearson correlation matrix, column-major 1-based macros, a
+    # column local set twice (col = ib + ..; col = jb + ..) before the barrier (first
+    # contact 1.20x, TILE 32, MIN 2; the expert 2.04x at BM 32, BN 64, BK 32, TM 2, TN 4,
+    # PAD 1). With the local read as one a value (reassigned_locals) the register tile
+    # lifts, its loads walking the tiles' rows (k, unit stride in X) into padded rows
+    # (regtile_order). The expert's pick is a 2 x 4 tile the lift's space leaves out; its
+    # third finalist (64 x 64, BK 32, 4 x 4: 737 us against 733) in the lift's knobs (the
+    # expert's i, blockIdx.x, is the lift's BN / TN; sm_90 128 registers, no spills; the
+    # expert 40: the lift's unrolled load loops keep the 16 columns' addresses over the loop
+    # over k, the expert's loops do not unroll) and with BK 16 (80) and 8 (63); the expert
+    # at its pick and at that finalist
+    "pearson_cm_tiled": ("corpus_compute_unseen21", {
+        "expert_pick3": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4},
+        "expert_pick3_bk16": {"BM": 64, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
+        "expert_pick3_bk8": {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4},
+    }, {"pick": {"BM": 32, "BN": 64, "BK": 32, "TM": 2, "TN": 4, "PAD": 1},
+        "pick3": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
