@@ -16,6 +16,14 @@ and UNROLL with the copies typed; on the host (g++) each prints at the default a
 exactly what the kernel as written prints (under WORKBENCH_FULL_MATRIX=1 also at the
 expert's H200 pick in the lift's knobs and every all-ends config); nvcc compiles each at its
 first and last all-ends config (every one under WORKBENCH_FULL_MATRIX=1).
+
+Then the gap to the expert: UNROLL reached the max pass only, so the sum pass stayed a
+loop computing each of the 16 quadratic forms again (PTX at 4 items: 8 ex2 in a loop body,
+1027 instructions). The expert unrolls both passes; its CACHE of the terms compiles to the
+same PTX as without it (nvcc folds the second pass's forms into the first's once both are
+unrolled). The knob now unrolls each shared loop beside the first (none inside another),
+its whole value the largest trip count: at the expert's pick the lift's PTX computes each
+form once, as the expert's.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any
 import held_back_unseen21
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_nvcc import NVCC, needs_nvcc
+from helpers_nvcc import NVCC, needs_nvcc, ptx_of
 from helpers_templater import FULL_MATRIX, end_configs, host_sample
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
@@ -45,8 +53,9 @@ from workbench.templater.auto_types import value_type
 
 FOLDER = held_back_unseen21.SET.root / "gmm_loglik_k16"
 #: The expert's H200 pick (THREADS 64, ITEMS 3, CACHE 1, FAST 1) in the lift's knobs: 4 items
-#: (the lift offers 1, 2, 4, 8), the loop unrolled whole; the lift has no cache of the terms.
-EXPERT_PICK = {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 15, "FAST_MATH": 1}
+#: (the lift offers 1, 2, 4, 8), both passes unrolled whole (the expert's are); the lift has
+#: no cache of the terms (nvcc computes each once where both passes are unrolled whole).
+EXPERT_PICK = {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 16, "FAST_MATH": 1}
 #: 128 threads of two points (1000 points over four blocks, the last partly), the shared
 #: loop by 4, the fast exponential, the records staged, four blocks an SM
 MIX = {"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "FAST_MATH": 1, "STAGE": 1,
@@ -240,3 +249,50 @@ def test_the_type_auto_takes_follows_cs_conversions() -> None:
         "long", "long", "unsigned int", "float", "unsigned long", "char", "double",
         "unsigned char", "float", "float", "double", "unsigned int", "int", "float",
         "double", "unsigned int", "double"]
+
+
+@needs_nvcc
+def test_unrolled_whole_both_passes_compute_each_term_once_as_the_experts_cache() -> None:
+    """At UNROLL 16 (both passes whole) and one item the lift's PTX has the expert's 16
+    exponentials and its multiplies and fused multiply-adds (CACHE 1: each term once)."""
+    template = _lift("folder")
+    expert = load_kernel_folder(FOLDER / "expert").template
+    lift_ptx = ptx_of(template, {**template.default_config(), "UNROLL": 16, "FAST_MATH": 1},
+                      "fp32")
+    expert_ptx = ptx_of(expert, {**expert.default_config(), "CACHE": 1, "FAST": 1}, "fp32")
+
+    def count(ptx: str, op: str) -> int:
+        return len(re.findall(rf"^\s*{re.escape(op)}\s", ptx, flags=re.MULTILINE))
+
+    for op in ("ex2.approx.f32", "mul.f32", "fma.rn.f32", "max.f32"):
+        assert count(lift_ptx, op) == count(expert_ptx, op), op
+    assert count(lift_ptx, "ex2.approx.f32") == 16
+
+
+#: Two passes beside each other and a loop nested in a third: the knob unrolls the passes,
+#: not the inner loop inside an unrolled one.
+NESTED = """
+__constant__ float w[12];
+extern "C" __global__ void k(float* out, const float* in, int n) {
+  int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float v = in[i], a = 0.0f, b = 1.0f;
+  for (int j = 0; j < 12; ++j) a += w[j] * v;
+  for (int j = 0; j < 10; ++j) b *= 1.0f + w[j] * a;
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < 12; ++j) b += w[j] * (a - r);
+  out[i] = a + b;
+}
+"""
+
+
+def test_the_unroll_knob_reaches_each_shared_loop_beside_the_first_not_one_inside() -> None:
+    lifted = lift_kernel(NESTED, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    unroll = next(p for p in lifted.params if p.name == "UNROLL")
+    assert list(dict(unroll.spec)["values"]) == [0, 1, 2, 4, 8, 12], unroll.spec
+    pragma = "#pragma unroll (wb_unroll)\n#endif\n"
+    heads = [lifted.source[m.end():].split("\n")[0]
+             for m in re.finditer(re.escape(pragma), lifted.source)]
+    assert heads == ["for (int j = 0; j < 12; ++j) {", "for (int j = 0; j < 10; ++j) {",
+                     "for (int r = 0; r < 3; ++r)"], heads

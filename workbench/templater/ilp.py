@@ -1115,46 +1115,72 @@ def _arrays(region: list[Node], items: set[str],
 
 def _unroll_knobs(plan: Plan, scan: _Scan) -> None:
     """UNROLL: ``#pragma unroll (N)`` on the shared loop the items interleave in (0 leaves
-    the compiler's choice, as written); nvcc reads a constexpr there, not a macro."""
+    the compiler's choice, as written); nvcc reads a constexpr there, not a macro. The same
+    knob unrolls each other shared loop beside it (none inside another: a max pass and a
+    sum pass over the same table, as one hand would unroll them both); a value past a loop's
+    trips unrolls it whole, so the largest trip count up to 64 is the value for all of them
+    whole (nvcc then folds a term both passes compute once)."""
     loop = scan.compute_loops[0]
-    found = scan.exits.get(span(loop))
-    if loop.type == "while_statement" or (found is not None and found.kind != "escape"):
+    if not _unrollable(scan, loop):
         # a loop on the item's state becomes the items' `while (true)`: its trips are data-dependent
         # and each ends in the test of every item, which unrolling would only repeat
         return
-    prev = loop.prev_sibling
-    # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
-    bare = None  # the author's `#pragma unroll` with no factor: 0 keeps it (as written)
-    if prev is not None and prev.type in ("preproc_call", "comment") and \
-            text(prev).startswith("#pragma") and "unroll" in text(prev):
-        if text(prev).split() != ["#pragma", "unroll"]:
-            plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
-            return
-        bare = prev
+    bare = _bare_pragma(loop)  # the author's `#pragma unroll` with no factor: 0 keeps it
+    if bare is False:
+        plan.note("UNROLL", False, "the loop has its own #pragma unroll", loop)
+        return
     name = "UNROLL" if "UNROLL" not in plan.params else "UNROLL_2"
     plan.helper(f"constexpr int wb_unroll = {name};  // #pragma unroll reads a constant, "
                 "not a macro")
-    unroll = f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n" + \
-        ("#else\n#pragma unroll\n" if bare is not None else "") + "#endif\n"
-    if bare is not None:
-        plan.rw.replace_span(bare.start_byte, bare.end_byte, unroll.lstrip("\n"))
-    else:
-        plan.rw.insert(loop.start_byte, unroll)
+    loops = [loop]
+    for other in scan.compute_loops[1:]:
+        if _unrollable(scan, other) and _bare_pragma(other) is not False and not any(
+                inside(other, lp) or inside(lp, other) for lp in loops):
+            loops.append(other)
+    for lp in loops:
+        own = _bare_pragma(lp)
+        unroll = f"\n#if {name} > 0\n#pragma unroll (wb_unroll)\n" + \
+            ("#else\n#pragma unroll\n" if own is not None else "") + "#endif\n"
+        if isinstance(own, Node):
+            plan.rw.replace_span(own.start_byte, own.end_byte, unroll.lstrip("\n"))
+        else:
+            plan.rw.insert(lp.start_byte, unroll)
     values = [0, 1, 2, 4, 8]
-    trips = trip_count(loop)
+    trips = max((t for lp in loops if (t := trip_count(lp)) is not None and
+                 8 < t <= MAX_FULL_UNROLL), default=None)
     whole = ""
-    if trips is not None and 8 < trips <= MAX_FULL_UNROLL:
+    if trips is not None:
         # the whole loop: a table read at a constant place becomes an operand, no load
         values.append(trips)
-        whole = f"; {trips}: the whole loop"
+        whole = f"; {trips}: the whole loop" + ("s" if len(loops) > 1 else "")
     plan.add_param(name, {"kind": "choice", "values": values, "default": 0,
-                          "description": "unroll factor of the shared loop (0: "
+                          "description": "unroll factor of the shared loop"
+                                         + ("s" if len(loops) > 1 else "") + " (0: "
                                          + ("its bare #pragma unroll" if bare is not None
                                             else "the compiler's choice")
                                          + f", as written{whole})"},
                    f"{line(loop)}: {text(loop).splitlines()[0][:60]}")
     plan.note(name, True, "unroll factor of the loop the items share (any value is correct)"
               + (f"; its {trips} trips known, so the whole loop is one of the values"
-                 if whole else ""), loop)
+                 if whole and len(loops) == 1 else "")
+              + (f"; the same factor for the shared loop(s) at line(s) "
+                 f"{', '.join(str(line(lp)) for lp in loops[1:])}"
+                 + (f" ({trips}: each whole)" if whole else "") if len(loops) > 1 else ""),
+              loop)
 
 
+def _unrollable(scan: _Scan, loop: Node) -> bool:
+    """Not a ``while`` and not a loop on the item's state (:func:`_unroll_knobs`)."""
+    found = scan.exits.get(span(loop))
+    return loop.type != "while_statement" and (found is None or found.kind == "escape")
+
+
+def _bare_pragma(loop: Node) -> Node | bool | None:
+    """The author's bare ``#pragma unroll`` before ``loop``; False where the pragma gives a
+    factor; None where there is none."""
+    prev = loop.prev_sibling
+    # (a pragma between an outer loop's header and this loop is a comment node: cuda_source)
+    if prev is not None and prev.type in ("preproc_call", "comment") and \
+            text(prev).startswith("#pragma") and "unroll" in text(prev):
+        return prev if text(prev).split() == ["#pragma", "unroll"] else False
+    return None
