@@ -108,6 +108,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py crspline_rotmean
     python3 gpu_checks/memgap_probe.py upconv4x4_s2
     python3 gpu_checks/memgap_probe.py pearson_cm_tiled
+    python3 gpu_checks/memgap_probe.py gmm_loglik_k16
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -1014,6 +1015,27 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
         "expert_pick3_bk8": {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4},
     }, {"pick": {"BM": 32, "BN": 64, "BK": 32, "TM": 2, "TN": 4, "PAD": 1},
         "pick3": {"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "PAD": 1}}),
+    # compute-bound (set 21): a 16-component Gaussian mixture's log-likelihood in C++17
+    # (const auto locals, a lambda; first contact: the lift did not compile, `auto x[ITEMS]`;
+    # the expert 1.42x at THREADS 64, ITEMS 3, CACHE 1, FAST 1). The items' copies typed
+    # (auto_types) and UNROLL on both passes (max, then sum): the lift at the expert's pick in
+    # its knobs (4 items, both passes whole: PTX 1137 instructions against the expert's 1120
+    # at 4 items, its CACHE compiling to the same PTX as without; sm_90 80 registers, the
+    # expert's ITEMS 4 80, its pick 70; no spills), with 2 items, with the passes as loops
+    # (UNROLL 0: the first contact's reach) and with expf/logf; the expert at its pick,
+    # without its cache and at 4 items
+    "gmm_loglik_k16": ("corpus_compute_unseen21", {
+        "expert_pick": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 16,
+                        "FAST_MATH": 1, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_items2": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 16,
+                               "FAST_MATH": 1, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_unroll0": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 0,
+                                "FAST_MATH": 1, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_fm0": {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 16,
+                            "FAST_MATH": 0, "STAGE": 0, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"THREADS": 64, "ITEMS": 3, "CACHE": 1, "FAST": 1},
+        "pick_cache0": {"THREADS": 64, "ITEMS": 3, "CACHE": 0, "FAST": 1},
+        "pick_items4": {"THREADS": 64, "ITEMS": 4, "CACHE": 1, "FAST": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
