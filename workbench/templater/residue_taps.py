@@ -36,8 +36,10 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import Definition, binary, int_expr_value, line, strip, text, walk
 from workbench.templater.conv_mix import TAPS
+from workbench.templater.item_state import trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import fresh_names
+from workbench.templater.residue_skips import SkipLoop, skip_loop
 
 #: Most trips of a loop unrolled whole here: a filter's taps along one axis.
 MAX_TRIPS = 16
@@ -188,22 +190,27 @@ def apply_residue_taps(plan: Plan) -> bool:
     """TAP_UNROLL over the kernel's tap loops of a run-time residue start (module doc);
     False where there are none. Where :mod:`.conv_mix` offered the knob (its constant-trip
     taps), these loops join it."""
+    name = fresh_names(plan, [TAPS])[TAPS]
+    skipping = [s for n in walk(plan.body) if n.type == "for_statement"
+                and (s := skip_loop(n)) is not None and not _has_pragma(n)
+                and not _rewritten(plan, _edited(s))]
     found = [r for n in walk(plan.body) if n.type == "for_statement"
              and (r := residue_loop(n, plan.facts.defs)) is not None
              and 2 <= r.trips[1] <= MAX_TRIPS and not _has_pragma(n)
-             and not _rewritten(plan, n)]
-    if not found:
+             and not _rewritten(plan, _header(n))]
+    if not found and not skipping:
         return False
-    name = fresh_names(plan, [TAPS])[TAPS]
     for r in found:
         plan.rw.insert(r.loop.start_byte, f"\n#if {name}\n#pragma unroll\n#endif\n")
-    first = found[0]
+    for s in skipping:
+        _stride(plan, s, name)
+    first = (found[0].loop if found else skipping[0].loop)
     if name not in plan.params:
         plan.add_param(name, {"kind": "choice", "values": [0, 1], "default": 0,
                               "description": "1: the tap loops of a run-time residue "
                                              "start unrolled whole (0: the compiler's "
                                              "choice, as written)"},
-                       f"{line(first.loop)}: {text(first.loop).splitlines()[0][:60]}")
+                       f"{line(first)}: {text(first).splitlines()[0][:60]}")
     for r in found:
         lo, hi = r.starts
         plan.note(TAPS, True, f"`{r.var}` starts at a run-time value in {lo}..{hi}: "
@@ -212,13 +219,40 @@ def apply_residue_taps(plan: Plan) -> bool:
     return True
 
 
-def _rewritten(plan: Plan, loop: Node) -> bool:
-    """A family replaced a span that holds the loop's start or cuts into its header: the
-    loop as rendered is no longer the one read here (its pragma left where it stood)."""
+def _stride(plan: Plan, s: SkipLoop, name: str) -> None:
+    """At ``name`` 1 the skipping loop starts at its first passing trip and steps by the
+    divisor, its test always passing (:mod:`.residue_skips`), and is unrolled whole."""
+    init = s.loop.child_by_field_name("initializer")
+    update = s.loop.child_by_field_name("update")
+    decl = init.child_by_field_name("declarator") if init is not None else None
+    start = decl.child_by_field_name("value") if decl is not None else None
+    assert start is not None and update is not None  # skip_loop read both
+    plan.rw.insert(s.loop.start_byte, f"\n#if {name}\n#pragma unroll\n#endif\n")
+    plan.rw.replace(start, f"({name} ? ({s.first}) : ({text(start)}))")
+    plan.rw.replace(update, f"{s.var} += ({name} ? {s.stride} : 1)")
+    test = strip(s.test)
+    plan.rw.replace(test, f"(!{name} && ({text(test)}))" if s.skips else
+                    f"({name} || ({text(test)}))")
+    plan.note(TAPS, True, f"`{s.var}`: of its {trip_count(s.loop)} trips `{text(test)}` "
+              f"lets one in {s.stride} run; at 1 the loop starts at the first of them, steps "
+              f"by {s.stride} and is unrolled whole (0: as written)", s.loop)
+
+
+def _header(loop: Node) -> list[Node]:
     body = loop.child_by_field_name("body")
-    head = (loop.start_byte, body.start_byte if body is not None else loop.end_byte)
-    return any(e.start < e.end and e.start < head[1] and head[0] < e.end
-               for e in plan.rw.edits)
+    return [c for c in loop.children if body is None or c.end_byte <= body.start_byte]
+
+
+def _edited(s: SkipLoop) -> list[Node]:
+    """The nodes :func:`_stride` replaces."""
+    return [*_header(s.loop), strip(s.test)]
+
+
+def _rewritten(plan: Plan, nodes: list[Node]) -> bool:
+    """A family replaced a span that overlaps one of ``nodes`` (a loop's header, its test):
+    the loop as rendered is no longer the one read here."""
+    return any(e.start < e.end and e.start < n.end_byte and n.start_byte < e.end
+               for e in plan.rw.edits for n in nodes)
 
 
 def _has_pragma(loop: Node) -> bool:
