@@ -20,6 +20,11 @@ variable its first value, and the chunk's locals their definitions; each global 
 ``E`` and of the store must then be the row's first element plus ``wb_col`` (checked on the
 substituted text at columns far past the written block, where only ``+ - *`` may reach the
 column). The statements before the scan (row pointers, the row index) are kept as written.
+
+``recognise(plan, warp=True)`` reads a warp a row instead (:mod:`.warp_scan`): the 32 lanes of
+one warp run, the lane (``threadIdx.x % 32``, ``& 31`` or a local of it) is the column, and
+threadIdx.x may be read elsewhere only in the warp index (``/ 32``, ``>> 5``), the same for
+the row's lanes; the launch is the warp family's.
 """
 
 from __future__ import annotations
@@ -68,13 +73,18 @@ class RowScan:
     identity: str
     inclusive: bool
     anchor: Node  # the chunk loop (or the store): the line findings name
+    kept: tuple[Node, ...] = ()  # the top-level statements the prologue keeps
 
 
 class _Reader:
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: Plan, warp: bool = False) -> None:
         self.plan = plan
         self.data = plan.source.data
-        self.threads = literal(plan.block[0]) if plan.block else None
+        # a warp a row: its 32 lanes run, the lane is the column, the warp index is a row's
+        self.warp = warp
+        self.threads = 32 if warp else literal(plan.block[0]) if plan.block else None
+        self.block_index = 0 if warp else 1
+        self.kept: list[Node] = []
         self.pointers = {p.name for p in plan.kernel.params if p.is_pointer} | {
             d.name for d in plan.facts.defs.values() if d.is_pointer and not d.is_shared}
         self.top = [c for c in plan.body.named_children if c.type != "comment"]
@@ -228,6 +238,8 @@ class _Reader:
         """``node`` with the column as ``wb_col`` (the thread index), the loop counter its
         first value and the chunk's locals their definitions."""
         def sub(n: Node) -> str | None:
+            if self.warp:
+                return self._warp_sub(node, n, depth)
             if builtin(n, "threadIdx") == "x" or (
                     n.type == "identifier" and text(n) in self.plan.facts.thread_alias["x"]):
                 return _COLUMN
@@ -237,22 +249,76 @@ class _Reader:
                 raise Refused(f"`{_short(node)}` reads `{text(n)}`", n)
             if n.type != "identifier":
                 return None
-            name = text(n)
-            if name == self.loop_var:
-                return f"({self.first})"
-            if name in self.chunk_locals and depth < 6:
-                return f"({self.column_text(self.chunk_locals[name], depth + 1)})"
-            d = self.plan.facts.defs.get(name)
-            if d is not None and ((d.assigned and name not in self.bumped) or d.is_shared or (
-                    self.loop is not None and _inside(d.decl, self.loop))):
-                raise Refused(f"`{_short(node)}` reads `{name}`, which changes within the "
-                              "scan", n)
-            if d is not None and any(self.plan.facts.is_thread(m, "x") or builtin(
-                    m, "threadIdx") is not None for m in walk(d.value or d.decl)):
-                raise Refused(f"`{_short(node)}` reads `{name}`, which depends on the thread "
-                              "other than as its index", n)
-            return None
+            return self._local(node, n, depth)
         return render(self.data, node, sub)
+
+    def _warp_sub(self, node: Node, n: Node, depth: int) -> str | None:
+        """A warp a row: the lane (``threadIdx.x % 32``, ``& 31``, or a local of it) is the
+        column; threadIdx.x elsewhere only in the warp index (``/ 32``, ``>> 5``)."""
+        if self._lane(n):
+            return _COLUMN
+        if n.type == "binary_expression" and self._warp_uniform(n) and \
+                self.plan.facts.mentions_thread(n, "x"):
+            return text(n)  # the warp index, the same for the row's lanes
+        if self.plan.facts.is_thread(n, "x"):
+            raise Refused(f"`{_short(node)}` reads `{text(n)}` other than as the lane", n)
+        if builtin(n, "blockDim") is not None or builtin(n, "threadIdx") is not None:
+            raise Refused(f"`{_short(node)}` reads `{text(n)}`", n)
+        return self._local(node, n, depth) if n.type == "identifier" else None
+
+    def _lane(self, n: Node) -> bool:
+        """``n`` is the lane: ``threadIdx.x % 32`` (``& 31``) or a never-assigned local of it."""
+        n = strip(n)
+        if n.type == "identifier":
+            d = self.plan.facts.defs.get(text(n))
+            return d is not None and not d.assigned and d.value is not None and \
+                self._lane(d.value)
+        if n.type == "cast_expression":
+            value = n.child_by_field_name("value")
+            return value is not None and self._lane(value)
+        if n.type != "binary_expression":
+            return False
+        op = text(n.child_by_field_name("operator"))
+        left, right = n.child_by_field_name("left"), n.child_by_field_name("right")
+        return left is not None and right is not None and \
+            self.plan.facts.is_thread(left, "x") and \
+            (op, int_expr_value(right)) in (("%", 32), ("&", 31))
+
+    def _warp_uniform(self, node: Node) -> bool:
+        """Every threadIdx.x ``node`` reads sits in the warp index ``threadIdx.x / 32``."""
+        for m in walk(node):
+            if not (self.plan.facts.is_thread(m, "x") or builtin(m, "threadIdx") is not None):
+                continue
+            up = m.parent
+            while up is not None and up.type == "parenthesized_expression":
+                up = up.parent
+            left = up.child_by_field_name("left") if up is not None else None
+            if up is None or left is None or strip(left).start_byte != m.start_byte or (
+                    text(up.child_by_field_name("operator")),
+                    int_expr_value(up.child_by_field_name("right"))) not in (("/", 32),
+                                                                              (">>", 5)):
+                return False
+        return True
+
+    def _local(self, node: Node, n: Node, depth: int) -> str | None:
+        """A name of ``node`` as the column text reads it (the loop counter its first value,
+        a chunk local its definition), or refused where it changes within the scan."""
+        name = text(n)
+        if name == self.loop_var:
+            return f"({self.first})"
+        if name in self.chunk_locals and depth < 6:
+            return f"({self.column_text(self.chunk_locals[name], depth + 1)})"
+        d = self.plan.facts.defs.get(name)
+        if d is not None and ((d.assigned and name not in self.bumped) or d.is_shared or (
+                self.loop is not None and _inside(d.decl, self.loop))):
+            raise Refused(f"`{_short(node)}` reads `{name}`, which changes within the "
+                          "scan", n)
+        if d is not None and any(self.plan.facts.is_thread(m, "x") or builtin(
+                m, "threadIdx") is not None for m in walk(d.value or d.decl)) and not (
+                self.warp and self._warp_uniform(d.value or d.decl)):
+            raise Refused(f"`{_short(node)}` reads `{name}`, which depends on the thread "
+                          "other than as its index", n)
+        return None
 
     def guard_length(self, element: Node) -> str:
         """N of the guard ``column < N`` the element is loaded under."""
@@ -307,10 +373,12 @@ class _Reader:
                     return kept, s
                 if not any(d.assigned and d.name not in self.bumped for d in declared):
                     kept.append(self._written_out(s))
+                    self.kept.append(s)
             elif text(s.child_by_field_name("consequence")).strip(" {};") == "return" and \
                     not self.plan.facts.mentions_thread(s, "x") and \
                     not any(n in shared for n in names):
                 kept.append(self._written_out(s))
+                self.kept.append(s)
             else:
                 return kept, s
         raise Refused("the kernel ends before its scan")
@@ -320,10 +388,12 @@ class _Reader:
                       if builtin(n, "blockDim") == "x" else None)
 
 
-def recognise(plan: Plan) -> RowScan:
-    """The row scan ``plan``'s kernel computes, or :class:`Refused` with the reason."""
-    r = _Reader(plan)
-    if r.threads is None or len(plan.block) != 1 or len(plan.grid) != 1:
+def recognise(plan: Plan, warp: bool = False) -> RowScan:
+    """The row scan ``plan``'s kernel computes, or :class:`Refused` with the reason;
+    ``warp``: each warp scans a row (its lanes the columns; the launch is the warp
+    family's), else each block."""
+    r = _Reader(plan, warp)
+    if r.threads is None or (not warp and (len(plan.block) != 1 or len(plan.grid) != 1)):
         raise Refused(f"the launch ({plan.grid} x {plan.block}) is not one literal 1-D block "
                       "per row")
     if r.threads % 32:
@@ -355,7 +425,7 @@ def recognise(plan: Plan) -> RowScan:
     return RowScan(threads=r.threads, prologue=tuple(prologue), element=element,
                    target=target, length=length, scalar=scalar, op=run.op,
                    spelling=run.spelling, identity=_identity(plan, start, run.op, scalar),
-                   inclusive=run.inclusive, anchor=r.loop or store)
+                   inclusive=run.inclusive, anchor=r.loop or store, kept=tuple(r.kept))
 
 
 @dataclass(frozen=True)
@@ -425,7 +495,7 @@ def _simulate(plan: Plan, r: _Reader, elements: list[Node], length: str) -> _Run
     modes: set[bool] = set()
     runs = []
     for n in sizes:
-        block = Block(r.threads, 1, 3, _args(plan, length, n), constants, keys)
+        block = Block(r.threads, r.block_index, 3, _args(plan, length, n), constants, keys)
         block.run(r.top)
         if block.op is None or block.spelling is None:
             raise Refused("no associative operator combines two loaded elements "
@@ -522,7 +592,7 @@ def _check_columns(plan: Plan, r: _Reader, prologue: list[str], element: str, ta
     body = next(n for n in walk(tree) if n.type == "compound_statement")
     statements = [c for c in body.named_children if c.type != "comment"]
     assert r.threads is not None
-    block = Block(r.threads, 1, 3, _args(plan, length, run.length),
+    block = Block(r.threads, r.block_index, 3, _args(plan, length, run.length),
                   dict(_CONSTANTS.get() or {}), set())
     env = block.prologue_env(statements[:-2])
     for statement, first in ((statements[-2], run.first_read),

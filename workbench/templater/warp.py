@@ -88,6 +88,7 @@ from workbench.templater.warp_regs import (
 )
 from workbench.templater.warp_row_items import apply_rows
 from workbench.templater.warp_runs import apply_runs
+from workbench.templater.warp_scan import apply_warp_scan
 from workbench.templater.warp_segments import SEGMENT_LANES_MIN, segment_lane
 from workbench.templater.warp_shuffles import collective_helper, shuffle_calls, shuffle_loops
 from workbench.templater.warp_slots import BARRIER, barrier_problem, warp_slots
@@ -652,6 +653,8 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node | Non
                   "(warp-local: no lane of another warp takes part); an item keeps its warp, so "
                   f"the warps per block ({name}) are lifted, not the lanes per item", local)
     apply_rows(plan, shape.decl, written, shape.f_value, name)  # consecutive rows a warp
+    if "__shfl_up_sync" in text(plan.body) and apply_warp_scan(plan):
+        return True  # the row's scan regenerated: its loads are the scan's own
     loops = _outer_loops(plan)
     apply_ldg(plan, loops, "warp's loop")  # read-only inputs through __ldg (LDG)
     for lp in loops:  # its steps' loads ahead (AHEAD), each lane's own reads
