@@ -109,6 +109,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py upconv4x4_s2
     python3 gpu_checks/memgap_probe.py pearson_cm_tiled
     python3 gpu_checks/memgap_probe.py gmm_loglik_k16
+    python3 gpu_checks/memgap_probe.py cummax_rows_cg
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -1036,6 +1037,25 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     }, {"pick": {"THREADS": 64, "ITEMS": 3, "CACHE": 1, "FAST": 1},
         "pick_cache0": {"THREADS": 64, "ITEMS": 3, "CACHE": 0, "FAST": 1},
         "pick_items4": {"THREADS": 64, "ITEMS": 4, "CACHE": 1, "FAST": 1}}),
+    # memory-bound (set 21): a running row maximum, a warp a row in chunks of 32 (cooperative
+    # groups; first contact 1.00x, 63 % of a copy: BRANCHLESS alone; the expert 1.49x, 93 %,
+    # at WARPS 8, ROWS 1, VEC 4: four columns a lane as a float4). With the warps kept whole
+    # (the lane read in `base + lane`) and the chunk loop regenerated (WARP_SCAN) the lift at
+    # the expert's pick in its knobs (ITEMS 4, VEC 4: sm_90 ld/st.global.v4.f32, 26
+    # registers, no spills; the expert 27, its loads ld.global.nc), the same with the four
+    # columns loaded one at a time (VEC 1), eight columns a lane, and the kernel as written;
+    # the expert at its pick and with one column a lane
+    "cummax_rows_cg": ("corpus_compute_unseen21", {
+        "expert_pick": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 4,
+                        "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_vec1": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 1,
+                             "MIN_BLOCKS_PER_SM": 0},
+        "items8": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 8, "VEC": 4,
+                   "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 1, "VEC": 1,
+                       "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"WARPS": 8, "ROWS": 1, "VEC": 4},
+        "pick_vec1": {"WARPS": 8, "ROWS": 1, "VEC": 1}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -1062,6 +1082,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "conv3x3_s2_sat": ("expert_pick", "rows8"),
     # the lift's 8 loads a channel at the pick are LDG.E, the expert's __ldg LDG.E.CONSTANT
     "upconv4x4_s2": ("expert_pick",),
+    # the lift's float4 loads at the pick are ld.global, the expert's ld.global.nc (sm_90 PTX)
+    "cummax_rows_cg": ("expert_pick",),
 }
 
 
