@@ -136,3 +136,44 @@ def test_a_local_set_again_in_a_branch_keeps_the_refusal(tmp_path: Path) -> None
     assert not {p.name for p in result.lifted.params} >= KNOBS, result.notes
     assert any(n.startswith("REGISTER_TILE: not applied: `col`") and "reassigned" in n
                for n in result.notes), result.notes
+
+
+#: A kernel setting ``c`` twice in its loop's body, each value read by the store after it;
+#: ``{read}`` is the second store's read of ``c``.
+_TWICE = """#define LD(v) (v)
+#define BUMP(v) (v += 1)
+extern "C" __global__ void k(float *y, const float *x, int n)
+{
+    int c;
+    for (int i = 0; i < n; i += 64) {
+        c = i + threadIdx.x;
+        y[c] = x[c];
+        c = i + 32 + threadIdx.x;
+        y[c] = {read};
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("read,split", [
+    ("x[c]", True),
+    ("x[LD(c)]", True),  # a macro reading its parameter
+    ("x[BUMP(c)]", False),  # a macro writing it
+    ("[&]() { return x[c]; }()", False),  # a lambda: its call could read another value
+    ("x[c++]", False),  # a step
+])
+def test_which_uses_keep_a_local_one_a_value(read: str, split: bool) -> None:
+    """The pass alone (:func:`split_reassigned`): the second value read under its own name
+    only where every use of the local reads it as it stands."""
+    from workbench.templater.coop_groups import inlined_after_groups
+    from workbench.templater.point_split import split_points
+    from workbench.templater.reassigned_locals import split_reassigned
+
+    source = split_points(inlined_after_groups(_TWICE.replace("{read}", read), "k", "k.cu",
+                                               ["32"]), "k")
+    out = split_reassigned(source, "k").text
+    if split:
+        assert "int c_2 = i + 32 + threadIdx.x;" in out and "y[c_2] = " in out, out
+        assert out.count("\n") == source.text.count("\n")  # line for line
+    else:
+        assert out == source.text
