@@ -7,15 +7,17 @@ assigned again") and nothing was lifted (templater/expert 0.62 on the H200). Now
 :mod:`.scoped_names` reads each such inner declaration under a name of its own (the
 language's scope rule), and the apron lift reaches the block (BLOCK_X, BLOCK_Y, the
 expert's BX, BY), the rows a thread (OUT_Y, the expert's RY; the rows consecutive and read
-through a register window), OUT_X, PAD, LOAD_FLAT.
+through a register window), OUT_X, PAD, LOAD_FLAT; and a tile loaded by one nest whose value
+reads only arguments the kernel never writes gets USE_SMEM (the expert's SMEM: 0 reads each
+value from the source, no barrier), as a tile stored by per-thread branches did.
 
 Host (g++): the folder and a second hand's spelling (constexpr sizes, the load loops
 strided by ``blockDim``, the halo's ``row``/``col`` declared again as the output's point,
 the stencil's ``r``/``c`` declared again after the load loops' counters, the work under
-``if`` instead of a return), each at the default and one mix (the folder at the expert's
-H200 pick in the lift's knobs, 64 x 1 threads of eight rows; the second hand at MIX), bit for
-bit against the kernel as written; under WORKBENCH_FULL_MATRIX=1 at both mixes and every
-all-ends config.
+``if`` instead of a return, ``__ldg``), bit for bit against the kernel as written at the
+default and: the folder at the expert's H200 pick in the lift's knobs (64 x 1 threads of
+eight rows from the source), the second hand at MIX (staged, loaded flat) and MIX_DIRECT;
+under WORKBENCH_FULL_MATRIX=1 every mix and every all-ends config each.
 """
 
 from __future__ import annotations
@@ -37,14 +39,17 @@ from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.scoped_names import scoped_names
 
 FOLDER = held_back_unseen21.SET.root / "sobel_magdir_tile"
-KNOBS = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "LOAD_FLAT"}
-#: The expert's H200 pick (BX 64, BY 1, RY 8, SMEM 0, PAD 0) in the lift's knobs (the lift
-#: stages the tile: it has no direct-loads choice).
-EXPERT_PICK = {"BLOCK_X": 64, "BLOCK_Y": 1, "OUT_Y": 8}
+KNOBS = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "LOAD_FLAT", "USE_SMEM"}
+#: The expert's H200 pick (BX 64, BY 1, RY 8, SMEM 0, PAD 0) in the lift's knobs (its rows
+#: consecutive, read through the register window from the source)
+EXPERT_PICK = {"BLOCK_X": 64, "BLOCK_Y": 1, "OUT_Y": 8, "USE_SMEM": 0}
 #: 8 x 32 threads of four columns and two rows a thread (45 columns over two blocks, the
 #: last partly; 37 rows in one block, partly), padded, the tile loaded flat, two blocks an SM
 MIX = {"BLOCK_X": 8, "BLOCK_Y": 32, "OUT_X": 4, "OUT_Y": 2, "PAD": 1, "LOAD_FLAT": 1,
        "MIN_BLOCKS_PER_SM": 2}
+#: 32 x 2 threads of two columns and four rows a thread, read from the source (45 columns
+#: over one block partly; 37 rows over five blocks, the last partly)
+MIX_DIRECT = {"BLOCK_X": 32, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 0}
 
 #: Another hand: constexpr sizes, loops strided by blockDim, the halo's clamped row and
 #: column named as the output's point later, the stencil's r / c named as the load loops'
@@ -85,11 +90,13 @@ def _kernel(spelling: str, root: Path) -> KernelFolder:
 
 
 def _configs(kf: KernelFolder, spelling: str) -> list[dict[str, Any]]:
-    """The default and one mix a spelling (the folder at the expert's pick, the second hand
-    at MIX); under WORKBENCH_FULL_MATRIX=1 both mixes and every all-ends config."""
+    """The default and the mixes a spelling (the folder at the expert's pick, the second
+    hand at MIX and MIX_DIRECT); under WORKBENCH_FULL_MATRIX=1 every mix and every all-ends
+    config."""
     template = offline_template(kf).template
     default = dict(template.default_config())
-    mixes = [EXPERT_PICK, MIX] if FULL_MATRIX else [EXPERT_PICK if spelling == "folder" else MIX]
+    mixes = [EXPERT_PICK, MIX, MIX_DIRECT] if FULL_MATRIX else \
+        [EXPERT_PICK] if spelling == "folder" else [MIX, MIX_DIRECT]
     picked = [default, *({**default, **m} for m in mixes)]
     if FULL_MATRIX:
         picked += end_configs(template, kf.env(kf.check_shape, "fp32"))
@@ -104,7 +111,7 @@ def test_apron_lifted_through_the_reused_names(spelling: str, tmp_path: Path) ->
     assert knobs >= KNOBS, result.notes
     assert any(n.startswith("OUT_XY: applied") for n in result.notes), result.notes
     space = result.template.space(kf.env(kf.check_shape, "fp32"))
-    for config in (EXPERT_PICK, MIX):
+    for config in (EXPERT_PICK, MIX, MIX_DIRECT):
         full = {**dict(result.template.default_config()), **config}
         assert space.rejection(full) is None, (config, space.rejection(full))
 
@@ -159,3 +166,20 @@ def test_a_name_a_macro_reads_stays() -> None:
     source = ("#define AT(d) a[t + (d)]\n__global__ void k(int* a) {\n"
               "  { int t = 1; AT(0) = 2; }\n  int t = 3;\n  a[t] = 4;\n}\n")
     assert _renamed(source) == source
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    # the kernel writes the source: a read after the barrier could see a new value
+    ("    mag[row * w + col] = sqrtf(dx * dx + dy * dy);",
+     "    mag[row * w + col] = sqrtf(dx * dx + dy * dy);\n        ((float*)img)[0] = 0.0f;"),
+    # the source read through pointer arithmetic the analysis does not follow
+    ("s[r][c] = __ldg(&img[row * w + col]);", "s[r][c] = __ldg(img + row * w + col);"),
+])
+def test_a_source_the_kernel_may_change_keeps_the_tile(change: str, why: str,
+                                                       tmp_path: Path) -> None:
+    """USE_SMEM only where reading the source later gives the value the tile held."""
+    assert change in SECOND
+    kf = respelled(FOLDER, tmp_path, SECOND.replace(change, why))
+    result = offline_template(kf)
+    knobs = {p.name for p in result.lifted.params}
+    assert "OUT_Y" in knobs and "USE_SMEM" not in knobs, result.notes

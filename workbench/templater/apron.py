@@ -36,8 +36,11 @@ and the line.
 
 A tile stored by per-thread branches (the point, then the halo under ``if``s on the thread
 index) is read as one function of the global position (:mod:`.apron_branches`) and filled by
-one nest; such a tile also gets USE_SMEM (1: staged, as written; 0: every tile read, the row
-window's too, reads that function at its position straight from the source, no barrier).
+one nest; such a tile, and one loaded by one nest whose value reads only elements of kernel
+arguments the kernel never writes nor passes on (:func:`.apron_loads.nest_load`) with no side
+tables beside it, also gets USE_SMEM (1: staged, as written; 0: every tile read, the row
+window's too, reads that function at its position straight from the source; no barrier
+unless side tables are filled, no LOAD_FLAT).
 """
 
 from __future__ import annotations
@@ -395,8 +398,11 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                                                          "PAD"))
     ext_y = f"{by_n} * {oy_n} + {f.hy}"
     ext_x = f"{bx_n} * {ox_n} + {f.hx}"
-    # a tile stored by per-thread branches may also be read straight from its source
-    branch = next((ld for ld in f.loads if ld.direct is not None), None)
+    # a tile of one load may also be read straight from its source: one stored by per-thread
+    # branches, or by a nest where the tile is the block's only shared data (side tables
+    # keep the block staging and waiting at any USE_SMEM)
+    branch = f.loads[0] if len(f.loads) == 1 and f.loads[0].direct is not None and \
+        (f.loads[0].nest is None or not f.fills) else None
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if branch is not None else ""
     if smem:
         rw.replace(f.extents[0], f"{smem} ? {ext_y} : 1")
@@ -426,8 +432,6 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         fill = ld.fill(lambda n: spans.get((n.start_byte, n.end_byte)), new)
         if smem:
             fill = f"\n#if {smem}\n  {fill}\n#endif\n"
-            sync = next(st for st in statements(plan.body) if _is_sync(st))
-            rw.replace(sync, f"\n#if {smem}\n  {text(sync)}\n#endif\n")
         rw.replace(ld.fill_nodes[0], fill)
         for n in ld.fill_nodes[1:]:
             rw.replace(n, "")
@@ -440,9 +444,14 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                     f"wb_e < ({ext_y}) * ({ext_x}); wb_e += {bx_n} * {by_n}) {{\n"
                     f"    const int {yv} = wb_e / ({ext_x}), {xv} = wb_e % ({ext_x});\n"
                     f"    {r.render(body.start_byte, body.end_byte)}\n  }}")
-            return (f"\n#if {flat_n}  // one loop over the tile's elements, every thread busy\n"
-                    f"  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n#endif\n")
+            nest = (f"\n#if {flat_n}  // one loop over the tile's elements, every thread "
+                    f"busy\n  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n"
+                    "#endif\n")
+            return f"\n#if {smem}{nest}#endif\n" if smem else nest
         rw.replace_span(loop.start_byte, loop.end_byte, make=both)
+    if smem and not f.fills:  # the side tables' fills need the barrier at any USE_SMEM
+        sync = next(st for st in statements(plan.body) if _is_sync(st))
+        rw.replace(sync, f"\n#if {smem}\n  {text(sync)}\n#endif\n")
     done: set[tuple[int, int]] = set()
     for n in walk(plan.body):
         span = (n.start_byte, n.end_byte)
@@ -480,7 +489,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
 
     def window_load(row: str, col: str, tapped: str) -> str:
         at_tile = f"wb_win[wb_r][wb_c] = {f.tile}[{row}][{col}];"
-        if branch is None or branch.direct is None or branch.stored is None:
+        if branch is None or branch.direct is None:
             return at_tile
         value = f"({ctype})({branch.direct(offs, 'wb_py', 'wb_px')})"
         # Straight from the source, only the positions some output reads (`tapped`: a
@@ -559,9 +568,14 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                                              "needed, straight from its source (the same "
                                              "function of the position the tile holds)"},
                        where)
+        how = "loaded by one nest" if branch is not None and branch.nest is not None else \
+            "stored by per-thread branches"
         plan.note("USE_SMEM", True, f"the tile {f.tile} is one function of the global "
-                  "position (stored by per-thread branches): USE_SMEM = 0 reads each value "
-                  "from its source instead (no barrier), the row window too", f.decl)
+                  f"position ({how}): USE_SMEM = 0 reads each value from its source instead ("
+                  + ("the barrier kept for the side tables" if f.fills else "no barrier") +
+                  "), the row window too", f.decl)
+        if flat_n:
+            plan.constrain(f"{smem} == 1 or {flat_n} == 0")  # no tile to load
     plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
               f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "

@@ -37,7 +37,15 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import binary, builtin, strip, text, walk
-from workbench.templater.apron_loads import Check, Deps, Load, Pair, base_array, indices
+from workbench.templater.apron_loads import (
+    Check,
+    Deps,
+    Load,
+    Pair,
+    base_array,
+    declared_type,
+    indices,
+)
 from workbench.templater.conv_reads import unmovable_call, why_unmovable
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, render
@@ -97,11 +105,7 @@ def branch_load(plan: Plan, stmts: list[Node], tile: str, sizes: dict[str, int],
 
     def direct(sub: Callable[[Node], str | None], p: str, q: str) -> str:
         return _value_at(plan, deps, first, sub, p, q)
-
-    def stored(p: str, q: str, new: dict[str, str]) -> str:
-        return _stored(first, parts, p, q, new)
-    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts),
-                direct=direct, stored=stored)
+    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts), direct=direct)
 
 
 def _collect(plan: Plan, s: Node, tile: str, deps: Deps, out: list[_Store],
@@ -248,18 +252,10 @@ def _value_at(plan: Plan, deps: Deps, st: _Store, sub: Callable[[Node], str | No
                     for m in walk(deps.values[text(n)])):
             value = deps.values[text(n)]
             # in the local's own type: `int y = blockIdx.y * B + threadIdx.y` is signed
-            return f"(({_declared_type(value)})(" + \
+            return f"(({declared_type(value)})(" + \
                 render(data, value, lambda m: at(m, depth + 1)) + "))"
         return None
     return render(data, st.value, at)
-
-
-def _declared_type(value: Node) -> str:
-    """The type of the local ``value`` initialises (``int`` where none is written)."""
-    decl = value.parent.parent if value.parent is not None else None
-    typ = decl.child_by_field_name("type") if decl is not None and \
-        decl.type == "declaration" else None
-    return text(typ) if typ is not None else "int"
 
 
 def _stored(st: _Store, parts: list[tuple[int, int]], p: str, q: str, new: dict[str, str]

@@ -12,9 +12,18 @@ from functools import lru_cache
 from tree_sitter import Node
 
 from workbench.core.cuda_source import parse_cuda
-from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    int_value,
+    strip,
+    text,
+    walk,
+    write_target,
+)
+from workbench.templater.conv_reads import unmovable_call
 from workbench.templater.plan import Plan
-from workbench.templater.regtile import Refused, single_assignment_values
+from workbench.templater.regtile import Refused, render, single_assignment_values
 from workbench.templater.rules import literal
 from workbench.templater.stencil import Poly, derivative, poly_of, scale, statements
 
@@ -206,9 +215,8 @@ class Load:
     # and its text (from the tile offsets' substitution and the new names above)
     fill: Callable[[Callable[[Node], str | None], dict[str, str]], str] | None = None
     fill_nodes: tuple[Node, ...] = ()
-    # the value at a tile position (text) read directly, and whether the kernel stores it
+    # the value at a tile position (text) read directly (USE_SMEM 0), where that is legal
     direct: Callable[[Callable[[Node], str | None], str, str], str] | None = None
-    stored: Callable[[str, str, dict[str, str]], str] | None = None
 
 
 def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
@@ -264,7 +272,90 @@ def nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: Deps)
     inner_body = inner.loop.child_by_field_name("body")
     assert inner_body is not None
     return Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
-                                        (xs.step, "BX")], (s, inner_body, ys.var, xs.var))
+                                        (xs.step, "BX")], (s, inner_body, ys.var, xs.var),
+                direct=_nest_direct(plan, s, body[-1], ys.var, xs.var, deps))
+
+
+def _nest_direct(plan: Plan, loop: Node, store: Node, yvar: str, xvar: str, deps: Deps
+                 ) -> Callable[[Callable[[Node], str | None], str, str], str] | None:
+    """The value the nest ``loop`` stores at a tile position, as C text at any position (its
+    locals expanded in their declared types, the loop variables made the position), where
+    reading it there instead of from the tile is the same value: it reads only elements
+    of kernel arguments (``a[i]``, ``&a[i]`` for ``__ldg``) that nothing in the kernel
+    writes, passes on or takes the address of outside the load, and calls only pure or
+    read-only functions. None otherwise."""
+    e = strip(store.named_children[0])
+    value = e.child_by_field_name("right")
+    assert value is not None
+    inside = {n for n, v in deps.values.items()
+              if loop.start_byte <= v.start_byte and v.end_byte <= loop.end_byte}
+    read: set[str] = set()
+    stack, seen = [value], set()
+    while stack:
+        node = stack.pop()
+        for n in walk(node):
+            name = text(n) if n.type == "identifier" else ""
+            if name in inside and name not in seen:
+                seen.add(name)
+                stack.append(deps.values[name])
+            elif plan.pointer(name):
+                if not _element_read(n):
+                    return None
+                read.add(name)
+        if unmovable_call(plan.source, node) is not None:
+            return None
+    for n in walk(plan.body):
+        if n.type == "identifier" and text(n) in read and \
+                not loop.start_byte <= n.start_byte < loop.end_byte and \
+                (not _element_read(n) or _under_address(n)):
+            return None
+    data = plan.source.data
+
+    def direct(sub: Callable[[Node], str | None], p: str, q: str) -> str:
+        def at(n: Node, depth: int = 0) -> str | None:
+            own = sub(n)
+            if own is not None or n.type != "identifier":
+                return own
+            name = text(n)
+            if name in (yvar, xvar):
+                return f"({p if name == yvar else q})"
+            if name in inside and depth < 12:
+                local = deps.values[name]
+                return f"(({declared_type(local)})(" + \
+                    render(data, local, lambda m: at(m, depth + 1)) + "))"
+            return None
+        return render(data, value, at)
+    return direct
+
+
+def _element_read(n: Node) -> bool:
+    """Whether the identifier ``n`` is the array of an element read ``n[i]`` (``n[i][j]``),
+    not a write's target."""
+    sub = n.parent
+    if sub is None or sub.type != "subscript_expression" or \
+            sub.child_by_field_name("argument") != n:
+        return False
+    while sub.parent is not None and sub.parent.type in ("subscript_expression",
+                                                         "parenthesized_expression"):
+        sub = sub.parent
+    target = write_target(sub.parent) if sub.parent is not None else None
+    return target is None or target != strip(sub)
+
+
+def _under_address(n: Node) -> bool:
+    """Whether ``n`` (an element read's array) is under ``&``: its address passed on."""
+    p = n.parent
+    while p is not None and p.type in ("subscript_expression", "parenthesized_expression"):
+        p = p.parent
+    return p is not None and p.type == "pointer_expression" and text(p).startswith("&")
+
+
+def declared_type(value: Node) -> str:
+    """The type of the local ``value`` initialises (``int`` where none is written)."""
+    decl = value.parent.parent if value.parent is not None else None
+    typ = decl.child_by_field_name("type") if decl is not None and \
+        decl.type == "declaration" else None
+    return text(typ) if typ is not None else "int"
 
 
 def is_flat(loop: Node, deps: Deps, bx: int) -> bool:
