@@ -110,6 +110,7 @@ What the host showed before this probe (sm_90 ptxas, nvdisasm):
     python3 gpu_checks/memgap_probe.py pearson_cm_tiled
     python3 gpu_checks/memgap_probe.py gmm_loglik_k16
     python3 gpu_checks/memgap_probe.py cummax_rows_cg
+    python3 gpu_checks/memgap_probe.py sobel_magdir_tile
     # writes $OUT/memgap_probe_<kernel>.json each; --dry checks the configs on the host
 """
 
@@ -1056,6 +1057,23 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
                        "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 8, "ROWS": 1, "VEC": 4},
         "pick_vec1": {"WARPS": 8, "ROWS": 1, "VEC": 1}}),
+    # memory-bound (set 21): the CUDA samples' Sobel (magnitude and direction), a shared tile
+    # with a one-pixel apron loaded by nested loops, the load's `int gx` declared again as
+    # the gradient `float gx` (first contact: nothing lifted, 31 % of a copy; the expert 51 %
+    # at BX 64, BY 1, RY 8, SMEM 0, PAD 0). The inner name read as its own (scoped_names)
+    # and the nest's USE_SMEM (apron): the lift at the expert's pick in its knobs (OUT_Y 8
+    # consecutive rows through a register window, from the source; sm_90 48 registers, no
+    # spills, 30 ld.global; the expert 40, no spills, 64 ld.global.nc), the same staged (48,
+    # 2640 B smem; the expert's SMEM 1 32) and as written; the expert at its pick and staged
+    "sobel_magdir_tile": ("corpus_compute_unseen21", {
+        "expert_pick": {"BLOCK_X": 64, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
+                        "LOAD_FLAT": 0, "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_smem": {"BLOCK_X": 64, "BLOCK_Y": 1, "OUT_X": 1, "OUT_Y": 8, "PAD": 0,
+                             "LOAD_FLAT": 0, "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 0},
+        "as_written": {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 1, "OUT_Y": 1, "PAD": 0,
+                       "LOAD_FLAT": 0, "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 0},
+    }, {"pick": {"BX": 64, "BY": 1, "RY": 8, "SMEM": 0, "PAD": 0},
+        "pick_smem": {"BX": 64, "BY": 1, "RY": 8, "SMEM": 1, "PAD": 0}}),
 }
 
 #: kernel -> its lift's configs timed again with the kernel's const inputs __restrict__
@@ -1084,6 +1102,8 @@ READ_ONLY: dict[str, tuple[str, ...]] = {
     "upconv4x4_s2": ("expert_pick",),
     # the lift's float4 loads at the pick are ld.global, the expert's ld.global.nc (sm_90 PTX)
     "cummax_rows_cg": ("expert_pick",),
+    # the lift's 30 loads at the pick are ld.global, the expert's 64 ld.global.nc (sm_90 PTX)
+    "sobel_magdir_tile": ("expert_pick",),
 }
 
 
