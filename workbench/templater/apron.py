@@ -574,6 +574,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                   f"position ({how}): USE_SMEM = 0 reads each value from its source instead ("
                   + ("the barrier kept for the side tables" if f.fills else "no barrier") +
                   "), the row window too", f.decl)
+        plan.constrain(f"{smem} == 1 or {pad_n} == 0")  # no tile to pad: one config
         if flat_n:
             plan.constrain(f"{smem} == 1 or {flat_n} == 0")  # no tile to load
     plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
