@@ -17,6 +17,11 @@ exactly what the kernel as written prints (under WORKBENCH_FULL_MATRIX=1 also at
 expert's H200 pick in the lift's knobs and every all-ends config); nvcc compiles each at its
 first and last all-ends config (every one under WORKBENCH_FULL_MATRIX=1).
 
+Every family reads such a local typed: before the analysis each ``auto`` local of the
+kernel whose initialiser tells its type is declared with it (``typed_autos``; the register
+tile, conv, stencil and centre families had copied ``auto acc`` into ``auto acc[TM][TN]``
+too: a C++17 GEMM here lifts its tile with ``float acc[TM][TN]``, host-checked).
+
 Then the gap to the expert: UNROLL reached the max pass only, so the sum pass stayed a
 loop computing each of the 16 quadratic forms again (PTX at 4 items: 8 ex2 in a loop body,
 1027 instructions). The expert unrolls both passes; its CACHE of the terms compiles to the
@@ -39,7 +44,15 @@ import held_back_unseen21
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import NVCC, needs_nvcc, ptx_of
-from helpers_templater import FULL_MATRIX, end_configs, host_sample
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    FULL_MATRIX,
+    end_configs,
+    host_sample,
+    lifted_template,
+    run_on_host,
+)
+from regtile_spellings import HOST_VECTOR
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -49,7 +62,8 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.template import KernelTemplate
 from workbench.templater import lift_kernel, offline_template
 from workbench.templater.analysis import text, walk
-from workbench.templater.auto_types import value_type
+from workbench.templater.auto_types import typed_autos, value_type
+from workbench.templater.inline_calls import InlinedSource
 
 FOLDER = held_back_unseen21.SET.root / "gmm_loglik_k16"
 #: The expert's H200 pick (THREADS 64, ITEMS 3, CACHE 1, FAST 1) in the lift's knobs: 4 items
@@ -247,7 +261,7 @@ def test_the_type_auto_takes_follows_cs_conversions() -> None:
                   "i ? p[0] : 0.5; threadIdx.x; twice(1.0)") == [
         "unsigned int", "float", "double", "int", "bool", "float", "float", "const float*",
         "long", "long", "unsigned int", "float", "unsigned long", "char", "double",
-        "unsigned char", "float", "float", "double", "unsigned int", "int", "float",
+        "unsigned char", "float", "float", None, "unsigned int", "int", "float",
         "double", "unsigned int", "double"]
 
 
@@ -296,3 +310,96 @@ def test_the_unroll_knob_reaches_each_shared_loop_beside_the_first_not_one_insid
              for m in re.finditer(re.escape(pragma), lifted.source)]
     assert heads == ["for (int j = 0; j < 12; ++j) {", "for (int j = 0; j < 10; ++j) {",
                      "for (int r = 0; r < 3; ++r)"], heads
+
+
+#: A shared-memory GEMM written in C++17 (every local ``auto``: ``static_cast<int>`` indices,
+#: a ``0.0f`` accumulator, ``auto`` loop counters): read with the types C++ deduces
+#: (:func:`~workbench.templater.auto_types.typed_autos`) before the families run, the
+#: register tile lifts its accumulators as ``float acc[TM][TN]`` (at first reading the family
+#: copied ``auto acc`` into ``auto acc[TM][TN]``, not C++; so did the conv, stencil and
+#: centre families for their accumulators).
+GEMM17 = """#define TILE 16
+
+extern "C" __global__ void k(float* C, const float* A, const float* B, int M, int N, int K) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  const auto tx = static_cast<int>(threadIdx.x);
+  const auto ty = static_cast<int>(threadIdx.y);
+  const auto row = static_cast<int>(blockIdx.y) * TILE + ty;
+  const auto col = static_cast<int>(blockIdx.x) * TILE + tx;
+  auto acc = 0.0f;
+  for (auto t = 0; t < K; t += TILE) {
+    As[ty][tx] = (row < M && t + tx < K) ? A[row * K + t + tx] : 0.0f;
+    Bs[ty][tx] = (t + ty < K && col < N) ? B[(t + ty) * N + col] : 0.0f;
+    __syncthreads();
+    for (auto k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+    __syncthreads();
+  }
+  if (row < M && col < N) C[row * N + col] = acc;
+}
+"""
+_GEMM_ENV = {"M": 37, "N": 45, "K": 29}
+
+
+def _gemm_prints(template: KernelTemplate, config: dict[str, Any], work: Path) -> list[str]:
+    """C as ``template`` at ``config`` computes it on the host (every thread of a block a
+    context: its barriers as on the GPU)."""
+    launch = template.launch_for(config, _GEMM_ENV)
+    m, n, k = _GEMM_ENV["M"], _GEMM_ENV["N"], _GEMM_ENV["K"]
+    grid = ", ".join(str(g) for g in (*launch.grid, 1, 1)[:3])
+    block = ", ".join(str(b) for b in (*launch.block, 1, 1)[:3])
+    main = f"""
+int main() {{
+  std::vector<float> c({m * n}, -7.0f), a({m * k}), b({k * n});
+  for (int j = 0; j < {m * k}; ++j) a[j] = (float)((j * 37) % 101) / 50.0f - 1.0f;
+  for (int j = 0; j < {k * n}; ++j) b[j] = (float)((j * 11 + 5) % 97) / 48.0f - 1.0f;
+  wb_launch({{{grid}}}, {{{block}}}, [&] {{ k(c.data(), a.data(), b.data(), {m}, {n}, {k}); }});
+  for (int j = 0; j < {m * n}; ++j) std::printf("%.9g\\n", (double)c[j]);
+  return 0;
+}}
+"""
+    source = template.render(config, "fp32").source if template.params else template.source
+    program = COOPERATIVE_BLOCK + "#include <cstdio>\n#include <vector>\n" + HOST_VECTOR + \
+        source + main
+    return run_on_host(work, f"gemm{abs(hash(str(config)))}", program).split()
+
+
+def test_a_cxx17_gemm_lifts_its_register_tile_with_typed_accumulators(tmp_path: Path) -> None:
+    lifted = lift_kernel(GEMM17, entry="k", grid=["ceil_div(N, 16)", "ceil_div(M, 16)"],
+                         block=["16", "16"], scalars={"M": "M", "N": "N", "K": "K"})
+    assert {"BM", "BN", "BK", "TM", "TN"} <= {p.name for p in lifted.params}, lifted.notes
+    assert "float acc[TM][TN]" in lifted.source and not _AUTO_ARRAY.search(lifted.source)
+    written = KernelTemplate.build(name="k", source=GEMM17, entry="k",
+                                   grid=["ceil_div(N, 16)", "ceil_div(M, 16)"],
+                                   block=["16", "16"])
+    template = lifted_template(lifted)
+    want = _gemm_prints(written, {}, tmp_path)
+    assert len(want) == 37 * 45 and "-7" not in want
+    mix = {"BM": 32, "BN": 64, "BK": 8, "TM": 4, "TN": 4, "VEC": 4}
+    configs = [dict(template.default_config()),
+               {**template.default_config(), **{k: v for k, v in mix.items()
+                                                if k in template.param_names}}]
+    for config in configs:
+        assert template.space(_GEMM_ENV).rejection(config) is None, config
+        assert _gemm_prints(template, config, tmp_path) == want, config
+
+
+def test_typed_autos_writes_the_deduced_type_and_leaves_what_it_cannot_tell() -> None:
+    source = """
+template <typename T> __device__ T twice(T v) { return v + v; }
+extern "C" __global__ void k(float* out, const float* in, int n) {
+  const auto i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  auto scale = [&](float v) { auto w = v * 2.0f; return w; };
+  auto a = in[i], b = 2.0f;
+  auto c = 1, d = 2.0f;
+  auto e = twice(in[i]);
+  auto& r = out[i];
+  for (auto j = 0u; j < 4u; ++j) r += scale(a) * b * c * d * e * j;
+}
+"""
+    got = typed_autos(InlinedSource(text=source, file="k.cu"), "k").text
+    assert "const int i = static_cast<int>" in got
+    assert "float a = in[i], b = 2.0f;" in got and "unsigned int j = 0u" in got
+    for kept in ("auto scale = [&]", "auto w = v * 2.0f", "auto c = 1, d = 2.0f",
+                 "auto e = twice(", "auto& r = out[i]"):
+        assert kept in got, kept

@@ -34,15 +34,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
 
 from tree_sitter import Node
 
+from workbench.core.cuda_source import CudaSource, CudaSourceError, KernelSignature, parse_cuda
 from workbench.templater.analysis import strip, text, walk
-from workbench.templater.plan import Plan
-from workbench.templater.purity import FLOAT_CALLS
+from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.vector import Illegal
 
 _Typer = Callable[[Node], "str | None"]
+
+
+class Scope(Protocol):
+    """Where names are looked up: the file and the kernel (a plan is one)."""
+
+    @property
+    def source(self) -> CudaSource: ...
+
+    @property
+    def kernel(self) -> KernelSignature: ...
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A :class:`Scope` of one parse."""
+
+    source: CudaSource
+    kernel: KernelSignature
 
 #: integer types by (rank, unsigned, bits), the names C++ spells them with
 _INTEGERS = {
@@ -71,7 +91,26 @@ _GEOMETRY = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim"})
 _COMPARE = frozenset({"<", ">", "<=", ">=", "==", "!=", "&&", "||"})
 _SHIFT = frozenset({"<<", ">>"})
 _ARITH = frozenset({"+", "-", "*", "/", "%", "&", "|", "^"})
-_UNSUFFIXED = frozenset(f for f in FLOAT_CALLS if not f.endswith("f") and f.isalpha())
+#: <cmath>'s functions C++ (and CUDA) overload for float: float on float arguments, double
+#: on double ones (mixed or integer arguments: not told here)
+_UNSUFFIXED = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "pow", "sqrt", "cbrt", "sin",
+    "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "fabs", "fmax", "fmin", "fma", "floor", "ceil", "trunc", "round", "rint",
+    "nearbyint", "copysign", "fmod", "remainder", "hypot", "erf", "erfc", "lgamma", "tgamma",
+    "fdim"})
+#: CUDA's single-precision math and intrinsics (float whatever the arguments' types)
+_FLOAT_MATH = frozenset({*(f + "f" for f in _UNSUFFIXED), "rsqrtf", "exp10f", "sinpif",
+                         "cospif", "erfinvf", "erfcinvf", "normcdff", "normcdfinvf", "rcbrtf",
+                         "__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__powf",
+                         "__sinf", "__cosf", "__tanf", "__fdividef", "__saturatef",
+                         "__tanhf", "__exp2f", "__int2float_rn", "__uint2float_rn",
+                         "__fsqrt_rn", "__frsqrt_rn", "__frcp_rn", "__fmaf_rn", "__fmul_rn",
+                         "__fadd_rn", "__fsub_rn", "__fdiv_rn", "__half2float",
+                         "__bfloat162float"})
+#: CUDA's double-precision intrinsics
+_DOUBLE_MATH = frozenset({"__dmul_rn", "__dadd_rn", "__dsub_rn", "__ddiv_rn", "__drcp_rn",
+                          "__dsqrt_rn", "__fma_rn"})
 _CONVERT = re.compile(r"__(float|double|int|uint|ll|ull)2(float|double|int|uint|ll|ull)_r[nzdu]")
 _CONVERTED = {"float": "float", "double": "double", "int": "int", "uint": "unsigned int",
               "ll": "long long", "ull": "unsigned long long"}
@@ -96,7 +135,7 @@ def type_name(written: str) -> str | None:
     return ("const " if const else "") + base + "*" * stars
 
 
-def value_type(plan: Plan, value: Node, known: Mapping[str, str], depth: int = 0
+def value_type(plan: Scope, value: Node, known: Mapping[str, str], depth: int = 0
                ) -> str | None:
     """The type ``auto v = value;`` gives ``v`` (see the module doc), or None."""
     if depth > _MAX_DEPTH:
@@ -177,7 +216,7 @@ def _binary(node: Node, again: _Typer) -> str | None:
     return _common([a, b]) if op in _ARITH else None
 
 
-def _call_type(plan: Plan, node: Node, again: _Typer) -> str | None:
+def _call_type(plan: Scope, node: Node, again: _Typer) -> str | None:
     fn = node.child_by_field_name("function")
     listed = node.child_by_field_name("arguments")
     args = [a for a in (listed.named_children if listed is not None else [])
@@ -196,17 +235,17 @@ def _call_type(plan: Plan, node: Node, again: _Typer) -> str | None:
         return _CONVERTED[m.group(2)]
     if name in _INT_CALLS:
         return _INT_CALLS[name]
-    if name in FLOAT_CALLS:
-        if name.startswith("__d"):
-            return "double"
-        if name.endswith("f") or "2float" in name:
-            return "float"
+    if name in _FLOAT_MATH:
+        return "float"
+    if name in _DOUBLE_MATH:
+        return "double"
     types = [again(a) for a in args]
-    if name in _UNSUFFIXED:  # CUDA's overloads: float on float arguments, else double
-        return None if any(t is None for t in types) else \
-            "float" if types and all(t == "float" for t in types) else "double"
+    if name in _UNSUFFIXED:  # <cmath>'s overloads: float on floats, double on doubles
+        return types[0] if types and types[0] in _FLOATING and len(set(types)) == 1 else None
     if name in ("min", "max", "abs") and types and all(t is not None for t in types):
-        return _common(types)  # type: ignore[arg-type]
+        same = len(set(types)) == 1  # CUDA's overloads: one type, or integers of any two
+        return types[0] if same else _common(types) if all(  # type: ignore[arg-type]
+            _promoted(t) in _INTEGERS for t in types) else None
     defined = plan.source.function_definitions().get(name)
     overloads = sum(1 for n in walk(plan.source.tree.root_node)
                     if n.type == "function_definition" and _function_name(n) == name)
@@ -234,7 +273,7 @@ def _ancestors(node: Node) -> list[Node]:
     return out
 
 
-def _name_type(plan: Plan, name: str, known: Mapping[str, str], depth: int) -> str | None:
+def _name_type(plan: Scope, name: str, known: Mapping[str, str], depth: int) -> str | None:
     """A name's type by its declarations in the file: one type however many there are
     (``for (auto k = 0; ..)`` twice), else None (a name declared with two types, or not)."""
     if name in known:
@@ -248,7 +287,7 @@ def _name_type(plan: Plan, name: str, known: Mapping[str, str], depth: int) -> s
     return found.pop() if len(found) == 1 else None
 
 
-def _declared_type(plan: Plan, decl: Node, declarator: Node, known: Mapping[str, str],
+def _declared_type(plan: Scope, decl: Node, declarator: Node, known: Mapping[str, str],
                    depth: int) -> str | None:
     typ = decl.child_by_field_name("type")
     inner = declarator.child_by_field_name("declarator") \
@@ -366,7 +405,47 @@ def _common(types: list[str]) -> str | None:
     return "unsigned " + signed
 
 
-def item_types(plan: Plan, region: list[Node], arrays: set[str]) -> dict[int, str]:
+def typed_autos(current: InlinedSource, entry: str | None) -> InlinedSource:
+    """``current`` with each local of ``entry`` declared ``auto`` (or ``const auto``) whose
+    initialiser tells its type (:func:`value_type`) declared with that type: the same
+    program, each family then reads a typed local (and copies one per item, per output, per
+    tap as a typed array). Left as written: a reference or pointer declarator, a structured
+    binding, a lambda, a declaration inside a lambda's body (its parameters are names the
+    lookup does not see), declarators deducing different types, an unknown type."""
+    try:
+        source = parse_cuda(current.text, current.file)
+        kernel = source.kernel(entry)
+        body = source.body(kernel)
+    except CudaSourceError:
+        return current
+    scope = Parsed(source, kernel)
+    edits: list[tuple[int, int, str]] = []
+    for decl in walk(body):
+        typ = decl.child_by_field_name("type") if decl.type == "declaration" else None
+        if typ is None or text(typ) != "auto" or _in_lambda(decl, body):
+            continue
+        found: set[str | None] = set()
+        for d in decl.children_by_field_name("declarator"):
+            value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+            inner = d.child_by_field_name("declarator") if value is not None else None
+            found.add(value_type(scope, value, {}) if inner is not None and
+                      inner.type == "identifier" and value is not None else None)
+        deduced = found.pop() if len(found) == 1 else None
+        if deduced is not None:
+            edits.append((typ.start_byte, typ.end_byte, deduced))
+    return current.edited(edits) if edits else current
+
+
+def _in_lambda(node: Node, body: Node) -> bool:
+    up = node.parent
+    while up is not None and up != body:
+        if up.type == "lambda_expression":
+            return True
+        up = up.parent
+    return False
+
+
+def item_types(plan: Scope, region: list[Node], arrays: set[str]) -> dict[int, str]:
     """For each declaration in ``region`` written with ``auto`` that declares one of
     ``arrays`` (a local that gets one copy per item): the placeholder's first byte -> the
     type written in its place. Raises :class:`~.vector.Illegal` with the declaration

@@ -21,6 +21,7 @@ from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
+from workbench.templater.auto_types import typed_autos
 from workbench.templater.block import lift_block
 from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
@@ -112,6 +113,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
+    inlined = typed_autos(inlined, entry)  # const auto x = xy[2 * i]: const float x
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = flat_windows(inlined, entry)  # tile[(ty + dy) * W + tx + dx]: tile[ty + dy][..]
