@@ -14,7 +14,8 @@ tiles' rows first, as thread x does as written, into rows padded a word
 
 Host (g++): the folder and a second hand's spelling (the column declared with its first
 value inside the loop and set again, a bare ``long`` offset set twice, 0-based indices
-through the conditional operator), each at the default and a mix, bit for bit against the
+through the conditional operator) and a third's (a pointer to each column set twice with
+it, ``const float *src;``), each at the default and a mix, bit for bit against the
 kernel as written; under WORKBENCH_FULL_MATRIX=1 at the expert's H200 pick in the lift's
 knobs and every all-ends config too. A local set again inside a branch keeps the refusal.
 """
@@ -79,10 +80,43 @@ extern "C" __global__ void pearson_cm_tiled(float *r, const float *x, const floa
 }
 """
 
+#: A third: C89 locals at the top, a pointer to each column set with the column (``const
+#: float *src;`` pointing at constant data, the pointer itself set twice), read ``src[tx]``.
+THIRD = """#define BS 16
+
+extern "C" __global__ void pearson_cm_tiled(float *r, const float *x, const float *mu,
+                                            const float *sc, int n, int p)
+{
+    __shared__ float si[BS][BS + 1], sj[BS][BS + 1];
+    const float *src;
+    int cc;
+    float dot = 0.0f;
+    for (int k0 = 0; k0 < n; k0 += BS) {
+        cc = blockIdx.x * BS + threadIdx.y;
+        src = x + (long)cc * n + k0;
+        si[threadIdx.x][threadIdx.y] = (k0 + threadIdx.x < n && cc < p)
+            ? src[threadIdx.x] - mu[cc] : 0.0f;
+        cc = blockIdx.y * BS + threadIdx.y;
+        src = x + (long)cc * n + k0;
+        sj[threadIdx.x][threadIdx.y] = (k0 + threadIdx.x < n && cc < p)
+            ? src[threadIdx.x] - mu[cc] : 0.0f;
+        __syncthreads();
+        for (int t = 0; t < BS; t++)
+            dot += si[t][threadIdx.x] * sj[t][threadIdx.y];
+        __syncthreads();
+    }
+    int gi = blockIdx.x * BS + threadIdx.x, gj = blockIdx.y * BS + threadIdx.y;
+    if (gi < p && gj < p)
+        r[(long)gj * p + gi] = dot * sc[gi] * sc[gj];
+}
+"""
+#: Each spelling's two shared tiles.
+TILES = {"folder": ("xi", "xj"), "second": ("ti", "tj"), "third": ("si", "sj")}
+
 
 def _kernel(spelling: str, root: Path) -> KernelFolder:
     return load_kernel_folder(FOLDER) if spelling == "folder" else \
-        respelled(FOLDER, root, SECOND)
+        respelled(FOLDER, root, SECOND if spelling == "second" else THIRD)
 
 
 def _configs(kf: KernelFolder) -> list[dict[str, Any]]:
@@ -95,7 +129,7 @@ def _configs(kf: KernelFolder) -> list[dict[str, Any]]:
     return picked
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second"])
+@pytest.mark.parametrize("spelling", list(TILES))
 def test_register_tile_lifted_over_a_reassigned_local(spelling: str, tmp_path: Path) -> None:
     kf = _kernel(spelling, tmp_path)
     result = offline_template(kf)
@@ -103,7 +137,7 @@ def test_register_tile_lifted_over_a_reassigned_local(spelling: str, tmp_path: P
     assert any(n.startswith("REGISTER_TILE: applied") for n in result.notes), result.notes
     # the tiles' reads run down X's columns (k): each load walks a tile's rows first, as
     # thread x does as written, the rows padded a word (regtile_order)
-    tiles = ("xi", "xj") if spelling == "folder" else ("ti", "tj")
+    tiles = TILES[spelling]
     assert f"{tiles[0]}[BK][BN + 1]" in result.lifted.source and \
         f"{tiles[1]}[BK][BM + 1]" in result.lifted.source, result.lifted.source
     assert result.lifted.source.count("const int wb_r = wb_e % (BK), wb_c = wb_e / (BK);") \
@@ -114,7 +148,7 @@ def test_register_tile_lifted_over_a_reassigned_local(spelling: str, tmp_path: P
         assert space.rejection(full) is None, (config, space.rejection(full))
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second"])
+@pytest.mark.parametrize("spelling", list(TILES))
 def test_host_bit_for_bit(spelling: str, tmp_path: Path,
                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _kernel(spelling, tmp_path / "src")

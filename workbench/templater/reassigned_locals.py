@@ -8,12 +8,14 @@ a local by its one value, so the register tile refused ("`col` depends on the th
 and is reassigned") and the kernel kept one output a thread. Each value of such a local
 lives from its statement to the next one, so the uses each value reaches are read under a
 name of their own: the second ``col = v;`` becomes ``int col_2 = v;`` and the uses after it
-``col_2`` (the first value stays the local's own: :func:`.late_init.late_inits`, run next,
-declares a bare one where it is first set). The same program, every line in its place.
+``col_2``; the first value stays the local's own, a bare declaration moved to where it is
+first set (as :func:`.late_init.late_inits` does for a local set once). The same program,
+every line in its place.
 
 Which locals (else left as written, silently): a declaration, a statement of a block,
 declaring one plain name (or a pointer to one) of a built-in type, with or without a value,
-no storage class nor qualifier; the name is declared nowhere else in the kernel and no macro
+no storage class nor qualifier but ``const`` of a pointer's target (``const float *src;``
+set to one column, then another); the name is declared nowhere else in the kernel and no macro
 names it; every use lies in one block B (the declaring one, or one inside it where the
 declaration has no value and the first use sets it) after the declaration; each use either
 sets it, as the statement ``x = v;`` of B itself with ``v`` not reading ``x`` (at least two
@@ -72,16 +74,17 @@ def _split(source: CudaSource, fn: Node, s: Node) -> list[tuple[int, int, str]] 
     if s.type != "declaration" or parent is None or parent.type != "compound_statement":
         return None
     typ, decls = s.child_by_field_name("type"), s.children_by_field_name("declarator")
-    if typ is None or typ.type not in _BUILTIN_TYPES or len(decls) != 1 or \
-            [c for c in s.named_children if c not in (typ, decls[0])]:
+    if typ is None or typ.type not in _BUILTIN_TYPES or len(decls) != 1:
         return None
     valued = decls[0].type == "init_declarator"
     shape = decls[0].child_by_field_name("declarator") if valued else decls[0]
     ident = shape
     while ident is not None and ident.type == "pointer_declarator":
         ident = ident.child_by_field_name("declarator")
-    if shape is None or ident is None or ident.type != "identifier":
-        return None
+    if shape is None or ident is None or ident.type != "identifier" or any(
+            c not in (typ, decls[0]) and not (text(c) == "const" and shape != ident)
+            for c in s.named_children):
+        return None  # const only of a pointer's target: the pointer itself is set
     name = text(ident)
     if len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
         return None
@@ -99,18 +102,28 @@ def _split(source: CudaSource, fn: Node, s: Node) -> list[tuple[int, int, str]] 
     free = _fresh(source, name, len(sets) - (not valued))
     later = sets if valued else sets[1:]
     head = source.data[s.start_byte:decls[0].start_byte].decode()
-    edits: list[tuple[int, int, str]] = []
+    # a bare declaration goes, the first value's statement declaring it (as late_init does)
+    edits = [] if valued else [(s.start_byte, s.end_byte, ""), _declared_at(sets[0], head,
+                                                                          text(shape))]
     for k, u in enumerate(later):
         stmt = u.parent.parent  # type: ignore[union-attr]  # x = v;  (_set_in)
-        value = u.parent.child_by_field_name("right")  # type: ignore[union-attr]
         new = free[k]
         ends = later[k + 1].start_byte if k + 1 < len(later) else block.end_byte
         declarator = text(shape)[:ident.start_byte - shape.start_byte] + new
-        edits.append((stmt.start_byte, stmt.end_byte,  # type: ignore[union-attr]
-                      f"{head}{declarator} = {text(value)};"))
+        edits.append(_declared_at(u, head, declarator))
         edits += [(r.start_byte, r.end_byte, new) for r in uses
                   if r not in sets and stmt.end_byte <= r.start_byte < ends]  # type: ignore[union-attr]
     return edits
+
+
+def _declared_at(use: Node, head: str, declarator: str) -> tuple[int, int, str]:
+    """The edit making the statement ``x = v;`` whose target is ``use`` the declaration
+    ``{head}{declarator} = v;``."""
+    assign = use.parent
+    stmt = assign.parent if assign is not None else None
+    value = assign.child_by_field_name("right") if assign is not None else None
+    assert stmt is not None and value is not None  # _set_in
+    return stmt.start_byte, stmt.end_byte, f"{head}{declarator} = {text(value)};"
 
 
 def _set_in(use: Node, name: str) -> Node | None:

@@ -45,25 +45,37 @@ def walks_rows(g: Gemm, store: Node, dims: list[str | None]) -> bool:
     if not reads:
         return False
     try:
-        along = [_steps(g, index if index is not None else array, dims)
+        along = [_steps(g, [index, _moving(g, array)] if index is not None else [array], dims)
                  for array, index in reads]
     except _Unknown:
         return False
     return all(r <= {0, 1} for r, _c in along) and not all(c <= {0, 1} for _r, c in along)
 
 
-def _steps(g: Gemm, index: Node, dims: list[str | None]) -> tuple[set[int], set[int]]:
-    """The steps of ``index`` from a tile row to the next and from a column to the next,
-    at random positions and block-uniform values."""
+def _moving(g: Gemm, array: Node) -> Node | None:
+    """The value of the pointer local ``array`` where each thread has its own (``src[tx]``
+    of ``const float *src = x + (long)col * n;``), else None (a kernel argument)."""
+    lo = g.locals.get(text(array))
+    return lo.value if text(array) in g.inlinable and lo is not None else None
+
+
+def _steps(g: Gemm, address: list[Node | None],
+           dims: list[str | None]) -> tuple[set[int], set[int]]:
+    """The steps of the sum of ``address``'s parts from a tile row to the next and from a
+    column to the next, at random positions and block-uniform values."""
     rng = random.Random(21)
     rows: set[int] = set()
     cols: set[int] = set()
+
+    def at(r: int, c: int, seen: dict[str, int]) -> int:
+        return sum(evaluate(part, _at(g, dims, r, c), seen, rng) for part in address
+                   if part is not None)
     for _ in range(_TRIALS):
         seen: dict[str, int] = {}
         r, c = rng.randrange(0, 63), rng.randrange(0, 63)
-        base = evaluate(index, _at(g, dims, r, c), seen, rng)
-        rows.add(evaluate(index, _at(g, dims, r + 1, c), seen, rng) - base)
-        cols.add(evaluate(index, _at(g, dims, r, c + 1), seen, rng) - base)
+        base = at(r, c, seen)
+        rows.add(at(r + 1, c, seen) - base)
+        cols.add(at(r, c + 1, seen) - base)
     return rows, cols
 
 
