@@ -213,3 +213,31 @@ def test_first_passing_trip_on_the_host(tmp_path: Path) -> None:
         "\n  return 0;\n}\n"
     printed = run_on_host(tmp_path, "first_trip", program).split()
     assert printed == ["same"] * (41 * len(SKIPS)), printed
+
+
+def test_items_per_thread_keep_the_tap_unroll() -> None:
+    """A 2-D launch of one output channel (no grid z: the general path, ITEMS_X/ITEMS_Y
+    rename the pixel in each item's copy of the loops) keeps TAP_UNROLL on its taps; ``(oy +
+    1) % 2`` of a value of unknown sign starts in -1..1 (two or three trips)."""
+    source = """
+extern "C" __global__ void up1(float* out, const float* in, const float* w, int C, int H,
+                               int W) {
+  int ox = blockIdx.x * blockDim.x + threadIdx.x;
+  int oy = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ox >= 2 * W || oy >= 2 * H) return;
+  float acc = 0.0f;
+  for (int c = 0; c < C; ++c)
+    for (int ky = (oy + 1) % 2; ky < 4; ky += 2)
+      for (int kx = (ox + 1) % 2; kx < 4; kx += 2) {
+        int iy = (oy + 1 - ky) / 2, ix = (ox + 1 - kx) / 2;
+        if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+          acc += in[(c * H + iy) * W + ix] * w[c * 16 + ky * 4 + kx];
+      }
+  out[oy * 2 * W + ox] = acc;
+}
+"""
+    lifted = lift_kernel(source, entry="up1", grid=["ceil_div(2 * W, 16)", "ceil_div(2 * H, 16)"],
+                         block=["16", "16"], scalars={"C": "C", "H": "H", "W": "W"})
+    assert {p.name for p in lifted.params} >= {"ITEMS_X", "ITEMS_Y", "TAP_UNROLL"}, lifted.notes
+    taps = [n for n in lifted.notes if n.startswith("TAP_UNROLL: applied")]
+    assert len(taps) == 2 and all("in -1..1: 2 to 3 trips" in n for n in taps), lifted.notes

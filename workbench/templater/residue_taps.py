@@ -192,12 +192,16 @@ def apply_residue_taps(plan: Plan) -> bool:
     taps), these loops join it."""
     name = fresh_names(plan, [TAPS])[TAPS]
     skipping = [s for n in walk(plan.body) if n.type == "for_statement"
-                and (s := skip_loop(n)) is not None and not _has_pragma(n)
-                and not _rewritten(plan, _edited(s))]
+                and (s := skip_loop(n)) is not None and not _has_pragma(n)]
     found = [r for n in walk(plan.body) if n.type == "for_statement"
              and (r := residue_loop(n, plan.facts.defs)) is not None
-             and 2 <= r.trips[1] <= MAX_TRIPS and not _has_pragma(n)
-             and not _rewritten(plan, _header(n))]
+             and 2 <= r.trips[1] <= MAX_TRIPS and not _has_pragma(n)]
+    for loop in [s.loop for s in skipping if _rewritten(plan, _edited(s))] + \
+            [r.loop for r in found if _cut(plan, r.loop)]:
+        plan.note(TAPS, False, "another transform rewrote this loop (its header or its "
+                  "test): left as that transform renders it", loop)
+    skipping = [s for s in skipping if not _rewritten(plan, _edited(s))]
+    found = [r for r in found if not _cut(plan, r.loop)]
     if not found and not skipping:
         return False
     for r in found:
@@ -236,6 +240,15 @@ def _stride(plan: Plan, s: SkipLoop, name: str) -> None:
     plan.note(TAPS, True, f"`{s.var}`: of its {trip_count(s.loop)} trips `{text(test)}` "
               f"lets one in {s.stride} run; at 1 the loop starts at the first of them, steps "
               f"by {s.stride} and is unrolled whole (0: as written)", s.loop)
+
+
+def _cut(plan: Plan, loop: Node) -> bool:
+    """A family replaced a span that starts before the loop and ends inside it: a pragma
+    before the loop would land inside that span. (Edits inside the loop, a name an item
+    renames, render with the pragma before it; a span replaced around the whole loop
+    renders it too, or drops it with the loop.)"""
+    return any(e.start < e.end and e.start < loop.start_byte < e.end < loop.end_byte
+               for e in plan.rw.edits)
 
 
 def _header(loop: Node) -> list[Node]:
