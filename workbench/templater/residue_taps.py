@@ -22,10 +22,12 @@ loop is a tap loop of few trips. ``TAP_UNROLL = 1`` puts ``#pragma unroll`` on e
 loop (0, the default, is the kernel as written). A pragma changes no result: every config is
 the kernel as written, bit for bit.
 
-Offered after every family (the loops are read on the parse, and a loop whose header a
-family replaced is left alone); where :mod:`.conv_mix` offered its knob of the same name
-(its constant-trip tap loops), these loops join it. A loop with its own ``#pragma`` is left
-as written.
+Offered after every family, on the loops as parsed: edits inside a loop (a name an item
+renames) render with the pragma before it; a loop that a family's replaced span cuts into
+is left alone, with a note. Where :mod:`.conv_mix` offered its knob of the same name (its
+constant-trip tap loops), these loops join it. A loop with its own ``#pragma`` is left as
+written. The skipping spelling (every tap visited, a parity test on the counter) is
+:mod:`.residue_skips`', stepped by the same knob.
 """
 
 from __future__ import annotations
