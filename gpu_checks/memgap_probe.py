@@ -1003,7 +1003,7 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # compute-bound (set 21): the Pearson correlation matrix, column-major 1-based macros, a
     # column local set twice (col = ib + ..; col = jb + ..) before the barrier (first
     # contact 1.20x, TILE 32, MIN 2; the expert 2.04x at BM 32, BN 64, BK 32, TM 2, TN 4,
-    # PAD 1). With the local read as one a value (reassigned_locals) the register tile
+    # PAD 1). With a local per value (reassigned_locals) the register tile
     # lifts, its loads walking the tiles' rows (k, unit stride in X) into padded rows
     # (regtile_order). The expert's pick is a 2 x 4 tile the lift's space leaves out; its
     # third finalist (64 x 64, BK 32, 4 x 4: 737 us against 733) in the lift's knobs (the
