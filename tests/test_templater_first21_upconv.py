@@ -9,11 +9,15 @@ was 0.99x (at KO 1, UNROLL 1: the straight taps, not its knobs). Now
 
 Spellings: the folder (C89 while loops, ``& 1`` and ``>> 1``) and a second hand's (constexpr
 taps, the parity as ``1 - (oy & 1)`` in a local and ``(ox & 1) ? 0 : 1``, ``<=`` bounds,
-``/ 2``, the edges in one test). Each lifts TAP_UNROLL; at 1 its sm_90 PTX holds all four
-taps' loads (8) where at 0 it holds fewer (a loop); on the host (g++) each runs bit for bit
-as written at the default and one mix (the folder at the expert's H200 pick in the lift's
-knobs), under WORKBENCH_FULL_MATRIX=1 at both mixes and every all-ends config. A start of
-no known range keeps its loop as written.
+``/ 2``, the edges in one test), and a third's that visits every tap and skips the other
+parity by a test on the counter (:mod:`.residue_skips`: at TAP_UNROLL 1 the loop starts at
+its first passing trip and steps by 2). Each lifts TAP_UNROLL; at 1 its sm_90 PTX holds
+all four taps' loads (8) once each, where at 0 the first two hold fewer (a loop) and the
+third more compares; on the host (g++) each runs bit for bit as written at the default and
+one mix (the folder at the expert's H200 pick in the lift's knobs), under
+WORKBENCH_FULL_MATRIX=1 at both mixes and every all-ends config. The first passing trip is
+checked on the host for strides 2 to 4; a start of no known range keeps its loop as
+written; ITEMS_X/ITEMS_Y (the general path) keep the unroll.
 """
 
 from __future__ import annotations
