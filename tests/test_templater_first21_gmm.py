@@ -235,7 +235,8 @@ def test_an_auto_local_of_a_templates_result_refuses_the_items_with_its_line() -
 def _types(declarations: str, values: str) -> list[str | None]:
     """The type ``auto`` takes for each of ``values`` (``;``-separated expressions) in a
     kernel declaring ``declarations``."""
-    source = ("__constant__ float table[4];\n"
+    source = ("#define SCALE 0.5f\n#define KS 5\n#define HALF (KS / 2)\n"
+              "__constant__ float table[4];\n"
               "__device__ double twice(double v) { return 2 * v; }\n"
               f"extern \"C\" __global__ void k(const float* p, unsigned int u, long n) {{\n"
               f"  {declarations}\n" + "".join(f"  auto v{j} = {v};\n"
@@ -258,11 +259,12 @@ def test_the_type_auto_takes_follows_cs_conversions() -> None:
                   "n * u; 3000000000; 0xffffffff; -1.5e3f; sizeof(float); 'a'; (double)i; "
                   "static_cast<unsigned char>(i); fmaxf(p[0], 1.0f); exp(p[0]); exp(i); "
                   "min(i, u); __float2int_rn(p[0]); make_float2(1.0f, 2.0f).y; "
-                  "i ? p[0] : 0.5; threadIdx.x; twice(1.0)") == [
+                  "i ? p[0] : 0.5; threadIdx.x; twice(1.0); __ldg(&p[i]); SCALE * i; HALF; "
+                  "pow(p[0], 2); max(p[0], 1)") == [
         "unsigned int", "float", "double", "int", "bool", "float", "float", "const float*",
         "long", "long", "unsigned int", "float", "unsigned long", "char", "double",
         "unsigned char", "float", "float", None, "unsigned int", "int", "float",
-        "double", "unsigned int", "double"]
+        "double", "unsigned int", "double", "float", "float", "int", None, None]
 
 
 @needs_nvcc

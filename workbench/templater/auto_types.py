@@ -11,8 +11,9 @@ initialiser on the parse (:func:`value_type`):
   unsigned int, ``true`` bool); ``sizeof`` size_t; ``threadIdx.x`` and the other launch
   geometry unsigned int;
 - a name by its declaration: a kernel parameter, a local of the kernel, a variable of the
-  file (a ``__constant__`` table, a ``constexpr``), a local already given a type here
-  (``known``), another ``auto`` local by its own initialiser;
+  file (a ``__constant__`` table, a ``constexpr``), an object-like macro by its body, a
+  local already given a type here (``known``), another ``auto`` local by its own
+  initialiser;
 - ``p[i]`` and ``*p`` the element of a pointer or array; ``v.x`` the component of a CUDA
   vector (``float2``, ``int4``, ..); ``p + i`` a pointer;
 - casts (``(float)v``, ``static_cast<int>(..)``), ``make_float2(..)`` its vector;
@@ -20,14 +21,16 @@ initialiser on the parse (:func:`value_type`):
   unsigned operand: ``int * unsigned int`` is unsigned int, ``float * int`` float,
   ``float * 2.0`` double); comparisons and ``!``, ``&&``, ``||`` bool; ``?:`` both sides'
   common type;
-- calls: CUDA single-precision math (``expf``, ``fmaxf``, ``__expf``) float, the
-  unsuffixed math (``exp``, ``fmax``) float on float arguments and double otherwise (CUDA's
-  overloads), ``min``/``max``/``abs`` their arguments' common type, conversion intrinsics
-  (``__float2int_rn``) their target, a ``__device__`` function of the file its declared
-  result type.
+- calls: CUDA single-precision math (``expf``, ``fmaxf``, ``__expf``) float; <cmath>'s
+  unsuffixed math (``exp``, ``fmax``) float on float arguments, double on double ones;
+  ``min``/``max``/``abs`` on one type that type, on integers their common type;
+  ``__ldg(&x)`` x's type; conversion intrinsics (``__float2int_rn``) their target; a
+  ``__device__`` function of the file (one definition, no template) its declared result.
 
-Anything else (a lambda's or functor's call, a template, an unknown typedef, a reference)
-is not known: None, and the transform refuses with the line rather than guess.
+Anything else (a lambda's or functor's call, a template, an unknown typedef, mixed
+arguments where an overload decides) is not known: None. :func:`typed_autos` then leaves
+the ``auto`` as written, and ITEMS_PER_THREAD (:func:`item_types`) refuses with the line
+rather than guess.
 """
 
 from __future__ import annotations
@@ -229,6 +232,9 @@ def _call_type(plan: Scope, node: Node, again: _Typer) -> str | None:
             return type_name(text(targs.named_children[0]))
         return None
     name = text(fn)
+    if name == "__ldg" and len(args) == 1 and args[0].type == "pointer_expression" and \
+            (inner := args[0].child_by_field_name("argument")) is not None:
+        return again(inner)  # __ldg(&p[i]): the element
     if name.startswith("make_") and _VECTOR.fullmatch(name[5:]):
         return name[5:]
     if (m := _CONVERT.fullmatch(name)) is not None:
@@ -284,7 +290,25 @@ def _name_type(plan: Scope, name: str, known: Mapping[str, str], depth: int) -> 
             found |= {_declared_type(plan, decl, d, known, depth)
                       for d in decl.children_by_field_name("declarator")
                       if _declared_as(d) == name}
+        elif decl.type == "preproc_def" and text(decl.child_by_field_name("name")) == name:
+            found.add(_macro_type(plan, decl, known, depth))  # #define SCALE 0.5f
     return found.pop() if len(found) == 1 else None
+
+
+def _macro_type(plan: Scope, define: Node, known: Mapping[str, str], depth: int
+                ) -> str | None:
+    """The type of an object-like macro's body read as one parenthesised expression."""
+    body = define.child_by_field_name("value")
+    if body is None:
+        return None
+    try:
+        parsed = parse_cuda(f"void wb_f() {{ wb_v = ({text(body)}); }}")
+    except CudaSourceError:
+        return None
+    value = next((n.child_by_field_name("right") for n in walk(parsed.tree.root_node)
+                  if n.type == "assignment_expression"), None)
+    return value_type(plan, value, known, depth + 1) if value is not None and not any(
+        n.type == "ERROR" for n in walk(parsed.tree.root_node)) else None
 
 
 def _declared_type(plan: Scope, decl: Node, declarator: Node, known: Mapping[str, str],
