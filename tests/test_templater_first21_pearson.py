@@ -195,6 +195,7 @@ extern "C" __global__ void k(float *y, const float *x, int n)
     ("x[BUMP(c)]", False),  # a macro writing it
     ("[&]() { return x[c]; }()", False),  # a lambda: its call could read another value
     ("x[c++]", False),  # a step
+    ("x[c]; int &alias = c; y[0] = x[alias]", False),  # a reference: reads c's later values
 ])
 def test_which_uses_keep_a_local_one_a_value(read: str, split: bool) -> None:
     """The pass alone (:func:`split_reassigned`): the second value read under its own name

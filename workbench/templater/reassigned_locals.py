@@ -15,16 +15,17 @@ every line in its place.
 Which locals (else left as written, silently): a declaration, a statement of a block,
 declaring one plain name (or a pointer to one) of a built-in type, with or without a value,
 no storage class nor qualifier but ``const`` of a pointer's target (``const float *src;``
-set to one column, then another); the name is declared nowhere else in the kernel and no macro
-names it; every use lies in one block B (the declaring one, or one inside it where the
-declaration has no value and the first use sets it) after the declaration; each use either
-sets it, as the statement ``x = v;`` of B itself with ``v`` not reading ``x`` (at least two
-values: the declared one, if any, counts), or only reads it: not written, stepped nor its
-address taken, not inside a lambda, not passed to a function of the file taking a reference
-nor to a macro whose body writes or takes the address of that parameter. A value set by a
-statement of B reaches exactly the uses up to B's next such statement (none lies in a loop
-or branch holding another: those are B's own statements), and the kernel has no ``goto``,
-label or ``case`` (nothing jumps between them).
+set to one column, then another); the name is declared nowhere else in the kernel and no
+macro names it; every use lies in one block B (the declaring one, or one inside it where
+the declaration has no value and the first use sets it) after the declaration; each use
+either sets it, as the statement ``x = v;`` of B itself with ``v`` not reading ``x`` (at
+least two values: the declared one, if any, counts), or only reads it: not written,
+stepped nor its address taken, not inside a lambda, not bound to a reference, not passed
+to a function of the file taking a reference nor to a macro whose body writes or takes the
+address of that parameter. A value set by a statement of B reaches exactly the uses up to
+B's next such statement (none lies in a loop or branch holding another: those are B's own
+statements), and the kernel has no ``goto``, label or ``case`` (nothing jumps between
+them).
 """
 
 from __future__ import annotations
@@ -157,6 +158,8 @@ def _only_read(source: CudaSource, use: Node) -> bool:
         return False
     if up.type == "pointer_expression" and text(up.child_by_field_name("operator")) == "&":
         return False
+    if up.type == "init_declarator" and any(n.type == "reference_declarator" for n in walk(up)):
+        return False  # int &r = x; r reads whichever value x holds
     if up.type != "argument_list" or up.parent is None:
         return True
     callee = text(up.parent.child_by_field_name("function"))
