@@ -118,10 +118,14 @@ def _step(stmt: Node, var: str) -> bool:
 
 
 def _assigned(body: Node) -> set[str]:
+    """The names ``body`` writes: a scalar assigned, or the array a subscript stores to (not
+    the names of its index: ``out[r * cols + c] = v`` writes out, not cols)."""
     out = set()
     for n in walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            while target is not None and strip(target).type == "subscript_expression":
+                target = strip(target).child_by_field_name("argument")
             if target is not None:
                 out |= {text(m) for m in walk(target) if m.type == "identifier"}
     return out

@@ -180,10 +180,13 @@ class _Reader:
     # -- the shape ------------------------------------------------------------------------
 
     def shape(self, store: Node) -> None:
-        """The chunk loop around the store (a top-level ``for``), or none."""
+        """The chunk loop around the store (a top-level ``for``; a warp's also inside blocks
+        and ``if``s without ``else``: ``if (row < rows) { .. }``), or none."""
         outer = store
         while outer.parent is not None and outer.parent != self.plan.body:
             outer = outer.parent
+        if self.warp:
+            outer = _guarded_loop(self.plan.body, store) or outer
         if outer.type != "for_statement":
             return
         init = outer.child_by_field_name("initializer")
@@ -417,6 +420,10 @@ def recognise(plan: Plan, warp: bool = False) -> RowScan:
                       elements[0])
     length = lengths.pop()
     prologue, start = r.prologue(elements)
+    if warp and r.loop is not None:  # the row's values declared in the blocks around it
+        guarded = guarded_values(plan, r.loop)
+        prologue += [text(d) for d in guarded]
+        r.kept += guarded
     target = r.column_text(store.child_by_field_name("left") or store)
     scalar = _scalar(plan, elements[0])
     run = _simulate(plan, r, elements, length)
@@ -625,6 +632,36 @@ def _affine(read: Node) -> None:
                 raise Refused(f"`{_short(read)}` reaches the column through `{_short(up)}` "
                               "(only + - * are followed)")
             up = up.parent
+
+
+def _guarded_loop(body: Node, store: Node) -> Node | None:
+    """The outermost ``for`` around ``store`` inside nothing but blocks and ``if``s without
+    ``else`` below ``body``, or None."""
+    found, node = None, store.parent
+    while node is not None and node != body:
+        if node.type == "for_statement":
+            found = node
+        elif (found is not None and node.type not in ("compound_statement", "if_statement")) or (
+                node.type == "if_statement" and node.child_by_field_name("alternative")):
+            found = None
+        node = node.parent
+    return found
+
+
+def guarded_values(plan: Plan, loop: Node) -> list[Node]:
+    """The declarations before ``loop`` in the blocks around it below the body (top-level
+    ones aside) that declare names never assigned: the row's values (``x = in + r * n``)."""
+    out: list[Node] = []
+    node = loop
+    while node.parent is not None and node.parent != plan.body:
+        block = node.parent
+        if block.type == "compound_statement":
+            before = [c for c in block.named_children if c.end_byte <= node.start_byte]
+            out = [c for c in before if c.type == "declaration" and (declared := [
+                d for d in plan.facts.defs.values() if d.decl == c]) and not any(
+                    d.assigned or d.is_shared for d in declared)] + out
+        node = block
+    return out
 
 
 def _bump(node: Node | None) -> str | None:

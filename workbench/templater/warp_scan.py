@@ -6,8 +6,9 @@ base += 32) { c = base + lane; ... }``), each chunk scanned across the lanes and
 the next. That it is one is not read from the text: :func:`.scan_match.recognise` runs the
 warp's 32 lanes on symbols (the lane the column, the warp index the row's) and checks that
 every column stored holds exactly the elements up to it (or before it), combined by one
-associative operator. The chunk loop (and the scan state declared before it, the body's
-last statements) is then regenerated as the chunked scan an expert writes:
+associative operator. The chunk loop (and the scan state declared right before it; the
+last statement of its block, inside nothing but blocks and ``if``s without ``else``: ``if
+(row < rows) { .. }``) is then regenerated as the chunked scan an expert writes:
 
 * each lane loads ITEMS_PER_THREAD consecutive columns of a chunk of 32 x ITEMS_PER_THREAD
   (past the row: the operator's identity) and scans them in registers;
@@ -98,21 +99,30 @@ def apply_warp_scan(plan: Plan) -> bool:
 
 
 def _span(plan: Plan, scan: RowScan) -> tuple[int, int]:
-    """The bytes the scan takes: its chunk loop, the body's last statement, and the scan
-    state declared before it (every top-level statement after the last kept one)."""
-    top = [c for c in plan.body.named_children if c.type != "comment"]
-    loop = scan.anchor
-    if not top or loop.type not in ("for_statement", "while_statement") or \
-            top[-1].start_byte != loop.start_byte:
-        raise Refused("the warp's scan is no chunk loop ending the kernel's body", loop)
+    """The bytes the scan takes: its chunk loop, the last statement of its block (itself
+    the body or the last statement of blocks and ``if``s without ``else`` up to it), and
+    the scan state declared right before it (declarations the row's statements do not
+    keep: ``float carry = -INFINITY;``)."""
+    loop, block = scan.anchor, scan.anchor.parent
+    stmts = [c for c in block.named_children if c.type != "comment"] if block else []
+    if loop.type != "for_statement" or not stmts or stmts[-1].start_byte != loop.start_byte:
+        raise Refused("the warp's scan is no chunk loop ending its block", loop)
+    node = block
+    while node is not None and node != plan.body:
+        up = node.parent
+        last = [c for c in up.named_children if c.type != "comment"][-1] \
+            if up is not None and up.type == "compound_statement" else node
+        if up is None or (up.type not in ("compound_statement", "if_statement")) or \
+                last.start_byte != node.start_byte or up.child_by_field_name("alternative"):
+            raise Refused("the warp's scan is not the kernel's last work (a statement after "
+                          "it, or an `else`)", loop)
+        node = up
     kept = {s.start_byte for s in scan.kept}
-    last = max((i for i, s in enumerate(top) if s.start_byte in kept), default=-1)
-    rest = top[last + 1:]
-    if any(s.type != "declaration" for s in rest[:-1]):
-        other = next(s for s in rest[:-1] if s.type != "declaration")
-        raise Refused(f"`{text(other).splitlines()[0][:60]}` lies between the row's "
-                      "statements and its scan", other)
-    return rest[0].start_byte, loop.end_byte
+    first = len(stmts) - 1
+    while first > 0 and stmts[first - 1].type == "declaration" and \
+            stmts[first - 1].start_byte not in kept:
+        first -= 1
+    return stmts[first].start_byte, loop.end_byte
 
 
 def _vector_reads(scan: RowScan) -> bool:
