@@ -12,7 +12,8 @@ Where those warps scan their rows (run on symbols: every column stored holds the
 its row, :mod:`.scan_match` with the lane as the column), the chunk loop is regenerated
 (:mod:`.warp_scan`): ITEMS_PER_THREAD consecutive columns a lane scanned in registers, VEC of
 them loaded and stored as one aligned vector where aligned (the expert's VEC 4 is
-ITEMS_PER_THREAD 4, VEC 4).
+ITEMS_PER_THREAD 4, VEC 4), and LDG (the loads through __ldg, as the expert's restrict
+input's are).
 
 Host (g++): the folder, a second hand's spelling (plain shuffles, the lane ``& 31u``, the
 warps a block a namespace ``constexpr`` on the right, the row's work under ``if (r < rows)``,
@@ -43,10 +44,10 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen21.SET.root / "cummax_rows_cg"
-#: Sixteen warps a block of four rows each, through __ldg, two blocks an SM at least (37
-#: rows: one block, its tenth warp's last three rows and six warps past the end; 100
-#: columns: three full chunks and a partial one).
-MIX = {"WARPS_PER_BLOCK": 16, "ROWS": 4, "ITEMS_PER_THREAD": 8, "VEC": 2,
+#: Sixteen warps a block of four rows each, eight columns a lane as float2s through __ldg,
+#: two blocks an SM at least (37 rows: one block, its tenth warp's last three rows and six
+#: warps past the end; 100 columns: a chunk of 256, partly).
+MIX = {"WARPS_PER_BLOCK": 16, "ROWS": 4, "ITEMS_PER_THREAD": 8, "VEC": 2, "LDG": 1,
        "MIN_BLOCKS_PER_SM": 2}
 #: The expert's H200 pick (WARPS 8, ROWS 1, VEC 4: four consecutive columns a lane as a
 #: float4) spelled in the lift's knobs.
@@ -122,7 +123,7 @@ extern "C" __global__ void cummax_rows_cg(float* out, const float* in, int rows,
 """
 #: THIRD's knobs at the expert's pick and the mix (its warps a block: ROWS_PER_BLOCK).
 THIRD_PICK = {"ROWS_PER_BLOCK": 8, "ITEMS_PER_THREAD": 4, "VEC": 4}
-THIRD_MIX = {"ROWS_PER_BLOCK": 2, "ROWS": 2, "ITEMS_PER_THREAD": 2, "VEC": 2}
+THIRD_MIX = {"ROWS_PER_BLOCK": 2, "ROWS": 2, "ITEMS_PER_THREAD": 2, "VEC": 2, "LDG": 1}
 
 
 #: Host forms of the plain shuffles the lift writes for the tile's (the set's prelude has the
@@ -154,7 +155,7 @@ def _lift(source: str) -> tuple[list[str], tuple[str, ...], str]:
 def test_the_folder_lift_keeps_a_warp_a_row_and_lifts_the_warps() -> None:
     lifted = offline_template(load_kernel_folder(FOLDER)).lifted
     names = [p.name for p in lifted.params]
-    assert {"WARPS_PER_BLOCK", "ROWS", "ITEMS_PER_THREAD", "VEC"} <= set(names) and \
+    assert {"WARPS_PER_BLOCK", "ROWS", "ITEMS_PER_THREAD", "VEC", "LDG"} <= set(names) and \
         "LANES" not in names, \
         lifted.notes
     assert lifted.grid == ("ceil_div(rows, WARPS_PER_BLOCK * ROWS)",)
@@ -171,7 +172,7 @@ def test_the_second_spelling_lifts_the_same_knobs() -> None:
     assert {"WARPS_PER_BLOCK", "ROWS", "ITEMS_PER_THREAD", "VEC"} <= set(names) and \
         "LANES" not in names, notes
     assert "constexpr int kWarps = WARPS_PER_BLOCK;" in source
-    assert "wb_load<VEC>(&x[(0) + wb_first] + wb_k, wb_v + wb_k);" in source, source
+    assert "WB_LOAD_VEC<VEC>(&x[(0) + wb_first] + wb_k, wb_v + wb_k);" in source, source
 
 
 def test_work_after_the_scan_keeps_the_chunks_as_written() -> None:
@@ -191,7 +192,7 @@ def test_the_third_hand_scans_exclusively_in_chunks() -> None:
     assert {"ROWS_PER_BLOCK", "ROWS", "ITEMS_PER_THREAD", "VEC"} <= set(names), notes
     assert any(n.startswith("WARP_SCAN: applied: an exclusive `fmaxf` scan of the warp's row "
                             "(identity (float)(-FLT_MAX), cols elements)") for n in notes), notes
-    assert "wb_load<VEC>(&in[(size_t)row * cols + (wb_first + (0))] + wb_k, wb_v + wb_k);" \
+    assert "WB_LOAD_VEC<VEC>(&in[(size_t)row * cols + (wb_first + (0))] + wb_k, wb_v + wb_k);" \
         in source
 
 

@@ -18,7 +18,10 @@ last statement of its block, inside nothing but blocks and ``if``s without ``els
   another (``src[c]``, ``dst[c] = v``), the lane's columns are loaded and stored VEC at a
   time as one aligned vector where the lane's first column is aligned to it and all its
   columns lie in the row (tested at run time, else one at a time), so the vector path is
-  taken exactly where it reads and writes the same elements.
+  taken exactly where it reads and writes the same elements;
+* LDG: where the element's array is a pointer-to-const parameter (or a local pointer into
+  one: :mod:`.warp_ldg`'s rule) of the scanned type, its loads (scalar and vector) go
+  through the read-only path (``__ldg``), as a ``const __restrict__`` input's would.
 
 The statements before it (the row, its pointers, the test that leaves past the last row)
 stay as written, so WARPS_PER_BLOCK and ROWS compose with it. Every config computes the
@@ -34,8 +37,14 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.scan import _BYTES, _operator
 from workbench.templater.scan_match import RowScan, recognise
+from workbench.templater.warp_ldg import READ_ONLY
+from workbench.templater.warp_ldg import _read_only as read_only_root
 
 NAME = "WARP_SCAN"
+#: The CUDA vector types ``__ldg`` loads N elements of a type as (LDG's vector path).
+_RO_VECTORS = {"float": ("float2", "float4"), "int": ("int2", "int4"),
+               "unsigned": ("uint2", "uint4"), "unsigned int": ("uint2", "uint4"),
+               "double": ("double2", None)}
 _ITEMS = [1, 2, 4, 8]
 _VECTORS = [1, 2, 4]
 #: The aligned vector of N elements of an array's own type the lane's columns move in.
@@ -67,13 +76,21 @@ def apply_warp_scan(plan: Plan) -> bool:
     except Refused as exc:
         plan.note(NAME, False, exc.reason, exc.node)
         return False
-    names = fresh_names(plan, ["ITEMS_PER_THREAD", "VEC"])
-    items, vec = names.values()
-    vector = _vector_reads(scan)
+    names = fresh_names(plan, ["ITEMS_PER_THREAD", "VEC", "LDG"])
+    items, vec, ldg = names.values()
+    array = _vector_reads(scan)
+    vector = array is not None
+    root = read_only_root(plan, array) if array is not None else None
+    ro = root is not None and plan.kernel.param(root).base_type == scan.scalar and \
+        scan.scalar in _RO_VECTORS
     plan.helper(_operator(scan))
     if vector:
         plan.helper(_PACK)
-    plan.rw.replace_span(start, end, _loop(scan, items, vec if vector else None))
+    if ro:
+        plan.helper(READ_ONLY.replace("LDG", ldg))
+        plan.helper(_ro_pack(scan.scalar, ldg))
+    plan.rw.replace_span(start, end, _loop(scan, items, vec if vector else None,
+                                           ldg if ro else None))
     origin = f"{scan.anchor.start_point.row + 1}: {text(scan.anchor).splitlines()[0].strip()}"
     plan.add_param(items, {"kind": "choice", "values": _ITEMS, "default": 1,
                            "description": "consecutive columns a lane scans in registers, a "
@@ -87,6 +104,10 @@ def apply_warp_scan(plan: Plan) -> bool:
                                             "1)"}, origin)
         plan.constrain(f"{items} % {vec} == 0")
         plan.constrain(f"{vec} * {size} <= 16")
+    if ro:
+        plan.add_param(ldg, {"kind": "choice", "values": [0, 1], "default": 0,
+                             "description": f"1: the scan reads {root} through the read-only "
+                                            "cache (__ldg) (as written: 0)"}, origin)
     mode = "inclusive" if scan.inclusive else "exclusive"
     plan.note(NAME, True, f"an {mode} `{scan.spelling}` scan of the warp's row (identity "
               f"{scan.identity}, {scan.length} elements) regenerated as chunks of 32 lanes x "
@@ -125,21 +146,45 @@ def _span(plan: Plan, scan: RowScan) -> tuple[int, int]:
     return stmts[first].start_byte, loop.end_byte
 
 
-def _vector_reads(scan: RowScan) -> bool:
-    """The element and the store are each one array element (``p[..]``): their columns can
-    move as vectors."""
+def _vector_reads(scan: RowScan) -> str | None:
+    """The array the element reads where the element and the store are each one array
+    element (``p[..]``): their columns can move as vectors; else None."""
+    arrays = []
     for expr in (scan.element, scan.target):
         tree = parse_cuda(f"void wb_probe() {{ wb_x = {expr}; }}", "probe.cu").tree.root_node
         node = next((n for n in walk(tree) if n.type == "assignment_expression"), None)
         right = node.child_by_field_name("right") if node is not None else None
         if right is None or strip(right).type != "subscript_expression":
-            return False
-    return True
+            return None
+        arrays.append(strip(strip(right).child_by_field_name("argument") or right))
+    return text(arrays[0]) if arrays[0].type == "identifier" else None
 
 
-def _loop(scan: RowScan, items: str, vec: str | None) -> str:
+def _ro_pack(scalar: str, ldg: str) -> str:
+    """``wb_load_ro``: N elements of ``scalar`` as one vector through ``__ldg``, the vector
+    loads' function (``WB_LOAD_VEC``) at ``ldg`` 1."""
+    pairs, four = _RO_VECTORS[scalar][0], _RO_VECTORS[scalar][1]
+    specs = f"template <> struct wb_ro_vec<{scalar}, 2> {{ typedef {pairs} type; }};\n"
+    if four is not None:
+        specs += f"template <> struct wb_ro_vec<{scalar}, 4> {{ typedef {four} type; }};\n"
+    return ("// N elements as the CUDA vector type __ldg loads them\n"
+            "template <class T, int N> struct wb_ro_vec;\n" + specs +
+            "template <int N, class T, class V> __device__ __forceinline__ void "
+            "wb_load_ro(const T *p, V *v) {\n"
+            "  typedef typename wb_ro_vec<T, N>::type W;\n"
+            "  const W w = __ldg(reinterpret_cast<const W *>(p));\n"
+            "  const T *e = reinterpret_cast<const T *>(&w);\n"
+            "#pragma unroll\n"
+            "  for (int j = 0; j < N; ++j) v[j] = V(e[j]);\n"
+            "}\n"
+            f"#if {ldg}\n#define WB_LOAD_VEC wb_load_ro\n#else\n#define WB_LOAD_VEC wb_load\n"
+            "#endif")
+
+
+def _loop(scan: RowScan, items: str, vec: str | None, ldg: str | None) -> str:
     t, ident, n = scan.scalar, scan.identity, scan.length
-    load = f"wb_v[wb_k] = wb_col < ({n}) ? ({t})({scan.element}) : {ident};"
+    element = f"WB_RO({scan.element})" if ldg is not None else scan.element
+    load = f"wb_v[wb_k] = wb_col < ({n}) ? ({t})({element}) : {ident};"
     kept = "wb_next" if scan.inclusive else "wb_prev"
     # an exclusive scan stores what came before each column: the previous column's value
     step = "" if scan.inclusive else "wb_prev = wb_next;"
@@ -156,6 +201,7 @@ def _loop(scan: RowScan, items: str, vec: str | None) -> str:
     if vec is not None:
         at = f"&{scan.element.replace('wb_col', 'wb_first')}"
         to = f"&{scan.target.replace('wb_col', 'wb_first')}"
+        load_vec = "wb_load" if ldg is None else "WB_LOAD_VEC"  # through __ldg at LDG 1
         loads = (
             f"#if {vec} > 1\n"
             f"      const bool wb_whole = wb_first + {items} <= ({n}) && "
@@ -163,7 +209,7 @@ def _loop(scan: RowScan, items: str, vec: str | None) -> str:
             "      if (wb_whole) {\n"
             "#pragma unroll\n"
             f"        for (int wb_k = 0; wb_k < {items}; wb_k += {vec}) "
-            f"wb_load<{vec}>({at} + wb_k, wb_v + wb_k);\n"
+            f"{load_vec}<{vec}>({at} + wb_k, wb_v + wb_k);\n"
             "      } else\n"
             "#endif\n"
             "      {\n" + loads + "      }\n")
