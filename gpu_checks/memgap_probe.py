@@ -1043,18 +1043,21 @@ KERNELS: dict[str, tuple[str, Named, Named]] = {
     # at WARPS 8, ROWS 1, VEC 4: four columns a lane as a float4). With the warps kept whole
     # (the lane read in `base + lane`) and the chunk loop regenerated (WARP_SCAN) the lift at
     # the expert's pick in its knobs (ITEMS 4, VEC 4: sm_90 ld/st.global.v4.f32, 26
-    # registers, no spills; the expert 27, its loads ld.global.nc), the same with the four
-    # columns loaded one at a time (VEC 1), eight columns a lane, and the kernel as written;
-    # the expert at its pick and with one column a lane
+    # registers, no spills; the expert 27, its loads ld.global.nc), the same through __ldg
+    # (LDG 1: ld.global.nc.v4.f32, 26), with the four columns loaded one at a time (VEC 1),
+    # eight columns a lane, and the kernel as written; the expert at its pick and with one
+    # column a lane
     "cummax_rows_cg": ("corpus_compute_unseen21", {
         "expert_pick": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 4,
-                        "MIN_BLOCKS_PER_SM": 0},
+                        "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
+        "expert_pick_ldg": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 4,
+                            "LDG": 1, "MIN_BLOCKS_PER_SM": 0},
         "expert_pick_vec1": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 1,
-                             "MIN_BLOCKS_PER_SM": 0},
+                             "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
         "items8": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 8, "VEC": 4,
-                   "MIN_BLOCKS_PER_SM": 0},
+                   "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
         "as_written": {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 1, "VEC": 1,
-                       "MIN_BLOCKS_PER_SM": 0},
+                       "LDG": 0, "MIN_BLOCKS_PER_SM": 0},
     }, {"pick": {"WARPS": 8, "ROWS": 1, "VEC": 4},
         "pick_vec1": {"WARPS": 8, "ROWS": 1, "VEC": 1}}),
     # memory-bound (set 21): the CUDA samples' Sobel (magnitude and direction), a shared tile
