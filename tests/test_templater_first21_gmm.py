@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -57,12 +58,13 @@ from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
-from workbench.core.cuda_source import parse_cuda
+from workbench.core.cuda_source import CudaSourceError, parse_cuda
+from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.template import KernelTemplate
 from workbench.templater import lift_kernel, offline_template
 from workbench.templater.analysis import text, walk
-from workbench.templater.auto_types import typed_autos, value_type
+from workbench.templater.auto_types import Parsed, type_name, typed_autos, value_type
 from workbench.templater.inline_calls import InlinedSource
 
 FOLDER = held_back_unseen21.SET.root / "gmm_loglik_k16"
@@ -405,3 +407,67 @@ extern "C" __global__ void k(float* out, const float* in, int n) {
     for kept in ("auto scale = [&]", "auto w = v * 2.0f", "auto c = 1, d = 2.0f",
                  "auto e = twice(", "auto& r = out[i]"):
         assert kept in got, kept
+
+
+def _auto_respelling(source: str, entry: str) -> str | None:
+    """``source`` with each local of a function declared ``T x = v;`` (one declarator, a
+    value, no storage class) written ``auto x = v;`` where v's type is T (the same program);
+    None where there is none."""
+    try:
+        parsed = parse_cuda(source)
+        scope = Parsed(parsed, parsed.kernel(entry))
+    except CudaSourceError:
+        return None
+    edits = []
+    for decl in walk(parsed.tree.root_node):
+        typ = decl.child_by_field_name("type") if decl.type == "declaration" else None
+        found = decl.children_by_field_name("declarator") if typ is not None else []
+        if typ is None or len(found) != 1 or found[0].type != "init_declarator" or any(
+                text(c) in ("__shared__", "static", "extern") for c in decl.children):
+            continue
+        name, value = found[0].child_by_field_name("declarator"), \
+            found[0].child_by_field_name("value")
+        inside = decl.parent is not None and decl.parent.type != "translation_unit" and any(
+            up.type == "function_definition" for up in _ancestors(decl))
+        wanted = type_name(text(typ))
+        if inside and name is not None and name.type == "identifier" and value is not None \
+                and value.type != "initializer_list" and wanted is not None and \
+                not wanted.endswith("*") and value_type(scope, value, {}) == wanted:
+            edits.append((typ.start_byte, typ.end_byte))
+    data = source.encode()
+    for start, end in sorted(edits, reverse=True):
+        data = data[:start] + b"auto" + data[end:]
+    return data.decode() if edits else None
+
+
+def _ancestors(node: Any) -> list[Any]:
+    out = []
+    while node.parent is not None:
+        node = node.parent
+        out.append(node)
+    return out
+
+
+@pytest.mark.skipif(not FULL_MATRIX, reason="lifts every corpus kernel (WORKBENCH_FULL_MATRIX=1)")
+def test_no_corpus_kernel_respelled_with_auto_lifts_an_auto_array(tmp_path: Path) -> None:
+    """Every corpus kernel with its typed locals written ``auto`` (where the initialiser has
+    that type): no lift declares ``auto x[..]`` (27 did before typed_autos)."""
+    bad, lifted = [], 0
+    for corpus in sorted(c for c in FOLDER.parents[1].glob("corpus*") if c.is_dir()):
+        for folder in sorted(p for p in corpus.iterdir() if (p / "kernel.toml").is_file()):
+            kf = load_kernel_folder(folder)
+            respelled_source = _auto_respelling((folder / "baseline.cu").read_text(),
+                                                kf.baseline.entry)
+            if respelled_source is None:
+                continue
+            copy = tmp_path / corpus.name / folder.name
+            shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("expert"))
+            (copy / "baseline.cu").write_text(respelled_source)
+            lifted += 1
+            try:
+                source = offline_template(load_kernel_folder(copy)).lifted.source
+            except TemplateError:
+                continue  # nothing lifted: no array either
+            if _AUTO_ARRAY.search(source):
+                bad.append(f"{corpus.name}/{folder.name}")
+    assert lifted > 100 and not bad, (lifted, bad)
