@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import int_value, line, strip, text, walk
+from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.regtile import Gemm, Tile, fresh_names, render
 from workbench.templater.regtile_analysis import (
     Parts,
@@ -29,7 +29,7 @@ from workbench.templater.regtile_analysis import (
     store_target,
 )
 from workbench.templater.regtile_exit import BlockExit, constrain_exits
-from workbench.templater.regtile_order import walks_rows
+from workbench.templater.regtile_order import thread_leaves, walks_rows
 from workbench.templater.regtile_pairing import ROWS_FROM_Y
 from workbench.templater.regtile_space import (
     KMAJOR_PAD,
@@ -351,20 +351,7 @@ def _findings(g: Gemm, n: dict[str, str], loop: Node) -> None:
 def _vector_store(g: Gemm, stmt: Node, dims: list[str | None]) -> VectorStore | None:
     """The vector form of one cooperative store, or None (the reason noted under VEC)."""
     def at(r: int, c: int) -> Callable[[Node], int | Node | None]:
-        pos = {dims[0] or "y": r, dims[1] or "x": c}
-
-        def leaf(n: Node) -> int | Node | None:
-            d = g.thread_dim(n)
-            if d is not None:
-                return pos.get(d, 0)
-            if n.type == "identifier":
-                lo = g.locals.get(text(n))
-                if text(n) in g.inlinable and lo is not None and lo.value is not None:
-                    return lo.value
-                if lo is None:
-                    return int_value(n)  # a macro's value; None: a parameter
-            return None
-        return leaf
+        return thread_leaves(g, dims, r, c)
 
     def runs_along_row(index: Node, width: int, pointer: Node | None) -> bool | None:
         return unit_stride(index, at, width=width, pointer=pointer)

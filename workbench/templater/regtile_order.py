@@ -68,7 +68,7 @@ def _steps(g: Gemm, address: list[Node | None],
     cols: set[int] = set()
 
     def at(r: int, c: int, seen: dict[str, int]) -> int:
-        return sum(evaluate(part, _at(g, dims, r, c), seen, rng) for part in address
+        return sum(evaluate(part, thread_leaves(g, dims, r, c), seen, rng) for part in address
                    if part is not None)
     for _ in range(_TRIALS):
         seen: dict[str, int] = {}
@@ -79,7 +79,8 @@ def _steps(g: Gemm, address: list[Node | None],
     return rows, cols
 
 
-def _at(g: Gemm, dims: list[str | None], r: int, c: int) -> Callable[[Node], int | Node | None]:
+def thread_leaves(g: Gemm, dims: list[str | None], r: int, c: int
+                  ) -> Callable[[Node], int | Node | None]:
     """The leaf values with the store's thread at tile position (r, c): its thread indices
     there, an inlined local's value, a macro's number (None: a block-uniform unknown)."""
     pos = {dims[0] or "y": r, dims[1] or "x": c}
