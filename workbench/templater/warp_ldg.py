@@ -59,7 +59,7 @@ def apply_ldg(plan: Plan, segments: list[Node], what: str = "segment loop") -> N
 
 def _named(plan: Plan, array: str) -> str:
     """``values``, or ``values through p`` for a local pointer ``p`` into it."""
-    root = _read_only(plan, array)
+    root = read_only_root(plan, array)
     return array if root == array else f"{root} through {array}"
 
 
@@ -69,7 +69,7 @@ def _wrap(sub: Node) -> TextFn:
 
 def _reads(plan: Plan, loop: Node) -> list[Node]:
     """Reads ``p[i]`` and ``*p`` in the loop's body of a pointer-to-const parameter ``p`` or a
-    local pointer into one (:func:`_read_only`)."""
+    local pointer into one (:func:`read_only_root`)."""
     body = loop.child_by_field_name("body")
     out: list[Node] = []
     for n in walk(body) if body is not None else []:
@@ -77,13 +77,13 @@ def _reads(plan: Plan, loop: Node) -> list[Node]:
                 n.type == "pointer_expression" and text(n.child_by_field_name("operator"))
                 == "*"):
             array = strip(n.child_by_field_name("argument") or n)
-            if array.type == "identifier" and _read_only(plan, text(array)) is not None and \
+            if array.type == "identifier" and read_only_root(plan, text(array)) is not None and \
                     writer(n, address=True) is None and not _dereferenced(n):
                 out.append(n)
     return out
 
 
-def _read_only(plan: Plan, name: str, depth: int = 0) -> str | None:
+def read_only_root(plan: Plan, name: str, depth: int = 0) -> str | None:
     """The pointer-to-const parameter (of an ``__ldg`` type) whose elements every value of
     ``name`` points at: the parameter itself, or a local pointer declared once from one and
     after that only stepped or reassigned from one; None otherwise."""
@@ -98,7 +98,7 @@ def _read_only(plan: Plan, name: str, depth: int = 0) -> str | None:
     if not d.is_pointer or d.value is None or d.is_shared or depth > 4:
         return None
     base = _base(plan, d.value)
-    root = _read_only(plan, base, depth + 1) if base not in (None, name) else None
+    root = read_only_root(plan, base, depth + 1) if base not in (None, name) else None
     if root is None:
         return None
     for n in walk(plan.facts.body):
@@ -115,7 +115,7 @@ def _read_only(plan: Plan, name: str, depth: int = 0) -> str | None:
         if op in ("+=", "-=") and not _reads_pointer(plan, right):
             continue
         base = _base(plan, right) if op == "=" else None
-        if base is None or (base != name and _read_only(plan, base, depth + 1) != root):
+        if base is None or (base != name and read_only_root(plan, base, depth + 1) != root):
             return None
     return root
 

@@ -37,8 +37,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.scan import _BYTES, _operator
 from workbench.templater.scan_match import RowScan, recognise
-from workbench.templater.warp_ldg import READ_ONLY
-from workbench.templater.warp_ldg import _read_only as read_only_root
+from workbench.templater.warp_ldg import READ_ONLY, read_only_root
 
 NAME = "WARP_SCAN"
 #: The CUDA vector types ``__ldg`` loads N elements of a type as (LDG's vector path).
