@@ -21,6 +21,7 @@ from workbench.core.defines import define_lines
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
+from workbench.templater.auto_refuse import AutoGuard
 from workbench.templater.auto_types import typed_autos
 from workbench.templater.block import lift_block
 from workbench.templater.block_phases import lift_phases
@@ -128,24 +129,25 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
     macros = integer_macros(source)
     constants = file_constants(plan, members.values)
+    guard = AutoGuard(plan)  # a family copying an `auto` local (`auto acc[TM]`) refuses
     with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
-        if not (lift_reduce(plan, compared_by_total) or lift_colreduce(plan, compared_by_total) or
-                lift_scan(plan) or lift_regtile(plan) or lift_tile(plan) or lift_tile_batch(plan) or
-                lift_tied_tiles(plan) or
-                lift_stencil(plan) or lift_zmarch(plan) or lift_centre(plan) or lift_conv(plan) or
-                lift_rows(plan) or lift_phases(plan) or
-                lift_fir(plan) or apply_warp(plan, macros)):
+        if not (guard(lift_reduce, compared_by_total) or
+                guard(lift_colreduce, compared_by_total) or guard(lift_scan) or
+                guard(lift_regtile) or guard(lift_tile) or guard(lift_tile_batch) or
+                guard(lift_tied_tiles) or guard(lift_stencil) or guard(lift_zmarch) or
+                guard(lift_centre) or guard(lift_conv) or guard(lift_rows) or
+                guard(lift_phases) or guard(lift_fir) or guard(apply_warp, macros)):
             lift_block(plan)
-            apply_table_items(plan)  # outputs a thread along a row a block's table serves
+            guard(apply_table_items)  # outputs a thread along a row a block's table serves
             flat = flat_region(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
-            apply_ilp(plan)
+            guard(apply_ilp)
             # output channels on the grid per thread, else outer indices sharing index math
-            apply_channel_items(plan) or apply_grid_planes(plan)
-            apply_split_walk(plan)
-            apply_wrap_items(plan, {"x"} if vectorized and flat else set())
-            apply_gather_stage(plan)  # a 2-D window gather's tile in shared memory
+            guard(apply_channel_items) or guard(apply_grid_planes)
+            guard(apply_split_walk)
+            guard(apply_wrap_items, {"x"} if vectorized and flat else set())
+            guard(apply_gather_stage)  # a 2-D window gather's tile in shared memory
             apply_table(plan)
             apply_fastmath(plan)
             if interleaves(plan):  # compute loops the items share: their integer work counts
@@ -155,9 +157,9 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
             smem_bytes = lift_named(plan, macros, str(smem_bytes))  # where nothing else lifted
-            apply_staged_walk(plan)  # rows of threads split a staged tile's walk
-            apply_record_stage(plan)  # per-thread records through shared memory
-            apply_walk_rounds(plan)  # a walk every thread reads at one index: in rounds
+            guard(apply_staged_walk)  # rows of threads split a staged tile's walk
+            guard(apply_record_stage)  # per-thread records through shared memory
+            guard(apply_walk_rounds)  # a walk every thread reads at one index: in rounds
         apply_residue_taps(plan)  # for (ky = (oy + 1) & 1; ky < 4; ky += 2), any family
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
         lift_switches(plan, macros)
@@ -169,6 +171,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     defined = _header(plan)
     rendered = _late_defaults(plan, defined, plan.rw.render())
     rendered = members.restore(rendered)
+    guard.check(rendered)  # never `auto x[..]`: a pass no guard covers refuses the lift
     return inlined.restore(LiftedSource(
         source=rendered, params=tuple(plan.params.values()),
         constraints=tuple(plan.constraints), grid=tuple(plan.grid), block=tuple(plan.block),

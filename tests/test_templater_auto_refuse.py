@@ -1,0 +1,106 @@
+"""No family writes an ``auto`` array (issue 28, set 21's gmm_loglik_k16): a local declared
+``auto`` whose type auto_types cannot tell (here a file's typedef in a functional cast,
+``auto acc = wb_real(0.0f)``; a template's ``T`` or ``pow(x, 2)`` alike) is copied by no
+family. Regtile (gemm_smem's ``acc``, gemm_cm_bt_rowscale's ``t``), conv (conv2d_const's
+``acc``, colfilter13's ``s``) and centre (bilateral5's ``center``) wrote ``auto NAME[..]``
+(nvcc: "auto type cannot appear in top-level array type"); each now refuses with the
+local's line (auto_refuse.AutoGuard) and the next family lifts. Where the type can be told
+(``auto acc = 0.0f``) the lift is the plain kernel's (typed_autos). Pure text checks; nvcc
+compiles each refused lift at its first all-ends config."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers_nvcc import NVCC, needs_nvcc
+from helpers_templater import end_configs
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+from workbench.templater.records import TemplaterResult
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+#: folder -> the local respelled auto (the comment: what its family wrote before)
+CASES = {
+    "corpus_compute/gemm_smem": "acc",  # regtile: auto acc[TM][TN]
+    "corpus_compute_unseen19/gemm_cm_bt_rowscale": "t",  # regtile, threads x/y: auto t[TM][TN]
+    "corpus_compute/conv2d_const": "acc",  # conv: auto wb_acc[OUT_Y][OUT_X]
+    "corpus_compute_unseen9/bilateral5": "center",  # centre: auto wb_center[OUT_Y]
+    "corpus_compute_unseen5/colfilter13": "s",  # conv: auto wb_acc[OUT_Y]
+}
+_AUTO_ARRAY = re.compile(r"\bauto\s+\w+\s*\[")
+
+
+def _respelled(source: str, name: str, *, told: bool) -> tuple[str, int]:
+    """``source`` with ``[const] float NAME = V;`` written ``[const] auto NAME = wb_real(V);``
+    (a typedef of float: the same program, a type auto_types cannot tell), or ``auto NAME
+    = V;`` where ``told``; and the declaration's line."""
+    found = re.search(rf"(const )?float {name} = ([^;]+);", source)
+    assert found is not None, name
+    value = found.group(2) if told else f"wb_real({found.group(2)})"
+    head = "" if told else "typedef float wb_real;\n"
+    line = source[:found.start()].count("\n") + 1 + head.count("\n")
+    return head + source[:found.start()] + f"{found.group(1) or ''}auto {name} = {value};" + \
+        source[found.end():], line
+
+
+def _folder(tmp: Path, case: str, *, told: bool) -> tuple[KernelFolder, int]:
+    copy = tmp / case.replace("/", "_") / ("told" if told else "untold")
+    shutil.copytree(BENCH / case, copy, ignore=shutil.ignore_patterns("expert"))
+    kf = load_kernel_folder(copy)
+    base = copy / kf.baseline.source_name
+    text, line = _respelled(base.read_text(), CASES[case], told=told)
+    base.write_text(text)
+    return load_kernel_folder(copy), line
+
+
+@functools.cache
+def _untold(case: str, tmp: Path) -> tuple[KernelFolder, TemplaterResult, int]:
+    kf, line = _folder(tmp, case, told=False)
+    return kf, offline_template(kf), line
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("auto_refuse")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_untold_auto_local_is_copied_by_no_family(case: str, work: Path) -> None:
+    _kf, result, line = _untold(case, work)
+    assert not _AUTO_ARRAY.search(result.lifted.source), result.lifted.source
+    name = CASES[case]
+    refused = [str(f) for f in result.lifted.findings if not f.applied and
+               f"`auto {name}` at line {line}: its type cannot be told" in str(f)]
+    assert refused, result.lifted.notes
+    assert "write the type" in refused[0]
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_told_auto_local_lifts_as_the_typed_kernel(case: str, work: Path) -> None:
+    kf, _line = _folder(work, case, told=True)
+    plain = offline_template(load_kernel_folder(BENCH / case))
+    told = offline_template(kf)
+    assert [p.name for p in told.lifted.params] == [p.name for p in plain.lifted.params]
+    assert told.lifted.constraints == plain.lifted.constraints
+    assert not _AUTO_ARRAY.search(told.lifted.source)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_nvcc_compiles_the_refused_kernels_lift_at_its_first_end(case: str, work: Path,
+                                                                  tmp_path: Path) -> None:
+    assert NVCC is not None
+    kf, result, _line = _untold(case, work)
+    config = end_configs(result.template, kf.env(kf.check_shape, "fp32"))[0]
+    source = tmp_path / "end.cu"
+    source.write_text(result.template.render(config, "fp32").source)
+    done = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"),
+                           str(source)], capture_output=True, text=True, timeout=200,
+                          check=False)
+    assert done.returncode == 0, (config, done.stderr[-2000:])
