@@ -59,9 +59,16 @@ _FIELDS = "xyzw"
 def entry_body(current: InlinedSource, entry: str | None) -> Node | None:
     """The body of ``entry`` in ``current``, the source a rewrite before the analysis edits;
     None when the kernel cannot be found (the analysis reports that itself)."""
+    found = entry_source(current, entry)
+    return found[1] if found is not None else None
+
+
+def entry_source(current: InlinedSource, entry: str | None) -> tuple[CudaSource, Node] | None:
+    """``current`` parsed and the body of ``entry`` in it (for a rewrite that also reads the
+    file: its macros, its bytes); None when the kernel cannot be found."""
     try:
         source = parse_cuda(current.text, current.file)
-        return source.body(source.kernel(entry))
+        return source, source.body(source.kernel(entry))
     except CudaSourceError:
         return None
 
@@ -95,11 +102,10 @@ def _split_vectors(current: InlinedSource, entry: str | None) -> InlinedSource:
     read as one scalar local per component, one at a time (a later one's values may read an
     earlier one's components)."""
     while True:
-        try:
-            source = parse_cuda(current.text, current.file)
-            body = source.body(source.kernel(entry))
-        except CudaSourceError:
+        found_source = entry_source(current, entry)
+        if found_source is None:
             return current
+        source, body = found_source
         data = current.text.encode()
         found = next((v for s in walk(body)
                       if (v := _vector(source, data, body, s)) is not None), None)
@@ -158,7 +164,7 @@ def _vector(source: CudaSource, data: bytes, body: Node, s: Node
         return None
     name = text(ident)
     fn = body.parent
-    if fn is None or len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
+    if fn is None or len(declared(fn).get(name, [])) != 1 or in_macros(source, name):
         return None
     fields = _FIELDS[:len(values)]
     reads = _component_reads(fn, ident, name, fields)
@@ -189,7 +195,7 @@ def _fields_set(source: CudaSource, body: Node, s: Node) -> list[tuple[int, int,
     component = _COMPONENT.get(vtype[:-1])
     width = int(vtype[-1]) if vtype[-1:] in "234" and vtype[-1:] else 0
     if component is None or not width or fn is None or \
-            len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
+            len(declared(fn).get(name, [])) != 1 or in_macros(source, name):
         return None
     sets: dict[str, tuple[Node, Node, Node]] = {}  # field -> (statement, its target, value)
     for stmt in block.named_children:
@@ -220,7 +226,7 @@ def _fields_set(source: CudaSource, body: Node, s: Node) -> list[tuple[int, int,
             *((r.start_byte, r.end_byte, local[f]) for r, f in reads)]
 
 
-def _in_macros(source: CudaSource, name: str) -> bool:
+def in_macros(source: CudaSource, name: str) -> bool:
     """Whether a macro of the file names ``name`` (its uses there would lose the local)."""
     word = re.compile(rf"\b{re.escape(name)}\b")
     return any(n.type in ("preproc_def", "preproc_function_def") and word.search(text(n))

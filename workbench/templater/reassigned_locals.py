@@ -34,17 +34,19 @@ import re
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSource, CudaSourceError, parse_cuda
-from workbench.templater.analysis import text, walk
-from workbench.templater.inline_bind import declared
+from workbench.core.cuda_source import CudaSource
+from workbench.templater.analysis import text, walk, writer
+from workbench.templater.inline_bind import fresh, function_name
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.inline_macros import function_macros
-from workbench.templater.point_split import _in_macros
+from workbench.templater.local_decls import (
+    Edits,
+    declared_at,
+    local_decl,
+    rewrite_each,
+    set_in,
+)
 
-#: Types whose local a statement ``x = v;`` sets whole.
-_BUILTIN_TYPES = ("primitive_type", "sized_type_specifier")
-#: Jumps that could pass a value's statement.
-_JUMPS = ("goto_statement", "labeled_statement", "case_statement")
 #: A write to or the address of the name ``{0}`` in a macro body.
 _WRITES = (r"(\+\+|--|&)\s*\(?\s*\b{0}\b", r"\b{0}\b\s*\)?\s*(\+\+|--|(?:[-+*/%&|^]|<<|>>)?=(?!=))")
 
@@ -53,96 +55,41 @@ def split_reassigned(current: InlinedSource, entry: str | None) -> InlinedSource
     """``current`` with each qualifying local of ``entry`` (see the module doc) read as one
     local per value, one local at a time (unchanged when there is none, or the kernel
     cannot be found: the analysis reports that itself)."""
-    while True:
-        try:
-            source = parse_cuda(current.text, current.file)
-            body = source.body(source.kernel(entry))
-        except CudaSourceError:
-            return current
-        fn = body.parent
-        if fn is None or any(n.type in _JUMPS for n in walk(fn)):
-            return current
-        found = next((e for s in walk(body) if (e := _split(source, fn, s)) is not None), None)
-        if found is None:
-            return current
-        current = current.edited(found)
+    return rewrite_each(current, entry, _split)
 
 
-def _split(source: CudaSource, fn: Node, s: Node) -> list[tuple[int, int, str]] | None:
+def _split(source: CudaSource, fn: Node, s: Node) -> Edits | None:
     """The edits that read the local ``s`` declares as one local per value (each later
     value's statement declares its own, its uses renamed); None for anything else."""
-    parent = s.parent
-    if s.type != "declaration" or parent is None or parent.type != "compound_statement":
-        return None
-    typ, decls = s.child_by_field_name("type"), s.children_by_field_name("declarator")
-    if typ is None or typ.type not in _BUILTIN_TYPES or len(decls) != 1:
-        return None
-    valued = decls[0].type == "init_declarator"
-    shape = decls[0].child_by_field_name("declarator") if valued else decls[0]
-    ident = shape
-    while ident is not None and ident.type == "pointer_declarator":
-        ident = ident.child_by_field_name("declarator")
-    if shape is None or ident is None or ident.type != "identifier" or any(
-            c not in (typ, decls[0]) and not (text(c) == "const" and shape != ident)
-            for c in s.named_children):
+    d = local_decl(source, fn, s)
+    if d is None or (d.qualifiers and (d.shape == d.ident or
+                                       any(q != "const" for q in d.qualifiers))):
         return None  # const only of a pointer's target: the pointer itself is set
-    name = text(ident)
-    if len(declared(fn).get(name, [])) != 1 or _in_macros(source, name):
-        return None
-    uses = [n for n in walk(fn) if n.type == "identifier" and text(n) == name and n != ident]
-    if not uses or uses[0].start_byte < s.end_byte:
-        return None
-    block = parent if valued else _set_in(uses[0], name)
-    if block is None or not parent.start_byte <= block.start_byte < parent.end_byte or \
+    parent, name, uses = s.parent, d.name, d.uses
+    block = parent if d.valued else set_in(uses[0], name)
+    if block is None or parent is None or \
+            not parent.start_byte <= block.start_byte < parent.end_byte or \
             any(not block.start_byte <= n.start_byte < block.end_byte for n in uses):
         return None
-    sets = [u for u in uses if _set_in(u, name) == block]
-    if len(sets) + valued < 2 or \
+    sets = [u for u in uses if set_in(u, name) == block]
+    if len(sets) + d.valued < 2 or \
             any(u not in sets and not _only_read(source, u) for u in uses):
         return None
-    free = _fresh(source, name, len(sets) - (not valued))
-    later = sets if valued else sets[1:]
-    head = source.data[s.start_byte:decls[0].start_byte].decode()
+    taken = set(re.findall(r"[A-Za-z_]\w*", source.data.decode()))
+    free = [fresh(name, taken) for _ in range(len(sets) - (not d.valued))]
+    later = sets if d.valued else sets[1:]
     # a bare declaration goes, the first value's statement declaring it (as late_init does)
-    edits = [] if valued else [(s.start_byte, s.end_byte, ""), _declared_at(sets[0], head,
-                                                                          text(shape))]
+    edits = [] if d.valued else [(s.start_byte, s.end_byte, ""),
+                                 declared_at(sets[0], d.head, text(d.shape))]
     for k, u in enumerate(later):
-        stmt = u.parent.parent  # type: ignore[union-attr]  # x = v;  (_set_in)
+        stmt = u.parent.parent  # type: ignore[union-attr]  # x = v;  (set_in)
         new = free[k]
         ends = later[k + 1].start_byte if k + 1 < len(later) else block.end_byte
-        declarator = text(shape)[:ident.start_byte - shape.start_byte] + new
-        edits.append(_declared_at(u, head, declarator))
+        declarator = text(d.shape)[:d.ident.start_byte - d.shape.start_byte] + new
+        edits.append(declared_at(u, d.head, declarator))
         edits += [(r.start_byte, r.end_byte, new) for r in uses
                   if r not in sets and stmt.end_byte <= r.start_byte < ends]  # type: ignore[union-attr]
     return edits
-
-
-def _declared_at(use: Node, head: str, declarator: str) -> tuple[int, int, str]:
-    """The edit making the statement ``x = v;`` whose target is ``use`` the declaration
-    ``{head}{declarator} = v;``."""
-    assign = use.parent
-    stmt = assign.parent if assign is not None else None
-    value = assign.child_by_field_name("right") if assign is not None else None
-    assert stmt is not None and value is not None  # _set_in
-    return stmt.start_byte, stmt.end_byte, f"{head}{declarator} = {text(value)};"
-
-
-def _set_in(use: Node, name: str) -> Node | None:
-    """The block whose statement ``name = v;`` (``v`` not reading ``name``) ``use`` is the
-    target of; None where ``use`` is anything else."""
-    assign = use.parent
-    stmt = assign.parent if assign is not None else None
-    block = stmt.parent if stmt is not None else None
-    if assign is None or stmt is None or block is None or \
-            assign.type != "assignment_expression" or \
-            assign.child_by_field_name("left") != use or \
-            text(assign.child_by_field_name("operator")) != "=" or \
-            stmt.type != "expression_statement" or block.type != "compound_statement":
-        return None
-    value = assign.child_by_field_name("right")
-    if value is None or any(n.type == "identifier" and text(n) == name for n in walk(value)):
-        return None
-    return block
 
 
 def _only_read(source: CudaSource, use: Node) -> bool:
@@ -153,10 +100,7 @@ def _only_read(source: CudaSource, use: Node) -> bool:
     up = at.parent
     if up is None or any(a.type == "lambda_expression" for a in _ancestors(use)):
         return False
-    if up.type in ("update_expression", "assignment_expression") and \
-            (up.type == "update_expression" or up.child_by_field_name("left") == at):
-        return False
-    if up.type == "pointer_expression" and text(up.child_by_field_name("operator")) == "&":
+    if writer(use, address=True) is not None:
         return False
     if up.type == "init_declarator" and any(n.type == "reference_declarator" for n in walk(up)):
         return False  # int &r = x; r reads whichever value x holds
@@ -174,7 +118,7 @@ def _only_read(source: CudaSource, use: Node) -> bool:
            text(n.child_by_field_name("name")) == callee for n in root.children):
         return False  # a macro not read as an expansion: its body may write the argument
     return all(_by_value(f, place) for f in walk(root) if f.type == "function_definition"
-               and _function_name(f) == callee)
+               and function_name(f) == callee)
 
 
 def _by_value(fn: Node, place: int) -> bool:
@@ -188,27 +132,9 @@ def _by_value(fn: Node, place: int) -> bool:
         n.type == "reference_declarator" for n in walk(named[place]))
 
 
-def _function_name(fn: Node) -> str | None:
-    decl = fn.child_by_field_name("declarator")
-    inner = decl.child_by_field_name("declarator") if decl is not None else None
-    return text(inner) if inner is not None else None
-
-
 def _ancestors(n: Node) -> list[Node]:
     out = []
     while n.parent is not None:
         n = n.parent
         out.append(n)
-    return out
-
-
-def _fresh(source: CudaSource, name: str, count: int) -> list[str]:
-    """``count`` names ``name_2``, ``name_3`` .. that the file does not spell anywhere."""
-    taken = set(re.findall(r"[A-Za-z_]\w*", source.data.decode()))
-    out: list[str] = []
-    k = 2
-    while len(out) < count:
-        if f"{name}_{k}" not in taken:
-            out.append(f"{name}_{k}")
-        k += 1
     return out

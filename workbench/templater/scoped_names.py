@@ -28,28 +28,25 @@ import re
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSourceError, parse_cuda
-from workbench.templater.analysis import text, walk
-from workbench.templater.inline_bind import declared
+from workbench.templater.analysis import text, walk, writer
+from workbench.templater.inline_bind import declared, fresh
 from workbench.templater.inline_calls import InlinedSource
-from workbench.templater.point_split import _in_macros
+from workbench.templater.point_split import entry_source, in_macros
 
 
 def scoped_names(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each qualifying re-declaration of ``entry`` (see the module doc) and
     its uses renamed (unchanged when there is none, or the kernel cannot be found: the
     analysis reports that itself)."""
-    try:
-        source = parse_cuda(current.text, current.file)
-        fn = source.body(source.kernel(entry)).parent
-    except CudaSourceError:
+    found = entry_source(current, entry)
+    fn = found[1].parent if found is not None else None
+    if found is None or fn is None:
         return current
-    if fn is None:
-        return current
+    source = found[0]
     taken = set(re.findall(r"\w+", current.text))
     edits: list[tuple[int, int, str]] = []
     for name, idents in declared(fn).items():
-        if len(idents) < 2 or _in_macros(source, name):
+        if len(idents) < 2 or in_macros(source, name):
             continue
         scopes = [(ident, _extent(ident)) for ident in idents]
         reached = {ident.start_byte: _uses(name, ident, scope, [s for s in scopes
@@ -62,11 +59,8 @@ def scoped_names(current: InlinedSource, entry: str | None) -> InlinedSource:
             uses = reached.get(ident.start_byte)
             if ident == kept or uses is None:
                 continue
-            k = 2
-            while f"{name}_{k}" in taken:
-                k += 1
-            taken.add(f"{name}_{k}")
-            edits += [(n.start_byte, n.end_byte, f"{name}_{k}") for n in (ident, *uses)]
+            new = fresh(name, taken)
+            edits += [(n.start_byte, n.end_byte, new) for n in (ident, *uses)]
     return current.edited(edits) if edits else current
 
 
@@ -117,22 +111,7 @@ def _uses(name: str, ident: Node, scope: Node,
         if n.type != "identifier" or text(n) != name or n.start_byte < ident.end_byte or \
                 any(i.end_byte <= n.start_byte < s.end_byte or i == n for i, s in inner):
             continue
-        if _written(n):
+        if writer(n, address=True) is not None:
             return None
         out.append(n)
     return out
-
-
-def _written(n: Node) -> bool:
-    """Whether the identifier ``n`` is the target of an assignment or a step, or its
-    address is taken."""
-    child, p = n, n.parent
-    while p is not None and p.type == "parenthesized_expression":
-        child, p = p, p.parent
-    if p is None:
-        return False
-    if p.type == "assignment_expression":
-        return p.child_by_field_name("left") == child
-    if p.type == "update_expression":
-        return True
-    return p.type == "pointer_expression" and text(p).lstrip().startswith("&")
