@@ -1,6 +1,7 @@
 """No family writes an ``auto`` array (issue 28, set 21's gmm_loglik_k16): a local declared
-``auto`` whose type auto_types cannot tell (here a file's typedef in a functional cast,
-``auto acc = wb_real(0.0f)``; a template's ``T`` or ``pow(x, 2)`` alike) is copied by no
+``auto`` whose type auto_types cannot tell (a file's typedef in a functional cast,
+``auto acc = wb_real(0.0f)``; a template function's ``T``; ``pow(1.0f, 2)``, where an overload
+decides) is copied by no
 family. Regtile (gemm_smem's ``acc``, gemm_cm_bt_rowscale's ``t``), conv (conv2d_const's
 ``acc``, colfilter13's ``s``) and centre (bilateral5's ``center``) wrote ``auto NAME[..]``
 (nvcc: "auto type cannot appear in top-level array type"); each now refuses with the
@@ -36,32 +37,41 @@ CASES = {
 _AUTO_ARRAY = re.compile(r"\bauto\s+\w+\s*\[")
 
 
-def _respelled(source: str, name: str, *, told: bool) -> tuple[str, int]:
-    """``source`` with ``[const] float NAME = V;`` written ``[const] auto NAME = wb_real(V);``
-    (a typedef of float: the same program, a type auto_types cannot tell), or ``auto NAME
-    = V;`` where ``told``; and the declaration's line."""
+#: spelling -> (lines before the file, the initialiser around the value V): the same program
+SPELLINGS = {
+    "told": ("", "{}"),  # typed_autos writes float
+    "typedef": ("typedef float wb_real;\n", "wb_real({})"),
+    "template": ("template <typename T> __device__ T wb_same(T v) { return v; }\n",
+                 "wb_same({})"),
+    "pow": ("", "{} + 0.0f * pow(1.0f, 2)"),  # pow(float, int): an overload decides
+}
+
+
+def _respelled(source: str, name: str, spelling: str) -> tuple[str, int]:
+    """``source`` with ``[const] float NAME = V;`` written ``[const] auto NAME = ..;`` in
+    ``spelling`` (:data:`SPELLINGS`), and the declaration's line."""
     found = re.search(rf"(const )?float {name} = ([^;]+);", source)
     assert found is not None, name
-    value = found.group(2) if told else f"wb_real({found.group(2)})"
-    head = "" if told else "typedef float wb_real;\n"
+    head, form = SPELLINGS[spelling]
     line = source[:found.start()].count("\n") + 1 + head.count("\n")
-    return head + source[:found.start()] + f"{found.group(1) or ''}auto {name} = {value};" + \
+    return head + source[:found.start()] + \
+        f"{found.group(1) or ''}auto {name} = {form.format(found.group(2))};" + \
         source[found.end():], line
 
 
-def _folder(tmp: Path, case: str, *, told: bool) -> tuple[KernelFolder, int]:
-    copy = tmp / case.replace("/", "_") / ("told" if told else "untold")
+def _folder(tmp: Path, case: str, spelling: str) -> tuple[KernelFolder, int]:
+    copy = tmp / case.replace("/", "_") / spelling
     shutil.copytree(BENCH / case, copy, ignore=shutil.ignore_patterns("expert"))
     kf = load_kernel_folder(copy)
     base = copy / kf.baseline.source_name
-    text, line = _respelled(base.read_text(), CASES[case], told=told)
+    text, line = _respelled(base.read_text(), CASES[case], spelling)
     base.write_text(text)
     return load_kernel_folder(copy), line
 
 
 @functools.cache
-def _untold(case: str, tmp: Path) -> tuple[KernelFolder, TemplaterResult, int]:
-    kf, line = _folder(tmp, case, told=False)
+def _untold(case: str, tmp: Path, spelling: str) -> tuple[KernelFolder, TemplaterResult, int]:
+    kf, line = _folder(tmp, case, spelling)
     return kf, offline_template(kf), line
 
 
@@ -70,9 +80,14 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("auto_refuse")
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_an_untold_auto_local_is_copied_by_no_family(case: str, work: Path) -> None:
-    _kf, result, line = _untold(case, work)
+@pytest.mark.parametrize(("case", "spelling"), [
+    *((case, "typedef") for case in sorted(CASES)),
+    *((case, spelling) for case in ("corpus_compute/gemm_smem", "corpus_compute/conv2d_const",
+                                    "corpus_compute_unseen9/bilateral5")
+      for spelling in ("template", "pow"))])
+def test_an_untold_auto_local_is_copied_by_no_family(case: str, spelling: str,
+                                                     work: Path) -> None:
+    _kf, result, line = _untold(case, work, spelling)
     assert not _AUTO_ARRAY.search(result.lifted.source), result.lifted.source
     name = CASES[case]
     refused = [str(f) for f in result.lifted.findings if not f.applied and
@@ -83,7 +98,7 @@ def test_an_untold_auto_local_is_copied_by_no_family(case: str, work: Path) -> N
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_told_auto_local_lifts_as_the_typed_kernel(case: str, work: Path) -> None:
-    kf, _line = _folder(work, case, told=True)
+    kf, _line = _folder(work, case, "told")
     plain = offline_template(load_kernel_folder(BENCH / case))
     told = offline_template(kf)
     assert [p.name for p in told.lifted.params] == [p.name for p in plain.lifted.params]
@@ -96,7 +111,7 @@ def test_a_told_auto_local_lifts_as_the_typed_kernel(case: str, work: Path) -> N
 def test_nvcc_compiles_the_refused_kernels_lift_at_its_first_end(case: str, work: Path,
                                                                   tmp_path: Path) -> None:
     assert NVCC is not None
-    kf, result, _line = _untold(case, work)
+    kf, result, _line = _untold(case, work, "typedef")
     config = end_configs(result.template, kf.env(kf.check_shape, "fp32"))[0]
     source = tmp_path / "end.cu"
     source.write_text(result.template.render(config, "fp32").source)
