@@ -29,8 +29,9 @@ from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.scan_match import RowScan, recognise
 
 NAME = "ROW_SCAN"
-_BYTES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8,
-          "long long": 8, "unsigned long long": 8}
+#: Bytes of an element of each scalar type a row scan may scan (ROW_SCAN, WARP_SCAN).
+SCALAR_BYTES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8,
+                "long long": 8, "unsigned long long": 8}
 #: Items a thread scans in registers: the expert's powers of two and the odd counts that
 #: leave the strided shared reads conflict-free without padding.
 _ITEMS = [1, 2, 3, 4, 5, 6, 7, 8, 12, 16]
@@ -75,11 +76,11 @@ def lift_scan(plan: Plan) -> bool:
 def _emit(plan: Plan, scan: RowScan) -> None:
     names = fresh_names(plan, ["BLOCK_THREADS", "ITEMS_PER_THREAD", "PAD"])
     threads, items, pad = names.values()
-    plan.helper(_operator(scan))
+    plan.helper(operator_helper(scan))
     plan.rw.replace(plan.body, _body(scan, threads, items, pad))
     plan.block = [threads]
     plan.launch_bounds = threads
-    size = _BYTES[scan.scalar]
+    size = SCALAR_BYTES[scan.scalar]
     origin = f"{scan.anchor.start_point.row + 1}: {text(scan.anchor).splitlines()[0].strip()}"
     plan.add_param(threads, {"kind": "int", "min": 32, "max": 1024, "step": 32,
                              "default": scan.threads,
@@ -102,7 +103,9 @@ def _emit(plan: Plan, scan: RowScan) -> None:
               "the carry between tiles; the loads and the store as written", scan.anchor)
 
 
-def _operator(scan: RowScan) -> str:
+def operator_helper(scan: RowScan) -> str:
+    """The device function ``wb_scan_op`` combining two elements as ``scan`` does (the
+    helper ROW_SCAN and WARP_SCAN render before the kernel)."""
     t = scan.scalar
     combined = f"a {scan.spelling} b" if scan.spelling in ("+", "*") else \
         f"{scan.spelling}(a, b)"

@@ -35,7 +35,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.templater.analysis import strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
-from workbench.templater.scan import _BYTES, _operator
+from workbench.templater.scan import SCALAR_BYTES, operator_helper
 from workbench.templater.scan_match import RowScan, recognise
 from workbench.templater.warp_ldg import READ_ONLY, read_only_root
 
@@ -82,7 +82,7 @@ def apply_warp_scan(plan: Plan) -> bool:
     root = read_only_root(plan, array) if array is not None else None
     ro = root is not None and plan.kernel.param(root).base_type == scan.scalar and \
         scan.scalar in _RO_VECTORS
-    plan.helper(_operator(scan))
+    plan.helper(operator_helper(scan))
     if vector:
         plan.helper(_PACK)
     if ro:
@@ -95,7 +95,7 @@ def apply_warp_scan(plan: Plan) -> bool:
                            "description": "consecutive columns a lane scans in registers, a "
                                           "chunk of 32 x ITEMS_PER_THREAD (as written: 1)"},
                    origin)
-    size = _BYTES[scan.scalar]
+    size = SCALAR_BYTES[scan.scalar]
     if vector:
         plan.add_param(vec, {"kind": "choice", "values": _VECTORS, "default": 1,
                              "description": "a lane's columns loaded and stored VEC at a time "
