@@ -21,8 +21,12 @@ import pytest
 from helpers_nvcc import NVCC, needs_nvcc
 from helpers_templater import end_configs
 
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.errors import TemplateError
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
+from workbench.templater.auto_refuse import AutoGuard
+from workbench.templater.plan import Plan
 from workbench.templater.records import TemplaterResult
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -119,3 +123,21 @@ def test_nvcc_compiles_the_refused_kernels_lift_at_its_first_end(case: str, work
                            str(source)], capture_output=True, text=True, timeout=200,
                           check=False)
     assert done.returncode == 0, (config, done.stderr[-2000:])
+
+
+def test_a_lift_still_copying_an_auto_local_at_the_end_is_refused_with_its_line() -> None:
+    """The last check (AutoGuard.check, after every pass): a pass no family guard covers
+    that wrote ``auto acc[..]`` refuses the lift, naming the local's line."""
+    source = parse_cuda(
+        "typedef float wb_real;\n"
+        'extern "C" __global__ void k(float* out, const float* in, int n) {\n'
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  auto acc = wb_real(in[i]);\n"
+        "  out[i] = acc;\n"
+        "}\n")
+    guard = AutoGuard(Plan(source, source.kernel("k"), grid=["n"], block=["256"], scalars={}))
+    guard.check(source.data.decode())  # as written: nothing copied
+    with pytest.raises(TemplateError, match=r"`auto acc` at line 4: its type cannot be told "
+                                            r"from `wb_real\(in\[i\]\)`; write the type"):
+        guard.check(source.data.decode().replace("auto acc = wb_real(in[i]);",
+                                                 "auto acc[4] = {wb_real(in[i])};"))
