@@ -30,7 +30,8 @@ initialiser on the parse (:func:`value_type`):
 Anything else (a lambda's or functor's call, a template, an unknown typedef, mixed
 arguments where an overload decides) is not known: None. :func:`typed_autos` then leaves
 the ``auto`` as written, and ITEMS_PER_THREAD (:func:`item_types`) refuses with the line
-rather than guess.
+rather than guess; any other family that would copy it (regtile, conv, centre, ..) is undone
+and refused with the line by :class:`~.auto_refuse.AutoGuard`.
 """
 
 from __future__ import annotations
