@@ -38,6 +38,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.inline_bind import written
 from workbench.templater.item_state import trip_count
 
 _ASSIGN = ("assignment_expression", "update_expression")
@@ -175,12 +176,5 @@ def _names(n: Node) -> set[str]:
 
 
 def _assigns(body: Node, names: set[str]) -> bool:
-    for n in walk(body):
-        if n.type in _ASSIGN:
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            if target is not None and text(strip(target)) in names:
-                return True
-        if n.type == "pointer_expression" and text(n).startswith("&") and \
-                text(strip(n.child_by_field_name("argument") or n)) in names:
-            return True
-    return False
+    """Whether ``body`` assigns, steps or takes the address of one of ``names``."""
+    return any(written(body, name) for name in names)

@@ -38,6 +38,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import Definition, binary, int_expr_value, line, strip, text, walk
 from workbench.templater.conv_mix import TAPS
+from workbench.templater.inline_bind import written
 from workbench.templater.item_state import trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import fresh_names
@@ -131,7 +132,7 @@ def residue_loop(loop: Node, defs: dict[str, Definition]) -> ResidueLoop | None:
     var = text(var_node)
     step, bound = _step(update, var), _bound(cond, var)
     body = loop.child_by_field_name("body")
-    if step is None or bound is None or body is None or _assigns(body, var):
+    if step is None or bound is None or body is None or written(body, var):
         return None
     starts = value_range(start, defs)
     if starts is None or starts[1] - starts[0] > _MAX_SPAN:
@@ -174,18 +175,6 @@ def _bound(cond: Node, var: str) -> tuple[int, bool] | None:
     if text(strip(left)) != var or op not in ("<", "<=") or end is None:
         return None
     return end, op == "<="
-
-
-def _assigns(body: Node, var: str) -> bool:
-    for n in walk(body):
-        target = n.child_by_field_name("left") if n.type == "assignment_expression" else \
-            n.child_by_field_name("argument") if n.type == "update_expression" else None
-        if target is not None and text(strip(target)) == var:
-            return True
-        if n.type == "pointer_expression" and text(n).startswith("&") and \
-                text(strip(n.child_by_field_name("argument") or n)) == var:
-            return True  # its address taken: written through a pointer, maybe
-    return False
 
 
 def apply_residue_taps(plan: Plan) -> bool:
