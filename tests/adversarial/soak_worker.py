@@ -1,12 +1,14 @@
 """One tuning process for the kill -9 soak and the shared-store test (run as a script).
 
-    python soak_worker.py STORE LOG BUDGET DELAY_S
+    python soak_worker.py STORE LOG BUDGET DELAY_S [--wait-go]
 
 Tunes silu_and_mul @ small/bf16 exhaustively with the SyntheticRunner (no GPU; its times
 are not measurements) into STORE. Before measuring a config it appends ``measure KEY PID``
 to LOG, or ``twice KEY PID`` when the store already holds that config (a config measured
 again after it was committed: the soak's failure). Each measurement takes DELAY_S, so that
-a kill lands at a random point of the loop. Prints ``ready`` once the imports are done.
+a kill lands at a random point of the loop. Prints ``ready`` once the imports are done; with
+``--wait-go`` it then waits for a line on stdin before searching, so that processes started
+one after another begin their searches together however long each took to import.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class LoggedRunner(SyntheticRunner):
     store: SQLiteStore
     delay_s: float
 
-    def measure(self, candidates: Sequence[Candidate]) -> Iterator[TrialResult]:
+    def measure(self, candidates: Sequence[Candidate], *,
+                condition: str | None = None) -> Iterator[TrialResult]:
         provenance = provenance_for(self, self.template)
         for candidate in candidates:
             key = candidate.config.key()
@@ -48,11 +51,12 @@ class LoggedRunner(SyntheticRunner):
                 fh.flush()
                 os.fsync(fh.fileno())
             time.sleep(self.delay_s)
-            yield from super().measure([candidate])
+            yield from super().measure([candidate], condition=condition)
 
 
 def main() -> None:
     store_path, log_path, budget, delay_s = sys.argv[1:5]
+    wait_go = sys.argv[5:] == ["--wait-go"]
     folder = load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
     store = SQLiteStore(store_path, timeout_s=30)
     runner = LoggedRunner(folder)
@@ -63,6 +67,8 @@ def main() -> None:
                                  store=store)
     search.claim_wait_s = 0.05  # poll others' claims often: the soak is short
     print("ready", flush=True)
+    if wait_go:
+        sys.stdin.readline()
     outcome = search.run()
     shape = outcome.shapes[SHAPE]
     print(f"done {shape.reason} evaluated={shape.evaluated} measured_now={shape.measured_now}",

@@ -15,9 +15,12 @@ WORKER = Path(__file__).resolve().parent / "soak_worker.py"
 BUDGET = 60
 
 
-def start(store: Path, log: Path, delay_s: float) -> subprocess.Popen[str]:
+def start(store: Path, log: Path, delay_s: float, wait_go: bool = False) -> subprocess.Popen[str]:
+    """A worker whose imports are done; with wait_go it searches only after a line on stdin."""
     process = subprocess.Popen([sys.executable, str(WORKER), str(store), str(log), str(BUDGET),
-                                str(delay_s)], stdout=subprocess.PIPE, text=True)
+                                str(delay_s), *(["--wait-go"] if wait_go else [])],
+                               stdout=subprocess.PIPE, text=True,
+                               stdin=subprocess.PIPE if wait_go else None)
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready"
     return process
@@ -69,8 +72,14 @@ def test_kill_9_soak_loses_nothing_and_measures_nothing_twice(tmp_path: Path) ->
 
 def test_two_processes_share_the_work(tmp_path: Path) -> None:
     store, log = tmp_path / "shared.sqlite", tmp_path / "measure.log"
-    first = start(store, log, 0.03)
-    second = start(store, log, 0.03)
+    # both searches begin together: under load one process's imports can take longer than
+    # the other's whole search, which would leave it no share though the claims work
+    first = start(store, log, 0.03, wait_go=True)
+    second = start(store, log, 0.03, wait_go=True)
+    for process in (first, second):
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
     outs = [p.communicate(timeout=120)[0] for p in (first, second)]
     assert all(p.returncode == 0 for p in (first, second)), outs
     lines = log_lines(log)
