@@ -117,7 +117,7 @@ def _step(stmt: Node, var: str) -> bool:
         b is not None and text(strip(a)) == var and not _reads(b, var)
 
 
-def _assigned(body: Node) -> set[str]:
+def written_names(body: Node) -> set[str]:
     """The names ``body`` writes: a scalar assigned, or the array a subscript stores to (not
     the names of its index: ``out[r * cols + c] = v`` writes out, not cols)."""
     out = set()
@@ -146,10 +146,10 @@ def _bounded(cond: Node, var: str, body: Node) -> bool:
     if bound is None or _reads(bound, var) or any(n.type == "call_expression"
                                                   for n in walk(bound)):
         return False
-    return not {text(n) for n in walk(bound) if n.type == "identifier"} & _assigned(body)
+    return not {text(n) for n in walk(bound) if n.type == "identifier"} & written_names(body)
 
 
-def _own_continue(body: Node) -> bool:
+def own_continue(body: Node) -> bool:
     """A ``continue`` in ``body`` that belongs to the loop ``body`` is the body of."""
     def visit(n: Node) -> bool:
         if n.type == "continue_statement":
@@ -158,7 +158,7 @@ def _own_continue(body: Node) -> bool:
     return visit(body)
 
 
-def _declared(decl: Node) -> tuple[str, Node] | None:
+def declared_value(decl: Node) -> tuple[str, Node] | None:
     """(name, value) of a declaration of one variable with a value, else None."""
     ds = decl.children_by_field_name("declarator") if decl.type == "declaration" else []
     if len(ds) != 1 or ds[0].type != "init_declarator":
@@ -172,7 +172,7 @@ def _declared(decl: Node) -> tuple[str, Node] | None:
 
 
 def _movable(siblings: list[Node], at: int, var: str,
-             start: Callable[[Node], tuple[str, Node] | None] = _declared) -> Node | None:
+             start: Callable[[Node], tuple[str, Node] | None] = declared_value) -> Node | None:
     """The declaration of ``var`` alone with a value among ``siblings`` before ``at`` (or
     the statement ``start`` reads as (name, value) for it: :func:`.loop_forms_reuse.assignment`'s
     ``v = e;``) that may move to ``at``: the statements between neither mention ``var`` nor
@@ -189,7 +189,7 @@ def _movable(siblings: list[Node], at: int, var: str,
         read = {text(n) for n in walk(found[1]) if n.type == "identifier"}
         quiet = all(b.type == "declaration" and not any(n.type in _WRITES for n in walk(b))
                     for b in between)
-        if any(_assigned(b) & read for b in between) or \
+        if any(written_names(b) & read for b in between) or \
                 (not quiet and _reads_memory(found[1])):
             return None
         return siblings[k]
@@ -201,7 +201,7 @@ def _steady(guard: Node, var: str, body: Node) -> bool:
     it names neither ``var`` nor anything ``body`` assigns, reads no memory and calls
     nothing."""
     names = {text(n) for n in walk(guard) if n.type == "identifier"}
-    return var not in names and not names & _assigned(body) and not _reads_memory(guard)
+    return var not in names and not names & written_names(body) and not _reads_memory(guard)
 
 
 def _reads_memory(value: Node) -> bool:
@@ -245,7 +245,7 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
     kind = "" if decl.type == "declaration" else declared_type(loop, var)  # v = e; restarts
     if kind is None or not _step(stmts[-1], var) or not _bounded(compare, var, body) or \
             not all(_steady(g, var, body) for g in parts if g != compare) or \
-            _own_continue(body) or not dead_after(data, loop, var, _counted):
+            own_continue(body) or not dead_after(data, loop, var, _counted):
         return None
     step = text(strip(stmts[-1].named_children[0]))
     head = (f"for ({kind + ' ' if kind else ''}{data[decl.start_byte:decl.end_byte].decode()} "
@@ -279,13 +279,13 @@ def _pointer_decl(siblings: list[Node], at: int, var: str) -> Node | None:
     """The declaration of the pointer ``var`` alone with a value among ``siblings`` before
     ``at``, nothing between assigning it."""
     for k in range(at - 1, -1, -1):
-        found = _declared(siblings[k])
+        found = declared_value(siblings[k])
         if found is not None and found[0] == var:
             d = siblings[k].children_by_field_name("declarator")[0]
             name = d.child_by_field_name("declarator")
             pointer = name is not None and name.type == "pointer_declarator"
             between = siblings[k + 1:at]
-            return siblings[k] if pointer and not any(var in _assigned(b) for b in between) \
+            return siblings[k] if pointer and not any(var in written_names(b) for b in between) \
                 else None
     return None
 
@@ -328,7 +328,7 @@ def _pointer_walk(data: bytes, loop: Node) -> list[Edit] | None:
     block = loop.parent
     cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
     if block is None or block.type != "compound_statement" or cond is None or body is None \
-            or body.type != "compound_statement" or _own_continue(body):
+            or body.type != "compound_statement" or own_continue(body):
         return None
     inner = strip(cond.named_children[0]) if cond.named_child_count == 1 else cond
     stmts = [c for c in body.named_children if c.type != "comment"]
@@ -344,7 +344,7 @@ def _pointer_walk(data: bytes, loop: Node) -> list[Edit] | None:
     bound = right if var and left is not None and text(strip(left)) == var else left
     if len(walked) < 2 or len(set(walked)) != len(walked) or var not in walked or \
             bound is None or not _bounded(inner, var, body) or \
-            any(n in _assigned(s) for s in stmts[:last] for n in walked):
+            any(n in written_names(s) for s in stmts[:last] for n in walked):
         return None
     siblings = [c for c in block.named_children if c.type != "comment"]
     at = siblings.index(loop)

@@ -49,15 +49,15 @@ from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import (
     _WRITES,
     Edit,
-    _assigned,
     _bounded,
     _counted,
-    _declared,
     _loop_var,
     _movable,
-    _own_continue,
     _reads,
+    declared_value,
+    own_continue,
     rewrite_loops,
+    written_names,
 )
 from workbench.templater.loop_forms_reuse import dead_after
 from workbench.templater.macros import integer_macros
@@ -135,14 +135,14 @@ def _counted_do(data: bytes, loop: Node) -> list[Edit] | None:
     decl = _movable(siblings, at, names[0]) if len(names) == 1 else None
     if decl is None or last is None:
         return None
-    var, value = _declared(decl) or ("", None)
-    if _own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
+    var, value = declared_value(decl) or ("", None)
+    if own_continue(body) or any(_reads(s, var) for s in siblings[at + 1:]):
         return None
     test = text(inner)
     if not (_bounded(inner, var, body) and _first_test_holds(inner, var, value)):
-        start = _signed_value(value)
+        start = signed_value(value)
         if start is None or not _strict_step(last.named_children[0], var) or \
-                any(var in _assigned(s) for s in stmts[:-1]) or \
+                any(var in written_names(s) for s in stmts[:-1]) or \
                 not _counts(inner, var, body, set(constants)):
             return None
         test = f"{var} == {start} || ({test})"  # the first pass, whatever the bound
@@ -167,7 +167,7 @@ def _counts(cond: Node, var: str, body: Node, constants: set[str]) -> bool:
     return names - constants == {var} and not _reads(bound, var) and \
         not any(n.type in (*_WRITES, "subscript_expression", "pointer_expression")
                 for n in walk(cond)) and \
-        not {text(n) for n in walk(bound) if n.type == "identifier"} & _assigned(body)
+        not {text(n) for n in walk(bound) if n.type == "identifier"} & written_names(body)
 
 
 def _strict_step(node: Node, var: str) -> bool:
@@ -194,12 +194,12 @@ def _first_test_holds(cond: Node, var: str, value: Node | None) -> bool:
     compare = _COMPARE.get(text(cond.child_by_field_name("operator")))
     if left is None or right is None or compare is None:
         return False
-    names = {var: v} if (v := _signed_value(value)) is not None else {}
+    names = {var: v} if (v := signed_value(value)) is not None else {}
     a, b = int_expr_value(left, names), int_expr_value(right, names)
     return a is not None and b is not None and bool(compare(a, b))
 
 
-def _signed_value(node: Node | None) -> int | None:
+def signed_value(node: Node | None) -> int | None:
     """The constant integer ``node`` spells, a negated one (``-KR``, ``-(R + 1)``) too."""
     node = None if node is None else strip(node)
     if node is not None and node.type == "unary_expression" and \

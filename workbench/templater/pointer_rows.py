@@ -36,7 +36,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import chain, int_value, strip, text, walk, write_target
 from workbench.templater.inline_calls import InlinedSource
-from workbench.templater.loop_forms import Edit, _declared, _own_continue, rewrite_loops
+from workbench.templater.loop_forms import Edit, declared_value, own_continue, rewrite_loops
 
 _ROW = "wb_walk_row"
 _INTEGER = ("int", "unsigned", "unsigned int", "long", "long long", "unsigned long",
@@ -85,7 +85,7 @@ def _clamp(decl: Node) -> list[Edit] | None:
     """``T v = A; if (v > B) v = B;`` (``B < v`` too) as ``const T v = min((T)(A), (T)(B));``
     where T is an integer type, B is cast to T or a name declared a T, and nothing else
     assigns ``v``; else None."""
-    found, siblings = _declared(decl), _siblings(decl)
+    found, siblings = declared_value(decl), _siblings(decl)
     if found is None or decl not in siblings or _type(decl) not in _INTEGER:
         return None
     var, value = found
@@ -207,7 +207,7 @@ def _positive(stride: str, loop: Node) -> bool:
         kernel = kernel.parent
     changed = _reassigned(kernel)
     found = [(f[0], f[1], _type(d)) for d in walk(kernel) if d.type == "declaration" and
-             (f := _declared(d)) is not None]
+             (f := declared_value(d)) is not None]
     names = [name for name, _v, _t in found]
     # a signed column: compared with an unsigned one, a negative stride would pass the check
     values = {name: v for name, v, t in found if names.count(name) == 1 and
@@ -243,7 +243,7 @@ def _walk(loop: Node) -> list[Edit] | None:
     siblings = _siblings(loop)
     init, update = loop.child_by_field_name("initializer"), loop.child_by_field_name("update")
     if body is None or body.type != "compound_statement" or loop not in siblings or \
-            _own_continue(body) or (init is not None and update is None) or \
+            own_continue(body) or (init is not None and update is None) or \
             cond.type != "binary_expression" or \
             text(cond.child_by_field_name("operator")) != "<":
         return None
@@ -282,7 +282,7 @@ def _walk(loop: Node) -> list[Edit] | None:
     for name in [*walked, e]:
         found = [(d, f[1]) for d in ([init] if init is not None and name == p else
                                      siblings[:at])
-                 if (f := _declared(d)) is not None and f[0] == name and _pointer(d) == name]
+                 if (f := declared_value(d)) is not None and f[0] == name and _pointer(d) == name]
         rows = _rows(found[0][1], stride) if len(found) == 1 else None
         if rows is None:
             return None
@@ -324,7 +324,7 @@ def _comma_parts(node: Node) -> list[Node]:
 
 def _pointer(decl: Node) -> str | None:
     """The name a declaration of one pointer with a value declares, else None."""
-    found = _declared(decl)
+    found = declared_value(decl)
     ds = decl.children_by_field_name("declarator") if found is not None else []
     inner = ds[0].child_by_field_name("declarator") if ds else None
     return found[0] if found is not None and inner is not None and \
@@ -365,7 +365,7 @@ def _read(n: Node, body: Node, rows: tuple[str, str, str], stride: str,
 def _row_type(before: list[Node], start: str) -> str:
     """The type the walk's first row is declared with (without const), else long long."""
     for d in before:
-        found = _declared(d)
+        found = declared_value(d)
         if found is not None and found[0] == start and _type(d) in _INTEGER:
             return _type(d)
     return "long long"

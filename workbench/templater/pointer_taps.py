@@ -42,8 +42,14 @@ from workbench.core.cuda_source import CudaSourceError, parse_cuda
 from workbench.templater.analysis import integer_macros as reading_constants
 from workbench.templater.analysis import strip, text, walk, writer
 from workbench.templater.inline_calls import InlinedSource
-from workbench.templater.loop_forms import Edit, _assigned, _declared, _own_continue, rewrite_loops
-from workbench.templater.loop_forms_open import _signed_value
+from workbench.templater.loop_forms import (
+    Edit,
+    declared_value,
+    own_continue,
+    rewrite_loops,
+    written_names,
+)
+from workbench.templater.loop_forms_open import signed_value
 from workbench.templater.macros import integer_macros
 
 #: (variable, first value, steps) of one counted loop of the nest (steps None: a run-time
@@ -65,7 +71,7 @@ def pointer_taps(current: InlinedSource, entry: str | None) -> InlinedSource:
 
 def _pointer(decl: Node) -> str | None:
     """The name a declaration of one pointer with a value declares, else None."""
-    found = _declared(decl)
+    found = declared_value(decl)
     name = decl.children_by_field_name("declarator")[0].child_by_field_name("declarator") \
         if found is not None else None
     return found[0] if found is not None and name is not None and \
@@ -108,16 +114,16 @@ def _counted(loop: Node, update: list[Node]) -> _Counted | None:
     bounds whose update is ``update`` and whose body never assigns ``v``, else None."""
     init, cond, body = (loop.child_by_field_name(f) for f in ("initializer", "condition",
                                                               "body"))
-    found = _declared(init) if init is not None and init.type == "declaration" else None
+    found = declared_value(init) if init is not None and init.type == "declaration" else None
     if found is None or cond is None or body is None or len(update) != 1:
         return None
     var, value = found
     cond = strip(cond)
     op = text(cond.child_by_field_name("operator")) if cond.type == "binary_expression" else ""
     left = cond.child_by_field_name("left")
-    lo, hi = _signed_value(value), _signed_value(cond.child_by_field_name("right"))
+    lo, hi = signed_value(value), signed_value(cond.child_by_field_name("right"))
     if op not in ("<", "<=") or left is None or text(strip(left)) != var or lo is None or \
-            not _steps(update[0], var) or var in _assigned(body):
+            not _steps(update[0], var) or var in written_names(body):
         return None
     count = None if hi is None else hi - lo + (op == "<=")
     return (var, lo, count) if count is None or count > 0 else None
@@ -142,7 +148,7 @@ def _site(step: Node, var: str) -> tuple[Node, Edit] | None:
             body.type != "compound_statement" or loop is None or loop.type != "for_statement" \
             or any(n.type == "identifier" and text(n) == var for c in body.named_children
                    if c.start_byte > stmt.start_byte for n in walk(c)) or \
-            _own_continue(body):
+            own_continue(body):
         return None
     return loop, (stmt.start_byte, stmt.end_byte, "")
 
@@ -166,7 +172,7 @@ def _nest(inner: Node, block: Node, var: str) -> list[_Counted] | None:
         loop = None if up is None or up.type != "compound_statement" else up.parent
         update = None if loop is None else loop.child_by_field_name("update")
         if up is None or loop is None or loop.type != "for_statement" or update is None or \
-                _own_continue(up):
+                own_continue(up):
             return None
         own = [update]
     return None
@@ -191,7 +197,7 @@ def _invariant(by: Node, outer: Node, var: str) -> bool:
     the pointer."""
     if _steps(by, var):
         return True
-    assigned = _assigned(outer)
+    assigned = written_names(outer)
     return not any(n.type in ("call_expression", "subscript_expression", "pointer_expression",
                               "field_expression", "assignment_expression", "update_expression")
                    or (n.type == "identifier" and (text(n) == var or text(n) in assigned))
@@ -203,7 +209,7 @@ def _folded(decl: Node, block: Node) -> tuple[str, str] | None:
     "") where ``base`` is a pointer parameter of the kernel and the value calls nothing,
     reads no memory and names nothing the block assigns after it: the pointer's first value
     at every read, so a read may name ``base`` in its place; else None."""
-    found = _declared(decl)
+    found = declared_value(decl)
     fn = block.parent
     if found is None or fn is None or fn.type != "function_definition":
         return None
