@@ -55,6 +55,15 @@ def inside(node: Node, outer: Node) -> bool:
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
+def ancestors(node: Node) -> list[Node]:
+    """The nodes holding ``node``, its parent first, the tree's root last."""
+    out = []
+    while node.parent is not None:
+        node = node.parent
+        out.append(node)
+    return out
+
+
 def is_barrier(stmt: Node) -> bool:
     """``stmt`` is the statement ``__syncthreads();`` (the block's barrier)."""
     return stmt.type == "expression_statement" and \

@@ -43,8 +43,14 @@ from typing import Protocol
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSource, CudaSourceError, KernelSignature, parse_cuda
-from workbench.templater.analysis import strip, text, walk
+from workbench.core.cuda_source import (
+    CudaSource,
+    CudaSourceError,
+    KernelSignature,
+    function_definitions,
+    parse_cuda,
+)
+from workbench.templater.analysis import ancestors, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.vector import Illegal
 
@@ -254,30 +260,14 @@ def _call_type(plan: Scope, node: Node, again: _Typer) -> str | None:
         return types[0] if same else _common(types) if all(  # type: ignore[arg-type]
             _promoted(t) in _INTEGERS for t in types) else None
     defined = plan.source.function_definitions().get(name)
-    overloads = sum(1 for n in walk(plan.source.tree.root_node)
-                    if n.type == "function_definition" and _function_name(n) == name)
+    overloads = sum(1 for n, _ in function_definitions(plan.source.tree.root_node)
+                    if n == name)
     if defined is not None and overloads == 1 and not any(t.type == "template_declaration"
-                                       for t in _ancestors(defined)):
+                                       for t in ancestors(defined)):
         return type_name(" ".join(text(c) for c in defined.children
                                   if c.type in ("primitive_type", "type_identifier",
                                                 "sized_type_specifier", "type_qualifier")))
     return None
-
-
-def _function_name(fn: Node) -> str:
-    d = fn.child_by_field_name("declarator")
-    while d is not None and d.type != "function_declarator":
-        d = d.child_by_field_name("declarator")
-    return text(d.child_by_field_name("declarator")) if d is not None else ""
-
-
-def _ancestors(node: Node) -> list[Node]:
-    out = []
-    up = node.parent
-    while up is not None:
-        out.append(up)
-        up = up.parent
-    return out
 
 
 def _name_type(plan: Scope, name: str, known: Mapping[str, str], depth: int) -> str | None:

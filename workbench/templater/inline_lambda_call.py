@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk
+from workbench.templater.analysis import ancestors, text, walk
 from workbench.templater.inline_bind import Refused, fresh
 from workbench.templater.purity import PURE_CALLS
 
@@ -134,7 +134,7 @@ def _hoistable(call: Node, arg: Node) -> None:
                                                    "return_statement"):
         raise Refused(f"the argument `{_flat(arg)}` is read more than once by the body and "
                       "the call is not in a statement it can be evaluated before", arg)
-    if any(a.type == "lambda_expression" for a in _ancestors(statement)):
+    if any(a.type == "lambda_expression" for a in ancestors(statement)):
         raise Refused(f"the argument `{_flat(arg)}` is read more than once by the body and "
                       "the call is in another lambda's body", arg)
     n = call.parent
@@ -145,14 +145,6 @@ def _hoistable(call: Node, arg: Node) -> None:
                           f"the call runs only sometimes (`{_flat(n)}`): evaluating it "
                           "before the statement could read what the kernel does not", arg)
         n = n.parent
-
-
-def _ancestors(node: Node) -> list[Node]:
-    out: list[Node] = []
-    while node.parent is not None:
-        node = node.parent
-        out.append(node)
-    return out
 
 
 def _writes(arg: Node) -> str:

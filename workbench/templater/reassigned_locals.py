@@ -35,7 +35,7 @@ import re
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
-from workbench.templater.analysis import text, walk, writer
+from workbench.templater.analysis import ancestors, text, walk, writer
 from workbench.templater.inline_bind import fresh, function_name
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.inline_macros import function_macros
@@ -98,7 +98,7 @@ def _only_read(source: CudaSource, use: Node) -> bool:
     while at.parent is not None and at.parent.type == "parenthesized_expression":
         at = at.parent
     up = at.parent
-    if up is None or any(a.type == "lambda_expression" for a in _ancestors(use)):
+    if up is None or any(a.type == "lambda_expression" for a in ancestors(use)):
         return False
     if writer(use, address=True) is not None:
         return False
@@ -130,11 +130,3 @@ def _by_value(fn: Node, place: int) -> bool:
     named = [p for p in params.named_children if p.type != "comment"]
     return place < len(named) and not any(
         n.type == "reference_declarator" for n in walk(named[place]))
-
-
-def _ancestors(n: Node) -> list[Node]:
-    out = []
-    while n.parent is not None:
-        n = n.parent
-        out.append(n)
-    return out
