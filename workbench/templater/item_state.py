@@ -368,16 +368,25 @@ def trip_count(loop: Node) -> int | None:
     else:
         return None
     start = int_value(start_node)
-    parts = binary(cond)
-    if start is None or parts is None:
-        return None
-    left, op, right = parts
-    if text(strip(right)) == var and op in (">", ">="):
-        left, right, op = right, left, {">": "<", ">=": "<="}[op]
-    end = int_value(right)
-    if text(strip(left)) != var or op not in ("<", "<=") or end is None:
+    bound = upper_bound(cond, var)
+    end = int_value(bound[0]) if bound is not None else None
+    if start is None or bound is None or end is None:
         return None
     step = text(update).replace(" ", "")
     if step not in (f"++{var}", f"{var}++", f"{var}+=1"):
         return None
-    return max(0, end - start + (op == "<="))
+    return max(0, end - start + bound[1])
+
+
+def upper_bound(cond: Node, var: str) -> tuple[Node, bool] | None:
+    """(B, whether B itself is a trip) of the loop test ``var < B``, ``var <= B``, ``B >
+    var`` or ``B >= var``; None for any other test."""
+    parts = binary(cond)
+    if parts is None:
+        return None
+    left, op, right = parts
+    if text(strip(right)) == var and op in (">", ">="):
+        left, right, op = right, left, {">": "<", ">=": "<="}[op]
+    if text(strip(left)) != var or op not in ("<", "<="):
+        return None
+    return right, op == "<="

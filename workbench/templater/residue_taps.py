@@ -39,7 +39,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import Definition, binary, int_expr_value, line, strip, text, walk
 from workbench.templater.conv_mix import TAPS
 from workbench.templater.inline_bind import written
-from workbench.templater.item_state import trip_count
+from workbench.templater.item_state import trip_count, upper_bound
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import fresh_names
 from workbench.templater.residue_skips import SkipLoop, skip_loop
@@ -164,17 +164,11 @@ def _step(update: Node, var: str) -> int | None:
 
 
 def _bound(cond: Node, var: str) -> tuple[int, bool] | None:
-    """(B, whether B itself is a trip) of ``v < B``, ``v <= B``, ``B > v``, ``B >= v``."""
-    parts = binary(cond)
-    if parts is None:
-        return None
-    left, op, right = parts
-    if text(strip(right)) == var and op in (">", ">="):
-        left, right, op = right, left, {">": "<", ">=": "<="}[op]
-    end = int_expr_value(right)
-    if text(strip(left)) != var or op not in ("<", "<=") or end is None:
-        return None
-    return end, op == "<="
+    """(B, whether B itself is a trip) of ``v < B``, ``v <= B``, ``B > v``, ``B >= v``
+    with B a constant expression (:func:`.item_state.upper_bound`)."""
+    found = upper_bound(cond, var)
+    end = int_expr_value(found[0]) if found is not None else None
+    return (end, found[1]) if found is not None and end is not None else None
 
 
 def apply_residue_taps(plan: Plan) -> bool:
