@@ -11,12 +11,13 @@ block itself declares a name an item local holds (the kernel's own shadowing), s
 that shape is written that cannot compile.
 Pure: the folder's lift and a second spelling (a statement lambda whose parameters are the
 state's names, called on the midpoint, the work under ``if (t < n)``, a bare ``#pragma
-unroll``) lift BLOCK_THREADS, ITEMS_PER_THREAD and UNROLL (the expert's THREADS, ITEMS,
-UNROLL) and read no parameter under a caller's name; a kernel shadowing an item local itself
-refuses the interleaved items with the line. nvcc: the folder's lift compiles at its default
-and the expert's pick spelled in its knobs. Host (g++): both lifts at the default and a mix
-bit for bit against the kernel as written (the all-ends corners too under
-WORKBENCH_FULL_MATRIX=1).
+unroll``) lift BLOCK_THREADS, ITEMS_PER_THREAD and UNROLL (the expert's THREADS, ITEMS, UNROLL)
+and read no parameter under a caller's name; a kernel shadowing an item local itself gets a
+name of its own for the inner local where it is only read (scoped_names), and refuses the
+interleaved items with the line where it is written. nvcc: the folder's lift compiles at its
+default and the expert's pick spelled in its knobs. Host (g++): both lifts at the default and a
+mix bit for bit against the kernel as written, and the read-only shadowing spelling too (the
+all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 """
 
 from __future__ import annotations
@@ -103,12 +104,25 @@ def test_the_spelling_binds_the_lambda_under_fresh_names() -> None:
     assert "double wb_u_2 = hu[wb_it];" in source, source
 
 
-def test_a_kernel_shadowing_an_item_local_keeps_its_items_whole() -> None:
-    """The kernel's own block redeclaring ``u`` (a name for two variables): the items'
-    rewrite would index the inner one, so it refuses with the line."""
-    source = SPELLING.replace("rhs(hu, hv, hw, a, b, c);",
-                              "{ double u = hu; a = 10.0 * (hv - u); b = u * (q - hw) - hv; "
-                              "c = u * hv - (8.0 / 3.0) * hw; }")
+#: The kernel's own block redeclaring ``u`` (a name for two variables), read only there.
+SHADOWED = SPELLING.replace("rhs(hu, hv, hw, a, b, c);",
+                            "{ double u = hu; a = 10.0 * (hv - u); b = u * (q - hw) - hv; "
+                            "c = u * hv - (8.0 / 3.0) * hw; }")
+
+
+def test_a_kernel_shadowing_an_item_local_with_a_value_gets_a_name_of_its_own() -> None:
+    """scoped_names gives the inner ``u``, declared with a value and never written, a name
+    of its own, so the items index the outer one only (the host run below checks it)."""
+    names, notes, text = _lift(SHADOWED)
+    assert "ITEMS_PER_THREAD" in names, notes
+    assert "{ double u_2 = hu[wb_it]; a[wb_it] = 10.0 * (hv[wb_it] - u_2);" in text, text
+    assert "u[wb_it] = hu" not in text
+
+
+def test_a_kernel_shadowing_an_item_local_it_writes_keeps_its_items_whole() -> None:
+    """The inner ``u`` written too (``u *= 1.0``) keeps its name: the items' rewrite would
+    index the inner one, so interleaved items refuse with the line."""
+    source = SHADOWED.replace("{ double u = hu;", "{ double u = hu; u *= 1.0;")
     _names, notes, text = _lift(source)
     assert any(n.startswith("ITEMS_PER_THREAD: not applied: items with independent state: "
                             "`double u = hu;` declares `u` again inside the scope of the item "
@@ -150,4 +164,12 @@ def test_the_folder_lift_computes_as_written(tmp_path: Path,
 def test_the_spelling_computes_as_written(tmp_path: Path,
                                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "folders", SPELLING)
+    assert _same_outputs(kf, tmp_path, host_flags) >= 2
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_shadowing_spelling_computes_as_written(tmp_path: Path,
+                                                    host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(FOLDER, tmp_path / "folders", SHADOWED)
     assert _same_outputs(kf, tmp_path, host_flags) >= 2
