@@ -388,7 +388,8 @@ def test_fast_math_sites() -> None:
 
 def test_a_division_by_another_local_of_the_same_name_stays_a_division() -> None:
     """Two blocks each declare their own `r` (one a square root): the division by the
-    other `r` must not become a multiply by the root's reciprocal, so no site is taken."""
+    other `r` must not become a multiply by the root's reciprocal. scoped_names names the
+    second `r_2`, so the root's own division is taken and the other stays a division."""
     source = """#define NT 16
 __constant__ float w[NT];
 extern "C" __global__ void k(float* out, const float* x, int n) {
@@ -404,8 +405,10 @@ extern "C" __global__ void k(float* out, const float* x, int n) {
 """
     lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
                          scalars={"n": "n"})
-    assert "FAST_MATH" not in {p.name for p in lifted.params}
-    assert "WB_OVER" not in lifted.source and "WB_SQRT" not in lifted.source
+    assert "FAST_MATH" in {p.name for p in lifted.params}
+    assert lifted.source.count("WB_OVER(r, rsqrtf(") == 1, lifted.source
+    assert "WB_OVER(r_2" not in lifted.source
+    assert "float r_2 = v[wb_it] + 2.0f; acc[wb_it] += WB_DIV(w[t], r_2);" in lifted.source
     # one `r`: taken
     lifted = lift_kernel(source.replace("float r = v + 2.0f; acc += w[t] / r;",
                                         "acc += w[t] / (v + 2.0f);"),
