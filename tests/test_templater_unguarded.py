@@ -113,11 +113,14 @@ SPELLINGS: dict[str, Unguarded] = {
         {"(w) % (BLOCK_X * ITEMS_X) == 0", "(h) % (BLOCK_Y * ITEMS_Y) == 0"},
         {"BLOCK_X": 32, "BLOCK_Y": 8},
         ("  const int p = w + 2;", "  if (r >= h || c >= w) return;\n  const int p = w + 2;")),
+    # the warp family's lift (a warp a row, its lanes shuffling: 2397d8b): one warp a block
+    # and one row a warp is in the space, so every size is tiled by some config
     "rows_per_block_warp": Unguarded(
         ["ceil_div(rows, 4)"], ["32", "4"],
         [("out", "f32", "out", ["rows", 32]), ("in", "f32", "in", ["rows", 32]),
          ("rows", "i32", "scalar", "rows")],
-        {"rows": 12}, {"rows": 10}, {"(rows) % (4 * ITEMS_X) == 0"}, {"ITEMS_X": 8},
+        {"rows": 12}, None, {"(rows) % (WARPS_PER_BLOCK * ROWS) == 0"},
+        {"WARPS_PER_BLOCK": 8, "ROWS": 4},
         ("  float v = in[row * 32 + threadIdx.x];",
          "  if (row >= rows) return;\n  float v = in[row * 32 + threadIdx.x];")),
 }
