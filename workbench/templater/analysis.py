@@ -376,6 +376,16 @@ def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLo
 LOOPS = ("for_statement", "while_statement", "do_statement")
 
 
+def in_lambda(node: Node, top: Node) -> bool:
+    """Whether a lambda inside ``top`` holds ``node`` (its ``return`` leaves the lambda)."""
+    up = node.parent
+    while up is not None and up != top.parent:
+        if up.type == "lambda_expression":
+            return True
+        up = up.parent
+    return False
+
+
 def inside_loop(node: Node, body: Node) -> bool:
     """A loop between ``node`` and ``body`` (``body`` itself not counted) holds ``node``."""
     up = node.parent

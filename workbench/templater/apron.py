@@ -53,6 +53,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import (
     binary,
     builtin,
+    in_lambda,
     int_value,
     line,
     strip,
@@ -91,7 +92,6 @@ from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import derivative, statements
 from workbench.templater.warp_regs import _min_blocks_follows
-from workbench.templater.wrap import in_lambda
 
 KNOB = "OUT_XY"
 OUT_X_VALUES = [1, 2, 4]

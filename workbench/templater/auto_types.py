@@ -50,7 +50,7 @@ from workbench.core.cuda_source import (
     function_definitions,
     parse_cuda,
 )
-from workbench.templater.analysis import ancestors, strip, text, walk
+from workbench.templater.analysis import ancestors, in_lambda, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.vector import Illegal
 
@@ -437,7 +437,7 @@ def typed_autos(current: InlinedSource, entry: str | None) -> InlinedSource:
     edits: list[tuple[int, int, str]] = []
     for decl in walk(body):
         typ = decl.child_by_field_name("type") if decl.type == "declaration" else None
-        if typ is None or text(typ) != "auto" or _in_lambda(decl, body):
+        if typ is None or text(typ) != "auto" or in_lambda(decl, body):
             continue
         found: set[str | None] = set()
         for d in decl.children_by_field_name("declarator"):
@@ -449,15 +449,6 @@ def typed_autos(current: InlinedSource, entry: str | None) -> InlinedSource:
         if deduced is not None:
             edits.append((typ.start_byte, typ.end_byte, deduced))
     return current.edited(edits) if edits else current
-
-
-def _in_lambda(node: Node, body: Node) -> bool:
-    up = node.parent
-    while up is not None and up != body:
-        if up.type == "lambda_expression":
-            return True
-        up = up.parent
-    return False
 
 
 def item_types(plan: Scope, region: list[Node], arrays: set[str]) -> dict[int, str]:

@@ -40,6 +40,7 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    in_lambda,
     int_value,
     shares_or_syncs,
     strip,
@@ -51,7 +52,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile_split import const_value
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal
-from workbench.templater.wrap import in_lambda, in_loop_or_switch
+from workbench.templater.wrap import in_loop_or_switch
 from workbench.templater.wrap_state import ItemState, item_state
 
 THREADS = "OUTER_THREADS"

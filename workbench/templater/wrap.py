@@ -16,6 +16,7 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    in_lambda,
     text,
     walk,
 )
@@ -137,16 +138,6 @@ def _step(plan: Plan, node: Node, dim: str) -> str | None:
             {builtin(right, "blockIdx"), builtin(left, "blockDim")} == {dim}:
         return plan.block[g]
     return None
-
-
-def in_lambda(node: Node, top: Node) -> bool:
-    """Whether a lambda inside ``top`` holds ``node`` (its ``return`` leaves the lambda)."""
-    up = node.parent
-    while up is not None and up != top.parent:
-        if up.type == "lambda_expression":
-            return True
-        up = up.parent
-    return False
 
 
 def in_loop_or_switch(node: Node, top: Node) -> bool:
