@@ -201,6 +201,9 @@ def test_the_2d_block_channels_compute_what_they_compute_as_written(
     template = lifted_template(lift(s), s.entry)
     configs = listed_configs(template, {**env, "elem_bytes": 4})
     assert any(c["CO_PER_THREAD"] == 4 for c in configs), configs
+    if not FULL_MATRIX:  # the default, the first end with four channels a thread, the last
+        four = next(c for c in configs if c["CO_PER_THREAD"] == 4)
+        configs = [c for c in configs if c in (configs[0], four, configs[-1])]
     for i, config in enumerate(configs):
         launch = template.launch_for(config, {**env, "elem_bytes": 4})
         got = host_outputs(s, template.render(config, "fp32").source, list(launch.grid),
