@@ -20,7 +20,10 @@ written by the author leaves FAST_MATH nothing to choose; a ``double`` integrato
 float reciprocal root (DIV_RCP instead); probes read as raw floats are records STAGE may
 stage. What is left: the float4 spelling's walk ``for (..) acc += term(p, q[c]);`` has one
 statement for a body, which walk_rounds refuses ("the walk's body is not a block"), so it
-lifts no TILE (where INLINE_BODY writes the helper in, its braces make it a block); the pointer walk's operands (``acc += *pa * *pb; pa += M;``) had no address affine in k
+lifted no TILE before session 29 (walk_rounds now reads a walk's body of one statement as
+it reads a block: coulomb_float4_restrict, and coulomb_oneline_if, whose one statement is a
+brace-less ``if``, lift TILE; a one-statement body that leaves the walk or writes memory is
+still refused with its line); the pointer walk's operands (``acc += *pa * *pb; pa += M;``) had no address affine in k
 that regtile_kslice reads (no BK, PAD) before workbench/templater/pointer_taps.py read a
 pointer stepped by a stride as its index (``a[row + (long long)k * M]``).
 """
@@ -103,10 +106,11 @@ SPELLINGS = {
                               held_back_unseen19.host_source),
     "coulomb_c89_while": Spelling(HERE / "coulomb_c89_while", "coulomb", COULOMB,
                                   held_back_unseen19.host_source),
-    # left: TILE (walk_rounds reads a walk whose body is one statement as refused)
-    "coulomb_float4_restrict": Spelling(HERE / "coulomb_float4_restrict", "coulomb",
-                                        ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL"),
+    # the walk's body one statement, no braces (walk_rounds reads it as a block's)
+    "coulomb_float4_restrict": Spelling(HERE / "coulomb_float4_restrict", "coulomb", COULOMB,
                                         _with_float3),
+    "coulomb_oneline_if": Spelling(HERE / "coulomb_oneline_if", "coulomb", COULOMB,
+                                   held_back_unseen19.host_source),
     # rsqrtf as written: no reciprocal root left to choose
     "verlet_struct_countdown": Spelling(HERE / "verlet_struct_countdown", "verlet", VERLET,
                                         held_back_unseen20.host_source, absent=("FAST_MATH",)),
@@ -234,3 +238,26 @@ def test_a_strided_walk_that_is_not_an_index_stays(edit: tuple[str, str]) -> Non
     assert source != STRIDED
     got = _taps(source)
     assert "*pa" in got and "a[row + (long long)k" not in got, got
+
+
+#: coulomb_float4_restrict's one-statement walk, and near misses of it that stay refused.
+ONE_STATEMENT = "  for (int c = 0; c < m; c++) acc += term(p, q[c]);\n"
+
+
+@pytest.mark.parametrize(("walk", "why"), [
+    ("  for (int c = 0; c < m; c++)\n    if (q[c].w != 0.0f) acc += term(p, q[c]); else break;\n",
+     "`break;` leaves the walk (its trips would differ by thread) (line 20)"),
+    ("  for (int c = 0; c < m; c++) out[i] = acc += term(p, q[c]);\n",
+     "writes memory in the walk (line 19)"),
+], ids=["leaves", "writes"])
+def test_a_one_statement_walk_that_leaves_or_writes_is_refused(
+        walk: str, why: str, tmp_path: Path) -> None:
+    folder = HERE / "coulomb_float4_restrict"
+    source = (folder / "baseline.cu").read_text()
+    assert ONE_STATEMENT in source
+    (tmp_path / "kernel.toml").write_text((folder / "kernel.toml").read_text())
+    (tmp_path / "baseline.cu").write_text(source.replace(ONE_STATEMENT, walk))
+    lifted = offline_template(load_kernel_folder(tmp_path)).lifted
+    assert "TILE" not in {p.name for p in lifted.params}
+    assert any(n.startswith("TILE: not applied:") and n.endswith(why)
+               for n in lifted.notes), lifted.notes

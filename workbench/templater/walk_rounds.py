@@ -18,8 +18,8 @@ Legal only where the analysis shows (else a note with the line): a 1-D block
 (dead threads fill and sync, their items skip the work; the fill and barriers are the
 thread's, shared by its items) and every call in the walk is pure (no ``return`` before the
 thread's index); a top-level ``for (int j = 0; j < m; ++j | j++ | j += 1)`` after the index,
-``m`` a scalar kernel parameter never assigned, ``j`` not written, the body a block with no
-jump and no barrier, warp intrinsic or atomic (the author's ``#pragma`` before it stays on it);
+``m`` a scalar kernel parameter never assigned, ``j`` not written, the body (a block, or one
+statement with no braces: ``for (..) acc += term(p, q[j]);``) with no jump and no barrier, warp intrinsic or atomic (the author's ``#pragma`` before it stays on it);
 every read of a walked pointer at ``j`` is ``P[j]``, ``P[C * j + c]`` or ``P[j * C + c]``
 (integer literals ``0 <= c < C``, one ``C`` a pointer, ``c = C - 1`` read, so the fill reads
 no element the walk does not), ``P`` a parameter or a local set once before the walk from
@@ -188,8 +188,10 @@ def _counted(plan: Plan, loop: Node) -> tuple[str, Node]:
         raise Illegal(f"the walk has the author's `{text(before).strip()[:40]}` where the "
                       "rounds cannot go before it", before)
     body = loop.child_by_field_name("body")
-    if body is None or body.type != "compound_statement":
-        raise Illegal("the walk's body is not a block `{ .. }`", loop)
+    if body is None or body.type in ("declaration", "empty_statement") or \
+            body.type.endswith("_declaration"):
+        raise Illegal("the walk's body is not a statement that computes (a block or one "
+                      "statement)", loop)
     for n in walk(body):
         if n.type in _JUMPS:
             raise Illegal(f"`{text(n)[:40]}` leaves the walk (its trips would differ by "
@@ -340,10 +342,14 @@ def _rewrite(plan: Plan, loop: Node, var: str, bound: Node,
              walked: dict[str, _Walked]) -> None:
     """The round loop around the walk, the walk over the round, its reads from the tiles."""
     _before_walk(plan, loop, _round_header(text(bound), walked))
-    plan.rw.insert(loop.end_byte, f"{_END}\n  }}  // the round")
-    body = plan.body
-    plan.rw.replace_span(body.start_byte, body.end_byte,
-                         make=lambda rw: _split_walk(rw.render(body.start_byte, body.end_byte)))
+    # the walk's end: where the body is one statement it ends where the loop does, and
+    # ITEMS' rendering of the loop shows an insertion there twice (after the statement, in its
+    # item loop, and after the loop); the last is the loop's end (:func:`_split_walk`)
+    plan.rw.insert(loop.end_byte, _END)
+    kernel = plan.body
+    plan.rw.replace_span(kernel.start_byte, kernel.end_byte,
+                         make=lambda rw: _split_walk(rw.render(kernel.start_byte,
+                                                              kernel.end_byte)))
     init = loop.child_by_field_name("initializer")
     assert init is not None
     _var, _d, start = declared_name(init)
@@ -403,7 +409,8 @@ def _split_walk(kernel: str) -> str:
     items' live flags (:func:`.ilp.split_live`) where it tests them: the barriers stay
     outside the split, in the round, and the all-live copy has no test of a flag."""
     head, rest = kernel.split(_BEGIN)
-    walk_text, tail = rest.split(_END)
+    walk_text, _end, tail = rest.rpartition(_END)
+    walk_text, tail = walk_text.replace(_END, ""), "\n  }  // the round" + tail
     if f"{LIVE}[" not in walk_text:
         return head + walk_text + tail
     return head + "\n" + split_live(walk_text.strip("\n"), "    ") + tail
