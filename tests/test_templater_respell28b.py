@@ -1,6 +1,6 @@
 """Set 20's fixes read the semantics, not the corpus's spelling (issue 28, session 28's
 RESPELL-B): each of crspline_rotmean, conv3x3_s2_sat and row_firsthits_warp written again by
-two other hands (tests/spellings_r28b/<spelling>/: the kernel as written and the corpus
+two other hands (a third for the fixes of session 29) (tests/spellings_r28b/<spelling>/: the kernel as written and the corpus
 folder's kernel.toml), lifted by ``offline_template`` and compared with the knobs of the
 corpus kernel's own lift.
 
@@ -24,8 +24,13 @@ What the respellings taught the templater:
   field as one local per component; before: BLOCK_X, BLOCK_Y alone; now ITEMS_X, ITEMS_Y.
 - firsthits_stepped (the parameters stepped to the row, ``x += (size_t)row * cols``): ROWS
   repeated the step for each row (a wrong config: the host run aborted at ROWS 4); it is now
-  refused with the line. AHEAD is missing for its do-while over the chunks (read as ``for
-  (c0 = 0; c0 == 0 || c0 < cols; ..)``, whose bound warp_ahead does not read).
+  refused with the line. Its do-while over the chunks is read as ``for (int c0 = 0; c0 == 0
+  || (c0 < cols); c0 += 32)`` (loop_forms_open: the first pass whatever the bound); AHEAD
+  now reads that test (lane_bound.first_pass_bound: ``c0`` holds 0 on the first pass only,
+  its step a constant above zero, so each step of a group is tested ``c0 == 0 || (c0 <
+  cols)``) where before it was silently left; firsthits_do_c89 (C89 declarations, macros, a
+  do-while stepped by ``base = base + WARP``) lifts AHEAD and ROWS too. A do it cannot read
+  (its test reads the count, or its counter moves twice) says so with the line.
 - crspline_tpl has no INDEX_MASK: its remainders are ``i % N`` of a template parameter
   inside ``ring<N>``, a modulus INDEX_MASK does not read as a power of two.
 
@@ -70,8 +75,11 @@ CASES: dict[str, tuple[str, frozenset[str], frozenset[str], dict[str, int]]] = {
     "firsthits_any": ("row_firsthits_warp",
                       frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
                       {"WARPS_PER_BLOCK": 1, "ROWS": 4, "AHEAD": 2, "LDG": 0}),
-    "firsthits_stepped": ("row_firsthits_warp", frozenset({"WARPS_PER_BLOCK", "LDG"}),
-                          frozenset({"ROWS", "AHEAD"}), {"WARPS_PER_BLOCK": 2, "LDG": 1}),
+    "firsthits_stepped": ("row_firsthits_warp", frozenset({"WARPS_PER_BLOCK", "LDG", "AHEAD"}),
+                          frozenset({"ROWS"}), {"WARPS_PER_BLOCK": 2, "LDG": 1, "AHEAD": 2}),
+    "firsthits_do_c89": ("row_firsthits_warp",
+                         frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
+                         {"WARPS_PER_BLOCK": 4, "ROWS": 2, "LDG": 1, "AHEAD": 4}),
 }
 
 #: What each short spelling's notes say where the missing knob stops (a prefix of a note).
@@ -241,3 +249,21 @@ def _same_as_written(kf: KernelFolder, mix: dict[str, int], tmp_path: Path,
 
 def _host(source: str) -> str:
     return SET.host_source(HOST_EXTRAS + source)
+
+
+#: firsthits_stepped's do-while over the chunks, and edits of it AHEAD cannot read.
+DO_TAIL = "      c0 += 32;\n    } while (c0 < cols);\n"
+
+
+@pytest.mark.parametrize("tail", [
+    "      c0 += 32;\n    } while (c0 < cols && total < kKeep);\n",  # a test of the count
+    "      c0 += 16;\n      c0 += 16;\n    } while (c0 < cols);\n",  # the counter moved twice
+], ids=["reads_the_count", "moved_twice"])
+def test_a_do_ahead_cannot_read_says_why_with_its_line(tail: str, tmp_path: Path) -> None:
+    source = _source("firsthits_stepped")
+    assert DO_TAIL in source
+    kf = respelled(SET.root / "row_firsthits_warp", tmp_path, source.replace(DO_TAIL, tail))
+    lifted = offline_template(kf).lifted
+    assert "AHEAD" not in {p.name for p in lifted.params}, lifted.notes
+    assert any(n.startswith("AHEAD: not applied: the `do` loop is not read as a counted `for`")
+               and n.endswith("(line 20)") for n in lifted.notes), lifted.notes

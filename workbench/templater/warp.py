@@ -64,12 +64,13 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.lane_bound import lane_bound
+from workbench.templater.lane_bound import first_pass_bound, lane_bound
 from workbench.templater.macros import IntegerMacro, guard_define
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector import Illegal, Region, vectorize
+from workbench.templater.warp_ahead import NAME as AHEAD
 from workbench.templater.warp_ahead import apply_ahead
 from workbench.templater.warp_chains import apply_chains
 from workbench.templater.warp_global import (
@@ -610,8 +611,8 @@ def _apply(plan: Plan, lane_def: object, shape: _Shape, two_d: bool) -> bool:
                         foreign=plan.rw.edits[before:], threads=f"32 * {name}")
     kept = {p.loop.start_byte for p in cache.passes} if cache is not None else set()
     for lp in loops:  # the loops VEC refused and the row cache keeps no pass of
-        if lp.start_byte not in vectorized | kept and (found := lane_bound(plan, lp)):
-            apply_ahead(plan, lp, found)
+        if lp.start_byte not in vectorized | kept:
+            _ahead_where_bounded(plan, lp, whole_warp=False)
     apply_runs(plan, loops)  # after the row cache: its kept passes read the runs too
     return True
 
@@ -658,20 +659,36 @@ def _apply_whole_warps(plan: Plan, shape: _Shape, two_d: bool, local: Node | Non
     loops = _outer_loops(plan)
     apply_ldg(plan, loops, "warp's loop")  # read-only inputs through __ldg (LDG)
     for lp in loops:  # its steps' loads ahead (AHEAD), each lane's own reads
-        if (found := lane_bound(plan, lp)) is not None:
-            apply_ahead(plan, lp, found, whole_warp=True)
+        _ahead_where_bounded(plan, lp, whole_warp=True)
+    for lp in _outer_loops(plan, ("while_statement", "do_statement")):
+        plan.note(AHEAD, False, f"the `{lp.type.split('_')[0]}` loop is not read as a counted "
+                  "`for` (its test reads what the loop computes, or its counter moves other "
+                  "than by one constant step at its end): its steps are not known ahead", lp)
     return True
 
 
-def _outer_loops(plan: Plan) -> list[Node]:
-    """The kernel's ``for`` loops inside no other loop."""
+def _ahead_where_bounded(plan: Plan, loop: Node, whole_warp: bool) -> None:
+    """AHEAD on ``loop`` where its test is a bound its steps can be counted against (``j <
+    n`` with invariant guards, or a ``do``'s first pass before it); else a note why not."""
+    found = lane_bound(plan, loop) or first_pass_bound(plan, loop)
+    if found is not None:
+        apply_ahead(plan, loop, found, whole_warp=whole_warp)
+        return
+    cond = loop.child_by_field_name("condition")
+    plan.note(AHEAD, False, f"the loop's test `{text(cond)[:60] if cond else ''}` is not `j < "
+              "n` (with guards the loop cannot change, or `j == start ||` before it for a "
+              "do's first pass): the steps a group loads ahead could not be tested", loop)
+
+
+def _outer_loops(plan: Plan, which: tuple[str, ...] = ("for_statement",)) -> list[Node]:
+    """The kernel's loops of the kinds ``which`` (``for`` loops) inside no other loop."""
     kinds = ("for_statement", "while_statement", "do_statement")
     out = []
     for n in walk(plan.body):
         up = n.parent
         while up is not None and up != plan.body and up.type not in kinds:
             up = up.parent
-        if n.type == "for_statement" and (up is None or up == plan.body):
+        if n.type in which and (up is None or up == plan.body):
             out.append(n)
     return out
 

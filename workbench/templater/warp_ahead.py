@@ -15,7 +15,10 @@ it is a subscript ``A[I]`` outside any branch or inner loop of the body (it runs
 so reading it early reads nothing the loop as written does not) with ``A`` a kernel pointer
 or a local fixed offset of one and ``A`` and ``I`` naming only the counter and names the
 loop does not assign, no read nested in another; the bound names nothing the loop assigns.
-Refused with the line otherwise. A loop of a warp whose lanes stay a warp (a vote in its
+Refused with the line otherwise. A ``do`` over chunks (read as ``for (int v = 0; v == 0 ||
+(v < n); v += 32)``: :func:`.lane_bound.first_pass_bound`) runs its first step whatever the
+bound: each step of a group is tested ``v == 0 || (v < n)`` (true on the first step only,
+then ``v < n``, which turns false once along the growing counter), the group's loop alike. A loop of a warp whose lanes stay a warp (a vote in its
 body, :func:`.warp._apply_whole_warps`) may also vote, store to another element type than it
 reads and read under a guard (:func:`_step_loads`).
 """
@@ -84,12 +87,19 @@ def apply_ahead(plan: Plan, loop: Node, found: LaneBound, whole_warp: bool = Fal
         decls = "".join(f"    {types[n]} {n}[{NAME}];\n" for n in firsts)
         fills = "".join(f"        {rw.text(d)}\n" for _b, d in before) + \
             "".join(fill(rw, n, ld) for n, ld in firsts.items())
-        return (f"for ({kind} wb_{var}0 = {first}; {guards}wb_{var}0 < {bound}; "
+        test, runs = f"{guards}wb_{var}0 < {bound}", f"{var} < {bound}"
+        if found.first is not None:
+            # a do's first pass: the group's first step runs whatever the bound and guards
+            # (the counter holds its start there only), every other as the test after it
+            once = rw.text(found.first)
+            test = f"wb_{var}0 == ({once}) || ({test})"
+            runs = f"{var} == ({once}) || ({guards}{runs})"
+        return (f"for ({kind} wb_{var}0 = {first}; {test}; "
                 f"wb_{var}0 += ({stride}) * {NAME}) {{  // AHEAD steps' loads, then their bodies\n"
                 f"{decls}#pragma unroll\n    for (int wb_u = 0; wb_u < {NAME}; ++wb_u) {{\n{at}"
-                f"      if ({var} < {bound}) {{\n{fills}      }}\n    }}\n"
+                f"      if ({runs}) {{\n{fills}      }}\n    }}\n"
                 f"#pragma unroll\n    for (int wb_u = 0; wb_u < {NAME}; ++wb_u) {{\n{at}"
-                f"      if ({var} < {bound}) {rw.text(body)}\n    }}\n  }}")
+                f"      if ({runs}) {rw.text(body)}\n    }}\n  }}")
 
     scalar = _as_written(plan, loop, set(names.values()))
     plan.rw.replace_span(loop.start_byte, loop.end_byte,
