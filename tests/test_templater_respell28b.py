@@ -31,8 +31,16 @@ What the respellings taught the templater:
   cols)``) where before it was silently left; firsthits_do_c89 (C89 declarations, macros, a
   do-while stepped by ``base = base + WARP``) lifts AHEAD and ROWS too. A do it cannot read
   (its test reads the count, or its counter moves twice) says so with the line.
-- crspline_tpl has no INDEX_MASK: its remainders are ``i % N`` of a template parameter
-  inside ``ring<N>``, a modulus INDEX_MASK does not read as a power of two.
+- crspline_tpl had no INDEX_MASK before session 29: its remainders are ``i % N`` of a
+  template parameter inside ``ring<N>``. INDEX_MASK now reads a template parameter as the
+  constants the file's instantiations bind it to (template_values: ``ring<N>`` inside
+  ``catmull_rom<N>``, called as ``catmull_rom<kKnots>`` with ``constexpr int kKnots = 64``),
+  a helper's pointer parameter bound through a templated call (``catmull_rom<kKnots>(knots,
+  ..)``) as the array, and a helper that is one ``return i % N;`` whose every call is the whole
+  subscript of such an array as that subscript's remainder. crspline_tpl_direct (a file-scope
+  constexpr, ``spline<kKnotCount, float>``, the wrap ``knot[(seg + 1) % N]`` in the helper)
+  lifts it too; an instantiation that is not a power of two, or ``ring``'s value kept in a
+  local, is refused with the line.
 
 Host (g++): every respelling's lift bit for bit against the respelling as written at the
 default and one mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
@@ -65,9 +73,15 @@ CASES: dict[str, tuple[str, frozenset[str], frozenset[str], dict[str, int]]] = {
                      {"BLOCK_THREADS": 64, "SPAN": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 4,
                       "INDEX_MASK": 1}),
     "crspline_tpl": ("crspline_rotmean",
-                     frozenset({"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD", "UNROLL"}),
-                     frozenset({"INDEX_MASK"}),
-                     {"BLOCK_THREADS": 96, "SPAN": 8, "ITEMS_PER_THREAD": 2, "UNROLL": 2}),
+                     frozenset({"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD", "UNROLL",
+                                "INDEX_MASK"}), frozenset(),
+                     {"BLOCK_THREADS": 96, "SPAN": 8, "ITEMS_PER_THREAD": 2, "UNROLL": 2,
+                      "INDEX_MASK": 1}),
+    "crspline_tpl_direct": ("crspline_rotmean",
+                            frozenset({"BLOCK_THREADS", "SPAN", "ITEMS_PER_THREAD", "UNROLL",
+                                       "INDEX_MASK"}), frozenset(),
+                            {"BLOCK_THREADS": 128, "SPAN": 4, "ITEMS_PER_THREAD": 4,
+                             "UNROLL": 8, "INDEX_MASK": 1}),
     "conv_fields": ("conv3x3_s2_sat", frozenset({"BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y"}),
                     frozenset(), {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_X": 1, "ITEMS_Y": 4}),
     "conv_flat": ("conv3x3_s2_sat", frozenset({"BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y"}),
@@ -116,7 +130,7 @@ def test_the_respelling_lifts_the_corpus_kernels_knobs(spelling: str) -> None:
         assert any(n.startswith(GAPS[spelling]) for n in lifted.notes), lifted.notes
 
 
-@pytest.mark.parametrize("spelling", ["crspline_c89", "crspline_tpl"])
+@pytest.mark.parametrize("spelling", ["crspline_c89", "crspline_tpl", "crspline_tpl_direct"])
 def test_a_table_passed_to_a_helper_that_only_reads_it_stays_staged(spelling: str) -> None:
     lifted = offline_template(load_kernel_folder(SPELLINGS / spelling)).lifted
     assert "VEC" not in {p.name for p in lifted.params}  # the items interleave, not lanes
@@ -267,3 +281,24 @@ def test_a_do_ahead_cannot_read_says_why_with_its_line(tail: str, tmp_path: Path
     assert "AHEAD" not in {p.name for p in lifted.params}, lifted.notes
     assert any(n.startswith("AHEAD: not applied: the `do` loop is not read as a counted `for`")
                and n.endswith("(line 20)") for n in lifted.notes), lifted.notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("      sum += catmull_rom<kKnots>(knots, frac1(x + phase));",
+     "      sum += catmull_rom<kKnots>(knots, frac1(x + phase)) +\n"
+     "             0.0f * catmull_rom<48>(knots, 0.5f);",
+     "`% N`: the template parameter `N` is not a power of two in every instantiation (its "
+     "instantiations bind it to 48, 64) (line 7)"),
+    ("  const float p2 = knot[ring<N>(seg + 1)];",
+     "  const int next = ring<N>(seg + 1);\n  const float p2 = knot[next];",
+     "`ring` returns a remainder, but `ring<N>` is not the whole subscript of an array (its "
+     "value may be negative where it is read) (line 19)"),
+], ids=["not_a_power_of_two", "kept_in_a_local"])
+def test_a_template_remainder_that_may_not_be_masked_says_why(
+        tmp_path: Path, old: str, new: str, why: str) -> None:
+    source = _source("crspline_tpl")
+    assert old in source
+    kf = respelled(SET.root / "crspline_rotmean", tmp_path, source.replace(old, new))
+    lifted = offline_template(kf).lifted
+    assert "INDEX_MASK" not in {p.name for p in lifted.params}, lifted.notes
+    assert f"INDEX_MASK: not applied: {why}" in lifted.notes, lifted.notes
