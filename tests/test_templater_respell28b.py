@@ -23,8 +23,14 @@ What the respellings taught the templater:
 - conv_fields (``int2 o; o.x = ..; o.y = ..;``): point_split reads a vector set field by
   field as one local per component; before: BLOCK_X, BLOCK_Y alone; now ITEMS_X, ITEMS_Y.
 - firsthits_stepped (the parameters stepped to the row, ``x += (size_t)row * cols``): ROWS
-  repeated the step for each row (a wrong config: the host run aborted at ROWS 4); it is now
-  refused with the line. Its do-while over the chunks is read as ``for (int c0 = 0; c0 == 0
+  repeated the step for each row (a wrong config: the host run aborted at ROWS 4), then was
+  refused with the line (session 28); now each name declared before the item and written
+  after it is copied at the item and set back from the copy at the start of every row
+  (warp_row_items: each row derives its pointer from the original base, never stepping
+  again), so ROWS lifts; firsthits_ptr_early (an early return, ``x = x + ..``, ``count +=
+  row``, the count stored through the stepped pointer) too. A pre-item name whose address is
+  taken after the item, or declared with no value to copy, is still refused with the line.
+  Its do-while over the chunks is read as ``for (int c0 = 0; c0 == 0
   || (c0 < cols); c0 += 32)`` (loop_forms_open: the first pass whatever the bound); AHEAD
   now reads that test (lane_bound.first_pass_bound: ``c0`` holds 0 on the first pass only,
   its step a constant above zero, so each step of a group is tested ``c0 == 0 || (c0 <
@@ -89,18 +95,19 @@ CASES: dict[str, tuple[str, frozenset[str], frozenset[str], dict[str, int]]] = {
     "firsthits_any": ("row_firsthits_warp",
                       frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
                       {"WARPS_PER_BLOCK": 1, "ROWS": 4, "AHEAD": 2, "LDG": 0}),
-    "firsthits_stepped": ("row_firsthits_warp", frozenset({"WARPS_PER_BLOCK", "LDG", "AHEAD"}),
-                          frozenset({"ROWS"}), {"WARPS_PER_BLOCK": 2, "LDG": 1, "AHEAD": 2}),
+    "firsthits_stepped": ("row_firsthits_warp",
+                          frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
+                          {"WARPS_PER_BLOCK": 2, "ROWS": 4, "LDG": 1, "AHEAD": 2}),
+    "firsthits_ptr_early": ("row_firsthits_warp",
+                            frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
+                            {"WARPS_PER_BLOCK": 1, "ROWS": 2, "LDG": 0, "AHEAD": 8}),
     "firsthits_do_c89": ("row_firsthits_warp",
                          frozenset({"WARPS_PER_BLOCK", "ROWS", "LDG", "AHEAD"}), frozenset(),
                          {"WARPS_PER_BLOCK": 4, "ROWS": 2, "LDG": 1, "AHEAD": 4}),
 }
 
 #: What each short spelling's notes say where the missing knob stops (a prefix of a note).
-GAPS = {
-    "firsthits_stepped": "ROWS: not applied: `x += (size_t)row * cols` writes x, declared "
-                         "before the item: the warp's next row would start from this row's value",
-}
+GAPS: dict[str, str] = {}
 
 #: Host forms of the built-ins the respellings and their lifts use beyond the set's
 #: (``__any_sync`` a vote of the set's ``__ballot_sync``; FAST_DIV's ``__fdividef`` the
@@ -302,3 +309,30 @@ def test_a_template_remainder_that_may_not_be_masked_says_why(
     lifted = offline_template(kf).lifted
     assert "INDEX_MASK" not in {p.name for p in lifted.params}, lifted.notes
     assert f"INDEX_MASK: not applied: {why}" in lifted.notes, lifted.notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("    x += (size_t)row * cols;\n",
+     "    const float** at = &x;\n    *at += (size_t)row * cols;\n",
+     "ROWS: not applied: `&x` takes the address of x, declared before the item: a row's value "
+     "could outlive the row (line 16)"),
+    ("  const int row = (threadIdx.x >> 5) + kWarps * blockIdx.x;\n",
+     "  int last;\n  const int row = (threadIdx.x >> 5) + kWarps * blockIdx.x;\n",
+     "ROWS: not applied: `last = c0` writes last, declared before the item, which has no "
+     "value at its declaration to copy"),
+], ids=["address_taken", "no_value"])
+def test_a_row_state_that_cannot_be_set_back_keeps_rows_refused(
+        tmp_path: Path, old: str, new: str, why: str) -> None:
+    """A name declared before the item that each row cannot set back from a copy: its
+    address taken after the item, or no value to copy (``last``, set in the chunks' loop)."""
+    source = _source("firsthits_stepped")
+    assert old in source
+    source = source.replace(old, new)
+    if "int last;" in new:
+        source = source.replace("      c0 += 32;\n", "      last = c0;\n      c0 += 32;\n")
+        source = source.replace("    if (lane == 0) count[row] = total;",
+                                "    if (lane == 0) count[row] = total + 0 * last;")
+    kf = respelled(SET.root / "row_firsthits_warp", tmp_path, source)
+    lifted = offline_template(kf).lifted
+    assert "ROWS" not in {p.name for p in lifted.params}, lifted.notes
+    assert any(n.startswith(why) for n in lifted.notes), lifted.notes

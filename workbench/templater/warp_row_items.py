@@ -19,10 +19,16 @@ alone); every statement before it is a declaration whose value has no side effec
 for all the rows, it holds what it would hold for each); and every ``return`` after it is
 the whole body of an ``if (row >= N)`` (``N <= row``, ``N`` a name the kernel never assigns):
 a row past ``N`` has every later row of the warp past it too, so leaving skips only rows the
-kernel as written skips; and nothing after the item writes (or takes the address of) a name
-declared before it (``x += row * cols`` on a parameter: the next row would start from this
-row's pointer). Items are independent (the family's assumption). Refused with the line
-otherwise; ROWS 1 is the kernel as written.
+kernel as written skips. A name declared before the item that the body writes after it (a
+parameter stepped to the row, ``x += (size_t)row * cols``; a count ``int total = 0;``) would
+start the warp's next row from this row's value: each such name is copied once before the
+rows (``const auto wb_row0_x = x;``) and set back from the copy at the start of every row
+(``x = wb_row0_x;``), so each row starts from the value the kernel as written has at the
+item, derived from the original base, never stepped again. Such a name must be a kernel
+parameter or a local declared with a value (the copy reads nothing unset), a scalar or a
+pointer (an array is not assigned whole), and its address is taken nowhere after the item (a
+pointer to it could carry a row's value past the restore). Items are independent (the
+family's assumption). Refused with the line otherwise; ROWS 1 is the kernel as written.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ def apply_rows(plan: Plan, decl: Node, grid: str, f_value: int, per_block: str) 
     the launch's grid rule as written, dividing by ``f_value`` items a block, which become
     ``per_block`` (``WARPS_PER_BLOCK``) times ROWS."""
     try:
-        value = _check(plan, decl)
+        value, restored = _check(plan, decl)
     except Illegal as exc:
         plan.note(NAME, False, exc.reason, exc.node or decl)
         return
@@ -66,24 +72,33 @@ def apply_rows(plan: Plan, decl: Node, grid: str, f_value: int, per_block: str) 
     plan.grid[0] = rule
     kind = text(decl.child_by_field_name("type"))
 
+    # one line each: the copies at the item, their restore at each row's start
+    saved = " ".join(f"const auto wb_row0_{n} = {n};" for n in restored) + \
+        "  // as at the item, for every row\n  " if restored else ""
+    again = " ".join(f"{n} = wb_row0_{n};" for n in restored)
+
     def make(rw: Rewriter) -> str:
         head = rw.render(decl.start_byte, value.start_byte)
         tail = rw.render(value.end_byte, decl.end_byte)
-        return (f"const {kind} wb_item = {rw.text(value)};\n#pragma unroll 1\n  for (int wb_r = 0; "
-                f"wb_r < {NAME}; ++wb_r) {{  // ROWS consecutive rows a warp\n  {head}"
+        return (f"{saved}const {kind} wb_item = {rw.text(value)};\n#pragma unroll 1\n  for (int wb_r = 0; "
+                f"wb_r < {NAME}; ++wb_r) {{  {again}{'  ' if again else ''}"
+                f"// ROWS consecutive rows a warp\n  {head}"
                 f"wb_item * {NAME} + wb_r{tail}")
 
     plan.rw.replace_span(decl.start_byte, decl.end_byte, make=make)
     plan.rw.insert(plan.body.end_byte - 1, "  }  // ROWS\n")
     item = declared_name(decl)[0]
-    plan.note(NAME, True, f"each warp walks ROWS consecutive items `{item}`", decl)
+    again_note = f"; {', '.join(restored)} set back at each row to the value at the item" \
+        if restored else ""
+    plan.note(NAME, True, f"each warp walks ROWS consecutive items `{item}`{again_note}", decl)
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4], "default": 1,
                           "description": "consecutive rows a warp, one after the other (as "
                                          "written: 1)"}, f"{line(decl)}: {text(decl)[:60]}")
 
 
-def _check(plan: Plan, decl: Node) -> Node:
-    """The item's value ``E`` where the rows are legal (module doc), else Illegal."""
+def _check(plan: Plan, decl: Node) -> tuple[Node, list[str]]:
+    """The item's value ``E`` and the names declared before it that each row sets back
+    (module doc) where the rows are legal, else Illegal."""
     item, _d, value = declared_name(decl)
     d = plan.facts.defs.get(item)
     if decl.parent != plan.body or value is None or d is None or d.assigned:
@@ -102,21 +117,50 @@ def _check(plan: Plan, decl: Node) -> Node:
                                        not side_effect_free(plan.source, init)):
             raise Illegal(f"`{text(s)[:50]}` runs before the item (once for all its rows)", s)
     kernel = plan.body.parent
-    before = {name for name, nodes in declared(kernel if kernel is not None else plan.body)
-              .items() if any(d.start_byte < decl.start_byte for d in nodes)}
+    before = {name: nodes for name, nodes in declared(kernel if kernel is not None else
+                                                      plan.body).items()
+              if any(d.start_byte < decl.start_byte for d in nodes)}
+    restored: list[str] = []
     for n in walk(plan.body):
         target = write_target(n) if n.start_byte > decl.start_byte else None
         if n.type == "pointer_expression" and n.start_byte > decl.start_byte and \
                 text(n.child_by_field_name("operator")) == "&":
             target = strip(n.child_by_field_name("argument") or n)
+            if target.type == "identifier" and text(target) in before:
+                raise Illegal(f"`{text(n)[:50]}` takes the address of {text(target)}, "
+                              "declared before the item: a row's value could outlive the row",
+                              n)
         if target is not None and target.type == "identifier" and text(target) in before:
-            raise Illegal(f"`{text(n)[:50]}` writes {text(target)}, declared before the item: "
-                          "the warp's next row would start from this row's value", n)
+            name = text(target)
+            why = _not_restorable(plan, name, before[name])
+            if why:
+                raise Illegal(f"`{text(n)[:50]}` writes {name}, declared before the item, "
+                              f"which {why}: the warp's next row would start from this row's "
+                              "value", n)
+            if name not in restored:
+                restored.append(name)
         if n.type == "return_statement" and n.start_byte > decl.start_byte and \
                 not _past_the_end(plan, n, item):
             raise Illegal(f"`{text(n.parent)[:50]}` leaves the kernel under a test other "
                           f"than `{item} >= N` (the warp's later rows would be skipped)", n)
-    return value
+    return value, restored
+
+
+def _not_restorable(plan: Plan, name: str, nodes: list[Node]) -> str:
+    """Why each row cannot set ``name`` (declared before the item by ``nodes``) back from a
+    copy taken at the item (empty where it can): declared once, a kernel parameter or a
+    local with a value, a scalar or pointer."""
+    if len(nodes) != 1:
+        return "is declared more than once"
+    param = next((p for p in plan.kernel.params if p.name == name), None)
+    d = plan.facts.defs.get(name)
+    if param is not None and d is None:
+        return ""
+    if d is None or d.value is None:
+        return "has no value at its declaration to copy"
+    if d.is_shared or nodes[0].parent is None or nodes[0].parent.type == "array_declarator":
+        return "is not a thread's own scalar or pointer"
+    return ""
 
 
 def _past_the_end(plan: Plan, ret: Node, item: str) -> bool:
