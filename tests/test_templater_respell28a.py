@@ -18,14 +18,14 @@ acklam_probit_f64 (C89 too) its items and unroll: checked here the same way.
 Where a spelling's knobs differ from the corpus kernel's, it is the semantics: ``rsqrtf``
 written by the author leaves FAST_MATH nothing to choose; a ``double`` integrator has no
 float reciprocal root (DIV_RCP instead); probes read as raw floats are records STAGE may
-stage. What is left: the float4 spelling's walk ``for (..) acc += term(p, q[c]);`` has one
-statement for a body, which walk_rounds refuses ("the walk's body is not a block"), so it
-lifted no TILE before session 29 (walk_rounds now reads a walk's body of one statement as
-it reads a block: coulomb_float4_restrict, and coulomb_oneline_if, whose one statement is a
-brace-less ``if``, lift TILE; a one-statement body that leaves the walk or writes memory is
-still refused with its line); the pointer walk's operands (``acc += *pa * *pb; pa += M;``) had no address affine in k
-that regtile_kslice reads (no BK, PAD) before workbench/templater/pointer_taps.py read a
-pointer stepped by a stride as its index (``a[row + (long long)k * M]``).
+stage. Fixed since: the float4 spelling's walk ``for (..) acc += term(p, q[c]);`` has one
+statement for a body, which walk_rounds refused ("the walk's body is not a block"), so it
+lifted no TILE before session 29; walk_rounds now reads a body of one statement as it reads a
+block (coulomb_float4_restrict, and coulomb_oneline_if, whose one statement is a brace-less
+``if``, lift TILE; a one-statement body that leaves the walk or writes memory is still refused
+with its line). The pointer walk's operands (``acc += *pa * *pb; pa += M;``) had no address
+affine in k that regtile_kslice reads (no BK, PAD) before workbench/templater/pointer_taps.py
+read a pointer stepped by a stride as its index (``a[row + (long long)k * M]``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Set 20's fixes read the semantics, not the corpus's spelling (issue 28, session 28's
 RESPELL-B): each of crspline_rotmean, conv3x3_s2_sat and row_firsthits_warp written again by
-two other hands (a third for the fixes of session 29) (tests/spellings_r28b/<spelling>/: the kernel as written and the corpus
-folder's kernel.toml), lifted by ``offline_template`` and compared with the knobs of the
-corpus kernel's own lift.
+two other hands, and a third for each fix of session 29 (tests/spellings_r28b/<spelling>/:
+the kernel as written and the corpus folder's kernel.toml), lifted by ``offline_template``
+and compared with the knobs of the corpus kernel's own lift.
 
 What the respellings taught the templater:
 
@@ -30,8 +30,8 @@ What the respellings taught the templater:
   again), so ROWS lifts; firsthits_ptr_early (an early return, ``x = x + ..``, ``count +=
   row``, the count stored through the stepped pointer) too. A pre-item name whose address is
   taken after the item, or declared with no value to copy, is still refused with the line.
-  Its do-while over the chunks is read as ``for (int c0 = 0; c0 == 0
-  || (c0 < cols); c0 += 32)`` (loop_forms_open: the first pass whatever the bound); AHEAD
+  Its do-while over the chunks is read as ``for (int c0 = 0; c0 == 0 || (c0 < cols); c0 +=
+  32)`` (loop_forms_open: the first pass whatever the bound); AHEAD
   now reads that test (lane_bound.first_pass_bound: ``c0`` holds 0 on the first pass only,
   its step a constant above zero, so each step of a group is tested ``c0 == 0 || (c0 <
   cols)``) where before it was silently left; firsthits_do_c89 (C89 declarations, macros, a
