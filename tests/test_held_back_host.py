@@ -33,6 +33,7 @@ import held_back_unseen18
 import held_back_unseen19
 import held_back_unseen20
 import held_back_unseen21
+import held_back_unseen22
 import pytest
 from held_back_harness import BENCHMARKS, HeldBackSet
 from helpers_nvcc import needs_nvcc
@@ -54,7 +55,8 @@ SETS: tuple[HeldBackSet, ...] = (held_back_unseen4.SET, held_back_unseen5.SET,
                                  held_back_unseen14.SET, held_back_unseen15.SET,
                                  held_back_unseen16.SET, held_back_unseen17.SET,
                                  held_back_unseen18.SET, held_back_unseen19.SET,
-                                 held_back_unseen20.SET, held_back_unseen21.SET)
+                                 held_back_unseen20.SET, held_back_unseen21.SET,
+                                 held_back_unseen22.SET)
 KERNELS = [pytest.param(s, name, id=f"{s.key}-{name}") for s in SETS for name in s.kernels]
 _FULL_ONLY = [pytest.mark.slow, pytest.mark.skipif(
     not FULL_MATRIX, reason="each set's first and last kernel by default; "
