@@ -11,9 +11,8 @@ repeated while an expansion holds another call (nested macros), so the analysis 
 program the compiler compiles.
 
 Expanded only where that is plainly so: a file-scope ``#define NAME(p, ...)`` on one line
-(or continued over lines by a backslash at their ends, joined as the preprocessor joins
-them), holding no comment (the parse ends the body at one), whose parameters are names (no ``...``), whose body
-has no ``#`` or ``##`` and does not name the macro itself, defined once, called on one line with as many arguments as it has
+whose parameters are names (no ``...``), whose body has no ``#`` or ``##`` and does not name
+the macro itself, defined once, called on one line with as many arguments as it has
 parameters, in the kernel's body or any function of the file (a device helper the kernel
 calls reads its macros as the compiler does). The definition
 stays; every line keeps its number.
@@ -62,24 +61,14 @@ def function_macros(root: Node) -> dict[str, FunctionMacro]:
 def _macro(n: Node, name: str) -> FunctionMacro | None:
     params = n.child_by_field_name("parameters")
     value = n.child_by_field_name("value")
-    if n.type != "preproc_function_def" or params is None or value is None or \
-            any(c.type == "comment" for c in n.children):
-        return None  # a comment ends the parsed body early: the rest would be lost
+    if n.type != "preproc_function_def" or params is None or value is None:
+        return None
     names = [c for c in params.named_children]
-    body = _spliced(text(value)).strip()
+    body = text(value).strip()
     if any(c.type != "identifier" for c in names) or "..." in text(params) or \
             "#" in body or "\n" in body or re.search(rf"\b{re.escape(name)}\b", body):
         return None
     return FunctionMacro(name, tuple(text(c) for c in names), body)
-
-
-def _spliced(body: str) -> str:
-    """A definition's body with its continued lines joined, as the preprocessor joins them
-    before it reads a token (a backslash ending a line removed with the line break, C11
-    5.1.1.2 phase 2)."""
-    if not re.search(r"\\\r?\n", body):
-        return body
-    return re.sub(r"\\\r?\n", " ", body)
 
 
 def expand_macros(current: InlinedSource, entry: str | None) -> InlinedSource:

@@ -56,7 +56,6 @@ from workbench.templater.macros import (
     lift_macros,
     lift_switches,
 )
-from workbench.templater.method_calls import methods_as_lambdas
 from workbench.templater.named import lift_named
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
@@ -114,7 +113,6 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = functor_objects_as_lambdas(inlined, entry)  # const S op{..}; op(u[i])
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
-    inlined = methods_as_lambdas(inlined, entry)  # const Grid g{nx, ny}; u[g.index(y, x)]
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = typed_autos(inlined, entry)  # const auto x = xy[2 * i]: const float x
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
