@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from workbench.templater import apron_interior as interior
 from workbench.templater.analysis import (
     binary,
     builtin,
@@ -324,6 +325,18 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block} "
                       "(ceil_div)", plan.body)
     del locals_
+    # INTERIOR: from the tile's first load to the end of the work, copied for interior blocks
+    # (it opens in the gap before that statement: an edit of the statement itself, the nest
+    # made a flat loop, starts at the statement and renders inside each copy)
+    first = next(st for st in pre if st.type != "declaration")
+    region = first.prev_sibling.end_byte if first.prev_sibling is not None else first.start_byte
+    bounds: tuple[interior.Bound, ...] | Refused = interior.analyse_bounds(plan, deps, loads,
+                                                                           region)
+    shared = [d for st in [*pre, *post] if st.start_byte >= region for d in walk(st)
+              if d.type == "declaration" and "__shared__" in text(d).split("]")[0]]
+    if shared and isinstance(bounds, tuple):
+        bounds = Refused(f"`{text(shared[0])[:50]}` declares shared memory inside the span an "
+                         "interior block would copy", shared[0])
 
     unique = list({n.start_byte: n for n in tile_reads}.values())
     try:
@@ -334,7 +347,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
                            pre, post, redeclare, len(unique), window, tuple(unique),
-                           tuple(fills), sum(sd.nbytes for sd in sides)),
+                           tuple(fills), sum(sd.nbytes for sd in sides), bounds, region),
               grid_x, grid_y)
     return emit
 
@@ -389,6 +402,8 @@ class _Facts:
     read_nodes: tuple[Node, ...] = ()  # the tile reads after the barrier
     fills: tuple[SideFill, ...] = ()  # the tables beside the tile: their fills
     side_bytes: int = 0  # and their shared memory
+    bounds: tuple[interior.Bound, ...] | Refused = ()  # INTERIOR's tests, or why none
+    region: int = 0  # where the span an interior block copies begins
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -426,13 +441,18 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
             rw.replace_span(fl.stmt.start_byte, fl.stmt.end_byte, make=wrapped)
     origin = {"x": f"({bx_n} * {ox_n})", "y": f"({by_n} * {oy_n})"}
     spans = {span: origin[dim] for span, dim in f.offsets.items()}
+    copy = interior.Copy()
+    bounds = f.bounds if isinstance(f.bounds, tuple) else ()
     for ld in f.loads:
         if ld.fill is None:
             continue
-        fill = ld.fill(lambda n: spans.get((n.start_byte, n.end_byte)), new)
-        if smem:
-            fill = f"\n#if {smem}\n  {fill}\n#endif\n"
-        rw.replace(ld.fill_nodes[0], fill)
+
+        def filled(_r: Rewriter, ld: Load = ld) -> str:
+            assert ld.fill is not None
+            fill = ld.fill(interior.known(copy, bounds,
+                                          lambda m: spans.get((m.start_byte, m.end_byte))), new)
+            return f"\n#if {smem}\n  {fill}\n#endif\n" if smem else fill
+        rw.replace_span(ld.fill_nodes[0].start_byte, ld.fill_nodes[0].end_byte, make=filled)
         for n in ld.fill_nodes[1:]:
             rw.replace(n, "")
     nests = [ld.nest for ld in f.loads if ld.nest is not None]
@@ -475,7 +495,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                 rw.replace(n, "continue;  // this output is outside: the next one")
     again = "\n    ".join(render(data, s, sub) for s in f.redeclare)
     ctype = text(f.decl.child_by_field_name("type")).replace("__shared__", "").strip()
-    offs: Callable[[Node], str | None] = lambda n: spans.get((n.start_byte, n.end_byte))  # noqa: E731
+    offs = interior.known(copy, bounds, lambda n: spans.get((n.start_byte, n.end_byte)))
 
     def read(r: Rewriter, n: Node) -> str:
         """A tile read: as written, or (USE_SMEM = 0) the value at that position."""
@@ -501,7 +521,16 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                 f"          if ({tapped}) {{ const int wb_py = {row}, wb_px = {col};\n"
                 f"            wb_win[wb_r][wb_c] = {value}; }}\n"
                 "#endif\n")
-    reuse = _reuse(plan, f, oy_n, ctype, read, window_load)
+    # the window's loads as the general copy and as the interior one (known tests) render them
+    marker = "\x00wb_window\x00"
+    reuse = _reuse(plan, f, oy_n, ctype, read, lambda *_: marker)
+    window_args: tuple[str, str, str] = ("", "", "")
+    if reuse:
+        w = f.window
+        assert isinstance(w, Window)
+        window_args = (f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
+                       f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
+                       tapped_test(w.taps, oy_n))
     if branch is not None and not reuse:
         for n in f.read_nodes:
             plan.rw.replace_span(n.start_byte, n.end_byte,
@@ -514,7 +543,16 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
             f"    const int wb_ly = (int)threadIdx.y * {oy_n} + wb_oy;\n"
             f"    const int wb_lx = (int)threadIdx.x + wb_ox * {bx_n};\n"
             f"    {again}\n  ")
-    rw.insert(f.post[0].start_byte, head)
+    head_both = (head.replace(marker, window_load(*window_args).replace("BX", bx_n))
+                 if reuse else head, "")
+    if reuse and bounds:
+        copy.interior = True
+        head_both = (head_both[0], head.replace(marker, window_load(*window_args)
+                                                .replace("BX", bx_n)))
+        copy.interior = False
+    rw.replace_span(f.post[0].start_byte, f.post[0].start_byte,
+                    make=lambda _r: head_both[1] if copy.interior and head_both[1]
+                    else head_both[0])
     rw.insert(f.post[-1].end_byte, "\n  }\n  }")
     where = f"{line(f.decl)}: {text(f.decl)}"
     for axis, written, hi in (("X", f.bx, 128), ("Y", f.by, 32)):
@@ -577,6 +615,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         plan.constrain(f"{smem} == 1 or {pad_n} == 0")  # no tile to pad: one config
         if flat_n:
             plan.constrain(f"{smem} == 1 or {flat_n} == 0")  # no tile to load
+    _interior(plan, f, copy, offs, ext_y, ext_x, where)
     plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
               f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
@@ -658,3 +697,28 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
                                     f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
                                     tapped_test(w.taps, oy_n)) + "\n"
             "    }\n" + separable_rows(plan, w, oy_n, ctype, rows))
+
+
+def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node], str | None],
+              ext_y: str, ext_x: str, where: str) -> None:
+    """INTERIOR (:mod:`.apron_interior`): the tile's loads without their bounds tests in
+    blocks whose tile lies inside the grid; or the reason there is no such knob."""
+    if isinstance(f.bounds, Refused):
+        plan.note(interior.KNOB, False, f"{f.bounds.reason}: every block keeps the loads' "
+                  "tests", f.bounds.node if f.bounds.node is not None else f.decl)
+        return
+    if not f.bounds:
+        return
+    knob = fresh_names(plan, [interior.KNOB])[interior.KNOB]
+    test = interior.block_test(f.bounds, offs, ext_y, ext_x)
+    interior.emit_copies(plan, copy, f.bounds, f.region, f.post[-1].end_byte, knob, test)
+    plan.add_param(knob, {"kind": "choice", "values": [0, 1], "default": 0,
+                          "description": "1: a block whose tile with its halo lies inside the "
+                                         "grid loads it without the bounds tests (a copy of "
+                                         "the work for those blocks); 0: every load tested "
+                                         "(as written)"}, where)
+    tests = sorted({text(b.cond) for b in f.bounds})
+    plan.note(interior.KNOB, True, f"{len(f.bounds)} bounds test(s) of the tile {f.tile}'s "
+              f"value (`{tests[0][:60]}`) hold at every position of a block's tile where they "
+              "hold at its worst corners: INTERIOR = 1 tests those once per block and runs an "
+              "interior copy of the load and the work without them", f.decl)

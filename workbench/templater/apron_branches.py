@@ -105,7 +105,11 @@ def branch_load(plan: Plan, stmts: list[Node], tile: str, sizes: dict[str, int],
 
     def direct(sub: Callable[[Node], str | None], p: str, q: str) -> str:
         return _value_at(plan, deps, first, sub, p, q)
-    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts), direct=direct)
+
+    def part(sub: Callable[[Node], str | None], p: str, q: str, node: Node) -> str:
+        return _value_at(plan, deps, first, sub, p, q, node)
+    return Load(extents[0], extents[1], [], fill=fill, fill_nodes=tuple(stmts), direct=direct,
+                value=first.value, position=("threadIdx.y", "threadIdx.x"), part=part)
 
 
 def _collect(plan: Plan, s: Node, tile: str, deps: Deps, out: list[_Store],
@@ -232,9 +236,9 @@ def _same(deps: Deps, a: Node, sa: tuple[int, int], b: Node, sb: tuple[int, int]
 
 
 def _value_at(plan: Plan, deps: Deps, st: _Store, sub: Callable[[Node], str | None], p: str,
-              q: str) -> str:
-    """``st``'s value at tile position (``p``, ``q``): the thread's locals expanded, its
-    index made the position, ``sub``'s tile offsets applied."""
+              q: str, node: Node | None = None) -> str:
+    """``st``'s value (or ``node``, a part of it) at tile position (``p``, ``q``): the
+    thread's locals expanded, its index made the position, ``sub``'s tile offsets applied."""
     data = plan.source.data
     shift = {"y": (p, st.cy), "x": (q, st.cx)}
 
@@ -255,7 +259,7 @@ def _value_at(plan: Plan, deps: Deps, st: _Store, sub: Callable[[Node], str | No
             return f"(({declared_type(value)})(" + \
                 render(data, value, lambda m: at(m, depth + 1)) + "))"
         return None
-    return render(data, st.value, at)
+    return render(data, st.value if node is None else node, at)
 
 
 def _stored(st: _Store, parts: list[tuple[int, int]], p: str, q: str, new: dict[str, str]

@@ -217,6 +217,11 @@ class Load:
     fill_nodes: tuple[Node, ...] = ()
     # the value at a tile position (text) read directly (USE_SMEM 0), where that is legal
     direct: Callable[[Callable[[Node], str | None], str, str], str] | None = None
+    # the stored value, the atoms of its tile position (y, x) and a part of it at a position
+    # (the block's interior test, :mod:`.apron_interior`)
+    value: Node | None = None
+    position: tuple[str, str] = ("", "")
+    part: Callable[[Callable[[Node], str | None], str, str, Node], str] | None = None
 
 
 def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
@@ -271,9 +276,12 @@ def nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: Deps)
     _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
     inner_body = inner.loop.child_by_field_name("body")
     assert inner_body is not None
+    value = strip(body[-1].named_children[0]).child_by_field_name("right")
     return Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
                                         (xs.step, "BX")], (s, inner_body, ys.var, xs.var),
-                direct=_nest_direct(plan, s, body[-1], ys.var, xs.var, deps))
+                direct=_nest_direct(plan, s, body[-1], ys.var, xs.var, deps),
+                value=value, position=(ys.var, xs.var),
+                part=_nest_part(plan, s, ys.var, xs.var, deps))
 
 
 def _nest_direct(plan: Plan, loop: Node, store: Node, yvar: str, xvar: str, deps: Deps
@@ -309,9 +317,22 @@ def _nest_direct(plan: Plan, loop: Node, store: Node, yvar: str, xvar: str, deps
                 not loop.start_byte <= n.start_byte < loop.end_byte and \
                 (not _element_read(n) or _under_address(n)):
             return None
-    data = plan.source.data
+    part = _nest_part(plan, loop, yvar, xvar, deps)
 
     def direct(sub: Callable[[Node], str | None], p: str, q: str) -> str:
+        return part(sub, p, q, value)
+    return direct
+
+
+def _nest_part(plan: Plan, loop: Node, yvar: str, xvar: str, deps: Deps
+               ) -> Callable[[Callable[[Node], str | None], str, str, Node], str]:
+    """A part of the nest's stored value at any tile position, as C text: its locals of
+    the loop expanded in their declared types, the loop variables made the position."""
+    inside = {n for n, v in deps.values.items()
+              if loop.start_byte <= v.start_byte and v.end_byte <= loop.end_byte}
+    data = plan.source.data
+
+    def part(sub: Callable[[Node], str | None], p: str, q: str, node: Node) -> str:
         def at(n: Node, depth: int = 0) -> str | None:
             own = sub(n)
             if own is not None or n.type != "identifier":
@@ -324,8 +345,8 @@ def _nest_direct(plan: Plan, loop: Node, store: Node, yvar: str, xvar: str, deps
                 return f"(({declared_type(local)})(" + \
                     render(data, local, lambda m: at(m, depth + 1)) + "))"
             return None
-        return render(data, value, at)
-    return direct
+        return render(data, node, at)
+    return part
 
 
 def _element_read(n: Node) -> bool:
