@@ -230,13 +230,15 @@ def _configs(template: KernelTemplate) -> tuple[list[dict[str, Any]], list[dict[
     default = dict(template.default_config())
     ends = [c for c in end_configs(template, ENV) if not c.get("SEPARABLE")]
     on = {**default, "INTERIOR": 1}
-    mixes = [on,
-             {**on, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
-             # the expert's pick of wave2d_o4 (128 x 1, four rows a thread, from the source)
-             {**on, "BLOCK_X": 32, "BLOCK_Y": 1, "OUT_Y": 4, "USE_SMEM": 0},
-             {**on, "BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 1, "USE_SMEM": 0},
-             {**on, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_Y": 2, **({"LOAD_FLAT": 1}
-                                                                if "LOAD_FLAT" in on else {})}]
+    flat: dict[str, Any] = {"LOAD_FLAT": 1} if "LOAD_FLAT" in on else {}
+    mixes: list[dict[str, Any]] = [
+        on,
+        {**on, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
+        # the shape of wave2d_o4's expert pick (one row of threads, four rows a thread, read
+        # from the source), 32 wide so the 83-wide grid has interior blocks
+        {**on, "BLOCK_X": 32, "BLOCK_Y": 1, "OUT_Y": 4, "USE_SMEM": 0},
+        {**on, "BLOCK_X": 16, "BLOCK_Y": 2, "OUT_X": 2, "OUT_Y": 1, "USE_SMEM": 0},
+        {**on, "BLOCK_X": 8, "BLOCK_Y": 4, "OUT_Y": 2, **flat}]
     sampled = [{**c, "SEPARABLE": 0} if "SEPARABLE" in c else dict(c)
                for c in rng.sample(space, 3 if FULL_MATRIX else 1)]
     return [default, *host_sample(ends), *sampled, *mixes], mixes

@@ -41,6 +41,11 @@ arguments the kernel never writes nor passes on (:func:`.apron_loads.nest_load`)
 tables beside it, also gets USE_SMEM (1: staged, as written; 0: every tile read, the row
 window's too, reads that function at its position straight from the source; no barrier
 unless side tables are filled, no LOAD_FLAT).
+
+Where the tile's value carries a bounds test of its position (``(y >= 0 && y < ny && ...) ?
+u[...] : 0``), INTERIOR 1 tests it once per block at the tile's worst corners and runs the
+load and the work without the per-load tests in blocks whose tile lies inside the grid
+(:mod:`.apron_interior`).
 """
 
 from __future__ import annotations
@@ -719,6 +724,6 @@ def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node],
                                          "(as written)"}, where)
     tests = sorted({text(b.cond) for b in f.bounds})
     plan.note(interior.KNOB, True, f"{len(f.bounds)} bounds test(s) of the tile {f.tile}'s "
-              f"value (`{tests[0][:60]}`) hold at every position of a block's tile where they "
-              "hold at its worst corners: INTERIOR = 1 tests those once per block and runs an "
-              "interior copy of the load and the work without them", f.decl)
+              f"value (`{tests[0][:60]}`) take one value over a block's tile where they take "
+              "it at the tile's worst corners: INTERIOR = 1 tests those once per block and "
+              "runs an interior copy of the load and the work without them", f.decl)
