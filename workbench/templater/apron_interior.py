@@ -36,7 +36,7 @@ Integer positions are assumed not to overflow, as the kernel's own indexing assu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -80,7 +80,7 @@ def analyse_bounds(plan: Plan, deps: Deps, loads: list[Load], region: int
     assigned = {text(t) for n in walk(plan.body)
                 if n.type in ("assignment_expression", "update_expression")
                 and (t := write_target(n)) is not None and t.type == "identifier"}
-    types = _declared_types(plan.body)
+    types = declared_types(plan.body)
     late = {name for name, spans in _declared_at(plan.body).items()
             if any(at >= region for at in spans)}
     found: list[Bound] = []
@@ -128,7 +128,7 @@ def _declarators(body: Node) -> list[tuple[str, str, int]]:
     return out
 
 
-def _declared_types(body: Node) -> dict[str, set[str]]:
+def declared_types(body: Node) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name, typ, _at in _declarators(body):
         out.setdefault(name, set()).add(_clean(typ))
@@ -189,7 +189,7 @@ def _corners(plan: Plan, deps: Deps, ld: Load, c: Node, assigned: set[str], name
     assert parts is not None and ld.part is not None
     left, op, right = parts
     for side in (left, right):
-        if not _signed(plan, deps, names.types, side):
+        if not signed(plan, deps.values, names.types, side):
             raise Refused(f"`{text(side)}` in `{text(c)}` may be unsigned: its comparison "
                           "wraps and is not monotone in the position", c)
     # the names the test reads once the load's own locals are expanded at a position
@@ -243,21 +243,21 @@ def _scalar(plan: Plan, name: str) -> bool:
         return False
 
 
-def _signed(plan: Plan, deps: Deps, types: dict[str, set[str]], node: Node, depth: int = 0
-            ) -> bool:
+def signed(plan: Plan, values: Mapping[str, Node], types: dict[str, set[str]], node: Node,
+           depth: int = 0) -> bool:
     """Whether ``node`` has a signed integer type by its spelling (a cast, a local or a
     kernel parameter so declared, a literal without ``u``, ``+ - *`` of such)."""
     if depth > 24:
         return False
     if node.type == "parenthesized_expression" and node.named_child_count == 1:
-        return _signed(plan, deps, types, node.named_children[0], depth + 1)
+        return signed(plan, values, types, node.named_children[0], depth + 1)
     if node.type == "cast_expression":
         typ = node.child_by_field_name("type")
         return typ is not None and _clean(text(typ)) in _SIGNED
     if node.type == "number_literal":
         return int_value(node) is not None and not any(ch in text(node) for ch in "uU")
     if node.type == "identifier":
-        value = deps.values.get(text(node))
+        value = values.get(text(node))
         if value is not None:
             return _clean(declared_type(value)) in _SIGNED
         try:
@@ -267,11 +267,11 @@ def _signed(plan: Plan, deps: Deps, types: dict[str, set[str]], node: Node, dept
         return not p.is_pointer and _clean(p.base_type) in _SIGNED
     if node.type == "unary_expression" and text(node.child_by_field_name("operator")) == "-":
         arg = node.child_by_field_name("argument")
-        return arg is not None and _signed(plan, deps, types, arg, depth + 1)
+        return arg is not None and signed(plan, values, types, arg, depth + 1)
     parts = binary(node)
     if parts is not None and parts[1] in ("+", "-", "*"):
-        return _signed(plan, deps, types, parts[0], depth + 1) and \
-            _signed(plan, deps, types, parts[2], depth + 1)
+        return signed(plan, values, types, parts[0], depth + 1) and \
+            signed(plan, values, types, parts[2], depth + 1)
     return False
 
 

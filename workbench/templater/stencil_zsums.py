@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
+from workbench.templater import stencil_zsums_interior as interior
 from workbench.templater.analysis import builtin, int_value, line, strip, text, walk
 from workbench.templater.apron_window import loop_range
 from workbench.templater.plan import Plan
@@ -114,6 +115,8 @@ class Sums:
     cells: tuple[tuple[tuple[int, ...], int, int, tuple[int, ...]], ...]  # at, term, d, values
     values: tuple[Value, ...]
     radius: int
+    # INTERIOR: the guards' comparisons, each monotone in the plane, or why not
+    interior: tuple[interior.Compare, ...] | Refused = ()
 
 
 def lift_zsums(plan: Plan, items: str, nz: str) -> Callable[[], None] | None:
@@ -191,7 +194,7 @@ def _analyse(plan: Plan) -> Sums | None:
         raise Refused(f"reads reach {radius} planes away (at most {MAX_RADIUS})",
                       terms[0].reads[0])
     return Sums(tuple(prefix), acc, acc_type, init, tuple(suffix), counters, decls, terms,
-                cells, values, radius)
+                cells, values, radius, interior.analyse(plan, tuple(prefix)))
 
 
 def _accumulator(stmt: Node) -> tuple[str, str, Node] | None:
@@ -436,10 +439,33 @@ def _emit(plan: Plan, sums: Sums, items: str, nz: str) -> Callable[[], None]:
             kept = len(sums.values) + 2 * sums.radius + 1
             plan.constrain(f"{KNOB} == 0 or MIN_BLOCKS_PER_SM == 0 or {kept} + 32 <= 65536 "
                            f"// (({plan.launch_bounds}) * MIN_BLOCKS_PER_SM)")
+        _interior_knob(plan, sums)
         plan.note(KNOB, True, f"{len(sums.values)} value(s) of a plane read once each, "
                   f"{2 * sums.radius + 1} outputs' sums of `{sums.acc}` carried in registers "
                   f"(the nest unrolled: {len(sums.cells)} terms)", first)
     return close
+
+
+def _interior_knob(plan: Plan, sums: Sums) -> None:
+    """INTERIOR's knob and constraint, or the reason there is none (noted)."""
+    if isinstance(sums.interior, Refused):
+        node = sums.interior.node if sums.interior.node is not None else sums.terms[0].stmt
+        plan.note(interior.KNOB, False, f"{sums.interior.reason}: every step tests whether "
+                  "its output reaches the sum", node)
+        return
+    if not sums.interior:
+        return  # no guard: every step's output reaches the sum already
+    first = next(s for s in sums.prefix if s.type != "declaration")
+    plan.add_param(interior.KNOB, {
+        "kind": "choice", "values": [0, 1], "default": 0,
+        "description": "1: a thread whose every output of its planes passes the guards "
+                       "marches without testing them at each step (tested once at its "
+                       "first and last plane); 0: tested at each step (as written)"},
+        f"{line(first)}: {text(first).splitlines()[0]}")
+    plan.constrain(f"{interior.KNOB} == 0 or {KNOB} == 1")  # only the march has the copy
+    plan.note(interior.KNOB, True, f"{len(sums.interior)} comparison(s) of the guards are "
+              "affine in the plane: INTERIOR = 1 tests them once a thread, at its first and "
+              "last plane, and runs a march without the per-step tests", first)
 
 
 def _plane(rw: Rewriter, at: str) -> str:
@@ -491,8 +517,9 @@ def _flag(rw: Rewriter, sums: Sums) -> str:
     return "".join(out)
 
 
-def _finish(rw: Rewriter, sums: Sums, slot: str) -> str:
-    """The prefix, its guards' bodies and the suffix as written, ``acc`` the carried sum."""
+def _finish(rw: Rewriter, sums: Sums, slot: str, known: bool = False) -> str:
+    """The prefix, its guards' bodies and the suffix as written, ``acc`` the carried sum
+    (``known``: the interior march, where no guard fires)."""
     out = ["do {\n"]
     for s in sums.prefix:
         if s.type == "declaration":
@@ -502,7 +529,8 @@ def _finish(rw: Rewriter, sums: Sums, slot: str) -> str:
         assert then is not None
         body = statements(then) if then.type == "compound_statement" else [then]
         inner = "".join(rw.text(b) + " " for b in body[:-1])
-        out.append(f"if {rw.text(s.child_by_field_name('condition'))} {{ {inner}break; }}\n")  # type: ignore[arg-type]
+        cond = rw.text(s.child_by_field_name("condition"))  # type: ignore[arg-type]
+        out.append(f"if {f'(false && {cond})' if known else cond} {{ {inner}break; }}\n")
     out.append(f"{sums.acc_type} {sums.acc} = {slot};\n")
     out += [rw.text(s) + "\n" for s in sums.suffix]
     out.append("} while (0);\n")
@@ -542,7 +570,7 @@ def _replaced(rw: Rewriter, node: Node, values: dict[Node, int]) -> str:
 
 
 def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
-    r, n = sums.radius, 2 * sums.radius + 1
+    n = 2 * sums.radius + 1
     t = sums.acc_type
     init = rw.text(sums.init)
     slots = [f"wb_zs{j}" for j in range(n)]  # slot j: output p + R - j (plane offset j - R)
@@ -551,11 +579,33 @@ def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
            f"  {t} " + ", ".join(f"{s} = {init}" for s in slots) + ";\n",
            "  bool " + ", ".join(f"{f} = false" for f in flags) + ";\n",
            f"  const int wb_zk0 = (int)(blockIdx.z * {items});\n",
-           f"  const int wb_zk1 = min(wb_zk0 + (int)({items}), (int)({nz}));\n",
-           f"  for (int wb_zq = wb_zk0 - {r}; wb_zq < wb_zk1 + {r}; ++wb_zq) {{\n",
-           f"    if (wb_zq + {r} < wb_zk1) {{  // output wb_zq + {r}: does it reach the sum?\n",
-           "      bool wb_zreach = false;\n      {\n      " + _plane(rw, f"wb_zq + {r}"),
-           _flag(rw, sums), "      }\n", f"      {flags[0]} = wb_zreach;\n    }}\n"]
+           f"  const int wb_zk1 = min(wb_zk0 + (int)({items}), (int)({nz}));\n"]
+    if isinstance(sums.interior, tuple) and sums.interior:
+        names = set().union(*(_names(c.node) for c in sums.interior))
+        decls = _decls(rw, sums, names)  # what the guards' comparisons read at a plane
+        out.append(interior.thread_test(sums.interior, lambda at: _plane(rw, at) + decls,
+                                        interior.KNOB, rw.text))
+        out += [f"  if ({interior.FLAG}) {{\n", *_loop(rw, sums, True), "  } else {\n",
+                *_loop(rw, sums, False), "  }\n  }\n"]
+        return "".join(out)
+    out += [*_loop(rw, sums, False), "  }\n"]
+    return "".join(out)
+
+
+def _loop(rw: Rewriter, sums: Sums, known: bool) -> list[str]:
+    """The planes' loop (``known``: the interior march, every output in range reaches the
+    sum)."""
+    r, n = sums.radius, 2 * sums.radius + 1
+    init = rw.text(sums.init)
+    slots = [f"wb_zs{j}" for j in range(n)]  # slot j: output p + R - j (plane offset j - R)
+    flags = [f"wb_zok{j}" for j in range(n)]
+    out = [f"  for (int wb_zq = wb_zk0 - {r}; wb_zq < wb_zk1 + {r}; ++wb_zq) {{\n",
+           f"    if (wb_zq + {r} < wb_zk1) {{  // output wb_zq + {r}: does it reach the sum?\n"]
+    if known:
+        out.append(f"      {flags[0]} = true;  // {interior.KNOB}: every output here does\n    }}\n")
+    else:
+        out += ["      bool wb_zreach = false;\n      {\n      " + _plane(rw, f"wb_zq + {r}"),
+                _flag(rw, sums), "      }\n", f"      {flags[0]} = wb_zreach;\n    }}\n"]
     out.append("    " + " ".join(f"{v.elem} wb_zv{i};" for i, v in enumerate(sums.values))
                + "\n")
     for d in sorted({v.rep_d for v in sums.values}, key=abs):
@@ -564,6 +614,10 @@ def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
         out.append("    {\n    " + _plane(rw, f"wb_zq - ({d})") + _decls(rw, sums, used))
         for i, v in reps:
             guard = " || ".join(flags[e + r] for e in sorted(v.offsets))
+            if known:  # the outputs that read it: those in the thread's range
+                guard = "true" if set(v.offsets) == set(range(-r, r + 1)) else " || ".join(
+                    f"(wb_zq - ({e}) >= wb_zk0 && wb_zq - ({e}) < wb_zk1)"
+                    for e in sorted(v.offsets))
             out.append(f"    {{ {_cell(rw, sums, v.at, _names(v.read))}wb_zv{i} = ({guard}) ? "
                        f"({v.elem})({rw.text(v.read)}) : ({v.elem})0; }}\n")
         out.append("    }\n")
@@ -580,8 +634,9 @@ def _march(rw: Rewriter, sums: Sums, items: str, nz: str) -> str:
                            f"{slots[j]} += {_replaced(rw, term.value, given)}; }}\n")
     out.append("    }\n")
     out.append(f"    if (wb_zq - {r} >= wb_zk0) {{  // output wb_zq - {r}: its sum is done\n"
-               "      " + _plane(rw, f"wb_zq - {r}") + _finish(rw, sums, slots[-1]) + "    }\n")
+               "      " + _plane(rw, f"wb_zq - {r}") + _finish(rw, sums, slots[-1], known) +
+               "    }\n")
     out += [f"    {slots[j]} = {slots[j - 1]}; {flags[j]} = {flags[j - 1]};\n"
             for j in range(n - 1, 0, -1)]
-    out.append(f"    {slots[0]} = {init}; {flags[0]} = false;\n  }}\n  }}\n")
-    return "".join(out)
+    out.append(f"    {slots[0]} = {init}; {flags[0]} = false;\n  }}\n")
+    return out
