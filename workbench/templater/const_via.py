@@ -8,6 +8,13 @@ copy (shared memory serves 32 distinct words a cycle from distinct banks). The c
 - ``CONST_VIA = 0``: constant memory, as written;
 - ``CONST_VIA = 1``: a shared-memory copy per block.
 
+Offered too where the analysis cannot tell whether the lanes agree (:mod:`.const_lanes`'s
+*unknown*: an index computed from a value read from memory, as a CRC's byte-at-a-time
+table lookups ``crc_table[(c ^ w) & 0xff]`` are): the copy is correctness-neutral, so the
+search decides where the lanes' indices differ (replays in constant memory) and where they
+agree (a broadcast); the default stays constant memory, as written. Only an array read at
+warp-uniform indices everywhere is left without the knob.
+
 A global read-only copy (``__device__`` plus ``__ldg``) is not offered: the runner uploads
 each input array into the module global of its name, and the folder loader and that upload
 both need the template to keep a file-scope ``__constant__`` (or ``__device__``)
@@ -49,8 +56,8 @@ STATIC_SMEM = 49152
 
 
 def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, str]:
-    """Offer CONST_VIA where a ``__constant__`` array's reads vary over a warp's lanes;
-    note every array considered. Returns each staged array's name -> the macro its reads
+    """Offer CONST_VIA where a ``__constant__`` array's reads vary over a warp's lanes, or
+    may (an index the analysis cannot follow); note every array considered. Returns each staged array's name -> the macro its reads
     go through (the copy under CONST_VIA = 1, the array under 0). ``aligned``: the copies'
     alignment in bytes (LANE_VEC reads a lane's channels of them as one vector), 0: the
     element's."""
@@ -62,14 +69,6 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
             plan.note(KNOB, False, f"{a.name} is read at a warp-uniform index everywhere "
                       "(constant memory broadcasts it to the warp): left in constant memory",
                       line_node)
-            continue
-        if a.kind == "unknown" and not a.problem:
-            r = a.first("unknown")
-            assert r is not None
-            plan.note(KNOB, False, f"cannot tell whether the lanes of a warp read {a.name} at "
-                      f"one index: `{text(r.node)[:60]}` depends on {r.verdict.why or 'a value'} "
-                      "the analysis does not follow; left in constant memory",
-                      r.verdict.node or r.node)
             continue
         try:
             _check(a)
@@ -101,11 +100,20 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
         plan.constrain(f"{KNOB} == 0 or {own + copy} + ({smem_bytes}) <= {STATIC_SMEM}")
     for a in staged:
         r = a.first("lane")
-        assert r is not None
-        plan.note(KNOB, True, f"{a.name} is read at an index that varies over a warp's lanes "
-                  f"(`{text(r.node)[:60]}`: {r.verdict.why}): constant memory replays such a "
-                  "read once per address; 1 copies it to shared memory once per block",
-                  r.node)
+        if r is not None:
+            plan.note(KNOB, True, f"{a.name} is read at an index that varies over a warp's "
+                      f"lanes (`{text(r.node)[:60]}`: {r.verdict.why}): constant memory "
+                      "replays such a read once per address; 1 copies it to shared memory "
+                      "once per block", r.node)
+            continue
+        r = a.first("unknown")
+        assert r is not None  # a.kind: no lane read, so an unknown one
+        plan.note(KNOB, True, f"cannot tell whether the lanes of a warp read {a.name} at one "
+                  f"index: `{text(r.node)[:60]}` depends on {r.verdict.why or 'a value'} the "
+                  "analysis does not follow; the copy holds the same bits, so offered for the "
+                  "search to decide: 0 constant memory (as written, a broadcast where the "
+                  "lanes agree), 1 a shared-memory copy (no replays where they differ)",
+                  r.verdict.node or r.node)
     return via
 
 
