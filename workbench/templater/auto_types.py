@@ -486,5 +486,10 @@ def item_types(plan: Scope, region: list[Node], arrays: set[str]) -> dict[int, s
             if len(stands) != 1 or None in stands:
                 raise Illegal(f"`{text(decl)[:60]}`: its declarators deduce different "
                               "types", decl)
-            out[typ.start_byte] = stands.pop()  # type: ignore[assignment]
+            meant = stands.pop()
+            assert meant is not None
+            if "const" in {text(c) for c in decl.children if c.type == "type_qualifier"}:
+                # `const auto* p = (const T*)q`: the written const is the target's already
+                meant = meant.removeprefix("const ")
+            out[typ.start_byte] = meant
     return out

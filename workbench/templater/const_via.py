@@ -32,6 +32,7 @@ every read returns what it returned: the outputs are bit-identical at every valu
 from __future__ import annotations
 
 import math
+import re
 
 from workbench.templater.analysis import text, walk
 from workbench.templater.const_items import apply_const_items, lane_layout
@@ -53,6 +54,8 @@ from workbench.templater.vector import Illegal
 KNOB = "CONST_VIA"
 #: Static shared memory a block may declare without opting in (every CUDA GPU since sm_20).
 STATIC_SMEM = 49152
+#: Another transform's static shared memory limit: ``[K == 0 or ]E <= 49152``.
+SMEM_LIMIT = re.compile(rf"(?:(\w+) == 0 or )?(.+) <= {STATIC_SMEM}")
 
 
 def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, str]:
@@ -87,6 +90,7 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
                           f"bytes) beside the kernel's {own + (dynamic or 0)} bytes of shared "
                           f"memory passes {STATIC_SMEM}")
         at = _opening(plan)
+        beside = _beside_limits(plan, own + copy + (dynamic or 0))
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node or staged[0].reads[0].node)
         return {}
@@ -98,6 +102,8 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
                    f"{staged[0].source.line}: __constant__ {staged[0].name}")
     if dynamic is None:  # dynamic shared memory that a rule sizes: the copy must fit beside
         plan.constrain(f"{KNOB} == 0 or {own + copy} + ({smem_bytes}) <= {STATIC_SMEM}")
+    for limit in beside:
+        plan.constrain(limit)
     for a in staged:
         r = a.first("lane")
         if r is not None:
@@ -163,6 +169,23 @@ def _own_shared_bytes(plan: Plan) -> int:
                           decl)
         total += size * count
     return total
+
+
+def _beside_limits(plan: Plan, bytes_: int) -> list[str]:
+    """The copy's bytes (with the kernel's own) added to each other transform's static
+    shared memory limit ``[K == 0 or ]E <= 49152`` (a staged record tile's: the two share
+    the block's 48 KiB); a limit of another form is refused."""
+    out: list[str] = []
+    for c in plan.constraints:
+        if str(STATIC_SMEM) not in c:
+            continue
+        m = SMEM_LIMIT.fullmatch(c)
+        if m is None or " or " in m.group(2):
+            raise Illegal(f"another transform's shared memory limit `{c}` is not one the "
+                          "copy's bytes can be added to")
+        guard = f"{m.group(1)} == 0 or " if m.group(1) else ""
+        out.append(f"{KNOB} == 0 or {guard}({m.group(2)}) + {bytes_} <= {STATIC_SMEM}")
+    return out
 
 
 def _opening(plan: Plan) -> int:

@@ -124,7 +124,7 @@ from workbench.templater.item_state import (
 )
 from workbench.templater.plan import Plan
 from workbench.templater.purity import device_purity, why_not_pure
-from workbench.templater.table_lookup import walks
+from workbench.templater.table_lookup import constant_table, walks
 from workbench.templater.table_prologue import prologue_write, staged_tables
 from workbench.templater.vector import Illegal
 
@@ -1075,6 +1075,8 @@ def _streams(plan: Plan, loop: Node, items: set[str]) -> bool:
                     array is not None and member_in_registers(plan.source, plan.facts.defs,
                                                               array)):
                 continue  # a local array, or a local object's array member (registers)
+            if array is not None and constant_table(plan, array):
+                continue  # a lookup into a __constant__ table: an operand, not a walk
             index = n.child_by_field_name("indices")
             if index is not None and walks(plan, index, items, moving, loop):  # not a lookup
                 return True

@@ -11,7 +11,8 @@ number, so the line map holds).
 
 The two are the same program where (else left as written, silently): the declaration is a
 statement of a block declaring one plain name (or a pointer to one) of a built-in type with
-no value, no storage class nor qualifier; the name is declared nowhere else in the kernel
+no value, no storage class nor qualifier but ``const`` of a pointer's target (``const
+unsigned *p, *end;``: the pointer itself is set); the name is declared nowhere else in the kernel
 and no macro names it; its first use after the declaration is the statement ``x = v;`` of a
 block B inside the declaring one, ``v`` not reading ``x``, and every other use lies in B
 after it (so no value reaches B from before: where B is a loop's body, each trip sets ``x``
@@ -47,8 +48,9 @@ def _late(source: CudaSource, fn: Node, s: Node) -> Edits | None:
     """The two edits (blank the declaration ``s``, declare at the first assignment) that
     read a qualifying late-set local as declared with its value; None for anything else."""
     d = local_decl(source, fn, s)
-    if d is None or d.valued or d.qualifiers:
-        return None
+    if d is None or d.valued or (d.qualifiers and (d.shape == d.ident or
+                                                   any(q != "const" for q in d.qualifiers))):
+        return None  # const only of a pointer's target (`const float *p;`): p itself is set
     first = d.uses[0]
     block = set_in(first, d.name)
     parent = s.parent

@@ -36,6 +36,7 @@ from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
+from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp, interleaves
 from workbench.templater.ilp_div_rcp import apply_div_rcp
@@ -50,6 +51,7 @@ from workbench.templater.late_init import late_inits
 from workbench.templater.launch_minimum import bounds_by_minimum
 from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.loop_forms_open import open_loops
+from workbench.templater.loop_forms_postinc import postinc_walks
 from workbench.templater.macros import (
     follow_named,
     integer_macros,
@@ -106,6 +108,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = split_reassigned(inlined, entry)  # col = a; ..col..; col = b; ..: col, col_2
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
+    inlined = header_counters(inlined, entry)  # int b; .. for (b = 0; ..): for (int b = 0; ..)
     inlined = scoped_names(inlined, entry)  # int gx in a loop, float gx after: two names
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
@@ -115,6 +118,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
     inlined = typed_autos(inlined, entry)  # const auto x = xy[2 * i]: const float x
+    inlined = postinc_walks(inlined, entry)  # while (p < end) { w = *p++; ..}: p[wb_k]
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
     inlined = flat_windows(inlined, entry)  # tile[(ty + dy) * W + tx + dx]: tile[ty + dy][..]

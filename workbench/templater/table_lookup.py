@@ -22,6 +22,11 @@ segment each trip picks anew. It is itself where its address is taken or a write
 inner loop it is declared outside of (an inner counter moves within the trip). A row a float
 of the item picks and the counter walks (``hist[(int)(x * 64) * K + k]``) walks; a knot a
 float of each trip picks does not.
+
+A read of a file-scope ``__constant__`` array (:func:`constant_table`) is a lookup whatever
+its place: constant memory holds at most 64 KiB, a table, never a stream a memory-bound walk
+reads (a CRC's ``crc_table[(c ^ w) & 0xff]``, whose place the integer state picks, is the
+byte step's operand, and the items' chains interleave through it).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Collection
 
 from tree_sitter import Node
 
+from workbench.core.module_constants import module_globals
 from workbench.templater.analysis import LOOPS, inside, mentions, text, walk, writer
 from workbench.templater.inline_bind import declared
 from workbench.templater.plan import Plan
@@ -95,6 +101,16 @@ def _trip_values(plan: Plan, name: str, loop: Node) -> list[Node] | None:
         if right is not None:
             values.append(right)
     return [] if kind == "floating" else values
+
+
+def constant_table(plan: Plan, array: Node) -> bool:
+    """Whether ``array`` names a file-scope ``__constant__`` array of the kernel's file (no
+    local of the name shadows it): a table, read by lookups (see the module doc)."""
+    name = text(array)
+    if array.type != "identifier" or name in plan.facts.defs:
+        return False
+    g = module_globals(plan.source).get(name)
+    return g is not None and g.qualifier == "__constant__" and bool(g.extents)
 
 
 def walks(plan: Plan, index: Node, items: Collection[str], moving: Collection[str],

@@ -32,7 +32,6 @@ barrier, and the walk inside the round is split here instead, the barriers outsi
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 from tree_sitter import Node
@@ -48,6 +47,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.const_via import SMEM_LIMIT as _LIMIT
 from workbench.templater.const_via import STATIC_SMEM
 from workbench.templater.ilp import LIVE, gave_items, interleaves, split_live
 from workbench.templater.plan import Plan
@@ -61,8 +61,6 @@ _BYTES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8, "
 _SYNC_CALLS = ("__syncthreads", "__syncwarp", "__shfl", "atomic", "__ballot", "__any", "__all",
                "__reduce", "__match", "__activemask")
 _JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
-#: Another transform's static shared memory limit: ``[K == 0 or ]E <= 49152``.
-_LIMIT = re.compile(rf"(?:(\w+) == 0 or )?(.+) <= {STATIC_SMEM}")
 _GEOMETRY = ("threadIdx", "blockIdx")
 #: Where the walk's rendering starts and ends inside a round (taken out by _split_walk).
 _BEGIN, _END = "/*wb_walk{*/", "/*}wb_walk*/"
