@@ -24,6 +24,7 @@ from workbench.templater.apron_flat import flat_windows
 from workbench.templater.auto_refuse import AutoGuard
 from workbench.templater.auto_types import typed_autos
 from workbench.templater.block import lift_block
+from workbench.templater.block_merge import lift_merge
 from workbench.templater.block_phases import lift_phases
 from workbench.templater.colreduce import lift_colreduce
 from workbench.templater.const_via import apply_const
@@ -140,7 +141,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                 guard(lift_regtile) or guard(lift_tile) or guard(lift_tile_batch) or
                 guard(lift_tied_tiles) or guard(lift_stencil) or guard(lift_zmarch) or
                 guard(lift_centre) or guard(lift_conv) or guard(lift_rows) or
-                guard(lift_phases) or guard(lift_fir) or guard(apply_warp, macros)):
+                guard(lift_phases) or guard(lift_fir) or guard(apply_warp, macros) or
+                guard(lift_merge)):
             lift_block(plan)
             guard(apply_table_items)  # outputs a thread along a row a block's table serves
             flat = flat_region(plan) is not None

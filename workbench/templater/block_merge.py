@@ -1,0 +1,345 @@
+"""Several blocks as written in one block, and rows of a block a thread: MERGE_X, MERGE_Y,
+ROWS_PER_THREAD.
+
+The family: a block of literal size (``8 x 8``: one HOG cell, one histogram tile) that works
+in phases ``__syncthreads()`` separates, on ``__shared__`` arrays of its own, each block
+alone (``blockIdx`` picks its piece of the data, no block reads another's result). Such a
+block is often small (64 threads: its shared atomics contend, its barriers and its first and
+last phases are a large share of its work); the grid's blocks are independent, so a block of
+the template runs ``MERGE_X x MERGE_Y`` of them side by side, each its own copy of the shared
+arrays (``s[NB]`` -> ``s[MERGE_X * MERGE_Y][NB]``), and each thread may run ``ROWS_PER_THREAD``
+rows of its block's threads (``threadIdx.y`` = ``r``, ``r + BY / ROWS``, ...) in every phase.
+
+Read off the body's top level (each refusal names the line):
+
+* every barrier is the statement ``__syncthreads();`` at the body's top level (every thread
+  reaches it once, in order);
+* *thread-derived* locals: declarations at the top level with one value built from
+  ``threadIdx``, ``blockIdx``, ``gridDim``, ``blockDim``, arguments, literals and other such
+  locals, no memory read or call but pure integer helpers, never assigned; recomputed from
+  the item in each phase that reads them;
+* everything else at the top level is a phase's per-thread work, in runs between barriers.
+
+Legal where no per-thread value lives across a barrier (a name a run declares is read nowhere
+past it), nothing returns, jumps or talks between threads but through the barriers and the
+shared arrays (no warp intrinsics, no ``volatile``, atomics only as statements whose result no
+one reads): within a phase the threads as written ran in no order the program could rely
+on, so running a thread's rows in turn, and the blocks side by side, is one of their orders.
+A float ``atomicAdd`` into shared memory then adds in another order: the kernel as written
+already adds in the order its atomics land, which nothing fixes, so its sums are defined
+up to that rounding (the gate compares within the folder's tolerance).
+
+The grid as written (``ceil_div(w, 8)``, read from the kernel's arguments) bounds the blocks
+of a template block: one past it runs along to every barrier and works on nothing, and
+``gridDim`` reads as the grid as written. At MERGE_X = MERGE_Y = ROWS_PER_THREAD = 1 the launch,
+the threads and their work are the kernel as written.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import builtin, is_barrier, text, walk
+from workbench.templater.block_phases import (
+    _assigned_anywhere,
+    _declarator_name,
+    _needed,
+    _read_after,
+    _shared,
+    _shared_bytes,
+    _statements,
+    _writes,
+)
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused, fresh_names
+from workbench.templater.rewrite import Rewriter
+from workbench.templater.rules import literal
+
+MERGE_X, MERGE_Y, ROWS = "MERGE_X", "MERGE_Y", "ROWS_PER_THREAD"
+#: Calls through which threads talk without a barrier.
+_TALK = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__match",
+         "__reduce_", "__syncthreads_", "__threadfence", "cooperative_groups", "this_grid")
+#: Calls a thread-derived value may make (pure integer helpers).
+_PURE_CALLS = frozenset({"min", "max", "umin", "umax", "abs"})
+_LEAF = frozenset({"identifier", "number_literal", "binary_expression", "unary_expression",
+                   "parenthesized_expression", "cast_expression", "conditional_expression",
+                   "type_descriptor", "primitive_type", "sized_type_specifier",
+                   "type_identifier", "type_qualifier", "true", "false", "argument_list",
+                   "call_expression", "field_identifier"})
+_BUILTINS = ("threadIdx", "blockIdx", "gridDim", "blockDim")
+
+
+@dataclass
+class Phases:
+    """The body's top level: shared declarations, thread-derived declarations, runs."""
+
+    shared: list[Node] = field(default_factory=list)
+    derived: list[Node] = field(default_factory=list)
+    runs: list[list[Node]] = field(default_factory=list)
+
+
+def is_candidate(plan: Plan) -> bool:
+    """A literal 1-D or 2-D block, a grid of as many dimensions, a barrier and a shared
+    array: the outline; the analysis says the rest."""
+    sizes = [literal(b) for b in plan.block]
+    if not 1 <= len(sizes) <= 2 or None in sizes or len(plan.grid) != len(sizes):
+        return False
+    calls = {text(n.child_by_field_name("function")) for n in walk(plan.body)
+             if n.type == "call_expression"}
+    shared = any(n.type == "declaration" and _shared(n) for n in walk(plan.body))
+    return "__syncthreads" in calls and shared
+
+
+def lift_merge(plan: Plan) -> bool:
+    """Apply the family where the analysis shows it legal; True when it lifted."""
+    if not is_candidate(plan):
+        return False
+    try:
+        phases = _phases(plan)
+        grid_c = [_grid_in_c(plan, rule) for rule in plan.grid]
+    except Refused as exc:
+        plan.note(MERGE_X, False, exc.reason, exc.node)
+        return False
+    sizes = [literal(b) for b in plan.block]
+    bx, by = sizes[0] or 1, (sizes[1] if len(sizes) > 1 else 1) or 1
+    two_d = len(sizes) == 2
+    names = fresh_names(plan, [MERGE_X, MERGE_Y, ROWS])
+    mx, my, rows = names[MERGE_X], names[MERGE_Y] if two_d else "1", \
+        names[ROWS] if two_d and by > 1 else "1"
+    _emit(plan, phases, bx, by, two_d, grid_c, mx, my, rows)
+    anchor = phases.runs[0][0]
+    origin = f"{anchor.start_point.row + 1}: {text(anchor).splitlines()[0].strip()}"
+    plan.add_param(mx, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                        "description": "blocks as written side by side along x in one block, "
+                                       "each its own shared arrays (as written: 1)"}, origin)
+    if two_d:
+        plan.add_param(my, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                            "description": "blocks as written side by side along y in one "
+                                           "block (as written: 1)"}, origin)
+    if rows != "1":
+        plan.add_param(rows, {"kind": "choice",
+                              "values": [r for r in (1, 2, 4, 8, 16) if by % r == 0],
+                              "default": 1,
+                              "description": f"rows of the {by} thread rows as written a "
+                                             "thread runs in every phase, strided by "
+                                             f"{by} / {rows} (as written: 1)"}, origin)
+    threads = f"{bx} * {mx} * ({by} * {my} / {rows})"
+    plan.grid = [f"ceil_div({plan.grid[0]}, {mx})"] + (
+        [f"ceil_div({plan.grid[1]}, {my})"] if two_d else [])
+    plan.block = [f"{bx} * {mx}"] + ([f"{by} * {my} / {rows}"] if two_d else [])
+    plan.launch_bounds = threads
+    plan.constrain(f"{threads} <= 1024")
+    size = _shared_bytes(phases.shared) or 0
+    if size:
+        plan.constrain(f"{size} * {mx} * {my} <= 49152")
+    atomics = sorted({text(n.child_by_field_name("function")) for run in phases.runs
+                      for s in run for n in walk(s) if n.type == "call_expression" and
+                      text(n.child_by_field_name("function")).startswith("atomic")})
+    plan.note(MERGE_X, True, f"{len(phases.runs)} phases between barriers; blocks as written "
+              f"side by side ({mx} x {my}), each its copy of the {size} shared bytes; rows a "
+              f"thread {rows}; thread-derived locals recomputed per item; the grid as written "
+              f"({', '.join(grid_c)}) bounds the blocks"
+              + (f"; {', '.join(atomics)} into shared memory in another order (floats: within "
+                 "the tolerance)" if atomics else ""), anchor)
+    return True
+
+
+# -- the analysis --------------------------------------------------------------------------
+
+
+def _phases(plan: Plan) -> Phases:
+    for n in walk(plan.body):
+        if n.type == "call_expression":
+            fn = text(n.child_by_field_name("function"))
+            if fn.startswith(_TALK):
+                raise Refused(f"`{text(n)[:50]}`: threads talk outside the barriers, so one "
+                              "thread cannot run several of them in turn", n)
+            if fn == "__syncthreads" and not (n.parent is not None and is_barrier(n.parent)
+                                              and n.parent.parent == plan.body):
+                raise Refused("a barrier not at the kernel's top level: the threads of "
+                              "merged blocks would part at it", n)
+            if fn.startswith("atomic") and (n.parent is None or
+                                            n.parent.type != "expression_statement"):
+                raise Refused(f"`{text(n)[:50]}`: an atomic whose result is read; the "
+                              "threads as written would see other values", n)
+        if n.type in ("return_statement", "goto_statement"):
+            raise Refused("a thread leaves the kernel early: the threads of merged blocks "
+                          "must reach every barrier", n)
+        if text(n) == "volatile" or n.type == "reference_declarator":
+            raise Refused(f"`{text(n)[:50]}`: memory threads read without a barrier, or a "
+                          "local reached through a reference", n)
+        if n.type == "field_expression" and any(builtin(n, b) == "z" for b in _BUILTINS):
+            raise Refused(f"`{text(n)}`: a third dimension", n)
+        if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&" \
+                and text(n.child_by_field_name("argument")).isidentifier():
+            raise Refused(f"`{text(n)[:50]}`: a local's address", n)
+    out = Phases()
+    run: list[Node] = []
+    derivable: set[str] = set()
+    for stmt in _statements(plan.body):
+        if stmt.type == "declaration" and _shared(stmt):
+            if any(text(c) == "extern" for c in stmt.children):
+                raise Refused(f"`{text(stmt)[:50]}`: a dynamic shared array, its size not "
+                              "the kernel's", stmt)
+            out.shared.append(stmt)
+            continue
+        if is_barrier(stmt):
+            if run:
+                out.runs.append(run)
+            run = []
+            continue
+        if _derived(plan, stmt, derivable):
+            out.derived.append(stmt)
+            continue
+        run.append(stmt)
+    if run:
+        out.runs.append(run)
+    if not out.runs:
+        raise Refused("no per-thread work between the barriers", plan.body)
+    if _shared_bytes(out.shared) is None:
+        raise Refused("a shared array's size does not evaluate", out.shared[0])
+    for decl in out.shared:
+        for d in walk(decl):
+            if d.type == "init_declarator":
+                raise Refused(f"`{text(decl)[:50]}`: a shared variable with an initialiser",
+                              decl)
+    for run in out.runs:
+        declared = {text(name): stmt for stmt in run if stmt.type == "declaration"
+                    for d in stmt.children_by_field_name("declarator")
+                    if (name := _declarator_name(d)) is not None}
+        for n in _read_after(plan, run, set(declared)):
+            decl = declared[text(n)]
+            raise Refused(f"`{text(n)}` (line {decl.start_point.row + 1}), a per-thread "
+                          f"value, is read at line {n.start_point.row + 1} past a barrier",
+                          n)
+    return out
+
+
+def _derived(plan: Plan, stmt: Node, derivable: set[str]) -> bool:
+    """``stmt`` declares one never-assigned local from the thread and block indices,
+    arguments, literals and earlier such locals (adds it to ``derivable``)."""
+    if stmt.type != "declaration":
+        return False
+    declarators = stmt.children_by_field_name("declarator")
+    writes = _writes(stmt)
+    if len(declarators) != 1 or declarators[0].type != "init_declarator" or len(writes) != 1:
+        return False
+    name = writes[0][0]
+    value = declarators[0].child_by_field_name("value")
+    if value is None or _assigned_anywhere(plan, name) or \
+            not _pure_value(plan, value, derivable):
+        return False
+    derivable.add(name)
+    return True
+
+
+def _pure_value(plan: Plan, value: Node, derivable: set[str]) -> bool:
+    """``value`` reads no memory, calls only pure integer helpers and names only the
+    builtins, arguments, constants and locals in ``derivable``."""
+    locals_ = _locals(plan)
+    for n in walk(value):
+        if n.type == "field_expression":
+            if not any(builtin(n, b) for b in _BUILTINS):
+                return False
+            continue
+        if n.parent is not None and n.parent.type == "field_expression":
+            continue
+        if n.is_named and n.type not in _LEAF:
+            return False
+        if n.type == "call_expression" and \
+                text(n.child_by_field_name("function")) not in _PURE_CALLS:
+            return False
+        if n.type == "identifier" and text(n) in locals_ and text(n) not in derivable:
+            return False
+    return True
+
+
+def _locals(plan: Plan) -> set[str]:
+    """Every name the body declares."""
+    return {text(d) for n in walk(plan.body) if n.type == "declaration"
+            for c in n.children_by_field_name("declarator")
+            if (d := _declarator_name(c)) is not None}
+
+
+_C_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}
+
+
+def _grid_in_c(plan: Plan, rule: str) -> str:
+    """The grid rule (``ceil_div(w, 8)``) as C over the kernel's scalar arguments, or
+    Refused: the blocks past the grid as written must be told apart in the kernel."""
+    by_expr = {expr.replace(" ", ""): arg for arg, expr in plan.scalars.items()}
+
+    def c(node: ast.expr) -> str:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return str(node.value)
+        if isinstance(node, ast.Name) and node.id in by_expr:
+            return by_expr[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _C_OPS:
+            return f"({c(node.left)} {_C_OPS[type(node.op)]} {c(node.right)})"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "ceil_div" and len(node.args) == 2:
+            a, b = c(node.args[0]), c(node.args[1])
+            return f"(({a} + {b} - 1) / {b})"
+        raise ValueError(ast.dump(node))
+    try:
+        return c(ast.parse(rule, mode="eval").body)
+    except (ValueError, SyntaxError):
+        raise Refused(f"the grid rule `{rule}` is not a function of the kernel's scalar "
+                      "arguments: blocks past the grid as written cannot be told apart",
+                      plan.body) from None
+
+
+# -- emission ------------------------------------------------------------------------------
+
+
+def _emit(plan: Plan, phases: Phases, bx: int, by: int, two_d: bool, grid_c: list[str],
+          mx: str, my: str, rows: str) -> None:
+    shared = {text(n) for decl in phases.shared for d in decl.children_by_field_name(
+        "declarator") if (n := _declarator_name(d)) is not None}
+    declared = [n for decl in phases.shared for d in decl.children_by_field_name("declarator")
+                if (n := _declarator_name(d)) is not None]
+    for name in declared:
+        plan.rw.replace(name, f"{text(name)}[{mx} * {my}]")
+    names = {"threadIdx": {"x": "wb_tx", "y": "wb_ty"}, "blockIdx": {"x": "wb_bx", "y": "wb_by"},
+             "gridDim": {"x": "wb_gx", "y": "wb_gy"},
+             "blockDim": {"x": str(bx), "y": str(by)}}
+    spans = [*phases.derived, *(s for run in phases.runs for s in run)]
+    for stmt in spans:
+        for n in walk(stmt):
+            if n.type == "identifier" and text(n) in shared:
+                plan.rw.replace(n, f"{text(n)}[wb_sub]")
+            if n.type == "field_expression":
+                for b, dims in names.items():
+                    dim = builtin(n, b)
+                    if dim is not None and dim in dims and (two_d or b != "threadIdx" or
+                                                            dim == "x"):
+                        plan.rw.replace(n, dims[dim])
+    for decl in phases.derived:
+        plan.rw.replace(decl, "")
+    step = f"({by} / {rows})"
+    gy = grid_c[1] if two_d else "1"
+    head = (f"\n  const int wb_gx = {grid_c[0]}, wb_gy = {gy};"
+            f"\n  const int wb_sx = threadIdx.x / {bx}, wb_tx = threadIdx.x % {bx};"
+            + (f"\n  const int wb_sy = threadIdx.y / {step};" if two_d else
+               "\n  const int wb_sy = 0;")
+            + f"\n  const int wb_sub = wb_sy * {mx} + wb_sx;"
+            f"\n  const int wb_bx = blockIdx.x * {mx} + wb_sx, wb_by = "
+            + (f"blockIdx.y * {my} + wb_sy;" if two_d else "blockIdx.y;")
+            + "\n  const bool wb_live = wb_bx < wb_gx && wb_by < wb_gy;")
+    plan.rw.insert(plan.body.start_byte + 1, head)
+    for run in phases.runs:
+        needed = _needed(run, phases.derived)
+        rowline = (f"const int wb_ty = threadIdx.y % {step} + wb_k * {step}; " if two_d
+                   else "")
+        opening = (f"{{\n#pragma unroll\n  for (int wb_k = 0; wb_k < {rows}; ++wb_k) {{ "
+                   f"{rowline}if (wb_live) {{")
+
+        def recomputed(rw: Rewriter, opening: str = opening,
+                       needed: list[Node] = needed) -> str:
+            return opening + "".join(" " + rw.render(d.start_byte, d.end_byte).replace(
+                "\n", " ") for d in needed) + "\n"
+        plan.rw.replace_span(run[0].start_byte, run[0].start_byte, make=recomputed)
+        plan.rw.insert(run[-1].end_byte, "\n  }}}")
