@@ -82,10 +82,13 @@ class Phases:
 
 
 def is_candidate(plan: Plan) -> bool:
-    """A literal 1-D or 2-D block, a grid of as many dimensions, a barrier and a shared
-    array: the outline; the analysis says the rest."""
+    """A literal 2-D block (both sizes over 1), a 2-D grid, a barrier and a shared array:
+    the outline; the analysis says the rest. A 1-D block is left to the block lift, which
+    moves its threads over the same work (BLOCK_THREADS, items a thread): merged blocks
+    would take those knobs away."""
     sizes = [literal(b) for b in plan.block]
-    if not 1 <= len(sizes) <= 2 or None in sizes or len(plan.grid) != len(sizes):
+    if len(sizes) != 2 or None in sizes or any((s or 0) <= 1 for s in sizes) or \
+            len(plan.grid) != 2:
         return False
     calls = {text(n.child_by_field_name("function")) for n in walk(plan.body)
              if n.type == "call_expression"}
@@ -104,32 +107,27 @@ def lift_merge(plan: Plan) -> bool:
         plan.note(MERGE_X, False, exc.reason, exc.node)
         return False
     sizes = [literal(b) for b in plan.block]
-    bx, by = sizes[0] or 1, (sizes[1] if len(sizes) > 1 else 1) or 1
-    two_d = len(sizes) == 2
+    bx, by = sizes[0] or 1, sizes[1] or 1
     names = fresh_names(plan, [MERGE_X, MERGE_Y, ROWS])
-    mx, my, rows = names[MERGE_X], names[MERGE_Y] if two_d else "1", \
-        names[ROWS] if two_d and by > 1 else "1"
-    _emit(plan, phases, bx, by, two_d, grid_c, mx, my, rows)
+    mx, my, rows = names[MERGE_X], names[MERGE_Y], names[ROWS]
+    _emit(plan, phases, bx, by, grid_c, mx, my, rows)
     anchor = phases.runs[0][0]
     origin = f"{anchor.start_point.row + 1}: {text(anchor).splitlines()[0].strip()}"
     plan.add_param(mx, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                         "description": "blocks as written side by side along x in one block, "
                                        "each its own shared arrays (as written: 1)"}, origin)
-    if two_d:
-        plan.add_param(my, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
-                            "description": "blocks as written side by side along y in one "
-                                           "block (as written: 1)"}, origin)
-    if rows != "1":
-        plan.add_param(rows, {"kind": "choice",
-                              "values": [r for r in (1, 2, 4, 8, 16) if by % r == 0],
-                              "default": 1,
-                              "description": f"rows of the {by} thread rows as written a "
-                                             "thread runs in every phase, strided by "
-                                             f"{by} / {rows} (as written: 1)"}, origin)
+    plan.add_param(my, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                        "description": "blocks as written side by side along y in one "
+                                       "block (as written: 1)"}, origin)
+    plan.add_param(rows, {"kind": "choice",
+                          "values": [r for r in (1, 2, 4, 8, 16) if by % r == 0],
+                          "default": 1,
+                          "description": f"rows of the {by} thread rows as written a thread "
+                                         f"runs in every phase, strided by {by} / {rows} (as "
+                                         "written: 1)"}, origin)
     threads = f"{bx} * {mx} * ({by} * {my} / {rows})"
-    plan.grid = [f"ceil_div({plan.grid[0]}, {mx})"] + (
-        [f"ceil_div({plan.grid[1]}, {my})"] if two_d else [])
-    plan.block = [f"{bx} * {mx}"] + ([f"{by} * {my} / {rows}"] if two_d else [])
+    plan.grid = [f"ceil_div({plan.grid[0]}, {mx})", f"ceil_div({plan.grid[1]}, {my})"]
+    plan.block = [f"{bx} * {mx}", f"{by} * {my} / {rows}"]
     plan.launch_bounds = threads
     plan.constrain(f"{threads} <= 1024")
     size = _shared_bytes(phases.shared) or 0
@@ -295,7 +293,7 @@ def _grid_in_c(plan: Plan, rule: str) -> str:
 # -- emission ------------------------------------------------------------------------------
 
 
-def _emit(plan: Plan, phases: Phases, bx: int, by: int, two_d: bool, grid_c: list[str],
+def _emit(plan: Plan, phases: Phases, bx: int, by: int, grid_c: list[str],
           mx: str, my: str, rows: str) -> None:
     shared = {text(n) for decl in phases.shared for d in decl.children_by_field_name(
         "declarator") if (n := _declarator_name(d)) is not None}
@@ -314,26 +312,22 @@ def _emit(plan: Plan, phases: Phases, bx: int, by: int, two_d: bool, grid_c: lis
             if n.type == "field_expression":
                 for b, dims in names.items():
                     dim = builtin(n, b)
-                    if dim is not None and dim in dims and (two_d or b != "threadIdx" or
-                                                            dim == "x"):
+                    if dim is not None and dim in dims:
                         plan.rw.replace(n, dims[dim])
     for decl in phases.derived:
         plan.rw.replace(decl, "")
     step = f"({by} / {rows})"
-    gy = grid_c[1] if two_d else "1"
-    head = (f"\n  const int wb_gx = {grid_c[0]}, wb_gy = {gy};"
+    head = (f"\n  const int wb_gx = {grid_c[0]}, wb_gy = {grid_c[1]};"
             f"\n  const int wb_sx = threadIdx.x / {bx}, wb_tx = threadIdx.x % {bx};"
-            + (f"\n  const int wb_sy = threadIdx.y / {step};" if two_d else
-               "\n  const int wb_sy = 0;")
+            + f"\n  const int wb_sy = threadIdx.y / {step};"
             + f"\n  const int wb_sub = wb_sy * {mx} + wb_sx;"
             f"\n  const int wb_bx = blockIdx.x * {mx} + wb_sx, wb_by = "
-            + (f"blockIdx.y * {my} + wb_sy;" if two_d else "blockIdx.y;")
+            + f"blockIdx.y * {my} + wb_sy;"
             + "\n  const bool wb_live = wb_bx < wb_gx && wb_by < wb_gy;")
     plan.rw.insert(plan.body.start_byte + 1, head)
     for run in phases.runs:
         needed = _needed(run, phases.derived)
-        rowline = (f"const int wb_ty = threadIdx.y % {step} + wb_k * {step}; " if two_d
-                   else "")
+        rowline = f"const int wb_ty = threadIdx.y % {step} + wb_k * {step}; "
         opening = (f"{{\n#pragma unroll\n  for (int wb_k = 0; wb_k < {rows}; ++wb_k) {{ "
                    f"{rowline}if (wb_live) {{")
 
