@@ -172,16 +172,21 @@ _NEAR = {
     # an atomic whose result is read
     "slot": ("const float old = atomicAdd(&s[t & 3], 1.0f);\n    hist[t] = old;",
              "an atomic whose result is read"),
+    # a shared array declared under a branch (it would not be replicated per block)
+    "nested": ("if (x < w) { __shared__ float q[2]; q[t & 1] = 1.0f; s[t & 3] = q[0]; }",
+               "a shared array declared below the kernel's top level"),
     # an early return
     "exit": ("if (x >= w) return;\n    s[t & 3] = img[y * w + x];",
              "a thread leaves the kernel early"),
 }
 
 
-@pytest.mark.parametrize("case", sorted(_NEAR))
+@pytest.mark.parametrize("case", sorted([*_NEAR, "file_scope"]))
 def test_near_misses_refused_with_the_line(case: str) -> None:
-    body, reason = _NEAR[case]
-    source = ("extern \"C\" __global__ void k(float* hist, const float* img, int w, int h)\n{\n"
+    body, reason = _NEAR.get(case, ("s[t & 3] = g[t & 1];", "declared outside the kernel"))
+    # a shared array at file scope: every merged block would add into the one copy
+    shared = "__shared__ float g[2];\n" if case == "file_scope" else ""
+    source = shared + ("extern \"C\" __global__ void k(float* hist, const float* img, int w, int h)\n{\n"
               "    __shared__ float s[4];\n"
               "    const int t = threadIdx.y * 8 + threadIdx.x;\n"
               "    const int x = blockIdx.x * 8 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;\n"

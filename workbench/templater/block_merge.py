@@ -49,10 +49,10 @@ from workbench.templater.block_phases import (
     _needed,
     _read_after,
     _shared,
-    _shared_bytes,
     _statements,
     _writes,
 )
+from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.rewrite import Rewriter
@@ -130,7 +130,7 @@ def lift_merge(plan: Plan) -> bool:
     plan.block = [f"{bx} * {mx}", f"{by} * {my} / {rows}"]
     plan.launch_bounds = threads
     plan.constrain(f"{threads} <= 1024")
-    size = _shared_bytes(phases.shared) or 0
+    size = _bytes(phases.shared) or 0
     if size:
         plan.constrain(f"{size} * {mx} * {my} <= 49152")
     atomics = sorted({text(n.child_by_field_name("function")) for run in phases.runs
@@ -174,6 +174,20 @@ def _phases(plan: Plan) -> Phases:
         if n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&" \
                 and text(n.child_by_field_name("argument")).isidentifier():
             raise Refused(f"`{text(n)[:50]}`: a local's address", n)
+    for decl in walk(plan.source.tree.root_node):
+        if decl.type != "declaration" or not _shared(decl):
+            continue
+        if not (plan.body.start_byte <= decl.start_byte < plan.body.end_byte):
+            names = {text(nm) for d in decl.children_by_field_name("declarator")
+                     if (nm := _declarator_name(d)) is not None}
+            used = next((u for u in walk(plan.body) if u.type == "identifier" and
+                         text(u) in names), None)
+            if used is not None:
+                raise Refused(f"`{text(used)}`: a shared array declared outside the kernel, "
+                              "which merged blocks would share", used)
+        elif decl.parent != plan.body:
+            raise Refused(f"`{text(decl)[:50]}`: a shared array declared below the kernel's "
+                          "top level", decl)
     out = Phases()
     run: list[Node] = []
     derivable: set[str] = set()
@@ -197,7 +211,7 @@ def _phases(plan: Plan) -> Phases:
         out.runs.append(run)
     if not out.runs:
         raise Refused("no per-thread work between the barriers", plan.body)
-    if _shared_bytes(out.shared) is None:
+    if _bytes(out.shared) is None:
         raise Refused("a shared array's size does not evaluate", out.shared[0])
     for decl in out.shared:
         for d in walk(decl):
@@ -214,6 +228,26 @@ def _phases(plan: Plan) -> Phases:
                           f"value, is read at line {n.start_point.row + 1} past a barrier",
                           n)
     return out
+
+
+def _bytes(shared: list[Node]) -> int | None:
+    """The bytes of every variable the ``__shared__`` declarations declare, else None."""
+    total = 0
+    for decl in shared:
+        size = element_bytes(text(decl.child_by_field_name("type")))
+        for top in decl.children_by_field_name("declarator"):
+            count = 1
+            d: Node | None = top
+            while d is not None and d.type == "array_declarator":
+                extent = const_eval(d.child_by_field_name("size"))
+                if extent is None:
+                    return None
+                count *= extent
+                d = d.child_by_field_name("declarator")
+            if size is None or d is None or d.type != "identifier":
+                return None
+            total += size * count
+    return total
 
 
 def _derived(plan: Plan, stmt: Node, derivable: set[str]) -> bool:
