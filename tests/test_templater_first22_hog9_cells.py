@@ -43,15 +43,20 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen22.SET.root / "hog9_cells"
-KNOBS = {"MERGE_X", "MERGE_Y", "ROWS_PER_THREAD", "MIN_BLOCKS_PER_SM"}
-#: The expert's H200 pick (CX 4, CY 4, PY 8; its REDUCE 0) in the lift's knobs
-EXPERT_PICK = {"MERGE_X": 4, "MERGE_Y": 4, "ROWS_PER_THREAD": 8}
-#: 8 cells across (6 columns of cells: one block, two empty), one down, four rows a thread;
-#: 2 x 4 of two rows (the second block column and the second block row partly empty); one
-#: across and eight down of two rows a thread (256 threads), two blocks an SM
-MIXES = [{"MERGE_X": 8, "MERGE_Y": 1, "ROWS_PER_THREAD": 4},
-         {"MERGE_X": 2, "MERGE_Y": 4, "ROWS_PER_THREAD": 2},
-         {"MERGE_X": 1, "MERGE_Y": 8, "ROWS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 2}]
+KNOBS = {"MERGE_X", "MERGE_Y", "ROWS_PER_THREAD", "PRIVATE", "MIN_BLOCKS_PER_SM"}
+#: The expert's H200 pick (CX 4, CY 4, PY 8, REDUCE 2) in the lift's knobs
+EXPERT_PICK = {"MERGE_X": 4, "MERGE_Y": 4, "ROWS_PER_THREAD": 8, "PRIVATE": 2}
+#: 8 cells across (6 columns of cells: one block, two empty), one down, four rows a thread,
+#: private bins; 2 x 4 of two rows, warp-summed (a warp: two cells' halves, the second
+#: block column and row partly empty); one across and eight down of two rows a thread (256
+#: threads), warp-summed, two blocks an SM; one cell of two rows a thread: 32 threads, the
+#: warp's four rows one cell (shuffles over x and the row bits)
+MIXES = [{"MERGE_X": 8, "MERGE_Y": 1, "ROWS_PER_THREAD": 4, "PRIVATE": 1},
+         {"MERGE_X": 2, "MERGE_Y": 4, "ROWS_PER_THREAD": 2, "PRIVATE": 2},
+         {"MERGE_X": 1, "MERGE_Y": 8, "ROWS_PER_THREAD": 2, "PRIVATE": 2,
+          "MIN_BLOCKS_PER_SM": 2},
+         {"MERGE_X": 1, "MERGE_Y": 1, "ROWS_PER_THREAD": 2, "PRIVATE": 2},
+         {"MERGE_X": 4, "MERGE_Y": 4, "ROWS_PER_THREAD": 8, "PRIVATE": 0}]
 
 #: Another hand: an integer fixed-point histogram (exact in any order), blockDim for the
 #: cell, a flat thread index, a shared scalar, a function-like macro for the output.
@@ -142,6 +147,7 @@ def test_blocks_merged_and_rows_wrapped(spelling: str, tmp_path: Path) -> None:
     knobs = {p.name for p in result.lifted.params}
     assert knobs >= KNOBS, result.notes
     assert any(n.startswith("MERGE_X: applied") for n in result.notes), result.notes
+    assert any(n.startswith("PRIVATE: applied") for n in result.notes), result.notes
     space = result.template.space(kf.env(kf.check_shape, "fp32"))
     for config in (EXPERT_PICK, *MIXES):
         full = {**dict(result.template.default_config()), **config}

@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, is_barrier, text, walk
+from workbench.templater.block_merge_bins import emit_private, flush, run_bins
+from workbench.templater.block_merge_bins import opening as bins_opening
 from workbench.templater.block_phases import (
     _assigned_anywhere,
     _declarator_name,
@@ -58,7 +60,7 @@ from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal
 
-MERGE_X, MERGE_Y, ROWS = "MERGE_X", "MERGE_Y", "ROWS_PER_THREAD"
+MERGE_X, MERGE_Y, ROWS, PRIVATE = "MERGE_X", "MERGE_Y", "ROWS_PER_THREAD", "PRIVATE"
 #: Calls through which threads talk without a barrier.
 _TALK = ("__shfl", "__syncwarp", "__ballot", "__any", "__all", "__activemask", "__match",
          "__reduce_", "__syncthreads_", "__threadfence", "cooperative_groups", "this_grid")
@@ -108,9 +110,11 @@ def lift_merge(plan: Plan) -> bool:
         return False
     sizes = [literal(b) for b in plan.block]
     bx, by = sizes[0] or 1, sizes[1] or 1
-    names = fresh_names(plan, [MERGE_X, MERGE_Y, ROWS])
+    names = fresh_names(plan, [MERGE_X, MERGE_Y, ROWS, PRIVATE])
     mx, my, rows = names[MERGE_X], names[MERGE_Y], names[ROWS]
-    _emit(plan, phases, bx, by, grid_c, mx, my, rows)
+    histograms = [b for run in phases.runs if (b := run_bins(run, phases.shared)) is not None]
+    private = names[PRIVATE] if histograms else ""
+    _emit(plan, phases, bx, by, grid_c, mx, my, rows, private)
     anchor = phases.runs[0][0]
     origin = f"{anchor.start_point.row + 1}: {text(anchor).splitlines()[0].strip()}"
     plan.add_param(mx, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
@@ -126,6 +130,22 @@ def lift_merge(plan: Plan) -> bool:
                                          f"runs in every phase, strided by {by} / {rows} (as "
                                          "written: 1)"}, origin)
     threads = f"{bx} * {mx} * ({by} * {my} / {rows})"
+    if private:
+        pow2 = all(v & (v - 1) == 0 for v in (bx, by))
+        plan.add_param(private, {"kind": "choice", "values": [0, 1, 2] if pow2 else [0, 1],
+                                 "default": 0,
+                                 "description": "0: a shared atomic a vote (as written); 1: "
+                                 "each thread's votes over its rows in registers, then one "
+                                 "atomic a bin; 2: those registers summed over the lanes of "
+                                 "a block as written by warp shuffles first"}, origin)
+        if pow2:
+            plan.constrain(f"{private} < 2 or ({threads}) % 32 == 0")
+        plan.note(private, True, f"{', '.join(b.name for b in histograms)}: "
+                  f"{sum(len(b.atomics) for b in histograms)} atomicAdd statements summed in "
+                  "registers (the sums in another order)", histograms[0].atomics[0])
+    else:
+        plan.note(PRIVATE, False, "no phase only adds into one small shared array by "
+                  "atomicAdd statements", anchor)
     plan.grid = [f"ceil_div({plan.grid[0]}, {mx})", f"ceil_div({plan.grid[1]}, {my})"]
     plan.block = [f"{bx} * {mx}", f"{by} * {my} / {rows}"]
     plan.launch_bounds = threads
@@ -328,7 +348,7 @@ def _grid_in_c(plan: Plan, rule: str) -> str:
 
 
 def _emit(plan: Plan, phases: Phases, bx: int, by: int, grid_c: list[str],
-          mx: str, my: str, rows: str) -> None:
+          mx: str, my: str, rows: str, private: str) -> None:
     shared = {text(n) for decl in phases.shared for d in decl.children_by_field_name(
         "declarator") if (n := _declarator_name(d)) is not None}
     declared = [n for decl in phases.shared for d in decl.children_by_field_name("declarator")
@@ -362,7 +382,11 @@ def _emit(plan: Plan, phases: Phases, bx: int, by: int, grid_c: list[str],
     for run in phases.runs:
         needed = _needed(run, phases.derived)
         rowline = f"const int wb_ty = threadIdx.y % {step} + wb_k * {step}; "
-        opening = (f"{{\n#pragma unroll\n  for (int wb_k = 0; wb_k < {rows}; ++wb_k) {{ "
+        bins = run_bins(run, phases.shared) if private else None
+        if bins is not None:
+            emit_private(plan.rw, bins, private)
+        opening = ("{" + (bins_opening(bins, private) if bins is not None else "\n") +
+                   f"#pragma unroll\n  for (int wb_k = 0; wb_k < {rows}; ++wb_k) {{ "
                    f"{rowline}if (wb_live) {{")
 
         def recomputed(rw: Rewriter, opening: str = opening,
@@ -370,4 +394,5 @@ def _emit(plan: Plan, phases: Phases, bx: int, by: int, grid_c: list[str],
             return opening + "".join(" " + rw.render(d.start_byte, d.end_byte).replace(
                 "\n", " ") for d in needed) + "\n"
         plan.rw.replace_span(run[0].start_byte, run[0].start_byte, make=recomputed)
-        plan.rw.insert(run[-1].end_byte, "\n  }}}")
+        plan.rw.insert(run[-1].end_byte, "\n  }}" + (
+            flush(bins, private, bx, step, f"{bx} * {mx}") if bins is not None else "") + "}")
