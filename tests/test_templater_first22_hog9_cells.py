@@ -7,8 +7,11 @@ refused ("the block synchronises over shared memory"): templater/expert 0.30 on 
 Now :mod:`.block_merge` runs several blocks as written side by side in one block (MERGE_X,
 MERGE_Y: each its copy of the shared arrays, blocks past the grid as written running along
 to the barriers) and several thread rows a thread in every phase (ROWS_PER_THREAD): the
-expert's CX, CY, PY at its REDUCE 0 (582 us against 2409 as written at 8192 x 8192 on an
-H200, the expert's best 457).
+expert's CX, CY, PY; and :mod:`.block_merge_bins` sums a phase's shared-atomic histogram in
+registers over the thread's rows (PRIVATE 1) and over the lanes of one cell by warp shuffles
+(PRIVATE 2): the expert's REDUCE. On an H200 at 8192 x 8192 (one bench, 20 launches): as
+written 2408 us; MERGE 4 x 4, 8 rows: 569 us at PRIVATE 0, 448 at PRIVATE 2 (8 x 1, 2 x 4,
+8 x 2 cells: 447 to 449); the expert's template in the same bench 457 at its pick.
 
 Host (g++): the folder's float atomics add in another order once blocks merge or rows wrap
 (as written their order is the order they land in, which nothing fixes): its default is
