@@ -18,7 +18,8 @@ Host (g++): the folder's float atomics add in another order once blocks merge or
 checked bit for bit, the expert's pick, the all-ends configs and mixes within the folder's
 tolerance. A second hand (an integer fixed-point histogram: ``blockDim`` for the cell, a
 flat thread index, a shared scalar, a function-like macro for the output, the bin wrap by
-``%``) sums exactly in any order: bit for bit at every config checked.
+``%``) sums exactly in any order: bit for bit at every config checked; a third (modern C++:
+constexpr, casts, a voting lambda, a pointer walk) within the tolerance as the folder.
 Near misses refused with the line: a per-thread value read past a barrier, a barrier under
 a branch, an atomic whose result is read, an early return.
 """
@@ -99,6 +100,42 @@ extern "C" __global__ void hog9_cells(float* hist, const float* img, int w, int 
         hist[AT(blockIdx.y, blockIdx.x, cw) + lin] = votes[lin] / scale;
 }
 """
+#: A third hand, modern C++: constexpr sizes, casts, a lambda that votes (the bin wrapped by
+#: ``%`` inside the atomic's index), the row walked through a pointer; float sums.
+THIRD = """constexpr int kCell = 8;
+constexpr int kBins = 9;
+
+extern "C" __global__ void hog9_cells(float* hist, const float* img, int w, int h)
+{
+    __shared__ float bins[kBins];
+    const auto tx = static_cast<int>(threadIdx.x);
+    const auto ty = static_cast<int>(threadIdx.y);
+    const int lane = ty * kCell + tx;
+    const int px = static_cast<int>(blockIdx.x) * kCell + tx;
+    const int py = static_cast<int>(blockIdx.y) * kCell + ty;
+    auto vote = [&](int b, float v) { atomicAdd(&bins[(b + kBins) % kBins], v); };
+    if (lane < kBins)
+        bins[lane] = 0.f;
+    __syncthreads();
+    if (px < w && py < h) {
+        const float* p = img + py * w + px;
+        const float gx = p[px + 1 < w ? 1 : 0] - p[px > 0 ? -1 : 0];
+        const float gy = p[py + 1 < h ? w : 0] - p[py > 0 ? -w : 0];
+        const float mag = sqrtf(gx * gx + gy * gy);
+        float deg = atan2f(gy, gx) * 57.29577951308232f;
+        if (deg < 0.f)
+            deg += 180.f;
+        const float t = deg / 20.f - .5f;
+        const int b = static_cast<int>(floorf(t));
+        const float f = t - floorf(t);
+        vote(b, mag * (1.f - f));
+        vote(b + 1, mag * f);
+    }
+    __syncthreads();
+    if (lane < kBins)
+        hist[(blockIdx.y * ((w + kCell - 1) / kCell) + blockIdx.x) * kBins + lane] = bins[lane];
+}
+"""
 #: The host form of the integer shared atomic (one host thread runs every simulated one).
 INT_ATOMIC = ("static inline int atomicAdd(int* p, int v) "
               "{ const int old = *p; *p = old + v; return old; }\n")
@@ -110,7 +147,7 @@ def _host(source: str) -> str:
 
 def _kernel(spelling: str, root: Path) -> KernelFolder:
     return load_kernel_folder(FOLDER) if spelling == "folder" else \
-        respelled(FOLDER, root, SECOND)
+        respelled(FOLDER, root, SECOND if spelling == "second" else THIRD)
 
 
 def _configs(template: KernelTemplate, kf: KernelFolder) -> list[dict[str, Any]]:
@@ -143,7 +180,7 @@ def _compare(kf: KernelFolder, template: KernelTemplate, configs: list[dict[str,
     return len(configs)
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second"])
+@pytest.mark.parametrize("spelling", ["folder", "second", "third"])
 def test_blocks_merged_and_rows_wrapped(spelling: str, tmp_path: Path) -> None:
     kf = _kernel(spelling, tmp_path)
     result = offline_template(kf)
@@ -160,7 +197,7 @@ def test_blocks_merged_and_rows_wrapped(spelling: str, tmp_path: Path) -> None:
     assert [list(large.grid), list(large.block)] == [[256, 256, 1], [32, 4, 1]]
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second"])
+@pytest.mark.parametrize("spelling", ["folder", "second", "third"])
 def test_host_against_the_kernel_as_written(spelling: str, tmp_path: Path,
                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _kernel(spelling, tmp_path / "src")

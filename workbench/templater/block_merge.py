@@ -70,7 +70,8 @@ _LEAF = frozenset({"identifier", "number_literal", "binary_expression", "unary_e
                    "parenthesized_expression", "cast_expression", "conditional_expression",
                    "type_descriptor", "primitive_type", "sized_type_specifier",
                    "type_identifier", "type_qualifier", "true", "false", "argument_list",
-                   "call_expression", "field_identifier"})
+                   "call_expression", "field_identifier", "template_function",
+                   "template_argument_list"})
 _BUILTINS = ("threadIdx", "blockIdx", "gridDim", "blockDim")
 
 
@@ -301,8 +302,9 @@ def _pure_value(plan: Plan, value: Node, derivable: set[str]) -> bool:
             continue
         if n.is_named and n.type not in _LEAF:
             return False
-        if n.type == "call_expression" and \
-                text(n.child_by_field_name("function")) not in _PURE_CALLS:
+        fn = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
+        if n.type == "call_expression" and fn not in _PURE_CALLS and \
+                not fn.startswith("static_cast<"):
             return False
         if n.type == "identifier" and text(n) in locals_ and text(n) not in derivable:
             return False
