@@ -244,3 +244,24 @@ def test_near_misses_refused_with_the_line(case: str) -> None:
     assert "MERGE_X" not in {p.name for p in lifted.params}, lifted.source
     merge = [n for n in lifted.notes if n.startswith("MERGE_X: not applied")]
     assert merge and reason in merge[0] and "(line " in merge[0], lifted.notes
+
+
+def test_private_bins_refused_where_the_phase_reads_them() -> None:
+    """The phase also reads the shared array it adds into (a racy peek, but one the
+    registers would change): blocks merge, the votes stay atomics as written."""
+    source = ("extern \"C\" __global__ void k(float* hist, const float* img, int w, int h)\n{\n"
+              "    __shared__ float s[4];\n"
+              "    const int t = threadIdx.y * 8 + threadIdx.x;\n"
+              "    const int x = blockIdx.x * 8 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;\n"
+              "    if (t < 4) s[t] = 0.0f;\n"
+              "    __syncthreads();\n"
+              "    if (x < w && y < h) { atomicAdd(&s[x & 3], img[y * w + x]);\n"
+              "        if (s[0] > 1e30f) atomicAdd(&s[1], 1.0f); }\n"
+              "    __syncthreads();\n"
+              "    if (t < 4) hist[(blockIdx.y * gridDim.x + blockIdx.x) * 4 + t] = s[t];\n}\n")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(w, 8)", "ceil_div(h, 8)"],
+                         block=["8", "8"], scalars={"w": "w", "h": "h"})
+    knobs = {p.name for p in lifted.params}
+    assert {"MERGE_X", "MERGE_Y", "ROWS_PER_THREAD"} <= knobs and "PRIVATE" not in knobs
+    note = next(n for n in lifted.notes if n.startswith("PRIVATE: not applied"))
+    assert "atomicAdd statements" in note and "(line " in note, lifted.notes
