@@ -306,8 +306,9 @@ def _pure_value(plan: Plan, value: Node, derivable: set[str]) -> bool:
         if n.type == "call_expression" and fn not in _PURE_CALLS and \
                 not fn.startswith("static_cast<"):
             return False
-        if n.type == "identifier" and text(n) in locals_ and text(n) not in derivable:
-            return False
+        if n.type == "identifier" and text(n) not in derivable and (
+                text(n) in locals_ or _assigned_anywhere(plan, text(n))):
+            return False  # a local, or an argument the kernel assigns: not the same later
     return True
 
 
