@@ -234,7 +234,7 @@ def test_near_misses_refused_with_the_line(case: str) -> None:
     shared = "__shared__ float g[2];\n" if case == "file_scope" else ""
     source = shared + ("extern \"C\" __global__ void k(float* hist, const float* img, int w, int h)\n{\n"
               "    __shared__ float s[4];\n"
-              "    const int t = threadIdx.y * 8 + threadIdx.x;\n"
+              "    const int t = threadIdx.y * 8 + threadIdx.x; atomicAdd(&s[t & 3], 1.0f);\n"
               "    const int x = blockIdx.x * 8 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;\n"
               f"    {body}\n"
               "    __syncthreads();\n"
@@ -265,3 +265,19 @@ def test_private_bins_refused_where_the_phase_reads_them() -> None:
     assert {"MERGE_X", "MERGE_Y", "ROWS_PER_THREAD"} <= knobs and "PRIVATE" not in knobs
     note = next(n for n in lifted.notes if n.startswith("PRIVATE: not applied"))
     assert "atomicAdd statements" in note and "(line " in note, lifted.notes
+
+
+def test_a_block_with_no_shared_atomic_is_left_to_the_other_families() -> None:
+    """The same phases with a plain store instead of the votes' atomics: no MERGE knob, and
+    the block lift holds the block as before."""
+    source = ("extern \"C\" __global__ void k(float* hist, const float* img, int w, int h)\n{\n"
+              "    __shared__ float s[64];\n"
+              "    const int t = threadIdx.y * 8 + threadIdx.x;\n"
+              "    const int x = blockIdx.x * 8 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y;\n"
+              "    s[t] = x < w && y < h ? img[y * w + x] : 0.0f;\n"
+              "    __syncthreads();\n"
+              "    if (t < 4) hist[(blockIdx.y * gridDim.x + blockIdx.x) * 4 + t] = s[t] + s[t + 4];\n}\n")
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(w, 8)", "ceil_div(h, 8)"],
+                         block=["8", "8"], scalars={"w": "w", "h": "h"})
+    assert not {"MERGE_X", "PRIVATE"} & {p.name for p in lifted.params}, lifted.notes
+    assert not any(n.startswith("MERGE_X") for n in lifted.notes), lifted.notes

@@ -2,7 +2,8 @@
 ROWS_PER_THREAD.
 
 The family: a block of literal size (``8 x 8``: one HOG cell, one histogram tile) that works
-in phases ``__syncthreads()`` separates, on ``__shared__`` arrays of its own, each block
+in phases ``__syncthreads()`` separates, on ``__shared__`` arrays of its own that it adds
+into with atomics (a per-block histogram or count), each block
 alone (``blockIdx`` picks its piece of the data, no block reads another's result). Such a
 block is often small (64 threads: its shared atomics contend, its barriers and its first and
 last phases are a large share of its work); the grid's blocks are independent, so a block of
@@ -85,18 +86,26 @@ class Phases:
 
 
 def is_candidate(plan: Plan) -> bool:
-    """A literal 2-D block (both sizes over 1), a 2-D grid, a barrier and a shared array:
-    the outline; the analysis says the rest. A 1-D block is left to the block lift, which
-    moves its threads over the same work (BLOCK_THREADS, items a thread): merged blocks
-    would take those knobs away."""
+    """A literal 2-D block (both sizes over 1), a 2-D grid, a barrier and an atomic on a
+    shared array: the outline; the analysis says the rest. A 1-D block is left to the block
+    lift, which moves its threads over the same work (BLOCK_THREADS, items a thread): merged
+    blocks would take those knobs away. A block with no shared atomic is left to the other
+    families too: the family's gain is the atomics' (fewer threads of a warp on one block's
+    bins, the votes summed in registers), a stencil's tile gains nothing from a neighbour
+    block beside it."""
     sizes = [literal(b) for b in plan.block]
     if len(sizes) != 2 or None in sizes or any((s or 0) <= 1 for s in sizes) or \
             len(plan.grid) != 2:
         return False
     calls = {text(n.child_by_field_name("function")) for n in walk(plan.body)
              if n.type == "call_expression"}
-    shared = any(n.type == "declaration" and _shared(n) for n in walk(plan.body))
-    return "__syncthreads" in calls and shared
+    shared = {text(d) for n in walk(plan.body) if n.type == "declaration" and _shared(n)
+              for c in n.children_by_field_name("declarator")
+              if (d := _declarator_name(c)) is not None}
+    return "__syncthreads" in calls and any(
+        n.type == "call_expression" and text(n.child_by_field_name("function")).startswith(
+            "atomic") and any(i.type == "identifier" and text(i) in shared for i in walk(n))
+        for n in walk(plan.body))
 
 
 def lift_merge(plan: Plan) -> bool:
