@@ -21,7 +21,9 @@ flat thread index, a shared scalar, a function-like macro for the output, the bi
 ``%``) sums exactly in any order: bit for bit at every config checked; a third (modern C++:
 constexpr, casts, a voting lambda, a pointer walk) within the tolerance as the folder.
 Near misses refused with the line: a per-thread value read past a barrier, a barrier under
-a branch, an atomic whose result is read, an early return.
+a branch, an atomic whose result is read, an early return, a shared array under a branch or
+at file scope; PRIVATE refused where the phase also reads its bins; a block with no shared
+atomic is left to the other families without a note.
 """
 
 from __future__ import annotations
