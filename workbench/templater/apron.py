@@ -172,22 +172,27 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     # -- the tile, and the tables every output reads alike (filled as written) --------------
     sides = side_arrays(plan, arrays, post, deps)
     rest = [a for a in arrays if a[0] not in {sd.name for sd in sides}]
-    if len(rest) != 1 or len(rest[0][2]) != 2:
+    if not rest or any(len(es) != 2 for _n, _d, es in rest):
         named = ", ".join(f"{n}[{']['.join(text(e) for e in es)}] (line "
                           f"{d.start_point.row + 1})" for n, d, es in rest)
-        raise Refused(f"{len(rest)} shared arrays read at the thread's point ({named}): one "
-                      "2-D apron tile is modelled", (rest[1] if len(rest) > 1 else arrays[0])[1])
+        raise Refused(f"{len(rest)} shared arrays read at the thread's point ({named}): 2-D "
+                      "apron tiles are modelled", (rest[-1] if rest else arrays[0])[1])
     tile, tdecl, extents = rest[0]
+    others = _siblings(deps, rest)
+    tiles = frozenset(n for n, _d, _e in rest)
     ctype = text(tdecl.child_by_field_name("type"))
     elem = _ELEM.get(ctype)
     if elem is None:
         raise Refused(f"the tile's element type `{ctype}` has no known size", tdecl)
-    fills = [f for st in pre if (f := side_fill(plan, st, sides, tile, bx, by)) is not None]
+    fills = [f for st in pre if (f := side_fill(plan, st, sides, tiles, bx, by)) is not None]
     pre = [st for st in pre if st not in {f.stmt for f in fills}]
     # -- the load phase: declarations and the load nest -------------------------------------
     loads: list[Load] = []
     branches = [s for s in pre if s.type not in ("declaration", "for_statement")]
     if branches:  # per-thread stores of the point and its halo: one nest over the tile
+        if others:
+            raise Refused(f"the tiles {', '.join(sorted(tiles))} are stored by per-thread "
+                          "branches: one tile so stored is modelled", branches[0])
         if any(s.type == "for_statement" for s in pre):
             raise Refused("the tile is loaded by both loops and per-thread stores (one "
                           "spelling is modelled)", branches[0])
@@ -199,11 +204,16 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     for s in pre:
         if s.type != "for_statement" or branches:
             continue
-        loads.append(flat_load(plan, s, tile, sizes) if is_flat(s, deps, bx)
-                     else nest_load(plan, s, tile, sizes, deps))
+        loads.append(flat_load(plan, s, tiles, sizes) if is_flat(s, deps, bx)
+                     else nest_load(plan, s, tiles, sizes, deps))
     if not loads:
         raise Refused(f"no loop strided by the block loads the tile {tile} before the barrier",
                       stmts[syncs[0]])
+    unloaded = sorted(tiles - {t for ld in loads for t in ld.tiles}) if others else []
+    if unloaded:
+        raise Refused(f"the tile {unloaded[0]} is not stored by a load nest strided by the "
+                      "block (tiles of one geometry are loaded by the same nest or by "
+                      "sibling nests of one shape)", stmts[syncs[0]])
     load_y = {ld.extent_y for ld in loads}
     load_x = {ld.extent_x for ld in loads}
     ey, ex = (deps.poly(e, []) for e in extents)
@@ -239,7 +249,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         return None
 
     work = Check(deps, [Pair("threadIdx.y", "blockIdx.y", by),
-                         Pair("threadIdx.x", "blockIdx.x", bx)], set(), tile, tile_index)
+                         Pair("threadIdx.x", "blockIdx.x", bx)], set(), tiles, tile_index)
     # arrays of values the work declares (``float acc[NF];``, not of pointers): per thread
     arrays_after = {text(d.child_by_field_name("declarator") or d) for s in post
                     for d in walk(s) if d.type == "array_declarator"
@@ -255,7 +265,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         for n in walk(s):
             if n.type in ("assignment_expression", "update_expression"):
                 t = write_target(n) or n
-                if base_array(t) == tile:
+                if base_array(t) in tiles:
                     raise Refused(f"`{text(n)}` writes the tile after the barrier", n)
                 base = t
                 while base.type in ("subscript_expression", "pointer_expression"):
@@ -280,7 +290,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                 for d in s.children_by_field_name("declarator")}:
             needed |= {text(n) for n in walk(s) if n.type == "identifier"}
     for s in pre:
-        if s.type != "declaration" or s == tdecl:
+        if s.type != "declaration" or s == tdecl or any(s == o[1] for o in others):
             continue
         names = [text(d.child_by_field_name("declarator") or d)
                  for d in s.children_by_field_name("declarator")]
@@ -313,6 +323,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                           f"{sizes[dim]}", n)
         offsets[(strip(size).start_byte, strip(size).end_byte)] = dim
     replaced = [(e.start_byte, e.end_byte) for e in extents] + \
+        [(e.start_byte, e.end_byte) for o in others for e in o[2]] + \
         [(n.start_byte, n.end_byte) for ld in loads for n, _key in ld.edits] + \
         [(n.start_byte, n.end_byte) for ld in loads for n in ld.fill_nodes] + \
         [(n.start_byte, n.end_byte) for fl in fills for n, _key in fl.edits] + \
@@ -342,6 +353,9 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     if shared and isinstance(bounds, tuple):
         bounds = Refused(f"`{text(shared[0])[:50]}` declares shared memory inside the span an "
                          "interior block would copy", shared[0])
+    if others and isinstance(bounds, tuple) and bounds:
+        bounds = Refused(f"{len(others) + 1} shared tiles of one geometry: the interior copy "
+                         "is modelled for one tile", tdecl)
 
     unique = list({n.start_byte: n for n in tile_reads}.values())
     try:
@@ -352,9 +366,33 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
     def emit() -> None:
         _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
                            pre, post, redeclare, len(unique), window, tuple(unique),
-                           tuple(fills), sum(sd.nbytes for sd in sides), bounds, region),
+                           tuple(fills), sum(sd.nbytes for sd in sides), bounds, region,
+                           others),
               grid_x, grid_y)
     return emit
+
+
+def _siblings(deps: Deps, rest: list[tuple[str, Node, list[Node]]]
+              ) -> tuple[tuple[str, Node, tuple[Node, ...], int], ...]:
+    """The shared tiles after the first, each of its geometry: extents of the same
+    compile-time values (``float ta[TH][TW], tb[TH][TW];``), an element type of known size.
+    Refused, naming the tile and its line, where one differs."""
+    first, decl0, ext0 = rest[0]
+    want = [deps.poly(e, []) for e in ext0]
+    out = []
+    for name, decl, extents in rest[1:]:
+        got = [deps.poly(e, []) for e in extents]
+        ctype = text(decl.child_by_field_name("type"))
+        if got != want or any(set(p) - {()} for p in got):
+            shape0 = "][".join(text(e) for e in ext0)
+            shape = "][".join(text(e) for e in extents)
+            raise Refused(f"the shared tiles {first}[{shape0}] (line {decl0.start_point.row + 1})"
+                          f" and {name}[{shape}] differ in extents: several apron tiles are "
+                          "modelled with one geometry", decl)
+        if ctype not in _ELEM:
+            raise Refused(f"the tile {name}'s element type `{ctype}` has no known size", decl)
+        out.append((name, decl, tuple(extents), _ELEM[ctype]))
+    return tuple(out)
 
 
 def _in_loop(node: Node, top: Node) -> bool:
@@ -409,6 +447,9 @@ class _Facts:
     side_bytes: int = 0  # and their shared memory
     bounds: tuple[interior.Bound, ...] | Refused = ()  # INTERIOR's tests, or why none
     region: int = 0  # where the span an interior block copies begins
+    # tiles of the same geometry beside the first (name, declaration, extents, element
+    # bytes): sized, padded and read alike, each output's values from each
+    others: tuple[tuple[str, Node, tuple[Node, ...], int], ...] = ()
 
 
 def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
@@ -422,14 +463,15 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     # branches, or by a nest where the tile is the block's only shared data (side tables
     # keep the block staging and waiting at any USE_SMEM)
     branch = f.loads[0] if len(f.loads) == 1 and f.loads[0].direct is not None and \
-        (f.loads[0].nest is None or not f.fills) else None
+        (f.loads[0].nest is None or not f.fills) and not f.others else None
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if branch is not None else ""
     if smem:
         rw.replace(f.extents[0], f"{smem} ? {ext_y} : 1")
         rw.replace(f.extents[1], f"{smem} ? {ext_x} + {pad_n} : 1")
     else:
-        rw.replace(f.extents[0], ext_y)
-        rw.replace(f.extents[1], f"{ext_x} + {pad_n}")
+        for extents in (f.extents, *(es for _n, _d, es, _e in f.others)):
+            rw.replace(extents[0], ext_y)
+            rw.replace(extents[1], f"{ext_x} + {pad_n}")
     new = {"EY": ext_y, "EX": ext_x, "BY": by_n, "BX": bx_n,
            "EYEX": f"({ext_y}) * ({ext_x})", "BXBY": f"{bx_n} * {by_n}",
            "FLAT": f"(int)threadIdx.y * {bx_n} + (int)threadIdx.x", "WX": f"({ext_x})",
@@ -460,15 +502,16 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         rw.replace_span(ld.fill_nodes[0].start_byte, ld.fill_nodes[0].end_byte, make=filled)
         for n in ld.fill_nodes[1:]:
             rw.replace(n, "")
-    nests = [ld.nest for ld in f.loads if ld.nest is not None]
+    nests = [(ld.nest, ld.nest_decls) for ld in f.loads if ld.nest is not None]
     flat_n = fresh_names(plan, ["LOAD_FLAT"])["LOAD_FLAT"] if nests else ""
-    for loop, body, yv, xv in nests:
+    for (loop, body, yv, xv), decls in nests:
         def both(r: Rewriter, loop: Node = loop, body: Node = body, yv: str = yv,
-                 xv: str = xv) -> str:
+                 xv: str = xv, decls: tuple[Node, ...] = decls) -> str:
+            outer = "".join(f"    {r.render(d.start_byte, d.end_byte)}\n" for d in decls)
             flat = (f"for (int wb_e = (int)threadIdx.y * {bx_n} + (int)threadIdx.x; "
                     f"wb_e < ({ext_y}) * ({ext_x}); wb_e += {bx_n} * {by_n}) {{\n"
                     f"    const int {yv} = wb_e / ({ext_x}), {xv} = wb_e % ({ext_x});\n"
-                    f"    {r.render(body.start_byte, body.end_byte)}\n  }}")
+                    f"{outer}    {r.render(body.start_byte, body.end_byte)}\n  }}")
             nest = (f"\n#if {flat_n}  // one loop over the tile's elements, every thread "
                     f"busy\n  {flat}\n#else\n  {r.render(loop.start_byte, loop.end_byte)}\n"
                     "#endif\n")
@@ -513,7 +556,10 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         return f"({smem} ? {as_written} : ({ctype})({branch.direct(offs, iy, ix)}))"
 
     def window_load(row: str, col: str, tapped: str) -> str:
-        at_tile = f"wb_win[wb_r][wb_c] = {f.tile}[{row}][{col}];"
+        at_tile = " ".join(f"{window_name(f, t)}[wb_r][wb_c] = {t}[{row}][{col}];"
+                           for t in (f.tile, *(o[0] for o in f.others)))
+        if f.others:  # one statement under the loops: every tile's window at the position
+            at_tile = f"{{ {at_tile} }}"
         if branch is None or branch.direct is None:
             return at_tile
         value = f"({ctype})({branch.direct(offs, 'wb_py', 'wb_px')})"
@@ -560,6 +606,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                     else head_both[0])
     rw.insert(f.post[-1].end_byte, "\n  }\n  }")
     where = f"{line(f.decl)}: {text(f.decl)}"
+    shown = ", ".join((f.tile, *(o[0] for o in f.others)))
     for axis, written, hi in (("X", f.bx, 128), ("Y", f.by, 32)):
         lo = min(8 if axis == "X" else 1, written)
         spec: dict[str, object] = {"kind": "pow2", "min": lo, "max": max(hi, written)} \
@@ -576,8 +623,9 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                           "description": "consecutive output rows per thread (as written: 1)"},
                    where)
     plan.add_param(pad_n, {"kind": "choice", "values": sorted({0, 1, f.pad}), "default": f.pad,
-                           "description": f"extra column in the shared tile {f.tile} (as "
-                                          f"written: {f.pad})"}, where)
+                           "description": "extra column in the shared tile"
+                                          + (f"s {shown}" if f.others else f" {f.tile}") +
+                                          f" (as written: {f.pad})"}, where)
     if flat_n:
         plan.add_param(flat_n, {"kind": "choice", "values": [0, 1], "default": 0,
                                 "description": "1: the tile loaded by one loop over its "
@@ -590,8 +638,9 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
     plan.constrain(f"{bx_n} * {by_n} >= 32")
     plan.constrain(f"{bx_n} * {by_n} <= 1024")
     plan.constrain(f"{ox_n} * {oy_n} <= 16")
+    elems = f.elem + sum(o[3] for o in f.others)  # bytes of one position, every tile
     plan.constrain(("" if not smem else f"{smem} == 0 or ") +
-                   f"{f.elem} * ({ext_y}) * ({ext_x} + {pad_n})" +
+                   f"{elems} * ({ext_y}) * ({ext_x} + {pad_n})" +
                    (f" + {f.side_bytes}" if f.side_bytes else "") + f" <= {_MAX_SMEM}")
     if smem and isinstance(f.window, Window):
         # read from the source, the window's values are all loaded before the outputs use
@@ -621,11 +670,18 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         if flat_n:
             plan.constrain(f"{smem} == 1 or {flat_n} == 0")  # no tile to load
     _interior(plan, f, copy, offs, ext_y, ext_x, where)
-    plan.note(KNOB, True, f"apron tile {f.tile} (halo {f.hy} x {f.hx}): block "
+    plan.note(KNOB, True, (f"apron tiles {shown} of one geometry" if f.others else
+                           f"apron tile {f.tile}") + f" (halo {f.hy} x {f.hx}): block "
               f"({bx_n}, {by_n}) apart from the tile ({ext_y}) x ({ext_x} + {pad_n}); "
               f"{len(f.loads)} load nest(s) stride by the block, each thread computes {oy_n} x "
               f"{ox_n} outputs from the tile ({f.reads} tile read(s) at the thread's point); "
               "the grid's divisors follow", f.decl)
+
+
+def window_name(f: _Facts, tile: str) -> str:
+    """The register window of ``tile``: ``wb_win`` for the first tile, ``wb_win_<tile>``
+    for the others of its geometry (one window each, the same rows and columns)."""
+    return "wb_win" if tile == f.tile else f"wb_win_{tile}"
 
 
 def window_values(w: Window, oy_n: str) -> str:
@@ -672,10 +728,12 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
                   "as written", w.node if w.node is not None else f.decl)
         return ""
     rows = f"{oy_n} + {w.rows_halo}"
+    count = 1 + len(f.others)  # one window a tile, the same rows and columns
     for read in w.reads:
         def tap(r: Rewriter, n: Node = read.node, row: str = read.row, col: str = read.col
                 ) -> str:
-            return f"(wb_reuse ? wb_win[wb_oy + {row}][{col}] : {read_tile(r, n)})"
+            win = window_name(f, base_array(n) or f.tile)
+            return f"(wb_reuse ? {win}[wb_oy + {row}][{col}] : {read_tile(r, n)})"
         plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
     for loop in w.loops:
         before = loop.prev_sibling
@@ -685,14 +743,21 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             indent = " " * loop.start_point.column
             plan.rw.insert(loop.start_byte, ("" if not lead.strip() else "\n" + indent) +
                            "#pragma unroll\n" + indent)
+    each = f" for each of the {count} tiles" if f.others else ""
     plan.note("ROW_REUSE", True, f"each thread's {oy_n} output rows read each tile row once: "
-              f"a ({rows}) x {w.width} register window per output column, loaded before its "
-              f"rows, where {oy_n} > 1 and it holds at most {MAX_WINDOW} values (the tile "
+              f"a ({rows}) x {w.width} register window per output column{each}, loaded before "
+              f"its rows, where {oy_n} > 1 and they hold at most {MAX_WINDOW} values (the tile "
               f"reads as written otherwise); {len(w.reads)} tile read(s) made window reads",
               f.decl)
+    windows = "".join(f"    {o_ctype(o)} {window_name(f, o[0])}[{rows}][{w.width}];\n"
+                      for o in f.others)
+    if f.others:
+        plan.note("SEPARABLE", False, f"the window holds {count} tiles: row sums are "
+                  "modelled over one tile's window", f.decl)
+    size = f"({rows}) * {w.width}" + (f" * {count}" if f.others else "")
     return (f"    // the tile rows and columns this column's {oy_n} outputs read, loaded once\n"
-            f"    const bool wb_reuse = {oy_n} > 1 && ({rows}) * {w.width} <= {MAX_WINDOW};\n"
-            f"    {ctype} wb_win[{rows}][{w.width}];\n"
+            f"    const bool wb_reuse = {oy_n} > 1 && {size} <= {MAX_WINDOW};\n"
+            f"    {ctype} wb_win[{rows}][{w.width}];\n" + windows +
             f"    if (wb_reuse) {{\n"
             f"#pragma unroll\n"
             f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
@@ -701,7 +766,7 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
                                     f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
                                     tapped_test(w.taps, oy_n)) + "\n"
-            "    }\n" + separable_rows(plan, w, oy_n, ctype, rows))
+            "    }\n" + ("" if f.others else separable_rows(plan, w, oy_n, ctype, rows)))
 
 
 def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node], str | None],
@@ -727,3 +792,8 @@ def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node],
               f"value (`{tests[0][:60]}`) take one value over a block's tile where they take "
               "it at the tile's worst corners: INTERIOR = 1 tests those once per block and "
               "runs an interior copy of the load and the work without them", f.decl)
+
+
+def o_ctype(other: tuple[str, Node, tuple[Node, ...], int]) -> str:
+    """The element type of a sibling tile (its declaration's, ``__shared__`` dropped)."""
+    return text(other[1].child_by_field_name("type")).replace("__shared__", "").strip()

@@ -99,10 +99,13 @@ class Check:
     than through the global position (None when there is none)."""
 
     def __init__(self, deps: Deps, pairs: list[Pair], forbid: set[str],
-                 tile: str | None = None, tile_index: Callable[[Node], Node | None] | None = None
-                 ) -> None:
+                 tile: str | frozenset[str] | None = None,
+                 tile_index: Callable[[Node], Node | None] | None = None) -> None:
         self.deps, self.pairs, self.forbid = deps, pairs, forbid
-        self.tile, self.tile_index = tile, tile_index
+        # the apron tiles (several of one geometry read alike): reads checked by tile_index
+        self.tiles = frozenset() if tile is None else \
+            frozenset({tile}) if isinstance(tile, str) else tile
+        self.tile_index = tile_index
 
     def bad(self, node: Node, depth: int = 0) -> Node | None:
         if depth > 40:
@@ -118,7 +121,7 @@ class Check:
                 strip(node.child_by_field_name("left") or node).type == "identifier":
             right = node.child_by_field_name("right")
             return None if right is None else self.bad(right, depth + 1)
-        if self.tile is not None and self.tile_index is not None and base_array(node) == self.tile:
+        if self.tile_index is not None and base_array(node) in self.tiles:
             return self.tile_index(node)
         opaque: list[Node] = []
         p = self.deps.poly(node, opaque)
@@ -128,7 +131,7 @@ class Check:
         if any(derivative(p, a) for a in self.forbid):
             return node
         for o in opaque:
-            if o != node and base_array(o) == self.tile and self.tile is not None:
+            if o != node and base_array(o) in self.tiles:
                 bad = self.bad(o, depth + 1)
                 if bad is not None:
                     return bad
@@ -222,64 +225,96 @@ class Load:
     value: Node | None = None
     position: tuple[str, str] = ("", "")
     part: Callable[[Callable[[Node], str | None], str, str, Node], str] | None = None
+    tiles: tuple[str, ...] = ()  # the tiles it stores (several of one geometry: one nest)
+    nest_decls: tuple[Node, ...] = ()  # the outer loop's locals before the inner loop
 
 
-def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str, yvar: str, xvar: str,
-                 sizes: dict[str, int], deps: Deps, own: set[str]) -> None:
-    """``body`` is declarations and the store ``tile[yvar][xvar] = V`` with V a function of
-    the global position; nothing else in ``loop`` writes (``own``: the loop's own locals)."""
-    store = body[-1] if body else loop
-    if any(b.type != "declaration" for b in body[:-1]):
-        raise Refused("the tile load's body is not declarations and one store", store)
-    e = strip(store.named_children[0]) if store.type == "expression_statement" and \
-        store.named_child_count == 1 else None
-    left = e.child_by_field_name("left") if e is not None and \
-        e.type == "assignment_expression" and \
-        text(e.child_by_field_name("operator")) == "=" else None
-    target = strip(left) if left is not None else None
-    if e is None or target is None or base_array(target) != tile:
-        raise Refused(f"`{text(store)}` is not the tile store `{tile}[py][px] = v`", store)
-    idx = [text(strip(i)) for i in indices(target)]
-    if idx != [yvar, xvar]:
-        raise Refused(f"`{text(target)}` does not store at [{yvar}][{xvar}]", store)
-    value = e.child_by_field_name("right")
-    assert value is not None
-    for b in body[:-1]:
+def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str | frozenset[str],
+                 yvar: str, xvar: str, sizes: dict[str, int], deps: Deps, own: set[str]
+                 ) -> tuple[str, ...]:
+    """``body`` is declarations and the stores ``tile[yvar][xvar] = V`` (one per tile of
+    ``tile``, several tiles of one geometry each stored once, ``ta[py][px] = a[..]; tb[py][px]
+    = b[..];``) with each V a function of the global position; nothing else in ``loop``
+    writes (``own``: the loop's own locals). The tiles stored, in order."""
+    tiles = frozenset({tile}) if isinstance(tile, str) else tile
+    shown = " / ".join(sorted(tiles))
+    count = 1
+    while count < len(body) and body[-count - 1].type != "declaration":
+        count += 1
+    stores = body[-count:] if body else [loop]
+    if any(b.type != "declaration" for b in body[:-count]):
+        raise Refused("the tile load's body is not declarations and the tiles' stores",
+                      stores[0])
+    exprs: list[Node] = []
+    stored: list[str] = []
+    for store in stores:
+        e = strip(store.named_children[0]) if store.type == "expression_statement" and \
+            store.named_child_count == 1 else None
+        left = e.child_by_field_name("left") if e is not None and \
+            e.type == "assignment_expression" and \
+            text(e.child_by_field_name("operator")) == "=" else None
+        target = strip(left) if left is not None else None
+        name = base_array(target) if target is not None else None
+        if e is None or target is None or name not in tiles:
+            raise Refused(f"`{text(store)}` is not a tile store `{shown}[py][px] = v`", store)
+        if name in stored:
+            raise Refused(f"`{text(store)}` stores the tile {name} a second time in one load",
+                          store)
+        idx = [text(strip(i)) for i in indices(target)]
+        if idx != [yvar, xvar]:
+            raise Refused(f"`{text(target)}` does not store at [{yvar}][{xvar}]", store)
+        value = e.child_by_field_name("right")
+        assert value is not None and name is not None
+        exprs.append(e)
+        stored.append(name)
+        check = Check(deps, [Pair(yvar, "blockIdx.y", sizes["y"]),
+                              Pair(xvar, "blockIdx.x", sizes["x"])],
+                      {"threadIdx.x", "threadIdx.y"})
+        bad = check.bad(value)
+        if bad is not None or tiles & {text(n) for n in walk(value)}:
+            raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile "
+                          "position or the block other than through the global position (or "
+                          "reads the thread index or a tile)", bad or value)
+    for b in body[:-count]:
         for d in b.children_by_field_name("declarator"):
             name = text(d.child_by_field_name("declarator"))
             if name not in deps.values and name not in own:
                 raise Refused(f"`{text(b)}` in the tile load is assigned again", b)
-    check = Check(deps, [Pair(yvar, "blockIdx.y", sizes["y"]),
-                          Pair(xvar, "blockIdx.x", sizes["x"])], {"threadIdx.x", "threadIdx.y"})
-    bad = check.bad(value)
-    if bad is not None or tile in {text(n) for n in walk(value)}:
-        raise Refused(f"the loaded value `{text(bad or value)}` depends on the tile position "
-                      "or the block other than through the global position (or reads the "
-                      "thread index or the tile)", bad or value)
     for n in walk(loop):
-        if n.type in ("assignment_expression", "update_expression") and n != e and \
+        if n.type in ("assignment_expression", "update_expression") and n not in exprs and \
                 (n.parent is None or n.parent.type != "for_statement"):
             raise Refused(f"`{text(n)}` writes inside the tile load", n)
+    return tuple(stored)
 
 
-def nest_load(plan: Plan, s: Node, tile: str, sizes: dict[str, int], deps: Deps) -> Load:
+def nest_load(plan: Plan, s: Node, tile: str | frozenset[str], sizes: dict[str, int], deps: Deps) -> Load:
     outer = _load_loop(s, sizes, deps)
     inner_stmts = only_statements(s.child_by_field_name("body"))
-    if len(inner_stmts) != 1 or inner_stmts[0].type != "for_statement":
+    # the outer loop's own locals first (`const int gy = clamp(by * BH + ty - R)`): single
+    # assignments, expanded where the stores read them and re-declared by LOAD_FLAT
+    decls = inner_stmts[:-1]
+    if not inner_stmts or inner_stmts[-1].type != "for_statement" or \
+            any(d.type != "declaration" for d in decls):
         raise Refused(f"the tile load loop over {outer.var} does not hold exactly one "
-                      "inner load loop", s)
-    inner = _load_loop(inner_stmts[0], sizes, deps)
+                      "inner load loop (after declarations)", s)
+    for d in decls:
+        for dd in d.children_by_field_name("declarator"):
+            name = text(dd.child_by_field_name("declarator") or dd)
+            if name not in deps.values:
+                raise Refused(f"`{text(d)}` in the tile load is not a single assignment", d)
+    inner = _load_loop(inner_stmts[-1], sizes, deps)
     if inner.dim == outer.dim:
         raise Refused("both tile load loops stride along the same dimension", inner.loop)
     ys, xs = (outer, inner) if outer.dim == "y" else (inner, outer)
     body = only_statements(inner.loop.child_by_field_name("body"))
-    _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
+    stored = _check_store(plan, s, body, tile, ys.var, xs.var, sizes, deps, set())
     inner_body = inner.loop.child_by_field_name("body")
     assert inner_body is not None
     value = strip(body[-1].named_children[0]).child_by_field_name("right")
     return Load(ys.extent, xs.extent, [(ys.bound, "EY"), (xs.bound, "EX"), (ys.step, "BY"),
                                         (xs.step, "BX")], (s, inner_body, ys.var, xs.var),
-                direct=_nest_direct(plan, s, body[-1], ys.var, xs.var, deps),
+                direct=_nest_direct(plan, s, body[-1], ys.var, xs.var, deps)
+                if len(stored) == 1 else None, tiles=stored, nest_decls=tuple(decls),
                 value=value, position=(ys.var, xs.var),
                 part=_nest_part(plan, s, ys.var, xs.var, deps))
 
@@ -390,7 +425,7 @@ def is_flat(loop: Node, deps: Deps, bx: int) -> bool:
         deps.poly(start, []) == {("threadIdx.y",): bx, ("threadIdx.x",): 1}
 
 
-def flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> Load:
+def flat_load(plan: Plan, loop: Node, tile: str | frozenset[str], sizes: dict[str, int]) -> Load:
     """``for (e = flat thread; e < LY * LX; e += BX * BY) { py = e / LX; px = e % LX;
     tile[py][px] = V; }`` (py, px declared once, in either order or one declaration)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
@@ -432,14 +467,14 @@ def flat_load(plan: Plan, loop: Node, tile: str, sizes: dict[str, int]) -> Load:
                       f"multiple of its width {lx}", loop)
     yvar, xvar = coords["/"][0], coords["%"][0]
     deps = Deps(plan, {yvar, xvar})
-    _check_store(plan, loop, body, tile, yvar, xvar, sizes, deps, {yvar, xvar})
+    stored = _check_store(plan, loop, body, tile, yvar, xvar, sizes, deps, {yvar, xvar})
     assert start is not None
     named = strip(start)
     if named.type == "identifier" and text(named) in consts.values:  # a `tid` local
         start = consts.values[text(named)]
     return Load(total.get((), 0) // lx, lx,
                  [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
-                  *((n, "WX") for _v, n in coords.values())])
+                  *((n, "WX") for _v, n in coords.values())], tiles=stored)
 
 
 def _times_row(product: Node, row: str) -> Node | None:

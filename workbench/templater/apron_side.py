@@ -78,16 +78,19 @@ def side_arrays(plan: Plan, arrays: list[tuple[str, Node, list[Node]]], post: li
     return out
 
 
-def side_fill(plan: Plan, stmt: Node, sides: list[Side], tile: str, bx: int, by: int
-              ) -> SideFill | None:
+def side_fill(plan: Plan, stmt: Node, sides: list[Side], tile: str | frozenset[str], bx: int,
+              by: int) -> SideFill | None:
     """How ``stmt`` (before the barrier) fills side arrays at any block shape; None when it
     writes none; Refused when it does in a way not modelled."""
     names = {s.name for s in sides}
     targets = [write_target(n) for n in walk(stmt)]
     if not any(base_array(t) in names for t in targets if t is not None):
         return None
-    if any(text(n) == tile for n in walk(stmt) if n.type == "identifier"):
-        raise Refused(f"`{text(stmt)}` fills a shared table and touches the tile {tile}", stmt)
+    tiles = frozenset({tile}) if isinstance(tile, str) else tile
+    touched = sorted({text(n) for n in walk(stmt) if n.type == "identifier"} & tiles)
+    if touched:
+        raise Refused(f"`{text(stmt)}` fills a shared table and touches the tile {touched[0]}",
+                      stmt)
     flat: dict[tuple[str, ...], int] = {("threadIdx.y",): bx, ("threadIdx.x",): 1}
     deps = Deps(plan, set())
     if stmt.type == "for_statement":

@@ -70,7 +70,9 @@ class Window:
 
 
 def loop_range(loop: Node) -> tuple[str, range] | None:
-    """(variable, values) of ``for (int v = c0; v < c1 | v <= c1; ++v | v++ | v += 1)``."""
+    """(variable, values) of ``for (int v = c0; v < c1 | v <= c1; ++v | v++ | v += 1)``, the
+    counter declared in the loop or before it (C89: ``for (v = c0; ...)``; its values in the
+    body are the same, the body must not write it either way)."""
     if loop.type != "for_statement":
         return None
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
@@ -82,6 +84,11 @@ def loop_range(loop: Node) -> tuple[str, range] | None:
         if d is None or d.type != "init_declarator":
             return None
         var, start = text(d.child_by_field_name("declarator")), d.child_by_field_name("value")
+    elif init.type == "assignment_expression" and \
+            text(init.child_by_field_name("operator")) == "=" and \
+            strip(init.child_by_field_name("left") or init).type == "identifier":
+        var = text(strip(init.child_by_field_name("left") or init))
+        start = init.child_by_field_name("right")
     else:
         return None
     c0 = None if start is None else _const(start)
