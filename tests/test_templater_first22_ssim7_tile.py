@@ -11,13 +11,22 @@ expert's RY), PAD and LOAD_FLAT apply to all of them, and ROW_REUSE gives each t
 register window of the same rows and columns. A load nest's outer loop may declare locals
 before its inner loop (``const int gy = clamp(..)``): LOAD_FLAT re-declares them.
 
-Host (g++): the folder and two other hands (sibling nests, one per tile, under constexpr
+The expert's SEP (horizontal then vertical window sums) is ROW_SUMS (:mod:`.apron_rowsums`):
+where the tap nest is unit-weight sums of terms of the values at one window position, each
+window row's sums are made once a column and each of the thread's rows adds its seven. The
+additions are made in another order: for whole-number pixels (the folder's inputs) every
+partial sum is an integer below 2^24, exact in float, so the bits are the same, which the
+host check asserts (other inputs are the folder's tolerances' business, the gate's check).
+
+Host (g++): the folder and three other hands (sibling nests, one per tile, under constexpr
 sizes and ``blockDim`` strides with the work under ``if``; C89 macros with one flat load
-loop storing both tiles and a ``__shared__`` declaration of both), bit for bit against the
-kernel as written (the window sums and the SSIM formula in the order written: the same
-bits) at the default, the expert's H200 pick in the lift's knobs and mixes; under
-WORKBENCH_FULL_MATRIX=1 every mix and every all-ends config each. Near misses refused with
-the line: tiles of different extents, a tile left out of the load.
+loop storing both tiles and a ``__shared__`` declaration of both, whose taps assign
+function-scope locals, so no ROW_SUMS there; taps centred on the point with the column loop
+outside), bit for bit against the kernel as written at the default, the expert's H200 pick
+in the lift's knobs, a mix and eight rows a thread; under WORKBENCH_FULL_MATRIX=1 every mix
+and every all-ends config each. Near misses refused with the line: tiles of different
+extents, a tile left out of the load, a tile loaded from the other; a tap term weighted by
+the row counter or reading a local of the output (no ROW_SUMS, the rest stands).
 """
 
 from __future__ import annotations
@@ -38,14 +47,16 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 
 FOLDER = held_back_unseen22.SET.root / "ssim7_tile"
-KNOBS = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"}
-#: The expert's H200 pick (BX 32, BY 8, RY 4; SEP 1 is not lifted) in the lift's knobs
-EXPERT_PICK = {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_Y": 4}
+KNOBS = {"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "ROW_SUMS"}
+#: The expert's H200 pick (BX 32, BY 8, RY 4, SEP 1) in the lift's knobs (its rows
+#: consecutive, read through the register windows, the row sums once a column)
+EXPERT_PICK = {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_Y": 4, "ROW_SUMS": 1}
 #: 8 x 16 threads of two columns and two rows a thread (45 columns over three blocks, the
-#: last partly; 37 rows over two, the second partly), padded, four blocks an SM
-MIX = {"BLOCK_X": 8, "BLOCK_Y": 16, "OUT_X": 2, "OUT_Y": 2, "PAD": 1, "MIN_BLOCKS_PER_SM": 4}
-#: 64 x 1 threads of eight rows a thread (the register windows: 14 x 7 a tile), one column
-#: block partly; 37 rows over five blocks
+#: last partly; 37 rows over two, the second partly), padded, four blocks an SM, row sums
+MIX = {"BLOCK_X": 8, "BLOCK_Y": 16, "OUT_X": 2, "OUT_Y": 2, "PAD": 1, "MIN_BLOCKS_PER_SM": 4,
+       "ROW_SUMS": 1}
+#: 64 x 1 threads of eight rows a thread (the register windows: 14 x 7 a tile, the 49 taps
+#: as written), one column block partly; 37 rows over five blocks
 TALL = {"BLOCK_X": 64, "BLOCK_Y": 1, "OUT_Y": 8}
 
 #: Another hand: constexpr sizes, one load nest per tile (sibling nests of one shape, the
@@ -141,7 +152,19 @@ extern "C" __global__ void ssim7_tile(float *ssim, const float *a, const float *
 }
 """
 
-SPELLINGS = {"second": SECOND, "third": THIRD}
+#: A fourth hand: taps centred on the point (counters -R..R, the tile read at R + i), the
+#: column loop outside, both values declared by one declaration.
+FOURTH = SECOND.replace(
+    """        for (int i = 0; i < 2 * R + 1; ++i) {
+            for (int j = 0; j < 2 * R + 1; ++j) {
+                const float p = sa_t[threadIdx.y + i][threadIdx.x + j];
+                const float q = sb_t[threadIdx.y + i][threadIdx.x + j];""",
+    """        for (int j = -R; j <= R; j++) {
+            for (int i = -R; i <= R; i++) {
+                const float p = sa_t[threadIdx.y + R + i][threadIdx.x + R + j],
+                            q = sb_t[R + i + threadIdx.y][R + j + threadIdx.x];""")
+
+SPELLINGS = {"second": SECOND, "third": THIRD, "fourth": FOURTH}
 
 
 def _kernel(spelling: str, root: Path) -> KernelFolder:
@@ -161,17 +184,23 @@ def _configs(kf: KernelFolder, spelling: str) -> list[dict[str, Any]]:
     extra = [{"LOAD_FLAT": 1}] if "LOAD_FLAT" in names else []
     picked = [default, *({**default, **m} for m in mixes),
               *({**default, **MIX, **m} for m in extra)]
+    picked = [{k: v for k, v in c.items() if k in names} for c in picked]
     if FULL_MATRIX:
         picked += end_configs(template, kf.env(kf.check_shape, "fp32"))
     return picked
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second", "third"])
+@pytest.mark.parametrize("spelling", ["folder", "second", "third", "fourth"])
 def test_two_tiles_of_one_geometry_lift_together(spelling: str, tmp_path: Path) -> None:
     kf = _kernel(spelling, tmp_path)
     result = offline_template(kf)
     knobs = {p.name for p in result.lifted.params}
-    assert knobs >= KNOBS, result.notes
+    if spelling == "third":  # the taps assign function-scope locals: their sums as written
+        assert knobs >= KNOBS - {"ROW_SUMS"}, result.notes
+        assert "ROW_SUMS: not applied: `va = ta[threadIdx.y + i][threadIdx.x + j];` in the " \
+            "tap loop is not a declaration or a sum `acc += term;` (line 30)" in result.notes
+    else:
+        assert knobs >= KNOBS, result.notes
     assert any(n.startswith("OUT_XY: applied: apron tiles") for n in result.notes), \
         result.notes
     assert any(n.startswith("ROW_REUSE: applied") and "each of the 2 tiles" in n
@@ -179,6 +208,7 @@ def test_two_tiles_of_one_geometry_lift_together(spelling: str, tmp_path: Path) 
     space = result.template.space(kf.env(kf.check_shape, "fp32"))
     for config in (EXPERT_PICK, MIX, TALL):
         full = {**dict(result.template.default_config()), **config}
+        full = {k: v for k, v in full.items() if k in knobs}
         assert space.rejection(full) is None, (config, space.rejection(full))
     # both tiles in shared memory: 2 x 4 bytes a position
     assert any(c.text.startswith("8 * (") for c in result.template.constraints), \
@@ -196,7 +226,7 @@ def test_the_folder_gets_load_flat(tmp_path: Path) -> None:
     assert "const int gy = " in flat and "tb[ty][tx] = " in flat
 
 
-@pytest.mark.parametrize("spelling", ["folder", "second", "third"])
+@pytest.mark.parametrize("spelling", ["folder", "second", "third", "fourth"])
 def test_host_bit_for_bit(spelling: str, tmp_path: Path,
                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _kernel(spelling, tmp_path / "src")
@@ -234,3 +264,23 @@ def test_near_misses_are_refused(change: str, why: str, line: int, reason: str,
     note = next(n for n in notes if n.startswith("OUT_XY: not applied"))
     assert note.endswith(f"(line {line})"), note
     assert reason in note, note
+
+
+@pytest.mark.parametrize(("change", "why", "line", "reason"), [
+    # a weight by the row counter: the row sums would differ from row to row
+    ("s1 += p;", "s1 += p * (float)(i + 1);", 28, "`i` in a tap term"),
+    # a term reading a local of the output (not known before the column's rows)
+    ("s1 += p;", "s1 += p * (float)col;", 28, "`col` in a tap term"),
+    # a sum read by a term
+    ("s2 += q;", "s2 += q + s1;", 29, "`s1` in a tap term"),
+])
+def test_row_sums_near_misses(change: str, why: str, line: int, reason: str,
+                              tmp_path: Path) -> None:
+    """ROW_SUMS refused with the line; the tiles' knobs stand."""
+    assert change in SECOND
+    kf = respelled(FOLDER, tmp_path, SECOND.replace(change, why))
+    result = offline_template(kf)
+    knobs = {p.name for p in result.lifted.params}
+    assert knobs >= KNOBS - {"ROW_SUMS"} and "ROW_SUMS" not in knobs, result.notes
+    note = next(n for n in result.notes if n.startswith("ROW_SUMS: not applied"))
+    assert note.endswith(f"(line {line})") and reason in note, note

@@ -79,6 +79,7 @@ from workbench.templater.apron_loads import (
     is_flat,
     nest_load,
 )
+from workbench.templater.apron_rowsums import row_sums
 from workbench.templater.apron_separable import separable_rows
 from workbench.templater.apron_side import SideFill, side_arrays, side_fill, wrap
 from workbench.templater.apron_window import MAX_WINDOW, Window, analyse_window
@@ -735,6 +736,11 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             win = window_name(f, base_array(n) or f.tile)
             return f"(wb_reuse ? {win}[wb_oy + {row}][{col}] : {read_tile(r, n)})"
         plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
+    windows = {r.node.start_byte: window_name(f, base_array(r.node) or f.tile) for r in w.reads}
+    # (before the loops' pragmas: ROW_SUMS's branch goes before its nest's pragma)
+    sums = "" if f.others else separable_rows(plan, w, oy_n, ctype, rows)
+    if not sums:  # no weighted term: unit-weight sums of the taps' terms
+        sums = row_sums(plan, w, oy_n, rows, windows)
     for loop in w.loops:
         before = loop.prev_sibling
         if before is None or "unroll" not in text(before):
@@ -749,15 +755,15 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
               f"its rows, where {oy_n} > 1 and they hold at most {MAX_WINDOW} values (the tile "
               f"reads as written otherwise); {len(w.reads)} tile read(s) made window reads",
               f.decl)
-    windows = "".join(f"    {o_ctype(o)} {window_name(f, o[0])}[{rows}][{w.width}];\n"
-                      for o in f.others)
+    extra = "".join(f"    {o_ctype(o)} {window_name(f, o[0])}[{rows}][{w.width}];\n"
+                    for o in f.others)
     if f.others:
-        plan.note("SEPARABLE", False, f"the window holds {count} tiles: row sums are "
-                  "modelled over one tile's window", f.decl)
+        plan.note("SEPARABLE", False, f"the window holds {count} tiles: weighted row sums "
+                  "are modelled over one tile's window", f.decl)
     size = f"({rows}) * {w.width}" + (f" * {count}" if f.others else "")
     return (f"    // the tile rows and columns this column's {oy_n} outputs read, loaded once\n"
             f"    const bool wb_reuse = {oy_n} > 1 && {size} <= {MAX_WINDOW};\n"
-            f"    {ctype} wb_win[{rows}][{w.width}];\n" + windows +
+            f"    {ctype} wb_win[{rows}][{w.width}];\n" + extra +
             f"    if (wb_reuse) {{\n"
             f"#pragma unroll\n"
             f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
@@ -766,7 +772,7 @@ def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
             f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
                                     f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
                                     tapped_test(w.taps, oy_n)) + "\n"
-            "    }\n" + ("" if f.others else separable_rows(plan, w, oy_n, ctype, rows)))
+            "    }\n" + sums)
 
 
 def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node], str | None],
