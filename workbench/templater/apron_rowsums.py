@@ -51,6 +51,9 @@ class RowSums:
     cols: range
     accs: tuple[str, ...]  # the sums' locals, in written order (each once)
     shift: dict[int, int]  # a read's start byte -> the constant added to its row counter
+    # locals of the function the taps assign (C89), with their types: declared afresh in the
+    # row sums' loop, shadowing the function's
+    assigned: tuple[tuple[str, str], ...] = ()
 
 
 def analyse_row_sums(plan: Plan, w: Window) -> RowSums:
@@ -68,6 +71,10 @@ def analyse_row_sums(plan: Plan, w: Window) -> RowSums:
         raise Refused(f"`{text(outer).splitlines()[0]}` does not hold the inner tap loop alone",
                       outer)
     ranges = dict(g for g in got if g is not None)
+    for loop in (outer, inner):  # C89 counters: their values after the nest must not matter
+        init = loop.child_by_field_name("initializer")
+        if init is not None and init.type == "assignment_expression":
+            _dead_after(plan, text(strip(init.child_by_field_name("left") or init)), outer, loop)
     row_var = col_var = None
     shift: dict[int, int] = {}
     for start, read in reads.items():
@@ -85,6 +92,7 @@ def analyse_row_sums(plan: Plan, w: Window) -> RowSums:
     macros = expression_macros(plan.source.tree.root_node)
     own: set[str] = set()
     accs: list[str] = []
+    assigned: dict[str, str] = {}  # a local of the function the taps assign: its type
     for s in body:
         if s.type == "declaration":
             for d in s.children_by_field_name("declarator"):
@@ -101,10 +109,18 @@ def analyse_row_sums(plan: Plan, w: Window) -> RowSums:
             e.type == "assignment_expression" else None
         right = e.child_by_field_name("right") if e is not None else None
         if e is None or left is None or right is None or \
-                text(e.child_by_field_name("operator")) != "+=" or \
+                text(e.child_by_field_name("operator")) not in ("+=", "=") or \
                 strip(left).type != "identifier":
-            raise Refused(f"`{text(s)}` in the tap loop is not a declaration or a sum "
-                          "`acc += term;`", s)
+            raise Refused(f"`{text(s)}` in the tap loop is not a declaration, a local's value "
+                          "or a sum `acc += term;`", s)
+        if text(e.child_by_field_name("operator")) == "=":  # C89: a local declared above
+            name = text(strip(left))
+            _term(right, reads, own, col_var, macros, accs)
+            if name in own or name in accs:
+                raise Refused(f"`{text(s)}` assigns {name} a second time in the tap loop", s)
+            assigned[name] = _dead_after(plan, name, outer, s)
+            own.add(name)
+            continue
         acc = text(strip(left))
         decl = _declaration(plan, acc)
         if acc in accs or acc in own or decl is None or \
@@ -122,7 +138,47 @@ def analyse_row_sums(plan: Plan, w: Window) -> RowSums:
                          and n.parent.child_by_field_name("left") == n):
                 raise Refused(f"`{text(s)}` reads the sum {text(n)}", s)
     return RowSums(outer, tuple(body), row_var, ranges[row_var], col_var, ranges[col_var],
-                   tuple(accs), shift)
+                   tuple(accs), shift, tuple(sorted(assigned.items())))
+
+
+def _dead_after(plan: Plan, name: str, nest: Node, stmt: Node) -> str:
+    """The type of ``name``, a local declared once without a value that the tap loop assigns
+    (``float va; ... for (..) { va = t[..][..]; s += va; }``) where its value after the nest
+    is never read: outside the nest it is named only by its declaration and by the statements
+    after the nest in its block, the first of which sets it (``va = expr;`` not reading it).
+    ROW_SUMS 1 skips the nest, so the value it leaves must not matter; Refused otherwise."""
+    decl = _declaration(plan, name)
+    bad = Refused(f"`{text(stmt).splitlines()[0]}` assigns {name}, whose value after the tap "
+                  "loops may be read (a local of the taps is declared in the loop, or set "
+                  "again after it before it is read)", stmt)
+    if decl is None or any(d.type == "init_declarator" for d in
+                           decl.children_by_field_name("declarator")
+                           if text(d.child_by_field_name("declarator") or d) == name):
+        raise bad
+    block = nest.parent
+    if block is None or block.type != "compound_statement":
+        raise bad
+    after = [c for c in block.named_children if c.start_byte >= nest.end_byte]
+    first = next((c for c in after if any(n.type == "identifier" and text(n) == name
+                                          for n in walk(c))), None)
+    e = strip(first.named_children[0]) if first is not None and \
+        first.type == "expression_statement" and first.named_child_count == 1 else None
+    right = e.child_by_field_name("right") if e is not None and \
+        e.type == "assignment_expression" else None
+    if first is not None and (
+            e is None or right is None or text(e.child_by_field_name("operator")) != "=" or
+            text(strip(e.child_by_field_name("left") or e)) != name or
+            any(n.type == "identifier" and text(n) == name for n in walk(right))):
+        raise bad
+    for n in walk(plan.body):
+        if n.type != "identifier" or text(n) != name:
+            continue
+        if decl.start_byte <= n.start_byte < decl.end_byte or \
+                nest.start_byte <= n.start_byte < nest.end_byte or \
+                (first is not None and first.start_byte <= n.start_byte < block.end_byte):
+            continue
+        raise bad
+    return text(decl.child_by_field_name("type"))
 
 
 def row_sums(plan: Plan, w: Window, oy_n: str, rows: str, windows: dict[int, str]) -> str:
@@ -151,7 +207,17 @@ def row_sums(plan: Plan, w: Window, oy_n: str, rows: str, windows: dict[int, str
                 n.parent.child_by_field_name("left") == n:
             return f"wb_h_{text(n)}"
         return None
-    terms = "\n".join(f"          {render(data, st, sub)}" for st in s.body)
+    types = dict(s.assigned)
+
+    def line_of(st: Node) -> str:
+        got = render(data, st, sub)
+        e = strip(st.named_children[0]) if st.type == "expression_statement" else None
+        left = e.child_by_field_name("left") if e is not None and \
+            e.type == "assignment_expression" else None
+        if left is not None and text(strip(left)) in types:  # `va = ..;`: its own local here
+            return f"{types[text(strip(left))]} {got}"
+        return got
+    terms = "\n".join(f"          {line_of(st)}" for st in s.body)
     ind = " " * s.outer.start_point[1]
     adds = " ".join(f"{acc} += {hs[acc]}[wb_oy + {s.row_var} - ({r0})];" for acc in s.accs)
     # before the nest's own `#pragma unroll` (inserted after this): the branch, then the nest
