@@ -2,11 +2,15 @@
 
 Recognised by roles, not by one spelling: a 2-D launch block of literal sizes ``(BX, BY)``;
 one ``__shared__`` 2-D array ``[EY][EX]`` (a flat one indexed by hand is read as rows before
-the analysis, :mod:`.apron_flat`), beside it only tables every output reads alike, filled as
+the analysis, :mod:`.apron_flat`), or several of one geometry (the same compile-time
+extents: ``ta``, ``tb`` of two images, each stored once by the same load nest or by sibling
+nests of one shape, all sized, padded, loaded and read alike, each with its own register
+window), beside them only tables every output reads alike, filled as
 written (:mod:`.apron_side`: a filter bank); before the one top-level ``__syncthreads()``
 only declarations, the tables' fills and a load nest ``for (py = threadIdx.y; py < LY; py += BY) for (px =
 threadIdx.x; px < LX; px += BX) tile[py][px] = V;`` (either loop outside, braces and locals
-optional); after it the per-point work. The halo is ``H = L - B`` per dimension, the
+optional, the outer loop's single-assignment locals before the inner loop); after it the
+per-point work. The halo is ``H = L - B`` per dimension, the
 author's padding ``E - L``. Legal when (checked on integer polynomials of the expressions,
 single-assignment locals expanded, clamps and guards included):
 
@@ -31,8 +35,9 @@ column's OUT_Y rows read each tile row once from a register window where the rea
 tile values, so every config gives the kernel's results; the defaults are the kernel as
 written. Where the window's weights factor exactly, SEPARABLE 1 shares the window rows'
 horizontal sums between a thread's rows (:mod:`.apron_separable`: the float additions in
-another order, within the folder's tolerances). Anything else is refused with the reason
-and the line.
+another order, within the folder's tolerances); where the taps are unit-weight sums of terms
+(``s += v; ss += v * v;``, several tiles too), ROW_SUMS 1 does the same for every sum
+(:mod:`.apron_rowsums`). Anything else is refused with the reason and the line.
 
 A tile stored by per-thread branches (the point, then the halo under ``if``s on the thread
 index) is read as one function of the global position (:mod:`.apron_branches`) and filled by
