@@ -238,13 +238,19 @@ def _check_store(plan: Plan, loop: Node, body: list[Node], tile: str | frozenset
     writes (``own``: the loop's own locals). The tiles stored, in order."""
     tiles = frozenset({tile}) if isinstance(tile, str) else tile
     shown = " / ".join(sorted(tiles))
-    count = 1
-    while count < len(body) and body[-count - 1].type != "declaration":
+    def is_store(st: Node) -> bool:
+        e = strip(st.named_children[0]) if st.type == "expression_statement" and \
+            st.named_child_count == 1 else None
+        left = e.child_by_field_name("left") if e is not None and \
+            e.type == "assignment_expression" else None
+        return left is not None and base_array(strip(left)) in tiles
+    count = 1  # the trailing stores (at least the last statement, checked below)
+    while count < len(body) and is_store(body[-count - 1]):
         count += 1
     stores = body[-count:] if body else [loop]
     if any(b.type != "declaration" for b in body[:-count]):
-        raise Refused("the tile load's body is not declarations and the tiles' stores",
-                      stores[0])
+        raise Refused("the tile load's body is not declarations and "
+                      + ("one store" if len(tiles) == 1 else "the tiles' stores"), body[-1])
     exprs: list[Node] = []
     stored: list[str] = []
     for store in stores:
