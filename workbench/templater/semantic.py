@@ -18,6 +18,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
@@ -37,6 +38,7 @@ from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
+from workbench.templater.guarded_tail import guarded_tail
 from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp, interleaves
@@ -45,6 +47,7 @@ from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
 from workbench.templater.index_mask import apply_index_mask
 from workbench.templater.inline_bodies import expand_bodies
+from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
@@ -60,6 +63,7 @@ from workbench.templater.macros import (
     lift_switches,
 )
 from workbench.templater.named import lift_named
+from workbench.templater.parameter_names import scalars_by_parameter
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
@@ -128,10 +132,33 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
     inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
+    lifted = _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
+                           compared_by_total)
+    tail = guarded_tail(inlined, entry) if not _vectorized(lifted) else None
+    if tail is None:
+        return lifted
+    try:  # if (i >= n) return; ..: as if (i < n) { .. }, where only that spelling vectorizes
+        guarded = _lift_inlined(tail, entry, grid, block, scalars, smem_bytes, file,
+                                compared_by_total)
+    except WorkbenchError:
+        return lifted
+    return guarded if _vectorized(guarded) else lifted
+
+
+def _vectorized(lifted: LiftedSource) -> bool:
+    """Whether the vector family applied to ``lifted``."""
+    return any(f.transform == "VEC" and f.applied for f in lifted.findings)
+
+
+def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str],
+                  block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str,
+                  file: str, compared_by_total: Collection[str] | None) -> LiftedSource:
+    """The lift of ``inlined`` (the source after the spelling passes of :func:`lift_kernel`)."""
     members = spell_members(inlined.text, file)  # Tile::ROWS read as a named constant
     source = parse_cuda(members.source_text, file)
     kernel = source.kernel(entry)
-    plan = Plan(source, kernel, grid=list(grid), block=list(block), scalars=scalars)
+    plan = Plan(source, kernel, grid=list(grid), block=list(block),
+                scalars=scalars_by_parameter(kernel, scalars))  # N launched with n
     macros = integer_macros(source)
     constants = file_constants(plan, members.values)
     guard = AutoGuard(plan)  # a family copying an `auto` local (`auto acc[TM]`) refuses

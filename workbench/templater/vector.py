@@ -255,7 +255,7 @@ _SIZE_OPS = {"+": "+", "-": "-", "*": "*", "/": "//"}
 
 def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
     """``node``'s value as a launch expression over the shape names: a size argument
-    (``n``), an integer literal, a local never assigned after its initializer, and +, -,
+    (``n``), an integer literal or macro, a local never assigned after its initializer, and +, -,
     * and / (integer division, ``//``) of those (``cols / 8`` -> ``(cols // 8)``); None
     for anything else."""
     node = strip(node)
@@ -267,6 +267,8 @@ def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
         if name in plan.scalars:
             return plan.scalars[name]
         d = plan.facts.defs.get(name)
+        if d is None and int_value(node) is not None:  # an integer macro (#define R 2)
+            return str(int_value(node))
         if d is None or d.assigned or d.is_pointer or d.value is None or depth > 4:
             return None
         return size_expression(plan, d.value, depth + 1)
@@ -334,7 +336,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         if p.is_const:
             raise Illegal(f"`{w}` is written but declared const", region.body)
         others = read - {w}
-        if values and not p.is_restrict:
+        # a one-element region's lanes and items are threads of the kernel as written, which
+        # run in no order: a read at another lane's value racing its store races as written
+        if values and not p.is_restrict and region.loop:
             raise Illegal(f"`{w}` is written and not __restrict__, and `{region.var}` is "
                           f"also read as a value (`{text(values[0].parent)}`): a read at "
                           "that value would run before the vectors' stores", region.body)
