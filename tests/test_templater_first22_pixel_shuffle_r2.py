@@ -30,6 +30,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import held_back_unseen13
 import held_back_unseen22
 import pytest
 from held_back_harness import respelled, same_as_written
@@ -192,3 +193,39 @@ def test_other_spellings_compute_as_written(source: str, tmp_path: Path,
                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = respelled(FOLDER, tmp_path / "folders", source)
     assert _same_outputs(kf, tmp_path, host_flags) >= 4
+
+
+#: Set 13's max pool: ``if (idx >= ho * wo) return;``, an output that is not __restrict__, the
+#: index also read as a value (``oy = idx / wo``): the same three readings lift VEC there too
+#: (strictly more knobs than before; host-checked at 12 x 18 outputs a plane, an even row
+#: count for the planes' offsets ``blockIdx.y * ho * wo``).
+POOL = held_back_unseen13.SET.root / "maxpool3s2_nchw"
+
+
+def test_the_max_pool_vectorizes_its_early_exit_region() -> None:
+    lifted = offline_template(load_kernel_folder(POOL)).lifted
+    names = [p.name for p in lifted.params]
+    assert {"BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"} <= set(names), \
+        lifted.notes
+    assert {"ho % VEC == 0", "(ho * wo) % VEC == 0"} <= set(lifted.constraints)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_max_pool_computes_as_written(tmp_path: Path,
+                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = respelled(POOL, tmp_path / "folders", POOL.joinpath("maxpool3s2_nchw.cu").read_text())
+    toml = kf.path / "kernel.toml"
+    toml.write_text(toml.read_text().replace("small = { p = 3, h = 23, w = 37, ho = 11, wo = 18 }",
+                                             "small = { p = 3, h = 25, w = 37, ho = 12, wo = 18 }"))
+    kf = load_kernel_folder(toml.parent)
+    assert kf.env(kf.check_shape, "fp32")["ho"] == 12
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    mixes = [{"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
+             {"BLOCK_THREADS": 96, "VEC": 2, "ITEMS_PER_THREAD": 4}]
+    configs = host_configs(template, env, mixes)
+    if not FULL_MATRIX:
+        configs = configs[:5]
+    assert same_as_written(kf, template, configs, held_back_unseen13.SET.host_source, tmp_path,
+                           host_flags) >= 4

@@ -15,6 +15,7 @@ reproduce the kernel as written: same launch, same work per thread.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
@@ -71,7 +72,7 @@ from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.reassigned_locals import split_reassigned
 from workbench.templater.record_stage import apply_record_stage
-from workbench.templater.records import LiftedSource
+from workbench.templater.records import Finding, LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
@@ -142,7 +143,17 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
                                 compared_by_total)
     except WorkbenchError:
         return lifted
-    return guarded if _vectorized(guarded) else lifted
+    lost = sorted({p.name for p in lifted.params} - {p.name for p in guarded.params})
+    if _vectorized(guarded) and not lost:  # strictly more knobs: VEC added
+        return guarded
+    why = tuple(Finding("VEC", False, f"read as `if (i < n) {{ .. }}`: {f.reason}", f.line)
+                for f in guarded.findings if f.transform == "VEC" and not f.applied and
+                f not in lifted.findings)
+    if _vectorized(guarded):
+        why = (Finding("VEC", False, "read as `if (i < n) { .. }` the region vectorizes, but "
+                       f"that lift loses {', '.join(lost)}: the kernel as written is lifted"),)
+    return replace(lifted, notes=lifted.notes + tuple(str(f) for f in why),
+                   findings=lifted.findings + why)
 
 
 def _vectorized(lifted: LiftedSource) -> bool:

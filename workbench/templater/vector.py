@@ -338,7 +338,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         others = read - {w}
         # a one-element region's lanes and items are threads of the kernel as written, which
         # run in no order: a read at another lane's value racing its store races as written
-        if values and not p.is_restrict and region.loop:
+        # (a body with loops of its own is left to the families that interleave its items)
+        if values and not p.is_restrict and (region.loop or _has_loop(region.body)):
             raise Illegal(f"`{w}` is written and not __restrict__, and `{region.var}` is "
                           f"also read as a value (`{text(values[0].parent)}`): a read at "
                           "that value would run before the vectors' stores", region.body)
@@ -377,6 +378,12 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                   "only where, per item, the written and read ranges are the same elements or "
                   "disjoint (compared at run time), the loop as written otherwise", region.node)
     return constraints
+
+
+def _has_loop(body: Node) -> bool:
+    """Whether ``body`` holds a loop."""
+    return any(n.type in ("for_statement", "while_statement", "do_statement")
+               for n in walk(body))
 
 
 def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vector: str,
