@@ -202,3 +202,66 @@ def test_other_spellings_compute_as_written(source: str, tmp_path: Path,
                                             host_flags: tuple[str, ...]) -> None:  # noqa: F811
     kf = _at_3000(respelled(FOLDER, tmp_path / "folders", source))
     assert _same_outputs(kf, tmp_path, host_flags) >= 4
+
+
+#: A compute loop per element after two templated moving averages in ``auto`` locals: the
+#: items a thread interleave the loop (ITEMS_PER_THREAD of the ilp family), each item's
+#: ``mi`` and ``vi`` an array of the type ``ema``'s ``T`` is deduced as from ``m[i]``
+#: (float), where before the type was not known and the items were refused.
+HERON = """// A compute loop per element (Heron's square root, six steps) after two templated moving
+// averages held in `auto` locals.
+template <typename T>
+__device__ __forceinline__ T ema(T old, const T& sample, T beta) {
+  return beta * old + (T(1) - beta) * sample;
+}
+
+extern "C" __global__ void adamw_step(float* __restrict__ p_out, float* __restrict__ m_out,
+                                      float* __restrict__ v_out, const float* __restrict__ p,
+                                      const float* __restrict__ g, const float* __restrict__ m,
+                                      const float* __restrict__ v, int n, float lr, float beta1,
+                                      float beta2, float eps, float wd, float bc1, float bc2) {
+  const int i = static_cast<int>(blockIdx.x) * 256 + static_cast<int>(threadIdx.x);
+  if (i >= n) return;
+  const auto mi = ema(m[i], g[i], beta1);
+  const auto vi = ema(v[i], g[i] * g[i], beta2);
+  float r = 1.0f;
+  for (int k = 0; k < 6; ++k) r = 0.5f * (r + (vi / bc2 + eps) / r);
+  p_out[i] = p[i] - lr * (mi / bc1 / (r + eps) + wd * p[i]);
+  m_out[i] = mi;
+  v_out[i] = vi;
+}
+"""
+
+
+def test_a_templated_helper_types_its_auto_result() -> None:
+    names, _constraints, notes, text = _lift(HERON)
+    assert {"ITEMS_PER_THREAD", "UNROLL"} <= set(names), notes
+    assert "ITEMS_PER_THREAD: applied: 4 item-dependent local(s) (i, mi, r, vi) get one copy " \
+        "per item; 1 loop(s) of item-independent length interleave the items (line 13)" in notes
+    assert "float mi[ITEMS_PER_THREAD]" in text and "float vi[ITEMS_PER_THREAD]" in text, text
+
+
+def test_a_return_type_no_argument_deduces_stays_unknown() -> None:
+    """``template <typename T, typename U = T> U ema(..)``: U is deduced from no argument,
+    so ``mi``'s type stays unknown and the items that would copy it are refused; the vector
+    family (lanes need no arrays of it) takes the region instead."""
+    source = HERON.replace("template <typename T>", "template <typename T, typename U = T>") \
+        .replace("__forceinline__ T ema(", "__forceinline__ U ema(")
+    names, _constraints, notes, _text = _lift(source)
+    assert "UNROLL" not in names and "VEC" in names, notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_the_templated_helper_items_compute_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _at_3000(respelled(FOLDER, tmp_path / "folders", HERON))
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    mixes = [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2},
+             {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 8, "UNROLL": 0, "MIN_BLOCKS_PER_SM": 2}]
+    configs = host_configs(template, env, mixes)
+    if not FULL_MATRIX:
+        configs = configs[:5]
+    assert same_as_written(kf, template, configs, held_back_unseen22.SET.host_source, tmp_path,
+                           host_flags) >= 4

@@ -262,12 +262,50 @@ def _call_type(plan: Scope, node: Node, again: _Typer) -> str | None:
     defined = plan.source.function_definitions().get(name)
     overloads = sum(1 for n, _ in function_definitions(plan.source.tree.root_node)
                     if n == name)
-    if defined is not None and overloads == 1 and not any(t.type == "template_declaration"
-                                       for t in ancestors(defined)):
-        return type_name(" ".join(text(c) for c in defined.children
-                                  if c.type in ("primitive_type", "type_identifier",
-                                                "sized_type_specifier", "type_qualifier")))
-    return None
+    if defined is None or overloads != 1:
+        return None
+    template = next((t for t in ancestors(defined) if t.type == "template_declaration"), None)
+    if template is not None:
+        return _deduced_return(template, defined, types)
+    return type_name(" ".join(text(c) for c in defined.children
+                              if c.type in ("primitive_type", "type_identifier",
+                                            "sized_type_specifier", "type_qualifier")))
+
+
+def _deduced_return(template: Node, defined: Node, types: list[str | None]) -> str | None:
+    """The return type of a call to a function template that returns one of its type
+    parameters, ``T``, taken by value or by reference (``T x``, ``const T& x``): the type
+    deduced from the arguments at those parameters (``ema(m[i], gi, hp.beta1)`` with
+    ``m[i]`` a float: float). Every deduction of T agrees where the call compiles, so one
+    known argument type suffices; two known that differ, none known, a return type that is
+    no bare type parameter, or a count of arguments other than the parameters': None."""
+    listed = template.child_by_field_name("parameters")
+    names = {text(c) for p in (listed.named_children if listed is not None else [])
+             if p.type == "type_parameter_declaration" for c in p.named_children
+             if c.type == "type_identifier"}
+    returned = defined.child_by_field_name("type")
+    declarator = defined.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    if returned is None or text(returned) not in names or params is None or \
+            any(c.type == "type_qualifier" or (c.type.endswith("_declarator") and
+                c.type != "function_declarator") for c in defined.children):
+        return None
+    declared = [p for p in params.named_children if p.type == "parameter_declaration"]
+    if len(declared) != len(types) or len(declared) != params.named_child_count:
+        return None
+    deduced = set()
+    for param, arg in zip(declared, types, strict=True):
+        kind = param.child_by_field_name("type")
+        inner = param.child_by_field_name("declarator")
+        if kind is None or text(kind) != text(returned) or arg is None or inner is None:
+            continue
+        if inner.type == "reference_declarator" and text(inner).startswith("&&"):
+            return None  # a forwarding reference deduces a reference type
+        if inner.type in ("identifier", "reference_declarator"):
+            deduced.add(arg)
+    return deduced.pop() if len(deduced) == 1 else None
 
 
 def _name_type(plan: Scope, name: str, known: Mapping[str, str], depth: int) -> str | None:
