@@ -142,16 +142,30 @@ def test_a_kernel_with_no_guard_keeps_whole_blocks() -> None:
     assert "VEC" not in names
 
 
-def test_parameters_the_folder_does_not_count_alike_keep_their_names() -> None:
+def test_an_exit_past_the_bound_bounds_the_blocks_whatever_the_names() -> None:
     """The folder's kernel with one scalar more than the folder lists: the position of each is
-    not known, so nothing is renamed; ``total`` reads ``N``, no name the launch gives a size,
-    so no comparison is seen to bound the extent and the blocks stay whole (nor is the bound
-    a known size for VEC)."""
-    source = FOLDER.joinpath("pixel_shuffle_r2.cu").read_text().replace("int H,\n", "int H, int pad,\n")
+    not known, so nothing is renamed (``total`` reads ``N``, no name the launch gives a size),
+    but ``if (idx >= total) return;`` makes every thread past the bound leave: the blocks
+    need not tile the extent. (VEC still needs the bound as a size: not lifted.)"""
+    source = FOLDER.joinpath("pixel_shuffle_r2.cu").read_text().replace("int H,\n",
+                                                                         "int H, int pad,\n")
     assert "int pad" in source
     names, constraints, notes, _text = _lift(source)
-    assert WHOLE in constraints, constraints
-    assert "VEC" not in names, notes
+    assert not any("% (BLOCK_THREADS" in c for c in constraints), constraints
+    assert "VEC" not in names and "ITEMS_PER_THREAD" in names, notes
+
+
+@pytest.mark.parametrize("guard", ["if (idx < total) return;", "if (total > idx) return;",
+                                   "if (idx >= 0) {} else return;"])
+def test_an_exit_below_a_bound_is_no_upper_bound(guard: str) -> None:
+    """Leaving where the place is below a size (or a test with an ``else``) bounds nothing
+    from above: the blocks stay whole (the kernel's count renamed apart as above, so the
+    names alone bound nothing either)."""
+    source = FOLDER.joinpath("pixel_shuffle_r2.cu").read_text().replace(
+        "int H,\n", "int H, int pad,\n").replace("if (idx >= total)\n        return;", guard)
+    assert guard in source
+    _names, constraints, notes, _text = _lift(source)
+    assert WHOLE in constraints, (constraints, notes)
 
 
 def test_a_loop_reading_its_index_as_a_value_still_needs_restrict() -> None:

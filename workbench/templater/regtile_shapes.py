@@ -159,7 +159,10 @@ def _index_bounded(plan: Plan, dim: str) -> bool:
     """Whether a comparison bounds the thread's place along ``dim`` from above: the smaller
     side reads ``blockIdx.<dim>`` (or a local set from it), the larger no block or thread index
     (``if (gx < WIDTH)`` with WIDTH a macro for the size the grid covers by ``w``): the kernel
-    guards its points, so a block that overhangs the extent writes nothing past it."""
+    guards its points, so a block that overhangs the extent writes nothing past it. A test that
+    makes the thread leave (``if (idx >= total) return;``, or ``continue``) bounds it the other
+    way round: the place on the larger side (and ``if (idx < lo) return;`` bounds it from
+    below only)."""
     seeds = {d.name for d in plan.facts.defs.values() if d.value is not None and
              any(n.type == "field_expression" and text(n) == f"blockIdx.{dim}"
                  for n in walk(d.value))}
@@ -169,10 +172,30 @@ def _index_bounded(plan: Plan, dim: str) -> bool:
         op = text(n.child_by_field_name("operator") or n)
         if left is None or right is None:
             continue
-        near, far = (left, right) if op in ("<", "<=") else (right, left)  # place < bound
+        # place < bound where the thread works; if (place >= bound) return; where it leaves
+        upper = (op in ("<", "<=")) != _exits(n)
+        near, far = (left, right) if upper else (right, left)
         if _reads(near, places) and not _reads(far, places | {"blockIdx", "threadIdx"}):
             return True
     return False
+
+
+def _exits(test: Node) -> bool:
+    """Whether ``test`` is the whole condition of an ``if`` with no ``else`` whose
+    consequence is ``return;`` or ``continue;`` (alone or in braces)."""
+    clause = test.parent
+    while clause is not None and clause.type == "parenthesized_expression":
+        clause = clause.parent
+    stmt = clause.parent if clause is not None and clause.type == "condition_clause" else None
+    if stmt is None or stmt.type != "if_statement" or \
+            stmt.child_by_field_name("alternative") is not None:
+        return False
+    body = stmt.child_by_field_name("consequence")
+    if body is not None and body.type == "compound_statement":
+        inner = [c for c in body.named_children if c.type != "comment"]
+        body = inner[0] if len(inner) == 1 else None
+    return body is not None and body.type in ("return_statement", "continue_statement") and \
+        not body.named_children
 
 
 def _set_from(plan: Plan, names: set[str]) -> set[str]:
