@@ -1,12 +1,13 @@
 """No family writes an ``auto`` array (issue 28, set 21's gmm_loglik_k16): a local declared
 ``auto`` whose type auto_types cannot tell (a file's typedef in a functional cast,
-``auto acc = wb_real(0.0f)``; a template function's ``T``; ``pow(1.0f, 2)``, where an overload
-decides) is copied by no
-family. Regtile (gemm_smem's ``acc``, gemm_cm_bt_rowscale's ``t``), conv (conv2d_const's
+``auto acc = wb_real(0.0f)``; ``pow(1.0f, 2)``, where an overload decides) is copied by no
+family (a template function returning its ``T``, ``wb_same(0.0f)``, is told since session
+29: T deduced from the argument). Regtile (gemm_smem's ``acc``, gemm_cm_bt_rowscale's ``t``), conv (conv2d_const's
 ``acc``, colfilter13's ``s``) and centre (bilateral5's ``center``) wrote ``auto NAME[..]``
 (nvcc: "auto type cannot appear in top-level array type"); each now refuses with the
 local's line (auto_refuse.AutoGuard) and the next family lifts. Where the type can be told
-(``auto acc = 0.0f``) the lift is the plain kernel's (typed_autos). Pure text checks; nvcc
+(``auto acc = 0.0f``, ``auto acc = wb_same(0.0f)``) the lift is the plain kernel's
+(typed_autos). Pure text checks; nvcc
 compiles each refused lift at its first all-ends config."""
 
 from __future__ import annotations
@@ -86,9 +87,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(("case", "spelling"), [
     *((case, "typedef") for case in sorted(CASES)),
-    *((case, spelling) for case in ("corpus_compute/gemm_smem", "corpus_compute/conv2d_const",
-                                    "corpus_compute_unseen9/bilateral5")
-      for spelling in ("template", "pow"))])
+    *((case, "pow") for case in ("corpus_compute/gemm_smem", "corpus_compute/conv2d_const",
+                                 "corpus_compute_unseen9/bilateral5"))])
 def test_an_untold_auto_local_is_copied_by_no_family(case: str, spelling: str,
                                                      work: Path) -> None:
     _kf, result, line = _untold(case, work, spelling)
@@ -100,9 +100,14 @@ def test_an_untold_auto_local_is_copied_by_no_family(case: str, spelling: str,
     assert "write the type" in refused[0]
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_a_told_auto_local_lifts_as_the_typed_kernel(case: str, work: Path) -> None:
-    kf, _line = _folder(work, case, "told")
+@pytest.mark.parametrize(("case", "spelling"), [
+    *((case, "told") for case in sorted(CASES)),
+    # a template function's T, deduced from its argument (auto_types._deduced_return)
+    *((case, "template") for case in ("corpus_compute/gemm_smem", "corpus_compute/conv2d_const",
+                                      "corpus_compute_unseen9/bilateral5"))])
+def test_a_told_auto_local_lifts_as_the_typed_kernel(case: str, spelling: str,
+                                                     work: Path) -> None:
+    kf, _line = _folder(work, case, spelling)
     plain = offline_template(load_kernel_folder(BENCH / case))
     told = offline_template(kf)
     assert [p.name for p in told.lifted.params] == [p.name for p in plain.lifted.params]
