@@ -223,15 +223,42 @@ def test_nvcc_compiles_the_lift_at_the_ends_of_its_space(spelling: str, tmp_path
         assert done.returncode == 0, (config, done.stderr[-2000:])
 
 
-def test_an_auto_local_of_a_templates_result_refuses_the_items_with_its_line() -> None:
+def test_an_auto_local_of_a_templates_deduced_result_is_copied_typed() -> None:
+    """``auto e = lognorm[c] - half_form(x - mx[c], ..)``: half_form returns its ``T``, deduced
+    from ``x - mx[c]`` (float) since session 29 (auto_types), so the items copy ``e`` as a
+    float array (they were refused with the line before)."""
     lifted = lift_kernel(TEMPLATED, entry="k", grid=["ceil_div(n, 256)"], block=["256"],
                          scalars={"n": "n"})
+    assert "float e[ITEMS_PER_THREAD]" in lifted.source, lifted.source
+    assert not _AUTO_ARRAY.search(lifted.source), lifted.source
+    assert {"ITEMS_PER_THREAD", "UNROLL"} <= {p.name for p in lifted.params}, lifted.notes
+
+
+def test_an_auto_local_of_an_explicit_templates_result_refuses_the_items_with_its_line() -> None:
+    """``half_form<float>(..)``: explicit template arguments are not read, the type stays
+    unknown: the items are refused with the line, and nothing writes an ``auto`` array."""
+    lifted = lift_kernel(TEMPLATED.replace("- half_form(", "- half_form<float>("), entry="k",
+                         grid=["ceil_div(n, 256)"], block=["256"], scalars={"n": "n"})
     refused = [str(f) for f in lifted.findings if f.transform == "ITEMS_PER_THREAD" and
                not f.applied]
-    assert any("`auto e = lognorm[c] - half_form(" in r and "line 31" in r for r in refused), \
-        lifted.notes
+    assert any("`auto e = lognorm[c] - half_form<float>(" in r and "line 31" in r
+               for r in refused), lifted.notes
     assert not _AUTO_ARRAY.search(lifted.source), lifted.source
     assert "UNROLL" not in {p.name for p in lifted.params}, lifted.notes
+
+
+def test_the_deduced_templates_items_print_what_the_kernel_as_written_prints(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """TEMPLATED as the folder's kernel (its entry and restrict-free pointers): bit for bit at
+    the default, the items at 4 with UNROLL 2 and the first and last all-ends configs."""
+    kf = respelled(FOLDER, tmp_path / "folders", TEMPLATED.replace("void k(", "void gmm_loglik_k16("))
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    default = dict(template.default_config())
+    configs = [default, {**default, "ITEMS_PER_THREAD": 4, "UNROLL": 2},
+               *host_sample(end_configs(template, env))]
+    assert same_as_written(kf, template, configs, held_back_unseen21.SET.host_source, tmp_path,
+                           host_flags) == len(configs)
 
 
 def _types(declarations: str, values: str) -> list[str | None]:
@@ -404,8 +431,9 @@ extern "C" __global__ void k(float* out, const float* in, int n) {
     got = typed_autos(InlinedSource(text=source, file="k.cu"), "k").text
     assert "const int i = static_cast<int>" in got
     assert "float a = in[i], b = 2.0f;" in got and "unsigned int j = 0u" in got
+    assert "float e = twice(in[i]);" in got  # T deduced from in[i] (session 29)
     for kept in ("auto scale = [&]", "auto w = v * 2.0f", "auto c = 1, d = 2.0f",
-                 "auto e = twice(", "auto& r = out[i]"):
+                 "auto& r = out[i]"):
         assert kept in got, kept
 
 
