@@ -243,3 +243,18 @@ def test_the_max_pool_computes_as_written(tmp_path: Path,
         configs = configs[:5]
     assert same_as_written(kf, template, configs, held_back_unseen13.SET.host_source, tmp_path,
                            host_flags) >= 4
+
+
+def test_a_map_naming_the_kernels_parameters_is_taken_as_keyed_by_them() -> None:
+    """``{"n", "m", "c2"}`` for ``(float c2, int n, int m)``: a caller keyed the map by the
+    kernel's names in another order; renaming by position would launch c2 with n."""
+    from workbench.core.cuda_source import parse_cuda
+    from workbench.templater.parameter_names import scalars_by_parameter
+
+    kernel = parse_cuda('extern "C" __global__ void k(float* o, float c2, int n, int m) {}\n',
+                        "k.cu").kernel("k")
+    given = {"n": "n", "m": "m", "c2": "c2"}
+    assert scalars_by_parameter(kernel, given) == given
+    assert scalars_by_parameter(kernel, {"a": "x", "b": "n", "c": "m"}) == \
+        {"c2": "x", "n": "n", "m": "m"}
+    assert scalars_by_parameter(kernel, {"a": "x", "b": "n"}) == {"a": "x", "b": "n"}
