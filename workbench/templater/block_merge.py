@@ -347,13 +347,14 @@ def _grid_in_c(plan: Plan, rule: str) -> str:
                 node.func.id == "ceil_div" and len(node.args) == 2:
             a, b = c(node.args[0]), c(node.args[1])
             return f"(({a} + {b} - 1) / {b})"
-        raise ValueError(ast.dump(node))
+        raise refused
+    refused = Refused(f"the grid rule `{rule}` is not a function of the kernel's scalar "
+                      "arguments: blocks past the grid as written cannot be told apart",
+                      plan.body)
     try:
         return c(ast.parse(rule, mode="eval").body)
-    except (ValueError, SyntaxError):
-        raise Refused(f"the grid rule `{rule}` is not a function of the kernel's scalar "
-                      "arguments: blocks past the grid as written cannot be told apart",
-                      plan.body) from None
+    except SyntaxError:
+        raise refused from None
 
 
 # -- emission ------------------------------------------------------------------------------
