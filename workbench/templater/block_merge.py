@@ -54,11 +54,11 @@ from workbench.templater.block_phases import (
     _shared,
     _statements,
     _writes,
+    recomputed,
 )
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
-from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal
 
 MERGE_X, MERGE_Y, ROWS, PRIVATE = "MERGE_X", "MERGE_Y", "ROWS_PER_THREAD", "PRIVATE"
@@ -402,10 +402,7 @@ def _emit(plan: Plan, phases: Phases, bx: int, by: int, grid_c: list[str],
                    f"#pragma unroll\n  for (int wb_k = 0; wb_k < {rows}; ++wb_k) {{ "
                    f"{rowline}if (wb_live) {{")
 
-        def recomputed(rw: Rewriter, opening: str = opening,
-                       needed: list[Node] = needed) -> str:
-            return opening + "".join(" " + rw.render(d.start_byte, d.end_byte).replace(
-                "\n", " ") for d in needed) + "\n"
-        plan.rw.replace_span(run[0].start_byte, run[0].start_byte, make=recomputed)
+        plan.rw.replace_span(run[0].start_byte, run[0].start_byte,
+                             make=recomputed(opening, needed))
         plan.rw.insert(run[-1].end_byte, "\n  }}" + (
             flush(bins, private, bx, step, f"{bx} * {mx}") if bins is not None else "") + "}")

@@ -38,6 +38,7 @@ Where neither applies the kernel is left to the other transforms, with the line 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -664,12 +665,18 @@ def _emit_threads(plan: Plan, layout: Layout, items: int, threads: str, live: bo
                    f"{threads}; ++wb_k) {{ const int wb_t = threadIdx.x + wb_k * {threads}; "
                    f"if ({flag}({items} % {threads} == 0 || wb_t < {items})) {{")
 
-        def recomputed(rw: Rewriter, opening: str = opening,
-                       needed: list[Node] = needed) -> str:
-            return opening + "".join(" " + rw.render(d.start_byte, d.end_byte).replace(
-                "\n", " ") for d in needed) + "\n"
-        plan.rw.replace_span(run[0].start_byte, run[0].start_byte, make=recomputed)
+        plan.rw.replace_span(run[0].start_byte, run[0].start_byte,
+                             make=recomputed(opening, needed))
         plan.rw.insert(run[-1].end_byte, "\n}}}")
+
+
+def recomputed(opening: str, needed: list[Node]) -> Callable[[Rewriter], str]:
+    """The text that opens a phase's loop over the thread's items: ``opening``, then the
+    thread-derived declarations the phase reads, each rendered again on one line."""
+    def make(rw: Rewriter) -> str:
+        return opening + "".join(" " + rw.render(d.start_byte, d.end_byte).replace(
+            "\n", " ") for d in needed) + "\n"
+    return make
 
 
 def _emit_rows(plan: Plan, layout: Layout, row: RowPlan, threads: str, rows: str) -> None:
