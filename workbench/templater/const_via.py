@@ -175,6 +175,13 @@ def _beside_limits(plan: Plan, bytes_: int) -> list[str]:
     """The copy's bytes (with the kernel's own) added to each other transform's static
     shared memory limit ``[K == 0 or ]E <= 49152`` (a staged record tile's: the two share
     the block's 48 KiB); a limit of another form is refused."""
+    return limits_beside(plan, KNOB, str(bytes_), "copy's")
+
+
+def limits_beside(plan: Plan, knob: str, extra: str, what: str) -> list[str]:
+    """``extra`` bytes, present where ``knob`` is not 0, added to each static shared memory
+    limit ``[K == 0 or ]E <= 49152`` the plan holds; Illegal for a limit of another form
+    (``what`` names the bytes in its message)."""
     out: list[str] = []
     for c in plan.constraints:
         if str(STATIC_SMEM) not in c:
@@ -182,9 +189,9 @@ def _beside_limits(plan: Plan, bytes_: int) -> list[str]:
         m = SMEM_LIMIT.fullmatch(c)
         if m is None or " or " in m.group(2):
             raise Illegal(f"another transform's shared memory limit `{c}` is not one the "
-                          "copy's bytes can be added to")
+                          f"{what} bytes can be added to")
         guard = f"{m.group(1)} == 0 or " if m.group(1) else ""
-        out.append(f"{KNOB} == 0 or {guard}({m.group(2)}) + {bytes_} <= {STATIC_SMEM}")
+        out.append(f"{knob} == 0 or {guard}({m.group(2)}) + {extra} <= {STATIC_SMEM}")
     return out
 
 

@@ -47,8 +47,7 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
-from workbench.templater.const_via import SMEM_LIMIT as _LIMIT
-from workbench.templater.const_via import STATIC_SMEM
+from workbench.templater.const_via import STATIC_SMEM, limits_beside
 from workbench.templater.ilp import LIVE, gave_items, interleaves, split_live
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
@@ -221,17 +220,7 @@ def _budget(plan: Plan, elements: str) -> list[str]:
         raise Illegal(f"the kernel has shared memory of its own (`{own.name}`), whose bytes "
                       "no limit counts", own.decl)
     mine = f"{NAME} * ({elements})"
-    limits = [f"{mine} <= {STATIC_SMEM}"]
-    for c in plan.constraints:
-        if str(STATIC_SMEM) not in c:
-            continue
-        m = _LIMIT.fullmatch(c)
-        if m is None or " or " in m.group(2):
-            raise Illegal(f"another transform's shared memory limit `{c}` is not one the "
-                          "tile's bytes can be added to")
-        guard = f"{m.group(1)} == 0 or " if m.group(1) else ""
-        limits.append(f"{NAME} == 0 or {guard}({m.group(2)}) + {mine} <= {STATIC_SMEM}")
-    return limits
+    return [f"{mine} <= {STATIC_SMEM}", *limits_beside(plan, NAME, mine, "tile's")]
 
 
 def _stride(index: Node, var: str) -> tuple[int, int] | None:
