@@ -50,11 +50,11 @@ from workbench.templater.block_phases import (
     _assigned_anywhere,
     _declarator_name,
     _needed,
-    _read_after,
     _shared,
     _statements,
     _writes,
     recomputed,
+    refuse_read_past,
 )
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
@@ -249,14 +249,7 @@ def _phases(plan: Plan) -> Phases:
                 raise Refused(f"`{text(decl)[:50]}`: a shared variable with an initialiser",
                               decl)
     for run in out.runs:
-        declared = {text(name): stmt for stmt in run if stmt.type == "declaration"
-                    for d in stmt.children_by_field_name("declarator")
-                    if (name := _declarator_name(d)) is not None}
-        for n in _read_after(plan, run, set(declared)):
-            decl = declared[text(n)]
-            raise Refused(f"`{text(n)}` (line {decl.start_point.row + 1}), a per-thread "
-                          f"value, is read at line {n.start_point.row + 1} past a barrier",
-                          n)
+        refuse_read_past(plan, run, "a barrier")
     return out
 
 

@@ -500,6 +500,18 @@ def _hoist(plan: Plan, layout: Layout) -> None:
                                for run in layout.runs) if r]
 
 
+def refuse_read_past(plan: Plan, run: list[Node], past: str) -> None:
+    """Refused where a value the run declares is read after the run (``past`` names what
+    ends it): each thread's copy would be gone, or another item's."""
+    declared = {text(name): stmt for stmt in run if stmt.type == "declaration"
+                for d in stmt.children_by_field_name("declarator")
+                if (name := _declarator_name(d)) is not None}
+    for n in _read_after(plan, run, set(declared)):
+        decl = declared[text(n)]
+        raise Refused(f"`{text(n)}` (line {decl.start_point.row + 1}), a per-thread value, "
+                      f"is read at line {n.start_point.row + 1} past {past}", n)
+
+
 def _check_runs(plan: Plan, layout: Layout) -> None:
     """No per-thread value lives across a barrier; no run leaves its level."""
     for run in layout.runs:
@@ -511,14 +523,7 @@ def _check_runs(plan: Plan, layout: Layout) -> None:
                 if n.type in ("break_statement", "continue_statement") and \
                         _leaves(n, stmt):
                     raise Refused(f"`{text(n)}` leaves the phase's run", n)
-        declared = {text(name): stmt for stmt in run if stmt.type == "declaration"
-                    for d in stmt.children_by_field_name("declarator")
-                    if (name := _declarator_name(d)) is not None}
-        for n in _read_after(plan, run, set(declared)):
-            decl = declared[text(n)]
-            raise Refused(f"`{text(n)}` (line {decl.start_point.row + 1}), a per-thread "
-                          f"value, is read at line {n.start_point.row + 1} past a barrier "
-                          "or a uniform statement", n)
+        refuse_read_past(plan, run, "a barrier or a uniform statement")
     for decl in layout.derived:
         for n in walk(decl):
             if n.type == "identifier" and text(n) in layout.uniform and \

@@ -90,7 +90,9 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
                           f"bytes) beside the kernel's {own + (dynamic or 0)} bytes of shared "
                           f"memory passes {STATIC_SMEM}")
         at = _opening(plan)
-        beside = _beside_limits(plan, own + copy + (dynamic or 0))
+        # the copy's bytes (with the kernel's own) beside each other transform's limit
+        # (a staged record tile's: the two share the block's 48 KiB)
+        beside = limits_beside(plan, KNOB, str(own + copy + (dynamic or 0)), "copy's")
     except Illegal as exc:
         plan.note(KNOB, False, exc.reason, exc.node or staged[0].reads[0].node)
         return {}
@@ -169,13 +171,6 @@ def _own_shared_bytes(plan: Plan) -> int:
                           decl)
         total += size * count
     return total
-
-
-def _beside_limits(plan: Plan, bytes_: int) -> list[str]:
-    """The copy's bytes (with the kernel's own) added to each other transform's static
-    shared memory limit ``[K == 0 or ]E <= 49152`` (a staged record tile's: the two share
-    the block's 48 KiB); a limit of another form is refused."""
-    return limits_beside(plan, KNOB, str(bytes_), "copy's")
 
 
 def limits_beside(plan: Plan, knob: str, extra: str, what: str) -> list[str]:
