@@ -194,6 +194,10 @@ def test_blocks_merged_and_rows_wrapped(spelling: str, tmp_path: Path) -> None:
     for config in (EXPERT_PICK, *MIXES):
         full = {**dict(result.template.default_config()), **config}
         assert space.rejection(full) is None, (config, space.rejection(full))
+    # rows a thread never shrink a block below a warp (8 x 8 as written, 8 rows a thread)
+    small = {**dict(result.template.default_config()), "ROWS_PER_THREAD": 8}
+    assert space.rejection(small) is not None
+    assert space.rejection({**small, "MERGE_X": 4}) is None
     large = result.template.launch_for({**dict(result.template.default_config()),
                                         **EXPERT_PICK}, kf.env("large", "fp32"))
     assert [list(large.grid), list(large.block)] == [[256, 256, 1], [32, 4, 1]]

@@ -160,6 +160,10 @@ def lift_merge(plan: Plan) -> bool:
     plan.block = [f"{bx} * {mx}", f"{by} * {my} / {rows}"]
     plan.launch_bounds = threads
     plan.constrain(f"{threads} <= 1024")
+    if bx * by >= 32:
+        # a block as written of a warp or more never shrinks below a warp: ROWS_PER_THREAD
+        # without MERGE_X/MERGE_Y would otherwise leave blocks of a few threads
+        plan.constrain(f"{threads} >= 32")
     size = _bytes(phases.shared) or 0
     if size:
         plan.constrain(f"{size} * {mx} * {my} <= 49152")
