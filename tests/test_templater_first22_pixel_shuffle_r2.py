@@ -119,7 +119,9 @@ def test_the_folder_lift_is_bounded_and_vectorizes_the_stores() -> None:
     assert "VEC: applied: region over idx vectorized (line 24)" in lifted.notes
     assert lifted.grid == ("ceil_div(n * c * 4 * h * w, BLOCK_THREADS * VEC * ITEMS_PER_THREAD)",)
     assert "*reinterpret_cast<WbVec<float, VEC>*>(&out[idx]) = wb_out[wb_i];" in lifted.source
-    assert "int ox = (idx + wb_v) % ((W) * PS_R);" in lifted.source
+    # the lanes share one quotient of the run-time divisors (workbench.templater.vector_lanes)
+    assert "int ox = wb_lane_mod(idx, wb_v, (((W) * PS_R)));" in lifted.source
+    assert "(w * 2) >= VEC" in lifted.constraints
 
 
 @pytest.mark.parametrize("source", [SECOND, THIRD], ids=["modern", "c89"])

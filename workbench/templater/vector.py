@@ -44,6 +44,7 @@ from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.vector_lanes import lane_values
 
 VEC_STRUCT = ("template <typename T, int N>\nstruct alignas(sizeof(T) * N) WbVec {  "
               "// N elements moved as one aligned access\n  T v[N];\n};")
@@ -363,8 +364,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     for stream, group in by_array.items():
         for a in group:
             plan.rw.replace(a.node, f"wb_{stream}[wb_i].v[wb_v]")
-    for n in values:  # the lane's own element
-        plan.rw.replace(n, f"({region.var} + wb_v)")
+    # the lane's own element (the flat region's index is never negative)
+    constraints += lane_values(plan, values, region.var, divide=not region.loop)
     mine = plan.rw.edits[before:]
 
     def make(rw: Rewriter) -> str:
