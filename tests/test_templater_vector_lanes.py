@@ -1,5 +1,5 @@
 """A vector lane's quotient and remainder by a run-time size (workbench.templater.vector_lanes):
-the helpers are exact for every base, divisor and lane the template's constraint admits (a
+the helpers, and a quotient's own quotient and remainder through the carry, are exact for every base, divisor and lane the template's constraint admits (a
 host program checks them exhaustively over a range, for int, unsigned and long long bases);
 where the divisor is a literal, or a local the body changes, the lane's element stays
 ``var + wb_v``. The end-to-end host checks are the pixel shuffle's and max pool's
@@ -32,6 +32,15 @@ template <typename B, typename E> int check() {
         if (wb_lane_div(b, k, e) != (b + k) / e || wb_lane_mod(b, k, e) != (b + k) %% e) {
           if (bad++ < 3) printf("base %%lld e %%lld k %%d\n", b0, e0, k);
         }
+        // a quotient's own division and remainder: its shared quotient and the lane's carry
+        for (long long f0 = 1; f0 < 9; ++f0) {
+          const E f = (E)f0;
+          const int c = wb_lane_carry(b, k, e);
+          if (wb_lane_mod(b / e, c, f) != ((b + k) / e) %% f ||
+              wb_lane_div(b / e, c, f) != ((b + k) / e) / f) {
+            if (bad++ < 3) printf("base %%lld e %%lld f %%lld k %%d\n", b0, e0, f0, k);
+          }
+        }
       }
   return bad;
 }
@@ -61,10 +70,10 @@ extern "C" __global__ void permute(float* __restrict__ out, const float* __restr
                                    int rows, int cols) {
   int i = blockIdx.x * 256 + threadIdx.x;
   if (i < rows * cols) {
-    int r = i / cols, c = i % cols;
+    int r = i / cols, c = i % cols, s = (i / cols) % 3, t = (i / cols) / rows;
     int step = cols;
     step += 1;
-    out[i] = in[c * rows + r] + (float)(i % 64) + (float)(i / step);
+    out[i] = in[c * rows + r] + (float)(i % 64) + (float)(i / step) + (float)(s + t);
   }
 }
 """
@@ -79,5 +88,9 @@ def test_run_time_divisors_share_the_quotient_and_the_rest_stay_per_lane() -> No
     assert "int r = wb_lane_div(i, wb_v, (cols));" in src, src
     assert "int c = wb_lane_mod(i, wb_v, (cols));" in src, src
     assert "cols >= VEC" in lifted.constraints
+    # a quotient's remainder and quotient: the shared quotient and the lane's carry
+    assert "int s = wb_lane_mod(i / (cols), wb_lane_carry(i, wb_v, (cols)), (3));" in src, src
+    assert "int t = wb_lane_div(i / (cols), wb_lane_carry(i, wb_v, (cols)), (rows));" in src
+    assert "rows >= 1" in lifted.constraints
     # a literal divisor is the compiler's; a local the body changes is not one per thread
     assert "(float)((i + wb_v) % 64)" in src and "(float)((i + wb_v) / step)" in src, src
