@@ -29,6 +29,11 @@ from workbench.templater.analysis import text, tree_root, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.point_split import entry_body
 
+#: The body's tokens a parameter may be: names, with the preprocessing numbers (``1.0f``,
+#: ``0x1Fu``, ``1e-3f``) and the character and string literals matched whole first, so a
+#: parameter ``f`` is not the suffix of ``1.0f`` (as the preprocessor reads them).
+_TOKEN = re.compile(r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*"|\.?\d(?:[eEpP][+-]|[\w.])*|[A-Za-z_]\w*""")
+
 #: Rounds of expansion (a macro whose body calls another is expanded in the next round).
 _ROUNDS = 8
 
@@ -44,7 +49,7 @@ class FunctionMacro:
     def expand(self, args: list[str]) -> str:
         """The body with each parameter token replaced by its argument's text."""
         values = dict(zip(self.params, args, strict=True))
-        return re.sub(r"[A-Za-z_]\w*", lambda m: values.get(m[0], m[0]), self.body)
+        return _TOKEN.sub(lambda m: values.get(m[0], m[0]), self.body)
 
 
 def function_macros(root: Node) -> dict[str, FunctionMacro]:
