@@ -9,8 +9,8 @@ block's share. The folder's scalar arguments are now read under the kernel's own
 position (:mod:`.parameter_names`): ``idx >= total`` bounds the extent, and the constraint
 goes. A kernel with no guard keeps it.
 
-Then the vector family: it read only ``if (i < n) { .. }``; ``if (i >= n) return; ..`` is
-now lifted as that spelling where the family applies to it alone (:mod:`.guarded_tail`), a
+Then the vector family: it read only ``if (i < n) { .. }``; its region model now reads
+``if (i >= n) return; ..`` too (the statements after the exit, :func:`~.vector.flat_region`), a
 bound through an integer macro is a size (``(w) * PS_R``), and a one-element region whose
 index is also read as a value (the gather's ``idx % OUT_W(W)``) vectorizes with an output
 that is not ``__restrict__``: its lanes and items are threads of the kernel as written, which

@@ -15,11 +15,9 @@ reproduce the kernel as written: same launch, same work per thread.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
-from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
@@ -39,7 +37,6 @@ from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
-from workbench.templater.guarded_tail import guarded_tail
 from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp, interleaves
@@ -72,7 +69,7 @@ from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.reassigned_locals import split_reassigned
 from workbench.templater.record_stage import apply_record_stage
-from workbench.templater.records import Finding, LiftedSource
+from workbench.templater.records import LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
@@ -133,32 +130,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
     inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
-    lifted = _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
-                           compared_by_total)
-    tail = guarded_tail(inlined, entry) if not _vectorized(lifted) else None
-    if tail is None:
-        return lifted
-    try:  # if (i >= n) return; ..: as if (i < n) { .. }, where only that spelling vectorizes
-        guarded = _lift_inlined(tail, entry, grid, block, scalars, smem_bytes, file,
-                                compared_by_total)
-    except WorkbenchError:
-        return lifted
-    lost = sorted({p.name for p in lifted.params} - {p.name for p in guarded.params})
-    if _vectorized(guarded) and not lost:  # strictly more knobs: VEC added
-        return guarded
-    why = tuple(Finding("VEC", False, f"read as `if (i < n) {{ .. }}`: {f.reason}", f.line)
-                for f in guarded.findings if f.transform == "VEC" and not f.applied and
-                f not in lifted.findings)
-    if _vectorized(guarded):
-        why = (Finding("VEC", False, "read as `if (i < n) { .. }` the region vectorizes, but "
-                       f"that lift loses {', '.join(lost)}: the kernel as written is lifted"),)
-    return replace(lifted, notes=lifted.notes + tuple(str(f) for f in why),
-                   findings=lifted.findings + why)
-
-
-def _vectorized(lifted: LiftedSource) -> bool:
-    """Whether the vector family applied to ``lifted``."""
-    return any(f.transform == "VEC" and f.applied for f in lifted.findings)
+    return _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
+                         compared_by_total)
 
 
 def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str],

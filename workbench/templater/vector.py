@@ -9,7 +9,8 @@ shuffle or early exit is inside, and a written array cannot alias another one re
 may also be read otherwise (``x + 8 * j``, ``s[j / 4]``): each lane reads it at its own
 element, ``j + wb_v``, where the body writes only locals and the streams (written streams
 ``__restrict__``) and never ``j`` itself. A one-element region writes no local declared
-before it. The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream
+before it; its guard is ``if (i < n) {..}`` last, or the exit ``if (i >= n) return;`` with
+the element's statements after it to the end of the body (:class:`FlatRegion`). The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream
 before any is used, runs the original body once per lane on registers, and stores the
 written vectors; constraints keep it correct: the bound (a size argument or a local
 computed from them, ``cols / 8``) and every offset multiples of VEC (alignment, no tail),
@@ -83,8 +84,40 @@ class Region:
     start: str  # rendered start (element index of the thread's first item)
     step: str  # rendered distance between a thread's items (elements, before VEC)
     loop: bool  # a loop (True) or one guarded item per thread (False)
-    node: Node  # what the rewrite replaces
+    node: Node  # what the rewrite replaces (from its start; an exit region: the exit)
     guards: tuple[Node, ...] = ()  # a loop's invariant conjuncts beside var < bound (.lane_bound)
+    exit: bool = False  # ``if (var >= bound) return;`` is ``node``; ``body`` the entry's body
+
+    def statements(self) -> list[Node]:
+        """The element's statements: the body, or an exit region's statements after it."""
+        if not self.exit:
+            return [self.body]
+        return [c for c in self.body.named_children if c.start_byte >= self.node.end_byte]
+
+    @property
+    def end_byte(self) -> int:
+        """Where the rewritten span ends: the node's end, an exit region's last statement's."""
+        return self.statements()[-1].end_byte if self.exit else self.node.end_byte
+
+    @property
+    def at(self) -> Node:
+        """The node a note about the element's body names (its line)."""
+        return self.node if self.exit else self.body
+
+    def holds(self, n: Node) -> bool:
+        """Whether ``n`` is in the element's statements."""
+        first = self.node.end_byte if self.exit else self.body.start_byte
+        return first <= n.start_byte < (self.end_byte if self.exit else self.body.end_byte)
+
+    def walk(self) -> list[Node]:
+        """Every node of the element's statements."""
+        return [n for s in self.statements() for n in walk(s)]
+
+    def text(self, rw: Rewriter) -> str:
+        """The element's body as a compound statement, as the file renders it."""
+        if not self.exit:
+            return rw.text(self.body)
+        return "{" + rw.render(self.node.end_byte, self.end_byte) + "\n}"
 
 
 def _is_write(sub: Node) -> tuple[bool, bool]:
@@ -129,23 +162,23 @@ def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
     the other reads of ``var`` (as a value, ``x + 8 * w``, or in another index,
     ``s[w / 4]``): each lane evaluates those at its own element, ``var + wb_v``."""
     body, var = region.body, region.var
-    for n in walk(body):
+    for n in region.walk():
         if n.type in _EXITS:
             raise Illegal(f"`{text(n)}` leaves the loop body early", n)
-    bad = sorted(c for c in calls(body) if c == "__syncthreads" or c.startswith(("atomic",
-                                                                                  "__shfl")))
+    bad = sorted(c for s in region.statements() for c in calls(s)
+                 if c == "__syncthreads" or c.startswith(("atomic", "__shfl")))
     if bad:
-        raise Illegal(f"the body calls {bad[0]}, which must run once per thread", body)
+        raise Illegal(f"the body calls {bad[0]}, which must run once per thread", region.at)
     out: list[Access] = []
     values: list[Node] = []
-    for n in walk(body):
+    for n in region.walk():
         if n.type != "identifier" or text(n) != var:
             continue
         loaded = _pointer_read(n)
         sub = n.parent if loaded is None else loaded[0]
         while sub is not None and sub.type != "subscript_expression" and loaded is None:
             sub = sub.parent
-        if sub is None or sub.start_byte < body.start_byte:
+        if sub is None or not region.holds(sub):
             _read_only(n, var)
             values.append(n)
             continue
@@ -169,7 +202,7 @@ def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
         write, read = _is_write(sub)
         out.append(Access(sub, array, index, write, read))
     if not out:
-        raise Illegal(f"no array is indexed by {var}", body)
+        raise Illegal(f"no array is indexed by {var}", region.at)
     if values:
         _writes_streams_or_locals(region, out, values[0])
     if not region.loop:
@@ -181,8 +214,8 @@ def _keeps_outer_locals(region: Region) -> None:
     """A one-element region's body writes no local declared before it: each of the VEC
     lanes' bodies would start from the previous lane's value, not from the value every
     thread as written starts from (``base += i``)."""
-    own = {declared_name(d)[0] for d in walk(region.body) if d.type == "declaration"}
-    for n in walk(region.body):
+    own = {declared_name(d)[0] for d in region.walk() if d.type == "declaration"}
+    for n in region.walk():
         target = write_target(n)
         if target is not None and target.type == "identifier" and text(target) not in own:
             raise Illegal(f"`{text(n)}` writes {text(target)}, declared before the "
@@ -203,7 +236,7 @@ def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node
     """Where ``var`` is also read as a value, the body writes only locals and the streams:
     a lane's other reads then see what they saw in the loop as written, though every
     vector loads before the first lane's body and stores after the last."""
-    for n in walk(region.body):
+    for n in region.walk():
         target = write_target(n)
         if target is not None and target.type != "identifier" and \
                 not any(a.node == target for a in streams):
@@ -335,19 +368,20 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     for w in sorted(written):
         p = plan.kernel.param(w)
         if p.is_const:
-            raise Illegal(f"`{w}` is written but declared const", region.body)
+            raise Illegal(f"`{w}` is written but declared const", region.at)
         others = read - {w}
         # a one-element region's lanes and items are threads of the kernel as written, which
         # run in no order: a read at another lane's value racing its store races as written
         # (a body with loops of its own is left to the families that interleave its items)
-        if values and not p.is_restrict and (region.loop or _has_loop(region.body)):
+        if values and not p.is_restrict and (region.loop or
+                                             any(_has_loop(s) for s in region.statements())):
             raise Illegal(f"`{w}` is written and not __restrict__, and `{region.var}` is "
                           f"also read as a value (`{text(values[0].parent)}`): a read at "
-                          "that value would run before the vectors' stores", region.body)
+                          "that value would run before the vectors' stores", region.at)
         if others and not p.is_restrict:
             if not alias_guard:
                 raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
-                              f"{', '.join(sorted(others))}", region.body)
+                              f"{', '.join(sorted(others))}", region.at)
             guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
     bound = size_expression(plan, region.bound)
     if bound is None:
@@ -356,7 +390,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     constraints.append(f"{bound} % VEC == 0")
     widths = [plan.elem_bytes(_root(plan, g[0].array)) for g in by_array.values()]
     if any(w is None for w in widths):
-        raise Illegal("an accessed array has no known element size", region.body)
+        raise Illegal("an accessed array has no known element size", region.at)
     for w in sorted({w for w in widths if w is not None}):
         constraints.append(f"VEC * {w} <= 16")
 
@@ -372,7 +406,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         vector = _vector_text(plan, region, by_array, split=split)
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
-    plan.rw.replace_span(region.node.start_byte, region.node.end_byte, make=make)
+    plan.rw.replace_span(region.node.start_byte, region.end_byte, make=make)
     plan.helper(VEC_STRUCT)
     if guarded:
         plan.note("VEC", True, f"{'; '.join(guarded)} (not __restrict__): the vector path runs "
@@ -398,7 +432,7 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
     saved = rw.edits
     rw.edits = [e for e in saved if e not in mine]
     try:
-        scalar = rw.render(region.node.start_byte, region.node.end_byte)
+        scalar = rw.render(region.node.start_byte, region.end_byte)
     finally:
         rw.edits = saved
     bound = rw.text(region.bound)
@@ -444,7 +478,7 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
         f"        *reinterpret_cast<WbVec<{_elem_type(plan, g[0].array)}, VEC>*>"
         f"(&{g[0].array}[{rw.text(g[0].index)}]) = wb_{s}[wb_i];\n"
         for s, g in by_array.items() if any(x.write for x in g))
-    body = rw.text(region.body)
+    body = region.text(rw)
     inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
              f"  {item}      if ({var} < {bound}) {{\n{loads}      }}\n    }}\n"
              f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
@@ -477,9 +511,47 @@ def _lifted_loop(plan: Plan, n: Node) -> StrideLoop | None:
     return stride_loop(n, plan.facts, int(default))
 
 
-def flat_region(plan: Plan) -> tuple[Node, Node, Node, Node] | None:
-    """(declaration, literal B, guard if, bound) of ``T i = blockIdx.x * B + threadIdx.x;
-    ... if (i < n) {...}`` at the top of the body, the if being the last statement."""
+@dataclass(frozen=True)
+class FlatRegion:
+    """A one-element-per-thread region at the top of the entry's body: ``T i = blockIdx.x * B
+    + threadIdx.x;`` (``decl``, B its ``literal``), then the guard, either ``if (i < n)
+    {..}`` as the last statement or the exit ``if (i >= n) return;`` (``exit``) with the
+    element's statements after it (``bound``: n)."""
+
+    decl: Node
+    literal: Node
+    guard: Node
+    bound: Node
+    exit: bool
+
+    def statements(self, plan: Plan) -> list[Node]:
+        """The element's statements: the if's consequence, or those after the exit."""
+        if not self.exit:
+            body = self.guard.child_by_field_name("consequence")
+            return [body] if body is not None else []
+        return [c for c in plan.body.named_children if c.start_byte >= self.guard.end_byte]
+
+
+def exit_bound(statement: Node, var: str) -> Node | None:
+    """B where ``statement`` is ``if (var >= B) return;`` (or ``B <= var``, or ``{ return;
+    }``), no else: every thread at or past B leaves, so what follows runs exactly where
+    ``if (var < B) { .. }`` would run it, the exit being the body's. None otherwise."""
+    from workbench.templater.inline_exits import _condition  # it reads this module
+
+    cond = _condition(statement)
+    parts = binary(cond) if cond is not None else None
+    if parts is None:
+        return None
+    left, op, right = parts
+    if op == "<=":
+        left, right, op = right, left, ">="
+    if op != ">=" or strip(left).type != "identifier" or text(strip(left)) != var:
+        return None
+    return right
+
+
+def flat_region(plan: Plan) -> FlatRegion | None:
+    """The :class:`FlatRegion` at the top of the body, None where there is none."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
     for k, decl in enumerate(stmts):
         if decl.type != "declaration":
@@ -492,6 +564,13 @@ def flat_region(plan: Plan) -> tuple[Node, Node, Node, Node] | None:
         if len(parts) != 2 or len(offs) != 1 or not any(plan.facts.is_thread(t, "x")
                                                        for _s, t in parts):
             continue
+        lit = binary(offs[0])
+        assert lit is not None
+        literal_node = strip(lit[2] if builtin(lit[0], "blockIdx") else lit[0])
+        for s in stmts[k + 1:-1]:  # the exit form: at least one statement after the exit
+            bound = exit_bound(s, var)
+            if bound is not None:
+                return FlatRegion(decl, literal_node, s, bound, True)
         last = stmts[-1]
         cond = last.child_by_field_name("condition")
         if last.type != "if_statement" or last.child_by_field_name("alternative") is not None \
@@ -500,23 +579,20 @@ def flat_region(plan: Plan) -> tuple[Node, Node, Node, Node] | None:
         b = binary(cond.named_children[0] if cond.named_children else cond)
         if b is None or b[1] != "<" or text(strip(b[0])) != var:
             return None
-        lit = binary(offs[0])
-        assert lit is not None
-        literal_node = lit[2] if builtin(lit[0], "blockIdx") else lit[0]
-        return decl, strip(literal_node), last, b[2]
+        return FlatRegion(decl, literal_node, last, b[2], False)
     return None
 
 
-def _thread_state_before(plan: Plan, flat: tuple[Node, Node, Node, Node]) -> \
-        tuple[str, Node] | None:
+def _thread_state_before(plan: Plan, flat: FlatRegion) -> tuple[str, Node] | None:
     """Why a one-element region cannot take several elements a thread: its index's
     declaration moves into the region (items and lanes each get their own), so a statement
-    before the guard that reads the index would lose it, and a local set before the guard
+    before the guard that reads the index would lose it, a local set before the guard
     from the thread's place along x (``threadIdx``, ``blockIdx.x``, or a local set from them:
     a sum over a tile with ``self = pts[t + 128 * blockIdx.x]``) holds the thread's one
-    element where each lane needs its own (``blockIdx.y`` is every lane's). None when
-    neither."""
-    decl, _lit, guard, _bound = flat
+    element where each lane needs its own (``blockIdx.y`` is every lane's), and an exit
+    before the guard on the thread's place would leave for every lane and item. None when
+    none of these."""
+    decl, guard = flat.decl, flat.guard
     var = declared_name(decl)[0]
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
     at = next(k for k, c in enumerate(stmts) if c.start_byte == guard.start_byte)
@@ -526,11 +602,14 @@ def _thread_state_before(plan: Plan, flat: tuple[Node, Node, Node, Node]) -> \
         if s.start_byte > decl.start_byte and var in names:
             return (f"`{text(s).splitlines()[0][:60]}` reads {var} before its guard: the "
                     f"index becomes each item's own inside the region", s)
-        if s.start_byte != decl.start_byte and (names & placed or any(
-                builtin(n, "threadIdx") or builtin(n, "blockIdx") == "x" for n in walk(s))):
+        here = s.start_byte != decl.start_byte and (names & placed or any(
+            builtin(n, "threadIdx") or builtin(n, "blockIdx") == "x" for n in walk(s)))
+        if here and any(n.type in _EXITS for n in walk(s)):
+            return (f"`{text(s).splitlines()[0][:60]}` leaves before the guard on the "
+                    "thread's place: every vector lane and item would leave with it", s)
+        if here:
             placed |= assigned_names(s)
-    body = guard.child_by_field_name("consequence")
-    for n in walk(body) if body is not None else []:
+    for n in (n for b in flat.statements(plan) for n in walk(b)):
         if n.type == "identifier" and text(n) in placed:
             return (f"the region reads {text(n)}, set before it from the thread's place: "
                     "each vector lane and item would read the thread's one value", n)
@@ -556,17 +635,17 @@ def apply_vector(plan: Plan) -> bool:
         plan.note("VEC", False, kept[0], kept[1])
         return False
     if flat is not None:
-        decl, _lit, guard, bound = flat
-        var, _d, _v = declared_name(decl)
-        body = guard.child_by_field_name("consequence")
+        var, _d, _v = declared_name(flat.decl)
+        body = plan.body if flat.exit else flat.guard.child_by_field_name("consequence")
         assert body is not None
-        typ = text(decl.child_by_field_name("type"))
-        regions.append(Region(var, typ, body, bound,
+        typ = text(flat.decl.child_by_field_name("type"))
+        regions.append(Region(var, typ, body, flat.bound,
                               f"blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
-                              block, False, guard))
+                              block, False, flat.guard, exit=flat.exit))
     if not regions:
         plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-thread "
-                  "region (i = blockIdx.x * B + threadIdx.x; if (i < n) ...)")
+                  "region (i = blockIdx.x * B + threadIdx.x; if (i < n) .. or if (i >= n) "
+                  "return; ..)")
         return False
     from workbench.templater.ilp import would_interleave  # ilp reads this module
 
@@ -592,7 +671,7 @@ def apply_vector(plan: Plan) -> bool:
     if not done:
         return False
     if flat is not None and done:
-        plan.rw.replace(flat[0], f"// {text(flat[0])}  (now per item, below)")
+        plan.rw.replace(flat.decl, f"// {text(flat.decl)}  (now per item, below)")
         new = scale_divisor(plan.grid[0], block, f"{block} * VEC * ITEMS_PER_THREAD")
         if new is None:
             raise Illegal(f"grid rule {plan.grid[0]!r} does not divide by {block}")
