@@ -220,7 +220,9 @@ def test_atomic_kernels_capped_by_min_keep_the_flat_lifts() -> None:
                          block=["256"], scalars={"n": "n"})
     assert "already capped by min(...)" in refusal(lifted)
     assert "FINAL" not in {p.name for p in lifted.params}
-    assert "n % VEC == 0" in lifted.constraints  # the flat vector lift, as committed
+    # the flat vector lift, as committed: a scalar tail where n is no multiple of VEC
+    assert "VEC" in {p.name for p in lifted.params}
+    assert "the vector would cross n: one by one" in lifted.source
 
 
 @pytest.mark.parametrize(("change", "why"), [

@@ -10,11 +10,14 @@ may also be read otherwise (``x + 8 * j``, ``s[j / 4]``): each lane reads it at 
 element, ``j + wb_v``, where the body writes only locals and the streams (written streams
 ``__restrict__``) and never ``j`` itself. A one-element region writes no local declared
 before it; its guard is ``if (i < n) {..}`` last, or the exit ``if (i >= n) return;`` with
-the element's statements after it to the end of the body (:class:`FlatRegion`). The rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream
-before any is used, runs the original body once per lane on registers, and stores the
-written vectors; constraints keep it correct: the bound (a size argument or a local
-computed from them, ``cols / 8``) and every offset multiples of VEC (alignment, no tail),
-``VEC * bytes <= 16``.
+the element's statements after it to the end of the body (:class:`FlatRegion`). The
+rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream before any is
+used, runs the original body once per lane on registers, and stores the written vectors;
+constraints keep it correct: every offset a multiple of VEC (alignment: a local size such
+as ``cols / 8`` counts), ``VEC * bytes <= 16``. The bound (a size argument or a local
+computed from them) need not be one: where the offsets do not make it one already, the
+thread whose vector would cross it takes the elements left one by one through the body as
+written (:mod:`.vector_tail`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector_lanes import lane_values
+from workbench.templater.vector_tail import rendered_without, tail_text, whole_test
 
 VEC_STRUCT = ("template <typename T, int N>\nstruct alignas(sizeof(T) * N) WbVec {  "
               "// N elements moved as one aligned access\n  T v[N];\n};")
@@ -387,7 +391,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     if bound is None:
         raise Illegal(f"the bound `{text(region.bound)}` is not a kernel argument with a known "
                       "size, so its divisibility by VEC cannot be required", region.bound)
-    constraints.append(f"{bound} % VEC == 0")
+    # the offsets' alignment may require the bound a multiple of VEC already (a row's length
+    # d, rows at row * d); else the thread whose vector would cross it ends one by one
+    tail = f"{bound} % VEC == 0" not in constraints
     widths = [plan.elem_bytes(_root(plan, g[0].array)) for g in by_array.values()]
     if any(w is None for w in widths):
         raise Illegal("an accessed array has no known element size", region.at)
@@ -403,7 +409,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     mine = plan.rw.edits[before:]
 
     def make(rw: Rewriter) -> str:
-        vector = _vector_text(plan, region, by_array, split=split)
+        scalar = rendered_without(rw, mine, lambda: region.text(rw))
+        vector = _vector_text(plan, region, by_array, split=split,
+                              scalar=scalar if tail else None)
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
     plan.rw.replace_span(region.node.start_byte, region.end_byte, make=make)
@@ -429,12 +437,8 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
     element size: exact in-place, each access being ``offset + var``) or disjoint from
     every other range. Addresses are compared as integers."""
     rw = plan.rw
-    saved = rw.edits
-    rw.edits = [e for e in saved if e not in mine]
-    try:
-        scalar = rw.render(region.node.start_byte, region.end_byte)
-    finally:
-        rw.edits = saved
+    scalar = rendered_without(rw, mine, lambda: rw.render(region.node.start_byte,
+                                                          region.end_byte))
     bound = rw.text(region.bound)
     lines, conds = [], []
     info = {}
@@ -459,7 +463,10 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
 
 
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
-                 split: bool) -> str:
+                 split: bool, scalar: str | None) -> str:
+    """The region vectorized; ``scalar`` (the element's statements as written, a compound
+    statement) the scalar tail of the item whose vector would cross the bound, None where
+    the bound is a multiple of VEC (:mod:`.vector_tail`)."""
     rw = plan.rw
     var, typ = region.var, region.var_type
     bound = rw.text(region.bound)
@@ -479,12 +486,14 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
         f"(&{g[0].array}[{rw.text(g[0].index)}]) = wb_{s}[wb_i];\n"
         for s, g in by_array.items() if any(x.write for x in g))
     body = region.text(rw)
+    whole = whole_test(var, bound, scalar is not None)
+    tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
     inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
-             f"  {item}      if ({var} < {bound}) {{\n{loads}      }}\n    }}\n"
+             f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n"
              f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
-             f"  {item}      if ({var} < {bound}) {{\n"
+             f"  {item}      if ({whole}) {{\n"
              f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
-             f"{stores}      }}\n    }}\n")
+             f"{stores}      }}{tail}\n    }}\n")
     if region.loop:
         guards = "".join(f"({rw.text(g)}) && " for g in region.guards)
         return (f"for ({typ} wb_{var}0 = ({start}) * VEC; {guards}wb_{var}0 < {bound}; "

@@ -34,14 +34,14 @@ extern "C" __global__ WB_BLOCK_BOUNDS void gelu(float* __restrict__ y, const flo
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
         wb_x[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&x[i]);
       }
     }
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
 #pragma unroll
         for (int wb_v = 0; wb_v < VEC; ++wb_v) {
     float v = wb_x[wb_i].v[wb_v];
@@ -49,6 +49,15 @@ extern "C" __global__ WB_BLOCK_BOUNDS void gelu(float* __restrict__ y, const flo
     wb_y[wb_i].v[wb_v] = 0.5f * v * (1.0f + tanhf(inner));
   }
         *reinterpret_cast<WbVec<float, VEC>*>(&y[i]) = wb_y[wb_i];
+      } else if (i < n) {  // the vector would cross n: one by one
+        for (int wb_tail = i; wb_tail < n; ++wb_tail) {
+          const int i = wb_tail;
+          {
+    float v = x[i];
+    float inner = 0.7978845608f * (v + 0.044715f * v * v * v);
+    y[i] = 0.5f * v * (1.0f + tanhf(inner));
+  }
+        }
       }
     }
   }

@@ -38,16 +38,21 @@ extern "C" __global__ WB_BLOCK_BOUNDS void sum_reduce(float* result, const float
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS * gridDim.x) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
         wb_x[wb_i] = *reinterpret_cast<const WbVec<float, VEC>*>(&x[i]);
       }
     }
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS * gridDim.x) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
 #pragma unroll
         for (int wb_v = 0; wb_v < VEC; ++wb_v) s += wb_x[wb_i].v[wb_v];
+      } else if (i < n) {  // the vector would cross n: one by one
+        for (int wb_tail = i; wb_tail < n; ++wb_tail) {
+          const int i = wb_tail;
+          s += x[i];
+        }
       }
     }
   }

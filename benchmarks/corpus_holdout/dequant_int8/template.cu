@@ -38,17 +38,22 @@ extern "C" __global__ WB_BLOCK_BOUNDS void dequant_int8(float* __restrict__ out,
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
         wb_q[wb_i] = *reinterpret_cast<const WbVec<int8_t, VEC>*>(&q[i]);
       }
     }
 #pragma unroll
   for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {
       const int i = wb_i0 + wb_i * (BLOCK_THREADS) * VEC;
-      if (i < n) {
+      if (i < n && (VEC == 1 || (n) - i >= VEC)) {
 #pragma unroll
         for (int wb_v = 0; wb_v < VEC; ++wb_v) wb_out[wb_i].v[wb_v] = (float)wb_q[wb_i].v[wb_v] * scales[(i + wb_v) / 64];
         *reinterpret_cast<WbVec<float, VEC>*>(&out[i]) = wb_out[wb_i];
+      } else if (i < n) {  // the vector would cross n: one by one
+        for (int wb_tail = i; wb_tail < n; ++wb_tail) {
+          const int i = wb_tail;
+          out[i] = (float)q[i] * scales[i / 64];
+        }
       }
     }
   }
