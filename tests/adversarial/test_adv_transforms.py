@@ -97,15 +97,17 @@ def test_a_strided_read_beside_a_non_restrict_store_vectorizes_one_element_threa
     """``y[i] = 2 x[2 i]`` with no ``__restrict__``, one element a thread: were y to alias x,
     thread i's store would race thread 2i's read in the kernel as written already (threads
     run in no order), so the lanes of a vector (threads as written) may store after their
-    reads; VEC applies (session 29, for pixel_shuffle_r2's gather), with n a multiple of it.
-    Inside a loop a thread's own order would change: that stays refused (vector.py)."""
+    reads; VEC applies (session 29, for pixel_shuffle_r2's gather), at any n (the thread
+    whose vector would cross n ends one by one: a scalar tail, no ``n % VEC == 0``). Inside
+    a loop a thread's own order would change: that stays refused (vector.py)."""
     folder = _folder(tmp_path, "scale", SCALE.format(restrict="", index="2 * i"),
                      "ceil_div(n, 256)", {"small": "n = 1000", "large": "n = 65536"},
                      {"y": '["n"]', "x": '["2 * n"]'})
     text, params, source = _propose_write(folder, tmp_path)
     assert "VEC: applied: region over i vectorized" in text, text
     assert "VEC" in params and "reinterpret_cast<WbVec<float, VEC>*>(&y[i])" in source
-    assert "n % VEC == 0" in text, text
+    assert "n % VEC == 0" not in text, text
+    assert "the vector would cross n: one by one" in source
     assert "wrote template.cu" in text
 
 
