@@ -4,8 +4,8 @@ static_cast<int>(blockIdx.x) * kBlock + static_cast<int>(threadIdx.x); if (i >= 
 seven streams (p, g, m, v in; p', m', v' out, all ``__restrict__``). The vector family read
 only ``if (i < n) { .. }``, so the lift had the block and items a thread (87 % of a copy on
 the H200 against the expert's 102 % with float4s). The family's region model now reads
-``if (i >= n) return; ..`` itself (:func:`~.vector.flat_region`, the statements after the
-exit): VEC elements a stream moved as one aligned vector, ITEMS_PER_THREAD vectors a thread
+``if (i >= n) return; ..`` itself (:func:`~.vector_regions.flat_region`, the statements after
+the exit): VEC elements a stream moved as one aligned vector, ITEMS_PER_THREAD vectors a thread
 loaded before any is used (the expert's VEC and ITEMS). At a ragged n (the folder's own
 3001) the thread whose vector would cross n takes the elements left one by one through the
 kernel's statements (:mod:`.vector_tail`): no ``n % VEC == 0``, every VEC at every n. Where

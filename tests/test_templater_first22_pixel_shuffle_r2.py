@@ -10,13 +10,14 @@ position (:mod:`.parameter_names`): ``idx >= total`` bounds the extent, and the 
 goes. A kernel with no guard keeps it.
 
 Then the vector family: it read only ``if (i < n) { .. }``; its region model now reads
-``if (i >= n) return; ..`` too (the statements after the exit, :func:`~.vector.flat_region`), a
-bound through an integer macro is a size (``(w) * PS_R``), and a one-element region whose
-index is also read as a value (the gather's ``idx % OUT_W(W)``) vectorizes with an output
-that is not ``__restrict__``: its lanes and items are threads of the kernel as written, which
-run in no order (a loop's lanes, one thread's elements in order, still refuse). VEC output
-elements a thread are stored as one aligned vector (the expert's JV = 2 float2 store of both
-columns of an input pixel is VEC 2), ITEMS_PER_THREAD vectors a thread.
+``if (i >= n) return; ..`` too (the statements after the exit,
+:func:`~.vector_regions.flat_region`), a bound through an integer macro is a size (``(w) *
+PS_R``), and a one-element region whose index is also read as a value (the gather's ``idx %
+OUT_W(W)``) vectorizes with an output that is not ``__restrict__``: its lanes and items are
+threads of the kernel as written, which run in no order (a loop's lanes, one thread's
+elements in order, still refuse). VEC output elements a thread are stored as one aligned
+vector (the expert's JV = 2 float2 store of both columns of an input pixel is VEC 2),
+ITEMS_PER_THREAD vectors a thread.
 
 Host (g++): the folder, a second hand (modern C++: a namespace ``constexpr`` factor and
 block, ``static_cast`` indices, ``auto``, the plane index folded) and a third (C89: late

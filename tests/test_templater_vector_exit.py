@@ -1,7 +1,7 @@
 """The vector family's one-element region read from its exit form: ``int i = blockIdx.x * B
 + threadIdx.x; if (i >= n) return; REST`` is the region REST under ``i < n``, as ``if (i < n)
-{ REST }`` is (:func:`~.vector.flat_region`), in one lift (no second lift of a rewritten
-source). Lift-level checks; the host runs of the exit form are in
+{ REST }`` is (:func:`~.vector_regions.flat_region`), in one lift (no second lift of a
+rewritten source). Lift-level checks; the host runs of the exit form are in
 tests/test_templater_vector_tail.py and the set-22 folders' tests (adamw_step,
 pixel_shuffle_r2)."""
 

@@ -91,7 +91,8 @@ from workbench.templater.table_items import apply_table_items
 from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.value_casts import value_casts
-from workbench.templater.vector import apply_vector, flat_region
+from workbench.templater.vector import apply_vector
+from workbench.templater.vector_regions import flat_region
 from workbench.templater.walk_rounds import apply_walk_rounds
 from workbench.templater.warp import apply_warp
 from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
