@@ -4,12 +4,13 @@ kernel's own statements, so the space keeps every VEC at every n (no ``n % VEC =
 
 Spellings: a guarded one-element region (``if (i < n) {..}``, float: VEC 1, 2, 4), the exit
 form (``if (i >= n) return; ..``, unsigned short: VEC up to 8), a grid-stride loop (float, a
-fixed grid of 3 blocks: several rounds), the index also read as a value and an input read
-at another place, and 64-bit integers (VEC 1, 2). Each lift runs on the host (g++, every
-thread of the launch in turn) at every VEC its space allows, one and four items a thread, at
-sizes n from 1 to 1029 that leave every tail length (n below VEC included), and must write
-bit for bit what the kernel as written writes, and nothing past n. A lift whose tail is
-broken on purpose (one element short) must fail the same comparison.
+fixed grid of 3 blocks: several rounds), a block-stride loop dealt over ROW_SPLIT blocks,
+the index also read as a value and an input read at another place, and 64-bit integers
+(VEC 1, 2). Each lift runs on the host (g++, every thread of the launch in turn) at every
+VEC its space allows, one and four items a thread, at sizes n from 1 to 1029 that leave
+every tail length (n below VEC included), and must write bit for bit what the kernel as
+written writes, and nothing past n. A lift whose tail is broken on purpose (one element
+short) must fail the same comparison.
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ a,
     y[i] = a[i] * 2.0f - b[i];
 }
 """, "float", "3"),
+    "rowsplit_f32": ("""
+extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ a,
+                             const float* __restrict__ b, int n) {
+  for (int i = threadIdx.x; i < n; i += 256) y[i] = a[i] * 0.5f + b[i];
+}
+""", "float", "1"),
     "value_read_f32": ("""
 extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ a,
                              const float* __restrict__ b, int n) {
@@ -99,24 +106,28 @@ def _lift(name: str) -> LiftedSource:
     return lift_kernel(source, entry="k", grid=[grid], block=[block], scalars={"n": "n"})
 
 
-def _program(source: str, elem: str, launches: list[tuple[int, int, int]]) -> str:
-    """Runs ``source``'s k at each (n, grid, block) of ``launches`` on inputs of n elements
-    and prints the n + PAD output elements' bytes (the output starts at a sentinel)."""
-    runs = "".join(
-        f"  run({n}, {grid}, {block});\n" for n, grid, block in launches)
+Launch = tuple[int, int, int, int]  # n, grid x, grid y, block
+
+
+def _program(source: str, elem: str, launches: list[Launch]) -> str:
+    """Runs ``source``'s k at each (n, grid x, grid y, block) of ``launches`` on inputs of n
+    elements and prints the n + PAD output elements' bytes (the output starts at a
+    sentinel)."""
+    runs = "".join(f"  run({n}, {gx}, {gy}, {block});\n" for n, gx, gy, block in launches)
     return (PREFIX + source + f"""
-static void run(int n, unsigned grid, unsigned block) {{
+static void run(int n, unsigned grid, unsigned rows, unsigned block) {{
   std::vector<{elem}> a(n), b(n), y(n + {PAD});
   for (int j = 0; j < n; ++j) {{
     a[j] = ({elem})((j * 37 + 11) % 251) / ({elem})4;
     b[j] = ({elem})((j * 53 + 7) % 241) / ({elem})8;
   }}
   std::memset(y.data(), 0x5a, y.size() * sizeof({elem}));
-  gridDim = {{grid, 1, 1}}; blockDim = {{block, 1, 1}};
-  for (unsigned g = 0; g < grid; ++g) for (unsigned t = 0; t < block; ++t) {{
-    blockIdx = {{g, 0, 0}}; threadIdx = {{t, 0, 0}};
-    k(y.data(), a.data(), b.data(), n);
-  }}
+  gridDim = {{grid, rows, 1}}; blockDim = {{block, 1, 1}};
+  for (unsigned r = 0; r < rows; ++r)
+    for (unsigned g = 0; g < grid; ++g) for (unsigned t = 0; t < block; ++t) {{
+      blockIdx = {{g, r, 0}}; threadIdx = {{t, 0, 0}};
+      k(y.data(), a.data(), b.data(), n);
+    }}
   const unsigned char* bytes = reinterpret_cast<const unsigned char*>(y.data());
   std::printf("n=%d ", n);
   for (size_t j = 0; j < y.size() * sizeof({elem}); ++j) std::printf("%02x", bytes[j]);
@@ -131,27 +142,29 @@ int main() {{
 
 def _configs(template: KernelTemplate, sizes: tuple[int, ...] = SIZES) -> list[dict[str, Any]]:
     """Every VEC the space allows at one and four items a thread (a block of 64: several
-    blocks), each valid at every size."""
+    blocks; a row split over 3 blocks where the lift has one), each valid at every size."""
     default = dict(template.default_config())
     vecs = next(p.values() for p in template.params if p.name == "VEC")
     out = []
     for vec in vecs:
         for items in (1, 4):
-            config = {**default, "VEC": vec, "ITEMS_PER_THREAD": items, "BLOCK_THREADS": 64}
+            config = {**default, "VEC": vec, "ITEMS_PER_THREAD": items, "BLOCK_THREADS": 64,
+                      **({"ROW_SPLIT": 4} if "ROW_SPLIT" in default else {})}
             if all(template.space({"n": n}).rejection(config) is None for n in sizes):
                 out.append(config)
     return out
 
 
-def _launches(template: KernelTemplate, config: dict[str, Any]) -> list[tuple[int, int, int]]:
+def _launches(template: KernelTemplate, config: dict[str, Any]) -> list[Launch]:
     out = []
     for n in SIZES:
         launch = template.launch_for(config, {"n": n})
-        out.append((n, launch.grid[0], launch.block[0]))
+        rows = launch.grid[1] if len(launch.grid) > 1 else 1
+        out.append((n, launch.grid[0], rows, launch.block[0]))
     return out
 
 
-def _outputs(name: str, sources: list[tuple[str, list[tuple[int, int, int]]]],
+def _outputs(name: str, sources: list[tuple[str, list[Launch]]],
              work: Path) -> list[str]:
     elem = KERNELS[name][1]
     programs = [_program(source, elem, launches) for source, launches in sources]
