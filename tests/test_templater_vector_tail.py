@@ -4,7 +4,8 @@ kernel's own statements, so the space keeps every VEC at every n (no ``n % VEC =
 
 Spellings: a guarded one-element region (``if (i < n) {..}``, float: VEC 1, 2, 4), the exit
 form (``if (i >= n) return; ..``, unsigned short: VEC up to 8), a grid-stride loop (float, a
-fixed grid of 3 blocks: several rounds), a block-stride loop dealt over ROW_SPLIT blocks,
+fixed grid of 3 blocks: several rounds; and with no ``__restrict__``: the vector path behind
+the run-time overlap test), a block-stride loop dealt over ROW_SPLIT blocks,
 the index also read as a value and an input read at another place, and 64-bit integers
 (VEC 1, 2). Each lift runs on the host (g++, every thread of the launch in turn) at every
 VEC its space allows, one and four items a thread, at sizes n from 1 to 1029 that leave
@@ -61,6 +62,12 @@ extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ a,
                              const float* __restrict__ b, int n) {
   for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += 256 * gridDim.x)
     y[i] = a[i] * 2.0f - b[i];
+}
+""", "float", "3"),
+    "aliased_gridstride_f32": ("""
+extern "C" __global__ void k(float* y, const float* a, const float* b, int n) {
+  for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += 256 * gridDim.x)
+    y[i] = a[i] - 0.25f * b[i];
 }
 """, "float", "3"),
     "rowsplit_f32": ("""
