@@ -14,11 +14,14 @@ keeps the single-expression callables; this one takes those with statements.
 Written into its calls (else left as written, with a note naming the line and the reason):
 
 - a lambda bound by ``auto name = [&](params) { statements };`` in the kernel's body whose
-  captures are by reference (``&``, ``&x``), its name declared once and only called, each
-  as a statement; each kernel name it reads declared once, before it;
-- a file-scope ``void`` ``__device__`` function, defined once, not a template, with a
-  non-const reference parameter (the caller's state it updates), called only as
-  statements; it reads no name the kernel declares (those would be the kernel's inside it);
+  captures are by reference (``&``, ``&x``) or none (``[]``: it copies nothing), its name
+  declared once and only called, each as a statement; each kernel name it reads declared
+  once, before it;
+- a file-scope ``__device__`` function, defined once, not a template, with a non-const
+  reference parameter (the caller's state it updates): ``void`` and called only as
+  statements, or ending in its one ``return value;`` and called as a value lambda is
+  (``const float u = next_unit(state);``: the call its value cast to the declared result
+  type); it reads no name the kernel declares (those would be the kernel's inside it);
 
 and in both: parameters named, by value or by reference (no arrays), no ``return``,
 ``goto``, label, preprocessor line, string or lambda in the body, and no local of the body
@@ -154,7 +157,7 @@ def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
                       f"calls: {refused.reason}", refused.line)
     for fn in root.children:
         name = function_name(fn)
-        if name in called and name not in names and _void_updater(fn):
+        if name in called and name not in names and _updater(fn):
             try:
                 out[name] = _helper(name, fn, root, body, names)
             except Refused as refused:
@@ -196,12 +199,11 @@ def _parameters(owner: Node) -> tuple[_Param, ...]:
     return tuple(out)
 
 
-def _void_updater(fn: Node) -> bool:
-    """A ``void`` ``__device__`` (not ``__global__``) function with a non-const reference
-    parameter: the caller's state it updates."""
+def _updater(fn: Node) -> bool:
+    """A ``__device__`` (not ``__global__``) function with a non-const reference parameter:
+    the caller's state it updates (``void``, or a value it returns as well)."""
     kinds = {c.type for c in fn.children}
-    if fn.type != "function_definition" or "__device__" not in kinds or "__global__" in kinds \
-            or text(fn.child_by_field_name("type")) != "void":
+    if fn.type != "function_definition" or "__device__" not in kinds or "__global__" in kinds:
         return False
     try:
         return any(p.reference for p in _parameters(fn.child_by_field_name("declarator") or fn))
@@ -229,9 +231,10 @@ def _checked_body(block: Node, params: tuple[_Param, ...], outside: set[str],
 def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _Body:
     spec = lam.child_by_field_name("captures")
     items = [" ".join(text(c).split()) for c in (spec.named_children if spec else [])]
-    if not items or any(i != "&" and not re.fullmatch(r"&\s*\w+", i) for i in items):
-        raise Refused(f"it captures `{', '.join(items) or 'nothing'}`, not by reference "
-                      "only: a copy is taken where it is defined", lam)
+    # `[]` copies nothing: its body reads only its parameters and what the file declares
+    if any(i != "&" and not re.fullmatch(r"&\s*\w+", i) for i in items):
+        raise Refused(f"it captures `{', '.join(items)}`, not by reference only: a copy is "
+                      "taken where it is defined", lam)
     if len(names.get(name, [])) != 1:
         raise Refused(f"the name {name} is declared more than once in the kernel", lam)
     declarator = lam.child_by_field_name("declarator")
@@ -269,13 +272,23 @@ def _helper(name: str, fn: Node, root: Node, body: Node,
     params = _parameters(fn.child_by_field_name("declarator") or fn)
     block = fn.child_by_field_name("body")
     assert block is not None
-    _checked_body(block, params, set(names))
+    result_type = " ".join(text(fn.child_by_field_name("type")).split())
+    final = None
+    if result_type != "void":  # a value too: its body ends in its one `return value;`
+        last = statements(block)[-1] if statements(block) else None
+        if last is None or last.type != "return_statement" or not last.named_children:
+            raise Refused(f"it returns a {result_type} but does not end in `return value;`",
+                          fn)
+        final = last
+    _checked_body(block, params, set(names), final)
     own = set(declared(block)) | {p.name for p in params}
     for n in walk(block):
         if n.type == "identifier" and text(n) not in own and text(n) in names:
             raise Refused(f"it reads {text(n)}, a name the kernel declares too: written into "
                           "the kernel it would read the kernel's", n)
-    return _Body(name, "a __device__ function", params, block, fn, body)
+    return _Body(name, "a __device__ function", params, block, fn, body,
+                 final.named_children[0] if final is not None else None,
+                 result_type if final is not None else "")
 
 
 def _calls(c: _Body) -> list[Node]:

@@ -1,0 +1,234 @@
+"""Six corpus kernels of six families, each written twice more by other hands (issue 28: a
+rule that matches only the corpus's spelling of a kernel is not stage 1): gemm_atb_tiled
+(a shared-memory tiled GEMM), conv5_channels (a 2-D convolution with a ``__constant__``
+filter), moments_partials (a chunk a block to per-block partial sums), welford_rows_warp (a
+warp a row), diffuse7_var (a 3-D stencil) and mc_hits_xorshift (a compute-bound stream with
+a branch). The respellings live in tests/spellings_r30/ (the kernel as written; the corpus
+folder's kernel.toml and reference.py come with :func:`held_back_harness.respelled`): a
+constexpr tile and a guarded-load helper, ``#ifndef`` tiles with index macros and a
+``while``; a lambda for the zero-padded read in a wrapped body, C89 with an image struct
+passed by value; one shared array of two sums with a ``while``, a namespaced chunk and a
+helper taking the sums by reference; Chan's merge as a helper by reference, file-scope
+constexpr with ``warpSize``; an index macro under a wrapped body, a grid struct with member
+functions and a pointer to the cell; a capture-less lambda step in a ``for``, a helper
+stepping the state by reference in a count-down ``while``.
+
+What the respellings taught the templater (workbench/templater/inline_bodies.py):
+
+- mc_lambda_for: ``auto next = [](unsigned s) { s ^= ..; return s; };`` was refused ("it
+  captures `nothing`, not by reference only"): the items wrapped the stream (no interleave)
+  and UNROLL was lost. A lambda that captures nothing copies nothing where it is defined
+  (its body can read only its parameters and the file's names), so it is written into its
+  calls as a by-reference one is; now ITEMS_PER_THREAD interleaves the samples and UNROLL
+  lifts. It adds its count by ``count += c ? 1 : 0`` (no branch as written), so
+  BRANCHLESS and ANY_BRANCH have nothing to choose; its ``1.0f / 16777216.0f`` sits in a
+  macro, so FAST_DIV has no division in the kernel's text.
+- mc_ref_countdown: ``__device__ float next_unit(unsigned& state) { ..; return ..; }``
+  called as ``const float px = next_unit(state);`` was neither pure nor a ``void``
+  updater: the items wrapped and ANY_BRANCH, FAST_DIV, UNROLL were lost. A ``__device__``
+  function with a non-const reference parameter whose body ends in its one ``return
+  value;`` is now written into its calls as a value lambda is (its statements before the
+  call's statement, the call its value cast to the declared result type): ITEMS
+  interleave, ANY_BRANCH, FAST_DIV and BRANCHLESS lift. Its count-down ``while (left-- >
+  0)`` still gives UNROLL no counted loop (GAPS).
+
+Host (g++): every respelling the rules changed, lifted, bit for bit against itself as
+written at the default and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import held_back_unseen4
+import held_back_unseen6
+import held_back_unseen14
+import held_back_unseen15
+import held_back_unseen18
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import FULL_MATRIX, host_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+from workbench.templater.inline_bodies import expand_bodies
+from workbench.templater.inline_calls import InlinedSource
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_r30"
+
+#: spelling -> (its set, the corpus kernel, knobs its lift has, knobs of the corpus
+#: kernel's lift it lacks (the semantics differ, or what is left: GAPS), a mix)
+CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str, int]]] = {
+    "gemm_atb_constexpr_helper": (
+        held_back_unseen15, "gemm_atb_tiled",
+        frozenset({"BM", "BN", "BK", "TM", "TN", "VEC"}), frozenset(),
+        {"BM": 32, "BN": 64, "BK": 8, "TM": 4, "TN": 4, "VEC": 4}),
+    "gemm_atb_macro_while": (
+        held_back_unseen15, "gemm_atb_tiled",
+        frozenset({"BM", "BN", "BK", "TM", "TN", "VEC"}), frozenset(),
+        {"BM": 64, "BN": 32, "BK": 16, "TM": 8, "TN": 4, "VEC": 4}),
+    "conv5_lambda_wrapped": (
+        held_back_unseen4, "conv5_channels",
+        frozenset({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}), frozenset(),
+        {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 2, "USE_SMEM": 1}),
+    "conv5_c89_struct": (
+        held_back_unseen4, "conv5_channels",
+        frozenset({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}), frozenset(),
+        {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_Y": 4, "USE_SMEM": 2}),
+    "moments_macro_while": (
+        held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS"}),
+        frozenset({"CHUNKS", "FINAL", "UNROLL", "VEC"}), {"BLOCK_THREADS": 128}),
+    "moments_helper_sizet": (
+        held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS", "FINAL", "UNROLL"}),
+        frozenset({"CHUNKS", "VEC"}), {"BLOCK_THREADS": 64, "FINAL": 1, "UNROLL": 4}),
+    # the author's macro WARPS is the warps' knob under its own name
+    "welford_macro_helper": (
+        held_back_unseen18, "welford_rows_warp",
+        frozenset({"LANES", "VEC", "ITEMS_PER_THREAD"}), frozenset({"WARPS_PER_BLOCK"}),
+        {"WARPS": 2, "ITEMS_PER_THREAD": 2}),
+    "welford_constexpr_ptr": (
+        held_back_unseen18, "welford_rows_warp",
+        frozenset({"WARPS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD"}), frozenset(),
+        {"WARPS_PER_BLOCK": 4, "ITEMS_PER_THREAD": 4}),
+    "diffuse7_macro_wrapped": (
+        held_back_unseen4, "diffuse7_var",
+        frozenset({"BLOCK_X", "BLOCK_Y", "BLOCK_Z", "Z_ITEMS"}), frozenset(),
+        {"BLOCK_X": 16, "BLOCK_Y": 2, "BLOCK_Z": 2, "Z_ITEMS": 4}),
+    "diffuse7_struct_ptr": (
+        held_back_unseen4, "diffuse7_var", frozenset({"BLOCK_X", "BLOCK_Y", "BLOCK_Z"}),
+        frozenset({"Z_ITEMS"}),
+        {"BLOCK_X": 8, "BLOCK_Y": 4, "BLOCK_Z": 2, "ITEMS_X": 2, "ITEMS_Y": 2, "ITEMS_Z": 2}),
+    "mc_lambda_for": (
+        held_back_unseen14, "mc_hits_xorshift",
+        frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL"}),
+        frozenset({"ANY_BRANCH", "BRANCHLESS", "FAST_DIV"}),
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
+    "mc_ref_countdown": (
+        held_back_unseen14, "mc_hits_xorshift",
+        frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "ANY_BRANCH", "BRANCHLESS",
+                   "FAST_DIV"}),
+        frozenset({"UNROLL"}),
+        {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "ANY_BRANCH": 1, "BRANCHLESS": 1,
+         "FAST_DIV": 1}),
+}
+
+#: Knobs that move which lane merges which element (Welford's float statistics in another
+#: order: the GPU's gate checks the folder's tolerance; the corpus kernel's own lift is not bit
+#: for bit there either): the host checks bit for bit with them as written.
+REORDERING = {"welford_rows_warp": ("LANES", "VEC")}
+
+#: What a spelling's notes say where a missing knob stops (a prefix of a note).
+GAPS: dict[str, str] = {}
+
+#: The item loop interleaved (the items' registers side by side), not wrapped.
+INTERLEAVED = {"mc_lambda_for", "mc_ref_countdown"}
+
+#: FAST_DIV's ``__fdividef`` on the host: the division, as other sets write it (the GPU's gate
+#: checks its tolerance).
+HOST_EXTRAS = "#define __fdividef(a, b) ((a) / (b))\nstatic const int warpSize = 32;\n"
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _folder(spelling: str, root: Path) -> KernelFolder:
+    held, corpus = CASES[spelling][:2]
+    return respelled(held.SET.root / corpus, root, (SPELLINGS / f"{spelling}.cu").read_text())
+
+
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_lifts_the_corpus_kernels_knobs(spelling: str, tmp_path: Path) -> None:
+    held, corpus, knobs, missing, _mix = CASES[spelling]
+    lifted = offline_template(_folder(spelling, tmp_path)).lifted
+    names = {p.name for p in lifted.params}
+    own = {p.name for p in offline_template(held.SET.folder(corpus)).lifted.params}
+    assert knobs <= names and knobs <= own, (names, lifted.notes)
+    assert not missing & names and missing <= own, (names, lifted.notes)
+    if spelling in GAPS:
+        assert any(n.startswith(GAPS[spelling]) for n in lifted.notes), lifted.notes
+    if spelling in INTERLEAVED:
+        assert any(n.startswith("ITEMS_PER_THREAD: applied:") and "interleave the items" in n
+                   for n in lifted.notes), lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
+                                            host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    held, mix = CASES[spelling][0], CASES[spelling][4]
+    kf = _folder(spelling, tmp_path / "folder")
+    template = offline_template(kf).template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
+    if not FULL_MATRIX:
+        configs = configs[:2]  # the default and the mix
+    default = template.default_config()
+    configs = [c for c in configs
+               if all(c[k] == default[k] for k in REORDERING.get(CASES[spelling][1], ()))]
+
+    def host(source: str) -> str:
+        return held.SET.host_source(HOST_EXTRAS + source)
+
+    assert same_as_written(kf, template, configs, host, tmp_path / "run", host_flags) == \
+        len(configs)
+
+
+def _bodies(source: str) -> InlinedSource:
+    return expand_bodies(InlinedSource(source, "k.cu"), "k")
+
+
+#: A capture-less lambda with statements, and a value helper stepping a reference.
+STEPS = """__device__ __forceinline__ float unit(unsigned& s) {
+  s ^= s << 13;
+  return (float)(s >> 8);
+}
+
+extern "C" __global__ void k(float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  auto next = [](unsigned s) {
+    s ^= s >> 17;
+    return s;
+  };
+  unsigned s = i + 1u;
+  float acc = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    s = next(s);
+    const float u = unit(s);
+    acc += u;
+  }
+  out[i] = acc;
+}
+"""
+
+
+def test_a_lambda_capturing_nothing_and_a_value_helper_by_reference_are_written_in() -> None:
+    got = _bodies(STEPS)
+    assert "next(" not in got.text.split("auto next")[0] and "unit(s)" not in got.text
+    assert "s ^= s << 13; const float u = ((float)((float)(s >> 8)));" in got.text, got.text
+    assert got.text.count("\n") == STEPS.count("\n")  # every line keeps its number
+    notes = [str(f) for f in got.findings]
+    assert any(n.startswith("INLINE_BODY: applied: next (a lambda)") for n in notes), notes
+    assert any(n.startswith("INLINE_BODY: applied: unit (a __device__ function)")
+               for n in notes), notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("  auto next = [](unsigned s) {", "  auto next = [=](unsigned s) {",
+     "INLINE_BODY: not applied: next (a lambda) is not written into its calls: it captures "
+     "`=`, not by reference only: a copy is taken where it is defined (line 9)"),
+    ("  return (float)(s >> 8);\n}", "  if (s == 0u) return 0.0f;\n  return (float)(s >> 8);\n}",
+     "INLINE_BODY: not applied: unit (a __device__ function) is not written into its calls: "
+     "its body holds a return (`return 0.0f;`) (line 3)"),
+], ids=["copies", "returns_early"])
+def test_a_callable_that_copies_or_returns_early_stays_a_call(old: str, new: str,
+                                                               why: str) -> None:
+    source = STEPS.replace(old, new)
+    assert source != STEPS
+    got = _bodies(source)
+    assert why in [str(f) for f in got.findings], [str(f) for f in got.findings]
