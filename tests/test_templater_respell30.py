@@ -13,7 +13,7 @@ constexpr with ``warpSize``; an index macro under a wrapped body, a grid struct 
 functions and a pointer to the cell; a capture-less lambda step in a ``for``, a helper
 stepping the state by reference in a count-down ``while``.
 
-What the respellings taught the templater (workbench/templater/inline_bodies.py):
+What the respellings taught the templater:
 
 - mc_lambda_for: ``auto next = [](unsigned s) { s ^= ..; return s; };`` was refused ("it
   captures `nothing`, not by reference only"): the items wrapped the stream (no interleave)
@@ -31,6 +31,15 @@ What the respellings taught the templater (workbench/templater/inline_bodies.py)
   call's statement, the call its value cast to the declared result type): ITEMS
   interleave, ANY_BRANCH, FAST_DIV and BRANCHLESS lift. Its count-down ``while (left-- >
   0)`` still gives UNROLL no counted loop (GAPS).
+
+- moments_macro_while: ``__shared__ double acc[2];`` (the sum and the sum of squares,
+  named ``acc[0]``, ``acc[1]``) was no shared counter (FINAL reads ``atomicAdd(&C, E)`` on a
+  shared scalar), and its run was read ``x[begin + j]`` from ``int j = tid`` (a copy of
+  ``threadIdx.x``): it lifted BLOCK_THREADS alone. slot_arrays.py reads an array of at most
+  8 slots named only at literal subscripts as one scalar a slot; reduce_atomic_vec reads a
+  counting loop started at a local copy of ``threadIdx.x`` and a run read at one offset
+  ``P[E + i]`` (E's terms aligned as a pointer's offset is): now FINAL, UNROLL, VEC. Its
+  ``if (tid != 0) return;`` after the last barrier still stops CHUNKS (GAPS).
 
 Host (g++): every respelling the rules changed, lifted, bit for bit against itself as
 written at the default and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
@@ -58,6 +67,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.templater import offline_template
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.slot_arrays import slot_arrays
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_r30"
 
@@ -81,8 +91,9 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
         frozenset({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}), frozenset(),
         {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_Y": 4, "USE_SMEM": 2}),
     "moments_macro_while": (
-        held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS"}),
-        frozenset({"CHUNKS", "FINAL", "UNROLL", "VEC"}), {"BLOCK_THREADS": 128}),
+        held_back_unseen6, "moments_partials",
+        frozenset({"BLOCK_THREADS", "FINAL", "UNROLL", "VEC"}), frozenset({"CHUNKS"}),
+        {"BLOCK_THREADS": 128, "FINAL": 1, "UNROLL": 2, "VEC": 4}),
     "moments_helper_sizet": (
         held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS", "FINAL", "UNROLL"}),
         frozenset({"CHUNKS", "VEC"}), {"BLOCK_THREADS": 64, "FINAL": 1, "UNROLL": 4}),
@@ -123,7 +134,10 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
 REORDERING = {"welford_rows_warp": ("LANES", "VEC")}
 
 #: What a spelling's notes say where a missing knob stops (a prefix of a note).
-GAPS: dict[str, str] = {}
+GAPS: dict[str, str] = {
+    "moments_macro_while": "CHUNKS: not applied: chunks a block: `return;`: a thread may leave "
+                           "before the slots are filled (line 27)",
+}
 
 #: The item loop interleaved (the items' registers side by side), not wrapped.
 INTERLEAVED = {"mc_lambda_for", "mc_ref_countdown"}
@@ -232,3 +246,85 @@ def test_a_callable_that_copies_or_returns_early_stays_a_call(old: str, new: str
     assert source != STEPS
     got = _bodies(source)
     assert why in [str(f) for f in got.findings], [str(f) for f in got.findings]
+
+
+#: moments_macro_while's shape: two totals in one shared array, the run read at an offset.
+PAIR = """extern "C" __global__ void k(float* sums, float* sumsq, const float* x, int n) {
+  __shared__ double acc[2];
+  const unsigned tid = threadIdx.x;
+  if (tid == 0) {
+    acc[0] = 0.0;
+    acc[1] = 0.0;
+  }
+  __syncthreads();
+  const size_t begin = (size_t)blockIdx.x * 4096;
+  const int count = min(4096, (int)(n - begin));
+  double s = 0.0, q = 0.0;
+  for (int j = tid; j < count; j += blockDim.x) {
+    const double v = x[begin + j];
+    s += v;
+    q += v * v;
+  }
+  atomicAdd(&acc[0], s);
+  atomicAdd(&acc[1], q);
+  __syncthreads();
+  if (tid == 0) {
+    sums[blockIdx.x] = (float)acc[0];
+    sumsq[blockIdx.x] = (float)acc[1];
+  }
+}
+"""
+
+
+def test_an_array_of_slots_named_only_at_literals_is_one_scalar_a_slot() -> None:
+    got = slot_arrays(InlinedSource(PAIR, "k.cu"), "k")
+    assert "__shared__ double acc_0; __shared__ double acc_1;" in got.text, got.text
+    assert "atomicAdd(&acc_0, s);" in got.text and "acc[" not in got.text
+    assert got.text.count("\n") == PAIR.count("\n")
+    assert [str(f) for f in got.findings] == [
+        "SLOT_ARRAYS: applied: `acc` (2 slots, each named only at a literal subscript) is read "
+        "as one scalar a slot (line 2)"]
+    local = PAIR.replace("  double s = 0.0, q = 0.0;", "  double part[2] = {0.0, 1.0};")
+    assert "double part_0 = 0.0; double part_1 = 1.0;" in slot_arrays(
+        InlinedSource(local, "k.cu"), "k").text
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    acc[1] = 0.0;", "    acc[tid & 1] = 0.0;"),  # an index that is no literal
+    ("    acc[1] = 0.0;", "    acc[1] = 0.0;\n    double* p = acc;"),  # the array escapes
+    ("    acc[1] = 0.0;", "    acc[2] = 0.0;"),  # past the end: left for the compiler
+    ("  __shared__ double acc[2];", "  __shared__ double acc[2][1];"),  # two dimensions
+], ids=["variable", "escapes", "past_end", "two_dims"])
+def test_an_array_named_otherwise_stays_an_array(old: str, new: str) -> None:
+    source = PAIR.replace(old, new)
+    assert source != PAIR
+    got = slot_arrays(InlinedSource(source, "k.cu"), "k")
+    assert got.text == source and not got.findings
+
+
+def _pair_lift(source: str, tmp_path: Path) -> tuple[set[str], tuple[str, ...]]:
+    kf = respelled(held_back_unseen6.SET.root / "moments_partials", tmp_path,
+                   source.replace("void k(", "void moments_partials("))
+    lifted = offline_template(kf).lifted
+    return {p.name for p in lifted.params}, lifted.notes
+
+
+@pytest.mark.parametrize("read", ["x[begin + j]", "x[j + begin]"])
+def test_a_run_read_at_an_offset_from_a_thread_alias_vectorizes(read: str,
+                                                                tmp_path: Path) -> None:
+    names, notes = _pair_lift(PAIR.replace("x[begin + j]", read), tmp_path)
+    assert {"FINAL", "UNROLL", "VEC", "CHUNKS"} <= names, notes
+
+
+@pytest.mark.parametrize(("read", "why"), [
+    ("x[begin + 2 + j]", "VEC: not applied: vector loads of the count: offset `2` of `x` is not "
+     "shown to be a multiple of 4 floats (16-byte vectors) (line 12)"),
+    ("x[begin - j]", "VEC: not applied: vector loads of the count: `j` is used other than as "
+     "the index of one array read (line 13)"),
+    ("x[begin + j] + x[j]", "VEC: not applied: vector loads of the count: the loop reads 1 "
+     "arrays at `[j]` (one is needed, at one offset) (line 12)"),
+], ids=["misaligned", "backwards", "two_offsets"])
+def test_a_run_at_an_offset_that_is_no_aligned_run_keeps_scalar_loads(
+        read: str, why: str, tmp_path: Path) -> None:
+    names, notes = _pair_lift(PAIR.replace("x[begin + j]", read), tmp_path)
+    assert "VEC" not in names and why in notes, notes

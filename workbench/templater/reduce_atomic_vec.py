@@ -1,9 +1,12 @@
 """VEC for the counting loop of :mod:`.reduce_atomic`: float2 / float4 loads of the run a
 block counts.
 
-The loop ``for (int i = threadIdx.x; i < L; i += S) BODY`` (S the block size) whose BODY
-reads ``i`` only as ``P[i]``, P a ``float`` kernel pointer the kernel never writes or a
-local ``const float* P = X + OFF`` of one, becomes, at ``VEC > 1``: each thread loads whole
+The loop ``for (int i = threadIdx.x; i < L; i += S) BODY`` (S the block size; the start
+``threadIdx.x`` or a local copy of it the kernel never assigns, ``int i = tid``) whose BODY
+reads ``i`` only as ``P[i]`` or ``P[E + i]`` (one offset E in every read, naming nothing
+BODY assigns: the run starts at ``P + E``, each of E's terms aligned as OFF's below), P a
+``float`` kernel pointer the kernel never writes or a local ``const float* P = X + OFF`` of
+one, becomes, at ``VEC > 1``: each thread loads whole
 vectors ``q = threadIdx.x, + S, ...`` below ``L / VEC`` and runs BODY on each of their
 ``VEC`` values in turn, then the ``L % VEC`` elements after the last whole vector one per
 thread as written. Every element is still counted exactly once, by some thread of the block.
@@ -47,8 +50,9 @@ NAME = "VEC"
 _LEAVES = ("break_statement", "continue_statement", "return_statement", "goto_statement")
 
 
-def _loop_parts(loop: Node) -> tuple[str, Node, Node, Node]:
-    """(index, bound L, step S, body) of ``for (int i = threadIdx.x; i < L; i += S)``."""
+def _loop_parts(plan: Plan, loop: Node) -> tuple[str, Node, Node, Node]:
+    """(index, bound L, step S, body) of ``for (int i = threadIdx.x; i < L; i += S)``
+    (``threadIdx.x`` or a local never assigned that holds it: ``int i = tid``)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if loop.type != "for_statement" or init is None or cond is None or update is None or \
@@ -58,7 +62,7 @@ def _loop_parts(loop: Node) -> tuple[str, Node, Node, Node]:
     decl = init.child_by_field_name("declarator")
     value = decl.child_by_field_name("value") if decl is not None else None
     index = text(decl.child_by_field_name("declarator")) if decl is not None else ""
-    if value is None or text(strip(value)).replace(" ", "") != "threadIdx.x" or \
+    if value is None or not plan.facts.is_thread(value, "x") or \
             text(init.child_by_field_name("type")) != "int":
         raise Illegal("the counting loop's index does not start at threadIdx.x (an int)", loop)
     parts = binary(cond)
@@ -70,25 +74,46 @@ def _loop_parts(loop: Node) -> tuple[str, Node, Node, Node]:
     return index, parts[2], step, body
 
 
-def _array(plan: Plan, body: Node, index: str) -> str:
-    """The one pointer BODY reads at ``[index]``; raises Illegal when ``index`` is used
-    otherwise."""
+def _array(plan: Plan, body: Node, index: str) -> tuple[str, list[Node], list[Node]]:
+    """(the one pointer BODY reads at ``[index]``, the terms ``E`` of its reads written
+    ``P[E + index]``, those reads); raises Illegal when ``index`` is used otherwise."""
     arrays: set[str] = set()
+    offsets: dict[str, list[Node]] = {}
+    reads: list[Node] = []
     for n in walk(body):
         if n.type != "identifier" or text(n) != index:
             continue
         up = n.parent
+        while up is not None and up.type in ("binary_expression", "parenthesized_expression"):
+            up = up.parent  # [E + index]: _shift reads the sum
         if up is not None and up.type == "subscript_argument_list":
             up = up.parent
         idx = up.child_by_field_name("indices") if up is not None else None
-        if up is None or up.type != "subscript_expression" or idx is None or \
-                text(idx).strip("[] ") != index:
+        shift = _shift(idx, index) if idx is not None else None
+        if up is None or up.type != "subscript_expression" or shift is None:
             raise Illegal(f"`{index}` is used other than as the index of one array read", n)
         arrays.add(text(up.child_by_field_name("argument")))
-    if len(arrays) != 1:
-        raise Illegal(f"the loop reads {len(arrays)} arrays at `[{index}]` (one is needed)",
-                      body)
-    return arrays.pop()
+        offsets[" ".join(text(t) for t in shift)] = shift
+        reads.append(up)
+    if len(arrays) != 1 or len(offsets) != 1:
+        raise Illegal(f"the loop reads {len(arrays)} arrays at `[{index}]` (one is needed, at "
+                      "one offset)", body)
+    return arrays.pop(), next(iter(offsets.values())), reads
+
+
+def _shift(indices: Node, index: str) -> list[Node] | None:
+    """The terms ``E`` of a subscript ``[E + index]`` (``[index]``: none), each added and
+    not naming ``index``; None for any other subscript."""
+    inner = [c for c in indices.named_children if c.type != "comment"]
+    if len(inner) != 1:
+        return None
+    parts = terms(inner[0])
+    mine = [t for sign, t in parts if t.type == "identifier" and text(t) == index and sign > 0]
+    rest = [t for sign, t in parts if t not in mine]
+    if len(mine) != 1 or any(sign < 0 for sign, t in parts if t in rest) or any(
+            m.type == "identifier" and text(m) == index for t in rest for m in walk(t)):
+        return None
+    return rest
 
 
 def _root_and_offset(plan: Plan, array: str, loop: Node) -> tuple[str, list[Node]]:
@@ -167,9 +192,10 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
     if NAME in plan.params:
         return False
     try:
-        index, bound, step, body = _loop_parts(loop)
-        array = _array(plan, body, index)
+        index, bound, step, body = _loop_parts(plan, loop)
+        array, shift, reads = _array(plan, body, index)
         root, offsets = _root_and_offset(plan, array, loop)
+        offsets += shift  # P[E + i]: the run starts at P + E
         if plan.kernel.param(root).base_type != "float":
             raise Illegal(f"`{root}` is not a float array", loop)
         if _written(plan, {root, array}):
@@ -178,17 +204,20 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
         _accumulates(plan, body, loop, _integer_locals(plan), floating)
         changed = {text(t) for n in walk(body) if (t := write_target(n)) is not None}
         if any(n.type == "identifier" and text(n) in changed
-               for n in [*walk(bound), *walk(step)]):
-            raise Illegal("the loop's bound or step changes in its body", loop)
+               for n in [*walk(bound), *walk(step), *(m for t in shift for m in walk(t))]):
+            raise Illegal("the loop's bound, step or offset changes in its body", loop)
     except Illegal as exc:
         plan.note(NAME, False, f"vector loads of the count: {exc.reason}", exc.node or loop)
         return False
     plan.add_param(NAME, {"kind": "choice", "values": [1, 2, 4], "default": 1,
                           "description": "floats per load of the counting loop (1: as "
                                          "written; 2 float2, 4 float4)"},
-                   f"{line(loop)}: {array}[{index}]")
+                   f"{line(loop)}: {text(reads[0])}")
     indent = " " * loop.start_point[1]
-    pattern = re.compile(rf"(?<![\w.]){re.escape(array)}\s*\[\s*{re.escape(index)}\s*\]")
+    # the reads as the body renders them: each becomes the vector's lane
+    spelled = sorted({plan.rw.text(r) for r in reads}, key=len, reverse=True)
+    pattern = re.compile("|".join(rf"(?<![\w.]){re.escape(r)}" for r in spelled))
+    run = f"({array} + {' + '.join(plan.rw.text(t) for t in shift)})" if shift else array
 
     def make(rw: object) -> str:
         as_written = plan.rw.render(loop.start_byte, loop.end_byte)
@@ -202,10 +231,10 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
                 f"{indent}const int wb_whole = wb_len / {NAME};\n{pragma}"
                 f"{indent}for (int wb_q = threadIdx.x; wb_q < wb_whole; wb_q += {s}) {{\n"
                 f"#if {NAME} == 4\n"
-                f"{indent}  const float4 wb_v = reinterpret_cast<const float4*>({array})[wb_q];\n"
+                f"{indent}  const float4 wb_v = reinterpret_cast<const float4*>({run})[wb_q];\n"
                 f"{indent}  const float wb_x[4] = {{wb_v.x, wb_v.y, wb_v.z, wb_v.w}};\n"
                 "#else\n"
-                f"{indent}  const float2 wb_v = reinterpret_cast<const float2*>({array})[wb_q];\n"
+                f"{indent}  const float2 wb_v = reinterpret_cast<const float2*>({run})[wb_q];\n"
                 f"{indent}  const float wb_x[2] = {{wb_v.x, wb_v.y}};\n"
                 "#endif\n"
                 "#pragma unroll\n"
@@ -221,6 +250,6 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
     why = ("an integer count is exact in any order" if not summed else
            f"the floating sums {', '.join(summed)} go whole to shared atomics, whose order is "
            "unspecified as written: another order within rounding")
-    plan.note(NAME, True, f"the counting loop reads `{array}[{index}]` as float2 / float4 "
+    plan.note(NAME, True, f"the counting loop reads `{text(reads[0])}` as float2 / float4 "
               f"vectors ({why}; the offset a multiple of 4 floats)", loop)
     return True

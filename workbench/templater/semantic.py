@@ -79,6 +79,7 @@ from workbench.templater.residue_taps import apply_residue_taps
 from workbench.templater.scan import lift_scan
 from workbench.templater.scoped_names import scoped_names
 from workbench.templater.select_stores import select_stores
+from workbench.templater.slot_arrays import slot_arrays
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
 from workbench.templater.staged_walk import apply_staged_walk
@@ -117,6 +118,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
+    inlined = slot_arrays(inlined, entry)  # __shared__ double acc[2]; acc[0]: acc_0
     inlined = functor_objects_as_lambdas(inlined, entry)  # const S op{..}; op(u[i])
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
