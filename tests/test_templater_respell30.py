@@ -39,7 +39,10 @@ What the respellings taught the templater:
   8 slots named only at literal subscripts as one scalar a slot; reduce_atomic_vec reads a
   counting loop started at a local copy of ``threadIdx.x`` and a run read at one offset
   ``P[E + i]`` (E's terms aligned as a pointer's offset is): now FINAL, UNROLL, VEC. Its
-  ``if (tid != 0) return;`` after the last barrier still stops CHUNKS (GAPS).
+  ``if (tid != 0) return;`` before the block's stores stopped CHUNKS ("a thread may leave
+  before the slots are filled"); the slots past the grid are written by ``threadIdx.x ==
+  0`` at the body's end, which a ``return;`` whose test is false for thread 0 never stops,
+  so reduce_chunks now allows that one: CHUNKS too (every knob of the corpus kernel).
 
 Host (g++): every respelling the rules changed, lifted, bit for bit against itself as
 written at the default and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
@@ -62,6 +65,8 @@ from helpers_templater import FULL_MATRIX, host_configs
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
+from test_templater_reduce_atomic_sums import _configs as atomic_configs
+from test_templater_reduce_atomic_sums import _host_check as host_check_totals
 
 from workbench.core.kernel_folder import KernelFolder
 from workbench.templater import offline_template
@@ -92,7 +97,7 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
         {"BLOCK_X": 16, "BLOCK_Y": 8, "OUT_Y": 4, "USE_SMEM": 2}),
     "moments_macro_while": (
         held_back_unseen6, "moments_partials",
-        frozenset({"BLOCK_THREADS", "FINAL", "UNROLL", "VEC"}), frozenset({"CHUNKS"}),
+        frozenset({"BLOCK_THREADS", "FINAL", "UNROLL", "VEC", "CHUNKS"}), frozenset(),
         {"BLOCK_THREADS": 128, "FINAL": 1, "UNROLL": 2, "VEC": 4}),
     "moments_helper_sizet": (
         held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS", "FINAL", "UNROLL"}),
@@ -130,14 +135,12 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
 
 #: Knobs that move which lane merges which element (Welford's float statistics in another
 #: order: the GPU's gate checks the folder's tolerance; the corpus kernel's own lift is not bit
-#: for bit there either): the host checks bit for bit with them as written.
-REORDERING = {"welford_rows_warp": ("LANES", "VEC")}
+#: for bit there either) or which slot holds which partial (CHUNKS: the outputs are compared
+#: by their total, checked below): the host checks bit for bit with them as written.
+REORDERING = {"welford_rows_warp": ("LANES", "VEC"), "moments_partials": ("CHUNKS",)}
 
 #: What a spelling's notes say where a missing knob stops (a prefix of a note).
-GAPS: dict[str, str] = {
-    "moments_macro_while": "CHUNKS: not applied: chunks a block: `return;`: a thread may leave "
-                           "before the slots are filled (line 27)",
-}
+GAPS: dict[str, str] = {}
 
 #: The item loop interleaved (the items' registers side by side), not wrapped.
 INTERLEAVED = {"mc_lambda_for", "mc_ref_countdown"}
@@ -183,7 +186,7 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
         configs = configs[:2]  # the default and the mix
     default = template.default_config()
     configs = [c for c in configs
-               if all(c[k] == default[k] for k in REORDERING.get(CASES[spelling][1], ()))]
+               if all(c.get(k) == default.get(k) for k in REORDERING.get(CASES[spelling][1], ()))]
 
     def host(source: str) -> str:
         return held.SET.host_source(HOST_EXTRAS + source)
@@ -328,3 +331,39 @@ def test_a_run_at_an_offset_that_is_no_aligned_run_keeps_scalar_loads(
         read: str, why: str, tmp_path: Path) -> None:
     names, notes = _pair_lift(PAIR.replace("x[begin + j]", read), tmp_path)
     assert "VEC" not in names and why in notes, notes
+
+
+#: PAIR's stores behind an early return of every thread but thread 0 (moments_macro_while's).
+STORES = """  if (tid == 0) {
+    sums[blockIdx.x] = (float)acc[0];
+    sumsq[blockIdx.x] = (float)acc[1];
+  }
+"""
+
+
+@pytest.mark.parametrize(("leave", "why"), [
+    ("tid != 0", None), ("threadIdx.x > 0", None), ("0 < tid", None), ("tid", None),
+    ("tid == 0", "CHUNKS: not applied: chunks a block: `return;`: a thread may leave before "
+     "the slots are filled (line 20)"),
+    ("blockIdx.x > 0", "CHUNKS: not applied: chunks a block: `return;`: a thread may leave "
+     "before the slots are filled (line 20)"),
+], ids=["ne", "gt", "lt", "bare", "thread0_leaves", "a_block_leaves"])
+def test_an_early_return_thread0_never_takes_keeps_chunks(leave: str, why: str | None,
+                                                          tmp_path: Path) -> None:
+    source = PAIR.replace(STORES, f"  if ({leave}) return;\n  sums[blockIdx.x] = (float)acc[0];"
+                                  "\n  sumsq[blockIdx.x] = (float)acc[1];\n")
+    assert source != PAIR
+    names, notes = _pair_lift(source, tmp_path)
+    assert ("CHUNKS" in names) == (why is None), notes
+    assert why is None or why in notes, notes
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_the_chunked_respelling_totals_right_on_host(tmp_path: Path) -> None:
+    """moments_macro_while at several chunks a block: its slots total what reference.py
+    totals (one block of 8 slots, 7 zeroed; 2 chunks, 4 blocks)."""
+    kf = _folder("moments_macro_while", tmp_path / "folder")
+    sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4, "CHUNKS": 8},
+               {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2, "CHUNKS": 2}]
+    host_check_totals(kf, atomic_configs(kf, sampled), tmp_path / "run")

@@ -19,7 +19,8 @@ Legal only where the analysis shows, each refusal naming the line:
   a chunk the same way at any length (its loops are bounded by the clamp), and scaling every
   use scales the chunk;
 * every store to a kernel pointer is at ``[blockIdx.x]``, each of those outputs is compared
-  by its total (``compare = "sum"`` or a verify()), and nothing returns early: block ``b``
+  by its total (``compare = "sum"`` or a verify()), and nothing returns early but a
+  ``return;`` thread 0 never takes (``if (threadIdx.x != 0) return;``): block ``b``
   stores its totals in slot ``b``, and thread 0 of each block writes 0 (the sum's identity)
   to the slots ``gridDim.x`` .. of the grid as written that no block writes now, so every
   slot is written and the slots still add up to the totals.
@@ -35,6 +36,7 @@ from collections.abc import Collection
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    binary,
     builtin,
     factors,
     int_value,
@@ -130,7 +132,7 @@ def _stored(plan: Plan) -> set[str]:
     ``[blockIdx.x]`` and nothing returns early."""
     out: set[str] = set()
     for n in walk(plan.body):
-        if n.type in ("return_statement", "goto_statement"):
+        if n.type in ("return_statement", "goto_statement") and not _past_thread0(plan, n):
             raise Illegal(f"`{text(n)}`: a thread may leave before the slots are filled", n)
         if n.type == "call_expression" and text(n.child_by_field_name("function")).startswith(
                 "atomic") and any(m.type == "identifier" and plan.pointer(text(m))
@@ -152,6 +154,34 @@ def _stored(plan: Plan) -> set[str]:
             raise Illegal(f"`{text(n)[:40]}` stores at another index than [blockIdx.x]", n)
         out.add(array)
     return out
+
+
+def _past_thread0(plan: Plan, leave: Node) -> bool:
+    """``leave`` is ``return;``, the whole of an ``if`` (no ``else``) whose test is false
+    at ``threadIdx.x == 0``: ``x != 0``, ``x > 0``, ``0 != x``, ``0 < x`` or ``x``, x
+    ``threadIdx.x`` or a local copy of it. The threads that write the grid's other slots
+    (``threadIdx.x == 0``, at the body's end) never take it."""
+    guard = leave.parent
+    if leave.type != "return_statement" or leave.named_children or guard is None:
+        return False
+    if guard.type == "compound_statement" and len(guard.named_children) == 1:
+        guard = guard.parent
+    if guard is None or guard.type != "if_statement" or \
+            guard.child_by_field_name("alternative") is not None:
+        return False
+    test = guard.child_by_field_name("condition")
+    test = strip(test.named_children[0]) if test is not None and test.named_children else None
+    if test is None:
+        return False
+    if plan.facts.is_thread(test, "x"):
+        return True
+    parts = binary(test)
+    if parts is None:
+        return False
+    left, op, right = parts
+    zero_right = int_value(right) == 0 and plan.facts.is_thread(left, "x")
+    zero_left = int_value(left) == 0 and plan.facts.is_thread(right, "x")
+    return (op in ("!=", ">") and zero_right) or (op in ("!=", "<") and zero_left)
 
 
 def lift_chunks(plan: Plan, compared_by_total: Collection[str] | None) -> bool:
