@@ -43,6 +43,13 @@ What the respellings taught the templater:
   before the slots are filled"); the slots past the grid are written by ``threadIdx.x ==
   0`` at the body's end, which a ``return;`` whose test is false for thread 0 never stops,
   so reduce_chunks now allows that one: CHUNKS too (every knob of the corpus kernel).
+- moments_helper_sizet clamps its range as ``begin + cfg::chunk < (size_t)n ? begin +
+  cfg::chunk : (size_t)n`` (``min`` written out, the chunk a namespaced constexpr): CHUNKS
+  read the chunk only as a factor of the block's start or in ``min(..)`` and refused ("uses
+  the chunk 4096 other than as the block's start or the clamp of its range"). It now reads a
+  conditional that picks the smaller of its test's two sides (``a < b ? a : b``, ``a > b ?
+  b : a``) as the clamp, and ``ns::K`` as K: CHUNKS lifts. Its walk ``for (size_t i = begin
+  + threadIdx.x; i < end; ..)`` is still no counting loop VEC reads (GAPS).
 
 Host (g++): every respelling the rules changed, lifted, bit for bit against itself as
 written at the default and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
@@ -100,8 +107,9 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
         frozenset({"BLOCK_THREADS", "FINAL", "UNROLL", "VEC", "CHUNKS"}), frozenset(),
         {"BLOCK_THREADS": 128, "FINAL": 1, "UNROLL": 2, "VEC": 4}),
     "moments_helper_sizet": (
-        held_back_unseen6, "moments_partials", frozenset({"BLOCK_THREADS", "FINAL", "UNROLL"}),
-        frozenset({"CHUNKS", "VEC"}), {"BLOCK_THREADS": 64, "FINAL": 1, "UNROLL": 4}),
+        held_back_unseen6, "moments_partials",
+        frozenset({"BLOCK_THREADS", "FINAL", "UNROLL", "CHUNKS"}), frozenset({"VEC"}),
+        {"BLOCK_THREADS": 64, "FINAL": 1, "UNROLL": 4}),
     # the author's macro WARPS is the warps' knob under its own name
     "welford_macro_helper": (
         held_back_unseen18, "welford_rows_warp",
@@ -140,7 +148,10 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
 REORDERING = {"welford_rows_warp": ("LANES", "VEC"), "moments_partials": ("CHUNKS",)}
 
 #: What a spelling's notes say where a missing knob stops (a prefix of a note).
-GAPS: dict[str, str] = {}
+GAPS: dict[str, str] = {
+    "moments_helper_sizet": "VEC: not applied: vector loads of the count: the counting loop's "
+                            "index does not start at threadIdx.x (an int) (line 20)",
+}
 
 #: The item loop interleaved (the items' registers side by side), not wrapped.
 INTERLEAVED = {"mc_lambda_for", "mc_ref_countdown"}
@@ -361,9 +372,36 @@ def test_an_early_return_thread0_never_takes_keeps_chunks(leave: str, why: str |
 @needs_gxx
 @pytest.mark.timeout(600)
 def test_the_chunked_respelling_totals_right_on_host(tmp_path: Path) -> None:
-    """moments_macro_while at several chunks a block: its slots total what reference.py
-    totals (one block of 8 slots, 7 zeroed; 2 chunks, 4 blocks)."""
-    kf = _folder("moments_macro_while", tmp_path / "folder")
-    sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4, "CHUNKS": 8},
-               {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2, "CHUNKS": 2}]
-    host_check_totals(kf, atomic_configs(kf, sampled), tmp_path / "run")
+    """moments_macro_while and moments_helper_sizet at several chunks a block: their slots
+    total what reference.py totals (one block of 8 slots, 7 zeroed; 2 chunks, 4 blocks)."""
+    for spelling in ("moments_macro_while", "moments_helper_sizet"):
+        kf = _folder(spelling, tmp_path / spelling)
+        sampled = [{"BLOCK_THREADS": 96, "FINAL": 1, "UNROLL": 4, "VEC": 4, "CHUNKS": 8},
+                   {"BLOCK_THREADS": 224, "FINAL": 0, "UNROLL": 2, "VEC": 2, "CHUNKS": 2}]
+        host_check_totals(kf, atomic_configs(kf, sampled), tmp_path / "run" / spelling)
+
+
+#: moments_helper_sizet's clamp, and clamps that are not the smaller of two values.
+CLAMP = "  const size_t end = begin + cfg::chunk < (size_t)n ? begin + cfg::chunk : (size_t)n;\n"
+
+
+@pytest.mark.parametrize(("clamp", "chunks"), [
+    (CLAMP, True),
+    ("  const size_t end = (size_t)n > begin + cfg::chunk ? begin + cfg::chunk : (size_t)n;\n",
+     True),  # `b > a ? a : b`: the smaller too
+    ("  const size_t end = begin + cfg::chunk > (size_t)n ? begin + cfg::chunk : (size_t)n;\n",
+     False),  # the larger: the block would read past n
+    ("  const size_t end = begin + cfg::chunk <= (size_t)n ? begin + cfg::chunk : (size_t)n;\n",
+     True),
+], ids=["lt", "gt_swapped", "larger", "le"])
+def test_a_clamp_written_out_is_read_as_min(clamp: str, chunks: bool, tmp_path: Path) -> None:
+    source = (SPELLINGS / "moments_helper_sizet.cu").read_text()
+    assert CLAMP in source
+    kf = respelled(held_back_unseen6.SET.root / "moments_partials", tmp_path,
+                   source.replace(CLAMP, clamp))
+    lifted = offline_template(kf).lifted
+    assert ("CHUNKS" in {p.name for p in lifted.params}) == chunks, lifted.notes
+    if not chunks:
+        assert "CHUNKS: not applied: chunks a block: `begin + cfg::chunk` uses the chunk 4096 " \
+            "other than as the block's start or the clamp of its range (line 18)" in \
+            lifted.notes, lifted.notes

@@ -15,7 +15,8 @@ Legal only where the analysis shows, each refusal naming the line:
 * every use of K in the kernel body (the literal, or a macro / file-scope constant holding
   it) is the block's range: a factor of a product whose other factors are ``blockIdx.x``
   and numbers (``blockIdx.x * K``, ``(blockIdx.x + 1) * K``, casts allowed), or an
-  argument, or a term of an argument, of ``min`` (the range's clamp). So the kernel reads
+  argument, or a term of an argument, of ``min`` or of ``a < b ? a : b`` written out (the
+  range's clamp). So the kernel reads
   a chunk the same way at any length (its loops are bounded by the clamp), and scaling every
   use scales the chunk;
 * every store to a kernel pointer is at ``[blockIdx.x]``, each of those outputs is compared
@@ -100,23 +101,60 @@ def _min_clamp(use: Node) -> bool:
     """``use`` is an argument of ``min(...)``, or a + term of one."""
     arg = use
     while arg.parent is not None and arg.parent.type in ("parenthesized_expression",
-                                                         "cast_expression"):
-        arg = arg.parent
+                                                         "cast_expression",
+                                                         "qualified_identifier"):
+        arg = arg.parent  # (K), (long)K, ns::K
     up = arg.parent
     if up is not None and up.type == "binary_expression" and \
             text(up.child_by_field_name("operator")) == "+":
-        if not any(sign > 0 and (t.start_byte, t.end_byte) == (strip(use).start_byte,
-                                                               strip(use).end_byte)
-                   for sign, t in terms(up)):
+        spans = {(strip(n).start_byte, strip(n).end_byte) for n in (use, arg)}
+        if not any(sign > 0 and (t.start_byte, t.end_byte) in spans for sign, t in terms(up)):
             return False
         arg = up
         while arg.parent is not None and arg.parent.type == "binary_expression" and \
                 text(arg.parent.child_by_field_name("operator")) == "+":
             arg = arg.parent
         up = arg.parent
+    while up is not None and up.type in ("parenthesized_expression", "cast_expression"):
+        arg, up = up, up.parent
+    for choice in (up, up.parent if up is not None else None):
+        if choice is not None and _written_min(choice) and \
+                any(_same(arg, side) for side in _sides(choice)):
+            return True  # a value of `a < b ? a : b`, or a side of its test
     if up is None or up.type != "argument_list" or up.parent is None:
         return False
     return text(up.parent.child_by_field_name("function")) in _MIN_CALLS
+
+
+def _same(one: Node, other: Node) -> bool:
+    return (strip(one).start_byte, strip(one).end_byte) == \
+        (strip(other).start_byte, strip(other).end_byte)
+
+
+def _sides(choice: Node) -> list[Node]:
+    """The test's two operands and the two values of the conditional ``choice``."""
+    test = choice.child_by_field_name("condition")
+    parts = binary(test) if test is not None else None
+    values = [choice.child_by_field_name("consequence"),
+              choice.child_by_field_name("alternative")]
+    return [] if parts is None or None in values else \
+        [parts[0], parts[2], *(v for v in values if v is not None)]
+
+
+def _written_min(choice: Node) -> bool:
+    """``choice`` is the smaller of two values written out: ``a < b ? a : b`` (``<=``), or
+    ``a > b ? b : a`` (``>=``), the same texts on both sides."""
+    if choice.type != "conditional_expression":
+        return False
+    test = choice.child_by_field_name("condition")
+    parts = binary(test) if test is not None else None
+    sides = _sides(choice)
+    if parts is None or len(sides) != 4:
+        return False
+    a, b, then, other = ("".join(text(strip(n)).split()) for n in sides)
+    if parts[1] in ("<", "<="):
+        return (then, other) == (a, b)
+    return parts[1] in (">", ">=") and (then, other) == (b, a)
 
 
 def _uses(plan: Plan, size: int) -> list[Node]:
