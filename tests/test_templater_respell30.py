@@ -29,8 +29,11 @@ What the respellings taught the templater:
   function with a non-const reference parameter whose body ends in its one ``return
   value;`` is now written into its calls as a value lambda is (its statements before the
   call's statement, the call its value cast to the declared result type): ITEMS
-  interleave, ANY_BRANCH, FAST_DIV and BRANCHLESS lift. Its count-down ``while (left-- >
-  0)`` still gives UNROLL no counted loop (GAPS).
+  interleave, ANY_BRANCH, FAST_DIV and BRANCHLESS lift. Its count-down ``int left =
+  kSamples; while (left-- > 0) {..}`` was no counted loop (the step in the test), so UNROLL
+  had none to unroll; loop_forms now reads it as ``for (int left = kSamples; left > 0;
+  --left)`` where the body never names the counter, no ``continue`` is the loop's and
+  nothing after reads it: UNROLL too (every knob of the corpus kernel).
 
 - moments_macro_while: ``__shared__ double acc[2];`` (the sum and the sum of squares,
   named ``acc[0]``, ``acc[1]``) was no shared counter (FINAL reads ``atomicAdd(&C, E)`` on a
@@ -79,6 +82,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.templater import offline_template
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.slot_arrays import slot_arrays
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_r30"
@@ -135,10 +139,10 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
     "mc_ref_countdown": (
         held_back_unseen14, "mc_hits_xorshift",
         frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "ANY_BRANCH", "BRANCHLESS",
-                   "FAST_DIV"}),
-        frozenset({"UNROLL"}),
+                   "FAST_DIV", "UNROLL"}),
+        frozenset(),
         {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "ANY_BRANCH": 1, "BRANCHLESS": 1,
-         "FAST_DIV": 1}),
+         "FAST_DIV": 1, "UNROLL": 4}),
 }
 
 #: Knobs that move which lane merges which element (Welford's float statistics in another
@@ -405,3 +409,35 @@ def test_a_clamp_written_out_is_read_as_min(clamp: str, chunks: bool, tmp_path: 
         assert "CHUNKS: not applied: chunks a block: `begin + cfg::chunk` uses the chunk 4096 " \
             "other than as the block's start or the clamp of its range (line 18)" in \
             lifted.notes, lifted.notes
+
+
+#: A count-down loop with its step in its test (mc_ref_countdown's).
+DOWN = """extern "C" __global__ void k(float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.0f;
+  int left = 8;
+  while (left-- > 0) {
+    acc += 0.5f;
+  }
+  out[i] = acc;
+}
+"""
+
+
+def test_a_count_down_with_its_step_in_its_test_is_a_for_loop() -> None:
+    got = counted_whiles(InlinedSource(DOWN, "k.cu"), "k").text
+    assert "  for (int left = 8; left > 0; --left) {" in got, got
+    assert got.count("\n") == DOWN.count("\n")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    acc += 0.5f;", "    acc += left;"),  # the body reads the stepped counter
+    ("  out[i] = acc;", "  out[i] = acc + left;"),  # read after the loop (-1, not 0)
+    ("    acc += 0.5f;", "    if (acc > 2.0f) continue;\n    acc += 0.5f;"),
+    ("  while (left-- > 0) {", "  while (left-- > 1) {"),  # another bound
+], ids=["read_inside", "read_after", "continue", "other_bound"])
+def test_a_count_down_that_is_not_that_loop_stays_a_while(old: str, new: str) -> None:
+    source = DOWN.replace(old, new)
+    assert source != DOWN
+    assert "while (left--" in counted_whiles(InlinedSource(source, "k.cu"), "k").text

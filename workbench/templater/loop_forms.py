@@ -45,7 +45,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, chain, strip, text, walk
+from workbench.templater.analysis import LOOPS, binary, chain, strip, text, walk
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms_reuse import assigned_for, assignment, dead_after, declared_type
 from workbench.templater.point_split import entry_body
@@ -65,7 +65,7 @@ def counted_whiles(current: InlinedSource, entry: str | None) -> InlinedSource:
     loop, a walk of pointers in step as an index loop (unchanged when there is none, or the
     kernel cannot be found: the analysis reports that itself)."""
     return rewrite_loops(current, entry, lambda data, loop: (
-        _pointer_walk(data, loop) or _counted(data, loop))
+        _pointer_walk(data, loop) or _counted(data, loop) or _counted_down(data, loop))
         if loop.type == "while_statement" else assigned_for(data, loop, _counted)
         if loop.type == "for_statement" else None)
 
@@ -253,6 +253,32 @@ def _counted(data: bytes, loop: Node) -> list[Edit] | None:
     return [(decl.start_byte, decl.end_byte, ""),
             (loop.start_byte, body.start_byte, head),
             (stmts[-1].start_byte, stmts[-1].end_byte, "")]
+
+
+def _counted_down(data: bytes, loop: Node) -> list[Edit] | None:
+    """``int v = e; while (v-- > 0) { .. }`` as ``for (int v = e; v > 0; --v) { .. }``
+    where the body never names ``v`` (the test steps it; the same trips: e, or none when e
+    is not above 0), no ``continue`` is the loop's and nothing after it reads ``v`` (the
+    ``while`` leaves -1 there, the ``for`` 0); None for any other loop."""
+    block = loop.parent
+    cond, body = loop.child_by_field_name("condition"), loop.child_by_field_name("body")
+    inner = cond.named_children[0] if cond is not None and cond.named_child_count == 1 \
+        else None
+    parts = binary(inner) if inner is not None else None
+    if block is None or block.type != "compound_statement" or body is None or \
+            body.type != "compound_statement" or parts is None or parts[1] != ">" or \
+            text(strip(parts[2])) != "0" or parts[0].type != "update_expression" or \
+            not text(parts[0]).replace(" ", "").endswith("--"):
+        return None
+    counter = parts[0].child_by_field_name("argument")
+    var = text(counter) if counter is not None and counter.type == "identifier" else ""
+    siblings = [c for c in block.named_children if c.type != "comment"]
+    decl = _movable(siblings, siblings.index(loop), var) if var else None
+    if decl is None or decl.type != "declaration" or _reads(body, var) or \
+            own_continue(body) or not dead_after(data, loop, var, _counted):
+        return None
+    head = f"for ({data[decl.start_byte:decl.end_byte].decode()} {var} > 0; --{var}) "
+    return [(decl.start_byte, decl.end_byte, ""), (loop.start_byte, body.start_byte, head)]
 
 
 def _unit_step(stmt: Node) -> str | None:
