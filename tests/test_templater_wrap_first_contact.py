@@ -108,7 +108,7 @@ __global__ void runs(const float* x, float* y, int n) {
   float keep[2] = {0.0f, 1.0f};
   int i = blockIdx.x * 64 + threadIdx.x;
   if (i >= n) return;
-  keep[0] += x[i];
+  keep[i & 1] += x[i];
   y[i] = keep[0] + keep[1];
 }
 """, "runs", 64, ("x", "y"), "runs(x, y, M)", "y"), "ITEMS_PER_THREAD",
