@@ -15,6 +15,13 @@ stepping the state by reference in a count-down ``while``.
 
 What the respellings taught the templater:
 
+- conv5_lambda_wrapped wraps the work in ``if (x < w && y < h) { .. }``: USE_SMEM offered 0
+  and 1 only ("the bounds check wraps the work: the tile's barriers need an early `return`
+  to turn into a flag"). Under USE_SMEM == 2 (one tile refilled per channel) every thread
+  must reach the refill's barriers; conv_refill now lets every thread into the wrapping
+  ``if`` at that value (``if (USE_SMEM == 2 || (x < w && y < h))``) with the flag its test
+  (``wb_live``), as it turns an early return into that flag: USE_SMEM 0, 1, 2 as the corpus
+  kernel's.
 - mc_lambda_for: ``auto next = [](unsigned s) { s ^= ..; return s; };`` was refused ("it
   captures `nothing`, not by reference only"): the items wrapped the stream (no interleave)
   and UNROLL was lost. A lambda that captures nothing copies nothing where it is defined
@@ -101,7 +108,7 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
     "conv5_lambda_wrapped": (
         held_back_unseen4, "conv5_channels",
         frozenset({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}), frozenset(),
-        {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 2, "USE_SMEM": 1}),
+        {"BLOCK_X": 32, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 2, "USE_SMEM": 2}),
     "conv5_c89_struct": (
         held_back_unseen4, "conv5_channels",
         frozenset({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}), frozenset(),
@@ -441,3 +448,25 @@ def test_a_count_down_that_is_not_that_loop_stays_a_while(old: str, new: str) ->
     source = DOWN.replace(old, new)
     assert source != DOWN
     assert "while (left--" in counted_whiles(InlinedSource(source, "k.cu"), "k").text
+
+
+@needs_gxx
+@pytest.mark.timeout(600)
+def test_the_wrapped_convolution_refills_its_tile_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """conv5_lambda_wrapped at USE_SMEM 2 over block shapes and outputs a thread (the check
+    shape 23 x 37: partial blocks on both axes): bit for bit as written."""
+    kf = _folder("conv5_lambda_wrapped", tmp_path / "folder")
+    lifted = offline_template(kf)
+    assert "  if (USE_SMEM == 2 || (x < w && y < h)) {" in lifted.lifted.source
+    assert "  const bool wb_live = (x < w && y < h);" in lifted.lifted.source
+    default = dict(lifted.template.default_config())
+    configs = [{**default, **mix} for mix in (
+        {"USE_SMEM": 2}, {"BLOCK_X": 8, "BLOCK_Y": 4, "OUT_Y": 8, "USE_SMEM": 2},
+        {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_X": 4, "OUT_Y": 1, "USE_SMEM": 2})]
+
+    def host(source: str) -> str:
+        return held_back_unseen4.SET.host_source(HOST_EXTRAS + source)
+
+    assert same_as_written(kf, lifted.template, configs, host, tmp_path / "run",
+                           host_flags) == 3

@@ -108,6 +108,7 @@ from workbench.templater.conv_refill import (
     refill_block,
     refill_close,
     refill_refusal,
+    wrapped_live,
 )
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
@@ -714,10 +715,10 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if staged:
         pass  # a tile per read is tried below, once the facts are read
     elif channel is not None:
-        why = refill_refusal(plan.source, out_when_true, guarded[:guarded.index(top)],
+        why = refill_refusal(plan.source, guarded[:guarded.index(top)],
                              channel is nest[0], own)
         if why is None:
-            refill = Refill(guard_stmt)
+            refill = Refill(guard_stmt, wraps=not out_when_true)
         else:
             plan.note("USE_SMEM=2", False, f"one shared tile refilled per channel: {why}",
                       channel.loop)
@@ -1242,8 +1243,13 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     if 2 in modes:
         assert f.refill is not None and ch is not None
         cond_text = text(f.cond)
-        rw.replace(f.refill.guard, live_flag(smem, text(f.refill.guard), cond_text,
-                                             f.refill.live))
+        if f.refill.wraps:
+            flag, test = wrapped_live(smem, cond_text, f.refill.live)
+            rw.insert(f.refill.guard.start_byte, flag)
+            rw.replace(f.cond, test)
+        else:
+            rw.replace(f.refill.guard, live_flag(smem, text(f.refill.guard), cond_text,
+                                                 f.refill.live))
         refill_head = refill_block(smem, f.elem, (tile_h, tile_w), (bx_name, by_name),
                                    _refill_body(f, (bx_name, by_name), (oy, ox),
                                                 passes('wb_first', 'wb_first_c'), value),

@@ -8,9 +8,11 @@ fill, barrier, then the thread's taps from the tile. Every thread of the block m
 those barriers, so the kernel's early ``return`` becomes a flag for this value of the knob
 (``wb_live``): threads past the edge help fill the tile and skip the taps; the stores are
 guarded per output already. Legal where the channel loop is the outermost loop around the
-taps, the bounds check is an early ``if (...) return;`` and the statements between it and
+taps, the bounds check is an early ``if (...) return;`` (or wraps the work) and the statements between it and
 the channel loop are declarations that read no memory (a thread past the edge runs them
-too). Each output still sums its taps in the written order, from the same values.
+too). A bounds check that wraps the work (``if (x < w && y < h) { .. }``, the last statement)
+is read the same way: every thread enters it under this value, the flag its test. Each
+output still sums its taps in the written order, from the same values.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ class Refill:
 
     guard: Node
     live: str = "wb_live"
+    wraps: bool = False  # `if (inside) { work }`: every thread enters under USE_SMEM = 2
 
 
-def refill_refusal(source: CudaSource, early_return: bool, between: list[Node],
+def refill_refusal(source: CudaSource, between: list[Node],
                    channel_outermost: bool, own: list[str]) -> str | None:
     """Why one tile refilled per channel is not offered (None: it is). ``own``: locals the
     value reads that the thread derived from its own point outside the loops."""
@@ -41,9 +44,6 @@ def refill_refusal(source: CudaSource, early_return: bool, between: list[Node],
                 "before the loops (the tile is filled for the block's first point)")
     if not channel_outermost:
         return "the channel loop is not the outermost loop around the taps"
-    if not early_return:
-        return ("the bounds check wraps the work (`if (...) { ... }`): the tile's barriers "
-                "need an early `return` to turn into a flag")
     for s in between:
         if s.type == "preproc_call":  # `#pragma unroll` before the channel loop
             continue
@@ -58,6 +58,14 @@ def refill_refusal(source: CudaSource, early_return: bool, between: list[Node],
         if unmovable_call(source, s) is not None:
             return f"`{text(s)[:60]}` calls a function a thread past the edge would run"
     return None
+
+
+def wrapped_live(smem: str, cond_text: str, live: str) -> tuple[str, str]:
+    """The bounds check that wraps the work, under USE_SMEM == 2: (the flag of the threads
+    it lets in, declared before it; its test, which every thread passes)."""
+    return (f"#if {smem} == 2  // every thread reaches the tile's barriers\n"
+            f"  const bool {live} = ({cond_text});\n#endif\n  ",
+            f"{smem} == 2 || ({cond_text})")
 
 
 def live_flag(smem: str, guard_text: str, cond_text: str, live: str) -> str:
