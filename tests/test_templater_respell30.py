@@ -61,8 +61,20 @@ What the respellings taught the templater:
   b : a``) as the clamp, and ``ns::K`` as K: CHUNKS lifts. Its walk ``for (size_t i = begin
   + threadIdx.x; i < end; ..)`` is still no counting loop VEC reads (GAPS).
 
-Host (g++): every respelling the rules changed, lifted, bit for bit against itself as
-written at the default and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
+Lifted as the corpus kernel already (no change needed): gemm_atb_constexpr_helper,
+gemm_atb_macro_while, conv5_c89_struct, welford_constexpr_ptr, diffuse7_macro_wrapped;
+welford_macro_helper too, its warps' knob under the author's macro name (WARPS).
+
+What is left (asserted in CASES): diffuse7_struct_ptr lifts ITEMS_X/Y/Z, not Z_ITEMS (its
+neighbours read through ``const float* uc = u + c`` as ``*uc``, ``uc[-sz]``, and its bound
+``g.nz`` a member of a struct built by ``Grid3 g{nx, ny, nz}``: the z-march reads kernel
+pointers at the cell's index, and the grid's z from a guard on a kernel argument);
+moments_helper_sizet has no VEC (a walk ``for (size_t i = begin + threadIdx.x; i < end;
+..)`` is no counting loop VEC reads, GAPS).
+
+Host (g++): every respelling, lifted, bit for bit against itself as written at the default
+and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1), but for knobs that move
+which lane or slot holds a partial (REORDERING: their totals checked on their own).
 """
 
 from __future__ import annotations
