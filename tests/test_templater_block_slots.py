@@ -212,7 +212,8 @@ def test_a_count_of_two_warps_keeps_the_block_a_multiple_of_64() -> None:
     (("int w = 0; w < 8; ++w", "int w = 7; w >= 0; --w"), 12,
      "`w = 7` starts an index of `slot` at 7"),
     (("float s = 0.0f;\n    for (int w = 0; w < 8; ++w) s += slot[w];",
-      "float s = 0.0f;\n    const float* q = slot;\n    for (int w = 0; w < 8; ++w) s += q[w];"),
+      "float s = 0.0f;\n    const float* q = slot;\n"
+      "    for (int w = 0; w < 8 && q != nullptr; ++w) s += q[w];"),
      12, "`* q = slot` reads `slot` (one entry per 32 threads) other than by a subscript"),
     (("float s = 0.0f;", "float s = 0.0f;\n    float acc[8];\n"
       "    for (int w = 0; w < 8; ++w) acc[w] = 1.0f;"), 13,
@@ -227,6 +228,18 @@ def test_a_reading_that_is_not_certain_keeps_the_block_with_its_line(
     assert "BLOCK_THREADS" not in [p.name for p in lifted.params]
     notes = _block_notes(lifted)
     assert f"BLOCK_THREADS: not applied: {reason}" in notes and f"(line {line})" in notes, notes
+
+
+def test_a_pointer_to_the_slots_only_indexed_reads_as_the_array() -> None:
+    """``const float* q = slot; .. q[w]`` is ``slot[w]`` (workbench.templater.pointer_locals):
+    the reading is certain, and the count follows the block as in the repro (a pointer
+    compared, above, escapes and stays)."""
+    lifted = _lift(REPRO.replace("    for (int w = 0; w < 8; ++w) s += slot[w];",
+                                 "    const float* q = slot;\n"
+                                 "    for (int w = 0; w < 8; ++w) s += q[w];"))
+    assert "BLOCK_THREADS" in [p.name for p in lifted.params], lifted.notes
+    assert "slot[(BLOCK_THREADS / 32)]" in lifted.source
+    assert "s += slot[w]" in lifted.source
 
 
 def test_a_block_of_one_row_ties_its_x_size_to_whole_warps() -> None:

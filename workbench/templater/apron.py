@@ -21,8 +21,10 @@ single-assignment locals expanded, clamps and guards included):
   point ``blockIdx.d * B + threadIdx.d``, and reads the tile only at ``[threadIdx.y + a][
   threadIdx.x + b]`` with ``a``, ``b`` free of the thread and the block;
 - every ``blockIdx`` is a ``blockIdx.d * B`` tile offset and the block sizes are used
-  nowhere else (``blockDim.d`` reads as the written size B; no ``gridDim``, z index,
-  second barrier or early return in a loop).
+  nowhere else before the barrier (``blockDim.d`` reads as the written size B, and nowhere
+  after it; a number equal to B in the work is only a number, the point check above ties
+  the work to the block; no ``gridDim``, z index, second barrier or early return in a
+  loop).
 
 The rewrite: the block is ``(BLOCK_X, BLOCK_Y)``, the tile ``BLOCK_Y * OUT_Y + HY`` by
 ``BLOCK_X * OUT_X + HX (+ PAD)``, the load loops stride by the block over the new extents,
@@ -334,9 +336,14 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         [(n.start_byte, n.end_byte) for ld in loads for n in ld.fill_nodes] + \
         [(n.start_byte, n.end_byte) for fl in fills for n, _key in fl.edits] + \
         list(offsets)
+    # after the barrier the work's check ties every read of the thread and the block to the
+    # output point (and the tile to it plus an offset), so a number there that equals a block
+    # size (ncc_patch8's 8 x 8 template beside its 32 x 8 block) is only that number
+    work_spans = [(s.start_byte, s.end_byte) for s in post]
     for n in walk(plan.body):
         size_like = (n.type in ("number_literal", "identifier") and int_value(n) in (bx, by)
-                     and int_value(n) not in (0, 1)) or \
+                     and int_value(n) not in (0, 1)
+                     and not any(a <= n.start_byte < b for a, b in work_spans)) or \
             (n.type == "field_expression" and builtin(n, "blockDim") is not None)
         if size_like and not any(a <= n.start_byte and n.end_byte <= b for a, b in replaced):
             raise Refused(f"`{text(n)}` (a block size) is used where the analysis does not "

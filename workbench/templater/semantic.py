@@ -65,6 +65,8 @@ from workbench.templater.parameter_names import scalars_by_parameter
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
 from workbench.templater.point_split import split_points
+from workbench.templater.pointer_locals import TRANSFORM as POINTER_LOCAL
+from workbench.templater.pointer_locals import pointer_locals
 from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.reassigned_locals import split_reassigned
@@ -130,11 +132,46 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = flat_windows(inlined, entry)  # tile[(ty + dy) * W + tx + dx]: tile[ty + dy][..]
     inlined = pointer_taps(inlined, entry)  # for (..; ++dx, ++tap) acc += *tap * v: tap[idx]
     inlined = pointer_rows(inlined, entry)  # while (p < end) {..; p += ld; q += ld;}: rows
+    arrays = pointer_locals(inlined, entry)  # const float *src = img + y * W; src[x]
+    refused = tuple(f for f in arrays.findings if f not in inlined.findings)
+    read = arrays.text != inlined.text
+    inlined = _late_spellings(inlined, entry)
+    lifted = _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
+                           compared_by_total)
+    if read:  # the lift with the pointers read as their arrays, where it lifts more
+        try:
+            as_arrays = _lift_inlined(_late_spellings(arrays, entry), entry, grid, block,
+                                      scalars, smem_bytes, file, compared_by_total)
+        except WorkbenchError:
+            as_arrays = None
+        if as_arrays is not None and _gains(lifted, as_arrays):
+            lifted, inlined = as_arrays, _late_spellings(arrays, entry)
+            refused = ()  # its notes carry the pass's own
+        else:
+            refused += (Finding(POINTER_LOCAL, False, "read as the arrays they point into, "
+                                "the pointers lift nothing more: the kernel as written is "
+                                "lifted"),)
+    if refused:
+        lifted = replace(lifted, notes=lifted.notes + tuple(str(f) for f in refused),
+                         findings=lifted.findings + refused)
+    return lifted
+
+
+def _late_spellings(inlined: InlinedSource, entry: str | None) -> InlinedSource:
+    """The spelling passes after the pointer locals (:func:`lift_kernel`)."""
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
-    inlined = reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
-    return _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
-                         compared_by_total)
+    return reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
+
+
+def _gains(written: LiftedSource, as_arrays: LiftedSource | None) -> bool:
+    """Whether reading the pointer locals as their arrays lifts strictly more knobs than
+    the kernel as written, losing none (a family that reads ``P = X + OFF`` itself, the
+    counting loop's VEC, keeps the spelling it reads)."""
+    if as_arrays is None:
+        return False
+    before, after = {p.name for p in written.params}, {p.name for p in as_arrays.params}
+    return before < after
 
 
 def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str],
