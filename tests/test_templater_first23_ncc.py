@@ -253,3 +253,18 @@ def test_row_pointer_spellings_compute_as_written(
         configs = configs[:3]
     assert same_as_written(kf, template, configs, corpus.SET.host_source,  # type: ignore[attr-defined]
                            tmp_path, host_flags) >= 3
+
+
+def test_a_lift_through_the_arrays_notes_each_refused_pointer_once() -> None:
+    """Where the arrays' lift is taken (the warp slots read through ``q``), a pointer
+    refused beside it is noted once, with its line."""
+    from test_templater_block_slots import REPRO, _lift
+    lifted = _lift(REPRO.replace(
+        "    for (int w = 0; w < 8; ++w) s += slot[w];",
+        "    const float* q = slot;\n    for (int w = 0; w < 8; ++w) s += q[w];").replace(
+        "    out[blockIdx.x] = s;",
+        "    const float* z = x + 1;\n    out[blockIdx.x] = s + (x == z ? 1.0f : 0.0f);"))
+    assert "BLOCK_THREADS" in [p.name for p in lifted.params], lifted.notes
+    assert [n for n in lifted.notes if n.startswith("POINTER_LOCAL")] == [
+        "POINTER_LOCAL: not applied: `const float* z = x + 1;`: `z` is compared (`x == z`, line "
+        "15): it escapes, so it is not read as `x[..]` (line 14)"]
