@@ -268,3 +268,79 @@ def test_a_lift_through_the_arrays_notes_each_refused_pointer_once() -> None:
     assert [n for n in lifted.notes if n.startswith("POINTER_LOCAL")] == [
         "POINTER_LOCAL: not applied: `const float* z = x + 1;`: `z` is compared (`x == z`, line "
         "15): it escapes, so it is not read as `x[..]` (line 14)"]
+
+
+#: tests/test_templater_stencil_first_contact.py's per-channel 3 x 3 valid filter as a folder:
+#: its ``plane`` pointer, set after the bounds check, read as ``x[(size_t)ch * H * W + ..]``
+#: lets the window stage (USE_SMEM) be loaded before the check.
+NCHW_TOML = """name = "k"
+description = "3x3 valid per-channel filter"
+dtypes = ["fp32"]
+check_shape = "small"
+[shapes]
+small = { C = 3, H = 37, W = 45 }
+large = { C = 3, H = 37, W = 45 }
+[tolerances]
+fp32 = { rtol = 1e-4, atol = 5e-5 }
+[[args]]
+name = "y"
+dtype = "f32"
+role = "out"
+shape = ["C", "H - 2", "W - 2"]
+[[args]]
+name = "x"
+dtype = "f32"
+role = "in"
+shape = ["C", "H", "W"]
+[[args]]
+name = "wts"
+dtype = "f32"
+role = "in"
+shape = ["C", "9"]
+[[args]]
+name = "H"
+dtype = "i32"
+role = "scalar"
+value = "H"
+[[args]]
+name = "W"
+dtype = "i32"
+role = "scalar"
+value = "W"
+[baseline]
+source = "baseline.cu"
+entry = "k"
+grid = ["ceil_div(W - 2, 16)", "ceil_div(H - 2, 16)", "C"]
+block = ["16", "16"]
+"""
+NCHW_REFERENCE = """import numpy as np
+def reference(inputs, shape, dtype):
+    C, H, W = shape["C"], shape["H"], shape["W"]
+    x = np.asarray(inputs["x"], np.float64).reshape(C, H, W); w = np.asarray(inputs["wts"], np.float64).reshape(C, 3, 3)
+    y = np.zeros((C, H - 2, W - 2))
+    for i in range(3):
+        for j in range(3):
+            y += w[:, i, j][:, None, None] * x[:, i:i + H - 2, j:j + W - 2]
+    return {"y": y.astype(np.float32)}
+"""
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_a_plane_pointer_read_as_its_array_stages_the_window_as_written(
+        tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    from test_templater_stencil_first_contact import NCHW_VALID
+    folder = tmp_path / "k"
+    folder.mkdir()
+    (folder / "kernel.toml").write_text(NCHW_TOML)
+    (folder / "reference.py").write_text(NCHW_REFERENCE)
+    for name in ("baseline.cu", "k.cu"):
+        (folder / name).write_text(NCHW_VALID)
+    kf = load_kernel_folder(folder)
+    template = offline_template(kf).template
+    assert "USE_SMEM" in template.param_names
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"),
+                           [{"USE_SMEM": 1, "OUT_Y": 4, "BLOCK_X": 16, "BLOCK_Y": 4},
+                            {"USE_SMEM": 1, "OUT_X": 2, "OUT_Y": 2}])
+    assert same_as_written(kf, template, configs, held_back_unseen23.SET.host_source,
+                           tmp_path / "runs", host_flags) >= 4

@@ -409,8 +409,9 @@ TABLE: dict[str, tuple[set[str], list[tuple[str, str, int]]]] = {
     "conv_radius_argument": ({"BLOCK_X", "BLOCK_Y"}, [
         ("OUT_Y", "the window over i is not a compile-time size", 6)]),
     # the tile fill would go before the bounds check, above `plane`'s declaration
-    "nchw_valid_global_filter": ({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y"}, [
-        ("USE_SMEM", "the value reads plane, declared after the bounds check", 7)]),
+    # `plane` (set after the bounds check) read as x[(size_t)ch * H * W + ..]
+    # (pointer_locals): nothing the stage reads is declared after the check
+    "nchw_valid_global_filter": ({"BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "USE_SMEM"}, []),
     "jacobi7_interior_walk_double": ({"BLOCK_X", "BLOCK_Y", "Z_SPLIT"}, []),
     "z_radius2_interior_walk_size_t": ({"BLOCK_X", "BLOCK_Y", "Z_SPLIT"}, []),
     "box27_3d_block_loops": ({"BLOCK_X", "BLOCK_Y", "BLOCK_Z", "ITEMS_X", "ITEMS_Y", "ITEMS_Z"},
