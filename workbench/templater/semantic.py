@@ -15,9 +15,11 @@ reproduce the kernel as written: same launch, same work per thread.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
@@ -71,7 +73,7 @@ from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.reassigned_locals import split_reassigned
 from workbench.templater.record_stage import apply_record_stage
-from workbench.templater.records import LiftedSource
+from workbench.templater.records import Finding, LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
 from workbench.templater.reduce_consts import constant, spell_members
