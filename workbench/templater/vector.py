@@ -22,6 +22,8 @@ written (:mod:`.vector_tail`).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -78,6 +80,27 @@ class Access:
     index: Node
     write: bool
     read: bool
+
+
+#: Bytes of the element types a cast stream may name (``((uchar4 *)rgba)[i]``).
+CAST_BYTES = {"uchar2": 2, "char2": 2, "uchar4": 4, "char4": 4, "ushort2": 4, "short2": 4,
+              "ushort4": 8, "short4": 8, "half2": 4, "__half2": 4, "__nv_bfloat162": 4,
+              "float": 4, "int": 4, "unsigned": 4, "float2": 8, "int2": 8, "uint2": 8,
+              "double": 8, "float4": 16, "int4": 16, "uint4": 16}
+_CAST = re.compile(r"\(\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\*\s*\)\s*([A-Za-z_]\w*)\s*\)")
+
+
+def cast_stream(array: str) -> tuple[str, str] | None:
+    """(element type, pointer) where ``array`` is a pointer cast to another element type,
+    ``((uchar4 *)rgba)``, of a type whose size :data:`CAST_BYTES` knows; else None."""
+    m = _CAST.fullmatch(array.strip())
+    return (m.group(1), m.group(2)) if m is not None and m.group(1) in CAST_BYTES else None
+
+
+def _base(array: str) -> str:
+    """The pointer an array's text names: ``rgba`` for ``((uchar4 *)rgba)``."""
+    cast = cast_stream(array)
+    return cast[1] if cast is not None else array
 
 
 def _is_write(sub: Node) -> tuple[bool, bool]:
@@ -177,10 +200,20 @@ def _keeps_outer_locals(region: Region) -> None:
     own = {declared_name(d)[0] for d in region.walk() if d.type == "declaration"}
     for n in region.walk():
         target = write_target(n)
-        if target is not None and target.type == "identifier" and text(target) not in own:
+        target = _local_root(target) if target is not None else None
+        if target is not None and text(target) not in own:
             raise Illegal(f"`{text(n)}` writes {text(target)}, declared before the "
                           "element's body: each vector lane would start from the previous "
                           "lane's value", n)
+
+
+def _local_root(target: Node) -> Node | None:
+    """The local a write lands in: ``target`` itself, or the struct of a field
+    (``pixel.x``); None for memory (a subscript, ``p->x``, ``*p``)."""
+    while target.type == "field_expression" and \
+            text(target.child_by_field_name("operator")) == ".":
+        target = strip(target.child_by_field_name("argument"))  # type: ignore[arg-type]
+    return target if target.type == "identifier" else None
 
 
 def _read_only(n: Node, var: str) -> None:
@@ -198,7 +231,7 @@ def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node
     vector loads before the first lane's body and stores after the last."""
     for n in region.walk():
         target = write_target(n)
-        if target is not None and target.type != "identifier" and \
+        if target is not None and _local_root(target) is None and \
                 not any(a.node == target for a in streams):
             raise Illegal(f"`{region.var}` is read as a value in `{text(value.parent)}` and "
                           f"the body writes `{text(target)}`, which the vector loads and "
@@ -210,17 +243,18 @@ def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") 
     multiple of ``knob`` (a vector width); raises Illegal when a term cannot be shown to be
     one."""
     pieces = [t for s, t in terms(access.index) if text(t) != var]
-    d = plan.facts.defs.get(access.array)
+    array = _base(access.array)
+    d = plan.facts.defs.get(array)
     if d is not None:
         if d.assigned or not d.is_pointer or d.value is None:
-            raise Illegal(f"`{access.array}` is not a kernel pointer or a fixed offset of one",
+            raise Illegal(f"`{array}` is not a kernel pointer or a fixed offset of one",
                           access.node)
         base = [t for _s, t in terms(d.value)]
         ptrs = [t for t in base if t.type == "identifier" and plan.pointer(text(t))]
         if len(ptrs) != 1:
-            raise Illegal(f"`{access.array}` is not a fixed offset of a kernel pointer", d.decl)
+            raise Illegal(f"`{array}` is not a fixed offset of a kernel pointer", d.decl)
         pieces += [t for t in base if t != ptrs[0]]
-    elif not plan.pointer(access.array):
+    elif not plan.pointer(array):
         raise Illegal(f"`{access.array}` is not a kernel pointer argument", access.node)
     out: list[str] = []
     expanded: list[Node] = []
@@ -278,6 +312,7 @@ def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
 
 
 def _root(plan: Plan, array: str) -> str:
+    array = _base(array)
     d = plan.facts.defs.get(array)
     if d is None or d.value is None:
         return array
@@ -287,13 +322,33 @@ def _root(plan: Plan, array: str) -> str:
     return array
 
 
+def _elem_bytes(plan: Plan, array: str) -> str | None:
+    cast = cast_stream(array)
+    return str(CAST_BYTES[cast[0]]) if cast is not None else plan.elem_bytes(_root(plan, array))
+
+
 def _elem_type(plan: Plan, array: str) -> str:
+    cast = cast_stream(array)
+    if cast is not None:
+        return cast[0]
     p = plan.kernel.param(_root(plan, array))
     return p.base_type
 
 
-def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False) -> list[str]:
+#: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
+RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
+
+
+def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False,
+              render: RegionText | None = None, reads_first: bool = False) -> list[str]:
     """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited).
+
+    ``render``: the vector text of a region another module shapes (a 2-D block's rows,
+    :mod:`.vector_rows`); an exit region's exit then stays as written before it.
+    ``reads_first``: the caller showed that a one-element region reads memory only before
+    its first write; a written pointer that is not ``__restrict__`` is then vectorized as
+    it is: another lane's element is another thread's as written, so a range that overlaps
+    a written one is a race in the kernel as written.
 
     ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized; the
     vector path then runs only where, at run time, each written range and each other range
@@ -309,8 +364,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     for a in accesses:
         key = (a.array, " ".join(text(a.index).split()))
         if key not in names:
-            names[key] = a.array if not any(k[0] == a.array for k in names) else \
-                f"{a.array}{len([k for k in names if k[0] == a.array])}"
+            base = _base(a.array)
+            same = len([k for k in names if _base(k[0]) == base])
+            names[key] = base if not same else f"{base}{same}"
             if names[key] in ("i", "v"):  # wb_i, wb_v are the rewrite's own loop indices
                 names[key] = f"{names[key]}_arr"
         by_array.setdefault(names[key], []).append(a)
@@ -338,7 +394,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
             raise Illegal(f"`{w}` is written and not __restrict__, and `{region.var}` is "
                           f"also read as a value (`{text(values[0].parent)}`): a read at "
                           "that value would run before the vectors' stores", region.at)
-        if others and not p.is_restrict:
+        if others and not p.is_restrict and not reads_first:
             if not alias_guard:
                 raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
                               f"{', '.join(sorted(others))}", region.at)
@@ -350,7 +406,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     # the offsets' alignment may require the bound a multiple of VEC already (a row's length
     # d, rows at row * d); else the thread whose vector would cross it ends one by one
     tail = f"{bound} % VEC == 0" not in constraints
-    widths = [plan.elem_bytes(_root(plan, g[0].array)) for g in by_array.values()]
+    widths = [_elem_bytes(plan, g[0].array) for g in by_array.values()]
     if any(w is None for w in widths):
         raise Illegal("an accessed array has no known element size", region.at)
     for w in sorted({w for w in widths if w is not None}):
@@ -366,11 +422,15 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
 
     def make(rw: Rewriter) -> str:
         scalar = rendered_without(rw, mine, lambda: region.text(rw))
+        if render is not None:
+            return render(plan, region, by_array, scalar if tail else None)
         vector = _vector_text(plan, region, by_array, split=split,
                               scalar=scalar if tail else None)
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
-    plan.rw.replace_span(region.node.start_byte, region.end_byte, make=make)
+    start = region.node.end_byte if render is not None and region.exit else \
+        region.node.start_byte
+    plan.rw.replace_span(start, region.end_byte, make=make)
     plan.helper(VEC_STRUCT)
     if guarded:
         plan.note("VEC", True, f"{'; '.join(guarded)} (not __restrict__): the vector path runs "
@@ -478,8 +538,13 @@ def _lifted_loop(plan: Plan, n: Node) -> StrideLoop | None:
 
 def apply_vector(plan: Plan) -> bool:
     """VEC and ITEMS_PER_THREAD (and ROW_SPLIT where legal) on every unit-stride region."""
+    if len(plan.block) == 2:  # along x, the rows' y as written (vector_rows reads this module)
+        from workbench.templater.vector_rows import apply_vector_rows
+
+        return apply_vector_rows(plan)
     if len(plan.block) != 1:
-        plan.note("VEC", False, "the block is 2-D; vector width is lifted for 1-D blocks only")
+        plan.note("VEC", False, "the block is 3-D; vector width is lifted for 1-D and 2-D "
+                  "blocks only")
         return False
     block = plan.block[0]
     split_ok = _row_split_legal(plan)

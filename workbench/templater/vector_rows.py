@@ -1,0 +1,269 @@
+"""VEC along x for a 2-D block: each thread takes VEC consecutive x positions of its row.
+
+The region is the 1-D family's exit form with a row's exit: ``T x = blockIdx.x * B +
+threadIdx.x;`` at the body's top level, then ``if (x >= W || ..) return;`` (the other
+disjuncts, ``y >= H``, never read ``x``) with the element's statements after it to the end of
+the body. ``x`` becomes the first of the thread's VEC positions (``(blockIdx.x * B +
+threadIdx.x) * VEC``, the grid's x extent ``ceil_div(ceil_div(W, VEC), B)``); the exit stays
+as written (a thread leaves where its first position is past the row or its row is past the
+frame), and after it the streams (accesses ``A[offset + x]``, through a local pointer such
+as ``ys = luma + y * pitch`` or a cast ``((uchar4 *)rgba)``) move as one vector each, every
+other read of ``x`` (``uv = chroma + (y >> 1) * pitch + (x & ~1u)``) reads the lane's own
+position (:mod:`.vector_lanes`), and a thread whose vector would cross W takes its positions
+one by one (:mod:`.vector_tail`) unless the offsets make W a multiple of VEC already. y and
+the items families (ITEMS_X, ITEMS_Y wrap this code) are unchanged. Legal only where the
+element's statements read no other place along x (``threadIdx.x``, ``blockIdx.x``,
+``gridDim.x``, a local set from them): every lane would read the thread's one value.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import (
+    binary,
+    block_offset,
+    builtin,
+    declared_name,
+    identifiers,
+    strip,
+    terms,
+    text,
+    walk,
+    write_target,
+)
+from workbench.templater.item_state import assigned_names
+from workbench.templater.plan import Plan
+from workbench.templater.vector import (
+    VEC_STRUCT,
+    Access,
+    Illegal,
+    _accesses,
+    _base,
+    _elem_type,
+    _local_root,
+    vectorize,
+)
+from workbench.templater.vector_regions import EXITS, Region
+from workbench.templater.vector_tail import tail_text, whole_test
+
+
+def apply_vector_rows(plan: Plan) -> bool:
+    """VEC along x on a 2-D block's row region; a note says why where it is not legal."""
+    try:
+        decl, region = _row_region(plan)
+        streams, _values = _accesses(plan, region)
+        _pointers_in_scope(plan, region, streams)
+        grid = _grid_over_vec(plan.grid[0], plan.block[0])
+        if grid is None:
+            raise Illegal(f"grid rule {plan.grid[0]!r} is not ceil_div(W, {plan.block[0]})")
+        _reads_before_writes(region)
+        constraints = vectorize(plan, region, split=False, render=_row_text, reads_first=True)
+    except Illegal as exc:
+        plan.note("VEC", False, exc.reason, exc.node)
+        return False
+    for c in constraints:
+        plan.constrain(c)
+    value = declared_name(decl)[2]
+    assert value is not None  # _row_region found the index by its value
+    plan.rw.replace_span(value.start_byte, value.end_byte,
+                         make=lambda rw: f"({rw.text(value)}) * VEC")
+    plan.grid[0] = grid
+    plan.helper(VEC_STRUCT)
+    plan.add_param("VEC", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
+                           "description": f"consecutive {region.var} positions a thread moves "
+                                          "as one vector load/store (as written: 1)"},
+                   f"{decl.start_point.row + 1}: {text(decl)[:60]}")
+    plan.note("VEC", True, f"row region over {region.var} vectorized along x (y as written)",
+              region.node)
+    return True
+
+
+def _row_region(plan: Plan) -> tuple[Node, Region]:
+    """The x index's declaration and the region after its row exit; Illegal naming why not."""
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    for k, decl in enumerate(stmts):
+        if decl.type != "declaration":
+            continue
+        var, _d, value = declared_name(decl)
+        if value is None:
+            continue
+        parts = terms(value)
+        offs = [t for _s, t in parts if block_offset(t, "x") is not None]
+        if len(parts) != 2 or len(offs) != 1 or not any(plan.facts.is_thread(t, "x")
+                                                       for _s, t in parts):
+            continue
+        for s in stmts[k + 1:-1]:
+            bound = _row_exit(s, var)
+            if bound is not None:
+                typ = text(decl.child_by_field_name("type"))
+                region = Region(var, typ, plan.body, bound, "", "", False, s, exit=True)
+                _one_place(plan, stmts, decl, region)
+                return decl, region
+            if any(n.type == "identifier" and text(n) == var for n in walk(s)):
+                raise Illegal(f"`{text(s).splitlines()[0][:60]}` reads {var} before its row "
+                              "exit: the index becomes the vector's first position", s)
+        raise Illegal(f"no row exit `if ({var} >= W || ..) return;` after `{text(decl)}` "
+                      "with statements after it", decl)
+    raise Illegal("no x index `x = blockIdx.x * B + threadIdx.x` at the body's top level")
+
+
+def _row_exit(statement: Node, var: str) -> Node | None:
+    """W where ``statement`` is ``if (var >= W || ..) return;`` (``W <= var`` too), the other
+    disjuncts reading no ``var``; None otherwise."""
+    from workbench.templater.inline_exits import _condition  # it reads vector_regions
+
+    cond = _condition(statement)
+    if cond is None:
+        return None
+    bounds: list[Node] = []
+    for part in _disjuncts(cond):
+        parts = binary(part)
+        if parts is not None:
+            left, op, right = parts
+            if op == "<=":
+                left, right, op = right, left, ">="
+            if op == ">=" and strip(left).type == "identifier" and text(strip(left)) == var \
+                    and var not in {text(i) for i in identifiers(right)}:
+                bounds.append(right)
+                continue
+        if var in {text(i) for i in identifiers(part)}:
+            return None
+    return bounds[0] if len(bounds) == 1 else None
+
+
+def _disjuncts(cond: Node) -> list[Node]:
+    cond = strip(cond)
+    parts = binary(cond)
+    if parts is None or parts[1] != "||":
+        return [cond]
+    return _disjuncts(parts[0]) + _disjuncts(parts[2])
+
+
+def _one_place(plan: Plan, stmts: list[Node], decl: Node, region: Region) -> None:
+    """Each lane's statements read no place along x but its own position: not
+    ``threadIdx.x``, ``blockIdx.x`` or ``gridDim.x`` (VEC changes the grid), nor a local
+    set from them before the exit; no exit before the row exit."""
+    for n in walk(plan.body):
+        if n.type == "field_expression" and builtin(n, "gridDim") == "x":
+            raise Illegal("the kernel reads gridDim.x, which VEC divides", n)
+    placed: set[str] = set()
+    for s in stmts:
+        if s.start_byte >= region.node.start_byte:
+            break
+        if s.start_byte != decl.start_byte and any(n.type in EXITS for n in walk(s)):
+            raise Illegal(f"`{text(s).splitlines()[0][:60]}` leaves before the row exit: "
+                          "every vector lane would leave with it", s)
+        names = {text(n) for n in walk(s) if n.type == "identifier"}
+        if s.start_byte != decl.start_byte and (names & placed or any(
+                builtin(n, "threadIdx") == "x" or builtin(n, "blockIdx") == "x"
+                for n in walk(s))):
+            placed |= assigned_names(s)
+    for n in region.walk():
+        if (n.type == "field_expression" and "x" in (builtin(n, "threadIdx"),
+                                                     builtin(n, "blockIdx"))) or \
+                (n.type == "identifier" and text(n) in placed):
+            raise Illegal(f"the element's statements read `{text(n)}`, the thread's place "
+                          "along x: each vector lane would read the thread's one value", n)
+
+
+def _reads_before_writes(region: Region) -> None:
+    """The element's statements read memory only before their first write to memory: as
+    written, a thread's reads all precede its stores, so vector loads before the lanes and
+    stores after them order one thread's accesses as written (an overlap between threads'
+    ranges is a race as written)."""
+    first = None
+    for n in region.walk():
+        target = write_target(n)
+        if target is not None and _local_root(target) is None:
+            first = n if first is None else first
+            continue
+        if first is None or n.start_byte < first.end_byte:
+            continue
+        memory = n.type == "subscript_expression" or (
+            n.type == "pointer_expression" and text(n).startswith("*")) or (
+            n.type == "field_expression" and text(n.child_by_field_name("operator")) == "->")
+        if memory and not any(w == n for w in _targets(region)):
+            raise Illegal(f"`{text(n)}` reads memory after the store `{text(first)}`: the "
+                              "vector loads would run before that store", n)
+
+
+def _targets(region: Region) -> list[Node]:
+    return [t for n in region.walk() for t in [write_target(n)] if t is not None]
+
+
+def _pointers_in_scope(plan: Plan, region: Region, streams: list[Access]) -> None:
+    """A stream through a local pointer declared among the element's statements loads
+    before them, through the pointer's value (``&(luma + y * pitch)[x]``): that value must
+    read nothing declared there too."""
+    for a in streams:
+        d = plan.facts.defs.get(_base(a.array))
+        if d is None or d.value is None or not region.holds(d.decl):
+            continue
+        for i in identifiers(d.value):
+            inner = plan.facts.defs.get(text(i))
+            if inner is not None and region.holds(inner.decl):
+                raise Illegal(f"`{text(d.decl)}` reads {text(i)}, set after the row exit: the "
+                              "vector load before the lanes cannot read it", d.decl)
+
+
+def _address(plan: Plan, region: Region, access: Access) -> str:
+    """``&A[index]`` as the vector's load or store spells it before the lanes' statements."""
+    rw = plan.rw
+    index = rw.text(access.index)
+    base = _base(access.array)
+    d = plan.facts.defs.get(base)
+    argument = access.node.child_by_field_name("argument")
+    if d is None or d.value is None or not region.holds(d.decl):
+        return f"&{rw.text(argument) if argument is not None else access.array}[{index}]"
+    pointer = f"({rw.text(d.value)})"
+    array = access.array.replace(base, pointer) if access.array != base else pointer
+    return f"&{array}[{index}]"
+
+
+def _row_text(plan: Plan, region: Region, by_array: dict[str, list[Access]],
+              scalar: str | None) -> str:
+    """The element's statements after the row exit, VEC positions a thread."""
+    var, typ = region.var, region.var_type
+    bound = plan.rw.text(region.bound)
+    decls = "".join(f"    WbVec<{_elem_type(plan, g[0].array)}, VEC> wb_{s}[1];\n"
+                    for s, g in by_array.items())
+    loads = "".join(
+        f"      wb_{s}[0] = *reinterpret_cast<const WbVec<{_elem_type(plan, g[0].array)}, "
+        f"VEC>*>({_address(plan, region, g[0])});\n"
+        for s, g in by_array.items() if any(x.read for x in g))
+    stores = "".join(
+        f"      *reinterpret_cast<WbVec<{_elem_type(plan, g[0].array)}, VEC>*>"
+        f"({_address(plan, region, g[0])}) = wb_{s}[0];\n"
+        for s, g in by_array.items() if any(x.write for x in g))
+    whole = whole_test(var, bound, scalar is not None)
+    tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
+    return (f"\n    {{  // VEC consecutive {var} a thread, from {var}\n{decls}"
+            f"    const int wb_i = 0;  // one vector a thread\n"
+            f"    if ({whole}) {{\n{loads}#pragma unroll\n"
+            f"      for (int wb_v = 0; wb_v < VEC; ++wb_v) {region.text(plan.rw)}\n"
+            f"{stores}    }}{tail}\n  }}")
+
+
+def _grid_over_vec(rule: str, block: str) -> str | None:
+    """``ceil_div(W, B)`` -> ``ceil_div(ceil_div(W, VEC), B)`` (B the block's x rule): the
+    items families scale B as written; None where the rule has no such term."""
+    tree = ast.parse(rule, mode="eval")
+    want = ast.unparse(ast.parse(block, mode="eval").body)
+    hits = 0
+
+    class Over(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            nonlocal hits
+            if isinstance(node.func, ast.Name) and node.func.id == "ceil_div" and \
+                    len(node.args) == 2 and ast.unparse(node.args[1]) == want:
+                hits += 1
+                node.args[0] = ast.Call(ast.Name("ceil_div", ast.Load()),
+                                        [node.args[0], ast.Name("VEC", ast.Load())], [])
+                return node
+            return self.generic_visit(node)
+
+    out = Over().visit(tree)
+    return ast.unparse(out) if hits == 1 else None
