@@ -139,6 +139,16 @@ def test_own_kernels_lift_the_same_way(tmp_path: Path) -> None:
         assert "w % VEC == 0" not in result.lifted.constraints  # the ragged row: a tail
 
 
+def test_an_exit_on_the_threads_place_along_x_is_refused() -> None:
+    source = PITCHED.replace("if (col >= w || row >= h) return;",
+                             "if (col >= w || row >= h || threadIdx.x == 3) return;")
+    lifted = lift_kernel(source, entry="pitched", grid=["ceil_div(w, 16)", "ceil_div(h, 16)"],
+                         block=["16", "16"], scalars={"w": "w", "h": "h", "pitch": "pitch"})
+    assert "VEC" not in {p.name for p in lifted.params}
+    assert any("read `threadIdx.x`" in n and "(line 6)" in n for n in lifted.notes), \
+        lifted.notes
+
+
 @pytest.mark.parametrize(("line", "why"), [
     ("out[row * pitch + col] = x[row * pitch + col] + (int)threadIdx.x;",
      "read `threadIdx.x`, the thread's place along x"),

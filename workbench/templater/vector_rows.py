@@ -145,7 +145,8 @@ def _disjuncts(cond: Node) -> list[Node]:
 def _one_place(plan: Plan, stmts: list[Node], decl: Node, region: Region) -> None:
     """Each lane's statements read no place along x but its own position: not
     ``threadIdx.x``, ``blockIdx.x`` or ``gridDim.x`` (VEC changes the grid), nor a local
-    set from them before the exit; no exit before the row exit."""
+    set from them before the exit, in the exit's other disjuncts or after it; no exit
+    before the row exit."""
     for n in walk(plan.body):
         if n.type == "field_expression" and builtin(n, "gridDim") == "x":
             raise Illegal("the kernel reads gridDim.x, which VEC divides", n)
@@ -161,7 +162,7 @@ def _one_place(plan: Plan, stmts: list[Node], decl: Node, region: Region) -> Non
                 builtin(n, "threadIdx") == "x" or builtin(n, "blockIdx") == "x"
                 for n in walk(s))):
             placed |= assigned_names(s)
-    for n in region.walk():
+    for n in [*walk(region.node), *region.walk()]:  # the exit's other disjuncts too
         if (n.type == "field_expression" and "x" in (builtin(n, "threadIdx"),
                                                      builtin(n, "blockIdx"))) or \
                 (n.type == "identifier" and text(n) in placed):
