@@ -156,6 +156,10 @@ def test_an_exit_on_the_threads_place_along_x_is_refused() -> None:
      "reads memory after the store"),
     ("out[row * pitch + col] = x[row * pitch + col] + (int)gridDim.x;",
      "reads gridDim.x"),
+    ("int r2 = row; out[r2 * pitch + col] = x[row * pitch + col];",
+     "reads r2, declared after the row exit"),
+    ("out[row * pitch + col] = x[row * pitch + col]; out[row * pitch + col] += __ldg(y + row);",
+     "reads memory after the store"),
 ])
 def test_a_near_miss_is_refused_with_its_line(line: str, why: str) -> None:
     source = PITCHED.replace(PITCHED.splitlines()[6], "  " + line)

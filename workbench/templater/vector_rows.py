@@ -184,6 +184,8 @@ def _reads_before_writes(region: Region) -> None:
         if first is None or n.start_byte < first.end_byte:
             continue
         memory = n.type == "subscript_expression" or (
+            n.type == "call_expression" and text(n.child_by_field_name("function")) ==
+            "__ldg") or (
             n.type == "pointer_expression" and text(n).startswith("*")) or (
             n.type == "field_expression" and text(n.child_by_field_name("operator")) == "->")
         if memory and not any(w == n for w in _targets(region)):
@@ -196,18 +198,21 @@ def _targets(region: Region) -> list[Node]:
 
 
 def _pointers_in_scope(plan: Plan, region: Region, streams: list[Access]) -> None:
-    """A stream through a local pointer declared among the element's statements loads
-    before them, through the pointer's value (``&(luma + y * pitch)[x]``): that value must
-    read nothing declared there too."""
+    """Each vector loads before the element's statements and stores after them, so its
+    address reads nothing they declare: not its index (``out[y * w + x]`` with ``y``
+    declared after the exit), nor the value of a local pointer declared there, through
+    which it loads (``&(luma + y * pitch)[x]``)."""
     for a in streams:
+        names = list(identifiers(a.index))
         d = plan.facts.defs.get(_base(a.array))
-        if d is None or d.value is None or not region.holds(d.decl):
-            continue
-        for i in identifiers(d.value):
+        if d is not None and d.value is not None and region.holds(d.decl):
+            names += identifiers(d.value)
+        for i in names:
             inner = plan.facts.defs.get(text(i))
-            if inner is not None and region.holds(inner.decl):
-                raise Illegal(f"`{text(d.decl)}` reads {text(i)}, set after the row exit: the "
-                              "vector load before the lanes cannot read it", d.decl)
+            if text(i) != region.var and inner is not None and region.holds(inner.decl):
+                raise Illegal(f"`{text(a.node)}` reads {text(i)}, declared after the row exit: "
+                              "the vector load or store outside the lanes cannot read it",
+                              a.node)
 
 
 def _address(plan: Plan, region: Region, access: Access) -> str:
