@@ -75,6 +75,7 @@ from workbench.templater.analysis import (
     write_target,
 )
 from workbench.templater.apron_branches import branch_load
+from workbench.templater.apron_hoist import hoisted
 from workbench.templater.apron_loads import (
     Check,
     Deps,
@@ -614,9 +615,16 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
         head_both = (head_both[0], head.replace(marker, window_load(*window_args)
                                                 .replace("BX", bx_n)))
         copy.interior = False
+    # the work no output changes, once a thread before the outputs' loops (.apron_hoist)
+    once = hoisted(plan, f.post)
+    for s in once:
+        rw.replace(s, "")
+
+    def hoist(r: Rewriter) -> str:
+        return "".join(f"{r.render(s.start_byte, s.end_byte)}\n    " for s in once)
     rw.replace_span(f.post[0].start_byte, f.post[0].start_byte,
-                    make=lambda _r: head_both[1] if copy.interior and head_both[1]
-                    else head_both[0])
+                    make=lambda r: hoist(r) + (head_both[1] if copy.interior and head_both[1]
+                                               else head_both[0]))
     rw.insert(f.post[-1].end_byte, "\n  }\n  }")
     where = f"{line(f.decl)}: {text(f.decl)}"
     shown = ", ".join((f.tile, *(o[0] for o in f.others)))
