@@ -6,6 +6,7 @@ the body's: those statements run exactly where ``if (i < n) { .. }`` runs them).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -113,9 +114,10 @@ def exit_bound(statement: Node, var: str) -> Node | None:
     return right
 
 
-def flat_region(plan: Plan) -> FlatRegion | None:
-    """The :class:`FlatRegion` at the top of the body, None where there is none."""
-    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+def x_indices(plan: Plan, stmts: list[Node]) -> Iterator[tuple[int, Node, str, Node]]:
+    """Each declaration of ``stmts`` (the body's top level) of a thread's x index,
+    ``T v = blockIdx.x * B + threadIdx.x`` in either order: its position, the declaration,
+    the name and the block's term."""
     for k, decl in enumerate(stmts):
         if decl.type != "declaration":
             continue
@@ -124,10 +126,16 @@ def flat_region(plan: Plan) -> FlatRegion | None:
             continue
         parts = terms(value)
         offs = [t for _s, t in parts if block_offset(t, "x") is not None]
-        if len(parts) != 2 or len(offs) != 1 or not any(plan.facts.is_thread(t, "x")
-                                                       for _s, t in parts):
-            continue
-        lit = binary(offs[0])
+        if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
+                                                      for _s, t in parts):
+            yield k, decl, var, offs[0]
+
+
+def flat_region(plan: Plan) -> FlatRegion | None:
+    """The :class:`FlatRegion` at the top of the body, None where there is none."""
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    for k, decl, var, offset in x_indices(plan, stmts):
+        lit = binary(offset)
         assert lit is not None
         literal_node = strip(lit[2] if builtin(lit[0], "blockIdx") else lit[0])
         for s in stmts[k + 1:-1]:  # the exit form: at least one statement after the exit

@@ -24,12 +24,10 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import (
     binary,
-    block_offset,
     builtin,
     declared_name,
     identifiers,
     strip,
-    terms,
     text,
     walk,
     write_target,
@@ -46,7 +44,7 @@ from workbench.templater.vector import (
     _local_root,
     vectorize,
 )
-from workbench.templater.vector_regions import EXITS, Region
+from workbench.templater.vector_regions import EXITS, Region, x_indices
 from workbench.templater.vector_tail import tail_text, whole_test
 
 
@@ -84,17 +82,7 @@ def apply_vector_rows(plan: Plan) -> bool:
 def _row_region(plan: Plan) -> tuple[Node, Region]:
     """The x index's declaration and the region after its row exit; Illegal naming why not."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    for k, decl in enumerate(stmts):
-        if decl.type != "declaration":
-            continue
-        var, _d, value = declared_name(decl)
-        if value is None:
-            continue
-        parts = terms(value)
-        offs = [t for _s, t in parts if block_offset(t, "x") is not None]
-        if len(parts) != 2 or len(offs) != 1 or not any(plan.facts.is_thread(t, "x")
-                                                       for _s, t in parts):
-            continue
+    for k, decl, var, _offset in x_indices(plan, stmts):
         for s in stmts[k + 1:-1]:
             bound = _row_exit(s, var)
             if bound is not None:
