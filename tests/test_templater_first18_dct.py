@@ -243,6 +243,10 @@ def test_tables_are_filled_once_a_cta_at_the_head_of_their_phase(tmp_path: Path)
     ("  out[at] = t;\n", "  out[at] = t;\n  hits[0] = 1;\n",
      "`hits[0]` writes `hits`, no argument, local or shared array of the kernel (a clamped "
      "duplicate tile would write it again) (line 21)"),
+    # a return after the last barrier: the thread would skip its CTA's later tiles
+    ("  out[at] = t;\n", "  if (at < 0) return;\n  out[at] = t;\n",
+     "a `return`: a thread that leaves would skip the tiles its CTA runs after this one, and "
+     "their barriers (line 19)"),
     ("  __syncthreads();\n  float t", "  if (H > 0) __syncthreads();\n  float t",
      "a barrier inside a statement (each must be a top-level statement for the tiles of a CTA "
      "to meet it alike) (line 15)"),

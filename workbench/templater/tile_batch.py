@@ -183,8 +183,8 @@ def _check_shape(plan: Plan) -> None:
     """Raise with the line where the virtual CTAs could not be the kernel as written."""
     for n in walk(plan.body):
         if n.type == "return_statement":
-            raise Refused("a `return` (a tile's threads leaving before its CTA's barriers)",
-                           n)
+            raise Refused("a `return`: a thread that leaves would skip the tiles its CTA "
+                           "runs after this one, and their barriers", n)
         name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
         if name == _BARRIER and (n.parent is None or n.parent.parent != plan.body):
             raise Refused("a barrier inside a statement (each must be a top-level statement "
