@@ -22,35 +22,24 @@ written (:mod:`.vector_tail`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import (
     StrideLoop,
-    binary,
     builtin,
     calls,
     declared_name,
-    factors,
-    int_value,
     stride_loop,
-    strip,
-    terms,
     text,
     walk,
-    write_target,
-    writer,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector_lanes import lane_values
 from workbench.templater.vector_regions import (
-    EXITS,
     Region,
     flat_region,
     thread_state_before,
@@ -59,281 +48,19 @@ from workbench.templater.vector_tail import rendered_without, tail_text, whole_t
 
 VEC_STRUCT = ("template <typename T, int N>\nstruct alignas(sizeof(T) * N) WbVec {  "
               "// N elements moved as one aligned access\n  T v[N];\n};")
-_CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement",
-            "conditional_expression", "switch_statement")
 
 
-class Illegal(WorkbenchError):
-    """A transform's precondition failed: ``reason`` and the node it is about (caught
-    inside the templater, which records it as a note; it never reaches a user)."""
-
-    def __init__(self, reason: str, node: Node | None = None) -> None:
-        super().__init__(reason, reason=reason)
-        self.reason = reason
-        self.node = node
-
-
-@dataclass(frozen=True)
-class Access:
-    node: Node  # the subscript expression
-    array: str
-    index: Node
-    write: bool
-    read: bool
-
-
-#: Bytes of the element types a cast stream may name (``((uchar4 *)rgba)[i]``).
-CAST_BYTES = {"uchar2": 2, "char2": 2, "uchar4": 4, "char4": 4, "ushort2": 4, "short2": 4,
-              "ushort4": 8, "short4": 8, "half2": 4, "__half2": 4, "__nv_bfloat162": 4,
-              "float": 4, "int": 4, "unsigned": 4, "float2": 8, "int2": 8, "uint2": 8,
-              "double": 8, "float4": 16, "int4": 16, "uint4": 16}
-_CAST = re.compile(r"\(\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\*\s*\)\s*([A-Za-z_]\w*)\s*\)")
-
-
-def cast_stream(array: str) -> tuple[str, str] | None:
-    """(element type, pointer) where ``array`` is a pointer cast to another element type,
-    ``((uchar4 *)rgba)``, of a type whose size :data:`CAST_BYTES` knows; else None."""
-    m = _CAST.fullmatch(array.strip())
-    return (m.group(1), m.group(2)) if m is not None and m.group(1) in CAST_BYTES else None
-
-
-def _base(array: str) -> str:
-    """The pointer an array's text names: ``rgba`` for ``((uchar4 *)rgba)``."""
-    cast = cast_stream(array)
-    return cast[1] if cast is not None else array
-
-
-def _is_write(sub: Node) -> tuple[bool, bool]:
-    """(written, read) for a subscript expression (or a read :func:`_pointer_read` names) by
-    its parent."""
-    w = writer(sub)
-    if w is None:
-        return False, True
-    return True, text(w.child_by_field_name("operator")) != "="
-
-
-def _pointer_read(use: Node) -> tuple[Node, str, Node] | None:
-    """(the read, its pointer P, its offset I) where ``use`` is in I of ``__ldg(P + I)`` or
-    ``*(P + I)`` with P a name: the element ``P[I]``, read through the read-only path or
-    a dereference, which a vector lane replaces as it replaces the subscript; else None."""
-    up = use
-    while up.parent is not None and up.parent.type == "parenthesized_expression":
-        up = up.parent
-    total = up.parent
-    if total is None or total.type != "binary_expression" or \
-            text(total.child_by_field_name("operator")) != "+" or \
-            total.child_by_field_name("right") != up:
-        return None
-    base = total.child_by_field_name("left")
-    read = total.parent
-    while read is not None and read.type == "parenthesized_expression":
-        read = read.parent
-    if base is None or base.type != "identifier" or read is None:
-        return None
-    if read.type == "pointer_expression" and text(read).startswith("*"):
-        return read, text(base), up
-    call = read.parent
-    if read.type == "argument_list" and read.named_child_count == 1 and call is not None and \
-            call.type == "call_expression" and \
-            text(call.child_by_field_name("function")) == "__ldg":
-        return call, text(base), up
-    return None
-
-
-def _accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node]]:
-    """The unit-stride accesses ``A[offset + var]`` of ``region`` (the vector streams) and
-    the other reads of ``var`` (as a value, ``x + 8 * w``, or in another index,
-    ``s[w / 4]``): each lane evaluates those at its own element, ``var + wb_v``."""
-    body, var = region.body, region.var
-    for n in region.walk():
-        if n.type in EXITS:
-            raise Illegal(f"`{text(n)}` leaves the loop body early", n)
-    bad = sorted(c for s in region.statements() for c in calls(s)
-                 if c == "__syncthreads" or c.startswith(("atomic", "__shfl")))
-    if bad:
-        raise Illegal(f"the body calls {bad[0]}, which must run once per thread", region.at)
-    out: list[Access] = []
-    values: list[Node] = []
-    for n in region.walk():
-        if n.type != "identifier" or text(n) != var:
-            continue
-        loaded = _pointer_read(n)
-        sub = n.parent if loaded is None else loaded[0]
-        while sub is not None and sub.type != "subscript_expression" and loaded is None:
-            sub = sub.parent
-        if sub is None or not region.holds(sub):
-            _read_only(n, var)
-            values.append(n)
-            continue
-        idx = sub.child_by_field_name("indices")
-        index = idx.named_children[0] if idx is not None and idx.named_children else None
-        if loaded is not None:
-            index = loaded[2]
-        if index is None:
-            raise Illegal(f"cannot read the index of `{text(sub)}`", sub)
-        hits = [t for s, t in terms(index) if text(t) == var and s == 1]
-        if len(hits) != 1 or sum(1 for m in walk(index) if text(m) == var and
-                                 m.type == "identifier") != 1:
-            values.append(n)
-            continue
-        up = sub.parent
-        while up is not None and up != body:
-            if up.type in _CONTROL:
-                raise Illegal(f"`{text(sub)}` runs under a branch or nested loop", sub)
-            up = up.parent
-        array = text(sub.child_by_field_name("argument")) if loaded is None else loaded[1]
-        write, read = _is_write(sub)
-        out.append(Access(sub, array, index, write, read))
-    if not out:
-        raise Illegal(f"no array is indexed by {var}", region.at)
-    if values:
-        _writes_streams_or_locals(region, out, values[0])
-    if not region.loop:
-        _keeps_outer_locals(region)
-    return out, values
-
-
-def _keeps_outer_locals(region: Region) -> None:
-    """A one-element region's body writes no local declared before it: each of the VEC
-    lanes' bodies would start from the previous lane's value, not from the value every
-    thread as written starts from (``base += i``)."""
-    own = {declared_name(d)[0] for d in region.walk() if d.type == "declaration"}
-    for n in region.walk():
-        target = write_target(n)
-        target = _local_root(target) if target is not None else None
-        if target is not None and text(target) not in own:
-            raise Illegal(f"`{text(n)}` writes {text(target)}, declared before the "
-                          "element's body: each vector lane would start from the previous "
-                          "lane's value", n)
-
-
-def _local_root(target: Node) -> Node | None:
-    """The local a write lands in: ``target`` itself, or the struct of a field
-    (``pixel.x``); None for memory (a subscript, ``p->x``, ``*p``)."""
-    while target.type == "field_expression" and \
-            text(target.child_by_field_name("operator")) == ".":
-        target = strip(target.child_by_field_name("argument"))  # type: ignore[arg-type]
-    return target if target.type == "identifier" else None
-
-
-def _read_only(n: Node, var: str) -> None:
-    """``n`` (a use of ``var`` outside a unit-stride index) reads it: not assigned,
-    stepped or its address taken, which would change the walk itself."""
-    w = writer(n, address=True)
-    if w is not None:
-        raise Illegal(f"the body writes `{var}` (`{text(w)}`): the walk is not a "
-                      "unit-stride loop", n)
-
-
-def _writes_streams_or_locals(region: Region, streams: list[Access], value: Node) -> None:
-    """Where ``var`` is also read as a value, the body writes only locals and the streams:
-    a lane's other reads then see what they saw in the loop as written, though every
-    vector loads before the first lane's body and stores after the last."""
-    for n in region.walk():
-        target = write_target(n)
-        if target is not None and _local_root(target) is None and \
-                not any(a.node == target for a in streams):
-            raise Illegal(f"`{region.var}` is read as a value in `{text(value.parent)}` and "
-                          f"the body writes `{text(target)}`, which the vector loads and "
-                          "stores would reorder against that read", n)
-
-
-def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") -> list[str]:
-    """Constraints making ``offset`` (index minus var, plus a local pointer's offset) a
-    multiple of ``knob`` (a vector width); raises Illegal when a term cannot be shown to be
-    one."""
-    pieces = [t for s, t in terms(access.index) if text(t) != var]
-    array = _base(access.array)
-    d = plan.facts.defs.get(array)
-    if d is not None:
-        if d.assigned or not d.is_pointer or d.value is None:
-            raise Illegal(f"`{array}` is not a kernel pointer or a fixed offset of one",
-                          access.node)
-        base = [t for _s, t in terms(d.value)]
-        ptrs = [t for t in base if t.type == "identifier" and plan.pointer(text(t))]
-        if len(ptrs) != 1:
-            raise Illegal(f"`{array}` is not a fixed offset of a kernel pointer", d.decl)
-        pieces += [t for t in base if t != ptrs[0]]
-    elif not plan.pointer(array):
-        raise Illegal(f"`{access.array}` is not a kernel pointer argument", access.node)
-    out: list[str] = []
-    expanded: list[Node] = []
-    for piece in pieces:
-        expanded += plan.facts.resolve(piece)
-    for piece in expanded:
-        fs = factors(piece)
-        # a size argument first (d % VEC), then a literal (2 % VEC)
-        found = next((f"{plan.scalars[text(f)]} % {knob} == 0" for f in fs
-                      if f.type == "identifier" and text(f) in plan.scalars), None)
-        if found is None:
-            found = next((f"{int_value(f)} % {knob} == 0" for f in fs
-                          if (int_value(f) or 0) > 1), None)
-        if found is None:  # a local size (words = cols / 8)
-            found = next((f"{size} % {knob} == 0" for f in fs if f.type == "identifier"
-                          for size in [size_expression(plan, f)] if size is not None), None)
-        if found is None:
-            raise Illegal(f"offset `{text(piece)}` of `{text(access.node)}` is not known to be "
-                          "a multiple of the vector width (alignment)", access.node)
-        out.append(found)
-    return out
-
-
-_SIZE_OPS = {"+": "+", "-": "-", "*": "*", "/": "//"}
-
-
-def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
-    """``node``'s value as a launch expression over the shape names: a size argument
-    (``n``), an integer literal or macro, a local never assigned after its initializer, and +, -,
-    * and / (integer division, ``//``) of those (``cols / 8`` -> ``(cols // 8)``); None
-    for anything else."""
-    node = strip(node)
-    if node.type == "cast_expression":
-        value = node.child_by_field_name("value")
-        return size_expression(plan, value, depth) if value is not None else None
-    if node.type == "identifier":
-        name = text(node)
-        if name in plan.scalars:
-            return plan.scalars[name]
-        d = plan.facts.defs.get(name)
-        if d is None and int_value(node) is not None:  # an integer macro (#define R 2)
-            return str(int_value(node))
-        if d is None or d.assigned or d.is_pointer or d.value is None or depth > 4:
-            return None
-        return size_expression(plan, d.value, depth + 1)
-    if int_value(node) is not None:
-        return str(int_value(node))
-    parts = binary(node)
-    if parts is None or parts[1] not in _SIZE_OPS:
-        return None
-    left, right = (size_expression(plan, side, depth) for side in (parts[0], parts[2]))
-    if left is None or right is None:
-        return None
-    return f"({left} {_SIZE_OPS[parts[1]]} {right})"
-
-
-def _root(plan: Plan, array: str) -> str:
-    array = _base(array)
-    d = plan.facts.defs.get(array)
-    if d is None or d.value is None:
-        return array
-    for _s, t in terms(d.value):
-        if t.type == "identifier" and plan.pointer(text(t)):
-            return text(t)
-    return array
-
-
-def _elem_bytes(plan: Plan, array: str) -> str | None:
-    cast = cast_stream(array)
-    return str(CAST_BYTES[cast[0]]) if cast is not None else plan.elem_bytes(_root(plan, array))
-
-
-def _elem_type(plan: Plan, array: str) -> str:
-    cast = cast_stream(array)
-    if cast is not None:
-        return cast[0]
-    p = plan.kernel.param(_root(plan, array))
-    return p.base_type
-
+from workbench.templater.vector_access import (  # noqa: E402
+    Access,
+    Illegal,
+    base_name,
+    elem_bytes,
+    elem_type,
+    offset_constraints,
+    region_accesses,
+    root_array,
+    size_expression,
+)
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
@@ -353,19 +80,19 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized; the
     vector path then runs only where, at run time, each written range and each other range
     are the same elements (exact in-place) or do not overlap, and the loop as written runs
-    otherwise (:func:`_guarded`). Every access being ``offset + var`` (:func:`_accesses`),
+    otherwise (:func:`_guarded`). Every access being ``offset + var`` (:func:`accesses`),
     two ranges that start at the same address meet only at the same ``var``, whatever the
     offsets' spelling (``y[j]`` with ``yr = y + row * n`` and ``x[row * n + j]``).
     """
-    accesses, values = _accesses(plan, region)
+    accesses, values = region_accesses(plan, region)
     # one stream per (array, offset): a gate and an up half of one input are two streams
     by_array: dict[str, list[Access]] = {}
     names: dict[tuple[str, str], str] = {}
     for a in accesses:
         key = (a.array, " ".join(text(a.index).split()))
         if key not in names:
-            base = _base(a.array)
-            same = len([k for k in names if _base(k[0]) == base])
+            base = base_name(a.array)
+            same = len([k for k in names if base_name(k[0]) == base])
             names[key] = base if not same else f"{base}{same}"
             if names[key] in ("i", "v"):  # wb_i, wb_v are the rewrite's own loop indices
                 names[key] = f"{names[key]}_arr"
@@ -378,8 +105,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                           f"({', '.join(sorted({text(a.node) for a in accesses if a.array == array}))})",
                           group[0].node)
         constraints += offset_constraints(plan, group[0], region.var)
-    written = {_root(plan, g[0].array) for g in by_array.values() if any(x.write for x in g)}
-    read = {_root(plan, g[0].array) for g in by_array.values() if any(x.read for x in g)}
+    written = {root_array(plan, g[0].array) for g in by_array.values() if any(x.write for x in g)}
+    read = {root_array(plan, g[0].array) for g in by_array.values() if any(x.read for x in g)}
     guarded: list[str] = []  # written pointers whose overlap is checked at run time
     for w in sorted(written):
         p = plan.kernel.param(w)
@@ -406,7 +133,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     # the offsets' alignment may require the bound a multiple of VEC already (a row's length
     # d, rows at row * d); else the thread whose vector would cross it ends one by one
     tail = f"{bound} % VEC == 0" not in constraints
-    widths = [_elem_bytes(plan, g[0].array) for g in by_array.values()]
+    widths = [elem_bytes(plan, g[0].array) for g in by_array.values()]
     if any(w is None for w in widths):
         raise Illegal("an accessed array has no known element size", region.at)
     for w in sorted({w for w in widths if w is not None}):
@@ -459,7 +186,7 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
     lines, conds = [], []
     info = {}
     for s, g in by_array.items():
-        elem = _elem_type(plan, g[0].array)
+        elem = elem_type(plan, g[0].array)
         lines.append(f"      const unsigned long long wb_at_{s} = (unsigned long long)"
                      f"(const void*)&{g[0].array}[{rw.text(g[0].index)}];\n")
         info[s] = (elem, any(a.write for a in g))
@@ -490,15 +217,15 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     if split:
         # grid.y == ROW_SPLIT (launch rule): a compile-time stride
         start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
-    decls = "".join(f"    WbVec<{_elem_type(plan, g[0].array)}, VEC> wb_{s}[ITEMS_PER_THREAD];\n"
+    decls = "".join(f"    WbVec<{elem_type(plan, g[0].array)}, VEC> wb_{s}[ITEMS_PER_THREAD];\n"
                     for s, g in by_array.items())
     item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n"
     loads = "".join(
-        f"        wb_{s}[wb_i] = *reinterpret_cast<const WbVec<{_elem_type(plan, g[0].array)}, "
+        f"        wb_{s}[wb_i] = *reinterpret_cast<const WbVec<{elem_type(plan, g[0].array)}, "
         f"VEC>*>(&{g[0].array}[{rw.text(g[0].index)}]);\n"
         for s, g in by_array.items() if any(x.read for x in g))
     stores = "".join(
-        f"        *reinterpret_cast<WbVec<{_elem_type(plan, g[0].array)}, VEC>*>"
+        f"        *reinterpret_cast<WbVec<{elem_type(plan, g[0].array)}, VEC>*>"
         f"(&{g[0].array}[{rw.text(g[0].index)}]) = wb_{s}[wb_i];\n"
         for s, g in by_array.items() if any(x.write for x in g))
     body = region.text(rw)

@@ -24,6 +24,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import binary, identifiers, text, walk, writer
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
+from workbench.templater.vector_access import size_expression
 
 LANE_DIVMOD = """\
 // lane k of a vector starting at base, 0 <= base and 0 <= k <= e (the template's
@@ -105,8 +106,6 @@ def _divisor(plan: Plan, node: Node, written: set[str], *, run_time: bool) -> st
     """``node`` as a size expression that is the same in every lane of a thread's vector, or
     None; with ``run_time``, only one naming a run-time size (a divisor known at compile
     time is the compiler's: shifts, a multiply), else also a positive literal."""
-    from workbench.templater.vector import size_expression  # vector imports this module
-
     size = size_expression(plan, node)
     if size is None or any(text(i) in written for i in identifiers(node)):
         return None

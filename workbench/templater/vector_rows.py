@@ -34,15 +34,14 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
-from workbench.templater.vector import (
-    VEC_STRUCT,
+from workbench.templater.vector import VEC_STRUCT, vectorize
+from workbench.templater.vector_access import (
     Access,
     Illegal,
-    _accesses,
-    _base,
-    _elem_type,
-    _local_root,
-    vectorize,
+    base_name,
+    elem_type,
+    local_root,
+    region_accesses,
 )
 from workbench.templater.vector_regions import EXITS, Region, x_indices
 from workbench.templater.vector_tail import tail_text, whole_test
@@ -52,7 +51,7 @@ def apply_vector_rows(plan: Plan) -> bool:
     """VEC along x on a 2-D block's row region; a note says why where it is not legal."""
     try:
         decl, region = _row_region(plan)
-        streams, _values = _accesses(plan, region)
+        streams, _values = region_accesses(plan, region)
         _pointers_in_scope(plan, region, streams)
         grid = _grid_over_vec(plan.grid[0], plan.block[0])
         if grid is None:
@@ -166,7 +165,7 @@ def _reads_before_writes(region: Region) -> None:
     first = None
     for n in region.walk():
         target = write_target(n)
-        if target is not None and _local_root(target) is None:
+        if target is not None and local_root(target) is None:
             first = n if first is None else first
             continue
         if first is None or n.start_byte < first.end_byte:
@@ -192,7 +191,7 @@ def _pointers_in_scope(plan: Plan, region: Region, streams: list[Access]) -> Non
     which it loads (``&(luma + y * pitch)[x]``)."""
     for a in streams:
         names = list(identifiers(a.index))
-        d = plan.facts.defs.get(_base(a.array))
+        d = plan.facts.defs.get(base_name(a.array))
         if d is not None and d.value is not None and region.holds(d.decl):
             names += identifiers(d.value)
         for i in names:
@@ -207,7 +206,7 @@ def _address(plan: Plan, region: Region, access: Access) -> str:
     """``&A[index]`` as the vector's load or store spells it before the lanes' statements."""
     rw = plan.rw
     index = rw.text(access.index)
-    base = _base(access.array)
+    base = base_name(access.array)
     d = plan.facts.defs.get(base)
     argument = access.node.child_by_field_name("argument")
     if d is None or d.value is None or not region.holds(d.decl):
@@ -222,14 +221,14 @@ def _row_text(plan: Plan, region: Region, by_array: dict[str, list[Access]],
     """The element's statements after the row exit, VEC positions a thread."""
     var, typ = region.var, region.var_type
     bound = plan.rw.text(region.bound)
-    decls = "".join(f"    WbVec<{_elem_type(plan, g[0].array)}, VEC> wb_{s}[1];\n"
+    decls = "".join(f"    WbVec<{elem_type(plan, g[0].array)}, VEC> wb_{s}[1];\n"
                     for s, g in by_array.items())
     loads = "".join(
-        f"      wb_{s}[0] = *reinterpret_cast<const WbVec<{_elem_type(plan, g[0].array)}, "
+        f"      wb_{s}[0] = *reinterpret_cast<const WbVec<{elem_type(plan, g[0].array)}, "
         f"VEC>*>({_address(plan, region, g[0])});\n"
         for s, g in by_array.items() if any(x.read for x in g))
     stores = "".join(
-        f"      *reinterpret_cast<WbVec<{_elem_type(plan, g[0].array)}, VEC>*>"
+        f"      *reinterpret_cast<WbVec<{elem_type(plan, g[0].array)}, VEC>*>"
         f"({_address(plan, region, g[0])}) = wb_{s}[0];\n"
         for s, g in by_array.items() if any(x.write for x in g))
     whole = whole_test(var, bound, scalar is not None)
