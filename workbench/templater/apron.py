@@ -58,7 +58,6 @@ load and the work without the per-load tests in blocks whose tile lies inside th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -75,6 +74,7 @@ from workbench.templater.analysis import (
     write_target,
 )
 from workbench.templater.apron_branches import branch_load
+from workbench.templater.apron_facts import ApronFacts
 from workbench.templater.apron_hoist import hoisted
 from workbench.templater.apron_loads import (
     Check,
@@ -87,10 +87,9 @@ from workbench.templater.apron_loads import (
     is_flat,
     nest_load,
 )
-from workbench.templater.apron_rowsums import row_sums
-from workbench.templater.apron_separable import separable_rows
+from workbench.templater.apron_reuse import register_window, tapped_test, window_name, window_values
 from workbench.templater.apron_side import SideFill, side_arrays, side_fill, wrap
-from workbench.templater.apron_window import MAX_WINDOW, Window, analyse_window
+from workbench.templater.apron_window import Window, analyse_window
 from workbench.templater.block import _shared_arrays
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
@@ -378,7 +377,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
         window = exc  # the lift stands; the rows are read as written
 
     def emit() -> None:
-        _emit(plan, _Facts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
+        _emit(plan, ApronFacts(tile, tdecl, extents, elem, bx, by, hx, hy, pad, loads, offsets,
                            pre, post, redeclare, len(unique), window, tuple(unique),
                            tuple(fills), sum(sd.nbytes for sd in sides), bounds, region,
                            others),
@@ -438,35 +437,7 @@ def _mentions_thread(deps: Deps, node: Node) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class _Facts:
-    tile: str
-    decl: Node
-    extents: list[Node]
-    elem: int
-    bx: int
-    by: int
-    hx: int
-    hy: int
-    pad: int
-    loads: list[Load]
-    offsets: dict[tuple[int, int], str]
-    pre: list[Node]
-    post: list[Node]
-    redeclare: list[Node]
-    reads: int
-    window: Window | Refused  # the row reuse, or why there is none
-    read_nodes: tuple[Node, ...] = ()  # the tile reads after the barrier
-    fills: tuple[SideFill, ...] = ()  # the tables beside the tile: their fills
-    side_bytes: int = 0  # and their shared memory
-    bounds: tuple[interior.Bound, ...] | Refused = ()  # INTERIOR's tests, or why none
-    region: int = 0  # where the span an interior block copies begins
-    # tiles of the same geometry beside the first (name, declaration, extents, element
-    # bytes): sized, padded and read alike, each output's values from each
-    others: tuple[tuple[str, Node, tuple[Node, ...], int], ...] = ()
-
-
-def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
+def _emit(plan: Plan, f: ApronFacts, grid_x: str, grid_y: str) -> None:
     rw, data = plan.rw, plan.source.data
     names = fresh_names(plan, ["BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD"])
     bx_n, by_n, ox_n, oy_n, pad_n = (names[k] for k in ("BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y",
@@ -588,7 +559,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
                 "#endif\n")
     # the window's loads as the general copy and as the interior one (known tests) render them
     marker = "\x00wb_window\x00"
-    reuse = _reuse(plan, f, oy_n, ctype, read, lambda *_: marker)
+    reuse = register_window(plan, f, oy_n, ctype, read, lambda *_: marker)
     window_args: tuple[str, str, str] = ("", "", "")
     if reuse:
         w = f.window
@@ -699,103 +670,7 @@ def _emit(plan: Plan, f: _Facts, grid_x: str, grid_y: str) -> None:
               "the grid's divisors follow", f.decl)
 
 
-def window_name(f: _Facts, tile: str) -> str:
-    """The register window of ``tile``: ``wb_win`` for the first tile, ``wb_win_<tile>``
-    for the others of its geometry (one window each, the same rows and columns)."""
-    return "wb_win" if tile == f.tile else f"wb_win_{tile}"
-
-
-def window_values(w: Window, oy_n: str) -> str:
-    """An upper bound (C text in ``oy_n``) of the window positions read from the source: per
-    column, its first read row to its last at output row 0, plus ``oy_n - 1`` rows."""
-    spans: dict[int, tuple[int, int]] = {}
-    for r, c in w.taps:
-        lo, hi = spans.get(c, (r, r))
-        spans[c] = (min(lo, r), max(hi, r))
-    fixed = sum(hi - lo for lo, hi in spans.values())
-    return f"({len(spans)} * {oy_n} + {fixed})"
-
-
-def tapped_test(taps: tuple[tuple[int, int], ...], oy_n: str) -> str:
-    """C test that window position ``[wb_r][wb_c]`` is read by one of the thread's ``oy_n``
-    outputs: ``taps`` are the (row, column) positions output row 0 reads, output ``oy``
-    reads them ``oy`` rows down; runs of rows in one column make one range test."""
-    by_col: dict[int, list[int]] = {}
-    for r, c in taps:
-        by_col.setdefault(c, []).append(r)
-    terms = []
-    for c, rows in sorted(by_col.items()):
-        rows = sorted(set(rows))
-        runs: list[list[int]] = []
-        for r in rows:
-            if runs and r == runs[-1][1] + 1:
-                runs[-1][1] = r
-            else:
-                runs.append([r, r])
-        spans = " || ".join(f"(wb_r >= {lo} && wb_r < {hi} + {oy_n})" for lo, hi in runs)
-        terms.append(f"(wb_c == {c} && ({spans}))")
-    return " || ".join(terms) or "false"
-
-
-def _reuse(plan: Plan, f: _Facts, oy_n: str, ctype: str,
-           read_tile: Callable[[Rewriter, Node], str],
-           window_load: Callable[[str, str, str], str]) -> str:
-    """The per-column register window of :mod:`.apron_window` (its load, as text with
-    ``BX`` for the block's x size) with every tile read made a window read where the window
-    is in use; empty (and the reason noted) where the reads cannot share one."""
-    w = f.window
-    if isinstance(w, Refused):
-        plan.note("ROW_REUSE", False, f"{w.reason}: each output reads its tile neighbourhood "
-                  "as written", w.node if w.node is not None else f.decl)
-        return ""
-    rows = f"{oy_n} + {w.rows_halo}"
-    count = 1 + len(f.others)  # one window a tile, the same rows and columns
-    for read in w.reads:
-        def tap(r: Rewriter, n: Node = read.node, row: str = read.row, col: str = read.col
-                ) -> str:
-            win = window_name(f, base_array(n) or f.tile)
-            return f"(wb_reuse ? {win}[wb_oy + {row}][{col}] : {read_tile(r, n)})"
-        plan.rw.replace_span(read.node.start_byte, read.node.end_byte, make=tap)
-    windows = {r.node.start_byte: window_name(f, base_array(r.node) or f.tile) for r in w.reads}
-    # (before the loops' pragmas: ROW_SUMS's branch goes before its nest's pragma)
-    sums = "" if f.others else separable_rows(plan, w, oy_n, ctype, rows)
-    if not sums:  # no weighted term: unit-weight sums of the taps' terms
-        sums = row_sums(plan, w, oy_n, rows, windows)
-    for loop in w.loops:
-        before = loop.prev_sibling
-        if before is None or "unroll" not in text(before):
-            data = plan.source.data
-            lead = data[data.rfind(b"\n", 0, loop.start_byte) + 1:loop.start_byte]
-            indent = " " * loop.start_point.column
-            plan.rw.insert(loop.start_byte, ("" if not lead.strip() else "\n" + indent) +
-                           "#pragma unroll\n" + indent)
-    each = f" for each of the {count} tiles" if f.others else ""
-    plan.note("ROW_REUSE", True, f"each thread's {oy_n} output rows read each tile row once: "
-              f"a ({rows}) x {w.width} register window per output column{each}, loaded before "
-              f"its rows, where {oy_n} > 1 and they hold at most {MAX_WINDOW} values (the tile "
-              f"reads as written otherwise); {len(w.reads)} tile read(s) made window reads",
-              f.decl)
-    extra = "".join(f"    {o_ctype(o)} {window_name(f, o[0])}[{rows}][{w.width}];\n"
-                    for o in f.others)
-    if f.others:
-        plan.note("SEPARABLE", False, f"the window holds {count} tiles: weighted row sums "
-                  "are modelled over one tile's window", f.decl)
-    size = f"({rows}) * {w.width}" + (f" * {count}" if f.others else "")
-    return (f"    // the tile rows and columns this column's {oy_n} outputs read, loaded once\n"
-            f"    const bool wb_reuse = {oy_n} > 1 && {size} <= {MAX_WINDOW};\n"
-            f"    {ctype} wb_win[{rows}][{w.width}];\n" + extra +
-            f"    if (wb_reuse) {{\n"
-            f"#pragma unroll\n"
-            f"      for (int wb_r = 0; wb_r < {rows}; ++wb_r)\n"
-            f"#pragma unroll\n"
-            f"        for (int wb_c = 0; wb_c < {w.width}; ++wb_c)\n"
-            f"          " + window_load(f"(int)threadIdx.y * {oy_n} + {w.row0} + wb_r",
-                                    f"(int)threadIdx.x + wb_ox * BX + {w.col0} + wb_c",
-                                    tapped_test(w.taps, oy_n)) + "\n"
-            "    }\n" + sums)
-
-
-def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node], str | None],
+def _interior(plan: Plan, f: ApronFacts, copy: interior.Copy, offs: Callable[[Node], str | None],
               ext_y: str, ext_x: str, where: str) -> None:
     """INTERIOR (:mod:`.apron_interior`): the tile's loads without their bounds tests in
     blocks whose tile lies inside the grid; or the reason there is no such knob."""
@@ -818,8 +693,3 @@ def _interior(plan: Plan, f: _Facts, copy: interior.Copy, offs: Callable[[Node],
               f"value (`{tests[0][:60]}`) take one value over a block's tile where they take "
               "it at the tile's worst corners: INTERIOR = 1 tests those once per block and "
               "runs an interior copy of the load and the work without them", f.decl)
-
-
-def o_ctype(other: tuple[str, Node, tuple[Node, ...], int]) -> str:
-    """The element type of a sibling tile (its declaration's, ``__shared__`` dropped)."""
-    return text(other[1].child_by_field_name("type")).replace("__shared__", "").strip()
