@@ -84,6 +84,13 @@ def strip(node: Node) -> Node:
             return node
 
 
+def unparenthesized(node: Node) -> Node:
+    """The expression under parentheses (casts kept: they decide the type)."""
+    while node.type == "parenthesized_expression" and node.named_child_count == 1:
+        node = node.named_children[0]
+    return node
+
+
 def subscript_index(sub: Node) -> Node:
     """The index of the subscript ``sub`` (``a[i]`` -> ``i``; tree-sitter wraps it in a
     one-entry argument list, or names it ``index``, by grammar version)."""

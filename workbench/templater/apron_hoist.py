@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk, writer
+from workbench.templater.analysis import text, walk, write_target, writer
+from workbench.templater.inline_bind import declarator_name, written
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 
@@ -31,14 +32,13 @@ def hoisted(plan: Plan, post: list[Node]) -> list[Node]:
     """The statements of ``post`` (the work after the barrier, in order) that compute the same
     values for every output (see the module doc)."""
     params = {p.name: p for p in plan.kernel.params}
-    written = {text(n) for n in walk(plan.body) if n.type == "identifier"
-               and writer(n, address=True) is not None}
-    pointers_written = {text(b) for n in walk(plan.body)
-                        if n.type in ("subscript_expression", "pointer_expression")
-                        and (b := _base(n)) is not None and writer(n) is not None}
+    pointers_written = {text(b) for n in walk(plan.body) if (t := write_target(n)) is not None
+                        and t.type in ("subscript_expression", "pointer_expression")
+                        and (b := _base(t)) is not None}
     fixed = {name for name, p in params.items()
              if (p.is_pointer and p.is_const and name not in pointers_written) or
-             (not p.is_pointer and name not in written)} | set(integer_macros(plan.source))
+             (not p.is_pointer and not written(plan.body, name))} | \
+        set(integer_macros(plan.source))
     declared_elsewhere = _declared(plan.body)
     out: list[Node] = []
     locals_: set[str] = set()
@@ -92,14 +92,9 @@ def _base(n: Node) -> Node | None:
 
 
 def _declarators(decl: Node) -> list[Node]:
-    out = []
-    for d in decl.children_by_field_name("declarator"):
-        while d.type in ("init_declarator", "array_declarator", "pointer_declarator") and \
-                d.child_by_field_name("declarator") is not None:
-            d = d.child_by_field_name("declarator")  # type: ignore[assignment]
-        if d.type == "identifier":
-            out.append(d)
-    return out
+    """The names ``decl`` declares (each declarator chain's identifier)."""
+    return [n for d in decl.children_by_field_name("declarator")
+            if (n := declarator_name(d)) is not None]
 
 
 def _declared(node: Node) -> dict[str, int]:
@@ -133,9 +128,7 @@ def _writes_only(s: Node, allowed: set[str]) -> bool:
     """``s`` assigns or steps only names in ``allowed`` (no memory)."""
     for n in walk(s):
         if n.type in ("assignment_expression", "update_expression"):
-            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            while target is not None and target.type == "parenthesized_expression":
-                target = target.named_children[0] if target.named_children else None
+            target = write_target(n)
             if target is None or target.type != "identifier" or text(target) not in allowed:
                 return False
     return True

@@ -18,7 +18,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_expr_value, strip, text, walk, write_target
+from workbench.templater.analysis import (
+    binary,
+    int_expr_value,
+    strip,
+    text,
+    unparenthesized,
+    walk,
+    write_target,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector import Illegal
@@ -167,7 +175,7 @@ def _of_counter(node: Node | None, counter: str) -> bool:
 def _sign(node: Node, counter: OpenCounter) -> int:
     """2 where ``node`` > 0, 1 where >= 0, 0 where unknown, for the counter >= its start:
     the counter, literals, casts, + and * only."""
-    node = _parens(node)
+    node = unparenthesized(node)
     if node.type == "cast_expression":  # to an integer: a positive fraction may become 0
         value = node.child_by_field_name("value")
         sign = _sign(value, counter) if value is not None else 0
@@ -196,7 +204,7 @@ def _sign(node: Node, counter: OpenCounter) -> int:
 def _double(plan: Plan, node: Node) -> bool:
     """``node``'s value is a ``double`` (C's conversions: a cast to it, a local declared
     so, an unsuffixed floating literal, arithmetic with one such operand)."""
-    node = _parens(node)
+    node = unparenthesized(node)
     if node.type == "cast_expression":
         return "double" in text(node.child_by_field_name("type")).split()
     if node.type == "identifier":
@@ -208,13 +216,6 @@ def _double(plan: Plan, node: Node) -> bool:
     parts = binary(node)
     return parts is not None and parts[1] in ("+", "-", "*", "/") and \
         (_double(plan, parts[0]) or _double(plan, parts[2]))
-
-
-def _parens(node: Node) -> Node:
-    """The expression under parentheses (casts kept: they decide the type)."""
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node
 
 
 def _floating(typ: str) -> bool:

@@ -205,6 +205,25 @@ def _guarded(plan: Plan, region: Region, by_array: dict[str, list[Access]], vect
             f"    if (wb_apart) {vector} else {scalar}\n  }}")
 
 
+def vector_moves(plan: Plan, by_array: dict[str, list[Access]], items: str, slot: str,
+                 address: Callable[[Access], str], indent: int) -> tuple[str, str, str]:
+    """Each stream's register vectors (``items`` of them), each read stream's vector load
+    into ``[slot]`` and each written stream's vector store from it, at ``address`` (the
+    stream's first access): (declarations, loads, stores), the moves ``indent`` deep."""
+    pad = " " * indent
+    decls = "".join(f"    WbVec<{elem_type(plan, g[0].array)}, VEC> wb_{s}[{items}];\n"
+                    for s, g in by_array.items())
+    loads = "".join(
+        f"{pad}wb_{s}[{slot}] = *reinterpret_cast<const WbVec<{elem_type(plan, g[0].array)}, "
+        f"VEC>*>({address(g[0])});\n"
+        for s, g in by_array.items() if any(x.read for x in g))
+    stores = "".join(
+        f"{pad}*reinterpret_cast<WbVec<{elem_type(plan, g[0].array)}, VEC>*>"
+        f"({address(g[0])}) = wb_{s}[{slot}];\n"
+        for s, g in by_array.items() if any(x.write for x in g))
+    return decls, loads, stores
+
+
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
                  split: bool, scalar: str | None) -> str:
     """The region vectorized; ``scalar`` (the element's statements as written, a compound
@@ -217,17 +236,9 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     if split:
         # grid.y == ROW_SPLIT (launch rule): a compile-time stride
         start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
-    decls = "".join(f"    WbVec<{elem_type(plan, g[0].array)}, VEC> wb_{s}[ITEMS_PER_THREAD];\n"
-                    for s, g in by_array.items())
+    decls, loads, stores = vector_moves(plan, by_array, "ITEMS_PER_THREAD", "wb_i",
+                                        lambda a: f"&{a.array}[{rw.text(a.index)}]", 8)
     item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n"
-    loads = "".join(
-        f"        wb_{s}[wb_i] = *reinterpret_cast<const WbVec<{elem_type(plan, g[0].array)}, "
-        f"VEC>*>(&{g[0].array}[{rw.text(g[0].index)}]);\n"
-        for s, g in by_array.items() if any(x.read for x in g))
-    stores = "".join(
-        f"        *reinterpret_cast<WbVec<{elem_type(plan, g[0].array)}, VEC>*>"
-        f"(&{g[0].array}[{rw.text(g[0].index)}]) = wb_{s}[wb_i];\n"
-        for s, g in by_array.items() if any(x.write for x in g))
     body = region.text(rw)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""

@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, identifiers, text, walk, writer
+from workbench.templater.analysis import binary, identifiers, text, unparenthesized
+from workbench.templater.inline_bind import written
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector_access import size_expression
@@ -52,14 +53,16 @@ def lane_values(plan: Plan, values: list[Node], var: str, *, divide: bool) -> li
     (``(idx / W) % H``) through its shared quotient and the lane's carry. Returns the
     constraints that keep those exact."""
     constraints: list[str] = []
-    written = _written_scalars(plan) if divide else set()
+    scalars = [p.name for p in plan.kernel.params if not p.is_pointer]
+    changed = {name for name in scalars if written(plan.body, name, address=False)} \
+        if divide else set()
     for n in values:
         op = _enclosing(n)
         parts = binary(op) if op is not None and op.type == "binary_expression" else None
         size = None
         if divide and op is not None and parts is not None and parts[1] in ("/", "%") and \
-                _unparenthesized(parts[0]) == n:
-            size = _divisor(plan, parts[2], written, run_time=True)
+                unparenthesized(parts[0]) == n:
+            size = _divisor(plan, parts[2], changed, run_time=True)
         if op is None or parts is None or size is None:
             plan.rw.replace(n, f"({var} + wb_v)")
             continue
@@ -70,8 +73,8 @@ def lane_values(plan: Plan, values: list[Node], var: str, *, divide: bool) -> li
         outer_parts = binary(outer) if outer is not None and \
             outer.type == "binary_expression" else None
         if parts[1] == "/" and outer is not None and outer_parts is not None and \
-                outer_parts[1] in ("/", "%") and _unparenthesized(outer_parts[0]) == op:
-            size2 = _divisor(plan, outer_parts[2], written, run_time=False)
+                outer_parts[1] in ("/", "%") and unparenthesized(outer_parts[0]) == op:
+            size2 = _divisor(plan, outer_parts[2], changed, run_time=False)
             if size2 is not None:
                 if not size2.isdigit() and f"{size2} >= 1" not in constraints:
                     constraints.append(f"{size2} >= 1")  # the carry (0 or 1) is at most it
@@ -102,25 +105,13 @@ def _enclosing(node: Node) -> Node | None:
     return top.parent
 
 
-def _divisor(plan: Plan, node: Node, written: set[str], *, run_time: bool) -> str | None:
+def _divisor(plan: Plan, node: Node, changed: set[str], *, run_time: bool) -> str | None:
     """``node`` as a size expression that is the same in every lane of a thread's vector, or
     None; with ``run_time``, only one naming a run-time size (a divisor known at compile
     time is the compiler's: shifts, a multiply), else also a positive literal."""
     size = size_expression(plan, node)
-    if size is None or any(text(i) in written for i in identifiers(node)):
+    if size is None or any(text(i) in changed for i in identifiers(node)):
         return None
     if re.search(r"[A-Za-z_]", size):
         return size
     return None if run_time or not size.isdigit() or int(size) < 1 else size
-
-
-def _written_scalars(plan: Plan) -> set[str]:
-    scalars = {p.name for p in plan.kernel.params if not p.is_pointer}
-    return {text(n) for n in walk(plan.body) if n.type == "identifier" and text(n) in scalars
-            and writer(n) is not None}
-
-
-def _unparenthesized(node: Node) -> Node:
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node

@@ -34,12 +34,11 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
-from workbench.templater.vector import VEC_STRUCT, vectorize
+from workbench.templater.vector import VEC_STRUCT, vector_moves, vectorize
 from workbench.templater.vector_access import (
     Access,
     Illegal,
     base_name,
-    elem_type,
     local_root,
     region_accesses,
 )
@@ -221,16 +220,8 @@ def _row_text(plan: Plan, region: Region, by_array: dict[str, list[Access]],
     """The element's statements after the row exit, VEC positions a thread."""
     var, typ = region.var, region.var_type
     bound = plan.rw.text(region.bound)
-    decls = "".join(f"    WbVec<{elem_type(plan, g[0].array)}, VEC> wb_{s}[1];\n"
-                    for s, g in by_array.items())
-    loads = "".join(
-        f"      wb_{s}[0] = *reinterpret_cast<const WbVec<{elem_type(plan, g[0].array)}, "
-        f"VEC>*>({_address(plan, region, g[0])});\n"
-        for s, g in by_array.items() if any(x.read for x in g))
-    stores = "".join(
-        f"      *reinterpret_cast<WbVec<{elem_type(plan, g[0].array)}, VEC>*>"
-        f"({_address(plan, region, g[0])}) = wb_{s}[0];\n"
-        for s, g in by_array.items() if any(x.write for x in g))
+    decls, loads, stores = vector_moves(plan, by_array, "1", "0",
+                                        lambda a: _address(plan, region, a), 6)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
     return (f"\n    {{  // VEC consecutive {var} a thread, from {var}\n{decls}"
