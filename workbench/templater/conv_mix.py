@@ -896,13 +896,9 @@ def _inside(rw: Rewriter, unit: Node) -> str:
     those stand before or after it (the window's closing brace where ``unit`` is the tap
     loop's whole body, ``for (...) acc += ...;``), and the text around the unit's
     replacement renders them once already."""
-    saved = rw.edits
-    rw.edits = [e for e in saved if e.start != e.end or
-                e.start not in (unit.start_byte, unit.end_byte)]
-    try:
+    with rw.keeping(lambda e: e.start != e.end or e.start not in (unit.start_byte,
+                                                                  unit.end_byte)):
         return rw.render(unit.start_byte, unit.end_byte)
-    finally:
-        rw.edits = saved
 
 
 def _local_parts(decl: Node) -> tuple[str, Node, Node | None, str]:

@@ -17,7 +17,8 @@ its own span (``WB_RO(...)`` around a read) neither recurses nor drops another's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -59,6 +60,17 @@ class Rewriter:
     def discard(self, edits: list[Edit]) -> None:
         """Drop ``edits`` (made earlier) again."""
         self.edits = [e for e in self.edits if e not in edits]
+
+    @contextmanager
+    def keeping(self, keep: Callable[[Edit], bool]) -> Iterator[None]:
+        """Within the block, only the edits ``keep`` accepts are made (a render without one
+        transform's own edits); every edit is back after it."""
+        saved = self.edits
+        self.edits = [e for e in saved if keep(e)]
+        try:
+            yield
+        finally:
+            self.edits = saved
 
     def insert(self, pos: int, text: str) -> None:
         self.edits.append(Edit(pos, pos, text))

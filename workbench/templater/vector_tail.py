@@ -23,12 +23,8 @@ from workbench.templater.rewrite import Edit, Rewriter
 def rendered_without(rw: Rewriter, edits: list[Edit], render: Callable[[], str]) -> str:
     """What ``render`` returns with ``edits`` (one transform's own) left out of ``rw``: the
     statements as written, with every other transform's edits."""
-    saved = rw.edits
-    rw.edits = [e for e in saved if e not in edits]
-    try:
+    with rw.keeping(lambda e: e not in edits):
         return render()
-    finally:
-        rw.edits = saved
 
 
 def whole_test(var: str, bound: str, tail: bool) -> str:

@@ -330,23 +330,15 @@ def _elem_type(plan: Plan, sub: Node) -> str:
 def _original(rw: Rewriter, sub: Node) -> str:
     """``sub`` as the file renders it without the load's own replacement (the read itself,
     with another transform's wrapping of it: ``WB_RO(p[i])``)."""
-    saved = rw.edits
-    rw.edits = [e for e in saved if (e.start, e.end) != (sub.start_byte, sub.end_byte) or
-                not e.text.startswith("wb_ahead") or e.make is not None]
-    try:
+    with rw.keeping(lambda e: (e.start, e.end) != (sub.start_byte, sub.end_byte) or
+                    not e.text.startswith("wb_ahead") or e.make is not None):
         return rw.text(sub)
-    finally:
-        rw.edits = saved
 
 
 def _as_written(plan: Plan, loop: Node, buffers: set[str]) -> Callable[[Rewriter], str]:
     """The loop with every other transform's edits but the loads' own replacements."""
     def scalar(rw: Rewriter) -> str:
-        saved = rw.edits
-        rw.edits = [e for e in saved if not (e.text.split("[", 1)[0] in buffers and
-                                             e.make is None)]
-        try:
+        with rw.keeping(lambda e: not (e.text.split("[", 1)[0] in buffers and
+                                       e.make is None)):
             return rw.render(loop.start_byte, loop.end_byte)
-        finally:
-            rw.edits = saved
     return scalar
