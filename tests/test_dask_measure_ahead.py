@@ -9,7 +9,10 @@ a fake nvcc through the real Compiler.
 - closing the current batch early (a stop) cancels what was measured ahead;
 - a ``measure`` call for other candidates than those queued cancels them.
 
-No sleeps: the tests wait on the compiles' futures and read the runner's counters."""
+No sleeps: the tests wait on the compiles' futures and read the runner's counters. Each
+test starts its own cluster, so one that stalls cannot take the next tests with it, and a
+wait that runs out says what every worker was running and holding (the CI run of stop 49
+timed out waiting for the compiles once, with nothing to tell why)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,7 @@ SHAPE, DTYPE = "decode", "bf16"
 WORKERS = 2
 CAPACITY = (MEASURES_PER_GPU + QUEUED_PER_GPU) * WORKERS  # a batch's tasks in flight at most
 DEVICE_S = 0.25  # each worker's device holds a candidate this long
+COMPILE_WAIT_S = 60  # a fake nvcc compiles at once: a minute is a stall
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +52,7 @@ def folder() -> KernelFolder:
     return load_kernel_folder(ROOT / "sample_kernels" / "silu_and_mul")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def client(folder: KernelFolder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     work = tmp_path_factory.mktemp("ahead")
     home = fake_nvcc(work, work / "cuda", 0.0, folder.template.entry, "sm_90a")
@@ -97,7 +101,29 @@ def _compiled(runner: DaskRunner, candidates: list[Candidate]) -> None:
         future = runner.compiles.future(instance.hash)
         if future is not None:
             futures.append(future)
-    distributed.wait(futures, timeout=120)
+    try:
+        distributed.wait(futures, timeout=COMPILE_WAIT_S)
+    except TimeoutError:
+        pytest.fail(f"the compiles queued ahead did not finish in {COMPILE_WAIT_S} s: "
+                    f"{_cluster_state(runner.client, futures)}")
+
+
+def _used_resources(dask_scheduler: Any) -> dict[str, dict[str, float]]:
+    return {address: dict(ws.used_resources)
+            for address, ws in dask_scheduler.workers.items()}
+
+
+def _cluster_state(client: Any, futures: list[Any]) -> str:
+    """What the scheduler and the workers say, for a wait that ran out."""
+    pending = [f.key for f in futures if not f.done()]
+    try:
+        processing = client.processing()
+        stacks = client.call_stack()
+        resources = client.run_on_scheduler(_used_resources)
+    except Exception as exc:  # the cluster itself may be what stalled
+        return f"{len(pending)} pending ({pending[:4]}); the cluster did not answer: {exc!r}"
+    return (f"{len(pending)} pending ({pending[:4]}); processing {processing}; resources in "
+            f"use {resources}; running {stacks}")
 
 
 def test_the_next_batch_runs_in_the_last_slots_and_is_measured_once(
