@@ -31,7 +31,9 @@ read them):
   ``meta_group_size()`` -> the tiles of the block; ``size()`` / ``num_threads()`` -> ``Su``;
   ``sync()`` -> ``__syncwarp(mask)``; ``shfl`` / ``shfl_down`` / ``shfl_up`` / ``shfl_xor``
   -> ``__shfl*_sync(mask, v, d[, S])`` (the mask the header builds: every lane for 32, the
-  tile's own lanes otherwise);
+  tile's own lanes otherwise); ``ballot(p)`` -> ``__ballot_sync(mask, p)`` (shifted down to
+  the tile's first lane under 32), ``any(p)`` / ``all(p)`` -> that ballot ``!= 0`` / ``==
+  mask`` (the header's static tile, round 31b's row_firsthits_warp_cg);
 * ``reduce(tile, v, plus<U>() | less<U>() | greater<U>())`` as a statement's value (``U r =
   reduce(..)``, ``r = reduce(..)``), v of type U: the header's butterfly, ``r = op(r,
   shfl_xor(r, o))`` for o = S / 2 .. 1, written as statements (``r += __shfl_xor_sync(..);``
@@ -76,6 +78,8 @@ _BLOCK_MEMBERS = {"group_index": "blockIdx", "thread_index": "threadIdx",
 _SHUFFLES = {"shfl": "__shfl_sync", "shfl_down": "__shfl_down_sync",
              "shfl_up": "__shfl_up_sync", "shfl_xor": "__shfl_xor_sync"}
 _REDUCE_OPS = ("plus", "less", "greater")
+#: A tile's votes (one predicate each), as the header's static tile spells them.
+_VOTES = ("ballot", "any", "all")
 
 
 class Refused(WorkbenchError):
@@ -468,7 +472,7 @@ def _mask(size: int, rank: Launch) -> str:
 
 def _member(g: Group, member: str, values: list[str], rank: Launch,
             call: Node) -> str:
-    arity = 2 if member in _SHUFFLES else 0
+    arity = 2 if member in _SHUFFLES else 1 if member in _VOTES else 0
     if len(values) != arity:
         raise Refused(f"`{flat(call)}`: {member} with {len(values)} argument(s) is not "
                       "modelled", line(call))
@@ -485,10 +489,24 @@ def _member(g: Group, member: str, values: list[str], rank: Launch,
         if member in _SHUFFLES:
             width = "" if s == 32 else f", {s}"
             spelled = f"{_SHUFFLES[member]}({mask}, {values[0]}, {values[1]}{width})"
+        if member in _VOTES:
+            spelled = _vote(member, s, mask, values[0], rank)
     if spelled is None:
         what = "the block" if g.size == 0 else f"a tile of {g.size}"
         raise Refused(f"`{flat(call)}`: {member}() of {what} is not modelled", line(call))
     return spelled
+
+
+def _vote(member: str, size: int, mask: str, predicate: str, rank: Launch) -> str:
+    """A tile's ``ballot`` / ``any`` / ``all`` of ``predicate`` as the header's static tile
+    computes it: the warp's ballot over the tile's lanes, shifted down to the tile's first
+    lane (a ballot of a tile under 32), compared with nothing or every lane (any, all)."""
+    votes = f"__ballot_sync({mask}, {predicate})"
+    if member == "any":
+        return f"({votes} != 0)"
+    if member == "all":
+        return f"({votes} == {mask})"
+    return votes if size == 32 else f"({votes} >> ({rank.lane()} & {32 - size}u))"
 
 
 def _reduce(n: Node, values: list[str], groups: dict[str, Group], spelling: _Spelling,
