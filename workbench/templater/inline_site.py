@@ -217,19 +217,31 @@ def _statement(call: Node) -> tuple[Node, Node | None]:
 
 def _operand_top(call: Node) -> Node:
     """The largest expression around ``call`` that evaluates it every time it is evaluated
-    (casts, parentheses, arithmetic: no ``&&``, ``||``, ``?:`` or comma between) and whose
-    other operands change nothing (no assignment, increment or call): inlined, the body
-    runs first and its value stands in the call, which is an order the call allowed (the
-    operands of an arithmetic operator are unsequenced against a call). ``call`` itself
-    where it is not such an operand."""
-    top = call
-    while top.parent is not None and (
-            top.parent.type in ("parenthesized_expression", "cast_expression") or
-            (top.parent.type in ("binary_expression", "unary_expression") and
-             text(top.parent.child_by_field_name("operator")) not in ("&&", "||", "&"))):
-        top = top.parent
+    (casts, parentheses, arithmetic, the arguments of a named function's call: no ``&&``,
+    ``||``, ``?:`` or comma between) and whose other operands change nothing (no
+    assignment, increment or call but the calls ``call`` is an argument of): inlined, the
+    body runs first and its value stands in the call, which is an order the call allowed
+    (the operands of an arithmetic operator are unsequenced against a call, a call's
+    arguments indeterminately sequenced: round 31b's ``fmaxf(inclusive_max(tile, v),
+    carry)``). ``call`` itself where it is not such an operand."""
+    top, around = call, []
+    while top.parent is not None:
+        up = top.parent
+        if up.type in ("parenthesized_expression", "cast_expression") or \
+                (up.type in ("binary_expression", "unary_expression") and
+                 text(up.child_by_field_name("operator")) not in ("&&", "||", "&")):
+            top = up
+        elif up.type == "argument_list" and up.parent is not None and \
+                up.parent.type == "call_expression" and \
+                (up.parent.child_by_field_name("function") or up).type == "identifier":
+            # an argument (`fmaxf(f(..), carry)`): a call's arguments are indeterminately
+            # sequenced, and the enclosing call runs after them all
+            top = up.parent
+            around.append(top)
+        else:
+            break
     if any(n.type in ("assignment_expression", "update_expression", "call_expression",
-                      "comma_expression") and not inside(n, call)
+                      "comma_expression") and not inside(n, call) and n not in around
            for n in walk(top)):
         return call
     return top
