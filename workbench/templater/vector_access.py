@@ -62,12 +62,16 @@ CAST_BYTES = {"uchar2": 2, "char2": 2, "uchar4": 4, "char4": 4, "ushort2": 4, "s
               "float": 4, "int": 4, "unsigned": 4, "float2": 8, "int2": 8, "uint2": 8,
               "double": 8, "float4": 16, "int4": 16, "uint4": 16}
 _CAST = re.compile(r"\(\s*\(\s*(?:const\s+)?([A-Za-z_]\w*)\s*\*\s*\)\s*([A-Za-z_]\w*)\s*\)")
+#: The C++ spelling of the same cast, ``reinterpret_cast<uchar4*>(rgba)`` (round 31b).
+_CXX_CAST = re.compile(r"reinterpret_cast\s*<\s*(?:const\s+)?([A-Za-z_]\w*)\s*(?:const\s*)?"
+                       r"\*\s*>\s*\(\s*([A-Za-z_]\w*)\s*\)")
 
 
 def cast_stream(array: str) -> tuple[str, str] | None:
     """(element type, pointer) where ``array`` is a pointer cast to another element type,
-    ``((uchar4 *)rgba)``, of a type whose size :data:`CAST_BYTES` knows; else None."""
-    m = _CAST.fullmatch(array.strip())
+    ``((uchar4 *)rgba)`` or ``reinterpret_cast<uchar4*>(rgba)``, of a type whose size
+    :data:`CAST_BYTES` knows; else None."""
+    m = _CAST.fullmatch(array.strip()) or _CXX_CAST.fullmatch(array.strip())
     return (m.group(1), m.group(2)) if m is not None and m.group(1) in CAST_BYTES else None
 
 
@@ -160,6 +164,7 @@ def region_accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node
         out.append(Access(sub, array, index, write, read))
     if not out:
         raise Illegal(f"no array is indexed by {var}", region.at)
+    _indices_in_scope(plan, region, out)
     if values:
         _writes_streams_or_locals(region, out, values[0])
     if not region.loop:
@@ -188,6 +193,20 @@ def local_root(target: Node) -> Node | None:
             text(target.child_by_field_name("operator")) == ".":
         target = strip(target.child_by_field_name("argument"))  # type: ignore[arg-type]
     return target if target.type == "identifier" else None
+
+
+def _indices_in_scope(plan: Plan, region: Region, streams: list[Access]) -> None:
+    """Each vector loads before the element's statements and stores after them, so its index
+    reads no local they declare (round 31b's ``const unsigned p = blockIdx.y;`` then
+    ``out[(size_t)p * count + t]``: the store after the lanes named a ``p`` out of scope)."""
+    where = "in the element's statements" if not region.exit else \
+        "after the row exit" if len(plan.block) == 2 else "after the exit"
+    for a in streams:
+        for n in walk(a.index):
+            d = plan.facts.defs.get(text(n)) if n.type == "identifier" else None
+            if text(n) != region.var and d is not None and region.holds(d.decl):
+                raise Illegal(f"`{text(a.node)}` reads {text(n)}, declared {where}: the vector "
+                              "load or store outside the lanes cannot read it", a.node)
 
 
 def _read_only(n: Node, var: str) -> None:
@@ -224,7 +243,8 @@ def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") 
             raise Illegal(f"`{array}` is not a kernel pointer or a fixed offset of one",
                           access.node)
         base = [t for _s, t in terms(d.value)]
-        ptrs = [t for t in base if t.type == "identifier" and plan.pointer(text(t))]
+        ptrs = [t for t in base if (t.type == "identifier" and plan.pointer(text(t))) or
+                _pointer_cast(plan, t) is not None]
         if len(ptrs) != 1:
             raise Illegal(f"`{array}` is not a fixed offset of a kernel pointer", d.decl)
         pieces += [t for t in base if t != ptrs[0]]
@@ -293,16 +313,39 @@ def root_array(plan: Plan, array: str) -> str:
     for _s, t in terms(d.value):
         if t.type == "identifier" and plan.pointer(text(t)):
             return text(t)
+        cast = _pointer_cast(plan, t)
+        if cast is not None:
+            return cast[1]
     return array
 
 
+def _pointer_cast(plan: Plan, term: Node) -> tuple[str, str] | None:
+    """(element type, kernel pointer) where ``term`` is a kernel pointer cast to another
+    element type (``reinterpret_cast<uchar4*>(rgba)``, ``(uchar4 *)rgba``)."""
+    term = strip(term)
+    spelled = f"({text(term)})" if term.type == "cast_expression" else text(term)
+    cast = cast_stream(spelled)
+    return cast if cast is not None and plan.pointer(cast[1]) else None
+
+
+def local_cast(plan: Plan, array: str) -> tuple[str, str] | None:
+    """(element type, kernel pointer) of a local pointer set from a cast kernel pointer
+    (round 31b's ``uchar4* dst = reinterpret_cast<uchar4*>(rgba) + row * w;``): its elements
+    are the cast's, its offsets counted in them."""
+    d = plan.facts.defs.get(array)
+    if d is None or d.value is None or not d.is_pointer:
+        return None
+    casts = [c for _s, t in terms(d.value) if (c := _pointer_cast(plan, t)) is not None]
+    return casts[0] if len(casts) == 1 else None
+
+
 def elem_bytes(plan: Plan, array: str) -> str | None:
-    cast = cast_stream(array)
+    cast = cast_stream(array) or local_cast(plan, base_name(array))
     return str(CAST_BYTES[cast[0]]) if cast is not None else plan.elem_bytes(root_array(plan, array))
 
 
 def elem_type(plan: Plan, array: str) -> str:
-    cast = cast_stream(array)
+    cast = cast_stream(array) or local_cast(plan, base_name(array))
     if cast is not None:
         return cast[0]
     p = plan.kernel.param(root_array(plan, array))

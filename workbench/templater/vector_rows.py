@@ -91,6 +91,14 @@ def _row_region(plan: Plan) -> tuple[Node, Region]:
             if any(n.type == "identifier" and text(n) == var for n in walk(s)):
                 raise Illegal(f"`{text(s).splitlines()[0][:60]}` reads {var} before its row "
                               "exit: the index becomes the vector's first position", s)
+        wrapped = _row_guard(stmts[-1], var) if len(stmts) > k + 1 else None
+        if wrapped is not None:
+            typ = text(decl.child_by_field_name("type"))
+            body = stmts[-1].child_by_field_name("consequence")
+            assert body is not None  # _row_guard found a braced consequence
+            region = Region(var, typ, body, wrapped, "", "", False, stmts[-1])
+            _one_place(plan, stmts, decl, region)
+            return decl, region
         raise Illegal(f"no row exit `if ({var} >= W || ..) return;` after `{text(decl)}` "
                       "with statements after it", decl)
     raise Illegal("no x index `x = blockIdx.x * B + threadIdx.x` at the body's top level")
@@ -118,6 +126,44 @@ def _row_exit(statement: Node, var: str) -> Node | None:
         if var in {text(i) for i in identifiers(part)}:
             return None
     return bounds[0] if len(bounds) == 1 else None
+
+
+def _row_guard(statement: Node, var: str) -> Node | None:
+    """W where ``statement`` (the body's last) is ``if (var < W && ..) { .. }`` (``W > var``
+    too), no else, the other conjuncts reading no ``var``: the body runs exactly where the
+    row exit ``if (var >= W || ..) return;`` would let it (round 31b's wrapped nv12); None
+    otherwise."""
+    if statement.type != "if_statement" or \
+            statement.child_by_field_name("alternative") is not None:
+        return None
+    body = statement.child_by_field_name("consequence")
+    cond = statement.child_by_field_name("condition")
+    value = cond.child_by_field_name("value") if cond is not None else None
+    if cond is None or body is None or body.type != "compound_statement" or value is None or \
+            any(n.type == "init_declarator" for n in cond.named_children):
+        return None
+    bounds: list[Node] = []
+    for part in _conjuncts(value):
+        parts = binary(part)
+        if parts is not None:
+            left, op, right = parts
+            if op == ">":
+                left, right, op = right, left, "<"
+            if op == "<" and strip(left).type == "identifier" and text(strip(left)) == var \
+                    and var not in {text(i) for i in identifiers(right)}:
+                bounds.append(right)
+                continue
+        if var in {text(i) for i in identifiers(part)}:
+            return None
+    return bounds[0] if len(bounds) == 1 else None
+
+
+def _conjuncts(cond: Node) -> list[Node]:
+    cond = strip(cond)
+    parts = binary(cond)
+    if parts is None or parts[1] != "&&":
+        return [cond]
+    return _conjuncts(parts[0]) + _conjuncts(parts[2])
 
 
 def _disjuncts(cond: Node) -> list[Node]:
@@ -224,7 +270,10 @@ def _row_text(plan: Plan, region: Region, by_array: dict[str, list[Access]],
                                         lambda a: _address(plan, region, a), 6)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
-    return (f"\n    {{  // VEC consecutive {var} a thread, from {var}\n{decls}"
+    # a wrapped region keeps its test, on the thread's first position (as an exit would)
+    test = "" if region.exit else \
+        f"if {plan.rw.text(region.node.child_by_field_name('condition'))}"  # type: ignore[arg-type]
+    return (f"\n    {test}{{  // VEC consecutive {var} a thread, from {var}\n{decls}"
             f"    const int wb_i = 0;  // one vector a thread\n"
             f"    if ({whole}) {{\n{loads}#pragma unroll\n"
             f"      for (int wb_v = 0; wb_v < VEC; ++wb_v) {region.text(plan.rw)}\n"
