@@ -15,6 +15,13 @@ height``) stay as written: the families read ``v.step`` as the thread's value al
 the struct's declaration then stays too (else it becomes blank text on its line). Each line
 keeps its number.
 
+A struct built by a braced initializer, ``const Planes planes{luma, chroma, pitch};`` (round
+31b's nv12_to_rgba_struct_helper), sets every field once where it is declared, in order: a
+field of a never-assigned parameter's own type set to it reads as it, a pointer field as a local declared
+with its value on the declaration's line; the initializer then holds a value for every
+field, none a nested list, and the fields are only read after it (never written or
+addressed).
+
 Legal only when (else left as written, silently: the families then refuse with their own
 line): the struct is defined once at file scope with data members only (one or more plain
 declarators each, no arrays, no default values, no bit fields); the kernel declares the
@@ -25,11 +32,12 @@ body before every read of it, and is never assigned, updated or addressed elsewh
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSourceError, parse_cuda
+from workbench.core.cuda_source import CudaSourceError, KernelParam, parse_cuda
 from workbench.templater.analysis import text, walk
 from workbench.templater.inline_bind import fresh
 from workbench.templater.inline_calls import InlinedSource
@@ -58,7 +66,7 @@ def struct_locals(current: InlinedSource, entry: str | None) -> InlinedSource:
         return current
     data = current.text.encode()
     structs = _structs(source.tree.root_node, data)
-    params = {p.name for p in source.kernel(entry).params}
+    params = {p.name: p for p in source.kernel(entry).params}
     taken = {text(n) for n in walk(source.tree.root_node) if n.type in
              ("identifier", "field_identifier", "type_identifier")}
     edits: list[tuple[int, int, str]] = []
@@ -67,8 +75,8 @@ def struct_locals(current: InlinedSource, entry: str | None) -> InlinedSource:
         found = _local(decl, structs)
         if found is None:
             continue
-        name, fields = found
-        made = _rewrite(body, decl, name, fields, params, taken)
+        name, fields, values = found
+        made = _rewrite(body, decl, name, fields, params, taken, values)
         if made is not None:
             edits += made
             findings.append(Finding(TRANSFORM, True, f"the pointer and size fields of `{name}` "
@@ -128,24 +136,43 @@ def _members(fields: Node, data: bytes) -> dict[str, _Field] | None:
 
 
 def _local(decl: Node, structs: dict[str, dict[str, _Field]]
-           ) -> tuple[str, dict[str, _Field]] | None:
-    """(the local's name, its struct's fields) for ``Signal s;`` / ``struct Signal s;``."""
+           ) -> tuple[str, dict[str, _Field], list[Node] | None] | None:
+    """(the local's name, its struct's fields, the braced values or None) for ``Signal s;``
+    / ``struct Signal s;``, or ``Signal s{a, b};`` / ``Signal s = {a, b};`` with a value for
+    every field in order (an aggregate's members are initialised in declaration order, as
+    one ``s.f = v;`` a field would set them)."""
     if decl.type != "declaration":
         return None
     typ = decl.child_by_field_name("type")
     decls = decl.children_by_field_name("declarator")
-    if typ is None or len(decls) != 1 or decls[0].type != "identifier":
+    if typ is None or len(decls) != 1:
         return None
     name = typ.child_by_field_name("name") if typ.type == "struct_specifier" else typ
     if name is None or typ.child_by_field_name("body") is not None or \
             text(name) not in structs:
         return None
-    return text(decls[0]), structs[text(name)]
+    fields = structs[text(name)]
+    if decls[0].type == "identifier":
+        return text(decls[0]), fields, None
+    local, braced = decls[0].child_by_field_name("declarator"), decls[0].child_by_field_name("value")
+    if decls[0].type != "init_declarator" or local is None or local.type != "identifier" or \
+            braced is None or braced.type != "initializer_list":
+        return None
+    values = [v for v in braced.named_children if v.type != "comment"]
+    if len(values) != len(fields) or any(v.type in ("initializer_list", "initializer_pair")
+                                         for v in values):
+        return None
+    return text(local), fields, values
 
 
-def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field], params: set[str],
-             taken: set[str]) -> list[tuple[int, int, str]] | None:
-    """The edits reading ``name``'s fields as locals, or None where a use breaks the rule."""
+def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field],
+             params: Mapping[str, KernelParam],
+             taken: set[str], values: list[Node] | None = None
+             ) -> list[tuple[int, int, str]] | None:
+    """The edits reading ``name``'s fields as locals, or None where a use breaks the rule.
+    ``values``: the braced initializer's, one a field in order (none is then set again)."""
+    if values is not None:
+        return _braced(body, decl, name, fields, params, taken, values)
     sets: dict[str, Node] = {}  # field -> its one top-level `s.f = v;`
     reads: dict[str, list[Node]] = {}
     for n in walk(body):
@@ -201,3 +228,56 @@ def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field], param
     if not edits:
         return None
     return edits if kept else [(decl.start_byte, decl.end_byte, ""), *edits]
+
+
+def _braced(body: Node, decl: Node, name: str, fields: dict[str, _Field],
+            params: Mapping[str, KernelParam], taken: set[str], values: list[Node]
+            ) -> list[tuple[int, int, str]] | None:
+    """:func:`_rewrite` for ``S s{v1, v2, ..};``: a field set to a kernel parameter the
+    kernel never assigns reads as it, a pointer field as a local declared with its value
+    after the declaration, on its line; the declaration goes where no other field is read,
+    else stays (the families read ``s.f`` as the thread's value)."""
+    reads: dict[str, list[Node]] = {}
+    for n in walk(body):
+        if n.type != "identifier" or text(n) != name or n.parent is None or \
+                n.start_byte < decl.end_byte:
+            continue
+        use = n.parent
+        member = use.child_by_field_name("field")
+        if use.type != "field_expression" or use.child_by_field_name("argument") != n or \
+                text(use.child_by_field_name("operator")) != "." or member is None or \
+                text(member) not in fields:
+            return None
+        up = use.parent
+        if up is not None and ((up.type in _UPDATES and use in (
+                up.child_by_field_name("left"), up.child_by_field_name("argument"))) or (
+                up.type == "pointer_expression" and text(up).startswith("&"))):
+            return None  # written or addressed: the field is no value set once
+        reads.setdefault(text(member), []).append(use)
+    assigned = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
+                for n in walk(body) if n.type in _UPDATES}
+    edits: list[tuple[int, int, str]] = []
+    locals_: list[str] = []
+    kept = False
+    for (field, f), value in zip(fields.items(), values, strict=True):
+        if field not in reads:
+            continue
+        param = params.get(text(value)) if value.type == "identifier" else None
+        if param is not None and not param.is_pointer and text(value) not in assigned and \
+                "*" not in f.declarator and \
+                [w for w in f.head.split() if w != "const"] == param.base_type.split():
+            # a size of the parameter's own type (another would convert it)
+            edits += [(r.start_byte, r.end_byte, text(value)) for r in reads[field]]
+        elif "*" in f.declarator and not any(t.type == "identifier" and text(t) == name
+                                             for t in walk(value)):
+            local = fresh(f"{name}_{field}", taken)
+            locals_.append(f"{f.head} {f.declarator.format(local)} = {text(value)};")
+            edits += [(r.start_byte, r.end_byte, local) for r in reads[field]]
+        else:
+            kept = True
+    if not edits:
+        return None
+    spelled = " ".join(locals_)
+    if kept:
+        return [(decl.end_byte, decl.end_byte, f" {spelled}" if spelled else ""), *edits]
+    return [(decl.start_byte, decl.end_byte, spelled), *edits]
