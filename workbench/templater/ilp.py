@@ -175,13 +175,13 @@ def _index_declaration(plan: Plan) -> tuple[int, Node, str, Node] | None:
         if stmt.type != "declaration":
             continue
         name, _d, value = declared_name(stmt)
-        off = _index_offset(plan, value) if value is not None else None
+        off = index_offset(plan, value) if value is not None else None
         if off is not None:
             return k, stmt, name, off
     return None
 
 
-def _index_offset(plan: Plan, value: Node) -> Node | None:
+def index_offset(plan: Plan, value: Node) -> Node | None:
     """The block-offset term of ``blockIdx.x * B + threadIdx.x`` (either order), else None."""
     parts = terms(value)
     offs = [t for _s, t in parts if block_offset(t, "x") is not None or _blockdim_offset(t)]
@@ -774,7 +774,7 @@ def apply_ilp(plan: Plan) -> bool:
     once: OnceLoop | None = None
     if found is None:
         try:  # a grid-stride loop the launch runs once per thread: the guarded item it is
-            once = once_loop(plan, lambda value: _index_offset(plan, value))
+            once = once_loop(plan, lambda value: index_offset(plan, value))
         except Illegal as exc:
             plan.note(NAME, False, f"items with independent state: {exc.reason}",
                       exc.node)
@@ -785,7 +785,7 @@ def apply_ilp(plan: Plan) -> bool:
                           "blockIdx.x * B + threadIdx.x` (nor a grid-stride loop from it) "
                           "gives the item's place", loop)
             return False
-        off = _index_offset(plan, once.start)
+        off = index_offset(plan, once.start)
         assert off is not None
         found = (once.position, once.decl, once.index, off)
     k, decl, index, off = found
@@ -894,12 +894,12 @@ def would_interleave(plan: Plan) -> Node | None:
     once = None
     if found is None:
         try:
-            once = once_loop(plan, lambda value: _index_offset(plan, value))
+            once = once_loop(plan, lambda value: index_offset(plan, value))
         except Illegal:
             return None
         if once is None:
             return None
-        off = _index_offset(plan, once.start)
+        off = index_offset(plan, once.start)
         if off is None:
             return None
         found = (once.position, once.decl, once.index, off)

@@ -9,7 +9,8 @@ n``, so the loop runs ``BODY`` once where ``i < n`` and never again; it means ex
 ``T i = blockIdx.x * B + threadIdx.x; if (i < n) BODY``. Authors write the loop so any grid
 covers the data; the folder's launch rule says which grid runs. Legal only where the analysis
 shows it (each refusal names the line): the loop is the body's last statement, its bound is
-a kernel argument the grid's ``ceil_div`` divides (the same shape, the same block size), the
+a kernel argument the grid's ``ceil_div`` divides (the same shape, the same block size), or a
+local never assigned whose value is that count (the same polynomial of the sizes), the
 body neither assigns ``i`` nor leaves the loop (``break``/``continue``), and ``gridDim`` is read
 only by the step.
 
@@ -198,7 +199,7 @@ def _covered(plan: Plan, bound: Node, loop: Node) -> int:
     no thread takes a second trip); S where it is ``ceil_div(N, L)`` with ``L`` a literal S
     times the block as written (each thread's trips ``S`` items, ``gridDim.x * B`` apart)."""
     name = text(bound)
-    shape = plan.scalars.get(name)
+    shape = plan.scalars.get(name) or _grid_count(plan, bound)
     block = plan.block[0] if plan.block else ""
     if shape is None or len(plan.grid) != 1 or not block:
         raise Illegal(f"the grid-stride loop's bound `{name}` is not a kernel argument the "
@@ -213,6 +214,55 @@ def _covered(plan: Plan, bound: Node, loop: Node) -> int:
         raise Illegal(f"the grid `{plan.grid[0]}` is not {want}: a thread may take more than "
                       "one trip of the grid-stride loop", loop)
     return span
+
+
+def _grid_count(plan: Plan, bound: Node) -> str | None:
+    """The grid rule's ``ceil_div`` count (its text) where ``bound`` is a local never assigned
+    whose value is that count over the kernel's sizes (round 31b's ``const int total = N * C *
+    oh * ow;`` with ``oh = H * 2``, launched on ``ceil_div(n * c * 4 * h * w, 256)``): the
+    same integer polynomial of the launch's shape names; None otherwise."""
+    from workbench.templater.vector_access import size_expression  # it reads .vector
+
+    if strip(bound).type != "identifier" or len(plan.grid) != 1:
+        return None
+    size = size_expression(plan, bound)
+    rule = scale_divisor(plan.grid[0], plan.block[0], plan.block[0]) if plan.block else None
+    tree = ast.parse(rule or plan.grid[0], mode="eval").body
+    if size is None or not (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and
+                            tree.func.id == "ceil_div" and len(tree.args) == 2):
+        return None
+    count = _polynomial(tree.args[0])
+    same = count is not None and count == _polynomial(ast.parse(size, mode="eval").body)
+    return ast.unparse(tree.args[0]) if same else None
+
+
+def _polynomial(node: ast.expr) -> dict[tuple[str, ...], int] | None:
+    """A launch expression of names, integers, ``+``, ``-`` and ``*`` as monomial ->
+    coefficient; None for anything else (a division, a call)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return {(): node.value} if node.value else {}
+    if isinstance(node, ast.Name):
+        return {(node.id,): 1}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _polynomial(node.operand)
+        return None if inner is None else {m: -c for m, c in inner.items()}
+    if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        return None
+    a, b = _polynomial(node.left), _polynomial(node.right)
+    if a is None or b is None:
+        return None
+    out: dict[tuple[str, ...], int] = {}
+    if isinstance(node.op, ast.Mult):
+        for ma, ca in a.items():
+            for mb, cb in b.items():
+                m = tuple(sorted(ma + mb))
+                out[m] = out.get(m, 0) + ca * cb
+    else:
+        sign = -1 if isinstance(node.op, ast.Sub) else 1
+        out = dict(a)
+        for m, c in b.items():
+            out[m] = out.get(m, 0) + sign * c
+    return {m: c for m, c in out.items() if c}
 
 
 def _span(plan: Plan, shape: str, block: str) -> int | None:

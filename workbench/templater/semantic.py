@@ -63,6 +63,7 @@ from workbench.templater.macros import (
     lift_switches,
 )
 from workbench.templater.named import lift_named
+from workbench.templater.once_form import ONCE, once_form
 from workbench.templater.parameter_names import scalars_by_parameter
 from workbench.templater.periodic_index import reduce_periodic
 from workbench.templater.plan import Plan
@@ -153,6 +154,18 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
             refused += (Finding(POINTER_LOCAL, False, "read as the arrays they point into, "
                                 "the pointers lift nothing more: the kernel as written is "
                                 "lifted"),)
+    once = once_form(inlined, entry, grid, block, scalars, _named_integers)
+    if once.text != inlined.text:  # a grid-stride loop run once a thread: its guarded item
+        try:
+            as_item = _lift_inlined(once, entry, grid, block, scalars, smem_bytes, file,
+                                    compared_by_total)
+        except WorkbenchError:
+            as_item = None
+        if as_item is not None and _gains(lifted, as_item):
+            lifted = as_item
+            refused += (Finding(ONCE, True, "the grid-stride loop runs once a thread at the "
+                                "launch as written: read as the guarded item it is (`T i = "
+                                "..; if (i < n) ..`), which lifts more"),)
     if refused:
         lifted = replace(lifted, notes=lifted.notes + tuple(str(f) for f in refused),
                          findings=lifted.findings + refused)
@@ -164,6 +177,13 @@ def _late_spellings(inlined: InlinedSource, entry: str | None) -> InlinedSource:
     inlined = select_stores(inlined, entry)  # if (c) { s[i] = A[j]; } else { s[i] = 0; }
     inlined = joined_exits(inlined, entry)  # if (x >= w) return; if (y >= h) return;
     return reduce_periodic(inlined, entry)  # (r - 1 + H) % H, r < H: a compare, a select
+
+
+def _named_integers(plan: Plan) -> dict[str, int]:
+    """The file's named integers as the families read them: constexpr and const constants,
+    then ``#define`` macros (:func:`_lift_inlined`'s reading)."""
+    macros = integer_macros(plan.source)
+    return {**file_constants(plan), **{m.name: m.value for m in macros.values()}}
 
 
 def _gains(written: LiftedSource, as_arrays: LiftedSource | None) -> bool:
