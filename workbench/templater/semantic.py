@@ -112,7 +112,26 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     argument to the shape expression it is launched with (``{"d": "d"}``);
     ``compared_by_total`` names the outputs the kernel folder compares by a reduced
     quantity (None: no folder says); raises CudaSourceError when the kernel cannot be
-    parsed."""
+    parsed. A struct built by a braced initializer is read as its fields' locals only where
+    that lifts strictly more knobs, losing none (:mod:`.struct_locals`)."""
+    args = (source_text, entry, grid, block, scalars, smem_bytes, file, compared_by_total)
+    lifted, braced = _lift_spelled(*args, braced=False)
+    if braced:
+        try:
+            as_fields = _lift_spelled(*args, braced=True)[0]
+        except WorkbenchError:
+            as_fields = None
+        if as_fields is not None and _gains(lifted, as_fields):
+            return as_fields
+    return lifted
+
+
+def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
+                  block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str,
+                  file: str, compared_by_total: Collection[str] | None, *,
+                  braced: bool) -> tuple[LiftedSource, bool]:
+    """:func:`lift_kernel`'s lift with braced structs read as their fields or not
+    (``braced``); and whether reading them so changes the source the families read."""
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
     inlined = inlined_after_groups(source_text, entry, file, block)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
@@ -120,7 +139,9 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
     inlined = header_counters(inlined, entry)  # int b; .. for (b = 0; ..): for (int b = 0; ..)
     inlined = scoped_names(inlined, entry)  # int gx in a loop, float gx after: two names
-    inlined = struct_locals(inlined, entry)  # Signal s; s.x = x; .. s.x[i] read as s_x[i]
+    spelled = struct_locals(inlined, entry, braced=braced)  # Signal s; s.x = x; ..: s_x[i]
+    differs = not braced and struct_locals(inlined, entry).text != spelled.text
+    inlined = spelled
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
     inlined = slot_arrays(inlined, entry)  # __shared__ double acc[2]; acc[0]: acc_0
@@ -169,7 +190,7 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     if refused:
         lifted = replace(lifted, notes=lifted.notes + tuple(str(f) for f in refused),
                          findings=lifted.findings + refused)
-    return lifted
+    return lifted, differs
 
 
 def _late_spellings(inlined: InlinedSource, entry: str | None) -> InlinedSource:

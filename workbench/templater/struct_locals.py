@@ -17,10 +17,13 @@ keeps its number.
 
 A struct built by a braced initializer, ``const Planes planes{luma, chroma, pitch};`` (round
 31b's nv12_to_rgba_struct_helper), sets every field once where it is declared, in order: a
-field of a never-assigned parameter's own type set to it reads as it, a pointer field as a local declared
-with its value on the declaration's line; the initializer then holds a value for every
-field, none a nested list, and the fields are only read after it (never written or
-addressed).
+field of a never-assigned parameter's own type set to it reads as it, a pointer field as a
+local declared with its value on the declaration's line; the initializer then holds a value
+for every field, none a nested list, and the fields are only read after it (never written
+or addressed). The lift reads a braced struct so only where that lifts strictly more knobs
+(:func:`.semantic.lift_kernel`): set 13's conv3x3_c16_nchw, its sizes in ``ImageDims d =
+{nb, h, w}``, lifts its channels a thread and items read as written, its output tiles read
+so (another family, fewer knobs).
 
 Legal only when (else left as written, silently: the families then refuse with their own
 line): the struct is defined once at file scope with data members only (one or more plain
@@ -55,10 +58,12 @@ class _Field:
     declarator: str  # the declarator with the name marked ``{}`` (``* {}``)
 
 
-def struct_locals(current: InlinedSource, entry: str | None) -> InlinedSource:
+def struct_locals(current: InlinedSource, entry: str | None, *,
+                  braced: bool = True) -> InlinedSource:
     """``current`` with each qualifying local struct of ``entry``'s body read as one local
     per field (see the module doc); unchanged where there is none or the source does not
-    parse."""
+    parse. ``braced``: a struct built by a braced initializer too (the lift reads it so only
+    where that lifts more, :func:`.semantic.lift_kernel`)."""
     try:
         source = parse_cuda(current.text, current.file)
         body = source.body(source.kernel(entry))
@@ -76,6 +81,8 @@ def struct_locals(current: InlinedSource, entry: str | None) -> InlinedSource:
         if found is None:
             continue
         name, fields, values = found
+        if values is not None and not braced:
+            continue
         made = _rewrite(body, decl, name, fields, params, taken, values)
         if made is not None:
             edits += made
