@@ -23,7 +23,8 @@ sums to row 0 one row at a time, in row order, through shared memory, and only r
 what follows the loop (the stores). ``JSPLIT = 1`` is the kernel as written.
 
 Legal only where the analysis shows (else refused with the line and the reason): a block
-of one dimension whose size was lifted (``BLOCK_THREADS``; nothing else lifted but UNROLL),
+of one dimension whose size was lifted (``BLOCK_THREADS``; nothing else lifted but UNROLL
+and BRANCHLESS, an ``if`` of the walk computed both ways: sph_lambda_struct's spline),
 reading no ``threadIdx.y``/``z`` or ``blockDim.y``/``z``, no dynamic shared memory, no
 atomics and no ``return`` before the walk's end; every ``__shared__`` array declared at the
 top of the body, of one dimension; one loop at the top level ``for (T v = S; v < E; v +=
@@ -74,6 +75,10 @@ _SUM_BYTES = {"float": 4, "double": 8, "int": 4, "unsigned": 4, "unsigned int": 
 _ELEM_BYTES = {**_SUM_BYTES, "float2": 8, "float3": 12, "float4": 16, "double2": 16,
                "int2": 8, "int4": 16, "half": 2, "__half": 2, "__nv_bfloat16": 2,
                "short": 2, "char": 1, "unsigned char": 1}
+#: The knobs lifted before the walk that it composes with: UNROLL, and BRANCHLESS (an ``if``
+#: in the walk's step computed both ways: a lazy edit of the statement that renders the
+#: sides with the rows' and items' names, which run it as written otherwise).
+_ALONGSIDE = {"BLOCK_THREADS", "UNROLL", "BRANCHLESS"}
 #: Shared memory a block may declare statically (bytes).
 _STATIC_SMEM = 49152
 
@@ -114,7 +119,7 @@ class _Walk:
 
 def apply_staged_walk(plan: Plan) -> bool:
     """Lift JSPLIT on a staged walk (see the module doc); True when applied."""
-    if "BLOCK_THREADS" not in plan.params or set(plan.params) - {"BLOCK_THREADS", "UNROLL"} or \
+    if "BLOCK_THREADS" not in plan.params or set(plan.params) - _ALONGSIDE or \
             len(plan.block) != 1 or not any(
             n.type == "declaration" and "__shared__" in text(n) for n in walk(plan.body)):
         return False

@@ -15,7 +15,8 @@ Legal only where (else refused with the line): one declaration before the tile l
 ``blockIdx.x`` (and threadIdx.x), as ``blockIdx.x * B`` plus terms that do not read it, and
 nothing else reads ``blockIdx.x`` or ``gridDim.x``; the item statements before the loop are
 declarations of one name (a value or a pointer) or statements writing only item locals, and
-nothing between them and the loop writes a name they read; the tile's load and the loop's
+nothing between them and the loop writes a name one before it reads (they move to the loop:
+what they read after it, a constant declared between them, say, they read there as written); the tile's load and the loop's
 bounds read no item's state; what the walk runs once an item writes only its own locals and
 item locals; what follows the walk has no ``return`` once it reads an item's state, and
 each of its statements from there reads one. No name is declared again where it is an
@@ -74,13 +75,22 @@ def target(n: Node) -> Node | None:
 
 
 def _written_names(s: Node) -> set[str]:
-    out = set(declared(s))
+    """The names ``s`` declares (a declaration) or assigns; the locals a compound statement
+    declares inside it (``if (i < n) { float4 v = p[i]; me.x = v.x; }``'s ``v``) are its
+    own, not state it leaves behind (:func:`_inner_locals`)."""
+    own = _inner_locals(s)
+    out = set() if own else set(declared(s))
     for n in walk(s):
         if n.type in ("assignment_expression", "update_expression"):
             t = target(n)
-            if t is not None:
+            if t is not None and text(t) not in own:
                 out.add(text(t))
     return out
+
+
+def _inner_locals(s: Node) -> set[str]:
+    """The names a statement other than a declaration declares inside it (a block's)."""
+    return set() if s.type == "declaration" else set(declared(s))
 
 
 def find_items(plan: Plan, before: list[Node], header: list[Node], load: list[Node],
@@ -108,9 +118,14 @@ def find_items(plan: Plan, before: list[Node], header: list[Node], load: list[No
         elif _written_names(s) - per:
             raise Illegal(f"`{' '.join(text(s).split())[:60]}` sets an item's state and "
                           "something else", s)
-    reads_moved = {text(n) for s in moved for n in walk(s) if n.type == "identifier"}
-    for s in before[before.index(moved[0]):] if moved else []:
-        if s not in moved and _written_names(s) & reads_moved:
+        elif _inner_locals(s) & per:
+            raise Illegal(f"`{' '.join(text(s).split())[:60]}` declares "
+                          f"{sorted(_inner_locals(s) & per)[0]}, an item's state, again", s)
+    reads_moved: set[str] = set()  # the names the moved statements so far read
+    for s in before:
+        if s in moved:
+            reads_moved |= {text(n) for n in walk(s) if n.type == "identifier"}
+        elif _written_names(s) & reads_moved:
             raise Illegal(f"`{' '.join(text(s).split())[:60]}` writes a name an item's "
                           "state is set from, after it is set", s)
     for s in [*load, *header]:
