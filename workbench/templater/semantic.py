@@ -39,6 +39,7 @@ from workbench.templater.functor_calls import functors_as_lambdas
 from workbench.templater.functor_objects import functor_objects_as_lambdas
 from workbench.templater.gather_stage import apply_gather_stage
 from workbench.templater.grid_planes import apply_grid_planes
+from workbench.templater.guarded_returns import guarded_returns
 from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp, interleaves
@@ -145,6 +146,7 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
     inlined = slot_arrays(inlined, entry)  # __shared__ double acc[2]; acc[0]: acc_0
+    inlined = guarded_returns(inlined, entry)  # if (c) return a; return b;: c ? a : b
     inlined = functor_objects_as_lambdas(inlined, entry)  # const S op{..}; op(u[i])
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
