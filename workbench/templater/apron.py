@@ -371,6 +371,12 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                          "is modelled for one tile", tdecl)
 
     unique = list({n.start_byte: n for n in tile_reads}.values())
+    unread = next((n for s in post for n in walk(s) if text(n) in tiles and n.type in (
+        "identifier", "type_identifier") and not any(
+        r.start_byte <= n.start_byte < r.end_byte for r in unique)), None)
+    if unread is not None:  # (tile[r][c]) + v parsed as a cast to a type `tile[r][c]`
+        raise Refused(f"`{text(unread.parent or unread)[:60]}` names the tile {tile} other than "
+                      "as a read at the thread's point", unread)
     try:
         window: Window | Refused = analyse_window(deps, unique, post, hy, hx)
     except Refused as exc:

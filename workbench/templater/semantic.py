@@ -151,6 +151,7 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     inlined = expand_bodies(inlined, entry)  # auto f = [&](T v) { s += v; }; f(x);
     inlined = functors_as_lambdas(inlined, entry)  # const Torus at(H, W); at(r - 1, c)
     inlined = expand_lambdas(inlined, entry)  # auto at = [&](int r) { return A[r]; }; at(i)
+    inlined = value_casts(inlined, entry)  # (tile[r][c]) + v as a call expanded: a read
     inlined = typed_autos(inlined, entry)  # const auto x = xy[2 * i]: const float x
     inlined = postinc_walks(inlined, entry)  # while (p < end) { w = *p++; ..}: p[wb_k]
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}

@@ -11,8 +11,16 @@ lift did not compile. Dropping the parentheses around such a name is the same pr
 name is a primary expression, so ``y - d`` groups as ``(y) - d`` does) and the tree the
 families read then is the compiler's.
 
-Rewritten only where the cast's type is one bare identifier that the file declares as a
-variable or parameter and never uses as a type; every line keeps its number.
+The same holds of a subscripted variable in parentheses: ``(tile[r][c]) + 2.0f * v`` reads
+to tree-sitter as a cast of ``+2.0f`` to an array type ``tile[r][c]`` (an expression inlined
+in parentheses, a lambda's ``return tile[..][..];`` at its call, a macro's body, makes it:
+respell round 31's sobel_macro_lambda hid eight of its twelve tile reads from the apron
+family so, and its USE_SMEM = 0 read the unfilled tile). A subscript is a postfix
+expression: written without the parentheses it groups as it did.
+
+Rewritten only where the cast's type is one bare identifier, or one followed by subscripts
+only, that the file declares as a variable or parameter and never uses as a type; every
+line keeps its number.
 """
 
 from __future__ import annotations
@@ -47,22 +55,33 @@ def value_casts(current: InlinedSource, entry: str | None) -> InlinedSource:
     if not edits:
         return current
     data = current.text.encode()
-    for n, name in sorted(edits, key=lambda e: e[0].start_byte, reverse=True):
-        close = n.child_by_field_name("type").end_byte  # type: ignore[union-attr]
-        end = data.index(b")", close) + 1
-        data = data[:n.start_byte] + name.encode() + data[end:]
+    for n, _name in sorted(edits, key=lambda e: e[0].start_byte, reverse=True):
+        kind = n.child_by_field_name("type")
+        assert kind is not None
+        end = data.index(b")", kind.end_byte) + 1
+        data = data[:n.start_byte] + text(kind).encode() + data[end:]
     return InlinedSource(data.decode(), current.file, current.findings, current.origin)
 
 
 def _cast_name(n: Node) -> str | None:
-    """The name of a cast ``(name) v`` whose type is one bare identifier, else None."""
+    """The name of a cast ``(name) v`` whose type is one bare identifier, or one subscripted
+    (``(tile[r][c]) + v``: an array type to the parser), else None."""
     if n.type != "cast_expression":
         return None
     t = n.child_by_field_name("type")
-    if t is None or t.type != "type_descriptor" or t.named_child_count != 1:
+    if t is None or t.type != "type_descriptor":
         return None
-    only = t.named_children[0]
-    return text(only) if only.type == "type_identifier" and text(t) == text(only) else None
+    kind, shape = t.child_by_field_name("type"), t.child_by_field_name("declarator")
+    if kind is None or kind.type != "type_identifier" or \
+            [c for c in t.named_children if c not in (kind, shape)]:
+        return None
+    d = shape
+    while d is not None and d.type == "abstract_array_declarator" and \
+            d.child_by_field_name("size") is not None:
+        d = d.child_by_field_name("declarator")
+    if d is not None:
+        return None
+    return text(kind)
 
 
 def _variables(root: Node) -> set[str]:
