@@ -76,6 +76,7 @@ from workbench.templater.regtile_walk import NotWalk, Walk
 from workbench.templater.rules import literal
 
 if TYPE_CHECKING:
+    from workbench.templater.regtile_diagonal import Diagonal
     from workbench.templater.regtile_guard import Guard
 
 _ELEM = {"float": 4, "double": 8, "__half": 2, "half": 2, "__nv_bfloat16": 2, "int": 4,
@@ -272,6 +273,9 @@ class Gemm:
         # thread-dependent locals stepped along k (:mod:`.regtile_walk`): each read is its
         # initial value at the virtual thread plus a uniform offset
         self.walks: dict[str, Walk] = {}
+        # the loop over k tiles' test, where it stops at the block's diagonal, rendered in k
+        # (:mod:`.regtile_diagonal`)
+        self.diagonal: Diagonal | None = None
         self.not_walks: dict[str, NotWalk] = {}
         # the step of a hand-unrolled loop over k (``k += 4`` reading k .. k + 3): the
         # depth BK stays a multiple of it
@@ -424,6 +428,8 @@ class Gemm:
         """Substitution for the code every thread runs once per tile (the loop header, the
         statements after the product): roles, and a walking local's steps taken by its
         uniform offset."""
+        if self.diagonal is not None and n == self.diagonal.test:
+            return self.diagonal.in_k(self.names)
         role = self.role_sub(n)
         if role is not None:
             return role
@@ -520,6 +526,7 @@ def lift_regtile(plan: Plan) -> bool:
         return False
     # both import this module
     from workbench.templater.regtile_analysis import analyse, integer_constants
+    from workbench.templater.regtile_diagonal import diagonal
     from workbench.templater.regtile_emit import emit_register_tile
     values = {m.name: m.value for m in integer_macros(plan.source).values()}
     # ``const int TILE = 16;`` (file scope or the kernel's top) is read as the macro would be;
@@ -533,12 +540,15 @@ def lift_regtile(plan: Plan) -> bool:
             g = Gemm(plan, bx, one_d=one_d, rows=by)
             g.constants = set(constants)
             analyse(g, loops[0])
+            g.diagonal = diagonal(plan.body, loops[0])  # t <= blockIdx.y: a triangle
         except Refused as exc:
             if exc.reason == "not-gemm" or (rect_unread and not g.roles_known):
                 return False  # a rectangular block whose tiles are not read as a GEMM's
             plan.note("REGISTER_TILE", False, exc.reason, exc.node)
             return False
         emit_register_tile(g, loops[0])
+        if g.diagonal is not None:
+            g.diagonal.note(plan, g.names)
         constrain_unguarded(plan, {"y": g.names["BM"], "x": g.names["BN"], "k": g.names["BK"]},
                             loops[0].child_by_field_name("condition"))
     return True
