@@ -10,6 +10,10 @@ read past its tile at every config but the default). Two outcomes, never a half-
   (``#define TILE 16``): the macro is the tile, so one parameter replaces its value and the
   block, the grid, the extents, the halo and the load loops all follow it;
 - otherwise the block size is kept as written, and the finding names the array and line.
+
+A loop over tiles bounded by a block index (``t <= blockIdx.y``: its diagonal tile) sums
+each row's terms to the end of its tile, which moves with the tile: the block is kept unless
+the stores stage the terms past the diagonal as zero (:mod:`.regtile_diagonal`'s test).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from workbench.templater.apron import lift_apron
 from workbench.templater.block import _shared_arrays
 from workbench.templater.block_table import guarded_tables
 from workbench.templater.plan import Plan
-from workbench.templater.regtile import fresh_names
+from workbench.templater.regtile import Refused, fresh_names
+from workbench.templater.regtile_diagonal import diagonal
 from workbench.templater.regtile_shapes import constrain_whole_tiles
 from workbench.templater.rules import literal, scale_divisor
 
@@ -68,6 +73,11 @@ def lift_tied_tiles(plan: Plan) -> bool:
                   f"tiles, so {macro} is what is summed, not a tile size: the block size is "
                   "kept as written", whole)
         return True
+    stop = _diagonal_refused(plan)
+    if stop is not None:
+        plan.note("BLOCK_X", False, f"{stop.reason}: the tile's size would move the sums; the "
+                  "block size is kept as written", stop.node)
+        return True
     grid = [scale_divisor(rule, str(value), "P") for rule in plan.grid[:2]]
     if any(g is None for g in grid):
         plan.note("BLOCK_X", False, f"the grid rules {plan.grid[:2]} do not divide by the "
@@ -92,6 +102,20 @@ def lift_tied_tiles(plan: Plan) -> bool:
               "follow the block", decl)
     constrain_whole_tiles(plan, name)  # a kernel that bounds no index by a size
     return True
+
+
+def _diagonal_refused(plan: Plan) -> Refused | None:
+    """Why a loop over tiles bounded by a block index (``t <= blockIdx.y``) is not read
+    (:mod:`.regtile_diagonal`): its rows then sum the terms to the end of their tile, which
+    moves with the tile; one tile for the block and the depth is right only where the stores
+    zero the terms past the diagonal. None where every such loop is that triangle."""
+    for loop in walk(plan.body):
+        if loop.type in LOOPS and "__syncthreads" in text(loop.child_by_field_name("body")):
+            try:
+                diagonal(plan.body, loop)
+            except Refused as why:
+                return why
+    return None
 
 
 def _one_macro(plan: Plan, value: int) -> str | None:
