@@ -9,7 +9,7 @@ written; the corpus folder's kernel.toml and reference.py come with
 :func:`held_back_harness.respelled`): a tile-size template body with guarded-load helpers
 (one guarding by an early ``return``) and a row pointer, ``#ifndef`` tiles with an index
 macro and a ``while``; a namespaced tile and spline with early returns, a ``float4``
-constant and a ``for``, a particle struct filled under ``if`` and the spline a ``[&]``
+constant and a loop over tile numbers, a particle struct filled under ``if`` and the spline a ``[&]``
 lambda with ``if``/``else if`` assignments; a relaxation helper by value over a wrapping
 ``if`` with ``size_t`` row offsets, a pulling lambda with wrap-around ``if``s, a moments
 struct and a relaxing ``void`` lambda; 0-based pointer columns with a constexpr tile, an
@@ -29,7 +29,13 @@ What the respellings taught the templater:
   or a lambda's) as ``return (C) ? A : B;`` (an arm converted to the declared result type
   where the conditional would convert it otherwise), which the inliner expands: every knob
   of the corpus kernel, the bounds test read.
-- sph_namespace_for declares ``const float4 zero = make_float4(..)`` between the output
+- sph_namespace_for walks the particles tile by tile: ``const int tiles = (n + sph::kTile -
+  1) / sph::kTile; for (int t = 0; t < tiles; ++t) { const int base = t * sph::kTile; ..
+  }``: the staged walk refused ("the tile loop's bounds read tiles, a local"), JSPLIT, ITEMS
+  and UNROLL lost. ``t < ceil(n / T)`` holds exactly where ``t * T < n``, so
+  :mod:`.tile_count_loops` reads it as ``for (int base = 0; base < n; base += T)`` where the
+  body reads ``t`` only in that first declaration. It also declares ``const float4 zero =
+  make_float4(..)`` between the output
   index and the particle read at it (``mine = self < n ? p[self] : zero``): ITEMS refused
   ("writes a name an item's state is set from, after it is set"). The item statements move
   to one loop before the tile loop, so only a write after a moved statement that reads the
@@ -108,6 +114,7 @@ from workbench.core.kernel_folder import KernelFolder
 from workbench.templater import offline_template, semantic
 from workbench.templater.guarded_returns import guarded_returns
 from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.tile_count_loops import tile_count_loops
 from workbench.templater.value_casts import value_casts
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_r31"
@@ -351,3 +358,40 @@ def test_a_loop_stopping_at_the_diagonal_reads_its_bound_in_k(
     assert why in str(refused.value) and "BLOCK_X: not applied: " + why.split(": ", 2)[2] \
         .removesuffix(" (line 21)") + ": the tile's size would move the sums" in \
         str(refused.value), str(refused.value)
+
+
+#: A loop over tile numbers (sph_namespace_for's), its count through a local.
+TILES = """constexpr int kTile = 256;
+extern "C" __global__ void k(float* out, const float* x, int n) {
+  const int tiles = (n + kTile - 1) / kTile;
+  float acc = 0.0f;
+  for (int t = 0; t < tiles; ++t) {
+    const int base = t * kTile;
+    acc += x[base + threadIdx.x];
+  }
+  out[threadIdx.x] = acc;
+}
+"""
+
+
+def test_a_loop_over_tile_numbers_walks_tile_starts() -> None:
+    got = tile_count_loops(InlinedSource(TILES, "k.cu"), "k").text
+    assert "  for (int base = 0; base < n; base += kTile) {\n    \n    acc +=" in got, got
+    assert got.count("\n") == TILES.count("\n")
+    direct = TILES.replace("t < tiles", "t < (n + 255) / kTile")
+    assert "for (int base = 0; base < n; base += kTile)" in \
+        tile_count_loops(InlinedSource(direct, "k.cu"), "k").text
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("    acc += x[base + threadIdx.x];", "    acc += x[base + threadIdx.x] * t;"),  # t read
+    ("(n + kTile - 1) / kTile", "(n + kTile) / kTile"),  # not rounded up
+    ("(n + kTile - 1) / kTile", "(n + 127) / 128"),  # another tile than the start's
+    ("    const int base = t * kTile;", "    const int base = t * kTile + 1;"),
+    ("    acc += x[base + threadIdx.x];", "    acc += x[base + threadIdx.x];\n    n -= 1;"),
+    ("for (int t = 0; t < tiles; ++t)", "for (int t = 1; t < tiles; ++t)"),
+], ids=["reads_t", "not_rounded", "other_tile", "offset_start", "bound_moves", "from_one"])
+def test_a_loop_over_tile_numbers_otherwise_stays(old: str, new: str) -> None:
+    source = TILES.replace(old, new)
+    assert source != TILES
+    assert tile_count_loops(InlinedSource(source, "k.cu"), "k").text == source

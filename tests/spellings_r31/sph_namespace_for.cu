@@ -1,6 +1,7 @@
 // SPH density: rho_i = sum_j m_j W(|r_i - r_j|, h) over all particles (i included), with the
 // 3-D cubic spline of support 2h. Particles are float4 (x, y, z, mass). The block stages
-// kTile particles at a time in shared memory and each thread sums over the staged tile.
+// kTile particles at a time in shared memory (tile by tile) and each thread sums over the
+// staged tile.
 
 namespace sph {
 constexpr int kTile = 256;
@@ -27,7 +28,9 @@ extern "C" __global__ void sph_density_tiles(float* rho, const float* pos_mass, 
   const float4 mine = self < n ? p[self] : zero;
 
   float acc = 0.0f;
-  for (int base = 0; base < n; base += sph::kTile) {
+  const int tiles = (n + sph::kTile - 1) / sph::kTile;
+  for (int t = 0; t < tiles; ++t) {
+    const int base = t * sph::kTile;
     const int j = base + threadIdx.x;
     staged[threadIdx.x] = j < n ? p[j] : zero;
     __syncthreads();

@@ -97,6 +97,7 @@ from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
 from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
+from workbench.templater.tile_count_loops import tile_count_loops
 from workbench.templater.value_casts import value_casts
 from workbench.templater.vector import apply_vector
 from workbench.templater.vector_regions import flat_region
@@ -156,6 +157,7 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     inlined = postinc_walks(inlined, entry)  # while (p < end) { w = *p++; ..}: p[wb_k]
     inlined = counted_whiles(inlined, entry)  # int v = a; while (v < b) {..; v += s;}
     inlined = open_loops(inlined, entry)  # T* p = a; for (; p < e; p += s); do {..} while
+    inlined = tile_count_loops(inlined, entry)  # t < (n + T - 1) / T; base = t * T: by T
     inlined = flat_windows(inlined, entry)  # tile[(ty + dy) * W + tx + dx]: tile[ty + dy][..]
     inlined = pointer_taps(inlined, entry)  # for (..; ++dx, ++tap) acc += *tap * v: tap[idx]
     inlined = pointer_rows(inlined, entry)  # while (p < end) {..; p += ld; q += ld;}: rows
