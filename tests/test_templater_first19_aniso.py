@@ -37,7 +37,7 @@ from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen19.SET.root / "aniso9_diffuse_cg"
-KNOBS = ["BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "MIN_BLOCKS_PER_SM"]
+KNOBS = ["BLOCK_X", "BLOCK_Y", "OUT_X", "OUT_Y", "PAD", "USE_SMEM", "MIN_BLOCKS_PER_SM"]
 #: The expert's H200 pick (BX 32, BY 4, RY 4, PAD 1) in the lift's knobs; a 16 x 16 block of
 #: two columns and two rows a thread, padded; a 64 x 2 block of eight rows a thread (45
 #: columns and 37 rows uneven over each).

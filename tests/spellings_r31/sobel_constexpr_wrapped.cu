@@ -1,6 +1,6 @@
 // Sobel gradient magnitude and direction with clamp-to-edge borders.
 // img, mag, dir: h x w, row-major. Each 16 x 16 block stages its 18 x 18 neighbourhood in
-// shared memory first.
+// shared memory first, one element a thread at a time over the flattened apron.
 
 constexpr int kBlock = 16;
 constexpr int kApron = kBlock + 2;
@@ -17,12 +17,11 @@ extern "C" __global__ void sobel_magdir_tile(float* mag, float* dir, const float
   const int x = x0 + threadIdx.x;
   const int y = y0 + threadIdx.y;
 
-  for (int j = threadIdx.y; j < kApron; j += kBlock) {
-    for (int i = threadIdx.x; i < kApron; i += kBlock) {
-      const int sx = clamp_to(x0 + i - 1, w - 1);
-      const int sy = clamp_to(y0 + j - 1, h - 1);
-      s[j][i] = img[sy * w + sx];
-    }
+  for (int e = threadIdx.y * kBlock + threadIdx.x; e < kApron * kApron; e += kBlock * kBlock) {
+    const int j = e / kApron, i = e % kApron;
+    const int sx = clamp_to(x0 + i - 1, w - 1);
+    const int sy = clamp_to(y0 + j - 1, h - 1);
+    s[j][i] = img[sy * w + sx];
   }
   __syncthreads();
 

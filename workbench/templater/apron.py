@@ -454,7 +454,9 @@ def _emit(plan: Plan, f: ApronFacts, grid_x: str, grid_y: str) -> None:
     # branches, or by a nest where the tile is the block's only shared data (side tables
     # keep the block staging and waiting at any USE_SMEM)
     branch = f.loads[0] if len(f.loads) == 1 and f.loads[0].direct is not None and \
-        (f.loads[0].nest is None or not f.fills) and not f.others else None
+        (f.loads[0].nest is None or not f.fills) and not f.others and not any(
+            r.parent is not None and text(r.parent).startswith("&") for r in f.read_nodes) \
+        else None  # (`&tile[..]`: the tile's address is taken, so it must be there)
     smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if branch is not None else ""
     if smem:
         rw.replace(f.extents[0], f"{smem} ? {ext_y} : 1")
@@ -659,7 +661,8 @@ def _emit(plan: Plan, f: ApronFacts, grid_x: str, grid_y: str) -> None:
                                              "function of the position the tile holds)"},
                        where)
         how = "loaded by one nest" if branch is not None and branch.nest is not None else \
-            "stored by per-thread branches"
+            "stored by per-thread branches" if branch is not None and branch.fill else \
+            "loaded by one flat loop"
         plan.note("USE_SMEM", True, f"the tile {f.tile} is one function of the global "
                   f"position ({how}): USE_SMEM = 0 reads each value from its source instead ("
                   + ("the barrier kept for the side tables" if f.fills else "no barrier") +

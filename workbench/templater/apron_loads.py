@@ -478,9 +478,30 @@ def flat_load(plan: Plan, loop: Node, tile: str | frozenset[str], sizes: dict[st
     named = strip(start)
     if named.type == "identifier" and text(named) in consts.values:  # a `tid` local
         start = consts.values[text(named)]
+    # the value at a position (USE_SMEM 0), where it reads the element only through its row
+    # and column (a read of `e` itself would be the loop's, not the position's)
+    direct = _nest_direct(plan, loop, body[-1], yvar, xvar, deps) \
+        if len(stored) == 1 and var not in _reads_through(loop, body[-1], {yvar, xvar}, deps) \
+        else None
     return Load(total.get((), 0) // lx, lx,
                  [(strip(parts[2]), "EYEX"), (strip(step), "BXBY"), (start, "FLAT"),
-                  *((n, "WX") for _v, n in coords.values())], tiles=stored)
+                  *((n, "WX") for _v, n in coords.values())], tiles=stored, direct=direct)
+
+
+def _reads_through(loop: Node, store: Node, atoms: set[str], deps: Deps) -> set[str]:
+    """The names ``store`` reads, through the locals of ``loop`` it reads but ``atoms``."""
+    inside = {n for n, v in deps.values.items()
+              if loop.start_byte <= v.start_byte and v.end_byte <= loop.end_byte}
+    out: set[str] = set()
+    stack = [store]
+    while stack:
+        for n in walk(stack.pop()):
+            name = text(n) if n.type == "identifier" else ""
+            if name and name not in out:
+                out.add(name)
+                if name in inside and name not in atoms:
+                    stack.append(deps.values[name])
+    return out
 
 
 def _times_row(product: Node, row: str) -> Node | None:
