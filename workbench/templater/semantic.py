@@ -14,7 +14,7 @@ reproduce the kernel as written: same launch, same work per thread.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from workbench.core.cuda_source import parse_cuda
@@ -119,11 +119,8 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     args = (source_text, entry, grid, block, scalars, smem_bytes, file, compared_by_total)
     lifted, braced = _lift_spelled(*args, braced=False)
     if braced:
-        try:
-            as_fields = _lift_spelled(*args, braced=True)[0]
-        except WorkbenchError:
-            as_fields = None
-        if as_fields is not None and _gains(lifted, as_fields):
+        as_fields = _if_gains(lifted, lambda: _lift_spelled(*args, braced=True)[0])
+        if as_fields is not None:
             return as_fields
     return lifted
 
@@ -168,12 +165,10 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     lifted = _lift_inlined(inlined, entry, grid, block, scalars, smem_bytes, file,
                            compared_by_total)
     if read:  # the lift with the pointers read as their arrays, where it lifts more
-        try:
-            as_arrays = _lift_inlined(_late_spellings(arrays, entry), entry, grid, block,
-                                      scalars, smem_bytes, file, compared_by_total)
-        except WorkbenchError:
-            as_arrays = None
-        if as_arrays is not None and _gains(lifted, as_arrays):
+        as_arrays = _if_gains(lifted, lambda: _lift_inlined(
+            _late_spellings(arrays, entry), entry, grid, block, scalars, smem_bytes, file,
+            compared_by_total))
+        if as_arrays is not None:
             lifted, inlined = as_arrays, _late_spellings(arrays, entry)
             refused = ()  # its notes carry the pass's own
         else:
@@ -182,12 +177,9 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
                                 "lifted"),)
     once = once_form(inlined, entry, grid, block, scalars, _named_integers)
     if once.text != inlined.text:  # a grid-stride loop run once a thread: its guarded item
-        try:
-            as_item = _lift_inlined(once, entry, grid, block, scalars, smem_bytes, file,
-                                    compared_by_total)
-        except WorkbenchError:
-            as_item = None
-        if as_item is not None and _gains(lifted, as_item):
+        as_item = _if_gains(lifted, lambda: _lift_inlined(
+            once, entry, grid, block, scalars, smem_bytes, file, compared_by_total))
+        if as_item is not None:
             lifted = as_item
             refused += (Finding(ONCE, True, "the grid-stride loop runs once a thread at the "
                                 "launch as written: read as the guarded item it is (`T i = "
@@ -212,14 +204,19 @@ def _named_integers(plan: Plan) -> dict[str, int]:
     return {**file_constants(plan), **{m.name: m.value for m in macros.values()}}
 
 
-def _gains(written: LiftedSource, as_arrays: LiftedSource | None) -> bool:
-    """Whether reading the pointer locals as their arrays lifts strictly more knobs than
-    the kernel as written, losing none (a family that reads ``P = X + OFF`` itself, the
-    counting loop's VEC, keeps the spelling it reads)."""
-    if as_arrays is None:
-        return False
-    before, after = {p.name for p in written.params}, {p.name for p in as_arrays.params}
-    return before < after
+def _if_gains(written: LiftedSource,
+              other: Callable[[], LiftedSource]) -> LiftedSource | None:
+    """The lift of another reading of the kernel (``other``: pointer locals as their arrays,
+    braced structs as their fields, a grid-stride loop run once as its guarded item) where
+    it lifts strictly more knobs than ``written``, losing none; else None (it lifts no more,
+    or it is refused). A family that reads the spelling as written itself (the counting
+    loop's VEC reads ``P = X + OFF``) keeps it."""
+    try:
+        lifted = other()
+    except WorkbenchError:
+        return None
+    before, after = {p.name for p in written.params}, {p.name for p in lifted.params}
+    return lifted if before < after else None
 
 
 def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str],
