@@ -108,8 +108,9 @@ extern "C" __global__ void band_count(int* counts, const float* x, int n) {
 """,
 }
 _BLOCKS = {"unsigned_while": 256, "pointer_for": 64, "macro_for": 128}
-#: The spellings whose counting loop is `for (int i = threadIdx.x; i < L; i += S)`: VEC too.
-_VECTOR = {"macro_for"}
+#: The spellings whose counting loop is `for (int i = threadIdx.x; i < L; i += S)`: VEC too;
+#: unsigned_while's `e = first + t` walk too (a first element plus the thread, session 31).
+_VECTOR = {"macro_for", "unsigned_while"}
 
 
 def _spelled(tmp_path: Path, source: str, block: int) -> KernelFolder:

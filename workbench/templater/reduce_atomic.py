@@ -265,6 +265,18 @@ def _sites(plan: Plan, stmts: list[Node],
     return out
 
 
+def counted_loop(plan: Plan) -> Node | None:
+    """The thread-stride loop whose values a shared atomic count adds (the shape of the
+    module doc: its loads' order is :mod:`.reduce_atomic_vec`'s to show free), None where the
+    kernel has none. Reads the kernel only."""
+    counters = _counters(plan) if ENABLED else {}
+    stmts = [c for c in plan.body.named_children if c.type != "comment"]
+    sites = _sites(plan, stmts, counters) if counters else []
+    if not sites:
+        return None
+    return _stride_loop(plan, stmts, sites[0][0], [v for _k, _c, v in sites])
+
+
 def apply_atomic_count(plan: Plan, compared_by_total: Collection[str] | None = None) -> bool:
     """FINAL and UNROLL (VEC, CHUNKS: :mod:`.reduce_atomic_vec`, :mod:`.reduce_chunks`)
     where the kernel has the shape of the module doc; ``compared_by_total``: the outputs the

@@ -2,8 +2,10 @@
 block counts.
 
 The loop ``for (int i = threadIdx.x; i < L; i += S) BODY`` (S the block size; the start
-``threadIdx.x`` or a local copy of it the kernel never assigns, ``int i = tid``) whose BODY
-reads ``i`` only as ``P[i]`` or ``P[E + i]`` (one offset E in every read, naming nothing
+``threadIdx.x`` or a local copy of it the kernel never assigns, ``int i = tid``, or a first
+element B plus it, ``size_t i = begin + threadIdx.x``: the run then starts at ``P + B``
+and holds ``L - B`` elements, B's terms aligned as OFF's below; any integer index type)
+whose BODY reads ``i`` only as ``P[i]`` or ``P[E + i]`` (one offset E in every read, naming nothing
 BODY assigns: the run starts at ``P + E``, each of E's terms aligned as OFF's below), P a
 ``float`` kernel pointer the kernel never writes or a local ``const float* P = X + OFF`` of
 one, becomes, at ``VEC > 1``: each thread loads whole
@@ -23,12 +25,17 @@ Legal only where the analysis shows (each refusal names the line):
   a factor that is a literal or a file-scope constant (:mod:`.reduce_consts`) and a multiple
   of 4 floats, a local the kernel never assigns again read through its value, so every
   vector is 16-byte aligned (kernel pointers come from cudaMalloc, 256-byte aligned);
-* ``L`` and the step are not assigned in BODY.
+* ``L``, the step and B are not assigned in BODY, and B reads no thread index (nor a
+  local set from one).
+
+The rewrite's own locals (``wb_x``, ``wb_q`` ...) take another name where the kernel has
+one (an inlined helper's parameter ``wb_x``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -42,17 +49,33 @@ from workbench.templater.analysis import (
     walk,
     write_target,
 )
+from workbench.templater.inline_bind import fresh
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_consts import constant
 from workbench.templater.vector import Illegal
 
 NAME = "VEC"
+#: The rewrite's own locals (each renamed where the kernel already has the name).
+_SCRATCH_NAMES = ("wb_len", "wb_whole", "wb_q", "wb_v", "wb_x", "wb_u")
 _LEAVES = ("break_statement", "continue_statement", "return_statement", "goto_statement")
 
 
-def _loop_parts(plan: Plan, loop: Node) -> tuple[str, Node, Node, Node]:
-    """(index, bound L, step S, body) of ``for (int i = threadIdx.x; i < L; i += S)``
-    (``threadIdx.x`` or a local never assigned that holds it: ``int i = tid``)."""
+@dataclass(frozen=True)
+class CountLoop:
+    """``for (T i = B + threadIdx.x; i < L; i += S) BODY``: B the run's first element (no
+    terms: ``threadIdx.x`` alone), T an integer type."""
+
+    index: str
+    index_type: str
+    start: tuple[Node, ...]  # B's additive terms
+    bound: Node
+    step: Node
+    body: Node
+
+
+def _loop_parts(plan: Plan, loop: Node) -> CountLoop:
+    """The :class:`CountLoop` ``loop`` is (``threadIdx.x`` or a local never assigned that
+    holds it: ``int i = tid``, after a first element ``begin +`` that names no thread)."""
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, body = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if loop.type != "for_statement" or init is None or cond is None or update is None or \
@@ -62,16 +85,39 @@ def _loop_parts(plan: Plan, loop: Node) -> tuple[str, Node, Node, Node]:
     decl = init.child_by_field_name("declarator")
     value = decl.child_by_field_name("value") if decl is not None else None
     index = text(decl.child_by_field_name("declarator")) if decl is not None else ""
-    if value is None or not plan.facts.is_thread(value, "x") or \
-            text(init.child_by_field_name("type")) != "int":
-        raise Illegal("the counting loop's index does not start at threadIdx.x (an int)", loop)
+    kind = " ".join(text(init.child_by_field_name("type")).split())
+    parts_of = terms(value) if value is not None else []
+    threads = [t for sign, t in parts_of if sign > 0 and plan.facts.is_thread(t, "x")]
+    start = tuple(t for sign, t in parts_of if t not in threads)
+    if len(threads) != 1 or any(sign < 0 for sign, _t in parts_of) or \
+            any(plan.facts.mentions_thread(t, "x") or _named_thread(plan, t) for t in start) \
+            or kind not in _INDEX_TYPES:
+        raise Illegal("the counting loop's index does not start at threadIdx.x, or a first "
+                      "element plus threadIdx.x (an integer)", loop)
     parts = binary(cond)
     if parts is None or parts[1] != "<" or text(strip(parts[0])) != index or \
             text(update.child_by_field_name("left")) != index:
         raise Illegal(f"the counting loop is not `{index} < L; {index} += S`", loop)
     step = update.child_by_field_name("right")
     assert step is not None
-    return index, parts[2], step, body
+    return CountLoop(index, kind, start, parts[2], step, body)
+
+
+#: The index types a counting loop may declare (the run's length in the same type).
+_INDEX_TYPES = frozenset({"int", "unsigned", "unsigned int", "long", "long long",
+                          "unsigned long", "unsigned long long", "size_t", "std::size_t",
+                          "ptrdiff_t", "int64_t", "uint64_t", "uint32_t", "int32_t"})
+
+
+def _named_thread(plan: Plan, node: Node, depth: int = 0) -> bool:
+    """Whether ``node`` reads a local set from the thread's place (or assigned again)."""
+    for n in walk(node):
+        d = plan.facts.defs.get(text(n)) if n.type == "identifier" else None
+        if d is not None and (d.assigned or d.value is None or depth > 4 or
+                              plan.facts.mentions_thread(d.value, "x") or
+                              _named_thread(plan, d.value, depth + 1)):
+            return True
+    return False
 
 
 def _array(plan: Plan, body: Node, index: str) -> tuple[str, list[Node], list[Node]]:
@@ -192,10 +238,12 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
     if NAME in plan.params:
         return False
     try:
-        index, bound, step, body = _loop_parts(plan, loop)
+        parts = _loop_parts(plan, loop)
+        index, bound, step, body = parts.index, parts.bound, parts.step, parts.body
         array, shift, reads = _array(plan, body, index)
         root, offsets = _root_and_offset(plan, array, loop)
         offsets += shift  # P[E + i]: the run starts at P + E
+        offsets += parts.start  # i from B + threadIdx.x: at P + B
         if plan.kernel.param(root).base_type != "float":
             raise Illegal(f"`{root}` is not a float array", loop)
         if _written(plan, {root, array}):
@@ -204,8 +252,10 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
         _accumulates(plan, body, loop, _integer_locals(plan), floating)
         changed = {text(t) for n in walk(body) if (t := write_target(n)) is not None}
         if any(n.type == "identifier" and text(n) in changed
-               for n in [*walk(bound), *walk(step), *(m for t in shift for m in walk(t))]):
-            raise Illegal("the loop's bound, step or offset changes in its body", loop)
+               for n in [*walk(bound), *walk(step),
+                         *(m for t in (*shift, *parts.start) for m in walk(t))]):
+            raise Illegal("the loop's bound, step, first element or offset changes in its "
+                          "body", loop)
     except Illegal as exc:
         plan.note(NAME, False, f"vector loads of the count: {exc.reason}", exc.node or loop)
         return False
@@ -218,29 +268,40 @@ def vec_count_loop(plan: Plan, loop: Node, pragma: str,
     spelled = sorted({plan.rw.text(r) for r in reads}, key=len, reverse=True)
     pattern = re.compile("|".join(rf"(?<![\w.]){re.escape(r)}" for r in spelled))
     run = f"({array} + {' + '.join(plan.rw.text(t) for t in shift)})" if shift else array
+    kind = parts.index_type
+    taken = {text(n) for n in walk(plan.body) if n.type == "identifier"}
+    scratch = {name: fresh(name, taken) for name in _SCRATCH_NAMES}
 
     def make(rw: object) -> str:
         as_written = plan.rw.render(loop.start_byte, loop.end_byte)
         # (rw.text: a node another pass replaced whole, the block size in the step, renders
         # as its replacement)
         body_text = plan.rw.text(body)
-        lanes = pattern.sub("wb_x[wb_u]", body_text)
+        lanes = pattern.sub(f"{scratch['wb_x']}[{scratch['wb_u']}]", body_text)
         s, n = plan.rw.text(step), plan.rw.text(bound)
+        # from a first element B: the run is P + B (its reads P[B + ..]), of L - B elements
+        # (none where L <= B: the loop as written runs no element then)
+        first = " + ".join(f"({kind})({plan.rw.text(t)})" for t in parts.start)
+        at = f"({run} + {first})" if first else run
+        length = f"({n}) > ({first}) ? ({n}) - ({first}) : 0" if first else n
+        # the rewrite's own names, renamed where the kernel has one (an inlined helper's wb_x)
+        ln, wh, q, v, x, u = (scratch[name] for name in _SCRATCH_NAMES)
         return (f"\n#if {NAME} > 1\n{indent}{{  // whole vectors, then the tail one by one\n"
-                f"{indent}const int wb_len = {n};\n"
-                f"{indent}const int wb_whole = wb_len / {NAME};\n{pragma}"
-                f"{indent}for (int wb_q = threadIdx.x; wb_q < wb_whole; wb_q += {s}) {{\n"
+                f"{indent}const {kind} {ln} = {length};\n"
+                f"{indent}const {kind} {wh} = {ln} / {NAME};\n{pragma}"
+                f"{indent}for ({kind} {q} = threadIdx.x; {q} < {wh}; {q} += {s}) {{\n"
                 f"#if {NAME} == 4\n"
-                f"{indent}  const float4 wb_v = reinterpret_cast<const float4*>({run})[wb_q];\n"
-                f"{indent}  const float wb_x[4] = {{wb_v.x, wb_v.y, wb_v.z, wb_v.w}};\n"
+                f"{indent}  const float4 {v} = reinterpret_cast<const float4*>({at})[{q}];\n"
+                f"{indent}  const float {x}[4] = {{{v}.x, {v}.y, {v}.z, {v}.w}};\n"
                 "#else\n"
-                f"{indent}  const float2 wb_v = reinterpret_cast<const float2*>({run})[wb_q];\n"
-                f"{indent}  const float wb_x[2] = {{wb_v.x, wb_v.y}};\n"
+                f"{indent}  const float2 {v} = reinterpret_cast<const float2*>({at})[{q}];\n"
+                f"{indent}  const float {x}[2] = {{{v}.x, {v}.y}};\n"
                 "#endif\n"
                 "#pragma unroll\n"
-                f"{indent}  for (int wb_u = 0; wb_u < {NAME}; ++wb_u) {lanes}\n"
+                f"{indent}  for (int {u} = 0; {u} < {NAME}; ++{u}) {lanes}\n"
                 f"{indent}}}\n"
-                f"{indent}for (int {index} = wb_whole * {NAME} + threadIdx.x; {index} < wb_len; "
+                f"{indent}for ({kind} {index} = {first + ' + ' if first else ''}{wh} * "
+                f"{NAME} + threadIdx.x; {index} < {n if first else ln}; "
                 f"{index} += {s}) {body_text}\n"
                 f"{indent}}}\n#else\n{pragma}{indent}{as_written}\n#endif\n")
 

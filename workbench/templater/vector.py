@@ -14,10 +14,15 @@ the element's statements after it to the end of the body (:mod:`.vector_regions`
 rewrite loads ``ITEMS_PER_THREAD`` vectors of ``VEC`` elements per stream before any is
 used, runs the original body once per lane on registers, and stores the written vectors;
 constraints keep it correct: every offset a multiple of VEC (alignment: a local size such
-as ``cols / 8`` counts), ``VEC * bytes <= 16``. The bound (a size argument or a local
-computed from them) need not be one: where the offsets do not make it one already, the
-thread whose vector would cross it takes the elements left one by one through the body as
-written (:mod:`.vector_tail`).
+as ``cols / 8`` counts), ``VEC * bytes <= 16``. The bound need not be one: where the offsets
+do not make it one already, the thread whose vector would cross it takes the elements left
+one by one through the body as written (:mod:`.vector_tail`). So the bound need not be a
+size the launch knows either (a chunk's end ``min(begin + CHUNK, n)``): only the same value
+throughout the region (:mod:`.vector_bound`), except for the counting loop of a shared
+atomic total, whose vector loads :mod:`.reduce_atomic_vec` lifts where the elements' order
+is free. A loop started at an offset (``begin + threadIdx.x``: a block's chunk) starts its
+vectors at ``begin + threadIdx.x * VEC``, ``begin`` aligned as the offsets are
+(:func:`start_parts`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    factors,
     stride_loop,
+    terms,
     text,
     walk,
 )
@@ -56,11 +63,13 @@ from workbench.templater.vector_access import (  # noqa: E402
     base_name,
     elem_bytes,
     elem_type,
+    multiple_constraints,
     offset_constraints,
     region_accesses,
     root_array,
     size_expression,
 )
+from workbench.templater.vector_bound import steady_bound  # noqa: E402
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
@@ -88,6 +97,9 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     # one stream per (array, offset): a gate and an up half of one input are two streams
     by_array: dict[str, list[Access]] = {}
     names: dict[tuple[str, str], str] = {}
+    # the kernel's own wb_ names (an inlined helper's parameter, wb_x): a stream's registers
+    # wb_<stream> must not shadow one
+    taken = {text(n) for n in walk(plan.body) if n.type == "identifier"}
     for a in accesses:
         key = (a.array, " ".join(text(a.index).split()))
         if key not in names:
@@ -96,6 +108,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
             names[key] = base if not same else f"{base}{same}"
             if names[key] in ("i", "v"):  # wb_i, wb_v are the rewrite's own loop indices
                 names[key] = f"{names[key]}_arr"
+            while f"wb_{names[key]}" in taken:
+                names[key] = f"{names[key]}_s"
         by_array.setdefault(names[key], []).append(a)
     constraints: list[str] = []
     for group in by_array.values():
@@ -126,13 +140,17 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                 raise Illegal(f"`{w}` is written, is not __restrict__ and may alias "
                               f"{', '.join(sorted(others))}", region.at)
             guarded.append(f"`{w}` may alias {', '.join(sorted(others))}")
+    if region.offset:  # the chunk a loop starts at (``begin + threadIdx.x``): aligned too
+        constraints += multiple_constraints(plan, list(region.offset), "VEC",
+                                            f"of the loop's start `{text(region.node)[:40]}`",
+                                            region.node)
     bound = size_expression(plan, region.bound)
-    if bound is None:
-        raise Illegal(f"the bound `{text(region.bound)}` is not a kernel argument with a known "
-                      "size, so its divisibility by VEC cannot be required", region.bound)
     # the offsets' alignment may require the bound a multiple of VEC already (a row's length
-    # d, rows at row * d); else the thread whose vector would cross it ends one by one
-    tail = f"{bound} % VEC == 0" not in constraints
+    # d, rows at row * d); else the thread whose vector would cross it ends one by one. A
+    # bound of no known size (a chunk's end) needs only be the same value throughout.
+    if bound is None:
+        steady_bound(plan, region)
+    tail = bound is None or f"{bound} % VEC == 0" not in constraints
     widths = [elem_bytes(plan, g[0].array) for g in by_array.values()]
     if any(w is None for w in widths):
         raise Illegal("an accessed array has no known element size", region.at)
@@ -233,8 +251,10 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     var, typ = region.var, region.var_type
     bound = rw.text(region.bound)
     start, step = region.start, region.step
+    place = region.place  # with an offset: the start's terms VEC scales
     if split:
         # grid.y == ROW_SPLIT (launch rule): a compile-time stride
+        place = f"{place} + blockIdx.y * ({step})" if place is not None else None
         start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
     decls, loads, stores = vector_moves(plan, by_array, "ITEMS_PER_THREAD", "wb_i",
                                         lambda a: f"&{a.array}[{rw.text(a.index)}]", 8)
@@ -250,7 +270,9 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
              f"{stores}      }}{tail}\n    }}\n")
     if region.loop:
         guards = "".join(f"({rw.text(g)}) && " for g in region.guards)
-        return (f"for ({typ} wb_{var}0 = ({start}) * VEC; {guards}wb_{var}0 < {bound}; "
+        # an offset start (begin + threadIdx.x): begin + the thread's place * VEC
+        first = f"({start}) * VEC" if place is None else f"({start}) + ({place}) * (VEC - 1)"
+        return (f"for ({typ} wb_{var}0 = {first}; {guards}wb_{var}0 < {bound}; "
                 f"wb_{var}0 += ({step}) * (VEC * ITEMS_PER_THREAD)) {{\n{inner}  }}")
     return f"{{\n    const {typ} wb_{var}0 = ({start}) * VEC;\n{inner}  }}"
 
@@ -266,6 +288,47 @@ def stride_loops(plan: Plan) -> list[StrideLoop]:
             if loop is not None:
                 out.append(loop)
     return out
+
+
+def start_parts(plan: Plan, loop: StrideLoop) -> tuple[str | None, tuple[Node, ...]]:
+    """A loop's start as the thread's place and an offset: ``begin + threadIdx.x`` walks a
+    chunk from ``begin``, where the thread's first vector is ``begin + threadIdx.x * VEC``,
+    not ``(begin + threadIdx.x) * VEC``. The place is the thread term (and, in a grid-stride
+    loop, the block's ``blockIdx.x * B``), counted in steps; the offset is every other term,
+    the same for every thread the step deals elements to (no ``threadIdx.x``; no
+    ``blockIdx.x`` in a grid-stride loop). Returns (the place rendered, the offset's terms),
+    (None, ()) where the whole start is the place; raises Illegal for an offset that
+    differs between those threads."""
+    parts = terms(loop.start)
+    place = [(s, t) for s, t in parts if plan.facts.is_thread(t, "x") or (
+        loop.grid_stride and any(builtin(f, "blockIdx") == "x" for f in factors(t)))]
+    offset = [(s, t) for s, t in parts if (s, t) not in place]
+    if not offset:
+        return None, ()
+    for s, _t in place:
+        if s < 0:
+            raise Illegal(f"the loop starts at `{text(loop.start)}`, the thread's place "
+                          "subtracted", loop.start)
+    for _s, t in offset:
+        if _per_thread(plan, t, loop.grid_stride):
+            raise Illegal(f"the loop's start `{text(loop.start)}` adds `{text(t)}`, which "
+                          "differs between the threads the step deals elements to (or is "
+                          "not shown not to)", loop.start)
+    return " + ".join(plan.rw.text(t) for _s, t in place), tuple(t for _s, t in offset)
+
+
+def _per_thread(plan: Plan, node: Node, grid: bool, depth: int = 0) -> bool:
+    """Whether ``node`` may differ between the threads of a step: it reads ``threadIdx.x``
+    (``blockIdx.x`` too where the step is the grid's), through the locals it reads, or a
+    local assigned after its declaration."""
+    for n in walk(node):
+        if builtin(n, "threadIdx") == "x" or (grid and builtin(n, "blockIdx") == "x"):
+            return True
+        d = plan.facts.defs.get(text(n)) if n.type == "identifier" else None
+        if d is not None and (d.assigned or d.value is None or depth > 4 or
+                              _per_thread(plan, d.value, grid, depth + 1)):
+            return True
+    return False
 
 
 def _lifted_loop(plan: Plan, n: Node) -> StrideLoop | None:
@@ -287,11 +350,19 @@ def apply_vector(plan: Plan) -> bool:
     block = plan.block[0]
     split_ok = _row_split_legal(plan)
     regions: list[Region] = []
+    refused = False  # a loop refused with its reason: no "no loop" note besides
     for loop in stride_loops(plan):
         var = loop.var
         step = plan.rw.text(loop.step)
+        try:
+            place, offset = start_parts(plan, loop)
+        except Illegal as exc:
+            plan.note("VEC", False, exc.reason, exc.node or loop.node)
+            refused = True
+            continue
         regions.append(Region(var, loop.var_type, loop.node.child_by_field_name("body"),  # type: ignore[arg-type]
-                              loop.bound, plan.rw.text(loop.start), step, True, loop.node))
+                              loop.bound, plan.rw.text(loop.start), step, True, loop.node,
+                              place=place, offset=offset))
     flat = flat_region(plan) if not regions else None
     kept = thread_state_before(plan, flat) if flat is not None else None
     if kept is not None:
@@ -306,9 +377,10 @@ def apply_vector(plan: Plan) -> bool:
                               f"blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
                               block, False, flat.guard, exit=flat.exit))
     if not regions:
-        plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-thread "
-                  "region (i = blockIdx.x * B + threadIdx.x; if (i < n) .. or if (i >= n) "
-                  "return; ..)")
+        if not refused:
+            plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-"
+                      "thread region (i = blockIdx.x * B + threadIdx.x; if (i < n) .. or if "
+                      "(i >= n) return; ..)")
         return False
     from workbench.templater.ilp import would_interleave  # ilp reads this module
 
@@ -318,9 +390,21 @@ def apply_vector(plan: Plan) -> bool:
                   f"{compute.start_point.row + 1}): ITEMS_PER_THREAD interleaves the items' "
                   "chains in it, where vector lanes would run it one after another", compute)
         return False
+    from workbench.templater.reduce_atomic import counted_loop  # it reads this module
+
+    counted = counted_loop(plan)
     done = 0
     for region in regions:
         split = split_ok and region.loop
+        if counted is not None and region.node == counted and \
+                size_expression(plan, region.bound) is None:
+            # the scalar tail would let any bound in; which order of the elements the count
+            # allows (an integer, a floating sum the atomic takes whole) is the family's
+            plan.note("VEC", False, f"the loop over {region.var} is the counting loop of a "
+                      "shared atomic total, bounded by a local: its vector loads are the "
+                      "counting loop's (below), which shows the elements' order free",
+                      region.node)
+            continue
         try:
             # the run-time alias test falls back to the loop as written: a whole row per
             # thread stride, which a split row's blocks would each run again

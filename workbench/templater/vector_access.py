@@ -250,6 +250,14 @@ def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") 
         pieces += [t for t in base if t != ptrs[0]]
     elif not plan.pointer(array):
         raise Illegal(f"`{access.array}` is not a kernel pointer argument", access.node)
+    return multiple_constraints(plan, pieces, knob, f"of `{text(access.node)}`", access.node)
+
+
+def multiple_constraints(plan: Plan, pieces: list[Node], knob: str, what: str,
+                         at: Node) -> list[str]:
+    """Constraints making each of ``pieces`` (additive terms, single-assignment locals
+    expanded) a multiple of ``knob``: a factor that is a size argument, a literal or a local
+    size; raises Illegal naming the term (``what``: whose term it is) where none is."""
     out: list[str] = []
     expanded: list[Node] = []
     for piece in pieces:
@@ -266,8 +274,8 @@ def offset_constraints(plan: Plan, access: Access, var: str, knob: str = "VEC") 
             found = next((f"{size} % {knob} == 0" for f in fs if f.type == "identifier"
                           for size in [size_expression(plan, f)] if size is not None), None)
         if found is None:
-            raise Illegal(f"offset `{text(piece)}` of `{text(access.node)}` is not known to be "
-                          "a multiple of the vector width (alignment)", access.node)
+            raise Illegal(f"offset `{text(piece)}` {what} is not known to be a multiple of "
+                          "the vector width (alignment)", at)
         out.append(found)
     return out
 

@@ -42,6 +42,10 @@ class Region:
     node: Node  # what the rewrite replaces (from its start; an exit region: the exit)
     guards: tuple[Node, ...] = ()  # a loop's invariant conjuncts beside var < bound (.lane_bound)
     exit: bool = False  # ``if (var >= bound) return;`` is ``node``; ``body`` the entry's body
+    # a loop whose start adds an offset to the thread's place (``begin + threadIdx.x``): the
+    # place (rendered; scaled by VEC, the offset not) and the offset's terms (aligned)
+    place: str | None = None
+    offset: tuple[Node, ...] = ()
 
     def statements(self) -> list[Node]:
         """The element's statements: the body, or an exit region's statements after it."""
