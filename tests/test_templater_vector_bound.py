@@ -3,23 +3,31 @@
 never changes. With the scalar tail (:mod:`.vector_tail`) its divisibility by VEC is not
 needed, only that it is the same value throughout the region; a loop started at an offset
 (``begin + threadIdx.x``) starts its vectors at ``begin + threadIdx.x * VEC``, the offset
-aligned (``4096 % VEC == 0``).
+aligned (``4096 % VEC == 0``). A counting loop of a shared atomic total keeps the counting
+loop's VEC (:mod:`.reduce_atomic_vec`, which shows the elements' order free), which now
+reads a first element plus ``threadIdx.x`` in any integer index type.
 
-Kernels: sse_partials (unseen3, bound ``end``, start ``begin + threadIdx.x``), band_count
-(unseen5, bound ``len``, a pointer into the chunk), moments_partials (unseen6, bound
-``count``) and its respelling moments_helper_sizet (tests/spellings_r30: a ``size_t`` walk
-``for (size_t i = begin + threadIdx.x; i < end; ..)``). Each lift runs on the host (g++,
-the cooperative block of tests/test_corpus_unseen3.py) at VEC 1, 2 and 4, one and four
-items a thread, at sizes whose last chunk ends inside a vector (n = 20483: a last chunk of
-3 elements, and of 4099 at two chunks a block), and writes bit for bit what the kernel as
-written writes (integer-valued sums and counts are exact in any order; moments_partials'
-double sums of floats too at these sizes); CHUNKS, which moves which slot holds a partial,
-is checked by the totals against reference.py.
+Kernels: sse_partials (unseen3, bound ``end``, start ``begin + threadIdx.x``: the vector
+family, VEC and ITEMS_PER_THREAD with the scalar tail), band_count (unseen5, bound ``len``),
+moments_partials (unseen6, bound ``count``) and its respelling moments_helper_sizet
+(tests/spellings_r30: ``for (size_t i = begin + threadIdx.x; i < end; ..)``), the last
+three the counting loop's VEC (whole vectors, then the elements after the last one a
+thread). Each lift runs on the host (g++, the cooperative block of
+tests/test_corpus_unseen3.py) at VEC 1, 2 and 4, one and four items a thread (other block
+sizes, FINAL and UNROLL with them), at n = 20483, whose last chunk of 3 elements ends
+inside a vector, and writes bit for bit what the kernel as written writes (integer-valued
+sums and counts are exact in any order; moments' double sums of floats too at this size);
+CHUNKS, which moves which slot holds a partial, is checked by the totals against
+reference.py at two chunks a block (a last run of 4099) and four.
 
-Refused, with the reason and line: a bound the loop writes, a bound read from memory the
-region writes, a bound reading the loop's own variable, a start offset that differs
-between the threads of a step. An unsigned index near its bound does not wrap: the vector
-test reads ``n - i`` only where ``i < n``.
+Refused, with the reason and line: a bound the loop writes, a bound a pointer may change, a
+bound read from memory the region writes, a bound reading the loop's own variable, a start
+offset that differs between the threads of a step; a counting loop's first element that
+names the thread or is not aligned. On the host: an unsigned (``size_t``) index near its
+bound does not wrap (the vector test reads ``end - i`` only where ``i < end``, nothing is
+written past n), a loop from a run-time offset (``off + threadIdx.x``, ``off % VEC == 0``)
+writes what the kernel writes at every VEC, items and row split, and the counting loop from
+a first element counts what the kernel counts (a block past the end included).
 """
 
 from __future__ import annotations
@@ -257,14 +265,47 @@ static wb_dim3 threadIdx, blockIdx, blockDim, gridDim;
 """
 
 
+def _host_runs(source: str, runs: list[tuple[str, list[int]]], work: Path, name: str) -> str:
+    """Every thread of each launch (args: the kernel's scalars, then grid x, grid y, block)
+    in turn on the host; prints y (n + 8 elements, a pad of -7) after each."""
+    import subprocess
+
+    calls = "".join(f"  run({', '.join(map(str, args))});\n" for _tag, args in runs)
+    program = HOST + source + f"""
+static void run({RUN_ARGS[name]}, unsigned grid, unsigned rows, unsigned block) {{
+  std::vector<float> a(n + 8), y(n + 8, -7.0f);
+  for (unsigned j = 0; j < n + 8; ++j) a[j] = (float)(j % 13);
+  gridDim = {{grid, rows, 1}}; blockDim = {{block, 1, 1}};
+  for (unsigned r = 0; r < rows; ++r)
+    for (unsigned g = 0; g < grid; ++g) for (unsigned t = 0; t < block; ++t) {{
+      blockIdx = {{g, r, 0}}; threadIdx = {{t, 0, 0}};
+      k({RUN_CALL[name]});
+    }}
+  std::printf("n=%u", (unsigned)n);
+  for (float v : y) std::printf(" %g", v);
+  std::printf("\\n");
+}}
+int main() {{
+{calls}  return 0;
+}}
+"""
+    path = work / f"{name}.cpp"
+    path.write_text(program)
+    exe = work / name
+    subprocess.run(["g++", "-std=c++17", "-O1", "-w", "-o", str(exe), str(path)], check=True)
+    return subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
+
+
+RUN_ARGS = {"unsigned": "unsigned n", "offset": "int off, int n"}
+RUN_CALL = {"unsigned": "y.data(), a.data(), n", "offset": "y.data(), a.data(), off, n"}
+
+
 @needs_gxx
 @pytest.mark.timeout(300)
 def test_an_unsigned_index_near_its_bound_does_not_wrap(tmp_path: Path) -> None:
     """A ``size_t`` walk over chunks of 64 with an unsigned size: at every VEC and n the
     lift writes exactly what the kernel writes and nothing past n (a wrapped ``end - i``
     would run a whole vector past the bound)."""
-    import subprocess
-
     from helpers_templater import lifted_template
 
     lifted = lift_kernel(UNSIGNED, entry="k", grid=["ceil_div(n, 64)"], block=["32"],
@@ -274,41 +315,55 @@ def test_an_unsigned_index_near_its_bound_does_not_wrap(tmp_path: Path) -> None:
     template = lifted_template(lifted)
     default = dict(template.default_config())
     sizes = (1, 3, 63, 65, 66, 67, 130, 1027)
-    outputs = []
-    for config in [{}, *({**default, "VEC": v, "ITEMS_PER_THREAD": it, "BLOCK_THREADS": 32}
-                         for v in (1, 2, 4) for it in (1, 4))]:
-        source = lifted.source if config else UNSIGNED
-        if config:
-            source = template.render(config, "fp32").source
+    configs = [{**default, "VEC": v, "ITEMS_PER_THREAD": it} for v in (1, 2, 4) for it in (1, 4)]
+    want = _host_runs(UNSIGNED, [("", [n, -(-n // 64), 1, 32]) for n in sizes], tmp_path,
+                      "unsigned")
+    assert want.count("-7") == 8 * len(sizes)  # the pad stays unwritten
+    for config in configs:
         runs = []
         for n in sizes:
-            launch = template.launch_for(config or default, {"n": n})
-            runs.append(f"  run({n}u, {launch.grid[0]}u, {launch.block[0]}u);\n")
-        program = HOST + source + r"""
-static void run(unsigned n, unsigned grid, unsigned block) {
-  std::vector<float> a(n + 8), y(n + 8, -7.0f);
-  for (unsigned j = 0; j < n + 8; ++j) a[j] = (float)(j % 13);
-  gridDim = {grid, 1, 1}; blockDim = {block, 1, 1};
-  for (unsigned g = 0; g < grid; ++g) for (unsigned t = 0; t < block; ++t) {
-    blockIdx = {g, 0, 0}; threadIdx = {t, 0, 0};
-    k(y.data(), a.data(), n);
-  }
-  std::printf("n=%u", n);
-  for (float v : y) std::printf(" %g", v);
-  std::printf("\n");
+            launch = template.launch_for(config, {"n": n})
+            runs.append(("", [n, launch.grid[0], 1, launch.block[0]]))
+        got = _host_runs(template.render(config, "fp32").source, runs, tmp_path, "unsigned")
+        assert got == want, config
+
+
+OFFSET = r"""
+extern "C" __global__ void k(float* __restrict__ y, const float* __restrict__ a, int off,
+                             int n) {
+  for (int i = off + threadIdx.x; i < n; i += 256) y[i] = 2.0f * a[i] + 1.0f;
 }
-int main() {
-""" + "".join(runs) + "  return 0;\n}\n"
-        path = tmp_path / f"k{len(outputs)}.cpp"
-        path.write_text(program)
-        exe = tmp_path / f"k{len(outputs)}"
-        subprocess.run(["g++", "-std=c++17", "-O1", "-o", str(exe), str(path)], check=True)
-        outputs.append(subprocess.run([str(exe)], check=True, capture_output=True,
-                                      text=True).stdout)
-    want = outputs[0]
-    assert want.count("-7") == 8 * len(sizes)  # the pad stays unwritten
-    for got in outputs[1:]:
-        assert got == want
+"""
+
+
+@needs_gxx
+@pytest.mark.timeout(300)
+def test_a_loop_from_an_offset_starts_its_vectors_there(tmp_path: Path) -> None:
+    """``for (i = off + threadIdx.x; i < n; i += 256)``: the vectors start at ``off +
+    threadIdx.x * VEC`` (not ``(off + threadIdx.x) * VEC``), ``off % VEC == 0``; every VEC,
+    items and row split writes what the kernel writes, from off to n."""
+    from helpers_templater import lifted_template
+
+    lifted = lift_kernel(OFFSET, entry="k", grid=["1"], block=["256"],
+                         scalars={"n": "n", "off": "off"})
+    assert "off % VEC == 0" in lifted.constraints, lifted.constraints
+    template = lifted_template(lifted)
+    default = dict(template.default_config())
+    cases = [(off, n) for off in (0, 4, 8, 12, 40) for n in (3, 17, 290, 1029)]
+    want = _host_runs(OFFSET, [("", [off, n, 1, 1, 256]) for off, n in cases], tmp_path,
+                      "offset")
+    for vec in (1, 2, 4):
+        for items, split in ((1, 1), (4, 1), (2, 4)):
+            config = {**default, "VEC": vec, "ITEMS_PER_THREAD": items, "ROW_SPLIT": split,
+                      "BLOCK_THREADS": 64}
+            runs = []
+            for off, n in cases:
+                assert template.space({"n": n, "off": off}).rejection(config) is None, config
+                launch = template.launch_for(config, {"n": n, "off": off})
+                rows = launch.grid[1] if len(launch.grid) > 1 else 1
+                runs.append(("", [off, n, launch.grid[0], rows, launch.block[0]]))
+            got = _host_runs(template.render(config, "fp32").source, runs, tmp_path, "offset")
+            assert got == want, config
 
 
 # ---- the counting loop of a shared atomic total, from a first element ------------------
