@@ -41,6 +41,7 @@ import held_back_unseen5
 import held_back_unseen6
 import pytest
 from held_back_harness import BENCHMARKS, respelled, same_as_written
+from helpers_nvcc import needs_nvcc, ptx_of
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -472,3 +473,14 @@ int main() {
                                       text=True).stdout)
     assert "-1" not in outputs[0]  # every block stores, the one past the end its zero
     assert all(got == outputs[0] for got in outputs[1:]), outputs
+
+
+@needs_nvcc
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_lifts_compile_for_sm_90a(name: str, tmp_path: Path) -> None:
+    """nvcc (sm_90a, -O3) compiles each lift at float2 and float4 with their other knobs."""
+    kf = _folder(name, tmp_path)
+    template = offline_template(kf).template
+    for config in _configs(kf)[3:]:
+        assert "ld.global" in ptx_of(template, config, "fp32")
