@@ -20,8 +20,8 @@ sums and counts are exact in any order; moments' double sums of floats too at th
 CHUNKS, which moves which slot holds a partial, is checked by the totals against
 reference.py at two chunks a block (a last run of 4099) and four.
 
-Refused, with the reason and line: a bound the loop writes, a bound a pointer may change, a
-bound read from memory the region writes, a bound reading the loop's own variable, a start
+Refused, with the reason and line: a bound the loop writes, a bound a pointer, a reference or
+a call in the loop may change, a bound read from memory the region writes, a bound reading the loop's own variable, a start
 offset that differs between the threads of a step; a counting loop's first element that
 names the thread or is not aligned. On the host: an unsigned (``size_t``) index near its
 bound does not wrap (the vector test reads ``end - i`` only where ``i < end``, nothing is
@@ -484,3 +484,28 @@ def test_the_lifts_compile_for_sm_90a(name: str, tmp_path: Path) -> None:
     template = offline_template(kf).template
     for config in _configs(kf)[3:]:
         assert "ld.global" in ptx_of(template, config, "fp32")
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("  int end = min(begin + 1024, n);\n  int& last = end;\n  float s = 0.0f;\n"
+     "  for (int i = begin + threadIdx.x; i < end; i += 256) {\n"
+     "    s += x[i];\n    last -= (s > 9.0f);\n  }\n",
+     "the bound `end` reads end, which `int& last = end;` binds to a reference: it may change "
+     "through it inside the loop (line 5)"),
+    ("  int end = min(begin + 1024, n);\n  float s = 0.0f;\n"
+     "  for (int i = begin + threadIdx.x; i < end; i += 256) {\n"
+     "    s += x[i];\n    shrink(end, s);\n  }\n",
+     "the bound `end` reads end, which the loop passes to `shrink(end, s)` (a function that "
+     "may take it by reference) (line 9)"),
+])
+def test_a_bound_a_reference_or_a_call_may_change_is_refused(body: str, why: str) -> None:
+    source = ("__device__ void shrink(int& e, float s);\n" if "shrink" in body else "")
+    lifted = lift_kernel(
+        source + 'extern "C" __global__ void k(float* __restrict__ out, '
+        "const float* __restrict__ x, int n) {\n  __shared__ float buf[256];\n"
+        "  const int begin = blockIdx.x * 1024;\n" + body +
+        "  buf[threadIdx.x] = s;\n  __syncthreads();\n"
+        "  if (threadIdx.x == 0) out[blockIdx.x] = buf[0] + buf[255];\n}\n",
+        entry="k", grid=["ceil_div(n, 1024)"], block=["256"], scalars={"n": "n"})
+    assert "VEC" not in {p.name for p in lifted.params}
+    assert any(why in n for n in _vec_notes(lifted)), lifted.notes

@@ -7,8 +7,9 @@ item's whole-vector test, its tail) where the kernel as written reads it at ever
 and those reads agree only where it is the same value throughout the region. That holds
 where the bound is an expression of literals, names and pure calls (``min``, ``max``) whose
 names are kernel scalars, macros or locals that no statement of the region, and no part of
-the loop's header, assigns, steps or takes the address of (a local whose address is taken
-anywhere in the kernel may change through a pointer), that does not read the region's own
+the loop's header, assigns, steps, takes the address of or passes to a call that is not
+pure math (a local whose address is taken, or that a reference binds, anywhere in the
+kernel may change through it), that does not read the region's own
 variable, and that reads no memory the region may write (an array read in the bound and
 written by the region, or either not ``__restrict__`` where the region writes memory).
 :func:`steady_bound` raises :class:`~.vector_access.Illegal` naming the first read that
@@ -71,7 +72,44 @@ def steady_bound(plan: Plan, region: Region) -> None:
                           "throughout the region", at)
         if name in plan.facts.defs and addressed(plan.body, name):
             raise Illegal(f"the bound `{text(bound)}` reads {name}, whose address the kernel "
-                          f"takes: a pointer may change it inside the loop", bound)
+                          "takes: a pointer may change it inside the loop", bound)
+        alias = _bound_by_reference(plan, name)
+        if alias is not None:
+            raise Illegal(f"the bound `{text(bound)}` reads {name}, which `{text(alias)[:50]}` "
+                          "binds to a reference: it may change through it inside the loop",
+                          alias)
+        passed = _passed(scope, name)
+        if passed is not None:
+            raise Illegal(f"the bound `{text(bound)}` reads {name}, which the loop passes to "
+                          f"`{text(passed)[:50]}` (a function that may take it by "
+                          "reference)", passed)
+
+
+def _bound_by_reference(plan: Plan, name: str) -> Node | None:
+    """A declaration of the kernel that binds ``name`` to a reference (``int& e = end;``)."""
+    for n in walk(plan.body):
+        if n.type != "init_declarator":
+            continue
+        target, value = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+        if target is not None and target.type == "reference_declarator" and \
+                value is not None and any(m.type == "identifier" and text(m) == name
+                                          for m in walk(value)):
+            return n.parent if n.parent is not None else n
+    return None
+
+
+def _passed(scope: list[Node], name: str) -> Node | None:
+    """A call in ``scope``, not of a pure function, with ``name`` an argument of its own."""
+    for s in scope:
+        for n in walk(s):
+            if n.type != "call_expression" or \
+                    text(n.child_by_field_name("function")) in PURE_CALLS:
+                continue
+            args = n.child_by_field_name("arguments")
+            if args is not None and any(a.type == "identifier" and text(a) == name
+                                        for a in args.named_children):
+                return n
+    return None
 
 
 def _header(region: Region) -> list[Node]:
