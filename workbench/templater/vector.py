@@ -41,6 +41,7 @@ from workbench.templater.analysis import (
     terms,
     text,
     walk,
+    write_target,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
@@ -63,6 +64,7 @@ from workbench.templater.vector_access import (  # noqa: E402
     base_name,
     elem_bytes,
     elem_type,
+    local_root,
     multiple_constraints,
     offset_constraints,
     region_accesses,
@@ -182,6 +184,23 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                   "only where, per item, the written and read ranges are the same elements or "
                   "disjoint (compared at run time), the loop as written otherwise", region.node)
     return constraints
+
+
+def _floating_sums(plan: Plan, region: Region) -> list[str]:
+    """The floating locals declared before a loop region that its body writes: VEC deals
+    another set of elements to each thread, so each such accumulator adds in another order
+    (the shared tree or atomics after it then see other rounding)."""
+    out: set[str] = set()
+    for n in region.walk():
+        target = write_target(n)
+        root = local_root(target) if target is not None else None
+        d = plan.facts.defs.get(text(root)) if root is not None else None
+        kind = d.decl.child_by_field_name("type") if d is not None else None
+        if d is not None and kind is not None and not region.node.start_byte <= \
+                d.decl.start_byte < region.node.end_byte and \
+                text(kind).split()[-1] in ("float", "double", "half", "__half"):
+            out.add(d.name)
+    return sorted(out)
 
 
 def _has_loop(body: Node) -> bool:
@@ -411,8 +430,13 @@ def apply_vector(plan: Plan) -> bool:
             for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split):
                 plan.constrain(c)
             done += 1
+            summed = _floating_sums(plan, region) if region.loop else []
             plan.note("VEC", True, f"{'loop' if region.loop else 'region'} over {region.var} "
-                      "vectorized", region.node)
+                      "vectorized" + (f" (the floating sum{'s' * (len(summed) > 1)} "
+                                      f"{', '.join(summed)} add{'s' * (len(summed) == 1)} each thread's elements in "
+                                      "another order at VEC > 1: within rounding, the gate "
+                                      "checks the folder's tolerance)" if summed else ""),
+                      region.node)
         except Illegal as exc:
             plan.note("VEC", False, exc.reason, exc.node or region.node)
     if not done:
