@@ -151,13 +151,18 @@ def test_an_exit_past_the_bound_bounds_the_blocks_whatever_the_names() -> None:
     """The folder's kernel with one scalar more than the folder lists: the position of each is
     not known, so nothing is renamed (``total`` reads ``N``, no name the launch gives a size),
     but ``if (idx >= total) return;`` makes every thread past the bound leave: the blocks
-    need not tile the extent. (VEC still needs the bound as a size: not lifted.)"""
+    need not tile the extent. VEC no longer needs the bound as a size (session 31,
+    :mod:`.vector_bound`): ``total`` is a local no statement after the exit changes, and the
+    item whose vector would cross it takes its elements one by one (the folder's own lift,
+    host-checked below, is the same region with ``total`` a size)."""
     source = FOLDER.joinpath("pixel_shuffle_r2.cu").read_text().replace("int H,\n",
                                                                          "int H, int pad,\n")
     assert "int pad" in source
-    names, constraints, notes, _text = _lift(source)
+    names, constraints, notes, text = _lift(source)
     assert not any("% (BLOCK_THREADS" in c for c in constraints), constraints
-    assert "VEC" not in names and "ITEMS_PER_THREAD" in names, notes
+    assert {"VEC", "ITEMS_PER_THREAD"} <= set(names), notes
+    assert not any("total" in c for c in constraints), constraints
+    assert "} else if (idx < total) {  // the vector would cross total: one by one" in text
 
 
 @pytest.mark.parametrize("guard", ["if (idx < total) return;", "if (total > idx) return;",
