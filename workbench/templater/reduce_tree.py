@@ -8,7 +8,8 @@ wherever the block size reaches it:
 
 * in the kernel body, or in a ``__device__`` helper the kernel calls with the block size as a
   template argument (``block_sum<ROW_THREADS>(v, buf)``), as a call argument
-  (``block_sum(v, buf, 256)``) or reading ``blockDim.x`` itself; helpers called by helpers
+  (``block_sum(v, buf, 256)``) or reading ``blockDim.x`` or a file-scope name of the size
+  (``#define BLOCK 256``, read as ``half = BLOCK / 2`` in the helper); helpers called by helpers
   are followed the same way (a few levels deep, each function once);
 * the halving spelled as ``s >>= 1``, ``s /= 2``, ``s = s / 2``, ``s = s >> 1`` in a ``for``,
   ``while`` or ``do`` loop whose count starts from an expression of the block size (its
@@ -80,8 +81,23 @@ def _start_of(var: str, loop: Node, fn: Node) -> list[Node]:
     return found
 
 
+def _size_copies(fn: Node, size: int, names: frozenset[str]) -> frozenset[str]:
+    """``names`` with the locals ``fn`` declares as a copy of the block size (``const int
+    count = blockDim.x;``: a helper's parameter after its call was inlined)."""
+    copies = set(names)
+    for n in walk(fn):
+        if n.type == "init_declarator":
+            value = n.child_by_field_name("value")
+            declarator = n.child_by_field_name("declarator")
+            if value is not None and declarator is not None and \
+                    declarator.type == "identifier" and _is_size(value, size, names):
+                copies.add(text(declarator))
+    return frozenset(copies)
+
+
 def _halving_loop(fn: Node, size: int, names: frozenset[str]) -> Node | None:
     loops = ("for_statement", "while_statement", "do_statement")
+    names = _size_copies(fn, size, names)
     for loop in walk(fn):
         if loop.type not in loops:
             continue
@@ -194,7 +210,9 @@ def tree_halving(plan: Plan, size: int, names: frozenset[str]) -> Node | None:
             if helper is None or helper.child_by_field_name("body") is None:
                 continue
             carried = _carried(call, helper, size, held)
-            reads = any(builtin(n, "blockDim") == "x" for n in walk(helper))
+            # the helper reads blockDim.x, or a file-scope name holding the size (`BLOCK`)
+            reads = any(builtin(n, "blockDim") == "x" or
+                        (n.type == "identifier" and text(n) in names) for n in walk(helper))
             if (carried or reads) and (callee, carried) not in seen:
                 seen.add((callee, carried))
                 todo.append((helper, callee, carried | names, depth + 1))

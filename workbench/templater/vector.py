@@ -38,6 +38,7 @@ from workbench.templater.analysis import (
     declared_name,
     factors,
     stride_loop,
+    strip,
     terms,
     text,
     walk,
@@ -67,6 +68,7 @@ from workbench.templater.vector_access import (  # noqa: E402
     local_root,
     multiple_constraints,
     offset_constraints,
+    reads_before_writes,
     region_accesses,
     root_array,
     size_expression,
@@ -75,6 +77,20 @@ from workbench.templater.vector_bound import steady_bound  # noqa: E402
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
+
+
+def _reads_first(region: Region) -> bool:
+    """Whether the region's statements, straight-line code, read memory only before their
+    first store (a thread's reads all precede its writes as written:
+    :func:`.vector_access.reads_before_writes`; a loop's next trip may read after its
+    store, which the statements' order does not show)."""
+    if any(_has_loop(s) for s in region.statements()):
+        return False
+    try:
+        reads_before_writes(region)
+    except Illegal:
+        return False
+    return True
 
 
 def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False,
@@ -189,7 +205,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
 def _floating_sums(plan: Plan, region: Region) -> list[str]:
     """The floating locals declared before a loop region that its body writes: VEC deals
     another set of elements to each thread, so each such accumulator adds in another order
-    (the shared tree or atomics after it then see other rounding)."""
+    (the shared tree or atomics after it then see other rounding). A running maximum or
+    minimum (``m = fmaxf(m, ..)``) is exact in any order."""
     out: set[str] = set()
     for n in region.walk():
         target = write_target(n)
@@ -198,9 +215,27 @@ def _floating_sums(plan: Plan, region: Region) -> list[str]:
         kind = d.decl.child_by_field_name("type") if d is not None else None
         if d is not None and kind is not None and not region.node.start_byte <= \
                 d.decl.start_byte < region.node.end_byte and \
-                text(kind).split()[-1] in ("float", "double", "half", "__half"):
+                text(kind).split()[-1] in ("float", "double", "half", "__half") and \
+                not _running_extreme(n, d.name):
             out.add(d.name)
     return sorted(out)
+
+
+_EXTREMES = ("fmaxf", "fminf", "fmax", "fmin", "max", "min")
+
+
+def _running_extreme(write: Node, name: str) -> bool:
+    """``name = fmaxf(name, ..)`` (or fminf, fmax, fmin, max, min; either argument)."""
+    value = write.child_by_field_name("right") if write.type == "assignment_expression" \
+        else None
+    if value is None or text(write.child_by_field_name("operator")) != "=":
+        return False
+    value = strip(value)
+    if value.type != "call_expression" or \
+            text(value.child_by_field_name("function")) not in _EXTREMES:
+        return False
+    args = value.child_by_field_name("arguments")
+    return args is not None and any(text(strip(a)) == name for a in args.named_children)
 
 
 def _has_loop(body: Node) -> bool:
@@ -427,7 +462,8 @@ def apply_vector(plan: Plan) -> bool:
         try:
             # the run-time alias test falls back to the loop as written: a whole row per
             # thread stride, which a split row's blocks would each run again
-            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split):
+            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split,
+                               reads_first=not region.loop and _reads_first(region)):
                 plan.constrain(c)
             done += 1
             summed = _floating_sums(plan, region) if region.loop else []

@@ -172,6 +172,33 @@ def region_accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node
     return out, values
 
 
+def reads_before_writes(region: Region) -> None:
+    """The element's statements read memory only before their first write to memory: as
+    written, a thread's reads all precede its stores, so vector loads before the lanes and
+    stores after them order one thread's accesses as written (an overlap between threads'
+    ranges is a race as written)."""
+    first = None
+    for n in region.walk():
+        target = write_target(n)
+        if target is not None and local_root(target) is None:
+            first = n if first is None else first
+            continue
+        if first is None or n.start_byte < first.end_byte:
+            continue
+        memory = n.type == "subscript_expression" or (
+            n.type == "call_expression" and text(n.child_by_field_name("function")) ==
+            "__ldg") or (
+            n.type == "pointer_expression" and text(n).startswith("*")) or (
+            n.type == "field_expression" and text(n.child_by_field_name("operator")) == "->")
+        if memory and not any(w == n for w in _write_targets(region)):
+            raise Illegal(f"`{text(n)}` reads memory after the store `{text(first)}`: the "
+                              "vector loads would run before that store", n)
+
+
+def _write_targets(region: Region) -> list[Node]:
+    return [t for n in region.walk() for t in [write_target(n)] if t is not None]
+
+
 def _keeps_outer_locals(region: Region) -> None:
     """A one-element region's body writes no local declared before it: each of the VEC
     lanes' bodies would start from the previous lane's value, not from the value every

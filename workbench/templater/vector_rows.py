@@ -30,7 +30,6 @@ from workbench.templater.analysis import (
     strip,
     text,
     walk,
-    write_target,
 )
 from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
@@ -39,7 +38,7 @@ from workbench.templater.vector_access import (
     Access,
     Illegal,
     base_name,
-    local_root,
+    reads_before_writes,
     region_accesses,
 )
 from workbench.templater.vector_regions import EXITS, Region, x_indices
@@ -55,7 +54,7 @@ def apply_vector_rows(plan: Plan) -> bool:
         grid = _grid_over_vec(plan.grid[0], plan.block[0])
         if grid is None:
             raise Illegal(f"grid rule {plan.grid[0]!r} is not ceil_div(W, {plan.block[0]})")
-        _reads_before_writes(region)
+        reads_before_writes(region)
         constraints = vectorize(plan, region, split=False, render=_row_text, reads_first=True)
     except Illegal as exc:
         plan.note("VEC", False, exc.reason, exc.node)
@@ -200,33 +199,6 @@ def _one_place(plan: Plan, stmts: list[Node], decl: Node, region: Region) -> Non
                 (n.type == "identifier" and text(n) in placed):
             raise Illegal(f"the element's statements read `{text(n)}`, the thread's place "
                           "along x: each vector lane would read the thread's one value", n)
-
-
-def _reads_before_writes(region: Region) -> None:
-    """The element's statements read memory only before their first write to memory: as
-    written, a thread's reads all precede its stores, so vector loads before the lanes and
-    stores after them order one thread's accesses as written (an overlap between threads'
-    ranges is a race as written)."""
-    first = None
-    for n in region.walk():
-        target = write_target(n)
-        if target is not None and local_root(target) is None:
-            first = n if first is None else first
-            continue
-        if first is None or n.start_byte < first.end_byte:
-            continue
-        memory = n.type == "subscript_expression" or (
-            n.type == "call_expression" and text(n.child_by_field_name("function")) ==
-            "__ldg") or (
-            n.type == "pointer_expression" and text(n).startswith("*")) or (
-            n.type == "field_expression" and text(n.child_by_field_name("operator")) == "->")
-        if memory and not any(w == n for w in _targets(region)):
-            raise Illegal(f"`{text(n)}` reads memory after the store `{text(first)}`: the "
-                              "vector loads would run before that store", n)
-
-
-def _targets(region: Region) -> list[Node]:
-    return [t for n in region.walk() for t in [write_target(n)] if t is not None]
 
 
 def _pointers_in_scope(plan: Plan, region: Region, streams: list[Access]) -> None:
