@@ -186,13 +186,10 @@ def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field],
         if n.type != "identifier" or text(n) != name or n.parent is None or \
                 n.parent == decl:
             continue
-        use = n.parent
-        member = use.child_by_field_name("field")
-        if use.type != "field_expression" or use.child_by_field_name("argument") != n or \
-                text(use.child_by_field_name("operator")) != "." or member is None or \
-                text(member) not in fields:
+        use = _member_use(n, fields)
+        if use is None:
             return None
-        field = text(member)
+        field = text(use.child_by_field_name("field"))
         up = use.parent
         target = up is not None and up.type in _UPDATES and use in (
             up.child_by_field_name("left"), up.child_by_field_name("argument"))
@@ -237,6 +234,18 @@ def _rewrite(body: Node, decl: Node, name: str, fields: dict[str, _Field],
     return edits if kept else [(decl.start_byte, decl.end_byte, ""), *edits]
 
 
+def _member_use(name: Node, fields: Mapping[str, object]) -> Node | None:
+    """The ``s.f`` that the identifier ``s`` starts, ``f`` one of ``fields``; else None."""
+    use = name.parent
+    assert use is not None
+    member = use.child_by_field_name("field")
+    if use.type != "field_expression" or use.child_by_field_name("argument") != name or \
+            text(use.child_by_field_name("operator")) != "." or member is None or \
+            text(member) not in fields:
+        return None
+    return use
+
+
 def _braced(body: Node, decl: Node, name: str, fields: dict[str, _Field],
             params: Mapping[str, KernelParam], taken: set[str], values: list[Node]
             ) -> list[tuple[int, int, str]] | None:
@@ -249,18 +258,15 @@ def _braced(body: Node, decl: Node, name: str, fields: dict[str, _Field],
         if n.type != "identifier" or text(n) != name or n.parent is None or \
                 n.start_byte < decl.end_byte:
             continue
-        use = n.parent
-        member = use.child_by_field_name("field")
-        if use.type != "field_expression" or use.child_by_field_name("argument") != n or \
-                text(use.child_by_field_name("operator")) != "." or member is None or \
-                text(member) not in fields:
+        use = _member_use(n, fields)
+        if use is None:
             return None
         up = use.parent
         if up is not None and ((up.type in _UPDATES and use in (
                 up.child_by_field_name("left"), up.child_by_field_name("argument"))) or (
                 up.type == "pointer_expression" and text(up).startswith("&"))):
             return None  # written or addressed: the field is no value set once
-        reads.setdefault(text(member), []).append(use)
+        reads.setdefault(text(use.child_by_field_name("field")), []).append(use)
     assigned = {text(n.child_by_field_name("left") or n.child_by_field_name("argument"))
                 for n in walk(body) if n.type in _UPDATES}
     edits: list[tuple[int, int, str]] = []

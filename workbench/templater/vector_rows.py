@@ -109,22 +109,7 @@ def _row_exit(statement: Node, var: str) -> Node | None:
     from workbench.templater.inline_exits import _condition  # it reads vector_regions
 
     cond = _condition(statement)
-    if cond is None:
-        return None
-    bounds: list[Node] = []
-    for part in _disjuncts(cond):
-        parts = binary(part)
-        if parts is not None:
-            left, op, right = parts
-            if op == "<=":
-                left, right, op = right, left, ">="
-            if op == ">=" and strip(left).type == "identifier" and text(strip(left)) == var \
-                    and var not in {text(i) for i in identifiers(right)}:
-                bounds.append(right)
-                continue
-        if var in {text(i) for i in identifiers(part)}:
-            return None
-    return bounds[0] if len(bounds) == 1 else None
+    return None if cond is None else _one_bound(_disjuncts(cond), var, ">=")
 
 
 def _row_guard(statement: Node, var: str) -> Node | None:
@@ -141,14 +126,24 @@ def _row_guard(statement: Node, var: str) -> Node | None:
     if cond is None or body is None or body.type != "compound_statement" or value is None or \
             any(n.type == "init_declarator" for n in cond.named_children):
         return None
+    return _one_bound(_conjuncts(value), var, "<")
+
+
+_MIRRORED = {">=": "<=", "<": ">"}
+
+
+def _one_bound(parts: list[Node], var: str, op: str) -> Node | None:
+    """W where exactly one of ``parts`` is ``var OP W`` (or ``W`` mirrored ``var``: ``W <=
+    var`` for ``>=``, ``W > var`` for ``<``), W not reading ``var``, and no other part reads
+    ``var``; None otherwise."""
     bounds: list[Node] = []
-    for part in _conjuncts(value):
-        parts = binary(part)
-        if parts is not None:
-            left, op, right = parts
-            if op == ">":
-                left, right, op = right, left, "<"
-            if op == "<" and strip(left).type == "identifier" and text(strip(left)) == var \
+    for part in parts:
+        sides = binary(part)
+        if sides is not None:
+            left, how, right = sides
+            if how == _MIRRORED[op]:
+                left, right, how = right, left, op
+            if how == op and strip(left).type == "identifier" and text(strip(left)) == var \
                     and var not in {text(i) for i in identifiers(right)}:
                 bounds.append(right)
                 continue
