@@ -9,7 +9,8 @@ item past the end. A ``__device__`` function of the file is pure when its body, 
 parse (not pasted), uses only its value parameters (a ``const`` reference to a value,
 ``const Vec2<T>& r``, reads the argument's value as a copy would), its own locals and their
 members (``r.x``), object-like macros of constants, conversions (``float(x)``, ``T(1)`` of a
-template's type parameter, ``static_cast<T>(x)``: :func:`conversion_types`) and pure calls
+template's type parameter, ``static_cast<T>(x)``: :func:`conversion_types`), CUDA's vector
+constructors (``make_float2(x, y)``, :data:`VECTOR_MAKERS`) and pure calls
 (a fixpoint, so a helper calling a pure helper is pure, recursion never is, nor a name
 defined more than once: an overload); it has no loop, ``goto``, asm, memory read or write
 (``a[i]``, ``*p``, ``p->f``, ``&x``), pointer or non-const reference parameter, static or
@@ -44,7 +45,12 @@ _FLOAT_INTRINSICS = (
     "fmaxf", "__int2float_rn", "__half2float", "__bfloat162float")
 #: math calls that return a float or double (a division by one cannot trap)
 FLOAT_CALLS = frozenset([*_PURE_FLOAT, *(f + "f" for f in _PURE_FLOAT), *_FLOAT_INTRINSICS])
-PURE_CALLS = FLOAT_CALLS | frozenset([
+#: CUDA's vector constructors (``make_float2(x, y)``): they build a value from their
+#: arguments and nothing else, as a braced initializer does
+VECTOR_MAKERS = frozenset(f"make_{base}{n}" for base in (
+    "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+    "ulonglong", "float", "double") for n in range(1, 5))
+PURE_CALLS = FLOAT_CALLS | VECTOR_MAKERS | frozenset([
     "min", "max", "abs", "__float2int_rn", "__float2half", "__float2bfloat16",
     "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24", "__mulhi", "__umulhi"])
 
