@@ -12,7 +12,9 @@ and those whose divisor reads only variables the kernel never writes (set 18's
 besselj0_miller_f64: ``2.0 * k / x`` a trip, the expert's RCP taking ``2 / x`` once): the
 reciprocal is then loop-invariant and the compiler takes it once, outside the loop.
 
-Which divisions: a ``/`` in the kernel's body inside a loop, whose value is double (a leaf
+Which divisions: a ``/`` in the kernel's body inside a loop (or in a ``__device__`` helper
+the kernel calls inside a loop, :func:`.helper_scope`'s, whose divisor reads the helper's
+own parameters or locals: a value each call computes anew), whose value is double (a leaf
 a ``double`` local or parameter, a cast to ``double``, an unsuffixed floating literal:
 :func:`.ilp_fastdiv._double_leaf`), whose dividend is not the literal one, and whose divisor
 reads a local assigned in the body of a loop around it (by ``=`` or a compound assignment)
@@ -32,9 +34,12 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, inside_loop, strip, text, walk
+from workbench.templater.analysis import LOOPS, inside_loop, line, strip, text, walk
 from workbench.templater.ilp_fastdiv import _double_leaf, _types
+from workbench.templater.ilp_fastmath_helpers import helper_scope
 from workbench.templater.ilp_rcp_counter import _counter_division, _owned, _rewrite
+from workbench.templater.inline_bind import callee_name
+from workbench.templater.item_objects import method_name
 from workbench.templater.plan import Plan
 from workbench.templater.table_open import _check_float_stores
 from workbench.templater.vector import Illegal
@@ -57,6 +62,8 @@ def apply_div_rcp(plan: Plan) -> bool:
                  and not _one(n.child_by_field_name("left"))
                  and (_recomputed(n) or _invariant(n, plan.body))
                  and _counter_division(n, fn) is None and not _owned(plan, n)]
+    helpers = _helper_divisions(plan)
+    divisions += helpers
     if not divisions:
         return False
     try:
@@ -79,8 +86,59 @@ def apply_div_rcp(plan: Plan) -> bool:
                    f"{plan.kernel.line}: double divisions")
     plan.note(NAME, True, f"{len(divisions)} double division(s) by a value the loop "
               "recomputes (or never changes) as a multiply by its reciprocal behind the knob "
-              "(every store a float; the gate checks the tolerance)", divisions[0])
+              "(every store a float; the gate checks the tolerance)" + (
+                  f"; {len(helpers)} of them in the helpers the kernel calls in its loops: "
+                  + ", ".join(sorted({f"`{_function_name(d)}` (line {line(d)})"
+                                      for d in helpers})) if helpers else ""), divisions[0])
     return True
+
+
+def _helper_divisions(plan: Plan) -> list[Node]:
+    """The double divisions of the ``__device__`` helpers the kernel calls inside one of
+    its loops (directly, or through a helper so called: :func:`.helper_scope`'s functions),
+    whose divisor reads a parameter or a local of that helper: a value each call computes
+    anew, as a local a loop assigns is in the kernel's body (a Newton step's
+    ``f / df`` kept in ``newton_step(x, t)``)."""
+    scope = helper_scope(plan).functions
+    looped: set[str] = set()
+    todo = [(plan.body, False)]
+    while todo:
+        body, in_loop = todo.pop()
+        for n in walk(body):
+            name = n.type == "call_expression" and (callee_name(n) or method_name(n))
+            if name and name in scope and name != plan.kernel.name and name not in looped \
+                    and (in_loop or inside_loop(n, body)):
+                looped.add(name)
+                todo.append((scope[name], True))
+    top = _types(plan.source.tree.root_node, top_only=True)
+    found: list[Node] = []
+    for name in sorted(looped):
+        body = scope[name]
+        fn = body.parent or body
+        own = _types(fn, top_only=False)
+        types = {**top, **own}
+        found += [n for n in walk(body) if n.type == "binary_expression"
+                  and text(n.child_by_field_name("operator")) == "/"
+                  and _double_leaf(n, types) and not _one(n.child_by_field_name("left"))
+                  and _reads(n.child_by_field_name("right"), set(own))
+                  and _counter_division(n, fn) is None and not _owned(plan, n)]
+    return found
+
+
+def _function_name(node: Node) -> str:
+    """The name of the function definition around ``node``."""
+    up = node.parent
+    while up is not None and up.type != "function_definition":
+        up = up.parent
+    declarator = up.child_by_field_name("declarator") if up is not None else None
+    inner = declarator.child_by_field_name("declarator") if declarator is not None else None
+    return text(inner) if inner is not None else "?"
+
+
+def _reads(node: Node | None, names: set[str]) -> bool:
+    """``node`` reads one of ``names`` (as a name, not a member's field)."""
+    return node is not None and any(n.type == "identifier" and text(n) in names
+                                    for n in walk(node))
 
 
 def _one(left: Node | None) -> bool:
