@@ -1,0 +1,284 @@
+"""Round 31c (issue 28): six compute-bound corpus kernels, each written twice more by other
+hands (a rule that matches only the corpus's spelling of a kernel is not stage 1):
+gram_ata_ridge (a shared-memory tiled A^T A), verlet_orbit_tpl (a per-particle integrator,
+a template instantiated by an extern "C" kernel), acklam_probit_f64 (branches and two Halley
+steps in double, in helpers), crspline_rotmean (functors over a staged table, a grid-stride
+loop), quintic_newton_f64 (a data-dependent Newton do-while in double) and upconv4x4_s2 (a
+stride-2 transposed convolution picking its taps by parity). The respellings live in
+tests/spellings_r31c/ (the kernel as written; the corpus folder's kernel.toml and
+reference.py come with :func:`held_back_harness.respelled`): a constexpr tile with a
+guarded-load helper and an early return, ``#ifndef`` tiles with an index macro, a ``while``
+over the tiles and unsigned indices; plain C with the force in a helper writing through
+references and a pointer to the record, float4 records through ``reinterpret_cast`` with a
+helper returning ``float2`` and a ``while`` over the steps; namespaced constants with file
+scope tables, a ``template <int M>`` Horner and a count-down ``while`` in a wrapped body, a
+``size_t`` index with the Halley step a struct's member function and a Horner ``while``;
+plain C helpers with a grid-stride ``for`` and an index macro, lambdas (one capturing the
+staged knots by reference) in a ``while`` grid-stride loop staging with ``if (threadIdx.x <
+64)``; a counted ``for`` with a ``break`` and the guess in a ternary, the step a helper
+returning a struct by value with unsigned indices in a wrapped body; ``for`` loops with
+``continue`` and index macros, a helper adding a channel's taps by reference with
+``size_t`` plane offsets in a wrapped body.
+
+What the respellings taught the templater:
+
+- verlet_orbit_tpl_float4_while returns its force as ``make_float2(-r.x * inv3, ..)``:
+  purity knew no vector constructor, so ``gravity`` was not shown pure, the items wrapped
+  (no interleave) and FAST_MATH and UNROLL were lost. CUDA's ``make_<type><n>`` build a
+  value from their arguments and nothing else, as a braced initializer does: they are now
+  pure calls (purity.VECTOR_MAKERS): FAST_MATH and UNROLL, the items interleaved.
+- quintic_newton_f64_helper_struct keeps its Newton step in ``newton_step(x, t)`` returning
+  a struct, and acklam_probit_f64_struct_sizet its Halley step in a member function: DIV_RCP
+  read only the divisions of the kernel's own body, so a division by a value each trip
+  computes anew was missed in a helper the loop calls. DIV_RCP now also takes the double
+  divisions of the helpers the kernel calls inside its loops (helper_scope's, as FAST_MATH
+  and RCP read them) whose divisor reads the helper's own parameters or locals: DIV_RCP for
+  both, and for the corpus acklam_probit_f64 too (its ``ack_halley``'s ``u / (1.0 + 0.5 * x
+  * u)``; the inline spelling acklam_probit_f64_namespace_wrapped had it already).
+
+Lifted as the corpus kernel already (no change needed): both gram_ata_ridge spellings,
+verlet_orbit_tpl_c_helper, acklam_probit_f64_namespace_wrapped, both crspline_rotmean
+spellings (crspline_rotmean_lambda_while with ``BLOCK_THREADS >= 64`` for its staging
+test), quintic_newton_f64_for_break, both upconv4x4_s2 spellings. Some lift more than the
+corpus kernel (EXTRA): quintic_newton_f64_for_break's counted ``for`` has UNROLL;
+crspline_rotmean_lambda_while's ``1.0f / kSamples`` is a division FAST_DIV reads.
+
+What is left (asserted in CASES): verlet_orbit_tpl_float4_while has no STAGE, and that is
+the same program rather than a gap: its records are read and written as one float4 a
+thread (``reinterpret_cast<const float4*>(state)[i]``), which is what STAGE's staging
+through shared memory makes of the corpus kernel's four scalar accesses (STAGE: "`(state)`
+is not a record access").
+
+Host (g++): every respelling, lifted, bit for bit against itself as written at the default
+and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1); the knobs that round
+differently (DIV_RCP, FAST_MATH, FAST_DIV: APPROXIMATE) within the folder's tolerance.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import held_back_unseen20
+import held_back_unseen21
+import pytest
+from held_back_harness import respelled, same_as_written
+from helpers_templater import FULL_MATRIX, host_configs
+from test_corpus_unseen3 import (
+    _assert_same,
+    _inputs,
+    _run,
+    folder_runs,
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.cuda_source import parse_cuda
+from workbench.core.kernel_folder import KernelFolder
+from workbench.core.template import KernelTemplate
+from workbench.templater import lift_kernel, offline_template
+from workbench.templater.purity import device_purity, pure_calls
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_r31c"
+
+_GRAM = frozenset({"BM", "BN", "BK", "TM", "TN", "VEC"})
+_VERLET = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_MATH", "STAGE",
+                     "MIN_BLOCKS_PER_SM"})
+_ACKLAM = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "DIV_RCP",
+                     "MIN_BLOCKS_PER_SM"})
+_SPLINE = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "INDEX_MASK", "SPAN",
+                     "MIN_BLOCKS_PER_SM"})
+_QUINTIC = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "DIV_RCP", "MIN_BLOCKS_PER_SM"})
+_UPCONV = frozenset({"BLOCK_X", "BLOCK_Y", "Z_ITEMS", "TAP_UNROLL", "MIN_BLOCKS_PER_SM"})
+
+#: spelling -> (its set, the corpus kernel, knobs its lift has, knobs of the corpus
+#: kernel's lift it lacks (the semantics differ, or what is left), a mix checked bit for bit)
+CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str, int]]] = {
+    "gram_ata_ridge_constexpr_helper": (
+        held_back_unseen20, "gram_ata_ridge", _GRAM, frozenset(),
+        {"BM": 64, "BN": 64, "BK": 8, "TM": 4, "TN": 4, "VEC": 4}),
+    "gram_ata_ridge_macro_while": (
+        held_back_unseen20, "gram_ata_ridge", _GRAM, frozenset(),
+        {"BM": 32, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4}),
+    "verlet_orbit_tpl_c_helper": (
+        held_back_unseen20, "verlet_orbit_tpl", _VERLET, frozenset(),
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "UNROLL": 8, "STAGE": 1}),
+    # float4 records: the author's one 16-byte access a thread is what STAGE stages to
+    "verlet_orbit_tpl_float4_while": (
+        held_back_unseen20, "verlet_orbit_tpl", _VERLET - {"STAGE"}, frozenset({"STAGE"}),
+        {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
+    "acklam_probit_f64_namespace_wrapped": (
+        held_back_unseen20, "acklam_probit_f64", _ACKLAM, frozenset(),
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
+    "acklam_probit_f64_struct_sizet": (
+        held_back_unseen20, "acklam_probit_f64", _ACKLAM, frozenset(),
+        {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 2, "UNROLL": 1}),
+    "crspline_rotmean_c_helpers": (
+        held_back_unseen20, "crspline_rotmean", _SPLINE, frozenset(),
+        {"BLOCK_THREADS": 64, "SPAN": 4, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "INDEX_MASK": 1}),
+    "crspline_rotmean_lambda_while": (
+        held_back_unseen20, "crspline_rotmean", _SPLINE | {"FAST_DIV"}, frozenset(),
+        {"BLOCK_THREADS": 128, "SPAN": 16, "ITEMS_PER_THREAD": 4, "UNROLL": 1,
+         "INDEX_MASK": 1}),
+    "quintic_newton_f64_for_break": (
+        held_back_unseen21, "quintic_newton_f64", _QUINTIC | {"UNROLL"}, frozenset(),
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
+    "quintic_newton_f64_helper_struct": (
+        held_back_unseen21, "quintic_newton_f64", _QUINTIC, frozenset(),
+        {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 2}),
+    "upconv4x4_s2_for_continue": (
+        held_back_unseen21, "upconv4x4_s2", _UPCONV, frozenset(),
+        {"BLOCK_X": 8, "BLOCK_Y": 4, "Z_ITEMS": 2, "TAP_UNROLL": 1}),
+    "upconv4x4_s2_helper_sizet": (
+        held_back_unseen21, "upconv4x4_s2", _UPCONV, frozenset(),
+        {"BLOCK_X": 32, "BLOCK_Y": 2, "Z_ITEMS": 4, "TAP_UNROLL": 1}),
+}
+
+#: Knobs whose value 1 rounds differently from the kernel as written (a reciprocal multiply,
+#: a hardware approximation): checked within the folder's tolerance, at the mix with each
+#: one the spelling lifts set.
+APPROXIMATE = ("DIV_RCP", "FAST_MATH", "FAST_DIV")
+
+#: The host forms of the intrinsics APPROXIMATE's knobs name (the division itself: the GPU's
+#: gate checks the tolerance), and warpSize.
+HOST_EXTRAS = "#define __fdividef(a, b) ((a) / (b))\nstatic const int warpSize = 32;\n"
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _folder(spelling: str, root: Path) -> KernelFolder:
+    held, corpus = CASES[spelling][:2]
+    return respelled(held.SET.root / corpus, root, (SPELLINGS / f"{spelling}.cu").read_text())
+
+
+def _host(held: ModuleType) -> Any:
+    def host(source: str) -> str:
+        return held.SET.host_source(HOST_EXTRAS + source)
+    return host
+
+
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_lifts_the_corpus_kernels_knobs(spelling: str, tmp_path: Path) -> None:
+    held, corpus, knobs, missing, _mix = CASES[spelling]
+    lifted = offline_template(_folder(spelling, tmp_path)).lifted
+    names = {p.name for p in lifted.params}
+    own = {p.name for p in offline_template(held.SET.folder(corpus)).lifted.params}
+    assert knobs == names, (names, lifted.notes)
+    assert not missing & names and missing <= own and own - missing <= names, \
+        (names, own, lifted.notes)
+
+
+def test_the_float4_records_are_no_records_to_stage(tmp_path: Path) -> None:
+    lifted = offline_template(_folder("verlet_orbit_tpl_float4_while", tmp_path)).lifted
+    assert "STAGE: not applied: state (line 19): `(state)` is not a record access" in \
+        lifted.notes, lifted.notes
+    assert any(n.startswith("ITEMS_PER_THREAD: applied:") and "interleave the items" in n
+               for n in lifted.notes), lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("spelling", sorted(CASES))
+def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
+                                            host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    held, mix = CASES[spelling][0], CASES[spelling][4]
+    kf = _folder(spelling, tmp_path / "folder")
+    template = offline_template(kf).template
+    assert not set(mix) & set(APPROXIMATE)
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
+    if not FULL_MATRIX:
+        configs = configs[:2]  # the default and the mix
+    exact = [c for c in configs if not any(c.get(k) for k in APPROXIMATE)]
+    assert same_as_written(kf, template, exact, _host(held), tmp_path / "run", host_flags) == \
+        len(exact)
+    approximate = {k: 1 for k in APPROXIMATE if k in template.param_names}
+    if approximate:
+        assert _within_tolerance(kf, template, [{**configs[1], **approximate}], _host(held),
+                                 tmp_path / "approx", host_flags) == 1
+
+
+def _within_tolerance(kf: KernelFolder, template: KernelTemplate,
+                      configs: list[dict[str, Any]], host: Any, work: Path,
+                      flags: tuple[str, ...]) -> int:
+    """:func:`held_back_harness.same_as_written` within the folder's tolerance (the engine's
+    comparison): for knobs that round differently by design."""
+    env = kf.env(kf.check_shape, "fp32")
+    inputs = _inputs(kf)
+    want = _run(kf, host(kf.baseline.render({}, "fp32").source),
+                kf.baseline.launch_for({}, env), inputs, work / "plain", flags)
+    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
+            for c in configs]
+    for config, got in zip(configs, folder_runs(kf, runs, inputs, work / "lift"), strict=True):
+        _assert_same(kf, got, want, f"{kf.name} at {config}")
+    return len(configs)
+
+
+def _lift(source: str, grid: list[str], block: list[str], scalars: dict[str, str]
+          ) -> tuple[set[str], tuple[str, ...], str]:
+    lifted = lift_kernel(source, entry="k", grid=grid, block=block, scalars=scalars)
+    return {p.name for p in lifted.params}, lifted.notes, lifted.source
+
+
+#: A value helper returning a vector (verlet_orbit_tpl_float4_while's ``gravity``).
+MAKER = """__device__ float2 twice(float2 r) { return make_float2(2.0f * r.x, r.y + 1.0f); }
+__device__ float2 peek(const float* p) { return make_float2(p[0], 1.0f); }
+
+extern "C" __global__ void k(float* out, const float* x, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float2 v = make_float2(x[i], 0.0f);
+  for (int s = 0; s < 8; ++s) v = twice(v);
+  out[i] = v.x + v.y;
+}
+"""
+
+
+def test_a_vector_constructor_is_a_pure_call() -> None:
+    source = parse_cuda(MAKER, "k.cu")
+    verdict = device_purity(source)
+    assert verdict["twice"] is None, verdict
+    assert verdict["peek"] is not None  # a memory read stays impure whatever it builds
+    assert "make_float2" in pure_calls(source) and "make_uchar4" in pure_calls(source)
+    names, notes, _source = _lift(MAKER, ["ceil_div(n, 128)"], ["128"], {"n": "n"})
+    assert {"ITEMS_PER_THREAD", "UNROLL"} <= names, notes
+    assert any(n.startswith("ITEMS_PER_THREAD: applied:") and "interleave the items" in n
+               for n in notes), notes
+
+
+#: A Newton step in a helper the loop calls (quintic_newton_f64_helper_struct's shape).
+STEP = """__device__ double step(double x, double t) {
+  const double df = 5.0 * x * x * x * x + 1.0;
+  return x - (x * x * x * x * x + x - t) / df;
+}
+
+extern "C" __global__ void k(float* y, const float* a, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  const double t = a[i];
+  double x = t;
+  for (int it = 0; it < 6; ++it) x = step(x, t);
+  y[i] = (float)x;
+}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "lifted"), [
+    ("", "", True),
+    # called once, outside every loop: no value the loop recomputes
+    ("for (int it = 0; it < 6; ++it) x = step(x, t);", "x = step(x, t);", False),
+    # the divisor a file constant: no value a call computes anew
+    ("/ df;", "/ 3.0;", False),
+    # a store of double: the quotient's ulp of double is no longer far below the store's
+    ("float* y", "double* y", False),
+], ids=["helper_in_loop", "outside_loop", "constant", "double_store"])
+def test_a_division_in_a_helper_the_loop_calls_is_div_rcp(old: str, new: str,
+                                                           lifted: bool) -> None:
+    source = STEP.replace(old, new)
+    names, notes, text = _lift(source, ["ceil_div(n, 128)"], ["128"], {"n": "n"})
+    assert ("DIV_RCP" in names) == lifted, notes
+    if lifted:
+        assert "return x - WB_DRCP((x * x * x * x * x + x - t), df);" in text, text
+        assert any(n.startswith("DIV_RCP: applied:") and "`step` (line 3)" in n
+                   for n in notes), notes
