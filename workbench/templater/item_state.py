@@ -58,8 +58,12 @@ def assigned_names(node: Node, local_arrays: frozenset[str] = frozenset()) -> se
 
 
 def declarator_name(d: Node) -> str:
-    while d.type in ("init_declarator", "pointer_declarator", "array_declarator"):
-        inner = d.child_by_field_name("declarator")
+    """The name ``d`` declares, through its value, pointers, arrays and references (``const
+    Vec& v = a[i]`` declares ``v``: a reference's declarator is no field of the parse)."""
+    while d.type in ("init_declarator", "pointer_declarator", "array_declarator",
+                     "reference_declarator"):
+        inner = d.child_by_field_name("declarator") if d.type != "reference_declarator" \
+            else (d.named_children[-1] if d.named_child_count else None)
         if inner is None:
             break
         d = inner
