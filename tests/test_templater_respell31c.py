@@ -43,6 +43,20 @@ test), quintic_newton_f64_for_break, both upconv4x4_s2 spellings. Some lift more
 corpus kernel (EXTRA): quintic_newton_f64_for_break's counted ``for`` has UNROLL;
 crspline_rotmean_lambda_while's ``1.0f / kSamples`` is a division FAST_DIV reads.
 
+- verlet_orbit_tpl_struct_record (a third spelling, beside the round's two) reads its record
+  whole, ``Particle p = reinterpret_cast<const Particle*>(state)[i];``, and writes it so:
+  STAGE read only a kernel pointer's elements ("`(state)` is not a record access"). A struct
+  whose members all have the pointer's element type, unaligned, is R consecutive elements,
+  so record_structs.py now reads such a read as ``Particle p{state[4 * i + 0], ..};`` and
+  such a store as ``out[4 * i + c] = p.m;`` a member (the same bytes, the same program):
+  STAGE, every knob of the corpus kernel (no corpus kernel's lift changed). Its host check
+  then showed its items wrong at ITEMS_PER_THREAD = 2 (before the new pass too): the force
+  helper, written into its calls, binds ``const Particle& wb_p = p[wb_it];`` and
+  item_state.declarator_name read a reference's declarator as ``& wb_p``, no name, so the
+  results ``ax``, ``ay`` it assigns from ``wb_p`` were one variable the items overwrote in
+  turn. declarator_name now reads through ``&``: ``ax``, ``ay`` are the item's (bit for
+  bit at the default and the mix; no corpus kernel's lift changed).
+
 What is left (asserted in CASES): verlet_orbit_tpl_float4_while has no STAGE, and that is
 the same program rather than a gap: its records are read and written as one float4 a
 thread (``reinterpret_cast<const float4*>(state)[i]``), which is what STAGE's staging
@@ -78,7 +92,9 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
 from workbench.templater import lift_kernel, offline_template
+from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.purity import device_purity, pure_calls
+from workbench.templater.record_structs import record_structs
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_r31c"
 
@@ -108,6 +124,10 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
     "verlet_orbit_tpl_float4_while": (
         held_back_unseen20, "verlet_orbit_tpl", _VERLET - {"STAGE"}, frozenset({"STAGE"}),
         {"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
+    # beside the round's two: the record a struct read and written whole
+    "verlet_orbit_tpl_struct_record": (
+        held_back_unseen20, "verlet_orbit_tpl", _VERLET, frozenset(),
+        {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "STAGE": 1}),
     "acklam_probit_f64_namespace_wrapped": (
         held_back_unseen20, "acklam_probit_f64", _ACKLAM, frozenset(),
         {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
@@ -282,3 +302,69 @@ def test_a_division_in_a_helper_the_loop_calls_is_div_rcp(old: str, new: str,
         assert "return x - WB_DRCP((x * x * x * x * x + x - t), df);" in text, text
         assert any(n.startswith("DIV_RCP: applied:") and "`step` (line 3)" in n
                    for n in notes), notes
+
+
+#: A record read and written whole through a struct (verlet_orbit_tpl_struct_record's shape).
+RECORD = """struct Rec { float a, b; float c; };
+
+extern "C" __global__ void k(float* out, const float* x, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  Rec r = reinterpret_cast<const Rec*>(x)[i];
+  r.a += r.b * r.c;
+  reinterpret_cast<Rec*>(out)[i] = r;
+}
+"""
+
+
+def test_a_record_struct_read_whole_is_its_elements() -> None:
+    got = record_structs(InlinedSource(RECORD, "k.cu"), "k").text
+    assert "  Rec r{x[3 * i + 0], x[3 * i + 1], x[3 * i + 2]};\n" in got, got
+    assert "  out[3 * i + 0] = r.a; out[3 * i + 1] = r.b; out[3 * i + 2] = r.c;\n" in got, got
+    assert got.count("\n") == RECORD.count("\n")
+    c_cast = RECORD.replace("reinterpret_cast<const Rec*>(x)[i]", "((const Rec*)x)[i + 1]")
+    assert "Rec r{x[3 * (i + 1) + 0], x[3 * (i + 1) + 1], x[3 * (i + 1) + 2]};" in \
+        record_structs(InlinedSource(c_cast, "k.cu"), "k").text
+    names, notes, _text = _lift(RECORD, ["ceil_div(n, 128)"], ["128"], {"n": "n"})
+    assert "STAGE" in names, notes
+
+
+@pytest.mark.parametrize(("old", "new", "kept"), [
+    ("struct Rec { float a, b; float c; };", "struct __align__(16) Rec { float a, b, c; };",
+     "<const Rec*>(x)[i];"),  # one vector access as written
+    ("struct Rec { float a, b; float c; };", "struct Rec { float a, b; int c; };",
+     "<const Rec*>(x)[i];"),  # mixed types
+    ("struct Rec { float a, b; float c; };", "struct Rec { float a, b, c[1]; };",
+     "<const Rec*>(x)[i];"),  # an array member
+    ("const float* x, int n", "const double* x, int n", "<const Rec*>(x)[i];"),  # a double
+    ("(x)[i]", "(x)[i++]", "<const Rec*>(x)[i++];"),  # an index that steps
+    ("(out)[i] = r;", "(out)[i] = r, n = 0;", "(out)[i] = r, n = 0;"),  # no store alone
+], ids=["aligned", "mixed", "array", "element", "steps", "comma"])
+def test_a_struct_that_is_no_record_of_the_pointer_stays_as_written(old: str, new: str,
+                                                                       kept: str) -> None:
+    source = RECORD.replace(old, new)
+    assert source != RECORD
+    got = record_structs(InlinedSource(source, "k.cu"), "k").text
+    assert kept in got, got
+
+
+#: verlet_orbit_tpl_struct_record's record read as its elements (record_structs' reading):
+#: its force helper, written into its calls, binds ``const Particle& wb_p = p;`` and assigns
+#: ``ax``, ``ay`` from ``wb_p``; the items' analysis read no name in a reference's
+#: declarator, so ``ax``, ``ay`` were one variable the items overwrote in turn.
+BY_REFERENCE = ("Particle p = reinterpret_cast<const Particle*>(state)[i];",
+                "Particle p{state[4 * i + 0], state[4 * i + 1], state[4 * i + 2], "
+                "state[4 * i + 3]};")
+
+
+@pytest.mark.parametrize("read", ["as_written", "as_elements"])
+def test_a_local_assigned_through_a_reference_to_an_item_is_the_items(read: str) -> None:
+    source = (SPELLINGS / "verlet_orbit_tpl_struct_record.cu").read_text()
+    assert BY_REFERENCE[0] in source
+    if read == "as_elements":
+        source = source.replace(*BY_REFERENCE)
+    lifted = lift_kernel(source, entry="verlet_orbit_tpl", grid=["ceil_div(n, 128)"],
+                         block=["128"], scalars={"n": "n"})
+    items = next(n for n in lifted.notes if n.startswith("ITEMS_PER_THREAD: applied:"))
+    assert "item-dependent local(s) (ax, ay, i, p)" in items, items
+    assert "float ax[ITEMS_PER_THREAD]" in lifted.source, lifted.source

@@ -75,6 +75,7 @@ from workbench.templater.pointer_rows import pointer_rows
 from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.reassigned_locals import split_reassigned
 from workbench.templater.record_stage import apply_record_stage
+from workbench.templater.record_structs import record_structs
 from workbench.templater.records import Finding, LiftedSource
 from workbench.templater.reduce import lift_reduce
 from workbench.templater.reduce_atomic import apply_atomic_count
@@ -143,6 +144,7 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     inlined = spelled
     inlined = expand_macros(inlined, entry)  # A[AT(r, c, K)] read as the compiler reads it
     inlined = value_casts(inlined, entry)  # (y) - d: y a variable, not a cast to a type y
+    inlined = record_structs(inlined, entry)  # S p = reinterpret_cast<const S*>(P)[i]
     inlined = slot_arrays(inlined, entry)  # __shared__ double acc[2]; acc[0]: acc_0
     inlined = guarded_returns(inlined, entry)  # if (c) return a; return b;: c ? a : b
     inlined = functor_objects_as_lambdas(inlined, entry)  # const S op{..}; op(u[i])
