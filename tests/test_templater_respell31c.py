@@ -36,13 +36,6 @@ What the respellings taught the templater:
   both, and for the corpus acklam_probit_f64 too (its ``ack_halley``'s ``u / (1.0 + 0.5 * x
   * u)``; the inline spelling acklam_probit_f64_namespace_wrapped had it already).
 
-Lifted as the corpus kernel already (no change needed): both gram_ata_ridge spellings,
-verlet_orbit_tpl_c_helper, acklam_probit_f64_namespace_wrapped, both crspline_rotmean
-spellings (crspline_rotmean_lambda_while with ``BLOCK_THREADS >= 64`` for its staging
-test), quintic_newton_f64_for_break, both upconv4x4_s2 spellings. Some lift more than the
-corpus kernel (EXTRA): quintic_newton_f64_for_break's counted ``for`` has UNROLL;
-crspline_rotmean_lambda_while's ``1.0f / kSamples`` is a division FAST_DIV reads.
-
 - verlet_orbit_tpl_struct_record (a third spelling, beside the round's two) reads its record
   whole, ``Particle p = reinterpret_cast<const Particle*>(state)[i];``, and writes it so:
   STAGE read only a kernel pointer's elements ("`(state)` is not a record access"). A struct
@@ -57,11 +50,18 @@ crspline_rotmean_lambda_while's ``1.0f / kSamples`` is a division FAST_DIV reads
   turn. declarator_name now reads through ``&``: ``ax``, ``ay`` are the item's (bit for
   bit at the default and the mix; no corpus kernel's lift changed).
 
+Lifted as the corpus kernel already (no change needed): both gram_ata_ridge spellings,
+verlet_orbit_tpl_c_helper, acklam_probit_f64_namespace_wrapped, both crspline_rotmean
+spellings (crspline_rotmean_lambda_while with ``BLOCK_THREADS >= 64`` for its staging
+test), quintic_newton_f64_for_break, both upconv4x4_s2 spellings. Some lift more than the
+corpus kernel (EXTRA): quintic_newton_f64_for_break's counted ``for`` has UNROLL;
+crspline_rotmean_lambda_while's ``1.0f / kSamples`` is a division FAST_DIV reads.
+
 What is left (asserted in CASES): verlet_orbit_tpl_float4_while has no STAGE, and that is
 the same program rather than a gap: its records are read and written as one float4 a
-thread (``reinterpret_cast<const float4*>(state)[i]``), which is what STAGE's staging
-through shared memory makes of the corpus kernel's four scalar accesses (STAGE: "`(state)`
-is not a record access").
+thread (``reinterpret_cast<const float4*>(state)[i]``), a warp's accesses already
+coalesced, which is what STAGE's staging through shared memory buys the corpus kernel's
+four scalar accesses (STAGE: "`(state)` is not a record access").
 
 Host (g++): every respelling, lifted, bit for bit against itself as written at the default
 and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1); the knobs that round
