@@ -50,6 +50,18 @@ What the respellings taught the templater:
   turn. declarator_name now reads through ``&``: ``ax``, ``ay`` are the item's (bit for
   bit at the default and the mix; no corpus kernel's lift changed).
 
+- verlet_orbit_tpl_ref_step (a fourth, beside the round's two) steps in ``kick_drift_kick(r,
+  v, a, dt)``, which calls ``accel(r, a)`` as the kernel does once before its loop: the
+  first ``accel`` was written into the kernel in one round, and in a later one the copy
+  inside the written step was refused ("its body declares inv, a name the kernel declares
+  too"), so the items wrapped and FAST_MATH and UNROLL were lost. A file-scope helper's
+  local declared once in it is only ever that local (the kernel's names are not the
+  helper's to read): where it is named like a local an earlier round's copy declared (no
+  name of the kernel as written, none of the file), inline_bodies now writes it under a
+  fresh name (``wb_inv``): every knob of the corpus kernel. (A clash with a name of the
+  kernel as written is the same program renamed too, but stays refused: the staged walk's
+  tests pin that refusal, another engineer's file this round.)
+
 Lifted as the corpus kernel already (no change needed): both gram_ata_ridge spellings,
 verlet_orbit_tpl_c_helper, acklam_probit_f64_namespace_wrapped, both crspline_rotmean
 spellings (crspline_rotmean_lambda_while with ``BLOCK_THREADS >= 64`` for its staging
@@ -92,6 +104,7 @@ from workbench.core.cuda_source import parse_cuda
 from workbench.core.kernel_folder import KernelFolder
 from workbench.core.template import KernelTemplate
 from workbench.templater import lift_kernel, offline_template
+from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.purity import device_purity, pure_calls
 from workbench.templater.record_structs import record_structs
@@ -128,6 +141,10 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
     "verlet_orbit_tpl_struct_record": (
         held_back_unseen20, "verlet_orbit_tpl", _VERLET, frozenset(),
         {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "STAGE": 1}),
+    # beside the round's two: a step helper calling the force helper, both by reference
+    "verlet_orbit_tpl_ref_step": (
+        held_back_unseen20, "verlet_orbit_tpl", _VERLET, frozenset(),
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2, "STAGE": 1}),
     "acklam_probit_f64_namespace_wrapped": (
         held_back_unseen20, "acklam_probit_f64", _ACKLAM, frozenset(),
         {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2}),
@@ -368,3 +385,38 @@ def test_a_local_assigned_through_a_reference_to_an_item_is_the_items(read: str)
     items = next(n for n in lifted.notes if n.startswith("ITEMS_PER_THREAD: applied:"))
     assert "item-dependent local(s) (ax, ay, i, p)" in items, items
     assert "float ax[ITEMS_PER_THREAD]" in lifted.source, lifted.source
+
+
+#: Two helpers by reference, one calling the other (verlet_orbit_tpl_ref_step's shape): the
+#: inner one written into the kernel first, then again inside the outer one's copy.
+NESTED_REF = """__device__ void half(float x, float& h) {
+  const float t = 0.5f * x;
+  h = t;
+}
+__device__ void step(float& x, float& h) {
+  x += h;
+  half(x, h);
+}
+
+extern "C" __global__ void k(float* out, const float* in, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  float x = in[i], h;
+  half(x, h);
+  for (int s = 0; s < 8; ++s) step(x, h);
+  out[i] = x + h;
+}
+"""
+
+
+def test_a_helpers_local_named_like_an_earlier_copys_is_written_fresh() -> None:
+    got = expand_bodies(InlinedSource(NESTED_REF, "k.cu"), "k")
+    assert "{ float wb_x = x; const float t = 0.5f * wb_x; h = t; }" in got.text, got.text
+    assert "{ float wb_x_2 = x; const float wb_t = 0.5f * wb_x_2; h = wb_t; }" in got.text, \
+        got.text
+    assert all(f.applied for f in got.findings), got.findings
+    # a file-scope t: a mention of t in the helper could be it; refused as before
+    shadowed = "float t;\n" + NESTED_REF
+    refused = expand_bodies(InlinedSource(shadowed, "k.cu"), "k")
+    assert any("its body declares t, a name the kernel declares too" in f.reason
+               for f in refused.findings), refused.findings

@@ -25,8 +25,13 @@ Written into its calls (else left as written, with a note naming the line and th
 
 and in both: parameters named, by value or by reference (no arrays), no ``return``,
 ``goto``, label, preprocessor line, string or lambda in the body, and no local of the body
-named like a name the kernel declares outside it (a read could then mean either). A
-parameter whose name an argument or the caller mentions is bound under a fresh name.
+named like a name the kernel declares outside it (a read could then mean either), but that a
+``__device__`` function's local declared once, named like a local of a copy an earlier
+round wrote into the kernel (no name of the kernel as written, none of the file), is
+written under a fresh name: every mention of it in the helper is that local, the kernel's
+names are not the helper's to read (round 31c: a helper written in a later round, inside
+another's body, met the locals of its first copy). A parameter whose name an argument or
+the caller mentions is bound under a fresh name.
 
 A lambda whose body ends in its one ``return expr;`` (``auto dist2 = [&](int c) { const
 float* q = cs + c * 4; ...; return a * a + b * b; };``) is a value: each call's statements
@@ -92,6 +97,7 @@ class _Body:
     scope: Node  # where its calls lie
     result: Node | None = None  # a value lambda's returned expression (None: void)
     result_type: str = ""  # its declared result type (`-> T`; "" when deduced)
+    renamed: frozenset[str] = frozenset()  # its locals named like the kernel's: fresh names
 
 
 def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
@@ -99,13 +105,17 @@ def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
     (see the module doc); unchanged where there are none or the kernel cannot be found."""
     notes: dict[tuple[int, str], Finding] = {}
     lines: dict[str, list[int]] = {}
+    first = entry_body(current, entry)
+    # the kernel's own names: a later round's clash with any other is with an earlier copy
+    written_by = frozenset(declared(first.parent)) if first is not None and \
+        first.parent is not None else frozenset()
     for _ in range(_ROUNDS):
         body = entry_body(current, entry)
         if body is None or body.parent is None:
             break
         root = tree_root(body)
         edits: list[tuple[int, int, str]] = []
-        found = _candidates(root, body, notes, current)
+        found = _candidates(root, body, notes, current, written_by)
         taken = {text(n) for n in walk(root) if n.type == "identifier"}
         types = declared_types(body.parent)
         busy: set[int] = set()  # statements a value call is written before this round
@@ -142,7 +152,7 @@ def expand_bodies(current: InlinedSource, entry: str | None) -> InlinedSource:
 
 
 def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
-                current: InlinedSource) -> dict[str, _Body]:
+                current: InlinedSource, kernel_names: frozenset[str]) -> dict[str, _Body]:
     kernel = body.parent
     assert kernel is not None
     names = declared(kernel)
@@ -159,7 +169,7 @@ def _candidates(root: Node, body: Node, notes: dict[tuple[int, str], Finding],
         name = function_name(fn)
         if name in called and name not in names and _updater(fn):
             try:
-                out[name] = _helper(name, fn, root, body, names)
+                out[name] = _helper(name, fn, root, body, names, kernel_names)
             except Refused as refused:
                 current.note(notes, TRANSFORM, False, f"{name} (a __device__ function) is not written "
                       f"into its calls: {refused.reason}", refused.line)
@@ -212,20 +222,31 @@ def _updater(fn: Node) -> bool:
 
 
 def _checked_body(block: Node, params: tuple[_Param, ...], outside: set[str],
-                  result: Node | None = None) -> None:
+                  result: Node | None = None, kept: frozenset[str] | None = None
+                  ) -> frozenset[str]:
     """Refuses a body the block at a call would not run as the call does (``result``: a
-    value lambda's final ``return``, its one allowed)."""
+    value lambda's final ``return``, its one allowed); with ``kept`` (a file-scope helper's:
+    the names the file and the kernel as written declare) the locals named like a name an
+    earlier written copy declares in the kernel, declared once in the body and not in
+    ``kept``, whose every mention is then that local: written under fresh names."""
     for n in walk(block):
         if n.type in _BARRED and n.type != "comment" and n != result:
             raise Refused(f"its body holds {_BARRED[n.type]} (`{' '.join(text(n).split())[:40]}`)",
                           n)
         if n.type.startswith("preproc"):
             raise Refused("its body holds a preprocessor line", n)
-    own = set(declared(block)) - {p.name for p in params}
+    locals_ = declared(block)
+    own = set(locals_) - {p.name for p in params}
     clash = sorted(own & outside)
+    if kept is not None:
+        renamed = frozenset(n for n in clash if len(locals_[n]) == 1 and n not in kept)
+        clash = [n for n in clash if n not in renamed]
+    else:
+        renamed = frozenset()
     if clash:
         raise Refused(f"its body declares {clash[0]}, a name the kernel declares too: a read "
                       "of it could mean either", block)
+    return renamed
 
 
 def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _Body:
@@ -266,7 +287,7 @@ def _lambda(name: str, lam: Node, decl: Node, names: dict[str, list[Node]]) -> _
 
 
 def _helper(name: str, fn: Node, root: Node, body: Node,
-            names: dict[str, list[Node]]) -> _Body:
+            names: dict[str, list[Node]], kernel_names: frozenset[str]) -> _Body:
     if sum(1 for f in root.children if function_name(f) == name) != 1:
         raise Refused(f"{name} is defined more than once", fn)
     params = _parameters(fn.child_by_field_name("declarator") or fn)
@@ -280,7 +301,10 @@ def _helper(name: str, fn: Node, root: Node, body: Node,
             raise Refused(f"it returns a {result_type} but does not end in `return value;`",
                           fn)
         final = last
-    _checked_body(block, params, set(names), final)
+    # the kernel's own names and the file's stay refused: only an earlier copy's locals
+    kept = kernel_names | {d for top in root.named_children if top.type == "declaration"
+                           for d in declared(top)}
+    renamed = _checked_body(block, params, set(names), final, kept)
     own = set(declared(block)) | {p.name for p in params}
     for n in walk(block):
         if n.type == "identifier" and text(n) not in own and text(n) in names:
@@ -288,7 +312,7 @@ def _helper(name: str, fn: Node, root: Node, body: Node,
                           "the kernel it would read the kernel's", n)
     return _Body(name, "a __device__ function", params, block, fn, body,
                  final.named_children[0] if final is not None else None,
-                 result_type if final is not None else "")
+                 result_type if final is not None else "", renamed)
 
 
 def _calls(c: _Body) -> list[Node]:
@@ -311,7 +335,7 @@ def _calls(c: _Body) -> list[Node]:
 
 def _written(c: _Body, statement: Node, taken: set[str]) -> str:
     """The block the call ``statement`` becomes, on one line."""
-    renames: dict[str, str] = {}
+    renames = {name: fresh(f"wb_{name}", taken) for name in sorted(c.renamed)}
     bindings = _bindings(c, statement.named_children[0], renames, taken)
     inner = " ".join(_spelled(s, renames) for s in statements(c.body))
     return "{ " + " ".join([*bindings, inner]) + " }"
