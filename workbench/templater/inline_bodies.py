@@ -23,7 +23,8 @@ Written into its calls (else left as written, with a note naming the line and th
   (``const float u = next_unit(state);``: the call its value cast to the declared result
   type); it reads no name the kernel declares (those would be the kernel's inside it);
 
-and in both: parameters named, by value or by reference (no arrays), no ``return``,
+and in both: parameters named, by value or by reference (no arrays; a reference to an
+array, ``float (&t)[16][16]``, where each call passes an array's name), no ``return``,
 ``goto``, label, preprocessor line, string or lambda in the body, and no local of the body
 named like a name the kernel declares outside it (a read could then mean either), but that a
 ``__device__`` function's local declared once, named like a local of a copy an earlier
@@ -85,6 +86,7 @@ class _Param:
     name: str
     declaration: Node  # the parameter's declaration (its type and declarator)
     reference: bool  # a non-const reference: the caller's variable itself
+    array: bool = False  # a reference to an array (``float (&t)[N]``): an identifier's only
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,10 @@ def _parameters(owner: Node) -> tuple[_Param, ...]:
     for p in [] if plist is None else [c for c in plist.named_children if c.type != "comment"]:
         d = p.child_by_field_name("declarator")
         name = declarator_name(d)
+        if p.type == "parameter_declaration" and d is not None and _array_reference(d):
+            # `float (&t)[16][16]`: the caller's array itself (bound to an identifier only)
+            out.append(_Param(text(name), p, True, array=True))
+            continue
         if p.type != "parameter_declaration" or name is None or d is None or \
                 any(n.type in ("array_declarator", "function_declarator") for n in walk(d)):
             raise Refused(f"the parameter `{text(p)}` is not a named value or reference", p)
@@ -207,6 +213,18 @@ def _parameters(owner: Node) -> tuple[_Param, ...]:
             any(c.type == "type_qualifier" and text(c) == "const" for c in p.children)
         out.append(_Param(text(name), p, d.type == "reference_declarator" and not constant))
     return tuple(out)
+
+
+def _array_reference(d: Node) -> bool:
+    """``d`` declares a reference to an array, ``(&t)[N][M]``: array declarators around a
+    parenthesized reference to a name."""
+    while d.type == "array_declarator" and d.child_by_field_name("declarator") is not None:
+        d = d.child_by_field_name("declarator")  # type: ignore[assignment]
+    if d.type != "parenthesized_declarator" or d.named_child_count != 1:
+        return False
+    inner = d.named_children[0]
+    return inner.type == "reference_declarator" and inner.named_child_count == 1 and \
+        inner.named_children[0].type == "identifier" and d != inner
 
 
 def _updater(fn: Node) -> bool:
@@ -359,6 +377,9 @@ def _bindings(c: _Body, call: Node, renames: dict[str, str], taken: set[str]) ->
         if p.reference and arg.type == "identifier":
             renames[p.name] = text(arg)  # the caller's variable itself
             continue
+        if p.array:
+            raise Refused(f"`{text(call)}` passes `{text(arg)}` for the array reference "
+                          f"`{p.name}`: no array's name", call)
         if p.name in mentioned and p.name not in renames:
             renames[p.name] = fresh(f"wb_{p.name}", taken)
         bindings.append(f"{_spelled(p.declaration, renames)} = {_one_line(text(arg))};")
