@@ -58,12 +58,6 @@ What the respellings taught the templater:
   it too where its statements hold no loop (vector._reads_first; a loop's next trip may
   read after a store): VEC.
 
-- Beside the twelve: both 1-D respellings with a literal block, written with the common
-  ``blockIdx.x * blockDim.x + threadIdx.x`` instead (BLOCK_DIM), lifted no VEC: the
-  one-element region took a literal block only (``no one-element-per-thread region``).
-  Its rewrite starts the region at the lifted block's offset either way, so vector_regions
-  now reads ``blockDim.x`` as the block too: VEC (no corpus kernel's lift changed).
-
 Lifted as the corpus kernel already (no change needed): pixel_shuffle_r2_helper_unsigned,
 adamw_step_lambda_sizet, row_firsthits_warp_constexpr_wrapped, cummax_rows_cg_shfl.
 
@@ -413,30 +407,3 @@ def test_a_braced_struct_otherwise_stays_a_struct(old: str, new: str) -> None:
     source = BRACED.replace(old, new)
     assert source != BRACED
     assert struct_locals(InlinedSource(source, "k.cu"), "k").text == source
-
-
-#: Spellings whose index reads the launch's block, ``blockIdx.x * blockDim.x + threadIdx.x``
-#: (the common spelling): the one-element region VEC reads took a literal block only.
-BLOCK_DIM = {
-    "adamw_step_lambda_sizet": ("(size_t)blockIdx.x * BLOCK + threadIdx.x",
-                                "(size_t)blockIdx.x * blockDim.x + threadIdx.x"),
-    "pixel_shuffle_r2_helper_unsigned": ("blockIdx.x * THREADS + threadIdx.x",
-                                         "blockIdx.x * blockDim.x + threadIdx.x"),
-}
-
-
-@needs_gxx
-@pytest.mark.timeout(600)
-@pytest.mark.parametrize("spelling", sorted(BLOCK_DIM))
-def test_an_index_over_block_dim_vectorizes_as_a_literal_one(
-        spelling: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    held, corpus, knobs, _missing, mix = CASES[spelling]
-    old, new = BLOCK_DIM[spelling]
-    source = (SPELLINGS / f"{spelling}.cu").read_text()
-    assert old in source
-    kf = respelled(held.SET.root / corpus, tmp_path / "folder", source.replace(old, new))
-    result = offline_template(kf)
-    assert knobs <= {p.name for p in result.lifted.params}, result.notes
-    configs = host_configs(result.template, kf.env(kf.check_shape, "fp32"), [mix])[:2]
-    assert same_as_written(kf, result.template, configs, lambda s: _host(held, s),
-                           tmp_path / "run", host_flags) == 2

@@ -120,10 +120,8 @@ def exit_bound(statement: Node, var: str) -> Node | None:
 
 def x_indices(plan: Plan, stmts: list[Node]) -> Iterator[tuple[int, Node, str, Node]]:
     """Each declaration of ``stmts`` (the body's top level) of a thread's x index,
-    ``T v = blockIdx.x * B + threadIdx.x`` in either order, B a literal or ``blockDim.x``
-    (the launch's block: round 31b's ``blockIdx.x * blockDim.x + threadIdx.x``, the common
-    spelling, whose regions the rewrite starts at the lifted block's offset as a literal
-    one's): its position, the declaration, the name and the block's term."""
+    ``T v = blockIdx.x * B + threadIdx.x`` in either order: its position, the declaration,
+    the name and the block's term."""
     for k, decl in enumerate(stmts):
         if decl.type != "declaration":
             continue
@@ -131,18 +129,10 @@ def x_indices(plan: Plan, stmts: list[Node]) -> Iterator[tuple[int, Node, str, N
         if value is None:
             continue
         parts = terms(value)
-        offs = [t for _s, t in parts if block_offset(t, "x") is not None or _dim_offset(t)]
+        offs = [t for _s, t in parts if block_offset(t, "x") is not None]
         if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
                                                       for _s, t in parts):
             yield k, decl, var, offs[0]
-
-
-def _dim_offset(node: Node) -> bool:
-    """``node`` is ``blockIdx.x * blockDim.x`` (either order, under casts)."""
-    parts = binary(node)
-    return parts is not None and parts[1] == "*" and any(
-        builtin(a, "blockIdx") == "x" and builtin(b, "blockDim") == "x"
-        for a, b in ((parts[0], parts[2]), (parts[2], parts[0])))
 
 
 def flat_region(plan: Plan) -> FlatRegion | None:
