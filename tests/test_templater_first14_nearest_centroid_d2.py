@@ -206,7 +206,8 @@ LANES = """extern "C" __global__ void k(float* __restrict__ y, const float* __re
   if (outer >= npix) return;
   auto relu_scale = [=](float v) {
     if (v < 0.0f) return 0.0f;
-    return v * s[lane];
+    const float scaled = v * s[lane];  // not `if (c) return a; return b;` (guarded_returns)
+    return scaled;
   };
   y[outer * 32 + lane] = relu_scale(x[outer * 32 + lane]);
 }
@@ -221,7 +222,7 @@ def test_the_lane_items_leave_a_lambda_its_returns() -> None:
         in _note(lifted.notes, "ITEMS_X")
     source = lifted.source
     body = source[source.index("auto relu_scale"):source.index("y[outer * 32 + lane] =")]
-    assert "if (v < 0.0f) return 0.0f;" in body and "return v * s[lane];" in body and \
+    assert "if (v < 0.0f) return 0.0f;" in body and "return scaled;" in body and \
         "continue" not in body, body
     assert source.count("continue;  // the next outer item") == 1
     ptx_of(lifted_template(lifted), {"ITEMS_X": 4, "OUTER_THREADS": 4, "MIN_BLOCKS_PER_SM": 0},
@@ -244,7 +245,8 @@ APRON = """extern "C" __global__ void k(float* out, const float* in, int h, int 
   if (x >= w || y >= h) return;
   auto clamped = [=](float v) {
     if (v < 0.0f) return 0.0f;
-    return v;
+    const float kept = v;  // not `if (c) return a; return b;` (guarded_returns)
+    return kept;
   };
   float s = 0.0f;
   for (int dy = -1; dy <= 1; dy++)
@@ -262,7 +264,7 @@ def test_the_apron_outputs_leave_a_lambda_its_returns() -> None:
     assert _note(lifted.notes, "OUT_XY").startswith("OUT_XY: applied: apron tile t")
     source = lifted.source
     body = source[source.index("auto clamped"):source.index("float s = 0.0f;")]
-    assert "if (v < 0.0f) return 0.0f;" in body and "return v;" in body and \
+    assert "if (v < 0.0f) return 0.0f;" in body and "return kept;" in body and \
         "continue" not in body, body
     template = lifted_template(lifted)
     ptx_of(template, {**template.default_config(), "OUT_X": 2, "OUT_Y": 2}, "fp32")  # compiles

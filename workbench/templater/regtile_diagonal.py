@@ -89,6 +89,17 @@ def diagonal(body: Node, loop: Node) -> Diagonal | None:
     return Diagonal(test, var, dim)
 
 
+def bounded_by_block(body: Node, loop: Node) -> bool:
+    """Whether ``loop``'s test reads a block index along x or y (``t <= blockIdx.y``) and its
+    start reads none: a bound that moves with the block. The SDK's walk starts and ends at
+    the block's row (``for (a = aBegin; a <= aEnd; ..)``, ``aEnd = aBegin + K - 1``): a
+    whole row of tiles whatever the tile."""
+    values = _values(body)
+    init, test = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
+    return test is not None and bool(_block_dims(test, values) & {"x", "y"}) and not (
+        init is not None and _block_dims(init, values) & {"x", "y"})
+
+
 def _values(body: Node) -> dict[str, Node | None]:
     """Each local of ``body`` -> its value where declared once with one, else None."""
     out: dict[str, Node | None] = {}

@@ -26,7 +26,7 @@ from workbench.templater.block import _shared_arrays
 from workbench.templater.block_table import guarded_tables
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
-from workbench.templater.regtile_diagonal import diagonal
+from workbench.templater.regtile_diagonal import bounded_by_block, diagonal
 from workbench.templater.regtile_shapes import constrain_whole_tiles
 from workbench.templater.rules import literal, scale_divisor
 
@@ -110,7 +110,8 @@ def _diagonal_refused(plan: Plan) -> Refused | None:
     moves with the tile; one tile for the block and the depth is right only where the stores
     zero the terms past the diagonal. None where every such loop is that triangle."""
     for loop in walk(plan.body):
-        if loop.type in LOOPS and "__syncthreads" in text(loop.child_by_field_name("body")):
+        if loop.type in LOOPS and "__syncthreads" in text(loop.child_by_field_name("body")) \
+                and bounded_by_block(plan.body, loop):
             try:
                 diagonal(plan.body, loop)
             except Refused as why:

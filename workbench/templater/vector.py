@@ -68,7 +68,6 @@ from workbench.templater.vector_access import (  # noqa: E402
     local_root,
     multiple_constraints,
     offset_constraints,
-    reads_before_writes,
     region_accesses,
     root_array,
     size_expression,
@@ -77,20 +76,6 @@ from workbench.templater.vector_bound import steady_bound  # noqa: E402
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
-
-
-def _reads_first(region: Region) -> bool:
-    """Whether the region's statements, straight-line code, read memory only before their
-    first store (a thread's reads all precede its writes as written:
-    :func:`.vector_access.reads_before_writes`; a loop's next trip may read after its
-    store, which the statements' order does not show)."""
-    if any(_has_loop(s) for s in region.statements()):
-        return False
-    try:
-        reads_before_writes(region)
-    except Illegal:
-        return False
-    return True
 
 
 def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False,
@@ -462,8 +447,7 @@ def apply_vector(plan: Plan) -> bool:
         try:
             # the run-time alias test falls back to the loop as written: a whole row per
             # thread stride, which a split row's blocks would each run again
-            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split,
-                               reads_first=not region.loop and _reads_first(region)):
+            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split):
                 plan.constrain(c)
             done += 1
             summed = _floating_sums(plan, region) if region.loop else []
