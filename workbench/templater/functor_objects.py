@@ -29,9 +29,10 @@ from ``T{..}``, ``T(..)``, ``{..}`` or, empty, left out), whose every later use 
 data member bound to a name of its type that the kernel declares once and never writes (nor
 takes the address of) reads that name (an array for a pointer member: its first element's
 address never changes); any other value is copied once into a local of the member's type
-there, as the object copied it. In the operator: no ``this``, no write of a member nor its
-address, a member functor only called, no name the kernel declares but the operator's own
-(a name there means the file's), no preprocessor line, string or character literal.
+there, as the object copied it. In the operator: no ``this`` but ``this->m`` (the member
+``m``), no write of a member nor its address (nor of a member's member), a member functor
+only called, no name the kernel declares but the operator's own (a name there means the
+file's), no preprocessor line, string or character literal.
 
 A named member function is read so too (round 31c's crspline_rotmean_method: ``Spline sp;
 sp.k = knots; .. total += sp.at(wrap(u[i] + offset));``): where the kernel calls on a local
