@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from helpers_templater import FULL_MATRIX, end_configs
-from test_corpus_unseen3 import _inputs, _run, folder_runs
+from helpers_templater import FULL_MATRIX, end_configs, host_configs
+from test_corpus_unseen3 import _assert_same, _inputs, _run, folder_runs
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.core.template import KernelTemplate
@@ -105,10 +105,12 @@ def respelled(folder: Path, root: Path, source: str) -> KernelFolder:
 
 
 def same_as_written(kf: KernelFolder, template: KernelTemplate, configs: list[dict[str, Any]],
-                    host: Callable[[str], str], work: Path, flags: tuple[str, ...]) -> int:
+                    host: Callable[[str], str], work: Path, flags: tuple[str, ...], *,
+                    within_tolerance: bool = False) -> int:
     """Runs ``template`` (a lift of ``kf``) at ``configs`` and ``kf``'s kernel as written on
     the host, each source through ``host`` (the set's built-ins); asserts every output bit
-    for bit; the configs run."""
+    for bit, or (``within_tolerance``: knobs that round or sum in another order by design)
+    as the engine compares them; the configs run."""
     env = kf.env(kf.check_shape, "fp32")
     inputs = _inputs(kf)
     want = _run(kf, host(kf.baseline.render({}, "fp32").source),
@@ -116,6 +118,17 @@ def same_as_written(kf: KernelFolder, template: KernelTemplate, configs: list[di
     runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
             for c in configs]
     for config, got in zip(configs, folder_runs(kf, runs, inputs, work / "lift"), strict=True):
+        if within_tolerance:
+            _assert_same(kf, got, want, f"{kf.name} at {config}")
+            continue
         for name, values in want.items():
             assert (got[name] == values).all(), f"{kf.name} at {config}: {name} differs"
     return len(configs)
+
+
+def default_and_mix(template: KernelTemplate, kf: KernelFolder,
+                    mix: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configs a respelling's host check runs: the default and ``mix`` over it (every
+    all-ends config too under ``WORKBENCH_FULL_MATRIX=1``), each inside the space."""
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
+    return configs if FULL_MATRIX else configs[:2]

@@ -110,14 +110,9 @@ from types import ModuleType
 
 import held_back_unseen21
 import held_back_unseen23
-import numpy as np
 import pytest
-from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from held_back_harness import default_and_mix, respelled, same_as_written
 from test_corpus_unseen3 import (
-    _inputs,
-    _run,
-    folder_runs,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
@@ -214,9 +209,7 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
     held, mix = CASES[spelling][0], CASES[spelling][4]
     kf = _folder(spelling, tmp_path / "folder")
     template = offline_template(kf).template
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
-    if not FULL_MATRIX:
-        configs = configs[:2]  # the default and the mix
+    configs = default_and_mix(template, kf, mix)
     default = template.default_config()
     configs = [c for c in configs
                if all(c.get(k) == default.get(k) for k in REORDERING.get(CASES[spelling][1], ()))]
@@ -241,18 +234,8 @@ def test_the_split_walk_sums_within_the_tolerances(spelling: str, tmp_path: Path
         {"BLOCK_THREADS": 32, "JSPLIT": 4, "ITEMS": 4, "UNROLL": 2})]
     for config in configs:
         assert template.space(env).rejection(config) is None, config
-    host = held_back_unseen23.SET.host_source
-    inputs = _inputs(kf)
-    want = _run(kf, host(kf.baseline.render({}, "fp32").source),
-                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
-    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
-            for c in configs]
-    tol = kf.tolerances["fp32"]
-    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
-                           strict=True):
-        for name, values in want.items():
-            assert np.allclose(got[name], values, rtol=tol.rtol, atol=tol.atol), \
-                (config, name)
+    assert same_as_written(kf, template, configs, held_back_unseen23.SET.host_source,
+                           tmp_path / "run", host_flags, within_tolerance=True) == len(configs)
 
 
 def _guarded(source: str) -> InlinedSource:

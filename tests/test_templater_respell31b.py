@@ -84,8 +84,7 @@ import held_back_unseen21
 import held_back_unseen22
 import held_back_unseen23
 import pytest
-from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from held_back_harness import default_and_mix, respelled, same_as_written
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -215,9 +214,7 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
     held, mix = CASES[spelling][0], CASES[spelling][4]
     kf = _folder(spelling, tmp_path / "folder")
     template = offline_template(kf).template
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
-    if not FULL_MATRIX:
-        configs = configs[:2]  # the default and the mix
+    configs = default_and_mix(template, kf, mix)
     assert same_as_written(kf, template, configs, lambda s: _host(held, s), tmp_path / "run",
                            host_flags) == len(configs)
 

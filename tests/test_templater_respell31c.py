@@ -115,19 +115,13 @@ from typing import Any
 import held_back_unseen20
 import held_back_unseen21
 import pytest
-from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from held_back_harness import default_and_mix, respelled, same_as_written
 from test_corpus_unseen3 import (
-    _assert_same,
-    _inputs,
-    _run,
-    folder_runs,
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.kernel_folder import KernelFolder
-from workbench.core.template import KernelTemplate
 from workbench.templater import lift_kernel, offline_template
 from workbench.templater.inline_bodies import expand_bodies
 from workbench.templater.inline_calls import InlinedSource
@@ -270,32 +264,14 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
     kf = _folder(spelling, tmp_path / "folder")
     template = offline_template(kf).template
     assert not set(mix) & set(APPROXIMATE)
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [mix])
-    if not FULL_MATRIX:
-        configs = configs[:2]  # the default and the mix
+    configs = default_and_mix(template, kf, mix)
     exact = [c for c in configs if not any(c.get(k) for k in APPROXIMATE)]
     assert same_as_written(kf, template, exact, _host(held), tmp_path / "run", host_flags) == \
         len(exact)
     approximate = {k: 1 for k in APPROXIMATE if k in template.param_names}
     if approximate:
-        assert _within_tolerance(kf, template, [{**configs[1], **approximate}], _host(held),
-                                 tmp_path / "approx", host_flags) == 1
-
-
-def _within_tolerance(kf: KernelFolder, template: KernelTemplate,
-                      configs: list[dict[str, Any]], host: Any, work: Path,
-                      flags: tuple[str, ...]) -> int:
-    """:func:`held_back_harness.same_as_written` within the folder's tolerance (the engine's
-    comparison): for knobs that round differently by design."""
-    env = kf.env(kf.check_shape, "fp32")
-    inputs = _inputs(kf)
-    want = _run(kf, host(kf.baseline.render({}, "fp32").source),
-                kf.baseline.launch_for({}, env), inputs, work / "plain", flags)
-    runs = [(host(template.render(c, "fp32").source), template.launch_for(c, env))
-            for c in configs]
-    for config, got in zip(configs, folder_runs(kf, runs, inputs, work / "lift"), strict=True):
-        _assert_same(kf, got, want, f"{kf.name} at {config}")
-    return len(configs)
+        assert same_as_written(kf, template, [{**configs[1], **approximate}], _host(held),
+                               tmp_path / "approx", host_flags, within_tolerance=True) == 1
 
 
 def _lift(source: str, grid: list[str], block: list[str], scalars: dict[str, str]

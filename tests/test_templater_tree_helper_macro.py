@@ -13,14 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import held_back_unseen12
-import numpy as np
+from held_back_harness import same_as_written
 from helpers_templater import host_configs
-from test_corpus_unseen3 import (
-    _inputs,
-    _run,
-    folder_runs,
-    host_flags,  # noqa: F401  (the session fixture)
-)
+from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 
 from workbench.templater import lift_kernel
 from workbench.templater.offline import offline_template
@@ -88,14 +83,5 @@ def test_softmax_lenmask_lifts_pow2_blocks_and_vectors_its_row_loops(
     configs = host_configs(template, env, [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
         {"BLOCK_THREADS": 128, "VEC": 2, "ITEMS_PER_THREAD": 4}])[:3]
-    inputs = _inputs(kf)
-    want = _run(kf, held.SET.host_source(kf.baseline.render({}, "fp32").source),
-                kf.baseline.launch_for({}, env), inputs, tmp_path / "plain", host_flags)
-    runs = [(held.SET.host_source(template.render(c, "fp32").source),
-             template.launch_for(c, env)) for c in configs]
-    tol = kf.tolerances["fp32"]
-    for config, got in zip(configs, folder_runs(kf, runs, inputs, tmp_path / "lift"),
-                           strict=True):
-        for name, values in want.items():
-            assert np.allclose(got[name], values, rtol=tol.rtol, atol=tol.atol), \
-                (config, name, float(np.max(np.abs(got[name] - values))))
+    assert same_as_written(kf, template, configs, held.SET.host_source, tmp_path, host_flags,
+                           within_tolerance=True) == len(configs)
