@@ -421,6 +421,24 @@ def writer(place: Node, *, address: bool = False) -> Node | None:
     return None
 
 
+def single_values(body: Node) -> dict[str, Node]:
+    """The initial value of each local of ``body`` declared once (a name, with a value) and
+    never assigned nor stepped: the value the name holds wherever it is read."""
+    declared: dict[str, list[Node | None]] = {}
+    written: set[str] = set()
+    for n in walk(body):
+        if n.type == "init_declarator":
+            d = n.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier":
+                declared.setdefault(text(d), []).append(n.child_by_field_name("value"))
+        elif n.type in ("assignment_expression", "update_expression"):
+            t = write_target(n)
+            if t is not None and t.type == "identifier":
+                written.add(text(t))
+    return {k: v[0] for k, v in declared.items()
+            if len(v) == 1 and v[0] is not None and k not in written}
+
+
 def write_target(expr: Node) -> Node | None:
     """The place an assignment or a step ``expr`` writes, under parentheses and casts
     (``(a[i]) += v`` -> ``a[i]``, ``++(n)`` -> ``n``); None for any other expression."""

@@ -34,11 +34,11 @@ from workbench.templater.analysis import (
     binary,
     builtin,
     int_value,
+    single_values,
     strip,
     subscript_index,
     text,
     walk,
-    write_target,
 )
 from workbench.templater.inline_bind import fresh
 from workbench.templater.inline_calls import InlinedSource
@@ -61,7 +61,7 @@ def flat_windows(current: InlinedSource, entry: str | None) -> InlinedSource:
     body = entry_body(current, entry)
     if body is None:
         return current
-    values = _single_values(body)
+    values = single_values(body)
     edits: list[tuple[int, int, str]] = []
     taken = {text(n) for n in walk(body) if n.type == "identifier"}
     for decl, name, extent in _flat_shared(body):
@@ -276,23 +276,6 @@ def _mentions(node: Node, dim: str, values: dict[str, Node], depth: int = 0) -> 
                 _mentions(values[text(n)], dim, values, depth + 1):
             return True
     return False
-
-
-def _single_values(body: Node) -> dict[str, Node]:
-    """The initial value of each local of ``body`` declared once and never assigned."""
-    declared: dict[str, list[Node | None]] = {}
-    written: set[str] = set()
-    for n in walk(body):
-        if n.type == "init_declarator":
-            d = n.child_by_field_name("declarator")
-            if d is not None and d.type == "identifier":
-                declared.setdefault(text(d), []).append(n.child_by_field_name("value"))
-        elif n.type in ("assignment_expression", "update_expression"):
-            t = write_target(n)
-            if t is not None and t.type == "identifier":
-                written.add(text(t))
-    return {k: v[0] for k, v in declared.items()
-            if len(v) == 1 and v[0] is not None and k not in written}
 
 
 def _declares(n: Node, decl: Node) -> bool:

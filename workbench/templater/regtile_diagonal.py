@@ -27,7 +27,15 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, builtin, int_value, strip, text, walk
+from workbench.templater.analysis import (
+    binary,
+    builtin,
+    int_value,
+    single_values,
+    strip,
+    text,
+    walk,
+)
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
 
@@ -61,7 +69,7 @@ class Diagonal:
 def diagonal(body: Node, loop: Node) -> Diagonal | None:
     """The diagonal bound of ``loop`` (the loop over k tiles of the kernel's ``body``);
     None where its header reads no block index; Refused where it reads one otherwise."""
-    values = _values(body)
+    values = single_values(body)
     init, test = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     if not any(_block_dims(h, values) & {"x", "y"} for h in (init, test) if h is not None):
         return None  # (blockIdx.z, a batch or a slice of k, is the same for the whole grid's
@@ -94,26 +102,13 @@ def bounded_by_block(body: Node, loop: Node) -> bool:
     start reads none: a bound that moves with the block. The SDK's walk starts and ends at
     the block's row (``for (a = aBegin; a <= aEnd; ..)``, ``aEnd = aBegin + K - 1``): a
     whole row of tiles whatever the tile."""
-    values = _values(body)
+    values = single_values(body)
     init, test = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     return test is not None and bool(_block_dims(test, values) & {"x", "y"}) and not (
         init is not None and _block_dims(init, values) & {"x", "y"})
 
 
-def _values(body: Node) -> dict[str, Node | None]:
-    """Each local of ``body`` -> its value where declared once with one, else None."""
-    out: dict[str, Node | None] = {}
-    for d in walk(body):
-        if d.type != "init_declarator":
-            continue
-        name = text(d.child_by_field_name("declarator"))
-        out[name] = None if name in out else d.child_by_field_name("value")
-    written = {text(strip(n.child_by_field_name("left") or n)) for n in walk(body)
-               if n.type == "assignment_expression"}
-    return {k: (None if k in written else v) for k, v in out.items()}
-
-
-def _block_dims(node: Node, values: Mapping[str, Node | None], depth: int = 0) -> set[str]:
+def _block_dims(node: Node, values: Mapping[str, Node], depth: int = 0) -> set[str]:
     """The block indices ``node`` reads, through the locals it reads too."""
     out: set[str] = set()
     for m in walk(node):
@@ -125,7 +120,7 @@ def _block_dims(node: Node, values: Mapping[str, Node | None], depth: int = 0) -
     return out
 
 
-def _reads(node: Node, name: str, values: Mapping[str, Node | None], depth: int = 0) -> bool:
+def _reads(node: Node, name: str, values: Mapping[str, Node], depth: int = 0) -> bool:
     """``node`` reads the local ``name``, itself or through the locals it reads."""
     for m in walk(node):
         if m.type == "identifier" and text(m) == name:
@@ -136,7 +131,7 @@ def _reads(node: Node, name: str, values: Mapping[str, Node | None], depth: int 
     return False
 
 
-def _block_index(node: Node, values: Mapping[str, Node | None]) -> str | None:
+def _block_index(node: Node, values: Mapping[str, Node]) -> str | None:
     """The dimension of ``node`` where it is a block index (or a local set once from one)."""
     for _ in range(8):
         node = strip(node)
@@ -161,7 +156,7 @@ def _stores(loop: Node) -> list[Node]:
     return out
 
 
-def _compares(n: Node, var: str, dim: str, values: Mapping[str, Node | None]) -> bool:
+def _compares(n: Node, var: str, dim: str, values: Mapping[str, Node]) -> bool:
     """``n`` compares a value read from ``var`` with one read from blockIdx.``dim``."""
     parts = binary(n)
     if parts is None or parts[1] not in _TESTS:

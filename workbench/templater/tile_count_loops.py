@@ -25,7 +25,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSourceError, parse_cuda
-from workbench.templater.analysis import binary, int_expr_value, strip, text, walk
+from workbench.templater.analysis import binary, int_expr_value, single_values, strip, text, walk
 from workbench.templater.analysis import integer_macros as reading_constants
 from workbench.templater.inline_bind import declarator_name, statements
 from workbench.templater.inline_calls import InlinedSource
@@ -41,7 +41,7 @@ def tile_count_loops(current: InlinedSource, entry: str | None) -> InlinedSource
     body = entry_body(current, entry)
     if body is None:
         return current
-    values = _locals(body)
+    values = single_values(body)
     edits: list[tuple[int, int, str]] = []
     with reading_constants(_constants(current)):
         for loop in walk(body):
@@ -74,7 +74,7 @@ def _constants(current: InlinedSource) -> dict[str, int]:
     return found
 
 
-def _rewrite(loop: Node, values: dict[str, Node | None]) -> list[tuple[int, int, str]]:
+def _rewrite(loop: Node, values: dict[str, Node]) -> list[tuple[int, int, str]]:
     init, cond = loop.child_by_field_name("initializer"), loop.child_by_field_name("condition")
     update, block = loop.child_by_field_name("update"), loop.child_by_field_name("body")
     if init is None or cond is None or update is None or block is None or \
@@ -93,7 +93,7 @@ def _rewrite(loop: Node, values: dict[str, Node | None]) -> list[tuple[int, int,
         return []
     count = strip(parts[2])
     if count.type == "identifier" and values.get(text(count)) is not None:
-        count = strip(values[text(count)])  # type: ignore[arg-type]
+        count = strip(values[text(count)])
     division = binary(count)
     if division is None or division[1] != "/":
         return []
@@ -151,16 +151,3 @@ def _start(first: Node | None, var: str, tile: int) -> Node | None:
     return name
 
 
-def _locals(body: Node) -> dict[str, Node | None]:
-    """Each local of ``body`` -> its value where declared once with one and never
-    assigned, else None."""
-    out: dict[str, Node | None] = {}
-    for d in walk(body):
-        if d.type == "init_declarator":
-            name = text(d.child_by_field_name("declarator"))
-            out[name] = None if name in out else d.child_by_field_name("value")
-    written = {text(strip(n.child_by_field_name("left") or n)) for n in walk(body)
-               if n.type == "assignment_expression"} | \
-        {text(strip(n.child_by_field_name("argument") or n)) for n in walk(body)
-         if n.type == "update_expression"}
-    return {k: (None if k in written else v) for k, v in out.items()}
