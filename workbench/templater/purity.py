@@ -270,7 +270,7 @@ def _impurity(source: CudaSource, fn: Node, macros: set[str], pure: frozenset[st
             if target not in names:
                 return f"`{text(n)[:40]}` writes outside its locals (line {line(n)})"
         elif t == "identifier":
-            if _is_callee(n):
+            if is_callee(n):
                 continue  # checked as a call (``static_cast`` a conversion)
             if text(n) not in names and text(n) not in macros:
                 return f"it reads `{text(n)}`, neither a parameter, a local nor a constant " \
@@ -281,7 +281,7 @@ def _impurity(source: CudaSource, fn: Node, macros: set[str], pure: frozenset[st
     return None
 
 
-def _is_callee(name: Node) -> bool:
+def is_callee(name: Node) -> bool:
     """``name`` names the function a call calls (``f(x)``, ``static_cast<T>(x)``)."""
     up = name.parent
     if up is not None and up.type == "template_function" and \

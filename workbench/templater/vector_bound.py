@@ -23,7 +23,7 @@ from tree_sitter import Node
 from workbench.templater.analysis import text, walk, write_target
 from workbench.templater.inline_bind import addressed
 from workbench.templater.plan import Plan
-from workbench.templater.purity import PURE_CALLS
+from workbench.templater.purity import PURE_CALLS, is_callee
 from workbench.templater.vector_access import Illegal, local_root, root_array
 from workbench.templater.vector_regions import Region
 
@@ -59,7 +59,7 @@ def steady_bound(plan: Plan, region: Region) -> None:
                 n.type == "field_expression" and
                 text(n.child_by_field_name("operator")) == "->"):
             _steady_memory(plan, bound, n, memory)
-        if n.type != "identifier" or _is_callee(n):
+        if n.type != "identifier" or is_callee(n):
             continue
         name = text(n)
         if name == region.var:
@@ -118,12 +118,6 @@ def _header(region: Region) -> list[Node]:
         return []
     parts = (region.node.child_by_field_name(f) for f in ("initializer", "condition", "update"))
     return [p for p in parts if p is not None]
-
-
-def _is_callee(n: Node) -> bool:
-    parent = n.parent
-    return parent is not None and parent.type == "call_expression" and \
-        parent.child_by_field_name("function") == n
 
 
 def _written_names(scope: list[Node]) -> dict[str, Node]:
