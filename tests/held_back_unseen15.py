@@ -23,7 +23,7 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     # two particles a thread over 64 threads unrolled by 4 (tiles of 128: three, the last
     # of 45, which the unrolled loop leaves 1 of); four over 128 unrolled by 8 (one tile of
     # 512 holding all 301, 5 left after the unrolled groups)
-    "lj_energy_tiles": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4},
+    "lj_energy_tiles": [{"THREADS": 64, "ITEMS": 2, "UNROLL": 4, "BRANCHLESS": 1},
                         {"THREADS": 128, "ITEMS": 4, "UNROLL": 8}],
     # two outputs a thread over 64 threads in groups of 7 taps (three spans of 128 a row,
     # the last holding 45); four over 128 in groups of 21 (one span of 512 past the 301)
