@@ -15,6 +15,7 @@ from workbench.templater import LiftedSource, lift_kernel
 
 _KERNEL = """
 #define SCALE 3
+#define DT 0.01f
 static constexpr float kHalf = 0.5f;
 __device__ float ratio(float a, float b) {{ return a / b; }}
 extern "C" __global__ void k(float* out, const float* x, int n) {{
@@ -83,3 +84,27 @@ def test_divisions_not_proven_fp32_are_left_as_written(name: str) -> None:
     lifted = _lift(LEFT[name])
     assert "FAST_DIV" not in {p.name for p in lifted.params}, lifted.source
     assert "WB_DIV" not in lifted.source
+
+
+FOLDED = {
+    "literals": "    acc += v * (1.0f / 16777216.0f);",
+    "literal_macro_over_literal": "    acc += v * (DT / 6.0f);",
+    "file_constant_over_literal": "    acc += v * (kHalf / 3.0f);",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED))
+def test_a_division_of_constants_is_no_knob(name: str) -> None:
+    """The compiler divides constants at build time: __fdividef there changes no run, so
+    a knob would only spend the search's budget; the note says why it is not one."""
+    lifted = _lift(FOLDED[name])
+    assert "FAST_DIV" not in {p.name for p in lifted.params}, lifted.source
+    assert "WB_DIV" not in lifted.source
+    assert any("divides constants: the compiler folds it" in n for n in lifted.notes), \
+        lifted.notes
+
+
+def test_a_constant_numerator_over_a_value_keeps_the_knob() -> None:
+    lifted = _lift("    acc += v * (DT / (v + 6.0f));")
+    assert "FAST_DIV" in {p.name for p in lifted.params}, lifted.notes
+    assert "WB_DIV(DT, (v[wb_it] + 6.0f))" in lifted.source, lifted.source

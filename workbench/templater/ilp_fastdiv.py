@@ -52,6 +52,7 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
     count = 0
     per_helper: list[str] = []
     looped = _called_in_loops(plan.body, functions)
+    folded = _file_constants(plan.source.tree.root_node)
     for name, body in functions.items():
         before = count
         fn = body.parent
@@ -65,6 +66,10 @@ def apply_fastdiv(plan: Plan, functions: dict[str, Node]) -> bool:
                     text(n.child_by_field_name("operator")) == "/" and \
                     (name in looped or inside_loop(n, body)) and \
                     _fp32_division(plan, n, types):
+                if _folded(n, folded):
+                    plan.note(NAME, False, f"`{text(n)[:50]}` divides constants: the "
+                              "compiler folds it, so it is no knob", n)
+                    continue
                 _rewrite(plan, n)
                 count += 1
             elif n.type == "binary_expression" and \
@@ -165,6 +170,32 @@ def _fp32_division(plan: Plan, div: Node, types: dict[str, str]) -> bool:
            for e in plan.rw.edits):
         return False  # a FAST_MATH rewrite owns it
     return _kind(div, types) == "float"
+
+
+def _folded(div: Node, constants: frozenset[str]) -> bool:
+    """Every leaf of ``div`` a number literal or a name in ``constants``: the compiler
+    divides at build time, so ``__fdividef`` would change nothing a run does."""
+    return all(n.type == "number_literal" or (n.type == "identifier" and text(n) in constants)
+               for n in walk(div) if n.is_named and not n.named_children)
+
+
+def _file_constants(root: Node) -> frozenset[str]:
+    """Names whose value the compiler knows: a macro whose every definition is one ``f``
+    literal (:func:`_macro_types`), and a file-scope ``const`` / ``constexpr`` scalar set
+    to a literal (``constexpr float kDt = 0.01f;``)."""
+    names = set(_macro_types(root))
+    for n in root.named_children:
+        if n.type != "declaration" or not any(
+                c.type == "type_qualifier" and text(c) in ("const", "constexpr")
+                for c in n.children):
+            continue
+        for d in n.children_by_field_name("declarator"):
+            name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+            if d.type == "init_declarator" and name is not None and \
+                    name.type == "identifier" and value is not None and \
+                    value.type == "number_literal":
+                names.add(text(name))
+    return frozenset(names)
 
 
 def _combine(*kinds: str) -> str:
